@@ -1,0 +1,35 @@
+// Builds dist/: the CLI and (later) the Action, each one self-contained ESM file.
+// `node scripts/bundle.mjs --check` builds in memory and fails if dist/ is stale.
+import { readFile } from 'node:fs/promises';
+import { build } from 'esbuild';
+
+const entries = { cli: 'src/cli/index.ts' };
+const check = process.argv.includes('--check');
+
+const result = await build({
+  entryPoints: entries,
+  outdir: 'dist',
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  // Bundled CommonJS dependencies call require(); give them one.
+  banner: {
+    js: "import { createRequire as __forkflushRequire } from 'node:module';\nconst require = __forkflushRequire(import.meta.url);",
+  },
+  legalComments: 'none',
+  write: !check,
+  logLevel: 'warning',
+});
+
+if (check) {
+  const stale = [];
+  for (const file of result.outputFiles) {
+    const current = await readFile(file.path, 'utf8').catch(() => null);
+    if (current !== file.text) stale.push(file.path);
+  }
+  if (stale.length > 0) {
+    console.error(`dist/ is stale (${stale.join(', ')}): run \`npm run bundle\` and commit dist/`);
+    process.exit(1);
+  }
+}

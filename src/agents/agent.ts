@@ -1,0 +1,44 @@
+// The agent port: one adapter per agent CLI. An adapter starts a session fresh or from a saved
+// context, bounds it, and says what it spent. The worker owns the workspace, grading and commits.
+import type { Unit } from '../core/config.js';
+import type { ExitReason } from '../core/state.js';
+
+export interface AgentSession {
+  /** The workspace: the agent's working directory and only write target. */
+  workdir: string;
+  prompt: string;
+  promptFile: string;
+  /** Empty for a fresh episode; the previous episode's context when it is carried or copied. */
+  contextDir: string;
+  /** Where the agent reports `{"spent": N}` (command agents). */
+  usageFile: string;
+  /** Agent output goes here. */
+  logFile: string;
+  /** The command that runs the grader and counts an evaluation. */
+  gradeCommand: string;
+  allowance: number;
+  unit: Unit;
+  seed: number;
+  episodeId: string;
+  /** Hard stop after this many milliseconds; `deadlineIsBudget` says the budget itself is time. */
+  deadlineMs: number;
+  deadlineIsBudget: boolean;
+  /** Environment without secrets it must not see (GitHub tokens). */
+  env: NodeJS.ProcessEnv;
+  /** Aborts the session: reason "budget" (evaluations used up) or "interrupted". */
+  signal: AbortSignal;
+}
+
+export interface AgentOutcome {
+  exit: ExitReason;
+  /** Spend the agent reports, in the budget's unit (tokens and usd only). */
+  reportedSpend: number | null;
+  /** Something the user should know, e.g. why the spend was estimated. */
+  note?: string;
+  seconds: number;
+}
+
+export interface AgentAdapter {
+  readonly kind: string;
+  run(session: AgentSession): Promise<AgentOutcome>;
+}

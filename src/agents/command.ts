@@ -1,0 +1,92 @@
+// The `command` agent: any program that follows forkflush's contract (README, "The command agent").
+import { readFile } from 'node:fs/promises';
+import { runShell } from '../io/process.js';
+import type { AgentAdapter, AgentOutcome, AgentSession } from './agent.js';
+
+const USAGE_POLL_MS = 200;
+
+export function commandAgent(command: string): AgentAdapter {
+  return {
+    kind: 'command',
+    async run(s: AgentSession): Promise<AgentOutcome> {
+      const env: NodeJS.ProcessEnv = {
+        ...s.env,
+        FORKFLUSH_PROMPT_FILE: s.promptFile,
+        FORKFLUSH_CONTEXT_DIR: s.contextDir,
+        FORKFLUSH_BUDGET: String(s.allowance),
+        FORKFLUSH_BUDGET_UNIT: s.unit,
+        FORKFLUSH_USAGE_FILE: s.usageFile,
+        FORKFLUSH_GRADE: s.gradeCommand,
+        FORKFLUSH_SEED: String(s.seed),
+        FORKFLUSH_EPISODE: s.episodeId,
+      };
+      // Tokens and money are what the agent says it spent: watch the usage file and stop an overrun.
+      const overrun = new AbortController();
+      const watched = s.unit === 'tokens' || s.unit === 'usd';
+      const poll = watched
+        ? setInterval(async () => {
+            const usage = await readUsage(s.usageFile);
+            if (typeof usage === 'number' && usage > s.allowance) overrun.abort('budget');
+          }, USAGE_POLL_MS)
+        : undefined;
+      const r = await runShell(command, {
+        cwd: s.workdir,
+        env,
+        input: s.prompt,
+        timeoutMs: s.deadlineMs,
+        signal: AbortSignal.any([s.signal, overrun.signal]),
+        logFile: s.logFile,
+        maxOutput: 64_000,
+      });
+      if (poll) clearInterval(poll);
+      const usage = await readUsage(s.usageFile);
+      const seconds = r.ms / 1000;
+      const exit =
+        r.stopped === 'timeout'
+          ? s.deadlineIsBudget
+            ? 'budget'
+            : 'timeout'
+          : r.stopped === 'budget'
+            ? 'budget'
+            : r.stopped !== null || r.spawnError || r.exitCode !== 0
+              ? 'crash'
+              : 'finished';
+      const crashNote =
+        exit === 'crash' && r.stopped === null
+          ? `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${lastLine(r.stderr)}`
+          : undefined;
+      if (!watched) return { exit, reportedSpend: null, seconds, ...(crashNote ? { note: crashNote } : {}) };
+      if (typeof usage === 'number')
+        return { exit, reportedSpend: usage, seconds, ...(crashNote ? { note: crashNote } : {}) };
+      const why = usage === undefined ? 'wrote no usage file' : `wrote an unreadable usage file (${usage.error})`;
+      return {
+        exit,
+        reportedSpend: null,
+        seconds,
+        note: [crashNote, `the agent ${why}; charged its whole allowance`].filter(Boolean).join('; '),
+      };
+    },
+  };
+}
+
+/** The spend in a usage file: a number, undefined when there is no file, or why it cannot be read. */
+async function readUsage(file: string): Promise<number | undefined | { error: string }> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const spent = (JSON.parse(text) as { spent?: unknown }).spent;
+    if (typeof spent === 'number' && Number.isFinite(spent) && spent >= 0) return spent;
+    return { error: `expected {"spent": <number>}, got ${text.trim().slice(0, 60)}` };
+  } catch {
+    return { error: `not JSON: ${text.trim().slice(0, 60)}` };
+  }
+}
+
+function lastLine(stderr: string): string {
+  const line = stderr.trim().split('\n').at(-1)?.trim();
+  return line ? `: ${line.slice(0, 200)}` : '';
+}

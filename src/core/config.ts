@@ -1,0 +1,346 @@
+// The public contract: `.github/autoresearch.yml`. One zod schema gives the defaults (the
+// paper's), the validation, the TypeScript type and the published JSON Schema.
+import { isMap, isPair, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { z } from 'zod';
+import { closest } from './text.js';
+
+export const CONFIG_PATH = '.github/autoresearch.yml';
+
+export const STRATEGIES = ['fork-and-flush', 'single-run', 'best-of-n', 'fork-only', 'flush-only'] as const;
+export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
+export const AGENT_KINDS = ['command'] as const;
+
+/** The method's numbers, in one place (../shared/docs/method.md, "The schedule used in the paper"). */
+export const PAPER = {
+  branches: 4,
+  forkAt: [0.33, 0.66],
+  branchBudget: 0.06,
+  episodeBudget: 0.06,
+  directives: 2,
+} as const;
+
+const fraction = z.number().gt(0).lt(1);
+
+const graderSchema = z.strictObject({
+  command: z.string().min(1).describe('Shell command run in the workspace; its last stdout line is the score.'),
+  direction: z.enum(['maximize', 'minimize']).default('maximize'),
+  timeout: z.number().positive().default(60).describe('Seconds one grading may take.'),
+  protected: z
+    .array(z.string().min(1))
+    .default([])
+    .describe('Globs restored from the lineage base before grading; an episode that changed them gets no score.'),
+});
+
+const agentSchema = z.strictObject({
+  kind: z.enum(AGENT_KINDS).default('command'),
+  command: z.string().min(1).describe('For kind "command": shell command run in the workspace.'),
+  timeout: z
+    .number()
+    .positive()
+    .default(1800)
+    .describe('Hard wall-clock limit of one episode in seconds, whatever the budget unit.'),
+});
+
+const budgetSchema = z.strictObject({
+  total: z.number().positive().describe('The whole run spends this much, in `unit`.'),
+  unit: z.enum(UNITS).default('usd'),
+  episode: z.number().positive().optional().describe('One serial episode; default 0.06 of total.'),
+});
+
+const forkSchema = z.strictObject({
+  branches: z.number().int().min(1).max(64).default(PAPER.branches).describe('K: branches per fork round.'),
+  at: z
+    .array(fraction)
+    .default([...PAPER.forkAt])
+    .describe('Fork points, as fractions of the total budget spent.'),
+  branch_budget: z.number().gt(0).max(1).default(PAPER.branchBudget).describe('Each branch, as a fraction of total.'),
+  directives: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Branches per fork round told to try a substantially different approach; default 2 (at most K).'),
+});
+
+const promptsSchema = z.strictObject({
+  branch: z.string().min(1).optional().describe('File with the template for a fresh-context episode.'),
+  continuation: z.string().min(1).optional().describe('File with the template for a carried-context episode.'),
+});
+
+export const configSchema = z
+  .strictObject({
+    $schema: z.string().optional(),
+    task: z.string().min(1).default('TASK.md').describe('File in the repository that describes the task.'),
+    grader: graderSchema,
+    agent: agentSchema,
+    budget: budgetSchema,
+    strategy: z.enum(STRATEGIES).default('fork-and-flush'),
+    fork: forkSchema.default(forkSchema.parse({})),
+    journal: z.string().min(1).default('NOTES.md'),
+    prompts: promptsSchema.default({}),
+  })
+  .superRefine((c, ctx) => {
+    const at = c.fork.at;
+    for (let i = 1; i < at.length; i++) {
+      if ((at[i] as number) <= (at[i - 1] as number)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['fork', 'at', i],
+          message: `fork.at must increase: fork.at[${i}] is ${at[i]}, not above fork.at[${i - 1}] = ${at[i - 1]}`,
+        });
+      }
+    }
+    if (c.fork.directives !== undefined && c.fork.directives > c.fork.branches) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['fork', 'directives'],
+        message: `fork.directives must be at most fork.branches (${c.fork.branches}), got ${c.fork.directives}`,
+      });
+    }
+    if (c.budget.episode !== undefined && c.budget.episode > c.budget.total) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['budget', 'episode'],
+        message: `budget.episode must be at most budget.total (${c.budget.total}), got ${c.budget.episode}`,
+      });
+    }
+    if (c.strategy === 'fork-and-flush' || c.strategy === 'fork-only') {
+      const rounds = 1 + at.length;
+      const share = rounds * c.fork.branches * c.fork.branch_budget;
+      if (share > 1 + 1e-9) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['fork', 'branch_budget'],
+          message:
+            `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share)} of the budget, ` +
+            `more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, ` +
+            'or use fewer branches or fork points',
+        });
+      }
+    }
+  });
+
+export type ConfigInput = z.input<typeof configSchema>;
+type ParsedConfig = z.output<typeof configSchema>;
+/** A validated config, with every default filled in. */
+export type Config = Omit<ParsedConfig, 'budget' | 'fork'> & {
+  budget: ParsedConfig['budget'] & { episode: number };
+  fork: ParsedConfig['fork'] & { directives: number };
+};
+export type Strategy = (typeof STRATEGIES)[number];
+export type Unit = (typeof UNITS)[number];
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+/** Overrides from the command line, checked by the CLI before they get here. */
+export interface ConfigOverrides {
+  strategy?: Strategy;
+  budget?: number;
+  branches?: number;
+}
+
+/** Parses and validates the YAML text of a config; throws ConfigError with located messages. */
+export function parseConfig(text: string, file: string, overrides: ConfigOverrides = {}): Config {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      doc.errors.map((e) => {
+        const pos = lineCounter.linePos(e.pos[0]);
+        return `${file}:${pos.line}:${pos.col}: not valid YAML: ${e.message.split('\n')[0]}`;
+      }),
+    );
+  }
+  const raw: unknown = doc.toJS() ?? {};
+  if (typeof raw !== 'object' || Array.isArray(raw) || raw === null) {
+    throw new ConfigError([`${file}:1:1: the config must be a mapping of keys (grader, agent, budget, ...)`]);
+  }
+  const input = applyOverrides(raw as Record<string, unknown>, overrides);
+  const result = configSchema.safeParse(input);
+  if (!result.success) {
+    const locate = (path: PropertyKey[], key?: string) => {
+      const offset = findOffset(doc.contents, path, key);
+      const pos = lineCounter.linePos(offset);
+      return `${file}:${pos.line}:${pos.col}`;
+    };
+    throw new ConfigError(result.error.issues.map((issue) => describeIssue(issue, input, locate)));
+  }
+  const c = result.data;
+  return {
+    ...c,
+    budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total },
+    fork: { ...c.fork, directives: c.fork.directives ?? Math.min(PAPER.directives, c.fork.branches) },
+  };
+}
+
+function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...raw };
+  if (o.strategy !== undefined) out.strategy = o.strategy;
+  if (o.budget !== undefined) {
+    const budget = isRecord(raw.budget) ? { ...raw.budget } : {};
+    // A new total rescales a relative default, so drop an episode size that no longer fits.
+    if (typeof budget.episode === 'number' && budget.episode > o.budget) delete budget.episode;
+    out.budget = { ...budget, total: o.budget };
+  }
+  if (o.branches !== undefined) {
+    const fork = isRecord(raw.fork) ? { ...raw.fork } : {};
+    out.fork = { ...fork, branches: o.branches };
+  }
+  return out;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+type Locate = (path: PropertyKey[], key?: string) => string;
+
+function describeIssue(issue: z.core.$ZodIssue, input: unknown, locate: Locate): string {
+  const path = issue.path;
+  const name = formatPath(path);
+  const found = valueAt(input, path);
+  const got = found === undefined ? 'nothing' : JSON.stringify(found);
+  switch (issue.code) {
+    case 'unrecognized_keys': {
+      const valid = validKeysAt(path);
+      return issue.keys
+        .map((key) => {
+          const full = formatPath([...path, key]);
+          const guess = closest(key, valid);
+          const hint = guess ? `; did you mean "${guess}"?` : '';
+          return `${locate(path, key)}: unknown key "${full}"${hint} Valid keys${name ? ` of ${name}` : ''}: ${valid.join(', ')}`;
+        })
+        .join('\n');
+    }
+    case 'invalid_type':
+      if (found === undefined) return `${locate(path.slice(0, -1))}: ${name} is required (${expected(issue.expected)})`;
+      return `${locate(path)}: ${name} must be ${expected(issue.expected)}, got ${got}`;
+    case 'invalid_value':
+      return `${locate(path)}: ${name} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, got ${got}`;
+    case 'too_small':
+    case 'too_big':
+      return `${locate(path)}: ${name} ${rangeText(path, issue)}, got ${got}`;
+    case 'custom':
+      return `${locate(path)}: ${issue.message}`;
+    default:
+      return `${locate(path)}: ${name}: ${issue.message}`;
+  }
+}
+
+function rangeText(path: PropertyKey[], issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig): string {
+  if (issue.origin === 'string') return 'must not be empty';
+  if (issue.origin === 'array')
+    return `must have ${issue.code === 'too_small' ? 'at least' : 'at most'} ${issue.code === 'too_small' ? issue.minimum : issue.maximum} items`;
+  // Fractions read best as a range.
+  const parent = path.at(-2);
+  const last = path.at(-1);
+  if (parent === 'at' || last === 'at' || typeof last === 'number') return 'must be between 0 and 1 (exclusive)';
+  if (last === 'branch_budget') return 'must be a fraction above 0 and at most 1';
+  if (issue.code === 'too_small') {
+    const min = Number(issue.minimum);
+    return issue.inclusive ? `must be at least ${min}` : `must be above ${min}`;
+  }
+  const max = Number(issue.maximum);
+  return issue.inclusive ? `must be at most ${max}` : `must be below ${max}`;
+}
+
+function expected(type: string): string {
+  const names: Record<string, string> = {
+    string: 'a string',
+    number: 'a number',
+    int: 'a whole number',
+    array: 'a list',
+    object: 'a mapping',
+    boolean: 'true or false',
+  };
+  return names[type] ?? type;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out;
+}
+
+function valueAt(v: unknown, path: readonly PropertyKey[]): unknown {
+  let cur = v;
+  for (const p of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[p];
+  }
+  return cur;
+}
+
+/** The keys the schema allows at a path (for "did you mean" and the list of valid keys). */
+export function validKeysAt(path: readonly PropertyKey[]): string[] {
+  let schema: z.ZodType = configSchema;
+  for (const p of path) {
+    const shape = objectShape(schema);
+    if (!shape || typeof p !== 'string' || !(p in shape)) return [];
+    schema = shape[p] as z.ZodType;
+  }
+  return Object.keys(objectShape(schema) ?? {}).filter((k) => k !== '$schema');
+}
+
+function objectShape(schema: z.ZodType): Record<string, z.ZodType> | undefined {
+  let s: z.ZodType = schema;
+  // Unwrap defaults, optionals and refinements down to the object.
+  for (let i = 0; i < 5; i++) {
+    const def = (
+      s as unknown as {
+        def: { type: string; innerType?: z.ZodType; in?: z.ZodType; shape?: Record<string, z.ZodType> };
+      }
+    ).def;
+    if (def.type === 'object') return def.shape;
+    const inner = def.innerType ?? def.in;
+    if (!inner) return undefined;
+    s = inner;
+  }
+  return undefined;
+}
+
+/** The source offset of the node at a path, or of the key itself; falls back to the nearest parent. */
+function findOffset(root: YamlNode | null, path: readonly PropertyKey[], key?: string): number {
+  let node: YamlNode | null = root;
+  let offset = node?.range?.[0] ?? 0;
+  const steps = key === undefined ? path : [...path, key];
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i];
+    if (!node || !('items' in node)) break;
+    const items = (node as { items: unknown[] }).items;
+    let next: YamlNode | null = null;
+    if (isMap(node)) {
+      const pair = items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === step);
+      if (pair && isPair(pair)) {
+        const keyNode = pair.key as YamlNode;
+        // For an unknown key point at the key; otherwise at the value.
+        if (i === steps.length - 1 && key !== undefined) return keyNode.range?.[0] ?? offset;
+        next = (pair.value as YamlNode | null) ?? null;
+        offset = next?.range?.[0] ?? keyNode.range?.[0] ?? offset;
+      }
+    } else if (typeof step === 'number') {
+      next = (items[step] as YamlNode | undefined) ?? null;
+      if (next?.range) offset = next.range[0];
+    }
+    node = next;
+  }
+  return offset;
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+/** The JSON Schema published for editors (`npm run schema` writes it to schema/autoresearch.schema.json). */
+export function configJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(configSchema, { io: 'input', target: 'draft-7' }) as Record<string, unknown>;
+  return {
+    title: 'forkflush: .github/autoresearch.yml',
+    ...schema,
+  };
+}

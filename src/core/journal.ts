@@ -1,0 +1,99 @@
+// What the worker writes down after each episode: a journal line for the agents that come next,
+// and commit trailers that make the commit itself the record of the episode's result.
+import type { Config } from './config.js';
+import type { Episode, EpisodeResult, ExitReason } from './state.js';
+import { formatNumber } from './text.js';
+
+export function describeContext(e: Episode): string {
+  if (e.context === 'fresh') return 'fresh context';
+  return e.context === 'carry' ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
+}
+
+/** One journal entry, appended to the journal after the agent's own notes. */
+export function journalEntry(config: Config, phase: string, e: Episode, r: EpisodeResult): string {
+  const score = r.score === null ? `no score (${r.reason ?? 'unknown'})` : `score ${formatNumber(r.score, 6)}`;
+  const spent = `spent ${formatNumber(r.spent)} of ${formatNumber(e.allowance)} ${config.budget.unit}`;
+  const extra = e.directive ? ', told to try a different approach' : '';
+  return `- forkflush ${e.id} (${phase}, ${describeContext(e)}${extra}): ${score}; ${spent}; ended: ${r.exit}.`;
+}
+
+export function appendToJournal(existing: string, entry: string): string {
+  const header = existing.trim() === '' ? '# Journal\n\n' : '';
+  const sep = existing === '' || existing.endsWith('\n') ? '' : '\n';
+  return `${header}${existing}${sep}${entry}\n`;
+}
+
+const TRAILERS = {
+  run: 'Forkflush-Run',
+  episode: 'Forkflush-Episode',
+  score: 'Forkflush-Score',
+  reason: 'Forkflush-Score-Reason',
+  spent: 'Forkflush-Spent',
+  unit: 'Forkflush-Unit',
+  exit: 'Forkflush-Exit',
+  protectedChanged: 'Forkflush-Protected-Changed',
+  seconds: 'Forkflush-Seconds',
+  note: 'Forkflush-Note',
+} as const;
+
+export function commitMessage(runId: string, config: Config, e: Episode, r: Omit<EpisodeResult, 'commit'>): string {
+  const score = r.score === null ? 'no score' : `score ${formatNumber(r.score, 6)}`;
+  const lines = [
+    `forkflush ${e.id}: ${score}, spent ${formatNumber(r.spent)} ${config.budget.unit}`,
+    '',
+    `${TRAILERS.run}: ${runId}`,
+    `${TRAILERS.episode}: ${e.id}`,
+    `${TRAILERS.score}: ${r.score === null ? 'none' : String(r.score)}`,
+    ...(r.reason ? [`${TRAILERS.reason}: ${oneLine(r.reason)}`] : []),
+    `${TRAILERS.spent}: ${r.spent}`,
+    `${TRAILERS.unit}: ${config.budget.unit}`,
+    `${TRAILERS.exit}: ${r.exit}`,
+    ...(r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(', ')}`] : []),
+    ...(r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : []),
+    `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(' ')}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** Reads an episode's result back from its commit message (null if it is not an episode commit). */
+export function parseCommitMessage(
+  message: string,
+  commit: string,
+): { runId: string; episode: string; result: EpisodeResult } | null {
+  const fields = new Map<string, string>();
+  for (const line of message.split('\n')) {
+    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
+    if (m) fields.set(m[1] as string, (m[2] as string).trim());
+  }
+  const runId = fields.get(TRAILERS.run);
+  const episode = fields.get(TRAILERS.episode);
+  const spent = Number(fields.get(TRAILERS.spent));
+  const exit = fields.get(TRAILERS.exit) as ExitReason | undefined;
+  const scoreText = fields.get(TRAILERS.score);
+  if (!runId || !episode || !Number.isFinite(spent) || !exit || scoreText === undefined) return null;
+  const score = scoreText === 'none' ? null : Number(scoreText);
+  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? '').split(' ').map(Number);
+  const reason = fields.get(TRAILERS.reason);
+  const changed = fields.get(TRAILERS.protectedChanged);
+  const note = fields.get(TRAILERS.note);
+  return {
+    runId,
+    episode,
+    result: {
+      commit,
+      score: score !== null && Number.isFinite(score) ? score : null,
+      ...(reason ? { reason } : {}),
+      ...(note ? { note } : {}),
+      spent,
+      exit,
+      protectedChanged: changed ? changed.split(', ') : [],
+      wallSeconds: wall,
+      agentSeconds: agent,
+      graderSeconds: grader,
+    },
+  };
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s+/g, ' ').trim();
+}

@@ -1,0 +1,25 @@
+// Names a person can read: the run, the round and the branch are in every ref.
+
+export function lineageBranch(run: string, lineage: number, lineages: number): string {
+  return lineages === 1 ? `forkflush/${run}/lineage` : `forkflush/${run}/lineage-${lineage}`;
+}
+
+export function episodeBranch(run: string, round: number, branch: number): string {
+  return `forkflush/${run}/round-${round}/branch-${branch}`;
+}
+
+export function bestBranch(run: string): string {
+  return `forkflush/${run}/best`;
+}
+
+/** "round 2, branch 1" or "initial workspace". */
+export function describeEpisodeId(id: string): string {
+  const m = /^r(\d+)\.b(\d+)$/.exec(id);
+  return m ? `round ${m[1]}, branch ${m[2]}` : id === 'base' ? 'initial workspace' : id;
+}
+
+/** A run id from a time: 20261130-055201. */
+export function runIdAt(date: Date): string {
+  const iso = date.toISOString();
+  return `${iso.slice(0, 10).replace(/-/g, '')}-${iso.slice(11, 19).replace(/:/g, '')}`;
+}

@@ -1,0 +1,99 @@
+// The plan: a preview of the whole run, phase by phase, made by running the real schedule with
+// episodes that spend exactly their allowance. Every strategy plans to spend exactly budget.total.
+import type { Config } from './config.js';
+import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from './reconcile.js';
+import { type Episode, type EpisodeResult, newRunState, type RoundKind, type RunState } from './state.js';
+import { formatNumber, textTable } from './text.js';
+
+export interface PlanPhase {
+  phase: string;
+  kind: RoundKind;
+  /** Parallel episodes per round: K for a fork round, the lineages for a serial one. */
+  branches: number;
+  rounds: number;
+  budgetEach: number;
+  spend: number;
+  cumulative: number;
+}
+
+/** What a simulated episode spends and scores. */
+export type SimulatedOutcome = (episode: Episode) => { spent: number; score: number | null };
+
+/** Runs the schedule to the end without agents: the whole run's rounds, as the core would decide them. */
+export function simulate(config: Config, outcome: SimulatedOutcome, seed = 0, maxRounds = 10_000): RunState {
+  let state = newRunState({ id: 'plan', seed, config, baseCommit: 'base', baseScore: null });
+  for (let step = 0; step < maxRounds * 3; step++) {
+    const actions = reconcile(state);
+    if (actions.length === 0) return state;
+    for (const action of actions) {
+      if (action.type === 'open') state = applyOpen(state, action.round);
+      else if (action.type === 'decide') state = applyDecision(state, action.round, action.decision);
+      else if (action.type === 'finish') state = applyFinish(state);
+      else {
+        const episode = state.rounds[action.round]?.episodes.find((e) => e.id === action.episode);
+        if (!episode) throw new Error(`simulate: no episode ${action.episode}`);
+        const { spent, score } = outcome(episode);
+        const result: EpisodeResult = {
+          commit: `commit-${episode.id}`,
+          score,
+          spent,
+          exit: 'finished',
+          protectedChanged: [],
+          agentSeconds: 0,
+          graderSeconds: 0,
+          wallSeconds: 0,
+        };
+        state = applyResult(state, episode.id, result);
+      }
+    }
+  }
+  throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
+}
+
+/** The planned phases of a run. */
+export function plan(config: Config): PlanPhase[] {
+  const state = simulate(config, (e) => ({ spent: e.allowance, score: null }));
+  const phases: PlanPhase[] = [];
+  let cumulative = 0;
+  for (const round of state.rounds) {
+    const spend = round.episodes.reduce((s, e) => s + e.allowance, 0);
+    cumulative += spend;
+    const last = phases.at(-1);
+    if (last && last.phase === round.phase && last.kind === round.kind) {
+      last.rounds += 1;
+      last.spend += spend;
+      last.cumulative = cumulative;
+      continue;
+    }
+    phases.push({
+      phase: round.phase,
+      kind: round.kind,
+      branches: round.episodes.length,
+      rounds: 1,
+      budgetEach: round.episodes[0]?.allowance ?? 0,
+      spend,
+      cumulative,
+    });
+  }
+  return phases;
+}
+
+/** `forkflush plan` output: one row a phase. */
+export function planTable(config: Config): string {
+  const unit = config.budget.unit;
+  const total = config.budget.total;
+  const rows = plan(config).map((p) => [
+    p.phase,
+    p.kind === 'fork' ? `fork round` : 'serial',
+    String(p.branches),
+    String(p.rounds),
+    formatNumber(p.budgetEach, 2),
+    formatNumber(p.spend, 2),
+    `${formatNumber(p.cumulative, 2)} (${Math.round((p.cumulative / total) * 100)}%)`,
+  ]);
+  const title = `strategy ${config.strategy}, budget ${formatNumber(total)} ${unit}, K = ${config.fork.branches}`;
+  return `${title}\n\n${textTable(
+    ['phase', 'kind', 'branches', 'episodes', `budget each (${unit})`, 'spend', 'cumulative'],
+    rows,
+  )}`;
+}

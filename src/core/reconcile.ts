@@ -1,0 +1,76 @@
+// The reconcile step: observed run state -> the next actions. Every trigger (a CLI step, a webhook,
+// a nightly tick) calls this and does what it returns; running it twice on the same state returns
+// the same actions, so a duplicated or late trigger changes nothing.
+import { nextRound } from './schedule.js';
+import { selectWinner } from './select.js';
+import type { Best, Decision, EpisodeResult, Round, RunState } from './state.js';
+import { isBetter } from './state.js';
+
+export type Action =
+  /** Record a new round; its episodes' branches start from the lineage heads they name. */
+  | { type: 'open'; round: Round }
+  /** Run (or re-run, after a crash) an episode that has no result yet. */
+  | { type: 'run'; round: number; episode: string }
+  /** Every episode of the round has a result: adopt the winner(s) into the lineage(s). */
+  | { type: 'decide'; round: number; decision: Decision }
+  /** The budget is spent. */
+  | { type: 'finish' };
+
+export function reconcile(state: RunState): Action[] {
+  if (state.status === 'finished') return [];
+  const open = state.rounds.find((r) => !r.decision);
+  if (open) {
+    const pending = open.episodes.filter((e) => !e.result);
+    if (pending.length > 0) return pending.map((e) => ({ type: 'run', round: open.index, episode: e.id }));
+    return [{ type: 'decide', round: open.index, decision: decide(state, open) }];
+  }
+  const round = nextRound(state);
+  return round ? [{ type: 'open', round }] : [{ type: 'finish' }];
+}
+
+/** A fork round adopts its winner (if any branch scored); a serial round adopts every episode. */
+export function decide(state: RunState, round: Round): Decision {
+  if (round.kind === 'serial') return { winner: null, adopted: round.episodes.map((e) => e.id) };
+  const winner = selectWinner(round.episodes, state.config.grader.direction);
+  return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
+}
+
+// Pure transitions. Each returns a new state; applying one twice is refused or changes nothing.
+
+export function applyOpen(state: RunState, round: Round): RunState {
+  if (state.rounds.some((r) => r.index === round.index)) return state;
+  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round.index}: another round is still open`);
+  return { ...state, rounds: [...state.rounds, round] };
+}
+
+export function applyResult(state: RunState, episodeId: string, result: EpisodeResult): RunState {
+  let best: Best | null = state.best;
+  const rounds = state.rounds.map((r) => {
+    if (!r.episodes.some((e) => e.id === episodeId)) return r;
+    if (r.decision) throw new Error(`episode ${episodeId}: its round is already decided`);
+    return { ...r, episodes: r.episodes.map((e) => (e.id === episodeId ? { ...e, result } : e)) };
+  });
+  if (rounds.every((r, i) => r === state.rounds[i])) throw new Error(`no episode ${episodeId} in run ${state.id}`);
+  const { score } = result;
+  if (score !== null && (!best || isBetter(score, best.score, state.config.grader.direction))) {
+    best = { episode: episodeId, commit: result.commit, score };
+  }
+  return { ...state, rounds, best };
+}
+
+export function applyDecision(state: RunState, roundIndex: number, decision: Decision): RunState {
+  const round = state.rounds.find((r) => r.index === roundIndex);
+  if (!round) throw new Error(`no round ${roundIndex} in run ${state.id}`);
+  if (round.decision) return state;
+  if (round.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
+  const lineages = state.lineages.map((l) => {
+    const adopted = round.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
+    return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
+  });
+  const rounds = state.rounds.map((r) => (r.index === roundIndex ? { ...r, decision } : r));
+  return { ...state, rounds, lineages };
+}
+
+export function applyFinish(state: RunState): RunState {
+  return state.status === 'finished' ? state : { ...state, status: 'finished' };
+}

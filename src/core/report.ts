@@ -1,0 +1,117 @@
+// Reports of a run: the leaderboard, the rounds, and the markdown report. Pure: the same state
+// always renders the same text, for the CLI, report.md and (later) issue comments.
+import { spent } from './budget.js';
+import { describeContext } from './journal.js';
+import { bestBranch, describeEpisodeId } from './names.js';
+import type { Episode, Round, RunState } from './state.js';
+import { formatNumber, markdownTable } from './text.js';
+
+export type Outcome = 'adopted' | 'dropped' | 'kept' | 'running';
+
+export interface LeaderboardRow {
+  episode: Episode;
+  phase: string;
+  outcome: Outcome;
+}
+
+export function outcomeOf(round: Round, e: Episode): Outcome {
+  if (!round.decision) return 'running';
+  if (round.kind === 'serial') return 'kept';
+  return round.decision.adopted.includes(e.id) ? 'adopted' : 'dropped';
+}
+
+/** Every episode with a result, best first; episodes without a score last, then by id. */
+export function leaderboard(state: RunState): LeaderboardRow[] {
+  const sign = state.config.grader.direction === 'maximize' ? -1 : 1;
+  const rows = state.rounds.flatMap((r) =>
+    r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: outcomeOf(r, e) })),
+  );
+  return rows.sort((a, b) => {
+    const sa = a.episode.result?.score ?? null;
+    const sb = b.episode.result?.score ?? null;
+    if (sa === null || sb === null) return sa === sb ? a.episode.round - b.episode.round : sa === null ? 1 : -1;
+    return sign * (sa - sb) || a.episode.round - b.episode.round || a.episode.branch - b.episode.branch;
+  });
+}
+
+export function scoreText(score: number | null | undefined): string {
+  return score === null || score === undefined ? '-' : formatNumber(score, 4);
+}
+
+export function leaderboardRows(state: RunState, limit = Number.POSITIVE_INFINITY): string[][] {
+  return leaderboard(state)
+    .slice(0, limit)
+    .map((row, i) => {
+      const e = row.episode;
+      const r = e.result;
+      return [
+        String(i + 1),
+        e.id,
+        row.phase,
+        describeContext(e) + (e.directive ? ', directive' : ''),
+        scoreText(r?.score),
+        formatNumber(r?.spent ?? 0, 2),
+        r?.exit ?? '',
+        row.outcome,
+        r?.score === null ? (r.reason ?? '') : (r?.note ?? ''),
+      ];
+    });
+}
+
+export const LEADERBOARD_HEADER = ['#', 'episode', 'phase', 'context', 'score', 'spent', 'ended', 'outcome', 'note'];
+
+export function roundRows(state: RunState): string[][] {
+  return state.rounds.map((r) => {
+    const winner = r.kind === 'fork' ? (r.decision ? (r.decision.winner ?? 'none: leader kept') : 'pending') : '';
+    return [
+      String(r.index),
+      r.phase,
+      r.kind,
+      r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(', '),
+      winner,
+      formatNumber(
+        r.episodes.reduce((s, e) => s + (e.result?.spent ?? 0), 0),
+        2,
+      ),
+    ];
+  });
+}
+
+/** One paragraph: where the run stands. */
+export function summary(state: RunState): string {
+  const c = state.config;
+  const unit = c.budget.unit;
+  const lines = [
+    `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} ` +
+      `(spent ${formatNumber(spent(state), 2)}), K = ${c.fork.branches}, seed ${state.seed}: ${state.status}.`,
+  ];
+  if (state.best) {
+    lines.push(
+      `Best score: ${scoreText(state.best.score)} from ${describeEpisodeId(state.best.episode)}, ` +
+        `on branch ${bestBranch(state.id)} (commit ${state.best.commit.slice(0, 10)}).`,
+    );
+  } else {
+    lines.push('No workspace has a score yet.');
+  }
+  const base = state.base;
+  lines.push(
+    `Initial workspace: ${base.score === null ? `no score (${base.reason ?? 'not graded'})` : scoreText(base.score)}.`,
+  );
+  return lines.join('\n');
+}
+
+export function renderReport(state: RunState, chartFile?: string): string {
+  const parts = [`# forkflush run ${state.id}`, '', summary(state).split('\n').join('  \n'), ''];
+  if (chartFile) parts.push(`![Score versus spend](${chartFile})`, '');
+  parts.push('## Leaderboard', '', markdownTable(LEADERBOARD_HEADER, leaderboardRows(state)), '');
+  parts.push(
+    '## Rounds',
+    '',
+    markdownTable(
+      ['round', 'phase', 'kind', 'scores', 'winner', `spent (${state.config.budget.unit})`],
+      roundRows(state),
+    ),
+    '',
+  );
+  return parts.join('\n');
+}

@@ -1,0 +1,156 @@
+// The schedule: given what a run has spent so far, which round comes next. Rounds fire at fixed
+// fractions of the budget spent, never on a "plateau" signal (method.md: 15 of 25 plateau-triggered
+// runs ran out of budget first). `plan()` previews the whole run by simulating the schedule with
+// episodes that spend exactly their allowance, so the preview and the real run share one rule.
+import { negligible, spent } from './budget.js';
+import type { Config, Strategy } from './config.js';
+import { mixSeed, pickIndices } from './rng.js';
+import { type ContextMode, type Episode, episodeId, type Round, type RoundKind, type RunState } from './state.js';
+
+/** Strategies that run parallel fork rounds (the others only run serial episodes). */
+export function forks(strategy: Strategy): boolean {
+  return strategy === 'fork-and-flush' || strategy === 'fork-only';
+}
+
+/** How many lineages a strategy keeps: best-of-n runs N = fork.branches of them. */
+export function lineageCount(config: Config): number {
+  return config.strategy === 'best-of-n' ? config.fork.branches : 1;
+}
+
+/**
+ * Where each segment of the schedule starts, in budget units. Segment 0 starts at once; segment s
+ * starts at fork point s (fork-and-flush and fork-only fork there, flush-only clears the context).
+ */
+export function segmentStarts(config: Config): number[] {
+  if (config.strategy === 'single-run' || config.strategy === 'best-of-n') return [0];
+  return [0, ...config.fork.at.map((a) => a * config.budget.total)];
+}
+
+/**
+ * A serial stretch may run at most this many episodes, so an agent that keeps stopping early,
+ * having spent next to nothing, cannot stall a run.
+ */
+function maxSerialEpisodes(span: number, episodeBudget: number): number {
+  return 2 * Math.ceil(span / episodeBudget - 1e-9) + 2;
+}
+
+/** Splits what is left of a stretch into equal episodes of at most one episode budget each. */
+function serialAllowance(left: number, episodeBudget: number): number {
+  return left / Math.max(1, Math.ceil(left / episodeBudget - 1e-9));
+}
+
+/** The next round to open, or null when the budget is spent (the run is finished). */
+export function nextRound(state: RunState): Round | null {
+  if (state.rounds.some((r) => !r.decision)) throw new Error('nextRound: a round is still open');
+  return state.config.strategy === 'best-of-n' ? nextBestOfNRound(state) : nextLeaderRound(state);
+}
+
+function nextLeaderRound(state: RunState): Round | null {
+  const c = state.config;
+  const total = c.budget.total;
+  const used = spent(state);
+  const tiny = negligible(state);
+  if (total - used <= tiny) return null;
+
+  const points = segmentStarts(c);
+  const last = state.rounds.at(-1);
+  const segment = last ? last.segment : -1;
+  const next = segment + 1;
+  const startNext = () => openSegment(state, next, used);
+  if (next < points.length && used >= (points[next] as number) - tiny) return startNext();
+
+  const end = next < points.length ? (points[next] as number) : total;
+  const left = end - used;
+  const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === 'serial').length;
+  const span = end - (points[segment] as number);
+  if (left <= tiny || serialSoFar >= maxSerialEpisodes(span, c.budget.episode)) {
+    return next < points.length ? startNext() : null;
+  }
+  const lineage = state.lineages[0];
+  if (!lineage) throw new Error('run state has no lineage');
+  const context: ContextMode = lineage.context ? 'carry' : 'fresh';
+  return serialRound(state, segment, [{ lineage: 0, allowance: serialAllowance(left, c.budget.episode), context }]);
+}
+
+/** The first round of a segment: a fork round, or (flush-only, single-run) a fresh serial episode. */
+function openSegment(state: RunState, segment: number, used: number): Round {
+  const c = state.config;
+  const total = c.budget.total;
+  if (!forks(c.strategy)) {
+    const points = segmentStarts(c);
+    const end = segment + 1 < points.length ? (points[segment + 1] as number) : total;
+    // Overspending can carry a run past a whole segment: flush at the latest point instead.
+    if (end - used <= negligible(state) && segment + 1 < points.length) return openSegment(state, segment + 1, used);
+    const allowance = serialAllowance(end - used, c.budget.episode);
+    return serialRound(state, segment, [{ lineage: 0, allowance, context: 'fresh' }]);
+  }
+  const k = c.fork.branches;
+  const index = state.rounds.length;
+  const allowance = Math.min(c.fork.branch_budget * total, (total - used) / k);
+  const leader = state.lineages[0];
+  if (!leader) throw new Error('run state has no lineage');
+  // fork-only branches inherit a copy of the leader's context; fork-and-flush branches start fresh.
+  const copy = c.strategy === 'fork-only' && leader.context !== null;
+  const directed = segment === 0 ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 0xd1));
+  const episodes: Episode[] = Array.from({ length: k }, (_, branch) => ({
+    id: episodeId(index, branch),
+    round: index,
+    branch,
+    lineage: 0,
+    base: leader.head,
+    allowance,
+    context: copy ? 'copy' : 'fresh',
+    contextFrom: copy ? leader.context : null,
+    directive: directed.includes(branch),
+    seed: mixSeed(state.seed, index, branch),
+  }));
+  return { index, segment, phase: segment === 0 ? 'opening' : `fork ${segment}`, kind: 'fork', episodes };
+}
+
+function nextBestOfNRound(state: RunState): Round | null {
+  const c = state.config;
+  const share = c.budget.total / state.lineages.length;
+  const tiny = negligible(state);
+  const wanted: { lineage: number; allowance: number; context: ContextMode }[] = [];
+  for (const lineage of state.lineages) {
+    const left = share - spent(state, lineage.index);
+    const episodes = state.rounds.filter((r) => r.episodes.some((e) => e.lineage === lineage.index)).length;
+    if (left <= tiny || episodes >= maxSerialEpisodes(share, c.budget.episode)) continue;
+    wanted.push({
+      lineage: lineage.index,
+      allowance: serialAllowance(left, c.budget.episode),
+      context: lineage.context ? 'carry' : 'fresh',
+    });
+  }
+  return wanted.length === 0 ? null : serialRound(state, 0, wanted);
+}
+
+function serialRound(
+  state: RunState,
+  segment: number,
+  wanted: { lineage: number; allowance: number; context: ContextMode }[],
+): Round {
+  const index = state.rounds.length;
+  const c = state.config;
+  const episodes = wanted.map(({ lineage, allowance, context }): Episode => {
+    const l = state.lineages[lineage];
+    if (!l) throw new Error(`run state has no lineage ${lineage}`);
+    // Within best-of-n each lineage keeps its own branch number, so names stay stable.
+    const branch = lineage;
+    return {
+      id: episodeId(index, branch),
+      round: index,
+      branch,
+      lineage,
+      base: l.head,
+      allowance,
+      context,
+      contextFrom: context === 'fresh' ? null : l.context,
+      directive: false,
+      seed: mixSeed(state.seed, index, branch),
+    };
+  });
+  const lastSegment = c.strategy === 'single-run' || c.strategy === 'best-of-n' ? 0 : c.fork.at.length;
+  const phase = lastSegment === 0 ? 'solo' : segment === lastSegment ? 'final' : `solo ${segment + 1}`;
+  return { index, segment, phase, kind: 'serial' as RoundKind, episodes };
+}

@@ -1,0 +1,33 @@
+// The grader contract: the last non-empty line of stdout is the score, either a number or a JSON
+// object with a numeric "score". Anything else gives the episode no score, with a reason.
+
+export type ScoreReading = { score: number } | { score: null; reason: string };
+
+export function parseScore(stdout: string): ScoreReading {
+  const lines = stdout.split(/\r?\n/).map((l) => l.trim());
+  const last = lines.filter((l) => l !== '').at(-1);
+  if (last === undefined) return { score: null, reason: 'the grader printed nothing on stdout' };
+  const shown = last.length > 80 ? `${last.slice(0, 77)}...` : last;
+  if (last.startsWith('{')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(last);
+    } catch {
+      return { score: null, reason: `the grader's last line is not valid JSON: ${shown}` };
+    }
+    const value = (parsed as { score?: unknown }).score;
+    if (typeof value !== 'number') {
+      return { score: null, reason: `the grader's JSON has no numeric "score": ${shown}` };
+    }
+    return finite(value, shown);
+  }
+  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(NaN|Infinity|inf|nan)$/i.test(last)) {
+    return { score: null, reason: `the grader's last line is not a number: ${shown}` };
+  }
+  return finite(Number(last), shown);
+}
+
+function finite(value: number, shown: string): ScoreReading {
+  if (!Number.isFinite(value)) return { score: null, reason: `the grader printed ${shown}, not a finite number` };
+  return { score: value };
+}

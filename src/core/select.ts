@@ -1,0 +1,27 @@
+// Winner selection: the grader's number decides, nothing else.
+import type { Config } from './config.js';
+import { type Episode, isBetter } from './state.js';
+
+/**
+ * The best-scoring episode of a round, or null when none has a valid score.
+ * Ties go to the cheaper episode, then to the lower branch number, so the choice is deterministic.
+ */
+export function selectWinner(episodes: readonly Episode[], direction: Config['grader']['direction']): Episode | null {
+  let winner: Episode | null = null;
+  for (const e of episodes) {
+    const score = e.result?.score;
+    if (score === null || score === undefined || !Number.isFinite(score)) continue;
+    if (!winner) {
+      winner = e;
+      continue;
+    }
+    const best = winner.result?.score as number;
+    if (isBetter(score, best, direction)) winner = e;
+    else if (score === best) {
+      const cheaper = (e.result?.spent ?? 0) < (winner.result?.spent ?? 0);
+      const sameCost = (e.result?.spent ?? 0) === (winner.result?.spent ?? 0);
+      if (cheaper || (sameCost && e.branch < winner.branch)) winner = e;
+    }
+  }
+  return winner;
+}

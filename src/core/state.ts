@@ -1,0 +1,128 @@
+// The state of one run, as the core sees it. Adapters persist it (a run folder locally, refs and
+// check runs on GitHub); the core only reads it and returns a new one.
+import type { Config } from './config.js';
+
+/** How an episode's chat context begins (../shared/docs/method.md, "Definitions"). */
+export type ContextMode = 'fresh' | 'carry' | 'copy';
+export type ExitReason = 'finished' | 'budget' | 'timeout' | 'crash';
+export type RoundKind = 'fork' | 'serial';
+
+export interface EpisodeResult {
+  /** The commit that holds the graded workspace. */
+  commit: string;
+  /** The grader's score, or null when the episode has none (see `reason`). */
+  score: number | null;
+  reason?: string;
+  /** What the agent actually spent, in the budget's unit. */
+  spent: number;
+  exit: ExitReason;
+  /** Protected paths the agent changed (restored before grading; the score is void). */
+  protectedChanged: string[];
+  agentSeconds: number;
+  graderSeconds: number;
+  /** Something the user should know about the episode (e.g. how its spend was estimated). */
+  note?: string;
+  /** Seconds from the episode's start to its commit. */
+  wallSeconds: number;
+}
+
+export interface Episode {
+  /** `r<round>.b<branch>`: unique in a run. */
+  id: string;
+  round: number;
+  branch: number;
+  lineage: number;
+  /** The commit the episode starts from. */
+  base: string;
+  allowance: number;
+  context: ContextMode;
+  /** The episode whose context this one carries or copies. */
+  contextFrom: string | null;
+  directive: boolean;
+  seed: number;
+  result?: EpisodeResult;
+}
+
+export interface Decision {
+  /** The winning episode of a fork round (null: no branch had a score, the leader goes on unchanged). */
+  winner: string | null;
+  /** Episodes whose workspace became a lineage head. */
+  adopted: string[];
+}
+
+export interface Round {
+  index: number;
+  /** Which stretch of the schedule: 0 until the first fork point, 1 until the second, ... */
+  segment: number;
+  /** Human name of the phase: opening, solo 1, fork 1, ..., final. */
+  phase: string;
+  kind: RoundKind;
+  episodes: Episode[];
+  decision?: Decision;
+}
+
+export interface Lineage {
+  index: number;
+  head: string;
+  /** The episode whose context the leader carries on with (null: the next episode starts fresh). */
+  context: string | null;
+}
+
+export interface Best {
+  /** Episode id, or "base" for the initial workspace. */
+  episode: string;
+  commit: string;
+  score: number;
+}
+
+export interface RunState {
+  version: 1;
+  id: string;
+  seed: number;
+  config: Config;
+  base: { commit: string; score: number | null; reason?: string };
+  lineages: Lineage[];
+  rounds: Round[];
+  best: Best | null;
+  status: 'running' | 'finished';
+}
+
+export function newRunState(args: {
+  id: string;
+  seed: number;
+  config: Config;
+  baseCommit: string;
+  baseScore: number | null;
+  baseReason?: string;
+}): RunState {
+  const lineageCount = args.config.strategy === 'best-of-n' ? args.config.fork.branches : 1;
+  const { id, seed, config, baseCommit, baseScore, baseReason } = args;
+  return {
+    version: 1,
+    id,
+    seed,
+    config,
+    base: { commit: baseCommit, score: baseScore, ...(baseReason ? { reason: baseReason } : {}) },
+    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
+    rounds: [],
+    best: baseScore === null ? null : { episode: 'base', commit: baseCommit, score: baseScore },
+    status: 'running',
+  };
+}
+
+export function episodeId(round: number, branch: number): string {
+  return `r${round}.b${branch}`;
+}
+
+export function allEpisodes(state: RunState): Episode[] {
+  return state.rounds.flatMap((r) => r.episodes);
+}
+
+export function findEpisode(state: RunState, id: string): Episode | undefined {
+  return allEpisodes(state).find((e) => e.id === id);
+}
+
+/** Is score a better than score b under the direction? */
+export function isBetter(a: number, b: number, direction: Config['grader']['direction']): boolean {
+  return direction === 'maximize' ? a > b : a < b;
+}

@@ -1,0 +1,75 @@
+// The one door to git. Every call goes through `exec`; identity is passed per command, never
+// written to a global or repository config.
+import { runProcess } from './process.js';
+
+export class GitError extends Error {
+  override name = 'GitError';
+  constructor(
+    readonly args: string[],
+    readonly exitCode: number | null,
+    readonly stderr: string,
+  ) {
+    super(`git ${args.join(' ')} failed (exit ${exitCode}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
+  }
+}
+
+const IDENTITY = ['-c', 'user.name=forkflush', '-c', 'user.email=forkflush@users.noreply.localhost'];
+
+export interface GitResult {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export class Git {
+  constructor(readonly cwd: string) {}
+
+  /** Runs git; `check: false` returns a failing result instead of throwing. */
+  async exec(
+    args: string[],
+    options: { check?: boolean; input?: string; env?: NodeJS.ProcessEnv } = {},
+  ): Promise<GitResult> {
+    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+    const r = await runProcess('git', [...IDENTITY, ...args], {
+      cwd: this.cwd,
+      env,
+      ...(options.input !== undefined ? { input: options.input } : {}),
+      maxOutput: 64_000_000,
+    });
+    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || '' };
+    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
+    return result;
+  }
+
+  async out(args: string[]): Promise<string> {
+    return (await this.exec(args)).stdout.trim();
+  }
+
+  at(cwd: string): Git {
+    return new Git(cwd);
+  }
+
+  async revParse(rev: string): Promise<string | null> {
+    const r = await this.exec(['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], { check: false });
+    return r.exitCode === 0 ? r.stdout.trim() : null;
+  }
+
+  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
+  async casRef(ref: string, next: string, expected: string | null, reason: string): Promise<boolean> {
+    const old = expected ?? '0'.repeat(40);
+    const r = await this.exec(['update-ref', '-m', reason, ref, next, old], { check: false });
+    return r.exitCode === 0;
+  }
+
+  async setRef(ref: string, next: string, reason: string): Promise<void> {
+    await this.exec(['update-ref', '-m', reason, ref, next]);
+  }
+
+  async deleteRef(ref: string): Promise<void> {
+    await this.exec(['update-ref', '-d', ref], { check: false });
+  }
+
+  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
+    return (await this.exec(['merge-base', '--is-ancestor', ancestor, descendant], { check: false })).exitCode === 0;
+  }
+}

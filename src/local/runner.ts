@@ -1,0 +1,143 @@
+// The local runner: the reconcile loop, executed with git worktrees and child processes.
+// Each pass asks the core what is due, does it, and saves the state before the next pass.
+import { agentFor } from '../agents/registry.js';
+import { describeEpisodeId } from '../core/names.js';
+import { renderPrompt } from '../core/prompts.js';
+import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
+import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { InterruptedError, runEpisode } from '../worker/episode.js';
+import type { LocalForge } from './forge.js';
+import type { RunEvent } from './progress.js';
+import { writeReports } from './reports.js';
+import type { RunInfo, RunStore } from './store.js';
+
+export interface DriveOptions {
+  store: RunStore;
+  forge: LocalForge;
+  info: RunInfo;
+  /** Ctrl-C: running agents are stopped and the run can be resumed. */
+  signal?: AbortSignal;
+  onEvent?: (e: RunEvent) => void;
+}
+
+export interface DriveResult {
+  state: RunState;
+  interrupted: boolean;
+}
+
+export async function drive(initial: RunState, o: DriveOptions): Promise<DriveResult> {
+  let state = initial;
+  const emit = o.onEvent ?? (() => {});
+  // Saves are queued so that concurrent episodes never write the state file at once.
+  let saving: Promise<void> = Promise.resolve();
+  const save = () => {
+    const snapshot = state;
+    saving = saving.then(() => o.store.save(snapshot));
+    return saving;
+  };
+  await o.forge.createLineages(state);
+  await o.forge.setBest(state);
+
+  for (;;) {
+    if (o.signal?.aborted) return { state, interrupted: true };
+    const actions = reconcile(state);
+    const first = actions[0];
+    if (!first) break;
+    if (first.type === 'open') {
+      state = applyOpen(state, first.round);
+      await save();
+      emit({ type: 'round', state, round: first.round });
+    } else if (first.type === 'run') {
+      const round = state.rounds[first.round] as Round;
+      const ids = new Set(actions.map((a) => (a.type === 'run' ? a.episode : '')));
+      const pending = round.episodes.filter((e) => ids.has(e.id));
+      const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
+        const result = await runOne(state, e, o, emit);
+        if (result === null) return false;
+        state = applyResult(state, e.id, result);
+        await o.forge.setBest(state);
+        await save();
+        emit({ type: 'episode-done', state, episode: e, result });
+        return true;
+      });
+      if (interrupted) {
+        await save();
+        return { state, interrupted: true };
+      }
+    } else if (first.type === 'decide') {
+      const round = state.rounds[first.round] as Round;
+      await o.forge.adopt(state, round, first.decision.adopted);
+      state = applyDecision(state, first.round, first.decision);
+      await save();
+      await o.forge.cleanupRound(state, state.rounds[first.round] as Round, o.info.keepRejected);
+      emit({ type: 'decided', state, round: state.rounds[first.round] as Round });
+      await writeReports(o.store, state);
+    } else {
+      state = applyFinish(state);
+      await save();
+    }
+  }
+  await writeReports(o.store, state);
+  emit({ type: 'finished', state });
+  return { state, interrupted: false };
+}
+
+/** Runs one episode; null when it was interrupted (it is then re-run on resume). */
+async function runOne(
+  state: RunState,
+  e: Episode,
+  o: DriveOptions,
+  emit: (e: RunEvent) => void,
+): Promise<EpisodeResult | null> {
+  const recovered = await o.forge.recoverResult(state, e);
+  if (recovered) return recovered;
+  const { workdir, contextDir, branchRef } = await o.forge.prepareEpisode(state, e);
+  const round = state.rounds[e.round] as Round;
+  const prompt = renderPrompt({
+    config: state.config,
+    episode: e,
+    task: o.info.task,
+    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
+    gradeCommand: '$FORKFLUSH_GRADE',
+    templates: o.info.templates,
+  });
+  emit({ type: 'episode-start', state, episode: e });
+  try {
+    return await runEpisode({
+      runId: state.id,
+      config: state.config,
+      episode: e,
+      phase: round.phase,
+      workdir,
+      branchRef,
+      contextDir,
+      scratchDir: o.store.scratch(e.id),
+      prompt,
+      agent: agentFor(state.config),
+      alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+  } catch (err) {
+    if (err instanceof InterruptedError) return null;
+    throw err;
+  }
+}
+
+/**
+ * Runs tasks with at most `limit` at once. Returns true when a task reported an interruption
+ * (returned false); the others still finish or stop on the shared signal.
+ */
+async function runPool<T>(items: T[], limit: number, task: (item: T) => Promise<boolean>): Promise<boolean> {
+  let next = 0;
+  let interrupted = false;
+  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
+    while (next < items.length && !interrupted) {
+      const item = items[next++] as T;
+      if (!(await task(item))) interrupted = true;
+    }
+  });
+  const results = await Promise.allSettled(workers);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return interrupted;
+}

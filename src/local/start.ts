@@ -1,0 +1,207 @@
+// Setting up a local run: find the repository, read and check the config, the task and the
+// templates, grade the initial workspace, and write the run folder. Also: finding a run again.
+import { randomInt } from 'node:crypto';
+import { appendFile, cp, mkdir, readFile, realpath, stat } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
+import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
+import { UserError } from '../core/errors.js';
+import { runIdAt } from '../core/names.js';
+import { renderPrompt, TemplateError } from '../core/prompts.js';
+import { newRunState, type RunState } from '../core/state.js';
+import { Git } from '../io/git.js';
+import { sandboxEnv } from '../worker/env.js';
+import { runGrader } from '../worker/grade.js';
+import { LocalForge } from './forge.js';
+import { type RunInfo, RunStore } from './store.js';
+
+export interface StartOptions {
+  dir: string;
+  configFile?: string;
+  overrides?: ConfigOverrides;
+  seed?: number;
+  concurrency?: number;
+  keepRejected?: boolean;
+  now: Date;
+}
+
+export interface OpenRun {
+  store: RunStore;
+  forge: LocalForge;
+  info: RunInfo;
+  state: RunState;
+  warnings: string[];
+}
+
+export async function loadConfig(
+  dir: string,
+  configFile?: string,
+  overrides?: ConfigOverrides,
+): Promise<{ config: Config; file: string }> {
+  const file = resolve(configFile ?? join(dir, CONFIG_PATH));
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    throw new UserError(
+      `no config at ${file}: create ${CONFIG_PATH} in the task's repository (see the README) or pass --config FILE`,
+    );
+  }
+  return { config: parseConfig(text, relative(process.cwd(), file) || file, overrides), file };
+}
+
+export async function startRun(o: StartOptions): Promise<OpenRun> {
+  const taskDir = await taskFolder(o.dir);
+  const { config, file: configFile } = await loadConfig(taskDir, o.configFile, o.overrides);
+  const warnings: string[] = [];
+  const top = await gitTop(taskDir);
+  const scratch = top !== taskDir;
+  await excludeRunFolders(top ?? taskDir);
+
+  let id = runIdAt(o.now);
+  const existing = await RunStore.list(taskDir);
+  for (let n = 2; existing.includes(id); n++) id = `${runIdAt(o.now)}-${n}`;
+  const store = RunStore.forRun(taskDir, id);
+  await mkdir(store.dir, { recursive: true });
+
+  let repo = taskDir;
+  if (scratch) {
+    repo = store.path('repo');
+    await copyTask(taskDir, repo);
+    warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
+  }
+  const git = new Git(repo);
+  const base = await git.revParse('HEAD');
+  if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
+  const dirty = (await git.out(['status', '--porcelain', '--untracked-files=no'])).length > 0;
+  if (dirty && !scratch)
+    warnings.push('the repository has uncommitted changes: the run starts from the last commit (HEAD), without them');
+
+  const show = async (path: string) => (await git.exec(['show', `${base}:${path}`], { check: false })).stdout;
+  const exists = async (path: string) =>
+    (await git.exec(['cat-file', '-e', `${base}:${path}`], { check: false })).exitCode === 0;
+  if (!(await exists(config.task))) {
+    throw new UserError(
+      `${relative(process.cwd(), configFile) || configFile}: task: ${config.task} is not in the repository's last commit; ` +
+        'describe the task in that file, or set task: to the file that does',
+    );
+  }
+  const task = await show(config.task);
+  const templates: RunInfo['templates'] = {};
+  for (const kind of ['branch', 'continuation'] as const) {
+    const path = config.prompts[kind];
+    if (!path) continue;
+    if (!(await exists(path))) throw new UserError(`prompts.${kind}: ${path} is not in the repository's last commit`);
+    templates[kind] = await show(path);
+  }
+  checkTemplates(config, templates);
+
+  const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
+  const info: RunInfo = {
+    id,
+    repo,
+    taskDir,
+    scratch,
+    configFile,
+    configPathInRepo: rel.startsWith('..') || rel.startsWith(sep) ? null : rel,
+    task,
+    templates,
+    concurrency: o.concurrency ?? config.fork.branches,
+    keepRejected: o.keepRejected ?? false,
+    startedAt: o.now.toISOString(),
+  };
+  const forge = new LocalForge(repo, store);
+  const baseGrade = await forge.withCheckout(base, 'base', (dir) => runGrader(config, dir, sandboxEnv(process.env)));
+  const state = newRunState({
+    id,
+    seed: o.seed ?? randomInt(1, 2 ** 31),
+    config,
+    baseCommit: base,
+    baseScore: baseGrade.score,
+    ...(baseGrade.reason ? { baseReason: baseGrade.reason } : {}),
+  });
+  await store.init(info);
+  await store.save(state);
+  return { store, forge, info, state, warnings };
+}
+
+/** Opens an existing run: the one named, or the newest one of the folder. */
+export async function openRun(dir: string, id?: string): Promise<OpenRun> {
+  const taskDir = await taskFolder(dir);
+  const ids = await RunStore.list(taskDir);
+  if (ids.length === 0)
+    throw new UserError(`${taskDir} has no forkflush runs yet: start one with \`forkflush run ${dir}\``);
+  const chosen = id ?? ids.at(-1);
+  if (!chosen || !ids.includes(chosen)) throw new UserError(`no run ${id} in ${taskDir}; runs: ${ids.join(', ')}`);
+  const store = RunStore.forRun(taskDir, chosen);
+  const info = await store.info();
+  const state = await store.load();
+  return { store, forge: new LocalForge(info.repo, store), info, state, warnings: [] };
+}
+
+async function taskFolder(dir: string): Promise<string> {
+  const s = await stat(dir).catch(() => null);
+  if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
+  return realpath(resolve(dir));
+}
+
+async function gitTop(dir: string): Promise<string | null> {
+  const r = await new Git(dir).exec(['rev-parse', '--show-toplevel'], { check: false });
+  return r.exitCode === 0 ? realpath(r.stdout.trim()) : null;
+}
+
+/** Run folders never show up as changes in the user's repository. */
+async function excludeRunFolders(top: string): Promise<void> {
+  const git = new Git(top);
+  const r = await git.exec(['rev-parse', '--git-path', 'info/exclude'], { check: false });
+  if (r.exitCode !== 0) return;
+  const file = resolve(top, r.stdout.trim());
+  const text = await readFile(file, 'utf8').catch(() => '');
+  if (text.split('\n').includes('.forkflush/')) return;
+  await mkdir(join(file, '..'), { recursive: true });
+  await appendFile(file, `${text === '' || text.endsWith('\n') ? '' : '\n'}# forkflush run folders\n.forkflush/\n`);
+}
+
+/** A task folder that is not a repository of its own becomes one, as a copy in the run folder. */
+async function copyTask(taskDir: string, repo: string): Promise<void> {
+  await cp(taskDir, repo, {
+    recursive: true,
+    filter: (src) => {
+      const rel = relative(taskDir, src);
+      const first = rel.split(sep)[0];
+      return first !== '.forkflush' && first !== '.git' && first !== 'node_modules';
+    },
+  });
+  const git = new Git(repo);
+  await git.exec(['init', '--quiet', '--initial-branch=main']);
+  await git.exec(['add', '-A']);
+  await git.exec(['commit', '--quiet', '-m', `forkflush: the task folder ${taskDir}`]);
+}
+
+function checkTemplates(config: Config, templates: RunInfo['templates']): void {
+  const sample = {
+    id: 'r0.b0',
+    round: 0,
+    branch: 0,
+    lineage: 0,
+    base: '',
+    allowance: 1,
+    contextFrom: null,
+    directive: true,
+    seed: 1,
+  };
+  try {
+    for (const context of ['fresh', 'carry'] as const) {
+      renderPrompt({
+        config,
+        episode: { ...sample, context },
+        task: 'x',
+        best: null,
+        gradeCommand: 'grade',
+        templates,
+      });
+    }
+  } catch (e) {
+    if (e instanceof TemplateError) throw new UserError(e.message);
+    throw e;
+  }
+}

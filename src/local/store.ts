@@ -1,0 +1,97 @@
+// Where a local run lives: `<task folder>/.forkflush/<run id>/`. The core's state is one JSON
+// file, written atomically after every step, so a crash loses at most the step in flight; the
+// episode commits themselves hold their results, so even that step is recovered from git.
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { RunState } from '../core/state.js';
+
+/** Facts about a local run that the core does not need. */
+export interface RunInfo {
+  id: string;
+  /** The git repository the run works in. */
+  repo: string;
+  /** The folder the user named. */
+  taskDir: string;
+  /** True when the task folder was not a git repository and the run works on a copy. */
+  scratch: boolean;
+  configFile: string;
+  /** The config file's path inside the repository, protected like the grader (null: outside it). */
+  configPathInRepo: string | null;
+  task: string;
+  templates: { branch?: string; continuation?: string };
+  concurrency: number;
+  keepRejected: boolean;
+  startedAt: string;
+}
+
+export class RunStore {
+  constructor(readonly dir: string) {}
+
+  static runsDir(taskDir: string): string {
+    return join(taskDir, '.forkflush');
+  }
+
+  static forRun(taskDir: string, id: string): RunStore {
+    return new RunStore(join(RunStore.runsDir(taskDir), id));
+  }
+
+  /** The ids of the runs in a task folder, oldest first. */
+  static async list(taskDir: string): Promise<string[]> {
+    const entries = await readdir(RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const ids: string[] = [];
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const has = await readFile(join(RunStore.runsDir(taskDir), e.name, 'state.json'), 'utf8').then(
+        () => true,
+        () => false,
+      );
+      if (has) ids.push(e.name);
+    }
+    return ids.sort();
+  }
+
+  path(...parts: string[]): string {
+    return join(this.dir, ...parts);
+  }
+
+  worktree(episode: string): string {
+    return this.path('worktrees', episode);
+  }
+
+  context(episode: string): string {
+    return this.path('contexts', episode);
+  }
+
+  scratch(episode: string): string {
+    return this.path('episodes', episode);
+  }
+
+  async init(info: RunInfo): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    await writeAtomic(this.path('run.json'), `${JSON.stringify(info, null, 2)}\n`);
+  }
+
+  async info(): Promise<RunInfo> {
+    return JSON.parse(await readFile(this.path('run.json'), 'utf8')) as RunInfo;
+  }
+
+  async load(): Promise<RunState> {
+    return JSON.parse(await readFile(this.path('state.json'), 'utf8')) as RunState;
+  }
+
+  async save(state: RunState): Promise<void> {
+    await writeAtomic(this.path('state.json'), `${JSON.stringify(state, null, 1)}\n`);
+  }
+
+  async write(name: string, content: string): Promise<string> {
+    const file = this.path(name);
+    await writeAtomic(file, content);
+    return file;
+  }
+}
+
+async function writeAtomic(file: string, content: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, content);
+  await rename(tmp, file);
+}

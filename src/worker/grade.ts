@@ -1,0 +1,28 @@
+// Running the grader: the user's command, in the workspace, bounded by grader.timeout.
+import type { Config } from '../core/config.js';
+import { parseScore } from '../core/score.js';
+import { runShell } from '../io/process.js';
+
+export interface Grading {
+  score: number | null;
+  reason?: string;
+  seconds: number;
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runGrader(config: Config, workdir: string, env: NodeJS.ProcessEnv): Promise<Grading> {
+  const g = config.grader;
+  const r = await runShell(g.command, { cwd: workdir, env, timeoutMs: g.timeout * 1000, maxOutput: 1_000_000 });
+  const base = { seconds: r.ms / 1000, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
+  if (r.stopped === 'timeout') return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s` };
+  if (r.spawnError) return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}` };
+  if (r.exitCode !== 0) {
+    const tail = r.stderr.trim().split('\n').at(-1)?.trim();
+    const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
+    return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail.slice(0, 200)}` : ''}` };
+  }
+  const reading = parseScore(r.stdout);
+  return reading.score === null ? { ...base, score: null, reason: reading.reason } : { ...base, score: reading.score };
+}

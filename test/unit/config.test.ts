@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, configJsonSchema, PAPER, parseConfig } from '../../src/core/config.js';
+
+const minimal = `grader:
+  command: node grade.mjs
+agent:
+  command: node agent.mjs
+budget:
+  total: 400
+  unit: tokens
+`;
+
+function problems(text: string, overrides = {}): string[] {
+  try {
+    parseConfig(text, '.github/autoresearch.yml', overrides);
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('config', () => {
+  it('fills in the paper defaults', () => {
+    const c = parseConfig(minimal, 'x.yml');
+    expect(c.strategy).toBe('fork-and-flush');
+    expect(c.fork).toEqual({
+      branches: PAPER.branches,
+      at: [...PAPER.forkAt],
+      branch_budget: PAPER.branchBudget,
+      directives: PAPER.directives,
+    });
+    expect(c.budget.episode).toBeCloseTo(0.06 * 400);
+    expect(c.grader).toEqual({ command: 'node grade.mjs', direction: 'maximize', timeout: 60, protected: [] });
+    expect(c.journal).toBe('NOTES.md');
+    expect(c.task).toBe('TASK.md');
+  });
+
+  it('accepts the documented example config', () => {
+    const c = parseConfig(
+      `grader:
+  command: node grade.mjs
+  direction: minimize
+  timeout: 30
+  protected: [grade.mjs, tests/**]
+agent:
+  kind: command
+  command: node agent.mjs
+budget:
+  total: 400
+  unit: tokens
+  episode: 24
+strategy: best-of-n
+fork:
+  branches: 4
+  at: [0.33, 0.66]
+  branch_budget: 0.06
+  directives: 2
+journal: NOTES.md
+`,
+      'x.yml',
+    );
+    expect(c.grader.direction).toBe('minimize');
+    expect(c.budget.episode).toBe(24);
+    expect(c.strategy).toBe('best-of-n');
+  });
+
+  it('names file, line, column, key, what was found and what is valid', () => {
+    const text = `${minimal}fork:\n  at: [0.3, 1.5]\n`;
+    expect(problems(text)).toEqual([
+      '.github/autoresearch.yml:9:13: fork.at[1] must be between 0 and 1 (exclusive), got 1.5',
+    ]);
+  });
+
+  it('suggests the closest key for an unknown one', () => {
+    const [p] = problems(`${minimal}forks:\n  branches: 2\n`);
+    expect(p).toMatch(/^\.github\/autoresearch\.yml:8:1: unknown key "forks"; did you mean "fork"\?/);
+    const [q] = problems(minimal.replace('  command: node grade.mjs', '  command: node grade.mjs\n  directon: max'));
+    expect(q).toMatch(
+      /:3:3: unknown key "grader.directon"; did you mean "direction"\? Valid keys of grader: command, direction/,
+    );
+  });
+
+  it('reports every problem, not just the first', () => {
+    const list = problems(minimal.replace('unit: tokens', 'unit: tokns').replace('total: 400', 'total: -1'));
+    expect(list).toHaveLength(2);
+    expect(list.join('\n')).toContain('budget.total must be above 0, got -1');
+    expect(list.join('\n')).toContain(
+      'budget.unit must be one of "usd", "tokens", "minutes", "evaluations", got "tokns"',
+    );
+  });
+
+  it('says which required keys are missing and where', () => {
+    const list = problems('grader:\n  direction: maximize\n');
+    expect(list).toContain('.github/autoresearch.yml:2:3: grader.command is required (a string)');
+    expect(list.some((p) => p.includes('agent is required'))).toBe(true);
+    expect(list.some((p) => p.includes('budget is required'))).toBe(true);
+  });
+
+  it('reports YAML syntax errors with their position', () => {
+    const [p] = problems('grader: [unclosed\n');
+    expect(p).toMatch(/^\.github\/autoresearch\.yml:\d+:\d+: not valid YAML/);
+  });
+
+  it('rejects schedules that do not fit the budget or are out of order', () => {
+    expect(problems(`${minimal}fork:\n  branches: 8\n`).join()).toContain(
+      '3 fork rounds x 8 branches x 0.06 = 1.44 of the budget, more than all of it',
+    );
+    expect(problems(`${minimal}fork:\n  at: [0.6, 0.3]\n`).join()).toContain('fork.at must increase');
+    expect(problems(`${minimal}fork:\n  branches: 2\n  directives: 3\n`).join()).toContain(
+      'fork.directives must be at most fork.branches (2), got 3',
+    );
+    // single-run has no fork rounds, so the same numbers are fine there.
+    expect(parseConfig(`${minimal}strategy: single-run\nfork:\n  branches: 8\n`, 'x').fork.branches).toBe(8);
+  });
+
+  it('applies command-line overrides before validating', () => {
+    const c = parseConfig(minimal, 'x', { strategy: 'single-run', budget: 100, branches: 2 });
+    expect(c.strategy).toBe('single-run');
+    expect(c.budget.total).toBe(100);
+    expect(c.budget.episode).toBeCloseTo(6);
+    expect(c.fork.branches).toBe(2);
+    expect(c.fork.directives).toBe(2);
+    expect(parseConfig(minimal, 'x', { branches: 1 }).fork.directives).toBe(1);
+    // An explicit directives count above the new K is the user's to fix.
+    expect(problems(`${minimal}fork:\n  directives: 2\n`, { branches: 1 }).join()).toContain(
+      'fork.directives must be at most',
+    );
+  });
+
+  it('publishes a JSON Schema with the defaults and no extra keys', () => {
+    const schema = configJsonSchema() as {
+      properties: Record<string, { properties?: Record<string, { default?: unknown }> }>;
+      additionalProperties: boolean;
+      required: string[];
+    };
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.required).toEqual(expect.arrayContaining(['grader', 'agent', 'budget']));
+    expect(schema.properties.fork?.properties?.at?.default).toEqual([0.33, 0.66]);
+    expect(schema.properties.grader?.properties?.direction?.default).toBe('maximize');
+  });
+});

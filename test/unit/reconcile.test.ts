@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest';
+import { committed } from '../../src/core/budget.js';
+import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
+import { selectWinner } from '../../src/core/select.js';
+import { type Episode, newRunState, type RunState } from '../../src/core/state.js';
+import { config, result } from './helpers.js';
+
+function fresh(extra = ''): RunState {
+  return newRunState({ id: 't', seed: 7, config: config(extra), baseCommit: 'base', baseScore: 10 });
+}
+
+/** Opens the next round and gives its episodes these scores. */
+function playRound(state: RunState, scores: (number | null)[]): RunState {
+  const [open] = reconcile(state);
+  if (open?.type !== 'open') throw new Error(`expected open, got ${open?.type}`);
+  let s = applyOpen(state, open.round);
+  open.round.episodes.forEach((e, i) => {
+    s = applyResult(s, e.id, result(scores[i] ?? null, e.allowance, { commit: `commit-${e.id}` }));
+  });
+  const [decide] = reconcile(s);
+  if (decide?.type !== 'decide') throw new Error('expected decide');
+  return applyDecision(s, decide.round, decide.decision);
+}
+
+describe('reconcile', () => {
+  it('opens the opening round first, then runs each episode, then decides', () => {
+    let s = fresh();
+    const [open] = reconcile(s);
+    expect(open?.type).toBe('open');
+    if (open?.type !== 'open') return;
+    expect(open.round.phase).toBe('opening');
+    expect(open.round.episodes.map((e) => [e.id, e.context, e.base, e.allowance])).toEqual([
+      ['r0.b0', 'fresh', 'base', 24],
+      ['r0.b1', 'fresh', 'base', 24],
+      ['r0.b2', 'fresh', 'base', 24],
+      ['r0.b3', 'fresh', 'base', 24],
+    ]);
+    s = applyOpen(s, open.round);
+    expect(reconcile(s).map((a) => a.type === 'run' && a.episode)).toEqual(['r0.b0', 'r0.b1', 'r0.b2', 'r0.b3']);
+    s = applyResult(s, 'r0.b2', result(50, 24));
+    expect(reconcile(s)).toHaveLength(3);
+  });
+
+  it('returns the same actions when called twice on the same state (a duplicated trigger)', () => {
+    const s = playRound(fresh(), [1, 2, 3, 4]);
+    expect(reconcile(s)).toEqual(reconcile(s));
+    const opened = applyOpen(s, (reconcile(s)[0] as { round: never }).round);
+    // Opening the same round again changes nothing.
+    expect(applyOpen(opened, opened.rounds.at(-1) as never)).toBe(opened);
+  });
+
+  it('adopts the best branch, then carries its context into the serial episodes', () => {
+    const s = playRound(fresh(), [30, 70, null, 50]);
+    expect(s.rounds[0]?.decision).toEqual({ winner: 'r0.b1', adopted: ['r0.b1'] });
+    expect(s.lineages[0]).toEqual({ index: 0, head: 'commit-r0.b1', context: 'r0.b1' });
+    expect(s.best).toEqual({ episode: 'r0.b1', commit: 'commit-r0.b1', score: 70 });
+    const [next] = reconcile(s);
+    if (next?.type !== 'open') throw new Error('expected open');
+    expect(next.round.kind).toBe('serial');
+    expect(next.round.episodes[0]).toMatchObject({ context: 'carry', contextFrom: 'r0.b1', base: 'commit-r0.b1' });
+  });
+
+  it('keeps the leader unchanged when no branch has a score', () => {
+    const s = playRound(fresh(), [null, null, null, null]);
+    expect(s.rounds[0]?.decision).toEqual({ winner: null, adopted: [] });
+    expect(s.lineages[0]).toEqual({ index: 0, head: 'base', context: null });
+    expect(s.best?.episode).toBe('base');
+  });
+
+  it('never lowers the best score when a later round regresses', () => {
+    let s = playRound(fresh(), [30, 90, 10, 50]);
+    s = playRound(s, [20]);
+    s = playRound(s, [25]);
+    expect(s.lineages[0]?.head).toBe('commit-r2.b0');
+    expect(s.best).toEqual({ episode: 'r0.b1', commit: 'commit-r0.b1', score: 90 });
+  });
+
+  it('fork rounds start fresh and get directives on some branches; fork-only branches copy the context', () => {
+    let s = playRound(fresh(), [1, 2, 3, 4]);
+    s = playRound(s, [5]);
+    s = playRound(s, [6]);
+    const [fork] = reconcile(s);
+    if (fork?.type !== 'open') throw new Error('expected open');
+    expect(fork.round.phase).toBe('fork 1');
+    expect(fork.round.episodes.every((e) => e.context === 'fresh' && e.contextFrom === null)).toBe(true);
+    expect(fork.round.episodes.filter((e) => e.directive)).toHaveLength(2);
+    expect(
+      reconcile(fresh())
+        .flatMap((a) => (a.type === 'open' ? a.round.episodes : []))
+        .some((e) => e.directive),
+    ).toBe(false);
+
+    let o = newRunState({
+      id: 't',
+      seed: 7,
+      config: config('strategy: fork-only\n'),
+      baseCommit: 'base',
+      baseScore: 0,
+    });
+    o = playRound(playRound(playRound(o, [1, 2, 3, 4]), [5]), [6]);
+    const [copy] = reconcile(o);
+    if (copy?.type !== 'open') throw new Error('expected open');
+    expect(copy.round.episodes.every((e) => e.context === 'copy' && e.contextFrom === 'r2.b0')).toBe(true);
+  });
+
+  it('derives directives and seeds from the run seed only', () => {
+    const a = playRound(playRound(playRound(fresh(), [1, 2, 3, 4]), [5]), [6]);
+    const b = playRound(playRound(playRound(fresh(), [1, 2, 3, 4]), [5]), [6]);
+    expect(reconcile(a)).toEqual(reconcile(b));
+    const other = { ...a, seed: 8 };
+    const seeds = (s: RunState) =>
+      (reconcile(s)[0] as { round: { episodes: Episode[] } }).round.episodes.map((e) => e.seed);
+    expect(seeds(other)).not.toEqual(seeds(a));
+  });
+
+  it('finishes when the budget is spent, and does nothing after', () => {
+    let s = fresh('strategy: single-run\n');
+    for (let i = 0; i < 100 && reconcile(s)[0]?.type === 'open'; i++) s = playRound(s, [i]);
+    expect(reconcile(s)).toEqual([{ type: 'finish' }]);
+    s = applyFinish(s);
+    expect(reconcile(s)).toEqual([]);
+  });
+
+  it('refuses a result for a decided round and a decision before every result', () => {
+    const s = playRound(fresh(), [1, 2, 3, 4]);
+    expect(() => applyResult(s, 'r0.b0', result(5))).toThrow(/already decided/);
+    const [open] = reconcile(s);
+    if (open?.type !== 'open') throw new Error('expected open');
+    const opened = applyOpen(s, open.round);
+    expect(() => applyDecision(opened, 1, { winner: null, adopted: [] })).toThrow(/without a result/);
+    expect(applyDecision(s, 0, { winner: 'r0.b0', adopted: ['r0.b0'] })).toBe(s);
+  });
+
+  it('counts running episodes at their allowance in the committed spend', () => {
+    const [open] = reconcile(fresh());
+    if (open?.type !== 'open') throw new Error('expected open');
+    let s = applyOpen(fresh(), open.round);
+    s = applyResult(s, 'r0.b0', result(1, 10));
+    expect(committed(s, s.rounds[0]?.episodes ?? [])).toBe(10 + 3 * 24);
+  });
+});
+
+describe('selectWinner', () => {
+  const ep = (branch: number, score: number | null, spent = 1): Episode => ({
+    id: `r1.b${branch}`,
+    round: 1,
+    branch,
+    lineage: 0,
+    base: 'b',
+    allowance: 1,
+    context: 'fresh',
+    contextFrom: null,
+    directive: false,
+    seed: 0,
+    result: result(score, spent),
+  });
+
+  it('picks the best valid score by direction', () => {
+    const eps = [ep(0, 3), ep(1, 9), ep(2, null), ep(3, -2)];
+    expect(selectWinner(eps, 'maximize')?.branch).toBe(1);
+    expect(selectWinner(eps, 'minimize')?.branch).toBe(3);
+  });
+
+  it('breaks ties by lower spend, then lower branch', () => {
+    expect(selectWinner([ep(0, 5, 3), ep(1, 5, 2), ep(2, 5, 2)], 'maximize')?.branch).toBe(1);
+    expect(selectWinner([ep(2, 5), ep(1, 5)], 'maximize')?.branch).toBe(1);
+  });
+
+  it('never picks a branch without a valid score', () => {
+    expect(selectWinner([ep(0, null), ep(1, Number.NaN)], 'maximize')).toBeNull();
+  });
+});
