@@ -20,7 +20,10 @@ export function committed(state: RunState, running: Iterable<Episode>): number {
   return sum;
 }
 
-/** Below this, what is left of a stretch of budget is not worth an episode (1% of one). */
-export function negligible(state: RunState): number {
-  return state.config.budget.episode * 0.01;
+/**
+ * Below this, what is left of a stretch of budget is not worth an episode of its own (a quarter
+ * of one): agents that stop a little early would otherwise trail ever smaller episodes.
+ */
+export function minEpisode(state: RunState): number {
+  return state.config.budget.episode * 0.25;
 }

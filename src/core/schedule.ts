@@ -2,7 +2,7 @@
 // fractions of the budget spent, never on a "plateau" signal (method.md: 15 of 25 plateau-triggered
 // runs ran out of budget first). `plan()` previews the whole run by simulating the schedule with
 // episodes that spend exactly their allowance, so the preview and the real run share one rule.
-import { negligible, spent } from './budget.js';
+import { minEpisode, spent } from './budget.js';
 import type { Config, Strategy } from './config.js';
 import { mixSeed, pickIndices } from './rng.js';
 import { type ContextMode, type Episode, episodeId, type Round, type RoundKind, type RunState } from './state.js';
@@ -34,9 +34,12 @@ function maxSerialEpisodes(span: number, episodeBudget: number): number {
   return 2 * Math.ceil(span / episodeBudget - 1e-9) + 2;
 }
 
-/** Splits what is left of a stretch into equal episodes of at most one episode budget each. */
+/**
+ * Splits what is left of a stretch into equal episodes of about one episode budget each; a
+ * remainder of up to a quarter episode joins the last one rather than becoming an episode of its own.
+ */
 function serialAllowance(left: number, episodeBudget: number): number {
-  return left / Math.max(1, Math.ceil(left / episodeBudget - 1e-9));
+  return left / Math.max(1, Math.ceil(left / episodeBudget - 0.25 - 1e-9));
 }
 
 /** The next round to open, or null when the budget is spent (the run is finished). */
@@ -49,7 +52,7 @@ function nextLeaderRound(state: RunState): Round | null {
   const c = state.config;
   const total = c.budget.total;
   const used = spent(state);
-  const tiny = negligible(state);
+  const tiny = minEpisode(state);
   if (total - used <= tiny) return null;
 
   const points = segmentStarts(c);
@@ -80,7 +83,7 @@ function openSegment(state: RunState, segment: number, used: number): Round {
     const points = segmentStarts(c);
     const end = segment + 1 < points.length ? (points[segment + 1] as number) : total;
     // Overspending can carry a run past a whole segment: flush at the latest point instead.
-    if (end - used <= negligible(state) && segment + 1 < points.length) return openSegment(state, segment + 1, used);
+    if (end - used <= minEpisode(state) && segment + 1 < points.length) return openSegment(state, segment + 1, used);
     const allowance = serialAllowance(end - used, c.budget.episode);
     return serialRound(state, segment, [{ lineage: 0, allowance, context: 'fresh' }]);
   }
@@ -110,7 +113,7 @@ function openSegment(state: RunState, segment: number, used: number): Round {
 function nextBestOfNRound(state: RunState): Round | null {
   const c = state.config;
   const share = c.budget.total / state.lineages.length;
-  const tiny = negligible(state);
+  const tiny = minEpisode(state);
   const wanted: { lineage: number; allowance: number; context: ContextMode }[] = [];
   for (const lineage of state.lineages) {
     const left = share - spent(state, lineage.index);

@@ -1,7 +1,7 @@
 // Setting up a local run: find the repository, read and check the config, the task and the
 // templates, grade the initial workspace, and write the run folder. Also: finding a run again.
 import { randomInt } from 'node:crypto';
-import { appendFile, cp, mkdir, readFile, realpath, stat } from 'node:fs/promises';
+import { appendFile, cp, mkdir, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
@@ -163,14 +163,11 @@ async function excludeRunFolders(top: string): Promise<void> {
 
 /** A task folder that is not a repository of its own becomes one, as a copy in the run folder. */
 async function copyTask(taskDir: string, repo: string): Promise<void> {
-  await cp(taskDir, repo, {
-    recursive: true,
-    filter: (src) => {
-      const rel = relative(taskDir, src);
-      const first = rel.split(sep)[0];
-      return first !== '.forkflush' && first !== '.git' && first !== 'node_modules';
-    },
-  });
+  await mkdir(repo, { recursive: true });
+  for (const entry of await readdir(taskDir)) {
+    if (entry === '.forkflush' || entry === '.git' || entry === 'node_modules') continue;
+    await cp(join(taskDir, entry), join(repo, entry), { recursive: true });
+  }
   const git = new Git(repo);
   await git.exec(['init', '--quiet', '--initial-branch=main']);
   await git.exec(['add', '-A']);

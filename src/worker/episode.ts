@@ -114,8 +114,8 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     spent,
     exit: outcome.exit,
     protectedChanged,
-    agentSeconds: outcome.seconds,
-    graderSeconds,
+    agentSeconds: seconds(outcome.seconds),
+    graderSeconds: seconds(graderSeconds),
   };
   const journalPath = join(job.workdir, config.journal);
   const existing = await readFile(journalPath, 'utf8').catch(() => '');
@@ -124,7 +124,7 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     journalPath,
     appendToJournal(existing, journalEntry(config, job.phase, episode, { ...partial, commit: '', wallSeconds: 0 })),
   );
-  const wallSeconds = (performance.now() - started) / 1000;
+  const wallSeconds = seconds((performance.now() - started) / 1000);
   const commit = await commitWorkspace(
     git,
     job.branchRef,
@@ -132,6 +132,11 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     commitMessage(job.runId, config, episode, { ...partial, wallSeconds }),
   );
   return { ...partial, commit, wallSeconds };
+}
+
+/** Seconds to the millisecond, as the commit records them. */
+function seconds(s: number): number {
+  return Math.round(s * 1000) / 1000;
 }
 
 /** Restores paths matching the globs to `base`; returns the ones the agent had changed. */

@@ -1,0 +1,122 @@
+// Agents and graders that misbehave: each case is one short run on a real git repository.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { allEpisodes, type EpisodeResult } from '../../src/core/state.js';
+import { drive } from '../../src/local/runner.js';
+import { startRun } from '../../src/local/start.js';
+import { makeTaskRepo, type TaskRepo } from './task-repo.js';
+
+const ONE_EPISODE = 'total: 6\n  unit: tokens\n  episode: 6';
+
+async function oneEpisode(
+  repo: TaskRepo,
+): Promise<{ result: EpisodeResult; base: { score: number | null; reason?: string } }> {
+  const run = await startRun({ dir: repo.dir, seed: 1, now: new Date('2026-11-30T10:00:00Z') });
+  const { state } = await drive(run.state, run);
+  expect(state.status).toBe('finished');
+  const [episode] = allEpisodes(state);
+  if (!episode?.result) throw new Error('no result');
+  return { result: episode.result, base: state.base };
+}
+
+/** Running, not a zombie waiting to be reaped (a container's init may never reap it). */
+function isAlive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+describe('agents that misbehave', () => {
+  it('an agent that crashes still gets its workspace graded and committed', async () => {
+    const repo = makeTaskRepo({ agent: 'crash', budget: ONE_EPISODE, extra: 'strategy: single-run' });
+    const { result } = await oneEpisode(repo);
+    expect(result).toMatchObject({ exit: 'crash', score: 1, spent: 1 });
+    expect(result.note).toMatch(/agent exited with code 3/);
+  });
+
+  it('an agent that hangs is stopped at its deadline, with its whole process group', async () => {
+    const repo = makeTaskRepo({ agent: 'hang', budget: ONE_EPISODE, extra: 'strategy: single-run' });
+    const config = `${repo.dir}/.github/autoresearch.yml`;
+    const text = readFileSync(config, 'utf8').replace('timeout: 20', 'timeout: 1');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(config, text);
+    repo.git('commit', '-qam', 'short timeout');
+    const started = Date.now();
+    const { result } = await oneEpisode(repo);
+    expect(result.exit).toBe('timeout');
+    expect(result.agentSeconds).toBeGreaterThanOrEqual(1);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const child = Number(readFileSync(`${repo.callsLog}.child-pid`, 'utf8'));
+    expect(isAlive(child)).toBe(false);
+  });
+
+  it('an agent that overspends is stopped and charged what it reported', async () => {
+    const repo = makeTaskRepo({ agent: 'overspend', budget: ONE_EPISODE, extra: 'strategy: single-run' });
+    const { result } = await oneEpisode(repo);
+    expect(result).toMatchObject({ exit: 'budget', spent: 18 });
+    expect(result.agentSeconds).toBeLessThan(5);
+  });
+
+  it('an agent that edits a protected file gets no score, and the file is restored', async () => {
+    const repo = makeTaskRepo({ agent: 'protected', budget: ONE_EPISODE, extra: 'strategy: single-run' });
+    const { result } = await oneEpisode(repo);
+    expect(result.score).toBeNull();
+    expect(result.protectedChanged).toEqual(['grade.sh']);
+    expect(result.reason).toBe('the agent changed protected paths: grade.sh');
+    expect(repo.git('show', `${result.commit}:grade.sh`)).toBe(readFileSync(`${repo.dir}/grade.sh`, 'utf8').trim());
+    // The rest of its work is kept.
+    expect(repo.git('show', `${result.commit}:value.txt`)).toBe('1');
+  });
+
+  it('an agent that reports no usage is charged its whole allowance, and says so', async () => {
+    const repo = makeTaskRepo({ agent: 'nousage', budget: ONE_EPISODE, extra: 'strategy: single-run' });
+    const { result } = await oneEpisode(repo);
+    expect(result).toMatchObject({ exit: 'finished', spent: 6, score: 1 });
+    expect(result.note).toBe('the agent wrote no usage file; charged its whole allowance');
+  });
+
+  it('an evaluation budget is counted by FORKFLUSH_GRADE and stops the agent when used up', async () => {
+    const repo = makeTaskRepo({
+      agent: 'grade-loop',
+      budget: 'total: 3\n  unit: evaluations\n  episode: 3',
+      extra: 'strategy: single-run',
+    });
+    const { result } = await oneEpisode(repo);
+    expect(result).toMatchObject({ exit: 'budget', spent: 3 });
+  });
+
+  it('a time budget stops the agent at its allowance', async () => {
+    const repo = makeTaskRepo({
+      agent: 'hang',
+      budget: 'total: 0.02\n  unit: minutes\n  episode: 0.02',
+      extra: 'strategy: single-run',
+    });
+    const { result } = await oneEpisode(repo);
+    expect(result.exit).toBe('budget');
+    expect(result.spent).toBeGreaterThanOrEqual(0.02);
+    expect(result.spent).toBeLessThan(0.1);
+  });
+});
+
+describe('graders that misbehave', () => {
+  it.each([
+    ['exit 4', /^the grader exited with code 4/],
+    ['echo garbage', /^the grader's last line is not a number: garbage$/],
+    ['echo NaN', /^the grader printed NaN, not a finite number$/],
+    ['printf ""', /^the grader printed nothing on stdout$/],
+    ['sleep 30', /^the grader timed out after 1 s$/],
+  ])('"%s" gives no score, with the reason, and the run goes on', async (command, reason) => {
+    const repo = makeTaskRepo({ grader: command, budget: ONE_EPISODE, extra: 'strategy: single-run' });
+    const config = `${repo.dir}/.github/autoresearch.yml`;
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('timeout: 5', 'timeout: 1'));
+    repo.git('commit', '-qam', 'short grader timeout');
+    const { result, base } = await oneEpisode(repo);
+    expect(result.score).toBeNull();
+    expect(result.reason).toMatch(reason);
+    expect(base.score).toBeNull();
+    expect(base.reason).toMatch(reason);
+  });
+});

@@ -1,0 +1,74 @@
+// A task repository in a temp folder: the test agent and grader, a config, one commit.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const FIXTURES = process.env.FORKFLUSH_FIXTURES ?? join(import.meta.dirname, '..', 'fixtures');
+
+export interface TaskRepo {
+  dir: string;
+  callsLog: string;
+  git(...args: string[]): string;
+  calls(): {
+    episode: string;
+    memory: string[];
+    seed: string;
+    budget: number;
+    unit: string;
+    secrets: string[];
+    promptStart: string;
+    promptFileSame: boolean;
+  }[];
+}
+
+export function makeTaskRepo(
+  opts: { agent?: string; grader?: string; extra?: string; budget?: string; git?: boolean } = {},
+): TaskRepo {
+  const dir = mkdtempSync(join(tmpdir(), 'forkflush-task-'));
+  const logs = mkdtempSync(join(tmpdir(), 'forkflush-logs-'));
+  const callsLog = join(logs, 'calls.jsonl');
+  copyFileSync(join(FIXTURES, 'agent.mjs'), join(dir, 'agent.mjs'));
+  copyFileSync(join(FIXTURES, 'grade.sh'), join(dir, 'grade.sh'));
+  writeFileSync(join(dir, 'TASK.md'), 'Make the number in value.txt as large as you can.\n');
+  writeFileSync(join(dir, 'value.txt'), '0');
+  writeFileSync(join(dir, 'NOTES.md'), '# Notes\n');
+  mkdirSync(join(dir, '.github'));
+  writeFileSync(
+    join(dir, '.github', 'autoresearch.yml'),
+    `grader:
+  command: ${opts.grader ?? 'sh grade.sh'}
+  protected: [grade.sh, agent.mjs]
+  timeout: 5
+agent:
+  command: node agent.mjs ${opts.agent ?? 'improve'} ${callsLog}
+  timeout: 20
+budget:
+  ${opts.budget ?? 'total: 100\n  unit: tokens\n  episode: 6'}
+${opts.extra ?? ''}
+`,
+  );
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: dir, encoding: 'utf8' }).trim();
+  if (opts.git !== false) {
+    git('init', '-q', '--initial-branch=main');
+    git('add', '-A');
+    git('commit', '-qm', 'task');
+  }
+  return {
+    dir,
+    callsLog,
+    git,
+    calls: () => {
+      let text = '';
+      try {
+        text = readFileSync(callsLog, 'utf8');
+      } catch {}
+      return text
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+    },
+  };
+}
