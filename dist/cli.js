@@ -27173,7 +27173,7 @@ var forkSchema = external_exports.strictObject({
   branches: external_exports.number().int().min(1).max(64).default(PAPER.branches).describe("K: branches per fork round."),
   at: external_exports.array(fraction).default([...PAPER.forkAt]).describe("Fork points, as fractions of the total budget spent."),
   branch_budget: external_exports.number().gt(0).max(1).default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
-  directives: external_exports.number().int().min(0).default(PAPER.directives).describe("Branches per fork round told to try a substantially different approach.")
+  directives: external_exports.number().int().min(0).optional().describe("Branches per fork round told to try a substantially different approach; default 2 (at most K).")
 });
 var promptsSchema = external_exports.strictObject({
   branch: external_exports.string().min(1).optional().describe("File with the template for a fresh-context episode."),
@@ -27200,7 +27200,7 @@ var configSchema = external_exports.strictObject({
       });
     }
   }
-  if (c.fork.directives > c.fork.branches) {
+  if (c.fork.directives !== void 0 && c.fork.directives > c.fork.branches) {
     ctx.addIssue({
       code: "custom",
       path: ["fork", "directives"],
@@ -27260,7 +27260,11 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError(result.error.issues.map((issue2) => describeIssue(issue2, input2, locate)));
   }
   const c = result.data;
-  return { ...c, budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total } };
+  return {
+    ...c,
+    budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total },
+    fork: { ...c.fork, directives: c.fork.directives ?? Math.min(PAPER.directives, c.fork.branches) }
+  };
 }
 function applyOverrides(raw, o) {
   const out = { ...raw };
@@ -27272,7 +27276,6 @@ function applyOverrides(raw, o) {
   }
   if (o.branches !== void 0) {
     const fork = isRecord(raw.fork) ? { ...raw.fork } : {};
-    if (typeof fork.directives === "number" && fork.directives > o.branches) fork.directives = o.branches;
     out.fork = { ...fork, branches: o.branches };
   }
   return out;
@@ -27311,7 +27314,8 @@ function describeIssue(issue2, input2, locate) {
 }
 function rangeText(path, issue2) {
   if (issue2.origin === "string") return "must not be empty";
-  if (issue2.origin === "array") return `must have ${issue2.code === "too_small" ? "at least" : "at most"} ${issue2.code === "too_small" ? issue2.minimum : issue2.maximum} items`;
+  if (issue2.origin === "array")
+    return `must have ${issue2.code === "too_small" ? "at least" : "at most"} ${issue2.code === "too_small" ? issue2.minimum : issue2.maximum} items`;
   const parent = path.at(-2);
   const last = path.at(-1);
   if (parent === "at" || last === "at" || typeof last === "number") return "must be between 0 and 1 (exclusive)";
@@ -27435,8 +27439,8 @@ function spent(state, lineage) {
   }
   return sum;
 }
-function negligible(state) {
-  return state.config.budget.episode * 0.01;
+function minEpisode(state) {
+  return state.config.budget.episode * 0.25;
 }
 
 // src/core/rng.ts
@@ -27505,7 +27509,7 @@ function maxSerialEpisodes(span, episodeBudget) {
   return 2 * Math.ceil(span / episodeBudget - 1e-9) + 2;
 }
 function serialAllowance(left, episodeBudget) {
-  return left / Math.max(1, Math.ceil(left / episodeBudget - 1e-9));
+  return left / Math.max(1, Math.ceil(left / episodeBudget - 0.25 - 1e-9));
 }
 function nextRound(state) {
   if (state.rounds.some((r) => !r.decision)) throw new Error("nextRound: a round is still open");
@@ -27515,7 +27519,7 @@ function nextLeaderRound(state) {
   const c = state.config;
   const total = c.budget.total;
   const used = spent(state);
-  const tiny = negligible(state);
+  const tiny = minEpisode(state);
   if (total - used <= tiny) return null;
   const points = segmentStarts(c);
   const last = state.rounds.at(-1);
@@ -27541,7 +27545,7 @@ function openSegment(state, segment, used) {
   if (!forks(c.strategy)) {
     const points = segmentStarts(c);
     const end = segment + 1 < points.length ? points[segment + 1] : total;
-    if (end - used <= negligible(state) && segment + 1 < points.length) return openSegment(state, segment + 1, used);
+    if (end - used <= minEpisode(state) && segment + 1 < points.length) return openSegment(state, segment + 1, used);
     const allowance2 = serialAllowance(end - used, c.budget.episode);
     return serialRound(state, segment, [{ lineage: 0, allowance: allowance2, context: "fresh" }]);
   }
@@ -27569,7 +27573,7 @@ function openSegment(state, segment, used) {
 function nextBestOfNRound(state) {
   const c = state.config;
   const share = c.budget.total / state.lineages.length;
-  const tiny = negligible(state);
+  const tiny = minEpisode(state);
   const wanted = [];
   for (const lineage of state.lineages) {
     const left = share - spent(state, lineage.index);
@@ -27913,7 +27917,9 @@ function summary(state) {
     lines.push("No workspace has a score yet.");
   }
   const base = state.base;
-  lines.push(`Initial workspace: ${base.score === null ? `no score (${base.reason ?? "not graded"})` : scoreText(base.score)}.`);
+  lines.push(
+    `Initial workspace: ${base.score === null ? `no score (${base.reason ?? "not graded"})` : scoreText(base.score)}.`
+  );
   return lines.join("\n");
 }
 function renderReport(state, chartFile) {
@@ -27923,7 +27929,10 @@ function renderReport(state, chartFile) {
   parts.push(
     "## Rounds",
     "",
-    markdownTable(["round", "phase", "kind", "scores", "winner", `spent (${state.config.budget.unit})`], roundRows(state)),
+    markdownTable(
+      ["round", "phase", "kind", "scores", "winner", `spent (${state.config.budget.unit})`],
+      roundRows(state)
+    ),
     ""
   );
   return parts.join("\n");
@@ -28024,7 +28033,15 @@ function chartData(state) {
       roundSpend += r.spent;
       const x1 = x + r.spent;
       if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else segments.push({ id: e.id, x0: x, y0: headScore.get(e.lineage) ?? null, x1, y1: r.score, outcome: outcomeOf(round, e) });
+      else
+        segments.push({
+          id: e.id,
+          x0: x,
+          y0: headScore.get(e.lineage) ?? null,
+          x1,
+          y1: r.score,
+          outcome: outcomeOf(round, e)
+        });
     }
     x += roundSpend;
     for (const e of round.episodes) {
@@ -28059,7 +28076,9 @@ function renderChartSvg(state) {
   out.push(`<g stroke="#374151"><line x1="${M.left}" y1="${H - M.bottom}" x2="${W - M.right}" y2="${H - M.bottom}"/>`);
   out.push(`<line x1="${M.left}" y1="${M.top}" x2="${M.left}" y2="${H - M.bottom}"/></g>`);
   for (const t of ticks(0, d.xMax)) {
-    out.push(`<line x1="${f(px(t))}" y1="${H - M.bottom}" x2="${f(px(t))}" y2="${H - M.bottom + 4}" stroke="#374151"/>`);
+    out.push(
+      `<line x1="${f(px(t))}" y1="${H - M.bottom}" x2="${f(px(t))}" y2="${H - M.bottom + 4}" stroke="#374151"/>`
+    );
     out.push(`<text x="${f(px(t))}" y="${H - M.bottom + 18}" text-anchor="middle">${formatNumber(t)}</text>`);
   }
   for (const t of ticks(yMin, yMax)) {
@@ -28067,7 +28086,9 @@ function renderChartSvg(state) {
     out.push(`<text x="${M.left - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 3)}</text>`);
   }
   out.push(`<text x="${(M.left + W - M.right) / 2}" y="${H - 12}" text-anchor="middle">spend (${esc2(unit)})</text>`);
-  out.push(`<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle">score</text>`);
+  out.push(
+    `<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle">score</text>`
+  );
   for (const p of d.forkPoints) {
     out.push(
       `<line x1="${f(px(p))}" y1="${M.top}" x2="${f(px(p))}" y2="${H - M.bottom}" stroke="#f59e0b" stroke-dasharray="4 4"><title>fork point at ${formatNumber(p)} ${esc2(unit)}</title></line>`
@@ -28190,7 +28211,10 @@ function runProcess(file2, args, options) {
       if (stopped !== null || child.pid === void 0) return;
       stopped = reason;
       killGroup(child.pid, "SIGTERM");
-      killTimer = setTimeout(() => child.pid !== void 0 && killGroup(child.pid, "SIGKILL"), options.killAfterMs ?? 2e3);
+      killTimer = setTimeout(
+        () => child.pid !== void 0 && killGroup(child.pid, "SIGKILL"),
+        options.killAfterMs ?? 2e3
+      );
       killTimer.unref();
     };
     const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stop2("timeout"), options.timeoutMs);
@@ -28264,16 +28288,17 @@ function commandAgent(command) {
       });
       if (poll) clearInterval(poll);
       const usage = await readUsage(s.usageFile);
-      const seconds = r.ms / 1e3;
+      const seconds2 = r.ms / 1e3;
       const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError || r.exitCode !== 0 ? "crash" : "finished";
       const crashNote = exit === "crash" && r.stopped === null ? `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${lastLine(r.stderr)}` : void 0;
-      if (!watched) return { exit, reportedSpend: null, seconds, ...crashNote ? { note: crashNote } : {} };
-      if (typeof usage === "number") return { exit, reportedSpend: usage, seconds, ...crashNote ? { note: crashNote } : {} };
+      if (!watched) return { exit, reportedSpend: null, seconds: seconds2, ...crashNote ? { note: crashNote } : {} };
+      if (typeof usage === "number")
+        return { exit, reportedSpend: usage, seconds: seconds2, ...crashNote ? { note: crashNote } : {} };
       const why = usage === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage.error})`;
       return {
         exit,
         reportedSpend: null,
-        seconds,
+        seconds: seconds2,
         note: [crashNote, `the agent ${why}; charged its whole allowance`].filter(Boolean).join("; ")
       };
     }
@@ -28470,10 +28495,26 @@ var Git = class _Git {
   }
 };
 
-// src/worker/grade-service.ts
-import { chmod, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import { join } from "node:path";
+// src/worker/env.ts
+var FORGE_SECRETS = [
+  /^GITHUB_TOKEN$/,
+  /^GH_TOKEN$/,
+  /^GH_ENTERPRISE_TOKEN$/,
+  /^GITHUB_ENTERPRISE_TOKEN$/,
+  /^ACTIONS_RUNTIME_TOKEN$/,
+  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
+  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
+  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
+  /^FORKFLUSH_/,
+  /^PRIVATE_KEY$/,
+  /^WEBHOOK_SECRET$/,
+  /^APP_ID$/
+];
+function sandboxEnv(env) {
+  const out = {};
+  for (const [k, v] of Object.entries(env)) if (!FORGE_SECRETS.some((re) => re.test(k))) out[k] = v;
+  return out;
+}
 
 // src/core/score.ts
 function parseScore(stdout) {
@@ -28521,6 +28562,9 @@ async function runGrader(config2, workdir, env) {
 }
 
 // src/worker/grade-service.ts
+import { chmod, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import { join } from "node:path";
 async function startGradeService(args) {
   let count = 0;
   let queue = Promise.resolve();
@@ -28532,8 +28576,12 @@ async function startGradeService(args) {
     const job = queue.then(async () => {
       if (count >= args.limit) {
         args.onExhausted();
-        return { exitCode: 3, stdout: "", stderr: `forkflush: the evaluation budget of this session is used up (${args.limit})
-` };
+        return {
+          exitCode: 3,
+          stdout: "",
+          stderr: `forkflush: the evaluation budget of this session is used up (${args.limit})
+`
+        };
       }
       count += 1;
       const g = await runGrader(args.config, args.workdir, args.env);
@@ -28566,9 +28614,12 @@ process.stderr.write(body.stderr);
 process.exitCode = body.exitCode;
 `
   );
-  await writeFile(command, `#!/bin/sh
+  await writeFile(
+    command,
+    `#!/bin/sh
 exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'
-`);
+`
+  );
   await chmod(command, 493);
   return {
     command,
@@ -28578,27 +28629,6 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
       server.close(() => resolve2());
     })
   };
-}
-
-// src/worker/env.ts
-var FORGE_SECRETS = [
-  /^GITHUB_TOKEN$/,
-  /^GH_TOKEN$/,
-  /^GH_ENTERPRISE_TOKEN$/,
-  /^GITHUB_ENTERPRISE_TOKEN$/,
-  /^ACTIONS_RUNTIME_TOKEN$/,
-  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
-  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
-  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
-  /^FORKFLUSH_/,
-  /^PRIVATE_KEY$/,
-  /^WEBHOOK_SECRET$/,
-  /^APP_ID$/
-];
-function sandboxEnv(env) {
-  const out = {};
-  for (const [k, v] of Object.entries(env)) if (!FORGE_SECRETS.some((re) => re.test(k))) out[k] = v;
-  return out;
 }
 
 // src/worker/episode.ts
@@ -28672,8 +28702,8 @@ async function runEpisode(job) {
     spent: spent2,
     exit: outcome.exit,
     protectedChanged,
-    agentSeconds: outcome.seconds,
-    graderSeconds
+    agentSeconds: seconds(outcome.seconds),
+    graderSeconds: seconds(graderSeconds)
   };
   const journalPath = join2(job.workdir, config2.journal);
   const existing = await readFile2(journalPath, "utf8").catch(() => "");
@@ -28682,9 +28712,17 @@ async function runEpisode(job) {
     journalPath,
     appendToJournal(existing, journalEntry(config2, job.phase, episode, { ...partial2, commit: "", wallSeconds: 0 }))
   );
-  const wallSeconds = (performance.now() - started) / 1e3;
-  const commit = await commitWorkspace(git, job.branchRef, episode.base, commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }));
+  const wallSeconds = seconds((performance.now() - started) / 1e3);
+  const commit = await commitWorkspace(
+    git,
+    job.branchRef,
+    episode.base,
+    commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds })
+  );
   return { ...partial2, commit, wallSeconds };
+}
+function seconds(s) {
+  return Math.round(s * 1e3) / 1e3;
 }
 async function restoreProtected(git, base, globs) {
   if (globs.length === 0) return [];
@@ -28813,7 +28851,7 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile, cp as cp2, mkdir as mkdir4, readFile as readFile4, realpath, stat as stat2 } from "node:fs/promises";
+import { appendFile, cp as cp2, mkdir as mkdir4, readdir as readdir2, readFile as readFile4, realpath, stat as stat2 } from "node:fs/promises";
 import { join as join4, relative, resolve, sep } from "node:path";
 
 // src/local/forge.ts
@@ -28892,7 +28930,8 @@ var LocalForge = class {
     }
   }
   async setBest(state) {
-    if (state.best) await this.git.setRef(this.ref(bestBranch(state.id)), state.best.commit, `forkflush: best ${state.best.episode}`);
+    if (state.best)
+      await this.git.setRef(this.ref(bestBranch(state.id)), state.best.commit, `forkflush: best ${state.best.episode}`);
   }
   /** A throwaway checkout of a commit (to grade the initial workspace). */
   async withCheckout(commit, name, fn) {
@@ -29022,7 +29061,8 @@ async function startRun(o) {
   const base = await git.revParse("HEAD");
   if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
   const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
-  if (dirty && !scratch) warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
+  if (dirty && !scratch)
+    warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
   const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
   const exists2 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
   if (!await exists2(config2.task)) {
@@ -29070,7 +29110,8 @@ async function startRun(o) {
 async function openRun(dir, id) {
   const taskDir = await taskFolder(dir);
   const ids = await RunStore.list(taskDir);
-  if (ids.length === 0) throw new UserError(`${taskDir} has no forkflush runs yet: start one with \`forkflush run ${dir}\``);
+  if (ids.length === 0)
+    throw new UserError(`${taskDir} has no forkflush runs yet: start one with \`forkflush run ${dir}\``);
   const chosen = id ?? ids.at(-1);
   if (!chosen || !ids.includes(chosen)) throw new UserError(`no run ${id} in ${taskDir}; runs: ${ids.join(", ")}`);
   const store = RunStore.forRun(taskDir, chosen);
@@ -29100,14 +29141,11 @@ async function excludeRunFolders(top) {
 `);
 }
 async function copyTask(taskDir, repo) {
-  await cp2(taskDir, repo, {
-    recursive: true,
-    filter: (src) => {
-      const rel = relative(taskDir, src);
-      const first = rel.split(sep)[0];
-      return first !== ".forkflush" && first !== ".git" && first !== "node_modules";
-    }
-  });
+  await mkdir4(repo, { recursive: true });
+  for (const entry of await readdir2(taskDir)) {
+    if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
+    await cp2(join4(taskDir, entry), join4(repo, entry), { recursive: true });
+  }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
   await git.exec(["add", "-A"]);
@@ -29127,7 +29165,14 @@ function checkTemplates(config2, templates) {
   };
   try {
     for (const context of ["fresh", "carry"]) {
-      renderPrompt({ config: config2, episode: { ...sample, context }, task: "x", best: null, gradeCommand: "grade", templates });
+      renderPrompt({
+        config: config2,
+        episode: { ...sample, context },
+        task: "x",
+        best: null,
+        gradeCommand: "grade",
+        templates
+      });
     }
   } catch (e) {
     if (e instanceof TemplateError) throw new UserError(e.message);
@@ -29184,9 +29229,7 @@ async function dispatch(argv, io) {
   try {
     parsed = parse3(argv);
   } catch (e) {
-    throw new UserError(`${e.message.replace(/\. To specify.*$/s, "")}
-
-${USAGE}`);
+    throw new UserError(`${e.message.split("\n")[0]} (see forkflush --help)`);
   }
   const { values: v, positionals } = parsed;
   const [command, dir = ".", ...extra] = positionals;
@@ -29194,9 +29237,7 @@ ${USAGE}`);
     io.stdout.write(USAGE);
     return command === void 0 && !v.help ? 2 : 0;
   }
-  if (extra.length > 0) throw new UserError(`unexpected argument ${extra[0]}: give one folder
-
-${USAGE}`);
+  if (extra.length > 0) throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush --help)`);
   const overrides = readOverrides(v);
   switch (command) {
     case "schema":
@@ -29261,9 +29302,7 @@ ${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
       return 0;
     }
     default:
-      throw new UserError(`unknown command "${command}"
-
-${USAGE}`);
+      throw new UserError(`unknown command "${command}": use run, plan, status, resume or schema (see forkflush --help)`);
   }
 }
 async function go(run, io) {
@@ -29284,9 +29323,11 @@ async function go(run, io) {
   run.state = result.state;
   if (result.interrupted) {
     await writeReports(run.store, result.state);
-    io.stdout.write(`
+    io.stdout.write(
+      `
 interrupted: finished episodes are saved. Continue with: forkflush resume ${run.info.taskDir} --run ${result.state.id}
-`);
+`
+    );
     return 130;
   }
   return printResult(run, io);
@@ -29346,7 +29387,9 @@ function readOverrides(v) {
 function integer2(flag, text, min, max = Number.MAX_SAFE_INTEGER) {
   const n = Number(text);
   if (!Number.isInteger(n) || n < min || n > max) {
-    throw new UserError(`${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}, got "${text}"`);
+    throw new UserError(
+      `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}, got "${text}"`
+    );
   }
   return n;
 }

@@ -1,6 +1,6 @@
 // Builds dist/: the CLI and (later) the Action, each one self-contained ESM file.
 // `node scripts/bundle.mjs --check` builds in memory and fails if dist/ is stale.
-import { readFile } from 'node:fs/promises';
+import { chmod, readFile } from 'node:fs/promises';
 import { build } from 'esbuild';
 
 const entries = { cli: 'src/cli/index.ts' };
@@ -21,6 +21,9 @@ const result = await build({
   write: !check,
   logLevel: 'warning',
 });
+
+// The CLI is an executable (package.json "bin").
+if (!check) await chmod('dist/cli.js', 0o755);
 
 if (check) {
   const stale = [];

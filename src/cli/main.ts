@@ -65,7 +65,7 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
   try {
     parsed = parse(argv);
   } catch (e) {
-    throw new UserError(`${(e as Error).message.replace(/\. To specify.*$/s, '')}\n\n${USAGE}`);
+    throw new UserError(`${(e as Error).message.split('\n')[0]} (see forkflush --help)`);
   }
   const { values: v, positionals } = parsed;
   const [command, dir = '.', ...extra] = positionals;
@@ -73,7 +73,7 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
     io.stdout.write(USAGE);
     return command === undefined && !v.help ? 2 : 0;
   }
-  if (extra.length > 0) throw new UserError(`unexpected argument ${extra[0]}: give one folder\n\n${USAGE}`);
+  if (extra.length > 0) throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush --help)`);
   const overrides = readOverrides(v);
   switch (command) {
     case 'schema':
@@ -126,7 +126,9 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
       return 0;
     }
     default:
-      throw new UserError(`unknown command "${command}"\n\n${USAGE}`);
+      throw new UserError(
+        `unknown command "${command}": use run, plan, status, resume or schema (see forkflush --help)`,
+      );
   }
 }
 

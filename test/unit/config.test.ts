@@ -140,3 +140,13 @@ journal: NOTES.md
     expect(schema.properties.grader?.properties?.direction?.default).toBe('maximize');
   });
 });
+
+describe('the published schema file', () => {
+  it('is up to date with the config schema (npm run schema)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const committed = JSON.parse(
+      readFileSync(new URL('../../schema/autoresearch.schema.json', import.meta.url), 'utf8'),
+    );
+    expect(committed).toEqual(configJsonSchema());
+  });
+});

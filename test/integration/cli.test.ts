@@ -1,0 +1,111 @@
+// The command line as a user meets it: exit codes and messages, never a stack trace.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type Io, main } from '../../src/cli/main.js';
+import { makeTaskRepo } from './task-repo.js';
+
+function capture(): { io: Io; out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  const stream = (add: (s: string) => void) =>
+    ({ write: (s: string) => (add(s), true), isTTY: false }) as unknown as NodeJS.WriteStream;
+  return {
+    io: {
+      stdout: stream((s) => (out += s)),
+      stderr: stream((s) => (err += s)),
+      now: () => new Date('2026-11-30T10:00:00Z'),
+    },
+    out: () => out,
+    err: () => err,
+  };
+}
+
+async function cli(...argv: string[]) {
+  const c = capture();
+  const code = await main(argv, c.io);
+  return { code, out: c.out(), err: c.err() };
+}
+
+describe('forkflush CLI', () => {
+  it('prints the plan of a repository', async () => {
+    const repo = makeTaskRepo();
+    const r = await cli('plan', repo.dir);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('strategy fork-and-flush, budget 100 tokens, K = 4');
+    expect(r.out).toMatch(/opening\s+fork round\s+4/);
+    const single = await cli('plan', repo.dir, '--strategy', 'single-run', '--budget', '60');
+    expect(single.out).toMatch(/solo\s+serial\s+1\s+10\s+6\s+60\s+60 \(100%\)/);
+  });
+
+  it('explains a bad config with file, line, key and fix, and exits 2', async () => {
+    const repo = makeTaskRepo({ extra: 'forks:\n  branches: 3\nfork:\n  at: [0.5, 1.5]' });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('forkflush: the config is not valid:');
+    expect(r.err).toMatch(/autoresearch\.yml:\d+:1: unknown key "forks"; did you mean "fork"\?/);
+    expect(r.err).toMatch(/autoresearch\.yml:\d+:\d+: fork\.at\[1\] must be between 0 and 1 \(exclusive\), got 1\.5/);
+    expect(r.err).not.toMatch(/\n\s+at /);
+  });
+
+  it.each([
+    [['run', '.', '--budget=-3'], '--budget must be a number above 0, got "-3"'],
+    [['run', '.', '--budget', 'lots'], '--budget must be a number above 0, got "lots"'],
+    [['run', '.', '--branches', '2.5'], '--branches must be a whole number from 1 to 64, got "2.5"'],
+    [
+      ['run', '.', '--strategy', 'fork-and-flash'],
+      '--strategy must be one of fork-and-flush, single-run, best-of-n, fork-only, flush-only, got "fork-and-flash"',
+    ],
+    [['run', '.', '--forks', '2'], "Unknown option '--forks'"],
+    [['launch'], 'unknown command "launch"'],
+    [['run', '/no/such/folder'], '/no/such/folder is not a folder'],
+  ])('rejects %j with a clear message', async (argv, message) => {
+    const r = await cli(...argv);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(message);
+  });
+
+  it('says where the config should be when there is none', async () => {
+    const repo = makeTaskRepo();
+    const r = await cli('run', repo.dir, '--config', join(repo.dir, 'missing.yml'));
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/no config at .*missing\.yml: create \.github\/autoresearch\.yml/);
+  });
+
+  it('names the task file when it is missing, and a bad prompt template', async () => {
+    const repo = makeTaskRepo({ extra: 'task: GOAL.md' });
+    expect((await cli('run', repo.dir)).err).toContain('task: GOAL.md is not in the repository');
+    const other = makeTaskRepo({ extra: 'prompts:\n  branch: prompts/branch.md' });
+    writeFileSync(join(other.dir, 'branch.md'), '');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(join(other.dir, 'prompts'));
+    writeFileSync(join(other.dir, 'prompts', 'branch.md'), 'Do it.\n{{budget}}\n');
+    other.git('add', '-A');
+    other.git('commit', '-qm', 'template');
+    const r = await cli('run', other.dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('prompts/branch.md:2: unknown placeholder {{budget}}');
+  });
+
+  it('runs, shows status, and says a finished run is finished', async () => {
+    const repo = makeTaskRepo({ budget: 'total: 12\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
+    const run = await cli('run', repo.dir, '--seed', '3');
+    expect(run.code).toBe(0);
+    expect(run.out).toContain('forkflush run 20261130-100000: single-run, budget 12 tokens, K = 4, seed 3');
+    expect(run.out).toMatch(/\[00:\d\d\] r0\.b0 scored \d+, spent 5\.4 tokens/);
+    expect(run.out).toMatch(/Best score: \d+ from round \d, branch 0, on branch forkflush\/20261130-100000\/best/);
+    expect(run.out).toContain('report:  ');
+    const status = await cli('status', repo.dir);
+    expect(status.code).toBe(0);
+    expect(status.out).toContain('run 20261130-100000');
+    expect(status.out).toContain(': finished.');
+    const resume = await cli('resume', repo.dir);
+    expect(resume.out).toContain('run 20261130-100000 is already finished.');
+    expect((await cli('status', repo.dir, '--run', 'nope')).err).toContain('no run nope in');
+  });
+
+  it('prints the JSON Schema', async () => {
+    const r = await cli('schema');
+    expect(JSON.parse(r.out).properties.strategy.enum).toContain('fork-and-flush');
+  });
+});
