@@ -9,7 +9,13 @@ function capture(): { io: Io; out: () => string; err: () => string } {
   let out = '';
   let err = '';
   const stream = (add: (s: string) => void) =>
-    ({ write: (s: string) => (add(s), true), isTTY: false }) as unknown as NodeJS.WriteStream;
+    ({
+      write: (s: string) => {
+        add(s);
+        return true;
+      },
+      isTTY: false,
+    }) as unknown as NodeJS.WriteStream;
   return {
     io: {
       stdout: stream((s) => (out += s)),
