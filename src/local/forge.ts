@@ -9,6 +9,8 @@ import type { RunStore } from './store.js';
 
 export class LocalForge {
   readonly git: Git;
+  /** git's worktree bookkeeping is not safe to change from two processes at once. */
+  private worktreeLock: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly repo: string,
@@ -49,8 +51,11 @@ export class LocalForge {
   ): Promise<{ workdir: string; contextDir: string; branchRef: string }> {
     const workdir = this.store.worktree(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
-    await this.removeWorktree(workdir);
-    await this.git.exec(['worktree', 'add', '--quiet', '-B', branch, workdir, e.base]);
+    await this.locked(async () => {
+      await this.removeWorktree(workdir);
+      // Parallel checkout (one worker per core) makes forking a large repository several times faster.
+      await this.git.exec(['-c', 'checkout.workers=0', 'worktree', 'add', '--quiet', '-B', branch, workdir, e.base]);
+    });
     const contextDir = this.store.context(e.id);
     await rm(contextDir, { recursive: true, force: true });
     if (e.contextFrom) {
@@ -86,7 +91,7 @@ export class LocalForge {
   async cleanupRound(state: RunState, round: Round, keepRejected: boolean): Promise<void> {
     const adopted = round.decision?.adopted ?? [];
     for (const e of round.episodes) {
-      await this.removeWorktree(this.store.worktree(e.id));
+      await this.locked(() => this.removeWorktree(this.store.worktree(e.id)));
       if (keepRejected && !adopted.includes(e.id)) continue;
       await this.git.exec(['branch', '-D', episodeBranch(state.id, e.round, e.branch)], { check: false });
     }
@@ -100,20 +105,28 @@ export class LocalForge {
   /** A throwaway checkout of a commit (to grade the initial workspace). */
   async withCheckout<T>(commit: string, name: string, fn: (dir: string) => Promise<T>): Promise<T> {
     const dir = this.store.worktree(name);
-    await this.removeWorktree(dir);
-    await this.git.exec(['worktree', 'add', '--quiet', '--detach', dir, commit]);
+    await this.locked(async () => {
+      await this.removeWorktree(dir);
+      await this.git.exec(['-c', 'checkout.workers=0', 'worktree', 'add', '--quiet', '--detach', dir, commit]);
+    });
     try {
       return await fn(dir);
     } finally {
-      await this.removeWorktree(dir);
+      await this.locked(() => this.removeWorktree(dir));
     }
   }
 
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.worktreeLock.then(fn, fn);
+    this.worktreeLock = next.catch(() => {});
+    return next;
+  }
+
+  /** Removes a worktree, also one a crash left half made; call it under the lock. */
   private async removeWorktree(dir: string): Promise<void> {
-    if (await exists(dir)) {
-      await this.git.exec(['worktree', 'remove', '--force', '--force', dir], { check: false });
-      await rm(dir, { recursive: true, force: true });
-    }
+    if (!(await exists(dir))) return;
+    await this.git.exec(['worktree', 'remove', '--force', '--force', dir], { check: false });
+    await rm(dir, { recursive: true, force: true });
     await this.git.exec(['worktree', 'prune'], { check: false });
   }
 }
