@@ -80,7 +80,8 @@ export interface RunState {
   id: string;
   seed: number;
   config: Config;
-  base: { commit: string; score: number | null; reason?: string };
+  /** The initial workspace and its grade (graderSeconds: how long grading it took). */
+  base: { commit: string; score: number | null; reason?: string; graderSeconds?: number };
   lineages: Lineage[];
   rounds: Round[];
   best: Best | null;
@@ -94,15 +95,21 @@ export function newRunState(args: {
   baseCommit: string;
   baseScore: number | null;
   baseReason?: string;
+  baseGraderSeconds?: number;
 }): RunState {
   const lineageCount = args.config.strategy === 'best-of-n' ? args.config.fork.branches : 1;
-  const { id, seed, config, baseCommit, baseScore, baseReason } = args;
+  const { id, seed, config, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
   return {
     version: 1,
     id,
     seed,
     config,
-    base: { commit: baseCommit, score: baseScore, ...(baseReason ? { reason: baseReason } : {}) },
+    base: {
+      commit: baseCommit,
+      score: baseScore,
+      ...(baseReason ? { reason: baseReason } : {}),
+      ...(baseGraderSeconds !== undefined ? { graderSeconds: baseGraderSeconds } : {}),
+    },
     lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
     rounds: [],
     best: baseScore === null ? null : { episode: 'base', commit: baseCommit, score: baseScore },

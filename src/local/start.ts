@@ -118,6 +118,7 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     baseCommit: base,
     baseScore: baseGrade.score,
     ...(baseGrade.reason ? { baseReason: baseGrade.reason } : {}),
+    baseGraderSeconds: Math.round(baseGrade.seconds * 1000) / 1000,
   });
   await store.init(info);
   await store.save(state);
