@@ -23,3 +23,21 @@ export function runIdAt(date: Date): string {
   const iso = date.toISOString();
   return `${iso.slice(0, 10).replace(/-/g, '')}-${iso.slice(11, 19).replace(/:/g, '')}`;
 }
+
+// On a forge the run's own records live under refs/forkflush/, outside refs/heads, so a checkout
+// of a branch never fetches them and the agent never sees them.
+
+/** A commit whose tree holds `state.json` (the RunState) and `run.json` (task text, templates). */
+export function stateRef(run: string): string {
+  return `refs/forkflush/${run}/state`;
+}
+
+/** A commit whose tree is the context folder an episode left behind. */
+export function contextRef(run: string, episode: string): string {
+  return `refs/forkflush/${run}/contexts/${episode}`;
+}
+
+/** The run id of the run an issue started. */
+export function issueRunId(issue: number): string {
+  return `issue-${issue}`;
+}
