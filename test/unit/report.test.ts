@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { chartData, renderChartSvg, ticks } from '../../src/core/chart.js';
+import { simulate } from '../../src/core/plan.js';
+import { leaderboard, renderReport, summary } from '../../src/core/report.js';
+import { config } from './helpers.js';
+
+// Scores rise with the round; branch 1 of each fork round wins; one branch never scores.
+const state = simulate(config(), (e) => ({
+  spent: e.allowance,
+  score: e.id === 'r0.b3' ? null : e.round * 10 + (e.branch === 1 ? 5 : e.branch),
+}));
+
+describe('reports', () => {
+  it('ranks episodes best first, without-score last, and marks adopted and dropped branches', () => {
+    const rows = leaderboard(state);
+    expect(rows[0]?.episode.result?.score).toBe(Math.max(...rows.map((r) => r.episode.result?.score ?? 0)));
+    expect(rows.at(-1)?.episode.id).toBe('r0.b3');
+    const opening = rows.filter((r) => r.episode.round === 0);
+    expect(opening.find((r) => r.episode.branch === 1)?.outcome).toBe('adopted');
+    expect(opening.find((r) => r.episode.branch === 0)?.outcome).toBe('dropped');
+    expect(rows.find((r) => r.phase === 'final')?.outcome).toBe('kept');
+  });
+
+  it('says the best score and where it is', () => {
+    expect(summary(state)).toContain(`Best score: ${state.best?.score} from round`);
+    expect(summary(state)).toContain('on branch forkflush/plan/best');
+    const report = renderReport(state, 'chart.svg');
+    expect(report).toContain('![Score versus spend](chart.svg)');
+    expect(report).toMatch(/\| 1 \| r\d+\.b\d+ \|/);
+    expect(report).toContain('| 0 | opening | fork | r0.b0 0, r0.b1 5, r0.b2 2, r0.b3 - | r0.b1 | 96 |');
+  });
+
+  it('draws branches from their round start, the best-so-far line, and the fork points', () => {
+    const d = chartData(state);
+    const opening = d.segments.filter((s) => s.id.startsWith('r0.'));
+    expect(new Set(opening.map((s) => s.x0))).toEqual(new Set([0]));
+    expect(d.failures).toEqual([{ id: 'r0.b3', x: 24 }]);
+    expect(d.forkPoints).toEqual([132, 264]);
+    const ys = d.best.map((b) => b.y);
+    expect([...ys].sort((a, b) => a - b)).toEqual(ys);
+    const svg = renderChartSvg(state);
+    expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect(svg).toContain('<title>r0.b1: 5 (adopted)</title>');
+    expect(svg).toContain('<title>r0.b0: 0 (dropped)</title>');
+    expect(svg).toContain('<title>r0.b3: no score</title>');
+    expect(svg.trim().endsWith('</svg>')).toBe(true);
+  });
+
+  it('picks round tick values', () => {
+    expect(ticks(0, 400)).toEqual([0, 100, 200, 300, 400]);
+    expect(ticks(87.2, 99.6)).toEqual([87.5, 90, 92.5, 95, 97.5]);
+    expect(ticks(5, 5)).toEqual([5]);
+  });
+});
