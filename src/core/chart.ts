@@ -1,6 +1,7 @@
-// Score versus spend. Each episode is a segment from where its round started (the spend so far
-// and the parent's score) to its own spend and score, so a fork round fans out from one point.
-// The best-so-far line steps up at the end of each round.
+// Score versus spend. The x axis is the run's cumulative spend. Each episode is a segment from
+// where its round started (the spend so far, the parent's score) to where the round ended (the
+// spend after it, its own score), so a fork round fans out from one point and the adopted branch
+// leads on into the next round. The best-so-far line steps up at the end of each round.
 import { type Outcome, outcomeOf } from './report.js';
 import type { RunState } from './state.js';
 import { formatNumber } from './text.js';
@@ -34,25 +35,17 @@ export function chartData(state: RunState): ChartData {
   if (bestScore !== null) best.push({ x: 0, y: bestScore });
   let x = 0;
   for (const round of state.rounds) {
-    let roundSpend = 0;
+    const x1 = x + round.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
     for (const e of round.episodes) {
       const r = e.result;
       if (!r) continue;
-      roundSpend += r.spent;
-      // Episodes of one round run side by side, so each starts where the round started.
-      const x1 = x + r.spent;
       if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else
-        segments.push({
-          id: e.id,
-          x0: x,
-          y0: headScore.get(e.lineage) ?? null,
-          x1,
-          y1: r.score,
-          outcome: outcomeOf(round, e),
-        });
+      else {
+        const y0 = headScore.get(e.lineage) ?? null;
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+      }
     }
-    x += roundSpend;
+    x = x1;
     for (const e of round.episodes) {
       if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
       const s = e.result?.score;
@@ -67,7 +60,7 @@ export function chartData(state: RunState): ChartData {
 
 const W = 760;
 const H = 400;
-const M = { left: 64, right: 20, top: 36, bottom: 52 };
+const M = { left: 64, right: 20, top: 48, bottom: 52 };
 const COLORS: Record<Outcome, string> = { adopted: '#1d4ed8', kept: '#15803d', dropped: '#9ca3af', running: '#d97706' };
 
 export function renderChartSvg(state: RunState): string {
@@ -148,8 +141,8 @@ export function renderChartSvg(state: RunState): string {
   legend.forEach(([label, color, dash], i) => {
     const lx = M.left + 10 + i * 136;
     out.push(
-      `<line x1="${lx}" y1="${M.top - 8}" x2="${lx + 18}" y2="${M.top - 8}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''}/>`,
-      `<text x="${lx + 24}" y="${M.top - 4}">${label}</text>`,
+      `<line x1="${lx}" y1="${M.top - 14}" x2="${lx + 18}" y2="${M.top - 14}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''}/>`,
+      `<text x="${lx + 24}" y="${M.top - 10}">${label}</text>`,
     );
   });
   out.push('</svg>');

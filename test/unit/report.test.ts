@@ -34,7 +34,7 @@ describe('reports', () => {
     const d = chartData(state);
     const opening = d.segments.filter((s) => s.id.startsWith('r0.'));
     expect(new Set(opening.map((s) => s.x0))).toEqual(new Set([0]));
-    expect(d.failures).toEqual([{ id: 'r0.b3', x: 24 }]);
+    expect(d.failures).toEqual([{ id: 'r0.b3', x: 96 }]);
     expect(d.forkPoints).toEqual([132, 264]);
     const ys = d.best.map((b) => b.y);
     expect([...ys].sort((a, b) => a - b)).toEqual(ys);
