@@ -27477,13 +27477,18 @@ function pickIndices(n, count, seed) {
 // src/core/state.ts
 function newRunState(args) {
   const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
-  const { id, seed, config: config2, baseCommit, baseScore, baseReason } = args;
+  const { id, seed, config: config2, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
   return {
     version: 1,
     id,
     seed,
     config: config2,
-    base: { commit: baseCommit, score: baseScore, ...baseReason ? { reason: baseReason } : {} },
+    base: {
+      commit: baseCommit,
+      score: baseScore,
+      ...baseReason ? { reason: baseReason } : {},
+      ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
+    },
     lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
     rounds: [],
     best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
@@ -28026,24 +28031,17 @@ function chartData(state) {
   if (bestScore !== null) best.push({ x: 0, y: bestScore });
   let x = 0;
   for (const round of state.rounds) {
-    let roundSpend = 0;
+    const x1 = x + round.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
     for (const e of round.episodes) {
       const r = e.result;
       if (!r) continue;
-      roundSpend += r.spent;
-      const x1 = x + r.spent;
       if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else
-        segments.push({
-          id: e.id,
-          x0: x,
-          y0: headScore.get(e.lineage) ?? null,
-          x1,
-          y1: r.score,
-          outcome: outcomeOf(round, e)
-        });
+      else {
+        const y0 = headScore.get(e.lineage) ?? null;
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+      }
     }
-    x += roundSpend;
+    x = x1;
     for (const e of round.episodes) {
       if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
       const s = e.result?.score;
@@ -28056,7 +28054,7 @@ function chartData(state) {
 }
 var W = 760;
 var H = 400;
-var M = { left: 64, right: 20, top: 36, bottom: 52 };
+var M = { left: 64, right: 20, top: 48, bottom: 52 };
 var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
 function renderChartSvg(state) {
   const d = chartData(state);
@@ -28130,8 +28128,8 @@ function renderChartSvg(state) {
   legend.forEach(([label, color, dash], i) => {
     const lx = M.left + 10 + i * 136;
     out.push(
-      `<line x1="${lx}" y1="${M.top - 8}" x2="${lx + 18}" y2="${M.top - 8}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`,
-      `<text x="${lx + 24}" y="${M.top - 4}">${label}</text>`
+      `<line x1="${lx}" y1="${M.top - 14}" x2="${lx + 18}" y2="${M.top - 14}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`,
+      `<text x="${lx + 24}" y="${M.top - 10}">${label}</text>`
     );
   });
   out.push("</svg>");
@@ -28603,15 +28601,23 @@ async function startGradeService(args) {
   const command = join(args.scratchDir, "grade");
   await writeFile(
     client,
+    // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
-const res = await fetch('http://127.0.0.1:${port}/grade', { method: 'POST' }).catch((e) => {
-  process.stderr.write('forkflush: the grading service is gone (' + e.message + '); the episode has ended\\n');
-  process.exit(3);
+import { request } from 'node:http';
+const req = request({ host: '127.0.0.1', port: ${port}, path: '/grade', method: 'POST' }, (res) => {
+  let text = '';
+  res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => {
+    const body = JSON.parse(text);
+    process.stdout.write(body.stdout);
+    process.stderr.write(body.stderr);
+    process.exitCode = body.exitCode;
+  });
 });
-const body = await res.json();
-process.stdout.write(body.stdout);
-process.stderr.write(body.stderr);
-process.exitCode = body.exitCode;
+req.on('error', (e) => {
+  process.stderr.write('forkflush: the grading service is gone (' + e.message + '); the episode has ended\\n');
+  process.exitCode = 3;
+});
+req.end();
 `
   );
   await writeFile(
@@ -28865,6 +28871,8 @@ var LocalForge = class {
   repo;
   store;
   git;
+  /** git's worktree bookkeeping is not safe to change from two processes at once. */
+  worktreeLock = Promise.resolve();
   ref(branch) {
     return `refs/heads/${branch}`;
   }
@@ -28891,8 +28899,10 @@ var LocalForge = class {
   async prepareEpisode(state, e) {
     const workdir = this.store.worktree(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
-    await this.removeWorktree(workdir);
-    await this.git.exec(["worktree", "add", "--quiet", "-B", branch, workdir, e.base]);
+    await this.locked(async () => {
+      await this.removeWorktree(workdir);
+      await this.git.exec(["-c", "checkout.workers=0", "worktree", "add", "--quiet", "-B", branch, workdir, e.base]);
+    });
     const contextDir = this.store.context(e.id);
     await rm(contextDir, { recursive: true, force: true });
     if (e.contextFrom) {
@@ -28924,7 +28934,7 @@ var LocalForge = class {
   async cleanupRound(state, round, keepRejected) {
     const adopted = round.decision?.adopted ?? [];
     for (const e of round.episodes) {
-      await this.removeWorktree(this.store.worktree(e.id));
+      await this.locked(() => this.removeWorktree(this.store.worktree(e.id)));
       if (keepRejected && !adopted.includes(e.id)) continue;
       await this.git.exec(["branch", "-D", episodeBranch(state.id, e.round, e.branch)], { check: false });
     }
@@ -28936,19 +28946,27 @@ var LocalForge = class {
   /** A throwaway checkout of a commit (to grade the initial workspace). */
   async withCheckout(commit, name, fn) {
     const dir = this.store.worktree(name);
-    await this.removeWorktree(dir);
-    await this.git.exec(["worktree", "add", "--quiet", "--detach", dir, commit]);
+    await this.locked(async () => {
+      await this.removeWorktree(dir);
+      await this.git.exec(["-c", "checkout.workers=0", "worktree", "add", "--quiet", "--detach", dir, commit]);
+    });
     try {
       return await fn(dir);
     } finally {
-      await this.removeWorktree(dir);
+      await this.locked(() => this.removeWorktree(dir));
     }
   }
+  locked(fn) {
+    const next = this.worktreeLock.then(fn, fn);
+    this.worktreeLock = next.catch(() => {
+    });
+    return next;
+  }
+  /** Removes a worktree, also one a crash left half made; call it under the lock. */
   async removeWorktree(dir) {
-    if (await exists(dir)) {
-      await this.git.exec(["worktree", "remove", "--force", "--force", dir], { check: false });
-      await rm(dir, { recursive: true, force: true });
-    }
+    if (!await exists(dir)) return;
+    await this.git.exec(["worktree", "remove", "--force", "--force", dir], { check: false });
+    await rm(dir, { recursive: true, force: true });
     await this.git.exec(["worktree", "prune"], { check: false });
   }
 };
@@ -29101,7 +29119,8 @@ async function startRun(o) {
     config: config2,
     baseCommit: base,
     baseScore: baseGrade.score,
-    ...baseGrade.reason ? { baseReason: baseGrade.reason } : {}
+    ...baseGrade.reason ? { baseReason: baseGrade.reason } : {},
+    baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
   });
   await store.init(info);
   await store.save(state);
@@ -29302,7 +29321,9 @@ ${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
       return 0;
     }
     default:
-      throw new UserError(`unknown command "${command}": use run, plan, status, resume or schema (see forkflush --help)`);
+      throw new UserError(
+        `unknown command "${command}": use run, plan, status, resume or schema (see forkflush --help)`
+      );
   }
 }
 async function go(run, io) {
