@@ -27,3 +27,16 @@ export function committed(state: RunState, running: Iterable<Episode>): number {
 export function minEpisode(state: RunState): number {
   return state.config.budget.episode * 0.25;
 }
+
+/**
+ * What the schedule has spent: extra fork rounds (asked for by a command or a nightly schedule)
+ * come on top of the budget, so they do not move the schedule's fork points.
+ */
+export function spentOnSchedule(state: RunState, lineage?: number): number {
+  let sum = 0;
+  for (const r of state.rounds) {
+    if (r.extra) continue;
+    for (const e of r.episodes) if (e.result && (lineage === undefined || e.lineage === lineage)) sum += e.result.spent;
+  }
+  return sum;
+}

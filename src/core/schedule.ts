@@ -2,7 +2,7 @@
 // fractions of the budget spent, never on a "plateau" signal (method.md: 15 of 25 plateau-triggered
 // runs ran out of budget first). `plan()` previews the whole run by simulating the schedule with
 // episodes that spend exactly their allowance, so the preview and the real run share one rule.
-import { minEpisode, spent } from './budget.js';
+import { minEpisode, spentOnSchedule } from './budget.js';
 import type { Config, Strategy } from './config.js';
 import { mixSeed, pickIndices } from './rng.js';
 import { type ContextMode, type Episode, episodeId, type Round, type RoundKind, type RunState } from './state.js';
@@ -45,13 +45,22 @@ function serialAllowance(left: number, episodeBudget: number): number {
 /** The next round to open, or null when the budget is spent (the run is finished). */
 export function nextRound(state: RunState): Round | null {
   if (state.rounds.some((r) => !r.decision)) throw new Error('nextRound: a round is still open');
+  const extraDone = state.rounds.filter((r) => r.extra).length;
+  if ((state.extraForks ?? 0) > extraDone)
+    return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true);
   return state.config.strategy === 'best-of-n' ? nextBestOfNRound(state) : nextLeaderRound(state);
+}
+
+/** Asks for one more fork round of the leader now, beyond the schedule (and its budget). */
+export function requestFork(state: RunState): RunState {
+  if (state.lineages.length !== 1) throw new Error(`${state.config.strategy} has no single leader to fork`);
+  return { ...state, status: 'running', extraForks: (state.extraForks ?? 0) + 1 };
 }
 
 function nextLeaderRound(state: RunState): Round | null {
   const c = state.config;
   const total = c.budget.total;
-  const used = spent(state);
+  const used = spentOnSchedule(state);
   const tiny = minEpisode(state);
   if (total - used <= tiny) return null;
 
@@ -64,7 +73,7 @@ function nextLeaderRound(state: RunState): Round | null {
 
   const end = next < points.length ? (points[next] as number) : total;
   const left = end - used;
-  const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === 'serial').length;
+  const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === 'serial' && !r.extra).length;
   const span = end - (points[segment] as number);
   if (left <= tiny || serialSoFar >= maxSerialEpisodes(span, c.budget.episode)) {
     return next < points.length ? startNext() : null;
@@ -87,14 +96,21 @@ function openSegment(state: RunState, segment: number, used: number): Round {
     const allowance = serialAllowance(end - used, c.budget.episode);
     return serialRound(state, segment, [{ lineage: 0, allowance, context: 'fresh' }]);
   }
+  return forkRound(state, segment, false, Math.min(c.fork.branch_budget * total, (total - used) / c.fork.branches));
+}
+
+/** K branches from the leader's workspace (an opening round when nothing has run yet). */
+function forkRound(state: RunState, segment: number, extra: boolean, budget?: number): Round {
+  const c = state.config;
   const k = c.fork.branches;
   const index = state.rounds.length;
-  const allowance = Math.min(c.fork.branch_budget * total, (total - used) / k);
+  const allowance = budget ?? c.fork.branch_budget * c.budget.total;
+  const opening = state.rounds.length === 0;
   const leader = state.lineages[0];
   if (!leader) throw new Error('run state has no lineage');
   // fork-only branches inherit a copy of the leader's context; fork-and-flush branches start fresh.
   const copy = c.strategy === 'fork-only' && leader.context !== null;
-  const directed = segment === 0 ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 0xd1));
+  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 0xd1));
   const episodes: Episode[] = Array.from({ length: k }, (_, branch) => ({
     id: episodeId(index, branch),
     round: index,
@@ -107,7 +123,9 @@ function openSegment(state: RunState, segment: number, used: number): Round {
     directive: directed.includes(branch),
     seed: mixSeed(state.seed, index, branch),
   }));
-  return { index, segment, phase: segment === 0 ? 'opening' : `fork ${segment}`, kind: 'fork', episodes };
+  const extras = state.rounds.filter((r) => r.extra).length;
+  const phase = extra ? `extra fork ${extras + 1}` : opening ? 'opening' : `fork ${segment}`;
+  return { index, segment, phase, kind: 'fork', episodes, ...(extra ? { extra: true } : {}) };
 }
 
 function nextBestOfNRound(state: RunState): Round | null {
@@ -116,7 +134,7 @@ function nextBestOfNRound(state: RunState): Round | null {
   const tiny = minEpisode(state);
   const wanted: { lineage: number; allowance: number; context: ContextMode }[] = [];
   for (const lineage of state.lineages) {
-    const left = share - spent(state, lineage.index);
+    const left = share - spentOnSchedule(state, lineage.index);
     const episodes = state.rounds.filter((r) => r.episodes.some((e) => e.lineage === lineage.index)).length;
     if (left <= tiny || episodes >= maxSerialEpisodes(share, c.budget.episode)) continue;
     wanted.push({

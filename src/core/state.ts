@@ -59,6 +59,8 @@ export interface Round {
   kind: RoundKind;
   episodes: Episode[];
   decision?: Decision;
+  /** A fork round asked for beyond the schedule (a `fork` command, a nightly round). */
+  extra?: boolean;
 }
 
 export interface Lineage {
@@ -86,6 +88,8 @@ export interface RunState {
   rounds: Round[];
   best: Best | null;
   status: 'running' | 'finished';
+  /** Fork rounds asked for beyond the schedule; each runs once, on top of the budget. */
+  extraForks?: number;
 }
 
 export function newRunState(args: {
@@ -132,4 +136,22 @@ export function findEpisode(state: RunState, id: string): Episode | undefined {
 /** Is score a better than score b under the direction? */
 export function isBetter(a: number, b: number, direction: Config['grader']['direction']): boolean {
   return direction === 'maximize' ? a > b : a < b;
+}
+
+/**
+ * The result of an episode that produced none: its job failed or never reported. Its workspace is
+ * the base it started from, and it is charged its whole allowance, since what it spent is unknown.
+ */
+export function failedResult(e: Episode, reason: string): EpisodeResult {
+  return {
+    commit: e.base,
+    score: null,
+    reason,
+    spent: e.allowance,
+    exit: 'crash',
+    protectedChanged: [],
+    agentSeconds: 0,
+    graderSeconds: 0,
+    wallSeconds: 0,
+  };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { committed } from '../../src/core/budget.js';
 import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
+import { requestFork } from '../../src/core/schedule.js';
 import { selectWinner } from '../../src/core/select.js';
 import { type Episode, newRunState, type RunState } from '../../src/core/state.js';
 import { config, result } from './helpers.js';
@@ -170,5 +171,38 @@ describe('selectWinner', () => {
 
   it('never picks a branch without a valid score', () => {
     expect(selectWinner([ep(0, null), ep(1, Number.NaN)], 'maximize')).toBeNull();
+  });
+});
+
+describe('extra fork rounds', () => {
+  it('a requested fork round comes next, on top of the budget, and the schedule goes on after it', () => {
+    let s = playRound(fresh(), [1, 2, 3, 4]);
+    s = requestFork(s);
+    const [extra] = reconcile(s);
+    if (extra?.type !== 'open') throw new Error('expected open');
+    expect(extra.round).toMatchObject({ phase: 'extra fork 1', kind: 'fork', extra: true });
+    expect(extra.round.episodes.map((e) => e.allowance)).toEqual([24, 24, 24, 24]);
+    s = playRound(s, [9, 8, 7, 6]);
+    expect(s.lineages[0]?.context).toBe('r1.b0');
+    // The schedule picks up where it was: the serial stretch up to the first fork point.
+    const [next] = reconcile(s);
+    if (next?.type !== 'open') throw new Error('expected open');
+    expect(next.round.phase).toBe('solo 1');
+    expect(next.round.episodes[0]?.allowance).toBe(18);
+  });
+
+  it('reopens a finished run for one more round', () => {
+    let s = fresh('strategy: single-run\n');
+    for (let i = 0; i < 100 && reconcile(s)[0]?.type === 'open'; i++) s = playRound(s, [i]);
+    s = applyFinish(s);
+    s = requestFork(s);
+    expect(s.status).toBe('running');
+    s = playRound(s, [1, 2, 3, 4]);
+    expect(reconcile(s)).toEqual([{ type: 'finish' }]);
+    expect(() =>
+      requestFork(
+        newRunState({ id: 't', seed: 1, config: config('strategy: best-of-n\n'), baseCommit: 'b', baseScore: 0 }),
+      ),
+    ).toThrow(/best-of-n has no single leader/);
   });
 });
