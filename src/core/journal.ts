@@ -36,11 +36,31 @@ const TRAILERS = {
   note: 'Forkflush-Note',
 } as const;
 
-export function commitMessage(runId: string, config: Config, e: Episode, r: Omit<EpisodeResult, 'commit'>): string {
+/** What changed in an episode and the end of its journal, recorded in the commit body. */
+export interface EpisodeDetails {
+  diffStat: string;
+  journalTail: string[];
+}
+
+export function commitMessage(
+  runId: string,
+  config: Config,
+  e: Episode,
+  r: Omit<EpisodeResult, 'commit'>,
+  details?: EpisodeDetails,
+): string {
   const score = r.score === null ? 'no score' : `score ${formatNumber(r.score, 6)}`;
+  const body = details
+    ? [
+        `Changes: ${oneLine(details.diffStat) || 'none'}`,
+        ...(details.journalTail.length > 0 ? ['Journal:', ...details.journalTail.map((l) => `  ${oneLine(l)}`)] : []),
+        '',
+      ]
+    : [];
   const lines = [
     `forkflush ${e.id}: ${score}, spent ${formatNumber(r.spent)} ${config.budget.unit}`,
     '',
+    ...body,
     `${TRAILERS.run}: ${runId}`,
     `${TRAILERS.episode}: ${e.id}`,
     `${TRAILERS.score}: ${r.score === null ? 'none' : String(r.score)}`,
@@ -92,6 +112,20 @@ export function parseCommitMessage(
       graderSeconds: grader,
     },
   };
+}
+
+/** The details part of an episode's commit message (null when it has none). */
+export function parseCommitDetails(message: string): EpisodeDetails | null {
+  const lines = message.split('\n');
+  const changes = lines.find((l) => l.startsWith('Changes: '));
+  if (changes === undefined) return null;
+  const start = lines.indexOf('Journal:');
+  const journalTail: string[] = [];
+  for (let i = start + 1; start >= 0 && i < lines.length && (lines[i] ?? '').startsWith('  '); i++) {
+    journalTail.push((lines[i] as string).slice(2));
+  }
+  const diffStat = changes.slice('Changes: '.length);
+  return { diffStat: diffStat === 'none' ? '' : diffStat, journalTail };
 }
 
 function oneLine(s: string): string {

@@ -5,7 +5,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
-import { appendToJournal, commitMessage, journalEntry } from '../core/journal.js';
+import { appendToJournal, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { Git } from '../io/git.js';
 import { sandboxEnv } from './env.js';
@@ -125,14 +125,26 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     appendToJournal(existing, journalEntry(config, job.phase, episode, { ...partial, commit: '', wallSeconds: 0 })),
   );
   const wallSeconds = seconds((performance.now() - started) / 1000);
-  const commit = await commitWorkspace(
-    git,
-    job.branchRef,
-    episode.base,
-    commitMessage(job.runId, config, episode, { ...partial, wallSeconds }),
-  );
+  const details = await episodeDetails(git, episode.base, journalPath);
+  const message = commitMessage(job.runId, config, episode, { ...partial, wallSeconds }, details);
+  const commit = await commitWorkspace(git, job.branchRef, episode.base, message);
   return { ...partial, commit, wallSeconds };
 }
+
+/** The diff stat against the base and the journal's last entries, for the commit body. */
+async function episodeDetails(git: Git, base: string, journalPath: string): Promise<EpisodeDetails> {
+  await git.exec(['add', '-A']);
+  const diffStat = await git.out(['diff', '--cached', '--shortstat', base]);
+  const journal = await readFile(journalPath, 'utf8').catch(() => '');
+  const journalTail = journal
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== '')
+    .slice(-JOURNAL_TAIL);
+  return { diffStat, journalTail };
+}
+
+const JOURNAL_TAIL = 5;
 
 /** Seconds to the millisecond, as the commit records them. */
 function seconds(s: number): number {

@@ -80,3 +80,33 @@ describe('closest', () => {
     expect(closest('zzzz', ['fork', 'grader'])).toBeUndefined();
   });
 });
+
+describe('commit details', () => {
+  it('records the diff stat and the journal tail in the body, before the trailers', async () => {
+    const { commitMessage, parseCommitDetails, parseCommitMessage } = await import('../../src/core/journal.js');
+    const e = {
+      id: 'r1.b0',
+      round: 1,
+      branch: 0,
+      lineage: 0,
+      base: 'b',
+      allowance: 6,
+      context: 'fresh' as const,
+      contextFrom: null,
+      directive: false,
+      seed: 1,
+    };
+    const details = {
+      diffStat: ' 2 files changed, 3 insertions(+)',
+      journalTail: ['- tried walksat: 99.1', '- forkflush r1.b0 ...'],
+    };
+    const msg = commitMessage('run', config(), e, result(5, 1), details);
+    expect(parseCommitDetails(msg)).toEqual({
+      diffStat: '2 files changed, 3 insertions(+)',
+      journalTail: details.journalTail,
+    });
+    expect(parseCommitMessage(msg, 'c')?.result.score).toBe(5);
+    expect(msg.trimEnd().split('\n\n').at(-1)?.startsWith('Forkflush-Run: run')).toBe(true);
+    expect(parseCommitDetails(commitMessage('run', config(), e, result(5, 1)))).toBeNull();
+  });
+});

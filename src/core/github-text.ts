@@ -1,0 +1,184 @@
+// What forkflush writes on GitHub: the issue comment it keeps editing, check run outputs, pull
+// request bodies, and the comment commands it understands. Pure text from the run's state.
+import { spent } from './budget.js';
+import { chartData } from './chart.js';
+import { describeContext, type EpisodeDetails } from './journal.js';
+import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
+import { plan } from './plan.js';
+import { LEADERBOARD_HEADER, leaderboardRows, roundRows, scoreText } from './report.js';
+import type { Episode, EpisodeResult, RunState } from './state.js';
+import { formatNumber, markdownTable } from './text.js';
+
+/** Marks the one comment forkflush keeps editing on an issue. */
+export function commentMarker(run: string): string {
+  return `<!-- forkflush:${run} -->`;
+}
+
+export type RunPhase = 'running' | 'stopped' | 'finished';
+
+/** The issue comment: where the run stands, the plan, the leaderboard and score versus spend. */
+export function issueComment(state: RunState, phase: RunPhase, notes: string[] = []): string {
+  const c = state.config;
+  const unit = c.budget.unit;
+  const open = state.rounds.find((r) => !r.decision);
+  const status =
+    phase === 'stopped'
+      ? 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it'
+      : phase === 'finished'
+        ? 'finished'
+        : open
+          ? `round ${open.index} (${open.phase}) running: ${open.episodes.filter((e) => e.result).length} of ${open.episodes.length} episodes done`
+          : 'starting';
+  const best = state.best
+    ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)`
+    : 'none yet';
+  const parts = [
+    commentMarker(state.id),
+    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}, K = ${c.fork.branches}`,
+    '',
+    `**Status:** ${status}  `,
+    `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
+    `**Best score** (${c.grader.direction}): ${best}  `,
+    `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
+    ...notes.map((n) => `> ${n}`),
+    '',
+    '<details><summary>Plan</summary>',
+    '',
+    planMarkdown(state),
+    '',
+    '</details>',
+  ];
+  if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
+    parts.push('', '#### Leaderboard', '', markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 10)));
+    parts.push('', '#### Best score versus spend', '', mermaidChart(state));
+    parts.push('', '<details><summary>As a table</summary>', '', bestTable(state), '', '</details>');
+    parts.push(
+      '',
+      '<details><summary>Rounds</summary>',
+      '',
+      markdownTable(['round', 'phase', 'kind', 'scores', 'winner', `spent (${unit})`], roundRows(state)),
+      '',
+      '</details>',
+    );
+  }
+  return `${parts.join('\n')}\n`;
+}
+
+export function planMarkdown(state: RunState): string {
+  const unit = state.config.budget.unit;
+  const rows = plan(state.config).map((p) => [
+    p.phase,
+    p.kind === 'fork' ? 'fork round' : 'serial',
+    String(p.branches),
+    String(p.rounds),
+    formatNumber(p.budgetEach, 2),
+    `${formatNumber(p.cumulative, 2)} (${Math.round((p.cumulative / state.config.budget.total) * 100)}%)`,
+  ]);
+  return markdownTable(['phase', 'kind', 'branches', 'episodes', `budget each (${unit})`, 'cumulative'], rows);
+}
+
+/** A Mermaid line chart of the best score so far at the end of each round. */
+export function mermaidChart(state: RunState): string {
+  const points = chartData(state).best;
+  const ys = points.map((p) => p.y);
+  const lo = Math.min(...ys);
+  const hi = Math.max(...ys);
+  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
+  return [
+    '```mermaid',
+    'xychart-beta',
+    `  x-axis "spend (${state.config.budget.unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(', ')}]`,
+    `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
+    `  line [${ys.map((y) => formatNumber(y, 4)).join(', ')}]`,
+    '```',
+  ].join('\n');
+}
+
+function bestTable(state: RunState): string {
+  return markdownTable(
+    [`spend (${state.config.budget.unit})`, 'best score'],
+    chartData(state).best.map((p) => [formatNumber(p.x, 2), scoreText(p.y)]),
+  );
+}
+
+/** The output of an episode's check run. */
+export function checkRunOutput(
+  state: RunState,
+  e: Episode,
+  r: EpisodeResult,
+  details: EpisodeDetails | null,
+): { title: string; summary: string; text: string } {
+  const c = state.config;
+  const score = r.score === null ? `no score: ${r.reason ?? 'unknown'}` : `score ${scoreText(r.score)}`;
+  const title = `${e.id}: ${score}`.slice(0, 255);
+  const rows = [
+    ['score', r.score === null ? `none (${r.reason ?? 'unknown'})` : scoreText(r.score)],
+    ['direction', c.grader.direction],
+    ['spent', `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
+    ['ended', r.exit],
+    ['context', describeContext(e) + (e.directive ? ', told to try a different approach' : '')],
+    ['best so far', state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : 'none'],
+  ];
+  if (details?.diffStat) rows.push(['changes', details.diffStat]);
+  if (r.note) rows.push(['note', r.note]);
+  const summary = markdownTable(['', ''], rows);
+  const text = details?.journalTail.length
+    ? `Latest journal entries (${c.journal}):\n\n${details.journalTail.map((l) => `    ${l}`).join('\n')}`
+    : '';
+  return { title, summary, text };
+}
+
+/** The conclusion of an episode's check run: success with a score, neutral without one. */
+export function checkConclusion(r: EpisodeResult): 'success' | 'neutral' | 'failure' {
+  if (r.protectedChanged.length > 0) return 'failure';
+  return r.score === null ? 'neutral' : 'success';
+}
+
+export function episodePrTitle(state: RunState, e: Episode, r: EpisodeResult): string {
+  return `forkflush ${state.id} ${e.id}: ${r.score === null ? 'no score' : `score ${scoreText(r.score)}`}`;
+}
+
+export function episodePrBody(state: RunState, e: Episode, r: EpisodeResult): string {
+  return [
+    `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ''}), ${describeContext(e)}.`,
+    '',
+    r.score === null
+      ? `No score: ${r.reason ?? 'unknown'}.`
+      : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
+    `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
+    '',
+    'forkflush merges the best branch of each round into the lineage and closes the others.',
+  ].join('\n');
+}
+
+export function loserComment(state: RunState, e: Episode, winner: Episode | null): string {
+  const mine = scoreText(e.result?.score);
+  if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
+  return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
+}
+
+export function finalPrBody(state: RunState): string {
+  return [
+    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
+    '',
+    `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : 'no episode'}; ` +
+      `the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? ' (not the lineage head: a later episode scored lower)' : ''}.`,
+    `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
+    '',
+    markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 20)),
+  ].join('\n');
+}
+
+export type Command = 'status' | 'stop' | 'resume' | 'fork';
+export const COMMANDS: readonly Command[] = ['status', 'stop', 'resume', 'fork'];
+
+/** The command in a comment (`/autoresearch fork`), or an error for an unknown one, or null. */
+export function parseCommand(body: string): { command: Command } | { error: string } | null {
+  const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
+  if (!m) return null;
+  const word = (m[1] ?? 'status').toLowerCase();
+  if ((COMMANDS as readonly string[]).includes(word)) return { command: word as Command };
+  return {
+    error: `unknown command \`${word.slice(0, 40)}\`: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(', ')}`,
+  };
+}
