@@ -27188,7 +27188,8 @@ var configSchema = external_exports.strictObject({
   strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
   fork: forkSchema.default(forkSchema.parse({})),
   journal: external_exports.string().min(1).default("NOTES.md"),
-  prompts: promptsSchema.default({})
+  prompts: promptsSchema.default({}),
+  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.')
 }).superRefine((c, ctx) => {
   const at = c.fork.at;
   for (let i = 1; i < at.length; i++) {
@@ -27442,6 +27443,14 @@ function spent(state, lineage) {
 function minEpisode(state) {
   return state.config.budget.episode * 0.25;
 }
+function spentOnSchedule(state, lineage) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    if (r.extra) continue;
+    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
+  }
+  return sum;
+}
 
 // src/core/rng.ts
 function mixSeed(...parts) {
@@ -27518,12 +27527,15 @@ function serialAllowance(left, episodeBudget) {
 }
 function nextRound(state) {
   if (state.rounds.some((r) => !r.decision)) throw new Error("nextRound: a round is still open");
+  const extraDone = state.rounds.filter((r) => r.extra).length;
+  if ((state.extraForks ?? 0) > extraDone)
+    return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true);
   return state.config.strategy === "best-of-n" ? nextBestOfNRound(state) : nextLeaderRound(state);
 }
 function nextLeaderRound(state) {
   const c = state.config;
   const total = c.budget.total;
-  const used = spent(state);
+  const used = spentOnSchedule(state);
   const tiny = minEpisode(state);
   if (total - used <= tiny) return null;
   const points = segmentStarts(c);
@@ -27534,7 +27546,7 @@ function nextLeaderRound(state) {
   if (next < points.length && used >= points[next] - tiny) return startNext();
   const end = next < points.length ? points[next] : total;
   const left = end - used;
-  const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === "serial").length;
+  const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === "serial" && !r.extra).length;
   const span = end - points[segment];
   if (left <= tiny || serialSoFar >= maxSerialEpisodes(span, c.budget.episode)) {
     return next < points.length ? startNext() : null;
@@ -27551,16 +27563,21 @@ function openSegment(state, segment, used) {
     const points = segmentStarts(c);
     const end = segment + 1 < points.length ? points[segment + 1] : total;
     if (end - used <= minEpisode(state) && segment + 1 < points.length) return openSegment(state, segment + 1, used);
-    const allowance2 = serialAllowance(end - used, c.budget.episode);
-    return serialRound(state, segment, [{ lineage: 0, allowance: allowance2, context: "fresh" }]);
+    const allowance = serialAllowance(end - used, c.budget.episode);
+    return serialRound(state, segment, [{ lineage: 0, allowance, context: "fresh" }]);
   }
+  return forkRound(state, segment, false, Math.min(c.fork.branch_budget * total, (total - used) / c.fork.branches));
+}
+function forkRound(state, segment, extra, budget) {
+  const c = state.config;
   const k = c.fork.branches;
   const index = state.rounds.length;
-  const allowance = Math.min(c.fork.branch_budget * total, (total - used) / k);
+  const allowance = budget ?? c.fork.branch_budget * c.budget.total;
+  const opening = state.rounds.length === 0;
   const leader = state.lineages[0];
   if (!leader) throw new Error("run state has no lineage");
   const copy = c.strategy === "fork-only" && leader.context !== null;
-  const directed = segment === 0 ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 209));
+  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 209));
   const episodes = Array.from({ length: k }, (_, branch) => ({
     id: episodeId(index, branch),
     round: index,
@@ -27573,7 +27590,9 @@ function openSegment(state, segment, used) {
     directive: directed.includes(branch),
     seed: mixSeed(state.seed, index, branch)
   }));
-  return { index, segment, phase: segment === 0 ? "opening" : `fork ${segment}`, kind: "fork", episodes };
+  const extras = state.rounds.filter((r) => r.extra).length;
+  const phase = extra ? `extra fork ${extras + 1}` : opening ? "opening" : `fork ${segment}`;
+  return { index, segment, phase, kind: "fork", episodes, ...extra ? { extra: true } : {} };
 }
 function nextBestOfNRound(state) {
   const c = state.config;
@@ -27581,7 +27600,7 @@ function nextBestOfNRound(state) {
   const tiny = minEpisode(state);
   const wanted = [];
   for (const lineage of state.lineages) {
-    const left = share - spent(state, lineage.index);
+    const left = share - spentOnSchedule(state, lineage.index);
     const episodes = state.rounds.filter((r) => r.episodes.some((e) => e.lineage === lineage.index)).length;
     if (left <= tiny || episodes >= maxSerialEpisodes(share, c.budget.episode)) continue;
     wanted.push({
@@ -27796,11 +27815,17 @@ var TRAILERS = {
   seconds: "Forkflush-Seconds",
   note: "Forkflush-Note"
 };
-function commitMessage(runId, config2, e, r) {
+function commitMessage(runId, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
+  const body = details ? [
+    `Changes: ${oneLine(details.diffStat) || "none"}`,
+    ...details.journalTail.length > 0 ? ["Journal:", ...details.journalTail.map((l) => `  ${oneLine(l)}`)] : [],
+    ""
+  ] : [];
   const lines = [
     `forkflush ${e.id}: ${score}, spent ${formatNumber(r.spent)} ${config2.budget.unit}`,
     "",
+    ...body,
     `${TRAILERS.run}: ${runId}`,
     `${TRAILERS.episode}: ${e.id}`,
     `${TRAILERS.score}: ${r.score === null ? "none" : String(r.score)}`,
@@ -28719,14 +28744,19 @@ async function runEpisode(job) {
     appendToJournal(existing, journalEntry(config2, job.phase, episode, { ...partial2, commit: "", wallSeconds: 0 }))
   );
   const wallSeconds = seconds((performance.now() - started) / 1e3);
-  const commit = await commitWorkspace(
-    git,
-    job.branchRef,
-    episode.base,
-    commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds })
-  );
+  const details = await episodeDetails(git, episode.base, journalPath);
+  const message = commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }, details);
+  const commit = await commitWorkspace(git, job.branchRef, episode.base, message);
   return { ...partial2, commit, wallSeconds };
 }
+async function episodeDetails(git, base, journalPath) {
+  await git.exec(["add", "-A"]);
+  const diffStat = await git.out(["diff", "--cached", "--shortstat", base]);
+  const journal = await readFile2(journalPath, "utf8").catch(() => "");
+  const journalTail = journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL);
+  return { diffStat, journalTail };
+}
+var JOURNAL_TAIL = 5;
 function seconds(s) {
   return Math.round(s * 1e3) / 1e3;
 }

@@ -3,7 +3,7 @@
 import { chmod, readFile } from 'node:fs/promises';
 import { build } from 'esbuild';
 
-const entries = { cli: 'src/cli/index.ts' };
+const entries = { cli: 'src/cli/index.ts', index: 'src/action/index.ts' };
 const check = process.argv.includes('--check');
 
 const result = await build({

@@ -78,6 +78,10 @@ export const configSchema = z
     fork: forkSchema.default(forkSchema.parse({})),
     journal: z.string().min(1).default('NOTES.md'),
     prompts: promptsSchema.default({}),
+    schedule: z
+      .enum(['none', 'nightly'])
+      .default('none')
+      .describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
   })
   .superRefine((c, ctx) => {
     const at = c.fork.at;

@@ -1,0 +1,228 @@
+// One episode of a run on the forge, as one Actions job runs it: read the run's records, check
+// out the episode's branch, run the worker, and push the result with the agent's context.
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { agentFor } from '../agents/registry.js';
+import type { Unit } from '../core/config.js';
+import { describeContext, parseCommitMessage } from '../core/journal.js';
+import { contextRef, describeEpisodeId, episodeBranch, stateRef } from '../core/names.js';
+import { renderPrompt } from '../core/prompts.js';
+import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
+import { formatNumber } from '../core/text.js';
+import type { Git } from '../io/git.js';
+import { runEpisode } from '../worker/episode.js';
+import { agentEnv } from './env.js';
+import { RecordsRepo } from './records.js';
+import { type PushedRef, Remote } from './remote.js';
+import { parseRunFacts, parseRunState, type RunFacts } from './run-files.js';
+import type { ActionSettings } from './settings.js';
+import { checkoutBranch } from './workspace.js';
+
+/**
+ * Workflow files are always protected on the forge: a job's token may not push changes to them
+ * (GitHub refuses without the `workflows` permission), and CI is no part of an agent's task.
+ */
+const WORKFLOWS = '.github/workflows/**';
+
+export interface JobOutcome {
+  run: string;
+  episode: Episode;
+  phase: string;
+  unit: Unit;
+  /**
+   * ran: this attempt's result is on the branch; already-recorded: an earlier attempt had pushed
+   * one, nothing ran; lost-race: another attempt's result landed while this one ran.
+   */
+  attempt: 'ran' | 'already-recorded' | 'lost-race';
+  /** The result on the episode's branch. */
+  result: EpisodeResult;
+}
+
+export interface JobOptions {
+  /** One line per step, for the job's log. */
+  log: (line: string) => void;
+  /** The job's environment, which the agent starts from (forge secrets are removed). */
+  env: NodeJS.ProcessEnv;
+  /** Stops the agent (the job was cancelled); the episode then ends without a result. */
+  signal?: AbortSignal;
+}
+
+export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<JobOutcome> {
+  const remote = new Remote(s.remoteUrl, s.token);
+  o.log(`repository: ${s.remoteUrl}`);
+
+  // 1. The run's records: its state and facts, from the state ref. Nothing an earlier job on this
+  //    runner left behind (a usage file, a context) may leak into this episode.
+  await rm(s.privateDir, { recursive: true, force: true });
+  const records = await RecordsRepo.create(join(s.privateDir, 'records.git'));
+  const { state, facts } = await readRun(records, remote, s.run);
+  const { episode, round } = findOpenEpisode(state, s.episode);
+  const branch = episodeBranch(s.run, episode.round, episode.branch);
+  const unit = state.config.budget.unit;
+  const outcome = (attempt: JobOutcome['attempt'], result: EpisodeResult): JobOutcome => ({
+    run: s.run,
+    episode,
+    phase: round.phase,
+    unit,
+    attempt,
+    result,
+  });
+  o.log(
+    `episode ${episode.id} (${round.phase}): ${describeContext(episode)}, ` +
+      `allowance ${formatNumber(episode.allowance)} ${unit}, base ${short(episode.base)}`,
+  );
+
+  // 2. The episode's branch must be there (the app made it), and the context it continues, if any.
+  const fromRef = episode.contextFrom ? contextRef(s.run, episode.contextFrom) : null;
+  const onRemote = await remote.listRefs(records.git, [`refs/heads/${branch}`, ...(fromRef ? [fromRef] : [])]);
+  if (!onRemote.has(`refs/heads/${branch}`)) {
+    throw new Error(
+      `the branch ${branch} is not in the repository; the app makes it when it opens round ${episode.round}`,
+    );
+  }
+  const hasContext = fromRef !== null && onRemote.has(fromRef);
+  if (fromRef && hasContext) await records.fetch(remote, [fromRef]);
+
+  // 3. The workspace, at the episode's base. A branch past its base holds an earlier attempt's result.
+  const workspace = await checkoutBranch(s.workspace, remote, branch);
+  o.log(`workspace: ${s.workspace} on ${branch} at ${short(workspace.head)}`);
+  if (workspace.head !== episode.base) {
+    const earlier = await recordedResult(workspace.git, workspace.head, s.run, episode.id);
+    if (!earlier) {
+      throw new Error(
+        `the branch ${branch} is at ${short(workspace.head)}, which is neither the episode's base ` +
+          `${short(episode.base)} nor a result of it; reset the branch to the base to run the episode again`,
+      );
+    }
+    o.log(`an earlier attempt already pushed this episode's result (${short(earlier.commit)}): not running it again`);
+    return outcome('already-recorded', earlier);
+  }
+
+  // 4. The context folder: empty, or the context the episode carries on (or copies).
+  const contextDir = join(s.privateDir, 'context', episode.id);
+  await rm(contextDir, { recursive: true, force: true });
+  await mkdir(contextDir, { recursive: true });
+  if (fromRef && hasContext) await records.extract(fromRef, contextDir);
+  o.log(
+    episode.contextFrom
+      ? `context: ${hasContext ? `${episode.contextFrom}'s context` : `${episode.contextFrom} left none: empty`} in ${contextDir}`
+      : `context: fresh (empty) in ${contextDir}`,
+  );
+
+  // 5. The episode: the agent, protected paths, the grader, the journal, the commit.
+  const prompt = renderPrompt({
+    config: state.config,
+    episode,
+    task: facts.task,
+    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
+    gradeCommand: '$FORKFLUSH_GRADE',
+    templates: facts.templates,
+  });
+  o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
+  const result = await runEpisode({
+    runId: s.run,
+    config: state.config,
+    episode,
+    phase: round.phase,
+    workdir: s.workspace,
+    branchRef: `refs/heads/${branch}`,
+    contextDir,
+    scratchDir: join(s.privateDir, 'episode'),
+    prompt,
+    agent: agentFor(state.config),
+    alsoProtected: [facts.configPath, WORKFLOWS],
+    env: agentEnv(o.env),
+    ...(o.signal ? { signal: o.signal } : {}),
+  });
+  o.log(`result: ${describeResult(result, unit)}, commit ${short(result.commit)}`);
+
+  // 6. Push the result and the context together, from the records repository: the workspace's own
+  //    git config and hooks are the agent's now. No force on the branch: if another attempt got
+  //    there first, its result stands and this one's context is not pushed over it.
+  await records.borrowObjects(workspace.gitDir);
+  const ownRef = contextRef(s.run, episode.id);
+  const context = await records.commitFolder(contextDir, `forkflush ${episode.id}: the context it left (run ${s.run})`);
+  const pushed = await remote.pushAtomic(records.git, [
+    `${result.commit}:refs/heads/${branch}`,
+    ...(context ? [`+${context}:${ownRef}`] : []),
+  ]);
+  const branchPush = pushed.find((p) => p.ref === `refs/heads/${branch}`);
+  if (branchPush && branchPush.flag !== '!') {
+    o.log(`pushed: ${branch}${context ? ` and ${ownRef}` : ' (the context folder is empty: no context ref)'}`);
+    return outcome('ran', result);
+  }
+  if (branchPush && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(branchPush.summary)) {
+    await records.fetch(remote, [`refs/heads/${branch}`]);
+    const head = await records.git.revParse(`refs/heads/${branch}`);
+    const winner = head ? await recordedResult(records.git, head, s.run, episode.id) : null;
+    if (!winner) {
+      throw new Error(
+        `the branch ${branch} moved to ${short(head ?? '?')} while the episode ran, not to a result of it`,
+      );
+    }
+    o.log(`another attempt pushed its result first (${short(winner.commit)}): this attempt's result is dropped`);
+    return outcome('lost-race', winner);
+  }
+  throw new Error(`the push was refused: ${describeRefusal(pushed)}`);
+}
+
+async function readRun(
+  records: RecordsRepo,
+  remote: Remote,
+  run: string,
+): Promise<{ state: RunState; facts: RunFacts }> {
+  const ref = stateRef(run);
+  if (!(await remote.listRefs(records.git, [ref])).has(ref)) {
+    throw new Error(`run ${run} has no state in this repository (no ref ${ref}): was it started here?`);
+  }
+  await records.fetch(remote, [ref]);
+  const read = async (file: string): Promise<string> => {
+    const text = await records.read(ref, file);
+    if (text === null) throw new Error(`${ref} holds no ${file}`);
+    return text;
+  };
+  const state = parseRunState(await read('state.json'), `${ref}:state.json`);
+  const facts = parseRunFacts(await read('run.json'), `${ref}:run.json`);
+  if (state.id !== run) throw new Error(`${ref}:state.json is the state of run ${state.id}, not of ${run}`);
+  return { state, facts };
+}
+
+/** The episode and its round, if the episode is due to run. */
+function findOpenEpisode(state: RunState, id: string): { episode: Episode; round: Round } {
+  const episode = findEpisode(state, id);
+  const round = state.rounds.find((r) => r.episodes.some((e) => e.id === id));
+  if (!episode || !round) {
+    const open = state.rounds.find((r) => !r.decision)?.episodes.map((e) => e.id) ?? [];
+    const hint = open.length > 0 ? `; its open round has ${open.join(', ')}` : '';
+    throw new Error(`run ${state.id} has no episode ${id}${hint}`);
+  }
+  if (episode.result) {
+    throw new Error(
+      `episode ${id} of run ${state.id} already has a result (${describeResult(episode.result, state.config.budget.unit)}, ` +
+        `commit ${short(episode.result.commit)}): nothing to run`,
+    );
+  }
+  if (round.decision) throw new Error(`round ${round.index} of run ${state.id} is already decided: nothing to run`);
+  return { episode, round };
+}
+
+/** The result a commit's trailers record for this episode, or null when it is not one. */
+async function recordedResult(git: Git, commit: string, run: string, episode: string): Promise<EpisodeResult | null> {
+  const message = await git.out(['log', '-1', '--format=%B', commit]);
+  const parsed = parseCommitMessage(message, commit);
+  return parsed && parsed.runId === run && parsed.episode === episode ? parsed.result : null;
+}
+
+function describeResult(r: EpisodeResult, unit: Unit): string {
+  const score = r.score === null ? `no score (${r.reason ?? 'no reason given'})` : `score ${formatNumber(r.score, 6)}`;
+  return `${score}, spent ${formatNumber(r.spent)} ${unit}, ended: ${r.exit}`;
+}
+
+function describeRefusal(pushed: PushedRef[]): string {
+  const refused = pushed.filter((p) => p.flag === '!' && !p.summary.includes('atomic push failed'));
+  return (refused.length > 0 ? refused : pushed).map((p) => `${p.ref} ${p.summary}`).join('; ');
+}
+
+function short(sha: string): string {
+  return sha.slice(0, 10);
+}

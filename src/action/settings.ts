@@ -1,0 +1,52 @@
+// What one Action step needs to know, checked before anything touches git: the run and episode
+// (the inputs) and where the job's repository, workspace and temp folder are (the runner's env).
+import { join } from 'node:path';
+
+export interface ActionInputs {
+  run: string;
+  episode: string;
+  token: string;
+}
+
+export interface ActionSettings {
+  run: string;
+  episode: string;
+  /** Authenticates fetches and pushes; never written to disk or given to the agent. */
+  token: string;
+  /** The repository, e.g. https://github.com/owner/repo.git. */
+  remoteUrl: string;
+  /** The agent's checkout: GITHUB_WORKSPACE. */
+  workspace: string;
+  /** forkflush's private folder outside the checkout: records repository, context, scratch. */
+  privateDir: string;
+}
+
+// Both end up in ref names, so they are held to what a ref may safely contain.
+const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+const EPISODE_ID = /^r\d+\.b\d+$/;
+
+export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): ActionSettings {
+  const run = inputs.run.trim();
+  const episode = inputs.episode.trim();
+  if (!RUN_ID.test(run) || run.includes('..') || run.endsWith('.lock')) {
+    throw new Error(`input run: "${run}" is not a run id (letters, digits, '.', '_', '-', e.g. issue-42)`);
+  }
+  if (!EPISODE_ID.test(episode)) {
+    throw new Error(`input episode: "${episode}" is not an episode id (r<round>.b<branch>, e.g. r3.b1)`);
+  }
+  const need = (name: string): string => {
+    const value = env[name]?.trim();
+    if (!value) throw new Error(`${name} is not set: this Action runs in a GitHub Actions job`);
+    return value;
+  };
+  const server = need('GITHUB_SERVER_URL').replace(/\/+$/, '');
+  const repository = need('GITHUB_REPOSITORY');
+  return {
+    run,
+    episode,
+    token: inputs.token.trim(),
+    remoteUrl: `${server}/${repository}.git`,
+    workspace: need('GITHUB_WORKSPACE'),
+    privateDir: join(need('RUNNER_TEMP'), 'forkflush'),
+  };
+}

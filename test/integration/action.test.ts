@@ -1,0 +1,235 @@
+// The worker Action, built (dist/index.js) and run the way the Actions runner runs it, against a
+// bare repository on a file:// "server". Each case is one job of a run's matrix.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { authArgs, basicCredentials } from '../../src/action/remote.js';
+import { parseCommitMessage } from '../../src/core/journal.js';
+import { contextRef, episodeBranch, stateRef } from '../../src/core/names.js';
+import { applyResult } from '../../src/core/reconcile.js';
+import { ACTION, ActionRepo, RUN, result, TOKEN } from './action-repo.js';
+
+beforeAll(() => {
+  if (!existsSync(ACTION)) throw new Error(`${ACTION} is missing: run \`npm run bundle\` first`);
+});
+
+/** The log without the runner's mask commands (which name the secrets to mask, by design). */
+function logWithoutMasks(stdout: string): string {
+  return stdout
+    .split('\n')
+    .filter((l) => !l.startsWith('::add-mask::'))
+    .join('\n');
+}
+
+describe('the worker Action', () => {
+  it('runs a fresh episode of the opening round and pushes its result and its context', () => {
+    const repo = new ActionRepo();
+    const state = repo.openingState();
+    repo.publish(state);
+    const branch = episodeBranch(RUN, 0, 1);
+
+    const job = repo.runAction({ episode: 'r0.b1' });
+
+    expect(job.exitCode, job.stdout).toBe(0);
+    const head = repo.ref(`refs/heads/${branch}`);
+    expect(job.outputs).toEqual({
+      score: expect.stringMatching(/^\d+$/),
+      spent: '5.4',
+      exit: 'finished',
+      commit: head,
+      reason: '',
+    });
+    const recorded = parseCommitMessage(repo.message(head ?? ''), head ?? '');
+    expect(recorded).toMatchObject({ runId: RUN, episode: 'r0.b1', result: { score: Number(job.outputs.score) } });
+    expect(repo.git(['rev-parse', `${head}^`])).toBe(repo.base);
+    expect(repo.show(head ?? '', 'value.txt')).toBe(job.outputs.score);
+    // The context the agent left is the episode's record, for whoever continues it.
+    expect(repo.show(contextRef(RUN, 'r0.b1'), 'memory.txt')).toBe('r0.b1');
+    expect(repo.calls()).toMatchObject([
+      { episode: 'r0.b1', memory: [], promptStart: expect.stringMatching(/^You are working on an open-ended/) },
+    ]);
+    expect(job.summary).toContain('### forkflush issue-42: episode r0.b1');
+    expect(job.summary).toContain(
+      `| r0.b1 (round 0, branch 1) | opening | fresh context | ${job.outputs.score} | 5.4 of 6 tokens | finished | ${head?.slice(0, 10)} |`,
+    );
+    // The workspace holds the branch and nothing of the run's records.
+    const workspaceRefs = repo.git(['--git-dir', join(job.workspace, '.git'), 'for-each-ref', '--format=%(refname)']);
+    expect(workspaceRefs).not.toContain('refs/forkflush/');
+    expect(repo.git(['--git-dir', join(job.workspace, '.git'), 'symbolic-ref', 'HEAD'])).toBe(`refs/heads/${branch}`);
+  });
+
+  it('continues the context its parent left, and records the context it leaves', () => {
+    const repo = new ActionRepo();
+    const state = repo.carriedState('r0.b2');
+    repo.publish(state);
+    repo.setRef(contextRef(RUN, 'r0.b2'), repo.commitFiles({ 'memory.txt': 'r0.b2' }));
+    const episode = repo.episode(state, 'r1.b0');
+    expect(episode).toMatchObject({ context: 'carry', contextFrom: 'r0.b2' });
+
+    const job = repo.runAction({ episode: 'r1.b0' });
+
+    expect(job.exitCode, job.stdout).toBe(0);
+    expect(repo.calls()).toMatchObject([
+      { episode: 'r1.b0', memory: ['r0.b2'], promptStart: expect.stringMatching(/^Continue working/) },
+    ]);
+    expect(repo.show(contextRef(RUN, 'r1.b0'), 'memory.txt')).toBe('r0.b2\nr1.b0');
+    // The parent's context is untouched, and the episode builds on the winner's workspace.
+    expect(repo.show(contextRef(RUN, 'r0.b2'), 'memory.txt')).toBe('r0.b2');
+    const head = repo.ref(`refs/heads/${episodeBranch(RUN, 1, 0)}`) ?? '';
+    expect(repo.git(['rev-parse', `${head}^`])).toBe(episode.base);
+    expect(Number(job.outputs.score)).toBeGreaterThan(5);
+    expect(job.summary).toContain('| solo 1 | context carried from r0.b2 |');
+  });
+
+  it('starts with an empty context when the parent left none', () => {
+    const repo = new ActionRepo();
+    repo.publish(repo.carriedState('r0.b0'));
+
+    const job = repo.runAction({ episode: 'r1.b0' });
+
+    expect(job.exitCode, job.stdout).toBe(0);
+    expect(repo.calls()).toMatchObject([{ episode: 'r1.b0', memory: [] }]);
+    expect(job.stdout).toContain('r0.b0 left none');
+  });
+
+  it('keeps the token from the agent, the checkout and the log', () => {
+    const repo = new ActionRepo('env > {env} && node agent.mjs improve {calls}');
+    repo.publish(repo.openingState());
+
+    const job = repo.runAction({ episode: 'r0.b0' });
+
+    expect(job.exitCode, job.stdout).toBe(0);
+    const agentEnv = readFileSync(repo.envDump, 'utf8');
+    const names = agentEnv.split('\n').map((l) => l.split('=')[0]);
+    expect(names).toContain('INPUT_EPISODE');
+    for (const name of [
+      'INPUT_TOKEN',
+      'GITHUB_TOKEN',
+      'ACTIONS_RUNTIME_TOKEN',
+      'GITHUB_OUTPUT',
+      'GITHUB_STEP_SUMMARY',
+    ]) {
+      expect(names).not.toContain(name);
+    }
+    expect(agentEnv).not.toContain(TOKEN);
+    expect(repo.calls()[0]?.secrets).toEqual([]);
+    const gitConfig = readFileSync(join(job.workspace, '.git', 'config'), 'utf8');
+    expect(gitConfig).not.toMatch(/extraheader|remote|credential/i);
+    expect(gitConfig).not.toContain(TOKEN);
+    expect(job.stdout).toContain(`::add-mask::${TOKEN}`);
+    expect(logWithoutMasks(job.stdout)).not.toContain(TOKEN);
+    expect(logWithoutMasks(job.stdout)).not.toContain(basicCredentials(TOKEN));
+  });
+
+  it('authenticates https remotes with a header on the command line only', () => {
+    expect(authArgs('https://github.com/owner/repo.git', TOKEN)).toEqual([
+      '-c',
+      `http.extraheader=AUTHORIZATION: basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`,
+    ]);
+    expect(authArgs('file:///srv/owner/repo.git', TOKEN)).toEqual([]);
+    expect(authArgs('https://github.com/owner/repo.git', '')).toEqual([]);
+  });
+
+  it('restores the protected files, the config and the workflows: no score is a result, not a failure', () => {
+    const repo = new ActionRepo(
+      'node agent.mjs protected {calls} && echo "agent: {}" >> .github/autoresearch.yml && ' +
+        'mkdir -p .github/workflows && echo "on: push" > .github/workflows/mine.yml',
+    );
+    repo.publish(repo.openingState());
+
+    const job = repo.runAction({ episode: 'r0.b3' });
+
+    expect(job.exitCode, job.stdout).toBe(0);
+    expect(job.outputs.score).toBe('');
+    expect(job.outputs.reason).toBe(
+      'the agent changed protected paths: .github/autoresearch.yml, .github/workflows/mine.yml, grade.sh',
+    );
+    const head = job.outputs.commit ?? '';
+    expect(repo.ref(`refs/heads/${episodeBranch(RUN, 0, 3)}`)).toBe(head);
+    expect(repo.show(head, 'grade.sh')).toBe(repo.show(repo.base, 'grade.sh'));
+    expect(repo.show(head, '.github/autoresearch.yml')).toBe(repo.show(repo.base, '.github/autoresearch.yml'));
+    expect(repo.git(['ls-tree', '-r', '--name-only', head])).not.toContain('.github/workflows');
+    expect(repo.show(head, 'value.txt')).toBe('1');
+    expect(job.summary).toContain('| no score: the agent changed protected paths:');
+  });
+
+  it('does not run an episode again once its result is on its branch', () => {
+    const repo = new ActionRepo();
+    repo.publish(repo.openingState());
+    const first = repo.runAction({ episode: 'r0.b0' });
+    expect(first.exitCode, first.stdout).toBe(0);
+    const contextBefore = repo.ref(contextRef(RUN, 'r0.b0'));
+
+    const again = repo.runAction({ episode: 'r0.b0' });
+
+    expect(again.exitCode, again.stdout).toBe(0);
+    expect(repo.calls()).toHaveLength(1);
+    expect(again.outputs).toEqual(first.outputs);
+    expect(again.stdout).toMatch(/::notice::episode r0\.b0 of run issue-42 already has its result on its branch/);
+    expect(repo.ref(contextRef(RUN, 'r0.b0'))).toBe(contextBefore);
+  });
+
+  it('leaves the branch to another attempt that pushed first, and pushes no context over it', () => {
+    const repo = new ActionRepo();
+    const episode = repo.episode(repo.openingState(), 'r0.b2');
+    const winner = repo.resultCommit(repo.openingState(), episode, 99);
+    // The agent plays the other attempt too: while it runs, that attempt's result lands on the branch.
+    const ref = `refs/heads/${episodeBranch(RUN, 0, 2)}`;
+    repo.agent = `node agent.mjs improve {calls} && git --git-dir=${repo.remote} update-ref ${ref} ${winner}`;
+    repo.publish(repo.openingState());
+
+    const job = repo.runAction({ episode: 'r0.b2' });
+
+    expect(job.exitCode, job.stdout).toBe(0);
+    expect(repo.calls()).toHaveLength(1);
+    expect(repo.ref(ref)).toBe(winner);
+    expect(job.outputs).toMatchObject({ score: '99', commit: winner, spent: '2' });
+    expect(job.stdout).toMatch(/::notice::another attempt at episode r0\.b2 of run issue-42 pushed its result first/);
+    expect(repo.ref(contextRef(RUN, 'r0.b2'))).toBeNull();
+  });
+
+  it('fails with one clear line when the run, the episode or its branch is not there', () => {
+    const repo = new ActionRepo();
+    const state = repo.openingState();
+
+    const noState = repo.runAction({ episode: 'r0.b0' });
+    expect(noState.exitCode).toBe(1);
+    expect(noState.stdout).toContain(
+      `::error::forkflush issue-42 r0.b0: run issue-42 has no state in this repository (no ref ${stateRef(RUN)})`,
+    );
+
+    repo.publish(state);
+    const unknown = repo.runAction({ episode: 'r4.b0' });
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.stdout).toContain(
+      '::error::forkflush issue-42 r4.b0: run issue-42 has no episode r4.b0; its open round has r0.b0, r0.b1, r0.b2, r0.b3',
+    );
+
+    const badInput = repo.runAction({ episode: 'b1' });
+    expect(badInput.exitCode).toBe(1);
+    expect(badInput.stdout).toContain('::error::forkflush issue-42 b1: input episode: "b1" is not an episode id');
+
+    repo.git(['update-ref', '-d', `refs/heads/${episodeBranch(RUN, 0, 1)}`]);
+    const noBranch = repo.runAction({ episode: 'r0.b1' });
+    expect(noBranch.exitCode).toBe(1);
+    expect(noBranch.stdout).toContain(
+      `::error::forkflush issue-42 r0.b1: the branch ${episodeBranch(RUN, 0, 1)} is not in the repository`,
+    );
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it("fails when the state already holds the episode's result", () => {
+    const repo = new ActionRepo();
+    const opening = repo.openingState();
+    const commit = repo.resultCommit(opening, repo.episode(opening, 'r0.b0'), 3);
+    repo.publish(applyResult(opening, 'r0.b0', { ...result(commit, 3) }));
+
+    const job = repo.runAction({ episode: 'r0.b0' });
+
+    expect(job.exitCode).toBe(1);
+    expect(job.stdout).toContain(
+      `::error::forkflush issue-42 r0.b0: episode r0.b0 of run issue-42 already has a result (score 3, spent 5 tokens, ended: finished, commit ${commit.slice(0, 10)}): nothing to run`,
+    );
+    expect(repo.calls()).toEqual([]);
+  });
+});
