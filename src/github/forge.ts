@@ -1,0 +1,313 @@
+// The GitHub forge: every GitHub API call forkflush makes, one method each, behind one class.
+// Methods are safe to repeat: "already exists" and "already gone" count as done.
+import type { ProbotOctokit } from 'probot';
+import type { RunState } from '../core/state.js';
+
+export type Octokit = InstanceType<typeof ProbotOctokit>;
+
+/** Facts about a GitHub run that the core does not need; stored beside state.json as run.json. */
+export interface RunFiles {
+  /** The task: the issue's title and body, passed to the agent as data. */
+  task: string;
+  templates: { branch?: string; continuation?: string };
+  configPath: string;
+  issue: number;
+  /** The issue comment forkflush keeps editing. */
+  commentId: number | null;
+  stopped: boolean;
+  /** Round index -> when its jobs were dispatched and by when they must report. */
+  dispatched: Record<string, { at: string; deadline: string }>;
+  /** Episode id -> its pull request and check run, once its result has landed. */
+  published: Record<string, { pr: number | null; check: number | null }>;
+  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
+  settled: number[];
+  finalPr: number | null;
+  /** The commit the best branch was last set to. */
+  bestCommit: string | null;
+  /** The day (YYYY-MM-DD) of the last nightly round. */
+  lastNightly: string | null;
+  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
+  claims: Record<string, string>;
+}
+
+export interface StoredRun {
+  state: RunState;
+  files: RunFiles;
+  /** The state ref's commit: the expected value of the next compare-and-swap. */
+  sha: string;
+}
+
+/** Another handler changed the run first: its work stands, this one stops. */
+export class ConflictError extends Error {
+  override name = 'ConflictError';
+}
+
+function status(e: unknown): number | undefined {
+  return typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : undefined;
+}
+
+export class GitHubForge {
+  constructor(
+    readonly octokit: Octokit,
+    readonly owner: string,
+    readonly repo: string,
+  ) {}
+
+  private get r() {
+    return { owner: this.owner, repo: this.repo };
+  }
+
+  // The run's records, on a ref under refs/forkflush/ that no branch checkout fetches.
+
+  async loadRun(stateRef: string): Promise<StoredRun | null> {
+    const ref = await this.refSha(stateRef);
+    if (!ref) return null;
+    const [state, files] = await Promise.all([this.readFile('state.json', ref), this.readFile('run.json', ref)]);
+    if (state === null || files === null) throw new Error(`${stateRef} at ${ref} lacks state.json or run.json`);
+    return { state: JSON.parse(state) as RunState, files: JSON.parse(files) as RunFiles, sha: ref };
+  }
+
+  /**
+   * Writes the run's records as a new commit whose parent is `expected`, then moves the ref only
+   * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
+   */
+  async saveRun(
+    stateRef: string,
+    state: RunState,
+    files: RunFiles,
+    expected: string | null,
+    message: string,
+  ): Promise<string> {
+    const { data: tree } = await this.octokit.rest.git.createTree({
+      ...this.r,
+      tree: [
+        { path: 'state.json', mode: '100644', type: 'blob', content: `${JSON.stringify(state, null, 1)}\n` },
+        { path: 'run.json', mode: '100644', type: 'blob', content: `${JSON.stringify(files, null, 1)}\n` },
+      ],
+    });
+    const { data: commit } = await this.octokit.rest.git.createCommit({
+      ...this.r,
+      message,
+      tree: tree.sha,
+      parents: expected ? [expected] : [],
+    });
+    try {
+      if (expected) {
+        await this.octokit.rest.git.updateRef({
+          ...this.r,
+          ref: stateRef.replace(/^refs\//, ''),
+          sha: commit.sha,
+          force: false,
+        });
+      } else {
+        await this.octokit.rest.git.createRef({ ...this.r, ref: stateRef, sha: commit.sha });
+      }
+    } catch (e) {
+      if (status(e) === 422 || status(e) === 409) throw new ConflictError(`${stateRef} changed meanwhile`);
+      throw e;
+    }
+    return commit.sha;
+  }
+
+  /** The run ids with records in this repository. */
+  async listRuns(): Promise<string[]> {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: 'forkflush/' });
+    return data.flatMap((d) => {
+      const m = /^refs\/forkflush\/([^/]+)\/state$/.exec(d.ref);
+      return m ? [m[1] as string] : [];
+    });
+  }
+
+  // The repository.
+
+  async defaultBranch(): Promise<string> {
+    const { data } = await this.octokit.rest.repos.get(this.r);
+    return data.default_branch;
+  }
+
+  async readFile(path: string, ref: string): Promise<string | null> {
+    try {
+      const { data } = await this.octokit.rest.repos.getContent({ ...this.r, path, ref });
+      if (Array.isArray(data) || data.type !== 'file' || !('content' in data)) return null;
+      return Buffer.from(data.content, 'base64').toString('utf8');
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
+  async permission(user: string): Promise<string> {
+    try {
+      const { data } = await this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.r, username: user });
+      return (data as { role_name?: string }).role_name ?? data.permission;
+    } catch (e) {
+      if (status(e) === 404) return 'none';
+      throw e;
+    }
+  }
+
+  // Branches and commits.
+
+  async refSha(ref: string): Promise<string | null> {
+    try {
+      const { data } = await this.octokit.rest.git.getRef({ ...this.r, ref: ref.replace(/^refs\//, '') });
+      return data.object.sha;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  /** Creates a branch at a commit; an existing branch at that commit is fine. */
+  async createBranch(branch: string, sha: string): Promise<void> {
+    try {
+      await this.octokit.rest.git.createRef({ ...this.r, ref: `refs/heads/${branch}`, sha });
+    } catch (e) {
+      if (status(e) !== 422) throw e;
+    }
+  }
+
+  /** The heads of the branches under a prefix, in one call (e.g. one round's branches). */
+  async branchHeads(prefix: string): Promise<Map<string, string>> {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: `heads/${prefix}` });
+    return new Map(data.map((d) => [d.ref.replace(/^refs\/heads\//, ''), d.object.sha]));
+  }
+
+  /**
+   * Moves a branch forward to a commit that descends from it. GitHub refuses anything but a
+   * fast-forward, so a branch that moved elsewhere meanwhile is never overwritten.
+   */
+  async fastForward(branch: string, sha: string): Promise<'moved' | 'diverged'> {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha, force: false });
+      return 'moved';
+    } catch (e) {
+      if (status(e) === 422) return 'diverged';
+      throw e;
+    }
+  }
+
+  /** Points a branch at a commit, creating it if needed (for the best ref). */
+  async setBranch(branch: string, sha: string): Promise<void> {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha, force: true });
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+      await this.createBranch(branch, sha);
+    }
+  }
+
+  async deleteBranch(branch: string): Promise<void> {
+    try {
+      await this.octokit.rest.git.deleteRef({ ...this.r, ref: `heads/${branch}` });
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+  }
+
+  async commitMessage(sha: string): Promise<string> {
+    const { data } = await this.octokit.rest.git.getCommit({ ...this.r, commit_sha: sha });
+    return data.message;
+  }
+
+  // Pull requests, check runs, issues.
+
+  /** Opens a pull request, or finds the open one for the same head. */
+  async openPullRequest(head: string, base: string, title: string, body: string): Promise<number> {
+    try {
+      const { data } = await this.octokit.rest.pulls.create({ ...this.r, head, base, title, body });
+      return data.number;
+    } catch (e) {
+      if (status(e) !== 422) throw e;
+      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: 'open' });
+      const found = data[0];
+      if (!found) throw e;
+      return found.number;
+    }
+  }
+
+  async closePullRequest(pr: number, comment: string): Promise<void> {
+    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: pr, body: comment });
+    await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: 'closed' });
+  }
+
+  async createCheckRun(args: {
+    sha: string;
+    name: string;
+    conclusion: 'success' | 'neutral' | 'failure';
+    output: { title: string; summary: string; text: string };
+    startedAt?: string;
+    completedAt: string;
+  }): Promise<number> {
+    const { data } = await this.octokit.rest.checks.create({
+      ...this.r,
+      head_sha: args.sha,
+      name: args.name,
+      status: 'completed',
+      conclusion: args.conclusion,
+      ...(args.startedAt ? { started_at: args.startedAt } : {}),
+      completed_at: args.completedAt,
+      output: args.output,
+    });
+    return data.id;
+  }
+
+  /** Edits forkflush's comment on an issue, or writes it; returns its id. */
+  async upsertComment(issue: number, commentId: number | null, body: string): Promise<number> {
+    if (commentId !== null) {
+      try {
+        await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: commentId, body });
+        return commentId;
+      } catch (e) {
+        if (status(e) !== 404) throw e;
+      }
+    }
+    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body });
+    return data.id;
+  }
+
+  async comment(issue: number, body: string): Promise<void> {
+    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body });
+  }
+
+  async addLabel(issue: number, label: string): Promise<void> {
+    await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue, labels: [label] });
+  }
+
+  async removeLabel(issue: number, label: string): Promise<void> {
+    try {
+      await this.octokit.rest.issues.removeLabel({ ...this.r, issue_number: issue, name: label });
+    } catch (e) {
+      if (status(e) !== 404) throw e;
+    }
+  }
+
+  // Actions.
+
+  async dispatchWorkflow(workflow: string, ref: string, inputs: Record<string, string>): Promise<void> {
+    await this.octokit.rest.actions.createWorkflowDispatch({ ...this.r, workflow_id: workflow, ref, inputs });
+  }
+
+  /** Cancels the workflow's runs still queued or in progress whose title names the run. */
+  async cancelRuns(workflow: string, run: string): Promise<number> {
+    let cancelled = 0;
+    for (const state of ['queued', 'in_progress'] as const) {
+      const { data } = await this.octokit.rest.actions.listWorkflowRuns({
+        ...this.r,
+        workflow_id: workflow,
+        status: state,
+      });
+      for (const w of data.workflow_runs) {
+        if (!(w.display_title ?? '').includes(`forkflush ${run} `)) continue;
+        try {
+          await this.octokit.rest.actions.cancelWorkflowRun({ ...this.r, run_id: w.id });
+          cancelled++;
+        } catch (e) {
+          if (status(e) !== 409) throw e;
+        }
+      }
+    }
+    return cancelled;
+  }
+}

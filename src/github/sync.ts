@@ -1,0 +1,391 @@
+// One reconcile of a GitHub run. Every trigger (a label, a finished job, a comment command, the
+// nightly tick) ends here: observe what landed, let the core decide, claim the work with a
+// compare-and-swap of the run's records, do it, record it done. A duplicated, late or lost event
+// changes nothing: the next sync finds the same state and does what is still due.
+import { CONFIG_PATH, ConfigError, parseConfig } from '../core/config.js';
+import {
+  checkConclusion,
+  checkRunOutput,
+  episodePrBody,
+  episodePrTitle,
+  finalPrBody,
+  issueComment,
+  loserComment,
+  type RunPhase,
+} from '../core/github-text.js';
+import { parseCommitDetails, parseCommitMessage } from '../core/journal.js';
+import { bestBranch, episodeBranch, issueRunId, lineageBranch, stateRef } from '../core/names.js';
+import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
+import { mixSeed } from '../core/rng.js';
+import { requestFork } from '../core/schedule.js';
+import {
+  type Episode,
+  type EpisodeResult,
+  failedResult,
+  newRunState,
+  type Round,
+  type RunState,
+} from '../core/state.js';
+import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
+
+/** The names forkflush uses on GitHub. */
+export const GITHUB = {
+  label: 'autoresearch',
+  doneLabel: 'autoresearch: done',
+  /** The worker workflow (examples/workflows/forkflush.yml), dispatched once per round. */
+  workflow: 'forkflush.yml',
+  /** Past its deadline a round's missing results count as failed: job timeout plus queueing. */
+  deadlineSlackMinutes: 30,
+  /** A claim older than this was left by a handler that crashed; the work is done again. */
+  staleClaimMinutes: 10,
+} as const;
+
+export interface SyncContext {
+  forge: GitHubForge;
+  now: Date;
+  log?: (line: string) => void;
+  /** Episodes whose job ended without a result, from the event that triggered this sync. */
+  failedJobs?: Record<string, string>;
+}
+
+type Work = { key: string; run: () => Promise<void> };
+
+/** Reconciles one run until it waits for jobs (or is finished or stopped). */
+export async function syncRun(ctx: SyncContext, run: string): Promise<RunState | null> {
+  const stored = await ctx.forge.loadRun(stateRef(run));
+  if (!stored) return null;
+  try {
+    return await syncStored(ctx, stored);
+  } catch (e) {
+    if (e instanceof ConflictError) {
+      ctx.log?.(`${run}: another handler changed the run first; leaving the work to it`);
+      return null;
+    }
+    throw e;
+  }
+}
+
+async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState> {
+  const { forge, now } = ctx;
+  let state = stored.state;
+  const files: RunFiles = structuredClone(stored.files);
+  let sha = stored.sha;
+  let saved = JSON.stringify([stored.state, stored.files]);
+  const persist = async () => {
+    const next = JSON.stringify([state, files]);
+    if (next === saved) return;
+    sha = await forge.saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`);
+    saved = next;
+  };
+  if (!files.stopped) {
+    state = await observe(ctx, state, files);
+    state = decideWhatIsDue(state);
+  }
+  // Claim the work in the same compare-and-swap that records the decisions: of two racing
+  // handlers, only the one whose save lands does the work.
+  const work = files.stopped ? [] : dueWork(ctx, state, files).filter((w) => isUnclaimed(files.claims[w.key], now));
+  for (const w of work) files.claims[w.key] = now.toISOString();
+  await persist();
+  for (const w of work) {
+    await w.run();
+    delete files.claims[w.key];
+  }
+  const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
+  files.commentId = await forge.upsertComment(files.issue, files.commentId, issueComment(state, phase));
+  await persist();
+  return state;
+}
+
+/** Reads the results that landed on the open round's branches (one call for all of them). */
+async function observe(ctx: SyncContext, state: RunState, files: RunFiles): Promise<RunState> {
+  const open = state.rounds.find((r) => !r.decision);
+  const dispatched = open ? files.dispatched[String(open.index)] : undefined;
+  if (!open || !dispatched) return state;
+  const heads = await ctx.forge.branchHeads(`forkflush/${state.id}/round-${open.index}/`);
+  let next = state;
+  for (const e of open.episodes) {
+    if (e.result) continue;
+    const head = heads.get(episodeBranch(state.id, e.round, e.branch));
+    let result: EpisodeResult | null = null;
+    if (head && head !== e.base) {
+      const parsed = parseCommitMessage(await ctx.forge.commitMessage(head), head);
+      result =
+        parsed && parsed.runId === state.id && parsed.episode === e.id
+          ? parsed.result
+          : failedResult(e, `its branch moved to ${head.slice(0, 7)}, which is not a result of this episode`);
+    } else if (ctx.failedJobs?.[e.id]) {
+      result = failedResult(e, ctx.failedJobs[e.id] as string);
+    } else if (ctx.now.getTime() > Date.parse(dispatched.deadline)) {
+      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+    }
+    if (result) next = applyResult(next, e.id, result);
+  }
+  return next;
+}
+
+/** Applies every decision the core can make now, until it waits for jobs. */
+function decideWhatIsDue(initial: RunState): RunState {
+  let state = initial;
+  for (let guard = 0; guard < 1000; guard++) {
+    const [first] = reconcile(state);
+    if (!first || first.type === 'run') return state;
+    if (first.type === 'open') state = applyOpen(state, first.round);
+    else if (first.type === 'decide') state = applyDecision(state, first.round, first.decision);
+    else return applyFinish(state);
+  }
+  throw new Error(`${initial.id}: the schedule did not settle`);
+}
+
+/** The GitHub work the state calls for that is not done yet, in the order it must happen. */
+function dueWork(ctx: SyncContext, state: RunState, files: RunFiles): Work[] {
+  const { forge, now } = ctx;
+  const work: Work[] = [];
+  const lineages = state.lineages.length;
+  for (const round of state.rounds) {
+    for (const e of round.episodes) {
+      if (!e.result || files.published[e.id]) continue;
+      work.push({ key: `publish:${e.id}`, run: () => publish(forge, state, files, e, e.result as EpisodeResult, now) });
+    }
+    if (round.decision && !files.settled.includes(round.index)) {
+      work.push({ key: `settle:${round.index}`, run: () => settle(forge, state, files, round) });
+    }
+  }
+  const open = state.rounds.find((r) => !r.decision);
+  if (open && !files.dispatched[String(open.index)]) {
+    work.push({ key: `dispatch:${open.index}`, run: () => dispatch(forge, state, files, open, now) });
+  }
+  if (state.status === 'finished' && files.finalPr === null) {
+    work.push({
+      key: 'final',
+      run: async () => {
+        const base = await forge.defaultBranch();
+        files.finalPr = await forge.openPullRequest(
+          lineageBranch(state.id, 0, lineages),
+          base,
+          `forkflush ${state.id}: best score ${state.best?.score ?? 'none'}`,
+          finalPrBody(state),
+        );
+        await forge.addLabel(files.issue, GITHUB.doneLabel);
+        await forge.removeLabel(files.issue, GITHUB.label);
+      },
+    });
+  }
+  const best = state.best;
+  if (best && best.commit !== files.bestCommit) {
+    work.push({
+      key: 'best',
+      run: async () => {
+        await forge.setBranch(bestBranch(state.id), best.commit);
+        files.bestCommit = best.commit;
+      },
+    });
+  }
+  return work;
+}
+
+/** A pull request (base: the lineage) and a check run for an episode whose result landed. */
+async function publish(forge: GitHubForge, state: RunState, files: RunFiles, e: Episode, r: EpisodeResult, now: Date) {
+  const branch = episodeBranch(state.id, e.round, e.branch);
+  const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
+  // A failed job left no commit of its own: there is nothing to review or check.
+  if (r.commit === e.base) {
+    files.published[e.id] = { pr: null, check: null };
+    return;
+  }
+  const details = parseCommitDetails(await forge.commitMessage(r.commit));
+  const check = await forge.createCheckRun({
+    sha: r.commit,
+    name: `forkflush ${e.id}`,
+    conclusion: checkConclusion(r),
+    output: checkRunOutput(state, e, r, details),
+    completedAt: now.toISOString(),
+  });
+  const pr = await forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
+  files.published[e.id] = { pr, check };
+}
+
+/**
+ * Carries out a decision: each adopted episode's commit is fast-forwarded into its lineage (its
+ * pull request then shows as merged); the other branches are closed with their score against
+ * the winner's and deleted.
+ */
+async function settle(forge: GitHubForge, state: RunState, files: RunFiles, round: Round) {
+  const adopted = round.decision?.adopted ?? [];
+  const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
+  for (const e of round.episodes) {
+    const branch = episodeBranch(state.id, e.round, e.branch);
+    if (adopted.includes(e.id) && e.result) {
+      const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
+      const moved = await forge.fastForward(lineage, e.result.commit);
+      const head = moved === 'diverged' ? await forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
+      if (head !== e.result.commit) {
+        throw new Error(
+          `${lineage} moved outside forkflush; it must descend from ${e.base.slice(0, 7)} to adopt ${e.id}`,
+        );
+      }
+    } else {
+      const pr = files.published[e.id]?.pr;
+      if (pr) await forge.closePullRequest(pr, loserComment(state, e, winner));
+    }
+    await forge.deleteBranch(branch);
+  }
+  files.settled.push(round.index);
+}
+
+/** Creates the round's branches at their bases and dispatches the worker workflow once. */
+async function dispatch(forge: GitHubForge, state: RunState, files: RunFiles, round: Round, now: Date) {
+  for (const e of round.episodes) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
+  const ref = await forge.defaultBranch();
+  await forge.dispatchWorkflow(GITHUB.workflow, ref, {
+    run: state.id,
+    round: String(round.index),
+    episodes: JSON.stringify(round.episodes.map((e) => e.id)),
+  });
+  const c = state.config;
+  const minutes = (c.agent.timeout + 2 * c.grader.timeout) / 60 + GITHUB.deadlineSlackMinutes;
+  files.dispatched[String(round.index)] = {
+    at: now.toISOString(),
+    deadline: new Date(now.getTime() + minutes * 60_000).toISOString(),
+  };
+}
+
+function isUnclaimed(claimedAt: string | undefined, now: Date): boolean {
+  return claimedAt === undefined || now.getTime() - Date.parse(claimedAt) > GITHUB.staleClaimMinutes * 60_000;
+}
+
+function summaryLine(state: RunState): string {
+  const open = state.rounds.find((r) => !r.decision);
+  return open ? `round ${open.index} (${open.phase})` : state.status;
+}
+
+// Starting, stopping and steering a run.
+
+export interface IssueRef {
+  number: number;
+  title: string;
+  body: string | null;
+}
+
+/** Starts the run of an issue (or resumes a stopped one). Returns a message for the user on a problem. */
+export async function startRun(
+  ctx: SyncContext,
+  issue: IssueRef,
+): Promise<{ problem: string } | { state: RunState | null }> {
+  const { forge } = ctx;
+  const run = issueRunId(issue.number);
+  const existing = await forge.loadRun(stateRef(run));
+  if (existing) {
+    if (existing.files.stopped) return { state: await setStopped(ctx, existing, false) };
+    return { state: await syncRun(ctx, run) };
+  }
+  const branch = await forge.defaultBranch();
+  const text = await forge.readFile(CONFIG_PATH, branch);
+  if (text === null) {
+    return {
+      problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: add one (see the forkflush README), then label the issue again.`,
+    };
+  }
+  let config: ReturnType<typeof parseConfig>;
+  try {
+    config = parseConfig(text, CONFIG_PATH);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    return {
+      problem: `\`${CONFIG_PATH}\` on \`${branch}\` is not valid, so no run started. Fix these and label the issue again:\n\n${e.problems.map((p) => `- ${p}`).join('\n')}`,
+    };
+  }
+  const templates: RunFiles['templates'] = {};
+  for (const kind of ['branch', 'continuation'] as const) {
+    const path = config.prompts[kind];
+    if (!path) continue;
+    const t = await forge.readFile(path, branch);
+    if (t === null) return { problem: `prompts.${kind}: \`${path}\` is not on \`${branch}\`.` };
+    templates[kind] = t;
+  }
+  const base = await forge.refSha(`refs/heads/${branch}`);
+  if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
+  const state = newRunState({ id: run, seed: mixSeed(issue.number), config, baseCommit: base, baseScore: null });
+  const files: RunFiles = {
+    task: `# ${issue.title}\n\n${issue.body ?? ''}`,
+    templates,
+    configPath: CONFIG_PATH,
+    issue: issue.number,
+    commentId: null,
+    stopped: false,
+    dispatched: {},
+    published: {},
+    settled: [],
+    finalPr: null,
+    bestCommit: null,
+    lastNightly: null,
+    claims: {},
+  };
+  for (const l of state.lineages) await forge.createBranch(lineageBranch(run, l.index, state.lineages.length), base);
+  try {
+    const sha = await forge.saveRun(stateRef(run), state, files, null, 'forkflush: new run');
+    return { state: await syncStored(ctx, { state, files, sha }) };
+  } catch (e) {
+    if (e instanceof ConflictError) return { state: null };
+    throw e;
+  }
+}
+
+/** Stops a run cleanly (cancels its jobs, closes its open pull requests) or resumes it. */
+export async function setStopped(ctx: SyncContext, stored: StoredRun, stopped: boolean): Promise<RunState> {
+  const files = { ...structuredClone(stored.files), stopped };
+  const sha = await ctx.forge.saveRun(
+    stateRef(stored.state.id),
+    stored.state,
+    files,
+    stored.sha,
+    stopped ? 'forkflush: stop' : 'forkflush: resume',
+  );
+  if (!stopped) return syncStored(ctx, { state: stored.state, files, sha });
+  await ctx.forge.cancelRuns(GITHUB.workflow, stored.state.id);
+  for (const round of stored.state.rounds.filter((r) => !files.settled.includes(r.index))) {
+    for (const e of round.episodes) {
+      const pr = files.published[e.id]?.pr;
+      if (pr) await ctx.forge.closePullRequest(pr, 'The run was stopped; this branch is kept as it is.');
+    }
+  }
+  return syncStored(ctx, { state: stored.state, files, sha });
+}
+
+/** `/autoresearch fork`: one more fork round of the leader, now. */
+export async function forkNow(ctx: SyncContext, stored: StoredRun): Promise<RunState> {
+  const state = requestFork(stored.state);
+  const sha = await ctx.forge.saveRun(stateRef(state.id), state, stored.files, stored.sha, 'forkflush: fork requested');
+  return syncStored(ctx, { state, files: stored.files, sha });
+}
+
+/**
+ * The nightly tick: repairs every run a lost event left behind, and forks the leader of finished
+ * runs configured with `schedule: nightly` into one more round (once a day).
+ */
+export async function nightly(ctx: SyncContext): Promise<string[]> {
+  const touched: string[] = [];
+  for (const run of await ctx.forge.listRuns()) {
+    const stored = await ctx.forge.loadRun(stateRef(run));
+    if (!stored || stored.files.stopped) continue;
+    const today = ctx.now.toISOString().slice(0, 10);
+    const wantsRound =
+      stored.state.config.schedule === 'nightly' &&
+      stored.state.status === 'finished' &&
+      stored.state.lineages.length === 1 &&
+      stored.files.lastNightly !== today;
+    try {
+      if (wantsRound) {
+        const files = { ...stored.files, lastNightly: today };
+        const state = requestFork(stored.state);
+        const sha = await ctx.forge.saveRun(stateRef(run), state, files, stored.sha, 'forkflush: nightly round');
+        await syncStored(ctx, { state, files, sha });
+      } else if (stored.state.status !== 'finished') {
+        await syncStored(ctx, stored);
+      }
+      touched.push(run);
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
+  }
+  return touched;
+}

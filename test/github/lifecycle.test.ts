@@ -1,0 +1,135 @@
+// A whole run through the app's handlers: label -> rounds -> final pull request, with the fake
+// GitHub behind nock and the worker jobs played by the harness.
+import nock from 'nock';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { lineageBranch } from '../../src/core/names.js';
+import { Harness } from './harness.js';
+
+beforeEach(() => {
+  nock.disableNetConnect();
+});
+afterEach(() => {
+  nock.cleanAll();
+  nock.enableNetConnect();
+});
+
+const RUN = 'issue-7';
+
+/** Plays every dispatched round: each job pushes a score, then reports completed. */
+async function playToEnd(h: Harness, score: (episode: string) => number | null, order = (ids: string[]) => ids) {
+  for (let guard = 0; guard < 50; guard++) {
+    const state = h.state(RUN);
+    if (state.status === 'finished') return;
+    const open = state.rounds.find((r) => !r.decision);
+    if (!open) throw new Error('no open round and not finished');
+    for (const e of open.episodes) if (!e.result) h.pushResult(state, e, score(e.id));
+    for (const id of order(open.episodes.map((e) => e.id))) await h.jobCompleted(RUN, id);
+  }
+  throw new Error('the run did not finish');
+}
+
+describe('the app drives a whole run', () => {
+  it('label -> opening round -> serial episodes -> fork round -> final pull request', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    // One round dispatched, with small inputs: ids, not data.
+    expect(h.gh.dispatches).toEqual([
+      { workflow: 'forkflush.yml', ref: 'main', inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1"]' } },
+    ]);
+    expect(h.gh.branch('forkflush/issue-7/round-0/branch-0')).toBe(h.gh.branch('main'));
+    expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(h.gh.branch('main'));
+    const comment = h.gh.comments.find((c) => c.issue === 7);
+    expect(comment?.body).toContain('<!-- forkflush:issue-7 -->');
+    expect(comment?.body).toContain('round 0 (opening) running: 0 of 2 episodes done');
+
+    await playToEnd(h, (id) => (id === 'r0.b1' ? 50 : id.endsWith('.b0') ? 40 + Number(id.slice(1, 2)) : 30));
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    // Exactly one dispatch per round, in order.
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(state.rounds.map((r) => String(r.index)));
+    // Every episode has a pull request into the lineage and a completed check run on its commit.
+    const episodes = state.rounds.flatMap((r) => r.episodes);
+    expect(h.gh.checkRuns.map((c) => c.name).sort()).toEqual(episodes.map((e) => `forkflush ${e.id}`).sort());
+    expect(h.gh.pulls.filter((p) => p.base === lineageBranch(RUN, 0, 1))).toHaveLength(episodes.length);
+    // Losers were closed with a comment that compares their score with the winner's.
+    const opening = state.rounds[0];
+    expect(opening?.decision?.winner).toBe('r0.b1');
+    const loserPr = h.gh.pulls.find((p) => p.head === 'forkflush/issue-7/round-0/branch-0');
+    expect(loserPr?.state).toBe('closed');
+    expect(h.gh.comments.find((c) => c.issue === loserPr?.number)?.body).toBe(
+      'Not adopted: this branch scored 40; the winner of round 0, r0.b1, scored 50 (maximize).',
+    );
+    // The lineage ends at the last adopted commit; episode branches are gone; best is kept.
+    expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(state.lineages[0]?.head);
+    expect([...h.gh.refs.keys()].filter((r) => r.includes('/round-'))).toEqual([]);
+    expect(h.gh.branch('forkflush/issue-7/best')).toBe(state.best?.commit);
+    // The final pull request, the label, and the comment edited in place (never a second one).
+    const final = h.gh.pulls.find((p) => p.head === lineageBranch(RUN, 0, 1));
+    expect(final).toMatchObject({ base: 'main', state: 'open' });
+    expect(final?.body).toContain(`Best score: **${state.best?.score}**`);
+    expect([...(h.gh.labels.get(7) ?? [])]).toEqual(['autoresearch: done']);
+    const mine = h.gh.comments.filter((c) => c.issue === 7);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]?.body).toContain('**Status:** finished');
+    expect(mine[0]?.body).toContain('```mermaid\nxychart-beta');
+  });
+
+  it('duplicated and shuffled job events change nothing: one dispatch and one merge per round', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    let seed = 3;
+    const shuffle = (ids: string[]) => {
+      const twice = [...ids, ...ids, ...ids.slice(0, 1)];
+      for (let i = twice.length - 1; i > 0; i--) {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        const j = seed % (i + 1);
+        [twice[i], twice[j]] = [twice[j] as string, twice[i] as string];
+      }
+      return twice;
+    };
+    await playToEnd(h, (id) => Number(id.slice(1).replace('.b', '')), shuffle);
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(state.rounds.map((r) => String(r.index)));
+    const lineageMoves = h.gh.log.filter(
+      (l) => l === 'PATCH /repos/octo-org/octo-repo/git/refs/heads%2Fforkflush%2Fissue-7%2Flineage',
+    );
+    expect(lineageMoves).toHaveLength(state.rounds.filter((r) => r.decision?.adopted.length).length);
+    expect(h.gh.pulls.filter((p) => p.base === 'main')).toHaveLength(1);
+    // A label event delivered again after the end starts nothing new.
+    await h.label(7);
+    expect(h.gh.dispatches).toHaveLength(state.rounds.length);
+  });
+
+  it('a lost job event is repaired by the next trigger; a job that never reports fails at the deadline', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    const [first, second] = state.rounds[0]?.episodes ?? [];
+    if (!first || !second) throw new Error('expected two episodes');
+    h.pushResult(state, first, 12);
+    // Its workflow_job event is lost. The other job never reports at all.
+    await h.comment(7, '/autoresearch status');
+    expect(h.state(RUN).rounds[0]?.episodes[0]?.result?.score).toBe(12);
+    expect(h.state(RUN).rounds[0]?.decision).toBeUndefined();
+    h.clock = new Date(h.clock.getTime() + 3 * 60 * 60_000);
+    await h.comment(7, '/autoresearch status');
+    const after = h.state(RUN);
+    expect(after.rounds[0]?.episodes[1]?.result).toMatchObject({ score: null, exit: 'crash' });
+    expect(after.rounds[0]?.episodes[1]?.result?.reason).toMatch(/^no result by the round's deadline/);
+    expect(after.rounds[0]?.decision?.winner).toBe('r0.b0');
+    expect(h.gh.dispatches).toHaveLength(2);
+  });
+
+  it('a failed job counts as a branch without a score; if none scores the leader goes on unchanged', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    await h.jobCompleted(RUN, 'r0.b0', 'failure');
+    await h.jobCompleted(RUN, 'r0.b1', 'cancelled');
+    const s = h.state(RUN);
+    expect(s.rounds[0]?.decision).toEqual({ winner: null, adopted: [] });
+    expect(s.rounds[0]?.episodes[0]?.result?.reason).toMatch(/^its job ended: failure/);
+    expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(h.gh.branch('main'));
+    expect(s.rounds[1]?.episodes[0]).toMatchObject({ context: 'fresh', base: h.gh.branch('main') });
+  });
+});
