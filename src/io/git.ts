@@ -13,7 +13,18 @@ export class GitError extends Error {
   }
 }
 
-const IDENTITY = ['-c', 'user.name=forkflush', '-c', 'user.email=forkflush@users.noreply.localhost'];
+// Identity per command; and no hooks or fsmonitor: forkflush's own git commands run in checkouts
+// whose files (and possibly config) an agent just had in its hands.
+const IDENTITY = [
+  '-c',
+  'user.name=forkflush',
+  '-c',
+  'user.email=forkflush@users.noreply.localhost',
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'core.fsmonitor=false',
+];
 
 export interface GitResult {
   exitCode: number | null;

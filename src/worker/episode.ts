@@ -84,12 +84,14 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   }
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
 
-  const spent =
+  const measured =
     unit === 'minutes'
       ? outcome.seconds / 60
       : unit === 'evaluations'
         ? grading.evaluations()
         : (outcome.reportedSpend ?? episode.allowance);
+  // Six decimals are plenty for any unit and keep float noise out of commits and reports.
+  const spent = Math.round(measured * 1e6) / 1e6;
 
   // The grader is the judge: put protected paths back as they were at the episode's base.
   const protectedChanged = await restoreProtected(git, episode.base, [

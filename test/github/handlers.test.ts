@@ -1,0 +1,177 @@
+// Who may start and steer a run, and what the app says when it will not. The first cases use
+// plain nock interceptors: every request the app makes is listed, with its exact body.
+import nock from 'nock';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CONFIG, Harness } from './harness.js';
+
+beforeEach(() => {
+  nock.disableNetConnect();
+});
+afterEach(() => {
+  nock.cleanAll();
+  nock.enableNetConnect();
+});
+
+const API = 'https://api.github.com';
+const REPO = '/repos/octo-org/octo-repo';
+
+/** A harness whose fake GitHub is not mounted: only the interceptors a test lists answer. */
+async function bare(): Promise<Harness> {
+  const h = new Harness();
+  await h.probot.load((await import('../../src/app/app.js')).forkflushApp({ now: () => h.clock }));
+  return h;
+}
+
+// In these, every interceptor listed must be used: the app made exactly these requests.
+describe('refusals (exact requests)', () => {
+  it('a label from a user without write access starts nothing and says why', async () => {
+    const h = await bare();
+    const posted: unknown[] = [];
+    nock(API)
+      .get(`${REPO}/collaborators/reader/permission`)
+      .reply(200, { permission: 'read', role_name: 'read' })
+      .post(`${REPO}/issues/7/comments`, (body) => posted.push(body) > 0)
+      .reply(201, { id: 1 });
+    await h.label(7, 'reader');
+    expect(posted).toEqual([
+      { body: '@reader: only people with write access to this repository can start a run (yours: read).' },
+    ]);
+    expect(nock.pendingMocks()).toEqual([]);
+  });
+
+  it('a label from a bot starts nothing, without asking for its permission', async () => {
+    const h = await bare();
+    const posted: unknown[] = [];
+    nock(API)
+      .post(`${REPO}/issues/7/comments`, (body) => posted.push(body) > 0)
+      .reply(201, { id: 1 });
+    await h.label(7, 'dependabot[bot]', 'Bot');
+    expect(posted).toEqual([{ body: 'forkflush ignores bots: dependabot[bot] cannot start a run.' }]);
+    expect(nock.pendingMocks()).toEqual([]);
+  });
+
+  it('a label on a pull request is answered on the pull request', async () => {
+    const h = await bare();
+    const posted: unknown[] = [];
+    nock(API)
+      .post(`${REPO}/issues/42/comments`, (body) => posted.push(body) > 0)
+      .reply(201, { id: 1 });
+    await h.send('pull_request', 'labeled', (p) => {
+      p.number = 42;
+      p.pull_request.number = 42;
+      p.label.name = 'autoresearch';
+      p.sender.type = 'User';
+    });
+    expect(posted).toEqual([
+      {
+        body: 'forkflush runs on issues, not pull requests: describe the task in an issue and label that `autoresearch`.',
+      },
+    ]);
+    expect(nock.pendingMocks()).toEqual([]);
+  });
+
+  it('other labels and other comments cost no request at all', async () => {
+    const h = await bare();
+    await h.label(7, 'maintainer', 'User', 'bug');
+    await h.comment(7, 'Looks good to me');
+  });
+});
+
+describe('starting a run', () => {
+  it('a bad config is explained on the issue, with file, line and key, and no branch is made', async () => {
+    const h = await new Harness({ '.github/autoresearch.yml': CONFIG.replace('fork:', 'forks:') }).load();
+    await h.label(7);
+    const [comment] = h.gh.comments;
+    expect(comment?.body).toBe(
+      'forkflush did not start: `.github/autoresearch.yml` on `main` is not valid, so no run started. Fix these and label the issue again:\n\n' +
+        '- .github/autoresearch.yml:10:1: unknown key "forks"; did you mean "fork"? Valid keys: task, grader, agent, budget, strategy, fork, journal, prompts, schedule',
+    );
+    expect([...h.gh.refs.keys()]).toEqual(['refs/heads/main']);
+    expect(h.gh.dispatches).toEqual([]);
+  });
+
+  it('a repository without a config is told where to put one', async () => {
+    const h = await new Harness({ 'README.md': 'hi' }).load();
+    await h.label(7);
+    expect(h.gh.comments[0]?.body).toContain('There is no `.github/autoresearch.yml` on `main`');
+  });
+
+  it('the issue text reaches the agent as data in the run record, and no token appears anywhere', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const sha = h.gh.refs.get('refs/forkflush/issue-7/state') as string;
+    const files = JSON.parse(h.gh.commits.get(sha)?.files['run.json'] as string);
+    expect(files.task).toBe('# Pack it tighter\n\nMake the score go up.');
+    const everything = JSON.stringify([h.gh.comments, h.gh.checkRuns, h.gh.pulls, [...h.gh.commits.values()]]);
+    expect(everything).not.toContain('ghs_test_token');
+  });
+
+  it('two handlers racing on the same events dispatch each round once', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state('issue-7');
+    for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, 10 + e.branch);
+    await Promise.all([
+      h.jobCompleted('issue-7', 'r0.b0'),
+      h.jobCompleted('issue-7', 'r0.b1'),
+      h.jobCompleted('issue-7', 'r0.b1'),
+    ]);
+    // Whatever the interleaving, round 1 is dispatched once (a later trigger may still be needed
+    // when every racing handler lost the compare-and-swap).
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+    expect(h.state('issue-7').rounds[0]?.decision?.winner).toBe('r0.b1');
+  });
+});
+
+describe('comment commands', () => {
+  it('stop (or removing the label) stops cleanly; resume goes on without redoing the round', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    await h.send('issues', 'unlabeled', (p) => {
+      p.issue.number = 7;
+      p.label.name = 'autoresearch';
+      p.sender.type = 'User';
+    });
+    const comment = () => h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
+    expect(comment()).toContain('**Status:** stopped');
+    expect(h.gh.log).toContain('GET /repos/octo-org/octo-repo/actions/workflows/forkflush.yml/runs');
+    expect(h.gh.branch('forkflush/issue-7/lineage')).toBeDefined();
+    await h.comment(7, '/autoresearch stop');
+    expect(h.gh.comments.at(-1)?.body).toBe('The run is already stopped.');
+    await h.comment(7, '/autoresearch resume');
+    expect(comment()).toContain('**Status:** round 0 (opening) running');
+    expect(h.gh.dispatches).toHaveLength(1);
+  });
+
+  it('fork runs one more fork round of the leader now', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    let state = h.state('issue-7');
+    for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, 10 + e.branch);
+    await h.jobCompleted('issue-7', 'r0.b0');
+    await h.jobCompleted('issue-7', 'r0.b1');
+    state = h.state('issue-7');
+    for (const e of state.rounds[1]?.episodes ?? []) h.pushResult(state, e, 20);
+    await h.comment(7, '/autoresearch fork');
+    await h.jobCompleted('issue-7', 'r1.b0');
+    expect(h.state('issue-7').rounds[2]).toMatchObject({ phase: 'extra fork 1', kind: 'fork', extra: true });
+    expect(h.gh.dispatches.map((d) => d.inputs.episodes).at(-1)).toBe('["r2.b0","r2.b1"]');
+  });
+
+  it('commands from readers are refused; unknown commands are explained', async () => {
+    const h = await new Harness().load();
+    await h.comment(7, '/autoresearch stop', 'reader');
+    expect(h.gh.comments.at(-1)?.body).toBe(
+      '@reader: only people with write access to this repository can use `/autoresearch stop` (yours: read).',
+    );
+    await h.comment(7, '/autoresearch launch');
+    expect(h.gh.comments.at(-1)?.body).toBe(
+      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`',
+    );
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.comments.at(-1)?.body).toBe(
+      'There is no forkflush run on this issue. Label it `autoresearch` to start one.',
+    );
+  });
+});
