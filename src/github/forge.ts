@@ -11,9 +11,12 @@ export interface RunFiles {
   task: string;
   templates: { branch?: string; continuation?: string };
   configPath: string;
+  /** The repository's default branch when the run started: where the worker workflow runs. */
+  defaultBranch: string;
   issue: number;
-  /** The issue comment forkflush keeps editing. */
+  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
   commentId: number | null;
+  commentDigest?: string;
   stopped: boolean;
   /** Round index -> when its jobs were dispatched and by when they must report. */
   dispatched: Record<string, { at: string; deadline: string }>;

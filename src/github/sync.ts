@@ -2,6 +2,7 @@
 // nightly tick) ends here: observe what landed, let the core decide, claim the work with a
 // compare-and-swap of the run's records, do it, record it done. A duplicated, late or lost event
 // changes nothing: the next sync finds the same state and does what is still due.
+import { createHash } from 'node:crypto';
 import { CONFIG_PATH, ConfigError, parseConfig } from '../core/config.js';
 import {
   checkConclusion,
@@ -48,6 +49,17 @@ export interface SyncContext {
   failedJobs?: Record<string, string>;
 }
 
+/** Commit messages read during one sync, so no commit is fetched twice. */
+type Messages = Map<string, string>;
+
+async function messageOf(forge: GitHubForge, messages: Messages, sha: string): Promise<string> {
+  const known = messages.get(sha);
+  if (known !== undefined) return known;
+  const message = await forge.commitMessage(sha);
+  messages.set(sha, message);
+  return message;
+}
+
 type Work = { key: string; run: () => Promise<void> };
 
 /** Reconciles one run until it waits for jobs (or is finished or stopped). */
@@ -77,13 +89,16 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
     sha = await forge.saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`);
     saved = next;
   };
+  const messages: Messages = new Map();
   if (!files.stopped) {
-    state = await observe(ctx, state, files);
+    state = await observe(ctx, state, files, messages);
     state = decideWhatIsDue(state);
   }
   // Claim the work in the same compare-and-swap that records the decisions: of two racing
   // handlers, only the one whose save lands does the work.
-  const work = files.stopped ? [] : dueWork(ctx, state, files).filter((w) => isUnclaimed(files.claims[w.key], now));
+  const work = files.stopped
+    ? []
+    : dueWork(ctx, state, files, messages).filter((w) => isUnclaimed(files.claims[w.key], now));
   for (const w of work) files.claims[w.key] = now.toISOString();
   await persist();
   for (const w of work) {
@@ -91,13 +106,18 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
     delete files.claims[w.key];
   }
   const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
-  files.commentId = await forge.upsertComment(files.issue, files.commentId, issueComment(state, phase));
+  const body = issueComment(state, phase);
+  const digest = createHash('sha256').update(body).digest('hex').slice(0, 16);
+  if (digest !== files.commentDigest || files.commentId === null) {
+    files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
+    files.commentDigest = digest;
+  }
   await persist();
   return state;
 }
 
 /** Reads the results that landed on the open round's branches (one call for all of them). */
-async function observe(ctx: SyncContext, state: RunState, files: RunFiles): Promise<RunState> {
+async function observe(ctx: SyncContext, state: RunState, files: RunFiles, messages: Messages): Promise<RunState> {
   const open = state.rounds.find((r) => !r.decision);
   const dispatched = open ? files.dispatched[String(open.index)] : undefined;
   if (!open || !dispatched) return state;
@@ -108,7 +128,7 @@ async function observe(ctx: SyncContext, state: RunState, files: RunFiles): Prom
     const head = heads.get(episodeBranch(state.id, e.round, e.branch));
     let result: EpisodeResult | null = null;
     if (head && head !== e.base) {
-      const parsed = parseCommitMessage(await ctx.forge.commitMessage(head), head);
+      const parsed = parseCommitMessage(await messageOf(ctx.forge, messages, head), head);
       result =
         parsed && parsed.runId === state.id && parsed.episode === e.id
           ? parsed.result
@@ -137,14 +157,15 @@ function decideWhatIsDue(initial: RunState): RunState {
 }
 
 /** The GitHub work the state calls for that is not done yet, in the order it must happen. */
-function dueWork(ctx: SyncContext, state: RunState, files: RunFiles): Work[] {
+function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, messages: Messages): Work[] {
   const { forge, now } = ctx;
   const work: Work[] = [];
   const lineages = state.lineages.length;
   for (const round of state.rounds) {
     for (const e of round.episodes) {
       if (!e.result || files.published[e.id]) continue;
-      work.push({ key: `publish:${e.id}`, run: () => publish(forge, state, files, e, e.result as EpisodeResult, now) });
+      const result = e.result;
+      work.push({ key: `publish:${e.id}`, run: () => publish(forge, messages, state, files, e, result, now) });
     }
     if (round.decision && !files.settled.includes(round.index)) {
       work.push({ key: `settle:${round.index}`, run: () => settle(forge, state, files, round) });
@@ -158,10 +179,9 @@ function dueWork(ctx: SyncContext, state: RunState, files: RunFiles): Work[] {
     work.push({
       key: 'final',
       run: async () => {
-        const base = await forge.defaultBranch();
         files.finalPr = await forge.openPullRequest(
           lineageBranch(state.id, 0, lineages),
-          base,
+          files.defaultBranch,
           `forkflush ${state.id}: best score ${state.best?.score ?? 'none'}`,
           finalPrBody(state),
         );
@@ -184,7 +204,15 @@ function dueWork(ctx: SyncContext, state: RunState, files: RunFiles): Work[] {
 }
 
 /** A pull request (base: the lineage) and a check run for an episode whose result landed. */
-async function publish(forge: GitHubForge, state: RunState, files: RunFiles, e: Episode, r: EpisodeResult, now: Date) {
+async function publish(
+  forge: GitHubForge,
+  messages: Messages,
+  state: RunState,
+  files: RunFiles,
+  e: Episode,
+  r: EpisodeResult,
+  now: Date,
+) {
   const branch = episodeBranch(state.id, e.round, e.branch);
   const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
   // A failed job left no commit of its own: there is nothing to review or check.
@@ -192,7 +220,7 @@ async function publish(forge: GitHubForge, state: RunState, files: RunFiles, e: 
     files.published[e.id] = { pr: null, check: null };
     return;
   }
-  const details = parseCommitDetails(await forge.commitMessage(r.commit));
+  const details = parseCommitDetails(await messageOf(forge, messages, r.commit));
   const check = await forge.createCheckRun({
     sha: r.commit,
     name: `forkflush ${e.id}`,
@@ -235,8 +263,7 @@ async function settle(forge: GitHubForge, state: RunState, files: RunFiles, roun
 /** Creates the round's branches at their bases and dispatches the worker workflow once. */
 async function dispatch(forge: GitHubForge, state: RunState, files: RunFiles, round: Round, now: Date) {
   for (const e of round.episodes) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
-  const ref = await forge.defaultBranch();
-  await forge.dispatchWorkflow(GITHUB.workflow, ref, {
+  await forge.dispatchWorkflow(GITHUB.workflow, files.defaultBranch, {
     run: state.id,
     round: String(round.index),
     episodes: JSON.stringify(round.episodes.map((e) => e.id)),
@@ -309,6 +336,7 @@ export async function startRun(
     task: `# ${issue.title}\n\n${issue.body ?? ''}`,
     templates,
     configPath: CONFIG_PATH,
+    defaultBranch: branch,
     issue: issue.number,
     commentId: null,
     stopped: false,
