@@ -27161,7 +27161,10 @@ var graderSchema = external_exports.strictObject({
 });
 var agentSchema = external_exports.strictObject({
   kind: external_exports.enum(AGENT_KINDS).default("command"),
-  command: external_exports.string().min(1).describe('For kind "command": shell command run in the workspace.'),
+  command: external_exports.string().min(1).optional().describe('kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'),
+  model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
+  args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
+  max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
   timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit.")
 });
 var budgetSchema = external_exports.strictObject({
@@ -27191,6 +27194,13 @@ var configSchema = external_exports.strictObject({
   prompts: promptsSchema.default({}),
   schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.')
 }).superRefine((c, ctx) => {
+  if (c.agent.kind === "command" && c.agent.command === void 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["agent", "command"],
+      message: 'agent.command is required for agent.kind "command" (the shell command that runs one episode)'
+    });
+  }
   const at = c.fork.at;
   for (let i = 1; i < at.length; i++) {
     if (at[i] <= at[i - 1]) {
@@ -27813,7 +27823,8 @@ var TRAILERS = {
   exit: "Forkflush-Exit",
   protectedChanged: "Forkflush-Protected-Changed",
   seconds: "Forkflush-Seconds",
-  note: "Forkflush-Note"
+  note: "Forkflush-Note",
+  usage: "Forkflush-Usage"
 };
 function commitMessage(runId, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
@@ -27835,6 +27846,7 @@ function commitMessage(runId, config2, e, r, details) {
     `${TRAILERS.exit}: ${r.exit}`,
     ...r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(", ")}`] : [],
     ...r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : [],
+    ...r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
   return `${lines.join("\n")}
@@ -27857,6 +27869,7 @@ function parseCommitMessage(message, commit) {
   const reason = fields.get(TRAILERS.reason);
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
+  const usage = parseUsage(fields.get(TRAILERS.usage));
   return {
     runId,
     episode,
@@ -27865,6 +27878,7 @@ function parseCommitMessage(message, commit) {
       score: score !== null && Number.isFinite(score) ? score : null,
       ...reason ? { reason } : {},
       ...note ? { note } : {},
+      ...usage ? { usage } : {},
       spent: spent2,
       exit,
       protectedChanged: changed ? changed.split(", ") : [],
@@ -27873,6 +27887,15 @@ function parseCommitMessage(message, commit) {
       graderSeconds: grader
     }
   };
+}
+function parseUsage(text) {
+  if (!text) return void 0;
+  try {
+    const u = JSON.parse(text);
+    return typeof u.inputTokens === "number" && typeof u.outputTokens === "number" ? u : void 0;
+  } catch {
+    return void 0;
+  }
 }
 function oneLine(s) {
   return s.replace(/\s+/g, " ").trim();
@@ -28348,11 +28371,11 @@ function lastLine(stderr) {
 }
 
 // src/agents/registry.ts
+var FACTORIES = {
+  command: (agent) => commandAgent(agent.command)
+};
 function agentFor(config2) {
-  switch (config2.agent.kind) {
-    case "command":
-      return commandAgent(config2.agent.command);
-  }
+  return FACTORIES[config2.agent.kind](config2.agent);
 }
 
 // src/core/prompts.ts
@@ -28472,7 +28495,16 @@ var GitError = class extends Error {
   stderr;
   name = "GitError";
 };
-var IDENTITY = ["-c", "user.name=forkflush", "-c", "user.email=forkflush@users.noreply.localhost"];
+var IDENTITY = [
+  "-c",
+  "user.name=forkflush",
+  "-c",
+  "user.email=forkflush@users.noreply.localhost",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false"
+];
 var Git = class _Git {
   constructor(cwd) {
     this.cwd = cwd;
@@ -28710,7 +28742,8 @@ async function runEpisode(job) {
     await grading.close();
   }
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
-  const spent2 = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
+  const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
+  const spent2 = Math.round(measured * 1e6) / 1e6;
   const protectedChanged = await restoreProtected(git, episode.base, [
     ...config2.grader.protected,
     ...job.alsoProtected ?? [CONFIG_PATH]
@@ -28730,6 +28763,7 @@ async function runEpisode(job) {
     score,
     ...reason ? { reason } : {},
     ...outcome.note ? { note: outcome.note } : {},
+    ...outcome.usage ? { usage: outcome.usage } : {},
     spent: spent2,
     exit: outcome.exit,
     protectedChanged,

@@ -46746,7 +46746,10 @@ var graderSchema = external_exports.strictObject({
 });
 var agentSchema = external_exports.strictObject({
   kind: external_exports.enum(AGENT_KINDS).default("command"),
-  command: external_exports.string().min(1).describe('For kind "command": shell command run in the workspace.'),
+  command: external_exports.string().min(1).optional().describe('kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'),
+  model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
+  args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
+  max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
   timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit.")
 });
 var budgetSchema = external_exports.strictObject({
@@ -46776,6 +46779,13 @@ var configSchema = external_exports.strictObject({
   prompts: promptsSchema.default({}),
   schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.')
 }).superRefine((c, ctx) => {
+  if (c.agent.kind === "command" && c.agent.command === void 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["agent", "command"],
+      message: 'agent.command is required for agent.kind "command" (the shell command that runs one episode)'
+    });
+  }
   const at = c.fork.at;
   for (let i = 1; i < at.length; i++) {
     if (at[i] <= at[i - 1]) {
@@ -46843,7 +46853,8 @@ var TRAILERS = {
   exit: "Forkflush-Exit",
   protectedChanged: "Forkflush-Protected-Changed",
   seconds: "Forkflush-Seconds",
-  note: "Forkflush-Note"
+  note: "Forkflush-Note",
+  usage: "Forkflush-Usage"
 };
 function commitMessage(runId, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
@@ -46865,6 +46876,7 @@ function commitMessage(runId, config2, e, r, details) {
     `${TRAILERS.exit}: ${r.exit}`,
     ...r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(", ")}`] : [],
     ...r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : [],
+    ...r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
   return `${lines.join("\n")}
@@ -46887,6 +46899,7 @@ function parseCommitMessage(message, commit) {
   const reason = fields.get(TRAILERS.reason);
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
+  const usage = parseUsage(fields.get(TRAILERS.usage));
   return {
     runId,
     episode,
@@ -46895,6 +46908,7 @@ function parseCommitMessage(message, commit) {
       score: score !== null && Number.isFinite(score) ? score : null,
       ...reason ? { reason } : {},
       ...note ? { note } : {},
+      ...usage ? { usage } : {},
       spent,
       exit,
       protectedChanged: changed ? changed.split(", ") : [],
@@ -46903,6 +46917,15 @@ function parseCommitMessage(message, commit) {
       graderSeconds: grader
     }
   };
+}
+function parseUsage(text) {
+  if (!text) return void 0;
+  try {
+    const u = JSON.parse(text);
+    return typeof u.inputTokens === "number" && typeof u.outputTokens === "number" ? u : void 0;
+  } catch {
+    return void 0;
+  }
 }
 function oneLine(s) {
   return s.replace(/\s+/g, " ").trim();
@@ -47002,7 +47025,16 @@ var GitError = class extends Error {
   stderr;
   name = "GitError";
 };
-var IDENTITY = ["-c", "user.name=forkflush", "-c", "user.email=forkflush@users.noreply.localhost"];
+var IDENTITY = [
+  "-c",
+  "user.name=forkflush",
+  "-c",
+  "user.email=forkflush@users.noreply.localhost",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false"
+];
 var Git = class _Git {
   constructor(cwd) {
     this.cwd = cwd;
@@ -47240,7 +47272,8 @@ async function runEpisode(job) {
     await grading.close();
   }
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
-  const spent = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
+  const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
+  const spent = Math.round(measured * 1e6) / 1e6;
   const protectedChanged = await restoreProtected(git, episode.base, [
     ...config2.grader.protected,
     ...job.alsoProtected ?? [CONFIG_PATH]
@@ -47260,6 +47293,7 @@ async function runEpisode(job) {
     score,
     ...reason ? { reason } : {},
     ...outcome.note ? { note: outcome.note } : {},
+    ...outcome.usage ? { usage: outcome.usage } : {},
     spent,
     exit: outcome.exit,
     protectedChanged,
@@ -47400,11 +47434,11 @@ function lastLine(stderr) {
 }
 
 // src/agents/registry.ts
+var FACTORIES = {
+  command: (agent) => commandAgent(agent.command)
+};
 function agentFor(config2) {
-  switch (config2.agent.kind) {
-    case "command":
-      return commandAgent(config2.agent.command);
-  }
+  return FACTORIES[config2.agent.kind](config2.agent);
 }
 
 // src/core/names.ts

@@ -1,7 +1,7 @@
 // The agent port: one adapter per agent CLI. An adapter starts a session fresh or from a saved
 // context, bounds it, and says what it spent. The worker owns the workspace, grading and commits.
-import type { Unit } from '../core/config.js';
-import type { ExitReason } from '../core/state.js';
+import type { Config, Unit } from '../core/config.js';
+import type { AgentUsage, ExitReason } from '../core/state.js';
 
 export interface AgentSession {
   /** The workspace: the agent's working directory and only write target. */
@@ -33,6 +33,8 @@ export interface AgentOutcome {
   exit: ExitReason;
   /** Spend the agent reports, in the budget's unit (tokens and usd only). */
   reportedSpend: number | null;
+  /** What the session used, where the agent tells (tokens in and out, cost, turns). */
+  usage?: AgentUsage;
   /** Something the user should know, e.g. why the spend was estimated. */
   note?: string;
   seconds: number;
@@ -42,3 +44,6 @@ export interface AgentAdapter {
   readonly kind: string;
   run(session: AgentSession): Promise<AgentOutcome>;
 }
+
+/** Makes the adapter for a config's `agent` section (kind, command, model, args, max_turns). */
+export type AgentFactory = (agent: Config['agent']) => AgentAdapter;

@@ -33,7 +33,14 @@ const graderSchema = z.strictObject({
 
 const agentSchema = z.strictObject({
   kind: z.enum(AGENT_KINDS).default('command'),
-  command: z.string().min(1).describe('For kind "command": shell command run in the workspace.'),
+  command: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'),
+  model: z.string().min(1).optional().describe('The model the agent CLI uses (passed through).'),
+  args: z.array(z.string()).default([]).describe('Extra arguments passed through to the agent CLI.'),
+  max_turns: z.number().int().positive().optional().describe('Most model turns in one episode, where the agent supports it.'),
   timeout: z
     .number()
     .positive()
@@ -84,6 +91,13 @@ export const configSchema = z
       .describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
   })
   .superRefine((c, ctx) => {
+    if (c.agent.kind === 'command' && c.agent.command === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['agent', 'command'],
+        message: 'agent.command is required for agent.kind "command" (the shell command that runs one episode)',
+      });
+    }
     const at = c.fork.at;
     for (let i = 1; i < at.length; i++) {
       if ((at[i] as number) <= (at[i - 1] as number)) {

@@ -1,7 +1,7 @@
 // What the worker writes down after each episode: a journal line for the agents that come next,
 // and commit trailers that make the commit itself the record of the episode's result.
 import type { Config } from './config.js';
-import type { Episode, EpisodeResult, ExitReason } from './state.js';
+import type { AgentUsage, Episode, EpisodeResult, ExitReason } from './state.js';
 import { formatNumber } from './text.js';
 
 export function describeContext(e: Episode): string {
@@ -34,6 +34,7 @@ const TRAILERS = {
   protectedChanged: 'Forkflush-Protected-Changed',
   seconds: 'Forkflush-Seconds',
   note: 'Forkflush-Note',
+  usage: 'Forkflush-Usage',
 } as const;
 
 /** What changed in an episode and the end of its journal, recorded in the commit body. */
@@ -70,6 +71,7 @@ export function commitMessage(
     `${TRAILERS.exit}: ${r.exit}`,
     ...(r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(', ')}`] : []),
     ...(r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : []),
+    ...(r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : []),
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(' ')}`,
   ];
   return `${lines.join('\n')}\n`;
@@ -96,6 +98,7 @@ export function parseCommitMessage(
   const reason = fields.get(TRAILERS.reason);
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
+  const usage = parseUsage(fields.get(TRAILERS.usage));
   return {
     runId,
     episode,
@@ -104,6 +107,7 @@ export function parseCommitMessage(
       score: score !== null && Number.isFinite(score) ? score : null,
       ...(reason ? { reason } : {}),
       ...(note ? { note } : {}),
+      ...(usage ? { usage } : {}),
       spent,
       exit,
       protectedChanged: changed ? changed.split(', ') : [],
@@ -112,6 +116,16 @@ export function parseCommitMessage(
       graderSeconds: grader,
     },
   };
+}
+
+function parseUsage(text: string | undefined): AgentUsage | undefined {
+  if (!text) return undefined;
+  try {
+    const u = JSON.parse(text) as AgentUsage;
+    return typeof u.inputTokens === 'number' && typeof u.outputTokens === 'number' ? u : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The details part of an episode's commit message (null when it has none). */

@@ -7,6 +7,17 @@ export type ContextMode = 'fresh' | 'carry' | 'copy';
 export type ExitReason = 'finished' | 'budget' | 'timeout' | 'crash';
 export type RoundKind = 'fork' | 'serial';
 
+/** What an agent session used, where the agent reports it. */
+export interface AgentUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** Dollars: as the agent reported them, or priced from forkflush's table (see `pricedFrom`). */
+  costUsd: number | null;
+  turns: number | null;
+  /** Set when the cost was computed from token counts: the model and prices used. */
+  pricedFrom?: string;
+}
+
 export interface EpisodeResult {
   /** The commit that holds the graded workspace. */
   commit: string;
@@ -22,6 +33,8 @@ export interface EpisodeResult {
   graderSeconds: number;
   /** Something the user should know about the episode (e.g. how its spend was estimated). */
   note?: string;
+  /** Tokens, cost and turns, where the agent reports them. */
+  usage?: AgentUsage;
   /** Seconds from the episode's start to its commit. */
   wallSeconds: number;
 }

@@ -113,6 +113,7 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     score,
     ...(reason ? { reason } : {}),
     ...(outcome.note ? { note: outcome.note } : {}),
+    ...(outcome.usage ? { usage: outcome.usage } : {}),
     spent,
     exit: outcome.exit,
     protectedChanged,

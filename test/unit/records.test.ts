@@ -57,6 +57,7 @@ describe('journal and commit records', () => {
       exit: 'budget',
       protectedChanged: ['grade.mjs'],
       note: 'charged its whole allowance',
+      usage: { inputTokens: 1200, outputTokens: 340, costUsd: 0.0123, turns: 4, pricedFrom: 'table 2026-11' },
       agentSeconds: 1.5,
       graderSeconds: 0.25,
       wallSeconds: 2,

@@ -1,0 +1,3 @@
+import { runInActions } from './actions.js';
+
+process.exitCode = await runInActions();

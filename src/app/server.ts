@@ -1,0 +1,76 @@
+// The hosted entry, for `npx probot run ./dist/app.js` (probot loads a module's default export as
+// the app function). A hosted app has no scheduler to call the nightly tick, so it keeps its own:
+// an hourly check that, once a day from the hour FORKFLUSH_NIGHTLY_HOUR (UTC, default 3), ticks
+// every repository of every installation. The app holds no state; the tick only repairs and
+// starts what the runs' records say is due, so a restart or a second replica does no harm.
+import type { Probot } from 'probot';
+import { GitHubForge } from '../github/forge.js';
+import { forkflushApp, nightlyTick } from './app.js';
+
+const HOUR_MS = 60 * 60 * 1000;
+
+export default function hostedApp(app: Probot): void {
+  forkflushApp()(app);
+  const hour = nightlyHour(process.env);
+  if (hour !== null) startNightly(app, hour);
+}
+
+/** FORKFLUSH_NIGHTLY_HOUR: 0 to 23 (UTC), default 3; `off` for no tick (e.g. another replica ticks). */
+export function nightlyHour(env: NodeJS.ProcessEnv): number | null {
+  const value = env.FORKFLUSH_NIGHTLY_HOUR?.trim() || '3';
+  if (value === 'off') return null;
+  const hour = Number(value);
+  if (!/^\d{1,2}$/.test(value) || hour > 23) {
+    throw new Error(`FORKFLUSH_NIGHTLY_HOUR is "${value}": use an hour of the day in UTC (0 to 23), or off`);
+  }
+  return hour;
+}
+
+/**
+ * Checks every hour; ticks on the first check of a UTC day at or after `hour`, so a restart or a
+ * late timer still ticks that day. A tick that fails as a whole is tried again at the next check.
+ */
+export function startNightly(app: Probot, hour: number, now = () => new Date()): NodeJS.Timeout {
+  let done = '';
+  let busy = false;
+  // unref: the timer alone never keeps the process alive.
+  return setInterval(() => {
+    const at = now();
+    const day = at.toISOString().slice(0, 10);
+    if (busy || day === done || at.getUTCHours() < hour) return;
+    busy = true;
+    tickInstallations(app, at)
+      .then(() => {
+        done = day;
+      })
+      .catch((e) => app.log.error(e, 'forkflush: the nightly tick could not list the installations'))
+      .finally(() => {
+        busy = false;
+      });
+  }, HOUR_MS).unref();
+}
+
+/** Runs the nightly tick in each repository the app is installed on, one at a time. */
+export async function tickInstallations(app: Probot, at: Date): Promise<void> {
+  const asApp = await app.auth();
+  const installations = await asApp.paginate(asApp.rest.apps.listInstallations, { per_page: 100 });
+  for (const installation of installations) {
+    if (installation.suspended_at) continue;
+    // One installation's or repository's trouble (a revoked permission, a broken record) must not
+    // stop the others; it is logged and tried again tomorrow.
+    try {
+      const octokit = await app.auth(installation.id);
+      const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
+      for (const r of repos) {
+        try {
+          const touched = await nightlyTick(new GitHubForge(octokit, r.owner.login, r.name), at);
+          if (touched.length > 0) app.log.info(`forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);
+        } catch (e) {
+          app.log.error(e, `forkflush: the nightly tick of ${r.full_name} failed`);
+        }
+      }
+    } catch (e) {
+      app.log.error(e, `forkflush: the nightly tick of installation ${installation.id} failed`);
+    }
+  }
+}

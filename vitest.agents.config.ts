@@ -1,0 +1,12 @@
+// `npm run test:agents`: the agent adapters against the real agent CLIs (installed by
+// scripts/install-agent-clis.mjs) and a scripted mock model server on 127.0.0.1.
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/agents/**/*.test.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    maxWorkers: 2,
+  },
+});
