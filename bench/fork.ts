@@ -21,7 +21,8 @@ function makeRepo(): string {
     if (i % 50 === 0) mkdirSync(sub, { recursive: true });
     writeFileSync(join(sub, `file${i}.ts`), `export const value${i} = ${i};\n// ${'x'.repeat(i % 400)}\n`);
   }
-  const git = (...a: string[]) => execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', ...a], { cwd: dir, encoding: 'utf8' }).trim();
+  const git = (...a: string[]) =>
+    execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', ...a], { cwd: dir, encoding: 'utf8' }).trim();
   git('init', '-q');
   git('add', '-A');
   git('commit', '-qm', 'bench');
@@ -35,7 +36,10 @@ function median(xs: number[]): number {
 
 const repo = makeRepo();
 const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repo, encoding: 'utf8' }).trim();
-const config = parseConfig('grader: {command: "true"}\nagent: {command: "true"}\nbudget: {total: 100, unit: tokens}\n', 'bench');
+const config = parseConfig(
+  'grader: {command: "true"}\nagent: {command: "true"}\nbudget: {total: 100, unit: tokens}\n',
+  'bench',
+);
 const forkTimes: number[] = [];
 const copyTimes: number[] = [];
 for (let rep = 0; rep < REPEAT; rep++) {
@@ -51,7 +55,11 @@ for (let rep = 0; rep < REPEAT; rep++) {
   // Drop the worktrees and their branches before the next repetition.
   rmSync(runDir, { recursive: true, force: true });
   execFileSync('git', ['worktree', 'prune'], { cwd: repo });
-  for (const e of round.episodes) execFileSync('git', ['branch', '-D', `forkflush/bench${rep}/round-0/branch-${e.branch}`], { cwd: repo, stdio: 'ignore' });
+  for (const e of round.episodes)
+    execFileSync('git', ['branch', '-D', `forkflush/bench${rep}/round-0/branch-${e.branch}`], {
+      cwd: repo,
+      stdio: 'ignore',
+    });
 
   const copies = mkdtempSync(join(tmpdir(), 'forkflush-bench-cp-'));
   t = performance.now();
@@ -62,5 +70,7 @@ for (let rep = 0; rep < REPEAT; rep++) {
 rmSync(repo, { recursive: true, force: true });
 const a = median(forkTimes);
 const b = median(copyTimes);
-console.log(`fork runs (s): ${forkTimes.map((x) => x.toFixed(2)).join(' ')}; cp -r runs (s): ${copyTimes.map((x) => x.toFixed(2)).join(' ')}`);
+console.log(
+  `fork runs (s): ${forkTimes.map((x) => x.toFixed(2)).join(' ')}; cp -r runs (s): ${copyTimes.map((x) => x.toFixed(2)).join(' ')}`,
+);
 console.log(`fork: K=${K} x ${FILES} files ${a.toFixed(2)} s vs cp -r ${b.toFixed(2)} s (ratio ${(a / b).toFixed(2)})`);

@@ -1,5 +1,7 @@
 // npm run bench: builds the benchmarks with esbuild (they use the product's own modules) and
 // runs them one after the other. Each prints its figures; this prints the summary line.
+// `node bench/run.mjs NAME` builds and runs bench/NAME.ts alone, e.g. `api` (npm run bench:api),
+// which counts GitHub API requests rather than timing anything, so the default set leaves it out.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { build } from 'esbuild';
@@ -19,7 +21,10 @@ await build({
 });
 const lines = [];
 for (const b of benches) {
-  const out = execFileSync(process.execPath, [`bench/.work/${b}.js`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync(process.execPath, [`bench/.work/${b}.js`], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   process.stdout.write(out);
   lines.push(out.trim().split('\n').at(-1));
 }

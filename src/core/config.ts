@@ -37,10 +37,17 @@ const agentSchema = z.strictObject({
     .string()
     .min(1)
     .optional()
-    .describe('kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'),
+    .describe(
+      'kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.',
+    ),
   model: z.string().min(1).optional().describe('The model the agent CLI uses (passed through).'),
   args: z.array(z.string()).default([]).describe('Extra arguments passed through to the agent CLI.'),
-  max_turns: z.number().int().positive().optional().describe('Most model turns in one episode, where the agent supports it.'),
+  max_turns: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Most model turns in one episode, where the agent supports it.'),
   timeout: z
     .number()
     .positive()
