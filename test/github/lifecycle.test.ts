@@ -1,9 +1,12 @@
 // A whole run through the app's handlers: label -> rounds -> final pull request, with the fake
 // GitHub behind nock and the worker jobs played by the harness.
 import nock from 'nock';
+import { ProbotOctokit } from 'probot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { nightlyTick } from '../../src/app/app.js';
 import { lineageBranch } from '../../src/core/names.js';
-import { Harness } from './harness.js';
+import { GitHubForge } from '../../src/github/forge.js';
+import { CONFIG, Harness } from './harness.js';
 
 beforeEach(() => {
   nock.disableNetConnect();
@@ -131,5 +134,44 @@ describe('the app drives a whole run', () => {
     expect(s.rounds[0]?.episodes[0]?.result?.reason).toMatch(/^its job ended: failure/);
     expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(h.gh.branch('main'));
     expect(s.rounds[1]?.episodes[0]).toMatchObject({ context: 'fresh', base: h.gh.branch('main') });
+  });
+});
+
+describe('the nightly tick', () => {
+  function forgeFor(h: Harness) {
+    const octokit = new ProbotOctokit({
+      auth: { token: 'ghs_test_token' },
+      retry: { enabled: false },
+      throttle: { enabled: false },
+    });
+    return new GitHubForge(octokit, h.gh.owner, h.gh.repo);
+  }
+
+  it('repairs a run whose job events were all lost', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, 5 + e.branch);
+    expect(await nightlyTick(forgeFor(h), h.clock)).toEqual([RUN]);
+    expect(h.state(RUN).rounds[0]?.decision?.winner).toBe('r0.b1');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+  });
+
+  it('with schedule: nightly, forks a finished run once a day', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}schedule: nightly\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    const rounds = h.state(RUN).rounds.length;
+    await nightlyTick(forgeFor(h), h.clock);
+    await nightlyTick(forgeFor(h), h.clock);
+    expect(h.state(RUN).rounds).toHaveLength(rounds + 1);
+    expect(h.state(RUN).rounds.at(-1)?.phase).toBe('extra fork 1');
+    expect(h.gh.dispatches).toHaveLength(rounds + 1);
+    // A late job event from an old round changes nothing.
+    await h.jobCompleted(RUN, 'r0.b0');
+    expect(h.gh.dispatches).toHaveLength(rounds + 1);
   });
 });
