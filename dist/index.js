@@ -46746,7 +46746,9 @@ var graderSchema = external_exports.strictObject({
 });
 var agentSchema = external_exports.strictObject({
   kind: external_exports.enum(AGENT_KINDS).default("command"),
-  command: external_exports.string().min(1).optional().describe('kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'),
+  command: external_exports.string().min(1).optional().describe(
+    'kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'
+  ),
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),

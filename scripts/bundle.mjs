@@ -3,7 +3,12 @@
 import { chmod, readFile } from 'node:fs/promises';
 import { build } from 'esbuild';
 
-const entries = { cli: 'src/cli/index.ts', index: 'src/action/index.ts' };
+const entries = {
+  cli: 'src/cli/index.ts',
+  index: 'src/action/index.ts',
+  app: 'src/app/server.ts',
+  'app-actions': 'src/app/actions-entry.ts',
+};
 const check = process.argv.includes('--check');
 
 const result = await build({

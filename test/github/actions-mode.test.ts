@@ -1,0 +1,262 @@
+// The app outside a webhook server: in Actions mode (runInActions reads the job's event from the
+// environment and a payload file, as the runner gives them) and the hosted mode's nightly tick of
+// every installation. GitHub is the stateful fake behind nock; the harness plays the worker jobs.
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import nock from 'nock';
+import { Probot, ProbotOctokit } from 'probot';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type ActionsModeOptions, runInActions } from '../../src/app/actions.js';
+import { nightlyHour, startNightly, tickInstallations } from '../../src/app/server.js';
+import { Harness, payload } from './harness.js';
+
+const RUN = 'issue-7';
+const API = 'https://api.github.com';
+
+let dir: string;
+beforeEach(async () => {
+  nock.disableNetConnect();
+  dir = await mkdtemp(join(tmpdir(), 'forkflush-actions-'));
+});
+afterEach(async () => {
+  nock.cleanAll();
+  nock.enableNetConnect();
+  vi.useRealTimers();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Probot turns retries and throttling on; tests turn them off (a function applies after Probot's defaults). */
+function testOctokit(onRequest?: (headers: Headers) => void): typeof ProbotOctokit {
+  return ProbotOctokit.defaults((options: any) => ({
+    ...options,
+    retry: { enabled: false },
+    throttle: { enabled: false },
+    ...(onRequest && {
+      request: {
+        ...options.request,
+        fetch: (url: string, init: RequestInit) => {
+          onRequest(new Headers(init.headers));
+          return fetch(url, init);
+        },
+      },
+    }),
+  }));
+}
+
+/** Runs the app as one step of a job: the runner's environment, the event's payload in a file. */
+async function step(h: Harness, event: string, body: unknown, env: NodeJS.ProcessEnv = {}, options = {}) {
+  const path = join(dir, 'event.json');
+  await writeFile(path, JSON.stringify(body));
+  const info: string[] = [];
+  const errors: string[] = [];
+  const code = await runInActions(
+    {
+      GITHUB_EVENT_NAME: event,
+      GITHUB_EVENT_PATH: path,
+      GITHUB_RUN_ID: '4242',
+      GITHUB_REPOSITORY: `${h.gh.owner}/${h.gh.repo}`,
+      GITHUB_API_URL: API,
+      GITHUB_TOKEN: 'ghs_job_token',
+      ...env,
+    },
+    {
+      Octokit: testOctokit(),
+      logLevel: 'fatal',
+      now: () => h.clock,
+      out: { info: (l) => info.push(l), error: (l) => errors.push(l) },
+      ...options,
+    } satisfies ActionsModeOptions,
+  );
+  return { code, info, errors };
+}
+
+function labeled(h: Harness, issue = 7) {
+  return payload(
+    'issues',
+    'labeled',
+    (p) => {
+      p.issue.number = issue;
+      p.issue.title = 'Pack it tighter';
+      p.issue.body = 'Make the score go up.';
+      delete p.issue.pull_request;
+      p.label.name = 'autoresearch';
+      p.sender.login = 'maintainer';
+      p.sender.type = 'User';
+    },
+    h.gh,
+  );
+}
+
+/** The worker jobs' part: every episode of the open round pushes a result. */
+function finishRound(h: Harness) {
+  const state = h.state(RUN);
+  for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, e.branch === 1 ? 50 : 40);
+}
+
+function mounted(): Harness {
+  const h = new Harness();
+  h.gh.mount();
+  return h;
+}
+
+describe('Actions mode: the app as a workflow step', () => {
+  it('a labelled issue starts a run: the first round is dispatched', async () => {
+    const h = mounted();
+    const out = await step(h, 'issues', labeled(h));
+    expect(out).toEqual({ code: 0, info: ['forkflush: handled issues.labeled (run 4242)'], errors: [] });
+    expect(h.gh.dispatches).toEqual([
+      { workflow: 'forkflush.yml', ref: 'main', inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1"]' } },
+    ]);
+  });
+
+  it('the schedule is the nightly tick: it reads a round whose completion no event reported', async () => {
+    // With GITHUB_TOKEN alone, a round the app dispatched starts no workflow_run when it ends.
+    const h = mounted();
+    await step(h, 'issues', labeled(h));
+    finishRound(h);
+    const out = await step(h, 'schedule', { schedule: '17 * * * *' });
+    expect(out).toEqual({ code: 0, info: ['forkflush: nightly tick: synced issue-7'], errors: [] });
+    expect(h.state(RUN).rounds[0]?.decision?.winner).toBe('r0.b1');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+  });
+
+  it('a manual run of the workflow ticks too, and says so when there is no run', async () => {
+    const h = mounted();
+    const out = await step(h, 'workflow_dispatch', { inputs: {} });
+    expect(out).toEqual({ code: 0, info: ['forkflush: nightly tick: no run to sync'], errors: [] });
+  });
+
+  it("a completed round's workflow_run reads its results and dispatches the next round", async () => {
+    const h = mounted();
+    await step(h, 'issues', labeled(h));
+    finishRound(h);
+    const body = payload(
+      'workflow_run',
+      'completed',
+      (p) => {
+        p.workflow_run.display_title = `forkflush ${RUN} round 0`;
+      },
+      h.gh,
+    );
+    const out = await step(h, 'workflow_run', body);
+    expect(out.code).toBe(0);
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+  });
+
+  it('acts with FORKFLUSH_APP_TOKEN when the job minted one, not with GITHUB_TOKEN', async () => {
+    const h = mounted();
+    const auth = new Set<string | null>();
+    await step(
+      h,
+      'issues',
+      labeled(h),
+      { FORKFLUSH_APP_TOKEN: 'ghs_app_token' },
+      {
+        Octokit: testOctokit((headers) => auth.add(headers.get('authorization'))),
+      },
+    );
+    expect(h.gh.dispatches).toHaveLength(1);
+    expect([...auth]).toEqual(['token ghs_app_token']);
+  });
+
+  it('without a token: one line that says what to set, exit code 1, no request', async () => {
+    const h = mounted();
+    const out = await step(h, 'issues', labeled(h), { GITHUB_TOKEN: '', FORKFLUSH_APP_TOKEN: '  ' });
+    expect(out).toEqual({
+      code: 1,
+      info: [],
+      errors: [
+        "forkflush: no token: set the step's env GITHUB_TOKEN to github.token, or FORKFLUSH_APP_TOKEN to a GitHub App installation token",
+      ],
+    });
+    expect(h.gh.log).toEqual([]);
+  });
+
+  it('without the event file: one line naming it', async () => {
+    const h = mounted();
+    const out = await step(h, 'issues', labeled(h), { GITHUB_EVENT_PATH: join(dir, 'missing.json') });
+    expect(out.code).toBe(1);
+    expect(out.errors).toEqual([`forkflush: cannot read the event payload ${join(dir, 'missing.json')}: ENOENT`]);
+  });
+
+  it('an event the app does not handle: nothing to do, exit code 0', async () => {
+    const h = mounted();
+    const out = await step(h, 'push', { ref: 'refs/heads/main' }, { GITHUB_TOKEN: '' });
+    expect(out).toEqual({ code: 0, info: ['forkflush: nothing to do on a push event'], errors: [] });
+    expect(h.gh.log).toEqual([]);
+  });
+
+  it('a handler that fails: one line with the reason, exit code 1', async () => {
+    const h = mounted();
+    h.gh.failNext = { method: 'GET', path: /\/collaborators\//, status: 502 };
+    const out = await step(h, 'issues', labeled(h));
+    expect(out.code).toBe(1);
+    expect(out.errors).toHaveLength(1);
+    expect(out.errors[0]).toMatch(/^forkflush: the issues event failed: injected failure/);
+    expect(h.gh.dispatches).toEqual([]);
+  });
+});
+
+describe('hosted mode: the nightly tick of every installation', () => {
+  it('ticks each repository of each active installation', async () => {
+    const h = mounted();
+    await step(h, 'issues', labeled(h));
+    finishRound(h);
+    nock(API)
+      .get('/app/installations')
+      .query(true)
+      .reply(200, [
+        { id: 1, suspended_at: null },
+        { id: 2, suspended_at: '2026-11-01T00:00:00Z' },
+      ])
+      .post('/app/installations/1/access_tokens')
+      .reply(201, { token: 'ghs_installation', expires_at: '2099-01-01T00:00:00Z', permissions: {} })
+      .get('/installation/repositories')
+      .query(true)
+      .reply(200, {
+        total_count: 1,
+        repositories: [{ name: h.gh.repo, full_name: `${h.gh.owner}/${h.gh.repo}`, owner: { login: h.gh.owner } }],
+      });
+    const { privateKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
+    const suspended = nock(API).post('/app/installations/2/access_tokens').reply(201, { token: 'ghs_suspended' });
+    const probot = new Probot({ appId: 1, privateKey, logLevel: 'fatal', Octokit: testOctokit() });
+    await tickInstallations(probot, h.clock);
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+    expect(suspended.isDone()).toBe(false);
+  });
+
+  it('checks hourly and ticks once a day, at the first check at or after the hour', async () => {
+    vi.useFakeTimers();
+    let clock = new Date('2026-11-30T00:30:00Z');
+    const ticks: string[] = [];
+    const app = {
+      auth: async () => {
+        ticks.push(clock.toISOString());
+        return { paginate: async () => [], rest: { apps: {} } };
+      },
+      log: { error: () => {}, info: () => {} },
+    } as unknown as Probot;
+    const timer = startNightly(app, 3, () => clock);
+    for (let i = 0; i < 48; i++) {
+      clock = new Date(clock.getTime() + 3_600_000);
+      await vi.advanceTimersByTimeAsync(3_600_000);
+    }
+    clearInterval(timer);
+    expect(ticks).toEqual(['2026-11-30T03:30:00.000Z', '2026-12-01T03:30:00.000Z']);
+  });
+
+  it('reads the hour from FORKFLUSH_NIGHTLY_HOUR', () => {
+    expect(nightlyHour({})).toBe(3);
+    expect(nightlyHour({ FORKFLUSH_NIGHTLY_HOUR: '0' })).toBe(0);
+    expect(nightlyHour({ FORKFLUSH_NIGHTLY_HOUR: 'off' })).toBeNull();
+    expect(() => nightlyHour({ FORKFLUSH_NIGHTLY_HOUR: '24' })).toThrow(
+      'FORKFLUSH_NIGHTLY_HOUR is "24": use an hour of the day in UTC (0 to 23), or off',
+    );
+  });
+});
