@@ -295,11 +295,13 @@ export class GitHubForge {
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
   async cancelRuns(workflow: string, run: string): Promise<number> {
     let cancelled = 0;
-    for (const state of ['queued', 'in_progress'] as const) {
+    // Waiting and pending runs sit in a concurrency group or before an environment: stop them too.
+    for (const state of ['queued', 'in_progress', 'waiting', 'pending'] as const) {
       const { data } = await this.octokit.rest.actions.listWorkflowRuns({
         ...this.r,
         workflow_id: workflow,
         status: state,
+        per_page: 100,
       });
       for (const w of data.workflow_runs) {
         if (!(w.display_title ?? '').includes(`forkflush ${run} `)) continue;
