@@ -7587,11 +7587,12 @@ var GitHubForge = class {
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
   async cancelRuns(workflow, run) {
     let cancelled = 0;
-    for (const state of ["queued", "in_progress"]) {
+    for (const state of ["queued", "in_progress", "waiting", "pending"]) {
       const { data } = await this.octokit.rest.actions.listWorkflowRuns({
         ...this.r,
         workflow_id: workflow,
-        status: state
+        status: state,
+        per_page: 100
       });
       for (const w of data.workflow_runs) {
         if (!(w.display_title ?? "").includes(`forkflush ${run} `)) continue;
