@@ -70319,7 +70319,7 @@ function date4(params) {
 var CONFIG_PATH = ".github/autoresearch.yml";
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
-var AGENT_KINDS = ["command"];
+var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider"];
 var PAPER = {
   branches: 4,
   forkAt: [0.33, 0.66],

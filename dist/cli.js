@@ -988,13 +988,13 @@ var require_Collection = __commonJS({
 var require_stringifyComment = __commonJS({
   "node_modules/yaml/dist/stringify/stringifyComment.js"(exports) {
     "use strict";
-    var stringifyComment = (str) => str.replace(/^(?!$)(?: $)?/gm, "#");
+    var stringifyComment = (str2) => str2.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
       if (/^\n+$/.test(comment))
         return comment.substring(1);
       return indent ? comment.replace(/^(?! *$)/gm, indent) : comment;
     }
-    var lineComment = (str, indent, comment) => str.endsWith("\n") ? indentComment(comment, indent) : comment.includes("\n") ? "\n" + indentComment(comment, indent) : (str.endsWith(" ") ? "" : " ") + comment;
+    var lineComment = (str2, indent, comment) => str2.endsWith("\n") ? indentComment(comment, indent) : comment.includes("\n") ? "\n" + indentComment(comment, indent) : (str2.endsWith(" ") ? "" : " ") + comment;
     exports.indentComment = indentComment;
     exports.lineComment = lineComment;
     exports.stringifyComment = stringifyComment;
@@ -1148,16 +1148,16 @@ var require_stringifyString = __commonJS({
       lineWidth: ctx.options.lineWidth,
       minContentWidth: ctx.options.minContentWidth
     });
-    var containsDocumentMarker = (str) => /^(%|---|\.\.\.)/m.test(str);
-    function lineLengthOverLimit(str, lineWidth, indentLength) {
+    var containsDocumentMarker = (str2) => /^(%|---|\.\.\.)/m.test(str2);
+    function lineLengthOverLimit(str2, lineWidth, indentLength) {
       if (!lineWidth || lineWidth < 0)
         return false;
       const limit = lineWidth - indentLength;
-      const strLen = str.length;
+      const strLen = str2.length;
       if (strLen <= limit)
         return false;
       for (let i = 0, start = 0; i < strLen; ++i) {
-        if (str[i] === "\n") {
+        if (str2[i] === "\n") {
           if (i - start > limit)
             return true;
           start = i + 1;
@@ -1174,11 +1174,11 @@ var require_stringifyString = __commonJS({
       const { implicitKey } = ctx;
       const minMultiLineLength = ctx.options.doubleQuotedMinMultiLineLength;
       const indent = ctx.indent || (containsDocumentMarker(value) ? "  " : "");
-      let str = "";
+      let str2 = "";
       let start = 0;
       for (let i = 0, ch = json2[i]; ch; ch = json2[++i]) {
         if (ch === " " && json2[i + 1] === "\\" && json2[i + 2] === "n") {
-          str += json2.slice(start, i) + "\\ ";
+          str2 += json2.slice(start, i) + "\\ ";
           i += 1;
           start = i;
           ch = "\\";
@@ -1187,38 +1187,38 @@ var require_stringifyString = __commonJS({
           switch (json2[i + 1]) {
             case "u":
               {
-                str += json2.slice(start, i);
+                str2 += json2.slice(start, i);
                 const code = json2.substr(i + 2, 4);
                 switch (code) {
                   case "0000":
-                    str += "\\0";
+                    str2 += "\\0";
                     break;
                   case "0007":
-                    str += "\\a";
+                    str2 += "\\a";
                     break;
                   case "000b":
-                    str += "\\v";
+                    str2 += "\\v";
                     break;
                   case "001b":
-                    str += "\\e";
+                    str2 += "\\e";
                     break;
                   case "0085":
-                    str += "\\N";
+                    str2 += "\\N";
                     break;
                   case "00a0":
-                    str += "\\_";
+                    str2 += "\\_";
                     break;
                   case "2028":
-                    str += "\\L";
+                    str2 += "\\L";
                     break;
                   case "2029":
-                    str += "\\P";
+                    str2 += "\\P";
                     break;
                   default:
                     if (code.substr(0, 2) === "00")
-                      str += "\\x" + code.substr(2);
+                      str2 += "\\x" + code.substr(2);
                     else
-                      str += json2.substr(i, 6);
+                      str2 += json2.substr(i, 6);
                 }
                 i += 5;
                 start = i + 1;
@@ -1228,14 +1228,14 @@ var require_stringifyString = __commonJS({
               if (implicitKey || json2[i + 2] === '"' || json2.length < minMultiLineLength) {
                 i += 1;
               } else {
-                str += json2.slice(start, i) + "\n\n";
+                str2 += json2.slice(start, i) + "\n\n";
                 while (json2[i + 2] === "\\" && json2[i + 3] === "n" && json2[i + 4] !== '"') {
-                  str += "\n";
+                  str2 += "\n";
                   i += 2;
                 }
-                str += indent;
+                str2 += indent;
                 if (json2[i + 2] === " ")
-                  str += "\\";
+                  str2 += "\\";
                 i += 1;
                 start = i + 1;
               }
@@ -1244,8 +1244,8 @@ var require_stringifyString = __commonJS({
               i += 1;
           }
       }
-      str = start ? str + json2.slice(start) : json2;
-      return implicitKey ? str : foldFlowLines.foldFlowLines(str, indent, foldFlowLines.FOLD_QUOTED, getFoldOptions(ctx, false));
+      str2 = start ? str2 + json2.slice(start) : json2;
+      return implicitKey ? str2 : foldFlowLines.foldFlowLines(str2, indent, foldFlowLines.FOLD_QUOTED, getFoldOptions(ctx, false));
     }
     function singleQuotedString(value, ctx) {
       if (ctx.options.singleQuote === false || ctx.implicitKey && value.includes("\n") || /[ \t]\n|\n[ \t]/.test(value))
@@ -1373,15 +1373,15 @@ ${indent}${start}${value}${end}`;
           return quotedString(value, ctx);
         }
       }
-      const str = value.replace(/\n+/g, `$&
+      const str2 = value.replace(/\n+/g, `$&
 ${indent}`);
       if (actualString) {
-        const test = (tag) => tag.default && tag.tag !== "tag:yaml.org,2002:str" && tag.test?.test(str);
+        const test = (tag) => tag.default && tag.tag !== "tag:yaml.org,2002:str" && tag.test?.test(str2);
         const { compat, tags } = ctx.doc.schema;
         if (tags.some(test) || compat?.some(test))
           return quotedString(value, ctx);
       }
-      return implicitKey ? str : foldFlowLines.foldFlowLines(str, indent, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
+      return implicitKey ? str2 : foldFlowLines.foldFlowLines(str2, indent, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
     }
     function stringifyString(item, ctx, onComment, onChompKeep) {
       const { implicitKey, inFlow } = ctx;
@@ -1533,11 +1533,11 @@ var require_stringify = __commonJS({
       const props = stringifyProps(node2, tagObj, ctx);
       if (props.length > 0)
         ctx.indentAtStart = (ctx.indentAtStart ?? 0) + props.length + 1;
-      const str = typeof tagObj.stringify === "function" ? tagObj.stringify(node2, ctx, onComment, onChompKeep) : identity.isScalar(node2) ? stringifyString.stringifyString(node2, ctx, onComment, onChompKeep) : node2.toString(ctx, onComment, onChompKeep);
+      const str2 = typeof tagObj.stringify === "function" ? tagObj.stringify(node2, ctx, onComment, onChompKeep) : identity.isScalar(node2) ? stringifyString.stringifyString(node2, ctx, onComment, onChompKeep) : node2.toString(ctx, onComment, onChompKeep);
       if (!props)
-        return str;
-      return identity.isScalar(node2) || str[0] === "{" || str[0] === "[" ? `${props} ${str}` : `${props}
-${ctx.indent}${str}`;
+        return str2;
+      return identity.isScalar(node2) || str2[0] === "{" || str2[0] === "[" ? `${props} ${str2}` : `${props}
+${ctx.indent}${str2}`;
     }
     exports.createStringifyContext = createStringifyContext;
     exports.stringify = stringify;
@@ -1572,8 +1572,8 @@ var require_stringifyPair = __commonJS({
       });
       let keyCommentDone = false;
       let chompKeep = false;
-      let str = stringify.stringify(key, ctx, () => keyCommentDone = true, () => chompKeep = true);
-      if (!explicitKey && !ctx.inFlow && str.length > 1024) {
+      let str2 = stringify.stringify(key, ctx, () => keyCommentDone = true, () => chompKeep = true);
+      if (!explicitKey && !ctx.inFlow && str2.length > 1024) {
         if (simpleKeys)
           throw new Error("With simple keys, single line scalar must not span more than 1024 characters");
         explicitKey = true;
@@ -1582,27 +1582,27 @@ var require_stringifyPair = __commonJS({
         if (allNullValues || value == null) {
           if (keyCommentDone && onComment)
             onComment();
-          return str === "" ? "?" : explicitKey ? `? ${str}` : str;
+          return str2 === "" ? "?" : explicitKey ? `? ${str2}` : str2;
         }
       } else if (allNullValues && !simpleKeys || value == null && explicitKey) {
-        str = `? ${str}`;
+        str2 = `? ${str2}`;
         if (keyComment && !keyCommentDone) {
-          str += stringifyComment.lineComment(str, ctx.indent, commentString(keyComment));
+          str2 += stringifyComment.lineComment(str2, ctx.indent, commentString(keyComment));
         } else if (chompKeep && onChompKeep)
           onChompKeep();
-        return str;
+        return str2;
       }
       if (keyCommentDone)
         keyComment = null;
       if (explicitKey) {
         if (keyComment)
-          str += stringifyComment.lineComment(str, ctx.indent, commentString(keyComment));
-        str = `? ${str}
+          str2 += stringifyComment.lineComment(str2, ctx.indent, commentString(keyComment));
+        str2 = `? ${str2}
 ${indent}:`;
       } else {
-        str = `${str}:`;
+        str2 = `${str2}:`;
         if (keyComment)
-          str += stringifyComment.lineComment(str, ctx.indent, commentString(keyComment));
+          str2 += stringifyComment.lineComment(str2, ctx.indent, commentString(keyComment));
       }
       let vsb, vcb, valueComment;
       if (identity.isNode(value)) {
@@ -1618,7 +1618,7 @@ ${indent}:`;
       }
       ctx.implicitKey = false;
       if (!explicitKey && !keyComment && identity.isScalar(value))
-        ctx.indentAtStart = str.length + 1;
+        ctx.indentAtStart = str2.length + 1;
       chompKeep = false;
       if (!indentSeq && indentStep.length >= 2 && !ctx.inFlow && !explicitKey && identity.isSeq(value) && !value.flow && !value.tag && !value.anchor) {
         ctx.indent = ctx.indent.substring(2);
@@ -1662,16 +1662,16 @@ ${ctx.indent}`;
       } else if (valueStr === "" || valueStr[0] === "\n") {
         ws = "";
       }
-      str += ws + valueStr;
+      str2 += ws + valueStr;
       if (ctx.inFlow) {
         if (valueCommentDone && onComment)
           onComment();
       } else if (valueComment && !valueCommentDone) {
-        str += stringifyComment.lineComment(str, ctx.indent, commentString(valueComment));
+        str2 += stringifyComment.lineComment(str2, ctx.indent, commentString(valueComment));
       } else if (chompKeep && onChompKeep) {
         onChompKeep();
       }
-      return str;
+      return str2;
     }
     exports.stringifyPair = stringifyPair;
   }
@@ -1898,31 +1898,31 @@ var require_stringifyCollection = __commonJS({
           }
         }
         chompKeep = false;
-        let str2 = stringify.stringify(item, itemCtx, () => comment2 = null, () => chompKeep = true);
+        let str3 = stringify.stringify(item, itemCtx, () => comment2 = null, () => chompKeep = true);
         if (comment2)
-          str2 += stringifyComment.lineComment(str2, itemIndent, commentString(comment2));
+          str3 += stringifyComment.lineComment(str3, itemIndent, commentString(comment2));
         if (chompKeep && comment2)
           chompKeep = false;
-        lines.push(blockItemPrefix + str2);
+        lines.push(blockItemPrefix + str3);
       }
-      let str;
+      let str2;
       if (lines.length === 0) {
-        str = flowChars.start + flowChars.end;
+        str2 = flowChars.start + flowChars.end;
       } else {
-        str = lines[0];
+        str2 = lines[0];
         for (let i = 1; i < lines.length; ++i) {
           const line = lines[i];
-          str += line ? `
+          str2 += line ? `
 ${indent}${line}` : "\n";
         }
       }
       if (comment) {
-        str += "\n" + stringifyComment.indentComment(commentString(comment), indent);
+        str2 += "\n" + stringifyComment.indentComment(commentString(comment), indent);
         if (onComment)
           onComment();
       } else if (chompKeep && onChompKeep)
         onChompKeep();
-      return str;
+      return str2;
     }
     function stringifyFlowCollection({ items }, ctx, { flowChars, itemIndent }) {
       const { indent, indentStep, flowCollectionPadding: fcPadding, options: { commentString } } = ctx;
@@ -1965,21 +1965,21 @@ ${indent}${line}` : "\n";
         }
         if (comment)
           reqNewline = true;
-        let str = stringify.stringify(item, itemCtx, () => comment = null);
-        reqNewline || (reqNewline = lines.length > linesAtValue || str.includes("\n"));
+        let str2 = stringify.stringify(item, itemCtx, () => comment = null);
+        reqNewline || (reqNewline = lines.length > linesAtValue || str2.includes("\n"));
         if (i < items.length - 1) {
-          str += ",";
+          str2 += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum, line) => sum + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum, line) => sum + line.length + 2, 2) + (str2.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
-            str += ",";
+            str2 += ",";
           }
         }
         if (comment)
-          str += stringifyComment.lineComment(str, itemIndent, commentString(comment));
-        lines.push(str);
+          str2 += stringifyComment.lineComment(str2, itemIndent, commentString(comment));
+        lines.push(str2);
         linesAtValue = lines.length;
       }
       const { start, end } = flowChars;
@@ -1991,11 +1991,11 @@ ${indent}${line}` : "\n";
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
-          let str = start;
+          let str2 = start;
           for (const line of lines)
-            str += line ? `
+            str2 += line ? `
 ${indentStep}${indent}${line}` : "\n";
-          return `${str}
+          return `${str2}
 ${indent}${end}`;
         } else {
           return `${start}${fcPadding}${lines.join(" ")}${fcPadding}${end}`;
@@ -2327,7 +2327,7 @@ var require_string = __commonJS({
       identify: (value) => typeof value === "string",
       default: true,
       tag: "tag:yaml.org,2002:str",
-      resolve: (str) => str,
+      resolve: (str2) => str2,
       stringify(item, ctx, onComment, onChompKeep) {
         ctx = Object.assign({ actualString: true }, ctx);
         return stringifyString.stringifyString(item, ctx, onComment, onChompKeep);
@@ -2365,7 +2365,7 @@ var require_bool = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:bool",
       test: /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/,
-      resolve: (str) => new Scalar.Scalar(str[0] === "t" || str[0] === "T"),
+      resolve: (str2) => new Scalar.Scalar(str2[0] === "t" || str2[0] === "T"),
       stringify({ source, value }, ctx) {
         if (source && boolTag.test.test(source)) {
           const sv = source[0] === "t" || source[0] === "T";
@@ -2386,9 +2386,9 @@ var require_stringifyNumber = __commonJS({
     function stringifyNumber({ format, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
         return String(value);
-      const num = typeof value === "number" ? value : Number(value);
-      if (!isFinite(num))
-        return isNaN(num) ? ".nan" : num < 0 ? "-.inf" : ".inf";
+      const num4 = typeof value === "number" ? value : Number(value);
+      if (!isFinite(num4))
+        return isNaN(num4) ? ".nan" : num4 < 0 ? "-.inf" : ".inf";
       let n = Object.is(value, -0) ? "-0" : JSON.stringify(value);
       if (!format && minFractionDigits && (!tag || tag === "tag:yaml.org,2002:float") && /^-?\d/.test(n) && !n.includes("e")) {
         let i = n.indexOf(".");
@@ -2417,7 +2417,7 @@ var require_float = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
-      resolve: (str) => str.slice(-3).toLowerCase() === "nan" ? NaN : str[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
+      resolve: (str2) => str2.slice(-3).toLowerCase() === "nan" ? NaN : str2[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
       stringify: stringifyNumber.stringifyNumber
     };
     var floatExp = {
@@ -2426,10 +2426,10 @@ var require_float = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "EXP",
       test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
-      resolve: (str) => parseFloat(str),
+      resolve: (str2) => parseFloat(str2),
       stringify(node2) {
-        const num = Number(node2.value);
-        return isFinite(num) ? num.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num4 = Number(node2.value);
+        return isFinite(num4) ? num4.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -2437,11 +2437,11 @@ var require_float = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/,
-      resolve(str) {
-        const node2 = new Scalar.Scalar(parseFloat(str));
-        const dot = str.indexOf(".");
-        if (dot !== -1 && str[str.length - 1] === "0")
-          node2.minFractionDigits = str.length - dot - 1;
+      resolve(str2) {
+        const node2 = new Scalar.Scalar(parseFloat(str2));
+        const dot = str2.indexOf(".");
+        if (dot !== -1 && str2[str2.length - 1] === "0")
+          node2.minFractionDigits = str2.length - dot - 1;
         return node2;
       },
       stringify: stringifyNumber.stringifyNumber
@@ -2458,7 +2458,7 @@ var require_int = __commonJS({
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
-    var intResolve = (str, offset, radix, { intAsBigInt }) => intAsBigInt ? BigInt(str) : parseInt(str.substring(offset), radix);
+    var intResolve = (str2, offset, radix, { intAsBigInt }) => intAsBigInt ? BigInt(str2) : parseInt(str2.substring(offset), radix);
     function intStringify(node2, radix, prefix) {
       const { value } = node2;
       if (intIdentify(value) && value >= 0)
@@ -2471,7 +2471,7 @@ var require_int = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "OCT",
       test: /^0o[0-7]+$/,
-      resolve: (str, _onError, opt) => intResolve(str, 2, 8, opt),
+      resolve: (str2, _onError, opt) => intResolve(str2, 2, 8, opt),
       stringify: (node2) => intStringify(node2, 8, "0o")
     };
     var int2 = {
@@ -2479,7 +2479,7 @@ var require_int = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:int",
       test: /^[-+]?[0-9]+$/,
-      resolve: (str, _onError, opt) => intResolve(str, 0, 10, opt),
+      resolve: (str2, _onError, opt) => intResolve(str2, 0, 10, opt),
       stringify: stringifyNumber.stringifyNumber
     };
     var intHex = {
@@ -2488,7 +2488,7 @@ var require_int = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "HEX",
       test: /^0x[0-9a-fA-F]+$/,
-      resolve: (str, _onError, opt) => intResolve(str, 2, 16, opt),
+      resolve: (str2, _onError, opt) => intResolve(str2, 2, 16, opt),
       stringify: (node2) => intStringify(node2, 16, "0x")
     };
     exports.int = int2;
@@ -2541,7 +2541,7 @@ var require_schema2 = __commonJS({
         identify: (value) => typeof value === "string",
         default: true,
         tag: "tag:yaml.org,2002:str",
-        resolve: (str) => str,
+        resolve: (str2) => str2,
         stringify: stringifyJSON
       },
       {
@@ -2558,7 +2558,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:bool",
         test: /^true$|^false$/,
-        resolve: (str) => str === "true",
+        resolve: (str2) => str2 === "true",
         stringify: stringifyJSON
       },
       {
@@ -2566,7 +2566,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:int",
         test: /^-?(?:0|[1-9][0-9]*)$/,
-        resolve: (str, _onError, { intAsBigInt }) => intAsBigInt ? BigInt(str) : parseInt(str, 10),
+        resolve: (str2, _onError, { intAsBigInt }) => intAsBigInt ? BigInt(str2) : parseInt(str2, 10),
         stringify: ({ value }) => intIdentify(value) ? value.toString() : JSON.stringify(value)
       },
       {
@@ -2574,7 +2574,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:float",
         test: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?$/,
-        resolve: (str) => parseFloat(str),
+        resolve: (str2) => parseFloat(str2),
         stringify: stringifyJSON
       }
     ];
@@ -2582,9 +2582,9 @@ var require_schema2 = __commonJS({
       default: true,
       tag: "",
       test: /^/,
-      resolve(str, onError) {
-        onError(`Unresolved plain scalar ${JSON.stringify(str)}`);
-        return str;
+      resolve(str2, onError) {
+        onError(`Unresolved plain scalar ${JSON.stringify(str2)}`);
+        return str2;
       }
     };
     var schema = [map2.map, seq.seq].concat(jsonScalars, jsonError);
@@ -2616,10 +2616,10 @@ var require_binary = __commonJS({
         if (typeof node_buffer.Buffer === "function") {
           return node_buffer.Buffer.from(src, "base64");
         } else if (typeof atob === "function") {
-          const str = atob(src.replace(/[\n\r]/g, ""));
-          const buffer = new Uint8Array(str.length);
-          for (let i = 0; i < str.length; ++i)
-            buffer[i] = str.charCodeAt(i);
+          const str2 = atob(src.replace(/[\n\r]/g, ""));
+          const buffer = new Uint8Array(str2.length);
+          for (let i = 0; i < str2.length; ++i)
+            buffer[i] = str2.charCodeAt(i);
           return buffer;
         } else {
           onError("This environment does not support reading binary tags; either Buffer or atob is required");
@@ -2630,28 +2630,28 @@ var require_binary = __commonJS({
         if (!value)
           return "";
         const buf = value;
-        let str;
+        let str2;
         if (typeof node_buffer.Buffer === "function") {
-          str = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
+          str2 = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
         } else if (typeof btoa === "function") {
           let s = "";
           for (let i = 0; i < buf.length; ++i)
             s += String.fromCharCode(buf[i]);
-          str = btoa(s);
+          str2 = btoa(s);
         } else {
           throw new Error("This environment does not support writing binary tags; either Buffer or btoa is required");
         }
         type ?? (type = Scalar.Scalar.BLOCK_LITERAL);
         if (type !== Scalar.Scalar.QUOTE_DOUBLE) {
           const lineWidth = Math.max(ctx.options.lineWidth - ctx.indent.length, ctx.options.minContentWidth);
-          const n = Math.ceil(str.length / lineWidth);
+          const n = Math.ceil(str2.length / lineWidth);
           const lines = new Array(n);
           for (let i = 0, o = 0; i < n; ++i, o += lineWidth) {
-            lines[i] = str.substr(o, lineWidth);
+            lines[i] = str2.substr(o, lineWidth);
           }
-          str = lines.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
+          str2 = lines.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
         }
-        return stringifyString.stringifyString({ comment, type, value: str }, ctx, onComment, onChompKeep);
+        return stringifyString.stringifyString({ comment, type, value: str2 }, ctx, onComment, onChompKeep);
       }
     };
     exports.binary = binary;
@@ -2857,7 +2857,7 @@ var require_float2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
-      resolve: (str) => str.slice(-3).toLowerCase() === "nan" ? NaN : str[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
+      resolve: (str2) => str2.slice(-3).toLowerCase() === "nan" ? NaN : str2[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
       stringify: stringifyNumber.stringifyNumber
     };
     var floatExp = {
@@ -2866,10 +2866,10 @@ var require_float2 = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "EXP",
       test: /^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$/,
-      resolve: (str) => parseFloat(str.replace(/_/g, "")),
+      resolve: (str2) => parseFloat(str2.replace(/_/g, "")),
       stringify(node2) {
-        const num = Number(node2.value);
-        return isFinite(num) ? num.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num4 = Number(node2.value);
+        return isFinite(num4) ? num4.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -2877,11 +2877,11 @@ var require_float2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*$/,
-      resolve(str) {
-        const node2 = new Scalar.Scalar(parseFloat(str.replace(/_/g, "")));
-        const dot = str.indexOf(".");
+      resolve(str2) {
+        const node2 = new Scalar.Scalar(parseFloat(str2.replace(/_/g, "")));
+        const dot = str2.indexOf(".");
         if (dot !== -1) {
-          const f = str.substring(dot + 1).replace(/_/g, "");
+          const f = str2.substring(dot + 1).replace(/_/g, "");
           if (f[f.length - 1] === "0")
             node2.minFractionDigits = f.length;
         }
@@ -2901,34 +2901,34 @@ var require_int2 = __commonJS({
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
-    function intResolve(str, offset, radix, { intAsBigInt }) {
-      const sign = str[0];
+    function intResolve(str2, offset, radix, { intAsBigInt }) {
+      const sign = str2[0];
       if (sign === "-" || sign === "+")
         offset += 1;
-      str = str.substring(offset).replace(/_/g, "");
+      str2 = str2.substring(offset).replace(/_/g, "");
       if (intAsBigInt) {
         switch (radix) {
           case 2:
-            str = `0b${str}`;
+            str2 = `0b${str2}`;
             break;
           case 8:
-            str = `0o${str}`;
+            str2 = `0o${str2}`;
             break;
           case 16:
-            str = `0x${str}`;
+            str2 = `0x${str2}`;
             break;
         }
-        const n2 = BigInt(str);
+        const n2 = BigInt(str2);
         return sign === "-" ? BigInt(-1) * n2 : n2;
       }
-      const n = parseInt(str, radix);
+      const n = parseInt(str2, radix);
       return sign === "-" ? -1 * n : n;
     }
     function intStringify(node2, radix, prefix) {
       const { value } = node2;
       if (intIdentify(value)) {
-        const str = value.toString(radix);
-        return value < 0 ? "-" + prefix + str.substr(1) : prefix + str;
+        const str2 = value.toString(radix);
+        return value < 0 ? "-" + prefix + str2.substr(1) : prefix + str2;
       }
       return stringifyNumber.stringifyNumber(node2);
     }
@@ -2938,7 +2938,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "BIN",
       test: /^[-+]?0b[0-1_]+$/,
-      resolve: (str, _onError, opt) => intResolve(str, 2, 2, opt),
+      resolve: (str2, _onError, opt) => intResolve(str2, 2, 2, opt),
       stringify: (node2) => intStringify(node2, 2, "0b")
     };
     var intOct = {
@@ -2947,7 +2947,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "OCT",
       test: /^[-+]?0[0-7_]+$/,
-      resolve: (str, _onError, opt) => intResolve(str, 1, 8, opt),
+      resolve: (str2, _onError, opt) => intResolve(str2, 1, 8, opt),
       stringify: (node2) => intStringify(node2, 8, "0")
     };
     var int2 = {
@@ -2955,7 +2955,7 @@ var require_int2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:int",
       test: /^[-+]?[0-9][0-9_]*$/,
-      resolve: (str, _onError, opt) => intResolve(str, 0, 10, opt),
+      resolve: (str2, _onError, opt) => intResolve(str2, 0, 10, opt),
       stringify: stringifyNumber.stringifyNumber
     };
     var intHex = {
@@ -2964,7 +2964,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "HEX",
       test: /^[-+]?0x[0-9a-fA-F_]+$/,
-      resolve: (str, _onError, opt) => intResolve(str, 2, 16, opt),
+      resolve: (str2, _onError, opt) => intResolve(str2, 2, 16, opt),
       stringify: (node2) => intStringify(node2, 16, "0x")
     };
     exports.int = int2;
@@ -3068,26 +3068,26 @@ var require_timestamp = __commonJS({
   "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
-    function parseSexagesimal(str, asBigInt) {
-      const sign = str[0];
-      const parts = sign === "-" || sign === "+" ? str.substring(1) : str;
-      const num = (n) => asBigInt ? BigInt(n) : Number(n);
-      const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num(60) + num(p), num(0));
-      return sign === "-" ? num(-1) * res : res;
+    function parseSexagesimal(str2, asBigInt) {
+      const sign = str2[0];
+      const parts = sign === "-" || sign === "+" ? str2.substring(1) : str2;
+      const num4 = (n) => asBigInt ? BigInt(n) : Number(n);
+      const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num4(60) + num4(p), num4(0));
+      return sign === "-" ? num4(-1) * res : res;
     }
     function stringifySexagesimal(node2) {
       let { value } = node2;
-      let num = (n) => n;
+      let num4 = (n) => n;
       if (typeof value === "bigint")
-        num = (n) => BigInt(n);
+        num4 = (n) => BigInt(n);
       else if (isNaN(value) || !isFinite(value))
         return stringifyNumber.stringifyNumber(node2);
       let sign = "";
       if (value < 0) {
         sign = "-";
-        value *= num(-1);
+        value *= num4(-1);
       }
-      const _60 = num(60);
+      const _60 = num4(60);
       const parts = [value % _60];
       if (value < 60) {
         parts.unshift(0);
@@ -3107,7 +3107,7 @@ var require_timestamp = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "TIME",
       test: /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+$/,
-      resolve: (str, _onError, { intAsBigInt }) => parseSexagesimal(str, intAsBigInt),
+      resolve: (str2, _onError, { intAsBigInt }) => parseSexagesimal(str2, intAsBigInt),
       stringify: stringifySexagesimal
     };
     var floatTime = {
@@ -3116,7 +3116,7 @@ var require_timestamp = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "TIME",
       test: /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*$/,
-      resolve: (str) => parseSexagesimal(str, false),
+      resolve: (str2) => parseSexagesimal(str2, false),
       stringify: stringifySexagesimal
     };
     var timestamp = {
@@ -3127,8 +3127,8 @@ var require_timestamp = __commonJS({
       // may be omitted altogether, resulting in a date format. In such a case, the time part is
       // assumed to be 00:00:00Z (start of day, UTC).
       test: RegExp("^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})(?:(?:t|T|[ \\t]+)([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2}(\\.[0-9]+)?)(?:[ \\t]*(Z|[-+][012]?[0-9](?::[0-9]{2})?))?)?$"),
-      resolve(str) {
-        const match = str.match(timestamp.test);
+      resolve(str2) {
+        const match = str2.match(timestamp.test);
         if (!match)
           throw new Error("!!timestamp expects a date, starting with yyyy-mm-dd");
         const [, year, month, day, hour, minute, second] = match.map(Number);
@@ -8212,14 +8212,14 @@ function promiseAllObject(promisesObj) {
 }
 function randomString(length = 10) {
   const chars = "abcdefghijklmnopqrstuvwxyz";
-  let str = "";
+  let str2 = "";
   for (let i = 0; i < length; i++) {
-    str += chars[Math.floor(Math.random() * chars.length)];
+    str2 += chars[Math.floor(Math.random() * chars.length)];
   }
-  return str;
+  return str2;
 }
-function esc(str) {
-  return JSON.stringify(str);
+function esc(str2) {
+  return JSON.stringify(str2);
 }
 function slugify(input2) {
   return input2.toLowerCase().trim().replace(/[^\w\s-]/g, "").replace(/[\s_-]+/g, "-").replace(/^-+|-+$/g, "");
@@ -8333,8 +8333,8 @@ var primitiveTypes = /* @__PURE__ */ new Set([
   "symbol",
   "undefined"
 ]);
-function escapeRegex(str) {
-  return str.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+function escapeRegex(str2) {
+  return str2.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 function clone(inst, def, params) {
   const cl = new inst._zod.constr(def ?? inst._zod.def);
@@ -8600,13 +8600,13 @@ function getSizableOrigin(input2) {
   return "unknown";
 }
 var highSurrogate = /[\uD800-\uDBFF]/;
-function codePointLength(str) {
-  const units = str.length;
-  if (!highSurrogate.test(str))
+function codePointLength(str2) {
+  const units = str2.length;
+  if (!highSurrogate.test(str2))
     return units;
   let count = units;
   for (let i = 0; i < units - 1; i++) {
-    if ((str.charCodeAt(i) & 64512) === 55296 && (str.charCodeAt(i + 1) & 64512) === 56320) {
+    if ((str2.charCodeAt(i) & 64512) === 55296 && (str2.charCodeAt(i + 1) & 64512) === 56320) {
       count--;
       i++;
     }
@@ -10939,7 +10939,7 @@ var $ZodObject = /* @__PURE__ */ $constructor("$ZodObject", (inst, def) => {
     }
     return propValues;
   });
-  const isObject2 = isObject;
+  const isObject3 = isObject;
   const catchall = def.catchall;
   let value;
   const memo2 = globalConfig.memoizer;
@@ -10947,7 +10947,7 @@ var $ZodObject = /* @__PURE__ */ $constructor("$ZodObject", (inst, def) => {
   inst._zod.parse = (payload, ctx) => {
     value ?? (value = _normalized.value);
     const input2 = payload.value;
-    if (!isObject2(input2)) {
+    if (!isObject3(input2)) {
       payload.issues.push({
         expected: "object",
         code: "invalid_type",
@@ -11083,7 +11083,7 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
     return doc.compile();
   };
   let fastpass;
-  const isObject2 = isObject;
+  const isObject3 = isObject;
   const jit = !globalConfig.jitless;
   const allowsEval2 = allowsEval;
   const fastEnabled = jit && allowsEval2.value;
@@ -11092,7 +11092,7 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
   inst._zod.parse = (payload, ctx) => {
     value ?? (value = _normalized.value);
     const input2 = payload.value;
-    if (!isObject2(input2)) {
+    if (!isObject3(input2)) {
       payload.issues.push({
         expected: "object",
         code: "invalid_type",
@@ -12444,7 +12444,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve2) {
+function isRecursive(inst, stack, resolve3) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -12454,7 +12454,7 @@ function isRecursive(inst, stack, resolve2) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve2);
+      const answer = isRecursive(child, stack, resolve3);
       if (answer > result)
         result = answer;
     }
@@ -12465,7 +12465,7 @@ function isRecursive(inst, stack, resolve2) {
       const desc = Object.getOwnPropertyDescriptor(sh, key);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve2) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve3) : NONE;
       if (child > answer)
         answer = child;
     }
@@ -12529,7 +12529,7 @@ function isRecursive(inst, stack, resolve2) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve2 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve3 ? inst._zod.innerType : void 0);
       merge2(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -24030,8 +24030,8 @@ function rewriteKeyNames(ctx) {
       bySchema.set(entry.schema, entry);
   }
   const rewrites = /* @__PURE__ */ new Map();
-  for (const record2 of pendingRecords.get(ctx) ?? []) {
-    const seen = ctx.seen.get(record2);
+  for (const record3 of pendingRecords.get(ctx) ?? []) {
+    const seen = ctx.seen.get(record3);
     const names = (seen?.def ?? seen?.schema)?.propertyNames;
     if (!names || names === true || rewrites.has(names))
       continue;
@@ -27144,7 +27144,7 @@ function markdownTable(header, rows) {
 var CONFIG_PATH = ".github/autoresearch.yml";
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
-var AGENT_KINDS = ["command"];
+var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider"];
 var PAPER = {
   branches: 4,
   forkAt: [0.33, 0.66],
@@ -27429,8 +27429,8 @@ var UserError = class extends Error {
 function lineageBranch(run, lineage, lineages) {
   return lineages === 1 ? `forkflush/${run}/lineage` : `forkflush/${run}/lineage-${lineage}`;
 }
-function episodeBranch(run, round, branch) {
-  return `forkflush/${run}/round-${round}/branch-${branch}`;
+function episodeBranch(run, round4, branch) {
+  return `forkflush/${run}/round-${round4}/branch-${branch}`;
 }
 function bestBranch(run) {
   return `forkflush/${run}/best`;
@@ -27516,8 +27516,8 @@ function newRunState(args) {
     status: "running"
   };
 }
-function episodeId(round, branch) {
-  return `r${round}.b${branch}`;
+function episodeId(round4, branch) {
+  return `r${round4}.b${branch}`;
 }
 function isBetter(a, b, direction) {
   return direction === "maximize" ? a > b : a < b;
@@ -27672,24 +27672,24 @@ function selectWinner(episodes, direction) {
 // src/core/reconcile.ts
 function reconcile(state) {
   if (state.status === "finished") return [];
-  const open2 = state.rounds.find((r) => !r.decision);
-  if (open2) {
-    const pending = open2.episodes.filter((e) => !e.result);
-    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open2.index, episode: e.id }));
-    return [{ type: "decide", round: open2.index, decision: decide(state, open2) }];
+  const open5 = state.rounds.find((r) => !r.decision);
+  if (open5) {
+    const pending = open5.episodes.filter((e) => !e.result);
+    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open5.index, episode: e.id }));
+    return [{ type: "decide", round: open5.index, decision: decide(state, open5) }];
   }
-  const round = nextRound(state);
-  return round ? [{ type: "open", round }] : [{ type: "finish" }];
+  const round4 = nextRound(state);
+  return round4 ? [{ type: "open", round: round4 }] : [{ type: "finish" }];
 }
-function decide(state, round) {
-  if (round.kind === "serial") return { winner: null, adopted: round.episodes.map((e) => e.id) };
-  const winner = selectWinner(round.episodes, state.config.grader.direction);
+function decide(state, round4) {
+  if (round4.kind === "serial") return { winner: null, adopted: round4.episodes.map((e) => e.id) };
+  const winner = selectWinner(round4.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }
-function applyOpen(state, round) {
-  if (state.rounds.some((r) => r.index === round.index)) return state;
-  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round.index}: another round is still open`);
-  return { ...state, rounds: [...state.rounds, round] };
+function applyOpen(state, round4) {
+  if (state.rounds.some((r) => r.index === round4.index)) return state;
+  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round4.index}: another round is still open`);
+  return { ...state, rounds: [...state.rounds, round4] };
 }
 function applyResult(state, episodeId2, result) {
   let best = state.best;
@@ -27706,12 +27706,12 @@ function applyResult(state, episodeId2, result) {
   return { ...state, rounds, best };
 }
 function applyDecision(state, roundIndex, decision) {
-  const round = state.rounds.find((r) => r.index === roundIndex);
-  if (!round) throw new Error(`no round ${roundIndex} in run ${state.id}`);
-  if (round.decision) return state;
-  if (round.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
+  const round4 = state.rounds.find((r) => r.index === roundIndex);
+  if (!round4) throw new Error(`no round ${roundIndex} in run ${state.id}`);
+  if (round4.decision) return state;
+  if (round4.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
   const lineages = state.lineages.map((l) => {
-    const adopted = round.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
+    const adopted = round4.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
     return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
   });
   const rounds = state.rounds.map((r) => r.index === roundIndex ? { ...r, decision } : r);
@@ -27755,22 +27755,22 @@ function plan(config2) {
   const state = simulate(config2, (e) => ({ spent: e.allowance, score: null }));
   const phases = [];
   let cumulative = 0;
-  for (const round of state.rounds) {
-    const spend = round.episodes.reduce((s, e) => s + e.allowance, 0);
+  for (const round4 of state.rounds) {
+    const spend = round4.episodes.reduce((s, e) => s + e.allowance, 0);
     cumulative += spend;
     const last = phases.at(-1);
-    if (last && last.phase === round.phase && last.kind === round.kind) {
+    if (last && last.phase === round4.phase && last.kind === round4.kind) {
       last.rounds += 1;
       last.spend += spend;
       last.cumulative = cumulative;
       continue;
     }
     phases.push({
-      phase: round.phase,
-      kind: round.kind,
-      branches: round.episodes.length,
+      phase: round4.phase,
+      kind: round4.kind,
+      branches: round4.episodes.length,
       rounds: 1,
-      budgetEach: round.episodes[0]?.allowance ?? 0,
+      budgetEach: round4.episodes[0]?.allowance ?? 0,
       spend,
       cumulative
     });
@@ -27904,10 +27904,10 @@ function oneLine(s) {
 }
 
 // src/core/report.ts
-function outcomeOf(round, e) {
-  if (!round.decision) return "running";
-  if (round.kind === "serial") return "kept";
-  return round.decision.adopted.includes(e.id) ? "adopted" : "dropped";
+function outcomeOf(round4, e) {
+  if (!round4.decision) return "running";
+  if (round4.kind === "serial") return "kept";
+  return round4.decision.adopted.includes(e.id) ? "adopted" : "dropped";
 }
 function leaderboard(state) {
   const sign = state.config.grader.direction === "maximize" ? -1 : 1;
@@ -28080,20 +28080,20 @@ function chartData(state) {
   let bestScore = state.base.score;
   if (bestScore !== null) best.push({ x: 0, y: bestScore });
   let x = 0;
-  for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
-    for (const e of round.episodes) {
+  for (const round4 of state.rounds) {
+    const x1 = x + round4.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
+    for (const e of round4.episodes) {
       const r = e.result;
       if (!r) continue;
       if (r.score === null) failures.push({ id: e.id, x: x1 });
       else {
         const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round4, e) });
       }
     }
     x = x1;
-    for (const e of round.episodes) {
-      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+    for (const e of round4.episodes) {
+      if (round4.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
       const s = e.result?.score;
       if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
     }
@@ -28218,8 +28218,9 @@ async function writeReports(store, state) {
   return { report, chart };
 }
 
-// src/agents/command.ts
-import { readFile } from "node:fs/promises";
+// src/agents/aider.ts
+import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 
 // src/io/process.ts
 import { spawn } from "node:child_process";
@@ -28230,7 +28231,7 @@ function runShell(command, options) {
 function runProcess(file2, args, options) {
   const started = performance.now();
   const max = options.maxOutput ?? 1e6;
-  return new Promise((resolve2) => {
+  return new Promise((resolve3) => {
     const child = spawn(file2, args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
@@ -28281,7 +28282,7 @@ function runProcess(file2, args, options) {
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
       options.signal?.removeEventListener("abort", onAbort);
-      const finish = () => resolve2({
+      const finish = () => resolve3({
         exitCode,
         signal,
         stdout,
@@ -28302,7 +28303,1285 @@ function killGroup(pid, signal) {
   }
 }
 
+// src/io/git.ts
+var GitError = class extends Error {
+  constructor(args, exitCode, stderr) {
+    super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
+    this.args = args;
+    this.exitCode = exitCode;
+    this.stderr = stderr;
+  }
+  args;
+  exitCode;
+  stderr;
+  name = "GitError";
+};
+var IDENTITY = [
+  "-c",
+  "user.name=forkflush",
+  "-c",
+  "user.email=forkflush@users.noreply.localhost",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false"
+];
+var Git = class _Git {
+  constructor(cwd) {
+    this.cwd = cwd;
+  }
+  cwd;
+  /** Runs git; `check: false` returns a failing result instead of throwing. */
+  async exec(args, options = {}) {
+    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+    const r = await runProcess("git", [...IDENTITY, ...args], {
+      cwd: this.cwd,
+      env,
+      ...options.input !== void 0 ? { input: options.input } : {},
+      maxOutput: 64e6
+    });
+    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
+    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
+    return result;
+  }
+  async out(args) {
+    return (await this.exec(args)).stdout.trim();
+  }
+  at(cwd) {
+    return new _Git(cwd);
+  }
+  async revParse(rev) {
+    const r = await this.exec(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { check: false });
+    return r.exitCode === 0 ? r.stdout.trim() : null;
+  }
+  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
+  async casRef(ref, next, expected2, reason) {
+    const old = expected2 ?? "0".repeat(40);
+    const r = await this.exec(["update-ref", "-m", reason, ref, next, old], { check: false });
+    return r.exitCode === 0;
+  }
+  async setRef(ref, next, reason) {
+    await this.exec(["update-ref", "-m", reason, ref, next]);
+  }
+  async deleteRef(ref) {
+    await this.exec(["update-ref", "-d", ref], { check: false });
+  }
+  async isAncestor(ancestor, descendant) {
+    return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
+  }
+};
+
+// src/agents/agent.ts
+function forkflushVars(s) {
+  return {
+    FORKFLUSH_PROMPT_FILE: s.promptFile,
+    FORKFLUSH_CONTEXT_DIR: s.contextDir,
+    FORKFLUSH_BUDGET: String(s.allowance),
+    FORKFLUSH_BUDGET_UNIT: s.unit,
+    FORKFLUSH_USAGE_FILE: s.usageFile,
+    FORKFLUSH_GRADE: s.gradeCommand,
+    FORKFLUSH_SEED: String(s.seed),
+    FORKFLUSH_EPISODE: s.episodeId
+  };
+}
+
+// src/agents/pricing.ts
+var PRICES_AS_OF = "2026-11";
+var PER_MILLION = {
+  "claude-opus-4": { input: 15, output: 75 },
+  "claude-sonnet-4": { input: 3, output: 15 },
+  "claude-haiku-4": { input: 1, output: 5 },
+  "gpt-5": { input: 1.25, output: 10 },
+  "gpt-5-mini": { input: 0.25, output: 2 },
+  "gpt-5-codex": { input: 1.25, output: 10 },
+  "gemini-2.5-pro": { input: 1.25, output: 10 },
+  "gemini-2.5-flash": { input: 0.3, output: 2.5 }
+};
+function entryFor(model) {
+  const key = Object.keys(PER_MILLION).filter((name) => model?.startsWith(name)).sort((a, b) => b.length - a.length)[0];
+  if (key) return { name: key, ...PER_MILLION[key] };
+  const dearest = Object.entries(PER_MILLION).sort(([, a], [, b]) => b.output - a.output)[0];
+  return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, ...dearest[1] };
+}
+function priceTokens(model, inputTokens, outputTokens) {
+  const p = entryFor(model);
+  const costUsd = (inputTokens * p.input + outputTokens * p.output) / 1e6;
+  return {
+    costUsd,
+    pricedFrom: `forkflush prices of ${PRICES_AS_OF} for ${p.name}: $${p.input}/$${p.output} per million tokens in/out`
+  };
+}
+
+// src/agents/aider-output.ts
+var ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[ -/]*[@-~]`, "g");
+var COUNT = String.raw`(\d[\d,]*(?:\.\d+)?k?)`;
+var TOKENS = new RegExp(
+  String.raw`Tokens: ${COUNT} sent(?:, ${COUNT} cache write)?(?:, ${COUNT} cache hit)?, ${COUNT} received\.`
+);
+var COST = /Cost: \$(\d+(?:\.\d+)?) (?:message|request), \$(\d+(?:\.\d+)?) session\./;
+var MODEL = /^(?:Main model|Model): (\S+)/;
+var ERROR = /^(litellm\.[A-Za-z]+(?:Error|Exception)\b.*)$/;
+function parseTokenCount(text) {
+  const t = text.replace(/,/g, "");
+  return t.endsWith("k") ? Math.round(Number(t.slice(0, -1)) * 1e3) : Number(t);
+}
+function parseAiderOutput(text) {
+  const out = { calls: [], errors: [] };
+  for (const raw of text.replace(ANSI, "").split(/\r?\n/)) {
+    const line = raw.replace(/^> /, "").trim();
+    const tokens = TOKENS.exec(line);
+    if (tokens) {
+      out.calls.push({
+        sent: parseTokenCount(tokens[1]),
+        cacheWrite: tokens[2] ? parseTokenCount(tokens[2]) : 0,
+        cacheHit: tokens[3] ? parseTokenCount(tokens[3]) : 0,
+        received: parseTokenCount(tokens[4])
+      });
+    }
+    const cost = COST.exec(line);
+    const last = out.calls.at(-1);
+    if (cost && last && last.messageCost === void 0) {
+      last.messageCost = Number(cost[1]);
+      last.sessionCost = Number(cost[2]);
+    }
+    const model = MODEL.exec(line);
+    if (model && out.model === void 0) out.model = model[1];
+    const error62 = ERROR.exec(line);
+    if (error62) out.errors.push({ message: error62[1], afterCalls: out.calls.length });
+  }
+  return out;
+}
+function aiderUsage(output2, configuredModel) {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  for (const c of output2.calls) {
+    inputTokens += c.sent;
+    outputTokens += c.received;
+  }
+  const turns = output2.calls.length;
+  const priced = output2.calls.length > 0 && output2.calls.every((c) => c.sessionCost !== void 0);
+  if (priced || turns === 0) {
+    return { inputTokens, outputTokens, costUsd: output2.calls.at(-1)?.sessionCost ?? 0, turns };
+  }
+  const p = priceTokens(wireModel(output2.model ?? configuredModel), inputTokens, outputTokens);
+  return { inputTokens, outputTokens, costUsd: p.costUsd, turns, pricedFrom: p.pricedFrom };
+}
+function wireModel(model) {
+  return model?.replace(/^[a-z0-9_-]+\//i, "");
+}
+
+// src/agents/aider.ts
+var HISTORY_FILE = "aider.chat.history.md";
+var INPUT_HISTORY_FILE = "aider.input.history";
+var SESSION_FILE = "session.json";
+var WATCH_MS = 250;
+var EXCLUDE = ".aider*";
+var FORGE_TOKENS = ["GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"];
+var aiderAgent = (agent) => aiderAdapter(agent);
+function aiderAdapter(agent) {
+  return { kind: "aider", run: (s) => runAider(agent, s) };
+}
+async function runAider(agent, s) {
+  const notes = [];
+  await mkdir(s.contextDir, { recursive: true });
+  const ctx = await openContext(s.contextDir);
+  if (ctx.note) notes.push(ctx.note);
+  const excluded = await excludeAiderFiles(s.workdir);
+  if (excluded) notes.push(excluded);
+  const history = join(s.contextDir, HISTORY_FILE);
+  const args = [
+    "--message-file",
+    s.promptFile,
+    "--yes-always",
+    "--chat-history-file",
+    history,
+    "--input-history-file",
+    join(s.contextDir, INPUT_HISTORY_FILE),
+    ...ctx.carried ? ["--restore-chat-history"] : [],
+    "--no-gitignore",
+    "--no-auto-commits",
+    "--no-analytics",
+    "--no-check-update",
+    "--no-show-release-notes",
+    "--no-show-model-warnings",
+    "--no-detect-urls",
+    "--no-pretty",
+    "--no-fancy-input",
+    ...agent.model ? ["--model", agent.model] : [],
+    ...agent.args
+  ];
+  const logStart = await sizeOf(s.logFile);
+  const overrun = new AbortController();
+  let overrunWhy;
+  let checking = false;
+  const check2 = async () => {
+    if (checking) return;
+    checking = true;
+    let text;
+    try {
+      text = await readFrom(s.logFile, logStart);
+    } finally {
+      checking = false;
+    }
+    const output3 = parseAiderOutput(text);
+    const usage2 = aiderUsage(output3, agent.model);
+    let why;
+    if (agent.max_turns !== void 0 && output3.calls.length > agent.max_turns)
+      why = `it passed agent.max_turns (${agent.max_turns})`;
+    else if (s.unit === "tokens" && usage2.inputTokens + usage2.outputTokens > s.allowance)
+      why = `its tokens passed the allowance of ${s.allowance}`;
+    else if (s.unit === "usd" && (usage2.costUsd ?? 0) > s.allowance)
+      why = `its cost passed the allowance of $${s.allowance}`;
+    if (why && !overrun.signal.aborted) {
+      overrunWhy = why;
+      overrun.abort("budget");
+    }
+  };
+  const timer = setInterval(() => void check2().catch(() => {
+  }), WATCH_MS);
+  const r = await runProcess(agent.command ?? "aider", args, {
+    cwd: s.workdir,
+    env: aiderEnv(s),
+    timeoutMs: s.deadlineMs,
+    signal: AbortSignal.any([s.signal, overrun.signal]),
+    logFile: s.logFile
+  });
+  clearInterval(timer);
+  const output2 = parseAiderOutput(await readFrom(s.logFile, logStart));
+  const usage = aiderUsage(output2, agent.model);
+  const lastError = output2.errors.at(-1);
+  const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError || r.exitCode !== 0 || output2.calls.length === 0 ? "crash" : "finished";
+  if (r.stopped === "budget" && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
+  if (r.stopped === null) {
+    if (r.spawnError || r.exitCode !== 0) {
+      const why = r.spawnError ?? lastError?.message ?? lastLine(r.stderr) ?? "";
+      notes.push(`aider exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
+    } else if (output2.calls.length === 0) {
+      notes.push(
+        `aider made no successful model call (it exits 0 all the same): ${(lastError?.message ?? "it printed no usage line").slice(0, 300)}`
+      );
+    } else if (lastError && lastError.afterCalls === output2.calls.length) {
+      notes.push(`aider's last model call failed: ${lastError.message.slice(0, 300)}`);
+    }
+  }
+  if (usage.pricedFrom && !output2.model && !agent.model)
+    notes.push("aider named no model; priced at the dearest known");
+  if (await sizeOf(history) > 0) {
+    const episodes = ctx.episodes;
+    await writeFile(
+      join(s.contextDir, SESSION_FILE),
+      `${JSON.stringify({ agent: "aider", historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}
+`
+    );
+  }
+  return {
+    exit,
+    reportedSpend: s.unit === "tokens" ? usage.inputTokens + usage.outputTokens : s.unit === "usd" ? usage.costUsd : null,
+    usage,
+    ...notes.length > 0 ? { note: notes.join("; ") } : {},
+    seconds: r.ms / 1e3
+  };
+}
+function aiderEnv(s) {
+  const env = {
+    ...s.env,
+    ...forkflushVars(s)
+  };
+  for (const k of FORGE_TOKENS) delete env[k];
+  return env;
+}
+async function openContext(contextDir) {
+  const entries = await readdir(contextDir);
+  if (entries.length === 0) return { carried: false, episodes: [] };
+  let why;
+  if (!entries.includes(HISTORY_FILE)) why = `${HISTORY_FILE} is missing`;
+  else {
+    try {
+      new TextDecoder("utf-8", { fatal: true }).decode(await readFile(join(contextDir, HISTORY_FILE)));
+    } catch {
+      why = `${HISTORY_FILE} is not UTF-8 text`;
+    }
+  }
+  if (!why) {
+    const saved = await readFile(join(contextDir, SESSION_FILE), "utf8").then(
+      (t) => JSON.parse(t),
+      () => ({})
+    );
+    const episodes = Array.isArray(saved.episodes) ? saved.episodes.filter((e) => typeof e === "string") : [];
+    return { carried: true, episodes };
+  }
+  for (const e of entries) await rm(join(contextDir, e), { recursive: true, force: true });
+  return {
+    carried: false,
+    episodes: [],
+    note: `could not resume the carried aider conversation (${why}); started a fresh conversation`
+  };
+}
+async function excludeAiderFiles(workdir) {
+  const git = new Git(workdir);
+  const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
+  if (r.exitCode !== 0) return void 0;
+  const file2 = resolve(workdir, r.stdout.trim());
+  try {
+    const text = await readFile(file2, "utf8").catch(() => "");
+    if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return void 0;
+    await mkdir(dirname(file2), { recursive: true });
+    const sep2 = text === "" || text.endsWith("\n") ? "" : "\n";
+    await writeFile(
+      file2,
+      `${text}${sep2}# forkflush, aider agent: aider's files in the git root (repo map cache)
+${EXCLUDE}
+`
+    );
+    return void 0;
+  } catch (e) {
+    return `could not add ${EXCLUDE} to ${file2} (${e.message}): aider's cache may be committed`;
+  }
+}
+async function readFrom(file2, offset) {
+  const buf = await readFile(file2).catch(() => Buffer.alloc(0));
+  return buf.subarray(Math.min(offset, buf.length)).toString("utf8");
+}
+async function sizeOf(file2) {
+  return stat(file2).then(
+    (st) => st.size,
+    () => 0
+  );
+}
+function lastLine(stderr) {
+  return stderr.trim().split("\n").at(-1)?.trim() || void 0;
+}
+
+// src/agents/claude-code.ts
+import { randomUUID } from "node:crypto";
+import { mkdir as mkdir2, open as open2, readdir as readdir2, readFile as readFile2, realpath, rename, rm as rm2, stat as stat2, writeFile as writeFile2 } from "node:fs/promises";
+import { join as join2 } from "node:path";
+
+// src/agents/claude-code-output.ts
+function projectDirName(realCwd) {
+  const sanitized = realCwd.replace(/[^a-zA-Z0-9]/g, "-");
+  if (sanitized.length <= 200) return sanitized;
+  let hash2 = 0;
+  for (let i = 0; i < realCwd.length; i++) hash2 = Math.imul(hash2, 31) + realCwd.charCodeAt(i) | 0;
+  return `${sanitized.slice(0, 200)}-${Math.abs(hash2).toString(36)}`;
+}
+function readStream(stdout) {
+  const facts = { sessionId: null, cwd: null, model: null, version: null, result: null };
+  for (const row of jsonLines(stdout)) {
+    if (row.type === "system" && row.subtype === "init") {
+      facts.sessionId = str(row.session_id) ?? facts.sessionId;
+      facts.cwd = str(row.cwd);
+      facts.model = str(row.model);
+      facts.version = str(row.claude_code_version);
+    } else if (row.type === "result") {
+      facts.result = readResult(row);
+      facts.sessionId = facts.result.sessionId ?? facts.sessionId;
+    }
+  }
+  return facts;
+}
+function readResult(row) {
+  const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((e) => e.trim() !== "") : [];
+  const isError = row.is_error === true;
+  const cost = num(row.total_cost_usd);
+  const models = readModels(row.modelUsage, false);
+  return {
+    subtype: str(row.subtype) ?? "unknown",
+    isError,
+    sessionId: str(row.session_id),
+    totals: cost === null && models === null ? null : { costUsd: cost ?? sumCost(models ?? {}), models: models ?? {} },
+    turns: num(row.num_turns),
+    message: errors.length > 0 ? errors.join("; ") : isError ? str(row.result) : null,
+    apiErrorStatus: num(row.api_error_status)
+  };
+}
+function readCostState(transcript) {
+  let last = null;
+  for (const row of jsonLines(transcript)) {
+    if (row.type !== "cost-state") continue;
+    const models = readModels(row.modelUsage, row.hasUnknownModelCost === true) ?? {};
+    last = { costUsd: num(row.totalCostUSD) ?? sumCost(models), models };
+  }
+  return last;
+}
+function assistantTotals(transcript) {
+  const seen = /* @__PURE__ */ new Set();
+  const models = {};
+  for (const row of jsonLines(transcript)) {
+    if (row.type !== "assistant" || !isRecord2(row.message)) continue;
+    const message = row.message;
+    const id = str(message.id);
+    if (id === null || seen.has(id) || !isRecord2(message.usage)) continue;
+    seen.add(id);
+    const model = str(message.model) ?? "unknown";
+    const u = message.usage;
+    const m = models[model] ?? emptyModel(false);
+    m.inputTokens += num(u.input_tokens) ?? 0;
+    m.outputTokens += num(u.output_tokens) ?? 0;
+    m.cacheReadInputTokens += num(u.cache_read_input_tokens) ?? 0;
+    m.cacheCreationInputTokens += num(u.cache_creation_input_tokens) ?? 0;
+    models[model] = m;
+  }
+  return { totals: { costUsd: 0, models }, responses: seen.size };
+}
+function addTotals(a, b) {
+  const models = {};
+  for (const [name, m] of Object.entries(a?.models ?? {})) models[name] = { ...m };
+  for (const [name, m] of Object.entries(b.models)) {
+    const prev = models[name] ?? emptyModel(true);
+    models[name] = {
+      inputTokens: prev.inputTokens + m.inputTokens,
+      outputTokens: prev.outputTokens + m.outputTokens,
+      cacheReadInputTokens: prev.cacheReadInputTokens + m.cacheReadInputTokens,
+      cacheCreationInputTokens: prev.cacheCreationInputTokens + m.cacheCreationInputTokens,
+      costUsd: prev.costUsd + m.costUsd,
+      costKnown: prev.costKnown && m.costKnown
+    };
+  }
+  return { costUsd: (a?.costUsd ?? 0) + b.costUsd, models };
+}
+function episodeUsage(before, after, turns) {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let knownCost = 0;
+  let pricedCost = 0;
+  const priced = [];
+  for (const [name, a] of Object.entries(after.models)) {
+    const b = before?.models[name] ?? emptyModel(true);
+    const d = (x, y) => x >= y ? x - y : x;
+    const input2 = d(a.inputTokens, b.inputTokens) + d(a.cacheReadInputTokens, b.cacheReadInputTokens) + d(a.cacheCreationInputTokens, b.cacheCreationInputTokens);
+    const output2 = d(a.outputTokens, b.outputTokens);
+    inputTokens += input2;
+    outputTokens += output2;
+    if (a.costKnown) knownCost += d(a.costUsd, b.costUsd);
+    else if (input2 + output2 > 0) {
+      const p = priceTokens(name, input2, output2);
+      pricedCost += p.costUsd;
+      priced.push(p.pricedFrom);
+    }
+  }
+  const anyModels = Object.keys(after.models).length > 0;
+  const totalDelta = after.costUsd >= (before?.costUsd ?? 0) ? after.costUsd - (before?.costUsd ?? 0) : after.costUsd;
+  const costUsd = priced.length > 0 ? knownCost + pricedCost : anyModels ? knownCost : totalDelta;
+  return {
+    inputTokens,
+    outputTokens,
+    costUsd: round(costUsd),
+    turns,
+    ...priced.length > 0 ? { pricedFrom: `Claude Code did not know the price; ${priced.join("; ")}` } : {}
+  };
+}
+function transcriptProblem(text) {
+  if (text.trim() === "") return "is empty";
+  let rows = 0;
+  for (const row of jsonLines(text)) {
+    rows++;
+    if ((row.type === "user" || row.type === "assistant") && isRecord2(row.message)) return null;
+  }
+  return rows === 0 ? "has no readable line (not JSON lines)" : "holds no conversation (no user or assistant message)";
+}
+function saysNoConversation(output2) {
+  return /No conversation found with session ID/i.test(output2);
+}
+function decideExit(f) {
+  if (f.stopped === "timeout") return f.deadlineIsBudget ? { exit: "budget" } : { exit: "timeout" };
+  if (f.stopped === "budget") return { exit: "budget" };
+  if (f.stopped !== null) return { exit: "crash", note: `Claude Code was stopped (${f.stopped})` };
+  if (f.spawnError) return { exit: "crash", note: `Claude Code could not start: ${f.spawnError}` };
+  const r = f.result;
+  if (r?.subtype === "error_max_turns")
+    return { exit: "budget", note: `Claude Code stopped at its turn limit${r.message ? ` (${r.message})` : ""}` };
+  if (r?.subtype === "error_max_budget_usd")
+    return {
+      exit: "budget",
+      note: `Claude Code stopped at its money limit${r.message ? ` (${r.message})` : ""}; it checks after each model call, so the spend can pass the allowance by one call`
+    };
+  if (r && r.subtype === "success" && !r.isError && f.exitCode === 0) return { exit: "finished" };
+  if (r) {
+    const status = r.apiErrorStatus === null ? "" : ` (API status ${r.apiErrorStatus})`;
+    return { exit: "crash", note: `Claude Code ended with ${r.subtype}${status}: ${clip(r.message ?? "no message")}` };
+  }
+  const how = f.signal ? `signal ${f.signal}` : `code ${f.exitCode}`;
+  return {
+    exit: "crash",
+    note: `Claude Code exited with ${how} and no result${f.stderrTail ? `: ${clip(f.stderrTail)}` : ""}`
+  };
+}
+function readModels(value, allUnknown) {
+  if (!isRecord2(value)) return null;
+  const models = {};
+  for (const [name, m] of Object.entries(value)) {
+    if (!isRecord2(m)) continue;
+    models[name] = {
+      inputTokens: num(m.inputTokens) ?? 0,
+      outputTokens: num(m.outputTokens) ?? 0,
+      cacheReadInputTokens: num(m.cacheReadInputTokens) ?? 0,
+      cacheCreationInputTokens: num(m.cacheCreationInputTokens) ?? 0,
+      costUsd: num(m.costUSD) ?? 0,
+      costKnown: !allUnknown && m.costBasis !== "unknown"
+    };
+  }
+  return models;
+}
+function* jsonLines(text) {
+  for (const line of text.split("\n")) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const row = JSON.parse(t);
+      if (isRecord2(row)) yield row;
+    } catch {
+    }
+  }
+}
+function emptyModel(costKnown) {
+  return {
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheReadInputTokens: 0,
+    cacheCreationInputTokens: 0,
+    costUsd: 0,
+    costKnown
+  };
+}
+function sumCost(models) {
+  return Object.values(models).reduce((s, m) => s + m.costUsd, 0);
+}
+function isRecord2(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function str(v) {
+  return typeof v === "string" && v !== "" ? v : null;
+}
+function num(v) {
+  return typeof v === "number" && Number.isFinite(v) ? v : null;
+}
+function round(x) {
+  return Math.round(x * 1e9) / 1e9;
+}
+function clip(s) {
+  const one = s.replace(/\s+/g, " ").trim();
+  return one.length > 300 ? `${one.slice(0, 300)}\u2026` : one;
+}
+
+// src/agents/claude-code.ts
+var HOME = "home";
+var SESSION_FILE2 = "session.json";
+var UNUSABLE = "unusable";
+var TOKEN_POLL_MS = 250;
+var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+var claudeCodeAgent = (agent) => new ClaudeCodeAdapter(agent);
+var ClaudeCodeAdapter = class {
+  constructor(agent) {
+    this.agent = agent;
+  }
+  agent;
+  kind = "claude-code";
+  async run(s) {
+    const started = performance.now();
+    const notes = [];
+    const cwd = await realpath(s.workdir);
+    let prepared = await prepareContext(s.contextDir, cwd, s.episodeId);
+    if (prepared.note) notes.push(prepared.note);
+    let attempt = await this.launch(s, cwd, prepared, s.deadlineMs);
+    const early = attempt.facts.result;
+    if (prepared.resume && attempt.run.stopped === null && (early === null || !early.turns) && saysNoConversation(`${attempt.run.stderr}
+${early?.message ?? ""}`)) {
+      const why = `Claude Code found no conversation ${prepared.sessionId}`;
+      prepared = await startFresh(s.contextDir, cwd, s.episodeId, why);
+      if (prepared.note) notes.push(prepared.note);
+      const left = s.deadlineMs - (performance.now() - started);
+      attempt = await this.launch(s, cwd, prepared, Math.max(1, left));
+    }
+    const { run, facts } = attempt;
+    const appended = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes) ?? "";
+    let totalsAfter = null;
+    let usage;
+    let spendKnown = true;
+    if (facts.result?.totals) {
+      totalsAfter = facts.result.totals;
+    } else {
+      const recorded = readCostState(appended);
+      if (recorded) {
+        totalsAfter = recorded;
+        notes.push(
+          "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)"
+        );
+      } else {
+        const read = assistantTotals(appended);
+        if (read.responses > 0) {
+          totalsAfter = addTotals(prepared.baseline, read.totals);
+          spendKnown = false;
+          notes.push(
+            `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`
+          );
+        }
+      }
+    }
+    if (totalsAfter) usage = episodeUsage(prepared.baseline, totalsAfter, facts.result?.turns ?? null);
+    await writeRecord(s.contextDir, {
+      sessionId: prepared.sessionId,
+      cwd,
+      totals: (spendKnown ? totalsAfter : null) ?? prepared.baseline,
+      episode: s.episodeId
+    });
+    const decided = decideExit({
+      stopped: run.stopped,
+      deadlineIsBudget: s.deadlineIsBudget,
+      ...run.spawnError ? { spawnError: run.spawnError } : {},
+      exitCode: run.exitCode,
+      signal: run.signal,
+      result: facts.result,
+      stderrTail: lastLine2(run.stderr)
+    });
+    if (decided.note) notes.unshift(decided.note);
+    if (run.stopped === "budget" && s.unit === "tokens" && attempt.tokensSeen > s.allowance)
+      notes.unshift(`stopped after ${attempt.tokensSeen} tokens, over its allowance of ${s.allowance}`);
+    let reportedSpend = null;
+    if (s.unit === "tokens" || s.unit === "usd") {
+      if (usage && spendKnown)
+        reportedSpend = s.unit === "tokens" ? usage.inputTokens + usage.outputTokens : usage.costUsd;
+      else notes.push("the spend is unknown; charged the whole allowance");
+    }
+    if (!usage) notes.push("Claude Code reported no usage");
+    return {
+      exit: decided.exit,
+      reportedSpend,
+      ...usage ? { usage } : {},
+      ...notes.length > 0 ? { note: notes.join("; ") } : {},
+      seconds: (performance.now() - started) / 1e3
+    };
+  }
+  async launch(s, cwd, prepared, timeoutMs) {
+    const args = [
+      "-p",
+      "--output-format",
+      "stream-json",
+      "--verbose",
+      // Edits inside the workspace (its working directory) without asking, and shell commands:
+      // the narrowest set that lets it change files and run the grader. Writes outside the
+      // workspace, protected paths (.git, .claude) through the file tools, web and MCP tools still
+      // need a permission that nobody is there to give, so print mode denies them.
+      "--permission-mode",
+      "acceptEdits",
+      "--allowedTools",
+      "Bash",
+      ...prepared.resume ? ["--resume", prepared.sessionId] : ["--session-id", prepared.sessionId],
+      ...this.agent.model ? ["--model", this.agent.model] : [],
+      ...this.agent.max_turns ? ["--max-turns", String(this.agent.max_turns)] : [],
+      ...s.unit === "usd" ? ["--max-budget-usd", String(Number(Math.max(0, s.allowance).toPrecision(12)))] : [],
+      ...this.agent.args
+    ];
+    const env = {
+      ...s.env,
+      CLAUDE_CONFIG_DIR: prepared.home,
+      // Nothing but model calls: no telemetry, error reports, update checks or other traffic.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      DISABLE_TELEMETRY: "1",
+      DISABLE_ERROR_REPORTING: "1",
+      DISABLE_AUTOUPDATER: "1",
+      ...forkflushVars(s)
+    };
+    delete env.GITHUB_TOKEN;
+    delete env.GH_TOKEN;
+    delete env.CLAUDE_CODE_PROJECT_DIR_NAME;
+    const overrun = new AbortController();
+    let tokensSeen = 0;
+    let polling = false;
+    const poll = s.unit === "tokens" ? setInterval(async () => {
+      if (polling) return;
+      polling = true;
+      try {
+        const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
+        if (now === null) return;
+        const read = assistantTotals(now);
+        tokensSeen = Object.values(read.totals.models).reduce(
+          (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
+          0
+        );
+        if (tokensSeen > s.allowance) overrun.abort("budget");
+      } finally {
+        polling = false;
+      }
+    }, TOKEN_POLL_MS) : void 0;
+    const run = await runProcess(this.agent.command ?? "claude", args, {
+      cwd,
+      env,
+      // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its
+      // size (one argument is capped at 128 KiB on Linux) and no risk of it being read as a flag.
+      input: s.prompt,
+      timeoutMs,
+      signal: AbortSignal.any([s.signal, overrun.signal]),
+      logFile: s.logFile,
+      maxOutput: 4e6
+    });
+    if (poll) clearInterval(poll);
+    return { run, facts: readStream(run.stdout), tokensSeen };
+  }
+};
+async function prepareContext(contextDir, cwd, episode) {
+  await mkdir2(contextDir, { recursive: true });
+  const entries = (await readdir2(contextDir)).filter((e) => e !== UNUSABLE);
+  if (entries.length === 0) return startFresh(contextDir, cwd, episode);
+  const home = join2(contextDir, HOME);
+  let record3;
+  try {
+    record3 = JSON.parse(await readFile2(join2(contextDir, SESSION_FILE2), "utf8"));
+  } catch (e) {
+    const why = e.code === "ENOENT" ? "has no session.json" : "has an unreadable session.json";
+    return startFresh(contextDir, cwd, episode, `the context folder ${why}`);
+  }
+  if (typeof record3.sessionId !== "string" || !UUID.test(record3.sessionId))
+    return startFresh(contextDir, cwd, episode, `session.json names no valid session id (${String(record3.sessionId)})`);
+  const id = record3.sessionId;
+  const found = await findTranscript(home, id);
+  if (!found) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} is missing`);
+  const bytes = await readFile2(found);
+  const text = bytes.toString("utf8");
+  const problem = transcriptProblem(text);
+  if (problem) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} ${problem}`);
+  await moveToProject(home, id, found, cwd);
+  return {
+    home,
+    sessionId: id,
+    resume: true,
+    baseline: readCostState(text),
+    transcriptBytes: bytes.length
+  };
+}
+async function startFresh(contextDir, cwd, episode, why) {
+  let note;
+  if (why !== void 0) {
+    const aside = join2(contextDir, UNUSABLE);
+    await rm2(aside, { recursive: true, force: true });
+    await mkdir2(aside, { recursive: true });
+    for (const entry of await readdir2(contextDir)) {
+      if (entry !== UNUSABLE) await rename(join2(contextDir, entry), join2(aside, entry));
+    }
+    await writeFile2(join2(aside, "why.txt"), `${why}
+`);
+    note = `the carried context could not be resumed (${why}); started a fresh conversation and moved the old files to ${UNUSABLE}/`;
+  }
+  const home = join2(contextDir, HOME);
+  await mkdir2(home, { recursive: true });
+  const sessionId = randomUUID();
+  await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
+  return {
+    home,
+    sessionId,
+    resume: false,
+    baseline: null,
+    transcriptBytes: 0,
+    ...note ? { note } : {}
+  };
+}
+async function findTranscript(home, id) {
+  const projects = join2(home, "projects");
+  const dirs = await readdir2(projects).catch(() => []);
+  for (const dir of dirs) {
+    const file2 = join2(projects, dir, `${id}.jsonl`);
+    if (await isFile(file2)) return file2;
+  }
+  return null;
+}
+async function moveToProject(home, id, transcript, cwd) {
+  const from = join2(transcript, "..");
+  const to = join2(home, "projects", projectDirName(cwd));
+  if (from === to) return;
+  if (!await exists(to)) {
+    await rename(from, to);
+    return;
+  }
+  for (const name of [`${id}.jsonl`, id]) {
+    if (!await exists(join2(from, name))) continue;
+    await rm2(join2(to, name), { recursive: true, force: true });
+    await rename(join2(from, name), join2(to, name));
+  }
+}
+async function readTranscriptFrom(home, id, cwd, offset) {
+  const expected2 = join2(home, "projects", projectDirName(cwd), `${id}.jsonl`);
+  const file2 = await isFile(expected2) ? expected2 : await findTranscript(home, id);
+  if (!file2) return null;
+  const handle = await open2(file2, "r");
+  try {
+    const size = (await handle.stat()).size;
+    if (size <= offset) return "";
+    const buf = Buffer.alloc(size - offset);
+    await handle.read(buf, 0, buf.length, offset);
+    return buf.toString("utf8");
+  } finally {
+    await handle.close();
+  }
+}
+async function writeRecord(contextDir, record3) {
+  await writeFile2(join2(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
+`);
+}
+async function isFile(path) {
+  return stat2(path).then(
+    (s) => s.isFile(),
+    () => false
+  );
+}
+async function exists(path) {
+  return stat2(path).then(
+    () => true,
+    () => false
+  );
+}
+function lastLine2(text) {
+  return text.trim().split("\n").at(-1)?.trim() ?? "";
+}
+
+// src/agents/codex.ts
+import { mkdir as mkdir3, open as open3, readdir as readdir3, readFile as readFile3, rm as rm3, stat as stat3, writeFile as writeFile3 } from "node:fs/promises";
+import { join as join3 } from "node:path";
+
+// src/agents/codex-output.ts
+function parseExecEvents(stdout) {
+  const out = { threadId: null, usage: null, turnsCompleted: 0, error: null };
+  for (const e of jsonLines2(stdout)) {
+    if (e.type === "thread.started" && typeof e.thread_id === "string") out.threadId = e.thread_id;
+    else if (e.type === "turn.completed") {
+      out.turnsCompleted += 1;
+      const usage = readUsage(e.usage);
+      if (usage) out.usage = usage;
+    } else if (e.type === "turn.failed") {
+      const message = record2(e.error)?.message;
+      if (typeof message === "string") out.error = message;
+    } else if (e.type === "error" && typeof e.message === "string") {
+      if (!/^Reconnecting\b/.test(e.message)) out.error = e.message;
+    }
+  }
+  return out;
+}
+function emptyRollout() {
+  return {
+    threadId: null,
+    cwd: null,
+    model: null,
+    totals: null,
+    resumeTotals: null,
+    modelCalls: 0,
+    idle: true,
+    toolCallPending: false,
+    badLines: 0
+  };
+}
+function addRolloutLine(s, line) {
+  if (line.trim() === "") return s;
+  let item;
+  try {
+    item = record2(JSON.parse(line));
+  } catch {
+    s.badLines += 1;
+    return s;
+  }
+  const payload = record2(item?.payload);
+  if (!item || !payload) return s;
+  if (item.type === "session_meta") {
+    if (typeof payload.id === "string" && s.threadId === null) s.threadId = payload.id;
+    if (typeof payload.cwd === "string" && s.cwd === null) s.cwd = payload.cwd;
+  } else if (item.type === "turn_context") {
+    if (typeof payload.model === "string") s.model = payload.model;
+  } else if (item.type === "response_item") {
+    if (TOOL_CALLS.has(payload.type)) s.toolCallPending = true;
+    else if (payload.type === "message" && payload.role === "assistant") s.toolCallPending = false;
+  } else if (item.type === "event_msg") {
+    if (payload.type === "task_started") s.idle = false;
+    else if (payload.type === "task_complete" || payload.type === "turn_aborted") s.idle = true;
+    else if (payload.type === "token_count") {
+      const totals2 = readUsage(record2(payload.info)?.total_token_usage);
+      addTotals2(s, totals2);
+      if (totals2) s.resumeTotals = totals2;
+    }
+  } else if (item.type === "token_usage_record") {
+    addTotals2(s, readUsage(payload.thread_token_usage));
+  }
+  return s;
+}
+var TOOL_CALLS = /* @__PURE__ */ new Set(["function_call", "custom_tool_call", "local_shell_call"]);
+function addTotals2(s, totals2) {
+  if (!totals2 || sameTotals(totals2, s.totals)) return;
+  const prev = s.totals;
+  const up = prev === null || totals2.inputTokens >= prev.inputTokens && totals2.outputTokens >= prev.outputTokens && totals2.cachedInputTokens >= prev.cachedInputTokens;
+  if (up) s.modelCalls += 1;
+  s.totals = totals2;
+}
+function rolloutProblem(firstLine2, threadId) {
+  if (firstLine2 === void 0) return "its session file does not start with a line Codex wrote";
+  if (firstLine2.trim() === "") return "its session file is empty";
+  let item;
+  try {
+    item = record2(JSON.parse(firstLine2));
+  } catch {
+    return "its session file does not start with a JSON line";
+  }
+  if (item?.type !== "session_meta") return "its session file does not start with the session metadata";
+  const id = record2(item.payload)?.id;
+  if (id !== threadId) return `its session file belongs to thread ${String(id)}, not ${threadId}`;
+  return null;
+}
+function rolloutThreadId(fileName) {
+  const m = /^rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(fileName);
+  return m ? m[1] : null;
+}
+function sessionRecordJson(r) {
+  return `${JSON.stringify(r, null, 2)}
+`;
+}
+function parseSessionRecord(text) {
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { problem: `session.json is not JSON (${text.trim().slice(0, 40) || "empty"})` };
+  }
+  const r = record2(raw);
+  if (!r) return { problem: "session.json is not an object" };
+  if (r.agent !== "codex")
+    return { problem: `session.json was written for agent ${JSON.stringify(r.agent)}, not codex` };
+  if (typeof r.threadId !== "string" || !/^[0-9a-f-]{36}$/i.test(r.threadId))
+    return { problem: `session.json has no valid thread id (${JSON.stringify(r.threadId)})` };
+  const totals2 = r.totals === null ? null : readTotals(r.totals);
+  if (totals2 === void 0) return { problem: "session.json has unreadable token totals" };
+  const modelCalls = typeof r.modelCalls === "number" && r.modelCalls >= 0 ? r.modelCalls : 0;
+  return {
+    agent: "codex",
+    threadId: r.threadId,
+    totals: totals2,
+    modelCalls,
+    model: typeof r.model === "string" ? r.model : null
+  };
+}
+function episodeTokens(before, after) {
+  const b = before ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
+  const d = {
+    inputTokens: after.inputTokens - b.inputTokens,
+    cachedInputTokens: after.cachedInputTokens - b.cachedInputTokens,
+    outputTokens: after.outputTokens - b.outputTokens
+  };
+  return d.inputTokens < 0 || d.outputTokens < 0 || d.cachedInputTokens < 0 ? null : d;
+}
+function usageAndSpend(tokens, turns, model, unit) {
+  const priced = priceTokens(model ?? void 0, tokens.inputTokens, tokens.outputTokens);
+  const usage = {
+    inputTokens: tokens.inputTokens,
+    outputTokens: tokens.outputTokens,
+    costUsd: priced.costUsd,
+    turns,
+    pricedFrom: priced.pricedFrom
+  };
+  const reportedSpend = unit === "tokens" ? tokens.inputTokens + tokens.outputTokens : unit === "usd" ? priced.costUsd : null;
+  return { usage, reportedSpend };
+}
+function overBounds(b, before, now) {
+  if (now.totals) {
+    const t = episodeTokens(before.resumeTotals, now.totals);
+    if (t && (b.unit === "tokens" || b.unit === "usd")) {
+      const model = b.model ?? now.model ?? void 0;
+      const spent2 = b.unit === "tokens" ? t.inputTokens + t.outputTokens : priceTokens(model, t.inputTokens, t.outputTokens).costUsd;
+      if (spent2 > b.allowance) return `spent ${round2(spent2)} ${b.unit} of its ${b.allowance}`;
+    }
+  }
+  const calls = now.modelCalls - before.modelCalls;
+  if (b.maxTurns !== void 0 && calls >= b.maxTurns && now.toolCallPending && !now.idle)
+    return `used its ${b.maxTurns} model turns (agent.max_turns)`;
+  return null;
+}
+function failureLine(events, stderr) {
+  if (events.error) return events.error.trim().split("\n")[0]?.slice(0, 300) ?? null;
+  const lines = stderr.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  const error62 = lines.find((l) => l.startsWith("Error:"));
+  if (error62) return error62.slice(0, 300);
+  const last = lines.filter((l) => !/^\d+: |^at |^Stack backtrace:|^WARNING:/.test(l)).at(-1);
+  return last ? last.slice(0, 300) : null;
+}
+function* jsonLines2(text) {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const r = record2(JSON.parse(line));
+      if (r) yield r;
+    } catch {
+    }
+  }
+}
+function record2(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v) ? v : void 0;
+}
+function readUsage(v) {
+  const u = record2(v);
+  if (!u) return null;
+  const n = (x) => typeof x === "number" && Number.isFinite(x) && x >= 0 ? x : null;
+  const input2 = n(u.input_tokens);
+  const output2 = n(u.output_tokens);
+  if (input2 === null || output2 === null) return null;
+  return { inputTokens: input2, cachedInputTokens: n(u.cached_input_tokens) ?? 0, outputTokens: output2 };
+}
+function readTotals(v) {
+  const t = record2(v);
+  const ok = (x) => typeof x === "number" && Number.isFinite(x) && x >= 0;
+  if (!t || !ok(t.inputTokens) || !ok(t.outputTokens)) return void 0;
+  return {
+    inputTokens: t.inputTokens,
+    cachedInputTokens: ok(t.cachedInputTokens) ? t.cachedInputTokens : 0,
+    outputTokens: t.outputTokens
+  };
+}
+function sameTotals(a, b) {
+  return b !== null && a.inputTokens === b.inputTokens && a.outputTokens === b.outputTokens && a.cachedInputTokens === b.cachedInputTokens;
+}
+function round2(x) {
+  return Math.round(x * 1e6) / 1e6;
+}
+
+// src/agents/codex.ts
+var HOME2 = "home";
+var RECORD = "session.json";
+var KEPT = /* @__PURE__ */ new Set(["sessions", "config.toml"]);
+var POLL_MS = 250;
+var ZERO = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
+var FIRST_LINE_MAX = 4 * 1024 * 1024;
+var codexAgent = (agent) => {
+  const adapter = {
+    kind: "codex",
+    run: (s) => runCodex(s, {
+      executable: agent.command ?? "codex",
+      model: agent.model,
+      args: agent.args,
+      maxTurns: agent.max_turns
+    })
+  };
+  return adapter;
+};
+async function runCodex(s, o) {
+  const home = join3(s.contextDir, HOME2);
+  const context = await prepareContext2(s.contextDir, home);
+  await writeFile3(join3(home, "config.toml"), configToml(s.env));
+  const tail = new RolloutTail(join3(home, "sessions"), context.rollout);
+  const before = structuredClone(await tail.poll());
+  const bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
+  const watched = s.unit === "tokens" || s.unit === "usd" || o.maxTurns !== void 0;
+  const overrun = new AbortController();
+  let overrunWhy = null;
+  let polling = false;
+  const poll = watched ? setInterval(async () => {
+    if (polling || overrun.signal.aborted) return;
+    polling = true;
+    try {
+      const why = overBounds(bounds, before, await tail.poll());
+      if (why) {
+        overrunWhy = why;
+        overrun.abort("budget");
+      }
+    } catch {
+    } finally {
+      polling = false;
+    }
+  }, POLL_MS) : void 0;
+  const r = await runProcess(o.executable, codexArgs(s, o, context.threadId), {
+    cwd: s.workdir,
+    env: codexEnv(s, home),
+    // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
+    input: s.prompt,
+    timeoutMs: s.deadlineMs,
+    signal: AbortSignal.any([s.signal, overrun.signal]),
+    logFile: s.logFile,
+    maxOutput: 2e6
+  });
+  if (poll) clearInterval(poll);
+  const after = await tail.poll().catch(() => tail.summary);
+  const events = parseExecEvents(r.stdout);
+  const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError || r.exitCode !== 0 ? "crash" : "finished";
+  const totals2 = events.usage ?? after.totals ?? (tail.file ? before.resumeTotals ?? ZERO : null);
+  const threadId = after.threadId ?? events.threadId;
+  const model = o.model ?? after.model ?? before.model;
+  if (threadId && tail.file) {
+    await writeFile3(
+      join3(s.contextDir, RECORD),
+      sessionRecordJson({ agent: "codex", threadId, totals: totals2, modelCalls: after.modelCalls, model })
+    );
+    await pruneHome(home);
+  } else if (!context.threadId) {
+    await rm3(home, { recursive: true, force: true });
+  }
+  const notes = [];
+  if (context.note) notes.push(context.note);
+  if (overrunWhy) notes.push(`stopped by forkflush: the session ${overrunWhy}`);
+  if (exit === "crash" && r.stopped === null) {
+    const how = r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`);
+    const why = failureLine(events, r.stderr);
+    notes.push(`codex exited with ${how}${why ? `: ${why}` : ""}`);
+  }
+  const tokens = totals2 ? episodeTokens(before.resumeTotals, totals2) : null;
+  const seconds2 = r.ms / 1e3;
+  if (!tokens) {
+    const charged = s.unit === "tokens" || s.unit === "usd" ? "; charged its whole allowance" : "";
+    notes.push(
+      totals2 ? `Codex's token totals went down (${before.resumeTotals?.inputTokens} -> ${totals2.inputTokens} in): usage unknown${charged}` : `Codex recorded no session: usage unknown${charged}`
+    );
+    return { exit, reportedSpend: null, seconds: seconds2, note: notes.join("; ") };
+  }
+  if (r.stopped !== null)
+    notes.push("usage as Codex recorded it up to the stop (an answer cut off by it is not counted)");
+  const turns = tail.file ? after.modelCalls - before.modelCalls : null;
+  const { usage, reportedSpend } = usageAndSpend(tokens, turns, model, s.unit);
+  if (s.unit === "usd")
+    notes.push("Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response");
+  return { exit, reportedSpend, usage, seconds: seconds2, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
+}
+function codexArgs(s, o, threadId) {
+  return [
+    "exec",
+    // JSONL events on stdout (docs/exec.md, "JSON output mode").
+    "--json",
+    // The workspace is a forkflush checkout that forkflush commits after every episode.
+    "--skip-git-repo-check",
+    "-C",
+    s.workdir,
+    // Edits and commands in the workspace without asking; writes elsewhere stay blocked by
+    // Codex's sandbox (bubblewrap + seccomp on Linux), and .git stays read-only.
+    "--sandbox",
+    "workspace-write",
+    // The sandbox blocks all sockets by default, loopback too; "$FORKFLUSH_GRADE" asks forkflush
+    // over 127.0.0.1 to run the grader (config key sandbox_workspace_write.network_access,
+    // developers.openai.com/codex/config-reference).
+    "-c",
+    "sandbox_workspace_write.network_access=true",
+    // Never stop to ask for approval (exec's default; stated so a user config cannot change it).
+    "-c",
+    'approval_policy="never"',
+    ...o.model ? ["-m", o.model] : [],
+    ...o.args,
+    ...threadId ? ["resume", threadId] : [],
+    "-"
+  ];
+}
+function codexEnv(s, home) {
+  const env = {
+    ...s.env,
+    CODEX_HOME: home,
+    ...forkflushVars(s)
+  };
+  if (!s.env.OPENAI_BASE_URL && !s.env.CODEX_API_KEY && s.env.OPENAI_API_KEY) env.CODEX_API_KEY = s.env.OPENAI_API_KEY;
+  return env;
+}
+function configToml(env) {
+  const lines = ["# Written by forkflush for each episode (CODEX_HOME is the episode context folder)."];
+  const base = env.OPENAI_BASE_URL?.trim();
+  if (base) {
+    lines.push(
+      'model_provider = "forkflush"',
+      "",
+      "[model_providers.forkflush]",
+      'name = "OpenAI Responses API at OPENAI_BASE_URL"',
+      `base_url = ${JSON.stringify(base)}`,
+      'wire_api = "responses"',
+      'env_key = "OPENAI_API_KEY"'
+    );
+  }
+  return `${lines.join("\n")}
+`;
+}
+async function prepareContext2(contextDir, home) {
+  const entries = await readdir3(contextDir).catch(() => []);
+  if (entries.length === 0) {
+    await mkdir3(home, { recursive: true });
+    return { threadId: null, rollout: null };
+  }
+  const problem = await (async () => {
+    const text = await readFile3(join3(contextDir, RECORD), "utf8").catch(() => null);
+    if (text === null) return `it has no ${RECORD}`;
+    const rec = parseSessionRecord(text);
+    if ("problem" in rec) return rec.problem;
+    const rollout = (await rolloutFiles(join3(home, "sessions"))).find(
+      (f) => rolloutThreadId(f.split("/").at(-1)) === rec.threadId
+    );
+    if (!rollout) return `the session file of thread ${rec.threadId} is missing`;
+    const why = rolloutProblem(await firstLine(rollout), rec.threadId);
+    return why ?? { threadId: rec.threadId, rollout };
+  })();
+  if (typeof problem !== "string") {
+    await pruneHome(home);
+    return { threadId: problem.threadId, rollout: problem.rollout };
+  }
+  await rm3(home, { recursive: true, force: true });
+  await rm3(join3(contextDir, RECORD), { force: true });
+  await mkdir3(home, { recursive: true });
+  return {
+    threadId: null,
+    rollout: null,
+    note: `the context folder held no usable Codex session (${problem}): this episode started a fresh conversation`
+  };
+}
+async function pruneHome(home) {
+  const entries = await readdir3(home).catch(() => []);
+  await Promise.all(
+    entries.filter((e) => !KEPT.has(e)).map((e) => rm3(join3(home, e), { recursive: true, force: true }))
+  );
+}
+async function rolloutFiles(dir) {
+  const entries = await readdir3(dir, { recursive: true }).catch(() => []);
+  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join3(dir, e)).sort();
+}
+async function firstLine(file2) {
+  const h = await open3(file2, "r");
+  try {
+    const buf = Buffer.alloc(FIRST_LINE_MAX);
+    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
+    const nl = buf.subarray(0, bytesRead).indexOf(10);
+    if (nl === -1 && bytesRead === buf.length) return void 0;
+    return buf.subarray(0, nl === -1 ? bytesRead : nl).toString("utf8");
+  } finally {
+    await h.close();
+  }
+}
+var RolloutTail = class {
+  constructor(sessionsDir, file2) {
+    this.sessionsDir = sessionsDir;
+    this.file = file2;
+  }
+  sessionsDir;
+  file;
+  summary = emptyRollout();
+  offset = 0;
+  rest = Buffer.alloc(0);
+  reading = Promise.resolve();
+  /** Reads what was added since the last read; reads never overlap (the offset is shared). */
+  poll() {
+    const next = this.reading.then(() => this.read());
+    this.reading = next.catch(() => {
+    });
+    return next;
+  }
+  async read() {
+    if (!this.file) {
+      const files = await rolloutFiles(this.sessionsDir);
+      if (files.length === 0) return this.summary;
+      this.file = files.at(-1);
+    }
+    const size = (await stat3(this.file)).size;
+    if (size <= this.offset) return this.summary;
+    const h = await open3(this.file, "r");
+    try {
+      const chunk = Buffer.alloc(size - this.offset);
+      const { bytesRead } = await h.read(chunk, 0, chunk.length, this.offset);
+      this.offset += bytesRead;
+      const data = Buffer.concat([this.rest, chunk.subarray(0, bytesRead)]);
+      const end = data.lastIndexOf(10);
+      this.rest = end === -1 ? data : data.subarray(end + 1);
+      if (end !== -1)
+        for (const line of data.subarray(0, end).toString("utf8").split("\n")) addRolloutLine(this.summary, line);
+    } finally {
+      await h.close();
+    }
+    return this.summary;
+  }
+};
+
 // src/agents/command.ts
+import { readFile as readFile4 } from "node:fs/promises";
 var USAGE_POLL_MS = 200;
 function commandAgent(command) {
   return {
@@ -28310,19 +29589,12 @@ function commandAgent(command) {
     async run(s) {
       const env = {
         ...s.env,
-        FORKFLUSH_PROMPT_FILE: s.promptFile,
-        FORKFLUSH_CONTEXT_DIR: s.contextDir,
-        FORKFLUSH_BUDGET: String(s.allowance),
-        FORKFLUSH_BUDGET_UNIT: s.unit,
-        FORKFLUSH_USAGE_FILE: s.usageFile,
-        FORKFLUSH_GRADE: s.gradeCommand,
-        FORKFLUSH_SEED: String(s.seed),
-        FORKFLUSH_EPISODE: s.episodeId
+        ...forkflushVars(s)
       };
       const overrun = new AbortController();
       const watched = s.unit === "tokens" || s.unit === "usd";
       const poll = watched ? setInterval(async () => {
-        const usage2 = await readUsage(s.usageFile);
+        const usage2 = await readUsage2(s.usageFile);
         if (typeof usage2 === "number" && usage2 > s.allowance) overrun.abort("budget");
       }, USAGE_POLL_MS) : void 0;
       const r = await runShell(command, {
@@ -28335,10 +29607,10 @@ function commandAgent(command) {
         maxOutput: 64e3
       });
       if (poll) clearInterval(poll);
-      const usage = await readUsage(s.usageFile);
+      const usage = await readUsage2(s.usageFile);
       const seconds2 = r.ms / 1e3;
       const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError || r.exitCode !== 0 ? "crash" : "finished";
-      const crashNote = exit === "crash" && r.stopped === null ? `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${lastLine(r.stderr)}` : void 0;
+      const crashNote = exit === "crash" && r.stopped === null ? `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${lastLine3(r.stderr)}` : void 0;
       if (!watched) return { exit, reportedSpend: null, seconds: seconds2, ...crashNote ? { note: crashNote } : {} };
       if (typeof usage === "number")
         return { exit, reportedSpend: usage, seconds: seconds2, ...crashNote ? { note: crashNote } : {} };
@@ -28352,10 +29624,10 @@ function commandAgent(command) {
     }
   };
 }
-async function readUsage(file2) {
+async function readUsage2(file2) {
   let text;
   try {
-    text = await readFile(file2, "utf8");
+    text = await readFile4(file2, "utf8");
   } catch {
     return void 0;
   }
@@ -28367,14 +29639,911 @@ async function readUsage(file2) {
     return { error: `not JSON: ${text.trim().slice(0, 60)}` };
   }
 }
-function lastLine(stderr) {
+function lastLine3(stderr) {
   const line = stderr.trim().split("\n").at(-1)?.trim();
   return line ? `: ${line.slice(0, 200)}` : "";
 }
 
+// src/agents/copilot.ts
+import { randomUUID as randomUUID2 } from "node:crypto";
+import { mkdir as mkdir4, open as open4, readdir as readdir4, readFile as readFile5, rm as rm4, stat as stat4, writeFile as writeFile4 } from "node:fs/promises";
+import { dirname as dirname2, join as join4 } from "node:path";
+
+// src/agents/copilot-output.ts
+var NANO_AIU_PER_CREDIT = 1e9;
+var USD_PER_CREDIT = 0.01;
+function emptyTotals() {
+  return { models: {}, nanoAiu: 0, creditsAvailable: false };
+}
+function num2(v) {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
+}
+function isObject2(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function parseUsageFile(text) {
+  let json2;
+  try {
+    json2 = JSON.parse(text);
+  } catch {
+    throw new Error(`the usage file is not JSON: ${text.trim().slice(0, 60)}`);
+  }
+  if (!isObject2(json2) || !isObject2(json2.modelMetrics)) throw new Error("the usage file has no modelMetrics");
+  const models = {};
+  for (const [model, m] of Object.entries(json2.modelMetrics)) {
+    if (!isObject2(m)) continue;
+    const usage = isObject2(m.usage) ? m.usage : {};
+    const requests = isObject2(m.requests) ? m.requests : {};
+    models[model] = {
+      inputTokens: num2(usage.inputTokens),
+      outputTokens: num2(usage.outputTokens),
+      cacheReadTokens: num2(usage.cacheReadTokens),
+      cacheWriteTokens: num2(usage.cacheWriteTokens),
+      requests: num2(requests.count)
+    };
+  }
+  const nanoAiu = num2(json2.totalNanoAiu);
+  return { models, nanoAiu, creditsAvailable: json2.aiCreditsStatus !== "unavailable" && nanoAiu > 0 };
+}
+function readSavedTotals(v) {
+  if (!isObject2(v) || !isObject2(v.models)) return null;
+  const models = {};
+  for (const [model, m] of Object.entries(v.models)) {
+    if (!isObject2(m)) continue;
+    models[model] = {
+      inputTokens: num2(m.inputTokens),
+      outputTokens: num2(m.outputTokens),
+      cacheReadTokens: num2(m.cacheReadTokens),
+      cacheWriteTokens: num2(m.cacheWriteTokens),
+      requests: num2(m.requests)
+    };
+  }
+  return { models, nanoAiu: num2(v.nanoAiu), creditsAvailable: v.creditsAvailable === true };
+}
+function subtractTotals(now, before) {
+  if (!before) return now;
+  const models = {};
+  for (const [model, m] of Object.entries(now.models)) {
+    const b = before.models[model];
+    const d = {
+      inputTokens: Math.max(0, m.inputTokens - (b?.inputTokens ?? 0)),
+      outputTokens: Math.max(0, m.outputTokens - (b?.outputTokens ?? 0)),
+      cacheReadTokens: Math.max(0, m.cacheReadTokens - (b?.cacheReadTokens ?? 0)),
+      cacheWriteTokens: Math.max(0, m.cacheWriteTokens - (b?.cacheWriteTokens ?? 0)),
+      requests: Math.max(0, m.requests - (b?.requests ?? 0))
+    };
+    if (d.inputTokens + d.outputTokens + d.requests > 0) models[model] = d;
+  }
+  return {
+    models,
+    nanoAiu: Math.max(0, now.nanoAiu - before.nanoAiu),
+    creditsAvailable: now.creditsAvailable
+  };
+}
+function addTotals3(a, b) {
+  if (!a) return b;
+  const models = { ...a.models };
+  for (const [model, m] of Object.entries(b.models)) {
+    const x = models[model];
+    models[model] = x ? {
+      inputTokens: x.inputTokens + m.inputTokens,
+      outputTokens: x.outputTokens + m.outputTokens,
+      cacheReadTokens: x.cacheReadTokens + m.cacheReadTokens,
+      cacheWriteTokens: x.cacheWriteTokens + m.cacheWriteTokens,
+      requests: x.requests + m.requests
+    } : m;
+  }
+  return { models, nanoAiu: a.nanoAiu + b.nanoAiu, creditsAvailable: a.creditsAvailable || b.creditsAvailable };
+}
+function parseJsonLines(text) {
+  const lines = text.split("\n");
+  const rest = lines.pop() ?? "";
+  const events = [];
+  let bad = 0;
+  for (const line of lines) {
+    if (line.trim() === "") continue;
+    try {
+      const v = JSON.parse(line);
+      if (isObject2(v)) events.push(v);
+      else bad++;
+    } catch {
+      bad++;
+    }
+  }
+  return { events, rest, bad };
+}
+function summarizeEvents(events) {
+  let turns = 0;
+  const totals2 = emptyTotals();
+  for (const e of events) {
+    if (e.type === "assistant.turn_start") turns++;
+    if (e.type !== "session.usage_record") continue;
+    const usage = isObject2(e.data) && isObject2(e.data.usage) ? e.data.usage : null;
+    if (!usage) continue;
+    const model = typeof usage.model === "string" ? usage.model : "unknown";
+    const m = totals2.models[model] ?? {
+      inputTokens: 0,
+      outputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      requests: 0
+    };
+    m.inputTokens += num2(usage.inputTokens);
+    m.outputTokens += num2(usage.outputTokens);
+    m.cacheReadTokens += num2(usage.cacheReadTokens);
+    m.cacheWriteTokens += num2(usage.cacheWriteTokens);
+    m.requests += 1;
+    totals2.models[model] = m;
+  }
+  return { turns, totals: totals2 };
+}
+function eventsFileProblem(text, sessionId) {
+  if (text.trim() === "") return "its events.jsonl is empty";
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  for (const [i, line] of lines.entries()) {
+    let v;
+    try {
+      v = JSON.parse(line);
+    } catch {
+      if (i === lines.length - 1 && !text.endsWith("\n")) continue;
+      return `line ${i + 1} of its events.jsonl is not JSON`;
+    }
+    if (!isObject2(v) || typeof v.type !== "string") return `line ${i + 1} of its events.jsonl is not an event`;
+    if (i === 0) {
+      const id = isObject2(v.data) ? v.data.sessionId : void 0;
+      if (v.type !== "session.start") return "its events.jsonl does not begin with session.start";
+      if (id !== sessionId) return `its events.jsonl belongs to session ${String(id)}`;
+    }
+  }
+  return null;
+}
+function parseJsonOutput(stdout) {
+  const facts = { errors: [] };
+  for (const line of stdout.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    let v;
+    try {
+      v = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (!isObject2(v)) continue;
+    if (v.type === "result") {
+      if (typeof v.exitCode === "number") facts.exitCode = v.exitCode;
+      if (typeof v.sessionId === "string") facts.sessionId = v.sessionId;
+    } else if (v.type === "session.error" && isObject2(v.data) && typeof v.data.message === "string") {
+      facts.errors.push(v.data.message);
+    }
+  }
+  return facts;
+}
+function episodeUsage2(delta) {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let turns = 0;
+  let priced = 0;
+  const pricedFrom = /* @__PURE__ */ new Set();
+  for (const [model, m] of Object.entries(delta.models)) {
+    inputTokens += m.inputTokens;
+    outputTokens += m.outputTokens;
+    turns += m.requests;
+    const p = priceTokens(model, m.inputTokens, m.outputTokens);
+    priced += p.costUsd;
+    pricedFrom.add(p.pricedFrom);
+  }
+  if (delta.creditsAvailable) {
+    const costUsd = delta.nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT;
+    return { inputTokens, outputTokens, costUsd, turns };
+  }
+  return {
+    inputTokens,
+    outputTokens,
+    costUsd: priced,
+    turns,
+    ...pricedFrom.size > 0 ? { pricedFrom: [...pricedFrom].join("; ") } : {}
+  };
+}
+var MIN_AI_CREDITS = 30;
+function creditsForUsd(usd) {
+  return Math.max(MIN_AI_CREDITS, Math.ceil(usd / USD_PER_CREDIT));
+}
+
+// src/agents/copilot.ts
+var HOME_DIR = "home";
+var SESSION_FILE3 = "session.json";
+var WATCH_MS2 = 250;
+var MAX_PROMPT_ARG = 1e5;
+var SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+var FORGE_TOKENS2 = ["GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"];
+var copilotAgent = (agent) => copilotAdapter(agent);
+function copilotAdapter(agent) {
+  return { kind: "copilot", run: (s) => runCopilot(agent, s) };
+}
+async function runCopilot(agent, s) {
+  const notes = [];
+  await mkdir4(s.contextDir, { recursive: true });
+  const ctx = await openContext2(s.contextDir);
+  if (ctx.note) notes.push(ctx.note);
+  const home = join4(s.contextDir, HOME_DIR);
+  await mkdir4(home, { recursive: true });
+  const sessionId = ctx.saved?.sessionId ?? randomUUID2();
+  const eventsFile = join4(home, "session-state", sessionId, "events.jsonl");
+  const startOffset = ctx.saved ? await sizeOf2(eventsFile) : 0;
+  const usageOut = join4(dirname2(s.usageFile), "copilot-usage.json");
+  await rm4(usageOut, { force: true });
+  const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
+  const credits = !byok && s.unit === "usd" ? creditsForUsd(s.allowance) : void 0;
+  const viaStdin = Buffer.byteLength(s.prompt) > MAX_PROMPT_ARG;
+  const args = [
+    ...viaStdin ? [] : [`--prompt=${s.prompt}`],
+    "--allow-all-tools",
+    "--no-ask-user",
+    "--no-auto-update",
+    "--output-format",
+    "json",
+    "--usage-output-file",
+    usageOut,
+    // The CLI's own logs go with the episode's other logs, not into the context carried onward.
+    "--log-dir",
+    join4(dirname2(s.logFile), "copilot-logs"),
+    "-C",
+    s.workdir,
+    ctx.saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
+    ...agent.model ? ["--model", agent.model] : [],
+    ...credits !== void 0 ? ["--max-ai-credits", String(credits)] : [],
+    ...agent.args
+  ];
+  const overrun = new AbortController();
+  let overrunWhy;
+  const watcher = new EventsWatcher(eventsFile, startOffset);
+  let checking = false;
+  const check2 = async () => {
+    if (checking) return;
+    checking = true;
+    let events;
+    try {
+      events = await watcher.poll();
+    } finally {
+      checking = false;
+    }
+    const { turns, totals: totals2 } = summarizeEvents(events);
+    const usage2 = episodeUsage2(totals2);
+    let why;
+    if (agent.max_turns !== void 0 && turns > agent.max_turns)
+      why = `it reached agent.max_turns (${agent.max_turns})`;
+    else if (s.unit === "tokens" && usage2.inputTokens + usage2.outputTokens > s.allowance)
+      why = `its tokens passed the allowance of ${s.allowance}`;
+    else if (s.unit === "usd" && (usage2.costUsd ?? 0) > s.allowance)
+      why = `its cost passed the allowance of $${s.allowance}`;
+    if (why && !overrun.signal.aborted) {
+      overrunWhy = why;
+      overrun.abort("budget");
+    }
+  };
+  const timer = setInterval(() => void check2().catch(() => {
+  }), WATCH_MS2);
+  const r = await runProcess(agent.command ?? "copilot", args, {
+    cwd: s.workdir,
+    env: copilotEnv(s, home),
+    ...viaStdin ? { input: s.prompt } : {},
+    timeoutMs: s.deadlineMs,
+    signal: AbortSignal.any([s.signal, overrun.signal]),
+    logFile: s.logFile
+  });
+  clearInterval(timer);
+  const previous = ctx.saved?.totals ?? null;
+  let delta = null;
+  let cumulative = null;
+  const usageText = await readFile5(usageOut, "utf8").catch(() => void 0);
+  if (usageText !== void 0) {
+    try {
+      cumulative = parseUsageFile(usageText);
+      delta = subtractTotals(cumulative, previous);
+    } catch (e) {
+      notes.push(`${e.message}; usage counted from the session's events`);
+    }
+  }
+  const eventsExist = await sizeOf2(eventsFile) > 0;
+  if (!delta && eventsExist) {
+    const events = parseJsonLines(`${(await readFrom2(eventsFile, startOffset)).toString("utf8")}
+`).events;
+    delta = summarizeEvents(events).totals;
+    cumulative = addTotals3(previous, delta);
+    if (usageText === void 0) notes.push("Copilot wrote no usage file; usage counted from the session's events");
+  }
+  const facts = parseJsonOutput(r.stdout);
+  const creditsHit = credits !== void 0 && delta !== null && delta.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
+  const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null ? "crash" : creditsHit ? "budget" : r.spawnError || r.exitCode !== 0 ? "crash" : "finished";
+  if (r.stopped === "budget" && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
+  if (creditsHit && r.stopped === null) notes.push(`stopped by --max-ai-credits ${credits}`);
+  if (exit === "crash" && r.stopped === null) {
+    const why = r.spawnError ?? facts.errors.at(-1) ?? lastLine4(r.stderr) ?? `exit code ${r.exitCode}`;
+    notes.push(`copilot exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
+  }
+  if (eventsExist) {
+    const saved = {
+      agent: "copilot",
+      sessionId,
+      totals: cumulative,
+      episodes: [...ctx.saved?.episodes ?? [], s.episodeId]
+    };
+    await writeFile4(join4(s.contextDir, SESSION_FILE3), `${JSON.stringify(saved, null, 2)}
+`);
+  }
+  let usage;
+  let reportedSpend = null;
+  if (delta) {
+    usage = episodeUsage2(delta);
+    reportedSpend = s.unit === "tokens" ? usage.inputTokens + usage.outputTokens : s.unit === "usd" ? usage.costUsd : null;
+  } else if (!eventsExist) {
+    usage = { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0 };
+    reportedSpend = s.unit === "tokens" || s.unit === "usd" ? 0 : null;
+    notes.push("Copilot started no session, so it made no model call");
+  } else {
+    notes.push("the usage of this episode could not be read");
+  }
+  return {
+    exit,
+    reportedSpend,
+    ...usage ? { usage } : {},
+    ...notes.length > 0 ? { note: notes.join("; ") } : {},
+    seconds: r.ms / 1e3
+  };
+}
+function copilotEnv(s, home) {
+  const env = {
+    ...s.env,
+    ...forkflushVars(s),
+    COPILOT_HOME: home
+  };
+  for (const k of FORGE_TOKENS2) delete env[k];
+  return env;
+}
+async function openContext2(contextDir) {
+  const entries = await readdir4(contextDir);
+  if (entries.length === 0) return { saved: null };
+  const problem = await contextProblem(contextDir, entries);
+  if (problem.saved) return { saved: problem.saved };
+  for (const e of entries) await rm4(join4(contextDir, e), { recursive: true, force: true });
+  return {
+    saved: null,
+    note: `could not resume the carried Copilot session (${problem.why}); started a fresh conversation`
+  };
+}
+async function contextProblem(contextDir, entries) {
+  if (!entries.includes(SESSION_FILE3)) return { why: `${SESSION_FILE3} is missing` };
+  let raw;
+  try {
+    raw = JSON.parse(await readFile5(join4(contextDir, SESSION_FILE3), "utf8"));
+  } catch {
+    return { why: `${SESSION_FILE3} is not JSON` };
+  }
+  const v = raw;
+  if (!v || typeof v.sessionId !== "string" || !SESSION_ID.test(v.sessionId))
+    return { why: `${SESSION_FILE3} names no session id` };
+  const events = join4(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl");
+  let text;
+  try {
+    text = await readFile5(events, "utf8");
+  } catch {
+    return { why: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
+  }
+  const bad = eventsFileProblem(text, v.sessionId);
+  if (bad) return { why: `session ${v.sessionId} is corrupt: ${bad}` };
+  return {
+    saved: {
+      agent: "copilot",
+      sessionId: v.sessionId,
+      totals: readSavedTotals(v.totals),
+      episodes: Array.isArray(v.episodes) ? v.episodes.filter((e) => typeof e === "string") : []
+    }
+  };
+}
+var EventsWatcher = class {
+  constructor(file2, offset) {
+    this.file = file2;
+    this.offset = offset;
+  }
+  file;
+  offset;
+  rest = Buffer.alloc(0);
+  seen = [];
+  /** All events appended since the start, so far. */
+  async poll() {
+    const chunk = await readFrom2(this.file, this.offset);
+    if (chunk.length > 0) {
+      this.offset += chunk.length;
+      const all = Buffer.concat([this.rest, chunk]);
+      const end = all.lastIndexOf(10);
+      this.rest = end < 0 ? all : all.subarray(end + 1);
+      if (end >= 0) this.seen.push(...parseJsonLines(all.subarray(0, end + 1).toString("utf8")).events);
+    }
+    return this.seen;
+  }
+};
+async function readFrom2(file2, offset) {
+  let fh;
+  try {
+    fh = await open4(file2, "r");
+    const { size } = await fh.stat();
+    if (size <= offset) return Buffer.alloc(0);
+    const buf = Buffer.alloc(size - offset);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
+    return buf.subarray(0, bytesRead);
+  } catch {
+    return Buffer.alloc(0);
+  } finally {
+    await fh?.close();
+  }
+}
+async function sizeOf2(file2) {
+  return stat4(file2).then(
+    (st) => st.size,
+    () => 0
+  );
+}
+function lastLine4(stderr) {
+  return stderr.trim().split("\n").at(-1)?.trim() || void 0;
+}
+
+// src/agents/gemini.ts
+import { randomUUID as randomUUID3 } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir as mkdir5, readdir as readdir5, readFile as readFile6, realpath as realpath2, rename as rename2, rm as rm5, writeFile as writeFile5 } from "node:fs/promises";
+import { basename, dirname as dirname3, join as join5 } from "node:path";
+
+// src/agents/gemini-output.ts
+var EXIT_TURN_LIMIT = 53;
+function parseResult(text) {
+  let found = null;
+  for (const value of jsonObjects(text)) {
+    if (!isRecord3(value)) continue;
+    if (!("session_id" in value || "stats" in value || "error" in value)) continue;
+    const r = {};
+    if (typeof value.session_id === "string") r.sessionId = value.session_id;
+    if (typeof value.response === "string") r.response = value.response;
+    if ("stats" in value) r.stats = value.stats;
+    if (isRecord3(value.error)) {
+      const e = value.error;
+      r.error = {
+        type: typeof e.type === "string" ? e.type : "Error",
+        message: typeof e.message === "string" ? e.message : JSON.stringify(e),
+        ...typeof e.code === "number" || typeof e.code === "string" ? { code: e.code } : {}
+      };
+    }
+    if (Array.isArray(value.warnings)) r.warnings = value.warnings.filter((w) => typeof w === "string");
+    found = r;
+  }
+  return found;
+}
+function* jsonObjects(text) {
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const open5 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
+    if (open5 < 0 || open5 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open5))) continue;
+    for (let j = i + 1; j < lines.length; j++) {
+      if (lines[j] !== "}") continue;
+      const candidate = [line.slice(open5), ...lines.slice(i + 1, j + 1)].join("\n");
+      try {
+        yield JSON.parse(candidate);
+        i = j;
+        break;
+      } catch {
+      }
+    }
+  }
+}
+function usageFromStats(stats) {
+  if (!isRecord3(stats) || !isRecord3(stats.models)) return null;
+  const perModel = [];
+  let turns = 0;
+  for (const [model, m] of Object.entries(stats.models)) {
+    if (!isRecord3(m) || !isRecord3(m.tokens)) return null;
+    const t = m.tokens;
+    perModel.push({
+      model,
+      inputTokens: num3(t.prompt) + num3(t.tool),
+      outputTokens: num3(t.candidates) + num3(t.thoughts)
+    });
+    const main2 = isRecord3(m.roles) && isRecord3(m.roles.main) ? m.roles.main : null;
+    if (main2) turns += num3(main2.totalRequests) - num3(main2.totalErrors);
+  }
+  return totals(perModel, turns);
+}
+function readSession(text) {
+  const meta3 = {};
+  let messages = /* @__PURE__ */ new Map();
+  const written = /* @__PURE__ */ new Map();
+  let badLines = 0;
+  const note = (m) => {
+    const prev = written.get(m.id);
+    written.set(m.id, prev ? { ...prev, ...m, tokens: m.tokens ?? prev.tokens, model: m.model ?? prev.model } : m);
+    messages.set(m.id, m);
+  };
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    let record3;
+    try {
+      record3 = JSON.parse(line);
+    } catch {
+      badLines++;
+      continue;
+    }
+    if (!isRecord3(record3)) {
+      badLines++;
+      continue;
+    }
+    if (typeof record3.$rewindTo === "string") {
+      const kept = /* @__PURE__ */ new Map();
+      let found = false;
+      for (const [id, m] of messages) {
+        if (id === record3.$rewindTo) found = true;
+        if (!found) kept.set(id, m);
+      }
+      messages = found ? kept : /* @__PURE__ */ new Map();
+    } else if (typeof record3.id === "string") {
+      const m = asMessage(record3);
+      if (m) note(m);
+    } else if (isRecord3(record3.$set)) {
+      const set2 = record3.$set;
+      if (Array.isArray(set2.messages)) {
+        messages = /* @__PURE__ */ new Map();
+        for (const raw of set2.messages) {
+          const m = asMessage(raw);
+          if (m) note(m);
+        }
+      }
+      Object.assign(meta3, set2);
+    } else if (typeof record3.sessionId === "string") {
+      Object.assign(meta3, record3);
+    } else {
+      badLines++;
+    }
+  }
+  return {
+    sessionId: typeof meta3.sessionId === "string" ? meta3.sessionId : null,
+    kind: typeof meta3.kind === "string" ? meta3.kind : null,
+    lastUpdated: typeof meta3.lastUpdated === "string" ? meta3.lastUpdated : null,
+    messages: [...messages.values()],
+    written,
+    badLines
+  };
+}
+function isResumable(messages) {
+  return messages.some((m) => {
+    if (m.type === "gemini") return textOf(m.content).trim() !== "" || (m.toolCalls?.length ?? 0) > 0;
+    if (m.type !== "user") return false;
+    const text = textOf(m.content).trim();
+    return text !== "" && !text.startsWith("<session_context>") && !text.startsWith("<hook_context>");
+  });
+}
+function writtenIds(sessions) {
+  const ids = /* @__PURE__ */ new Set();
+  for (const s of sessions) for (const id of s.written.keys()) ids.add(id);
+  return ids;
+}
+function usageFromSessions(sessions, before) {
+  const byModel = /* @__PURE__ */ new Map();
+  const seen = /* @__PURE__ */ new Set();
+  let turns = 0;
+  for (const s of sessions) {
+    for (const [id, m] of s.written) {
+      if (before.has(id) || seen.has(id) || m.type !== "gemini" || !m.tokens) continue;
+      seen.add(id);
+      turns++;
+      const model = m.model ?? "unknown";
+      const entry = byModel.get(model) ?? { model, inputTokens: 0, outputTokens: 0 };
+      entry.inputTokens += num3(m.tokens.input) + num3(m.tokens.tool);
+      entry.outputTokens += num3(m.tokens.output) + num3(m.tokens.thoughts);
+      byModel.set(model, entry);
+    }
+  }
+  return totals([...byModel.values()], turns);
+}
+function totals(perModel, turns) {
+  return {
+    perModel,
+    inputTokens: perModel.reduce((n, m) => n + m.inputTokens, 0),
+    outputTokens: perModel.reduce((n, m) => n + m.outputTokens, 0),
+    turns
+  };
+}
+function asMessage(raw) {
+  if (!isRecord3(raw) || typeof raw.id !== "string") return null;
+  return {
+    id: raw.id,
+    type: typeof raw.type === "string" ? raw.type : "unknown",
+    ...typeof raw.timestamp === "string" ? { timestamp: raw.timestamp } : {},
+    ..."content" in raw ? { content: raw.content } : {},
+    ...typeof raw.model === "string" ? { model: raw.model } : {},
+    ...isRecord3(raw.tokens) ? { tokens: raw.tokens } : {},
+    ...Array.isArray(raw.toolCalls) ? { toolCalls: raw.toolCalls } : {}
+  };
+}
+function textOf(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map(textOf).join("");
+  if (isRecord3(content) && typeof content.text === "string") return content.text;
+  return "";
+}
+function num3(v) {
+  return typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
+}
+function isRecord3(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+// src/agents/gemini.ts
+var SESSION_FILE4 = "session.json";
+var HOME3 = "home";
+var SPEND_POLL_MS = 1e3;
+var MAX_ARGV_PROMPT = 1e5;
+var geminiAgent = (agent) => {
+  const executable = agent.command ?? "gemini";
+  return {
+    kind: "gemini",
+    run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns)
+  };
+};
+async function runGemini(s, executable, model, extraArgs, maxTurns) {
+  const started = performance.now();
+  const home = join5(s.contextDir, HOME3);
+  const geminiDir = join5(home, ".gemini");
+  const notes = [];
+  let prepared;
+  try {
+    prepared = await prepareHome(s, geminiDir, maxTurns);
+  } catch (e) {
+    prepared = { crash: `could not prepare the Gemini CLI home in ${home}: ${e.message}` };
+  }
+  if ("crash" in prepared) {
+    return { exit: "crash", reportedSpend: 0, note: prepared.crash, seconds: (performance.now() - started) / 1e3 };
+  }
+  const { sessionId } = prepared;
+  const resume = "before" in prepared;
+  const before = "before" in prepared ? prepared.before : /* @__PURE__ */ new Set();
+  if ("fresh" in prepared && prepared.fresh) notes.push(prepared.fresh);
+  const viaStdin = Buffer.byteLength(s.prompt) > MAX_ARGV_PROMPT;
+  const args = [
+    ...model ? ["--model", model] : [],
+    ...resume ? ["--resume", sessionId] : ["--session-id", sessionId],
+    "--skip-trust",
+    "--approval-mode",
+    "yolo",
+    "--output-format",
+    "json",
+    ...extraArgs,
+    // Headless mode puts stdin before the -p text: a long prompt goes there, with a blank -p.
+    "--prompt",
+    viaStdin ? " " : s.prompt
+  ];
+  const env = {
+    ...s.env,
+    GEMINI_CLI_HOME: home,
+    GEMINI_TELEMETRY_ENABLED: "false",
+    ...forkflushVars(s)
+  };
+  delete env.GITHUB_TOKEN;
+  delete env.GH_TOKEN;
+  const overrun = new AbortController();
+  const watched = s.unit === "tokens" || s.unit === "usd";
+  let polling = false;
+  const poll = watched ? setInterval(async () => {
+    if (polling || overrun.signal.aborted) return;
+    polling = true;
+    try {
+      const spent2 = spendOf(usageFromSessions(await sessionRecords(geminiDir, sessionId), before), s.unit);
+      if (spent2 !== null && spent2 > s.allowance) overrun.abort("budget");
+    } catch {
+    } finally {
+      polling = false;
+    }
+  }, SPEND_POLL_MS) : void 0;
+  const r = await runProcess(executable, args, {
+    cwd: s.workdir,
+    env,
+    input: viaStdin ? s.prompt : "",
+    timeoutMs: s.deadlineMs,
+    signal: AbortSignal.any([s.signal, overrun.signal]),
+    logFile: s.logFile,
+    maxOutput: 4e6
+  });
+  if (poll) clearInterval(poll);
+  const seconds2 = r.ms / 1e3;
+  await writeSessionFile(s.contextDir, sessionId).catch(() => {
+  });
+  const result = parseResult(r.stdout) ?? parseResult(r.stderr);
+  const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash";
+  if (r.stopped === "budget" && overrun.signal.aborted)
+    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
+  if (exit === "crash" && r.stopped === null) {
+    const why = r.spawnError ?? result?.error?.message ?? lastLine5(r.stderr);
+    notes.push(`gemini exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`);
+  }
+  if (r.spawnError) {
+    return { exit, reportedSpend: 0, note: notes.join("; "), seconds: seconds2 };
+  }
+  let usage = result?.stats !== void 0 ? usageFromStats(result.stats) : null;
+  if (!usage) {
+    const sessions = await sessionRecords(geminiDir, sessionId);
+    usage = usageFromSessions(sessions, before);
+    notes.push(
+      sessions.length > 0 ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls" : "gemini recorded no conversation: it stopped before its first model call"
+    );
+  }
+  const priced = price(usage);
+  return {
+    exit,
+    reportedSpend: spendOf(usage, s.unit),
+    usage: {
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costUsd: priced.costUsd,
+      turns: usage.turns,
+      pricedFrom: priced.pricedFrom
+    },
+    ...notes.length > 0 ? { note: notes.join("; ") } : {},
+    seconds: seconds2
+  };
+}
+async function prepareHome(s, geminiDir, maxTurns) {
+  const entries = await readdir5(s.contextDir).catch(() => []);
+  let prepared = { sessionId: randomUUID3(), fresh: "" };
+  if (entries.length > 0) {
+    const carried = await prepareResume(s.contextDir, geminiDir, await realpath2(s.workdir));
+    if ("crash" in carried) return carried;
+    if ("before" in carried) prepared = carried;
+    else prepared = { sessionId: randomUUID3(), fresh: carried.fresh };
+  }
+  await mkdir5(geminiDir, { recursive: true });
+  await writeFile5(join5(geminiDir, "settings.json"), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}
+`);
+  await rm5(join5(geminiDir, "projects.json.lock"), { recursive: true, force: true });
+  await writeSessionFile(s.contextDir, prepared.sessionId);
+  return prepared;
+}
+function settings(env, maxTurns) {
+  return {
+    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless
+    // mode rejects; the API key (or Vertex AI) is what forkflush runs it with.
+    security: { auth: { selectedType: env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key" } },
+    model: { maxSessionTurns: maxTurns ?? -1 },
+    general: {
+      enableAutoUpdate: false,
+      enableAutoUpdateNotification: false,
+      sessionRetention: { enabled: false }
+    },
+    telemetry: { enabled: false, logPrompts: false },
+    privacy: { usageStatisticsEnabled: false },
+    ide: { enabled: false }
+  };
+}
+async function prepareResume(contextDir, geminiDir, workdir) {
+  let recorded;
+  try {
+    recorded = JSON.parse(await readFile6(join5(contextDir, SESSION_FILE4), "utf8"));
+  } catch (e) {
+    const why = e.code === "ENOENT" ? "has no" : "has an unreadable";
+    return { crash: `the context folder ${why} ${SESSION_FILE4}: no Gemini CLI conversation to continue` };
+  }
+  const sessionId = recorded?.sessionId;
+  if (typeof sessionId !== "string" || !/^[A-Za-z0-9_-]+$/.test(sessionId)) {
+    return { crash: `the context folder's ${SESSION_FILE4} names no valid session id` };
+  }
+  const files = await sessionFiles(geminiDir, sessionId);
+  if (files.length === 0) {
+    return {
+      crash: `Gemini CLI session ${sessionId} is not in the context folder (no session file under home/.gemini/tmp)`
+    };
+  }
+  const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
+  if (best.record.sessionId !== sessionId) {
+    return { crash: `the session file of ${sessionId} is unreadable (${best.path})` };
+  }
+  if (!isResumable(best.record.messages)) {
+    return { fresh: `the previous episode's conversation ${sessionId} held no prompt yet: started a new one` };
+  }
+  const before = writtenIds(files.map((f) => f.record));
+  const chats = join5(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
+  await mkdir5(chats, { recursive: true });
+  for (const f of files) {
+    if (f === best) {
+      if (dirname3(f.path) !== chats) await rename2(f.path, join5(chats, basename(f.path)));
+    } else if (!isResumable(f.record.messages)) {
+      await rm5(f.path, { force: true });
+    }
+  }
+  return { sessionId, before };
+}
+async function projectSlug(geminiDir, workdir) {
+  const registryPath = join5(geminiDir, "projects.json");
+  let projects = {};
+  try {
+    const parsed = JSON.parse(await readFile6(registryPath, "utf8"));
+    if (parsed.projects && typeof parsed.projects === "object") projects = parsed.projects;
+  } catch {
+  }
+  const bases = [join5(geminiDir, "tmp"), join5(geminiDir, "history")];
+  const owner = async (base2, slug2) => (await readFile6(join5(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const known = projects[workdir];
+  if (known && /^[a-z0-9-]+$/.test(known)) {
+    const owners = await Promise.all(bases.map((b) => owner(b, known)));
+    if (owners.every((o) => o === void 0 || o === workdir)) return known;
+  }
+  const taken = new Set(Object.values(projects));
+  const base = `ff-${slugify2(basename(workdir))}`;
+  let slug = base;
+  for (let n = 1; ; n++) {
+    if (!taken.has(slug) && !bases.some((b) => existsSync(join5(b, slug)))) break;
+    slug = `${base}-${n}`;
+  }
+  await mkdir5(join5(bases[0], slug), { recursive: true });
+  await writeFile5(join5(bases[0], slug, ".project_root"), workdir);
+  projects[workdir] = slug;
+  const tmp = `${registryPath}.${randomUUID3()}.tmp`;
+  await writeFile5(tmp, JSON.stringify({ projects }, null, 2));
+  await rename2(tmp, registryPath);
+  return slug;
+}
+function slugify2(text) {
+  return text.toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
+}
+async function sessionFiles(geminiDir, sessionId) {
+  const tmp = join5(geminiDir, "tmp");
+  const slugs = await readdir5(tmp).catch(() => []);
+  const found = [];
+  for (const slug of slugs) {
+    const chats = join5(tmp, slug, "chats");
+    const names = await readdir5(chats).catch(() => []);
+    for (const name of names) {
+      if (!name.startsWith("session-") || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
+      const path = join5(chats, name);
+      const text = await readFile6(path, "utf8").catch(() => null);
+      if (text === null) continue;
+      const record3 = readSession(text);
+      if (record3.sessionId === sessionId || record3.sessionId === null) found.push({ path, record: record3 });
+    }
+  }
+  return found;
+}
+async function sessionRecords(geminiDir, sessionId) {
+  return (await sessionFiles(geminiDir, sessionId)).map((f) => f.record).filter((r) => r.sessionId === sessionId);
+}
+async function writeSessionFile(contextDir, sessionId) {
+  const record3 = { agent: "gemini", sessionId, updated: (/* @__PURE__ */ new Date()).toISOString() };
+  await writeFile5(join5(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
+`);
+}
+function price(usage) {
+  let costUsd = 0;
+  const from = /* @__PURE__ */ new Set();
+  for (const m of usage.perModel) {
+    const p = priceTokens(m.model, m.inputTokens, m.outputTokens);
+    costUsd += p.costUsd;
+    from.add(p.pricedFrom);
+  }
+  return { costUsd, pricedFrom: from.size > 0 ? [...from].join("; ") : "no model calls" };
+}
+function spendOf(usage, unit) {
+  if (unit === "tokens") return usage.inputTokens + usage.outputTokens;
+  if (unit === "usd") return price(usage).costUsd;
+  return null;
+}
+function lastLine5(stderr) {
+  const line = stderr.trim().split("\n").filter((l) => l.trim() !== "" && !/^\s+at /.test(l)).at(-1)?.trim();
+  return line ? line.slice(0, 200) : "";
+}
+
 // src/agents/registry.ts
 var FACTORIES = {
-  command: (agent) => commandAgent(agent.command)
+  command: (agent) => commandAgent(agent.command),
+  "claude-code": claudeCodeAgent,
+  codex: codexAgent,
+  copilot: copilotAgent,
+  gemini: geminiAgent,
+  aider: aiderAgent
 };
 function agentFor(config2) {
   return FACTORIES[config2.agent.kind](config2.agent);
@@ -28481,76 +30650,8 @@ function quoteTask(task) {
 }
 
 // src/worker/episode.ts
-import { mkdir, readFile as readFile2, writeFile as writeFile2 } from "node:fs/promises";
-import { join as join2 } from "node:path";
-
-// src/io/git.ts
-var GitError = class extends Error {
-  constructor(args, exitCode, stderr) {
-    super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
-    this.args = args;
-    this.exitCode = exitCode;
-    this.stderr = stderr;
-  }
-  args;
-  exitCode;
-  stderr;
-  name = "GitError";
-};
-var IDENTITY = [
-  "-c",
-  "user.name=forkflush",
-  "-c",
-  "user.email=forkflush@users.noreply.localhost",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false"
-];
-var Git = class _Git {
-  constructor(cwd) {
-    this.cwd = cwd;
-  }
-  cwd;
-  /** Runs git; `check: false` returns a failing result instead of throwing. */
-  async exec(args, options = {}) {
-    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
-    const r = await runProcess("git", [...IDENTITY, ...args], {
-      cwd: this.cwd,
-      env,
-      ...options.input !== void 0 ? { input: options.input } : {},
-      maxOutput: 64e6
-    });
-    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
-    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
-    return result;
-  }
-  async out(args) {
-    return (await this.exec(args)).stdout.trim();
-  }
-  at(cwd) {
-    return new _Git(cwd);
-  }
-  async revParse(rev) {
-    const r = await this.exec(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { check: false });
-    return r.exitCode === 0 ? r.stdout.trim() : null;
-  }
-  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
-  async casRef(ref, next, expected2, reason) {
-    const old = expected2 ?? "0".repeat(40);
-    const r = await this.exec(["update-ref", "-m", reason, ref, next, old], { check: false });
-    return r.exitCode === 0;
-  }
-  async setRef(ref, next, reason) {
-    await this.exec(["update-ref", "-m", reason, ref, next]);
-  }
-  async deleteRef(ref) {
-    await this.exec(["update-ref", "-d", ref], { check: false });
-  }
-  async isAncestor(ancestor, descendant) {
-    return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
-  }
-};
+import { mkdir as mkdir6, readFile as readFile7, writeFile as writeFile7 } from "node:fs/promises";
+import { join as join7 } from "node:path";
 
 // src/worker/env.ts
 var FORGE_SECRETS = [
@@ -28619,9 +30720,9 @@ async function runGrader(config2, workdir, env) {
 }
 
 // src/worker/grade-service.ts
-import { chmod, writeFile } from "node:fs/promises";
+import { chmod, writeFile as writeFile6 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { join } from "node:path";
+import { join as join6 } from "node:path";
 async function startGradeService(args) {
   let count = 0;
   let queue = Promise.resolve();
@@ -28654,11 +30755,11 @@ async function startGradeService(args) {
 ` }))
     );
   });
-  await new Promise((resolve2) => server.listen(0, "127.0.0.1", resolve2));
+  await new Promise((resolve3) => server.listen(0, "127.0.0.1", resolve3));
   const { port } = server.address();
-  const client = join(args.scratchDir, "grade-client.mjs");
-  const command = join(args.scratchDir, "grade");
-  await writeFile(
+  const client = join6(args.scratchDir, "grade-client.mjs");
+  const command = join6(args.scratchDir, "grade");
+  await writeFile6(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
@@ -28679,7 +30780,7 @@ req.on('error', (e) => {
 req.end();
 `
   );
-  await writeFile(
+  await writeFile6(
     command,
     `#!/bin/sh
 exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'
@@ -28689,9 +30790,9 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
   return {
     command,
     evaluations: () => count,
-    close: () => new Promise((resolve2) => {
+    close: () => new Promise((resolve3) => {
       server.closeAllConnections();
-      server.close(() => resolve2());
+      server.close(() => resolve3());
     })
   };
 }
@@ -28705,9 +30806,9 @@ async function runEpisode(job) {
   const { config: config2, episode } = job;
   const git = new Git(job.workdir);
   const env = sandboxEnv(job.env ?? process.env);
-  await mkdir(job.scratchDir, { recursive: true });
-  const promptFile = join2(job.scratchDir, "prompt.md");
-  await writeFile2(promptFile, job.prompt);
+  await mkdir6(job.scratchDir, { recursive: true });
+  const promptFile = join7(job.scratchDir, "prompt.md");
+  await writeFile7(promptFile, job.prompt);
   const stopForBudget = new AbortController();
   const unit = config2.budget.unit;
   const grading = await startGradeService({
@@ -28728,8 +30829,8 @@ async function runEpisode(job) {
       prompt: job.prompt,
       promptFile,
       contextDir: job.contextDir,
-      usageFile: join2(job.scratchDir, "usage.json"),
-      logFile: join2(job.scratchDir, "agent.log"),
+      usageFile: join7(job.scratchDir, "usage.json"),
+      logFile: join7(job.scratchDir, "agent.log"),
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -28772,10 +30873,10 @@ async function runEpisode(job) {
     agentSeconds: seconds(outcome.seconds),
     graderSeconds: seconds(graderSeconds)
   };
-  const journalPath = join2(job.workdir, config2.journal);
-  const existing = await readFile2(journalPath, "utf8").catch(() => "");
-  await mkdir(join2(journalPath, ".."), { recursive: true });
-  await writeFile2(
+  const journalPath = join7(job.workdir, config2.journal);
+  const existing = await readFile7(journalPath, "utf8").catch(() => "");
+  await mkdir6(join7(journalPath, ".."), { recursive: true });
+  await writeFile7(
     journalPath,
     appendToJournal(existing, journalEntry(config2, job.phase, episode, { ...partial2, commit: "", wallSeconds: 0 }))
   );
@@ -28788,7 +30889,7 @@ async function runEpisode(job) {
 async function episodeDetails(git, base, journalPath) {
   await git.exec(["add", "-A"]);
   const diffStat = await git.out(["diff", "--cached", "--shortstat", base]);
-  const journal = await readFile2(journalPath, "utf8").catch(() => "");
+  const journal = await readFile7(journalPath, "utf8").catch(() => "");
   const journalTail = journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL);
   return { diffStat, journalTail };
 }
@@ -28839,9 +30940,9 @@ async function drive(initial, o) {
       await save();
       emit({ type: "round", state, round: first.round });
     } else if (first.type === "run") {
-      const round = state.rounds[first.round];
+      const round4 = state.rounds[first.round];
       const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
-      const pending = round.episodes.filter((e) => ids.has(e.id));
+      const pending = round4.episodes.filter((e) => ids.has(e.id));
       const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
         const result = await runOne(state, e, o, emit);
         if (result === null) return false;
@@ -28856,8 +30957,8 @@ async function drive(initial, o) {
         return { state, interrupted: true };
       }
     } else if (first.type === "decide") {
-      const round = state.rounds[first.round];
-      await o.forge.adopt(state, round, first.decision.adopted);
+      const round4 = state.rounds[first.round];
+      await o.forge.adopt(state, round4, first.decision.adopted);
       state = applyDecision(state, first.round, first.decision);
       await save();
       await o.forge.cleanupRound(state, state.rounds[first.round], o.info.keepRejected);
@@ -28876,7 +30977,7 @@ async function runOne(state, e, o, emit) {
   const recovered = await o.forge.recoverResult(state, e);
   if (recovered) return recovered;
   const { workdir, contextDir, branchRef } = await o.forge.prepareEpisode(state, e);
-  const round = state.rounds[e.round];
+  const round4 = state.rounds[e.round];
   const prompt = renderPrompt({
     config: state.config,
     episode: e,
@@ -28891,7 +30992,7 @@ async function runOne(state, e, o, emit) {
       runId: state.id,
       config: state.config,
       episode: e,
-      phase: round.phase,
+      phase: round4.phase,
       workdir,
       branchRef,
       contextDir,
@@ -28923,11 +31024,11 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile, cp as cp2, mkdir as mkdir4, readdir as readdir2, readFile as readFile4, realpath, stat as stat2 } from "node:fs/promises";
-import { join as join4, relative, resolve, sep } from "node:path";
+import { appendFile, cp as cp2, mkdir as mkdir9, readdir as readdir7, readFile as readFile9, realpath as realpath3, stat as stat6 } from "node:fs/promises";
+import { join as join9, relative, resolve as resolve2, sep } from "node:path";
 
 // src/local/forge.ts
-import { cp, mkdir as mkdir2, rm, stat } from "node:fs/promises";
+import { cp, mkdir as mkdir7, rm as rm6, stat as stat5 } from "node:fs/promises";
 var LocalForge = class {
   constructor(repo, store) {
     this.repo = repo;
@@ -28970,21 +31071,21 @@ var LocalForge = class {
       await this.git.exec(["-c", "checkout.workers=0", "worktree", "add", "--quiet", "-B", branch, workdir, e.base]);
     });
     const contextDir = this.store.context(e.id);
-    await rm(contextDir, { recursive: true, force: true });
+    await rm6(contextDir, { recursive: true, force: true });
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
-      if (await exists(from)) await cp(from, contextDir, { recursive: true });
+      if (await exists2(from)) await cp(from, contextDir, { recursive: true });
     }
-    await mkdir2(contextDir, { recursive: true });
-    await rm(this.store.scratch(e.id), { recursive: true, force: true });
+    await mkdir7(contextDir, { recursive: true });
+    await rm6(this.store.scratch(e.id), { recursive: true, force: true });
     return { workdir, contextDir, branchRef: this.ref(branch) };
   }
   /**
    * Moves each adopted episode's lineage from the round's base to the episode's commit: a
    * compare-and-swap, so a replayed decision moves nothing twice.
    */
-  async adopt(state, round, adopted) {
-    for (const e of round.episodes) {
+  async adopt(state, round4, adopted) {
+    for (const e of round4.episodes) {
       if (!adopted.includes(e.id) || !e.result) continue;
       const ref = this.ref(lineageBranch(state.id, e.lineage, state.lineages.length));
       if (await this.git.casRef(ref, e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
@@ -28997,9 +31098,9 @@ var LocalForge = class {
     }
   }
   /** After a decision: worktrees go; branches go too, except rejected ones when asked to keep them. */
-  async cleanupRound(state, round, keepRejected) {
-    const adopted = round.decision?.adopted ?? [];
-    for (const e of round.episodes) {
+  async cleanupRound(state, round4, keepRejected) {
+    const adopted = round4.decision?.adopted ?? [];
+    for (const e of round4.episodes) {
       await this.locked(() => this.removeWorktree(this.store.worktree(e.id)));
       if (keepRejected && !adopted.includes(e.id)) continue;
       await this.git.exec(["branch", "-D", episodeBranch(state.id, e.round, e.branch)], { check: false });
@@ -29030,40 +31131,40 @@ var LocalForge = class {
   }
   /** Removes a worktree, also one a crash left half made; call it under the lock. */
   async removeWorktree(dir) {
-    if (!await exists(dir)) return;
+    if (!await exists2(dir)) return;
     await this.git.exec(["worktree", "remove", "--force", "--force", dir], { check: false });
-    await rm(dir, { recursive: true, force: true });
+    await rm6(dir, { recursive: true, force: true });
     await this.git.exec(["worktree", "prune"], { check: false });
   }
 };
-async function exists(path) {
-  return stat(path).then(
+async function exists2(path) {
+  return stat5(path).then(
     () => true,
     () => false
   );
 }
 
 // src/local/store.ts
-import { mkdir as mkdir3, readdir, readFile as readFile3, rename, writeFile as writeFile3 } from "node:fs/promises";
-import { join as join3 } from "node:path";
+import { mkdir as mkdir8, readdir as readdir6, readFile as readFile8, rename as rename3, writeFile as writeFile8 } from "node:fs/promises";
+import { join as join8 } from "node:path";
 var RunStore = class _RunStore {
   constructor(dir) {
     this.dir = dir;
   }
   dir;
   static runsDir(taskDir) {
-    return join3(taskDir, ".forkflush");
+    return join8(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join3(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join8(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
-    const entries = await readdir(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const entries = await readdir6(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile3(join3(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile8(join8(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -29072,7 +31173,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join3(this.dir, ...parts);
+    return join8(this.dir, ...parts);
   }
   worktree(episode) {
     return this.path("worktrees", episode);
@@ -29084,15 +31185,15 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode);
   }
   async init(info) {
-    await mkdir3(this.dir, { recursive: true });
+    await mkdir8(this.dir, { recursive: true });
     await writeAtomic(this.path("run.json"), `${JSON.stringify(info, null, 2)}
 `);
   }
   async info() {
-    return JSON.parse(await readFile3(this.path("run.json"), "utf8"));
+    return JSON.parse(await readFile8(this.path("run.json"), "utf8"));
   }
   async load() {
-    return JSON.parse(await readFile3(this.path("state.json"), "utf8"));
+    return JSON.parse(await readFile8(this.path("state.json"), "utf8"));
   }
   async save(state) {
     await writeAtomic(this.path("state.json"), `${JSON.stringify(state, null, 1)}
@@ -29106,16 +31207,16 @@ var RunStore = class _RunStore {
 };
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.tmp`;
-  await writeFile3(tmp, content);
-  await rename(tmp, file2);
+  await writeFile8(tmp, content);
+  await rename3(tmp, file2);
 }
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve(configFile ?? join4(dir, CONFIG_PATH));
+  const file2 = resolve2(configFile ?? join9(dir, CONFIG_PATH));
   let text;
   try {
-    text = await readFile4(file2, "utf8");
+    text = await readFile9(file2, "utf8");
   } catch {
     throw new UserError(
       `no config at ${file2}: create ${CONFIG_PATH} in the task's repository (see the README) or pass --config FILE`
@@ -29134,7 +31235,7 @@ async function startRun(o) {
   const existing = await RunStore.list(taskDir);
   for (let n = 2; existing.includes(id); n++) id = `${runIdAt(o.now)}-${n}`;
   const store = RunStore.forRun(taskDir, id);
-  await mkdir4(store.dir, { recursive: true });
+  await mkdir9(store.dir, { recursive: true });
   let repo = taskDir;
   if (scratch) {
     repo = store.path("repo");
@@ -29148,8 +31249,8 @@ async function startRun(o) {
   if (dirty && !scratch)
     warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
   const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
-  const exists2 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
-  if (!await exists2(config2.task)) {
+  const exists3 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
+  if (!await exists3(config2.task)) {
     throw new UserError(
       `${relative(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
     );
@@ -29159,11 +31260,11 @@ async function startRun(o) {
   for (const kind of ["branch", "continuation"]) {
     const path = config2.prompts[kind];
     if (!path) continue;
-    if (!await exists2(path)) throw new UserError(`prompts.${kind}: ${path} is not in the repository's last commit`);
+    if (!await exists3(path)) throw new UserError(`prompts.${kind}: ${path} is not in the repository's last commit`);
     templates[kind] = await show(path);
   }
   checkTemplates(config2, templates);
-  const rel = relative(repo, scratch ? join4(repo, relative(taskDir, configFile)) : configFile);
+  const rel = relative(repo, scratch ? join9(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
     repo,
@@ -29205,31 +31306,31 @@ async function openRun(dir, id) {
   return { store, forge: new LocalForge(info.repo, store), info, state, warnings: [] };
 }
 async function taskFolder(dir) {
-  const s = await stat2(dir).catch(() => null);
+  const s = await stat6(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
-  return realpath(resolve(dir));
+  return realpath3(resolve2(dir));
 }
 async function gitTop(dir) {
   const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
-  return r.exitCode === 0 ? realpath(r.stdout.trim()) : null;
+  return r.exitCode === 0 ? realpath3(r.stdout.trim()) : null;
 }
 async function excludeRunFolders(top) {
   const git = new Git(top);
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
-  const file2 = resolve(top, r.stdout.trim());
-  const text = await readFile4(file2, "utf8").catch(() => "");
+  const file2 = resolve2(top, r.stdout.trim());
+  const text = await readFile9(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir4(join4(file2, ".."), { recursive: true });
+  await mkdir9(join9(file2, ".."), { recursive: true });
   await appendFile(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir4(repo, { recursive: true });
-  for (const entry of await readdir2(taskDir)) {
+  await mkdir9(repo, { recursive: true });
+  for (const entry of await readdir7(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp2(join4(taskDir, entry), join4(repo, entry), { recursive: true });
+    await cp2(join9(taskDir, entry), join9(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -29373,10 +31474,10 @@ initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `sc
       io.stdout.write(`run ${state.id} (${run.store.dir})
 ${summary(state)}
 `);
-      const open2 = state.rounds.find((r) => !r.decision);
-      if (open2) {
-        const left = open2.episodes.filter((e) => !e.result).map((e) => e.id);
-        io.stdout.write(`open round ${open2.index} (${open2.phase}): waiting for ${left.join(", ") || "the decision"}
+      const open5 = state.rounds.find((r) => !r.decision);
+      if (open5) {
+        const left = open5.episodes.filter((e) => !e.result).map((e) => e.id);
+        io.stdout.write(`open round ${open5.index} (${open5.phase}): waiting for ${left.join(", ") || "the decision"}
 `);
       }
       if (state.status !== "finished") io.stdout.write(`continue it with: forkflush resume ${dir}

@@ -47,3 +47,17 @@ export interface AgentAdapter {
 
 /** Makes the adapter for a config's `agent` section (kind, command, model, args, max_turns). */
 export type AgentFactory = (agent: Config['agent']) => AgentAdapter;
+
+/** The variables of forkflush's agent contract, the same for every adapter (README, "The command agent"). */
+export function forkflushVars(s: AgentSession): Record<string, string> {
+  return {
+    FORKFLUSH_PROMPT_FILE: s.promptFile,
+    FORKFLUSH_CONTEXT_DIR: s.contextDir,
+    FORKFLUSH_BUDGET: String(s.allowance),
+    FORKFLUSH_BUDGET_UNIT: s.unit,
+    FORKFLUSH_USAGE_FILE: s.usageFile,
+    FORKFLUSH_GRADE: s.gradeCommand,
+    FORKFLUSH_SEED: String(s.seed),
+    FORKFLUSH_EPISODE: s.episodeId,
+  };
+}

@@ -1,7 +1,7 @@
 // The `command` agent: any program that follows forkflush's contract (README, "The command agent").
 import { readFile } from 'node:fs/promises';
 import { runShell } from '../io/process.js';
-import type { AgentAdapter, AgentOutcome, AgentSession } from './agent.js';
+import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
 
 const USAGE_POLL_MS = 200;
 
@@ -11,14 +11,7 @@ export function commandAgent(command: string): AgentAdapter {
     async run(s: AgentSession): Promise<AgentOutcome> {
       const env: NodeJS.ProcessEnv = {
         ...s.env,
-        FORKFLUSH_PROMPT_FILE: s.promptFile,
-        FORKFLUSH_CONTEXT_DIR: s.contextDir,
-        FORKFLUSH_BUDGET: String(s.allowance),
-        FORKFLUSH_BUDGET_UNIT: s.unit,
-        FORKFLUSH_USAGE_FILE: s.usageFile,
-        FORKFLUSH_GRADE: s.gradeCommand,
-        FORKFLUSH_SEED: String(s.seed),
-        FORKFLUSH_EPISODE: s.episodeId,
+        ...forkflushVars(s),
       };
       // Tokens and money are what the agent says it spent: watch the usage file and stop an overrun.
       const overrun = new AbortController();

@@ -1,10 +1,20 @@
 // Which adapter runs an agent of a given kind.
 import type { Config } from '../core/config.js';
 import type { AgentAdapter, AgentFactory } from './agent.js';
+import { aiderAgent } from './aider.js';
+import { claudeCodeAgent } from './claude-code.js';
+import { codexAgent } from './codex.js';
 import { commandAgent } from './command.js';
+import { copilotAgent } from './copilot.js';
+import { geminiAgent } from './gemini.js';
 
 const FACTORIES: Record<Config['agent']['kind'], AgentFactory> = {
   command: (agent) => commandAgent(agent.command as string),
+  'claude-code': claudeCodeAgent,
+  codex: codexAgent,
+  copilot: copilotAgent,
+  gemini: geminiAgent,
+  aider: aiderAgent,
 };
 
 export function agentFor(config: Config): AgentAdapter {

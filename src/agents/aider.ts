@@ -1,0 +1,240 @@
+// The `aider` agent: aider (the PyPI package aider-chat), one `--message-file` run per episode.
+//
+// The aider facts this builds on (repository Aider-AI/aider; aider cannot be installed on
+// forkflush's development machine, so test/agents/aider.test.ts runs a fake built from them,
+// test/fixtures/agents/aider/fake-aider.mjs):
+// - `aider --message-file F` sends one message, processes the reply (edits, up to 3 reflections)
+//   and exits; `--yes-always` answers every confirmation yes, except the model's shell commands,
+//   which need an explicit yes and are therefore never run (aider/io.py confirm_ask,
+//   base_coder.py handle_shell_commands). Options: aider/website/docs/config/options.md.
+// - The conversation is the chat history markdown, by default `.aider.chat.history.md` in the git
+//   root; `--chat-history-file F --restore-chat-history` continues the conversation saved in F.
+//   Keeping F in the context folder keeps it out of the workspace, whose every file forkflush
+//   commits, and lets forkflush carry, copy or drop it like any other context.
+// - aider has no turn or money limit: forkflush reads the usage line aider prints after each model
+//   call ("Tokens: … sent, … received. Cost: $X message, $Y session.") as it goes, and stops the
+//   run when it passes agent.max_turns or the allowance (after the call that passed it).
+// - aider exits 0 even when every model call failed (issue Aider-AI/aider#5552): a run without a
+//   single usage line is a crash.
+// - aider keeps its repo map cache `.aider.tags.cache.v{3,4}` in the git root
+//   (aider/repomap.py); with --no-gitignore (aider would otherwise edit the project's
+//   .gitignore), `.aider*` is added to the repository's own exclude file instead, so the cache is
+//   never committed.
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { Config } from '../core/config.js';
+import { Git } from '../io/git.js';
+import { runProcess } from '../io/process.js';
+import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import { type AiderOutput, aiderUsage, parseAiderOutput } from './aider-output.js';
+
+/** What forkflush keeps in the context folder. */
+export const HISTORY_FILE = 'aider.chat.history.md';
+const INPUT_HISTORY_FILE = 'aider.input.history';
+const SESSION_FILE = 'session.json';
+const WATCH_MS = 250;
+const EXCLUDE = '.aider*';
+const FORGE_TOKENS = ['GITHUB_TOKEN', 'GH_TOKEN', 'GH_ENTERPRISE_TOKEN', 'GITHUB_ENTERPRISE_TOKEN'];
+
+export const aiderAgent: AgentFactory = (agent) => aiderAdapter(agent);
+
+export function aiderAdapter(agent: Config['agent']): AgentAdapter {
+  return { kind: 'aider', run: (s) => runAider(agent, s) };
+}
+
+async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
+  const notes: string[] = [];
+  await mkdir(s.contextDir, { recursive: true });
+  const ctx = await openContext(s.contextDir);
+  if (ctx.note) notes.push(ctx.note);
+  const excluded = await excludeAiderFiles(s.workdir);
+  if (excluded) notes.push(excluded);
+
+  const history = join(s.contextDir, HISTORY_FILE);
+  const args = [
+    '--message-file',
+    s.promptFile,
+    '--yes-always',
+    '--chat-history-file',
+    history,
+    '--input-history-file',
+    join(s.contextDir, INPUT_HISTORY_FILE),
+    ...(ctx.carried ? ['--restore-chat-history'] : []),
+    '--no-gitignore',
+    '--no-auto-commits',
+    '--no-analytics',
+    '--no-check-update',
+    '--no-show-release-notes',
+    '--no-show-model-warnings',
+    '--no-detect-urls',
+    '--no-pretty',
+    '--no-fancy-input',
+    ...(agent.model ? ['--model', agent.model] : []),
+    ...agent.args,
+  ];
+
+  // aider has no bound but wall time: read its usage lines as it goes and stop it past a bound.
+  const logStart = await sizeOf(s.logFile);
+  const overrun = new AbortController();
+  let overrunWhy: string | undefined;
+  let checking = false;
+  const check = async () => {
+    if (checking) return;
+    checking = true;
+    let text: string;
+    try {
+      text = await readFrom(s.logFile, logStart);
+    } finally {
+      checking = false;
+    }
+    const output = parseAiderOutput(text);
+    const usage = aiderUsage(output, agent.model);
+    let why: string | undefined;
+    if (agent.max_turns !== undefined && output.calls.length > agent.max_turns)
+      why = `it passed agent.max_turns (${agent.max_turns})`;
+    else if (s.unit === 'tokens' && usage.inputTokens + usage.outputTokens > s.allowance)
+      why = `its tokens passed the allowance of ${s.allowance}`;
+    else if (s.unit === 'usd' && (usage.costUsd ?? 0) > s.allowance)
+      why = `its cost passed the allowance of $${s.allowance}`;
+    if (why && !overrun.signal.aborted) {
+      overrunWhy = why;
+      overrun.abort('budget');
+    }
+  };
+  const timer = setInterval(() => void check().catch(() => {}), WATCH_MS);
+
+  const r = await runProcess(agent.command ?? 'aider', args, {
+    cwd: s.workdir,
+    env: aiderEnv(s),
+    timeoutMs: s.deadlineMs,
+    signal: AbortSignal.any([s.signal, overrun.signal]),
+    logFile: s.logFile,
+  });
+  clearInterval(timer);
+
+  const output: AiderOutput = parseAiderOutput(await readFrom(s.logFile, logStart));
+  const usage = aiderUsage(output, agent.model);
+  const lastError = output.errors.at(-1);
+  const exit =
+    r.stopped === 'timeout'
+      ? s.deadlineIsBudget
+        ? 'budget'
+        : 'timeout'
+      : r.stopped === 'budget'
+        ? 'budget'
+        : r.stopped !== null || r.spawnError || r.exitCode !== 0 || output.calls.length === 0
+          ? 'crash'
+          : 'finished';
+  if (r.stopped === 'budget' && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
+  if (r.stopped === null) {
+    if (r.spawnError || r.exitCode !== 0) {
+      const why = r.spawnError ?? lastError?.message ?? lastLine(r.stderr) ?? '';
+      notes.push(`aider exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
+    } else if (output.calls.length === 0) {
+      notes.push(
+        `aider made no successful model call (it exits 0 all the same): ${(lastError?.message ?? 'it printed no usage line').slice(0, 300)}`,
+      );
+    } else if (lastError && lastError.afterCalls === output.calls.length) {
+      notes.push(`aider's last model call failed: ${lastError.message.slice(0, 300)}`);
+    }
+  }
+  if (usage.pricedFrom && !output.model && !agent.model)
+    notes.push('aider named no model; priced at the dearest known');
+
+  if ((await sizeOf(history)) > 0) {
+    const episodes = ctx.episodes;
+    await writeFile(
+      join(s.contextDir, SESSION_FILE),
+      `${JSON.stringify({ agent: 'aider', historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}\n`,
+    );
+  }
+  return {
+    exit,
+    reportedSpend:
+      s.unit === 'tokens' ? usage.inputTokens + usage.outputTokens : s.unit === 'usd' ? usage.costUsd : null,
+    usage,
+    ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
+    seconds: r.ms / 1000,
+  };
+}
+
+function aiderEnv(s: AgentSession): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...s.env,
+    ...forkflushVars(s),
+  };
+  for (const k of FORGE_TOKENS) delete env[k];
+  return env;
+}
+
+/**
+ * Empty context: a fresh conversation. Otherwise it must hold the chat history an earlier episode
+ * left; a context without one (or not readable as text) is cleared and the episode starts fresh
+ * with a note, for the same reasons as the copilot adapter (see openContext there).
+ */
+async function openContext(contextDir: string): Promise<{ carried: boolean; episodes: string[]; note?: string }> {
+  const entries = await readdir(contextDir);
+  if (entries.length === 0) return { carried: false, episodes: [] };
+  let why: string | undefined;
+  if (!entries.includes(HISTORY_FILE)) why = `${HISTORY_FILE} is missing`;
+  else {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(await readFile(join(contextDir, HISTORY_FILE)));
+    } catch {
+      why = `${HISTORY_FILE} is not UTF-8 text`;
+    }
+  }
+  if (!why) {
+    const saved = await readFile(join(contextDir, SESSION_FILE), 'utf8').then(
+      (t) => JSON.parse(t) as { episodes?: unknown },
+      () => ({}) as { episodes?: unknown },
+    );
+    const episodes = Array.isArray(saved.episodes)
+      ? saved.episodes.filter((e): e is string => typeof e === 'string')
+      : [];
+    return { carried: true, episodes };
+  }
+  for (const e of entries) await rm(join(contextDir, e), { recursive: true, force: true });
+  return {
+    carried: false,
+    episodes: [],
+    note: `could not resume the carried aider conversation (${why}); started a fresh conversation`,
+  };
+}
+
+/** Adds `.aider*` to the repository's exclude file (not committed); a note if that failed. */
+async function excludeAiderFiles(workdir: string): Promise<string | undefined> {
+  const git = new Git(workdir);
+  const r = await git.exec(['rev-parse', '--git-path', 'info/exclude'], { check: false });
+  if (r.exitCode !== 0) return undefined; // Not a git repository: nothing forkflush commits.
+  const file = resolve(workdir, r.stdout.trim());
+  try {
+    const text = await readFile(file, 'utf8').catch(() => '');
+    if (text.split('\n').some((l) => l.trim() === EXCLUDE)) return undefined;
+    await mkdir(dirname(file), { recursive: true });
+    const sep = text === '' || text.endsWith('\n') ? '' : '\n';
+    await writeFile(
+      file,
+      `${text}${sep}# forkflush, aider agent: aider's files in the git root (repo map cache)\n${EXCLUDE}\n`,
+    );
+    return undefined;
+  } catch (e) {
+    return `could not add ${EXCLUDE} to ${file} (${(e as Error).message}): aider's cache may be committed`;
+  }
+}
+
+async function readFrom(file: string, offset: number): Promise<string> {
+  const buf = await readFile(file).catch(() => Buffer.alloc(0));
+  return buf.subarray(Math.min(offset, buf.length)).toString('utf8');
+}
+
+async function sizeOf(file: string): Promise<number> {
+  return stat(file).then(
+    (st) => st.size,
+    () => 0,
+  );
+}
+
+function lastLine(stderr: string): string | undefined {
+  return stderr.trim().split('\n').at(-1)?.trim() || undefined;
+}

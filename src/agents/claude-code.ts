@@ -1,0 +1,378 @@
+// The `claude-code` agent: Anthropic's Claude Code CLI (`claude`, @anthropic-ai/claude-code),
+// one print-mode session per episode.
+//
+// The conversation lives in a config folder forkflush owns, `<context>/home` (CLAUDE_CONFIG_DIR),
+// and `<context>/session.json` names it. A fresh episode (empty context folder) starts a new
+// session with an id chosen here (`--session-id`); a carried or copied one resumes it
+// (`--resume <id>`) with the continuation prompt as the next user message. Claude Code files a
+// transcript under the project folder of the directory it ran in
+// (`home/projects/<cwd with non-alphanumerics as '-'>/<id>.jsonl`), so before resuming in another
+// worktree the transcript's project folder is renamed to the new directory's.
+// Docs: https://docs.claude.com/en/docs/claude-code/cli-reference (flags),
+// https://docs.claude.com/en/docs/claude-code/headless (print mode, output formats, resume),
+// https://code.claude.com/docs/en/env-vars (CLAUDE_CONFIG_DIR, traffic and telemetry switches),
+// https://code.claude.com/docs/en/permission-modes (acceptEdits). Output formats: claude-code-output.ts.
+import { randomUUID } from 'node:crypto';
+import { mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Config } from '../core/config.js';
+import type { AgentUsage } from '../core/state.js';
+import { type RunResult, runProcess } from '../io/process.js';
+import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import {
+  addTotals,
+  assistantTotals,
+  decideExit,
+  episodeUsage,
+  projectDirName,
+  readCostState,
+  readStream,
+  saysNoConversation,
+  type Totals,
+  transcriptProblem,
+} from './claude-code-output.js';
+
+/** Inside the context folder: Claude Code's config folder, the session record, set-aside files. */
+const HOME = 'home';
+const SESSION_FILE = 'session.json';
+const UNUSABLE = 'unusable';
+/** How often the transcript is read to stop a session that overruns a token allowance. */
+const TOKEN_POLL_MS = 250;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What `<context>/session.json` holds. */
+export interface ClaudeSessionRecord {
+  sessionId: string;
+  /** The real path of the workspace the session last ran in. */
+  cwd: string;
+  /** The conversation's cumulative cost and tokens when the last episode ended, if known. */
+  totals: Totals | null;
+  /** The episode that last ran the session. */
+  episode: string;
+}
+
+export const claudeCodeAgent: AgentFactory = (agent) => new ClaudeCodeAdapter(agent);
+
+class ClaudeCodeAdapter implements AgentAdapter {
+  readonly kind = 'claude-code';
+
+  constructor(private readonly agent: Config['agent']) {}
+
+  async run(s: AgentSession): Promise<AgentOutcome> {
+    const started = performance.now();
+    const notes: string[] = [];
+    const cwd = await realpath(s.workdir);
+    let prepared = await prepareContext(s.contextDir, cwd, s.episodeId);
+    if (prepared.note) notes.push(prepared.note);
+    let attempt = await this.launch(s, cwd, prepared, s.deadlineMs);
+    // Claude Code is the judge of whether it can resume: if it finds no such conversation after
+    // all, it has not called the model yet, so start afresh rather than lose the episode.
+    const early = attempt.facts.result;
+    if (
+      prepared.resume &&
+      attempt.run.stopped === null &&
+      (early === null || !early.turns) &&
+      saysNoConversation(`${attempt.run.stderr}\n${early?.message ?? ''}`)
+    ) {
+      const why = `Claude Code found no conversation ${prepared.sessionId}`;
+      prepared = await startFresh(s.contextDir, cwd, s.episodeId, why);
+      if (prepared.note) notes.push(prepared.note);
+      const left = s.deadlineMs - (performance.now() - started);
+      attempt = await this.launch(s, cwd, prepared, Math.max(1, left));
+    }
+    const { run, facts } = attempt;
+
+    // Usage: the totals after the episode minus those it started from (claude-code-output.ts).
+    const appended = (await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes)) ?? '';
+    let totalsAfter: Totals | null = null;
+    let usage: AgentUsage | undefined;
+    let spendKnown = true;
+    if (facts.result?.totals) {
+      totalsAfter = facts.result.totals;
+    } else {
+      const recorded = readCostState(appended);
+      if (recorded) {
+        totalsAfter = recorded;
+        notes.push(
+          'Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)',
+        );
+      } else {
+        const read = assistantTotals(appended);
+        if (read.responses > 0) {
+          totalsAfter = addTotals(prepared.baseline, read.totals);
+          spendKnown = false;
+          notes.push(
+            `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`,
+          );
+        }
+      }
+    }
+    if (totalsAfter) usage = episodeUsage(prepared.baseline, totalsAfter, facts.result?.turns ?? null);
+
+    // The totals Claude Code itself recorded (an estimate read from the transcript is not one).
+    await writeRecord(s.contextDir, {
+      sessionId: prepared.sessionId,
+      cwd,
+      totals: (spendKnown ? totalsAfter : null) ?? prepared.baseline,
+      episode: s.episodeId,
+    });
+
+    const decided = decideExit({
+      stopped: run.stopped,
+      deadlineIsBudget: s.deadlineIsBudget,
+      ...(run.spawnError ? { spawnError: run.spawnError } : {}),
+      exitCode: run.exitCode,
+      signal: run.signal,
+      result: facts.result,
+      stderrTail: lastLine(run.stderr),
+    });
+    if (decided.note) notes.unshift(decided.note);
+    if (run.stopped === 'budget' && s.unit === 'tokens' && attempt.tokensSeen > s.allowance)
+      notes.unshift(`stopped after ${attempt.tokensSeen} tokens, over its allowance of ${s.allowance}`);
+
+    let reportedSpend: number | null = null;
+    if (s.unit === 'tokens' || s.unit === 'usd') {
+      if (usage && spendKnown)
+        reportedSpend = s.unit === 'tokens' ? usage.inputTokens + usage.outputTokens : usage.costUsd;
+      else notes.push('the spend is unknown; charged the whole allowance');
+    }
+    if (!usage) notes.push('Claude Code reported no usage');
+    return {
+      exit: decided.exit,
+      reportedSpend,
+      ...(usage ? { usage } : {}),
+      ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
+      seconds: (performance.now() - started) / 1000,
+    };
+  }
+
+  private async launch(
+    s: AgentSession,
+    cwd: string,
+    prepared: Prepared,
+    timeoutMs: number,
+  ): Promise<{ run: RunResult; facts: ReturnType<typeof readStream>; tokensSeen: number }> {
+    const args = [
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      // Edits inside the workspace (its working directory) without asking, and shell commands:
+      // the narrowest set that lets it change files and run the grader. Writes outside the
+      // workspace, protected paths (.git, .claude) through the file tools, web and MCP tools still
+      // need a permission that nobody is there to give, so print mode denies them.
+      '--permission-mode',
+      'acceptEdits',
+      '--allowedTools',
+      'Bash',
+      ...(prepared.resume ? ['--resume', prepared.sessionId] : ['--session-id', prepared.sessionId]),
+      ...(this.agent.model ? ['--model', this.agent.model] : []),
+      ...(this.agent.max_turns ? ['--max-turns', String(this.agent.max_turns)] : []),
+      ...(s.unit === 'usd' ? ['--max-budget-usd', String(Number(Math.max(0, s.allowance).toPrecision(12)))] : []),
+      ...this.agent.args,
+    ];
+    const env: NodeJS.ProcessEnv = {
+      ...s.env,
+      CLAUDE_CONFIG_DIR: prepared.home,
+      // Nothing but model calls: no telemetry, error reports, update checks or other traffic.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      DISABLE_AUTOUPDATER: '1',
+      ...forkflushVars(s),
+    };
+    delete env.GITHUB_TOKEN;
+    delete env.GH_TOKEN;
+    // It would rename the project folder the transcript is filed under (see moveToProject).
+    delete env.CLAUDE_CODE_PROJECT_DIR_NAME;
+
+    // Claude Code has no token limit: with a token budget, read the transcript as it grows and stop
+    // the session once this episode's tokens pass the allowance.
+    const overrun = new AbortController();
+    let tokensSeen = 0;
+    let polling = false;
+    const poll =
+      s.unit === 'tokens'
+        ? setInterval(async () => {
+            if (polling) return;
+            polling = true;
+            try {
+              const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
+              if (now === null) return;
+              const read = assistantTotals(now);
+              tokensSeen = Object.values(read.totals.models).reduce(
+                (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
+                0,
+              );
+              if (tokensSeen > s.allowance) overrun.abort('budget');
+            } finally {
+              polling = false;
+            }
+          }, TOKEN_POLL_MS)
+        : undefined;
+    const run = await runProcess(this.agent.command ?? 'claude', args, {
+      cwd,
+      env,
+      // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its
+      // size (one argument is capped at 128 KiB on Linux) and no risk of it being read as a flag.
+      input: s.prompt,
+      timeoutMs,
+      signal: AbortSignal.any([s.signal, overrun.signal]),
+      logFile: s.logFile,
+      maxOutput: 4_000_000,
+    });
+    if (poll) clearInterval(poll);
+    return { run, facts: readStream(run.stdout), tokensSeen };
+  }
+}
+
+interface Prepared {
+  home: string;
+  sessionId: string;
+  resume: boolean;
+  /** The conversation's totals before this episode, as Claude Code will restore them. */
+  baseline: Totals | null;
+  /** The transcript's size before this episode (to read only what the episode appends). */
+  transcriptBytes: number;
+  note?: string;
+}
+
+/**
+ * Gets the context folder ready: a new session when it is empty; otherwise the recorded session,
+ * its transcript moved under the project folder of `cwd`. A context that cannot be resumed
+ * (no or a broken session.json, a missing, empty or unreadable transcript) is moved to
+ * `<context>/unusable/` and the episode starts a fresh conversation, with a note saying why.
+ */
+async function prepareContext(contextDir: string, cwd: string, episode: string): Promise<Prepared> {
+  await mkdir(contextDir, { recursive: true });
+  const entries = (await readdir(contextDir)).filter((e) => e !== UNUSABLE);
+  if (entries.length === 0) return startFresh(contextDir, cwd, episode);
+  const home = join(contextDir, HOME);
+
+  let record: ClaudeSessionRecord;
+  try {
+    record = JSON.parse(await readFile(join(contextDir, SESSION_FILE), 'utf8')) as ClaudeSessionRecord;
+  } catch (e) {
+    const why =
+      (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'has no session.json' : 'has an unreadable session.json';
+    return startFresh(contextDir, cwd, episode, `the context folder ${why}`);
+  }
+  if (typeof record.sessionId !== 'string' || !UUID.test(record.sessionId))
+    return startFresh(contextDir, cwd, episode, `session.json names no valid session id (${String(record.sessionId)})`);
+  const id = record.sessionId;
+  const found = await findTranscript(home, id);
+  if (!found) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} is missing`);
+  const bytes = await readFile(found);
+  const text = bytes.toString('utf8');
+  const problem = transcriptProblem(text);
+  if (problem) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} ${problem}`);
+
+  await moveToProject(home, id, found, cwd);
+  // Claude Code restores the totals from the transcript's last cost record; without one it starts
+  // from zero, whatever session.json says.
+  return {
+    home,
+    sessionId: id,
+    resume: true,
+    baseline: readCostState(text),
+    transcriptBytes: bytes.length,
+  };
+}
+
+/** A new session in a clean config folder; what was in the context folder goes to `unusable/`. */
+async function startFresh(contextDir: string, cwd: string, episode: string, why?: string): Promise<Prepared> {
+  let note: string | undefined;
+  if (why !== undefined) {
+    const aside = join(contextDir, UNUSABLE);
+    await rm(aside, { recursive: true, force: true });
+    await mkdir(aside, { recursive: true });
+    for (const entry of await readdir(contextDir)) {
+      if (entry !== UNUSABLE) await rename(join(contextDir, entry), join(aside, entry));
+    }
+    await writeFile(join(aside, 'why.txt'), `${why}\n`);
+    note = `the carried context could not be resumed (${why}); started a fresh conversation and moved the old files to ${UNUSABLE}/`;
+  }
+  const home = join(contextDir, HOME);
+  await mkdir(home, { recursive: true });
+  const sessionId = randomUUID();
+  // Recorded before the run, so that a session stopped before its first result can still be resumed.
+  await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
+  return {
+    home,
+    sessionId,
+    resume: false,
+    baseline: null,
+    transcriptBytes: 0,
+    ...(note ? { note } : {}),
+  };
+}
+
+/** The transcript `<id>.jsonl` in any project folder of the config folder. */
+async function findTranscript(home: string, id: string): Promise<string | null> {
+  const projects = join(home, 'projects');
+  const dirs = await readdir(projects).catch(() => [] as string[]);
+  for (const dir of dirs) {
+    const file = join(projects, dir, `${id}.jsonl`);
+    if (await isFile(file)) return file;
+  }
+  return null;
+}
+
+/**
+ * Moves the session to the project folder Claude Code will look in for `cwd`: the whole project
+ * folder (transcript, per-session files, auto-memory) when the new one does not exist yet,
+ * otherwise the transcript and its per-session folder.
+ */
+async function moveToProject(home: string, id: string, transcript: string, cwd: string): Promise<void> {
+  const from = join(transcript, '..');
+  const to = join(home, 'projects', projectDirName(cwd));
+  if (from === to) return;
+  if (!(await exists(to))) {
+    await rename(from, to);
+    return;
+  }
+  for (const name of [`${id}.jsonl`, id]) {
+    if (!(await exists(join(from, name)))) continue;
+    await rm(join(to, name), { recursive: true, force: true });
+    await rename(join(from, name), join(to, name));
+  }
+}
+
+/** The transcript's text from a byte offset on, or null when there is no transcript. */
+async function readTranscriptFrom(home: string, id: string, cwd: string, offset: number): Promise<string | null> {
+  const expected = join(home, 'projects', projectDirName(cwd), `${id}.jsonl`);
+  const file = (await isFile(expected)) ? expected : await findTranscript(home, id);
+  if (!file) return null;
+  const handle = await open(file, 'r');
+  try {
+    const size = (await handle.stat()).size;
+    if (size <= offset) return '';
+    const buf = Buffer.alloc(size - offset);
+    await handle.read(buf, 0, buf.length, offset);
+    return buf.toString('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
+async function writeRecord(contextDir: string, record: ClaudeSessionRecord): Promise<void> {
+  await writeFile(join(contextDir, SESSION_FILE), `${JSON.stringify(record, null, 2)}\n`);
+}
+
+async function isFile(path: string): Promise<boolean> {
+  return stat(path).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').at(-1)?.trim() ?? '';
+}

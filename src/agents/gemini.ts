@@ -1,0 +1,398 @@
+// The `gemini` agent: Gemini CLI (@google/gemini-cli, checked with 0.61.0) in headless mode, one
+// process per episode. Its facts, with sources: the CLI's docs, which ship in its package
+// (bundle/docs/<page>.md) and are published at https://geminicli.com/docs/<page>, and its source,
+// bundled in the package with comments naming the files of google-gemini/gemini-cli:
+// - `gemini -p PROMPT -o json` runs one non-interactive session (docs/cli/headless.md);
+//   `--approval-mode yolo` approves every tool call, edits and shell commands included
+//   (docs/cli/cli-reference.md, "--approval-mode"; `--yolo` is its deprecated alias), and
+//   `--skip-trust` trusts the workspace for this run, without which headless mode refuses an
+//   untrusted folder (docs/cli/trusted-folders.md, "Headless and automated environments").
+// - GEMINI_CLI_HOME is the root of its user-level state: settings, the project registry and the
+//   sessions live in $GEMINI_CLI_HOME/.gemini (docs/reference/configuration.md, "Environment
+//   variables"). forkflush points it at <contextDir>/home, so a fresh episode has no history and a
+//   carried one exactly its own.
+// - Sessions: <home>/.gemini/tmp/<slug>/chats/session-*.jsonl, where <slug> is the project's
+//   short id: <home>/.gemini/projects.json maps the absolute working directory to it, checked
+//   against the marker file tmp/<slug>/.project_root that names the directory (bundle source
+//   packages/core/src/config/projectRegistry.ts). `--resume <id>` looks the id up in the current
+//   directory's chats folder only (packages/cli/src/utils/sessionUtils.ts, SessionSelector), so to
+//   resume in another folder the file is moved into a project dir registered for that folder.
+//   `--session-id <uuid>` starts a new session with an id we choose (`gemini --help`;
+//   packages/cli/src/gemini.tsx, resolveSessionId), so the id is known before the run, even when
+//   the run is killed. The turn counter is per process (packages/cli/src/nonInteractiveCli.ts).
+// - `model.maxSessionTurns` in settings.json bounds the model turns of one run; past it headless
+//   mode exits with code 53 (docs/cli/session-management.md, "Session limits";
+//   docs/cli/headless.md, "Exit codes"). There is no money bound: forkflush watches the session
+//   file's token counts and stops an overrun itself.
+// - `stats` in the result count this process only, and there is no cost (see gemini-output.ts).
+// - Quiet offline: telemetry.enabled false (and GEMINI_TELEMETRY_ENABLED=false, which overrides
+//   it), privacy.usageStatisticsEnabled false, general.enableAutoUpdate and
+//   general.enableAutoUpdateNotification false, ide.enabled false (docs/reference/configuration.md;
+//   docs/cli/telemetry.md). With GOOGLE_GEMINI_BASE_URL it sends model calls there
+//   (docs/reference/configuration.md, GOOGLE_GEMINI_BASE_URL); seen under strace: no other
+//   connection. general.sessionRetention.enabled false keeps old sessions from being cleaned up.
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { runProcess } from '../io/process.js';
+import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import {
+  EXIT_TURN_LIMIT,
+  type GeminiUsage,
+  isResumable,
+  parseResult,
+  readSession,
+  type SessionRecord,
+  usageFromSessions,
+  usageFromStats,
+  writtenIds,
+} from './gemini-output.js';
+import { priceTokens } from './pricing.js';
+
+/** What forkflush keeps in the context folder besides the CLI's home. */
+const SESSION_FILE = 'session.json';
+const HOME = 'home';
+/** How often the session file is read to stop a money or token overrun. */
+const SPEND_POLL_MS = 1000;
+/** Prompts longer than this go through stdin (an argv string is limited to 128 KiB on Linux). */
+const MAX_ARGV_PROMPT = 100_000;
+
+export const geminiAgent: AgentFactory = (agent) => {
+  const executable = agent.command ?? 'gemini';
+  return {
+    kind: 'gemini',
+    run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns),
+  } satisfies AgentAdapter;
+};
+
+async function runGemini(
+  s: AgentSession,
+  executable: string,
+  model: string | undefined,
+  extraArgs: string[],
+  maxTurns: number | undefined,
+): Promise<AgentOutcome> {
+  const started = performance.now();
+  const home = join(s.contextDir, HOME);
+  const geminiDir = join(home, '.gemini');
+  const notes: string[] = [];
+
+  // Fresh or carried: what the context folder holds decides.
+  let prepared: Carried;
+  try {
+    prepared = await prepareHome(s, geminiDir, maxTurns);
+  } catch (e) {
+    prepared = { crash: `could not prepare the Gemini CLI home in ${home}: ${(e as Error).message}` };
+  }
+  if ('crash' in prepared) {
+    return { exit: 'crash', reportedSpend: 0, note: prepared.crash, seconds: (performance.now() - started) / 1000 };
+  }
+  const { sessionId } = prepared;
+  const resume = 'before' in prepared;
+  const before = 'before' in prepared ? prepared.before : new Set<string>();
+  if ('fresh' in prepared && prepared.fresh) notes.push(prepared.fresh);
+
+  const viaStdin = Buffer.byteLength(s.prompt) > MAX_ARGV_PROMPT;
+  const args = [
+    ...(model ? ['--model', model] : []),
+    ...(resume ? ['--resume', sessionId] : ['--session-id', sessionId]),
+    '--skip-trust',
+    '--approval-mode',
+    'yolo',
+    '--output-format',
+    'json',
+    ...extraArgs,
+    // Headless mode puts stdin before the -p text: a long prompt goes there, with a blank -p.
+    '--prompt',
+    viaStdin ? ' ' : s.prompt,
+  ];
+  const env: NodeJS.ProcessEnv = {
+    ...s.env,
+    GEMINI_CLI_HOME: home,
+    GEMINI_TELEMETRY_ENABLED: 'false',
+    ...forkflushVars(s),
+  };
+  delete env.GITHUB_TOKEN;
+  delete env.GH_TOKEN;
+
+  // No money or token bound in the CLI: read what the session file says was spent, and stop it.
+  const overrun = new AbortController();
+  const watched = s.unit === 'tokens' || s.unit === 'usd';
+  let polling = false;
+  const poll = watched
+    ? setInterval(async () => {
+        if (polling || overrun.signal.aborted) return;
+        polling = true;
+        try {
+          const spent = spendOf(usageFromSessions(await sessionRecords(geminiDir, sessionId), before), s.unit);
+          if (spent !== null && spent > s.allowance) overrun.abort('budget');
+        } catch {
+          // A file caught mid-write: the next poll reads it again.
+        } finally {
+          polling = false;
+        }
+      }, SPEND_POLL_MS)
+    : undefined;
+  const r = await runProcess(executable, args, {
+    cwd: s.workdir,
+    env,
+    input: viaStdin ? s.prompt : '',
+    timeoutMs: s.deadlineMs,
+    signal: AbortSignal.any([s.signal, overrun.signal]),
+    logFile: s.logFile,
+    maxOutput: 4_000_000,
+  });
+  if (poll) clearInterval(poll);
+  const seconds = r.ms / 1000;
+  await writeSessionFile(s.contextDir, sessionId).catch(() => {});
+
+  const result = parseResult(r.stdout) ?? parseResult(r.stderr);
+  const exit =
+    r.stopped === 'timeout'
+      ? s.deadlineIsBudget
+        ? 'budget'
+        : 'timeout'
+      : r.stopped === 'budget'
+        ? 'budget'
+        : r.stopped !== null || r.spawnError
+          ? 'crash'
+          : r.exitCode === EXIT_TURN_LIMIT
+            ? 'budget'
+            : r.exitCode === 0
+              ? 'finished'
+              : 'crash';
+  if (r.stopped === 'budget' && overrun.signal.aborted)
+    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
+  if (exit === 'crash' && r.stopped === null) {
+    const why = r.spawnError ?? result?.error?.message ?? lastLine(r.stderr);
+    notes.push(`gemini exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ''}`);
+  }
+  if (r.spawnError) {
+    // It never started: nothing was spent.
+    return { exit, reportedSpend: 0, note: notes.join('; '), seconds };
+  }
+
+  let usage: GeminiUsage | null = result?.stats !== undefined ? usageFromStats(result.stats) : null;
+  if (!usage) {
+    // No result (killed, or a fatal error): what the session file recorded. The CLI creates it
+    // before its first model call, so without one nothing was spent.
+    const sessions = await sessionRecords(geminiDir, sessionId);
+    usage = usageFromSessions(sessions, before);
+    notes.push(
+      sessions.length > 0
+        ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls"
+        : 'gemini recorded no conversation: it stopped before its first model call',
+    );
+  }
+  const priced = price(usage);
+  return {
+    exit,
+    reportedSpend: spendOf(usage, s.unit),
+    usage: {
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      costUsd: priced.costUsd,
+      turns: usage.turns,
+      pricedFrom: priced.pricedFrom,
+    },
+    ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
+    seconds,
+  };
+}
+
+/**
+ * Readies <contextDir>/home for this run: the conversation to resume (when the context folder is
+ * not empty), the settings, the session id recorded in session.json before the CLI starts.
+ */
+async function prepareHome(s: AgentSession, geminiDir: string, maxTurns: number | undefined): Promise<Carried> {
+  const entries = await readdir(s.contextDir).catch(() => [] as string[]);
+  let prepared: Carried = { sessionId: randomUUID(), fresh: '' };
+  if (entries.length > 0) {
+    const carried = await prepareResume(s.contextDir, geminiDir, await realpath(s.workdir));
+    if ('crash' in carried) return carried;
+    if ('before' in carried) prepared = carried;
+    else prepared = { sessionId: randomUUID(), fresh: carried.fresh };
+  }
+  await mkdir(geminiDir, { recursive: true });
+  await writeFile(join(geminiDir, 'settings.json'), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}\n`);
+  // A lock left by a killed run would make the next one wait for it to go stale.
+  await rm(join(geminiDir, 'projects.json.lock'), { recursive: true, force: true });
+  await writeSessionFile(s.contextDir, prepared.sessionId);
+  return prepared;
+}
+
+/** The settings file forkflush owns in the CLI's home (rewritten before every run). */
+function settings(env: NodeJS.ProcessEnv, maxTurns: number | undefined): Record<string, unknown> {
+  return {
+    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless
+    // mode rejects; the API key (or Vertex AI) is what forkflush runs it with.
+    security: { auth: { selectedType: env.GOOGLE_GENAI_USE_VERTEXAI === 'true' ? 'vertex-ai' : 'gemini-api-key' } },
+    model: { maxSessionTurns: maxTurns ?? -1 },
+    general: {
+      enableAutoUpdate: false,
+      enableAutoUpdateNotification: false,
+      sessionRetention: { enabled: false },
+    },
+    telemetry: { enabled: false, logPrompts: false },
+    privacy: { usageStatisticsEnabled: false },
+    ide: { enabled: false },
+  };
+}
+
+/** A conversation to resume, a new one (with why, when the context folder held one), or why not. */
+type Carried = { sessionId: string; before: Set<string> } | { sessionId: string; fresh: string } | { crash: string };
+
+/**
+ * Finds the conversation the context folder holds and moves it where `--resume` looks for it
+ * when the CLI runs in `workdir`. An unknown or unreadable session is a crash with a note, and
+ * nothing runs: starting fresh instead would turn a carried episode silently into a fresh one,
+ * the very thing fork-and-flush compares. A conversation that never got a prompt (the CLI was
+ * stopped while starting) is continued by starting a new one: there is nothing to lose.
+ */
+async function prepareResume(
+  contextDir: string,
+  geminiDir: string,
+  workdir: string,
+): Promise<Carried | { fresh: string }> {
+  let recorded: unknown;
+  try {
+    recorded = JSON.parse(await readFile(join(contextDir, SESSION_FILE), 'utf8'));
+  } catch (e) {
+    const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'has no' : 'has an unreadable';
+    return { crash: `the context folder ${why} ${SESSION_FILE}: no Gemini CLI conversation to continue` };
+  }
+  const sessionId = (recorded as { sessionId?: unknown } | null)?.sessionId;
+  if (typeof sessionId !== 'string' || !/^[A-Za-z0-9_-]+$/.test(sessionId)) {
+    return { crash: `the context folder's ${SESSION_FILE} names no valid session id` };
+  }
+  const files = await sessionFiles(geminiDir, sessionId);
+  if (files.length === 0) {
+    return {
+      crash: `Gemini CLI session ${sessionId} is not in the context folder (no session file under home/.gemini/tmp)`,
+    };
+  }
+  // Resuming across a minute boundary leaves a stub file with the same id: keep the real one.
+  const best = files.reduce((a, b) => (b.record.messages.length > a.record.messages.length ? b : a));
+  if (best.record.sessionId !== sessionId) {
+    return { crash: `the session file of ${sessionId} is unreadable (${best.path})` };
+  }
+  if (!isResumable(best.record.messages)) {
+    return { fresh: `the previous episode's conversation ${sessionId} held no prompt yet: started a new one` };
+  }
+  const before = writtenIds(files.map((f) => f.record));
+  const chats = join(geminiDir, 'tmp', await projectSlug(geminiDir, workdir), 'chats');
+  await mkdir(chats, { recursive: true });
+  for (const f of files) {
+    if (f === best) {
+      if (dirname(f.path) !== chats) await rename(f.path, join(chats, basename(f.path)));
+    } else if (!isResumable(f.record.messages)) {
+      await rm(f.path, { force: true });
+    }
+  }
+  return { sessionId, before };
+}
+
+/**
+ * The project slug the CLI will use for `workdir` in this home: the one projects.json maps it to
+ * when its markers agree, else a new one, registered and marked the way the CLI does it.
+ */
+async function projectSlug(geminiDir: string, workdir: string): Promise<string> {
+  const registryPath = join(geminiDir, 'projects.json');
+  let projects: Record<string, string> = {};
+  try {
+    const parsed = JSON.parse(await readFile(registryPath, 'utf8')) as { projects?: unknown };
+    if (parsed.projects && typeof parsed.projects === 'object') projects = parsed.projects as Record<string, string>;
+  } catch {}
+  const bases = [join(geminiDir, 'tmp'), join(geminiDir, 'history')];
+  const owner = async (base: string, slug: string) =>
+    (await readFile(join(base, slug, '.project_root'), 'utf8').catch(() => undefined))?.trim();
+  const known = projects[workdir];
+  if (known && /^[a-z0-9-]+$/.test(known)) {
+    const owners = await Promise.all(bases.map((b) => owner(b, known)));
+    if (owners.every((o) => o === undefined || o === workdir)) return known;
+  }
+  const taken = new Set(Object.values(projects));
+  const base = `ff-${slugify(basename(workdir))}`;
+  let slug = base;
+  for (let n = 1; ; n++) {
+    if (!taken.has(slug) && !bases.some((b) => existsSync(join(b, slug)))) break;
+    slug = `${base}-${n}`;
+  }
+  await mkdir(join(bases[0] as string, slug), { recursive: true });
+  await writeFile(join(bases[0] as string, slug, '.project_root'), workdir);
+  projects[workdir] = slug;
+  const tmp = `${registryPath}.${randomUUID()}.tmp`;
+  await writeFile(tmp, JSON.stringify({ projects }, null, 2));
+  await rename(tmp, registryPath);
+  return slug;
+}
+
+function slugify(text: string): string {
+  return (
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, '-')
+      .replace(/-+/g, '-')
+      .replace(/^-|-$/g, '') || 'project'
+  );
+}
+
+/** Every session file of `sessionId` in the home, read. */
+async function sessionFiles(geminiDir: string, sessionId: string): Promise<{ path: string; record: SessionRecord }[]> {
+  const tmp = join(geminiDir, 'tmp');
+  const slugs = await readdir(tmp).catch(() => [] as string[]);
+  const found: { path: string; record: SessionRecord }[] = [];
+  for (const slug of slugs) {
+    const chats = join(tmp, slug, 'chats');
+    const names = await readdir(chats).catch(() => [] as string[]);
+    for (const name of names) {
+      // session-<time>-<first 8 characters of the id>.jsonl (chatRecordingService.ts)
+      if (!name.startsWith('session-') || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
+      const path = join(chats, name);
+      const text = await readFile(path, 'utf8').catch(() => null);
+      if (text === null) continue;
+      const record = readSession(text);
+      if (record.sessionId === sessionId || record.sessionId === null) found.push({ path, record });
+    }
+  }
+  return found;
+}
+
+async function sessionRecords(geminiDir: string, sessionId: string): Promise<SessionRecord[]> {
+  return (await sessionFiles(geminiDir, sessionId)).map((f) => f.record).filter((r) => r.sessionId === sessionId);
+}
+
+async function writeSessionFile(contextDir: string, sessionId: string): Promise<void> {
+  const record = { agent: 'gemini', sessionId, updated: new Date().toISOString() };
+  await writeFile(join(contextDir, SESSION_FILE), `${JSON.stringify(record, null, 2)}\n`);
+}
+
+/** Dollars at forkflush's prices, model by model (the CLI reports no cost). */
+function price(usage: GeminiUsage): { costUsd: number; pricedFrom: string } {
+  let costUsd = 0;
+  const from = new Set<string>();
+  for (const m of usage.perModel) {
+    const p = priceTokens(m.model, m.inputTokens, m.outputTokens);
+    costUsd += p.costUsd;
+    from.add(p.pricedFrom);
+  }
+  return { costUsd, pricedFrom: from.size > 0 ? [...from].join('; ') : 'no model calls' };
+}
+
+function spendOf(usage: GeminiUsage, unit: AgentSession['unit']): number | null {
+  if (unit === 'tokens') return usage.inputTokens + usage.outputTokens;
+  if (unit === 'usd') return price(usage).costUsd;
+  return null;
+}
+
+function lastLine(stderr: string): string {
+  const line = stderr
+    .trim()
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !/^\s+at /.test(l))
+    .at(-1)
+    ?.trim();
+  return line ? line.slice(0, 200) : '';
+}

@@ -1,0 +1,244 @@
+// The Claude Code output readers on outputs recorded from the real CLI (2.1.332) against the mock
+// Anthropic API of test/agents (RECORD_CLAUDE_FIXTURES=1 npm run test:agents re-records them).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  addTotals,
+  assistantTotals,
+  decideExit,
+  type ExitFacts,
+  episodeUsage,
+  projectDirName,
+  readCostState,
+  readStream,
+  saysNoConversation,
+  type Totals,
+  transcriptProblem,
+} from '../../../src/agents/claude-code-output.js';
+import { priceTokens } from '../../../src/agents/pricing.js';
+
+const dir = join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'claude-code');
+const fixture = (name: string) => readFileSync(join(dir, name), 'utf8');
+const MODEL = 'claude-opus-5-5';
+// What the mock reported per call in the recordings: 1200 input, 300 cache reads, 80 output.
+const PER_CALL = { input: 1500, output: 80 };
+
+function exitOf(over: Partial<ExitFacts>): ReturnType<typeof decideExit> {
+  return decideExit({
+    stopped: null,
+    deadlineIsBudget: false,
+    exitCode: 0,
+    signal: null,
+    result: null,
+    stderrTail: '',
+    ...over,
+  });
+}
+
+/** The raw `model_usage_since_last_result` of a log's result line (what the CLI says this run used). */
+function sinceLastResult(log: string): Record<string, { inputTokens: number; outputTokens: number; costUSD: number }> {
+  const line = log.split('\n').find((l) => l.includes('"type":"result"'));
+  return JSON.parse(line as string).model_usage_since_last_result;
+}
+
+describe('readStream', () => {
+  it('reads the init and result lines of a finished session', () => {
+    const f = readStream(fixture('fresh.stream.jsonl'));
+    expect(f.version).toBe('2.1.332');
+    expect(f.model).toBe(MODEL);
+    expect(f.cwd).toMatch(/ws-a$/);
+    expect(f.result).toMatchObject({ subtype: 'success', isError: false, turns: 3, message: null });
+    expect(f.sessionId).toBe(f.result?.sessionId);
+    expect(f.result?.totals?.costUsd).toBeCloseTo(0.01938, 9);
+    expect(f.result?.totals?.models[MODEL]).toEqual({
+      inputTokens: 3600,
+      outputTokens: 240,
+      cacheReadInputTokens: 900,
+      cacheCreationInputTokens: 0,
+      costUsd: 0.019379999999999998,
+      costKnown: true,
+    });
+    expect(exitOf({ result: f.result })).toEqual({ exit: 'finished' });
+  });
+
+  it('has no result for a session stopped from outside, and skips lines that are not JSON', () => {
+    expect(readStream(fixture('killed.stream.jsonl')).result).toBeNull();
+    expect(readStream('[claude-code:unrecognized_model] {"model":"x"}\nnot json\n{"type":"result",').result).toBeNull();
+  });
+
+  it('reads the error of a resume that finds no conversation', () => {
+    const log = fixture('no-conversation.stream.jsonl');
+    const r = readStream(log).result;
+    expect(r).toMatchObject({ subtype: 'error_during_execution', isError: true, turns: 0 });
+    expect(saysNoConversation(r?.message ?? '')).toBe(true);
+    expect(saysNoConversation(fixture('fresh.stream.jsonl'))).toBe(false);
+  });
+});
+
+describe('decideExit', () => {
+  it('reports the money and turn limits as "budget", with the CLI message', () => {
+    const money = exitOf({ exitCode: 1, result: readStream(fixture('max-budget.stream.jsonl')).result });
+    expect(money.exit).toBe('budget');
+    expect(money.note).toContain('money limit (Reached maximum budget ($0.000001))');
+    const turns = exitOf({ exitCode: 1, result: readStream(fixture('max-turns.stream.jsonl')).result });
+    expect(turns).toEqual({
+      exit: 'budget',
+      note: 'Claude Code stopped at its turn limit (Reached maximum number of turns (1))',
+    });
+  });
+
+  it('reports an API error as a crash with its status and message', () => {
+    const r = readStream(fixture('api-error.stream.jsonl')).result;
+    expect(r).toMatchObject({ subtype: 'success', isError: true, apiErrorStatus: 400 });
+    expect(exitOf({ exitCode: 1, result: r })).toEqual({
+      exit: 'crash',
+      note: 'Claude Code ended with success (API status 400): API Error: 400 the mock refuses this request',
+    });
+  });
+
+  it('maps stops: deadline, deadline that is the budget, budget, interruption, no start, no result', () => {
+    expect(exitOf({ stopped: 'timeout' })).toEqual({ exit: 'timeout' });
+    expect(exitOf({ stopped: 'timeout', deadlineIsBudget: true })).toEqual({ exit: 'budget' });
+    expect(exitOf({ stopped: 'budget' })).toEqual({ exit: 'budget' });
+    expect(exitOf({ stopped: 'interrupted' }).exit).toBe('crash');
+    expect(exitOf({ spawnError: 'spawn claude ENOENT', exitCode: null })).toEqual({
+      exit: 'crash',
+      note: 'Claude Code could not start: spawn claude ENOENT',
+    });
+    expect(exitOf({ exitCode: 143, stderrTail: 'Terminated' })).toEqual({
+      exit: 'crash',
+      note: 'Claude Code exited with code 143 and no result: Terminated',
+    });
+    // A successful result with a non-zero exit code is not trusted as finished.
+    expect(exitOf({ exitCode: 1, result: readStream(fixture('fresh.stream.jsonl')).result }).exit).toBe('crash');
+  });
+});
+
+describe('cumulative totals across a resume', () => {
+  it('reads the cost record a run leaves in the transcript: the same totals as its result line', () => {
+    const fresh = readStream(fixture('fresh.stream.jsonl')).result?.totals as Totals;
+    const resumed = readStream(fixture('resumed.stream.jsonl')).result?.totals as Totals;
+    expect(readCostState(fixture('fresh-transcript.jsonl'))?.costUsd).toBeCloseTo(fresh.costUsd, 12);
+    expect(readCostState(fixture('resumed-transcript.jsonl'))?.costUsd).toBeCloseTo(resumed.costUsd, 12);
+    expect(readCostState(fixture('resumed-transcript.jsonl'))?.models[MODEL]?.outputTokens).toBe(480);
+    // The resumed run's result counts the whole conversation: both episodes.
+    expect(resumed.models[MODEL]?.outputTokens).toBe(2 * (fresh.models[MODEL]?.outputTokens ?? 0));
+    expect(readCostState('{"type":"user","message":{}}\n')).toBeNull();
+  });
+
+  it("gives the second episode its own usage: the CLI's per-run figure", () => {
+    const before = readCostState(fixture('fresh-transcript.jsonl'));
+    const log = fixture('resumed.stream.jsonl');
+    const after = readStream(log).result?.totals as Totals;
+    const usage = episodeUsage(before, after, 3);
+    const own = sinceLastResult(log)[MODEL];
+    expect(usage).toEqual({
+      inputTokens: 3 * PER_CALL.input,
+      outputTokens: 3 * PER_CALL.output,
+      costUsd: Math.round((own?.costUSD ?? 0) * 1e9) / 1e9,
+      turns: 3,
+    });
+    expect(usage.outputTokens).toBe(own?.outputTokens);
+  });
+
+  it('counts a fresh conversation whole', () => {
+    const after = readStream(fixture('fresh.stream.jsonl')).result?.totals as Totals;
+    expect(episodeUsage(null, after, 3)).toMatchObject({ inputTokens: 4500, outputTokens: 240, costUsd: 0.01938 });
+  });
+
+  it('takes shrunken totals as the episode’s own, never a negative spend', () => {
+    const before = readCostState(fixture('resumed-transcript.jsonl'));
+    const after = readCostState(fixture('killed-transcript.jsonl')) as Totals;
+    const usage = episodeUsage(before, after, null);
+    expect(usage).toMatchObject({ inputTokens: PER_CALL.input, outputTokens: PER_CALL.output, costUsd: 0.00646 });
+  });
+
+  it('prices a model whose cost Claude Code did not know from the forkflush table', () => {
+    const after: Totals = {
+      costUsd: 0.5,
+      models: {
+        'my-gateway-model': {
+          inputTokens: 1000,
+          outputTokens: 100,
+          cacheReadInputTokens: 0,
+          cacheCreationInputTokens: 0,
+          costUsd: 0.5,
+          costKnown: false,
+        },
+      },
+    };
+    const usage = episodeUsage(null, after, 1);
+    const p = priceTokens('my-gateway-model', 1000, 100);
+    expect(usage.costUsd).toBeCloseTo(p.costUsd, 12);
+    expect(usage.pricedFrom).toContain(p.pricedFrom);
+  });
+});
+
+describe('a session stopped from outside', () => {
+  it('leaves a cost record of what it spent before the stop', () => {
+    const t = fixture('killed-transcript.jsonl');
+    expect(readCostState(t)).toMatchObject({ costUsd: 0.00646 });
+    expect(readCostState(t)?.models[MODEL]).toMatchObject({ inputTokens: 1200, cacheReadInputTokens: 300 });
+  });
+
+  it('has its tokens in the transcript, one count per API response', () => {
+    const read = assistantTotals(fixture('killed-transcript.jsonl'));
+    expect(read.responses).toBe(1);
+    expect(read.totals.models[MODEL]).toMatchObject({
+      inputTokens: 1200,
+      cacheReadInputTokens: 300,
+      outputTokens: 80,
+      costKnown: false,
+    });
+    expect(assistantTotals(fixture('fresh-transcript.jsonl')).responses).toBe(3);
+    // One response written as two rows (two content blocks) counts once.
+    const row = (text: string) =>
+      JSON.stringify({
+        type: 'assistant',
+        message: {
+          id: 'msg_1',
+          model: 'm',
+          content: [{ type: 'text', text }],
+          usage: { input_tokens: 10, output_tokens: 5 },
+        },
+      });
+    const twice = assistantTotals(`${row('a')}\n${row('b')}\n`);
+    expect(twice.responses).toBe(1);
+    expect(twice.totals.models.m).toMatchObject({ inputTokens: 10, outputTokens: 5 });
+    const sum = addTotals(readCostState(fixture('fresh-transcript.jsonl')), twice.totals);
+    expect(sum.models.m?.costKnown).toBe(false);
+    expect(sum.models[MODEL]?.outputTokens).toBe(240);
+  });
+});
+
+describe('transcriptProblem', () => {
+  it('accepts a recorded transcript, also with a torn last line', () => {
+    expect(transcriptProblem(fixture('fresh-transcript.jsonl'))).toBeNull();
+    expect(transcriptProblem(`${fixture('fresh-transcript.jsonl')}{"type":"assistant","mess`)).toBeNull();
+  });
+
+  it('says what is wrong with one that cannot be resumed', () => {
+    expect(transcriptProblem('')).toBe('is empty');
+    expect(transcriptProblem('not json {{{\n')).toBe('has no readable line (not JSON lines)');
+    const costOnly = fixture('fresh-transcript.jsonl')
+      .split('\n')
+      .filter((l) => l.includes('"type":"cost-state"'))
+      .join('\n');
+    expect(transcriptProblem(costOnly)).toBe('holds no conversation (no user or assistant message)');
+  });
+});
+
+describe('projectDirName', () => {
+  it('replaces every character but ASCII letters and digits with "-"', () => {
+    expect(projectDirName('/tmp/ccx/w8')).toBe('-tmp-ccx-w8');
+    expect(projectDirName('/home/é/my_repo.v2')).toBe('-home---my-repo-v2');
+  });
+
+  it('cuts a long name at 200 characters and adds the hash Claude Code 2.1.332 adds', () => {
+    // Seen with the real CLI: this working directory's transcripts went to `<200 characters>-v3wr0v`.
+    const long = `/tmp/ccx/${'a'.repeat(120)}/${'b'.repeat(100)}`;
+    const name = projectDirName(long);
+    expect(name).toBe(`${long.replace(/[^a-zA-Z0-9]/g, '-').slice(0, 200)}-v3wr0v`);
+  });
+});
