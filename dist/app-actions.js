@@ -49792,17 +49792,18 @@ var GitHubForge = class {
     return data.message;
   }
   // Pull requests, check runs, issues.
-  /** Opens a pull request, or finds the open one for the same head. */
+  /**
+   * Opens a pull request, or finds the one already made for the same head (open, merged or closed);
+   * null when there is nothing to propose (no commits between base and head, or the head is gone).
+   */
   async openPullRequest(head, base, title, body) {
     try {
       const { data } = await this.octokit.rest.pulls.create({ ...this.r, head, base, title, body });
       return data.number;
     } catch (e) {
       if (status(e) !== 422) throw e;
-      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: "open" });
-      const found = data[0];
-      if (!found) throw e;
-      return found.number;
+      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: "all" });
+      return data[0]?.number ?? null;
     }
   }
   async closePullRequest(pr, comment) {
@@ -50177,6 +50178,12 @@ function newRunState(args) {
 }
 function episodeId(round, branch) {
   return `r${round}.b${branch}`;
+}
+function allEpisodes(state) {
+  return state.rounds.flatMap((r) => r.episodes);
+}
+function findEpisode(state, id) {
+  return allEpisodes(state).find((e) => e.id === id);
 }
 function isBetter(a, b, direction) {
   return direction === "maximize" ? a > b : a < b;
@@ -70639,9 +70646,18 @@ async function syncStored(ctx, stored) {
   const work = files.stopped ? [] : dueWork(ctx, state, files, messages).filter((w) => isUnclaimed(files.claims[w.key], now));
   for (const w of work) files.claims[w.key] = now.toISOString();
   await persist();
-  for (const w of work) {
-    await w.run();
-    delete files.claims[w.key];
+  const record2 = async (released) => {
+    if (JSON.stringify([state, files]) === saved) return;
+    sha = await recordDone(ctx, state, files, released, sha);
+    saved = JSON.stringify([state, files]);
+  };
+  try {
+    for (const w of work) {
+      await w.run();
+      delete files.claims[w.key];
+    }
+  } finally {
+    await record2(work.map((w) => w.key).filter((key) => !(key in files.claims)));
   }
   const phase = files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
   const body = issueComment(state, phase);
@@ -70649,9 +70665,44 @@ async function syncStored(ctx, stored) {
   if (digest !== files.commentDigest || files.commentId === null) {
     files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
     files.commentDigest = digest;
+    await record2([]);
   }
-  await persist();
   return state;
+}
+async function recordDone(ctx, state, mine, released, expected2) {
+  let candidate = { state, files: mine, sha: expected2 };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      return await ctx.forge.saveRun(
+        stateRef(state.id),
+        candidate.state,
+        candidate.files,
+        candidate.sha,
+        "forkflush: work done"
+      );
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+      const latest = await ctx.forge.loadRun(stateRef(state.id));
+      if (!latest) throw e;
+      candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
+    }
+  }
+  throw new ConflictError(`${state.id}: could not record the work done after 5 tries`);
+}
+function mergeDone(latest, mine, released) {
+  const claims = { ...latest.claims };
+  for (const key of released) delete claims[key];
+  return {
+    ...latest,
+    dispatched: { ...latest.dispatched, ...mine.dispatched },
+    published: { ...latest.published, ...mine.published },
+    settled: [.../* @__PURE__ */ new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
+    finalPr: latest.finalPr ?? mine.finalPr,
+    bestCommit: mine.bestCommit ?? latest.bestCommit,
+    commentId: latest.commentId ?? mine.commentId,
+    commentDigest: mine.commentDigest ?? latest.commentDigest,
+    claims
+  };
 }
 async function observe(ctx, state, files, messages) {
   const open3 = state.rounds.find((r) => !r.decision);
@@ -70708,12 +70759,13 @@ function dueWork(ctx, state, files, messages) {
     work.push({
       key: "final",
       run: async () => {
+        const best2 = state.best ? findEpisode(state, state.best.episode) : void 0;
         files.finalPr = await forge.openPullRequest(
-          lineageBranch(state.id, 0, lineages),
+          lineageBranch(state.id, best2?.lineage ?? 0, lineages),
           files.defaultBranch,
           `forkflush ${state.id}: best score ${state.best?.score ?? "none"}`,
           finalPrBody(state)
-        );
+        ) ?? 0;
         await forge.addLabel(files.issue, GITHUB.doneLabel);
         await forge.removeLabel(files.issue, GITHUB.label);
       }
@@ -70772,11 +70824,12 @@ async function settle2(forge, state, files, round) {
   files.settled.push(round.index);
 }
 async function dispatch(forge, state, files, round, now) {
-  for (const e of round.episodes) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
+  const pending = round.episodes.filter((e) => !e.result);
+  for (const e of pending) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
   await forge.dispatchWorkflow(GITHUB.workflow, files.defaultBranch, {
     run: state.id,
     round: String(round.index),
-    episodes: JSON.stringify(round.episodes.map((e) => e.id))
+    episodes: JSON.stringify(pending.map((e) => e.id))
   });
   const c = state.config;
   const minutes = (c.agent.timeout + 2 * c.grader.timeout) / 60 + GITHUB.deadlineSlackMinutes;
@@ -70856,29 +70909,48 @@ ${issue3.body ?? ""}`,
     throw e;
   }
 }
-async function setStopped(ctx, stored, stopped) {
-  const files = { ...structuredClone(stored.files), stopped };
-  const sha = await ctx.forge.saveRun(
-    stateRef(stored.state.id),
-    stored.state,
-    files,
-    stored.sha,
-    stopped ? "forkflush: stop" : "forkflush: resume"
-  );
-  if (!stopped) return syncStored(ctx, { state: stored.state, files, sha });
-  await ctx.forge.cancelRuns(GITHUB.workflow, stored.state.id);
-  for (const round of stored.state.rounds.filter((r) => !files.settled.includes(r.index))) {
-    for (const e of round.episodes) {
-      const pr = files.published[e.id]?.pr;
-      if (pr) await ctx.forge.closePullRequest(pr, "The run was stopped; this branch is kept as it is.");
+async function amend(ctx, run2, message, change) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = await ctx.forge.loadRun(stateRef(run2));
+    if (!stored) return null;
+    const next = change(stored);
+    try {
+      return { ...next, sha: await ctx.forge.saveRun(stateRef(run2), next.state, next.files, stored.sha, message) };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
     }
   }
-  return syncStored(ctx, { state: stored.state, files, sha });
+  throw new ConflictError(`${run2}: the run kept changing; try again`);
+}
+async function setStopped(ctx, stored, stopped) {
+  const run2 = stored.state.id;
+  const next = await amend(ctx, run2, stopped ? "forkflush: stop" : "forkflush: resume", (s) => {
+    const files = { ...structuredClone(s.files), stopped };
+    const open3 = s.state.rounds.find((r) => !r.decision);
+    if (!stopped && open3) {
+      delete files.dispatched[String(open3.index)];
+      delete files.claims[`dispatch:${open3.index}`];
+    }
+    return { state: s.state, files };
+  });
+  if (!next) return null;
+  if (stopped) {
+    await ctx.forge.cancelRuns(GITHUB.workflow, run2);
+    for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
+      for (const e of round.episodes) {
+        const pr = next.files.published[e.id]?.pr;
+        if (pr) await ctx.forge.closePullRequest(pr, "The run was stopped; this branch is kept as it is.");
+      }
+    }
+  }
+  return syncStored(ctx, next);
 }
 async function forkNow(ctx, stored) {
-  const state = requestFork(stored.state);
-  const sha = await ctx.forge.saveRun(stateRef(state.id), state, stored.files, stored.sha, "forkflush: fork requested");
-  return syncStored(ctx, { state, files: stored.files, sha });
+  const next = await amend(ctx, stored.state.id, "forkflush: fork requested", (s) => ({
+    state: requestFork(s.state),
+    files: s.files
+  }));
+  return next ? syncStored(ctx, next) : null;
 }
 async function nightly(ctx) {
   const touched = [];
@@ -70893,7 +70965,7 @@ async function nightly(ctx) {
         const state = requestFork(stored.state);
         const sha = await ctx.forge.saveRun(stateRef(run2), state, files, stored.sha, "forkflush: nightly round");
         await syncStored(ctx, { state, files, sha });
-      } else if (stored.state.status !== "finished") {
+      } else {
         await syncStored(ctx, stored);
       }
       touched.push(run2);

@@ -216,17 +216,18 @@ export class GitHubForge {
 
   // Pull requests, check runs, issues.
 
-  /** Opens a pull request, or finds the open one for the same head. */
-  async openPullRequest(head: string, base: string, title: string, body: string): Promise<number> {
+  /**
+   * Opens a pull request, or finds the one already made for the same head (open, merged or closed);
+   * null when there is nothing to propose (no commits between base and head, or the head is gone).
+   */
+  async openPullRequest(head: string, base: string, title: string, body: string): Promise<number | null> {
     try {
       const { data } = await this.octokit.rest.pulls.create({ ...this.r, head, base, title, body });
       return data.number;
     } catch (e) {
       if (status(e) !== 422) throw e;
-      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: 'open' });
-      const found = data[0];
-      if (!found) throw e;
-      return found.number;
+      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: 'all' });
+      return data[0]?.number ?? null;
     }
   }
 

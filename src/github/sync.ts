@@ -23,6 +23,7 @@ import {
   type Episode,
   type EpisodeResult,
   failedResult,
+  findEpisode,
   newRunState,
   type Round,
   type RunState,
@@ -101,9 +102,19 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
     : dueWork(ctx, state, files, messages).filter((w) => isUnclaimed(files.claims[w.key], now));
   for (const w of work) files.claims[w.key] = now.toISOString();
   await persist();
-  for (const w of work) {
-    await w.run();
-    delete files.claims[w.key];
+  const record = async (released: string[]) => {
+    if (JSON.stringify([state, files]) === saved) return;
+    sha = await recordDone(ctx, state, files, released, sha);
+    saved = JSON.stringify([state, files]);
+  };
+  try {
+    for (const w of work) {
+      await w.run();
+      delete files.claims[w.key];
+    }
+  } finally {
+    // What was done is recorded even when another handler saved meanwhile, or a later item failed.
+    await record(work.map((w) => w.key).filter((key) => !(key in files.claims)));
   }
   const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
   const body = issueComment(state, phase);
@@ -111,9 +122,52 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
   if (digest !== files.commentDigest || files.commentId === null) {
     files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
     files.commentDigest = digest;
+    await record([]);
   }
-  await persist();
   return state;
+}
+
+/**
+ * Saves what this handler did. When another handler saved first (a conflict), the latest record is
+ * read again and this handler's facts are merged into it: rounds dispatched and settled, results
+ * published, the best branch, the final pull request, the comment, and the claims it released.
+ */
+async function recordDone(ctx: SyncContext, state: RunState, mine: RunFiles, released: string[], expected: string) {
+  let candidate = { state, files: mine, sha: expected };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      return await ctx.forge.saveRun(
+        stateRef(state.id),
+        candidate.state,
+        candidate.files,
+        candidate.sha,
+        'forkflush: work done',
+      );
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+      const latest = await ctx.forge.loadRun(stateRef(state.id));
+      if (!latest) throw e;
+      candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
+    }
+  }
+  throw new ConflictError(`${state.id}: could not record the work done after 5 tries`);
+}
+
+/** The latest record, with what `mine` did added and the claims `released` given back. */
+export function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]): RunFiles {
+  const claims = { ...latest.claims };
+  for (const key of released) delete claims[key];
+  return {
+    ...latest,
+    dispatched: { ...latest.dispatched, ...mine.dispatched },
+    published: { ...latest.published, ...mine.published },
+    settled: [...new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
+    finalPr: latest.finalPr ?? mine.finalPr,
+    bestCommit: mine.bestCommit ?? latest.bestCommit,
+    commentId: latest.commentId ?? mine.commentId,
+    commentDigest: mine.commentDigest ?? latest.commentDigest,
+    claims,
+  };
 }
 
 /** Reads the results that landed on the open round's branches (one call for all of them). */
@@ -179,12 +233,16 @@ function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, messages: M
     work.push({
       key: 'final',
       run: async () => {
-        files.finalPr = await forge.openPullRequest(
-          lineageBranch(state.id, 0, lineages),
-          files.defaultBranch,
-          `forkflush ${state.id}: best score ${state.best?.score ?? 'none'}`,
-          finalPrBody(state),
-        );
+        // The lineage that holds the best score (best-of-n keeps several); 0: nothing to propose,
+        // the lineage never moved past the default branch.
+        const best = state.best ? findEpisode(state, state.best.episode) : undefined;
+        files.finalPr =
+          (await forge.openPullRequest(
+            lineageBranch(state.id, best?.lineage ?? 0, lineages),
+            files.defaultBranch,
+            `forkflush ${state.id}: best score ${state.best?.score ?? 'none'}`,
+            finalPrBody(state),
+          )) ?? 0;
         await forge.addLabel(files.issue, GITHUB.doneLabel);
         await forge.removeLabel(files.issue, GITHUB.label);
       },
@@ -262,11 +320,13 @@ async function settle(forge: GitHubForge, state: RunState, files: RunFiles, roun
 
 /** Creates the round's branches at their bases and dispatches the worker workflow once. */
 async function dispatch(forge: GitHubForge, state: RunState, files: RunFiles, round: Round, now: Date) {
-  for (const e of round.episodes) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
+  // After a resume, only the episodes still without a result run again.
+  const pending = round.episodes.filter((e) => !e.result);
+  for (const e of pending) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
   await forge.dispatchWorkflow(GITHUB.workflow, files.defaultBranch, {
     run: state.id,
     round: String(round.index),
-    episodes: JSON.stringify(round.episodes.map((e) => e.id)),
+    episodes: JSON.stringify(pending.map((e) => e.id)),
   });
   const c = state.config;
   const minutes = (c.agent.timeout + 2 * c.grader.timeout) / 60 + GITHUB.deadlineSlackMinutes;
@@ -358,32 +418,64 @@ export async function startRun(
   }
 }
 
-/** Stops a run cleanly (cancels its jobs, closes its open pull requests) or resumes it. */
-export async function setStopped(ctx: SyncContext, stored: StoredRun, stopped: boolean): Promise<RunState> {
-  const files = { ...structuredClone(stored.files), stopped };
-  const sha = await ctx.forge.saveRun(
-    stateRef(stored.state.id),
-    stored.state,
-    files,
-    stored.sha,
-    stopped ? 'forkflush: stop' : 'forkflush: resume',
-  );
-  if (!stopped) return syncStored(ctx, { state: stored.state, files, sha });
-  await ctx.forge.cancelRuns(GITHUB.workflow, stored.state.id);
-  for (const round of stored.state.rounds.filter((r) => !files.settled.includes(r.index))) {
-    for (const e of round.episodes) {
-      const pr = files.published[e.id]?.pr;
-      if (pr) await ctx.forge.closePullRequest(pr, 'The run was stopped; this branch is kept as it is.');
+/**
+ * Changes a run's record: reads it, applies the change, compare-and-swaps; on a conflict it reads
+ * the newer record and applies the change again (the changes here are idempotent intents).
+ */
+async function amend(
+  ctx: SyncContext,
+  run: string,
+  message: string,
+  change: (stored: StoredRun) => { state: RunState; files: RunFiles },
+): Promise<StoredRun | null> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = await ctx.forge.loadRun(stateRef(run));
+    if (!stored) return null;
+    const next = change(stored);
+    try {
+      return { ...next, sha: await ctx.forge.saveRun(stateRef(run), next.state, next.files, stored.sha, message) };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
     }
   }
-  return syncStored(ctx, { state: stored.state, files, sha });
+  throw new ConflictError(`${run}: the run kept changing; try again`);
+}
+
+/**
+ * Stops a run cleanly (cancels its jobs, closes its open pull requests), or resumes it: the open
+ * round's episodes still without a result are dispatched again, since stopping cancelled them.
+ */
+export async function setStopped(ctx: SyncContext, stored: StoredRun, stopped: boolean): Promise<RunState | null> {
+  const run = stored.state.id;
+  const next = await amend(ctx, run, stopped ? 'forkflush: stop' : 'forkflush: resume', (s) => {
+    const files = { ...structuredClone(s.files), stopped };
+    const open = s.state.rounds.find((r) => !r.decision);
+    if (!stopped && open) {
+      delete files.dispatched[String(open.index)];
+      delete files.claims[`dispatch:${open.index}`];
+    }
+    return { state: s.state, files };
+  });
+  if (!next) return null;
+  if (stopped) {
+    await ctx.forge.cancelRuns(GITHUB.workflow, run);
+    for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
+      for (const e of round.episodes) {
+        const pr = next.files.published[e.id]?.pr;
+        if (pr) await ctx.forge.closePullRequest(pr, 'The run was stopped; this branch is kept as it is.');
+      }
+    }
+  }
+  return syncStored(ctx, next);
 }
 
 /** `/autoresearch fork`: one more fork round of the leader, now. */
-export async function forkNow(ctx: SyncContext, stored: StoredRun): Promise<RunState> {
-  const state = requestFork(stored.state);
-  const sha = await ctx.forge.saveRun(stateRef(state.id), state, stored.files, stored.sha, 'forkflush: fork requested');
-  return syncStored(ctx, { state, files: stored.files, sha });
+export async function forkNow(ctx: SyncContext, stored: StoredRun): Promise<RunState | null> {
+  const next = await amend(ctx, stored.state.id, 'forkflush: fork requested', (s) => ({
+    state: requestFork(s.state),
+    files: s.files,
+  }));
+  return next ? syncStored(ctx, next) : null;
 }
 
 /**
@@ -407,7 +499,8 @@ export async function nightly(ctx: SyncContext): Promise<string[]> {
         const state = requestFork(stored.state);
         const sha = await ctx.forge.saveRun(stateRef(run), state, files, stored.sha, 'forkflush: nightly round');
         await syncStored(ctx, { state, files, sha });
-      } else if (stored.state.status !== 'finished') {
+      } else {
+        // Finished runs too: a lost event may have left their last decision or final pull request undone.
         await syncStored(ctx, stored);
       }
       touched.push(run);

@@ -125,7 +125,7 @@ describe('starting a run', () => {
 });
 
 describe('comment commands', () => {
-  it('stop (or removing the label) stops cleanly; resume goes on without redoing the round', async () => {
+  it('stop (or removing the label) stops cleanly; resume dispatches what was cancelled', async () => {
     const h = await new Harness().load();
     await h.label(7);
     await h.send('issues', 'unlabeled', (p) => {
@@ -141,7 +141,11 @@ describe('comment commands', () => {
     expect(h.gh.comments.at(-1)?.body).toBe('The run is already stopped.');
     await h.comment(7, '/autoresearch resume');
     expect(comment()).toContain('**Status:** round 0 (opening) running');
-    expect(h.gh.dispatches).toHaveLength(1);
+    // Stopping cancelled the round's jobs, so resuming dispatches its episodes again.
+    expect(h.gh.dispatches.map((d) => d.inputs)).toEqual([
+      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1"]' },
+      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1"]' },
+    ]);
   });
 
   it('fork runs one more fork round of the leader now', async () => {
@@ -173,5 +177,43 @@ describe('comment commands', () => {
     expect(h.gh.comments.at(-1)?.body).toBe(
       'There is no forkflush run on this issue. Label it `autoresearch` to start one.',
     );
+  });
+});
+
+describe('a handler whose record was overtaken', () => {
+  it('still records the work it did, merged into the newer record', async () => {
+    const { GitHubForge } = await import('../../src/github/forge.js');
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state('issue-7');
+    for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, 10 + e.branch);
+    // While this handler dispatches round 1, another one saves the record (say, a comment edit).
+    const original = GitHubForge.prototype.dispatchWorkflow;
+    GitHubForge.prototype.dispatchWorkflow = async function (this: InstanceType<typeof GitHubForge>, ...args) {
+      const ref = 'refs/forkflush/issue-7/state';
+      const head = h.gh.refs.get(ref) as string;
+      const files = structuredClone(h.gh.commits.get(head)?.files ?? {});
+      const run = JSON.parse(files['run.json'] as string);
+      run.commentDigest = 'changed-by-another-handler';
+      files['run.json'] = JSON.stringify(run);
+      h.gh.refs.set(ref, h.gh.commit({ message: 'another handler', parents: [head], files }));
+      return original.apply(this, args);
+    };
+    try {
+      await h.jobCompleted('issue-7', 'r0.b1');
+    } finally {
+      GitHubForge.prototype.dispatchWorkflow = original;
+    }
+    const sha = h.gh.refs.get('refs/forkflush/issue-7/state') as string;
+    const files = JSON.parse(h.gh.commits.get(sha)?.files['run.json'] as string);
+    expect(Object.keys(files.dispatched)).toEqual(['0', '1']);
+    expect(files.settled).toEqual([0]);
+    expect(files.claims).toEqual({});
+    // So the next round's results are read, and nothing is done twice.
+    const next = h.state('issue-7');
+    for (const e of next.rounds[1]?.episodes ?? []) h.pushResult(next, e, 20);
+    await h.jobCompleted('issue-7', 'r1.b0');
+    expect(h.state('issue-7').rounds[1]?.episodes[0]?.result?.score).toBe(20);
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1', '2']);
   });
 });
