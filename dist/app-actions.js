@@ -50375,13 +50375,18 @@ function applyOpen(state, round) {
   return { ...state, rounds: [...state.rounds, round] };
 }
 function applyResult(state, episodeId2, result) {
+  const round = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId2));
+  const episode = round?.episodes.find((e) => e.id === episodeId2);
+  if (!round || !episode) throw new Error(`no episode ${episodeId2} in run ${state.id}`);
+  if (round.decision) throw new Error(`episode ${episodeId2}: its round is already decided`);
+  if (episode.result) {
+    if (JSON.stringify(episode.result) === JSON.stringify(result)) return state;
+    throw new Error(`episode ${episodeId2} already has a result`);
+  }
+  const rounds = state.rounds.map(
+    (r) => r === round ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId2 ? { ...e, result } : e) } : r
+  );
   let best = state.best;
-  const rounds = state.rounds.map((r) => {
-    if (!r.episodes.some((e) => e.id === episodeId2)) return r;
-    if (r.decision) throw new Error(`episode ${episodeId2}: its round is already decided`);
-    return { ...r, episodes: r.episodes.map((e) => e.id === episodeId2 ? { ...e, result } : e) };
-  });
-  if (rounds.every((r, i) => r === state.rounds[i])) throw new Error(`no episode ${episodeId2} in run ${state.id}`);
   const { score } = result;
   if (score !== null && (!best || isBetter(score, best.score, state.config.grader.direction))) {
     best = { episode: episodeId2, commit: result.commit, score };
@@ -70595,6 +70600,136 @@ function round3(x) {
   return Math.round(x * 1e3) / 1e3;
 }
 
+// src/core/prompts.ts
+var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
+
+## The task
+{{task}}
+
+## The files
+- The workspace: every file in this folder is yours to read and change, except the protected ones.
+- {{journal}}: the journal. Each entry says what was tried and what score it got.
+- The score: run \`{{grade}}\` from this folder; the last line it prints is the score.
+- Protected (restored before the final grading; changing them voids your score): {{protected}}.
+
+## Where things stand
+- Best score so far: {{best}}.
+- Goal: {{goal}}.
+- Hard constraint: the grader must run and print a score; a workspace without a score never counts.
+
+## How to work
+1. Read {{journal}} and the code before you change anything, so you do not repeat what already failed.
+2. Do not limit yourself to small edits: if the current approach has stalled, replace it.
+3. After every change, run the grader and add an entry to {{journal}}: the idea, the change, the score.
+4. Your session ends at a limit you are not told; keep the workspace working and the journal current.
+5. When you stop, print the best score you reached and what produced it.
+{{#directive}}
+
+## Your direction
+Try a substantially different approach from those the journal describes, not a refinement of them.
+{{/directive}}`;
+var DEFAULT_CONTINUATION_TEMPLATE = `Continue working on the task. Best score so far: {{best}} ({{goal}}). After every change run \`{{grade}}\` and add an entry to {{journal}}.`;
+var TEMPLATE_VARIABLES = {
+  task: "the task description",
+  journal: "the journal file",
+  grade: "the command that prints the score",
+  protected: "the protected paths",
+  best: "the best score so far and where it is",
+  goal: "maximize or minimize the score",
+  direction: '"maximize" or "minimize"',
+  fresh: "section shown when the episode starts with no conversation",
+  directive: "section shown when the branch is told to try a different approach",
+  episode: "the episode id (r<round>.b<branch>)"
+};
+var TemplateError = class extends Error {
+  name = "TemplateError";
+};
+function renderTemplate(template, values, source) {
+  const known = Object.keys(TEMPLATE_VARIABLES);
+  const check2 = (name, index) => {
+    if (!known.includes(name)) {
+      const line = template.slice(0, index).split("\n").length;
+      throw new TemplateError(`${source}:${line}: unknown placeholder {{${name}}}; valid: ${known.join(", ")}`);
+    }
+  };
+  const sections = template.replace(
+    /\{\{#(\w+)\}\}([\s\S]*?)\{\{\/\1\}\}/g,
+    (_all, name, body, index) => {
+      check2(name, index);
+      const v = values[name];
+      return v === true || typeof v === "string" && v !== "" ? body : "";
+    }
+  );
+  return sections.replace(/\{\{\s*([#/]?\w+)\s*\}\}/g, (_all, name, index) => {
+    if (name.startsWith("#") || name.startsWith("/")) {
+      throw new TemplateError(`${source}: section {{${name}}} is not closed or not opened`);
+    }
+    check2(name, index);
+    const v = values[name];
+    return typeof v === "string" ? v : "";
+  });
+}
+function renderPrompt(p) {
+  const c = p.config;
+  const values = {
+    // Task text can come from untrusted sources (an issue body): it is quoted as data, never merged into the rules.
+    task: quoteTask(p.task),
+    journal: c.journal,
+    grade: p.gradeCommand,
+    protected: c.grader.protected.length > 0 ? c.grader.protected.join(", ") : "none",
+    best: p.best ? `${formatNumber(p.best.score, 6)} (${p.best.where})` : "none yet",
+    goal: c.grader.direction === "maximize" ? "maximize the score (higher is better)" : "minimize the score (lower is better)",
+    direction: c.grader.direction,
+    fresh: p.episode.context === "fresh",
+    directive: p.episode.directive,
+    episode: p.episode.id
+  };
+  const carried = p.episode.context !== "fresh";
+  const template = carried ? p.templates?.continuation ?? DEFAULT_CONTINUATION_TEMPLATE : p.templates?.branch ?? DEFAULT_BRANCH_TEMPLATE;
+  const source = carried ? c.prompts.continuation ?? "continuation prompt" : c.prompts.branch ?? "branch prompt";
+  const text = renderTemplate(template, values, source);
+  if (carried && p.episode.directive) {
+    return `${text}
+
+For this branch: try a substantially different approach from those the journal describes.`;
+  }
+  return text;
+}
+function quoteTask(task) {
+  const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
+  return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
+}
+function templateProblem(config3, templates) {
+  const sample = {
+    id: "r0.b0",
+    round: 0,
+    branch: 0,
+    lineage: 0,
+    base: "",
+    allowance: 1,
+    context: "fresh",
+    contextFrom: null,
+    directive: true,
+    seed: 1
+  };
+  try {
+    for (const context of ["fresh", "carry"]) {
+      renderPrompt({
+        config: config3,
+        episode: { ...sample, context },
+        task: "x",
+        best: null,
+        gradeCommand: "grade",
+        templates
+      });
+    }
+    return null;
+  } catch (e) {
+    if (e instanceof TemplateError) return e.message;
+    throw e;
+  }
+}
+
 // src/github/sync.ts
 var GITHUB = {
   label: "autoresearch",
@@ -70879,6 +71014,9 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
     if (t === null) return { problem: `prompts.${kind}: \`${path2}\` is not on \`${branch}\`.` };
     templates[kind] = t;
   }
+  const templateError = templateProblem(config3, templates);
+  if (templateError)
+    return { problem: `${templateError} (fix the template on \`${branch}\`, then label the issue again).` };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   const state = newRunState({ id: run2, seed: mixSeed(issue3.number), config: config3, baseCommit: base, baseScore: null });
@@ -71013,6 +71151,7 @@ function forkflushApp(options2 = {}) {
       const ctx = ctxOf(context);
       const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
       if (!stored || stored.files.stopped || stored.state.status === "finished") return;
+      if (p.action === "closed" && !WRITERS.includes(await ctx.forge.permission(p.sender.login))) return;
       await setStopped(ctx, stored, true);
     });
     app.on("issue_comment.created", async (context) => {
@@ -71039,7 +71178,7 @@ function forkflushApp(options2 = {}) {
       if (!m) return;
       const [, run2, episode] = m;
       const ctx = ctxOf(context);
-      if (job.conclusion !== "success") {
+      if (job.conclusion !== "success" && job.head_branch === context.payload.repository.default_branch) {
         ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
       }
       await syncRun(ctx, run2);

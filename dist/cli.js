@@ -27692,13 +27692,18 @@ function applyOpen(state, round4) {
   return { ...state, rounds: [...state.rounds, round4] };
 }
 function applyResult(state, episodeId2, result) {
+  const round4 = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId2));
+  const episode = round4?.episodes.find((e) => e.id === episodeId2);
+  if (!round4 || !episode) throw new Error(`no episode ${episodeId2} in run ${state.id}`);
+  if (round4.decision) throw new Error(`episode ${episodeId2}: its round is already decided`);
+  if (episode.result) {
+    if (JSON.stringify(episode.result) === JSON.stringify(result)) return state;
+    throw new Error(`episode ${episodeId2} already has a result`);
+  }
+  const rounds = state.rounds.map(
+    (r) => r === round4 ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId2 ? { ...e, result } : e) } : r
+  );
   let best = state.best;
-  const rounds = state.rounds.map((r) => {
-    if (!r.episodes.some((e) => e.id === episodeId2)) return r;
-    if (r.decision) throw new Error(`episode ${episodeId2}: its round is already decided`);
-    return { ...r, episodes: r.episodes.map((e) => e.id === episodeId2 ? { ...e, result } : e) };
-  });
-  if (rounds.every((r, i) => r === state.rounds[i])) throw new Error(`no episode ${episodeId2} in run ${state.id}`);
   const { score } = result;
   if (score !== null && (!best || isBetter(score, best.score, state.config.grader.direction))) {
     best = { episode: episodeId2, commit: result.commit, score };
@@ -30648,6 +30653,36 @@ function quoteTask(task) {
   const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
   return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
 }
+function templateProblem(config2, templates) {
+  const sample = {
+    id: "r0.b0",
+    round: 0,
+    branch: 0,
+    lineage: 0,
+    base: "",
+    allowance: 1,
+    context: "fresh",
+    contextFrom: null,
+    directive: true,
+    seed: 1
+  };
+  try {
+    for (const context of ["fresh", "carry"]) {
+      renderPrompt({
+        config: config2,
+        episode: { ...sample, context },
+        task: "x",
+        best: null,
+        gradeCommand: "grade",
+        templates
+      });
+    }
+    return null;
+  } catch (e) {
+    if (e instanceof TemplateError) return e.message;
+    throw e;
+  }
+}
 
 // src/worker/episode.ts
 import { mkdir as mkdir6, readFile as readFile7, writeFile as writeFile7 } from "node:fs/promises";
@@ -31263,7 +31298,8 @@ async function startRun(o) {
     if (!await exists3(path)) throw new UserError(`prompts.${kind}: ${path} is not in the repository's last commit`);
     templates[kind] = await show(path);
   }
-  checkTemplates(config2, templates);
+  const problem = templateProblem(config2, templates);
+  if (problem) throw new UserError(problem);
   const rel = relative(repo, scratch ? join9(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
@@ -31336,34 +31372,6 @@ async function copyTask(taskDir, repo) {
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
   await git.exec(["add", "-A"]);
   await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
-}
-function checkTemplates(config2, templates) {
-  const sample = {
-    id: "r0.b0",
-    round: 0,
-    branch: 0,
-    lineage: 0,
-    base: "",
-    allowance: 1,
-    contextFrom: null,
-    directive: true,
-    seed: 1
-  };
-  try {
-    for (const context of ["fresh", "carry"]) {
-      renderPrompt({
-        config: config2,
-        episode: { ...sample, context },
-        task: "x",
-        best: null,
-        gradeCommand: "grade",
-        templates
-      });
-    }
-  } catch (e) {
-    if (e instanceof TemplateError) throw new UserError(e.message);
-    throw e;
-  }
 }
 
 // src/cli/main.ts

@@ -54,6 +54,9 @@ export function forkflushApp(options: AppOptions = {}) {
       const ctx = ctxOf(context);
       const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
       if (!stored || stored.files.stopped || stored.state.status === 'finished') return;
+      // An issue's author may close it without write access; that alone does not stop a run.
+      // (Removing a label already takes triage access or more.)
+      if (p.action === 'closed' && !WRITERS.includes(await ctx.forge.permission(p.sender.login))) return;
       await setStopped(ctx, stored, true);
     });
 
@@ -82,7 +85,9 @@ export function forkflushApp(options: AppOptions = {}) {
       if (!m) return;
       const [, run, episode] = m as unknown as [string, string, string];
       const ctx = ctxOf(context);
-      if (job.conclusion !== 'success') {
+      // Only the worker workflow, dispatched on the default branch, may report an episode failed: a
+      // workflow in someone's pull request could take the same job name.
+      if (job.conclusion !== 'success' && job.head_branch === context.payload.repository.default_branch) {
         ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? 'unknown'} (${job.html_url ?? job.id})` };
       }
       await syncRun(ctx, run);

@@ -135,3 +135,35 @@ function quoteTask(task: string): string {
     .map((l) => `> ${l}`.trimEnd())
     .join('\n');
 }
+
+/** Renders the templates once with sample values: the message of the first problem, or null. */
+export function templateProblem(config: Config, templates: { branch?: string; continuation?: string }): string | null {
+  const sample: Episode = {
+    id: 'r0.b0',
+    round: 0,
+    branch: 0,
+    lineage: 0,
+    base: '',
+    allowance: 1,
+    context: 'fresh',
+    contextFrom: null,
+    directive: true,
+    seed: 1,
+  };
+  try {
+    for (const context of ['fresh', 'carry'] as const) {
+      renderPrompt({
+        config,
+        episode: { ...sample, context },
+        task: 'x',
+        best: null,
+        gradeCommand: 'grade',
+        templates,
+      });
+    }
+    return null;
+  } catch (e) {
+    if (e instanceof TemplateError) return e.message;
+    throw e;
+  }
+}

@@ -44,13 +44,19 @@ export function applyOpen(state: RunState, round: Round): RunState {
 }
 
 export function applyResult(state: RunState, episodeId: string, result: EpisodeResult): RunState {
+  const round = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId));
+  const episode = round?.episodes.find((e) => e.id === episodeId);
+  if (!round || !episode) throw new Error(`no episode ${episodeId} in run ${state.id}`);
+  if (round.decision) throw new Error(`episode ${episodeId}: its round is already decided`);
+  // A result is final: the same one again changes nothing, a different one is refused.
+  if (episode.result) {
+    if (JSON.stringify(episode.result) === JSON.stringify(result)) return state;
+    throw new Error(`episode ${episodeId} already has a result`);
+  }
+  const rounds = state.rounds.map((r) =>
+    r === round ? { ...r, episodes: r.episodes.map((e) => (e.id === episodeId ? { ...e, result } : e)) } : r,
+  );
   let best: Best | null = state.best;
-  const rounds = state.rounds.map((r) => {
-    if (!r.episodes.some((e) => e.id === episodeId)) return r;
-    if (r.decision) throw new Error(`episode ${episodeId}: its round is already decided`);
-    return { ...r, episodes: r.episodes.map((e) => (e.id === episodeId ? { ...e, result } : e)) };
-  });
-  if (rounds.every((r, i) => r === state.rounds[i])) throw new Error(`no episode ${episodeId} in run ${state.id}`);
   const { score } = result;
   if (score !== null && (!best || isBetter(score, best.score, state.config.grader.direction))) {
     best = { episode: episodeId, commit: result.commit, score };

@@ -16,6 +16,7 @@ import {
 } from '../core/github-text.js';
 import { parseCommitDetails, parseCommitMessage } from '../core/journal.js';
 import { bestBranch, episodeBranch, issueRunId, lineageBranch, stateRef } from '../core/names.js';
+import { templateProblem } from '../core/prompts.js';
 import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
 import { mixSeed } from '../core/rng.js';
 import { requestFork } from '../core/schedule.js';
@@ -389,6 +390,9 @@ export async function startRun(
     if (t === null) return { problem: `prompts.${kind}: \`${path}\` is not on \`${branch}\`.` };
     templates[kind] = t;
   }
+  const templateError = templateProblem(config, templates);
+  if (templateError)
+    return { problem: `${templateError} (fix the template on \`${branch}\`, then label the issue again).` };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   const state = newRunState({ id: run, seed: mixSeed(issue.number), config, baseCommit: base, baseScore: null });

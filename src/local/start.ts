@@ -6,7 +6,7 @@ import { join, relative, resolve, sep } from 'node:path';
 import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
-import { renderPrompt, TemplateError } from '../core/prompts.js';
+import { templateProblem } from '../core/prompts.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { Git } from '../io/git.js';
 import { sandboxEnv } from '../worker/env.js';
@@ -93,7 +93,8 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     if (!(await exists(path))) throw new UserError(`prompts.${kind}: ${path} is not in the repository's last commit`);
     templates[kind] = await show(path);
   }
-  checkTemplates(config, templates);
+  const problem = templateProblem(config, templates);
+  if (problem) throw new UserError(problem);
 
   const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
   const info: RunInfo = {
@@ -173,33 +174,4 @@ async function copyTask(taskDir: string, repo: string): Promise<void> {
   await git.exec(['init', '--quiet', '--initial-branch=main']);
   await git.exec(['add', '-A']);
   await git.exec(['commit', '--quiet', '-m', `forkflush: the task folder ${taskDir}`]);
-}
-
-function checkTemplates(config: Config, templates: RunInfo['templates']): void {
-  const sample = {
-    id: 'r0.b0',
-    round: 0,
-    branch: 0,
-    lineage: 0,
-    base: '',
-    allowance: 1,
-    contextFrom: null,
-    directive: true,
-    seed: 1,
-  };
-  try {
-    for (const context of ['fresh', 'carry'] as const) {
-      renderPrompt({
-        config,
-        episode: { ...sample, context },
-        task: 'x',
-        best: null,
-        gradeCommand: 'grade',
-        templates,
-      });
-    }
-  } catch (e) {
-    if (e instanceof TemplateError) throw new UserError(e.message);
-    throw e;
-  }
 }

@@ -98,10 +98,12 @@ export class Harness {
     });
   }
 
-  jobCompleted(run: string, episode: string, conclusion = 'success') {
+  jobCompleted(run: string, episode: string, conclusion = 'success', branch = 'main') {
     return this.send('workflow_job', 'completed', (p) => {
       p.workflow_job.name = `forkflush ${run} ${episode}`;
       p.workflow_job.conclusion = conclusion;
+      p.workflow_job.head_branch = branch;
+      p.repository.default_branch = 'main';
     });
   }
 

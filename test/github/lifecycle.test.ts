@@ -127,6 +127,9 @@ describe('the app drives a whole run', () => {
   it('a failed job counts as a branch without a score; if none scores the leader goes on unchanged', async () => {
     const h = await new Harness().load();
     await h.label(7);
+    // A job of the same name on another branch (a pull request's workflow) cannot fail an episode.
+    await h.jobCompleted(RUN, 'r0.b0', 'failure', 'attacker-branch');
+    expect(h.state(RUN).rounds[0]?.episodes[0]?.result).toBeUndefined();
     await h.jobCompleted(RUN, 'r0.b0', 'failure');
     await h.jobCompleted(RUN, 'r0.b1', 'cancelled');
     const s = h.state(RUN);

@@ -206,3 +206,14 @@ describe('extra fork rounds', () => {
     ).toThrow(/best-of-n has no single leader/);
   });
 });
+
+describe('results are final', () => {
+  it('the same result again changes nothing; a different one is refused', () => {
+    const [open] = reconcile(fresh());
+    if (open?.type !== 'open') throw new Error('expected open');
+    const r = result(5, 2);
+    const s = applyResult(applyOpen(fresh(), open.round), 'r0.b0', r);
+    expect(applyResult(s, 'r0.b0', r)).toBe(s);
+    expect(() => applyResult(s, 'r0.b0', result(9, 2))).toThrow(/already has a result/);
+  });
+});
