@@ -70854,6 +70854,8 @@ async function observe(ctx, state, files, messages) {
       result = parsed && parsed.runId === state.id && parsed.episode === e.id ? parsed.result : failedResult(e, `its branch moved to ${head.slice(0, 7)}, which is not a result of this episode`);
     } else if (ctx.failedJobs?.[e.id]) {
       result = failedResult(e, ctx.failedJobs[e.id]);
+    } else if (ctx.roundEnded === open3.index) {
+      result = failedResult(e, "its round's workflow run ended without a result for it");
     } else if (ctx.now.getTime() > Date.parse(dispatched.deadline)) {
       result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
     }
@@ -71117,7 +71119,7 @@ async function nightly(ctx) {
 // src/app/app.ts
 var WRITERS = ["admin", "maintain", "write"];
 var JOB_NAME = /^forkflush (issue-\d+) (r\d+\.b\d+)$/;
-var RUN_TITLE = /^forkflush (issue-\d+) round \d+$/;
+var RUN_TITLE = /^forkflush (issue-\d+) round (\d+)$/;
 function forkflushApp(options2 = {}) {
   const now = options2.now ?? (() => /* @__PURE__ */ new Date());
   return (app) => {
@@ -71184,8 +71186,12 @@ function forkflushApp(options2 = {}) {
       await syncRun(ctx, run2);
     });
     app.on("workflow_run.completed", async (context) => {
-      const m = RUN_TITLE.exec(context.payload.workflow_run.display_title ?? "");
-      if (m) await syncRun(ctxOf(context), m[1]);
+      const w = context.payload.workflow_run;
+      const m = RUN_TITLE.exec(w.display_title ?? "");
+      if (!m) return;
+      const ctx = ctxOf(context);
+      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = Number(m[2]);
+      await syncRun(ctx, m[1]);
     });
   };
 }

@@ -30939,6 +30939,7 @@ async function restoreProtected(git, base, globs) {
   const diff = await git.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs]);
   const changed = diff === "" ? [] : diff.split("\n");
   if (changed.length > 0) await git.exec(["restore", `--source=${base}`, "--staged", "--worktree", "--", ...specs]);
+  await git.exec(["clean", "-fdX", "--", ...specs]);
   return changed;
 }
 async function commitWorkspace(git, branchRef, base, message) {
@@ -30954,6 +30955,14 @@ async function commitWorkspace(git, branchRef, base, message) {
 
 // src/local/runner.ts
 async function drive(initial, o) {
+  const release = await o.store.lock();
+  try {
+    return await driveLocked(initial, o);
+  } finally {
+    await release();
+  }
+}
+async function driveLocked(initial, o) {
   let state = initial;
   const emit = o.onEvent ?? (() => {
   });
@@ -31180,7 +31189,7 @@ async function exists2(path) {
 }
 
 // src/local/store.ts
-import { mkdir as mkdir8, readdir as readdir6, readFile as readFile8, rename as rename3, writeFile as writeFile8 } from "node:fs/promises";
+import { mkdir as mkdir8, readdir as readdir6, readFile as readFile8, rename as rename3, unlink, writeFile as writeFile8 } from "node:fs/promises";
 import { join as join8 } from "node:path";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -31234,6 +31243,31 @@ var RunStore = class _RunStore {
     await writeAtomic(this.path("state.json"), `${JSON.stringify(state, null, 1)}
 `);
   }
+  /**
+   * Takes the run for this process: two processes driving one run would reset each other's
+   * worktrees. A lock left by a process that is gone is taken over. Returns the release.
+   */
+  async lock() {
+    const file2 = this.path("lock");
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await writeFile8(file2, String(process.pid), { flag: "wx" });
+        return () => unlink(file2).catch(() => {
+        });
+      } catch (e) {
+        if (e.code !== "EEXIST") throw e;
+        const pid = Number(await readFile8(file2, "utf8").catch(() => ""));
+        if (pid && pid !== process.pid && isAlive(pid)) {
+          throw new UserError(
+            `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
+          );
+        }
+        await unlink(file2).catch(() => {
+        });
+      }
+    }
+    throw new UserError(`could not take the lock ${file2}`);
+  }
   async write(name, content) {
     const file2 = this.path(name);
     await writeAtomic(file2, content);
@@ -31244,6 +31278,14 @@ async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.tmp`;
   await writeFile8(tmp, content);
   await rename3(tmp, file2);
+}
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
 }
 
 // src/local/start.ts

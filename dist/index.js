@@ -47333,6 +47333,7 @@ async function restoreProtected(git, base, globs) {
   const diff = await git.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs]);
   const changed = diff === "" ? [] : diff.split("\n");
   if (changed.length > 0) await git.exec(["restore", `--source=${base}`, "--staged", "--worktree", "--", ...specs]);
+  await git.exec(["clean", "-fdX", "--", ...specs]);
   return changed;
 }
 async function commitWorkspace(git, branchRef, base, message) {

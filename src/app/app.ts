@@ -15,7 +15,7 @@ export interface AppOptions {
 
 /** A worker job is named `forkflush <run> <episode>`; its workflow run `forkflush <run> round <n>`. */
 const JOB_NAME = /^forkflush (issue-\d+) (r\d+\.b\d+)$/;
-const RUN_TITLE = /^forkflush (issue-\d+) round \d+$/;
+const RUN_TITLE = /^forkflush (issue-\d+) round (\d+)$/;
 
 export function forkflushApp(options: AppOptions = {}) {
   const now = options.now ?? (() => new Date());
@@ -94,8 +94,13 @@ export function forkflushApp(options: AppOptions = {}) {
     });
 
     app.on('workflow_run.completed', async (context) => {
-      const m = RUN_TITLE.exec(context.payload.workflow_run.display_title ?? '');
-      if (m) await syncRun(ctxOf(context), m[1] as string);
+      const w = context.payload.workflow_run;
+      const m = RUN_TITLE.exec(w.display_title ?? '');
+      if (!m) return;
+      const ctx = ctxOf(context);
+      // Every job of the round has ended: an episode whose branch never moved has no result coming.
+      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = Number(m[2]);
+      await syncRun(ctx, m[1] as string);
     });
   };
 }

@@ -49,6 +49,8 @@ export interface SyncContext {
   log?: (line: string) => void;
   /** Episodes whose job ended without a result, from the event that triggered this sync. */
   failedJobs?: Record<string, string>;
+  /** A round whose worker workflow run has completed (all its jobs ended), from the event. */
+  roundEnded?: number;
 }
 
 /** Commit messages read during one sync, so no commit is fetched twice. */
@@ -190,6 +192,8 @@ async function observe(ctx: SyncContext, state: RunState, files: RunFiles, messa
           : failedResult(e, `its branch moved to ${head.slice(0, 7)}, which is not a result of this episode`);
     } else if (ctx.failedJobs?.[e.id]) {
       result = failedResult(e, ctx.failedJobs[e.id] as string);
+    } else if (ctx.roundEnded === open.index) {
+      result = failedResult(e, "its round's workflow run ended without a result for it");
     } else if (ctx.now.getTime() > Date.parse(dispatched.deadline)) {
       result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
     }

@@ -26,6 +26,15 @@ export interface DriveResult {
 }
 
 export async function drive(initial: RunState, o: DriveOptions): Promise<DriveResult> {
+  const release = await o.store.lock();
+  try {
+    return await driveLocked(initial, o);
+  } finally {
+    await release();
+  }
+}
+
+async function driveLocked(initial: RunState, o: DriveOptions): Promise<DriveResult> {
   let state = initial;
   const emit = o.onEvent ?? (() => {});
   // Saves are queued so that concurrent episodes never write the state file at once.

@@ -1,8 +1,9 @@
 // Where a local run lives: `<task folder>/.forkflush/<run id>/`. The core's state is one JSON
 // file, written atomically after every step, so a crash loses at most the step in flight; the
 // episode commits themselves hold their results, so even that step is recovered from git.
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { UserError } from '../core/errors.js';
 import type { RunState } from '../core/state.js';
 
 /** Facts about a local run that the core does not need. */
@@ -83,6 +84,30 @@ export class RunStore {
     await writeAtomic(this.path('state.json'), `${JSON.stringify(state, null, 1)}\n`);
   }
 
+  /**
+   * Takes the run for this process: two processes driving one run would reset each other's
+   * worktrees. A lock left by a process that is gone is taken over. Returns the release.
+   */
+  async lock(): Promise<() => Promise<void>> {
+    const file = this.path('lock');
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await writeFile(file, String(process.pid), { flag: 'wx' });
+        return () => unlink(file).catch(() => {});
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        const pid = Number(await readFile(file, 'utf8').catch(() => ''));
+        if (pid && pid !== process.pid && isAlive(pid)) {
+          throw new UserError(
+            `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`,
+          );
+        }
+        await unlink(file).catch(() => {});
+      }
+    }
+    throw new UserError(`could not take the lock ${file}`);
+  }
+
   async write(name: string, content: string): Promise<string> {
     const file = this.path(name);
     await writeAtomic(file, content);
@@ -94,4 +119,13 @@ async function writeAtomic(file: string, content: string): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
   await writeFile(tmp, content);
   await rename(tmp, file);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

@@ -162,6 +162,10 @@ async function restoreProtected(git: Git, base: string, globs: string[]): Promis
   const diff = await git.out(['diff', '--cached', '--name-only', '--no-renames', base, '--', ...specs]);
   const changed = diff === '' ? [] : diff.split('\n');
   if (changed.length > 0) await git.exec(['restore', `--source=${base}`, '--staged', '--worktree', '--', ...specs]);
+  // Files the repository ignores are invisible to the diff, yet a grader may load them (a test
+  // helper hidden by a .gitignore the agent wrote). Under protected paths they go before grading;
+  // they do not void the score, since caches there (e.g. __pycache__) are ignored files too.
+  await git.exec(['clean', '-fdX', '--', ...specs]);
   return changed;
 }
 

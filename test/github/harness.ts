@@ -107,6 +107,14 @@ export class Harness {
     });
   }
 
+  runCompleted(run: string, round: number, branch = 'main') {
+    return this.send('workflow_run', 'completed', (p) => {
+      p.workflow_run.display_title = `forkflush ${run} round ${round}`;
+      p.workflow_run.head_branch = branch;
+      p.repository.default_branch = 'main';
+    });
+  }
+
   state(run: string): RunState {
     const sha = this.gh.refs.get(stateRef(run)) as string;
     return JSON.parse(this.gh.commits.get(sha)?.files['state.json'] as string);

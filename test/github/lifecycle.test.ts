@@ -140,6 +140,22 @@ describe('the app drives a whole run', () => {
   });
 });
 
+describe('the end of a round', () => {
+  it('a completed workflow run fails the episodes that never pushed, at once (Actions mode has no job events)', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    const first = state.rounds[0]?.episodes[0];
+    if (!first) throw new Error('no episode');
+    h.pushResult(state, first, 12);
+    await h.runCompleted(RUN, 0);
+    const after = h.state(RUN);
+    expect(after.rounds[0]?.episodes[1]?.result?.reason).toBe("its round's workflow run ended without a result for it");
+    expect(after.rounds[0]?.decision?.winner).toBe('r0.b0');
+    expect(h.gh.dispatches).toHaveLength(2);
+  });
+});
+
 describe('the nightly tick', () => {
   function forgeFor(h: Harness) {
     const octokit = new ProbotOctokit({

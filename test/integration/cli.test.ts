@@ -115,3 +115,21 @@ describe('forkflush CLI', () => {
     expect(JSON.parse(r.out).properties.strategy.enum).toContain('fork-and-flush');
   });
 });
+
+describe('one process per run', () => {
+  it('refuses to resume a run another live process is driving', async () => {
+    const repo = makeTaskRepo({ budget: 'total: 6\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
+    await cli('run', repo.dir);
+    const { readdirSync } = await import('node:fs');
+    const [id] = readdirSync(join(repo.dir, '.forkflush'));
+    // PID 1 is always alive: as if another forkflush were driving this run.
+    writeFileSync(join(repo.dir, '.forkflush', id as string, 'lock'), '1');
+    const { readFileSync } = await import('node:fs');
+    const state = JSON.parse(readFileSync(join(repo.dir, '.forkflush', id as string, 'state.json'), 'utf8'));
+    state.status = 'running';
+    writeFileSync(join(repo.dir, '.forkflush', id as string, 'state.json'), JSON.stringify(state));
+    const r = await cli('resume', repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/is being driven by process 1: stop it first/);
+  });
+});

@@ -70,6 +70,27 @@ describe('agents that misbehave', () => {
     expect(repo.git('show', `${result.commit}:value.txt`)).toBe('1');
   });
 
+  it('a file hidden by .gitignore under a protected path is removed before grading', async () => {
+    const repo = makeTaskRepo({
+      agent: 'hide',
+      grader: "sh -c 'cat tests/override 2>/dev/null || cat value.txt'",
+      budget: ONE_EPISODE,
+      extra: 'strategy: single-run',
+    });
+    const config = `${repo.dir}/.github/autoresearch.yml`;
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace(
+        'protected: [grade.sh, agent.mjs]',
+        'protected: [grade.sh, agent.mjs, tests/**]',
+      ),
+    );
+    repo.git('commit', '-qam', 'protect tests');
+    const { result } = await oneEpisode(repo);
+    expect(result.score).toBe(1);
+  });
+
   it('an agent that reports no usage is charged its whole allowance, and says so', async () => {
     const repo = makeTaskRepo({ agent: 'nousage', budget: ONE_EPISODE, extra: 'strategy: single-run' });
     const { result } = await oneEpisode(repo);
