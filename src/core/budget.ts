@@ -1,5 +1,5 @@
 // Budget accounting. The ledger is the episodes' actual spend, never their allowances.
-import type { Episode, RunState } from './state.js';
+import type { RunState } from './state.js';
 
 /** What finished episodes spent, in the budget's unit. */
 export function spent(state: RunState, lineage?: number): number {
@@ -7,16 +7,6 @@ export function spent(state: RunState, lineage?: number): number {
   for (const r of state.rounds) {
     for (const e of r.episodes) if (e.result && (lineage === undefined || e.lineage === lineage)) sum += e.result.spent;
   }
-  return sum;
-}
-
-/**
- * Committed spend: what finished episodes spent plus what the running ones may still spend
- * (their allowance), so parallel branches can never push a run past its total.
- */
-export function committed(state: RunState, running: Iterable<Episode>): number {
-  let sum = spent(state);
-  for (const e of running) if (!e.result) sum += e.allowance;
   return sum;
 }
 

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { committed } from '../../src/core/budget.js';
 import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
 import { requestFork } from '../../src/core/schedule.js';
 import { selectWinner } from '../../src/core/select.js';
@@ -132,14 +131,6 @@ describe('reconcile', () => {
     const opened = applyOpen(s, open.round);
     expect(() => applyDecision(opened, 1, { winner: null, adopted: [] })).toThrow(/without a result/);
     expect(applyDecision(s, 0, { winner: 'r0.b0', adopted: ['r0.b0'] })).toBe(s);
-  });
-
-  it('counts running episodes at their allowance in the committed spend', () => {
-    const [open] = reconcile(fresh());
-    if (open?.type !== 'open') throw new Error('expected open');
-    let s = applyOpen(fresh(), open.round);
-    s = applyResult(s, 'r0.b0', result(1, 10));
-    expect(committed(s, s.rounds[0]?.episodes ?? [])).toBe(10 + 3 * 24);
   });
 });
 
