@@ -50559,7 +50559,12 @@ function checkRunOutput(state, e, r, details) {
   const text = details?.journalTail.length ? `Latest journal entries (${c.journal}):
 
 ${details.journalTail.map((l) => `    ${l}`).join("\n")}` : "";
-  return { title, summary: summary2, text };
+  return { title, summary: clip(summary2, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+}
+var CHECK_OUTPUT_MAX = 65535;
+function clip(text, max) {
+  const cut = "\n... (cut by forkflush)";
+  return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
 }
 function checkConclusion(r) {
   if (r.protectedChanged.length > 0) return "failure";
@@ -70786,22 +70791,24 @@ async function syncStored(ctx, stored) {
     sha = await recordDone(ctx, state, files, released, sha);
     saved = JSON.stringify([state, files]);
   };
+  let failure2 = null;
   try {
     for (const w of work) {
       await w.run();
       delete files.claims[w.key];
     }
-  } finally {
-    await record2(work.map((w) => w.key).filter((key) => !(key in files.claims)));
+    const phase = files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
+    const body = issueComment(state, phase);
+    const digest = createHash("sha256").update(body).digest("hex").slice(0, 16);
+    if (digest !== files.commentDigest || files.commentId === null) {
+      files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
+      files.commentDigest = digest;
+    }
+  } catch (e) {
+    failure2 = e;
   }
-  const phase = files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
-  const body = issueComment(state, phase);
-  const digest = createHash("sha256").update(body).digest("hex").slice(0, 16);
-  if (digest !== files.commentDigest || files.commentId === null) {
-    files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
-    files.commentDigest = digest;
-    await record2([]);
-  }
+  await record2(work.map((w) => w.key).filter((key) => !(key in files.claims)));
+  if (failure2) throw failure2;
   return state;
 }
 async function recordDone(ctx, state, mine, released, expected2) {

@@ -47319,10 +47319,11 @@ async function episodeDetails(git, base, journalPath) {
   await git.exec(["add", "-A"]);
   const diffStat = await git.out(["diff", "--cached", "--shortstat", base]);
   const journal = await readFile(journalPath, "utf8").catch(() => "");
-  const journalTail = journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL);
+  const journalTail = journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL).map((l) => l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l);
   return { diffStat, journalTail };
 }
 var JOURNAL_TAIL = 5;
+var JOURNAL_LINE_MAX = 500;
 function seconds(s) {
   return Math.round(s * 1e3) / 1e3;
 }

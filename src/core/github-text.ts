@@ -125,7 +125,15 @@ export function checkRunOutput(
   const text = details?.journalTail.length
     ? `Latest journal entries (${c.journal}):\n\n${details.journalTail.map((l) => `    ${l}`).join('\n')}`
     : '';
-  return { title, summary, text };
+  // GitHub refuses check run outputs over 65,535 characters; agent text could be any length.
+  return { title, summary: clip(summary, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+}
+
+const CHECK_OUTPUT_MAX = 65_535;
+
+function clip(text: string, max: number): string {
+  const cut = '\n... (cut by forkflush)';
+  return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
 }
 
 /** The conclusion of an episode's check run: success with a score, neutral without one. */

@@ -110,23 +110,25 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
     sha = await recordDone(ctx, state, files, released, sha);
     saved = JSON.stringify([state, files]);
   };
+  let failure: unknown = null;
   try {
     for (const w of work) {
       await w.run();
       delete files.claims[w.key];
     }
-  } finally {
-    // What was done is recorded even when another handler saved meanwhile, or a later item failed.
-    await record(work.map((w) => w.key).filter((key) => !(key in files.claims)));
+    const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
+    const body = issueComment(state, phase);
+    const digest = createHash('sha256').update(body).digest('hex').slice(0, 16);
+    if (digest !== files.commentDigest || files.commentId === null) {
+      files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
+      files.commentDigest = digest;
+    }
+  } catch (e) {
+    failure = e;
   }
-  const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
-  const body = issueComment(state, phase);
-  const digest = createHash('sha256').update(body).digest('hex').slice(0, 16);
-  if (digest !== files.commentDigest || files.commentId === null) {
-    files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
-    files.commentDigest = digest;
-    await record([]);
-  }
+  // What was done is recorded, in one save, even when another handler saved meanwhile or an item failed.
+  await record(work.map((w) => w.key).filter((key) => !(key in files.claims)));
+  if (failure) throw failure;
   return state;
 }
 

@@ -143,11 +143,13 @@ async function episodeDetails(git: Git, base: string, journalPath: string): Prom
     .split('\n')
     .map((l) => l.trimEnd())
     .filter((l) => l.trim() !== '')
-    .slice(-JOURNAL_TAIL);
+    .slice(-JOURNAL_TAIL)
+    .map((l) => (l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l));
   return { diffStat, journalTail };
 }
 
 const JOURNAL_TAIL = 5;
+const JOURNAL_LINE_MAX = 500;
 
 /** Seconds to the millisecond, as the commit records them. */
 function seconds(s: number): number {

@@ -10,6 +10,7 @@ import { Probot, ProbotOctokit } from 'probot';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type ActionsModeOptions, runInActions } from '../../src/app/actions.js';
 import { nightlyHour, startNightly, tickInstallations } from '../../src/app/server.js';
+import { assertNoOpenApiViolations } from './fake-github.js';
 import { Harness, payload } from './harness.js';
 
 const RUN = 'issue-7';
@@ -21,6 +22,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'forkflush-actions-'));
 });
 afterEach(async () => {
+  assertNoOpenApiViolations();
   nock.cleanAll();
   nock.enableNetConnect();
   vi.useRealTimers();

@@ -1,9 +1,11 @@
-// A stateful fake of the GitHub REST endpoints forkflush calls, mounted on nock. Its shapes follow
-// GitHub's REST API (the fields forkflush reads); its rules are the ones forkflush relies on:
-// a ref update without force must be a fast-forward, a ref or pull request that exists is a 422,
-// a missing one a 404.
+// A stateful fake of the GitHub REST endpoints forkflush calls, mounted on nock. Its rules are the
+// ones forkflush relies on: a ref update without force must be a fast-forward, a ref or pull
+// request that exists is a 422, a missing one a 404. Its shapes are GitHub's: every request and
+// every response is checked against GitHub's OpenAPI description (openapi/validate.ts), and one
+// that breaks it is answered with a 599 naming the violation, so the app's call fails loudly.
 import { createHash } from 'node:crypto';
 import nock from 'nock';
+import { checkRequest, checkResponse, type Violation } from './openapi/validate.js';
 
 export interface FakeCommit {
   sha: string;
@@ -21,6 +23,68 @@ export interface FakePull {
   state: 'open' | 'closed';
 }
 
+const API = 'https://api.github.com';
+const WEB = 'https://github.com';
+/** When every object the fake makes was created and last updated: GitHub always says. */
+const WHEN = '2026-11-30T12:00:00Z';
+
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
+/** A GitHub global node id (opaque to clients), stable for the same kind and key. */
+const nodeId = (kind: string, key: string | number) =>
+  `${kind}_kwDO${createHash('sha1').update(`${kind}:${key}`).digest('base64url').slice(0, 12)}`;
+/** A git blob's object id, as git computes it. */
+const blobSha = (content: string) => sha1(`blob ${Buffer.byteLength(content)}\0${content}`);
+/** The fake's tree id for a set of files (the same in POST git/trees and in commits). */
+const treeSha = (files: Record<string, string>) => sha1(JSON.stringify(files));
+
+/** GitHub's error body. */
+function error(status: number, message: string) {
+  return { message, documentation_url: 'https://docs.github.com/rest', status: String(status) };
+}
+
+/** A user or organization as GitHub embeds one (`simple-user`). */
+function user(login: string, id: number, type: 'User' | 'Organization' | 'Bot' = 'User') {
+  const url = `${API}/users/${encodeURIComponent(login)}`;
+  return {
+    login,
+    id,
+    node_id: nodeId(type === 'Organization' ? 'O' : type === 'Bot' ? 'BOT' : 'U', id),
+    avatar_url: `https://avatars.githubusercontent.com/u/${id}?v=4`,
+    gravatar_id: '',
+    url,
+    html_url: `${WEB}/${encodeURIComponent(login)}`,
+    followers_url: `${url}/followers`,
+    following_url: `${url}/following{/other_user}`,
+    gists_url: `${url}/gists{/gist_id}`,
+    starred_url: `${url}/starred{/owner}{/repo}`,
+    subscriptions_url: `${url}/subscriptions`,
+    organizations_url: `${url}/orgs`,
+    repos_url: `${url}/repos`,
+    events_url: `${url}/events{/privacy}`,
+    received_events_url: `${url}/received_events`,
+    type,
+    user_view_type: 'public',
+    site_admin: false,
+  };
+}
+
+/** The app's bot: the author of what forkflush writes with an installation token. */
+const BOT = user('forkflush[bot]', 41898282, 'Bot');
+const BOT_IDENTITY = { name: 'forkflush[bot]', email: '41898282+forkflush[bot]@users.noreply.github.com', date: WHEN };
+
+/** The fakes mounted since the last assertNoOpenApiViolations(). */
+const mounted = new Set<FakeGitHub>();
+
+/**
+ * Throws if a fake GitHub mounted since the last call saw a request or response that breaks
+ * GitHub's OpenAPI description (each was also answered with a 599); for a test file's afterEach.
+ */
+export function assertNoOpenApiViolations(): void {
+  const fakes = [...mounted];
+  mounted.clear();
+  for (const fake of fakes) fake.assertNoViolations();
+}
+
 export class FakeGitHub {
   readonly owner = 'octo-org';
   readonly repo = 'octo-repo';
@@ -33,10 +97,16 @@ export class FakeGitHub {
   readonly dispatches: { workflow: string; ref: string; inputs: Record<string, string> }[] = [];
   readonly labels = new Map<number, Set<string>>();
   readonly log: string[] = [];
+  /** Requests and responses that broke GitHub's OpenAPI description; each was answered with a 599. */
+  readonly violations: Violation[] = [];
+  /** Whether requests and responses are checked against GitHub's OpenAPI description. */
+  validate = true;
   permissions: Record<string, string> = {};
   /** Fails the next matching request once with this status (e.g. a ref update, to simulate a race). */
   failNext: { method: string; path: RegExp; status: number } | null = null;
   private nextId = 100;
+  /** Each pull request's head and base commits, as last seen while their branches existed. */
+  private readonly pullShas = new Map<number, { head: string; base: string }>();
 
   constructor(files: Record<string, string>) {
     const root = this.commit({ message: 'initial', parents: [], files });
@@ -68,10 +138,329 @@ export class FakeGitHub {
     return this.refs.get(`refs/heads/${name}`);
   }
 
+  /** Throws, listing them, if any request or response broke GitHub's OpenAPI description. */
+  assertNoViolations(): void {
+    if (this.violations.length === 0) return;
+    const list = this.violations.map((v) => `- ${v.message}`).join('\n');
+    throw new Error(`${this.violations.length} violation(s) of GitHub's OpenAPI description:\n${list}`);
+  }
+
+  /** Records violations and answers with them, so that the app's call throws with the reason. */
+  private reject(violations: Violation[]): [number, unknown] {
+    this.violations.push(...violations);
+    const message = `OpenAPI violation: ${violations.map((v) => v.message).join('; ')}`;
+    return [599, { message, documentation_url: 'test/github/openapi/validate.ts' }];
+  }
+
+  // GitHub's shapes: every field its OpenAPI description requires, with the values GitHub gives.
+
+  private get repoUrl(): string {
+    return `${API}/repos/${this.owner}/${this.repo}`;
+  }
+
+  private get htmlUrl(): string {
+    return `${WEB}/${this.owner}/${this.repo}`;
+  }
+
+  /** The repository (`repository`; `full-repository` adds the counts GET /repos/{owner}/{repo} gives). */
+  private repository(full = false) {
+    const r = this.repoUrl;
+    const fullName = `${this.owner}/${this.repo}`;
+    return {
+      id: 1296269,
+      node_id: nodeId('R', fullName),
+      name: this.repo,
+      full_name: fullName,
+      private: false,
+      owner: user(this.owner, 9919, 'Organization'),
+      html_url: this.htmlUrl,
+      description: 'A repository forkflush runs in',
+      fork: false,
+      url: r,
+      archive_url: `${r}/{archive_format}{/ref}`,
+      assignees_url: `${r}/assignees{/user}`,
+      blobs_url: `${r}/git/blobs{/sha}`,
+      branches_url: `${r}/branches{/branch}`,
+      collaborators_url: `${r}/collaborators{/collaborator}`,
+      comments_url: `${r}/comments{/number}`,
+      commits_url: `${r}/commits{/sha}`,
+      compare_url: `${r}/compare/{base}...{head}`,
+      contents_url: `${r}/contents/{+path}`,
+      contributors_url: `${r}/contributors`,
+      deployments_url: `${r}/deployments`,
+      downloads_url: `${r}/downloads`,
+      events_url: `${r}/events`,
+      forks_url: `${r}/forks`,
+      git_commits_url: `${r}/git/commits{/sha}`,
+      git_refs_url: `${r}/git/refs{/sha}`,
+      git_tags_url: `${r}/git/tags{/sha}`,
+      git_url: `git://github.com/${fullName}.git`,
+      issue_comment_url: `${r}/issues/comments{/number}`,
+      issue_events_url: `${r}/issues/events{/number}`,
+      issues_url: `${r}/issues{/number}`,
+      keys_url: `${r}/keys{/key_id}`,
+      labels_url: `${r}/labels{/name}`,
+      languages_url: `${r}/languages`,
+      merges_url: `${r}/merges`,
+      milestones_url: `${r}/milestones{/number}`,
+      notifications_url: `${r}/notifications{?since,all,participating}`,
+      pulls_url: `${r}/pulls{/number}`,
+      releases_url: `${r}/releases{/id}`,
+      ssh_url: `git@github.com:${fullName}.git`,
+      stargazers_url: `${r}/stargazers`,
+      statuses_url: `${r}/statuses/{sha}`,
+      subscribers_url: `${r}/subscribers`,
+      subscription_url: `${r}/subscription`,
+      tags_url: `${r}/tags`,
+      teams_url: `${r}/teams`,
+      trees_url: `${r}/git/trees{/sha}`,
+      clone_url: `${this.htmlUrl}.git`,
+      mirror_url: null,
+      hooks_url: `${r}/hooks`,
+      svn_url: this.htmlUrl,
+      homepage: null,
+      language: 'JavaScript',
+      forks_count: 0,
+      stargazers_count: 0,
+      watchers_count: 0,
+      size: 108,
+      default_branch: 'main',
+      open_issues_count: 1,
+      is_template: false,
+      topics: [],
+      has_issues: true,
+      has_projects: true,
+      has_wiki: true,
+      has_pages: false,
+      has_downloads: true,
+      has_discussions: false,
+      archived: false,
+      disabled: false,
+      visibility: 'public',
+      pushed_at: WHEN,
+      created_at: WHEN,
+      updated_at: WHEN,
+      permissions: { admin: false, maintain: false, push: true, triage: true, pull: true },
+      allow_forking: true,
+      web_commit_signoff_required: false,
+      license: null,
+      forks: 0,
+      open_issues: 1,
+      watchers: 0,
+      ...(full ? { network_count: 0, subscribers_count: 1 } : {}),
+    };
+  }
+
+  private gitRef(ref: string, sha: string) {
+    return {
+      ref,
+      node_id: nodeId('REF', ref),
+      url: `${this.repoUrl}/git/${ref}`,
+      object: { sha, type: 'commit', url: `${this.repoUrl}/git/commits/${sha}` },
+    };
+  }
+
+  private gitCommit(c: FakeCommit) {
+    const tree = treeSha(c.files);
+    return {
+      sha: c.sha,
+      node_id: nodeId('C', c.sha),
+      url: `${this.repoUrl}/git/commits/${c.sha}`,
+      html_url: `${this.htmlUrl}/commit/${c.sha}`,
+      author: BOT_IDENTITY,
+      committer: BOT_IDENTITY,
+      tree: { sha: tree, url: `${this.repoUrl}/git/trees/${tree}` },
+      message: c.message,
+      parents: c.parents.map((sha) => ({
+        sha,
+        url: `${this.repoUrl}/git/commits/${sha}`,
+        html_url: `${this.htmlUrl}/commit/${sha}`,
+      })),
+      verification: { verified: false, reason: 'unsigned', signature: null, payload: null, verified_at: null },
+    };
+  }
+
+  private contentFile(path: string, ref: string, content: string) {
+    const sha = blobSha(content);
+    const url = `${this.repoUrl}/contents/${path}?ref=${encodeURIComponent(ref)}`;
+    const gitUrl = `${this.repoUrl}/git/blobs/${sha}`;
+    const htmlUrl = `${this.htmlUrl}/blob/${ref}/${path}`;
+    // GitHub wraps the base64 text at 60 characters.
+    const base64 = Buffer.from(content).toString('base64');
+    return {
+      type: 'file',
+      encoding: 'base64',
+      size: Buffer.byteLength(content),
+      name: path.split('/').at(-1) as string,
+      path,
+      content: `${base64.match(/.{1,60}/g)?.join('\n') ?? ''}\n`,
+      sha,
+      url,
+      git_url: gitUrl,
+      html_url: htmlUrl,
+      download_url: `https://raw.githubusercontent.com/${this.owner}/${this.repo}/${ref}/${path}`,
+      _links: { self: url, git: gitUrl, html: htmlUrl },
+    };
+  }
+
+  private pullRequest(pr: FakePull) {
+    const head = this.branch(pr.head);
+    const base = this.branch(pr.base);
+    const known = this.pullShas.get(pr.number);
+    const shas = { head: head ?? known?.head ?? '', base: base ?? known?.base ?? '' };
+    this.pullShas.set(pr.number, shas);
+    const r = this.repoUrl;
+    const url = `${r}/pulls/${pr.number}`;
+    const htmlUrl = `${this.htmlUrl}/pull/${pr.number}`;
+    const end = (ref: string, sha: string) => ({
+      label: `${this.owner}:${ref}`,
+      ref,
+      sha,
+      user: user(this.owner, 9919, 'Organization'),
+      repo: this.repository(),
+    });
+    return {
+      url,
+      id: 2_000_000_000 + pr.number,
+      node_id: nodeId('PR', pr.number),
+      html_url: htmlUrl,
+      diff_url: `${htmlUrl}.diff`,
+      patch_url: `${htmlUrl}.patch`,
+      issue_url: `${r}/issues/${pr.number}`,
+      number: pr.number,
+      state: pr.state,
+      locked: false,
+      title: pr.title,
+      user: BOT,
+      body: pr.body === '' ? null : pr.body,
+      labels: [],
+      milestone: null,
+      active_lock_reason: null,
+      created_at: WHEN,
+      updated_at: WHEN,
+      closed_at: pr.state === 'closed' ? WHEN : null,
+      merged_at: null,
+      merge_commit_sha: null,
+      assignee: null,
+      assignees: [],
+      requested_reviewers: [],
+      requested_teams: [],
+      draft: false,
+      commits_url: `${url}/commits`,
+      review_comments_url: `${url}/comments`,
+      review_comment_url: `${r}/pulls/comments{/number}`,
+      comments_url: `${r}/issues/${pr.number}/comments`,
+      statuses_url: `${r}/statuses/${shas.head}`,
+      head: end(pr.head, shas.head),
+      base: end(pr.base, shas.base),
+      _links: {
+        self: { href: url },
+        html: { href: htmlUrl },
+        issue: { href: `${r}/issues/${pr.number}` },
+        comments: { href: `${r}/issues/${pr.number}/comments` },
+        review_comments: { href: `${url}/comments` },
+        review_comment: { href: `${r}/pulls/comments{/number}` },
+        commits: { href: `${url}/commits` },
+        statuses: { href: `${r}/statuses/${shas.head}` },
+      },
+      author_association: 'NONE',
+      auto_merge: null,
+      // GitHub works out mergeability after it answers: a new pull request says null and unknown.
+      merged: false,
+      mergeable: null,
+      rebaseable: null,
+      mergeable_state: 'unknown',
+      merged_by: null,
+      comments: this.comments.filter((c) => c.issue === pr.number).length,
+      review_comments: 0,
+      maintainer_can_modify: false,
+      commits: 1,
+      additions: 2,
+      deletions: 0,
+      changed_files: 1,
+    };
+  }
+
+  private issueComment(c: FakeGitHub['comments'][number]) {
+    return {
+      id: c.id,
+      node_id: nodeId('IC', c.id),
+      url: `${this.repoUrl}/issues/comments/${c.id}`,
+      html_url: `${this.htmlUrl}/issues/${c.issue}#issuecomment-${c.id}`,
+      body: c.body,
+      user: BOT,
+      created_at: WHEN,
+      updated_at: WHEN,
+      issue_url: `${this.repoUrl}/issues/${c.issue}`,
+      author_association: 'NONE',
+    };
+  }
+
+  private label(name: string) {
+    return {
+      id: Number.parseInt(sha1(name).slice(0, 8), 16),
+      node_id: nodeId('LA', name),
+      url: `${this.repoUrl}/labels/${encodeURIComponent(name)}`,
+      name,
+      description: null,
+      color: 'ededed',
+      default: false,
+    };
+  }
+
+  private checkRun(run: FakeGitHub['checkRuns'][number], body: any) {
+    return {
+      id: run.id,
+      head_sha: run.head_sha,
+      node_id: nodeId('CR', run.id),
+      external_id: body.external_id ?? '',
+      url: `${this.repoUrl}/check-runs/${run.id}`,
+      html_url: `${this.htmlUrl}/runs/${run.id}`,
+      details_url: body.details_url ?? `${WEB}/apps/forkflush`,
+      status: body.status ?? 'queued',
+      conclusion: body.conclusion ?? null,
+      started_at: body.started_at ?? WHEN,
+      completed_at: body.completed_at ?? null,
+      output: {
+        title: body.output?.title ?? null,
+        summary: body.output?.summary ?? null,
+        text: body.output?.text ?? null,
+        annotations_count: 0,
+        annotations_url: `${this.repoUrl}/check-runs/${run.id}/annotations`,
+      },
+      name: run.name,
+      check_suite: { id: 5_000_000 + run.id },
+      app: {
+        id: 1,
+        slug: 'forkflush',
+        node_id: nodeId('A', 1),
+        client_id: 'Iv1.forkflush0000000',
+        owner: user(this.owner, 9919, 'Organization'),
+        name: 'forkflush',
+        description: 'Runs long-lived coding agents with the fork-and-flush method',
+        external_url: `${WEB}/apps/forkflush`,
+        html_url: `${WEB}/apps/forkflush`,
+        created_at: WHEN,
+        updated_at: WHEN,
+        permissions: {
+          actions: 'write',
+          checks: 'write',
+          contents: 'write',
+          issues: 'write',
+          metadata: 'read',
+          pull_requests: 'write',
+        },
+        events: ['issue_comment', 'issues', 'workflow_job', 'workflow_run'],
+      },
+      pull_requests: [],
+    };
+  }
+
   /** Registers the endpoints; call nock.cleanAll() after the test. */
   mount(): void {
+    mounted.add(this);
     const base = `/repos/${this.owner}/${this.repo}`;
-    const scope = nock('https://api.github.com').persist();
+    const scope = nock(API).persist();
     const route = (
       method: string,
       path: RegExp,
@@ -80,79 +469,101 @@ export class FakeGitHub {
       const re = new RegExp(`^${base}${path.source}(\\?.*)?$`);
       const intercept = (scope as any)[method.toLowerCase()](re);
       intercept.reply((uri: string, body: unknown) => {
-        const url = new URL(uri, 'https://api.github.com');
+        const url = new URL(uri, API);
         const m = re.exec(url.pathname) as RegExpExecArray;
         this.log.push(`${method} ${url.pathname}`);
-        if (this.failNext && this.failNext.method === method && this.failNext.path.test(url.pathname)) {
-          const { status } = this.failNext;
-          this.failNext = null;
-          return [status, { message: 'injected failure' }];
-        }
         const parsed = typeof body === 'string' && body !== '' ? JSON.parse(body) : body;
-        return handler(m, parsed, url.searchParams);
+        const checked = this.validate
+          ? checkRequest({ method, path: url.pathname, query: url.searchParams, body: parsed })
+          : { route: null, violations: [] };
+        if (checked.violations.length > 0) return this.reject(checked.violations);
+        let reply: [number, unknown?];
+        if (this.failNext && this.failNext.method === method && this.failNext.path.test(url.pathname)) {
+          reply = [this.failNext.status, error(this.failNext.status, 'injected failure')];
+          this.failNext = null;
+        } else {
+          reply = handler(m, parsed, url.searchParams);
+        }
+        const wrong = checked.route ? checkResponse(checked.route, reply[0], reply[1]) : [];
+        return wrong.length > 0 ? this.reject(wrong) : reply;
       });
     };
     const refPath = (m: RegExpExecArray) => `refs/${decodeURIComponent(m[1] as string)}`;
 
-    route('GET', /$/, () => [200, { default_branch: 'main', full_name: `${this.owner}/${this.repo}` }]);
+    route('GET', /$/, () => [200, this.repository(true)]);
     route('GET', /\/collaborators\/([^/]+)\/permission/, (m) => {
-      const role = this.permissions[m[1] as string] ?? 'none';
-      return [200, { permission: role === 'maintain' ? 'write' : role, role_name: role }];
+      const login = decodeURIComponent(m[1] as string);
+      const role = this.permissions[login] ?? 'none';
+      // `permission` is the older scale: maintain reads as write, triage as read.
+      const permission = role === 'maintain' ? 'write' : role === 'triage' ? 'read' : role;
+      const rank = ['none', 'read', 'triage', 'write', 'maintain', 'admin'].indexOf(role);
+      const permissions = {
+        pull: rank >= 1,
+        triage: rank >= 2,
+        push: rank >= 3,
+        maintain: rank >= 4,
+        admin: rank >= 5,
+      };
+      return [200, { permission, role_name: role, user: { ...user(login, 5000), permissions, role_name: role } }];
     });
     route('GET', /\/contents\/(.+)/, (m, _b, q) => {
       const ref = q.get('ref') ?? 'main';
       const sha = this.refs.get(`refs/heads/${ref}`) ?? this.refs.get(ref) ?? ref;
-      const content = this.commits.get(sha)?.files[decodeURIComponent(m[1] as string)];
-      if (content === undefined) return [404, { message: 'Not Found' }];
-      return [200, { type: 'file', encoding: 'base64', content: Buffer.from(content).toString('base64') }];
+      const path = decodeURIComponent(m[1] as string);
+      const content = this.commits.get(sha)?.files[path];
+      if (content === undefined) return [404, error(404, 'Not Found')];
+      return [200, this.contentFile(path, ref, content)];
     });
     route('GET', /\/git\/ref\/(.+)/, (m) => {
       const sha = this.refs.get(refPath(m));
-      return sha ? [200, { ref: refPath(m), object: { sha, type: 'commit' } }] : [404, { message: 'Not Found' }];
+      return sha ? [200, this.gitRef(refPath(m), sha)] : [404, error(404, 'Not Found')];
     });
     route('GET', /\/git\/matching-refs\/(.+)/, (m) => {
       const prefix = refPath(m);
-      return [
-        200,
-        [...this.refs].filter(([r]) => r.startsWith(prefix)).map(([ref, sha]) => ({ ref, object: { sha } })),
-      ];
+      return [200, [...this.refs].filter(([r]) => r.startsWith(prefix)).map(([ref, sha]) => this.gitRef(ref, sha))];
     });
     route('POST', /\/git\/refs/, (_m, body) => {
-      if (this.refs.has(body.ref)) return [422, { message: 'Reference already exists' }];
-      if (!this.commits.has(body.sha)) return [422, { message: 'Object does not exist' }];
+      if (this.refs.has(body.ref)) return [422, error(422, 'Reference already exists')];
+      if (!this.commits.has(body.sha)) return [422, error(422, 'Object does not exist')];
       this.refs.set(body.ref, body.sha);
-      return [201, { ref: body.ref, object: { sha: body.sha } }];
+      return [201, this.gitRef(body.ref, body.sha)];
     });
     route('PATCH', /\/git\/refs\/(.+)/, (m, body) => {
       const ref = refPath(m);
       const old = this.refs.get(ref);
-      if (!old) return [422, { message: 'Reference does not exist' }];
-      if (!body.force && !this.isAncestor(old, body.sha)) return [422, { message: 'Update is not a fast forward' }];
+      if (!old) return [422, error(422, 'Reference does not exist')];
+      if (!body.force && !this.isAncestor(old, body.sha)) return [422, error(422, 'Update is not a fast forward')];
       this.refs.set(ref, body.sha);
-      return [200, { ref, object: { sha: body.sha } }];
+      return [200, this.gitRef(ref, body.sha)];
     });
     route('DELETE', /\/git\/refs\/(.+)/, (m) => {
-      if (!this.refs.delete(refPath(m))) return [422, { message: 'Reference does not exist' }];
+      if (!this.refs.delete(refPath(m))) return [422, error(422, 'Reference does not exist')];
       return [204];
     });
     const trees = new Map<string, Record<string, string>>();
     route('POST', /\/git\/trees/, (_m, body) => {
-      const files = Object.fromEntries(body.tree.map((t: { path: string; content: string }) => [t.path, t.content]));
-      const sha = createHash('sha1').update(JSON.stringify(files)).digest('hex');
+      const entries = body.tree as { path: string; mode: string; type: string; content: string }[];
+      const files = Object.fromEntries(entries.map((t) => [t.path, t.content]));
+      const sha = treeSha(files);
       trees.set(sha, files);
-      return [201, { sha }];
+      const tree = entries.map((t) => {
+        const blob = blobSha(t.content);
+        const url = `${this.repoUrl}/git/blobs/${blob}`;
+        return { path: t.path, mode: t.mode, type: t.type, sha: blob, size: Buffer.byteLength(t.content), url };
+      });
+      return [201, { sha, url: `${this.repoUrl}/git/trees/${sha}`, tree, truncated: false }];
     });
     route('POST', /\/git\/commits$/, (_m, body) => {
       const sha = this.commit({ message: body.message, parents: body.parents, files: trees.get(body.tree) ?? {} });
-      return [201, { sha }];
+      return [201, this.gitCommit(this.commits.get(sha) as FakeCommit)];
     });
     route('GET', /\/git\/commits\/([0-9a-f]+)/, (m) => {
       const c = this.commits.get(m[1] as string);
-      return c ? [200, { sha: c.sha, message: c.message, parents: c.parents.map((sha) => ({ sha })) }] : [404, {}];
+      return c ? [200, this.gitCommit(c)] : [404, error(404, 'Not Found')];
     });
     route('POST', /\/pulls$/, (_m, body) => {
       if (this.pulls.some((p) => p.head === body.head && p.state === 'open'))
-        return [422, { message: 'A pull request already exists' }];
+        return [422, error(422, `A pull request already exists for ${this.owner}:${body.head}.`)];
       const pr: FakePull = {
         number: this.nextId++,
         head: body.head,
@@ -162,39 +573,43 @@ export class FakeGitHub {
         state: 'open',
       };
       this.pulls.push(pr);
-      return [201, { number: pr.number }];
+      return [201, this.pullRequest(pr)];
     });
     route('GET', /\/pulls$/, (_m, _b, q) => {
       const head = (q.get('head') ?? '').split(':')[1];
-      return [200, this.pulls.filter((p) => p.head === head && p.state === (q.get('state') ?? 'open'))];
+      const state = q.get('state') ?? 'open';
+      const found = this.pulls.filter((p) => p.head === head && (state === 'all' || p.state === state));
+      return [200, found.map((p) => this.pullRequest(p))];
     });
     route('PATCH', /\/pulls\/(\d+)/, (m, body) => {
       const pr = this.pulls.find((p) => p.number === Number(m[1]));
-      if (!pr) return [404, {}];
+      if (!pr) return [404, error(404, 'Not Found')];
       pr.state = body.state ?? pr.state;
-      return [200, { number: pr.number, state: pr.state }];
+      return [200, this.pullRequest(pr)];
     });
     route('POST', /\/issues\/(\d+)\/comments/, (m, body) => {
       const c = { id: this.nextId++, issue: Number(m[1]), body: body.body as string, edits: 0 };
       this.comments.push(c);
-      return [201, { id: c.id }];
+      return [201, this.issueComment(c)];
     });
     route('PATCH', /\/issues\/comments\/(\d+)/, (m, body) => {
       const c = this.comments.find((x) => x.id === Number(m[1]));
-      if (!c) return [404, {}];
+      if (!c) return [404, error(404, 'Not Found')];
       c.body = body.body;
       c.edits++;
-      return [200, { id: c.id }];
+      return [200, this.issueComment(c)];
     });
     route('POST', /\/issues\/(\d+)\/labels/, (m, body) => {
       const set = this.labels.get(Number(m[1])) ?? new Set();
       for (const l of body.labels) set.add(l);
       this.labels.set(Number(m[1]), set);
-      return [200, [...set].map((name) => ({ name }))];
+      return [200, [...set].map((name) => this.label(name))];
     });
     route('DELETE', /\/issues\/(\d+)\/labels\/(.+)/, (m) => {
-      const ok = this.labels.get(Number(m[1]))?.delete(decodeURIComponent(m[2] as string));
-      return ok ? [200, []] : [404, { message: 'Label does not exist' }];
+      const set = this.labels.get(Number(m[1]));
+      if (!set?.delete(decodeURIComponent(m[2] as string))) return [404, error(404, 'Label does not exist')];
+      // GitHub answers with the labels the issue still has.
+      return [200, [...set].map((name) => this.label(name))];
     });
     route('POST', /\/check-runs/, (_m, body) => {
       const run = {
@@ -205,7 +620,7 @@ export class FakeGitHub {
         output: body.output,
       };
       this.checkRuns.push(run);
-      return [201, { id: run.id }];
+      return [201, this.checkRun(run, body)];
     });
     route('POST', /\/actions\/workflows\/([^/]+)\/dispatches/, (m, body) => {
       this.dispatches.push({ workflow: decodeURIComponent(m[1] as string), ref: body.ref, inputs: body.inputs });

@@ -2,12 +2,14 @@
 // plain nock interceptors: every request the app makes is listed, with its exact body.
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { assertNoOpenApiViolations } from './fake-github.js';
 import { CONFIG, Harness } from './harness.js';
 
 beforeEach(() => {
   nock.disableNetConnect();
 });
 afterEach(() => {
+  assertNoOpenApiViolations();
   nock.cleanAll();
   nock.enableNetConnect();
 });

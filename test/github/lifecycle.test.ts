@@ -6,12 +6,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
 import { lineageBranch } from '../../src/core/names.js';
 import { GitHubForge } from '../../src/github/forge.js';
+import { assertNoOpenApiViolations } from './fake-github.js';
 import { CONFIG, Harness } from './harness.js';
 
 beforeEach(() => {
   nock.disableNetConnect();
 });
 afterEach(() => {
+  assertNoOpenApiViolations();
   nock.cleanAll();
   nock.enableNetConnect();
 });

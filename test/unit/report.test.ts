@@ -52,3 +52,19 @@ describe('reports', () => {
     expect(ticks(5, 5)).toEqual([5]);
   });
 });
+
+describe('check run outputs', () => {
+  it('stay within GitHub limits whatever the agent wrote', async () => {
+    const { checkRunOutput } = await import('../../src/core/github-text.js');
+    const e = state.rounds[0]?.episodes[0];
+    if (!e?.result) throw new Error('no result');
+    const out = checkRunOutput(
+      state,
+      e,
+      { ...e.result, note: 'x'.repeat(100_000) },
+      { diffStat: '', journalTail: ['y'.repeat(100_000)] },
+    );
+    expect(out.summary.length).toBeLessThanOrEqual(65_535);
+    expect(out.text.length).toBeLessThanOrEqual(65_535);
+  });
+});
