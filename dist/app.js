@@ -7800,11 +7800,30 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
       formatNumber(r?.spent ?? 0, 2),
       r?.exit ?? "",
       row.outcome,
+      r?.usage ? usageText(r.usage) : "",
       r?.score === null ? r.reason ?? "" : r?.note ?? ""
     ];
   });
 }
-var LEADERBOARD_HEADER = ["#", "episode", "phase", "context", "score", "spent", "ended", "outcome", "note"];
+var LEADERBOARD_HEADER = [
+  "#",
+  "episode",
+  "phase",
+  "context",
+  "score",
+  "spent",
+  "ended",
+  "outcome",
+  "usage",
+  "note"
+];
+function usageText(u) {
+  const k = (n) => n >= 1e3 ? `${formatNumber(n / 1e3, 1)}k` : String(n);
+  const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
+  if (u.costUsd !== null) parts.push(`$${formatNumber(u.costUsd, 3)}${u.pricedFrom ? " (priced)" : ""}`);
+  if (u.turns !== null) parts.push(`${u.turns} turns`);
+  return parts.join(", ");
+}
 function roundRows(state) {
   return state.rounds.map((r) => {
     const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? "none: leader kept" : "pending" : "";
@@ -8285,6 +8304,8 @@ function checkRunOutput(state, e, r, details) {
     ["context", describeContext(e) + (e.directive ? ", told to try a different approach" : "")],
     ["best so far", state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : "none"]
   ];
+  if (r.usage) rows.push(["usage", usageText(r.usage) + (r.usage.pricedFrom ? ` (${r.usage.pricedFrom})` : "")]);
+  rows.push(["wall time", `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
   if (details?.diffStat) rows.push(["changes", details.diffStat]);
   if (r.note) rows.push(["note", r.note]);
   const summary = markdownTable(["", ""], rows);

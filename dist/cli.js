@@ -27942,11 +27942,30 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
       formatNumber(r?.spent ?? 0, 2),
       r?.exit ?? "",
       row.outcome,
+      r?.usage ? usageText(r.usage) : "",
       r?.score === null ? r.reason ?? "" : r?.note ?? ""
     ];
   });
 }
-var LEADERBOARD_HEADER = ["#", "episode", "phase", "context", "score", "spent", "ended", "outcome", "note"];
+var LEADERBOARD_HEADER = [
+  "#",
+  "episode",
+  "phase",
+  "context",
+  "score",
+  "spent",
+  "ended",
+  "outcome",
+  "usage",
+  "note"
+];
+function usageText(u) {
+  const k = (n) => n >= 1e3 ? `${formatNumber(n / 1e3, 1)}k` : String(n);
+  const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
+  if (u.costUsd !== null) parts.push(`$${formatNumber(u.costUsd, 3)}${u.pricedFrom ? " (priced)" : ""}`);
+  if (u.turns !== null) parts.push(`${u.turns} turns`);
+  return parts.join(", ");
+}
 function roundRows(state) {
   return state.rounds.map((r) => {
     const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? "none: leader kept" : "pending" : "";
@@ -29939,10 +29958,10 @@ async function runCopilot(agent, s) {
   const previous = ctx.saved?.totals ?? null;
   let delta = null;
   let cumulative = null;
-  const usageText = await readFile5(usageOut, "utf8").catch(() => void 0);
-  if (usageText !== void 0) {
+  const usageText2 = await readFile5(usageOut, "utf8").catch(() => void 0);
+  if (usageText2 !== void 0) {
     try {
-      cumulative = parseUsageFile(usageText);
+      cumulative = parseUsageFile(usageText2);
       delta = subtractTotals(cumulative, previous);
     } catch (e) {
       notes.push(`${e.message}; usage counted from the session's events`);
@@ -29954,7 +29973,7 @@ async function runCopilot(agent, s) {
 `).events;
     delta = summarizeEvents(events).totals;
     cumulative = addTotals3(previous, delta);
-    if (usageText === void 0) notes.push("Copilot wrote no usage file; usage counted from the session's events");
+    if (usageText2 === void 0) notes.push("Copilot wrote no usage file; usage counted from the session's events");
   }
   const facts = parseJsonOutput(r.stdout);
   const creditsHit = credits !== void 0 && delta !== null && delta.nanoAiu / NANO_AIU_PER_CREDIT >= credits;

@@ -5,7 +5,7 @@ import { chartData } from './chart.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
 import { plan } from './plan.js';
-import { LEADERBOARD_HEADER, leaderboardRows, roundRows, scoreText } from './report.js';
+import { LEADERBOARD_HEADER, leaderboardRows, roundRows, scoreText, usageText } from './report.js';
 import type { Episode, EpisodeResult, RunState } from './state.js';
 import { formatNumber, markdownTable } from './text.js';
 
@@ -119,6 +119,8 @@ export function checkRunOutput(
     ['context', describeContext(e) + (e.directive ? ', told to try a different approach' : '')],
     ['best so far', state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : 'none'],
   ];
+  if (r.usage) rows.push(['usage', usageText(r.usage) + (r.usage.pricedFrom ? ` (${r.usage.pricedFrom})` : '')]);
+  rows.push(['wall time', `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
   if (details?.diffStat) rows.push(['changes', details.diffStat]);
   if (r.note) rows.push(['note', r.note]);
   const summary = markdownTable(['', ''], rows);

@@ -3,7 +3,7 @@
 import { spent } from './budget.js';
 import { describeContext } from './journal.js';
 import { bestBranch, describeEpisodeId } from './names.js';
-import type { Episode, Round, RunState } from './state.js';
+import type { AgentUsage, Episode, Round, RunState } from './state.js';
 import { formatNumber, markdownTable } from './text.js';
 
 export type Outcome = 'adopted' | 'dropped' | 'kept' | 'running';
@@ -53,12 +53,33 @@ export function leaderboardRows(state: RunState, limit = Number.POSITIVE_INFINIT
         formatNumber(r?.spent ?? 0, 2),
         r?.exit ?? '',
         row.outcome,
+        r?.usage ? usageText(r.usage) : '',
         r?.score === null ? (r.reason ?? '') : (r?.note ?? ''),
       ];
     });
 }
 
-export const LEADERBOARD_HEADER = ['#', 'episode', 'phase', 'context', 'score', 'spent', 'ended', 'outcome', 'note'];
+export const LEADERBOARD_HEADER = [
+  '#',
+  'episode',
+  'phase',
+  'context',
+  'score',
+  'spent',
+  'ended',
+  'outcome',
+  'usage',
+  'note',
+];
+
+/** Tokens in and out, cost and turns, as the agent reported them: "12.3k/1.2k tokens, $0.041, 7 turns". */
+export function usageText(u: AgentUsage): string {
+  const k = (n: number) => (n >= 1000 ? `${formatNumber(n / 1000, 1)}k` : String(n));
+  const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
+  if (u.costUsd !== null) parts.push(`$${formatNumber(u.costUsd, 3)}${u.pricedFrom ? ' (priced)' : ''}`);
+  if (u.turns !== null) parts.push(`${u.turns} turns`);
+  return parts.join(', ');
+}
 
 export function roundRows(state: RunState): string[][] {
   return state.rounds.map((r) => {
