@@ -47383,6 +47383,11 @@ function forkflushVars(s) {
     FORKFLUSH_EPISODE: s.episodeId
   };
 }
+function stopExit(r, deadlineIsBudget) {
+  if (r.stopped === null) return null;
+  if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
+  return r.stopped === "budget" ? "budget" : "crash";
+}
 
 // src/agents/pricing.ts
 var PRICES_AS_OF = "2026-11";
@@ -47549,7 +47554,7 @@ async function runAider(agent, s) {
   const output2 = parseAiderOutput(await readFrom(s.logFile, logStart));
   const usage = aiderUsage(output2, agent.model);
   const lastError = output2.errors.at(-1);
-  const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError || r.exitCode !== 0 || output2.calls.length === 0 ? "crash" : "finished";
+  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 || output2.calls.length === 0 ? "crash" : "finished");
   if (r.stopped === "budget" && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
   if (r.stopped === null) {
     if (r.spawnError || r.exitCode !== 0) {
@@ -48392,7 +48397,7 @@ async function runCodex(s, o) {
   if (poll) clearInterval(poll);
   const after = await tail.poll().catch(() => tail.summary);
   const events = parseExecEvents(r.stdout);
-  const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError || r.exitCode !== 0 ? "crash" : "finished";
+  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
   const totals2 = events.usage ?? after.totals ?? (tail.file ? before.resumeTotals ?? ZERO : null);
   const threadId = after.threadId ?? events.threadId;
   const model = o.model ?? after.model ?? before.model;
@@ -48608,7 +48613,7 @@ function commandAgent(command) {
       if (poll) clearInterval(poll);
       const usage = await readUsage2(s.usageFile);
       const seconds2 = r.ms / 1e3;
-      const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError || r.exitCode !== 0 ? "crash" : "finished";
+      const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
       const crashNote = exit === "crash" && r.stopped === null ? `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${lastLine3(r.stderr)}` : void 0;
       if (!watched) return { exit, reportedSpend: null, seconds: seconds2, ...crashNote ? { note: crashNote } : {} };
       if (typeof usage === "number")
@@ -48952,7 +48957,7 @@ async function runCopilot(agent, s) {
   }
   const facts = parseJsonOutput(r.stdout);
   const creditsHit = credits !== void 0 && delta !== null && delta.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
-  const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null ? "crash" : creditsHit ? "budget" : r.spawnError || r.exitCode !== 0 ? "crash" : "finished";
+  const exit = stopExit(r, s.deadlineIsBudget) ?? (creditsHit ? "budget" : r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
   if (r.stopped === "budget" && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
   if (creditsHit && r.stopped === null) notes.push(`stopped by --max-ai-credits ${credits}`);
   if (exit === "crash" && r.stopped === null) {
@@ -49353,7 +49358,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
   await writeSessionFile(s.contextDir, sessionId).catch(() => {
   });
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
-  const exit = r.stopped === "timeout" ? s.deadlineIsBudget ? "budget" : "timeout" : r.stopped === "budget" ? "budget" : r.stopped !== null || r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash";
+  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
   if (r.stopped === "budget" && overrun.signal.aborted)
     notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);

@@ -61,3 +61,13 @@ export function forkflushVars(s: AgentSession): Record<string, string> {
     FORKFLUSH_EPISODE: s.episodeId,
   };
 }
+
+/**
+ * How a session that forkflush stopped ended: its deadline (a time budget, or a timeout), its
+ * budget, or 'crash' for any other stop; null when the process ended on its own.
+ */
+export function stopExit(r: { stopped: string | null }, deadlineIsBudget: boolean): ExitReason | null {
+  if (r.stopped === null) return null;
+  if (r.stopped === 'timeout') return deadlineIsBudget ? 'budget' : 'timeout';
+  return r.stopped === 'budget' ? 'budget' : 'crash';
+}

@@ -25,7 +25,14 @@ import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../core/config.js';
 import { Git } from '../io/git.js';
 import { runProcess } from '../io/process.js';
-import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import {
+  type AgentAdapter,
+  type AgentFactory,
+  type AgentOutcome,
+  type AgentSession,
+  forkflushVars,
+  stopExit,
+} from './agent.js';
 import { type AiderOutput, aiderUsage, parseAiderOutput } from './aider-output.js';
 
 /** What forkflush keeps in the context folder. */
@@ -116,15 +123,8 @@ async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentO
   const usage = aiderUsage(output, agent.model);
   const lastError = output.errors.at(-1);
   const exit =
-    r.stopped === 'timeout'
-      ? s.deadlineIsBudget
-        ? 'budget'
-        : 'timeout'
-      : r.stopped === 'budget'
-        ? 'budget'
-        : r.stopped !== null || r.spawnError || r.exitCode !== 0 || output.calls.length === 0
-          ? 'crash'
-          : 'finished';
+    stopExit(r, s.deadlineIsBudget) ??
+    (r.spawnError || r.exitCode !== 0 || output.calls.length === 0 ? 'crash' : 'finished');
   if (r.stopped === 'budget' && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
   if (r.stopped === null) {
     if (r.spawnError || r.exitCode !== 0) {

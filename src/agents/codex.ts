@@ -14,7 +14,14 @@
 import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runProcess } from '../io/process.js';
-import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import {
+  type AgentAdapter,
+  type AgentFactory,
+  type AgentOutcome,
+  type AgentSession,
+  forkflushVars,
+  stopExit,
+} from './agent.js';
 import {
   addRolloutLine,
   type Bounds,
@@ -107,16 +114,7 @@ async function runCodex(s: AgentSession, o: CodexOptions): Promise<AgentOutcome>
 
   const after = await tail.poll().catch(() => tail.summary);
   const events = parseExecEvents(r.stdout);
-  const exit =
-    r.stopped === 'timeout'
-      ? s.deadlineIsBudget
-        ? 'budget'
-        : 'timeout'
-      : r.stopped === 'budget'
-        ? 'budget'
-        : r.stopped !== null || r.spawnError || r.exitCode !== 0
-          ? 'crash'
-          : 'finished';
+  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
 
   // The thread's running totals: turn.completed on stdout, or the rollout when the session was
   // stopped before its turn completed. A rollout without any is a thread no answer reached yet.

@@ -1,7 +1,7 @@
 // The `command` agent: any program that follows forkflush's contract (README, "The command agent").
 import { readFile } from 'node:fs/promises';
 import { runShell } from '../io/process.js';
-import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars, stopExit } from './agent.js';
 
 const USAGE_POLL_MS = 200;
 
@@ -34,16 +34,7 @@ export function commandAgent(command: string): AgentAdapter {
       if (poll) clearInterval(poll);
       const usage = await readUsage(s.usageFile);
       const seconds = r.ms / 1000;
-      const exit =
-        r.stopped === 'timeout'
-          ? s.deadlineIsBudget
-            ? 'budget'
-            : 'timeout'
-          : r.stopped === 'budget'
-            ? 'budget'
-            : r.stopped !== null || r.spawnError || r.exitCode !== 0
-              ? 'crash'
-              : 'finished';
+      const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
       const crashNote =
         exit === 'crash' && r.stopped === null
           ? `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${lastLine(r.stderr)}`

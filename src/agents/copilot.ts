@@ -24,7 +24,14 @@ import { dirname, join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
 import { runProcess } from '../io/process.js';
-import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import {
+  type AgentAdapter,
+  type AgentFactory,
+  type AgentOutcome,
+  type AgentSession,
+  forkflushVars,
+  stopExit,
+} from './agent.js';
 import {
   addTotals,
   type CopilotTotals,
@@ -166,19 +173,8 @@ async function runCopilot(agent: Config['agent'], s: AgentSession): Promise<Agen
   const facts = parseJsonOutput(r.stdout);
   const creditsHit = credits !== undefined && delta !== null && delta.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
   const exit =
-    r.stopped === 'timeout'
-      ? s.deadlineIsBudget
-        ? 'budget'
-        : 'timeout'
-      : r.stopped === 'budget'
-        ? 'budget'
-        : r.stopped !== null
-          ? 'crash'
-          : creditsHit
-            ? 'budget'
-            : r.spawnError || r.exitCode !== 0
-              ? 'crash'
-              : 'finished';
+    stopExit(r, s.deadlineIsBudget) ??
+    (creditsHit ? 'budget' : r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
   if (r.stopped === 'budget' && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
   if (creditsHit && r.stopped === null) notes.push(`stopped by --max-ai-credits ${credits}`);
   if (exit === 'crash' && r.stopped === null) {

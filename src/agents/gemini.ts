@@ -36,7 +36,14 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { runProcess } from '../io/process.js';
-import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import {
+  type AgentAdapter,
+  type AgentFactory,
+  type AgentOutcome,
+  type AgentSession,
+  forkflushVars,
+  stopExit,
+} from './agent.js';
 import {
   EXIT_TURN_LIMIT,
   type GeminiUsage,
@@ -149,19 +156,8 @@ async function runGemini(
 
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
   const exit =
-    r.stopped === 'timeout'
-      ? s.deadlineIsBudget
-        ? 'budget'
-        : 'timeout'
-      : r.stopped === 'budget'
-        ? 'budget'
-        : r.stopped !== null || r.spawnError
-          ? 'crash'
-          : r.exitCode === EXIT_TURN_LIMIT
-            ? 'budget'
-            : r.exitCode === 0
-              ? 'finished'
-              : 'crash';
+    stopExit(r, s.deadlineIsBudget) ??
+    (r.spawnError ? 'crash' : r.exitCode === EXIT_TURN_LIMIT ? 'budget' : r.exitCode === 0 ? 'finished' : 'crash');
   if (r.stopped === 'budget' && overrun.signal.aborted)
     notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
