@@ -47388,6 +47388,14 @@ function stopExit(r, deadlineIsBudget) {
   if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
   return r.stopped === "budget" ? "budget" : "crash";
 }
+function overrunReason(s, usage, turns, maxTurns) {
+  if (maxTurns !== void 0 && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
+  if (s.unit === "tokens" && usage.inputTokens + usage.outputTokens > s.allowance) {
+    return `its tokens passed the allowance of ${s.allowance}`;
+  }
+  if (s.unit === "usd" && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
+  return void 0;
+}
 
 // src/agents/pricing.ts
 var PRICES_AS_OF = "2026-11";
@@ -47529,13 +47537,7 @@ async function runAider(agent, s) {
     }
     const output3 = parseAiderOutput(text);
     const usage2 = aiderUsage(output3, agent.model);
-    let why;
-    if (agent.max_turns !== void 0 && output3.calls.length > agent.max_turns)
-      why = `it passed agent.max_turns (${agent.max_turns})`;
-    else if (s.unit === "tokens" && usage2.inputTokens + usage2.outputTokens > s.allowance)
-      why = `its tokens passed the allowance of ${s.allowance}`;
-    else if (s.unit === "usd" && (usage2.costUsd ?? 0) > s.allowance)
-      why = `its cost passed the allowance of $${s.allowance}`;
+    const why = overrunReason(s, usage2, output3.calls.length, agent.max_turns);
     if (why && !overrun.signal.aborted) {
       overrunWhy = why;
       overrun.abort("budget");
@@ -48912,13 +48914,7 @@ async function runCopilot(agent, s) {
     }
     const { turns, totals: totals2 } = summarizeEvents(events);
     const usage2 = episodeUsage2(totals2);
-    let why;
-    if (agent.max_turns !== void 0 && turns > agent.max_turns)
-      why = `it reached agent.max_turns (${agent.max_turns})`;
-    else if (s.unit === "tokens" && usage2.inputTokens + usage2.outputTokens > s.allowance)
-      why = `its tokens passed the allowance of ${s.allowance}`;
-    else if (s.unit === "usd" && (usage2.costUsd ?? 0) > s.allowance)
-      why = `its cost passed the allowance of $${s.allowance}`;
+    const why = overrunReason(s, usage2, turns, agent.max_turns);
     if (why && !overrun.signal.aborted) {
       overrunWhy = why;
       overrun.abort("budget");

@@ -31,6 +31,7 @@ import {
   type AgentOutcome,
   type AgentSession,
   forkflushVars,
+  overrunReason,
   stopExit,
 } from './agent.js';
 import { type AiderOutput, aiderUsage, parseAiderOutput } from './aider-output.js';
@@ -96,13 +97,7 @@ async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentO
     }
     const output = parseAiderOutput(text);
     const usage = aiderUsage(output, agent.model);
-    let why: string | undefined;
-    if (agent.max_turns !== undefined && output.calls.length > agent.max_turns)
-      why = `it passed agent.max_turns (${agent.max_turns})`;
-    else if (s.unit === 'tokens' && usage.inputTokens + usage.outputTokens > s.allowance)
-      why = `its tokens passed the allowance of ${s.allowance}`;
-    else if (s.unit === 'usd' && (usage.costUsd ?? 0) > s.allowance)
-      why = `its cost passed the allowance of $${s.allowance}`;
+    const why = overrunReason(s, usage, output.calls.length, agent.max_turns);
     if (why && !overrun.signal.aborted) {
       overrunWhy = why;
       overrun.abort('budget');

@@ -30,6 +30,7 @@ import {
   type AgentOutcome,
   type AgentSession,
   forkflushVars,
+  overrunReason,
   stopExit,
 } from './agent.js';
 import {
@@ -125,13 +126,7 @@ async function runCopilot(agent: Config['agent'], s: AgentSession): Promise<Agen
     }
     const { turns, totals } = summarizeEvents(events);
     const usage = episodeUsage(totals);
-    let why: string | undefined;
-    if (agent.max_turns !== undefined && turns > agent.max_turns)
-      why = `it reached agent.max_turns (${agent.max_turns})`;
-    else if (s.unit === 'tokens' && usage.inputTokens + usage.outputTokens > s.allowance)
-      why = `its tokens passed the allowance of ${s.allowance}`;
-    else if (s.unit === 'usd' && (usage.costUsd ?? 0) > s.allowance)
-      why = `its cost passed the allowance of $${s.allowance}`;
+    const why = overrunReason(s, usage, turns, agent.max_turns);
     if (why && !overrun.signal.aborted) {
       overrunWhy = why;
       overrun.abort('budget');
