@@ -70844,6 +70844,7 @@ async function recordDone(ctx, state, mine, released, expected2) {
         "forkflush: work done"
       );
     } catch (e) {
+      if (isServerError(e)) continue;
       if (!(e instanceof ConflictError)) throw e;
       const latest = await ctx.forge.loadRun(stateRef(state.id));
       if (!latest) throw e;
@@ -70851,6 +70852,10 @@ async function recordDone(ctx, state, mine, released, expected2) {
     }
   }
   throw new ConflictError(`${state.id}: could not record the work done after 5 tries`);
+}
+function isServerError(e) {
+  const status2 = typeof e === "object" && e !== null && "status" in e ? Number(e.status) : 0;
+  return status2 >= 500;
 }
 function mergeDone(latest, mine, released) {
   const claims = { ...latest.claims };

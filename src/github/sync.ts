@@ -149,6 +149,9 @@ async function recordDone(ctx: SyncContext, state: RunState, mine: RunFiles, rel
         'forkflush: work done',
       );
     } catch (e) {
+      // A failed save would leave this work claimed but not recorded, and done again once the claim
+      // goes stale: a server error is worth another try, with the same record.
+      if (isServerError(e)) continue;
       if (!(e instanceof ConflictError)) throw e;
       const latest = await ctx.forge.loadRun(stateRef(state.id));
       if (!latest) throw e;
@@ -156,6 +159,11 @@ async function recordDone(ctx: SyncContext, state: RunState, mine: RunFiles, rel
     }
   }
   throw new ConflictError(`${state.id}: could not record the work done after 5 tries`);
+}
+
+function isServerError(e: unknown): boolean {
+  const status = typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : 0;
+  return status >= 500;
 }
 
 /** The latest record, with what `mine` did added and the claims `released` given back. */

@@ -104,6 +104,13 @@ export class FakeGitHub {
   permissions: Record<string, string> = {};
   /** Fails the next matching request once with this status (e.g. a ref update, to simulate a race). */
   failNext: { method: string; path: RegExp; status: number } | null = null;
+  /**
+   * Fault injection: asked before each valid request is answered; a status fails that request with
+   * GitHub's error body (a 403 is a secondary rate limit, with `retry-after`), null answers it.
+   */
+  inject: ((method: string, path: string) => number | null) | null = null;
+  /** The requests `inject` failed, in order. */
+  readonly injected: { method: string; path: string; status: number }[] = [];
   private nextId = 100;
   /** Each pull request's head and base commits, as last seen while their branches existed. */
   private readonly pullShas = new Map<number, { head: string; base: string }>();
@@ -150,6 +157,28 @@ export class FakeGitHub {
     this.violations.push(...violations);
     const message = `OpenAPI violation: ${violations.map((v) => v.message).join('; ')}`;
     return [599, { message, documentation_url: 'test/github/openapi/validate.ts' }];
+  }
+
+  /**
+   * What GET /pulls?head=owner:branch&state=... lists. (The GET /pulls route in mount() ends its
+   * pattern with `$` before the query, so nock never matches it when the request has a query.)
+   */
+  listPulls(query: URLSearchParams): unknown[] {
+    const head = (query.get('head') ?? '').split(':')[1];
+    const state = query.get('state') ?? 'open';
+    return this.pulls
+      .filter((p) => p.head === head && (state === 'all' || p.state === state))
+      .map((p) => this.pullRequest(p));
+  }
+
+  /** A failure `inject` asked for, as GitHub answers it. */
+  private injectedReply(method: string, path: string, status: number): [number, unknown, Record<string, string>] {
+    this.injected.push({ method, path, status });
+    if (status === 403) {
+      const message = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';
+      return [403, error(403, message), { 'retry-after': '60' }];
+    }
+    return [status, error(status, 'injected failure'), {}];
   }
 
   // GitHub's shapes: every field its OpenAPI description requires, with the values GitHub gives.
@@ -477,6 +506,8 @@ export class FakeGitHub {
           ? checkRequest({ method, path: url.pathname, query: url.searchParams, body: parsed })
           : { route: null, violations: [] };
         if (checked.violations.length > 0) return this.reject(checked.violations);
+        const injected = this.inject?.(method, url.pathname) ?? null;
+        if (injected !== null) return this.injectedReply(method, url.pathname, injected);
         let reply: [number, unknown?];
         if (this.failNext && this.failNext.method === method && this.failNext.path.test(url.pathname)) {
           reply = [this.failNext.status, error(this.failNext.status, 'injected failure')];
@@ -575,7 +606,7 @@ export class FakeGitHub {
       this.pulls.push(pr);
       return [201, this.pullRequest(pr)];
     });
-    route('GET', /\/pulls$/, (_m, _b, q) => {
+    route('GET', /\/pulls/, (_m, _b, q) => {
       const head = (q.get('head') ?? '').split(':')[1];
       const state = q.get('state') ?? 'open';
       const found = this.pulls.filter((p) => p.head === head && (state === 'all' || p.state === state));

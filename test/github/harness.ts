@@ -62,6 +62,32 @@ export class Harness {
     });
   }
 
+  /**
+   * The app restarted between two steps: a fresh Probot instance (nothing kept in memory) loaded
+   * with the app, against the same fake GitHub.
+   */
+  async restart(): Promise<this> {
+    const probot = new Probot({
+      githubToken: 'ghs_test_token',
+      logLevel: 'fatal',
+      Octokit: ProbotOctokit.defaults((options: any) => ({
+        ...options,
+        retry: { enabled: false },
+        throttle: { enabled: false },
+      })),
+    });
+    await probot.load(forkflushApp({ now: () => this.clock }));
+    (this as { probot: Probot }).probot = probot;
+    return this;
+  }
+
+  /** The run's record files (run.json), or null before the run has one. */
+  runFiles(run: string): Record<string, any> | null {
+    const sha = this.gh.refs.get(stateRef(run));
+    const text = sha ? this.gh.commits.get(sha)?.files['run.json'] : undefined;
+    return text === undefined ? null : JSON.parse(text);
+  }
+
   async load(): Promise<this> {
     await this.probot.load(forkflushApp({ now: () => this.clock }));
     this.gh.mount();

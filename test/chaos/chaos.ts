@@ -1,0 +1,354 @@
+// One seeded chaos run of the GitHub app: label -> rounds -> final pull request, with webhooks
+// duplicated, lost, shuffled and late, API calls failing, jobs failing, hanging or reporting twice,
+// the app restarting and the clock jumping; then repair (status commands and nightly ticks) until
+// the run finishes, and the invariants checked. Everything random comes from the seed.
+import nock from 'nock';
+import { ProbotOctokit } from 'probot';
+import { nightlyTick } from '../../src/app/app.js';
+import { spent } from '../../src/core/budget.js';
+import { bestBranch, lineageBranch, stateRef } from '../../src/core/names.js';
+import { type Best, isBetter, type RunState } from '../../src/core/state.js';
+import { GitHubForge } from '../../src/github/forge.js';
+import { CONFIG, Harness } from '../github/harness.js';
+
+const ISSUE = 7;
+const RUN = `issue-${ISSUE}`;
+const TOKEN = 'ghs_test_token';
+/** Steps of chaos, then steps without faults before a run that has not finished counts as stuck. */
+const CHAOS_STEPS = 8;
+const REPAIR_TICKS = 50;
+
+export interface Outcome {
+  seed: number;
+  violations: string[];
+  faults: number;
+  /** What happened, step by step (printed with FORKFLUSH_CHAOS_DEBUG=1). */
+  steps: string[];
+  /** Requests the app made. */
+  requests: number;
+}
+
+/** mulberry32: a small, fast PRNG, enough to pick faults. */
+export function prng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    chance: (p: number) => next() < p,
+    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
+    pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T,
+    shuffle: <T>(xs: T[]): T[] => {
+      for (let i = xs.length - 1; i > 0; i--) {
+        const j = Math.floor(next() * (i + 1));
+        [xs[i], xs[j]] = [xs[j] as T, xs[i] as T];
+      }
+      return xs;
+    },
+  };
+}
+
+type Fate = 'ok' | 'fail' | 'hang' | 'twice';
+type Event = { kind: 'job'; episode: string; conclusion: string } | { kind: 'run'; round: number };
+
+/** The run's state as stored now, or null before it has a record. */
+function stateOf(h: Harness): RunState | null {
+  const sha = h.gh.refs.get(stateRef(RUN));
+  const text = sha ? h.gh.commits.get(sha)?.files['state.json'] : undefined;
+  return text === undefined ? null : (JSON.parse(text) as RunState);
+}
+
+function forgeFor(h: Harness) {
+  const octokit = new ProbotOctokit({
+    auth: { token: TOKEN },
+    retry: { enabled: false },
+    throttle: { enabled: false },
+  });
+  return new GitHubForge(octokit, h.gh.owner, h.gh.repo);
+}
+
+export async function chaosRun(seed: number): Promise<Outcome> {
+  const rng = prng(seed);
+  const k = rng.pick([2, 2, 3]);
+  // A short budget: a fork round, serial episodes, a fork round and a last episode or two.
+  const config = CONFIG.replace('total: 100', 'total: 60')
+    .replace('episode: 10', 'episode: 15')
+    .replace('branches: 2', `branches: ${k}`);
+  const h = new Harness({ '.github/autoresearch.yml': config, 'grade.mjs': 'x' });
+  // A repository of its own, so that runs can share the process's nock (requests mostly wait on timers).
+  (h.gh as { repo: string }).repo = `octo-repo-${seed}`;
+  await h.load();
+  // GET /pulls with a query (how the forge finds a pull request that already exists) misses the fake's route.
+  nock('https://api.github.com')
+    .persist()
+    .get(new RegExp(`^/repos/${h.gh.owner}/${h.gh.repo}/pulls\\?`))
+    .reply((uri: string) => {
+      const url = new URL(uri, 'https://api.github.com');
+      h.gh.log.push(`GET ${url.pathname}`);
+      return [200, h.gh.listPulls(url.searchParams)];
+    });
+  const violations: string[] = [];
+  const steps: string[] = [];
+  const step = (s: string) => steps.push(s);
+
+  // Every ref update, in order, with the value it replaced (the fake's own writes and the worker's).
+  const history: { ref: string; from: string | undefined; to: string }[] = [];
+  const set = h.gh.refs.set.bind(h.gh.refs);
+  h.gh.refs.set = (ref: string, sha: string) => {
+    history.push({ ref, from: h.gh.refs.get(ref), to: sha });
+    return set(ref, sha);
+  };
+
+  // Faults: a delivery may be armed to fail its n-th request with a status that fits the method.
+  let chaos = true;
+  let countdown = 0;
+  let armedStatus = 0;
+  h.gh.inject = (method) => {
+    if (countdown <= 0 || --countdown > 0) return null;
+    if (method === 'GET') return armedStatus === 409 || armedStatus === 422 ? 404 : armedStatus;
+    return armedStatus === 404 && method !== 'PATCH' ? 422 : armedStatus;
+  };
+  const arm = () => {
+    countdown = 0;
+    if (!chaos || !rng.chance(0.2)) return;
+    countdown = rng.int(1, 14);
+    armedStatus = rng.pick([500, 502, 403, 404, 409, 422]);
+  };
+
+  // What the worker pushed: commit -> score and spend, to check the ledger and the best ref against.
+  const pushed = new Map<string, { commit: string; score: number; spent: number }>();
+  const fates = new Map<string, Fate>();
+  let bestSeen: Best | null = null;
+  const direction = () => stateOf(h)?.config.grader.direction ?? 'maximize';
+
+  /** After every step: the best score never goes down. */
+  const watch = (what: string) => {
+    const s = stateOf(h);
+    if (!s) return;
+    const prev = bestSeen;
+    if (prev && (!s.best || isBetter(prev.score, s.best.score, direction()))) {
+      violations.push(`5: best went from ${prev.score} (${prev.episode}) to ${s.best?.score ?? 'none'} after ${what}`);
+    }
+    bestSeen = s.best;
+  };
+
+  const deliver = async (what: string, send: () => Promise<void>) => {
+    arm();
+    const before = h.gh.injected.length;
+    step(what + (countdown > 0 ? ` [request ${countdown} fails ${armedStatus}]` : ''));
+    try {
+      await send();
+    } catch (e) {
+      // GitHub does not retry a failed delivery: the error is dropped, as a real server's 500 would be.
+      if (h.gh.injected.length === before) {
+        violations.push(`handler error without an injected fault, on ${what}: ${(e as Error).message}`);
+      }
+    }
+    countdown = 0;
+    for (const f of h.gh.injected.slice(before))
+      step(`  failed: ${f.method} ${f.path.replace(/^\/repos\/[^/]+\/[^/]+/, '')} ${f.status}`);
+    watch(what);
+  };
+
+  const between = async () => {
+    if (!chaos) return;
+    if (rng.chance(0.06)) {
+      step('restart');
+      await h.restart();
+    }
+    if (rng.chance(0.06)) {
+      step('clock +3h');
+      h.clock = new Date(h.clock.getTime() + 3 * 60 * 60_000);
+    }
+  };
+
+  const sendEvent = (ev: Event) =>
+    ev.kind === 'job'
+      ? deliver(`job ${ev.episode} ${ev.conclusion}`, () => h.jobCompleted(RUN, ev.episode, ev.conclusion))
+      : deliver(`workflow run ${ev.round} completed`, () => h.runCompleted(RUN, ev.round));
+
+  /** Plays the open round's jobs that have not run yet; returns their webhook events. */
+  const playJobs = (state: RunState, faulty: boolean): Event[] => {
+    const open = state.rounds.find((r) => !r.decision);
+    if (!open) return [];
+    const events: Event[] = [];
+    for (const e of open.episodes) {
+      if (e.result || fates.has(e.id)) continue;
+      const fate: Fate = faulty ? rng.pick(['ok', 'ok', 'ok', 'ok', 'ok', 'fail', 'hang', 'twice'] as const) : 'ok';
+      fates.set(e.id, fate);
+      if (fate === 'fail') {
+        events.push({ kind: 'job', episode: e.id, conclusion: 'failure' });
+        continue;
+      }
+      if (fate === 'hang') continue;
+      const score = rng.int(0, 100);
+      const cost = Math.max(1, Math.round(e.allowance * (0.5 + rng.next() / 2)));
+      if (h.pushResult(state, e, score, cost)) {
+        const head = h.gh.branch(`forkflush/${RUN}/round-${e.round}/branch-${e.branch}`) as string;
+        pushed.set(e.id, { commit: head, score, spent: cost });
+      }
+      events.push({ kind: 'job', episode: e.id, conclusion: 'success' });
+      if (fate === 'twice') events.push({ kind: 'job', episode: e.id, conclusion: 'success' });
+    }
+    if (faulty && rng.chance(0.25)) events.push({ kind: 'run', round: open.index });
+    return events;
+  };
+
+  let finished = false;
+  try {
+    await deliver('label', () => h.label(ISSUE));
+    let late: Event[] = [];
+    // Each step plays the open round's jobs and delivers their events: in the chaos steps mangled
+    // (lost, duplicated, shuffled, held back until the next round has begun), then plainly. A step
+    // with nothing to deliver is a repair: `/autoresearch status` or the nightly tick, an hour later.
+    for (let i = 0; i < CHAOS_STEPS + REPAIR_TICKS; i++) {
+      chaos = i < CHAOS_STEPS;
+      const state = stateOf(h);
+      if (!state) {
+        // The label's handler failed before the run had a record: the user labels the issue again.
+        await deliver('label again', () => h.label(ISSUE));
+        continue;
+      }
+      const files = h.runFiles(RUN);
+      if (state.status === 'finished' && files && files.finalPr !== null) {
+        finished = true;
+        break;
+      }
+      let events: Event[] = [];
+      for (const ev of playJobs(state, chaos)) {
+        if (chaos && rng.chance(0.15)) continue; // lost
+        events.push(ev);
+        if (chaos && rng.chance(0.2)) events.push(ev); // duplicated
+      }
+      if (chaos) rng.shuffle(events);
+      const held = chaos ? events.filter(() => rng.chance(0.15)) : [];
+      events = events.filter((ev) => !held.includes(ev));
+      const [first, ...rest] = events;
+      if (first) await sendEvent(first);
+      for (const ev of late) await sendEvent(ev); // the last round's late events, after this one began
+      late = held;
+      for (const ev of rest) {
+        await between();
+        await sendEvent(ev);
+      }
+      if (events.length === 0) {
+        h.clock = new Date(h.clock.getTime() + 60 * 60_000);
+        if (i % 2 === 0) await deliver('/autoresearch status', () => h.comment(ISSUE, '/autoresearch status'));
+        else await deliver('nightly tick', async () => void (await nightlyTick(forgeFor(h), h.clock)));
+      }
+    }
+    check(h, violations, history, pushed, finished);
+  } catch (e) {
+    violations.push(`the chaos driver failed: ${(e as Error).stack ?? e}`);
+  } finally {
+    try {
+      h.gh.assertNoViolations();
+    } catch (e) {
+      violations.push(`OpenAPI: ${(e as Error).message}`);
+    }
+  }
+  return { seed, violations, faults: h.gh.injected.length + countFaults(steps), steps, requests: h.gh.log.length };
+}
+
+/** Faults other than failed requests: restarts, clock jumps, failed or hanging or doubled jobs are in the steps. */
+function countFaults(steps: string[]): number {
+  return steps.filter((s) => s === 'restart' || s === 'clock +3h' || / failure$/.test(s)).length;
+}
+
+function check(
+  h: Harness,
+  violations: string[],
+  history: { ref: string; from: string | undefined; to: string }[],
+  pushed: Map<string, { commit: string; score: number; spent: number }>,
+  finished: boolean,
+) {
+  const state = stateOf(h);
+  const files = h.runFiles(RUN);
+  // 1. The run finishes.
+  if (!state || !files || !finished) {
+    violations.push(
+      `1: not finished after ${REPAIR_TICKS} repair ticks (status ${state?.status ?? 'no record'}, final PR ${files?.finalPr ?? 'none'})`,
+    );
+  }
+  if (!state) return;
+  const dir = state.config.grader.direction;
+
+  // 2. No round dispatched twice with the same episodes (this suite never stops and resumes).
+  const seen = new Map<string, number>();
+  for (const d of h.gh.dispatches) {
+    const key = `round ${d.inputs.round} ${d.inputs.episodes}`;
+    seen.set(key, (seen.get(key) ?? 0) + 1);
+  }
+  for (const [key, n] of seen) if (n > 1) violations.push(`2: ${key} dispatched ${n} times`);
+
+  // 3. The lineage only fast-forwards, once to each adopted commit, in the rounds' order.
+  const lineage = `refs/heads/${lineageBranch(state.id, 0, state.lineages.length)}`;
+  const moves = history.filter((u) => u.ref === lineage && u.from !== undefined && u.from !== u.to);
+  for (const m of moves) {
+    if (!h.gh.isAncestor(m.from as string, m.to))
+      violations.push(`3: ${lineage} moved sideways to ${m.to.slice(0, 7)}`);
+  }
+  const expected = state.rounds
+    .flatMap((r) => r.episodes.filter((e) => r.decision?.adopted.includes(e.id)))
+    .flatMap((e) => (e.result && e.result.commit !== e.base ? [e.result.commit] : []));
+  const actual = moves.map((m) => m.to);
+  if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+    violations.push(
+      `3: ${lineage} moved to [${actual.map((s) => s.slice(0, 7))}], the adopted commits are [${expected.map((s) => s.slice(0, 7))}]`,
+    );
+  }
+  const head = h.gh.refs.get(lineage);
+  const leader = state.lineages[0]?.head;
+  if (finished && head !== leader)
+    violations.push(`3: ${lineage} is at ${head?.slice(0, 7)}, the state's leader at ${leader?.slice(0, 7)}`);
+
+  // 4. The best graded workspace is on the best branch; 5. which never moved to a worse score.
+  const bestRef = `refs/heads/${bestBranch(state.id)}`;
+  if (state.best && h.gh.refs.get(bestRef) !== state.best.commit) {
+    violations.push(
+      `4: ${bestRef} is at ${h.gh.refs.get(bestRef)?.slice(0, 7) ?? 'nothing'}, the best (${state.best.episode}, ${state.best.score}) at ${state.best.commit.slice(0, 7)}`,
+    );
+  }
+  const scores = new Map([...pushed.values()].map((p) => [p.commit, p.score]));
+  let bestScore: number | null = null;
+  for (const u of history.filter((x) => x.ref === bestRef)) {
+    const score = scores.get(u.to) ?? null;
+    if (score === null) violations.push(`5: ${bestRef} moved to ${u.to.slice(0, 7)}, which has no score`);
+    else if (bestScore !== null && isBetter(bestScore, score, dir))
+      violations.push(`5: ${bestRef} moved from score ${bestScore} to ${score}`);
+    else bestScore = score;
+  }
+
+  // 6. The ledger is what the episodes spent: what each job reported, an unreported one its allowance.
+  let reported = 0;
+  for (const e of state.rounds.flatMap((r) => r.episodes)) {
+    if (!e.result) continue;
+    const p = pushed.get(e.id);
+    // A job whose result came too late (after the deadline or its workflow run's end) is charged its allowance.
+    const landed = p !== undefined && e.result.commit === p.commit;
+    if (!landed && e.result.commit !== e.base)
+      violations.push(`6: ${e.id}'s result is ${e.result.commit.slice(0, 7)}, not a commit of its job`);
+    const want = landed ? p.spent : e.allowance;
+    if (e.result.spent !== want) violations.push(`6: ${e.id} is charged ${e.result.spent}, it spent ${want}`);
+    if (landed && e.result.score !== p.score)
+      violations.push(`6: ${e.id} has score ${e.result.score}, it pushed ${p.score}`);
+    reported += want;
+  }
+  if (Math.abs(spent(state) - reported) > 1e-9)
+    violations.push(`6: the ledger says ${spent(state)}, the episodes ${reported}`);
+
+  // 7. No secret in anything the app wrote.
+  const written = JSON.stringify([
+    h.gh.comments,
+    h.gh.checkRuns,
+    h.gh.pulls,
+    [...h.gh.commits.values()],
+    h.gh.dispatches,
+  ]);
+  if (written.includes(TOKEN)) violations.push('7: the installation token appears in what the app wrote');
+}

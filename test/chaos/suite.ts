@@ -1,0 +1,44 @@
+// `npm run test:chaos -- --runs N [--seed S]`: N seeded chaos runs of the GitHub app (chaos.ts), run by the shard files (not *.test.ts, so `npm test` leaves them out);
+// split over the workers by the shard files; each shard writes its outcomes for run.mjs to sum up.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import nock from 'nock';
+import { expect } from 'vitest';
+import { assertNoOpenApiViolations } from '../github/fake-github.js';
+import { chaosRun, type Outcome } from './chaos.js';
+
+/** Runs in flight at once in a worker. */
+const CONCURRENT = 8;
+
+/** Runs this shard's seeds: first + shard, first + shard + shards, ... below first + runs. */
+export async function runShard(shard: number, shards: number): Promise<Outcome[]> {
+  const runs = Number(process.env.FORKFLUSH_CHAOS_RUNS ?? 200);
+  const first = Number(process.env.FORKFLUSH_CHAOS_SEED ?? 1);
+  const seeds: number[] = [];
+  for (let i = shard; i < runs; i += shards) seeds.push(first + i);
+  const out: Outcome[] = [];
+  nock.disableNetConnect();
+  try {
+    // A few runs at once, each against its own repository; nock is cleared between batches.
+    for (let i = 0; i < seeds.length; i += CONCURRENT) {
+      out.push(...(await Promise.all(seeds.slice(i, i + CONCURRENT).map((seed) => chaosRun(seed)))));
+      if (process.env.FORKFLUSH_CHAOS_DEBUG) {
+        for (const o of out.slice(i)) console.log(`seed ${o.seed}, ${o.requests} requests:\n  ${o.steps.join('\n  ')}`);
+      }
+      try {
+        assertNoOpenApiViolations(); // each run checked its own fake already
+      } catch {}
+      nock.cleanAll();
+    }
+  } finally {
+    nock.enableNetConnect();
+  }
+  const dir = process.env.FORKFLUSH_CHAOS_OUT;
+  if (dir) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `shard-${shard}.json`), JSON.stringify(out));
+  }
+  const bad = out.filter((o) => o.violations.length > 0);
+  expect(bad.map((o) => `seed ${o.seed}: ${o.violations.join('; ')}`)).toEqual([]);
+  return out;
+}
