@@ -159,18 +159,6 @@ export class FakeGitHub {
     return [599, { message, documentation_url: 'test/github/openapi/validate.ts' }];
   }
 
-  /**
-   * What GET /pulls?head=owner:branch&state=... lists. (The GET /pulls route in mount() ends its
-   * pattern with `$` before the query, so nock never matches it when the request has a query.)
-   */
-  listPulls(query: URLSearchParams): unknown[] {
-    const head = (query.get('head') ?? '').split(':')[1];
-    const state = query.get('state') ?? 'open';
-    return this.pulls
-      .filter((p) => p.head === head && (state === 'all' || p.state === state))
-      .map((p) => this.pullRequest(p));
-  }
-
   /** A failure `inject` asked for, as GitHub answers it. */
   private injectedReply(method: string, path: string, status: number): [number, unknown, Record<string, string>] {
     this.injected.push({ method, path, status });
