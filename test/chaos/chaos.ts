@@ -2,7 +2,6 @@
 // duplicated, lost, shuffled and late, API calls failing, jobs failing, hanging or reporting twice,
 // the app restarting and the clock jumping; then repair (status commands and nightly ticks) until
 // the run finishes, and the invariants checked. Everything random comes from the seed.
-import nock from 'nock';
 import { ProbotOctokit } from 'probot';
 import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
