@@ -46934,8 +46934,8 @@ function oneLine(s) {
 }
 
 // src/io/process.ts
-import { spawn } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 function runShell(command, options) {
   return runProcess("/bin/sh", ["-c", command], options);
 }
@@ -46967,14 +46967,17 @@ function runProcess(file2, args, options) {
       stderr = keep(stderr, d);
       log?.write(d);
     });
+    let strays = [];
     const stop = (reason) => {
       if (stopped !== null || child.pid === void 0) return;
       stopped = reason;
+      strays = descendants(child.pid);
       killGroup(child.pid, "SIGTERM");
-      killTimer = setTimeout(
-        () => child.pid !== void 0 && killGroup(child.pid, "SIGKILL"),
-        options.killAfterMs ?? 2e3
-      );
+      killAll(strays, "SIGTERM");
+      killTimer = setTimeout(() => {
+        if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
+        killAll(strays, "SIGKILL");
+      }, options.killAfterMs ?? 2e3);
       killTimer.unref();
     };
     const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stop("timeout"), options.timeoutMs);
@@ -46988,7 +46991,10 @@ function runProcess(file2, args, options) {
     child.on("error", (e) => {
       spawnError = e.message;
     });
-    child.on("exit", () => child.pid !== void 0 && killGroup(child.pid, "SIGKILL"));
+    child.on("exit", () => {
+      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
+      if (stopped !== null) killAll(strays, "SIGKILL");
+    });
     child.on("close", (exitCode, signal) => {
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
@@ -47011,6 +47017,56 @@ function killGroup(pid, signal) {
   try {
     process.kill(-pid, signal);
   } catch {
+  }
+}
+function killAll(pids, signal) {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+    }
+  }
+}
+function descendants(root) {
+  const children = /* @__PURE__ */ new Map();
+  for (const [pid, ppid] of parentLinks()) {
+    const list = children.get(ppid) ?? [];
+    list.push(pid);
+    children.set(ppid, list);
+  }
+  const found = [];
+  const queue = [root];
+  for (let pid = queue.shift(); pid !== void 0; pid = queue.shift()) {
+    for (const child of children.get(pid) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+function parentLinks() {
+  const links = [];
+  try {
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const stat6 = readFileSync(`/proc/${name}/stat`, "utf8");
+        const ppid = Number(stat6.slice(stat6.lastIndexOf(")") + 2).split(" ")[1]);
+        links.push([Number(name), ppid]);
+      } catch {
+      }
+    }
+    return links;
+  } catch {
+    try {
+      const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
+      for (const line of out.split("\n")) {
+        const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push([pid, ppid]);
+      }
+    } catch {
+    }
+    return links;
   }
 }
 

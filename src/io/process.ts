@@ -1,7 +1,8 @@
 // The one door to child processes. It owns timeouts and stops: a command runs in its own process
-// group, and stopping it signals the whole group (an agent's tools and a grader's workers too).
-import { spawn } from 'node:child_process';
-import { createWriteStream, type WriteStream } from 'node:fs';
+// group, and stopping it signals the whole group (an agent's tools and a grader's workers too)
+// and every descendant that left the group (Codex runs its tools in sessions of their own).
+import { execFileSync, spawn } from 'node:child_process';
+import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
 
 export interface RunOptions {
   cwd: string;
@@ -65,14 +66,19 @@ export function runProcess(file: string, args: string[], options: RunOptions): P
       stderr = keep(stderr, d);
       log?.write(d);
     });
+    // Descendants found when the stop began: once the leader dies they are orphans that no
+    // longer lead back to it, so they are remembered for the SIGKILL.
+    let strays: number[] = [];
     const stop = (reason: string) => {
       if (stopped !== null || child.pid === undefined) return;
       stopped = reason;
+      strays = descendants(child.pid);
       killGroup(child.pid, 'SIGTERM');
-      killTimer = setTimeout(
-        () => child.pid !== undefined && killGroup(child.pid, 'SIGKILL'),
-        options.killAfterMs ?? 2000,
-      );
+      killAll(strays, 'SIGTERM');
+      killTimer = setTimeout(() => {
+        if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+        killAll(strays, 'SIGKILL');
+      }, options.killAfterMs ?? 2000);
       killTimer.unref();
     };
     const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => stop('timeout'), options.timeoutMs);
@@ -90,7 +96,10 @@ export function runProcess(file: string, args: string[], options: RunOptions): P
     });
     // Anything the group left running past its leader's exit is stopped, so that nothing keeps
     // the pipes open (and this promise pending) after the command itself is done.
-    child.on('exit', () => child.pid !== undefined && killGroup(child.pid, 'SIGKILL'));
+    child.on('exit', () => {
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+      if (stopped !== null) killAll(strays, 'SIGKILL');
+    });
     child.on('close', (exitCode, signal) => {
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
@@ -116,5 +125,64 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
     process.kill(-pid, signal);
   } catch {
     // The group is already gone.
+  }
+}
+
+function killAll(pids: number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** Every live descendant of `root`, whatever its process group or session. */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const [pid, ppid] of parentLinks()) {
+    const list = children.get(ppid) ?? [];
+    list.push(pid);
+    children.set(ppid, list);
+  }
+  const found: number[] = [];
+  const queue = [root];
+  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
+    for (const child of children.get(pid) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** [pid, parent pid] of every process: from /proc on Linux, from ps elsewhere (macOS). */
+function parentLinks(): Array<[number, number]> {
+  const links: Array<[number, number]> = [];
+  try {
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        // The command name (field 2) is in parentheses and may hold spaces: parse after it.
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        links.push([Number(name), ppid]);
+      } catch {
+        // The process ended while we looked.
+      }
+    }
+    return links;
+  } catch {
+    try {
+      const out = execFileSync('ps', ['-A', '-o', 'pid=,ppid='], { encoding: 'utf8' });
+      for (const line of out.split('\n')) {
+        const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+        if (pid && ppid !== undefined && !Number.isNaN(ppid)) links.push([pid, ppid]);
+      }
+    } catch {
+      // No way to see the tree: the process group alone is signalled.
+    }
+    return links;
   }
 }
