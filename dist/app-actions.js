@@ -49639,6 +49639,7 @@ var UserError = class extends Error {
 };
 
 // src/github/forge.ts
+import { randomUUID } from "node:crypto";
 var ConflictError = class extends Error {
   name = "ConflictError";
 };
@@ -49681,7 +49682,12 @@ var GitHubForge = class {
     });
     const { data: commit } = await this.octokit.rest.git.createCommit({
       ...this.r,
-      message,
+      // Unique per save: two handlers saving the same record on the same parent would otherwise
+      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
+      // would think they had claimed the same work.
+      message: `${message}
+
+Forkflush-Save: ${randomUUID()}`,
       tree: tree.sha,
       parents: expected2 ? [expected2] : []
     });
@@ -49745,12 +49751,12 @@ var GitHubForge = class {
       throw e;
     }
   }
-  /** Creates a branch at a commit; an existing branch at that commit is fine. */
+  /** Creates a branch at a commit; a branch that exists already is fine (a repeated call). */
   async createBranch(branch, sha) {
     try {
       await this.octokit.rest.git.createRef({ ...this.r, ref: `refs/heads/${branch}`, sha });
     } catch (e) {
-      if (status(e) !== 422) throw e;
+      if (status(e) !== 422 || await this.refSha(`refs/heads/${branch}`) === null) throw e;
     }
   }
   /** The heads of the branches under a prefix, in one call (e.g. one round's branches). */
@@ -49935,6 +49941,43 @@ function markdownTable(header, rows) {
     `| ${header.map(() => "---").join(" | ")} |`,
     ...rows.map((r) => `| ${r.map(esc2).join(" | ")} |`)
   ].join("\n");
+}
+var INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|[\u{E0000}-\u{E007F}]/gu;
+var FENCE = /^ {0,3}(`{3,}|~{3,})/;
+function visibleText(markdown) {
+  let hidden = 0;
+  const out = [];
+  let prose = [];
+  let fence = null;
+  const flushProse = () => {
+    const joined = prose.join("\n").replace(/<!--[\s\S]*?(?:-->|$)/g, () => {
+      hidden++;
+      return "";
+    });
+    if (prose.length > 0) out.push(joined);
+    prose = [];
+  };
+  for (const line of markdown.split("\n")) {
+    const marker = FENCE.exec(line)?.[1];
+    if (fence === null) {
+      if (marker) {
+        flushProse();
+        fence = marker;
+        out.push(line);
+      } else {
+        prose.push(line);
+      }
+    } else {
+      out.push(line);
+      if (marker && marker[0] === fence[0] && marker.length >= fence.length) fence = null;
+    }
+  }
+  flushProse();
+  const text = out.join("\n").replace(INVISIBLE, () => {
+    hidden++;
+    return "";
+  });
+  return { text, hidden };
 }
 
 // src/core/journal.ts
@@ -70819,7 +70862,10 @@ async function syncStored(ctx, stored) {
       delete files.claims[w.key];
     }
     const phase = files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
-    const body = issueComment(state, phase);
+    const notes = files.hiddenInTask ? [
+      `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
+    ] : [];
+    const body = issueComment(state, phase, notes);
     const digest = createHash("sha256").update(body).digest("hex").slice(0, 16);
     if (digest !== files.commentDigest || files.commentId === null) {
       files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
@@ -71055,10 +71101,12 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   const state = newRunState({ id: run2, seed: mixSeed(issue3.number), config: config3, baseCommit: base, baseScore: null });
-  const files = {
-    task: `# ${issue3.title}
+  const task = visibleText(`# ${issue3.title}
 
-${issue3.body ?? ""}`,
+${issue3.body ?? ""}`);
+  const files = {
+    task: task.text,
+    ...task.hidden > 0 ? { hiddenInTask: task.hidden } : {},
     templates,
     configPath: CONFIG_PATH,
     defaultBranch: branch,

@@ -49837,11 +49837,18 @@ var Remote = class {
   }
 };
 function authArgs(url2, token) {
-  if (!token || !url2.toLowerCase().startsWith("https://")) return [];
+  if (!token || !sendsCredentials(url2)) return [];
   return ["-c", `http.extraheader=AUTHORIZATION: basic ${basicCredentials(token)}`];
 }
 function basicCredentials(token) {
   return Buffer.from(`x-access-token:${token}`, "utf8").toString("base64");
+}
+function sendsCredentials(url2) {
+  const lower = url2.toLowerCase();
+  if (lower.startsWith("https://")) return true;
+  if (!lower.startsWith("http://")) return false;
+  const host = new URL(url2).hostname;
+  return host === "127.0.0.1" || host === "localhost" || host === "[::1]";
 }
 
 // src/action/run-files.ts

@@ -62,15 +62,24 @@ export class Remote {
 
 /**
  * The `-c` arguments that authenticate one command against an https remote (basic auth with the
- * token as password, as GitHub expects from a GitHub App or Actions token). Other remotes (file://
- * in tests) need none.
+ * token as password, as GitHub expects from a GitHub App or Actions token). Plain http gets the
+ * token only on this machine (a GitHub server on loopback, as in tests): a token never crosses a
+ * network in clear. Other remotes (file://) need none.
  */
 export function authArgs(url: string, token: string): string[] {
-  if (!token || !url.toLowerCase().startsWith('https://')) return [];
+  if (!token || !sendsCredentials(url)) return [];
   return ['-c', `http.extraheader=AUTHORIZATION: basic ${basicCredentials(token)}`];
 }
 
 /** The header's credentials: they encode the token, so the log masks them too. */
 export function basicCredentials(token: string): string {
   return Buffer.from(`x-access-token:${token}`, 'utf8').toString('base64');
+}
+
+function sendsCredentials(url: string): boolean {
+  const lower = url.toLowerCase();
+  if (lower.startsWith('https://')) return true;
+  if (!lower.startsWith('http://')) return false;
+  const host = new URL(url).hostname;
+  return host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
 }

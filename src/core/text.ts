@@ -57,3 +57,49 @@ export function markdownTable(header: string[], rows: string[][]): string {
     ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`),
   ].join('\n');
 }
+
+// Characters GitHub shows as nothing: zero-width spaces and joiners, bidirectional controls (the
+// "Trojan Source" trick), the byte order mark, and Unicode tag characters (which smuggle ASCII).
+const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|[\u{E0000}-\u{E007F}]/gu;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+
+/**
+ * Markdown as a reader sees it on GitHub: HTML comments outside code blocks and invisible
+ * characters removed, with how many parts were hidden. Whoever labels an issue vouches for what
+ * they saw; text they could not see must not reach the agent.
+ */
+export function visibleText(markdown: string): { text: string; hidden: number } {
+  let hidden = 0;
+  const out: string[] = [];
+  let prose: string[] = [];
+  let fence: string | null = null;
+  const flushProse = () => {
+    const joined = prose.join('\n').replace(/<!--[\s\S]*?(?:-->|$)/g, () => {
+      hidden++;
+      return '';
+    });
+    if (prose.length > 0) out.push(joined);
+    prose = [];
+  };
+  for (const line of markdown.split('\n')) {
+    const marker = FENCE.exec(line)?.[1];
+    if (fence === null) {
+      if (marker) {
+        flushProse();
+        fence = marker;
+        out.push(line);
+      } else {
+        prose.push(line);
+      }
+    } else {
+      out.push(line);
+      if (marker && marker[0] === fence[0] && marker.length >= fence.length) fence = null;
+    }
+  }
+  flushProse();
+  const text = out.join('\n').replace(INVISIBLE, () => {
+    hidden++;
+    return '';
+  });
+  return { text, hidden };
+}

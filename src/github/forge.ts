@@ -1,5 +1,6 @@
 // The GitHub forge: every GitHub API call forkflush makes, one method each, behind one class.
 // Methods are safe to repeat: "already exists" and "already gone" count as done.
+import { randomUUID } from 'node:crypto';
 import type { ProbotOctokit } from 'probot';
 import type { RunState } from '../core/state.js';
 
@@ -7,8 +8,10 @@ export type Octokit = InstanceType<typeof ProbotOctokit>;
 
 /** Facts about a GitHub run that the core does not need; stored beside state.json as run.json. */
 export interface RunFiles {
-  /** The task: the issue's title and body, passed to the agent as data. */
+  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
   task: string;
+  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
+  hiddenInTask?: number;
   templates: { branch?: string; continuation?: string };
   configPath: string;
   /** The repository's default branch when the run started: where the worker workflow runs. */
@@ -90,7 +93,10 @@ export class GitHubForge {
     });
     const { data: commit } = await this.octokit.rest.git.createCommit({
       ...this.r,
-      message,
+      // Unique per save: two handlers saving the same record on the same parent would otherwise
+      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
+      // would think they had claimed the same work.
+      message: `${message}\n\nForkflush-Save: ${randomUUID()}`,
       tree: tree.sha,
       parents: expected ? [expected] : [],
     });
@@ -162,12 +168,13 @@ export class GitHubForge {
     }
   }
 
-  /** Creates a branch at a commit; an existing branch at that commit is fine. */
+  /** Creates a branch at a commit; a branch that exists already is fine (a repeated call). */
   async createBranch(branch: string, sha: string): Promise<void> {
     try {
       await this.octokit.rest.git.createRef({ ...this.r, ref: `refs/heads/${branch}`, sha });
     } catch (e) {
-      if (status(e) !== 422) throw e;
+      // GitHub says 422 for "already exists" and for other refusals alike: only the first is done.
+      if (status(e) !== 422 || (await this.refSha(`refs/heads/${branch}`)) === null) throw e;
     }
   }
 

@@ -29,6 +29,7 @@ import {
   type Round,
   type RunState,
 } from '../core/state.js';
+import { visibleText } from '../core/text.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 
 /** The names forkflush uses on GitHub. */
@@ -117,7 +118,12 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
       delete files.claims[w.key];
     }
     const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
-    const body = issueComment(state, phase);
+    const notes = files.hiddenInTask
+      ? [
+          `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`,
+        ]
+      : [];
+    const body = issueComment(state, phase, notes);
     const digest = createHash('sha256').update(body).digest('hex').slice(0, 16);
     if (digest !== files.commentDigest || files.commentId === null) {
       files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
@@ -410,8 +416,10 @@ export async function startRun(
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   const state = newRunState({ id: run, seed: mixSeed(issue.number), config, baseCommit: base, baseScore: null });
+  const task = visibleText(`# ${issue.title}\n\n${issue.body ?? ''}`);
   const files: RunFiles = {
-    task: `# ${issue.title}\n\n${issue.body ?? ''}`,
+    task: task.text,
+    ...(task.hidden > 0 ? { hiddenInTask: task.hidden } : {}),
     templates,
     configPath: CONFIG_PATH,
     defaultBranch: branch,

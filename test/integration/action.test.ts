@@ -128,6 +128,11 @@ describe('the worker Action', () => {
     ]);
     expect(authArgs('file:///srv/owner/repo.git', TOKEN)).toEqual([]);
     expect(authArgs('https://github.com/owner/repo.git', '')).toEqual([]);
+    // Plain http only to this machine: a token never crosses a network in clear.
+    expect(authArgs('http://127.0.0.1:8080/owner/repo.git', TOKEN)).toHaveLength(2);
+    expect(authArgs('http://localhost/owner/repo.git', TOKEN)).toHaveLength(2);
+    expect(authArgs('http://github.example.com/owner/repo.git', TOKEN)).toEqual([]);
+    expect(authArgs('http://127.0.0.1.evil.example/owner/repo.git', TOKEN)).toEqual([]);
   });
 
   it('restores the protected files, the config and the workflows: no score is a result, not a failure', () => {
