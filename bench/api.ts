@@ -1,8 +1,8 @@
 // npm run bench:api: the GitHub API requests the app makes per fork round (K = 4) and per serial
 // episode, against the fewest each needs (docs/architecture.md, "GitHub API calls"). It drives the
-// real app with webhooks against the tests' stateful fake of GitHub (on nock, no network), plays
-// the worker jobs' part as the tests do, and reads every request from the fake's log.
-import nock from 'nock';
+// real app with signed webhooks against the tests' GitHub in a box (test/github/box.ts, over HTTP
+// on 127.0.0.1), plays the worker jobs' part as the tests do, and reads every request from the
+// fake's log.
 import type { Round, RunState } from '../src/core/state.js';
 import { Harness } from '../test/github/harness.js';
 
@@ -91,6 +91,7 @@ function endpoint(request: string): string {
     .replace(/\b[0-9a-f]{40}\b/, '{sha}')
     .replace(/^contents\/(state|run)\.json$/, 'contents/{state,run}.json')
     .replace(/^actions\/workflows\/[^/]+\//, 'actions/workflows/{workflow}/')
+    .replace(/^app\/installations\/\d+\//, 'app/installations/{installation}/')
     .replace(/^issues\/comments\/\d+$/, 'issues/comments/{comment}')
     .replace(new RegExp(`^issues/${ISSUE}/labels/.+$`), 'issues/{issue}/labels/{label}')
     .replace(new RegExp(`^issues/${ISSUE}/`), 'issues/{issue}/')
@@ -98,7 +99,6 @@ function endpoint(request: string): string {
   return `${method} ${p || '(repository)'}`;
 }
 
-nock.disableNetConnect();
 const h = await new Harness({ '.github/autoresearch.yml': CONFIG, 'grade.mjs': 'x' }).load();
 
 // Stages: 'start' (the label's handler) and one per round, by index. A round is charged with the
@@ -166,8 +166,7 @@ for (let guard = 0; h.state(RUN).status !== 'finished'; guard++) {
     chargeHandler(String(open.index));
   }
 }
-nock.cleanAll();
-nock.enableNetConnect();
+await h.close();
 
 const final = h.state(RUN);
 const total = [...charged.values()].reduce((n, calls) => n + calls.length, 0);

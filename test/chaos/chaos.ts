@@ -2,17 +2,14 @@
 // duplicated, lost, shuffled and late, API calls failing, jobs failing, hanging or reporting twice,
 // the app restarting and the clock jumping; then repair (status commands and nightly ticks) until
 // the run finishes, and the invariants checked. Everything random comes from the seed.
-import { ProbotOctokit } from 'probot';
 import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
 import { bestBranch, lineageBranch, stateRef } from '../../src/core/names.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
-import { GitHubForge } from '../../src/github/forge.js';
-import { CONFIG, Harness } from '../github/harness.js';
+import { CONFIG, Harness, TEST_TOKEN } from '../github/harness.js';
 
 const ISSUE = 7;
 const RUN = `issue-${ISSUE}`;
-const TOKEN = 'ghs_test_token';
 /** Steps of chaos, then steps without faults before a run that has not finished counts as stuck. */
 const CHAOS_STEPS = 8;
 const REPAIR_TICKS = 50;
@@ -62,15 +59,6 @@ function stateOf(h: Harness): RunState | null {
   return text === undefined ? null : (JSON.parse(text) as RunState);
 }
 
-function forgeFor(h: Harness) {
-  const octokit = new ProbotOctokit({
-    auth: { token: TOKEN },
-    retry: { enabled: false },
-    throttle: { enabled: false },
-  });
-  return new GitHubForge(octokit, h.gh.owner, h.gh.repo);
-}
-
 export async function chaosRun(seed: number): Promise<Outcome> {
   const rng = prng(seed);
   const k = rng.pick([2, 2, 3]);
@@ -78,9 +66,7 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   const config = CONFIG.replace('total: 100', 'total: 60')
     .replace('episode: 10', 'episode: 15')
     .replace('branches: 2', `branches: ${k}`);
-  const h = new Harness({ '.github/autoresearch.yml': config, 'grade.mjs': 'x' });
-  // A repository of its own, so that runs can share the process's nock (requests mostly wait on timers).
-  (h.gh as { repo: string }).repo = `octo-repo-${seed}`;
+  const h = new Harness({ '.github/autoresearch.yml': config, 'grade.mjs': 'x' }, { repo: `octo-repo-${seed}` });
   await h.load();
   const violations: string[] = [];
   const steps: string[] = [];
@@ -229,7 +215,7 @@ export async function chaosRun(seed: number): Promise<Outcome> {
       if (events.length === 0) {
         h.clock = new Date(h.clock.getTime() + 60 * 60_000);
         if (i % 2 === 0) await deliver('/autoresearch status', () => h.comment(ISSUE, '/autoresearch status'));
-        else await deliver('nightly tick', async () => void (await nightlyTick(forgeFor(h), h.clock)));
+        else await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
       }
     }
     check(h, violations, history, pushed, finished);
@@ -241,6 +227,7 @@ export async function chaosRun(seed: number): Promise<Outcome> {
     } catch (e) {
       violations.push(`OpenAPI: ${(e as Error).message}`);
     }
+    await h.close();
   }
   return { seed, violations, faults: h.gh.injected.length + countFaults(steps), steps, requests: h.gh.log.length };
 }
@@ -340,5 +327,14 @@ function check(
     [...h.gh.commits.values()],
     h.gh.dispatches,
   ]);
-  if (written.includes(TOKEN)) violations.push('7: the installation token appears in what the app wrote');
+  const secrets = [
+    TEST_TOKEN,
+    ...h.box.auth.issued(),
+    h.box.webhookSecret,
+    h.box.auth.privateKey.split('\n')[1] as string,
+  ];
+  for (const secret of secrets) {
+    if (written.includes(secret))
+      violations.push(`7: a secret (${secret.slice(0, 6)}...) appears in what the app wrote`);
+  }
 }

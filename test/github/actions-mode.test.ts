@@ -1,7 +1,6 @@
 // The app outside a webhook server: in Actions mode (runInActions reads the job's event from the
 // environment and a payload file, as the runner gives them) and the hosted mode's nightly tick of
-// every installation. GitHub is the stateful fake behind nock; the harness plays the worker jobs.
-import { generateKeyPairSync } from 'node:crypto';
+// every installation. GitHub is the box (fake GitHub over HTTP); the harness plays the worker jobs.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,17 +10,18 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type ActionsModeOptions, runInActions } from '../../src/app/actions.js';
 import { nightlyHour, startNightly, tickInstallations } from '../../src/app/server.js';
 import { assertNoOpenApiViolations } from './fake-github.js';
-import { Harness, payload } from './harness.js';
+import { closeHarnesses, Harness } from './harness.js';
 
 const RUN = 'issue-7';
-const API = 'https://api.github.com';
 
 let dir: string;
 beforeEach(async () => {
   nock.disableNetConnect();
+  nock.enableNetConnect('127.0.0.1');
   dir = await mkdtemp(join(tmpdir(), 'forkflush-actions-'));
 });
 afterEach(async () => {
+  await closeHarnesses();
   assertNoOpenApiViolations();
   nock.cleanAll();
   nock.enableNetConnect();
@@ -59,7 +59,7 @@ async function step(h: Harness, event: string, body: unknown, env: NodeJS.Proces
       GITHUB_EVENT_PATH: path,
       GITHUB_RUN_ID: '4242',
       GITHUB_REPOSITORY: `${h.gh.owner}/${h.gh.repo}`,
-      GITHUB_API_URL: API,
+      GITHUB_API_URL: h.box.apiUrl,
       GITHUB_TOKEN: 'ghs_job_token',
       ...env,
     },
@@ -75,20 +75,15 @@ async function step(h: Harness, event: string, body: unknown, env: NodeJS.Proces
 }
 
 function labeled(h: Harness, issue = 7) {
-  return payload(
-    'issues',
-    'labeled',
-    (p) => {
-      p.issue.number = issue;
-      p.issue.title = 'Pack it tighter';
-      p.issue.body = 'Make the score go up.';
-      delete p.issue.pull_request;
-      p.label.name = 'autoresearch';
-      p.sender.login = 'maintainer';
-      p.sender.type = 'User';
-    },
-    h.gh,
-  );
+  return h.box.payload('issues', 'labeled', (p) => {
+    p.issue.number = issue;
+    p.issue.title = 'Pack it tighter';
+    p.issue.body = 'Make the score go up.';
+    delete p.issue.pull_request;
+    p.label.name = 'autoresearch';
+    p.sender.login = 'maintainer';
+    p.sender.type = 'User';
+  });
 }
 
 /** The worker jobs' part: every episode of the open round pushes a result. */
@@ -97,15 +92,17 @@ function finishRound(h: Harness) {
   for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, e.branch === 1 ? 50 : 40);
 }
 
-function mounted(): Harness {
-  const h = new Harness();
-  h.gh.mount();
+/** GitHub (the box) without the app's server: here the app runs as a step. */
+async function github(): Promise<Harness> {
+  const h = await new Harness().startGitHub();
+  h.box.auth.allow('ghs_job_token');
+  h.box.auth.allow('ghs_app_token');
   return h;
 }
 
 describe('Actions mode: the app as a workflow step', () => {
   it('a labelled issue starts a run: the first round is dispatched', async () => {
-    const h = mounted();
+    const h = await github();
     const out = await step(h, 'issues', labeled(h));
     expect(out).toEqual({ code: 0, info: ['forkflush: handled issues.labeled (run 4242)'], errors: [] });
     expect(h.gh.dispatches).toEqual([
@@ -115,7 +112,7 @@ describe('Actions mode: the app as a workflow step', () => {
 
   it('the schedule is the nightly tick: it reads a round whose completion no event reported', async () => {
     // With GITHUB_TOKEN alone, a round the app dispatched starts no workflow_run when it ends.
-    const h = mounted();
+    const h = await github();
     await step(h, 'issues', labeled(h));
     finishRound(h);
     const out = await step(h, 'schedule', { schedule: '17 * * * *' });
@@ -125,30 +122,25 @@ describe('Actions mode: the app as a workflow step', () => {
   });
 
   it('a manual run of the workflow ticks too, and says so when there is no run', async () => {
-    const h = mounted();
+    const h = await github();
     const out = await step(h, 'workflow_dispatch', { inputs: {} });
     expect(out).toEqual({ code: 0, info: ['forkflush: nightly tick: no run to sync'], errors: [] });
   });
 
   it("a completed round's workflow_run reads its results and dispatches the next round", async () => {
-    const h = mounted();
+    const h = await github();
     await step(h, 'issues', labeled(h));
     finishRound(h);
-    const body = payload(
-      'workflow_run',
-      'completed',
-      (p) => {
-        p.workflow_run.display_title = `forkflush ${RUN} round 0`;
-      },
-      h.gh,
-    );
+    const body = h.box.payload('workflow_run', 'completed', (p) => {
+      p.workflow_run.display_title = `forkflush ${RUN} round 0`;
+    });
     const out = await step(h, 'workflow_run', body);
     expect(out.code).toBe(0);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
   });
 
   it('acts with FORKFLUSH_APP_TOKEN when the job minted one, not with GITHUB_TOKEN', async () => {
-    const h = mounted();
+    const h = await github();
     const auth = new Set<string | null>();
     await step(
       h,
@@ -164,7 +156,7 @@ describe('Actions mode: the app as a workflow step', () => {
   });
 
   it('without a token: one line that says what to set, exit code 1, no request', async () => {
-    const h = mounted();
+    const h = await github();
     const out = await step(h, 'issues', labeled(h), { GITHUB_TOKEN: '', FORKFLUSH_APP_TOKEN: '  ' });
     expect(out).toEqual({
       code: 1,
@@ -177,21 +169,21 @@ describe('Actions mode: the app as a workflow step', () => {
   });
 
   it('without the event file: one line naming it', async () => {
-    const h = mounted();
+    const h = await github();
     const out = await step(h, 'issues', labeled(h), { GITHUB_EVENT_PATH: join(dir, 'missing.json') });
     expect(out.code).toBe(1);
     expect(out.errors).toEqual([`forkflush: cannot read the event payload ${join(dir, 'missing.json')}: ENOENT`]);
   });
 
   it('an event the app does not handle: nothing to do, exit code 0', async () => {
-    const h = mounted();
+    const h = await github();
     const out = await step(h, 'push', { ref: 'refs/heads/main' }, { GITHUB_TOKEN: '' });
     expect(out).toEqual({ code: 0, info: ['forkflush: nothing to do on a push event'], errors: [] });
     expect(h.gh.log).toEqual([]);
   });
 
   it('a handler that fails: one line with the reason, exit code 1', async () => {
-    const h = mounted();
+    const h = await github();
     h.gh.failNext = { method: 'GET', path: /\/collaborators\//, status: 502 };
     const out = await step(h, 'issues', labeled(h));
     expect(out.code).toBe(1);
@@ -203,34 +195,23 @@ describe('Actions mode: the app as a workflow step', () => {
 
 describe('hosted mode: the nightly tick of every installation', () => {
   it('ticks each repository of each active installation', async () => {
-    const h = mounted();
+    const h = await github();
     await step(h, 'issues', labeled(h));
     finishRound(h);
-    nock(API)
-      .get('/app/installations')
-      .query(true)
-      .reply(200, [
-        { id: 1, suspended_at: null },
-        { id: 2, suspended_at: '2026-11-01T00:00:00Z' },
-      ])
-      .post('/app/installations/1/access_tokens')
-      .reply(201, { token: 'ghs_installation', expires_at: '2099-01-01T00:00:00Z', permissions: {} })
-      .get('/installation/repositories')
-      .query(true)
-      .reply(200, {
-        total_count: 1,
-        repositories: [{ name: h.gh.repo, full_name: `${h.gh.owner}/${h.gh.repo}`, owner: { login: h.gh.owner } }],
-      });
-    const { privateKey } = generateKeyPairSync('rsa', {
-      modulusLength: 2048,
-      privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
-      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    // A second installation, suspended: the tick must not ask for its token.
+    h.box.auth.installations.push({ id: 77, account: 'other-org', suspended: true });
+    const probot = new Probot({
+      appId: h.box.auth.appId,
+      privateKey: h.box.auth.privateKey,
+      baseUrl: h.box.apiUrl,
+      logLevel: 'fatal',
+      Octokit: testOctokit(),
     });
-    const suspended = nock(API).post('/app/installations/2/access_tokens').reply(201, { token: 'ghs_suspended' });
-    const probot = new Probot({ appId: 1, privateKey, logLevel: 'fatal', Octokit: testOctokit() });
     await tickInstallations(probot, h.clock);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
-    expect(suspended.isDone()).toBe(false);
+    expect(h.gh.log.filter((l) => l.startsWith('POST /app/'))).toEqual([
+      `POST /app/installations/${h.box.auth.installations[0]?.id}/access_tokens`,
+    ]);
   });
 
   it('checks hourly and ticks once a day, at the first check at or after the hour', async () => {

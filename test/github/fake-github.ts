@@ -1,18 +1,15 @@
-// A stateful fake of the GitHub REST endpoints forkflush calls, mounted on nock. Its rules are the
-// ones forkflush relies on: a ref update without force must be a fast-forward, a ref or pull
+// The REST API of the fake GitHub (served over HTTP by box.ts): a stateful fake of the endpoints
+// forkflush calls, over a real git repository (git-store.ts). Its rules are the ones forkflush relies on: a ref update without force must be a fast-forward, a ref or pull
 // request that exists is a 422, a missing one a 404. Its shapes are GitHub's: every request and
 // every response is checked against GitHub's OpenAPI description (openapi/validate.ts), and one
 // that breaks it is answered with a 599 naming the violation, so the app's call fails loudly.
 import { createHash } from 'node:crypto';
-import nock from 'nock';
+import type { AppAuth } from './app-auth.js';
+import type { FakeActions, FakeRun } from './fake-actions.js';
+import { type FakeCommit, GitStore } from './git-store.js';
 import { checkRequest, checkResponse, type Violation } from './openapi/validate.js';
 
-export interface FakeCommit {
-  sha: string;
-  message: string;
-  parents: string[];
-  files: Record<string, string>;
-}
+export type { FakeCommit } from './git-store.js';
 
 export interface FakePull {
   number: number;
@@ -34,8 +31,6 @@ const nodeId = (kind: string, key: string | number) =>
   `${kind}_kwDO${createHash('sha1').update(`${kind}:${key}`).digest('base64url').slice(0, 12)}`;
 /** A git blob's object id, as git computes it. */
 const blobSha = (content: string) => sha1(`blob ${Buffer.byteLength(content)}\0${content}`);
-/** The fake's tree id for a set of files (the same in POST git/trees and in commits). */
-const treeSha = (files: Record<string, string>) => sha1(JSON.stringify(files));
 
 /** GitHub's error body. */
 function error(status: number, message: string) {
@@ -72,11 +67,11 @@ function user(login: string, id: number, type: 'User' | 'Organization' | 'Bot' =
 const BOT = user('forkflush[bot]', 41898282, 'Bot');
 const BOT_IDENTITY = { name: 'forkflush[bot]', email: '41898282+forkflush[bot]@users.noreply.github.com', date: WHEN };
 
-/** The fakes mounted since the last assertNoOpenApiViolations(). */
+/** The fakes made since the last assertNoOpenApiViolations(). */
 const mounted = new Set<FakeGitHub>();
 
 /**
- * Throws if a fake GitHub mounted since the last call saw a request or response that breaks
+ * Throws if a fake GitHub made since the last call saw a request or response that breaks
  * GitHub's OpenAPI description (each was also answered with a 599); for a test file's afterEach.
  */
 export function assertNoOpenApiViolations(): void {
@@ -85,11 +80,20 @@ export function assertNoOpenApiViolations(): void {
   for (const fake of fakes) fake.assertNoViolations();
 }
 
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
 export class FakeGitHub {
-  readonly owner = 'octo-org';
-  readonly repo = 'octo-repo';
-  readonly commits = new Map<string, FakeCommit>();
-  readonly refs = new Map<string, string>();
+  readonly owner: string;
+  readonly repo: string;
+  /** The repository's objects and refs (a real bare repository). */
+  readonly store: GitStore;
+  /** Every commit, by id (commits pushed over git are read on first use). */
+  readonly commits: { get(sha: string): FakeCommit | undefined; values(): IterableIterator<FakeCommit> };
+  readonly refs: Map<string, string>;
   readonly pulls: FakePull[] = [];
   readonly comments: { id: number; issue: number; body: string; edits: number }[] = [];
   readonly checkRuns: { id: number; head_sha: string; name: string; conclusion: string; output: { title: string } }[] =
@@ -101,6 +105,12 @@ export class FakeGitHub {
   readonly violations: Violation[] = [];
   /** Whether requests and responses are checked against GitHub's OpenAPI description. */
   validate = true;
+  /** When set, every request must carry a credential it accepts: a JWT for /app, a token otherwise. */
+  auth: AppAuth | null = null;
+  /** When set, a workflow dispatch starts a workflow run with its jobs here. */
+  actions: FakeActions | null = null;
+  /** Called after the state changed in a way GitHub sends a webhook for. */
+  onEvent: ((event: string, action: string, subject: unknown) => void) | null = null;
   permissions: Record<string, string> = {};
   /** Fails the next matching request once with this status (e.g. a ref update, to simulate a race). */
   failNext: { method: string; path: RegExp; status: number } | null = null;
@@ -115,30 +125,23 @@ export class FakeGitHub {
   /** Each pull request's head and base commits, as last seen while their branches existed. */
   private readonly pullShas = new Map<number, { head: string; base: string }>();
 
-  constructor(files: Record<string, string>) {
+  constructor(files: Record<string, string>, where: { owner?: string; repo?: string } = {}) {
+    this.owner = where.owner ?? 'octo-org';
+    this.repo = where.repo ?? 'octo-repo';
+    this.store = GitStore.temp(this.owner, this.repo);
+    this.refs = this.store.refs;
+    this.commits = { get: (sha) => this.store.get(sha), values: () => this.store.commits.values() };
+    mounted.add(this);
     const root = this.commit({ message: 'initial', parents: [], files });
     this.refs.set('refs/heads/main', root);
   }
 
   commit(c: Omit<FakeCommit, 'sha'>): string {
-    const sha = createHash('sha1')
-      .update(JSON.stringify([c, this.commits.size]))
-      .digest('hex');
-    this.commits.set(sha, { ...c, sha });
-    return sha;
+    return this.store.commit(c);
   }
 
   isAncestor(a: string, b: string): boolean {
-    const seen = new Set<string>();
-    const stack = [b];
-    while (stack.length > 0) {
-      const s = stack.pop() as string;
-      if (s === a) return true;
-      if (seen.has(s)) continue;
-      seen.add(s);
-      stack.push(...(this.commits.get(s)?.parents ?? []));
-    }
-    return false;
+    return this.store.isAncestor(a, b);
   }
 
   branch(name: string): string | undefined {
@@ -153,20 +156,20 @@ export class FakeGitHub {
   }
 
   /** Records violations and answers with them, so that the app's call throws with the reason. */
-  private reject(violations: Violation[]): [number, unknown] {
+  private reject(violations: Violation[]): Reply {
     this.violations.push(...violations);
     const message = `OpenAPI violation: ${violations.map((v) => v.message).join('; ')}`;
-    return [599, { message, documentation_url: 'test/github/openapi/validate.ts' }];
+    return { status: 599, body: { message, documentation_url: 'test/github/openapi/validate.ts' } };
   }
 
   /** A failure `inject` asked for, as GitHub answers it. */
-  private injectedReply(method: string, path: string, status: number): [number, unknown, Record<string, string>] {
+  private injectedReply(method: string, path: string, status: number): Reply {
     this.injected.push({ method, path, status });
     if (status === 403) {
       const message = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';
-      return [403, error(403, message), { 'retry-after': '60' }];
+      return { status: 403, body: error(403, message), headers: { 'retry-after': '60' } };
     }
-    return [status, error(status, 'injected failure'), {}];
+    return { status, body: error(status, 'injected failure') };
   }
 
   // GitHub's shapes: every field its OpenAPI description requires, with the values GitHub gives.
@@ -278,7 +281,7 @@ export class FakeGitHub {
   }
 
   private gitCommit(c: FakeCommit) {
-    const tree = treeSha(c.files);
+    const tree = this.store.writeTree(c.files);
     return {
       sha: c.sha,
       node_id: nodeId('C', c.sha),
@@ -398,6 +401,57 @@ export class FakeGitHub {
     };
   }
 
+  /** A workflow run (`workflow-run`). */
+  workflowRun(run: FakeRun) {
+    const r = this.repoUrl;
+    const url = `${r}/actions/runs/${run.id}`;
+    const commit = this.commits.get(run.headSha);
+    const identity = { name: BOT_IDENTITY.name, email: BOT_IDENTITY.email };
+    const repo = this.repository();
+    return {
+      id: run.id,
+      name: run.name,
+      node_id: nodeId('WFR', run.id),
+      head_branch: run.ref,
+      head_sha: run.headSha,
+      path: `.github/workflows/${run.workflowId}`,
+      display_title: run.displayTitle,
+      run_number: run.id - 9_000_000,
+      run_attempt: 1,
+      event: 'workflow_dispatch',
+      status: run.status,
+      conclusion: run.conclusion,
+      workflow_id: 161335,
+      url,
+      html_url: `${this.htmlUrl}/actions/runs/${run.id}`,
+      pull_requests: [],
+      created_at: WHEN,
+      updated_at: WHEN,
+      run_started_at: WHEN,
+      actor: BOT,
+      triggering_actor: BOT,
+      jobs_url: `${url}/jobs`,
+      logs_url: `${url}/logs`,
+      check_suite_url: `${r}/check-suites/${run.id}`,
+      artifacts_url: `${url}/artifacts`,
+      cancel_url: `${url}/cancel`,
+      rerun_url: `${url}/rerun`,
+      workflow_url: `${r}/actions/workflows/161335`,
+      head_commit: commit
+        ? {
+            id: commit.sha,
+            tree_id: this.store.writeTree(commit.files),
+            message: commit.message,
+            timestamp: WHEN,
+            author: identity,
+            committer: identity,
+          }
+        : null,
+      repository: repo,
+      head_repository: repo,
+    };
+  }
+
   private issueComment(c: FakeGitHub['comments'][number]) {
     return {
       id: c.id,
@@ -473,39 +527,136 @@ export class FakeGitHub {
     };
   }
 
-  /** Registers the endpoints; call nock.cleanAll() after the test. */
-  mount(): void {
-    mounted.add(this);
+  private readonly routes: {
+    method: string;
+    path: RegExp;
+    handler: (m: RegExpExecArray, body: any, query: URLSearchParams) => [number, unknown?];
+  }[] = [];
+
+  /**
+   * Answers one REST request (`uri` is the path and query below the API's root): checks it against
+   * GitHub's OpenAPI description, applies injected faults, runs the route, checks the response.
+   */
+  handle(
+    method: string,
+    uri: string,
+    body: unknown,
+    headers: Record<string, string | string[] | undefined> = {},
+  ): Reply {
+    if (this.routes.length === 0) this.defineRoutes();
+    const url = new URL(uri, API);
+    this.log.push(`${method} ${url.pathname}`);
+    const refused = this.authenticate(url.pathname, headers.authorization);
+    if (refused) return refused;
+    const route = this.routes.find((r) => r.method === method && r.path.test(url.pathname));
+    if (!route) return { status: 404, body: error(404, 'Not Found') };
+    const m = route.path.exec(url.pathname) as RegExpExecArray;
+    const parsed = typeof body === 'string' && body !== '' ? JSON.parse(body) : body === '' ? undefined : body;
+    const checked = this.validate
+      ? checkRequest({ method, path: url.pathname, query: url.searchParams, body: parsed })
+      : { route: null, violations: [] };
+    if (checked.violations.length > 0) return this.reject(checked.violations);
+    const injected = this.inject?.(method, url.pathname) ?? null;
+    if (injected !== null) return this.injectedReply(method, url.pathname, injected);
+    let reply: [number, unknown?];
+    if (this.failNext && this.failNext.method === method && this.failNext.path.test(url.pathname)) {
+      reply = [this.failNext.status, error(this.failNext.status, 'injected failure')];
+      this.failNext = null;
+    } else {
+      reply = route.handler(m, parsed, url.searchParams);
+    }
+    const wrong = checked.route ? checkResponse(checked.route, reply[0], reply[1]) : [];
+    return wrong.length > 0 ? this.reject(wrong) : { status: reply[0], body: reply[1] };
+  }
+
+  /** GitHub's answer to a request without a credential it accepts, or null to go on. */
+  private authenticate(path: string, header: string | string[] | undefined): Reply | null {
+    if (!this.auth) return null;
+    const value = Array.isArray(header) ? header[0] : header;
+    if (path.startsWith('/app/') || path === '/app') {
+      if (this.auth.jwt(value)) return null;
+      return { status: 401, body: error(401, 'A JSON web token could not be decoded') };
+    }
+    const token = this.auth.token(value);
+    if (!token) return { status: 401, body: error(401, 'Bad credentials') };
+    if (path.startsWith('/installation/') && token.installation === null) {
+      return { status: 403, body: error(403, 'This endpoint is only for installation tokens') };
+    }
+    this.tokenInstallation = token.installation;
+    return null;
+  }
+
+  /** The installation of the token that authenticated the request being answered. */
+  private tokenInstallation: number | null = null;
+
+  private installation(inst: { id: number; account: string; suspended?: boolean }) {
+    const account = { ...user(inst.account, 9919, 'Organization'), name: inst.account, slug: inst.account };
+    return {
+      id: inst.id,
+      account: { ...account, created_at: WHEN, updated_at: WHEN },
+      app_id: this.auth?.appId ?? 1,
+      app_slug: 'forkflush',
+      target_id: 9919,
+      target_type: 'Organization',
+      single_file_name: null,
+      repository_selection: 'selected',
+      access_tokens_url: `${API}/app/installations/${inst.id}/access_tokens`,
+      html_url: `${WEB}/organizations/${inst.account}/settings/installations/${inst.id}`,
+      repositories_url: `${API}/installation/repositories`,
+      events: ['issue_comment', 'issues', 'workflow_job', 'workflow_run'],
+      permissions: {
+        actions: 'write',
+        checks: 'write',
+        contents: 'write',
+        issues: 'write',
+        metadata: 'read',
+        pull_requests: 'write',
+      },
+      created_at: WHEN,
+      updated_at: WHEN,
+      suspended_by: null,
+      suspended_at: inst.suspended ? WHEN : null,
+    };
+  }
+
+  private defineRoutes(): void {
+    const absolute = (
+      method: string,
+      path: RegExp,
+      handler: (m: RegExpExecArray, body: any, query: URLSearchParams) => [number, unknown?],
+    ) => this.routes.push({ method, path, handler });
+    absolute('GET', /^\/app\/installations$/, () => [
+      200,
+      (this.auth?.installations ?? []).map((i) => this.installation(i)),
+    ]);
+    absolute('POST', /^\/app\/installations\/(\d+)\/access_tokens$/, (m) => {
+      const inst = this.auth?.installations.find((i) => i.id === Number(m[1]));
+      if (!inst || !this.auth) return [404, error(404, 'Not Found')];
+      if (inst.suspended) return [403, error(403, 'This installation has been suspended')];
+      const minted = this.auth.mint(inst.id);
+      const expires = new Date(minted.expiresAt).toISOString().replace(/\.\d+Z$/, 'Z');
+      return [
+        201,
+        {
+          token: minted.token,
+          expires_at: expires,
+          permissions: this.installation(inst).permissions,
+          repository_selection: 'selected',
+        },
+      ];
+    });
+    absolute('GET', /^\/installation\/repositories$/, () => {
+      const mine = this.auth?.installations.find((i) => i.id === this.tokenInstallation && i.account === this.owner);
+      const repositories = mine ? [this.repository(true)] : [];
+      return [200, { total_count: repositories.length, repository_selection: 'selected', repositories }];
+    });
     const base = `/repos/${this.owner}/${this.repo}`;
-    const scope = nock(API).persist();
     const route = (
       method: string,
       path: RegExp,
       handler: (m: RegExpExecArray, body: any, query: URLSearchParams) => [number, unknown?],
     ) => {
-      const re = new RegExp(`^${base}${path.source}(\\?.*)?$`);
-      const intercept = (scope as any)[method.toLowerCase()](re);
-      intercept.reply((uri: string, body: unknown) => {
-        const url = new URL(uri, API);
-        const m = re.exec(url.pathname) as RegExpExecArray;
-        this.log.push(`${method} ${url.pathname}`);
-        const parsed = typeof body === 'string' && body !== '' ? JSON.parse(body) : body;
-        const checked = this.validate
-          ? checkRequest({ method, path: url.pathname, query: url.searchParams, body: parsed })
-          : { route: null, violations: [] };
-        if (checked.violations.length > 0) return this.reject(checked.violations);
-        const injected = this.inject?.(method, url.pathname) ?? null;
-        if (injected !== null) return this.injectedReply(method, url.pathname, injected);
-        let reply: [number, unknown?];
-        if (this.failNext && this.failNext.method === method && this.failNext.path.test(url.pathname)) {
-          reply = [this.failNext.status, error(this.failNext.status, 'injected failure')];
-          this.failNext = null;
-        } else {
-          reply = handler(m, parsed, url.searchParams);
-        }
-        const wrong = checked.route ? checkResponse(checked.route, reply[0], reply[1]) : [];
-        return wrong.length > 0 ? this.reject(wrong) : reply;
-      });
+      this.routes.push({ method, path: new RegExp(`^${base}${path.source}$`), handler });
     };
     const refPath = (m: RegExpExecArray) => `refs/${decodeURIComponent(m[1] as string)}`;
 
@@ -543,7 +694,7 @@ export class FakeGitHub {
     });
     route('POST', /\/git\/refs/, (_m, body) => {
       if (this.refs.has(body.ref)) return [422, error(422, 'Reference already exists')];
-      if (!this.commits.has(body.sha)) return [422, error(422, 'Object does not exist')];
+      if (!this.commits.get(body.sha)) return [422, error(422, 'Object does not exist')];
       this.refs.set(body.ref, body.sha);
       return [201, this.gitRef(body.ref, body.sha)];
     });
@@ -563,7 +714,7 @@ export class FakeGitHub {
     route('POST', /\/git\/trees/, (_m, body) => {
       const entries = body.tree as { path: string; mode: string; type: string; content: string }[];
       const files = Object.fromEntries(entries.map((t) => [t.path, t.content]));
-      const sha = treeSha(files);
+      const sha = this.store.writeTree(files);
       trees.set(sha, files);
       const tree = entries.map((t) => {
         const blob = blobSha(t.content);
@@ -642,9 +793,36 @@ export class FakeGitHub {
       return [201, this.checkRun(run, body)];
     });
     route('POST', /\/actions\/workflows\/([^/]+)\/dispatches/, (m, body) => {
-      this.dispatches.push({ workflow: decodeURIComponent(m[1] as string), ref: body.ref, inputs: body.inputs });
+      const workflow = decodeURIComponent(m[1] as string);
+      const inputs = (body.inputs ?? {}) as Record<string, string>;
+      if (this.actions) {
+        const sha = this.branch(body.ref);
+        if (!sha) return [422, error(422, `No ref found for: ${body.ref}`)];
+        try {
+          const run = this.actions.dispatch(workflow, body.ref, sha, inputs);
+          this.onEvent?.('workflow_run', 'requested', run);
+        } catch (e) {
+          const message = (e as Error).message;
+          return message.startsWith('Not Found') ? [404, error(404, 'Not Found')] : [422, error(422, message)];
+        }
+      }
+      this.dispatches.push({ workflow, ref: body.ref, inputs });
       return [204];
     });
-    route('GET', /\/actions\/workflows\/([^/]+)\/runs/, () => [200, { total_count: 0, workflow_runs: [] }]);
+    route('GET', /\/actions\/workflows\/([^/]+)\/runs/, (m, _b, q) => {
+      const workflow = decodeURIComponent(m[1] as string);
+      const status = q.get('status');
+      const runs = (this.actions?.runs ?? []).filter(
+        (r) => r.workflowId === workflow && (!status || r.status === status || r.conclusion === status),
+      );
+      return [200, { total_count: runs.length, workflow_runs: runs.map((r) => this.workflowRun(r)) }];
+    });
+    route('POST', /\/actions\/runs\/(\d+)\/cancel/, (m) => {
+      const run = this.actions?.runs.find((r) => r.id === Number(m[1]));
+      if (!run) return [404, error(404, 'Not Found')];
+      if (!this.actions?.cancel(run.id)) return [409, error(409, 'Cannot cancel a workflow run that is completed.')];
+      this.onEvent?.('workflow_run', 'completed', run);
+      return [202, {}];
+    });
   }
 }

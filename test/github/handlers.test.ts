@@ -3,12 +3,15 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { assertNoOpenApiViolations } from './fake-github.js';
-import { CONFIG, Harness } from './harness.js';
+import { CONFIG, closeHarnesses, Harness } from './harness.js';
 
 beforeEach(() => {
+  // GitHub (the box) and the app's server are on 127.0.0.1; nothing else is reachable.
   nock.disableNetConnect();
+  nock.enableNetConnect('127.0.0.1');
 });
-afterEach(() => {
+afterEach(async () => {
+  await closeHarnesses();
   assertNoOpenApiViolations();
   nock.cleanAll();
   nock.enableNetConnect();

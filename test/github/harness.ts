@@ -1,13 +1,20 @@
-// Drives the Probot app with real webhook payload shapes (@octokit/webhooks-examples, patched)
-// against the fake GitHub, and plays the worker jobs' part: a job pushes a result commit to its
+// Drives the Probot app the way GitHub does: the app runs behind its own HTTP server (Probot's
+// node middleware, app id and private key, webhook secret), GitHub is the box (box.ts) on another
+// port, and events arrive as signed deliveries of real payload shapes. The harness plays the
+// worker jobs' part where a test does not run them for real: a job pushes a result commit to its
 // episode branch, then GitHub reports the job as completed.
-import examples from '@octokit/webhooks-examples';
-import { Probot, ProbotOctokit } from 'probot';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { createNodeMiddleware, Probot, ProbotOctokit } from 'probot';
 import { forkflushApp } from '../../src/app/app.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { episodeBranch, stateRef } from '../../src/core/names.js';
 import type { Episode, RunState } from '../../src/core/state.js';
-import { FakeGitHub } from './fake-github.js';
+import { GitHubForge } from '../../src/github/forge.js';
+import { GitHubBox } from './box.js';
+import type { FakeGitHub } from './fake-github.js';
 
 export const CONFIG = `grader:
   command: node grade.mjs
@@ -24,61 +31,116 @@ fork:
   branch_budget: 0.15
 `;
 
-type Example = { name: string; examples: Record<string, any>[] };
+export const WORKER_WORKFLOW = readFileSync(
+  join(import.meta.dirname, '../../examples/workflows/forkflush.yml'),
+  'utf8',
+);
 
-/** A payload of a real GitHub webhook example, with our repository and the given changes. */
-export function payload(event: string, action: string, patch: (p: any) => void, gh: FakeGitHub): any {
-  const found = (examples as unknown as Example[])
-    .find((e) => e.name === event)
-    ?.examples.find((x) => x.action === action);
-  if (!found) throw new Error(`no example of ${event}.${action}`);
-  const p = structuredClone(found);
-  p.repository.name = gh.repo;
-  p.repository.full_name = `${gh.owner}/${gh.repo}`;
-  p.repository.owner.login = gh.owner;
-  delete p.installation;
-  patch(p);
-  return p;
+/** A token tests use for their own Octokit (the app authenticates as an app). */
+export const TEST_TOKEN = 'ghs_test_token';
+
+/** Octokit as the app's tests configure it: no retries or throttling (faults are the test's). */
+export const TestOctokit = ProbotOctokit.defaults((options: any) => ({
+  ...options,
+  retry: { enabled: false },
+  throttle: { enabled: false },
+}));
+
+const open = new Set<Harness>();
+
+/** Stops every harness's servers and removes their repositories; for afterEach. */
+export async function closeHarnesses(): Promise<void> {
+  const all = [...open];
+  open.clear();
+  await Promise.all(all.map((h) => h.close()));
 }
 
 export class Harness {
-  readonly gh: FakeGitHub;
-  readonly probot: Probot;
+  readonly box: GitHubBox;
+  /** The app instance now running (a restart makes a new one). */
+  probot: Probot;
   clock = new Date('2026-11-30T12:00:00Z');
   private delivery = 0;
+  private appServer: Server | null = null;
 
-  constructor(files: Record<string, string> = { '.github/autoresearch.yml': CONFIG, 'grade.mjs': 'x' }) {
-    this.gh = new FakeGitHub(files);
+  constructor(
+    files: Record<string, string> = { '.github/autoresearch.yml': CONFIG, 'grade.mjs': 'x' },
+    where: { owner?: string; repo?: string } = {},
+  ) {
+    // The worker workflow, as a user copies it: what a dispatch runs.
+    this.box = new GitHubBox({ '.github/workflows/forkflush.yml': WORKER_WORKFLOW, ...files }, where);
     this.gh.permissions = { maintainer: 'maintain', reader: 'read' };
-    this.probot = new Probot({
-      githubToken: 'ghs_test_token',
-      logLevel: 'fatal',
-      // A function, so it applies after Probot's own defaults (which turn throttling on).
-      Octokit: ProbotOctokit.defaults((options: any) => ({
-        ...options,
-        retry: { enabled: false },
-        throttle: { enabled: false },
-      })),
-    });
+    this.box.auth.allow(TEST_TOKEN);
+    // Until load(): an app for nock-only tests (bare), that receives events in-process.
+    this.probot = new Probot({ githubToken: TEST_TOKEN, logLevel: 'fatal', Octokit: TestOctokit });
   }
 
-  /**
-   * The app restarted between two steps: a fresh Probot instance (nothing kept in memory) loaded
-   * with the app, against the same fake GitHub.
-   */
-  async restart(): Promise<this> {
-    const probot = new Probot({
-      githubToken: 'ghs_test_token',
-      logLevel: 'fatal',
-      Octokit: ProbotOctokit.defaults((options: any) => ({
-        ...options,
-        retry: { enabled: false },
-        throttle: { enabled: false },
-      })),
-    });
-    await probot.load(forkflushApp({ now: () => this.clock }));
-    (this as { probot: Probot }).probot = probot;
+  get gh(): FakeGitHub {
+    return this.box.gh;
+  }
+
+  /** Starts GitHub (the box) and the app's server, and points GitHub's webhooks at the app. */
+  async load(): Promise<this> {
+    await this.startGitHub();
+    await this.startApp();
     return this;
+  }
+
+  /** Starts GitHub (the box) alone. */
+  async startGitHub(): Promise<this> {
+    open.add(this);
+    await this.box.start();
+    return this;
+  }
+
+  private async startApp(): Promise<void> {
+    this.probot = new Probot({
+      appId: this.box.auth.appId,
+      privateKey: this.box.auth.privateKey,
+      secret: this.box.webhookSecret,
+      baseUrl: this.box.apiUrl,
+      logLevel: 'fatal',
+      Octokit: TestOctokit,
+    });
+    const middleware = await createNodeMiddleware(forkflushApp({ now: () => this.clock }), { probot: this.probot });
+    const server = createServer(async (req, res) => {
+      if (!(await middleware(req, res))) {
+        res.statusCode = 404;
+        res.end();
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    this.appServer = server;
+    this.box.webhookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/github/webhooks`;
+  }
+
+  private async stopApp(): Promise<void> {
+    const server = this.appServer;
+    this.appServer = null;
+    this.box.webhookUrl = null;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }
+
+  /** The app restarted between two steps: a new process (nothing kept in memory), same GitHub. */
+  async restart(): Promise<this> {
+    await this.stopApp();
+    await this.startApp();
+    return this;
+  }
+
+  /** The forge as the hosted app's nightly tick uses it, against the box. */
+  forge(): GitHubForge {
+    const octokit = new TestOctokit({ auth: { token: TEST_TOKEN }, baseUrl: this.box.apiUrl });
+    return new GitHubForge(octokit, this.gh.owner, this.gh.repo);
+  }
+
+  async close(): Promise<void> {
+    open.delete(this);
+    await this.stopApp();
+    await this.box.stop();
   }
 
   /** The run's record files (run.json), or null before the run has one. */
@@ -88,18 +150,21 @@ export class Harness {
     return text === undefined ? null : JSON.parse(text);
   }
 
-  async load(): Promise<this> {
-    await this.probot.load(forkflushApp({ now: () => this.clock }));
-    this.gh.mount();
-    return this;
-  }
-
+  /**
+   * GitHub sends the event: a signed delivery to the app's server (throws if the app answered
+   * with an error, as a failed handler does). Before load(), the app receives it in-process.
+   */
   async send(event: string, action: string, patch: (p: any) => void): Promise<void> {
-    await this.probot.receive({
-      id: `delivery-${++this.delivery}`,
-      name: event as never,
-      payload: payload(event, action, patch, this.gh),
-    });
+    if (!this.appServer) {
+      await this.probot.receive({
+        id: `delivery-${++this.delivery}`,
+        name: event as never,
+        payload: this.box.payload(event, action, patch) as never,
+      });
+      return;
+    }
+    const d = await this.box.deliver(event, this.box.payload(event, action, patch));
+    if (d.status >= 400) throw new Error(`the app answered the ${event}.${action} delivery with ${d.status}`);
   }
 
   label(issue: number, user = 'maintainer', type = 'User', name = 'autoresearch') {
@@ -129,7 +194,6 @@ export class Harness {
       p.workflow_job.name = `forkflush ${run} ${episode}`;
       p.workflow_job.conclusion = conclusion;
       p.workflow_job.head_branch = branch;
-      p.repository.default_branch = 'main';
     });
   }
 
@@ -137,7 +201,6 @@ export class Harness {
     return this.send('workflow_run', 'completed', (p) => {
       p.workflow_run.display_title = `forkflush ${run} round ${round}`;
       p.workflow_run.head_branch = branch;
-      p.repository.default_branch = 'main';
     });
   }
 

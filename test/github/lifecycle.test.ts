@@ -1,18 +1,19 @@
 // A whole run through the app's handlers: label -> rounds -> final pull request, with the fake
 // GitHub behind nock and the worker jobs played by the harness.
 import nock from 'nock';
-import { ProbotOctokit } from 'probot';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
 import { lineageBranch } from '../../src/core/names.js';
-import { GitHubForge } from '../../src/github/forge.js';
 import { assertNoOpenApiViolations } from './fake-github.js';
-import { CONFIG, Harness } from './harness.js';
+import { CONFIG, closeHarnesses, Harness } from './harness.js';
 
 beforeEach(() => {
+  // GitHub (the box) and the app's server are on 127.0.0.1; nothing else is reachable.
   nock.disableNetConnect();
+  nock.enableNetConnect('127.0.0.1');
 });
-afterEach(() => {
+afterEach(async () => {
+  await closeHarnesses();
   assertNoOpenApiViolations();
   nock.cleanAll();
   nock.enableNetConnect();
@@ -159,21 +160,12 @@ describe('the end of a round', () => {
 });
 
 describe('the nightly tick', () => {
-  function forgeFor(h: Harness) {
-    const octokit = new ProbotOctokit({
-      auth: { token: 'ghs_test_token' },
-      retry: { enabled: false },
-      throttle: { enabled: false },
-    });
-    return new GitHubForge(octokit, h.gh.owner, h.gh.repo);
-  }
-
   it('repairs a run whose job events were all lost', async () => {
     const h = await new Harness().load();
     await h.label(7);
     const state = h.state(RUN);
     for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, 5 + e.branch);
-    expect(await nightlyTick(forgeFor(h), h.clock)).toEqual([RUN]);
+    expect(await nightlyTick(h.forge(), h.clock)).toEqual([RUN]);
     expect(h.state(RUN).rounds[0]?.decision?.winner).toBe('r0.b1');
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
   });
@@ -186,8 +178,8 @@ describe('the nightly tick', () => {
     await h.label(7);
     await playToEnd(h, () => 1);
     const rounds = h.state(RUN).rounds.length;
-    await nightlyTick(forgeFor(h), h.clock);
-    await nightlyTick(forgeFor(h), h.clock);
+    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.forge(), h.clock);
     expect(h.state(RUN).rounds).toHaveLength(rounds + 1);
     expect(h.state(RUN).rounds.at(-1)?.phase).toBe('extra fork 1');
     expect(h.gh.dispatches).toHaveLength(rounds + 1);

@@ -6,11 +6,11 @@ import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import nock from 'nock';
 import { ProbotOctokit } from 'probot';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { GitHubForge } from '../../src/github/forge.js';
-import { assertNoOpenApiViolations, FakeGitHub } from './fake-github.js';
+import { assertNoOpenApiViolations } from './fake-github.js';
+import { closeHarnesses, Harness, TEST_TOKEN } from './harness.js';
 import subset from './openapi/github-subset.json' with { type: 'json' };
 import { findRoute, validateExchange } from './openapi/validate.js';
 
@@ -19,9 +19,10 @@ const paths = subset.paths as unknown as Record<string, Record<string, { operati
 /** Operations forkflush's code does not call itself: Probot asks for an installation token. */
 const CALLED_BY_PROBOT = ['apps/create-installation-access-token'];
 
-function octokit(): InstanceType<typeof ProbotOctokit> {
+function octokit(baseUrl?: string): InstanceType<typeof ProbotOctokit> {
   return new ProbotOctokit({
-    auth: { token: 'ghs_test_token' },
+    auth: { token: TEST_TOKEN },
+    ...(baseUrl ? { baseUrl } : {}),
     retry: { enabled: false },
     throttle: { enabled: false },
   });
@@ -240,18 +241,16 @@ describe('the validator', () => {
 });
 
 describe('the fake GitHub checks every exchange', () => {
-  beforeEach(() => {
-    nock.disableNetConnect();
-  });
-  afterEach(() => {
-    nock.cleanAll();
-    nock.enableNetConnect();
-  });
+  afterEach(closeHarnesses);
+
+  /** The box with a README, and an Octokit for it. */
+  async function github() {
+    const h = await new Harness({ 'README.md': 'hi\n' }).startGitHub();
+    return { gh: h.gh, o: octokit(h.box.apiUrl) };
+  }
 
   it('answers a request GitHub would refuse with a 599 that names the violation, and records it', async () => {
-    const gh = new FakeGitHub({ 'README.md': 'hi\n' });
-    gh.mount();
-    const o = octokit();
+    const { gh, o } = await github();
     await expect(
       o.rest.git.createRef({ owner: gh.owner, repo: gh.repo, ref: 'refs/heads/x' } as never),
     ).rejects.toMatchObject({
@@ -265,15 +264,14 @@ describe('the fake GitHub checks every exchange', () => {
     expect(() => gh.assertNoViolations()).toThrow(
       /1 violation\(s\) of GitHub's OpenAPI description:\n- git\/create-ref/,
     );
-    // Every fake mounted since the last call is checked, so one afterEach covers a test file.
+    // Every fake made since the last call is checked, so one afterEach covers a test file.
     expect(() => assertNoOpenApiViolations()).toThrow(/git\/create-ref/);
     expect(() => assertNoOpenApiViolations()).not.toThrow();
   });
 
   it("gives GitHub's shapes: the forge's calls pass unchanged", async () => {
-    const gh = new FakeGitHub({ 'README.md': 'hi\n' });
-    gh.mount();
-    const forge = new GitHubForge(octokit(), gh.owner, gh.repo);
+    const { gh, o } = await github();
+    const forge = new GitHubForge(o, gh.owner, gh.repo);
     const main = gh.branch('main') as string;
     expect(await forge.defaultBranch()).toBe('main');
     expect(await forge.readFile('README.md', 'main')).toBe('hi\n');

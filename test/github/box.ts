@@ -1,0 +1,259 @@
+// GitHub in a box: the fake GitHub served over real HTTP on 127.0.0.1, the way the app and the
+// worker Action meet GitHub.
+//   http://127.0.0.1:<port>/api/v3/...      the REST API (fake-github.ts), app auth (app-auth.ts)
+//   http://127.0.0.1:<port>/<owner>/<repo>.git/...   git clone and push (git-http.ts)
+// Workflow dispatches become runs whose jobs run the real worker Action (fake-actions.ts); what
+// changes sends webhooks, built from GitHub's examples, checked against GitHub's webhook schemas,
+// signed with the app's secret and posted to the app's webhook URL.
+import { createHmac, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import examples from '@octokit/webhooks-examples';
+import { AppAuth } from './app-auth.js';
+import { FakeActions, type FakeJob, type FakeRun, type JobFate } from './fake-actions.js';
+import { FakeGitHub } from './fake-github.js';
+import { handleGitRequest } from './git-http.js';
+import { checkWebhook } from './openapi/webhooks.js';
+
+export interface Delivery {
+  id: string;
+  event: string;
+  action: string;
+  /** The app's HTTP status; 0 when dropped or not sent. */
+  status: number;
+}
+
+type Example = { name: string; examples: Record<string, any>[] };
+
+export class GitHubBox {
+  readonly gh: FakeGitHub;
+  readonly auth = new AppAuth();
+  readonly actions: FakeActions;
+  readonly webhookSecret = `whsec_${randomUUID()}`;
+  /** Where webhooks go (the app's server); null: nowhere yet. */
+  webhookUrl: string | null = null;
+  readonly deliveries: Delivery[] = [];
+  /** Fault control for each delivery: send it, drop it, or send it twice. */
+  onDelivery: ((d: { event: string; action: string }) => 'send' | 'drop' | 'twice') | null = null;
+  /** Repository secrets the workflows see. */
+  readonly secrets: Record<string, string> = {};
+  /** Tokens minted for jobs, to check none leaks. */
+  readonly jobTokens: string[] = [];
+  private server: Server | null = null;
+  private port = 0;
+
+  constructor(files: Record<string, string>, where: { owner?: string; repo?: string } = {}) {
+    this.gh = new FakeGitHub(files, where);
+    this.gh.auth = this.auth;
+    const box = this;
+    this.actions = new FakeActions({
+      root: this.gh.store.root,
+      get serverUrl() {
+        return box.serverUrl;
+      },
+      get apiUrl() {
+        return box.apiUrl;
+      },
+      owner: this.gh.owner,
+      repo: this.gh.repo,
+      jobToken: () => {
+        const { token } = this.auth.mint(null, true);
+        this.jobTokens.push(token);
+        return token;
+      },
+      readFile: (sha, path) => this.gh.commits.get(sha)?.files[path],
+      secrets: this.secrets,
+    });
+    this.gh.actions = this.actions;
+  }
+
+  get serverUrl(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get apiUrl(): string {
+    return `${this.serverUrl}/api/v3`;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      this.serve(req, res).catch((e) => {
+        res.statusCode = 500;
+        res.end(String(e));
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server?.closeAllConnections();
+      this.server?.close(() => resolve());
+    });
+    this.gh.store.remove();
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    if (url.startsWith('/api/v3/') || url === '/api/v3') {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const reply = this.gh.handle(req.method ?? 'GET', url.slice('/api/v3'.length) || '/', text, req.headers);
+      const body = reply.body === undefined ? '' : JSON.stringify(reply.body);
+      res.writeHead(reply.status, {
+        ...(body ? { 'content-type': 'application/json; charset=utf-8' } : {}),
+        'x-github-media-type': 'github.v3; format=json',
+        ...reply.headers,
+      });
+      res.end(body);
+      return;
+    }
+    const handled = await handleGitRequest(req, res, {
+      projectRoot: this.gh.store.root,
+      authorize: (header, _repo, push) => {
+        const token = this.auth.token(header);
+        return token !== null && (!push || token.push);
+      },
+      beforeRequest: () => this.gh.store.exportRefs(),
+      afterPush: () => this.gh.store.importRefs(),
+      // The tokens here (a job's GITHUB_TOKEN, an app's installation token) lack the `workflows`
+      // permission, and GitHub refuses their pushes that touch a workflow, in these words.
+      refusePush: async (_repo, push) => {
+        const workflow = (await push.changedPaths()).find((p) => p.startsWith('.github/workflows/'));
+        return workflow
+          ? `refusing to allow a GitHub App to create or update workflow \`${workflow}\` without \`workflows\` permission`
+          : null;
+      },
+    });
+    if (!handled) {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('Not Found');
+    }
+  }
+
+  /**
+   * Sends a webhook as GitHub does: the payload (checked against GitHub's webhook schema), the
+   * installation, a delivery id, and `x-hub-signature-256` over the exact body. `signWith`
+   * signs with another secret (a forged delivery).
+   */
+  async deliver(event: string, payload: Record<string, any>, signWith = this.webhookSecret): Promise<Delivery> {
+    const body: Record<string, any> = {
+      ...payload,
+      installation: { id: this.auth.installations[0]?.id ?? 1, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==' },
+    };
+    const wrong = checkWebhook(event, body);
+    if (wrong.length > 0) throw new Error(`the fake built a webhook GitHub would not send:\n${wrong.join('\n')}`);
+    const delivery: Delivery = { id: randomUUID(), event, action: String(body.action ?? ''), status: 0 };
+    this.deliveries.push(delivery);
+    const fate = this.onDelivery?.({ event, action: delivery.action }) ?? 'send';
+    if (fate === 'drop' || !this.webhookUrl) return delivery;
+    const text = JSON.stringify(body);
+    const signature = `sha256=${createHmac('sha256', signWith).update(text).digest('hex')}`;
+    for (let i = 0; i < (fate === 'twice' ? 2 : 1); i++) {
+      const res = await fetch(this.webhookUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'GitHub-Hookshot/5f2b9a1',
+          'x-github-event': event,
+          'x-github-delivery': delivery.id,
+          'x-github-hook-id': '1',
+          'x-github-hook-installation-target-type': 'integration',
+          'x-github-hook-installation-target-id': String(this.auth.appId),
+          'x-hub-signature-256': signature,
+        },
+        body: text,
+      });
+      await res.arrayBuffer();
+      delivery.status = res.status;
+    }
+    return delivery;
+  }
+
+  /** A payload from GitHub's examples (the first one GitHub's schema accepts), for this repository. */
+  payload(event: string, action: string, patch: (p: any) => void): Record<string, any> {
+    const candidates = (examples as unknown as Example[])
+      .find((e) => e.name === event)
+      ?.examples.filter((x) => x.action === action);
+    const found = candidates?.find((x) => checkWebhook(event, x).length === 0) ?? candidates?.[0];
+    if (!found) throw new Error(`no example of ${event}.${action}`);
+    const p = structuredClone(found);
+    p.repository.name = this.gh.repo;
+    p.repository.full_name = `${this.gh.owner}/${this.gh.repo}`;
+    p.repository.owner.login = this.gh.owner;
+    p.repository.default_branch = 'main';
+    delete p.installation;
+    delete p.organization;
+    patch(p);
+    return p;
+  }
+
+  /** Runs a queued job and sends what GitHub sends when it ends: workflow_job, then workflow_run. */
+  async runJob(job: FakeJob, fate: JobFate = 'run'): Promise<FakeJob> {
+    await this.actions.runJob(job, fate);
+    if (job.status !== 'completed') return job;
+    await this.jobEvent(job);
+    const run = this.actions.runOf(job);
+    if (run.status === 'completed') await this.runEvent(run);
+    return job;
+  }
+
+  /** Runs every queued job, `jobsAtOnce` at a time (GitHub runs a matrix in parallel). */
+  async runQueued(fate: (job: FakeJob) => JobFate = () => 'run', jobsAtOnce = 2): Promise<FakeJob[]> {
+    const queue = this.actions.queuedJobs();
+    const done: FakeJob[] = [];
+    const worker = async () => {
+      for (let job = queue.shift(); job; job = queue.shift()) done.push(await this.runJob(job, fate(job)));
+    };
+    await Promise.all(Array.from({ length: jobsAtOnce }, worker));
+    return done;
+  }
+
+  jobEvent(job: FakeJob) {
+    const run = this.actions.runOf(job);
+    return this.deliver(
+      'workflow_job',
+      this.payload('workflow_job', 'completed', (p) => {
+        Object.assign(p.workflow_job, {
+          id: job.id,
+          run_id: run.id,
+          name: job.name,
+          workflow_name: run.name,
+          head_branch: run.ref,
+          head_sha: run.headSha,
+          status: 'completed',
+          conclusion: job.conclusion,
+        });
+      }),
+    );
+  }
+
+  runEvent(run: FakeRun) {
+    return this.deliver(
+      'workflow_run',
+      this.payload('workflow_run', 'completed', (p) => {
+        Object.assign(p.workflow_run, {
+          id: run.id,
+          name: run.name,
+          display_title: run.displayTitle,
+          head_branch: run.ref,
+          head_sha: run.headSha,
+          path: `.github/workflows/${run.workflowId}`,
+          status: 'completed',
+          conclusion: run.conclusion,
+          event: 'workflow_dispatch',
+        });
+        p.workflow.path = `.github/workflows/${run.workflowId}`;
+      }),
+    );
+  }
+
+  /** The bare repository's folder (for git commands in tests). */
+  get gitDir(): string {
+    return join(this.gh.store.gitDir);
+  }
+}
