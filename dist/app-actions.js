@@ -49859,6 +49859,19 @@ Forkflush-Save: ${randomUUID()}`,
   async dispatchWorkflow(workflow, ref, inputs) {
     await this.octokit.rest.actions.createWorkflowDispatch({ ...this.r, workflow_id: workflow, ref, inputs });
   }
+  /**
+   * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
+   * dispatched runs): a dispatch the handler that made it did not live to record.
+   */
+  async hasLiveRun(workflow, title) {
+    const { data } = await this.octokit.rest.actions.listWorkflowRuns({
+      ...this.r,
+      workflow_id: workflow,
+      event: "workflow_dispatch",
+      per_page: 100
+    });
+    return data.workflow_runs.some((w) => w.display_title === title && w.conclusion !== "cancelled");
+  }
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
   async cancelRuns(workflow, run2) {
     let cancelled = 0;
@@ -50075,6 +50088,9 @@ function stateRef(run2) {
 }
 function issueRunId(issue3) {
   return `issue-${issue3}`;
+}
+function roundRunTitle(run2, round) {
+  return `forkflush ${run2} round ${round}`;
 }
 
 // src/core/report.ts
@@ -70969,7 +70985,8 @@ function dueWork(ctx, state, files, messages) {
   }
   const open3 = state.rounds.find((r) => !r.decision);
   if (open3 && !files.dispatched[String(open3.index)]) {
-    work.push({ key: `dispatch:${open3.index}`, run: () => dispatch(forge, state, files, open3, now) });
+    const retaking = files.claims[`dispatch:${open3.index}`] !== void 0;
+    work.push({ key: `dispatch:${open3.index}`, run: () => dispatch(forge, state, files, open3, now, retaking) });
   }
   if (state.status === "finished" && files.finalPr === null) {
     work.push({
@@ -71026,7 +71043,7 @@ async function settle2(forge, state, files, round) {
       const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
       const moved = await forge.fastForward(lineage, e.result.commit);
       const head = moved === "diverged" ? await forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
-      if (head !== e.result.commit) {
+      if (head !== e.result.commit && !laterAdopted(state, round, e.lineage).includes(head ?? "")) {
         throw new Error(
           `${lineage} moved outside forkflush; it must descend from ${e.base.slice(0, 7)} to adopt ${e.id}`
         );
@@ -71039,14 +71056,20 @@ async function settle2(forge, state, files, round) {
   }
   files.settled.push(round.index);
 }
-async function dispatch(forge, state, files, round, now) {
+function laterAdopted(state, round, lineage) {
+  return state.rounds.filter((r) => r.index > round.index && r.decision).flatMap((r) => r.episodes.filter((e) => e.lineage === lineage && r.decision?.adopted.includes(e.id))).flatMap((e) => e.result ? [e.result.commit] : []);
+}
+async function dispatch(forge, state, files, round, now, retaking) {
   const pending = round.episodes.filter((e) => !e.result);
   for (const e of pending) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
-  await forge.dispatchWorkflow(GITHUB.workflow, files.defaultBranch, {
-    run: state.id,
-    round: String(round.index),
-    episodes: JSON.stringify(pending.map((e) => e.id))
-  });
+  const started = retaking && await forge.hasLiveRun(GITHUB.workflow, roundRunTitle(state.id, round.index));
+  if (!started) {
+    await forge.dispatchWorkflow(GITHUB.workflow, files.defaultBranch, {
+      run: state.id,
+      round: String(round.index),
+      episodes: JSON.stringify(pending.map((e) => e.id))
+    });
+  }
   const c = state.config;
   const minutes = (c.agent.timeout + 2 * c.grader.timeout) / 60 + GITHUB.deadlineSlackMinutes;
   files.dispatched[String(round.index)] = {

@@ -41,3 +41,8 @@ export function contextRef(run: string, episode: string): string {
 export function issueRunId(issue: number): string {
   return `issue-${issue}`;
 }
+
+/** The title of a round's workflow run: the worker workflow's `run-name` (examples/workflows/forkflush.yml). */
+export function roundRunTitle(run: string, round: number): string {
+  return `forkflush ${run} round ${round}`;
+}

@@ -300,6 +300,20 @@ export class GitHubForge {
     await this.octokit.rest.actions.createWorkflowDispatch({ ...this.r, workflow_id: workflow, ref, inputs });
   }
 
+  /**
+   * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
+   * dispatched runs): a dispatch the handler that made it did not live to record.
+   */
+  async hasLiveRun(workflow: string, title: string): Promise<boolean> {
+    const { data } = await this.octokit.rest.actions.listWorkflowRuns({
+      ...this.r,
+      workflow_id: workflow,
+      event: 'workflow_dispatch',
+      per_page: 100,
+    });
+    return data.workflow_runs.some((w) => w.display_title === title && w.conclusion !== 'cancelled');
+  }
+
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
   async cancelRuns(workflow: string, run: string): Promise<number> {
     let cancelled = 0;

@@ -15,7 +15,7 @@ import {
   type RunPhase,
 } from '../core/github-text.js';
 import { parseCommitDetails, parseCommitMessage } from '../core/journal.js';
-import { bestBranch, episodeBranch, issueRunId, lineageBranch, stateRef } from '../core/names.js';
+import { bestBranch, episodeBranch, issueRunId, lineageBranch, roundRunTitle, stateRef } from '../core/names.js';
 import { templateProblem } from '../core/prompts.js';
 import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
 import { mixSeed } from '../core/rng.js';
@@ -248,7 +248,9 @@ function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, messages: M
   }
   const open = state.rounds.find((r) => !r.decision);
   if (open && !files.dispatched[String(open.index)]) {
-    work.push({ key: `dispatch:${open.index}`, run: () => dispatch(forge, state, files, open, now) });
+    // A claim left behind (stale, or it would not be taken): its handler may have dispatched.
+    const retaking = files.claims[`dispatch:${open.index}`] !== undefined;
+    work.push({ key: `dispatch:${open.index}`, run: () => dispatch(forge, state, files, open, now, retaking) });
   }
   if (state.status === 'finished' && files.finalPr === null) {
     work.push({
@@ -325,7 +327,9 @@ async function settle(forge: GitHubForge, state: RunState, files: RunFiles, roun
       const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
       const moved = await forge.fastForward(lineage, e.result.commit);
       const head = moved === 'diverged' ? await forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
-      if (head !== e.result.commit) {
+      // A later round of this lineage may have been settled first (this round's handler died
+      // holding its claim): its winner descends from this one, so the lineage is past it already.
+      if (head !== e.result.commit && !laterAdopted(state, round, e.lineage).includes(head ?? '')) {
         throw new Error(
           `${lineage} moved outside forkflush; it must descend from ${e.base.slice(0, 7)} to adopt ${e.id}`,
         );
@@ -339,16 +343,38 @@ async function settle(forge: GitHubForge, state: RunState, files: RunFiles, roun
   files.settled.push(round.index);
 }
 
-/** Creates the round's branches at their bases and dispatches the worker workflow once. */
-async function dispatch(forge: GitHubForge, state: RunState, files: RunFiles, round: Round, now: Date) {
+/** The commits later decided rounds adopted into a lineage: each descends from this round's. */
+function laterAdopted(state: RunState, round: Round, lineage: number): string[] {
+  return state.rounds
+    .filter((r) => r.index > round.index && r.decision)
+    .flatMap((r) => r.episodes.filter((e) => e.lineage === lineage && r.decision?.adopted.includes(e.id)))
+    .flatMap((e) => (e.result ? [e.result.commit] : []));
+}
+
+/**
+ * Creates the round's branches at their bases and dispatches the worker workflow once. Taking
+ * over the claim of a handler that died, it first looks for the run that handler may have
+ * started: GitHub creates a dispatched run at once, and its title names the round.
+ */
+async function dispatch(
+  forge: GitHubForge,
+  state: RunState,
+  files: RunFiles,
+  round: Round,
+  now: Date,
+  retaking: boolean,
+) {
   // After a resume, only the episodes still without a result run again.
   const pending = round.episodes.filter((e) => !e.result);
   for (const e of pending) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
-  await forge.dispatchWorkflow(GITHUB.workflow, files.defaultBranch, {
-    run: state.id,
-    round: String(round.index),
-    episodes: JSON.stringify(pending.map((e) => e.id)),
-  });
+  const started = retaking && (await forge.hasLiveRun(GITHUB.workflow, roundRunTitle(state.id, round.index)));
+  if (!started) {
+    await forge.dispatchWorkflow(GITHUB.workflow, files.defaultBranch, {
+      run: state.id,
+      round: String(round.index),
+      episodes: JSON.stringify(pending.map((e) => e.id)),
+    });
+  }
   const c = state.config;
   const minutes = (c.agent.timeout + 2 * c.grader.timeout) / 60 + GITHUB.deadlineSlackMinutes;
   files.dispatched[String(round.index)] = {

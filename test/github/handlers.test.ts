@@ -222,3 +222,38 @@ describe('a handler whose record was overtaken', () => {
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1', '2']);
   });
 });
+
+describe('a handler that died between dispatching a round and recording it', () => {
+  /** The record as the dead handler left it: round 0 claimed long ago, its dispatch not recorded. */
+  function dieAfterDispatch(h: Harness) {
+    const ref = 'refs/forkflush/issue-7/state';
+    const head = h.gh.refs.get(ref) as string;
+    const files = structuredClone(h.gh.commits.get(head)?.files ?? {});
+    const run = JSON.parse(files['run.json'] as string);
+    delete run.dispatched['0'];
+    run.claims['dispatch:0'] = h.clock.toISOString();
+    files['run.json'] = JSON.stringify(run);
+    h.gh.refs.set(ref, h.gh.commit({ message: 'the record a dead handler left', parents: [head], files }));
+    h.clock = new Date(h.clock.getTime() + 11 * 60_000); // its claim is stale now
+  }
+
+  it('is followed by one that finds the run it started and does not dispatch the round again', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    dieAfterDispatch(h);
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.dispatches).toHaveLength(1);
+    expect(Object.keys(h.runFiles('issue-7')?.dispatched ?? {})).toEqual(['0']);
+    expect(h.runFiles('issue-7')?.claims).toEqual({});
+  });
+
+  it('dispatches it when no run of the round is there, or only a cancelled one', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    dieAfterDispatch(h);
+    h.box.actions.cancel(h.box.actions.runs[0]?.id ?? 0);
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
+    expect(Object.keys(h.runFiles('issue-7')?.dispatched ?? {})).toEqual(['0']);
+  });
+});
