@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nock from 'nock';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { nightlyTick } from '../../src/app/app.js';
 import { bestBranch, lineageBranch } from '../../src/core/names.js';
 import { ACTION_MAIN } from './fake-actions.js';
 import { assertNoOpenApiViolations } from './fake-github.js';
@@ -140,6 +141,36 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
     }
     const written = JSON.stringify([h.gh.comments, h.gh.checkRuns, h.gh.pulls, [...h.gh.commits.values()]]);
     for (const s of secrets) expect(written).not.toContain(s);
+  });
+});
+
+describe('GitHub in a box: faults', () => {
+  it('with latency and lost and doubled deliveries, each round runs once and the nightly tick finishes the run', async () => {
+    const { files } = await taskFiles();
+    const h = await new Harness(files).load();
+    h.box.latencyMs = 10;
+    let n = 0;
+    // Every workflow run's completion is lost; of the job events every third is lost, every other sent twice.
+    h.box.onDelivery = ({ event }) => {
+      if (event === 'issues') return 'send';
+      if (event === 'workflow_run') return 'drop';
+      n++;
+      return n % 3 === 0 ? 'drop' : n % 2 === 0 ? 'twice' : 'send';
+    };
+    await h.label(7);
+    for (let i = 0; i < 30 && h.state(RUN).status !== 'finished'; i++) {
+      const jobs = await h.box.runQueued();
+      if (jobs.length > 0) continue;
+      // Nothing queued and nothing heard: the nightly tick repairs what the lost events left undone.
+      h.clock = new Date(h.clock.getTime() + 60 * 60_000);
+      await nightlyTick(h.forge(), h.clock);
+    }
+    expect(h.state(RUN).status).toBe('finished');
+    expect(h.box.deliveries.filter((d) => d.status === 0).length).toBeGreaterThan(0);
+    // Each round dispatched once, whatever arrived twice or never.
+    const titles = h.box.actions.runs.map((r) => r.displayTitle);
+    expect(titles).toEqual([0, 1, 2, 3].map((r) => `forkflush ${RUN} round ${r}`));
+    expect(h.gh.pulls.filter((p) => p.head === lineageBranch(RUN, 0, 1))).toHaveLength(1);
   });
 });
 

@@ -26,6 +26,8 @@ export interface Delivery {
 
 type Example = { name: string; examples: Record<string, any>[] };
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 export class GitHubBox {
   readonly gh: FakeGitHub;
   readonly auth = new AppAuth();
@@ -36,6 +38,8 @@ export class GitHubBox {
   readonly deliveries: Delivery[] = [];
   /** Fault control for each delivery: send it, drop it, or send it twice. */
   onDelivery: ((d: { event: string; action: string }) => 'send' | 'drop' | 'twice') | null = null;
+  /** Milliseconds every REST answer and every delivery waits (GitHub is not instant). */
+  latencyMs = 0;
   /** Repository secrets the workflows see. */
   readonly secrets: Record<string, string> = {};
   /** Tokens minted for jobs, to check none leaks. */
@@ -98,6 +102,7 @@ export class GitHubBox {
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
+    if (this.latencyMs > 0) await sleep(this.latencyMs);
     if (url.startsWith('/api/v3/') || url === '/api/v3') {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
@@ -151,6 +156,7 @@ export class GitHubBox {
     this.deliveries.push(delivery);
     const fate = this.onDelivery?.({ event, action: delivery.action }) ?? 'send';
     if (fate === 'drop' || !this.webhookUrl) return delivery;
+    if (this.latencyMs > 0) await sleep(this.latencyMs);
     const text = JSON.stringify(body);
     const signature = `sha256=${createHmac('sha256', signWith).update(text).digest('hex')}`;
     for (let i = 0; i < (fate === 'twice' ? 2 : 1); i++) {

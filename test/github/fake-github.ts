@@ -116,7 +116,7 @@ export class FakeGitHub {
   failNext: { method: string; path: RegExp; status: number } | null = null;
   /**
    * Fault injection: asked before each valid request is answered; a status fails that request with
-   * GitHub's error body (a 403 is a secondary rate limit, with `retry-after`), null answers it.
+   * GitHub's error body (a 403 or 429 is a secondary rate limit, with `retry-after`), null answers it.
    */
   inject: ((method: string, path: string) => number | null) | null = null;
   /** The requests `inject` failed, in order. */
@@ -165,9 +165,10 @@ export class FakeGitHub {
   /** A failure `inject` asked for, as GitHub answers it. */
   private injectedReply(method: string, path: string, status: number): Reply {
     this.injected.push({ method, path, status });
-    if (status === 403) {
+    if (status === 403 || status === 429) {
+      // GitHub's secondary rate limit, with either status.
       const message = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';
-      return { status: 403, body: error(403, message), headers: { 'retry-after': '60' } };
+      return { status, body: error(status, message), headers: { 'retry-after': '60' } };
     }
     return { status, body: error(status, 'injected failure') };
   }
@@ -798,13 +799,20 @@ export class FakeGitHub {
       if (this.actions) {
         const sha = this.branch(body.ref);
         if (!sha) return [422, error(422, `No ref found for: ${body.ref}`)];
+        let run: FakeRun;
         try {
-          const run = this.actions.dispatch(workflow, body.ref, sha, inputs);
-          this.onEvent?.('workflow_run', 'requested', run);
+          run = this.actions.dispatch(workflow, body.ref, sha, inputs);
         } catch (e) {
           const message = (e as Error).message;
           return message.startsWith('Not Found') ? [404, error(404, 'Not Found')] : [422, error(422, message)];
         }
+        this.onEvent?.('workflow_run', 'requested', run);
+        this.dispatches.push({ workflow, ref: body.ref, inputs });
+        if (body.return_run_details) {
+          const shape = this.workflowRun(run);
+          return [200, { workflow_run_id: run.id, run_url: shape.url, html_url: shape.html_url }];
+        }
+        return [204];
       }
       this.dispatches.push({ workflow, ref: body.ref, inputs });
       return [204];

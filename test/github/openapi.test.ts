@@ -269,6 +269,40 @@ describe('the fake GitHub checks every exchange', () => {
     expect(() => assertNoOpenApiViolations()).not.toThrow();
   });
 
+  it('dispatches a workflow into a run with its matrix jobs, and says which run when asked', async () => {
+    const h = await new Harness().startGitHub();
+    const o = octokit(h.box.apiUrl);
+    const w = { owner: h.gh.owner, repo: h.gh.repo, workflow_id: 'forkflush.yml' };
+    const r = { ...w, ref: 'main' };
+    const inputs = { run: 'issue-9', round: '2', episodes: '["r2.b0","r2.b1"]' };
+    const plain = await o.rest.actions.createWorkflowDispatch({ ...r, inputs });
+    expect(plain.status).toBe(204);
+    const detailed = await o.rest.actions.createWorkflowDispatch({ ...r, inputs, return_run_details: true } as never);
+    const [first, second] = h.box.actions.runs;
+    expect(detailed.data).toEqual({
+      workflow_run_id: second?.id,
+      run_url: `https://api.github.com/repos/${h.gh.owner}/${h.gh.repo}/actions/runs/${second?.id}`,
+      html_url: `https://github.com/${h.gh.owner}/${h.gh.repo}/actions/runs/${second?.id}`,
+    });
+    expect(first?.jobs.map((j) => [j.name, j.status])).toEqual([
+      ['forkflush issue-9 r2.b0', 'queued'],
+      ['forkflush issue-9 r2.b1', 'queued'],
+    ]);
+    const listed = await o.rest.actions.listWorkflowRuns({ ...w, status: 'queued' });
+    expect(listed.data.workflow_runs.map((w) => w.display_title)).toEqual([
+      'forkflush issue-9 round 2',
+      'forkflush issue-9 round 2',
+    ]);
+    // GitHub refuses inputs the workflow does not declare, and a workflow that is not there.
+    await expect(o.rest.actions.createWorkflowDispatch({ ...r, inputs: { run: 'x' } })).rejects.toMatchObject({
+      status: 422,
+    });
+    await expect(
+      o.rest.actions.createWorkflowDispatch({ ...r, workflow_id: 'missing.yml', inputs }),
+    ).rejects.toMatchObject({ status: 404 });
+    assertNoOpenApiViolations();
+  });
+
   it("gives GitHub's shapes: the forge's calls pass unchanged", async () => {
     const { gh, o } = await github();
     const forge = new GitHubForge(o, gh.owner, gh.repo);
