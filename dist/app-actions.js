@@ -70835,15 +70835,15 @@ async function messageOf(forge, messages, sha) {
 }
 async function syncRun(ctx, run2) {
   const stored = await ctx.forge.loadRun(stateRef(run2));
-  if (!stored) return null;
+  return stored ? syncOrYield(ctx, stored) : null;
+}
+async function syncOrYield(ctx, stored) {
   try {
     return await syncStored(ctx, stored);
   } catch (e) {
-    if (e instanceof ConflictError) {
-      ctx.log?.(`${run2}: another handler changed the run first; leaving the work to it`);
-      return null;
-    }
-    throw e;
+    if (!(e instanceof ConflictError)) throw e;
+    ctx.log?.(`${stored.state.id}: another handler changed the run first; leaving the work to it`);
+    return null;
   }
 }
 async function syncStored(ctx, stored) {
@@ -71187,14 +71187,14 @@ async function setStopped(ctx, stored, stopped) {
       }
     }
   }
-  return syncStored(ctx, next);
+  return syncOrYield(ctx, next);
 }
 async function forkNow(ctx, stored) {
   const next = await amend(ctx, stored.state.id, "forkflush: fork requested", (s) => ({
     state: requestFork(s.state),
     files: s.files
   }));
-  return next ? syncStored(ctx, next) : null;
+  return next ? syncOrYield(ctx, next) : null;
 }
 async function nightly(ctx) {
   const touched = [];

@@ -70,15 +70,20 @@ type Work = { key: string; run: () => Promise<void> };
 /** Reconciles one run until it waits for jobs (or is finished or stopped). */
 export async function syncRun(ctx: SyncContext, run: string): Promise<RunState | null> {
   const stored = await ctx.forge.loadRun(stateRef(run));
-  if (!stored) return null;
+  return stored ? syncOrYield(ctx, stored) : null;
+}
+
+/**
+ * syncStored, where losing a race to another handler is no error: that handler saved first, and
+ * its work stands (a command's or an event's, say the events of the app's own changes).
+ */
+async function syncOrYield(ctx: SyncContext, stored: StoredRun): Promise<RunState | null> {
   try {
     return await syncStored(ctx, stored);
   } catch (e) {
-    if (e instanceof ConflictError) {
-      ctx.log?.(`${run}: another handler changed the run first; leaving the work to it`);
-      return null;
-    }
-    throw e;
+    if (!(e instanceof ConflictError)) throw e;
+    ctx.log?.(`${stored.state.id}: another handler changed the run first; leaving the work to it`);
+    return null;
   }
 }
 
@@ -518,7 +523,7 @@ export async function setStopped(ctx: SyncContext, stored: StoredRun, stopped: b
       }
     }
   }
-  return syncStored(ctx, next);
+  return syncOrYield(ctx, next);
 }
 
 /** `/autoresearch fork`: one more fork round of the leader, now. */
@@ -527,7 +532,7 @@ export async function forkNow(ctx: SyncContext, stored: StoredRun): Promise<RunS
     state: requestFork(s.state),
     files: s.files,
   }));
-  return next ? syncStored(ctx, next) : null;
+  return next ? syncOrYield(ctx, next) : null;
 }
 
 /**

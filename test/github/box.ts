@@ -70,6 +70,75 @@ export class GitHubBox {
       secrets: this.secrets,
     });
     this.gh.actions = this.actions;
+    this.gh.onEvent = (event, action, subject) => this.owed.push({ event, action, subject });
+  }
+
+  /** Events the request being answered caused; sent before its answer (see serve()). */
+  private owed: { event: string; action: string; subject: any }[] = [];
+  /** Events the box failed to build or send: the test's bug (Harness.send reports them). */
+  readonly failures: string[] = [];
+
+  /** GitHub's webhook for a change the app's bot made through the API. */
+  private ownEventPayload(event: string, action: string, subject: any): Record<string, any> | null {
+    const bot = (p: any) => {
+      p.sender = { ...p.sender, login: 'forkflush[bot]', id: 41898282, type: 'Bot' };
+    };
+    const pull = (state: 'open' | 'closed') =>
+      this.payload('pull_request', action, (p) => {
+        bot(p);
+        p.number = subject.number;
+        Object.assign(p.pull_request, { number: subject.number, title: subject.title, state });
+        if (state === 'closed') p.pull_request.closed_at = new Date().toISOString();
+        p.pull_request.head.ref = subject.head;
+        p.pull_request.base.ref = subject.base;
+      });
+    switch (`${event}.${action}`) {
+      case 'pull_request.opened':
+        return pull('open');
+      case 'pull_request.closed':
+        return pull('closed');
+      case 'issue_comment.created':
+        return this.payload('issue_comment', 'created', (p) => {
+          bot(p);
+          p.issue.number = subject.issue;
+          delete p.issue.pull_request;
+          Object.assign(p.comment, { id: subject.id, body: subject.body, user: p.sender });
+        });
+      case 'issues.labeled':
+      case 'issues.unlabeled':
+        return this.labelPayload(action, subject, bot);
+      case 'workflow_job.completed':
+        return this.jobPayload(subject);
+      case 'workflow_run.completed':
+        return this.runPayload(subject);
+      default:
+        return null;
+    }
+  }
+
+  /**
+   * Sends the events a request caused, one by one, before the request is answered: GitHub may
+   * deliver them that early, and another handler then runs between two steps of the one that
+   * made the request. One at a time keeps a seeded run repeatable.
+   */
+  private async sendOwed(owed: { event: string; action: string; subject: any }[]): Promise<void> {
+    for (const { event, action, subject } of owed) {
+      try {
+        const payload = this.ownEventPayload(event, action, subject);
+        if (payload) await this.deliver(event, payload);
+      } catch (e) {
+        this.failures.push(`${event}.${action}: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  private labelPayload(action: string, subject: { issue: number; label: string }, bot: (p: any) => void) {
+    return this.payload('issues', action, (p) => {
+      bot(p);
+      p.issue.number = subject.issue;
+      delete p.issue.pull_request;
+      p.label = { ...(p.label ?? p.issue.labels?.[0]), name: subject.label };
+    });
   }
 
   get serverUrl(): string {
@@ -108,6 +177,7 @@ export class GitHubBox {
       for await (const c of req) chunks.push(c as Buffer);
       const text = Buffer.concat(chunks).toString('utf8');
       const reply = this.gh.handle(req.method ?? 'GET', url.slice('/api/v3'.length) || '/', text, req.headers);
+      await this.sendOwed(this.owed.splice(0));
       const body = reply.body === undefined ? '' : JSON.stringify(reply.body);
       res.writeHead(reply.status, {
         ...(body ? { 'content-type': 'application/json; charset=utf-8' } : {}),
@@ -220,42 +290,44 @@ export class GitHubBox {
   }
 
   jobEvent(job: FakeJob) {
-    const run = this.actions.runOf(job);
-    return this.deliver(
-      'workflow_job',
-      this.payload('workflow_job', 'completed', (p) => {
-        Object.assign(p.workflow_job, {
-          id: job.id,
-          run_id: run.id,
-          name: job.name,
-          workflow_name: run.name,
-          head_branch: run.ref,
-          head_sha: run.headSha,
-          status: 'completed',
-          conclusion: job.conclusion,
-        });
-      }),
-    );
+    return this.deliver('workflow_job', this.jobPayload(job));
   }
 
   runEvent(run: FakeRun) {
-    return this.deliver(
-      'workflow_run',
-      this.payload('workflow_run', 'completed', (p) => {
-        Object.assign(p.workflow_run, {
-          id: run.id,
-          name: run.name,
-          display_title: run.displayTitle,
-          head_branch: run.ref,
-          head_sha: run.headSha,
-          path: `.github/workflows/${run.workflowId}`,
-          status: 'completed',
-          conclusion: run.conclusion,
-          event: 'workflow_dispatch',
-        });
-        p.workflow.path = `.github/workflows/${run.workflowId}`;
-      }),
-    );
+    return this.deliver('workflow_run', this.runPayload(run));
+  }
+
+  private jobPayload(job: FakeJob) {
+    const run = this.actions.runOf(job);
+    return this.payload('workflow_job', 'completed', (p) => {
+      Object.assign(p.workflow_job, {
+        id: job.id,
+        run_id: run.id,
+        name: job.name,
+        workflow_name: run.name,
+        head_branch: run.ref,
+        head_sha: run.headSha,
+        status: 'completed',
+        conclusion: job.conclusion,
+      });
+    });
+  }
+
+  private runPayload(run: FakeRun) {
+    return this.payload('workflow_run', 'completed', (p) => {
+      Object.assign(p.workflow_run, {
+        id: run.id,
+        name: run.name,
+        display_title: run.displayTitle,
+        head_branch: run.ref,
+        head_sha: run.headSha,
+        path: `.github/workflows/${run.workflowId}`,
+        status: 'completed',
+        conclusion: run.conclusion,
+        event: 'workflow_dispatch',
+      });
+      p.workflow.path = `.github/workflows/${run.workflowId}`;
+    });
   }
 
   /** The bare repository's folder (for git commands in tests). */

@@ -109,8 +109,8 @@ export class FakeGitHub {
   auth: AppAuth | null = null;
   /** When set, a workflow dispatch starts a workflow run with its jobs here. */
   actions: FakeActions | null = null;
-  /** Called after the state changed in a way GitHub sends a webhook for. */
-  onEvent: ((event: string, action: string, subject: unknown) => void) | null = null;
+  /** Called after a request changed what GitHub sends the app a webhook for (the box sends it). */
+  onEvent: ((event: string, action: string, subject: any) => void) | null = null;
   permissions: Record<string, string> = {};
   /** Fails the next matching request once with this status (e.g. a ref update, to simulate a race). */
   failNext: { method: string; path: RegExp; status: number } | null = null;
@@ -744,6 +744,7 @@ export class FakeGitHub {
         state: 'open',
       };
       this.pulls.push(pr);
+      this.onEvent?.('pull_request', 'opened', pr);
       return [201, this.pullRequest(pr)];
     });
     route('GET', /\/pulls/, (_m, _b, q) => {
@@ -755,12 +756,15 @@ export class FakeGitHub {
     route('PATCH', /\/pulls\/(\d+)/, (m, body) => {
       const pr = this.pulls.find((p) => p.number === Number(m[1]));
       if (!pr) return [404, error(404, 'Not Found')];
+      const closing = pr.state === 'open' && body.state === 'closed';
       pr.state = body.state ?? pr.state;
+      if (closing) this.onEvent?.('pull_request', 'closed', pr);
       return [200, this.pullRequest(pr)];
     });
     route('POST', /\/issues\/(\d+)\/comments/, (m, body) => {
       const c = { id: this.nextId++, issue: Number(m[1]), body: body.body as string, edits: 0 };
       this.comments.push(c);
+      this.onEvent?.('issue_comment', 'created', c);
       return [201, this.issueComment(c)];
     });
     route('PATCH', /\/issues\/comments\/(\d+)/, (m, body) => {
@@ -772,13 +776,17 @@ export class FakeGitHub {
     });
     route('POST', /\/issues\/(\d+)\/labels/, (m, body) => {
       const set = this.labels.get(Number(m[1])) ?? new Set();
-      for (const l of body.labels) set.add(l);
+      const added = (body.labels as string[]).filter((l) => !set.has(l));
+      for (const l of added) set.add(l);
       this.labels.set(Number(m[1]), set);
+      for (const l of added) this.onEvent?.('issues', 'labeled', { issue: Number(m[1]), label: l });
       return [200, [...set].map((name) => this.label(name))];
     });
     route('DELETE', /\/issues\/(\d+)\/labels\/(.+)/, (m) => {
       const set = this.labels.get(Number(m[1]));
-      if (!set?.delete(decodeURIComponent(m[2] as string))) return [404, error(404, 'Label does not exist')];
+      const label = decodeURIComponent(m[2] as string);
+      if (!set?.delete(label)) return [404, error(404, 'Label does not exist')];
+      this.onEvent?.('issues', 'unlabeled', { issue: Number(m[1]), label });
       // GitHub answers with the labels the issue still has.
       return [200, [...set].map((name) => this.label(name))];
     });
@@ -828,7 +836,9 @@ export class FakeGitHub {
     route('POST', /\/actions\/runs\/(\d+)\/cancel/, (m) => {
       const run = this.actions?.runs.find((r) => r.id === Number(m[1]));
       if (!run) return [404, error(404, 'Not Found')];
+      const running = run.jobs.filter((j) => j.status !== 'completed');
       if (!this.actions?.cancel(run.id)) return [409, error(409, 'Cannot cancel a workflow run that is completed.')];
+      for (const job of running) this.onEvent?.('workflow_job', 'completed', job);
       this.onEvent?.('workflow_run', 'completed', run);
       return [202, {}];
     });

@@ -164,10 +164,14 @@ export class Harness {
       return;
     }
     const d = await this.box.deliver(event, this.box.payload(event, action, patch));
+    if (this.box.failures.length > 0) throw new Error(`the box could not send:\n${this.box.failures.join('\n')}`);
     if (d.status >= 400) throw new Error(`the app answered the ${event}.${action} delivery with ${d.status}`);
   }
 
+  /** A user labels the issue: the label is on it, then GitHub sends the event. */
   label(issue: number, user = 'maintainer', type = 'User', name = 'autoresearch') {
+    const labels = this.gh.labels.get(issue) ?? new Set<string>();
+    this.gh.labels.set(issue, labels.add(name));
     return this.send('issues', 'labeled', (p) => {
       p.issue.number = issue;
       p.issue.title = 'Pack it tighter';
