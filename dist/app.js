@@ -7513,10 +7513,13 @@ Forkflush-Save: ${randomUUID()}`,
   async setBranch(branch, sha) {
     try {
       await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha, force: true });
+      return;
     } catch (e) {
       if (status(e) !== 422 && status(e) !== 404) throw e;
-      await this.createBranch(branch, sha);
     }
+    await this.createBranch(branch, sha);
+    const now = await this.refSha(`refs/heads/${branch}`);
+    if (now !== sha) throw new Error(`${branch} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
   }
   async deleteBranch(branch) {
     try {

@@ -202,10 +202,16 @@ export class GitHubForge {
   async setBranch(branch: string, sha: string): Promise<void> {
     try {
       await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha, force: true });
+      return;
     } catch (e) {
+      // GitHub refuses to update a missing ref with 422 (or 404): then it is created.
       if (status(e) !== 422 && status(e) !== 404) throw e;
-      await this.createBranch(branch, sha);
     }
+    await this.createBranch(branch, sha);
+    // A branch that was there all along refused the update for another reason: not done.
+    const now = await this.refSha(`refs/heads/${branch}`);
+    if (now !== sha)
+      throw new Error(`${branch} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
   }
 
   async deleteBranch(branch: string): Promise<void> {

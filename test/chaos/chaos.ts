@@ -62,10 +62,13 @@ function stateOf(h: Harness): RunState | null {
 export async function chaosRun(seed: number): Promise<Outcome> {
   const rng = prng(seed);
   const k = rng.pick([2, 2, 3]);
-  // A short budget: a fork round, serial episodes, a fork round and a last episode or two.
+  // A short budget: a fork round, serial episodes, a fork round and a last episode or two; or, one
+  // run in five, best-of-n: k lineages side by side, two rounds of k episodes.
+  const bestOfN = rng.chance(0.2);
   const config = CONFIG.replace('total: 100', 'total: 60')
     .replace('episode: 10', 'episode: 15')
-    .replace('branches: 2', `branches: ${k}`);
+    .replace('branches: 2', `branches: ${k}`)
+    .replace('fork:', bestOfN ? 'strategy: best-of-n\nfork:' : 'fork:');
   const h = new Harness({ '.github/autoresearch.yml': config, 'grade.mjs': 'x' }, { repo: `octo-repo-${seed}` });
   await h.load();
   const violations: string[] = [];
@@ -303,34 +306,35 @@ function check(
     if (n > 1 + resumes) violations.push(`2: ${key} dispatched ${n} times (${resumes} resumes)`);
   }
 
-  // 3. The lineage only fast-forwards, to adopted commits, in the rounds' order.
-  const lineage = `refs/heads/${lineageBranch(state.id, 0, state.lineages.length)}`;
-  const moves = history.filter((u) => u.ref === lineage && u.from !== undefined && u.from !== u.to);
-  for (const m of moves) {
-    if (!h.gh.isAncestor(m.from as string, m.to))
-      violations.push(`3: ${lineage} moved sideways to ${m.to.slice(0, 7)}`);
-  }
-  const expected = state.rounds
-    .flatMap((r) => r.episodes.filter((e) => r.decision?.adopted.includes(e.id)))
-    .flatMap((e) => (e.result && e.result.commit !== e.base ? [e.result.commit] : []));
-  // Each move goes to an adopted commit, in the rounds' order, none twice. One may be skipped: a
-  // later round settled first (its handler's claim outlived a crash) carries the lineage past it.
-  const actual = moves.map((m) => m.to);
-  let at = 0;
-  for (const sha of actual) {
-    while (at < expected.length && expected[at] !== sha) at++;
-    if (at === expected.length) {
-      violations.push(
-        `3: ${lineage} moved to [${actual.map((s) => s.slice(0, 7))}], the adopted commits are [${expected.map((s) => s.slice(0, 7))}]`,
-      );
-      break;
+  // 3. Each lineage only fast-forwards, to its adopted commits, in the rounds' order.
+  for (const l of state.lineages) {
+    const lineage = `refs/heads/${lineageBranch(state.id, l.index, state.lineages.length)}`;
+    const moves = history.filter((u) => u.ref === lineage && u.from !== undefined && u.from !== u.to);
+    for (const m of moves) {
+      if (!h.gh.isAncestor(m.from as string, m.to))
+        violations.push(`3: ${lineage} moved sideways to ${m.to.slice(0, 7)}`);
     }
-    at++;
+    const expected = state.rounds
+      .flatMap((r) => r.episodes.filter((e) => e.lineage === l.index && r.decision?.adopted.includes(e.id)))
+      .flatMap((e) => (e.result && e.result.commit !== e.base ? [e.result.commit] : []));
+    // Each move goes to an adopted commit, in the rounds' order, none twice. One may be skipped: a
+    // later round settled first (its handler's claim outlived a crash) carries the lineage past it.
+    const actual = moves.map((m) => m.to);
+    let at = 0;
+    for (const sha of actual) {
+      while (at < expected.length && expected[at] !== sha) at++;
+      if (at === expected.length) {
+        violations.push(
+          `3: ${lineage} moved to [${actual.map((s) => s.slice(0, 7))}], the adopted commits are [${expected.map((s) => s.slice(0, 7))}]`,
+        );
+        break;
+      }
+      at++;
+    }
+    const head = h.gh.refs.get(lineage);
+    if (finished && head !== l.head)
+      violations.push(`3: ${lineage} is at ${head?.slice(0, 7)}, the state's leader at ${l.head.slice(0, 7)}`);
   }
-  const head = h.gh.refs.get(lineage);
-  const leader = state.lineages[0]?.head;
-  if (finished && head !== leader)
-    violations.push(`3: ${lineage} is at ${head?.slice(0, 7)}, the state's leader at ${leader?.slice(0, 7)}`);
 
   // 4. The best graded workspace is on the best branch; 5. which never moved to a worse score.
   const bestRef = `refs/heads/${bestBranch(state.id)}`;

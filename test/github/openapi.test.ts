@@ -303,6 +303,23 @@ describe('the fake GitHub checks every exchange', () => {
     assertNoOpenApiViolations();
   });
 
+  it('a branch the forge must move is moved or the call fails: a refused update is never taken as done', async () => {
+    const { gh, o } = await github();
+    const forge = new GitHubForge(o, gh.owner, gh.repo);
+    const main = gh.branch('main') as string;
+    const next = gh.commit({ message: 'next', parents: [main], files: { 'README.md': 'next\n' } });
+    await forge.setBranch('best', main); // created
+    gh.failNext = { method: 'PATCH', path: /heads%2Fbest$/, status: 422 };
+    await expect(forge.setBranch('best', next)).rejects.toThrow(/best could not be moved/);
+    expect(gh.branch('best')).toBe(main);
+    await forge.setBranch('best', next);
+    expect(gh.branch('best')).toBe(next);
+    // Creating a branch: 422 is "already exists" only if it does exist.
+    gh.failNext = { method: 'POST', path: /\/git\/refs$/, status: 422 };
+    await expect(forge.createBranch('feature/b', main)).rejects.toMatchObject({ status: 422 });
+    expect(gh.branch('feature/b')).toBeUndefined();
+  });
+
   it("gives GitHub's shapes: the forge's calls pass unchanged", async () => {
     const { gh, o } = await github();
     const forge = new GitHubForge(o, gh.owner, gh.repo);
