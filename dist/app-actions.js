@@ -49787,7 +49787,8 @@ Forkflush-Save: ${randomUUID()}`,
     }
     await this.createBranch(branch, sha);
     const now = await this.refSha(`refs/heads/${branch}`);
-    if (now !== sha) throw new Error(`${branch} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+    if (now !== sha)
+      throw new Error(`${branch} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
   }
   async deleteBranch(branch) {
     try {

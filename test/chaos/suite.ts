@@ -1,5 +1,6 @@
-// `npm run test:chaos -- --runs N [--seed S]`: N seeded chaos runs of the GitHub app (chaos.ts), run by the shard files (not *.test.ts, so `npm test` leaves them out);
-// split over the workers by the shard files; each shard writes its outcomes for run.mjs to sum up.
+// `npm run test:chaos -- --runs N [--seed S]` (also the last step of `npm test`): N seeded chaos runs
+// of the GitHub app (chaos.ts), split over the workers by the shard files (*.chaos.ts, so vitest's
+// own run leaves them out); each shard writes its outcomes for run.mjs to sum up.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nock from 'nock';
@@ -27,8 +28,9 @@ export async function runShard(shard: number, shards: number): Promise<Outcome[]
       if (process.env.FORKFLUSH_CHAOS_DEBUG) {
         for (const o of out.slice(i)) console.log(`seed ${o.seed}, ${o.requests} requests:\n  ${o.steps.join('\n  ')}`);
       }
+      // Each run checked its own fake already: this only forgets the fakes the batch made.
       try {
-        assertNoOpenApiViolations(); // each run checked its own fake already
+        assertNoOpenApiViolations();
       } catch {}
     }
   } finally {

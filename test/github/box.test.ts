@@ -3,7 +3,7 @@
 // server, and every episode is a job that runs the built worker Action (dist/index.js), which
 // clones over HTTP, runs the agent, grades, and pushes. A label starts it; the run ends with the
 // final pull request.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,8 +25,12 @@ beforeEach(() => {
   nock.disableNetConnect();
   nock.enableNetConnect('127.0.0.1');
 });
+/** The agents' log folders the tests made. */
+const logFolders: string[] = [];
+
 afterEach(async () => {
   await closeHarnesses();
+  for (const f of logFolders.splice(0)) rmSync(f, { recursive: true, force: true });
   assertNoOpenApiViolations();
   nock.cleanAll();
   nock.enableNetConnect();
@@ -35,6 +39,7 @@ afterEach(async () => {
 /** A task repository: the test agent and grader, and a config that plans 6 episodes in 4 rounds. */
 async function taskFiles(agent = 'node agent.mjs improve') {
   const logs = await mkdtemp(join(tmpdir(), 'forkflush-box-logs-'));
+  logFolders.push(logs);
   // The agent's whole environment, one file per episode, to look for credentials in.
   const command = `env > ${logs}/env-$FORKFLUSH_EPISODE.txt; ${agent} ${logs}/calls.jsonl`;
   const files = {
@@ -105,13 +110,13 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
     expect(h.gh.checkRuns.map((c) => c.output.title).sort()).toEqual(
       episodes.map((e) => `${e.id}: score ${e.result?.score}`).sort(),
     );
-    // The fork rounds' losers were closed with their branches deleted; the winners merged.
-    const fork = state.rounds.filter((r) => r.episodes.length > 1);
-    for (const round of fork) {
-      const losers = round.episodes.filter((e) => !round.decision?.adopted.includes(e.id));
-      for (const e of losers) {
+    // Every episode's pull request is closed: the winners' merged (GitHub saw the lineage take
+    // their commits), the losers' not; all their branches are deleted.
+    for (const round of state.rounds) {
+      for (const e of round.episodes) {
         const pr = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/round-${e.round}/branch-${e.branch}`);
-        expect(pr?.state).toBe('closed');
+        const won = round.decision?.adopted.includes(e.id) && e.result?.commit !== e.base;
+        expect({ state: pr?.state, merged: pr?.merged ?? false }, e.id).toEqual({ state: 'closed', merged: won });
         expect(h.gh.branch(pr?.head ?? '')).toBeUndefined();
       }
     }

@@ -8,7 +8,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import examples from '@octokit/webhooks-examples';
 import { AppAuth } from './app-auth.js';
 import { FakeActions, type FakeJob, type FakeRun, type JobFate } from './fake-actions.js';
@@ -75,7 +74,7 @@ export class GitHubBox {
 
   /** Events the request being answered caused; sent before its answer (see serve()). */
   private owed: { event: string; action: string; subject: any }[] = [];
-  /** Events the box failed to build or send: the test's bug (Harness.send reports them). */
+  /** Events of the app's own changes the box failed to build or send, or the app failed to handle (Harness.send reports them). */
   readonly failures: string[] = [];
 
   /** GitHub's webhook for a change the app's bot made through the API. */
@@ -88,7 +87,10 @@ export class GitHubBox {
         bot(p);
         p.number = subject.number;
         Object.assign(p.pull_request, { number: subject.number, title: subject.title, state });
-        if (state === 'closed') p.pull_request.closed_at = new Date().toISOString();
+        if (state === 'closed') {
+          p.pull_request.closed_at = new Date().toISOString();
+          p.pull_request.merged = subject.merged ?? false;
+        }
         p.pull_request.head.ref = subject.head;
         p.pull_request.base.ref = subject.base;
       });
@@ -125,7 +127,8 @@ export class GitHubBox {
     for (const { event, action, subject } of owed) {
       try {
         const payload = this.ownEventPayload(event, action, subject);
-        if (payload) await this.deliver(event, payload);
+        const d = payload ? await this.deliver(event, payload) : null;
+        if (d && d.status >= 400) this.failures.push(`${event}.${action}: the app answered ${d.status}`);
       } catch (e) {
         this.failures.push(`${event}.${action}: ${(e as Error).message}`);
       }
@@ -161,11 +164,14 @@ export class GitHubBox {
     return this;
   }
 
+  /** Stops the server (if it was started) and removes the repository. */
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.server?.closeAllConnections();
-      this.server?.close(() => resolve());
-    });
+    const server = this.server;
+    this.server = null;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
     this.gh.store.remove();
   }
 
@@ -194,7 +200,11 @@ export class GitHubBox {
         return token !== null && (!push || token.push);
       },
       beforeRequest: () => this.gh.store.exportRefs(),
-      afterPush: () => this.gh.store.importRefs(),
+      afterPush: async () => {
+        this.gh.store.importRefs();
+        this.gh.branchesMoved();
+        await this.sendOwed(this.owed.splice(0));
+      },
       // The tokens here (a job's GITHUB_TOKEN, an app's installation token) lack the `workflows`
       // permission, and GitHub refuses their pushes that touch a workflow, in these words.
       refusePush: async (_repo, push) => {
@@ -328,10 +338,5 @@ export class GitHubBox {
       });
       p.workflow.path = `.github/workflows/${run.workflowId}`;
     });
-  }
-
-  /** The bare repository's folder (for git commands in tests). */
-  get gitDir(): string {
-    return join(this.gh.store.gitDir);
   }
 }

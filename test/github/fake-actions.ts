@@ -49,7 +49,7 @@ export interface RunnerContext {
   apiUrl: string;
   owner: string;
   repo: string;
-  /** A fresh token for one job (GitHub's GITHUB_TOKEN), with the workflow's permissions. */
+  /** A fresh token for one job (GitHub's GITHUB_TOKEN): it may read and push the repository. */
   jobToken(): string;
   /** The workflow file's text at a commit, or undefined. */
   readFile(sha: string, path: string): string | undefined;
@@ -126,8 +126,8 @@ export class FakeActions {
 
   /**
    * Runs a queued job: `run` runs its steps, `fail` fails it before the Action starts, `hang`
-   * stops the Action at the job's timeout (here: `hangMs`), `silent` leaves it queued for ever
-   * (a job GitHub never reports). Returns the job when it completed.
+   * stops the Action at the job's timeout (here: `hangMs`), `silent` leaves it queued this time
+   * (a job GitHub does not report yet). Returns the job.
    */
   async runJob(job: FakeJob, fate: JobFate = 'run', hangMs = 200): Promise<FakeJob> {
     const run = this.runOf(job);

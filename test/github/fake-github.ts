@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { AppAuth } from './app-auth.js';
 import type { FakeActions, FakeRun } from './fake-actions.js';
 import { type FakeCommit, GitStore } from './git-store.js';
-import { checkRequest, checkResponse, type Violation } from './openapi/validate.js';
+import { checkRequest, checkResponse, type Violation, violation } from './openapi/validate.js';
 
 export type { FakeCommit } from './git-store.js';
 
@@ -18,6 +18,8 @@ export interface FakePull {
   title: string;
   body: string;
   state: 'open' | 'closed';
+  /** Closed by GitHub because its base branch came to contain its head. */
+  merged?: boolean;
 }
 
 const API = 'https://api.github.com';
@@ -142,6 +144,22 @@ export class FakeGitHub {
 
   isAncestor(a: string, b: string): boolean {
     return this.store.isAncestor(a, b);
+  }
+
+  /**
+   * What GitHub does to open pull requests when branches move (through the API or a push): one
+   * whose base now contains its head is merged, one whose head branch is gone is closed.
+   */
+  branchesMoved(): void {
+    for (const pr of this.pulls.filter((p) => p.state === 'open')) {
+      const head = this.branch(pr.head);
+      const base = this.branch(pr.base);
+      if (head && base && !this.isAncestor(head, base)) continue;
+      if (head && !base) continue;
+      pr.state = 'closed';
+      pr.merged = head !== undefined;
+      this.onEvent?.('pull_request', 'closed', pr);
+    }
   }
 
   branch(name: string): string | undefined {
@@ -360,7 +378,7 @@ export class FakeGitHub {
       created_at: WHEN,
       updated_at: WHEN,
       closed_at: pr.state === 'closed' ? WHEN : null,
-      merged_at: null,
+      merged_at: pr.merged ? WHEN : null,
       merge_commit_sha: null,
       assignee: null,
       assignees: [],
@@ -387,7 +405,7 @@ export class FakeGitHub {
       author_association: 'NONE',
       auto_merge: null,
       // GitHub works out mergeability after it answers: a new pull request says null and unknown.
-      merged: false,
+      merged: pr.merged ?? false,
       mergeable: null,
       rebaseable: null,
       mergeable_state: 'unknown',
@@ -549,14 +567,18 @@ export class FakeGitHub {
     this.log.push(`${method} ${url.pathname}`);
     const refused = this.authenticate(url.pathname, headers.authorization);
     if (refused) return refused;
-    const route = this.routes.find((r) => r.method === method && r.path.test(url.pathname));
-    if (!route) return { status: 404, body: error(404, 'Not Found') };
-    const m = route.path.exec(url.pathname) as RegExpExecArray;
     const parsed = typeof body === 'string' && body !== '' ? JSON.parse(body) : body === '' ? undefined : body;
     const checked = this.validate
       ? checkRequest({ method, path: url.pathname, query: url.searchParams, body: parsed })
       : { route: null, violations: [] };
     if (checked.violations.length > 0) return this.reject(checked.violations);
+    const route = this.routes.find((r) => r.method === method && r.path.test(url.pathname));
+    if (!route) {
+      // An operation GitHub has that this fake does not answer: a 404 would pass for "absent".
+      if (!checked.route) return { status: 404, body: error(404, 'Not Found') };
+      return this.reject([violation(checked.route, 'path', 'the fake GitHub does not answer this operation')]);
+    }
+    const m = route.path.exec(url.pathname) as RegExpExecArray;
     const injected = this.inject?.(method, url.pathname) ?? null;
     if (injected !== null) return this.injectedReply(method, url.pathname, injected);
     let reply: [number, unknown?];
@@ -582,6 +604,11 @@ export class FakeGitHub {
     if (!token) return { status: 401, body: error(401, 'Bad credentials') };
     if (path.startsWith('/installation/') && token.installation === null) {
       return { status: 403, body: error(403, 'This endpoint is only for installation tokens') };
+    }
+    // An installation token sees the repositories of its installation's account only.
+    const account = this.auth.installations.find((i) => i.id === token.installation)?.account;
+    if (token.installation !== null && path.startsWith('/repos/') && account !== this.owner) {
+      return { status: 404, body: error(404, 'Not Found') };
     }
     this.tokenInstallation = token.installation;
     return null;
@@ -703,12 +730,15 @@ export class FakeGitHub {
       const ref = refPath(m);
       const old = this.refs.get(ref);
       if (!old) return [422, error(422, 'Reference does not exist')];
+      if (!this.commits.get(body.sha)) return [422, error(422, 'Object does not exist')];
       if (!body.force && !this.isAncestor(old, body.sha)) return [422, error(422, 'Update is not a fast forward')];
       this.refs.set(ref, body.sha);
+      this.branchesMoved();
       return [200, this.gitRef(ref, body.sha)];
     });
     route('DELETE', /\/git\/refs\/(.+)/, (m) => {
       if (!this.refs.delete(refPath(m))) return [422, error(422, 'Reference does not exist')];
+      this.branchesMoved();
       return [204];
     });
     const trees = new Map<string, Record<string, string>>();
@@ -735,6 +765,10 @@ export class FakeGitHub {
     route('POST', /\/pulls$/, (_m, body) => {
       if (this.pulls.some((p) => p.head === body.head && p.state === 'open'))
         return [422, error(422, `A pull request already exists for ${this.owner}:${body.head}.`)];
+      const head = this.branch(body.head);
+      const base = this.branch(body.base);
+      if (!head || !base) return [422, error(422, 'Validation Failed')];
+      if (this.isAncestor(head, base)) return [422, error(422, `No commits between ${body.base} and ${body.head}`)];
       const pr: FakePull = {
         number: this.nextId++,
         head: body.head,

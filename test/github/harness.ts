@@ -69,6 +69,7 @@ export class Harness {
   ) {
     // The worker workflow, as a user copies it: what a dispatch runs.
     this.box = new GitHubBox({ '.github/workflows/forkflush.yml': WORKER_WORKFLOW, ...files }, where);
+    open.add(this); // closeHarnesses() removes its repository, started or not
     this.gh.permissions = { maintainer: 'maintain', reader: 'read' };
     this.box.auth.allow(TEST_TOKEN);
     // Until load(): an app for nock-only tests (bare), that receives events in-process.
@@ -88,7 +89,6 @@ export class Harness {
 
   /** Starts GitHub (the box) alone. */
   async startGitHub(): Promise<this> {
-    open.add(this);
     await this.box.start();
     return this;
   }
@@ -164,7 +164,8 @@ export class Harness {
       return;
     }
     const d = await this.box.deliver(event, this.box.payload(event, action, patch));
-    if (this.box.failures.length > 0) throw new Error(`the box could not send:\n${this.box.failures.join('\n')}`);
+    const failures = this.box.failures.splice(0);
+    if (failures.length > 0) throw new Error(`events of the app's own changes failed:\n${failures.join('\n')}`);
     if (d.status >= 400) throw new Error(`the app answered the ${event}.${action} delivery with ${d.status}`);
   }
 

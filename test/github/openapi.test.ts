@@ -330,8 +330,16 @@ describe('the fake GitHub checks every exchange', () => {
     await forge.createBranch('feature/a', main);
     expect(await forge.refSha('refs/heads/feature/a')).toBe(main);
     expect(await forge.branchHeads('feature/')).toEqual(new Map([['feature/a', main]]));
-    expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBeGreaterThan(0);
-    expect(await forge.fastForward('feature/a', main)).toBe('moved');
+    // No commits between the branches: GitHub refuses the pull request, and there is none to find.
+    expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBeNull();
+    const work = gh.commit({ message: 'work', parents: [main], files: { 'README.md': 'more\n' } });
+    expect(await forge.fastForward('feature/a', work)).toBe('moved');
+    const pr = await forge.openPullRequest('feature/a', 'main', 'A', 'body');
+    expect(pr).toBeGreaterThan(0);
+    expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBe(pr); // found, not made twice
+    // main taking the branch's commit merges the pull request, as on GitHub.
+    expect(await forge.fastForward('main', work)).toBe('moved');
+    expect(gh.pulls.find((p) => p.number === pr)).toMatchObject({ state: 'closed', merged: true });
     await forge.deleteBranch('feature/a');
     await forge.removeLabel(7, 'absent');
     assertNoOpenApiViolations();

@@ -247,7 +247,11 @@ function explain(e: ErrorObject): string {
   return e.message ?? e.keyword;
 }
 
-function violation(route: Pick<Route, 'operationId' | 'method' | 'template'>, where: string, what: string): Violation {
+export function violation(
+  route: Pick<Route, 'operationId' | 'method' | 'template'>,
+  where: string,
+  what: string,
+): Violation {
   return {
     operation: route.operationId,
     where,
