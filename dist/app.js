@@ -7565,6 +7565,16 @@ Forkflush-Save: ${randomUUID()}`,
     });
     return data.id;
   }
+  /** The id of a check run with this name on a commit, if there is one. */
+  async findCheckRun(sha, name) {
+    const { data } = await this.octokit.rest.checks.listForRef({
+      ...this.r,
+      ref: sha,
+      check_name: name,
+      filter: "all"
+    });
+    return data.check_runs[0]?.id ?? null;
+  }
   /** Edits forkflush's comment on an issue, or writes it; returns its id. */
   async upsertComment(issue2, commentId, body) {
     if (commentId !== null) {
@@ -28599,7 +28609,11 @@ async function syncStored(ctx, stored) {
     state = await observe(ctx, state, files, messages);
     state = decideWhatIsDue(state);
   }
-  const work = files.stopped ? [] : dueWork(ctx, state, files, messages).filter((w) => isUnclaimed(files.claims[w.key], now));
+  const due = dueWork(ctx, state, files, messages);
+  for (const [key, at] of Object.entries(files.claims)) {
+    if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
+  }
+  const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
   for (const w of work) files.claims[w.key] = now.toISOString();
   await persist();
   const record2 = async (released) => {
@@ -28713,7 +28727,11 @@ function dueWork(ctx, state, files, messages) {
     for (const e of round.episodes) {
       if (!e.result || files.published[e.id]) continue;
       const result = e.result;
-      work.push({ key: `publish:${e.id}`, run: () => publish(forge, messages, state, files, e, result, now) });
+      const retaking = files.claims[`publish:${e.id}`] !== void 0;
+      work.push({
+        key: `publish:${e.id}`,
+        run: () => publish(forge, messages, state, files, e, result, now, retaking)
+      });
     }
     if (round.decision && !files.settled.includes(round.index)) {
       work.push({ key: `settle:${round.index}`, run: () => settle2(forge, state, files, round) });
@@ -28729,14 +28747,15 @@ function dueWork(ctx, state, files, messages) {
       key: "final",
       run: async () => {
         const best2 = state.best ? findEpisode(state, state.best.episode) : void 0;
-        files.finalPr = await forge.openPullRequest(
+        const pr = await forge.openPullRequest(
           lineageBranch(state.id, best2?.lineage ?? 0, lineages),
           files.defaultBranch,
           `forkflush ${state.id}: best score ${state.best?.score ?? "none"}`,
           finalPrBody(state)
-        ) ?? 0;
+        );
         await forge.addLabel(files.issue, GITHUB.doneLabel);
         await forge.removeLabel(files.issue, GITHUB.label);
+        files.finalPr = pr ?? 0;
       }
     });
   }
@@ -28752,19 +28771,20 @@ function dueWork(ctx, state, files, messages) {
   }
   return work;
 }
-async function publish(forge, messages, state, files, e, r, now) {
+async function publish(forge, messages, state, files, e, r, now, retaking) {
   const branch = episodeBranch(state.id, e.round, e.branch);
   const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
   if (r.commit === e.base) {
     files.published[e.id] = { pr: null, check: null };
     return;
   }
-  const details = parseCommitDetails(await messageOf(forge, messages, r.commit));
-  const check2 = await forge.createCheckRun({
+  const name = `forkflush ${e.id}`;
+  const found = retaking ? await forge.findCheckRun(r.commit, name) : null;
+  const check2 = found ?? await forge.createCheckRun({
     sha: r.commit,
-    name: `forkflush ${e.id}`,
+    name,
     conclusion: checkConclusion(r),
-    output: checkRunOutput(state, e, r, details),
+    output: checkRunOutput(state, e, r, parseCommitDetails(await messageOf(forge, messages, r.commit))),
     completedAt: now.toISOString()
   });
   const pr = await forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));

@@ -28,6 +28,7 @@ export const OPERATIONS = [
   'apps/list-installations',
   'apps/list-repos-accessible-to-installation',
   'checks/create',
+  'checks/list-for-ref',
   'git/create-commit',
   'git/create-ref',
   'git/create-tree',

@@ -270,6 +270,17 @@ export class GitHubForge {
     return data.id;
   }
 
+  /** The id of a check run with this name on a commit, if there is one. */
+  async findCheckRun(sha: string, name: string): Promise<number | null> {
+    const { data } = await this.octokit.rest.checks.listForRef({
+      ...this.r,
+      ref: sha,
+      check_name: name,
+      filter: 'all',
+    });
+    return data.check_runs[0]?.id ?? null;
+  }
+
   /** Edits forkflush's comment on an issue, or writes it; returns its id. */
   async upsertComment(issue: number, commentId: number | null, body: string): Promise<number> {
     if (commentId !== null) {

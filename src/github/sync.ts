@@ -106,9 +106,13 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
   }
   // Claim the work in the same compare-and-swap that records the decisions: of two racing
   // handlers, only the one whose save lands does the work.
-  const work = files.stopped
-    ? []
-    : dueWork(ctx, state, files, messages).filter((w) => isUnclaimed(files.claims[w.key], now));
+  const due = dueWork(ctx, state, files, messages);
+  // A stale claim on work no longer due: its handler did the work, then died before letting go.
+  // (A stopped run keeps its other claims: they tell whoever resumes it what may be half done.)
+  for (const [key, at] of Object.entries(files.claims)) {
+    if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
+  }
+  const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
   for (const w of work) files.claims[w.key] = now.toISOString();
   await persist();
   const record = async (released: string[]) => {
@@ -245,7 +249,12 @@ function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, messages: M
     for (const e of round.episodes) {
       if (!e.result || files.published[e.id]) continue;
       const result = e.result;
-      work.push({ key: `publish:${e.id}`, run: () => publish(forge, messages, state, files, e, result, now) });
+      // A claim left behind: its handler may have made the check run before it died.
+      const retaking = files.claims[`publish:${e.id}`] !== undefined;
+      work.push({
+        key: `publish:${e.id}`,
+        run: () => publish(forge, messages, state, files, e, result, now, retaking),
+      });
     }
     if (round.decision && !files.settled.includes(round.index)) {
       work.push({ key: `settle:${round.index}`, run: () => settle(forge, state, files, round) });
@@ -264,15 +273,16 @@ function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, messages: M
         // The lineage that holds the best score (best-of-n keeps several); 0: nothing to propose,
         // the lineage never moved past the default branch.
         const best = state.best ? findEpisode(state, state.best.episode) : undefined;
-        files.finalPr =
-          (await forge.openPullRequest(
-            lineageBranch(state.id, best?.lineage ?? 0, lineages),
-            files.defaultBranch,
-            `forkflush ${state.id}: best score ${state.best?.score ?? 'none'}`,
-            finalPrBody(state),
-          )) ?? 0;
+        const pr = await forge.openPullRequest(
+          lineageBranch(state.id, best?.lineage ?? 0, lineages),
+          files.defaultBranch,
+          `forkflush ${state.id}: best score ${state.best?.score ?? 'none'}`,
+          finalPrBody(state),
+        );
         await forge.addLabel(files.issue, GITHUB.doneLabel);
         await forge.removeLabel(files.issue, GITHUB.label);
+        // Recorded last: until the labels are right, this work is not done (opening is repeat-safe).
+        files.finalPr = pr ?? 0;
       },
     });
   }
@@ -298,6 +308,7 @@ async function publish(
   e: Episode,
   r: EpisodeResult,
   now: Date,
+  retaking: boolean,
 ) {
   const branch = episodeBranch(state.id, e.round, e.branch);
   const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
@@ -306,14 +317,17 @@ async function publish(
     files.published[e.id] = { pr: null, check: null };
     return;
   }
-  const details = parseCommitDetails(await messageOf(forge, messages, r.commit));
-  const check = await forge.createCheckRun({
-    sha: r.commit,
-    name: `forkflush ${e.id}`,
-    conclusion: checkConclusion(r),
-    output: checkRunOutput(state, e, r, details),
-    completedAt: now.toISOString(),
-  });
+  const name = `forkflush ${e.id}`;
+  const found = retaking ? await forge.findCheckRun(r.commit, name) : null;
+  const check =
+    found ??
+    (await forge.createCheckRun({
+      sha: r.commit,
+      name,
+      conclusion: checkConclusion(r),
+      output: checkRunOutput(state, e, r, parseCommitDetails(await messageOf(forge, messages, r.commit))),
+      completedAt: now.toISOString(),
+    }));
   const pr = await forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
   files.published[e.id] = { pr, check };
 }

@@ -91,13 +91,16 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   let countdown = 0;
   let armedStatus = 0;
   let dead = false;
+  // Half the server errors and crashes come after GitHub did what the request asked.
+  let applied = false;
   h.gh.inject = (method) => {
     if (dead) return 503;
     if (countdown <= 0 || --countdown > 0) return null;
     if (armedStatus === CRASH) {
       dead = true;
-      return 503;
+      return applied ? { status: 503, applied: true } : 503;
     }
+    if (armedStatus >= 500 && applied) return { status: armedStatus, applied: true };
     if (method === 'GET') return armedStatus === 409 || armedStatus === 422 ? 404 : armedStatus;
     return armedStatus === 404 && method !== 'PATCH' ? 422 : armedStatus;
   };
@@ -106,6 +109,7 @@ export async function chaosRun(seed: number): Promise<Outcome> {
     if (!chaos || !rng.chance(0.2)) return;
     countdown = rng.int(1, 14);
     armedStatus = rng.pick([500, 502, 403, 429, 404, 409, 422, CRASH, CRASH]);
+    applied = rng.chance(0.5);
   };
 
   // What the worker pushed: commit -> score and spend, to check the ledger and the best ref against.
@@ -132,7 +136,7 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   const deliver = async (what: string, send: () => Promise<void>) => {
     arm();
     const before = h.gh.injected.length;
-    const fault = armedStatus === CRASH ? 'the app dies at request' : 'fails';
+    const fault = (armedStatus === CRASH ? 'the app dies at request' : 'fails') + (applied ? ' (done)' : '');
     step(what + (countdown > 0 ? ` [${fault} ${countdown}${armedStatus === CRASH ? '' : ` ${armedStatus}`}]` : ''));
     try {
       await send();
@@ -216,7 +220,9 @@ export async function chaosRun(seed: number): Promise<Outcome> {
         continue;
       }
       const files = h.runFiles(RUN);
-      if (state.status === 'finished' && files && files.finalPr !== null) {
+      // Finished: the final pull request is open and no work is left claimed (a handler that died
+      // holding a claim leaves its work to the next trigger after the claim goes stale).
+      if (state.status === 'finished' && files && files.finalPr !== null && Object.keys(files.claims).length === 0) {
         finished = true;
         break;
       }
@@ -378,6 +384,20 @@ function check(
   }
   if (Math.abs(spent(state) - reported) > 1e-9)
     violations.push(`6: the ledger says ${spent(state)}, the episodes ${reported}`);
+
+  // 9. A finished run's issue says so: labelled done, no longer labelled to run.
+  const labels = [...(h.gh.labels.get(ISSUE) ?? [])];
+  if (finished && (!labels.includes('autoresearch: done') || labels.includes('autoresearch'))) {
+    violations.push(`9: the finished run's issue is labelled [${labels.join(', ')}]`);
+  }
+
+  // 8. Nothing shown twice: one check run per episode, one pull request per branch.
+  const checks = new Map<string, number>();
+  for (const c of h.gh.checkRuns) checks.set(c.name, (checks.get(c.name) ?? 0) + 1);
+  for (const [name, n] of checks) if (n > 1) violations.push(`8: ${n} check runs named "${name}"`);
+  const pulls = new Map<string, number>();
+  for (const p of h.gh.pulls) pulls.set(p.head, (pulls.get(p.head) ?? 0) + 1);
+  for (const [head, n] of pulls) if (n > 1) violations.push(`8: ${n} pull requests from ${head}`);
 
   // 7. No secret in anything the app wrote.
   const written = JSON.stringify([

@@ -98,8 +98,15 @@ export class FakeGitHub {
   readonly refs: Map<string, string>;
   readonly pulls: FakePull[] = [];
   readonly comments: { id: number; issue: number; body: string; edits: number }[] = [];
-  readonly checkRuns: { id: number; head_sha: string; name: string; conclusion: string; output: { title: string } }[] =
-    [];
+  readonly checkRuns: {
+    id: number;
+    head_sha: string;
+    name: string;
+    conclusion: string;
+    output: { title: string };
+    /** The body that created it, for its shape when listed. */
+    request: any;
+  }[] = [];
   readonly dispatches: { workflow: string; ref: string; inputs: Record<string, string> }[] = [];
   readonly labels = new Map<number, Set<string>>();
   readonly log: string[] = [];
@@ -118,9 +125,10 @@ export class FakeGitHub {
   failNext: { method: string; path: RegExp; status: number } | null = null;
   /**
    * Fault injection: asked before each valid request is answered; a status fails that request with
-   * GitHub's error body (a 403 or 429 is a secondary rate limit, with `retry-after`), null answers it.
+   * GitHub's error body (a 403 or 429 is a secondary rate limit, with `retry-after`), null answers
+   * it. `{ status, applied: true }` fails it after GitHub did what it asked (the answer was lost).
    */
-  inject: ((method: string, path: string) => number | null) | null = null;
+  inject: ((method: string, path: string) => number | { status: number; applied: true } | null) | null = null;
   /** The requests `inject` failed, in order. */
   readonly injected: { method: string; path: string; status: number }[] = [];
   private nextId = 100;
@@ -580,7 +588,11 @@ export class FakeGitHub {
     }
     const m = route.path.exec(url.pathname) as RegExpExecArray;
     const injected = this.inject?.(method, url.pathname) ?? null;
-    if (injected !== null) return this.injectedReply(method, url.pathname, injected);
+    if (typeof injected === 'number') return this.injectedReply(method, url.pathname, injected);
+    if (injected !== null) {
+      route.handler(m, parsed, url.searchParams);
+      return this.injectedReply(method, url.pathname, injected.status);
+    }
     let reply: [number, unknown?];
     if (this.failNext && this.failNext.method === method && this.failNext.path.test(url.pathname)) {
       reply = [this.failNext.status, error(this.failNext.status, 'injected failure')];
@@ -831,9 +843,17 @@ export class FakeGitHub {
         name: body.name,
         conclusion: body.conclusion,
         output: body.output,
+        request: body,
       };
       this.checkRuns.push(run);
       return [201, this.checkRun(run, body)];
+    });
+    route('GET', /\/commits\/([^/]+)\/check-runs/, (m, _b, q) => {
+      const ref = decodeURIComponent(m[1] as string);
+      const sha = this.branch(ref) ?? ref;
+      const name = q.get('check_name');
+      const runs = this.checkRuns.filter((c) => c.head_sha === sha && (!name || c.name === name));
+      return [200, { total_count: runs.length, check_runs: runs.map((c) => this.checkRun(c, c.request)) }];
     });
     route('POST', /\/actions\/workflows\/([^/]+)\/dispatches/, (m, body) => {
       const workflow = decodeURIComponent(m[1] as string);
