@@ -257,3 +257,34 @@ describe('a handler that died between dispatching a round and recording it', () 
     expect(Object.keys(h.runFiles('issue-7')?.dispatched ?? {})).toEqual(['0']);
   });
 });
+
+describe('a handler that died while publishing a result', () => {
+  it('is followed by one that finds the check run it made and makes no second one', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state('issue-7');
+    const [e] = state.rounds[0]?.episodes ?? [];
+    if (!e) throw new Error('no episode');
+    h.pushResult(state, e, 42);
+    // The first handler dies right after GitHub made the check run: the check run is there, the
+    // record still holds the claim and nothing published.
+    let dead = false;
+    h.gh.inject = (method, path) => {
+      if (dead) return 503;
+      if (method !== 'POST' || !path.endsWith('/check-runs')) return null;
+      dead = true;
+      return { status: 503, applied: true };
+    };
+    await expect(h.jobCompleted('issue-7', e.id)).rejects.toThrow(
+      /the app answered the workflow_job.completed delivery with 5/,
+    );
+    h.gh.inject = null;
+    expect(h.gh.checkRuns).toHaveLength(1);
+    expect(h.runFiles('issue-7')?.claims).toHaveProperty(`publish:${e.id}`);
+    await h.restart();
+    h.clock = new Date(h.clock.getTime() + 11 * 60_000); // the claim is stale
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.checkRuns).toHaveLength(1);
+    expect(h.runFiles('issue-7')?.published[e.id]).toMatchObject({ check: h.gh.checkRuns[0]?.id });
+  });
+});
