@@ -137,6 +137,20 @@ const FORMATS = {
   int64: { type: 'number' as const, validate: (n: number) => Number.isInteger(n) },
 };
 
+/**
+ * Registers the formats of a GitHub description on an ajv (this one's or the webhooks' 2020-12
+ * build): checked where they say something about the data, any other accepted as it is.
+ */
+export function addFormats(on: Pick<Ajv, 'addFormat'>, description: unknown): void {
+  for (const [name, f] of Object.entries(FORMATS)) on.addFormat(name, f);
+  const formats = new Set<string>();
+  JSON.stringify(description, (k, v) => {
+    if (k === 'format' && typeof v === 'string') formats.add(v);
+    return v;
+  });
+  for (const f of formats) if (!(f in FORMATS)) on.addFormat(f, true);
+}
+
 let ajv: Ajv | null = null;
 function validator(): Ajv {
   if (ajv) return ajv;
@@ -148,13 +162,7 @@ function validator(): Ajv {
     validateSchema: false,
     code: { optimize: false },
   });
-  for (const [name, f] of Object.entries(FORMATS)) ajv.addFormat(name, f);
-  const formats = new Set<string>();
-  JSON.stringify(spec, (k, v) => {
-    if (k === 'format' && typeof v === 'string') formats.add(v);
-    return v;
-  });
-  for (const f of formats) if (!(f in FORMATS)) ajv.addFormat(f, true);
+  addFormats(ajv, spec);
   for (const [name, s] of Object.entries(spec.components.schemas)) {
     ajv.addSchema(toJsonSchema(s as Json, false) as object, `${SCHEMA_ID}${name}`);
   }
@@ -237,13 +245,14 @@ export function findRoute(method: string, path: string): Route | null {
   return { operationId, method: verb, template, params, operation, parameters };
 }
 
-function explain(e: ErrorObject): string {
+/** One ajv error in words; `lister` is what lists the allowed fields (the operation, the schema). */
+export function explain(e: ErrorObject, lister = 'the operation'): string {
   const p = e.params as Record<string, unknown>;
   if (e.keyword === 'enum')
     return `${e.message} (${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')})`;
   if (e.keyword === 'type') return `must be ${String(p.type).split(',').join(' or ')}`;
   if (e.keyword === 'additionalProperties')
-    return `has ${JSON.stringify(p.additionalProperty)}, which the operation does not list`;
+    return `has ${JSON.stringify(p.additionalProperty)}, which ${lister} does not list`;
   return e.message ?? e.keyword;
 }
 

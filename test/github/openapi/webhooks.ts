@@ -6,7 +6,8 @@
 // fields and enums are checked strictly. Formats are checked where they say something about the
 // data (date-time, uri, email, int64); GitHub's own (uri-template, ...) are accepted as they are.
 // A field the schema does not list is accepted: GitHub adds fields to payloads without notice.
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { addFormats, explain } from './validate.js';
 import subset from './webhooks-subset.json' with { type: 'json' };
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -33,16 +34,6 @@ function withIds(node: Json, names = false): Json {
   return out;
 }
 
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
-const FORMATS = {
-  'date-time': (s: string) => RFC3339.test(s) && !Number.isNaN(Date.parse(s)),
-  date: (s: string) => /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(s)),
-  uri: (s: string) => URL.canParse(s),
-  email: (s: string) => /^[^\s@]+@[^\s@]+$/.test(s),
-  int32: { type: 'number' as const, validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 },
-  int64: { type: 'number' as const, validate: (n: number) => Number.isInteger(n) },
-};
-
 let ajv: Ajv2020 | null = null;
 function validator(): Ajv2020 {
   if (ajv) return ajv;
@@ -54,13 +45,7 @@ function validator(): Ajv2020 {
     validateSchema: false,
     code: { optimize: false },
   });
-  for (const [name, f] of Object.entries(FORMATS)) ajv.addFormat(name, f);
-  const formats = new Set<string>();
-  JSON.stringify(spec, (k, v) => {
-    if (k === 'format' && typeof v === 'string') formats.add(v);
-    return v;
-  });
-  for (const f of formats) if (!(f in FORMATS)) ajv.addFormat(f, true);
+  addFormats(ajv, spec);
   // Added, not compiled: ajv compiles a component the first time a webhook's schema reaches it.
   for (const [name, s] of Object.entries(spec.components.schemas)) {
     ajv.addSchema(withIds(s) as object, `${SCHEMA_ID}${name}`);
@@ -77,16 +62,6 @@ function payloadValidator(key: string): ValidateFunction | null {
   v = validator().compile(withIds(schema) as object);
   compiled.set(key, v);
   return v;
-}
-
-function explain(e: ErrorObject): string {
-  const p = e.params as Record<string, unknown>;
-  if (e.keyword === 'enum')
-    return `${e.message} (${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')})`;
-  if (e.keyword === 'type') return `must be ${String(p.type).split(',').join(' or ')}`;
-  if (e.keyword === 'additionalProperties')
-    return `has ${JSON.stringify(p.additionalProperty)}, which the schema does not list`;
-  return e.message ?? e.keyword;
 }
 
 /**
@@ -112,6 +87,6 @@ export function checkWebhook(event: string, payload: unknown): string[] {
   }
   if (v(payload)) return [];
   const out = new Set<string>();
-  for (const e of v.errors ?? []) out.add(`webhook ${key}: body${e.instancePath} ${explain(e)}`);
+  for (const e of v.errors ?? []) out.add(`webhook ${key}: body${e.instancePath} ${explain(e, 'the schema')}`);
   return [...out];
 }
