@@ -4,6 +4,9 @@
 // every response is checked against GitHub's OpenAPI description (openapi/validate.ts), and one
 // that breaks it is answered with a 599 naming the violation, so the app's call fails loudly.
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
 import type { AppAuth } from './app-auth.js';
 import type { FakeActions, FakeRun } from './fake-actions.js';
 import { type FakeCommit, GitStore } from './git-store.js';
@@ -64,6 +67,15 @@ function user(login: string, id: number, type: 'User' | 'Organization' | 'Bot' =
     site_admin: false,
   };
 }
+
+/** The app as its manifest (app.yml) registers it: what installations grant it and send it. */
+const APP = (() => {
+  const manifest = parse(readFileSync(join(import.meta.dirname, '../../app.yml'), 'utf8'));
+  return {
+    permissions: manifest.default_permissions as Record<string, string>,
+    events: manifest.default_events as string[],
+  };
+})();
 
 /** The app's bot: the author of what forkflush writes with an installation token. */
 const BOT = user('forkflush[bot]', 41898282, 'Bot');
@@ -540,15 +552,8 @@ export class FakeGitHub {
         html_url: `${WEB}/apps/forkflush`,
         created_at: WHEN,
         updated_at: WHEN,
-        permissions: {
-          actions: 'write',
-          checks: 'write',
-          contents: 'write',
-          issues: 'write',
-          metadata: 'read',
-          pull_requests: 'write',
-        },
-        events: ['issue_comment', 'issues', 'workflow_job', 'workflow_run'],
+        permissions: APP.permissions,
+        events: APP.events,
       },
       pull_requests: [],
     };
@@ -643,15 +648,8 @@ export class FakeGitHub {
       access_tokens_url: `${API}/app/installations/${inst.id}/access_tokens`,
       html_url: `${WEB}/organizations/${inst.account}/settings/installations/${inst.id}`,
       repositories_url: `${API}/installation/repositories`,
-      events: ['issue_comment', 'issues', 'workflow_job', 'workflow_run'],
-      permissions: {
-        actions: 'write',
-        checks: 'write',
-        contents: 'write',
-        issues: 'write',
-        metadata: 'read',
-        pull_requests: 'write',
-      },
+      events: APP.events,
+      permissions: APP.permissions,
       created_at: WHEN,
       updated_at: WHEN,
       suspended_by: null,
