@@ -4,27 +4,21 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import nock from 'nock';
 import { Probot, ProbotOctokit } from 'probot';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type ActionsModeOptions, runInActions } from '../../src/app/actions.js';
 import { nightlyHour, startNightly, tickInstallations } from '../../src/app/server.js';
-import { assertNoOpenApiViolations } from './fake-github.js';
-import { closeHarnesses, Harness } from './harness.js';
+import { Harness } from './harness.js';
+import { useGitHubInABox } from './use-box.js';
 
 const RUN = 'issue-7';
 
 let dir: string;
+useGitHubInABox();
 beforeEach(async () => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
   dir = await mkdtemp(join(tmpdir(), 'forkflush-actions-'));
 });
 afterEach(async () => {
-  await closeHarnesses();
-  assertNoOpenApiViolations();
-  nock.cleanAll();
-  nock.enableNetConnect();
   vi.useRealTimers();
   await rm(dir, { recursive: true, force: true });
 });

@@ -7,13 +7,12 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import nock from 'nock';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
 import { bestBranch, lineageBranch } from '../../src/core/names.js';
 import { ACTION_MAIN } from './fake-actions.js';
-import { assertNoOpenApiViolations } from './fake-github.js';
-import { closeHarnesses, Harness, TEST_TOKEN } from './harness.js';
+import { Harness, TEST_TOKEN } from './harness.js';
+import { useGitHubInABox } from './use-box.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures');
 const RUN = 'issue-7';
@@ -21,19 +20,12 @@ const RUN = 'issue-7';
 beforeAll(() => {
   readFileSync(ACTION_MAIN); // the built Action: `npm run bundle` makes it
 });
-beforeEach(() => {
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-});
+useGitHubInABox();
 /** The agents' log folders the tests made. */
 const logFolders: string[] = [];
 
 afterEach(async () => {
-  await closeHarnesses();
   for (const f of logFolders.splice(0)) rmSync(f, { recursive: true, force: true });
-  assertNoOpenApiViolations();
-  nock.cleanAll();
-  nock.enableNetConnect();
 });
 
 /** A task repository: the test agent and grader, and a config that plans 6 episodes in 4 rounds. */

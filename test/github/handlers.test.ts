@@ -1,21 +1,11 @@
 // Who may start and steer a run, and what the app says when it will not. The first cases use
 // plain nock interceptors: every request the app makes is listed, with its exact body.
 import nock from 'nock';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { assertNoOpenApiViolations } from './fake-github.js';
-import { CONFIG, closeHarnesses, Harness } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { CONFIG, Harness } from './harness.js';
+import { useGitHubInABox } from './use-box.js';
 
-beforeEach(() => {
-  // GitHub (the box) and the app's server are on 127.0.0.1; nothing else is reachable.
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-});
-afterEach(async () => {
-  await closeHarnesses();
-  assertNoOpenApiViolations();
-  nock.cleanAll();
-  nock.enableNetConnect();
-});
+useGitHubInABox();
 
 const API = 'https://api.github.com';
 const REPO = '/repos/octo-org/octo-repo';

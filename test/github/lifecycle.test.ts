@@ -1,23 +1,12 @@
-// A whole run through the app's handlers: label -> rounds -> final pull request, with the fake
-// GitHub behind nock and the worker jobs played by the harness.
-import nock from 'nock';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+// A whole run through the app's handlers: label -> rounds -> final pull request, with GitHub in a
+// box and the worker jobs played by the harness.
+import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
 import { lineageBranch } from '../../src/core/names.js';
-import { assertNoOpenApiViolations } from './fake-github.js';
-import { CONFIG, closeHarnesses, Harness } from './harness.js';
+import { CONFIG, Harness } from './harness.js';
+import { useGitHubInABox } from './use-box.js';
 
-beforeEach(() => {
-  // GitHub (the box) and the app's server are on 127.0.0.1; nothing else is reachable.
-  nock.disableNetConnect();
-  nock.enableNetConnect('127.0.0.1');
-});
-afterEach(async () => {
-  await closeHarnesses();
-  assertNoOpenApiViolations();
-  nock.cleanAll();
-  nock.enableNetConnect();
-});
+useGitHubInABox();
 
 const RUN = 'issue-7';
 
