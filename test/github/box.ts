@@ -25,6 +25,22 @@ export interface Delivery {
 
 type Example = { name: string; examples: Record<string, any>[] };
 
+const chosen = new Map<string, Record<string, any>>();
+
+/** GitHub's example of an event, the first one its schema accepts (else the first), chosen once. */
+function exampleOf(event: string, action: string): Record<string, any> {
+  const key = `${event}.${action}`;
+  const known = chosen.get(key);
+  if (known) return known;
+  const candidates = (examples as unknown as Example[])
+    .find((e) => e.name === event)
+    ?.examples.filter((x) => x.action === action);
+  const found = candidates?.find((x) => checkWebhook(event, x).length === 0) ?? candidates?.[0];
+  if (!found) throw new Error(`no example of ${key}`);
+  chosen.set(key, found);
+  return found;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class GitHubBox {
@@ -262,11 +278,7 @@ export class GitHubBox {
 
   /** A payload from GitHub's examples (the first one GitHub's schema accepts), for this repository. */
   payload(event: string, action: string, patch: (p: any) => void): Record<string, any> {
-    const candidates = (examples as unknown as Example[])
-      .find((e) => e.name === event)
-      ?.examples.filter((x) => x.action === action);
-    const found = candidates?.find((x) => checkWebhook(event, x).length === 0) ?? candidates?.[0];
-    if (!found) throw new Error(`no example of ${event}.${action}`);
+    const found = exampleOf(event, action);
     const p = structuredClone(found);
     p.repository.name = this.gh.repo;
     p.repository.full_name = `${this.gh.owner}/${this.gh.repo}`;

@@ -158,7 +158,7 @@ export class FakeGitHub {
     this.refs.set('refs/heads/main', root);
   }
 
-  commit(c: Omit<FakeCommit, 'sha'>): string {
+  commit(c: Omit<FakeCommit, 'sha' | 'tree'>): string {
     return this.store.commit(c);
   }
 
@@ -320,7 +320,7 @@ export class FakeGitHub {
   }
 
   private gitCommit(c: FakeCommit) {
-    const tree = this.store.writeTree(c.files);
+    const { tree } = c;
     return {
       sha: c.sha,
       node_id: nodeId('C', c.sha),
@@ -479,7 +479,7 @@ export class FakeGitHub {
       head_commit: commit
         ? {
             id: commit.sha,
-            tree_id: this.store.writeTree(commit.files),
+            tree_id: commit.tree,
             message: commit.message,
             timestamp: WHEN,
             author: identity,

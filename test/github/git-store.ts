@@ -15,6 +15,7 @@ import { deflateSync } from 'node:zlib';
 
 export interface FakeCommit {
   sha: string;
+  tree: string;
   message: string;
   parents: string[];
   /** Path -> content of every file in the commit's tree. */
@@ -63,12 +64,12 @@ export class GitStore {
   }
 
   /** A commit with these files (nested paths allowed), written as real git objects. */
-  commit(c: Omit<FakeCommit, 'sha'>): string {
+  commit(c: Omit<FakeCommit, 'sha' | 'tree'>): string {
     const tree = this.writeTree(c.files);
     const lines = [`tree ${tree}`, ...c.parents.map((p) => `parent ${p}`)];
     lines.push(`author ${BOT_SIGNATURE}`, `committer ${BOT_SIGNATURE}`, '', c.message);
     const sha = this.writeObject('commit', Buffer.from(lines.join('\n')));
-    this.commits.set(sha, { ...c, sha });
+    this.commits.set(sha, { ...c, sha, tree });
     return sha;
   }
 
@@ -133,9 +134,10 @@ export class GitStore {
     const split = raw.indexOf('\n\n');
     const header = raw.slice(0, split).split('\n');
     const parents = header.filter((l) => l.startsWith('parent ')).map((l) => l.slice(7));
+    const tree = (header.find((l) => l.startsWith('tree ')) ?? '').slice(5);
     // GitHub gives a message as stored, without the newline git ends it with.
     const message = raw.slice(split + 2).replace(/\n$/, '');
-    const commit: FakeCommit = { sha, message, parents, files: this.readFiles(sha) };
+    const commit: FakeCommit = { sha, tree, message, parents, files: this.readFiles(sha) };
     this.commits.set(sha, commit);
     return commit;
   }
