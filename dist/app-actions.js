@@ -50023,7 +50023,8 @@ var TRAILERS = {
   protectedChanged: "Forkflush-Protected-Changed",
   seconds: "Forkflush-Seconds",
   note: "Forkflush-Note",
-  usage: "Forkflush-Usage"
+  usage: "Forkflush-Usage",
+  sandbox: "Forkflush-Sandbox"
 };
 function parseCommitMessage(message, commit) {
   const fields = /* @__PURE__ */ new Map();
@@ -50043,6 +50044,7 @@ function parseCommitMessage(message, commit) {
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
   const usage = parseUsage(fields.get(TRAILERS.usage));
+  const sandbox = fields.get(TRAILERS.sandbox);
   return {
     runId,
     episode,
@@ -50057,7 +50059,8 @@ function parseCommitMessage(message, commit) {
       protectedChanged: changed ? changed.split(", ") : [],
       wallSeconds: wall,
       agentSeconds: agent,
-      graderSeconds: grader
+      graderSeconds: grader,
+      ...sandbox ? { sandbox } : {}
     }
   };
 }
@@ -70426,11 +70429,32 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/secrets.ts
+var FORGE_SECRETS = [
+  /^GITHUB_TOKEN$/,
+  /^GH_TOKEN$/,
+  /^GH_ENTERPRISE_TOKEN$/,
+  /^GITHUB_ENTERPRISE_TOKEN$/,
+  /^ACTIONS_RUNTIME_TOKEN$/,
+  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
+  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
+  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
+  // Ours: the context and record keys, and the contract variables the worker sets itself.
+  /^FORKFLUSH_/,
+  /^PRIVATE_KEY$/,
+  /^WEBHOOK_SECRET$/,
+  /^APP_ID$/
+];
+function isForgeSecret(name) {
+  return FORGE_SECRETS.some((re) => re.test(name));
+}
+
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider"];
+var SANDBOX_MODES = ["auto", "required", "off"];
 var PAPER = {
   branches: 4,
   forkAt: [0.33, 0.66],
@@ -70439,11 +70463,27 @@ var PAPER = {
   directives: 2
 };
 var fraction = external_exports.number().gt(0).lt(1);
+var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
+var repoGlob = repoPath;
+var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
+  message: "must be an absolute path or start with ~/"
+});
+var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).refine((n) => !isForgeSecret(n.replace(/\*$/, "")), {
+  message: "names a forge credential or a forkflush variable, which forkflush never passes on"
+});
+function insideRepository(path2) {
+  if (path2.startsWith("/") || path2.startsWith("\\") || /^[A-Za-z]:/.test(path2)) return false;
+  return !path2.split(/[\\/]/).some((part) => part === "..");
+}
 var graderSchema = external_exports.strictObject({
   command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
   timeout: external_exports.number().positive().default(60).describe("Seconds one grading may take."),
-  protected: external_exports.array(external_exports.string().min(1)).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score.")
+  protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
+  network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to the grader, beyond PATH, HOME and the locale (names, or prefixes with *)."
+  )
 });
 var agentSchema = external_exports.strictObject({
   kind: external_exports.enum(AGENT_KINDS).default("command"),
@@ -70453,7 +70493,15 @@ var agentSchema = external_exports.strictObject({
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit.")
+  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
+  )
+});
+var sandboxSchema = external_exports.strictObject({
+  mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
+  read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
+  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes.")
 });
 var budgetSchema = external_exports.strictObject({
   total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
@@ -70467,20 +70515,21 @@ var forkSchema = external_exports.strictObject({
   directives: external_exports.number().int().min(0).optional().describe("Branches per fork round told to try a substantially different approach; default 2 (at most K).")
 });
 var promptsSchema = external_exports.strictObject({
-  branch: external_exports.string().min(1).optional().describe("File with the template for a fresh-context episode."),
-  continuation: external_exports.string().min(1).optional().describe("File with the template for a carried-context episode.")
+  branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
+  continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional(),
-  task: external_exports.string().min(1).default("TASK.md").describe("File in the repository that describes the task."),
+  task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
   budget: budgetSchema,
   strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
   fork: forkSchema.default(forkSchema.parse({})),
-  journal: external_exports.string().min(1).default("NOTES.md"),
+  journal: repoPath.default("NOTES.md"),
   prompts: promptsSchema.default({}),
-  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.')
+  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
+  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
     ctx.addIssue({
@@ -70606,7 +70655,17 @@ function describeIssue(issue3, input2, locate) {
     case "too_big":
       return `${locate(path2)}: ${name} ${rangeText(path2, issue3)}, got ${got}`;
     case "custom":
-      return `${locate(path2)}: ${issue3.message}`;
+      return `${locate(path2)}: ${issue3.message.startsWith("must ") || issue3.message.startsWith("names ") ? `${name} ${issue3.message}, got ${got}` : issue3.message}`;
+    case "invalid_format":
+      return `${locate(path2)}: ${name} ${issue3.message}, got ${got}`;
+    case "invalid_union": {
+      const branches = issue3.errors.filter((b) => b.length > 0);
+      const meant = branches.find((b) => !b.every((i) => i.code === "invalid_type" && i.path.length === 0));
+      if (!meant) {
+        return `${locate(path2)}: ${name} must be ${unionTypes(branches)}, got ${got}`;
+      }
+      return meant.map((i) => describeIssue({ ...i, path: [...path2, ...i.path] }, input2, locate)).join("\n");
+    }
     default:
       return `${locate(path2)}: ${name}: ${issue3.message}`;
   }
@@ -70625,6 +70684,14 @@ function rangeText(path2, issue3) {
   }
   const max = Number(issue3.maximum);
   return issue3.inclusive ? `must be at most ${max}` : `must be below ${max}`;
+}
+function unionTypes(branches) {
+  const words = branches.flatMap(
+    (b) => b.flatMap(
+      (i) => i.code === "invalid_value" ? i.values.map((v) => JSON.stringify(v)) : i.code === "invalid_type" ? [expected(i.expected)] : []
+    )
+  );
+  return [...new Set(words)].join(", or ");
 }
 function expected(type) {
   const names = {

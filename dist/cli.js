@@ -4004,10 +4004,10 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start, key, sep: sep2, value } = collItem;
+        const { start, key, sep: sep3, value } = collItem;
         const keyProps = resolveProps.resolveProps(start, {
           indicator: "explicit-key-ind",
-          next: key ?? sep2?.[0],
+          next: key ?? sep3?.[0],
           offset,
           onError,
           parentIndent: bm.indent,
@@ -4021,7 +4021,7 @@ var require_resolve_block_map = __commonJS({
             else if ("indent" in key && key.indent !== bm.indent)
               onError(offset, "BAD_INDENT", startColMsg);
           }
-          if (!keyProps.anchor && !keyProps.tag && !sep2) {
+          if (!keyProps.anchor && !keyProps.tag && !sep3) {
             commentEnd = keyProps.end;
             if (keyProps.comment) {
               if (map2.comment)
@@ -4045,7 +4045,7 @@ var require_resolve_block_map = __commonJS({
         ctx.atKey = false;
         if (utilMapIncludes.mapIncludes(ctx, map2.items, keyNode))
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
-        const valueProps = resolveProps.resolveProps(sep2 ?? [], {
+        const valueProps = resolveProps.resolveProps(sep3 ?? [], {
           indicator: "map-value-ind",
           next: value,
           offset: keyNode.range[2],
@@ -4061,7 +4061,7 @@ var require_resolve_block_map = __commonJS({
             if (ctx.options.strict && keyProps.start < valueProps.found.offset - 1024)
               onError(keyNode.range, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit block mapping key");
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep2, null, valueProps, onError);
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep3, null, valueProps, onError);
           if (ctx.schema.compat)
             utilFlowIndentCheck.flowIndentCheck(bm.indent, value, onError);
           offset = valueNode.range[2];
@@ -4152,7 +4152,7 @@ var require_resolve_end = __commonJS({
       let comment = "";
       if (end) {
         let hasSpace = false;
-        let sep2 = "";
+        let sep3 = "";
         for (const token of end) {
           const { source, type } = token;
           switch (type) {
@@ -4166,13 +4166,13 @@ var require_resolve_end = __commonJS({
               if (!comment)
                 comment = cb;
               else
-                comment += sep2 + cb;
-              sep2 = "";
+                comment += sep3 + cb;
+              sep3 = "";
               break;
             }
             case "newline":
               if (comment)
-                sep2 += source;
+                sep3 += source;
               hasSpace = true;
               break;
             default:
@@ -4215,18 +4215,18 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i = 0; i < fc.items.length; ++i) {
         const collItem = fc.items[i];
-        const { start, key, sep: sep2, value } = collItem;
+        const { start, key, sep: sep3, value } = collItem;
         const props = resolveProps.resolveProps(start, {
           flow: fcName,
           indicator: "explicit-key-ind",
-          next: key ?? sep2?.[0],
+          next: key ?? sep3?.[0],
           offset,
           onError,
           parentIndent: fc.indent,
           startOnNewline: false
         });
         if (!props.found) {
-          if (!props.anchor && !props.tag && !sep2 && !value) {
+          if (!props.anchor && !props.tag && !sep3 && !value) {
             if (i === 0 && props.comma)
               onError(props.comma, "UNEXPECTED_TOKEN", `Unexpected , in ${fcName}`);
             else if (i < fc.items.length - 1)
@@ -4280,8 +4280,8 @@ var require_resolve_flow_collection = __commonJS({
             }
           }
         }
-        if (!isMap2 && !sep2 && !props.found) {
-          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep2, null, props, onError);
+        if (!isMap2 && !sep3 && !props.found) {
+          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep3, null, props, onError);
           coll.items.push(valueNode);
           offset = valueNode.range[2];
           if (isBlock(value))
@@ -4293,7 +4293,7 @@ var require_resolve_flow_collection = __commonJS({
           if (isBlock(key))
             onError(keyNode.range, "BLOCK_IN_FLOW", blockMsg);
           ctx.atKey = false;
-          const valueProps = resolveProps.resolveProps(sep2 ?? [], {
+          const valueProps = resolveProps.resolveProps(sep3 ?? [], {
             flow: fcName,
             indicator: "map-value-ind",
             next: value,
@@ -4304,8 +4304,8 @@ var require_resolve_flow_collection = __commonJS({
           });
           if (valueProps.found) {
             if (!isMap2 && !props.found && ctx.options.strict) {
-              if (sep2)
-                for (const st of sep2) {
+              if (sep3)
+                for (const st of sep3) {
                   if (st === valueProps.found)
                     break;
                   if (st.type === "newline") {
@@ -4322,7 +4322,7 @@ var require_resolve_flow_collection = __commonJS({
             else
               onError(valueProps.start, "MISSING_CHAR", `Missing , or : between ${fcName} items`);
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep2, null, valueProps, onError) : null;
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep3, null, valueProps, onError) : null;
           if (valueNode) {
             if (isBlock(value))
               onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
@@ -4502,7 +4502,7 @@ var require_resolve_block_scalar = __commonJS({
           chompStart = i + 1;
       }
       let value = "";
-      let sep2 = "";
+      let sep3 = "";
       let prevMoreIndented = false;
       for (let i = 0; i < contentStart; ++i)
         value += lines[i][0].slice(trimIndent) + "\n";
@@ -4519,24 +4519,24 @@ var require_resolve_block_scalar = __commonJS({
           indent = "";
         }
         if (type === Scalar.Scalar.BLOCK_LITERAL) {
-          value += sep2 + indent.slice(trimIndent) + content;
-          sep2 = "\n";
+          value += sep3 + indent.slice(trimIndent) + content;
+          sep3 = "\n";
         } else if (indent.length > trimIndent || content[0] === "	") {
-          if (sep2 === " ")
-            sep2 = "\n";
-          else if (!prevMoreIndented && sep2 === "\n")
-            sep2 = "\n\n";
-          value += sep2 + indent.slice(trimIndent) + content;
-          sep2 = "\n";
+          if (sep3 === " ")
+            sep3 = "\n";
+          else if (!prevMoreIndented && sep3 === "\n")
+            sep3 = "\n\n";
+          value += sep3 + indent.slice(trimIndent) + content;
+          sep3 = "\n";
           prevMoreIndented = true;
         } else if (content === "") {
-          if (sep2 === "\n")
+          if (sep3 === "\n")
             value += "\n";
           else
-            sep2 = "\n";
+            sep3 = "\n";
         } else {
-          value += sep2 + content;
-          sep2 = " ";
+          value += sep3 + content;
+          sep3 = " ";
           prevMoreIndented = false;
         }
       }
@@ -4719,25 +4719,25 @@ var require_resolve_flow_scalar = __commonJS({
         trimBoth = /^[ \t]+|[ \t]+$/g;
       }
       let res = match[1].replace(trimEnd, "");
-      let sep2 = " ";
+      let sep3 = " ";
       let pos = line.lastIndex;
       while (match = line.exec(source)) {
         const lm = match[1].replace(trimBoth, "");
         if (lm === "") {
-          if (sep2 === "\n")
-            res += sep2;
+          if (sep3 === "\n")
+            res += sep3;
           else
-            sep2 = "\n";
+            sep3 = "\n";
         } else {
-          res += sep2 + lm;
-          sep2 = " ";
+          res += sep3 + lm;
+          sep3 = " ";
         }
         pos = line.lastIndex;
       }
       const last = /[ \t]*(.*)/sy;
       last.lastIndex = pos;
       match = last.exec(source);
-      return res + sep2 + (match?.[1] ?? "");
+      return res + sep3 + (match?.[1] ?? "");
     }
     function doubleQuotedValue(source, onError) {
       let res = "";
@@ -5547,14 +5547,14 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start, key, sep: sep2, value }) {
+    function stringifyItem({ start, key, sep: sep3, value }) {
       let res = "";
       for (const st of start)
         res += st.source;
       if (key)
         res += stringifyToken(key);
-      if (sep2)
-        for (const st of sep2)
+      if (sep3)
+        for (const st of sep3)
           res += st.source;
       if (value)
         res += stringifyToken(value);
@@ -6721,18 +6721,18 @@ var require_parser = __commonJS({
         if (this.type === "map-value-ind") {
           const prev = getPrevProps(this.peek(2));
           const start = getFirstKeyStartProps(prev);
-          let sep2;
+          let sep3;
           if (scalar.end) {
-            sep2 = scalar.end;
-            sep2.push(this.sourceToken);
+            sep3 = scalar.end;
+            sep3.push(this.sourceToken);
             delete scalar.end;
           } else
-            sep2 = [this.sourceToken];
+            sep3 = [this.sourceToken];
           const map2 = {
             type: "block-map",
             offset: scalar.offset,
             indent: scalar.indent,
-            items: [{ start, key: scalar, sep: sep2 }]
+            items: [{ start, key: scalar, sep: sep3 }]
           };
           this.onKeyLine = true;
           this.stack[this.stack.length - 1] = map2;
@@ -6885,15 +6885,15 @@ var require_parser = __commonJS({
                 } else if (isFlowToken(it.key) && !includesToken(it.sep, "newline")) {
                   const start2 = getFirstKeyStartProps(it.start);
                   const key = it.key;
-                  const sep2 = it.sep;
-                  sep2.push(this.sourceToken);
+                  const sep3 = it.sep;
+                  sep3.push(this.sourceToken);
                   delete it.key;
                   delete it.sep;
                   this.stack.push({
                     type: "block-map",
                     offset: this.offset,
                     indent: this.indent,
-                    items: [{ start: start2, key, sep: sep2 }]
+                    items: [{ start: start2, key, sep: sep3 }]
                   });
                 } else if (start.length > 0) {
                   it.sep = it.sep.concat(start, this.sourceToken);
@@ -7087,13 +7087,13 @@ var require_parser = __commonJS({
             const prev = getPrevProps(parent);
             const start = getFirstKeyStartProps(prev);
             fixFlowSeqItems(fc);
-            const sep2 = fc.end.splice(1, fc.end.length);
-            sep2.push(this.sourceToken);
+            const sep3 = fc.end.splice(1, fc.end.length);
+            sep3.push(this.sourceToken);
             const map2 = {
               type: "block-map",
               offset: fc.offset,
               indent: fc.indent,
-              items: [{ start, key: fc, sep: sep2 }]
+              items: [{ start, key: fc, sep: sep3 }]
             };
             this.onKeyLine = true;
             this.stack[this.stack.length - 1] = map2;
@@ -9387,8 +9387,8 @@ function emoji() {
 }
 var ipv4 = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$/;
 var ipv6 = /^(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:((:[0-9a-fA-F]{1,4}){1,6})|:((:[0-9a-fA-F]{1,4}){1,7}|:))$/;
-var mac = (delimiter) => {
-  const escapedDelim = escapeRegex(delimiter ?? ":");
+var mac = (delimiter2) => {
+  const escapedDelim = escapeRegex(delimiter2 ?? ":");
   return new RegExp(`^(?:[0-9A-F]{2}${escapedDelim}){5}[0-9A-F]{2}$|^(?:[0-9a-f]{2}${escapedDelim}){5}[0-9a-f]{2}$`);
 };
 var cidrv4 = /^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\/([0-9]|[1-2][0-9]|3[0-2])$/;
@@ -12444,7 +12444,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve3) {
+function isRecursive(inst, stack, resolve4) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -12454,7 +12454,7 @@ function isRecursive(inst, stack, resolve3) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve3);
+      const answer = isRecursive(child, stack, resolve4);
       if (answer > result)
         result = answer;
     }
@@ -12465,7 +12465,7 @@ function isRecursive(inst, stack, resolve3) {
       const desc = Object.getOwnPropertyDescriptor(sh, key);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve3) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve4) : NONE;
       if (child > answer)
         answer = child;
     }
@@ -12529,7 +12529,7 @@ function isRecursive(inst, stack, resolve3) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve3 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve4 ? inst._zod.innerType : void 0);
       merge2(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -27094,6 +27094,26 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/secrets.ts
+var FORGE_SECRETS = [
+  /^GITHUB_TOKEN$/,
+  /^GH_TOKEN$/,
+  /^GH_ENTERPRISE_TOKEN$/,
+  /^GITHUB_ENTERPRISE_TOKEN$/,
+  /^ACTIONS_RUNTIME_TOKEN$/,
+  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
+  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
+  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
+  // Ours: the context and record keys, and the contract variables the worker sets itself.
+  /^FORKFLUSH_/,
+  /^PRIVATE_KEY$/,
+  /^WEBHOOK_SECRET$/,
+  /^APP_ID$/
+];
+function isForgeSecret(name) {
+  return FORGE_SECRETS.some((re) => re.test(name));
+}
+
 // src/core/text.ts
 function editDistance(a, b) {
   const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
@@ -27145,6 +27165,7 @@ var CONFIG_PATH = ".github/autoresearch.yml";
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider"];
+var SANDBOX_MODES = ["auto", "required", "off"];
 var PAPER = {
   branches: 4,
   forkAt: [0.33, 0.66],
@@ -27153,11 +27174,27 @@ var PAPER = {
   directives: 2
 };
 var fraction = external_exports.number().gt(0).lt(1);
+var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
+var repoGlob = repoPath;
+var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
+  message: "must be an absolute path or start with ~/"
+});
+var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).refine((n) => !isForgeSecret(n.replace(/\*$/, "")), {
+  message: "names a forge credential or a forkflush variable, which forkflush never passes on"
+});
+function insideRepository(path) {
+  if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) return false;
+  return !path.split(/[\\/]/).some((part) => part === "..");
+}
 var graderSchema = external_exports.strictObject({
   command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
   timeout: external_exports.number().positive().default(60).describe("Seconds one grading may take."),
-  protected: external_exports.array(external_exports.string().min(1)).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score.")
+  protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
+  network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to the grader, beyond PATH, HOME and the locale (names, or prefixes with *)."
+  )
 });
 var agentSchema = external_exports.strictObject({
   kind: external_exports.enum(AGENT_KINDS).default("command"),
@@ -27167,7 +27204,15 @@ var agentSchema = external_exports.strictObject({
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit.")
+  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
+  )
+});
+var sandboxSchema = external_exports.strictObject({
+  mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
+  read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
+  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes.")
 });
 var budgetSchema = external_exports.strictObject({
   total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
@@ -27181,20 +27226,21 @@ var forkSchema = external_exports.strictObject({
   directives: external_exports.number().int().min(0).optional().describe("Branches per fork round told to try a substantially different approach; default 2 (at most K).")
 });
 var promptsSchema = external_exports.strictObject({
-  branch: external_exports.string().min(1).optional().describe("File with the template for a fresh-context episode."),
-  continuation: external_exports.string().min(1).optional().describe("File with the template for a carried-context episode.")
+  branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
+  continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional(),
-  task: external_exports.string().min(1).default("TASK.md").describe("File in the repository that describes the task."),
+  task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
   budget: budgetSchema,
   strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
   fork: forkSchema.default(forkSchema.parse({})),
-  journal: external_exports.string().min(1).default("NOTES.md"),
+  journal: repoPath.default("NOTES.md"),
   prompts: promptsSchema.default({}),
-  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.')
+  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
+  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
     ctx.addIssue({
@@ -27320,7 +27366,17 @@ function describeIssue(issue2, input2, locate) {
     case "too_big":
       return `${locate(path)}: ${name} ${rangeText(path, issue2)}, got ${got}`;
     case "custom":
-      return `${locate(path)}: ${issue2.message}`;
+      return `${locate(path)}: ${issue2.message.startsWith("must ") || issue2.message.startsWith("names ") ? `${name} ${issue2.message}, got ${got}` : issue2.message}`;
+    case "invalid_format":
+      return `${locate(path)}: ${name} ${issue2.message}, got ${got}`;
+    case "invalid_union": {
+      const branches = issue2.errors.filter((b) => b.length > 0);
+      const meant = branches.find((b) => !b.every((i) => i.code === "invalid_type" && i.path.length === 0));
+      if (!meant) {
+        return `${locate(path)}: ${name} must be ${unionTypes(branches)}, got ${got}`;
+      }
+      return meant.map((i) => describeIssue({ ...i, path: [...path, ...i.path] }, input2, locate)).join("\n");
+    }
     default:
       return `${locate(path)}: ${name}: ${issue2.message}`;
   }
@@ -27339,6 +27395,14 @@ function rangeText(path, issue2) {
   }
   const max = Number(issue2.maximum);
   return issue2.inclusive ? `must be at most ${max}` : `must be below ${max}`;
+}
+function unionTypes(branches) {
+  const words = branches.flatMap(
+    (b) => b.flatMap(
+      (i) => i.code === "invalid_value" ? i.values.map((v) => JSON.stringify(v)) : i.code === "invalid_type" ? [expected(i.expected)] : []
+    )
+  );
+  return [...new Set(words)].join(", or ");
 }
 function expected(type) {
   const names = {
@@ -27672,11 +27736,11 @@ function selectWinner(episodes, direction) {
 // src/core/reconcile.ts
 function reconcile(state) {
   if (state.status === "finished") return [];
-  const open5 = state.rounds.find((r) => !r.decision);
-  if (open5) {
-    const pending = open5.episodes.filter((e) => !e.result);
-    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open5.index, episode: e.id }));
-    return [{ type: "decide", round: open5.index, decision: decide(state, open5) }];
+  const open6 = state.rounds.find((r) => !r.decision);
+  if (open6) {
+    const pending = open6.episodes.filter((e) => !e.result);
+    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open6.index, episode: e.id }));
+    return [{ type: "decide", round: open6.index, decision: decide(state, open6) }];
   }
   const round4 = nextRound(state);
   return round4 ? [{ type: "open", round: round4 }] : [{ type: "finish" }];
@@ -27816,8 +27880,8 @@ function journalEntry(config2, phase, e, r) {
 }
 function appendToJournal(existing, entry) {
   const header = existing.trim() === "" ? "# Journal\n\n" : "";
-  const sep2 = existing === "" || existing.endsWith("\n") ? "" : "\n";
-  return `${header}${existing}${sep2}${entry}
+  const sep3 = existing === "" || existing.endsWith("\n") ? "" : "\n";
+  return `${header}${existing}${sep3}${entry}
 `;
 }
 var TRAILERS = {
@@ -27831,7 +27895,8 @@ var TRAILERS = {
   protectedChanged: "Forkflush-Protected-Changed",
   seconds: "Forkflush-Seconds",
   note: "Forkflush-Note",
-  usage: "Forkflush-Usage"
+  usage: "Forkflush-Usage",
+  sandbox: "Forkflush-Sandbox"
 };
 function commitMessage(runId, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
@@ -27854,6 +27919,7 @@ function commitMessage(runId, config2, e, r, details) {
     ...r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(", ")}`] : [],
     ...r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : [],
     ...r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : [],
+    ...r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
   return `${lines.join("\n")}
@@ -27877,6 +27943,7 @@ function parseCommitMessage(message, commit) {
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
   const usage = parseUsage(fields.get(TRAILERS.usage));
+  const sandbox = fields.get(TRAILERS.sandbox);
   return {
     runId,
     episode,
@@ -27891,7 +27958,8 @@ function parseCommitMessage(message, commit) {
       protectedChanged: changed ? changed.split(", ") : [],
       wallSeconds: wall,
       agentSeconds: agent,
-      graderSeconds: grader
+      graderSeconds: grader,
+      ...sandbox ? { sandbox } : {}
     }
   };
 }
@@ -28249,14 +28317,17 @@ import { dirname, join, resolve } from "node:path";
 // src/io/process.ts
 import { execFileSync, spawn } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
+var DRAIN_MS = 300;
+var TRACK_MS = 250;
 function runShell(command, options) {
   return runProcess("/bin/sh", ["-c", command], options);
 }
 function runProcess(file2, args, options) {
   const started = performance.now();
   const max = options.maxOutput ?? 1e6;
-  return new Promise((resolve3) => {
-    const child = spawn(file2, args, {
+  const confined = options.confine?.sandbox.wrap(options.confine.confinement, options.cwd, file2, args);
+  return new Promise((resolve4) => {
+    const child = spawn(confined?.file ?? file2, confined?.args ?? args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
       detached: true,
@@ -28280,13 +28351,24 @@ function runProcess(file2, args, options) {
       stderr = keep(stderr, d);
       log?.write(d);
     });
-    let strays = [];
+    const strays = /* @__PURE__ */ new Map();
+    const remember = () => {
+      if (child.pid === void 0) return;
+      for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
+    };
+    const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : void 0;
+    tracker?.unref();
     const stop2 = (reason) => {
       if (stopped !== null || child.pid === void 0) return;
       stopped = reason;
-      strays = descendants(child.pid);
-      killGroup(child.pid, "SIGTERM");
-      killAll(strays, "SIGTERM");
+      remember();
+      if (confined) {
+        const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
+        killAll(strays, "SIGTERM", init);
+      } else {
+        killGroup(child.pid, "SIGTERM");
+        killAll(strays, "SIGTERM");
+      }
       killTimer = setTimeout(() => {
         if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
         killAll(strays, "SIGKILL");
@@ -28304,25 +28386,40 @@ function runProcess(file2, args, options) {
     child.on("error", (e) => {
       spawnError = e.message;
     });
-    child.on("exit", () => {
-      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
-      if (stopped !== null) killAll(strays, "SIGKILL");
-    });
-    child.on("close", (exitCode, signal) => {
+    let done = false;
+    let ended = null;
+    let drainTimer;
+    const finish = () => {
+      if (done || !ended) return;
+      done = true;
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
+      if (drainTimer) clearTimeout(drainTimer);
+      if (tracker) clearInterval(tracker);
       options.signal?.removeEventListener("abort", onAbort);
-      const finish = () => resolve3({
-        exitCode,
-        signal,
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const result = {
+        ...ended,
         stdout,
         stderr,
         stopped,
         ms: performance.now() - started,
         ...spawnError ? { spawnError } : {}
-      });
-      if (log) log.end(finish);
-      else finish();
+      };
+      if (log) log.end(() => resolve4(result));
+      else resolve4(result);
+    };
+    child.on("exit", (exitCode, signal) => {
+      ended = { exitCode, signal };
+      if (tracker) remember();
+      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
+      if (stopped !== null || tracker) killAll(strays, "SIGKILL");
+      drainTimer = setTimeout(finish, DRAIN_MS);
+    });
+    child.on("close", (exitCode, signal) => {
+      ended ??= { exitCode, signal };
+      finish();
     });
   });
 }
@@ -28332,42 +28429,55 @@ function killGroup(pid, signal) {
   } catch {
   }
 }
-function killAll(pids, signal) {
-  for (const pid of pids) {
+function killAll(pids, signal, spare) {
+  for (const [pid, start] of pids) {
+    if (spare?.has(pid) || startTime(pid) !== start) continue;
     try {
       process.kill(pid, signal);
     } catch {
     }
   }
 }
-function descendants(root) {
+function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
   const children = /* @__PURE__ */ new Map();
-  for (const [pid, ppid] of parentLinks()) {
-    const list = children.get(ppid) ?? [];
-    list.push(pid);
-    children.set(ppid, list);
+  for (const link of processLinks()) {
+    const list = children.get(link.ppid) ?? [];
+    list.push(link);
+    children.set(link.ppid, list);
   }
   const found = [];
-  const queue = [root];
-  for (let pid = queue.shift(); pid !== void 0; pid = queue.shift()) {
-    for (const child of children.get(pid) ?? []) {
-      found.push(child);
-      queue.push(child);
+  let level = [root];
+  for (let depth = 0; depth < levels && level.length > 0; depth++) {
+    const next = [];
+    for (const pid of level) {
+      for (const child of children.get(pid) ?? []) {
+        found.push(child);
+        next.push(child.pid);
+      }
     }
+    level = next;
   }
   return found;
 }
-function parentLinks() {
+function statFields(pid) {
+  try {
+    const stat8 = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat8.slice(stat8.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+function startTime(pid) {
+  if (process.platform !== "linux") return "";
+  return statFields(pid)?.[19] ?? null;
+}
+function processLinks() {
   const links = [];
   try {
     for (const name of readdirSync("/proc")) {
       if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat7 = readFileSync(`/proc/${name}/stat`, "utf8");
-        const ppid = Number(stat7.slice(stat7.lastIndexOf(")") + 2).split(" ")[1]);
-        links.push([Number(name), ppid]);
-      } catch {
-      }
+      const fields = statFields(name);
+      if (fields) links.push({ pid: Number(name), ppid: Number(fields[1]), start: fields[19] ?? "" });
     }
     return links;
   } catch {
@@ -28375,7 +28485,7 @@ function parentLinks() {
       const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
       for (const line of out.split("\n")) {
         const [pid, ppid] = line.trim().split(/\s+/).map(Number);
-        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push([pid, ppid]);
+        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "" });
       }
     } catch {
     }
@@ -28452,6 +28562,16 @@ var Git = class _Git {
 };
 
 // src/agents/agent.ts
+var CONTRACT_VARS = [
+  "FORKFLUSH_PROMPT_FILE",
+  "FORKFLUSH_CONTEXT_DIR",
+  "FORKFLUSH_BUDGET",
+  "FORKFLUSH_BUDGET_UNIT",
+  "FORKFLUSH_USAGE_FILE",
+  "FORKFLUSH_GRADE",
+  "FORKFLUSH_SEED",
+  "FORKFLUSH_EPISODE"
+];
 function forkflushVars(s) {
   return {
     FORKFLUSH_PROMPT_FILE: s.promptFile,
@@ -28569,10 +28689,23 @@ var INPUT_HISTORY_FILE = "aider.input.history";
 var SESSION_FILE = "session.json";
 var WATCH_MS = 250;
 var EXCLUDE = ".aider*";
-var FORGE_TOKENS = ["GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"];
+var PASS_ENV = [
+  "AIDER_*",
+  "OPENAI_*",
+  "ANTHROPIC_*",
+  "GEMINI_*",
+  "DEEPSEEK_*",
+  "OPENROUTER_*",
+  "GROQ_*",
+  "MISTRAL_*",
+  "COHERE_*",
+  "XAI_*",
+  "AZURE_*",
+  "OLLAMA_*"
+];
 var aiderAgent = (agent) => aiderAdapter(agent);
 function aiderAdapter(agent) {
-  return { kind: "aider", run: (s) => runAider(agent, s) };
+  return { kind: "aider", passEnv: PASS_ENV, run: (s) => runAider(agent, s) };
 }
 async function runAider(agent, s) {
   const notes = [];
@@ -28626,7 +28759,7 @@ async function runAider(agent, s) {
   };
   const timer = setInterval(() => void check2().catch(() => {
   }), WATCH_MS);
-  const r = await runProcess(agent.command ?? "aider", args, {
+  const r = await s.spawn(agent.command ?? "aider", args, {
     cwd: s.workdir,
     env: aiderEnv(s),
     timeoutMs: s.deadlineMs,
@@ -28674,7 +28807,6 @@ function aiderEnv(s) {
     ...s.env,
     ...forkflushVars(s)
   };
-  for (const k of FORGE_TOKENS) delete env[k];
   return env;
 }
 async function openContext(contextDir) {
@@ -28713,10 +28845,10 @@ async function excludeAiderFiles(workdir) {
     const text = await readFile(file2, "utf8").catch(() => "");
     if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return void 0;
     await mkdir(dirname(file2), { recursive: true });
-    const sep2 = text === "" || text.endsWith("\n") ? "" : "\n";
+    const sep3 = text === "" || text.endsWith("\n") ? "" : "\n";
     await writeFile(
       file2,
-      `${text}${sep2}# forkflush, aider agent: aider's files in the git root (repo map cache)
+      `${text}${sep3}# forkflush, aider agent: aider's files in the git root (repo map cache)
 ${EXCLUDE}
 `
     );
@@ -28964,6 +29096,8 @@ var ClaudeCodeAdapter = class {
   }
   agent;
   kind = "claude-code";
+  /** Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env. */
+  passEnv = ["ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"];
   async run(s) {
     const started = performance.now();
     const notes = [];
@@ -29069,8 +29203,6 @@ ${early?.message ?? ""}`)) {
       DISABLE_AUTOUPDATER: "1",
       ...forkflushVars(s)
     };
-    delete env.GITHUB_TOKEN;
-    delete env.GH_TOKEN;
     delete env.CLAUDE_CODE_PROJECT_DIR_NAME;
     const overrun = new AbortController();
     let tokensSeen = 0;
@@ -29091,7 +29223,7 @@ ${early?.message ?? ""}`)) {
         polling = false;
       }
     }, TOKEN_POLL_MS) : void 0;
-    const run = await runProcess(this.agent.command ?? "claude", args, {
+    const run = await s.spawn(this.agent.command ?? "claude", args, {
       cwd,
       env,
       // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its
@@ -29433,6 +29565,7 @@ var FIRST_LINE_MAX = 4 * 1024 * 1024;
 var codexAgent = (agent) => {
   const adapter = {
     kind: "codex",
+    passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
     run: (s) => runCodex(s, {
       executable: agent.command ?? "codex",
       model: agent.model,
@@ -29467,7 +29600,7 @@ async function runCodex(s, o) {
       polling = false;
     }
   }, POLL_MS) : void 0;
-  const r = await runProcess(o.executable, codexArgs(s, o, context.threadId), {
+  const r = await s.spawn(o.executable, codexArgs(s, o, context.threadId), {
     cwd: s.workdir,
     env: codexEnv(s, home),
     // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
@@ -29527,15 +29660,19 @@ function codexArgs(s, o, threadId) {
     "--skip-git-repo-check",
     "-C",
     s.workdir,
-    // Edits and commands in the workspace without asking; writes elsewhere stay blocked by
-    // Codex's sandbox (bubblewrap + seccomp on Linux), and .git stays read-only.
-    "--sandbox",
-    "workspace-write",
-    // The sandbox blocks all sockets by default, loopback too; "$FORKFLUSH_GRADE" asks forkflush
-    // over 127.0.0.1 to run the grader (config key sandbox_workspace_write.network_access,
-    // developers.openai.com/codex/config-reference).
-    "-c",
-    "sandbox_workspace_write.network_access=true",
+    // Edits and commands in the workspace without asking. In forkflush's sandbox Codex's own is
+    // off: it is nested inside a stronger one (a PID namespace, hidden home and records), and
+    // it cannot start there (Codex runs bubblewrap itself, and fails where bwrap is installed).
+    // Without forkflush's sandbox, Codex's own confines writes to the workspace.
+    ...s.confined ? ["--sandbox", "danger-full-access"] : [
+      "--sandbox",
+      "workspace-write",
+      // Codex's sandbox blocks all sockets by default; "$FORKFLUSH_GRADE" asks forkflush over a
+      // Unix socket to run the grader (sandbox_workspace_write.network_access,
+      // developers.openai.com/codex/config-reference).
+      "-c",
+      "sandbox_workspace_write.network_access=true"
+    ],
     // Never stop to ask for approval (exec's default; stated so a user config cannot change it).
     "-c",
     'approval_policy="never"',
@@ -29667,12 +29804,45 @@ var RolloutTail = class {
   }
 };
 
+// src/io/agent-files.ts
+import { constants } from "node:fs";
+import { open as open4, readdir as readdir4, unlink } from "node:fs/promises";
+import { join as join4 } from "node:path";
+async function removeLinksAndSpecials(dir) {
+  let removed = 0;
+  const entries = await readdir4(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    const path = join4(dir, e.name);
+    if (e.isDirectory()) removed += await removeLinksAndSpecials(path);
+    else if (!e.isFile()) {
+      await unlink(path).catch(() => {
+      });
+      removed++;
+    }
+  }
+  return removed;
+}
+async function readRegular(path, max = 1e6) {
+  const h = await open4(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!h) return null;
+  try {
+    const s = await h.stat();
+    if (!s.isFile()) return null;
+    const buf = Buffer.alloc(Math.min(max, s.size));
+    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString("utf8");
+  } finally {
+    await h.close();
+  }
+}
+
 // src/agents/command.ts
-import { readFile as readFile4 } from "node:fs/promises";
 var USAGE_POLL_MS = 200;
 function commandAgent(command) {
   return {
     kind: "command",
+    // Only what the user lists in agent.env: a command agent's keys are the user's to name.
+    passEnv: [],
     async run(s) {
       const env = {
         ...s.env,
@@ -29684,7 +29854,7 @@ function commandAgent(command) {
         const usage2 = await readUsage2(s.usageFile);
         if (typeof usage2 === "number" && usage2 > s.allowance) overrun.abort("budget");
       }, USAGE_POLL_MS) : void 0;
-      const r = await runShell(command, {
+      const r = await s.spawn("/bin/sh", ["-c", command], {
         cwd: s.workdir,
         env,
         input: s.prompt,
@@ -29712,12 +29882,8 @@ function commandAgent(command) {
   };
 }
 async function readUsage2(file2) {
-  let text;
-  try {
-    text = await readFile4(file2, "utf8");
-  } catch {
-    return void 0;
-  }
+  const text = await readRegular(file2, 64e3);
+  if (text === null) return void 0;
   try {
     const spent2 = JSON.parse(text).spent;
     if (typeof spent2 === "number" && Number.isFinite(spent2) && spent2 >= 0) return spent2;
@@ -29733,8 +29899,8 @@ function lastLine3(stderr) {
 
 // src/agents/copilot.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { mkdir as mkdir4, open as open4, readdir as readdir4, readFile as readFile5, rm as rm4, stat as stat4, writeFile as writeFile4 } from "node:fs/promises";
-import { dirname as dirname2, join as join4 } from "node:path";
+import { mkdir as mkdir4, open as open5, readdir as readdir5, readFile as readFile4, rm as rm4, stat as stat4, writeFile as writeFile4 } from "node:fs/promises";
+import { dirname as dirname2, join as join5 } from "node:path";
 
 // src/agents/copilot-output.ts
 var NANO_AIU_PER_CREDIT = 1e9;
@@ -29941,22 +30107,22 @@ var SESSION_FILE3 = "session.json";
 var WATCH_MS2 = 250;
 var MAX_PROMPT_ARG = 1e5;
 var SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-var FORGE_TOKENS2 = ["GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"];
+var PASS_ENV2 = ["COPILOT_*"];
 var copilotAgent = (agent) => copilotAdapter(agent);
 function copilotAdapter(agent) {
-  return { kind: "copilot", run: (s) => runCopilot(agent, s) };
+  return { kind: "copilot", passEnv: PASS_ENV2, run: (s) => runCopilot(agent, s) };
 }
 async function runCopilot(agent, s) {
   const notes = [];
   await mkdir4(s.contextDir, { recursive: true });
   const ctx = await openContext2(s.contextDir);
   if (ctx.note) notes.push(ctx.note);
-  const home = join4(s.contextDir, HOME_DIR);
+  const home = join5(s.contextDir, HOME_DIR);
   await mkdir4(home, { recursive: true });
   const sessionId = ctx.saved?.sessionId ?? randomUUID2();
-  const eventsFile = join4(home, "session-state", sessionId, "events.jsonl");
+  const eventsFile = join5(home, "session-state", sessionId, "events.jsonl");
   const startOffset = ctx.saved ? await sizeOf2(eventsFile) : 0;
-  const usageOut = join4(dirname2(s.usageFile), "copilot-usage.json");
+  const usageOut = join5(dirname2(s.usageFile), "copilot-usage.json");
   await rm4(usageOut, { force: true });
   const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
   const credits = !byok && s.unit === "usd" ? creditsForUsd(s.allowance) : void 0;
@@ -29972,7 +30138,7 @@ async function runCopilot(agent, s) {
     usageOut,
     // The CLI's own logs go with the episode's other logs, not into the context carried onward.
     "--log-dir",
-    join4(dirname2(s.logFile), "copilot-logs"),
+    join5(dirname2(s.logFile), "copilot-logs"),
     "-C",
     s.workdir,
     ctx.saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
@@ -30003,7 +30169,7 @@ async function runCopilot(agent, s) {
   };
   const timer = setInterval(() => void check2().catch(() => {
   }), WATCH_MS2);
-  const r = await runProcess(agent.command ?? "copilot", args, {
+  const r = await s.spawn(agent.command ?? "copilot", args, {
     cwd: s.workdir,
     env: copilotEnv(s, home),
     ...viaStdin ? { input: s.prompt } : {},
@@ -30015,7 +30181,7 @@ async function runCopilot(agent, s) {
   const previous = ctx.saved?.totals ?? null;
   let delta = null;
   let cumulative = null;
-  const usageText2 = await readFile5(usageOut, "utf8").catch(() => void 0);
+  const usageText2 = await readFile4(usageOut, "utf8").catch(() => void 0);
   if (usageText2 !== void 0) {
     try {
       cumulative = parseUsageFile(usageText2);
@@ -30048,7 +30214,7 @@ async function runCopilot(agent, s) {
       totals: cumulative,
       episodes: [...ctx.saved?.episodes ?? [], s.episodeId]
     };
-    await writeFile4(join4(s.contextDir, SESSION_FILE3), `${JSON.stringify(saved, null, 2)}
+    await writeFile4(join5(s.contextDir, SESSION_FILE3), `${JSON.stringify(saved, null, 2)}
 `);
   }
   let usage;
@@ -30077,15 +30243,14 @@ function copilotEnv(s, home) {
     ...forkflushVars(s),
     COPILOT_HOME: home
   };
-  for (const k of FORGE_TOKENS2) delete env[k];
   return env;
 }
 async function openContext2(contextDir) {
-  const entries = await readdir4(contextDir);
+  const entries = await readdir5(contextDir);
   if (entries.length === 0) return { saved: null };
   const problem = await contextProblem(contextDir, entries);
   if (problem.saved) return { saved: problem.saved };
-  for (const e of entries) await rm4(join4(contextDir, e), { recursive: true, force: true });
+  for (const e of entries) await rm4(join5(contextDir, e), { recursive: true, force: true });
   return {
     saved: null,
     note: `could not resume the carried Copilot session (${problem.why}); started a fresh conversation`
@@ -30095,17 +30260,17 @@ async function contextProblem(contextDir, entries) {
   if (!entries.includes(SESSION_FILE3)) return { why: `${SESSION_FILE3} is missing` };
   let raw;
   try {
-    raw = JSON.parse(await readFile5(join4(contextDir, SESSION_FILE3), "utf8"));
+    raw = JSON.parse(await readFile4(join5(contextDir, SESSION_FILE3), "utf8"));
   } catch {
     return { why: `${SESSION_FILE3} is not JSON` };
   }
   const v = raw;
   if (!v || typeof v.sessionId !== "string" || !SESSION_ID.test(v.sessionId))
     return { why: `${SESSION_FILE3} names no session id` };
-  const events = join4(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl");
+  const events = join5(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl");
   let text;
   try {
-    text = await readFile5(events, "utf8");
+    text = await readFile4(events, "utf8");
   } catch {
     return { why: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
   }
@@ -30145,7 +30310,7 @@ var EventsWatcher = class {
 async function readFrom2(file2, offset) {
   let fh;
   try {
-    fh = await open4(file2, "r");
+    fh = await open5(file2, "r");
     const { size } = await fh.stat();
     if (size <= offset) return Buffer.alloc(0);
     const buf = Buffer.alloc(size - offset);
@@ -30170,8 +30335,8 @@ function lastLine4(stderr) {
 // src/agents/gemini.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir as mkdir5, readdir as readdir5, readFile as readFile6, realpath as realpath2, rename as rename2, rm as rm5, writeFile as writeFile5 } from "node:fs/promises";
-import { basename, dirname as dirname3, join as join5 } from "node:path";
+import { mkdir as mkdir5, readdir as readdir6, readFile as readFile5, realpath as realpath2, rename as rename2, rm as rm5, writeFile as writeFile5 } from "node:fs/promises";
+import { basename, dirname as dirname3, join as join6 } from "node:path";
 
 // src/agents/gemini-output.ts
 var EXIT_TURN_LIMIT = 53;
@@ -30201,11 +30366,11 @@ function* jsonObjects(text) {
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
-    const open5 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
-    if (open5 < 0 || open5 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open5))) continue;
+    const open6 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
+    if (open6 < 0 || open6 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open6))) continue;
     for (let j = i + 1; j < lines.length; j++) {
       if (lines[j] !== "}") continue;
-      const candidate = [line.slice(open5), ...lines.slice(i + 1, j + 1)].join("\n");
+      const candidate = [line.slice(open6), ...lines.slice(i + 1, j + 1)].join("\n");
       try {
         yield JSON.parse(candidate);
         i = j;
@@ -30364,13 +30529,15 @@ var geminiAgent = (agent) => {
   const executable = agent.command ?? "gemini";
   return {
     kind: "gemini",
+    // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
+    passEnv: ["GEMINI_*", "GOOGLE_*"],
     run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns)
   };
 };
 async function runGemini(s, executable, model, extraArgs, maxTurns) {
   const started = performance.now();
-  const home = join5(s.contextDir, HOME3);
-  const geminiDir = join5(home, ".gemini");
+  const home = join6(s.contextDir, HOME3);
+  const geminiDir = join6(home, ".gemini");
   const notes = [];
   let prepared;
   try {
@@ -30405,8 +30572,6 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     GEMINI_TELEMETRY_ENABLED: "false",
     ...forkflushVars(s)
   };
-  delete env.GITHUB_TOKEN;
-  delete env.GH_TOKEN;
   const overrun = new AbortController();
   const watched = s.unit === "tokens" || s.unit === "usd";
   let polling = false;
@@ -30421,7 +30586,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
       polling = false;
     }
   }, SPEND_POLL_MS) : void 0;
-  const r = await runProcess(executable, args, {
+  const r = await s.spawn(executable, args, {
     cwd: s.workdir,
     env,
     input: viaStdin ? s.prompt : "",
@@ -30435,7 +30600,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
   await writeSessionFile(s.contextDir, sessionId).catch(() => {
   });
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
-  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
+  let exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
   if (r.stopped === "budget" && overrun.signal.aborted)
     notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
@@ -30455,6 +30620,11 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     );
   }
   const priced = price(usage);
+  const spentNow = spendOf(usage, s.unit);
+  if (exit === "finished" && spentNow !== null && (s.unit === "tokens" || s.unit === "usd") && spentNow > s.allowance) {
+    exit = "budget";
+    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  }
   return {
     exit,
     reportedSpend: spendOf(usage, s.unit),
@@ -30470,7 +30640,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
   };
 }
 async function prepareHome(s, geminiDir, maxTurns) {
-  const entries = await readdir5(s.contextDir).catch(() => []);
+  const entries = await readdir6(s.contextDir).catch(() => []);
   let prepared = { sessionId: randomUUID3(), fresh: "" };
   if (entries.length > 0) {
     const carried = await prepareResume(s.contextDir, geminiDir, await realpath2(s.workdir));
@@ -30479,9 +30649,9 @@ async function prepareHome(s, geminiDir, maxTurns) {
     else prepared = { sessionId: randomUUID3(), fresh: carried.fresh };
   }
   await mkdir5(geminiDir, { recursive: true });
-  await writeFile5(join5(geminiDir, "settings.json"), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}
+  await writeFile5(join6(geminiDir, "settings.json"), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}
 `);
-  await rm5(join5(geminiDir, "projects.json.lock"), { recursive: true, force: true });
+  await rm5(join6(geminiDir, "projects.json.lock"), { recursive: true, force: true });
   await writeSessionFile(s.contextDir, prepared.sessionId);
   return prepared;
 }
@@ -30504,7 +30674,7 @@ function settings(env, maxTurns) {
 async function prepareResume(contextDir, geminiDir, workdir) {
   let recorded;
   try {
-    recorded = JSON.parse(await readFile6(join5(contextDir, SESSION_FILE4), "utf8"));
+    recorded = JSON.parse(await readFile5(join6(contextDir, SESSION_FILE4), "utf8"));
   } catch (e) {
     const why = e.code === "ENOENT" ? "has no" : "has an unreadable";
     return { crash: `the context folder ${why} ${SESSION_FILE4}: no Gemini CLI conversation to continue` };
@@ -30527,11 +30697,11 @@ async function prepareResume(contextDir, geminiDir, workdir) {
     return { fresh: `the previous episode's conversation ${sessionId} held no prompt yet: started a new one` };
   }
   const before = writtenIds(files.map((f) => f.record));
-  const chats = join5(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
+  const chats = join6(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
   await mkdir5(chats, { recursive: true });
   for (const f of files) {
     if (f === best) {
-      if (dirname3(f.path) !== chats) await rename2(f.path, join5(chats, basename(f.path)));
+      if (dirname3(f.path) !== chats) await rename2(f.path, join6(chats, basename(f.path)));
     } else if (!isResumable(f.record.messages)) {
       await rm5(f.path, { force: true });
     }
@@ -30539,15 +30709,15 @@ async function prepareResume(contextDir, geminiDir, workdir) {
   return { sessionId, before };
 }
 async function projectSlug(geminiDir, workdir) {
-  const registryPath = join5(geminiDir, "projects.json");
+  const registryPath = join6(geminiDir, "projects.json");
   let projects = {};
   try {
-    const parsed = JSON.parse(await readFile6(registryPath, "utf8"));
+    const parsed = JSON.parse(await readFile5(registryPath, "utf8"));
     if (parsed.projects && typeof parsed.projects === "object") projects = parsed.projects;
   } catch {
   }
-  const bases = [join5(geminiDir, "tmp"), join5(geminiDir, "history")];
-  const owner = async (base2, slug2) => (await readFile6(join5(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join6(geminiDir, "tmp"), join6(geminiDir, "history")];
+  const owner = async (base2, slug2) => (await readFile5(join6(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
@@ -30557,11 +30727,11 @@ async function projectSlug(geminiDir, workdir) {
   const base = `ff-${slugify2(basename(workdir))}`;
   let slug = base;
   for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync(join5(b, slug)))) break;
+    if (!taken.has(slug) && !bases.some((b) => existsSync(join6(b, slug)))) break;
     slug = `${base}-${n}`;
   }
-  await mkdir5(join5(bases[0], slug), { recursive: true });
-  await writeFile5(join5(bases[0], slug, ".project_root"), workdir);
+  await mkdir5(join6(bases[0], slug), { recursive: true });
+  await writeFile5(join6(bases[0], slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registryPath}.${randomUUID3()}.tmp`;
   await writeFile5(tmp, JSON.stringify({ projects }, null, 2));
@@ -30572,16 +30742,16 @@ function slugify2(text) {
   return text.toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
 }
 async function sessionFiles(geminiDir, sessionId) {
-  const tmp = join5(geminiDir, "tmp");
-  const slugs = await readdir5(tmp).catch(() => []);
+  const tmp = join6(geminiDir, "tmp");
+  const slugs = await readdir6(tmp).catch(() => []);
   const found = [];
   for (const slug of slugs) {
-    const chats = join5(tmp, slug, "chats");
-    const names = await readdir5(chats).catch(() => []);
+    const chats = join6(tmp, slug, "chats");
+    const names = await readdir6(chats).catch(() => []);
     for (const name of names) {
       if (!name.startsWith("session-") || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join5(chats, name);
-      const text = await readFile6(path, "utf8").catch(() => null);
+      const path = join6(chats, name);
+      const text = await readFile5(path, "utf8").catch(() => null);
       if (text === null) continue;
       const record3 = readSession(text);
       if (record3.sessionId === sessionId || record3.sessionId === null) found.push({ path, record: record3 });
@@ -30594,7 +30764,7 @@ async function sessionRecords(geminiDir, sessionId) {
 }
 async function writeSessionFile(contextDir, sessionId) {
   const record3 = { agent: "gemini", sessionId, updated: (/* @__PURE__ */ new Date()).toISOString() };
-  await writeFile5(join5(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
+  await writeFile5(join6(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
 `);
 }
 function price(usage) {
@@ -30760,28 +30930,423 @@ function templateProblem(config2, templates) {
   }
 }
 
+// src/worker/boundary.ts
+import { readdirSync as readdirSync2, readFileSync as readFileSync2, realpathSync as realpathSync2 } from "node:fs";
+import { homedir } from "node:os";
+import { delimiter, dirname as dirname5, isAbsolute, join as join7 } from "node:path";
+
+// src/io/sandbox.ts
+import { execFile } from "node:child_process";
+import { lstatSync, realpathSync } from "node:fs";
+import { dirname as dirname4, sep } from "node:path";
+var BWRAP = "bwrap";
+var probed;
+function probeSandbox() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return {
+      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
+      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
+    };
+  }
+  const version2 = await exec(BWRAP, ["--version"]);
+  if (version2.code !== 0) {
+    return {
+      unavailable: "bubblewrap (bwrap) is not installed",
+      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
+    };
+  }
+  const name = version2.stdout.trim() || "bubblewrap";
+  const sandbox = bubblewrap(name);
+  const trial = sandbox.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
+  const run = await exec(trial.file, trial.args);
+  if (run.code !== 0) {
+    return {
+      unavailable: `${name} cannot make namespaces here (${run.stderr.trim().split("\n").at(-1) || `exit ${run.code}`})`,
+      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
+    };
+  }
+  return { sandbox };
+}
+function bubblewrap(name) {
+  const root = process.getuid?.() === 0;
+  return {
+    name,
+    wrap(c, cwd, file2, args) {
+      const mounts = mountArgs(c);
+      return {
+        file: BWRAP,
+        args: [
+          "--die-with-parent",
+          // A session of its own: no TIOCSTI into forkflush's terminal.
+          "--new-session",
+          "--unshare-pid",
+          "--unshare-ipc",
+          "--unshare-uts",
+          "--unshare-cgroup-try",
+          ...c.network ? [] : ["--unshare-net"],
+          // Root keeps its capabilities in bwrap unless told; an unprivileged user has only the
+          // user namespace's, which this drops too. no_new_privs is always on (sudo gives nothing).
+          "--cap-drop",
+          "ALL",
+          ...root ? [] : ["--unshare-user"],
+          "--ro-bind",
+          "/",
+          "/",
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc",
+          ...mounts,
+          "--chdir",
+          cwd,
+          "--",
+          file2,
+          ...args
+        ]
+      };
+    }
+  };
+}
+function mountArgs(c) {
+  const mounts = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (path, args) => {
+    if (seen.has(path)) return;
+    seen.add(path);
+    mounts.push({ path, args });
+  };
+  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
+  const tmp = real("/tmp") ?? "/tmp";
+  for (const p of c.hidden) {
+    const path = real(p);
+    if (!path || path === "/" || isInside(path, tmp)) continue;
+    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
+  }
+  for (const p of c.readable) {
+    const path = real(p);
+    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
+  }
+  for (const p of c.writable) {
+    const path = real(p);
+    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
+    add(`${path}\0rw`, ["--bind", path, path]);
+  }
+  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
+  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
+}
+function real(path) {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+function isDirectory(path) {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+function isInside(path, root) {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+function prefixOf(dir) {
+  const base = dir.split(sep).at(-1);
+  return base === "bin" || base === "shims" ? dirname4(dir) : dir;
+}
+function exec(file2, args) {
+  return new Promise((resolve4) => {
+    execFile(file2, args, { timeout: 1e4 }, (error62, stdout, stderr) => {
+      const code = error62 ? typeof error62.code === "number" ? error62.code : 127 : 0;
+      resolve4({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
+    });
+  });
+}
+
+// src/worker/boundary.ts
+async function isolationFor(mode) {
+  const unconfined = "agents run with your user rights: they can read your files and tokens, start processes that outlive the episode and change what the grader sees";
+  if (mode === "off") {
+    return { sandbox: null, label: "off (sandbox: off)", warning: `the sandbox is off (sandbox: off): ${unconfined}` };
+  }
+  const probe2 = await probeSandbox();
+  if ("sandbox" in probe2) return { sandbox: probe2.sandbox, label: probe2.sandbox.name };
+  if (mode === "required") {
+    throw new UserError(`sandbox: required, but ${probe2.unavailable}: ${probe2.fix}; nothing ran`);
+  }
+  return {
+    sandbox: null,
+    label: `off (${probe2.unavailable})`,
+    warning: `the sandbox is off: ${probe2.unavailable}, so ${unconfined}. To confine them, ${probe2.fix}; set sandbox: required to refuse to run without it`
+  };
+}
+function sessionSpawner(sandbox, confinement, writtenByAgent) {
+  return async (file2, args, options) => {
+    const env = {};
+    for (const [k, v] of Object.entries(options.env ?? {}))
+      if (!isForgeSecret(k) || CONTRACT_VARS.includes(k)) env[k] = v;
+    const r = await runProcess(file2, args, {
+      ...options,
+      env,
+      ...sandbox ? { confine: { sandbox, confinement } } : { track: true }
+    });
+    for (const dir of writtenByAgent) await removeLinksAndSpecials(dir);
+    return r;
+  };
+}
+function agentConfinement(p, config2, env) {
+  const hidden = [...hiddenPlaces(env), ...p.private];
+  return {
+    writable: [p.workspace, p.context, p.box, ...config2.sandbox.write.map(expandHome)],
+    readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
+    hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
+    tmp: join7(p.box, "tmp"),
+    network: true
+  };
+}
+function graderConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
+  const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
+  const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
+  return {
+    writable: [dir],
+    readable: [...p.objects, ...exposed, ...config2.sandbox.read.map(expandHome)],
+    hidden: [...hidden, ...credentialFiles(exposed)],
+    tmp,
+    network: config2.grader.network
+  };
+}
+function hiddenPlaces(env) {
+  const places = [
+    env.HOME || homedir(),
+    "/run/user",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/snapd.socket"
+  ];
+  if (env.RUNNER_TEMP) places.push(env.RUNNER_TEMP);
+  if (env.RUNNER_WORKSPACE) places.push(dirname5(env.RUNNER_WORKSPACE));
+  const runner = runnerInstallation();
+  if (runner) places.push(runner);
+  return places.filter((p) => p && p !== "/");
+}
+function exposedInside(hidden, never2, env) {
+  const hiddenReal = hidden.map(realOrNull).filter((p) => p !== null);
+  const neverReal = never2.map(realOrNull).filter((p) => p !== null);
+  const dirs = [...(env.PATH ?? "").split(delimiter), dirname5(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
+  const out = /* @__PURE__ */ new Set();
+  for (const d of dirs) {
+    const dir = d && isAbsolute(d) ? realOrNull(d) : null;
+    if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
+    const inside = hiddenReal.filter((h) => isInside(dir, h));
+    if (inside.length === 0) continue;
+    const prefix = prefixOf(dir);
+    out.add(inside.some((h) => isInside(h, prefix)) ? dir : prefix);
+  }
+  return [...out];
+}
+function credentialFiles(exposed) {
+  const out = [];
+  for (const dir of exposed) {
+    try {
+      for (const name of readdirSync2(dir)) {
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc/i.test(name)) out.push(join7(dir, name));
+      }
+    } catch {
+    }
+  }
+  return out;
+}
+function runnerInstallation() {
+  if (process.platform !== "linux" || !process.env.GITHUB_ACTIONS) return null;
+  let pid = process.ppid;
+  for (let i = 0; i < 4 && pid > 1; i++) {
+    const exe = realOrNull(`/proc/${pid}/exe`);
+    if (exe && /\/Runner\.(Worker|Listener)$/.test(exe)) return dirname5(dirname5(exe));
+    const parent = parentOf(pid);
+    if (parent === null) return null;
+    pid = parent;
+  }
+  return null;
+}
+function parentOf(pid) {
+  try {
+    const stat8 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return Number(stat8.slice(stat8.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return null;
+  }
+}
+function realOrNull(path) {
+  try {
+    return realpathSync2(path);
+  } catch {
+    return null;
+  }
+}
+function expandHome(path) {
+  return path === "~" || path.startsWith("~/") ? join7(process.env.HOME || homedir(), path.slice(1)) : path;
+}
+
 // src/worker/episode.ts
-import { mkdir as mkdir6, readFile as readFile7, writeFile as writeFile7 } from "node:fs/promises";
-import { join as join7 } from "node:path";
+import { mkdir as mkdir7, rm as rm8, writeFile as writeFile8 } from "node:fs/promises";
+import { join as join10 } from "node:path";
+
+// src/worker/cleanroom.ts
+import { appendFile, copyFile, mkdir as mkdir6, readdir as readdir7, rm as rm6, stat as stat5, utimes, writeFile as writeFile6 } from "node:fs/promises";
+import { dirname as dirname6, join as join8 } from "node:path";
+var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
+var OwnRepo = class _OwnRepo {
+  constructor(gitDir, objects) {
+    this.gitDir = gitDir;
+    this.objects = objects;
+    this.git = new Git(dirname6(gitDir));
+  }
+  gitDir;
+  objects;
+  git;
+  /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
+  static async open(gitDir, objects) {
+    const own2 = new _OwnRepo(gitDir, objects);
+    const head = await readdir7(gitDir).catch(() => []);
+    if (!head.includes("HEAD")) {
+      await mkdir6(dirname6(gitDir), { recursive: true });
+      await new Git(dirname6(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
+    }
+    return own2;
+  }
+  /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
+  exec(args, o = {}) {
+    return this.git.exec(args, {
+      ...o.input !== void 0 ? { input: o.input } : {},
+      ...o.check !== void 0 ? { check: o.check } : {},
+      env: {
+        GIT_DIR: this.gitDir,
+        GIT_OBJECT_DIRECTORY: this.objects,
+        ...o.workTree ? { GIT_WORK_TREE: o.workTree } : {},
+        ...o.index ? { GIT_INDEX_FILE: o.index } : {}
+      }
+    });
+  }
+  async out(args, o = {}) {
+    return (await this.exec(args, o)).stdout.trim();
+  }
+};
+async function checkoutInto(own2, commit, dir, index, branch) {
+  await mkdir6(dir, { recursive: true });
+  for (const entry of await readdir7(dir)) await rm6(join8(dir, entry), { recursive: true, force: true });
+  await rm6(index, { force: true });
+  await mkdir6(dirname6(index), { recursive: true });
+  await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
+  const dotGit = join8(dir, ".git");
+  await new Git(dir).exec(["init", "--quiet", "--template="]);
+  await writeFile6(join8(dotGit, "objects", "info", "alternates"), `${own2.objects}
+`);
+  if (branch) {
+    await mkdir6(join8(dotGit, "refs", "heads", dirname6(branch)), { recursive: true });
+    await writeFile6(join8(dotGit, "refs", "heads", branch), `${commit}
+`);
+    await writeFile6(join8(dotGit, "HEAD"), `ref: refs/heads/${branch}
+`);
+  } else {
+    await writeFile6(join8(dotGit, "HEAD"), `${commit}
+`);
+  }
+  await appendFile(join8(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join8(dotGit, "index"));
+}
+async function copyIndex(from, to) {
+  await copyFile(from, to);
+  const s = await stat5(from);
+  await utimes(to, s.atime, s.mtime);
+}
+async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs) {
+  await copyIndex(checkoutIndex, index);
+  const add = () => own2.exec(["add", "--all"], { workTree: workspace, index, check: false });
+  let added = await add();
+  if (added.exitCode !== 0) {
+    await runProcess("chmod", ["-R", "u+rwX", workspace], { cwd: workspace });
+    added = await add();
+    if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
+  }
+  const specs = protectedGlobs.map((g) => `:(glob)${g}`);
+  let protectedChanged = [];
+  if (specs.length > 0) {
+    const diff = await own2.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs], {
+      workTree: workspace,
+      index
+    });
+    protectedChanged = diff === "" ? [] : diff.split("\n");
+    if (protectedChanged.length > 0) {
+      await own2.exec(["reset", "--quiet", base, "--", ...specs], { workTree: workspace, index });
+    }
+  }
+  const tree = await own2.out(["write-tree"], { index });
+  return { tree, protectedChanged, index };
+}
+async function indexedText(own2, index, path, maxBytes) {
+  const entry = await own2.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
+  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
+  if (!m) return "";
+  const size = Number(await own2.out(["cat-file", "-s", m[2]]));
+  if (size > maxBytes) return "";
+  return (await own2.exec(["cat-file", "blob", m[2]])).stdout;
+}
+async function writeIndexed(own2, index, path, text) {
+  const blob = await own2.out(["hash-object", "-w", "--no-filters", "--stdin"], { input: text });
+  await own2.exec(["update-index", "--add", "--replace", "--cacheinfo", `100644,${blob},${path}`], { index });
+  return own2.out(["write-tree"], { index });
+}
+async function commitTree(own2, tree, parent, message) {
+  return own2.out(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
+}
+async function diffStat(own2, index, base) {
+  return own2.out(["diff", "--cached", "--shortstat", base], { index });
+}
 
 // src/worker/env.ts
-var FORGE_SECRETS = [
-  /^GITHUB_TOKEN$/,
-  /^GH_TOKEN$/,
-  /^GH_ENTERPRISE_TOKEN$/,
-  /^GITHUB_ENTERPRISE_TOKEN$/,
-  /^ACTIONS_RUNTIME_TOKEN$/,
-  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
-  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
-  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
-  /^FORKFLUSH_/,
-  /^PRIVATE_KEY$/,
-  /^WEBHOOK_SECRET$/,
-  /^APP_ID$/
+var BASICS = [
+  "PATH",
+  "LANG",
+  "LANGUAGE",
+  "LC_*",
+  "TZ",
+  "TERM",
+  "COLORTERM",
+  "NO_COLOR",
+  "FORCE_COLOR",
+  "CI",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "ALL_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "all_proxy",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "NODE_EXTRA_CA_CERTS",
+  "REQUESTS_CA_BUNDLE"
 ];
-function sandboxEnv(env) {
+function allowedEnv(env, names) {
+  const patterns = [...BASICS, ...names];
+  const exact = new Set(patterns.filter((p) => !p.endsWith("*")));
+  const prefixes = patterns.filter((p) => p.endsWith("*")).map((p) => p.slice(0, -1));
   const out = {};
-  for (const [k, v] of Object.entries(env)) if (!FORGE_SECRETS.some((re) => re.test(k))) out[k] = v;
+  for (const [name, value] of Object.entries(env)) {
+    if (value === void 0 || isForgeSecret(name)) continue;
+    if (exact.has(name) || prefixes.some((p) => name.startsWith(p))) out[name] = value;
+  }
   return out;
 }
 
@@ -30815,9 +31380,15 @@ function finite(value, shown) {
 }
 
 // src/worker/grade.ts
-async function runGrader(config2, workdir, env) {
+async function runGrader(config2, workdir, env, confine) {
   const g = config2.grader;
-  const r = await runShell(g.command, { cwd: workdir, env, timeoutMs: g.timeout * 1e3, maxOutput: 1e6 });
+  const r = await runShell(g.command, {
+    cwd: workdir,
+    env,
+    timeoutMs: g.timeout * 1e3,
+    maxOutput: 1e6,
+    ...confine ? { confine } : { track: true }
+  });
   const base = { seconds: r.ms / 1e3, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
   if (r.stopped === "timeout") return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s` };
   if (r.spawnError) return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}` };
@@ -30831,9 +31402,10 @@ async function runGrader(config2, workdir, env) {
 }
 
 // src/worker/grade-service.ts
-import { chmod, writeFile as writeFile6 } from "node:fs/promises";
+import { chmod, mkdtemp, rm as rm7, writeFile as writeFile7 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { join as join6 } from "node:path";
+import { tmpdir } from "node:os";
+import { join as join9 } from "node:path";
 async function startGradeService(args) {
   let count = 0;
   let queue = Promise.resolve();
@@ -30853,7 +31425,7 @@ async function startGradeService(args) {
         };
       }
       count += 1;
-      const g = await runGrader(args.config, args.workdir, args.env);
+      const g = await runGrader(args.config, args.workdir, args.env, args.confine);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ` : "";
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
@@ -30866,16 +31438,21 @@ async function startGradeService(args) {
 ` }))
     );
   });
-  await new Promise((resolve3) => server.listen(0, "127.0.0.1", resolve3));
-  const { port } = server.address();
-  const client = join6(args.scratchDir, "grade-client.mjs");
-  const command = join6(args.scratchDir, "grade");
-  await writeFile6(
+  const socketDir = await mkdtemp(join9(tmpdir(), "ff-grade-"));
+  await chmod(socketDir, 448);
+  const socket = join9(socketDir, "grade.sock");
+  await new Promise((resolve4, reject) => {
+    server.once("error", reject);
+    server.listen(socket, resolve4);
+  });
+  const client = join9(args.box, "grade-client.mjs");
+  const command = join9(args.box, "grade");
+  await writeFile7(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
 import { request } from 'node:http';
-const req = request({ host: '127.0.0.1', port: ${port}, path: '/grade', method: 'POST' }, (res) => {
+const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' }, (res) => {
   let text = '';
   res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => {
     const body = JSON.parse(text);
@@ -30891,7 +31468,7 @@ req.on('error', (e) => {
 req.end();
 `
   );
-  await writeFile6(
+  await writeFile7(
     command,
     `#!/bin/sh
 exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'
@@ -30900,48 +31477,95 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
   await chmod(command, 493);
   return {
     command,
+    socketDir,
     evaluations: () => count,
-    close: () => new Promise((resolve3) => {
-      server.closeAllConnections();
-      server.close(() => resolve3());
-    })
+    close: async () => {
+      await new Promise((resolve4) => {
+        server.closeAllConnections();
+        server.close(() => resolve4());
+      });
+      await rm7(socketDir, { recursive: true, force: true });
+    }
   };
+}
+
+// src/worker/seal.ts
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+var TRAILER = "Forkflush-Seal";
+function newSealKey() {
+  return randomBytes(32);
+}
+function sealMessage(key, message, tree, parent) {
+  const text = message.endsWith("\n") ? message : `${message}
+`;
+  return `${text}${TRAILER}: ${mac3(key, text, tree, parent)}
+`;
+}
+function verifySeal(key, message, tree, parent) {
+  const m = new RegExp(`^${TRAILER}: ([0-9a-f]{64})\\n?$`, "m").exec(message);
+  if (!m) return false;
+  const text = message.slice(0, m.index);
+  const expected2 = Buffer.from(mac3(key, text, tree, parent), "hex");
+  const found = Buffer.from(m[1], "hex");
+  return expected2.length === found.length && timingSafeEqual(expected2, found);
+}
+function mac3(key, text, tree, parent) {
+  return createHmac("sha256", key).update(`${tree}
+${parent}
+${text}`).digest("hex");
 }
 
 // src/worker/episode.ts
 var InterruptedError = class extends Error {
   name = "InterruptedError";
 };
+var JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 async function runEpisode(job) {
   const started = performance.now();
-  const { config: config2, episode } = job;
-  const git = new Git(job.workdir);
-  const env = sandboxEnv(job.env ?? process.env);
-  await mkdir6(job.scratchDir, { recursive: true });
-  const promptFile = join7(job.scratchDir, "prompt.md");
-  await writeFile7(promptFile, job.prompt);
+  const { config: config2, episode, places, isolation } = job;
+  const sandbox = isolation.sandbox;
+  const source = job.env ?? process.env;
+  const box = places.box;
+  await rm8(box, { recursive: true, force: true });
+  for (const dir of [join10(box, "home"), join10(box, "tmp"), job.scratchDir]) await mkdir7(dir, { recursive: true });
+  const promptFile = join10(box, "prompt.md");
+  await writeFile8(promptFile, job.prompt);
+  const home = { HOME: join10(box, "home"), TMPDIR: sandbox ? "/tmp" : join10(box, "tmp") };
+  const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
+  const graderEnv = allowedEnv(source, config2.grader.env);
   const stopForBudget = new AbortController();
   const unit = config2.budget.unit;
   const grading = await startGradeService({
     config: config2,
-    workdir: job.workdir,
-    scratchDir: job.scratchDir,
-    env,
+    workdir: places.workspace,
+    box,
+    env: { ...graderEnv, ...home },
+    ...sandbox ? {
+      confine: {
+        sandbox,
+        confinement: graderConfinement(places.workspace, join10(box, "tmp"), places, config2, source, [
+          places.context
+        ])
+      }
+    } : {},
     limit: unit === "evaluations" ? Math.max(1, Math.floor(episode.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort("budget")
   });
+  const confinement = agentConfinement(places, config2, source);
+  confinement.writable.push(grading.socketDir);
+  const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box]);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
   let outcome;
   try {
     outcome = await job.agent.run({
-      workdir: job.workdir,
+      workdir: places.workspace,
       prompt: job.prompt,
       promptFile,
-      contextDir: job.contextDir,
-      usageFile: join7(job.scratchDir, "usage.json"),
-      logFile: join7(job.scratchDir, "agent.log"),
+      contextDir: places.context,
+      usageFile: join10(box, "usage.json"),
+      logFile: join10(job.scratchDir, "agent.log"),
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -30949,8 +31573,10 @@ async function runEpisode(job) {
       episodeId: episode.id,
       deadlineMs: Math.min(budgetMs, agentTimeoutMs),
       deadlineIsBudget: budgetMs <= agentTimeoutMs,
-      env,
-      signal: AbortSignal.any([interrupt, stopForBudget.signal])
+      env: agentEnv,
+      signal: AbortSignal.any([interrupt, stopForBudget.signal]),
+      spawn: spawn2,
+      confined: sandbox !== null
     });
   } finally {
     await grading.close();
@@ -30958,17 +31584,21 @@ async function runEpisode(job) {
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent2 = Math.round(measured * 1e6) / 1e6;
-  const protectedChanged = await restoreProtected(git, episode.base, [
-    ...config2.grader.protected,
-    ...job.alsoProtected ?? [CONFIG_PATH]
-  ]);
+  const snap = await snapshot(
+    job.own,
+    places.workspace,
+    job.checkoutIndex,
+    join10(job.scratchDir, "snapshot.index"),
+    episode.base,
+    [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]
+  );
   let score = null;
   let reason;
   let graderSeconds = 0;
-  if (protectedChanged.length > 0) {
-    reason = `the agent changed protected paths: ${protectedChanged.join(", ")}`;
+  if (snap.protectedChanged.length > 0) {
+    reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
-    const g = await runGrader(config2, job.workdir, env);
+    const g = await judge(job, snap.tree, graderEnv);
     graderSeconds = g.seconds;
     score = g.score;
     reason = g.reason;
@@ -30980,54 +31610,71 @@ async function runEpisode(job) {
     ...outcome.usage ? { usage: outcome.usage } : {},
     spent: spent2,
     exit: outcome.exit,
-    protectedChanged,
+    protectedChanged: snap.protectedChanged,
     agentSeconds: seconds(outcome.seconds),
-    graderSeconds: seconds(graderSeconds)
+    graderSeconds: seconds(graderSeconds),
+    sandbox: isolation.label
   };
-  const journalPath = join7(job.workdir, config2.journal);
-  const existing = await readFile7(journalPath, "utf8").catch(() => "");
-  await mkdir6(join7(journalPath, ".."), { recursive: true });
-  await writeFile7(
-    journalPath,
-    appendToJournal(existing, journalEntry(config2, job.phase, episode, { ...partial2, commit: "", wallSeconds: 0 }))
+  const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
+  const journal = appendToJournal(
+    existing,
+    journalEntry(config2, job.phase, episode, { ...partial2, commit: "", wallSeconds: 0 })
   );
+  const tree = await writeIndexed(job.own, snap.index, config2.journal, journal);
+  const details = {
+    diffStat: await diffStat(job.own, snap.index, episode.base),
+    journalTail: journalTail(journal)
+  };
   const wallSeconds = seconds((performance.now() - started) / 1e3);
-  const details = await episodeDetails(git, episode.base, journalPath);
-  const message = commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }, details);
-  const commit = await commitWorkspace(git, job.branchRef, episode.base, message);
+  let message = commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }, details);
+  if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode.base);
+  const commit = await commitTree(job.own, tree, episode.base, message);
   return { ...partial2, commit, wallSeconds };
 }
-async function episodeDetails(git, base, journalPath) {
-  await git.exec(["add", "-A"]);
-  const diffStat = await git.out(["diff", "--cached", "--shortstat", base]);
-  const journal = await readFile7(journalPath, "utf8").catch(() => "");
-  const journalTail = journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL).map((l) => l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l);
-  return { diffStat, journalTail };
+async function judge(job, tree, env) {
+  const { config: config2, episode, places, isolation } = job;
+  const dir = join10(job.scratchDir, "judge");
+  const tmp = join10(job.scratchDir, "judge-tmp");
+  const home = join10(job.scratchDir, "judge-home");
+  const snapshotCommit = await commitTree(
+    job.own,
+    tree,
+    episode.base,
+    `forkflush ${episode.id}: the snapshot the judge grades
+`
+  );
+  await checkoutInto(job.own, snapshotCommit, dir, join10(job.scratchDir, "judge.index"));
+  for (const d of [tmp, home]) {
+    await rm8(d, { recursive: true, force: true });
+    await mkdir7(d, { recursive: true });
+  }
+  try {
+    const sandbox = isolation.sandbox;
+    return await runGrader(
+      config2,
+      dir,
+      { ...env, HOME: home, TMPDIR: sandbox ? "/tmp" : tmp },
+      sandbox ? {
+        sandbox,
+        confinement: graderConfinement(dir, tmp, places, config2, job.env ?? process.env, [
+          places.workspace,
+          places.context,
+          places.box,
+          ...config2.sandbox.write.map(expandHome)
+        ])
+      } : void 0
+    );
+  } finally {
+    for (const d of [dir, tmp, home]) await rm8(d, { recursive: true, force: true });
+  }
+}
+function journalTail(journal) {
+  return journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL).map((l) => l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l);
 }
 var JOURNAL_TAIL = 5;
 var JOURNAL_LINE_MAX = 500;
 function seconds(s) {
   return Math.round(s * 1e3) / 1e3;
-}
-async function restoreProtected(git, base, globs) {
-  if (globs.length === 0) return [];
-  const specs = globs.map((g) => `:(glob)${g}`);
-  await git.exec(["add", "-A"]);
-  const diff = await git.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs]);
-  const changed = diff === "" ? [] : diff.split("\n");
-  if (changed.length > 0) await git.exec(["restore", `--source=${base}`, "--staged", "--worktree", "--", ...specs]);
-  await git.exec(["clean", "-fdX", "--", ...specs]);
-  return changed;
-}
-async function commitWorkspace(git, branchRef, base, message) {
-  await git.exec(["add", "-A"]);
-  const tree = await git.out(["write-tree"]);
-  const head = await git.revParse("HEAD");
-  const parent = head && await git.isAncestor(base, head) ? head : base;
-  const commit = (await git.exec(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message })).stdout.trim();
-  await git.exec(["update-ref", branchRef, commit]);
-  await git.exec(["symbolic-ref", "HEAD", branchRef]);
-  return commit;
 }
 
 // src/local/runner.ts
@@ -31039,14 +31686,16 @@ async function drive(initial, o) {
     await release();
   }
 }
-async function driveLocked(initial, o) {
+async function driveLocked(initial, options) {
   let state = initial;
+  const o = { ...options, isolation: options.isolation ?? await isolationFor(initial.config.sandbox.mode) };
+  const sealKey = await o.store.sealKey();
   const emit = o.onEvent ?? (() => {
   });
   let saving = Promise.resolve();
   const save = () => {
-    const snapshot = state;
-    saving = saving.then(() => o.store.save(snapshot));
+    const snapshot2 = state;
+    saving = saving.then(() => o.store.save(snapshot2));
     return saving;
   };
   await o.forge.createLineages(state);
@@ -31065,7 +31714,7 @@ async function driveLocked(initial, o) {
       const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
       const pending = round4.episodes.filter((e) => ids.has(e.id));
       const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
-        const result = await runOne(state, e, o, emit);
+        const result = await runOne(state, e, o, sealKey, emit);
         if (result === null) return false;
         state = applyResult(state, e.id, result);
         await o.forge.setBest(state);
@@ -31094,10 +31743,10 @@ async function driveLocked(initial, o) {
   emit({ type: "finished", state });
   return { state, interrupted: false };
 }
-async function runOne(state, e, o, emit) {
-  const recovered = await o.forge.recoverResult(state, e);
+async function runOne(state, e, o, sealKey, emit) {
+  const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
-  const { workdir, contextDir, branchRef } = await o.forge.prepareEpisode(state, e);
+  const prepared = await o.forge.prepareEpisode(state, e);
   const round4 = state.rounds[e.round];
   const prompt = renderPrompt({
     config: state.config,
@@ -31109,20 +31758,24 @@ async function runOne(state, e, o, emit) {
   });
   emit({ type: "episode-start", state, episode: e });
   try {
-    return await runEpisode({
+    const result = await runEpisode({
       runId: state.id,
       config: state.config,
       episode: e,
       phase: round4.phase,
-      workdir,
-      branchRef,
-      contextDir,
-      scratchDir: o.store.scratch(e.id),
+      own: prepared.own,
+      places: prepared.places,
+      checkoutIndex: prepared.checkoutIndex,
+      scratchDir: prepared.scratchDir,
       prompt,
       agent: agentFor(state.config),
+      isolation: o.isolation,
       alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
+      ...sealKey ? { sealKey } : {},
       ...o.signal ? { signal: o.signal } : {}
     });
+    await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
+    return result;
   } catch (err) {
     if (err instanceof InterruptedError) return null;
     throw err;
@@ -31145,11 +31798,12 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile, cp as cp2, mkdir as mkdir9, readdir as readdir7, readFile as readFile9, realpath as realpath3, stat as stat6 } from "node:fs/promises";
-import { join as join9, relative, resolve as resolve2, sep } from "node:path";
+import { appendFile as appendFile2, cp as cp2, mkdir as mkdir10, readdir as readdir9, readFile as readFile8, realpath as realpath4, stat as stat7 } from "node:fs/promises";
+import { join as join13, relative, resolve as resolve3, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
-import { cp, mkdir as mkdir7, rm as rm6, stat as stat5 } from "node:fs/promises";
+import { cp, mkdir as mkdir8, readFile as readFile6, realpath as realpath3, rm as rm9, stat as stat6 } from "node:fs/promises";
+import { dirname as dirname7, isAbsolute as isAbsolute2, join as join11, resolve as resolve2 } from "node:path";
 var LocalForge = class {
   constructor(repo, store) {
     this.repo = repo;
@@ -31159,10 +31813,20 @@ var LocalForge = class {
   repo;
   store;
   git;
-  /** git's worktree bookkeeping is not safe to change from two processes at once. */
-  worktreeLock = Promise.resolve();
+  opened;
   ref(branch) {
     return `refs/heads/${branch}`;
+  }
+  /** forkflush's own git directory for the run, over the repository's objects. */
+  open() {
+    this.opened ??= (async () => {
+      const common = await this.git.out(["rev-parse", "--git-common-dir"]);
+      const commonDir = await realpath3(isAbsolute2(common) ? common : resolve2(this.repo, common));
+      const objects = join11(commonDir, "objects");
+      const alternates = (await readFile6(join11(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
+      return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
+    })();
+    return this.opened;
   }
   /** Creates the lineage branches at the base commit (idempotent). */
   async createLineages(state) {
@@ -31173,33 +31837,50 @@ var LocalForge = class {
   }
   /**
    * The result of an episode whose commit landed but whose result was not saved (a crash between
-   * the two), read back from the commit on its branch.
+   * the two), read back from the commit on its branch: only if forkflush made that commit (its
+   * seal holds) on the episode's base.
    */
-  async recoverResult(state, e) {
+  async recoverResult(state, e, sealKey) {
     const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
     const head = await this.git.revParse(ref);
-    if (!head || head === e.base) return null;
-    const message = await this.git.out(["log", "-1", "--format=%B", head]);
+    if (!head || head === e.base || !sealKey) return null;
+    const [tree, parents, ...rest] = (await this.git.out(["log", "-1", "--format=%T%n%P%n%B", head])).split("\n");
+    const message = `${rest.join("\n").trimEnd()}
+`;
+    if (parents !== e.base || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
     const parsed = parseCommitMessage(message, head);
     return parsed && parsed.runId === state.id && parsed.episode === e.id ? parsed.result : null;
   }
-  /** A clean checkout of the episode's base on its branch, and its context folder. */
+  /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
   async prepareEpisode(state, e) {
-    const workdir = this.store.worktree(e.id);
+    const { own: own2, commonDir, alternates } = await this.open();
+    const workspace = this.store.workspace(e.id);
+    const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
-    await this.locked(async () => {
-      await this.removeWorktree(workdir);
-      await this.git.exec(["-c", "checkout.workers=0", "worktree", "add", "--quiet", "-B", branch, workdir, e.base]);
-    });
-    const contextDir = this.store.context(e.id);
-    await rm6(contextDir, { recursive: true, force: true });
+    await rm9(scratchDir, { recursive: true, force: true });
+    const checkoutIndex = join11(scratchDir, "checkout.index");
+    await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
+    const context = this.store.context(e.id);
+    await rm9(context, { recursive: true, force: true });
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
-      if (await exists2(from)) await cp(from, contextDir, { recursive: true });
+      if (await exists2(from)) await cp(from, context, { recursive: true, verbatimSymlinks: true });
+      await removeLinksAndSpecials(context);
     }
-    await mkdir7(contextDir, { recursive: true });
-    await rm6(this.store.scratch(e.id), { recursive: true, force: true });
-    return { workdir, contextDir, branchRef: this.ref(branch) };
+    await mkdir8(context, { recursive: true });
+    const places = {
+      workspace,
+      context,
+      box: join11(scratchDir, "box"),
+      objects: [own2.objects, ...alternates],
+      // The repository (its other files, its .git) and every run's folder.
+      private: [this.repo, commonDir, dirname7(this.store.dir)]
+    };
+    return { own: own2, places, checkoutIndex, scratchDir, branchRef: this.ref(branch) };
+  }
+  /** Points the episode's branch at its result commit (made by forkflush, on the episode's base). */
+  async recordResult(prepared, commit, reason) {
+    await this.git.setRef(prepared.branchRef, commit, reason);
   }
   /**
    * Moves each adopted episode's lineage from the round's base to the episode's commit: a
@@ -31218,74 +31899,68 @@ var LocalForge = class {
       }
     }
   }
-  /** After a decision: worktrees go; branches go too, except rejected ones when asked to keep them. */
+  /**
+   * After a decision: workspaces go; rejected episodes' branches and contexts go too, unless asked
+   * to keep them (a later episode only ever continues an adopted one).
+   */
   async cleanupRound(state, round4, keepRejected) {
     const adopted = round4.decision?.adopted ?? [];
     for (const e of round4.episodes) {
-      await this.locked(() => this.removeWorktree(this.store.worktree(e.id)));
+      await rm9(this.store.workspace(e.id), { recursive: true, force: true });
       if (keepRejected && !adopted.includes(e.id)) continue;
-      await this.git.exec(["branch", "-D", episodeBranch(state.id, e.round, e.branch)], { check: false });
+      await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
+      if (!adopted.includes(e.id)) await rm9(this.store.context(e.id), { recursive: true, force: true });
     }
   }
   async setBest(state) {
     if (state.best)
       await this.git.setRef(this.ref(bestBranch(state.id)), state.best.commit, `forkflush: best ${state.best.episode}`);
   }
-  /** A throwaway checkout of a commit (to grade the initial workspace). */
+  /** A throwaway checkout of a commit (to grade the initial workspace), with the places to hide. */
   async withCheckout(commit, name, fn) {
-    const dir = this.store.worktree(name);
-    await this.locked(async () => {
-      await this.removeWorktree(dir);
-      await this.git.exec(["-c", "checkout.workers=0", "worktree", "add", "--quiet", "--detach", dir, commit]);
-    });
+    const { own: own2, commonDir, alternates } = await this.open();
+    const dir = this.store.workspace(name);
+    await checkoutInto(own2, commit, dir, join11(this.store.scratch(name), "checkout.index"));
     try {
-      return await fn(dir);
+      return await fn(dir, {
+        objects: [own2.objects, ...alternates],
+        private: [this.repo, commonDir, dirname7(this.store.dir)]
+      });
     } finally {
-      await this.locked(() => this.removeWorktree(dir));
+      await rm9(dir, { recursive: true, force: true });
+      await rm9(this.store.scratch(name), { recursive: true, force: true });
     }
-  }
-  locked(fn) {
-    const next = this.worktreeLock.then(fn, fn);
-    this.worktreeLock = next.catch(() => {
-    });
-    return next;
-  }
-  /** Removes a worktree, also one a crash left half made; call it under the lock. */
-  async removeWorktree(dir) {
-    if (!await exists2(dir)) return;
-    await this.git.exec(["worktree", "remove", "--force", "--force", dir], { check: false });
-    await rm6(dir, { recursive: true, force: true });
-    await this.git.exec(["worktree", "prune"], { check: false });
   }
 };
 async function exists2(path) {
-  return stat5(path).then(
+  return stat6(path).then(
     () => true,
     () => false
   );
 }
 
 // src/local/store.ts
-import { mkdir as mkdir8, readdir as readdir6, readFile as readFile8, rename as rename3, unlink, writeFile as writeFile8 } from "node:fs/promises";
-import { join as join8 } from "node:path";
+import { mkdir as mkdir9, readdir as readdir8, readFile as readFile7, rename as rename3, unlink as unlink2, writeFile as writeFile9 } from "node:fs/promises";
+import { join as join12 } from "node:path";
+var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
     this.dir = dir;
   }
   dir;
   static runsDir(taskDir) {
-    return join8(taskDir, ".forkflush");
+    return join12(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join8(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join12(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
-    const entries = await readdir6(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const entries = await readdir8(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile8(join8(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile7(join12(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -31294,10 +31969,11 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join8(this.dir, ...parts);
+    return join12(this.dir, ...parts);
   }
-  worktree(episode) {
-    return this.path("worktrees", episode);
+  /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
+  workspace(episode) {
+    return this.path("workspaces", episode);
   }
   context(episode) {
     return this.path("contexts", episode);
@@ -31306,15 +31982,23 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode);
   }
   async init(info) {
-    await mkdir8(this.dir, { recursive: true });
+    await mkdir9(this.dir, { recursive: true });
+    await writeFile9(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
+      if (e.code !== "EEXIST") throw e;
+    });
     await writeAtomic(this.path("run.json"), `${JSON.stringify(info, null, 2)}
 `);
   }
+  /** The key that seals this run's result commits; null for a run made before seals. */
+  async sealKey() {
+    const key = await readFile7(this.path(SEAL_KEY)).catch(() => null);
+    return key && key.length === 32 ? key : null;
+  }
   async info() {
-    return JSON.parse(await readFile8(this.path("run.json"), "utf8"));
+    return JSON.parse(await readFile7(this.path("run.json"), "utf8"));
   }
   async load() {
-    return JSON.parse(await readFile8(this.path("state.json"), "utf8"));
+    return JSON.parse(await readFile7(this.path("state.json"), "utf8"));
   }
   async save(state) {
     await writeAtomic(this.path("state.json"), `${JSON.stringify(state, null, 1)}
@@ -31328,18 +32012,18 @@ var RunStore = class _RunStore {
     const file2 = this.path("lock");
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
-        await writeFile8(file2, String(process.pid), { flag: "wx" });
-        return () => unlink(file2).catch(() => {
+        await writeFile9(file2, String(process.pid), { flag: "wx" });
+        return () => unlink2(file2).catch(() => {
         });
       } catch (e) {
         if (e.code !== "EEXIST") throw e;
-        const pid = Number(await readFile8(file2, "utf8").catch(() => ""));
+        const pid = Number(await readFile7(file2, "utf8").catch(() => ""));
         if (pid && pid !== process.pid && isAlive(pid)) {
           throw new UserError(
             `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
           );
         }
-        await unlink(file2).catch(() => {
+        await unlink2(file2).catch(() => {
         });
       }
     }
@@ -31353,7 +32037,7 @@ var RunStore = class _RunStore {
 };
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.tmp`;
-  await writeFile8(tmp, content);
+  await writeFile9(tmp, content);
   await rename3(tmp, file2);
 }
 function isAlive(pid) {
@@ -31367,10 +32051,10 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve2(configFile ?? join9(dir, CONFIG_PATH));
+  const file2 = resolve3(configFile ?? join13(dir, CONFIG_PATH));
   let text;
   try {
-    text = await readFile9(file2, "utf8");
+    text = await readFile8(file2, "utf8");
   } catch {
     throw new UserError(
       `no config at ${file2}: create ${CONFIG_PATH} in the task's repository (see the README) or pass --config FILE`
@@ -31389,7 +32073,7 @@ async function startRun(o) {
   const existing = await RunStore.list(taskDir);
   for (let n = 2; existing.includes(id); n++) id = `${runIdAt(o.now)}-${n}`;
   const store = RunStore.forRun(taskDir, id);
-  await mkdir9(store.dir, { recursive: true });
+  await mkdir10(store.dir, { recursive: true });
   let repo = taskDir;
   if (scratch) {
     repo = store.path("repo");
@@ -31419,22 +32103,28 @@ async function startRun(o) {
   }
   const problem = templateProblem(config2, templates);
   if (problem) throw new UserError(problem);
-  const rel = relative(repo, scratch ? join9(repo, relative(taskDir, configFile)) : configFile);
+  const rel = relative(repo, scratch ? join13(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
     repo,
     taskDir,
     scratch,
     configFile,
-    configPathInRepo: rel.startsWith("..") || rel.startsWith(sep) ? null : rel,
+    configPathInRepo: rel.startsWith("..") || rel.startsWith(sep2) ? null : rel,
     task,
     templates,
     concurrency: o.concurrency ?? config2.fork.branches,
     keepRejected: o.keepRejected ?? false,
     startedAt: o.now.toISOString()
   };
+  const isolation = await isolationFor(config2.sandbox.mode);
+  if (isolation.warning) warnings.push(isolation.warning);
   const forge = new LocalForge(repo, store);
-  const baseGrade = await forge.withCheckout(base, "base", (dir) => runGrader(config2, dir, sandboxEnv(process.env)));
+  const baseGrade = await forge.withCheckout(
+    base,
+    "base",
+    (dir, places) => gradeInitial(config2, dir, places, isolation, store.path("episodes", "base"))
+  );
   const state = newRunState({
     id,
     seed: o.seed ?? randomInt(1, 2 ** 31),
@@ -31446,7 +32136,21 @@ async function startRun(o) {
   });
   await store.init(info);
   await store.save(state);
-  return { store, forge, info, state, warnings };
+  return { store, forge, info, state, warnings, isolation };
+}
+async function gradeInitial(config2, dir, places, isolation, scratch) {
+  const tmp = join13(scratch, "tmp");
+  const home = join13(scratch, "home");
+  await mkdir10(tmp, { recursive: true });
+  await mkdir10(home, { recursive: true });
+  const env = { ...allowedEnv(process.env, config2.grader.env), HOME: home, TMPDIR: isolation.sandbox ? "/tmp" : tmp };
+  const sandbox = isolation.sandbox;
+  return runGrader(
+    config2,
+    dir,
+    env,
+    sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, places, config2, process.env) } : void 0
+  );
 }
 async function openRun(dir, id) {
   const taskDir = await taskFolder(dir);
@@ -31458,34 +32162,42 @@ async function openRun(dir, id) {
   const store = RunStore.forRun(taskDir, chosen);
   const info = await store.info();
   const state = await store.load();
-  return { store, forge: new LocalForge(info.repo, store), info, state, warnings: [] };
+  const isolation = await isolationFor(state.config.sandbox.mode);
+  return {
+    store,
+    forge: new LocalForge(info.repo, store),
+    info,
+    state,
+    warnings: isolation.warning ? [isolation.warning] : [],
+    isolation
+  };
 }
 async function taskFolder(dir) {
-  const s = await stat6(dir).catch(() => null);
+  const s = await stat7(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
-  return realpath3(resolve2(dir));
+  return realpath4(resolve3(dir));
 }
 async function gitTop(dir) {
   const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
-  return r.exitCode === 0 ? realpath3(r.stdout.trim()) : null;
+  return r.exitCode === 0 ? realpath4(r.stdout.trim()) : null;
 }
 async function excludeRunFolders(top) {
   const git = new Git(top);
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
-  const file2 = resolve2(top, r.stdout.trim());
-  const text = await readFile9(file2, "utf8").catch(() => "");
+  const file2 = resolve3(top, r.stdout.trim());
+  const text = await readFile8(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir9(join9(file2, ".."), { recursive: true });
-  await appendFile(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
+  await mkdir10(join13(file2, ".."), { recursive: true });
+  await appendFile2(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir9(repo, { recursive: true });
-  for (const entry of await readdir7(taskDir)) {
+  await mkdir10(repo, { recursive: true });
+  for (const entry of await readdir9(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp2(join9(taskDir, entry), join9(repo, entry), { recursive: true });
+    await cp2(join13(taskDir, entry), join13(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -31601,10 +32313,10 @@ initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `sc
       io.stdout.write(`run ${state.id} (${run.store.dir})
 ${summary(state)}
 `);
-      const open5 = state.rounds.find((r) => !r.decision);
-      if (open5) {
-        const left = open5.episodes.filter((e) => !e.result).map((e) => e.id);
-        io.stdout.write(`open round ${open5.index} (${open5.phase}): waiting for ${left.join(", ") || "the decision"}
+      const open6 = state.rounds.find((r) => !r.decision);
+      if (open6) {
+        const left = open6.episodes.filter((e) => !e.result).map((e) => e.id);
+        io.stdout.write(`open round ${open6.index} (${open6.phase}): waiting for ${left.join(", ") || "the decision"}
 `);
       }
       if (state.status !== "finished") io.stdout.write(`continue it with: forkflush resume ${dir}

@@ -5790,7 +5790,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants3 = require_constants2();
+    var constants4 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5865,7 +5865,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports2 }) {
         assert2(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports2;
-        this.ptr = this.llhttp.llhttp_alloc(constants3.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants4.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5960,11 +5960,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants3.ERROR.OK) {
+          if (ret !== constants4.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants3.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants4.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants3.ERROR.PAUSED) {
+            } else if (ret === constants4.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5987,10 +5987,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants3.ERROR.OK) {
+        if (ret === constants4.ERROR.OK) {
           return null;
         }
-        if (ret === constants3.ERROR.PAUSED || ret === constants3.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants4.ERROR.PAUSED || ret === constants4.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6007,7 +6007,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants3.ERROR[ret], data);
+        return new HTTPParserError(message, constants4.ERROR[ret], data);
       }
       destroy() {
         assert2(this.ptr != null);
@@ -6187,7 +6187,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants3.ERROR.PAUSED : 0;
+        return pause ? constants4.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6209,7 +6209,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request.onData(buf) === false) {
-          return constants3.ERROR.PAUSED;
+          return constants4.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6245,13 +6245,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert2(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants4.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants4.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants3.ERROR.PAUSED;
+          return constants4.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -12041,10 +12041,10 @@ var require_headers = __commonJS({
         const lowercaseName = isLowerCase ? name : name.toLowerCase();
         const exists3 = this[kHeadersMap].get(lowercaseName);
         if (exists3) {
-          const delimiter = lowercaseName === "cookie" ? "; " : ", ";
+          const delimiter2 = lowercaseName === "cookie" ? "; " : ", ";
           this[kHeadersMap].set(lowercaseName, {
             name: exists3.name,
-            value: `${exists3.value}${delimiter}${value}`
+            value: `${exists3.value}${delimiter2}${value}`
           });
         } else {
           this[kHeadersMap].set(lowercaseName, { name, value });
@@ -23117,10 +23117,10 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start, key, sep, value } = collItem;
+        const { start, key, sep: sep2, value } = collItem;
         const keyProps = resolveProps.resolveProps(start, {
           indicator: "explicit-key-ind",
-          next: key ?? sep?.[0],
+          next: key ?? sep2?.[0],
           offset,
           onError,
           parentIndent: bm.indent,
@@ -23134,7 +23134,7 @@ var require_resolve_block_map = __commonJS({
             else if ("indent" in key && key.indent !== bm.indent)
               onError(offset, "BAD_INDENT", startColMsg);
           }
-          if (!keyProps.anchor && !keyProps.tag && !sep) {
+          if (!keyProps.anchor && !keyProps.tag && !sep2) {
             commentEnd = keyProps.end;
             if (keyProps.comment) {
               if (map2.comment)
@@ -23158,7 +23158,7 @@ var require_resolve_block_map = __commonJS({
         ctx.atKey = false;
         if (utilMapIncludes.mapIncludes(ctx, map2.items, keyNode))
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
-        const valueProps = resolveProps.resolveProps(sep ?? [], {
+        const valueProps = resolveProps.resolveProps(sep2 ?? [], {
           indicator: "map-value-ind",
           next: value,
           offset: keyNode.range[2],
@@ -23174,7 +23174,7 @@ var require_resolve_block_map = __commonJS({
             if (ctx.options.strict && keyProps.start < valueProps.found.offset - 1024)
               onError(keyNode.range, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit block mapping key");
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep, null, valueProps, onError);
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep2, null, valueProps, onError);
           if (ctx.schema.compat)
             utilFlowIndentCheck.flowIndentCheck(bm.indent, value, onError);
           offset = valueNode.range[2];
@@ -23265,7 +23265,7 @@ var require_resolve_end = __commonJS({
       let comment = "";
       if (end) {
         let hasSpace = false;
-        let sep = "";
+        let sep2 = "";
         for (const token of end) {
           const { source, type } = token;
           switch (type) {
@@ -23279,13 +23279,13 @@ var require_resolve_end = __commonJS({
               if (!comment)
                 comment = cb;
               else
-                comment += sep + cb;
-              sep = "";
+                comment += sep2 + cb;
+              sep2 = "";
               break;
             }
             case "newline":
               if (comment)
-                sep += source;
+                sep2 += source;
               hasSpace = true;
               break;
             default:
@@ -23328,18 +23328,18 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i = 0; i < fc.items.length; ++i) {
         const collItem = fc.items[i];
-        const { start, key, sep, value } = collItem;
+        const { start, key, sep: sep2, value } = collItem;
         const props = resolveProps.resolveProps(start, {
           flow: fcName,
           indicator: "explicit-key-ind",
-          next: key ?? sep?.[0],
+          next: key ?? sep2?.[0],
           offset,
           onError,
           parentIndent: fc.indent,
           startOnNewline: false
         });
         if (!props.found) {
-          if (!props.anchor && !props.tag && !sep && !value) {
+          if (!props.anchor && !props.tag && !sep2 && !value) {
             if (i === 0 && props.comma)
               onError(props.comma, "UNEXPECTED_TOKEN", `Unexpected , in ${fcName}`);
             else if (i < fc.items.length - 1)
@@ -23393,8 +23393,8 @@ var require_resolve_flow_collection = __commonJS({
             }
           }
         }
-        if (!isMap2 && !sep && !props.found) {
-          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep, null, props, onError);
+        if (!isMap2 && !sep2 && !props.found) {
+          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep2, null, props, onError);
           coll.items.push(valueNode);
           offset = valueNode.range[2];
           if (isBlock(value))
@@ -23406,7 +23406,7 @@ var require_resolve_flow_collection = __commonJS({
           if (isBlock(key))
             onError(keyNode.range, "BLOCK_IN_FLOW", blockMsg);
           ctx.atKey = false;
-          const valueProps = resolveProps.resolveProps(sep ?? [], {
+          const valueProps = resolveProps.resolveProps(sep2 ?? [], {
             flow: fcName,
             indicator: "map-value-ind",
             next: value,
@@ -23417,8 +23417,8 @@ var require_resolve_flow_collection = __commonJS({
           });
           if (valueProps.found) {
             if (!isMap2 && !props.found && ctx.options.strict) {
-              if (sep)
-                for (const st of sep) {
+              if (sep2)
+                for (const st of sep2) {
                   if (st === valueProps.found)
                     break;
                   if (st.type === "newline") {
@@ -23435,7 +23435,7 @@ var require_resolve_flow_collection = __commonJS({
             else
               onError(valueProps.start, "MISSING_CHAR", `Missing , or : between ${fcName} items`);
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep, null, valueProps, onError) : null;
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep2, null, valueProps, onError) : null;
           if (valueNode) {
             if (isBlock(value))
               onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
@@ -23615,7 +23615,7 @@ var require_resolve_block_scalar = __commonJS({
           chompStart = i + 1;
       }
       let value = "";
-      let sep = "";
+      let sep2 = "";
       let prevMoreIndented = false;
       for (let i = 0; i < contentStart; ++i)
         value += lines[i][0].slice(trimIndent) + "\n";
@@ -23632,24 +23632,24 @@ var require_resolve_block_scalar = __commonJS({
           indent = "";
         }
         if (type === Scalar.Scalar.BLOCK_LITERAL) {
-          value += sep + indent.slice(trimIndent) + content;
-          sep = "\n";
+          value += sep2 + indent.slice(trimIndent) + content;
+          sep2 = "\n";
         } else if (indent.length > trimIndent || content[0] === "	") {
-          if (sep === " ")
-            sep = "\n";
-          else if (!prevMoreIndented && sep === "\n")
-            sep = "\n\n";
-          value += sep + indent.slice(trimIndent) + content;
-          sep = "\n";
+          if (sep2 === " ")
+            sep2 = "\n";
+          else if (!prevMoreIndented && sep2 === "\n")
+            sep2 = "\n\n";
+          value += sep2 + indent.slice(trimIndent) + content;
+          sep2 = "\n";
           prevMoreIndented = true;
         } else if (content === "") {
-          if (sep === "\n")
+          if (sep2 === "\n")
             value += "\n";
           else
-            sep = "\n";
+            sep2 = "\n";
         } else {
-          value += sep + content;
-          sep = " ";
+          value += sep2 + content;
+          sep2 = " ";
           prevMoreIndented = false;
         }
       }
@@ -23832,25 +23832,25 @@ var require_resolve_flow_scalar = __commonJS({
         trimBoth = /^[ \t]+|[ \t]+$/g;
       }
       let res = match[1].replace(trimEnd, "");
-      let sep = " ";
+      let sep2 = " ";
       let pos = line.lastIndex;
       while (match = line.exec(source)) {
         const lm = match[1].replace(trimBoth, "");
         if (lm === "") {
-          if (sep === "\n")
-            res += sep;
+          if (sep2 === "\n")
+            res += sep2;
           else
-            sep = "\n";
+            sep2 = "\n";
         } else {
-          res += sep + lm;
-          sep = " ";
+          res += sep2 + lm;
+          sep2 = " ";
         }
         pos = line.lastIndex;
       }
       const last = /[ \t]*(.*)/sy;
       last.lastIndex = pos;
       match = last.exec(source);
-      return res + sep + (match?.[1] ?? "");
+      return res + sep2 + (match?.[1] ?? "");
     }
     function doubleQuotedValue(source, onError) {
       let res = "";
@@ -24660,14 +24660,14 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start, key, sep, value }) {
+    function stringifyItem({ start, key, sep: sep2, value }) {
       let res = "";
       for (const st of start)
         res += st.source;
       if (key)
         res += stringifyToken(key);
-      if (sep)
-        for (const st of sep)
+      if (sep2)
+        for (const st of sep2)
           res += st.source;
       if (value)
         res += stringifyToken(value);
@@ -25834,18 +25834,18 @@ var require_parser = __commonJS({
         if (this.type === "map-value-ind") {
           const prev = getPrevProps(this.peek(2));
           const start = getFirstKeyStartProps(prev);
-          let sep;
+          let sep2;
           if (scalar.end) {
-            sep = scalar.end;
-            sep.push(this.sourceToken);
+            sep2 = scalar.end;
+            sep2.push(this.sourceToken);
             delete scalar.end;
           } else
-            sep = [this.sourceToken];
+            sep2 = [this.sourceToken];
           const map2 = {
             type: "block-map",
             offset: scalar.offset,
             indent: scalar.indent,
-            items: [{ start, key: scalar, sep }]
+            items: [{ start, key: scalar, sep: sep2 }]
           };
           this.onKeyLine = true;
           this.stack[this.stack.length - 1] = map2;
@@ -25998,15 +25998,15 @@ var require_parser = __commonJS({
                 } else if (isFlowToken(it.key) && !includesToken(it.sep, "newline")) {
                   const start2 = getFirstKeyStartProps(it.start);
                   const key = it.key;
-                  const sep = it.sep;
-                  sep.push(this.sourceToken);
+                  const sep2 = it.sep;
+                  sep2.push(this.sourceToken);
                   delete it.key;
                   delete it.sep;
                   this.stack.push({
                     type: "block-map",
                     offset: this.offset,
                     indent: this.indent,
-                    items: [{ start: start2, key, sep }]
+                    items: [{ start: start2, key, sep: sep2 }]
                   });
                 } else if (start.length > 0) {
                   it.sep = it.sep.concat(start, this.sourceToken);
@@ -26200,13 +26200,13 @@ var require_parser = __commonJS({
             const prev = getPrevProps(parent);
             const start = getFirstKeyStartProps(prev);
             fixFlowSeqItems(fc);
-            const sep = fc.end.splice(1, fc.end.length);
-            sep.push(this.sourceToken);
+            const sep2 = fc.end.splice(1, fc.end.length);
+            sep2.push(this.sourceToken);
             const map2 = {
               type: "block-map",
               offset: fc.offset,
               indent: fc.indent,
-              items: [{ start, key: fc, sep }]
+              items: [{ start, key: fc, sep: sep2 }]
             };
             this.onKeyLine = true;
             this.stack[this.stack.length - 1] = map2;
@@ -26572,15 +26572,15 @@ function issueFileCommand(command, message) {
   });
 }
 function prepareKeyValueMessage(key, value) {
-  const delimiter = `ghadelimiter_${crypto.randomUUID()}`;
+  const delimiter2 = `ghadelimiter_${crypto.randomUUID()}`;
   const convertedValue = toCommandValue(value);
-  if (key.includes(delimiter)) {
-    throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter}"`);
+  if (key.includes(delimiter2)) {
+    throw new Error(`Unexpected input: name should not contain the delimiter "${delimiter2}"`);
   }
-  if (convertedValue.includes(delimiter)) {
-    throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter}"`);
+  if (convertedValue.includes(delimiter2)) {
+    throw new Error(`Unexpected input: value should not contain the delimiter "${delimiter2}"`);
   }
-  return `${key}<<${delimiter}${os2.EOL}${convertedValue}${os2.EOL}${delimiter}`;
+  return `${key}<<${delimiter2}${os2.EOL}${convertedValue}${os2.EOL}${delimiter2}`;
 }
 
 // node_modules/@actions/core/lib/core.js
@@ -26987,8 +26987,8 @@ function info(message) {
 }
 
 // src/worker/episode.ts
-import { mkdir as mkdir2, readFile, writeFile as writeFile3 } from "node:fs/promises";
-import { join as join2 } from "node:path";
+import { mkdir as mkdir3, rm as rm4, writeFile as writeFile4 } from "node:fs/promises";
+import { join as join5 } from "node:path";
 
 // src/core/config.ts
 var import_yaml = __toESM(require_dist(), 1);
@@ -29003,8 +29003,8 @@ function emoji() {
 }
 var ipv4 = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$/;
 var ipv6 = /^(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:((:[0-9a-fA-F]{1,4}){1,6})|:((:[0-9a-fA-F]{1,4}){1,7}|:))$/;
-var mac = (delimiter) => {
-  const escapedDelim = escapeRegex(delimiter ?? ":");
+var mac = (delimiter2) => {
+  const escapedDelim = escapeRegex(delimiter2 ?? ":");
   return new RegExp(`^(?:[0-9A-F]{2}${escapedDelim}){5}[0-9A-F]{2}$|^(?:[0-9a-f]{2}${escapedDelim}){5}[0-9a-f]{2}$`);
 };
 var cidrv4 = /^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\/([0-9]|[1-2][0-9]|3[0-2])$/;
@@ -46710,6 +46710,26 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/secrets.ts
+var FORGE_SECRETS = [
+  /^GITHUB_TOKEN$/,
+  /^GH_TOKEN$/,
+  /^GH_ENTERPRISE_TOKEN$/,
+  /^GITHUB_ENTERPRISE_TOKEN$/,
+  /^ACTIONS_RUNTIME_TOKEN$/,
+  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
+  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
+  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
+  // Ours: the context and record keys, and the contract variables the worker sets itself.
+  /^FORKFLUSH_/,
+  /^PRIVATE_KEY$/,
+  /^WEBHOOK_SECRET$/,
+  /^APP_ID$/
+];
+function isForgeSecret(name) {
+  return FORGE_SECRETS.some((re) => re.test(name));
+}
+
 // src/core/text.ts
 function formatNumber(x, digits = 3) {
   if (!Number.isFinite(x)) return String(x);
@@ -46730,6 +46750,7 @@ var CONFIG_PATH = ".github/autoresearch.yml";
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider"];
+var SANDBOX_MODES = ["auto", "required", "off"];
 var PAPER = {
   branches: 4,
   forkAt: [0.33, 0.66],
@@ -46738,11 +46759,27 @@ var PAPER = {
   directives: 2
 };
 var fraction = external_exports.number().gt(0).lt(1);
+var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
+var repoGlob = repoPath;
+var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
+  message: "must be an absolute path or start with ~/"
+});
+var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).refine((n) => !isForgeSecret(n.replace(/\*$/, "")), {
+  message: "names a forge credential or a forkflush variable, which forkflush never passes on"
+});
+function insideRepository(path) {
+  if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) return false;
+  return !path.split(/[\\/]/).some((part) => part === "..");
+}
 var graderSchema = external_exports.strictObject({
   command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
   timeout: external_exports.number().positive().default(60).describe("Seconds one grading may take."),
-  protected: external_exports.array(external_exports.string().min(1)).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score.")
+  protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
+  network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to the grader, beyond PATH, HOME and the locale (names, or prefixes with *)."
+  )
 });
 var agentSchema = external_exports.strictObject({
   kind: external_exports.enum(AGENT_KINDS).default("command"),
@@ -46752,7 +46789,15 @@ var agentSchema = external_exports.strictObject({
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit.")
+  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
+  )
+});
+var sandboxSchema = external_exports.strictObject({
+  mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
+  read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
+  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes.")
 });
 var budgetSchema = external_exports.strictObject({
   total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
@@ -46766,20 +46811,21 @@ var forkSchema = external_exports.strictObject({
   directives: external_exports.number().int().min(0).optional().describe("Branches per fork round told to try a substantially different approach; default 2 (at most K).")
 });
 var promptsSchema = external_exports.strictObject({
-  branch: external_exports.string().min(1).optional().describe("File with the template for a fresh-context episode."),
-  continuation: external_exports.string().min(1).optional().describe("File with the template for a carried-context episode.")
+  branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
+  continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional(),
-  task: external_exports.string().min(1).default("TASK.md").describe("File in the repository that describes the task."),
+  task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
   budget: budgetSchema,
   strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
   fork: forkSchema.default(forkSchema.parse({})),
-  journal: external_exports.string().min(1).default("NOTES.md"),
+  journal: repoPath.default("NOTES.md"),
   prompts: promptsSchema.default({}),
-  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.')
+  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
+  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
     ctx.addIssue({
@@ -46841,8 +46887,8 @@ function journalEntry(config2, phase, e, r) {
 }
 function appendToJournal(existing, entry) {
   const header = existing.trim() === "" ? "# Journal\n\n" : "";
-  const sep = existing === "" || existing.endsWith("\n") ? "" : "\n";
-  return `${header}${existing}${sep}${entry}
+  const sep2 = existing === "" || existing.endsWith("\n") ? "" : "\n";
+  return `${header}${existing}${sep2}${entry}
 `;
 }
 var TRAILERS = {
@@ -46856,7 +46902,8 @@ var TRAILERS = {
   protectedChanged: "Forkflush-Protected-Changed",
   seconds: "Forkflush-Seconds",
   note: "Forkflush-Note",
-  usage: "Forkflush-Usage"
+  usage: "Forkflush-Usage",
+  sandbox: "Forkflush-Sandbox"
 };
 function commitMessage(runId, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
@@ -46879,6 +46926,7 @@ function commitMessage(runId, config2, e, r, details) {
     ...r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(", ")}`] : [],
     ...r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : [],
     ...r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : [],
+    ...r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
   return `${lines.join("\n")}
@@ -46902,6 +46950,7 @@ function parseCommitMessage(message, commit) {
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
   const usage = parseUsage(fields.get(TRAILERS.usage));
+  const sandbox = fields.get(TRAILERS.sandbox);
   return {
     runId,
     episode,
@@ -46916,7 +46965,8 @@ function parseCommitMessage(message, commit) {
       protectedChanged: changed ? changed.split(", ") : [],
       wallSeconds: wall,
       agentSeconds: agent,
-      graderSeconds: grader
+      graderSeconds: grader,
+      ...sandbox ? { sandbox } : {}
     }
   };
 }
@@ -46933,17 +46983,99 @@ function oneLine(s) {
   return s.replace(/\s+/g, " ").trim();
 }
 
+// src/worker/boundary.ts
+import { readdirSync as readdirSync2, readFileSync as readFileSync2, realpathSync as realpathSync2 } from "node:fs";
+import { homedir } from "node:os";
+import { delimiter, dirname as dirname2, isAbsolute, join as join2 } from "node:path";
+
+// src/agents/agent.ts
+var CONTRACT_VARS = [
+  "FORKFLUSH_PROMPT_FILE",
+  "FORKFLUSH_CONTEXT_DIR",
+  "FORKFLUSH_BUDGET",
+  "FORKFLUSH_BUDGET_UNIT",
+  "FORKFLUSH_USAGE_FILE",
+  "FORKFLUSH_GRADE",
+  "FORKFLUSH_SEED",
+  "FORKFLUSH_EPISODE"
+];
+function forkflushVars(s) {
+  return {
+    FORKFLUSH_PROMPT_FILE: s.promptFile,
+    FORKFLUSH_CONTEXT_DIR: s.contextDir,
+    FORKFLUSH_BUDGET: String(s.allowance),
+    FORKFLUSH_BUDGET_UNIT: s.unit,
+    FORKFLUSH_USAGE_FILE: s.usageFile,
+    FORKFLUSH_GRADE: s.gradeCommand,
+    FORKFLUSH_SEED: String(s.seed),
+    FORKFLUSH_EPISODE: s.episodeId
+  };
+}
+function stopExit(r, deadlineIsBudget) {
+  if (r.stopped === null) return null;
+  if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
+  return r.stopped === "budget" ? "budget" : "crash";
+}
+function overrunReason(s, usage, turns, maxTurns) {
+  if (maxTurns !== void 0 && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
+  if (s.unit === "tokens" && usage.inputTokens + usage.outputTokens > s.allowance) {
+    return `its tokens passed the allowance of ${s.allowance}`;
+  }
+  if (s.unit === "usd" && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
+  return void 0;
+}
+
+// src/core/errors.ts
+var UserError = class extends Error {
+  name = "UserError";
+};
+
+// src/io/agent-files.ts
+import { constants as constants3 } from "node:fs";
+import { open as open3, readdir as readdir2, unlink as unlink2 } from "node:fs/promises";
+import { join } from "node:path";
+async function removeLinksAndSpecials(dir) {
+  let removed = 0;
+  const entries = await readdir2(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) removed += await removeLinksAndSpecials(path);
+    else if (!e.isFile()) {
+      await unlink2(path).catch(() => {
+      });
+      removed++;
+    }
+  }
+  return removed;
+}
+async function readRegular(path, max = 1e6) {
+  const h = await open3(path, constants3.O_RDONLY | constants3.O_NOFOLLOW | constants3.O_NONBLOCK).catch(() => null);
+  if (!h) return null;
+  try {
+    const s = await h.stat();
+    if (!s.isFile()) return null;
+    const buf = Buffer.alloc(Math.min(max, s.size));
+    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString("utf8");
+  } finally {
+    await h.close();
+  }
+}
+
 // src/io/process.ts
 import { execFileSync, spawn } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
+var DRAIN_MS = 300;
+var TRACK_MS = 250;
 function runShell(command, options) {
   return runProcess("/bin/sh", ["-c", command], options);
 }
 function runProcess(file2, args, options) {
   const started = performance.now();
   const max = options.maxOutput ?? 1e6;
+  const confined = options.confine?.sandbox.wrap(options.confine.confinement, options.cwd, file2, args);
   return new Promise((resolve2) => {
-    const child = spawn(file2, args, {
+    const child = spawn(confined?.file ?? file2, confined?.args ?? args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
       detached: true,
@@ -46967,13 +47099,24 @@ function runProcess(file2, args, options) {
       stderr = keep(stderr, d);
       log?.write(d);
     });
-    let strays = [];
+    const strays = /* @__PURE__ */ new Map();
+    const remember = () => {
+      if (child.pid === void 0) return;
+      for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
+    };
+    const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : void 0;
+    tracker?.unref();
     const stop = (reason) => {
       if (stopped !== null || child.pid === void 0) return;
       stopped = reason;
-      strays = descendants(child.pid);
-      killGroup(child.pid, "SIGTERM");
-      killAll(strays, "SIGTERM");
+      remember();
+      if (confined) {
+        const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
+        killAll(strays, "SIGTERM", init);
+      } else {
+        killGroup(child.pid, "SIGTERM");
+        killAll(strays, "SIGTERM");
+      }
       killTimer = setTimeout(() => {
         if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
         killAll(strays, "SIGKILL");
@@ -46991,25 +47134,40 @@ function runProcess(file2, args, options) {
     child.on("error", (e) => {
       spawnError = e.message;
     });
-    child.on("exit", () => {
-      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
-      if (stopped !== null) killAll(strays, "SIGKILL");
-    });
-    child.on("close", (exitCode, signal) => {
+    let done = false;
+    let ended = null;
+    let drainTimer;
+    const finish = () => {
+      if (done || !ended) return;
+      done = true;
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
+      if (drainTimer) clearTimeout(drainTimer);
+      if (tracker) clearInterval(tracker);
       options.signal?.removeEventListener("abort", onAbort);
-      const finish = () => resolve2({
-        exitCode,
-        signal,
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const result = {
+        ...ended,
         stdout,
         stderr,
         stopped,
         ms: performance.now() - started,
         ...spawnError ? { spawnError } : {}
-      });
-      if (log) log.end(finish);
-      else finish();
+      };
+      if (log) log.end(() => resolve2(result));
+      else resolve2(result);
+    };
+    child.on("exit", (exitCode, signal) => {
+      ended = { exitCode, signal };
+      if (tracker) remember();
+      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
+      if (stopped !== null || tracker) killAll(strays, "SIGKILL");
+      drainTimer = setTimeout(finish, DRAIN_MS);
+    });
+    child.on("close", (exitCode, signal) => {
+      ended ??= { exitCode, signal };
+      finish();
     });
   });
 }
@@ -47019,42 +47177,55 @@ function killGroup(pid, signal) {
   } catch {
   }
 }
-function killAll(pids, signal) {
-  for (const pid of pids) {
+function killAll(pids, signal, spare) {
+  for (const [pid, start] of pids) {
+    if (spare?.has(pid) || startTime(pid) !== start) continue;
     try {
       process.kill(pid, signal);
     } catch {
     }
   }
 }
-function descendants(root) {
+function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
   const children = /* @__PURE__ */ new Map();
-  for (const [pid, ppid] of parentLinks()) {
-    const list = children.get(ppid) ?? [];
-    list.push(pid);
-    children.set(ppid, list);
+  for (const link of processLinks()) {
+    const list = children.get(link.ppid) ?? [];
+    list.push(link);
+    children.set(link.ppid, list);
   }
   const found = [];
-  const queue = [root];
-  for (let pid = queue.shift(); pid !== void 0; pid = queue.shift()) {
-    for (const child of children.get(pid) ?? []) {
-      found.push(child);
-      queue.push(child);
+  let level = [root];
+  for (let depth = 0; depth < levels && level.length > 0; depth++) {
+    const next = [];
+    for (const pid of level) {
+      for (const child of children.get(pid) ?? []) {
+        found.push(child);
+        next.push(child.pid);
+      }
     }
+    level = next;
   }
   return found;
 }
-function parentLinks() {
+function statFields(pid) {
+  try {
+    const stat7 = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat7.slice(stat7.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+function startTime(pid) {
+  if (process.platform !== "linux") return "";
+  return statFields(pid)?.[19] ?? null;
+}
+function processLinks() {
   const links = [];
   try {
     for (const name of readdirSync("/proc")) {
       if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat6 = readFileSync(`/proc/${name}/stat`, "utf8");
-        const ppid = Number(stat6.slice(stat6.lastIndexOf(")") + 2).split(" ")[1]);
-        links.push([Number(name), ppid]);
-      } catch {
-      }
+      const fields = statFields(name);
+      if (fields) links.push({ pid: Number(name), ppid: Number(fields[1]), start: fields[19] ?? "" });
     }
     return links;
   } catch {
@@ -47062,13 +47233,276 @@ function parentLinks() {
       const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
       for (const line of out.split("\n")) {
         const [pid, ppid] = line.trim().split(/\s+/).map(Number);
-        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push([pid, ppid]);
+        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "" });
       }
     } catch {
     }
     return links;
   }
 }
+
+// src/io/sandbox.ts
+import { execFile } from "node:child_process";
+import { lstatSync, realpathSync } from "node:fs";
+import { dirname, sep } from "node:path";
+var BWRAP = "bwrap";
+var probed;
+function probeSandbox() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return {
+      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
+      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
+    };
+  }
+  const version2 = await exec(BWRAP, ["--version"]);
+  if (version2.code !== 0) {
+    return {
+      unavailable: "bubblewrap (bwrap) is not installed",
+      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
+    };
+  }
+  const name = version2.stdout.trim() || "bubblewrap";
+  const sandbox = bubblewrap(name);
+  const trial = sandbox.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
+  const run2 = await exec(trial.file, trial.args);
+  if (run2.code !== 0) {
+    return {
+      unavailable: `${name} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
+      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
+    };
+  }
+  return { sandbox };
+}
+function bubblewrap(name) {
+  const root = process.getuid?.() === 0;
+  return {
+    name,
+    wrap(c, cwd, file2, args) {
+      const mounts = mountArgs(c);
+      return {
+        file: BWRAP,
+        args: [
+          "--die-with-parent",
+          // A session of its own: no TIOCSTI into forkflush's terminal.
+          "--new-session",
+          "--unshare-pid",
+          "--unshare-ipc",
+          "--unshare-uts",
+          "--unshare-cgroup-try",
+          ...c.network ? [] : ["--unshare-net"],
+          // Root keeps its capabilities in bwrap unless told; an unprivileged user has only the
+          // user namespace's, which this drops too. no_new_privs is always on (sudo gives nothing).
+          "--cap-drop",
+          "ALL",
+          ...root ? [] : ["--unshare-user"],
+          "--ro-bind",
+          "/",
+          "/",
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc",
+          ...mounts,
+          "--chdir",
+          cwd,
+          "--",
+          file2,
+          ...args
+        ]
+      };
+    }
+  };
+}
+function mountArgs(c) {
+  const mounts = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (path, args) => {
+    if (seen.has(path)) return;
+    seen.add(path);
+    mounts.push({ path, args });
+  };
+  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
+  const tmp = real("/tmp") ?? "/tmp";
+  for (const p of c.hidden) {
+    const path = real(p);
+    if (!path || path === "/" || isInside(path, tmp)) continue;
+    add(path, isDirectory2(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
+  }
+  for (const p of c.readable) {
+    const path = real(p);
+    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
+  }
+  for (const p of c.writable) {
+    const path = real(p);
+    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
+    add(`${path}\0rw`, ["--bind", path, path]);
+  }
+  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
+  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
+}
+function real(path) {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+function isDirectory2(path) {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+function isInside(path, root) {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+function prefixOf(dir) {
+  const base = dir.split(sep).at(-1);
+  return base === "bin" || base === "shims" ? dirname(dir) : dir;
+}
+function exec(file2, args) {
+  return new Promise((resolve2) => {
+    execFile(file2, args, { timeout: 1e4 }, (error63, stdout, stderr) => {
+      const code = error63 ? typeof error63.code === "number" ? error63.code : 127 : 0;
+      resolve2({ code, stdout: String(stdout), stderr: String(stderr || error63?.message || "") });
+    });
+  });
+}
+
+// src/worker/boundary.ts
+async function isolationFor(mode) {
+  const unconfined = "agents run with your user rights: they can read your files and tokens, start processes that outlive the episode and change what the grader sees";
+  if (mode === "off") {
+    return { sandbox: null, label: "off (sandbox: off)", warning: `the sandbox is off (sandbox: off): ${unconfined}` };
+  }
+  const probe2 = await probeSandbox();
+  if ("sandbox" in probe2) return { sandbox: probe2.sandbox, label: probe2.sandbox.name };
+  if (mode === "required") {
+    throw new UserError(`sandbox: required, but ${probe2.unavailable}: ${probe2.fix}; nothing ran`);
+  }
+  return {
+    sandbox: null,
+    label: `off (${probe2.unavailable})`,
+    warning: `the sandbox is off: ${probe2.unavailable}, so ${unconfined}. To confine them, ${probe2.fix}; set sandbox: required to refuse to run without it`
+  };
+}
+function sessionSpawner(sandbox, confinement, writtenByAgent) {
+  return async (file2, args, options) => {
+    const env = {};
+    for (const [k, v] of Object.entries(options.env ?? {}))
+      if (!isForgeSecret(k) || CONTRACT_VARS.includes(k)) env[k] = v;
+    const r = await runProcess(file2, args, {
+      ...options,
+      env,
+      ...sandbox ? { confine: { sandbox, confinement } } : { track: true }
+    });
+    for (const dir of writtenByAgent) await removeLinksAndSpecials(dir);
+    return r;
+  };
+}
+function agentConfinement(p, config2, env) {
+  const hidden = [...hiddenPlaces(env), ...p.private];
+  return {
+    writable: [p.workspace, p.context, p.box, ...config2.sandbox.write.map(expandHome)],
+    readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
+    hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
+    tmp: join2(p.box, "tmp"),
+    network: true
+  };
+}
+function graderConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
+  const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
+  const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
+  return {
+    writable: [dir],
+    readable: [...p.objects, ...exposed, ...config2.sandbox.read.map(expandHome)],
+    hidden: [...hidden, ...credentialFiles(exposed)],
+    tmp,
+    network: config2.grader.network
+  };
+}
+function hiddenPlaces(env) {
+  const places = [
+    env.HOME || homedir(),
+    "/run/user",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/snapd.socket"
+  ];
+  if (env.RUNNER_TEMP) places.push(env.RUNNER_TEMP);
+  if (env.RUNNER_WORKSPACE) places.push(dirname2(env.RUNNER_WORKSPACE));
+  const runner = runnerInstallation();
+  if (runner) places.push(runner);
+  return places.filter((p) => p && p !== "/");
+}
+function exposedInside(hidden, never2, env) {
+  const hiddenReal = hidden.map(realOrNull).filter((p) => p !== null);
+  const neverReal = never2.map(realOrNull).filter((p) => p !== null);
+  const dirs = [...(env.PATH ?? "").split(delimiter), dirname2(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
+  const out = /* @__PURE__ */ new Set();
+  for (const d of dirs) {
+    const dir = d && isAbsolute(d) ? realOrNull(d) : null;
+    if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
+    const inside = hiddenReal.filter((h) => isInside(dir, h));
+    if (inside.length === 0) continue;
+    const prefix = prefixOf(dir);
+    out.add(inside.some((h) => isInside(h, prefix)) ? dir : prefix);
+  }
+  return [...out];
+}
+function credentialFiles(exposed) {
+  const out = [];
+  for (const dir of exposed) {
+    try {
+      for (const name of readdirSync2(dir)) {
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc/i.test(name)) out.push(join2(dir, name));
+      }
+    } catch {
+    }
+  }
+  return out;
+}
+function runnerInstallation() {
+  if (process.platform !== "linux" || !process.env.GITHUB_ACTIONS) return null;
+  let pid = process.ppid;
+  for (let i = 0; i < 4 && pid > 1; i++) {
+    const exe = realOrNull(`/proc/${pid}/exe`);
+    if (exe && /\/Runner\.(Worker|Listener)$/.test(exe)) return dirname2(dirname2(exe));
+    const parent = parentOf(pid);
+    if (parent === null) return null;
+    pid = parent;
+  }
+  return null;
+}
+function parentOf(pid) {
+  try {
+    const stat7 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return Number(stat7.slice(stat7.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return null;
+  }
+}
+function realOrNull(path) {
+  try {
+    return realpathSync2(path);
+  } catch {
+    return null;
+  }
+}
+function expandHome(path) {
+  return path === "~" || path.startsWith("~/") ? join2(process.env.HOME || homedir(), path.slice(1)) : path;
+}
+
+// src/worker/cleanroom.ts
+import { appendFile as appendFile2, copyFile as copyFile2, mkdir as mkdir2, readdir as readdir3, rm as rm2, stat as stat2, utimes, writeFile as writeFile2 } from "node:fs/promises";
+import { dirname as dirname3, join as join3 } from "node:path";
 
 // src/io/git.ts
 var GitError = class extends Error {
@@ -47138,24 +47572,153 @@ var Git = class _Git {
   }
 };
 
+// src/worker/cleanroom.ts
+var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
+var OwnRepo = class _OwnRepo {
+  constructor(gitDir, objects) {
+    this.gitDir = gitDir;
+    this.objects = objects;
+    this.git = new Git(dirname3(gitDir));
+  }
+  gitDir;
+  objects;
+  git;
+  /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
+  static async open(gitDir, objects) {
+    const own2 = new _OwnRepo(gitDir, objects);
+    const head = await readdir3(gitDir).catch(() => []);
+    if (!head.includes("HEAD")) {
+      await mkdir2(dirname3(gitDir), { recursive: true });
+      await new Git(dirname3(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
+    }
+    return own2;
+  }
+  /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
+  exec(args, o = {}) {
+    return this.git.exec(args, {
+      ...o.input !== void 0 ? { input: o.input } : {},
+      ...o.check !== void 0 ? { check: o.check } : {},
+      env: {
+        GIT_DIR: this.gitDir,
+        GIT_OBJECT_DIRECTORY: this.objects,
+        ...o.workTree ? { GIT_WORK_TREE: o.workTree } : {},
+        ...o.index ? { GIT_INDEX_FILE: o.index } : {}
+      }
+    });
+  }
+  async out(args, o = {}) {
+    return (await this.exec(args, o)).stdout.trim();
+  }
+};
+async function checkoutInto(own2, commit, dir, index, branch) {
+  await mkdir2(dir, { recursive: true });
+  for (const entry of await readdir3(dir)) await rm2(join3(dir, entry), { recursive: true, force: true });
+  await rm2(index, { force: true });
+  await mkdir2(dirname3(index), { recursive: true });
+  await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
+  const dotGit = join3(dir, ".git");
+  await new Git(dir).exec(["init", "--quiet", "--template="]);
+  await writeFile2(join3(dotGit, "objects", "info", "alternates"), `${own2.objects}
+`);
+  if (branch) {
+    await mkdir2(join3(dotGit, "refs", "heads", dirname3(branch)), { recursive: true });
+    await writeFile2(join3(dotGit, "refs", "heads", branch), `${commit}
+`);
+    await writeFile2(join3(dotGit, "HEAD"), `ref: refs/heads/${branch}
+`);
+  } else {
+    await writeFile2(join3(dotGit, "HEAD"), `${commit}
+`);
+  }
+  await appendFile2(join3(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join3(dotGit, "index"));
+}
+async function copyIndex(from, to) {
+  await copyFile2(from, to);
+  const s = await stat2(from);
+  await utimes(to, s.atime, s.mtime);
+}
+async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs) {
+  await copyIndex(checkoutIndex, index);
+  const add = () => own2.exec(["add", "--all"], { workTree: workspace, index, check: false });
+  let added = await add();
+  if (added.exitCode !== 0) {
+    await runProcess("chmod", ["-R", "u+rwX", workspace], { cwd: workspace });
+    added = await add();
+    if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
+  }
+  const specs = protectedGlobs.map((g) => `:(glob)${g}`);
+  let protectedChanged = [];
+  if (specs.length > 0) {
+    const diff = await own2.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs], {
+      workTree: workspace,
+      index
+    });
+    protectedChanged = diff === "" ? [] : diff.split("\n");
+    if (protectedChanged.length > 0) {
+      await own2.exec(["reset", "--quiet", base, "--", ...specs], { workTree: workspace, index });
+    }
+  }
+  const tree = await own2.out(["write-tree"], { index });
+  return { tree, protectedChanged, index };
+}
+async function indexedText(own2, index, path, maxBytes) {
+  const entry = await own2.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
+  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
+  if (!m) return "";
+  const size = Number(await own2.out(["cat-file", "-s", m[2]]));
+  if (size > maxBytes) return "";
+  return (await own2.exec(["cat-file", "blob", m[2]])).stdout;
+}
+async function writeIndexed(own2, index, path, text) {
+  const blob = await own2.out(["hash-object", "-w", "--no-filters", "--stdin"], { input: text });
+  await own2.exec(["update-index", "--add", "--replace", "--cacheinfo", `100644,${blob},${path}`], { index });
+  return own2.out(["write-tree"], { index });
+}
+async function commitTree(own2, tree, parent, message) {
+  return own2.out(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
+}
+async function diffStat(own2, index, base) {
+  return own2.out(["diff", "--cached", "--shortstat", base], { index });
+}
+
 // src/worker/env.ts
-var FORGE_SECRETS = [
-  /^GITHUB_TOKEN$/,
-  /^GH_TOKEN$/,
-  /^GH_ENTERPRISE_TOKEN$/,
-  /^GITHUB_ENTERPRISE_TOKEN$/,
-  /^ACTIONS_RUNTIME_TOKEN$/,
-  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
-  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
-  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
-  /^FORKFLUSH_/,
-  /^PRIVATE_KEY$/,
-  /^WEBHOOK_SECRET$/,
-  /^APP_ID$/
+var BASICS = [
+  "PATH",
+  "LANG",
+  "LANGUAGE",
+  "LC_*",
+  "TZ",
+  "TERM",
+  "COLORTERM",
+  "NO_COLOR",
+  "FORCE_COLOR",
+  "CI",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "ALL_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "all_proxy",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "NODE_EXTRA_CA_CERTS",
+  "REQUESTS_CA_BUNDLE"
 ];
-function sandboxEnv(env) {
+function allowedEnv(env, names) {
+  const patterns = [...BASICS, ...names];
+  const exact = new Set(patterns.filter((p) => !p.endsWith("*")));
+  const prefixes = patterns.filter((p) => p.endsWith("*")).map((p) => p.slice(0, -1));
   const out = {};
-  for (const [k, v] of Object.entries(env)) if (!FORGE_SECRETS.some((re) => re.test(k))) out[k] = v;
+  for (const [name, value] of Object.entries(env)) {
+    if (value === void 0 || isForgeSecret(name)) continue;
+    if (exact.has(name) || prefixes.some((p) => name.startsWith(p))) out[name] = value;
+  }
   return out;
 }
 
@@ -47189,9 +47752,15 @@ function finite(value, shown) {
 }
 
 // src/worker/grade.ts
-async function runGrader(config2, workdir, env) {
+async function runGrader(config2, workdir, env, confine) {
   const g = config2.grader;
-  const r = await runShell(g.command, { cwd: workdir, env, timeoutMs: g.timeout * 1e3, maxOutput: 1e6 });
+  const r = await runShell(g.command, {
+    cwd: workdir,
+    env,
+    timeoutMs: g.timeout * 1e3,
+    maxOutput: 1e6,
+    ...confine ? { confine } : { track: true }
+  });
   const base = { seconds: r.ms / 1e3, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
   if (r.stopped === "timeout") return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s` };
   if (r.spawnError) return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}` };
@@ -47205,9 +47774,10 @@ async function runGrader(config2, workdir, env) {
 }
 
 // src/worker/grade-service.ts
-import { chmod as chmod2, writeFile as writeFile2 } from "node:fs/promises";
+import { chmod as chmod2, mkdtemp, rm as rm3, writeFile as writeFile3 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { join as join4 } from "node:path";
 async function startGradeService(args) {
   let count = 0;
   let queue = Promise.resolve();
@@ -47227,7 +47797,7 @@ async function startGradeService(args) {
         };
       }
       count += 1;
-      const g = await runGrader(args.config, args.workdir, args.env);
+      const g = await runGrader(args.config, args.workdir, args.env, args.confine);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ` : "";
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
@@ -47240,16 +47810,21 @@ async function startGradeService(args) {
 ` }))
     );
   });
-  await new Promise((resolve2) => server.listen(0, "127.0.0.1", resolve2));
-  const { port } = server.address();
-  const client = join(args.scratchDir, "grade-client.mjs");
-  const command = join(args.scratchDir, "grade");
-  await writeFile2(
+  const socketDir = await mkdtemp(join4(tmpdir(), "ff-grade-"));
+  await chmod2(socketDir, 448);
+  const socket = join4(socketDir, "grade.sock");
+  await new Promise((resolve2, reject) => {
+    server.once("error", reject);
+    server.listen(socket, resolve2);
+  });
+  const client = join4(args.box, "grade-client.mjs");
+  const command = join4(args.box, "grade");
+  await writeFile3(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
 import { request } from 'node:http';
-const req = request({ host: '127.0.0.1', port: ${port}, path: '/grade', method: 'POST' }, (res) => {
+const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' }, (res) => {
   let text = '';
   res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => {
     const body = JSON.parse(text);
@@ -47265,7 +47840,7 @@ req.on('error', (e) => {
 req.end();
 `
   );
-  await writeFile2(
+  await writeFile3(
     command,
     `#!/bin/sh
 exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'
@@ -47274,48 +47849,84 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
   await chmod2(command, 493);
   return {
     command,
+    socketDir,
     evaluations: () => count,
-    close: () => new Promise((resolve2) => {
-      server.closeAllConnections();
-      server.close(() => resolve2());
-    })
+    close: async () => {
+      await new Promise((resolve2) => {
+        server.closeAllConnections();
+        server.close(() => resolve2());
+      });
+      await rm3(socketDir, { recursive: true, force: true });
+    }
   };
+}
+
+// src/worker/seal.ts
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+var TRAILER = "Forkflush-Seal";
+function sealMessage(key, message, tree, parent) {
+  const text = message.endsWith("\n") ? message : `${message}
+`;
+  return `${text}${TRAILER}: ${mac3(key, text, tree, parent)}
+`;
+}
+function mac3(key, text, tree, parent) {
+  return createHmac("sha256", key).update(`${tree}
+${parent}
+${text}`).digest("hex");
 }
 
 // src/worker/episode.ts
 var InterruptedError = class extends Error {
   name = "InterruptedError";
 };
+var JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 async function runEpisode(job) {
   const started = performance.now();
-  const { config: config2, episode } = job;
-  const git = new Git(job.workdir);
-  const env = sandboxEnv(job.env ?? process.env);
-  await mkdir2(job.scratchDir, { recursive: true });
-  const promptFile = join2(job.scratchDir, "prompt.md");
-  await writeFile3(promptFile, job.prompt);
+  const { config: config2, episode, places, isolation } = job;
+  const sandbox = isolation.sandbox;
+  const source = job.env ?? process.env;
+  const box = places.box;
+  await rm4(box, { recursive: true, force: true });
+  for (const dir of [join5(box, "home"), join5(box, "tmp"), job.scratchDir]) await mkdir3(dir, { recursive: true });
+  const promptFile = join5(box, "prompt.md");
+  await writeFile4(promptFile, job.prompt);
+  const home = { HOME: join5(box, "home"), TMPDIR: sandbox ? "/tmp" : join5(box, "tmp") };
+  const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
+  const graderEnv = allowedEnv(source, config2.grader.env);
   const stopForBudget = new AbortController();
   const unit = config2.budget.unit;
   const grading = await startGradeService({
     config: config2,
-    workdir: job.workdir,
-    scratchDir: job.scratchDir,
-    env,
+    workdir: places.workspace,
+    box,
+    env: { ...graderEnv, ...home },
+    ...sandbox ? {
+      confine: {
+        sandbox,
+        confinement: graderConfinement(places.workspace, join5(box, "tmp"), places, config2, source, [
+          places.context
+        ])
+      }
+    } : {},
     limit: unit === "evaluations" ? Math.max(1, Math.floor(episode.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort("budget")
   });
+  const confinement = agentConfinement(places, config2, source);
+  confinement.writable.push(grading.socketDir);
+  const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box]);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
   let outcome;
   try {
     outcome = await job.agent.run({
-      workdir: job.workdir,
+      workdir: places.workspace,
       prompt: job.prompt,
       promptFile,
-      contextDir: job.contextDir,
-      usageFile: join2(job.scratchDir, "usage.json"),
-      logFile: join2(job.scratchDir, "agent.log"),
+      contextDir: places.context,
+      usageFile: join5(box, "usage.json"),
+      logFile: join5(job.scratchDir, "agent.log"),
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -47323,8 +47934,10 @@ async function runEpisode(job) {
       episodeId: episode.id,
       deadlineMs: Math.min(budgetMs, agentTimeoutMs),
       deadlineIsBudget: budgetMs <= agentTimeoutMs,
-      env,
-      signal: AbortSignal.any([interrupt, stopForBudget.signal])
+      env: agentEnv,
+      signal: AbortSignal.any([interrupt, stopForBudget.signal]),
+      spawn: spawn2,
+      confined: sandbox !== null
     });
   } finally {
     await grading.close();
@@ -47332,17 +47945,21 @@ async function runEpisode(job) {
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent = Math.round(measured * 1e6) / 1e6;
-  const protectedChanged = await restoreProtected(git, episode.base, [
-    ...config2.grader.protected,
-    ...job.alsoProtected ?? [CONFIG_PATH]
-  ]);
+  const snap = await snapshot(
+    job.own,
+    places.workspace,
+    job.checkoutIndex,
+    join5(job.scratchDir, "snapshot.index"),
+    episode.base,
+    [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]
+  );
   let score = null;
   let reason;
   let graderSeconds = 0;
-  if (protectedChanged.length > 0) {
-    reason = `the agent changed protected paths: ${protectedChanged.join(", ")}`;
+  if (snap.protectedChanged.length > 0) {
+    reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
-    const g = await runGrader(config2, job.workdir, env);
+    const g = await judge(job, snap.tree, graderEnv);
     graderSeconds = g.seconds;
     score = g.score;
     reason = g.reason;
@@ -47354,104 +47971,87 @@ async function runEpisode(job) {
     ...outcome.usage ? { usage: outcome.usage } : {},
     spent,
     exit: outcome.exit,
-    protectedChanged,
+    protectedChanged: snap.protectedChanged,
     agentSeconds: seconds(outcome.seconds),
-    graderSeconds: seconds(graderSeconds)
+    graderSeconds: seconds(graderSeconds),
+    sandbox: isolation.label
   };
-  const journalPath = join2(job.workdir, config2.journal);
-  const existing = await readFile(journalPath, "utf8").catch(() => "");
-  await mkdir2(join2(journalPath, ".."), { recursive: true });
-  await writeFile3(
-    journalPath,
-    appendToJournal(existing, journalEntry(config2, job.phase, episode, { ...partial2, commit: "", wallSeconds: 0 }))
+  const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
+  const journal = appendToJournal(
+    existing,
+    journalEntry(config2, job.phase, episode, { ...partial2, commit: "", wallSeconds: 0 })
   );
+  const tree = await writeIndexed(job.own, snap.index, config2.journal, journal);
+  const details = {
+    diffStat: await diffStat(job.own, snap.index, episode.base),
+    journalTail: journalTail(journal)
+  };
   const wallSeconds = seconds((performance.now() - started) / 1e3);
-  const details = await episodeDetails(git, episode.base, journalPath);
-  const message = commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }, details);
-  const commit = await commitWorkspace(git, job.branchRef, episode.base, message);
+  let message = commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }, details);
+  if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode.base);
+  const commit = await commitTree(job.own, tree, episode.base, message);
   return { ...partial2, commit, wallSeconds };
 }
-async function episodeDetails(git, base, journalPath) {
-  await git.exec(["add", "-A"]);
-  const diffStat = await git.out(["diff", "--cached", "--shortstat", base]);
-  const journal = await readFile(journalPath, "utf8").catch(() => "");
-  const journalTail = journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL).map((l) => l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l);
-  return { diffStat, journalTail };
+async function judge(job, tree, env) {
+  const { config: config2, episode, places, isolation } = job;
+  const dir = join5(job.scratchDir, "judge");
+  const tmp = join5(job.scratchDir, "judge-tmp");
+  const home = join5(job.scratchDir, "judge-home");
+  const snapshotCommit = await commitTree(
+    job.own,
+    tree,
+    episode.base,
+    `forkflush ${episode.id}: the snapshot the judge grades
+`
+  );
+  await checkoutInto(job.own, snapshotCommit, dir, join5(job.scratchDir, "judge.index"));
+  for (const d of [tmp, home]) {
+    await rm4(d, { recursive: true, force: true });
+    await mkdir3(d, { recursive: true });
+  }
+  try {
+    const sandbox = isolation.sandbox;
+    return await runGrader(
+      config2,
+      dir,
+      { ...env, HOME: home, TMPDIR: sandbox ? "/tmp" : tmp },
+      sandbox ? {
+        sandbox,
+        confinement: graderConfinement(dir, tmp, places, config2, job.env ?? process.env, [
+          places.workspace,
+          places.context,
+          places.box,
+          ...config2.sandbox.write.map(expandHome)
+        ])
+      } : void 0
+    );
+  } finally {
+    for (const d of [dir, tmp, home]) await rm4(d, { recursive: true, force: true });
+  }
+}
+function journalTail(journal) {
+  return journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL).map((l) => l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l);
 }
 var JOURNAL_TAIL = 5;
 var JOURNAL_LINE_MAX = 500;
 function seconds(s) {
   return Math.round(s * 1e3) / 1e3;
 }
-async function restoreProtected(git, base, globs) {
-  if (globs.length === 0) return [];
-  const specs = globs.map((g) => `:(glob)${g}`);
-  await git.exec(["add", "-A"]);
-  const diff = await git.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs]);
-  const changed = diff === "" ? [] : diff.split("\n");
-  if (changed.length > 0) await git.exec(["restore", `--source=${base}`, "--staged", "--worktree", "--", ...specs]);
-  await git.exec(["clean", "-fdX", "--", ...specs]);
-  return changed;
-}
-async function commitWorkspace(git, branchRef, base, message) {
-  await git.exec(["add", "-A"]);
-  const tree = await git.out(["write-tree"]);
-  const head = await git.revParse("HEAD");
-  const parent = head && await git.isAncestor(base, head) ? head : base;
-  const commit = (await git.exec(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message })).stdout.trim();
-  await git.exec(["update-ref", branchRef, commit]);
-  await git.exec(["symbolic-ref", "HEAD", branchRef]);
-  return commit;
-}
 
 // src/action/env.ts
 function forgetForgeSecrets(env) {
-  const kept = sandboxEnv(env);
   for (const name of Object.keys(env)) {
-    if (!(name in kept) && !name.startsWith("FORKFLUSH_")) delete env[name];
+    if (isForgeSecret(name) && !name.startsWith("FORKFLUSH_")) delete env[name];
   }
-}
-var RUNNER_FILE_COMMANDS = ["GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"];
-function agentEnv(env) {
-  const out = { ...env };
-  for (const name of RUNNER_FILE_COMMANDS) delete out[name];
-  return out;
 }
 
 // src/action/episode-job.ts
-import { mkdir as mkdir10, rm as rm9 } from "node:fs/promises";
-import { join as join10 } from "node:path";
+import { mkdir as mkdir10, rm as rm11 } from "node:fs/promises";
+import { join as join12 } from "node:path";
 
 // src/agents/aider.ts
-import { mkdir as mkdir3, readdir as readdir2, readFile as readFile2, rm as rm2, stat as stat2, writeFile as writeFile4 } from "node:fs/promises";
-import { dirname, join as join3, resolve } from "node:path";
-
-// src/agents/agent.ts
-function forkflushVars(s) {
-  return {
-    FORKFLUSH_PROMPT_FILE: s.promptFile,
-    FORKFLUSH_CONTEXT_DIR: s.contextDir,
-    FORKFLUSH_BUDGET: String(s.allowance),
-    FORKFLUSH_BUDGET_UNIT: s.unit,
-    FORKFLUSH_USAGE_FILE: s.usageFile,
-    FORKFLUSH_GRADE: s.gradeCommand,
-    FORKFLUSH_SEED: String(s.seed),
-    FORKFLUSH_EPISODE: s.episodeId
-  };
-}
-function stopExit(r, deadlineIsBudget) {
-  if (r.stopped === null) return null;
-  if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
-  return r.stopped === "budget" ? "budget" : "crash";
-}
-function overrunReason(s, usage, turns, maxTurns) {
-  if (maxTurns !== void 0 && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
-  if (s.unit === "tokens" && usage.inputTokens + usage.outputTokens > s.allowance) {
-    return `its tokens passed the allowance of ${s.allowance}`;
-  }
-  if (s.unit === "usd" && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
-  return void 0;
-}
+import { mkdir as mkdir4, readdir as readdir4, readFile, rm as rm5, stat as stat3, writeFile as writeFile5 } from "node:fs/promises";
+import { dirname as dirname4, join as join6, resolve } from "node:path";
 
 // src/agents/pricing.ts
 var PRICES_AS_OF = "2026-11";
@@ -47544,19 +48144,32 @@ var INPUT_HISTORY_FILE = "aider.input.history";
 var SESSION_FILE = "session.json";
 var WATCH_MS = 250;
 var EXCLUDE = ".aider*";
-var FORGE_TOKENS = ["GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"];
+var PASS_ENV = [
+  "AIDER_*",
+  "OPENAI_*",
+  "ANTHROPIC_*",
+  "GEMINI_*",
+  "DEEPSEEK_*",
+  "OPENROUTER_*",
+  "GROQ_*",
+  "MISTRAL_*",
+  "COHERE_*",
+  "XAI_*",
+  "AZURE_*",
+  "OLLAMA_*"
+];
 var aiderAgent = (agent) => aiderAdapter(agent);
 function aiderAdapter(agent) {
-  return { kind: "aider", run: (s) => runAider(agent, s) };
+  return { kind: "aider", passEnv: PASS_ENV, run: (s) => runAider(agent, s) };
 }
 async function runAider(agent, s) {
   const notes = [];
-  await mkdir3(s.contextDir, { recursive: true });
+  await mkdir4(s.contextDir, { recursive: true });
   const ctx = await openContext(s.contextDir);
   if (ctx.note) notes.push(ctx.note);
   const excluded = await excludeAiderFiles(s.workdir);
   if (excluded) notes.push(excluded);
-  const history = join3(s.contextDir, HISTORY_FILE);
+  const history = join6(s.contextDir, HISTORY_FILE);
   const args = [
     "--message-file",
     s.promptFile,
@@ -47564,7 +48177,7 @@ async function runAider(agent, s) {
     "--chat-history-file",
     history,
     "--input-history-file",
-    join3(s.contextDir, INPUT_HISTORY_FILE),
+    join6(s.contextDir, INPUT_HISTORY_FILE),
     ...ctx.carried ? ["--restore-chat-history"] : [],
     "--no-gitignore",
     "--no-auto-commits",
@@ -47601,7 +48214,7 @@ async function runAider(agent, s) {
   };
   const timer = setInterval(() => void check2().catch(() => {
   }), WATCH_MS);
-  const r = await runProcess(agent.command ?? "aider", args, {
+  const r = await s.spawn(agent.command ?? "aider", args, {
     cwd: s.workdir,
     env: aiderEnv(s),
     timeoutMs: s.deadlineMs,
@@ -47630,8 +48243,8 @@ async function runAider(agent, s) {
     notes.push("aider named no model; priced at the dearest known");
   if (await sizeOf(history) > 0) {
     const episodes = ctx.episodes;
-    await writeFile4(
-      join3(s.contextDir, SESSION_FILE),
+    await writeFile5(
+      join6(s.contextDir, SESSION_FILE),
       `${JSON.stringify({ agent: "aider", historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}
 `
     );
@@ -47649,30 +48262,29 @@ function aiderEnv(s) {
     ...s.env,
     ...forkflushVars(s)
   };
-  for (const k of FORGE_TOKENS) delete env[k];
   return env;
 }
 async function openContext(contextDir) {
-  const entries = await readdir2(contextDir);
+  const entries = await readdir4(contextDir);
   if (entries.length === 0) return { carried: false, episodes: [] };
   let why;
   if (!entries.includes(HISTORY_FILE)) why = `${HISTORY_FILE} is missing`;
   else {
     try {
-      new TextDecoder("utf-8", { fatal: true }).decode(await readFile2(join3(contextDir, HISTORY_FILE)));
+      new TextDecoder("utf-8", { fatal: true }).decode(await readFile(join6(contextDir, HISTORY_FILE)));
     } catch {
       why = `${HISTORY_FILE} is not UTF-8 text`;
     }
   }
   if (!why) {
-    const saved = await readFile2(join3(contextDir, SESSION_FILE), "utf8").then(
+    const saved = await readFile(join6(contextDir, SESSION_FILE), "utf8").then(
       (t) => JSON.parse(t),
       () => ({})
     );
     const episodes = Array.isArray(saved.episodes) ? saved.episodes.filter((e) => typeof e === "string") : [];
     return { carried: true, episodes };
   }
-  for (const e of entries) await rm2(join3(contextDir, e), { recursive: true, force: true });
+  for (const e of entries) await rm5(join6(contextDir, e), { recursive: true, force: true });
   return {
     carried: false,
     episodes: [],
@@ -47685,13 +48297,13 @@ async function excludeAiderFiles(workdir) {
   if (r.exitCode !== 0) return void 0;
   const file2 = resolve(workdir, r.stdout.trim());
   try {
-    const text = await readFile2(file2, "utf8").catch(() => "");
+    const text = await readFile(file2, "utf8").catch(() => "");
     if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return void 0;
-    await mkdir3(dirname(file2), { recursive: true });
-    const sep = text === "" || text.endsWith("\n") ? "" : "\n";
-    await writeFile4(
+    await mkdir4(dirname4(file2), { recursive: true });
+    const sep2 = text === "" || text.endsWith("\n") ? "" : "\n";
+    await writeFile5(
       file2,
-      `${text}${sep}# forkflush, aider agent: aider's files in the git root (repo map cache)
+      `${text}${sep2}# forkflush, aider agent: aider's files in the git root (repo map cache)
 ${EXCLUDE}
 `
     );
@@ -47701,11 +48313,11 @@ ${EXCLUDE}
   }
 }
 async function readFrom(file2, offset) {
-  const buf = await readFile2(file2).catch(() => Buffer.alloc(0));
+  const buf = await readFile(file2).catch(() => Buffer.alloc(0));
   return buf.subarray(Math.min(offset, buf.length)).toString("utf8");
 }
 async function sizeOf(file2) {
-  return stat2(file2).then(
+  return stat3(file2).then(
     (st) => st.size,
     () => 0
   );
@@ -47716,8 +48328,8 @@ function lastLine(stderr) {
 
 // src/agents/claude-code.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { mkdir as mkdir4, open as open3, readdir as readdir3, readFile as readFile3, realpath, rename as rename2, rm as rm3, stat as stat3, writeFile as writeFile5 } from "node:fs/promises";
-import { join as join4 } from "node:path";
+import { mkdir as mkdir5, open as open4, readdir as readdir5, readFile as readFile2, realpath, rename as rename2, rm as rm6, stat as stat4, writeFile as writeFile6 } from "node:fs/promises";
+import { join as join7 } from "node:path";
 
 // src/agents/claude-code-output.ts
 function projectDirName(realCwd) {
@@ -47939,6 +48551,8 @@ var ClaudeCodeAdapter = class {
   }
   agent;
   kind = "claude-code";
+  /** Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env. */
+  passEnv = ["ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"];
   async run(s) {
     const started = performance.now();
     const notes = [];
@@ -48044,8 +48658,6 @@ ${early?.message ?? ""}`)) {
       DISABLE_AUTOUPDATER: "1",
       ...forkflushVars(s)
     };
-    delete env.GITHUB_TOKEN;
-    delete env.GH_TOKEN;
     delete env.CLAUDE_CODE_PROJECT_DIR_NAME;
     const overrun = new AbortController();
     let tokensSeen = 0;
@@ -48066,7 +48678,7 @@ ${early?.message ?? ""}`)) {
         polling = false;
       }
     }, TOKEN_POLL_MS) : void 0;
-    const run2 = await runProcess(this.agent.command ?? "claude", args, {
+    const run2 = await s.spawn(this.agent.command ?? "claude", args, {
       cwd,
       env,
       // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its
@@ -48082,13 +48694,13 @@ ${early?.message ?? ""}`)) {
   }
 };
 async function prepareContext(contextDir, cwd, episode) {
-  await mkdir4(contextDir, { recursive: true });
-  const entries = (await readdir3(contextDir)).filter((e) => e !== UNUSABLE);
+  await mkdir5(contextDir, { recursive: true });
+  const entries = (await readdir5(contextDir)).filter((e) => e !== UNUSABLE);
   if (entries.length === 0) return startFresh(contextDir, cwd, episode);
-  const home = join4(contextDir, HOME);
+  const home = join7(contextDir, HOME);
   let record3;
   try {
-    record3 = JSON.parse(await readFile3(join4(contextDir, SESSION_FILE2), "utf8"));
+    record3 = JSON.parse(await readFile2(join7(contextDir, SESSION_FILE2), "utf8"));
   } catch (e) {
     const why = e.code === "ENOENT" ? "has no session.json" : "has an unreadable session.json";
     return startFresh(contextDir, cwd, episode, `the context folder ${why}`);
@@ -48098,7 +48710,7 @@ async function prepareContext(contextDir, cwd, episode) {
   const id = record3.sessionId;
   const found = await findTranscript(home, id);
   if (!found) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} is missing`);
-  const bytes = await readFile3(found);
+  const bytes = await readFile2(found);
   const text = bytes.toString("utf8");
   const problem = transcriptProblem(text);
   if (problem) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} ${problem}`);
@@ -48114,18 +48726,18 @@ async function prepareContext(contextDir, cwd, episode) {
 async function startFresh(contextDir, cwd, episode, why) {
   let note;
   if (why !== void 0) {
-    const aside = join4(contextDir, UNUSABLE);
-    await rm3(aside, { recursive: true, force: true });
-    await mkdir4(aside, { recursive: true });
-    for (const entry of await readdir3(contextDir)) {
-      if (entry !== UNUSABLE) await rename2(join4(contextDir, entry), join4(aside, entry));
+    const aside = join7(contextDir, UNUSABLE);
+    await rm6(aside, { recursive: true, force: true });
+    await mkdir5(aside, { recursive: true });
+    for (const entry of await readdir5(contextDir)) {
+      if (entry !== UNUSABLE) await rename2(join7(contextDir, entry), join7(aside, entry));
     }
-    await writeFile5(join4(aside, "why.txt"), `${why}
+    await writeFile6(join7(aside, "why.txt"), `${why}
 `);
     note = `the carried context could not be resumed (${why}); started a fresh conversation and moved the old files to ${UNUSABLE}/`;
   }
-  const home = join4(contextDir, HOME);
-  await mkdir4(home, { recursive: true });
+  const home = join7(contextDir, HOME);
+  await mkdir5(home, { recursive: true });
   const sessionId = randomUUID2();
   await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
   return {
@@ -48138,33 +48750,33 @@ async function startFresh(contextDir, cwd, episode, why) {
   };
 }
 async function findTranscript(home, id) {
-  const projects = join4(home, "projects");
-  const dirs = await readdir3(projects).catch(() => []);
+  const projects = join7(home, "projects");
+  const dirs = await readdir5(projects).catch(() => []);
   for (const dir of dirs) {
-    const file2 = join4(projects, dir, `${id}.jsonl`);
+    const file2 = join7(projects, dir, `${id}.jsonl`);
     if (await isFile(file2)) return file2;
   }
   return null;
 }
 async function moveToProject(home, id, transcript, cwd) {
-  const from = join4(transcript, "..");
-  const to = join4(home, "projects", projectDirName(cwd));
+  const from = join7(transcript, "..");
+  const to = join7(home, "projects", projectDirName(cwd));
   if (from === to) return;
   if (!await exists2(to)) {
     await rename2(from, to);
     return;
   }
   for (const name of [`${id}.jsonl`, id]) {
-    if (!await exists2(join4(from, name))) continue;
-    await rm3(join4(to, name), { recursive: true, force: true });
-    await rename2(join4(from, name), join4(to, name));
+    if (!await exists2(join7(from, name))) continue;
+    await rm6(join7(to, name), { recursive: true, force: true });
+    await rename2(join7(from, name), join7(to, name));
   }
 }
 async function readTranscriptFrom(home, id, cwd, offset) {
-  const expected = join4(home, "projects", projectDirName(cwd), `${id}.jsonl`);
+  const expected = join7(home, "projects", projectDirName(cwd), `${id}.jsonl`);
   const file2 = await isFile(expected) ? expected : await findTranscript(home, id);
   if (!file2) return null;
-  const handle = await open3(file2, "r");
+  const handle = await open4(file2, "r");
   try {
     const size = (await handle.stat()).size;
     if (size <= offset) return "";
@@ -48176,17 +48788,17 @@ async function readTranscriptFrom(home, id, cwd, offset) {
   }
 }
 async function writeRecord(contextDir, record3) {
-  await writeFile5(join4(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
+  await writeFile6(join7(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
 `);
 }
 async function isFile(path) {
-  return stat3(path).then(
+  return stat4(path).then(
     (s) => s.isFile(),
     () => false
   );
 }
 async function exists2(path) {
-  return stat3(path).then(
+  return stat4(path).then(
     () => true,
     () => false
   );
@@ -48196,8 +48808,8 @@ function lastLine2(text) {
 }
 
 // src/agents/codex.ts
-import { mkdir as mkdir5, open as open4, readdir as readdir4, readFile as readFile4, rm as rm4, stat as stat4, writeFile as writeFile6 } from "node:fs/promises";
-import { join as join5 } from "node:path";
+import { mkdir as mkdir6, open as open5, readdir as readdir6, readFile as readFile3, rm as rm7, stat as stat5, writeFile as writeFile7 } from "node:fs/promises";
+import { join as join8 } from "node:path";
 
 // src/agents/codex-output.ts
 function parseExecEvents(stdout) {
@@ -48408,6 +49020,7 @@ var FIRST_LINE_MAX = 4 * 1024 * 1024;
 var codexAgent = (agent) => {
   const adapter = {
     kind: "codex",
+    passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
     run: (s) => runCodex(s, {
       executable: agent.command ?? "codex",
       model: agent.model,
@@ -48418,10 +49031,10 @@ var codexAgent = (agent) => {
   return adapter;
 };
 async function runCodex(s, o) {
-  const home = join5(s.contextDir, HOME2);
+  const home = join8(s.contextDir, HOME2);
   const context = await prepareContext2(s.contextDir, home);
-  await writeFile6(join5(home, "config.toml"), configToml(s.env));
-  const tail = new RolloutTail(join5(home, "sessions"), context.rollout);
+  await writeFile7(join8(home, "config.toml"), configToml(s.env));
+  const tail = new RolloutTail(join8(home, "sessions"), context.rollout);
   const before = structuredClone(await tail.poll());
   const bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
   const watched = s.unit === "tokens" || s.unit === "usd" || o.maxTurns !== void 0;
@@ -48442,7 +49055,7 @@ async function runCodex(s, o) {
       polling = false;
     }
   }, POLL_MS) : void 0;
-  const r = await runProcess(o.executable, codexArgs(s, o, context.threadId), {
+  const r = await s.spawn(o.executable, codexArgs(s, o, context.threadId), {
     cwd: s.workdir,
     env: codexEnv(s, home),
     // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
@@ -48460,13 +49073,13 @@ async function runCodex(s, o) {
   const threadId = after.threadId ?? events.threadId;
   const model = o.model ?? after.model ?? before.model;
   if (threadId && tail.file) {
-    await writeFile6(
-      join5(s.contextDir, RECORD),
+    await writeFile7(
+      join8(s.contextDir, RECORD),
       sessionRecordJson({ agent: "codex", threadId, totals: totals2, modelCalls: after.modelCalls, model })
     );
     await pruneHome(home);
   } else if (!context.threadId) {
-    await rm4(home, { recursive: true, force: true });
+    await rm7(home, { recursive: true, force: true });
   }
   const notes = [];
   if (context.note) notes.push(context.note);
@@ -48502,15 +49115,19 @@ function codexArgs(s, o, threadId) {
     "--skip-git-repo-check",
     "-C",
     s.workdir,
-    // Edits and commands in the workspace without asking; writes elsewhere stay blocked by
-    // Codex's sandbox (bubblewrap + seccomp on Linux), and .git stays read-only.
-    "--sandbox",
-    "workspace-write",
-    // The sandbox blocks all sockets by default, loopback too; "$FORKFLUSH_GRADE" asks forkflush
-    // over 127.0.0.1 to run the grader (config key sandbox_workspace_write.network_access,
-    // developers.openai.com/codex/config-reference).
-    "-c",
-    "sandbox_workspace_write.network_access=true",
+    // Edits and commands in the workspace without asking. In forkflush's sandbox Codex's own is
+    // off: it is nested inside a stronger one (a PID namespace, hidden home and records), and
+    // it cannot start there (Codex runs bubblewrap itself, and fails where bwrap is installed).
+    // Without forkflush's sandbox, Codex's own confines writes to the workspace.
+    ...s.confined ? ["--sandbox", "danger-full-access"] : [
+      "--sandbox",
+      "workspace-write",
+      // Codex's sandbox blocks all sockets by default; "$FORKFLUSH_GRADE" asks forkflush over a
+      // Unix socket to run the grader (sandbox_workspace_write.network_access,
+      // developers.openai.com/codex/config-reference).
+      "-c",
+      "sandbox_workspace_write.network_access=true"
+    ],
     // Never stop to ask for approval (exec's default; stated so a user config cannot change it).
     "-c",
     'approval_policy="never"',
@@ -48547,17 +49164,17 @@ function configToml(env) {
 `;
 }
 async function prepareContext2(contextDir, home) {
-  const entries = await readdir4(contextDir).catch(() => []);
+  const entries = await readdir6(contextDir).catch(() => []);
   if (entries.length === 0) {
-    await mkdir5(home, { recursive: true });
+    await mkdir6(home, { recursive: true });
     return { threadId: null, rollout: null };
   }
   const problem = await (async () => {
-    const text = await readFile4(join5(contextDir, RECORD), "utf8").catch(() => null);
+    const text = await readFile3(join8(contextDir, RECORD), "utf8").catch(() => null);
     if (text === null) return `it has no ${RECORD}`;
     const rec = parseSessionRecord(text);
     if ("problem" in rec) return rec.problem;
-    const rollout = (await rolloutFiles(join5(home, "sessions"))).find(
+    const rollout = (await rolloutFiles(join8(home, "sessions"))).find(
       (f) => rolloutThreadId(f.split("/").at(-1)) === rec.threadId
     );
     if (!rollout) return `the session file of thread ${rec.threadId} is missing`;
@@ -48568,9 +49185,9 @@ async function prepareContext2(contextDir, home) {
     await pruneHome(home);
     return { threadId: problem.threadId, rollout: problem.rollout };
   }
-  await rm4(home, { recursive: true, force: true });
-  await rm4(join5(contextDir, RECORD), { force: true });
-  await mkdir5(home, { recursive: true });
+  await rm7(home, { recursive: true, force: true });
+  await rm7(join8(contextDir, RECORD), { force: true });
+  await mkdir6(home, { recursive: true });
   return {
     threadId: null,
     rollout: null,
@@ -48578,17 +49195,17 @@ async function prepareContext2(contextDir, home) {
   };
 }
 async function pruneHome(home) {
-  const entries = await readdir4(home).catch(() => []);
+  const entries = await readdir6(home).catch(() => []);
   await Promise.all(
-    entries.filter((e) => !KEPT.has(e)).map((e) => rm4(join5(home, e), { recursive: true, force: true }))
+    entries.filter((e) => !KEPT.has(e)).map((e) => rm7(join8(home, e), { recursive: true, force: true }))
   );
 }
 async function rolloutFiles(dir) {
-  const entries = await readdir4(dir, { recursive: true }).catch(() => []);
-  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join5(dir, e)).sort();
+  const entries = await readdir6(dir, { recursive: true }).catch(() => []);
+  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join8(dir, e)).sort();
 }
 async function firstLine(file2) {
-  const h = await open4(file2, "r");
+  const h = await open5(file2, "r");
   try {
     const buf = Buffer.alloc(FIRST_LINE_MAX);
     const { bytesRead } = await h.read(buf, 0, buf.length, 0);
@@ -48623,9 +49240,9 @@ var RolloutTail = class {
       if (files.length === 0) return this.summary;
       this.file = files.at(-1);
     }
-    const size = (await stat4(this.file)).size;
+    const size = (await stat5(this.file)).size;
     if (size <= this.offset) return this.summary;
-    const h = await open4(this.file, "r");
+    const h = await open5(this.file, "r");
     try {
       const chunk = Buffer.alloc(size - this.offset);
       const { bytesRead } = await h.read(chunk, 0, chunk.length, this.offset);
@@ -48643,11 +49260,12 @@ var RolloutTail = class {
 };
 
 // src/agents/command.ts
-import { readFile as readFile5 } from "node:fs/promises";
 var USAGE_POLL_MS = 200;
 function commandAgent(command) {
   return {
     kind: "command",
+    // Only what the user lists in agent.env: a command agent's keys are the user's to name.
+    passEnv: [],
     async run(s) {
       const env = {
         ...s.env,
@@ -48659,7 +49277,7 @@ function commandAgent(command) {
         const usage2 = await readUsage2(s.usageFile);
         if (typeof usage2 === "number" && usage2 > s.allowance) overrun.abort("budget");
       }, USAGE_POLL_MS) : void 0;
-      const r = await runShell(command, {
+      const r = await s.spawn("/bin/sh", ["-c", command], {
         cwd: s.workdir,
         env,
         input: s.prompt,
@@ -48687,12 +49305,8 @@ function commandAgent(command) {
   };
 }
 async function readUsage2(file2) {
-  let text;
-  try {
-    text = await readFile5(file2, "utf8");
-  } catch {
-    return void 0;
-  }
+  const text = await readRegular(file2, 64e3);
+  if (text === null) return void 0;
   try {
     const spent = JSON.parse(text).spent;
     if (typeof spent === "number" && Number.isFinite(spent) && spent >= 0) return spent;
@@ -48708,8 +49322,8 @@ function lastLine3(stderr) {
 
 // src/agents/copilot.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { mkdir as mkdir6, open as open5, readdir as readdir5, readFile as readFile6, rm as rm5, stat as stat5, writeFile as writeFile7 } from "node:fs/promises";
-import { dirname as dirname2, join as join6 } from "node:path";
+import { mkdir as mkdir7, open as open6, readdir as readdir7, readFile as readFile4, rm as rm8, stat as stat6, writeFile as writeFile8 } from "node:fs/promises";
+import { dirname as dirname5, join as join9 } from "node:path";
 
 // src/agents/copilot-output.ts
 var NANO_AIU_PER_CREDIT = 1e9;
@@ -48916,23 +49530,23 @@ var SESSION_FILE3 = "session.json";
 var WATCH_MS2 = 250;
 var MAX_PROMPT_ARG = 1e5;
 var SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-var FORGE_TOKENS2 = ["GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"];
+var PASS_ENV2 = ["COPILOT_*"];
 var copilotAgent = (agent) => copilotAdapter(agent);
 function copilotAdapter(agent) {
-  return { kind: "copilot", run: (s) => runCopilot(agent, s) };
+  return { kind: "copilot", passEnv: PASS_ENV2, run: (s) => runCopilot(agent, s) };
 }
 async function runCopilot(agent, s) {
   const notes = [];
-  await mkdir6(s.contextDir, { recursive: true });
+  await mkdir7(s.contextDir, { recursive: true });
   const ctx = await openContext2(s.contextDir);
   if (ctx.note) notes.push(ctx.note);
-  const home = join6(s.contextDir, HOME_DIR);
-  await mkdir6(home, { recursive: true });
+  const home = join9(s.contextDir, HOME_DIR);
+  await mkdir7(home, { recursive: true });
   const sessionId = ctx.saved?.sessionId ?? randomUUID3();
-  const eventsFile = join6(home, "session-state", sessionId, "events.jsonl");
+  const eventsFile = join9(home, "session-state", sessionId, "events.jsonl");
   const startOffset = ctx.saved ? await sizeOf2(eventsFile) : 0;
-  const usageOut = join6(dirname2(s.usageFile), "copilot-usage.json");
-  await rm5(usageOut, { force: true });
+  const usageOut = join9(dirname5(s.usageFile), "copilot-usage.json");
+  await rm8(usageOut, { force: true });
   const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
   const credits = !byok && s.unit === "usd" ? creditsForUsd(s.allowance) : void 0;
   const viaStdin = Buffer.byteLength(s.prompt) > MAX_PROMPT_ARG;
@@ -48947,7 +49561,7 @@ async function runCopilot(agent, s) {
     usageOut,
     // The CLI's own logs go with the episode's other logs, not into the context carried onward.
     "--log-dir",
-    join6(dirname2(s.logFile), "copilot-logs"),
+    join9(dirname5(s.logFile), "copilot-logs"),
     "-C",
     s.workdir,
     ctx.saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
@@ -48978,7 +49592,7 @@ async function runCopilot(agent, s) {
   };
   const timer = setInterval(() => void check2().catch(() => {
   }), WATCH_MS2);
-  const r = await runProcess(agent.command ?? "copilot", args, {
+  const r = await s.spawn(agent.command ?? "copilot", args, {
     cwd: s.workdir,
     env: copilotEnv(s, home),
     ...viaStdin ? { input: s.prompt } : {},
@@ -48990,7 +49604,7 @@ async function runCopilot(agent, s) {
   const previous = ctx.saved?.totals ?? null;
   let delta = null;
   let cumulative = null;
-  const usageText = await readFile6(usageOut, "utf8").catch(() => void 0);
+  const usageText = await readFile4(usageOut, "utf8").catch(() => void 0);
   if (usageText !== void 0) {
     try {
       cumulative = parseUsageFile(usageText);
@@ -49023,7 +49637,7 @@ async function runCopilot(agent, s) {
       totals: cumulative,
       episodes: [...ctx.saved?.episodes ?? [], s.episodeId]
     };
-    await writeFile7(join6(s.contextDir, SESSION_FILE3), `${JSON.stringify(saved, null, 2)}
+    await writeFile8(join9(s.contextDir, SESSION_FILE3), `${JSON.stringify(saved, null, 2)}
 `);
   }
   let usage;
@@ -49052,15 +49666,14 @@ function copilotEnv(s, home) {
     ...forkflushVars(s),
     COPILOT_HOME: home
   };
-  for (const k of FORGE_TOKENS2) delete env[k];
   return env;
 }
 async function openContext2(contextDir) {
-  const entries = await readdir5(contextDir);
+  const entries = await readdir7(contextDir);
   if (entries.length === 0) return { saved: null };
   const problem = await contextProblem(contextDir, entries);
   if (problem.saved) return { saved: problem.saved };
-  for (const e of entries) await rm5(join6(contextDir, e), { recursive: true, force: true });
+  for (const e of entries) await rm8(join9(contextDir, e), { recursive: true, force: true });
   return {
     saved: null,
     note: `could not resume the carried Copilot session (${problem.why}); started a fresh conversation`
@@ -49070,17 +49683,17 @@ async function contextProblem(contextDir, entries) {
   if (!entries.includes(SESSION_FILE3)) return { why: `${SESSION_FILE3} is missing` };
   let raw;
   try {
-    raw = JSON.parse(await readFile6(join6(contextDir, SESSION_FILE3), "utf8"));
+    raw = JSON.parse(await readFile4(join9(contextDir, SESSION_FILE3), "utf8"));
   } catch {
     return { why: `${SESSION_FILE3} is not JSON` };
   }
   const v = raw;
   if (!v || typeof v.sessionId !== "string" || !SESSION_ID.test(v.sessionId))
     return { why: `${SESSION_FILE3} names no session id` };
-  const events = join6(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl");
+  const events = join9(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl");
   let text;
   try {
-    text = await readFile6(events, "utf8");
+    text = await readFile4(events, "utf8");
   } catch {
     return { why: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
   }
@@ -49120,7 +49733,7 @@ var EventsWatcher = class {
 async function readFrom2(file2, offset) {
   let fh;
   try {
-    fh = await open5(file2, "r");
+    fh = await open6(file2, "r");
     const { size } = await fh.stat();
     if (size <= offset) return Buffer.alloc(0);
     const buf = Buffer.alloc(size - offset);
@@ -49133,7 +49746,7 @@ async function readFrom2(file2, offset) {
   }
 }
 async function sizeOf2(file2) {
-  return stat5(file2).then(
+  return stat6(file2).then(
     (st) => st.size,
     () => 0
   );
@@ -49145,8 +49758,8 @@ function lastLine4(stderr) {
 // src/agents/gemini.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { existsSync as existsSync2 } from "node:fs";
-import { mkdir as mkdir7, readdir as readdir6, readFile as readFile7, realpath as realpath2, rename as rename3, rm as rm6, writeFile as writeFile8 } from "node:fs/promises";
-import { basename, dirname as dirname3, join as join7 } from "node:path";
+import { mkdir as mkdir8, readdir as readdir8, readFile as readFile5, realpath as realpath2, rename as rename3, rm as rm9, writeFile as writeFile9 } from "node:fs/promises";
+import { basename, dirname as dirname6, join as join10 } from "node:path";
 
 // src/agents/gemini-output.ts
 var EXIT_TURN_LIMIT = 53;
@@ -49176,11 +49789,11 @@ function* jsonObjects(text) {
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
-    const open6 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
-    if (open6 < 0 || open6 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open6))) continue;
+    const open7 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
+    if (open7 < 0 || open7 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open7))) continue;
     for (let j = i + 1; j < lines.length; j++) {
       if (lines[j] !== "}") continue;
-      const candidate = [line.slice(open6), ...lines.slice(i + 1, j + 1)].join("\n");
+      const candidate = [line.slice(open7), ...lines.slice(i + 1, j + 1)].join("\n");
       try {
         yield JSON.parse(candidate);
         i = j;
@@ -49339,13 +49952,15 @@ var geminiAgent = (agent) => {
   const executable = agent.command ?? "gemini";
   return {
     kind: "gemini",
+    // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
+    passEnv: ["GEMINI_*", "GOOGLE_*"],
     run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns)
   };
 };
 async function runGemini(s, executable, model, extraArgs, maxTurns) {
   const started = performance.now();
-  const home = join7(s.contextDir, HOME3);
-  const geminiDir = join7(home, ".gemini");
+  const home = join10(s.contextDir, HOME3);
+  const geminiDir = join10(home, ".gemini");
   const notes = [];
   let prepared;
   try {
@@ -49380,8 +49995,6 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     GEMINI_TELEMETRY_ENABLED: "false",
     ...forkflushVars(s)
   };
-  delete env.GITHUB_TOKEN;
-  delete env.GH_TOKEN;
   const overrun = new AbortController();
   const watched = s.unit === "tokens" || s.unit === "usd";
   let polling = false;
@@ -49396,7 +50009,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
       polling = false;
     }
   }, SPEND_POLL_MS) : void 0;
-  const r = await runProcess(executable, args, {
+  const r = await s.spawn(executable, args, {
     cwd: s.workdir,
     env,
     input: viaStdin ? s.prompt : "",
@@ -49410,7 +50023,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
   await writeSessionFile(s.contextDir, sessionId).catch(() => {
   });
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
-  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
+  let exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
   if (r.stopped === "budget" && overrun.signal.aborted)
     notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
@@ -49430,6 +50043,11 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     );
   }
   const priced = price(usage);
+  const spentNow = spendOf(usage, s.unit);
+  if (exit === "finished" && spentNow !== null && (s.unit === "tokens" || s.unit === "usd") && spentNow > s.allowance) {
+    exit = "budget";
+    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  }
   return {
     exit,
     reportedSpend: spendOf(usage, s.unit),
@@ -49445,7 +50063,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
   };
 }
 async function prepareHome(s, geminiDir, maxTurns) {
-  const entries = await readdir6(s.contextDir).catch(() => []);
+  const entries = await readdir8(s.contextDir).catch(() => []);
   let prepared = { sessionId: randomUUID4(), fresh: "" };
   if (entries.length > 0) {
     const carried = await prepareResume(s.contextDir, geminiDir, await realpath2(s.workdir));
@@ -49453,10 +50071,10 @@ async function prepareHome(s, geminiDir, maxTurns) {
     if ("before" in carried) prepared = carried;
     else prepared = { sessionId: randomUUID4(), fresh: carried.fresh };
   }
-  await mkdir7(geminiDir, { recursive: true });
-  await writeFile8(join7(geminiDir, "settings.json"), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}
+  await mkdir8(geminiDir, { recursive: true });
+  await writeFile9(join10(geminiDir, "settings.json"), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}
 `);
-  await rm6(join7(geminiDir, "projects.json.lock"), { recursive: true, force: true });
+  await rm9(join10(geminiDir, "projects.json.lock"), { recursive: true, force: true });
   await writeSessionFile(s.contextDir, prepared.sessionId);
   return prepared;
 }
@@ -49479,7 +50097,7 @@ function settings(env, maxTurns) {
 async function prepareResume(contextDir, geminiDir, workdir) {
   let recorded;
   try {
-    recorded = JSON.parse(await readFile7(join7(contextDir, SESSION_FILE4), "utf8"));
+    recorded = JSON.parse(await readFile5(join10(contextDir, SESSION_FILE4), "utf8"));
   } catch (e) {
     const why = e.code === "ENOENT" ? "has no" : "has an unreadable";
     return { crash: `the context folder ${why} ${SESSION_FILE4}: no Gemini CLI conversation to continue` };
@@ -49502,27 +50120,27 @@ async function prepareResume(contextDir, geminiDir, workdir) {
     return { fresh: `the previous episode's conversation ${sessionId} held no prompt yet: started a new one` };
   }
   const before = writtenIds(files.map((f) => f.record));
-  const chats = join7(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
-  await mkdir7(chats, { recursive: true });
+  const chats = join10(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
+  await mkdir8(chats, { recursive: true });
   for (const f of files) {
     if (f === best) {
-      if (dirname3(f.path) !== chats) await rename3(f.path, join7(chats, basename(f.path)));
+      if (dirname6(f.path) !== chats) await rename3(f.path, join10(chats, basename(f.path)));
     } else if (!isResumable(f.record.messages)) {
-      await rm6(f.path, { force: true });
+      await rm9(f.path, { force: true });
     }
   }
   return { sessionId, before };
 }
 async function projectSlug(geminiDir, workdir) {
-  const registryPath = join7(geminiDir, "projects.json");
+  const registryPath = join10(geminiDir, "projects.json");
   let projects = {};
   try {
-    const parsed = JSON.parse(await readFile7(registryPath, "utf8"));
+    const parsed = JSON.parse(await readFile5(registryPath, "utf8"));
     if (parsed.projects && typeof parsed.projects === "object") projects = parsed.projects;
   } catch {
   }
-  const bases = [join7(geminiDir, "tmp"), join7(geminiDir, "history")];
-  const owner = async (base2, slug2) => (await readFile7(join7(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join10(geminiDir, "tmp"), join10(geminiDir, "history")];
+  const owner = async (base2, slug2) => (await readFile5(join10(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
@@ -49532,14 +50150,14 @@ async function projectSlug(geminiDir, workdir) {
   const base = `ff-${slugify2(basename(workdir))}`;
   let slug = base;
   for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync2(join7(b, slug)))) break;
+    if (!taken.has(slug) && !bases.some((b) => existsSync2(join10(b, slug)))) break;
     slug = `${base}-${n}`;
   }
-  await mkdir7(join7(bases[0], slug), { recursive: true });
-  await writeFile8(join7(bases[0], slug, ".project_root"), workdir);
+  await mkdir8(join10(bases[0], slug), { recursive: true });
+  await writeFile9(join10(bases[0], slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registryPath}.${randomUUID4()}.tmp`;
-  await writeFile8(tmp, JSON.stringify({ projects }, null, 2));
+  await writeFile9(tmp, JSON.stringify({ projects }, null, 2));
   await rename3(tmp, registryPath);
   return slug;
 }
@@ -49547,16 +50165,16 @@ function slugify2(text) {
   return text.toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
 }
 async function sessionFiles(geminiDir, sessionId) {
-  const tmp = join7(geminiDir, "tmp");
-  const slugs = await readdir6(tmp).catch(() => []);
+  const tmp = join10(geminiDir, "tmp");
+  const slugs = await readdir8(tmp).catch(() => []);
   const found = [];
   for (const slug of slugs) {
-    const chats = join7(tmp, slug, "chats");
-    const names = await readdir6(chats).catch(() => []);
+    const chats = join10(tmp, slug, "chats");
+    const names = await readdir8(chats).catch(() => []);
     for (const name of names) {
       if (!name.startsWith("session-") || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join7(chats, name);
-      const text = await readFile7(path, "utf8").catch(() => null);
+      const path = join10(chats, name);
+      const text = await readFile5(path, "utf8").catch(() => null);
       if (text === null) continue;
       const record3 = readSession(text);
       if (record3.sessionId === sessionId || record3.sessionId === null) found.push({ path, record: record3 });
@@ -49569,7 +50187,7 @@ async function sessionRecords(geminiDir, sessionId) {
 }
 async function writeSessionFile(contextDir, sessionId) {
   const record3 = { agent: "gemini", sessionId, updated: (/* @__PURE__ */ new Date()).toISOString() };
-  await writeFile8(join7(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
+  await writeFile9(join10(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
 `);
 }
 function price(usage) {
@@ -49729,28 +50347,30 @@ function findEpisode(state, id) {
 }
 
 // src/action/records.ts
-import { mkdir as mkdir8, readdir as readdir7, rm as rm7, writeFile as writeFile9 } from "node:fs/promises";
-import { dirname as dirname4, join as join8 } from "node:path";
+import { mkdir as mkdir9, readdir as readdir9, rm as rm10, writeFile as writeFile10 } from "node:fs/promises";
+import { join as join11 } from "node:path";
+var CONFIG = "[core]\n	repositoryformatversion = 0\n	bare = true\n";
 var RecordsRepo = class _RecordsRepo {
-  constructor(dir) {
+  constructor(dir, own2) {
     this.dir = dir;
+    this.own = own2;
     this.git = new Git(dir);
   }
   dir;
+  own;
   git;
   /** A new, empty records repository. */
   static async create(dir) {
-    await mkdir8(dirname4(dir), { recursive: true });
-    await new Git(dirname4(dir)).exec(["init", "--quiet", "--bare", dir]);
-    return new _RecordsRepo(dir);
+    await rm10(dir, { recursive: true, force: true });
+    const own2 = await OwnRepo.open(dir, join11(dir, "objects"));
+    return new _RecordsRepo(dir, own2);
   }
-  /** Fetches the refs under the same names. */
-  async fetch(remote, refs) {
-    if (refs.length > 0)
-      await remote.fetch(
-        this.git,
-        refs.map((r) => `+${r}:${r}`)
-      );
+  get objects() {
+    return this.own.objects;
+  }
+  /** Puts back the repository's own config (nothing else may redirect or intercept its remote). */
+  async resetConfig() {
+    await writeFile10(join11(this.dir, "config"), CONFIG);
   }
   /** A file of a ref's tree, or null when the tree has no such file. */
   async read(ref, path) {
@@ -49759,7 +50379,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Writes the tree of a ref into a folder (which should be empty). */
   async extract(ref, dir) {
-    await mkdir8(dir, { recursive: true });
+    await mkdir9(dir, { recursive: true });
     await this.withIndex(async (env) => {
       await this.git.exec(["--work-tree", dir, "read-tree", ref], { env });
       await this.git.exec(["--work-tree", dir, "checkout-index", "--all"], { env });
@@ -49770,7 +50390,7 @@ var RecordsRepo = class _RecordsRepo {
    * or null when the folder holds no files.
    */
   async commitFolder(dir, message) {
-    const entries = await readdir7(dir).catch(() => []);
+    const entries = await readdir9(dir).catch(() => []);
     if (entries.length === 0) return null;
     return this.withIndex(async (env) => {
       await this.git.exec(["--work-tree", dir, "add", "--all", "--force"], { env });
@@ -49779,36 +50399,30 @@ var RecordsRepo = class _RecordsRepo {
       return (await this.git.exec(["commit-tree", tree, "-F", "-"], { input: message })).stdout.trim();
     });
   }
-  /**
-   * Lets this repository read the objects of another one (git's alternates), so a commit made in
-   * the workspace can be pushed from here without copying the repository or running git there.
-   */
-  async borrowObjects(gitDir) {
-    await writeFile9(join8(this.dir, "objects", "info", "alternates"), `${join8(gitDir, "objects")}
-`);
-  }
   /** A throwaway index, so nothing is staged in the records repository itself. */
   async withIndex(fn) {
-    const index = join8(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
+    const index = join11(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
     try {
       return await fn({ GIT_INDEX_FILE: index });
     } finally {
-      await rm7(index, { force: true });
+      await rm10(index, { force: true });
     }
   }
 };
 
 // src/action/remote.ts
 var Remote = class {
-  constructor(url2, token) {
+  constructor(url2, token, records) {
     this.url = url2;
-    this.auth = authArgs(url2, token);
+    this.records = records;
+    this.auth = authEnv(url2, token);
   }
   url;
+  records;
   auth;
   /** The remote's commits for the refs named (exact names); refs it does not have are left out. */
-  async listRefs(git, refs) {
-    const out = await this.run(git, ["ls-remote", this.url, ...refs]);
+  async listRefs(refs) {
+    const out = await this.run(["ls-remote", this.url, ...refs]);
     const found = /* @__PURE__ */ new Map();
     for (const line of out.split("\n")) {
       const [sha, name] = line.split("	");
@@ -49816,29 +50430,38 @@ var Remote = class {
     }
     return found;
   }
-  async fetch(git, refspecs) {
-    await this.run(git, ["fetch", "--quiet", "--no-tags", this.url, ...refspecs]);
+  /** Fetches refs into the records repository under the same names. */
+  async fetch(refs) {
+    if (refs.length > 0) await this.run(["fetch", "--quiet", "--no-tags", this.url, ...refs.map((r) => `+${r}:${r}`)]);
   }
   /**
    * Pushes the refspecs in one transaction (all land or none). A rejection is a result, not an
    * error: the caller reads each ref's status. Transport and permission failures throw.
    */
-  async pushAtomic(git, refspecs) {
-    const out = await this.run(git, ["push", "--porcelain", "--atomic", this.url, ...refspecs], [0, 1]);
+  async pushAtomic(refspecs) {
+    const out = await this.run(["push", "--porcelain", "--atomic", this.url, ...refspecs], [0, 1]);
     const refs = out.split("\n").map((line) => /^(.)\t[^\t]*:([^\t]+)\t(.*)$/.exec(line)).filter((m) => m !== null).map((m) => ({ flag: m[1], ref: m[2], summary: m[3] }));
     if (refs.length === 0) throw new Error(`git push to ${this.url} reported no refs: ${out.trim() || "(no output)"}`);
     return refs;
   }
-  async run(git, args, okCodes = [0]) {
-    const r = await git.exec([...this.auth, ...args], { check: false });
+  async run(args, okCodes = [0]) {
+    await this.records.resetConfig();
+    const r = await this.records.git.exec(args, { check: false, env: this.auth });
     if (r.exitCode !== null && okCodes.includes(r.exitCode)) return r.stdout;
     const why = r.stderr.trim().split("\n").slice(-3).join(" ") || `exit ${r.exitCode}`;
     throw new Error(`git ${args[0]} ${this.url} failed: ${why}`);
   }
 };
-function authArgs(url2, token) {
-  if (!token || !sendsCredentials(url2)) return [];
-  return ["-c", `http.extraheader=AUTHORIZATION: basic ${basicCredentials(token)}`];
+function authEnv(url2, token) {
+  const isolated = { GIT_CONFIG_GLOBAL: "/dev/null" };
+  if (!token || !sendsCredentials(url2)) return isolated;
+  const origin = new URL(url2).origin;
+  return {
+    ...isolated,
+    GIT_CONFIG_COUNT: "1",
+    GIT_CONFIG_KEY_0: `http.${origin}/.extraheader`,
+    GIT_CONFIG_VALUE_0: `AUTHORIZATION: basic ${basicCredentials(token)}`
+  };
 }
 function basicCredentials(token) {
   return Buffer.from(`x-access-token:${token}`, "utf8").toString("base64");
@@ -49889,29 +50512,13 @@ function parseJson(text, where) {
   }
 }
 
-// src/action/workspace.ts
-import { mkdir as mkdir9, readdir as readdir8, rm as rm8 } from "node:fs/promises";
-import { join as join9 } from "node:path";
-async function checkoutBranch(dir, remote, branch) {
-  await mkdir9(dir, { recursive: true });
-  for (const entry of await readdir8(dir)) await rm8(join9(dir, entry), { recursive: true, force: true });
-  const git = new Git(dir);
-  await git.exec(["init", "--quiet"]);
-  const tracking = `refs/remotes/origin/${branch}`;
-  await remote.fetch(git, [`+refs/heads/${branch}:${tracking}`]);
-  const head = await git.revParse(tracking);
-  if (!head) throw new Error(`the branch ${branch} was fetched but ${tracking} is missing`);
-  await git.exec(["-c", "checkout.workers=0", "checkout", "--quiet", "-B", branch, head]);
-  return { git, gitDir: join9(dir, ".git"), head };
-}
-
 // src/action/episode-job.ts
 var WORKFLOWS = ".github/workflows/**";
 async function runEpisodeJob(s, o) {
-  const remote = new Remote(s.remoteUrl, s.token);
   o.log(`repository: ${s.remoteUrl}`);
-  await rm9(s.privateDir, { recursive: true, force: true });
-  const records = await RecordsRepo.create(join10(s.privateDir, "records.git"));
+  await rm11(s.privateDir, { recursive: true, force: true });
+  const records = await RecordsRepo.create(join12(s.privateDir, "records.git"));
+  const remote = new Remote(s.remoteUrl, s.token, records);
   const { state, facts } = await readRun(records, remote, s.run);
   const { episode, round: round4 } = findOpenEpisode(state, s.episode);
   const branch = episodeBranch(s.run, episode.round, episode.branch);
@@ -49928,30 +50535,40 @@ async function runEpisodeJob(s, o) {
     `episode ${episode.id} (${round4.phase}): ${describeContext(episode)}, allowance ${formatNumber(episode.allowance)} ${unit}, base ${short(episode.base)}`
   );
   const fromRef = episode.contextFrom ? contextRef(s.run, episode.contextFrom) : null;
-  const onRemote = await remote.listRefs(records.git, [`refs/heads/${branch}`, ...fromRef ? [fromRef] : []]);
-  if (!onRemote.has(`refs/heads/${branch}`)) {
+  const branchRef = `refs/heads/${branch}`;
+  const onRemote = await remote.listRefs([branchRef, ...fromRef ? [fromRef] : []]);
+  if (!onRemote.has(branchRef)) {
     throw new Error(
       `the branch ${branch} is not in the repository; the app makes it when it opens round ${episode.round}`
     );
   }
   const hasContext = fromRef !== null && onRemote.has(fromRef);
-  if (fromRef && hasContext) await records.fetch(remote, [fromRef]);
-  const workspace = await checkoutBranch(s.workspace, remote, branch);
-  o.log(`workspace: ${s.workspace} on ${branch} at ${short(workspace.head)}`);
-  if (workspace.head !== episode.base) {
-    const earlier = await recordedResult(workspace.git, workspace.head, s.run, episode.id);
+  await remote.fetch([branchRef, ...fromRef && hasContext ? [fromRef] : []]);
+  const head = await records.git.revParse(branchRef) ?? "";
+  if (head !== episode.base) {
+    const earlier = await recordedResult(records.git, head, s.run, episode.id);
     if (!earlier) {
       throw new Error(
-        `the branch ${branch} is at ${short(workspace.head)}, which is neither the episode's base ${short(episode.base)} nor a result of it; reset the branch to the base to run the episode again`
+        `the branch ${branch} is at ${short(head)}, which is neither the episode's base ${short(episode.base)} nor a result of it; reset the branch to the base to run the episode again`
       );
     }
     o.log(`an earlier attempt already pushed this episode's result (${short(earlier.commit)}): not running it again`);
     return outcome("already-recorded", earlier);
   }
-  const contextDir = join10(s.privateDir, "context", episode.id);
-  await rm9(contextDir, { recursive: true, force: true });
+  const isolation = o.isolation ?? await isolationFor(state.config.sandbox.mode);
+  o.log(`sandbox: ${isolation.label}`);
+  if (isolation.warning) o.log(`warning: ${isolation.warning}`);
+  const scratchDir = join12(s.privateDir, "episode");
+  const checkoutIndex = join12(scratchDir, "checkout.index");
+  await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, branch);
+  o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
+  const contextDir = join12(s.privateDir, "context", episode.id);
+  await rm11(contextDir, { recursive: true, force: true });
   await mkdir10(contextDir, { recursive: true });
-  if (fromRef && hasContext) await records.extract(fromRef, contextDir);
+  if (fromRef && hasContext) {
+    await records.extract(fromRef, contextDir);
+    await removeLinksAndSpecials(contextDir);
+  }
   o.log(
     episode.contextFrom ? `context: ${hasContext ? `${episode.contextFrom}'s context` : `${episode.contextFrom} left none: empty`} in ${contextDir}` : `context: fresh (empty) in ${contextDir}`
   );
@@ -49964,26 +50581,33 @@ async function runEpisodeJob(s, o) {
     templates: facts.templates
   });
   o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
+  const places = {
+    workspace: s.workspace,
+    context: contextDir,
+    box: join12(scratchDir, "box"),
+    objects: [records.objects],
+    private: [s.privateDir]
+  };
   const result = await runEpisode({
     runId: s.run,
     config: state.config,
     episode,
     phase: round4.phase,
-    workdir: s.workspace,
-    branchRef: `refs/heads/${branch}`,
-    contextDir,
-    scratchDir: join10(s.privateDir, "episode"),
+    own: records.own,
+    places,
+    checkoutIndex,
+    scratchDir,
     prompt,
     agent: agentFor(state.config),
+    isolation,
     alsoProtected: [facts.configPath, WORKFLOWS],
-    env: agentEnv(o.env),
+    env: o.env,
     ...o.signal ? { signal: o.signal } : {}
   });
   o.log(`result: ${describeResult(result, unit)}, commit ${short(result.commit)}`);
-  await records.borrowObjects(workspace.gitDir);
   const ownRef = contextRef(s.run, episode.id);
   const context = await records.commitFolder(contextDir, `forkflush ${episode.id}: the context it left (run ${s.run})`);
-  const pushed = await remote.pushAtomic(records.git, [
+  const pushed = await remote.pushAtomic([
     `${result.commit}:refs/heads/${branch}`,
     ...context ? [`+${context}:${ownRef}`] : []
   ]);
@@ -49993,12 +50617,12 @@ async function runEpisodeJob(s, o) {
     return outcome("ran", result);
   }
   if (branchPush && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(branchPush.summary)) {
-    await records.fetch(remote, [`refs/heads/${branch}`]);
-    const head = await records.git.revParse(`refs/heads/${branch}`);
-    const winner = head ? await recordedResult(records.git, head, s.run, episode.id) : null;
+    await remote.fetch([branchRef]);
+    const now = await records.git.revParse(branchRef);
+    const winner = now ? await recordedResult(records.git, now, s.run, episode.id) : null;
     if (!winner) {
       throw new Error(
-        `the branch ${branch} moved to ${short(head ?? "?")} while the episode ran, not to a result of it`
+        `the branch ${branch} moved to ${short(now ?? "?")} while the episode ran, not to a result of it`
       );
     }
     o.log(`another attempt pushed its result first (${short(winner.commit)}): this attempt's result is dropped`);
@@ -50008,10 +50632,10 @@ async function runEpisodeJob(s, o) {
 }
 async function readRun(records, remote, run2) {
   const ref = stateRef(run2);
-  if (!(await remote.listRefs(records.git, [ref])).has(ref)) {
+  if (!(await remote.listRefs([ref])).has(ref)) {
     throw new Error(`run ${run2} has no state in this repository (no ref ${ref}): was it started here?`);
   }
-  await records.fetch(remote, [ref]);
+  await remote.fetch([ref]);
   const read = async (file2) => {
     const text = await records.read(ref, file2);
     if (text === null) throw new Error(`${ref} holds no ${file2}`);
@@ -50026,8 +50650,8 @@ function findOpenEpisode(state, id) {
   const episode = findEpisode(state, id);
   const round4 = state.rounds.find((r) => r.episodes.some((e) => e.id === id));
   if (!episode || !round4) {
-    const open6 = state.rounds.find((r) => !r.decision)?.episodes.map((e) => e.id) ?? [];
-    const hint = open6.length > 0 ? `; its open round has ${open6.join(", ")}` : "";
+    const open7 = state.rounds.find((r) => !r.decision)?.episodes.map((e) => e.id) ?? [];
+    const hint = open7.length > 0 ? `; its open round has ${open7.join(", ")}` : "";
     throw new Error(`run ${state.id} has no episode ${id}${hint}`);
   }
   if (episode.result) {
@@ -50102,7 +50726,7 @@ ${n}`), ""].join("\n");
 }
 
 // src/action/settings.ts
-import { join as join11 } from "node:path";
+import { join as join13 } from "node:path";
 var RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 var EPISODE_ID = /^r\d+\.b\d+$/;
 function parseSettings(inputs, env) {
@@ -50127,7 +50751,7 @@ function parseSettings(inputs, env) {
     token: inputs.token.trim(),
     remoteUrl: `${server}/${repository}.git`,
     workspace: need("GITHUB_WORKSPACE"),
-    privateDir: join11(need("RUNNER_TEMP"), "forkflush")
+    privateDir: join13(need("RUNNER_TEMP"), "forkflush")
   };
 }
 

@@ -1,5 +1,7 @@
 // One episode of a run on the forge, as one Actions job runs it: read the run's records, check
-// out the episode's branch, run the worker, and push the result with the agent's context.
+// out the episode's base, run the worker (the agent in its sandbox, the judge in a clean room),
+// and push the result with the agent's context. The token stays in this process and the git
+// commands of the records repository; nothing inside the sandbox can see either.
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentFor } from '../agents/registry.js';
@@ -9,14 +11,15 @@ import { contextRef, describeEpisodeId, episodeBranch, stateRef } from '../core/
 import { renderPrompt } from '../core/prompts.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
+import { removeLinksAndSpecials } from '../io/agent-files.js';
 import type { Git } from '../io/git.js';
+import { type EpisodePlaces, type Isolation, isolationFor } from '../worker/boundary.js';
+import { checkoutInto } from '../worker/cleanroom.js';
 import { runEpisode } from '../worker/episode.js';
-import { agentEnv } from './env.js';
 import { RecordsRepo } from './records.js';
 import { type PushedRef, Remote } from './remote.js';
 import { parseRunFacts, parseRunState, type RunFacts } from './run-files.js';
 import type { ActionSettings } from './settings.js';
-import { checkoutBranch } from './workspace.js';
 
 /**
  * Workflow files are always protected on the forge: a job's token may not push changes to them
@@ -45,16 +48,18 @@ export interface JobOptions {
   env: NodeJS.ProcessEnv;
   /** Stops the agent (the job was cancelled); the episode then ends without a result. */
   signal?: AbortSignal;
+  /** How the episode is confined (default: from the run's sandbox mode and this machine). */
+  isolation?: Isolation;
 }
 
 export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<JobOutcome> {
-  const remote = new Remote(s.remoteUrl, s.token);
   o.log(`repository: ${s.remoteUrl}`);
 
   // 1. The run's records: its state and facts, from the state ref. Nothing an earlier job on this
   //    runner left behind (a usage file, a context) may leak into this episode.
   await rm(s.privateDir, { recursive: true, force: true });
   const records = await RecordsRepo.create(join(s.privateDir, 'records.git'));
+  const remote = new Remote(s.remoteUrl, s.token, records);
   const { state, facts } = await readRun(records, remote, s.run);
   const { episode, round } = findOpenEpisode(state, s.episode);
   const branch = episodeBranch(s.run, episode.round, episode.branch);
@@ -74,35 +79,48 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
 
   // 2. The episode's branch must be there (the app made it), and the context it continues, if any.
   const fromRef = episode.contextFrom ? contextRef(s.run, episode.contextFrom) : null;
-  const onRemote = await remote.listRefs(records.git, [`refs/heads/${branch}`, ...(fromRef ? [fromRef] : [])]);
-  if (!onRemote.has(`refs/heads/${branch}`)) {
+  const branchRef = `refs/heads/${branch}`;
+  const onRemote = await remote.listRefs([branchRef, ...(fromRef ? [fromRef] : [])]);
+  if (!onRemote.has(branchRef)) {
     throw new Error(
       `the branch ${branch} is not in the repository; the app makes it when it opens round ${episode.round}`,
     );
   }
   const hasContext = fromRef !== null && onRemote.has(fromRef);
-  if (fromRef && hasContext) await records.fetch(remote, [fromRef]);
+  await remote.fetch([branchRef, ...(fromRef && hasContext ? [fromRef] : [])]);
 
-  // 3. The workspace, at the episode's base. A branch past its base holds an earlier attempt's result.
-  const workspace = await checkoutBranch(s.workspace, remote, branch);
-  o.log(`workspace: ${s.workspace} on ${branch} at ${short(workspace.head)}`);
-  if (workspace.head !== episode.base) {
-    const earlier = await recordedResult(workspace.git, workspace.head, s.run, episode.id);
+  // 3. A branch past its base holds an earlier attempt's result: it is not run again.
+  const head = (await records.git.revParse(branchRef)) ?? '';
+  if (head !== episode.base) {
+    const earlier = await recordedResult(records.git, head, s.run, episode.id);
     if (!earlier) {
       throw new Error(
-        `the branch ${branch} is at ${short(workspace.head)}, which is neither the episode's base ` +
+        `the branch ${branch} is at ${short(head)}, which is neither the episode's base ` +
           `${short(episode.base)} nor a result of it; reset the branch to the base to run the episode again`,
       );
     }
     o.log(`an earlier attempt already pushed this episode's result (${short(earlier.commit)}): not running it again`);
     return outcome('already-recorded', earlier);
   }
+  const isolation = o.isolation ?? (await isolationFor(state.config.sandbox.mode));
+  o.log(`sandbox: ${isolation.label}`);
+  if (isolation.warning) o.log(`warning: ${isolation.warning}`);
+
+  // The workspace: a fresh checkout of the base, with a .git of its own that borrows the records'
+  // objects read-only. Whatever the agent does to it, forkflush records the files with its own git.
+  const scratchDir = join(s.privateDir, 'episode');
+  const checkoutIndex = join(scratchDir, 'checkout.index');
+  await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, branch);
+  o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
 
   // 4. The context folder: empty, or the context the episode carries on (or copies).
   const contextDir = join(s.privateDir, 'context', episode.id);
   await rm(contextDir, { recursive: true, force: true });
   await mkdir(contextDir, { recursive: true });
-  if (fromRef && hasContext) await records.extract(fromRef, contextDir);
+  if (fromRef && hasContext) {
+    await records.extract(fromRef, contextDir);
+    await removeLinksAndSpecials(contextDir);
+  }
   o.log(
     episode.contextFrom
       ? `context: ${hasContext ? `${episode.contextFrom}'s context` : `${episode.contextFrom} left none: empty`} in ${contextDir}`
@@ -119,30 +137,37 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     templates: facts.templates,
   });
   o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
+  const places: EpisodePlaces = {
+    workspace: s.workspace,
+    context: contextDir,
+    box: join(scratchDir, 'box'),
+    objects: [records.objects],
+    private: [s.privateDir],
+  };
   const result = await runEpisode({
     runId: s.run,
     config: state.config,
     episode,
     phase: round.phase,
-    workdir: s.workspace,
-    branchRef: `refs/heads/${branch}`,
-    contextDir,
-    scratchDir: join(s.privateDir, 'episode'),
+    own: records.own,
+    places,
+    checkoutIndex,
+    scratchDir,
     prompt,
     agent: agentFor(state.config),
+    isolation,
     alsoProtected: [facts.configPath, WORKFLOWS],
-    env: agentEnv(o.env),
+    env: o.env,
     ...(o.signal ? { signal: o.signal } : {}),
   });
   o.log(`result: ${describeResult(result, unit)}, commit ${short(result.commit)}`);
 
-  // 6. Push the result and the context together, from the records repository: the workspace's own
-  //    git config and hooks are the agent's now. No force on the branch: if another attempt got
-  //    there first, its result stands and this one's context is not pushed over it.
-  await records.borrowObjects(workspace.gitDir);
+  // 6. Push the result and the context together, from the records repository, which made the
+  //    commit. No force on the branch: if another attempt got there first, its result stands and
+  //    this one's context is not pushed over it.
   const ownRef = contextRef(s.run, episode.id);
   const context = await records.commitFolder(contextDir, `forkflush ${episode.id}: the context it left (run ${s.run})`);
-  const pushed = await remote.pushAtomic(records.git, [
+  const pushed = await remote.pushAtomic([
     `${result.commit}:refs/heads/${branch}`,
     ...(context ? [`+${context}:${ownRef}`] : []),
   ]);
@@ -152,12 +177,12 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     return outcome('ran', result);
   }
   if (branchPush && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(branchPush.summary)) {
-    await records.fetch(remote, [`refs/heads/${branch}`]);
-    const head = await records.git.revParse(`refs/heads/${branch}`);
-    const winner = head ? await recordedResult(records.git, head, s.run, episode.id) : null;
+    await remote.fetch([branchRef]);
+    const now = await records.git.revParse(branchRef);
+    const winner = now ? await recordedResult(records.git, now, s.run, episode.id) : null;
     if (!winner) {
       throw new Error(
-        `the branch ${branch} moved to ${short(head ?? '?')} while the episode ran, not to a result of it`,
+        `the branch ${branch} moved to ${short(now ?? '?')} while the episode ran, not to a result of it`,
       );
     }
     o.log(`another attempt pushed its result first (${short(winner.commit)}): this attempt's result is dropped`);
@@ -172,10 +197,10 @@ async function readRun(
   run: string,
 ): Promise<{ state: RunState; facts: RunFacts }> {
   const ref = stateRef(run);
-  if (!(await remote.listRefs(records.git, [ref])).has(ref)) {
+  if (!(await remote.listRefs([ref])).has(ref)) {
     throw new Error(`run ${run} has no state in this repository (no ref ${ref}): was it started here?`);
   }
-  await records.fetch(remote, [ref]);
+  await remote.fetch([ref]);
   const read = async (file: string): Promise<string> => {
     const text = await records.read(ref, file);
     if (text === null) throw new Error(`${ref} holds no ${file}`);

@@ -1,33 +1,40 @@
-// The private records repository: a bare repository in the runner's temp folder, outside the
-// agent's checkout. The run's state and the contexts are fetched into it, and the episode's
-// result and context are pushed from it, so the agent never sees the records, and no git command
-// that carries the token reads a config or hook the agent could have written.
+// The private records repository: a bare repository in the runner's temp folder, outside every
+// sandbox. The run's state, the episode's branch and the contexts are fetched into it; it is the
+// clean room's git (the workspace's .git only borrows its objects, read-only); the result and
+// the context are pushed from it. So the agent never sees the records, and no git command that
+// carries the token reads a config or hook the agent could have written.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Git } from '../io/git.js';
-import type { Remote } from './remote.js';
+import { OwnRepo } from '../worker/cleanroom.js';
+
+/** The whole config of the records repository, written again before every command with the token. */
+const CONFIG = '[core]\n\trepositoryformatversion = 0\n\tbare = true\n';
 
 export class RecordsRepo {
   readonly git: Git;
 
-  private constructor(readonly dir: string) {
+  private constructor(
+    readonly dir: string,
+    readonly own: OwnRepo,
+  ) {
     this.git = new Git(dir);
   }
 
   /** A new, empty records repository. */
   static async create(dir: string): Promise<RecordsRepo> {
-    await mkdir(dirname(dir), { recursive: true });
-    await new Git(dirname(dir)).exec(['init', '--quiet', '--bare', dir]);
-    return new RecordsRepo(dir);
+    await rm(dir, { recursive: true, force: true });
+    const own = await OwnRepo.open(dir, join(dir, 'objects'));
+    return new RecordsRepo(dir, own);
   }
 
-  /** Fetches the refs under the same names. */
-  async fetch(remote: Remote, refs: string[]): Promise<void> {
-    if (refs.length > 0)
-      await remote.fetch(
-        this.git,
-        refs.map((r) => `+${r}:${r}`),
-      );
+  get objects(): string {
+    return this.own.objects;
+  }
+
+  /** Puts back the repository's own config (nothing else may redirect or intercept its remote). */
+  async resetConfig(): Promise<void> {
+    await writeFile(join(this.dir, 'config'), CONFIG);
   }
 
   /** A file of a ref's tree, or null when the tree has no such file. */
@@ -58,14 +65,6 @@ export class RecordsRepo {
       const tree = (await this.git.exec(['write-tree'], { env })).stdout.trim();
       return (await this.git.exec(['commit-tree', tree, '-F', '-'], { input: message })).stdout.trim();
     });
-  }
-
-  /**
-   * Lets this repository read the objects of another one (git's alternates), so a commit made in
-   * the workspace can be pushed from here without copying the repository or running git there.
-   */
-  async borrowObjects(gitDir: string): Promise<void> {
-    await writeFile(join(this.dir, 'objects', 'info', 'alternates'), `${join(gitDir, 'objects')}\n`);
   }
 
   /** A throwaway index, so nothing is staged in the records repository itself. */

@@ -1,7 +1,11 @@
-// The job's repository on the forge. Every git command that talks to it gets the token as an
-// extra HTTP header on its own command line (`-c http.extraheader=...`), so the token is never
-// written to a git config, a file or an environment variable the agent inherits.
-import type { Git } from '../io/git.js';
+// The job's repository on the forge. Every git command that talks to it runs in the records
+// repository (forkflush's own, outside every sandbox) and gets the token as an HTTP header
+// through its environment (GIT_CONFIG_COUNT), scoped to the forge's URL: never on a command line
+// (/proc/<pid>/cmdline is world-readable), never in a file. The records repository's config is
+// written afresh before each such command, and the user's global config is not read, so an
+// `insteadOf` or a credential helper planted there cannot redirect the token.
+import type { GitResult } from '../io/git.js';
+import type { RecordsRepo } from './records.js';
 
 export interface PushedRef {
   ref: string;
@@ -12,18 +16,19 @@ export interface PushedRef {
 }
 
 export class Remote {
-  private readonly auth: string[];
+  private readonly auth: NodeJS.ProcessEnv;
 
   constructor(
     readonly url: string,
     token: string,
+    private readonly records: RecordsRepo,
   ) {
-    this.auth = authArgs(url, token);
+    this.auth = authEnv(url, token);
   }
 
   /** The remote's commits for the refs named (exact names); refs it does not have are left out. */
-  async listRefs(git: Git, refs: string[]): Promise<Map<string, string>> {
-    const out = await this.run(git, ['ls-remote', this.url, ...refs]);
+  async listRefs(refs: string[]): Promise<Map<string, string>> {
+    const out = await this.run(['ls-remote', this.url, ...refs]);
     const found = new Map<string, string>();
     for (const line of out.split('\n')) {
       const [sha, name] = line.split('\t');
@@ -32,16 +37,17 @@ export class Remote {
     return found;
   }
 
-  async fetch(git: Git, refspecs: string[]): Promise<void> {
-    await this.run(git, ['fetch', '--quiet', '--no-tags', this.url, ...refspecs]);
+  /** Fetches refs into the records repository under the same names. */
+  async fetch(refs: string[]): Promise<void> {
+    if (refs.length > 0) await this.run(['fetch', '--quiet', '--no-tags', this.url, ...refs.map((r) => `+${r}:${r}`)]);
   }
 
   /**
    * Pushes the refspecs in one transaction (all land or none). A rejection is a result, not an
    * error: the caller reads each ref's status. Transport and permission failures throw.
    */
-  async pushAtomic(git: Git, refspecs: string[]): Promise<PushedRef[]> {
-    const out = await this.run(git, ['push', '--porcelain', '--atomic', this.url, ...refspecs], [0, 1]);
+  async pushAtomic(refspecs: string[]): Promise<PushedRef[]> {
+    const out = await this.run(['push', '--porcelain', '--atomic', this.url, ...refspecs], [0, 1]);
     const refs = out
       .split('\n')
       .map((line) => /^(.)\t[^\t]*:([^\t]+)\t(.*)$/.exec(line))
@@ -51,24 +57,31 @@ export class Remote {
     return refs;
   }
 
-  private async run(git: Git, args: string[], okCodes = [0]): Promise<string> {
-    const r = await git.exec([...this.auth, ...args], { check: false });
+  private async run(args: string[], okCodes = [0]): Promise<string> {
+    await this.records.resetConfig();
+    const r: GitResult = await this.records.git.exec(args, { check: false, env: this.auth });
     if (r.exitCode !== null && okCodes.includes(r.exitCode)) return r.stdout;
-    // Said without the auth arguments: GitError would quote the whole command line, header included.
     const why = r.stderr.trim().split('\n').slice(-3).join(' ') || `exit ${r.exitCode}`;
     throw new Error(`git ${args[0]} ${this.url} failed: ${why}`);
   }
 }
 
 /**
- * The `-c` arguments that authenticate one command against an https remote (basic auth with the
- * token as password, as GitHub expects from a GitHub App or Actions token). Plain http gets the
- * token only on this machine (a GitHub server on loopback, as in tests): a token never crosses a
- * network in clear. Other remotes (file://) need none.
+ * The environment that authenticates one command against an https remote (basic auth with the
+ * token as password, as GitHub expects from a GitHub App or Actions token), for that remote's
+ * URLs only. Plain http gets the token only on this machine (a GitHub server on loopback, as in
+ * tests): a token never crosses a network in clear. Other remotes (file://) need none.
  */
-export function authArgs(url: string, token: string): string[] {
-  if (!token || !sendsCredentials(url)) return [];
-  return ['-c', `http.extraheader=AUTHORIZATION: basic ${basicCredentials(token)}`];
+export function authEnv(url: string, token: string): NodeJS.ProcessEnv {
+  const isolated = { GIT_CONFIG_GLOBAL: '/dev/null' };
+  if (!token || !sendsCredentials(url)) return isolated;
+  const origin = new URL(url).origin;
+  return {
+    ...isolated,
+    GIT_CONFIG_COUNT: '1',
+    GIT_CONFIG_KEY_0: `http.${origin}/.extraheader`,
+    GIT_CONFIG_VALUE_0: `AUTHORIZATION: basic ${basicCredentials(token)}`,
+  };
 }
 
 /** The header's credentials: they encode the token, so the log masks them too. */

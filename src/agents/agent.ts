@@ -2,6 +2,7 @@
 // context, bounds it, and says what it spent. The worker owns the workspace, grading and commits.
 import type { Config, Unit } from '../core/config.js';
 import type { AgentUsage, ExitReason } from '../core/state.js';
+import type { Spawner } from '../io/process.js';
 
 export interface AgentSession {
   /** The workspace: the agent's working directory and only write target. */
@@ -23,10 +24,20 @@ export interface AgentSession {
   /** Hard stop after this many milliseconds; `deadlineIsBudget` says the budget itself is time. */
   deadlineMs: number;
   deadlineIsBudget: boolean;
-  /** Environment without secrets it must not see (GitHub tokens). */
+  /**
+   * The session's environment: the basics, the adapter's `passEnv` and the user's agent.env
+   * (never a forge token), HOME a folder of the episode's own, TMPDIR a private one.
+   */
   env: NodeJS.ProcessEnv;
   /** Aborts the session: reason "budget" (evaluations used up) or "interrupted". */
   signal: AbortSignal;
+  /**
+   * Starts the agent's process: in the episode's sandbox when the run has one. When it returns,
+   * every process of the session is gone and the context folder holds no links or special files.
+   */
+  spawn: Spawner;
+  /** Whether `spawn` confines the session in forkflush's sandbox (an agent's own sandbox then stays off). */
+  confined: boolean;
 }
 
 export interface AgentOutcome {
@@ -42,11 +53,25 @@ export interface AgentOutcome {
 
 export interface AgentAdapter {
   readonly kind: string;
+  /** Environment variables the CLI needs (its keys, endpoints, switches): names, or prefixes with *. */
+  readonly passEnv: readonly string[];
   run(session: AgentSession): Promise<AgentOutcome>;
 }
 
 /** Makes the adapter for a config's `agent` section (kind, command, model, args, max_turns). */
 export type AgentFactory = (agent: Config['agent']) => AgentAdapter;
+
+/** The names of forkflush's agent contract: the only FORKFLUSH_ variables an agent ever sees. */
+export const CONTRACT_VARS = [
+  'FORKFLUSH_PROMPT_FILE',
+  'FORKFLUSH_CONTEXT_DIR',
+  'FORKFLUSH_BUDGET',
+  'FORKFLUSH_BUDGET_UNIT',
+  'FORKFLUSH_USAGE_FILE',
+  'FORKFLUSH_GRADE',
+  'FORKFLUSH_SEED',
+  'FORKFLUSH_EPISODE',
+];
 
 /** The variables of forkflush's agent contract, the same for every adapter (README, "The command agent"). */
 export function forkflushVars(s: AgentSession): Record<string, string> {

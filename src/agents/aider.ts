@@ -24,7 +24,6 @@ import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../core/config.js';
 import { Git } from '../io/git.js';
-import { runProcess } from '../io/process.js';
 import {
   type AgentAdapter,
   type AgentFactory,
@@ -42,12 +41,26 @@ const INPUT_HISTORY_FILE = 'aider.input.history';
 const SESSION_FILE = 'session.json';
 const WATCH_MS = 250;
 const EXCLUDE = '.aider*';
-const FORGE_TOKENS = ['GITHUB_TOKEN', 'GH_TOKEN', 'GH_ENTERPRISE_TOKEN', 'GITHUB_ENTERPRISE_TOKEN'];
+/** aider talks to any provider LiteLLM knows: the usual providers' keys and endpoints. */
+const PASS_ENV = [
+  'AIDER_*',
+  'OPENAI_*',
+  'ANTHROPIC_*',
+  'GEMINI_*',
+  'DEEPSEEK_*',
+  'OPENROUTER_*',
+  'GROQ_*',
+  'MISTRAL_*',
+  'COHERE_*',
+  'XAI_*',
+  'AZURE_*',
+  'OLLAMA_*',
+];
 
 export const aiderAgent: AgentFactory = (agent) => aiderAdapter(agent);
 
 export function aiderAdapter(agent: Config['agent']): AgentAdapter {
-  return { kind: 'aider', run: (s) => runAider(agent, s) };
+  return { kind: 'aider', passEnv: PASS_ENV, run: (s) => runAider(agent, s) };
 }
 
 async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
@@ -105,7 +118,7 @@ async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentO
   };
   const timer = setInterval(() => void check().catch(() => {}), WATCH_MS);
 
-  const r = await runProcess(agent.command ?? 'aider', args, {
+  const r = await s.spawn(agent.command ?? 'aider', args, {
     cwd: s.workdir,
     env: aiderEnv(s),
     timeoutMs: s.deadlineMs,
@@ -158,7 +171,6 @@ function aiderEnv(s: AgentSession): NodeJS.ProcessEnv {
     ...s.env,
     ...forkflushVars(s),
   };
-  for (const k of FORGE_TOKENS) delete env[k];
   return env;
 }
 

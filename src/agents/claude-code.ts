@@ -17,7 +17,7 @@ import { mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile }
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
-import { type RunResult, runProcess } from '../io/process.js';
+import type { RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
 import {
   addTotals,
@@ -55,6 +55,8 @@ export const claudeCodeAgent: AgentFactory = (agent) => new ClaudeCodeAdapter(ag
 
 class ClaudeCodeAdapter implements AgentAdapter {
   readonly kind = 'claude-code';
+  /** Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env. */
+  readonly passEnv = ['ANTHROPIC_*', 'CLAUDE_CODE_*', 'DISABLE_*', 'MAX_THINKING_TOKENS'];
 
   constructor(private readonly agent: Config['agent']) {}
 
@@ -181,8 +183,6 @@ class ClaudeCodeAdapter implements AgentAdapter {
       DISABLE_AUTOUPDATER: '1',
       ...forkflushVars(s),
     };
-    delete env.GITHUB_TOKEN;
-    delete env.GH_TOKEN;
     // It would rename the project folder the transcript is filed under (see moveToProject).
     delete env.CLAUDE_CODE_PROJECT_DIR_NAME;
 
@@ -210,7 +210,7 @@ class ClaudeCodeAdapter implements AgentAdapter {
             }
           }, TOKEN_POLL_MS)
         : undefined;
-    const run = await runProcess(this.agent.command ?? 'claude', args, {
+    const run = await s.spawn(this.agent.command ?? 'claude', args, {
       cwd,
       env,
       // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its

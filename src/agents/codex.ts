@@ -13,7 +13,6 @@
 // and sessions/ before a resume and after every session; Codex rebuilds the rest from the rollout.
 import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runProcess } from '../io/process.js';
 import {
   type AgentAdapter,
   type AgentFactory,
@@ -49,6 +48,7 @@ const FIRST_LINE_MAX = 4 * 1024 * 1024;
 export const codexAgent: AgentFactory = (agent) => {
   const adapter: AgentAdapter = {
     kind: 'codex',
+    passEnv: ['OPENAI_*', 'CODEX_*', 'AZURE_OPENAI_*'],
     run: (s) =>
       runCodex(s, {
         executable: agent.command ?? 'codex',
@@ -100,7 +100,7 @@ async function runCodex(s: AgentSession, o: CodexOptions): Promise<AgentOutcome>
       }, POLL_MS)
     : undefined;
 
-  const r = await runProcess(o.executable, codexArgs(s, o, context.threadId), {
+  const r = await s.spawn(o.executable, codexArgs(s, o, context.threadId), {
     cwd: s.workdir,
     env: codexEnv(s, home),
     // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
@@ -175,15 +175,21 @@ function codexArgs(s: AgentSession, o: CodexOptions, threadId: string | null): s
     '--skip-git-repo-check',
     '-C',
     s.workdir,
-    // Edits and commands in the workspace without asking; writes elsewhere stay blocked by
-    // Codex's sandbox (bubblewrap + seccomp on Linux), and .git stays read-only.
-    '--sandbox',
-    'workspace-write',
-    // The sandbox blocks all sockets by default, loopback too; "$FORKFLUSH_GRADE" asks forkflush
-    // over 127.0.0.1 to run the grader (config key sandbox_workspace_write.network_access,
-    // developers.openai.com/codex/config-reference).
-    '-c',
-    'sandbox_workspace_write.network_access=true',
+    // Edits and commands in the workspace without asking. In forkflush's sandbox Codex's own is
+    // off: it is nested inside a stronger one (a PID namespace, hidden home and records), and
+    // it cannot start there (Codex runs bubblewrap itself, and fails where bwrap is installed).
+    // Without forkflush's sandbox, Codex's own confines writes to the workspace.
+    ...(s.confined
+      ? ['--sandbox', 'danger-full-access']
+      : [
+          '--sandbox',
+          'workspace-write',
+          // Codex's sandbox blocks all sockets by default; "$FORKFLUSH_GRADE" asks forkflush over a
+          // Unix socket to run the grader (sandbox_workspace_write.network_access,
+          // developers.openai.com/codex/config-reference).
+          '-c',
+          'sandbox_workspace_write.network_access=true',
+        ]),
     // Never stop to ask for approval (exec's default; stated so a user config cannot change it).
     '-c',
     'approval_policy="never"',

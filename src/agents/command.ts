@@ -1,6 +1,5 @@
 // The `command` agent: any program that follows forkflush's contract (README, "The command agent").
-import { readFile } from 'node:fs/promises';
-import { runShell } from '../io/process.js';
+import { readRegular } from '../io/agent-files.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars, stopExit } from './agent.js';
 
 const USAGE_POLL_MS = 200;
@@ -8,6 +7,8 @@ const USAGE_POLL_MS = 200;
 export function commandAgent(command: string): AgentAdapter {
   return {
     kind: 'command',
+    // Only what the user lists in agent.env: a command agent's keys are the user's to name.
+    passEnv: [],
     async run(s: AgentSession): Promise<AgentOutcome> {
       const env: NodeJS.ProcessEnv = {
         ...s.env,
@@ -22,7 +23,7 @@ export function commandAgent(command: string): AgentAdapter {
             if (typeof usage === 'number' && usage > s.allowance) overrun.abort('budget');
           }, USAGE_POLL_MS)
         : undefined;
-      const r = await runShell(command, {
+      const r = await s.spawn('/bin/sh', ['-c', command], {
         cwd: s.workdir,
         env,
         input: s.prompt,
@@ -55,12 +56,9 @@ export function commandAgent(command: string): AgentAdapter {
 
 /** The spend in a usage file: a number, undefined when there is no file, or why it cannot be read. */
 async function readUsage(file: string): Promise<number | undefined | { error: string }> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    return undefined;
-  }
+  // The agent wrote it: read it as a regular file only, and only its start.
+  const text = await readRegular(file, 64_000);
+  if (text === null) return undefined;
   try {
     const spent = (JSON.parse(text) as { spent?: unknown }).spent;
     if (typeof spent === 'number' && Number.isFinite(spent) && spent >= 0) return spent;

@@ -23,7 +23,6 @@ import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/pro
 import { dirname, join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
-import { runProcess } from '../io/process.js';
 import {
   type AgentAdapter,
   type AgentFactory,
@@ -55,7 +54,11 @@ const WATCH_MS = 250;
 /** Longer prompts go through stdin: one argument may not exceed 128 KiB on Linux (MAX_ARG_STRLEN). */
 const MAX_PROMPT_ARG = 100_000;
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const FORGE_TOKENS = ['GITHUB_TOKEN', 'GH_TOKEN', 'GH_ENTERPRISE_TOKEN', 'GITHUB_ENTERPRISE_TOKEN'];
+/**
+ * Its own login (COPILOT_GITHUB_TOKEN) and bring-your-own-key providers (COPILOT_PROVIDER_*). Never
+ * GITHUB_TOKEN or GH_TOKEN, which it would otherwise log in with: the allowlist has neither.
+ */
+const PASS_ENV = ['COPILOT_*'];
 
 interface SavedSession {
   agent: 'copilot';
@@ -69,7 +72,7 @@ interface SavedSession {
 export const copilotAgent: AgentFactory = (agent) => copilotAdapter(agent);
 
 export function copilotAdapter(agent: Config['agent']): AgentAdapter {
-  return { kind: 'copilot', run: (s) => runCopilot(agent, s) };
+  return { kind: 'copilot', passEnv: PASS_ENV, run: (s) => runCopilot(agent, s) };
 }
 
 async function runCopilot(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
@@ -134,7 +137,7 @@ async function runCopilot(agent: Config['agent'], s: AgentSession): Promise<Agen
   };
   const timer = setInterval(() => void check().catch(() => {}), WATCH_MS);
 
-  const r = await runProcess(agent.command ?? 'copilot', args, {
+  const r = await s.spawn(agent.command ?? 'copilot', args, {
     cwd: s.workdir,
     env: copilotEnv(s, home),
     ...(viaStdin ? { input: s.prompt } : {}),
@@ -217,9 +220,6 @@ function copilotEnv(s: AgentSession, home: string): NodeJS.ProcessEnv {
     ...forkflushVars(s),
     COPILOT_HOME: home,
   };
-  // Copilot logs in with these when COPILOT_GITHUB_TOKEN is unset: it must never get the
-  // repository's token (only COPILOT_GITHUB_TOKEN, when the user set one).
-  for (const k of FORGE_TOKENS) delete env[k];
   return env;
 }
 

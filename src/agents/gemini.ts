@@ -35,7 +35,6 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { runProcess } from '../io/process.js';
 import {
   type AgentAdapter,
   type AgentFactory,
@@ -69,6 +68,8 @@ export const geminiAgent: AgentFactory = (agent) => {
   const executable = agent.command ?? 'gemini';
   return {
     kind: 'gemini',
+    // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
+    passEnv: ['GEMINI_*', 'GOOGLE_*'],
     run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns),
   } satisfies AgentAdapter;
 };
@@ -120,8 +121,6 @@ async function runGemini(
     GEMINI_TELEMETRY_ENABLED: 'false',
     ...forkflushVars(s),
   };
-  delete env.GITHUB_TOKEN;
-  delete env.GH_TOKEN;
 
   // No money or token bound in the CLI: read what the session file says was spent, and stop it.
   const overrun = new AbortController();
@@ -141,7 +140,7 @@ async function runGemini(
         }
       }, SPEND_POLL_MS)
     : undefined;
-  const r = await runProcess(executable, args, {
+  const r = await s.spawn(executable, args, {
     cwd: s.workdir,
     env,
     input: viaStdin ? s.prompt : '',
@@ -155,7 +154,7 @@ async function runGemini(
   await writeSessionFile(s.contextDir, sessionId).catch(() => {});
 
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
-  const exit =
+  let exit =
     stopExit(r, s.deadlineIsBudget) ??
     (r.spawnError ? 'crash' : r.exitCode === EXIT_TURN_LIMIT ? 'budget' : r.exitCode === 0 ? 'finished' : 'crash');
   if (r.stopped === 'budget' && overrun.signal.aborted)
@@ -183,6 +182,12 @@ async function runGemini(
     );
   }
   const priced = price(usage);
+  // An overrun the watcher's poll did not catch (the session ended between two polls) is one all the same.
+  const spentNow = spendOf(usage, s.unit);
+  if (exit === 'finished' && spentNow !== null && (s.unit === 'tokens' || s.unit === 'usd') && spentNow > s.allowance) {
+    exit = 'budget';
+    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  }
   return {
     exit,
     reportedSpend: spendOf(usage, s.unit),

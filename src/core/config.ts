@@ -2,6 +2,7 @@
 // paper's), the validation, the TypeScript type and the published JSON Schema.
 import { isMap, isPair, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
+import { isForgeSecret } from './secrets.js';
 import { closest } from './text.js';
 
 export const CONFIG_PATH = '.github/autoresearch.yml';
@@ -9,6 +10,7 @@ export const CONFIG_PATH = '.github/autoresearch.yml';
 export const STRATEGIES = ['fork-and-flush', 'single-run', 'best-of-n', 'fork-only', 'flush-only'] as const;
 export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
 export const AGENT_KINDS = ['command', 'claude-code', 'codex', 'copilot', 'gemini', 'aider'] as const;
+export const SANDBOX_MODES = ['auto', 'required', 'off'] as const;
 
 /** The method's numbers, in one place (../shared/docs/method.md, "The schedule used in the paper"). */
 export const PAPER = {
@@ -21,14 +23,57 @@ export const PAPER = {
 
 const fraction = z.number().gt(0).lt(1);
 
+/**
+ * A file forkflush reads or writes in the repository: relative, inside it. forkflush writes the
+ * journal itself, so `..` or an absolute path would let a config write anywhere.
+ */
+const repoPath = z
+  .string()
+  .min(1)
+  .refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
+
+/** A glob of repository paths (git pathspec glob syntax), inside the repository too. */
+const repoGlob = repoPath;
+
+/** A path on this machine, for the sandbox: absolute, or ~/ for the home folder. */
+const hostPath = z
+  .string()
+  .min(1)
+  .refine((p) => p.startsWith('/') || p === '~' || p.startsWith('~/'), {
+    message: 'must be an absolute path or start with ~/',
+  });
+
+/** An environment variable name, or a prefix ending in * (ANTHROPIC_*). */
+const envName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: 'must be a variable name, or a prefix ending in * (AWS_*)' })
+  .refine((n) => !isForgeSecret(n.replace(/\*$/, '')), {
+    message: 'names a forge credential or a forkflush variable, which forkflush never passes on',
+  });
+
+export function insideRepository(path: string): boolean {
+  if (path.startsWith('/') || path.startsWith('\\') || /^[A-Za-z]:/.test(path)) return false;
+  return !path.split(/[\\/]/).some((part) => part === '..');
+}
+
 const graderSchema = z.strictObject({
   command: z.string().min(1).describe('Shell command run in the workspace; its last stdout line is the score.'),
   direction: z.enum(['maximize', 'minimize']).default('maximize'),
   timeout: z.number().positive().default(60).describe('Seconds one grading may take.'),
   protected: z
-    .array(z.string().min(1))
+    .array(repoGlob)
     .default([])
     .describe('Globs restored from the lineage base before grading; an episode that changed them gets no score.'),
+  network: z
+    .boolean()
+    .default(false)
+    .describe('Whether the grader may use the network (in the sandbox it has only loopback otherwise).'),
+  env: z
+    .array(envName)
+    .default([])
+    .describe(
+      'Environment variables passed to the grader, beyond PATH, HOME and the locale (names, or prefixes with *).',
+    ),
 });
 
 const agentSchema = z.strictObject({
@@ -53,6 +98,27 @@ const agentSchema = z.strictObject({
     .positive()
     .default(1800)
     .describe('Hard wall-clock limit of one episode in seconds, whatever the budget unit.'),
+  env: z
+    .array(envName)
+    .default([])
+    .describe(
+      "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *).",
+    ),
+});
+
+const sandboxSchema = z.strictObject({
+  mode: z
+    .enum(SANDBOX_MODES)
+    .default('auto')
+    .describe('auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox.'),
+  read: z
+    .array(hostPath)
+    .default([])
+    .describe('Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~).'),
+  write: z
+    .array(hostPath)
+    .default([])
+    .describe('Paths outside the workspace the agent (not the judge) may write, shared by all episodes.'),
 });
 
 const budgetSchema = z.strictObject({
@@ -77,25 +143,30 @@ const forkSchema = z.strictObject({
 });
 
 const promptsSchema = z.strictObject({
-  branch: z.string().min(1).optional().describe('File with the template for a fresh-context episode.'),
-  continuation: z.string().min(1).optional().describe('File with the template for a carried-context episode.'),
+  branch: repoPath.optional().describe('File with the template for a fresh-context episode.'),
+  continuation: repoPath.optional().describe('File with the template for a carried-context episode.'),
 });
 
 export const configSchema = z
   .strictObject({
     $schema: z.string().optional(),
-    task: z.string().min(1).default('TASK.md').describe('File in the repository that describes the task.'),
+    task: repoPath.default('TASK.md').describe('File in the repository that describes the task.'),
     grader: graderSchema,
     agent: agentSchema,
     budget: budgetSchema,
     strategy: z.enum(STRATEGIES).default('fork-and-flush'),
     fork: forkSchema.default(forkSchema.parse({})),
-    journal: z.string().min(1).default('NOTES.md'),
+    journal: repoPath.default('NOTES.md'),
     prompts: promptsSchema.default({}),
     schedule: z
       .enum(['none', 'nightly'])
       .default('none')
       .describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
+    sandbox: z
+      .union([z.enum(SANDBOX_MODES), sandboxSchema])
+      .default('auto')
+      .transform((s) => (typeof s === 'string' ? { mode: s, read: [], write: [] } : s))
+      .describe('How episodes are confined: auto, required or off, or a mapping with mode, read and write.'),
   })
   .superRefine((c, ctx) => {
     if (c.agent.kind === 'command' && c.agent.command === undefined) {
@@ -251,7 +322,20 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown, locate: Locate):
     case 'too_big':
       return `${locate(path)}: ${name} ${rangeText(path, issue)}, got ${got}`;
     case 'custom':
-      return `${locate(path)}: ${issue.message}`;
+      return `${locate(path)}: ${issue.message.startsWith('must ') || issue.message.startsWith('names ') ? `${name} ${issue.message}, got ${got}` : issue.message}`;
+    case 'invalid_format':
+      return `${locate(path)}: ${name} ${issue.message}, got ${got}`;
+    case 'invalid_union': {
+      // The branch the value was meant for: the one that did not fail on its type alone.
+      const branches = issue.errors.filter((b) => b.length > 0);
+      const meant = branches.find((b) => !b.every((i) => i.code === 'invalid_type' && i.path.length === 0));
+      if (!meant) {
+        return `${locate(path)}: ${name} must be ${unionTypes(branches)}, got ${got}`;
+      }
+      return meant
+        .map((i) => describeIssue({ ...i, path: [...path, ...i.path] } as z.core.$ZodIssue, input, locate))
+        .join('\n');
+    }
     default:
       return `${locate(path)}: ${name}: ${issue.message}`;
   }
@@ -272,6 +356,19 @@ function rangeText(path: PropertyKey[], issue: z.core.$ZodIssueTooSmall | z.core
   }
   const max = Number(issue.maximum);
   return issue.inclusive ? `must be at most ${max}` : `must be below ${max}`;
+}
+
+function unionTypes(branches: z.core.$ZodIssue[][]): string {
+  const words = branches.flatMap((b) =>
+    b.flatMap((i) =>
+      i.code === 'invalid_value'
+        ? i.values.map((v) => JSON.stringify(v))
+        : i.code === 'invalid_type'
+          ? [expected(i.expected)]
+          : [],
+    ),
+  );
+  return [...new Set(words)].join(', or ');
 }
 
 function expected(type: string): string {

@@ -35,6 +35,7 @@ const TRAILERS = {
   seconds: 'Forkflush-Seconds',
   note: 'Forkflush-Note',
   usage: 'Forkflush-Usage',
+  sandbox: 'Forkflush-Sandbox',
 } as const;
 
 /** What changed in an episode and the end of its journal, recorded in the commit body. */
@@ -72,6 +73,7 @@ export function commitMessage(
     ...(r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(', ')}`] : []),
     ...(r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : []),
     ...(r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : []),
+    ...(r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : []),
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(' ')}`,
   ];
   return `${lines.join('\n')}\n`;
@@ -99,6 +101,7 @@ export function parseCommitMessage(
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
   const usage = parseUsage(fields.get(TRAILERS.usage));
+  const sandbox = fields.get(TRAILERS.sandbox);
   return {
     runId,
     episode,
@@ -114,6 +117,7 @@ export function parseCommitMessage(
       wallSeconds: wall,
       agentSeconds: agent,
       graderSeconds: grader,
+      ...(sandbox ? { sandbox } : {}),
     },
   };
 }

@@ -37,6 +37,8 @@ export interface EpisodeResult {
   usage?: AgentUsage;
   /** Seconds from the episode's start to its commit. */
   wallSeconds: number;
+  /** How the agent and the grader were confined: "bubblewrap 0.8.0", or "off (why)". */
+  sandbox?: string;
 }
 
 export interface Episode {

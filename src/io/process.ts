@@ -1,8 +1,10 @@
 // The one door to child processes. It owns timeouts and stops: a command runs in its own process
 // group, and stopping it signals the whole group (an agent's tools and a grader's workers too)
 // and every descendant that left the group (Codex runs its tools in sessions of their own).
+// A confined command runs in the sandbox (io/sandbox.ts), whose PID namespace dies with it.
 import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
+import type { Confinement, Sandbox } from './sandbox.js';
 
 export interface RunOptions {
   cwd: string;
@@ -19,7 +21,22 @@ export interface RunOptions {
   maxOutput?: number;
   /** Grace period between SIGTERM and SIGKILL. */
   killAfterMs?: number;
+  /** Run the command in the sandbox, confined so. */
+  confine?: { sandbox: Sandbox; confinement: Confinement };
+  /**
+   * Unconfined: remember every descendant seen while the command runs and kill those still alive
+   * when it ends, so that a daemon it detached (setsid, double fork) does not outlive it. A process
+   * that detaches and is re-parented between two looks still escapes: only the sandbox is sure.
+   */
+  track?: boolean;
 }
+
+/** Spawns a command the way runProcess does (an episode's confined spawner has this shape). */
+export type Spawner = (file: string, args: string[], options: RunOptions) => Promise<RunResult>;
+
+/** How long output is still read after the command exits: a detached child may hold the pipes. */
+const DRAIN_MS = 300;
+const TRACK_MS = 250;
 
 export interface RunResult {
   exitCode: number | null;
@@ -41,8 +58,9 @@ export function runShell(command: string, options: RunOptions): Promise<RunResul
 export function runProcess(file: string, args: string[], options: RunOptions): Promise<RunResult> {
   const started = performance.now();
   const max = options.maxOutput ?? 1_000_000;
+  const confined = options.confine?.sandbox.wrap(options.confine.confinement, options.cwd, file, args);
   return new Promise((resolve) => {
-    const child = spawn(file, args, {
+    const child = spawn(confined?.file ?? file, confined?.args ?? args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
       detached: true,
@@ -66,15 +84,28 @@ export function runProcess(file: string, args: string[], options: RunOptions): P
       stderr = keep(stderr, d);
       log?.write(d);
     });
-    // Descendants found when the stop began: once the leader dies they are orphans that no
-    // longer lead back to it, so they are remembered for the SIGKILL.
-    let strays: number[] = [];
+    // Descendants found when the stop began (and, tracked, while it ran): once the leader dies
+    // they are orphans that no longer lead back to it, so they are remembered for the SIGKILL.
+    const strays = new Map<number, string>();
+    const remember = () => {
+      if (child.pid === undefined) return;
+      for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
+    };
+    const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : undefined;
+    tracker?.unref();
     const stop = (reason: string) => {
       if (stopped !== null || child.pid === undefined) return;
       stopped = reason;
-      strays = descendants(child.pid);
-      killGroup(child.pid, 'SIGTERM');
-      killAll(strays, 'SIGTERM');
+      remember();
+      if (confined) {
+        // bwrap and its init would end the namespace at once: the command and its tools get the
+        // SIGTERM and the grace period; bwrap gets the SIGKILL, which ends everything left.
+        const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
+        killAll(strays, 'SIGTERM', init);
+      } else {
+        killGroup(child.pid, 'SIGTERM');
+        killAll(strays, 'SIGTERM');
+      }
       killTimer = setTimeout(() => {
         if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
         killAll(strays, 'SIGKILL');
@@ -95,27 +126,42 @@ export function runProcess(file: string, args: string[], options: RunOptions): P
       spawnError = e.message;
     });
     // Anything the group left running past its leader's exit is stopped, so that nothing keeps
-    // the pipes open (and this promise pending) after the command itself is done.
-    child.on('exit', () => {
-      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
-      if (stopped !== null) killAll(strays, 'SIGKILL');
-    });
-    child.on('close', (exitCode, signal) => {
+    // the pipes open (and this promise pending) after the command itself is done. Output is read
+    // until the command exits, and for a moment after: a child that holds the pipes ends nothing.
+    let done = false;
+    let ended: { exitCode: number | null; signal: NodeJS.Signals | null } | null = null;
+    let drainTimer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (done || !ended) return;
+      done = true;
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
+      if (drainTimer) clearTimeout(drainTimer);
+      if (tracker) clearInterval(tracker);
       options.signal?.removeEventListener('abort', onAbort);
-      const finish = () =>
-        resolve({
-          exitCode,
-          signal,
-          stdout,
-          stderr,
-          stopped,
-          ms: performance.now() - started,
-          ...(spawnError ? { spawnError } : {}),
-        });
-      if (log) log.end(finish);
-      else finish();
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const result = {
+        ...ended,
+        stdout,
+        stderr,
+        stopped,
+        ms: performance.now() - started,
+        ...(spawnError ? { spawnError } : {}),
+      };
+      if (log) log.end(() => resolve(result));
+      else resolve(result);
+    };
+    child.on('exit', (exitCode, signal) => {
+      ended = { exitCode, signal };
+      if (tracker) remember();
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+      if (stopped !== null || tracker) killAll(strays, 'SIGKILL');
+      drainTimer = setTimeout(finish, DRAIN_MS);
+    });
+    child.on('close', (exitCode, signal) => {
+      ended ??= { exitCode, signal };
+      finish();
     });
   });
 }
@@ -128,8 +174,13 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-function killAll(pids: number[], signal: NodeJS.Signals): void {
-  for (const pid of pids) {
+/**
+ * Signals remembered processes, except those in `spare`; one whose start time changed is another
+ * process that reused the pid, and is left alone.
+ */
+function killAll(pids: Map<number, string>, signal: NodeJS.Signals, spare?: Set<number>): void {
+  for (const [pid, start] of pids) {
+    if (spare?.has(pid) || startTime(pid) !== start) continue;
     try {
       process.kill(pid, signal);
     } catch {
@@ -138,39 +189,66 @@ function killAll(pids: number[], signal: NodeJS.Signals): void {
   }
 }
 
+interface ProcessLink {
+  pid: number;
+  ppid: number;
+  /** When it started (clock ticks since boot), to tell it from a later process with its pid. */
+  start: string;
+}
+
 /** Every live descendant of `root`, whatever its process group or session. */
 export function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const [pid, ppid] of parentLinks()) {
-    const list = children.get(ppid) ?? [];
-    list.push(pid);
-    children.set(ppid, list);
+  return descendantProcesses(root).map((p) => p.pid);
+}
+
+/** The descendants of `root`, down to `levels` below it (all, by default). */
+function descendantProcesses(root: number, levels = Number.POSITIVE_INFINITY): ProcessLink[] {
+  const children = new Map<number, ProcessLink[]>();
+  for (const link of processLinks()) {
+    const list = children.get(link.ppid) ?? [];
+    list.push(link);
+    children.set(link.ppid, list);
   }
-  const found: number[] = [];
-  const queue = [root];
-  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
-    for (const child of children.get(pid) ?? []) {
-      found.push(child);
-      queue.push(child);
+  const found: ProcessLink[] = [];
+  let level = [root];
+  for (let depth = 0; depth < levels && level.length > 0; depth++) {
+    const next: number[] = [];
+    for (const pid of level) {
+      for (const child of children.get(pid) ?? []) {
+        found.push(child);
+        next.push(child.pid);
+      }
     }
+    level = next;
   }
   return found;
 }
 
-/** [pid, parent pid] of every process: from /proc on Linux, from ps elsewhere (macOS). */
-function parentLinks(): Array<[number, number]> {
-  const links: Array<[number, number]> = [];
+/** The fields of /proc/<pid>/stat after the command name, which is in parentheses and may hold spaces. */
+function statFields(pid: number | string): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/** A process's start time, '' where /proc does not tell (macOS), null when it is gone. */
+function startTime(pid: number): string | null {
+  if (process.platform !== 'linux') return '';
+  return statFields(pid)?.[19] ?? null;
+}
+
+/** Every process with its parent: from /proc on Linux, from ps elsewhere (macOS). */
+function processLinks(): ProcessLink[] {
+  const links: ProcessLink[] = [];
   try {
     for (const name of readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
-      try {
-        // The command name (field 2) is in parentheses and may hold spaces: parse after it.
-        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        links.push([Number(name), ppid]);
-      } catch {
-        // The process ended while we looked.
-      }
+      const fields = statFields(name);
+      // Field 4 is the parent (index 1 after the name), field 22 the start time (index 19).
+      if (fields) links.push({ pid: Number(name), ppid: Number(fields[1]), start: fields[19] ?? '' });
     }
     return links;
   } catch {
@@ -178,7 +256,7 @@ function parentLinks(): Array<[number, number]> {
       const out = execFileSync('ps', ['-A', '-o', 'pid=,ppid='], { encoding: 'utf8' });
       for (const line of out.split('\n')) {
         const [pid, ppid] = line.trim().split(/\s+/).map(Number);
-        if (pid && ppid !== undefined && !Number.isNaN(ppid)) links.push([pid, ppid]);
+        if (pid && ppid !== undefined && !Number.isNaN(ppid)) links.push({ pid, ppid, start: '' });
       }
     } catch {
       // No way to see the tree: the process group alone is signalled.

@@ -1,16 +1,29 @@
-// The local forge: branches and worktrees in the user's repository, contexts in the run folder.
-// Every operation is safe to repeat after a crash at any point.
-import { cp, mkdir, rm, stat } from 'node:fs/promises';
+// The local forge: branches in the user's repository, workspaces, contexts and boxes in the run
+// folder. Every operation is safe to repeat after a crash at any point. forkflush writes the
+// repository's objects and refs itself; an agent sees only its workspace, whose .git is its own.
+import { cp, mkdir, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseCommitMessage } from '../core/journal.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { removeLinksAndSpecials } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
+import type { EpisodePlaces } from '../worker/boundary.js';
+import { checkoutInto, OwnRepo } from '../worker/cleanroom.js';
+import { verifySeal } from '../worker/seal.js';
 import type { RunStore } from './store.js';
+
+export interface PreparedEpisode {
+  own: OwnRepo;
+  places: EpisodePlaces;
+  checkoutIndex: string;
+  scratchDir: string;
+  branchRef: string;
+}
 
 export class LocalForge {
   readonly git: Git;
-  /** git's worktree bookkeeping is not safe to change from two processes at once. */
-  private worktreeLock: Promise<unknown> = Promise.resolve();
+  private opened: Promise<{ own: OwnRepo; commonDir: string; alternates: string[] }> | undefined;
 
   constructor(
     readonly repo: string,
@@ -23,6 +36,23 @@ export class LocalForge {
     return `refs/heads/${branch}`;
   }
 
+  /** forkflush's own git directory for the run, over the repository's objects. */
+  private open() {
+    this.opened ??= (async () => {
+      const common = await this.git.out(['rev-parse', '--git-common-dir']);
+      const commonDir = await realpath(isAbsolute(common) ? common : resolve(this.repo, common));
+      const objects = join(commonDir, 'objects');
+      // A repository cloned with --shared reads objects from elsewhere: those must stay readable too.
+      const alternates = (await readFile(join(objects, 'info', 'alternates'), 'utf8').catch(() => ''))
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== '' && !l.startsWith('#'))
+        .map((l) => (isAbsolute(l) ? l : resolve(objects, l)));
+      return { own: await OwnRepo.open(this.store.path('git'), objects), commonDir, alternates };
+    })();
+    return this.opened;
+  }
+
   /** Creates the lineage branches at the base commit (idempotent). */
   async createLineages(state: RunState): Promise<void> {
     for (const l of state.lineages) {
@@ -33,39 +63,52 @@ export class LocalForge {
 
   /**
    * The result of an episode whose commit landed but whose result was not saved (a crash between
-   * the two), read back from the commit on its branch.
+   * the two), read back from the commit on its branch: only if forkflush made that commit (its
+   * seal holds) on the episode's base.
    */
-  async recoverResult(state: RunState, e: Episode): Promise<EpisodeResult | null> {
+  async recoverResult(state: RunState, e: Episode, sealKey: Buffer | null): Promise<EpisodeResult | null> {
     const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
     const head = await this.git.revParse(ref);
-    if (!head || head === e.base) return null;
-    const message = await this.git.out(['log', '-1', '--format=%B', head]);
+    if (!head || head === e.base || !sealKey) return null;
+    const [tree, parents, ...rest] = (await this.git.out(['log', '-1', '--format=%T%n%P%n%B', head])).split('\n');
+    const message = `${rest.join('\n').trimEnd()}\n`;
+    if (parents !== e.base || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
     const parsed = parseCommitMessage(message, head);
     return parsed && parsed.runId === state.id && parsed.episode === e.id ? parsed.result : null;
   }
 
-  /** A clean checkout of the episode's base on its branch, and its context folder. */
-  async prepareEpisode(
-    state: RunState,
-    e: Episode,
-  ): Promise<{ workdir: string; contextDir: string; branchRef: string }> {
-    const workdir = this.store.worktree(e.id);
+  /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
+  async prepareEpisode(state: RunState, e: Episode): Promise<PreparedEpisode> {
+    const { own, commonDir, alternates } = await this.open();
+    const workspace = this.store.workspace(e.id);
+    const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
-    await this.locked(async () => {
-      await this.removeWorktree(workdir);
-      // Parallel checkout (one worker per core) makes forking a large repository several times faster.
-      await this.git.exec(['-c', 'checkout.workers=0', 'worktree', 'add', '--quiet', '-B', branch, workdir, e.base]);
-    });
-    const contextDir = this.store.context(e.id);
-    await rm(contextDir, { recursive: true, force: true });
+    await rm(scratchDir, { recursive: true, force: true });
+    const checkoutIndex = join(scratchDir, 'checkout.index');
+    await checkoutInto(own, e.base, workspace, checkoutIndex, branch);
+    const context = this.store.context(e.id);
+    await rm(context, { recursive: true, force: true });
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
       // Carried and copied contexts are copies: a failed episode never damages its parent's context.
-      if (await exists(from)) await cp(from, contextDir, { recursive: true });
+      if (await exists(from)) await cp(from, context, { recursive: true, verbatimSymlinks: true });
+      await removeLinksAndSpecials(context);
     }
-    await mkdir(contextDir, { recursive: true });
-    await rm(this.store.scratch(e.id), { recursive: true, force: true });
-    return { workdir, contextDir, branchRef: this.ref(branch) };
+    await mkdir(context, { recursive: true });
+    const places: EpisodePlaces = {
+      workspace,
+      context,
+      box: join(scratchDir, 'box'),
+      objects: [own.objects, ...alternates],
+      // The repository (its other files, its .git) and every run's folder.
+      private: [this.repo, commonDir, dirname(this.store.dir)],
+    };
+    return { own, places, checkoutIndex, scratchDir, branchRef: this.ref(branch) };
+  }
+
+  /** Points the episode's branch at its result commit (made by forkflush, on the episode's base). */
+  async recordResult(prepared: PreparedEpisode, commit: string, reason: string): Promise<void> {
+    await this.git.setRef(prepared.branchRef, commit, reason);
   }
 
   /**
@@ -87,13 +130,17 @@ export class LocalForge {
     }
   }
 
-  /** After a decision: worktrees go; branches go too, except rejected ones when asked to keep them. */
+  /**
+   * After a decision: workspaces go; rejected episodes' branches and contexts go too, unless asked
+   * to keep them (a later episode only ever continues an adopted one).
+   */
   async cleanupRound(state: RunState, round: Round, keepRejected: boolean): Promise<void> {
     const adopted = round.decision?.adopted ?? [];
     for (const e of round.episodes) {
-      await this.locked(() => this.removeWorktree(this.store.worktree(e.id)));
+      await rm(this.store.workspace(e.id), { recursive: true, force: true });
       if (keepRejected && !adopted.includes(e.id)) continue;
-      await this.git.exec(['branch', '-D', episodeBranch(state.id, e.round, e.branch)], { check: false });
+      await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
+      if (!adopted.includes(e.id)) await rm(this.store.context(e.id), { recursive: true, force: true });
     }
   }
 
@@ -102,32 +149,24 @@ export class LocalForge {
       await this.git.setRef(this.ref(bestBranch(state.id)), state.best.commit, `forkflush: best ${state.best.episode}`);
   }
 
-  /** A throwaway checkout of a commit (to grade the initial workspace). */
-  async withCheckout<T>(commit: string, name: string, fn: (dir: string) => Promise<T>): Promise<T> {
-    const dir = this.store.worktree(name);
-    await this.locked(async () => {
-      await this.removeWorktree(dir);
-      await this.git.exec(['-c', 'checkout.workers=0', 'worktree', 'add', '--quiet', '--detach', dir, commit]);
-    });
+  /** A throwaway checkout of a commit (to grade the initial workspace), with the places to hide. */
+  async withCheckout<T>(
+    commit: string,
+    name: string,
+    fn: (dir: string, places: Pick<EpisodePlaces, 'objects' | 'private'>) => Promise<T>,
+  ): Promise<T> {
+    const { own, commonDir, alternates } = await this.open();
+    const dir = this.store.workspace(name);
+    await checkoutInto(own, commit, dir, join(this.store.scratch(name), 'checkout.index'));
     try {
-      return await fn(dir);
+      return await fn(dir, {
+        objects: [own.objects, ...alternates],
+        private: [this.repo, commonDir, dirname(this.store.dir)],
+      });
     } finally {
-      await this.locked(() => this.removeWorktree(dir));
+      await rm(dir, { recursive: true, force: true });
+      await rm(this.store.scratch(name), { recursive: true, force: true });
     }
-  }
-
-  private locked<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.worktreeLock.then(fn, fn);
-    this.worktreeLock = next.catch(() => {});
-    return next;
-  }
-
-  /** Removes a worktree, also one a crash left half made; call it under the lock. */
-  private async removeWorktree(dir: string): Promise<void> {
-    if (!(await exists(dir))) return;
-    await this.git.exec(['worktree', 'remove', '--force', '--force', dir], { check: false });
-    await rm(dir, { recursive: true, force: true });
-    await this.git.exec(['worktree', 'prune'], { check: false });
   }
 }
 

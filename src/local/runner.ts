@@ -5,6 +5,7 @@ import { describeEpisodeId } from '../core/names.js';
 import { renderPrompt } from '../core/prompts.js';
 import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { InterruptedError, runEpisode } from '../worker/episode.js';
 import type { LocalForge } from './forge.js';
 import type { RunEvent } from './progress.js';
@@ -15,6 +16,8 @@ export interface DriveOptions {
   store: RunStore;
   forge: LocalForge;
   info: RunInfo;
+  /** How episodes are confined (default: from the config's sandbox mode). */
+  isolation?: Isolation;
   /** Ctrl-C: running agents are stopped and the run can be resumed. */
   signal?: AbortSignal;
   onEvent?: (e: RunEvent) => void;
@@ -34,8 +37,10 @@ export async function drive(initial: RunState, o: DriveOptions): Promise<DriveRe
   }
 }
 
-async function driveLocked(initial: RunState, o: DriveOptions): Promise<DriveResult> {
+async function driveLocked(initial: RunState, options: DriveOptions): Promise<DriveResult> {
   let state = initial;
+  const o = { ...options, isolation: options.isolation ?? (await isolationFor(initial.config.sandbox.mode)) };
+  const sealKey = await o.store.sealKey();
   const emit = o.onEvent ?? (() => {});
   // Saves are queued so that concurrent episodes never write the state file at once.
   let saving: Promise<void> = Promise.resolve();
@@ -61,7 +66,7 @@ async function driveLocked(initial: RunState, o: DriveOptions): Promise<DriveRes
       const ids = new Set(actions.map((a) => (a.type === 'run' ? a.episode : '')));
       const pending = round.episodes.filter((e) => ids.has(e.id));
       const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
-        const result = await runOne(state, e, o, emit);
+        const result = await runOne(state, e, o, sealKey, emit);
         if (result === null) return false;
         state = applyResult(state, e.id, result);
         await o.forge.setBest(state);
@@ -95,12 +100,13 @@ async function driveLocked(initial: RunState, o: DriveOptions): Promise<DriveRes
 async function runOne(
   state: RunState,
   e: Episode,
-  o: DriveOptions,
+  o: DriveOptions & { isolation: Isolation },
+  sealKey: Buffer | null,
   emit: (e: RunEvent) => void,
 ): Promise<EpisodeResult | null> {
-  const recovered = await o.forge.recoverResult(state, e);
+  const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
-  const { workdir, contextDir, branchRef } = await o.forge.prepareEpisode(state, e);
+  const prepared = await o.forge.prepareEpisode(state, e);
   const round = state.rounds[e.round] as Round;
   const prompt = renderPrompt({
     config: state.config,
@@ -112,20 +118,24 @@ async function runOne(
   });
   emit({ type: 'episode-start', state, episode: e });
   try {
-    return await runEpisode({
+    const result = await runEpisode({
       runId: state.id,
       config: state.config,
       episode: e,
       phase: round.phase,
-      workdir,
-      branchRef,
-      contextDir,
-      scratchDir: o.store.scratch(e.id),
+      own: prepared.own,
+      places: prepared.places,
+      checkoutIndex: prepared.checkoutIndex,
+      scratchDir: prepared.scratchDir,
       prompt,
       agent: agentFor(state.config),
+      isolation: o.isolation,
       alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
+      ...(sealKey ? { sealKey } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
     });
+    await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
+    return result;
   } catch (err) {
     if (err instanceof InterruptedError) return null;
     throw err;

@@ -9,7 +9,8 @@ import { runIdAt } from '../core/names.js';
 import { templateProblem } from '../core/prompts.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { Git } from '../io/git.js';
-import { sandboxEnv } from '../worker/env.js';
+import { graderConfinement, type Isolation, isolationFor } from '../worker/boundary.js';
+import { allowedEnv } from '../worker/env.js';
 import { runGrader } from '../worker/grade.js';
 import { LocalForge } from './forge.js';
 import { type RunInfo, RunStore } from './store.js';
@@ -30,6 +31,8 @@ export interface OpenRun {
   info: RunInfo;
   state: RunState;
   warnings: string[];
+  /** How episodes are confined here. */
+  isolation: Isolation;
 }
 
 export async function loadConfig(
@@ -110,8 +113,12 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     keepRejected: o.keepRejected ?? false,
     startedAt: o.now.toISOString(),
   };
+  const isolation = await isolationFor(config.sandbox.mode);
+  if (isolation.warning) warnings.push(isolation.warning);
   const forge = new LocalForge(repo, store);
-  const baseGrade = await forge.withCheckout(base, 'base', (dir) => runGrader(config, dir, sandboxEnv(process.env)));
+  const baseGrade = await forge.withCheckout(base, 'base', (dir, places) =>
+    gradeInitial(config, dir, places, isolation, store.path('episodes', 'base')),
+  );
   const state = newRunState({
     id,
     seed: o.seed ?? randomInt(1, 2 ** 31),
@@ -123,7 +130,29 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
   });
   await store.init(info);
   await store.save(state);
-  return { store, forge, info, state, warnings };
+  return { store, forge, info, state, warnings, isolation };
+}
+
+/** Grades the initial workspace the way the judge grades an episode: confined, in a clean checkout. */
+async function gradeInitial(
+  config: Config,
+  dir: string,
+  places: { objects: string[]; private: string[] },
+  isolation: Isolation,
+  scratch: string,
+) {
+  const tmp = join(scratch, 'tmp');
+  const home = join(scratch, 'home');
+  await mkdir(tmp, { recursive: true });
+  await mkdir(home, { recursive: true });
+  const env = { ...allowedEnv(process.env, config.grader.env), HOME: home, TMPDIR: isolation.sandbox ? '/tmp' : tmp };
+  const sandbox = isolation.sandbox;
+  return runGrader(
+    config,
+    dir,
+    env,
+    sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, places, config, process.env) } : undefined,
+  );
 }
 
 /** Opens an existing run: the one named, or the newest one of the folder. */
@@ -137,7 +166,15 @@ export async function openRun(dir: string, id?: string): Promise<OpenRun> {
   const store = RunStore.forRun(taskDir, chosen);
   const info = await store.info();
   const state = await store.load();
-  return { store, forge: new LocalForge(info.repo, store), info, state, warnings: [] };
+  const isolation = await isolationFor(state.config.sandbox.mode);
+  return {
+    store,
+    forge: new LocalForge(info.repo, store),
+    info,
+    state,
+    warnings: isolation.warning ? [isolation.warning] : [],
+    isolation,
+  };
 }
 
 async function taskFolder(dir: string): Promise<string> {

@@ -5,6 +5,10 @@ import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/pro
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
 import type { RunState } from '../core/state.js';
+import { newSealKey } from '../worker/seal.js';
+
+/** Outside every sandbox, like the rest of the run folder. */
+const SEAL_KEY = 'seal.key';
 
 /** Facts about a local run that the core does not need. */
 export interface RunInfo {
@@ -55,8 +59,9 @@ export class RunStore {
     return join(this.dir, ...parts);
   }
 
-  worktree(episode: string): string {
-    return this.path('worktrees', episode);
+  /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
+  workspace(episode: string): string {
+    return this.path('workspaces', episode);
   }
 
   context(episode: string): string {
@@ -69,7 +74,16 @@ export class RunStore {
 
   async init(info: RunInfo): Promise<void> {
     await mkdir(this.dir, { recursive: true });
+    await writeFile(this.path(SEAL_KEY), newSealKey(), { mode: 0o600, flag: 'wx' }).catch((e) => {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    });
     await writeAtomic(this.path('run.json'), `${JSON.stringify(info, null, 2)}\n`);
+  }
+
+  /** The key that seals this run's result commits; null for a run made before seals. */
+  async sealKey(): Promise<Buffer | null> {
+    const key = await readFile(this.path(SEAL_KEY)).catch(() => null);
+    return key && key.length === 32 ? key : null;
   }
 
   async info(): Promise<RunInfo> {

@@ -1,22 +1,50 @@
-// What the agent and the grader may see of our environment: everything but credentials to the
-// forge (GitHub tokens, Actions runtime tokens) and forkflush's own variables.
-const FORGE_SECRETS = [
-  /^GITHUB_TOKEN$/,
-  /^GH_TOKEN$/,
-  /^GH_ENTERPRISE_TOKEN$/,
-  /^GITHUB_ENTERPRISE_TOKEN$/,
-  /^ACTIONS_RUNTIME_TOKEN$/,
-  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
-  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
-  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
-  /^FORKFLUSH_/,
-  /^PRIVATE_KEY$/,
-  /^WEBHOOK_SECRET$/,
-  /^APP_ID$/,
+// What the agent and the grader may see of forkflush's environment: an allowlist, not a denylist.
+// The system's basics (PATH, locale, proxies and certificates), the names the agent's adapter
+// needs, and the names the user lists (agent.env, grader.env). Forge credentials never, even when
+// listed: they are refused when the config is read, and dropped here again.
+import { isForgeSecret } from '../core/secrets.js';
+
+/** Always passed: what any program expects to find. HOME and TMPDIR are set by the worker. */
+const BASICS = [
+  'PATH',
+  'LANG',
+  'LANGUAGE',
+  'LC_*',
+  'TZ',
+  'TERM',
+  'COLORTERM',
+  'NO_COLOR',
+  'FORCE_COLOR',
+  'CI',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'ALL_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'all_proxy',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'NODE_EXTRA_CA_CERTS',
+  'REQUESTS_CA_BUNDLE',
 ];
 
-export function sandboxEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/**
+ * The variables of `env` whose names are basics or match `names` (exact, or a prefix ending in
+ * `*`), without forge credentials.
+ */
+export function allowedEnv(env: NodeJS.ProcessEnv, names: readonly string[]): NodeJS.ProcessEnv {
+  const patterns = [...BASICS, ...names];
+  const exact = new Set(patterns.filter((p) => !p.endsWith('*')));
+  const prefixes = patterns.filter((p) => p.endsWith('*')).map((p) => p.slice(0, -1));
   const out: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(env)) if (!FORGE_SECRETS.some((re) => re.test(k))) out[k] = v;
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || isForgeSecret(name)) continue;
+    if (exact.has(name) || prefixes.some((p) => name.startsWith(p))) out[name] = value;
+  }
   return out;
 }

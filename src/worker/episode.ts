@@ -1,16 +1,28 @@
 // The worker: one episode on one branch. The same code runs in the local runner and in the
-// Action's matrix job. The caller prepares the checkout and the context folder; this runs the
-// agent within its budget, restores protected paths, grades, writes the journal and commits.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+// Action's matrix job. The caller checks the workspace out (cleanroom.ts `checkoutInto`) and
+// prepares the context folder; this runs the agent in its sandbox within its budget, and once
+// every process of it is gone, records the workspace with forkflush's own git, grades a fresh
+// checkout of exactly that snapshot in a sandbox of its own, writes the journal line into the
+// snapshot, and commits it on the episode's base. The caller moves the branch to the commit.
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { appendToJournal, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
-import { Git } from '../io/git.js';
-import { sandboxEnv } from './env.js';
+import {
+  agentConfinement,
+  type EpisodePlaces,
+  expandHome,
+  graderConfinement,
+  type Isolation,
+  sessionSpawner,
+} from './boundary.js';
+import { checkoutInto, commitTree, diffStat, indexedText, type OwnRepo, snapshot, writeIndexed } from './cleanroom.js';
+import { allowedEnv } from './env.js';
 import { runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
+import { sealMessage } from './seal.js';
 
 export class InterruptedError extends Error {
   override name = 'InterruptedError';
@@ -21,53 +33,79 @@ export interface EpisodeJob {
   config: Config;
   episode: Episode;
   phase: string;
-  /** The checkout, at `episode.base`, on the episode's branch. */
-  workdir: string;
-  /** The episode's branch, e.g. refs/heads/forkflush/<run>/round-1/branch-0. */
-  branchRef: string;
-  /** Prepared by the caller: empty (fresh) or holding the context to continue. */
-  contextDir: string;
-  /** A private folder outside the checkout for the prompt, usage and logs. */
+  /** forkflush's own git view of the repository the commit goes into. */
+  own: OwnRepo;
+  /** The workspace (checked out at `episode.base` by `checkoutInto`), context, box and private places. */
+  places: EpisodePlaces;
+  /** The index `checkoutInto` wrote for the workspace: the snapshot starts from it. */
+  checkoutIndex: string;
+  /** forkflush's private folder for the episode (the agent's log, the judge's copy); not in the box. */
   scratchDir: string;
   prompt: string;
   agent: AgentAdapter;
+  isolation: Isolation;
   /** Extra paths to protect (e.g. the config file the run was started with). */
   alsoProtected?: string[];
+  /** Seals the result commit's message, so that a result read back later is known to be forkflush's. */
+  sealKey?: Buffer;
   /** Aborts the episode (Ctrl-C); the episode is then left without a result. */
   signal?: AbortSignal;
+  /** The environment the agent's and the grader's allowlists are taken from. */
   env?: NodeJS.ProcessEnv;
 }
 
+/** The journal forkflush reads back from a snapshot, at most (an agent could write gigabytes). */
+const JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
+
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   const started = performance.now();
-  const { config, episode } = job;
-  const git = new Git(job.workdir);
-  const env = sandboxEnv(job.env ?? process.env);
-  await mkdir(job.scratchDir, { recursive: true });
-  const promptFile = join(job.scratchDir, 'prompt.md');
+  const { config, episode, places, isolation } = job;
+  const sandbox = isolation.sandbox;
+  const source = job.env ?? process.env;
+  const box = places.box;
+  await rm(box, { recursive: true, force: true });
+  for (const dir of [join(box, 'home'), join(box, 'tmp'), job.scratchDir]) await mkdir(dir, { recursive: true });
+  const promptFile = join(box, 'prompt.md');
   await writeFile(promptFile, job.prompt);
+  // A home of the episode's own (no history, no credentials of the user's), and a private /tmp.
+  const home = { HOME: join(box, 'home'), TMPDIR: sandbox ? '/tmp' : join(box, 'tmp') };
+  const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config.agent.env]), ...home };
+  const graderEnv = allowedEnv(source, config.grader.env);
 
   const stopForBudget = new AbortController();
   const unit = config.budget.unit;
   const grading = await startGradeService({
     config,
-    workdir: job.workdir,
-    scratchDir: job.scratchDir,
-    env,
+    workdir: places.workspace,
+    box,
+    env: { ...graderEnv, ...home },
+    ...(sandbox
+      ? {
+          confine: {
+            sandbox,
+            confinement: graderConfinement(places.workspace, join(box, 'tmp'), places, config, source, [
+              places.context,
+            ]),
+          },
+        }
+      : {}),
     limit: unit === 'evaluations' ? Math.max(1, Math.floor(episode.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort('budget'),
   });
+  const confinement = agentConfinement(places, config, source);
+  confinement.writable.push(grading.socketDir);
+  const spawn = sessionSpawner(sandbox, confinement, [places.context, box]);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === 'minutes' ? episode.allowance * 60_000 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config.agent.timeout * 1000;
   let outcome: Awaited<ReturnType<AgentAdapter['run']>>;
   try {
     outcome = await job.agent.run({
-      workdir: job.workdir,
+      workdir: places.workspace,
       prompt: job.prompt,
       promptFile,
-      contextDir: job.contextDir,
-      usageFile: join(job.scratchDir, 'usage.json'),
+      contextDir: places.context,
+      usageFile: join(box, 'usage.json'),
       logFile: join(job.scratchDir, 'agent.log'),
       gradeCommand: grading.command,
       allowance: episode.allowance,
@@ -76,8 +114,10 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
       episodeId: episode.id,
       deadlineMs: Math.min(budgetMs, agentTimeoutMs),
       deadlineIsBudget: budgetMs <= agentTimeoutMs,
-      env,
+      env: agentEnv,
       signal: AbortSignal.any([interrupt, stopForBudget.signal]),
+      spawn,
+      confined: sandbox !== null,
     });
   } finally {
     await grading.close();
@@ -93,18 +133,23 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   // Six decimals are plenty for any unit and keep float noise out of commits and reports.
   const spent = Math.round(measured * 1e6) / 1e6;
 
-  // The grader is the judge: put protected paths back as they were at the episode's base.
-  const protectedChanged = await restoreProtected(git, episode.base, [
-    ...config.grader.protected,
-    ...(job.alsoProtected ?? [CONFIG_PATH]),
-  ]);
+  // The judge: the workspace's files as forkflush's own git records them, protected paths as
+  // they were at the base, graded in a fresh checkout of exactly that tree.
+  const snap = await snapshot(
+    job.own,
+    places.workspace,
+    job.checkoutIndex,
+    join(job.scratchDir, 'snapshot.index'),
+    episode.base,
+    [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])],
+  );
   let score: number | null = null;
   let reason: string | undefined;
   let graderSeconds = 0;
-  if (protectedChanged.length > 0) {
-    reason = `the agent changed protected paths: ${protectedChanged.join(', ')}`;
+  if (snap.protectedChanged.length > 0) {
+    reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
-    const g = await runGrader(config, job.workdir, env);
+    const g = await judge(job, snap.tree, graderEnv);
     graderSeconds = g.seconds;
     score = g.score;
     reason = g.reason;
@@ -116,36 +161,82 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     ...(outcome.usage ? { usage: outcome.usage } : {}),
     spent,
     exit: outcome.exit,
-    protectedChanged,
+    protectedChanged: snap.protectedChanged,
     agentSeconds: seconds(outcome.seconds),
     graderSeconds: seconds(graderSeconds),
+    sandbox: isolation.label,
   };
-  const journalPath = join(job.workdir, config.journal);
-  const existing = await readFile(journalPath, 'utf8').catch(() => '');
-  await mkdir(join(journalPath, '..'), { recursive: true });
-  await writeFile(
-    journalPath,
-    appendToJournal(existing, journalEntry(config, job.phase, episode, { ...partial, commit: '', wallSeconds: 0 })),
+  // The journal line goes into the snapshot, never through a file the agent could have linked.
+  const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_MAX_BYTES);
+  const journal = appendToJournal(
+    existing,
+    journalEntry(config, job.phase, episode, { ...partial, commit: '', wallSeconds: 0 }),
   );
+  const tree = await writeIndexed(job.own, snap.index, config.journal, journal);
+  const details: EpisodeDetails = {
+    diffStat: await diffStat(job.own, snap.index, episode.base),
+    journalTail: journalTail(journal),
+  };
   const wallSeconds = seconds((performance.now() - started) / 1000);
-  const details = await episodeDetails(git, episode.base, journalPath);
-  const message = commitMessage(job.runId, config, episode, { ...partial, wallSeconds }, details);
-  const commit = await commitWorkspace(git, job.branchRef, episode.base, message);
+  let message = commitMessage(job.runId, config, episode, { ...partial, wallSeconds }, details);
+  if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode.base);
+  const commit = await commitTree(job.own, tree, episode.base, message);
   return { ...partial, commit, wallSeconds };
 }
 
-/** The diff stat against the base and the journal's last entries, for the commit body. */
-async function episodeDetails(git: Git, base: string, journalPath: string): Promise<EpisodeDetails> {
-  await git.exec(['add', '-A']);
-  const diffStat = await git.out(['diff', '--cached', '--shortstat', base]);
-  const journal = await readFile(journalPath, 'utf8').catch(() => '');
-  const journalTail = journal
+/**
+ * Grades the snapshot: a commit of it on the base (so a grader that asks git sees the history),
+ * checked out into a fresh folder the agent never saw, the grader run there, the folder removed.
+ */
+async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv) {
+  const { config, episode, places, isolation } = job;
+  const dir = join(job.scratchDir, 'judge');
+  const tmp = join(job.scratchDir, 'judge-tmp');
+  const home = join(job.scratchDir, 'judge-home');
+  const snapshotCommit = await commitTree(
+    job.own,
+    tree,
+    episode.base,
+    `forkflush ${episode.id}: the snapshot the judge grades\n`,
+  );
+  await checkoutInto(job.own, snapshotCommit, dir, join(job.scratchDir, 'judge.index'));
+  for (const d of [tmp, home]) {
+    await rm(d, { recursive: true, force: true });
+    await mkdir(d, { recursive: true });
+  }
+  try {
+    const sandbox = isolation.sandbox;
+    // A home and a /tmp of the judge's own: nothing the agent left (in its home, its box, or a
+    // shared sandbox.write folder) can reach the grading of its work.
+    return await runGrader(
+      config,
+      dir,
+      { ...env, HOME: home, TMPDIR: sandbox ? '/tmp' : tmp },
+      sandbox
+        ? {
+            sandbox,
+            confinement: graderConfinement(dir, tmp, places, config, job.env ?? process.env, [
+              places.workspace,
+              places.context,
+              places.box,
+              ...config.sandbox.write.map(expandHome),
+            ]),
+          }
+        : undefined,
+    );
+  } finally {
+    for (const d of [dir, tmp, home]) await rm(d, { recursive: true, force: true });
+  }
+}
+
+/** The journal's last entries, for the commit body. */
+function journalTail(journal: string): string[] {
+  return journal
     .split('\n')
     .map((l) => l.trimEnd())
     .filter((l) => l.trim() !== '')
     .slice(-JOURNAL_TAIL)
     .map((l) => (l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l));
-  return { diffStat, journalTail };
 }
 
 const JOURNAL_TAIL = 5;
@@ -154,36 +245,4 @@ const JOURNAL_LINE_MAX = 500;
 /** Seconds to the millisecond, as the commit records them. */
 function seconds(s: number): number {
   return Math.round(s * 1000) / 1000;
-}
-
-/** Restores paths matching the globs to `base`; returns the ones the agent had changed. */
-async function restoreProtected(git: Git, base: string, globs: string[]): Promise<string[]> {
-  if (globs.length === 0) return [];
-  const specs = globs.map((g) => `:(glob)${g}`);
-  await git.exec(['add', '-A']);
-  const diff = await git.out(['diff', '--cached', '--name-only', '--no-renames', base, '--', ...specs]);
-  const changed = diff === '' ? [] : diff.split('\n');
-  if (changed.length > 0) await git.exec(['restore', `--source=${base}`, '--staged', '--worktree', '--', ...specs]);
-  // Files the repository ignores are invisible to the diff, yet a grader may load them (a test
-  // helper hidden by a .gitignore the agent wrote). Under protected paths they go before grading;
-  // they do not void the score, since caches there (e.g. __pycache__) are ignored files too.
-  await git.exec(['clean', '-fdX', '--', ...specs]);
-  return changed;
-}
-
-/**
- * Commits everything in the workspace on top of what the agent left (its own commits included),
- * with the result in the message. If the agent moved HEAD off the episode's history, the commit
- * goes on the base instead, so the branch always descends from where the episode started.
- */
-async function commitWorkspace(git: Git, branchRef: string, base: string, message: string): Promise<string> {
-  await git.exec(['add', '-A']);
-  const tree = await git.out(['write-tree']);
-  const head = await git.revParse('HEAD');
-  const parent = head && (await git.isAncestor(base, head)) ? head : base;
-  const commit = (await git.exec(['commit-tree', tree, '-p', parent, '-F', '-'], { input: message })).stdout.trim();
-  // The index already holds this tree, so pointing HEAD at the moved branch leaves a clean checkout.
-  await git.exec(['update-ref', branchRef, commit]);
-  await git.exec(['symbolic-ref', 'HEAD', branchRef]);
-  return commit;
 }

@@ -1,16 +1,21 @@
-// FORKFLUSH_GRADE: a tiny executable that asks this process, over loopback HTTP, to run the
+// FORKFLUSH_GRADE: a tiny executable that asks this process, over a Unix socket, to run the
 // grader. The grader then runs through the same door as every other process, evaluations are
-// counted exactly, and the evaluation budget is enforced in one place.
-import { chmod, writeFile } from 'node:fs/promises';
+// counted exactly, and the evaluation budget is enforced in one place. The socket lives in a
+// private folder that only the episode's own sandbox has bound: no other process, and no other
+// episode, can ask for this episode's gradings.
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
+import type { Confinement, Sandbox } from '../io/sandbox.js';
 import { runGrader } from './grade.js';
 
 export interface GradeService {
   /** The executable to put in FORKFLUSH_GRADE. */
   command: string;
+  /** The folder holding the socket: the agent's sandbox binds it. */
+  socketDir: string;
   /** Evaluations the agent ran. */
   evaluations(): number;
   close(): Promise<void>;
@@ -19,8 +24,11 @@ export interface GradeService {
 export async function startGradeService(args: {
   config: Config;
   workdir: string;
-  scratchDir: string;
+  /** The agent's box, where the client goes. */
+  box: string;
   env: NodeJS.ProcessEnv;
+  /** The grader's confinement, when the run has a sandbox. */
+  confine?: { sandbox: Sandbox; confinement: Confinement };
   /** Most evaluations allowed (evaluation budgets), or Infinity. */
   limit: number;
   /** Called when the agent asks for an evaluation past the limit. */
@@ -44,7 +52,7 @@ export async function startGradeService(args: {
         };
       }
       count += 1;
-      const g = await runGrader(args.config, args.workdir, args.env);
+      const g = await runGrader(args.config, args.workdir, args.env, args.confine);
       const note = g.score === null ? `forkflush: no score: ${g.reason}\n` : '';
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
     });
@@ -55,16 +63,22 @@ export async function startGradeService(args: {
         res.writeHead(500).end(JSON.stringify({ exitCode: 1, stdout: '', stderr: `forkflush: ${String(e)}\n` })),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const client = join(args.scratchDir, 'grade-client.mjs');
-  const command = join(args.scratchDir, 'grade');
+  // A short path: a socket's path is limited to about 100 bytes, and run folders can be deep.
+  const socketDir = await mkdtemp(join(tmpdir(), 'ff-grade-'));
+  await chmod(socketDir, 0o700);
+  const socket = join(socketDir, 'grade.sock');
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, resolve);
+  });
+  const client = join(args.box, 'grade-client.mjs');
+  const command = join(args.box, 'grade');
   await writeFile(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
 import { request } from 'node:http';
-const req = request({ host: '127.0.0.1', port: ${port}, path: '/grade', method: 'POST' }, (res) => {
+const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' }, (res) => {
   let text = '';
   res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => {
     const body = JSON.parse(text);
@@ -87,11 +101,14 @@ req.end();
   await chmod(command, 0o755);
   return {
     command,
+    socketDir,
     evaluations: () => count,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+      await rm(socketDir, { recursive: true, force: true });
+    },
   };
 }

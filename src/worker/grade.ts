@@ -1,7 +1,9 @@
-// Running the grader: the user's command, in the workspace, bounded by grader.timeout.
+// Running the grader: the user's command, in a folder, bounded by grader.timeout, and confined
+// (when the run has a sandbox) since it runs code the agent wrote.
 import type { Config } from '../core/config.js';
 import { parseScore } from '../core/score.js';
 import { runShell } from '../io/process.js';
+import type { Confinement, Sandbox } from '../io/sandbox.js';
 
 export interface Grading {
   score: number | null;
@@ -12,9 +14,20 @@ export interface Grading {
   stderr: string;
 }
 
-export async function runGrader(config: Config, workdir: string, env: NodeJS.ProcessEnv): Promise<Grading> {
+export async function runGrader(
+  config: Config,
+  workdir: string,
+  env: NodeJS.ProcessEnv,
+  confine?: { sandbox: Sandbox; confinement: Confinement },
+): Promise<Grading> {
   const g = config.grader;
-  const r = await runShell(g.command, { cwd: workdir, env, timeoutMs: g.timeout * 1000, maxOutput: 1_000_000 });
+  const r = await runShell(g.command, {
+    cwd: workdir,
+    env,
+    timeoutMs: g.timeout * 1000,
+    maxOutput: 1_000_000,
+    ...(confine ? { confine } : { track: true }),
+  });
   const base = { seconds: r.ms / 1000, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
   if (r.stopped === 'timeout') return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s` };
   if (r.spawnError) return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}` };

@@ -16,6 +16,7 @@ import type { AgentSession } from '../../src/agents/agent.js';
 import { aiderAdapter, HISTORY_FILE } from '../../src/agents/aider.js';
 import { aiderUsage, parseAiderOutput, parseTokenCount } from '../../src/agents/aider-output.js';
 import type { Config } from '../../src/core/config.js';
+import { confinedSpawn } from './confined.js';
 import {
   type ChatRequestBody,
   type ChatScript,
@@ -114,6 +115,7 @@ async function session(over: Partial<AgentSession> & { workdir: string; contextD
       GITHUB_TOKEN: 'repo-token-must-not-leak',
     },
     signal: new AbortController().signal,
+    ...confinedSpawn(root),
     ...over,
   };
 }
@@ -124,6 +126,7 @@ function agent(over: Partial<Config['agent']> = {}): Config['agent'] {
     command: FAKE,
     model: 'openai/mock-model',
     args: [],
+    env: [],
     timeout: 60,
     ...over,
   } as Config['agent'];

@@ -25,6 +25,7 @@ import type { AgentSession } from '../../src/agents/agent.js';
 import { type ClaudeSessionRecord, claudeCodeAgent } from '../../src/agents/claude-code.js';
 import { projectDirName, readStream } from '../../src/agents/claude-code-output.js';
 import type { Config } from '../../src/core/config.js';
+import { confinedSpawn } from './confined.js';
 import { AnthropicMockServer, conversationText, toolResults, userTexts } from './mock/anthropic.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -55,7 +56,7 @@ afterAll(async () => {
 
 /** The agent section of a config (the lead adds "claude-code" to the kinds). */
 function agentConfig(over: Partial<Config['agent']> = {}): Config['agent'] {
-  return { kind: 'claude-code', command: CLAUDE, args: [], timeout: 60, ...over };
+  return { kind: 'claude-code', command: CLAUDE, args: [], env: [], timeout: 60, ...over };
 }
 
 async function workspace(name: string): Promise<string> {
@@ -97,6 +98,7 @@ async function session(workdir: string, contextDir: string, over: Partial<AgentS
       CLAUDE_CODE_TMPDIR: join(tmp, 'claude-tmp'),
     },
     signal: new AbortController().signal,
+    ...confinedSpawn(tmp),
     ...over,
   };
 }

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentSession } from '../../src/agents/agent.js';
 import { codexAgent } from '../../src/agents/codex.js';
 import type { Config } from '../../src/core/config.js';
-import { sandboxEnv } from '../../src/worker/env.js';
+import { allowedEnv } from '../../src/worker/env.js';
+import { confinedSpawn } from './confined.js';
 import {
   busyModel,
   chattyModel,
@@ -87,6 +88,7 @@ function agent(over: Partial<Config['agent']> = {}) {
     command: CODEX,
     model: MODEL,
     args: [],
+    env: [],
     timeout: 60,
     ...over,
   });
@@ -108,8 +110,9 @@ function session(workdir: string, contextDir: string, prompt: string, over: Part
     episodeId: `r${runs}.b0`,
     deadlineMs: 60_000,
     deadlineIsBudget: false,
-    env: { ...sandboxEnv(process.env), OPENAI_BASE_URL: `${url}/v1`, OPENAI_API_KEY: 'dummy-key' },
+    env: { ...allowedEnv(process.env, []), OPENAI_BASE_URL: `${url}/v1`, OPENAI_API_KEY: 'dummy-key' },
     signal: new AbortController().signal,
+    ...confinedSpawn(tmp),
     ...over,
   };
 }

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentSession } from '../../src/agents/agent.js';
 import { copilotAdapter } from '../../src/agents/copilot.js';
 import type { Config } from '../../src/core/config.js';
+import { confinedSpawn } from './confined.js';
 import {
   type ChatReply,
   type ChatRequestBody,
@@ -124,12 +125,13 @@ async function session(over: Partial<AgentSession> & { workdir: string; contextD
       GH_TOKEN: 'gh-token-must-not-leak',
     },
     signal: new AbortController().signal,
+    ...confinedSpawn(root),
     ...over,
   };
 }
 
 function agent(over: Partial<Config['agent']> = {}): Config['agent'] {
-  return { kind: 'command', command: BIN, args: [], timeout: 120, ...over } as Config['agent'];
+  return { kind: 'command', command: BIN, args: [], env: [], timeout: 120, ...over } as Config['agent'];
 }
 
 /** The chat requests received since `from`, and all their message texts joined. */

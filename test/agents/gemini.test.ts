@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentOutcome, AgentSession } from '../../src/agents/agent.js';
 import { geminiAgent } from '../../src/agents/gemini.js';
 import type { Config, Unit } from '../../src/core/config.js';
+import { confinedSpawn } from './confined.js';
 import {
   callRoundsSincePrompt,
   type GeminiContent,
@@ -104,6 +105,7 @@ function agentConfig(overrides: Partial<Config['agent']> = {}): Config['agent'] 
     command: GEMINI,
     model: MODEL,
     args: [],
+    env: [],
     timeout: 1800,
     ...overrides,
   };
@@ -139,6 +141,7 @@ function session(o: {
     deadlineIsBudget: o.deadlineIsBudget ?? false,
     env,
     signal: new AbortController().signal,
+    ...confinedSpawn(root),
   };
 }
 

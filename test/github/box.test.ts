@@ -48,6 +48,8 @@ fork:
   branches: 2
   at: [0.5]
   branch_budget: 0.15
+sandbox:
+  write: [${JSON.stringify(logs)}]
 `,
     'agent.mjs': readFileSync(join(FIXTURES, 'agent.mjs'), 'utf8'),
     'grade.sh': readFileSync(join(FIXTURES, 'grade.sh'), 'utf8'),

@@ -39,9 +39,11 @@ export class ActionRepo {
   readonly root = mkdtempSync(join(tmpdir(), 'forkflush-action-'));
   /** The bare repository: GITHUB_SERVER_URL=file://<root>/server, GITHUB_REPOSITORY=owner/repo. */
   readonly remote = join(this.root, 'server', 'owner', 'repo.git');
-  readonly callsLog = join(this.root, 'calls.jsonl');
+  /** Where the test agent writes what it saw: the one place outside its workspace it may write. */
+  readonly logs = join(this.root, 'logs');
+  readonly callsLog = join(this.logs, 'calls.jsonl');
   /** The agent's environment, as `env` printed it. */
-  readonly envDump = join(this.root, 'agent-env.txt');
+  readonly envDump = join(this.logs, 'agent-env.txt');
   readonly base: string;
   private readonly source = join(this.root, 'source');
   private attempts = 0;
@@ -52,6 +54,7 @@ export class ActionRepo {
    */
   constructor(public agent = 'node agent.mjs improve {calls}') {
     mkdirSync(join(this.source, '.github'), { recursive: true });
+    mkdirSync(this.logs, { recursive: true });
     copyFileSync(join(FIXTURES, 'agent.mjs'), join(this.source, 'agent.mjs'));
     copyFileSync(join(FIXTURES, 'grade.sh'), join(this.source, 'grade.sh'));
     writeFileSync(join(this.source, 'TASK.md'), 'Make the number in value.txt as large as you can.\n');
@@ -79,6 +82,8 @@ budget:
   total: 100
   unit: tokens
   episode: 6
+sandbox:
+  write: [${JSON.stringify(this.logs)}]
 `;
   }
 

@@ -1,9 +1,10 @@
 // The worker Action, built (dist/index.js) and run the way the Actions runner runs it, against a
 // bare repository on a file:// "server". Each case is one job of a run's matrix.
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { authArgs, basicCredentials } from '../../src/action/remote.js';
+import { authEnv, basicCredentials } from '../../src/action/remote.js';
 import { parseCommitMessage } from '../../src/core/journal.js';
 import { contextRef, episodeBranch, stateRef } from '../../src/core/names.js';
 import { applyResult } from '../../src/core/reconcile.js';
@@ -101,8 +102,10 @@ describe('the worker Action', () => {
     expect(job.exitCode, job.stdout).toBe(0);
     const agentEnv = readFileSync(repo.envDump, 'utf8');
     const names = agentEnv.split('\n').map((l) => l.split('=')[0]);
-    expect(names).toContain('INPUT_EPISODE');
+    // An allowlist: the basics pass, the runner's inputs and file commands do not.
+    expect(names).toContain('PATH');
     for (const name of [
+      'INPUT_EPISODE',
       'INPUT_TOKEN',
       'GITHUB_TOKEN',
       'ACTIONS_RUNTIME_TOKEN',
@@ -121,18 +124,23 @@ describe('the worker Action', () => {
     expect(logWithoutMasks(job.stdout)).not.toContain(basicCredentials(TOKEN));
   });
 
-  it('authenticates https remotes with a header on the command line only', () => {
-    expect(authArgs('https://github.com/owner/repo.git', TOKEN)).toEqual([
-      '-c',
-      `http.extraheader=AUTHORIZATION: basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`,
-    ]);
-    expect(authArgs('file:///srv/owner/repo.git', TOKEN)).toEqual([]);
-    expect(authArgs('https://github.com/owner/repo.git', '')).toEqual([]);
+  it("authenticates https remotes with a header in git's environment, for the forge's URLs only", () => {
+    const header = `AUTHORIZATION: basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`;
+    expect(authEnv('https://github.com/owner/repo.git', TOKEN)).toEqual({
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'http.https://github.com/.extraheader',
+      GIT_CONFIG_VALUE_0: header,
+    });
+    expect(authEnv('file:///srv/owner/repo.git', TOKEN)).toEqual({ GIT_CONFIG_GLOBAL: '/dev/null' });
+    expect(authEnv('https://github.com/owner/repo.git', '')).toEqual({ GIT_CONFIG_GLOBAL: '/dev/null' });
     // Plain http only to this machine: a token never crosses a network in clear.
-    expect(authArgs('http://127.0.0.1:8080/owner/repo.git', TOKEN)).toHaveLength(2);
-    expect(authArgs('http://localhost/owner/repo.git', TOKEN)).toHaveLength(2);
-    expect(authArgs('http://github.example.com/owner/repo.git', TOKEN)).toEqual([]);
-    expect(authArgs('http://127.0.0.1.evil.example/owner/repo.git', TOKEN)).toEqual([]);
+    expect(authEnv('http://127.0.0.1:8080/owner/repo.git', TOKEN).GIT_CONFIG_KEY_0).toBe(
+      'http.http://127.0.0.1:8080/.extraheader',
+    );
+    expect(authEnv('http://localhost/owner/repo.git', TOKEN).GIT_CONFIG_VALUE_0).toBe(header);
+    expect(authEnv('http://github.example.com/owner/repo.git', TOKEN).GIT_CONFIG_COUNT).toBeUndefined();
+    expect(authEnv('http://127.0.0.1.evil.example/owner/repo.git', TOKEN).GIT_CONFIG_COUNT).toBeUndefined();
   });
 
   it('restores the protected files, the config and the workflows: no score is a result, not a failure', () => {
@@ -178,12 +186,23 @@ describe('the worker Action', () => {
     const repo = new ActionRepo();
     const episode = repo.episode(repo.openingState(), 'r0.b2');
     const winner = repo.resultCommit(repo.openingState(), episode, 99);
-    // The agent plays the other attempt too: while it runs, that attempt's result lands on the branch.
+    // The other attempt, outside the sandbox: once this attempt's agent has started, its result
+    // lands on the branch; the agent waits for it, so this attempt pushes after it.
     const ref = `refs/heads/${episodeBranch(RUN, 0, 2)}`;
-    repo.agent = `node agent.mjs improve {calls} && git --git-dir=${repo.remote} update-ref ${ref} ${winner}`;
+    const moved = join(repo.logs, 'moved');
+    repo.agent = `node agent.mjs improve {calls} && while [ ! -f ${moved} ]; do sleep 0.05; done`;
     repo.publish(repo.openingState());
+    const other = spawn(
+      'sh',
+      [
+        '-c',
+        `while [ ! -s ${repo.callsLog} ]; do sleep 0.05; done; git --git-dir=${repo.remote} update-ref ${ref} ${winner} && touch ${moved}`,
+      ],
+      { stdio: 'ignore' },
+    );
 
     const job = repo.runAction({ episode: 'r0.b2' });
+    other.kill();
 
     expect(job.exitCode, job.stdout).toBe(0);
     expect(repo.calls()).toHaveLength(1);

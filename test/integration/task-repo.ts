@@ -45,6 +45,9 @@ agent:
   timeout: 20
 budget:
   ${opts.budget ?? 'total: 100\n  unit: tokens\n  episode: 6'}
+# The test agent logs its calls outside the repository (in the sandbox, only this is writable).
+sandbox:
+  write: [${JSON.stringify(logs)}]
 ${opts.extra ?? ''}
 `,
   );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, configJsonSchema, PAPER, parseConfig } from '../../src/core/config.js';
+import { ConfigError, configJsonSchema, parseConfig } from '../../src/core/config.js';
 
 const minimal = `grader:
   command: node grade.mjs
@@ -24,14 +24,18 @@ describe('config', () => {
   it('fills in the paper defaults', () => {
     const c = parseConfig(minimal, 'x.yml');
     expect(c.strategy).toBe('fork-and-flush');
-    expect(c.fork).toEqual({
-      branches: PAPER.branches,
-      at: [...PAPER.forkAt],
-      branch_budget: PAPER.branchBudget,
-      directives: PAPER.directives,
-    });
+    // The paper's schedule (../shared/docs/method.md), written out: not read back from PAPER.
+    expect(c.fork).toEqual({ branches: 4, at: [0.33, 0.66], branch_budget: 0.06, directives: 2 });
     expect(c.budget.episode).toBeCloseTo(0.06 * 400);
-    expect(c.grader).toEqual({ command: 'node grade.mjs', direction: 'maximize', timeout: 60, protected: [] });
+    expect(c.grader).toEqual({
+      command: 'node grade.mjs',
+      direction: 'maximize',
+      timeout: 60,
+      protected: [],
+      network: false,
+      env: [],
+    });
+    expect(c.sandbox).toEqual({ mode: 'auto', read: [], write: [] });
     expect(c.journal).toBe('NOTES.md');
     expect(c.task).toBe('TASK.md');
   });

@@ -1,0 +1,195 @@
+// The one door to confinement: a command and everything it starts run in a bubblewrap sandbox
+// (Linux) with their own PID namespace, a fresh /proc, no capabilities, no_new_privs, a session
+// of their own, and a filesystem that is read-only but for the paths named. When the command
+// exits, the kernel kills whatever it left in its PID namespace; when forkflush dies, bwrap dies
+// with it (--die-with-parent) and takes the namespace along.
+import { execFile } from 'node:child_process';
+import { lstatSync, realpathSync } from 'node:fs';
+import { dirname, sep } from 'node:path';
+
+export type SandboxMode = 'auto' | 'required' | 'off';
+
+/** What one confined command may touch. Paths that do not exist are left out (hidden, readable). */
+export interface Confinement {
+  /** Bound read-write at the same path (they must exist). */
+  writable: string[];
+  /** Bound read-only at the same path: re-exposes paths inside hidden ones. */
+  readable: string[];
+  /** Replaced by an empty folder, or an empty file. */
+  hidden: string[];
+  /** The private temporary folder, bound at /tmp. */
+  tmp: string;
+  /** false: a network namespace of its own, with only loopback. */
+  network: boolean;
+}
+
+export interface Sandbox {
+  /** e.g. "bubblewrap 0.8.0". */
+  readonly name: string;
+  /** The command line that runs `file args` in `cwd` under `c`. */
+  wrap(c: Confinement, cwd: string, file: string, args: string[]): { file: string; args: string[] };
+}
+
+export type SandboxProbe = { sandbox: Sandbox } | { unavailable: string; fix: string };
+
+const BWRAP = 'bwrap';
+let probed: Promise<SandboxProbe> | undefined;
+
+/** Whether bubblewrap works here: found, and able to make namespaces. Probed once per process. */
+export function probeSandbox(): Promise<SandboxProbe> {
+  probed ??= probe();
+  return probed;
+}
+
+/** Probes again (after the Action changed the machine, say). */
+export function reprobeSandbox(): Promise<SandboxProbe> {
+  probed = undefined;
+  return probeSandbox();
+}
+
+async function probe(): Promise<SandboxProbe> {
+  if (process.platform !== 'linux') {
+    return {
+      unavailable: `${process.platform === 'darwin' ? 'macOS' : process.platform} has no bubblewrap`,
+      fix: 'forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents',
+    };
+  }
+  const version = await exec(BWRAP, ['--version']);
+  if (version.code !== 0) {
+    return {
+      unavailable: 'bubblewrap (bwrap) is not installed',
+      fix: 'install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)',
+    };
+  }
+  const name = version.stdout.trim() || 'bubblewrap';
+  const sandbox = bubblewrap(name);
+  // A trial run with the namespaces a real run uses: AppArmor on Ubuntu 24.04, or a container
+  // without user namespaces, lets `bwrap --version` work and then refuses to sandbox.
+  const trial = sandbox.wrap({ writable: [], readable: [], hidden: [], tmp: '/tmp', network: false }, '/', 'true', []);
+  const run = await exec(trial.file, trial.args);
+  if (run.code !== 0) {
+    return {
+      unavailable: `${name} cannot make namespaces here (${run.stderr.trim().split('\n').at(-1) || `exit ${run.code}`})`,
+      fix:
+        'allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), ' +
+        'or run forkflush as root, or in a container started with --privileged',
+    };
+  }
+  return { sandbox };
+}
+
+function bubblewrap(name: string): Sandbox {
+  const root = process.getuid?.() === 0;
+  return {
+    name,
+    wrap(c, cwd, file, args) {
+      const mounts = mountArgs(c);
+      return {
+        file: BWRAP,
+        args: [
+          '--die-with-parent',
+          // A session of its own: no TIOCSTI into forkflush's terminal.
+          '--new-session',
+          '--unshare-pid',
+          '--unshare-ipc',
+          '--unshare-uts',
+          '--unshare-cgroup-try',
+          ...(c.network ? [] : ['--unshare-net']),
+          // Root keeps its capabilities in bwrap unless told; an unprivileged user has only the
+          // user namespace's, which this drops too. no_new_privs is always on (sudo gives nothing).
+          '--cap-drop',
+          'ALL',
+          ...(root ? [] : ['--unshare-user']),
+          '--ro-bind',
+          '/',
+          '/',
+          '--dev',
+          '/dev',
+          '--proc',
+          '/proc',
+          ...mounts,
+          '--chdir',
+          cwd,
+          '--',
+          file,
+          ...args,
+        ],
+      };
+    },
+  };
+}
+
+type Mount = { path: string; args: string[] };
+
+/**
+ * The mounts, parents before children: a path is hidden by an empty tmpfs (a file: by /dev/null)
+ * and paths inside it can then be bound again. Sockets are files too (a Docker socket, say).
+ */
+export function mountArgs(c: Confinement): string[] {
+  const mounts: Mount[] = [];
+  const seen = new Set<string>();
+  const add = (path: string, args: string[]) => {
+    if (seen.has(path)) return;
+    seen.add(path);
+    mounts.push({ path, args });
+  };
+  add('/tmp', ['--bind', real(c.tmp) ?? c.tmp, '/tmp']);
+  const tmp = real('/tmp') ?? '/tmp';
+  for (const p of c.hidden) {
+    const path = real(p);
+    // Everything under /tmp is hidden already: /tmp is the private one.
+    if (!path || path === '/' || isInside(path, tmp)) continue;
+    add(path, isDirectory(path) ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
+  }
+  for (const p of c.readable) {
+    const path = real(p);
+    if (path) add(`${path}\0ro`, ['--ro-bind', path, path]);
+  }
+  for (const p of c.writable) {
+    const path = real(p);
+    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
+    add(`${path}\0rw`, ['--bind', path, path]);
+  }
+  // Stable sort by depth: a parent's mount comes first; at equal depth, hiding before binding.
+  const depth = (m: Mount) => m.path.split('\0')[0]?.split(sep).length ?? 0;
+  return mounts
+    .map((m, i) => ({ m, i }))
+    .sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i)
+    .flatMap(({ m }) => m.args);
+}
+
+function real(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `path` is `root` or inside it (both real paths). */
+export function isInside(path: string, root: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+/** The folder above a bin folder (a toolchain's prefix), or the folder itself. */
+export function prefixOf(dir: string): string {
+  const base = dir.split(sep).at(-1);
+  return base === 'bin' || base === 'shims' ? dirname(dir) : dir;
+}
+
+function exec(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { timeout: 10_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr || error?.message || '') });
+    });
+  });
+}

@@ -1,0 +1,209 @@
+// The trust boundary of an episode: what the agent, and every grader run on its code, may touch.
+// Inside: the agent and all it starts, and the graders. Outside: forkflush, its git directory and
+// index, the run's records, the keys, every forge credential. The inside sees the machine
+// read-only, minus the places below, and writes only its workspace, its context and its box.
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import { CONTRACT_VARS } from '../agents/agent.js';
+import type { Config } from '../core/config.js';
+import { UserError } from '../core/errors.js';
+import { isForgeSecret } from '../core/secrets.js';
+import { removeLinksAndSpecials } from '../io/agent-files.js';
+import { type RunOptions, runProcess, type Spawner } from '../io/process.js';
+import { type Confinement, isInside, prefixOf, probeSandbox, type Sandbox, type SandboxMode } from '../io/sandbox.js';
+
+/** How a run's episodes are isolated, decided once from `sandbox:` and the machine. */
+export interface Isolation {
+  sandbox: Sandbox | null;
+  /** For the progress line, the report and the commit: "bubblewrap 0.8.0", or "off (why)". */
+  label: string;
+  /** Said loudly when the sandbox is off. */
+  warning?: string;
+}
+
+export async function isolationFor(mode: SandboxMode): Promise<Isolation> {
+  const unconfined =
+    'agents run with your user rights: they can read your files and tokens, start processes that outlive the episode and change what the grader sees';
+  if (mode === 'off') {
+    return { sandbox: null, label: 'off (sandbox: off)', warning: `the sandbox is off (sandbox: off): ${unconfined}` };
+  }
+  const probe = await probeSandbox();
+  if ('sandbox' in probe) return { sandbox: probe.sandbox, label: probe.sandbox.name };
+  if (mode === 'required') {
+    throw new UserError(`sandbox: required, but ${probe.unavailable}: ${probe.fix}; nothing ran`);
+  }
+  return {
+    sandbox: null,
+    label: `off (${probe.unavailable})`,
+    warning: `the sandbox is off: ${probe.unavailable}, so ${unconfined}. To confine them, ${probe.fix}; set sandbox: required to refuse to run without it`,
+  };
+}
+
+/**
+ * The spawner an agent session gets: its processes run confined (or, without a sandbox, tracked so
+ * that what they detach is killed with them), never with a forge credential in their environment
+ * whatever the adapter passed, and when one ends the folders the agent could write are cleared of
+ * links and special files before the adapter reads them.
+ */
+export function sessionSpawner(sandbox: Sandbox | null, confinement: Confinement, writtenByAgent: string[]): Spawner {
+  return async (file: string, args: string[], options: RunOptions) => {
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(options.env ?? {}))
+      if (!isForgeSecret(k) || CONTRACT_VARS.includes(k)) env[k] = v;
+    const r = await runProcess(file, args, {
+      ...options,
+      env,
+      ...(sandbox ? { confine: { sandbox, confinement } } : { track: true }),
+    });
+    for (const dir of writtenByAgent) await removeLinksAndSpecials(dir);
+    return r;
+  };
+}
+
+/** Where one episode's files are. */
+export interface EpisodePlaces {
+  workspace: string;
+  context: string;
+  /** The agent's scratch: the prompt, the usage file, the grade client, its home and its /tmp. */
+  box: string;
+  /** The git objects the workspace's own .git borrows, and where they borrow from (read-only inside). */
+  objects: string[];
+  /** forkflush's own places (the run folder, the repository, the records): never visible inside. */
+  private: string[];
+}
+
+/** The agent's confinement: its workspace, context and box, the network (it calls its model). */
+export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.ProcessEnv): Confinement {
+  const hidden = [...hiddenPlaces(env), ...p.private];
+  return {
+    writable: [p.workspace, p.context, p.box, ...config.sandbox.write.map(expandHome)],
+    readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config.sandbox.read.map(expandHome)],
+    hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
+    tmp: join(p.box, 'tmp'),
+    network: true,
+  };
+}
+
+/**
+ * A grader's confinement: `dir` (the workspace while the agent runs; a clean copy for the judge)
+ * and a /tmp of its own; no network unless grader.network. `alsoHidden` are the agent's places
+ * the judge must not see (its workspace, context and box).
+ */
+export function graderConfinement(
+  dir: string,
+  tmp: string,
+  p: Pick<EpisodePlaces, 'objects' | 'private'>,
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  alsoHidden: string[] = [],
+): Confinement {
+  const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
+  const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
+  return {
+    writable: [dir],
+    readable: [...p.objects, ...exposed, ...config.sandbox.read.map(expandHome)],
+    hidden: [...hidden, ...credentialFiles(exposed)],
+    tmp,
+    network: config.grader.network,
+  };
+}
+
+/**
+ * Hidden from everything inside: the home folder (credentials, shell history, browser profiles),
+ * the session's runtime folder (agent and keyring sockets), container engines' sockets, and on
+ * an Actions runner its temp folder (file commands, forkflush's records), its work root (other
+ * jobs' checkouts) and the runner's own installation (its credentials).
+ */
+function hiddenPlaces(env: NodeJS.ProcessEnv): string[] {
+  const places = [
+    env.HOME || homedir(),
+    '/run/user',
+    '/run/docker.sock',
+    '/var/run/docker.sock',
+    '/run/containerd',
+    '/run/podman',
+    '/run/snapd.socket',
+  ];
+  if (env.RUNNER_TEMP) places.push(env.RUNNER_TEMP);
+  if (env.RUNNER_WORKSPACE) places.push(dirname(env.RUNNER_WORKSPACE));
+  const runner = runnerInstallation();
+  if (runner) places.push(runner);
+  return places.filter((p) => p && p !== '/');
+}
+
+/**
+ * What stays visible inside the hidden places: the toolchains on PATH (a Node, Python or Rust
+ * installed under the home folder), forkflush's own Node, and the runner's tool cache. Never
+ * anything inside forkflush's private places.
+ */
+function exposedInside(hidden: string[], never: string[], env: NodeJS.ProcessEnv): string[] {
+  const hiddenReal = hidden.map(realOrNull).filter((p): p is string => p !== null);
+  const neverReal = never.map(realOrNull).filter((p): p is string => p !== null);
+  const dirs = [...(env.PATH ?? '').split(delimiter), dirname(process.execPath), env.RUNNER_TOOL_CACHE ?? ''];
+  const out = new Set<string>();
+  for (const d of dirs) {
+    const dir = d && isAbsolute(d) ? realOrNull(d) : null;
+    if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
+    const inside = hiddenReal.filter((h) => isInside(dir, h));
+    if (inside.length === 0) continue;
+    const prefix = prefixOf(dir);
+    // A bin folder right in a hidden place (~/bin) exposes only itself, not the place.
+    out.add(inside.some((h) => isInside(h, prefix)) ? dir : prefix);
+  }
+  return [...out];
+}
+
+/** Credential-looking files at the top of exposed toolchains (~/.cargo/credentials.toml, say). */
+function credentialFiles(exposed: string[]): string[] {
+  const out: string[] = [];
+  for (const dir of exposed) {
+    try {
+      for (const name of readdirSync(dir)) {
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc/i.test(name)) out.push(join(dir, name));
+      }
+    } catch {
+      // Unreadable: nothing to hide.
+    }
+  }
+  return out;
+}
+
+/**
+ * The install folder of the Actions runner running this job, found from the process tree
+ * (Runner.Worker starts the step's node): a self-hosted runner keeps its credentials there.
+ */
+function runnerInstallation(): string | null {
+  if (process.platform !== 'linux' || !process.env.GITHUB_ACTIONS) return null;
+  let pid = process.ppid;
+  for (let i = 0; i < 4 && pid > 1; i++) {
+    const exe = realOrNull(`/proc/${pid}/exe`);
+    if (exe && /\/Runner\.(Worker|Listener)$/.test(exe)) return dirname(dirname(exe));
+    const parent = parentOf(pid);
+    if (parent === null) return null;
+    pid = parent;
+  }
+  return null;
+}
+
+function parentOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
+function realOrNull(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/** `~/x` in sandbox.read and sandbox.write means the user's home folder. */
+export function expandHome(path: string): string {
+  return path === '~' || path.startsWith('~/') ? join(process.env.HOME || homedir(), path.slice(1)) : path;
+}

@@ -1,0 +1,178 @@
+// The clean room: forkflush's own view of a repository. Its git directory, index and config are
+// forkflush's and the agent never had them, so nothing the agent does to a workspace's git (index
+// flags, filters, attribute drivers, hooks, a planted .git) changes what forkflush records. A
+// workspace is a plain checkout with a private .git that only borrows the objects; a result is
+// the snapshot of the workspace's files, committed on the episode's base and graded in a fresh
+// checkout of exactly that commit.
+import { appendFile, copyFile, mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Git, type GitResult } from '../io/git.js';
+import { runProcess } from '../io/process.js';
+
+/** The identity of commits an agent makes in its workspace's own .git. */
+const AGENT_IDENTITY = '[user]\n\tname = forkflush agent\n\temail = agent@forkflush.invalid\n';
+
+/**
+ * A git directory of forkflush's (a bare repository it made, with no hooks and its own config)
+ * that reads and writes the objects of another repository: `GIT_OBJECT_DIRECTORY`.
+ */
+export class OwnRepo {
+  private readonly git: Git;
+
+  private constructor(
+    readonly gitDir: string,
+    readonly objects: string,
+  ) {
+    this.git = new Git(dirname(gitDir));
+  }
+
+  /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
+  static async open(gitDir: string, objects: string): Promise<OwnRepo> {
+    const own = new OwnRepo(gitDir, objects);
+    const head: string[] = await readdir(gitDir).catch(() => []);
+    if (!head.includes('HEAD')) {
+      await mkdir(dirname(gitDir), { recursive: true });
+      await new Git(dirname(gitDir)).exec(['init', '--quiet', '--bare', '--template=', gitDir]);
+    }
+    return own;
+  }
+
+  /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
+  exec(
+    args: string[],
+    o: { workTree?: string; index?: string; input?: string; check?: boolean } = {},
+  ): Promise<GitResult> {
+    return this.git.exec(args, {
+      ...(o.input !== undefined ? { input: o.input } : {}),
+      ...(o.check !== undefined ? { check: o.check } : {}),
+      env: {
+        GIT_DIR: this.gitDir,
+        GIT_OBJECT_DIRECTORY: this.objects,
+        ...(o.workTree ? { GIT_WORK_TREE: o.workTree } : {}),
+        ...(o.index ? { GIT_INDEX_FILE: o.index } : {}),
+      },
+    });
+  }
+
+  async out(args: string[], o: { workTree?: string; index?: string; input?: string } = {}): Promise<string> {
+    return (await this.exec(args, o)).stdout.trim();
+  }
+}
+
+/**
+ * Writes `commit`'s files into `dir` (emptied first) and gives it a .git of its own: HEAD on
+ * `branch` (or detached), the objects borrowed read-only from forkflush's store, the index that
+ * matches the files. The index is also written to `index`, outside the folder, for the snapshot.
+ */
+export async function checkoutInto(
+  own: OwnRepo,
+  commit: string,
+  dir: string,
+  index: string,
+  branch?: string,
+): Promise<void> {
+  // Emptied, not removed: the folder may be a job's working directory (GITHUB_WORKSPACE).
+  await mkdir(dir, { recursive: true });
+  for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true });
+  await rm(index, { force: true });
+  await mkdir(dirname(index), { recursive: true });
+  // Parallel checkout (one worker per core) makes forking a large repository several times faster.
+  await own.exec(['-c', 'checkout.workers=0', 'read-tree', '--reset', '-u', commit], { workTree: dir, index });
+  const dotGit = join(dir, '.git');
+  await new Git(dir).exec(['init', '--quiet', '--template=']);
+  await writeFile(join(dotGit, 'objects', 'info', 'alternates'), `${own.objects}\n`);
+  if (branch) {
+    await mkdir(join(dotGit, 'refs', 'heads', dirname(branch)), { recursive: true });
+    await writeFile(join(dotGit, 'refs', 'heads', branch), `${commit}\n`);
+    await writeFile(join(dotGit, 'HEAD'), `ref: refs/heads/${branch}\n`);
+  } else {
+    await writeFile(join(dotGit, 'HEAD'), `${commit}\n`);
+  }
+  await appendFile(join(dotGit, 'config'), AGENT_IDENTITY);
+  await copyIndex(index, join(dotGit, 'index'));
+}
+
+/**
+ * Copies an index with its modification time: git re-reads a file whose recorded time is not
+ * older than the index's own ("racily clean"), which is what catches an edit made in the same
+ * second as the checkout. A copy stamped later would hide such an edit from the snapshot.
+ */
+async function copyIndex(from: string, to: string): Promise<void> {
+  await copyFile(from, to);
+  const s = await stat(from);
+  await utimes(to, s.atime, s.mtime);
+}
+
+export interface Snapshot {
+  /** The workspace's files, with protected paths as they are at the base. */
+  tree: string;
+  /** Protected paths the agent changed (restored in the snapshot). */
+  protectedChanged: string[];
+  /** The snapshot's index (forkflush's, outside the workspace). */
+  index: string;
+}
+
+/**
+ * Records the workspace's files as git would commit them (its .gitignore applies; its .git is
+ * ignored), starting from the index made at checkout so unchanged files are not hashed again.
+ * Protected paths are then put back as they are at `base`.
+ */
+export async function snapshot(
+  own: OwnRepo,
+  workspace: string,
+  checkoutIndex: string,
+  index: string,
+  base: string,
+  protectedGlobs: string[],
+): Promise<Snapshot> {
+  await copyIndex(checkoutIndex, index);
+  const add = () => own.exec(['add', '--all'], { workTree: workspace, index, check: false });
+  let added = await add();
+  if (added.exitCode !== 0) {
+    // Files the agent made unreadable to itself are still its work: give them back to the owner.
+    await runProcess('chmod', ['-R', 'u+rwX', workspace], { cwd: workspace });
+    added = await add();
+    if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
+  }
+  const specs = protectedGlobs.map((g) => `:(glob)${g}`);
+  let protectedChanged: string[] = [];
+  if (specs.length > 0) {
+    const diff = await own.out(['diff', '--cached', '--name-only', '--no-renames', base, '--', ...specs], {
+      workTree: workspace,
+      index,
+    });
+    protectedChanged = diff === '' ? [] : diff.split('\n');
+    if (protectedChanged.length > 0) {
+      await own.exec(['reset', '--quiet', base, '--', ...specs], { workTree: workspace, index });
+    }
+  }
+  const tree = await own.out(['write-tree'], { index });
+  return { tree, protectedChanged, index };
+}
+
+/** The text of a regular file in an index (empty when it is missing, a link or too large). */
+export async function indexedText(own: OwnRepo, index: string, path: string, maxBytes: number): Promise<string> {
+  const entry = await own.out(['ls-files', '--stage', '--', `:(literal)${path}`], { index });
+  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
+  if (!m) return '';
+  const size = Number(await own.out(['cat-file', '-s', m[2] as string]));
+  if (size > maxBytes) return '';
+  return (await own.exec(['cat-file', 'blob', m[2] as string])).stdout;
+}
+
+/** Puts a regular file with `text` at `path` in the index (replacing whatever was there). */
+export async function writeIndexed(own: OwnRepo, index: string, path: string, text: string): Promise<string> {
+  const blob = await own.out(['hash-object', '-w', '--no-filters', '--stdin'], { input: text });
+  await own.exec(['update-index', '--add', '--replace', '--cacheinfo', `100644,${blob},${path}`], { index });
+  return own.out(['write-tree'], { index });
+}
+
+/** A commit of `tree` on `parent` (the episode's base: a result never carries the agent's commits). */
+export async function commitTree(own: OwnRepo, tree: string, parent: string, message: string): Promise<string> {
+  return own.out(['commit-tree', tree, '-p', parent, '-F', '-'], { input: message });
+}
+
+/** `git diff --shortstat` of an index against a commit. */
+export async function diffStat(own: OwnRepo, index: string, base: string): Promise<string> {
+  return own.out(['diff', '--cached', '--shortstat', base], { index });
+}
