@@ -60,6 +60,11 @@ const ENDPOINTS: Endpoint[] = [
   { label: 'GET contents/{state,run}.json', what: 'read the record: its files', floor: () => 1 },
   { label: 'GET git/matching-refs/heads/forkflush/{run}/round-{r}/', what: 'list the branch heads', floor: () => 0 },
   { label: 'GET git/commits/{sha}', what: 'read a result from its commit', floor: (s) => s.episodes },
+  {
+    label: 'GET git/trees/{sha}',
+    what: "check a result's protected paths",
+    floor: (s) => s.episodes,
+  },
   { label: 'POST git/trees', what: 'write the record: tree', floor: () => 1 },
   { label: 'POST git/commits', what: 'write the record: commit', floor: () => 1 },
   { label: 'PATCH git/refs/forkflush/{run}/state', what: 'write the record: compare-and-swap', floor: () => 1 },

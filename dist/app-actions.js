@@ -11241,11 +11241,11 @@ var require_pluralizer = __commonJS({
         this.singular = singular;
         this.plural = plural2;
       }
-      pluralize(count) {
-        const one = count === 1;
+      pluralize(count2) {
+        const one = count2 === 1;
         const keys = one ? singulars : plurals;
         const noun = one ? this.singular : this.plural;
-        return { ...keys, count, noun };
+        return { ...keys, count: count2, noun };
       }
     };
   }
@@ -15763,8 +15763,8 @@ var require_cache = __commonJS({
        * @returns {requestResponseList}
        */
       #batchCacheOperations(operations) {
-        const cache = this.#relevantRequestResponseList;
-        const backupCache = [...cache];
+        const cache2 = this.#relevantRequestResponseList;
+        const backupCache = [...cache2];
         const addedItems = [];
         const resultList = [];
         try {
@@ -15791,9 +15791,9 @@ var require_cache = __commonJS({
                 return [];
               }
               for (const requestResponse of requestResponses) {
-                const idx = cache.indexOf(requestResponse);
+                const idx = cache2.indexOf(requestResponse);
                 assert2(idx !== -1);
-                cache.splice(idx, 1);
+                cache2.splice(idx, 1);
               }
             } else if (operation.type === "put") {
               if (operation.response == null) {
@@ -15823,11 +15823,11 @@ var require_cache = __commonJS({
               }
               requestResponses = this.#queryCache(operation.request);
               for (const requestResponse of requestResponses) {
-                const idx = cache.indexOf(requestResponse);
+                const idx = cache2.indexOf(requestResponse);
                 assert2(idx !== -1);
-                cache.splice(idx, 1);
+                cache2.splice(idx, 1);
               }
-              cache.push([operation.request, operation.response]);
+              cache2.push([operation.request, operation.response]);
               addedItems.push([operation.request, operation.response]);
             }
             resultList.push([operation.request, operation.response]);
@@ -16001,13 +16001,13 @@ var require_cachestorage = __commonJS({
         if (options2.cacheName != null) {
           if (this.#caches.has(options2.cacheName)) {
             const cacheList = this.#caches.get(options2.cacheName);
-            const cache = new Cache(kConstruct, cacheList);
-            return await cache.match(request9, options2);
+            const cache2 = new Cache(kConstruct, cacheList);
+            return await cache2.match(request9, options2);
           }
         } else {
           for (const cacheList of this.#caches.values()) {
-            const cache = new Cache(kConstruct, cacheList);
-            const response = await cache.match(request9, options2);
+            const cache2 = new Cache(kConstruct, cacheList);
+            const response = await cache2.match(request9, options2);
             if (response !== void 0) {
               return response;
             }
@@ -16037,12 +16037,12 @@ var require_cachestorage = __commonJS({
         webidl.argumentLengthCheck(arguments, 1, prefix);
         cacheName = webidl.converters.DOMString(cacheName, prefix, "cacheName");
         if (this.#caches.has(cacheName)) {
-          const cache2 = this.#caches.get(cacheName);
-          return new Cache(kConstruct, cache2);
+          const cache3 = this.#caches.get(cacheName);
+          return new Cache(kConstruct, cache3);
         }
-        const cache = [];
-        this.#caches.set(cacheName, cache);
-        return new Cache(kConstruct, cache);
+        const cache2 = [];
+        this.#caches.set(cacheName, cache2);
+        return new Cache(kConstruct, cache2);
       }
       /**
        * @see https://w3c.github.io/ServiceWorker/#cache-storage-delete
@@ -18664,15 +18664,15 @@ ${value}`;
           pos = 0;
         }
       }
-      discardLeadingBytes(count) {
-        while (count > 0 && this.lineChunkIndex < this.chunks.length) {
+      discardLeadingBytes(count2) {
+        while (count2 > 0 && this.lineChunkIndex < this.chunks.length) {
           const chunk = this.chunks[this.lineChunkIndex];
           const remaining = chunk.length - this.linePos;
-          if (count < remaining) {
-            this.linePos += count;
-            count = 0;
+          if (count2 < remaining) {
+            this.linePos += count2;
+            count2 = 0;
           } else {
-            count -= remaining;
+            count2 -= remaining;
             this.lineChunkIndex++;
             this.linePos = 0;
           }
@@ -22456,12 +22456,12 @@ var require_levels = __commonJS({
     function genLsCache(instance) {
       const formatter = instance[formattersSym].level;
       const { labels } = instance.levels;
-      const cache = {};
+      const cache2 = {};
       for (const label in labels) {
         const level = formatter(labels[label], Number(label));
-        cache[label] = JSON.stringify(level).slice(0, -1);
+        cache2[label] = JSON.stringify(level).slice(0, -1);
       }
-      instance[lsCacheSym] = cache;
+      instance[lsCacheSym] = cache2;
       return instance;
     }
     function isStandardLevel(level, useOnlyCustomLevels) {
@@ -25690,11 +25690,11 @@ var require_cjs2 = __commonJS({
     }
     function copyDataViewStrict(dataView, state) {
       const { buffer } = dataView;
-      const { cache, Constructor } = state;
-      const bufferCopied = cache.has(buffer);
-      const bufferClone = bufferCopied ? cache.get(buffer) : state.copier(buffer, state);
-      if (!bufferCopied && cache.has(dataView)) {
-        return cache.get(dataView);
+      const { cache: cache2, Constructor } = state;
+      const bufferCopied = cache2.has(buffer);
+      const bufferClone = bufferCopied ? cache2.get(buffer) : state.copier(buffer, state);
+      if (!bufferCopied && cache2.has(dataView)) {
+        return cache2.get(dataView);
       }
       const clone2 = new Constructor(bufferClone, dataView.byteOffset, dataView.byteLength);
       state.cache.set(dataView, clone2);
@@ -29675,8 +29675,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count);
+          for (const { count: count2, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count2);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -29784,13 +29784,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity.isCollection(node2)) {
-        let count = 0;
+        let count2 = 0;
         for (const item of node2.items) {
           const c = getAliasCount(doc, item, anchors2);
-          if (c > count)
-            count = c;
+          if (c > count2)
+            count2 = c;
         }
-        return count;
+        return count2;
       } else if (identity.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -32743,8 +32743,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count);
+          for (const { count: count2, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count2);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -32821,12 +32821,12 @@ var require_errors2 = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count = 1;
+        let count2 = 1;
         const end = error63.linePos[1];
         if (end?.line === line && end.col > col) {
-          count = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count2 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count);
+        const pointer = " ".repeat(ci) + "^".repeat(count2);
         error63.message += `:
 
 ${lineStr}
@@ -46391,9 +46391,9 @@ var handler = {
   set(target, methodName, value) {
     return target.cache[methodName] = value;
   },
-  get({ octokit, scope, cache }, methodName) {
-    if (cache[methodName]) {
-      return cache[methodName];
+  get({ octokit, scope, cache: cache2 }, methodName) {
+    if (cache2[methodName]) {
+      return cache2[methodName];
     }
     const method = endpointMethodsMap.get(scope).get(methodName);
     if (!method) {
@@ -46401,7 +46401,7 @@ var handler = {
     }
     const { endpointDefaults, decorations } = method;
     if (decorations) {
-      cache[methodName] = decorate(
+      cache2[methodName] = decorate(
         octokit,
         scope,
         methodName,
@@ -46409,9 +46409,9 @@ var handler = {
         decorations
       );
     } else {
-      cache[methodName] = octokit.request.defaults(endpointDefaults);
+      cache2[methodName] = octokit.request.defaults(endpointDefaults);
     }
-    return cache[methodName];
+    return cache2[methodName];
   }
 };
 function endpointsToMethods(octokit) {
@@ -48736,9 +48736,9 @@ function getCache() {
     1e3 * 60 * 59
   );
 }
-async function get(cache, options2) {
+async function get(cache2, options2) {
   const cacheKey = optionsToCacheKey(options2);
-  const result = await cache.get(cacheKey);
+  const result = await cache2.get(cacheKey);
   if (!result) {
     return;
   }
@@ -48769,7 +48769,7 @@ async function get(cache, options2) {
     repositorySelection
   };
 }
-async function set(cache, options2, data) {
+async function set(cache2, options2, data) {
   const key = optionsToCacheKey(options2);
   const permissionsString = options2.permissions ? "" : Object.keys(data.permissions).map(
     (name) => `${name}${data.permissions[name] === "write" ? "!" : ""}`
@@ -48782,7 +48782,7 @@ async function set(cache, options2, data) {
     permissionsString,
     data.singleFileName
   ].join("|");
-  await cache.set(key, value);
+  await cache2.set(key, value);
 }
 function optionsToCacheKey({
   installationId,
@@ -49640,1077 +49640,6 @@ var UserError = class extends Error {
 
 // src/github/forge.ts
 import { randomUUID } from "node:crypto";
-var ConflictError = class extends Error {
-  name = "ConflictError";
-};
-function status(e) {
-  return typeof e === "object" && e !== null && "status" in e ? Number(e.status) : void 0;
-}
-var GitHubForge = class {
-  constructor(octokit, owner, repo) {
-    this.octokit = octokit;
-    this.owner = owner;
-    this.repo = repo;
-  }
-  octokit;
-  owner;
-  repo;
-  get r() {
-    return { owner: this.owner, repo: this.repo };
-  }
-  // The run's records, on a ref under refs/forkflush/ that no branch checkout fetches.
-  async loadRun(stateRef2) {
-    const ref = await this.refSha(stateRef2);
-    if (!ref) return null;
-    const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
-    if (state === null || files === null) throw new Error(`${stateRef2} at ${ref} lacks state.json or run.json`);
-    return { state: JSON.parse(state), files: JSON.parse(files), sha: ref };
-  }
-  /**
-   * Writes the run's records as a new commit whose parent is `expected`, then moves the ref only
-   * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
-   */
-  async saveRun(stateRef2, state, files, expected2, message) {
-    const { data: tree } = await this.octokit.rest.git.createTree({
-      ...this.r,
-      tree: [
-        { path: "state.json", mode: "100644", type: "blob", content: `${JSON.stringify(state, null, 1)}
-` },
-        { path: "run.json", mode: "100644", type: "blob", content: `${JSON.stringify(files, null, 1)}
-` }
-      ]
-    });
-    const { data: commit } = await this.octokit.rest.git.createCommit({
-      ...this.r,
-      // Unique per save: two handlers saving the same record on the same parent would otherwise
-      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
-      // would think they had claimed the same work.
-      message: `${message}
-
-Forkflush-Save: ${randomUUID()}`,
-      tree: tree.sha,
-      parents: expected2 ? [expected2] : []
-    });
-    try {
-      if (expected2) {
-        await this.octokit.rest.git.updateRef({
-          ...this.r,
-          ref: stateRef2.replace(/^refs\//, ""),
-          sha: commit.sha,
-          force: false
-        });
-      } else {
-        await this.octokit.rest.git.createRef({ ...this.r, ref: stateRef2, sha: commit.sha });
-      }
-    } catch (e) {
-      if (status(e) === 422 || status(e) === 409) throw new ConflictError(`${stateRef2} changed meanwhile`);
-      throw e;
-    }
-    return commit.sha;
-  }
-  /** The run ids with records in this repository. */
-  async listRuns() {
-    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: "forkflush/" });
-    return data.flatMap((d) => {
-      const m = /^refs\/forkflush\/([^/]+)\/state$/.exec(d.ref);
-      return m ? [m[1]] : [];
-    });
-  }
-  // The repository.
-  async defaultBranch() {
-    const { data } = await this.octokit.rest.repos.get(this.r);
-    return data.default_branch;
-  }
-  async readFile(path2, ref) {
-    try {
-      const { data } = await this.octokit.rest.repos.getContent({ ...this.r, path: path2, ref });
-      if (Array.isArray(data) || data.type !== "file" || !("content" in data)) return null;
-      return Buffer.from(data.content, "base64").toString("utf8");
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
-  async permission(user) {
-    try {
-      const { data } = await this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.r, username: user });
-      return data.role_name ?? data.permission;
-    } catch (e) {
-      if (status(e) === 404) return "none";
-      throw e;
-    }
-  }
-  // Branches and commits.
-  async refSha(ref) {
-    try {
-      const { data } = await this.octokit.rest.git.getRef({ ...this.r, ref: ref.replace(/^refs\//, "") });
-      return data.object.sha;
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /** Creates a branch at a commit; a branch that exists already is fine (a repeated call). */
-  async createBranch(branch, sha) {
-    try {
-      await this.octokit.rest.git.createRef({ ...this.r, ref: `refs/heads/${branch}`, sha });
-    } catch (e) {
-      if (status(e) !== 422 || await this.refSha(`refs/heads/${branch}`) === null) throw e;
-    }
-  }
-  /** The heads of the branches under a prefix, in one call (e.g. one round's branches). */
-  async branchHeads(prefix) {
-    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: `heads/${prefix}` });
-    return new Map(data.map((d) => [d.ref.replace(/^refs\/heads\//, ""), d.object.sha]));
-  }
-  /**
-   * Moves a branch forward to a commit that descends from it. GitHub refuses anything but a
-   * fast-forward, so a branch that moved elsewhere meanwhile is never overwritten.
-   */
-  async fastForward(branch, sha) {
-    try {
-      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha, force: false });
-      return "moved";
-    } catch (e) {
-      if (status(e) === 422) return "diverged";
-      throw e;
-    }
-  }
-  /** Points a branch at a commit, creating it if needed (for the best ref). */
-  async setBranch(branch, sha) {
-    try {
-      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha, force: true });
-      return;
-    } catch (e) {
-      if (status(e) !== 422 && status(e) !== 404) throw e;
-    }
-    await this.createBranch(branch, sha);
-    const now = await this.refSha(`refs/heads/${branch}`);
-    if (now !== sha)
-      throw new Error(`${branch} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
-  }
-  async deleteBranch(branch) {
-    try {
-      await this.octokit.rest.git.deleteRef({ ...this.r, ref: `heads/${branch}` });
-    } catch (e) {
-      if (status(e) !== 422 && status(e) !== 404) throw e;
-    }
-  }
-  async commitMessage(sha) {
-    const { data } = await this.octokit.rest.git.getCommit({ ...this.r, commit_sha: sha });
-    return data.message;
-  }
-  // Pull requests, check runs, issues.
-  /**
-   * Opens a pull request, or finds the one already made for the same head (open, merged or closed);
-   * null when there is nothing to propose (no commits between base and head, or the head is gone).
-   */
-  async openPullRequest(head, base, title, body) {
-    try {
-      const { data } = await this.octokit.rest.pulls.create({ ...this.r, head, base, title, body });
-      return data.number;
-    } catch (e) {
-      if (status(e) !== 422) throw e;
-      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: "all" });
-      return data[0]?.number ?? null;
-    }
-  }
-  async closePullRequest(pr, comment) {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: pr, body: comment });
-    await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: "closed" });
-  }
-  async createCheckRun(args) {
-    const { data } = await this.octokit.rest.checks.create({
-      ...this.r,
-      head_sha: args.sha,
-      name: args.name,
-      status: "completed",
-      conclusion: args.conclusion,
-      ...args.startedAt ? { started_at: args.startedAt } : {},
-      completed_at: args.completedAt,
-      output: args.output
-    });
-    return data.id;
-  }
-  /** The id of a check run with this name on a commit, if there is one. */
-  async findCheckRun(sha, name) {
-    const { data } = await this.octokit.rest.checks.listForRef({
-      ...this.r,
-      ref: sha,
-      check_name: name,
-      filter: "all"
-    });
-    return data.check_runs[0]?.id ?? null;
-  }
-  /** Edits forkflush's comment on an issue, or writes it; returns its id. */
-  async upsertComment(issue3, commentId, body) {
-    if (commentId !== null) {
-      try {
-        await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: commentId, body });
-        return commentId;
-      } catch (e) {
-        if (status(e) !== 404) throw e;
-      }
-    }
-    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body });
-    return data.id;
-  }
-  async comment(issue3, body) {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body });
-  }
-  async addLabel(issue3, label) {
-    await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue3, labels: [label] });
-  }
-  async removeLabel(issue3, label) {
-    try {
-      await this.octokit.rest.issues.removeLabel({ ...this.r, issue_number: issue3, name: label });
-    } catch (e) {
-      if (status(e) !== 404) throw e;
-    }
-  }
-  // Actions.
-  async dispatchWorkflow(workflow, ref, inputs) {
-    await this.octokit.rest.actions.createWorkflowDispatch({ ...this.r, workflow_id: workflow, ref, inputs });
-  }
-  /**
-   * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
-   * dispatched runs): a dispatch the handler that made it did not live to record.
-   */
-  async hasLiveRun(workflow, title) {
-    const { data } = await this.octokit.rest.actions.listWorkflowRuns({
-      ...this.r,
-      workflow_id: workflow,
-      event: "workflow_dispatch",
-      per_page: 100
-    });
-    return data.workflow_runs.some((w) => w.display_title === title && w.conclusion !== "cancelled");
-  }
-  /** Cancels the workflow's runs still queued or in progress whose title names the run. */
-  async cancelRuns(workflow, run2) {
-    let cancelled = 0;
-    for (const state of ["queued", "in_progress", "waiting", "pending"]) {
-      const { data } = await this.octokit.rest.actions.listWorkflowRuns({
-        ...this.r,
-        workflow_id: workflow,
-        status: state,
-        per_page: 100
-      });
-      for (const w of data.workflow_runs) {
-        if (!(w.display_title ?? "").includes(`forkflush ${run2} `)) continue;
-        try {
-          await this.octokit.rest.actions.cancelWorkflowRun({ ...this.r, run_id: w.id });
-          cancelled++;
-        } catch (e) {
-          if (status(e) !== 409) throw e;
-        }
-      }
-    }
-    return cancelled;
-  }
-};
-
-// src/core/budget.ts
-function spent(state, lineage) {
-  let sum = 0;
-  for (const r of state.rounds) {
-    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
-  }
-  return sum;
-}
-function minEpisode(state) {
-  return state.config.budget.episode * 0.25;
-}
-function spentOnSchedule(state, lineage) {
-  let sum = 0;
-  for (const r of state.rounds) {
-    if (r.extra) continue;
-    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
-  }
-  return sum;
-}
-
-// src/core/text.ts
-function editDistance(a, b) {
-  const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let diag = prev[0];
-    prev[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const up = prev[j];
-      prev[j] = Math.min(up + 1, prev[j - 1] + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diag = up;
-    }
-  }
-  return prev[b.length];
-}
-function closest(word, candidates) {
-  let best;
-  let bestDistance = Math.max(2, Math.ceil(word.length / 3)) + 1;
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) {
-      best = c;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-function formatNumber(x, digits = 3) {
-  if (!Number.isFinite(x)) return String(x);
-  const fixed = x.toFixed(digits);
-  return fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
-}
-function markdownTable(header, rows) {
-  const esc2 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
-  return [
-    `| ${header.map(esc2).join(" | ")} |`,
-    `| ${header.map(() => "---").join(" | ")} |`,
-    ...rows.map((r) => `| ${r.map(esc2).join(" | ")} |`)
-  ].join("\n");
-}
-var INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|[\u{E0000}-\u{E007F}]/gu;
-var FENCE = /^ {0,3}(`{3,}|~{3,})/;
-function visibleText(markdown) {
-  let hidden = 0;
-  const out = [];
-  let prose = [];
-  let fence = null;
-  const flushProse = () => {
-    const joined = prose.join("\n").replace(/<!--[\s\S]*?(?:-->|$)/g, () => {
-      hidden++;
-      return "";
-    });
-    if (prose.length > 0) out.push(joined);
-    prose = [];
-  };
-  for (const line of markdown.split("\n")) {
-    const marker = FENCE.exec(line)?.[1];
-    if (fence === null) {
-      if (marker) {
-        flushProse();
-        fence = marker;
-        out.push(line);
-      } else {
-        prose.push(line);
-      }
-    } else {
-      out.push(line);
-      if (marker && marker[0] === fence[0] && marker.length >= fence.length) fence = null;
-    }
-  }
-  flushProse();
-  const text = out.join("\n").replace(INVISIBLE, () => {
-    hidden++;
-    return "";
-  });
-  return { text, hidden };
-}
-
-// src/core/journal.ts
-function describeContext(e) {
-  if (e.context === "fresh") return "fresh context";
-  return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
-}
-var TRAILERS = {
-  run: "Forkflush-Run",
-  episode: "Forkflush-Episode",
-  score: "Forkflush-Score",
-  reason: "Forkflush-Score-Reason",
-  spent: "Forkflush-Spent",
-  unit: "Forkflush-Unit",
-  exit: "Forkflush-Exit",
-  protectedChanged: "Forkflush-Protected-Changed",
-  seconds: "Forkflush-Seconds",
-  note: "Forkflush-Note",
-  usage: "Forkflush-Usage",
-  sandbox: "Forkflush-Sandbox"
-};
-function parseCommitMessage(message, commit) {
-  const fields = /* @__PURE__ */ new Map();
-  for (const line of message.split("\n")) {
-    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
-    if (m) fields.set(m[1], m[2].trim());
-  }
-  const runId = fields.get(TRAILERS.run);
-  const episode = fields.get(TRAILERS.episode);
-  const spent2 = Number(fields.get(TRAILERS.spent));
-  const exit = fields.get(TRAILERS.exit);
-  const scoreText2 = fields.get(TRAILERS.score);
-  if (!runId || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
-  const score = scoreText2 === "none" ? null : Number(scoreText2);
-  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map(Number);
-  const reason = fields.get(TRAILERS.reason);
-  const changed = fields.get(TRAILERS.protectedChanged);
-  const note = fields.get(TRAILERS.note);
-  const usage = parseUsage(fields.get(TRAILERS.usage));
-  const sandbox = fields.get(TRAILERS.sandbox);
-  return {
-    runId,
-    episode,
-    result: {
-      commit,
-      score: score !== null && Number.isFinite(score) ? score : null,
-      ...reason ? { reason } : {},
-      ...note ? { note } : {},
-      ...usage ? { usage } : {},
-      spent: spent2,
-      exit,
-      protectedChanged: changed ? changed.split(", ") : [],
-      wallSeconds: wall,
-      agentSeconds: agent,
-      graderSeconds: grader,
-      ...sandbox ? { sandbox } : {}
-    }
-  };
-}
-function parseUsage(text) {
-  if (!text) return void 0;
-  try {
-    const u = JSON.parse(text);
-    return typeof u.inputTokens === "number" && typeof u.outputTokens === "number" ? u : void 0;
-  } catch {
-    return void 0;
-  }
-}
-function parseCommitDetails(message) {
-  const lines = message.split("\n");
-  const changes = lines.find((l) => l.startsWith("Changes: "));
-  if (changes === void 0) return null;
-  const start = lines.indexOf("Journal:");
-  const journalTail = [];
-  for (let i = start + 1; start >= 0 && i < lines.length && (lines[i] ?? "").startsWith("  "); i++) {
-    journalTail.push(lines[i].slice(2));
-  }
-  const diffStat = changes.slice("Changes: ".length);
-  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail };
-}
-
-// src/core/names.ts
-function lineageBranch(run2, lineage, lineages) {
-  return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
-}
-function episodeBranch(run2, round, branch) {
-  return `forkflush/${run2}/round-${round}/branch-${branch}`;
-}
-function bestBranch(run2) {
-  return `forkflush/${run2}/best`;
-}
-function describeEpisodeId(id) {
-  const m = /^r(\d+)\.b(\d+)$/.exec(id);
-  return m ? `round ${m[1]}, branch ${m[2]}` : id === "base" ? "initial workspace" : id;
-}
-function stateRef(run2) {
-  return `refs/forkflush/${run2}/state`;
-}
-function issueRunId(issue3) {
-  return `issue-${issue3}`;
-}
-function roundRunTitle(run2, round) {
-  return `forkflush ${run2} round ${round}`;
-}
-
-// src/core/report.ts
-function outcomeOf(round, e) {
-  if (!round.decision) return "running";
-  if (round.kind === "serial") return "kept";
-  return round.decision.adopted.includes(e.id) ? "adopted" : "dropped";
-}
-function leaderboard(state) {
-  const sign2 = state.config.grader.direction === "maximize" ? -1 : 1;
-  const rows = state.rounds.flatMap(
-    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: outcomeOf(r, e) }))
-  );
-  return rows.sort((a, b) => {
-    const sa = a.episode.result?.score ?? null;
-    const sb = b.episode.result?.score ?? null;
-    if (sa === null || sb === null) return sa === sb ? a.episode.round - b.episode.round : sa === null ? 1 : -1;
-    return sign2 * (sa - sb) || a.episode.round - b.episode.round || a.episode.branch - b.episode.branch;
-  });
-}
-function scoreText(score) {
-  return score === null || score === void 0 ? "-" : formatNumber(score, 4);
-}
-function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
-  return leaderboard(state).slice(0, limit).map((row, i) => {
-    const e = row.episode;
-    const r = e.result;
-    return [
-      String(i + 1),
-      e.id,
-      row.phase,
-      describeContext(e) + (e.directive ? ", directive" : ""),
-      scoreText(r?.score),
-      formatNumber(r?.spent ?? 0, 2),
-      r?.exit ?? "",
-      row.outcome,
-      r?.usage ? usageText(r.usage) : "",
-      r?.score === null ? r.reason ?? "" : r?.note ?? ""
-    ];
-  });
-}
-var LEADERBOARD_HEADER = [
-  "#",
-  "episode",
-  "phase",
-  "context",
-  "score",
-  "spent",
-  "ended",
-  "outcome",
-  "usage",
-  "note"
-];
-function usageText(u) {
-  const k = (n) => n >= 1e3 ? `${formatNumber(n / 1e3, 1)}k` : String(n);
-  const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
-  if (u.costUsd !== null) parts.push(`$${formatNumber(u.costUsd, 3)}${u.pricedFrom ? " (priced)" : ""}`);
-  if (u.turns !== null) parts.push(`${u.turns} turns`);
-  return parts.join(", ");
-}
-function roundRows(state) {
-  return state.rounds.map((r) => {
-    const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? "none: leader kept" : "pending" : "";
-    return [
-      String(r.index),
-      r.phase,
-      r.kind,
-      r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(", "),
-      winner,
-      formatNumber(
-        r.episodes.reduce((s, e) => s + (e.result?.spent ?? 0), 0),
-        2
-      )
-    ];
-  });
-}
-
-// src/core/chart.ts
-function chartData(state) {
-  const c = state.config;
-  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
-  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
-  const segments = [];
-  const failures = [];
-  const best = [];
-  let bestScore = state.base.score;
-  if (bestScore !== null) best.push({ x: 0, y: bestScore });
-  let x = 0;
-  for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
-    for (const e of round.episodes) {
-      const r = e.result;
-      if (!r) continue;
-      if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else {
-        const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
-      }
-    }
-    x = x1;
-    for (const e of round.episodes) {
-      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
-      const s = e.result?.score;
-      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
-    }
-    if (bestScore !== null) best.push({ x, y: bestScore });
-  }
-  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
-  return { segments, failures, best, forkPoints, xMax: Math.max(c.budget.total, x) };
-}
-
-// src/core/rng.ts
-function mixSeed(...parts) {
-  let h = 2654435769;
-  for (const p of parts) {
-    h = Math.imul(h ^ p >>> 0, 2246822507);
-    h ^= h >>> 13;
-    h = Math.imul(h, 3266489909);
-    h ^= h >>> 16;
-  }
-  return h >>> 0;
-}
-function randomFrom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = a + 1831565813 >>> 0;
-    let t = a;
-    t = Math.imul(t ^ t >>> 15, t | 1);
-    t ^= t + Math.imul(t ^ t >>> 7, t | 61);
-    return ((t ^ t >>> 14) >>> 0) / 4294967296;
-  };
-}
-function pickIndices(n, count, seed) {
-  const random = randomFrom(seed);
-  const order = Array.from({ length: n }, (_, i) => i);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [order[i], order[j]] = [order[j], order[i]];
-  }
-  return order.slice(0, count).sort((a, b) => a - b);
-}
-
-// src/core/state.ts
-function newRunState(args) {
-  const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
-  const { id, seed, config: config3, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
-  return {
-    version: 1,
-    id,
-    seed,
-    config: config3,
-    base: {
-      commit: baseCommit,
-      score: baseScore,
-      ...baseReason ? { reason: baseReason } : {},
-      ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
-    },
-    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
-    rounds: [],
-    best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
-    status: "running"
-  };
-}
-function episodeId(round, branch) {
-  return `r${round}.b${branch}`;
-}
-function allEpisodes(state) {
-  return state.rounds.flatMap((r) => r.episodes);
-}
-function findEpisode(state, id) {
-  return allEpisodes(state).find((e) => e.id === id);
-}
-function isBetter(a, b, direction) {
-  return direction === "maximize" ? a > b : a < b;
-}
-function failedResult(e, reason) {
-  return {
-    commit: e.base,
-    score: null,
-    reason,
-    spent: e.allowance,
-    exit: "crash",
-    protectedChanged: [],
-    agentSeconds: 0,
-    graderSeconds: 0,
-    wallSeconds: 0
-  };
-}
-
-// src/core/schedule.ts
-function forks(strategy) {
-  return strategy === "fork-and-flush" || strategy === "fork-only";
-}
-function segmentStarts(config3) {
-  if (config3.strategy === "single-run" || config3.strategy === "best-of-n") return [0];
-  return [0, ...config3.fork.at.map((a) => a * config3.budget.total)];
-}
-function maxSerialEpisodes(span, episodeBudget) {
-  return 2 * Math.ceil(span / episodeBudget - 1e-9) + 2;
-}
-function serialAllowance(left, episodeBudget) {
-  return left / Math.max(1, Math.ceil(left / episodeBudget - 0.25 - 1e-9));
-}
-function nextRound(state) {
-  if (state.rounds.some((r) => !r.decision)) throw new Error("nextRound: a round is still open");
-  const extraDone = state.rounds.filter((r) => r.extra).length;
-  if ((state.extraForks ?? 0) > extraDone)
-    return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true);
-  return state.config.strategy === "best-of-n" ? nextBestOfNRound(state) : nextLeaderRound(state);
-}
-function requestFork(state) {
-  if (state.lineages.length !== 1) throw new Error(`${state.config.strategy} has no single leader to fork`);
-  return { ...state, status: "running", extraForks: (state.extraForks ?? 0) + 1 };
-}
-function nextLeaderRound(state) {
-  const c = state.config;
-  const total = c.budget.total;
-  const used = spentOnSchedule(state);
-  const tiny = minEpisode(state);
-  if (total - used <= tiny) return null;
-  const points = segmentStarts(c);
-  const last = state.rounds.at(-1);
-  const segment = last ? last.segment : -1;
-  const next = segment + 1;
-  const startNext = () => openSegment(state, next, used);
-  if (next < points.length && used >= points[next] - tiny) return startNext();
-  const end = next < points.length ? points[next] : total;
-  const left = end - used;
-  const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === "serial" && !r.extra).length;
-  const span = end - points[segment];
-  if (left <= tiny || serialSoFar >= maxSerialEpisodes(span, c.budget.episode)) {
-    return next < points.length ? startNext() : null;
-  }
-  const lineage = state.lineages[0];
-  if (!lineage) throw new Error("run state has no lineage");
-  const context = lineage.context ? "carry" : "fresh";
-  return serialRound(state, segment, [{ lineage: 0, allowance: serialAllowance(left, c.budget.episode), context }]);
-}
-function openSegment(state, segment, used) {
-  const c = state.config;
-  const total = c.budget.total;
-  if (!forks(c.strategy)) {
-    const points = segmentStarts(c);
-    const end = segment + 1 < points.length ? points[segment + 1] : total;
-    if (end - used <= minEpisode(state) && segment + 1 < points.length) return openSegment(state, segment + 1, used);
-    const allowance = serialAllowance(end - used, c.budget.episode);
-    return serialRound(state, segment, [{ lineage: 0, allowance, context: "fresh" }]);
-  }
-  return forkRound(state, segment, false, Math.min(c.fork.branch_budget * total, (total - used) / c.fork.branches));
-}
-function forkRound(state, segment, extra, budget) {
-  const c = state.config;
-  const k = c.fork.branches;
-  const index = state.rounds.length;
-  const allowance = budget ?? c.fork.branch_budget * c.budget.total;
-  const opening = state.rounds.length === 0;
-  const leader = state.lineages[0];
-  if (!leader) throw new Error("run state has no lineage");
-  const copy = c.strategy === "fork-only" && leader.context !== null;
-  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 209));
-  const episodes = Array.from({ length: k }, (_, branch) => ({
-    id: episodeId(index, branch),
-    round: index,
-    branch,
-    lineage: 0,
-    base: leader.head,
-    allowance,
-    context: copy ? "copy" : "fresh",
-    contextFrom: copy ? leader.context : null,
-    directive: directed.includes(branch),
-    seed: mixSeed(state.seed, index, branch)
-  }));
-  const extras = state.rounds.filter((r) => r.extra).length;
-  const phase = extra ? `extra fork ${extras + 1}` : opening ? "opening" : `fork ${segment}`;
-  return { index, segment, phase, kind: "fork", episodes, ...extra ? { extra: true } : {} };
-}
-function nextBestOfNRound(state) {
-  const c = state.config;
-  const share = c.budget.total / state.lineages.length;
-  const tiny = minEpisode(state);
-  const wanted = [];
-  for (const lineage of state.lineages) {
-    const left = share - spentOnSchedule(state, lineage.index);
-    const episodes = state.rounds.filter((r) => r.episodes.some((e) => e.lineage === lineage.index)).length;
-    if (left <= tiny || episodes >= maxSerialEpisodes(share, c.budget.episode)) continue;
-    wanted.push({
-      lineage: lineage.index,
-      allowance: serialAllowance(left, c.budget.episode),
-      context: lineage.context ? "carry" : "fresh"
-    });
-  }
-  return wanted.length === 0 ? null : serialRound(state, 0, wanted);
-}
-function serialRound(state, segment, wanted) {
-  const index = state.rounds.length;
-  const c = state.config;
-  const episodes = wanted.map(({ lineage, allowance, context }) => {
-    const l = state.lineages[lineage];
-    if (!l) throw new Error(`run state has no lineage ${lineage}`);
-    const branch = lineage;
-    return {
-      id: episodeId(index, branch),
-      round: index,
-      branch,
-      lineage,
-      base: l.head,
-      allowance,
-      context,
-      contextFrom: context === "fresh" ? null : l.context,
-      directive: false,
-      seed: mixSeed(state.seed, index, branch)
-    };
-  });
-  const lastSegment = c.strategy === "single-run" || c.strategy === "best-of-n" ? 0 : c.fork.at.length;
-  const phase = lastSegment === 0 ? "solo" : segment === lastSegment ? "final" : `solo ${segment + 1}`;
-  return { index, segment, phase, kind: "serial", episodes };
-}
-
-// src/core/select.ts
-function selectWinner(episodes, direction) {
-  let winner = null;
-  for (const e of episodes) {
-    const score = e.result?.score;
-    if (score === null || score === void 0 || !Number.isFinite(score)) continue;
-    if (!winner) {
-      winner = e;
-      continue;
-    }
-    const best = winner.result?.score;
-    if (isBetter(score, best, direction)) winner = e;
-    else if (score === best) {
-      const cheaper = (e.result?.spent ?? 0) < (winner.result?.spent ?? 0);
-      const sameCost = (e.result?.spent ?? 0) === (winner.result?.spent ?? 0);
-      if (cheaper || sameCost && e.branch < winner.branch) winner = e;
-    }
-  }
-  return winner;
-}
-
-// src/core/reconcile.ts
-function reconcile(state) {
-  if (state.status === "finished") return [];
-  const open3 = state.rounds.find((r) => !r.decision);
-  if (open3) {
-    const pending = open3.episodes.filter((e) => !e.result);
-    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open3.index, episode: e.id }));
-    return [{ type: "decide", round: open3.index, decision: decide(state, open3) }];
-  }
-  const round = nextRound(state);
-  return round ? [{ type: "open", round }] : [{ type: "finish" }];
-}
-function decide(state, round) {
-  if (round.kind === "serial") return { winner: null, adopted: round.episodes.map((e) => e.id) };
-  const winner = selectWinner(round.episodes, state.config.grader.direction);
-  return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
-}
-function applyOpen(state, round) {
-  if (state.rounds.some((r) => r.index === round.index)) return state;
-  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round.index}: another round is still open`);
-  return { ...state, rounds: [...state.rounds, round] };
-}
-function applyResult(state, episodeId2, result) {
-  const round = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId2));
-  const episode = round?.episodes.find((e) => e.id === episodeId2);
-  if (!round || !episode) throw new Error(`no episode ${episodeId2} in run ${state.id}`);
-  if (round.decision) throw new Error(`episode ${episodeId2}: its round is already decided`);
-  if (episode.result) {
-    if (JSON.stringify(episode.result) === JSON.stringify(result)) return state;
-    throw new Error(`episode ${episodeId2} already has a result`);
-  }
-  const rounds = state.rounds.map(
-    (r) => r === round ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId2 ? { ...e, result } : e) } : r
-  );
-  let best = state.best;
-  const { score } = result;
-  if (score !== null && (!best || isBetter(score, best.score, state.config.grader.direction))) {
-    best = { episode: episodeId2, commit: result.commit, score };
-  }
-  return { ...state, rounds, best };
-}
-function applyDecision(state, roundIndex, decision) {
-  const round = state.rounds.find((r) => r.index === roundIndex);
-  if (!round) throw new Error(`no round ${roundIndex} in run ${state.id}`);
-  if (round.decision) return state;
-  if (round.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
-  const lineages = state.lineages.map((l) => {
-    const adopted = round.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
-    return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
-  });
-  const rounds = state.rounds.map((r) => r.index === roundIndex ? { ...r, decision } : r);
-  return { ...state, rounds, lineages };
-}
-function applyFinish(state) {
-  return state.status === "finished" ? state : { ...state, status: "finished" };
-}
-
-// src/core/plan.ts
-function simulate(config3, outcome, seed = 0, maxRounds = 1e4) {
-  let state = newRunState({ id: "plan", seed, config: config3, baseCommit: "base", baseScore: null });
-  for (let step = 0; step < maxRounds * 3; step++) {
-    const actions = reconcile(state);
-    if (actions.length === 0) return state;
-    for (const action of actions) {
-      if (action.type === "open") state = applyOpen(state, action.round);
-      else if (action.type === "decide") state = applyDecision(state, action.round, action.decision);
-      else if (action.type === "finish") state = applyFinish(state);
-      else {
-        const episode = state.rounds[action.round]?.episodes.find((e) => e.id === action.episode);
-        if (!episode) throw new Error(`simulate: no episode ${action.episode}`);
-        const { spent: spent2, score } = outcome(episode);
-        const result = {
-          commit: `commit-${episode.id}`,
-          score,
-          spent: spent2,
-          exit: "finished",
-          protectedChanged: [],
-          agentSeconds: 0,
-          graderSeconds: 0,
-          wallSeconds: 0
-        };
-        state = applyResult(state, episode.id, result);
-      }
-    }
-  }
-  throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
-}
-function plan(config3) {
-  const state = simulate(config3, (e) => ({ spent: e.allowance, score: null }));
-  const phases = [];
-  let cumulative = 0;
-  for (const round of state.rounds) {
-    const spend = round.episodes.reduce((s, e) => s + e.allowance, 0);
-    cumulative += spend;
-    const last = phases.at(-1);
-    if (last && last.phase === round.phase && last.kind === round.kind) {
-      last.rounds += 1;
-      last.spend += spend;
-      last.cumulative = cumulative;
-      continue;
-    }
-    phases.push({
-      phase: round.phase,
-      kind: round.kind,
-      branches: round.episodes.length,
-      rounds: 1,
-      budgetEach: round.episodes[0]?.allowance ?? 0,
-      spend,
-      cumulative
-    });
-  }
-  return phases;
-}
-
-// src/core/github-text.ts
-function commentMarker(run2) {
-  return `<!-- forkflush:${run2} -->`;
-}
-function issueComment(state, phase, notes = []) {
-  const c = state.config;
-  const unit = c.budget.unit;
-  const open3 = state.rounds.find((r) => !r.decision);
-  const status2 = phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open3 ? `round ${open3.index} (${open3.phase}) running: ${open3.episodes.filter((e) => e.result).length} of ${open3.episodes.length} episodes done` : "starting";
-  const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
-  const parts = [
-    commentMarker(state.id),
-    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}, K = ${c.fork.branches}`,
-    "",
-    `**Status:** ${status2}  `,
-    `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
-    `**Best score** (${c.grader.direction}): ${best}  `,
-    `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
-    ...notes.map((n) => `> ${n}`),
-    "",
-    "<details><summary>Plan</summary>",
-    "",
-    planMarkdown(state),
-    "",
-    "</details>"
-  ];
-  if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
-    parts.push("", "#### Leaderboard", "", markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 10)));
-    parts.push("", "#### Best score versus spend", "", mermaidChart(state));
-    parts.push("", "<details><summary>As a table</summary>", "", bestTable(state), "", "</details>");
-    parts.push(
-      "",
-      "<details><summary>Rounds</summary>",
-      "",
-      markdownTable(["round", "phase", "kind", "scores", "winner", `spent (${unit})`], roundRows(state)),
-      "",
-      "</details>"
-    );
-  }
-  return `${parts.join("\n")}
-`;
-}
-function planMarkdown(state) {
-  const unit = state.config.budget.unit;
-  const rows = plan(state.config).map((p) => [
-    p.phase,
-    p.kind === "fork" ? "fork round" : "serial",
-    String(p.branches),
-    String(p.rounds),
-    formatNumber(p.budgetEach, 2),
-    `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / state.config.budget.total * 100)}%)`
-  ]);
-  return markdownTable(["phase", "kind", "branches", "episodes", `budget each (${unit})`, "cumulative"], rows);
-}
-function mermaidChart(state) {
-  const points = chartData(state).best;
-  const ys = points.map((p) => p.y);
-  const lo = Math.min(...ys);
-  const hi = Math.max(...ys);
-  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
-  return [
-    "```mermaid",
-    "xychart-beta",
-    `  x-axis "spend (${state.config.budget.unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(", ")}]`,
-    `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
-    `  line [${ys.map((y) => formatNumber(y, 4)).join(", ")}]`,
-    "```"
-  ].join("\n");
-}
-function bestTable(state) {
-  return markdownTable(
-    [`spend (${state.config.budget.unit})`, "best score"],
-    chartData(state).best.map((p) => [formatNumber(p.x, 2), scoreText(p.y)])
-  );
-}
-function checkRunOutput(state, e, r, details) {
-  const c = state.config;
-  const score = r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
-  const title = `${e.id}: ${score}`.slice(0, 255);
-  const rows = [
-    ["score", r.score === null ? `none (${r.reason ?? "unknown"})` : scoreText(r.score)],
-    ["direction", c.grader.direction],
-    ["spent", `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
-    ["ended", r.exit],
-    ["context", describeContext(e) + (e.directive ? ", told to try a different approach" : "")],
-    ["best so far", state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : "none"]
-  ];
-  if (r.usage) rows.push(["usage", usageText(r.usage) + (r.usage.pricedFrom ? ` (${r.usage.pricedFrom})` : "")]);
-  rows.push(["wall time", `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
-  if (details?.diffStat) rows.push(["changes", details.diffStat]);
-  if (r.note) rows.push(["note", r.note]);
-  const summary2 = markdownTable(["", ""], rows);
-  const text = details?.journalTail.length ? `Latest journal entries (${c.journal}):
-
-${details.journalTail.map((l) => `    ${l}`).join("\n")}` : "";
-  return { title, summary: clip(summary2, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
-}
-var CHECK_OUTPUT_MAX = 65535;
-function clip(text, max) {
-  const cut = "\n... (cut by forkflush)";
-  return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
-}
-function checkConclusion(r) {
-  if (r.protectedChanged.length > 0) return "failure";
-  return r.score === null ? "neutral" : "success";
-}
-function episodePrTitle(state, e, r) {
-  return `forkflush ${state.id} ${e.id}: ${r.score === null ? "no score" : `score ${scoreText(r.score)}`}`;
-}
-function episodePrBody(state, e, r) {
-  return [
-    `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ""}), ${describeContext(e)}.`,
-    "",
-    r.score === null ? `No score: ${r.reason ?? "unknown"}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
-    `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
-    "",
-    "forkflush merges the best branch of each round into the lineage and closes the others."
-  ].join("\n");
-}
-function loserComment(state, e, winner) {
-  const mine = scoreText(e.result?.score);
-  if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
-  return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
-}
-function finalPrBody(state) {
-  return [
-    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
-    "",
-    `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : "no episode"}; the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? " (not the lineage head: a later episode scored lower)" : ""}.`,
-    `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
-    "",
-    markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 20))
-  ].join("\n");
-}
-var COMMANDS = ["status", "stop", "resume", "fork"];
-function parseCommand(body) {
-  const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
-  if (!m) return null;
-  const word = (m[1] ?? "status").toLowerCase();
-  if (COMMANDS.includes(word)) return { command: word };
-  return {
-    error: `unknown command \`${word.slice(0, 40)}\`: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(", ")}`
-  };
-}
-
-// src/github/sync.ts
-import { createHash } from "node:crypto";
-
-// src/core/config.ts
-var import_yaml3 = __toESM(require_dist4(), 1);
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -51939,14 +50868,14 @@ function codePointLength(str) {
   const units = str.length;
   if (!highSurrogate.test(str))
     return units;
-  let count = units;
+  let count2 = units;
   for (let i = 0; i < units - 1; i++) {
     if ((str.charCodeAt(i) & 64512) === 55296 && (str.charCodeAt(i + 1) & 64512) === 56320) {
-      count--;
+      count2--;
       i++;
     }
   }
-  return count;
+  return count2;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -56329,8 +55258,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count, one, few, many) {
-  const absCount = Math.abs(count);
+function getBelarusianPlural(count2, one, few, many) {
+  const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -58977,8 +57906,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count, one, many) {
-  return Math.abs(count) === 1 ? one : many;
+function getArmenianPlural(count2, one, many) {
+  return Math.abs(count2) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -61716,8 +60645,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count, one, few, many) {
-  const absCount = Math.abs(count);
+function getRussianPlural(count2, one, few, many) {
+  const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -70214,21 +69143,21 @@ function visit(schema, fnOrHandlers) {
     const h = fnOrHandlers[node2._zod.def.type];
     return h ? h(node2, rewritten) : node2;
   };
-  const cache = /* @__PURE__ */ new Map();
+  const cache2 = /* @__PURE__ */ new Map();
   function run2(s) {
-    const cached2 = cache.get(s);
+    const cached2 = cache2.get(s);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
         type: "lazy",
-        getter: () => cache.get(s)
+        getter: () => cache2.get(s)
       });
     }
     if (cached2 !== void 0)
       return cached2;
-    cache.set(s, RESOLVING);
+    cache2.set(s, RESOLVING);
     const inner = mapInner(s);
     const mapped = fn(inner, inner !== s);
-    cache.set(s, mapped);
+    cache2.set(s, mapped);
     return mapped;
   }
   function mapInner(s) {
@@ -70429,6 +69358,9 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/config.ts
+var import_yaml3 = __toESM(require_dist4(), 1);
+
 // src/core/secrets.ts
 var FORGE_SECRETS = [
   /^GITHUB_TOKEN$/,
@@ -70447,6 +69379,83 @@ var FORGE_SECRETS = [
 ];
 function isForgeSecret(name) {
   return FORGE_SECRETS.some((re) => re.test(name));
+}
+
+// src/core/text.ts
+function editDistance(a, b) {
+  const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0];
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j];
+      prev[j] = Math.min(up + 1, prev[j - 1] + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return prev[b.length];
+}
+function closest(word, candidates) {
+  let best;
+  let bestDistance = Math.max(2, Math.ceil(word.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) {
+      best = c;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+function formatNumber(x, digits = 3) {
+  if (!Number.isFinite(x)) return String(x);
+  const fixed = x.toFixed(digits);
+  return fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
+}
+function markdownTable(header, rows) {
+  const esc2 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+  return [
+    `| ${header.map(esc2).join(" | ")} |`,
+    `| ${header.map(() => "---").join(" | ")} |`,
+    ...rows.map((r) => `| ${r.map(esc2).join(" | ")} |`)
+  ].join("\n");
+}
+var INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|[\u{E0000}-\u{E007F}]/gu;
+var FENCE = /^ {0,3}(`{3,}|~{3,})/;
+function visibleText(markdown) {
+  let hidden = 0;
+  const out = [];
+  let prose = [];
+  let fence = null;
+  const flushProse = () => {
+    const joined = prose.join("\n").replace(/<!--[\s\S]*?(?:-->|$)/g, () => {
+      hidden++;
+      return "";
+    });
+    if (prose.length > 0) out.push(joined);
+    prose = [];
+  };
+  for (const line of markdown.split("\n")) {
+    const marker = FENCE.exec(line)?.[1];
+    if (fence === null) {
+      if (marker) {
+        flushProse();
+        fence = marker;
+        out.push(line);
+      } else {
+        prose.push(line);
+      }
+    } else {
+      out.push(line);
+      if (marker && marker[0] === fence[0] && marker.length >= fence.length) fence = null;
+    }
+  }
+  flushProse();
+  const text = out.join("\n").replace(INVISIBLE, () => {
+    hidden++;
+    return "";
+  });
+  return { text, hidden };
 }
 
 // src/core/config.ts
@@ -70607,7 +69616,9 @@ function parseConfig(text, file2, overrides = {}) {
     };
     throw new ConfigError(result.error.issues.map((issue3) => describeIssue(issue3, input2, locate)));
   }
-  const c = result.data;
+  return withDerivedDefaults(result.data);
+}
+function withDerivedDefaults(c) {
   return {
     ...c,
     budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total },
@@ -70766,6 +69777,1184 @@ function round3(x) {
   return Math.round(x * 1e3) / 1e3;
 }
 
+// src/core/records.ts
+var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
+var episodeId = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
+var count = external_exports.number().int().nonnegative();
+var usageSchema = external_exports.object({
+  inputTokens: external_exports.number().nonnegative(),
+  outputTokens: external_exports.number().nonnegative(),
+  costUsd: external_exports.number().nonnegative().nullable(),
+  turns: count.nullable(),
+  pricedFrom: external_exports.string().optional()
+});
+var resultSchema = external_exports.object({
+  commit: sha,
+  score: external_exports.number().finite().nullable(),
+  reason: external_exports.string().optional(),
+  spent: external_exports.number().finite().nonnegative(),
+  exit: external_exports.enum(["finished", "budget", "timeout", "crash"]),
+  protectedChanged: external_exports.array(external_exports.string()),
+  agentSeconds: external_exports.number().nonnegative(),
+  graderSeconds: external_exports.number().nonnegative(),
+  note: external_exports.string().optional(),
+  usage: usageSchema.optional(),
+  wallSeconds: external_exports.number().nonnegative(),
+  sandbox: external_exports.string().optional()
+});
+var episodeSchema = external_exports.object({
+  id: episodeId,
+  round: count,
+  branch: count,
+  lineage: count,
+  base: sha,
+  allowance: external_exports.number().finite().nonnegative(),
+  context: external_exports.enum(["fresh", "carry", "copy"]),
+  contextFrom: episodeId.nullable(),
+  directive: external_exports.boolean(),
+  seed: external_exports.number().int(),
+  result: resultSchema.optional()
+});
+var roundSchema = external_exports.object({
+  index: count,
+  segment: count,
+  phase: external_exports.string(),
+  kind: external_exports.enum(["fork", "serial"]),
+  episodes: external_exports.array(episodeSchema),
+  decision: external_exports.object({ winner: episodeId.nullable(), adopted: external_exports.array(episodeId) }).optional(),
+  extra: external_exports.boolean().optional()
+});
+var runStateSchema = external_exports.object({
+  version: external_exports.literal(1),
+  id: external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
+  seed: external_exports.number().int(),
+  config: configSchema.transform(withDerivedDefaults),
+  base: external_exports.object({
+    commit: sha,
+    score: external_exports.number().finite().nullable(),
+    reason: external_exports.string().optional(),
+    graderSeconds: external_exports.number().nonnegative().optional()
+  }),
+  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId.nullable() })).min(1),
+  rounds: external_exports.array(roundSchema),
+  best: external_exports.object({ episode: external_exports.union([episodeId, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
+  status: external_exports.enum(["running", "finished"]),
+  extraForks: count.optional()
+});
+var runFilesSchema = external_exports.object({
+  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
+  task: external_exports.string(),
+  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
+  hiddenInTask: count.optional(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  configPath: external_exports.string().min(1),
+  /** The repository's default branch when the run started: where the worker workflow runs. */
+  defaultBranch: external_exports.string().min(1),
+  issue: external_exports.number().int().positive(),
+  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
+  commentId: external_exports.number().int().nullable(),
+  commentDigest: external_exports.string().optional(),
+  stopped: external_exports.boolean(),
+  /** Round index -> when its jobs were dispatched and by when they must report. */
+  dispatched: external_exports.record(external_exports.string(), external_exports.object({ at: external_exports.string(), deadline: external_exports.string() })),
+  /** Episode id -> its pull request and check run, once its result has landed. */
+  published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
+  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
+  settled: external_exports.array(count),
+  finalPr: external_exports.number().int().nullable(),
+  /** The commit the best branch was last set to. */
+  bestCommit: sha.nullable(),
+  /** The day (YYYY-MM-DD) of the last nightly round. */
+  lastNightly: external_exports.string().nullable(),
+  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
+  claims: external_exports.record(external_exports.string(), external_exports.string()),
+  /**
+   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
+   * whose tree differs there is refused. Absent in records made before it was kept.
+   */
+  protectedDigest: external_exports.string().optional()
+});
+var RecordError = class extends Error {
+  name = "RecordError";
+};
+function parseRunState(text, where) {
+  const state = parseWith(runStateSchema, text, where);
+  return state;
+}
+function parseRunFiles(text, where) {
+  return parseWith(runFilesSchema, text, where);
+}
+function parseWith(schema, text, where) {
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new RecordError(`${where}: not valid JSON (${e.message})`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue3 = parsed.error.issues[0];
+    const field = issue3?.path.map(String).join(".") || "the record";
+    throw new RecordError(`${where}: ${field}: ${issue3?.message ?? "not valid"} (not a forkflush run record)`);
+  }
+  return parsed.data;
+}
+
+// src/github/forge.ts
+var ConflictError = class extends Error {
+  name = "ConflictError";
+};
+function status(e) {
+  return typeof e === "object" && e !== null && "status" in e ? Number(e.status) : void 0;
+}
+var GitHubForge = class {
+  constructor(octokit, owner, repo) {
+    this.octokit = octokit;
+    this.owner = owner;
+    this.repo = repo;
+  }
+  octokit;
+  owner;
+  repo;
+  get r() {
+    return { owner: this.owner, repo: this.repo };
+  }
+  // The run's records, on a ref under refs/forkflush/ that no branch checkout fetches.
+  async loadRun(stateRef2) {
+    const ref = await this.refSha(stateRef2);
+    if (!ref) return null;
+    const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
+    if (state === null || files === null) throw new Error(`${stateRef2} at ${ref} lacks state.json or run.json`);
+    return {
+      state: parseRunState(state, `${stateRef2}:state.json`),
+      files: parseRunFiles(files, `${stateRef2}:run.json`),
+      sha: ref
+    };
+  }
+  /**
+   * Writes the run's records as a new commit whose parent is `expected`, then moves the ref only
+   * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
+   */
+  async saveRun(stateRef2, state, files, expected2, message) {
+    const { data: tree } = await this.octokit.rest.git.createTree({
+      ...this.r,
+      tree: [
+        { path: "state.json", mode: "100644", type: "blob", content: `${JSON.stringify(state, null, 1)}
+` },
+        { path: "run.json", mode: "100644", type: "blob", content: `${JSON.stringify(files, null, 1)}
+` }
+      ]
+    });
+    const { data: commit } = await this.octokit.rest.git.createCommit({
+      ...this.r,
+      // Unique per save: two handlers saving the same record on the same parent would otherwise
+      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
+      // would think they had claimed the same work.
+      message: `${message}
+
+Forkflush-Save: ${randomUUID()}`,
+      tree: tree.sha,
+      parents: expected2 ? [expected2] : []
+    });
+    try {
+      if (expected2) {
+        await this.octokit.rest.git.updateRef({
+          ...this.r,
+          ref: stateRef2.replace(/^refs\//, ""),
+          sha: commit.sha,
+          force: false
+        });
+      } else {
+        await this.octokit.rest.git.createRef({ ...this.r, ref: stateRef2, sha: commit.sha });
+      }
+    } catch (e) {
+      if (status(e) === 422 || status(e) === 409) throw new ConflictError(`${stateRef2} changed meanwhile`);
+      throw e;
+    }
+    return commit.sha;
+  }
+  /** The run ids with records in this repository. */
+  async listRuns() {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: "forkflush/" });
+    return data.flatMap((d) => {
+      const m = /^refs\/forkflush\/([^/]+)\/state$/.exec(d.ref);
+      return m ? [m[1]] : [];
+    });
+  }
+  // The repository.
+  async defaultBranch() {
+    const { data } = await this.octokit.rest.repos.get(this.r);
+    return data.default_branch;
+  }
+  async readFile(path2, ref) {
+    try {
+      const { data } = await this.octokit.rest.repos.getContent({ ...this.r, path: path2, ref });
+      if (Array.isArray(data) || data.type !== "file" || !("content" in data)) return null;
+      return Buffer.from(data.content, "base64").toString("utf8");
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
+  async permission(user) {
+    try {
+      const { data } = await this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.r, username: user });
+      return data.role_name ?? data.permission;
+    } catch (e) {
+      if (status(e) === 404) return "none";
+      throw e;
+    }
+  }
+  // Branches and commits.
+  async refSha(ref) {
+    try {
+      const { data } = await this.octokit.rest.git.getRef({ ...this.r, ref: ref.replace(/^refs\//, "") });
+      return data.object.sha;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** Creates a branch at a commit; a branch that exists already is fine (a repeated call). */
+  async createBranch(branch, sha2) {
+    try {
+      await this.octokit.rest.git.createRef({ ...this.r, ref: `refs/heads/${branch}`, sha: sha2 });
+    } catch (e) {
+      if (status(e) !== 422 || await this.refSha(`refs/heads/${branch}`) === null) throw e;
+    }
+  }
+  /** The heads of the branches under a prefix, in one call (e.g. one round's branches). */
+  async branchHeads(prefix) {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: `heads/${prefix}` });
+    return new Map(data.map((d) => [d.ref.replace(/^refs\/heads\//, ""), d.object.sha]));
+  }
+  /**
+   * Moves a branch forward to a commit that descends from it. GitHub refuses anything but a
+   * fast-forward, so a branch that moved elsewhere meanwhile is never overwritten.
+   */
+  async fastForward(branch, sha2) {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha: sha2, force: false });
+      return "moved";
+    } catch (e) {
+      if (status(e) === 422) return "diverged";
+      throw e;
+    }
+  }
+  /** Points a branch at a commit, creating it if needed (for the best ref). */
+  async setBranch(branch, sha2) {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha: sha2, force: true });
+      return;
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+    await this.createBranch(branch, sha2);
+    const now = await this.refSha(`refs/heads/${branch}`);
+    if (now !== sha2)
+      throw new Error(`${branch} could not be moved to ${sha2.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+  }
+  async deleteBranch(branch) {
+    try {
+      await this.octokit.rest.git.deleteRef({ ...this.r, ref: `heads/${branch}` });
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+  }
+  /** A commit's message, parents and tree. */
+  async commit(sha2) {
+    const { data } = await this.octokit.rest.git.getCommit({ ...this.r, commit_sha: sha2 });
+    return { message: data.message, parents: data.parents.map((p) => p.sha), tree: data.tree.sha };
+  }
+  /** Every file of a tree (blobs and links), or null when GitHub truncated the listing. */
+  async treeFiles(tree) {
+    const { data } = await this.octokit.rest.git.getTree({ ...this.r, tree_sha: tree, recursive: "true" });
+    if (data.truncated) return null;
+    return data.tree.flatMap(
+      (t) => t.type === "blob" && t.path && t.mode && t.sha ? [{ path: t.path, mode: t.mode, sha: t.sha }] : []
+    );
+  }
+  // Pull requests, check runs, issues.
+  /**
+   * Opens a pull request, or finds the one already made for the same head (open, merged or closed);
+   * null when there is nothing to propose (no commits between base and head, or the head is gone).
+   */
+  async openPullRequest(head, base, title, body) {
+    try {
+      const { data } = await this.octokit.rest.pulls.create({ ...this.r, head, base, title, body });
+      return data.number;
+    } catch (e) {
+      if (status(e) !== 422) throw e;
+      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: "all" });
+      return data[0]?.number ?? null;
+    }
+  }
+  async closePullRequest(pr, comment) {
+    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: pr, body: comment });
+    await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: "closed" });
+  }
+  async createCheckRun(args) {
+    const { data } = await this.octokit.rest.checks.create({
+      ...this.r,
+      head_sha: args.sha,
+      name: args.name,
+      status: "completed",
+      conclusion: args.conclusion,
+      ...args.startedAt ? { started_at: args.startedAt } : {},
+      completed_at: args.completedAt,
+      output: args.output
+    });
+    return data.id;
+  }
+  /** The id of a check run with this name on a commit, if there is one. */
+  async findCheckRun(sha2, name) {
+    const { data } = await this.octokit.rest.checks.listForRef({
+      ...this.r,
+      ref: sha2,
+      check_name: name,
+      filter: "all"
+    });
+    return data.check_runs[0]?.id ?? null;
+  }
+  /** Edits forkflush's comment on an issue, or writes it; returns its id. */
+  async upsertComment(issue3, commentId, body) {
+    if (commentId !== null) {
+      try {
+        await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: commentId, body });
+        return commentId;
+      } catch (e) {
+        if (status(e) !== 404) throw e;
+      }
+    }
+    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body });
+    return data.id;
+  }
+  async comment(issue3, body) {
+    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body });
+  }
+  async addLabel(issue3, label) {
+    await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue3, labels: [label] });
+  }
+  async removeLabel(issue3, label) {
+    try {
+      await this.octokit.rest.issues.removeLabel({ ...this.r, issue_number: issue3, name: label });
+    } catch (e) {
+      if (status(e) !== 404) throw e;
+    }
+  }
+  // Actions.
+  async dispatchWorkflow(workflow, ref, inputs) {
+    await this.octokit.rest.actions.createWorkflowDispatch({ ...this.r, workflow_id: workflow, ref, inputs });
+  }
+  /**
+   * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
+   * dispatched runs): a dispatch the handler that made it did not live to record.
+   */
+  async hasLiveRun(workflow, title) {
+    const { data } = await this.octokit.rest.actions.listWorkflowRuns({
+      ...this.r,
+      workflow_id: workflow,
+      event: "workflow_dispatch",
+      per_page: 100
+    });
+    return data.workflow_runs.some((w) => w.display_title === title && w.conclusion !== "cancelled");
+  }
+  /** Cancels the workflow's runs still queued or in progress whose title names the run. */
+  async cancelRuns(workflow, run2) {
+    let cancelled = 0;
+    for (const state of ["queued", "in_progress", "waiting", "pending"]) {
+      const { data } = await this.octokit.rest.actions.listWorkflowRuns({
+        ...this.r,
+        workflow_id: workflow,
+        status: state,
+        per_page: 100
+      });
+      for (const w of data.workflow_runs) {
+        if (!(w.display_title ?? "").includes(`forkflush ${run2} `)) continue;
+        try {
+          await this.octokit.rest.actions.cancelWorkflowRun({ ...this.r, run_id: w.id });
+          cancelled++;
+        } catch (e) {
+          if (status(e) !== 409) throw e;
+        }
+      }
+    }
+    return cancelled;
+  }
+};
+
+// src/core/budget.ts
+function spent(state, lineage) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
+  }
+  return sum;
+}
+function minEpisode(state) {
+  return state.config.budget.episode * 0.25;
+}
+function spentOnSchedule(state, lineage) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    if (r.extra) continue;
+    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
+  }
+  return sum;
+}
+
+// src/core/journal.ts
+function describeContext(e) {
+  if (e.context === "fresh") return "fresh context";
+  return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
+}
+var TRAILERS = {
+  run: "Forkflush-Run",
+  episode: "Forkflush-Episode",
+  score: "Forkflush-Score",
+  reason: "Forkflush-Score-Reason",
+  spent: "Forkflush-Spent",
+  unit: "Forkflush-Unit",
+  exit: "Forkflush-Exit",
+  protectedChanged: "Forkflush-Protected-Changed",
+  seconds: "Forkflush-Seconds",
+  note: "Forkflush-Note",
+  usage: "Forkflush-Usage",
+  sandbox: "Forkflush-Sandbox"
+};
+function parseCommitMessage(message, commit) {
+  const fields = /* @__PURE__ */ new Map();
+  for (const line of message.split("\n")) {
+    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
+    if (m) fields.set(m[1], m[2].trim());
+  }
+  const runId = fields.get(TRAILERS.run);
+  const episode = fields.get(TRAILERS.episode);
+  const spent2 = Number(fields.get(TRAILERS.spent));
+  const exit = fields.get(TRAILERS.exit);
+  const scoreText2 = fields.get(TRAILERS.score);
+  if (!runId || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
+  const score = scoreText2 === "none" ? null : Number(scoreText2);
+  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map(Number);
+  const reason = fields.get(TRAILERS.reason);
+  const changed = fields.get(TRAILERS.protectedChanged);
+  const note = fields.get(TRAILERS.note);
+  const usage = parseUsage(fields.get(TRAILERS.usage));
+  const sandbox = fields.get(TRAILERS.sandbox);
+  return {
+    runId,
+    episode,
+    result: {
+      commit,
+      score: score !== null && Number.isFinite(score) ? score : null,
+      ...reason ? { reason } : {},
+      ...note ? { note } : {},
+      ...usage ? { usage } : {},
+      spent: spent2,
+      exit,
+      protectedChanged: changed ? changed.split(", ") : [],
+      wallSeconds: wall,
+      agentSeconds: agent,
+      graderSeconds: grader,
+      ...sandbox ? { sandbox } : {}
+    }
+  };
+}
+function parseUsage(text) {
+  if (!text) return void 0;
+  try {
+    const u = JSON.parse(text);
+    return typeof u.inputTokens === "number" && typeof u.outputTokens === "number" ? u : void 0;
+  } catch {
+    return void 0;
+  }
+}
+function parseCommitDetails(message) {
+  const lines = message.split("\n");
+  const changes = lines.find((l) => l.startsWith("Changes: "));
+  if (changes === void 0) return null;
+  const start = lines.indexOf("Journal:");
+  const journalTail = [];
+  for (let i = start + 1; start >= 0 && i < lines.length && (lines[i] ?? "").startsWith("  "); i++) {
+    journalTail.push(lines[i].slice(2));
+  }
+  const diffStat = changes.slice("Changes: ".length);
+  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail };
+}
+
+// src/core/names.ts
+function lineageBranch(run2, lineage, lineages) {
+  return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
+}
+function episodeBranch(run2, round, branch) {
+  return `forkflush/${run2}/round-${round}/branch-${branch}`;
+}
+function bestBranch(run2) {
+  return `forkflush/${run2}/best`;
+}
+function describeEpisodeId(id) {
+  const m = /^r(\d+)\.b(\d+)$/.exec(id);
+  return m ? `round ${m[1]}, branch ${m[2]}` : id === "base" ? "initial workspace" : id;
+}
+function stateRef(run2) {
+  return `refs/forkflush/${run2}/state`;
+}
+function issueRunId(issue3) {
+  return `issue-${issue3}`;
+}
+function roundRunTitle(run2, round) {
+  return `forkflush ${run2} round ${round}`;
+}
+
+// src/core/report.ts
+function outcomeOf(round, e) {
+  if (!round.decision) return "running";
+  if (round.kind === "serial") return "kept";
+  return round.decision.adopted.includes(e.id) ? "adopted" : "dropped";
+}
+function leaderboard(state) {
+  const sign2 = state.config.grader.direction === "maximize" ? -1 : 1;
+  const rows = state.rounds.flatMap(
+    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: outcomeOf(r, e) }))
+  );
+  return rows.sort((a, b) => {
+    const sa = a.episode.result?.score ?? null;
+    const sb = b.episode.result?.score ?? null;
+    if (sa === null || sb === null) return sa === sb ? a.episode.round - b.episode.round : sa === null ? 1 : -1;
+    return sign2 * (sa - sb) || a.episode.round - b.episode.round || a.episode.branch - b.episode.branch;
+  });
+}
+function scoreText(score) {
+  return score === null || score === void 0 ? "-" : formatNumber(score, 4);
+}
+function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
+  return leaderboard(state).slice(0, limit).map((row, i) => {
+    const e = row.episode;
+    const r = e.result;
+    return [
+      String(i + 1),
+      e.id,
+      row.phase,
+      describeContext(e) + (e.directive ? ", directive" : ""),
+      scoreText(r?.score),
+      formatNumber(r?.spent ?? 0, 2),
+      r?.exit ?? "",
+      row.outcome,
+      r?.usage ? usageText(r.usage) : "",
+      r?.score === null ? r.reason ?? "" : r?.note ?? ""
+    ];
+  });
+}
+var LEADERBOARD_HEADER = [
+  "#",
+  "episode",
+  "phase",
+  "context",
+  "score",
+  "spent",
+  "ended",
+  "outcome",
+  "usage",
+  "note"
+];
+function usageText(u) {
+  const k = (n) => n >= 1e3 ? `${formatNumber(n / 1e3, 1)}k` : String(n);
+  const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
+  if (u.costUsd !== null) parts.push(`$${formatNumber(u.costUsd, 3)}${u.pricedFrom ? " (priced)" : ""}`);
+  if (u.turns !== null) parts.push(`${u.turns} turns`);
+  return parts.join(", ");
+}
+function roundRows(state) {
+  return state.rounds.map((r) => {
+    const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? "none: leader kept" : "pending" : "";
+    return [
+      String(r.index),
+      r.phase,
+      r.kind,
+      r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(", "),
+      winner,
+      formatNumber(
+        r.episodes.reduce((s, e) => s + (e.result?.spent ?? 0), 0),
+        2
+      )
+    ];
+  });
+}
+
+// src/core/chart.ts
+function chartData(state) {
+  const c = state.config;
+  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
+  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
+  const segments = [];
+  const failures = [];
+  const best = [];
+  let bestScore = state.base.score;
+  if (bestScore !== null) best.push({ x: 0, y: bestScore });
+  let x = 0;
+  for (const round of state.rounds) {
+    const x1 = x + round.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
+    for (const e of round.episodes) {
+      const r = e.result;
+      if (!r) continue;
+      if (r.score === null) failures.push({ id: e.id, x: x1 });
+      else {
+        const y0 = headScore.get(e.lineage) ?? null;
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+      }
+    }
+    x = x1;
+    for (const e of round.episodes) {
+      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+      const s = e.result?.score;
+      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
+    }
+    if (bestScore !== null) best.push({ x, y: bestScore });
+  }
+  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
+  return { segments, failures, best, forkPoints, xMax: Math.max(c.budget.total, x) };
+}
+
+// src/core/rng.ts
+function mixSeed(...parts) {
+  let h = 2654435769;
+  for (const p of parts) {
+    h = Math.imul(h ^ p >>> 0, 2246822507);
+    h ^= h >>> 13;
+    h = Math.imul(h, 3266489909);
+    h ^= h >>> 16;
+  }
+  return h >>> 0;
+}
+function randomFrom(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = a + 1831565813 >>> 0;
+    let t = a;
+    t = Math.imul(t ^ t >>> 15, t | 1);
+    t ^= t + Math.imul(t ^ t >>> 7, t | 61);
+    return ((t ^ t >>> 14) >>> 0) / 4294967296;
+  };
+}
+function pickIndices(n, count2, seed) {
+  const random = randomFrom(seed);
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order.slice(0, count2).sort((a, b) => a - b);
+}
+
+// src/core/state.ts
+function newRunState(args) {
+  const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
+  const { id, seed, config: config3, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
+  return {
+    version: 1,
+    id,
+    seed,
+    config: config3,
+    base: {
+      commit: baseCommit,
+      score: baseScore,
+      ...baseReason ? { reason: baseReason } : {},
+      ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
+    },
+    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
+    rounds: [],
+    best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
+    status: "running"
+  };
+}
+function episodeId2(round, branch) {
+  return `r${round}.b${branch}`;
+}
+function allEpisodes(state) {
+  return state.rounds.flatMap((r) => r.episodes);
+}
+function findEpisode(state, id) {
+  return allEpisodes(state).find((e) => e.id === id);
+}
+function isBetter(a, b, direction) {
+  return direction === "maximize" ? a > b : a < b;
+}
+function failedResult(e, reason) {
+  return {
+    commit: e.base,
+    score: null,
+    reason,
+    spent: e.allowance,
+    exit: "crash",
+    protectedChanged: [],
+    agentSeconds: 0,
+    graderSeconds: 0,
+    wallSeconds: 0
+  };
+}
+
+// src/core/schedule.ts
+function forks(strategy) {
+  return strategy === "fork-and-flush" || strategy === "fork-only";
+}
+function segmentStarts(config3) {
+  if (config3.strategy === "single-run" || config3.strategy === "best-of-n") return [0];
+  return [0, ...config3.fork.at.map((a) => a * config3.budget.total)];
+}
+function maxSerialEpisodes(span, episodeBudget) {
+  return 2 * Math.ceil(span / episodeBudget - 1e-9) + 2;
+}
+function serialAllowance(left, episodeBudget) {
+  return left / Math.max(1, Math.ceil(left / episodeBudget - 0.25 - 1e-9));
+}
+function nextRound(state) {
+  if (state.rounds.some((r) => !r.decision)) throw new Error("nextRound: a round is still open");
+  const extraDone = state.rounds.filter((r) => r.extra).length;
+  if ((state.extraForks ?? 0) > extraDone)
+    return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true);
+  return state.config.strategy === "best-of-n" ? nextBestOfNRound(state) : nextLeaderRound(state);
+}
+function requestFork(state) {
+  if (state.lineages.length !== 1) throw new Error(`${state.config.strategy} has no single leader to fork`);
+  return { ...state, status: "running", extraForks: (state.extraForks ?? 0) + 1 };
+}
+function nextLeaderRound(state) {
+  const c = state.config;
+  const total = c.budget.total;
+  const used = spentOnSchedule(state);
+  const tiny = minEpisode(state);
+  if (total - used <= tiny) return null;
+  const points = segmentStarts(c);
+  const last = state.rounds.at(-1);
+  const segment = last ? last.segment : -1;
+  const next = segment + 1;
+  const startNext = () => openSegment(state, next, used);
+  if (next < points.length && used >= points[next] - tiny) return startNext();
+  const end = next < points.length ? points[next] : total;
+  const left = end - used;
+  const serialSoFar = state.rounds.filter((r) => r.segment === segment && r.kind === "serial" && !r.extra).length;
+  const span = end - points[segment];
+  if (left <= tiny || serialSoFar >= maxSerialEpisodes(span, c.budget.episode)) {
+    return next < points.length ? startNext() : null;
+  }
+  const lineage = state.lineages[0];
+  if (!lineage) throw new Error("run state has no lineage");
+  const context = lineage.context ? "carry" : "fresh";
+  return serialRound(state, segment, [{ lineage: 0, allowance: serialAllowance(left, c.budget.episode), context }]);
+}
+function openSegment(state, segment, used) {
+  const c = state.config;
+  const total = c.budget.total;
+  if (!forks(c.strategy)) {
+    const points = segmentStarts(c);
+    const end = segment + 1 < points.length ? points[segment + 1] : total;
+    if (end - used <= minEpisode(state) && segment + 1 < points.length) return openSegment(state, segment + 1, used);
+    const allowance = serialAllowance(end - used, c.budget.episode);
+    return serialRound(state, segment, [{ lineage: 0, allowance, context: "fresh" }]);
+  }
+  return forkRound(state, segment, false, Math.min(c.fork.branch_budget * total, (total - used) / c.fork.branches));
+}
+function forkRound(state, segment, extra, budget) {
+  const c = state.config;
+  const k = c.fork.branches;
+  const index = state.rounds.length;
+  const allowance = budget ?? c.fork.branch_budget * c.budget.total;
+  const opening = state.rounds.length === 0;
+  const leader = state.lineages[0];
+  if (!leader) throw new Error("run state has no lineage");
+  const copy = c.strategy === "fork-only" && leader.context !== null;
+  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 209));
+  const episodes = Array.from({ length: k }, (_, branch) => ({
+    id: episodeId2(index, branch),
+    round: index,
+    branch,
+    lineage: 0,
+    base: leader.head,
+    allowance,
+    context: copy ? "copy" : "fresh",
+    contextFrom: copy ? leader.context : null,
+    directive: directed.includes(branch),
+    seed: mixSeed(state.seed, index, branch)
+  }));
+  const extras = state.rounds.filter((r) => r.extra).length;
+  const phase = extra ? `extra fork ${extras + 1}` : opening ? "opening" : `fork ${segment}`;
+  return { index, segment, phase, kind: "fork", episodes, ...extra ? { extra: true } : {} };
+}
+function nextBestOfNRound(state) {
+  const c = state.config;
+  const share = c.budget.total / state.lineages.length;
+  const tiny = minEpisode(state);
+  const wanted = [];
+  for (const lineage of state.lineages) {
+    const left = share - spentOnSchedule(state, lineage.index);
+    const episodes = state.rounds.filter((r) => r.episodes.some((e) => e.lineage === lineage.index)).length;
+    if (left <= tiny || episodes >= maxSerialEpisodes(share, c.budget.episode)) continue;
+    wanted.push({
+      lineage: lineage.index,
+      allowance: serialAllowance(left, c.budget.episode),
+      context: lineage.context ? "carry" : "fresh"
+    });
+  }
+  return wanted.length === 0 ? null : serialRound(state, 0, wanted);
+}
+function serialRound(state, segment, wanted) {
+  const index = state.rounds.length;
+  const c = state.config;
+  const episodes = wanted.map(({ lineage, allowance, context }) => {
+    const l = state.lineages[lineage];
+    if (!l) throw new Error(`run state has no lineage ${lineage}`);
+    const branch = lineage;
+    return {
+      id: episodeId2(index, branch),
+      round: index,
+      branch,
+      lineage,
+      base: l.head,
+      allowance,
+      context,
+      contextFrom: context === "fresh" ? null : l.context,
+      directive: false,
+      seed: mixSeed(state.seed, index, branch)
+    };
+  });
+  const lastSegment = c.strategy === "single-run" || c.strategy === "best-of-n" ? 0 : c.fork.at.length;
+  const phase = lastSegment === 0 ? "solo" : segment === lastSegment ? "final" : `solo ${segment + 1}`;
+  return { index, segment, phase, kind: "serial", episodes };
+}
+
+// src/core/select.ts
+function selectWinner(episodes, direction) {
+  let winner = null;
+  for (const e of episodes) {
+    const score = e.result?.score;
+    if (score === null || score === void 0 || !Number.isFinite(score)) continue;
+    if (!winner) {
+      winner = e;
+      continue;
+    }
+    const best = winner.result?.score;
+    if (isBetter(score, best, direction)) winner = e;
+    else if (score === best) {
+      const cheaper = (e.result?.spent ?? 0) < (winner.result?.spent ?? 0);
+      const sameCost = (e.result?.spent ?? 0) === (winner.result?.spent ?? 0);
+      if (cheaper || sameCost && e.branch < winner.branch) winner = e;
+    }
+  }
+  return winner;
+}
+
+// src/core/reconcile.ts
+function reconcile(state) {
+  if (state.status === "finished") return [];
+  const open3 = state.rounds.find((r) => !r.decision);
+  if (open3) {
+    const pending = open3.episodes.filter((e) => !e.result);
+    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open3.index, episode: e.id }));
+    return [{ type: "decide", round: open3.index, decision: decide(state, open3) }];
+  }
+  const round = nextRound(state);
+  return round ? [{ type: "open", round }] : [{ type: "finish" }];
+}
+function decide(state, round) {
+  if (round.kind === "serial") return { winner: null, adopted: round.episodes.map((e) => e.id) };
+  const winner = selectWinner(round.episodes, state.config.grader.direction);
+  return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
+}
+function applyOpen(state, round) {
+  if (state.rounds.some((r) => r.index === round.index)) return state;
+  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round.index}: another round is still open`);
+  return { ...state, rounds: [...state.rounds, round] };
+}
+function applyResult(state, episodeId3, result) {
+  const round = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId3));
+  const episode = round?.episodes.find((e) => e.id === episodeId3);
+  if (!round || !episode) throw new Error(`no episode ${episodeId3} in run ${state.id}`);
+  if (round.decision) throw new Error(`episode ${episodeId3}: its round is already decided`);
+  if (episode.result) {
+    if (JSON.stringify(episode.result) === JSON.stringify(result)) return state;
+    throw new Error(`episode ${episodeId3} already has a result`);
+  }
+  const rounds = state.rounds.map(
+    (r) => r === round ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId3 ? { ...e, result } : e) } : r
+  );
+  let best = state.best;
+  const { score } = result;
+  if (score !== null && (!best || isBetter(score, best.score, state.config.grader.direction))) {
+    best = { episode: episodeId3, commit: result.commit, score };
+  }
+  return { ...state, rounds, best };
+}
+function applyDecision(state, roundIndex, decision) {
+  const round = state.rounds.find((r) => r.index === roundIndex);
+  if (!round) throw new Error(`no round ${roundIndex} in run ${state.id}`);
+  if (round.decision) return state;
+  if (round.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
+  const lineages = state.lineages.map((l) => {
+    const adopted = round.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
+    return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
+  });
+  const rounds = state.rounds.map((r) => r.index === roundIndex ? { ...r, decision } : r);
+  return { ...state, rounds, lineages };
+}
+function applyFinish(state) {
+  return state.status === "finished" ? state : { ...state, status: "finished" };
+}
+
+// src/core/plan.ts
+function simulate(config3, outcome, seed = 0, maxRounds = 1e4) {
+  let state = newRunState({ id: "plan", seed, config: config3, baseCommit: "base", baseScore: null });
+  for (let step = 0; step < maxRounds * 3; step++) {
+    const actions = reconcile(state);
+    if (actions.length === 0) return state;
+    for (const action of actions) {
+      if (action.type === "open") state = applyOpen(state, action.round);
+      else if (action.type === "decide") state = applyDecision(state, action.round, action.decision);
+      else if (action.type === "finish") state = applyFinish(state);
+      else {
+        const episode = state.rounds[action.round]?.episodes.find((e) => e.id === action.episode);
+        if (!episode) throw new Error(`simulate: no episode ${action.episode}`);
+        const { spent: spent2, score } = outcome(episode);
+        const result = {
+          commit: `commit-${episode.id}`,
+          score,
+          spent: spent2,
+          exit: "finished",
+          protectedChanged: [],
+          agentSeconds: 0,
+          graderSeconds: 0,
+          wallSeconds: 0
+        };
+        state = applyResult(state, episode.id, result);
+      }
+    }
+  }
+  throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
+}
+function plan(config3) {
+  const state = simulate(config3, (e) => ({ spent: e.allowance, score: null }));
+  const phases = [];
+  let cumulative = 0;
+  for (const round of state.rounds) {
+    const spend = round.episodes.reduce((s, e) => s + e.allowance, 0);
+    cumulative += spend;
+    const last = phases.at(-1);
+    if (last && last.phase === round.phase && last.kind === round.kind) {
+      last.rounds += 1;
+      last.spend += spend;
+      last.cumulative = cumulative;
+      continue;
+    }
+    phases.push({
+      phase: round.phase,
+      kind: round.kind,
+      branches: round.episodes.length,
+      rounds: 1,
+      budgetEach: round.episodes[0]?.allowance ?? 0,
+      spend,
+      cumulative
+    });
+  }
+  return phases;
+}
+
+// src/core/github-text.ts
+function commentMarker(run2) {
+  return `<!-- forkflush:${run2} -->`;
+}
+function issueComment(state, phase, notes = []) {
+  const c = state.config;
+  const unit = c.budget.unit;
+  const open3 = state.rounds.find((r) => !r.decision);
+  const status2 = phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open3 ? `round ${open3.index} (${open3.phase}) running: ${open3.episodes.filter((e) => e.result).length} of ${open3.episodes.length} episodes done` : "starting";
+  const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
+  const parts = [
+    commentMarker(state.id),
+    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}, K = ${c.fork.branches}`,
+    "",
+    `**Status:** ${status2}  `,
+    `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
+    `**Best score** (${c.grader.direction}): ${best}  `,
+    `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
+    ...notes.map((n) => `> ${n}`),
+    "",
+    "<details><summary>Plan</summary>",
+    "",
+    planMarkdown(state),
+    "",
+    "</details>"
+  ];
+  if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
+    parts.push("", "#### Leaderboard", "", markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 10)));
+    parts.push("", "#### Best score versus spend", "", mermaidChart(state));
+    parts.push("", "<details><summary>As a table</summary>", "", bestTable(state), "", "</details>");
+    parts.push(
+      "",
+      "<details><summary>Rounds</summary>",
+      "",
+      markdownTable(["round", "phase", "kind", "scores", "winner", `spent (${unit})`], roundRows(state)),
+      "",
+      "</details>"
+    );
+  }
+  return `${parts.join("\n")}
+`;
+}
+function planMarkdown(state) {
+  const unit = state.config.budget.unit;
+  const rows = plan(state.config).map((p) => [
+    p.phase,
+    p.kind === "fork" ? "fork round" : "serial",
+    String(p.branches),
+    String(p.rounds),
+    formatNumber(p.budgetEach, 2),
+    `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / state.config.budget.total * 100)}%)`
+  ]);
+  return markdownTable(["phase", "kind", "branches", "episodes", `budget each (${unit})`, "cumulative"], rows);
+}
+function mermaidChart(state) {
+  const points = chartData(state).best;
+  const ys = points.map((p) => p.y);
+  const lo = Math.min(...ys);
+  const hi = Math.max(...ys);
+  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
+  return [
+    "```mermaid",
+    "xychart-beta",
+    `  x-axis "spend (${state.config.budget.unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(", ")}]`,
+    `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
+    `  line [${ys.map((y) => formatNumber(y, 4)).join(", ")}]`,
+    "```"
+  ].join("\n");
+}
+function bestTable(state) {
+  return markdownTable(
+    [`spend (${state.config.budget.unit})`, "best score"],
+    chartData(state).best.map((p) => [formatNumber(p.x, 2), scoreText(p.y)])
+  );
+}
+function checkRunOutput(state, e, r, details) {
+  const c = state.config;
+  const score = r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
+  const title = `${e.id}: ${score}`.slice(0, 255);
+  const rows = [
+    ["score", r.score === null ? `none (${r.reason ?? "unknown"})` : scoreText(r.score)],
+    ["direction", c.grader.direction],
+    ["spent", `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
+    ["ended", r.exit],
+    ["context", describeContext(e) + (e.directive ? ", told to try a different approach" : "")],
+    ["best so far", state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : "none"]
+  ];
+  if (r.usage) rows.push(["usage", usageText(r.usage) + (r.usage.pricedFrom ? ` (${r.usage.pricedFrom})` : "")]);
+  rows.push(["wall time", `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
+  if (details?.diffStat) rows.push(["changes", details.diffStat]);
+  if (r.note) rows.push(["note", r.note]);
+  const summary2 = markdownTable(["", ""], rows);
+  const text = details?.journalTail.length ? `Latest journal entries (${c.journal}):
+
+${details.journalTail.map((l) => `    ${l}`).join("\n")}` : "";
+  return { title, summary: clip(summary2, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+}
+var CHECK_OUTPUT_MAX = 65535;
+function clip(text, max) {
+  const cut = "\n... (cut by forkflush)";
+  return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
+}
+function checkConclusion(r) {
+  if (r.protectedChanged.length > 0) return "failure";
+  return r.score === null ? "neutral" : "success";
+}
+function episodePrTitle(state, e, r) {
+  return `forkflush ${state.id} ${e.id}: ${r.score === null ? "no score" : `score ${scoreText(r.score)}`}`;
+}
+function episodePrBody(state, e, r) {
+  return [
+    `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ""}), ${describeContext(e)}.`,
+    "",
+    r.score === null ? `No score: ${r.reason ?? "unknown"}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
+    `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
+    "",
+    "forkflush merges the best branch of each round into the lineage and closes the others."
+  ].join("\n");
+}
+function loserComment(state, e, winner) {
+  const mine = scoreText(e.result?.score);
+  if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
+  return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
+}
+function finalPrBody(state) {
+  return [
+    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
+    "",
+    `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : "no episode"}; the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? " (not the lineage head: a later episode scored lower)" : ""}.`,
+    `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
+    "",
+    markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 20))
+  ].join("\n");
+}
+var COMMANDS = ["status", "stop", "resume", "fork"];
+function parseCommand(body) {
+  const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
+  if (!m) return null;
+  const word = (m[1] ?? "status").toLowerCase();
+  if (COMMANDS.includes(word)) return { command: word };
+  return {
+    error: `unknown command \`${word.slice(0, 40)}\`: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(", ")}`
+  };
+}
+
+// src/github/sync.ts
+import { createHash } from "node:crypto";
+
+// src/core/globs.ts
+var WILDCARD = /[*?[]/;
+function matchesGlob(path2, glob) {
+  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
+  if (!WILDCARD.test(pattern)) return path2 === pattern || path2.startsWith(`${pattern}/`);
+  return globRegExp(pattern).test(path2);
+}
+function matchesAny(path2, globs) {
+  return globs.some((g) => matchesGlob(path2, g));
+}
+var cache = /* @__PURE__ */ new Map();
+function globRegExp(pattern) {
+  const known = cache.get(pattern);
+  if (known) return known;
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    const atStart = i === 0 || pattern[i - 1] === "/";
+    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
+      if (i + 2 === pattern.length) re += ".*";
+      else re += "(?:[^/]*/)*";
+      i += 2;
+    } else if (c === "*") {
+      while (pattern[i + 1] === "*") i++;
+      re += "[^/]*";
+    } else if (c === "?") {
+      re += "[^/]";
+    } else if (c === "[") {
+      const end = pattern.indexOf("]", i + 2);
+      if (end === -1) {
+        re += "\\[";
+      } else {
+        let body = pattern.slice(i + 1, end);
+        if (body.startsWith("!")) body = `^${body.slice(1)}`;
+        re += `[${body.replace(/\\/g, "\\\\")}]`;
+        i = end;
+      }
+    } else {
+      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
+    }
+  }
+  const compiled = new RegExp(`^${re}$`);
+  cache.set(pattern, compiled);
+  return compiled;
+}
+function forgeAlsoProtected(configPath) {
+  return [configPath, ".github/workflows/**"];
+}
+
 // src/core/prompts.ts
 var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
 
@@ -70907,12 +71096,30 @@ var GITHUB = {
   /** A claim older than this was left by a handler that crashed; the work is done again. */
   staleClaimMinutes: 10
 };
-async function messageOf(forge, messages, sha) {
-  const known = messages.get(sha);
+async function commitOf(forge, commits, sha2) {
+  const known = commits.get(sha2);
   if (known !== void 0) return known;
-  const message = await forge.commitMessage(sha);
-  messages.set(sha, message);
-  return message;
+  const commit = await forge.commit(sha2);
+  commits.set(sha2, commit);
+  return commit;
+}
+function protectedDigest(tree, globs) {
+  const lines = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
+  return createHash("sha256").update(lines.join("\n")).digest("hex");
+}
+async function provenanceProblem(forge, state, files, e, sha2, commit) {
+  const short = sha2.slice(0, 7);
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+    return `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`;
+  }
+  if (!files.protectedDigest) return null;
+  const tree = await forge.treeFiles(commit.tree);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
+  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  if (protectedDigest(tree, globs) !== files.protectedDigest) {
+    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
+  }
+  return null;
 }
 async function syncRun(ctx, run2) {
   const stored = await ctx.forge.loadRun(stateRef(run2));
@@ -70931,20 +71138,20 @@ async function syncStored(ctx, stored) {
   const { forge, now } = ctx;
   let state = stored.state;
   const files = structuredClone(stored.files);
-  let sha = stored.sha;
+  let sha2 = stored.sha;
   let saved = JSON.stringify([stored.state, stored.files]);
   const persist = async () => {
     const next = JSON.stringify([state, files]);
     if (next === saved) return;
-    sha = await forge.saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`);
+    sha2 = await forge.saveRun(stateRef(state.id), state, files, sha2, `forkflush: ${summaryLine(state)}`);
     saved = next;
   };
-  const messages = /* @__PURE__ */ new Map();
+  const commits = /* @__PURE__ */ new Map();
   if (!files.stopped) {
-    state = await observe(ctx, state, files, messages);
+    state = await observe(ctx, state, files, commits);
     state = decideWhatIsDue(state);
   }
-  const due = dueWork(ctx, state, files, messages);
+  const due = dueWork(ctx, state, files, commits);
   for (const [key, at] of Object.entries(files.claims)) {
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
@@ -70953,7 +71160,7 @@ async function syncStored(ctx, stored) {
   await persist();
   const record2 = async (released) => {
     if (JSON.stringify([state, files]) === saved) return;
-    sha = await recordDone(ctx, state, files, released, sha);
+    sha2 = await recordDone(ctx, state, files, released, sha2);
     saved = JSON.stringify([state, files]);
   };
   let failure2 = null;
@@ -71019,7 +71226,7 @@ function mergeDone(latest, mine, released) {
     claims
   };
 }
-async function observe(ctx, state, files, messages) {
+async function observe(ctx, state, files, commits) {
   const open3 = state.rounds.find((r) => !r.decision);
   const dispatched = open3 ? files.dispatched[String(open3.index)] : void 0;
   if (!open3 || !dispatched) return state;
@@ -71030,8 +71237,10 @@ async function observe(ctx, state, files, messages) {
     const head = heads.get(episodeBranch(state.id, e.round, e.branch));
     let result = null;
     if (head && head !== e.base) {
-      const parsed = parseCommitMessage(await messageOf(ctx.forge, messages, head), head);
-      result = parsed && parsed.runId === state.id && parsed.episode === e.id ? parsed.result : failedResult(e, `its branch moved to ${head.slice(0, 7)}, which is not a result of this episode`);
+      const commit = await commitOf(ctx.forge, commits, head);
+      const parsed = parseCommitMessage(commit.message, head);
+      const problem = parsed && parsed.runId === state.id && parsed.episode === e.id ? await provenanceProblem(ctx.forge, state, files, e, head, commit) : `its branch moved to ${head.slice(0, 7)}, which is not a result of this episode`;
+      result = problem === null && parsed ? parsed.result : failedResult(e, problem ?? "not a result");
     } else if (ctx.failedJobs?.[e.id]) {
       result = failedResult(e, ctx.failedJobs[e.id]);
     } else if (ctx.roundEnded === open3.index) {
@@ -71054,7 +71263,7 @@ function decideWhatIsDue(initial) {
   }
   throw new Error(`${initial.id}: the schedule did not settle`);
 }
-function dueWork(ctx, state, files, messages) {
+function dueWork(ctx, state, files, commits) {
   const { forge, now } = ctx;
   const work = [];
   const lineages = state.lineages.length;
@@ -71065,7 +71274,7 @@ function dueWork(ctx, state, files, messages) {
       const retaking = files.claims[`publish:${e.id}`] !== void 0;
       work.push({
         key: `publish:${e.id}`,
-        run: () => publish(forge, messages, state, files, e, result, now, retaking)
+        run: () => publish(forge, commits, state, files, e, result, now, retaking)
       });
     }
     if (round.decision && !files.settled.includes(round.index)) {
@@ -71106,7 +71315,7 @@ function dueWork(ctx, state, files, messages) {
   }
   return work;
 }
-async function publish(forge, messages, state, files, e, r, now, retaking) {
+async function publish(forge, commits, state, files, e, r, now, retaking) {
   const branch = episodeBranch(state.id, e.round, e.branch);
   const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
   if (r.commit === e.base) {
@@ -71119,7 +71328,7 @@ async function publish(forge, messages, state, files, e, r, now, retaking) {
     sha: r.commit,
     name,
     conclusion: checkConclusion(r),
-    output: checkRunOutput(state, e, r, parseCommitDetails(await messageOf(forge, messages, r.commit))),
+    output: checkRunOutput(state, e, r, parseCommitDetails((await commitOf(forge, commits, r.commit)).message)),
     completedAt: now.toISOString()
   });
   const pr = await forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
@@ -71214,6 +71423,8 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
     return { problem: `${templateError} (fix the template on \`${branch}\`, then label the issue again).` };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
+  const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
+  const globs = [...config3.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
   const state = newRunState({ id: run2, seed: mixSeed(issue3.number), config: config3, baseCommit: base, baseScore: null });
   const task = visibleText(`# ${issue3.title}
 
@@ -71233,12 +71444,13 @@ ${issue3.body ?? ""}`);
     finalPr: null,
     bestCommit: null,
     lastNightly: null,
-    claims: {}
+    claims: {},
+    ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {}
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run2, l.index, state.lineages.length), base);
   try {
-    const sha = await forge.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
-    return { state: await syncStored(ctx, { state, files, sha }) };
+    const sha2 = await forge.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
+    return { state: await syncStored(ctx, { state, files, sha: sha2 }) };
   } catch (e) {
     if (e instanceof ConflictError) return { state: null };
     throw e;
@@ -71298,8 +71510,8 @@ async function nightly(ctx) {
       if (wantsRound) {
         const files = { ...stored.files, lastNightly: today };
         const state = requestFork(stored.state);
-        const sha = await ctx.forge.saveRun(stateRef(run2), state, files, stored.sha, "forkflush: nightly round");
-        await syncStored(ctx, { state, files, sha });
+        const sha2 = await ctx.forge.saveRun(stateRef(run2), state, files, stored.sha, "forkflush: nightly round");
+        await syncStored(ctx, { state, files, sha: sha2 });
       } else {
         await syncStored(ctx, stored);
       }

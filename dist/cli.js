@@ -609,8 +609,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count);
+          for (const { count: count2, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count2);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -718,13 +718,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity.isCollection(node2)) {
-        let count = 0;
+        let count2 = 0;
         for (const item of node2.items) {
           const c = getAliasCount(doc, item, anchors2);
-          if (c > count)
-            count = c;
+          if (c > count2)
+            count2 = c;
         }
-        return count;
+        return count2;
       } else if (identity.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -3677,8 +3677,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count);
+          for (const { count: count2, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count2);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -3755,12 +3755,12 @@ var require_errors = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count = 1;
+        let count2 = 1;
         const end = error62.linePos[1];
         if (end?.line === line && end.col > col) {
-          count = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count2 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count);
+        const pointer = " ".repeat(ci) + "^".repeat(count2);
         error62.message += `:
 
 ${lineStr}
@@ -8604,14 +8604,14 @@ function codePointLength(str2) {
   const units = str2.length;
   if (!highSurrogate.test(str2))
     return units;
-  let count = units;
+  let count2 = units;
   for (let i = 0; i < units - 1; i++) {
     if ((str2.charCodeAt(i) & 64512) === 55296 && (str2.charCodeAt(i + 1) & 64512) === 56320) {
-      count--;
+      count2--;
       i++;
     }
   }
-  return count;
+  return count2;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -12994,8 +12994,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count, one, few, many) {
-  const absCount = Math.abs(count);
+function getBelarusianPlural(count2, one, few, many) {
+  const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -15642,8 +15642,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count, one, many) {
-  return Math.abs(count) === 1 ? one : many;
+function getArmenianPlural(count2, one, many) {
+  return Math.abs(count2) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -18381,8 +18381,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count, one, few, many) {
-  const absCount = Math.abs(count);
+function getRussianPlural(count2, one, few, many) {
+  const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -27318,7 +27318,9 @@ function parseConfig(text, file2, overrides = {}) {
     };
     throw new ConfigError(result.error.issues.map((issue2) => describeIssue(issue2, input2, locate)));
   }
-  const c = result.data;
+  return withDerivedDefaults(result.data);
+}
+function withDerivedDefaults(c) {
   return {
     ...c,
     budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total },
@@ -27549,14 +27551,14 @@ function randomFrom(seed) {
     return ((t ^ t >>> 14) >>> 0) / 4294967296;
   };
 }
-function pickIndices(n, count, seed) {
+function pickIndices(n, count2, seed) {
   const random = randomFrom(seed);
   const order = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [order[i], order[j]] = [order[j], order[i]];
   }
-  return order.slice(0, count).sort((a, b) => a - b);
+  return order.slice(0, count2).sort((a, b) => a - b);
 }
 
 // src/core/state.ts
@@ -27755,22 +27757,22 @@ function applyOpen(state, round4) {
   if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round4.index}: another round is still open`);
   return { ...state, rounds: [...state.rounds, round4] };
 }
-function applyResult(state, episodeId2, result) {
-  const round4 = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId2));
-  const episode = round4?.episodes.find((e) => e.id === episodeId2);
-  if (!round4 || !episode) throw new Error(`no episode ${episodeId2} in run ${state.id}`);
-  if (round4.decision) throw new Error(`episode ${episodeId2}: its round is already decided`);
+function applyResult(state, episodeId3, result) {
+  const round4 = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId3));
+  const episode = round4?.episodes.find((e) => e.id === episodeId3);
+  if (!round4 || !episode) throw new Error(`no episode ${episodeId3} in run ${state.id}`);
+  if (round4.decision) throw new Error(`episode ${episodeId3}: its round is already decided`);
   if (episode.result) {
     if (JSON.stringify(episode.result) === JSON.stringify(result)) return state;
-    throw new Error(`episode ${episodeId2} already has a result`);
+    throw new Error(`episode ${episodeId3} already has a result`);
   }
   const rounds = state.rounds.map(
-    (r) => r === round4 ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId2 ? { ...e, result } : e) } : r
+    (r) => r === round4 ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId3 ? { ...e, result } : e) } : r
   );
   let best = state.best;
   const { score } = result;
   if (score !== null && (!best || isBetter(score, best.score, state.config.grader.direction))) {
-    best = { episode: episodeId2, commit: result.commit, score };
+    best = { episode: episodeId3, commit: result.commit, score };
   }
   return { ...state, rounds, best };
 }
@@ -28289,10 +28291,10 @@ function paddedRange(values) {
   const pad = (hi - lo) * 0.08;
   return [lo - pad, hi + pad];
 }
-function ticks(lo, hi, count = 5) {
+function ticks(lo, hi, count2 = 5) {
   const span = hi - lo;
   if (!(span > 0)) return [lo];
-  const raw = span / count;
+  const raw = span / count2;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
   const out = [];
@@ -31407,7 +31409,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join as join9 } from "node:path";
 async function startGradeService(args) {
-  let count = 0;
+  let count2 = 0;
   let queue = Promise.resolve();
   const server = createServer((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
@@ -31415,7 +31417,7 @@ async function startGradeService(args) {
       return;
     }
     const job = queue.then(async () => {
-      if (count >= args.limit) {
+      if (count2 >= args.limit) {
         args.onExhausted();
         return {
           exitCode: 3,
@@ -31424,7 +31426,7 @@ async function startGradeService(args) {
 `
         };
       }
-      count += 1;
+      count2 += 1;
       const g = await runGrader(args.config, args.workdir, args.env, args.confine);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ` : "";
@@ -31478,7 +31480,7 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
   return {
     command,
     socketDir,
-    evaluations: () => count,
+    evaluations: () => count2,
     close: async () => {
       await new Promise((resolve4) => {
         server.closeAllConnections();
@@ -31942,6 +31944,128 @@ async function exists2(path) {
 // src/local/store.ts
 import { mkdir as mkdir9, readdir as readdir8, readFile as readFile7, rename as rename3, unlink as unlink2, writeFile as writeFile9 } from "node:fs/promises";
 import { join as join12 } from "node:path";
+
+// src/core/records.ts
+var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
+var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
+var count = external_exports.number().int().nonnegative();
+var usageSchema = external_exports.object({
+  inputTokens: external_exports.number().nonnegative(),
+  outputTokens: external_exports.number().nonnegative(),
+  costUsd: external_exports.number().nonnegative().nullable(),
+  turns: count.nullable(),
+  pricedFrom: external_exports.string().optional()
+});
+var resultSchema = external_exports.object({
+  commit: sha,
+  score: external_exports.number().finite().nullable(),
+  reason: external_exports.string().optional(),
+  spent: external_exports.number().finite().nonnegative(),
+  exit: external_exports.enum(["finished", "budget", "timeout", "crash"]),
+  protectedChanged: external_exports.array(external_exports.string()),
+  agentSeconds: external_exports.number().nonnegative(),
+  graderSeconds: external_exports.number().nonnegative(),
+  note: external_exports.string().optional(),
+  usage: usageSchema.optional(),
+  wallSeconds: external_exports.number().nonnegative(),
+  sandbox: external_exports.string().optional()
+});
+var episodeSchema = external_exports.object({
+  id: episodeId2,
+  round: count,
+  branch: count,
+  lineage: count,
+  base: sha,
+  allowance: external_exports.number().finite().nonnegative(),
+  context: external_exports.enum(["fresh", "carry", "copy"]),
+  contextFrom: episodeId2.nullable(),
+  directive: external_exports.boolean(),
+  seed: external_exports.number().int(),
+  result: resultSchema.optional()
+});
+var roundSchema = external_exports.object({
+  index: count,
+  segment: count,
+  phase: external_exports.string(),
+  kind: external_exports.enum(["fork", "serial"]),
+  episodes: external_exports.array(episodeSchema),
+  decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2) }).optional(),
+  extra: external_exports.boolean().optional()
+});
+var runStateSchema = external_exports.object({
+  version: external_exports.literal(1),
+  id: external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
+  seed: external_exports.number().int(),
+  config: configSchema.transform(withDerivedDefaults),
+  base: external_exports.object({
+    commit: sha,
+    score: external_exports.number().finite().nullable(),
+    reason: external_exports.string().optional(),
+    graderSeconds: external_exports.number().nonnegative().optional()
+  }),
+  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId2.nullable() })).min(1),
+  rounds: external_exports.array(roundSchema),
+  best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
+  status: external_exports.enum(["running", "finished"]),
+  extraForks: count.optional()
+});
+var runFilesSchema = external_exports.object({
+  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
+  task: external_exports.string(),
+  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
+  hiddenInTask: count.optional(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  configPath: external_exports.string().min(1),
+  /** The repository's default branch when the run started: where the worker workflow runs. */
+  defaultBranch: external_exports.string().min(1),
+  issue: external_exports.number().int().positive(),
+  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
+  commentId: external_exports.number().int().nullable(),
+  commentDigest: external_exports.string().optional(),
+  stopped: external_exports.boolean(),
+  /** Round index -> when its jobs were dispatched and by when they must report. */
+  dispatched: external_exports.record(external_exports.string(), external_exports.object({ at: external_exports.string(), deadline: external_exports.string() })),
+  /** Episode id -> its pull request and check run, once its result has landed. */
+  published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
+  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
+  settled: external_exports.array(count),
+  finalPr: external_exports.number().int().nullable(),
+  /** The commit the best branch was last set to. */
+  bestCommit: sha.nullable(),
+  /** The day (YYYY-MM-DD) of the last nightly round. */
+  lastNightly: external_exports.string().nullable(),
+  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
+  claims: external_exports.record(external_exports.string(), external_exports.string()),
+  /**
+   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
+   * whose tree differs there is refused. Absent in records made before it was kept.
+   */
+  protectedDigest: external_exports.string().optional()
+});
+var RecordError = class extends Error {
+  name = "RecordError";
+};
+function parseRunState(text, where) {
+  const state = parseWith(runStateSchema, text, where);
+  return state;
+}
+function parseWith(schema, text, where) {
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new RecordError(`${where}: not valid JSON (${e.message})`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue2 = parsed.error.issues[0];
+    const field = issue2?.path.map(String).join(".") || "the record";
+    throw new RecordError(`${where}: ${field}: ${issue2?.message ?? "not valid"} (not a forkflush run record)`);
+  }
+  return parsed.data;
+}
+
+// src/local/store.ts
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -31998,7 +32122,7 @@ var RunStore = class _RunStore {
     return JSON.parse(await readFile7(this.path("run.json"), "utf8"));
   }
   async load() {
-    return JSON.parse(await readFile7(this.path("state.json"), "utf8"));
+    return parseRunState(await readFile7(this.path("state.json"), "utf8"), this.path("state.json"));
   }
   async save(state) {
     await writeAtomic(this.path("state.json"), `${JSON.stringify(state, null, 1)}

@@ -11241,11 +11241,11 @@ var require_pluralizer = __commonJS({
         this.singular = singular;
         this.plural = plural2;
       }
-      pluralize(count) {
-        const one = count === 1;
+      pluralize(count2) {
+        const one = count2 === 1;
         const keys = one ? singulars : plurals;
         const noun = one ? this.singular : this.plural;
-        return { ...keys, count, noun };
+        return { ...keys, count: count2, noun };
       }
     };
   }
@@ -18664,15 +18664,15 @@ ${value}`;
           pos = 0;
         }
       }
-      discardLeadingBytes(count) {
-        while (count > 0 && this.lineChunkIndex < this.chunks.length) {
+      discardLeadingBytes(count2) {
+        while (count2 > 0 && this.lineChunkIndex < this.chunks.length) {
           const chunk = this.chunks[this.lineChunkIndex];
           const remaining = chunk.length - this.linePos;
-          if (count < remaining) {
-            this.linePos += count;
-            count = 0;
+          if (count2 < remaining) {
+            this.linePos += count2;
+            count2 = 0;
           } else {
-            count -= remaining;
+            count2 -= remaining;
             this.lineChunkIndex++;
             this.linePos = 0;
           }
@@ -19722,8 +19722,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count);
+          for (const { count: count2, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count2);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -19831,13 +19831,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity.isCollection(node2)) {
-        let count = 0;
+        let count2 = 0;
         for (const item of node2.items) {
           const c = getAliasCount(doc, item, anchors2);
-          if (c > count)
-            count = c;
+          if (c > count2)
+            count2 = c;
         }
-        return count;
+        return count2;
       } else if (identity.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -22790,8 +22790,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count);
+          for (const { count: count2, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count2);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -22868,12 +22868,12 @@ var require_errors2 = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count = 1;
+        let count2 = 1;
         const end = error63.linePos[1];
         if (end?.line === line && end.col > col) {
-          count = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count2 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count);
+        const pointer = " ".repeat(ci) + "^".repeat(count2);
         error63.message += `:
 
 ${lineStr}
@@ -28220,14 +28220,14 @@ function codePointLength(str2) {
   const units = str2.length;
   if (!highSurrogate.test(str2))
     return units;
-  let count = units;
+  let count2 = units;
   for (let i = 0; i < units - 1; i++) {
     if ((str2.charCodeAt(i) & 64512) === 55296 && (str2.charCodeAt(i + 1) & 64512) === 56320) {
-      count--;
+      count2--;
       i++;
     }
   }
-  return count;
+  return count2;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -32610,8 +32610,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count, one, few, many) {
-  const absCount = Math.abs(count);
+function getBelarusianPlural(count2, one, few, many) {
+  const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -35258,8 +35258,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count, one, many) {
-  return Math.abs(count) === 1 ? one : many;
+function getArmenianPlural(count2, one, many) {
+  return Math.abs(count2) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -37997,8 +37997,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count, one, few, many) {
-  const absCount = Math.abs(count);
+function getRussianPlural(count2, one, few, many) {
+  const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -46870,6 +46870,13 @@ var configSchema = external_exports.strictObject({
     }
   }
 });
+function withDerivedDefaults(c) {
+  return {
+    ...c,
+    budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total },
+    fork: { ...c.fork, directives: c.fork.directives ?? Math.min(PAPER.directives, c.fork.branches) }
+  };
+}
 function round3(x) {
   return Math.round(x * 1e3) / 1e3;
 }
@@ -47779,7 +47786,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join as join4 } from "node:path";
 async function startGradeService(args) {
-  let count = 0;
+  let count2 = 0;
   let queue = Promise.resolve();
   const server = createServer((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
@@ -47787,7 +47794,7 @@ async function startGradeService(args) {
       return;
     }
     const job = queue.then(async () => {
-      if (count >= args.limit) {
+      if (count2 >= args.limit) {
         args.onExhausted();
         return {
           exitCode: 3,
@@ -47796,7 +47803,7 @@ async function startGradeService(args) {
 `
         };
       }
-      count += 1;
+      count2 += 1;
       const g = await runGrader(args.config, args.workdir, args.env, args.confine);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ` : "";
@@ -47850,7 +47857,7 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
   return {
     command,
     socketDir,
-    evaluations: () => count,
+    evaluations: () => count2,
     close: async () => {
       await new Promise((resolve2) => {
         server.closeAllConnections();
@@ -50223,6 +50230,11 @@ function agentFor(config2) {
   return FACTORIES[config2.agent.kind](config2.agent);
 }
 
+// src/core/globs.ts
+function forgeAlsoProtected(configPath) {
+  return [configPath, ".github/workflows/**"];
+}
+
 // src/core/names.ts
 function episodeBranch(run2, round4, branch) {
   return `forkflush/${run2}/round-${round4}/branch-${branch}`;
@@ -50338,6 +50350,129 @@ function quoteTask(task) {
   return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
 }
 
+// src/core/records.ts
+var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
+var episodeId = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
+var count = external_exports.number().int().nonnegative();
+var usageSchema = external_exports.object({
+  inputTokens: external_exports.number().nonnegative(),
+  outputTokens: external_exports.number().nonnegative(),
+  costUsd: external_exports.number().nonnegative().nullable(),
+  turns: count.nullable(),
+  pricedFrom: external_exports.string().optional()
+});
+var resultSchema = external_exports.object({
+  commit: sha,
+  score: external_exports.number().finite().nullable(),
+  reason: external_exports.string().optional(),
+  spent: external_exports.number().finite().nonnegative(),
+  exit: external_exports.enum(["finished", "budget", "timeout", "crash"]),
+  protectedChanged: external_exports.array(external_exports.string()),
+  agentSeconds: external_exports.number().nonnegative(),
+  graderSeconds: external_exports.number().nonnegative(),
+  note: external_exports.string().optional(),
+  usage: usageSchema.optional(),
+  wallSeconds: external_exports.number().nonnegative(),
+  sandbox: external_exports.string().optional()
+});
+var episodeSchema = external_exports.object({
+  id: episodeId,
+  round: count,
+  branch: count,
+  lineage: count,
+  base: sha,
+  allowance: external_exports.number().finite().nonnegative(),
+  context: external_exports.enum(["fresh", "carry", "copy"]),
+  contextFrom: episodeId.nullable(),
+  directive: external_exports.boolean(),
+  seed: external_exports.number().int(),
+  result: resultSchema.optional()
+});
+var roundSchema = external_exports.object({
+  index: count,
+  segment: count,
+  phase: external_exports.string(),
+  kind: external_exports.enum(["fork", "serial"]),
+  episodes: external_exports.array(episodeSchema),
+  decision: external_exports.object({ winner: episodeId.nullable(), adopted: external_exports.array(episodeId) }).optional(),
+  extra: external_exports.boolean().optional()
+});
+var runStateSchema = external_exports.object({
+  version: external_exports.literal(1),
+  id: external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
+  seed: external_exports.number().int(),
+  config: configSchema.transform(withDerivedDefaults),
+  base: external_exports.object({
+    commit: sha,
+    score: external_exports.number().finite().nullable(),
+    reason: external_exports.string().optional(),
+    graderSeconds: external_exports.number().nonnegative().optional()
+  }),
+  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId.nullable() })).min(1),
+  rounds: external_exports.array(roundSchema),
+  best: external_exports.object({ episode: external_exports.union([episodeId, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
+  status: external_exports.enum(["running", "finished"]),
+  extraForks: count.optional()
+});
+var runFilesSchema = external_exports.object({
+  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
+  task: external_exports.string(),
+  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
+  hiddenInTask: count.optional(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  configPath: external_exports.string().min(1),
+  /** The repository's default branch when the run started: where the worker workflow runs. */
+  defaultBranch: external_exports.string().min(1),
+  issue: external_exports.number().int().positive(),
+  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
+  commentId: external_exports.number().int().nullable(),
+  commentDigest: external_exports.string().optional(),
+  stopped: external_exports.boolean(),
+  /** Round index -> when its jobs were dispatched and by when they must report. */
+  dispatched: external_exports.record(external_exports.string(), external_exports.object({ at: external_exports.string(), deadline: external_exports.string() })),
+  /** Episode id -> its pull request and check run, once its result has landed. */
+  published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
+  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
+  settled: external_exports.array(count),
+  finalPr: external_exports.number().int().nullable(),
+  /** The commit the best branch was last set to. */
+  bestCommit: sha.nullable(),
+  /** The day (YYYY-MM-DD) of the last nightly round. */
+  lastNightly: external_exports.string().nullable(),
+  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
+  claims: external_exports.record(external_exports.string(), external_exports.string()),
+  /**
+   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
+   * whose tree differs there is refused. Absent in records made before it was kept.
+   */
+  protectedDigest: external_exports.string().optional()
+});
+var RecordError = class extends Error {
+  name = "RecordError";
+};
+function parseRunState(text, where) {
+  const state = parseWith(runStateSchema, text, where);
+  return state;
+}
+function parseRunFiles(text, where) {
+  return parseWith(runFilesSchema, text, where);
+}
+function parseWith(schema, text, where) {
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new RecordError(`${where}: not valid JSON (${e.message})`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue3 = parsed.error.issues[0];
+    const field = issue3?.path.map(String).join(".") || "the record";
+    throw new RecordError(`${where}: ${field}: ${issue3?.message ?? "not valid"} (not a forkflush run record)`);
+  }
+  return parsed.data;
+}
+
 // src/core/state.ts
 function allEpisodes(state) {
   return state.rounds.flatMap((r) => r.episodes);
@@ -50425,8 +50560,8 @@ var Remote = class {
     const out = await this.run(["ls-remote", this.url, ...refs]);
     const found = /* @__PURE__ */ new Map();
     for (const line of out.split("\n")) {
-      const [sha, name] = line.split("	");
-      if (sha && name && refs.includes(name)) found.set(name, sha);
+      const [sha2, name] = line.split("	");
+      if (sha2 && name && refs.includes(name)) found.set(name, sha2);
     }
     return found;
   }
@@ -50474,46 +50609,7 @@ function sendsCredentials(url2) {
   return host === "127.0.0.1" || host === "localhost" || host === "[::1]";
 }
 
-// src/action/run-files.ts
-var runFactsSchema = external_exports.object({
-  task: external_exports.string(),
-  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }).default({}),
-  configPath: external_exports.string().min(1)
-});
-function parseRunFacts(text, where) {
-  const parsed = runFactsSchema.safeParse(parseJson(text, where));
-  if (!parsed.success) {
-    const issue3 = parsed.error.issues[0];
-    throw new Error(`${where}: ${issue3?.path.join(".") || "the file"}: ${issue3?.message ?? "not valid"}`);
-  }
-  const { task, templates, configPath } = parsed.data;
-  return {
-    task,
-    templates: {
-      ...templates.branch !== void 0 ? { branch: templates.branch } : {},
-      ...templates.continuation !== void 0 ? { continuation: templates.continuation } : {}
-    },
-    configPath
-  };
-}
-function parseRunState(text, where) {
-  const raw = parseJson(text, where);
-  const state = raw;
-  if (typeof state !== "object" || state === null || state.version !== 1 || typeof state.id !== "string" || !Array.isArray(state.rounds) || typeof state.config !== "object") {
-    throw new Error(`${where}: not a forkflush run state (version 1)`);
-  }
-  return state;
-}
-function parseJson(text, where) {
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new Error(`${where}: not valid JSON (${e.message})`);
-  }
-}
-
 // src/action/episode-job.ts
-var WORKFLOWS = ".github/workflows/**";
 async function runEpisodeJob(s, o) {
   o.log(`repository: ${s.remoteUrl}`);
   await rm11(s.privateDir, { recursive: true, force: true });
@@ -50600,7 +50696,7 @@ async function runEpisodeJob(s, o) {
     prompt,
     agent: agentFor(state.config),
     isolation,
-    alsoProtected: [facts.configPath, WORKFLOWS],
+    alsoProtected: forgeAlsoProtected(facts.configPath),
     env: o.env,
     ...o.signal ? { signal: o.signal } : {}
   });
@@ -50642,7 +50738,7 @@ async function readRun(records, remote, run2) {
     return text;
   };
   const state = parseRunState(await read("state.json"), `${ref}:state.json`);
-  const facts = parseRunFacts(await read("run.json"), `${ref}:run.json`);
+  const facts = parseRunFiles(await read("run.json"), `${ref}:run.json`);
   if (state.id !== run2) throw new Error(`${ref}:state.json is the state of run ${state.id}, not of ${run2}`);
   return { state, facts };
 }
@@ -50675,8 +50771,8 @@ function describeRefusal(pushed) {
   const refused = pushed.filter((p) => p.flag === "!" && !p.summary.includes("atomic push failed"));
   return (refused.length > 0 ? refused : pushed).map((p) => `${p.ref} ${p.summary}`).join("; ");
 }
-function short(sha) {
-  return sha.slice(0, 10);
+function short(sha2) {
+  return sha2.slice(0, 10);
 }
 
 // src/action/report.ts

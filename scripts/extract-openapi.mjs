@@ -33,6 +33,7 @@ export const OPERATIONS = [
   'git/delete-ref',
   'git/get-commit',
   'git/get-ref',
+  'git/get-tree',
   'git/list-matching-refs',
   'git/update-ref',
   'issues/add-labels',

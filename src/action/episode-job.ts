@@ -6,9 +6,11 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentFor } from '../agents/registry.js';
 import type { Unit } from '../core/config.js';
+import { forgeAlsoProtected } from '../core/globs.js';
 import { describeContext, parseCommitMessage } from '../core/journal.js';
 import { contextRef, describeEpisodeId, episodeBranch, stateRef } from '../core/names.js';
 import { renderPrompt } from '../core/prompts.js';
+import { parseRunFiles, parseRunState, type RunFiles } from '../core/records.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
 import { removeLinksAndSpecials } from '../io/agent-files.js';
@@ -18,14 +20,8 @@ import { checkoutInto } from '../worker/cleanroom.js';
 import { runEpisode } from '../worker/episode.js';
 import { RecordsRepo } from './records.js';
 import { type PushedRef, Remote } from './remote.js';
-import { parseRunFacts, parseRunState, type RunFacts } from './run-files.js';
-import type { ActionSettings } from './settings.js';
 
-/**
- * Workflow files are always protected on the forge: a job's token may not push changes to them
- * (GitHub refuses without the `workflows` permission), and CI is no part of an agent's task.
- */
-const WORKFLOWS = '.github/workflows/**';
+import type { ActionSettings } from './settings.js';
 
 export interface JobOutcome {
   run: string;
@@ -156,7 +152,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     prompt,
     agent: agentFor(state.config),
     isolation,
-    alsoProtected: [facts.configPath, WORKFLOWS],
+    alsoProtected: forgeAlsoProtected(facts.configPath),
     env: o.env,
     ...(o.signal ? { signal: o.signal } : {}),
   });
@@ -195,7 +191,7 @@ async function readRun(
   records: RecordsRepo,
   remote: Remote,
   run: string,
-): Promise<{ state: RunState; facts: RunFacts }> {
+): Promise<{ state: RunState; facts: RunFiles }> {
   const ref = stateRef(run);
   if (!(await remote.listRefs([ref])).has(ref)) {
     throw new Error(`run ${run} has no state in this repository (no ref ${ref}): was it started here?`);
@@ -207,7 +203,7 @@ async function readRun(
     return text;
   };
   const state = parseRunState(await read('state.json'), `${ref}:state.json`);
-  const facts = parseRunFacts(await read('run.json'), `${ref}:run.json`);
+  const facts = parseRunFiles(await read('run.json'), `${ref}:run.json`);
   if (state.id !== run) throw new Error(`${ref}:state.json is the state of run ${state.id}, not of ${run}`);
   return { state, facts };
 }

@@ -266,7 +266,11 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
     };
     throw new ConfigError(result.error.issues.map((issue) => describeIssue(issue, input, locate)));
   }
-  const c = result.data;
+  return withDerivedDefaults(result.data);
+}
+
+/** The defaults that depend on other fields: the episode size and the number of directives. */
+export function withDerivedDefaults(c: ParsedConfig): Config {
   return {
     ...c,
     budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total },

@@ -2,38 +2,23 @@
 // Methods are safe to repeat: "already exists" and "already gone" count as done.
 import { randomUUID } from 'node:crypto';
 import type { ProbotOctokit } from 'probot';
+import { parseRunFiles, parseRunState, type RunFiles } from '../core/records.js';
 import type { RunState } from '../core/state.js';
+
+export type { RunFiles };
 
 export type Octokit = InstanceType<typeof ProbotOctokit>;
 
-/** Facts about a GitHub run that the core does not need; stored beside state.json as run.json. */
-export interface RunFiles {
-  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
-  task: string;
-  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
-  hiddenInTask?: number;
-  templates: { branch?: string; continuation?: string };
-  configPath: string;
-  /** The repository's default branch when the run started: where the worker workflow runs. */
-  defaultBranch: string;
-  issue: number;
-  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
-  commentId: number | null;
-  commentDigest?: string;
-  stopped: boolean;
-  /** Round index -> when its jobs were dispatched and by when they must report. */
-  dispatched: Record<string, { at: string; deadline: string }>;
-  /** Episode id -> its pull request and check run, once its result has landed. */
-  published: Record<string, { pr: number | null; check: number | null }>;
-  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
-  settled: number[];
-  finalPr: number | null;
-  /** The commit the best branch was last set to. */
-  bestCommit: string | null;
-  /** The day (YYYY-MM-DD) of the last nightly round. */
-  lastNightly: string | null;
-  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
-  claims: Record<string, string>;
+export interface GitCommit {
+  message: string;
+  parents: string[];
+  tree: string;
+}
+
+export interface TreeFile {
+  path: string;
+  mode: string;
+  sha: string;
 }
 
 export interface StoredRun {
@@ -70,7 +55,11 @@ export class GitHubForge {
     if (!ref) return null;
     const [state, files] = await Promise.all([this.readFile('state.json', ref), this.readFile('run.json', ref)]);
     if (state === null || files === null) throw new Error(`${stateRef} at ${ref} lacks state.json or run.json`);
-    return { state: JSON.parse(state) as RunState, files: JSON.parse(files) as RunFiles, sha: ref };
+    return {
+      state: parseRunState(state, `${stateRef}:state.json`),
+      files: parseRunFiles(files, `${stateRef}:run.json`),
+      sha: ref,
+    };
   }
 
   /**
@@ -222,9 +211,19 @@ export class GitHubForge {
     }
   }
 
-  async commitMessage(sha: string): Promise<string> {
+  /** A commit's message, parents and tree. */
+  async commit(sha: string): Promise<GitCommit> {
     const { data } = await this.octokit.rest.git.getCommit({ ...this.r, commit_sha: sha });
-    return data.message;
+    return { message: data.message, parents: data.parents.map((p) => p.sha), tree: data.tree.sha };
+  }
+
+  /** Every file of a tree (blobs and links), or null when GitHub truncated the listing. */
+  async treeFiles(tree: string): Promise<TreeFile[] | null> {
+    const { data } = await this.octokit.rest.git.getTree({ ...this.r, tree_sha: tree, recursive: 'true' });
+    if (data.truncated) return null;
+    return data.tree.flatMap((t) =>
+      t.type === 'blob' && t.path && t.mode && t.sha ? [{ path: t.path, mode: t.mode, sha: t.sha }] : [],
+    );
   }
 
   // Pull requests, check runs, issues.

@@ -14,6 +14,7 @@ import {
   loserComment,
   type RunPhase,
 } from '../core/github-text.js';
+import { forgeAlsoProtected, matchesAny } from '../core/globs.js';
 import { parseCommitDetails, parseCommitMessage } from '../core/journal.js';
 import { bestBranch, episodeBranch, issueRunId, lineageBranch, roundRunTitle, stateRef } from '../core/names.js';
 import { templateProblem } from '../core/prompts.js';
@@ -30,7 +31,14 @@ import {
   type RunState,
 } from '../core/state.js';
 import { visibleText } from '../core/text.js';
-import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
+import {
+  ConflictError,
+  type GitCommit,
+  type GitHubForge,
+  type RunFiles,
+  type StoredRun,
+  type TreeFile,
+} from './forge.js';
 
 /** The names forkflush uses on GitHub. */
 export const GITHUB = {
@@ -54,15 +62,51 @@ export interface SyncContext {
   roundEnded?: number;
 }
 
-/** Commit messages read during one sync, so no commit is fetched twice. */
-type Messages = Map<string, string>;
+/** Commits read during one sync, so no commit is fetched twice. */
+type Commits = Map<string, GitCommit>;
 
-async function messageOf(forge: GitHubForge, messages: Messages, sha: string): Promise<string> {
-  const known = messages.get(sha);
+async function commitOf(forge: GitHubForge, commits: Commits, sha: string): Promise<GitCommit> {
+  const known = commits.get(sha);
   if (known !== undefined) return known;
-  const message = await forge.commitMessage(sha);
-  messages.set(sha, message);
-  return message;
+  const commit = await forge.commit(sha);
+  commits.set(sha, commit);
+  return commit;
+}
+
+/** The protected files of a tree (mode, blob and path of each), as one digest. */
+export function protectedDigest(tree: TreeFile[], globs: string[]): string {
+  const lines = tree
+    .filter((f) => matchesAny(f.path, globs))
+    .map((f) => `${f.mode} ${f.sha}\t${f.path}`)
+    .sort();
+  return createHash('sha256').update(lines.join('\n')).digest('hex');
+}
+
+/**
+ * Why a result commit cannot be trusted, or null when it can: forkflush's worker commits every
+ * result on the episode's base, with the protected paths of the run's base. Anything else was
+ * pushed by someone else (a token that leaked, a hand on the branch), whatever its trailers say.
+ */
+async function provenanceProblem(
+  forge: GitHubForge,
+  state: RunState,
+  files: RunFiles,
+  e: Episode,
+  sha: string,
+  commit: GitCommit,
+): Promise<string | null> {
+  const short = sha.slice(0, 7);
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+    return `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`;
+  }
+  if (!files.protectedDigest) return null;
+  const tree = await forge.treeFiles(commit.tree);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
+  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  if (protectedDigest(tree, globs) !== files.protectedDigest) {
+    return `its commit ${short} changes protected paths (${globs.join(', ')}) from the run's base`;
+  }
+  return null;
 }
 
 type Work = { key: string; run: () => Promise<void> };
@@ -99,14 +143,14 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
     sha = await forge.saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`);
     saved = next;
   };
-  const messages: Messages = new Map();
+  const commits: Commits = new Map();
   if (!files.stopped) {
-    state = await observe(ctx, state, files, messages);
+    state = await observe(ctx, state, files, commits);
     state = decideWhatIsDue(state);
   }
   // Claim the work in the same compare-and-swap that records the decisions: of two racing
   // handlers, only the one whose save lands does the work.
-  const due = dueWork(ctx, state, files, messages);
+  const due = dueWork(ctx, state, files, commits);
   // A stale claim on work no longer due: its handler did the work, then died before letting go.
   // (A stopped run keeps its other claims: they tell whoever resumes it what may be half done.)
   for (const [key, at] of Object.entries(files.claims)) {
@@ -199,7 +243,7 @@ export function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]):
 }
 
 /** Reads the results that landed on the open round's branches (one call for all of them). */
-async function observe(ctx: SyncContext, state: RunState, files: RunFiles, messages: Messages): Promise<RunState> {
+async function observe(ctx: SyncContext, state: RunState, files: RunFiles, commits: Commits): Promise<RunState> {
   const open = state.rounds.find((r) => !r.decision);
   const dispatched = open ? files.dispatched[String(open.index)] : undefined;
   if (!open || !dispatched) return state;
@@ -210,11 +254,13 @@ async function observe(ctx: SyncContext, state: RunState, files: RunFiles, messa
     const head = heads.get(episodeBranch(state.id, e.round, e.branch));
     let result: EpisodeResult | null = null;
     if (head && head !== e.base) {
-      const parsed = parseCommitMessage(await messageOf(ctx.forge, messages, head), head);
-      result =
+      const commit = await commitOf(ctx.forge, commits, head);
+      const parsed = parseCommitMessage(commit.message, head);
+      const problem =
         parsed && parsed.runId === state.id && parsed.episode === e.id
-          ? parsed.result
-          : failedResult(e, `its branch moved to ${head.slice(0, 7)}, which is not a result of this episode`);
+          ? await provenanceProblem(ctx.forge, state, files, e, head, commit)
+          : `its branch moved to ${head.slice(0, 7)}, which is not a result of this episode`;
+      result = problem === null && parsed ? parsed.result : failedResult(e, problem ?? 'not a result');
     } else if (ctx.failedJobs?.[e.id]) {
       result = failedResult(e, ctx.failedJobs[e.id] as string);
     } else if (ctx.roundEnded === open.index) {
@@ -241,7 +287,7 @@ function decideWhatIsDue(initial: RunState): RunState {
 }
 
 /** The GitHub work the state calls for that is not done yet, in the order it must happen. */
-function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, messages: Messages): Work[] {
+function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, commits: Commits): Work[] {
   const { forge, now } = ctx;
   const work: Work[] = [];
   const lineages = state.lineages.length;
@@ -253,7 +299,7 @@ function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, messages: M
       const retaking = files.claims[`publish:${e.id}`] !== undefined;
       work.push({
         key: `publish:${e.id}`,
-        run: () => publish(forge, messages, state, files, e, result, now, retaking),
+        run: () => publish(forge, commits, state, files, e, result, now, retaking),
       });
     }
     if (round.decision && !files.settled.includes(round.index)) {
@@ -302,7 +348,7 @@ function dueWork(ctx: SyncContext, state: RunState, files: RunFiles, messages: M
 /** A pull request (base: the lineage) and a check run for an episode whose result landed. */
 async function publish(
   forge: GitHubForge,
-  messages: Messages,
+  commits: Commits,
   state: RunState,
   files: RunFiles,
   e: Episode,
@@ -325,7 +371,7 @@ async function publish(
       sha: r.commit,
       name,
       conclusion: checkConclusion(r),
-      output: checkRunOutput(state, e, r, parseCommitDetails(await messageOf(forge, messages, r.commit))),
+      output: checkRunOutput(state, e, r, parseCommitDetails((await commitOf(forge, commits, r.commit)).message)),
       completedAt: now.toISOString(),
     }));
   const pr = await forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
@@ -460,6 +506,9 @@ export async function startRun(
     return { problem: `${templateError} (fix the template on \`${branch}\`, then label the issue again).` };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
+  // What every result must keep of the base: its protected files (checked against each result's tree).
+  const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
+  const globs = [...config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
   const state = newRunState({ id: run, seed: mixSeed(issue.number), config, baseCommit: base, baseScore: null });
   const task = visibleText(`# ${issue.title}\n\n${issue.body ?? ''}`);
   const files: RunFiles = {
@@ -478,6 +527,7 @@ export async function startRun(
     bestCommit: null,
     lastNightly: null,
     claims: {},
+    ...(baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {}),
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run, l.index, state.lineages.length), base);
   try {

@@ -4,6 +4,7 @@
 import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
+import { parseRunState } from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { newSealKey } from '../worker/seal.js';
 
@@ -91,7 +92,7 @@ export class RunStore {
   }
 
   async load(): Promise<RunState> {
-    return JSON.parse(await readFile(this.path('state.json'), 'utf8')) as RunState;
+    return parseRunState(await readFile(this.path('state.json'), 'utf8'), this.path('state.json'));
   }
 
   async save(state: RunState): Promise<void> {

@@ -768,6 +768,13 @@ export class FakeGitHub {
       const sha = this.commit({ message: body.message, parents: body.parents, files: trees.get(body.tree) ?? {} });
       return [201, this.gitCommit(this.commits.get(sha) as FakeCommit)];
     });
+    route('GET', /\/git\/trees\/([0-9a-f]+)/, (m, _b, q) => {
+      const sha = m[1] as string;
+      const entries = this.store.treeEntries(sha, q.has('recursive'));
+      if (!entries) return [404, error(404, 'Not Found')];
+      const tree = entries.map((t) => ({ ...t, url: `${this.repoUrl}/git/${t.type}s/${t.sha}` }));
+      return [200, { sha, url: `${this.repoUrl}/git/trees/${sha}`, tree, truncated: false }];
+    });
     route('GET', /\/git\/commits\/([0-9a-f]+)/, (m) => {
       const c = this.commits.get(m[1] as string);
       return c ? [200, this.gitCommit(c)] : [404, error(404, 'Not Found')];

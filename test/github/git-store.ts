@@ -167,6 +167,39 @@ export class GitStore {
     return files;
   }
 
+  /**
+   * The entries of a tree as GitHub's trees API lists them, every level with `recursive` (folders
+   * too, before what they hold); undefined when there is no such tree.
+   */
+  treeEntries(
+    sha: string,
+    recursive: boolean,
+  ): { path: string; mode: string; type: string; sha: string; size?: number }[] | undefined {
+    if (!/^[0-9a-f]{40}$/.test(sha)) return undefined;
+    let listing: string;
+    try {
+      listing = execFileSync(
+        'git',
+        ['--git-dir', this.gitDir, 'ls-tree', '-z', '--long', ...(recursive ? ['-r', '-t'] : []), sha],
+        {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+          maxBuffer: 256 * 1024 * 1024,
+        },
+      );
+    } catch {
+      return undefined;
+    }
+    return listing
+      .split('\0')
+      .filter(Boolean)
+      .map((entry) => {
+        const [meta, path] = entry.split('\t') as [string, string];
+        const [mode, type, object, size] = meta.trim().split(/\s+/) as [string, string, string, string];
+        return { path, mode, type, sha: object, ...(type === 'blob' ? { size: Number(size) } : {}) };
+      });
+  }
+
   isAncestor(a: string, b: string): boolean {
     const seen = new Set<string>();
     const stack = [b];

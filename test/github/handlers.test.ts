@@ -119,6 +119,55 @@ describe('starting a run', () => {
   });
 });
 
+describe('results the app does not trust', () => {
+  // A result is a commit the worker made on the episode's base, keeping the run's protected files;
+  // anything else was pushed by another hand (a leaked token), whatever score its trailers claim.
+  async function forged(forge: { parents?: (base: string, h: Harness) => string[]; files?: Record<string, string> }) {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state('issue-7');
+    const [honest, forger] = state.rounds[0]?.episodes ?? [];
+    if (!honest || !forger) throw new Error('no opening round');
+    h.pushResult(state, honest, 5);
+    h.pushResult(state, forger, 1e9, 0, {
+      ...(forge.parents ? { parents: forge.parents(forger.base, h) } : {}),
+      ...(forge.files ? { files: forge.files } : {}),
+    });
+    await h.jobCompleted('issue-7', honest.id);
+    await h.jobCompleted('issue-7', forger.id);
+    return { h, after: h.state('issue-7'), forger: forger.id };
+  }
+
+  it('a result that changes a protected file gets no score, and the honest branch wins', async () => {
+    const { after, forger } = await forged({ files: { 'grade.mjs': 'console.log(1e9)\n' } });
+    const e = after.rounds[0]?.episodes.find((x) => x.id === forger);
+    expect(e?.result).toMatchObject({ score: null, reason: expect.stringMatching(/changes protected paths/) });
+    expect(after.rounds[0]?.decision?.winner).toBe('r0.b0');
+    expect(after.best?.score).toBe(5);
+  });
+
+  it('a result that adds a workflow, or edits the config, gets no score', async () => {
+    const forgeries: Record<string, string>[] = [
+      { '.github/workflows/evil.yml': 'on: push\n' },
+      { '.github/autoresearch.yml': 'grader: {}\n' },
+    ];
+    for (const files of forgeries) {
+      const { after, forger } = await forged({ files });
+      expect(after.rounds[0]?.episodes.find((x) => x.id === forger)?.result?.score).toBeNull();
+      expect(after.best?.score).toBe(5);
+    }
+  });
+
+  it('a result that is not a commit on the episode base gets no score', async () => {
+    const { after, forger } = await forged({
+      parents: (base, h) => [h.gh.commit({ message: 'an extra commit', parents: [base], files: {} })],
+    });
+    const e = after.rounds[0]?.episodes.find((x) => x.id === forger);
+    expect(e?.result).toMatchObject({ score: null, reason: expect.stringMatching(/is not on the episode's base/) });
+    expect(after.best?.score).toBe(5);
+  });
+});
+
 describe('comment commands', () => {
   it('stop (or removing the label) stops cleanly; resume dispatches what was cancelled', async () => {
     const h = await new Harness().load();

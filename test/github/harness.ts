@@ -214,8 +214,17 @@ export class Harness {
     return JSON.parse(this.gh.commits.get(sha)?.files['state.json'] as string);
   }
 
-  /** The worker's part: a result commit on the episode's branch, with the score in its trailers. */
-  pushResult(state: RunState, e: Episode, score: number | null, spent = e.allowance) {
+  /**
+   * The worker's part: a result commit on the episode's base, with the score in its trailers. A
+   * forger (`forge`) puts it on other parents or changes other files, as a leaked token could.
+   */
+  pushResult(
+    state: RunState,
+    e: Episode,
+    score: number | null,
+    spent = e.allowance,
+    forge: { parents?: string[]; files?: Record<string, string> } = {},
+  ) {
     const branch = `refs/heads/${episodeBranch(state.id, e.round, e.branch)}`;
     const head = this.gh.refs.get(branch);
     if (head !== e.base) return false;
@@ -236,7 +245,11 @@ export class Harness {
       { diffStat: '1 file changed, 2 insertions(+)', journalTail: [`- ${e.id}: tried something`] },
     );
     const parent = this.gh.commits.get(e.base);
-    const sha = this.gh.commit({ message, parents: [e.base], files: { ...parent?.files, 'NOTES.md': `${e.id}\n` } });
+    const sha = this.gh.commit({
+      message,
+      parents: forge.parents ?? [e.base],
+      files: { ...parent?.files, 'NOTES.md': `${e.id}\n`, ...forge.files },
+    });
     this.gh.refs.set(branch, sha);
     return true;
   }

@@ -1,0 +1,66 @@
+// Protected globs mean what git's :(glob) pathspecs mean: each pattern is checked against what
+// `git ls-files` itself selects in a real repository.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { matchesGlob } from '../../src/core/globs.js';
+
+const FILES = [
+  'grade.mjs',
+  'a/grade.mjs',
+  'tests/x',
+  'tests/sub/y',
+  'tests.md',
+  'a/tests/z',
+  'a/b/c/d.txt',
+  '.github/autoresearch.yml',
+  '.github/workflows/ci.yml',
+  'data/[x].csv',
+  'src/main.test.ts',
+  'src/deep/more/util.test.ts',
+];
+const PATTERNS = [
+  'tests',
+  'tests/',
+  'tests/*',
+  'tests/**',
+  '**/tests',
+  '**/tests/**',
+  'grade.mjs',
+  '*.mjs',
+  '**/*.mjs',
+  'a/**/z',
+  'a/**',
+  'test?',
+  't*s/x',
+  '**',
+  '.github/workflows/**',
+  '.github/autoresearch.yml',
+  'src/**/*.test.ts',
+  '*/*.test.ts',
+  'data/[[]x].csv',
+  'tests/[a-x]',
+  'tests/[!x]',
+  'a/b',
+];
+
+const dir = mkdtempSync(join(tmpdir(), 'forkflush-globs-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+execFileSync('git', ['init', '-q', dir]);
+for (const f of FILES) {
+  mkdirSync(join(dir, dirname(f)), { recursive: true });
+  writeFileSync(join(dir, f), f);
+}
+execFileSync('git', ['add', '-A'], { cwd: dir });
+
+describe('protected globs', () => {
+  it.each(PATTERNS)('%s selects what git selects', (pattern) => {
+    const git = execFileSync('git', ['ls-files', '-z', '--', `:(glob)${pattern}`], { cwd: dir, encoding: 'utf8' })
+      .split('\0')
+      .filter(Boolean)
+      .sort();
+    expect(FILES.filter((f) => matchesGlob(f, pattern)).sort()).toEqual(git);
+  });
+});
