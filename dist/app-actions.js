@@ -69900,6 +69900,52 @@ function parseWith(schema, text, where) {
   return parsed.data;
 }
 
+// src/github/record-seal.ts
+import { createHash, createHmac as createHmac2, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
+var TamperedRecordError = class extends RecordError {
+  name = "TamperedRecordError";
+};
+function recordKeyFrom(env) {
+  const secret = env.FORKFLUSH_RECORD_KEY?.trim() || env.WEBHOOK_SECRET?.trim() || env.FORKFLUSH_APP_PRIVATE_KEY?.trim() || env.PRIVATE_KEY?.trim();
+  if (!secret) return null;
+  return createHmac2("sha256", "forkflush record seal v1").update(secret).digest();
+}
+function repositoryKey(key, owner, repo) {
+  return createHmac2("sha256", key).update(`${owner}/${repo}`.toLowerCase()).digest();
+}
+function sealedFiles(key, stateText, files) {
+  const { seal: _old, ...rest } = files;
+  const body = JSON.stringify(rest, null, 1);
+  return `${JSON.stringify({ ...rest, seal: mac3(key, stateText, body) }, null, 1)}
+`;
+}
+function checkSeal(key, stateText, filesText, where) {
+  let raw;
+  try {
+    raw = JSON.parse(filesText);
+  } catch {
+    throw new TamperedRecordError(`${where}: run.json is not valid JSON`);
+  }
+  const { seal, ...rest } = raw;
+  const fix = "forkflush will not act on it; look at the ref's history, then remove the label and label the issue again to start over";
+  if (typeof seal !== "string" || !/^[0-9a-f]{64}$/.test(seal)) {
+    throw new TamperedRecordError(
+      `${where}: the run's record carries no seal of this app, so it was not written by it: ${fix}`
+    );
+  }
+  const expected2 = Buffer.from(mac3(key, stateText, JSON.stringify(rest, null, 1)), "hex");
+  if (!timingSafeEqual2(expected2, Buffer.from(seal, "hex"))) {
+    throw new TamperedRecordError(
+      `${where}: the run's record was changed outside forkflush (its seal does not match): ${fix}`
+    );
+  }
+}
+function mac3(key, stateText, filesBody) {
+  const state = createHash("sha256").update(stateText).digest("hex");
+  return createHmac2("sha256", key).update(`${state}
+${filesBody}`).digest("hex");
+}
+
 // src/github/forge.ts
 var ConflictError = class extends Error {
   name = "ConflictError";
@@ -69908,14 +69954,21 @@ function status(e) {
   return typeof e === "object" && e !== null && "status" in e ? Number(e.status) : void 0;
 }
 var GitHubForge = class {
-  constructor(octokit, owner, repo) {
+  constructor(octokit, owner, repo, recordKey = null) {
     this.octokit = octokit;
     this.owner = owner;
     this.repo = repo;
+    this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
   }
   octokit;
   owner;
   repo;
+  /** Seals the run records this forge writes, and refuses those it reads without the seal. */
+  recordKey;
+  /** Whether the run records are sealed (the app has a key). */
+  get sealsRecords() {
+    return this.recordKey !== null;
+  }
   get r() {
     return { owner: this.owner, repo: this.repo };
   }
@@ -69925,6 +69978,7 @@ var GitHubForge = class {
     if (!ref) return null;
     const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
     if (state === null || files === null) throw new Error(`${stateRef2} at ${ref} lacks state.json or run.json`);
+    if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
     return {
       state: parseRunState(state, `${stateRef2}:state.json`),
       files: parseRunFiles(files, `${stateRef2}:run.json`),
@@ -69936,13 +69990,15 @@ var GitHubForge = class {
    * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
    */
   async saveRun(stateRef2, state, files, expected2, message) {
+    const stateText = `${JSON.stringify(state, null, 1)}
+`;
+    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, files) : `${JSON.stringify(files, null, 1)}
+`;
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.r,
       tree: [
-        { path: "state.json", mode: "100644", type: "blob", content: `${JSON.stringify(state, null, 1)}
-` },
-        { path: "run.json", mode: "100644", type: "blob", content: `${JSON.stringify(files, null, 1)}
-` }
+        { path: "state.json", mode: "100644", type: "blob", content: stateText },
+        { path: "run.json", mode: "100644", type: "blob", content: filesText }
       ]
     });
     const { data: commit } = await this.octokit.rest.git.createCommit({
@@ -70904,7 +70960,7 @@ function parseCommand(body) {
 }
 
 // src/github/sync.ts
-import { createHash } from "node:crypto";
+import { createHash as createHash2 } from "node:crypto";
 
 // src/core/globs.ts
 var WILDCARD = /[*?[]/;
@@ -71105,7 +71161,7 @@ async function commitOf(forge, commits, sha2) {
 }
 function protectedDigest(tree, globs) {
   const lines = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
-  return createHash("sha256").update(lines.join("\n")).digest("hex");
+  return createHash2("sha256").update(lines.join("\n")).digest("hex");
 }
 async function provenanceProblem(forge, state, files, e, sha2, commit) {
   const short = sha2.slice(0, 7);
@@ -71170,11 +71226,16 @@ async function syncStored(ctx, stored) {
       delete files.claims[w.key];
     }
     const phase = files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
-    const notes = files.hiddenInTask ? [
-      `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
-    ] : [];
+    const notes = [
+      ...files.hiddenInTask ? [
+        `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
+      ] : [],
+      ...forge.sealsRecords ? [] : [
+        "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
+      ]
+    ];
     const body = issueComment(state, phase, notes);
-    const digest = createHash("sha256").update(body).digest("hex").slice(0, 16);
+    const digest = createHash2("sha256").update(body).digest("hex").slice(0, 16);
     if (digest !== files.commentDigest || files.commentId === null) {
       files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
       files.commentDigest = digest;
@@ -71532,7 +71593,11 @@ function forkflushApp(options2 = {}) {
   return (app) => {
     const ctxOf = (context) => {
       const { owner, repo } = context.repo();
-      return { forge: new GitHubForge(context.octokit, owner, repo), now: now(), log: (l) => context.log.info(l) };
+      return {
+        forge: new GitHubForge(context.octokit, owner, repo, options2.recordKey ?? null),
+        now: now(),
+        log: (l) => context.log.info(l)
+      };
     };
     app.on("issues.labeled", async (context) => {
       const { issue: issue3, label, sender } = context.payload;
@@ -71543,8 +71608,10 @@ function forkflushApp(options2 = {}) {
         await ctx.forge.comment(issue3.number, refusal);
         return;
       }
-      const out = await startRun(ctx, { number: issue3.number, title: issue3.title, body: issue3.body ?? null });
-      if ("problem" in out) await ctx.forge.comment(issue3.number, `forkflush did not start: ${out.problem}`);
+      await answeringTampered(ctx, issue3.number, async () => {
+        const out = await startRun(ctx, { number: issue3.number, title: issue3.title, body: issue3.body ?? null });
+        if ("problem" in out) await ctx.forge.comment(issue3.number, `forkflush did not start: ${out.problem}`);
+      });
     });
     app.on("pull_request.labeled", async (context) => {
       if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === "Bot") return;
@@ -71578,8 +71645,10 @@ function forkflushApp(options2 = {}) {
         await ctx.forge.comment(issue3.number, refusal);
         return;
       }
-      const reply = await runCommand(ctx, parsed.command, issue3);
-      if (reply) await ctx.forge.comment(issue3.number, reply);
+      await answeringTampered(ctx, issue3.number, async () => {
+        const reply = await runCommand(ctx, parsed.command, issue3);
+        if (reply) await ctx.forge.comment(issue3.number, reply);
+      });
     });
     app.on("workflow_job.completed", async (context) => {
       const job = context.payload.workflow_job;
@@ -71590,7 +71659,7 @@ function forkflushApp(options2 = {}) {
       if (job.conclusion !== "success" && job.head_branch === context.payload.repository.default_branch) {
         ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
       }
-      await syncRun(ctx, run2);
+      await answeringTampered(ctx, null, () => syncRun(ctx, run2));
     });
     app.on("workflow_run.completed", async (context) => {
       const w = context.payload.workflow_run;
@@ -71598,9 +71667,18 @@ function forkflushApp(options2 = {}) {
       if (!m) return;
       const ctx = ctxOf(context);
       if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = Number(m[2]);
-      await syncRun(ctx, m[1]);
+      await answeringTampered(ctx, null, () => syncRun(ctx, m[1]));
     });
   };
+}
+async function answeringTampered(ctx, issue3, work) {
+  try {
+    await work();
+  } catch (e) {
+    if (!(e instanceof TamperedRecordError)) throw e;
+    ctx.log?.(`forkflush: refused a run record: ${e.message}`);
+    if (issue3 !== null) await ctx.forge.comment(issue3, `forkflush did nothing: ${e.message}.`);
+  }
 }
 async function refuse(ctx, sender, what) {
   if (sender.type === "Bot") return `forkflush ignores bots: ${sender.login} cannot ${what}.`;
@@ -71666,10 +71744,11 @@ async function runInActions(env = process.env, options2 = {}) {
       logLevel: options2.logLevel ?? logLevelOf(env),
       Octokit: options2.Octokit
     });
-    await probot.load(forkflushApp({ now }));
+    const recordKey = recordKeyFrom(env);
+    await probot.load(forkflushApp({ now, recordKey }));
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
-      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo), now());
+      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo, recordKey), now());
       out.info(`forkflush: nightly tick: ${touched.length > 0 ? `synced ${touched.join(", ")}` : "no run to sync"}`);
       return 0;
     }

@@ -7,6 +7,7 @@ import * as core from '@actions/core';
 import { type Options, Probot } from 'probot';
 import { UserError } from '../core/errors.js';
 import { GitHubForge } from '../github/forge.js';
+import { recordKeyFrom } from '../github/record-seal.js';
 import { forkflushApp, nightlyTick } from './app.js';
 
 /** The events forkflushApp handles. Actions never starts a workflow on workflow_job; a hosted app gets it. */
@@ -44,10 +45,11 @@ export async function runInActions(env = process.env, options: ActionsModeOption
       logLevel: options.logLevel ?? logLevelOf(env),
       Octokit: options.Octokit,
     });
-    await probot.load(forkflushApp({ now }));
+    const recordKey = recordKeyFrom(env);
+    await probot.load(forkflushApp({ now, recordKey }));
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
-      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo), now());
+      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo, recordKey), now());
       out.info(`forkflush: nightly tick: ${touched.length > 0 ? `synced ${touched.join(', ')}` : 'no run to sync'}`);
       return 0;
     }

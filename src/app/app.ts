@@ -4,6 +4,7 @@ import type { Context, Probot } from 'probot';
 import { type Command, parseCommand } from '../core/github-text.js';
 import { issueRunId, stateRef } from '../core/names.js';
 import { GitHubForge } from '../github/forge.js';
+import { TamperedRecordError } from '../github/record-seal.js';
 import { forkNow, GITHUB, nightly, type SyncContext, setStopped, startRun, syncRun } from '../github/sync.js';
 
 /** Permissions that may start and steer runs. */
@@ -11,6 +12,8 @@ const WRITERS = ['admin', 'maintain', 'write'];
 
 export interface AppOptions {
   now?: () => Date;
+  /** Seals the run records (src/github/record-seal.ts); null: they are not sealed. */
+  recordKey?: Buffer | null;
 }
 
 /** A worker job is named `forkflush <run> <episode>`; its workflow run `forkflush <run> round <n>`. */
@@ -22,7 +25,11 @@ export function forkflushApp(options: AppOptions = {}) {
   return (app: Probot) => {
     const ctxOf = (context: Context): SyncContext => {
       const { owner, repo } = context.repo();
-      return { forge: new GitHubForge(context.octokit, owner, repo), now: now(), log: (l) => context.log.info(l) };
+      return {
+        forge: new GitHubForge(context.octokit, owner, repo, options.recordKey ?? null),
+        now: now(),
+        log: (l) => context.log.info(l),
+      };
     };
 
     app.on('issues.labeled', async (context) => {
@@ -34,8 +41,10 @@ export function forkflushApp(options: AppOptions = {}) {
         await ctx.forge.comment(issue.number, refusal);
         return;
       }
-      const out = await startRun(ctx, { number: issue.number, title: issue.title, body: issue.body ?? null });
-      if ('problem' in out) await ctx.forge.comment(issue.number, `forkflush did not start: ${out.problem}`);
+      await answeringTampered(ctx, issue.number, async () => {
+        const out = await startRun(ctx, { number: issue.number, title: issue.title, body: issue.body ?? null });
+        if ('problem' in out) await ctx.forge.comment(issue.number, `forkflush did not start: ${out.problem}`);
+      });
     });
 
     app.on('pull_request.labeled', async (context) => {
@@ -75,8 +84,10 @@ export function forkflushApp(options: AppOptions = {}) {
         await ctx.forge.comment(issue.number, refusal);
         return;
       }
-      const reply = await runCommand(ctx, parsed.command, issue);
-      if (reply) await ctx.forge.comment(issue.number, reply);
+      await answeringTampered(ctx, issue.number, async () => {
+        const reply = await runCommand(ctx, parsed.command, issue);
+        if (reply) await ctx.forge.comment(issue.number, reply);
+      });
     });
 
     app.on('workflow_job.completed', async (context) => {
@@ -90,7 +101,7 @@ export function forkflushApp(options: AppOptions = {}) {
       if (job.conclusion !== 'success' && job.head_branch === context.payload.repository.default_branch) {
         ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? 'unknown'} (${job.html_url ?? job.id})` };
       }
-      await syncRun(ctx, run);
+      await answeringTampered(ctx, null, () => syncRun(ctx, run));
     });
 
     app.on('workflow_run.completed', async (context) => {
@@ -100,9 +111,23 @@ export function forkflushApp(options: AppOptions = {}) {
       const ctx = ctxOf(context);
       // Every job of the round has ended: an episode whose branch never moved has no result coming.
       if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = Number(m[2]);
-      await syncRun(ctx, m[1] as string);
+      await answeringTampered(ctx, null, () => syncRun(ctx, m[1] as string));
     });
   };
+}
+
+/**
+ * Runs a handler's work; a run record this app did not write stops it. The person who asked (a
+ * label, a command) is told on the issue; a job's event only logs it, once per event.
+ */
+async function answeringTampered(ctx: SyncContext, issue: number | null, work: () => Promise<unknown>) {
+  try {
+    await work();
+  } catch (e) {
+    if (!(e instanceof TamperedRecordError)) throw e;
+    ctx.log?.(`forkflush: refused a run record: ${e.message}`);
+    if (issue !== null) await ctx.forge.comment(issue, `forkflush did nothing: ${e.message}.`);
+  }
 }
 
 /** Why a user may not act (a short comment), or null when they may. */

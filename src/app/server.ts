@@ -5,14 +5,16 @@
 // starts what the runs' records say is due, so a restart or a second replica does no harm.
 import type { Probot } from 'probot';
 import { GitHubForge } from '../github/forge.js';
+import { recordKeyFrom } from '../github/record-seal.js';
 import { forkflushApp, nightlyTick } from './app.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 
 export default function hostedApp(app: Probot): void {
-  forkflushApp()(app);
+  const recordKey = recordKeyFrom(process.env);
+  forkflushApp({ recordKey })(app);
   const hour = nightlyHour(process.env);
-  if (hour !== null) startNightly(app, hour);
+  if (hour !== null) startNightly(app, hour, recordKey);
 }
 
 /** FORKFLUSH_NIGHTLY_HOUR: 0 to 23 (UTC), default 3; `off` for no tick (e.g. another replica ticks). */
@@ -30,7 +32,12 @@ export function nightlyHour(env: NodeJS.ProcessEnv): number | null {
  * Checks every hour; ticks on the first check of a UTC day at or after `hour`, so a restart or a
  * late timer still ticks that day. A tick that fails as a whole is tried again at the next check.
  */
-export function startNightly(app: Probot, hour: number, now = () => new Date()): NodeJS.Timeout {
+export function startNightly(
+  app: Probot,
+  hour: number,
+  recordKey: Buffer | null,
+  now = () => new Date(),
+): NodeJS.Timeout {
   let done = '';
   let busy = false;
   // unref: the timer alone never keeps the process alive.
@@ -39,7 +46,7 @@ export function startNightly(app: Probot, hour: number, now = () => new Date()):
     const day = at.toISOString().slice(0, 10);
     if (busy || day === done || at.getUTCHours() < hour) return;
     busy = true;
-    tickInstallations(app, at)
+    tickInstallations(app, at, recordKey)
       .then(() => {
         done = day;
       })
@@ -51,7 +58,7 @@ export function startNightly(app: Probot, hour: number, now = () => new Date()):
 }
 
 /** Runs the nightly tick in each repository the app is installed on, one at a time. */
-export async function tickInstallations(app: Probot, at: Date): Promise<void> {
+export async function tickInstallations(app: Probot, at: Date, recordKey: Buffer | null): Promise<void> {
   const asApp = await app.auth();
   const installations = await asApp.paginate(asApp.rest.apps.listInstallations, { per_page: 100 });
   for (const installation of installations) {
@@ -63,7 +70,7 @@ export async function tickInstallations(app: Probot, at: Date): Promise<void> {
       const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
       for (const r of repos) {
         try {
-          const touched = await nightlyTick(new GitHubForge(octokit, r.owner.login, r.name), at);
+          const touched = await nightlyTick(new GitHubForge(octokit, r.owner.login, r.name, recordKey), at);
           if (touched.length > 0) app.log.info(`forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);
         } catch (e) {
           app.log.error(e, `forkflush: the nightly tick of ${r.full_name} failed`);

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { ProbotOctokit } from 'probot';
 import { parseRunFiles, parseRunState, type RunFiles } from '../core/records.js';
 import type { RunState } from '../core/state.js';
+import { checkSeal, repositoryKey, sealedFiles } from './record-seal.js';
 
 export type { RunFiles };
 
@@ -38,11 +39,22 @@ function status(e: unknown): number | undefined {
 }
 
 export class GitHubForge {
+  /** Seals the run records this forge writes, and refuses those it reads without the seal. */
+  private readonly recordKey: Buffer | null;
+
   constructor(
     readonly octokit: Octokit,
     readonly owner: string,
     readonly repo: string,
-  ) {}
+    recordKey: Buffer | null = null,
+  ) {
+    this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
+  }
+
+  /** Whether the run records are sealed (the app has a key). */
+  get sealsRecords(): boolean {
+    return this.recordKey !== null;
+  }
 
   private get r() {
     return { owner: this.owner, repo: this.repo };
@@ -55,6 +67,7 @@ export class GitHubForge {
     if (!ref) return null;
     const [state, files] = await Promise.all([this.readFile('state.json', ref), this.readFile('run.json', ref)]);
     if (state === null || files === null) throw new Error(`${stateRef} at ${ref} lacks state.json or run.json`);
+    if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef} at ${ref.slice(0, 7)}`);
     return {
       state: parseRunState(state, `${stateRef}:state.json`),
       files: parseRunFiles(files, `${stateRef}:run.json`),
@@ -73,11 +86,15 @@ export class GitHubForge {
     expected: string | null,
     message: string,
   ): Promise<string> {
+    const stateText = `${JSON.stringify(state, null, 1)}\n`;
+    const filesText = this.recordKey
+      ? sealedFiles(this.recordKey, stateText, files)
+      : `${JSON.stringify(files, null, 1)}\n`;
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.r,
       tree: [
-        { path: 'state.json', mode: '100644', type: 'blob', content: `${JSON.stringify(state, null, 1)}\n` },
-        { path: 'run.json', mode: '100644', type: 'blob', content: `${JSON.stringify(files, null, 1)}\n` },
+        { path: 'state.json', mode: '100644', type: 'blob', content: stateText },
+        { path: 'run.json', mode: '100644', type: 'blob', content: filesText },
       ],
     });
     const { data: commit } = await this.octokit.rest.git.createCommit({

@@ -171,11 +171,18 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
       delete files.claims[w.key];
     }
     const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
-    const notes = files.hiddenInTask
-      ? [
-          `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`,
-        ]
-      : [];
+    const notes = [
+      ...(files.hiddenInTask
+        ? [
+            `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`,
+          ]
+        : []),
+      ...(forge.sealsRecords
+        ? []
+        : [
+            "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token.",
+          ]),
+    ];
     const body = issueComment(state, phase, notes);
     const digest = createHash('sha256').update(body).digest('hex').slice(0, 16);
     if (digest !== files.commentDigest || files.commentId === null) {

@@ -201,7 +201,8 @@ describe('hosted mode: the nightly tick of every installation', () => {
       logLevel: 'fatal',
       Octokit: testOctokit(),
     });
-    await tickInstallations(probot, h.clock);
+    // The run was started in Actions mode with a job token only: its records are not sealed.
+    await tickInstallations(probot, h.clock, null);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
     expect(h.gh.log.filter((l) => l.startsWith('POST /app/'))).toEqual([
       `POST /app/installations/${h.box.auth.installations[0]?.id}/access_tokens`,
@@ -219,7 +220,7 @@ describe('hosted mode: the nightly tick of every installation', () => {
       },
       log: { error: () => {}, info: () => {} },
     } as unknown as Probot;
-    const timer = startNightly(app, 3, () => clock);
+    const timer = startNightly(app, 3, null, () => clock);
     for (let i = 0; i < 48; i++) {
       clock = new Date(clock.getTime() + 3_600_000);
       await vi.advanceTimersByTimeAsync(3_600_000);

@@ -168,6 +168,37 @@ describe('results the app does not trust', () => {
   });
 });
 
+describe('a run record the app did not write', () => {
+  it('is refused: a grader swapped on the state ref runs nowhere, and the person who asked is told', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    // Someone with a token (not the app) rewrites the record: the grader now prints a high score.
+    const ref = 'refs/forkflush/issue-7/state';
+    const head = h.gh.refs.get(ref) as string;
+    const files = structuredClone(h.gh.commits.get(head)?.files ?? {});
+    const state = JSON.parse(files['state.json'] as string);
+    state.config.grader.command = 'echo 1000000';
+    files['state.json'] = `${JSON.stringify(state, null, 1)}\n`;
+    h.gh.refs.set(ref, h.gh.commit({ message: 'forkflush: round 0', parents: [head], files }));
+    const dispatches = h.gh.dispatches.length;
+
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.comments.at(-1)?.body).toMatch(
+      /^forkflush did nothing: refs\/forkflush\/issue-7\/state at [0-9a-f]{7}: the run's record was changed outside forkflush \(its seal does not match\)/,
+    );
+    // A job's event does nothing either, and says nothing on the issue.
+    const comments = h.gh.comments.length;
+    const opening = h.state('issue-7').rounds[0]?.episodes ?? [];
+    for (const e of opening) h.pushResult(h.state('issue-7'), e, 3);
+    await h.jobCompleted('issue-7', 'r0.b0');
+    expect(h.gh.comments).toHaveLength(comments);
+    expect(h.gh.dispatches).toHaveLength(dispatches);
+    expect(h.gh.refs.get(ref)).not.toBe(head);
+    expect(h.state('issue-7').config.grader.command).toBe('echo 1000000');
+    expect(h.state('issue-7').rounds[0]?.decision).toBeUndefined();
+  });
+});
+
 describe('comment commands', () => {
   it('stop (or removing the label) stops cleanly; resume dispatches what was cancelled', async () => {
     const h = await new Harness().load();
@@ -234,13 +265,9 @@ describe('a handler whose record was overtaken', () => {
     // While this handler dispatches round 1, another one saves the record (say, a comment edit).
     const original = GitHubForge.prototype.dispatchWorkflow;
     GitHubForge.prototype.dispatchWorkflow = async function (this: InstanceType<typeof GitHubForge>, ...args) {
-      const ref = 'refs/forkflush/issue-7/state';
-      const head = h.gh.refs.get(ref) as string;
-      const files = structuredClone(h.gh.commits.get(head)?.files ?? {});
-      const run = JSON.parse(files['run.json'] as string);
-      run.commentDigest = 'changed-by-another-handler';
-      files['run.json'] = JSON.stringify(run);
-      h.gh.refs.set(ref, h.gh.commit({ message: 'another handler', parents: [head], files }));
+      h.rewriteRecord('issue-7', (run) => {
+        run.commentDigest = 'changed-by-another-handler';
+      });
       return original.apply(this, args);
     };
     try {
@@ -265,14 +292,14 @@ describe('a handler whose record was overtaken', () => {
 describe('a handler that died between dispatching a round and recording it', () => {
   /** The record as the dead handler left it: round 0 claimed long ago, its dispatch not recorded. */
   function dieAfterDispatch(h: Harness) {
-    const ref = 'refs/forkflush/issue-7/state';
-    const head = h.gh.refs.get(ref) as string;
-    const files = structuredClone(h.gh.commits.get(head)?.files ?? {});
-    const run = JSON.parse(files['run.json'] as string);
-    delete run.dispatched['0'];
-    run.claims['dispatch:0'] = h.clock.toISOString();
-    files['run.json'] = JSON.stringify(run);
-    h.gh.refs.set(ref, h.gh.commit({ message: 'the record a dead handler left', parents: [head], files }));
+    h.rewriteRecord(
+      'issue-7',
+      (run) => {
+        delete run.dispatched['0'];
+        run.claims['dispatch:0'] = h.clock.toISOString();
+      },
+      'the record a dead handler left',
+    );
     h.clock = new Date(h.clock.getTime() + 11 * 60_000); // its claim is stale now
   }
 

@@ -13,6 +13,7 @@ import { commitMessage } from '../../src/core/journal.js';
 import { episodeBranch, stateRef } from '../../src/core/names.js';
 import type { Episode, RunState } from '../../src/core/state.js';
 import { GitHubForge } from '../../src/github/forge.js';
+import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
 import { GitHubBox } from './box.js';
 import type { FakeGitHub } from './fake-github.js';
 
@@ -102,7 +103,10 @@ export class Harness {
       logLevel: 'fatal',
       Octokit: TestOctokit,
     });
-    const middleware = await createNodeMiddleware(forkflushApp({ now: () => this.clock }), { probot: this.probot });
+    // The record key the hosted app derives from its webhook secret: every record it writes is sealed.
+    const middleware = await createNodeMiddleware(forkflushApp({ now: () => this.clock, recordKey: this.recordKey }), {
+      probot: this.probot,
+    });
     const server = createServer(async (req, res) => {
       if (!(await middleware(req, res))) {
         res.statusCode = 404;
@@ -134,7 +138,27 @@ export class Harness {
   /** The forge as the hosted app's nightly tick uses it, against the box. */
   forge(): GitHubForge {
     const octokit = new TestOctokit({ auth: { token: TEST_TOKEN }, baseUrl: this.box.apiUrl });
-    return new GitHubForge(octokit, this.gh.owner, this.gh.repo);
+    return new GitHubForge(octokit, this.gh.owner, this.gh.repo, this.recordKey);
+  }
+
+  /**
+   * Another handler of this app saves the run's record (sealed with the app's key): `change`
+   * edits run.json's content in place.
+   */
+  rewriteRecord(run: string, change: (files: any) => void, message = 'another handler'): void {
+    const ref = stateRef(run);
+    const head = this.gh.refs.get(ref) as string;
+    const files = structuredClone(this.gh.commits.get(head)?.files ?? {});
+    const parsed = JSON.parse(files['run.json'] as string);
+    change(parsed);
+    const key = repositoryKey(this.recordKey, this.gh.owner, this.gh.repo);
+    files['run.json'] = sealedFiles(key, files['state.json'] as string, parsed);
+    this.gh.refs.set(ref, this.gh.commit({ message, parents: [head], files }));
+  }
+
+  /** The app's record key, as the hosted entry derives it (src/app/server.ts). */
+  get recordKey(): Buffer {
+    return recordKeyFrom({ WEBHOOK_SECRET: this.box.webhookSecret }) as Buffer;
   }
 
   async close(): Promise<void> {
