@@ -27532,7 +27532,8 @@ var resultSchema = external_exports.object({
   note: external_exports.string().optional(),
   usage: usageSchema.optional(),
   wallSeconds: external_exports.number().nonnegative(),
-  sandbox: external_exports.string().optional()
+  sandbox: external_exports.string().optional(),
+  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId,
@@ -27604,7 +27605,9 @@ var runFilesSchema = external_exports.object({
    * A digest of the protected paths of the run's base (path, mode and blob of each): a result
    * whose tree differs there is refused. Absent in records made before it was kept.
    */
-  protectedDigest: external_exports.string().optional()
+  protectedDigest: external_exports.string().optional(),
+  /** Whether the repository was private when the run started (how agent contexts are kept). */
+  privateRepository: external_exports.boolean().optional()
 });
 var RecordError = class extends Error {
   name = "RecordError";
@@ -27770,9 +27773,10 @@ Forkflush-Save: ${randomUUID()}`,
     });
   }
   // The repository.
-  async defaultBranch() {
+  /** The default branch, and whether the repository is private (contexts are kept by it). */
+  async repository() {
     const { data } = await this.octokit.rest.repos.get(this.r);
-    return data.default_branch;
+    return { defaultBranch: data.default_branch, private: data.private };
   }
   async readFile(path, ref) {
     try {
@@ -27842,6 +27846,14 @@ Forkflush-Save: ${randomUUID()}`,
     const now = await this.refSha(`refs/heads/${branch}`);
     if (now !== sha2)
       throw new Error(`${branch} could not be moved to ${sha2.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+  }
+  /** Deletes a ref outside refs/heads (an episode's context); one already gone is fine. */
+  async deleteRef(ref) {
+    try {
+      await this.octokit.rest.git.deleteRef({ ...this.r, ref: ref.replace(/^refs\//, "") });
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
   }
   async deleteBranch(branch) {
     try {
@@ -28009,7 +28021,8 @@ var TRAILERS = {
   seconds: "Forkflush-Seconds",
   note: "Forkflush-Note",
   usage: "Forkflush-Usage",
-  sandbox: "Forkflush-Sandbox"
+  sandbox: "Forkflush-Sandbox",
+  contextStore: "Forkflush-Context"
 };
 function parseCommitMessage(message, commit) {
   const fields = /* @__PURE__ */ new Map();
@@ -28030,6 +28043,8 @@ function parseCommitMessage(message, commit) {
   const note = fields.get(TRAILERS.note);
   const usage = parseUsage(fields.get(TRAILERS.usage));
   const sandbox = fields.get(TRAILERS.sandbox);
+  const store = fields.get(TRAILERS.contextStore);
+  const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
   return {
     runId,
     episode,
@@ -28045,7 +28060,8 @@ function parseCommitMessage(message, commit) {
       wallSeconds: wall,
       agentSeconds: agent,
       graderSeconds: grader,
-      ...sandbox ? { sandbox } : {}
+      ...sandbox ? { sandbox } : {},
+      ...contextStore ? { contextStore } : {}
     }
   };
 }
@@ -28087,6 +28103,9 @@ function describeEpisodeId(id) {
 }
 function stateRef(run) {
   return `refs/forkflush/${run}/state`;
+}
+function contextRef(run, episode) {
+  return `refs/forkflush/${run}/contexts/${episode}`;
 }
 function issueRunId(issue2) {
   return `issue-${issue2}`;
@@ -28550,6 +28569,21 @@ function plan(config2) {
 function commentMarker(run) {
   return `<!-- forkflush:${run} -->`;
 }
+function contextNote(state, privateRepository) {
+  const stores = new Set(allEpisodes(state).flatMap((e) => e.result?.contextStore ? [e.result.contextStore] : []));
+  const setKey = "Make a key with `openssl rand -base64 32`, store it as the repository secret `FORKFLUSH_CONTEXT_KEY` and pass it to the worker (`context-key:`).";
+  if (stores.has("none") || stores.size === 0 && privateRepository === false) {
+    return [
+      `Agent contexts are not kept in this public repository without \`FORKFLUSH_CONTEXT_KEY\`: serial episodes start with a fresh context instead of carrying the leader's, so this run is not the paper's method. ${setKey}`
+    ];
+  }
+  if (stores.has("plain")) {
+    return [
+      `Agent contexts (transcripts) are kept unencrypted on \`refs/forkflush/${state.id}/contexts/\`: anyone who can read this repository can read them. ${setKey}`
+    ];
+  }
+  return [];
+}
 function issueComment(state, phase, notes = []) {
   const c = state.config;
   const unit = c.budget.unit;
@@ -28962,6 +28996,7 @@ async function syncStored(ctx, stored) {
       ...files.hiddenInTask ? [
         `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
       ] : [],
+      ...contextNote(state, files.privateRepository),
       ...forge.sealsRecords ? [] : [
         "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
       ]
@@ -29144,6 +29179,7 @@ async function settle2(forge, state, files, round) {
     } else {
       const pr = files.published[e.id]?.pr;
       if (pr) await forge.closePullRequest(pr, loserComment(state, e, winner));
+      await forge.deleteRef(contextRef(state.id, e.id));
     }
     await forge.deleteBranch(branch);
   }
@@ -29185,7 +29221,8 @@ async function startRun(ctx, issue2) {
     if (existing.files.stopped) return { state: await setStopped(ctx, existing, false) };
     return { state: await syncRun(ctx, run) };
   }
-  const branch = await forge.defaultBranch();
+  const repository = await forge.repository();
+  const branch = repository.defaultBranch;
   const text = await forge.readFile(CONFIG_PATH, branch);
   if (text === null) {
     return {
@@ -29238,7 +29275,8 @@ ${issue2.body ?? ""}`);
     bestCommit: null,
     lastNightly: null,
     claims: {},
-    ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {}
+    ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {},
+    privateRepository: repository.private
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run, l.index, state.lineages.length), base);
   try {

@@ -27898,7 +27898,8 @@ var TRAILERS = {
   seconds: "Forkflush-Seconds",
   note: "Forkflush-Note",
   usage: "Forkflush-Usage",
-  sandbox: "Forkflush-Sandbox"
+  sandbox: "Forkflush-Sandbox",
+  contextStore: "Forkflush-Context"
 };
 function commitMessage(runId, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
@@ -27922,6 +27923,7 @@ function commitMessage(runId, config2, e, r, details) {
     ...r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : [],
     ...r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : [],
     ...r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : [],
+    ...r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
   return `${lines.join("\n")}
@@ -27946,6 +27948,8 @@ function parseCommitMessage(message, commit) {
   const note = fields.get(TRAILERS.note);
   const usage = parseUsage(fields.get(TRAILERS.usage));
   const sandbox = fields.get(TRAILERS.sandbox);
+  const store = fields.get(TRAILERS.contextStore);
+  const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
   return {
     runId,
     episode,
@@ -27961,7 +27965,8 @@ function parseCommitMessage(message, commit) {
       wallSeconds: wall,
       agentSeconds: agent,
       graderSeconds: grader,
-      ...sandbox ? { sandbox } : {}
+      ...sandbox ? { sandbox } : {},
+      ...contextStore ? { contextStore } : {}
     }
   };
 }
@@ -31605,17 +31610,19 @@ async function runEpisode(job) {
     score = g.score;
     reason = g.reason;
   }
+  const note = [...job.notes ?? [], ...outcome.note ? [outcome.note] : []].join("; ");
   const partial2 = {
     score,
     ...reason ? { reason } : {},
-    ...outcome.note ? { note: outcome.note } : {},
+    ...note ? { note } : {},
     ...outcome.usage ? { usage: outcome.usage } : {},
     spent: spent2,
     exit: outcome.exit,
     protectedChanged: snap.protectedChanged,
     agentSeconds: seconds(outcome.seconds),
     graderSeconds: seconds(graderSeconds),
-    sandbox: isolation.label
+    sandbox: isolation.label,
+    ...job.contextStore ? { contextStore: job.contextStore } : {}
   };
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
   const journal = appendToJournal(
@@ -31968,7 +31975,8 @@ var resultSchema = external_exports.object({
   note: external_exports.string().optional(),
   usage: usageSchema.optional(),
   wallSeconds: external_exports.number().nonnegative(),
-  sandbox: external_exports.string().optional()
+  sandbox: external_exports.string().optional(),
+  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
@@ -32040,7 +32048,9 @@ var runFilesSchema = external_exports.object({
    * A digest of the protected paths of the run's base (path, mode and blob of each): a result
    * whose tree differs there is refused. Absent in records made before it was kept.
    */
-  protectedDigest: external_exports.string().optional()
+  protectedDigest: external_exports.string().optional(),
+  /** Whether the repository was private when the run started (how agent contexts are kept). */
+  privateRepository: external_exports.boolean().optional()
 });
 var RecordError = class extends Error {
   name = "RecordError";

@@ -5201,8 +5201,8 @@ var require_formdata_parser = __commonJS({
         return false;
       }
       for (let i = 0; i < length; ++i) {
-        const cp = boundary.charCodeAt(i);
-        if (!(cp >= 48 && cp <= 57 || cp >= 65 && cp <= 90 || cp >= 97 && cp <= 122 || cp === 39 || cp === 45 || cp === 95)) {
+        const cp2 = boundary.charCodeAt(i);
+        if (!(cp2 >= 48 && cp2 <= 57 || cp2 >= 65 && cp2 <= 90 || cp2 >= 97 && cp2 <= 122 || cp2 === 39 || cp2 === 45 || cp2 === 95)) {
           return false;
         }
       }
@@ -23117,10 +23117,10 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start, key, sep: sep2, value } = collItem;
+        const { start, key, sep: sep3, value } = collItem;
         const keyProps = resolveProps.resolveProps(start, {
           indicator: "explicit-key-ind",
-          next: key ?? sep2?.[0],
+          next: key ?? sep3?.[0],
           offset,
           onError,
           parentIndent: bm.indent,
@@ -23134,7 +23134,7 @@ var require_resolve_block_map = __commonJS({
             else if ("indent" in key && key.indent !== bm.indent)
               onError(offset, "BAD_INDENT", startColMsg);
           }
-          if (!keyProps.anchor && !keyProps.tag && !sep2) {
+          if (!keyProps.anchor && !keyProps.tag && !sep3) {
             commentEnd = keyProps.end;
             if (keyProps.comment) {
               if (map2.comment)
@@ -23158,7 +23158,7 @@ var require_resolve_block_map = __commonJS({
         ctx.atKey = false;
         if (utilMapIncludes.mapIncludes(ctx, map2.items, keyNode))
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
-        const valueProps = resolveProps.resolveProps(sep2 ?? [], {
+        const valueProps = resolveProps.resolveProps(sep3 ?? [], {
           indicator: "map-value-ind",
           next: value,
           offset: keyNode.range[2],
@@ -23174,7 +23174,7 @@ var require_resolve_block_map = __commonJS({
             if (ctx.options.strict && keyProps.start < valueProps.found.offset - 1024)
               onError(keyNode.range, "KEY_OVER_1024_CHARS", "The : indicator must be at most 1024 chars after the start of an implicit block mapping key");
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep2, null, valueProps, onError);
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : composeEmptyNode(ctx, offset, sep3, null, valueProps, onError);
           if (ctx.schema.compat)
             utilFlowIndentCheck.flowIndentCheck(bm.indent, value, onError);
           offset = valueNode.range[2];
@@ -23265,7 +23265,7 @@ var require_resolve_end = __commonJS({
       let comment = "";
       if (end) {
         let hasSpace = false;
-        let sep2 = "";
+        let sep3 = "";
         for (const token of end) {
           const { source, type } = token;
           switch (type) {
@@ -23279,13 +23279,13 @@ var require_resolve_end = __commonJS({
               if (!comment)
                 comment = cb;
               else
-                comment += sep2 + cb;
-              sep2 = "";
+                comment += sep3 + cb;
+              sep3 = "";
               break;
             }
             case "newline":
               if (comment)
-                sep2 += source;
+                sep3 += source;
               hasSpace = true;
               break;
             default:
@@ -23328,18 +23328,18 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i = 0; i < fc.items.length; ++i) {
         const collItem = fc.items[i];
-        const { start, key, sep: sep2, value } = collItem;
+        const { start, key, sep: sep3, value } = collItem;
         const props = resolveProps.resolveProps(start, {
           flow: fcName,
           indicator: "explicit-key-ind",
-          next: key ?? sep2?.[0],
+          next: key ?? sep3?.[0],
           offset,
           onError,
           parentIndent: fc.indent,
           startOnNewline: false
         });
         if (!props.found) {
-          if (!props.anchor && !props.tag && !sep2 && !value) {
+          if (!props.anchor && !props.tag && !sep3 && !value) {
             if (i === 0 && props.comma)
               onError(props.comma, "UNEXPECTED_TOKEN", `Unexpected , in ${fcName}`);
             else if (i < fc.items.length - 1)
@@ -23393,8 +23393,8 @@ var require_resolve_flow_collection = __commonJS({
             }
           }
         }
-        if (!isMap2 && !sep2 && !props.found) {
-          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep2, null, props, onError);
+        if (!isMap2 && !sep3 && !props.found) {
+          const valueNode = value ? composeNode(ctx, value, props, onError) : composeEmptyNode(ctx, props.end, sep3, null, props, onError);
           coll.items.push(valueNode);
           offset = valueNode.range[2];
           if (isBlock(value))
@@ -23406,7 +23406,7 @@ var require_resolve_flow_collection = __commonJS({
           if (isBlock(key))
             onError(keyNode.range, "BLOCK_IN_FLOW", blockMsg);
           ctx.atKey = false;
-          const valueProps = resolveProps.resolveProps(sep2 ?? [], {
+          const valueProps = resolveProps.resolveProps(sep3 ?? [], {
             flow: fcName,
             indicator: "map-value-ind",
             next: value,
@@ -23417,8 +23417,8 @@ var require_resolve_flow_collection = __commonJS({
           });
           if (valueProps.found) {
             if (!isMap2 && !props.found && ctx.options.strict) {
-              if (sep2)
-                for (const st of sep2) {
+              if (sep3)
+                for (const st of sep3) {
                   if (st === valueProps.found)
                     break;
                   if (st.type === "newline") {
@@ -23435,7 +23435,7 @@ var require_resolve_flow_collection = __commonJS({
             else
               onError(valueProps.start, "MISSING_CHAR", `Missing , or : between ${fcName} items`);
           }
-          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep2, null, valueProps, onError) : null;
+          const valueNode = value ? composeNode(ctx, value, valueProps, onError) : valueProps.found ? composeEmptyNode(ctx, valueProps.end, sep3, null, valueProps, onError) : null;
           if (valueNode) {
             if (isBlock(value))
               onError(valueNode.range, "BLOCK_IN_FLOW", blockMsg);
@@ -23615,7 +23615,7 @@ var require_resolve_block_scalar = __commonJS({
           chompStart = i + 1;
       }
       let value = "";
-      let sep2 = "";
+      let sep3 = "";
       let prevMoreIndented = false;
       for (let i = 0; i < contentStart; ++i)
         value += lines[i][0].slice(trimIndent) + "\n";
@@ -23632,24 +23632,24 @@ var require_resolve_block_scalar = __commonJS({
           indent = "";
         }
         if (type === Scalar.Scalar.BLOCK_LITERAL) {
-          value += sep2 + indent.slice(trimIndent) + content;
-          sep2 = "\n";
+          value += sep3 + indent.slice(trimIndent) + content;
+          sep3 = "\n";
         } else if (indent.length > trimIndent || content[0] === "	") {
-          if (sep2 === " ")
-            sep2 = "\n";
-          else if (!prevMoreIndented && sep2 === "\n")
-            sep2 = "\n\n";
-          value += sep2 + indent.slice(trimIndent) + content;
-          sep2 = "\n";
+          if (sep3 === " ")
+            sep3 = "\n";
+          else if (!prevMoreIndented && sep3 === "\n")
+            sep3 = "\n\n";
+          value += sep3 + indent.slice(trimIndent) + content;
+          sep3 = "\n";
           prevMoreIndented = true;
         } else if (content === "") {
-          if (sep2 === "\n")
+          if (sep3 === "\n")
             value += "\n";
           else
-            sep2 = "\n";
+            sep3 = "\n";
         } else {
-          value += sep2 + content;
-          sep2 = " ";
+          value += sep3 + content;
+          sep3 = " ";
           prevMoreIndented = false;
         }
       }
@@ -23832,25 +23832,25 @@ var require_resolve_flow_scalar = __commonJS({
         trimBoth = /^[ \t]+|[ \t]+$/g;
       }
       let res = match[1].replace(trimEnd, "");
-      let sep2 = " ";
+      let sep3 = " ";
       let pos = line.lastIndex;
       while (match = line.exec(source)) {
         const lm = match[1].replace(trimBoth, "");
         if (lm === "") {
-          if (sep2 === "\n")
-            res += sep2;
+          if (sep3 === "\n")
+            res += sep3;
           else
-            sep2 = "\n";
+            sep3 = "\n";
         } else {
-          res += sep2 + lm;
-          sep2 = " ";
+          res += sep3 + lm;
+          sep3 = " ";
         }
         pos = line.lastIndex;
       }
       const last = /[ \t]*(.*)/sy;
       last.lastIndex = pos;
       match = last.exec(source);
-      return res + sep2 + (match?.[1] ?? "");
+      return res + sep3 + (match?.[1] ?? "");
     }
     function doubleQuotedValue(source, onError) {
       let res = "";
@@ -24660,14 +24660,14 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start, key, sep: sep2, value }) {
+    function stringifyItem({ start, key, sep: sep3, value }) {
       let res = "";
       for (const st of start)
         res += st.source;
       if (key)
         res += stringifyToken(key);
-      if (sep2)
-        for (const st of sep2)
+      if (sep3)
+        for (const st of sep3)
           res += st.source;
       if (value)
         res += stringifyToken(value);
@@ -25834,18 +25834,18 @@ var require_parser = __commonJS({
         if (this.type === "map-value-ind") {
           const prev = getPrevProps(this.peek(2));
           const start = getFirstKeyStartProps(prev);
-          let sep2;
+          let sep3;
           if (scalar.end) {
-            sep2 = scalar.end;
-            sep2.push(this.sourceToken);
+            sep3 = scalar.end;
+            sep3.push(this.sourceToken);
             delete scalar.end;
           } else
-            sep2 = [this.sourceToken];
+            sep3 = [this.sourceToken];
           const map2 = {
             type: "block-map",
             offset: scalar.offset,
             indent: scalar.indent,
-            items: [{ start, key: scalar, sep: sep2 }]
+            items: [{ start, key: scalar, sep: sep3 }]
           };
           this.onKeyLine = true;
           this.stack[this.stack.length - 1] = map2;
@@ -25998,15 +25998,15 @@ var require_parser = __commonJS({
                 } else if (isFlowToken(it.key) && !includesToken(it.sep, "newline")) {
                   const start2 = getFirstKeyStartProps(it.start);
                   const key = it.key;
-                  const sep2 = it.sep;
-                  sep2.push(this.sourceToken);
+                  const sep3 = it.sep;
+                  sep3.push(this.sourceToken);
                   delete it.key;
                   delete it.sep;
                   this.stack.push({
                     type: "block-map",
                     offset: this.offset,
                     indent: this.indent,
-                    items: [{ start: start2, key, sep: sep2 }]
+                    items: [{ start: start2, key, sep: sep3 }]
                   });
                 } else if (start.length > 0) {
                   it.sep = it.sep.concat(start, this.sourceToken);
@@ -26200,13 +26200,13 @@ var require_parser = __commonJS({
             const prev = getPrevProps(parent);
             const start = getFirstKeyStartProps(prev);
             fixFlowSeqItems(fc);
-            const sep2 = fc.end.splice(1, fc.end.length);
-            sep2.push(this.sourceToken);
+            const sep3 = fc.end.splice(1, fc.end.length);
+            sep3.push(this.sourceToken);
             const map2 = {
               type: "block-map",
               offset: fc.offset,
               indent: fc.indent,
-              items: [{ start, key: fc, sep: sep2 }]
+              items: [{ start, key: fc, sep: sep3 }]
             };
             this.onKeyLine = true;
             this.stack[this.stack.length - 1] = map2;
@@ -46894,8 +46894,8 @@ function journalEntry(config2, phase, e, r) {
 }
 function appendToJournal(existing, entry) {
   const header = existing.trim() === "" ? "# Journal\n\n" : "";
-  const sep2 = existing === "" || existing.endsWith("\n") ? "" : "\n";
-  return `${header}${existing}${sep2}${entry}
+  const sep3 = existing === "" || existing.endsWith("\n") ? "" : "\n";
+  return `${header}${existing}${sep3}${entry}
 `;
 }
 var TRAILERS = {
@@ -46910,7 +46910,8 @@ var TRAILERS = {
   seconds: "Forkflush-Seconds",
   note: "Forkflush-Note",
   usage: "Forkflush-Usage",
-  sandbox: "Forkflush-Sandbox"
+  sandbox: "Forkflush-Sandbox",
+  contextStore: "Forkflush-Context"
 };
 function commitMessage(runId, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
@@ -46934,6 +46935,7 @@ function commitMessage(runId, config2, e, r, details) {
     ...r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : [],
     ...r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : [],
     ...r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : [],
+    ...r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
   return `${lines.join("\n")}
@@ -46958,6 +46960,8 @@ function parseCommitMessage(message, commit) {
   const note = fields.get(TRAILERS.note);
   const usage = parseUsage(fields.get(TRAILERS.usage));
   const sandbox = fields.get(TRAILERS.sandbox);
+  const store = fields.get(TRAILERS.contextStore);
+  const contextStore2 = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
   return {
     runId,
     episode,
@@ -46973,7 +46977,8 @@ function parseCommitMessage(message, commit) {
       wallSeconds: wall,
       agentSeconds: agent,
       graderSeconds: grader,
-      ...sandbox ? { sandbox } : {}
+      ...sandbox ? { sandbox } : {},
+      ...contextStore2 ? { contextStore: contextStore2 } : {}
     }
   };
 }
@@ -47216,8 +47221,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat7 = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat7.slice(stat7.lastIndexOf(")") + 2).split(" ");
+    const stat8 = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat8.slice(stat8.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -47490,8 +47495,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat7 = readFileSync2(`/proc/${pid}/stat`, "utf8");
-    return Number(stat7.slice(stat7.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat8 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return Number(stat8.slice(stat8.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -47971,17 +47976,19 @@ async function runEpisode(job) {
     score = g.score;
     reason = g.reason;
   }
+  const note = [...job.notes ?? [], ...outcome.note ? [outcome.note] : []].join("; ");
   const partial2 = {
     score,
     ...reason ? { reason } : {},
-    ...outcome.note ? { note: outcome.note } : {},
+    ...note ? { note } : {},
     ...outcome.usage ? { usage: outcome.usage } : {},
     spent,
     exit: outcome.exit,
     protectedChanged: snap.protectedChanged,
     agentSeconds: seconds(outcome.seconds),
     graderSeconds: seconds(graderSeconds),
-    sandbox: isolation.label
+    sandbox: isolation.label,
+    ...job.contextStore ? { contextStore: job.contextStore } : {}
   };
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
   const journal = appendToJournal(
@@ -48053,8 +48060,8 @@ function forgetForgeSecrets(env) {
 }
 
 // src/action/episode-job.ts
-import { mkdir as mkdir10, rm as rm11 } from "node:fs/promises";
-import { join as join12 } from "node:path";
+import { cp, mkdir as mkdir11, readFile as readFile7, rm as rm11 } from "node:fs/promises";
+import { join as join13 } from "node:path";
 
 // src/agents/aider.ts
 import { mkdir as mkdir4, readdir as readdir4, readFile, rm as rm5, stat as stat3, writeFile as writeFile5 } from "node:fs/promises";
@@ -48307,10 +48314,10 @@ async function excludeAiderFiles(workdir) {
     const text = await readFile(file2, "utf8").catch(() => "");
     if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return void 0;
     await mkdir4(dirname4(file2), { recursive: true });
-    const sep2 = text === "" || text.endsWith("\n") ? "" : "\n";
+    const sep3 = text === "" || text.endsWith("\n") ? "" : "\n";
     await writeFile5(
       file2,
-      `${text}${sep2}# forkflush, aider agent: aider's files in the git root (repo map cache)
+      `${text}${sep3}# forkflush, aider agent: aider's files in the git root (repo map cache)
 ${EXCLUDE}
 `
     );
@@ -50373,7 +50380,8 @@ var resultSchema = external_exports.object({
   note: external_exports.string().optional(),
   usage: usageSchema.optional(),
   wallSeconds: external_exports.number().nonnegative(),
-  sandbox: external_exports.string().optional()
+  sandbox: external_exports.string().optional(),
+  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId,
@@ -50445,7 +50453,9 @@ var runFilesSchema = external_exports.object({
    * A digest of the protected paths of the run's base (path, mode and blob of each): a result
    * whose tree differs there is refused. Absent in records made before it was kept.
    */
-  protectedDigest: external_exports.string().optional()
+  protectedDigest: external_exports.string().optional(),
+  /** Whether the repository was private when the run started (how agent contexts are kept). */
+  privateRepository: external_exports.boolean().optional()
 });
 var RecordError = class extends Error {
   name = "RecordError";
@@ -50481,9 +50491,107 @@ function findEpisode(state, id) {
   return allEpisodes(state).find((e) => e.id === id);
 }
 
+// src/action/contexts.ts
+import { createCipheriv, createDecipheriv, randomBytes as randomBytes2 } from "node:crypto";
+import { mkdir as mkdir9, readdir as readdir9, readFile as readFile6, stat as stat7, writeFile as writeFile10 } from "node:fs/promises";
+import { dirname as dirname7, join as join11, normalize, sep as sep2 } from "node:path";
+var SEALED_CONTEXT = "context.ffc";
+var MAGIC = Buffer.from("FFC1");
+var IV_BYTES = 12;
+var TAG_BYTES = 16;
+function parseContextKey(text) {
+  const t = text.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(t) ? Buffer.from(t, "hex") : Buffer.from(t, "base64");
+  if (key.length !== 32 || !/^[0-9a-fA-F]{64}$/.test(t) && key.toString("base64") !== t) {
+    throw new UserError(
+      "FORKFLUSH_CONTEXT_KEY must be 32 random bytes in base64 or hex: make one with `openssl rand -base64 32` and store it as a repository secret"
+    );
+  }
+  return key;
+}
+function contextStore(key, privateRepository) {
+  if (key) return "encrypted";
+  return privateRepository === true ? "plain" : "none";
+}
+async function repositoryIsPrivate(eventPath) {
+  if (!eventPath) return null;
+  try {
+    const event = JSON.parse(await readFile6(eventPath, "utf8"));
+    return typeof event.repository?.private === "boolean" ? event.repository.private : null;
+  } catch {
+    return null;
+  }
+}
+function aad(run2, episode) {
+  return Buffer.from(`forkflush context ${run2} ${episode}`);
+}
+function encryptContext(key, run2, episode, archive) {
+  const iv = randomBytes2(IV_BYTES);
+  const cipher = createCipheriv("aes-256-gcm", key, iv);
+  cipher.setAAD(aad(run2, episode));
+  const body = Buffer.concat([cipher.update(archive), cipher.final()]);
+  return Buffer.concat([MAGIC, iv, body, cipher.getAuthTag()]);
+}
+function decryptContext(key, run2, episode, sealed) {
+  if (sealed.length < MAGIC.length + IV_BYTES + TAG_BYTES || !sealed.subarray(0, 4).equals(MAGIC)) return null;
+  const iv = sealed.subarray(4, 4 + IV_BYTES);
+  const tag = sealed.subarray(sealed.length - TAG_BYTES);
+  const body = sealed.subarray(4 + IV_BYTES, sealed.length - TAG_BYTES);
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", key, iv);
+    decipher.setAAD(aad(run2, episode));
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(body), decipher.final()]);
+  } catch {
+    return null;
+  }
+}
+async function packFolder(dir) {
+  const parts = [];
+  const walk = async (rel) => {
+    const entries = await readdir9(join11(dir, rel), { withFileTypes: true });
+    for (const e of entries.sort((a, b) => a.name < b.name ? -1 : 1)) {
+      const path = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) await walk(path);
+      else if (e.isFile()) {
+        const full = join11(dir, path);
+        const data = await readFile6(full);
+        const exec2 = ((await stat7(full)).mode & 73) !== 0;
+        const name = Buffer.from(path);
+        const head = Buffer.alloc(13);
+        head.writeUInt32BE(name.length, 0);
+        head.writeUInt8(exec2 ? 1 : 0, 4);
+        head.writeBigUInt64BE(BigInt(data.length), 5);
+        parts.push(head.subarray(0, 4), name, head.subarray(4), data);
+      }
+    }
+  };
+  await walk("");
+  return Buffer.concat(parts);
+}
+async function unpackFolder(archive, dir) {
+  let at = 0;
+  while (at < archive.length) {
+    const nameLength = archive.readUInt32BE(at);
+    const path = archive.subarray(at + 4, at + 4 + nameLength).toString();
+    at += 4 + nameLength;
+    const exec2 = archive.readUInt8(at) === 1;
+    const size = Number(archive.readBigUInt64BE(at + 1));
+    at += 9;
+    const data = archive.subarray(at, at + size);
+    at += size;
+    const target = normalize(join11(dir, path));
+    if (path.startsWith("/") || path.split("/").includes("..") || !target.startsWith(dir + sep2)) {
+      throw new Error(`a context holds the path ${JSON.stringify(path)}, outside its folder`);
+    }
+    await mkdir9(dirname7(target), { recursive: true });
+    await writeFile10(target, data, { mode: exec2 ? 493 : 420 });
+  }
+}
+
 // src/action/records.ts
-import { mkdir as mkdir9, readdir as readdir9, rm as rm10, writeFile as writeFile10 } from "node:fs/promises";
-import { join as join11 } from "node:path";
+import { mkdir as mkdir10, readdir as readdir10, rm as rm10, writeFile as writeFile11 } from "node:fs/promises";
+import { join as join12 } from "node:path";
 var CONFIG = "[core]\n	repositoryformatversion = 0\n	bare = true\n";
 var RecordsRepo = class _RecordsRepo {
   constructor(dir, own2) {
@@ -50497,7 +50605,7 @@ var RecordsRepo = class _RecordsRepo {
   /** A new, empty records repository. */
   static async create(dir) {
     await rm10(dir, { recursive: true, force: true });
-    const own2 = await OwnRepo.open(dir, join11(dir, "objects"));
+    const own2 = await OwnRepo.open(dir, join12(dir, "objects"));
     return new _RecordsRepo(dir, own2);
   }
   get objects() {
@@ -50505,7 +50613,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Puts back the repository's own config (nothing else may redirect or intercept its remote). */
   async resetConfig() {
-    await writeFile10(join11(this.dir, "config"), CONFIG);
+    await writeFile11(join12(this.dir, "config"), CONFIG);
   }
   /** A file of a ref's tree, or null when the tree has no such file. */
   async read(ref, path) {
@@ -50514,7 +50622,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Writes the tree of a ref into a folder (which should be empty). */
   async extract(ref, dir) {
-    await mkdir9(dir, { recursive: true });
+    await mkdir10(dir, { recursive: true });
     await this.withIndex(async (env) => {
       await this.git.exec(["--work-tree", dir, "read-tree", ref], { env });
       await this.git.exec(["--work-tree", dir, "checkout-index", "--all"], { env });
@@ -50525,7 +50633,7 @@ var RecordsRepo = class _RecordsRepo {
    * or null when the folder holds no files.
    */
   async commitFolder(dir, message) {
-    const entries = await readdir9(dir).catch(() => []);
+    const entries = await readdir10(dir).catch(() => []);
     if (entries.length === 0) return null;
     return this.withIndex(async (env) => {
       await this.git.exec(["--work-tree", dir, "add", "--all", "--force"], { env });
@@ -50534,9 +50642,24 @@ var RecordsRepo = class _RecordsRepo {
       return (await this.git.exec(["commit-tree", tree, "-F", "-"], { input: message })).stdout.trim();
     });
   }
+  /** Commits one file with these bytes (an encrypted context) and returns the commit. */
+  async commitFile(name, data, message) {
+    const file2 = join12(this.dir, `forkflush-blob-${process.pid}-${Date.now()}`);
+    await writeFile11(file2, data);
+    try {
+      const blob = (await this.git.exec(["hash-object", "-w", "--no-filters", file2])).stdout.trim();
+      return await this.withIndex(async (env) => {
+        await this.git.exec(["update-index", "--add", "--cacheinfo", `100644,${blob},${name}`], { env });
+        const tree = (await this.git.exec(["write-tree"], { env })).stdout.trim();
+        return (await this.git.exec(["commit-tree", tree, "-F", "-"], { input: message })).stdout.trim();
+      });
+    } finally {
+      await rm10(file2, { force: true });
+    }
+  }
   /** A throwaway index, so nothing is staged in the records repository itself. */
   async withIndex(fn) {
-    const index = join11(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
+    const index = join12(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
     try {
       return await fn({ GIT_INDEX_FILE: index });
     } finally {
@@ -50613,7 +50736,7 @@ function sendsCredentials(url2) {
 async function runEpisodeJob(s, o) {
   o.log(`repository: ${s.remoteUrl}`);
   await rm11(s.privateDir, { recursive: true, force: true });
-  const records = await RecordsRepo.create(join12(s.privateDir, "records.git"));
+  const records = await RecordsRepo.create(join13(s.privateDir, "records.git"));
   const remote = new Remote(s.remoteUrl, s.token, records);
   const { state, facts } = await readRun(records, remote, s.run);
   const { episode, round: round4 } = findOpenEpisode(state, s.episode);
@@ -50654,20 +50777,25 @@ async function runEpisodeJob(s, o) {
   const isolation = o.isolation ?? await isolationFor(state.config.sandbox.mode);
   o.log(`sandbox: ${isolation.label}`);
   if (isolation.warning) o.log(`warning: ${isolation.warning}`);
-  const scratchDir = join12(s.privateDir, "episode");
-  const checkoutIndex = join12(scratchDir, "checkout.index");
+  const scratchDir = join13(s.privateDir, "episode");
+  const checkoutIndex = join13(scratchDir, "checkout.index");
   await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, branch);
   o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
-  const contextDir = join12(s.privateDir, "context", episode.id);
+  const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
+  const contextDir = join13(s.privateDir, "context", episode.id);
+  const notes = [];
   await rm11(contextDir, { recursive: true, force: true });
-  await mkdir10(contextDir, { recursive: true });
-  if (fromRef && hasContext) {
-    await records.extract(fromRef, contextDir);
-    await removeLinksAndSpecials(contextDir);
+  await mkdir11(contextDir, { recursive: true });
+  if (episode.contextFrom) {
+    const why = fromRef && hasContext ? await openContext3(records, s, fromRef, episode.contextFrom, contextDir) : null;
+    const missing = store === "none" ? `${episode.contextFrom}'s context was not kept (a public repository without FORKFLUSH_CONTEXT_KEY)` : `${episode.contextFrom} left none`;
+    const problem = fromRef && hasContext ? why : missing;
+    if (problem) notes.push(`${problem}: this episode started with an empty context`);
+    o.log(`context: ${problem ?? `${episode.contextFrom}'s context`} in ${contextDir}`);
+  } else {
+    o.log(`context: fresh (empty) in ${contextDir}`);
   }
-  o.log(
-    episode.contextFrom ? `context: ${hasContext ? `${episode.contextFrom}'s context` : `${episode.contextFrom} left none: empty`} in ${contextDir}` : `context: fresh (empty) in ${contextDir}`
-  );
+  o.log(`the context this episode leaves: ${describeStore(store)}`);
   const prompt = renderPrompt({
     config: state.config,
     episode,
@@ -50680,7 +50808,7 @@ async function runEpisodeJob(s, o) {
   const places = {
     workspace: s.workspace,
     context: contextDir,
-    box: join12(scratchDir, "box"),
+    box: join13(scratchDir, "box"),
     objects: [records.objects],
     private: [s.privateDir]
   };
@@ -50698,11 +50826,13 @@ async function runEpisodeJob(s, o) {
     isolation,
     alsoProtected: forgeAlsoProtected(facts.configPath),
     env: o.env,
+    notes,
+    contextStore: store,
     ...o.signal ? { signal: o.signal } : {}
   });
   o.log(`result: ${describeResult(result, unit)}, commit ${short(result.commit)}`);
   const ownRef = contextRef(s.run, episode.id);
-  const context = await records.commitFolder(contextDir, `forkflush ${episode.id}: the context it left (run ${s.run})`);
+  const context = await commitContext(records, s, episode.id, contextDir, store);
   const pushed = await remote.pushAtomic([
     `${result.commit}:refs/heads/${branch}`,
     ...context ? [`+${context}:${ownRef}`] : []
@@ -50725,6 +50855,39 @@ async function runEpisodeJob(s, o) {
     return outcome("lost-race", winner);
   }
   throw new Error(`the push was refused: ${describeRefusal(pushed)}`);
+}
+async function openContext3(records, s, ref, from, contextDir) {
+  const incoming = join13(s.privateDir, "context-in");
+  await rm11(incoming, { recursive: true, force: true });
+  await records.extract(ref, incoming);
+  try {
+    const sealed = await readFile7(join13(incoming, SEALED_CONTEXT)).catch(() => null);
+    if (sealed === null) {
+      await cp(incoming, contextDir, { recursive: true, verbatimSymlinks: true });
+      await removeLinksAndSpecials(contextDir);
+      return null;
+    }
+    if (!s.contextKey) return `${from}'s context is encrypted, and this job has no FORKFLUSH_CONTEXT_KEY`;
+    const archive = decryptContext(s.contextKey, s.run, from, sealed);
+    if (!archive) return `${from}'s context cannot be opened with this FORKFLUSH_CONTEXT_KEY (was the key changed?)`;
+    await unpackFolder(archive, contextDir);
+    return null;
+  } finally {
+    await rm11(incoming, { recursive: true, force: true });
+  }
+}
+async function commitContext(records, s, episode, contextDir, store) {
+  const message = `forkflush ${episode}: the context it left (run ${s.run})`;
+  if (store === "none") return null;
+  if (store === "plain" || !s.contextKey) return records.commitFolder(contextDir, message);
+  const archive = await packFolder(contextDir);
+  if (archive.length === 0) return null;
+  return records.commitFile(SEALED_CONTEXT, encryptContext(s.contextKey, s.run, episode, archive), message);
+}
+function describeStore(store) {
+  if (store === "encrypted") return "pushed encrypted with FORKFLUSH_CONTEXT_KEY";
+  if (store === "plain") return "pushed as files (a private repository without FORKFLUSH_CONTEXT_KEY)";
+  return "not pushed (a public repository without FORKFLUSH_CONTEXT_KEY): serial episodes start fresh";
 }
 async function readRun(records, remote, run2) {
   const ref = stateRef(run2);
@@ -50822,7 +50985,7 @@ ${n}`), ""].join("\n");
 }
 
 // src/action/settings.ts
-import { join as join13 } from "node:path";
+import { join as join14 } from "node:path";
 var RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 var EPISODE_ID = /^r\d+\.b\d+$/;
 function parseSettings(inputs, env) {
@@ -50847,7 +51010,8 @@ function parseSettings(inputs, env) {
     token: inputs.token.trim(),
     remoteUrl: `${server}/${repository}.git`,
     workspace: need("GITHUB_WORKSPACE"),
-    privateDir: join13(need("RUNNER_TEMP"), "forkflush")
+    privateDir: join14(need("RUNNER_TEMP"), "forkflush"),
+    contextKey: inputs.contextKey?.trim() ? parseContextKey(inputs.contextKey) : null
   };
 }
 
@@ -50864,8 +51028,11 @@ async function run() {
       setSecret(token);
       setSecret(basicCredentials(token));
     }
+    const contextKey = getInput("context-key") || process.env.FORKFLUSH_CONTEXT_KEY || "";
+    if (contextKey) setSecret(contextKey);
     forgetForgeSecrets(process.env);
-    const settings2 = parseSettings({ run: runId, episode, token }, process.env);
+    delete process.env.FORKFLUSH_CONTEXT_KEY;
+    const settings2 = parseSettings({ run: runId, episode, token, contextKey }, process.env);
     process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
     const outcome = await runEpisodeJob(settings2, { log: info, env: process.env, signal: cancel.signal });
     for (const [name, value] of Object.entries(jobOutputs(outcome))) setOutput(name, value);

@@ -2,7 +2,7 @@
 // out the episode's base, run the worker (the agent in its sandbox, the judge in a clean room),
 // and push the result with the agent's context. The token stays in this process and the git
 // commands of the records repository; nothing inside the sandbox can see either.
-import { mkdir, rm } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { agentFor } from '../agents/registry.js';
 import type { Unit } from '../core/config.js';
@@ -18,6 +18,16 @@ import type { Git } from '../io/git.js';
 import { type EpisodePlaces, type Isolation, isolationFor } from '../worker/boundary.js';
 import { checkoutInto } from '../worker/cleanroom.js';
 import { runEpisode } from '../worker/episode.js';
+import {
+  type ContextStore,
+  contextStore,
+  decryptContext,
+  encryptContext,
+  packFolder,
+  repositoryIsPrivate,
+  SEALED_CONTEXT,
+  unpackFolder,
+} from './contexts.js';
 import { RecordsRepo } from './records.js';
 import { type PushedRef, Remote } from './remote.js';
 
@@ -110,18 +120,24 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
 
   // 4. The context folder: empty, or the context the episode carries on (or copies).
+  const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
   const contextDir = join(s.privateDir, 'context', episode.id);
+  const notes: string[] = [];
   await rm(contextDir, { recursive: true, force: true });
   await mkdir(contextDir, { recursive: true });
-  if (fromRef && hasContext) {
-    await records.extract(fromRef, contextDir);
-    await removeLinksAndSpecials(contextDir);
+  if (episode.contextFrom) {
+    const why = fromRef && hasContext ? await openContext(records, s, fromRef, episode.contextFrom, contextDir) : null;
+    const missing =
+      store === 'none'
+        ? `${episode.contextFrom}'s context was not kept (a public repository without FORKFLUSH_CONTEXT_KEY)`
+        : `${episode.contextFrom} left none`;
+    const problem = fromRef && hasContext ? why : missing;
+    if (problem) notes.push(`${problem}: this episode started with an empty context`);
+    o.log(`context: ${problem ?? `${episode.contextFrom}'s context`} in ${contextDir}`);
+  } else {
+    o.log(`context: fresh (empty) in ${contextDir}`);
   }
-  o.log(
-    episode.contextFrom
-      ? `context: ${hasContext ? `${episode.contextFrom}'s context` : `${episode.contextFrom} left none: empty`} in ${contextDir}`
-      : `context: fresh (empty) in ${contextDir}`,
-  );
+  o.log(`the context this episode leaves: ${describeStore(store)}`);
 
   // 5. The episode: the agent, protected paths, the grader, the journal, the commit.
   const prompt = renderPrompt({
@@ -154,6 +170,8 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     isolation,
     alsoProtected: forgeAlsoProtected(facts.configPath),
     env: o.env,
+    notes,
+    contextStore: store,
     ...(o.signal ? { signal: o.signal } : {}),
   });
   o.log(`result: ${describeResult(result, unit)}, commit ${short(result.commit)}`);
@@ -162,7 +180,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   //    commit. No force on the branch: if another attempt got there first, its result stands and
   //    this one's context is not pushed over it.
   const ownRef = contextRef(s.run, episode.id);
-  const context = await records.commitFolder(contextDir, `forkflush ${episode.id}: the context it left (run ${s.run})`);
+  const context = await commitContext(records, s, episode.id, contextDir, store);
   const pushed = await remote.pushAtomic([
     `${result.commit}:refs/heads/${branch}`,
     ...(context ? [`+${context}:${ownRef}`] : []),
@@ -185,6 +203,59 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     return outcome('lost-race', winner);
   }
   throw new Error(`the push was refused: ${describeRefusal(pushed)}`);
+}
+
+/**
+ * Fills the context folder from the parent's context ref: an encrypted blob (opened with the key,
+ * bound to the parent's episode) or plain files. Returns why it could not, or null.
+ */
+async function openContext(
+  records: RecordsRepo,
+  s: ActionSettings,
+  ref: string,
+  from: string,
+  contextDir: string,
+): Promise<string | null> {
+  const incoming = join(s.privateDir, 'context-in');
+  await rm(incoming, { recursive: true, force: true });
+  await records.extract(ref, incoming);
+  try {
+    const sealed = await readFile(join(incoming, SEALED_CONTEXT)).catch(() => null);
+    if (sealed === null) {
+      await cp(incoming, contextDir, { recursive: true, verbatimSymlinks: true });
+      await removeLinksAndSpecials(contextDir);
+      return null;
+    }
+    if (!s.contextKey) return `${from}'s context is encrypted, and this job has no FORKFLUSH_CONTEXT_KEY`;
+    const archive = decryptContext(s.contextKey, s.run, from, sealed);
+    if (!archive) return `${from}'s context cannot be opened with this FORKFLUSH_CONTEXT_KEY (was the key changed?)`;
+    await unpackFolder(archive, contextDir);
+    return null;
+  } finally {
+    await rm(incoming, { recursive: true, force: true });
+  }
+}
+
+/** The commit holding the context the episode left, as the store says; null when none is pushed. */
+async function commitContext(
+  records: RecordsRepo,
+  s: ActionSettings,
+  episode: string,
+  contextDir: string,
+  store: ContextStore,
+): Promise<string | null> {
+  const message = `forkflush ${episode}: the context it left (run ${s.run})`;
+  if (store === 'none') return null;
+  if (store === 'plain' || !s.contextKey) return records.commitFolder(contextDir, message);
+  const archive = await packFolder(contextDir);
+  if (archive.length === 0) return null;
+  return records.commitFile(SEALED_CONTEXT, encryptContext(s.contextKey, s.run, episode, archive), message);
+}
+
+function describeStore(store: ContextStore): string {
+  if (store === 'encrypted') return 'pushed encrypted with FORKFLUSH_CONTEXT_KEY';
+  if (store === 'plain') return 'pushed as files (a private repository without FORKFLUSH_CONTEXT_KEY)';
+  return 'not pushed (a public repository without FORKFLUSH_CONTEXT_KEY): serial episodes start fresh';
 }
 
 async function readRun(

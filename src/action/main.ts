@@ -20,8 +20,11 @@ export async function run(): Promise<void> {
       core.setSecret(token);
       core.setSecret(basicCredentials(token));
     }
+    const contextKey = core.getInput('context-key') || process.env.FORKFLUSH_CONTEXT_KEY || '';
+    if (contextKey) core.setSecret(contextKey);
     forgetForgeSecrets(process.env);
-    const settings = parseSettings({ run: runId, episode, token }, process.env);
+    delete process.env.FORKFLUSH_CONTEXT_KEY;
+    const settings = parseSettings({ run: runId, episode, token, contextKey }, process.env);
     // A cancelled job stops the agent's whole process group rather than leaving it running.
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
     const outcome = await runEpisodeJob(settings, { log: core.info, env: process.env, signal: cancel.signal });

@@ -67,6 +67,22 @@ export class RecordsRepo {
     });
   }
 
+  /** Commits one file with these bytes (an encrypted context) and returns the commit. */
+  async commitFile(name: string, data: Buffer, message: string): Promise<string> {
+    const file = join(this.dir, `forkflush-blob-${process.pid}-${Date.now()}`);
+    await writeFile(file, data);
+    try {
+      const blob = (await this.git.exec(['hash-object', '-w', '--no-filters', file])).stdout.trim();
+      return await this.withIndex(async (env) => {
+        await this.git.exec(['update-index', '--add', '--cacheinfo', `100644,${blob},${name}`], { env });
+        const tree = (await this.git.exec(['write-tree'], { env })).stdout.trim();
+        return (await this.git.exec(['commit-tree', tree, '-F', '-'], { input: message })).stdout.trim();
+      });
+    } finally {
+      await rm(file, { force: true });
+    }
+  }
+
   /** A throwaway index, so nothing is staged in the records repository itself. */
   private async withIndex<T>(fn: (env: NodeJS.ProcessEnv) => Promise<T>): Promise<T> {
     const index = join(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);

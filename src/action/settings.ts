@@ -1,11 +1,14 @@
 // What one Action step needs to know, checked before anything touches git: the run and episode
 // (the inputs) and where the job's repository, workspace and temp folder are (the runner's env).
 import { join } from 'node:path';
+import { parseContextKey } from './contexts.js';
 
 export interface ActionInputs {
   run: string;
   episode: string;
   token: string;
+  /** FORKFLUSH_CONTEXT_KEY, from the `context-key` input (or that variable); empty: none. */
+  contextKey?: string;
 }
 
 export interface ActionSettings {
@@ -19,6 +22,8 @@ export interface ActionSettings {
   workspace: string;
   /** forkflush's private folder outside the checkout: records repository, context, scratch. */
   privateDir: string;
+  /** Encrypts the contexts pushed to the forge (null: none). */
+  contextKey: Buffer | null;
 }
 
 // Both end up in ref names, so they are held to what a ref may safely contain.
@@ -48,5 +53,6 @@ export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): Act
     remoteUrl: `${server}/${repository}.git`,
     workspace: need('GITHUB_WORKSPACE'),
     privateDir: join(need('RUNNER_TEMP'), 'forkflush'),
+    contextKey: inputs.contextKey?.trim() ? parseContextKey(inputs.contextKey) : null,
   };
 }

@@ -6,7 +6,7 @@ import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
 import { plan } from './plan.js';
 import { LEADERBOARD_HEADER, leaderboardRows, roundRows, scoreText, usageText } from './report.js';
-import type { Episode, EpisodeResult, RunState } from './state.js';
+import { allEpisodes, type Episode, type EpisodeResult, type RunState } from './state.js';
 import { formatNumber, markdownTable } from './text.js';
 
 /** Marks the one comment forkflush keeps editing on an issue. */
@@ -17,6 +17,28 @@ export function commentMarker(run: string): string {
 export type RunPhase = 'running' | 'stopped' | 'finished';
 
 /** The issue comment: where the run stands, the plan, the leaderboard and score versus spend. */
+/**
+ * How agent contexts are kept, said plainly where it matters: unencrypted contexts are readable by
+ * anyone who can read the repository; unkept ones make serial episodes start fresh, which is not
+ * the method (a leader carries its context between its serial episodes).
+ */
+export function contextNote(state: RunState, privateRepository: boolean | undefined): string[] {
+  const stores = new Set(allEpisodes(state).flatMap((e) => (e.result?.contextStore ? [e.result.contextStore] : [])));
+  const setKey =
+    'Make a key with `openssl rand -base64 32`, store it as the repository secret `FORKFLUSH_CONTEXT_KEY` and pass it to the worker (`context-key:`).';
+  if (stores.has('none') || (stores.size === 0 && privateRepository === false)) {
+    return [
+      `Agent contexts are not kept in this public repository without \`FORKFLUSH_CONTEXT_KEY\`: serial episodes start with a fresh context instead of carrying the leader's, so this run is not the paper's method. ${setKey}`,
+    ];
+  }
+  if (stores.has('plain')) {
+    return [
+      `Agent contexts (transcripts) are kept unencrypted on \`refs/forkflush/${state.id}/contexts/\`: anyone who can read this repository can read them. ${setKey}`,
+    ];
+  }
+  return [];
+}
+
 export function issueComment(state: RunState, phase: RunPhase, notes: string[] = []): string {
   const c = state.config;
   const unit = c.budget.unit;

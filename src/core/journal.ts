@@ -36,6 +36,7 @@ const TRAILERS = {
   note: 'Forkflush-Note',
   usage: 'Forkflush-Usage',
   sandbox: 'Forkflush-Sandbox',
+  contextStore: 'Forkflush-Context',
 } as const;
 
 /** What changed in an episode and the end of its journal, recorded in the commit body. */
@@ -74,6 +75,7 @@ export function commitMessage(
     ...(r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : []),
     ...(r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : []),
     ...(r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : []),
+    ...(r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : []),
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(' ')}`,
   ];
   return `${lines.join('\n')}\n`;
@@ -102,6 +104,8 @@ export function parseCommitMessage(
   const note = fields.get(TRAILERS.note);
   const usage = parseUsage(fields.get(TRAILERS.usage));
   const sandbox = fields.get(TRAILERS.sandbox);
+  const store = fields.get(TRAILERS.contextStore);
+  const contextStore = store === 'encrypted' || store === 'plain' || store === 'none' ? store : undefined;
   return {
     runId,
     episode,
@@ -118,6 +122,7 @@ export function parseCommitMessage(
       agentSeconds: agent,
       graderSeconds: grader,
       ...(sandbox ? { sandbox } : {}),
+      ...(contextStore ? { contextStore } : {}),
     },
   };
 }

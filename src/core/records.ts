@@ -31,6 +31,7 @@ const resultSchema = z.object({
   usage: usageSchema.optional(),
   wallSeconds: z.number().nonnegative(),
   sandbox: z.string().optional(),
+  contextStore: z.enum(['encrypted', 'plain', 'none']).optional(),
 });
 
 const episodeSchema = z.object({
@@ -110,6 +111,8 @@ export const runFilesSchema = z.object({
    * whose tree differs there is refused. Absent in records made before it was kept.
    */
   protectedDigest: z.string().optional(),
+  /** Whether the repository was private when the run started (how agent contexts are kept). */
+  privateRepository: z.boolean().optional(),
 });
 
 export type RunFiles = z.output<typeof runFilesSchema>;

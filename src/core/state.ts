@@ -39,6 +39,8 @@ export interface EpisodeResult {
   wallSeconds: number;
   /** How the agent and the grader were confined: "bubblewrap 0.8.0", or "off (why)". */
   sandbox?: string;
+  /** On a forge: how the context the episode left is kept (encrypted, as plain files, or not at all). */
+  contextStore?: 'encrypted' | 'plain' | 'none';
 }
 
 export interface Episode {

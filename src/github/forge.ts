@@ -135,9 +135,10 @@ export class GitHubForge {
 
   // The repository.
 
-  async defaultBranch(): Promise<string> {
+  /** The default branch, and whether the repository is private (contexts are kept by it). */
+  async repository(): Promise<{ defaultBranch: string; private: boolean }> {
     const { data } = await this.octokit.rest.repos.get(this.r);
-    return data.default_branch;
+    return { defaultBranch: data.default_branch, private: data.private };
   }
 
   async readFile(path: string, ref: string): Promise<string | null> {
@@ -218,6 +219,15 @@ export class GitHubForge {
     const now = await this.refSha(`refs/heads/${branch}`);
     if (now !== sha)
       throw new Error(`${branch} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+  }
+
+  /** Deletes a ref outside refs/heads (an episode's context); one already gone is fine. */
+  async deleteRef(ref: string): Promise<void> {
+    try {
+      await this.octokit.rest.git.deleteRef({ ...this.r, ref: ref.replace(/^refs\//, '') });
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
   }
 
   async deleteBranch(branch: string): Promise<void> {

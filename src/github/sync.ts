@@ -7,6 +7,7 @@ import { CONFIG_PATH, ConfigError, parseConfig } from '../core/config.js';
 import {
   checkConclusion,
   checkRunOutput,
+  contextNote,
   episodePrBody,
   episodePrTitle,
   finalPrBody,
@@ -16,7 +17,15 @@ import {
 } from '../core/github-text.js';
 import { forgeAlsoProtected, matchesAny } from '../core/globs.js';
 import { parseCommitDetails, parseCommitMessage } from '../core/journal.js';
-import { bestBranch, episodeBranch, issueRunId, lineageBranch, roundRunTitle, stateRef } from '../core/names.js';
+import {
+  bestBranch,
+  contextRef,
+  episodeBranch,
+  issueRunId,
+  lineageBranch,
+  roundRunTitle,
+  stateRef,
+} from '../core/names.js';
 import { templateProblem } from '../core/prompts.js';
 import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
 import { mixSeed } from '../core/rng.js';
@@ -177,6 +186,7 @@ async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState
             `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`,
           ]
         : []),
+      ...contextNote(state, files.privateRepository),
       ...(forge.sealsRecords
         ? []
         : [
@@ -409,6 +419,8 @@ async function settle(forge: GitHubForge, state: RunState, files: RunFiles, roun
     } else {
       const pr = files.published[e.id]?.pr;
       if (pr) await forge.closePullRequest(pr, loserComment(state, e, winner));
+      // No later episode continues a rejected branch: its transcript has no reason to stay.
+      await forge.deleteRef(contextRef(state.id, e.id));
     }
     await forge.deleteBranch(branch);
   }
@@ -484,7 +496,8 @@ export async function startRun(
     if (existing.files.stopped) return { state: await setStopped(ctx, existing, false) };
     return { state: await syncRun(ctx, run) };
   }
-  const branch = await forge.defaultBranch();
+  const repository = await forge.repository();
+  const branch = repository.defaultBranch;
   const text = await forge.readFile(CONFIG_PATH, branch);
   if (text === null) {
     return {
@@ -535,6 +548,7 @@ export async function startRun(
     lastNightly: null,
     claims: {},
     ...(baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {}),
+    privateRepository: repository.private,
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run, l.index, state.lineages.length), base);
   try {

@@ -46,6 +46,10 @@ export interface EpisodeJob {
   isolation: Isolation;
   /** Extra paths to protect (e.g. the config file the run was started with). */
   alsoProtected?: string[];
+  /** Notes for the result from whoever prepared the episode (a context that could not be opened). */
+  notes?: string[];
+  /** On a forge: how the context the episode leaves will be kept (recorded in the result). */
+  contextStore?: EpisodeResult['contextStore'];
   /** Seals the result commit's message, so that a result read back later is known to be forkflush's. */
   sealKey?: Buffer;
   /** Aborts the episode (Ctrl-C); the episode is then left without a result. */
@@ -154,10 +158,11 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     score = g.score;
     reason = g.reason;
   }
+  const note = [...(job.notes ?? []), ...(outcome.note ? [outcome.note] : [])].join('; ');
   const partial = {
     score,
     ...(reason ? { reason } : {}),
-    ...(outcome.note ? { note: outcome.note } : {}),
+    ...(note ? { note } : {}),
     ...(outcome.usage ? { usage: outcome.usage } : {}),
     spent,
     exit: outcome.exit,
@@ -165,6 +170,7 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     agentSeconds: seconds(outcome.seconds),
     graderSeconds: seconds(graderSeconds),
     sandbox: isolation.label,
+    ...(job.contextStore ? { contextStore: job.contextStore } : {}),
   };
   // The journal line goes into the snapshot, never through a file the agent could have linked.
   const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_MAX_BYTES);

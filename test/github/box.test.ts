@@ -3,13 +3,14 @@
 // server, and every episode is a job that runs the built worker Action (dist/index.js), which
 // clones over HTTP, runs the agent, grades, and pushes. A label starts it; the run ends with the
 // final pull request.
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
-import { bestBranch, lineageBranch } from '../../src/core/names.js';
+import { bestBranch, contextRef, lineageBranch } from '../../src/core/names.js';
 import { ACTION_MAIN } from './fake-actions.js';
 import { Harness, TEST_TOKEN } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
@@ -74,6 +75,9 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
   it('runs every round as real jobs over HTTP and ends with the final pull request', async () => {
     const { files, logs } = await taskFiles();
     const h = await new Harness(files).load();
+    // The worker workflow passes it as the Action's context-key: the contexts are kept encrypted.
+    const contextKey = randomBytes(32).toString('base64');
+    h.box.secrets.FORKFLUSH_CONTEXT_KEY = contextKey;
     await h.label(7);
 
     const jobs = await runAllJobs(h);
@@ -139,7 +143,25 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
       for (const s of secrets) expect(job.log.replace(/^::add-mask::.*$/gm, '')).not.toContain(s);
     }
     const written = JSON.stringify([h.gh.comments, h.gh.checkRuns, h.gh.pulls, [...h.gh.commits.values()]]);
-    for (const s of secrets) expect(written).not.toContain(s);
+    for (const s of [...secrets, contextKey]) expect(written).not.toContain(s);
+
+    // The serial episodes carried their leader's context on, through encrypted refs; the
+    // contexts of rejected branches were deleted when their round was settled.
+    const calls = readFileSync(join(logs, 'calls.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const carried = episodes.filter((e) => e.context === 'carry');
+    expect(carried.length).toBeGreaterThan(0);
+    for (const e of carried) expect(calls.find((c) => c.episode === e.id)?.memory).toContain(e.contextFrom);
+    for (const round of state.rounds) {
+      for (const e of round.episodes) {
+        const ref = h.gh.refs.get(contextRef(RUN, e.id));
+        if (!round.decision?.adopted.includes(e.id)) expect(ref, e.id).toBeUndefined();
+        else expect(Object.keys(h.gh.commits.get(ref ?? '')?.files ?? {}), e.id).toEqual(['context.ffc']);
+      }
+    }
+    expect(episodes.every((e) => e.result?.contextStore === 'encrypted')).toBe(true);
   });
 });
 

@@ -82,6 +82,9 @@ export class GitHubBox {
         return token;
       },
       readFile: (sha, path) => this.gh.commits.get(sha)?.files[path],
+      get repository() {
+        return box.gh.repositoryPayload();
+      },
       secrets: this.secrets,
     });
     this.gh.actions = this.actions;

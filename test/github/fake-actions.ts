@@ -53,6 +53,8 @@ export interface RunnerContext {
   jobToken(): string;
   /** The workflow file's text at a commit, or undefined. */
   readFile(sha: string, path: string): string | undefined;
+  /** The repository as the event payload shows it (its `private` flag, say). */
+  repository: Record<string, unknown>;
   /** Repository secrets (`secrets.X`). */
   secrets: Record<string, string>;
 }
@@ -164,7 +166,10 @@ export class FakeActions {
     ) as Record<string, string>;
     for (const f of Object.values(files)) writeFileSync(f, '');
     const run = this.runOf(job);
-    writeFileSync(files.event as string, JSON.stringify({ inputs: run.inputs, ref: `refs/heads/${run.ref}` }));
+    writeFileSync(
+      files.event as string,
+      JSON.stringify({ inputs: run.inputs, ref: `refs/heads/${run.ref}`, repository: this.ctx.repository }),
+    );
     const token = this.ctx.jobToken();
     // action.yml's inputs: `token` defaults to github.token.
     const inputs: Record<string, string> = { token, ...step.with };

@@ -222,6 +222,11 @@ export class FakeGitHub {
   }
 
   /** The repository (`repository`; `full-repository` adds the counts GET /repos/{owner}/{repo} gives). */
+  /** The repository as webhooks and events show it. */
+  repositoryPayload(): Record<string, unknown> {
+    return this.repository();
+  }
+
   private repository(full = false) {
     const r = this.repoUrl;
     const fullName = `${this.owner}/${this.repo}`;

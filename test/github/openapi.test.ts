@@ -324,7 +324,7 @@ describe('the fake GitHub checks every exchange', () => {
     const { gh, o } = await github();
     const forge = new GitHubForge(o, gh.owner, gh.repo);
     const main = gh.branch('main') as string;
-    expect(await forge.defaultBranch()).toBe('main');
+    expect(await forge.repository()).toEqual({ defaultBranch: 'main', private: false });
     expect(await forge.readFile('README.md', 'main')).toBe('hi\n');
     expect(await forge.readFile('missing.md', 'main')).toBeNull();
     await forge.createBranch('feature/a', main);

@@ -49,7 +49,7 @@ describe('examples/workflows/forkflush.yml', () => {
         { uses: 'actions/setup-node@v5', with: { 'node-version': '24' }, env: {} },
         {
           uses: 'your-org/forkflush@v1',
-          with: { run: 'issue-7', episode: 'r2.b1' },
+          with: { run: 'issue-7', episode: 'r2.b1', 'context-key': '' },
           env: { ANTHROPIC_API_KEY: 'sk-test' },
         },
       ],

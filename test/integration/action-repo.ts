@@ -10,6 +10,7 @@ import { type Config, parseConfig } from '../../src/core/config.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { episodeBranch, stateRef } from '../../src/core/names.js';
 import { applyDecision, applyOpen, applyResult, decide, reconcile } from '../../src/core/reconcile.js';
+import type { RunFiles } from '../../src/core/records.js';
 import { type Episode, type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -131,10 +132,24 @@ sandbox:
 
   /** Writes the state ref, and makes the branches of the open round's episodes at their bases. */
   publish(state: RunState): void {
-    const facts = {
+    // run.json as the app writes it: the worker reads the task, templates and config path.
+    const facts: RunFiles = {
       task: 'Make the number in value.txt as large as you can.\n',
       templates: {},
       configPath: CONFIG_PATH,
+      defaultBranch: 'main',
+      issue: 42,
+      commentId: null,
+      stopped: false,
+      dispatched: {
+        [String(state.rounds.length - 1)]: { at: '2026-12-01T00:00:00Z', deadline: '2026-12-01T02:00:00Z' },
+      },
+      published: {},
+      settled: [],
+      finalPr: null,
+      bestCommit: null,
+      lastNightly: null,
+      claims: {},
     };
     const commit = this.commitFiles({ 'state.json': JSON.stringify(state), 'run.json': JSON.stringify(facts) });
     this.setRef(stateRef(RUN), commit);
@@ -200,11 +215,22 @@ sandbox:
   }
 
   /** Runs dist/index.js as one job would, each attempt with its own workspace and temp folder. */
-  runAction(inputs: { run?: string; episode: string }): ActionRun {
+  /**
+   * One job. The repository is private unless `visibility` says otherwise (the runner's event
+   * payload tells); `contextKey` is the `context-key` input.
+   */
+  runAction(inputs: {
+    run?: string;
+    episode: string;
+    contextKey?: string;
+    visibility?: 'private' | 'public';
+  }): ActionRun {
     const job = join(this.root, `job-${++this.attempts}`);
     const workspace = join(job, 'workspace');
     const temp = join(job, 'temp');
     mkdirSync(temp, { recursive: true });
+    const event = join(job, 'event.json');
+    writeFileSync(event, JSON.stringify({ repository: { private: (inputs.visibility ?? 'private') === 'private' } }));
     const outputFile = join(job, 'output.txt');
     const summaryFile = join(job, 'summary.md');
     writeFileSync(outputFile, '');
@@ -226,6 +252,8 @@ sandbox:
         RUNNER_TEMP: temp,
         GITHUB_OUTPUT: outputFile,
         GITHUB_STEP_SUMMARY: summaryFile,
+        GITHUB_EVENT_PATH: event,
+        ...(inputs.contextKey !== undefined ? { 'INPUT_CONTEXT-KEY': inputs.contextKey } : {}),
       },
     });
     return {

@@ -1,6 +1,7 @@
 // The worker Action, built (dist/index.js) and run the way the Actions runner runs it, against a
 // bare repository on a file:// "server". Each case is one job of a run's matrix.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -122,6 +123,90 @@ describe('the worker Action', () => {
     expect(job.stdout).toContain(`::add-mask::${TOKEN}`);
     expect(logWithoutMasks(job.stdout)).not.toContain(TOKEN);
     expect(logWithoutMasks(job.stdout)).not.toContain(basicCredentials(TOKEN));
+  });
+
+  describe('agent contexts on the forge', () => {
+    const KEY = randomBytes(32).toString('base64');
+
+    it('are pushed encrypted with the context key, bound to the episode, and opened by the next one', () => {
+      const repo = new ActionRepo();
+      repo.publish(repo.openingState());
+      const first = repo.runAction({ episode: 'r0.b2', contextKey: KEY, visibility: 'public' });
+      expect(first.exitCode, first.stdout).toBe(0);
+      const ref = contextRef(RUN, 'r0.b2');
+      // One sealed file: nothing of the transcript can be read from the repository.
+      expect(repo.git(['ls-tree', '--name-only', ref])).toBe('context.ffc');
+      expect(repo.git(['cat-file', '-p', `${ref}:context.ffc`])).not.toContain('r0.b2');
+      expect(
+        parseCommitMessage(repo.message(repo.ref(`refs/heads/${episodeBranch(RUN, 0, 2)}`) ?? ''), ''),
+      ).toMatchObject({
+        result: { contextStore: 'encrypted' },
+      });
+
+      // The next episode carries it on: the agent finds its memory, decrypted.
+      const next = new ActionRepo();
+      next.publish(next.carriedState('r0.b2'));
+      next.git(['fetch', '-q', repo.remote, `${ref}:${ref}`]);
+      const job = next.runAction({ episode: 'r1.b0', contextKey: KEY, visibility: 'public' });
+      expect(job.exitCode, job.stdout).toBe(0);
+      expect(next.calls()).toMatchObject([{ episode: 'r1.b0', memory: ['r0.b2'] }]);
+    });
+
+    it('sealed for one episode, or with another key, cannot be opened: the episode starts empty and says why', () => {
+      const repo = new ActionRepo();
+      repo.publish(repo.openingState());
+      expect(repo.runAction({ episode: 'r0.b2', contextKey: KEY }).exitCode).toBe(0);
+      const sealed = repo.git(['rev-parse', contextRef(RUN, 'r0.b2')]);
+      const other = randomBytes(32).toString('base64');
+
+      const next = new ActionRepo();
+      next.publish(next.carriedState('r0.b2'));
+      next.git(['fetch', '-q', repo.remote, `${contextRef(RUN, 'r0.b2')}:${contextRef(RUN, 'r0.b2')}`]);
+      expect(next.ref(contextRef(RUN, 'r0.b2'))).toBe(sealed);
+      const job = next.runAction({ episode: 'r1.b0', contextKey: other });
+      expect(job.exitCode, job.stdout).toBe(0);
+      expect(next.calls()).toMatchObject([{ episode: 'r1.b0', memory: [] }]);
+      const head = next.ref(`refs/heads/${episodeBranch(RUN, 1, 0)}`) ?? '';
+      expect(parseCommitMessage(next.message(head), head)?.result.note).toContain(
+        "r0.b2's context cannot be opened with this FORKFLUSH_CONTEXT_KEY (was the key changed?): this episode started with an empty context",
+      );
+    });
+
+    it('are kept as files in a private repository without a key, and not at all in a public one', () => {
+      const privateRepo = new ActionRepo();
+      privateRepo.publish(privateRepo.openingState());
+      expect(privateRepo.runAction({ episode: 'r0.b1', visibility: 'private' }).exitCode).toBe(0);
+      expect(privateRepo.show(contextRef(RUN, 'r0.b1'), 'memory.txt')).toBe('r0.b1');
+
+      const publicRepo = new ActionRepo();
+      publicRepo.publish(publicRepo.openingState());
+      const job = publicRepo.runAction({ episode: 'r0.b1', visibility: 'public' });
+      expect(job.exitCode, job.stdout).toBe(0);
+      expect(publicRepo.ref(contextRef(RUN, 'r0.b1'))).toBeNull();
+      expect(job.stdout).toContain('not pushed (a public repository without FORKFLUSH_CONTEXT_KEY)');
+
+      // So the leader's next episode cannot carry it on, and its result says so.
+      publicRepo.publish(publicRepo.carriedState('r0.b1'));
+      const carried = publicRepo.runAction({ episode: 'r1.b0', visibility: 'public' });
+      expect(carried.exitCode, carried.stdout).toBe(0);
+      const head = publicRepo.ref(`refs/heads/${episodeBranch(RUN, 1, 0)}`) ?? '';
+      expect(parseCommitMessage(publicRepo.message(head), head)?.result).toMatchObject({
+        contextStore: 'none',
+        note: expect.stringContaining(
+          "r0.b1's context was not kept (a public repository without FORKFLUSH_CONTEXT_KEY): this episode started with an empty context",
+        ),
+      });
+    });
+
+    it('a context key that is not 32 bytes stops the job with the fix', () => {
+      const repo = new ActionRepo();
+      repo.publish(repo.openingState());
+      const job = repo.runAction({ episode: 'r0.b0', contextKey: 'hunter2' });
+      expect(job.exitCode).toBe(1);
+      expect(job.stdout).toContain('FORKFLUSH_CONTEXT_KEY must be 32 random bytes in base64 or hex');
+      expect(logWithoutMasks(job.stdout)).not.toContain('hunter2');
+      expect(repo.calls()).toEqual([]);
+    });
   });
 
   it("authenticates https remotes with a header in git's environment, for the forge's URLs only", () => {
