@@ -47263,6 +47263,10 @@ function probeSandbox() {
   probed ??= probe();
   return probed;
 }
+function reprobeSandbox() {
+  probed = void 0;
+  return probeSandbox();
+}
 async function probe() {
   if (process.platform !== "linux") {
     return {
@@ -50732,6 +50736,65 @@ function sendsCredentials(url2) {
   return host === "127.0.0.1" || host === "localhost" || host === "[::1]";
 }
 
+// src/action/sandbox-setup.ts
+import { execFile as execFile2 } from "node:child_process";
+import { existsSync as existsSync3, readFileSync as readFileSync3 } from "node:fs";
+var APPARMOR_USERNS = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
+var USERNS_CLONE = "/proc/sys/kernel/unprivileged_userns_clone";
+async function repairSteps(m) {
+  if (m.platform !== "linux") return [];
+  const sudo = m.isRoot ? [] : await m.run("sudo", ["-n", "true"]) === 0 ? ["sudo", "-n"] : null;
+  if (sudo === null) return [];
+  const steps = [];
+  if (await m.run("bwrap", ["--version"]) !== 0) {
+    steps.push([...sudo, "apt-get", "update", "-q"]);
+    steps.push([...sudo, "apt-get", "install", "-y", "-q", "--no-install-recommends", "bubblewrap"]);
+  }
+  if (m.read(APPARMOR_USERNS)?.trim() === "1") {
+    steps.push([...sudo, "sysctl", "-q", "-w", "kernel.apparmor_restrict_unprivileged_userns=0"]);
+  }
+  if (m.read(USERNS_CLONE)?.trim() === "0")
+    steps.push([...sudo, "sysctl", "-q", "-w", "kernel.unprivileged_userns_clone=1"]);
+  return steps;
+}
+async function prepareIsolation(mode, log, m = realMachine()) {
+  if (mode !== "off" && !await m.probe()) {
+    for (const step of await repairSteps(m)) {
+      log(`sandbox: ${step.join(" ")}`);
+      const code = await m.run(step[0], step.slice(1));
+      if (code !== 0) log(`sandbox: that failed (exit ${code})`);
+    }
+    await reprobeSandbox();
+  }
+  const isolation = await isolationFor(mode);
+  if (isolation.sandbox && !m.isRoot && await m.run("sudo", ["-n", "true"]) === 0) {
+    const inside = isolation.sandbox.wrap(
+      { writable: [], readable: [], hidden: [], tmp: "/tmp", network: false },
+      "/",
+      "sudo",
+      ["-n", "true"]
+    );
+    if (await m.run(inside.file, inside.args) === 0) {
+      throw new Error("sudo works inside the sandbox, so the agent could act as root: refusing to run the episode");
+    }
+    log("sandbox: sudo is refused inside it (no_new_privs)");
+  }
+  return isolation;
+}
+function realMachine() {
+  return {
+    platform: process.platform,
+    isRoot: process.getuid?.() === 0,
+    run: (file2, args) => new Promise((resolve2) => {
+      execFile2(file2, args, { timeout: 3e5 }, (error63) => {
+        resolve2(error63 ? typeof error63.code === "number" ? error63.code : 127 : 0);
+      });
+    }),
+    read: (path) => existsSync3(path) ? readFileSync3(path, "utf8") : null,
+    probe: async () => "sandbox" in await probeSandbox()
+  };
+}
+
 // src/action/episode-job.ts
 async function runEpisodeJob(s, o) {
   o.log(`repository: ${s.remoteUrl}`);
@@ -50774,7 +50837,7 @@ async function runEpisodeJob(s, o) {
     o.log(`an earlier attempt already pushed this episode's result (${short(earlier.commit)}): not running it again`);
     return outcome("already-recorded", earlier);
   }
-  const isolation = o.isolation ?? await isolationFor(state.config.sandbox.mode);
+  const isolation = o.isolation ?? await prepareIsolation(state.config.sandbox.mode, o.log);
   o.log(`sandbox: ${isolation.label}`);
   if (isolation.warning) o.log(`warning: ${isolation.warning}`);
   const scratchDir = join13(s.privateDir, "episode");

@@ -15,7 +15,7 @@ import { type Episode, type EpisodeResult, findEpisode, type Round, type RunStat
 import { formatNumber } from '../core/text.js';
 import { removeLinksAndSpecials } from '../io/agent-files.js';
 import type { Git } from '../io/git.js';
-import { type EpisodePlaces, type Isolation, isolationFor } from '../worker/boundary.js';
+import type { EpisodePlaces, Isolation } from '../worker/boundary.js';
 import { checkoutInto } from '../worker/cleanroom.js';
 import { runEpisode } from '../worker/episode.js';
 import {
@@ -30,6 +30,7 @@ import {
 } from './contexts.js';
 import { RecordsRepo } from './records.js';
 import { type PushedRef, Remote } from './remote.js';
+import { prepareIsolation } from './sandbox-setup.js';
 
 import type { ActionSettings } from './settings.js';
 
@@ -108,7 +109,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     o.log(`an earlier attempt already pushed this episode's result (${short(earlier.commit)}): not running it again`);
     return outcome('already-recorded', earlier);
   }
-  const isolation = o.isolation ?? (await isolationFor(state.config.sandbox.mode));
+  const isolation = o.isolation ?? (await prepareIsolation(state.config.sandbox.mode, o.log));
   o.log(`sandbox: ${isolation.label}`);
   if (isolation.warning) o.log(`warning: ${isolation.warning}`);
 
