@@ -27144,6 +27144,14 @@ function formatNumber(x, digits = 3) {
   const fixed = x.toFixed(digits);
   return fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
 }
+function codeSpan(text) {
+  const line = text.replace(/\s+/g, " ").trim();
+  if (line === "") return "";
+  const longest = Math.max(0, ...(line.match(/`+/g) ?? []).map((t) => t.length));
+  const fence = "`".repeat(longest + 1);
+  const pad = longest > 0 || line.startsWith("`") || line.endsWith("`") ? " " : "";
+  return `${fence}${pad}${line}${pad}${fence}`;
+}
 function markdownTable(header, rows) {
   const esc2 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
   return [
@@ -28114,6 +28122,53 @@ function roundRunTitle(run, round) {
   return `forkflush ${run} round ${round}`;
 }
 
+// src/core/state.ts
+function newRunState(args) {
+  const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
+  const { id, seed, config: config2, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
+  return {
+    version: 1,
+    id,
+    seed,
+    config: config2,
+    base: {
+      commit: baseCommit,
+      score: baseScore,
+      ...baseReason ? { reason: baseReason } : {},
+      ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
+    },
+    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
+    rounds: [],
+    best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
+    status: "running"
+  };
+}
+function episodeId2(round, branch) {
+  return `r${round}.b${branch}`;
+}
+function allEpisodes(state) {
+  return state.rounds.flatMap((r) => r.episodes);
+}
+function findEpisode(state, id) {
+  return allEpisodes(state).find((e) => e.id === id);
+}
+function isBetter(a, b, direction) {
+  return direction === "maximize" ? a > b : a < b;
+}
+function failedResult(e, reason) {
+  return {
+    commit: e.base,
+    score: null,
+    reason,
+    spent: e.allowance,
+    exit: "crash",
+    protectedChanged: [],
+    agentSeconds: 0,
+    graderSeconds: 0,
+    wallSeconds: 0
+  };
+}
+
 // src/core/report.ts
 function outcomeOf(round, e) {
   if (!round.decision) return "running";
@@ -28152,6 +28207,10 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
       r?.score === null ? r.reason ?? "" : r?.note ?? ""
     ];
   });
+}
+function leaderboardMarkdown(state, limit = Number.POSITIVE_INFINITY) {
+  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), codeSpan(r.at(-1) ?? "")]);
+  return markdownTable(LEADERBOARD_HEADER, rows);
 }
 var LEADERBOARD_HEADER = [
   "#",
@@ -28252,53 +28311,6 @@ function pickIndices(n, count2, seed) {
     [order[i], order[j]] = [order[j], order[i]];
   }
   return order.slice(0, count2).sort((a, b) => a - b);
-}
-
-// src/core/state.ts
-function newRunState(args) {
-  const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
-  const { id, seed, config: config2, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
-  return {
-    version: 1,
-    id,
-    seed,
-    config: config2,
-    base: {
-      commit: baseCommit,
-      score: baseScore,
-      ...baseReason ? { reason: baseReason } : {},
-      ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
-    },
-    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
-    rounds: [],
-    best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
-    status: "running"
-  };
-}
-function episodeId2(round, branch) {
-  return `r${round}.b${branch}`;
-}
-function allEpisodes(state) {
-  return state.rounds.flatMap((r) => r.episodes);
-}
-function findEpisode(state, id) {
-  return allEpisodes(state).find((e) => e.id === id);
-}
-function isBetter(a, b, direction) {
-  return direction === "maximize" ? a > b : a < b;
-}
-function failedResult(e, reason) {
-  return {
-    commit: e.base,
-    score: null,
-    reason,
-    spent: e.allowance,
-    exit: "crash",
-    protectedChanged: [],
-    agentSeconds: 0,
-    graderSeconds: 0,
-    wallSeconds: 0
-  };
 }
 
 // src/core/schedule.ts
@@ -28607,7 +28619,7 @@ function issueComment(state, phase, notes = []) {
     "</details>"
   ];
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
-    parts.push("", "#### Leaderboard", "", markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 10)));
+    parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
     parts.push("", "#### Best score versus spend", "", mermaidChart(state));
     parts.push("", "<details><summary>As a table</summary>", "", bestTable(state), "", "</details>");
     parts.push(
@@ -28660,7 +28672,7 @@ function checkRunOutput(state, e, r, details) {
   const score = r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
   const title = `${e.id}: ${score}`.slice(0, 255);
   const rows = [
-    ["score", r.score === null ? `none (${r.reason ?? "unknown"})` : scoreText(r.score)],
+    ["score", r.score === null ? `none: ${codeSpan(r.reason ?? "unknown")}` : scoreText(r.score)],
     ["direction", c.grader.direction],
     ["spent", `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
     ["ended", r.exit],
@@ -28670,7 +28682,7 @@ function checkRunOutput(state, e, r, details) {
   if (r.usage) rows.push(["usage", usageText(r.usage) + (r.usage.pricedFrom ? ` (${r.usage.pricedFrom})` : "")]);
   rows.push(["wall time", `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
   if (details?.diffStat) rows.push(["changes", details.diffStat]);
-  if (r.note) rows.push(["note", r.note]);
+  if (r.note) rows.push(["note", codeSpan(r.note)]);
   const summary = markdownTable(["", ""], rows);
   const text = details?.journalTail.length ? `Latest journal entries (${c.journal}):
 
@@ -28693,7 +28705,7 @@ function episodePrBody(state, e, r) {
   return [
     `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ""}), ${describeContext(e)}.`,
     "",
-    r.score === null ? `No score: ${r.reason ?? "unknown"}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
+    r.score === null ? `No score: ${codeSpan(r.reason ?? "unknown")}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
     `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
     "",
     "forkflush merges the best branch of each round into the lineage and closes the others."
@@ -28711,7 +28723,7 @@ function finalPrBody(state) {
     `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : "no episode"}; the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? " (not the lineage head: a later episode scored lower)" : ""}.`,
     `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
     "",
-    markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 20))
+    leaderboardMarkdown(state, 20)
   ].join("\n");
 }
 var COMMANDS = ["status", "stop", "resume", "fork"];

@@ -27151,6 +27151,14 @@ function textTable(header, rows) {
   const line = (cells) => cells.map((c, i) => numeric[i] ? c.padStart(widths[i]) : c.padEnd(widths[i])).join("  ").trimEnd();
   return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
+function codeSpan(text) {
+  const line = text.replace(/\s+/g, " ").trim();
+  if (line === "") return "";
+  const longest = Math.max(0, ...(line.match(/`+/g) ?? []).map((t) => t.length));
+  const fence = "`".repeat(longest + 1);
+  const pad = longest > 0 || line.startsWith("`") || line.endsWith("`") ? " " : "";
+  return `${fence}${pad}${line}${pad}${fence}`;
+}
 function markdownTable(header, rows) {
   const esc3 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
   return [
@@ -27584,6 +27592,9 @@ function newRunState(args) {
 }
 function episodeId(round4, branch) {
   return `r${round4}.b${branch}`;
+}
+function allEpisodes(state) {
+  return state.rounds.flatMap((r) => r.episodes);
 }
 function isBetter(a, b, direction) {
   return direction === "maximize" ? a > b : a < b;
@@ -28022,6 +28033,10 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
     ];
   });
 }
+function leaderboardMarkdown(state, limit = Number.POSITIVE_INFINITY) {
+  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), codeSpan(r.at(-1) ?? "")]);
+  return markdownTable(LEADERBOARD_HEADER, rows);
+}
 var LEADERBOARD_HEADER = [
   "#",
   "episode",
@@ -28074,12 +28089,24 @@ function summary(state) {
   lines.push(
     `Initial workspace: ${base.score === null ? `no score (${base.reason ?? "not graded"})` : scoreText(base.score)}.`
   );
+  const isolation = isolationSummary(state);
+  if (isolation) lines.push(isolation);
   return lines.join("\n");
+}
+function isolationSummary(state) {
+  const results = allEpisodes(state).flatMap((e) => e.result?.sandbox ? [e.result.sandbox] : []);
+  if (results.length === 0) return null;
+  const kinds = [...new Set(results)];
+  const off = results.filter((s) => s.startsWith("off")).length;
+  if (kinds.length === 1) {
+    return off > 0 ? `Sandbox: OFF for every episode (${kinds[0]?.slice(4, -1)}): agents ran with your user's rights.` : `Sandbox: ${kinds[0]} for every episode (agent and grader confined).`;
+  }
+  return `Sandbox: ${kinds.join(", ")}; ${off} of ${results.length} episodes ran without it.`;
 }
 function renderReport(state, chartFile) {
   const parts = [`# forkflush run ${state.id}`, "", summary(state).split("\n").join("  \n"), ""];
   if (chartFile) parts.push(`![Score versus spend](${chartFile})`, "");
-  parts.push("## Leaderboard", "", markdownTable(LEADERBOARD_HEADER, leaderboardRows(state)), "");
+  parts.push("## Leaderboard", "", leaderboardMarkdown(state), "");
   parts.push(
     "## Rounds",
     "",
@@ -28330,9 +28357,15 @@ function runShell(command, options) {
   return runProcess("/bin/sh", ["-c", command], options);
 }
 function runProcess(file2, args, options) {
+  if (options.confine) {
+    const { sandbox, confinement } = options.confine;
+    return sandbox.handOver(confinement).then(() => spawnAndWait(file2, args, options, sandbox.wrap(confinement, options.cwd, file2, args)));
+  }
+  return spawnAndWait(file2, args, options, void 0);
+}
+function spawnAndWait(file2, args, options, confined) {
   const started = performance.now();
   const max = options.maxOutput ?? 1e6;
-  const confined = options.confine?.sandbox.wrap(options.confine.confinement, options.cwd, file2, args);
   return new Promise((resolve4) => {
     const child = spawn(confined?.file ?? file2, confined?.args ?? args, {
       cwd: options.cwd,
@@ -30940,12 +30973,13 @@ function templateProblem(config2, templates) {
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync2, realpathSync as realpathSync2 } from "node:fs";
 import { homedir } from "node:os";
-import { delimiter, dirname as dirname5, isAbsolute, join as join7 } from "node:path";
+import { basename as basename2, delimiter, dirname as dirname5, isAbsolute, join as join7 } from "node:path";
 
 // src/io/sandbox.ts
 import { execFile } from "node:child_process";
 import { lstatSync, realpathSync } from "node:fs";
 import { dirname as dirname4, sep } from "node:path";
+var NOBODY = { uid: 65534, gid: 65534 };
 var BWRAP = "bwrap";
 var probed;
 function probeSandbox() {
@@ -30967,9 +31001,21 @@ async function probe() {
     };
   }
   const name = version2.stdout.trim() || "bubblewrap";
-  const sandbox = bubblewrap(name);
-  const trial = sandbox.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
-  const run = await exec(trial.file, trial.args);
+  const root = process.getuid?.() === 0;
+  const trial = async (s) => {
+    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
+    return exec(t.file, t.args);
+  };
+  let sandbox = bubblewrap(name, root ? "nobody" : "user");
+  let run = await trial(sandbox);
+  if (run.code !== 0 && root) {
+    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, "root");
+    const second = await trial(asRoot);
+    if (second.code === 0) {
+      sandbox = asRoot;
+      run = second;
+    }
+  }
   if (run.code !== 0) {
     return {
       unavailable: `${name} cannot make namespaces here (${run.stderr.trim().split("\n").at(-1) || `exit ${run.code}`})`,
@@ -30978,10 +31024,24 @@ async function probe() {
   }
   return { sandbox };
 }
-function bubblewrap(name) {
-  const root = process.getuid?.() === 0;
+function bubblewrap(name, as) {
+  const user = as === "nobody" ? NOBODY : null;
+  const drop = as === "nobody" ? [
+    "setpriv",
+    `--reuid=${NOBODY.uid}`,
+    `--regid=${NOBODY.gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--"
+  ] : [];
   return {
     name,
+    user,
+    async handOver(c) {
+      if (!user || c.writable.length === 0) return;
+      await exec("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+    },
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);
       return {
@@ -30995,11 +31055,11 @@ function bubblewrap(name) {
           "--unshare-uts",
           "--unshare-cgroup-try",
           ...c.network ? [] : ["--unshare-net"],
-          // Root keeps its capabilities in bwrap unless told; an unprivileged user has only the
-          // user namespace's, which this drops too. no_new_privs is always on (sudo gives nothing).
-          "--cap-drop",
-          "ALL",
-          ...root ? [] : ["--unshare-user"],
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
+          // and loses them all doing it); an unprivileged user has only the user namespace's,
+          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
+          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
+          ...as === "user" ? ["--unshare-user"] : [],
           "--ro-bind",
           "/",
           "/",
@@ -31007,10 +31067,19 @@ function bubblewrap(name) {
           "/dev",
           "--proc",
           "/proc",
+          // The kernel's settings are the host's: never writable from inside (a core_pattern
+          // pointing into the workspace would run agent code outside every namespace).
+          "--ro-bind-try",
+          "/proc/sys",
+          "/proc/sys",
+          "--ro-bind-try",
+          "/proc/sysrq-trigger",
+          "/proc/sysrq-trigger",
           ...mounts,
           "--chdir",
           cwd,
           "--",
+          ...drop,
           file2,
           ...args
         ]
@@ -31033,14 +31102,26 @@ function mountArgs(c) {
     if (!path || path === "/" || isInside(path, tmp)) continue;
     add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
   }
+  const binds = [];
   for (const p of c.readable) {
     const path = real(p);
     if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
+    if (path) binds.push(path);
   }
-  for (const p of c.writable) {
+  for (const p of [...c.writable, ...c.shared ?? []]) {
     const path = real(p);
     if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
     add(`${path}\0rw`, ["--bind", path, path]);
+    binds.push(path);
+  }
+  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
+  for (const path of binds) {
+    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let dir = dirname4(path); dir !== root && isInside(dir, root); dir = dirname4(dir)) {
+      if (binds.some((b) => b !== path && isInside(dir, b))) break;
+      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
+    }
   }
   const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
   return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
@@ -31109,7 +31190,8 @@ function sessionSpawner(sandbox, confinement, writtenByAgent) {
 function agentConfinement(p, config2, env) {
   const hidden = [...hiddenPlaces(env), ...p.private];
   return {
-    writable: [p.workspace, p.context, p.box, ...config2.sandbox.write.map(expandHome)],
+    writable: [p.workspace, p.context, p.box],
+    shared: config2.sandbox.write.map(expandHome),
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
     tmp: join7(p.box, "tmp"),
@@ -31131,8 +31213,9 @@ function hiddenPlaces(env) {
   const places = [
     env.HOME || homedir(),
     "/run/user",
+    "/run/dbus",
+    "/run/systemd",
     "/run/docker.sock",
-    "/var/run/docker.sock",
     "/run/containerd",
     "/run/podman",
     "/run/snapd.socket"
@@ -31143,30 +31226,37 @@ function hiddenPlaces(env) {
   if (runner) places.push(runner);
   return places.filter((p) => p && p !== "/");
 }
+var ALWAYS_READABLE = ["/run/systemd/resolve"];
 function exposedInside(hidden, never2, env) {
   const hiddenReal = hidden.map(realOrNull).filter((p) => p !== null);
   const neverReal = never2.map(realOrNull).filter((p) => p !== null);
   const dirs = [...(env.PATH ?? "").split(delimiter), dirname5(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
-  const out = /* @__PURE__ */ new Set();
+  const out = new Set(ALWAYS_READABLE);
   for (const d of dirs) {
     const dir = d && isAbsolute(d) ? realOrNull(d) : null;
     if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
-    const inside = hiddenReal.filter((h) => isInside(dir, h));
+    const inside = hiddenReal.filter((h) => dir !== h && isInside(dir, h));
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
-    out.add(inside.some((h) => isInside(h, prefix)) ? dir : prefix);
+    if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
+    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join7(prefix, sub));
+    else out.add(prefix);
   }
   return [...out];
 }
 function credentialFiles(exposed) {
   const out = [];
-  for (const dir of exposed) {
+  const look = (dir) => {
     try {
       for (const name of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc/i.test(name)) out.push(join7(dir, name));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join7(dir, name));
       }
     } catch {
     }
+  };
+  for (const dir of exposed) {
+    look(dir);
+    look(join7(dir, "etc"));
   }
   return out;
 }
@@ -31197,6 +31287,10 @@ function realOrNull(path) {
     return null;
   }
 }
+function privateTmp(tmp, sandboxed) {
+  const inside = sandboxed ? "/tmp" : tmp;
+  return { HOME: join7(inside, "home"), TMPDIR: inside };
+}
 function expandHome(path) {
   return path === "~" || path.startsWith("~/") ? join7(process.env.HOME || homedir(), path.slice(1)) : path;
 }
@@ -31208,6 +31302,7 @@ import { join as join10 } from "node:path";
 // src/worker/cleanroom.ts
 import { appendFile, copyFile, mkdir as mkdir6, readdir as readdir7, rm as rm6, stat as stat5, utimes, writeFile as writeFile6 } from "node:fs/promises";
 import { dirname as dirname6, join as join8 } from "node:path";
+var AS_IS = "* -text -filter -ident !eol !working-tree-encoding\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
   constructor(gitDir, objects) {
@@ -31227,6 +31322,11 @@ var OwnRepo = class _OwnRepo {
       await new Git(dirname6(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
     }
     return own2;
+  }
+  /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
+  async asIs() {
+    await mkdir6(join8(this.gitDir, "info"), { recursive: true });
+    await writeFile6(join8(this.gitDir, "info", "attributes"), AS_IS);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -31250,21 +31350,18 @@ async function checkoutInto(own2, commit, dir, index, branch) {
   for (const entry of await readdir7(dir)) await rm6(join8(dir, entry), { recursive: true, force: true });
   await rm6(index, { force: true });
   await mkdir6(dirname6(index), { recursive: true });
+  await own2.asIs();
   await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
+  if (!branch) return;
   const dotGit = join8(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
   await writeFile6(join8(dotGit, "objects", "info", "alternates"), `${own2.objects}
 `);
-  if (branch) {
-    await mkdir6(join8(dotGit, "refs", "heads", dirname6(branch)), { recursive: true });
-    await writeFile6(join8(dotGit, "refs", "heads", branch), `${commit}
+  await mkdir6(join8(dotGit, "refs", "heads", dirname6(branch)), { recursive: true });
+  await writeFile6(join8(dotGit, "refs", "heads", branch), `${commit}
 `);
-    await writeFile6(join8(dotGit, "HEAD"), `ref: refs/heads/${branch}
+  await writeFile6(join8(dotGit, "HEAD"), `ref: refs/heads/${branch}
 `);
-  } else {
-    await writeFile6(join8(dotGit, "HEAD"), `${commit}
-`);
-  }
   await appendFile(join8(dotGit, "config"), AGENT_IDENTITY);
   await copyIndex(index, join8(dotGit, "index"));
 }
@@ -31274,6 +31371,7 @@ async function copyIndex(from, to) {
   await utimes(to, s.atime, s.mtime);
 }
 async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs) {
+  await own2.asIs();
   await copyIndex(checkoutIndex, index);
   const add = () => own2.exec(["add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
@@ -31296,6 +31394,11 @@ async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGl
   }
   const tree = await own2.out(["write-tree"], { index });
   return { tree, protectedChanged, index };
+}
+async function baseSnapshot(own2, index, base) {
+  await rm6(index, { force: true });
+  await own2.exec(["read-tree", base], { index });
+  return { tree: await own2.out(["write-tree"], { index }), protectedChanged: [], index };
 }
 async function indexedText(own2, index, path, maxBytes) {
   const entry = await own2.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
@@ -31409,16 +31512,21 @@ async function runGrader(config2, workdir, env, confine) {
 }
 
 // src/worker/grade-service.ts
+import { randomBytes } from "node:crypto";
 import { chmod, mkdtemp, rm as rm7, writeFile as writeFile7 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { tmpdir } from "node:os";
 import { join as join9 } from "node:path";
 async function startGradeService(args) {
   let count2 = 0;
   let queue = Promise.resolve();
+  const secret = randomBytes(24).toString("hex");
   const server = createServer((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
       res.writeHead(404).end();
+      return;
+    }
+    if (req.headers["x-forkflush-grade"] !== secret) {
+      res.writeHead(403).end(JSON.stringify({ exitCode: 3, stdout: "", stderr: "forkflush: not this episode\n" }));
       return;
     }
     const job = queue.then(async () => {
@@ -31445,13 +31553,14 @@ async function startGradeService(args) {
 ` }))
     );
   });
-  const socketDir = await mkdtemp(join9(tmpdir(), "ff-grade-"));
-  await chmod(socketDir, 448);
+  const socketDir = await mkdtemp("/tmp/ff-grade-");
+  await chmod(socketDir, 457);
   const socket = join9(socketDir, "grade.sock");
   await new Promise((resolve4, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve4);
   });
+  await chmod(socket, 438);
   const client = join9(args.box, "grade-client.mjs");
   const command = join9(args.box, "grade");
   await writeFile7(
@@ -31459,7 +31568,7 @@ async function startGradeService(args) {
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
 import { request } from 'node:http';
-const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' }, (res) => {
+const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST', headers: { 'x-forkflush-grade': ${JSON.stringify(secret)} } }, (res) => {
   let text = '';
   res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => {
     const body = JSON.parse(text);
@@ -31497,10 +31606,10 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
 }
 
 // src/worker/seal.ts
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes as randomBytes2, timingSafeEqual } from "node:crypto";
 var TRAILER = "Forkflush-Seal";
 function newSealKey() {
-  return randomBytes(32);
+  return randomBytes2(32);
 }
 function sealMessage(key, message, tree, parent) {
   const text = message.endsWith("\n") ? message : `${message}
@@ -31559,7 +31668,7 @@ async function runEpisode(job) {
     onExhausted: () => stopForBudget.abort("budget")
   });
   const confinement = agentConfinement(places, config2, source);
-  confinement.writable.push(grading.socketDir);
+  confinement.shared = [...confinement.shared ?? [], grading.socketDir];
   const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box]);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
@@ -31591,18 +31700,21 @@ async function runEpisode(job) {
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent2 = Math.round(measured * 1e6) / 1e6;
-  const snap = await snapshot(
-    job.own,
-    places.workspace,
-    job.checkoutIndex,
-    join10(job.scratchDir, "snapshot.index"),
-    episode.base,
-    [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]
-  );
+  const snapshotIndex = join10(job.scratchDir, "snapshot.index");
+  let unrecorded = null;
+  const snap = await snapshot(job.own, places.workspace, job.checkoutIndex, snapshotIndex, episode.base, [
+    ...config2.grader.protected,
+    ...job.alsoProtected ?? [CONFIG_PATH]
+  ]).catch(async (e) => {
+    unrecorded = `the workspace could not be recorded (${e.message.split("\n")[0]?.slice(0, 300)})`;
+    return baseSnapshot(job.own, snapshotIndex, episode.base);
+  });
   let score = null;
   let reason;
   let graderSeconds = 0;
-  if (snap.protectedChanged.length > 0) {
+  if (unrecorded) {
+    reason = unrecorded;
+  } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
     const g = await judge(job, snap.tree, graderEnv);
@@ -31641,40 +31753,39 @@ async function runEpisode(job) {
   return { ...partial2, commit, wallSeconds };
 }
 async function judge(job, tree, env) {
-  const { config: config2, episode, places, isolation } = job;
+  const { config: config2, places, isolation } = job;
   const dir = join10(job.scratchDir, "judge");
   const tmp = join10(job.scratchDir, "judge-tmp");
-  const home = join10(job.scratchDir, "judge-home");
-  const snapshotCommit = await commitTree(
-    job.own,
-    tree,
-    episode.base,
-    `forkflush ${episode.id}: the snapshot the judge grades
-`
-  );
-  await checkoutInto(job.own, snapshotCommit, dir, join10(job.scratchDir, "judge.index"));
-  for (const d of [tmp, home]) {
-    await rm8(d, { recursive: true, force: true });
-    await mkdir7(d, { recursive: true });
-  }
+  await checkoutInto(job.own, tree, dir, join10(job.scratchDir, "judge.index"));
+  await rm8(tmp, { recursive: true, force: true });
+  await mkdir7(join10(tmp, "home"), { recursive: true });
   try {
     const sandbox = isolation.sandbox;
     return await runGrader(
       config2,
       dir,
-      { ...env, HOME: home, TMPDIR: sandbox ? "/tmp" : tmp },
+      { ...env, ...privateTmp(tmp, sandbox !== null) },
       sandbox ? {
         sandbox,
-        confinement: graderConfinement(dir, tmp, places, config2, job.env ?? process.env, [
-          places.workspace,
-          places.context,
-          places.box,
-          ...config2.sandbox.write.map(expandHome)
-        ])
+        confinement: graderConfinement(
+          dir,
+          tmp,
+          { objects: [], private: places.private },
+          config2,
+          job.env ?? process.env,
+          // Everything the agent could write or read by id: its places, the objects, the shared folders.
+          [
+            places.workspace,
+            places.context,
+            places.box,
+            ...places.objects,
+            ...config2.sandbox.write.map(expandHome)
+          ]
+        )
       } : void 0
     );
   } finally {
-    for (const d of [dir, tmp, home]) await rm8(d, { recursive: true, force: true });
+    for (const d of [dir, tmp]) await rm8(d, { recursive: true, force: true });
   }
 }
 function journalTail(journal) {
@@ -31949,7 +32060,7 @@ async function exists2(path) {
 }
 
 // src/local/store.ts
-import { mkdir as mkdir9, readdir as readdir8, readFile as readFile7, rename as rename3, unlink as unlink2, writeFile as writeFile9 } from "node:fs/promises";
+import { chmod as chmod2, mkdir as mkdir9, readdir as readdir8, readFile as readFile7, rename as rename3, unlink as unlink2, writeFile as writeFile9 } from "node:fs/promises";
 import { join as join12 } from "node:path";
 
 // src/core/records.ts
@@ -32116,7 +32227,8 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode);
   }
   async init(info) {
-    await mkdir9(this.dir, { recursive: true });
+    await mkdir9(this.dir, { recursive: true, mode: 448 });
+    await chmod2(this.dir, 448);
     await writeFile9(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
@@ -32207,7 +32319,7 @@ async function startRun(o) {
   const existing = await RunStore.list(taskDir);
   for (let n = 2; existing.includes(id); n++) id = `${runIdAt(o.now)}-${n}`;
   const store = RunStore.forRun(taskDir, id);
-  await mkdir10(store.dir, { recursive: true });
+  await mkdir10(store.dir, { recursive: true, mode: 448 });
   let repo = taskDir;
   if (scratch) {
     repo = store.path("repo");
@@ -32274,16 +32386,17 @@ async function startRun(o) {
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
   const tmp = join13(scratch, "tmp");
-  const home = join13(scratch, "home");
-  await mkdir10(tmp, { recursive: true });
-  await mkdir10(home, { recursive: true });
-  const env = { ...allowedEnv(process.env, config2.grader.env), HOME: home, TMPDIR: isolation.sandbox ? "/tmp" : tmp };
+  await mkdir10(join13(tmp, "home"), { recursive: true });
+  const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   return runGrader(
     config2,
     dir,
     env,
-    sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, places, config2, process.env) } : void 0
+    sandbox ? {
+      sandbox,
+      confinement: graderConfinement(dir, tmp, { objects: [], private: places.private }, config2, process.env)
+    } : void 0
   );
 }
 async function openRun(dir, id) {
@@ -32425,6 +32538,7 @@ async function dispatch(argv, io) {
       const c = s.config;
       io.stdout.write(
         `forkflush run ${s.id}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}, K = ${c.fork.branches}, seed ${s.seed}
+sandbox: ${sandboxLine(run)}
 initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}
 `
       );
@@ -32437,7 +32551,10 @@ initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `sc
 `);
         return printResult(run, io);
       }
+      for (const w of run.warnings) io.stderr.write(`forkflush: note: ${w}
+`);
       io.stdout.write(`forkflush: resuming run ${run.state.id}
+sandbox: ${sandboxLine(run)}
 `);
       return go(run, io);
     }
@@ -32466,6 +32583,9 @@ ${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
       );
   }
 }
+function sandboxLine(run) {
+  return run.isolation.sandbox ? `${run.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${run.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
+}
 async function go(run, io) {
   const start = Date.now();
   const view = progressView(io.stdout, start, () => Date.now());
@@ -32475,6 +32595,7 @@ async function go(run, io) {
       store: run.store,
       forge: run.forge,
       info: run.info,
+      isolation: run.isolation,
       onEvent: (e) => view.onEvent(e),
       ...io.signal ? { signal: io.signal } : {}
     });

@@ -46736,6 +46736,14 @@ function formatNumber(x, digits = 3) {
   const fixed = x.toFixed(digits);
   return fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
 }
+function codeSpan(text) {
+  const line = text.replace(/\s+/g, " ").trim();
+  if (line === "") return "";
+  const longest = Math.max(0, ...(line.match(/`+/g) ?? []).map((t) => t.length));
+  const fence = "`".repeat(longest + 1);
+  const pad = longest > 0 || line.startsWith("`") || line.endsWith("`") ? " " : "";
+  return `${fence}${pad}${line}${pad}${fence}`;
+}
 function markdownTable(header, rows) {
   const esc2 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
   return [
@@ -46998,7 +47006,7 @@ function oneLine(s) {
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync2, realpathSync as realpathSync2 } from "node:fs";
 import { homedir } from "node:os";
-import { delimiter, dirname as dirname2, isAbsolute, join as join2 } from "node:path";
+import { basename, delimiter, dirname as dirname2, isAbsolute, join as join2 } from "node:path";
 
 // src/agents/agent.ts
 var CONTRACT_VARS = [
@@ -47083,9 +47091,15 @@ function runShell(command, options) {
   return runProcess("/bin/sh", ["-c", command], options);
 }
 function runProcess(file2, args, options) {
+  if (options.confine) {
+    const { sandbox, confinement } = options.confine;
+    return sandbox.handOver(confinement).then(() => spawnAndWait(file2, args, options, sandbox.wrap(confinement, options.cwd, file2, args)));
+  }
+  return spawnAndWait(file2, args, options, void 0);
+}
+function spawnAndWait(file2, args, options, confined) {
   const started = performance.now();
   const max = options.maxOutput ?? 1e6;
-  const confined = options.confine?.sandbox.wrap(options.confine.confinement, options.cwd, file2, args);
   return new Promise((resolve2) => {
     const child = spawn(confined?.file ?? file2, confined?.args ?? args, {
       cwd: options.cwd,
@@ -47257,6 +47271,7 @@ function processLinks() {
 import { execFile } from "node:child_process";
 import { lstatSync, realpathSync } from "node:fs";
 import { dirname, sep } from "node:path";
+var NOBODY = { uid: 65534, gid: 65534 };
 var BWRAP = "bwrap";
 var probed;
 function probeSandbox() {
@@ -47282,9 +47297,21 @@ async function probe() {
     };
   }
   const name = version2.stdout.trim() || "bubblewrap";
-  const sandbox = bubblewrap(name);
-  const trial = sandbox.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
-  const run2 = await exec(trial.file, trial.args);
+  const root = process.getuid?.() === 0;
+  const trial = async (s) => {
+    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
+    return exec(t.file, t.args);
+  };
+  let sandbox = bubblewrap(name, root ? "nobody" : "user");
+  let run2 = await trial(sandbox);
+  if (run2.code !== 0 && root) {
+    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, "root");
+    const second = await trial(asRoot);
+    if (second.code === 0) {
+      sandbox = asRoot;
+      run2 = second;
+    }
+  }
   if (run2.code !== 0) {
     return {
       unavailable: `${name} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
@@ -47293,10 +47320,24 @@ async function probe() {
   }
   return { sandbox };
 }
-function bubblewrap(name) {
-  const root = process.getuid?.() === 0;
+function bubblewrap(name, as) {
+  const user = as === "nobody" ? NOBODY : null;
+  const drop = as === "nobody" ? [
+    "setpriv",
+    `--reuid=${NOBODY.uid}`,
+    `--regid=${NOBODY.gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--"
+  ] : [];
   return {
     name,
+    user,
+    async handOver(c) {
+      if (!user || c.writable.length === 0) return;
+      await exec("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+    },
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);
       return {
@@ -47310,11 +47351,11 @@ function bubblewrap(name) {
           "--unshare-uts",
           "--unshare-cgroup-try",
           ...c.network ? [] : ["--unshare-net"],
-          // Root keeps its capabilities in bwrap unless told; an unprivileged user has only the
-          // user namespace's, which this drops too. no_new_privs is always on (sudo gives nothing).
-          "--cap-drop",
-          "ALL",
-          ...root ? [] : ["--unshare-user"],
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
+          // and loses them all doing it); an unprivileged user has only the user namespace's,
+          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
+          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
+          ...as === "user" ? ["--unshare-user"] : [],
           "--ro-bind",
           "/",
           "/",
@@ -47322,10 +47363,19 @@ function bubblewrap(name) {
           "/dev",
           "--proc",
           "/proc",
+          // The kernel's settings are the host's: never writable from inside (a core_pattern
+          // pointing into the workspace would run agent code outside every namespace).
+          "--ro-bind-try",
+          "/proc/sys",
+          "/proc/sys",
+          "--ro-bind-try",
+          "/proc/sysrq-trigger",
+          "/proc/sysrq-trigger",
           ...mounts,
           "--chdir",
           cwd,
           "--",
+          ...drop,
           file2,
           ...args
         ]
@@ -47348,14 +47398,26 @@ function mountArgs(c) {
     if (!path || path === "/" || isInside(path, tmp)) continue;
     add(path, isDirectory2(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
   }
+  const binds = [];
   for (const p of c.readable) {
     const path = real(p);
     if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
+    if (path) binds.push(path);
   }
-  for (const p of c.writable) {
+  for (const p of [...c.writable, ...c.shared ?? []]) {
     const path = real(p);
     if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
     add(`${path}\0rw`, ["--bind", path, path]);
+    binds.push(path);
+  }
+  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
+  for (const path of binds) {
+    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
+      if (binds.some((b) => b !== path && isInside(dir, b))) break;
+      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
+    }
   }
   const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
   return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
@@ -47424,7 +47486,8 @@ function sessionSpawner(sandbox, confinement, writtenByAgent) {
 function agentConfinement(p, config2, env) {
   const hidden = [...hiddenPlaces(env), ...p.private];
   return {
-    writable: [p.workspace, p.context, p.box, ...config2.sandbox.write.map(expandHome)],
+    writable: [p.workspace, p.context, p.box],
+    shared: config2.sandbox.write.map(expandHome),
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
     tmp: join2(p.box, "tmp"),
@@ -47446,8 +47509,9 @@ function hiddenPlaces(env) {
   const places = [
     env.HOME || homedir(),
     "/run/user",
+    "/run/dbus",
+    "/run/systemd",
     "/run/docker.sock",
-    "/var/run/docker.sock",
     "/run/containerd",
     "/run/podman",
     "/run/snapd.socket"
@@ -47458,30 +47522,37 @@ function hiddenPlaces(env) {
   if (runner) places.push(runner);
   return places.filter((p) => p && p !== "/");
 }
+var ALWAYS_READABLE = ["/run/systemd/resolve"];
 function exposedInside(hidden, never2, env) {
   const hiddenReal = hidden.map(realOrNull).filter((p) => p !== null);
   const neverReal = never2.map(realOrNull).filter((p) => p !== null);
   const dirs = [...(env.PATH ?? "").split(delimiter), dirname2(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
-  const out = /* @__PURE__ */ new Set();
+  const out = new Set(ALWAYS_READABLE);
   for (const d of dirs) {
     const dir = d && isAbsolute(d) ? realOrNull(d) : null;
     if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
-    const inside = hiddenReal.filter((h) => isInside(dir, h));
+    const inside = hiddenReal.filter((h) => dir !== h && isInside(dir, h));
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
-    out.add(inside.some((h) => isInside(h, prefix)) ? dir : prefix);
+    if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
+    else if (basename(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join2(prefix, sub));
+    else out.add(prefix);
   }
   return [...out];
 }
 function credentialFiles(exposed) {
   const out = [];
-  for (const dir of exposed) {
+  const look = (dir) => {
     try {
       for (const name of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc/i.test(name)) out.push(join2(dir, name));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join2(dir, name));
       }
     } catch {
     }
+  };
+  for (const dir of exposed) {
+    look(dir);
+    look(join2(dir, "etc"));
   }
   return out;
 }
@@ -47511,6 +47582,10 @@ function realOrNull(path) {
   } catch {
     return null;
   }
+}
+function privateTmp(tmp, sandboxed) {
+  const inside = sandboxed ? "/tmp" : tmp;
+  return { HOME: join2(inside, "home"), TMPDIR: inside };
 }
 function expandHome(path) {
   return path === "~" || path.startsWith("~/") ? join2(process.env.HOME || homedir(), path.slice(1)) : path;
@@ -47589,6 +47664,7 @@ var Git = class _Git {
 };
 
 // src/worker/cleanroom.ts
+var AS_IS = "* -text -filter -ident !eol !working-tree-encoding\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
   constructor(gitDir, objects) {
@@ -47608,6 +47684,11 @@ var OwnRepo = class _OwnRepo {
       await new Git(dirname3(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
     }
     return own2;
+  }
+  /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
+  async asIs() {
+    await mkdir2(join3(this.gitDir, "info"), { recursive: true });
+    await writeFile2(join3(this.gitDir, "info", "attributes"), AS_IS);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -47631,21 +47712,18 @@ async function checkoutInto(own2, commit, dir, index, branch) {
   for (const entry of await readdir3(dir)) await rm2(join3(dir, entry), { recursive: true, force: true });
   await rm2(index, { force: true });
   await mkdir2(dirname3(index), { recursive: true });
+  await own2.asIs();
   await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
+  if (!branch) return;
   const dotGit = join3(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
   await writeFile2(join3(dotGit, "objects", "info", "alternates"), `${own2.objects}
 `);
-  if (branch) {
-    await mkdir2(join3(dotGit, "refs", "heads", dirname3(branch)), { recursive: true });
-    await writeFile2(join3(dotGit, "refs", "heads", branch), `${commit}
+  await mkdir2(join3(dotGit, "refs", "heads", dirname3(branch)), { recursive: true });
+  await writeFile2(join3(dotGit, "refs", "heads", branch), `${commit}
 `);
-    await writeFile2(join3(dotGit, "HEAD"), `ref: refs/heads/${branch}
+  await writeFile2(join3(dotGit, "HEAD"), `ref: refs/heads/${branch}
 `);
-  } else {
-    await writeFile2(join3(dotGit, "HEAD"), `${commit}
-`);
-  }
   await appendFile2(join3(dotGit, "config"), AGENT_IDENTITY);
   await copyIndex(index, join3(dotGit, "index"));
 }
@@ -47655,6 +47733,7 @@ async function copyIndex(from, to) {
   await utimes(to, s.atime, s.mtime);
 }
 async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs) {
+  await own2.asIs();
   await copyIndex(checkoutIndex, index);
   const add = () => own2.exec(["add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
@@ -47677,6 +47756,11 @@ async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGl
   }
   const tree = await own2.out(["write-tree"], { index });
   return { tree, protectedChanged, index };
+}
+async function baseSnapshot(own2, index, base) {
+  await rm2(index, { force: true });
+  await own2.exec(["read-tree", base], { index });
+  return { tree: await own2.out(["write-tree"], { index }), protectedChanged: [], index };
 }
 async function indexedText(own2, index, path, maxBytes) {
   const entry = await own2.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
@@ -47790,16 +47874,21 @@ async function runGrader(config2, workdir, env, confine) {
 }
 
 // src/worker/grade-service.ts
+import { randomBytes } from "node:crypto";
 import { chmod as chmod2, mkdtemp, rm as rm3, writeFile as writeFile3 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { tmpdir } from "node:os";
 import { join as join4 } from "node:path";
 async function startGradeService(args) {
   let count2 = 0;
   let queue = Promise.resolve();
+  const secret = randomBytes(24).toString("hex");
   const server = createServer((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
       res.writeHead(404).end();
+      return;
+    }
+    if (req.headers["x-forkflush-grade"] !== secret) {
+      res.writeHead(403).end(JSON.stringify({ exitCode: 3, stdout: "", stderr: "forkflush: not this episode\n" }));
       return;
     }
     const job = queue.then(async () => {
@@ -47826,13 +47915,14 @@ async function startGradeService(args) {
 ` }))
     );
   });
-  const socketDir = await mkdtemp(join4(tmpdir(), "ff-grade-"));
-  await chmod2(socketDir, 448);
+  const socketDir = await mkdtemp("/tmp/ff-grade-");
+  await chmod2(socketDir, 457);
   const socket = join4(socketDir, "grade.sock");
   await new Promise((resolve2, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve2);
   });
+  await chmod2(socket, 438);
   const client = join4(args.box, "grade-client.mjs");
   const command = join4(args.box, "grade");
   await writeFile3(
@@ -47840,7 +47930,7 @@ async function startGradeService(args) {
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
 import { request } from 'node:http';
-const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' }, (res) => {
+const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST', headers: { 'x-forkflush-grade': ${JSON.stringify(secret)} } }, (res) => {
   let text = '';
   res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => {
     const body = JSON.parse(text);
@@ -47878,7 +47968,7 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
 }
 
 // src/worker/seal.ts
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes as randomBytes2, timingSafeEqual } from "node:crypto";
 var TRAILER = "Forkflush-Seal";
 function sealMessage(key, message, tree, parent) {
   const text = message.endsWith("\n") ? message : `${message}
@@ -47929,7 +48019,7 @@ async function runEpisode(job) {
     onExhausted: () => stopForBudget.abort("budget")
   });
   const confinement = agentConfinement(places, config2, source);
-  confinement.writable.push(grading.socketDir);
+  confinement.shared = [...confinement.shared ?? [], grading.socketDir];
   const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box]);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
@@ -47961,18 +48051,21 @@ async function runEpisode(job) {
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent = Math.round(measured * 1e6) / 1e6;
-  const snap = await snapshot(
-    job.own,
-    places.workspace,
-    job.checkoutIndex,
-    join5(job.scratchDir, "snapshot.index"),
-    episode.base,
-    [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]
-  );
+  const snapshotIndex = join5(job.scratchDir, "snapshot.index");
+  let unrecorded = null;
+  const snap = await snapshot(job.own, places.workspace, job.checkoutIndex, snapshotIndex, episode.base, [
+    ...config2.grader.protected,
+    ...job.alsoProtected ?? [CONFIG_PATH]
+  ]).catch(async (e) => {
+    unrecorded = `the workspace could not be recorded (${e.message.split("\n")[0]?.slice(0, 300)})`;
+    return baseSnapshot(job.own, snapshotIndex, episode.base);
+  });
   let score = null;
   let reason;
   let graderSeconds = 0;
-  if (snap.protectedChanged.length > 0) {
+  if (unrecorded) {
+    reason = unrecorded;
+  } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
     const g = await judge(job, snap.tree, graderEnv);
@@ -48011,40 +48104,39 @@ async function runEpisode(job) {
   return { ...partial2, commit, wallSeconds };
 }
 async function judge(job, tree, env) {
-  const { config: config2, episode, places, isolation } = job;
+  const { config: config2, places, isolation } = job;
   const dir = join5(job.scratchDir, "judge");
   const tmp = join5(job.scratchDir, "judge-tmp");
-  const home = join5(job.scratchDir, "judge-home");
-  const snapshotCommit = await commitTree(
-    job.own,
-    tree,
-    episode.base,
-    `forkflush ${episode.id}: the snapshot the judge grades
-`
-  );
-  await checkoutInto(job.own, snapshotCommit, dir, join5(job.scratchDir, "judge.index"));
-  for (const d of [tmp, home]) {
-    await rm4(d, { recursive: true, force: true });
-    await mkdir3(d, { recursive: true });
-  }
+  await checkoutInto(job.own, tree, dir, join5(job.scratchDir, "judge.index"));
+  await rm4(tmp, { recursive: true, force: true });
+  await mkdir3(join5(tmp, "home"), { recursive: true });
   try {
     const sandbox = isolation.sandbox;
     return await runGrader(
       config2,
       dir,
-      { ...env, HOME: home, TMPDIR: sandbox ? "/tmp" : tmp },
+      { ...env, ...privateTmp(tmp, sandbox !== null) },
       sandbox ? {
         sandbox,
-        confinement: graderConfinement(dir, tmp, places, config2, job.env ?? process.env, [
-          places.workspace,
-          places.context,
-          places.box,
-          ...config2.sandbox.write.map(expandHome)
-        ])
+        confinement: graderConfinement(
+          dir,
+          tmp,
+          { objects: [], private: places.private },
+          config2,
+          job.env ?? process.env,
+          // Everything the agent could write or read by id: its places, the objects, the shared folders.
+          [
+            places.workspace,
+            places.context,
+            places.box,
+            ...places.objects,
+            ...config2.sandbox.write.map(expandHome)
+          ]
+        )
       } : void 0
     );
   } finally {
-    for (const d of [dir, tmp, home]) await rm4(d, { recursive: true, force: true });
+    for (const d of [dir, tmp]) await rm4(d, { recursive: true, force: true });
   }
 }
 function journalTail(journal) {
@@ -49777,7 +49869,7 @@ function lastLine4(stderr) {
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { existsSync as existsSync2 } from "node:fs";
 import { mkdir as mkdir8, readdir as readdir8, readFile as readFile5, realpath as realpath2, rename as rename3, rm as rm9, writeFile as writeFile9 } from "node:fs/promises";
-import { basename, dirname as dirname6, join as join10 } from "node:path";
+import { basename as basename2, dirname as dirname6, join as join10 } from "node:path";
 
 // src/agents/gemini-output.ts
 var EXIT_TURN_LIMIT = 53;
@@ -50142,7 +50234,7 @@ async function prepareResume(contextDir, geminiDir, workdir) {
   await mkdir8(chats, { recursive: true });
   for (const f of files) {
     if (f === best) {
-      if (dirname6(f.path) !== chats) await rename3(f.path, join10(chats, basename(f.path)));
+      if (dirname6(f.path) !== chats) await rename3(f.path, join10(chats, basename2(f.path)));
     } else if (!isResumable(f.record.messages)) {
       await rm9(f.path, { force: true });
     }
@@ -50165,7 +50257,7 @@ async function projectSlug(geminiDir, workdir) {
     if (owners.every((o) => o === void 0 || o === workdir)) return known;
   }
   const taken = new Set(Object.values(projects));
-  const base = `ff-${slugify2(basename(workdir))}`;
+  const base = `ff-${slugify2(basename2(workdir))}`;
   let slug = base;
   for (let n = 1; ; n++) {
     if (!taken.has(slug) && !bases.some((b) => existsSync2(join10(b, slug)))) break;
@@ -50496,7 +50588,7 @@ function findEpisode(state, id) {
 }
 
 // src/action/contexts.ts
-import { createCipheriv, createDecipheriv, randomBytes as randomBytes2 } from "node:crypto";
+import { createCipheriv, createDecipheriv, randomBytes as randomBytes3 } from "node:crypto";
 import { mkdir as mkdir9, readdir as readdir9, readFile as readFile6, stat as stat7, writeFile as writeFile10 } from "node:fs/promises";
 import { dirname as dirname7, join as join11, normalize, sep as sep2 } from "node:path";
 var SEALED_CONTEXT = "context.ffc";
@@ -50530,7 +50622,7 @@ function aad(run2, episode) {
   return Buffer.from(`forkflush context ${run2} ${episode}`);
 }
 function encryptContext(key, run2, episode, archive) {
-  const iv = randomBytes2(IV_BYTES);
+  const iv = randomBytes3(IV_BYTES);
   const cipher = createCipheriv("aes-256-gcm", key, iv);
   cipher.setAAD(aad(run2, episode));
   const body = Buffer.concat([cipher.update(archive), cipher.final()]);
@@ -50799,6 +50891,7 @@ function realMachine() {
 async function runEpisodeJob(s, o) {
   o.log(`repository: ${s.remoteUrl}`);
   await rm11(s.privateDir, { recursive: true, force: true });
+  await mkdir11(s.privateDir, { recursive: true, mode: 448 });
   const records = await RecordsRepo.create(join13(s.privateDir, "records.git"));
   const remote = new Remote(s.remoteUrl, s.token, records);
   const { state, facts } = await readRun(records, remote, s.run);
@@ -51027,7 +51120,7 @@ function jobNotice(o) {
 }
 function jobSummary(o) {
   const { episode: e, result: r } = o;
-  const score = r.score === null ? `no score: ${r.reason ?? "no reason given"}` : formatNumber(r.score, 6);
+  const score = r.score === null ? `no score: ${codeSpan(r.reason ?? "no reason given")}` : formatNumber(r.score, 6);
   const table = markdownTable(
     ["episode", "phase", "context", "score", "spent", "exit", "commit"],
     [
@@ -51042,7 +51135,7 @@ function jobSummary(o) {
       ]
     ]
   );
-  const notes = [jobNotice(o), r.note ? `Note: ${r.note}` : null].filter((n) => n !== null);
+  const notes = [jobNotice(o), r.note ? `Note: ${codeSpan(r.note)}` : null].filter((n) => n !== null);
   return [`### forkflush ${o.run}: episode ${e.id}`, "", table, ...notes.map((n) => `
 ${n}`), ""].join("\n");
 }

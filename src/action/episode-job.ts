@@ -65,6 +65,8 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   // 1. The run's records: its state and facts, from the state ref. Nothing an earlier job on this
   //    runner left behind (a usage file, a context) may leak into this episode.
   await rm(s.privateDir, { recursive: true, force: true });
+  // forkflush's alone (see local/store.ts): no other user looks into what it hands the sandbox.
+  await mkdir(s.privateDir, { recursive: true, mode: 0o700 });
   const records = await RecordsRepo.create(join(s.privateDir, 'records.git'));
   const remote = new Remote(s.remoteUrl, s.token, records);
   const { state, facts } = await readRun(records, remote, s.run);

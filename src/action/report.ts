@@ -2,7 +2,7 @@
 // the branch, and a short summary for the job's page.
 import { describeContext } from '../core/journal.js';
 import { describeEpisodeId } from '../core/names.js';
-import { formatNumber, markdownTable } from '../core/text.js';
+import { codeSpan, formatNumber, markdownTable } from '../core/text.js';
 import type { JobOutcome } from './episode-job.js';
 
 /** The Action's outputs (action.yml): score is empty when the episode has none. */
@@ -37,7 +37,7 @@ export function jobNotice(o: JobOutcome): string | null {
 /** The job summary: one table row for the episode. */
 export function jobSummary(o: JobOutcome): string {
   const { episode: e, result: r } = o;
-  const score = r.score === null ? `no score: ${r.reason ?? 'no reason given'}` : formatNumber(r.score, 6);
+  const score = r.score === null ? `no score: ${codeSpan(r.reason ?? 'no reason given')}` : formatNumber(r.score, 6);
   const table = markdownTable(
     ['episode', 'phase', 'context', 'score', 'spent', 'exit', 'commit'],
     [
@@ -52,6 +52,6 @@ export function jobSummary(o: JobOutcome): string {
       ],
     ],
   );
-  const notes = [jobNotice(o), r.note ? `Note: ${r.note}` : null].filter((n) => n !== null);
+  const notes = [jobNotice(o), r.note ? `Note: ${codeSpan(r.note)}` : null].filter((n) => n !== null);
   return [`### forkflush ${o.run}: episode ${e.id}`, '', table, ...notes.map((n) => `\n${n}`), ''].join('\n');
 }

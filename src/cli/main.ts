@@ -99,6 +99,7 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
       const c = s.config;
       io.stdout.write(
         `forkflush run ${s.id}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}, K = ${c.fork.branches}, seed ${s.seed}\n` +
+          `sandbox: ${sandboxLine(run)}\n` +
           `initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}\n`,
       );
       return go(run, io);
@@ -109,7 +110,8 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
         io.stdout.write(`run ${run.state.id} is already finished.\n`);
         return printResult(run, io);
       }
-      io.stdout.write(`forkflush: resuming run ${run.state.id}\n`);
+      for (const w of run.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
+      io.stdout.write(`forkflush: resuming run ${run.state.id}\nsandbox: ${sandboxLine(run)}\n`);
       return go(run, io);
     }
     case 'status': {
@@ -132,6 +134,12 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
   }
 }
 
+function sandboxLine(run: OpenRun): string {
+  return run.isolation.sandbox
+    ? `${run.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)`
+    : `OFF, ${run.isolation.label.replace(/^off /, '')}: agents run with your user's rights`;
+}
+
 async function go(run: OpenRun, io: Io): Promise<number> {
   const start = Date.now();
   const view = progressView(io.stdout, start, () => Date.now());
@@ -141,6 +149,7 @@ async function go(run: OpenRun, io: Io): Promise<number> {
       store: run.store,
       forge: run.forge,
       info: run.info,
+      isolation: run.isolation,
       onEvent: (e) => view.onEvent(e),
       ...(io.signal ? { signal: io.signal } : {}),
     });

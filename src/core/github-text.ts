@@ -5,9 +5,9 @@ import { chartData } from './chart.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
 import { plan } from './plan.js';
-import { LEADERBOARD_HEADER, leaderboardRows, roundRows, scoreText, usageText } from './report.js';
+import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState } from './state.js';
-import { formatNumber, markdownTable } from './text.js';
+import { codeSpan, formatNumber, markdownTable } from './text.js';
 
 /** Marks the one comment forkflush keeps editing on an issue. */
 export function commentMarker(run: string): string {
@@ -71,7 +71,7 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
     '</details>',
   ];
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
-    parts.push('', '#### Leaderboard', '', markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 10)));
+    parts.push('', '#### Leaderboard', '', leaderboardMarkdown(state, 10));
     parts.push('', '#### Best score versus spend', '', mermaidChart(state));
     parts.push('', '<details><summary>As a table</summary>', '', bestTable(state), '', '</details>');
     parts.push(
@@ -134,7 +134,7 @@ export function checkRunOutput(
   const score = r.score === null ? `no score: ${r.reason ?? 'unknown'}` : `score ${scoreText(r.score)}`;
   const title = `${e.id}: ${score}`.slice(0, 255);
   const rows = [
-    ['score', r.score === null ? `none (${r.reason ?? 'unknown'})` : scoreText(r.score)],
+    ['score', r.score === null ? `none: ${codeSpan(r.reason ?? 'unknown')}` : scoreText(r.score)],
     ['direction', c.grader.direction],
     ['spent', `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
     ['ended', r.exit],
@@ -144,7 +144,7 @@ export function checkRunOutput(
   if (r.usage) rows.push(['usage', usageText(r.usage) + (r.usage.pricedFrom ? ` (${r.usage.pricedFrom})` : '')]);
   rows.push(['wall time', `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
   if (details?.diffStat) rows.push(['changes', details.diffStat]);
-  if (r.note) rows.push(['note', r.note]);
+  if (r.note) rows.push(['note', codeSpan(r.note)]);
   const summary = markdownTable(['', ''], rows);
   const text = details?.journalTail.length
     ? `Latest journal entries (${c.journal}):\n\n${details.journalTail.map((l) => `    ${l}`).join('\n')}`
@@ -175,7 +175,7 @@ export function episodePrBody(state: RunState, e: Episode, r: EpisodeResult): st
     `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ''}), ${describeContext(e)}.`,
     '',
     r.score === null
-      ? `No score: ${r.reason ?? 'unknown'}.`
+      ? `No score: ${codeSpan(r.reason ?? 'unknown')}.`
       : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
     `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
     '',
@@ -197,7 +197,7 @@ export function finalPrBody(state: RunState): string {
       `the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? ' (not the lineage head: a later episode scored lower)' : ''}.`,
     `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
     '',
-    markdownTable(LEADERBOARD_HEADER, leaderboardRows(state, 20)),
+    leaderboardMarkdown(state, 20),
   ].join('\n');
 }
 

@@ -3,8 +3,8 @@
 import { spent } from './budget.js';
 import { describeContext } from './journal.js';
 import { bestBranch, describeEpisodeId } from './names.js';
-import type { AgentUsage, Episode, Round, RunState } from './state.js';
-import { formatNumber, markdownTable } from './text.js';
+import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState } from './state.js';
+import { codeSpan, formatNumber, markdownTable } from './text.js';
 
 export type Outcome = 'adopted' | 'dropped' | 'kept' | 'running';
 
@@ -57,6 +57,12 @@ export function leaderboardRows(state: RunState, limit = Number.POSITIVE_INFINIT
         r?.score === null ? (r.reason ?? '') : (r?.note ?? ''),
       ];
     });
+}
+
+/** The leaderboard as a markdown table; the last column (a reason or a note, which an agent's or a grader's output can fill) as code. */
+export function leaderboardMarkdown(state: RunState, limit = Number.POSITIVE_INFINITY): string {
+  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), codeSpan(r.at(-1) ?? '')]);
+  return markdownTable(LEADERBOARD_HEADER, rows);
 }
 
 export const LEADERBOARD_HEADER = [
@@ -118,13 +124,29 @@ export function summary(state: RunState): string {
   lines.push(
     `Initial workspace: ${base.score === null ? `no score (${base.reason ?? 'not graded'})` : scoreText(base.score)}.`,
   );
+  const isolation = isolationSummary(state);
+  if (isolation) lines.push(isolation);
   return lines.join('\n');
+}
+
+/** How the episodes were confined: one sandbox for all, or which ones ran without. */
+export function isolationSummary(state: RunState): string | null {
+  const results = allEpisodes(state).flatMap((e) => (e.result?.sandbox ? [e.result.sandbox] : []));
+  if (results.length === 0) return null;
+  const kinds = [...new Set(results)];
+  const off = results.filter((s) => s.startsWith('off')).length;
+  if (kinds.length === 1) {
+    return off > 0
+      ? `Sandbox: OFF for every episode (${kinds[0]?.slice(4, -1)}): agents ran with your user's rights.`
+      : `Sandbox: ${kinds[0]} for every episode (agent and grader confined).`;
+  }
+  return `Sandbox: ${kinds.join(', ')}; ${off} of ${results.length} episodes ran without it.`;
 }
 
 export function renderReport(state: RunState, chartFile?: string): string {
   const parts = [`# forkflush run ${state.id}`, '', summary(state).split('\n').join('  \n'), ''];
   if (chartFile) parts.push(`![Score versus spend](${chartFile})`, '');
-  parts.push('## Leaderboard', '', markdownTable(LEADERBOARD_HEADER, leaderboardRows(state)), '');
+  parts.push('## Leaderboard', '', leaderboardMarkdown(state), '');
   parts.push(
     '## Rounds',
     '',

@@ -48,6 +48,19 @@ export function textTable(header: string[], rows: string[][]): string {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
+/**
+ * Text an agent or a grader wrote (a failure reason, a note), shown in markdown as itself: one
+ * line of inline code, so it cannot mention people, load images or add links and headings.
+ */
+export function codeSpan(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  if (line === '') return '';
+  const longest = Math.max(0, ...(line.match(/`+/g) ?? []).map((t) => t.length));
+  const fence = '`'.repeat(longest + 1);
+  const pad = longest > 0 || line.startsWith('`') || line.endsWith('`') ? ' ' : '';
+  return `${fence}${pad}${line}${pad}${fence}`;
+}
+
 /** A markdown table; cell text is escaped so untrusted text cannot break the table. */
 export function markdownTable(header: string[], rows: string[][]): string {
   const esc = (s: string) => s.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');

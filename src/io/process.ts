@@ -56,9 +56,23 @@ export function runShell(command: string, options: RunOptions): Promise<RunResul
 }
 
 export function runProcess(file: string, args: string[], options: RunOptions): Promise<RunResult> {
+  if (options.confine) {
+    const { sandbox, confinement } = options.confine;
+    return sandbox
+      .handOver(confinement)
+      .then(() => spawnAndWait(file, args, options, sandbox.wrap(confinement, options.cwd, file, args)));
+  }
+  return spawnAndWait(file, args, options, undefined);
+}
+
+function spawnAndWait(
+  file: string,
+  args: string[],
+  options: RunOptions,
+  confined: { file: string; args: string[] } | undefined,
+): Promise<RunResult> {
   const started = performance.now();
   const max = options.maxOutput ?? 1_000_000;
-  const confined = options.confine?.sandbox.wrap(options.confine.confinement, options.cwd, file, args);
   return new Promise((resolve) => {
     const child = spawn(confined?.file ?? file, confined?.args ?? args, {
       cwd: options.cwd,

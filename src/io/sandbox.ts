@@ -11,8 +11,10 @@ export type SandboxMode = 'auto' | 'required' | 'off';
 
 /** What one confined command may touch. Paths that do not exist are left out (hidden, readable). */
 export interface Confinement {
-  /** Bound read-write at the same path (they must exist). */
+  /** The command's own folders, bound read-write at the same path (they must exist). */
   writable: string[];
+  /** Folders the user shares with every episode (sandbox.write): bound read-write, never handed over. */
+  shared?: string[];
   /** Bound read-only at the same path: re-exposes paths inside hidden ones. */
   readable: string[];
   /** Replaced by an empty folder, or an empty file. */
@@ -26,9 +28,19 @@ export interface Confinement {
 export interface Sandbox {
   /** e.g. "bubblewrap 0.8.0". */
   readonly name: string;
+  /**
+   * The user the command runs as when forkflush runs as root (nobody): root, even without
+   * capabilities, owns every root-owned file (/etc/shadow, a host key). null: forkflush's own user.
+   */
+  readonly user: { uid: number; gid: number } | null;
   /** The command line that runs `file args` in `cwd` under `c`. */
   wrap(c: Confinement, cwd: string, file: string, args: string[]): { file: string; args: string[] };
+  /** Gives the confinement's own folders to the sandbox's user, so it can write them (no-op without one). */
+  handOver(c: Confinement): Promise<void>;
 }
+
+/** Who the sandbox runs as under root: nobody. */
+const NOBODY = { uid: 65534, gid: 65534 };
 
 export type SandboxProbe = { sandbox: Sandbox } | { unavailable: string; fix: string };
 
@@ -62,11 +74,25 @@ async function probe(): Promise<SandboxProbe> {
     };
   }
   const name = version.stdout.trim() || 'bubblewrap';
-  const sandbox = bubblewrap(name);
   // A trial run with the namespaces a real run uses: AppArmor on Ubuntu 24.04, or a container
-  // without user namespaces, lets `bwrap --version` work and then refuses to sandbox.
-  const trial = sandbox.wrap({ writable: [], readable: [], hidden: [], tmp: '/tmp', network: false }, '/', 'true', []);
-  const run = await exec(trial.file, trial.args);
+  // without user namespaces, lets `bwrap --version` work and then refuses to sandbox. Under root,
+  // bwrap sets the sandbox up as root and setpriv then runs the command as nobody; without
+  // setpriv the command runs as root without capabilities, and the name says so.
+  const root = process.getuid?.() === 0;
+  const trial = async (s: Sandbox) => {
+    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: '/tmp', network: false }, '/', 'true', []);
+    return exec(t.file, t.args);
+  };
+  let sandbox = bubblewrap(name, root ? 'nobody' : 'user');
+  let run = await trial(sandbox);
+  if (run.code !== 0 && root) {
+    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, 'root');
+    const second = await trial(asRoot);
+    if (second.code === 0) {
+      sandbox = asRoot;
+      run = second;
+    }
+  }
   if (run.code !== 0) {
     return {
       unavailable: `${name} cannot make namespaces here (${run.stderr.trim().split('\n').at(-1) || `exit ${run.code}`})`,
@@ -78,10 +104,32 @@ async function probe(): Promise<SandboxProbe> {
   return { sandbox };
 }
 
-function bubblewrap(name: string): Sandbox {
-  const root = process.getuid?.() === 0;
+/**
+ * user: forkflush's own unprivileged user, in a user namespace; nobody: forkflush is root, the
+ * command runs as nobody (setpriv, after bwrap has set the mounts up as root); root: as root
+ * without capabilities, the last resort.
+ */
+function bubblewrap(name: string, as: 'user' | 'nobody' | 'root'): Sandbox {
+  const user = as === 'nobody' ? NOBODY : null;
+  const drop =
+    as === 'nobody'
+      ? [
+          'setpriv',
+          `--reuid=${NOBODY.uid}`,
+          `--regid=${NOBODY.gid}`,
+          '--clear-groups',
+          '--inh-caps=-all',
+          '--bounding-set=-all',
+          '--',
+        ]
+      : [];
   return {
     name,
+    user,
+    async handOver(c) {
+      if (!user || c.writable.length === 0) return;
+      await exec('chown', ['-R', '--no-dereference', `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+    },
     wrap(c, cwd, file, args) {
       const mounts = mountArgs(c);
       return {
@@ -95,11 +143,11 @@ function bubblewrap(name: string): Sandbox {
           '--unshare-uts',
           '--unshare-cgroup-try',
           ...(c.network ? [] : ['--unshare-net']),
-          // Root keeps its capabilities in bwrap unless told; an unprivileged user has only the
-          // user namespace's, which this drops too. no_new_privs is always on (sudo gives nothing).
-          '--cap-drop',
-          'ALL',
-          ...(root ? [] : ['--unshare-user']),
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
+          // and loses them all doing it); an unprivileged user has only the user namespace's,
+          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
+          ...(as === 'nobody' ? [] : ['--cap-drop', 'ALL']),
+          ...(as === 'user' ? ['--unshare-user'] : []),
           '--ro-bind',
           '/',
           '/',
@@ -107,10 +155,19 @@ function bubblewrap(name: string): Sandbox {
           '/dev',
           '--proc',
           '/proc',
+          // The kernel's settings are the host's: never writable from inside (a core_pattern
+          // pointing into the workspace would run agent code outside every namespace).
+          '--ro-bind-try',
+          '/proc/sys',
+          '/proc/sys',
+          '--ro-bind-try',
+          '/proc/sysrq-trigger',
+          '/proc/sysrq-trigger',
           ...mounts,
           '--chdir',
           cwd,
           '--',
+          ...drop,
           file,
           ...args,
         ],
@@ -141,14 +198,29 @@ export function mountArgs(c: Confinement): string[] {
     if (!path || path === '/' || isInside(path, tmp)) continue;
     add(path, isDirectory(path) ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
   }
+  const binds: string[] = [];
   for (const p of c.readable) {
     const path = real(p);
     if (path) add(`${path}\0ro`, ['--ro-bind', path, path]);
+    if (path) binds.push(path);
   }
-  for (const p of c.writable) {
+  for (const p of [...c.writable, ...(c.shared ?? [])]) {
     const path = real(p);
     if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
     add(`${path}\0rw`, ['--bind', path, path]);
+    binds.push(path);
+  }
+  // A bind inside an emptied place (a hidden folder, /tmp) needs the folders above it made there;
+  // bwrap would copy their modes from the real ones (a 0700 temp folder, say), which the
+  // command, as nobody, could not pass through. They are made traversable, and nothing more.
+  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === '--tmpfs').map((m) => m.path)];
+  for (const path of binds) {
+    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
+      if (binds.some((b) => b !== path && isInside(dir, b))) break;
+      add(`${dir}\0dir`, ['--perms', '0755', '--dir', dir]);
+    }
   }
   // Stable sort by depth: a parent's mount comes first; at equal depth, hiding before binding.
   const depth = (m: Mount) => m.path.split('\0')[0]?.split(sep).length ?? 0;

@@ -9,7 +9,7 @@ import { runIdAt } from '../core/names.js';
 import { templateProblem } from '../core/prompts.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { Git } from '../io/git.js';
-import { graderConfinement, type Isolation, isolationFor } from '../worker/boundary.js';
+import { graderConfinement, type Isolation, isolationFor, privateTmp } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 import { runGrader } from '../worker/grade.js';
 import { LocalForge } from './forge.js';
@@ -64,7 +64,7 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
   const existing = await RunStore.list(taskDir);
   for (let n = 2; existing.includes(id); n++) id = `${runIdAt(o.now)}-${n}`;
   const store = RunStore.forRun(taskDir, id);
-  await mkdir(store.dir, { recursive: true });
+  await mkdir(store.dir, { recursive: true, mode: 0o700 });
 
   let repo = taskDir;
   if (scratch) {
@@ -142,16 +142,19 @@ async function gradeInitial(
   scratch: string,
 ) {
   const tmp = join(scratch, 'tmp');
-  const home = join(scratch, 'home');
-  await mkdir(tmp, { recursive: true });
-  await mkdir(home, { recursive: true });
-  const env = { ...allowedEnv(process.env, config.grader.env), HOME: home, TMPDIR: isolation.sandbox ? '/tmp' : tmp };
+  await mkdir(join(tmp, 'home'), { recursive: true });
+  const env = { ...allowedEnv(process.env, config.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   return runGrader(
     config,
     dir,
     env,
-    sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, places, config, process.env) } : undefined,
+    sandbox
+      ? {
+          sandbox,
+          confinement: graderConfinement(dir, tmp, { objects: [], private: places.private }, config, process.env),
+        }
+      : undefined,
   );
 }
 

@@ -1,7 +1,7 @@
 // Where a local run lives: `<task folder>/.forkflush/<run id>/`. The core's state is one JSON
 // file, written atomically after every step, so a crash loses at most the step in flight; the
 // episode commits themselves hold their results, so even that step is recovered from git.
-import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
 import { parseRunState } from '../core/records.js';
@@ -74,7 +74,10 @@ export class RunStore {
   }
 
   async init(info: RunInfo): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
+    // forkflush's alone: under root the sandbox runs as nobody, and no other nobody process may
+    // look into the workspaces, contexts and boxes it hands over to it.
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await chmod(this.dir, 0o700);
     await writeFile(this.path(SEAL_KEY), newSealKey(), { mode: 0o600, flag: 'wx' }).catch((e) => {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     });

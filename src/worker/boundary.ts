@@ -4,7 +4,7 @@
 // read-only, minus the places below, and writes only its workspace, its context and its box.
 import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
 import { CONTRACT_VARS } from '../agents/agent.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
@@ -77,7 +77,8 @@ export interface EpisodePlaces {
 export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.ProcessEnv): Confinement {
   const hidden = [...hiddenPlaces(env), ...p.private];
   return {
-    writable: [p.workspace, p.context, p.box, ...config.sandbox.write.map(expandHome)],
+    writable: [p.workspace, p.context, p.box],
+    shared: config.sandbox.write.map(expandHome),
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
     tmp: join(p.box, 'tmp'),
@@ -111,16 +112,18 @@ export function graderConfinement(
 
 /**
  * Hidden from everything inside: the home folder (credentials, shell history, browser profiles),
- * the session's runtime folder (agent and keyring sockets), container engines' sockets, and on
- * an Actions runner its temp folder (file commands, forkflush's records), its work root (other
- * jobs' checkouts) and the runner's own installation (its credentials).
+ * the session's runtime folder (agent and keyring sockets), the system bus and systemd's sockets
+ * (systemd-run starts commands outside any sandbox), container engines' sockets, and on an
+ * Actions runner its temp folder (file commands, forkflush's records), its work root (other jobs'
+ * checkouts) and the runner's own installation (its credentials).
  */
 function hiddenPlaces(env: NodeJS.ProcessEnv): string[] {
   const places = [
     env.HOME || homedir(),
     '/run/user',
+    '/run/dbus',
+    '/run/systemd',
     '/run/docker.sock',
-    '/var/run/docker.sock',
     '/run/containerd',
     '/run/podman',
     '/run/snapd.socket',
@@ -132,39 +135,53 @@ function hiddenPlaces(env: NodeJS.ProcessEnv): string[] {
   return places.filter((p) => p && p !== '/');
 }
 
+/** Visible whatever is hidden around them: the DNS resolver's files (/etc/resolv.conf points there). */
+const ALWAYS_READABLE = ['/run/systemd/resolve'];
+
 /**
  * What stays visible inside the hidden places: the toolchains on PATH (a Node, Python or Rust
- * installed under the home folder), forkflush's own Node, and the runner's tool cache. Never
- * anything inside forkflush's private places.
+ * installed under the home folder), forkflush's own Node, and the runner's tool cache. A folder
+ * on PATH exposes its toolchain (the folder above a bin folder), but never a hidden place itself
+ * (`~` or `~/bin` on PATH expose only that folder), and from ~/.local only bin and lib (not the
+ * keyrings and histories in share and state). Never anything inside forkflush's private places.
  */
 function exposedInside(hidden: string[], never: string[], env: NodeJS.ProcessEnv): string[] {
   const hiddenReal = hidden.map(realOrNull).filter((p): p is string => p !== null);
   const neverReal = never.map(realOrNull).filter((p): p is string => p !== null);
   const dirs = [...(env.PATH ?? '').split(delimiter), dirname(process.execPath), env.RUNNER_TOOL_CACHE ?? ''];
-  const out = new Set<string>();
+  const out = new Set<string>(ALWAYS_READABLE);
   for (const d of dirs) {
     const dir = d && isAbsolute(d) ? realOrNull(d) : null;
     if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
-    const inside = hiddenReal.filter((h) => isInside(dir, h));
+    // Strictly inside a hidden place: a hidden place itself on PATH is not exposed.
+    const inside = hiddenReal.filter((h) => dir !== h && isInside(dir, h));
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
-    // A bin folder right in a hidden place (~/bin) exposes only itself, not the place.
-    out.add(inside.some((h) => isInside(h, prefix)) ? dir : prefix);
+    if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
+    else if (basename(prefix) === '.local') for (const sub of ['bin', 'lib', 'lib64']) out.add(join(prefix, sub));
+    else out.add(prefix);
   }
   return [...out];
 }
 
-/** Credential-looking files at the top of exposed toolchains (~/.cargo/credentials.toml, say). */
+/**
+ * Credential-looking files at the top of exposed toolchains and in their etc folder
+ * (~/.cargo/credentials.toml, a Node prefix's etc/npmrc).
+ */
 function credentialFiles(exposed: string[]): string[] {
   const out: string[] = [];
-  for (const dir of exposed) {
+  const look = (dir: string) => {
     try {
       for (const name of readdirSync(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc/i.test(name)) out.push(join(dir, name));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join(dir, name));
       }
     } catch {
-      // Unreadable: nothing to hide.
+      // Unreadable or gone: nothing to hide.
     }
+  };
+  for (const dir of exposed) {
+    look(dir);
+    look(join(dir, 'etc'));
   }
   return out;
 }
@@ -201,6 +218,15 @@ function realOrNull(path: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * HOME and TMPDIR in a grader's own temporary folder (made with a `home` inside): inside the
+ * sandbox that folder is /tmp.
+ */
+export function privateTmp(tmp: string, sandboxed: boolean): { HOME: string; TMPDIR: string } {
+  const inside = sandboxed ? '/tmp' : tmp;
+  return { HOME: join(inside, 'home'), TMPDIR: inside };
 }
 
 /** `~/x` in sandbox.read and sandbox.write means the user's home folder. */

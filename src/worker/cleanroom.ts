@@ -9,6 +9,14 @@ import { dirname, join } from 'node:path';
 import { Git, type GitResult } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 
+/**
+ * forkflush's git stores and checks out bytes as they are: whatever .gitattributes the agent
+ * wrote (an eol or working-tree-encoding that changes the protected grader the judge runs, a
+ * filter, ident), and whatever filters a system or global config defines (git-lfs, say).
+ * $GIT_DIR/info/attributes outranks every .gitattributes file.
+ */
+const AS_IS = '* -text -filter -ident !eol !working-tree-encoding\n';
+
 /** The identity of commits an agent makes in its workspace's own .git. */
 const AGENT_IDENTITY = '[user]\n\tname = forkflush agent\n\temail = agent@forkflush.invalid\n';
 
@@ -37,6 +45,12 @@ export class OwnRepo {
     return own;
   }
 
+  /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
+  async asIs(): Promise<void> {
+    await mkdir(join(this.gitDir, 'info'), { recursive: true });
+    await writeFile(join(this.gitDir, 'info', 'attributes'), AS_IS);
+  }
+
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(
     args: string[],
@@ -60,9 +74,11 @@ export class OwnRepo {
 }
 
 /**
- * Writes `commit`'s files into `dir` (emptied first) and gives it a .git of its own: HEAD on
- * `branch` (or detached), the objects borrowed read-only from forkflush's store, the index that
- * matches the files. The index is also written to `index`, outside the folder, for the snapshot.
+ * Writes `commit`'s files into `dir` (emptied first). For an agent's workspace (`branch` given) the
+ * folder gets a .git of its own: HEAD on the branch, the objects borrowed read-only from
+ * forkflush's store, the index that matches the files. The judge's copy gets no .git: through the
+ * objects it could read any blob ever stored (a sibling's file, a context), not just the commit's.
+ * The index is also written to `index`, outside the folder, for the snapshot.
  */
 export async function checkoutInto(
   own: OwnRepo,
@@ -76,18 +92,16 @@ export async function checkoutInto(
   for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true });
   await rm(index, { force: true });
   await mkdir(dirname(index), { recursive: true });
+  await own.asIs();
   // Parallel checkout (one worker per core) makes forking a large repository several times faster.
   await own.exec(['-c', 'checkout.workers=0', 'read-tree', '--reset', '-u', commit], { workTree: dir, index });
+  if (!branch) return;
   const dotGit = join(dir, '.git');
   await new Git(dir).exec(['init', '--quiet', '--template=']);
   await writeFile(join(dotGit, 'objects', 'info', 'alternates'), `${own.objects}\n`);
-  if (branch) {
-    await mkdir(join(dotGit, 'refs', 'heads', dirname(branch)), { recursive: true });
-    await writeFile(join(dotGit, 'refs', 'heads', branch), `${commit}\n`);
-    await writeFile(join(dotGit, 'HEAD'), `ref: refs/heads/${branch}\n`);
-  } else {
-    await writeFile(join(dotGit, 'HEAD'), `${commit}\n`);
-  }
+  await mkdir(join(dotGit, 'refs', 'heads', dirname(branch)), { recursive: true });
+  await writeFile(join(dotGit, 'refs', 'heads', branch), `${commit}\n`);
+  await writeFile(join(dotGit, 'HEAD'), `ref: refs/heads/${branch}\n`);
   await appendFile(join(dotGit, 'config'), AGENT_IDENTITY);
   await copyIndex(index, join(dotGit, 'index'));
 }
@@ -125,6 +139,7 @@ export async function snapshot(
   base: string,
   protectedGlobs: string[],
 ): Promise<Snapshot> {
+  await own.asIs();
   await copyIndex(checkoutIndex, index);
   const add = () => own.exec(['add', '--all'], { workTree: workspace, index, check: false });
   let added = await add();
@@ -148,6 +163,13 @@ export async function snapshot(
   }
   const tree = await own.out(['write-tree'], { index });
   return { tree, protectedChanged, index };
+}
+
+/** The base itself as a snapshot: what an episode records when its workspace cannot be recorded. */
+export async function baseSnapshot(own: OwnRepo, index: string, base: string): Promise<Snapshot> {
+  await rm(index, { force: true });
+  await own.exec(['read-tree', base], { index });
+  return { tree: await own.out(['write-tree'], { index }), protectedChanged: [], index };
 }
 
 /** The text of a regular file in an index (empty when it is missing, a link or too large). */

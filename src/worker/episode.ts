@@ -16,9 +16,19 @@ import {
   expandHome,
   graderConfinement,
   type Isolation,
+  privateTmp,
   sessionSpawner,
 } from './boundary.js';
-import { checkoutInto, commitTree, diffStat, indexedText, type OwnRepo, snapshot, writeIndexed } from './cleanroom.js';
+import {
+  baseSnapshot,
+  checkoutInto,
+  commitTree,
+  diffStat,
+  indexedText,
+  type OwnRepo,
+  snapshot,
+  writeIndexed,
+} from './cleanroom.js';
 import { allowedEnv } from './env.js';
 import { runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
@@ -97,7 +107,8 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     onExhausted: () => stopForBudget.abort('budget'),
   });
   const confinement = agentConfinement(places, config, source);
-  confinement.writable.push(grading.socketDir);
+  // Bound, not handed over: the socket stays forkflush's (open to the sandbox's user).
+  confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
   const spawn = sessionSpawner(sandbox, confinement, [places.context, box]);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === 'minutes' ? episode.allowance * 60_000 : Number.POSITIVE_INFINITY;
@@ -139,18 +150,22 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
 
   // The judge: the workspace's files as forkflush's own git records them, protected paths as
   // they were at the base, graded in a fresh checkout of exactly that tree.
-  const snap = await snapshot(
-    job.own,
-    places.workspace,
-    job.checkoutIndex,
-    join(job.scratchDir, 'snapshot.index'),
-    episode.base,
-    [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])],
-  );
+  const snapshotIndex = join(job.scratchDir, 'snapshot.index');
+  let unrecorded: string | null = null;
+  const snap = await snapshot(job.own, places.workspace, job.checkoutIndex, snapshotIndex, episode.base, [
+    ...config.grader.protected,
+    ...(job.alsoProtected ?? [CONFIG_PATH]),
+  ]).catch(async (e: unknown) => {
+    // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
+    unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, 300)})`;
+    return baseSnapshot(job.own, snapshotIndex, episode.base);
+  });
   let score: number | null = null;
   let reason: string | undefined;
   let graderSeconds = 0;
-  if (snap.protectedChanged.length > 0) {
+  if (unrecorded) {
+    reason = unrecorded;
+  } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
     const g = await judge(job, snap.tree, graderEnv);
@@ -191,25 +206,16 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
 }
 
 /**
- * Grades the snapshot: a commit of it on the base (so a grader that asks git sees the history),
- * checked out into a fresh folder the agent never saw, the grader run there, the folder removed.
+ * Grades the snapshot: its tree checked out into a fresh folder the agent never saw (no .git, and
+ * none of the stored objects in sight), the grader run there, the folder removed.
  */
 async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv) {
-  const { config, episode, places, isolation } = job;
+  const { config, places, isolation } = job;
   const dir = join(job.scratchDir, 'judge');
   const tmp = join(job.scratchDir, 'judge-tmp');
-  const home = join(job.scratchDir, 'judge-home');
-  const snapshotCommit = await commitTree(
-    job.own,
-    tree,
-    episode.base,
-    `forkflush ${episode.id}: the snapshot the judge grades\n`,
-  );
-  await checkoutInto(job.own, snapshotCommit, dir, join(job.scratchDir, 'judge.index'));
-  for (const d of [tmp, home]) {
-    await rm(d, { recursive: true, force: true });
-    await mkdir(d, { recursive: true });
-  }
+  await checkoutInto(job.own, tree, dir, join(job.scratchDir, 'judge.index'));
+  await rm(tmp, { recursive: true, force: true });
+  await mkdir(join(tmp, 'home'), { recursive: true });
   try {
     const sandbox = isolation.sandbox;
     // A home and a /tmp of the judge's own: nothing the agent left (in its home, its box, or a
@@ -217,21 +223,30 @@ async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv) {
     return await runGrader(
       config,
       dir,
-      { ...env, HOME: home, TMPDIR: sandbox ? '/tmp' : tmp },
+      { ...env, ...privateTmp(tmp, sandbox !== null) },
       sandbox
         ? {
             sandbox,
-            confinement: graderConfinement(dir, tmp, places, config, job.env ?? process.env, [
-              places.workspace,
-              places.context,
-              places.box,
-              ...config.sandbox.write.map(expandHome),
-            ]),
+            confinement: graderConfinement(
+              dir,
+              tmp,
+              { objects: [], private: places.private },
+              config,
+              job.env ?? process.env,
+              // Everything the agent could write or read by id: its places, the objects, the shared folders.
+              [
+                places.workspace,
+                places.context,
+                places.box,
+                ...places.objects,
+                ...config.sandbox.write.map(expandHome),
+              ],
+            ),
           }
         : undefined,
     );
   } finally {
-    for (const d of [dir, tmp, home]) await rm(d, { recursive: true, force: true });
+    for (const d of [dir, tmp]) await rm(d, { recursive: true, force: true });
   }
 }
 

@@ -3,9 +3,9 @@
 // counted exactly, and the evaluation budget is enforced in one place. The socket lives in a
 // private folder that only the episode's own sandbox has bound: no other process, and no other
 // episode, can ask for this episode's gradings.
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { Confinement, Sandbox } from '../io/sandbox.js';
@@ -36,9 +36,16 @@ export async function startGradeService(args: {
 }): Promise<GradeService> {
   let count = 0;
   let queue: Promise<unknown> = Promise.resolve();
+  // The client in the box holds it: a process that finds the socket, but cannot read the box
+  // (the run folder is forkflush's, mode 0700), gets nothing.
+  const secret = randomBytes(24).toString('hex');
   const server = createServer((req, res) => {
     if (req.method !== 'POST' || req.url !== '/grade') {
       res.writeHead(404).end();
+      return;
+    }
+    if (req.headers['x-forkflush-grade'] !== secret) {
+      res.writeHead(403).end(JSON.stringify({ exitCode: 3, stdout: '', stderr: 'forkflush: not this episode\n' }));
       return;
     }
     // One grading at a time: graders are rarely written to run twice at once in one folder.
@@ -63,14 +70,18 @@ export async function startGradeService(args: {
         res.writeHead(500).end(JSON.stringify({ exitCode: 1, stdout: '', stderr: `forkflush: ${String(e)}\n` })),
     );
   });
-  // A short path: a socket's path is limited to about 100 bytes, and run folders can be deep.
-  const socketDir = await mkdtemp(join(tmpdir(), 'ff-grade-'));
-  await chmod(socketDir, 0o700);
+  // A short path (a socket's is limited to about 100 bytes, and run folders can be deep) under the
+  // real /tmp whatever TMPDIR says: every sandbox has a /tmp of its own, so only the sandbox that
+  // binds this folder, the episode's, can reach the socket.
+  // The folder is not listable and the socket open to the sandbox's user (nobody, under root).
+  const socketDir = await mkdtemp('/tmp/ff-grade-');
+  await chmod(socketDir, 0o711);
   const socket = join(socketDir, 'grade.sock');
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socket, resolve);
   });
+  await chmod(socket, 0o666);
   const client = join(args.box, 'grade-client.mjs');
   const command = join(args.box, 'grade');
   await writeFile(
@@ -78,7 +89,7 @@ export async function startGradeService(args: {
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
 import { request } from 'node:http';
-const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' }, (res) => {
+const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST', headers: { 'x-forkflush-grade': ${JSON.stringify(secret)} } }, (res) => {
   let text = '';
   res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => {
     const body = JSON.parse(text);

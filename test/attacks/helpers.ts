@@ -4,7 +4,7 @@
 // its own). Everything lives under /var/tmp, not /tmp: inside the sandbox /tmp is private, so a
 // test under /tmp would be hidden for free and prove nothing about the boundary.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -18,6 +18,8 @@ import { ACTION, ActionRepo, parseOutputs, TOKEN } from '../integration/action-r
 export { TOKEN };
 export const RUNTIME_TOKEN = 'runtime-token-value-attack-5150';
 export const ID_TOKEN = 'id-token-request-value-attack-5151';
+/** The job's FORKFLUSH_CONTEXT_KEY (hex), which only forkflush may hold. */
+export const CONTEXT_KEY = '5ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7';
 /** The hostile scripts. /work/main is visible (read-only) inside the sandbox. */
 export const FX = join(import.meta.dirname, '..', 'fixtures', 'attacks');
 
@@ -32,13 +34,25 @@ export const describeSandboxed: typeof describe = iso.sandbox ? describe : (desc
 
 const ROOT = '/var/tmp/forkflush-attacks';
 
+const made: string[] = [];
+
 /** A fresh folder outside /tmp, world-traversable (the non-root case needs that). */
 export function attackTemp(prefix: string): string {
   mkdirSync(ROOT, { recursive: true, mode: 0o755 });
   chmodSync(ROOT, 0o755);
   const dir = mkdtempSync(join(ROOT, `${prefix}-`));
   chmodSync(dir, 0o755);
+  made.push(dir);
   return dir;
+}
+
+/** Removes the folders this file made (FORKFLUSH_ATTACKS_KEEP=1 keeps them, to look at). */
+export function cleanupAttackTemps(): void {
+  if (process.env.FORKFLUSH_ATTACKS_KEEP) return;
+  for (const dir of made.splice(0)) {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(`${dir}.index`, { force: true });
+  }
 }
 
 /** A unique string no file on the machine holds by chance. */
@@ -80,6 +94,8 @@ export function makeAttackRepo(o: AttackRepoOptions): AttackRepo {
   const logs = join(root, 'logs');
   mkdirSync(join(dir, '.github'), { recursive: true });
   mkdirSync(logs, { recursive: true });
+  // The agent runs as nobody when forkflush runs as root: its log folder must be writable by it.
+  chmodSync(logs, 0o777);
   const grader = o.grader ?? 'sh grade.sh';
   const files: Record<string, string> = {
     'TASK.md': 'Make the number in value.txt as large as you can.\n',
@@ -155,7 +171,7 @@ export async function runLocal(
  */
 export function cleanRegrade(gitDir: string, commit: string, grader: string): number | null {
   const dir = attackTemp('regrade');
-  const index = join(dir, '..', `${dir.split('/').at(-1)}.index`);
+  const index = join(dir, 'regrade.index');
   const tree = join(dir, 'tree');
   mkdirSync(tree);
   execFileSync('git', [`--git-dir=${gitDir}`, `--work-tree=${tree}`, 'read-tree', '--reset', '-u', commit], {
@@ -189,9 +205,17 @@ export function treeMode(gitDir: string, commit: string, path: string): string |
   return out.trim() === '' ? null : (out.split(' ')[0] ?? null);
 }
 
-/** Whether any file of the commit, or its message, holds `needle`. */
-export function commitHolds(gitDir: string, commit: string, needle: string): boolean {
-  const grep = spawnSync('git', [`--git-dir=${gitDir}`, 'grep', '-q', '-F', '-a', needle, commit], {
+/**
+ * Whether any file of the commit (under `paths`, by default all but the config, which holds the
+ * agent's command line), or its message, holds `needle`.
+ */
+export function commitHolds(
+  gitDir: string,
+  commit: string,
+  needle: string,
+  paths = [':!.github/autoresearch.yml'],
+): boolean {
+  const grep = spawnSync('git', [`--git-dir=${gitDir}`, 'grep', '-q', '-F', '-a', needle, commit, '--', ...paths], {
     encoding: 'utf8',
   });
   return grep.status === 0 || commitMessage(gitDir, commit).includes(needle);
@@ -235,12 +259,21 @@ export function fingerprint(path: string): string {
 
 // ---- The Action, as a job on a runner ----
 
-/** An ActionRepo (test/integration/action-repo.ts) made under /var/tmp instead of /tmp. */
-export function makeActionRepo(agent: string): ActionRepo {
+/**
+ * An ActionRepo (test/integration/action-repo.ts) made under /var/tmp instead of /tmp, with its
+ * own grader command if given.
+ */
+export function makeActionRepo(agent: string, o: { grader?: string } = {}): ActionRepo {
+  class AttackActionRepo extends ActionRepo {
+    override configText(): string {
+      const text = super.configText();
+      return o.grader ? text.replace('  command: sh grade.sh\n', `  command: ${JSON.stringify(o.grader)}\n`) : text;
+    }
+  }
   const saved = process.env.TMPDIR;
   process.env.TMPDIR = attackTemp('action');
   try {
-    return new ActionRepo(agent.replaceAll('{fx}', FX));
+    return new AttackActionRepo(agent.replaceAll('{fx}', FX));
   } finally {
     if (saved === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = saved;
@@ -278,7 +311,14 @@ let jobs = 0;
 export async function runJob(
   repo: ActionRepo,
   episode: string,
-  o: { serverUrl?: string; prepare?: (paths: JobRun['paths']) => void } = {},
+  o: {
+    serverUrl?: string;
+    prepare?: (paths: JobRun['paths']) => void;
+    /** The job's FORKFLUSH_CONTEXT_KEY (default CONTEXT_KEY; null: none). */
+    contextKey?: string | null;
+    /** Whether the event says the repository is private (default: the event says nothing). */
+    privateRepository?: boolean;
+  } = {},
 ): Promise<JobRun> {
   const job = join(repo.root, `runner-${++jobs}`);
   const home = join(job, 'home');
@@ -301,7 +341,13 @@ export async function runJob(
   mkdirSync(paths.workspace, { recursive: true });
   for (const f of [paths.output, paths.summary, paths.env, paths.path, paths.state]) writeFileSync(f, '');
   writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = runner\n\temail = runner@example.invalid\n');
+  const event = join(job, 'event.json');
+  writeFileSync(
+    event,
+    JSON.stringify(o.privateRepository === undefined ? {} : { repository: { private: o.privateRepository } }),
+  );
   o.prepare?.(paths);
+  const contextKey = o.contextKey === undefined ? CONTEXT_KEY : o.contextKey;
   const started = Date.now();
   const child = spawn(process.execPath, [ACTION], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -317,6 +363,8 @@ export async function runJob(
       ACTIONS_RUNTIME_TOKEN: RUNTIME_TOKEN,
       ACTIONS_ID_TOKEN_REQUEST_TOKEN: ID_TOKEN,
       ACTIONS_ID_TOKEN_REQUEST_URL: 'http://127.0.0.1:9/oidc',
+      ...(contextKey ? { FORKFLUSH_CONTEXT_KEY: contextKey } : {}),
+      GITHUB_EVENT_PATH: event,
       GITHUB_SERVER_URL: o.serverUrl ?? `file://${join(repo.root, 'server')}`,
       GITHUB_REPOSITORY: 'owner/repo',
       GITHUB_WORKSPACE: paths.workspace,
@@ -448,4 +496,9 @@ function close(server: Server): Promise<void> {
     server.closeAllConnections();
     server.close(() => resolve());
   });
+}
+
+/** Whether a repository's object store holds an object. */
+export function hasObject(gitDir: string, id: string): boolean {
+  return spawnSync('git', [`--git-dir=${gitDir}`, 'cat-file', '-e', id]).status === 0;
 }

@@ -4,7 +4,7 @@
 // clones over HTTP, runs the agent, grades, and pushes. A label starts it; the run ends with the
 // final pull request.
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,8 @@ afterEach(async () => {
 async function taskFiles(agent = 'node agent.mjs improve') {
   const logs = await mkdtemp(join(tmpdir(), 'forkflush-box-logs-'));
   logFolders.push(logs);
+  // Shared with the agent, which runs as nobody when the tests run as root.
+  chmodSync(logs, 0o777);
   // The agent's whole environment, one file per episode, to look for credentials in.
   const command = `env > ${logs}/env-$FORKFLUSH_EPISODE.txt; ${agent} ${logs}/calls.jsonl`;
   const files = {

@@ -3,7 +3,7 @@
 // with the core the way the app makes them. `runAction` runs the built dist/index.js the way the
 // Actions runner does: inputs and runner paths in the environment, outputs and summary in files.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Config, parseConfig } from '../../src/core/config.js';
@@ -55,7 +55,11 @@ export class ActionRepo {
    */
   constructor(public agent = 'node agent.mjs improve {calls}') {
     mkdirSync(join(this.source, '.github'), { recursive: true });
+    // Shared with the agent, which runs as nobody when the tests run as root (and so must pass
+    // through this folder to reach it).
+    chmodSync(this.root, 0o755);
     mkdirSync(this.logs, { recursive: true });
+    chmodSync(this.logs, 0o777);
     copyFileSync(join(FIXTURES, 'agent.mjs'), join(this.source, 'agent.mjs'));
     copyFileSync(join(FIXTURES, 'grade.sh'), join(this.source, 'grade.sh'));
     writeFileSync(join(this.source, 'TASK.md'), 'Make the number in value.txt as large as you can.\n');

@@ -248,7 +248,7 @@ describe('the worker Action', () => {
     expect(repo.show(head, '.github/autoresearch.yml')).toBe(repo.show(repo.base, '.github/autoresearch.yml'));
     expect(repo.git(['ls-tree', '-r', '--name-only', head])).not.toContain('.github/workflows');
     expect(repo.show(head, 'value.txt')).toBe('1');
-    expect(job.summary).toContain('| no score: the agent changed protected paths:');
+    expect(job.summary).toContain('| no score: `the agent changed protected paths:');
   });
 
   it('does not run an episode again once its result is on its branch', () => {

@@ -1,6 +1,6 @@
 // A task repository in a temp folder: the test agent and grader, a config, one commit.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -27,6 +27,8 @@ export function makeTaskRepo(
 ): TaskRepo {
   const dir = mkdtempSync(join(tmpdir(), 'forkflush-task-'));
   const logs = mkdtempSync(join(tmpdir(), 'forkflush-logs-'));
+  // Shared with the agent, which runs as nobody when the tests run as root.
+  chmodSync(logs, 0o777);
   const callsLog = join(logs, 'calls.jsonl');
   copyFileSync(join(FIXTURES, 'agent.mjs'), join(dir, 'agent.mjs'));
   copyFileSync(join(FIXTURES, 'grade.sh'), join(dir, 'grade.sh'));

@@ -1,0 +1,122 @@
+// FORKFLUSH_GRADE from where it should not be reachable (a sibling episode, a process outside the
+// sandbox), and from inside past the evaluation budget.
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, expect, it } from 'vitest';
+import {
+  attackTemp,
+  cleanupAttackTemps,
+  describeSandboxed,
+  makeAttackRepo,
+  processesWith,
+  runLocal,
+  showFile,
+  unique,
+} from './helpers.js';
+
+afterAll(cleanupAttackTemps);
+
+/** The grader counts its runs: each one appends a line to graded.log in the folder it grades. */
+const COUNTING_GRADER = {
+  'grade.sh': '# Counts its runs, then the score: the number in value.txt.\necho graded >> graded.log\ncat value.txt\n',
+};
+
+const savedTmp = process.env.TMPDIR;
+afterEach(() => {
+  if (savedTmp === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = savedTmp;
+});
+
+function gradings(gitDir: string, commit: string): number {
+  return (showFile(gitDir, commit, 'graded.log') ?? '').split('\n').filter(Boolean).length;
+}
+
+describeSandboxed('the grading service', () => {
+  it('twenty parallel FORKFLUSH_GRADE calls and forty pipelined requests get no more than the evaluation budget', async () => {
+    const repo = makeAttackRepo({
+      agent: 'node {fx}/grade-flood.mjs',
+      files: COUNTING_GRADER,
+      budget: 'total: 3\n  unit: evaluations\n  episode: 3',
+    });
+    const { result } = await runLocal(repo);
+    expect(result.spent).toBeLessThanOrEqual(3);
+    expect(gradings(join(repo.dir, '.git'), result.commit)).toBeLessThanOrEqual(3);
+    expect(result.exit).toBe('budget');
+  });
+
+  it.each([
+    ['in /tmp (the default)', false],
+    ['when forkflush runs with TMPDIR outside /tmp', true],
+  ])("a sibling episode cannot grade through another episode's socket, %s", async (_, moveTmp) => {
+    const tmp = attackTemp('tmpdir');
+    if (moveTmp) process.env.TMPDIR = tmp;
+    const repo = makeAttackRepo({
+      agent: `node {fx}/grade-thief.mjs {logs} ${tmp}`,
+      files: COUNTING_GRADER,
+      strategy: 'best-of-n',
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'fork:\n  branches: 2',
+    });
+    const { state } = await runLocal(repo, { concurrency: 2 });
+    const round = state.rounds[0]?.episodes ?? [];
+    expect(round.map((e) => e.id)).toEqual(['r0.b0', 'r0.b1']);
+    // Both ran at once and each knew the other's socket.
+    const logs = readdirSync(repo.logs);
+    expect(logs).toEqual(expect.arrayContaining(['socket-r0.b0', 'socket-r0.b1', 'tried-r0.b0', 'tried-r0.b1']));
+    const stolen = logs.filter((f) => f.startsWith('stolen-')).map((f) => readFileSync(join(repo.logs, f), 'utf8'));
+    expect(stolen).toEqual([]);
+    // Each workspace was graded once: by its own agent.
+    for (const e of round) expect(gradings(join(repo.dir, '.git'), e.result?.commit ?? ''), e.id).toBe(1);
+  });
+
+  it('a process outside the sandbox, of another user, cannot reach the socket while the episode runs', async () => {
+    const repo = makeAttackRepo({ agent: 'sh {fx}/grade-wait.sh {logs}', files: COUNTING_GRADER });
+    const socketFile = join(repo.logs, 'socket');
+    const outside: { out?: string } = {};
+    const thief = (async () => {
+      for (let i = 0; i < 200 && !existsSync(socketFile); i++) await new Promise((r) => setTimeout(r, 50));
+      const socket = readFileSync(socketFile, 'utf8').trim();
+      // Asynchronously: the grading service answers from this very process.
+      outside.out = await new Promise<string>((resolve) => {
+        execFile(
+          'setpriv',
+          [
+            '--reuid=65534',
+            '--regid=65534',
+            '--clear-groups',
+            process.execPath,
+            '-e',
+            `const r = require('node:http').request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' },
+               (res) => { console.log('answered', res.statusCode); process.exit(0); });
+             r.on('error', (e) => { console.log('refused', e.code); process.exit(1); }); r.end();`,
+          ],
+          { encoding: 'utf8', timeout: 10_000 },
+          (_e, stdout, stderr) => resolve(`${stdout}${stderr}`),
+        );
+      });
+      writeFileSync(join(repo.logs, 'outside-done'), '');
+    })();
+    const { result } = await runLocal(repo);
+    await thief;
+    // The socket is open to the sandbox's user, who may be this one; without the episode's
+    // secret (in the box, which only the sandbox can read) it answers nothing but a refusal.
+    expect(outside.out).toMatch(/refused|answered 403/);
+    expect(gradings(join(repo.dir, '.git'), result.commit)).toBe(0);
+    expect(result.score).toBe(8);
+  });
+
+  it('a daemon started by agent code the grading service runs does not survive that grading', async () => {
+    const marker = unique('ff-grader-daemon');
+    const repo = makeAttackRepo({
+      agent: `sh {fx}/grader-daemon.sh ${marker}`,
+      files: { 'grade.sh': '# The score: what the solver prints.\nsh solve.sh\n' },
+    });
+    const { result } = await runLocal(repo);
+    // The daemon was up (it marked the workspace), and never wrote its 999.
+    expect(showFile(join(repo.dir, '.git'), result.commit, '.daemon-up')).toBe('');
+    expect(result.score).toBe(4);
+    expect(showFile(join(repo.dir, '.git'), result.commit, 'value.txt')).toBe('4\n');
+    expect(processesWith(marker)).toEqual([]);
+  });
+});
