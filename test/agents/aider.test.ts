@@ -86,7 +86,11 @@ async function repo(): Promise<string> {
 }
 
 const status = (dir: string) =>
-  execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: dir, encoding: 'utf8' }).trim();
+  // The workspace is the sandbox's user's (nobody's, when the tests run as root).
+  execFileSync('git', ['-c', 'safe.directory=*', 'status', '--porcelain', '--untracked-files=all'], {
+    cwd: dir,
+    encoding: 'utf8',
+  }).trim();
 
 async function session(over: Partial<AgentSession> & { workdir: string; contextDir: string }): Promise<AgentSession> {
   const scratch = await folder('scratch');
@@ -109,7 +113,8 @@ async function session(over: Partial<AgentSession> & { workdir: string; contextD
     deadlineIsBudget: false,
     env: {
       PATH: process.env.PATH,
-      HOME: process.env.HOME,
+      // A home of the session's own, as the worker gives it (the real one is hidden in the sandbox).
+      HOME: await folder('home'),
       OPENAI_API_BASE: `${baseUrl}/v1`,
       OPENAI_API_KEY: 'dummy-key',
       GITHUB_TOKEN: 'repo-token-must-not-leak',

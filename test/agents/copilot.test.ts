@@ -114,7 +114,8 @@ async function session(over: Partial<AgentSession> & { workdir: string; contextD
     deadlineIsBudget: false,
     env: {
       PATH: process.env.PATH,
-      HOME: process.env.HOME,
+      // A home of the session's own, as the worker gives it (the real one is hidden in the sandbox).
+      HOME: await folder('home'),
       COPILOT_PROVIDER_BASE_URL: `${baseUrl}/v1`,
       COPILOT_PROVIDER_API_KEY: 'dummy-key',
       COPILOT_MODEL: MODEL,
@@ -169,7 +170,8 @@ describe('copilot adapter with the real Copilot CLI', () => {
     expect(await readFile(join(workdir, 'value.txt'), 'utf8')).toBe('7');
     // Nothing of the CLI's own in the workspace, which forkflush commits whole.
     expect(
-      execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], {
+      // The workspace is the sandbox's user's (nobody's, when the tests run as root).
+      execFileSync('git', ['-c', 'safe.directory=*', 'status', '--porcelain', '--untracked-files=all'], {
         cwd: workdir,
         encoding: 'utf8',
       }).trim(),
