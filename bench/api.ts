@@ -79,6 +79,11 @@ const ENDPOINTS: Endpoint[] = [
     what: 'delete a branch',
     floor: (s) => s.episodes,
   },
+  {
+    label: 'DELETE git/refs/forkflush/{run}/contexts/{episode}',
+    what: "delete a loser's context",
+    floor: (s) => s.losers,
+  },
   { label: 'PATCH issues/comments/{comment}', what: "edit the issue's comment", floor: () => 1 },
   { label: 'POST issues/{issue}/labels', what: 'label the issue done', floor: (s) => +s.last },
   { label: 'DELETE issues/{issue}/labels/{label}', what: 'remove the start label', floor: (s) => +s.last },
@@ -93,6 +98,7 @@ function endpoint(request: string): string {
     .replaceAll(`forkflush/${RUN}/`, 'forkflush/{run}/')
     .replace(/round-\d+/, 'round-{r}')
     .replace(/branch-\d+/, 'branch-{b}')
+    .replace(/contexts\/r\d+\.b\d+$/, 'contexts/{episode}')
     .replace(/\b[0-9a-f]{40}\b/, '{sha}')
     .replace(/^contents\/(state|run)\.json$/, 'contents/{state,run}.json')
     .replace(/^actions\/workflows\/[^/]+\//, 'actions/workflows/{workflow}/')
