@@ -67,8 +67,17 @@ describe('refusals (exact requests)', () => {
 
   it('other labels and other comments cost no request at all', async () => {
     const h = await bare();
-    await h.label(7, 'maintainer', 'User', 'bug');
-    await h.comment(7, 'Looks good to me');
+    // With no interceptor at all, any request the app made would be one nock cannot match.
+    const requests: string[] = [];
+    const onRequest = (req: { method?: string; path?: string }) => requests.push(`${req.method} ${req.path}`);
+    nock.emitter.on('no match', onRequest);
+    try {
+      await h.label(7, 'maintainer', 'User', 'bug');
+      await h.comment(7, 'Looks good to me');
+    } finally {
+      nock.emitter.removeListener('no match', onRequest);
+    }
+    expect(requests).toEqual([]);
   });
 });
 

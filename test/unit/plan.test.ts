@@ -59,8 +59,11 @@ describe('actual spend', () => {
       const state = simulateRandom(c, seed);
       const used = spent(state);
       const episodeMax = Math.max(...state.rounds.flatMap((r) => r.episodes.map((e) => e.allowance)));
-      expect(Math.abs(used - c.budget.total), `seed ${seed}`).toBeLessThanOrEqual(episodeMax * 1.1 * k + 1e-9);
-      expect(used).toBeGreaterThan(c.budget.total - episodeMax - 1e-9);
+      // Agents here spend up to 1.1 of their allowance: the run can end past the total by at most
+      // that overspend of its last round, and short of it by less than one episode.
+      const lastRound = state.rounds.at(-1)?.episodes.reduce((n, e) => n + e.allowance, 0) ?? 0;
+      expect(used - c.budget.total, `seed ${seed}`).toBeLessThanOrEqual(0.1 * lastRound + 1e-9);
+      expect(used, `seed ${seed}`).toBeGreaterThan(c.budget.total - episodeMax - 1e-9);
     }
   });
 
