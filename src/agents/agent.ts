@@ -86,28 +86,3 @@ export function forkflushVars(s: AgentSession): Record<string, string> {
     FORKFLUSH_EPISODE: s.episodeId,
   };
 }
-
-/**
- * How a session that forkflush stopped ended: its deadline (a time budget, or a timeout), its
- * budget, or 'crash' for any other stop; null when the process ended on its own.
- */
-export function stopExit(r: { stopped: string | null }, deadlineIsBudget: boolean): ExitReason | null {
-  if (r.stopped === null) return null;
-  if (r.stopped === 'timeout') return deadlineIsBudget ? 'budget' : 'timeout';
-  return r.stopped === 'budget' ? 'budget' : 'crash';
-}
-
-/** Why a session has gone past its bounds (turns, tokens, dollars), or undefined while it has not. */
-export function overrunReason(
-  s: AgentSession,
-  usage: { inputTokens: number; outputTokens: number; costUsd: number | null },
-  turns: number,
-  maxTurns: number | undefined,
-): string | undefined {
-  if (maxTurns !== undefined && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
-  if (s.unit === 'tokens' && usage.inputTokens + usage.outputTokens > s.allowance) {
-    return `its tokens passed the allowance of ${s.allowance}`;
-  }
-  if (s.unit === 'usd' && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
-  return undefined;
-}

@@ -96,7 +96,7 @@ export function aiderUsage(output: AiderOutput, configuredModel?: string): Agent
   if (priced || turns === 0) {
     return { inputTokens, outputTokens, costUsd: output.calls.at(-1)?.sessionCost ?? 0, turns };
   }
-  const p = priceTokens(wireModel(output.model ?? configuredModel), inputTokens, outputTokens);
+  const p = priceTokens(wireModel(output.model ?? configuredModel), { input: inputTokens, output: outputTokens });
   return { inputTokens, outputTokens, costUsd: p.costUsd, turns, pricedFrom: p.pricedFrom };
 }
 

@@ -20,26 +20,29 @@
 //   (aider/repomap.py); with --no-gitignore (aider would otherwise edit the project's
 //   .gitignore), `.aider*` is added to the repository's own exclude file instead, so the cache is
 //   never committed.
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../core/config.js';
+import { readRegular } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
-import {
-  type AgentAdapter,
-  type AgentFactory,
-  type AgentOutcome,
-  type AgentSession,
-  forkflushVars,
-  overrunReason,
-  stopExit,
-} from './agent.js';
+import type { AgentAdapter, AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import { type AiderOutput, aiderUsage, parseAiderOutput } from './aider-output.js';
+import {
+  defineAgent,
+  GrowingFile,
+  lastLine,
+  launch,
+  openContext,
+  readFrom,
+  sizeOf,
+  spendOf,
+  stopExit,
+} from './session.js';
 
 /** What forkflush keeps in the context folder. */
 export const HISTORY_FILE = 'aider.chat.history.md';
 const INPUT_HISTORY_FILE = 'aider.input.history';
 const SESSION_FILE = 'session.json';
-const WATCH_MS = 250;
 const EXCLUDE = '.aider*';
 /** aider talks to any provider LiteLLM knows: the usual providers' keys and endpoints. */
 const PASS_ENV = [
@@ -60,13 +63,13 @@ const PASS_ENV = [
 export const aiderAgent: AgentFactory = (agent) => aiderAdapter(agent);
 
 export function aiderAdapter(agent: Config['agent']): AgentAdapter {
-  return { kind: 'aider', passEnv: PASS_ENV, run: (s) => runAider(agent, s) };
+  return defineAgent({ kind: 'aider', passEnv: PASS_ENV, run: (s) => runAider(agent, s) });
 }
 
 async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
   const notes: string[] = [];
   await mkdir(s.contextDir, { recursive: true });
-  const ctx = await openContext(s.contextDir);
+  const ctx = await openContext(s.contextDir, 'aider', (entries) => savedHistory(s.contextDir, entries));
   if (ctx.note) notes.push(ctx.note);
   const excluded = await excludeAiderFiles(s.workdir);
   if (excluded) notes.push(excluded);
@@ -94,49 +97,41 @@ async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentO
     ...agent.args,
   ];
 
-  // aider has no bound but wall time: read its usage lines as it goes and stop it past a bound.
-  const logStart = await sizeOf(s.logFile);
-  const overrun = new AbortController();
-  let overrunWhy: string | undefined;
-  let checking = false;
-  const check = async () => {
-    if (checking) return;
-    checking = true;
-    let text: string;
-    try {
-      text = await readFrom(s.logFile, logStart);
-    } finally {
-      checking = false;
-    }
-    const output = parseAiderOutput(text);
-    const usage = aiderUsage(output, agent.model);
-    const why = overrunReason(s, usage, output.calls.length, agent.max_turns);
-    if (why && !overrun.signal.aborted) {
-      overrunWhy = why;
-      overrun.abort('budget');
-    }
-  };
-  const timer = setInterval(() => void check().catch(() => {}), WATCH_MS);
-
-  const r = await s.spawn(agent.command ?? 'aider', args, {
-    cwd: s.workdir,
-    env: aiderEnv(s),
-    timeoutMs: s.deadlineMs,
-    signal: AbortSignal.any([s.signal, overrun.signal]),
-    logFile: s.logFile,
+  // aider has no bound but wall time: its usage lines, read from the log as it grows.
+  const log = new GrowingFile(s.logFile, await sizeOf(s.logFile));
+  let text = '';
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes,
+  } = await launch(s, {
+    executable: agent.command ?? 'aider',
+    args,
+    env: {},
+    maxTurns: agent.max_turns,
+    meter: async () => {
+      const lines = await log.lines();
+      if (lines.length > 0) text += `${lines.join('\n')}\n`;
+      const output = parseAiderOutput(text);
+      return { ...aiderUsage(output, agent.model), turns: output.calls.length };
+    },
   });
-  clearInterval(timer);
+  notes.push(...watchNotes);
 
-  const output: AiderOutput = parseAiderOutput(await readFrom(s.logFile, logStart));
+  const last = await log.lines();
+  if (last.length > 0) text += `${last.join('\n')}\n`;
+  // What is left of a line the log did not end yet.
+  text += (await readFrom(s.logFile, log.offset)).toString('utf8');
+  const output: AiderOutput = parseAiderOutput(text);
   const usage = aiderUsage(output, agent.model);
   const lastError = output.errors.at(-1);
   const exit =
     stopExit(r, s.deadlineIsBudget) ??
     (r.spawnError || r.exitCode !== 0 || output.calls.length === 0 ? 'crash' : 'finished');
-  if (r.stopped === 'budget' && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
+  if (r.stopped === 'budget' && overrun) notes.push(`stopped because ${overrun}`);
   if (r.stopped === null) {
     if (r.spawnError || r.exitCode !== 0) {
-      const why = r.spawnError ?? lastError?.message ?? lastLine(r.stderr) ?? '';
+      const why = r.spawnError ?? lastError?.message ?? lastLine(r.stderr);
       notes.push(`aider exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
     } else if (output.calls.length === 0) {
       notes.push(
@@ -150,7 +145,7 @@ async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentO
     notes.push('aider named no model; priced at the dearest known');
 
   if ((await sizeOf(history)) > 0) {
-    const episodes = ctx.episodes;
+    const episodes = ctx.carried?.episodes ?? [];
     await writeFile(
       join(s.contextDir, SESSION_FILE),
       `${JSON.stringify({ agent: 'aider', historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}\n`,
@@ -158,55 +153,34 @@ async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentO
   }
   return {
     exit,
-    reportedSpend:
-      s.unit === 'tokens' ? usage.inputTokens + usage.outputTokens : s.unit === 'usd' ? usage.costUsd : null,
+    reportedSpend: spendOf(s, usage),
     usage,
     ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
     seconds: r.ms / 1000,
   };
 }
 
-function aiderEnv(s: AgentSession): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    ...s.env,
-    ...forkflushVars(s),
-  };
-  return env;
-}
-
-/**
- * Empty context: a fresh conversation. Otherwise it must hold the chat history an earlier episode
- * left; a context without one (or not readable as text) is cleared and the episode starts fresh
- * with a note, for the same reasons as the copilot adapter (see openContext there).
- */
-async function openContext(contextDir: string): Promise<{ carried: boolean; episodes: string[]; note?: string }> {
-  const entries = await readdir(contextDir);
-  if (entries.length === 0) return { carried: false, episodes: [] };
-  let why: string | undefined;
-  if (!entries.includes(HISTORY_FILE)) why = `${HISTORY_FILE} is missing`;
-  else {
-    try {
-      new TextDecoder('utf-8', { fatal: true }).decode(await readFile(join(contextDir, HISTORY_FILE)));
-    } catch {
-      why = `${HISTORY_FILE} is not UTF-8 text`;
-    }
+/** The chat history an earlier episode left (and the episodes it holds), or why it cannot go on. */
+async function savedHistory(
+  contextDir: string,
+  entries: string[],
+): Promise<{ episodes: string[] } | { unusable: string }> {
+  if (!entries.includes(HISTORY_FILE)) return { unusable: `${HISTORY_FILE} is missing` };
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(await readFrom(join(contextDir, HISTORY_FILE), 0));
+  } catch {
+    return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
   }
-  if (!why) {
-    const saved = await readFile(join(contextDir, SESSION_FILE), 'utf8').then(
-      (t) => JSON.parse(t) as { episodes?: unknown },
-      () => ({}) as { episodes?: unknown },
-    );
-    const episodes = Array.isArray(saved.episodes)
-      ? saved.episodes.filter((e): e is string => typeof e === 'string')
-      : [];
-    return { carried: true, episodes };
+  let saved: { episodes?: unknown } = {};
+  try {
+    saved = JSON.parse((await readRegular(join(contextDir, SESSION_FILE))) ?? '{}') as { episodes?: unknown };
+  } catch {
+    // No record of the episodes: the history is what counts.
   }
-  for (const e of entries) await rm(join(contextDir, e), { recursive: true, force: true });
-  return {
-    carried: false,
-    episodes: [],
-    note: `could not resume the carried aider conversation (${why}); started a fresh conversation`,
-  };
+  const episodes = Array.isArray(saved.episodes)
+    ? saved.episodes.filter((e): e is string => typeof e === 'string')
+    : [];
+  return { episodes };
 }
 
 /** Adds `.aider*` to the repository's exclude file (not committed); a note if that failed. */
@@ -228,20 +202,4 @@ async function excludeAiderFiles(workdir: string): Promise<string | undefined> {
   } catch (e) {
     return `could not add ${EXCLUDE} to ${file} (${(e as Error).message}): aider's cache may be committed`;
   }
-}
-
-async function readFrom(file: string, offset: number): Promise<string> {
-  const buf = await readFile(file).catch(() => Buffer.alloc(0));
-  return buf.subarray(Math.min(offset, buf.length)).toString('utf8');
-}
-
-async function sizeOf(file: string): Promise<number> {
-  return stat(file).then(
-    (st) => st.size,
-    () => 0,
-  );
-}
-
-function lastLine(stderr: string): string | undefined {
-  return stderr.trim().split('\n').at(-1)?.trim() || undefined;
 }

@@ -190,7 +190,12 @@ export function episodeUsage(before: Totals | null, after: Totals, turns: number
     outputTokens += output;
     if (a.costKnown) knownCost += d(a.costUsd, b.costUsd);
     else if (input + output > 0) {
-      const p = priceTokens(name, input, output);
+      const p = priceTokens(name, {
+        input,
+        cachedInput: d(a.cacheReadInputTokens, b.cacheReadInputTokens),
+        cacheWrite: d(a.cacheCreationInputTokens, b.cacheCreationInputTokens),
+        output,
+      });
       pricedCost += p.costUsd;
       priced.push(p.pricedFrom);
     }

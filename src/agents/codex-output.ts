@@ -260,8 +260,12 @@ export function usageAndSpend(
   model: string | null,
   unit: Unit,
 ): { usage: AgentUsage; reportedSpend: number | null } {
-  // Codex reports no money: price the tokens (all input at the uncached price: never less than the bill).
-  const priced = priceTokens(model ?? undefined, tokens.inputTokens, tokens.outputTokens);
+  // Codex reports no money: price the tokens, the cached input at its own price.
+  const priced = priceTokens(model ?? undefined, {
+    input: tokens.inputTokens,
+    cachedInput: tokens.cachedInputTokens,
+    output: tokens.outputTokens,
+  });
   const usage: AgentUsage = {
     inputTokens: tokens.inputTokens,
     outputTokens: tokens.outputTokens,
@@ -296,7 +300,8 @@ export function overBounds(b: Bounds, before: RolloutSummary, now: RolloutSummar
       const spent =
         b.unit === 'tokens'
           ? t.inputTokens + t.outputTokens
-          : priceTokens(model, t.inputTokens, t.outputTokens).costUsd;
+          : priceTokens(model, { input: t.inputTokens, cachedInput: t.cachedInputTokens, output: t.outputTokens })
+              .costUsd;
       if (spent > b.allowance) return `spent ${round(spent)} ${b.unit} of its ${b.allowance}`;
     }
   }

@@ -13,14 +13,7 @@
 // and sessions/ before a resume and after every session; Codex rebuilds the rest from the rollout.
 import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  type AgentAdapter,
-  type AgentFactory,
-  type AgentOutcome,
-  type AgentSession,
-  forkflushVars,
-  stopExit,
-} from './agent.js';
+import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
 import {
   addRolloutLine,
   type Bounds,
@@ -36,6 +29,7 @@ import {
   sessionRecordJson,
   usageAndSpend,
 } from './codex-output.js';
+import { stopExit } from './session.js';
 
 const HOME = 'home';
 const RECORD = 'session.json';

@@ -1,57 +1,54 @@
 // The `command` agent: any program that follows forkflush's contract (README, "The command agent").
+// It reports its own spend in the budget's unit, in $FORKFLUSH_USAGE_FILE.
 import { readRegular } from '../io/agent-files.js';
-import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars, stopExit } from './agent.js';
+import type { AgentOutcome } from './agent.js';
+import { defineAgent, lastLine, launch, stopExit } from './session.js';
 
-const USAGE_POLL_MS = 200;
-
-export function commandAgent(command: string): AgentAdapter {
-  return {
+export function commandAgent(command: string) {
+  return defineAgent({
     kind: 'command',
     // Only what the user lists in agent.env: a command agent's keys are the user's to name.
     passEnv: [],
-    async run(s: AgentSession): Promise<AgentOutcome> {
-      const env: NodeJS.ProcessEnv = {
-        ...s.env,
-        ...forkflushVars(s),
-      };
-      // Tokens and money are what the agent says it spent: watch the usage file and stop an overrun.
-      const overrun = new AbortController();
+    async run(s): Promise<AgentOutcome> {
       const watched = s.unit === 'tokens' || s.unit === 'usd';
-      const poll = watched
-        ? setInterval(async () => {
-            const usage = await readUsage(s.usageFile);
-            if (typeof usage === 'number' && usage > s.allowance) overrun.abort('budget');
-          }, USAGE_POLL_MS)
-        : undefined;
-      const r = await s.spawn('/bin/sh', ['-c', command], {
-        cwd: s.workdir,
-        env,
+      const { run: r, notes } = await launch(s, {
+        executable: '/bin/sh',
+        args: ['-c', command],
+        env: {},
         input: s.prompt,
-        timeoutMs: s.deadlineMs,
-        signal: AbortSignal.any([s.signal, overrun.signal]),
-        logFile: s.logFile,
         maxOutput: 64_000,
+        // Tokens and money are what the agent says it spent: watch the usage file.
+        ...(watched
+          ? {
+              pollMs: 200,
+              meter: async () => {
+                const spent = await readUsage(s.usageFile);
+                if (typeof spent !== 'number') return null;
+                return s.unit === 'tokens'
+                  ? { inputTokens: spent, outputTokens: 0, costUsd: null, turns: 0 }
+                  : { inputTokens: 0, outputTokens: 0, costUsd: spent, turns: 0 };
+              },
+            }
+          : {}),
       });
-      if (poll) clearInterval(poll);
       const usage = await readUsage(s.usageFile);
       const seconds = r.ms / 1000;
       const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
-      const crashNote =
-        exit === 'crash' && r.stopped === null
-          ? `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${lastLine(r.stderr)}`
-          : undefined;
-      if (!watched) return { exit, reportedSpend: null, seconds, ...(crashNote ? { note: crashNote } : {}) };
-      if (typeof usage === 'number')
-        return { exit, reportedSpend: usage, seconds, ...(crashNote ? { note: crashNote } : {}) };
-      const why = usage === undefined ? 'wrote no usage file' : `wrote an unreadable usage file (${usage.error})`;
-      return {
-        exit,
-        reportedSpend: null,
-        seconds,
-        note: [crashNote, `the agent ${why}; charged its whole allowance`].filter(Boolean).join('; '),
-      };
+      if (exit === 'crash' && r.stopped === null) {
+        const tail = lastLine(r.stderr);
+        notes.unshift(
+          `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${tail ? `: ${tail.slice(0, 200)}` : ''}`,
+        );
+      }
+      let reportedSpend: number | null = null;
+      if (typeof usage === 'number') reportedSpend = watched ? usage : null;
+      else if (watched) {
+        const why = usage === undefined ? 'wrote no usage file' : `wrote an unreadable usage file (${usage.error})`;
+        notes.push(`the agent ${why}; charged its whole allowance`);
+      }
+      return { exit, reportedSpend, seconds, ...(notes.length > 0 ? { note: notes.join('; ') } : {}) };
     },
-  };
+  });
 }
 
 /** The spend in a usage file: a number, undefined when there is no file, or why it cannot be read. */
@@ -66,9 +63,4 @@ async function readUsage(file: string): Promise<number | undefined | { error: st
   } catch {
     return { error: `not JSON: ${text.trim().slice(0, 60)}` };
   }
-}
-
-function lastLine(stderr: string): string {
-  const line = stderr.trim().split('\n').at(-1)?.trim();
-  return line ? `: ${line.slice(0, 200)}` : '';
 }

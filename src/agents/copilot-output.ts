@@ -21,6 +21,7 @@
 //   "unavailable" and only tokens are known.
 import type { AgentUsage } from '../core/state.js';
 import { priceTokens } from './pricing.js';
+import { ownShare } from './session.js';
 
 export interface ModelTokens {
   inputTokens: number;
@@ -98,26 +99,26 @@ export function readSavedTotals(v: unknown): CopilotTotals | null {
   return { models, nanoAiu: num(v.nanoAiu), creditsAvailable: v.creditsAvailable === true };
 }
 
-/** What `now` (cumulative) adds to `before` (cumulative at the previous episode's end). */
-export function subtractTotals(now: CopilotTotals, before: CopilotTotals | null): CopilotTotals {
-  if (!before) return now;
+/**
+ * What `now` (cumulative) adds to `before` (cumulative at the previous episode's end), by the
+ * session core's rule: a figure that went down is charged whole, with a note (never under-reported).
+ */
+export function subtractTotals(
+  now: CopilotTotals,
+  before: CopilotTotals | null,
+): { delta: CopilotTotals; note?: string } {
+  if (!before) return { delta: now };
   const models: Record<string, ModelTokens> = {};
+  const notes = new Set<string>();
   for (const [model, m] of Object.entries(now.models)) {
-    const b = before.models[model];
-    const d: ModelTokens = {
-      inputTokens: Math.max(0, m.inputTokens - (b?.inputTokens ?? 0)),
-      outputTokens: Math.max(0, m.outputTokens - (b?.outputTokens ?? 0)),
-      cacheReadTokens: Math.max(0, m.cacheReadTokens - (b?.cacheReadTokens ?? 0)),
-      cacheWriteTokens: Math.max(0, m.cacheWriteTokens - (b?.cacheWriteTokens ?? 0)),
-      requests: Math.max(0, m.requests - (b?.requests ?? 0)),
-    };
-    if (d.inputTokens + d.outputTokens + d.requests > 0) models[model] = d;
+    const { share, note } = ownShare(before.models[model] ?? null, { ...m });
+    if (note) notes.add(note);
+    if (share.inputTokens + share.outputTokens + share.requests > 0) models[model] = share;
   }
-  return {
-    models,
-    nanoAiu: Math.max(0, now.nanoAiu - before.nanoAiu),
-    creditsAvailable: now.creditsAvailable,
-  };
+  const credits = ownShare({ nanoAiu: before.nanoAiu }, { nanoAiu: now.nanoAiu });
+  if (credits.note) notes.add(credits.note);
+  const delta = { models, nanoAiu: credits.share.nanoAiu, creditsAvailable: now.creditsAvailable };
+  return notes.size > 0 ? { delta, note: [...notes][0] as string } : { delta };
 }
 
 export function addTotals(a: CopilotTotals | null, b: CopilotTotals): CopilotTotals {
@@ -251,7 +252,13 @@ export function episodeUsage(delta: CopilotTotals): AgentUsage {
     inputTokens += m.inputTokens;
     outputTokens += m.outputTokens;
     turns += m.requests;
-    const p = priceTokens(model, m.inputTokens, m.outputTokens);
+    // inputTokens counts the cache reads and writes too (as the usage file reports them).
+    const p = priceTokens(model, {
+      input: m.inputTokens,
+      cachedInput: m.cacheReadTokens,
+      cacheWrite: m.cacheWriteTokens,
+      output: m.outputTokens,
+    });
     priced += p.costUsd;
     pricedFrom.add(p.pricedFrom);
   }

@@ -31,6 +31,8 @@ export interface ModelTokens {
   model: string;
   /** Prompt tokens (cached ones included) plus tool-use prompt tokens: all billed as input. */
   inputTokens: number;
+  /** Of those, the prompt tokens read from the context cache (billed at the cached price). */
+  cachedInputTokens: number;
   /** Candidate tokens plus thinking tokens: all billed as output. */
   outputTokens: number;
 }
@@ -125,6 +127,7 @@ export function usageFromStats(stats: unknown): GeminiUsage | null {
     perModel.push({
       model,
       inputTokens: num(t.prompt) + num(t.tool),
+      cachedInputTokens: num(t.cached),
       outputTokens: num(t.candidates) + num(t.thoughts),
     });
     const main = isRecord(m.roles) && isRecord(m.roles.main) ? m.roles.main : null;
@@ -252,8 +255,9 @@ export function usageFromSessions(sessions: SessionRecord[], before: Set<string>
       seen.add(id);
       turns++;
       const model = m.model ?? 'unknown';
-      const entry = byModel.get(model) ?? { model, inputTokens: 0, outputTokens: 0 };
+      const entry = byModel.get(model) ?? { model, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
       entry.inputTokens += num(m.tokens.input) + num(m.tokens.tool);
+      entry.cachedInputTokens += num(m.tokens.cached);
       entry.outputTokens += num(m.tokens.output) + num(m.tokens.thoughts);
       byModel.set(model, entry);
     }

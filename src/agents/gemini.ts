@@ -35,14 +35,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import {
-  type AgentAdapter,
-  type AgentFactory,
-  type AgentOutcome,
-  type AgentSession,
-  forkflushVars,
-  stopExit,
-} from './agent.js';
+import { readRegular } from '../io/agent-files.js';
+import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import {
   EXIT_TURN_LIMIT,
   type GeminiUsage,
@@ -55,6 +49,7 @@ import {
   writtenIds,
 } from './gemini-output.js';
 import { priceTokens } from './pricing.js';
+import { defineAgent, lastLine, launch, openContext, spendOf, stopExit } from './session.js';
 
 /** What forkflush keeps in the context folder besides the CLI's home. */
 const SESSION_FILE = 'session.json';
@@ -66,12 +61,12 @@ const MAX_ARGV_PROMPT = 100_000;
 
 export const geminiAgent: AgentFactory = (agent) => {
   const executable = agent.command ?? 'gemini';
-  return {
+  return defineAgent({
     kind: 'gemini',
     // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
     passEnv: ['GEMINI_*', 'GOOGLE_*'],
     run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns),
-  } satisfies AgentAdapter;
+  });
 };
 
 async function runGemini(
@@ -87,19 +82,18 @@ async function runGemini(
   const notes: string[] = [];
 
   // Fresh or carried: what the context folder holds decides.
-  let prepared: Carried;
+  const workdir = await realpath(s.workdir);
+  const ctx = await openContext(s.contextDir, 'Gemini CLI', () => prepareResume(s.contextDir, geminiDir, workdir));
+  if (ctx.note) notes.push(ctx.note);
+  const sessionId = ctx.carried?.sessionId ?? randomUUID();
+  const resume = ctx.carried !== null;
+  const before = ctx.carried?.before ?? new Set<string>();
   try {
-    prepared = await prepareHome(s, geminiDir, maxTurns);
+    await prepareHome(s, geminiDir, maxTurns, sessionId);
   } catch (e) {
-    prepared = { crash: `could not prepare the Gemini CLI home in ${home}: ${(e as Error).message}` };
+    const note = `could not prepare the Gemini CLI home in ${home}: ${(e as Error).message}`;
+    return { exit: 'crash', reportedSpend: 0, note, seconds: (performance.now() - started) / 1000 };
   }
-  if ('crash' in prepared) {
-    return { exit: 'crash', reportedSpend: 0, note: prepared.crash, seconds: (performance.now() - started) / 1000 };
-  }
-  const { sessionId } = prepared;
-  const resume = 'before' in prepared;
-  const before = 'before' in prepared ? prepared.before : new Set<string>();
-  if ('fresh' in prepared && prepared.fresh) notes.push(prepared.fresh);
 
   const viaStdin = Buffer.byteLength(s.prompt) > MAX_ARGV_PROMPT;
   const args = [
@@ -115,50 +109,36 @@ async function runGemini(
     '--prompt',
     viaStdin ? ' ' : s.prompt,
   ];
-  const env: NodeJS.ProcessEnv = {
-    ...s.env,
-    GEMINI_CLI_HOME: home,
-    GEMINI_TELEMETRY_ENABLED: 'false',
-    ...forkflushVars(s),
-  };
-
-  // No money or token bound in the CLI: read what the session file says was spent, and stop it.
-  const overrun = new AbortController();
+  // No money or token bound in the CLI: what the session file says was spent, as the watcher reads it.
   const watched = s.unit === 'tokens' || s.unit === 'usd';
-  let polling = false;
-  const poll = watched
-    ? setInterval(async () => {
-        if (polling || overrun.signal.aborted) return;
-        polling = true;
-        try {
-          const spent = spendOf(usageFromSessions(await sessionRecords(geminiDir, sessionId), before), s.unit);
-          if (spent !== null && spent > s.allowance) overrun.abort('budget');
-        } catch {
-          // A file caught mid-write: the next poll reads it again.
-        } finally {
-          polling = false;
-        }
-      }, SPEND_POLL_MS)
-    : undefined;
-  const r = await s.spawn(executable, args, {
-    cwd: s.workdir,
-    env,
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes,
+  } = await launch(s, {
+    executable,
+    args,
+    env: { GEMINI_CLI_HOME: home, GEMINI_TELEMETRY_ENABLED: 'false' },
     input: viaStdin ? s.prompt : '',
-    timeoutMs: s.deadlineMs,
-    signal: AbortSignal.any([s.signal, overrun.signal]),
-    logFile: s.logFile,
-    maxOutput: 4_000_000,
+    pollMs: SPEND_POLL_MS,
+    ...(watched
+      ? {
+          meter: async () => {
+            const u = usageFromSessions(await sessionRecords(geminiDir, sessionId), before);
+            return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, costUsd: price(u).costUsd, turns: 0 };
+          },
+        }
+      : {}),
   });
-  if (poll) clearInterval(poll);
+  notes.push(...watchNotes);
   const seconds = r.ms / 1000;
   await writeSessionFile(s.contextDir, sessionId).catch(() => {});
 
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
-  let exit =
+  const exit =
     stopExit(r, s.deadlineIsBudget) ??
     (r.spawnError ? 'crash' : r.exitCode === EXIT_TURN_LIMIT ? 'budget' : r.exitCode === 0 ? 'finished' : 'crash');
-  if (r.stopped === 'budget' && overrun.signal.aborted)
-    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  if (r.stopped === 'budget' && overrun) notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
   if (exit === 'crash' && r.stopped === null) {
     const why = r.spawnError ?? result?.error?.message ?? lastLine(r.stderr);
@@ -182,15 +162,10 @@ async function runGemini(
     );
   }
   const priced = price(usage);
-  // An overrun the watcher's poll did not catch (the session ended between two polls) is one all the same.
-  const spentNow = spendOf(usage, s.unit);
-  if (exit === 'finished' && spentNow !== null && (s.unit === 'tokens' || s.unit === 'usd') && spentNow > s.allowance) {
-    exit = 'budget';
-    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
-  }
+  const own = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: priced.costUsd };
   return {
     exit,
-    reportedSpend: spendOf(usage, s.unit),
+    reportedSpend: spendOf(s, own),
     usage: {
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
@@ -203,25 +178,13 @@ async function runGemini(
   };
 }
 
-/**
- * Readies <contextDir>/home for this run: the conversation to resume (when the context folder is
- * not empty), the settings, the session id recorded in session.json before the CLI starts.
- */
-async function prepareHome(s: AgentSession, geminiDir: string, maxTurns: number | undefined): Promise<Carried> {
-  const entries = await readdir(s.contextDir).catch(() => [] as string[]);
-  let prepared: Carried = { sessionId: randomUUID(), fresh: '' };
-  if (entries.length > 0) {
-    const carried = await prepareResume(s.contextDir, geminiDir, await realpath(s.workdir));
-    if ('crash' in carried) return carried;
-    if ('before' in carried) prepared = carried;
-    else prepared = { sessionId: randomUUID(), fresh: carried.fresh };
-  }
+/** Readies <contextDir>/home for this run: the settings, and the session id recorded before the CLI starts. */
+async function prepareHome(s: AgentSession, geminiDir: string, maxTurns: number | undefined, sessionId: string) {
   await mkdir(geminiDir, { recursive: true });
   await writeFile(join(geminiDir, 'settings.json'), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}\n`);
   // A lock left by a killed run would make the next one wait for it to go stale.
   await rm(join(geminiDir, 'projects.json.lock'), { recursive: true, force: true });
-  await writeSessionFile(s.contextDir, prepared.sessionId);
-  return prepared;
+  await writeSessionFile(s.contextDir, sessionId);
 }
 
 /** The settings file forkflush owns in the CLI's home (rewritten before every run). */
@@ -242,46 +205,36 @@ function settings(env: NodeJS.ProcessEnv, maxTurns: number | undefined): Record<
   };
 }
 
-/** A conversation to resume, a new one (with why, when the context folder held one), or why not. */
-type Carried = { sessionId: string; before: Set<string> } | { sessionId: string; fresh: string } | { crash: string };
+/** A conversation to resume: its id, and the ids of the messages written before this episode. */
+type Carried = { sessionId: string; before: Set<string> };
 
 /**
  * Finds the conversation the context folder holds and moves it where `--resume` looks for it
- * when the CLI runs in `workdir`. An unknown or unreadable session is a crash with a note, and
- * nothing runs: starting fresh instead would turn a carried episode silently into a fresh one,
- * the very thing fork-and-flush compares. A conversation that never got a prompt (the CLI was
- * stopped while starting) is continued by starting a new one: there is nothing to lose.
+ * when the CLI runs in `workdir`; or says why it cannot be resumed (an unknown or unreadable
+ * session, or one that never got a prompt because the CLI was stopped while starting).
  */
 async function prepareResume(
   contextDir: string,
   geminiDir: string,
   workdir: string,
-): Promise<Carried | { fresh: string }> {
+): Promise<Carried | { unusable: string }> {
   let recorded: unknown;
   try {
-    recorded = JSON.parse(await readFile(join(contextDir, SESSION_FILE), 'utf8'));
-  } catch (e) {
-    const why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'has no' : 'has an unreadable';
-    return { crash: `the context folder ${why} ${SESSION_FILE}: no Gemini CLI conversation to continue` };
+    recorded = JSON.parse((await readRegular(join(contextDir, SESSION_FILE))) ?? '');
+  } catch {
+    return { unusable: `the context folder has no readable ${SESSION_FILE}` };
   }
   const sessionId = (recorded as { sessionId?: unknown } | null)?.sessionId;
   if (typeof sessionId !== 'string' || !/^[A-Za-z0-9_-]+$/.test(sessionId)) {
-    return { crash: `the context folder's ${SESSION_FILE} names no valid session id` };
+    return { unusable: `${SESSION_FILE} names no valid session id` };
   }
   const files = await sessionFiles(geminiDir, sessionId);
-  if (files.length === 0) {
-    return {
-      crash: `Gemini CLI session ${sessionId} is not in the context folder (no session file under home/.gemini/tmp)`,
-    };
-  }
+  if (files.length === 0)
+    return { unusable: `session ${sessionId} is not in the context folder (no session file under home/.gemini/tmp)` };
   // Resuming across a minute boundary leaves a stub file with the same id: keep the real one.
   const best = files.reduce((a, b) => (b.record.messages.length > a.record.messages.length ? b : a));
-  if (best.record.sessionId !== sessionId) {
-    return { crash: `the session file of ${sessionId} is unreadable (${best.path})` };
-  }
-  if (!isResumable(best.record.messages)) {
-    return { fresh: `the previous episode's conversation ${sessionId} held no prompt yet: started a new one` };
-  }
+  if (best.record.sessionId !== sessionId) return { unusable: `the session file of ${sessionId} is unreadable` };
+  if (!isResumable(best.record.messages)) return { unusable: `conversation ${sessionId} held no prompt yet` };
   const before = writtenIds(files.map((f) => f.record));
   const chats = join(geminiDir, 'tmp', await projectSlug(geminiDir, workdir), 'chats');
   await mkdir(chats, { recursive: true });
@@ -352,7 +305,7 @@ async function sessionFiles(geminiDir: string, sessionId: string): Promise<{ pat
       // session-<time>-<first 8 characters of the id>.jsonl (chatRecordingService.ts)
       if (!name.startsWith('session-') || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
       const path = join(chats, name);
-      const text = await readFile(path, 'utf8').catch(() => null);
+      const text = await readRegular(path, 256_000_000);
       if (text === null) continue;
       const record = readSession(text);
       if (record.sessionId === sessionId || record.sessionId === null) found.push({ path, record });
@@ -375,25 +328,9 @@ function price(usage: GeminiUsage): { costUsd: number; pricedFrom: string } {
   let costUsd = 0;
   const from = new Set<string>();
   for (const m of usage.perModel) {
-    const p = priceTokens(m.model, m.inputTokens, m.outputTokens);
+    const p = priceTokens(m.model, { input: m.inputTokens, cachedInput: m.cachedInputTokens, output: m.outputTokens });
     costUsd += p.costUsd;
     from.add(p.pricedFrom);
   }
   return { costUsd, pricedFrom: from.size > 0 ? [...from].join('; ') : 'no model calls' };
-}
-
-function spendOf(usage: GeminiUsage, unit: AgentSession['unit']): number | null {
-  if (unit === 'tokens') return usage.inputTokens + usage.outputTokens;
-  if (unit === 'usd') return price(usage).costUsd;
-  return null;
-}
-
-function lastLine(stderr: string): string {
-  const line = stderr
-    .trim()
-    .split('\n')
-    .filter((l) => l.trim() !== '' && !/^\s+at /.test(l))
-    .at(-1)
-    ?.trim();
-  return line ? line.slice(0, 200) : '';
 }

@@ -347,7 +347,7 @@ describe('copilot adapter with the real Copilot CLI', () => {
       await session({ workdir, contextDir: unknown, prompt: 'AFTER-UNKNOWN' }),
     );
     expect(a.exit).toBe('finished');
-    expect(a.note).toContain(`could not resume the carried Copilot session (session ${ghost} is unknown`);
+    expect(a.note).toContain(`could not resume the carried Copilot conversation (session ${ghost} is unknown`);
     expect(a.note).toContain('started a fresh conversation');
     expect(received(from).bodies[0]?.messages.map((m) => m.role)).toEqual(['system', 'user']);
     const savedA = JSON.parse(await readFile(join(unknown, 'session.json'), 'utf8'));

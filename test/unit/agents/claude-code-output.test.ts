@@ -169,7 +169,7 @@ describe('cumulative totals across a resume', () => {
       },
     };
     const usage = episodeUsage(null, after, 1);
-    const p = priceTokens('my-gateway-model', 1000, 100);
+    const p = priceTokens('my-gateway-model', { input: 1000, output: 100 });
     expect(usage.costUsd).toBeCloseTo(p.costUsd, 12);
     expect(usage.pricedFrom).toContain(p.pricedFrom);
   });

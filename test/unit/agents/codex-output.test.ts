@@ -162,13 +162,13 @@ describe("this episode's share", () => {
     expect(episodeTokens({ inputTokens: 11, cachedInputTokens: 0, outputTokens: 2 }, t)).toBeNull();
   });
 
-  it('the spend in each unit: tokens in + out, usd priced from the tokens, none for minutes', () => {
+  it('the spend in each unit: tokens in + out, usd priced from the tokens (cached input at its price), none for minutes', () => {
     const t = { inputTokens: 2500, cachedInputTokens: 250, outputTokens: 25 };
     const tokens = usageAndSpend(t, 2, 'gpt-5-codex', 'tokens');
     expect(tokens.reportedSpend).toBe(2525);
     expect(tokens.usage).toMatchObject({ inputTokens: 2500, outputTokens: 25, turns: 2 });
     const usd = usageAndSpend(t, 2, 'gpt-5-codex', 'usd');
-    expect(usd.reportedSpend).toBeCloseTo((2500 * 1.25 + 25 * 10) / 1e6, 12);
+    expect(usd.reportedSpend).toBeCloseTo((2250 * 1.25 + 250 * 0.125 + 25 * 10) / 1e6, 12);
     expect(usd.usage.costUsd).toBe(usd.reportedSpend);
     expect(usd.usage.pricedFrom).toContain('gpt-5-codex');
     expect(usageAndSpend(t, null, null, 'minutes').reportedSpend).toBeNull();

@@ -33,10 +33,19 @@ describe('Copilot usage file', () => {
     const before = parseUsageFile(fixture('fresh.usage.json'));
     const now = parseUsageFile(fixture('resumed.usage.json'));
     expect(now.models['gpt-5-mini']?.requests).toBe(6);
-    const delta = subtractTotals(now, before);
+    const { delta, note } = subtractTotals(now, before);
+    expect(note).toBeUndefined();
     expect(delta.models['gpt-5-mini']).toMatchObject({ inputTokens: 3720, outputTokens: 240, requests: 3 });
     expect(addTotals(before, delta)).toEqual(now);
-    expect(subtractTotals(now, null)).toEqual(now);
+    expect(subtractTotals(now, null)).toEqual({ delta: now });
+  });
+
+  it('charges a running total that went down whole, and says so: spend is never under-reported', () => {
+    const before = parseUsageFile(fixture('resumed.usage.json'));
+    const now = parseUsageFile(fixture('fresh.usage.json'));
+    const { delta, note } = subtractTotals(now, before);
+    expect(delta.models['gpt-5-mini']).toMatchObject({ inputTokens: 3630, outputTokens: 240, requests: 3 });
+    expect(note).toMatch(/running totals went down \(inputTokens, outputTokens, requests\)/);
   });
 
   it('says why an unreadable file cannot be read', () => {
@@ -45,13 +54,13 @@ describe('Copilot usage file', () => {
   });
 
   it('prices tokens with forkflush prices, or takes AI credits at $0.01 when the CLI counted them', () => {
-    const delta = subtractTotals(
+    const { delta } = subtractTotals(
       parseUsageFile(fixture('resumed.usage.json')),
       parseUsageFile(fixture('fresh.usage.json')),
     );
     const u = episodeUsage(delta);
     expect(u).toMatchObject({ inputTokens: 3720, outputTokens: 240, turns: 3 });
-    expect(u.costUsd).toBeCloseTo((3720 * 0.25 + 240 * 2) / 1e6, 12);
+    expect(u.costUsd).toBeCloseTo((3720 * 0.25 + 240 * 2) / 1e6, 12); // no cache reads in this session
     expect(u.pricedFrom).toContain('gpt-5-mini');
     const hosted = parseUsageFile(
       JSON.stringify({

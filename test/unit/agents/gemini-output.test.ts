@@ -34,7 +34,7 @@ describe('parseResult and usageFromStats', () => {
     expect(r?.response).toBe('All done.');
     expect(r?.error).toBeUndefined();
     expect(usageFromStats(r?.stats)).toEqual({
-      perModel: [{ model: 'gemini-2.5-flash', inputTokens: 3600, outputTokens: 300 }],
+      perModel: [{ model: 'gemini-2.5-flash', cachedInputTokens: 0, inputTokens: 3600, outputTokens: 300 }],
       inputTokens: 3600,
       outputTokens: 300,
       turns: 3,
@@ -49,8 +49,8 @@ describe('parseResult and usageFromStats', () => {
   it('counts every model, the router too, but only the agent loop as turns', () => {
     const usage = usageFromStats(parseResult(fixture('result-auto-model.stdout.txt'))?.stats);
     expect(usage?.perModel).toEqual([
-      { model: 'gemini-3.5-flash-lite', inputTokens: 10, outputTokens: 5 },
-      { model: 'gemini-3.8-flash', inputTokens: 3600, outputTokens: 300 },
+      { model: 'gemini-3.5-flash-lite', cachedInputTokens: 0, inputTokens: 10, outputTokens: 5 },
+      { model: 'gemini-3.8-flash', cachedInputTokens: 0, inputTokens: 3600, outputTokens: 300 },
     ]);
     expect(usage).toMatchObject({ inputTokens: 3610, outputTokens: 305, turns: 3 });
   });
@@ -89,7 +89,7 @@ describe('readSession and usageFromSessions', () => {
     expect(s.messages[2]?.toolCalls).toHaveLength(1);
     expect(isResumable(s.messages)).toBe(true);
     expect(usageFromSessions([s], new Set())).toEqual({
-      perModel: [{ model: 'gemini-2.5-flash', inputTokens: 3600, outputTokens: 300 }],
+      perModel: [{ model: 'gemini-2.5-flash', cachedInputTokens: 0, inputTokens: 3600, outputTokens: 300 }],
       inputTokens: 3600,
       outputTokens: 300,
       turns: 3,

@@ -1,0 +1,310 @@
+// The session core: what every CLI adapter needs once, so that their policies agree where the
+// method cares. An adapter keeps only what is its CLI's own: the command line, where the CLI keeps
+// its conversation and how to resume it, and a parser of its output.
+//   - the context: empty is fresh; a carried one the adapter cannot resume is cleared, and the
+//     episode starts fresh with a note (openContext);
+//   - the environment: the session's allowlist, forkflush's contract variables, the CLI's own;
+//   - the bounds: a watcher polls the adapter's meter and stops an overrun; a meter that fails is
+//     a note, never silence; and whatever the timing, an episode whose final usage is past its
+//     allowance is an overrun (settleBounds);
+//   - running totals become this episode's usage by one rule, never under-reporting (ownShare);
+//   - files the agent could write are read safely, as they grow (GrowingFile).
+import { constants } from 'node:fs';
+import { open, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ExitReason } from '../core/state.js';
+import type { RunOptions, RunResult } from '../io/process.js';
+import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+
+// ---------------------------------------------------------------------------------------------
+// Reading what CLIs print and write
+
+/** The JSON objects of JSONL text; lines that are not JSON objects are skipped. */
+export function* jsonLines(text: string): Generator<Record<string, unknown>> {
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (!t.startsWith('{')) continue;
+    try {
+      const v: unknown = JSON.parse(t);
+      if (isRecord(v)) yield v;
+    } catch {
+      // A torn or foreign line.
+    }
+  }
+}
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A count as a CLI reports it: a finite non-negative number, else 0. */
+export function count(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0;
+}
+
+/** A reported figure: a finite non-negative number, else null (absent or nonsense). */
+export function figure(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null;
+}
+
+/**
+ * A file an agent's CLI appends to (a transcript, a rollout, an events log), read as it grows:
+ * each read returns the whole lines added since the last one. It is opened without following a
+ * link and without blocking, and must be a regular file: the agent can write the folder it is in.
+ */
+export class GrowingFile {
+  private rest = Buffer.alloc(0);
+  private reading: Promise<unknown> = Promise.resolve();
+  /** The file, once known. */
+  path: string | null;
+
+  constructor(
+    /** The file, or a finder for a file not known yet (a session the CLI names itself). */
+    private readonly locate: string | (() => Promise<string | null>),
+    /** Where reading starts (what an earlier episode left is not this one's). */
+    public offset = 0,
+  ) {
+    this.path = typeof locate === 'string' ? locate : null;
+  }
+
+  /** The whole lines added since the last read (reads never overlap). */
+  lines(): Promise<string[]> {
+    const next = this.reading.then(() => this.read());
+    this.reading = next.catch(() => {});
+    return next;
+  }
+
+  private async read(): Promise<string[]> {
+    if (this.path === null && typeof this.locate !== 'string') this.path = await this.locate();
+    if (this.path === null) return [];
+    const chunk = await readFrom(this.path, this.offset);
+    if (chunk.length === 0) return [];
+    this.offset += chunk.length;
+    const data = Buffer.concat([this.rest, chunk]);
+    const end = data.lastIndexOf(0x0a);
+    // A line still being written waits for the next read.
+    this.rest = end === -1 ? data : data.subarray(end + 1);
+    return end === -1 ? [] : data.subarray(0, end).toString('utf8').split('\n');
+  }
+}
+
+/** What a file holds from `offset` on; nothing when it is not a regular file. */
+export async function readFrom(path: string, offset: number, max = 256 * 1024 * 1024): Promise<Buffer> {
+  const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!h) return Buffer.alloc(0);
+  try {
+    const s = await h.stat();
+    if (!s.isFile() || s.size <= offset) return Buffer.alloc(0);
+    const buf = Buffer.alloc(Math.min(s.size - offset, max));
+    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await h.close();
+  }
+}
+
+/** A regular file's size (0 when there is none). */
+export async function sizeOf(path: string): Promise<number> {
+  const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!h) return 0;
+  try {
+    const s = await h.stat();
+    return s.isFile() ? s.size : 0;
+  } finally {
+    await h.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The context
+
+/**
+ * Opens the context folder an episode starts from. Empty: a fresh conversation. Otherwise
+ * `resume` reads the conversation the previous episode left, or says why it cannot be resumed.
+ * An unusable context is cleared and the episode starts fresh, with a note: the episode still
+ * does its work and its record says it started fresh, and the lineage's later episodes carry a
+ * sound conversation on instead of failing the same way again and again (docs/architecture.md).
+ */
+export async function openContext<T>(
+  contextDir: string,
+  agent: string,
+  resume: (entries: string[]) => Promise<T | { unusable: string }>,
+): Promise<{ carried: T | null; note?: string }> {
+  const entries = await readdir(contextDir).catch(() => [] as string[]);
+  if (entries.length === 0) return { carried: null };
+  const found = await resume(entries);
+  if (!isRecord(found) || !('unusable' in found)) return { carried: found as T };
+  for (const e of entries) await rm(join(contextDir, e), { recursive: true, force: true });
+  return {
+    carried: null,
+    note: `could not resume the carried ${agent} conversation (${(found as { unusable: string }).unusable}); started a fresh conversation`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the CLI within its bounds
+
+/** What a session has used so far: this episode's own share. */
+export interface Reading {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number | null;
+  turns: number;
+}
+
+export interface Launch {
+  executable: string;
+  args: string[];
+  /** The CLI's own variables, over the session's environment and forkflush's contract. */
+  env: Record<string, string>;
+  input?: string;
+  cwd?: string;
+  /** Stop the session this much earlier than the session's deadline (a retry's remaining time). */
+  timeoutMs?: number;
+  /** Read while the CLI runs, to stop an overrun; absent: the CLI bounds itself. */
+  meter?: () => Promise<Reading | null>;
+  maxTurns?: number | undefined;
+  pollMs?: number;
+  maxOutput?: number;
+}
+
+export interface Launched {
+  run: RunResult;
+  /** Why forkflush stopped the session for its bounds, if it did. */
+  overrun: string | null;
+  notes: string[];
+}
+
+/** Runs the CLI in the session's sandbox, watching its bounds. */
+export async function launch(s: AgentSession, l: Launch): Promise<Launched> {
+  const stop = new AbortController();
+  const notes: string[] = [];
+  let overrun: string | null = null;
+  let failed = false;
+  let busy = false;
+  const check = async () => {
+    if (busy || stop.signal.aborted || !l.meter) return;
+    busy = true;
+    try {
+      const reading = await l.meter();
+      const why = reading ? overrunReason(s, reading, reading.turns, l.maxTurns) : undefined;
+      if (why) {
+        overrun = why;
+        stop.abort('budget');
+      }
+    } catch (e) {
+      // A meter that cannot read is said, once; the bounds are checked again when the session ends.
+      if (!failed) notes.push(`the usage watcher failed (${(e as Error).message}); bounds were checked at the end`);
+      failed = true;
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = l.meter ? setInterval(() => void check(), l.pollMs ?? 250) : undefined;
+  const options: RunOptions = {
+    cwd: l.cwd ?? s.workdir,
+    env: { ...s.env, ...forkflushVars(s), ...l.env },
+    ...(l.input !== undefined ? { input: l.input } : {}),
+    timeoutMs: l.timeoutMs ?? s.deadlineMs,
+    signal: AbortSignal.any([s.signal, stop.signal]),
+    logFile: s.logFile,
+    maxOutput: l.maxOutput ?? 4_000_000,
+  };
+  try {
+    const run = await s.spawn(l.executable, l.args, options);
+    return { run, overrun, notes };
+  } finally {
+    if (timer) clearInterval(timer);
+  }
+}
+
+/**
+ * How a session that forkflush stopped ended: its deadline (a time budget, or a timeout), its
+ * budget, or 'crash' for any other stop; null when the process ended on its own.
+ */
+export function stopExit(r: { stopped: string | null }, deadlineIsBudget: boolean): ExitReason | null {
+  if (r.stopped === null) return null;
+  if (r.stopped === 'timeout') return deadlineIsBudget ? 'budget' : 'timeout';
+  return r.stopped === 'budget' ? 'budget' : 'crash';
+}
+
+/** Why a session has gone past its bounds (turns, tokens, dollars), or undefined while it has not. */
+export function overrunReason(
+  s: AgentSession,
+  usage: { inputTokens: number; outputTokens: number; costUsd: number | null },
+  turns: number,
+  maxTurns: number | undefined,
+): string | undefined {
+  if (maxTurns !== undefined && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
+  if (s.unit === 'tokens' && usage.inputTokens + usage.outputTokens > s.allowance) {
+    return `its tokens passed the allowance of ${s.allowance}`;
+  }
+  if (s.unit === 'usd' && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
+  return undefined;
+}
+
+/**
+ * The bounds, checked once more on the final spend: an overrun the watcher's poll did not catch
+ * (the session ended between two polls, or the CLI bounds itself loosely) is an overrun all the same.
+ */
+export function settleBounds(s: AgentSession, o: AgentOutcome): AgentOutcome {
+  const measured = s.unit === 'tokens' || s.unit === 'usd';
+  if (o.exit !== 'finished' || !measured || o.reportedSpend === null || o.reportedSpend <= s.allowance) return o;
+  const note = `an overrun: it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${s.allowance} ${s.unit} (found when the session ended)`;
+  return { ...o, exit: 'budget', note: o.note ? `${o.note}; ${note}` : note };
+}
+
+/** An adapter: its run, with the final bounds check every adapter gets. */
+export function defineAgent(a: {
+  kind: string;
+  passEnv: readonly string[];
+  run: (s: AgentSession) => Promise<AgentOutcome>;
+}): AgentAdapter {
+  return { kind: a.kind, passEnv: a.passEnv, run: async (s) => settleBounds(s, await a.run(s)) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Usage
+
+/**
+ * This episode's share of running totals (a conversation's, across resumes): after minus before,
+ * figure by figure. A total that went down means the CLI counted afresh; what the episode can be
+ * proven to have used is then at least the total after it, which is charged, with a note. Never
+ * less than can be proven: a budget must not be under-reported.
+ */
+export function ownShare<T extends Record<string, number>>(before: T | null, after: T): { share: T; note?: string } {
+  const share = { ...after };
+  const down: string[] = [];
+  for (const key of Object.keys(after) as (keyof T)[]) {
+    const b = before?.[key] ?? 0;
+    const a = after[key] as number;
+    if (a >= b) share[key] = (a - b) as T[keyof T];
+    else down.push(String(key));
+  }
+  return down.length > 0
+    ? {
+        share,
+        note: `the running totals went down (${down.join(', ')}): the CLI counted afresh, so the totals after the episode are charged as its own`,
+      }
+    : { share };
+}
+
+/** The spend in the budget's unit from an episode's usage (null for units the adapter does not measure). */
+export function spendOf(s: AgentSession, u: { inputTokens: number; outputTokens: number; costUsd: number | null }) {
+  if (s.unit === 'tokens') return u.inputTokens + u.outputTokens;
+  if (s.unit === 'usd') return u.costUsd;
+  return null;
+}
+
+/** The last meaningful stderr line (no stack frames), for a crash note. */
+export function lastLine(text: string): string {
+  return (
+    text
+      .trim()
+      .split('\n')
+      .filter((l) => l.trim() !== '' && !/^\s+at /.test(l))
+      .at(-1)
+      ?.trim()
+      .slice(0, 300) ?? ''
+  );
+}
