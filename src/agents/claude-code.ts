@@ -13,12 +13,13 @@
 // https://code.claude.com/docs/en/env-vars (CLAUDE_CONFIG_DIR, traffic and telemetry switches),
 // https://code.claude.com/docs/en/permission-modes (acceptEdits). Output formats: claude-code-output.ts.
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
+import { readRegular } from '../io/agent-files.js';
 import type { RunResult } from '../io/process.js';
-import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import {
   addTotals,
   assistantTotals,
@@ -31,13 +32,11 @@ import {
   type Totals,
   transcriptProblem,
 } from './claude-code-output.js';
+import { defineAgent, lastLine, launch, openContext, readFrom } from './session.js';
 
-/** Inside the context folder: Claude Code's config folder, the session record, set-aside files. */
+/** Inside the context folder: Claude Code's config folder and the session record. */
 const HOME = 'home';
 const SESSION_FILE = 'session.json';
-const UNUSABLE = 'unusable';
-/** How often the transcript is read to stop a session that overruns a token allowance. */
-const TOKEN_POLL_MS = 250;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** What `<context>/session.json` holds. */
@@ -51,13 +50,17 @@ export interface ClaudeSessionRecord {
   episode: string;
 }
 
-export const claudeCodeAgent: AgentFactory = (agent) => new ClaudeCodeAdapter(agent);
+export const claudeCodeAgent: AgentFactory = (agent) => {
+  const adapter = new ClaudeCodeAdapter(agent);
+  return defineAgent({
+    kind: 'claude-code',
+    // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
+    passEnv: ['ANTHROPIC_*', 'CLAUDE_CODE_*', 'DISABLE_*', 'MAX_THINKING_TOKENS'],
+    run: (s) => adapter.run(s),
+  });
+};
 
-class ClaudeCodeAdapter implements AgentAdapter {
-  readonly kind = 'claude-code';
-  /** Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env. */
-  readonly passEnv = ['ANTHROPIC_*', 'CLAUDE_CODE_*', 'DISABLE_*', 'MAX_THINKING_TOKENS'];
-
+class ClaudeCodeAdapter {
   constructor(private readonly agent: Config['agent']) {}
 
   async run(s: AgentSession): Promise<AgentOutcome> {
@@ -77,12 +80,13 @@ class ClaudeCodeAdapter implements AgentAdapter {
       saysNoConversation(`${attempt.run.stderr}\n${early?.message ?? ''}`)
     ) {
       const why = `Claude Code found no conversation ${prepared.sessionId}`;
-      prepared = await startFresh(s.contextDir, cwd, s.episodeId, why);
+      prepared = await restartFresh(s.contextDir, cwd, s.episodeId, why);
       if (prepared.note) notes.push(prepared.note);
       const left = s.deadlineMs - (performance.now() - started);
       attempt = await this.launch(s, cwd, prepared, Math.max(1, left));
     }
     const { run, facts } = attempt;
+    notes.push(...attempt.notes);
 
     // Usage: the totals after the episode minus those it started from (claude-code-output.ts).
     const appended = (await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes)) ?? '';
@@ -153,7 +157,7 @@ class ClaudeCodeAdapter implements AgentAdapter {
     cwd: string,
     prepared: Prepared,
     timeoutMs: number,
-  ): Promise<{ run: RunResult; facts: ReturnType<typeof readStream>; tokensSeen: number }> {
+  ): Promise<{ run: RunResult; facts: ReturnType<typeof readStream>; tokensSeen: number; notes: string[] }> {
     const args = [
       '-p',
       '--output-format',
@@ -173,56 +177,42 @@ class ClaudeCodeAdapter implements AgentAdapter {
       ...(s.unit === 'usd' ? ['--max-budget-usd', String(Number(Math.max(0, s.allowance).toPrecision(12)))] : []),
       ...this.agent.args,
     ];
-    const env: NodeJS.ProcessEnv = {
-      ...s.env,
-      CLAUDE_CONFIG_DIR: prepared.home,
-      // Nothing but model calls: no telemetry, error reports, update checks or other traffic.
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_TELEMETRY: '1',
-      DISABLE_ERROR_REPORTING: '1',
-      DISABLE_AUTOUPDATER: '1',
-      ...forkflushVars(s),
-    };
-    // It would rename the project folder the transcript is filed under (see moveToProject).
-    delete env.CLAUDE_CODE_PROJECT_DIR_NAME;
-
-    // Claude Code has no token limit: with a token budget, read the transcript as it grows and stop
-    // the session once this episode's tokens pass the allowance.
-    const overrun = new AbortController();
+    // Claude Code has no token limit: with a token budget, the transcript read as it grows.
     let tokensSeen = 0;
-    let polling = false;
-    const poll =
-      s.unit === 'tokens'
-        ? setInterval(async () => {
-            if (polling) return;
-            polling = true;
-            try {
-              const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
-              if (now === null) return;
-              const read = assistantTotals(now);
-              tokensSeen = Object.values(read.totals.models).reduce(
-                (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
-                0,
-              );
-              if (tokensSeen > s.allowance) overrun.abort('budget');
-            } finally {
-              polling = false;
-            }
-          }, TOKEN_POLL_MS)
-        : undefined;
-    const run = await s.spawn(this.agent.command ?? 'claude', args, {
+    const { run, notes } = await launch(s, {
+      executable: this.agent.command ?? 'claude',
+      args,
       cwd,
-      env,
+      env: {
+        CLAUDE_CONFIG_DIR: prepared.home,
+        // Nothing but model calls: no telemetry, error reports, update checks or other traffic.
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        DISABLE_TELEMETRY: '1',
+        DISABLE_ERROR_REPORTING: '1',
+        DISABLE_AUTOUPDATER: '1',
+      },
+      // It would rename the project folder the transcript is filed under (see moveToProject).
+      unset: ['CLAUDE_CODE_PROJECT_DIR_NAME'],
       // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its
       // size (one argument is capped at 128 KiB on Linux) and no risk of it being read as a flag.
       input: s.prompt,
       timeoutMs,
-      signal: AbortSignal.any([s.signal, overrun.signal]),
-      logFile: s.logFile,
-      maxOutput: 4_000_000,
+      ...(s.unit === 'tokens'
+        ? {
+            meter: async () => {
+              const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
+              if (now === null) return null;
+              const models = Object.values(assistantTotals(now).totals.models);
+              tokensSeen = models.reduce(
+                (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
+                0,
+              );
+              return { inputTokens: tokensSeen, outputTokens: 0, costUsd: null, turns: 0 };
+            },
+          }
+        : {}),
     });
-    if (poll) clearInterval(poll);
-    return { run, facts: readStream(run.stdout), tokensSeen };
+    return { run, facts: readStream(run.stdout), tokensSeen, notes };
   }
 }
 
@@ -239,72 +229,66 @@ interface Prepared {
 
 /**
  * Gets the context folder ready: a new session when it is empty; otherwise the recorded session,
- * its transcript moved under the project folder of `cwd`. A context that cannot be resumed
- * (no or a broken session.json, a missing, empty or unreadable transcript) is moved to
- * `<context>/unusable/` and the episode starts a fresh conversation, with a note saying why.
+ * its transcript moved under the project folder of `cwd`. A context that cannot be resumed (no or
+ * a broken session.json, a missing, empty or unreadable transcript) is cleared and the episode
+ * starts a fresh conversation, with a note saying why (session.ts, openContext).
  */
 async function prepareContext(contextDir: string, cwd: string, episode: string): Promise<Prepared> {
   await mkdir(contextDir, { recursive: true });
-  const entries = (await readdir(contextDir)).filter((e) => e !== UNUSABLE);
-  if (entries.length === 0) return startFresh(contextDir, cwd, episode);
   const home = join(contextDir, HOME);
-
-  let record: ClaudeSessionRecord;
-  try {
-    record = JSON.parse(await readFile(join(contextDir, SESSION_FILE), 'utf8')) as ClaudeSessionRecord;
-  } catch (e) {
-    const why =
-      (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'has no session.json' : 'has an unreadable session.json';
-    return startFresh(contextDir, cwd, episode, `the context folder ${why}`);
-  }
-  if (typeof record.sessionId !== 'string' || !UUID.test(record.sessionId))
-    return startFresh(contextDir, cwd, episode, `session.json names no valid session id (${String(record.sessionId)})`);
-  const id = record.sessionId;
-  const found = await findTranscript(home, id);
-  if (!found) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} is missing`);
-  const bytes = await readFile(found);
+  const ctx = await openContext(contextDir, 'Claude Code', () => savedSession(contextDir, home));
+  if (!ctx.carried) return startFresh(contextDir, cwd, episode, ctx.note);
+  const { id, transcript, bytes } = ctx.carried;
+  await moveToProject(home, id, transcript, cwd);
   const text = bytes.toString('utf8');
-  const problem = transcriptProblem(text);
-  if (problem) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} ${problem}`);
-
-  await moveToProject(home, id, found, cwd);
   // Claude Code restores the totals from the transcript's last cost record; without one it starts
   // from zero, whatever session.json says.
-  return {
-    home,
-    sessionId: id,
-    resume: true,
-    baseline: readCostState(text),
-    transcriptBytes: bytes.length,
-  };
+  return { home, sessionId: id, resume: true, baseline: readCostState(text), transcriptBytes: bytes.length };
 }
 
-/** A new session in a clean config folder; what was in the context folder goes to `unusable/`. */
-async function startFresh(contextDir: string, cwd: string, episode: string, why?: string): Promise<Prepared> {
-  let note: string | undefined;
-  if (why !== undefined) {
-    const aside = join(contextDir, UNUSABLE);
-    await rm(aside, { recursive: true, force: true });
-    await mkdir(aside, { recursive: true });
-    for (const entry of await readdir(contextDir)) {
-      if (entry !== UNUSABLE) await rename(join(contextDir, entry), join(aside, entry));
-    }
-    await writeFile(join(aside, 'why.txt'), `${why}\n`);
-    note = `the carried context could not be resumed (${why}); started a fresh conversation and moved the old files to ${UNUSABLE}/`;
+/** The session the context folder names and its transcript, or why it cannot be resumed. */
+async function savedSession(
+  contextDir: string,
+  home: string,
+): Promise<{ id: string; transcript: string; bytes: Buffer } | { unusable: string }> {
+  let record: ClaudeSessionRecord;
+  const text = await readRegular(join(contextDir, SESSION_FILE));
+  if (text === null) return { unusable: 'the context folder has no session.json' };
+  try {
+    record = JSON.parse(text) as ClaudeSessionRecord;
+  } catch {
+    return { unusable: 'the context folder has an unreadable session.json' };
   }
+  if (typeof record.sessionId !== 'string' || !UUID.test(record.sessionId))
+    return { unusable: `session.json names no valid session id (${String(record.sessionId)})` };
+  const id = record.sessionId;
+  const transcript = await findTranscript(home, id);
+  if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
+  const bytes = await readFrom(transcript, 0);
+  const problem = transcriptProblem(bytes.toString('utf8'));
+  if (problem) return { unusable: `the transcript of session ${id} ${problem}` };
+  return { id, transcript, bytes };
+}
+
+/** A new session in a clean config folder (`note`: why a carried one could not go on). */
+async function startFresh(contextDir: string, cwd: string, episode: string, note?: string): Promise<Prepared> {
   const home = join(contextDir, HOME);
   await mkdir(home, { recursive: true });
   const sessionId = randomUUID();
   // Recorded before the run, so that a session stopped before its first result can still be resumed.
   await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
-  return {
-    home,
-    sessionId,
-    resume: false,
-    baseline: null,
-    transcriptBytes: 0,
-    ...(note ? { note } : {}),
-  };
+  return { home, sessionId, resume: false, baseline: null, transcriptBytes: 0, ...(note ? { note } : {}) };
+}
+
+/** Clears a context Claude Code itself could not resume and starts afresh, with the shared note. */
+async function restartFresh(contextDir: string, cwd: string, episode: string, why: string): Promise<Prepared> {
+  for (const entry of await readdir(contextDir)) await rm(join(contextDir, entry), { recursive: true, force: true });
+  return startFresh(
+    contextDir,
+    cwd,
+    episode,
+    `could not resume the carried Claude Code conversation (${why}); started a fresh conversation`,
+  );
 }
 
 /** The transcript `<id>.jsonl` in any project folder of the config folder. */
@@ -343,16 +327,7 @@ async function readTranscriptFrom(home: string, id: string, cwd: string, offset:
   const expected = join(home, 'projects', projectDirName(cwd), `${id}.jsonl`);
   const file = (await isFile(expected)) ? expected : await findTranscript(home, id);
   if (!file) return null;
-  const handle = await open(file, 'r');
-  try {
-    const size = (await handle.stat()).size;
-    if (size <= offset) return '';
-    const buf = Buffer.alloc(size - offset);
-    await handle.read(buf, 0, buf.length, offset);
-    return buf.toString('utf8');
-  } finally {
-    await handle.close();
-  }
+  return (await readFrom(file, offset)).toString('utf8');
 }
 
 async function writeRecord(contextDir: string, record: ClaudeSessionRecord): Promise<void> {
@@ -360,7 +335,7 @@ async function writeRecord(contextDir: string, record: ClaudeSessionRecord): Pro
 }
 
 async function isFile(path: string): Promise<boolean> {
-  return stat(path).then(
+  return lstat(path).then(
     (s) => s.isFile(),
     () => false,
   );
@@ -371,8 +346,4 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-function lastLine(text: string): string {
-  return text.trim().split('\n').at(-1)?.trim() ?? '';
 }

@@ -11,14 +11,14 @@
 // name the rollout by absolute path: in a copied context they point at the ORIGINAL folder (seen
 // with 0.171.0: a resume appended to the parent's rollout). So the home is cut back to config.toml
 // and sessions/ before a resume and after every session; Codex rebuilds the rest from the rollout.
-import { mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type AgentAdapter, type AgentFactory, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import { readRegular } from '../io/agent-files.js';
+import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import {
   addRolloutLine,
   type Bounds,
   emptyRollout,
-  episodeTokens,
   failureLine,
   overBounds,
   parseExecEvents,
@@ -29,18 +29,17 @@ import {
   sessionRecordJson,
   usageAndSpend,
 } from './codex-output.js';
-import { stopExit } from './session.js';
+import { defineAgent, GrowingFile, launch, openContext, ownShare, readFrom, stopExit } from './session.js';
 
 const HOME = 'home';
 const RECORD = 'session.json';
 /** What a Codex home keeps between episodes; everything else is Codex's derived state. */
 const KEPT = new Set(['sessions', 'config.toml']);
-const POLL_MS = 250;
 const ZERO = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
 const FIRST_LINE_MAX = 4 * 1024 * 1024;
 
-export const codexAgent: AgentFactory = (agent) => {
-  const adapter: AgentAdapter = {
+export const codexAgent: AgentFactory = (agent) =>
+  defineAgent({
     kind: 'codex',
     passEnv: ['OPENAI_*', 'CODEX_*', 'AZURE_OPENAI_*'],
     run: (s) =>
@@ -50,9 +49,7 @@ export const codexAgent: AgentFactory = (agent) => {
         args: agent.args,
         maxTurns: agent.max_turns,
       }),
-  };
-  return adapter;
-};
+  });
 
 interface CodexOptions {
   executable: string;
@@ -63,48 +60,36 @@ interface CodexOptions {
 
 async function runCodex(s: AgentSession, o: CodexOptions): Promise<AgentOutcome> {
   const home = join(s.contextDir, HOME);
-  const context = await prepareContext(s.contextDir, home);
+  const notes: string[] = [];
+  const ctx = await openContext(s.contextDir, 'Codex', () => savedThread(s.contextDir, home));
+  if (ctx.note) notes.push(ctx.note);
+  const threadId = ctx.carried?.threadId ?? null;
+  if (ctx.carried) await pruneHome(home);
+  await mkdir(home, { recursive: true });
   await writeFile(join(home, 'config.toml'), configToml(s.env));
 
   // The rollout, read as Codex writes it: what the thread had used before (the baseline for
   // this episode's share of the running totals), and then what it uses as it goes.
-  const tail = new RolloutTail(join(home, 'sessions'), context.rollout);
+  const tail = new RolloutTail(join(home, 'sessions'), ctx.carried?.rollout ?? null);
   const before = structuredClone(await tail.poll());
 
   const bounds: Bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
   const watched = s.unit === 'tokens' || s.unit === 'usd' || o.maxTurns !== undefined;
-  const overrun = new AbortController();
-  let overrunWhy: string | null = null;
-  let polling = false;
-  const poll = watched
-    ? setInterval(async () => {
-        if (polling || overrun.signal.aborted) return;
-        polling = true;
-        try {
-          const why = overBounds(bounds, before, await tail.poll());
-          if (why) {
-            overrunWhy = why;
-            overrun.abort('budget');
-          }
-        } catch {
-          // A rollout being written can be read again at the next tick.
-        } finally {
-          polling = false;
-        }
-      }, POLL_MS)
-    : undefined;
-
-  const r = await s.spawn(o.executable, codexArgs(s, o, context.threadId), {
-    cwd: s.workdir,
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes,
+  } = await launch(s, {
+    executable: o.executable,
+    args: codexArgs(s, o, threadId),
     env: codexEnv(s, home),
     // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
     input: s.prompt,
-    timeoutMs: s.deadlineMs,
-    signal: AbortSignal.any([s.signal, overrun.signal]),
-    logFile: s.logFile,
     maxOutput: 2_000_000,
+    // Codex's bounds are read from its rollout (a turn cap counts model calls within a turn).
+    ...(watched ? { bounds: async () => overBounds(bounds, before, await tail.poll()) } : {}),
   });
-  if (poll) clearInterval(poll);
+  notes.push(...watchNotes);
 
   const after = await tail.poll().catch(() => tail.summary);
   const events = parseExecEvents(r.stdout);
@@ -113,43 +98,38 @@ async function runCodex(s: AgentSession, o: CodexOptions): Promise<AgentOutcome>
   // The thread's running totals: turn.completed on stdout, or the rollout when the session was
   // stopped before its turn completed. A rollout without any is a thread no answer reached yet.
   const totals = events.usage ?? after.totals ?? (tail.file ? (before.resumeTotals ?? ZERO) : null);
-  const threadId = after.threadId ?? events.threadId;
+  const thread = after.threadId ?? events.threadId;
   const model = o.model ?? after.model ?? before.model;
-  if (threadId && tail.file) {
+  if (thread && tail.file) {
     await writeFile(
       join(s.contextDir, RECORD),
-      sessionRecordJson({ agent: 'codex', threadId, totals, modelCalls: after.modelCalls, model }),
+      sessionRecordJson({ agent: 'codex', threadId: thread, totals, modelCalls: after.modelCalls, model }),
     );
     await pruneHome(home);
-  } else if (!context.threadId) {
+  } else if (!threadId) {
     // No conversation was recorded: leave the context empty, so the next episode starts clean.
     await rm(home, { recursive: true, force: true });
   }
 
-  const notes: string[] = [];
-  if (context.note) notes.push(context.note);
-  if (overrunWhy) notes.push(`stopped by forkflush: the session ${overrunWhy}`);
+  if (r.stopped === 'budget' && overrun) notes.push(`stopped by forkflush: the session ${overrun}`);
   if (exit === 'crash' && r.stopped === null) {
     const how = r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`);
     const why = failureLine(events, r.stderr);
     notes.push(`codex exited with ${how}${why ? `: ${why}` : ''}`);
   }
 
-  const tokens = totals ? episodeTokens(before.resumeTotals, totals) : null;
   const seconds = r.ms / 1000;
-  if (!tokens) {
+  if (!totals) {
     const charged = s.unit === 'tokens' || s.unit === 'usd' ? '; charged its whole allowance' : '';
-    notes.push(
-      totals
-        ? `Codex's token totals went down (${before.resumeTotals?.inputTokens} -> ${totals.inputTokens} in): usage unknown${charged}`
-        : `Codex recorded no session: usage unknown${charged}`,
-    );
+    notes.push(`Codex recorded no session: usage unknown${charged}`);
     return { exit, reportedSpend: null, seconds, note: notes.join('; ') };
   }
+  const own = ownShare(before.resumeTotals, totals);
+  if (own.note) notes.push(own.note);
   if (r.stopped !== null)
     notes.push('usage as Codex recorded it up to the stop (an answer cut off by it is not counted)');
   const turns = tail.file ? after.modelCalls - before.modelCalls : null;
-  const { usage, reportedSpend } = usageAndSpend(tokens, turns, model, s.unit);
+  const { usage, reportedSpend } = usageAndSpend(own.share, turns, model, s.unit);
   if (s.unit === 'usd')
     notes.push('Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response');
   return { exit, reportedSpend, usage, seconds, ...(notes.length > 0 ? { note: notes.join('; ') } : {}) };
@@ -194,12 +174,9 @@ function codexArgs(s: AgentSession, o: CodexOptions, threadId: string | null): s
   ];
 }
 
-function codexEnv(s: AgentSession, home: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    ...s.env,
-    CODEX_HOME: home,
-    ...forkflushVars(s),
-  };
+/** Codex's variables, over the session's environment. */
+function codexEnv(s: AgentSession, home: string): Record<string, string> {
+  const env: Record<string, string> = { CODEX_HOME: home };
   // Codex's own OpenAI provider sends no key from OPENAI_API_KEY (seen with 0.171.0); `codex exec`
   // takes an API key from CODEX_API_KEY (docs/exec.md, "Authentication").
   if (!s.env.OPENAI_BASE_URL && !s.env.CODEX_API_KEY && s.env.OPENAI_API_KEY) env.CODEX_API_KEY = s.env.OPENAI_API_KEY;
@@ -230,48 +207,24 @@ export function configToml(env: NodeJS.ProcessEnv): string {
   return `${lines.join('\n')}\n`;
 }
 
-interface PreparedContext {
-  /** The thread to resume, or null for a fresh conversation. */
-  threadId: string | null;
-  rollout: string | null;
-  note?: string;
-}
-
 /**
- * Makes the context folder ready: empty means fresh; otherwise session.json must name a thread
- * whose rollout is in home/sessions. A context that is not usable is replaced by a fresh start,
- * with a note: the episode still does its work, and a flush is a step the method itself takes.
+ * The thread the context folder holds: session.json must name a thread whose rollout is in
+ * home/sessions; or why it cannot be resumed.
  */
-async function prepareContext(contextDir: string, home: string): Promise<PreparedContext> {
-  const entries = await readdir(contextDir).catch(() => []);
-  if (entries.length === 0) {
-    await mkdir(home, { recursive: true });
-    return { threadId: null, rollout: null };
-  }
-  const problem = await (async (): Promise<{ threadId: string; rollout: string } | string> => {
-    const text = await readFile(join(contextDir, RECORD), 'utf8').catch(() => null);
-    if (text === null) return `it has no ${RECORD}`;
-    const rec = parseSessionRecord(text);
-    if ('problem' in rec) return rec.problem;
-    const rollout = (await rolloutFiles(join(home, 'sessions'))).find(
-      (f) => rolloutThreadId(f.split('/').at(-1) as string) === rec.threadId,
-    );
-    if (!rollout) return `the session file of thread ${rec.threadId} is missing`;
-    const why = rolloutProblem(await firstLine(rollout), rec.threadId);
-    return why ?? { threadId: rec.threadId, rollout };
-  })();
-  if (typeof problem !== 'string') {
-    await pruneHome(home);
-    return { threadId: problem.threadId, rollout: problem.rollout };
-  }
-  await rm(home, { recursive: true, force: true });
-  await rm(join(contextDir, RECORD), { force: true });
-  await mkdir(home, { recursive: true });
-  return {
-    threadId: null,
-    rollout: null,
-    note: `the context folder held no usable Codex session (${problem}): this episode started a fresh conversation`,
-  };
+async function savedThread(
+  contextDir: string,
+  home: string,
+): Promise<{ threadId: string; rollout: string } | { unusable: string }> {
+  const text = await readRegular(join(contextDir, RECORD));
+  if (text === null) return { unusable: `it has no ${RECORD}` };
+  const rec = parseSessionRecord(text);
+  if ('problem' in rec) return { unusable: rec.problem };
+  const rollout = (await rolloutFiles(join(home, 'sessions'))).find(
+    (f) => rolloutThreadId(f.split('/').at(-1) as string) === rec.threadId,
+  );
+  if (!rollout) return { unusable: `the session file of thread ${rec.threadId} is missing` };
+  const why = rolloutProblem(await firstLine(rollout), rec.threadId);
+  return why ? { unusable: why } : { threadId: rec.threadId, rollout };
 }
 
 /** Removes Codex's derived state (SQLite indexes, caches, locks), keeping config.toml and sessions/. */
@@ -293,16 +246,10 @@ async function rolloutFiles(dir: string): Promise<string[]> {
 
 /** The first line of a file (session_meta holds the whole base instructions: tens of kB). */
 async function firstLine(file: string): Promise<string | undefined> {
-  const h = await open(file, 'r');
-  try {
-    const buf = Buffer.alloc(FIRST_LINE_MAX);
-    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
-    const nl = buf.subarray(0, bytesRead).indexOf(0x0a);
-    if (nl === -1 && bytesRead === buf.length) return undefined;
-    return buf.subarray(0, nl === -1 ? bytesRead : nl).toString('utf8');
-  } finally {
-    await h.close();
-  }
+  const buf = await readFrom(file, 0, FIRST_LINE_MAX);
+  const nl = buf.indexOf(0x0a);
+  if (nl === -1 && buf.length === FIRST_LINE_MAX) return undefined;
+  return buf.subarray(0, nl === -1 ? buf.length : nl).toString('utf8');
 }
 
 /**
@@ -311,45 +258,18 @@ async function firstLine(file: string): Promise<string | undefined> {
  */
 class RolloutTail {
   readonly summary: RolloutSummary = emptyRollout();
-  private offset = 0;
-  private rest: Buffer = Buffer.alloc(0);
+  private readonly file_: GrowingFile;
 
-  private reading: Promise<unknown> = Promise.resolve();
-
-  constructor(
-    private readonly sessionsDir: string,
-    public file: string | null,
-  ) {}
-
-  /** Reads what was added since the last read; reads never overlap (the offset is shared). */
-  poll(): Promise<RolloutSummary> {
-    const next = this.reading.then(() => this.read());
-    this.reading = next.catch(() => {});
-    return next;
+  constructor(sessionsDir: string, file: string | null) {
+    this.file_ = new GrowingFile(file ?? (async () => (await rolloutFiles(sessionsDir)).at(-1) ?? null));
   }
 
-  private async read(): Promise<RolloutSummary> {
-    if (!this.file) {
-      const files = await rolloutFiles(this.sessionsDir);
-      if (files.length === 0) return this.summary;
-      this.file = files.at(-1) as string;
-    }
-    const size = (await stat(this.file)).size;
-    if (size <= this.offset) return this.summary;
-    const h = await open(this.file, 'r');
-    try {
-      const chunk = Buffer.alloc(size - this.offset);
-      const { bytesRead } = await h.read(chunk, 0, chunk.length, this.offset);
-      this.offset += bytesRead;
-      const data = Buffer.concat([this.rest, chunk.subarray(0, bytesRead)]);
-      const end = data.lastIndexOf(0x0a);
-      // Only whole lines are read; a line still being written waits for the next poll.
-      this.rest = end === -1 ? data : data.subarray(end + 1);
-      if (end !== -1)
-        for (const line of data.subarray(0, end).toString('utf8').split('\n')) addRolloutLine(this.summary, line);
-    } finally {
-      await h.close();
-    }
+  get file(): string | null {
+    return this.file_.path;
+  }
+
+  async poll(): Promise<RolloutSummary> {
+    for (const line of await this.file_.lines()) addRolloutLine(this.summary, line);
     return this.summary;
   }
 }

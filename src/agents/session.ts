@@ -157,12 +157,16 @@ export interface Launch {
   args: string[];
   /** The CLI's own variables, over the session's environment and forkflush's contract. */
   env: Record<string, string>;
+  /** Variables of the session's environment the CLI must not get. */
+  unset?: string[];
   input?: string;
   cwd?: string;
   /** Stop the session this much earlier than the session's deadline (a retry's remaining time). */
   timeoutMs?: number;
   /** Read while the CLI runs, to stop an overrun; absent: the CLI bounds itself. */
   meter?: () => Promise<Reading | null>;
+  /** Or, for bounds of the CLI's own kind: why the session must stop now, or null. */
+  bounds?: () => Promise<string | null>;
   maxTurns?: number | undefined;
   pollMs?: number;
   maxOutput?: number;
@@ -183,11 +187,11 @@ export async function launch(s: AgentSession, l: Launch): Promise<Launched> {
   let failed = false;
   let busy = false;
   const check = async () => {
-    if (busy || stop.signal.aborted || !l.meter) return;
+    if (busy || stop.signal.aborted) return;
     busy = true;
     try {
-      const reading = await l.meter();
-      const why = reading ? overrunReason(s, reading, reading.turns, l.maxTurns) : undefined;
+      const reading = l.meter ? await l.meter() : null;
+      const why = reading ? overrunReason(s, reading, reading.turns, l.maxTurns) : ((await l.bounds?.()) ?? undefined);
       if (why) {
         overrun = why;
         stop.abort('budget');
@@ -200,10 +204,12 @@ export async function launch(s: AgentSession, l: Launch): Promise<Launched> {
       busy = false;
     }
   };
-  const timer = l.meter ? setInterval(() => void check(), l.pollMs ?? 250) : undefined;
+  const timer = l.meter || l.bounds ? setInterval(() => void check(), l.pollMs ?? 250) : undefined;
+  const env: NodeJS.ProcessEnv = { ...s.env, ...forkflushVars(s), ...l.env };
+  for (const name of l.unset ?? []) delete env[name];
   const options: RunOptions = {
     cwd: l.cwd ?? s.workdir,
-    env: { ...s.env, ...forkflushVars(s), ...l.env },
+    env,
     ...(l.input !== undefined ? { input: l.input } : {}),
     timeoutMs: l.timeoutMs ?? s.deadlineMs,
     signal: AbortSignal.any([s.signal, stop.signal]),
@@ -272,7 +278,10 @@ export function defineAgent(a: {
  * proven to have used is then at least the total after it, which is charged, with a note. Never
  * less than can be proven: a budget must not be under-reported.
  */
-export function ownShare<T extends Record<string, number>>(before: T | null, after: T): { share: T; note?: string } {
+export function ownShare<T extends { [K in keyof T]: number }>(
+  before: T | null,
+  after: T,
+): { share: T; note?: string } {
   const share = { ...after };
   const down: string[] = [];
   for (const key of Object.keys(after) as (keyof T)[]) {

@@ -319,14 +319,17 @@ describe('claude-code adapter with the real CLI', () => {
     const out = await claudeCodeAgent(agentConfig()).run(s);
 
     expect(out.exit).toBe('finished');
-    expect(out.note).toMatch(/could not be resumed \(the transcript of session 0f0f0f0f-.* has no readable line/);
+    expect(out.note).toMatch(
+      /could not resume the carried Claude Code conversation \(the transcript of session 0f0f0f0f-.* has no readable line/,
+    );
     expect(out.note).toMatch(/started a fresh conversation/);
     const first = server.calls()[before] as never;
     expect(userTexts(first).at(-1)?.trim()).toBe('Start over.');
     expect(
       (first as { body: { messages: { role: string }[] } }).body.messages.some((m) => m.role === 'assistant'),
     ).toBe(false);
-    expect(await readFile(join(ctx, 'unusable', 'why.txt'), 'utf8')).toMatch(/no readable line/);
+    // Cleared: nothing of the unusable conversation is carried on.
+    expect(existsSync(join(ctx, 'home', 'projects', projectDirName(ws), `${ghost}.jsonl`))).toBe(false);
     const rec = JSON.parse(await readFile(join(ctx, 'session.json'), 'utf8')) as ClaudeSessionRecord;
     expect(rec.sessionId).not.toBe(ghost);
 

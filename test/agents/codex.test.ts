@@ -127,8 +127,8 @@ async function episode(s: AgentSession, over: Partial<Config['agent']> = {}) {
   return { outcome, requests, responses: requests.filter((r) => responsesRequests(server).includes(r)), replies };
 }
 
-const sum = (replies: { usage: ResponsesUsage }[], k: 'input' | 'output') =>
-  replies.reduce((a, r) => a + r.usage[k], 0);
+const sum = (replies: { usage: ResponsesUsage }[], k: 'input' | 'output' | 'cached') =>
+  replies.reduce((a, r) => a + (r.usage[k] ?? 0), 0);
 
 /** The user's own messages (Codex adds an <environment_context> one of its own). */
 const prompts = (r: RecordedRequest) => userTexts(r.body).filter((t) => !t.startsWith('<environment_context>'));
@@ -201,7 +201,9 @@ describe('codex agent: a conversation carried and forked', () => {
     const output = sum(replies, 'output');
     expect(outcome.usage).toMatchObject({ inputTokens: input, outputTokens: output, turns: 2 });
     expect(outcome.usage?.pricedFrom).toContain('gpt-5-codex');
-    expect(outcome.usage?.costUsd).toBeCloseTo((input * 1.25 + output * 10) / 1e6, 9);
+    // The cached part of the input at the cached price.
+    const cached = sum(replies, 'cached');
+    expect(outcome.usage?.costUsd).toBeCloseTo(((input - cached) * 1.25 + cached * 0.125 + output * 10) / 1e6, 9);
     expect(outcome.reportedSpend).toBe(input + output);
     expect(outcome.note).toBeUndefined();
 
@@ -377,7 +379,7 @@ describe('codex agent: a context it cannot resume', () => {
 
     expect(outcome.exit).toBe('finished');
     expect(outcome.note).toContain(
-      `the context folder held no usable Codex session (the session file of thread ${ghost} is missing): this episode started a fresh conversation`,
+      `could not resume the carried Codex conversation (the session file of thread ${ghost} is missing); started a fresh conversation`,
     );
     expect(prompts(responses[0] as RecordedRequest)).toEqual(['PROMPT-FRESH']);
     expect(responses[0]?.body.input.some((i: any) => i.role === 'assistant' || i.type === 'function_call')).toBe(false);
@@ -396,7 +398,7 @@ describe('codex agent: a context it cannot resume', () => {
 
     expect(outcome.exit).toBe('finished');
     expect(outcome.note).toMatch(
-      /no usable Codex session \(session.json is not JSON .*\): this episode started a fresh/,
+      /could not resume the carried Codex conversation \(session.json is not JSON .*\); started a fresh conversation/,
     );
     expect(prompts(responses[0] as RecordedRequest)).toEqual(['PROMPT-FRESH-2']);
     expect(existsSync(join(ctx, 'home', 'sessions', '2026', '01', '01', 'rollout-x.jsonl'))).toBe(false);
