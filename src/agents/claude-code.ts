@@ -14,6 +14,7 @@
 // https://code.claude.com/docs/en/permission-modes (acceptEdits). Output formats: claude-code-output.ts.
 import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
@@ -32,7 +33,16 @@ import {
   type Totals,
   transcriptProblem,
 } from './claude-code-output.js';
-import { defineAgent, lastLine, launch, openContext, readFrom } from './session.js';
+import {
+  defineAgent,
+  installLogins,
+  type LoginFile,
+  lastLine,
+  launch,
+  openContext,
+  readFrom,
+  removeLogins,
+} from './session.js';
 
 /** Inside the context folder: Claude Code's config folder and the session record. */
 const HOME = 'home';
@@ -179,7 +189,11 @@ class ClaudeCodeAdapter {
     ];
     // Claude Code has no token limit: with a token budget, the transcript read as it grows.
     let tokensSeen = 0;
+    // A Claude subscription login (`claude` /login on Linux): its credentials file, when no key
+    // or token is given (CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token` passes as is).
+    const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
     const { run, notes } = await launch(s, {
+      after: () => removeLogins(logins),
       executable: this.agent.command ?? 'claude',
       args,
       cwd,
@@ -320,6 +334,22 @@ async function moveToProject(home: string, id: string, transcript: string, cwd: 
     await rm(join(to, name), { recursive: true, force: true });
     await rename(join(from, name), join(to, name));
   }
+}
+
+function usesKey(env: NodeJS.ProcessEnv): boolean {
+  return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
+}
+
+/** Where Claude Code keeps a subscription login on Linux ($CLAUDE_CONFIG_DIR, else ~/.claude), and its secret form. */
+export function claudeLogin(episodeHome: string, env = process.env): LoginFile[] {
+  const home = env.CLAUDE_CONFIG_DIR || join(homedir(), '.claude');
+  return [
+    {
+      from: join(home, '.credentials.json'),
+      fromEnv: 'CLAUDE_CREDENTIALS_JSON',
+      to: join(episodeHome, '.credentials.json'),
+    },
+  ];
 }
 
 /** The transcript's text from a byte offset on, or null when there is no transcript. */

@@ -12,6 +12,7 @@
 // with 0.171.0: a resume appended to the parent's rollout). So the home is cut back to config.toml
 // and sessions/ before a resume and after every session; Codex rebuilds the rest from the rollout.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
@@ -29,7 +30,18 @@ import {
   sessionRecordJson,
   usageAndSpend,
 } from './codex-output.js';
-import { defineAgent, GrowingFile, launch, openContext, ownShare, readFrom, stopExit } from './session.js';
+import {
+  defineAgent,
+  GrowingFile,
+  installLogins,
+  type LoginFile,
+  launch,
+  openContext,
+  ownShare,
+  readFrom,
+  removeLogins,
+  stopExit,
+} from './session.js';
 
 const HOME = 'home';
 const RECORD = 'session.json';
@@ -67,6 +79,8 @@ async function runCodex(s: AgentSession, o: CodexOptions): Promise<AgentOutcome>
   if (ctx.carried) await pruneHome(home);
   await mkdir(home, { recursive: true });
   await writeFile(join(home, 'config.toml'), configToml(s.env));
+  // A ChatGPT login (`codex login`): its auth.json, when no key is given.
+  const logins = usesKey(s.env) ? [] : await installLogins(codexLogin(home), process.env);
 
   // The rollout, read as Codex writes it: what the thread had used before (the baseline for
   // this episode's share of the running totals), and then what it uses as it goes.
@@ -80,6 +94,7 @@ async function runCodex(s: AgentSession, o: CodexOptions): Promise<AgentOutcome>
     overrun,
     notes: watchNotes,
   } = await launch(s, {
+    after: () => removeLogins(logins),
     executable: o.executable,
     args: codexArgs(s, o, threadId),
     env: codexEnv(s, home),
@@ -174,6 +189,17 @@ function codexArgs(s: AgentSession, o: CodexOptions, threadId: string | null): s
   ];
 }
 
+/** Whether the session gives Codex a key (then no login is copied). */
+function usesKey(env: NodeJS.ProcessEnv): boolean {
+  return Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
+}
+
+/** Where `codex login` leaves a ChatGPT login ($CODEX_HOME, else ~/.codex), and its secret form. */
+export function codexLogin(episodeHome: string, env = process.env): LoginFile[] {
+  const home = env.CODEX_HOME || join(homedir(), '.codex');
+  return [{ from: join(home, 'auth.json'), fromEnv: 'CODEX_AUTH_JSON', to: join(episodeHome, 'auth.json') }];
+}
+
 /** Codex's variables, over the session's environment. */
 function codexEnv(s: AgentSession, home: string): Record<string, string> {
   const env: Record<string, string> = { CODEX_HOME: home };
@@ -186,8 +212,9 @@ function codexEnv(s: AgentSession, home: string): Record<string, string> {
 /**
  * config.toml for the episode's CODEX_HOME. With OPENAI_BASE_URL set (a gateway, or the test's
  * mock), a provider of our own that speaks the Responses API there with the key in
- * OPENAI_API_KEY: Codex 0.171.0 ignores OPENAI_BASE_URL in the environment. Keys:
- * model_provider, model_providers.<id>.{name, base_url, wire_api, env_key}
+ * OPENAI_API_KEY, or without a key with the ChatGPT login (requires_openai_auth: Codex then sends
+ * the login's access token there): Codex 0.171.0 ignores OPENAI_BASE_URL in the environment. Keys:
+ * model_provider, model_providers.<id>.{name, base_url, wire_api, env_key, requires_openai_auth}
  * (developers.openai.com/codex/config-reference).
  */
 export function configToml(env: NodeJS.ProcessEnv): string {
@@ -201,7 +228,7 @@ export function configToml(env: NodeJS.ProcessEnv): string {
       'name = "OpenAI Responses API at OPENAI_BASE_URL"',
       `base_url = ${JSON.stringify(base)}`,
       'wire_api = "responses"',
-      'env_key = "OPENAI_API_KEY"',
+      env.OPENAI_API_KEY ? 'env_key = "OPENAI_API_KEY"' : 'requires_openai_auth = true',
     );
   }
   return `${lines.join('\n')}\n`;

@@ -34,6 +34,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
@@ -49,7 +50,18 @@ import {
   writtenIds,
 } from './gemini-output.js';
 import { priceTokens } from './pricing.js';
-import { defineAgent, lastLine, launch, openContext, spendOf, stopExit } from './session.js';
+import {
+  defineAgent,
+  type InstalledLogin,
+  installLogins,
+  type LoginFile,
+  lastLine,
+  launch,
+  openContext,
+  removeLogins,
+  spendOf,
+  stopExit,
+} from './session.js';
 
 /** What forkflush keeps in the context folder besides the CLI's home. */
 const SESSION_FILE = 'session.json';
@@ -88,8 +100,11 @@ async function runGemini(
   const sessionId = ctx.carried?.sessionId ?? randomUUID();
   const resume = ctx.carried !== null;
   const before = ctx.carried?.before ?? new Set<string>();
+  // A Google login (Login with Google): its OAuth files, when no key and no Vertex AI is set.
+  let logins: InstalledLogin[] = [];
   try {
-    await prepareHome(s, geminiDir, maxTurns, sessionId);
+    if (!usesKey(s.env)) logins = await installLogins(geminiLogin(geminiDir), process.env);
+    await prepareHome(s, geminiDir, maxTurns, sessionId, logins.length > 0);
   } catch (e) {
     const note = `could not prepare the Gemini CLI home in ${home}: ${(e as Error).message}`;
     return { exit: 'crash', reportedSpend: 0, note, seconds: (performance.now() - started) / 1000 };
@@ -119,6 +134,7 @@ async function runGemini(
     executable,
     args,
     env: { GEMINI_CLI_HOME: home, GEMINI_TELEMETRY_ENABLED: 'false' },
+    after: () => removeLogins(logins),
     input: viaStdin ? s.prompt : '',
     pollMs: SPEND_POLL_MS,
     ...(watched
@@ -178,21 +194,52 @@ async function runGemini(
   };
 }
 
+function usesKey(env: NodeJS.ProcessEnv): boolean {
+  return Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === 'true');
+}
+
+/**
+ * Where Login with Google leaves its OAuth files ($GEMINI_CLI_HOME, else ~, then .gemini/), and
+ * the secret form of the credentials. The CLI reads them there unless told to keep them encrypted.
+ */
+export function geminiLogin(episodeGeminiDir: string, env = process.env): LoginFile[] {
+  const dir = join(env.GEMINI_CLI_HOME || homedir(), '.gemini');
+  return [
+    {
+      from: join(dir, 'oauth_creds.json'),
+      fromEnv: 'GEMINI_OAUTH_CREDS',
+      to: join(episodeGeminiDir, 'oauth_creds.json'),
+    },
+    { from: join(dir, 'google_accounts.json'), to: join(episodeGeminiDir, 'google_accounts.json') },
+  ];
+}
+
 /** Readies <contextDir>/home for this run: the settings, and the session id recorded before the CLI starts. */
-async function prepareHome(s: AgentSession, geminiDir: string, maxTurns: number | undefined, sessionId: string) {
+async function prepareHome(
+  s: AgentSession,
+  geminiDir: string,
+  maxTurns: number | undefined,
+  sessionId: string,
+  loggedIn: boolean,
+) {
   await mkdir(geminiDir, { recursive: true });
-  await writeFile(join(geminiDir, 'settings.json'), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}\n`);
+  const auth = loggedIn
+    ? 'oauth-personal'
+    : s.env.GOOGLE_GENAI_USE_VERTEXAI === 'true'
+      ? 'vertex-ai'
+      : 'gemini-api-key';
+  await writeFile(join(geminiDir, 'settings.json'), `${JSON.stringify(settings(auth, maxTurns), null, 2)}\n`);
   // A lock left by a killed run would make the next one wait for it to go stale.
   await rm(join(geminiDir, 'projects.json.lock'), { recursive: true, force: true });
   await writeSessionFile(s.contextDir, sessionId);
 }
 
 /** The settings file forkflush owns in the CLI's home (rewritten before every run). */
-function settings(env: NodeJS.ProcessEnv, maxTurns: number | undefined): Record<string, unknown> {
+function settings(selectedType: string, maxTurns: number | undefined): Record<string, unknown> {
   return {
     // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless
-    // mode rejects; the API key (or Vertex AI) is what forkflush runs it with.
-    security: { auth: { selectedType: env.GOOGLE_GENAI_USE_VERTEXAI === 'true' ? 'vertex-ai' : 'gemini-api-key' } },
+    // mode rejects; the API key, Vertex AI or the copied login is what forkflush runs it with.
+    security: { auth: { selectedType } },
     model: { maxSessionTurns: maxTurns ?? -1 },
     general: {
       enableAutoUpdate: false,

@@ -10,8 +10,8 @@
 //   - running totals become this episode's usage by one rule, never under-reporting (ownShare);
 //   - files the agent could write are read safely, as they grow (GrowingFile).
 import { constants } from 'node:fs';
-import { open, readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { ExitReason } from '../core/state.js';
 import type { RunOptions, RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
@@ -142,6 +142,94 @@ export async function openContext<T>(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Subscription logins
+
+/** A credential file a CLI's login left in the user's own home, and where the episode's CLI looks for it. */
+export interface LoginFile {
+  /** In the user's CLI home (outside every sandbox; forkflush reads it, the agent never sees it there). */
+  from: string;
+  /** Or its content, from a variable (a repository secret on a runner). */
+  fromEnv?: string;
+  /** In the episode's CLI home. */
+  to: string;
+}
+
+/** A login file copied into an episode's CLI home. */
+export interface InstalledLogin {
+  to: string;
+  /** The user's file it came from (null when it came from a variable), and what it held. */
+  from: string | null;
+  text: string;
+}
+
+/**
+ * Copies (never moves or links) the credential files of the user's login into the episode's CLI
+ * home, mode 0600. Only those files: no history, sessions or memories, so a fresh episode still
+ * has none. Returns what was copied, to be removed when the session ends: it must not travel on
+ * with the context (which a forge keeps). A variable with the content wins over the file.
+ */
+export async function installLogins(files: LoginFile[], env: NodeJS.ProcessEnv): Promise<InstalledLogin[]> {
+  const installed: InstalledLogin[] = [];
+  for (const f of files) {
+    const fromEnv = f.fromEnv ? env[f.fromEnv]?.trim() : undefined;
+    // The user's own file may be a symlink (a dotfiles manager's): it is outside every sandbox.
+    const fromFile = fromEnv ? null : await readFile(f.from, 'utf8').catch(() => null);
+    const text = fromEnv || fromFile;
+    if (!text) continue;
+    await mkdir(dirname(f.to), { recursive: true });
+    await rm(f.to, { force: true });
+    await writeFile(f.to, text, { mode: 0o600, flag: 'wx' });
+    installed.push({ to: f.to, from: fromEnv ? null : f.from, text });
+  }
+  return installed;
+}
+
+/**
+ * Removes the copied login files after the session, whatever happened in it. A CLI that refreshed
+ * its tokens rotated them: the old refresh token is spent, so the refreshed file goes back to the
+ * user's (the next episode, and the user's own CLI, need it). Only when the user's file still holds
+ * what was copied, and the refreshed one is a JSON object with the same fields: the agent could
+ * write this file, and must not get to put anything else in the user's home.
+ */
+export async function removeLogins(installed: InstalledLogin[]): Promise<void> {
+  for (const login of installed) {
+    const now = (await readFrom(login.to, 0, 1_000_000)).toString('utf8');
+    await rm(login.to, { force: true });
+    if (login.from && now !== login.text && sameShape(login.text, now)) {
+      const current = await readFile(login.from, 'utf8').catch(() => null);
+      if (current === login.text) await replaceFile(login.from, now);
+    }
+  }
+}
+
+/** Whether both are JSON objects with the same keys, each holding the same kind of value. */
+function sameShape(before: string, after: string): boolean {
+  const shape = (text: string): string | null => {
+    try {
+      const v: unknown = JSON.parse(text);
+      if (!isRecord(v)) return null;
+      const kind = (x: unknown) => (x === null ? 'null' : Array.isArray(x) ? 'array' : typeof x);
+      return Object.entries(v)
+        .map(([k, x]) => `${k}:${kind(x)}`)
+        .sort()
+        .join(';');
+    } catch {
+      return null;
+    }
+  };
+  const a = shape(before);
+  return a !== null && a === shape(after);
+}
+
+/** Writes a file through a temporary one beside it, so a crash never leaves half a login. */
+async function replaceFile(path: string, text: string): Promise<void> {
+  const target = await realpath(path);
+  const temp = `${target}.forkflush-${process.pid}`;
+  await writeFile(temp, text, { mode: 0o600 });
+  await rename(temp, target);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Running the CLI within its bounds
 
 /** What a session has used so far: this episode's own share. */
@@ -170,6 +258,8 @@ export interface Launch {
   maxTurns?: number | undefined;
   pollMs?: number;
   maxOutput?: number;
+  /** Run when the CLI's process has ended, whatever happened (removing copied login files, say). */
+  after?: () => Promise<void>;
 }
 
 export interface Launched {
@@ -221,6 +311,7 @@ export async function launch(s: AgentSession, l: Launch): Promise<Launched> {
     return { run, overrun, notes };
   } finally {
     if (timer) clearInterval(timer);
+    await l.after?.();
   }
 }
 
