@@ -28227,7 +28227,8 @@ var LEADERBOARD_HEADER = [
 function usageText(u) {
   const k = (n) => n >= 1e3 ? `${formatNumber(n / 1e3, 1)}k` : String(n);
   const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
-  if (u.costUsd !== null) parts.push(`$${formatNumber(u.costUsd, 3)}${u.pricedFrom ? " (priced)" : ""}`);
+  if (u.costUsd !== null)
+    parts.push(`$${formatNumber(u.costUsd, 3)} ${u.pricedFrom ? "priced by forkflush" : "as the agent reported it"}`);
   if (u.turns !== null) parts.push(`${u.turns} turns`);
   return parts.join(", ");
 }

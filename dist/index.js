@@ -5790,7 +5790,7 @@ var require_client_h1 = __commonJS({
       kResume,
       kHTTPContext
     } = require_symbols();
-    var constants4 = require_constants2();
+    var constants5 = require_constants2();
     var EMPTY_BUF = Buffer.alloc(0);
     var FastBuffer = Buffer[Symbol.species];
     var addListener = util.addListener;
@@ -5865,7 +5865,7 @@ var require_client_h1 = __commonJS({
       constructor(client, socket, { exports: exports2 }) {
         assert2(Number.isFinite(client[kMaxHeadersSize]) && client[kMaxHeadersSize] > 0);
         this.llhttp = exports2;
-        this.ptr = this.llhttp.llhttp_alloc(constants4.TYPE.RESPONSE);
+        this.ptr = this.llhttp.llhttp_alloc(constants5.TYPE.RESPONSE);
         this.client = client;
         this.socket = socket;
         this.timeout = null;
@@ -5960,11 +5960,11 @@ var require_client_h1 = __commonJS({
             currentBufferRef = null;
           }
           const offset = llhttp.llhttp_get_error_pos(this.ptr) - currentBufferPtr;
-          if (ret !== constants4.ERROR.OK) {
+          if (ret !== constants5.ERROR.OK) {
             const body = data.subarray(offset);
-            if (ret === constants4.ERROR.PAUSED_UPGRADE) {
+            if (ret === constants5.ERROR.PAUSED_UPGRADE) {
               this.onUpgrade(body);
-            } else if (ret === constants4.ERROR.PAUSED) {
+            } else if (ret === constants5.ERROR.PAUSED) {
               this.paused = true;
               socket.unshift(body);
             } else {
@@ -5987,10 +5987,10 @@ var require_client_h1 = __commonJS({
         } finally {
           currentParser = null;
         }
-        if (ret === constants4.ERROR.OK) {
+        if (ret === constants5.ERROR.OK) {
           return null;
         }
-        if (ret === constants4.ERROR.PAUSED || ret === constants4.ERROR.PAUSED_UPGRADE) {
+        if (ret === constants5.ERROR.PAUSED || ret === constants5.ERROR.PAUSED_UPGRADE) {
           this.paused = true;
           return null;
         }
@@ -6007,7 +6007,7 @@ var require_client_h1 = __commonJS({
           const len = new Uint8Array(llhttp.memory.buffer, ptr).indexOf(0);
           message = "Response does not match the HTTP/1.1 protocol (" + Buffer.from(llhttp.memory.buffer, ptr, len).toString() + ")";
         }
-        return new HTTPParserError(message, constants4.ERROR[ret], data);
+        return new HTTPParserError(message, constants5.ERROR[ret], data);
       }
       destroy() {
         assert2(this.ptr != null);
@@ -6187,7 +6187,7 @@ var require_client_h1 = __commonJS({
           socket[kBlocking] = false;
           client[kResume]();
         }
-        return pause ? constants4.ERROR.PAUSED : 0;
+        return pause ? constants5.ERROR.PAUSED : 0;
       }
       onBody(buf) {
         const { client, socket, statusCode, maxResponseSize } = this;
@@ -6209,7 +6209,7 @@ var require_client_h1 = __commonJS({
         }
         this.bytesRead += buf.length;
         if (request.onData(buf) === false) {
-          return constants4.ERROR.PAUSED;
+          return constants5.ERROR.PAUSED;
         }
       }
       onMessageComplete() {
@@ -6245,13 +6245,13 @@ var require_client_h1 = __commonJS({
         if (socket[kWriting]) {
           assert2(client[kRunning] === 0);
           util.destroy(socket, new InformationalError("reset"));
-          return constants4.ERROR.PAUSED;
+          return constants5.ERROR.PAUSED;
         } else if (!shouldKeepAlive) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants4.ERROR.PAUSED;
+          return constants5.ERROR.PAUSED;
         } else if (socket[kReset] && client[kRunning] === 0) {
           util.destroy(socket, new InformationalError("reset"));
-          return constants4.ERROR.PAUSED;
+          return constants5.ERROR.PAUSED;
         } else if (client[kPipelining] == null || client[kPipelining] === 1) {
           setImmediate(() => client[kResume]());
         } else {
@@ -46752,6 +46752,41 @@ function markdownTable(header, rows) {
     ...rows.map((r) => `| ${r.map(esc2).join(" | ")} |`)
   ].join("\n");
 }
+var BIDI = /* @__PURE__ */ new Set([8234, 8235, 8236, 8237, 8238, 8294, 8295, 8296, 8297]);
+function plainText(text) {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 27) {
+      i = escapeEnd(text, i + 1);
+      continue;
+    }
+    if (c < 32 && c !== 9 && c !== 10 || c >= 127 && c <= 159 || BIDI.has(c)) continue;
+    out += text[i];
+  }
+  return out;
+}
+function escapeEnd(text, i) {
+  const kind = text[i];
+  if (kind === "[") {
+    let j = i + 1;
+    while (j < text.length && !(text.charCodeAt(j) >= 64 && text.charCodeAt(j) <= 126)) j++;
+    return j;
+  }
+  if (kind === "]" || kind === "P" || kind === "_" || kind === "^" || kind === "X") {
+    let j = i + 1;
+    while (j < text.length && text.charCodeAt(j) !== 7 && !(text.charCodeAt(j) === 27 && text[j + 1] === "\\"))
+      j++;
+    return text.charCodeAt(j) === 27 ? j + 1 : j;
+  }
+  return i;
+}
+var ERROR_LINE = /^(?:Uncaught\s+)?(?:[\w.$]*(?:Error|Exception)|error|fatal|panic)(?:\[\w+\])?(?::|$)/i;
+var NOISE = [/^at\s/, /^Node\.js v\d+/, /^\^+$/, /^File ".*", line \d+/];
+function failureLine(output2, max = 300) {
+  const lines = plainText(output2.replace(/\r\n?/g, "\n")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !NOISE.some((re) => re.test(l)));
+  return (lines.find((l) => ERROR_LINE.test(l)) ?? lines.at(-1) ?? "").slice(0, max);
+}
 
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
@@ -47031,19 +47066,6 @@ function forkflushVars(s) {
     FORKFLUSH_EPISODE: s.episodeId
   };
 }
-function stopExit(r, deadlineIsBudget) {
-  if (r.stopped === null) return null;
-  if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
-  return r.stopped === "budget" ? "budget" : "crash";
-}
-function overrunReason(s, usage, turns, maxTurns) {
-  if (maxTurns !== void 0 && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
-  if (s.unit === "tokens" && usage.inputTokens + usage.outputTokens > s.allowance) {
-    return `its tokens passed the allowance of ${s.allowance}`;
-  }
-  if (s.unit === "usd" && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
-  return void 0;
-}
 
 // src/core/errors.ts
 var UserError = class extends Error {
@@ -47235,8 +47257,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat8 = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat8.slice(stat8.lastIndexOf(")") + 2).split(" ");
+    const stat5 = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat5.slice(stat5.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -47570,8 +47592,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat8 = readFileSync2(`/proc/${pid}/stat`, "utf8");
-    return Number(stat8.slice(stat8.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat5 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return Number(stat5.slice(stat5.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -47865,9 +47887,9 @@ async function runGrader(config2, workdir, env, confine) {
   if (r.stopped === "timeout") return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s` };
   if (r.spawnError) return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}` };
   if (r.exitCode !== 0) {
-    const tail = r.stderr.trim().split("\n").at(-1)?.trim();
+    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-    return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail.slice(0, 200)}` : ""}` };
+    return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail}` : ""}` };
   }
   const reading = parseScore(r.stdout);
   return reading.score === null ? { ...base, score: null, reason: reading.reason } : { ...base, score: reading.score };
@@ -48073,7 +48095,8 @@ async function runEpisode(job) {
     score = g.score;
     reason = g.reason;
   }
-  const note = [...job.notes ?? [], ...outcome.note ? [outcome.note] : []].join("; ");
+  const note = plainText([...job.notes ?? [], ...outcome.note ? [outcome.note] : []].join("; "));
+  if (reason) reason = plainText(reason);
   const partial2 = {
     score,
     ...reason ? { reason } : {},
@@ -48156,38 +48179,40 @@ function forgetForgeSecrets(env) {
 }
 
 // src/action/episode-job.ts
-import { cp, mkdir as mkdir11, readFile as readFile7, rm as rm11 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { cp, mkdir as mkdir12, readFile as readFile5, rm as rm11 } from "node:fs/promises";
+import { join as join14 } from "node:path";
 
 // src/agents/aider.ts
-import { mkdir as mkdir4, readdir as readdir4, readFile, rm as rm5, stat as stat3, writeFile as writeFile5 } from "node:fs/promises";
-import { dirname as dirname4, join as join6, resolve } from "node:path";
+import { mkdir as mkdir5, readFile as readFile2, writeFile as writeFile6 } from "node:fs/promises";
+import { dirname as dirname5, join as join7, resolve } from "node:path";
 
 // src/agents/pricing.ts
 var PRICES_AS_OF = "2026-11";
 var PER_MILLION = {
-  "claude-opus-4": { input: 15, output: 75 },
-  "claude-sonnet-4": { input: 3, output: 15 },
-  "claude-haiku-4": { input: 1, output: 5 },
-  "gpt-5": { input: 1.25, output: 10 },
-  "gpt-5-mini": { input: 0.25, output: 2 },
-  "gpt-5-codex": { input: 1.25, output: 10 },
-  "gemini-2.5-pro": { input: 1.25, output: 10 },
-  "gemini-2.5-flash": { input: 0.3, output: 2.5 }
+  "claude-opus-4": { input: 15, cachedInput: 1.5, cacheWrite: 18.75, output: 75 },
+  "claude-sonnet-4": { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 },
+  "claude-haiku-4": { input: 1, cachedInput: 0.1, cacheWrite: 1.25, output: 5 },
+  "gpt-5": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
+  "gpt-5-mini": { input: 0.25, cachedInput: 0.025, cacheWrite: 0.25, output: 2 },
+  "gpt-5-codex": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
+  "gemini-2.5-pro": { input: 1.25, cachedInput: 0.3125, cacheWrite: 1.25, output: 10 },
+  "gemini-2.5-flash": { input: 0.3, cachedInput: 0.075, cacheWrite: 0.3, output: 2.5 }
 };
+var PRICED_MODELS = Object.keys(PER_MILLION);
 function entryFor(model) {
   const key = Object.keys(PER_MILLION).filter((name) => model?.startsWith(name)).sort((a, b) => b.length - a.length)[0];
-  if (key) return { name: key, ...PER_MILLION[key] };
+  if (key) return { name: key, known: true, ...PER_MILLION[key] };
   const dearest = Object.entries(PER_MILLION).sort(([, a], [, b]) => b.output - a.output)[0];
-  return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, ...dearest[1] };
+  return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, known: false, ...dearest[1] };
 }
-function priceTokens(model, inputTokens, outputTokens) {
+function priceTokens(model, t) {
   const p = entryFor(model);
-  const costUsd = (inputTokens * p.input + outputTokens * p.output) / 1e6;
-  return {
-    costUsd,
-    pricedFrom: `forkflush prices of ${PRICES_AS_OF} for ${p.name}: $${p.input}/$${p.output} per million tokens in/out`
-  };
+  const cached2 = Math.min(t.cachedInput ?? 0, t.input);
+  const written = Math.min(t.cacheWrite ?? 0, t.input - cached2);
+  const fresh = t.input - cached2 - written;
+  const costUsd = (fresh * p.input + cached2 * p.cachedInput + written * p.cacheWrite + t.output * p.output) / 1e6;
+  const rates = `$${p.input}/$${p.cachedInput}/$${p.output} per million tokens in/cached in/out`;
+  return { costUsd, pricedFrom: `forkflush prices of ${PRICES_AS_OF} for ${p.name}: ${rates}` };
 }
 
 // src/agents/aider-output.ts
@@ -48241,18 +48266,245 @@ function aiderUsage(output2, configuredModel) {
   if (priced || turns === 0) {
     return { inputTokens, outputTokens, costUsd: output2.calls.at(-1)?.sessionCost ?? 0, turns };
   }
-  const p = priceTokens(wireModel(output2.model ?? configuredModel), inputTokens, outputTokens);
+  const p = priceTokens(wireModel(output2.model ?? configuredModel), { input: inputTokens, output: outputTokens });
   return { inputTokens, outputTokens, costUsd: p.costUsd, turns, pricedFrom: p.pricedFrom };
 }
 function wireModel(model) {
   return model?.replace(/^[a-z0-9_-]+\//i, "");
 }
 
+// src/agents/session.ts
+import { constants as constants4, existsSync as existsSync2 } from "node:fs";
+import { mkdir as mkdir4, open as open4, readdir as readdir4, readFile, realpath, rename as rename2, rm as rm5, writeFile as writeFile5 } from "node:fs/promises";
+import { dirname as dirname4, join as join6 } from "node:path";
+function* jsonLines(text) {
+  for (const line of text.split("\n")) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const v = JSON.parse(t);
+      if (isRecord(v)) yield v;
+    } catch {
+    }
+  }
+}
+function isRecord(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+var GrowingFile = class {
+  constructor(locate, offset = 0) {
+    this.locate = locate;
+    this.offset = offset;
+    this.path = typeof locate === "string" ? locate : null;
+  }
+  locate;
+  offset;
+  rest = Buffer.alloc(0);
+  reading = Promise.resolve();
+  /** The file, once known. */
+  path;
+  /** The whole lines added since the last read (reads never overlap). */
+  lines() {
+    const next = this.reading.then(() => this.read());
+    this.reading = next.catch(() => {
+    });
+    return next;
+  }
+  async read() {
+    if (this.path === null && typeof this.locate !== "string") this.path = await this.locate();
+    if (this.path === null) return [];
+    const chunk = await readFrom(this.path, this.offset);
+    if (chunk.length === 0) return [];
+    this.offset += chunk.length;
+    const data = Buffer.concat([this.rest, chunk]);
+    const end = data.lastIndexOf(10);
+    this.rest = end === -1 ? data : data.subarray(end + 1);
+    return end === -1 ? [] : data.subarray(0, end).toString("utf8").split("\n");
+  }
+};
+async function readFrom(path, offset, max = 256 * 1024 * 1024) {
+  const h = await open4(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK).catch(() => null);
+  if (!h) return Buffer.alloc(0);
+  try {
+    const s = await h.stat();
+    if (!s.isFile() || s.size <= offset) return Buffer.alloc(0);
+    const buf = Buffer.alloc(Math.min(s.size - offset, max));
+    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await h.close();
+  }
+}
+async function sizeOf(path) {
+  const h = await open4(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK).catch(() => null);
+  if (!h) return 0;
+  try {
+    const s = await h.stat();
+    return s.isFile() ? s.size : 0;
+  } finally {
+    await h.close();
+  }
+}
+async function openContext(contextDir, agent, resume) {
+  const entries = await readdir4(contextDir).catch(() => []);
+  if (entries.length === 0) return { carried: null };
+  const found = await resume(entries);
+  if (!isRecord(found) || !("unusable" in found)) return { carried: found };
+  for (const e of entries) await rm5(join6(contextDir, e), { recursive: true, force: true });
+  return {
+    carried: null,
+    note: `could not resume the carried ${agent} conversation (${found.unusable}); started a fresh conversation`
+  };
+}
+async function installLogins(files, env) {
+  const installed = [];
+  for (const f of files) {
+    const fromEnv = f.fromEnv ? env[f.fromEnv]?.trim() : void 0;
+    const fromFile = fromEnv ? null : await readFile(f.from, "utf8").catch(() => null);
+    const text = fromEnv || fromFile;
+    if (!text) continue;
+    await mkdir4(dirname4(f.to), { recursive: true });
+    await rm5(f.to, { force: true });
+    await writeFile5(f.to, text, { mode: 384, flag: "wx" });
+    installed.push({ to: f.to, from: fromEnv ? null : f.from, text });
+  }
+  return installed;
+}
+async function removeLogins(installed) {
+  for (const login of installed) {
+    const now = (await readFrom(login.to, 0, 1e6)).toString("utf8");
+    await rm5(login.to, { force: true });
+    if (login.from && now !== login.text && sameShape(login.text, now)) {
+      const current = await readFile(login.from, "utf8").catch(() => null);
+      if (current === login.text) await replaceFile(login.from, now);
+    }
+  }
+}
+function sameShape(before, after) {
+  const shape = (text) => {
+    try {
+      const v = JSON.parse(text);
+      if (!isRecord(v)) return null;
+      const kind = (x) => x === null ? "null" : Array.isArray(x) ? "array" : typeof x;
+      return Object.entries(v).map(([k, x]) => `${k}:${kind(x)}`).sort().join(";");
+    } catch {
+      return null;
+    }
+  };
+  const a = shape(before);
+  return a !== null && a === shape(after);
+}
+async function replaceFile(path, text) {
+  const target = await realpath(path);
+  const temp = `${target}.forkflush-${process.pid}`;
+  await writeFile5(temp, text, { mode: 384 });
+  await rename2(temp, target);
+}
+async function launch(s, l) {
+  const stop = new AbortController();
+  const notes = [];
+  let overrun = null;
+  let failed = false;
+  let busy = false;
+  const check2 = async () => {
+    if (busy || stop.signal.aborted) return;
+    busy = true;
+    try {
+      const reading = l.meter ? await l.meter() : null;
+      const why = reading ? overrunReason(s, reading, reading.turns, l.maxTurns) : await l.bounds?.() ?? void 0;
+      if (why) {
+        overrun = why;
+        stop.abort("budget");
+      }
+    } catch (e) {
+      if (!failed) notes.push(`the usage watcher failed (${e.message}); bounds were checked at the end`);
+      failed = true;
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = l.meter || l.bounds ? setInterval(() => void check2(), l.pollMs ?? 250) : void 0;
+  const env = { ...s.env, ...forkflushVars(s), ...l.env };
+  for (const name of l.unset ?? []) delete env[name];
+  const options = {
+    cwd: l.cwd ?? s.workdir,
+    env,
+    ...l.input !== void 0 ? { input: l.input } : {},
+    timeoutMs: l.timeoutMs ?? s.deadlineMs,
+    signal: AbortSignal.any([s.signal, stop.signal]),
+    logFile: s.logFile,
+    maxOutput: l.maxOutput ?? 4e6
+  };
+  try {
+    const run2 = await s.spawn(l.executable, l.args, options);
+    return { run: run2, overrun, notes };
+  } finally {
+    if (timer) clearInterval(timer);
+    await l.after?.();
+  }
+}
+function stopExit(r, deadlineIsBudget) {
+  if (r.stopped === null) return null;
+  if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
+  return r.stopped === "budget" ? "budget" : "crash";
+}
+function overrunReason(s, usage, turns, maxTurns) {
+  if (maxTurns !== void 0 && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
+  if (s.unit === "tokens" && usage.inputTokens + usage.outputTokens > s.allowance) {
+    return `its tokens passed the allowance of ${s.allowance}`;
+  }
+  if (s.unit === "usd" && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
+  return void 0;
+}
+function settleBounds(s, o, maxTurns) {
+  if (o.exit !== "finished") return o;
+  const measured = s.unit === "tokens" || s.unit === "usd";
+  const turns = o.usage?.turns ?? null;
+  const why = measured && o.reportedSpend !== null && o.reportedSpend > s.allowance ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${s.allowance} ${s.unit}` : maxTurns !== void 0 && turns !== null && turns > maxTurns ? `it took ${turns} turns, past agent.max_turns (${maxTurns})` : null;
+  if (!why) return o;
+  const note = `an overrun: ${why} (found when the session ended)`;
+  return { ...o, exit: "budget", note: o.note ? `${o.note}; ${note}` : note };
+}
+function defineAgent(a) {
+  const missingLogin = a.missingLogin ?? (() => null);
+  return {
+    kind: a.kind,
+    passEnv: a.passEnv,
+    missingLogin,
+    run: async (s) => {
+      const missing = missingLogin(s.env);
+      if (missing) return { exit: "crash", reportedSpend: 0, note: missing, seconds: 0 };
+      return settleBounds(s, await a.run(s), a.maxTurns);
+    }
+  };
+}
+function hasLogin(files, env) {
+  return files.some((f) => f.fromEnv && env[f.fromEnv]?.trim() || existsSync2(f.from));
+}
+function ownShare(before, after) {
+  const share = { ...after };
+  const down = [];
+  for (const key of Object.keys(after)) {
+    const b = before?.[key] ?? 0;
+    const a = after[key];
+    if (a >= b) share[key] = a - b;
+    else down.push(String(key));
+  }
+  return down.length > 0 ? {
+    share,
+    note: `the running totals went down (${down.join(", ")}): the CLI counted afresh, so the totals after the episode are charged as its own`
+  } : { share };
+}
+function spendOf(s, u) {
+  if (s.unit === "tokens") return u.inputTokens + u.outputTokens;
+  if (s.unit === "usd") return u.costUsd;
+  return null;
+}
+
 // src/agents/aider.ts
 var HISTORY_FILE = "aider.chat.history.md";
 var INPUT_HISTORY_FILE = "aider.input.history";
 var SESSION_FILE = "session.json";
-var WATCH_MS = 250;
 var EXCLUDE = ".aider*";
 var PASS_ENV = [
   "AIDER_*",
@@ -48270,16 +48522,16 @@ var PASS_ENV = [
 ];
 var aiderAgent = (agent) => aiderAdapter(agent);
 function aiderAdapter(agent) {
-  return { kind: "aider", passEnv: PASS_ENV, run: (s) => runAider(agent, s) };
+  return defineAgent({ kind: "aider", passEnv: PASS_ENV, maxTurns: agent.max_turns, run: (s) => runAider(agent, s) });
 }
 async function runAider(agent, s) {
   const notes = [];
-  await mkdir4(s.contextDir, { recursive: true });
-  const ctx = await openContext(s.contextDir);
+  await mkdir5(s.contextDir, { recursive: true });
+  const ctx = await openContext(s.contextDir, "aider", (entries) => savedHistory(s.contextDir, entries));
   if (ctx.note) notes.push(ctx.note);
   const excluded = await excludeAiderFiles(s.workdir);
   if (excluded) notes.push(excluded);
-  const history = join6(s.contextDir, HISTORY_FILE);
+  const history = join7(s.contextDir, HISTORY_FILE);
   const args = [
     "--message-file",
     s.promptFile,
@@ -48287,7 +48539,7 @@ async function runAider(agent, s) {
     "--chat-history-file",
     history,
     "--input-history-file",
-    join6(s.contextDir, INPUT_HISTORY_FILE),
+    join7(s.contextDir, INPUT_HISTORY_FILE),
     ...ctx.carried ? ["--restore-chat-history"] : [],
     "--no-gitignore",
     "--no-auto-commits",
@@ -48301,45 +48553,38 @@ async function runAider(agent, s) {
     ...agent.model ? ["--model", agent.model] : [],
     ...agent.args
   ];
-  const logStart = await sizeOf(s.logFile);
-  const overrun = new AbortController();
-  let overrunWhy;
-  let checking = false;
-  const check2 = async () => {
-    if (checking) return;
-    checking = true;
-    let text;
-    try {
-      text = await readFrom(s.logFile, logStart);
-    } finally {
-      checking = false;
+  const log = new GrowingFile(s.logFile, await sizeOf(s.logFile));
+  let text = "";
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes
+  } = await launch(s, {
+    executable: agent.command ?? "aider",
+    args,
+    env: {},
+    maxTurns: agent.max_turns,
+    meter: async () => {
+      const lines = await log.lines();
+      if (lines.length > 0) text += `${lines.join("\n")}
+`;
+      const output3 = parseAiderOutput(text);
+      return { ...aiderUsage(output3, agent.model), turns: output3.calls.length };
     }
-    const output3 = parseAiderOutput(text);
-    const usage2 = aiderUsage(output3, agent.model);
-    const why = overrunReason(s, usage2, output3.calls.length, agent.max_turns);
-    if (why && !overrun.signal.aborted) {
-      overrunWhy = why;
-      overrun.abort("budget");
-    }
-  };
-  const timer = setInterval(() => void check2().catch(() => {
-  }), WATCH_MS);
-  const r = await s.spawn(agent.command ?? "aider", args, {
-    cwd: s.workdir,
-    env: aiderEnv(s),
-    timeoutMs: s.deadlineMs,
-    signal: AbortSignal.any([s.signal, overrun.signal]),
-    logFile: s.logFile
   });
-  clearInterval(timer);
-  const output2 = parseAiderOutput(await readFrom(s.logFile, logStart));
+  notes.push(...watchNotes);
+  const last = await log.lines();
+  if (last.length > 0) text += `${last.join("\n")}
+`;
+  text += (await readFrom(s.logFile, log.offset)).toString("utf8");
+  const output2 = parseAiderOutput(text);
   const usage = aiderUsage(output2, agent.model);
   const lastError = output2.errors.at(-1);
   const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 || output2.calls.length === 0 ? "crash" : "finished");
-  if (r.stopped === "budget" && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
+  if (r.stopped === "budget" && overrun) notes.push(`stopped because ${overrun}`);
   if (r.stopped === null) {
     if (r.spawnError || r.exitCode !== 0) {
-      const why = r.spawnError ?? lastError?.message ?? lastLine(r.stderr) ?? "";
+      const why = r.spawnError ?? lastError?.message ?? failureLine(r.stderr);
       notes.push(`aider exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
     } else if (output2.calls.length === 0) {
       notes.push(
@@ -48352,54 +48597,35 @@ async function runAider(agent, s) {
   if (usage.pricedFrom && !output2.model && !agent.model)
     notes.push("aider named no model; priced at the dearest known");
   if (await sizeOf(history) > 0) {
-    const episodes = ctx.episodes;
-    await writeFile5(
-      join6(s.contextDir, SESSION_FILE),
+    const episodes = ctx.carried?.episodes ?? [];
+    await writeFile6(
+      join7(s.contextDir, SESSION_FILE),
       `${JSON.stringify({ agent: "aider", historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}
 `
     );
   }
   return {
     exit,
-    reportedSpend: s.unit === "tokens" ? usage.inputTokens + usage.outputTokens : s.unit === "usd" ? usage.costUsd : null,
+    reportedSpend: spendOf(s, usage),
     usage,
     ...notes.length > 0 ? { note: notes.join("; ") } : {},
     seconds: r.ms / 1e3
   };
 }
-function aiderEnv(s) {
-  const env = {
-    ...s.env,
-    ...forkflushVars(s)
-  };
-  return env;
-}
-async function openContext(contextDir) {
-  const entries = await readdir4(contextDir);
-  if (entries.length === 0) return { carried: false, episodes: [] };
-  let why;
-  if (!entries.includes(HISTORY_FILE)) why = `${HISTORY_FILE} is missing`;
-  else {
-    try {
-      new TextDecoder("utf-8", { fatal: true }).decode(await readFile(join6(contextDir, HISTORY_FILE)));
-    } catch {
-      why = `${HISTORY_FILE} is not UTF-8 text`;
-    }
+async function savedHistory(contextDir, entries) {
+  if (!entries.includes(HISTORY_FILE)) return { unusable: `${HISTORY_FILE} is missing` };
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join7(contextDir, HISTORY_FILE), 0));
+  } catch {
+    return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
   }
-  if (!why) {
-    const saved = await readFile(join6(contextDir, SESSION_FILE), "utf8").then(
-      (t) => JSON.parse(t),
-      () => ({})
-    );
-    const episodes = Array.isArray(saved.episodes) ? saved.episodes.filter((e) => typeof e === "string") : [];
-    return { carried: true, episodes };
+  let saved = {};
+  try {
+    saved = JSON.parse(await readRegular(join7(contextDir, SESSION_FILE)) ?? "{}");
+  } catch {
   }
-  for (const e of entries) await rm5(join6(contextDir, e), { recursive: true, force: true });
-  return {
-    carried: false,
-    episodes: [],
-    note: `could not resume the carried aider conversation (${why}); started a fresh conversation`
-  };
+  const episodes = Array.isArray(saved.episodes) ? saved.episodes.filter((e) => typeof e === "string") : [];
+  return { episodes };
 }
 async function excludeAiderFiles(workdir) {
   const git = new Git(workdir);
@@ -48407,11 +48633,11 @@ async function excludeAiderFiles(workdir) {
   if (r.exitCode !== 0) return void 0;
   const file2 = resolve(workdir, r.stdout.trim());
   try {
-    const text = await readFile(file2, "utf8").catch(() => "");
+    const text = await readFile2(file2, "utf8").catch(() => "");
     if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return void 0;
-    await mkdir4(dirname4(file2), { recursive: true });
+    await mkdir5(dirname5(file2), { recursive: true });
     const sep3 = text === "" || text.endsWith("\n") ? "" : "\n";
-    await writeFile5(
+    await writeFile6(
       file2,
       `${text}${sep3}# forkflush, aider agent: aider's files in the git root (repo map cache)
 ${EXCLUDE}
@@ -48422,24 +48648,12 @@ ${EXCLUDE}
     return `could not add ${EXCLUDE} to ${file2} (${e.message}): aider's cache may be committed`;
   }
 }
-async function readFrom(file2, offset) {
-  const buf = await readFile(file2).catch(() => Buffer.alloc(0));
-  return buf.subarray(Math.min(offset, buf.length)).toString("utf8");
-}
-async function sizeOf(file2) {
-  return stat3(file2).then(
-    (st) => st.size,
-    () => 0
-  );
-}
-function lastLine(stderr) {
-  return stderr.trim().split("\n").at(-1)?.trim() || void 0;
-}
 
 // src/agents/claude-code.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { mkdir as mkdir5, open as open4, readdir as readdir5, readFile as readFile2, realpath, rename as rename2, rm as rm6, stat as stat4, writeFile as writeFile6 } from "node:fs/promises";
-import { join as join7 } from "node:path";
+import { lstat as lstat2, mkdir as mkdir6, readdir as readdir5, realpath as realpath2, rename as rename3, rm as rm6, stat as stat3, writeFile as writeFile7 } from "node:fs/promises";
+import { homedir as homedir2 } from "node:os";
+import { join as join8 } from "node:path";
 
 // src/agents/claude-code-output.ts
 function projectDirName(realCwd) {
@@ -48451,7 +48665,7 @@ function projectDirName(realCwd) {
 }
 function readStream(stdout) {
   const facts = { sessionId: null, cwd: null, model: null, version: null, result: null };
-  for (const row of jsonLines(stdout)) {
+  for (const row of jsonLines2(stdout)) {
     if (row.type === "system" && row.subtype === "init") {
       facts.sessionId = str(row.session_id) ?? facts.sessionId;
       facts.cwd = str(row.cwd);
@@ -48481,7 +48695,7 @@ function readResult(row) {
 }
 function readCostState(transcript) {
   let last = null;
-  for (const row of jsonLines(transcript)) {
+  for (const row of jsonLines2(transcript)) {
     if (row.type !== "cost-state") continue;
     const models = readModels(row.modelUsage, row.hasUnknownModelCost === true) ?? {};
     last = { costUsd: num(row.totalCostUSD) ?? sumCost(models), models };
@@ -48491,11 +48705,11 @@ function readCostState(transcript) {
 function assistantTotals(transcript) {
   const seen = /* @__PURE__ */ new Set();
   const models = {};
-  for (const row of jsonLines(transcript)) {
-    if (row.type !== "assistant" || !isRecord(row.message)) continue;
+  for (const row of jsonLines2(transcript)) {
+    if (row.type !== "assistant" || !isRecord2(row.message)) continue;
     const message = row.message;
     const id = str(message.id);
-    if (id === null || seen.has(id) || !isRecord(message.usage)) continue;
+    if (id === null || seen.has(id) || !isRecord2(message.usage)) continue;
     seen.add(id);
     const model = str(message.model) ?? "unknown";
     const u = message.usage;
@@ -48539,7 +48753,12 @@ function episodeUsage(before, after, turns) {
     outputTokens += output2;
     if (a.costKnown) knownCost += d(a.costUsd, b.costUsd);
     else if (input2 + output2 > 0) {
-      const p = priceTokens(name, input2, output2);
+      const p = priceTokens(name, {
+        input: input2,
+        cachedInput: d(a.cacheReadInputTokens, b.cacheReadInputTokens),
+        cacheWrite: d(a.cacheCreationInputTokens, b.cacheCreationInputTokens),
+        output: output2
+      });
       pricedCost += p.costUsd;
       priced.push(p.pricedFrom);
     }
@@ -48558,9 +48777,9 @@ function episodeUsage(before, after, turns) {
 function transcriptProblem(text) {
   if (text.trim() === "") return "is empty";
   let rows = 0;
-  for (const row of jsonLines(text)) {
+  for (const row of jsonLines2(text)) {
     rows++;
-    if ((row.type === "user" || row.type === "assistant") && isRecord(row.message)) return null;
+    if ((row.type === "user" || row.type === "assistant") && isRecord2(row.message)) return null;
   }
   return rows === 0 ? "has no readable line (not JSON lines)" : "holds no conversation (no user or assistant message)";
 }
@@ -48592,10 +48811,10 @@ function decideExit(f) {
   };
 }
 function readModels(value, allUnknown) {
-  if (!isRecord(value)) return null;
+  if (!isRecord2(value)) return null;
   const models = {};
   for (const [name, m] of Object.entries(value)) {
-    if (!isRecord(m)) continue;
+    if (!isRecord2(m)) continue;
     models[name] = {
       inputTokens: num(m.inputTokens) ?? 0,
       outputTokens: num(m.outputTokens) ?? 0,
@@ -48607,13 +48826,13 @@ function readModels(value, allUnknown) {
   }
   return models;
 }
-function* jsonLines(text) {
+function* jsonLines2(text) {
   for (const line of text.split("\n")) {
     const t = line.trim();
     if (!t.startsWith("{")) continue;
     try {
       const row = JSON.parse(t);
-      if (isRecord(row)) yield row;
+      if (isRecord2(row)) yield row;
     } catch {
     }
   }
@@ -48631,7 +48850,7 @@ function emptyModel(costKnown) {
 function sumCost(models) {
   return Object.values(models).reduce((s, m) => s + m.costUsd, 0);
 }
-function isRecord(v) {
+function isRecord2(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 function str(v) {
@@ -48651,22 +48870,27 @@ function clip(s) {
 // src/agents/claude-code.ts
 var HOME = "home";
 var SESSION_FILE2 = "session.json";
-var UNUSABLE = "unusable";
-var TOKEN_POLL_MS = 250;
 var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-var claudeCodeAgent = (agent) => new ClaudeCodeAdapter(agent);
+var claudeCodeAgent = (agent) => {
+  const adapter = new ClaudeCodeAdapter(agent);
+  return defineAgent({
+    kind: "claude-code",
+    maxTurns: agent.max_turns,
+    // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
+    passEnv: ["ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"],
+    missingLogin: (env) => usesKey(env) || env.CLAUDE_CODE_USE_BEDROCK || env.CLAUDE_CODE_USE_VERTEX || env.CLAUDE_CODE_USE_FOUNDRY || agent.args.some((a) => a.startsWith("--settings")) || hasLogin(claudeLogin(""), process.env) ? null : "Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON",
+    run: (s) => adapter.run(s)
+  });
+};
 var ClaudeCodeAdapter = class {
   constructor(agent) {
     this.agent = agent;
   }
   agent;
-  kind = "claude-code";
-  /** Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env. */
-  passEnv = ["ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"];
   async run(s) {
     const started = performance.now();
     const notes = [];
-    const cwd = await realpath(s.workdir);
+    const cwd = await realpath2(s.workdir);
     let prepared = await prepareContext(s.contextDir, cwd, s.episodeId);
     if (prepared.note) notes.push(prepared.note);
     let attempt = await this.launch(s, cwd, prepared, s.deadlineMs);
@@ -48674,12 +48898,13 @@ var ClaudeCodeAdapter = class {
     if (prepared.resume && attempt.run.stopped === null && (early === null || !early.turns) && saysNoConversation(`${attempt.run.stderr}
 ${early?.message ?? ""}`)) {
       const why = `Claude Code found no conversation ${prepared.sessionId}`;
-      prepared = await startFresh(s.contextDir, cwd, s.episodeId, why);
+      prepared = await restartFresh(s.contextDir, cwd, s.episodeId, why);
       if (prepared.note) notes.push(prepared.note);
       const left = s.deadlineMs - (performance.now() - started);
       attempt = await this.launch(s, cwd, prepared, Math.max(1, left));
     }
     const { run: run2, facts } = attempt;
+    notes.push(...attempt.notes);
     const appended = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes) ?? "";
     let totalsAfter = null;
     let usage;
@@ -48718,7 +48943,7 @@ ${early?.message ?? ""}`)) {
       exitCode: run2.exitCode,
       signal: run2.signal,
       result: facts.result,
-      stderrTail: lastLine2(run2.stderr)
+      stderrTail: failureLine(run2.stderr)
     });
     if (decided.note) notes.unshift(decided.note);
     if (run2.stopped === "budget" && s.unit === "tokens" && attempt.tokensSeen > s.allowance)
@@ -48758,173 +48983,156 @@ ${early?.message ?? ""}`)) {
       ...s.unit === "usd" ? ["--max-budget-usd", String(Number(Math.max(0, s.allowance).toPrecision(12)))] : [],
       ...this.agent.args
     ];
-    const env = {
-      ...s.env,
-      CLAUDE_CONFIG_DIR: prepared.home,
-      // Nothing but model calls: no telemetry, error reports, update checks or other traffic.
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-      DISABLE_TELEMETRY: "1",
-      DISABLE_ERROR_REPORTING: "1",
-      DISABLE_AUTOUPDATER: "1",
-      ...forkflushVars(s)
-    };
-    delete env.CLAUDE_CODE_PROJECT_DIR_NAME;
-    const overrun = new AbortController();
     let tokensSeen = 0;
-    let polling = false;
-    const poll = s.unit === "tokens" ? setInterval(async () => {
-      if (polling) return;
-      polling = true;
-      try {
-        const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
-        if (now === null) return;
-        const read = assistantTotals(now);
-        tokensSeen = Object.values(read.totals.models).reduce(
-          (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
-          0
-        );
-        if (tokensSeen > s.allowance) overrun.abort("budget");
-      } finally {
-        polling = false;
-      }
-    }, TOKEN_POLL_MS) : void 0;
-    const run2 = await s.spawn(this.agent.command ?? "claude", args, {
+    const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
+    const { run: run2, notes } = await launch(s, {
+      after: () => removeLogins(logins),
+      executable: this.agent.command ?? "claude",
+      args,
       cwd,
-      env,
+      env: {
+        CLAUDE_CONFIG_DIR: prepared.home,
+        // Nothing but model calls: no telemetry, error reports, update checks or other traffic.
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+        DISABLE_TELEMETRY: "1",
+        DISABLE_ERROR_REPORTING: "1",
+        DISABLE_AUTOUPDATER: "1"
+      },
+      // It would rename the project folder the transcript is filed under (see moveToProject).
+      unset: ["CLAUDE_CODE_PROJECT_DIR_NAME"],
       // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its
       // size (one argument is capped at 128 KiB on Linux) and no risk of it being read as a flag.
       input: s.prompt,
       timeoutMs,
-      signal: AbortSignal.any([s.signal, overrun.signal]),
-      logFile: s.logFile,
-      maxOutput: 4e6
+      ...s.unit === "tokens" ? {
+        meter: async () => {
+          const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
+          if (now === null) return null;
+          const models = Object.values(assistantTotals(now).totals.models);
+          tokensSeen = models.reduce(
+            (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
+            0
+          );
+          return { inputTokens: tokensSeen, outputTokens: 0, costUsd: null, turns: 0 };
+        }
+      } : {}
     });
-    if (poll) clearInterval(poll);
-    return { run: run2, facts: readStream(run2.stdout), tokensSeen };
+    return { run: run2, facts: readStream(run2.stdout), tokensSeen, notes };
   }
 };
 async function prepareContext(contextDir, cwd, episode) {
-  await mkdir5(contextDir, { recursive: true });
-  const entries = (await readdir5(contextDir)).filter((e) => e !== UNUSABLE);
-  if (entries.length === 0) return startFresh(contextDir, cwd, episode);
-  const home = join7(contextDir, HOME);
+  await mkdir6(contextDir, { recursive: true });
+  const home = join8(contextDir, HOME);
+  const ctx = await openContext(contextDir, "Claude Code", () => savedSession(contextDir, home));
+  if (!ctx.carried) return startFresh(contextDir, cwd, episode, ctx.note);
+  const { id, transcript, bytes } = ctx.carried;
+  await moveToProject(home, id, transcript, cwd);
+  const text = bytes.toString("utf8");
+  return { home, sessionId: id, resume: true, baseline: readCostState(text), transcriptBytes: bytes.length };
+}
+async function savedSession(contextDir, home) {
   let record3;
+  const text = await readRegular(join8(contextDir, SESSION_FILE2));
+  if (text === null) return { unusable: "the context folder has no session.json" };
   try {
-    record3 = JSON.parse(await readFile2(join7(contextDir, SESSION_FILE2), "utf8"));
-  } catch (e) {
-    const why = e.code === "ENOENT" ? "has no session.json" : "has an unreadable session.json";
-    return startFresh(contextDir, cwd, episode, `the context folder ${why}`);
+    record3 = JSON.parse(text);
+  } catch {
+    return { unusable: "the context folder has an unreadable session.json" };
   }
   if (typeof record3.sessionId !== "string" || !UUID.test(record3.sessionId))
-    return startFresh(contextDir, cwd, episode, `session.json names no valid session id (${String(record3.sessionId)})`);
+    return { unusable: `session.json names no valid session id (${String(record3.sessionId)})` };
   const id = record3.sessionId;
-  const found = await findTranscript(home, id);
-  if (!found) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} is missing`);
-  const bytes = await readFile2(found);
-  const text = bytes.toString("utf8");
-  const problem = transcriptProblem(text);
-  if (problem) return startFresh(contextDir, cwd, episode, `the transcript of session ${id} ${problem}`);
-  await moveToProject(home, id, found, cwd);
-  return {
-    home,
-    sessionId: id,
-    resume: true,
-    baseline: readCostState(text),
-    transcriptBytes: bytes.length
-  };
+  const transcript = await findTranscript(home, id);
+  if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
+  const bytes = await readFrom(transcript, 0);
+  const problem = transcriptProblem(bytes.toString("utf8"));
+  if (problem) return { unusable: `the transcript of session ${id} ${problem}` };
+  return { id, transcript, bytes };
 }
-async function startFresh(contextDir, cwd, episode, why) {
-  let note;
-  if (why !== void 0) {
-    const aside = join7(contextDir, UNUSABLE);
-    await rm6(aside, { recursive: true, force: true });
-    await mkdir5(aside, { recursive: true });
-    for (const entry of await readdir5(contextDir)) {
-      if (entry !== UNUSABLE) await rename2(join7(contextDir, entry), join7(aside, entry));
-    }
-    await writeFile6(join7(aside, "why.txt"), `${why}
-`);
-    note = `the carried context could not be resumed (${why}); started a fresh conversation and moved the old files to ${UNUSABLE}/`;
-  }
-  const home = join7(contextDir, HOME);
-  await mkdir5(home, { recursive: true });
+async function startFresh(contextDir, cwd, episode, note) {
+  const home = join8(contextDir, HOME);
+  await mkdir6(home, { recursive: true });
   const sessionId = randomUUID2();
   await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
-  return {
-    home,
-    sessionId,
-    resume: false,
-    baseline: null,
-    transcriptBytes: 0,
-    ...note ? { note } : {}
-  };
+  return { home, sessionId, resume: false, baseline: null, transcriptBytes: 0, ...note ? { note } : {} };
+}
+async function restartFresh(contextDir, cwd, episode, why) {
+  for (const entry of await readdir5(contextDir)) await rm6(join8(contextDir, entry), { recursive: true, force: true });
+  return startFresh(
+    contextDir,
+    cwd,
+    episode,
+    `could not resume the carried Claude Code conversation (${why}); started a fresh conversation`
+  );
 }
 async function findTranscript(home, id) {
-  const projects = join7(home, "projects");
+  const projects = join8(home, "projects");
   const dirs = await readdir5(projects).catch(() => []);
   for (const dir of dirs) {
-    const file2 = join7(projects, dir, `${id}.jsonl`);
+    const file2 = join8(projects, dir, `${id}.jsonl`);
     if (await isFile(file2)) return file2;
   }
   return null;
 }
 async function moveToProject(home, id, transcript, cwd) {
-  const from = join7(transcript, "..");
-  const to = join7(home, "projects", projectDirName(cwd));
+  const from = join8(transcript, "..");
+  const to = join8(home, "projects", projectDirName(cwd));
   if (from === to) return;
   if (!await exists2(to)) {
-    await rename2(from, to);
+    await rename3(from, to);
     return;
   }
   for (const name of [`${id}.jsonl`, id]) {
-    if (!await exists2(join7(from, name))) continue;
-    await rm6(join7(to, name), { recursive: true, force: true });
-    await rename2(join7(from, name), join7(to, name));
+    if (!await exists2(join8(from, name))) continue;
+    await rm6(join8(to, name), { recursive: true, force: true });
+    await rename3(join8(from, name), join8(to, name));
   }
+}
+function usesKey(env) {
+  return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
+}
+function claudeLogin(episodeHome, env = process.env) {
+  const home = env.CLAUDE_CONFIG_DIR || join8(homedir2(), ".claude");
+  return [
+    {
+      from: join8(home, ".credentials.json"),
+      fromEnv: "CLAUDE_CREDENTIALS_JSON",
+      to: join8(episodeHome, ".credentials.json")
+    }
+  ];
 }
 async function readTranscriptFrom(home, id, cwd, offset) {
-  const expected = join7(home, "projects", projectDirName(cwd), `${id}.jsonl`);
+  const expected = join8(home, "projects", projectDirName(cwd), `${id}.jsonl`);
   const file2 = await isFile(expected) ? expected : await findTranscript(home, id);
   if (!file2) return null;
-  const handle = await open4(file2, "r");
-  try {
-    const size = (await handle.stat()).size;
-    if (size <= offset) return "";
-    const buf = Buffer.alloc(size - offset);
-    await handle.read(buf, 0, buf.length, offset);
-    return buf.toString("utf8");
-  } finally {
-    await handle.close();
-  }
+  return (await readFrom(file2, offset)).toString("utf8");
 }
 async function writeRecord(contextDir, record3) {
-  await writeFile6(join7(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
+  await writeFile7(join8(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
 `);
 }
 async function isFile(path) {
-  return stat4(path).then(
+  return lstat2(path).then(
     (s) => s.isFile(),
     () => false
   );
 }
 async function exists2(path) {
-  return stat4(path).then(
+  return stat3(path).then(
     () => true,
     () => false
   );
 }
-function lastLine2(text) {
-  return text.trim().split("\n").at(-1)?.trim() ?? "";
-}
 
 // src/agents/codex.ts
-import { mkdir as mkdir6, open as open5, readdir as readdir6, readFile as readFile3, rm as rm7, stat as stat5, writeFile as writeFile7 } from "node:fs/promises";
-import { join as join8 } from "node:path";
+import { mkdir as mkdir7, readdir as readdir6, rm as rm7, writeFile as writeFile8 } from "node:fs/promises";
+import { homedir as homedir3 } from "node:os";
+import { join as join9 } from "node:path";
 
 // src/agents/codex-output.ts
 function parseExecEvents(stdout) {
   const out = { threadId: null, usage: null, turnsCompleted: 0, error: null };
-  for (const e of jsonLines2(stdout)) {
+  for (const e of jsonLines3(stdout)) {
     if (e.type === "thread.started" && typeof e.thread_id === "string") out.threadId = e.thread_id;
     else if (e.type === "turn.completed") {
       out.turnsCompleted += 1;
@@ -49048,7 +49256,11 @@ function episodeTokens(before, after) {
   return d.inputTokens < 0 || d.outputTokens < 0 || d.cachedInputTokens < 0 ? null : d;
 }
 function usageAndSpend(tokens, turns, model, unit) {
-  const priced = priceTokens(model ?? void 0, tokens.inputTokens, tokens.outputTokens);
+  const priced = priceTokens(model ?? void 0, {
+    input: tokens.inputTokens,
+    cachedInput: tokens.cachedInputTokens,
+    output: tokens.outputTokens
+  });
   const usage = {
     inputTokens: tokens.inputTokens,
     outputTokens: tokens.outputTokens,
@@ -49064,7 +49276,7 @@ function overBounds(b, before, now) {
     const t = episodeTokens(before.resumeTotals, now.totals);
     if (t && (b.unit === "tokens" || b.unit === "usd")) {
       const model = b.model ?? now.model ?? void 0;
-      const spent = b.unit === "tokens" ? t.inputTokens + t.outputTokens : priceTokens(model, t.inputTokens, t.outputTokens).costUsd;
+      const spent = b.unit === "tokens" ? t.inputTokens + t.outputTokens : priceTokens(model, { input: t.inputTokens, cachedInput: t.cachedInputTokens, output: t.outputTokens }).costUsd;
       if (spent > b.allowance) return `spent ${round2(spent)} ${b.unit} of its ${b.allowance}`;
     }
   }
@@ -49073,7 +49285,7 @@ function overBounds(b, before, now) {
     return `used its ${b.maxTurns} model turns (agent.max_turns)`;
   return null;
 }
-function failureLine(events, stderr) {
+function failureLine2(events, stderr) {
   if (events.error) return events.error.trim().split("\n")[0]?.slice(0, 300) ?? null;
   const lines = stderr.split("\n").map((l) => l.trim()).filter((l) => l !== "");
   const error63 = lines.find((l) => l.startsWith("Error:"));
@@ -49081,7 +49293,7 @@ function failureLine(events, stderr) {
   const last = lines.filter((l) => !/^\d+: |^at |^Stack backtrace:|^WARNING:/.test(l)).at(-1);
   return last ? last.slice(0, 300) : null;
 }
-function* jsonLines2(text) {
+function* jsonLines3(text) {
   for (const line of text.split("\n")) {
     if (!line.startsWith("{")) continue;
     try {
@@ -49124,94 +49336,83 @@ function round2(x) {
 var HOME2 = "home";
 var RECORD = "session.json";
 var KEPT = /* @__PURE__ */ new Set(["sessions", "config.toml"]);
-var POLL_MS = 250;
 var ZERO = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
 var FIRST_LINE_MAX = 4 * 1024 * 1024;
-var codexAgent = (agent) => {
-  const adapter = {
-    kind: "codex",
-    passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
-    run: (s) => runCodex(s, {
-      executable: agent.command ?? "codex",
-      model: agent.model,
-      args: agent.args,
-      maxTurns: agent.max_turns
-    })
-  };
-  return adapter;
-};
+var codexAgent = (agent) => defineAgent({
+  kind: "codex",
+  maxTurns: agent.max_turns,
+  passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
+  missingLogin: (env) => usesKey2(env) || env.OPENAI_BASE_URL || env.AZURE_OPENAI_API_KEY || ownProvider(agent.args) || hasLogin(codexLogin(""), process.env) ? null : "Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON",
+  run: (s) => runCodex(s, {
+    executable: agent.command ?? "codex",
+    model: agent.model,
+    args: agent.args,
+    maxTurns: agent.max_turns
+  })
+});
 async function runCodex(s, o) {
-  const home = join8(s.contextDir, HOME2);
-  const context = await prepareContext2(s.contextDir, home);
-  await writeFile7(join8(home, "config.toml"), configToml(s.env));
-  const tail = new RolloutTail(join8(home, "sessions"), context.rollout);
+  const home = join9(s.contextDir, HOME2);
+  const notes = [];
+  const ctx = await openContext(s.contextDir, "Codex", () => savedThread(s.contextDir, home));
+  if (ctx.note) notes.push(ctx.note);
+  const threadId = ctx.carried?.threadId ?? null;
+  if (ctx.carried) await pruneHome(home);
+  await mkdir7(home, { recursive: true });
+  await writeFile8(join9(home, "config.toml"), configToml(s.env));
+  const logins = usesKey2(s.env) ? [] : await installLogins(codexLogin(home), process.env);
+  const tail = new RolloutTail(join9(home, "sessions"), ctx.carried?.rollout ?? null);
   const before = structuredClone(await tail.poll());
   const bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
   const watched = s.unit === "tokens" || s.unit === "usd" || o.maxTurns !== void 0;
-  const overrun = new AbortController();
-  let overrunWhy = null;
-  let polling = false;
-  const poll = watched ? setInterval(async () => {
-    if (polling || overrun.signal.aborted) return;
-    polling = true;
-    try {
-      const why = overBounds(bounds, before, await tail.poll());
-      if (why) {
-        overrunWhy = why;
-        overrun.abort("budget");
-      }
-    } catch {
-    } finally {
-      polling = false;
-    }
-  }, POLL_MS) : void 0;
-  const r = await s.spawn(o.executable, codexArgs(s, o, context.threadId), {
-    cwd: s.workdir,
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes
+  } = await launch(s, {
+    after: () => removeLogins(logins),
+    executable: o.executable,
+    args: codexArgs(s, o, threadId),
     env: codexEnv(s, home),
     // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
     input: s.prompt,
-    timeoutMs: s.deadlineMs,
-    signal: AbortSignal.any([s.signal, overrun.signal]),
-    logFile: s.logFile,
-    maxOutput: 2e6
+    maxOutput: 2e6,
+    // Codex's bounds are read from its rollout (a turn cap counts model calls within a turn).
+    ...watched ? { bounds: async () => overBounds(bounds, before, await tail.poll()) } : {}
   });
-  if (poll) clearInterval(poll);
+  notes.push(...watchNotes);
   const after = await tail.poll().catch(() => tail.summary);
   const events = parseExecEvents(r.stdout);
   const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
   const totals2 = events.usage ?? after.totals ?? (tail.file ? before.resumeTotals ?? ZERO : null);
-  const threadId = after.threadId ?? events.threadId;
+  const thread = after.threadId ?? events.threadId;
   const model = o.model ?? after.model ?? before.model;
-  if (threadId && tail.file) {
-    await writeFile7(
-      join8(s.contextDir, RECORD),
-      sessionRecordJson({ agent: "codex", threadId, totals: totals2, modelCalls: after.modelCalls, model })
+  if (thread && tail.file) {
+    await writeFile8(
+      join9(s.contextDir, RECORD),
+      sessionRecordJson({ agent: "codex", threadId: thread, totals: totals2, modelCalls: after.modelCalls, model })
     );
     await pruneHome(home);
-  } else if (!context.threadId) {
+  } else if (!threadId) {
     await rm7(home, { recursive: true, force: true });
   }
-  const notes = [];
-  if (context.note) notes.push(context.note);
-  if (overrunWhy) notes.push(`stopped by forkflush: the session ${overrunWhy}`);
+  if (r.stopped === "budget" && overrun) notes.push(`stopped by forkflush: the session ${overrun}`);
   if (exit === "crash" && r.stopped === null) {
     const how = r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`);
-    const why = failureLine(events, r.stderr);
+    const why = failureLine2(events, r.stderr);
     notes.push(`codex exited with ${how}${why ? `: ${why}` : ""}`);
   }
-  const tokens = totals2 ? episodeTokens(before.resumeTotals, totals2) : null;
   const seconds2 = r.ms / 1e3;
-  if (!tokens) {
+  if (!totals2) {
     const charged = s.unit === "tokens" || s.unit === "usd" ? "; charged its whole allowance" : "";
-    notes.push(
-      totals2 ? `Codex's token totals went down (${before.resumeTotals?.inputTokens} -> ${totals2.inputTokens} in): usage unknown${charged}` : `Codex recorded no session: usage unknown${charged}`
-    );
+    notes.push(`Codex recorded no session: usage unknown${charged}`);
     return { exit, reportedSpend: null, seconds: seconds2, note: notes.join("; ") };
   }
+  const own2 = ownShare(before.resumeTotals, totals2);
+  if (own2.note) notes.push(own2.note);
   if (r.stopped !== null)
     notes.push("usage as Codex recorded it up to the stop (an answer cut off by it is not counted)");
   const turns = tail.file ? after.modelCalls - before.modelCalls : null;
-  const { usage, reportedSpend } = usageAndSpend(tokens, turns, model, s.unit);
+  const { usage, reportedSpend } = usageAndSpend(own2.share, turns, model, s.unit);
   if (s.unit === "usd")
     notes.push("Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response");
   return { exit, reportedSpend, usage, seconds: seconds2, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
@@ -49247,12 +49448,18 @@ function codexArgs(s, o, threadId) {
     "-"
   ];
 }
+function usesKey2(env) {
+  return Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
+}
+function ownProvider(args) {
+  return args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider"));
+}
+function codexLogin(episodeHome, env = process.env) {
+  const home = env.CODEX_HOME || join9(homedir3(), ".codex");
+  return [{ from: join9(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join9(episodeHome, "auth.json") }];
+}
 function codexEnv(s, home) {
-  const env = {
-    ...s.env,
-    CODEX_HOME: home,
-    ...forkflushVars(s)
-  };
+  const env = { CODEX_HOME: home };
   if (!s.env.OPENAI_BASE_URL && !s.env.CODEX_API_KEY && s.env.OPENAI_API_KEY) env.CODEX_API_KEY = s.env.OPENAI_API_KEY;
   return env;
 }
@@ -49267,152 +49474,98 @@ function configToml(env) {
       'name = "OpenAI Responses API at OPENAI_BASE_URL"',
       `base_url = ${JSON.stringify(base)}`,
       'wire_api = "responses"',
-      'env_key = "OPENAI_API_KEY"'
+      env.OPENAI_API_KEY ? 'env_key = "OPENAI_API_KEY"' : "requires_openai_auth = true"
     );
   }
   return `${lines.join("\n")}
 `;
 }
-async function prepareContext2(contextDir, home) {
-  const entries = await readdir6(contextDir).catch(() => []);
-  if (entries.length === 0) {
-    await mkdir6(home, { recursive: true });
-    return { threadId: null, rollout: null };
-  }
-  const problem = await (async () => {
-    const text = await readFile3(join8(contextDir, RECORD), "utf8").catch(() => null);
-    if (text === null) return `it has no ${RECORD}`;
-    const rec = parseSessionRecord(text);
-    if ("problem" in rec) return rec.problem;
-    const rollout = (await rolloutFiles(join8(home, "sessions"))).find(
-      (f) => rolloutThreadId(f.split("/").at(-1)) === rec.threadId
-    );
-    if (!rollout) return `the session file of thread ${rec.threadId} is missing`;
-    const why = rolloutProblem(await firstLine(rollout), rec.threadId);
-    return why ?? { threadId: rec.threadId, rollout };
-  })();
-  if (typeof problem !== "string") {
-    await pruneHome(home);
-    return { threadId: problem.threadId, rollout: problem.rollout };
-  }
-  await rm7(home, { recursive: true, force: true });
-  await rm7(join8(contextDir, RECORD), { force: true });
-  await mkdir6(home, { recursive: true });
-  return {
-    threadId: null,
-    rollout: null,
-    note: `the context folder held no usable Codex session (${problem}): this episode started a fresh conversation`
-  };
+async function savedThread(contextDir, home) {
+  const text = await readRegular(join9(contextDir, RECORD));
+  if (text === null) return { unusable: `it has no ${RECORD}` };
+  const rec = parseSessionRecord(text);
+  if ("problem" in rec) return { unusable: rec.problem };
+  const rollout = (await rolloutFiles(join9(home, "sessions"))).find(
+    (f) => rolloutThreadId(f.split("/").at(-1)) === rec.threadId
+  );
+  if (!rollout) return { unusable: `the session file of thread ${rec.threadId} is missing` };
+  const why = rolloutProblem(await firstLine(rollout), rec.threadId);
+  return why ? { unusable: why } : { threadId: rec.threadId, rollout };
 }
 async function pruneHome(home) {
   const entries = await readdir6(home).catch(() => []);
   await Promise.all(
-    entries.filter((e) => !KEPT.has(e)).map((e) => rm7(join8(home, e), { recursive: true, force: true }))
+    entries.filter((e) => !KEPT.has(e)).map((e) => rm7(join9(home, e), { recursive: true, force: true }))
   );
 }
 async function rolloutFiles(dir) {
   const entries = await readdir6(dir, { recursive: true }).catch(() => []);
-  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join8(dir, e)).sort();
+  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join9(dir, e)).sort();
 }
 async function firstLine(file2) {
-  const h = await open5(file2, "r");
-  try {
-    const buf = Buffer.alloc(FIRST_LINE_MAX);
-    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
-    const nl = buf.subarray(0, bytesRead).indexOf(10);
-    if (nl === -1 && bytesRead === buf.length) return void 0;
-    return buf.subarray(0, nl === -1 ? bytesRead : nl).toString("utf8");
-  } finally {
-    await h.close();
-  }
+  const buf = await readFrom(file2, 0, FIRST_LINE_MAX);
+  const nl = buf.indexOf(10);
+  if (nl === -1 && buf.length === FIRST_LINE_MAX) return void 0;
+  return buf.subarray(0, nl === -1 ? buf.length : nl).toString("utf8");
 }
 var RolloutTail = class {
-  constructor(sessionsDir, file2) {
-    this.sessionsDir = sessionsDir;
-    this.file = file2;
-  }
-  sessionsDir;
-  file;
   summary = emptyRollout();
-  offset = 0;
-  rest = Buffer.alloc(0);
-  reading = Promise.resolve();
-  /** Reads what was added since the last read; reads never overlap (the offset is shared). */
-  poll() {
-    const next = this.reading.then(() => this.read());
-    this.reading = next.catch(() => {
-    });
-    return next;
+  file_;
+  constructor(sessionsDir, file2) {
+    this.file_ = new GrowingFile(file2 ?? (async () => (await rolloutFiles(sessionsDir)).at(-1) ?? null));
   }
-  async read() {
-    if (!this.file) {
-      const files = await rolloutFiles(this.sessionsDir);
-      if (files.length === 0) return this.summary;
-      this.file = files.at(-1);
-    }
-    const size = (await stat5(this.file)).size;
-    if (size <= this.offset) return this.summary;
-    const h = await open5(this.file, "r");
-    try {
-      const chunk = Buffer.alloc(size - this.offset);
-      const { bytesRead } = await h.read(chunk, 0, chunk.length, this.offset);
-      this.offset += bytesRead;
-      const data = Buffer.concat([this.rest, chunk.subarray(0, bytesRead)]);
-      const end = data.lastIndexOf(10);
-      this.rest = end === -1 ? data : data.subarray(end + 1);
-      if (end !== -1)
-        for (const line of data.subarray(0, end).toString("utf8").split("\n")) addRolloutLine(this.summary, line);
-    } finally {
-      await h.close();
-    }
+  get file() {
+    return this.file_.path;
+  }
+  async poll() {
+    for (const line of await this.file_.lines()) addRolloutLine(this.summary, line);
     return this.summary;
   }
 };
 
 // src/agents/command.ts
-var USAGE_POLL_MS = 200;
 function commandAgent(command) {
-  return {
+  return defineAgent({
     kind: "command",
     // Only what the user lists in agent.env: a command agent's keys are the user's to name.
     passEnv: [],
+    maxTurns: void 0,
     async run(s) {
-      const env = {
-        ...s.env,
-        ...forkflushVars(s)
-      };
-      const overrun = new AbortController();
       const watched = s.unit === "tokens" || s.unit === "usd";
-      const poll = watched ? setInterval(async () => {
-        const usage2 = await readUsage2(s.usageFile);
-        if (typeof usage2 === "number" && usage2 > s.allowance) overrun.abort("budget");
-      }, USAGE_POLL_MS) : void 0;
-      const r = await s.spawn("/bin/sh", ["-c", command], {
-        cwd: s.workdir,
-        env,
+      const { run: r, notes } = await launch(s, {
+        executable: "/bin/sh",
+        args: ["-c", command],
+        env: {},
         input: s.prompt,
-        timeoutMs: s.deadlineMs,
-        signal: AbortSignal.any([s.signal, overrun.signal]),
-        logFile: s.logFile,
-        maxOutput: 64e3
+        maxOutput: 64e3,
+        // Tokens and money are what the agent says it spent: watch the usage file.
+        ...watched ? {
+          pollMs: 200,
+          meter: async () => {
+            const spent = await readUsage2(s.usageFile);
+            if (typeof spent !== "number") return null;
+            return s.unit === "tokens" ? { inputTokens: spent, outputTokens: 0, costUsd: null, turns: 0 } : { inputTokens: 0, outputTokens: 0, costUsd: spent, turns: 0 };
+          }
+        } : {}
       });
-      if (poll) clearInterval(poll);
       const usage = await readUsage2(s.usageFile);
       const seconds2 = r.ms / 1e3;
       const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
-      const crashNote = exit === "crash" && r.stopped === null ? `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${lastLine3(r.stderr)}` : void 0;
-      if (!watched) return { exit, reportedSpend: null, seconds: seconds2, ...crashNote ? { note: crashNote } : {} };
-      if (typeof usage === "number")
-        return { exit, reportedSpend: usage, seconds: seconds2, ...crashNote ? { note: crashNote } : {} };
-      const why = usage === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage.error})`;
-      return {
-        exit,
-        reportedSpend: null,
-        seconds: seconds2,
-        note: [crashNote, `the agent ${why}; charged its whole allowance`].filter(Boolean).join("; ")
-      };
+      if (exit === "crash" && r.stopped === null) {
+        const tail = failureLine(r.stderr);
+        notes.unshift(
+          `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${tail ? `: ${tail.slice(0, 200)}` : ""}`
+        );
+      }
+      let reportedSpend = null;
+      if (typeof usage === "number") reportedSpend = watched ? usage : null;
+      else if (watched) {
+        const why = usage === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage.error})`;
+        notes.push(`the agent ${why}; charged its whole allowance`);
+      }
+      return { exit, reportedSpend, seconds: seconds2, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
     }
-  };
+  });
 }
 async function readUsage2(file2) {
   const text = await readRegular(file2, 64e3);
@@ -49425,15 +49578,11 @@ async function readUsage2(file2) {
     return { error: `not JSON: ${text.trim().slice(0, 60)}` };
   }
 }
-function lastLine3(stderr) {
-  const line = stderr.trim().split("\n").at(-1)?.trim();
-  return line ? `: ${line.slice(0, 200)}` : "";
-}
 
 // src/agents/copilot.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { mkdir as mkdir7, open as open6, readdir as readdir7, readFile as readFile4, rm as rm8, stat as stat6, writeFile as writeFile8 } from "node:fs/promises";
-import { dirname as dirname5, join as join9 } from "node:path";
+import { mkdir as mkdir8, rm as rm8, writeFile as writeFile9 } from "node:fs/promises";
+import { dirname as dirname6, join as join10 } from "node:path";
 
 // src/agents/copilot-output.ts
 var NANO_AIU_PER_CREDIT = 1e9;
@@ -49487,24 +49636,18 @@ function readSavedTotals(v) {
   return { models, nanoAiu: num2(v.nanoAiu), creditsAvailable: v.creditsAvailable === true };
 }
 function subtractTotals(now, before) {
-  if (!before) return now;
+  if (!before) return { delta: now };
   const models = {};
+  const notes = /* @__PURE__ */ new Set();
   for (const [model, m] of Object.entries(now.models)) {
-    const b = before.models[model];
-    const d = {
-      inputTokens: Math.max(0, m.inputTokens - (b?.inputTokens ?? 0)),
-      outputTokens: Math.max(0, m.outputTokens - (b?.outputTokens ?? 0)),
-      cacheReadTokens: Math.max(0, m.cacheReadTokens - (b?.cacheReadTokens ?? 0)),
-      cacheWriteTokens: Math.max(0, m.cacheWriteTokens - (b?.cacheWriteTokens ?? 0)),
-      requests: Math.max(0, m.requests - (b?.requests ?? 0))
-    };
-    if (d.inputTokens + d.outputTokens + d.requests > 0) models[model] = d;
+    const { share, note } = ownShare(before.models[model] ?? null, { ...m });
+    if (note) notes.add(note);
+    if (share.inputTokens + share.outputTokens + share.requests > 0) models[model] = share;
   }
-  return {
-    models,
-    nanoAiu: Math.max(0, now.nanoAiu - before.nanoAiu),
-    creditsAvailable: now.creditsAvailable
-  };
+  const credits = ownShare({ nanoAiu: before.nanoAiu }, { nanoAiu: now.nanoAiu });
+  if (credits.note) notes.add(credits.note);
+  const delta = { models, nanoAiu: credits.share.nanoAiu, creditsAvailable: now.creditsAvailable };
+  return notes.size > 0 ? { delta, note: [...notes][0] } : { delta };
 }
 function addTotals3(a, b) {
   if (!a) return b;
@@ -49520,23 +49663,6 @@ function addTotals3(a, b) {
     } : m;
   }
   return { models, nanoAiu: a.nanoAiu + b.nanoAiu, creditsAvailable: a.creditsAvailable || b.creditsAvailable };
-}
-function parseJsonLines(text) {
-  const lines = text.split("\n");
-  const rest = lines.pop() ?? "";
-  const events = [];
-  let bad = 0;
-  for (const line of lines) {
-    if (line.trim() === "") continue;
-    try {
-      const v = JSON.parse(line);
-      if (isObject2(v)) events.push(v);
-      else bad++;
-    } catch {
-      bad++;
-    }
-  }
-  return { events, rest, bad };
 }
 function summarizeEvents(events) {
   let turns = 0;
@@ -49613,7 +49739,12 @@ function episodeUsage2(delta) {
     inputTokens += m.inputTokens;
     outputTokens += m.outputTokens;
     turns += m.requests;
-    const p = priceTokens(model, m.inputTokens, m.outputTokens);
+    const p = priceTokens(model, {
+      input: m.inputTokens,
+      cachedInput: m.cacheReadTokens,
+      cacheWrite: m.cacheWriteTokens,
+      output: m.outputTokens
+    });
     priced += p.costUsd;
     pricedFrom.add(p.pricedFrom);
   }
@@ -49637,25 +49768,31 @@ function creditsForUsd(usd) {
 // src/agents/copilot.ts
 var HOME_DIR = "home";
 var SESSION_FILE3 = "session.json";
-var WATCH_MS2 = 250;
 var MAX_PROMPT_ARG = 1e5;
 var SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 var PASS_ENV2 = ["COPILOT_*"];
 var copilotAgent = (agent) => copilotAdapter(agent);
 function copilotAdapter(agent) {
-  return { kind: "copilot", passEnv: PASS_ENV2, run: (s) => runCopilot(agent, s) };
+  return defineAgent({
+    kind: "copilot",
+    maxTurns: agent.max_turns,
+    passEnv: PASS_ENV2,
+    missingLogin: (env) => env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`\'s own',
+    run: (s) => runCopilot(agent, s)
+  });
 }
 async function runCopilot(agent, s) {
   const notes = [];
-  await mkdir7(s.contextDir, { recursive: true });
-  const ctx = await openContext2(s.contextDir);
+  await mkdir8(s.contextDir, { recursive: true });
+  const ctx = await openContext(s.contextDir, "Copilot", (entries) => savedSession2(s.contextDir, entries));
   if (ctx.note) notes.push(ctx.note);
-  const home = join9(s.contextDir, HOME_DIR);
-  await mkdir7(home, { recursive: true });
-  const sessionId = ctx.saved?.sessionId ?? randomUUID3();
-  const eventsFile = join9(home, "session-state", sessionId, "events.jsonl");
-  const startOffset = ctx.saved ? await sizeOf2(eventsFile) : 0;
-  const usageOut = join9(dirname5(s.usageFile), "copilot-usage.json");
+  const saved = ctx.carried;
+  const home = join10(s.contextDir, HOME_DIR);
+  await mkdir8(home, { recursive: true });
+  const sessionId = saved?.sessionId ?? randomUUID3();
+  const eventsFile = join10(home, "session-state", sessionId, "events.jsonl");
+  const startOffset = saved ? await sizeOf(eventsFile) : 0;
+  const usageOut = join10(dirname6(s.usageFile), "copilot-usage.json");
   await rm8(usageOut, { force: true });
   const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
   const credits = !byok && s.unit === "usd" ? creditsForUsd(s.allowance) : void 0;
@@ -49671,93 +49808,82 @@ async function runCopilot(agent, s) {
     usageOut,
     // The CLI's own logs go with the episode's other logs, not into the context carried onward.
     "--log-dir",
-    join9(dirname5(s.logFile), "copilot-logs"),
+    join10(dirname6(s.logFile), "copilot-logs"),
     "-C",
     s.workdir,
-    ctx.saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
+    saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
     ...agent.model ? ["--model", agent.model] : [],
     ...credits !== void 0 ? ["--max-ai-credits", String(credits)] : [],
     ...agent.args
   ];
-  const overrun = new AbortController();
-  let overrunWhy;
-  const watcher = new EventsWatcher(eventsFile, startOffset);
-  let checking = false;
-  const check2 = async () => {
-    if (checking) return;
-    checking = true;
-    let events;
-    try {
-      events = await watcher.poll();
-    } finally {
-      checking = false;
-    }
-    const { turns, totals: totals2 } = summarizeEvents(events);
-    const usage2 = episodeUsage2(totals2);
-    const why = overrunReason(s, usage2, turns, agent.max_turns);
-    if (why && !overrun.signal.aborted) {
-      overrunWhy = why;
-      overrun.abort("budget");
-    }
-  };
-  const timer = setInterval(() => void check2().catch(() => {
-  }), WATCH_MS2);
-  const r = await s.spawn(agent.command ?? "copilot", args, {
-    cwd: s.workdir,
-    env: copilotEnv(s, home),
+  const events = new GrowingFile(eventsFile, startOffset);
+  const seen = [];
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes
+  } = await launch(s, {
+    executable: agent.command ?? "copilot",
+    args,
+    env: { COPILOT_HOME: home },
     ...viaStdin ? { input: s.prompt } : {},
-    timeoutMs: s.deadlineMs,
-    signal: AbortSignal.any([s.signal, overrun.signal]),
-    logFile: s.logFile
+    maxTurns: agent.max_turns,
+    meter: async () => {
+      for (const line of await events.lines()) seen.push(...jsonLines(line));
+      const { turns, totals: totals2 } = summarizeEvents(seen);
+      const u = episodeUsage2(totals2);
+      return { ...u, turns };
+    }
   });
-  clearInterval(timer);
-  const previous = ctx.saved?.totals ?? null;
+  notes.push(...watchNotes);
+  const previous = saved?.totals ?? null;
   let delta = null;
   let cumulative = null;
-  const usageText = await readFile4(usageOut, "utf8").catch(() => void 0);
-  if (usageText !== void 0) {
+  const usageText = await readRegular(usageOut, 4e6);
+  if (usageText !== null) {
     try {
       cumulative = parseUsageFile(usageText);
-      delta = subtractTotals(cumulative, previous);
+      const own2 = subtractTotals(cumulative, previous);
+      delta = own2.delta;
+      if (own2.note) notes.push(own2.note);
     } catch (e) {
       notes.push(`${e.message}; usage counted from the session's events`);
     }
   }
-  const eventsExist = await sizeOf2(eventsFile) > 0;
+  const eventsExist = await sizeOf(eventsFile) > 0;
   if (!delta && eventsExist) {
-    const events = parseJsonLines(`${(await readFrom2(eventsFile, startOffset)).toString("utf8")}
-`).events;
-    delta = summarizeEvents(events).totals;
+    const all = [...jsonLines((await readFrom(eventsFile, startOffset)).toString("utf8"))];
+    delta = summarizeEvents(all).totals;
     cumulative = addTotals3(previous, delta);
-    if (usageText === void 0) notes.push("Copilot wrote no usage file; usage counted from the session's events");
+    if (usageText === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
   }
   const facts = parseJsonOutput(r.stdout);
   const creditsHit = credits !== void 0 && delta !== null && delta.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
   const exit = stopExit(r, s.deadlineIsBudget) ?? (creditsHit ? "budget" : r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
-  if (r.stopped === "budget" && overrunWhy) notes.push(`stopped because ${overrunWhy}`);
+  if (r.stopped === "budget" && overrun) notes.push(`stopped because ${overrun}`);
   if (creditsHit && r.stopped === null) notes.push(`stopped by --max-ai-credits ${credits}`);
   if (exit === "crash" && r.stopped === null) {
-    const why = r.spawnError ?? facts.errors.at(-1) ?? lastLine4(r.stderr) ?? `exit code ${r.exitCode}`;
+    const why = r.spawnError ?? facts.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
     notes.push(`copilot exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
   }
   if (eventsExist) {
-    const saved = {
+    const record3 = {
       agent: "copilot",
       sessionId,
       totals: cumulative,
-      episodes: [...ctx.saved?.episodes ?? [], s.episodeId]
+      episodes: [...saved?.episodes ?? [], s.episodeId]
     };
-    await writeFile8(join9(s.contextDir, SESSION_FILE3), `${JSON.stringify(saved, null, 2)}
+    await writeFile9(join10(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
 `);
   }
   let usage;
   let reportedSpend = null;
   if (delta) {
     usage = episodeUsage2(delta);
-    reportedSpend = s.unit === "tokens" ? usage.inputTokens + usage.outputTokens : s.unit === "usd" ? usage.costUsd : null;
+    reportedSpend = spendOf(s, usage);
   } else if (!eventsExist) {
     usage = { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0 };
-    reportedSpend = s.unit === "tokens" || s.unit === "usd" ? 0 : null;
+    reportedSpend = spendOf(s, usage);
     notes.push("Copilot started no session, so it made no model call");
   } else {
     notes.push("the usage of this episode could not be read");
@@ -49770,119 +49896,51 @@ async function runCopilot(agent, s) {
     seconds: r.ms / 1e3
   };
 }
-function copilotEnv(s, home) {
-  const env = {
-    ...s.env,
-    ...forkflushVars(s),
-    COPILOT_HOME: home
-  };
-  return env;
-}
-async function openContext2(contextDir) {
-  const entries = await readdir7(contextDir);
-  if (entries.length === 0) return { saved: null };
-  const problem = await contextProblem(contextDir, entries);
-  if (problem.saved) return { saved: problem.saved };
-  for (const e of entries) await rm8(join9(contextDir, e), { recursive: true, force: true });
-  return {
-    saved: null,
-    note: `could not resume the carried Copilot session (${problem.why}); started a fresh conversation`
-  };
-}
-async function contextProblem(contextDir, entries) {
-  if (!entries.includes(SESSION_FILE3)) return { why: `${SESSION_FILE3} is missing` };
+async function savedSession2(contextDir, entries) {
+  if (!entries.includes(SESSION_FILE3)) return { unusable: `${SESSION_FILE3} is missing` };
   let raw;
   try {
-    raw = JSON.parse(await readFile4(join9(contextDir, SESSION_FILE3), "utf8"));
+    raw = JSON.parse(await readRegular(join10(contextDir, SESSION_FILE3)) ?? "");
   } catch {
-    return { why: `${SESSION_FILE3} is not JSON` };
+    return { unusable: `${SESSION_FILE3} is not JSON` };
   }
   const v = raw;
   if (!v || typeof v.sessionId !== "string" || !SESSION_ID.test(v.sessionId))
-    return { why: `${SESSION_FILE3} names no session id` };
-  const events = join9(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl");
-  let text;
-  try {
-    text = await readFile4(events, "utf8");
-  } catch {
-    return { why: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
-  }
-  const bad = eventsFileProblem(text, v.sessionId);
-  if (bad) return { why: `session ${v.sessionId} is corrupt: ${bad}` };
-  return {
-    saved: {
-      agent: "copilot",
-      sessionId: v.sessionId,
-      totals: readSavedTotals(v.totals),
-      episodes: Array.isArray(v.episodes) ? v.episodes.filter((e) => typeof e === "string") : []
-    }
-  };
-}
-var EventsWatcher = class {
-  constructor(file2, offset) {
-    this.file = file2;
-    this.offset = offset;
-  }
-  file;
-  offset;
-  rest = Buffer.alloc(0);
-  seen = [];
-  /** All events appended since the start, so far. */
-  async poll() {
-    const chunk = await readFrom2(this.file, this.offset);
-    if (chunk.length > 0) {
-      this.offset += chunk.length;
-      const all = Buffer.concat([this.rest, chunk]);
-      const end = all.lastIndexOf(10);
-      this.rest = end < 0 ? all : all.subarray(end + 1);
-      if (end >= 0) this.seen.push(...parseJsonLines(all.subarray(0, end + 1).toString("utf8")).events);
-    }
-    return this.seen;
-  }
-};
-async function readFrom2(file2, offset) {
-  let fh;
-  try {
-    fh = await open6(file2, "r");
-    const { size } = await fh.stat();
-    if (size <= offset) return Buffer.alloc(0);
-    const buf = Buffer.alloc(size - offset);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
-    return buf.subarray(0, bytesRead);
-  } catch {
-    return Buffer.alloc(0);
-  } finally {
-    await fh?.close();
-  }
-}
-async function sizeOf2(file2) {
-  return stat6(file2).then(
-    (st) => st.size,
-    () => 0
+    return { unusable: `${SESSION_FILE3} names no session id` };
+  const events = await readRegular(
+    join10(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl"),
+    256e6
   );
-}
-function lastLine4(stderr) {
-  return stderr.trim().split("\n").at(-1)?.trim() || void 0;
+  if (events === null) return { unusable: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
+  const bad = eventsFileProblem(events, v.sessionId);
+  if (bad) return { unusable: `session ${v.sessionId} is corrupt: ${bad}` };
+  return {
+    agent: "copilot",
+    sessionId: v.sessionId,
+    totals: readSavedTotals(v.totals),
+    episodes: Array.isArray(v.episodes) ? v.episodes.filter((e) => typeof e === "string") : []
+  };
 }
 
 // src/agents/gemini.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
-import { existsSync as existsSync2 } from "node:fs";
-import { mkdir as mkdir8, readdir as readdir8, readFile as readFile5, realpath as realpath2, rename as rename3, rm as rm9, writeFile as writeFile9 } from "node:fs/promises";
-import { basename as basename2, dirname as dirname6, join as join10 } from "node:path";
+import { existsSync as existsSync3 } from "node:fs";
+import { mkdir as mkdir9, readdir as readdir7, readFile as readFile3, realpath as realpath3, rename as rename4, rm as rm9, writeFile as writeFile10 } from "node:fs/promises";
+import { homedir as homedir4 } from "node:os";
+import { basename as basename2, dirname as dirname7, join as join11 } from "node:path";
 
 // src/agents/gemini-output.ts
 var EXIT_TURN_LIMIT = 53;
 function parseResult(text) {
   let found = null;
   for (const value of jsonObjects(text)) {
-    if (!isRecord2(value)) continue;
+    if (!isRecord3(value)) continue;
     if (!("session_id" in value || "stats" in value || "error" in value)) continue;
     const r = {};
     if (typeof value.session_id === "string") r.sessionId = value.session_id;
     if (typeof value.response === "string") r.response = value.response;
     if ("stats" in value) r.stats = value.stats;
-    if (isRecord2(value.error)) {
+    if (isRecord3(value.error)) {
       const e = value.error;
       r.error = {
         type: typeof e.type === "string" ? e.type : "Error",
@@ -49899,11 +49957,11 @@ function* jsonObjects(text) {
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
-    const open7 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
-    if (open7 < 0 || open7 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open7))) continue;
+    const open5 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
+    if (open5 < 0 || open5 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open5))) continue;
     for (let j = i + 1; j < lines.length; j++) {
       if (lines[j] !== "}") continue;
-      const candidate = [line.slice(open7), ...lines.slice(i + 1, j + 1)].join("\n");
+      const candidate = [line.slice(open5), ...lines.slice(i + 1, j + 1)].join("\n");
       try {
         yield JSON.parse(candidate);
         i = j;
@@ -49914,18 +49972,19 @@ function* jsonObjects(text) {
   }
 }
 function usageFromStats(stats) {
-  if (!isRecord2(stats) || !isRecord2(stats.models)) return null;
+  if (!isRecord3(stats) || !isRecord3(stats.models)) return null;
   const perModel = [];
   let turns = 0;
   for (const [model, m] of Object.entries(stats.models)) {
-    if (!isRecord2(m) || !isRecord2(m.tokens)) return null;
+    if (!isRecord3(m) || !isRecord3(m.tokens)) return null;
     const t = m.tokens;
     perModel.push({
       model,
       inputTokens: num3(t.prompt) + num3(t.tool),
+      cachedInputTokens: num3(t.cached),
       outputTokens: num3(t.candidates) + num3(t.thoughts)
     });
-    const main = isRecord2(m.roles) && isRecord2(m.roles.main) ? m.roles.main : null;
+    const main = isRecord3(m.roles) && isRecord3(m.roles.main) ? m.roles.main : null;
     if (main) turns += num3(main.totalRequests) - num3(main.totalErrors);
   }
   return totals(perModel, turns);
@@ -49949,7 +50008,7 @@ function readSession(text) {
       badLines++;
       continue;
     }
-    if (!isRecord2(record3)) {
+    if (!isRecord3(record3)) {
       badLines++;
       continue;
     }
@@ -49964,7 +50023,7 @@ function readSession(text) {
     } else if (typeof record3.id === "string") {
       const m = asMessage(record3);
       if (m) note(m);
-    } else if (isRecord2(record3.$set)) {
+    } else if (isRecord3(record3.$set)) {
       const set2 = record3.$set;
       if (Array.isArray(set2.messages)) {
         messages = /* @__PURE__ */ new Map();
@@ -50012,8 +50071,9 @@ function usageFromSessions(sessions, before) {
       seen.add(id);
       turns++;
       const model = m.model ?? "unknown";
-      const entry = byModel.get(model) ?? { model, inputTokens: 0, outputTokens: 0 };
+      const entry = byModel.get(model) ?? { model, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
       entry.inputTokens += num3(m.tokens.input) + num3(m.tokens.tool);
+      entry.cachedInputTokens += num3(m.tokens.cached);
       entry.outputTokens += num3(m.tokens.output) + num3(m.tokens.thoughts);
       byModel.set(model, entry);
     }
@@ -50029,27 +50089,27 @@ function totals(perModel, turns) {
   };
 }
 function asMessage(raw) {
-  if (!isRecord2(raw) || typeof raw.id !== "string") return null;
+  if (!isRecord3(raw) || typeof raw.id !== "string") return null;
   return {
     id: raw.id,
     type: typeof raw.type === "string" ? raw.type : "unknown",
     ...typeof raw.timestamp === "string" ? { timestamp: raw.timestamp } : {},
     ..."content" in raw ? { content: raw.content } : {},
     ...typeof raw.model === "string" ? { model: raw.model } : {},
-    ...isRecord2(raw.tokens) ? { tokens: raw.tokens } : {},
+    ...isRecord3(raw.tokens) ? { tokens: raw.tokens } : {},
     ...Array.isArray(raw.toolCalls) ? { toolCalls: raw.toolCalls } : {}
   };
 }
 function textOf(content) {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) return content.map(textOf).join("");
-  if (isRecord2(content) && typeof content.text === "string") return content.text;
+  if (isRecord3(content) && typeof content.text === "string") return content.text;
   return "";
 }
 function num3(v) {
   return typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
 }
-function isRecord2(v) {
+function isRecord3(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
@@ -50060,31 +50120,34 @@ var SPEND_POLL_MS = 1e3;
 var MAX_ARGV_PROMPT = 1e5;
 var geminiAgent = (agent) => {
   const executable = agent.command ?? "gemini";
-  return {
+  return defineAgent({
     kind: "gemini",
+    maxTurns: agent.max_turns,
     // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
     passEnv: ["GEMINI_*", "GOOGLE_*"],
+    missingLogin: (env) => usesKey3(env) || hasLogin(geminiLogin(""), process.env) ? null : "Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)",
     run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns)
-  };
+  });
 };
 async function runGemini(s, executable, model, extraArgs, maxTurns) {
   const started = performance.now();
-  const home = join10(s.contextDir, HOME3);
-  const geminiDir = join10(home, ".gemini");
+  const home = join11(s.contextDir, HOME3);
+  const geminiDir = join11(home, ".gemini");
   const notes = [];
-  let prepared;
+  const workdir = await realpath3(s.workdir);
+  const ctx = await openContext(s.contextDir, "Gemini CLI", () => prepareResume(s.contextDir, geminiDir, workdir));
+  if (ctx.note) notes.push(ctx.note);
+  const sessionId = ctx.carried?.sessionId ?? randomUUID4();
+  const resume = ctx.carried !== null;
+  const before = ctx.carried?.before ?? /* @__PURE__ */ new Set();
+  let logins = [];
   try {
-    prepared = await prepareHome(s, geminiDir, maxTurns);
+    if (!usesKey3(s.env)) logins = await installLogins(geminiLogin(geminiDir), process.env);
+    await prepareHome(s, geminiDir, maxTurns, sessionId, logins.length > 0);
   } catch (e) {
-    prepared = { crash: `could not prepare the Gemini CLI home in ${home}: ${e.message}` };
+    const note = `could not prepare the Gemini CLI home in ${home}: ${e.message}`;
+    return { exit: "crash", reportedSpend: 0, note, seconds: (performance.now() - started) / 1e3 };
   }
-  if ("crash" in prepared) {
-    return { exit: "crash", reportedSpend: 0, note: prepared.crash, seconds: (performance.now() - started) / 1e3 };
-  }
-  const { sessionId } = prepared;
-  const resume = "before" in prepared;
-  const before = "before" in prepared ? prepared.before : /* @__PURE__ */ new Set();
-  if ("fresh" in prepared && prepared.fresh) notes.push(prepared.fresh);
   const viaStdin = Buffer.byteLength(s.prompt) > MAX_ARGV_PROMPT;
   const args = [
     ...model ? ["--model", model] : [],
@@ -50099,46 +50162,35 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     "--prompt",
     viaStdin ? " " : s.prompt
   ];
-  const env = {
-    ...s.env,
-    GEMINI_CLI_HOME: home,
-    GEMINI_TELEMETRY_ENABLED: "false",
-    ...forkflushVars(s)
-  };
-  const overrun = new AbortController();
   const watched = s.unit === "tokens" || s.unit === "usd";
-  let polling = false;
-  const poll = watched ? setInterval(async () => {
-    if (polling || overrun.signal.aborted) return;
-    polling = true;
-    try {
-      const spent = spendOf(usageFromSessions(await sessionRecords(geminiDir, sessionId), before), s.unit);
-      if (spent !== null && spent > s.allowance) overrun.abort("budget");
-    } catch {
-    } finally {
-      polling = false;
-    }
-  }, SPEND_POLL_MS) : void 0;
-  const r = await s.spawn(executable, args, {
-    cwd: s.workdir,
-    env,
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes
+  } = await launch(s, {
+    executable,
+    args,
+    env: { GEMINI_CLI_HOME: home, GEMINI_TELEMETRY_ENABLED: "false" },
+    after: () => removeLogins(logins),
     input: viaStdin ? s.prompt : "",
-    timeoutMs: s.deadlineMs,
-    signal: AbortSignal.any([s.signal, overrun.signal]),
-    logFile: s.logFile,
-    maxOutput: 4e6
+    pollMs: SPEND_POLL_MS,
+    ...watched ? {
+      meter: async () => {
+        const u = usageFromSessions(await sessionRecords(geminiDir, sessionId), before);
+        return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, costUsd: price(u).costUsd, turns: 0 };
+      }
+    } : {}
   });
-  if (poll) clearInterval(poll);
+  notes.push(...watchNotes);
   const seconds2 = r.ms / 1e3;
   await writeSessionFile(s.contextDir, sessionId).catch(() => {
   });
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
-  let exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
-  if (r.stopped === "budget" && overrun.signal.aborted)
-    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
+  if (r.stopped === "budget" && overrun) notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
   if (exit === "crash" && r.stopped === null) {
-    const why = r.spawnError ?? result?.error?.message ?? lastLine5(r.stderr);
+    const why = r.spawnError ?? result?.error?.message ?? failureLine(r.stderr);
     notes.push(`gemini exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`);
   }
   if (r.spawnError) {
@@ -50153,14 +50205,10 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     );
   }
   const priced = price(usage);
-  const spentNow = spendOf(usage, s.unit);
-  if (exit === "finished" && spentNow !== null && (s.unit === "tokens" || s.unit === "usd") && spentNow > s.allowance) {
-    exit = "budget";
-    notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
-  }
+  const own2 = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: priced.costUsd };
   return {
     exit,
-    reportedSpend: spendOf(usage, s.unit),
+    reportedSpend: spendOf(s, own2),
     usage: {
       inputTokens: usage.inputTokens,
       outputTokens: usage.outputTokens,
@@ -50172,27 +50220,33 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     seconds: seconds2
   };
 }
-async function prepareHome(s, geminiDir, maxTurns) {
-  const entries = await readdir8(s.contextDir).catch(() => []);
-  let prepared = { sessionId: randomUUID4(), fresh: "" };
-  if (entries.length > 0) {
-    const carried = await prepareResume(s.contextDir, geminiDir, await realpath2(s.workdir));
-    if ("crash" in carried) return carried;
-    if ("before" in carried) prepared = carried;
-    else prepared = { sessionId: randomUUID4(), fresh: carried.fresh };
-  }
-  await mkdir8(geminiDir, { recursive: true });
-  await writeFile9(join10(geminiDir, "settings.json"), `${JSON.stringify(settings(s.env, maxTurns), null, 2)}
-`);
-  await rm9(join10(geminiDir, "projects.json.lock"), { recursive: true, force: true });
-  await writeSessionFile(s.contextDir, prepared.sessionId);
-  return prepared;
+function usesKey3(env) {
+  return Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
 }
-function settings(env, maxTurns) {
+function geminiLogin(episodeGeminiDir, env = process.env) {
+  const dir = join11(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
+  return [
+    {
+      from: join11(dir, "oauth_creds.json"),
+      fromEnv: "GEMINI_OAUTH_CREDS",
+      to: join11(episodeGeminiDir, "oauth_creds.json")
+    },
+    { from: join11(dir, "google_accounts.json"), to: join11(episodeGeminiDir, "google_accounts.json") }
+  ];
+}
+async function prepareHome(s, geminiDir, maxTurns, sessionId, loggedIn) {
+  await mkdir9(geminiDir, { recursive: true });
+  const auth = loggedIn ? "oauth-personal" : s.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
+  await writeFile10(join11(geminiDir, "settings.json"), `${JSON.stringify(settings(auth, maxTurns), null, 2)}
+`);
+  await rm9(join11(geminiDir, "projects.json.lock"), { recursive: true, force: true });
+  await writeSessionFile(s.contextDir, sessionId);
+}
+function settings(selectedType, maxTurns) {
   return {
     // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless
-    // mode rejects; the API key (or Vertex AI) is what forkflush runs it with.
-    security: { auth: { selectedType: env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key" } },
+    // mode rejects; the API key, Vertex AI or the copied login is what forkflush runs it with.
+    security: { auth: { selectedType } },
     model: { maxSessionTurns: maxTurns ?? -1 },
     general: {
       enableAutoUpdate: false,
@@ -50207,34 +50261,26 @@ function settings(env, maxTurns) {
 async function prepareResume(contextDir, geminiDir, workdir) {
   let recorded;
   try {
-    recorded = JSON.parse(await readFile5(join10(contextDir, SESSION_FILE4), "utf8"));
-  } catch (e) {
-    const why = e.code === "ENOENT" ? "has no" : "has an unreadable";
-    return { crash: `the context folder ${why} ${SESSION_FILE4}: no Gemini CLI conversation to continue` };
+    recorded = JSON.parse(await readRegular(join11(contextDir, SESSION_FILE4)) ?? "");
+  } catch {
+    return { unusable: `the context folder has no readable ${SESSION_FILE4}` };
   }
   const sessionId = recorded?.sessionId;
   if (typeof sessionId !== "string" || !/^[A-Za-z0-9_-]+$/.test(sessionId)) {
-    return { crash: `the context folder's ${SESSION_FILE4} names no valid session id` };
+    return { unusable: `${SESSION_FILE4} names no valid session id` };
   }
   const files = await sessionFiles(geminiDir, sessionId);
-  if (files.length === 0) {
-    return {
-      crash: `Gemini CLI session ${sessionId} is not in the context folder (no session file under home/.gemini/tmp)`
-    };
-  }
+  if (files.length === 0)
+    return { unusable: `session ${sessionId} is not in the context folder (no session file under home/.gemini/tmp)` };
   const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
-  if (best.record.sessionId !== sessionId) {
-    return { crash: `the session file of ${sessionId} is unreadable (${best.path})` };
-  }
-  if (!isResumable(best.record.messages)) {
-    return { fresh: `the previous episode's conversation ${sessionId} held no prompt yet: started a new one` };
-  }
+  if (best.record.sessionId !== sessionId) return { unusable: `the session file of ${sessionId} is unreadable` };
+  if (!isResumable(best.record.messages)) return { unusable: `conversation ${sessionId} held no prompt yet` };
   const before = writtenIds(files.map((f) => f.record));
-  const chats = join10(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
-  await mkdir8(chats, { recursive: true });
+  const chats = join11(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
+  await mkdir9(chats, { recursive: true });
   for (const f of files) {
     if (f === best) {
-      if (dirname6(f.path) !== chats) await rename3(f.path, join10(chats, basename2(f.path)));
+      if (dirname7(f.path) !== chats) await rename4(f.path, join11(chats, basename2(f.path)));
     } else if (!isResumable(f.record.messages)) {
       await rm9(f.path, { force: true });
     }
@@ -50242,15 +50288,15 @@ async function prepareResume(contextDir, geminiDir, workdir) {
   return { sessionId, before };
 }
 async function projectSlug(geminiDir, workdir) {
-  const registryPath = join10(geminiDir, "projects.json");
+  const registryPath = join11(geminiDir, "projects.json");
   let projects = {};
   try {
-    const parsed = JSON.parse(await readFile5(registryPath, "utf8"));
+    const parsed = JSON.parse(await readFile3(registryPath, "utf8"));
     if (parsed.projects && typeof parsed.projects === "object") projects = parsed.projects;
   } catch {
   }
-  const bases = [join10(geminiDir, "tmp"), join10(geminiDir, "history")];
-  const owner = async (base2, slug2) => (await readFile5(join10(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join11(geminiDir, "tmp"), join11(geminiDir, "history")];
+  const owner = async (base2, slug2) => (await readFile3(join11(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
@@ -50260,31 +50306,31 @@ async function projectSlug(geminiDir, workdir) {
   const base = `ff-${slugify2(basename2(workdir))}`;
   let slug = base;
   for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync2(join10(b, slug)))) break;
+    if (!taken.has(slug) && !bases.some((b) => existsSync3(join11(b, slug)))) break;
     slug = `${base}-${n}`;
   }
-  await mkdir8(join10(bases[0], slug), { recursive: true });
-  await writeFile9(join10(bases[0], slug, ".project_root"), workdir);
+  await mkdir9(join11(bases[0], slug), { recursive: true });
+  await writeFile10(join11(bases[0], slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registryPath}.${randomUUID4()}.tmp`;
-  await writeFile9(tmp, JSON.stringify({ projects }, null, 2));
-  await rename3(tmp, registryPath);
+  await writeFile10(tmp, JSON.stringify({ projects }, null, 2));
+  await rename4(tmp, registryPath);
   return slug;
 }
 function slugify2(text) {
   return text.toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
 }
 async function sessionFiles(geminiDir, sessionId) {
-  const tmp = join10(geminiDir, "tmp");
-  const slugs = await readdir8(tmp).catch(() => []);
+  const tmp = join11(geminiDir, "tmp");
+  const slugs = await readdir7(tmp).catch(() => []);
   const found = [];
   for (const slug of slugs) {
-    const chats = join10(tmp, slug, "chats");
-    const names = await readdir8(chats).catch(() => []);
+    const chats = join11(tmp, slug, "chats");
+    const names = await readdir7(chats).catch(() => []);
     for (const name of names) {
       if (!name.startsWith("session-") || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join10(chats, name);
-      const text = await readFile5(path, "utf8").catch(() => null);
+      const path = join11(chats, name);
+      const text = await readRegular(path, 256e6);
       if (text === null) continue;
       const record3 = readSession(text);
       if (record3.sessionId === sessionId || record3.sessionId === null) found.push({ path, record: record3 });
@@ -50297,27 +50343,18 @@ async function sessionRecords(geminiDir, sessionId) {
 }
 async function writeSessionFile(contextDir, sessionId) {
   const record3 = { agent: "gemini", sessionId, updated: (/* @__PURE__ */ new Date()).toISOString() };
-  await writeFile9(join10(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
+  await writeFile10(join11(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
 `);
 }
 function price(usage) {
   let costUsd = 0;
   const from = /* @__PURE__ */ new Set();
   for (const m of usage.perModel) {
-    const p = priceTokens(m.model, m.inputTokens, m.outputTokens);
+    const p = priceTokens(m.model, { input: m.inputTokens, cachedInput: m.cachedInputTokens, output: m.outputTokens });
     costUsd += p.costUsd;
     from.add(p.pricedFrom);
   }
   return { costUsd, pricedFrom: from.size > 0 ? [...from].join("; ") : "no model calls" };
-}
-function spendOf(usage, unit) {
-  if (unit === "tokens") return usage.inputTokens + usage.outputTokens;
-  if (unit === "usd") return price(usage).costUsd;
-  return null;
-}
-function lastLine5(stderr) {
-  const line = stderr.trim().split("\n").filter((l) => l.trim() !== "" && !/^\s+at /.test(l)).at(-1)?.trim();
-  return line ? line.slice(0, 200) : "";
 }
 
 // src/agents/registry.ts
@@ -50589,8 +50626,8 @@ function findEpisode(state, id) {
 
 // src/action/contexts.ts
 import { createCipheriv, createDecipheriv, randomBytes as randomBytes3 } from "node:crypto";
-import { mkdir as mkdir9, readdir as readdir9, readFile as readFile6, stat as stat7, writeFile as writeFile10 } from "node:fs/promises";
-import { dirname as dirname7, join as join11, normalize, sep as sep2 } from "node:path";
+import { mkdir as mkdir10, readdir as readdir8, readFile as readFile4, stat as stat4, writeFile as writeFile11 } from "node:fs/promises";
+import { dirname as dirname8, join as join12, normalize, sep as sep2 } from "node:path";
 var SEALED_CONTEXT = "context.ffc";
 var MAGIC = Buffer.from("FFC1");
 var IV_BYTES = 12;
@@ -50612,7 +50649,7 @@ function contextStore(key, privateRepository) {
 async function repositoryIsPrivate(eventPath) {
   if (!eventPath) return null;
   try {
-    const event = JSON.parse(await readFile6(eventPath, "utf8"));
+    const event = JSON.parse(await readFile4(eventPath, "utf8"));
     return typeof event.repository?.private === "boolean" ? event.repository.private : null;
   } catch {
     return null;
@@ -50645,14 +50682,14 @@ function decryptContext(key, run2, episode, sealed) {
 async function packFolder(dir) {
   const parts = [];
   const walk = async (rel) => {
-    const entries = await readdir9(join11(dir, rel), { withFileTypes: true });
+    const entries = await readdir8(join12(dir, rel), { withFileTypes: true });
     for (const e of entries.sort((a, b) => a.name < b.name ? -1 : 1)) {
       const path = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) await walk(path);
       else if (e.isFile()) {
-        const full = join11(dir, path);
-        const data = await readFile6(full);
-        const exec2 = ((await stat7(full)).mode & 73) !== 0;
+        const full = join12(dir, path);
+        const data = await readFile4(full);
+        const exec2 = ((await stat4(full)).mode & 73) !== 0;
         const name = Buffer.from(path);
         const head = Buffer.alloc(13);
         head.writeUInt32BE(name.length, 0);
@@ -50676,18 +50713,18 @@ async function unpackFolder(archive, dir) {
     at += 9;
     const data = archive.subarray(at, at + size);
     at += size;
-    const target = normalize(join11(dir, path));
+    const target = normalize(join12(dir, path));
     if (path.startsWith("/") || path.split("/").includes("..") || !target.startsWith(dir + sep2)) {
       throw new Error(`a context holds the path ${JSON.stringify(path)}, outside its folder`);
     }
-    await mkdir9(dirname7(target), { recursive: true });
-    await writeFile10(target, data, { mode: exec2 ? 493 : 420 });
+    await mkdir10(dirname8(target), { recursive: true });
+    await writeFile11(target, data, { mode: exec2 ? 493 : 420 });
   }
 }
 
 // src/action/records.ts
-import { mkdir as mkdir10, readdir as readdir10, rm as rm10, writeFile as writeFile11 } from "node:fs/promises";
-import { join as join12 } from "node:path";
+import { mkdir as mkdir11, readdir as readdir9, rm as rm10, writeFile as writeFile12 } from "node:fs/promises";
+import { join as join13 } from "node:path";
 var CONFIG = "[core]\n	repositoryformatversion = 0\n	bare = true\n";
 var RecordsRepo = class _RecordsRepo {
   constructor(dir, own2) {
@@ -50701,7 +50738,7 @@ var RecordsRepo = class _RecordsRepo {
   /** A new, empty records repository. */
   static async create(dir) {
     await rm10(dir, { recursive: true, force: true });
-    const own2 = await OwnRepo.open(dir, join12(dir, "objects"));
+    const own2 = await OwnRepo.open(dir, join13(dir, "objects"));
     return new _RecordsRepo(dir, own2);
   }
   get objects() {
@@ -50709,7 +50746,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Puts back the repository's own config (nothing else may redirect or intercept its remote). */
   async resetConfig() {
-    await writeFile11(join12(this.dir, "config"), CONFIG);
+    await writeFile12(join13(this.dir, "config"), CONFIG);
   }
   /** A file of a ref's tree, or null when the tree has no such file. */
   async read(ref, path) {
@@ -50718,7 +50755,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Writes the tree of a ref into a folder (which should be empty). */
   async extract(ref, dir) {
-    await mkdir10(dir, { recursive: true });
+    await mkdir11(dir, { recursive: true });
     await this.withIndex(async (env) => {
       await this.git.exec(["--work-tree", dir, "read-tree", ref], { env });
       await this.git.exec(["--work-tree", dir, "checkout-index", "--all"], { env });
@@ -50729,7 +50766,7 @@ var RecordsRepo = class _RecordsRepo {
    * or null when the folder holds no files.
    */
   async commitFolder(dir, message) {
-    const entries = await readdir10(dir).catch(() => []);
+    const entries = await readdir9(dir).catch(() => []);
     if (entries.length === 0) return null;
     return this.withIndex(async (env) => {
       await this.git.exec(["--work-tree", dir, "add", "--all", "--force"], { env });
@@ -50740,8 +50777,8 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Commits one file with these bytes (an encrypted context) and returns the commit. */
   async commitFile(name, data, message) {
-    const file2 = join12(this.dir, `forkflush-blob-${process.pid}-${Date.now()}`);
-    await writeFile11(file2, data);
+    const file2 = join13(this.dir, `forkflush-blob-${process.pid}-${Date.now()}`);
+    await writeFile12(file2, data);
     try {
       const blob = (await this.git.exec(["hash-object", "-w", "--no-filters", file2])).stdout.trim();
       return await this.withIndex(async (env) => {
@@ -50755,7 +50792,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** A throwaway index, so nothing is staged in the records repository itself. */
   async withIndex(fn) {
-    const index = join12(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
+    const index = join13(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
     try {
       return await fn({ GIT_INDEX_FILE: index });
     } finally {
@@ -50830,7 +50867,7 @@ function sendsCredentials(url2) {
 
 // src/action/sandbox-setup.ts
 import { execFile as execFile2 } from "node:child_process";
-import { existsSync as existsSync3, readFileSync as readFileSync3 } from "node:fs";
+import { existsSync as existsSync4, readFileSync as readFileSync3 } from "node:fs";
 var APPARMOR_USERNS = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
 var USERNS_CLONE = "/proc/sys/kernel/unprivileged_userns_clone";
 async function repairSteps(m) {
@@ -50882,7 +50919,7 @@ function realMachine() {
         resolve2(error63 ? typeof error63.code === "number" ? error63.code : 127 : 0);
       });
     }),
-    read: (path) => existsSync3(path) ? readFileSync3(path, "utf8") : null,
+    read: (path) => existsSync4(path) ? readFileSync3(path, "utf8") : null,
     probe: async () => "sandbox" in await probeSandbox()
   };
 }
@@ -50891,8 +50928,8 @@ function realMachine() {
 async function runEpisodeJob(s, o) {
   o.log(`repository: ${s.remoteUrl}`);
   await rm11(s.privateDir, { recursive: true, force: true });
-  await mkdir11(s.privateDir, { recursive: true, mode: 448 });
-  const records = await RecordsRepo.create(join13(s.privateDir, "records.git"));
+  await mkdir12(s.privateDir, { recursive: true, mode: 448 });
+  const records = await RecordsRepo.create(join14(s.privateDir, "records.git"));
   const remote = new Remote(s.remoteUrl, s.token, records);
   const { state, facts } = await readRun(records, remote, s.run);
   const { episode, round: round4 } = findOpenEpisode(state, s.episode);
@@ -50933,17 +50970,17 @@ async function runEpisodeJob(s, o) {
   const isolation = o.isolation ?? await prepareIsolation(state.config.sandbox.mode, o.log);
   o.log(`sandbox: ${isolation.label}`);
   if (isolation.warning) o.log(`warning: ${isolation.warning}`);
-  const scratchDir = join13(s.privateDir, "episode");
-  const checkoutIndex = join13(scratchDir, "checkout.index");
+  const scratchDir = join14(s.privateDir, "episode");
+  const checkoutIndex = join14(scratchDir, "checkout.index");
   await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, branch);
   o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
   const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
-  const contextDir = join13(s.privateDir, "context", episode.id);
+  const contextDir = join14(s.privateDir, "context", episode.id);
   const notes = [];
   await rm11(contextDir, { recursive: true, force: true });
-  await mkdir11(contextDir, { recursive: true });
+  await mkdir12(contextDir, { recursive: true });
   if (episode.contextFrom) {
-    const why = fromRef && hasContext ? await openContext3(records, s, fromRef, episode.contextFrom, contextDir) : null;
+    const why = fromRef && hasContext ? await openContext2(records, s, fromRef, episode.contextFrom, contextDir) : null;
     const missing = store === "none" ? `${episode.contextFrom}'s context was not kept (a public repository without FORKFLUSH_CONTEXT_KEY)` : `${episode.contextFrom} left none`;
     const problem = fromRef && hasContext ? why : missing;
     if (problem) notes.push(`${problem}: this episode started with an empty context`);
@@ -50964,7 +51001,7 @@ async function runEpisodeJob(s, o) {
   const places = {
     workspace: s.workspace,
     context: contextDir,
-    box: join13(scratchDir, "box"),
+    box: join14(scratchDir, "box"),
     objects: [records.objects],
     private: [s.privateDir]
   };
@@ -51012,12 +51049,12 @@ async function runEpisodeJob(s, o) {
   }
   throw new Error(`the push was refused: ${describeRefusal(pushed)}`);
 }
-async function openContext3(records, s, ref, from, contextDir) {
-  const incoming = join13(s.privateDir, "context-in");
+async function openContext2(records, s, ref, from, contextDir) {
+  const incoming = join14(s.privateDir, "context-in");
   await rm11(incoming, { recursive: true, force: true });
   await records.extract(ref, incoming);
   try {
-    const sealed = await readFile7(join13(incoming, SEALED_CONTEXT)).catch(() => null);
+    const sealed = await readFile5(join14(incoming, SEALED_CONTEXT)).catch(() => null);
     if (sealed === null) {
       await cp(incoming, contextDir, { recursive: true, verbatimSymlinks: true });
       await removeLinksAndSpecials(contextDir);
@@ -51065,8 +51102,8 @@ function findOpenEpisode(state, id) {
   const episode = findEpisode(state, id);
   const round4 = state.rounds.find((r) => r.episodes.some((e) => e.id === id));
   if (!episode || !round4) {
-    const open7 = state.rounds.find((r) => !r.decision)?.episodes.map((e) => e.id) ?? [];
-    const hint = open7.length > 0 ? `; its open round has ${open7.join(", ")}` : "";
+    const open5 = state.rounds.find((r) => !r.decision)?.episodes.map((e) => e.id) ?? [];
+    const hint = open5.length > 0 ? `; its open round has ${open5.join(", ")}` : "";
     throw new Error(`run ${state.id} has no episode ${id}${hint}`);
   }
   if (episode.result) {
@@ -51141,7 +51178,7 @@ ${n}`), ""].join("\n");
 }
 
 // src/action/settings.ts
-import { join as join14 } from "node:path";
+import { join as join15 } from "node:path";
 var RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 var EPISODE_ID = /^r\d+\.b\d+$/;
 function parseSettings(inputs, env) {
@@ -51166,7 +51203,7 @@ function parseSettings(inputs, env) {
     token: inputs.token.trim(),
     remoteUrl: `${server}/${repository}.git`,
     workspace: need("GITHUB_WORKSPACE"),
-    privateDir: join14(need("RUNNER_TEMP"), "forkflush"),
+    privateDir: join15(need("RUNNER_TEMP"), "forkflush"),
     contextKey: inputs.contextKey?.trim() ? parseContextKey(inputs.contextKey) : null
   };
 }

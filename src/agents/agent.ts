@@ -55,6 +55,11 @@ export interface AgentAdapter {
   readonly kind: string;
   /** Environment variables the CLI needs (its keys, endpoints, switches): names, or prefixes with *. */
   readonly passEnv: readonly string[];
+  /**
+   * Why the CLI surely cannot authenticate with this environment (no key, no login, no endpoint
+   * of the user's own), as a message saying how to log in; null when it can, or cannot be told.
+   */
+  missingLogin(env: NodeJS.ProcessEnv): string | null;
   run(session: AgentSession): Promise<AgentOutcome>;
 }
 

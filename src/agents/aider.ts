@@ -20,24 +20,16 @@
 //   (aider/repomap.py); with --no-gitignore (aider would otherwise edit the project's
 //   .gitignore), `.aider*` is added to the repository's own exclude file instead, so the cache is
 //   never committed.
+
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../core/config.js';
+import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
 import type { AgentAdapter, AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import { type AiderOutput, aiderUsage, parseAiderOutput } from './aider-output.js';
-import {
-  defineAgent,
-  GrowingFile,
-  lastLine,
-  launch,
-  openContext,
-  readFrom,
-  sizeOf,
-  spendOf,
-  stopExit,
-} from './session.js';
+import { defineAgent, GrowingFile, launch, openContext, readFrom, sizeOf, spendOf, stopExit } from './session.js';
 
 /** What forkflush keeps in the context folder. */
 export const HISTORY_FILE = 'aider.chat.history.md';
@@ -63,7 +55,7 @@ const PASS_ENV = [
 export const aiderAgent: AgentFactory = (agent) => aiderAdapter(agent);
 
 export function aiderAdapter(agent: Config['agent']): AgentAdapter {
-  return defineAgent({ kind: 'aider', passEnv: PASS_ENV, run: (s) => runAider(agent, s) });
+  return defineAgent({ kind: 'aider', passEnv: PASS_ENV, maxTurns: agent.max_turns, run: (s) => runAider(agent, s) });
 }
 
 async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
@@ -131,7 +123,7 @@ async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentO
   if (r.stopped === 'budget' && overrun) notes.push(`stopped because ${overrun}`);
   if (r.stopped === null) {
     if (r.spawnError || r.exitCode !== 0) {
-      const why = r.spawnError ?? lastError?.message ?? lastLine(r.stderr);
+      const why = r.spawnError ?? lastError?.message ?? failureLine(r.stderr);
       notes.push(`aider exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
     } else if (output.calls.length === 0) {
       notes.push(

@@ -12,12 +12,14 @@
 // https://docs.claude.com/en/docs/claude-code/headless (print mode, output formats, resume),
 // https://code.claude.com/docs/en/env-vars (CLAUDE_CONFIG_DIR, traffic and telemetry switches),
 // https://code.claude.com/docs/en/permission-modes (acceptEdits). Output formats: claude-code-output.ts.
+
 import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
+import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { RunResult } from '../io/process.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
@@ -35,9 +37,9 @@ import {
 } from './claude-code-output.js';
 import {
   defineAgent,
+  hasLogin,
   installLogins,
   type LoginFile,
-  lastLine,
   launch,
   openContext,
   readFrom,
@@ -64,8 +66,20 @@ export const claudeCodeAgent: AgentFactory = (agent) => {
   const adapter = new ClaudeCodeAdapter(agent);
   return defineAgent({
     kind: 'claude-code',
+    maxTurns: agent.max_turns,
     // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
     passEnv: ['ANTHROPIC_*', 'CLAUDE_CODE_*', 'DISABLE_*', 'MAX_THINKING_TOKENS'],
+    missingLogin: (env) =>
+      usesKey(env) ||
+      env.CLAUDE_CODE_USE_BEDROCK ||
+      env.CLAUDE_CODE_USE_VERTEX ||
+      env.CLAUDE_CODE_USE_FOUNDRY ||
+      agent.args.some((a) => a.startsWith('--settings')) ||
+      hasLogin(claudeLogin(''), process.env)
+        ? null
+        : 'Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from ' +
+          '`claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ' +
+          '~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON',
     run: (s) => adapter.run(s),
   });
 };
@@ -140,7 +154,7 @@ class ClaudeCodeAdapter {
       exitCode: run.exitCode,
       signal: run.signal,
       result: facts.result,
-      stderrTail: lastLine(run.stderr),
+      stderrTail: failureLine(run.stderr),
     });
     if (decided.note) notes.unshift(decided.note);
     if (run.stopped === 'budget' && s.unit === 'tokens' && attempt.tokensSeen > s.allowance)

@@ -33,6 +33,7 @@ import {
 import {
   defineAgent,
   GrowingFile,
+  hasLogin,
   installLogins,
   type LoginFile,
   launch,
@@ -53,7 +54,17 @@ const FIRST_LINE_MAX = 4 * 1024 * 1024;
 export const codexAgent: AgentFactory = (agent) =>
   defineAgent({
     kind: 'codex',
+    maxTurns: agent.max_turns,
     passEnv: ['OPENAI_*', 'CODEX_*', 'AZURE_OPENAI_*'],
+    missingLogin: (env) =>
+      usesKey(env) ||
+      env.OPENAI_BASE_URL ||
+      env.AZURE_OPENAI_API_KEY ||
+      ownProvider(agent.args) ||
+      hasLogin(codexLogin(''), process.env)
+        ? null
+        : 'Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` ' +
+          '(a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
     run: (s) =>
       runCodex(s, {
         executable: agent.command ?? 'codex',
@@ -192,6 +203,11 @@ function codexArgs(s: AgentSession, o: CodexOptions, threadId: string | null): s
 /** Whether the session gives Codex a key (then no login is copied). */
 function usesKey(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
+}
+
+/** Whether agent.args choose a provider of their own (`--oss`, a profile, `-c model_provider=…`): its login is its own. */
+function ownProvider(args: readonly string[]): boolean {
+  return args.some((a) => a === '--oss' || a === '-p' || a.startsWith('--profile') || a.includes('model_provider'));
 }
 
 /** Where `codex login` leaves a ChatGPT login ($CODEX_HOME, else ~/.codex), and its secret form. */

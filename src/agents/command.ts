@@ -1,14 +1,16 @@
 // The `command` agent: any program that follows forkflush's contract (README, "The command agent").
 // It reports its own spend in the budget's unit, in $FORKFLUSH_USAGE_FILE.
+import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentOutcome } from './agent.js';
-import { defineAgent, lastLine, launch, stopExit } from './session.js';
+import { defineAgent, launch, stopExit } from './session.js';
 
 export function commandAgent(command: string) {
   return defineAgent({
     kind: 'command',
     // Only what the user lists in agent.env: a command agent's keys are the user's to name.
     passEnv: [],
+    maxTurns: undefined,
     async run(s): Promise<AgentOutcome> {
       const watched = s.unit === 'tokens' || s.unit === 'usd';
       const { run: r, notes } = await launch(s, {
@@ -35,7 +37,7 @@ export function commandAgent(command: string) {
       const seconds = r.ms / 1000;
       const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
       if (exit === 'crash' && r.stopped === null) {
-        const tail = lastLine(r.stderr);
+        const tail = failureLine(r.stderr);
         notes.unshift(
           `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${tail ? `: ${tail.slice(0, 200)}` : ''}`,
         );

@@ -18,11 +18,13 @@
 //   bound at all, so forkflush watches events.jsonl and stops the session itself.
 // - The CLI logs in with COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN; it only ever gets the
 //   first (the worker's environment has no GitHub tokens, and they are removed here again).
+
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
+import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentAdapter, AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import {
@@ -42,7 +44,6 @@ import {
   defineAgent,
   GrowingFile,
   jsonLines,
-  lastLine,
   launch,
   openContext,
   readFrom,
@@ -75,7 +76,18 @@ interface SavedSession {
 export const copilotAgent: AgentFactory = (agent) => copilotAdapter(agent);
 
 export function copilotAdapter(agent: Config['agent']): AgentAdapter {
-  return defineAgent({ kind: 'copilot', passEnv: PASS_ENV, run: (s) => runCopilot(agent, s) });
+  return defineAgent({
+    kind: 'copilot',
+    maxTurns: agent.max_turns,
+    passEnv: PASS_ENV,
+    missingLogin: (env) =>
+      env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL
+        ? null
+        : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the ' +
+          '"Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. ' +
+          "GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`'s own",
+    run: (s) => runCopilot(agent, s),
+  });
 }
 
 async function runCopilot(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
@@ -170,7 +182,7 @@ async function runCopilot(agent: Config['agent'], s: AgentSession): Promise<Agen
   if (r.stopped === 'budget' && overrun) notes.push(`stopped because ${overrun}`);
   if (creditsHit && r.stopped === null) notes.push(`stopped by --max-ai-credits ${credits}`);
   if (exit === 'crash' && r.stopped === null) {
-    const why = r.spawnError ?? facts.errors.at(-1) ?? (lastLine(r.stderr) || `exit code ${r.exitCode}`);
+    const why = r.spawnError ?? facts.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
     notes.push(`copilot exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
   }
 

@@ -31,11 +31,13 @@
 //   docs/cli/telemetry.md). With GOOGLE_GEMINI_BASE_URL it sends model calls there
 //   (docs/reference/configuration.md, GOOGLE_GEMINI_BASE_URL); seen under strace: no other
 //   connection. general.sessionRetention.enabled false keeps old sessions from being cleaned up.
+
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import {
@@ -52,10 +54,10 @@ import {
 import { priceTokens } from './pricing.js';
 import {
   defineAgent,
+  hasLogin,
   type InstalledLogin,
   installLogins,
   type LoginFile,
-  lastLine,
   launch,
   openContext,
   removeLogins,
@@ -75,8 +77,15 @@ export const geminiAgent: AgentFactory = (agent) => {
   const executable = agent.command ?? 'gemini';
   return defineAgent({
     kind: 'gemini',
+    maxTurns: agent.max_turns,
     // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
     passEnv: ['GEMINI_*', 'GOOGLE_*'],
+    missingLogin: (env) =>
+      usesKey(env) || hasLogin(geminiLogin(''), process.env)
+        ? null
+        : 'Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` ' +
+          '(forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, ' +
+          'or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
     run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns),
   });
 };
@@ -157,7 +166,7 @@ async function runGemini(
   if (r.stopped === 'budget' && overrun) notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
   if (exit === 'crash' && r.stopped === null) {
-    const why = r.spawnError ?? result?.error?.message ?? lastLine(r.stderr);
+    const why = r.spawnError ?? result?.error?.message ?? failureLine(r.stderr);
     notes.push(`gemini exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ''}`);
   }
   if (r.spawnError) {

@@ -9,7 +9,7 @@
 //     allowance is an overrun (settleBounds);
 //   - running totals become this episode's usage by one rule, never under-reporting (ownShare);
 //   - files the agent could write are read safely, as they grow (GrowingFile).
-import { constants } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ExitReason } from '../core/state.js';
@@ -341,23 +341,52 @@ export function overrunReason(
 }
 
 /**
- * The bounds, checked once more on the final spend: an overrun the watcher's poll did not catch
+ * The bounds, checked once more on the final usage: an overrun the watcher's poll did not catch
  * (the session ended between two polls, or the CLI bounds itself loosely) is an overrun all the same.
  */
-export function settleBounds(s: AgentSession, o: AgentOutcome): AgentOutcome {
+export function settleBounds(s: AgentSession, o: AgentOutcome, maxTurns?: number): AgentOutcome {
+  if (o.exit !== 'finished') return o;
   const measured = s.unit === 'tokens' || s.unit === 'usd';
-  if (o.exit !== 'finished' || !measured || o.reportedSpend === null || o.reportedSpend <= s.allowance) return o;
-  const note = `an overrun: it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${s.allowance} ${s.unit} (found when the session ended)`;
+  const turns = o.usage?.turns ?? null;
+  const why =
+    measured && o.reportedSpend !== null && o.reportedSpend > s.allowance
+      ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${s.allowance} ${s.unit}`
+      : maxTurns !== undefined && turns !== null && turns > maxTurns
+        ? `it took ${turns} turns, past agent.max_turns (${maxTurns})`
+        : null;
+  if (!why) return o;
+  const note = `an overrun: ${why} (found when the session ended)`;
   return { ...o, exit: 'budget', note: o.note ? `${o.note}; ${note}` : note };
 }
 
-/** An adapter: its run, with the final bounds check every adapter gets. */
+/**
+ * An adapter: its run, with what every adapter gets: an episode whose CLI surely cannot log in ends
+ * before it starts (with how to log in), and the final bounds check.
+ */
 export function defineAgent(a: {
   kind: string;
   passEnv: readonly string[];
+  /** agent.max_turns, for the final check. */
+  maxTurns: number | undefined;
+  missingLogin?: (env: NodeJS.ProcessEnv) => string | null;
   run: (s: AgentSession) => Promise<AgentOutcome>;
 }): AgentAdapter {
-  return { kind: a.kind, passEnv: a.passEnv, run: async (s) => settleBounds(s, await a.run(s)) };
+  const missingLogin = a.missingLogin ?? (() => null);
+  return {
+    kind: a.kind,
+    passEnv: a.passEnv,
+    missingLogin,
+    run: async (s) => {
+      const missing = missingLogin(s.env);
+      if (missing) return { exit: 'crash', reportedSpend: 0, note: missing, seconds: 0 };
+      return settleBounds(s, await a.run(s), a.maxTurns);
+    },
+  };
+}
+
+/** Whether a login's credential file is there, or its content is in its variable. */
+export function hasLogin(files: LoginFile[], env: NodeJS.ProcessEnv): boolean {
+  return files.some((f) => (f.fromEnv && env[f.fromEnv]?.trim()) || existsSync(f.from));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -394,17 +423,4 @@ export function spendOf(s: AgentSession, u: { inputTokens: number; outputTokens:
   if (s.unit === 'tokens') return u.inputTokens + u.outputTokens;
   if (s.unit === 'usd') return u.costUsd;
   return null;
-}
-
-/** The last meaningful stderr line (no stack frames), for a crash note. */
-export function lastLine(text: string): string {
-  return (
-    text
-      .trim()
-      .split('\n')
-      .filter((l) => l.trim() !== '' && !/^\s+at /.test(l))
-      .at(-1)
-      ?.trim()
-      .slice(0, 300) ?? ''
-  );
 }

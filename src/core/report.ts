@@ -78,11 +78,15 @@ export const LEADERBOARD_HEADER = [
   'note',
 ];
 
-/** Tokens in and out, cost and turns, as the agent reported them: "12.3k/1.2k tokens, $0.041, 7 turns". */
+/**
+ * Tokens in and out, cost and turns: "12.3k/1.2k tokens, $0.041 as the agent reported it, 7 turns".
+ * The cost says where it comes from: the agent's own report, or forkflush's price table.
+ */
 export function usageText(u: AgentUsage): string {
   const k = (n: number) => (n >= 1000 ? `${formatNumber(n / 1000, 1)}k` : String(n));
   const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
-  if (u.costUsd !== null) parts.push(`$${formatNumber(u.costUsd, 3)}${u.pricedFrom ? ' (priced)' : ''}`);
+  if (u.costUsd !== null)
+    parts.push(`$${formatNumber(u.costUsd, 3)} ${u.pricedFrom ? 'priced by forkflush' : 'as the agent reported it'}`);
   if (u.turns !== null) parts.push(`${u.turns} turns`);
   return parts.join(', ');
 }

@@ -116,3 +116,63 @@ export function visibleText(markdown: string): { text: string; hidden: number } 
   });
   return { text, hidden };
 }
+
+/** Bidirectional overrides and isolates: they reorder what a reader sees ("Trojan source"). */
+const BIDI = new Set([0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]);
+
+/**
+ * Text an agent or a grader wrote, safe to show in a terminal or a report: escape sequences
+ * (colours, cursor moves, window titles, clipboard writes) removed whole, every other control
+ * character but tab and newline dropped (carriage returns too: they overwrite a line), and
+ * bidirectional overrides dropped.
+ */
+export function plainText(text: string): string {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x1b) {
+      i = escapeEnd(text, i + 1);
+      continue;
+    }
+    if ((c < 0x20 && c !== 0x09 && c !== 0x0a) || (c >= 0x7f && c <= 0x9f) || BIDI.has(c)) continue;
+    out += text[i];
+  }
+  return out;
+}
+
+/** Where an escape sequence that starts at `i` (just after ESC) ends. */
+function escapeEnd(text: string, i: number): number {
+  const kind = text[i];
+  if (kind === '[') {
+    // CSI: parameters, then one final byte in @ to ~.
+    let j = i + 1;
+    while (j < text.length && !(text.charCodeAt(j) >= 0x40 && text.charCodeAt(j) <= 0x7e)) j++;
+    return j;
+  }
+  if (kind === ']' || kind === 'P' || kind === '_' || kind === '^' || kind === 'X') {
+    // OSC, DCS, APC, PM, SOS: a string up to BEL or ESC \.
+    let j = i + 1;
+    while (j < text.length && text.charCodeAt(j) !== 0x07 && !(text.charCodeAt(j) === 0x1b && text[j + 1] === '\\'))
+      j++;
+    return text.charCodeAt(j) === 0x1b ? j + 1 : j;
+  }
+  return i; // a two-character escape: ESC and this one
+}
+
+/** A line that says what went wrong: `Error: …`, `TypeError: …`, `error: …`, `fatal: …`, `panic: …`, `error[E0308]: …`. */
+const ERROR_LINE = /^(?:Uncaught\s+)?(?:[\w.$]*(?:Error|Exception)|error|fatal|panic)(?:\[\w+\])?(?::|$)/i;
+/** Lines that never explain a failure: stack frames, Node's version banner, a caret under code. */
+const NOISE = [/^at\s/, /^Node\.js v\d+/, /^\^+$/, /^File ".*", line \d+/];
+
+/**
+ * The line of a failed program's output that says why: the first that looks like an error
+ * (`Error:`, `error:`, a Python exception after its `Traceback`), else the last meaningful one.
+ * Stack frames and Node's version banner never count; control characters are gone (plainText).
+ */
+export function failureLine(output: string, max = 300): string {
+  const lines = plainText(output.replace(/\r\n?/g, '\n'))
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !NOISE.some((re) => re.test(l)));
+  return (lines.find((l) => ERROR_LINE.test(l)) ?? lines.at(-1) ?? '').slice(0, max);
+}

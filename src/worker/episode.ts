@@ -10,6 +10,7 @@ import type { AgentAdapter } from '../agents/agent.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { appendToJournal, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
+import { plainText } from '../core/text.js';
 import {
   agentConfinement,
   type EpisodePlaces,
@@ -173,7 +174,9 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     score = g.score;
     reason = g.reason;
   }
-  const note = [...(job.notes ?? []), ...(outcome.note ? [outcome.note] : [])].join('; ');
+  // What the agent and the grader said is shown in terminals and reports: no control characters.
+  const note = plainText([...(job.notes ?? []), ...(outcome.note ? [outcome.note] : [])].join('; '));
+  if (reason) reason = plainText(reason);
   const partial = {
     score,
     ...(reason ? { reason } : {}),

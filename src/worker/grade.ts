@@ -2,6 +2,7 @@
 // (when the run has a sandbox) since it runs code the agent wrote.
 import type { Config } from '../core/config.js';
 import { parseScore } from '../core/score.js';
+import { failureLine } from '../core/text.js';
 import { runShell } from '../io/process.js';
 import type { Confinement, Sandbox } from '../io/sandbox.js';
 
@@ -32,9 +33,9 @@ export async function runGrader(
   if (r.stopped === 'timeout') return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s` };
   if (r.spawnError) return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}` };
   if (r.exitCode !== 0) {
-    const tail = r.stderr.trim().split('\n').at(-1)?.trim();
+    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-    return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail.slice(0, 200)}` : ''}` };
+    return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail}` : ''}` };
   }
   const reading = parseScore(r.stdout);
   return reading.score === null ? { ...base, score: null, reason: reading.reason } : { ...base, score: reading.score };

@@ -73,10 +73,10 @@ describe('usage', () => {
   it('reads as tokens in/out, cost and turns', async () => {
     const { usageText } = await import('../../src/core/report.js');
     expect(usageText({ inputTokens: 12_345, outputTokens: 678, costUsd: 0.0412, turns: 7 })).toBe(
-      '12.3k/678 tokens, $0.041, 7 turns',
+      '12.3k/678 tokens, $0.041 as the agent reported it, 7 turns',
     );
     expect(usageText({ inputTokens: 10, outputTokens: 2, costUsd: 1, turns: null, pricedFrom: 'table' })).toBe(
-      '10/2 tokens, $1 (priced)',
+      '10/2 tokens, $1 priced by forkflush',
     );
   });
 });

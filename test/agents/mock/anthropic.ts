@@ -2,12 +2,11 @@
 // `"stream": true`, answered with server-sent events (message_start, content_block_start,
 // content_block_delta with text_delta or input_json_delta, content_block_stop, message_delta with
 // the stop reason and output tokens, message_stop), per
-// https://docs.anthropic.com/en/api/messages-streaming. The scripted "model" answers a user prompt
-// with `steps` in order (a tool call or text each), then with `finalText`; which step a request is
-// at comes from the request itself (the assistant messages after its last prompt), so retries and
-// resumed conversations get the right answer. Every response reports `usage`.
-import type { ServerResponse } from 'node:http';
-import { MockModelServer, type RecordedRequest, sendEvents } from './server.js';
+// https://docs.anthropic.com/en/api/messages-streaming. The scripted "model" answers each call with
+// a step (a tool call or text); which step a request is at comes from the request itself (the
+// assistant messages after its last prompt), so retries and resumed conversations get the right
+// answer. Every response reports the script's `usage`.
+import { type Handler, type RecordedRequest, sendEvents } from './server.js';
 
 export type AnthropicStep =
   | { tool: 'Write'; file_path: string; content: string }
@@ -21,61 +20,39 @@ export interface AnthropicUsage {
   cache_creation_input_tokens?: number;
 }
 
-export class AnthropicMockServer extends MockModelServer {
-  steps: AnthropicStep[] = [];
-  finalText = 'Done.';
-  usage: AnthropicUsage = { input_tokens: 1000, output_tokens: 50 };
-  /** Milliseconds to wait before answering a request that is not a prompt's first. */
-  laterDelayMs = 0;
-  /** When set, model calls get this API error instead of an answer. */
-  failWith: { status: number; type: string; message: string } | null = null;
+/** What the scripted model answers to one call: a step (a tool call or text) and its usage. */
+export interface AnthropicReply {
+  step: AnthropicStep;
+  usage: AnthropicUsage;
+}
 
-  constructor() {
-    super((req, res, server) => (server as AnthropicMockServer).answer(req, res));
-  }
+/**
+ * Decides the answer from the request and `step`: the number of assistant messages after the
+ * request's last prompt (a user message without tool results), so resumes get the right answer.
+ */
+export type AnthropicScript = (req: RecordedRequest, step: number) => AnthropicReply | Promise<AnthropicReply>;
 
-  /** The model calls received (Messages API requests), in order. */
-  calls(): RecordedRequest[] {
-    return this.requests.filter((r) => r.path.startsWith('/v1/messages') && !r.path.includes('count_tokens'));
-  }
-
-  /** Tokens one model call reports: all input (cached included) and output. */
-  tokensPerCall(): { input: number; output: number } {
-    const u = this.usage;
-    return {
-      input: u.input_tokens + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0),
-      output: u.output_tokens,
-    };
-  }
-
-  private async answer(req: RecordedRequest, res: ServerResponse): Promise<void> {
+/** A Messages API that answers from a script (count_tokens answered, other paths 404). */
+export function anthropicMessages(script: AnthropicScript): Handler {
+  return async (req, res) => {
     if (req.path.includes('count_tokens')) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ input_tokens: 1 }));
       return;
     }
-    if (req.method !== 'POST' || !req.path.startsWith('/v1/messages')) {
+    if (!isMessagesCall(req)) {
       res
         .writeHead(404, { 'content-type': 'application/json' })
         .end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: `no ${req.path} here` } }));
       return;
     }
-    if (this.failWith) {
-      const f = this.failWith;
-      res
-        .writeHead(f.status, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ type: 'error', error: { type: f.type, message: f.message } }));
-      return;
-    }
     const messages = Array.isArray(req.body?.messages) ? (req.body.messages as Message[]) : [];
-    const index = stepIndex(messages);
-    if (index > 0 && this.laterDelayMs > 0) await new Promise((r) => setTimeout(r, this.laterDelayMs));
-    const step: AnthropicStep = this.steps[index] ?? { text: this.finalText };
-    const id = `msg_mock_${this.requests.length}`;
+    const { step, usage: u } = await script(req, stepIndex(messages));
+    const n = Math.random().toString(36).slice(2, 10);
     const block =
       'text' in step
         ? { start: { type: 'text', text: '' }, delta: { type: 'text_delta', text: step.text } }
         : {
-            start: { type: 'tool_use', id: `toolu_mock_${this.requests.length}`, name: step.tool, input: {} },
+            start: { type: 'tool_use', id: `toolu_mock_${n}`, name: step.tool, input: {} },
             delta: {
               type: 'input_json_delta',
               partial_json: JSON.stringify(
@@ -85,14 +62,13 @@ export class AnthropicMockServer extends MockModelServer {
               ),
             },
           };
-    const u = this.usage;
     sendEvents(res, [
       {
         event: 'message_start',
         data: {
           type: 'message_start',
           message: {
-            id,
+            id: `msg_mock_${n}`,
             type: 'message',
             role: 'assistant',
             model: req.body?.model ?? 'claude-mock',
@@ -122,7 +98,17 @@ export class AnthropicMockServer extends MockModelServer {
       },
       { event: 'message_stop', data: { type: 'message_stop' } },
     ]);
-  }
+  };
+}
+
+/** A model call: POST /v1/messages (not its token counting). */
+export function isMessagesCall(req: RecordedRequest): boolean {
+  return req.method === 'POST' && req.path.startsWith('/v1/messages') && !req.path.includes('count_tokens');
+}
+
+/** An Anthropic API error body. */
+export function anthropicError(status: number, message: string): unknown {
+  return { type: 'error', error: { type: status === 401 ? 'authentication_error' : 'invalid_request_error', message } };
 }
 
 interface Message {

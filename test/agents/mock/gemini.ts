@@ -55,8 +55,13 @@ export const DEFAULT_USAGE = { promptTokenCount: 1000, candidatesTokenCount: 100
 
 /** A mock Gemini API that answers the agent loop from a script. */
 export function geminiServer(script: GeminiScript): MockModelServer {
+  return new MockModelServer(geminiHandler(script));
+}
+
+/** The Gemini API's handler: the agent loop answered from a script, helper calls neutrally. */
+export function geminiHandler(script: GeminiScript): Handler {
   let index = 0;
-  const handler: Handler = (req, res, server) => {
+  return (req, res, server) => {
     const m = /^\/v1(?:beta|alpha)?\/models\/([^/:?]+):([A-Za-z]+)/.exec(req.path);
     const method = m?.[2];
     if (req.method !== 'POST' || !m) {
@@ -103,7 +108,11 @@ export function geminiServer(script: GeminiScript): MockModelServer {
     events.push({ data: response(model, calls.length > 0 ? calls : { text: '' }, usage, 'STOP') });
     sendEvents(res, events);
   };
-  return new MockModelServer(handler);
+}
+
+/** An agent-loop model call (streamed; the CLI's helper calls are not). */
+export function isStreamCall(req: RecordedRequest): boolean {
+  return req.method === 'POST' && req.path.includes(':streamGenerateContent');
 }
 
 function response(

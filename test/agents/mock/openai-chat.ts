@@ -49,9 +49,14 @@ export const DEFAULT_USAGE = { prompt_tokens: 1000, completion_tokens: 100 };
 
 /** A mock model server that answers chat completions from a script. */
 export function openAIChatServer(script: ChatScript): MockModelServer {
+  return new MockModelServer(chatCompletionsHandler(script));
+}
+
+/** A chat completions API that answers from a script (other paths 404). */
+export function chatCompletionsHandler(script: ChatScript): Handler {
   let index = 0;
-  const handler: Handler = (req, res, server) => {
-    if (req.method !== 'POST' || !req.path.replace(/\?.*$/, '').endsWith('/chat/completions')) {
+  return (req, res, server) => {
+    if (!isChatCall(req)) {
       res
         .writeHead(404, { 'content-type': 'application/json' })
         .end(
@@ -67,7 +72,11 @@ export function openAIChatServer(script: ChatScript): MockModelServer {
     }
     answer(res, body, reply);
   };
-  return new MockModelServer(handler);
+}
+
+/** A model call: POST …/chat/completions. */
+export function isChatCall(req: RecordedRequest): boolean {
+  return req.method === 'POST' && req.path.replace(/\?.*$/, '').endsWith('/chat/completions');
 }
 
 function answer(res: ServerResponse, body: ChatRequestBody, reply: ChatReply): void {

@@ -19,6 +19,10 @@ export class MockModelServer {
   private server: Server | null = null;
   /** While true, requests are held open without an answer (to test deadlines). */
   hang = false;
+  /** The hosts asked for with CONNECT (the server doubles as an HTTPS proxy that lets nothing through). */
+  readonly connects: string[] = [];
+  /** Requests this says yes to are held open without an answer (a model that hangs part way). */
+  holdIf: ((req: RecordedRequest) => boolean) | null = null;
 
   constructor(private readonly handler: Handler) {}
 
@@ -41,13 +45,17 @@ export class MockModelServer {
           body,
         };
         this.requests.push(recorded);
-        if (this.hang) return;
+        if (this.hang || this.holdIf?.(recorded)) return;
         try {
           await this.handler(recorded, res, this);
         } catch (e) {
           res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: String(e) }));
         }
       });
+    });
+    this.server.on('connect', (req, socket) => {
+      this.connects.push(req.url ?? '');
+      socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
     });
     await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
     const { port } = this.server.address() as AddressInfo;

@@ -1,0 +1,213 @@
+// The agent contract, the same for every agent kind: each runs its real CLI (aider: the fake, see
+// contract/aider.ts) against a scripted model on 127.0.0.1, in forkflush's sandbox. What an
+// adapter must do whatever its CLI: a fresh episode has no history; a carried one continues the
+// conversation and is charged only its own usage; a fork resumes a copy elsewhere and leaves the
+// original alone; every bound (tokens, dollars, turns, time) ends the episode as `budget`, also
+// when the overrun is faster than any watcher; a hung model ends at the deadline with nothing left
+// running; a context it cannot resume is flushed with a note; an API refusal and a missing login
+// are crashes that say why; no forge token reaches the agent. Each CLI's quirks live in its own
+// test file; adding an agent is a harness in contract/ and one line here.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { cp, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aiderHarness } from './contract/aider.js';
+import { claudeHarness } from './contract/claude-code.js';
+import { codexHarness } from './contract/codex.js';
+import { copilotHarness } from './contract/copilot.js';
+import { geminiHarness } from './contract/gemini.js';
+import {
+  type AgentHarness,
+  episode,
+  type ModelCall,
+  processesIn,
+  SCORE,
+  snapshot,
+  spoilRecord,
+  type Tools,
+  toolsFor,
+} from './contract/harness.js';
+
+const HARNESSES: AgentHarness[] = [claudeHarness, codexHarness, copilotHarness, geminiHarness, aiderHarness];
+
+const FRESH = 'PROMPT-FRESH: write fresh.txt.';
+const CARRIED = 'PROMPT-CARRIED: now write carried.txt.';
+const FORKED = 'PROMPT-FORKED: try forked.txt instead.';
+/** The contract's own prompts among a call's (a CLI may add its own, or wrap ours in its context). */
+const ours = (c: ModelCall | undefined) => (c?.prompts ?? []).flatMap((p) => p.match(/PROMPT-[A-Z]+: [^\n<]*/g) ?? []);
+const read = (dir: string, file: string) => readFile(join(dir, file), 'utf8').then((t) => t.trim());
+
+describe.each(HARNESSES.map((h) => [h.kind, h] as const))('%s: the agent contract', (_kind, h) => {
+  let t: Tools;
+  const perCallTotal = h.perCall.input + h.perCall.output;
+  const usageOf = (calls: number) => ({ inputTokens: calls * h.perCall.input, outputTokens: calls * h.perCall.output });
+
+  beforeAll(async () => {
+    await h.start();
+    t = toolsFor(h.root(), h);
+  });
+  afterAll(() => h.stop());
+
+  let trunk = '';
+  let freshCtx = '';
+  let carriedCtx = '';
+
+  it('fresh: no history, the work done, its own usage and spend, no forge token in the shell', async () => {
+    trunk = await t.repo();
+    freshCtx = await t.folder('ctx');
+    h.model.work('fresh.txt', '7');
+    const { out, calls } = await episode(h, await t.session(trunk, freshCtx, { prompt: FRESH }));
+
+    expect(out.exit, out.note).toBe('finished');
+    expect(out.note).toBeUndefined();
+    expect(calls).toHaveLength(h.workCalls);
+    expect(calls[0]?.answered).toBe(false);
+    expect(ours(calls[0])).toEqual([FRESH]);
+    expect(await read(trunk, 'fresh.txt')).toBe('7');
+    // Nothing of the CLI's own in the workspace, which forkflush commits whole (the workspace is
+    // the sandbox user's, nobody's when the tests run as root: hence safe.directory).
+    const status = execFileSync('git', ['-c', 'safe.directory=*', 'status', '--porcelain', '--untracked-files=all'], {
+      cwd: trunk,
+      encoding: 'utf8',
+    });
+    expect(status.trim()).toBe('?? fresh.txt');
+    // The grader ran in the workspace from the agent's shell, without the forge tokens the session held.
+    if (h.shell) expect(calls.at(-1)?.text).toContain(`cwd=${trunk} token=[] score=${SCORE}`);
+    expect(out.usage).toMatchObject(usageOf(h.workCalls));
+    expect(out.reportedSpend).toBe(h.workCalls * perCallTotal);
+    expect(out.usage?.costUsd).toBeGreaterThan(0);
+  });
+
+  it('carried: the next episode continues the conversation and is charged only its own usage', async () => {
+    // forkflush carries a copy of the context into the next episode's folder.
+    carriedCtx = await t.folder('ctx');
+    await cp(freshCtx, carriedCtx, { recursive: true });
+    h.model.work('carried.txt', '8');
+    const { out, calls } = await episode(h, await t.session(trunk, carriedCtx, { prompt: CARRIED }));
+
+    expect(out.exit, out.note).toBe('finished');
+    expect(out.note).toBeUndefined();
+    expect(calls[0]?.answered).toBe(true);
+    expect(ours(calls[0])).toEqual([FRESH, CARRIED]);
+    expect(calls[0]?.text).toContain('fresh.txt');
+    expect(await read(trunk, 'carried.txt')).toBe('8');
+    expect(out.usage).toMatchObject(usageOf(h.workCalls));
+    expect(out.reportedSpend).toBe(h.workCalls * perCallTotal);
+  });
+
+  it('forked: a copy of the context resumes in another workspace, and the original stays as it was', async () => {
+    const before = await snapshot(carriedCtx);
+    const fork = await t.folder('fork');
+    await cp(carriedCtx, fork, { recursive: true });
+    const branch = await t.repo();
+    h.model.work('forked.txt', '9');
+    const { out, calls } = await episode(h, await t.session(branch, fork, { prompt: FORKED }));
+
+    expect(out.exit, out.note).toBe('finished');
+    expect(ours(calls[0])).toEqual([FRESH, CARRIED, FORKED]);
+    expect(await read(branch, 'forked.txt')).toBe('9');
+    expect(existsSync(join(trunk, 'forked.txt'))).toBe(false);
+    if (h.shell) expect(calls.at(-1)?.text).toContain(`cwd=${branch} token=[]`);
+    expect(await snapshot(carriedCtx)).toEqual(before);
+    expect(out.usage).toMatchObject(usageOf(h.workCalls));
+  });
+
+  it('an overrun in tokens is stopped while the CLI runs: exit budget, long before the deadline', async () => {
+    // The first call passes the allowance; the model then never answers: only the watcher ends it.
+    h.model.workThenHang('tokens.txt', '1', 1);
+    const deadlineMs = 45_000;
+    const allowance = Math.floor(perCallTotal / 2);
+    const { out } = await episode(
+      h,
+      await t.session(await t.repo(), await t.folder('ctx'), { allowance, unit: 'tokens', deadlineMs }),
+    );
+    expect(out.exit, out.note).toBe('budget');
+    expect(out.note).toMatch(/allowance|tokens/);
+    expect(out.seconds).toBeLessThan(deadlineMs / 1000 - 10);
+    expect(out.reportedSpend).toBeGreaterThanOrEqual(perCallTotal);
+  });
+
+  it('an overrun faster than any watcher is an overrun all the same (found when the session ends)', async () => {
+    h.model.answer('Done at once.', 20);
+    const allowance = 5 * perCallTotal;
+    const { out, calls } = await episode(
+      h,
+      await t.session(await t.repo(), await t.folder('ctx'), { allowance, unit: 'tokens' }),
+    );
+    expect(calls).toHaveLength(1);
+    expect(out.exit, out.note).toBe('budget');
+    expect(out.reportedSpend).toBe(20 * perCallTotal);
+  });
+
+  it('an overrun in dollars: exit budget, the cost charged', async () => {
+    h.model.work('usd.txt', '2');
+    const { out } = await episode(
+      h,
+      await t.session(await t.repo(), await t.folder('ctx'), { allowance: 1e-7, unit: 'usd' }),
+    );
+    expect(out.exit, out.note).toBe('budget');
+    expect(out.reportedSpend).toBeGreaterThan(1e-7);
+    expect(out.reportedSpend).toBe(out.usage?.costUsd);
+  });
+
+  it('agent.max_turns: a model that never ends its turn is stopped at the limit, exit budget', async () => {
+    h.model.busy();
+    const { out, calls } = await episode(h, await t.session(await t.repo(), await t.folder('ctx')), {
+      max_turns: 1,
+    });
+    expect(out.exit, out.note).toBe('budget');
+    expect(out.note).toMatch(/max_turns|turn limit/);
+    // Stopped at the limit, or on the call that passed it: never left to run on.
+    expect(out.usage?.turns).toBeLessThanOrEqual(2);
+    expect(calls.length).toBeLessThanOrEqual(3);
+  });
+
+  it('time: a hung model ends at the deadline as a timeout, nothing left running; with a time budget, as budget', async () => {
+    h.model.hang();
+    const ws = await t.repo();
+    const hung = await episode(h, await t.session(ws, await t.folder('ctx'), { deadlineMs: 4000 }));
+    expect(hung.out.exit, hung.out.note).toBe('timeout');
+    expect(hung.out.seconds).toBeGreaterThanOrEqual(4);
+    // The stop itself takes a few seconds at most, however busy the machine.
+    expect(hung.out.seconds).toBeLessThan(15);
+    expect(await processesIn(ws)).toEqual([]);
+
+    h.model.hang();
+    const timed = await episode(
+      h,
+      await t.session(ws, await t.folder('ctx'), { deadlineMs: 3000, deadlineIsBudget: true, unit: 'minutes' }),
+    );
+    expect(timed.out.exit, timed.out.note).toBe('budget');
+    expect(timed.out.reportedSpend).toBeNull();
+  });
+
+  it('a carried context it cannot resume: a note, and a fresh conversation', async () => {
+    const ctx = await t.folder('ctx');
+    await (h.spoil ?? spoilRecord)(ctx);
+    h.model.answer('Starting afresh.');
+    const { out, calls } = await episode(h, await t.session(await t.repo(), ctx, { prompt: FRESH }));
+    expect(out.exit, out.note).toBe('finished');
+    expect(out.note).toMatch(/^could not resume the carried .+ conversation \(.+\); started a fresh conversation/);
+    expect(calls[0]?.answered).toBe(false);
+    expect(ours(calls[0])).toEqual([FRESH]);
+  });
+
+  it("an API refusal: a crash with the API's message, nothing charged", async () => {
+    h.model.refuse(400, 'the mock refuses this request');
+    const { out } = await episode(h, await t.session(await t.repo(), await t.folder('ctx')));
+    expect(out.exit).toBe('crash');
+    expect(out.note).toContain('the mock refuses this request');
+    expect(out.reportedSpend ?? 0).toBe(0);
+  });
+
+  it('a missing login: a crash that says how to log in, nothing charged', async () => {
+    h.model.work('login.txt', '1');
+    const { out } = await episode(h, await t.session(await t.repo(), await t.folder('ctx'), {}, h.envWithoutLogin()));
+    expect(out.exit).toBe('crash');
+    expect(out.note).toMatch(h.missingLogin);
+    expect(out.reportedSpend ?? 0).toBe(0);
+  });
+
+  it.runIf(h.login)("the CLI's own login in place of a key", () => (h.login as NonNullable<AgentHarness['login']>)(t));
+});

@@ -1,0 +1,58 @@
+// failureLine: the line of a failed program's output that says why it failed.
+import { describe, expect, it } from 'vitest';
+import { failureLine, plainText } from '../../src/core/text.js';
+
+describe('failureLine', () => {
+  it("finds Node's error under its code frame, skipping the stack and the version banner", () => {
+    const node = [
+      '/work/grade.js:3',
+      "  throw new Error('boom: the fixture is missing');",
+      '  ^',
+      '',
+      'Error: boom: the fixture is missing',
+      '    at Object.<anonymous> (/work/grade.js:3:9)',
+      '    at Module._compile (node:internal/modules/cjs/loader:1554:14)',
+      '',
+      'Node.js v20.20.2',
+    ].join('\n');
+    expect(failureLine(node)).toBe('Error: boom: the fixture is missing');
+  });
+
+  it('finds a Python exception after its Traceback', () => {
+    const py = [
+      'Traceback (most recent call last):',
+      '  File "/work/grade.py", line 4, in <module>',
+      '    score = 1 / 0',
+      'ZeroDivisionError: division by zero',
+    ].join('\n');
+    expect(failureLine(py)).toBe('ZeroDivisionError: division by zero');
+  });
+
+  it.each([
+    ['fatal: not a git repository (or any of the parent directories): .git', 'git'],
+    ['error[E0308]: mismatched types', 'rustc'],
+    ['panic: runtime error: index out of range [3] with length 3', 'Go'],
+    ['TypeError: Cannot read properties of undefined', 'JavaScript'],
+  ])('finds %s (%s) among other lines', (line) => {
+    expect(failureLine(`compiling…\n${line}\n  more detail\ndone\n`)).toBe(line);
+  });
+
+  it('else the last meaningful line; colour codes are dropped; long lines are cut', () => {
+    expect(failureLine('step 1\n\u001b[31mthe score file is empty\u001b[0m\n\n')).toBe('the score file is empty');
+    expect(failureLine('')).toBe('');
+    expect(failureLine('x'.repeat(500), 40)).toHaveLength(40);
+  });
+});
+
+describe('plainText', () => {
+  it('removes whole escape sequences: colours, cursor moves, a window title, a clipboard write', () => {
+    const hostile =
+      '\r\u001b[2K\u001b[1Ascored 1000000\u001b]0;pwned\u0007 and \u001b]52;c;Y3VybCBldmls\u001b\\done\u009bJ\u0007';
+    expect(plainText(hostile)).toBe('scored 1000000 and doneJ');
+  });
+
+  it('keeps tabs, newlines and text in any script; drops bidirectional overrides', () => {
+    expect(plainText('a\tb\nc — ü 日本')).toBe('a\tb\nc — ü 日本');
+    expect(plainText('admin\u202e\u2066txt.exe')).toBe('admintxt.exe');
+  });
+});
