@@ -27094,23 +27094,34 @@ function date4(params) {
 var import_yaml = __toESM(require_dist(), 1);
 
 // src/core/secrets.ts
-var FORGE_SECRETS = [
-  /^GITHUB_TOKEN$/,
-  /^GH_TOKEN$/,
-  /^GH_ENTERPRISE_TOKEN$/,
-  /^GITHUB_ENTERPRISE_TOKEN$/,
-  /^ACTIONS_RUNTIME_TOKEN$/,
-  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
-  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
-  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
-  // Ours: the context and record keys, and the contract variables the worker sets itself.
-  /^FORKFLUSH_/,
-  /^PRIVATE_KEY$/,
-  /^WEBHOOK_SECRET$/,
-  /^APP_ID$/
+var NAMES = [
+  "GITHUB_TOKEN",
+  "GH_TOKEN",
+  "GH_ENTERPRISE_TOKEN",
+  "GITHUB_ENTERPRISE_TOKEN",
+  "ACTIONS_RUNTIME_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_URL",
+  "ACTIONS_RUNTIME_URL",
+  "ACTIONS_CACHE_URL",
+  "ACTIONS_RESULTS_URL",
+  "PRIVATE_KEY",
+  "WEBHOOK_SECRET",
+  "APP_ID"
 ];
+var OURS = "FORKFLUSH_";
+var INPUTS = "INPUT_";
+var SECRET_INPUT = /^INPUT_.*(TOKEN|KEY|SECRET).*$/;
 function isForgeSecret(name) {
-  return FORGE_SECRETS.some((re) => re.test(name));
+  return NAMES.includes(name) || name.startsWith(OURS) || SECRET_INPUT.test(name);
+}
+function coveredSecret(prefix) {
+  const named = NAMES.find((n) => n.startsWith(prefix));
+  if (named) return named;
+  for (const family of [OURS, INPUTS]) {
+    if (family.startsWith(prefix) || prefix.startsWith(family)) return `${family}\u2026`;
+  }
+  return null;
 }
 
 // src/core/text.ts
@@ -27217,8 +27228,13 @@ var repoGlob = repoPath;
 var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
   message: "must be an absolute path or start with ~/"
 });
-var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).refine((n) => !isForgeSecret(n.replace(/\*$/, "")), {
-  message: "names a forge credential or a forkflush variable, which forkflush never passes on"
+var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).superRefine((n, ctx) => {
+  const covered = n.endsWith("*") ? coveredSecret(n.slice(0, -1)) : isForgeSecret(n) ? n : null;
+  if (covered)
+    ctx.addIssue({
+      code: "custom",
+      message: n === covered ? "names a forge credential or a forkflush variable, which forkflush never passes on" : `names a prefix that covers ${covered}, a forge credential or a forkflush variable, which forkflush never passes on: list the names the program needs`
+    });
 });
 function insideRepository(path) {
   if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) return false;

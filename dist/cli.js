@@ -27095,23 +27095,34 @@ function date4(params) {
 }
 
 // src/core/secrets.ts
-var FORGE_SECRETS = [
-  /^GITHUB_TOKEN$/,
-  /^GH_TOKEN$/,
-  /^GH_ENTERPRISE_TOKEN$/,
-  /^GITHUB_ENTERPRISE_TOKEN$/,
-  /^ACTIONS_RUNTIME_TOKEN$/,
-  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
-  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
-  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
-  // Ours: the context and record keys, and the contract variables the worker sets itself.
-  /^FORKFLUSH_/,
-  /^PRIVATE_KEY$/,
-  /^WEBHOOK_SECRET$/,
-  /^APP_ID$/
+var NAMES = [
+  "GITHUB_TOKEN",
+  "GH_TOKEN",
+  "GH_ENTERPRISE_TOKEN",
+  "GITHUB_ENTERPRISE_TOKEN",
+  "ACTIONS_RUNTIME_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_URL",
+  "ACTIONS_RUNTIME_URL",
+  "ACTIONS_CACHE_URL",
+  "ACTIONS_RESULTS_URL",
+  "PRIVATE_KEY",
+  "WEBHOOK_SECRET",
+  "APP_ID"
 ];
+var OURS = "FORKFLUSH_";
+var INPUTS = "INPUT_";
+var SECRET_INPUT = /^INPUT_.*(TOKEN|KEY|SECRET).*$/;
 function isForgeSecret(name) {
-  return FORGE_SECRETS.some((re) => re.test(name));
+  return NAMES.includes(name) || name.startsWith(OURS) || SECRET_INPUT.test(name);
+}
+function coveredSecret(prefix) {
+  const named = NAMES.find((n) => n.startsWith(prefix));
+  if (named) return named;
+  for (const family of [OURS, INPUTS]) {
+    if (family.startsWith(prefix) || prefix.startsWith(family)) return `${family}\u2026`;
+  }
+  return null;
 }
 
 // src/core/text.ts
@@ -27222,8 +27233,13 @@ var repoGlob = repoPath;
 var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
   message: "must be an absolute path or start with ~/"
 });
-var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).refine((n) => !isForgeSecret(n.replace(/\*$/, "")), {
-  message: "names a forge credential or a forkflush variable, which forkflush never passes on"
+var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).superRefine((n, ctx) => {
+  const covered = n.endsWith("*") ? coveredSecret(n.slice(0, -1)) : isForgeSecret(n) ? n : null;
+  if (covered)
+    ctx.addIssue({
+      code: "custom",
+      message: n === covered ? "names a forge credential or a forkflush variable, which forkflush never passes on" : `names a prefix that covers ${covered}, a forge credential or a forkflush variable, which forkflush never passes on: list the names the program needs`
+    });
 });
 function insideRepository(path) {
   if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) return false;
@@ -28382,25 +28398,66 @@ async function writeReports(store, state) {
 
 // src/agents/aider.ts
 import { mkdir as mkdir2, readFile as readFile2, writeFile as writeFile2 } from "node:fs/promises";
-import { dirname as dirname2, join as join3, resolve } from "node:path";
+import { dirname as dirname2, join as join2, resolve } from "node:path";
 
 // src/io/agent-files.ts
+import { execFile } from "node:child_process";
 import { constants } from "node:fs";
-import { open as open2, readdir, unlink } from "node:fs/promises";
-import { join } from "node:path";
-async function removeLinksAndSpecials(dir) {
-  let removed = 0;
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+import { lstat, open as open2, readdir, rename, unlink } from "node:fs/promises";
+import { promisify } from "node:util";
+var exec = promisify(execFile);
+var MAX_PATH_BYTES = 2048;
+var MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
+async function cleanAgentFolder(dir) {
+  const cleaned = { links: 0, names: 0, deep: 0, big: 0 };
+  await walk(Buffer.from(dir), cleaned);
+  return cleaned;
+}
+async function walk(dir, cleaned) {
+  const entries = await readdir(dir, { withFileTypes: true, encoding: "buffer" }).catch(() => []);
   for (const e of entries) {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) removed += await removeLinksAndSpecials(path);
-    else if (!e.isFile()) {
+    const path = Buffer.concat([dir, Buffer.from("/"), e.name]);
+    if (!isUtf8(e.name)) {
+      await dropTree(dir, path);
+      cleaned.names++;
+    } else if (e.isDirectory()) {
+      if (path.length > MAX_PATH_BYTES) {
+        await dropTree(dir, path);
+        cleaned.deep++;
+      } else await walk(path, cleaned);
+    } else if (!e.isFile()) {
       await unlink(path).catch(() => {
       });
-      removed++;
+      cleaned.links++;
+    } else if (((await lstat(path).catch(() => null))?.size ?? 0) > MAX_CONTEXT_FILE_BYTES) {
+      await unlink(path).catch(() => {
+      });
+      cleaned.big++;
     }
   }
-  return removed;
+}
+function isUtf8(name) {
+  return Buffer.from(name.toString("utf8"), "utf8").equals(name);
+}
+async function dropTree(dir, path) {
+  const plain = `${dir.toString("utf8")}/.forkflush-removed-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  await rename(path, plain).catch(() => {
+  });
+  await removeTree(plain);
+}
+function cleanedNote(c) {
+  const parts = [
+    c.names ? `${c.names} entries whose names are not UTF-8` : "",
+    c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : "",
+    c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : ""
+  ].filter(Boolean);
+  return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(", ")}` : null;
+}
+async function removeTree(path) {
+  await exec("rm", ["-rf", "--", path]);
+}
+async function emptyFolder(dir) {
+  await exec("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"]);
 }
 async function readRegular(path, max = 1e6) {
   const h = await open2(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
@@ -28758,8 +28815,8 @@ function wireModel(model) {
 
 // src/agents/session.ts
 import { constants as constants2, existsSync } from "node:fs";
-import { mkdir, open as open3, readdir as readdir2, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join as join2 } from "node:path";
+import { mkdir, open as open3, readdir as readdir2, readFile, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 
 // src/agents/agent.ts
 var CONTRACT_VARS = [
@@ -28800,6 +28857,9 @@ function* jsonLines(text) {
 function isRecord2(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
+var MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
+var CHUNK_BYTES = 8 * 1024 * 1024;
+var MAX_LINE_BYTES = 16 * 1024 * 1024;
 var GrowingFile = class {
   constructor(locate, offset = 0) {
     this.locate = locate;
@@ -28809,29 +28869,54 @@ var GrowingFile = class {
   locate;
   offset;
   rest = Buffer.alloc(0);
+  /** Lines too long to keep (dropped, not parsed). */
+  dropped = 0;
+  skipping = false;
   reading = Promise.resolve();
   /** The file, once known. */
   path;
-  /** The whole lines added since the last read (reads never overlap). */
+  /** The whole lines added since the last read, a chunk at most (reads never overlap). */
   lines() {
     const next = this.reading.then(() => this.read());
     this.reading = next.catch(() => {
     });
     return next;
   }
+  /** Every whole line up to the end of the file as it is now, a chunk at a time. */
+  async *remaining() {
+    for (; ; ) {
+      const before = this.offset;
+      for (const line of await this.lines()) yield line;
+      if (this.offset === before) return;
+    }
+  }
   async read() {
     if (this.path === null && typeof this.locate !== "string") this.path = await this.locate();
     if (this.path === null) return [];
-    const chunk = await readFrom(this.path, this.offset);
+    const chunk = await readFrom(this.path, this.offset, CHUNK_BYTES);
     if (chunk.length === 0) return [];
     this.offset += chunk.length;
-    const data = Buffer.concat([this.rest, chunk]);
+    let data = Buffer.concat([this.rest, chunk]);
+    if (this.skipping) {
+      const nl = data.indexOf(10);
+      if (nl === -1) {
+        this.rest = Buffer.alloc(0);
+        return [];
+      }
+      this.skipping = false;
+      data = data.subarray(nl + 1);
+    }
     const end = data.lastIndexOf(10);
     this.rest = end === -1 ? data : data.subarray(end + 1);
+    if (this.rest.length > MAX_LINE_BYTES) {
+      this.rest = Buffer.alloc(0);
+      this.skipping = true;
+      this.dropped++;
+    }
     return end === -1 ? [] : data.subarray(0, end).toString("utf8").split("\n");
   }
 };
-async function readFrom(path, offset, max = 256 * 1024 * 1024) {
+async function readFrom(path, offset, max = MAX_AGENT_FILE_BYTES) {
   const h = await open3(path, constants2.O_RDONLY | constants2.O_NOFOLLOW | constants2.O_NONBLOCK).catch(() => null);
   if (!h) return Buffer.alloc(0);
   try {
@@ -28859,7 +28944,7 @@ async function openContext(contextDir, agent, resume) {
   if (entries.length === 0) return { carried: null };
   const found = await resume(entries);
   if (!isRecord2(found) || !("unusable" in found)) return { carried: found };
-  for (const e of entries) await rm(join2(contextDir, e), { recursive: true, force: true });
+  for (const e of entries) await rm(join(contextDir, e), { recursive: true, force: true });
   return {
     carried: null,
     note: `could not resume the carried ${agent} conversation (${found.unusable}); started a fresh conversation`
@@ -28875,39 +28960,12 @@ async function installLogins(files, env) {
     await mkdir(dirname(f.to), { recursive: true });
     await rm(f.to, { force: true });
     await writeFile(f.to, text, { mode: 384, flag: "wx" });
-    installed.push({ to: f.to, from: fromEnv ? null : f.from, text });
+    installed.push({ to: f.to });
   }
   return installed;
 }
 async function removeLogins(installed) {
-  for (const login of installed) {
-    const now = (await readFrom(login.to, 0, 1e6)).toString("utf8");
-    await rm(login.to, { force: true });
-    if (login.from && now !== login.text && sameShape(login.text, now)) {
-      const current = await readFile(login.from, "utf8").catch(() => null);
-      if (current === login.text) await replaceFile(login.from, now);
-    }
-  }
-}
-function sameShape(before, after) {
-  const shape = (text) => {
-    try {
-      const v = JSON.parse(text);
-      if (!isRecord2(v)) return null;
-      const kind = (x) => x === null ? "null" : Array.isArray(x) ? "array" : typeof x;
-      return Object.entries(v).map(([k, x]) => `${k}:${kind(x)}`).sort().join(";");
-    } catch {
-      return null;
-    }
-  };
-  const a = shape(before);
-  return a !== null && a === shape(after);
-}
-async function replaceFile(path, text) {
-  const target = await realpath(path);
-  const temp = `${target}.forkflush-${process.pid}`;
-  await writeFile(temp, text, { mode: 384 });
-  await rename(temp, target);
+  for (const login of installed) await rm(login.to, { force: true });
 }
 async function launch(s, l) {
   const stop2 = new AbortController();
@@ -29040,7 +29098,7 @@ async function runAider(agent, s) {
   if (ctx.note) notes.push(ctx.note);
   const excluded = await excludeAiderFiles(s.workdir);
   if (excluded) notes.push(excluded);
-  const history = join3(s.contextDir, HISTORY_FILE);
+  const history = join2(s.contextDir, HISTORY_FILE);
   const args = [
     "--message-file",
     s.promptFile,
@@ -29048,7 +29106,7 @@ async function runAider(agent, s) {
     "--chat-history-file",
     history,
     "--input-history-file",
-    join3(s.contextDir, INPUT_HISTORY_FILE),
+    join2(s.contextDir, INPUT_HISTORY_FILE),
     ...ctx.carried ? ["--restore-chat-history"] : [],
     "--no-gitignore",
     "--no-auto-commits",
@@ -29108,7 +29166,7 @@ async function runAider(agent, s) {
   if (await sizeOf(history) > 0) {
     const episodes = ctx.carried?.episodes ?? [];
     await writeFile2(
-      join3(s.contextDir, SESSION_FILE),
+      join2(s.contextDir, SESSION_FILE),
       `${JSON.stringify({ agent: "aider", historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}
 `
     );
@@ -29124,13 +29182,13 @@ async function runAider(agent, s) {
 async function savedHistory(contextDir, entries) {
   if (!entries.includes(HISTORY_FILE)) return { unusable: `${HISTORY_FILE} is missing` };
   try {
-    new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join3(contextDir, HISTORY_FILE), 0));
+    new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join2(contextDir, HISTORY_FILE), 0));
   } catch {
     return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
   }
   let saved = {};
   try {
-    saved = JSON.parse(await readRegular(join3(contextDir, SESSION_FILE)) ?? "{}");
+    saved = JSON.parse(await readRegular(join2(contextDir, SESSION_FILE)) ?? "{}");
   } catch {
   }
   const episodes = Array.isArray(saved.episodes) ? saved.episodes.filter((e) => typeof e === "string") : [];
@@ -29160,9 +29218,9 @@ ${EXCLUDE}
 
 // src/agents/claude-code.ts
 import { randomUUID } from "node:crypto";
-import { lstat, mkdir as mkdir3, readdir as readdir3, realpath as realpath2, rename as rename2, rm as rm2, stat, writeFile as writeFile3 } from "node:fs/promises";
+import { lstat as lstat2, mkdir as mkdir3, readdir as readdir3, realpath, rename as rename2, rm as rm2, stat, writeFile as writeFile3 } from "node:fs/promises";
 import { homedir } from "node:os";
-import { join as join4 } from "node:path";
+import { join as join3 } from "node:path";
 
 // src/agents/claude-code-output.ts
 function projectDirName(realCwd) {
@@ -29399,7 +29457,7 @@ var ClaudeCodeAdapter = class {
   async run(s) {
     const started = performance.now();
     const notes = [];
-    const cwd = await realpath2(s.workdir);
+    const cwd = await realpath(s.workdir);
     let prepared = await prepareContext(s.contextDir, cwd, s.episodeId);
     if (prepared.note) notes.push(prepared.note);
     let attempt = await this.launch(s, cwd, prepared, s.deadlineMs);
@@ -29493,6 +29551,11 @@ ${early?.message ?? ""}`)) {
       ...this.agent.args
     ];
     let tokensSeen = 0;
+    const transcript = new GrowingFile(
+      () => transcriptPath(prepared.home, prepared.sessionId, cwd),
+      prepared.transcriptBytes
+    );
+    const rows = [];
     const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
     const { run, notes } = await launch(s, {
       after: () => removeLogins(logins),
@@ -29515,9 +29578,12 @@ ${early?.message ?? ""}`)) {
       timeoutMs,
       ...s.unit === "tokens" ? {
         meter: async () => {
-          const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
-          if (now === null) return null;
-          const models = Object.values(assistantTotals(now).totals.models);
+          for (const line of await transcript.lines()) {
+            const row = compactAssistantRow(line);
+            if (row) rows.push(row);
+          }
+          if (transcript.path === null) return null;
+          const models = Object.values(assistantTotals(rows.join("\n")).totals.models);
           tokensSeen = models.reduce(
             (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
             0
@@ -29531,7 +29597,7 @@ ${early?.message ?? ""}`)) {
 };
 async function prepareContext(contextDir, cwd, episode) {
   await mkdir3(contextDir, { recursive: true });
-  const home = join4(contextDir, HOME);
+  const home = join3(contextDir, HOME);
   const ctx = await openContext(contextDir, "Claude Code", () => savedSession(contextDir, home));
   if (!ctx.carried) return startFresh(contextDir, cwd, episode, ctx.note);
   const { id, transcript, bytes } = ctx.carried;
@@ -29541,7 +29607,7 @@ async function prepareContext(contextDir, cwd, episode) {
 }
 async function savedSession(contextDir, home) {
   let record3;
-  const text = await readRegular(join4(contextDir, SESSION_FILE2));
+  const text = await readRegular(join3(contextDir, SESSION_FILE2));
   if (text === null) return { unusable: "the context folder has no session.json" };
   try {
     record3 = JSON.parse(text);
@@ -29559,14 +29625,14 @@ async function savedSession(contextDir, home) {
   return { id, transcript, bytes };
 }
 async function startFresh(contextDir, cwd, episode, note) {
-  const home = join4(contextDir, HOME);
+  const home = join3(contextDir, HOME);
   await mkdir3(home, { recursive: true });
   const sessionId = randomUUID();
   await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
   return { home, sessionId, resume: false, baseline: null, transcriptBytes: 0, ...note ? { note } : {} };
 }
 async function restartFresh(contextDir, cwd, episode, why) {
-  for (const entry of await readdir3(contextDir)) await rm2(join4(contextDir, entry), { recursive: true, force: true });
+  for (const entry of await readdir3(contextDir)) await rm2(join3(contextDir, entry), { recursive: true, force: true });
   return startFresh(
     contextDir,
     cwd,
@@ -29575,53 +29641,65 @@ async function restartFresh(contextDir, cwd, episode, why) {
   );
 }
 async function findTranscript(home, id) {
-  const projects = join4(home, "projects");
+  const projects = join3(home, "projects");
   const dirs = await readdir3(projects).catch(() => []);
   for (const dir of dirs) {
-    const file2 = join4(projects, dir, `${id}.jsonl`);
+    const file2 = join3(projects, dir, `${id}.jsonl`);
     if (await isFile(file2)) return file2;
   }
   return null;
 }
 async function moveToProject(home, id, transcript, cwd) {
-  const from = join4(transcript, "..");
-  const to = join4(home, "projects", projectDirName(cwd));
+  const from = join3(transcript, "..");
+  const to = join3(home, "projects", projectDirName(cwd));
   if (from === to) return;
   if (!await exists(to)) {
     await rename2(from, to);
     return;
   }
   for (const name of [`${id}.jsonl`, id]) {
-    if (!await exists(join4(from, name))) continue;
-    await rm2(join4(to, name), { recursive: true, force: true });
-    await rename2(join4(from, name), join4(to, name));
+    if (!await exists(join3(from, name))) continue;
+    await rm2(join3(to, name), { recursive: true, force: true });
+    await rename2(join3(from, name), join3(to, name));
   }
 }
 function usesKey(env) {
   return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
 }
 function claudeLogin(episodeHome, env = process.env) {
-  const home = env.CLAUDE_CONFIG_DIR || join4(homedir(), ".claude");
+  const home = env.CLAUDE_CONFIG_DIR || join3(homedir(), ".claude");
   return [
     {
-      from: join4(home, ".credentials.json"),
+      from: join3(home, ".credentials.json"),
       fromEnv: "CLAUDE_CREDENTIALS_JSON",
-      to: join4(episodeHome, ".credentials.json")
+      to: join3(episodeHome, ".credentials.json")
     }
   ];
 }
 async function readTranscriptFrom(home, id, cwd, offset) {
-  const expected2 = join4(home, "projects", projectDirName(cwd), `${id}.jsonl`);
-  const file2 = await isFile(expected2) ? expected2 : await findTranscript(home, id);
+  const file2 = await transcriptPath(home, id, cwd);
   if (!file2) return null;
   return (await readFrom(file2, offset)).toString("utf8");
 }
+async function transcriptPath(home, id, cwd) {
+  const expected2 = join3(home, "projects", projectDirName(cwd), `${id}.jsonl`);
+  return await isFile(expected2) ? expected2 : await findTranscript(home, id);
+}
+function compactAssistantRow(line) {
+  if (!line.includes('"assistant"')) return null;
+  for (const row of jsonLines(line)) {
+    if (row.type !== "assistant" || !isRecord2(row.message)) return null;
+    const { id, model, usage } = row.message;
+    return JSON.stringify({ type: "assistant", message: { id, model, usage } });
+  }
+  return null;
+}
 async function writeRecord(contextDir, record3) {
-  await writeFile3(join4(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
+  await writeFile3(join3(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
 `);
 }
 async function isFile(path) {
-  return lstat(path).then(
+  return lstat2(path).then(
     (s) => s.isFile(),
     () => false
   );
@@ -29636,7 +29714,7 @@ async function exists(path) {
 // src/agents/codex.ts
 import { mkdir as mkdir4, readdir as readdir4, rm as rm3, writeFile as writeFile4 } from "node:fs/promises";
 import { homedir as homedir2 } from "node:os";
-import { join as join5 } from "node:path";
+import { join as join4 } from "node:path";
 
 // src/agents/codex-output.ts
 function parseExecEvents(stdout) {
@@ -29860,16 +29938,16 @@ var codexAgent = (agent) => defineAgent({
   })
 });
 async function runCodex(s, o) {
-  const home = join5(s.contextDir, HOME2);
+  const home = join4(s.contextDir, HOME2);
   const notes = [];
   const ctx = await openContext(s.contextDir, "Codex", () => savedThread(s.contextDir, home));
   if (ctx.note) notes.push(ctx.note);
   const threadId = ctx.carried?.threadId ?? null;
   if (ctx.carried) await pruneHome(home);
   await mkdir4(home, { recursive: true });
-  await writeFile4(join5(home, "config.toml"), configToml(s.env));
+  await writeFile4(join4(home, "config.toml"), configToml(s.env));
   const logins = usesKey2(s.env) ? [] : await installLogins(codexLogin(home), process.env);
-  const tail = new RolloutTail(join5(home, "sessions"), ctx.carried?.rollout ?? null);
+  const tail = new RolloutTail(join4(home, "sessions"), ctx.carried?.rollout ?? null);
   const before = structuredClone(await tail.poll());
   const bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
   const watched = s.unit === "tokens" || s.unit === "usd" || o.maxTurns !== void 0;
@@ -29897,7 +29975,7 @@ async function runCodex(s, o) {
   const model = o.model ?? after.model ?? before.model;
   if (thread && tail.file) {
     await writeFile4(
-      join5(s.contextDir, RECORD),
+      join4(s.contextDir, RECORD),
       sessionRecordJson({ agent: "codex", threadId: thread, totals: totals2, modelCalls: after.modelCalls, model })
     );
     await pruneHome(home);
@@ -29964,8 +30042,8 @@ function ownProvider(args) {
   return args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider"));
 }
 function codexLogin(episodeHome, env = process.env) {
-  const home = env.CODEX_HOME || join5(homedir2(), ".codex");
-  return [{ from: join5(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join5(episodeHome, "auth.json") }];
+  const home = env.CODEX_HOME || join4(homedir2(), ".codex");
+  return [{ from: join4(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join4(episodeHome, "auth.json") }];
 }
 function codexEnv(s, home) {
   const env = { CODEX_HOME: home };
@@ -29990,11 +30068,11 @@ function configToml(env) {
 `;
 }
 async function savedThread(contextDir, home) {
-  const text = await readRegular(join5(contextDir, RECORD));
+  const text = await readRegular(join4(contextDir, RECORD));
   if (text === null) return { unusable: `it has no ${RECORD}` };
   const rec = parseSessionRecord(text);
   if ("problem" in rec) return { unusable: rec.problem };
-  const rollout = (await rolloutFiles(join5(home, "sessions"))).find(
+  const rollout = (await rolloutFiles(join4(home, "sessions"))).find(
     (f) => rolloutThreadId(f.split("/").at(-1)) === rec.threadId
   );
   if (!rollout) return { unusable: `the session file of thread ${rec.threadId} is missing` };
@@ -30004,12 +30082,12 @@ async function savedThread(contextDir, home) {
 async function pruneHome(home) {
   const entries = await readdir4(home).catch(() => []);
   await Promise.all(
-    entries.filter((e) => !KEPT.has(e)).map((e) => rm3(join5(home, e), { recursive: true, force: true }))
+    entries.filter((e) => !KEPT.has(e)).map((e) => rm3(join4(home, e), { recursive: true, force: true }))
   );
 }
 async function rolloutFiles(dir) {
   const entries = await readdir4(dir, { recursive: true }).catch(() => []);
-  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join5(dir, e)).sort();
+  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join4(dir, e)).sort();
 }
 async function firstLine(file2) {
   const buf = await readFrom(file2, 0, FIRST_LINE_MAX);
@@ -30091,7 +30169,7 @@ async function readUsage2(file2) {
 // src/agents/copilot.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { mkdir as mkdir5, rm as rm4, writeFile as writeFile5 } from "node:fs/promises";
-import { dirname as dirname3, join as join6 } from "node:path";
+import { dirname as dirname3, join as join5 } from "node:path";
 
 // src/agents/copilot-output.ts
 var NANO_AIU_PER_CREDIT = 1e9;
@@ -30296,12 +30374,12 @@ async function runCopilot(agent, s) {
   const ctx = await openContext(s.contextDir, "Copilot", (entries) => savedSession2(s.contextDir, entries));
   if (ctx.note) notes.push(ctx.note);
   const saved = ctx.carried;
-  const home = join6(s.contextDir, HOME_DIR);
+  const home = join5(s.contextDir, HOME_DIR);
   await mkdir5(home, { recursive: true });
   const sessionId = saved?.sessionId ?? randomUUID2();
-  const eventsFile = join6(home, "session-state", sessionId, "events.jsonl");
+  const eventsFile = join5(home, "session-state", sessionId, "events.jsonl");
   const startOffset = saved ? await sizeOf(eventsFile) : 0;
-  const usageOut = join6(dirname3(s.usageFile), "copilot-usage.json");
+  const usageOut = join5(dirname3(s.usageFile), "copilot-usage.json");
   await rm4(usageOut, { force: true });
   const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
   const credits = !byok && s.unit === "usd" ? creditsForUsd(s.allowance) : void 0;
@@ -30317,7 +30395,7 @@ async function runCopilot(agent, s) {
     usageOut,
     // The CLI's own logs go with the episode's other logs, not into the context carried onward.
     "--log-dir",
-    join6(dirname3(s.logFile), "copilot-logs"),
+    join5(dirname3(s.logFile), "copilot-logs"),
     "-C",
     s.workdir,
     saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
@@ -30382,7 +30460,7 @@ async function runCopilot(agent, s) {
       totals: cumulative,
       episodes: [...saved?.episodes ?? [], s.episodeId]
     };
-    await writeFile5(join6(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
+    await writeFile5(join5(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
 `);
   }
   let usage;
@@ -30409,7 +30487,7 @@ async function savedSession2(contextDir, entries) {
   if (!entries.includes(SESSION_FILE3)) return { unusable: `${SESSION_FILE3} is missing` };
   let raw;
   try {
-    raw = JSON.parse(await readRegular(join6(contextDir, SESSION_FILE3)) ?? "");
+    raw = JSON.parse(await readRegular(join5(contextDir, SESSION_FILE3)) ?? "");
   } catch {
     return { unusable: `${SESSION_FILE3} is not JSON` };
   }
@@ -30417,8 +30495,8 @@ async function savedSession2(contextDir, entries) {
   if (!v || typeof v.sessionId !== "string" || !SESSION_ID.test(v.sessionId))
     return { unusable: `${SESSION_FILE3} names no session id` };
   const events = await readRegular(
-    join6(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl"),
-    256e6
+    join5(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl"),
+    MAX_AGENT_FILE_BYTES
   );
   if (events === null) return { unusable: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
   const bad = eventsFileProblem(events, v.sessionId);
@@ -30434,9 +30512,9 @@ async function savedSession2(contextDir, entries) {
 // src/agents/gemini.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync as existsSync2 } from "node:fs";
-import { mkdir as mkdir6, readdir as readdir5, readFile as readFile3, realpath as realpath3, rename as rename3, rm as rm5, writeFile as writeFile6 } from "node:fs/promises";
+import { mkdir as mkdir6, readdir as readdir5, readFile as readFile3, realpath as realpath2, rename as rename3, rm as rm5, writeFile as writeFile6 } from "node:fs/promises";
 import { homedir as homedir3 } from "node:os";
-import { basename, dirname as dirname4, join as join7 } from "node:path";
+import { basename, dirname as dirname4, join as join6 } from "node:path";
 
 // src/agents/gemini-output.ts
 var EXIT_TURN_LIMIT = 53;
@@ -30640,10 +30718,10 @@ var geminiAgent = (agent) => {
 };
 async function runGemini(s, executable, model, extraArgs, maxTurns) {
   const started = performance.now();
-  const home = join7(s.contextDir, HOME3);
-  const geminiDir = join7(home, ".gemini");
+  const home = join6(s.contextDir, HOME3);
+  const geminiDir = join6(home, ".gemini");
   const notes = [];
-  const workdir = await realpath3(s.workdir);
+  const workdir = await realpath2(s.workdir);
   const ctx = await openContext(s.contextDir, "Gemini CLI", () => prepareResume(s.contextDir, geminiDir, workdir));
   if (ctx.note) notes.push(ctx.note);
   const sessionId = ctx.carried?.sessionId ?? randomUUID3();
@@ -30733,22 +30811,22 @@ function usesKey3(env) {
   return Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
 }
 function geminiLogin(episodeGeminiDir, env = process.env) {
-  const dir = join7(env.GEMINI_CLI_HOME || homedir3(), ".gemini");
+  const dir = join6(env.GEMINI_CLI_HOME || homedir3(), ".gemini");
   return [
     {
-      from: join7(dir, "oauth_creds.json"),
+      from: join6(dir, "oauth_creds.json"),
       fromEnv: "GEMINI_OAUTH_CREDS",
-      to: join7(episodeGeminiDir, "oauth_creds.json")
+      to: join6(episodeGeminiDir, "oauth_creds.json")
     },
-    { from: join7(dir, "google_accounts.json"), to: join7(episodeGeminiDir, "google_accounts.json") }
+    { from: join6(dir, "google_accounts.json"), to: join6(episodeGeminiDir, "google_accounts.json") }
   ];
 }
 async function prepareHome(s, geminiDir, maxTurns, sessionId, loggedIn) {
   await mkdir6(geminiDir, { recursive: true });
   const auth = loggedIn ? "oauth-personal" : s.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
-  await writeFile6(join7(geminiDir, "settings.json"), `${JSON.stringify(settings(auth, maxTurns), null, 2)}
+  await writeFile6(join6(geminiDir, "settings.json"), `${JSON.stringify(settings(auth, maxTurns), null, 2)}
 `);
-  await rm5(join7(geminiDir, "projects.json.lock"), { recursive: true, force: true });
+  await rm5(join6(geminiDir, "projects.json.lock"), { recursive: true, force: true });
   await writeSessionFile(s.contextDir, sessionId);
 }
 function settings(selectedType, maxTurns) {
@@ -30770,7 +30848,7 @@ function settings(selectedType, maxTurns) {
 async function prepareResume(contextDir, geminiDir, workdir) {
   let recorded;
   try {
-    recorded = JSON.parse(await readRegular(join7(contextDir, SESSION_FILE4)) ?? "");
+    recorded = JSON.parse(await readRegular(join6(contextDir, SESSION_FILE4)) ?? "");
   } catch {
     return { unusable: `the context folder has no readable ${SESSION_FILE4}` };
   }
@@ -30785,11 +30863,11 @@ async function prepareResume(contextDir, geminiDir, workdir) {
   if (best.record.sessionId !== sessionId) return { unusable: `the session file of ${sessionId} is unreadable` };
   if (!isResumable(best.record.messages)) return { unusable: `conversation ${sessionId} held no prompt yet` };
   const before = writtenIds(files.map((f) => f.record));
-  const chats = join7(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
+  const chats = join6(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
   await mkdir6(chats, { recursive: true });
   for (const f of files) {
     if (f === best) {
-      if (dirname4(f.path) !== chats) await rename3(f.path, join7(chats, basename(f.path)));
+      if (dirname4(f.path) !== chats) await rename3(f.path, join6(chats, basename(f.path)));
     } else if (!isResumable(f.record.messages)) {
       await rm5(f.path, { force: true });
     }
@@ -30797,15 +30875,15 @@ async function prepareResume(contextDir, geminiDir, workdir) {
   return { sessionId, before };
 }
 async function projectSlug(geminiDir, workdir) {
-  const registryPath = join7(geminiDir, "projects.json");
+  const registryPath = join6(geminiDir, "projects.json");
   let projects = {};
   try {
     const parsed = JSON.parse(await readFile3(registryPath, "utf8"));
     if (parsed.projects && typeof parsed.projects === "object") projects = parsed.projects;
   } catch {
   }
-  const bases = [join7(geminiDir, "tmp"), join7(geminiDir, "history")];
-  const owner = async (base2, slug2) => (await readFile3(join7(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join6(geminiDir, "tmp"), join6(geminiDir, "history")];
+  const owner = async (base2, slug2) => (await readFile3(join6(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
@@ -30815,11 +30893,11 @@ async function projectSlug(geminiDir, workdir) {
   const base = `ff-${slugify2(basename(workdir))}`;
   let slug = base;
   for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync2(join7(b, slug)))) break;
+    if (!taken.has(slug) && !bases.some((b) => existsSync2(join6(b, slug)))) break;
     slug = `${base}-${n}`;
   }
-  await mkdir6(join7(bases[0], slug), { recursive: true });
-  await writeFile6(join7(bases[0], slug, ".project_root"), workdir);
+  await mkdir6(join6(bases[0], slug), { recursive: true });
+  await writeFile6(join6(bases[0], slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registryPath}.${randomUUID3()}.tmp`;
   await writeFile6(tmp, JSON.stringify({ projects }, null, 2));
@@ -30830,16 +30908,16 @@ function slugify2(text) {
   return text.toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
 }
 async function sessionFiles(geminiDir, sessionId) {
-  const tmp = join7(geminiDir, "tmp");
+  const tmp = join6(geminiDir, "tmp");
   const slugs = await readdir5(tmp).catch(() => []);
   const found = [];
   for (const slug of slugs) {
-    const chats = join7(tmp, slug, "chats");
+    const chats = join6(tmp, slug, "chats");
     const names = await readdir5(chats).catch(() => []);
     for (const name of names) {
       if (!name.startsWith("session-") || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join7(chats, name);
-      const text = await readRegular(path, 256e6);
+      const path = join6(chats, name);
+      const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
       if (text === null) continue;
       const record3 = readSession(text);
       if (record3.sessionId === sessionId || record3.sessionId === null) found.push({ path, record: record3 });
@@ -30852,7 +30930,7 @@ async function sessionRecords(geminiDir, sessionId) {
 }
 async function writeSessionFile(contextDir, sessionId) {
   const record3 = { agent: "gemini", sessionId, updated: (/* @__PURE__ */ new Date()).toISOString() };
-  await writeFile6(join7(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
+  await writeFile6(join6(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
 `);
 }
 function price(usage) {
@@ -31010,13 +31088,13 @@ function templateProblem(config2, templates) {
 }
 
 // src/worker/boundary.ts
-import { readdirSync as readdirSync2, readFileSync as readFileSync2, realpathSync as realpathSync2 } from "node:fs";
+import { readdirSync as readdirSync2, readFileSync as readFileSync3, realpathSync as realpathSync2 } from "node:fs";
 import { homedir as homedir4 } from "node:os";
-import { basename as basename2, delimiter, dirname as dirname6, isAbsolute, join as join8 } from "node:path";
+import { basename as basename2, delimiter, dirname as dirname6, isAbsolute, join as join7 } from "node:path";
 
 // src/io/sandbox.ts
-import { execFile } from "node:child_process";
-import { lstatSync, realpathSync } from "node:fs";
+import { execFile as execFile2 } from "node:child_process";
+import { lstatSync, readFileSync as readFileSync2, realpathSync } from "node:fs";
 import { dirname as dirname5, sep } from "node:path";
 var NOBODY = { uid: 65534, gid: 65534 };
 var BWRAP = "bwrap";
@@ -31032,7 +31110,7 @@ async function probe() {
       fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
     };
   }
-  const version2 = await exec(BWRAP, ["--version"]);
+  const version2 = await exec2(BWRAP, ["--version"]);
   if (version2.code !== 0) {
     return {
       unavailable: "bubblewrap (bwrap) is not installed",
@@ -31040,15 +31118,20 @@ async function probe() {
     };
   }
   const name = version2.stdout.trim() || "bubblewrap";
+  const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
   const root = process.getuid?.() === 0;
   const trial = async (s) => {
     const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
-    return exec(t.file, t.args);
+    return exec2(t.file, t.args);
   };
-  let sandbox = bubblewrap(name, root ? "nobody" : "user");
+  let sandbox = bubblewrap(
+    nproc ? name : `${name}, no process limit (prlimit is missing)`,
+    root ? "nobody" : "user",
+    nproc
+  );
   let run = await trial(sandbox);
   if (run.code !== 0 && root) {
-    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, "root");
+    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, "root", null);
     const second = await trial(asRoot);
     if (second.code === 0) {
       sandbox = asRoot;
@@ -31063,23 +31146,32 @@ async function probe() {
   }
   return { sandbox };
 }
-function bubblewrap(name, as) {
+function processLimit() {
+  const pidMax = Number(readFileSync2("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
+  return Math.min(8192, Math.floor(pidMax / 4));
+}
+function bubblewrap(name, as, nproc) {
   const user = as === "nobody" ? NOBODY : null;
-  const drop = as === "nobody" ? [
-    "setpriv",
-    `--reuid=${NOBODY.uid}`,
-    `--regid=${NOBODY.gid}`,
-    "--clear-groups",
-    "--inh-caps=-all",
-    "--bounding-set=-all",
-    "--"
-  ] : [];
+  const drop = [
+    ...as === "nobody" ? [
+      "setpriv",
+      `--reuid=${NOBODY.uid}`,
+      `--regid=${NOBODY.gid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--"
+    ] : [],
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
+    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
+    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
+  ];
   return {
     name,
     user,
     async handOver(c) {
       if (!user || c.writable.length === 0) return;
-      await exec("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+      await exec2("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
     },
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);
@@ -31186,9 +31278,9 @@ function prefixOf(dir) {
   const base = dir.split(sep).at(-1);
   return base === "bin" || base === "shims" ? dirname5(dir) : dir;
 }
-function exec(file2, args) {
+function exec2(file2, args) {
   return new Promise((resolve4) => {
-    execFile(file2, args, { timeout: 1e4 }, (error62, stdout, stderr) => {
+    execFile2(file2, args, { timeout: 1e4 }, (error62, stdout, stderr) => {
       const code = error62 ? typeof error62.code === "number" ? error62.code : 127 : 0;
       resolve4({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
     });
@@ -31212,7 +31304,7 @@ async function isolationFor(mode) {
     warning: `the sandbox is off: ${probe2.unavailable}, so ${unconfined}. To confine them, ${probe2.fix}; set sandbox: required to refuse to run without it`
   };
 }
-function sessionSpawner(sandbox, confinement, writtenByAgent) {
+function sessionSpawner(sandbox, confinement, writtenByAgent, removed) {
   return async (file2, args, options) => {
     const env = {};
     for (const [k, v] of Object.entries(options.env ?? {}))
@@ -31222,7 +31314,10 @@ function sessionSpawner(sandbox, confinement, writtenByAgent) {
       env,
       ...sandbox ? { confine: { sandbox, confinement } } : { track: true }
     });
-    for (const dir of writtenByAgent) await removeLinksAndSpecials(dir);
+    for (const dir of writtenByAgent) {
+      const c = await cleanAgentFolder(dir);
+      if (removed) for (const k of Object.keys(c)) removed[k] += c[k];
+    }
     return r;
   };
 }
@@ -31233,7 +31328,7 @@ function agentConfinement(p, config2, env) {
     shared: config2.sandbox.write.map(expandHome),
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
-    tmp: join8(p.box, "tmp"),
+    tmp: join7(p.box, "tmp"),
     network: true
   };
 }
@@ -31278,7 +31373,7 @@ function exposedInside(hidden, never2, env) {
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
     if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
-    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join8(prefix, sub));
+    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join7(prefix, sub));
     else out.add(prefix);
   }
   return [...out];
@@ -31288,14 +31383,14 @@ function credentialFiles(exposed) {
   const look = (dir) => {
     try {
       for (const name of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join8(dir, name));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join7(dir, name));
       }
     } catch {
     }
   };
   for (const dir of exposed) {
     look(dir);
-    look(join8(dir, "etc"));
+    look(join7(dir, "etc"));
   }
   return out;
 }
@@ -31313,7 +31408,7 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat5 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    const stat5 = readFileSync3(`/proc/${pid}/stat`, "utf8");
     return Number(stat5.slice(stat5.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
@@ -31328,19 +31423,19 @@ function realOrNull(path) {
 }
 function privateTmp(tmp, sandboxed) {
   const inside = sandboxed ? "/tmp" : tmp;
-  return { HOME: join8(inside, "home"), TMPDIR: inside };
+  return { HOME: join7(inside, "home"), TMPDIR: inside };
 }
 function expandHome(path) {
-  return path === "~" || path.startsWith("~/") ? join8(process.env.HOME || homedir4(), path.slice(1)) : path;
+  return path === "~" || path.startsWith("~/") ? join7(process.env.HOME || homedir4(), path.slice(1)) : path;
 }
 
 // src/worker/episode.ts
-import { mkdir as mkdir8, rm as rm8, writeFile as writeFile9 } from "node:fs/promises";
-import { join as join11 } from "node:path";
+import { mkdir as mkdir8, writeFile as writeFile9 } from "node:fs/promises";
+import { join as join10 } from "node:path";
 
 // src/worker/cleanroom.ts
-import { appendFile, copyFile, mkdir as mkdir7, readdir as readdir6, rm as rm6, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
-import { dirname as dirname7, join as join9 } from "node:path";
+import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir7, readdir as readdir6, rm as rm6, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
+import { dirname as dirname7, join as join8 } from "node:path";
 var AS_IS = "* -text -filter -ident !eol !working-tree-encoding\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
@@ -31364,8 +31459,8 @@ var OwnRepo = class _OwnRepo {
   }
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
-    await mkdir7(join9(this.gitDir, "info"), { recursive: true });
-    await writeFile7(join9(this.gitDir, "info", "attributes"), AS_IS);
+    await mkdir7(join8(this.gitDir, "info"), { recursive: true });
+    await writeFile7(join8(this.gitDir, "info", "attributes"), AS_IS);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -31386,23 +31481,23 @@ var OwnRepo = class _OwnRepo {
 };
 async function checkoutInto(own2, commit, dir, index, branch) {
   await mkdir7(dir, { recursive: true });
-  for (const entry of await readdir6(dir)) await rm6(join9(dir, entry), { recursive: true, force: true });
+  await emptyFolder(dir);
   await rm6(index, { force: true });
   await mkdir7(dirname7(index), { recursive: true });
   await own2.asIs();
   await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
   if (!branch) return;
-  const dotGit = join9(dir, ".git");
+  const dotGit = join8(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile7(join9(dotGit, "objects", "info", "alternates"), `${own2.objects}
+  await writeFile7(join8(dotGit, "objects", "info", "alternates"), `${own2.objects}
 `);
-  await mkdir7(join9(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
-  await writeFile7(join9(dotGit, "refs", "heads", branch), `${commit}
+  await mkdir7(join8(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
+  await writeFile7(join8(dotGit, "refs", "heads", branch), `${commit}
 `);
-  await writeFile7(join9(dotGit, "HEAD"), `ref: refs/heads/${branch}
+  await writeFile7(join8(dotGit, "HEAD"), `ref: refs/heads/${branch}
 `);
-  await appendFile(join9(dotGit, "config"), AGENT_IDENTITY);
-  await copyIndex(index, join9(dotGit, "index"));
+  await appendFile(join8(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join8(dotGit, "index"));
 }
 async function copyIndex(from, to) {
   await copyFile(from, to);
@@ -31412,6 +31507,7 @@ async function copyIndex(from, to) {
 async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs) {
   await own2.asIs();
   await copyIndex(checkoutIndex, index);
+  await refuseOversized(own2, workspace, index);
   const add = () => own2.exec(["add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
   if (added.exitCode !== 0) {
@@ -31433,6 +31529,55 @@ async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGl
   }
   const tree = await own2.out(["write-tree"], { index });
   return { tree, protectedChanged, index };
+}
+var MAX_FILE_BYTES = 100 * 1024 * 1024;
+var MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
+async function refuseOversized(own2, workspace, index) {
+  const listed = await own2.out(
+    ["-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
+    {
+      workTree: workspace,
+      index
+    }
+  );
+  let total = 0;
+  for (const line of listed.split("\n").filter(Boolean)) {
+    const name = unquoteGitPath(line);
+    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name])).catch(() => null);
+    if (!s?.isFile()) continue;
+    const shown = JSON.stringify(name.toString("utf8"));
+    if (s.size > MAX_FILE_BYTES)
+      throw new Error(
+        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(MAX_FILE_BYTES)}, GitHub's own limit); keep it out with .gitignore`
+      );
+    total += s.size;
+    if (total > MAX_CHANGED_BYTES)
+      throw new Error(
+        `the files added or changed pass ${megabytes(MAX_CHANGED_BYTES)}; keep large outputs out with .gitignore`
+      );
+  }
+}
+var megabytes = (n) => `${Math.round(n / (1024 * 1024)).toLocaleString("en-US")} MB`;
+function unquoteGitPath(line) {
+  if (!line.startsWith('"') || !line.endsWith('"')) return Buffer.from(line);
+  const simple = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+  const bytes = [];
+  for (let i = 1; i < line.length - 1; i++) {
+    const c = line[i];
+    if (c !== "\\") {
+      bytes.push(...Buffer.from(c));
+      continue;
+    }
+    const next = line[i + 1];
+    if (/[0-7]/.test(next)) {
+      bytes.push(Number.parseInt(line.slice(i + 1, i + 4), 8));
+      i += 3;
+    } else {
+      bytes.push(simple[next] ?? next.charCodeAt(0));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes);
 }
 async function baseSnapshot(own2, index, base) {
   await rm6(index, { force: true });
@@ -31554,7 +31699,7 @@ async function runGrader(config2, workdir, env, confine) {
 import { randomBytes } from "node:crypto";
 import { chmod, mkdtemp, rm as rm7, writeFile as writeFile8 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { join as join10 } from "node:path";
+import { join as join9 } from "node:path";
 async function startGradeService(args) {
   let count2 = 0;
   let queue = Promise.resolve();
@@ -31594,14 +31739,14 @@ async function startGradeService(args) {
   });
   const socketDir = await mkdtemp("/tmp/ff-grade-");
   await chmod(socketDir, 457);
-  const socket = join10(socketDir, "grade.sock");
+  const socket = join9(socketDir, "grade.sock");
   await new Promise((resolve4, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve4);
   });
   await chmod(socket, 438);
-  const client = join10(args.box, "grade-client.mjs");
-  const command = join10(args.box, "grade");
+  const client = join9(args.box, "grade-client.mjs");
+  const command = join9(args.box, "grade");
   await writeFile8(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
@@ -31681,11 +31826,11 @@ async function runEpisode(job) {
   const sandbox = isolation.sandbox;
   const source = job.env ?? process.env;
   const box = places.box;
-  await rm8(box, { recursive: true, force: true });
-  for (const dir of [join11(box, "home"), join11(box, "tmp"), job.scratchDir]) await mkdir8(dir, { recursive: true });
-  const promptFile = join11(box, "prompt.md");
+  await removeTree(box);
+  for (const dir of [join10(box, "home"), join10(box, "tmp"), job.scratchDir]) await mkdir8(dir, { recursive: true });
+  const promptFile = join10(box, "prompt.md");
   await writeFile9(promptFile, job.prompt);
-  const home = { HOME: join11(box, "home"), TMPDIR: sandbox ? "/tmp" : join11(box, "tmp") };
+  const home = { HOME: join10(box, "home"), TMPDIR: sandbox ? "/tmp" : join10(box, "tmp") };
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config2.grader.env);
   const stopForBudget = new AbortController();
@@ -31698,7 +31843,7 @@ async function runEpisode(job) {
     ...sandbox ? {
       confine: {
         sandbox,
-        confinement: graderConfinement(places.workspace, join11(box, "tmp"), places, config2, source, [
+        confinement: graderConfinement(places.workspace, join10(box, "tmp"), places, config2, source, [
           places.context
         ])
       }
@@ -31708,7 +31853,8 @@ async function runEpisode(job) {
   });
   const confinement = agentConfinement(places, config2, source);
   confinement.shared = [...confinement.shared ?? [], grading.socketDir];
-  const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box]);
+  const removed = { links: 0, names: 0, deep: 0, big: 0 };
+  const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box], removed);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
@@ -31719,8 +31865,8 @@ async function runEpisode(job) {
       prompt: job.prompt,
       promptFile,
       contextDir: places.context,
-      usageFile: join11(box, "usage.json"),
-      logFile: join11(job.scratchDir, "agent.log"),
+      usageFile: join10(box, "usage.json"),
+      logFile: join10(job.scratchDir, "agent.log"),
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -31739,7 +31885,7 @@ async function runEpisode(job) {
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent2 = Math.round(measured * 1e6) / 1e6;
-  const snapshotIndex = join11(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join10(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(job.own, places.workspace, job.checkoutIndex, snapshotIndex, episode.base, [
     ...config2.grader.protected,
@@ -31761,7 +31907,10 @@ async function runEpisode(job) {
     score = g.score;
     reason = g.reason;
   }
-  const note = plainText([...job.notes ?? [], ...outcome.note ? [outcome.note] : []].join("; "));
+  const cleaned = cleanedNote(removed);
+  const note = plainText(
+    [...job.notes ?? [], ...outcome.note ? [outcome.note] : [], ...cleaned ? [cleaned] : []].join("; ")
+  );
   if (reason) reason = plainText(reason);
   const partial2 = {
     score,
@@ -31794,11 +31943,11 @@ async function runEpisode(job) {
 }
 async function judge(job, tree, env) {
   const { config: config2, places, isolation } = job;
-  const dir = join11(job.scratchDir, "judge");
-  const tmp = join11(job.scratchDir, "judge-tmp");
-  await checkoutInto(job.own, tree, dir, join11(job.scratchDir, "judge.index"));
-  await rm8(tmp, { recursive: true, force: true });
-  await mkdir8(join11(tmp, "home"), { recursive: true });
+  const dir = join10(job.scratchDir, "judge");
+  const tmp = join10(job.scratchDir, "judge-tmp");
+  await checkoutInto(job.own, tree, dir, join10(job.scratchDir, "judge.index"));
+  await removeTree(tmp);
+  await mkdir8(join10(tmp, "home"), { recursive: true });
   try {
     const sandbox = isolation.sandbox;
     return await runGrader(
@@ -31825,7 +31974,8 @@ async function judge(job, tree, env) {
       } : void 0
     );
   } finally {
-    for (const d of [dir, tmp]) await rm8(d, { recursive: true, force: true });
+    for (const d of [dir, tmp]) await removeTree(d).catch(() => {
+    });
   }
 }
 function journalTail(journal) {
@@ -31931,6 +32081,7 @@ async function runOne(state, e, o, sealKey, emit) {
       agent: agentFor(state.config),
       isolation: o.isolation,
       alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
+      notes: prepared.notes,
       ...sealKey ? { sealKey } : {},
       ...o.signal ? { signal: o.signal } : {}
     });
@@ -31958,12 +32109,12 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile2, cp as cp2, mkdir as mkdir11, readdir as readdir8, readFile as readFile6, realpath as realpath5, stat as stat4 } from "node:fs/promises";
-import { join as join14, relative, resolve as resolve3, sep as sep2 } from "node:path";
+import { appendFile as appendFile2, cp as cp2, mkdir as mkdir11, readdir as readdir8, readFile as readFile6, realpath as realpath4, stat as stat4 } from "node:fs/promises";
+import { join as join13, relative, resolve as resolve3, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
-import { cp, mkdir as mkdir9, readFile as readFile4, realpath as realpath4, rm as rm9, stat as stat3 } from "node:fs/promises";
-import { dirname as dirname8, isAbsolute as isAbsolute2, join as join12, resolve as resolve2 } from "node:path";
+import { cp, mkdir as mkdir9, readFile as readFile4, realpath as realpath3, stat as stat3 } from "node:fs/promises";
+import { dirname as dirname8, isAbsolute as isAbsolute2, join as join11, resolve as resolve2 } from "node:path";
 var LocalForge = class {
   constructor(repo, store) {
     this.repo = repo;
@@ -31981,9 +32132,9 @@ var LocalForge = class {
   open() {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
-      const commonDir = await realpath4(isAbsolute2(common) ? common : resolve2(this.repo, common));
-      const objects = join12(commonDir, "objects");
-      const alternates = (await readFile4(join12(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
+      const commonDir = await realpath3(isAbsolute2(common) ? common : resolve2(this.repo, common));
+      const objects = join11(commonDir, "objects");
+      const alternates = (await readFile4(join11(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -32017,26 +32168,35 @@ var LocalForge = class {
     const workspace = this.store.workspace(e.id);
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
-    await rm9(scratchDir, { recursive: true, force: true });
-    const checkoutIndex = join12(scratchDir, "checkout.index");
+    await removeTree(scratchDir);
+    const checkoutIndex = join11(scratchDir, "checkout.index");
     await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
-    await rm9(context, { recursive: true, force: true });
+    await removeTree(context);
+    const notes = [];
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
-      if (await exists2(from)) await cp(from, context, { recursive: true, verbatimSymlinks: true });
-      await removeLinksAndSpecials(context);
+      if (await exists2(from)) {
+        await cleanAgentFolder(from);
+        await cp(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err) => {
+          await removeTree(context);
+          notes.push(
+            `${e.contextFrom}'s context could not be copied (${err.message}): this episode started with an empty context`
+          );
+        });
+      }
+      await cleanAgentFolder(context);
     }
     await mkdir9(context, { recursive: true });
     const places = {
       workspace,
       context,
-      box: join12(scratchDir, "box"),
+      box: join11(scratchDir, "box"),
       objects: [own2.objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname8(this.store.dir)]
     };
-    return { own: own2, places, checkoutIndex, scratchDir, branchRef: this.ref(branch) };
+    return { own: own2, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
   }
   /** Points the episode's branch at its result commit (made by forkflush, on the episode's base). */
   async recordResult(prepared, commit, reason) {
@@ -32066,10 +32226,10 @@ var LocalForge = class {
   async cleanupRound(state, round4, keepRejected) {
     const adopted = round4.decision?.adopted ?? [];
     for (const e of round4.episodes) {
-      await rm9(this.store.workspace(e.id), { recursive: true, force: true });
+      await removeTree(this.store.workspace(e.id));
       if (keepRejected && !adopted.includes(e.id)) continue;
       await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
-      if (!adopted.includes(e.id)) await rm9(this.store.context(e.id), { recursive: true, force: true });
+      if (!adopted.includes(e.id)) await removeTree(this.store.context(e.id));
     }
   }
   async setBest(state) {
@@ -32080,15 +32240,15 @@ var LocalForge = class {
   async withCheckout(commit, name, fn) {
     const { own: own2, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name);
-    await checkoutInto(own2, commit, dir, join12(this.store.scratch(name), "checkout.index"));
+    await checkoutInto(own2, commit, dir, join11(this.store.scratch(name), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own2.objects, ...alternates],
         private: [this.repo, commonDir, dirname8(this.store.dir)]
       });
     } finally {
-      await rm9(dir, { recursive: true, force: true });
-      await rm9(this.store.scratch(name), { recursive: true, force: true });
+      await removeTree(dir);
+      await removeTree(this.store.scratch(name));
     }
   }
 };
@@ -32101,7 +32261,7 @@ async function exists2(path) {
 
 // src/local/store.ts
 import { chmod as chmod2, mkdir as mkdir10, readdir as readdir7, readFile as readFile5, rename as rename4, unlink as unlink2, writeFile as writeFile10 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { join as join12 } from "node:path";
 
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
@@ -32234,10 +32394,10 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join13(taskDir, ".forkflush");
+    return join12(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join13(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join12(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
@@ -32245,7 +32405,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile5(join13(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile5(join12(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -32254,7 +32414,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join13(this.dir, ...parts);
+    return join12(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode) {
@@ -32337,7 +32497,7 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve3(configFile ?? join14(dir, CONFIG_PATH));
+  const file2 = resolve3(configFile ?? join13(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile6(file2, "utf8");
@@ -32389,7 +32549,7 @@ async function startRun(o) {
   }
   const problem = templateProblem(config2, templates);
   if (problem) throw new UserError(problem);
-  const rel = relative(repo, scratch ? join14(repo, relative(taskDir, configFile)) : configFile);
+  const rel = relative(repo, scratch ? join13(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
     repo,
@@ -32425,8 +32585,8 @@ async function startRun(o) {
   return { store, forge, info, state, warnings, isolation };
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
-  const tmp = join14(scratch, "tmp");
-  await mkdir11(join14(tmp, "home"), { recursive: true });
+  const tmp = join13(scratch, "tmp");
+  await mkdir11(join13(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   return runGrader(
@@ -32462,11 +32622,11 @@ async function openRun(dir, id) {
 async function taskFolder(dir) {
   const s = await stat4(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
-  return realpath5(resolve3(dir));
+  return realpath4(resolve3(dir));
 }
 async function gitTop(dir) {
   const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
-  return r.exitCode === 0 ? realpath5(r.stdout.trim()) : null;
+  return r.exitCode === 0 ? realpath4(r.stdout.trim()) : null;
 }
 async function excludeRunFolders(top) {
   const git = new Git(top);
@@ -32475,7 +32635,7 @@ async function excludeRunFolders(top) {
   const file2 = resolve3(top, r.stdout.trim());
   const text = await readFile6(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir11(join14(file2, ".."), { recursive: true });
+  await mkdir11(join13(file2, ".."), { recursive: true });
   await appendFile2(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
@@ -32484,7 +32644,7 @@ async function copyTask(taskDir, repo) {
   await mkdir11(repo, { recursive: true });
   for (const entry of await readdir8(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp2(join14(taskDir, entry), join14(repo, entry), { recursive: true });
+    await cp2(join13(taskDir, entry), join13(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);

@@ -11118,7 +11118,7 @@ var require_mock_interceptor = __commonJS({
 var require_mock_client = __commonJS({
   "node_modules/undici/lib/mock/mock-client.js"(exports, module) {
     "use strict";
-    var { promisify } = __require("node:util");
+    var { promisify: promisify2 } = __require("node:util");
     var Client = require_client();
     var { buildMockDispatch } = require_mock_utils();
     var {
@@ -11158,7 +11158,7 @@ var require_mock_client = __commonJS({
         return new MockInterceptor(opts, this[kDispatches]);
       }
       async [kClose]() {
-        await promisify(this[kOriginalClose])();
+        await promisify2(this[kOriginalClose])();
         this[kConnected] = 0;
         this[kMockAgent][Symbols.kClients].delete(this[kOrigin]);
       }
@@ -11171,7 +11171,7 @@ var require_mock_client = __commonJS({
 var require_mock_pool = __commonJS({
   "node_modules/undici/lib/mock/mock-pool.js"(exports, module) {
     "use strict";
-    var { promisify } = __require("node:util");
+    var { promisify: promisify2 } = __require("node:util");
     var Pool = require_pool();
     var { buildMockDispatch } = require_mock_utils();
     var {
@@ -11211,7 +11211,7 @@ var require_mock_pool = __commonJS({
         return new MockInterceptor(opts, this[kDispatches]);
       }
       async [kClose]() {
-        await promisify(this[kOriginalClose])();
+        await promisify2(this[kOriginalClose])();
         this[kConnected] = 0;
         this[kMockAgent][Symbols.kClients].delete(this[kOrigin]);
       }
@@ -16916,7 +16916,7 @@ var require_util7 = __commonJS({
     var { kReadyState, kController, kResponse, kBinaryType, kWebSocketURL } = require_symbols5();
     var { states, opcodes } = require_constants5();
     var { ErrorEvent, createFastMessageEvent } = require_events();
-    var { isUtf8 } = __require("node:buffer");
+    var { isUtf8: isUtf82 } = __require("node:buffer");
     var { collectASequenceOfCodePointsFast, removeHTTPWhitespace } = require_data_url();
     function isConnecting(ws) {
       return ws[kReadyState] === states.CONNECTING;
@@ -17056,7 +17056,7 @@ var require_util7 = __commonJS({
     var hasIntl = typeof process.versions.icu === "string";
     var fatalDecoder = hasIntl ? new TextDecoder("utf-8", { fatal: true }) : void 0;
     var utf8Decode = hasIntl ? fatalDecoder.decode.bind(fatalDecoder) : function(buffer) {
-      if (isUtf8(buffer)) {
+      if (isUtf82(buffer)) {
         return buffer.toString("utf-8");
       }
       throw new TypeError("Invalid utf-8 received.");
@@ -26987,8 +26987,8 @@ function info(message) {
 }
 
 // src/worker/episode.ts
-import { mkdir as mkdir3, rm as rm4, writeFile as writeFile4 } from "node:fs/promises";
-import { join as join5 } from "node:path";
+import { mkdir as mkdir3, writeFile as writeFile4 } from "node:fs/promises";
+import { join as join4 } from "node:path";
 
 // src/core/config.ts
 var import_yaml = __toESM(require_dist(), 1);
@@ -46711,23 +46711,34 @@ function date4(params) {
 }
 
 // src/core/secrets.ts
-var FORGE_SECRETS = [
-  /^GITHUB_TOKEN$/,
-  /^GH_TOKEN$/,
-  /^GH_ENTERPRISE_TOKEN$/,
-  /^GITHUB_ENTERPRISE_TOKEN$/,
-  /^ACTIONS_RUNTIME_TOKEN$/,
-  /^ACTIONS_ID_TOKEN_REQUEST_(TOKEN|URL)$/,
-  /^ACTIONS_(RUNTIME|CACHE|RESULTS)_URL$/,
-  /^INPUT_.*(TOKEN|KEY|SECRET).*$/,
-  // Ours: the context and record keys, and the contract variables the worker sets itself.
-  /^FORKFLUSH_/,
-  /^PRIVATE_KEY$/,
-  /^WEBHOOK_SECRET$/,
-  /^APP_ID$/
+var NAMES = [
+  "GITHUB_TOKEN",
+  "GH_TOKEN",
+  "GH_ENTERPRISE_TOKEN",
+  "GITHUB_ENTERPRISE_TOKEN",
+  "ACTIONS_RUNTIME_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_URL",
+  "ACTIONS_RUNTIME_URL",
+  "ACTIONS_CACHE_URL",
+  "ACTIONS_RESULTS_URL",
+  "PRIVATE_KEY",
+  "WEBHOOK_SECRET",
+  "APP_ID"
 ];
+var OURS = "FORKFLUSH_";
+var INPUTS = "INPUT_";
+var SECRET_INPUT = /^INPUT_.*(TOKEN|KEY|SECRET).*$/;
 function isForgeSecret(name) {
-  return FORGE_SECRETS.some((re) => re.test(name));
+  return NAMES.includes(name) || name.startsWith(OURS) || SECRET_INPUT.test(name);
+}
+function coveredSecret(prefix) {
+  const named = NAMES.find((n) => n.startsWith(prefix));
+  if (named) return named;
+  for (const family of [OURS, INPUTS]) {
+    if (family.startsWith(prefix) || prefix.startsWith(family)) return `${family}\u2026`;
+  }
+  return null;
 }
 
 // src/core/text.ts
@@ -46807,8 +46818,13 @@ var repoGlob = repoPath;
 var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
   message: "must be an absolute path or start with ~/"
 });
-var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).refine((n) => !isForgeSecret(n.replace(/\*$/, "")), {
-  message: "names a forge credential or a forkflush variable, which forkflush never passes on"
+var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).superRefine((n, ctx) => {
+  const covered = n.endsWith("*") ? coveredSecret(n.slice(0, -1)) : isForgeSecret(n) ? n : null;
+  if (covered)
+    ctx.addIssue({
+      code: "custom",
+      message: n === covered ? "names a forge credential or a forkflush variable, which forkflush never passes on" : `names a prefix that covers ${covered}, a forge credential or a forkflush variable, which forkflush never passes on: list the names the program needs`
+    });
 });
 function insideRepository(path) {
   if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) return false;
@@ -47038,10 +47054,83 @@ function oneLine(s) {
   return s.replace(/\s+/g, " ").trim();
 }
 
+// src/io/agent-files.ts
+import { execFile } from "node:child_process";
+import { constants as constants3 } from "node:fs";
+import { lstat as lstat2, open as open3, readdir as readdir2, rename as rename2, unlink as unlink2 } from "node:fs/promises";
+import { promisify } from "node:util";
+var exec = promisify(execFile);
+var MAX_PATH_BYTES = 2048;
+var MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
+async function cleanAgentFolder(dir) {
+  const cleaned = { links: 0, names: 0, deep: 0, big: 0 };
+  await walk(Buffer.from(dir), cleaned);
+  return cleaned;
+}
+async function walk(dir, cleaned) {
+  const entries = await readdir2(dir, { withFileTypes: true, encoding: "buffer" }).catch(() => []);
+  for (const e of entries) {
+    const path = Buffer.concat([dir, Buffer.from("/"), e.name]);
+    if (!isUtf8(e.name)) {
+      await dropTree(dir, path);
+      cleaned.names++;
+    } else if (e.isDirectory()) {
+      if (path.length > MAX_PATH_BYTES) {
+        await dropTree(dir, path);
+        cleaned.deep++;
+      } else await walk(path, cleaned);
+    } else if (!e.isFile()) {
+      await unlink2(path).catch(() => {
+      });
+      cleaned.links++;
+    } else if (((await lstat2(path).catch(() => null))?.size ?? 0) > MAX_CONTEXT_FILE_BYTES) {
+      await unlink2(path).catch(() => {
+      });
+      cleaned.big++;
+    }
+  }
+}
+function isUtf8(name) {
+  return Buffer.from(name.toString("utf8"), "utf8").equals(name);
+}
+async function dropTree(dir, path) {
+  const plain2 = `${dir.toString("utf8")}/.forkflush-removed-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  await rename2(path, plain2).catch(() => {
+  });
+  await removeTree(plain2);
+}
+function cleanedNote(c) {
+  const parts = [
+    c.names ? `${c.names} entries whose names are not UTF-8` : "",
+    c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : "",
+    c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : ""
+  ].filter(Boolean);
+  return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(", ")}` : null;
+}
+async function removeTree(path) {
+  await exec("rm", ["-rf", "--", path]);
+}
+async function emptyFolder(dir) {
+  await exec("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"]);
+}
+async function readRegular(path, max = 1e6) {
+  const h = await open3(path, constants3.O_RDONLY | constants3.O_NOFOLLOW | constants3.O_NONBLOCK).catch(() => null);
+  if (!h) return null;
+  try {
+    const s = await h.stat();
+    if (!s.isFile()) return null;
+    const buf = Buffer.alloc(Math.min(max, s.size));
+    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString("utf8");
+  } finally {
+    await h.close();
+  }
+}
+
 // src/worker/boundary.ts
-import { readdirSync as readdirSync2, readFileSync as readFileSync2, realpathSync as realpathSync2 } from "node:fs";
+import { readdirSync as readdirSync2, readFileSync as readFileSync3, realpathSync as realpathSync2 } from "node:fs";
 import { homedir } from "node:os";
-import { basename, delimiter, dirname as dirname2, isAbsolute, join as join2 } from "node:path";
+import { basename, delimiter, dirname as dirname2, isAbsolute, join } from "node:path";
 
 // src/agents/agent.ts
 var CONTRACT_VARS = [
@@ -47071,38 +47160,6 @@ function forkflushVars(s) {
 var UserError = class extends Error {
   name = "UserError";
 };
-
-// src/io/agent-files.ts
-import { constants as constants3 } from "node:fs";
-import { open as open3, readdir as readdir2, unlink as unlink2 } from "node:fs/promises";
-import { join } from "node:path";
-async function removeLinksAndSpecials(dir) {
-  let removed = 0;
-  const entries = await readdir2(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) removed += await removeLinksAndSpecials(path);
-    else if (!e.isFile()) {
-      await unlink2(path).catch(() => {
-      });
-      removed++;
-    }
-  }
-  return removed;
-}
-async function readRegular(path, max = 1e6) {
-  const h = await open3(path, constants3.O_RDONLY | constants3.O_NOFOLLOW | constants3.O_NONBLOCK).catch(() => null);
-  if (!h) return null;
-  try {
-    const s = await h.stat();
-    if (!s.isFile()) return null;
-    const buf = Buffer.alloc(Math.min(max, s.size));
-    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
-    return buf.subarray(0, bytesRead).toString("utf8");
-  } finally {
-    await h.close();
-  }
-}
 
 // src/io/process.ts
 import { execFileSync, spawn } from "node:child_process";
@@ -47290,8 +47347,8 @@ function processLinks() {
 }
 
 // src/io/sandbox.ts
-import { execFile } from "node:child_process";
-import { lstatSync, realpathSync } from "node:fs";
+import { execFile as execFile2 } from "node:child_process";
+import { lstatSync, readFileSync as readFileSync2, realpathSync } from "node:fs";
 import { dirname, sep } from "node:path";
 var NOBODY = { uid: 65534, gid: 65534 };
 var BWRAP = "bwrap";
@@ -47311,7 +47368,7 @@ async function probe() {
       fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
     };
   }
-  const version2 = await exec(BWRAP, ["--version"]);
+  const version2 = await exec2(BWRAP, ["--version"]);
   if (version2.code !== 0) {
     return {
       unavailable: "bubblewrap (bwrap) is not installed",
@@ -47319,15 +47376,20 @@ async function probe() {
     };
   }
   const name = version2.stdout.trim() || "bubblewrap";
+  const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
   const root = process.getuid?.() === 0;
   const trial = async (s) => {
     const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
-    return exec(t.file, t.args);
+    return exec2(t.file, t.args);
   };
-  let sandbox = bubblewrap(name, root ? "nobody" : "user");
+  let sandbox = bubblewrap(
+    nproc ? name : `${name}, no process limit (prlimit is missing)`,
+    root ? "nobody" : "user",
+    nproc
+  );
   let run2 = await trial(sandbox);
   if (run2.code !== 0 && root) {
-    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, "root");
+    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, "root", null);
     const second = await trial(asRoot);
     if (second.code === 0) {
       sandbox = asRoot;
@@ -47342,23 +47404,32 @@ async function probe() {
   }
   return { sandbox };
 }
-function bubblewrap(name, as) {
+function processLimit() {
+  const pidMax = Number(readFileSync2("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
+  return Math.min(8192, Math.floor(pidMax / 4));
+}
+function bubblewrap(name, as, nproc) {
   const user = as === "nobody" ? NOBODY : null;
-  const drop = as === "nobody" ? [
-    "setpriv",
-    `--reuid=${NOBODY.uid}`,
-    `--regid=${NOBODY.gid}`,
-    "--clear-groups",
-    "--inh-caps=-all",
-    "--bounding-set=-all",
-    "--"
-  ] : [];
+  const drop = [
+    ...as === "nobody" ? [
+      "setpriv",
+      `--reuid=${NOBODY.uid}`,
+      `--regid=${NOBODY.gid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--"
+    ] : [],
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
+    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
+    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
+  ];
   return {
     name,
     user,
     async handOver(c) {
       if (!user || c.writable.length === 0) return;
-      await exec("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+      await exec2("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
     },
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);
@@ -47465,9 +47536,9 @@ function prefixOf(dir) {
   const base = dir.split(sep).at(-1);
   return base === "bin" || base === "shims" ? dirname(dir) : dir;
 }
-function exec(file2, args) {
+function exec2(file2, args) {
   return new Promise((resolve2) => {
-    execFile(file2, args, { timeout: 1e4 }, (error63, stdout, stderr) => {
+    execFile2(file2, args, { timeout: 1e4 }, (error63, stdout, stderr) => {
       const code = error63 ? typeof error63.code === "number" ? error63.code : 127 : 0;
       resolve2({ code, stdout: String(stdout), stderr: String(stderr || error63?.message || "") });
     });
@@ -47491,7 +47562,7 @@ async function isolationFor(mode) {
     warning: `the sandbox is off: ${probe2.unavailable}, so ${unconfined}. To confine them, ${probe2.fix}; set sandbox: required to refuse to run without it`
   };
 }
-function sessionSpawner(sandbox, confinement, writtenByAgent) {
+function sessionSpawner(sandbox, confinement, writtenByAgent, removed) {
   return async (file2, args, options) => {
     const env = {};
     for (const [k, v] of Object.entries(options.env ?? {}))
@@ -47501,7 +47572,10 @@ function sessionSpawner(sandbox, confinement, writtenByAgent) {
       env,
       ...sandbox ? { confine: { sandbox, confinement } } : { track: true }
     });
-    for (const dir of writtenByAgent) await removeLinksAndSpecials(dir);
+    for (const dir of writtenByAgent) {
+      const c = await cleanAgentFolder(dir);
+      if (removed) for (const k of Object.keys(c)) removed[k] += c[k];
+    }
     return r;
   };
 }
@@ -47512,7 +47586,7 @@ function agentConfinement(p, config2, env) {
     shared: config2.sandbox.write.map(expandHome),
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
-    tmp: join2(p.box, "tmp"),
+    tmp: join(p.box, "tmp"),
     network: true
   };
 }
@@ -47557,7 +47631,7 @@ function exposedInside(hidden, never2, env) {
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
     if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
-    else if (basename(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join2(prefix, sub));
+    else if (basename(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join(prefix, sub));
     else out.add(prefix);
   }
   return [...out];
@@ -47567,14 +47641,14 @@ function credentialFiles(exposed) {
   const look = (dir) => {
     try {
       for (const name of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join2(dir, name));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join(dir, name));
       }
     } catch {
     }
   };
   for (const dir of exposed) {
     look(dir);
-    look(join2(dir, "etc"));
+    look(join(dir, "etc"));
   }
   return out;
 }
@@ -47592,7 +47666,7 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat5 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    const stat5 = readFileSync3(`/proc/${pid}/stat`, "utf8");
     return Number(stat5.slice(stat5.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
@@ -47607,15 +47681,15 @@ function realOrNull(path) {
 }
 function privateTmp(tmp, sandboxed) {
   const inside = sandboxed ? "/tmp" : tmp;
-  return { HOME: join2(inside, "home"), TMPDIR: inside };
+  return { HOME: join(inside, "home"), TMPDIR: inside };
 }
 function expandHome(path) {
-  return path === "~" || path.startsWith("~/") ? join2(process.env.HOME || homedir(), path.slice(1)) : path;
+  return path === "~" || path.startsWith("~/") ? join(process.env.HOME || homedir(), path.slice(1)) : path;
 }
 
 // src/worker/cleanroom.ts
-import { appendFile as appendFile2, copyFile as copyFile2, mkdir as mkdir2, readdir as readdir3, rm as rm2, stat as stat2, utimes, writeFile as writeFile2 } from "node:fs/promises";
-import { dirname as dirname3, join as join3 } from "node:path";
+import { appendFile as appendFile2, copyFile as copyFile2, lstat as lstat3, mkdir as mkdir2, readdir as readdir3, rm as rm2, stat as stat2, utimes, writeFile as writeFile2 } from "node:fs/promises";
+import { dirname as dirname3, join as join2 } from "node:path";
 
 // src/io/git.ts
 var GitError = class extends Error {
@@ -47709,8 +47783,8 @@ var OwnRepo = class _OwnRepo {
   }
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
-    await mkdir2(join3(this.gitDir, "info"), { recursive: true });
-    await writeFile2(join3(this.gitDir, "info", "attributes"), AS_IS);
+    await mkdir2(join2(this.gitDir, "info"), { recursive: true });
+    await writeFile2(join2(this.gitDir, "info", "attributes"), AS_IS);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -47731,23 +47805,23 @@ var OwnRepo = class _OwnRepo {
 };
 async function checkoutInto(own2, commit, dir, index, branch) {
   await mkdir2(dir, { recursive: true });
-  for (const entry of await readdir3(dir)) await rm2(join3(dir, entry), { recursive: true, force: true });
+  await emptyFolder(dir);
   await rm2(index, { force: true });
   await mkdir2(dirname3(index), { recursive: true });
   await own2.asIs();
   await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
   if (!branch) return;
-  const dotGit = join3(dir, ".git");
+  const dotGit = join2(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile2(join3(dotGit, "objects", "info", "alternates"), `${own2.objects}
+  await writeFile2(join2(dotGit, "objects", "info", "alternates"), `${own2.objects}
 `);
-  await mkdir2(join3(dotGit, "refs", "heads", dirname3(branch)), { recursive: true });
-  await writeFile2(join3(dotGit, "refs", "heads", branch), `${commit}
+  await mkdir2(join2(dotGit, "refs", "heads", dirname3(branch)), { recursive: true });
+  await writeFile2(join2(dotGit, "refs", "heads", branch), `${commit}
 `);
-  await writeFile2(join3(dotGit, "HEAD"), `ref: refs/heads/${branch}
+  await writeFile2(join2(dotGit, "HEAD"), `ref: refs/heads/${branch}
 `);
-  await appendFile2(join3(dotGit, "config"), AGENT_IDENTITY);
-  await copyIndex(index, join3(dotGit, "index"));
+  await appendFile2(join2(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join2(dotGit, "index"));
 }
 async function copyIndex(from, to) {
   await copyFile2(from, to);
@@ -47757,6 +47831,7 @@ async function copyIndex(from, to) {
 async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs) {
   await own2.asIs();
   await copyIndex(checkoutIndex, index);
+  await refuseOversized(own2, workspace, index);
   const add = () => own2.exec(["add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
   if (added.exitCode !== 0) {
@@ -47778,6 +47853,55 @@ async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGl
   }
   const tree = await own2.out(["write-tree"], { index });
   return { tree, protectedChanged, index };
+}
+var MAX_FILE_BYTES = 100 * 1024 * 1024;
+var MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
+async function refuseOversized(own2, workspace, index) {
+  const listed = await own2.out(
+    ["-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
+    {
+      workTree: workspace,
+      index
+    }
+  );
+  let total = 0;
+  for (const line of listed.split("\n").filter(Boolean)) {
+    const name = unquoteGitPath(line);
+    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name])).catch(() => null);
+    if (!s?.isFile()) continue;
+    const shown = JSON.stringify(name.toString("utf8"));
+    if (s.size > MAX_FILE_BYTES)
+      throw new Error(
+        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(MAX_FILE_BYTES)}, GitHub's own limit); keep it out with .gitignore`
+      );
+    total += s.size;
+    if (total > MAX_CHANGED_BYTES)
+      throw new Error(
+        `the files added or changed pass ${megabytes(MAX_CHANGED_BYTES)}; keep large outputs out with .gitignore`
+      );
+  }
+}
+var megabytes = (n) => `${Math.round(n / (1024 * 1024)).toLocaleString("en-US")} MB`;
+function unquoteGitPath(line) {
+  if (!line.startsWith('"') || !line.endsWith('"')) return Buffer.from(line);
+  const simple = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+  const bytes = [];
+  for (let i = 1; i < line.length - 1; i++) {
+    const c = line[i];
+    if (c !== "\\") {
+      bytes.push(...Buffer.from(c));
+      continue;
+    }
+    const next = line[i + 1];
+    if (/[0-7]/.test(next)) {
+      bytes.push(Number.parseInt(line.slice(i + 1, i + 4), 8));
+      i += 3;
+    } else {
+      bytes.push(simple[next] ?? next.charCodeAt(0));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes);
 }
 async function baseSnapshot(own2, index, base) {
   await rm2(index, { force: true });
@@ -47899,7 +48023,7 @@ async function runGrader(config2, workdir, env, confine) {
 import { randomBytes } from "node:crypto";
 import { chmod as chmod2, mkdtemp, rm as rm3, writeFile as writeFile3 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { join as join4 } from "node:path";
+import { join as join3 } from "node:path";
 async function startGradeService(args) {
   let count2 = 0;
   let queue = Promise.resolve();
@@ -47939,14 +48063,14 @@ async function startGradeService(args) {
   });
   const socketDir = await mkdtemp("/tmp/ff-grade-");
   await chmod2(socketDir, 457);
-  const socket = join4(socketDir, "grade.sock");
+  const socket = join3(socketDir, "grade.sock");
   await new Promise((resolve2, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve2);
   });
   await chmod2(socket, 438);
-  const client = join4(args.box, "grade-client.mjs");
-  const command = join4(args.box, "grade");
+  const client = join3(args.box, "grade-client.mjs");
+  const command = join3(args.box, "grade");
   await writeFile3(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
@@ -48015,11 +48139,11 @@ async function runEpisode(job) {
   const sandbox = isolation.sandbox;
   const source = job.env ?? process.env;
   const box = places.box;
-  await rm4(box, { recursive: true, force: true });
-  for (const dir of [join5(box, "home"), join5(box, "tmp"), job.scratchDir]) await mkdir3(dir, { recursive: true });
-  const promptFile = join5(box, "prompt.md");
+  await removeTree(box);
+  for (const dir of [join4(box, "home"), join4(box, "tmp"), job.scratchDir]) await mkdir3(dir, { recursive: true });
+  const promptFile = join4(box, "prompt.md");
   await writeFile4(promptFile, job.prompt);
-  const home = { HOME: join5(box, "home"), TMPDIR: sandbox ? "/tmp" : join5(box, "tmp") };
+  const home = { HOME: join4(box, "home"), TMPDIR: sandbox ? "/tmp" : join4(box, "tmp") };
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config2.grader.env);
   const stopForBudget = new AbortController();
@@ -48032,7 +48156,7 @@ async function runEpisode(job) {
     ...sandbox ? {
       confine: {
         sandbox,
-        confinement: graderConfinement(places.workspace, join5(box, "tmp"), places, config2, source, [
+        confinement: graderConfinement(places.workspace, join4(box, "tmp"), places, config2, source, [
           places.context
         ])
       }
@@ -48042,7 +48166,8 @@ async function runEpisode(job) {
   });
   const confinement = agentConfinement(places, config2, source);
   confinement.shared = [...confinement.shared ?? [], grading.socketDir];
-  const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box]);
+  const removed = { links: 0, names: 0, deep: 0, big: 0 };
+  const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box], removed);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
@@ -48053,8 +48178,8 @@ async function runEpisode(job) {
       prompt: job.prompt,
       promptFile,
       contextDir: places.context,
-      usageFile: join5(box, "usage.json"),
-      logFile: join5(job.scratchDir, "agent.log"),
+      usageFile: join4(box, "usage.json"),
+      logFile: join4(job.scratchDir, "agent.log"),
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -48073,7 +48198,7 @@ async function runEpisode(job) {
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent = Math.round(measured * 1e6) / 1e6;
-  const snapshotIndex = join5(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join4(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(job.own, places.workspace, job.checkoutIndex, snapshotIndex, episode.base, [
     ...config2.grader.protected,
@@ -48095,7 +48220,10 @@ async function runEpisode(job) {
     score = g.score;
     reason = g.reason;
   }
-  const note = plainText([...job.notes ?? [], ...outcome.note ? [outcome.note] : []].join("; "));
+  const cleaned = cleanedNote(removed);
+  const note = plainText(
+    [...job.notes ?? [], ...outcome.note ? [outcome.note] : [], ...cleaned ? [cleaned] : []].join("; ")
+  );
   if (reason) reason = plainText(reason);
   const partial2 = {
     score,
@@ -48128,11 +48256,11 @@ async function runEpisode(job) {
 }
 async function judge(job, tree, env) {
   const { config: config2, places, isolation } = job;
-  const dir = join5(job.scratchDir, "judge");
-  const tmp = join5(job.scratchDir, "judge-tmp");
-  await checkoutInto(job.own, tree, dir, join5(job.scratchDir, "judge.index"));
-  await rm4(tmp, { recursive: true, force: true });
-  await mkdir3(join5(tmp, "home"), { recursive: true });
+  const dir = join4(job.scratchDir, "judge");
+  const tmp = join4(job.scratchDir, "judge-tmp");
+  await checkoutInto(job.own, tree, dir, join4(job.scratchDir, "judge.index"));
+  await removeTree(tmp);
+  await mkdir3(join4(tmp, "home"), { recursive: true });
   try {
     const sandbox = isolation.sandbox;
     return await runGrader(
@@ -48159,7 +48287,8 @@ async function judge(job, tree, env) {
       } : void 0
     );
   } finally {
-    for (const d of [dir, tmp]) await rm4(d, { recursive: true, force: true });
+    for (const d of [dir, tmp]) await removeTree(d).catch(() => {
+    });
   }
 }
 function journalTail(journal) {
@@ -48179,12 +48308,12 @@ function forgetForgeSecrets(env) {
 }
 
 // src/action/episode-job.ts
-import { cp, mkdir as mkdir12, readFile as readFile5, rm as rm11 } from "node:fs/promises";
-import { join as join14 } from "node:path";
+import { cp, mkdir as mkdir12, readFile as readFile5, rm as rm10 } from "node:fs/promises";
+import { join as join13 } from "node:path";
 
 // src/agents/aider.ts
 import { mkdir as mkdir5, readFile as readFile2, writeFile as writeFile6 } from "node:fs/promises";
-import { dirname as dirname5, join as join7, resolve } from "node:path";
+import { dirname as dirname5, join as join6, resolve } from "node:path";
 
 // src/agents/pricing.ts
 var PRICES_AS_OF = "2026-11";
@@ -48275,8 +48404,8 @@ function wireModel(model) {
 
 // src/agents/session.ts
 import { constants as constants4, existsSync as existsSync2 } from "node:fs";
-import { mkdir as mkdir4, open as open4, readdir as readdir4, readFile, realpath, rename as rename2, rm as rm5, writeFile as writeFile5 } from "node:fs/promises";
-import { dirname as dirname4, join as join6 } from "node:path";
+import { mkdir as mkdir4, open as open4, readdir as readdir4, readFile, rm as rm4, writeFile as writeFile5 } from "node:fs/promises";
+import { dirname as dirname4, join as join5 } from "node:path";
 function* jsonLines(text) {
   for (const line of text.split("\n")) {
     const t = line.trim();
@@ -48291,6 +48420,9 @@ function* jsonLines(text) {
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
+var MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
+var CHUNK_BYTES = 8 * 1024 * 1024;
+var MAX_LINE_BYTES = 16 * 1024 * 1024;
 var GrowingFile = class {
   constructor(locate, offset = 0) {
     this.locate = locate;
@@ -48300,29 +48432,54 @@ var GrowingFile = class {
   locate;
   offset;
   rest = Buffer.alloc(0);
+  /** Lines too long to keep (dropped, not parsed). */
+  dropped = 0;
+  skipping = false;
   reading = Promise.resolve();
   /** The file, once known. */
   path;
-  /** The whole lines added since the last read (reads never overlap). */
+  /** The whole lines added since the last read, a chunk at most (reads never overlap). */
   lines() {
     const next = this.reading.then(() => this.read());
     this.reading = next.catch(() => {
     });
     return next;
   }
+  /** Every whole line up to the end of the file as it is now, a chunk at a time. */
+  async *remaining() {
+    for (; ; ) {
+      const before = this.offset;
+      for (const line of await this.lines()) yield line;
+      if (this.offset === before) return;
+    }
+  }
   async read() {
     if (this.path === null && typeof this.locate !== "string") this.path = await this.locate();
     if (this.path === null) return [];
-    const chunk = await readFrom(this.path, this.offset);
+    const chunk = await readFrom(this.path, this.offset, CHUNK_BYTES);
     if (chunk.length === 0) return [];
     this.offset += chunk.length;
-    const data = Buffer.concat([this.rest, chunk]);
+    let data = Buffer.concat([this.rest, chunk]);
+    if (this.skipping) {
+      const nl = data.indexOf(10);
+      if (nl === -1) {
+        this.rest = Buffer.alloc(0);
+        return [];
+      }
+      this.skipping = false;
+      data = data.subarray(nl + 1);
+    }
     const end = data.lastIndexOf(10);
     this.rest = end === -1 ? data : data.subarray(end + 1);
+    if (this.rest.length > MAX_LINE_BYTES) {
+      this.rest = Buffer.alloc(0);
+      this.skipping = true;
+      this.dropped++;
+    }
     return end === -1 ? [] : data.subarray(0, end).toString("utf8").split("\n");
   }
 };
-async function readFrom(path, offset, max = 256 * 1024 * 1024) {
+async function readFrom(path, offset, max = MAX_AGENT_FILE_BYTES) {
   const h = await open4(path, constants4.O_RDONLY | constants4.O_NOFOLLOW | constants4.O_NONBLOCK).catch(() => null);
   if (!h) return Buffer.alloc(0);
   try {
@@ -48350,7 +48507,7 @@ async function openContext(contextDir, agent, resume) {
   if (entries.length === 0) return { carried: null };
   const found = await resume(entries);
   if (!isRecord(found) || !("unusable" in found)) return { carried: found };
-  for (const e of entries) await rm5(join6(contextDir, e), { recursive: true, force: true });
+  for (const e of entries) await rm4(join5(contextDir, e), { recursive: true, force: true });
   return {
     carried: null,
     note: `could not resume the carried ${agent} conversation (${found.unusable}); started a fresh conversation`
@@ -48364,41 +48521,14 @@ async function installLogins(files, env) {
     const text = fromEnv || fromFile;
     if (!text) continue;
     await mkdir4(dirname4(f.to), { recursive: true });
-    await rm5(f.to, { force: true });
+    await rm4(f.to, { force: true });
     await writeFile5(f.to, text, { mode: 384, flag: "wx" });
-    installed.push({ to: f.to, from: fromEnv ? null : f.from, text });
+    installed.push({ to: f.to });
   }
   return installed;
 }
 async function removeLogins(installed) {
-  for (const login of installed) {
-    const now = (await readFrom(login.to, 0, 1e6)).toString("utf8");
-    await rm5(login.to, { force: true });
-    if (login.from && now !== login.text && sameShape(login.text, now)) {
-      const current = await readFile(login.from, "utf8").catch(() => null);
-      if (current === login.text) await replaceFile(login.from, now);
-    }
-  }
-}
-function sameShape(before, after) {
-  const shape = (text) => {
-    try {
-      const v = JSON.parse(text);
-      if (!isRecord(v)) return null;
-      const kind = (x) => x === null ? "null" : Array.isArray(x) ? "array" : typeof x;
-      return Object.entries(v).map(([k, x]) => `${k}:${kind(x)}`).sort().join(";");
-    } catch {
-      return null;
-    }
-  };
-  const a = shape(before);
-  return a !== null && a === shape(after);
-}
-async function replaceFile(path, text) {
-  const target = await realpath(path);
-  const temp = `${target}.forkflush-${process.pid}`;
-  await writeFile5(temp, text, { mode: 384 });
-  await rename2(temp, target);
+  for (const login of installed) await rm4(login.to, { force: true });
 }
 async function launch(s, l) {
   const stop = new AbortController();
@@ -48531,7 +48661,7 @@ async function runAider(agent, s) {
   if (ctx.note) notes.push(ctx.note);
   const excluded = await excludeAiderFiles(s.workdir);
   if (excluded) notes.push(excluded);
-  const history = join7(s.contextDir, HISTORY_FILE);
+  const history = join6(s.contextDir, HISTORY_FILE);
   const args = [
     "--message-file",
     s.promptFile,
@@ -48539,7 +48669,7 @@ async function runAider(agent, s) {
     "--chat-history-file",
     history,
     "--input-history-file",
-    join7(s.contextDir, INPUT_HISTORY_FILE),
+    join6(s.contextDir, INPUT_HISTORY_FILE),
     ...ctx.carried ? ["--restore-chat-history"] : [],
     "--no-gitignore",
     "--no-auto-commits",
@@ -48599,7 +48729,7 @@ async function runAider(agent, s) {
   if (await sizeOf(history) > 0) {
     const episodes = ctx.carried?.episodes ?? [];
     await writeFile6(
-      join7(s.contextDir, SESSION_FILE),
+      join6(s.contextDir, SESSION_FILE),
       `${JSON.stringify({ agent: "aider", historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}
 `
     );
@@ -48615,13 +48745,13 @@ async function runAider(agent, s) {
 async function savedHistory(contextDir, entries) {
   if (!entries.includes(HISTORY_FILE)) return { unusable: `${HISTORY_FILE} is missing` };
   try {
-    new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join7(contextDir, HISTORY_FILE), 0));
+    new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join6(contextDir, HISTORY_FILE), 0));
   } catch {
     return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
   }
   let saved = {};
   try {
-    saved = JSON.parse(await readRegular(join7(contextDir, SESSION_FILE)) ?? "{}");
+    saved = JSON.parse(await readRegular(join6(contextDir, SESSION_FILE)) ?? "{}");
   } catch {
   }
   const episodes = Array.isArray(saved.episodes) ? saved.episodes.filter((e) => typeof e === "string") : [];
@@ -48651,9 +48781,9 @@ ${EXCLUDE}
 
 // src/agents/claude-code.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { lstat as lstat2, mkdir as mkdir6, readdir as readdir5, realpath as realpath2, rename as rename3, rm as rm6, stat as stat3, writeFile as writeFile7 } from "node:fs/promises";
+import { lstat as lstat4, mkdir as mkdir6, readdir as readdir5, realpath, rename as rename3, rm as rm5, stat as stat3, writeFile as writeFile7 } from "node:fs/promises";
 import { homedir as homedir2 } from "node:os";
-import { join as join8 } from "node:path";
+import { join as join7 } from "node:path";
 
 // src/agents/claude-code-output.ts
 function projectDirName(realCwd) {
@@ -48890,7 +49020,7 @@ var ClaudeCodeAdapter = class {
   async run(s) {
     const started = performance.now();
     const notes = [];
-    const cwd = await realpath2(s.workdir);
+    const cwd = await realpath(s.workdir);
     let prepared = await prepareContext(s.contextDir, cwd, s.episodeId);
     if (prepared.note) notes.push(prepared.note);
     let attempt = await this.launch(s, cwd, prepared, s.deadlineMs);
@@ -48984,6 +49114,11 @@ ${early?.message ?? ""}`)) {
       ...this.agent.args
     ];
     let tokensSeen = 0;
+    const transcript = new GrowingFile(
+      () => transcriptPath(prepared.home, prepared.sessionId, cwd),
+      prepared.transcriptBytes
+    );
+    const rows = [];
     const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
     const { run: run2, notes } = await launch(s, {
       after: () => removeLogins(logins),
@@ -49006,9 +49141,12 @@ ${early?.message ?? ""}`)) {
       timeoutMs,
       ...s.unit === "tokens" ? {
         meter: async () => {
-          const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
-          if (now === null) return null;
-          const models = Object.values(assistantTotals(now).totals.models);
+          for (const line of await transcript.lines()) {
+            const row = compactAssistantRow(line);
+            if (row) rows.push(row);
+          }
+          if (transcript.path === null) return null;
+          const models = Object.values(assistantTotals(rows.join("\n")).totals.models);
           tokensSeen = models.reduce(
             (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
             0
@@ -49022,7 +49160,7 @@ ${early?.message ?? ""}`)) {
 };
 async function prepareContext(contextDir, cwd, episode) {
   await mkdir6(contextDir, { recursive: true });
-  const home = join8(contextDir, HOME);
+  const home = join7(contextDir, HOME);
   const ctx = await openContext(contextDir, "Claude Code", () => savedSession(contextDir, home));
   if (!ctx.carried) return startFresh(contextDir, cwd, episode, ctx.note);
   const { id, transcript, bytes } = ctx.carried;
@@ -49032,7 +49170,7 @@ async function prepareContext(contextDir, cwd, episode) {
 }
 async function savedSession(contextDir, home) {
   let record3;
-  const text = await readRegular(join8(contextDir, SESSION_FILE2));
+  const text = await readRegular(join7(contextDir, SESSION_FILE2));
   if (text === null) return { unusable: "the context folder has no session.json" };
   try {
     record3 = JSON.parse(text);
@@ -49050,14 +49188,14 @@ async function savedSession(contextDir, home) {
   return { id, transcript, bytes };
 }
 async function startFresh(contextDir, cwd, episode, note) {
-  const home = join8(contextDir, HOME);
+  const home = join7(contextDir, HOME);
   await mkdir6(home, { recursive: true });
   const sessionId = randomUUID2();
   await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
   return { home, sessionId, resume: false, baseline: null, transcriptBytes: 0, ...note ? { note } : {} };
 }
 async function restartFresh(contextDir, cwd, episode, why) {
-  for (const entry of await readdir5(contextDir)) await rm6(join8(contextDir, entry), { recursive: true, force: true });
+  for (const entry of await readdir5(contextDir)) await rm5(join7(contextDir, entry), { recursive: true, force: true });
   return startFresh(
     contextDir,
     cwd,
@@ -49066,53 +49204,65 @@ async function restartFresh(contextDir, cwd, episode, why) {
   );
 }
 async function findTranscript(home, id) {
-  const projects = join8(home, "projects");
+  const projects = join7(home, "projects");
   const dirs = await readdir5(projects).catch(() => []);
   for (const dir of dirs) {
-    const file2 = join8(projects, dir, `${id}.jsonl`);
+    const file2 = join7(projects, dir, `${id}.jsonl`);
     if (await isFile(file2)) return file2;
   }
   return null;
 }
 async function moveToProject(home, id, transcript, cwd) {
-  const from = join8(transcript, "..");
-  const to = join8(home, "projects", projectDirName(cwd));
+  const from = join7(transcript, "..");
+  const to = join7(home, "projects", projectDirName(cwd));
   if (from === to) return;
   if (!await exists2(to)) {
     await rename3(from, to);
     return;
   }
   for (const name of [`${id}.jsonl`, id]) {
-    if (!await exists2(join8(from, name))) continue;
-    await rm6(join8(to, name), { recursive: true, force: true });
-    await rename3(join8(from, name), join8(to, name));
+    if (!await exists2(join7(from, name))) continue;
+    await rm5(join7(to, name), { recursive: true, force: true });
+    await rename3(join7(from, name), join7(to, name));
   }
 }
 function usesKey(env) {
   return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
 }
 function claudeLogin(episodeHome, env = process.env) {
-  const home = env.CLAUDE_CONFIG_DIR || join8(homedir2(), ".claude");
+  const home = env.CLAUDE_CONFIG_DIR || join7(homedir2(), ".claude");
   return [
     {
-      from: join8(home, ".credentials.json"),
+      from: join7(home, ".credentials.json"),
       fromEnv: "CLAUDE_CREDENTIALS_JSON",
-      to: join8(episodeHome, ".credentials.json")
+      to: join7(episodeHome, ".credentials.json")
     }
   ];
 }
 async function readTranscriptFrom(home, id, cwd, offset) {
-  const expected = join8(home, "projects", projectDirName(cwd), `${id}.jsonl`);
-  const file2 = await isFile(expected) ? expected : await findTranscript(home, id);
+  const file2 = await transcriptPath(home, id, cwd);
   if (!file2) return null;
   return (await readFrom(file2, offset)).toString("utf8");
 }
+async function transcriptPath(home, id, cwd) {
+  const expected = join7(home, "projects", projectDirName(cwd), `${id}.jsonl`);
+  return await isFile(expected) ? expected : await findTranscript(home, id);
+}
+function compactAssistantRow(line) {
+  if (!line.includes('"assistant"')) return null;
+  for (const row of jsonLines(line)) {
+    if (row.type !== "assistant" || !isRecord(row.message)) return null;
+    const { id, model, usage } = row.message;
+    return JSON.stringify({ type: "assistant", message: { id, model, usage } });
+  }
+  return null;
+}
 async function writeRecord(contextDir, record3) {
-  await writeFile7(join8(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
+  await writeFile7(join7(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
 `);
 }
 async function isFile(path) {
-  return lstat2(path).then(
+  return lstat4(path).then(
     (s) => s.isFile(),
     () => false
   );
@@ -49125,9 +49275,9 @@ async function exists2(path) {
 }
 
 // src/agents/codex.ts
-import { mkdir as mkdir7, readdir as readdir6, rm as rm7, writeFile as writeFile8 } from "node:fs/promises";
+import { mkdir as mkdir7, readdir as readdir6, rm as rm6, writeFile as writeFile8 } from "node:fs/promises";
 import { homedir as homedir3 } from "node:os";
-import { join as join9 } from "node:path";
+import { join as join8 } from "node:path";
 
 // src/agents/codex-output.ts
 function parseExecEvents(stdout) {
@@ -49351,16 +49501,16 @@ var codexAgent = (agent) => defineAgent({
   })
 });
 async function runCodex(s, o) {
-  const home = join9(s.contextDir, HOME2);
+  const home = join8(s.contextDir, HOME2);
   const notes = [];
   const ctx = await openContext(s.contextDir, "Codex", () => savedThread(s.contextDir, home));
   if (ctx.note) notes.push(ctx.note);
   const threadId = ctx.carried?.threadId ?? null;
   if (ctx.carried) await pruneHome(home);
   await mkdir7(home, { recursive: true });
-  await writeFile8(join9(home, "config.toml"), configToml(s.env));
+  await writeFile8(join8(home, "config.toml"), configToml(s.env));
   const logins = usesKey2(s.env) ? [] : await installLogins(codexLogin(home), process.env);
-  const tail = new RolloutTail(join9(home, "sessions"), ctx.carried?.rollout ?? null);
+  const tail = new RolloutTail(join8(home, "sessions"), ctx.carried?.rollout ?? null);
   const before = structuredClone(await tail.poll());
   const bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
   const watched = s.unit === "tokens" || s.unit === "usd" || o.maxTurns !== void 0;
@@ -49388,12 +49538,12 @@ async function runCodex(s, o) {
   const model = o.model ?? after.model ?? before.model;
   if (thread && tail.file) {
     await writeFile8(
-      join9(s.contextDir, RECORD),
+      join8(s.contextDir, RECORD),
       sessionRecordJson({ agent: "codex", threadId: thread, totals: totals2, modelCalls: after.modelCalls, model })
     );
     await pruneHome(home);
   } else if (!threadId) {
-    await rm7(home, { recursive: true, force: true });
+    await rm6(home, { recursive: true, force: true });
   }
   if (r.stopped === "budget" && overrun) notes.push(`stopped by forkflush: the session ${overrun}`);
   if (exit === "crash" && r.stopped === null) {
@@ -49455,8 +49605,8 @@ function ownProvider(args) {
   return args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider"));
 }
 function codexLogin(episodeHome, env = process.env) {
-  const home = env.CODEX_HOME || join9(homedir3(), ".codex");
-  return [{ from: join9(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join9(episodeHome, "auth.json") }];
+  const home = env.CODEX_HOME || join8(homedir3(), ".codex");
+  return [{ from: join8(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join8(episodeHome, "auth.json") }];
 }
 function codexEnv(s, home) {
   const env = { CODEX_HOME: home };
@@ -49481,11 +49631,11 @@ function configToml(env) {
 `;
 }
 async function savedThread(contextDir, home) {
-  const text = await readRegular(join9(contextDir, RECORD));
+  const text = await readRegular(join8(contextDir, RECORD));
   if (text === null) return { unusable: `it has no ${RECORD}` };
   const rec = parseSessionRecord(text);
   if ("problem" in rec) return { unusable: rec.problem };
-  const rollout = (await rolloutFiles(join9(home, "sessions"))).find(
+  const rollout = (await rolloutFiles(join8(home, "sessions"))).find(
     (f) => rolloutThreadId(f.split("/").at(-1)) === rec.threadId
   );
   if (!rollout) return { unusable: `the session file of thread ${rec.threadId} is missing` };
@@ -49495,12 +49645,12 @@ async function savedThread(contextDir, home) {
 async function pruneHome(home) {
   const entries = await readdir6(home).catch(() => []);
   await Promise.all(
-    entries.filter((e) => !KEPT.has(e)).map((e) => rm7(join9(home, e), { recursive: true, force: true }))
+    entries.filter((e) => !KEPT.has(e)).map((e) => rm6(join8(home, e), { recursive: true, force: true }))
   );
 }
 async function rolloutFiles(dir) {
   const entries = await readdir6(dir, { recursive: true }).catch(() => []);
-  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join9(dir, e)).sort();
+  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join8(dir, e)).sort();
 }
 async function firstLine(file2) {
   const buf = await readFrom(file2, 0, FIRST_LINE_MAX);
@@ -49581,8 +49731,8 @@ async function readUsage2(file2) {
 
 // src/agents/copilot.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { mkdir as mkdir8, rm as rm8, writeFile as writeFile9 } from "node:fs/promises";
-import { dirname as dirname6, join as join10 } from "node:path";
+import { mkdir as mkdir8, rm as rm7, writeFile as writeFile9 } from "node:fs/promises";
+import { dirname as dirname6, join as join9 } from "node:path";
 
 // src/agents/copilot-output.ts
 var NANO_AIU_PER_CREDIT = 1e9;
@@ -49787,13 +49937,13 @@ async function runCopilot(agent, s) {
   const ctx = await openContext(s.contextDir, "Copilot", (entries) => savedSession2(s.contextDir, entries));
   if (ctx.note) notes.push(ctx.note);
   const saved = ctx.carried;
-  const home = join10(s.contextDir, HOME_DIR);
+  const home = join9(s.contextDir, HOME_DIR);
   await mkdir8(home, { recursive: true });
   const sessionId = saved?.sessionId ?? randomUUID3();
-  const eventsFile = join10(home, "session-state", sessionId, "events.jsonl");
+  const eventsFile = join9(home, "session-state", sessionId, "events.jsonl");
   const startOffset = saved ? await sizeOf(eventsFile) : 0;
-  const usageOut = join10(dirname6(s.usageFile), "copilot-usage.json");
-  await rm8(usageOut, { force: true });
+  const usageOut = join9(dirname6(s.usageFile), "copilot-usage.json");
+  await rm7(usageOut, { force: true });
   const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
   const credits = !byok && s.unit === "usd" ? creditsForUsd(s.allowance) : void 0;
   const viaStdin = Buffer.byteLength(s.prompt) > MAX_PROMPT_ARG;
@@ -49808,7 +49958,7 @@ async function runCopilot(agent, s) {
     usageOut,
     // The CLI's own logs go with the episode's other logs, not into the context carried onward.
     "--log-dir",
-    join10(dirname6(s.logFile), "copilot-logs"),
+    join9(dirname6(s.logFile), "copilot-logs"),
     "-C",
     s.workdir,
     saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
@@ -49873,7 +50023,7 @@ async function runCopilot(agent, s) {
       totals: cumulative,
       episodes: [...saved?.episodes ?? [], s.episodeId]
     };
-    await writeFile9(join10(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
+    await writeFile9(join9(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
 `);
   }
   let usage;
@@ -49900,7 +50050,7 @@ async function savedSession2(contextDir, entries) {
   if (!entries.includes(SESSION_FILE3)) return { unusable: `${SESSION_FILE3} is missing` };
   let raw;
   try {
-    raw = JSON.parse(await readRegular(join10(contextDir, SESSION_FILE3)) ?? "");
+    raw = JSON.parse(await readRegular(join9(contextDir, SESSION_FILE3)) ?? "");
   } catch {
     return { unusable: `${SESSION_FILE3} is not JSON` };
   }
@@ -49908,8 +50058,8 @@ async function savedSession2(contextDir, entries) {
   if (!v || typeof v.sessionId !== "string" || !SESSION_ID.test(v.sessionId))
     return { unusable: `${SESSION_FILE3} names no session id` };
   const events = await readRegular(
-    join10(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl"),
-    256e6
+    join9(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl"),
+    MAX_AGENT_FILE_BYTES
   );
   if (events === null) return { unusable: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
   const bad = eventsFileProblem(events, v.sessionId);
@@ -49925,9 +50075,9 @@ async function savedSession2(contextDir, entries) {
 // src/agents/gemini.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { existsSync as existsSync3 } from "node:fs";
-import { mkdir as mkdir9, readdir as readdir7, readFile as readFile3, realpath as realpath3, rename as rename4, rm as rm9, writeFile as writeFile10 } from "node:fs/promises";
+import { mkdir as mkdir9, readdir as readdir7, readFile as readFile3, realpath as realpath2, rename as rename4, rm as rm8, writeFile as writeFile10 } from "node:fs/promises";
 import { homedir as homedir4 } from "node:os";
-import { basename as basename2, dirname as dirname7, join as join11 } from "node:path";
+import { basename as basename2, dirname as dirname7, join as join10 } from "node:path";
 
 // src/agents/gemini-output.ts
 var EXIT_TURN_LIMIT = 53;
@@ -50131,10 +50281,10 @@ var geminiAgent = (agent) => {
 };
 async function runGemini(s, executable, model, extraArgs, maxTurns) {
   const started = performance.now();
-  const home = join11(s.contextDir, HOME3);
-  const geminiDir = join11(home, ".gemini");
+  const home = join10(s.contextDir, HOME3);
+  const geminiDir = join10(home, ".gemini");
   const notes = [];
-  const workdir = await realpath3(s.workdir);
+  const workdir = await realpath2(s.workdir);
   const ctx = await openContext(s.contextDir, "Gemini CLI", () => prepareResume(s.contextDir, geminiDir, workdir));
   if (ctx.note) notes.push(ctx.note);
   const sessionId = ctx.carried?.sessionId ?? randomUUID4();
@@ -50224,22 +50374,22 @@ function usesKey3(env) {
   return Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
 }
 function geminiLogin(episodeGeminiDir, env = process.env) {
-  const dir = join11(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
+  const dir = join10(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
   return [
     {
-      from: join11(dir, "oauth_creds.json"),
+      from: join10(dir, "oauth_creds.json"),
       fromEnv: "GEMINI_OAUTH_CREDS",
-      to: join11(episodeGeminiDir, "oauth_creds.json")
+      to: join10(episodeGeminiDir, "oauth_creds.json")
     },
-    { from: join11(dir, "google_accounts.json"), to: join11(episodeGeminiDir, "google_accounts.json") }
+    { from: join10(dir, "google_accounts.json"), to: join10(episodeGeminiDir, "google_accounts.json") }
   ];
 }
 async function prepareHome(s, geminiDir, maxTurns, sessionId, loggedIn) {
   await mkdir9(geminiDir, { recursive: true });
   const auth = loggedIn ? "oauth-personal" : s.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
-  await writeFile10(join11(geminiDir, "settings.json"), `${JSON.stringify(settings(auth, maxTurns), null, 2)}
+  await writeFile10(join10(geminiDir, "settings.json"), `${JSON.stringify(settings(auth, maxTurns), null, 2)}
 `);
-  await rm9(join11(geminiDir, "projects.json.lock"), { recursive: true, force: true });
+  await rm8(join10(geminiDir, "projects.json.lock"), { recursive: true, force: true });
   await writeSessionFile(s.contextDir, sessionId);
 }
 function settings(selectedType, maxTurns) {
@@ -50261,7 +50411,7 @@ function settings(selectedType, maxTurns) {
 async function prepareResume(contextDir, geminiDir, workdir) {
   let recorded;
   try {
-    recorded = JSON.parse(await readRegular(join11(contextDir, SESSION_FILE4)) ?? "");
+    recorded = JSON.parse(await readRegular(join10(contextDir, SESSION_FILE4)) ?? "");
   } catch {
     return { unusable: `the context folder has no readable ${SESSION_FILE4}` };
   }
@@ -50276,27 +50426,27 @@ async function prepareResume(contextDir, geminiDir, workdir) {
   if (best.record.sessionId !== sessionId) return { unusable: `the session file of ${sessionId} is unreadable` };
   if (!isResumable(best.record.messages)) return { unusable: `conversation ${sessionId} held no prompt yet` };
   const before = writtenIds(files.map((f) => f.record));
-  const chats = join11(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
+  const chats = join10(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
   await mkdir9(chats, { recursive: true });
   for (const f of files) {
     if (f === best) {
-      if (dirname7(f.path) !== chats) await rename4(f.path, join11(chats, basename2(f.path)));
+      if (dirname7(f.path) !== chats) await rename4(f.path, join10(chats, basename2(f.path)));
     } else if (!isResumable(f.record.messages)) {
-      await rm9(f.path, { force: true });
+      await rm8(f.path, { force: true });
     }
   }
   return { sessionId, before };
 }
 async function projectSlug(geminiDir, workdir) {
-  const registryPath = join11(geminiDir, "projects.json");
+  const registryPath = join10(geminiDir, "projects.json");
   let projects = {};
   try {
     const parsed = JSON.parse(await readFile3(registryPath, "utf8"));
     if (parsed.projects && typeof parsed.projects === "object") projects = parsed.projects;
   } catch {
   }
-  const bases = [join11(geminiDir, "tmp"), join11(geminiDir, "history")];
-  const owner = async (base2, slug2) => (await readFile3(join11(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join10(geminiDir, "tmp"), join10(geminiDir, "history")];
+  const owner = async (base2, slug2) => (await readFile3(join10(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
@@ -50306,11 +50456,11 @@ async function projectSlug(geminiDir, workdir) {
   const base = `ff-${slugify2(basename2(workdir))}`;
   let slug = base;
   for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync3(join11(b, slug)))) break;
+    if (!taken.has(slug) && !bases.some((b) => existsSync3(join10(b, slug)))) break;
     slug = `${base}-${n}`;
   }
-  await mkdir9(join11(bases[0], slug), { recursive: true });
-  await writeFile10(join11(bases[0], slug, ".project_root"), workdir);
+  await mkdir9(join10(bases[0], slug), { recursive: true });
+  await writeFile10(join10(bases[0], slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registryPath}.${randomUUID4()}.tmp`;
   await writeFile10(tmp, JSON.stringify({ projects }, null, 2));
@@ -50321,16 +50471,16 @@ function slugify2(text) {
   return text.toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
 }
 async function sessionFiles(geminiDir, sessionId) {
-  const tmp = join11(geminiDir, "tmp");
+  const tmp = join10(geminiDir, "tmp");
   const slugs = await readdir7(tmp).catch(() => []);
   const found = [];
   for (const slug of slugs) {
-    const chats = join11(tmp, slug, "chats");
+    const chats = join10(tmp, slug, "chats");
     const names = await readdir7(chats).catch(() => []);
     for (const name of names) {
       if (!name.startsWith("session-") || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join11(chats, name);
-      const text = await readRegular(path, 256e6);
+      const path = join10(chats, name);
+      const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
       if (text === null) continue;
       const record3 = readSession(text);
       if (record3.sessionId === sessionId || record3.sessionId === null) found.push({ path, record: record3 });
@@ -50343,7 +50493,7 @@ async function sessionRecords(geminiDir, sessionId) {
 }
 async function writeSessionFile(contextDir, sessionId) {
   const record3 = { agent: "gemini", sessionId, updated: (/* @__PURE__ */ new Date()).toISOString() };
-  await writeFile10(join11(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
+  await writeFile10(join10(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
 `);
 }
 function price(usage) {
@@ -50627,7 +50777,7 @@ function findEpisode(state, id) {
 // src/action/contexts.ts
 import { createCipheriv, createDecipheriv, randomBytes as randomBytes3 } from "node:crypto";
 import { mkdir as mkdir10, readdir as readdir8, readFile as readFile4, stat as stat4, writeFile as writeFile11 } from "node:fs/promises";
-import { dirname as dirname8, join as join12, normalize, sep as sep2 } from "node:path";
+import { dirname as dirname8, join as join11, normalize, sep as sep2 } from "node:path";
 var SEALED_CONTEXT = "context.ffc";
 var MAGIC = Buffer.from("FFC1");
 var IV_BYTES = 12;
@@ -50681,25 +50831,25 @@ function decryptContext(key, run2, episode, sealed) {
 }
 async function packFolder(dir) {
   const parts = [];
-  const walk = async (rel) => {
-    const entries = await readdir8(join12(dir, rel), { withFileTypes: true });
+  const walk2 = async (rel) => {
+    const entries = await readdir8(join11(dir, rel), { withFileTypes: true });
     for (const e of entries.sort((a, b) => a.name < b.name ? -1 : 1)) {
       const path = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) await walk(path);
+      if (e.isDirectory()) await walk2(path);
       else if (e.isFile()) {
-        const full = join12(dir, path);
+        const full = join11(dir, path);
         const data = await readFile4(full);
-        const exec2 = ((await stat4(full)).mode & 73) !== 0;
+        const exec3 = ((await stat4(full)).mode & 73) !== 0;
         const name = Buffer.from(path);
         const head = Buffer.alloc(13);
         head.writeUInt32BE(name.length, 0);
-        head.writeUInt8(exec2 ? 1 : 0, 4);
+        head.writeUInt8(exec3 ? 1 : 0, 4);
         head.writeBigUInt64BE(BigInt(data.length), 5);
         parts.push(head.subarray(0, 4), name, head.subarray(4), data);
       }
     }
   };
-  await walk("");
+  await walk2("");
   return Buffer.concat(parts);
 }
 async function unpackFolder(archive, dir) {
@@ -50708,23 +50858,23 @@ async function unpackFolder(archive, dir) {
     const nameLength = archive.readUInt32BE(at);
     const path = archive.subarray(at + 4, at + 4 + nameLength).toString();
     at += 4 + nameLength;
-    const exec2 = archive.readUInt8(at) === 1;
+    const exec3 = archive.readUInt8(at) === 1;
     const size = Number(archive.readBigUInt64BE(at + 1));
     at += 9;
     const data = archive.subarray(at, at + size);
     at += size;
-    const target = normalize(join12(dir, path));
+    const target = normalize(join11(dir, path));
     if (path.startsWith("/") || path.split("/").includes("..") || !target.startsWith(dir + sep2)) {
       throw new Error(`a context holds the path ${JSON.stringify(path)}, outside its folder`);
     }
     await mkdir10(dirname8(target), { recursive: true });
-    await writeFile11(target, data, { mode: exec2 ? 493 : 420 });
+    await writeFile11(target, data, { mode: exec3 ? 493 : 420 });
   }
 }
 
 // src/action/records.ts
-import { mkdir as mkdir11, readdir as readdir9, rm as rm10, writeFile as writeFile12 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { mkdir as mkdir11, readdir as readdir9, rm as rm9, writeFile as writeFile12 } from "node:fs/promises";
+import { join as join12 } from "node:path";
 var CONFIG = "[core]\n	repositoryformatversion = 0\n	bare = true\n";
 var RecordsRepo = class _RecordsRepo {
   constructor(dir, own2) {
@@ -50737,8 +50887,8 @@ var RecordsRepo = class _RecordsRepo {
   git;
   /** A new, empty records repository. */
   static async create(dir) {
-    await rm10(dir, { recursive: true, force: true });
-    const own2 = await OwnRepo.open(dir, join13(dir, "objects"));
+    await rm9(dir, { recursive: true, force: true });
+    const own2 = await OwnRepo.open(dir, join12(dir, "objects"));
     return new _RecordsRepo(dir, own2);
   }
   get objects() {
@@ -50746,7 +50896,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Puts back the repository's own config (nothing else may redirect or intercept its remote). */
   async resetConfig() {
-    await writeFile12(join13(this.dir, "config"), CONFIG);
+    await writeFile12(join12(this.dir, "config"), CONFIG);
   }
   /** A file of a ref's tree, or null when the tree has no such file. */
   async read(ref, path) {
@@ -50777,7 +50927,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Commits one file with these bytes (an encrypted context) and returns the commit. */
   async commitFile(name, data, message) {
-    const file2 = join13(this.dir, `forkflush-blob-${process.pid}-${Date.now()}`);
+    const file2 = join12(this.dir, `forkflush-blob-${process.pid}-${Date.now()}`);
     await writeFile12(file2, data);
     try {
       const blob = (await this.git.exec(["hash-object", "-w", "--no-filters", file2])).stdout.trim();
@@ -50787,16 +50937,16 @@ var RecordsRepo = class _RecordsRepo {
         return (await this.git.exec(["commit-tree", tree, "-F", "-"], { input: message })).stdout.trim();
       });
     } finally {
-      await rm10(file2, { force: true });
+      await rm9(file2, { force: true });
     }
   }
   /** A throwaway index, so nothing is staged in the records repository itself. */
   async withIndex(fn) {
-    const index = join13(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
+    const index = join12(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
     try {
       return await fn({ GIT_INDEX_FILE: index });
     } finally {
-      await rm10(index, { force: true });
+      await rm9(index, { force: true });
     }
   }
 };
@@ -50866,8 +51016,8 @@ function sendsCredentials(url2) {
 }
 
 // src/action/sandbox-setup.ts
-import { execFile as execFile2 } from "node:child_process";
-import { existsSync as existsSync4, readFileSync as readFileSync3 } from "node:fs";
+import { execFile as execFile3 } from "node:child_process";
+import { existsSync as existsSync4, readFileSync as readFileSync4 } from "node:fs";
 var APPARMOR_USERNS = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
 var USERNS_CLONE = "/proc/sys/kernel/unprivileged_userns_clone";
 async function repairSteps(m) {
@@ -50915,11 +51065,11 @@ function realMachine() {
     platform: process.platform,
     isRoot: process.getuid?.() === 0,
     run: (file2, args) => new Promise((resolve2) => {
-      execFile2(file2, args, { timeout: 3e5 }, (error63) => {
+      execFile3(file2, args, { timeout: 3e5 }, (error63) => {
         resolve2(error63 ? typeof error63.code === "number" ? error63.code : 127 : 0);
       });
     }),
-    read: (path) => existsSync4(path) ? readFileSync3(path, "utf8") : null,
+    read: (path) => existsSync4(path) ? readFileSync4(path, "utf8") : null,
     probe: async () => "sandbox" in await probeSandbox()
   };
 }
@@ -50927,9 +51077,9 @@ function realMachine() {
 // src/action/episode-job.ts
 async function runEpisodeJob(s, o) {
   o.log(`repository: ${s.remoteUrl}`);
-  await rm11(s.privateDir, { recursive: true, force: true });
+  await removeTree(s.privateDir);
   await mkdir12(s.privateDir, { recursive: true, mode: 448 });
-  const records = await RecordsRepo.create(join14(s.privateDir, "records.git"));
+  const records = await RecordsRepo.create(join13(s.privateDir, "records.git"));
   const remote = new Remote(s.remoteUrl, s.token, records);
   const { state, facts } = await readRun(records, remote, s.run);
   const { episode, round: round4 } = findOpenEpisode(state, s.episode);
@@ -50970,14 +51120,14 @@ async function runEpisodeJob(s, o) {
   const isolation = o.isolation ?? await prepareIsolation(state.config.sandbox.mode, o.log);
   o.log(`sandbox: ${isolation.label}`);
   if (isolation.warning) o.log(`warning: ${isolation.warning}`);
-  const scratchDir = join14(s.privateDir, "episode");
-  const checkoutIndex = join14(scratchDir, "checkout.index");
+  const scratchDir = join13(s.privateDir, "episode");
+  const checkoutIndex = join13(scratchDir, "checkout.index");
   await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, branch);
   o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
   const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
-  const contextDir = join14(s.privateDir, "context", episode.id);
+  const contextDir = join13(s.privateDir, "context", episode.id);
   const notes = [];
-  await rm11(contextDir, { recursive: true, force: true });
+  await removeTree(contextDir);
   await mkdir12(contextDir, { recursive: true });
   if (episode.contextFrom) {
     const why = fromRef && hasContext ? await openContext2(records, s, fromRef, episode.contextFrom, contextDir) : null;
@@ -51001,7 +51151,7 @@ async function runEpisodeJob(s, o) {
   const places = {
     workspace: s.workspace,
     context: contextDir,
-    box: join14(scratchDir, "box"),
+    box: join13(scratchDir, "box"),
     objects: [records.objects],
     private: [s.privateDir]
   };
@@ -51050,14 +51200,14 @@ async function runEpisodeJob(s, o) {
   throw new Error(`the push was refused: ${describeRefusal(pushed)}`);
 }
 async function openContext2(records, s, ref, from, contextDir) {
-  const incoming = join14(s.privateDir, "context-in");
-  await rm11(incoming, { recursive: true, force: true });
+  const incoming = join13(s.privateDir, "context-in");
+  await rm10(incoming, { recursive: true, force: true });
   await records.extract(ref, incoming);
   try {
-    const sealed = await readFile5(join14(incoming, SEALED_CONTEXT)).catch(() => null);
+    const sealed = await readFile5(join13(incoming, SEALED_CONTEXT)).catch(() => null);
     if (sealed === null) {
       await cp(incoming, contextDir, { recursive: true, verbatimSymlinks: true });
-      await removeLinksAndSpecials(contextDir);
+      await cleanAgentFolder(contextDir);
       return null;
     }
     if (!s.contextKey) return `${from}'s context is encrypted, and this job has no FORKFLUSH_CONTEXT_KEY`;
@@ -51066,7 +51216,7 @@ async function openContext2(records, s, ref, from, contextDir) {
     await unpackFolder(archive, contextDir);
     return null;
   } finally {
-    await rm11(incoming, { recursive: true, force: true });
+    await rm10(incoming, { recursive: true, force: true });
   }
 }
 async function commitContext(records, s, episode, contextDir, store) {
@@ -51178,7 +51328,7 @@ ${n}`), ""].join("\n");
 }
 
 // src/action/settings.ts
-import { join as join15 } from "node:path";
+import { join as join14 } from "node:path";
 var RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 var EPISODE_ID = /^r\d+\.b\d+$/;
 function parseSettings(inputs, env) {
@@ -51203,7 +51353,7 @@ function parseSettings(inputs, env) {
     token: inputs.token.trim(),
     remoteUrl: `${server}/${repository}.git`,
     workspace: need("GITHUB_WORKSPACE"),
-    privateDir: join15(need("RUNNER_TEMP"), "forkflush"),
+    privateDir: join14(need("RUNNER_TEMP"), "forkflush"),
     contextKey: inputs.contextKey?.trim() ? parseContextKey(inputs.contextKey) : null
   };
 }

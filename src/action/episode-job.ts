@@ -13,7 +13,7 @@ import { renderPrompt } from '../core/prompts.js';
 import { parseRunFiles, parseRunState, type RunFiles } from '../core/records.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
-import { removeLinksAndSpecials } from '../io/agent-files.js';
+import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import type { Git } from '../io/git.js';
 import type { EpisodePlaces, Isolation } from '../worker/boundary.js';
 import { checkoutInto } from '../worker/cleanroom.js';
@@ -64,7 +64,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
 
   // 1. The run's records: its state and facts, from the state ref. Nothing an earlier job on this
   //    runner left behind (a usage file, a context) may leak into this episode.
-  await rm(s.privateDir, { recursive: true, force: true });
+  await removeTree(s.privateDir);
   // forkflush's alone (see local/store.ts): no other user looks into what it hands the sandbox.
   await mkdir(s.privateDir, { recursive: true, mode: 0o700 });
   const records = await RecordsRepo.create(join(s.privateDir, 'records.git'));
@@ -126,7 +126,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
   const contextDir = join(s.privateDir, 'context', episode.id);
   const notes: string[] = [];
-  await rm(contextDir, { recursive: true, force: true });
+  await removeTree(contextDir);
   await mkdir(contextDir, { recursive: true });
   if (episode.contextFrom) {
     const why = fromRef && hasContext ? await openContext(records, s, fromRef, episode.contextFrom, contextDir) : null;
@@ -226,7 +226,7 @@ async function openContext(
     const sealed = await readFile(join(incoming, SEALED_CONTEXT)).catch(() => null);
     if (sealed === null) {
       await cp(incoming, contextDir, { recursive: true, verbatimSymlinks: true });
-      await removeLinksAndSpecials(contextDir);
+      await cleanAgentFolder(contextDir);
       return null;
     }
     if (!s.contextKey) return `${from}'s context is encrypted, and this job has no FORKFLUSH_CONTEXT_KEY`;

@@ -37,8 +37,11 @@ import {
 } from './claude-code-output.js';
 import {
   defineAgent,
+  GrowingFile,
   hasLogin,
   installLogins,
+  isRecord,
+  jsonLines,
   type LoginFile,
   launch,
   openContext,
@@ -201,8 +204,14 @@ class ClaudeCodeAdapter {
       ...(s.unit === 'usd' ? ['--max-budget-usd', String(Number(Math.max(0, s.allowance).toPrecision(12)))] : []),
       ...this.agent.args,
     ];
-    // Claude Code has no token limit: with a token budget, the transcript read as it grows.
+    // Claude Code has no token limit: with a token budget, the transcript read as it grows (only
+    // the assistant rows' ids, models and usage are kept).
     let tokensSeen = 0;
+    const transcript = new GrowingFile(
+      () => transcriptPath(prepared.home, prepared.sessionId, cwd),
+      prepared.transcriptBytes,
+    );
+    const rows: string[] = [];
     // A Claude subscription login (`claude` /login on Linux): its credentials file, when no key
     // or token is given (CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token` passes as is).
     const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
@@ -228,9 +237,12 @@ class ClaudeCodeAdapter {
       ...(s.unit === 'tokens'
         ? {
             meter: async () => {
-              const now = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes);
-              if (now === null) return null;
-              const models = Object.values(assistantTotals(now).totals.models);
+              for (const line of await transcript.lines()) {
+                const row = compactAssistantRow(line);
+                if (row) rows.push(row);
+              }
+              if (transcript.path === null) return null;
+              const models = Object.values(assistantTotals(rows.join('\n')).totals.models);
               tokensSeen = models.reduce(
                 (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
                 0,
@@ -366,12 +378,27 @@ export function claudeLogin(episodeHome: string, env = process.env): LoginFile[]
   ];
 }
 
-/** The transcript's text from a byte offset on, or null when there is no transcript. */
+/** The transcript's text from a byte offset on (at most MAX_AGENT_FILE_BYTES), or null when there is no transcript. */
 async function readTranscriptFrom(home: string, id: string, cwd: string, offset: number): Promise<string | null> {
-  const expected = join(home, 'projects', projectDirName(cwd), `${id}.jsonl`);
-  const file = (await isFile(expected)) ? expected : await findTranscript(home, id);
+  const file = await transcriptPath(home, id, cwd);
   if (!file) return null;
   return (await readFrom(file, offset)).toString('utf8');
+}
+
+async function transcriptPath(home: string, id: string, cwd: string): Promise<string | null> {
+  const expected = join(home, 'projects', projectDirName(cwd), `${id}.jsonl`);
+  return (await isFile(expected)) ? expected : await findTranscript(home, id);
+}
+
+/** An assistant row cut down to what its usage needs (its id, model and usage), or null. */
+function compactAssistantRow(line: string): string | null {
+  if (!line.includes('"assistant"')) return null;
+  for (const row of jsonLines(line)) {
+    if (row.type !== 'assistant' || !isRecord(row.message)) return null;
+    const { id, model, usage } = row.message;
+    return JSON.stringify({ type: 'assistant', message: { id, model, usage } });
+  }
+  return null;
 }
 
 async function writeRecord(contextDir: string, record: ClaudeSessionRecord): Promise<void> {

@@ -45,6 +45,7 @@ import {
   GrowingFile,
   jsonLines,
   launch,
+  MAX_AGENT_FILE_BYTES,
   openContext,
   readFrom,
   sizeOf,
@@ -232,7 +233,7 @@ async function savedSession(contextDir: string, entries: string[]): Promise<Save
     return { unusable: `${SESSION_FILE} names no session id` };
   const events = await readRegular(
     join(contextDir, HOME_DIR, 'session-state', v.sessionId, 'events.jsonl'),
-    256_000_000,
+    MAX_AGENT_FILE_BYTES,
   );
   if (events === null) return { unusable: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
   const bad = eventsFileProblem(events, v.sessionId);

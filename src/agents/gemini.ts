@@ -59,6 +59,7 @@ import {
   installLogins,
   type LoginFile,
   launch,
+  MAX_AGENT_FILE_BYTES,
   openContext,
   removeLogins,
   spendOf,
@@ -361,7 +362,7 @@ async function sessionFiles(geminiDir: string, sessionId: string): Promise<{ pat
       // session-<time>-<first 8 characters of the id>.jsonl (chatRecordingService.ts)
       if (!name.startsWith('session-') || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
       const path = join(chats, name);
-      const text = await readRegular(path, 256_000_000);
+      const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
       if (text === null) continue;
       const record = readSession(text);
       if (record.sessionId === sessionId || record.sessionId === null) found.push({ path, record });

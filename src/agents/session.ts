@@ -10,7 +10,7 @@
 //   - running totals become this episode's usage by one rule, never under-reporting (ownShare);
 //   - files the agent could write are read safely, as they grow (GrowingFile).
 import { constants, existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ExitReason } from '../core/state.js';
 import type { RunOptions, RunResult } from '../io/process.js';
@@ -47,13 +47,23 @@ export function figure(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null;
 }
 
+/** The most forkflush reads of one file an agent could write: a sparse file of any size costs the agent nothing. */
+export const MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
+/** What one read of a growing file takes, and the longest line it keeps (a longer one is dropped). */
+const CHUNK_BYTES = 8 * 1024 * 1024;
+const MAX_LINE_BYTES = 16 * 1024 * 1024;
+
 /**
  * A file an agent's CLI appends to (a transcript, a rollout, an events log), read as it grows:
- * each read returns the whole lines added since the last one. It is opened without following a
+ * each read returns the whole lines added since the last one, at most a chunk at a time, so
+ * memory stays small however large the agent makes the file. It is opened without following a
  * link and without blocking, and must be a regular file: the agent can write the folder it is in.
  */
 export class GrowingFile {
   private rest = Buffer.alloc(0);
+  /** Lines too long to keep (dropped, not parsed). */
+  dropped = 0;
+  private skipping = false;
   private reading: Promise<unknown> = Promise.resolve();
   /** The file, once known. */
   path: string | null;
@@ -67,29 +77,53 @@ export class GrowingFile {
     this.path = typeof locate === 'string' ? locate : null;
   }
 
-  /** The whole lines added since the last read (reads never overlap). */
+  /** The whole lines added since the last read, a chunk at most (reads never overlap). */
   lines(): Promise<string[]> {
     const next = this.reading.then(() => this.read());
     this.reading = next.catch(() => {});
     return next;
   }
 
+  /** Every whole line up to the end of the file as it is now, a chunk at a time. */
+  async *remaining(): AsyncGenerator<string> {
+    for (;;) {
+      const before = this.offset;
+      for (const line of await this.lines()) yield line;
+      if (this.offset === before) return;
+    }
+  }
+
   private async read(): Promise<string[]> {
     if (this.path === null && typeof this.locate !== 'string') this.path = await this.locate();
     if (this.path === null) return [];
-    const chunk = await readFrom(this.path, this.offset);
+    const chunk = await readFrom(this.path, this.offset, CHUNK_BYTES);
     if (chunk.length === 0) return [];
     this.offset += chunk.length;
-    const data = Buffer.concat([this.rest, chunk]);
+    let data = Buffer.concat([this.rest, chunk]);
+    if (this.skipping) {
+      // The rest of a line too long to keep.
+      const nl = data.indexOf(0x0a);
+      if (nl === -1) {
+        this.rest = Buffer.alloc(0);
+        return [];
+      }
+      this.skipping = false;
+      data = data.subarray(nl + 1);
+    }
     const end = data.lastIndexOf(0x0a);
-    // A line still being written waits for the next read.
+    // A line still being written waits for the next read, unless it is too long to keep.
     this.rest = end === -1 ? data : data.subarray(end + 1);
+    if (this.rest.length > MAX_LINE_BYTES) {
+      this.rest = Buffer.alloc(0);
+      this.skipping = true;
+      this.dropped++;
+    }
     return end === -1 ? [] : data.subarray(0, end).toString('utf8').split('\n');
   }
 }
 
 /** What a file holds from `offset` on; nothing when it is not a regular file. */
-export async function readFrom(path: string, offset: number, max = 256 * 1024 * 1024): Promise<Buffer> {
+export async function readFrom(path: string, offset: number, max = MAX_AGENT_FILE_BYTES): Promise<Buffer> {
   const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
   if (!h) return Buffer.alloc(0);
   try {
@@ -157,9 +191,6 @@ export interface LoginFile {
 /** A login file copied into an episode's CLI home. */
 export interface InstalledLogin {
   to: string;
-  /** The user's file it came from (null when it came from a variable), and what it held. */
-  from: string | null;
-  text: string;
 }
 
 /**
@@ -179,54 +210,19 @@ export async function installLogins(files: LoginFile[], env: NodeJS.ProcessEnv):
     await mkdir(dirname(f.to), { recursive: true });
     await rm(f.to, { force: true });
     await writeFile(f.to, text, { mode: 0o600, flag: 'wx' });
-    installed.push({ to: f.to, from: fromEnv ? null : f.from, text });
+    installed.push({ to: f.to });
   }
   return installed;
 }
 
 /**
- * Removes the copied login files after the session, whatever happened in it. A CLI that refreshed
- * its tokens rotated them: the old refresh token is spent, so the refreshed file goes back to the
- * user's (the next episode, and the user's own CLI, need it). Only when the user's file still holds
- * what was copied, and the refreshed one is a JSON object with the same fields: the agent could
- * write this file, and must not get to put anything else in the user's home.
+ * Removes the copied login files after the session, whatever happened in it. Nothing of them goes
+ * back to the user's files: the agent could write them, and a file of the right shape could hold
+ * another account's login. A CLI that refreshed its tokens in the episode may have rotated the
+ * user's refresh token (README, "Keys and logins").
  */
 export async function removeLogins(installed: InstalledLogin[]): Promise<void> {
-  for (const login of installed) {
-    const now = (await readFrom(login.to, 0, 1_000_000)).toString('utf8');
-    await rm(login.to, { force: true });
-    if (login.from && now !== login.text && sameShape(login.text, now)) {
-      const current = await readFile(login.from, 'utf8').catch(() => null);
-      if (current === login.text) await replaceFile(login.from, now);
-    }
-  }
-}
-
-/** Whether both are JSON objects with the same keys, each holding the same kind of value. */
-function sameShape(before: string, after: string): boolean {
-  const shape = (text: string): string | null => {
-    try {
-      const v: unknown = JSON.parse(text);
-      if (!isRecord(v)) return null;
-      const kind = (x: unknown) => (x === null ? 'null' : Array.isArray(x) ? 'array' : typeof x);
-      return Object.entries(v)
-        .map(([k, x]) => `${k}:${kind(x)}`)
-        .sort()
-        .join(';');
-    } catch {
-      return null;
-    }
-  };
-  const a = shape(before);
-  return a !== null && a === shape(after);
-}
-
-/** Writes a file through a temporary one beside it, so a crash never leaves half a login. */
-async function replaceFile(path: string, text: string): Promise<void> {
-  const target = await realpath(path);
-  const temp = `${target}.forkflush-${process.pid}`;
-  await writeFile(temp, text, { mode: 0o600 });
-  await rename(temp, target);
+  for (const login of installed) await rm(login.to, { force: true });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // paper's), the validation, the TypeScript type and the published JSON Schema.
 import { isMap, isPair, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
-import { isForgeSecret } from './secrets.js';
+import { coveredSecret, isForgeSecret } from './secrets.js';
 import { closest } from './text.js';
 
 export const CONFIG_PATH = '.github/autoresearch.yml';
@@ -47,8 +47,16 @@ const hostPath = z
 const envName = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: 'must be a variable name, or a prefix ending in * (AWS_*)' })
-  .refine((n) => !isForgeSecret(n.replace(/\*$/, '')), {
-    message: 'names a forge credential or a forkflush variable, which forkflush never passes on',
+  .superRefine((n, ctx) => {
+    const covered = n.endsWith('*') ? coveredSecret(n.slice(0, -1)) : isForgeSecret(n) ? n : null;
+    if (covered)
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          n === covered
+            ? 'names a forge credential or a forkflush variable, which forkflush never passes on'
+            : `names a prefix that covers ${covered}, a forge credential or a forkflush variable, which forkflush never passes on: list the names the program needs`,
+      });
   });
 
 export function insideRepository(path: string): boolean {

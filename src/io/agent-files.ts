@@ -1,24 +1,95 @@
-// What an agent leaves in the folders it could write, made safe for forkflush to read: forkflush
-// reads usage files and transcripts there after the sandbox is gone, and copies contexts on.
-// A symbolic link or a special file (a FIFO, a socket, a device) would make forkflush read or
-// write what it points at, outside the agent's reach, or block on it; they are removed.
-import { constants } from 'node:fs';
-import { open, readdir, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+// What an agent leaves in the folders it could write, made safe for forkflush to read, copy and
+// remove: forkflush reads usage files and transcripts there after the sandbox is gone, and copies
+// contexts on. A symbolic link or a special file (a FIFO, a socket, a device) would make forkflush
+// read or write what it points at, outside the agent's reach, or block on it. A name that is not
+// UTF-8 cannot be named from JavaScript's strings, and a path past PATH_MAX cannot be opened: both
+// would make every later copy or removal of the folder fail. All of these are removed. Names are
+// handled as bytes throughout, and trees are removed by `rm -rf` (which walks with openat, to any
+// depth), never by a walk of string paths.
+import { execFile } from 'node:child_process';
+import { constants, type Dirent } from 'node:fs';
+import { lstat, open, readdir, rename, unlink } from 'node:fs/promises';
+import { promisify } from 'node:util';
 
-/** Removes every symbolic link and special file under `dir`; returns how many went. */
-export async function removeLinksAndSpecials(dir: string): Promise<number> {
-  let removed = 0;
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+const exec = promisify(execFile);
+/** Folders whose path is longer than this are cut off: well under PATH_MAX (4096), so their removal still works. */
+const MAX_PATH_BYTES = 2048;
+/** Files larger than this are removed: no CLI keeps a conversation that large, and copying one on is costly. */
+export const MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
+
+export interface Cleaned {
+  /** Symbolic links and special files. */
+  links: number;
+  /** Entries whose name is not UTF-8. */
+  names: number;
+  /** Folders nested past MAX_PATH_BYTES. */
+  deep: number;
+  /** Files past MAX_CONTEXT_FILE_BYTES (by their apparent size: sparse ones too). */
+  big: number;
+}
+
+/**
+ * Removes every symbolic link and special file under `dir`, every entry whose name is not UTF-8,
+ * and every folder nested too deep to copy; returns what went.
+ */
+export async function cleanAgentFolder(dir: string): Promise<Cleaned> {
+  const cleaned: Cleaned = { links: 0, names: 0, deep: 0, big: 0 };
+  await walk(Buffer.from(dir), cleaned);
+  return cleaned;
+}
+
+async function walk(dir: Buffer, cleaned: Cleaned): Promise<void> {
+  const entries = (await readdir(dir, { withFileTypes: true, encoding: 'buffer' }).catch(() => [])) as Dirent<Buffer>[];
   for (const e of entries) {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) removed += await removeLinksAndSpecials(path);
-    else if (!e.isFile()) {
+    const path = Buffer.concat([dir, Buffer.from('/'), e.name]);
+    if (!isUtf8(e.name)) {
+      await dropTree(dir, path);
+      cleaned.names++;
+    } else if (e.isDirectory()) {
+      if (path.length > MAX_PATH_BYTES) {
+        await dropTree(dir, path);
+        cleaned.deep++;
+      } else await walk(path, cleaned);
+    } else if (!e.isFile()) {
       await unlink(path).catch(() => {});
-      removed++;
+      cleaned.links++;
+    } else if (((await lstat(path).catch(() => null))?.size ?? 0) > MAX_CONTEXT_FILE_BYTES) {
+      await unlink(path).catch(() => {});
+      cleaned.big++;
     }
   }
-  return removed;
+}
+
+function isUtf8(name: Buffer): boolean {
+  return Buffer.from(name.toString('utf8'), 'utf8').equals(name);
+}
+
+/** Removes an entry whatever its name: renamed to one JavaScript can pass to `rm`, then removed. */
+async function dropTree(dir: Buffer, path: Buffer): Promise<void> {
+  const plain = `${dir.toString('utf8')}/.forkflush-removed-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  await rename(path, plain).catch(() => {});
+  await removeTree(plain);
+}
+
+/** A summary of the unusual things cleanAgentFolder removed, for a note (null when none; links are routine). */
+export function cleanedNote(c: Cleaned): string | null {
+  const parts = [
+    c.names ? `${c.names} entries whose names are not UTF-8` : '',
+    c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : '',
+    c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : '',
+  ].filter(Boolean);
+  return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(', ')}` : null;
+}
+
+/** Removes a folder and everything in it, whatever the names and however deep; nothing if it is not there. */
+export async function removeTree(path: string): Promise<void> {
+  await exec('rm', ['-rf', '--', path]);
+}
+
+/** Empties a folder (kept: it may be a job's working directory), whatever the names and however deep. */
+export async function emptyFolder(dir: string): Promise<void> {
+  // find reads the names itself, as bytes; one rm for all of them.
+  await exec('find', [dir, '-mindepth', '1', '-maxdepth', '1', '-exec', 'rm', '-rf', '--', '{}', '+']);
 }
 
 /**

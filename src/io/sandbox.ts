@@ -3,8 +3,9 @@
 // of their own, and a filesystem that is read-only but for the paths named. When the command
 // exits, the kernel kills whatever it left in its PID namespace; when forkflush dies, bwrap dies
 // with it (--die-with-parent) and takes the namespace along.
+
 import { execFile } from 'node:child_process';
-import { lstatSync, realpathSync } from 'node:fs';
+import { lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, sep } from 'node:path';
 
 export type SandboxMode = 'auto' | 'required' | 'off';
@@ -74,6 +75,7 @@ async function probe(): Promise<SandboxProbe> {
     };
   }
   const name = version.stdout.trim() || 'bubblewrap';
+  const nproc = (await exec('prlimit', ['--version'])).code === 0 ? processLimit() : null;
   // A trial run with the namespaces a real run uses: AppArmor on Ubuntu 24.04, or a container
   // without user namespaces, lets `bwrap --version` work and then refuses to sandbox. Under root,
   // bwrap sets the sandbox up as root and setpriv then runs the command as nobody; without
@@ -83,10 +85,14 @@ async function probe(): Promise<SandboxProbe> {
     const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: '/tmp', network: false }, '/', 'true', []);
     return exec(t.file, t.args);
   };
-  let sandbox = bubblewrap(name, root ? 'nobody' : 'user');
+  let sandbox = bubblewrap(
+    nproc ? name : `${name}, no process limit (prlimit is missing)`,
+    root ? 'nobody' : 'user',
+    nproc,
+  );
   let run = await trial(sandbox);
   if (run.code !== 0 && root) {
-    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, 'root');
+    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, 'root', null);
     const second = await trial(asRoot);
     if (second.code === 0) {
       sandbox = asRoot;
@@ -104,15 +110,21 @@ async function probe(): Promise<SandboxProbe> {
   return { sandbox };
 }
 
+/** The process limit inside: a quarter of the machine's process ids, at most 8192 (plenty for builds and test runners). */
+function processLimit(): number {
+  const pidMax = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim()) || 32768;
+  return Math.min(8192, Math.floor(pidMax / 4));
+}
+
 /**
  * user: forkflush's own unprivileged user, in a user namespace; nobody: forkflush is root, the
  * command runs as nobody (setpriv, after bwrap has set the mounts up as root); root: as root
  * without capabilities, the last resort.
  */
-function bubblewrap(name: string, as: 'user' | 'nobody' | 'root'): Sandbox {
+function bubblewrap(name: string, as: 'user' | 'nobody' | 'root', nproc: number | null): Sandbox {
   const user = as === 'nobody' ? NOBODY : null;
-  const drop =
-    as === 'nobody'
+  const drop = [
+    ...(as === 'nobody'
       ? [
           'setpriv',
           `--reuid=${NOBODY.uid}`,
@@ -122,7 +134,11 @@ function bubblewrap(name: string, as: 'user' | 'nobody' | 'root'): Sandbox {
           '--bounding-set=-all',
           '--',
         ]
-      : [];
+      : []),
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
+    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
+    ...(nproc ? ['prlimit', `--nproc=${nproc}:${nproc}`, '--'] : []),
+  ];
   return {
     name,
     user,

@@ -1,12 +1,12 @@
 // The local forge: branches in the user's repository, workspaces, contexts and boxes in the run
 // folder. Every operation is safe to repeat after a crash at any point. forkflush writes the
 // repository's objects and refs itself; an agent sees only its workspace, whose .git is its own.
-import { cp, mkdir, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parseCommitMessage } from '../core/journal.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
-import { removeLinksAndSpecials } from '../io/agent-files.js';
+import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
 import type { EpisodePlaces } from '../worker/boundary.js';
 import { checkoutInto, OwnRepo } from '../worker/cleanroom.js';
@@ -19,6 +19,8 @@ export interface PreparedEpisode {
   checkoutIndex: string;
   scratchDir: string;
   branchRef: string;
+  /** What the result should say about the preparation (a context that could not be copied). */
+  notes: string[];
 }
 
 export class LocalForge {
@@ -83,16 +85,26 @@ export class LocalForge {
     const workspace = this.store.workspace(e.id);
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
-    await rm(scratchDir, { recursive: true, force: true });
+    await removeTree(scratchDir);
     const checkoutIndex = join(scratchDir, 'checkout.index');
     await checkoutInto(own, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
-    await rm(context, { recursive: true, force: true });
+    await removeTree(context);
+    const notes: string[] = [];
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
       // Carried and copied contexts are copies: a failed episode never damages its parent's context.
-      if (await exists(from)) await cp(from, context, { recursive: true, verbatimSymlinks: true });
-      await removeLinksAndSpecials(context);
+      // A context that cannot be copied starts the episode fresh, never stops the run.
+      if (await exists(from)) {
+        await cleanAgentFolder(from);
+        await cp(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err: Error) => {
+          await removeTree(context);
+          notes.push(
+            `${e.contextFrom}'s context could not be copied (${err.message}): this episode started with an empty context`,
+          );
+        });
+      }
+      await cleanAgentFolder(context);
     }
     await mkdir(context, { recursive: true });
     const places: EpisodePlaces = {
@@ -103,7 +115,7 @@ export class LocalForge {
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname(this.store.dir)],
     };
-    return { own, places, checkoutIndex, scratchDir, branchRef: this.ref(branch) };
+    return { own, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
   }
 
   /** Points the episode's branch at its result commit (made by forkflush, on the episode's base). */
@@ -137,10 +149,10 @@ export class LocalForge {
   async cleanupRound(state: RunState, round: Round, keepRejected: boolean): Promise<void> {
     const adopted = round.decision?.adopted ?? [];
     for (const e of round.episodes) {
-      await rm(this.store.workspace(e.id), { recursive: true, force: true });
+      await removeTree(this.store.workspace(e.id));
       if (keepRejected && !adopted.includes(e.id)) continue;
       await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
-      if (!adopted.includes(e.id)) await rm(this.store.context(e.id), { recursive: true, force: true });
+      if (!adopted.includes(e.id)) await removeTree(this.store.context(e.id));
     }
   }
 
@@ -164,8 +176,8 @@ export class LocalForge {
         private: [this.repo, commonDir, dirname(this.store.dir)],
       });
     } finally {
-      await rm(dir, { recursive: true, force: true });
-      await rm(this.store.scratch(name), { recursive: true, force: true });
+      await removeTree(dir);
+      await removeTree(this.store.scratch(name));
     }
   }
 }

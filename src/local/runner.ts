@@ -131,6 +131,7 @@ async function runOne(
       agent: agentFor(state.config),
       isolation: o.isolation,
       alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
+      notes: prepared.notes,
       ...(sealKey ? { sealKey } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
     });

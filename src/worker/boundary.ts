@@ -9,7 +9,7 @@ import { CONTRACT_VARS } from '../agents/agent.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { isForgeSecret } from '../core/secrets.js';
-import { removeLinksAndSpecials } from '../io/agent-files.js';
+import { type Cleaned, cleanAgentFolder } from '../io/agent-files.js';
 import { type RunOptions, runProcess, type Spawner } from '../io/process.js';
 import { type Confinement, isInside, prefixOf, probeSandbox, type Sandbox, type SandboxMode } from '../io/sandbox.js';
 
@@ -44,9 +44,14 @@ export async function isolationFor(mode: SandboxMode): Promise<Isolation> {
  * The spawner an agent session gets: its processes run confined (or, without a sandbox, tracked so
  * that what they detach is killed with them), never with a forge credential in their environment
  * whatever the adapter passed, and when one ends the folders the agent could write are cleared of
- * links and special files before the adapter reads them.
+ * links, special files, names that are not UTF-8 and too-deep folders before the adapter reads them.
  */
-export function sessionSpawner(sandbox: Sandbox | null, confinement: Confinement, writtenByAgent: string[]): Spawner {
+export function sessionSpawner(
+  sandbox: Sandbox | null,
+  confinement: Confinement,
+  writtenByAgent: string[],
+  removed?: Cleaned,
+): Spawner {
   return async (file: string, args: string[], options: RunOptions) => {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(options.env ?? {}))
@@ -56,7 +61,10 @@ export function sessionSpawner(sandbox: Sandbox | null, confinement: Confinement
       env,
       ...(sandbox ? { confine: { sandbox, confinement } } : { track: true }),
     });
-    for (const dir of writtenByAgent) await removeLinksAndSpecials(dir);
+    for (const dir of writtenByAgent) {
+      const c = await cleanAgentFolder(dir);
+      if (removed) for (const k of Object.keys(c) as (keyof Cleaned)[]) removed[k] += c[k];
+    }
     return r;
   };
 }

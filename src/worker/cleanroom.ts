@@ -4,8 +4,9 @@
 // workspace is a plain checkout with a private .git that only borrows the objects; a result is
 // the snapshot of the workspace's files, committed on the episode's base and graded in a fresh
 // checkout of exactly that commit.
-import { appendFile, copyFile, mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, lstat, mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { emptyFolder } from '../io/agent-files.js';
 import { Git, type GitResult } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 
@@ -89,7 +90,7 @@ export async function checkoutInto(
 ): Promise<void> {
   // Emptied, not removed: the folder may be a job's working directory (GITHUB_WORKSPACE).
   await mkdir(dir, { recursive: true });
-  for (const entry of await readdir(dir)) await rm(join(dir, entry), { recursive: true, force: true });
+  await emptyFolder(dir);
   await rm(index, { force: true });
   await mkdir(dirname(index), { recursive: true });
   await own.asIs();
@@ -141,6 +142,7 @@ export async function snapshot(
 ): Promise<Snapshot> {
   await own.asIs();
   await copyIndex(checkoutIndex, index);
+  await refuseOversized(own, workspace, index);
   const add = () => own.exec(['add', '--all'], { workTree: workspace, index, check: false });
   let added = await add();
   if (added.exitCode !== 0) {
@@ -163,6 +165,68 @@ export async function snapshot(
   }
   const tree = await own.out(['write-tree'], { index });
   return { tree, protectedChanged, index };
+}
+
+/** A file larger than this is not recorded: GitHub refuses a push with one, and hashing it is unbounded. */
+export const MAX_FILE_BYTES = 100 * 1024 * 1024;
+/** Nor are added or changed files past this, all together. */
+export const MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
+
+/**
+ * Throws when the files the agent added or changed (those git would record: its ignore rules
+ * apply) are too large to record, before git reads a byte of them: a sparse file of a terabyte
+ * costs the agent nothing to make and would take git hours to hash.
+ */
+async function refuseOversized(own: OwnRepo, workspace: string, index: string): Promise<void> {
+  // Quoted names are ASCII (octal escapes for other bytes): exact, whatever the agent named its files.
+  const listed = await own.out(
+    ['-c', 'core.quotePath=true', 'ls-files', '--others', '--modified', '--exclude-standard'],
+    {
+      workTree: workspace,
+      index,
+    },
+  );
+  let total = 0;
+  for (const line of listed.split('\n').filter(Boolean)) {
+    const name = unquoteGitPath(line);
+    const s = await lstat(Buffer.concat([Buffer.from(`${workspace}/`), name])).catch(() => null);
+    if (!s?.isFile()) continue;
+    const shown = JSON.stringify(name.toString('utf8'));
+    if (s.size > MAX_FILE_BYTES)
+      throw new Error(
+        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(MAX_FILE_BYTES)}, GitHub's own limit); keep it out with .gitignore`,
+      );
+    total += s.size;
+    if (total > MAX_CHANGED_BYTES)
+      throw new Error(
+        `the files added or changed pass ${megabytes(MAX_CHANGED_BYTES)}; keep large outputs out with .gitignore`,
+      );
+  }
+}
+
+const megabytes = (n: number) => `${Math.round(n / (1024 * 1024)).toLocaleString('en-US')} MB`;
+
+/** A path as git prints it with core.quotePath: as is, or in C quotes with octal escapes. */
+export function unquoteGitPath(line: string): Buffer {
+  if (!line.startsWith('"') || !line.endsWith('"')) return Buffer.from(line);
+  const simple: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, '\\': 92 };
+  const bytes: number[] = [];
+  for (let i = 1; i < line.length - 1; i++) {
+    const c = line[i] as string;
+    if (c !== '\\') {
+      bytes.push(...Buffer.from(c));
+      continue;
+    }
+    const next = line[i + 1] as string;
+    if (/[0-7]/.test(next)) {
+      bytes.push(Number.parseInt(line.slice(i + 1, i + 4), 8));
+      i += 3;
+    } else {
+      bytes.push(simple[next] ?? next.charCodeAt(0));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes);
 }
 
 /** The base itself as a snapshot: what an episode records when its workspace cannot be recorded. */

@@ -4,13 +4,14 @@
 // every process of it is gone, records the workspace with forkflush's own git, grades a fresh
 // checkout of exactly that snapshot in a sandbox of its own, writes the journal line into the
 // snapshot, and commits it on the episode's base. The caller moves the branch to the commit.
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { appendToJournal, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { plainText } from '../core/text.js';
+import { type Cleaned, cleanedNote, removeTree } from '../io/agent-files.js';
 import {
   agentConfinement,
   type EpisodePlaces,
@@ -78,7 +79,7 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   const sandbox = isolation.sandbox;
   const source = job.env ?? process.env;
   const box = places.box;
-  await rm(box, { recursive: true, force: true });
+  await removeTree(box);
   for (const dir of [join(box, 'home'), join(box, 'tmp'), job.scratchDir]) await mkdir(dir, { recursive: true });
   const promptFile = join(box, 'prompt.md');
   await writeFile(promptFile, job.prompt);
@@ -110,7 +111,8 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   const confinement = agentConfinement(places, config, source);
   // Bound, not handed over: the socket stays forkflush's (open to the sandbox's user).
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
-  const spawn = sessionSpawner(sandbox, confinement, [places.context, box]);
+  const removed: Cleaned = { links: 0, names: 0, deep: 0, big: 0 };
+  const spawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === 'minutes' ? episode.allowance * 60_000 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config.agent.timeout * 1000;
@@ -175,7 +177,10 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     reason = g.reason;
   }
   // What the agent and the grader said is shown in terminals and reports: no control characters.
-  const note = plainText([...(job.notes ?? []), ...(outcome.note ? [outcome.note] : [])].join('; '));
+  const cleaned = cleanedNote(removed);
+  const note = plainText(
+    [...(job.notes ?? []), ...(outcome.note ? [outcome.note] : []), ...(cleaned ? [cleaned] : [])].join('; '),
+  );
   if (reason) reason = plainText(reason);
   const partial = {
     score,
@@ -217,7 +222,7 @@ async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv) {
   const dir = join(job.scratchDir, 'judge');
   const tmp = join(job.scratchDir, 'judge-tmp');
   await checkoutInto(job.own, tree, dir, join(job.scratchDir, 'judge.index'));
-  await rm(tmp, { recursive: true, force: true });
+  await removeTree(tmp);
   await mkdir(join(tmp, 'home'), { recursive: true });
   try {
     const sandbox = isolation.sandbox;
@@ -249,7 +254,8 @@ async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv) {
         : undefined,
     );
   } finally {
-    for (const d of [dir, tmp]) await rm(d, { recursive: true, force: true });
+    // The judge's copy holds the agent's files, any names, any depth: rm -rf, and never a reason to fail.
+    for (const d of [dir, tmp]) await removeTree(d).catch(() => {});
   }
 }
 

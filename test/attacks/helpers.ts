@@ -4,7 +4,17 @@
 // its own). Everything lives under /var/tmp, not /tmp: inside the sandbox /tmp is private, so a
 // test under /tmp would be hidden for free and prove nothing about the boundary.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -501,4 +511,136 @@ function close(server: Server): Promise<void> {
 /** Whether a repository's object store holds an object. */
 export function hasObject(gitDir: string, id: string): boolean {
   return spawnSync('git', [`--git-dir=${gitDir}`, 'cat-file', '-e', id]).status === 0;
+}
+
+// ---- Round 2: forkflush as a child process (the CLI built from the current sources) ----
+
+let builtCli: Promise<string> | undefined;
+
+/**
+ * `src/cli/index.ts` bundled as scripts/bundle.mjs bundles it, into a folder of its own (not dist/,
+ * which may lag the sources): a forkflush process a test can kill, time and measure.
+ */
+export function currentCli(): Promise<string> {
+  builtCli ??= (async () => {
+    const { build } = await import('esbuild');
+    const out = join(ROOT, `cli-${process.pid}`);
+    mkdirSync(out, { recursive: true, mode: 0o755 });
+    made.push(out);
+    await build({
+      entryPoints: { cli: join(import.meta.dirname, '..', '..', 'src', 'cli', 'index.ts') },
+      outdir: out,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'esm',
+      banner: {
+        js: "import { createRequire as __forkflushRequire } from 'node:module';\nconst require = __forkflushRequire(import.meta.url);",
+      },
+      legalComments: 'none',
+      logLevel: 'error',
+    });
+    return join(out, 'cli.js');
+  })();
+  return builtCli;
+}
+
+export interface CliRun {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  out: string;
+  ms: number;
+  /** Killed at the deadline (it had not exited by then). */
+  timedOut: boolean;
+  /** The process's peak resident memory (VmHWM), in MB, as last sampled. */
+  peakMb: number;
+}
+
+/**
+ * Runs `forkflush <args>` (currentCli) and waits for it to exit, at most `deadlineMs`: then it is
+ * killed (SIGKILL, with whatever it started: see killProcessesUnder). `killAboveMb` kills it early
+ * when its memory passes that (a safety valve for this machine). `onOutput` sees the output as it comes.
+ */
+export async function runCli(
+  args: string[],
+  o: {
+    cwd: string;
+    deadlineMs: number;
+    env?: NodeJS.ProcessEnv;
+    killAboveMb?: number;
+    onOutput?: (out: string, child: ReturnType<typeof spawn>) => void;
+  },
+): Promise<CliRun> {
+  const cli = await currentCli();
+  const started = Date.now();
+  const child = spawn(process.execPath, [cli, ...args], {
+    cwd: o.cwd,
+    env: o.env ?? { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const onData = (d: string) => {
+    out += d;
+    o.onOutput?.(out, child);
+  };
+  child.stdout.setEncoding('utf8').on('data', onData);
+  child.stderr.setEncoding('utf8').on('data', onData);
+  let peakMb = 0;
+  let timedOut = false;
+  const sampler = setInterval(() => {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      if (m) peakMb = Math.max(peakMb, Number(m[1]) / 1024);
+      if (o.killAboveMb && peakMb > o.killAboveMb) child.kill('SIGKILL');
+    } catch {}
+  }, 50);
+  const killer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, o.deadlineMs);
+  const [exitCode, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.on('close', (code, sig) => resolve([code, sig])),
+  );
+  clearTimeout(killer);
+  clearInterval(sampler);
+  return { exitCode, signal, out, ms: Date.now() - started, timedOut, peakMb: Math.round(peakMb) };
+}
+
+/**
+ * SIGKILLs every process whose working directory, command line or environment names `dir` (what
+ * a killed forkflush left behind: its git commands run in their own process groups).
+ */
+export function killProcessesUnder(dir: string): number[] {
+  const killed: number[] = [];
+  for (const p of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
+    try {
+      let cwd = '';
+      try {
+        cwd = readlinkSync(`/proc/${p}/cwd`);
+      } catch {}
+      const text = `${readFileSync(`/proc/${p}/cmdline`, 'latin1')}\0${readFileSync(`/proc/${p}/environ`, 'latin1')}`;
+      if (cwd === dir || cwd.startsWith(`${dir}/`) || text.includes(`${dir}/`) || text.includes(`${dir}\0`)) {
+        process.kill(Number(p), 'SIGKILL');
+        killed.push(Number(p));
+      }
+    } catch {}
+  }
+  return killed;
+}
+
+/** The state of the newest local run of a task repository (null before it has one). */
+export function newestRunState(repoDir: string): RunState | null {
+  const runs = join(repoDir, '.forkflush');
+  let ids: string[] = [];
+  try {
+    ids = readdirSync(runs).filter((id) => /^\d{8}-\d{6}/.test(id));
+  } catch {
+    return null;
+  }
+  const id = ids.sort().at(-1);
+  try {
+    return id ? (JSON.parse(readFileSync(join(runs, id, 'state.json'), 'utf8')) as RunState) : null;
+  } catch {
+    return null;
+  }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, configJsonSchema, parseConfig } from '../../src/core/config.js';
+import { coveredSecret } from '../../src/core/secrets.js';
 
 const minimal = `grader:
   command: node grade.mjs
@@ -152,5 +153,23 @@ describe('the published schema file', () => {
       readFileSync(new URL('../../schema/autoresearch.schema.json', import.meta.url), 'utf8'),
     );
     expect(committed).toEqual(configJsonSchema());
+  });
+});
+
+describe('agent.env and grader.env patterns', () => {
+  it.each([
+    ['G*', 'GITHUB_TOKEN'],
+    ['ACTIONS_ID*', 'ACTIONS_ID_TOKEN_REQUEST_TOKEN'],
+    ['INPUT_*', 'INPUT_…'],
+    ['IN*', 'INPUT_…'],
+    ['INPUT_MODEL*', 'INPUT_…'],
+    ['F*', 'FORKFLUSH_…'],
+    ['W*', 'WEBHOOK_SECRET'],
+  ])('refuses %s, which covers %s', (pattern, covered) => {
+    expect(coveredSecret(pattern.slice(0, -1))).toBe(covered);
+  });
+
+  it('lets through prefixes that cover no credential', () => {
+    for (const p of ['AWS_', 'ANTHROPIC_', 'HF_', 'OPENAI_', 'GOOGLE_']) expect(coveredSecret(p)).toBeNull();
   });
 });

