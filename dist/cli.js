@@ -609,8 +609,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count2, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count2);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -718,13 +718,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity.isCollection(node2)) {
-        let count2 = 0;
+        let count3 = 0;
         for (const item of node2.items) {
           const c = getAliasCount(doc, item, anchors2);
-          if (c > count2)
-            count2 = c;
+          if (c > count3)
+            count3 = c;
         }
-        return count2;
+        return count3;
       } else if (identity.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -3677,8 +3677,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count2, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count2);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -3755,12 +3755,12 @@ var require_errors = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count2 = 1;
+        let count3 = 1;
         const end = error62.linePos[1];
         if (end?.line === line && end.col > col) {
-          count2 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count3 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count2);
+        const pointer = " ".repeat(ci) + "^".repeat(count3);
         error62.message += `:
 
 ${lineStr}
@@ -8604,14 +8604,14 @@ function codePointLength(str2) {
   const units = str2.length;
   if (!highSurrogate.test(str2))
     return units;
-  let count2 = units;
+  let count3 = units;
   for (let i = 0; i < units - 1; i++) {
     if ((str2.charCodeAt(i) & 64512) === 55296 && (str2.charCodeAt(i + 1) & 64512) === 56320) {
-      count2--;
+      count3--;
       i++;
     }
   }
-  return count2;
+  return count3;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -12994,8 +12994,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count2, one, few, many) {
-  const absCount = Math.abs(count2);
+function getBelarusianPlural(count3, one, few, many) {
+  const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -15642,8 +15642,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count2, one, many) {
-  return Math.abs(count2) === 1 ? one : many;
+function getArmenianPlural(count3, one, many) {
+  return Math.abs(count3) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -18381,8 +18381,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count2, one, few, many) {
-  const absCount = Math.abs(count2);
+function getRussianPlural(count3, one, few, many) {
+  const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -27218,7 +27218,7 @@ function failureLine(output2, max = 300) {
 var CONFIG_PATH = ".github/autoresearch.yml";
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
-var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider"];
+var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
 var SANDBOX_MODES = ["auto", "required", "off"];
 var PAPER = {
   branches: 4,
@@ -27610,14 +27610,14 @@ function randomFrom(seed) {
     return ((t ^ t >>> 14) >>> 0) / 4294967296;
   };
 }
-function pickIndices(n, count2, seed) {
+function pickIndices(n, count3, seed) {
   const random = randomFrom(seed);
   const order = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [order[i], order[j]] = [order[j], order[i]];
   }
-  return order.slice(0, count2).sort((a, b) => a - b);
+  return order.slice(0, count3).sort((a, b) => a - b);
 }
 
 // src/core/state.ts
@@ -28375,10 +28375,10 @@ function paddedRange(values) {
   const pad = (hi - lo) * 0.08;
   return [lo - pad, hi + pad];
 }
-function ticks(lo, hi, count2 = 5) {
+function ticks(lo, hi, count3 = 5) {
   const span = hi - lo;
   if (!(span > 0)) return [lo];
-  const raw = span / count2;
+  const raw = span / count3;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
   const out = [];
@@ -28478,6 +28478,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 var DRAIN_MS = 300;
 var TRACK_MS = 250;
+var SECOND_SIGNAL_MS = 300;
 function runShell(command, options) {
   return runProcess("/bin/sh", ["-c", command], options);
 }
@@ -28502,6 +28503,7 @@ function spawnAndWait(file2, args, options, confined) {
     let stderr = "";
     let stopped = null;
     let killTimer;
+    let secondTimer;
     let log;
     if (options.logFile) log = createWriteStream(options.logFile, { flags: "a" });
     const keep = (acc, chunk) => {
@@ -28523,9 +28525,8 @@ function spawnAndWait(file2, args, options, confined) {
     };
     const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : void 0;
     tracker?.unref();
-    const stop2 = (reason) => {
-      if (stopped !== null || child.pid === void 0) return;
-      stopped = reason;
+    const terminate = () => {
+      if (child.pid === void 0) return;
       remember();
       if (confined) {
         const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
@@ -28534,6 +28535,13 @@ function spawnAndWait(file2, args, options, confined) {
         killGroup(child.pid, "SIGTERM");
         killAll(strays, "SIGTERM");
       }
+    };
+    const stop2 = (reason) => {
+      if (stopped !== null || child.pid === void 0) return;
+      stopped = reason;
+      terminate();
+      secondTimer = setTimeout(terminate, SECOND_SIGNAL_MS);
+      secondTimer.unref();
       killTimer = setTimeout(() => {
         if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
         killAll(strays, "SIGKILL");
@@ -28559,6 +28567,7 @@ function spawnAndWait(file2, args, options, confined) {
       done = true;
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
+      if (secondTimer) clearTimeout(secondTimer);
       if (drainTimer) clearTimeout(drainTimer);
       if (tracker) clearInterval(tracker);
       options.signal?.removeEventListener("abort", onAbort);
@@ -28856,6 +28865,9 @@ function* jsonLines(text) {
 }
 function isRecord2(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function count(v) {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
 }
 var MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
 var CHUNK_BYTES = 8 * 1024 * 1024;
@@ -30944,6 +30956,205 @@ function price(usage) {
   return { costUsd, pricedFrom: from.size > 0 ? [...from].join("; ") : "no model calls" };
 }
 
+// src/agents/opencode.ts
+import { writeFile as writeFile7 } from "node:fs/promises";
+import { homedir as homedir4 } from "node:os";
+import { join as join7 } from "node:path";
+
+// src/agents/opencode-output.ts
+function emptyRun() {
+  return {
+    sessionId: null,
+    steps: 0,
+    inputTokens: 0,
+    cachedInputTokens: 0,
+    cacheWriteTokens: 0,
+    outputTokens: 0,
+    costUsd: 0,
+    errors: []
+  };
+}
+function addEvents(run, text) {
+  for (const e of jsonLines(text)) {
+    if (typeof e.sessionID === "string" && run.sessionId === null) run.sessionId = e.sessionID;
+    if (e.type === "step_finish" && isRecord2(e.part)) {
+      const t = isRecord2(e.part.tokens) ? e.part.tokens : {};
+      const cache = isRecord2(t.cache) ? t.cache : {};
+      run.steps++;
+      run.inputTokens += count(t.input) + count(cache.read) + count(cache.write);
+      run.cachedInputTokens += count(cache.read);
+      run.cacheWriteTokens += count(cache.write);
+      run.outputTokens += count(t.output) + count(t.reasoning);
+      run.costUsd += count(e.part.cost);
+    } else if (e.type === "error" && isRecord2(e.error)) {
+      const data = isRecord2(e.error.data) ? e.error.data : {};
+      const name = typeof e.error.name === "string" ? e.error.name : "error";
+      const message = typeof data.message === "string" ? data.message : "";
+      const body = typeof data.responseBody === "string" ? apiMessage(data.responseBody) : null;
+      run.errors.push(`${name}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(0, 400));
+    }
+  }
+  return run;
+}
+function apiMessage(body) {
+  for (const v of jsonLines(body)) {
+    if (isRecord2(v.error) && typeof v.error.message === "string") return v.error.message;
+    if (typeof v.message === "string") return v.message;
+  }
+  return null;
+}
+
+// src/agents/opencode.ts
+var SESSION_FILE5 = "session.json";
+var DATA = "data";
+var opencodeAgent = (agent) => defineAgent({
+  kind: "opencode",
+  maxTurns: agent.max_turns,
+  // Its own switches and inline config, and the keys of the providers it knows.
+  passEnv: [
+    "OPENCODE_*",
+    "ANTHROPIC_*",
+    "OPENAI_*",
+    "GEMINI_*",
+    "GOOGLE_*",
+    "OPENROUTER_*",
+    "GROQ_*",
+    "MISTRAL_*",
+    "DEEPSEEK_*",
+    "XAI_*",
+    "AZURE_*",
+    "AWS_*"
+  ],
+  run: (s) => runOpencode(agent, s)
+});
+async function runOpencode(agent, s) {
+  const notes = [];
+  const executable = agent.command ?? "opencode";
+  const env = opencodeEnv(s, agent);
+  const ctx = await openContext(s.contextDir, "opencode", (entries) => savedSession3(s, executable, env, entries));
+  if (ctx.note) notes.push(ctx.note);
+  const logins = await installLogins(opencodeLogin(s.contextDir), process.env);
+  const log = new GrowingFile(s.logFile, await sizeOf(s.logFile));
+  const run = emptyRun();
+  const read = async () => {
+    for (const line of await log.lines()) addEvents(run, line);
+  };
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes
+  } = await launch(s, {
+    executable,
+    args: [
+      "run",
+      "--format",
+      "json",
+      "--auto",
+      "--title",
+      s.episodeId,
+      ...ctx.carried ? ["-s", ctx.carried.sessionId] : [],
+      ...agent.model ? ["-m", agent.model] : [],
+      ...agent.args
+    ],
+    env,
+    input: s.prompt,
+    maxTurns: agent.max_turns,
+    after: () => removeLogins(logins),
+    meter: async () => {
+      await read();
+      return { ...usageOf(run, agent.model), turns: run.steps };
+    }
+  });
+  notes.push(...watchNotes);
+  for await (const line of log.remaining()) addEvents(run, line);
+  const sessionId = run.sessionId ?? ctx.carried?.sessionId ?? null;
+  if (sessionId) await writeRecord2(s.contextDir, { agent: "opencode", sessionId });
+  const usage = usageOf(run, agent.model);
+  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
+  if (r.stopped === "budget" && overrun) notes.push(`stopped by forkflush: ${overrun}`);
+  if (exit === "crash" && r.stopped === null) {
+    const why = r.spawnError ?? run.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
+    notes.push(`opencode exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why}`);
+  }
+  return {
+    exit,
+    reportedSpend: spendOf(s, usage),
+    usage,
+    ...notes.length > 0 ? { note: notes.join("; ") } : {},
+    seconds: r.ms / 1e3
+  };
+}
+function usageOf(run, model) {
+  const tokens = { inputTokens: run.inputTokens, outputTokens: run.outputTokens, turns: run.steps };
+  if (run.costUsd > 0 || run.steps === 0) return { ...tokens, costUsd: run.costUsd };
+  const priced = priceTokens(model?.split("/").at(-1), {
+    input: run.inputTokens,
+    cachedInput: run.cachedInputTokens,
+    cacheWrite: run.cacheWriteTokens,
+    output: run.outputTokens
+  });
+  return { ...tokens, costUsd: priced.costUsd, pricedFrom: priced.pricedFrom };
+}
+function opencodeEnv(s, agent) {
+  return {
+    XDG_DATA_HOME: join7(s.contextDir, DATA),
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(s.env.OPENCODE_CONFIG_CONTENT, agent.max_turns)),
+    OPENCODE_DISABLE_PROJECT_CONFIG: "1",
+    OPENCODE_DISABLE_AUTOUPDATE: "1",
+    OPENCODE_DISABLE_SHARE: "1",
+    // Nothing of Claude Code's in the user's home (skills, CLAUDE.md) joins the conversation.
+    OPENCODE_DISABLE_CLAUDE_CODE: "1"
+  };
+}
+function configContent(userConfig, maxTurns) {
+  let user = {};
+  try {
+    const parsed = userConfig ? JSON.parse(userConfig) : {};
+    if (isRecord2(parsed)) user = parsed;
+  } catch {
+  }
+  const agents = isRecord2(user.agent) ? user.agent : {};
+  const build = isRecord2(agents.build) ? agents.build : {};
+  return {
+    ...user,
+    snapshot: false,
+    autoupdate: false,
+    share: "disabled",
+    ...maxTurns ? { agent: { ...agents, build: { ...build, steps: maxTurns } } } : {}
+  };
+}
+async function savedSession3(s, executable, env, entries) {
+  if (!entries.includes(SESSION_FILE5)) return { unusable: `${SESSION_FILE5} is missing` };
+  let record3;
+  try {
+    record3 = JSON.parse(await readRegular(join7(s.contextDir, SESSION_FILE5)) ?? "");
+  } catch {
+    return { unusable: `${SESSION_FILE5} is not JSON` };
+  }
+  const id = isRecord2(record3) ? record3.sessionId : null;
+  if (typeof id !== "string" || !/^ses_[A-Za-z0-9]+$/.test(id))
+    return { unusable: `${SESSION_FILE5} names no session id` };
+  const sql = `update session set directory = '${s.workdir.replaceAll("'", "''")}' where id = '${id}' returning id`;
+  const r = await s.spawn(executable, ["db", sql, "--format", "json"], {
+    cwd: s.workdir,
+    env: { ...s.env, ...env },
+    timeoutMs: 6e4,
+    maxOutput: 64e3,
+    signal: s.signal
+  });
+  if (r.exitCode !== 0) return { unusable: `its database cannot be read (${failureLine(r.stderr || r.stdout)})` };
+  if (!r.stdout.includes(id)) return { unusable: `session ${id} is not in its database` };
+  return { agent: "opencode", sessionId: id };
+}
+async function writeRecord2(contextDir, record3) {
+  await writeFile7(join7(contextDir, SESSION_FILE5), `${JSON.stringify(record3, null, 2)}
+`);
+}
+function opencodeLogin(contextDir, env = process.env) {
+  const data = env.XDG_DATA_HOME || join7(homedir4(), ".local", "share");
+  return [{ from: join7(data, "opencode", "auth.json"), to: join7(contextDir, DATA, "opencode", "auth.json") }];
+}
+
 // src/agents/registry.ts
 var FACTORIES = {
   command: (agent) => commandAgent(agent.command),
@@ -30951,7 +31162,8 @@ var FACTORIES = {
   codex: codexAgent,
   copilot: copilotAgent,
   gemini: geminiAgent,
-  aider: aiderAgent
+  aider: aiderAgent,
+  opencode: opencodeAgent
 };
 function agentFor(config2) {
   return FACTORIES[config2.agent.kind](config2.agent);
@@ -31089,8 +31301,8 @@ function templateProblem(config2, templates) {
 
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync3, realpathSync as realpathSync2 } from "node:fs";
-import { homedir as homedir4 } from "node:os";
-import { basename as basename2, delimiter, dirname as dirname6, isAbsolute, join as join7 } from "node:path";
+import { homedir as homedir5 } from "node:os";
+import { basename as basename2, delimiter, dirname as dirname6, isAbsolute, join as join8 } from "node:path";
 
 // src/io/sandbox.ts
 import { execFile as execFile2 } from "node:child_process";
@@ -31328,7 +31540,7 @@ function agentConfinement(p, config2, env) {
     shared: config2.sandbox.write.map(expandHome),
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
-    tmp: join7(p.box, "tmp"),
+    tmp: join8(p.box, "tmp"),
     network: true
   };
 }
@@ -31345,7 +31557,7 @@ function graderConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
 }
 function hiddenPlaces(env) {
   const places = [
-    env.HOME || homedir4(),
+    env.HOME || homedir5(),
     "/run/user",
     "/run/dbus",
     "/run/systemd",
@@ -31373,7 +31585,7 @@ function exposedInside(hidden, never2, env) {
     if (inside.length === 0) continue;
     const prefix = prefixOf(dir);
     if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
-    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join7(prefix, sub));
+    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join8(prefix, sub));
     else out.add(prefix);
   }
   return [...out];
@@ -31383,14 +31595,14 @@ function credentialFiles(exposed) {
   const look = (dir) => {
     try {
       for (const name of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join7(dir, name));
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join8(dir, name));
       }
     } catch {
     }
   };
   for (const dir of exposed) {
     look(dir);
-    look(join7(dir, "etc"));
+    look(join8(dir, "etc"));
   }
   return out;
 }
@@ -31423,19 +31635,19 @@ function realOrNull(path) {
 }
 function privateTmp(tmp, sandboxed) {
   const inside = sandboxed ? "/tmp" : tmp;
-  return { HOME: join7(inside, "home"), TMPDIR: inside };
+  return { HOME: join8(inside, "home"), TMPDIR: inside };
 }
 function expandHome(path) {
-  return path === "~" || path.startsWith("~/") ? join7(process.env.HOME || homedir4(), path.slice(1)) : path;
+  return path === "~" || path.startsWith("~/") ? join8(process.env.HOME || homedir5(), path.slice(1)) : path;
 }
 
 // src/worker/episode.ts
-import { mkdir as mkdir8, writeFile as writeFile9 } from "node:fs/promises";
-import { join as join10 } from "node:path";
+import { mkdir as mkdir8, writeFile as writeFile10 } from "node:fs/promises";
+import { join as join11 } from "node:path";
 
 // src/worker/cleanroom.ts
-import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir7, readdir as readdir6, rm as rm6, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
-import { dirname as dirname7, join as join8 } from "node:path";
+import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir7, readdir as readdir6, rm as rm6, stat as stat2, utimes, writeFile as writeFile8 } from "node:fs/promises";
+import { dirname as dirname7, join as join9 } from "node:path";
 var AS_IS = "* -text -filter -ident !eol !working-tree-encoding\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
@@ -31459,8 +31671,8 @@ var OwnRepo = class _OwnRepo {
   }
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
-    await mkdir7(join8(this.gitDir, "info"), { recursive: true });
-    await writeFile7(join8(this.gitDir, "info", "attributes"), AS_IS);
+    await mkdir7(join9(this.gitDir, "info"), { recursive: true });
+    await writeFile8(join9(this.gitDir, "info", "attributes"), AS_IS);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -31487,17 +31699,17 @@ async function checkoutInto(own2, commit, dir, index, branch) {
   await own2.asIs();
   await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
   if (!branch) return;
-  const dotGit = join8(dir, ".git");
+  const dotGit = join9(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile7(join8(dotGit, "objects", "info", "alternates"), `${own2.objects}
+  await writeFile8(join9(dotGit, "objects", "info", "alternates"), `${own2.objects}
 `);
-  await mkdir7(join8(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
-  await writeFile7(join8(dotGit, "refs", "heads", branch), `${commit}
+  await mkdir7(join9(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
+  await writeFile8(join9(dotGit, "refs", "heads", branch), `${commit}
 `);
-  await writeFile7(join8(dotGit, "HEAD"), `ref: refs/heads/${branch}
+  await writeFile8(join9(dotGit, "HEAD"), `ref: refs/heads/${branch}
 `);
-  await appendFile(join8(dotGit, "config"), AGENT_IDENTITY);
-  await copyIndex(index, join8(dotGit, "index"));
+  await appendFile(join9(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join9(dotGit, "index"));
 }
 async function copyIndex(from, to) {
   await copyFile(from, to);
@@ -31697,11 +31909,11 @@ async function runGrader(config2, workdir, env, confine) {
 
 // src/worker/grade-service.ts
 import { randomBytes } from "node:crypto";
-import { chmod, mkdtemp, rm as rm7, writeFile as writeFile8 } from "node:fs/promises";
+import { chmod, mkdtemp, rm as rm7, writeFile as writeFile9 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { join as join9 } from "node:path";
+import { join as join10 } from "node:path";
 async function startGradeService(args) {
-  let count2 = 0;
+  let count3 = 0;
   let queue = Promise.resolve();
   const secret = randomBytes(24).toString("hex");
   const server = createServer((req, res) => {
@@ -31714,7 +31926,7 @@ async function startGradeService(args) {
       return;
     }
     const job = queue.then(async () => {
-      if (count2 >= args.limit) {
+      if (count3 >= args.limit) {
         args.onExhausted();
         return {
           exitCode: 3,
@@ -31723,7 +31935,7 @@ async function startGradeService(args) {
 `
         };
       }
-      count2 += 1;
+      count3 += 1;
       const g = await runGrader(args.config, args.workdir, args.env, args.confine);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ` : "";
@@ -31739,15 +31951,15 @@ async function startGradeService(args) {
   });
   const socketDir = await mkdtemp("/tmp/ff-grade-");
   await chmod(socketDir, 457);
-  const socket = join9(socketDir, "grade.sock");
+  const socket = join10(socketDir, "grade.sock");
   await new Promise((resolve4, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve4);
   });
   await chmod(socket, 438);
-  const client = join9(args.box, "grade-client.mjs");
-  const command = join9(args.box, "grade");
-  await writeFile8(
+  const client = join10(args.box, "grade-client.mjs");
+  const command = join10(args.box, "grade");
+  await writeFile9(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
@@ -31768,7 +31980,7 @@ req.on('error', (e) => {
 req.end();
 `
   );
-  await writeFile8(
+  await writeFile9(
     command,
     `#!/bin/sh
 exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'
@@ -31778,7 +31990,7 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
   return {
     command,
     socketDir,
-    evaluations: () => count2,
+    evaluations: () => count3,
     close: async () => {
       await new Promise((resolve4) => {
         server.closeAllConnections();
@@ -31827,10 +32039,10 @@ async function runEpisode(job) {
   const source = job.env ?? process.env;
   const box = places.box;
   await removeTree(box);
-  for (const dir of [join10(box, "home"), join10(box, "tmp"), job.scratchDir]) await mkdir8(dir, { recursive: true });
-  const promptFile = join10(box, "prompt.md");
-  await writeFile9(promptFile, job.prompt);
-  const home = { HOME: join10(box, "home"), TMPDIR: sandbox ? "/tmp" : join10(box, "tmp") };
+  for (const dir of [join11(box, "home"), join11(box, "tmp"), job.scratchDir]) await mkdir8(dir, { recursive: true });
+  const promptFile = join11(box, "prompt.md");
+  await writeFile10(promptFile, job.prompt);
+  const home = { HOME: join11(box, "home"), TMPDIR: sandbox ? "/tmp" : join11(box, "tmp") };
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config2.grader.env);
   const stopForBudget = new AbortController();
@@ -31843,7 +32055,7 @@ async function runEpisode(job) {
     ...sandbox ? {
       confine: {
         sandbox,
-        confinement: graderConfinement(places.workspace, join10(box, "tmp"), places, config2, source, [
+        confinement: graderConfinement(places.workspace, join11(box, "tmp"), places, config2, source, [
           places.context
         ])
       }
@@ -31865,8 +32077,8 @@ async function runEpisode(job) {
       prompt: job.prompt,
       promptFile,
       contextDir: places.context,
-      usageFile: join10(box, "usage.json"),
-      logFile: join10(job.scratchDir, "agent.log"),
+      usageFile: join11(box, "usage.json"),
+      logFile: join11(job.scratchDir, "agent.log"),
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -31885,7 +32097,7 @@ async function runEpisode(job) {
   if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent2 = Math.round(measured * 1e6) / 1e6;
-  const snapshotIndex = join10(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join11(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(job.own, places.workspace, job.checkoutIndex, snapshotIndex, episode.base, [
     ...config2.grader.protected,
@@ -31943,11 +32155,11 @@ async function runEpisode(job) {
 }
 async function judge(job, tree, env) {
   const { config: config2, places, isolation } = job;
-  const dir = join10(job.scratchDir, "judge");
-  const tmp = join10(job.scratchDir, "judge-tmp");
-  await checkoutInto(job.own, tree, dir, join10(job.scratchDir, "judge.index"));
+  const dir = join11(job.scratchDir, "judge");
+  const tmp = join11(job.scratchDir, "judge-tmp");
+  await checkoutInto(job.own, tree, dir, join11(job.scratchDir, "judge.index"));
   await removeTree(tmp);
-  await mkdir8(join10(tmp, "home"), { recursive: true });
+  await mkdir8(join11(tmp, "home"), { recursive: true });
   try {
     const sandbox = isolation.sandbox;
     return await runGrader(
@@ -32110,11 +32322,11 @@ async function runPool(items, limit, task) {
 // src/local/start.ts
 import { randomInt } from "node:crypto";
 import { appendFile as appendFile2, cp as cp2, mkdir as mkdir11, readdir as readdir8, readFile as readFile6, realpath as realpath4, stat as stat4 } from "node:fs/promises";
-import { join as join13, relative, resolve as resolve3, sep as sep2 } from "node:path";
+import { join as join14, relative, resolve as resolve3, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
 import { cp, mkdir as mkdir9, readFile as readFile4, realpath as realpath3, stat as stat3 } from "node:fs/promises";
-import { dirname as dirname8, isAbsolute as isAbsolute2, join as join11, resolve as resolve2 } from "node:path";
+import { dirname as dirname8, isAbsolute as isAbsolute2, join as join12, resolve as resolve2 } from "node:path";
 var LocalForge = class {
   constructor(repo, store) {
     this.repo = repo;
@@ -32133,8 +32345,8 @@ var LocalForge = class {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
       const commonDir = await realpath3(isAbsolute2(common) ? common : resolve2(this.repo, common));
-      const objects = join11(commonDir, "objects");
-      const alternates = (await readFile4(join11(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
+      const objects = join12(commonDir, "objects");
+      const alternates = (await readFile4(join12(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -32169,7 +32381,7 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join11(scratchDir, "checkout.index");
+    const checkoutIndex = join12(scratchDir, "checkout.index");
     await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
     await removeTree(context);
@@ -32191,7 +32403,7 @@ var LocalForge = class {
     const places = {
       workspace,
       context,
-      box: join11(scratchDir, "box"),
+      box: join12(scratchDir, "box"),
       objects: [own2.objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname8(this.store.dir)]
@@ -32240,7 +32452,7 @@ var LocalForge = class {
   async withCheckout(commit, name, fn) {
     const { own: own2, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name);
-    await checkoutInto(own2, commit, dir, join11(this.store.scratch(name), "checkout.index"));
+    await checkoutInto(own2, commit, dir, join12(this.store.scratch(name), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own2.objects, ...alternates],
@@ -32260,18 +32472,18 @@ async function exists2(path) {
 }
 
 // src/local/store.ts
-import { chmod as chmod2, mkdir as mkdir10, readdir as readdir7, readFile as readFile5, rename as rename4, unlink as unlink2, writeFile as writeFile10 } from "node:fs/promises";
-import { join as join12 } from "node:path";
+import { chmod as chmod2, mkdir as mkdir10, readdir as readdir7, readFile as readFile5, rename as rename4, unlink as unlink2, writeFile as writeFile11 } from "node:fs/promises";
+import { join as join13 } from "node:path";
 
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
 var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
-var count = external_exports.number().int().nonnegative();
+var count2 = external_exports.number().int().nonnegative();
 var usageSchema = external_exports.object({
   inputTokens: external_exports.number().nonnegative(),
   outputTokens: external_exports.number().nonnegative(),
   costUsd: external_exports.number().nonnegative().nullable(),
-  turns: count.nullable(),
+  turns: count2.nullable(),
   pricedFrom: external_exports.string().optional()
 });
 var resultSchema = external_exports.object({
@@ -32291,9 +32503,9 @@ var resultSchema = external_exports.object({
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
-  round: count,
-  branch: count,
-  lineage: count,
+  round: count2,
+  branch: count2,
+  lineage: count2,
   base: sha,
   allowance: external_exports.number().finite().nonnegative(),
   context: external_exports.enum(["fresh", "carry", "copy"]),
@@ -32303,8 +32515,8 @@ var episodeSchema = external_exports.object({
   result: resultSchema.optional()
 });
 var roundSchema = external_exports.object({
-  index: count,
-  segment: count,
+  index: count2,
+  segment: count2,
   phase: external_exports.string(),
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
@@ -32322,17 +32534,17 @@ var runStateSchema = external_exports.object({
     reason: external_exports.string().optional(),
     graderSeconds: external_exports.number().nonnegative().optional()
   }),
-  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId2.nullable() })).min(1),
+  lineages: external_exports.array(external_exports.object({ index: count2, head: sha, context: episodeId2.nullable() })).min(1),
   rounds: external_exports.array(roundSchema),
   best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
   status: external_exports.enum(["running", "finished"]),
-  extraForks: count.optional()
+  extraForks: count2.optional()
 });
 var runFilesSchema = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
   task: external_exports.string(),
   /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
-  hiddenInTask: count.optional(),
+  hiddenInTask: count2.optional(),
   templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
   configPath: external_exports.string().min(1),
   /** The repository's default branch when the run started: where the worker workflow runs. */
@@ -32347,7 +32559,7 @@ var runFilesSchema = external_exports.object({
   /** Episode id -> its pull request and check run, once its result has landed. */
   published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
   /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
-  settled: external_exports.array(count),
+  settled: external_exports.array(count2),
   finalPr: external_exports.number().int().nullable(),
   /** The commit the best branch was last set to. */
   bestCommit: sha.nullable(),
@@ -32394,10 +32606,10 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join12(taskDir, ".forkflush");
+    return join13(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join12(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join13(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
@@ -32405,7 +32617,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile5(join12(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile5(join13(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -32414,7 +32626,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join12(this.dir, ...parts);
+    return join13(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode) {
@@ -32429,7 +32641,7 @@ var RunStore = class _RunStore {
   async init(info) {
     await mkdir10(this.dir, { recursive: true, mode: 448 });
     await chmod2(this.dir, 448);
-    await writeFile10(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
+    await writeFile11(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
     await writeAtomic(this.path("run.json"), `${JSON.stringify(info, null, 2)}
@@ -32458,7 +32670,7 @@ var RunStore = class _RunStore {
     const file2 = this.path("lock");
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
-        await writeFile10(file2, String(process.pid), { flag: "wx" });
+        await writeFile11(file2, String(process.pid), { flag: "wx" });
         return () => unlink2(file2).catch(() => {
         });
       } catch (e) {
@@ -32483,7 +32695,7 @@ var RunStore = class _RunStore {
 };
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.tmp`;
-  await writeFile10(tmp, content);
+  await writeFile11(tmp, content);
   await rename4(tmp, file2);
 }
 function isAlive(pid) {
@@ -32497,7 +32709,7 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve3(configFile ?? join13(dir, CONFIG_PATH));
+  const file2 = resolve3(configFile ?? join14(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile6(file2, "utf8");
@@ -32549,7 +32761,7 @@ async function startRun(o) {
   }
   const problem = templateProblem(config2, templates);
   if (problem) throw new UserError(problem);
-  const rel = relative(repo, scratch ? join13(repo, relative(taskDir, configFile)) : configFile);
+  const rel = relative(repo, scratch ? join14(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
     repo,
@@ -32585,8 +32797,8 @@ async function startRun(o) {
   return { store, forge, info, state, warnings, isolation };
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
-  const tmp = join13(scratch, "tmp");
-  await mkdir11(join13(tmp, "home"), { recursive: true });
+  const tmp = join14(scratch, "tmp");
+  await mkdir11(join14(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   return runGrader(
@@ -32635,7 +32847,7 @@ async function excludeRunFolders(top) {
   const file2 = resolve3(top, r.stdout.trim());
   const text = await readFile6(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir11(join13(file2, ".."), { recursive: true });
+  await mkdir11(join14(file2, ".."), { recursive: true });
   await appendFile2(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
@@ -32644,7 +32856,7 @@ async function copyTask(taskDir, repo) {
   await mkdir11(repo, { recursive: true });
   for (const entry of await readdir8(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp2(join13(taskDir, entry), join13(repo, entry), { recursive: true });
+    await cp2(join14(taskDir, entry), join14(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);

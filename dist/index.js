@@ -11241,11 +11241,11 @@ var require_pluralizer = __commonJS({
         this.singular = singular;
         this.plural = plural2;
       }
-      pluralize(count2) {
-        const one = count2 === 1;
+      pluralize(count3) {
+        const one = count3 === 1;
         const keys = one ? singulars : plurals;
         const noun = one ? this.singular : this.plural;
-        return { ...keys, count: count2, noun };
+        return { ...keys, count: count3, noun };
       }
     };
   }
@@ -18320,7 +18320,7 @@ var require_eventsource_stream = __commonJS({
     var COLON = 58;
     var SPACE = 32;
     var defaultMaxEventSize = buffer.kStringMaxLength;
-    var DATA = Buffer.from("data");
+    var DATA2 = Buffer.from("data");
     var EVENT = Buffer.from("event");
     var ID = Buffer.from("id");
     var RETRY = Buffer.from("retry");
@@ -18514,7 +18514,7 @@ var require_eventsource_stream = __commonJS({
             ++valueStart;
           }
         }
-        if (isFieldName(line, fieldLength, DATA)) {
+        if (isFieldName(line, fieldLength, DATA2)) {
           if (this.maxEventSize > 0 && this.dataLineCount >= this.maxDataLines) {
             throw createMaxEventSizeExceededError();
           }
@@ -18664,15 +18664,15 @@ ${value}`;
           pos = 0;
         }
       }
-      discardLeadingBytes(count2) {
-        while (count2 > 0 && this.lineChunkIndex < this.chunks.length) {
+      discardLeadingBytes(count3) {
+        while (count3 > 0 && this.lineChunkIndex < this.chunks.length) {
           const chunk = this.chunks[this.lineChunkIndex];
           const remaining = chunk.length - this.linePos;
-          if (count2 < remaining) {
-            this.linePos += count2;
-            count2 = 0;
+          if (count3 < remaining) {
+            this.linePos += count3;
+            count3 = 0;
           } else {
-            count2 -= remaining;
+            count3 -= remaining;
             this.lineChunkIndex++;
             this.linePos = 0;
           }
@@ -19722,8 +19722,8 @@ var require_Node = __commonJS({
         };
         const res = toJS.toJS(this, "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count2, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count2);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
     };
@@ -19831,13 +19831,13 @@ var require_Alias = __commonJS({
         const anchor2 = anchors2 && source && anchors2.get(source);
         return anchor2 ? anchor2.count * anchor2.aliasCount : 0;
       } else if (identity.isCollection(node2)) {
-        let count2 = 0;
+        let count3 = 0;
         for (const item of node2.items) {
           const c = getAliasCount(doc, item, anchors2);
-          if (c > count2)
-            count2 = c;
+          if (c > count3)
+            count3 = c;
         }
-        return count2;
+        return count3;
       } else if (identity.isPair(node2)) {
         const kc = getAliasCount(doc, node2.key, anchors2);
         const vc = getAliasCount(doc, node2.value, anchors2);
@@ -22790,8 +22790,8 @@ var require_Document = __commonJS({
         };
         const res = toJS.toJS(this.contents, jsonArg ?? "", ctx);
         if (typeof onAnchor === "function")
-          for (const { count: count2, res: res2 } of ctx.anchors.values())
-            onAnchor(res2, count2);
+          for (const { count: count3, res: res2 } of ctx.anchors.values())
+            onAnchor(res2, count3);
         return typeof reviver === "function" ? applyReviver.applyReviver(reviver, { "": res }, "", res) : res;
       }
       /**
@@ -22868,12 +22868,12 @@ var require_errors2 = __commonJS({
         lineStr = prev + lineStr;
       }
       if (/[^ ]/.test(lineStr)) {
-        let count2 = 1;
+        let count3 = 1;
         const end = error63.linePos[1];
         if (end?.line === line && end.col > col) {
-          count2 = Math.max(1, Math.min(end.col - col, 80 - ci));
+          count3 = Math.max(1, Math.min(end.col - col, 80 - ci));
         }
-        const pointer = " ".repeat(ci) + "^".repeat(count2);
+        const pointer = " ".repeat(ci) + "^".repeat(count3);
         error63.message += `:
 
 ${lineStr}
@@ -28220,14 +28220,14 @@ function codePointLength(str2) {
   const units = str2.length;
   if (!highSurrogate.test(str2))
     return units;
-  let count2 = units;
+  let count3 = units;
   for (let i = 0; i < units - 1; i++) {
     if ((str2.charCodeAt(i) & 64512) === 55296 && (str2.charCodeAt(i + 1) & 64512) === 56320) {
-      count2--;
+      count3--;
       i++;
     }
   }
-  return count2;
+  return count3;
 }
 function getLengthableOrigin(input2) {
   if (Array.isArray(input2))
@@ -32610,8 +32610,8 @@ function az_default() {
 }
 
 // node_modules/zod/v4/locales/be.js
-function getBelarusianPlural(count2, one, few, many) {
-  const absCount = Math.abs(count2);
+function getBelarusianPlural(count3, one, few, many) {
+  const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -35258,8 +35258,8 @@ function hu_default() {
 }
 
 // node_modules/zod/v4/locales/hy.js
-function getArmenianPlural(count2, one, many) {
-  return Math.abs(count2) === 1 ? one : many;
+function getArmenianPlural(count3, one, many) {
+  return Math.abs(count3) === 1 ? one : many;
 }
 function withDefiniteArticle(word) {
   if (!word)
@@ -37997,8 +37997,8 @@ function ro_default() {
 }
 
 // node_modules/zod/v4/locales/ru.js
-function getRussianPlural(count2, one, few, many) {
-  const absCount = Math.abs(count2);
+function getRussianPlural(count3, one, few, many) {
+  const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
   const lastTwoDigits = absCount % 100;
   if (lastTwoDigits >= 11 && lastTwoDigits <= 19) {
@@ -46803,7 +46803,7 @@ function failureLine(output2, max = 300) {
 var CONFIG_PATH = ".github/autoresearch.yml";
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
-var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider"];
+var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
 var SANDBOX_MODES = ["auto", "required", "off"];
 var PAPER = {
   branches: 4,
@@ -47166,6 +47166,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 var DRAIN_MS = 300;
 var TRACK_MS = 250;
+var SECOND_SIGNAL_MS = 300;
 function runShell(command, options) {
   return runProcess("/bin/sh", ["-c", command], options);
 }
@@ -47190,6 +47191,7 @@ function spawnAndWait(file2, args, options, confined) {
     let stderr = "";
     let stopped = null;
     let killTimer;
+    let secondTimer;
     let log;
     if (options.logFile) log = createWriteStream(options.logFile, { flags: "a" });
     const keep = (acc, chunk) => {
@@ -47211,9 +47213,8 @@ function spawnAndWait(file2, args, options, confined) {
     };
     const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : void 0;
     tracker?.unref();
-    const stop = (reason) => {
-      if (stopped !== null || child.pid === void 0) return;
-      stopped = reason;
+    const terminate = () => {
+      if (child.pid === void 0) return;
       remember();
       if (confined) {
         const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
@@ -47222,6 +47223,13 @@ function spawnAndWait(file2, args, options, confined) {
         killGroup(child.pid, "SIGTERM");
         killAll(strays, "SIGTERM");
       }
+    };
+    const stop = (reason) => {
+      if (stopped !== null || child.pid === void 0) return;
+      stopped = reason;
+      terminate();
+      secondTimer = setTimeout(terminate, SECOND_SIGNAL_MS);
+      secondTimer.unref();
       killTimer = setTimeout(() => {
         if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
         killAll(strays, "SIGKILL");
@@ -47247,6 +47255,7 @@ function spawnAndWait(file2, args, options, confined) {
       done = true;
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
+      if (secondTimer) clearTimeout(secondTimer);
       if (drainTimer) clearTimeout(drainTimer);
       if (tracker) clearInterval(tracker);
       options.signal?.removeEventListener("abort", onAbort);
@@ -48025,7 +48034,7 @@ import { chmod as chmod2, mkdtemp, rm as rm3, writeFile as writeFile3 } from "no
 import { createServer } from "node:http";
 import { join as join3 } from "node:path";
 async function startGradeService(args) {
-  let count2 = 0;
+  let count3 = 0;
   let queue = Promise.resolve();
   const secret = randomBytes(24).toString("hex");
   const server = createServer((req, res) => {
@@ -48038,7 +48047,7 @@ async function startGradeService(args) {
       return;
     }
     const job = queue.then(async () => {
-      if (count2 >= args.limit) {
+      if (count3 >= args.limit) {
         args.onExhausted();
         return {
           exitCode: 3,
@@ -48047,7 +48056,7 @@ async function startGradeService(args) {
 `
         };
       }
-      count2 += 1;
+      count3 += 1;
       const g = await runGrader(args.config, args.workdir, args.env, args.confine);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ` : "";
@@ -48102,7 +48111,7 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
   return {
     command,
     socketDir,
-    evaluations: () => count2,
+    evaluations: () => count3,
     close: async () => {
       await new Promise((resolve2) => {
         server.closeAllConnections();
@@ -48309,7 +48318,7 @@ function forgetForgeSecrets(env) {
 
 // src/action/episode-job.ts
 import { cp, mkdir as mkdir12, readFile as readFile5, rm as rm10 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { join as join14 } from "node:path";
 
 // src/agents/aider.ts
 import { mkdir as mkdir5, readFile as readFile2, writeFile as writeFile6 } from "node:fs/promises";
@@ -48419,6 +48428,9 @@ function* jsonLines(text) {
 }
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function count(v) {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
 }
 var MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
 var CHUNK_BYTES = 8 * 1024 * 1024;
@@ -50507,6 +50519,205 @@ function price(usage) {
   return { costUsd, pricedFrom: from.size > 0 ? [...from].join("; ") : "no model calls" };
 }
 
+// src/agents/opencode.ts
+import { writeFile as writeFile11 } from "node:fs/promises";
+import { homedir as homedir5 } from "node:os";
+import { join as join11 } from "node:path";
+
+// src/agents/opencode-output.ts
+function emptyRun() {
+  return {
+    sessionId: null,
+    steps: 0,
+    inputTokens: 0,
+    cachedInputTokens: 0,
+    cacheWriteTokens: 0,
+    outputTokens: 0,
+    costUsd: 0,
+    errors: []
+  };
+}
+function addEvents(run2, text) {
+  for (const e of jsonLines(text)) {
+    if (typeof e.sessionID === "string" && run2.sessionId === null) run2.sessionId = e.sessionID;
+    if (e.type === "step_finish" && isRecord(e.part)) {
+      const t = isRecord(e.part.tokens) ? e.part.tokens : {};
+      const cache = isRecord(t.cache) ? t.cache : {};
+      run2.steps++;
+      run2.inputTokens += count(t.input) + count(cache.read) + count(cache.write);
+      run2.cachedInputTokens += count(cache.read);
+      run2.cacheWriteTokens += count(cache.write);
+      run2.outputTokens += count(t.output) + count(t.reasoning);
+      run2.costUsd += count(e.part.cost);
+    } else if (e.type === "error" && isRecord(e.error)) {
+      const data = isRecord(e.error.data) ? e.error.data : {};
+      const name = typeof e.error.name === "string" ? e.error.name : "error";
+      const message = typeof data.message === "string" ? data.message : "";
+      const body = typeof data.responseBody === "string" ? apiMessage(data.responseBody) : null;
+      run2.errors.push(`${name}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(0, 400));
+    }
+  }
+  return run2;
+}
+function apiMessage(body) {
+  for (const v of jsonLines(body)) {
+    if (isRecord(v.error) && typeof v.error.message === "string") return v.error.message;
+    if (typeof v.message === "string") return v.message;
+  }
+  return null;
+}
+
+// src/agents/opencode.ts
+var SESSION_FILE5 = "session.json";
+var DATA = "data";
+var opencodeAgent = (agent) => defineAgent({
+  kind: "opencode",
+  maxTurns: agent.max_turns,
+  // Its own switches and inline config, and the keys of the providers it knows.
+  passEnv: [
+    "OPENCODE_*",
+    "ANTHROPIC_*",
+    "OPENAI_*",
+    "GEMINI_*",
+    "GOOGLE_*",
+    "OPENROUTER_*",
+    "GROQ_*",
+    "MISTRAL_*",
+    "DEEPSEEK_*",
+    "XAI_*",
+    "AZURE_*",
+    "AWS_*"
+  ],
+  run: (s) => runOpencode(agent, s)
+});
+async function runOpencode(agent, s) {
+  const notes = [];
+  const executable = agent.command ?? "opencode";
+  const env = opencodeEnv(s, agent);
+  const ctx = await openContext(s.contextDir, "opencode", (entries) => savedSession3(s, executable, env, entries));
+  if (ctx.note) notes.push(ctx.note);
+  const logins = await installLogins(opencodeLogin(s.contextDir), process.env);
+  const log = new GrowingFile(s.logFile, await sizeOf(s.logFile));
+  const run2 = emptyRun();
+  const read = async () => {
+    for (const line of await log.lines()) addEvents(run2, line);
+  };
+  const {
+    run: r,
+    overrun,
+    notes: watchNotes
+  } = await launch(s, {
+    executable,
+    args: [
+      "run",
+      "--format",
+      "json",
+      "--auto",
+      "--title",
+      s.episodeId,
+      ...ctx.carried ? ["-s", ctx.carried.sessionId] : [],
+      ...agent.model ? ["-m", agent.model] : [],
+      ...agent.args
+    ],
+    env,
+    input: s.prompt,
+    maxTurns: agent.max_turns,
+    after: () => removeLogins(logins),
+    meter: async () => {
+      await read();
+      return { ...usageOf(run2, agent.model), turns: run2.steps };
+    }
+  });
+  notes.push(...watchNotes);
+  for await (const line of log.remaining()) addEvents(run2, line);
+  const sessionId = run2.sessionId ?? ctx.carried?.sessionId ?? null;
+  if (sessionId) await writeRecord2(s.contextDir, { agent: "opencode", sessionId });
+  const usage = usageOf(run2, agent.model);
+  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
+  if (r.stopped === "budget" && overrun) notes.push(`stopped by forkflush: ${overrun}`);
+  if (exit === "crash" && r.stopped === null) {
+    const why = r.spawnError ?? run2.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
+    notes.push(`opencode exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why}`);
+  }
+  return {
+    exit,
+    reportedSpend: spendOf(s, usage),
+    usage,
+    ...notes.length > 0 ? { note: notes.join("; ") } : {},
+    seconds: r.ms / 1e3
+  };
+}
+function usageOf(run2, model) {
+  const tokens = { inputTokens: run2.inputTokens, outputTokens: run2.outputTokens, turns: run2.steps };
+  if (run2.costUsd > 0 || run2.steps === 0) return { ...tokens, costUsd: run2.costUsd };
+  const priced = priceTokens(model?.split("/").at(-1), {
+    input: run2.inputTokens,
+    cachedInput: run2.cachedInputTokens,
+    cacheWrite: run2.cacheWriteTokens,
+    output: run2.outputTokens
+  });
+  return { ...tokens, costUsd: priced.costUsd, pricedFrom: priced.pricedFrom };
+}
+function opencodeEnv(s, agent) {
+  return {
+    XDG_DATA_HOME: join11(s.contextDir, DATA),
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(s.env.OPENCODE_CONFIG_CONTENT, agent.max_turns)),
+    OPENCODE_DISABLE_PROJECT_CONFIG: "1",
+    OPENCODE_DISABLE_AUTOUPDATE: "1",
+    OPENCODE_DISABLE_SHARE: "1",
+    // Nothing of Claude Code's in the user's home (skills, CLAUDE.md) joins the conversation.
+    OPENCODE_DISABLE_CLAUDE_CODE: "1"
+  };
+}
+function configContent(userConfig, maxTurns) {
+  let user = {};
+  try {
+    const parsed = userConfig ? JSON.parse(userConfig) : {};
+    if (isRecord(parsed)) user = parsed;
+  } catch {
+  }
+  const agents = isRecord(user.agent) ? user.agent : {};
+  const build = isRecord(agents.build) ? agents.build : {};
+  return {
+    ...user,
+    snapshot: false,
+    autoupdate: false,
+    share: "disabled",
+    ...maxTurns ? { agent: { ...agents, build: { ...build, steps: maxTurns } } } : {}
+  };
+}
+async function savedSession3(s, executable, env, entries) {
+  if (!entries.includes(SESSION_FILE5)) return { unusable: `${SESSION_FILE5} is missing` };
+  let record3;
+  try {
+    record3 = JSON.parse(await readRegular(join11(s.contextDir, SESSION_FILE5)) ?? "");
+  } catch {
+    return { unusable: `${SESSION_FILE5} is not JSON` };
+  }
+  const id = isRecord(record3) ? record3.sessionId : null;
+  if (typeof id !== "string" || !/^ses_[A-Za-z0-9]+$/.test(id))
+    return { unusable: `${SESSION_FILE5} names no session id` };
+  const sql = `update session set directory = '${s.workdir.replaceAll("'", "''")}' where id = '${id}' returning id`;
+  const r = await s.spawn(executable, ["db", sql, "--format", "json"], {
+    cwd: s.workdir,
+    env: { ...s.env, ...env },
+    timeoutMs: 6e4,
+    maxOutput: 64e3,
+    signal: s.signal
+  });
+  if (r.exitCode !== 0) return { unusable: `its database cannot be read (${failureLine(r.stderr || r.stdout)})` };
+  if (!r.stdout.includes(id)) return { unusable: `session ${id} is not in its database` };
+  return { agent: "opencode", sessionId: id };
+}
+async function writeRecord2(contextDir, record3) {
+  await writeFile11(join11(contextDir, SESSION_FILE5), `${JSON.stringify(record3, null, 2)}
+`);
+}
+function opencodeLogin(contextDir, env = process.env) {
+  const data = env.XDG_DATA_HOME || join11(homedir5(), ".local", "share");
+  return [{ from: join11(data, "opencode", "auth.json"), to: join11(contextDir, DATA, "opencode", "auth.json") }];
+}
+
 // src/agents/registry.ts
 var FACTORIES = {
   command: (agent) => commandAgent(agent.command),
@@ -50514,7 +50725,8 @@ var FACTORIES = {
   codex: codexAgent,
   copilot: copilotAgent,
   gemini: geminiAgent,
-  aider: aiderAgent
+  aider: aiderAgent,
+  opencode: opencodeAgent
 };
 function agentFor(config2) {
   return FACTORIES[config2.agent.kind](config2.agent);
@@ -50643,12 +50855,12 @@ function quoteTask(task) {
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
 var episodeId = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
-var count = external_exports.number().int().nonnegative();
+var count2 = external_exports.number().int().nonnegative();
 var usageSchema = external_exports.object({
   inputTokens: external_exports.number().nonnegative(),
   outputTokens: external_exports.number().nonnegative(),
   costUsd: external_exports.number().nonnegative().nullable(),
-  turns: count.nullable(),
+  turns: count2.nullable(),
   pricedFrom: external_exports.string().optional()
 });
 var resultSchema = external_exports.object({
@@ -50668,9 +50880,9 @@ var resultSchema = external_exports.object({
 });
 var episodeSchema = external_exports.object({
   id: episodeId,
-  round: count,
-  branch: count,
-  lineage: count,
+  round: count2,
+  branch: count2,
+  lineage: count2,
   base: sha,
   allowance: external_exports.number().finite().nonnegative(),
   context: external_exports.enum(["fresh", "carry", "copy"]),
@@ -50680,8 +50892,8 @@ var episodeSchema = external_exports.object({
   result: resultSchema.optional()
 });
 var roundSchema = external_exports.object({
-  index: count,
-  segment: count,
+  index: count2,
+  segment: count2,
   phase: external_exports.string(),
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
@@ -50699,17 +50911,17 @@ var runStateSchema = external_exports.object({
     reason: external_exports.string().optional(),
     graderSeconds: external_exports.number().nonnegative().optional()
   }),
-  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId.nullable() })).min(1),
+  lineages: external_exports.array(external_exports.object({ index: count2, head: sha, context: episodeId.nullable() })).min(1),
   rounds: external_exports.array(roundSchema),
   best: external_exports.object({ episode: external_exports.union([episodeId, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
   status: external_exports.enum(["running", "finished"]),
-  extraForks: count.optional()
+  extraForks: count2.optional()
 });
 var runFilesSchema = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
   task: external_exports.string(),
   /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
-  hiddenInTask: count.optional(),
+  hiddenInTask: count2.optional(),
   templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
   configPath: external_exports.string().min(1),
   /** The repository's default branch when the run started: where the worker workflow runs. */
@@ -50724,7 +50936,7 @@ var runFilesSchema = external_exports.object({
   /** Episode id -> its pull request and check run, once its result has landed. */
   published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
   /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
-  settled: external_exports.array(count),
+  settled: external_exports.array(count2),
   finalPr: external_exports.number().int().nullable(),
   /** The commit the best branch was last set to. */
   bestCommit: sha.nullable(),
@@ -50776,8 +50988,8 @@ function findEpisode(state, id) {
 
 // src/action/contexts.ts
 import { createCipheriv, createDecipheriv, randomBytes as randomBytes3 } from "node:crypto";
-import { mkdir as mkdir10, readdir as readdir8, readFile as readFile4, stat as stat4, writeFile as writeFile11 } from "node:fs/promises";
-import { dirname as dirname8, join as join11, normalize, sep as sep2 } from "node:path";
+import { mkdir as mkdir10, readdir as readdir8, readFile as readFile4, stat as stat4, writeFile as writeFile12 } from "node:fs/promises";
+import { dirname as dirname8, join as join12, normalize, sep as sep2 } from "node:path";
 var SEALED_CONTEXT = "context.ffc";
 var MAGIC = Buffer.from("FFC1");
 var IV_BYTES = 12;
@@ -50832,12 +51044,12 @@ function decryptContext(key, run2, episode, sealed) {
 async function packFolder(dir) {
   const parts = [];
   const walk2 = async (rel) => {
-    const entries = await readdir8(join11(dir, rel), { withFileTypes: true });
+    const entries = await readdir8(join12(dir, rel), { withFileTypes: true });
     for (const e of entries.sort((a, b) => a.name < b.name ? -1 : 1)) {
       const path = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) await walk2(path);
       else if (e.isFile()) {
-        const full = join11(dir, path);
+        const full = join12(dir, path);
         const data = await readFile4(full);
         const exec3 = ((await stat4(full)).mode & 73) !== 0;
         const name = Buffer.from(path);
@@ -50863,18 +51075,18 @@ async function unpackFolder(archive, dir) {
     at += 9;
     const data = archive.subarray(at, at + size);
     at += size;
-    const target = normalize(join11(dir, path));
+    const target = normalize(join12(dir, path));
     if (path.startsWith("/") || path.split("/").includes("..") || !target.startsWith(dir + sep2)) {
       throw new Error(`a context holds the path ${JSON.stringify(path)}, outside its folder`);
     }
     await mkdir10(dirname8(target), { recursive: true });
-    await writeFile11(target, data, { mode: exec3 ? 493 : 420 });
+    await writeFile12(target, data, { mode: exec3 ? 493 : 420 });
   }
 }
 
 // src/action/records.ts
-import { mkdir as mkdir11, readdir as readdir9, rm as rm9, writeFile as writeFile12 } from "node:fs/promises";
-import { join as join12 } from "node:path";
+import { mkdir as mkdir11, readdir as readdir9, rm as rm9, writeFile as writeFile13 } from "node:fs/promises";
+import { join as join13 } from "node:path";
 var CONFIG = "[core]\n	repositoryformatversion = 0\n	bare = true\n";
 var RecordsRepo = class _RecordsRepo {
   constructor(dir, own2) {
@@ -50888,7 +51100,7 @@ var RecordsRepo = class _RecordsRepo {
   /** A new, empty records repository. */
   static async create(dir) {
     await rm9(dir, { recursive: true, force: true });
-    const own2 = await OwnRepo.open(dir, join12(dir, "objects"));
+    const own2 = await OwnRepo.open(dir, join13(dir, "objects"));
     return new _RecordsRepo(dir, own2);
   }
   get objects() {
@@ -50896,7 +51108,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Puts back the repository's own config (nothing else may redirect or intercept its remote). */
   async resetConfig() {
-    await writeFile12(join12(this.dir, "config"), CONFIG);
+    await writeFile13(join13(this.dir, "config"), CONFIG);
   }
   /** A file of a ref's tree, or null when the tree has no such file. */
   async read(ref, path) {
@@ -50927,8 +51139,8 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** Commits one file with these bytes (an encrypted context) and returns the commit. */
   async commitFile(name, data, message) {
-    const file2 = join12(this.dir, `forkflush-blob-${process.pid}-${Date.now()}`);
-    await writeFile12(file2, data);
+    const file2 = join13(this.dir, `forkflush-blob-${process.pid}-${Date.now()}`);
+    await writeFile13(file2, data);
     try {
       const blob = (await this.git.exec(["hash-object", "-w", "--no-filters", file2])).stdout.trim();
       return await this.withIndex(async (env) => {
@@ -50942,7 +51154,7 @@ var RecordsRepo = class _RecordsRepo {
   }
   /** A throwaway index, so nothing is staged in the records repository itself. */
   async withIndex(fn) {
-    const index = join12(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
+    const index = join13(this.dir, `forkflush-index-${process.pid}-${Date.now()}`);
     try {
       return await fn({ GIT_INDEX_FILE: index });
     } finally {
@@ -51079,7 +51291,7 @@ async function runEpisodeJob(s, o) {
   o.log(`repository: ${s.remoteUrl}`);
   await removeTree(s.privateDir);
   await mkdir12(s.privateDir, { recursive: true, mode: 448 });
-  const records = await RecordsRepo.create(join13(s.privateDir, "records.git"));
+  const records = await RecordsRepo.create(join14(s.privateDir, "records.git"));
   const remote = new Remote(s.remoteUrl, s.token, records);
   const { state, facts } = await readRun(records, remote, s.run);
   const { episode, round: round4 } = findOpenEpisode(state, s.episode);
@@ -51120,12 +51332,12 @@ async function runEpisodeJob(s, o) {
   const isolation = o.isolation ?? await prepareIsolation(state.config.sandbox.mode, o.log);
   o.log(`sandbox: ${isolation.label}`);
   if (isolation.warning) o.log(`warning: ${isolation.warning}`);
-  const scratchDir = join13(s.privateDir, "episode");
-  const checkoutIndex = join13(scratchDir, "checkout.index");
+  const scratchDir = join14(s.privateDir, "episode");
+  const checkoutIndex = join14(scratchDir, "checkout.index");
   await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, branch);
   o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
   const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
-  const contextDir = join13(s.privateDir, "context", episode.id);
+  const contextDir = join14(s.privateDir, "context", episode.id);
   const notes = [];
   await removeTree(contextDir);
   await mkdir12(contextDir, { recursive: true });
@@ -51151,7 +51363,7 @@ async function runEpisodeJob(s, o) {
   const places = {
     workspace: s.workspace,
     context: contextDir,
-    box: join13(scratchDir, "box"),
+    box: join14(scratchDir, "box"),
     objects: [records.objects],
     private: [s.privateDir]
   };
@@ -51200,11 +51412,11 @@ async function runEpisodeJob(s, o) {
   throw new Error(`the push was refused: ${describeRefusal(pushed)}`);
 }
 async function openContext2(records, s, ref, from, contextDir) {
-  const incoming = join13(s.privateDir, "context-in");
+  const incoming = join14(s.privateDir, "context-in");
   await rm10(incoming, { recursive: true, force: true });
   await records.extract(ref, incoming);
   try {
-    const sealed = await readFile5(join13(incoming, SEALED_CONTEXT)).catch(() => null);
+    const sealed = await readFile5(join14(incoming, SEALED_CONTEXT)).catch(() => null);
     if (sealed === null) {
       await cp(incoming, contextDir, { recursive: true, verbatimSymlinks: true });
       await cleanAgentFolder(contextDir);
@@ -51328,7 +51540,7 @@ ${n}`), ""].join("\n");
 }
 
 // src/action/settings.ts
-import { join as join14 } from "node:path";
+import { join as join15 } from "node:path";
 var RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 var EPISODE_ID = /^r\d+\.b\d+$/;
 function parseSettings(inputs, env) {
@@ -51353,7 +51565,7 @@ function parseSettings(inputs, env) {
     token: inputs.token.trim(),
     remoteUrl: `${server}/${repository}.git`,
     workspace: need("GITHUB_WORKSPACE"),
-    privateDir: join14(need("RUNNER_TEMP"), "forkflush"),
+    privateDir: join15(need("RUNNER_TEMP"), "forkflush"),
     contextKey: inputs.contextKey?.trim() ? parseContextKey(inputs.contextKey) : null
   };
 }

@@ -9,6 +9,7 @@ export const AGENT_CLIS = {
   '@openai/codex': '0.171.0',
   '@github/copilot': '1.0.102',
   '@google/gemini-cli': '0.61.0',
+  'opencode-ai': '1.18.33',
 };
 
 const dir = join(import.meta.dirname, '..', '.cache', 'agent-clis');

@@ -7,6 +7,7 @@ import { codexAgent } from './codex.js';
 import { commandAgent } from './command.js';
 import { copilotAgent } from './copilot.js';
 import { geminiAgent } from './gemini.js';
+import { opencodeAgent } from './opencode.js';
 
 const FACTORIES: Record<Config['agent']['kind'], AgentFactory> = {
   command: (agent) => commandAgent(agent.command as string),
@@ -15,6 +16,7 @@ const FACTORIES: Record<Config['agent']['kind'], AgentFactory> = {
   copilot: copilotAgent,
   gemini: geminiAgent,
   aider: aiderAgent,
+  opencode: opencodeAgent,
 };
 
 export function agentFor(config: Config): AgentAdapter {

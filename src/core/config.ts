@@ -9,7 +9,7 @@ export const CONFIG_PATH = '.github/autoresearch.yml';
 
 export const STRATEGIES = ['fork-and-flush', 'single-run', 'best-of-n', 'fork-only', 'flush-only'] as const;
 export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
-export const AGENT_KINDS = ['command', 'claude-code', 'codex', 'copilot', 'gemini', 'aider'] as const;
+export const AGENT_KINDS = ['command', 'claude-code', 'codex', 'copilot', 'gemini', 'aider', 'opencode'] as const;
 export const SANDBOX_MODES = ['auto', 'required', 'off'] as const;
 
 /** The method's numbers, in one place (../shared/docs/method.md, "The schedule used in the paper"). */

@@ -37,6 +37,8 @@ export type Spawner = (file: string, args: string[], options: RunOptions) => Pro
 /** How long output is still read after the command exits: a detached child may hold the pipes. */
 const DRAIN_MS = 300;
 const TRACK_MS = 250;
+/** When a stopped command gets its second SIGTERM (the SIGKILL follows at killAfterMs). */
+const SECOND_SIGNAL_MS = 300;
 
 export interface RunResult {
   exitCode: number | null;
@@ -84,6 +86,7 @@ function spawnAndWait(
     let stderr = '';
     let stopped: string | null = null;
     let killTimer: NodeJS.Timeout | undefined;
+    let secondTimer: NodeJS.Timeout | undefined;
     let log: WriteStream | undefined;
     if (options.logFile) log = createWriteStream(options.logFile, { flags: 'a' });
     const keep = (acc: string, chunk: string) => {
@@ -107,9 +110,8 @@ function spawnAndWait(
     };
     const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : undefined;
     tracker?.unref();
-    const stop = (reason: string) => {
-      if (stopped !== null || child.pid === undefined) return;
-      stopped = reason;
+    const terminate = () => {
+      if (child.pid === undefined) return;
       remember();
       if (confined) {
         // bwrap and its init would end the namespace at once: the command and its tools get the
@@ -120,6 +122,15 @@ function spawnAndWait(
         killGroup(child.pid, 'SIGTERM');
         killAll(strays, 'SIGTERM');
       }
+    };
+    const stop = (reason: string) => {
+      if (stopped !== null || child.pid === undefined) return;
+      stopped = reason;
+      terminate();
+      // Agent CLIs take a first signal as "interrupt this turn" and carry on (opencode 1.18 does);
+      // the second ends them, as a second Ctrl-C does.
+      secondTimer = setTimeout(terminate, SECOND_SIGNAL_MS);
+      secondTimer.unref();
       killTimer = setTimeout(() => {
         if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
         killAll(strays, 'SIGKILL');
@@ -150,6 +161,7 @@ function spawnAndWait(
       done = true;
       if (timer) clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
+      if (secondTimer) clearTimeout(secondTimer);
       if (drainTimer) clearTimeout(drainTimer);
       if (tracker) clearInterval(tracker);
       options.signal?.removeEventListener('abort', onAbort);

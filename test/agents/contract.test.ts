@@ -28,8 +28,16 @@ import {
   type Tools,
   toolsFor,
 } from './contract/harness.js';
+import { opencodeHarness } from './contract/opencode.js';
 
-const HARNESSES: AgentHarness[] = [claudeHarness, codexHarness, copilotHarness, geminiHarness, aiderHarness];
+const HARNESSES: AgentHarness[] = [
+  claudeHarness,
+  codexHarness,
+  copilotHarness,
+  geminiHarness,
+  aiderHarness,
+  opencodeHarness,
+];
 
 const FRESH = 'PROMPT-FRESH: write fresh.txt.';
 const CARRIED = 'PROMPT-CARRIED: now write carried.txt.';
