@@ -28806,16 +28806,25 @@ function parseAiderOutput(text) {
 function aiderUsage(output2, configuredModel) {
   let inputTokens = 0;
   let outputTokens = 0;
+  let cachedInput = 0;
+  let cacheWrite = 0;
   for (const c of output2.calls) {
     inputTokens += c.sent;
     outputTokens += c.received;
+    cachedInput += c.cacheHit;
+    cacheWrite += c.cacheWrite;
   }
   const turns = output2.calls.length;
   const priced = output2.calls.length > 0 && output2.calls.every((c) => c.sessionCost !== void 0);
   if (priced || turns === 0) {
     return { inputTokens, outputTokens, costUsd: output2.calls.at(-1)?.sessionCost ?? 0, turns };
   }
-  const p = priceTokens(wireModel(output2.model ?? configuredModel), { input: inputTokens, output: outputTokens });
+  const p = priceTokens(wireModel(output2.model ?? configuredModel), {
+    input: inputTokens,
+    cachedInput,
+    cacheWrite,
+    output: outputTokens
+  });
   return { inputTokens, outputTokens, costUsd: p.costUsd, turns, pricedFrom: p.pricedFrom };
 }
 function wireModel(model) {

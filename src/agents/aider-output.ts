@@ -87,16 +87,26 @@ export function parseAiderOutput(text: string): AiderOutput {
 export function aiderUsage(output: AiderOutput, configuredModel?: string): AgentUsage {
   let inputTokens = 0;
   let outputTokens = 0;
+  let cachedInput = 0;
+  let cacheWrite = 0;
   for (const c of output.calls) {
     inputTokens += c.sent;
     outputTokens += c.received;
+    cachedInput += c.cacheHit;
+    cacheWrite += c.cacheWrite;
   }
   const turns = output.calls.length;
   const priced = output.calls.length > 0 && output.calls.every((c) => c.sessionCost !== undefined);
   if (priced || turns === 0) {
     return { inputTokens, outputTokens, costUsd: output.calls.at(-1)?.sessionCost ?? 0, turns };
   }
-  const p = priceTokens(wireModel(output.model ?? configuredModel), { input: inputTokens, output: outputTokens });
+  // aider's "sent" is the prompt's tokens, its cache hits and writes among them (litellm's prompt_tokens).
+  const p = priceTokens(wireModel(output.model ?? configuredModel), {
+    input: inputTokens,
+    cachedInput,
+    cacheWrite,
+    output: outputTokens,
+  });
   return { inputTokens, outputTokens, costUsd: p.costUsd, turns, pricedFrom: p.pricedFrom };
 }
 

@@ -54,3 +54,14 @@ describe('aider output readers (documented formats)', () => {
     expect(aiderUsage(out)).toMatchObject({ inputTokens: 3000, outputTokens: 200, turns: 2 });
   });
 });
+
+describe('aider prices', () => {
+  it('prices its cache hits and writes at their own rates when aider printed no cost', () => {
+    const out = parseAiderOutput(
+      'Model: anthropic/claude-sonnet-4 with diff edit format\nTokens: 14k sent, 2.1k cache write, 9.8k cache hit, 550 received.\n',
+    );
+    const usage = aiderUsage(out);
+    // 2.1k fresh at $3, 2.1k written at $3.75, 9.8k read at $0.3, 550 out at $15 per million.
+    expect(usage.costUsd).toBeCloseTo((2100 * 3 + 2100 * 3.75 + 9800 * 0.3 + 550 * 15) / 1e6, 12);
+  });
+});
