@@ -29,6 +29,7 @@ import { readRegular } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
 import type { AgentAdapter, AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import { type AiderOutput, aiderUsage, parseAiderOutput } from './aider-output.js';
+import { AGENT_CLIS } from './clis.js';
 import { defineAgent, GrowingFile, launch, openContext, readFrom, sizeOf, spendOf, stopExit } from './session.js';
 
 /** What forkflush keeps in the context folder. */
@@ -97,7 +98,7 @@ async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentO
     overrun,
     notes: watchNotes,
   } = await launch(s, {
-    executable: agent.command ?? 'aider',
+    executable: agent.command ?? AGENT_CLIS.aider.executable,
     args,
     env: {},
     maxTurns: agent.max_turns,

@@ -35,6 +35,7 @@ import {
   type Totals,
   transcriptProblem,
 } from './claude-code-output.js';
+import { AGENT_CLIS } from './clis.js';
 import {
   defineAgent,
   GrowingFile,
@@ -217,7 +218,7 @@ class ClaudeCodeAdapter {
     const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
     const { run, notes } = await launch(s, {
       after: () => removeLogins(logins),
-      executable: this.agent.command ?? 'claude',
+      executable: this.agent.command ?? AGENT_CLIS['claude-code'].executable,
       args,
       cwd,
       env: {

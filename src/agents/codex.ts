@@ -16,6 +16,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
+import { AGENT_CLIS } from './clis.js';
 import {
   addRolloutLine,
   type Bounds,
@@ -67,7 +68,7 @@ export const codexAgent: AgentFactory = (agent) =>
           '(a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
     run: (s) =>
       runCodex(s, {
-        executable: agent.command ?? 'codex',
+        executable: agent.command ?? AGENT_CLIS.codex.executable,
         model: agent.model,
         args: agent.args,
         maxTurns: agent.max_turns,

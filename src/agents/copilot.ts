@@ -27,6 +27,7 @@ import type { AgentUsage } from '../core/state.js';
 import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentAdapter, AgentFactory, AgentOutcome, AgentSession } from './agent.js';
+import { AGENT_CLIS } from './clis.js';
 import {
   addTotals,
   type CopilotTotals,
@@ -138,7 +139,7 @@ async function runCopilot(agent: Config['agent'], s: AgentSession): Promise<Agen
     overrun,
     notes: watchNotes,
   } = await launch(s, {
-    executable: agent.command ?? 'copilot',
+    executable: agent.command ?? AGENT_CLIS.copilot.executable,
     args,
     env: { COPILOT_HOME: home },
     ...(viaStdin ? { input: s.prompt } : {}),

@@ -40,6 +40,7 @@ import { basename, dirname, join } from 'node:path';
 import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
+import { AGENT_CLIS } from './clis.js';
 import {
   EXIT_TURN_LIMIT,
   type GeminiUsage,
@@ -75,7 +76,7 @@ const SPEND_POLL_MS = 1000;
 const MAX_ARGV_PROMPT = 100_000;
 
 export const geminiAgent: AgentFactory = (agent) => {
-  const executable = agent.command ?? 'gemini';
+  const executable = agent.command ?? AGENT_CLIS.gemini.executable;
   return defineAgent({
     kind: 'gemini',
     maxTurns: agent.max_turns,

@@ -26,6 +26,7 @@ import type { AgentUsage } from '../core/state.js';
 import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
+import { AGENT_CLIS } from './clis.js';
 import { addEvents, emptyRun, type OpencodeRun } from './opencode-output.js';
 import { priceTokens } from './pricing.js';
 import {
@@ -75,7 +76,7 @@ export const opencodeAgent: AgentFactory = (agent) =>
 
 async function runOpencode(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
   const notes: string[] = [];
-  const executable = agent.command ?? 'opencode';
+  const executable = agent.command ?? AGENT_CLIS.opencode.executable;
   const env = opencodeEnv(s, agent);
   const ctx = await openContext(s.contextDir, 'opencode', (entries) => savedSession(s, executable, env, entries));
   if (ctx.note) notes.push(ctx.note);

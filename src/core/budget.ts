@@ -1,13 +1,18 @@
 // Budget accounting. The ledger is the episodes' actual spend, never their allowances.
-import type { RunState } from './state.js';
+import type { Episode, RunState } from './state.js';
 
 /** What finished episodes spent, in the budget's unit. */
 export function spent(state: RunState, lineage?: number): number {
   let sum = 0;
   for (const r of state.rounds) {
-    for (const e of r.episodes) if (e.result && (lineage === undefined || e.lineage === lineage)) sum += e.result.spent;
+    for (const e of r.episodes) if (lineage === undefined || e.lineage === lineage) sum += charged(e);
   }
   return sum;
+}
+
+/** What an episode cost: its result's spend, and what its interrupted attempts spent. */
+export function charged(e: Episode): number {
+  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
 }
 
 /**
@@ -26,7 +31,7 @@ export function spentOnSchedule(state: RunState, lineage?: number): number {
   let sum = 0;
   for (const r of state.rounds) {
     if (r.extra) continue;
-    for (const e of r.episodes) if (e.result && (lineage === undefined || e.lineage === lineage)) sum += e.result.spent;
+    for (const e of r.episodes) if (lineage === undefined || e.lineage === lineage) sum += charged(e);
   }
   return sum;
 }

@@ -97,3 +97,41 @@ export function planTable(config: Config): string {
     rows,
   )}`;
 }
+
+/**
+ * What an episode usually costs at the least: a model call of a coding agent reads its tools and
+ * the task (a few thousand tokens, a few cents); a grading is whole. Our own rough figures, for
+ * warnings only.
+ */
+const LEAST_USEFUL_EPISODE = { tokens: 2000, usd: 0.02, minutes: 1, evaluations: 1 } as const;
+
+/** Warnings about a plan that will run but hardly make sense: an agent CLI's episodes too small, or fractional gradings. */
+export function planWarnings(config: Config): string[] {
+  const phases = plan(config);
+  const unit = config.budget.unit;
+  const smallest = Math.min(...phases.map((p) => p.budgetEach));
+  const warnings: string[] = [];
+  const least = LEAST_USEFUL_EPISODE[unit];
+  // A command agent counts in units of its own; an agent CLI's steps cost what model calls cost.
+  if (config.agent.kind !== 'command' && smallest < least && !(unit === 'tokens' && smallest < 1)) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): ` +
+        'raise budget.total, or lower fork.branches',
+    );
+  }
+  if (unit === 'tokens' && smallest < 1) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`,
+    );
+  }
+  if (unit === 'evaluations') {
+    const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
+    if (fractional.length > 0) {
+      warnings.push(
+        `episodes get fractional evaluations (${fractional.map((p) => formatNumber(p.budgetEach, 2)).join(', ')}): ` +
+          'each may call the grader only a whole number of times (rounded down, at least once); choose budget.total so that they divide it',
+      );
+    }
+  }
+  return warnings;
+}

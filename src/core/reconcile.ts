@@ -43,6 +43,25 @@ export function applyOpen(state: RunState, round: Round): RunState {
   return { ...state, rounds: [...state.rounds, round] };
 }
 
+/**
+ * An attempt at the episode was interrupted (Ctrl-C, a stopped job) after spending this much, as
+ * the agent reported it. It is charged, and the episode runs again from its base on resume.
+ */
+export function applyInterrupted(state: RunState, episodeId: string, spent: number): RunState {
+  if (!(spent > 0)) return state;
+  const rounds = state.rounds.map((r) =>
+    r.episodes.some((e) => e.id === episodeId && !e.result)
+      ? {
+          ...r,
+          episodes: r.episodes.map((e) =>
+            e.id === episodeId ? { ...e, interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent).toFixed(6)) } : e,
+          ),
+        }
+      : r,
+  );
+  return { ...state, rounds };
+}
+
 export function applyResult(state: RunState, episodeId: string, result: EpisodeResult): RunState {
   const round = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId));
   const episode = round?.episodes.find((e) => e.id === episodeId);

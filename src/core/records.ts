@@ -32,6 +32,7 @@ const resultSchema = z.object({
   wallSeconds: z.number().nonnegative(),
   sandbox: z.string().optional(),
   contextStore: z.enum(['encrypted', 'plain', 'none']).optional(),
+  agentNotStarted: z.string().optional(),
 });
 
 const episodeSchema = z.object({
@@ -46,6 +47,7 @@ const episodeSchema = z.object({
   directive: z.boolean(),
   seed: z.number().int(),
   result: resultSchema.optional(),
+  interruptedSpent: z.number().finite().nonnegative().optional(),
 });
 
 const roundSchema = z.object({

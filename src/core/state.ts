@@ -41,6 +41,8 @@ export interface EpisodeResult {
   sandbox?: string;
   /** On a forge: how the context the episode left is kept (encrypted, as plain files, or not at all). */
   contextStore?: 'encrypted' | 'plain' | 'none';
+  /** Why the agent could not start at all (not found, not executable): a setup that cannot work. */
+  agentNotStarted?: string;
 }
 
 export interface Episode {
@@ -58,6 +60,8 @@ export interface Episode {
   directive: boolean;
   seed: number;
   result?: EpisodeResult;
+  /** What earlier, interrupted attempts at this episode spent (as the agent reported it): charged too. */
+  interruptedSpent?: number;
 }
 
 export interface Decision {

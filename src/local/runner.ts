@@ -3,7 +3,8 @@
 import { agentFor } from '../agents/registry.js';
 import { describeEpisodeId } from '../core/names.js';
 import { renderPrompt } from '../core/prompts.js';
-import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
+import { applyDecision, applyFinish, applyInterrupted, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
+import { type SetupFailure, setupFailure } from '../core/setup-failure.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { InterruptedError, runEpisode } from '../worker/episode.js';
@@ -26,6 +27,8 @@ export interface DriveOptions {
 export interface DriveResult {
   state: RunState;
   interrupted: boolean;
+  /** Set when the run stopped because its setup cannot work (setupFailure). */
+  stopped?: SetupFailure;
 }
 
 export async function drive(initial: RunState, o: DriveOptions): Promise<DriveResult> {
@@ -39,7 +42,13 @@ export async function drive(initial: RunState, o: DriveOptions): Promise<DriveRe
 
 async function driveLocked(initial: RunState, options: DriveOptions): Promise<DriveResult> {
   let state = initial;
-  const o = { ...options, isolation: options.isolation ?? (await isolationFor(initial.config.sandbox.mode)) };
+  // A setup that cannot work stops the episodes in flight too: they would fail the same way.
+  const halt = new AbortController();
+  const o = {
+    ...options,
+    isolation: options.isolation ?? (await isolationFor(initial.config.sandbox.mode)),
+    signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal,
+  };
   const sealKey = await o.store.sealKey();
   const emit = o.onEvent ?? (() => {});
   // Saves are queued so that concurrent episodes never write the state file at once.
@@ -53,9 +62,17 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
   await o.forge.setBest(state);
 
   for (;;) {
-    if (o.signal?.aborted) return { state, interrupted: true };
     const actions = reconcile(state);
     const first = actions[0];
+    // An agent that cannot start always stops the run; no score stops it only while there is
+    // budget left to save (one with nothing left finishes as usual, and exits 1).
+    const failure = setupFailure(state);
+    if (failure && (failure.code === 2 || (first && first.type !== 'finish'))) {
+      await save();
+      await writeReports(o.store, state);
+      return { state, interrupted: false, stopped: failure };
+    }
+    if (o.signal.aborted) return { state, interrupted: true };
     if (!first) break;
     if (first.type === 'open') {
       state = applyOpen(state, first.round);
@@ -66,14 +83,20 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
       const ids = new Set(actions.map((a) => (a.type === 'run' ? a.episode : '')));
       const pending = round.episodes.filter((e) => ids.has(e.id));
       const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
+        if (halt.signal.aborted) return false;
         const result = await runOne(state, e, o, sealKey, emit);
-        if (result === null) return false;
+        if ('interrupted' in result) {
+          state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+          return false;
+        }
         state = applyResult(state, e.id, result);
         await o.forge.setBest(state);
         await save();
         emit({ type: 'episode-done', state, episode: e, result });
+        if (result.agentNotStarted) halt.abort('setup');
         return true;
       });
+      if (interrupted && halt.signal.aborted) continue;
       if (interrupted) {
         await save();
         return { state, interrupted: true };
@@ -96,14 +119,14 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
   return { state, interrupted: false };
 }
 
-/** Runs one episode; null when it was interrupted (it is then re-run on resume). */
+/** Runs one episode, or says what its interrupted attempt spent (it is then re-run on resume). */
 async function runOne(
   state: RunState,
   e: Episode,
   o: DriveOptions & { isolation: Isolation },
   sealKey: Buffer | null,
   emit: (e: RunEvent) => void,
-): Promise<EpisodeResult | null> {
+): Promise<EpisodeResult | { interrupted: number | null }> {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
   const prepared = await o.forge.prepareEpisode(state, e);
@@ -138,7 +161,7 @@ async function runOne(
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {
-    if (err instanceof InterruptedError) return null;
+    if (err instanceof InterruptedError) return { interrupted: err.spent };
     throw err;
   }
 }

@@ -1,11 +1,13 @@
 // Setting up a local run: find the repository, read and check the config, the task and the
 // templates, grade the initial workspace, and write the run folder. Also: finding a run again.
 import { randomInt } from 'node:crypto';
-import { appendFile, cp, mkdir, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { appendFile, chmod, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative, resolve, sep } from 'node:path';
 import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
+import { planWarnings } from '../core/plan.js';
 import { templateProblem } from '../core/prompts.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { Git } from '../io/git.js';
@@ -13,6 +15,7 @@ import { graderConfinement, type Isolation, isolationFor, privateTmp } from '../
 import { allowedEnv } from '../worker/env.js';
 import { runGrader } from '../worker/grade.js';
 import { LocalForge } from './forge.js';
+import { preflight } from './preflight.js';
 import { type RunInfo, RunStore } from './store.js';
 
 export interface StartOptions {
@@ -23,6 +26,10 @@ export interface StartOptions {
   concurrency?: number;
   keepRejected?: boolean;
   now: Date;
+  /** Check everything and grade the initial workspace, then remove what was made: no run starts. */
+  dryRun?: boolean;
+  /** The environment the agent's allowlist is taken from (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface OpenRun {
@@ -60,11 +67,7 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
   const scratch = top !== taskDir;
   await excludeRunFolders(top ?? taskDir);
 
-  let id = runIdAt(o.now);
-  const existing = await RunStore.list(taskDir);
-  for (let n = 2; existing.includes(id); n++) id = `${runIdAt(o.now)}-${n}`;
-  const store = RunStore.forRun(taskDir, id);
-  await mkdir(store.dir, { recursive: true, mode: 0o700 });
+  const { id, store } = o.dryRun ? await dryRunStore(o.now) : await newRunFolder(taskDir, o.now);
 
   let repo = taskDir;
   if (scratch) {
@@ -113,6 +116,18 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     keepRejected: o.keepRejected ?? false,
     startedAt: o.now.toISOString(),
   };
+  const problems = await preflight({
+    repo,
+    config,
+    configPathInRepo: scratch ? null : info.configPathInRepo,
+    scratch,
+    env: o.env ?? process.env,
+  });
+  if (problems.length > 0) {
+    await rm(store.dir, { recursive: true, force: true });
+    throw new UserError(problems.join('\n'));
+  }
+  warnings.push(...planWarnings(config));
   const isolation = await isolationFor(config.sandbox.mode);
   if (isolation.warning) warnings.push(isolation.warning);
   const forge = new LocalForge(repo, store);
@@ -128,9 +143,39 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     ...(baseGrade.reason ? { baseReason: baseGrade.reason } : {}),
     baseGraderSeconds: Math.round(baseGrade.seconds * 1000) / 1000,
   });
+  if (o.dryRun) {
+    await rm(store.dir, { recursive: true, force: true });
+    return { store, forge, info, state, warnings, isolation };
+  }
   await store.init(info);
   await store.save(state);
   return { store, forge, info, state, warnings, isolation };
+}
+
+/**
+ * A new run's folder, named by the time (a suffix when another run started in the same second).
+ * Made with an exclusive mkdir: two runs started at once never share one.
+ */
+async function newRunFolder(taskDir: string, now: Date): Promise<{ id: string; store: RunStore }> {
+  await mkdir(RunStore.runsDir(taskDir), { recursive: true });
+  for (let n = 1; n < 1000; n++) {
+    const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
+    const store = RunStore.forRun(taskDir, id);
+    try {
+      await mkdir(store.dir, { mode: 0o700 });
+      return { id, store };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+  throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
+}
+
+/** A dry run's folder: a temporary one, removed when the checks are done. */
+async function dryRunStore(now: Date): Promise<{ id: string; store: RunStore }> {
+  const dir = await mkdtemp(join(tmpdir(), 'forkflush-dry-run-'));
+  await chmod(dir, 0o700);
+  return { id: runIdAt(now), store: new RunStore(dir) };
 }
 
 /** Grades the initial workspace the way the judge grades an episode: confined, in a clean checkout. */

@@ -126,6 +126,12 @@ export class RunStore {
     throw new UserError(`could not take the lock ${file}`);
   }
 
+  /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
+  async driver(): Promise<number | null> {
+    const pid = Number(await readFile(this.path('lock'), 'utf8').catch(() => ''));
+    return pid && isAlive(pid) ? pid : null;
+  }
+
   async write(name: string, content: string): Promise<string> {
     const file = this.path(name);
     await writeAtomic(file, content);

@@ -10,7 +10,7 @@ import type { AgentAdapter } from '../agents/agent.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { appendToJournal, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
-import { plainText } from '../core/text.js';
+import { failureLine, plainText } from '../core/text.js';
 import { type Cleaned, cleanedNote, removeTree } from '../io/agent-files.js';
 import {
   agentConfinement,
@@ -38,6 +38,13 @@ import { sealMessage } from './seal.js';
 
 export class InterruptedError extends Error {
   override name = 'InterruptedError';
+  /** What the stopped attempt spent, where it is known (measured, or reported by the agent). */
+  constructor(
+    message: string,
+    readonly spent: number | null = null,
+  ) {
+    super(message);
+  }
 }
 
 export interface EpisodeJob {
@@ -112,7 +119,16 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   // Bound, not handed over: the socket stays forkflush's (open to the sandbox's user).
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
   const removed: Cleaned = { links: 0, names: 0, deep: 0, big: 0 };
-  const spawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  // A command that was not found or not executable (126, 127; bwrap's launchers say 127 too):
+  // remembered, since an agent that cannot start will not start in the next episode either.
+  let notStarted: string | null = null;
+  const spawn: typeof confinedSpawn = async (file, args, options) => {
+    const r = await confinedSpawn(file, args, options);
+    if (notStarted === null && r.stopped === null && (r.spawnError || r.exitCode === 126 || r.exitCode === 127))
+      notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || 'no output'}`;
+    return r;
+  };
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === 'minutes' ? episode.allowance * 60_000 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config.agent.timeout * 1000;
@@ -140,7 +156,16 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   } finally {
     await grading.close();
   }
-  if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
+  if (interrupt.aborted) {
+    // Charged only where it is known: an agent that reported nothing is not guessed at.
+    const partial =
+      unit === 'minutes'
+        ? outcome.seconds / 60
+        : unit === 'evaluations'
+          ? grading.evaluations()
+          : outcome.reportedSpend;
+    throw new InterruptedError(`episode ${episode.id} was interrupted`, partial ?? null);
+  }
 
   const measured =
     unit === 'minutes'
@@ -172,6 +197,8 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
     const g = await judge(job, snap.tree, graderEnv);
+    // The grader's whole output, beside the agent's log: the reason names one line of it.
+    await writeFile(join(job.scratchDir, 'grader.log'), `$ ${config.grader.command}\n${g.stdout}${g.stderr}`);
     graderSeconds = g.seconds;
     score = g.score;
     reason = g.reason;
@@ -194,6 +221,7 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     graderSeconds: seconds(graderSeconds),
     sandbox: isolation.label,
     ...(job.contextStore ? { contextStore: job.contextStore } : {}),
+    ...(notStarted && outcome.exit === 'crash' ? { agentNotStarted: plainText(notStarted) } : {}),
   };
   // The journal line goes into the snapshot, never through a file the agent could have linked.
   const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_MAX_BYTES);

@@ -181,4 +181,31 @@ describe('interrupted and resumed', () => {
     expect(second.state.best?.score).toBe(Math.max(...allEpisodes(second.state).map((e) => e.result?.score ?? 0)));
     expect(repo.git('worktree', 'list').split('\n')).toHaveLength(1);
   });
+
+  it('charges what an interrupted episode spent, as the agent reported it, and keeps it on resume', async () => {
+    const repo = makeTaskRepo({
+      agent: 'hang',
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'strategy: single-run',
+    });
+    const run = await start(repo);
+    const stop = new AbortController();
+    const marker = `${repo.callsLog}.child-marker`;
+    // The hanging agent reports 1 token, then writes the marker, then waits to be stopped.
+    const waiting = (async () => {
+      while (!existsSync(marker)) await new Promise((r) => setTimeout(r, 50));
+      stop.abort('interrupted');
+    })();
+    const first = await drive(run.state, { ...run, signal: stop.signal });
+    await waiting;
+    expect(first.interrupted).toBe(true);
+    const episode = first.state.rounds[0]?.episodes[0];
+    expect(episode?.result).toBeUndefined();
+    expect(episode?.interruptedSpent).toBe(1);
+    expect(spent(first.state)).toBe(1);
+    const saved: RunState = JSON.parse(readFileSync(run.store.path('state.json'), 'utf8'));
+    expect(spent(saved)).toBe(1);
+    const again = await openRun(repo.dir);
+    expect(spent(again.state)).toBe(1);
+  });
 });

@@ -23,7 +23,17 @@ export interface TaskRepo {
 }
 
 export function makeTaskRepo(
-  opts: { agent?: string; grader?: string; extra?: string; budget?: string; git?: boolean } = {},
+  opts: {
+    agent?: string;
+    /** The whole agent command, instead of the test agent. */
+    agentCommand?: string;
+    grader?: string;
+    extra?: string;
+    budget?: string;
+    git?: boolean;
+    /** More files of the task, committed with it. */
+    files?: Record<string, string>;
+  } = {},
 ): TaskRepo {
   const dir = mkdtempSync(join(tmpdir(), 'forkflush-task-'));
   const logs = mkdtempSync(join(tmpdir(), 'forkflush-logs-'));
@@ -35,6 +45,7 @@ export function makeTaskRepo(
   writeFileSync(join(dir, 'TASK.md'), 'Make the number in value.txt as large as you can.\n');
   writeFileSync(join(dir, 'value.txt'), '0');
   writeFileSync(join(dir, 'NOTES.md'), '# Notes\n');
+  for (const [name, text] of Object.entries(opts.files ?? {})) writeFileSync(join(dir, name), text);
   mkdirSync(join(dir, '.github'));
   writeFileSync(
     join(dir, '.github', 'autoresearch.yml'),
@@ -43,7 +54,7 @@ export function makeTaskRepo(
   protected: [grade.sh, agent.mjs]
   timeout: 5
 agent:
-  command: node agent.mjs ${opts.agent ?? 'improve'} ${callsLog}
+  command: ${opts.agentCommand ?? `node agent.mjs ${opts.agent ?? 'improve'} ${callsLog}`}
   timeout: 20
 budget:
   ${opts.budget ?? 'total: 100\n  unit: tokens\n  episode: 6'}

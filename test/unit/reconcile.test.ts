@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
+import { spent } from '../../src/core/budget.js';
+import {
+  applyDecision,
+  applyFinish,
+  applyInterrupted,
+  applyOpen,
+  applyResult,
+  reconcile,
+} from '../../src/core/reconcile.js';
 import { requestFork } from '../../src/core/schedule.js';
 import { selectWinner } from '../../src/core/select.js';
 import { type Episode, newRunState, type RunState } from '../../src/core/state.js';
@@ -206,5 +214,28 @@ describe('results are final', () => {
     const s = applyResult(applyOpen(fresh(), open.round), 'r0.b0', r);
     expect(applyResult(s, 'r0.b0', r)).toBe(s);
     expect(() => applyResult(s, 'r0.b0', result(9, 2))).toThrow(/already has a result/);
+  });
+});
+
+describe('interrupted attempts', () => {
+  it('are charged to the ledger, add up, and leave a finished episode alone', () => {
+    let s = fresh();
+    const [open] = reconcile(s);
+    if (open?.type !== 'open') throw new Error('expected open');
+    s = applyOpen(s, open.round);
+    s = applyInterrupted(s, 'r0.b0', 2.5);
+    s = applyInterrupted(s, 'r0.b0', 0.25);
+    s = applyInterrupted(s, 'r0.b1', 0);
+    expect(s.rounds[0]?.episodes.map((e) => e.interruptedSpent)).toEqual([2.75, undefined, undefined, undefined]);
+    expect(spent(s)).toBe(2.75);
+    s = applyResult(s, 'r0.b0', result(3, 10));
+    expect(spent(s)).toBe(12.75);
+    expect(applyInterrupted(s, 'r0.b0', 5)).toEqual(s);
+    // The episode still runs: an interruption is not a result.
+    expect(
+      reconcile(s)
+        .filter((a) => a.type === 'run')
+        .map((a) => a.type === 'run' && a.episode),
+    ).toEqual(['r0.b1', 'r0.b2', 'r0.b3']);
   });
 });

@@ -1,0 +1,160 @@
+// Before a local run spends anything: is everything it needs committed (episodes start from the
+// last commit), can the agent's program be found, and can its CLI log in? Each problem is said
+// with what to do, and stops the run (exit 2). Warnings are said and the run goes on.
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { AGENT_CLIS } from '../agents/clis.js';
+import { agentFor } from '../agents/registry.js';
+import type { Config } from '../core/config.js';
+import { Git } from '../io/git.js';
+import { allowedEnv } from '../worker/env.js';
+
+export interface PreflightInput {
+  repo: string;
+  config: Config;
+  /** The config file's path inside the repository (null: outside it, or the run works on a copy). */
+  configPathInRepo: string | null;
+  /** True when the run works on a copy of a folder that is not a repository (nothing to commit). */
+  scratch: boolean;
+  env: NodeJS.ProcessEnv;
+}
+
+export async function preflight(p: PreflightInput): Promise<string[]> {
+  const problems: string[] = [];
+  if (!p.scratch) {
+    const uncommitted = await uncommittedInputs(p);
+    if (uncommitted.length > 0) {
+      const list = uncommitted.slice(0, 12).map((u) => `  ${u}`);
+      if (uncommitted.length > 12) list.push(`  and ${uncommitted.length - 12} more`);
+      problems.push(
+        `these files the run needs are not committed, and every episode starts from the last commit:\n${list.join('\n')}\n` +
+          'commit them (git add, git commit), then run again',
+      );
+    }
+  }
+  const missing = await missingExecutable(p);
+  if (missing) problems.push(missing);
+  const adapter = agentFor(p.config);
+  const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
+  if (login) problems.push(login);
+  return problems;
+}
+
+/**
+ * The run's inputs in the working tree that differ from HEAD: the config, the task, the prompt
+ * templates, the protected paths, and files the grader's or the agent's command names.
+ */
+async function uncommittedInputs(p: PreflightInput): Promise<string[]> {
+  const c = p.config;
+  const literal = [p.configPathInRepo, c.task, c.prompts.branch, c.prompts.continuation].filter(
+    (x): x is string => typeof x === 'string',
+  );
+  const named = [...namedPaths(c.grader.command), ...(c.agent.command ? namedPaths(c.agent.command) : [])];
+  for (const path of named) if (await stat(join(p.repo, path)).catch(() => null)) literal.push(path);
+  const specs = [...new Set(literal)].map((x) => `:(literal)${x}`);
+  specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
+  if (specs.length === 0) return [];
+  const r = await new Git(p.repo).exec(
+    ['-c', 'core.quotePath=false', 'status', '--porcelain=v1', '--untracked-files=all', '--', ...specs],
+    { check: false },
+  );
+  if (r.exitCode !== 0) return [];
+  return r.stdout
+    .split('\n')
+    .filter((l) => l.length > 3)
+    .map((l) => {
+      const code = l.slice(0, 2);
+      const path = l.slice(3);
+      const what =
+        code === '??' ? 'not in git' : code[0] !== ' ' && code[1] === ' ' ? 'staged, not committed' : 'changed';
+      return `${path} (${what})`;
+    });
+}
+
+/** Words of a shell command that look like paths in the repository (`node grade.mjs` names grade.mjs). */
+export function namedPaths(command: string): string[] {
+  return command
+    .split(/[\s;&|()<>"'`]+/)
+    .filter((w) => w && !w.startsWith('-') && !w.startsWith('$') && !w.includes('=') && !isAbsolute(w))
+    .filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith('..') && !/^\d/.test(w))
+    .map((w) => w.replace(/^\.\//, ''));
+}
+
+/** Words a shell runs itself: no program to look for. */
+const SHELL_WORDS = new Set([
+  'cd',
+  'exec',
+  'export',
+  'source',
+  '.',
+  'set',
+  'if',
+  'for',
+  'while',
+  'until',
+  'case',
+  'time',
+  'env',
+  'nice',
+  'timeout',
+  'nohup',
+  'command',
+  'builtin',
+  'eval',
+  'true',
+  'false',
+  ':',
+  'test',
+  '[',
+  '!',
+  '{',
+]);
+
+/** Why the agent's program cannot be found, or null. */
+async function missingExecutable(p: PreflightInput): Promise<string | null> {
+  const kind = p.config.agent.kind;
+  const path = p.env.PATH ?? '';
+  if (kind === 'command') {
+    const first = (p.config.agent.command ?? '')
+      .trim()
+      .split(/\s+/)
+      .find((w) => !/^\w+=/.test(w));
+    if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
+    if (first.includes('/')) {
+      const file = isAbsolute(first) ? first : join(p.repo, first);
+      if (await isExecutable(file)) return null;
+      const exists = await stat(file).then(
+        () => true,
+        () => false,
+      );
+      return exists
+        ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter`
+        : `agent.command: ${first} does not exist${isAbsolute(first) ? '' : ' in the repository'}`;
+    }
+    return (await onPath(first, path))
+      ? null
+      : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
+  }
+  const cli = AGENT_CLIS[kind];
+  const executable = p.config.agent.command ?? cli.executable;
+  const found = isAbsolute(executable) ? await isExecutable(executable) : await onPath(executable, path);
+  if (found) return null;
+  return p.config.agent.command
+    ? `agent.command: the ${kind} CLI \`${executable}\` is not found`
+    : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
+}
+
+async function onPath(name: string, path: string): Promise<boolean> {
+  for (const dir of path.split(delimiter).filter(Boolean)) if (await isExecutable(join(dir, name))) return true;
+  return false;
+}
+
+async function isExecutable(file: string): Promise<boolean> {
+  const s = await stat(file).catch(() => null);
+  if (!s?.isFile()) return false;
+  return access(file, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+}
