@@ -1,44 +1,32 @@
-// The `forkflush` command line: parses flags, calls the local runner or the core, prints.
-import { parseArgs } from 'node:util';
+// The `forkflush` command line: parses flags (args.ts), calls the local runner or the core, prints.
+// Exit codes: 0 done; 1 the run produced no score, or failed; 2 a mistake in the setup (config,
+// flags, files not committed, an agent that cannot start); 130 interrupted.
+import pkg from '../../package.json' with { type: 'json' };
 import { ConfigError, type ConfigOverrides, configJsonSchema, STRATEGIES, type Strategy } from '../core/config.js';
 import { UserError } from '../core/errors.js';
-import { bestBranch, lineageBranch } from '../core/names.js';
-import { planTable } from '../core/plan.js';
-import { LEADERBOARD_HEADER, leaderboardRows, summary } from '../core/report.js';
-import type { RunState } from '../core/state.js';
+import { lineageBranch } from '../core/names.js';
+import { plan, planTable } from '../core/plan.js';
+import { LEADERBOARD_HEADER, leaderboardRows, statusJson, summary, takeHomeLines } from '../core/report.js';
+import { allEpisodes, type RunState } from '../core/state.js';
 import { textTable } from '../core/text.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
 import { loadConfig, type OpenRun, openRun, startRun } from '../local/start.js';
+import { COMMANDS, commandUsage, type Parsed, parseCommandLine, usage } from './args.js';
+import { initTask } from './init.js';
 
-const USAGE = `forkflush: run an AI coding agent with the fork-and-flush method
-
-Usage:
-  forkflush run [DIR]      run the whole plan on the git repository DIR (default: .)
-  forkflush plan [DIR]     print the plan: phases, branches, budget each, cumulative spend
-  forkflush status [DIR]   show the newest run (or --run ID) of DIR
-  forkflush resume [DIR]   continue an interrupted run without redoing finished episodes
-  forkflush schema         print the JSON Schema of .github/autoresearch.yml
-
-Options:
-  --config FILE        config file (default: DIR/.github/autoresearch.yml)
-  --strategy NAME      ${STRATEGIES.join(' | ')}
-  --budget N           total budget, in the config's unit
-  --branches K         branches per fork round (best-of-n: lineages)
-  --seed N             seed of every random choice and of each episode's FORKFLUSH_SEED
-  --concurrency N      episodes at once (default: K)
-  --keep-rejected      keep the branches of rejected episodes
-  --run ID             the run to show or resume (default: the newest)
-  -h, --help           this text
-`;
+export const VERSION: string = pkg.version;
 
 export interface Io {
   stdout: NodeJS.WriteStream;
   stderr: NodeJS.WriteStream;
+  /** For questions (forkflush init); a terminal when isTTY. */
+  stdin?: NodeJS.ReadStream;
   now: () => Date;
   /** Set when the user asks to stop (Ctrl-C). */
   signal?: AbortSignal;
+  env?: NodeJS.ProcessEnv;
 }
 
 export async function main(argv: string[], io: Io): Promise<number> {
@@ -55,170 +43,220 @@ export async function main(argv: string[], io: Io): Promise<number> {
     }
     const err = e as Error;
     io.stderr.write(`forkflush: failed: ${err.message}\n`);
-    if (process.env.FORKFLUSH_DEBUG) io.stderr.write(`${err.stack}\n`);
+    if ((io.env ?? process.env).FORKFLUSH_DEBUG) io.stderr.write(`${err.stack}\n`);
     return 1;
   }
 }
 
 async function dispatch(argv: string[], io: Io): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (e) {
-    throw new UserError(`${(e as Error).message.split('\n')[0]} (see forkflush --help)`);
+  const p = parseCommandLine(argv);
+  if (p.version) {
+    io.stdout.write(`forkflush ${VERSION}\n`);
+    return 0;
   }
-  const { values: v, positionals } = parsed;
-  const [command, dir = '.', ...extra] = positionals;
-  if (v.help || command === undefined || command === 'help') {
-    io.stdout.write(USAGE);
-    return command === undefined && !v.help ? 2 : 0;
+  if (p.command === null) {
+    // No command: the usage is the answer to --help, and a mistake otherwise.
+    (p.help ? io.stdout : io.stderr).write(usage(VERSION));
+    return p.help ? 0 : 2;
   }
-  if (extra.length > 0) throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush --help)`);
-  const overrides = readOverrides(v);
-  switch (command) {
-    case 'schema':
-      io.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}\n`);
-      return 0;
+  if (p.help) {
+    io.stdout.write(commandUsage(p.command));
+    return 0;
+  }
+  const name = p.command.name;
+  if (name === 'help') {
+    const [topic] = p.positionals;
+    const c = topic ? COMMANDS.find((x) => x.name === topic) : undefined;
+    if (topic && !c) throw new UserError(`no command "${topic}": use ${COMMANDS.map((x) => x.name).join(', ')}`);
+    io.stdout.write(c ? commandUsage(c) : usage(VERSION));
+    return 0;
+  }
+  if (name === 'schema') {
+    if (p.positionals.length > 0) throw new UserError('forkflush schema takes no arguments');
+    io.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+    return 0;
+  }
+  const [dir = '.', ...extra] = p.positionals;
+  if (extra.length > 0)
+    throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush help ${name})`);
+  const v = p.values;
+  switch (name) {
     case 'plan': {
-      const { config } = await loadConfig(dir, v.config, overrides);
-      io.stdout.write(`${planTable(config)}\n`);
+      const { config } = await loadConfig(dir, str(v.config), readOverrides(v));
+      if (v.json) {
+        const json = {
+          strategy: config.strategy,
+          budget: config.budget,
+          branches: config.fork.branches,
+          phases: plan(config),
+        };
+        io.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+      } else io.stdout.write(`${planTable(config)}\n`);
       return 0;
     }
-    case 'run': {
-      const run = await startRun({
-        dir,
-        ...(v.config ? { configFile: v.config } : {}),
-        overrides,
-        ...(v.seed !== undefined ? { seed: integer('--seed', v.seed, 0) } : {}),
-        ...(v.concurrency !== undefined ? { concurrency: integer('--concurrency', v.concurrency, 1) } : {}),
-        keepRejected: v['keep-rejected'] ?? false,
-        now: io.now(),
-      });
-      for (const w of run.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
-      const s = run.state;
-      const c = s.config;
-      io.stdout.write(
-        `forkflush run ${s.id}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}, K = ${c.fork.branches}, seed ${s.seed}\n` +
-          `sandbox: ${sandboxLine(run)}\n` +
-          `initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}\n`,
-      );
-      return go(run, io);
-    }
+    case 'run':
+      return run(dir, p, io);
     case 'resume': {
-      const run = await openRun(dir, v.run);
-      if (run.state.status === 'finished') {
-        io.stdout.write(`run ${run.state.id} is already finished.\n`);
-        return printResult(run, io);
+      const open = await openRun(dir, str(v.run));
+      if (open.state.status === 'finished') {
+        io.stdout.write(`run ${open.state.id} is already finished.\n`);
+        return printResult(open, io);
       }
-      for (const w of run.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
-      io.stdout.write(`forkflush: resuming run ${run.state.id}\nsandbox: ${sandboxLine(run)}\n`);
-      return go(run, io);
+      for (const w of open.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
+      io.stdout.write(`forkflush: resuming run ${open.state.id}\nsandbox: ${sandboxLine(open)}\n`);
+      return go(open, io);
     }
-    case 'status': {
-      const run = await openRun(dir, v.run);
-      const { state } = run;
-      io.stdout.write(`run ${state.id} (${run.store.dir})\n${summary(state)}\n`);
-      const open = state.rounds.find((r) => !r.decision);
-      if (open) {
-        const left = open.episodes.filter((e) => !e.result).map((e) => e.id);
-        io.stdout.write(`open round ${open.index} (${open.phase}): waiting for ${left.join(', ') || 'the decision'}\n`);
-      }
-      if (state.status !== 'finished') io.stdout.write(`continue it with: forkflush resume ${dir}\n`);
-      io.stdout.write(`\n${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}\n`);
-      return 0;
-    }
-    default:
-      throw new UserError(
-        `unknown command "${command}": use run, plan, status, resume or schema (see forkflush --help)`,
-      );
+    case 'status':
+      return status(dir, p, io);
+    case 'init':
+      return initTask(dir, v, io);
   }
+  throw new UserError(`unknown command "${name}"`);
 }
 
-function sandboxLine(run: OpenRun): string {
-  return run.isolation.sandbox
-    ? `${run.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)`
-    : `OFF, ${run.isolation.label.replace(/^off /, '')}: agents run with your user's rights`;
+async function run(dir: string, p: Parsed, io: Io): Promise<number> {
+  const v = p.values;
+  const dryRun = v['dry-run'] === true;
+  const open = await startRun({
+    dir,
+    ...(v.config ? { configFile: str(v.config) } : {}),
+    overrides: readOverrides(v),
+    ...(v.seed !== undefined ? { seed: integer('--seed', str(v.seed) ?? '', 0) } : {}),
+    ...(v.concurrency !== undefined ? { concurrency: integer('--concurrency', str(v.concurrency) ?? '', 1) } : {}),
+    keepRejected: v['keep-rejected'] === true,
+    now: io.now(),
+    dryRun,
+    ...(io.env ? { env: io.env } : {}),
+  });
+  for (const w of open.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
+  const s = open.state;
+  const c = s.config;
+  io.stdout.write(
+    `forkflush ${dryRun ? 'dry run' : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}, K = ${c.fork.branches}, seed ${s.seed}\n` +
+      `sandbox: ${sandboxLine(open)}\n` +
+      `initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}\n`,
+  );
+  if (dryRun) {
+    io.stdout.write(`\n${planTable(c)}\n\nthe checks passed; no agent was started. Run it: forkflush run ${dir}\n`);
+    return 0;
+  }
+  return go(open, io);
 }
 
-async function go(run: OpenRun, io: Io): Promise<number> {
+async function status(dir: string, p: Parsed, io: Io): Promise<number> {
+  const open = await openRun(dir, str(p.values.run));
+  const { state } = open;
+  const pid = state.status === 'finished' ? null : await open.store.driver();
+  const resume = state.status !== 'finished' && pid === null ? `forkflush resume ${dir} --run ${state.id}` : null;
+  if (p.values.json) {
+    const json = statusJson(state, { folder: open.store.dir, live: pid ? { pid } : null, resume });
+    io.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    return 0;
+  }
+  const where = state.status === 'finished' ? '' : pid ? `, running in process ${pid}` : ', interrupted';
+  io.stdout.write(`run ${state.id} (${open.store.dir})${where}\n${summary(state)}\n`);
+  const current = state.rounds.find((r) => !r.decision);
+  if (current) {
+    const left = current.episodes.filter((e) => !e.result).map((e) => e.id);
+    io.stdout.write(
+      `open round ${current.index} (${current.phase}): waiting for ${left.join(', ') || 'the decision'}\n`,
+    );
+  }
+  if (resume) io.stdout.write(`nothing is driving it: continue it with ${resume}\n`);
+  io.stdout.write(`\n${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}\n`);
+  return 0;
+}
+
+function sandboxLine(open: OpenRun): string {
+  return open.isolation.sandbox
+    ? `${open.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)`
+    : `OFF, ${open.isolation.label.replace(/^off /, '')}: agents run with your user's rights`;
+}
+
+async function go(open: OpenRun, io: Io): Promise<number> {
   const start = Date.now();
-  const view = progressView(io.stdout, start, () => Date.now());
+  const view = progressView(io.stdout, start, () => Date.now(), io.env ?? process.env);
   let result: Awaited<ReturnType<typeof drive>>;
   try {
-    result = await drive(run.state, {
-      store: run.store,
-      forge: run.forge,
-      info: run.info,
-      isolation: run.isolation,
+    result = await drive(open.state, {
+      store: open.store,
+      forge: open.forge,
+      info: open.info,
+      isolation: open.isolation,
       onEvent: (e) => view.onEvent(e),
       ...(io.signal ? { signal: io.signal } : {}),
     });
   } finally {
     view.close();
   }
-  run.state = result.state;
+  open.state = result.state;
+  if (result.stopped) {
+    await writeReports(open.store, result.state, placeOf(open));
+    io.stderr.write(`\nforkflush: ${result.stopped.message}\n`);
+    io.stdout.write(`report: ${open.store.path('report.md')}\n`);
+    return result.stopped.code;
+  }
   if (result.interrupted) {
-    await writeReports(run.store, result.state);
+    await writeReports(open.store, result.state, placeOf(open));
     io.stdout.write(
-      `\ninterrupted: finished episodes are saved. Continue with: forkflush resume ${run.info.taskDir} --run ${result.state.id}\n`,
+      `\ninterrupted: finished episodes are saved. Continue with: forkflush resume ${open.info.taskDir} --run ${result.state.id}\n`,
     );
     return 130;
   }
-  return printResult(run, io);
+  return printResult(open, io);
 }
 
-async function printResult(run: OpenRun, io: Io): Promise<number> {
-  const state: RunState = run.state;
-  const { report, chart } = await writeReports(run.store, state);
+const placeOf = (open: OpenRun) => ({ repo: open.info.repo, taskDir: open.info.taskDir, scratch: open.info.scratch });
+
+async function printResult(open: OpenRun, io: Io): Promise<number> {
+  const state: RunState = open.state;
+  const { report, chart } = await writeReports(open.store, state, placeOf(open));
   io.stdout.write(`\n${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}\n\n${summary(state)}\n`);
-  const where = run.info.scratch ? ` (in ${run.info.repo})` : '';
+  const where = open.info.scratch ? ` (in ${open.info.repo})` : '';
   io.stdout.write(
     `lineage: ${lineageBranch(state.id, 0, state.lineages.length)}${where}\n` +
-      `best:    ${state.best ? bestBranch(state.id) : 'none'}\n` +
       `report:  ${report}\nchart:   ${chart}\n`,
   );
+  const home = takeHomeLines(state, placeOf(open));
+  if (home.length > 0) io.stdout.write(`\n${home.join('\n')}\n`);
+  if (!allEpisodes(state).some((e) => e.result && e.result.score !== null)) {
+    io.stderr.write(
+      "forkflush: no episode got a score: see the reasons in the report, and the agents' and graders' logs in episodes/ of the run folder\n",
+    );
+    return 1;
+  }
   return 0;
 }
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: 'string' },
-      strategy: { type: 'string' },
-      budget: { type: 'string' },
-      branches: { type: 'string' },
-      seed: { type: 'string' },
-      concurrency: { type: 'string' },
-      'keep-rejected': { type: 'boolean' },
-      run: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-}
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
-function readOverrides(v: ReturnType<typeof parse>['values']): ConfigOverrides {
+function readOverrides(v: Parsed['values']): ConfigOverrides {
   const o: ConfigOverrides = {};
-  if (v.strategy !== undefined) {
-    if (!(STRATEGIES as readonly string[]).includes(v.strategy)) {
-      throw new UserError(`--strategy must be one of ${STRATEGIES.join(', ')}, got "${v.strategy}"`);
+  const strategy = str(v.strategy);
+  if (strategy !== undefined) {
+    if (!(STRATEGIES as readonly string[]).includes(strategy)) {
+      throw new UserError(`--strategy must be one of ${STRATEGIES.join(', ')}, got "${strategy}"`);
     }
-    o.strategy = v.strategy as Strategy;
+    o.strategy = strategy as Strategy;
   }
-  if (v.budget !== undefined) {
-    const n = Number(v.budget);
-    if (!(Number.isFinite(n) && n > 0)) throw new UserError(`--budget must be a number above 0, got "${v.budget}"`);
-    o.budget = n;
-  }
-  if (v.branches !== undefined) o.branches = integer('--branches', v.branches, 1, 64);
+  const budget = str(v.budget);
+  if (budget !== undefined) o.budget = positive('--budget', budget);
+  const branches = str(v.branches);
+  if (branches !== undefined) o.branches = integer('--branches', branches, 1, 64);
   return o;
 }
 
-function integer(flag: string, text: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+export function positive(flag: string, text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < min || n > max) {
+  if (!(text.trim() !== '' && Number.isFinite(n) && n > 0)) {
+    throw new UserError(`${flag} must be a number above 0, got "${text}"`);
+  }
+  return n;
+}
+
+export function integer(flag: string, text: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
     throw new UserError(
       `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ''}, got "${text}"`,
     );

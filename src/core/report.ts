@@ -1,10 +1,10 @@
 // Reports of a run: the leaderboard, the rounds, and the markdown report. Pure: the same state
 // always renders the same text, for the CLI, report.md and (later) issue comments.
-import { spent } from './budget.js';
+import { charged, spent } from './budget.js';
 import { describeContext } from './journal.js';
 import { bestBranch, describeEpisodeId } from './names.js';
 import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState } from './state.js';
-import { codeSpan, formatNumber, markdownTable } from './text.js';
+import { codeSpan, formatNumber, markdownTable, shellQuote } from './text.js';
 
 export type Outcome = 'adopted' | 'dropped' | 'kept' | 'running';
 
@@ -101,7 +101,7 @@ export function roundRows(state: RunState): string[][] {
       r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(', '),
       winner,
       formatNumber(
-        r.episodes.reduce((s, e) => s + (e.result?.spent ?? 0), 0),
+        r.episodes.reduce((s, e) => s + charged(e), 0),
         2,
       ),
     ];
@@ -147,10 +147,47 @@ export function isolationSummary(state: RunState): string | null {
   return `Sandbox: ${kinds.join(', ')}; ${off} of ${results.length} episodes ran without it.`;
 }
 
-export function renderReport(state: RunState, chartFile?: string): string {
+/** Where a local run's repository is, for the lines that say how to take its result home. */
+export interface RunPlace {
+  /** The repository the run worked in. */
+  repo: string;
+  /** The folder the user named; the repository itself unless the run worked on a copy. */
+  taskDir: string;
+  /** The run worked on a copy (the task folder is not a git repository). */
+  scratch: boolean;
+}
+
+/** How to take the best workspace into the user's own branch (no lines when nothing scored). */
+export function takeHomeLines(state: RunState, place: RunPlace): string[] {
+  if (!state.best) return [];
+  if (state.best.episode === 'base') return ['No episode beat the initial workspace: there is nothing to take home.'];
+  const best = bestBranch(state.id);
+  if (!place.scratch) {
+    return [
+      `Take the best workspace into your branch: git merge ${best}`,
+      `(or look at it first: git switch --create try-${state.id} ${best})`,
+    ];
+  }
+  return [
+    `The run worked on a copy of ${place.taskDir} (it is not a git repository): the best workspace is branch ${best} of ${place.repo}.`,
+    `Copy its files over yours: git -C ${shellQuote(place.repo)} archive ${best} | tar -x -C ${shellQuote(place.taskDir)}`,
+  ];
+}
+
+/** What the leaderboard's outcomes mean. */
+export const OUTCOMES_LEGEND =
+  'adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; ' +
+  'kept: an episode of a serial stretch (each one continues the last); running: no result yet.';
+
+export function renderReport(
+  state: RunState,
+  o: { chartFile?: string; place?: RunPlace; episodeLogs?: (episode: string) => { name: string; path: string }[] } = {},
+): string {
   const parts = [`# forkflush run ${state.id}`, '', summary(state).split('\n').join('  \n'), ''];
-  if (chartFile) parts.push(`![Score versus spend](${chartFile})`, '');
-  parts.push('## Leaderboard', '', leaderboardMarkdown(state), '');
+  const home = o.place ? takeHomeLines(state, o.place) : [];
+  if (home.length > 0) parts.push(home.map((l) => l.replace(/: (git .*)$/, ': `$1`')).join('  \n'), '');
+  if (o.chartFile) parts.push(`![Score versus spend](${o.chartFile})`, '');
+  parts.push('## Leaderboard', '', leaderboardMarkdown(state), '', `_${OUTCOMES_LEGEND}_`, '');
   parts.push(
     '## Rounds',
     '',
@@ -160,5 +197,63 @@ export function renderReport(state: RunState, chartFile?: string): string {
     ),
     '',
   );
+  const failed = allEpisodes(state).filter((e) => e.result && (e.result.score === null || e.result.exit === 'crash'));
+  if (failed.length > 0 && o.episodeLogs) {
+    parts.push('## Episodes without a score, or that crashed', '');
+    for (const e of failed) {
+      const r = e.result as NonNullable<typeof e.result>;
+      const why = r.score === null ? (r.reason ?? 'no score') : `${r.exit}${r.note ? `: ${r.note}` : ''}`;
+      const logs = o.episodeLogs(e.id).map((l) => `[${l.name}](${l.path})`);
+      parts.push(`- ${e.id}: ${codeSpan(why)}${logs.length > 0 ? ` (${logs.join(', ')})` : ''}`);
+    }
+    parts.push('');
+  }
   return parts.join('\n');
+}
+
+/** `forkflush status --json`: where a run stands (README, "JSON output"). */
+export function statusJson(
+  state: RunState,
+  o: { folder: string; live: { pid: number } | null; resume: string | null },
+): Record<string, unknown> {
+  const c = state.config;
+  return {
+    run: state.id,
+    folder: o.folder,
+    status: state.status === 'finished' ? 'finished' : o.live ? 'running' : 'interrupted',
+    pid: o.live?.pid ?? null,
+    strategy: c.strategy,
+    direction: c.grader.direction,
+    budget: { total: c.budget.total, unit: c.budget.unit, spent: spent(state) },
+    seed: state.seed,
+    initial: { score: state.base.score, reason: state.base.reason ?? null },
+    best: state.best
+      ? {
+          score: state.best.score,
+          episode: state.best.episode,
+          commit: state.best.commit,
+          branch: bestBranch(state.id),
+        }
+      : null,
+    rounds: state.rounds.map((r) => ({
+      index: r.index,
+      phase: r.phase,
+      kind: r.kind,
+      decided: r.decision !== undefined,
+      winner: r.decision?.winner ?? null,
+      episodes: r.episodes.map((e) => ({
+        id: e.id,
+        lineage: e.lineage,
+        allowance: e.allowance,
+        score: e.result ? e.result.score : null,
+        spent: e.result?.spent ?? null,
+        interruptedSpent: e.interruptedSpent ?? 0,
+        exit: e.result?.exit ?? null,
+        reason: e.result?.reason ?? null,
+        note: e.result?.note ?? null,
+        outcome: outcomeOf(r, e),
+      })),
+    })),
+    resume: o.resume,
+  };
 }

@@ -176,3 +176,8 @@ export function failureLine(output: string, max = 300): string {
     .filter((l) => l !== '' && !NOISE.some((re) => re.test(l)));
   return (lines.find((l) => ERROR_LINE.test(l)) ?? lines.at(-1) ?? '').slice(0, max);
 }
+
+/** A word for a POSIX shell: as it is when it is safe, else single-quoted. */
+export function shellQuote(s: string): string {
+  return /^[\w./@%+=:,-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
+}

@@ -60,9 +60,28 @@ export interface ProgressView {
   close(): void;
 }
 
-export function progressView(out: NodeJS.WriteStream, startedAt: number, now: () => number): ProgressView {
+export function progressView(
+  out: NodeJS.WriteStream,
+  startedAt: number,
+  now: () => number,
+  env: NodeJS.ProcessEnv = process.env,
+): ProgressView {
   const running = new Map<string, number>();
+  // The live footer needs a terminal; colour follows NO_COLOR and FORCE_COLOR (no-color.org, force-color.org).
   const live = out.isTTY === true;
+  const colour =
+    env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '' ? env.FORCE_COLOR !== '0' : !env.NO_COLOR && live;
+  const sgr = (code: string) => (s: string) => (colour ? `\x1b[${code}m${s}\x1b[0m` : s);
+  const dim = sgr('2');
+  // A failed episode stands out in red, a decision in bold, the end in green.
+  const paint = (e: RunEvent, line: string) =>
+    e.type === 'episode-done' && e.result.score === null
+      ? sgr('31')(line)
+      : e.type === 'decided'
+        ? sgr('1')(line)
+        : e.type === 'finished'
+          ? sgr('32')(line)
+          : line;
   let footerLines = 0;
   const elapsed = (ms: number) => {
     const s = Math.floor(ms / 1000);
@@ -75,7 +94,7 @@ export function progressView(out: NodeJS.WriteStream, startedAt: number, now: ()
   const drawFooter = () => {
     if (!live || running.size === 0) return;
     const t = now();
-    const lines = [...running].map(([id, since]) => `  \x1b[2m${id} running ${elapsed(t - since)}\x1b[0m`);
+    const lines = [...running].map(([id, since]) => `  ${dim(`${id} running ${elapsed(t - since)}`)}`);
     out.write(`${lines.join('\n')}\n`);
     footerLines = lines.length;
   };
@@ -92,7 +111,7 @@ export function progressView(out: NodeJS.WriteStream, startedAt: number, now: ()
       if (e.type === 'episode-done') running.delete(e.episode.id);
       const line = eventLine(e);
       clearFooter();
-      if (line) out.write(`[${elapsed(now() - startedAt)}] ${line}\n`);
+      if (line) out.write(`${dim(`[${elapsed(now() - startedAt)}]`)} ${paint(e, line)}\n`);
       drawFooter();
     },
     close() {

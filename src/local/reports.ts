@@ -1,11 +1,33 @@
 // report.md and chart.svg in the run folder.
+import { existsSync } from 'node:fs';
 import { renderChartSvg } from '../core/chart.js';
-import { renderReport } from '../core/report.js';
+import { type RunPlace, renderReport } from '../core/report.js';
 import type { RunState } from '../core/state.js';
 import type { RunStore } from './store.js';
 
-export async function writeReports(store: RunStore, state: RunState): Promise<{ report: string; chart: string }> {
+const LOGS = [
+  { name: 'agent log', file: 'agent.log' },
+  { name: 'grader log', file: 'grader.log' },
+];
+
+export async function writeReports(
+  store: RunStore,
+  state: RunState,
+  place?: RunPlace,
+): Promise<{ report: string; chart: string }> {
   const chart = await store.write('chart.svg', renderChartSvg(state));
-  const report = await store.write('report.md', renderReport(state, 'chart.svg'));
+  const report = await store.write(
+    'report.md',
+    renderReport(state, {
+      chartFile: 'chart.svg',
+      ...(place ? { place } : {}),
+      // Each episode's folder holds agent.log, and grader.log when the grader ran.
+      episodeLogs: (id) =>
+        LOGS.filter((l) => existsSync(store.path(`episodes/${id}/${l.file}`))).map((l) => ({
+          name: l.name,
+          path: `episodes/${id}/${l.file}`,
+        })),
+    }),
+  );
   return { report, chart };
 }

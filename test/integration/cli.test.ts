@@ -2,36 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type Io, main } from '../../src/cli/main.js';
+import { cli } from './cli-io.js';
 import { makeTaskRepo } from './task-repo.js';
-
-function capture(): { io: Io; out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  const stream = (add: (s: string) => void) =>
-    ({
-      write: (s: string) => {
-        add(s);
-        return true;
-      },
-      isTTY: false,
-    }) as unknown as NodeJS.WriteStream;
-  return {
-    io: {
-      stdout: stream((s) => (out += s)),
-      stderr: stream((s) => (err += s)),
-      now: () => new Date('2026-11-30T10:00:00Z'),
-    },
-    out: () => out,
-    err: () => err,
-  };
-}
-
-async function cli(...argv: string[]) {
-  const c = capture();
-  const code = await main(argv, c.io);
-  return { code, out: c.out(), err: c.err() };
-}
 
 describe('forkflush CLI', () => {
   it('prints the plan of a repository', async () => {
@@ -62,7 +34,10 @@ describe('forkflush CLI', () => {
       ['run', '.', '--strategy', 'fork-and-flash'],
       '--strategy must be one of fork-and-flush, single-run, best-of-n, fork-only, flush-only, got "fork-and-flash"',
     ],
-    [['run', '.', '--forks', '2'], "Unknown option '--forks'"],
+    [['run', '.', '--forks', '2'], 'forkflush run has no flag --forks (see forkflush help run)'],
+    [['status', '.', '--budget', '3'], 'forkflush status has no flag --budget (see forkflush help status)'],
+    [['run', '.', '--budget', '-1'], '--budget must be a number above 0, got "-1"'],
+    [['plan', '.', '--branches', '-2'], '--branches must be a whole number from 1 to 64, got "-2"'],
     [['launch'], 'unknown command "launch"'],
     [['run', '/no/such/folder'], '/no/such/folder is not a folder'],
   ])('rejects %j with a clear message', async (argv, message) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chartData, renderChartSvg, ticks } from '../../src/core/chart.js';
 import { simulate } from '../../src/core/plan.js';
-import { leaderboard, renderReport, summary } from '../../src/core/report.js';
+import { leaderboard, renderReport, summary, takeHomeLines } from '../../src/core/report.js';
 import { config } from './helpers.js';
 
 // Scores rise with the round; branch 1 of each fork round wins; one branch never scores.
@@ -24,10 +24,28 @@ describe('reports', () => {
   it('says the best score and where it is', () => {
     expect(summary(state)).toContain(`Best score: ${state.best?.score} from round`);
     expect(summary(state)).toContain('on branch forkflush/plan/best');
-    const report = renderReport(state, 'chart.svg');
+    const report = renderReport(state, { chartFile: 'chart.svg' });
     expect(report).toContain('![Score versus spend](chart.svg)');
     expect(report).toMatch(/\| 1 \| r\d+\.b\d+ \|/);
     expect(report).toContain('| 0 | opening | fork | r0.b0 0, r0.b1 5, r0.b2 2, r0.b3 - | r0.b1 | 96 |');
+    expect(report).toContain('_adopted: the winner of its fork round');
+  });
+
+  it('says how to take the best workspace home: a merge, or, from a copy, an archive', () => {
+    const inRepo = renderReport(state, { place: { repo: '/r', taskDir: '/r', scratch: false } });
+    expect(inRepo).toContain('Take the best workspace into your branch: `git merge forkflush/plan/best`');
+    const copy = takeHomeLines(state, { repo: '/t/.forkflush/plan/repo', taskDir: "/my task's", scratch: true });
+    expect(copy[1]).toBe(
+      "Copy its files over yours: git -C /t/.forkflush/plan/repo archive forkflush/plan/best | tar -x -C '/my task'\\''s'",
+    );
+  });
+
+  it('lists the episodes without a score with a link to their logs', () => {
+    const report = renderReport(state, {
+      episodeLogs: (id) => [{ name: 'agent log', path: `episodes/${id}/agent.log` }],
+    });
+    expect(report).toContain('## Episodes without a score, or that crashed');
+    expect(report).toMatch(/- r0\.b3: `.*` \(\[agent log\]\(episodes\/r0\.b3\/agent\.log\)\)/);
   });
 
   it('draws branches from their round start, the best-so-far line, and the fork points', () => {

@@ -1,0 +1,216 @@
+// The command line's grammar: every command with its own flags, usage and examples, and the
+// parser that holds each command to its flags. The help texts are made from the same table.
+import { parseArgs } from 'node:util';
+import { STRATEGIES, UNITS } from '../core/config.js';
+import { UserError } from '../core/errors.js';
+
+interface Flag {
+  type: 'string' | 'boolean';
+  /** The value's name in the help ("N", "FILE"); booleans have none. */
+  value?: string;
+  short?: string;
+  help: string;
+  /** May be given more than once (a list). */
+  multiple?: boolean;
+}
+
+const FLAGS = {
+  config: { type: 'string', value: 'FILE', help: 'the config file (default: DIR/.github/autoresearch.yml)' },
+  strategy: { type: 'string', value: 'NAME', help: STRATEGIES.join(' | ') },
+  budget: { type: 'string', value: 'N', help: "the total budget, in the config's unit" },
+  branches: { type: 'string', value: 'K', help: 'branches per fork round (best-of-n: lineages)' },
+  seed: { type: 'string', value: 'N', help: "the seed of every random choice and of each episode's FORKFLUSH_SEED" },
+  concurrency: { type: 'string', value: 'N', help: 'episodes at once (default: K)' },
+  'keep-rejected': { type: 'boolean', help: 'keep the branches of rejected episodes' },
+  'dry-run': { type: 'boolean', help: 'check everything and print the plan; start no agent' },
+  run: { type: 'string', value: 'ID', help: 'the run (default: the newest)' },
+  json: { type: 'boolean', help: 'print JSON (its shape: README, "JSON output")' },
+  grader: { type: 'string', value: 'CMD', help: 'the command that prints the score' },
+  direction: { type: 'string', value: 'D', help: 'maximize | minimize' },
+  agent: { type: 'string', value: 'KIND', help: 'the agent kind (command, claude-code, codex, ...)' },
+  'agent-command': { type: 'string', value: 'CMD', help: 'the command of a command agent, or the CLI to run' },
+  unit: { type: 'string', value: 'U', help: UNITS.join(' | ') },
+  protected: { type: 'string', value: 'GLOB', multiple: true, help: 'a path the agent must not change (repeatable)' },
+  yes: { type: 'boolean', short: 'y', help: 'take the default for every question not answered by a flag' },
+  github: { type: 'boolean', help: 'also write the two workflow files for GitHub' },
+  force: { type: 'boolean', help: 'overwrite files that exist' },
+  action: { type: 'string', value: 'REPO@REF', help: 'the forkflush Action the workflows use (with --github)' },
+  help: { type: 'boolean', short: 'h', help: 'this text' },
+} satisfies Record<string, Flag>;
+
+export type FlagName = keyof typeof FLAGS;
+
+export interface CommandSpec {
+  name: string;
+  args: string;
+  summary: string;
+  flags: FlagName[];
+  examples: string[];
+}
+
+const RUN_FLAGS: FlagName[] = ['config', 'strategy', 'budget', 'branches'];
+
+export const COMMANDS: CommandSpec[] = [
+  {
+    name: 'run',
+    args: '[DIR]',
+    summary: 'run the whole plan on the git repository DIR (default: .)',
+    flags: [...RUN_FLAGS, 'seed', 'concurrency', 'keep-rejected', 'dry-run'],
+    examples: ['forkflush run .', 'forkflush run . --budget 20 --branches 3', 'forkflush run . --dry-run'],
+  },
+  {
+    name: 'plan',
+    args: '[DIR]',
+    summary: 'print the plan: phases, branches, budget each, cumulative spend',
+    flags: [...RUN_FLAGS, 'json'],
+    examples: ['forkflush plan .', 'forkflush plan . --strategy best-of-n --json'],
+  },
+  {
+    name: 'status',
+    args: '[DIR]',
+    summary: 'show the newest run of DIR (or --run ID): live, interrupted or finished',
+    flags: ['run', 'json'],
+    examples: ['forkflush status .', 'forkflush status . --json'],
+  },
+  {
+    name: 'resume',
+    args: '[DIR]',
+    summary: 'continue an interrupted run without redoing finished episodes',
+    flags: ['run'],
+    examples: ['forkflush resume .', 'forkflush resume . --run 20261130-101500'],
+  },
+  {
+    name: 'init',
+    args: '[DIR]',
+    summary: 'set up a task in DIR: the config, TASK.md, NOTES.md, and with --github the workflows',
+    flags: [
+      'grader',
+      'direction',
+      'agent',
+      'agent-command',
+      'budget',
+      'unit',
+      'protected',
+      'yes',
+      'github',
+      'action',
+      'force',
+    ],
+    examples: [
+      'forkflush init',
+      "forkflush init . --grader 'node grade.mjs' --agent claude-code --budget 20 --unit usd --yes",
+    ],
+  },
+  {
+    name: 'schema',
+    args: '',
+    summary: 'print the JSON Schema of .github/autoresearch.yml',
+    flags: [],
+    examples: ['forkflush schema > autoresearch.schema.json'],
+  },
+  {
+    name: 'help',
+    args: '[COMMAND]',
+    summary: 'this text, or the help of one command',
+    flags: [],
+    examples: ['forkflush help run'],
+  },
+];
+
+/** The help of the whole CLI. */
+export function usage(version: string): string {
+  const width = Math.max(...COMMANDS.map((c) => `${c.name} ${c.args}`.length));
+  const lines = COMMANDS.map((c) => `  forkflush ${`${c.name} ${c.args}`.padEnd(width)}  ${c.summary}`);
+  return `forkflush ${version}: run an AI coding agent with the fork-and-flush method
+
+Usage:
+${lines.join('\n')}
+
+Options everywhere:
+  -h, --help       help (of a command: forkflush help COMMAND, or forkflush COMMAND --help)
+  -V, --version    the version
+
+Run forkflush help COMMAND for its flags and examples.
+`;
+}
+
+/** The help of one command: its flags only, with examples. */
+export function commandUsage(c: CommandSpec): string {
+  const flags = c.flags.map((name) => {
+    const f: Flag = FLAGS[name];
+    const left = `${f.short ? `-${f.short}, ` : ''}--${name}${f.value ? ` ${f.value}` : ''}`;
+    return [left, f.help] as const;
+  });
+  const width = Math.max(16, ...flags.map(([l]) => l.length));
+  const list = flags.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`).join('\n');
+  return `forkflush ${c.name}: ${c.summary}
+
+Usage:
+  forkflush ${c.name}${c.args ? ` ${c.args}` : ''}${c.flags.length > 0 ? ' [flags]' : ''}
+${c.flags.length > 0 ? `\nFlags:\n${list}\n` : ''}
+Examples:
+${c.examples.map((e) => `  ${e}`).join('\n')}
+`;
+}
+
+export interface Parsed {
+  command: CommandSpec | null;
+  positionals: string[];
+  values: Partial<Record<FlagName, string | boolean | string[]>>;
+  help: boolean;
+  version: boolean;
+}
+
+/** Parses argv: the command first, then only that command's flags (a negative number is a value). */
+export function parseCommandLine(argv: string[]): Parsed {
+  const first = argv.find((a) => !a.startsWith('-'));
+  const command = first === undefined ? null : (COMMANDS.find((c) => c.name === first) ?? null);
+  if (first !== undefined && !command) {
+    throw new UserError(
+      `unknown command "${first}": use ${COMMANDS.map((c) => c.name).join(', ')} (see forkflush --help)`,
+    );
+  }
+  const allowed: FlagName[] = [...(command?.flags ?? []), 'help'];
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {
+    version: { type: 'boolean', short: 'V' },
+  };
+  for (const name of allowed) {
+    const f: Flag = FLAGS[name];
+    options[name] = { type: f.type, ...(f.short ? { short: f.short } : {}), ...(f.multiple ? { multiple: true } : {}) };
+  }
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: joinNegativeValues(argv, options), allowPositionals: true, strict: true, options });
+  } catch (e) {
+    const message = (e as Error).message.split('\n')[0] ?? '';
+    const flag = /'(-[^']+)'/.exec(message)?.[1];
+    if (flag && /Unknown option/.test(message)) {
+      const where = command ? `forkflush ${command.name}` : 'forkflush';
+      throw new UserError(
+        `${where} has no flag ${flag} (see ${command ? `forkflush help ${command.name}` : 'forkflush --help'})`,
+      );
+    }
+    throw new UserError(`${message} (see forkflush --help)`);
+  }
+  const values = parsed.values as Parsed['values'] & { version?: boolean };
+  const positionals = parsed.positionals.slice(1);
+  return { command, positionals, values, help: values.help === true, version: values.version === true };
+}
+
+/**
+ * `--budget -1` as `--budget=-1`: node's parser takes "-1" for a flag; a value that looks like
+ * a negative number belongs to the flag before it (the range check then says what is wrong).
+ */
+function joinNegativeValues(argv: string[], options: Record<string, { type: string }>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    const next = argv[i + 1];
+    const name = a.startsWith('--') ? a.slice(2) : null;
+    if (name && options[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}

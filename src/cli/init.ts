@@ -1,0 +1,266 @@
+// `forkflush init [DIR]`: a task set up the way the practitioner's guide suggests. It asks (on a
+// terminal) or takes from flags: what the score measures, the command that prints it, its
+// direction, the check that must pass first, the agent, the budget, the protected paths. It writes
+// the config (with its JSON Schema beside it), TASK.md and NOTES.md if missing, and with --github
+// the two workflows; it grades the workspace once and says what to run next. It never overwrites
+// a file without --force.
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, resolve } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { fileURLToPath } from 'node:url';
+import { AGENT_CLIS } from '../agents/clis.js';
+import { AGENT_KINDS, CONFIG_PATH, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
+import { UserError } from '../core/errors.js';
+import { failureLine, shellQuote } from '../core/text.js';
+import { runShell } from '../io/process.js';
+import { namedPaths } from '../local/preflight.js';
+import type { Parsed } from './args.js';
+import type { Io } from './main.js';
+
+const ACTION_PLACEHOLDER = 'your-org/forkflush@v1';
+
+interface Answers {
+  metric: string;
+  grader: string;
+  direction: 'maximize' | 'minimize';
+  check: string;
+  agent: string;
+  agentCommand: string;
+  budget: number;
+  unit: string;
+  protected: string[];
+}
+
+export async function initTask(dir: string, v: Parsed['values'], io: Io): Promise<number> {
+  const root = resolve(dir);
+  await mkdir(root, { recursive: true });
+  const answers = await ask(root, v, io);
+  const force = v.force === true;
+  const written: string[] = [];
+  const kept: string[] = [];
+  const put = async (path: string, text: string) => {
+    const file = join(root, path);
+    if (existsSync(file) && !force) {
+      kept.push(path);
+      return;
+    }
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, text);
+    written.push(path);
+  };
+  const config = configText(answers);
+  // The file must parse as forkflush reads it: a mistake here is forkflush's, not the user's.
+  parseConfig(config, CONFIG_PATH);
+  await put(CONFIG_PATH, config);
+  await put('.github/autoresearch.schema.json', `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+  if (!existsSync(join(root, 'TASK.md'))) await put('TASK.md', taskText(answers));
+  if (!existsSync(join(root, 'NOTES.md'))) await put('NOTES.md', notesText());
+  const action = typeof v.action === 'string' ? v.action : null;
+  if (v.github === true) {
+    for (const name of ['forkflush.yml', 'autoresearch.yml']) {
+      await put(`.github/workflows/${name}`, await workflowText(name, answers.agent, action));
+    }
+  }
+  for (const f of written) io.stdout.write(`wrote ${f}\n`);
+  for (const f of kept) io.stdout.write(`kept ${f}: it exists (--force overwrites it)\n`);
+
+  io.stdout.write(`\ngrading the workspace as it is now: ${answers.grader}\n`);
+  const g = await runShell(answers.grader, { cwd: root, timeoutMs: 300_000, maxOutput: 200_000 });
+  const last = g.stdout.trim().split('\n').at(-1)?.trim() ?? '';
+  if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}\n`);
+  else {
+    const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? '';
+    io.stdout.write(
+      `  no score yet (${g.stopped ? 'it timed out' : `exit ${g.exitCode}`}${why ? `: ${why}` : ''}). That is fine for a task ` +
+        'that starts from nothing; otherwise fix the grader before you run.\n',
+    );
+  }
+  if (v.github === true && !action) {
+    io.stdout.write(
+      `\nIn both workflows, replace ${ACTION_PLACEHOLDER} with the forkflush repository and a release tag (or pass --action).\n`,
+    );
+  }
+  // What the run reads: what init wrote, and the files the grader and the protected list name.
+  const named = [...namedPaths(answers.grader), ...answers.protected].filter(
+    (p) => !/[*?[]/.test(p) && existsSync(join(root, p)),
+  );
+  const files = [
+    ...new Set(['.github', ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))), ...named]),
+  ];
+  const near = relative(process.cwd(), root) || '.';
+  const here = near.startsWith('..') ? root : near;
+  const git = here === '.' ? 'git' : `git -C ${shellQuote(here)}`;
+  io.stdout.write(
+    `\nNext: commit the task (episodes start from the last commit), then run it:\n` +
+      `  ${git} add ${files.map(shellQuote).join(' ')} && ${git} commit -m "forkflush task"\n` +
+      `  forkflush plan ${shellQuote(here)}\n  forkflush run ${shellQuote(here)}\n`,
+  );
+  return 0;
+}
+
+/** The answers: from flags, else from questions on a terminal, else the defaults with --yes. */
+async function ask(root: string, v: Parsed['values'], io: Io): Promise<Answers> {
+  const tty = io.stdin?.isTTY === true && v.yes !== true;
+  const rl = tty && io.stdin ? createInterface({ input: io.stdin, output: io.stdout }) : null;
+  try {
+    const question = async (flag: string | undefined, text: string, fallback: string | null): Promise<string> => {
+      if (flag !== undefined) return flag;
+      if (rl) {
+        const answer = (await rl.question(`${text}${fallback ? ` [${fallback}]` : ''}: `)).trim();
+        if (answer) return answer;
+      }
+      if (fallback !== null) return fallback;
+      throw new UserError(
+        `${text.replace(/\?$/, '')}: ${rl ? 'an answer is needed' : `give it as a flag (see forkflush help init)${v.yes ? '' : ', or run init on a terminal'}`}`,
+      );
+    };
+    const s = (x: unknown) => (typeof x === 'string' ? x : undefined);
+    const metric = await question(
+      undefined,
+      'What does the score measure (a sentence for TASK.md)?',
+      'the score the grader prints',
+    );
+    const grader = await question(s(v.grader), 'The command that prints the score (its last line is the score)?', null);
+    const direction = await question(
+      s(v.direction),
+      'Is a higher score better (maximize) or a lower one (minimize)?',
+      'maximize',
+    );
+    if (direction !== 'maximize' && direction !== 'minimize')
+      throw new UserError(`--direction must be maximize or minimize, got "${direction}"`);
+    const check = await question(undefined, 'A check that must pass before scoring (e.g. npm test), or none?', 'none');
+    const agent = await question(s(v.agent), `The agent (${AGENT_KINDS.join(', ')})?`, 'command');
+    if (!(AGENT_KINDS as readonly string[]).includes(agent))
+      throw new UserError(`--agent must be one of ${AGENT_KINDS.join(', ')}, got "${agent}"`);
+    const agentCommand =
+      agent === 'command'
+        ? await question(s(v['agent-command']), 'The command that runs one episode of your agent?', null)
+        : (s(v['agent-command']) ?? '');
+    const unit = await question(
+      s(v.unit),
+      `The budget's unit (${UNITS.join(', ')})?`,
+      agent === 'command' ? 'tokens' : 'usd',
+    );
+    if (!(UNITS as readonly string[]).includes(unit))
+      throw new UserError(`--unit must be one of ${UNITS.join(', ')}, got "${unit}"`);
+    const budgetText = await question(
+      s(v.budget),
+      `The whole run's budget, in ${unit}?`,
+      unit === 'usd' ? '20' : '400',
+    );
+    const budget = Number(budgetText);
+    if (!(Number.isFinite(budget) && budget > 0))
+      throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
+    const named = [...namedPaths(grader), ...(check === 'none' ? [] : namedPaths(check))].filter((p) =>
+      existsSync(join(root, p)),
+    );
+    const given = Array.isArray(v.protected) ? v.protected.filter((x): x is string => typeof x === 'string') : null;
+    const protectedText = given
+      ? given.join(', ')
+      : await question(undefined, 'Paths the agent must not change (comma-separated)?', named.join(', ') || 'none');
+    const protectedPaths =
+      protectedText === 'none'
+        ? []
+        : protectedText
+            .split(',')
+            .map((p) => p.trim())
+            .filter(Boolean);
+    return {
+      metric,
+      grader,
+      direction,
+      check: check === 'none' ? '' : check,
+      agent,
+      agentCommand,
+      budget,
+      unit,
+      protected: protectedPaths,
+    };
+  } finally {
+    rl?.close();
+  }
+}
+
+function yamlString(s: string): string {
+  return JSON.stringify(s);
+}
+
+function configText(a: Answers): string {
+  const command = a.check ? `${a.check} && ${a.grader}` : a.grader;
+  const agent =
+    a.agent === 'command'
+      ? `  kind: command\n  # Runs one episode: the prompt on stdin, its context in $FORKFLUSH_CONTEXT_DIR (README, "The command agent").\n  command: ${yamlString(a.agentCommand)}\n`
+      : `  kind: ${a.agent}\n${a.agentCommand ? `  command: ${yamlString(a.agentCommand)}\n` : ''}  # model: ...        # the CLI's default unless set\n`;
+  return `# yaml-language-server: $schema=./autoresearch.schema.json
+# forkflush's task config (README, "Every key"). Written by forkflush init; edit freely.
+task: TASK.md
+grader:
+  # Run in a clean checkout of each episode's work; its last stdout line is the score.
+  command: ${yamlString(command)}
+  direction: ${a.direction}
+  timeout: 300 # seconds per grading
+  # Restored from the base before grading; an episode that changes one gets no score.
+  protected: [${a.protected.map(yamlString).join(', ')}]
+agent:
+${agent}  timeout: 1800 # seconds per episode, whatever the budget
+budget:
+  total: ${a.budget}
+  unit: ${a.unit} # ${a.unit === 'usd' ? 'as the agent reports it, or priced by forkflush' : a.unit === 'tokens' ? 'as the agent reports them' : a.unit === 'minutes' ? 'wall time' : 'grader runs the agent asks for'}
+# The paper's method and numbers (fork points, K = 4 branches, budgets) are the defaults.
+strategy: fork-and-flush
+`;
+}
+
+function taskText(a: Answers): string {
+  return `# The task
+
+Describe the problem here: what to build or improve, the constraints, what not to touch.
+
+## The score
+
+${a.metric}. It is the last line that \`${a.grader}\` prints; ${a.direction === 'maximize' ? 'higher' : 'lower'} is better.
+${a.check ? `\nBefore scoring, \`${a.check}\` must pass: a workspace that fails it gets no score.\n` : ''}`;
+}
+
+function notesText(): string {
+  return `# Notes
+
+The agents' journal: each episode reads it, adds what it tried and learned, and forkflush appends
+one line per episode with its score.
+`;
+}
+
+/** A workflow of examples/workflows, with the agent's secret and the action reference filled in. */
+async function workflowText(name: string, agent: string, action: string | null): Promise<string> {
+  let text = await readFile(packageFile('examples', 'workflows', name), 'utf8');
+  if (action) {
+    const [repo, ref] = action.split('@');
+    text = text
+      .replace(
+        /^( +)# Replace your-org\/forkflush[^\n]*\n(?: +#[^\n]*\n)?/m,
+        `$1# forkflush at ${action} (forkflush init --action).\n`,
+      )
+      .replaceAll(ACTION_PLACEHOLDER, action)
+      .replaceAll('repository: your-org/forkflush', `repository: ${repo}`);
+    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )v1/, `$1${ref}`);
+  }
+  if (name === 'forkflush.yml') {
+    const secret = agent in AGENT_CLIS ? AGENT_CLIS[agent as keyof typeof AGENT_CLIS].secret : undefined;
+    const line = secret
+      ? `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}`
+      : `          # what your agent needs, from the repository secrets, e.g. MY_KEY: \${{ secrets.MY_KEY }}`;
+    text = text.replace(/^ {10}ANTHROPIC_API_KEY: \$\{\{ secrets\.ANTHROPIC_API_KEY \}\}$/m, line);
+  }
+  return text;
+}
+
+/** A file of the forkflush package, from the running code (dist/ or src/cli/). */
+function packageFile(...parts: string[]): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, ...parts))) return join(dir, ...parts);
+    dir = dirname(dir);
+  }
+  throw new Error(`forkflush's ${parts.join('/')} is missing from its installation`);
+}

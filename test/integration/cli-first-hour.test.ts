@@ -1,0 +1,222 @@
+// A new user's first hour: help and version, JSON output, a setup that cannot work stops before it
+// spends (uncommitted inputs, a missing agent, an agent that cannot start, a grader that scores
+// nothing), run ids that never collide, and taking the result home.
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cli, cliWith, plainEnv } from './cli-io.js';
+import { makeTaskRepo } from './task-repo.js';
+
+const runs = (dir: string) => (existsSync(join(dir, '.forkflush')) ? readdirSync(join(dir, '.forkflush')) : []);
+const stateOf = (dir: string, id: string) =>
+  JSON.parse(readFileSync(join(dir, '.forkflush', id, 'state.json'), 'utf8'));
+const small = { budget: 'total: 12\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' };
+
+describe('the CLI as a CLI', () => {
+  it('prints its version with --version and -V', async () => {
+    const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8'));
+    for (const flag of ['--version', '-V']) {
+      const r = await cli(flag);
+      expect([r.code, r.out]).toEqual([0, `forkflush ${version}\n`]);
+    }
+  });
+
+  it('answers a bare forkflush with the usage on stderr and exit 2, and --help on stdout with exit 0', async () => {
+    const bare = await cli();
+    expect([bare.code, bare.out]).toEqual([2, '']);
+    expect(bare.err).toContain('forkflush run [DIR]');
+    const help = await cli('--help');
+    expect([help.code, help.err]).toEqual([0, '']);
+    expect(help.out).toBe(bare.err);
+  });
+
+  it("gives each command's help with only its own flags, three ways", async () => {
+    const texts = await Promise.all([cli('help', 'run'), cli('run', '--help'), cli('run', '-h')]);
+    for (const t of texts) expect([t.code, t.out]).toEqual([0, texts[0]?.out]);
+    const run = texts[0]?.out ?? '';
+    expect(run).toMatch(/^forkflush run: /);
+    expect(run).toContain('--dry-run');
+    expect(run).toContain('Examples:\n  forkflush run .');
+    expect(run).not.toContain('--json');
+    expect(run).not.toContain('--grader');
+    const status = (await cli('help', 'status')).out;
+    expect(status).toContain('--json');
+    expect(status).not.toContain('--budget');
+    expect((await cli('help', 'launch')).err).toContain('no command "launch"');
+  });
+
+  it('prints the plan as JSON', async () => {
+    const repo = makeTaskRepo();
+    const r = await cli('plan', repo.dir, '--json', '--branches', '3');
+    expect(r.code).toBe(0);
+    const json = JSON.parse(r.out);
+    expect(json).toMatchObject({ strategy: 'fork-and-flush', budget: { total: 100, unit: 'tokens' }, branches: 3 });
+    expect(json.phases[0]).toMatchObject({ phase: 'opening', branches: 3 });
+    const spend = json.phases.map((p: { spend: number; budgetEach: number; branches: number; rounds: number }) => {
+      expect(p.spend).toBeCloseTo(p.budgetEach * p.branches * p.rounds, 9);
+      return p.spend;
+    });
+    expect(spend.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(100, 6);
+    expect(json.phases.at(-1).cumulative).toBeCloseTo(100, 6);
+  });
+
+  it('colours progress on a terminal unless NO_COLOR, and with FORCE_COLOR even in a pipe', async () => {
+    // SGR colour codes; a terminal also gets cursor moves for the live footer, which are not colour.
+    const colour = new RegExp(`${String.fromCharCode(27)}\\[[\\d;]*m`);
+    const tty = await cliWith(['run', makeTaskRepo(small).dir], { tty: true, env: { ...plainEnv(), NO_COLOR: '' } });
+    expect(tty.code).toBe(0);
+    expect(tty.out).toMatch(colour);
+    const none = await cliWith(['run', makeTaskRepo(small).dir], { tty: true, env: { ...plainEnv(), NO_COLOR: '1' } });
+    expect(none.out).not.toMatch(colour);
+    const forced = await cliWith(['run', makeTaskRepo(small).dir], { env: { ...plainEnv(), FORCE_COLOR: '1' } });
+    expect(forced.out).toMatch(colour);
+  });
+
+  it('ends quietly when the reader closes the pipe', async () => {
+    const cliJs = join(import.meta.dirname, '../../dist/cli.js');
+    const child = spawn(process.execPath, [cliJs, 'schema'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Closed before the child has written anything: its first write meets a closed pipe.
+    child.stdout.destroy();
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    const code = await new Promise((done) => child.on('close', done));
+    expect({ code, err }).toEqual({ code: 0, err: '' });
+  });
+});
+
+describe('status', () => {
+  it('tells a live run from an interrupted one, with the resume command, and prints JSON', async () => {
+    const repo = makeTaskRepo(small);
+    await cli('run', repo.dir);
+    const [id] = runs(repo.dir) as [string];
+    const folder = join(repo.dir, '.forkflush', id);
+    const state = stateOf(repo.dir, id);
+    state.status = 'running';
+    writeFileSync(join(folder, 'state.json'), JSON.stringify(state));
+    // A lock whose process is gone: interrupted.
+    writeFileSync(join(folder, 'lock'), '999999999');
+    const dead = await cli('status', repo.dir);
+    expect(dead.out).toContain(`run ${id} (${folder}), interrupted`);
+    expect(dead.out).toContain(`continue it with forkflush resume ${repo.dir} --run ${id}`);
+    const json = JSON.parse((await cli('status', repo.dir, '--json')).out);
+    expect(json).toMatchObject({ run: id, status: 'interrupted', pid: null, strategy: 'single-run' });
+    expect(json.resume).toBe(`forkflush resume ${repo.dir} --run ${id}`);
+    expect(json.rounds[0].episodes[0]).toMatchObject({ id: 'r0.b0', outcome: 'kept', exit: 'finished' });
+    // PID 1 is always alive: as if another forkflush were driving it.
+    writeFileSync(join(folder, 'lock'), '1');
+    const live = await cli('status', repo.dir);
+    expect(live.out).toContain(`run ${id} (${folder}), running in process 1`);
+    expect(live.out).not.toContain('forkflush resume');
+    expect(JSON.parse((await cli('status', repo.dir, '--json')).out)).toMatchObject({ status: 'running', pid: 1 });
+  });
+});
+
+describe('pre-flight: a setup that cannot work stops before it spends', () => {
+  it('lists the uncommitted files the run needs, and starts nothing', async () => {
+    const repo = makeTaskRepo({ grader: 'sh grade.sh && node check.mjs' });
+    writeFileSync(join(repo.dir, 'grade.sh'), 'echo 5\n');
+    writeFileSync(join(repo.dir, 'check.mjs'), '');
+    writeFileSync(join(repo.dir, 'unrelated.txt'), 'not an input');
+    const configFile = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(configFile, `${readFileSync(configFile, 'utf8')}# edited\n`);
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('these files the run needs are not committed');
+    expect(r.err).toContain('  .github/autoresearch.yml (changed)');
+    expect(r.err).toContain('  grade.sh (changed)');
+    expect(r.err).toContain('  check.mjs (not in git)');
+    expect(r.err).not.toContain('unrelated.txt');
+    expect(r.err).toContain('commit them (git add, git commit), then run again');
+    expect(runs(repo.dir)).toEqual([]);
+    expect(repo.calls()).toEqual([]);
+  });
+
+  it('names an agent program that cannot be found', async () => {
+    const repo = makeTaskRepo({ agentCommand: 'no-such-agent-cli --go' });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('agent.command: `no-such-agent-cli` is not found on PATH');
+    const kind = makeTaskRepo();
+    writeFileSync(
+      join(kind.dir, '.github', 'autoresearch.yml'),
+      'grader: {command: sh grade.sh}\nagent: {kind: codex, command: /nowhere/codex}\nbudget: {total: 5, unit: usd}\n',
+    );
+    kind.git('commit', '-qam', 'codex');
+    const k = await cli('run', kind.dir);
+    expect(k.code).toBe(2);
+    expect(k.err).toContain('agent.command: the codex CLI `/nowhere/codex` is not found');
+  });
+
+  it('--dry-run checks, grades the initial workspace and prints the plan, and starts no agent', async () => {
+    const repo = makeTaskRepo();
+    const r = await cli('run', repo.dir, '--dry-run');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('forkflush dry run: fork-and-flush, budget 100 tokens');
+    expect(r.out).toContain('initial workspace: score 0');
+    expect(r.out).toMatch(/opening\s+fork round\s+4/);
+    expect(r.out).toContain('no agent was started');
+    expect(repo.calls()).toEqual([]);
+    expect(runs(repo.dir)).toEqual([]);
+  });
+
+  it('stops at the first agent that cannot start (exit 127), with its error, before the next round', async () => {
+    const repo = makeTaskRepo({ agentCommand: "sh -c 'no-such-tool-at-all --flag'" });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/the agent could not start in r0\.b\d \(.*no-such-tool-at-all.*not found/);
+    expect(r.err).toContain('check agent.command');
+    const [id] = runs(repo.dir) as [string];
+    expect(stateOf(repo.dir, id).rounds).toHaveLength(1);
+  });
+
+  it("stops after an opening round with no score, with the grader's own error, and links its log", async () => {
+    const broken =
+      'console.error("/task/grade.mjs:3");\nconsole.error("Error: cannot open data.csv");\nconsole.error("    at x (grade.mjs:3:9)");\nconsole.error("");\nconsole.error("Node.js v20.20.2");\nprocess.exit(1);\n';
+    const repo = makeTaskRepo({ grader: 'node broken.mjs', files: { 'broken.mjs': broken } });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('initial workspace: no score');
+    expect(r.err).toContain('neither the initial workspace nor any episode of the opening round got a score');
+    expect(r.err).toContain('Error: cannot open data.csv');
+    expect(r.err).not.toContain('Node.js v20');
+    const [id] = runs(repo.dir) as [string];
+    expect(stateOf(repo.dir, id).rounds).toHaveLength(1);
+    const report = readFileSync(join(repo.dir, '.forkflush', id, 'report.md'), 'utf8');
+    expect(report).toContain('[grader log](episodes/r0.b0/grader.log)');
+    const log = readFileSync(join(repo.dir, '.forkflush', id, 'episodes', 'r0.b0', 'grader.log'), 'utf8');
+    expect(log).toContain('$ node broken.mjs');
+    expect(log).toContain('    at x (grade.mjs:3:9)');
+  });
+
+  it('exits 1 when the run ends and no episode got a score, though the initial workspace had one', async () => {
+    const repo = makeTaskRepo({ ...small, agent: 'protected' });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('no episode got a score');
+    expect(r.out).toContain('No episode beat the initial workspace: there is nothing to take home.');
+  });
+});
+
+describe('runs', () => {
+  it('never share an id, even when started in the same second', async () => {
+    const repo = makeTaskRepo(small);
+    const [a, b] = await Promise.all([cli('run', repo.dir), cli('run', repo.dir)]);
+    expect([a?.code, b?.code, a?.err, b?.err]).toEqual([0, 0, '', '']);
+    const ids = runs(repo.dir).sort();
+    expect(ids).toEqual(['20261130-100000', '20261130-100000-2']);
+  });
+
+  it('say how to take the best workspace home, in a repository and from a copy', async () => {
+    const repo = makeTaskRepo(small);
+    const r = await cli('run', repo.dir);
+    expect(r.out).toContain('Take the best workspace into your branch: git merge forkflush/20261130-100000/best');
+    const copy = makeTaskRepo({ ...small, git: false });
+    const c = await cli('run', copy.dir);
+    expect(c.code).toBe(0);
+    expect(c.out).toContain(`The run worked on a copy of ${copy.dir} (it is not a git repository)`);
+    expect(c.out).toMatch(
+      /Copy its files over yours: git -C \S+ archive forkflush\/20261130-100000\/best \| tar -x -C /,
+    );
+  });
+});
