@@ -2,6 +2,7 @@
 // where its round started (the spend so far, the parent's score) to where the round ended (the
 // spend after it, its own score), so a fork round fans out from one point and the adopted branch
 // leads on into the next round. The best-so-far line steps up at the end of each round.
+import { charged } from './budget.js';
 import { type Outcome, outcomeOf } from './report.js';
 import type { RunState } from './state.js';
 import { formatNumber } from './text.js';
@@ -21,7 +22,12 @@ export interface ChartData {
   failures: { id: string; x: number }[];
   best: { x: number; y: number }[];
   forkPoints: number[];
+  /** The spend each fork round spans, shaded in the chart. */
+  forkRounds: { index: number; x0: number; x1: number }[];
+  initial: number | null;
   xMax: number;
+  /** The y axis: where the differences are (zoomRange); scores outside it sit on its edge. */
+  yRange: [number, number];
 }
 
 export function chartData(state: RunState): ChartData {
@@ -31,11 +37,13 @@ export function chartData(state: RunState): ChartData {
   const segments: ChartSegment[] = [];
   const failures: { id: string; x: number }[] = [];
   const best: { x: number; y: number }[] = [];
+  const forkRounds: ChartData['forkRounds'] = [];
   let bestScore = state.base.score;
   if (bestScore !== null) best.push({ x: 0, y: bestScore });
   let x = 0;
   for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
+    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round.kind === 'fork' && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
     for (const e of round.episodes) {
       const r = e.result;
       if (!r) continue;
@@ -55,21 +63,83 @@ export function chartData(state: RunState): ChartData {
   }
   const forkPoints =
     c.strategy === 'single-run' || c.strategy === 'best-of-n' ? [] : c.fork.at.map((a) => a * c.budget.total);
-  return { segments, failures, best, forkPoints, xMax: Math.max(c.budget.total, x) };
+  const opening = state.rounds[0]?.episodes.flatMap((e) => (e.result?.score == null ? [] : [e.result.score])) ?? [];
+  const later = state.rounds
+    .slice(1)
+    .flatMap((r) => r.episodes.flatMap((e) => (e.result?.score == null ? [] : [e.result.score])));
+  return {
+    segments,
+    failures,
+    best,
+    forkPoints,
+    forkRounds,
+    initial: state.base.score,
+    xMax: Math.max(c.budget.total, x),
+    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score }),
+  };
+}
+
+/**
+ * The y axis runs from the worse of the opening round's best and the 10th percentile of the later
+ * rounds' scores, to the best score: after the opening round the gains are small next to the
+ * jump from an empty workspace, and an axis from the initial score would flatten them into a line.
+ * Without an opening score the floor is the 10th percentile of every score. The initial score,
+ * and the few scores worse than the floor, sit on the axis's edge, marked as off the axis.
+ */
+export function zoomRange(o: {
+  direction: 'maximize' | 'minimize';
+  opening: number[];
+  later: number[];
+  best: number | null;
+  initial: number | null;
+}): [number, number] {
+  const sign = o.direction === 'maximize' ? 1 : -1;
+  // In "goodness" (higher is better) the floor is a low value; back to scores at the end.
+  const good = (xs: number[]) => xs.map((v) => v * sign);
+  const floors: number[] = [];
+  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
+  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
+  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign);
+  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
+  const floor = Math.min(...floors) * sign;
+  return paddedRange([floor, o.best]);
+}
+
+/** The q-quantile (0..1) of values, interpolated between order statistics. */
+export function quantile(values: number[], q: number): number {
+  const xs = [...values].sort((a, b) => a - b);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo] as number;
+  const b = xs[Math.min(lo + 1, xs.length - 1)] as number;
+  return a + (b - a) * (at - lo);
 }
 
 const W = 760;
 const H = 400;
 const M = { left: 64, right: 20, top: 48, bottom: 52 };
 const COLORS: Record<Outcome, string> = { adopted: '#1d4ed8', kept: '#15803d', dropped: '#9ca3af', running: '#d97706' };
+/** The fork rounds' shading, and the colours the PNG test looks for. */
+export const CHART_COLORS = { ...COLORS, best: '#111827', forkRound: '#fef3c7', failed: '#dc2626' } as const;
+
+/** Where the chart draws a spend and a score, in SVG pixels. */
+export function chartLayout(d: ChartData) {
+  const [yMin, yMax] = d.yRange;
+  const plot = { x0: M.left, x1: W - M.right, y0: M.top, y1: H - M.bottom, width: W, height: H };
+  const px = (x: number) => plot.x0 + (x / (d.xMax || 1)) * (plot.x1 - plot.x0);
+  const rawY = (y: number) => plot.y1 - ((y - yMin) / (yMax - yMin)) * (plot.y1 - plot.y0);
+  // Scores off the axis sit on its edge.
+  const py = (y: number) => Math.min(plot.y1, Math.max(plot.y0, rawY(y)));
+  const off = (y: number) => rawY(y) > plot.y1 + 0.5 || rawY(y) < plot.y0 - 0.5;
+  return { plot, px, rawY, py, off };
+}
 
 export function renderChartSvg(state: RunState): string {
   const d = chartData(state);
-  const ys = [...d.segments.flatMap((s) => (s.y0 === null ? [s.y1] : [s.y0, s.y1])), ...d.best.map((b) => b.y)];
-  const [yMin, yMax] = paddedRange(ys);
-  const px = (x: number) => M.left + (x / (d.xMax || 1)) * (W - M.left - M.right);
-  const py = (y: number) => H - M.bottom - ((y - yMin) / (yMax - yMin)) * (H - M.top - M.bottom);
+  const [yMin, yMax] = d.yRange;
+  const { plot, px, rawY, py, off } = chartLayout(d);
   const f = (n: number) => n.toFixed(1);
+  const unit = state.config.budget.unit;
   const out: string[] = [];
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`,
@@ -77,30 +147,38 @@ export function renderChartSvg(state: RunState): string {
     `<rect width="${W}" height="${H}" fill="#ffffff"/>`,
     `<text x="${M.left}" y="20" font-size="14" font-weight="600">Score versus spend (${esc(state.config.grader.direction)})</text>`,
   );
-  // Axes and ticks.
-  const unit = state.config.budget.unit;
-  out.push(`<g stroke="#374151"><line x1="${M.left}" y1="${H - M.bottom}" x2="${W - M.right}" y2="${H - M.bottom}"/>`);
-  out.push(`<line x1="${M.left}" y1="${M.top}" x2="${M.left}" y2="${H - M.bottom}"/></g>`);
-  for (const t of ticks(0, d.xMax)) {
+  // Fork rounds first, under everything else.
+  for (const r of d.forkRounds) {
     out.push(
-      `<line x1="${f(px(t))}" y1="${H - M.bottom}" x2="${f(px(t))}" y2="${H - M.bottom + 4}" stroke="#374151"/>`,
+      `<rect x="${f(px(r.x0))}" y="${plot.y0}" width="${f(Math.max(1, px(r.x1) - px(r.x0)))}" height="${plot.y1 - plot.y0}" fill="${CHART_COLORS.forkRound}"><title>fork round ${r.index}: ${formatNumber(r.x0, 3)} to ${formatNumber(r.x1, 3)} ${esc(unit)}</title></rect>`,
     );
-    out.push(`<text x="${f(px(t))}" y="${H - M.bottom + 18}" text-anchor="middle">${formatNumber(t)}</text>`);
+  }
+  // Axes and ticks.
+  out.push(`<g stroke="#374151"><line x1="${plot.x0}" y1="${plot.y1}" x2="${plot.x1}" y2="${plot.y1}"/>`);
+  out.push(`<line x1="${plot.x0}" y1="${plot.y0}" x2="${plot.x0}" y2="${plot.y1}"/></g>`);
+  for (const t of ticks(0, d.xMax)) {
+    out.push(`<line x1="${f(px(t))}" y1="${plot.y1}" x2="${f(px(t))}" y2="${plot.y1 + 4}" stroke="#374151"/>`);
+    out.push(`<text x="${f(px(t))}" y="${plot.y1 + 18}" text-anchor="middle">${formatNumber(t)}</text>`);
   }
   for (const t of ticks(yMin, yMax)) {
-    out.push(`<line x1="${M.left - 4}" y1="${f(py(t))}" x2="${W - M.right}" y2="${f(py(t))}" stroke="#e5e7eb"/>`);
-    out.push(`<text x="${M.left - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 3)}</text>`);
+    out.push(`<line x1="${plot.x0 - 4}" y1="${f(py(t))}" x2="${plot.x1}" y2="${f(py(t))}" stroke="#e5e7eb"/>`);
+    out.push(`<text x="${plot.x0 - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 4)}</text>`);
   }
-  out.push(`<text x="${(M.left + W - M.right) / 2}" y="${H - 12}" text-anchor="middle">spend (${esc(unit)})</text>`);
-  out.push(
-    `<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle">score</text>`,
-  );
-  for (const p of d.forkPoints) {
+  out.push(`<text x="${(plot.x0 + plot.x1) / 2}" y="${H - 12}" text-anchor="middle">spend (${esc(unit)})</text>`);
+  out.push(`<text transform="translate(16 ${(plot.y0 + plot.y1) / 2}) rotate(-90)" text-anchor="middle">score</text>`);
+  // The initial score, when it is off the axis: an arrow under the axis's corner, pointing its way.
+  const initialOff = d.initial !== null && off(d.initial);
+  if (d.initial !== null && initialOff) {
+    const below = rawY(d.initial) > plot.y1;
+    const y = H - 16;
     out.push(
-      `<line x1="${f(px(p))}" y1="${M.top}" x2="${f(px(p))}" y2="${H - M.bottom}" stroke="#f59e0b" stroke-dasharray="4 4"><title>fork point at ${formatNumber(p)} ${esc(unit)}</title></line>`,
+      `<g fill="#374151"><title>initial score ${formatNumber(d.initial, 4)}, off the axis</title>` +
+        `<path d="${below ? `M${plot.x0 - 50} ${y - 4}l8 0l-4 7z` : `M${plot.x0 - 50} ${y + 3}l8 0l-4 -7z`}"/>` +
+        `<text x="${plot.x0 - 38}" y="${y + 4}">initial ${formatNumber(d.initial, 4)} (${below ? 'below' : 'above'} the axis)</text></g>`,
     );
   }
-  // Dropped branches first, so adopted ones are drawn on top.
+  // Dropped branches first, so adopted ones are drawn on top; the marks after the best-so-far line.
+  const marks: string[] = [];
   const order: Outcome[] = ['dropped', 'running', 'kept', 'adopted'];
   for (const o of order) {
     for (const s of d.segments.filter((seg) => seg.outcome === o)) {
@@ -111,42 +189,69 @@ export function renderChartSvg(state: RunState): string {
           `<line x1="${f(px(s.x0))}" y1="${f(py(s.y0))}" x2="${f(px(s.x1))}" y2="${f(py(s.y1))}" stroke="${color}" stroke-width="1.5"${dash}/>`,
         );
       }
-      const mark =
-        o === 'dropped'
-          ? `<path d="M${f(px(s.x1) - 4)} ${f(py(s.y1) - 4)}l8 8m0 -8l-8 8" stroke="${color}" stroke-width="1.5"/>`
-          : `<circle cx="${f(px(s.x1))}" cy="${f(py(s.y1))}" r="3.5" fill="${color}"/>`;
-      out.push(`<g><title>${esc(s.id)}: ${formatNumber(s.y1, 4)} (${o})</title>${mark}</g>`);
+      const at = [px(s.x1), py(s.y1)] as const;
+      const mark = o === 'dropped' ? cross(at, color) : o === 'adopted' ? star(at, color) : dot(at, color);
+      const where = off(s.y1) ? ', off the axis' : '';
+      marks.push(`<g><title>${esc(s.id)}: ${formatNumber(s.y1, 4)} (${o}${where})</title>${mark}</g>`);
     }
   }
   for (const fl of d.failures) {
-    out.push(
-      `<g><title>${esc(fl.id)}: no score</title><path d="M${f(px(fl.x) - 4)} ${H - M.bottom - 8}l8 8m0 -8l-8 8" stroke="#dc2626" stroke-width="1.5"/></g>`,
-    );
+    marks.push(`<g><title>${esc(fl.id)}: no score</title>${cross([px(fl.x), plot.y1 - 4], CHART_COLORS.failed)}</g>`);
   }
-  if (d.best.length > 0) {
-    const pts = d.best.map((b, i) => {
-      const prev = d.best[i - 1];
-      return prev ? `H${f(px(b.x))}V${f(py(b.y))}` : `M${f(px(b.x))} ${f(py(b.y))}`;
-    });
-    out.push(`<path d="${pts.join('')}" fill="none" stroke="#111827" stroke-width="2.5"/>`);
+  const last = d.best.at(-1);
+  if (last) {
+    // From the first best score on the axis: an initial score off it would run along the edge.
+    const shown = initialOff ? d.best.filter((b) => !off(b.y)) : d.best;
+    const pts = shown.map((b, i) => (i > 0 ? `H${f(px(b.x))}V${f(py(b.y))}` : `M${f(px(b.x))} ${f(py(b.y))}`));
+    out.push(`<path d="${pts.join('')}" fill="none" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`);
+  }
+  out.push(...marks);
+  if (last) {
+    const y = py(last.y);
+    out.push(
+      `<text x="${f(px(last.x) - 4)}" y="${f(y < plot.y0 + 14 ? y + 16 : y - 8)}" text-anchor="end" font-weight="600">best ${formatNumber(last.y, 6)}</text>`,
+    );
   }
   // Legend.
-  const legend: [string, string, string][] = [
-    ['best so far', '#111827', ''],
-    ['adopted branch', COLORS.adopted, ''],
-    ['serial episode', COLORS.kept, ''],
-    ['dropped branch', COLORS.dropped, '3 3'],
-    ['fork point', '#f59e0b', '4 4'],
+  const legend: [string, (at: readonly [number, number]) => string][] = [
+    [
+      'best so far',
+      ([lx, ly]) =>
+        `<line x1="${lx - 9}" y1="${ly}" x2="${lx + 9}" y2="${ly}" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`,
+    ],
+    ['adopted branch', (at) => star(at, COLORS.adopted)],
+    ['serial episode', (at) => dot(at, COLORS.kept)],
+    ['dropped branch', (at) => cross(at, COLORS.dropped)],
+    [
+      'fork round',
+      ([lx, ly]) => `<rect x="${lx - 9}" y="${ly - 6}" width="18" height="12" fill="${CHART_COLORS.forkRound}"/>`,
+    ],
   ];
-  legend.forEach(([label, color, dash], i) => {
-    const lx = M.left + 10 + i * 136;
-    out.push(
-      `<line x1="${lx}" y1="${M.top - 14}" x2="${lx + 18}" y2="${M.top - 14}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ''}/>`,
-      `<text x="${lx + 24}" y="${M.top - 10}">${label}</text>`,
-    );
-  });
+  if (d.failures.length > 0) legend.push(['no score', (at) => cross(at, CHART_COLORS.failed)]);
+  let lx = M.left + 10;
+  for (const [label, mark] of legend) {
+    out.push(mark([lx, M.top - 14]), `<text x="${lx + 14}" y="${M.top - 10}">${label}</text>`);
+    // About 6.5 px per character at 12 px.
+    lx += 40 + label.length * 6.5;
+  }
   out.push('</svg>');
   return `${out.join('\n')}\n`;
+}
+
+const dot = ([x, y]: readonly [number, number], color: string) =>
+  `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3.5" fill="${color}"/>`;
+
+const cross = ([x, y]: readonly [number, number], color: string) =>
+  `<path d="M${(x - 4).toFixed(1)} ${(y - 4).toFixed(1)}l8 8m0 -8l-8 8" stroke="${color}" stroke-width="2"/>`;
+
+/** A five-pointed star (the paper's Figure 7 marks adopted branches so). */
+function star([x, y]: readonly [number, number], color: string): string {
+  const points = Array.from({ length: 10 }, (_, i) => {
+    const r = i % 2 === 0 ? 7 : 3;
+    const a = -Math.PI / 2 + (i * Math.PI) / 5;
+    return `${(x + r * Math.cos(a)).toFixed(1)},${(y + r * Math.sin(a)).toFixed(1)}`;
+  });
+  return `<polygon points="${points.join(' ')}" fill="${color}"/>`;
 }
 
 function paddedRange(values: number[]): [number, number] {
