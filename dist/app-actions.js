@@ -69825,7 +69825,8 @@ var resultSchema = external_exports.object({
   usage: usageSchema.optional(),
   wallSeconds: external_exports.number().nonnegative(),
   sandbox: external_exports.string().optional(),
-  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional()
+  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
+  agentNotStarted: external_exports.string().optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId,
@@ -69838,7 +69839,8 @@ var episodeSchema = external_exports.object({
   contextFrom: episodeId.nullable(),
   directive: external_exports.boolean(),
   seed: external_exports.number().int(),
-  result: resultSchema.optional()
+  result: resultSchema.optional(),
+  interruptedSpent: external_exports.number().finite().nonnegative().optional()
 });
 var roundSchema = external_exports.object({
   index: count,
@@ -70280,9 +70282,12 @@ Forkflush-Save: ${randomUUID()}`,
 function spent(state, lineage) {
   let sum = 0;
   for (const r of state.rounds) {
-    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
+    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
   }
   return sum;
+}
+function charged(e) {
+  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
 }
 function minEpisode(state) {
   return state.config.budget.episode * 0.25;
@@ -70291,7 +70296,7 @@ function spentOnSchedule(state, lineage) {
   let sum = 0;
   for (const r of state.rounds) {
     if (r.extra) continue;
-    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
+    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
   }
   return sum;
 }
@@ -70526,7 +70531,7 @@ function roundRows(state) {
       r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(", "),
       winner,
       formatNumber(
-        r.episodes.reduce((s, e) => s + (e.result?.spent ?? 0), 0),
+        r.episodes.reduce((s, e) => s + charged(e), 0),
         2
       )
     ];
@@ -70541,11 +70546,13 @@ function chartData(state) {
   const segments = [];
   const failures = [];
   const best = [];
+  const forkRounds = [];
   let bestScore = state.base.score;
   if (bestScore !== null) best.push({ x: 0, y: bestScore });
   let x = 0;
   for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
+    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
     for (const e of round.episodes) {
       const r = e.result;
       if (!r) continue;
@@ -70564,7 +70571,50 @@ function chartData(state) {
     if (bestScore !== null) best.push({ x, y: bestScore });
   }
   const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
-  return { segments, failures, best, forkPoints, xMax: Math.max(c.budget.total, x) };
+  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
+  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
+  return {
+    segments,
+    failures,
+    best,
+    forkPoints,
+    forkRounds,
+    initial: state.base.score,
+    xMax: Math.max(c.budget.total, x),
+    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
+  };
+}
+function zoomRange(o) {
+  const sign2 = o.direction === "maximize" ? 1 : -1;
+  const good = (xs) => xs.map((v) => v * sign2);
+  const floors = [];
+  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
+  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
+  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
+  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
+  const floor = Math.min(...floors) * sign2;
+  return paddedRange([floor, o.best]);
+}
+function quantile(values, q) {
+  const xs = [...values].sort((a2, b2) => a2 - b2);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo];
+  const b = xs[Math.min(lo + 1, xs.length - 1)];
+  return a + (b - a) * (at - lo);
+}
+var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
+var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
+function paddedRange(values) {
+  if (values.length === 0) return [0, 1];
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (lo === hi) {
+    lo -= Math.abs(lo) * 0.1 || 1;
+    hi += Math.abs(hi) * 0.1 || 1;
+  }
+  const pad = (hi - lo) * 0.08;
+  return [lo - pad, hi + pad];
 }
 
 // src/core/rng.ts

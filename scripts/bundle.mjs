@@ -27,8 +27,8 @@ const result = await build({
   logLevel: 'warning',
 });
 
-// The CLI is an executable (package.json "bin").
-if (!check) await chmod('dist/cli.js', 0o755);
+// The CLI and the hosted app are executables (package.json "bin").
+if (!check) for (const bin of ['dist/cli.js', 'dist/app.js']) await chmod(bin, 0o755);
 
 if (check) {
   const stale = [];

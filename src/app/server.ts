@@ -1,9 +1,13 @@
-// The hosted entry, for `npx probot run ./dist/app.js` (probot loads a module's default export as
-// the app function). A hosted app has no scheduler to call the nightly tick, so it keeps its own:
+#!/usr/bin/env node
+// The hosted entry: `forkflush-app` (this file run directly, probot's server bundled in, so the
+// package needs no dependency), or `npx probot run ./dist/app.js` (probot loads a module's
+// default export as the app function). A hosted app has no scheduler to call the nightly tick, so it keeps its own:
 // an hourly check that, once a day from the hour FORKFLUSH_NIGHTLY_HOUR (UTC, default 3), ticks
 // every repository of every installation. The app holds no state; the tick only repairs and
 // starts what the runs' records say is due, so a restart or a second replica does no harm.
-import type { Probot } from 'probot';
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { type Probot, run } from 'probot';
 import { GitHubForge } from '../github/forge.js';
 import { recordKeyFrom } from '../github/record-seal.js';
 import { forkflushApp, nightlyTick } from './app.js';
@@ -81,3 +85,7 @@ export async function tickInstallations(app: Probot, at: Date, recordKey: Buffer
     }
   }
 }
+
+// Run directly (the bin, or `node dist/app.js`): serve with probot's own server, configured from
+// the same environment variables as `probot run` (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET, PORT, ...).
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) await run(hostedApp);
