@@ -1,4 +1,5 @@
 // Budget accounting. The ledger is the episodes' actual spend, never their allowances.
+import { LEAST_EPISODE_SHARE } from './method.js';
 import type { Episode, RunState } from './state.js';
 
 /** What finished episodes spent, in the budget's unit. */
@@ -16,11 +17,11 @@ export function charged(e: Episode): number {
 }
 
 /**
- * Below this, what is left of a stretch of budget is not worth an episode of its own (a quarter
- * of one): agents that stop a little early would otherwise trail ever smaller episodes.
+ * Below this, what is left of a stretch of budget is not worth an episode of its own
+ * (LEAST_EPISODE_SHARE of one): agents that stop a little early would otherwise trail ever smaller episodes.
  */
 export function minEpisode(state: RunState): number {
-  return state.config.budget.episode * 0.25;
+  return state.config.budget.episode * LEAST_EPISODE_SHARE;
 }
 
 /**

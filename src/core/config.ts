@@ -1,7 +1,10 @@
 // The public contract: `.github/autoresearch.yml`. One zod schema gives the defaults (the
-// paper's), the validation, the TypeScript type and the published JSON Schema.
+// paper's, from method.ts), the validation, the TypeScript type and the published JSON Schema.
+// Its messages are data of the schema: a value's rule carries its own wording, and a translator
+// that reads only zod's public API (issues, `shape`, `unwrap()`, `in`, `options`) locates them.
 import { isMap, isPair, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
+import { AGENT_TIMEOUT_SECONDS, GRADER_TIMEOUT_SECONDS, MAX_BRANCHES, PAPER } from './method.js';
 import { coveredSecret, isForgeSecret } from './secrets.js';
 import { closest } from './text.js';
 
@@ -12,16 +15,23 @@ export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
 export const AGENT_KINDS = ['command', 'claude-code', 'codex', 'copilot', 'gemini', 'aider', 'opencode'] as const;
 export const SANDBOX_MODES = ['auto', 'required', 'off'] as const;
 
-/** The method's numbers, in one place (../shared/docs/method.md, "The schedule used in the paper"). */
-export const PAPER = {
-  branches: 4,
-  forkAt: [0.33, 0.66],
-  branchBudget: 0.06,
-  episodeBudget: 0.06,
-  directives: 2,
-} as const;
+/**
+ * Keys the schema accepts but never suggests or lists in a message ("did you mean", "Valid keys"),
+ * each with the reason.
+ */
+const unlisted = z.registry<{ reason: string }>();
 
-const fraction = z.number().gt(0).lt(1);
+// A message the schema gives a value is a predicate about it, starting with "must" or "names": the
+// translator puts the key before it and what was found after it ("fork.at[1] must be between 0 and 1
+// (exclusive), got 1.5"). A message that does not start so is a whole sentence (the checks across fields).
+
+/** A fraction of the budget spent, strictly inside it: a fork point. */
+const FRACTION = 'must be between 0 and 1 (exclusive)';
+const fraction = z.number().gt(0, FRACTION).lt(1, FRACTION);
+
+/** A share of the budget that may be all of it: a branch's. */
+const SHARE = 'must be a fraction above 0 and at most 1';
+const share = z.number().gt(0, SHARE).max(1, SHARE);
 
 /**
  * A file forkflush reads or writes in the repository: relative, inside it. forkflush writes the
@@ -67,7 +77,7 @@ export function insideRepository(path: string): boolean {
 const graderSchema = z.strictObject({
   command: z.string().min(1).describe('Shell command run in the workspace; its last stdout line is the score.'),
   direction: z.enum(['maximize', 'minimize']).default('maximize'),
-  timeout: z.number().positive().default(60).describe('Seconds one grading may take.'),
+  timeout: z.number().positive().default(GRADER_TIMEOUT_SECONDS).describe('Seconds one grading may take.'),
   protected: z
     .array(repoGlob)
     .default([])
@@ -104,7 +114,7 @@ const agentSchema = z.strictObject({
   timeout: z
     .number()
     .positive()
-    .default(1800)
+    .default(AGENT_TIMEOUT_SECONDS)
     .describe('Hard wall-clock limit of one episode in seconds, whatever the budget unit.'),
   env: z
     .array(envName)
@@ -132,22 +142,24 @@ const sandboxSchema = z.strictObject({
 const budgetSchema = z.strictObject({
   total: z.number().positive().describe('The whole run spends this much, in `unit`.'),
   unit: z.enum(UNITS).default('usd'),
-  episode: z.number().positive().optional().describe('One serial episode; default 0.06 of total.'),
+  episode: z.number().positive().optional().describe(`One serial episode; default ${PAPER.episodeBudget} of total.`),
 });
 
 const forkSchema = z.strictObject({
-  branches: z.number().int().min(1).max(64).default(PAPER.branches).describe('K: branches per fork round.'),
+  branches: z.number().int().min(1).max(MAX_BRANCHES).default(PAPER.branches).describe('K: branches per fork round.'),
   at: z
     .array(fraction)
     .default([...PAPER.forkAt])
     .describe('Fork points, as fractions of the total budget spent.'),
-  branch_budget: z.number().gt(0).max(1).default(PAPER.branchBudget).describe('Each branch, as a fraction of total.'),
+  branch_budget: share.default(PAPER.branchBudget).describe('Each branch, as a fraction of total.'),
   directives: z
     .number()
     .int()
     .min(0)
     .optional()
-    .describe('Branches per fork round told to try a substantially different approach; default 2 (at most K).'),
+    .describe(
+      `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`,
+    ),
 });
 
 const promptsSchema = z.strictObject({
@@ -157,7 +169,7 @@ const promptsSchema = z.strictObject({
 
 export const configSchema = z
   .strictObject({
-    $schema: z.string().optional(),
+    $schema: z.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
     task: repoPath.default('TASK.md').describe('File in the repository that describes the task.'),
     grader: graderSchema,
     agent: agentSchema,
@@ -308,6 +320,11 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 type Locate = (path: PropertyKey[], key?: string) => string;
 
+/** Whether a message is a predicate about the value (see above), rather than a whole sentence. */
+function isPredicate(message: string): boolean {
+  return /^(must|names) /.test(message);
+}
+
 function describeIssue(issue: z.core.$ZodIssue, input: unknown, locate: Locate): string {
   const path = issue.path;
   const name = formatPath(path);
@@ -325,54 +342,67 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown, locate: Locate):
         })
         .join('\n');
     }
-    case 'invalid_type':
-      if (found === undefined) return `${locate(path.slice(0, -1))}: ${name} is required (${expected(issue.expected)})`;
-      return `${locate(path)}: ${name} must be ${expected(issue.expected)}, got ${got}`;
-    case 'invalid_value':
-      return `${locate(path)}: ${name} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, got ${got}`;
-    case 'too_small':
-    case 'too_big':
-      return `${locate(path)}: ${name} ${rangeText(path, issue)}, got ${got}`;
-    case 'custom':
-      return `${locate(path)}: ${issue.message.startsWith('must ') || issue.message.startsWith('names ') ? `${name} ${issue.message}, got ${got}` : issue.message}`;
-    case 'invalid_format':
-      return `${locate(path)}: ${name} ${issue.message}, got ${got}`;
     case 'invalid_union': {
-      // The branch the value was meant for: the one that did not fail on its type alone.
-      const branches = issue.errors.filter((b) => b.length > 0);
-      const meant = branches.find((b) => !b.every((i) => i.code === 'invalid_type' && i.path.length === 0));
-      if (!meant) {
-        return `${locate(path)}: ${name} must be ${unionTypes(branches)}, got ${got}`;
-      }
+      // The alternative the value was meant for: the one that did not fail on the value's type alone.
+      const alternatives = issue.errors.filter((a) => a.length > 0);
+      const meant = alternatives.find((a) => !a.every((i) => i.path.length === 0 && wrongType(i, found)));
+      if (!meant) return `${locate(path)}: ${name} must be ${unionTypes(alternatives)}, got ${got}`;
       return meant
         .map((i) => describeIssue({ ...i, path: [...path, ...i.path] } as z.core.$ZodIssue, input, locate))
         .join('\n');
     }
+    case 'invalid_type':
+      if (found === undefined) return `${locate(path.slice(0, -1))}: ${name} is required (${expected(issue.expected)})`;
+      break;
+    case 'custom':
+      // The checks across fields say it all, and where.
+      if (!isPredicate(issue.message)) return `${locate(path)}: ${issue.message}`;
+      break;
+  }
+  // The schema's own words for the value, or ours for what zod checked.
+  const rule = isPredicate(issue.message) ? issue.message : ruleOf(issue);
+  return rule === undefined
+    ? `${locate(path)}: ${name}: ${issue.message}`
+    : `${locate(path)}: ${name} ${rule}, got ${got}`;
+}
+
+/** What a value must be, in our words, for an issue the schema did not word itself. */
+function ruleOf(issue: z.core.$ZodIssue): string | undefined {
+  switch (issue.code) {
+    case 'invalid_type':
+      return `must be ${expected(issue.expected)}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'too_small':
+    case 'too_big':
+      return rangeText(issue);
+    case 'invalid_format':
+      return issue.message;
     default:
-      return `${locate(path)}: ${name}: ${issue.message}`;
+      return undefined;
   }
 }
 
-function rangeText(path: PropertyKey[], issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig): string {
-  if (issue.origin === 'string') return 'must not be empty';
-  if (issue.origin === 'array')
-    return `must have ${issue.code === 'too_small' ? 'at least' : 'at most'} ${issue.code === 'too_small' ? issue.minimum : issue.maximum} items`;
-  // Fractions read best as a range.
-  const parent = path.at(-2);
-  const last = path.at(-1);
-  if (parent === 'at' || last === 'at' || typeof last === 'number') return 'must be between 0 and 1 (exclusive)';
-  if (last === 'branch_budget') return 'must be a fraction above 0 and at most 1';
-  if (issue.code === 'too_small') {
-    const min = Number(issue.minimum);
-    return issue.inclusive ? `must be at least ${min}` : `must be above ${min}`;
-  }
-  const max = Number(issue.maximum);
-  return issue.inclusive ? `must be at most ${max}` : `must be below ${max}`;
+/** Whether an issue of a union's alternative says only that the value is of another kind. */
+function wrongType(issue: z.core.$ZodIssue, found: unknown): boolean {
+  if (issue.code === 'invalid_type') return true;
+  // An enum of strings refuses a mapping with invalid_value: a mismatch of kind all the same.
+  return issue.code === 'invalid_value' && !issue.values.some((v) => typeof v === typeof found);
 }
 
-function unionTypes(branches: z.core.$ZodIssue[][]): string {
-  const words = branches.flatMap((b) =>
-    b.flatMap((i) =>
+function rangeText(issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig): string {
+  const small = issue.code === 'too_small';
+  const bound = Number(small ? issue.minimum : issue.maximum);
+  if (issue.origin === 'string' && small && bound <= 1) return 'must not be empty';
+  if (issue.origin === 'string') return `must have ${small ? 'at least' : 'at most'} ${bound} characters`;
+  if (issue.origin === 'array') return `must have ${small ? 'at least' : 'at most'} ${bound} items`;
+  if (small) return issue.inclusive ? `must be at least ${bound}` : `must be above ${bound}`;
+  return issue.inclusive ? `must be at most ${bound}` : `must be below ${bound}`;
+}
+
+function unionTypes(alternatives: z.core.$ZodIssue[][]): string {
+  const words = alternatives.flatMap((a) =>
+    a.flatMap((i) =>
       i.code === 'invalid_value'
         ? i.values.map((v) => JSON.stringify(v))
         : i.code === 'invalid_type'
@@ -380,7 +410,8 @@ function unionTypes(branches: z.core.$ZodIssue[][]): string {
           : [],
     ),
   );
-  return [...new Set(words)].join(', or ');
+  const unique = [...new Set(words)];
+  return unique.length < 2 ? (unique[0] ?? 'something else') : `${unique.slice(0, -1).join(', ')}, or ${unique.at(-1)}`;
 }
 
 function expected(type: string): string {
@@ -412,28 +443,31 @@ function valueAt(v: unknown, path: readonly PropertyKey[]): unknown {
 
 /** The keys the schema allows at a path (for "did you mean" and the list of valid keys). */
 export function validKeysAt(path: readonly PropertyKey[]): string[] {
-  let schema: z.ZodType = configSchema;
+  let object = mappingOf(configSchema);
   for (const p of path) {
-    const shape = objectShape(schema);
-    if (!shape || typeof p !== 'string' || !(p in shape)) return [];
-    schema = shape[p] as z.ZodType;
+    const field = typeof p === 'string' ? object?.shape[p] : undefined;
+    object = field === undefined ? undefined : mappingOf(field);
   }
-  return Object.keys(objectShape(schema) ?? {}).filter((k) => k !== '$schema');
+  if (!object) return [];
+  return Object.entries(object.shape)
+    .filter(([, field]) => !unlisted.has(field))
+    .map(([key]) => key);
 }
 
-function objectShape(schema: z.ZodType): Record<string, z.ZodType> | undefined {
-  let s: z.ZodType = schema;
-  // Unwrap defaults, optionals and refinements down to the object.
-  for (let i = 0; i < 5; i++) {
-    const def = (
-      s as unknown as {
-        def: { type: string; innerType?: z.ZodType; in?: z.ZodType; shape?: Record<string, z.ZodType> };
-      }
-    ).def;
-    if (def.type === 'object') return def.shape;
-    const inner = def.innerType ?? def.in;
-    if (!inner) return undefined;
-    s = inner;
+/**
+ * The mapping a schema accepts, if any: the object itself, or the one inside a default, an optional,
+ * a transform or a union (zod's public accessors only).
+ */
+function mappingOf(schema: z.core.$ZodType): z.ZodObject | undefined {
+  if (schema instanceof z.ZodObject) return schema;
+  if (schema instanceof z.ZodDefault || schema instanceof z.ZodOptional || schema instanceof z.ZodNullable)
+    return mappingOf(schema.unwrap());
+  if (schema instanceof z.ZodPipe) return mappingOf(schema.in);
+  if (schema instanceof z.ZodUnion) {
+    for (const option of schema.options) {
+      const object = mappingOf(option);
+      if (object) return object;
+    }
   }
   return undefined;
 }

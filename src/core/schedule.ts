@@ -4,6 +4,7 @@
 // episodes that spend exactly their allowance, so the preview and the real run share one rule.
 import { minEpisode, spentOnSchedule } from './budget.js';
 import type { Config, Strategy } from './config.js';
+import { DIRECTIVE_SEED_SALT, LEAST_EPISODE_SHARE, maxSerialEpisodes } from './method.js';
 import { mixSeed, pickIndices } from './rng.js';
 import { type ContextMode, type Episode, episodeId, type Round, type RoundKind, type RunState } from './state.js';
 
@@ -27,19 +28,12 @@ export function segmentStarts(config: Config): number[] {
 }
 
 /**
- * A serial stretch may run at most this many episodes, so an agent that keeps stopping early,
- * having spent next to nothing, cannot stall a run.
- */
-function maxSerialEpisodes(span: number, episodeBudget: number): number {
-  return 2 * Math.ceil(span / episodeBudget - 1e-9) + 2;
-}
-
-/**
  * Splits what is left of a stretch into equal episodes of about one episode budget each; a
- * remainder of up to a quarter episode joins the last one rather than becoming an episode of its own.
+ * remainder of up to LEAST_EPISODE_SHARE of an episode joins the last one rather than becoming an
+ * episode of its own.
  */
 function serialAllowance(left: number, episodeBudget: number): number {
-  return left / Math.max(1, Math.ceil(left / episodeBudget - 0.25 - 1e-9));
+  return left / Math.max(1, Math.ceil(left / episodeBudget - LEAST_EPISODE_SHARE - 1e-9));
 }
 
 /** The next round to open, or null when the budget is spent (the run is finished). */
@@ -110,7 +104,7 @@ function forkRound(state: RunState, segment: number, extra: boolean, budget?: nu
   if (!leader) throw new Error('run state has no lineage');
   // fork-only branches inherit a copy of the leader's context; fork-and-flush branches start fresh.
   const copy = c.strategy === 'fork-only' && leader.context !== null;
-  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 0xd1));
+  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
   const episodes: Episode[] = Array.from({ length: k }, (_, branch) => ({
     id: episodeId(index, branch),
     round: index,

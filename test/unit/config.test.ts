@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, configJsonSchema, parseConfig } from '../../src/core/config.js';
+import { ConfigError, configJsonSchema, parseConfig, validKeysAt } from '../../src/core/config.js';
 import { coveredSecret } from '../../src/core/secrets.js';
 
 const minimal = `grader:
@@ -117,6 +117,60 @@ journal: NOTES.md
     );
     // single-run has no fork rounds, so the same numbers are fine there.
     expect(parseConfig(`${minimal}strategy: single-run\nfork:\n  branches: 8\n`, 'x').fork.branches).toBe(8);
+  });
+
+  it('words a rule the way the schema wrote it, with the key and what was found', () => {
+    expect(problems(`${minimal}fork:\n  branch_budget: 0\n`)).toEqual([
+      '.github/autoresearch.yml:9:18: fork.branch_budget must be a fraction above 0 and at most 1, got 0',
+    ]);
+    expect(problems(`${minimal}fork:\n  at: [0, 0.5]\n`)).toEqual([
+      '.github/autoresearch.yml:9:8: fork.at[0] must be between 0 and 1 (exclusive), got 0',
+    ]);
+    // Rules zod checks without a wording of the schema's get ours.
+    expect(problems(`${minimal}fork:\n  branches: 65\n`)[0]).toBe(
+      '.github/autoresearch.yml:9:13: fork.branches must be at most 64, got 65',
+    );
+    expect(problems(`${minimal}fork:\n  branches: 2.5\n`)).toEqual([
+      '.github/autoresearch.yml:9:13: fork.branches must be a whole number, got 2.5',
+    ]);
+    expect(problems(`${minimal}task: ""\n`)).toEqual(['.github/autoresearch.yml:8:7: task must not be empty, got ""']);
+  });
+
+  it('finds the mapping inside a union: sandbox as a mode or a mapping', () => {
+    expect(problems(`${minimal}sandbox:\n  mode: on\n`)).toEqual([
+      '.github/autoresearch.yml:9:9: sandbox.mode must be one of "auto", "required", "off", got "on"',
+    ]);
+    expect(problems(`${minimal}sandbox:\n  mod: off\n`)).toEqual([
+      '.github/autoresearch.yml:9:3: unknown key "sandbox.mod"; did you mean "mode"? Valid keys of sandbox: mode, read, write',
+    ]);
+    expect(problems(`${minimal}sandbox: maybe\n`)).toEqual([
+      '.github/autoresearch.yml:8:10: sandbox must be one of "auto", "required", "off", got "maybe"',
+    ]);
+    // Neither a mode nor a mapping: both alternatives are named.
+    expect(problems(`${minimal}sandbox: 3\n`)).toEqual([
+      '.github/autoresearch.yml:8:10: sandbox must be "auto", "required", "off", or a mapping, got 3',
+    ]);
+    expect(validKeysAt(['sandbox'])).toEqual(['mode', 'read', 'write']);
+  });
+
+  it('accepts $schema but never suggests or lists it', () => {
+    expect(parseConfig(`$schema: ./schema.json\n${minimal}`, 'x').strategy).toBe('fork-and-flush');
+    expect(validKeysAt([])).not.toContain('$schema');
+    expect(validKeysAt([])).toEqual([
+      'task',
+      'grader',
+      'agent',
+      'budget',
+      'strategy',
+      'fork',
+      'journal',
+      'prompts',
+      'schedule',
+      'sandbox',
+    ]);
+    expect(validKeysAt(['fork'])).toEqual(['branches', 'at', 'branch_budget', 'directives']);
+    expect(validKeysAt(['fork', 'branches'])).toEqual([]);
+    expect(validKeysAt(['nope'])).toEqual([]);
   });
 
   it('applies command-line overrides before validating', () => {
