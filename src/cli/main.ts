@@ -4,8 +4,10 @@
 import pkg from '../../package.json' with { type: 'json' };
 import { ConfigError, type ConfigOverrides, configJsonSchema, STRATEGIES, type Strategy } from '../core/config.js';
 import { UserError } from '../core/errors.js';
+import { MAX_BRANCHES } from '../core/method.js';
 import { lineageBranch } from '../core/names.js';
 import { plan, planTable } from '../core/plan.js';
+import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, statusJson, summary, takeHomeLines } from '../core/report.js';
 import { allEpisodes, type RunState } from '../core/state.js';
 import { textTable } from '../core/text.js';
@@ -37,7 +39,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       io.stderr.write(`forkflush: the config is not valid:\n${e.problems.map((p) => `  ${p}`).join('\n')}\n`);
       return 2;
     }
-    if (e instanceof UserError) {
+    if (e instanceof UserError || e instanceof RecordError) {
       io.stderr.write(`forkflush: ${e.message}\n`);
       return 2;
     }
@@ -242,7 +244,7 @@ function readOverrides(v: Parsed['values']): ConfigOverrides {
   const budget = str(v.budget);
   if (budget !== undefined) o.budget = positive('--budget', budget);
   const branches = str(v.branches);
-  if (branches !== undefined) o.branches = integer('--branches', branches, 1, 64);
+  if (branches !== undefined) o.branches = integer('--branches', branches, 1, MAX_BRANCHES);
   return o;
 }
 

@@ -1,7 +1,18 @@
-// The run's records, one schema per file, checked on every read: `state.json` (the core's
-// RunState, the same locally and on GitHub) and, on GitHub, `run.json` (what the app needs besides).
+// The run's records, one name and one zod schema per file, checked on every read:
+// - `state.json`: the core's RunState, the same locally and on GitHub (`STATE_RECORD`);
+// - `run.json` on GitHub: what the app needs besides (`RUN_FILES_RECORD`, RunFiles);
+// - `run.json` in a local run folder: what the local shell needs besides (`LOCAL_RUN_RECORD`, LocalRunInfo).
 // A record is data a crash, an old version or a hand with a token may have written: it is parsed,
-// never cast. Version 1 records written before a field existed get the field's default.
+// never cast, and a problem is a RecordError naming the file and the field.
+//
+// Versions. Every record file carries `version`, the version of its shape. Reading one goes
+// JSON -> `migrate` (one step per version, from the record's up to the one this forkflush writes)
+// -> the schema. A record of a newer version is refused ("upgrade forkflush"); one without a
+// version is read as the version its file had before it carried one (both run.json files: 1),
+// or refused when the file always had one (state.json). A new optional field with a default is
+// not a new version: version 1 records written before a field existed get the field's default.
+// A field removed, renamed or read differently is: raise `version`, add the step from the old
+// version to `migrations`, and keep a record of the old version in test/fixtures/records/.
 import { z } from 'zod';
 import { configSchema, withDerivedDefaults } from './config.js';
 import type { RunState } from './state.js';
@@ -9,6 +20,7 @@ import type { RunState } from './state.js';
 const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: 'must be a commit id' });
 const episodeId = z.string().regex(/^r\d+\.b\d+$/, { message: 'must be an episode id (r<round>.b<branch>)' });
 const count = z.number().int().nonnegative();
+const runId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: 'must be a run id' });
 
 const usageSchema = z.object({
   inputTokens: z.number().nonnegative(),
@@ -60,9 +72,12 @@ const roundSchema = z.object({
   extra: z.boolean().optional(),
 });
 
+/** The version this forkflush writes state.json in (RunState's `version`). */
+export const STATE_VERSION = 1;
+
 export const runStateSchema = z.object({
-  version: z.literal(1),
-  id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
+  version: z.literal(STATE_VERSION),
+  id: runId,
   seed: z.number().int(),
   config: configSchema.transform(withDerivedDefaults),
   base: z.object({
@@ -119,32 +134,199 @@ export const runFilesSchema = z.object({
 
 export type RunFiles = z.output<typeof runFilesSchema>;
 
+/** What a local run keeps besides its state: `run.json` in the run folder (`.forkflush/<run id>/`). */
+export const localRunSchema = z.object({
+  id: runId,
+  /** The git repository the run works in. */
+  repo: z.string().min(1),
+  /** The folder the user named. */
+  taskDir: z.string().min(1),
+  /** True when the task folder was not a git repository and the run works on a copy. */
+  scratch: z.boolean(),
+  configFile: z.string().min(1),
+  /** The config file's path inside the repository, protected like the grader (null: outside it). */
+  configPathInRepo: z.string().min(1).nullable(),
+  task: z.string(),
+  templates: z.object({ branch: z.string().optional(), continuation: z.string().optional() }),
+  /** Episodes at once. */
+  concurrency: z.number().int().positive(),
+  keepRejected: z.boolean(),
+  startedAt: z.iso.datetime({ message: 'must be a date and time (ISO 8601)' }),
+});
+
+/** Facts about a local run that the core does not need. */
+export type LocalRunInfo = z.output<typeof localRunSchema>;
+
 /** The problem with a record, located: `<where>: <field>: <what>`. */
 export class RecordError extends Error {
   override name = 'RecordError';
 }
 
-export function parseRunState(text: string, where: string): RunState {
-  const state: RunState = parseWith(runStateSchema, text, where);
-  return state;
+/** One step of a record's history: a record of version n in, the same record in version n + 1's shape out. */
+export type Migration = (record: Record<string, unknown>) => Record<string, unknown>;
+
+/** One record file: its name, its schema, the version this forkflush writes, and how older ones are read. */
+export interface RecordFile<S extends z.ZodType = z.ZodType> {
+  /** The file's name, as the messages say it. */
+  readonly name: string;
+  /** The record in the current version's shape. */
+  readonly schema: S;
+  /** The version this forkflush writes, and the newest it reads. */
+  readonly version: number;
+  /** migrations[n] brings a version-n record to version n + 1: one step for each older version still read. */
+  readonly migrations: Readonly<Record<number, Migration>>;
+  /** The version of a record written before the file carried one; null when it always did. */
+  readonly unversioned: number | null;
 }
 
-export function parseRunFiles(text: string, where: string): RunFiles {
-  return parseWith(runFilesSchema, text, where);
+/**
+ * A record file, checked once: its steps are whole numbers below `version`, without a gap up to
+ * it, so every version from the oldest step on has a path to the current one.
+ */
+export function recordFile<S extends z.ZodType>(file: RecordFile<S>): RecordFile<S> {
+  const steps = Object.keys(file.migrations).map(Number);
+  if (!Number.isInteger(file.version) || file.version < 1) {
+    throw new Error(`${file.name}: the record's version must be a whole number from 1`);
+  }
+  for (const n of steps) {
+    if (!Number.isInteger(n) || n < 1 || n >= file.version) {
+      throw new Error(`${file.name}: a migration from version ${n}, which is not below version ${file.version}`);
+    }
+  }
+  for (let n = oldestVersion(file); n < file.version; n++) {
+    if (!file.migrations[n]) throw new Error(`${file.name}: no migration from version ${n} to ${n + 1}`);
+  }
+  if (file.unversioned !== null && file.unversioned < oldestVersion(file)) {
+    throw new Error(`${file.name}: records without a version are version ${file.unversioned}, which it cannot read`);
+  }
+  return file;
 }
 
-function parseWith<T extends z.ZodType>(schema: T, text: string, where: string): z.output<T> {
+/** The oldest version a record file still reads. */
+export function oldestVersion(file: RecordFile): number {
+  return Math.min(file.version, ...Object.keys(file.migrations).map(Number));
+}
+
+export const STATE_RECORD = recordFile({
+  name: 'state.json',
+  schema: runStateSchema,
+  version: STATE_VERSION,
+  migrations: {},
+  // state.json has said `version: 1` since its first commit.
+  unversioned: null,
+});
+
+export const RUN_FILES_RECORD = recordFile({
+  name: 'run.json',
+  schema: runFilesSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1,
+});
+
+export const LOCAL_RUN_RECORD = recordFile({
+  name: 'run.json',
+  schema: localRunSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1,
+});
+
+/**
+ * Brings a record, as parsed from JSON, to the current version's shape: checks its version, then
+ * runs the steps from it up. Throws a RecordError for a record of a newer or an unknown version.
+ */
+export function migrate(file: RecordFile, raw: unknown, where: string): Record<string, unknown> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
+  }
+  let record = raw as Record<string, unknown>;
+  const given = record.version;
+  let version: number;
+  if (given === undefined) {
+    if (file.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
+    version = file.unversioned;
+  } else if (typeof given === 'number' && Number.isInteger(given) && given >= 1) {
+    version = given;
+  } else {
+    throw new RecordError(
+      `${where}: version: must be a whole number from 1, got ${JSON.stringify(given)} (not a forkflush run record)`,
+    );
+  }
+  if (version > file.version) {
+    throw new RecordError(
+      `${where}: version: written by a newer forkflush (version ${version}); this one reads up to ${file.version}: upgrade forkflush`,
+    );
+  }
+  const oldest = oldestVersion(file);
+  if (version < oldest) {
+    throw new RecordError(
+      `${where}: version: ${version} is older than this forkflush reads (versions ${oldest} to ${file.version})`,
+    );
+  }
+  for (let n = version; n < file.version; n++) {
+    const step = file.migrations[n];
+    if (!step) throw new Error(`${file.name}: no migration from version ${n} to ${n + 1}`);
+    record = { ...step(record), version: n + 1 };
+  }
+  return record;
+}
+
+/** Reads a record file's text: JSON, then `migrate`, then the schema. Throws a located RecordError. */
+export function readRecord<S extends z.ZodType>(file: RecordFile<S>, text: string, where: string): z.output<S> {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (e) {
     throw new RecordError(`${where}: not valid JSON (${(e as Error).message})`);
   }
-  const parsed = schema.safeParse(raw);
+  const record = migrate(file, raw, where);
+  const parsed = file.schema.safeParse(record);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const field = issue?.path.map(String).join('.') || 'the record';
-    throw new RecordError(`${where}: ${field}: ${issue?.message ?? 'not valid'} (not a forkflush run record)`);
+    const path = issue?.path ?? [];
+    const field = path.map(String).join('.') || 'the record';
+    throw new RecordError(
+      `${where}: ${field}: ${issue ? problem(issue, record) : 'not valid'} (not a forkflush run record)`,
+    );
   }
   return parsed.data;
+}
+
+/** What is wrong with a field: "missing" for one that is not there, else the schema's message. */
+function problem(issue: z.core.$ZodIssue, record: unknown): string {
+  if (issue.code !== 'invalid_type' || issue.path.length === 0) return issue.message;
+  let at: unknown = record;
+  for (const key of issue.path.slice(0, -1)) {
+    at = typeof at === 'object' && at !== null ? (at as Record<PropertyKey, unknown>)[key] : undefined;
+  }
+  const last = issue.path.at(-1) as PropertyKey;
+  const absent = typeof at === 'object' && at !== null && !(last in at);
+  return absent ? `missing (expected ${issue.expected})` : issue.message;
+}
+
+/** A record as its file holds it: with the version this forkflush writes it in. */
+export function versioned<T extends object>(file: RecordFile, value: T): T & { version: number } {
+  // The version first, as state.json has always had it.
+  return Object.assign({ version: file.version }, value, { version: file.version });
+}
+
+/** A record file's text: the record with its version, as JSON. */
+export function recordText(file: RecordFile, value: object, indent = 1): string {
+  return `${JSON.stringify(versioned(file, value), null, indent)}\n`;
+}
+
+export function parseRunState(text: string, where: string): RunState {
+  const state: RunState = readRecord(STATE_RECORD, text, where);
+  return state;
+}
+
+export function parseRunFiles(text: string, where: string): RunFiles {
+  return readRecord(RUN_FILES_RECORD, text, where);
+}
+
+export function parseLocalRun(text: string, where: string): LocalRunInfo {
+  return readRecord(LOCAL_RUN_RECORD, text, where);
 }

@@ -2,7 +2,17 @@
 // Methods are safe to repeat: "already exists" and "already gone" count as done.
 import { randomUUID } from 'node:crypto';
 import type { ProbotOctokit } from 'probot';
-import { parseRunFiles, parseRunState, type RunFiles } from '../core/records.js';
+import { isRoundRunOf, parseStateRef } from '../core/names.js';
+import {
+  parseRunFiles,
+  parseRunState,
+  RecordError,
+  RUN_FILES_RECORD,
+  type RunFiles,
+  recordText,
+  STATE_RECORD,
+  versioned,
+} from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { checkSeal, repositoryKey, sealedFiles } from './record-seal.js';
 
@@ -66,7 +76,7 @@ export class GitHubForge {
     const ref = await this.refSha(stateRef);
     if (!ref) return null;
     const [state, files] = await Promise.all([this.readFile('state.json', ref), this.readFile('run.json', ref)]);
-    if (state === null || files === null) throw new Error(`${stateRef} at ${ref} lacks state.json or run.json`);
+    if (state === null || files === null) throw new RecordError(`${stateRef} at ${ref} lacks state.json or run.json`);
     if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef} at ${ref.slice(0, 7)}`);
     return {
       state: parseRunState(state, `${stateRef}:state.json`),
@@ -86,10 +96,10 @@ export class GitHubForge {
     expected: string | null,
     message: string,
   ): Promise<string> {
-    const stateText = `${JSON.stringify(state, null, 1)}\n`;
+    const stateText = recordText(STATE_RECORD, state);
     const filesText = this.recordKey
-      ? sealedFiles(this.recordKey, stateText, files)
-      : `${JSON.stringify(files, null, 1)}\n`;
+      ? sealedFiles(this.recordKey, stateText, versioned(RUN_FILES_RECORD, files))
+      : recordText(RUN_FILES_RECORD, files);
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.r,
       tree: [
@@ -128,8 +138,8 @@ export class GitHubForge {
   async listRuns(): Promise<string[]> {
     const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: 'forkflush/' });
     return data.flatMap((d) => {
-      const m = /^refs\/forkflush\/([^/]+)\/state$/.exec(d.ref);
-      return m ? [m[1] as string] : [];
+      const run = parseStateRef(d.ref);
+      return run ? [run] : [];
     });
   }
 
@@ -369,7 +379,7 @@ export class GitHubForge {
         per_page: 100,
       });
       for (const w of data.workflow_runs) {
-        if (!(w.display_title ?? '').includes(`forkflush ${run} `)) continue;
+        if (!isRoundRunOf(w.display_title ?? '', run)) continue;
         try {
           await this.octokit.rest.actions.cancelWorkflowRun({ ...this.r, run_id: w.id });
           cancelled++;

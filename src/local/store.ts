@@ -4,31 +4,23 @@
 import { chmod, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
-import { parseRunState } from '../core/records.js';
+import {
+  LOCAL_RUN_RECORD,
+  type LocalRunInfo,
+  parseLocalRun,
+  parseRunState,
+  RecordError,
+  recordText,
+  STATE_RECORD,
+} from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { newSealKey } from '../worker/seal.js';
 
 /** Outside every sandbox, like the rest of the run folder. */
 const SEAL_KEY = 'seal.key';
 
-/** Facts about a local run that the core does not need. */
-export interface RunInfo {
-  id: string;
-  /** The git repository the run works in. */
-  repo: string;
-  /** The folder the user named. */
-  taskDir: string;
-  /** True when the task folder was not a git repository and the run works on a copy. */
-  scratch: boolean;
-  configFile: string;
-  /** The config file's path inside the repository, protected like the grader (null: outside it). */
-  configPathInRepo: string | null;
-  task: string;
-  templates: { branch?: string; continuation?: string };
-  concurrency: number;
-  keepRejected: boolean;
-  startedAt: string;
-}
+/** Facts about a local run that the core does not need: its run.json (the schema is in core/records.ts). */
+export type RunInfo = LocalRunInfo;
 
 export class RunStore {
   constructor(readonly dir: string) {}
@@ -81,7 +73,7 @@ export class RunStore {
     await writeFile(this.path(SEAL_KEY), newSealKey(), { mode: 0o600, flag: 'wx' }).catch((e) => {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     });
-    await writeAtomic(this.path('run.json'), `${JSON.stringify(info, null, 2)}\n`);
+    await writeAtomic(this.path('run.json'), recordText(LOCAL_RUN_RECORD, info, 2));
   }
 
   /** The key that seals this run's result commits; null for a run made before seals. */
@@ -90,16 +82,20 @@ export class RunStore {
     return key && key.length === 32 ? key : null;
   }
 
+  /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
   async info(): Promise<RunInfo> {
-    return JSON.parse(await readFile(this.path('run.json'), 'utf8')) as RunInfo;
+    const file = this.path('run.json');
+    return parseLocalRun(await readRecordFile(file), file);
   }
 
+  /** The run's state.json, checked like run.json. */
   async load(): Promise<RunState> {
-    return parseRunState(await readFile(this.path('state.json'), 'utf8'), this.path('state.json'));
+    const file = this.path('state.json');
+    return parseRunState(await readRecordFile(file), file);
   }
 
   async save(state: RunState): Promise<void> {
-    await writeAtomic(this.path('state.json'), `${JSON.stringify(state, null, 1)}\n`);
+    await writeAtomic(this.path('state.json'), recordText(STATE_RECORD, state, 1));
   }
 
   /**
@@ -136,6 +132,16 @@ export class RunStore {
     const file = this.path(name);
     await writeAtomic(file, content);
     return file;
+  }
+}
+
+/** A record file's text; one that is not there is a RecordError, like one that is not right. */
+async function readRecordFile(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    throw new RecordError(`${file}: missing: the run folder is not a whole forkflush run`);
   }
 }
 
