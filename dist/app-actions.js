@@ -2067,7 +2067,7 @@ var require_dispatcher = __commonJS({
       }
       compose(...args) {
         const interceptors = Array.isArray(args[0]) ? args[0] : args;
-        let dispatch2 = this.dispatch.bind(this);
+        let dispatch = this.dispatch.bind(this);
         for (const interceptor of interceptors) {
           if (interceptor == null) {
             continue;
@@ -2075,21 +2075,21 @@ var require_dispatcher = __commonJS({
           if (typeof interceptor !== "function") {
             throw new TypeError(`invalid interceptor, expected function received ${typeof interceptor}`);
           }
-          dispatch2 = interceptor(dispatch2);
-          if (dispatch2 == null || typeof dispatch2 !== "function" || dispatch2.length !== 2) {
+          dispatch = interceptor(dispatch);
+          if (dispatch == null || typeof dispatch !== "function" || dispatch.length !== 2) {
             throw new TypeError("invalid interceptor");
           }
         }
-        return new ComposedDispatcher(this, dispatch2);
+        return new ComposedDispatcher(this, dispatch);
       }
     };
     var ComposedDispatcher = class extends Dispatcher {
       #dispatcher = null;
       #dispatch = null;
-      constructor(dispatcher, dispatch2) {
+      constructor(dispatcher, dispatch) {
         super();
         this.#dispatcher = dispatcher;
-        this.#dispatch = dispatch2;
+        this.#dispatch = dispatch;
       }
       dispatch(...args) {
         this.#dispatch(...args);
@@ -2247,12 +2247,12 @@ var require_dispatcher_base = __commonJS({
           this[kInterceptedDispatch] = this[kDispatch];
           return this[kDispatch](opts, handler2);
         }
-        let dispatch2 = this[kDispatch].bind(this);
+        let dispatch = this[kDispatch].bind(this);
         for (let i = this[kInterceptors].length - 1; i >= 0; i--) {
-          dispatch2 = this[kInterceptors][i](dispatch2);
+          dispatch = this[kInterceptors][i](dispatch);
         }
-        this[kInterceptedDispatch] = dispatch2;
-        return dispatch2(opts, handler2);
+        this[kInterceptedDispatch] = dispatch;
+        return dispatch(opts, handler2);
       }
       dispatch(opts, handler2) {
         if (!handler2 || typeof handler2 !== "object") {
@@ -7463,12 +7463,12 @@ var require_redirect_handler = __commonJS({
       }
     };
     var RedirectHandler = class {
-      constructor(dispatch2, maxRedirections, opts, handler2) {
+      constructor(dispatch, maxRedirections, opts, handler2) {
         if (maxRedirections != null && (!Number.isInteger(maxRedirections) || maxRedirections < 0)) {
           throw new InvalidArgumentError("maxRedirections must be a positive number");
         }
         util.validateHandler(handler2, opts.method, opts.upgrade);
-        this.dispatch = dispatch2;
+        this.dispatch = dispatch;
         this.location = null;
         this.abort = null;
         this.opts = { ...opts, maxRedirections: 0 };
@@ -7605,15 +7605,15 @@ var require_redirect_interceptor = __commonJS({
     "use strict";
     var RedirectHandler = require_redirect_handler();
     function createRedirectInterceptor({ maxRedirections: defaultMaxRedirections }) {
-      return (dispatch2) => {
+      return (dispatch) => {
         return function Intercept(opts, handler2) {
           const { maxRedirections = defaultMaxRedirections } = opts;
           if (!maxRedirections) {
-            return dispatch2(opts, handler2);
+            return dispatch(opts, handler2);
           }
-          const redirectHandler = new RedirectHandler(dispatch2, maxRedirections, opts, handler2);
+          const redirectHandler = new RedirectHandler(dispatch, maxRedirections, opts, handler2);
           opts = { ...opts, maxRedirections: 0 };
-          return dispatch2(opts, redirectHandler);
+          return dispatch(opts, redirectHandler);
         };
       };
     }
@@ -10799,11 +10799,11 @@ var require_mock_utils = __commonJS({
       return newMockDispatch;
     }
     function deleteMockDispatch(mockDispatches, key) {
-      const index = mockDispatches.findIndex((dispatch2) => {
-        if (!dispatch2.consumed) {
+      const index = mockDispatches.findIndex((dispatch) => {
+        if (!dispatch.consumed) {
           return false;
         }
-        return matchKey(dispatch2, key);
+        return matchKey(dispatch, key);
       });
       if (index !== -1) {
         mockDispatches.splice(index, 1);
@@ -10893,7 +10893,7 @@ var require_mock_utils = __commonJS({
       const agent = this[kMockAgent];
       const origin = this[kOrigin];
       const originalDispatch = this[kOriginalDispatch];
-      return function dispatch2(opts, handler2) {
+      return function dispatch(opts, handler2) {
         if (agent.isMockActive) {
           try {
             mockDispatch.call(this, opts, handler2);
@@ -11403,7 +11403,7 @@ var require_mock_agent = __commonJS({
       }
       pendingInterceptors() {
         const mockAgentClients = this[kClients];
-        return Array.from(mockAgentClients.entries()).flatMap(([origin, scope]) => scope[kDispatches].map((dispatch2) => ({ ...dispatch2, origin }))).filter(({ pending }) => pending);
+        return Array.from(mockAgentClients.entries()).flatMap(([origin, scope]) => scope[kDispatches].map((dispatch) => ({ ...dispatch, origin }))).filter(({ pending }) => pending);
       }
       assertNoPendingInterceptors({ pendingInterceptorsFormatter = new PendingInterceptorsFormatter() } = {}) {
         const pending = this.pendingInterceptors();
@@ -11500,19 +11500,19 @@ var require_redirect = __commonJS({
     var RedirectHandler = require_redirect_handler();
     module2.exports = (opts) => {
       const globalMaxRedirections = opts?.maxRedirections;
-      return (dispatch2) => {
+      return (dispatch) => {
         return function redirectInterceptor(opts2, handler2) {
           const { maxRedirections = globalMaxRedirections, ...baseOpts } = opts2;
           if (!maxRedirections) {
-            return dispatch2(opts2, handler2);
+            return dispatch(opts2, handler2);
           }
           const redirectHandler = new RedirectHandler(
-            dispatch2,
+            dispatch,
             maxRedirections,
             opts2,
             handler2
           );
-          return dispatch2(baseOpts, redirectHandler);
+          return dispatch(baseOpts, redirectHandler);
         };
       };
     };
@@ -11525,15 +11525,15 @@ var require_retry = __commonJS({
     "use strict";
     var RetryHandler = require_retry_handler();
     module2.exports = (globalOpts) => {
-      return (dispatch2) => {
+      return (dispatch) => {
         return function retryInterceptor(opts, handler2) {
-          return dispatch2(
+          return dispatch(
             opts,
             new RetryHandler(
               { ...opts, retryOptions: { ...globalOpts, ...opts.retryOptions } },
               {
                 handler: handler2,
-                dispatch: dispatch2
+                dispatch
               }
             )
           );
@@ -11626,14 +11626,14 @@ var require_dump = __commonJS({
     function createDumpInterceptor({ maxSize: defaultMaxSize } = {
       maxSize: 1024 * 1024
     }) {
-      return (dispatch2) => {
+      return (dispatch) => {
         return function Intercept(opts, handler2) {
           const { dumpMaxSize = defaultMaxSize } = opts;
           const dumpHandler = new DumpHandler(
             { maxSize: dumpMaxSize },
             handler2
           );
-          return dispatch2(opts, dumpHandler);
+          return dispatch(opts, dumpHandler);
         };
       };
     }
@@ -11822,13 +11822,13 @@ var require_dns = __commonJS({
       #dispatch = null;
       #handler = null;
       #origin = null;
-      constructor(state, { origin, handler: handler2, dispatch: dispatch2 }, opts) {
+      constructor(state, { origin, handler: handler2, dispatch }, opts) {
         super(handler2);
         this.#origin = origin;
         this.#handler = handler2;
         this.#opts = { ...opts };
         this.#state = state;
-        this.#dispatch = dispatch2;
+        this.#dispatch = dispatch;
       }
       onError(err) {
         switch (err.code) {
@@ -11897,11 +11897,11 @@ var require_dns = __commonJS({
         maxItems: interceptorOpts?.maxItems ?? Infinity
       };
       const instance = new DNSInstance(opts);
-      return (dispatch2) => {
+      return (dispatch) => {
         return function dnsInterceptor(origDispatchOpts, handler2) {
           const origin = origDispatchOpts.origin.constructor === URL ? origDispatchOpts.origin : new URL(origDispatchOpts.origin);
           if (isIP(origin.hostname) !== 0) {
-            return dispatch2(origDispatchOpts, handler2);
+            return dispatch(origDispatchOpts, handler2);
           }
           instance.runLookup(origin, origDispatchOpts, (err, newOrigin) => {
             if (err) {
@@ -11918,9 +11918,9 @@ var require_dns = __commonJS({
                 ...origDispatchOpts.headers
               }
             };
-            dispatch2(
+            dispatch(
               dispatchOpts,
-              instance.getHandler({ origin, dispatch: dispatch2, handler: handler2 }, origDispatchOpts)
+              instance.getHandler({ origin, dispatch, handler: handler2 }, origDispatchOpts)
             );
           });
           return true;
@@ -14332,7 +14332,7 @@ var require_fetch = __commonJS({
         })();
       }
       try {
-        const { body, status: status2, statusText, headersList, socket } = await dispatch2({ body: requestBody });
+        const { body, status: status2, statusText, headersList, socket } = await dispatch({ body: requestBody });
         if (socket) {
           response = makeResponse({ status: status2, statusText, headersList, socket });
         } else {
@@ -14432,7 +14432,7 @@ var require_fetch = __commonJS({
         fetchParams.controller.connection.destroy();
       }
       return response;
-      function dispatch2({ body }) {
+      function dispatch({ body }) {
         const url2 = requestCurrentURL(request9);
         const agent = fetchParams.controller.dispatcher;
         return new Promise((resolve, reject) => agent.dispatch(
@@ -49641,6 +49641,65 @@ var UserError = class extends Error {
 // src/github/forge.ts
 import { randomUUID } from "node:crypto";
 
+// src/core/names.ts
+var GITHUB = {
+  label: "autoresearch",
+  doneLabel: "autoresearch: done",
+  /** The worker workflow (examples/workflows/forkflush.yml). */
+  workflow: "forkflush.yml"
+};
+var RUN_ID = "[A-Za-z0-9][A-Za-z0-9._-]*";
+var EPISODE_ID = "r\\d+\\.b\\d+";
+function lineageBranch(run2, lineage, lineages) {
+  return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
+}
+function episodeBranch(run2, round, branch) {
+  return `${roundBranchPrefix(run2, round)}branch-${branch}`;
+}
+function roundBranchPrefix(run2, round) {
+  return `forkflush/${run2}/round-${round}/`;
+}
+function bestBranch(run2) {
+  return `forkflush/${run2}/best`;
+}
+function describeEpisodeId(id) {
+  const m = /^r(\d+)\.b(\d+)$/.exec(id);
+  return m ? `round ${m[1]}, branch ${m[2]}` : id === "base" ? "initial workspace" : id;
+}
+function stateRef(run2) {
+  return `refs/forkflush/${run2}/state`;
+}
+function parseStateRef(ref) {
+  return new RegExp(`^refs/forkflush/(${RUN_ID})/state$`).exec(ref)?.[1] ?? null;
+}
+function contextRef(run2, episode) {
+  return `refs/forkflush/${run2}/contexts/${episode}`;
+}
+function issueRunId(issue3) {
+  return `issue-${issue3}`;
+}
+function parseIssueRunId(run2) {
+  const m = /^issue-(\d+)$/.exec(run2);
+  return m ? Number(m[1]) : null;
+}
+function roundRunTitle(run2, round) {
+  return `forkflush ${run2} round ${round}`;
+}
+function parseRoundRunTitle(title) {
+  const m = new RegExp(`^forkflush (${RUN_ID}) round (\\d+)$`).exec(title);
+  return m ? { run: m[1], round: Number(m[2]) } : null;
+}
+function isRoundRunOf(title, run2) {
+  return parseRoundRunTitle(title)?.run === run2;
+}
+function parseEpisodeJobName(name) {
+  const m = new RegExp(`^forkflush (${RUN_ID}) (${EPISODE_ID})$`).exec(name);
+  return m ? { run: m[1], episode: m[2] } : null;
+}
+function checkRunName(episode) {
+  return `forkflush ${episode}`;
+}
+
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
@@ -69361,6 +69420,36 @@ function date4(params) {
 // src/core/config.ts
 var import_yaml3 = __toESM(require_dist4(), 1);
 
+// src/core/method.ts
+var PAPER = {
+  /** K, branches per fork round: step 1, "K = 4 branches". */
+  branches: 4,
+  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
+  forkAt: [0.33, 0.66],
+  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
+  branchBudget: 0.06,
+  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
+  episodeBudget: 0.06,
+  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
+  directives: 2
+};
+var MAX_BRANCHES = 64;
+var AGENT_TIMEOUT_SECONDS = 1800;
+var GRADER_TIMEOUT_SECONDS = 60;
+var LEAST_EPISODE_SHARE = 0.25;
+var SERIAL_EPISODES_FACTOR = 2;
+var SERIAL_EPISODES_EXTRA = 2;
+function maxSerialEpisodes(span, episodeBudget) {
+  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
+}
+var DIRECTIVE_SEED_SALT = 209;
+var DEADLINE_GRADINGS = 2;
+var ROUND_DEADLINE_SLACK_MINUTES = 30;
+var STALE_CLAIM_MINUTES = 10;
+function roundDeadlineMinutes(config3) {
+  return (config3.agent.timeout + DEADLINE_GRADINGS * config3.grader.timeout) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
+}
+
 // src/core/secrets.ts
 var NAMES = [
   "GITHUB_TOKEN",
@@ -69483,14 +69572,11 @@ var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flu
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
 var SANDBOX_MODES = ["auto", "required", "off"];
-var PAPER = {
-  branches: 4,
-  forkAt: [0.33, 0.66],
-  branchBudget: 0.06,
-  episodeBudget: 0.06,
-  directives: 2
-};
-var fraction = external_exports.number().gt(0).lt(1);
+var unlisted = external_exports.registry();
+var FRACTION = "must be between 0 and 1 (exclusive)";
+var fraction = external_exports.number().gt(0, FRACTION).lt(1, FRACTION);
+var SHARE = "must be a fraction above 0 and at most 1";
+var share = external_exports.number().gt(0, SHARE).max(1, SHARE);
 var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
 var repoGlob = repoPath;
 var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
@@ -69511,7 +69597,7 @@ function insideRepository(path2) {
 var graderSchema = external_exports.strictObject({
   command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
-  timeout: external_exports.number().positive().default(60).describe("Seconds one grading may take."),
+  timeout: external_exports.number().positive().default(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
   protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
   network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
   env: external_exports.array(envName).default([]).describe(
@@ -69526,7 +69612,7 @@ var agentSchema = external_exports.strictObject({
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  timeout: external_exports.number().positive().default(AGENT_TIMEOUT_SECONDS).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
   env: external_exports.array(envName).default([]).describe(
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
@@ -69539,20 +69625,22 @@ var sandboxSchema = external_exports.strictObject({
 var budgetSchema = external_exports.strictObject({
   total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
   unit: external_exports.enum(UNITS).default("usd"),
-  episode: external_exports.number().positive().optional().describe("One serial episode; default 0.06 of total.")
+  episode: external_exports.number().positive().optional().describe(`One serial episode; default ${PAPER.episodeBudget} of total.`)
 });
 var forkSchema = external_exports.strictObject({
-  branches: external_exports.number().int().min(1).max(64).default(PAPER.branches).describe("K: branches per fork round."),
+  branches: external_exports.number().int().min(1).max(MAX_BRANCHES).default(PAPER.branches).describe("K: branches per fork round."),
   at: external_exports.array(fraction).default([...PAPER.forkAt]).describe("Fork points, as fractions of the total budget spent."),
-  branch_budget: external_exports.number().gt(0).max(1).default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
-  directives: external_exports.number().int().min(0).optional().describe("Branches per fork round told to try a substantially different approach; default 2 (at most K).")
+  branch_budget: share.default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
+  directives: external_exports.number().int().min(0).optional().describe(
+    `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`
+  )
 });
 var promptsSchema = external_exports.strictObject({
   branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
   continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
 var configSchema = external_exports.strictObject({
-  $schema: external_exports.string().optional(),
+  $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
@@ -69597,12 +69685,12 @@ var configSchema = external_exports.strictObject({
   }
   if (c.strategy === "fork-and-flush" || c.strategy === "fork-only") {
     const rounds = 1 + at.length;
-    const share = rounds * c.fork.branches * c.fork.branch_budget;
-    if (share > 1 + 1e-9) {
+    const share2 = rounds * c.fork.branches * c.fork.branch_budget;
+    if (share2 > 1 + 1e-9) {
       ctx.addIssue({
         code: "custom",
         path: ["fork", "branch_budget"],
-        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
+        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
       });
     }
   }
@@ -69666,6 +69754,9 @@ function applyOverrides(raw, o) {
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
+function isPredicate(message) {
+  return /^(must|names) /.test(message);
+}
 function describeIssue(issue3, input2, locate) {
   const path2 = issue3.path;
   const name = formatPath(path2);
@@ -69681,52 +69772,58 @@ function describeIssue(issue3, input2, locate) {
         return `${locate(path2, key)}: unknown key "${full}"${hint} Valid keys${name ? ` of ${name}` : ""}: ${valid.join(", ")}`;
       }).join("\n");
     }
-    case "invalid_type":
-      if (found === void 0) return `${locate(path2.slice(0, -1))}: ${name} is required (${expected(issue3.expected)})`;
-      return `${locate(path2)}: ${name} must be ${expected(issue3.expected)}, got ${got}`;
-    case "invalid_value":
-      return `${locate(path2)}: ${name} must be one of ${issue3.values.map((v) => JSON.stringify(v)).join(", ")}, got ${got}`;
-    case "too_small":
-    case "too_big":
-      return `${locate(path2)}: ${name} ${rangeText(path2, issue3)}, got ${got}`;
-    case "custom":
-      return `${locate(path2)}: ${issue3.message.startsWith("must ") || issue3.message.startsWith("names ") ? `${name} ${issue3.message}, got ${got}` : issue3.message}`;
-    case "invalid_format":
-      return `${locate(path2)}: ${name} ${issue3.message}, got ${got}`;
     case "invalid_union": {
-      const branches = issue3.errors.filter((b) => b.length > 0);
-      const meant = branches.find((b) => !b.every((i) => i.code === "invalid_type" && i.path.length === 0));
-      if (!meant) {
-        return `${locate(path2)}: ${name} must be ${unionTypes(branches)}, got ${got}`;
-      }
+      const alternatives = issue3.errors.filter((a) => a.length > 0);
+      const meant = alternatives.find((a) => !a.every((i) => i.path.length === 0 && wrongType(i, found)));
+      if (!meant) return `${locate(path2)}: ${name} must be ${unionTypes(alternatives)}, got ${got}`;
       return meant.map((i) => describeIssue({ ...i, path: [...path2, ...i.path] }, input2, locate)).join("\n");
     }
+    case "invalid_type":
+      if (found === void 0) return `${locate(path2.slice(0, -1))}: ${name} is required (${expected(issue3.expected)})`;
+      break;
+    case "custom":
+      if (!isPredicate(issue3.message)) return `${locate(path2)}: ${issue3.message}`;
+      break;
+  }
+  const rule = isPredicate(issue3.message) ? issue3.message : ruleOf(issue3);
+  return rule === void 0 ? `${locate(path2)}: ${name}: ${issue3.message}` : `${locate(path2)}: ${name} ${rule}, got ${got}`;
+}
+function ruleOf(issue3) {
+  switch (issue3.code) {
+    case "invalid_type":
+      return `must be ${expected(issue3.expected)}`;
+    case "invalid_value":
+      return `must be one of ${issue3.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    case "too_small":
+    case "too_big":
+      return rangeText(issue3);
+    case "invalid_format":
+      return issue3.message;
     default:
-      return `${locate(path2)}: ${name}: ${issue3.message}`;
+      return void 0;
   }
 }
-function rangeText(path2, issue3) {
-  if (issue3.origin === "string") return "must not be empty";
-  if (issue3.origin === "array")
-    return `must have ${issue3.code === "too_small" ? "at least" : "at most"} ${issue3.code === "too_small" ? issue3.minimum : issue3.maximum} items`;
-  const parent = path2.at(-2);
-  const last = path2.at(-1);
-  if (parent === "at" || last === "at" || typeof last === "number") return "must be between 0 and 1 (exclusive)";
-  if (last === "branch_budget") return "must be a fraction above 0 and at most 1";
-  if (issue3.code === "too_small") {
-    const min = Number(issue3.minimum);
-    return issue3.inclusive ? `must be at least ${min}` : `must be above ${min}`;
-  }
-  const max = Number(issue3.maximum);
-  return issue3.inclusive ? `must be at most ${max}` : `must be below ${max}`;
+function wrongType(issue3, found) {
+  if (issue3.code === "invalid_type") return true;
+  return issue3.code === "invalid_value" && !issue3.values.some((v) => typeof v === typeof found);
 }
-function unionTypes(branches) {
-  const words = branches.flatMap(
-    (b) => b.flatMap(
+function rangeText(issue3) {
+  const small = issue3.code === "too_small";
+  const bound = Number(small ? issue3.minimum : issue3.maximum);
+  if (issue3.origin === "string" && small && bound <= 1) return "must not be empty";
+  if (issue3.origin === "string") return `must have ${small ? "at least" : "at most"} ${bound} characters`;
+  if (issue3.origin === "array") return `must have ${small ? "at least" : "at most"} ${bound} items`;
+  if (small) return issue3.inclusive ? `must be at least ${bound}` : `must be above ${bound}`;
+  return issue3.inclusive ? `must be at most ${bound}` : `must be below ${bound}`;
+}
+function unionTypes(alternatives) {
+  const words = alternatives.flatMap(
+    (a) => a.flatMap(
       (i) => i.code === "invalid_value" ? i.values.map((v) => JSON.stringify(v)) : i.code === "invalid_type" ? [expected(i.expected)] : []
     )
   );
-  return [...new Set(words)].join(", or ");
+  const unique = [...new Set(words)];
+  return unique.length < 2 ? unique[0] ?? "something else" : `${unique.slice(0, -1).join(", ")}, or ${unique.at(-1)}`;
 }
 function expected(type) {
   const names = {
@@ -69753,22 +69850,24 @@ function valueAt(v, path2) {
   return cur;
 }
 function validKeysAt(path2) {
-  let schema = configSchema;
+  let object2 = mappingOf(configSchema);
   for (const p of path2) {
-    const shape = objectShape(schema);
-    if (!shape || typeof p !== "string" || !(p in shape)) return [];
-    schema = shape[p];
+    const field = typeof p === "string" ? object2?.shape[p] : void 0;
+    object2 = field === void 0 ? void 0 : mappingOf(field);
   }
-  return Object.keys(objectShape(schema) ?? {}).filter((k) => k !== "$schema");
+  if (!object2) return [];
+  return Object.entries(object2.shape).filter(([, field]) => !unlisted.has(field)).map(([key]) => key);
 }
-function objectShape(schema) {
-  let s = schema;
-  for (let i = 0; i < 5; i++) {
-    const def = s.def;
-    if (def.type === "object") return def.shape;
-    const inner = def.innerType ?? def.in;
-    if (!inner) return void 0;
-    s = inner;
+function mappingOf(schema) {
+  if (schema instanceof external_exports.ZodObject) return schema;
+  if (schema instanceof external_exports.ZodDefault || schema instanceof external_exports.ZodOptional || schema instanceof external_exports.ZodNullable)
+    return mappingOf(schema.unwrap());
+  if (schema instanceof external_exports.ZodPipe) return mappingOf(schema.in);
+  if (schema instanceof external_exports.ZodUnion) {
+    for (const option of schema.options) {
+      const object2 = mappingOf(option);
+      if (object2) return object2;
+    }
   }
   return void 0;
 }
@@ -69805,6 +69904,7 @@ function round3(x) {
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
 var episodeId = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
 var count = external_exports.number().int().nonnegative();
+var runId = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "must be a run id" });
 var usageSchema = external_exports.object({
   inputTokens: external_exports.number().nonnegative(),
   outputTokens: external_exports.number().nonnegative(),
@@ -69851,9 +69951,10 @@ var roundSchema = external_exports.object({
   decision: external_exports.object({ winner: episodeId.nullable(), adopted: external_exports.array(episodeId) }).optional(),
   extra: external_exports.boolean().optional()
 });
+var STATE_VERSION = 1;
 var runStateSchema = external_exports.object({
-  version: external_exports.literal(1),
-  id: external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
+  version: external_exports.literal(STATE_VERSION),
+  id: runId,
   seed: external_exports.number().int(),
   config: configSchema.transform(withDerivedDefaults),
   base: external_exports.object({
@@ -69903,30 +70004,149 @@ var runFilesSchema = external_exports.object({
   /** Whether the repository was private when the run started (how agent contexts are kept). */
   privateRepository: external_exports.boolean().optional()
 });
+var localRunSchema = external_exports.object({
+  id: runId,
+  /** The git repository the run works in. */
+  repo: external_exports.string().min(1),
+  /** The folder the user named. */
+  taskDir: external_exports.string().min(1),
+  /** True when the task folder was not a git repository and the run works on a copy. */
+  scratch: external_exports.boolean(),
+  configFile: external_exports.string().min(1),
+  /** The config file's path inside the repository, protected like the grader (null: outside it). */
+  configPathInRepo: external_exports.string().min(1).nullable(),
+  task: external_exports.string(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  /** Episodes at once. */
+  concurrency: external_exports.number().int().positive(),
+  keepRejected: external_exports.boolean(),
+  startedAt: external_exports.iso.datetime({ message: "must be a date and time (ISO 8601)" })
+});
 var RecordError = class extends Error {
   name = "RecordError";
 };
-function parseRunState(text, where) {
-  const state = parseWith(runStateSchema, text, where);
-  return state;
+function recordFile(file2) {
+  const steps = Object.keys(file2.migrations).map(Number);
+  if (!Number.isInteger(file2.version) || file2.version < 1) {
+    throw new Error(`${file2.name}: the record's version must be a whole number from 1`);
+  }
+  for (const n of steps) {
+    if (!Number.isInteger(n) || n < 1 || n >= file2.version) {
+      throw new Error(`${file2.name}: a migration from version ${n}, which is not below version ${file2.version}`);
+    }
+  }
+  for (let n = oldestVersion(file2); n < file2.version; n++) {
+    if (!file2.migrations[n]) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+  }
+  if (file2.unversioned !== null && file2.unversioned < oldestVersion(file2)) {
+    throw new Error(`${file2.name}: records without a version are version ${file2.unversioned}, which it cannot read`);
+  }
+  return file2;
 }
-function parseRunFiles(text, where) {
-  return parseWith(runFilesSchema, text, where);
+function oldestVersion(file2) {
+  return Math.min(file2.version, ...Object.keys(file2.migrations).map(Number));
 }
-function parseWith(schema, text, where) {
+var STATE_RECORD = recordFile({
+  name: "state.json",
+  schema: runStateSchema,
+  version: STATE_VERSION,
+  migrations: {},
+  // state.json has said `version: 1` since its first commit.
+  unversioned: null
+});
+var RUN_FILES_RECORD = recordFile({
+  name: "run.json",
+  schema: runFilesSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1
+});
+var LOCAL_RUN_RECORD = recordFile({
+  name: "run.json",
+  schema: localRunSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1
+});
+function migrate(file2, raw, where) {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
+  }
+  let record2 = raw;
+  const given = record2.version;
+  let version2;
+  if (given === void 0) {
+    if (file2.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
+    version2 = file2.unversioned;
+  } else if (typeof given === "number" && Number.isInteger(given) && given >= 1) {
+    version2 = given;
+  } else {
+    throw new RecordError(
+      `${where}: version: must be a whole number from 1, got ${JSON.stringify(given)} (not a forkflush run record)`
+    );
+  }
+  if (version2 > file2.version) {
+    throw new RecordError(
+      `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
+    );
+  }
+  const oldest = oldestVersion(file2);
+  if (version2 < oldest) {
+    throw new RecordError(
+      `${where}: version: ${version2} is older than this forkflush reads (versions ${oldest} to ${file2.version})`
+    );
+  }
+  for (let n = version2; n < file2.version; n++) {
+    const step = file2.migrations[n];
+    if (!step) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+    record2 = { ...step(record2), version: n + 1 };
+  }
+  return record2;
+}
+function readRecord(file2, text, where) {
   let raw;
   try {
     raw = JSON.parse(text);
   } catch (e) {
     throw new RecordError(`${where}: not valid JSON (${e.message})`);
   }
-  const parsed = schema.safeParse(raw);
+  const record2 = migrate(file2, raw, where);
+  const parsed = file2.schema.safeParse(record2);
   if (!parsed.success) {
     const issue3 = parsed.error.issues[0];
-    const field = issue3?.path.map(String).join(".") || "the record";
-    throw new RecordError(`${where}: ${field}: ${issue3?.message ?? "not valid"} (not a forkflush run record)`);
+    const path2 = issue3?.path ?? [];
+    const field = path2.map(String).join(".") || "the record";
+    throw new RecordError(
+      `${where}: ${field}: ${issue3 ? problem(issue3, record2) : "not valid"} (not a forkflush run record)`
+    );
   }
   return parsed.data;
+}
+function problem(issue3, record2) {
+  if (issue3.code !== "invalid_type" || issue3.path.length === 0) return issue3.message;
+  let at = record2;
+  for (const key of issue3.path.slice(0, -1)) {
+    at = typeof at === "object" && at !== null ? at[key] : void 0;
+  }
+  const last = issue3.path.at(-1);
+  const absent = typeof at === "object" && at !== null && !(last in at);
+  return absent ? `missing (expected ${issue3.expected})` : issue3.message;
+}
+function versioned(file2, value) {
+  return Object.assign({ version: file2.version }, value, { version: file2.version });
+}
+function recordText(file2, value, indent = 1) {
+  return `${JSON.stringify(versioned(file2, value), null, indent)}
+`;
+}
+function parseRunState(text, where) {
+  const state = readRecord(STATE_RECORD, text, where);
+  return state;
+}
+function parseRunFiles(text, where) {
+  return readRecord(RUN_FILES_RECORD, text, where);
 }
 
 // src/github/record-seal.ts
@@ -70006,7 +70226,7 @@ var GitHubForge = class {
     const ref = await this.refSha(stateRef2);
     if (!ref) return null;
     const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
-    if (state === null || files === null) throw new Error(`${stateRef2} at ${ref} lacks state.json or run.json`);
+    if (state === null || files === null) throw new RecordError(`${stateRef2} at ${ref} lacks state.json or run.json`);
     if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
     return {
       state: parseRunState(state, `${stateRef2}:state.json`),
@@ -70019,10 +70239,8 @@ var GitHubForge = class {
    * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
    */
   async saveRun(stateRef2, state, files, expected2, message) {
-    const stateText = `${JSON.stringify(state, null, 1)}
-`;
-    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, files) : `${JSON.stringify(files, null, 1)}
-`;
+    const stateText = recordText(STATE_RECORD, state);
+    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, versioned(RUN_FILES_RECORD, files)) : recordText(RUN_FILES_RECORD, files);
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.r,
       tree: [
@@ -70062,8 +70280,8 @@ Forkflush-Save: ${randomUUID()}`,
   async listRuns() {
     const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: "forkflush/" });
     return data.flatMap((d) => {
-      const m = /^refs\/forkflush\/([^/]+)\/state$/.exec(d.ref);
-      return m ? [m[1]] : [];
+      const run2 = parseStateRef(d.ref);
+      return run2 ? [run2] : [];
     });
   }
   // The repository.
@@ -70265,7 +70483,7 @@ Forkflush-Save: ${randomUUID()}`,
         per_page: 100
       });
       for (const w of data.workflow_runs) {
-        if (!(w.display_title ?? "").includes(`forkflush ${run2} `)) continue;
+        if (!isRoundRunOf(w.display_title ?? "", run2)) continue;
         try {
           await this.octokit.rest.actions.cancelWorkflowRun({ ...this.r, run_id: w.id });
           cancelled++;
@@ -70290,7 +70508,7 @@ function charged(e) {
   return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
 }
 function minEpisode(state) {
-  return state.config.budget.episode * 0.25;
+  return state.config.budget.episode * LEAST_EPISODE_SHARE;
 }
 function spentOnSchedule(state, lineage) {
   let sum = 0;
@@ -70321,18 +70539,31 @@ var TRAILERS = {
   sandbox: "Forkflush-Sandbox",
   contextStore: "Forkflush-Context"
 };
+function resultFromCommit(runId2, e, commit) {
+  const short = commit.sha.slice(0, 7);
+  const parsed = parseCommitMessage(commit.message, commit.sha);
+  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
+    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  }
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+    return {
+      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
+    };
+  }
+  return { result: parsed.result };
+}
 function parseCommitMessage(message, commit) {
   const fields = /* @__PURE__ */ new Map();
   for (const line of message.split("\n")) {
     const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
     if (m) fields.set(m[1], m[2].trim());
   }
-  const runId = fields.get(TRAILERS.run);
+  const runId2 = fields.get(TRAILERS.run);
   const episode = fields.get(TRAILERS.episode);
   const spent2 = Number(fields.get(TRAILERS.spent));
   const exit = fields.get(TRAILERS.exit);
   const scoreText2 = fields.get(TRAILERS.score);
-  if (!runId || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
+  if (!runId2 || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
   const score = scoreText2 === "none" ? null : Number(scoreText2);
   const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map(Number);
   const reason = fields.get(TRAILERS.reason);
@@ -70343,7 +70574,7 @@ function parseCommitMessage(message, commit) {
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
   return {
-    runId,
+    runId: runId2,
     episode,
     result: {
       commit,
@@ -70382,33 +70613,6 @@ function parseCommitDetails(message) {
   }
   const diffStat = changes.slice("Changes: ".length);
   return { diffStat: diffStat === "none" ? "" : diffStat, journalTail };
-}
-
-// src/core/names.ts
-function lineageBranch(run2, lineage, lineages) {
-  return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
-}
-function episodeBranch(run2, round, branch) {
-  return `forkflush/${run2}/round-${round}/branch-${branch}`;
-}
-function bestBranch(run2) {
-  return `forkflush/${run2}/best`;
-}
-function describeEpisodeId(id) {
-  const m = /^r(\d+)\.b(\d+)$/.exec(id);
-  return m ? `round ${m[1]}, branch ${m[2]}` : id === "base" ? "initial workspace" : id;
-}
-function stateRef(run2) {
-  return `refs/forkflush/${run2}/state`;
-}
-function contextRef(run2, episode) {
-  return `refs/forkflush/${run2}/contexts/${episode}`;
-}
-function issueRunId(issue3) {
-  return `issue-${issue3}`;
-}
-function roundRunTitle(run2, round) {
-  return `forkflush ${run2} round ${round}`;
 }
 
 // src/core/state.ts
@@ -70656,11 +70860,8 @@ function segmentStarts(config3) {
   if (config3.strategy === "single-run" || config3.strategy === "best-of-n") return [0];
   return [0, ...config3.fork.at.map((a) => a * config3.budget.total)];
 }
-function maxSerialEpisodes(span, episodeBudget) {
-  return 2 * Math.ceil(span / episodeBudget - 1e-9) + 2;
-}
 function serialAllowance(left, episodeBudget) {
-  return left / Math.max(1, Math.ceil(left / episodeBudget - 0.25 - 1e-9));
+  return left / Math.max(1, Math.ceil(left / episodeBudget - LEAST_EPISODE_SHARE - 1e-9));
 }
 function nextRound(state) {
   if (state.rounds.some((r) => !r.decision)) throw new Error("nextRound: a round is still open");
@@ -70718,7 +70919,7 @@ function forkRound(state, segment, extra, budget) {
   const leader = state.lineages[0];
   if (!leader) throw new Error("run state has no lineage");
   const copy = c.strategy === "fork-only" && leader.context !== null;
-  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 209));
+  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
   const episodes = Array.from({ length: k }, (_, branch) => ({
     id: episodeId2(index, branch),
     round: index,
@@ -70737,13 +70938,13 @@ function forkRound(state, segment, extra, budget) {
 }
 function nextBestOfNRound(state) {
   const c = state.config;
-  const share = c.budget.total / state.lineages.length;
+  const share2 = c.budget.total / state.lineages.length;
   const tiny = minEpisode(state);
   const wanted = [];
   for (const lineage of state.lineages) {
-    const left = share - spentOnSchedule(state, lineage.index);
+    const left = share2 - spentOnSchedule(state, lineage.index);
     const episodes = state.rounds.filter((r) => r.episodes.some((e) => e.lineage === lineage.index)).length;
-    if (left <= tiny || episodes >= maxSerialEpisodes(share, c.budget.episode)) continue;
+    if (left <= tiny || episodes >= maxSerialEpisodes(share2, c.budget.episode)) continue;
     wanted.push({
       lineage: lineage.index,
       allowance: serialAllowance(left, c.budget.episode),
@@ -70855,32 +71056,89 @@ function applyFinish(state) {
   return state.status === "finished" ? state : { ...state, status: "finished" };
 }
 
+// src/core/work.ts
+function dueWork(state, done) {
+  const work = [];
+  for (const round of state.rounds) {
+    for (const e of round.episodes) {
+      if (e.result && !done.published.includes(e.id))
+        work.push({ type: "publish-result", key: `publish:${e.id}`, episode: e.id });
+    }
+    if (round.decision && !done.settled.includes(round.index))
+      work.push({ type: "settle-round", key: `settle:${round.index}`, round: round.index });
+  }
+  const open3 = state.rounds.find((r) => !r.decision);
+  if (open3 && !done.opened.includes(open3.index))
+    work.push({ type: "open-round", key: `dispatch:${open3.index}`, round: open3.index });
+  if (state.status === "finished" && !done.finished) work.push({ type: "publish-run", key: "final" });
+  if (state.best && state.best.commit !== done.best)
+    work.push({ type: "move-best", key: "best", commit: state.best.commit });
+  return work;
+}
+async function carryOut(forge, state, item, retaking = false) {
+  switch (item.type) {
+    case "open-round":
+      return forge.openRound(state, roundOf(state, item.round), retaking);
+    case "publish-result": {
+      const e = state.rounds.flatMap((r) => r.episodes).find((x) => x.id === item.episode);
+      if (!e) throw new Error(`${state.id}: no episode ${item.episode}`);
+      return forge.publishResult(state, e, retaking);
+    }
+    case "settle-round":
+      return forge.settleRound(state, roundOf(state, item.round));
+    case "move-best":
+      return forge.moveBest(state, item.commit);
+    case "publish-run":
+      return forge.publishRun(state);
+  }
+}
+function roundOf(state, index) {
+  const round = state.rounds.find((r) => r.index === index);
+  if (!round) throw new Error(`${state.id}: no round ${index}`);
+  return round;
+}
+function advance(initial, halt = () => false) {
+  let state = initial;
+  const steps = [];
+  for (let guard = 0; guard < 1e3; guard++) {
+    const [first] = reconcile(state);
+    if (!first || first.type === "run" || halt(state, first)) return { state, steps };
+    steps.push(first);
+    if (first.type === "open") state = applyOpen(state, first.round);
+    else if (first.type === "decide") state = applyDecision(state, first.round, first.decision);
+    else state = applyFinish(state);
+  }
+  throw new Error(`${initial.id}: the schedule did not settle`);
+}
+function lineageMovedOutside(state, round, e, head, lineageRef) {
+  const commit = e.result?.commit;
+  if (!commit || head === commit) return null;
+  const later = state.rounds.filter((r) => r.index > round.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
+  if (head !== null && later.includes(head)) return null;
+  return `the lineage branch ${lineageRef} moved outside forkflush (expected ${e.base.slice(0, 10)} or ${commit.slice(0, 10)}, found ${head?.slice(0, 10) ?? "nothing"}): reset it to one of those commits, then resume`;
+}
+
 // src/core/plan.ts
 function simulate(config3, outcome, seed = 0, maxRounds = 1e4) {
   let state = newRunState({ id: "plan", seed, config: config3, baseCommit: "base", baseScore: null });
-  for (let step = 0; step < maxRounds * 3; step++) {
-    const actions = reconcile(state);
-    if (actions.length === 0) return state;
-    for (const action of actions) {
-      if (action.type === "open") state = applyOpen(state, action.round);
-      else if (action.type === "decide") state = applyDecision(state, action.round, action.decision);
-      else if (action.type === "finish") state = applyFinish(state);
-      else {
-        const episode = state.rounds[action.round]?.episodes.find((e) => e.id === action.episode);
-        if (!episode) throw new Error(`simulate: no episode ${action.episode}`);
-        const { spent: spent2, score } = outcome(episode);
-        const result = {
-          commit: `commit-${episode.id}`,
-          score,
-          spent: spent2,
-          exit: "finished",
-          protectedChanged: [],
-          agentSeconds: 0,
-          graderSeconds: 0,
-          wallSeconds: 0
-        };
-        state = applyResult(state, episode.id, result);
-      }
+  for (let round = 0; round < maxRounds; round++) {
+    state = advance(state).state;
+    const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
+    if (pending.length === 0) return state;
+    for (const id of pending) {
+      const episode = state.rounds.flatMap((r) => r.episodes).find((e) => e.id === id);
+      const { spent: spent2, score } = outcome(episode);
+      const result = {
+        commit: `commit-${episode.id}`,
+        score,
+        spent: spent2,
+        exit: "finished",
+        protectedChanged: [],
+        agentSeconds: 0,
+        graderSeconds: 0,
+        wallSeconds: 0
+      };
+      state = applyResult(state, episode.id, result);
     }
   }
   throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
@@ -71072,9 +71330,6 @@ function parseCommand(body) {
   };
 }
 
-// src/github/sync.ts
-import { createHash as createHash2 } from "node:crypto";
-
 // src/core/globs.ts
 var WILDCARD = /[*?[]/;
 function matchesGlob(path2, glob) {
@@ -71219,6 +71474,18 @@ For this branch: try a substantially different approach from those the journal d
   }
   return text;
 }
+async function loadTemplates(config3, read, where) {
+  const templates = {};
+  for (const kind of ["branch", "continuation"]) {
+    const path2 = config3.prompts[kind];
+    if (!path2) continue;
+    const text = await read(path2);
+    if (text === null) return { problem: `prompts.${kind}: ${path2} is not in ${where}` };
+    templates[kind] = text;
+  }
+  const problem2 = templateProblem(config3, templates);
+  return problem2 ? { problem: problem2 } : { templates };
+}
 function quoteTask(task) {
   const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
   return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
@@ -71254,34 +71521,55 @@ function templateProblem(config3, templates) {
   }
 }
 
-// src/github/sync.ts
-var GITHUB = {
-  label: "autoresearch",
-  doneLabel: "autoresearch: done",
-  /** The worker workflow (examples/workflows/forkflush.yml), dispatched once per round. */
-  workflow: "forkflush.yml",
-  /** Past its deadline a round's missing results count as failed: job timeout plus queueing. */
-  deadlineSlackMinutes: 30,
-  /** A claim older than this was left by a handler that crashed; the work is done again. */
-  staleClaimMinutes: 10
+// src/github/observe.ts
+import { createHash as createHash2 } from "node:crypto";
+var Commits = class {
+  constructor(forge) {
+    this.forge = forge;
+  }
+  forge;
+  known = /* @__PURE__ */ new Map();
+  async get(sha2) {
+    const known = this.known.get(sha2);
+    if (known !== void 0) return known;
+    const commit = await this.forge.commit(sha2);
+    this.known.set(sha2, commit);
+    return commit;
+  }
 };
-async function commitOf(forge, commits, sha2) {
-  const known = commits.get(sha2);
-  if (known !== void 0) return known;
-  const commit = await forge.commit(sha2);
-  commits.set(sha2, commit);
-  return commit;
-}
 function protectedDigest(tree, globs) {
   const lines = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
   return createHash2("sha256").update(lines.join("\n")).digest("hex");
 }
-async function provenanceProblem(forge, state, files, e, sha2, commit) {
-  const short = sha2.slice(0, 7);
-  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
-    return `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`;
+async function observe(forge, commits, state, files, seen) {
+  const open3 = state.rounds.find((r) => !r.decision);
+  const dispatched = open3 ? files.dispatched[String(open3.index)] : void 0;
+  if (!open3 || !dispatched) return state;
+  const heads = await forge.branchHeads(roundBranchPrefix(state.id, open3.index));
+  let next = state;
+  for (const e of open3.episodes) {
+    if (e.result) continue;
+    const head = heads.get(episodeBranch(state.id, e.round, e.branch));
+    let result = null;
+    if (head && head !== e.base) {
+      const commit = await commits.get(head);
+      const read = resultFromCommit(state.id, e, { sha: head, ...commit });
+      const problem2 = "problem" in read ? read.problem : await protectedProblem(forge, state, files, head, commit);
+      result = problem2 === null && "result" in read ? read.result : failedResult(e, problem2 ?? "not a result");
+    } else if (seen.failedJobs?.[e.id]) {
+      result = failedResult(e, seen.failedJobs[e.id]);
+    } else if (seen.roundEnded === open3.index) {
+      result = failedResult(e, "its round's workflow run ended without a result for it");
+    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
+      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+    }
+    if (result) next = applyResult(next, e.id, result);
   }
+  return next;
+}
+async function protectedProblem(forge, state, files, sha2, commit) {
   if (!files.protectedDigest) return null;
+  const short = sha2.slice(0, 7);
   const tree = await forge.treeFiles(commit.tree);
   if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
   const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
@@ -71290,82 +71578,22 @@ async function provenanceProblem(forge, state, files, e, sha2, commit) {
   }
   return null;
 }
-async function syncRun(ctx, run2) {
-  const stored = await ctx.forge.loadRun(stateRef(run2));
-  return stored ? syncOrYield(ctx, stored) : null;
-}
-async function syncOrYield(ctx, stored) {
-  try {
-    return await syncStored(ctx, stored);
-  } catch (e) {
-    if (!(e instanceof ConflictError)) throw e;
-    ctx.log?.(`${stored.state.id}: another handler changed the run first; leaving the work to it`);
-    return null;
-  }
-}
-async function syncStored(ctx, stored) {
-  const { forge, now } = ctx;
-  let state = stored.state;
-  const files = structuredClone(stored.files);
-  let sha2 = stored.sha;
-  let saved = JSON.stringify([stored.state, stored.files]);
-  const persist = async () => {
-    const next = JSON.stringify([state, files]);
-    if (next === saved) return;
-    sha2 = await forge.saveRun(stateRef(state.id), state, files, sha2, `forkflush: ${summaryLine(state)}`);
-    saved = next;
+
+// src/github/record.ts
+function workDone(files) {
+  return {
+    opened: Object.keys(files.dispatched).map(Number),
+    published: Object.keys(files.published),
+    settled: files.settled,
+    best: files.bestCommit,
+    finished: files.finalPr !== null
   };
-  const commits = /* @__PURE__ */ new Map();
-  if (!files.stopped) {
-    state = await observe(ctx, state, files, commits);
-    state = decideWhatIsDue(state);
-  }
-  const due = dueWork(ctx, state, files, commits);
-  for (const [key, at] of Object.entries(files.claims)) {
-    if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
-  }
-  const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
-  for (const w of work) files.claims[w.key] = now.toISOString();
-  await persist();
-  const record2 = async (released) => {
-    if (JSON.stringify([state, files]) === saved) return;
-    sha2 = await recordDone(ctx, state, files, released, sha2);
-    saved = JSON.stringify([state, files]);
-  };
-  let failure2 = null;
-  try {
-    for (const w of work) {
-      await w.run();
-      delete files.claims[w.key];
-    }
-    const phase = files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
-    const notes = [
-      ...files.hiddenInTask ? [
-        `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
-      ] : [],
-      ...contextNote(state, files.privateRepository),
-      ...forge.sealsRecords ? [] : [
-        "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
-      ]
-    ];
-    const body = issueComment(state, phase, notes);
-    const digest = createHash2("sha256").update(body).digest("hex").slice(0, 16);
-    if (digest !== files.commentDigest || files.commentId === null) {
-      files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
-      files.commentDigest = digest;
-    }
-  } catch (e) {
-    failure2 = e;
-  }
-  await record2(work.map((w) => w.key).filter((key) => !(key in files.claims)));
-  if (failure2) throw failure2;
-  return state;
 }
-async function recordDone(ctx, state, mine, released, expected2) {
+async function saveDone(forge, state, mine, released, expected2) {
   let candidate = { state, files: mine, sha: expected2 };
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      return await ctx.forge.saveRun(
+      return await forge.saveRun(
         stateRef(state.id),
         candidate.state,
         candidate.files,
@@ -71375,7 +71603,7 @@ async function recordDone(ctx, state, mine, released, expected2) {
     } catch (e) {
       if (isServerError(e)) continue;
       if (!(e instanceof ConflictError)) throw e;
-      const latest = await ctx.forge.loadRun(stateRef(state.id));
+      const latest = await forge.loadRun(stateRef(state.id));
       if (!latest) throw e;
       candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
     }
@@ -71401,165 +71629,208 @@ function mergeDone(latest, mine, released) {
     claims
   };
 }
-async function observe(ctx, state, files, commits) {
-  const open3 = state.rounds.find((r) => !r.decision);
-  const dispatched = open3 ? files.dispatched[String(open3.index)] : void 0;
-  if (!open3 || !dispatched) return state;
-  const heads = await ctx.forge.branchHeads(`forkflush/${state.id}/round-${open3.index}/`);
-  let next = state;
-  for (const e of open3.episodes) {
-    if (e.result) continue;
-    const head = heads.get(episodeBranch(state.id, e.round, e.branch));
-    let result = null;
-    if (head && head !== e.base) {
-      const commit = await commitOf(ctx.forge, commits, head);
-      const parsed = parseCommitMessage(commit.message, head);
-      const problem = parsed && parsed.runId === state.id && parsed.episode === e.id ? await provenanceProblem(ctx.forge, state, files, e, head, commit) : `its branch moved to ${head.slice(0, 7)}, which is not a result of this episode`;
-      result = problem === null && parsed ? parsed.result : failedResult(e, problem ?? "not a result");
-    } else if (ctx.failedJobs?.[e.id]) {
-      result = failedResult(e, ctx.failedJobs[e.id]);
-    } else if (ctx.roundEnded === open3.index) {
-      result = failedResult(e, "its round's workflow run ended without a result for it");
-    } else if (ctx.now.getTime() > Date.parse(dispatched.deadline)) {
-      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+async function amend(forge, run2, message, change) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = await forge.loadRun(stateRef(run2));
+    if (!stored) return null;
+    const next = change(stored);
+    try {
+      return { ...next, sha: await forge.saveRun(stateRef(run2), next.state, next.files, stored.sha, message) };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
     }
-    if (result) next = applyResult(next, e.id, result);
   }
-  return next;
+  throw new ConflictError(`${run2}: the run kept changing; try again`);
 }
-function decideWhatIsDue(initial) {
-  let state = initial;
-  for (let guard = 0; guard < 1e3; guard++) {
-    const [first] = reconcile(state);
-    if (!first || first.type === "run") return state;
-    if (first.type === "open") state = applyOpen(state, first.round);
-    else if (first.type === "decide") state = applyDecision(state, first.round, first.decision);
-    else return applyFinish(state);
+
+// src/github/sync.ts
+import { createHash as createHash3 } from "node:crypto";
+
+// src/github/work.ts
+var GitHubWork = class {
+  constructor(forge, commits, files, now) {
+    this.forge = forge;
+    this.commits = commits;
+    this.files = files;
+    this.now = now;
   }
-  throw new Error(`${initial.id}: the schedule did not settle`);
-}
-function dueWork(ctx, state, files, commits) {
-  const { forge, now } = ctx;
-  const work = [];
-  const lineages = state.lineages.length;
-  for (const round of state.rounds) {
-    for (const e of round.episodes) {
-      if (!e.result || files.published[e.id]) continue;
-      const result = e.result;
-      const retaking = files.claims[`publish:${e.id}`] !== void 0;
-      work.push({
-        key: `publish:${e.id}`,
-        run: () => publish(forge, commits, state, files, e, result, now, retaking)
+  forge;
+  commits;
+  files;
+  now;
+  /**
+   * Creates the round's branches at their bases and dispatches the worker workflow once. Taking
+   * over the claim of a handler that died, it first looks for the run that handler may have
+   * started: GitHub creates a dispatched run at once, and its title names the round.
+   */
+  async openRound(state, round, retaking) {
+    const pending = round.episodes.filter((e) => !e.result);
+    for (const e of pending) await this.forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
+    const started = retaking && await this.forge.hasLiveRun(GITHUB.workflow, roundRunTitle(state.id, round.index));
+    if (!started) {
+      await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
+        run: state.id,
+        round: String(round.index),
+        episodes: JSON.stringify(pending.map((e) => e.id))
       });
     }
-    if (round.decision && !files.settled.includes(round.index)) {
-      work.push({ key: `settle:${round.index}`, run: () => settle2(forge, state, files, round) });
+    const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 6e4);
+    this.files.dispatched[String(round.index)] = { at: this.now.toISOString(), deadline: deadline.toISOString() };
+  }
+  /** A pull request (base: the lineage) and a check run for an episode whose result landed. */
+  async publishResult(state, e, retaking) {
+    const r = e.result;
+    if (!r) throw new Error(`${e.id} has no result to publish`);
+    if (r.commit === e.base) {
+      this.files.published[e.id] = { pr: null, check: null };
+      return;
     }
-  }
-  const open3 = state.rounds.find((r) => !r.decision);
-  if (open3 && !files.dispatched[String(open3.index)]) {
-    const retaking = files.claims[`dispatch:${open3.index}`] !== void 0;
-    work.push({ key: `dispatch:${open3.index}`, run: () => dispatch(forge, state, files, open3, now, retaking) });
-  }
-  if (state.status === "finished" && files.finalPr === null) {
-    work.push({
-      key: "final",
-      run: async () => {
-        const best2 = state.best ? findEpisode(state, state.best.episode) : void 0;
-        const pr = await forge.openPullRequest(
-          lineageBranch(state.id, best2?.lineage ?? 0, lineages),
-          files.defaultBranch,
-          `forkflush ${state.id}: best score ${state.best?.score ?? "none"}`,
-          finalPrBody(state)
-        );
-        await forge.addLabel(files.issue, GITHUB.doneLabel);
-        await forge.removeLabel(files.issue, GITHUB.label);
-        files.finalPr = pr ?? 0;
-      }
+    const name = checkRunName(e.id);
+    const found = retaking ? await this.forge.findCheckRun(r.commit, name) : null;
+    const check2 = found ?? await this.forge.createCheckRun({
+      sha: r.commit,
+      name,
+      conclusion: checkConclusion(r),
+      output: checkRunOutput(state, e, r, parseCommitDetails((await this.commits.get(r.commit)).message)),
+      completedAt: this.now.toISOString()
     });
-  }
-  const best = state.best;
-  if (best && best.commit !== files.bestCommit) {
-    work.push({
-      key: "best",
-      run: async () => {
-        await forge.setBranch(bestBranch(state.id), best.commit);
-        files.bestCommit = best.commit;
-      }
-    });
-  }
-  return work;
-}
-async function publish(forge, commits, state, files, e, r, now, retaking) {
-  const branch = episodeBranch(state.id, e.round, e.branch);
-  const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
-  if (r.commit === e.base) {
-    files.published[e.id] = { pr: null, check: null };
-    return;
-  }
-  const name = `forkflush ${e.id}`;
-  const found = retaking ? await forge.findCheckRun(r.commit, name) : null;
-  const check2 = found ?? await forge.createCheckRun({
-    sha: r.commit,
-    name,
-    conclusion: checkConclusion(r),
-    output: checkRunOutput(state, e, r, parseCommitDetails((await commitOf(forge, commits, r.commit)).message)),
-    completedAt: now.toISOString()
-  });
-  const pr = await forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
-  files.published[e.id] = { pr, check: check2 };
-}
-async function settle2(forge, state, files, round) {
-  const adopted = round.decision?.adopted ?? [];
-  const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
-  for (const e of round.episodes) {
     const branch = episodeBranch(state.id, e.round, e.branch);
-    if (adopted.includes(e.id) && e.result) {
-      const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
-      const moved = await forge.fastForward(lineage, e.result.commit);
-      const head = moved === "diverged" ? await forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
-      if (head !== e.result.commit && !laterAdopted(state, round, e.lineage).includes(head ?? "")) {
-        throw new Error(
-          `${lineage} moved outside forkflush; it must descend from ${e.base.slice(0, 7)} to adopt ${e.id}`
-        );
+    const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
+    const pr = await this.forge.openPullRequest(
+      branch,
+      lineage,
+      episodePrTitle(state, e, r),
+      episodePrBody(state, e, r)
+    );
+    this.files.published[e.id] = { pr, check: check2 };
+  }
+  /**
+   * Each adopted episode's commit is fast-forwarded into its lineage (its pull request then shows
+   * as merged); the other branches are closed with their score against the winner's and deleted.
+   */
+  async settleRound(state, round) {
+    const adopted = round.decision?.adopted ?? [];
+    const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
+    for (const e of round.episodes) {
+      if (adopted.includes(e.id) && e.result) {
+        const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
+        const moved = await this.forge.fastForward(lineage, e.result.commit);
+        const head = moved === "diverged" ? await this.forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
+        const problem2 = lineageMovedOutside(state, round, e, head, lineage);
+        if (problem2) throw new Error(problem2);
+      } else {
+        const pr = this.files.published[e.id]?.pr;
+        if (pr) await this.forge.closePullRequest(pr, loserComment(state, e, winner));
+        await this.forge.deleteRef(contextRef(state.id, e.id));
       }
-    } else {
-      const pr = files.published[e.id]?.pr;
-      if (pr) await forge.closePullRequest(pr, loserComment(state, e, winner));
-      await forge.deleteRef(contextRef(state.id, e.id));
+      await this.forge.deleteBranch(episodeBranch(state.id, e.round, e.branch));
     }
-    await forge.deleteBranch(branch);
+    this.files.settled.push(round.index);
   }
-  files.settled.push(round.index);
-}
-function laterAdopted(state, round, lineage) {
-  return state.rounds.filter((r) => r.index > round.index && r.decision).flatMap((r) => r.episodes.filter((e) => e.lineage === lineage && r.decision?.adopted.includes(e.id))).flatMap((e) => e.result ? [e.result.commit] : []);
-}
-async function dispatch(forge, state, files, round, now, retaking) {
-  const pending = round.episodes.filter((e) => !e.result);
-  for (const e of pending) await forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
-  const started = retaking && await forge.hasLiveRun(GITHUB.workflow, roundRunTitle(state.id, round.index));
-  if (!started) {
-    await forge.dispatchWorkflow(GITHUB.workflow, files.defaultBranch, {
-      run: state.id,
-      round: String(round.index),
-      episodes: JSON.stringify(pending.map((e) => e.id))
-    });
+  async moveBest(state, commit) {
+    await this.forge.setBranch(bestBranch(state.id), commit);
+    this.files.bestCommit = commit;
   }
-  const c = state.config;
-  const minutes = (c.agent.timeout + 2 * c.grader.timeout) / 60 + GITHUB.deadlineSlackMinutes;
-  files.dispatched[String(round.index)] = {
-    at: now.toISOString(),
-    deadline: new Date(now.getTime() + minutes * 6e4).toISOString()
-  };
+  /** The final pull request, from the lineage that holds the best score, and the done label. */
+  async publishRun(state) {
+    const best = state.best ? findEpisode(state, state.best.episode) : void 0;
+    const pr = await this.forge.openPullRequest(
+      lineageBranch(state.id, best?.lineage ?? 0, state.lineages.length),
+      this.files.defaultBranch,
+      `forkflush ${state.id}: best score ${state.best?.score ?? "none"}`,
+      finalPrBody(state)
+    );
+    await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
+    await this.forge.removeLabel(this.files.issue, GITHUB.label);
+    this.files.finalPr = pr ?? 0;
+  }
+};
+
+// src/github/sync.ts
+async function syncRun(ctx, run2) {
+  const stored = await ctx.forge.loadRun(stateRef(run2));
+  return stored ? syncOrYield(ctx, stored) : null;
+}
+async function syncOrYield(ctx, stored) {
+  try {
+    return await syncStored(ctx, stored);
+  } catch (e) {
+    if (!(e instanceof ConflictError)) throw e;
+    ctx.log?.(`${stored.state.id}: another handler changed the run first; leaving the work to it`);
+    return null;
+  }
+}
+async function syncStored(ctx, stored) {
+  const { forge, now } = ctx;
+  let state = stored.state;
+  const files = structuredClone(stored.files);
+  let sha2 = stored.sha;
+  const commits = new Commits(forge);
+  if (!files.stopped) {
+    state = await observe(forge, commits, state, files, ctx);
+    state = advance(state).state;
+  }
+  const due = dueWork(state, workDone(files));
+  for (const [key, at] of Object.entries(files.claims)) {
+    if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
+  }
+  const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
+  const retaking = new Set(work.filter((w) => files.claims[w.key] !== void 0).map((w) => w.key));
+  for (const w of work) files.claims[w.key] = now.toISOString();
+  if (state !== stored.state || JSON.stringify(files) !== JSON.stringify(stored.files)) {
+    sha2 = await forge.saveRun(stateRef(state.id), state, files, sha2, `forkflush: ${summaryLine(state)}`);
+  }
+  const claimed = JSON.stringify(files);
+  const github = new GitHubWork(forge, commits, files, now);
+  let failure2 = null;
+  try {
+    for (const w of work) {
+      await carryOut(github, state, w, retaking.has(w.key));
+      delete files.claims[w.key];
+    }
+    await updateComment(forge, state, files);
+  } catch (e) {
+    failure2 = e;
+  }
+  if (JSON.stringify(files) !== claimed) {
+    await saveDone(
+      forge,
+      state,
+      files,
+      work.map((w) => w.key).filter((key) => !(key in files.claims)),
+      sha2
+    );
+  }
+  if (failure2) throw failure2;
+  return state;
+}
+async function updateComment(forge, state, files) {
+  const phase = files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
+  const notes = [
+    ...files.hiddenInTask ? [
+      `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
+    ] : [],
+    ...contextNote(state, files.privateRepository),
+    ...forge.sealsRecords ? [] : [
+      "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
+    ]
+  ];
+  const body = issueComment(state, phase, notes);
+  const digest = createHash3("sha256").update(body).digest("hex").slice(0, 16);
+  if (digest !== files.commentDigest || files.commentId === null) {
+    files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
+    files.commentDigest = digest;
+  }
 }
 function isUnclaimed(claimedAt, now) {
-  return claimedAt === void 0 || now.getTime() - Date.parse(claimedAt) > GITHUB.staleClaimMinutes * 6e4;
+  return claimedAt === void 0 || now.getTime() - Date.parse(claimedAt) > STALE_CLAIM_MINUTES * 6e4;
 }
 function summaryLine(state) {
   const open3 = state.rounds.find((r) => !r.decision);
   return open3 ? `round ${open3.index} (${open3.phase})` : state.status;
 }
+
+// src/github/commands.ts
 async function startRun(ctx, issue3) {
   const { forge } = ctx;
   const run2 = issueRunId(issue3.number);
@@ -71587,17 +71858,9 @@ async function startRun(ctx, issue3) {
 ${e.problems.map((p) => `- ${p}`).join("\n")}`
     };
   }
-  const templates = {};
-  for (const kind of ["branch", "continuation"]) {
-    const path2 = config3.prompts[kind];
-    if (!path2) continue;
-    const t = await forge.readFile(path2, branch);
-    if (t === null) return { problem: `prompts.${kind}: \`${path2}\` is not on \`${branch}\`.` };
-    templates[kind] = t;
-  }
-  const templateError = templateProblem(config3, templates);
-  if (templateError)
-    return { problem: `${templateError} (fix the template on \`${branch}\`, then label the issue again).` };
+  const loaded = await loadTemplates(config3, (path2) => forge.readFile(path2, branch), `\`${branch}\``);
+  if ("problem" in loaded)
+    return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
@@ -71609,7 +71872,7 @@ ${issue3.body ?? ""}`);
   const files = {
     task: task.text,
     ...task.hidden > 0 ? { hiddenInTask: task.hidden } : {},
-    templates,
+    templates: loaded.templates,
     configPath: CONFIG_PATH,
     defaultBranch: branch,
     issue: issue3.number,
@@ -71634,22 +71897,9 @@ ${issue3.body ?? ""}`);
     throw e;
   }
 }
-async function amend(ctx, run2, message, change) {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = await ctx.forge.loadRun(stateRef(run2));
-    if (!stored) return null;
-    const next = change(stored);
-    try {
-      return { ...next, sha: await ctx.forge.saveRun(stateRef(run2), next.state, next.files, stored.sha, message) };
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-    }
-  }
-  throw new ConflictError(`${run2}: the run kept changing; try again`);
-}
 async function setStopped(ctx, stored, stopped) {
   const run2 = stored.state.id;
-  const next = await amend(ctx, run2, stopped ? "forkflush: stop" : "forkflush: resume", (s) => {
+  const next = await amend(ctx.forge, run2, stopped ? "forkflush: stop" : "forkflush: resume", (s) => {
     const files = { ...structuredClone(s.files), stopped };
     const open3 = s.state.rounds.find((r) => !r.decision);
     if (!stopped && open3) {
@@ -71671,7 +71921,7 @@ async function setStopped(ctx, stored, stopped) {
   return syncOrYield(ctx, next);
 }
 async function forkNow(ctx, stored) {
-  const next = await amend(ctx, stored.state.id, "forkflush: fork requested", (s) => ({
+  const next = await amend(ctx.forge, stored.state.id, "forkflush: fork requested", (s) => ({
     state: requestFork(s.state),
     files: s.files
   }));
@@ -71703,8 +71953,6 @@ async function nightly(ctx) {
 
 // src/app/app.ts
 var WRITERS = ["admin", "maintain", "write"];
-var JOB_NAME = /^forkflush (issue-\d+) (r\d+\.b\d+)$/;
-var RUN_TITLE = /^forkflush (issue-\d+) round (\d+)$/;
 function forkflushApp(options2 = {}) {
   const now = options2.now ?? (() => /* @__PURE__ */ new Date());
   return (app) => {
@@ -71769,9 +72017,9 @@ function forkflushApp(options2 = {}) {
     });
     app.on("workflow_job.completed", async (context) => {
       const job = context.payload.workflow_job;
-      const m = JOB_NAME.exec(job.name);
-      if (!m) return;
-      const [, run2, episode] = m;
+      const named = parseEpisodeJobName(job.name);
+      if (!named || parseIssueRunId(named.run) === null) return;
+      const { run: run2, episode } = named;
       const ctx = ctxOf(context);
       if (job.conclusion !== "success" && job.head_branch === context.payload.repository.default_branch) {
         ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
@@ -71780,11 +72028,11 @@ function forkflushApp(options2 = {}) {
     });
     app.on("workflow_run.completed", async (context) => {
       const w = context.payload.workflow_run;
-      const m = RUN_TITLE.exec(w.display_title ?? "");
-      if (!m) return;
+      const m = parseRoundRunTitle(w.display_title ?? "");
+      if (!m || parseIssueRunId(m.run) === null) return;
       const ctx = ctxOf(context);
-      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = Number(m[2]);
-      await answeringTampered(ctx, null, () => syncRun(ctx, m[1]));
+      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = m.round;
+      await answeringTampered(ctx, null, () => syncRun(ctx, m.run));
     });
   };
 }

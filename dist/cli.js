@@ -27151,6 +27151,36 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/method.ts
+var PAPER = {
+  /** K, branches per fork round: step 1, "K = 4 branches". */
+  branches: 4,
+  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
+  forkAt: [0.33, 0.66],
+  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
+  branchBudget: 0.06,
+  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
+  episodeBudget: 0.06,
+  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
+  directives: 2
+};
+var MAX_BRANCHES = 64;
+var AGENT_TIMEOUT_SECONDS = 1800;
+var GRADER_TIMEOUT_SECONDS = 60;
+var LEAST_EPISODE_SHARE = 0.25;
+var SERIAL_EPISODES_FACTOR = 2;
+var SERIAL_EPISODES_EXTRA = 2;
+function maxSerialEpisodes(span, episodeBudget) {
+  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
+}
+var DIRECTIVE_SEED_SALT = 209;
+var LEAST_USEFUL_EPISODE = {
+  tokens: 2e3,
+  usd: 0.02,
+  minutes: 1,
+  evaluations: 1
+};
+
 // src/core/secrets.ts
 var NAMES = [
   "GITHUB_TOKEN",
@@ -27280,14 +27310,11 @@ var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flu
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
 var SANDBOX_MODES = ["auto", "required", "off"];
-var PAPER = {
-  branches: 4,
-  forkAt: [0.33, 0.66],
-  branchBudget: 0.06,
-  episodeBudget: 0.06,
-  directives: 2
-};
-var fraction = external_exports.number().gt(0).lt(1);
+var unlisted = external_exports.registry();
+var FRACTION = "must be between 0 and 1 (exclusive)";
+var fraction = external_exports.number().gt(0, FRACTION).lt(1, FRACTION);
+var SHARE = "must be a fraction above 0 and at most 1";
+var share = external_exports.number().gt(0, SHARE).max(1, SHARE);
 var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
 var repoGlob = repoPath;
 var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
@@ -27308,7 +27335,7 @@ function insideRepository(path) {
 var graderSchema = external_exports.strictObject({
   command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
-  timeout: external_exports.number().positive().default(60).describe("Seconds one grading may take."),
+  timeout: external_exports.number().positive().default(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
   protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
   network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
   env: external_exports.array(envName).default([]).describe(
@@ -27323,7 +27350,7 @@ var agentSchema = external_exports.strictObject({
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  timeout: external_exports.number().positive().default(AGENT_TIMEOUT_SECONDS).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
   env: external_exports.array(envName).default([]).describe(
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
@@ -27336,20 +27363,22 @@ var sandboxSchema = external_exports.strictObject({
 var budgetSchema = external_exports.strictObject({
   total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
   unit: external_exports.enum(UNITS).default("usd"),
-  episode: external_exports.number().positive().optional().describe("One serial episode; default 0.06 of total.")
+  episode: external_exports.number().positive().optional().describe(`One serial episode; default ${PAPER.episodeBudget} of total.`)
 });
 var forkSchema = external_exports.strictObject({
-  branches: external_exports.number().int().min(1).max(64).default(PAPER.branches).describe("K: branches per fork round."),
+  branches: external_exports.number().int().min(1).max(MAX_BRANCHES).default(PAPER.branches).describe("K: branches per fork round."),
   at: external_exports.array(fraction).default([...PAPER.forkAt]).describe("Fork points, as fractions of the total budget spent."),
-  branch_budget: external_exports.number().gt(0).max(1).default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
-  directives: external_exports.number().int().min(0).optional().describe("Branches per fork round told to try a substantially different approach; default 2 (at most K).")
+  branch_budget: share.default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
+  directives: external_exports.number().int().min(0).optional().describe(
+    `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`
+  )
 });
 var promptsSchema = external_exports.strictObject({
   branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
   continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
 var configSchema = external_exports.strictObject({
-  $schema: external_exports.string().optional(),
+  $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
@@ -27394,12 +27423,12 @@ var configSchema = external_exports.strictObject({
   }
   if (c.strategy === "fork-and-flush" || c.strategy === "fork-only") {
     const rounds = 1 + at.length;
-    const share = rounds * c.fork.branches * c.fork.branch_budget;
-    if (share > 1 + 1e-9) {
+    const share2 = rounds * c.fork.branches * c.fork.branch_budget;
+    if (share2 > 1 + 1e-9) {
       ctx.addIssue({
         code: "custom",
         path: ["fork", "branch_budget"],
-        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
+        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
       });
     }
   }
@@ -27463,6 +27492,9 @@ function applyOverrides(raw, o) {
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
+function isPredicate(message) {
+  return /^(must|names) /.test(message);
+}
 function describeIssue(issue2, input2, locate) {
   const path = issue2.path;
   const name = formatPath(path);
@@ -27478,52 +27510,58 @@ function describeIssue(issue2, input2, locate) {
         return `${locate(path, key)}: unknown key "${full}"${hint} Valid keys${name ? ` of ${name}` : ""}: ${valid.join(", ")}`;
       }).join("\n");
     }
-    case "invalid_type":
-      if (found === void 0) return `${locate(path.slice(0, -1))}: ${name} is required (${expected(issue2.expected)})`;
-      return `${locate(path)}: ${name} must be ${expected(issue2.expected)}, got ${got}`;
-    case "invalid_value":
-      return `${locate(path)}: ${name} must be one of ${issue2.values.map((v) => JSON.stringify(v)).join(", ")}, got ${got}`;
-    case "too_small":
-    case "too_big":
-      return `${locate(path)}: ${name} ${rangeText(path, issue2)}, got ${got}`;
-    case "custom":
-      return `${locate(path)}: ${issue2.message.startsWith("must ") || issue2.message.startsWith("names ") ? `${name} ${issue2.message}, got ${got}` : issue2.message}`;
-    case "invalid_format":
-      return `${locate(path)}: ${name} ${issue2.message}, got ${got}`;
     case "invalid_union": {
-      const branches = issue2.errors.filter((b) => b.length > 0);
-      const meant = branches.find((b) => !b.every((i) => i.code === "invalid_type" && i.path.length === 0));
-      if (!meant) {
-        return `${locate(path)}: ${name} must be ${unionTypes(branches)}, got ${got}`;
-      }
+      const alternatives = issue2.errors.filter((a) => a.length > 0);
+      const meant = alternatives.find((a) => !a.every((i) => i.path.length === 0 && wrongType(i, found)));
+      if (!meant) return `${locate(path)}: ${name} must be ${unionTypes(alternatives)}, got ${got}`;
       return meant.map((i) => describeIssue({ ...i, path: [...path, ...i.path] }, input2, locate)).join("\n");
     }
+    case "invalid_type":
+      if (found === void 0) return `${locate(path.slice(0, -1))}: ${name} is required (${expected(issue2.expected)})`;
+      break;
+    case "custom":
+      if (!isPredicate(issue2.message)) return `${locate(path)}: ${issue2.message}`;
+      break;
+  }
+  const rule = isPredicate(issue2.message) ? issue2.message : ruleOf(issue2);
+  return rule === void 0 ? `${locate(path)}: ${name}: ${issue2.message}` : `${locate(path)}: ${name} ${rule}, got ${got}`;
+}
+function ruleOf(issue2) {
+  switch (issue2.code) {
+    case "invalid_type":
+      return `must be ${expected(issue2.expected)}`;
+    case "invalid_value":
+      return `must be one of ${issue2.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    case "too_small":
+    case "too_big":
+      return rangeText(issue2);
+    case "invalid_format":
+      return issue2.message;
     default:
-      return `${locate(path)}: ${name}: ${issue2.message}`;
+      return void 0;
   }
 }
-function rangeText(path, issue2) {
-  if (issue2.origin === "string") return "must not be empty";
-  if (issue2.origin === "array")
-    return `must have ${issue2.code === "too_small" ? "at least" : "at most"} ${issue2.code === "too_small" ? issue2.minimum : issue2.maximum} items`;
-  const parent = path.at(-2);
-  const last = path.at(-1);
-  if (parent === "at" || last === "at" || typeof last === "number") return "must be between 0 and 1 (exclusive)";
-  if (last === "branch_budget") return "must be a fraction above 0 and at most 1";
-  if (issue2.code === "too_small") {
-    const min = Number(issue2.minimum);
-    return issue2.inclusive ? `must be at least ${min}` : `must be above ${min}`;
-  }
-  const max = Number(issue2.maximum);
-  return issue2.inclusive ? `must be at most ${max}` : `must be below ${max}`;
+function wrongType(issue2, found) {
+  if (issue2.code === "invalid_type") return true;
+  return issue2.code === "invalid_value" && !issue2.values.some((v) => typeof v === typeof found);
 }
-function unionTypes(branches) {
-  const words = branches.flatMap(
-    (b) => b.flatMap(
+function rangeText(issue2) {
+  const small = issue2.code === "too_small";
+  const bound = Number(small ? issue2.minimum : issue2.maximum);
+  if (issue2.origin === "string" && small && bound <= 1) return "must not be empty";
+  if (issue2.origin === "string") return `must have ${small ? "at least" : "at most"} ${bound} characters`;
+  if (issue2.origin === "array") return `must have ${small ? "at least" : "at most"} ${bound} items`;
+  if (small) return issue2.inclusive ? `must be at least ${bound}` : `must be above ${bound}`;
+  return issue2.inclusive ? `must be at most ${bound}` : `must be below ${bound}`;
+}
+function unionTypes(alternatives) {
+  const words = alternatives.flatMap(
+    (a) => a.flatMap(
       (i) => i.code === "invalid_value" ? i.values.map((v) => JSON.stringify(v)) : i.code === "invalid_type" ? [expected(i.expected)] : []
     )
   );
-  return [...new Set(words)].join(", or ");
+  const unique = [...new Set(words)];
+  return unique.length < 2 ? unique[0] ?? "something else" : `${unique.slice(0, -1).join(", ")}, or ${unique.at(-1)}`;
 }
 function expected(type) {
   const names = {
@@ -27550,22 +27588,24 @@ function valueAt(v, path) {
   return cur;
 }
 function validKeysAt(path) {
-  let schema = configSchema;
+  let object2 = mappingOf(configSchema);
   for (const p of path) {
-    const shape = objectShape(schema);
-    if (!shape || typeof p !== "string" || !(p in shape)) return [];
-    schema = shape[p];
+    const field = typeof p === "string" ? object2?.shape[p] : void 0;
+    object2 = field === void 0 ? void 0 : mappingOf(field);
   }
-  return Object.keys(objectShape(schema) ?? {}).filter((k) => k !== "$schema");
+  if (!object2) return [];
+  return Object.entries(object2.shape).filter(([, field]) => !unlisted.has(field)).map(([key]) => key);
 }
-function objectShape(schema) {
-  let s = schema;
-  for (let i = 0; i < 5; i++) {
-    const def = s.def;
-    if (def.type === "object") return def.shape;
-    const inner = def.innerType ?? def.in;
-    if (!inner) return void 0;
-    s = inner;
+function mappingOf(schema) {
+  if (schema instanceof external_exports.ZodObject) return schema;
+  if (schema instanceof external_exports.ZodDefault || schema instanceof external_exports.ZodOptional || schema instanceof external_exports.ZodNullable)
+    return mappingOf(schema.unwrap());
+  if (schema instanceof external_exports.ZodPipe) return mappingOf(schema.in);
+  if (schema instanceof external_exports.ZodUnion) {
+    for (const option of schema.options) {
+      const object2 = mappingOf(option);
+      if (object2) return object2;
+    }
   }
   return void 0;
 }
@@ -27615,7 +27655,10 @@ function lineageBranch(run2, lineage, lineages) {
   return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
 }
 function episodeBranch(run2, round4, branch) {
-  return `forkflush/${run2}/round-${round4}/branch-${branch}`;
+  return `${roundBranchPrefix(run2, round4)}branch-${branch}`;
+}
+function roundBranchPrefix(run2, round4) {
+  return `forkflush/${run2}/round-${round4}/`;
 }
 function bestBranch(run2) {
   return `forkflush/${run2}/best`;
@@ -27641,7 +27684,7 @@ function charged(e) {
   return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
 }
 function minEpisode(state) {
-  return state.config.budget.episode * 0.25;
+  return state.config.budget.episode * LEAST_EPISODE_SHARE;
 }
 function spentOnSchedule(state, lineage) {
   let sum = 0;
@@ -27722,11 +27765,8 @@ function segmentStarts(config2) {
   if (config2.strategy === "single-run" || config2.strategy === "best-of-n") return [0];
   return [0, ...config2.fork.at.map((a) => a * config2.budget.total)];
 }
-function maxSerialEpisodes(span, episodeBudget) {
-  return 2 * Math.ceil(span / episodeBudget - 1e-9) + 2;
-}
 function serialAllowance(left, episodeBudget) {
-  return left / Math.max(1, Math.ceil(left / episodeBudget - 0.25 - 1e-9));
+  return left / Math.max(1, Math.ceil(left / episodeBudget - LEAST_EPISODE_SHARE - 1e-9));
 }
 function nextRound(state) {
   if (state.rounds.some((r) => !r.decision)) throw new Error("nextRound: a round is still open");
@@ -27780,7 +27820,7 @@ function forkRound(state, segment, extra, budget) {
   const leader = state.lineages[0];
   if (!leader) throw new Error("run state has no lineage");
   const copy = c.strategy === "fork-only" && leader.context !== null;
-  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, 209));
+  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
   const episodes = Array.from({ length: k }, (_, branch) => ({
     id: episodeId(index, branch),
     round: index,
@@ -27799,13 +27839,13 @@ function forkRound(state, segment, extra, budget) {
 }
 function nextBestOfNRound(state) {
   const c = state.config;
-  const share = c.budget.total / state.lineages.length;
+  const share2 = c.budget.total / state.lineages.length;
   const tiny = minEpisode(state);
   const wanted = [];
   for (const lineage of state.lineages) {
-    const left = share - spentOnSchedule(state, lineage.index);
+    const left = share2 - spentOnSchedule(state, lineage.index);
     const episodes = state.rounds.filter((r) => r.episodes.some((e) => e.lineage === lineage.index)).length;
-    if (left <= tiny || episodes >= maxSerialEpisodes(share, c.budget.episode)) continue;
+    if (left <= tiny || episodes >= maxSerialEpisodes(share2, c.budget.episode)) continue;
     wanted.push({
       lineage: lineage.index,
       allowance: serialAllowance(left, c.budget.episode),
@@ -27929,32 +27969,104 @@ function applyFinish(state) {
   return state.status === "finished" ? state : { ...state, status: "finished" };
 }
 
+// src/core/work.ts
+var NOTHING_DONE = { opened: [], published: [], settled: [], best: null, finished: false };
+function dueWork(state, done) {
+  const work = [];
+  for (const round4 of state.rounds) {
+    for (const e of round4.episodes) {
+      if (e.result && !done.published.includes(e.id))
+        work.push({ type: "publish-result", key: `publish:${e.id}`, episode: e.id });
+    }
+    if (round4.decision && !done.settled.includes(round4.index))
+      work.push({ type: "settle-round", key: `settle:${round4.index}`, round: round4.index });
+  }
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (open4 && !done.opened.includes(open4.index))
+    work.push({ type: "open-round", key: `dispatch:${open4.index}`, round: open4.index });
+  if (state.status === "finished" && !done.finished) work.push({ type: "publish-run", key: "final" });
+  if (state.best && state.best.commit !== done.best)
+    work.push({ type: "move-best", key: "best", commit: state.best.commit });
+  return work;
+}
+async function carryOut(forge, state, item, retaking = false) {
+  switch (item.type) {
+    case "open-round":
+      return forge.openRound(state, roundOf(state, item.round), retaking);
+    case "publish-result": {
+      const e = state.rounds.flatMap((r) => r.episodes).find((x) => x.id === item.episode);
+      if (!e) throw new Error(`${state.id}: no episode ${item.episode}`);
+      return forge.publishResult(state, e, retaking);
+    }
+    case "settle-round":
+      return forge.settleRound(state, roundOf(state, item.round));
+    case "move-best":
+      return forge.moveBest(state, item.commit);
+    case "publish-run":
+      return forge.publishRun(state);
+  }
+}
+function markDone(done, item) {
+  switch (item.type) {
+    case "open-round":
+      return { ...done, opened: [.../* @__PURE__ */ new Set([...done.opened, item.round])] };
+    case "publish-result":
+      return { ...done, published: [.../* @__PURE__ */ new Set([...done.published, item.episode])] };
+    case "settle-round":
+      return { ...done, settled: [.../* @__PURE__ */ new Set([...done.settled, item.round])].sort((a, b) => a - b) };
+    case "move-best":
+      return { ...done, best: item.commit };
+    case "publish-run":
+      return { ...done, finished: true };
+  }
+}
+function roundOf(state, index) {
+  const round4 = state.rounds.find((r) => r.index === index);
+  if (!round4) throw new Error(`${state.id}: no round ${index}`);
+  return round4;
+}
+function advance(initial, halt = () => false) {
+  let state = initial;
+  const steps = [];
+  for (let guard = 0; guard < 1e3; guard++) {
+    const [first] = reconcile(state);
+    if (!first || first.type === "run" || halt(state, first)) return { state, steps };
+    steps.push(first);
+    if (first.type === "open") state = applyOpen(state, first.round);
+    else if (first.type === "decide") state = applyDecision(state, first.round, first.decision);
+    else state = applyFinish(state);
+  }
+  throw new Error(`${initial.id}: the schedule did not settle`);
+}
+function lineageMovedOutside(state, round4, e, head, lineageRef) {
+  const commit = e.result?.commit;
+  if (!commit || head === commit) return null;
+  const later = state.rounds.filter((r) => r.index > round4.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
+  if (head !== null && later.includes(head)) return null;
+  return `the lineage branch ${lineageRef} moved outside forkflush (expected ${e.base.slice(0, 10)} or ${commit.slice(0, 10)}, found ${head?.slice(0, 10) ?? "nothing"}): reset it to one of those commits, then resume`;
+}
+
 // src/core/plan.ts
 function simulate(config2, outcome, seed = 0, maxRounds = 1e4) {
   let state = newRunState({ id: "plan", seed, config: config2, baseCommit: "base", baseScore: null });
-  for (let step = 0; step < maxRounds * 3; step++) {
-    const actions = reconcile(state);
-    if (actions.length === 0) return state;
-    for (const action of actions) {
-      if (action.type === "open") state = applyOpen(state, action.round);
-      else if (action.type === "decide") state = applyDecision(state, action.round, action.decision);
-      else if (action.type === "finish") state = applyFinish(state);
-      else {
-        const episode = state.rounds[action.round]?.episodes.find((e) => e.id === action.episode);
-        if (!episode) throw new Error(`simulate: no episode ${action.episode}`);
-        const { spent: spent2, score } = outcome(episode);
-        const result = {
-          commit: `commit-${episode.id}`,
-          score,
-          spent: spent2,
-          exit: "finished",
-          protectedChanged: [],
-          agentSeconds: 0,
-          graderSeconds: 0,
-          wallSeconds: 0
-        };
-        state = applyResult(state, episode.id, result);
-      }
+  for (let round4 = 0; round4 < maxRounds; round4++) {
+    state = advance(state).state;
+    const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
+    if (pending.length === 0) return state;
+    for (const id of pending) {
+      const episode = state.rounds.flatMap((r) => r.episodes).find((e) => e.id === id);
+      const { spent: spent2, score } = outcome(episode);
+      const result = {
+        commit: `commit-${episode.id}`,
+        score,
+        spent: spent2,
+        exit: "finished",
+        protectedChanged: [],
+        agentSeconds: 0,
+        graderSeconds: 0,
+        wallSeconds: 0
+      };
+      state = applyResult(state, episode.id, result);
     }
   }
   throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
@@ -28005,7 +28117,6 @@ ${textTable(
     rows
   )}`;
 }
-var LEAST_USEFUL_EPISODE = { tokens: 2e3, usd: 0.02, minutes: 1, evaluations: 1 };
 function planWarnings(config2) {
   const phases = plan(config2);
   const unit = config2.budget.unit;
@@ -28031,6 +28142,255 @@ function planWarnings(config2) {
     }
   }
   return warnings;
+}
+
+// src/core/records.ts
+var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
+var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
+var count = external_exports.number().int().nonnegative();
+var runId = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "must be a run id" });
+var usageSchema = external_exports.object({
+  inputTokens: external_exports.number().nonnegative(),
+  outputTokens: external_exports.number().nonnegative(),
+  costUsd: external_exports.number().nonnegative().nullable(),
+  turns: count.nullable(),
+  pricedFrom: external_exports.string().optional()
+});
+var resultSchema = external_exports.object({
+  commit: sha,
+  score: external_exports.number().finite().nullable(),
+  reason: external_exports.string().optional(),
+  spent: external_exports.number().finite().nonnegative(),
+  exit: external_exports.enum(["finished", "budget", "timeout", "crash"]),
+  protectedChanged: external_exports.array(external_exports.string()),
+  agentSeconds: external_exports.number().nonnegative(),
+  graderSeconds: external_exports.number().nonnegative(),
+  note: external_exports.string().optional(),
+  usage: usageSchema.optional(),
+  wallSeconds: external_exports.number().nonnegative(),
+  sandbox: external_exports.string().optional(),
+  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
+  agentNotStarted: external_exports.string().optional()
+});
+var episodeSchema = external_exports.object({
+  id: episodeId2,
+  round: count,
+  branch: count,
+  lineage: count,
+  base: sha,
+  allowance: external_exports.number().finite().nonnegative(),
+  context: external_exports.enum(["fresh", "carry", "copy"]),
+  contextFrom: episodeId2.nullable(),
+  directive: external_exports.boolean(),
+  seed: external_exports.number().int(),
+  result: resultSchema.optional(),
+  interruptedSpent: external_exports.number().finite().nonnegative().optional()
+});
+var roundSchema = external_exports.object({
+  index: count,
+  segment: count,
+  phase: external_exports.string(),
+  kind: external_exports.enum(["fork", "serial"]),
+  episodes: external_exports.array(episodeSchema),
+  decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2) }).optional(),
+  extra: external_exports.boolean().optional()
+});
+var STATE_VERSION = 1;
+var runStateSchema = external_exports.object({
+  version: external_exports.literal(STATE_VERSION),
+  id: runId,
+  seed: external_exports.number().int(),
+  config: configSchema.transform(withDerivedDefaults),
+  base: external_exports.object({
+    commit: sha,
+    score: external_exports.number().finite().nullable(),
+    reason: external_exports.string().optional(),
+    graderSeconds: external_exports.number().nonnegative().optional()
+  }),
+  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId2.nullable() })).min(1),
+  rounds: external_exports.array(roundSchema),
+  best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
+  status: external_exports.enum(["running", "finished"]),
+  extraForks: count.optional()
+});
+var runFilesSchema = external_exports.object({
+  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
+  task: external_exports.string(),
+  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
+  hiddenInTask: count.optional(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  configPath: external_exports.string().min(1),
+  /** The repository's default branch when the run started: where the worker workflow runs. */
+  defaultBranch: external_exports.string().min(1),
+  issue: external_exports.number().int().positive(),
+  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
+  commentId: external_exports.number().int().nullable(),
+  commentDigest: external_exports.string().optional(),
+  stopped: external_exports.boolean(),
+  /** Round index -> when its jobs were dispatched and by when they must report. */
+  dispatched: external_exports.record(external_exports.string(), external_exports.object({ at: external_exports.string(), deadline: external_exports.string() })),
+  /** Episode id -> its pull request and check run, once its result has landed. */
+  published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
+  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
+  settled: external_exports.array(count),
+  finalPr: external_exports.number().int().nullable(),
+  /** The commit the best branch was last set to. */
+  bestCommit: sha.nullable(),
+  /** The day (YYYY-MM-DD) of the last nightly round. */
+  lastNightly: external_exports.string().nullable(),
+  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
+  claims: external_exports.record(external_exports.string(), external_exports.string()),
+  /**
+   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
+   * whose tree differs there is refused. Absent in records made before it was kept.
+   */
+  protectedDigest: external_exports.string().optional(),
+  /** Whether the repository was private when the run started (how agent contexts are kept). */
+  privateRepository: external_exports.boolean().optional()
+});
+var localRunSchema = external_exports.object({
+  id: runId,
+  /** The git repository the run works in. */
+  repo: external_exports.string().min(1),
+  /** The folder the user named. */
+  taskDir: external_exports.string().min(1),
+  /** True when the task folder was not a git repository and the run works on a copy. */
+  scratch: external_exports.boolean(),
+  configFile: external_exports.string().min(1),
+  /** The config file's path inside the repository, protected like the grader (null: outside it). */
+  configPathInRepo: external_exports.string().min(1).nullable(),
+  task: external_exports.string(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  /** Episodes at once. */
+  concurrency: external_exports.number().int().positive(),
+  keepRejected: external_exports.boolean(),
+  startedAt: external_exports.iso.datetime({ message: "must be a date and time (ISO 8601)" })
+});
+var RecordError = class extends Error {
+  name = "RecordError";
+};
+function recordFile(file2) {
+  const steps = Object.keys(file2.migrations).map(Number);
+  if (!Number.isInteger(file2.version) || file2.version < 1) {
+    throw new Error(`${file2.name}: the record's version must be a whole number from 1`);
+  }
+  for (const n of steps) {
+    if (!Number.isInteger(n) || n < 1 || n >= file2.version) {
+      throw new Error(`${file2.name}: a migration from version ${n}, which is not below version ${file2.version}`);
+    }
+  }
+  for (let n = oldestVersion(file2); n < file2.version; n++) {
+    if (!file2.migrations[n]) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+  }
+  if (file2.unversioned !== null && file2.unversioned < oldestVersion(file2)) {
+    throw new Error(`${file2.name}: records without a version are version ${file2.unversioned}, which it cannot read`);
+  }
+  return file2;
+}
+function oldestVersion(file2) {
+  return Math.min(file2.version, ...Object.keys(file2.migrations).map(Number));
+}
+var STATE_RECORD = recordFile({
+  name: "state.json",
+  schema: runStateSchema,
+  version: STATE_VERSION,
+  migrations: {},
+  // state.json has said `version: 1` since its first commit.
+  unversioned: null
+});
+var RUN_FILES_RECORD = recordFile({
+  name: "run.json",
+  schema: runFilesSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1
+});
+var LOCAL_RUN_RECORD = recordFile({
+  name: "run.json",
+  schema: localRunSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1
+});
+function migrate(file2, raw, where) {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
+  }
+  let record3 = raw;
+  const given = record3.version;
+  let version2;
+  if (given === void 0) {
+    if (file2.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
+    version2 = file2.unversioned;
+  } else if (typeof given === "number" && Number.isInteger(given) && given >= 1) {
+    version2 = given;
+  } else {
+    throw new RecordError(
+      `${where}: version: must be a whole number from 1, got ${JSON.stringify(given)} (not a forkflush run record)`
+    );
+  }
+  if (version2 > file2.version) {
+    throw new RecordError(
+      `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
+    );
+  }
+  const oldest = oldestVersion(file2);
+  if (version2 < oldest) {
+    throw new RecordError(
+      `${where}: version: ${version2} is older than this forkflush reads (versions ${oldest} to ${file2.version})`
+    );
+  }
+  for (let n = version2; n < file2.version; n++) {
+    const step = file2.migrations[n];
+    if (!step) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+    record3 = { ...step(record3), version: n + 1 };
+  }
+  return record3;
+}
+function readRecord(file2, text, where) {
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new RecordError(`${where}: not valid JSON (${e.message})`);
+  }
+  const record3 = migrate(file2, raw, where);
+  const parsed = file2.schema.safeParse(record3);
+  if (!parsed.success) {
+    const issue2 = parsed.error.issues[0];
+    const path = issue2?.path ?? [];
+    const field = path.map(String).join(".") || "the record";
+    throw new RecordError(
+      `${where}: ${field}: ${issue2 ? problem(issue2, record3) : "not valid"} (not a forkflush run record)`
+    );
+  }
+  return parsed.data;
+}
+function problem(issue2, record3) {
+  if (issue2.code !== "invalid_type" || issue2.path.length === 0) return issue2.message;
+  let at = record3;
+  for (const key of issue2.path.slice(0, -1)) {
+    at = typeof at === "object" && at !== null ? at[key] : void 0;
+  }
+  const last = issue2.path.at(-1);
+  const absent = typeof at === "object" && at !== null && !(last in at);
+  return absent ? `missing (expected ${issue2.expected})` : issue2.message;
+}
+function versioned(file2, value) {
+  return Object.assign({ version: file2.version }, value, { version: file2.version });
+}
+function recordText(file2, value, indent = 1) {
+  return `${JSON.stringify(versioned(file2, value), null, indent)}
+`;
+}
+function parseRunState(text, where) {
+  const state = readRecord(STATE_RECORD, text, where);
+  return state;
+}
+function parseLocalRun(text, where) {
+  return readRecord(LOCAL_RUN_RECORD, text, where);
 }
 
 // src/core/journal.ts
@@ -28065,7 +28425,7 @@ var TRAILERS = {
   sandbox: "Forkflush-Sandbox",
   contextStore: "Forkflush-Context"
 };
-function commitMessage(runId, config2, e, r, details) {
+function commitMessage(runId2, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
   const body = details ? [
     `Changes: ${oneLine(details.diffStat) || "none"}`,
@@ -28076,7 +28436,7 @@ function commitMessage(runId, config2, e, r, details) {
     `forkflush ${e.id}: ${score}, spent ${formatNumber(r.spent)} ${config2.budget.unit}`,
     "",
     ...body,
-    `${TRAILERS.run}: ${runId}`,
+    `${TRAILERS.run}: ${runId2}`,
     `${TRAILERS.episode}: ${e.id}`,
     `${TRAILERS.score}: ${r.score === null ? "none" : String(r.score)}`,
     ...r.reason ? [`${TRAILERS.reason}: ${oneLine(r.reason)}`] : [],
@@ -28093,18 +28453,31 @@ function commitMessage(runId, config2, e, r, details) {
   return `${lines.join("\n")}
 `;
 }
+function resultFromCommit(runId2, e, commit) {
+  const short = commit.sha.slice(0, 7);
+  const parsed = parseCommitMessage(commit.message, commit.sha);
+  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
+    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  }
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+    return {
+      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
+    };
+  }
+  return { result: parsed.result };
+}
 function parseCommitMessage(message, commit) {
   const fields = /* @__PURE__ */ new Map();
   for (const line of message.split("\n")) {
     const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
     if (m) fields.set(m[1], m[2].trim());
   }
-  const runId = fields.get(TRAILERS.run);
+  const runId2 = fields.get(TRAILERS.run);
   const episode = fields.get(TRAILERS.episode);
   const spent2 = Number(fields.get(TRAILERS.spent));
   const exit = fields.get(TRAILERS.exit);
   const scoreText2 = fields.get(TRAILERS.score);
-  if (!runId || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
+  if (!runId2 || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
   const score = scoreText2 === "none" ? null : Number(scoreText2);
   const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map(Number);
   const reason = fields.get(TRAILERS.reason);
@@ -28115,7 +28488,7 @@ function parseCommitMessage(message, commit) {
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
   return {
-    runId,
+    runId: runId2,
     episode,
     result: {
       commit,
@@ -29168,7 +29541,7 @@ function* jsonLines(text) {
 function isRecord2(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
-function count(v) {
+function count2(v) {
   return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
 }
 var MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
@@ -29363,18 +29736,18 @@ function hasLogin(files, env) {
   return files.some((f) => f.fromEnv && env[f.fromEnv]?.trim() || existsSync2(f.from));
 }
 function ownShare(before, after) {
-  const share = { ...after };
+  const share2 = { ...after };
   const down = [];
   for (const key of Object.keys(after)) {
     const b = before?.[key] ?? 0;
     const a = after[key];
-    if (a >= b) share[key] = a - b;
+    if (a >= b) share2[key] = a - b;
     else down.push(String(key));
   }
   return down.length > 0 ? {
-    share,
+    share: share2,
     note: `the running totals went down (${down.join(", ")}): the CLI counted afresh, so the totals after the episode are charged as its own`
-  } : { share };
+  } : { share: share2 };
 }
 function spendOf(s, u) {
   if (s.unit === "tokens") return u.inputTokens + u.outputTokens;
@@ -29934,8 +30307,8 @@ async function savedSession(contextDir, home) {
   const transcript = await findTranscript(home, id);
   if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
   const bytes = await readFrom(transcript, 0);
-  const problem = transcriptProblem(bytes.toString("utf8"));
-  if (problem) return { unusable: `the transcript of session ${id} ${problem}` };
+  const problem2 = transcriptProblem(bytes.toString("utf8"));
+  if (problem2) return { unusable: `the transcript of session ${id} ${problem2}` };
   return { id, transcript, bytes };
 }
 async function startFresh(contextDir, cwd, episode, note) {
@@ -30541,9 +30914,9 @@ function subtractTotals(now, before) {
   const models = {};
   const notes = /* @__PURE__ */ new Set();
   for (const [model, m] of Object.entries(now.models)) {
-    const { share, note } = ownShare(before.models[model] ?? null, { ...m });
+    const { share: share2, note } = ownShare(before.models[model] ?? null, { ...m });
     if (note) notes.add(note);
-    if (share.inputTokens + share.outputTokens + share.requests > 0) models[model] = share;
+    if (share2.inputTokens + share2.outputTokens + share2.requests > 0) models[model] = share2;
   }
   const credits = ownShare({ nanoAiu: before.nanoAiu }, { nanoAiu: now.nanoAiu });
   if (credits.note) notes.add(credits.note);
@@ -31283,11 +31656,11 @@ function addEvents(run2, text) {
       const t = isRecord2(e.part.tokens) ? e.part.tokens : {};
       const cache = isRecord2(t.cache) ? t.cache : {};
       run2.steps++;
-      run2.inputTokens += count(t.input) + count(cache.read) + count(cache.write);
-      run2.cachedInputTokens += count(cache.read);
-      run2.cacheWriteTokens += count(cache.write);
-      run2.outputTokens += count(t.output) + count(t.reasoning);
-      run2.costUsd += count(e.part.cost);
+      run2.inputTokens += count2(t.input) + count2(cache.read) + count2(cache.write);
+      run2.cachedInputTokens += count2(cache.read);
+      run2.cacheWriteTokens += count2(cache.write);
+      run2.outputTokens += count2(t.output) + count2(t.reasoning);
+      run2.costUsd += count2(e.part.cost);
     } else if (e.type === "error" && isRecord2(e.error)) {
       const data = isRecord2(e.error.data) ? e.error.data : {};
       const name = typeof e.error.name === "string" ? e.error.name : "error";
@@ -31565,6 +31938,28 @@ function renderPrompt(p) {
 For this branch: try a substantially different approach from those the journal describes.`;
   }
   return text;
+}
+function episodePrompt(state, episode, task, templates) {
+  return renderPrompt({
+    config: state.config,
+    episode,
+    task,
+    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
+    gradeCommand: "$FORKFLUSH_GRADE",
+    templates
+  });
+}
+async function loadTemplates(config2, read, where) {
+  const templates = {};
+  for (const kind of ["branch", "continuation"]) {
+    const path = config2.prompts[kind];
+    if (!path) continue;
+    const text = await read(path);
+    if (text === null) return { problem: `prompts.${kind}: ${path} is not in ${where}` };
+    templates[kind] = text;
+  }
+  const problem2 = templateProblem(config2, templates);
+  return problem2 ? { problem: problem2 } : { templates };
 }
 function quoteTask(task) {
   const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
@@ -32566,76 +32961,78 @@ async function driveLocked(initial, options) {
     saving = saving.then(() => o.store.save(snapshot2));
     return saving;
   };
+  let done = NOTHING_DONE;
+  let working = Promise.resolve();
+  const carry = () => {
+    working = working.then(async () => {
+      for (const item of dueWork(state, done)) {
+        await carryOut(o.forge, state, item);
+        done = markDone(done, item);
+      }
+    });
+    return working;
+  };
   await o.forge.createLineages(state);
-  await o.forge.setBest(state);
   for (; ; ) {
+    const advanced = advance(state, (s, next) => stopFor(s, next) !== null);
+    state = advanced.state;
+    if (advanced.steps.length > 0) await save();
+    await carry();
+    for (const step of advanced.steps) {
+      if (step.type === "open") emit({ type: "round", state, round: roundOf2(state, step.round.index) });
+      if (step.type === "decide") emit({ type: "decided", state, round: roundOf2(state, step.round) });
+    }
+    if (advanced.steps.some((s) => s.type === "decide")) await writeReports(o.store, state);
     const actions = reconcile(state);
-    const first = actions[0];
-    const failure2 = setupFailure(state);
-    if (failure2 && (failure2.code === 2 || first && first.type !== "finish")) {
+    const failure2 = stopFor(state, actions[0]);
+    if (failure2) {
       await save();
       await writeReports(o.store, state);
       return { state, interrupted: false, stopped: failure2 };
     }
     if (o.signal.aborted) return { state, interrupted: true };
-    if (!first) break;
-    if (first.type === "open") {
-      state = applyOpen(state, first.round);
-      await save();
-      emit({ type: "round", state, round: first.round });
-    } else if (first.type === "run") {
-      const round4 = state.rounds[first.round];
-      const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
-      const pending = round4.episodes.filter((e) => ids.has(e.id));
-      const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
-        if (halt.signal.aborted) return false;
-        const result = await runOne(state, e, o, sealKey, emit);
-        if ("interrupted" in result) {
-          state = applyInterrupted(state, e.id, result.interrupted ?? 0);
-          return false;
-        }
-        state = applyResult(state, e.id, result);
-        await o.forge.setBest(state);
-        await save();
-        emit({ type: "episode-done", state, episode: e, result });
-        if (result.agentNotStarted) halt.abort("setup");
-        return true;
-      });
-      if (interrupted && halt.signal.aborted) continue;
-      if (interrupted) {
-        await save();
-        return { state, interrupted: true };
+    const first = actions[0];
+    if (first?.type !== "run") break;
+    const round4 = roundOf2(state, first.round);
+    const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
+    const pending = round4.episodes.filter((e) => ids.has(e.id));
+    const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
+      if (halt.signal.aborted) return false;
+      const result = await runOne(state, e, o, sealKey, emit);
+      if ("interrupted" in result) {
+        state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+        return false;
       }
-    } else if (first.type === "decide") {
-      const round4 = state.rounds[first.round];
-      await o.forge.adopt(state, round4, first.decision.adopted);
-      state = applyDecision(state, first.round, first.decision);
+      state = applyResult(state, e.id, result);
+      await carry();
       await save();
-      await o.forge.cleanupRound(state, state.rounds[first.round], o.info.keepRejected);
-      emit({ type: "decided", state, round: state.rounds[first.round] });
-      await writeReports(o.store, state);
-    } else {
-      state = applyFinish(state);
+      emit({ type: "episode-done", state, episode: e, result });
+      if (result.agentNotStarted) halt.abort("setup");
+      return true;
+    });
+    if (interrupted && halt.signal.aborted) continue;
+    if (interrupted) {
       await save();
+      return { state, interrupted: true };
     }
   }
   await writeReports(o.store, state);
   emit({ type: "finished", state });
   return { state, interrupted: false };
 }
+function stopFor(state, next) {
+  const failure2 = setupFailure(state);
+  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
+}
+function roundOf2(state, index) {
+  return state.rounds.find((r) => r.index === index);
+}
 async function runOne(state, e, o, sealKey, emit) {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
   const prepared = await o.forge.prepareEpisode(state, e);
   const round4 = state.rounds[e.round];
-  const prompt = renderPrompt({
-    config: state.config,
-    episode: e,
-    task: o.info.task,
-    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
-    gradeCommand: "$FORKFLUSH_GRADE",
-    templates: o.info.templates
-  });
+  const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   emit({ type: "episode-start", state, episode: e });
   try {
     const result = await runEpisode({
@@ -32687,13 +33084,15 @@ import { join as join15, relative, resolve as resolve3, sep as sep2 } from "node
 import { cp, mkdir as mkdir9, readFile as readFile4, realpath as realpath3, stat as stat3 } from "node:fs/promises";
 import { dirname as dirname8, isAbsolute as isAbsolute2, join as join12, resolve as resolve2 } from "node:path";
 var LocalForge = class {
-  constructor(repo, store) {
+  constructor(repo, store, keepRejected = false) {
     this.repo = repo;
     this.store = store;
+    this.keepRejected = keepRejected;
     this.git = new Git(repo);
   }
   repo;
   store;
+  keepRejected;
   git;
   opened;
   ref(branch) {
@@ -32729,9 +33128,9 @@ var LocalForge = class {
     const [tree, parents, ...rest] = (await this.git.out(["log", "-1", "--format=%T%n%P%n%B", head])).split("\n");
     const message = `${rest.join("\n").trimEnd()}
 `;
-    if (parents !== e.base || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
-    const parsed = parseCommitMessage(message, head);
-    return parsed && parsed.runId === state.id && parsed.episode === e.id ? parsed.result : null;
+    const read = resultFromCommit(state.id, e, { sha: head, message, parents: (parents ?? "").split(" ") });
+    if (!("result" in read) || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
+    return read.result;
   }
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
   async prepareEpisode(state, e) {
@@ -32773,39 +33172,46 @@ var LocalForge = class {
   async recordResult(prepared, commit, reason) {
     await this.git.setRef(prepared.branchRef, commit, reason);
   }
-  /**
-   * Moves each adopted episode's lineage from the round's base to the episode's commit: a
-   * compare-and-swap, so a replayed decision moves nothing twice.
-   */
-  async adopt(state, round4, adopted) {
+  // The core's work items (core/work.ts), carried out on the repository's refs. Each is safe to
+  // repeat: a resumed run carries the work of decided rounds out again, and nothing moves twice.
+  /** The round's branches, at their bases (its episodes are run by the runner). */
+  async openRound(state, round4) {
     for (const e of round4.episodes) {
-      if (!adopted.includes(e.id) || !e.result) continue;
-      const ref = this.ref(lineageBranch(state.id, e.lineage, state.lineages.length));
-      if (await this.git.casRef(ref, e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
-      const now = await this.git.revParse(ref);
-      if (now !== e.result.commit) {
-        throw new Error(
-          `the lineage branch ${ref} moved outside forkflush (expected ${e.base.slice(0, 10)}, found ${now?.slice(0, 10)}); reset it to one of those commits and resume`
-        );
-      }
+      const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
+      if (!e.result && await this.git.revParse(ref) === null)
+        await this.git.casRef(ref, e.base, null, "forkflush: round");
     }
   }
+  /** Nothing more to do: an episode's branch points at its result from the moment it is recorded. */
+  async publishResult() {
+  }
   /**
-   * After a decision: workspaces go; rejected episodes' branches and contexts go too, unless asked
-   * to keep them (a later episode only ever continues an adopted one).
+   * Moves each adopted episode's lineage from the round's base to the episode's commit (a
+   * compare-and-swap, so a replayed decision moves nothing twice); then workspaces go, and the
+   * rejected episodes' branches and contexts too, unless asked to keep them (a later episode only
+   * ever continues an adopted one).
    */
-  async cleanupRound(state, round4, keepRejected) {
+  async settleRound(state, round4) {
     const adopted = round4.decision?.adopted ?? [];
     for (const e of round4.episodes) {
+      if (!adopted.includes(e.id) || !e.result) continue;
+      const branch = lineageBranch(state.id, e.lineage, state.lineages.length);
+      if (await this.git.casRef(this.ref(branch), e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
+      const problem2 = lineageMovedOutside(state, round4, e, await this.git.revParse(this.ref(branch)), branch);
+      if (problem2) throw new Error(problem2);
+    }
+    for (const e of round4.episodes) {
       await removeTree(this.store.workspace(e.id));
-      if (keepRejected && !adopted.includes(e.id)) continue;
+      if (this.keepRejected && !adopted.includes(e.id)) continue;
       await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
       if (!adopted.includes(e.id)) await removeTree(this.store.context(e.id));
     }
   }
-  async setBest(state) {
-    if (state.best)
-      await this.git.setRef(this.ref(bestBranch(state.id)), state.best.commit, `forkflush: best ${state.best.episode}`);
+  async moveBest(state, commit) {
+    await this.git.setRef(this.ref(bestBranch(state.id)), commit, `forkflush: best ${state.best?.episode ?? ""}`);
+  }
+  /** Nothing to propose locally: the run's end prints how to take the best home. */
+  async publishRun() {
   }
   /** A throwaway checkout of a commit (to grade the initial workspace), with the places to hide. */
   async withCheckout(commit, name, fn) {
@@ -32947,133 +33353,6 @@ async function isExecutable(file2) {
 // src/local/store.ts
 import { chmod as chmod2, mkdir as mkdir10, readdir as readdir7, readFile as readFile5, rename as rename4, unlink as unlink2, writeFile as writeFile11 } from "node:fs/promises";
 import { join as join14 } from "node:path";
-
-// src/core/records.ts
-var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
-var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
-var count2 = external_exports.number().int().nonnegative();
-var usageSchema = external_exports.object({
-  inputTokens: external_exports.number().nonnegative(),
-  outputTokens: external_exports.number().nonnegative(),
-  costUsd: external_exports.number().nonnegative().nullable(),
-  turns: count2.nullable(),
-  pricedFrom: external_exports.string().optional()
-});
-var resultSchema = external_exports.object({
-  commit: sha,
-  score: external_exports.number().finite().nullable(),
-  reason: external_exports.string().optional(),
-  spent: external_exports.number().finite().nonnegative(),
-  exit: external_exports.enum(["finished", "budget", "timeout", "crash"]),
-  protectedChanged: external_exports.array(external_exports.string()),
-  agentSeconds: external_exports.number().nonnegative(),
-  graderSeconds: external_exports.number().nonnegative(),
-  note: external_exports.string().optional(),
-  usage: usageSchema.optional(),
-  wallSeconds: external_exports.number().nonnegative(),
-  sandbox: external_exports.string().optional(),
-  contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
-  agentNotStarted: external_exports.string().optional()
-});
-var episodeSchema = external_exports.object({
-  id: episodeId2,
-  round: count2,
-  branch: count2,
-  lineage: count2,
-  base: sha,
-  allowance: external_exports.number().finite().nonnegative(),
-  context: external_exports.enum(["fresh", "carry", "copy"]),
-  contextFrom: episodeId2.nullable(),
-  directive: external_exports.boolean(),
-  seed: external_exports.number().int(),
-  result: resultSchema.optional(),
-  interruptedSpent: external_exports.number().finite().nonnegative().optional()
-});
-var roundSchema = external_exports.object({
-  index: count2,
-  segment: count2,
-  phase: external_exports.string(),
-  kind: external_exports.enum(["fork", "serial"]),
-  episodes: external_exports.array(episodeSchema),
-  decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2) }).optional(),
-  extra: external_exports.boolean().optional()
-});
-var runStateSchema = external_exports.object({
-  version: external_exports.literal(1),
-  id: external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
-  seed: external_exports.number().int(),
-  config: configSchema.transform(withDerivedDefaults),
-  base: external_exports.object({
-    commit: sha,
-    score: external_exports.number().finite().nullable(),
-    reason: external_exports.string().optional(),
-    graderSeconds: external_exports.number().nonnegative().optional()
-  }),
-  lineages: external_exports.array(external_exports.object({ index: count2, head: sha, context: episodeId2.nullable() })).min(1),
-  rounds: external_exports.array(roundSchema),
-  best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
-  status: external_exports.enum(["running", "finished"]),
-  extraForks: count2.optional()
-});
-var runFilesSchema = external_exports.object({
-  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
-  task: external_exports.string(),
-  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
-  hiddenInTask: count2.optional(),
-  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
-  configPath: external_exports.string().min(1),
-  /** The repository's default branch when the run started: where the worker workflow runs. */
-  defaultBranch: external_exports.string().min(1),
-  issue: external_exports.number().int().positive(),
-  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
-  commentId: external_exports.number().int().nullable(),
-  commentDigest: external_exports.string().optional(),
-  stopped: external_exports.boolean(),
-  /** Round index -> when its jobs were dispatched and by when they must report. */
-  dispatched: external_exports.record(external_exports.string(), external_exports.object({ at: external_exports.string(), deadline: external_exports.string() })),
-  /** Episode id -> its pull request and check run, once its result has landed. */
-  published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
-  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
-  settled: external_exports.array(count2),
-  finalPr: external_exports.number().int().nullable(),
-  /** The commit the best branch was last set to. */
-  bestCommit: sha.nullable(),
-  /** The day (YYYY-MM-DD) of the last nightly round. */
-  lastNightly: external_exports.string().nullable(),
-  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
-  claims: external_exports.record(external_exports.string(), external_exports.string()),
-  /**
-   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
-   * whose tree differs there is refused. Absent in records made before it was kept.
-   */
-  protectedDigest: external_exports.string().optional(),
-  /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: external_exports.boolean().optional()
-});
-var RecordError = class extends Error {
-  name = "RecordError";
-};
-function parseRunState(text, where) {
-  const state = parseWith(runStateSchema, text, where);
-  return state;
-}
-function parseWith(schema, text, where) {
-  let raw;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    throw new RecordError(`${where}: not valid JSON (${e.message})`);
-  }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    const issue2 = parsed.error.issues[0];
-    const field = issue2?.path.map(String).join(".") || "the record";
-    throw new RecordError(`${where}: ${field}: ${issue2?.message ?? "not valid"} (not a forkflush run record)`);
-  }
-  return parsed.data;
-}
-
-// src/local/store.ts
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -33119,23 +33398,25 @@ var RunStore = class _RunStore {
     await writeFile11(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
-    await writeAtomic(this.path("run.json"), `${JSON.stringify(info, null, 2)}
-`);
+    await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
   }
   /** The key that seals this run's result commits; null for a run made before seals. */
   async sealKey() {
     const key = await readFile5(this.path(SEAL_KEY)).catch(() => null);
     return key && key.length === 32 ? key : null;
   }
+  /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
   async info() {
-    return JSON.parse(await readFile5(this.path("run.json"), "utf8"));
+    const file2 = this.path("run.json");
+    return parseLocalRun(await readRecordFile(file2), file2);
   }
+  /** The run's state.json, checked like run.json. */
   async load() {
-    return parseRunState(await readFile5(this.path("state.json"), "utf8"), this.path("state.json"));
+    const file2 = this.path("state.json");
+    return parseRunState(await readRecordFile(file2), file2);
   }
   async save(state) {
-    await writeAtomic(this.path("state.json"), `${JSON.stringify(state, null, 1)}
-`);
+    await writeAtomic(this.path("state.json"), recordText(STATE_RECORD, state, 1));
   }
   /**
    * Takes the run for this process: two processes driving one run would reset each other's
@@ -33173,6 +33454,14 @@ var RunStore = class _RunStore {
     return file2;
   }
 };
+async function readRecordFile(file2) {
+  try {
+    return await readFile5(file2, "utf8");
+  } catch (e) {
+    if (e.code !== "ENOENT") throw e;
+    throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
+  }
+}
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.tmp`;
   await writeFile11(tmp, content);
@@ -33228,15 +33517,13 @@ async function startRun(o) {
     );
   }
   const task = await show(config2.task);
-  const templates = {};
-  for (const kind of ["branch", "continuation"]) {
-    const path = config2.prompts[kind];
-    if (!path) continue;
-    if (!await exists3(path)) throw new UserError(`prompts.${kind}: ${path} is not in the repository's last commit`);
-    templates[kind] = await show(path);
-  }
-  const problem = templateProblem(config2, templates);
-  if (problem) throw new UserError(problem);
+  const loaded = await loadTemplates(
+    config2,
+    async (path) => await exists3(path) ? show(path) : null,
+    "the repository's last commit"
+  );
+  if ("problem" in loaded) throw new UserError(loaded.problem);
+  const { templates } = loaded;
   const rel = relative(repo, scratch ? join15(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
@@ -33265,7 +33552,7 @@ async function startRun(o) {
   warnings.push(...planWarnings(config2));
   const isolation = await isolationFor(config2.sandbox.mode);
   if (isolation.warning) warnings.push(isolation.warning);
-  const forge = new LocalForge(repo, store);
+  const forge = new LocalForge(repo, store, o.keepRejected === true);
   const baseGrade = await forge.withCheckout(
     base,
     "base",
@@ -33335,7 +33622,7 @@ async function openRun(dir, id) {
   const isolation = await isolationFor(state.config.sandbox.mode);
   return {
     store,
-    forge: new LocalForge(info.repo, store),
+    forge: new LocalForge(info.repo, store, info.keepRejected),
     info,
     state,
     warnings: isolation.warning ? [isolation.warning] : [],
@@ -33790,7 +34077,7 @@ ${e.problems.map((p) => `  ${p}`).join("\n")}
 `);
       return 2;
     }
-    if (e instanceof UserError) {
+    if (e instanceof UserError || e instanceof RecordError) {
       io.stderr.write(`forkflush: ${e.message}
 `);
       return 2;
@@ -34020,7 +34307,7 @@ function readOverrides(v) {
   const budget = str2(v.budget);
   if (budget !== void 0) o.budget = positive("--budget", budget);
   const branches = str2(v.branches);
-  if (branches !== void 0) o.branches = integer2("--branches", branches, 1, 64);
+  if (branches !== void 0) o.branches = integer2("--branches", branches, 1, MAX_BRANCHES);
   return o;
 }
 function positive(flag, text) {

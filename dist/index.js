@@ -46710,6 +46710,23 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/method.ts
+var PAPER = {
+  /** K, branches per fork round: step 1, "K = 4 branches". */
+  branches: 4,
+  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
+  forkAt: [0.33, 0.66],
+  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
+  branchBudget: 0.06,
+  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
+  episodeBudget: 0.06,
+  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
+  directives: 2
+};
+var MAX_BRANCHES = 64;
+var AGENT_TIMEOUT_SECONDS = 1800;
+var GRADER_TIMEOUT_SECONDS = 60;
+
 // src/core/secrets.ts
 var NAMES = [
   "GITHUB_TOKEN",
@@ -46805,14 +46822,11 @@ var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flu
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
 var SANDBOX_MODES = ["auto", "required", "off"];
-var PAPER = {
-  branches: 4,
-  forkAt: [0.33, 0.66],
-  branchBudget: 0.06,
-  episodeBudget: 0.06,
-  directives: 2
-};
-var fraction = external_exports.number().gt(0).lt(1);
+var unlisted = external_exports.registry();
+var FRACTION = "must be between 0 and 1 (exclusive)";
+var fraction = external_exports.number().gt(0, FRACTION).lt(1, FRACTION);
+var SHARE = "must be a fraction above 0 and at most 1";
+var share = external_exports.number().gt(0, SHARE).max(1, SHARE);
 var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
 var repoGlob = repoPath;
 var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
@@ -46833,7 +46847,7 @@ function insideRepository(path) {
 var graderSchema = external_exports.strictObject({
   command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
   direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
-  timeout: external_exports.number().positive().default(60).describe("Seconds one grading may take."),
+  timeout: external_exports.number().positive().default(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
   protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
   network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
   env: external_exports.array(envName).default([]).describe(
@@ -46848,7 +46862,7 @@ var agentSchema = external_exports.strictObject({
   model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
   args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
   max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(1800).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  timeout: external_exports.number().positive().default(AGENT_TIMEOUT_SECONDS).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
   env: external_exports.array(envName).default([]).describe(
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
@@ -46861,20 +46875,22 @@ var sandboxSchema = external_exports.strictObject({
 var budgetSchema = external_exports.strictObject({
   total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
   unit: external_exports.enum(UNITS).default("usd"),
-  episode: external_exports.number().positive().optional().describe("One serial episode; default 0.06 of total.")
+  episode: external_exports.number().positive().optional().describe(`One serial episode; default ${PAPER.episodeBudget} of total.`)
 });
 var forkSchema = external_exports.strictObject({
-  branches: external_exports.number().int().min(1).max(64).default(PAPER.branches).describe("K: branches per fork round."),
+  branches: external_exports.number().int().min(1).max(MAX_BRANCHES).default(PAPER.branches).describe("K: branches per fork round."),
   at: external_exports.array(fraction).default([...PAPER.forkAt]).describe("Fork points, as fractions of the total budget spent."),
-  branch_budget: external_exports.number().gt(0).max(1).default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
-  directives: external_exports.number().int().min(0).optional().describe("Branches per fork round told to try a substantially different approach; default 2 (at most K).")
+  branch_budget: share.default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
+  directives: external_exports.number().int().min(0).optional().describe(
+    `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`
+  )
 });
 var promptsSchema = external_exports.strictObject({
   branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
   continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
 var configSchema = external_exports.strictObject({
-  $schema: external_exports.string().optional(),
+  $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
@@ -46919,12 +46935,12 @@ var configSchema = external_exports.strictObject({
   }
   if (c.strategy === "fork-and-flush" || c.strategy === "fork-only") {
     const rounds = 1 + at.length;
-    const share = rounds * c.fork.branches * c.fork.branch_budget;
-    if (share > 1 + 1e-9) {
+    const share2 = rounds * c.fork.branches * c.fork.branch_budget;
+    if (share2 > 1 + 1e-9) {
       ctx.addIssue({
         code: "custom",
         path: ["fork", "branch_budget"],
-        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
+        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
       });
     }
   }
@@ -46972,7 +46988,7 @@ var TRAILERS = {
   sandbox: "Forkflush-Sandbox",
   contextStore: "Forkflush-Context"
 };
-function commitMessage(runId, config2, e, r, details) {
+function commitMessage(runId2, config2, e, r, details) {
   const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
   const body = details ? [
     `Changes: ${oneLine(details.diffStat) || "none"}`,
@@ -46983,7 +46999,7 @@ function commitMessage(runId, config2, e, r, details) {
     `forkflush ${e.id}: ${score}, spent ${formatNumber(r.spent)} ${config2.budget.unit}`,
     "",
     ...body,
-    `${TRAILERS.run}: ${runId}`,
+    `${TRAILERS.run}: ${runId2}`,
     `${TRAILERS.episode}: ${e.id}`,
     `${TRAILERS.score}: ${r.score === null ? "none" : String(r.score)}`,
     ...r.reason ? [`${TRAILERS.reason}: ${oneLine(r.reason)}`] : [],
@@ -47000,18 +47016,31 @@ function commitMessage(runId, config2, e, r, details) {
   return `${lines.join("\n")}
 `;
 }
+function resultFromCommit(runId2, e, commit) {
+  const short2 = commit.sha.slice(0, 7);
+  const parsed = parseCommitMessage(commit.message, commit.sha);
+  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
+    return { problem: `its branch moved to ${short2}, which is not a result of this episode` };
+  }
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+    return {
+      problem: `its commit ${short2} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
+    };
+  }
+  return { result: parsed.result };
+}
 function parseCommitMessage(message, commit) {
   const fields = /* @__PURE__ */ new Map();
   for (const line of message.split("\n")) {
     const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
     if (m) fields.set(m[1], m[2].trim());
   }
-  const runId = fields.get(TRAILERS.run);
+  const runId2 = fields.get(TRAILERS.run);
   const episode = fields.get(TRAILERS.episode);
   const spent = Number(fields.get(TRAILERS.spent));
   const exit = fields.get(TRAILERS.exit);
   const scoreText = fields.get(TRAILERS.score);
-  if (!runId || !episode || !Number.isFinite(spent) || !exit || scoreText === void 0) return null;
+  if (!runId2 || !episode || !Number.isFinite(spent) || !exit || scoreText === void 0) return null;
   const score = scoreText === "none" ? null : Number(scoreText);
   const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map(Number);
   const reason = fields.get(TRAILERS.reason);
@@ -47022,7 +47051,7 @@ function parseCommitMessage(message, commit) {
   const store = fields.get(TRAILERS.contextStore);
   const contextStore2 = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
   return {
-    runId,
+    runId: runId2,
     episode,
     result: {
       commit,
@@ -48686,18 +48715,18 @@ function hasLogin(files, env) {
   return files.some((f) => f.fromEnv && env[f.fromEnv]?.trim() || existsSync2(f.from));
 }
 function ownShare(before, after) {
-  const share = { ...after };
+  const share2 = { ...after };
   const down = [];
   for (const key of Object.keys(after)) {
     const b = before?.[key] ?? 0;
     const a = after[key];
-    if (a >= b) share[key] = a - b;
+    if (a >= b) share2[key] = a - b;
     else down.push(String(key));
   }
   return down.length > 0 ? {
-    share,
+    share: share2,
     note: `the running totals went down (${down.join(", ")}): the CLI counted afresh, so the totals after the episode are charged as its own`
-  } : { share };
+  } : { share: share2 };
 }
 function spendOf(s, u) {
   if (s.unit === "tokens") return u.inputTokens + u.outputTokens;
@@ -49257,8 +49286,8 @@ async function savedSession(contextDir, home) {
   const transcript = await findTranscript(home, id);
   if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
   const bytes = await readFrom(transcript, 0);
-  const problem = transcriptProblem(bytes.toString("utf8"));
-  if (problem) return { unusable: `the transcript of session ${id} ${problem}` };
+  const problem2 = transcriptProblem(bytes.toString("utf8"));
+  if (problem2) return { unusable: `the transcript of session ${id} ${problem2}` };
   return { id, transcript, bytes };
 }
 async function startFresh(contextDir, cwd, episode, note) {
@@ -49864,9 +49893,9 @@ function subtractTotals(now, before) {
   const models = {};
   const notes = /* @__PURE__ */ new Set();
   for (const [model, m] of Object.entries(now.models)) {
-    const { share, note } = ownShare(before.models[model] ?? null, { ...m });
+    const { share: share2, note } = ownShare(before.models[model] ?? null, { ...m });
     if (note) notes.add(note);
-    if (share.inputTokens + share.outputTokens + share.requests > 0) models[model] = share;
+    if (share2.inputTokens + share2.outputTokens + share2.requests > 0) models[model] = share2;
   }
   const credits = ownShare({ nanoAiu: before.nanoAiu }, { nanoAiu: now.nanoAiu });
   if (credits.note) notes.add(credits.note);
@@ -50801,7 +50830,10 @@ function forgeAlsoProtected(configPath) {
 
 // src/core/names.ts
 function episodeBranch(run2, round4, branch) {
-  return `forkflush/${run2}/round-${round4}/branch-${branch}`;
+  return `${roundBranchPrefix(run2, round4)}branch-${branch}`;
+}
+function roundBranchPrefix(run2, round4) {
+  return `forkflush/${run2}/round-${round4}/`;
 }
 function describeEpisodeId(id) {
   const m = /^r(\d+)\.b(\d+)$/.exec(id);
@@ -50909,6 +50941,16 @@ For this branch: try a substantially different approach from those the journal d
   }
   return text;
 }
+function episodePrompt(state, episode, task, templates) {
+  return renderPrompt({
+    config: state.config,
+    episode,
+    task,
+    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
+    gradeCommand: "$FORKFLUSH_GRADE",
+    templates
+  });
+}
 function quoteTask(task) {
   const body = task.trim() || "(no description given: read the files and the grader to learn the task)";
   return body.split("\n").map((l) => `> ${l}`.trimEnd()).join("\n");
@@ -50918,6 +50960,7 @@ function quoteTask(task) {
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
 var episodeId = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
 var count2 = external_exports.number().int().nonnegative();
+var runId = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "must be a run id" });
 var usageSchema = external_exports.object({
   inputTokens: external_exports.number().nonnegative(),
   outputTokens: external_exports.number().nonnegative(),
@@ -50964,9 +51007,10 @@ var roundSchema = external_exports.object({
   decision: external_exports.object({ winner: episodeId.nullable(), adopted: external_exports.array(episodeId) }).optional(),
   extra: external_exports.boolean().optional()
 });
+var STATE_VERSION = 1;
 var runStateSchema = external_exports.object({
-  version: external_exports.literal(1),
-  id: external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
+  version: external_exports.literal(STATE_VERSION),
+  id: runId,
   seed: external_exports.number().int(),
   config: configSchema.transform(withDerivedDefaults),
   base: external_exports.object({
@@ -51016,30 +51060,142 @@ var runFilesSchema = external_exports.object({
   /** Whether the repository was private when the run started (how agent contexts are kept). */
   privateRepository: external_exports.boolean().optional()
 });
+var localRunSchema = external_exports.object({
+  id: runId,
+  /** The git repository the run works in. */
+  repo: external_exports.string().min(1),
+  /** The folder the user named. */
+  taskDir: external_exports.string().min(1),
+  /** True when the task folder was not a git repository and the run works on a copy. */
+  scratch: external_exports.boolean(),
+  configFile: external_exports.string().min(1),
+  /** The config file's path inside the repository, protected like the grader (null: outside it). */
+  configPathInRepo: external_exports.string().min(1).nullable(),
+  task: external_exports.string(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  /** Episodes at once. */
+  concurrency: external_exports.number().int().positive(),
+  keepRejected: external_exports.boolean(),
+  startedAt: external_exports.iso.datetime({ message: "must be a date and time (ISO 8601)" })
+});
 var RecordError = class extends Error {
   name = "RecordError";
 };
-function parseRunState(text, where) {
-  const state = parseWith(runStateSchema, text, where);
-  return state;
+function recordFile(file2) {
+  const steps = Object.keys(file2.migrations).map(Number);
+  if (!Number.isInteger(file2.version) || file2.version < 1) {
+    throw new Error(`${file2.name}: the record's version must be a whole number from 1`);
+  }
+  for (const n of steps) {
+    if (!Number.isInteger(n) || n < 1 || n >= file2.version) {
+      throw new Error(`${file2.name}: a migration from version ${n}, which is not below version ${file2.version}`);
+    }
+  }
+  for (let n = oldestVersion(file2); n < file2.version; n++) {
+    if (!file2.migrations[n]) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+  }
+  if (file2.unversioned !== null && file2.unversioned < oldestVersion(file2)) {
+    throw new Error(`${file2.name}: records without a version are version ${file2.unversioned}, which it cannot read`);
+  }
+  return file2;
 }
-function parseRunFiles(text, where) {
-  return parseWith(runFilesSchema, text, where);
+function oldestVersion(file2) {
+  return Math.min(file2.version, ...Object.keys(file2.migrations).map(Number));
 }
-function parseWith(schema, text, where) {
+var STATE_RECORD = recordFile({
+  name: "state.json",
+  schema: runStateSchema,
+  version: STATE_VERSION,
+  migrations: {},
+  // state.json has said `version: 1` since its first commit.
+  unversioned: null
+});
+var RUN_FILES_RECORD = recordFile({
+  name: "run.json",
+  schema: runFilesSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1
+});
+var LOCAL_RUN_RECORD = recordFile({
+  name: "run.json",
+  schema: localRunSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1
+});
+function migrate(file2, raw, where) {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
+  }
+  let record3 = raw;
+  const given = record3.version;
+  let version2;
+  if (given === void 0) {
+    if (file2.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
+    version2 = file2.unversioned;
+  } else if (typeof given === "number" && Number.isInteger(given) && given >= 1) {
+    version2 = given;
+  } else {
+    throw new RecordError(
+      `${where}: version: must be a whole number from 1, got ${JSON.stringify(given)} (not a forkflush run record)`
+    );
+  }
+  if (version2 > file2.version) {
+    throw new RecordError(
+      `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
+    );
+  }
+  const oldest = oldestVersion(file2);
+  if (version2 < oldest) {
+    throw new RecordError(
+      `${where}: version: ${version2} is older than this forkflush reads (versions ${oldest} to ${file2.version})`
+    );
+  }
+  for (let n = version2; n < file2.version; n++) {
+    const step = file2.migrations[n];
+    if (!step) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+    record3 = { ...step(record3), version: n + 1 };
+  }
+  return record3;
+}
+function readRecord(file2, text, where) {
   let raw;
   try {
     raw = JSON.parse(text);
   } catch (e) {
     throw new RecordError(`${where}: not valid JSON (${e.message})`);
   }
-  const parsed = schema.safeParse(raw);
+  const record3 = migrate(file2, raw, where);
+  const parsed = file2.schema.safeParse(record3);
   if (!parsed.success) {
     const issue3 = parsed.error.issues[0];
-    const field = issue3?.path.map(String).join(".") || "the record";
-    throw new RecordError(`${where}: ${field}: ${issue3?.message ?? "not valid"} (not a forkflush run record)`);
+    const path = issue3?.path ?? [];
+    const field = path.map(String).join(".") || "the record";
+    throw new RecordError(
+      `${where}: ${field}: ${issue3 ? problem(issue3, record3) : "not valid"} (not a forkflush run record)`
+    );
   }
   return parsed.data;
+}
+function problem(issue3, record3) {
+  if (issue3.code !== "invalid_type" || issue3.path.length === 0) return issue3.message;
+  let at = record3;
+  for (const key of issue3.path.slice(0, -1)) {
+    at = typeof at === "object" && at !== null ? at[key] : void 0;
+  }
+  const last = issue3.path.at(-1);
+  const absent = typeof at === "object" && at !== null && !(last in at);
+  return absent ? `missing (expected ${issue3.expected})` : issue3.message;
+}
+function parseRunState(text, where) {
+  const state = readRecord(STATE_RECORD, text, where);
+  return state;
+}
+function parseRunFiles(text, where) {
+  return readRecord(RUN_FILES_RECORD, text, where);
 }
 
 // src/core/state.ts
@@ -51384,7 +51540,7 @@ async function runEpisodeJob(s, o) {
   await remote.fetch([branchRef, ...fromRef && hasContext ? [fromRef] : []]);
   const head = await records.git.revParse(branchRef) ?? "";
   if (head !== episode.base) {
-    const earlier = await recordedResult(records.git, head, s.run, episode.id);
+    const earlier = await recordedResult(records.git, head, s.run, episode);
     if (!earlier) {
       throw new Error(
         `the branch ${branch} is at ${short(head)}, which is neither the episode's base ${short(episode.base)} nor a result of it; reset the branch to the base to run the episode again`
@@ -51408,21 +51564,14 @@ async function runEpisodeJob(s, o) {
   if (episode.contextFrom) {
     const why = fromRef && hasContext ? await openContext2(records, s, fromRef, episode.contextFrom, contextDir) : null;
     const missing = store === "none" ? `${episode.contextFrom}'s context was not kept (a public repository without FORKFLUSH_CONTEXT_KEY)` : `${episode.contextFrom} left none`;
-    const problem = fromRef && hasContext ? why : missing;
-    if (problem) notes.push(`${problem}: this episode started with an empty context`);
-    o.log(`context: ${problem ?? `${episode.contextFrom}'s context`} in ${contextDir}`);
+    const problem2 = fromRef && hasContext ? why : missing;
+    if (problem2) notes.push(`${problem2}: this episode started with an empty context`);
+    o.log(`context: ${problem2 ?? `${episode.contextFrom}'s context`} in ${contextDir}`);
   } else {
     o.log(`context: fresh (empty) in ${contextDir}`);
   }
   o.log(`the context this episode leaves: ${describeStore(store)}`);
-  const prompt = renderPrompt({
-    config: state.config,
-    episode,
-    task: facts.task,
-    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
-    gradeCommand: "$FORKFLUSH_GRADE",
-    templates: facts.templates
-  });
+  const prompt = episodePrompt(state, episode, facts.task, facts.templates);
   o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
   const places = {
     workspace: s.workspace,
@@ -51464,7 +51613,7 @@ async function runEpisodeJob(s, o) {
   if (branchPush && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(branchPush.summary)) {
     await remote.fetch([branchRef]);
     const now = await records.git.revParse(branchRef);
-    const winner = now ? await recordedResult(records.git, now, s.run, episode.id) : null;
+    const winner = now ? await recordedResult(records.git, now, s.run, episode) : null;
     if (!winner) {
       throw new Error(
         `the branch ${branch} moved to ${short(now ?? "?")} while the episode ran, not to a result of it`
@@ -51540,10 +51689,10 @@ function findOpenEpisode(state, id) {
   if (round4.decision) throw new Error(`round ${round4.index} of run ${state.id} is already decided: nothing to run`);
   return { episode, round: round4 };
 }
-async function recordedResult(git, commit, run2, episode) {
-  const message = await git.out(["log", "-1", "--format=%B", commit]);
-  const parsed = parseCommitMessage(message, commit);
-  return parsed && parsed.runId === run2 && parsed.episode === episode ? parsed.result : null;
+async function recordedResult(git, commit, run2, e) {
+  const [parents = "", ...rest] = (await git.out(["log", "-1", "--format=%P%n%B", commit])).split("\n");
+  const read = resultFromCommit(run2, e, { sha: commit, message: rest.join("\n"), parents: parents.split(" ") });
+  return "result" in read ? read.result : null;
 }
 function describeResult(r, unit) {
   const score = r.score === null ? `no score (${r.reason ?? "no reason given"})` : `score ${formatNumber(r.score, 6)}`;
@@ -51636,9 +51785,9 @@ function parseSettings(inputs, env) {
 
 // src/action/main.ts
 async function run() {
-  const runId = getInput("run");
+  const runId2 = getInput("run");
   const episode = getInput("episode");
-  const what = `forkflush ${runId || "(no run)"} ${episode || "(no episode)"}`;
+  const what = `forkflush ${runId2 || "(no run)"} ${episode || "(no episode)"}`;
   const cancel = new AbortController();
   const onSignal = (signal) => cancel.abort(signal);
   try {
@@ -51651,7 +51800,7 @@ async function run() {
     if (contextKey) setSecret(contextKey);
     forgetForgeSecrets(process.env);
     delete process.env.FORKFLUSH_CONTEXT_KEY;
-    const settings2 = parseSettings({ run: runId, episode, token, contextKey }, process.env);
+    const settings2 = parseSettings({ run: runId2, episode, token, contextKey }, process.env);
     process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
     const outcome = await runEpisodeJob(settings2, { log: info, env: process.env, signal: cancel.signal });
     for (const [name, value] of Object.entries(jobOutputs(outcome))) setOutput(name, value);

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { agentFor } from '../agents/registry.js';
 import type { Unit } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
-import { describeContext, parseCommitMessage } from '../core/journal.js';
-import { contextRef, describeEpisodeId, episodeBranch, stateRef } from '../core/names.js';
-import { renderPrompt } from '../core/prompts.js';
+import { describeContext, resultFromCommit } from '../core/journal.js';
+import { contextRef, episodeBranch, stateRef } from '../core/names.js';
+import { episodePrompt } from '../core/prompts.js';
 import { parseRunFiles, parseRunState, type RunFiles } from '../core/records.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
@@ -101,7 +101,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   // 3. A branch past its base holds an earlier attempt's result: it is not run again.
   const head = (await records.git.revParse(branchRef)) ?? '';
   if (head !== episode.base) {
-    const earlier = await recordedResult(records.git, head, s.run, episode.id);
+    const earlier = await recordedResult(records.git, head, s.run, episode);
     if (!earlier) {
       throw new Error(
         `the branch ${branch} is at ${short(head)}, which is neither the episode's base ` +
@@ -143,14 +143,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   o.log(`the context this episode leaves: ${describeStore(store)}`);
 
   // 5. The episode: the agent, protected paths, the grader, the journal, the commit.
-  const prompt = renderPrompt({
-    config: state.config,
-    episode,
-    task: facts.task,
-    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
-    gradeCommand: '$FORKFLUSH_GRADE',
-    templates: facts.templates,
-  });
+  const prompt = episodePrompt(state, episode, facts.task, facts.templates);
   o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
   const places: EpisodePlaces = {
     workspace: s.workspace,
@@ -196,7 +189,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   if (branchPush && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(branchPush.summary)) {
     await remote.fetch([branchRef]);
     const now = await records.git.revParse(branchRef);
-    const winner = now ? await recordedResult(records.git, now, s.run, episode.id) : null;
+    const winner = now ? await recordedResult(records.git, now, s.run, episode) : null;
     if (!winner) {
       throw new Error(
         `the branch ${branch} moved to ${short(now ?? '?')} while the episode ran, not to a result of it`,
@@ -301,11 +294,11 @@ function findOpenEpisode(state: RunState, id: string): { episode: Episode; round
   return { episode, round };
 }
 
-/** The result a commit's trailers record for this episode, or null when it is not one. */
-async function recordedResult(git: Git, commit: string, run: string, episode: string): Promise<EpisodeResult | null> {
-  const message = await git.out(['log', '-1', '--format=%B', commit]);
-  const parsed = parseCommitMessage(message, commit);
-  return parsed && parsed.runId === run && parsed.episode === episode ? parsed.result : null;
+/** The result a commit records for this episode (on its base, with its trailers), or null when it is not one. */
+async function recordedResult(git: Git, commit: string, run: string, e: Episode): Promise<EpisodeResult | null> {
+  const [parents = '', ...rest] = (await git.out(['log', '-1', '--format=%P%n%B', commit])).split('\n');
+  const read = resultFromCommit(run, e, { sha: commit, message: rest.join('\n'), parents: parents.split(' ') });
+  return 'result' in read ? read.result : null;
 }
 
 function describeResult(r: EpisodeResult, unit: Unit): string {

@@ -2,10 +2,18 @@
 // asked and which run it is; every decision is the core's, every GitHub call is the forge's.
 import type { Context, Probot } from 'probot';
 import { type Command, parseCommand } from '../core/github-text.js';
-import { issueRunId, stateRef } from '../core/names.js';
+import {
+  GITHUB,
+  issueRunId,
+  parseEpisodeJobName,
+  parseIssueRunId,
+  parseRoundRunTitle,
+  stateRef,
+} from '../core/names.js';
+import { forkNow, nightly, setStopped, startRun } from '../github/commands.js';
 import { GitHubForge } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
-import { forkNow, GITHUB, nightly, type SyncContext, setStopped, startRun, syncRun } from '../github/sync.js';
+import { type SyncContext, syncRun } from '../github/sync.js';
 
 /** Permissions that may start and steer runs. */
 const WRITERS = ['admin', 'maintain', 'write'];
@@ -15,10 +23,6 @@ export interface AppOptions {
   /** Seals the run records (src/github/record-seal.ts); null: they are not sealed. */
   recordKey?: Buffer | null;
 }
-
-/** A worker job is named `forkflush <run> <episode>`; its workflow run `forkflush <run> round <n>`. */
-const JOB_NAME = /^forkflush (issue-\d+) (r\d+\.b\d+)$/;
-const RUN_TITLE = /^forkflush (issue-\d+) round (\d+)$/;
 
 export function forkflushApp(options: AppOptions = {}) {
   const now = options.now ?? (() => new Date());
@@ -92,9 +96,10 @@ export function forkflushApp(options: AppOptions = {}) {
 
     app.on('workflow_job.completed', async (context) => {
       const job = context.payload.workflow_job;
-      const m = JOB_NAME.exec(job.name);
-      if (!m) return;
-      const [, run, episode] = m as unknown as [string, string, string];
+      const named = parseEpisodeJobName(job.name);
+      // The app's runs are issues' runs: any other name is not one of its jobs.
+      if (!named || parseIssueRunId(named.run) === null) return;
+      const { run, episode } = named;
       const ctx = ctxOf(context);
       // Only the worker workflow, dispatched on the default branch, may report an episode failed: a
       // workflow in someone's pull request could take the same job name.
@@ -106,12 +111,12 @@ export function forkflushApp(options: AppOptions = {}) {
 
     app.on('workflow_run.completed', async (context) => {
       const w = context.payload.workflow_run;
-      const m = RUN_TITLE.exec(w.display_title ?? '');
-      if (!m) return;
+      const m = parseRoundRunTitle(w.display_title ?? '');
+      if (!m || parseIssueRunId(m.run) === null) return;
       const ctx = ctxOf(context);
       // Every job of the round has ended: an episode whose branch never moved has no result coming.
-      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = Number(m[2]);
-      await answeringTampered(ctx, null, () => syncRun(ctx, m[1] as string));
+      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = m.round;
+      await answeringTampered(ctx, null, () => syncRun(ctx, m.run));
     });
   };
 }

@@ -81,6 +81,30 @@ export function commitMessage(
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * An episode's result read back from a commit (a branch head after a crash, a job's push, a
+ * result that landed on GitHub), or why the commit is not one: forkflush commits every result on
+ * the episode's base, with trailers naming the run and the episode. The shells add their own
+ * provenance checks (the seal locally and in the Action, protected paths on GitHub).
+ */
+export function resultFromCommit(
+  runId: string,
+  e: Pick<Episode, 'id' | 'base'>,
+  commit: { sha: string; message: string; parents: string[] },
+): { result: EpisodeResult } | { problem: string } {
+  const short = commit.sha.slice(0, 7);
+  const parsed = parseCommitMessage(commit.message, commit.sha);
+  if (!parsed || parsed.runId !== runId || parsed.episode !== e.id) {
+    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  }
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+    return {
+      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`,
+    };
+  }
+  return { result: parsed.result };
+}
+
 /** Reads an episode's result back from its commit message (null if it is not an episode commit). */
 export function parseCommitMessage(
   message: string,

@@ -1,11 +1,30 @@
-// Names a person can read: the run, the round and the branch are in every ref.
+// Every name forkflush gives on a forge, built and read back here: branches, refs, the worker's
+// workflow-run titles and job names, check-run names. Names a person can read: the run, the round
+// and the branch are in every ref. Each builder has its parser, and test/unit/names.test.ts
+// round-trips them.
+
+/** The names forkflush uses on GitHub: its labels, and the worker workflow it dispatches per round. */
+export const GITHUB = {
+  label: 'autoresearch',
+  doneLabel: 'autoresearch: done',
+  /** The worker workflow (examples/workflows/forkflush.yml). */
+  workflow: 'forkflush.yml',
+} as const;
+
+const RUN_ID = '[A-Za-z0-9][A-Za-z0-9._-]*';
+const EPISODE_ID = 'r\\d+\\.b\\d+';
 
 export function lineageBranch(run: string, lineage: number, lineages: number): string {
   return lineages === 1 ? `forkflush/${run}/lineage` : `forkflush/${run}/lineage-${lineage}`;
 }
 
 export function episodeBranch(run: string, round: number, branch: number): string {
-  return `forkflush/${run}/round-${round}/branch-${branch}`;
+  return `${roundBranchPrefix(run, round)}branch-${branch}`;
+}
+
+/** The prefix every branch of one round starts with (to list them in one call). */
+export function roundBranchPrefix(run: string, round: number): string {
+  return `forkflush/${run}/round-${round}/`;
 }
 
 export function bestBranch(run: string): string {
@@ -32,6 +51,11 @@ export function stateRef(run: string): string {
   return `refs/forkflush/${run}/state`;
 }
 
+/** The run whose state ref this is, or null. */
+export function parseStateRef(ref: string): string | null {
+  return new RegExp(`^refs/forkflush/(${RUN_ID})/state$`).exec(ref)?.[1] ?? null;
+}
+
 /** A commit whose tree is the context folder an episode left behind. */
 export function contextRef(run: string, episode: string): string {
   return `refs/forkflush/${run}/contexts/${episode}`;
@@ -42,7 +66,41 @@ export function issueRunId(issue: number): string {
   return `issue-${issue}`;
 }
 
-/** The title of a round's workflow run: the worker workflow's `run-name` (examples/workflows/forkflush.yml). */
+/** The run an issue started, or null for any other run id. */
+export function parseIssueRunId(run: string): number | null {
+  const m = /^issue-(\d+)$/.exec(run);
+  return m ? Number(m[1]) : null;
+}
+
+// The worker workflow names its runs and jobs with these (examples/workflows/forkflush.yml, whose
+// `run-name` and job `name` must say the same: test/integration/workflows.test.ts checks it).
+
+/** The title of a round's workflow run: the worker workflow's `run-name`. */
 export function roundRunTitle(run: string, round: number): string {
   return `forkflush ${run} round ${round}`;
+}
+
+export function parseRoundRunTitle(title: string): { run: string; round: number } | null {
+  const m = new RegExp(`^forkflush (${RUN_ID}) round (\\d+)$`).exec(title);
+  return m ? { run: m[1] as string, round: Number(m[2]) } : null;
+}
+
+/** Whether a workflow run's title is one of this run's rounds. */
+export function isRoundRunOf(title: string, run: string): boolean {
+  return parseRoundRunTitle(title)?.run === run;
+}
+
+/** The name of an episode's worker job. */
+export function episodeJobName(run: string, episode: string): string {
+  return `forkflush ${run} ${episode}`;
+}
+
+export function parseEpisodeJobName(name: string): { run: string; episode: string } | null {
+  const m = new RegExp(`^forkflush (${RUN_ID}) (${EPISODE_ID})$`).exec(name);
+  return m ? { run: m[1] as string, episode: m[2] as string } : null;
+}
+
+/** The name of the check run that shows an episode's grade on its commit. */
+export function checkRunName(episode: string): string {
+  return `forkflush ${episode}`;
 }

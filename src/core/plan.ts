@@ -1,9 +1,11 @@
 // The plan: a preview of the whole run, phase by phase, made by running the real schedule with
 // episodes that spend exactly their allowance. Every strategy plans to spend exactly budget.total.
 import type { Config } from './config.js';
-import { applyDecision, applyFinish, applyOpen, applyResult, reconcile } from './reconcile.js';
+import { LEAST_USEFUL_EPISODE } from './method.js';
+import { applyResult, reconcile } from './reconcile.js';
 import { type Episode, type EpisodeResult, newRunState, type RoundKind, type RunState } from './state.js';
 import { formatNumber, textTable } from './text.js';
+import { advance } from './work.js';
 
 export interface PlanPhase {
   phase: string;
@@ -22,29 +24,25 @@ export type SimulatedOutcome = (episode: Episode) => { spent: number; score: num
 /** Runs the schedule to the end without agents: the whole run's rounds, as the core would decide them. */
 export function simulate(config: Config, outcome: SimulatedOutcome, seed = 0, maxRounds = 10_000): RunState {
   let state = newRunState({ id: 'plan', seed, config, baseCommit: 'base', baseScore: null });
-  for (let step = 0; step < maxRounds * 3; step++) {
-    const actions = reconcile(state);
-    if (actions.length === 0) return state;
-    for (const action of actions) {
-      if (action.type === 'open') state = applyOpen(state, action.round);
-      else if (action.type === 'decide') state = applyDecision(state, action.round, action.decision);
-      else if (action.type === 'finish') state = applyFinish(state);
-      else {
-        const episode = state.rounds[action.round]?.episodes.find((e) => e.id === action.episode);
-        if (!episode) throw new Error(`simulate: no episode ${action.episode}`);
-        const { spent, score } = outcome(episode);
-        const result: EpisodeResult = {
-          commit: `commit-${episode.id}`,
-          score,
-          spent,
-          exit: 'finished',
-          protectedChanged: [],
-          agentSeconds: 0,
-          graderSeconds: 0,
-          wallSeconds: 0,
-        };
-        state = applyResult(state, episode.id, result);
-      }
+  for (let round = 0; round < maxRounds; round++) {
+    // The same steps as the local runner and the GitHub sync take, with made-up episodes.
+    state = advance(state).state;
+    const pending = reconcile(state).flatMap((a) => (a.type === 'run' ? [a.episode] : []));
+    if (pending.length === 0) return state;
+    for (const id of pending) {
+      const episode = state.rounds.flatMap((r) => r.episodes).find((e) => e.id === id) as Episode;
+      const { spent, score } = outcome(episode);
+      const result: EpisodeResult = {
+        commit: `commit-${episode.id}`,
+        score,
+        spent,
+        exit: 'finished',
+        protectedChanged: [],
+        agentSeconds: 0,
+        graderSeconds: 0,
+        wallSeconds: 0,
+      };
+      state = applyResult(state, episode.id, result);
     }
   }
   throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
@@ -97,13 +95,6 @@ export function planTable(config: Config): string {
     rows,
   )}`;
 }
-
-/**
- * What an episode usually costs at the least: a model call of a coding agent reads its tools and
- * the task (a few thousand tokens, a few cents); a grading is whole. Our own rough figures, for
- * warnings only.
- */
-const LEAST_USEFUL_EPISODE = { tokens: 2000, usd: 0.02, minutes: 1, evaluations: 1 } as const;
 
 /** Warnings about a plan that will run but hardly make sense: an agent CLI's episodes too small, or fractional gradings. */
 export function planWarnings(config: Config): string[] {

@@ -2,7 +2,8 @@
 // continuation prompt for one that carries its context on. Neither states the budget (as in the
 // paper): the budget only bounds the session.
 import type { Config } from './config.js';
-import type { Episode } from './state.js';
+import { describeEpisodeId } from './names.js';
+import type { Episode, RunState } from './state.js';
 import { formatNumber } from './text.js';
 
 export const DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
@@ -126,6 +127,44 @@ export function renderPrompt(p: PromptInputs): string {
     return `${text}\n\nFor this branch: try a substantially different approach from those the journal describes.`;
   }
   return text;
+}
+
+/** The prompt of an episode of a run, as every shell gives it: the grader is `$FORKFLUSH_GRADE`. */
+export function episodePrompt(
+  state: RunState,
+  episode: Episode,
+  task: string,
+  templates: { branch?: string; continuation?: string },
+): string {
+  return renderPrompt({
+    config: state.config,
+    episode,
+    task,
+    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
+    gradeCommand: '$FORKFLUSH_GRADE',
+    templates,
+  });
+}
+
+/**
+ * The config's prompt templates, read from where the run starts (the last commit, the default
+ * branch) and tried once: the templates, or the problem in words (a missing file, a bad placeholder).
+ */
+export async function loadTemplates(
+  config: Config,
+  read: (path: string) => Promise<string | null>,
+  where: string,
+): Promise<{ templates: { branch?: string; continuation?: string } } | { problem: string }> {
+  const templates: { branch?: string; continuation?: string } = {};
+  for (const kind of ['branch', 'continuation'] as const) {
+    const path = config.prompts[kind];
+    if (!path) continue;
+    const text = await read(path);
+    if (text === null) return { problem: `prompts.${kind}: ${path} is not in ${where}` };
+    templates[kind] = text;
+  }
+  const problem = templateProblem(config, templates);
+  return problem ? { problem } : { templates };
 }
 
 function quoteTask(task: string): string {

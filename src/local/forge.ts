@@ -3,9 +3,10 @@
 // repository's objects and refs itself; an agent sees only its workspace, whose .git is its own.
 import { cp, mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { parseCommitMessage } from '../core/journal.js';
+import { resultFromCommit } from '../core/journal.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { type Forge, lineageMovedOutside } from '../core/work.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
 import type { EpisodePlaces } from '../worker/boundary.js';
@@ -23,13 +24,15 @@ export interface PreparedEpisode {
   notes: string[];
 }
 
-export class LocalForge {
+export class LocalForge implements Forge {
   readonly git: Git;
   private opened: Promise<{ own: OwnRepo; commonDir: string; alternates: string[] }> | undefined;
 
   constructor(
     readonly repo: string,
     readonly store: RunStore,
+    /** Keep the branches of rejected episodes (--keep-rejected). */
+    readonly keepRejected = false,
   ) {
     this.git = new Git(repo);
   }
@@ -74,9 +77,9 @@ export class LocalForge {
     if (!head || head === e.base || !sealKey) return null;
     const [tree, parents, ...rest] = (await this.git.out(['log', '-1', '--format=%T%n%P%n%B', head])).split('\n');
     const message = `${rest.join('\n').trimEnd()}\n`;
-    if (parents !== e.base || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
-    const parsed = parseCommitMessage(message, head);
-    return parsed && parsed.runId === state.id && parsed.episode === e.id ? parsed.result : null;
+    const read = resultFromCommit(state.id, e, { sha: head, message, parents: (parents ?? '').split(' ') });
+    if (!('result' in read) || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
+    return read.result;
   }
 
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
@@ -123,43 +126,50 @@ export class LocalForge {
     await this.git.setRef(prepared.branchRef, commit, reason);
   }
 
-  /**
-   * Moves each adopted episode's lineage from the round's base to the episode's commit: a
-   * compare-and-swap, so a replayed decision moves nothing twice.
-   */
-  async adopt(state: RunState, round: Round, adopted: string[]): Promise<void> {
+  // The core's work items (core/work.ts), carried out on the repository's refs. Each is safe to
+  // repeat: a resumed run carries the work of decided rounds out again, and nothing moves twice.
+
+  /** The round's branches, at their bases (its episodes are run by the runner). */
+  async openRound(state: RunState, round: Round): Promise<void> {
     for (const e of round.episodes) {
-      if (!adopted.includes(e.id) || !e.result) continue;
-      const ref = this.ref(lineageBranch(state.id, e.lineage, state.lineages.length));
-      if (await this.git.casRef(ref, e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
-      const now = await this.git.revParse(ref);
-      if (now !== e.result.commit) {
-        throw new Error(
-          `the lineage branch ${ref} moved outside forkflush (expected ${e.base.slice(0, 10)}, found ${now?.slice(0, 10)}); ` +
-            'reset it to one of those commits and resume',
-        );
-      }
+      const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
+      if (!e.result && (await this.git.revParse(ref)) === null)
+        await this.git.casRef(ref, e.base, null, 'forkflush: round');
     }
   }
 
+  /** Nothing more to do: an episode's branch points at its result from the moment it is recorded. */
+  async publishResult(): Promise<void> {}
+
   /**
-   * After a decision: workspaces go; rejected episodes' branches and contexts go too, unless asked
-   * to keep them (a later episode only ever continues an adopted one).
+   * Moves each adopted episode's lineage from the round's base to the episode's commit (a
+   * compare-and-swap, so a replayed decision moves nothing twice); then workspaces go, and the
+   * rejected episodes' branches and contexts too, unless asked to keep them (a later episode only
+   * ever continues an adopted one).
    */
-  async cleanupRound(state: RunState, round: Round, keepRejected: boolean): Promise<void> {
+  async settleRound(state: RunState, round: Round): Promise<void> {
     const adopted = round.decision?.adopted ?? [];
     for (const e of round.episodes) {
+      if (!adopted.includes(e.id) || !e.result) continue;
+      const branch = lineageBranch(state.id, e.lineage, state.lineages.length);
+      if (await this.git.casRef(this.ref(branch), e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
+      const problem = lineageMovedOutside(state, round, e, await this.git.revParse(this.ref(branch)), branch);
+      if (problem) throw new Error(problem);
+    }
+    for (const e of round.episodes) {
       await removeTree(this.store.workspace(e.id));
-      if (keepRejected && !adopted.includes(e.id)) continue;
+      if (this.keepRejected && !adopted.includes(e.id)) continue;
       await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
       if (!adopted.includes(e.id)) await removeTree(this.store.context(e.id));
     }
   }
 
-  async setBest(state: RunState): Promise<void> {
-    if (state.best)
-      await this.git.setRef(this.ref(bestBranch(state.id)), state.best.commit, `forkflush: best ${state.best.episode}`);
+  async moveBest(state: RunState, commit: string): Promise<void> {
+    await this.git.setRef(this.ref(bestBranch(state.id)), commit, `forkflush: best ${state.best?.episode ?? ''}`);
   }
+
+  /** Nothing to propose locally: the run's end prints how to take the best home. */
+  async publishRun(): Promise<void> {}
 
   /** A throwaway checkout of a commit (to grade the initial workspace), with the places to hide. */
   async withCheckout<T>(

@@ -1,11 +1,11 @@
 // The local runner: the reconcile loop, executed with git worktrees and child processes.
 // Each pass asks the core what is due, does it, and saves the state before the next pass.
 import { agentFor } from '../agents/registry.js';
-import { describeEpisodeId } from '../core/names.js';
-import { renderPrompt } from '../core/prompts.js';
-import { applyDecision, applyFinish, applyInterrupted, applyOpen, applyResult, reconcile } from '../core/reconcile.js';
+import { episodePrompt } from '../core/prompts.js';
+import { type Action, applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
 import { type SetupFailure, setupFailure } from '../core/setup-failure.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { InterruptedError, runEpisode } from '../worker/episode.js';
 import type { LocalForge } from './forge.js';
@@ -58,65 +58,83 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     saving = saving.then(() => o.store.save(snapshot));
     return saving;
   };
+  // The work the core's decisions call for (core/work.ts). What was done lives in this process
+  // only: after a restart it is all carried out again, and each step is idempotent on refs.
+  let done: WorkDone = NOTHING_DONE;
+  let working: Promise<void> = Promise.resolve();
+  const carry = () => {
+    working = working.then(async () => {
+      for (const item of dueWork(state, done)) {
+        await carryOut(o.forge, state, item);
+        done = markDone(done, item);
+      }
+    });
+    return working;
+  };
   await o.forge.createLineages(state);
-  await o.forge.setBest(state);
 
   for (;;) {
+    // The core's own steps, until it waits for episodes; a setup that cannot work stops it first.
+    const advanced = advance(state, (s, next) => stopFor(s, next) !== null);
+    state = advanced.state;
+    if (advanced.steps.length > 0) await save();
+    await carry();
+    for (const step of advanced.steps) {
+      if (step.type === 'open') emit({ type: 'round', state, round: roundOf(state, step.round.index) });
+      if (step.type === 'decide') emit({ type: 'decided', state, round: roundOf(state, step.round) });
+    }
+    if (advanced.steps.some((s) => s.type === 'decide')) await writeReports(o.store, state);
     const actions = reconcile(state);
-    const first = actions[0];
-    // An agent that cannot start always stops the run; no score stops it only while there is
-    // budget left to save (one with nothing left finishes as usual, and exits 1).
-    const failure = setupFailure(state);
-    if (failure && (failure.code === 2 || (first && first.type !== 'finish'))) {
+    const failure = stopFor(state, actions[0]);
+    if (failure) {
       await save();
       await writeReports(o.store, state);
       return { state, interrupted: false, stopped: failure };
     }
     if (o.signal.aborted) return { state, interrupted: true };
-    if (!first) break;
-    if (first.type === 'open') {
-      state = applyOpen(state, first.round);
-      await save();
-      emit({ type: 'round', state, round: first.round });
-    } else if (first.type === 'run') {
-      const round = state.rounds[first.round] as Round;
-      const ids = new Set(actions.map((a) => (a.type === 'run' ? a.episode : '')));
-      const pending = round.episodes.filter((e) => ids.has(e.id));
-      const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
-        if (halt.signal.aborted) return false;
-        const result = await runOne(state, e, o, sealKey, emit);
-        if ('interrupted' in result) {
-          state = applyInterrupted(state, e.id, result.interrupted ?? 0);
-          return false;
-        }
-        state = applyResult(state, e.id, result);
-        await o.forge.setBest(state);
-        await save();
-        emit({ type: 'episode-done', state, episode: e, result });
-        if (result.agentNotStarted) halt.abort('setup');
-        return true;
-      });
-      if (interrupted && halt.signal.aborted) continue;
-      if (interrupted) {
-        await save();
-        return { state, interrupted: true };
+    const first = actions[0];
+    if (first?.type !== 'run') break;
+    const round = roundOf(state, first.round);
+    const ids = new Set(actions.map((a) => (a.type === 'run' ? a.episode : '')));
+    const pending = round.episodes.filter((e) => ids.has(e.id));
+    const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
+      if (halt.signal.aborted) return false;
+      const result = await runOne(state, e, o, sealKey, emit);
+      if ('interrupted' in result) {
+        state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+        return false;
       }
-    } else if (first.type === 'decide') {
-      const round = state.rounds[first.round] as Round;
-      await o.forge.adopt(state, round, first.decision.adopted);
-      state = applyDecision(state, first.round, first.decision);
+      state = applyResult(state, e.id, result);
+      // The best branch moves before the result is saved: the best workspace is always on a ref.
+      await carry();
       await save();
-      await o.forge.cleanupRound(state, state.rounds[first.round] as Round, o.info.keepRejected);
-      emit({ type: 'decided', state, round: state.rounds[first.round] as Round });
-      await writeReports(o.store, state);
-    } else {
-      state = applyFinish(state);
+      emit({ type: 'episode-done', state, episode: e, result });
+      if (result.agentNotStarted) halt.abort('setup');
+      return true;
+    });
+    if (interrupted && halt.signal.aborted) continue;
+    if (interrupted) {
       await save();
+      return { state, interrupted: true };
     }
   }
   await writeReports(o.store, state);
   emit({ type: 'finished', state });
   return { state, interrupted: false };
+}
+
+/**
+ * Why the run must stop before its next step: an agent that cannot start always stops it; no
+ * score stops it only while there is budget left to save (one with nothing left finishes as
+ * usual, and exits 1).
+ */
+function stopFor(state: RunState, next: Action | undefined): SetupFailure | null {
+  const failure = setupFailure(state);
+  return failure && (failure.code === 2 || (next !== undefined && next.type !== 'finish')) ? failure : null;
+}
+
+function roundOf(state: RunState, index: number): Round {
+  return state.rounds.find((r) => r.index === index) as Round;
 }
 
 /** Runs one episode, or says what its interrupted attempt spent (it is then re-run on resume). */
@@ -131,14 +149,7 @@ async function runOne(
   if (recovered) return recovered;
   const prepared = await o.forge.prepareEpisode(state, e);
   const round = state.rounds[e.round] as Round;
-  const prompt = renderPrompt({
-    config: state.config,
-    episode: e,
-    task: o.info.task,
-    best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
-    gradeCommand: '$FORKFLUSH_GRADE',
-    templates: o.info.templates,
-  });
+  const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   emit({ type: 'episode-start', state, episode: e });
   try {
     const result = await runEpisode({

@@ -8,7 +8,7 @@ import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
 import { planWarnings } from '../core/plan.js';
-import { templateProblem } from '../core/prompts.js';
+import { loadTemplates } from '../core/prompts.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { Git } from '../io/git.js';
 import { graderConfinement, type Isolation, isolationFor, privateTmp } from '../worker/boundary.js';
@@ -92,15 +92,13 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     );
   }
   const task = await show(config.task);
-  const templates: RunInfo['templates'] = {};
-  for (const kind of ['branch', 'continuation'] as const) {
-    const path = config.prompts[kind];
-    if (!path) continue;
-    if (!(await exists(path))) throw new UserError(`prompts.${kind}: ${path} is not in the repository's last commit`);
-    templates[kind] = await show(path);
-  }
-  const problem = templateProblem(config, templates);
-  if (problem) throw new UserError(problem);
+  const loaded = await loadTemplates(
+    config,
+    async (path) => ((await exists(path)) ? show(path) : null),
+    "the repository's last commit",
+  );
+  if ('problem' in loaded) throw new UserError(loaded.problem);
+  const { templates } = loaded;
 
   const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
   const info: RunInfo = {
@@ -130,7 +128,7 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
   warnings.push(...planWarnings(config));
   const isolation = await isolationFor(config.sandbox.mode);
   if (isolation.warning) warnings.push(isolation.warning);
-  const forge = new LocalForge(repo, store);
+  const forge = new LocalForge(repo, store, o.keepRejected === true);
   const baseGrade = await forge.withCheckout(base, 'base', (dir, places) =>
     gradeInitial(config, dir, places, isolation, store.path('episodes', 'base')),
   );
@@ -217,7 +215,7 @@ export async function openRun(dir: string, id?: string): Promise<OpenRun> {
   const isolation = await isolationFor(state.config.sandbox.mode);
   return {
     store,
-    forge: new LocalForge(info.repo, store),
+    forge: new LocalForge(info.repo, store, info.keepRejected),
     info,
     state,
     warnings: isolation.warning ? [isolation.warning] : [],

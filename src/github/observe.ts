@@ -1,0 +1,100 @@
+// Reading what landed on GitHub: the open round's branch heads, each read back as a result only
+// when forkflush's worker could have made it (on the episode's base, the run's protected paths
+// unchanged), and the results a failed job, an ended round or a passed deadline imply.
+import { createHash } from 'node:crypto';
+import { forgeAlsoProtected, matchesAny } from '../core/globs.js';
+import { resultFromCommit } from '../core/journal.js';
+import { episodeBranch, roundBranchPrefix } from '../core/names.js';
+import { applyResult } from '../core/reconcile.js';
+import { type EpisodeResult, failedResult, type RunState } from '../core/state.js';
+import type { GitCommit, GitHubForge, RunFiles, TreeFile } from './forge.js';
+
+/** What an event says happened, beyond what the branches show. */
+export interface Observed {
+  now: Date;
+  /** Episodes whose job ended without a result, from the event that triggered this sync. */
+  failedJobs?: Record<string, string>;
+  /** A round whose worker workflow run has completed (all its jobs ended), from the event. */
+  roundEnded?: number;
+}
+
+/** Commits read during one sync, so no commit is fetched twice. */
+export class Commits {
+  private readonly known = new Map<string, GitCommit>();
+
+  constructor(private readonly forge: GitHubForge) {}
+
+  async get(sha: string): Promise<GitCommit> {
+    const known = this.known.get(sha);
+    if (known !== undefined) return known;
+    const commit = await this.forge.commit(sha);
+    this.known.set(sha, commit);
+    return commit;
+  }
+}
+
+/** The protected files of a tree (mode, blob and path of each), as one digest. */
+export function protectedDigest(tree: TreeFile[], globs: string[]): string {
+  const lines = tree
+    .filter((f) => matchesAny(f.path, globs))
+    .map((f) => `${f.mode} ${f.sha}\t${f.path}`)
+    .sort();
+  return createHash('sha256').update(lines.join('\n')).digest('hex');
+}
+
+/** Reads the results that landed on the open round's branches (one call for all of them). */
+export async function observe(
+  forge: GitHubForge,
+  commits: Commits,
+  state: RunState,
+  files: RunFiles,
+  seen: Observed,
+): Promise<RunState> {
+  const open = state.rounds.find((r) => !r.decision);
+  const dispatched = open ? files.dispatched[String(open.index)] : undefined;
+  if (!open || !dispatched) return state;
+  const heads = await forge.branchHeads(roundBranchPrefix(state.id, open.index));
+  let next = state;
+  for (const e of open.episodes) {
+    if (e.result) continue;
+    const head = heads.get(episodeBranch(state.id, e.round, e.branch));
+    let result: EpisodeResult | null = null;
+    if (head && head !== e.base) {
+      const commit = await commits.get(head);
+      const read = resultFromCommit(state.id, e, { sha: head, ...commit });
+      const problem = 'problem' in read ? read.problem : await protectedProblem(forge, state, files, head, commit);
+      result = problem === null && 'result' in read ? read.result : failedResult(e, problem ?? 'not a result');
+    } else if (seen.failedJobs?.[e.id]) {
+      result = failedResult(e, seen.failedJobs[e.id] as string);
+    } else if (seen.roundEnded === open.index) {
+      result = failedResult(e, "its round's workflow run ended without a result for it");
+    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
+      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+    }
+    if (result) next = applyResult(next, e.id, result);
+  }
+  return next;
+}
+
+/**
+ * Why a result commit changes what it must keep, or null: the run's base's protected paths.
+ * Anything else was pushed by someone else (a token that leaked, a hand on the branch), whatever
+ * its trailers say.
+ */
+async function protectedProblem(
+  forge: GitHubForge,
+  state: RunState,
+  files: RunFiles,
+  sha: string,
+  commit: GitCommit,
+): Promise<string | null> {
+  if (!files.protectedDigest) return null;
+  const short = sha.slice(0, 7);
+  const tree = await forge.treeFiles(commit.tree);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
+  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  if (protectedDigest(tree, globs) !== files.protectedDigest) {
+    return `its commit ${short} changes protected paths (${globs.join(', ')}) from the run's base`;
+  }
+  return null;
+}
