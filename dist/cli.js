@@ -7432,7 +7432,7 @@ var package_default = {
 };
 
 // src/core/config.ts
-var import_yaml = __toESM(require_dist(), 1);
+var import_yaml2 = __toESM(require_dist(), 1);
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -27151,66 +27151,8 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
-// src/core/method.ts
-var PAPER = {
-  /** K, branches per fork round: step 1, "K = 4 branches". */
-  branches: 4,
-  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
-  forkAt: [0.33, 0.66],
-  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
-  branchBudget: 0.06,
-  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
-  episodeBudget: 0.06,
-  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
-  directives: 2
-};
-var MAX_BRANCHES = 64;
-var AGENT_TIMEOUT_SECONDS = 1800;
-var GRADER_TIMEOUT_SECONDS = 60;
-var LEAST_EPISODE_SHARE = 0.25;
-var SERIAL_EPISODES_FACTOR = 2;
-var SERIAL_EPISODES_EXTRA = 2;
-function maxSerialEpisodes(span, episodeBudget) {
-  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
-}
-var DIRECTIVE_SEED_SALT = 209;
-var LEAST_USEFUL_EPISODE = {
-  tokens: 2e3,
-  usd: 0.02,
-  minutes: 1,
-  evaluations: 1
-};
-
-// src/core/secrets.ts
-var NAMES = [
-  "GITHUB_TOKEN",
-  "GH_TOKEN",
-  "GH_ENTERPRISE_TOKEN",
-  "GITHUB_ENTERPRISE_TOKEN",
-  "ACTIONS_RUNTIME_TOKEN",
-  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-  "ACTIONS_ID_TOKEN_REQUEST_URL",
-  "ACTIONS_RUNTIME_URL",
-  "ACTIONS_CACHE_URL",
-  "ACTIONS_RESULTS_URL",
-  "PRIVATE_KEY",
-  "WEBHOOK_SECRET",
-  "APP_ID"
-];
-var OURS = "FORKFLUSH_";
-var INPUTS = "INPUT_";
-var SECRET_INPUT = /^INPUT_.*(TOKEN|KEY|SECRET).*$/;
-function isForgeSecret(name) {
-  return NAMES.includes(name) || name.startsWith(OURS) || SECRET_INPUT.test(name);
-}
-function coveredSecret(prefix) {
-  const named = NAMES.find((n) => n.startsWith(prefix));
-  if (named) return named;
-  for (const family of [OURS, INPUTS]) {
-    if (family.startsWith(prefix) || prefix.startsWith(family)) return `${family}\u2026`;
-  }
-  return null;
-}
+// src/core/config-errors.ts
+var import_yaml = __toESM(require_dist(), 1);
 
 // src/core/text.ts
 function editDistance(a, b) {
@@ -27304,205 +27246,18 @@ function shellQuote(s) {
   return /^[\w./@%+=:,-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
 }
 
-// src/core/config.ts
-var CONFIG_PATH = ".github/autoresearch.yml";
-var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
-var UNITS = ["usd", "tokens", "minutes", "evaluations"];
-var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
-var SANDBOX_MODES = ["auto", "required", "off"];
-var unlisted = external_exports.registry();
-var FRACTION = "must be between 0 and 1 (exclusive)";
-var fraction = external_exports.number().gt(0, FRACTION).lt(1, FRACTION);
-var SHARE = "must be a fraction above 0 and at most 1";
-var share = external_exports.number().gt(0, SHARE).max(1, SHARE);
-var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
-var repoGlob = repoPath;
-var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
-  message: "must be an absolute path or start with ~/"
-});
-var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).superRefine((n, ctx) => {
-  const covered = n.endsWith("*") ? coveredSecret(n.slice(0, -1)) : isForgeSecret(n) ? n : null;
-  if (covered)
-    ctx.addIssue({
-      code: "custom",
-      message: n === covered ? "names a forge credential or a forkflush variable, which forkflush never passes on" : `names a prefix that covers ${covered}, a forge credential or a forkflush variable, which forkflush never passes on: list the names the program needs`
-    });
-});
-function insideRepository(path) {
-  if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) return false;
-  return !path.split(/[\\/]/).some((part) => part === "..");
-}
-var graderSchema = external_exports.strictObject({
-  command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
-  direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
-  timeout: external_exports.number().positive().default(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
-  protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
-  network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
-  env: external_exports.array(envName).default([]).describe(
-    "Environment variables passed to the grader, beyond PATH, HOME and the locale (names, or prefixes with *)."
-  )
-});
-var agentSchema = external_exports.strictObject({
-  kind: external_exports.enum(AGENT_KINDS).default("command"),
-  command: external_exports.string().min(1).optional().describe(
-    'kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'
-  ),
-  model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
-  args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
-  max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
-  timeout: external_exports.number().positive().default(AGENT_TIMEOUT_SECONDS).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
-  env: external_exports.array(envName).default([]).describe(
-    "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
-  )
-});
-var sandboxSchema = external_exports.strictObject({
-  mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
-  read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
-  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes.")
-});
-var budgetSchema = external_exports.strictObject({
-  total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
-  unit: external_exports.enum(UNITS).default("usd"),
-  episode: external_exports.number().positive().optional().describe(`One serial episode; default ${PAPER.episodeBudget} of total.`)
-});
-var forkSchema = external_exports.strictObject({
-  branches: external_exports.number().int().min(1).max(MAX_BRANCHES).default(PAPER.branches).describe("K: branches per fork round."),
-  at: external_exports.array(fraction).default([...PAPER.forkAt]).describe("Fork points, as fractions of the total budget spent."),
-  branch_budget: share.default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
-  directives: external_exports.number().int().min(0).optional().describe(
-    `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`
-  )
-});
-var promptsSchema = external_exports.strictObject({
-  branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
-  continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
-});
-var configSchema = external_exports.strictObject({
-  $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
-  task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
-  grader: graderSchema,
-  agent: agentSchema,
-  budget: budgetSchema,
-  strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
-  fork: forkSchema.default(forkSchema.parse({})),
-  journal: repoPath.default("NOTES.md"),
-  prompts: promptsSchema.default({}),
-  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
-  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
-}).superRefine((c, ctx) => {
-  if (c.agent.kind === "command" && c.agent.command === void 0) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["agent", "command"],
-      message: 'agent.command is required for agent.kind "command" (the shell command that runs one episode)'
-    });
-  }
-  const at = c.fork.at;
-  for (let i = 1; i < at.length; i++) {
-    if (at[i] <= at[i - 1]) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["fork", "at", i],
-        message: `fork.at must increase: fork.at[${i}] is ${at[i]}, not above fork.at[${i - 1}] = ${at[i - 1]}`
-      });
-    }
-  }
-  if (c.fork.directives !== void 0 && c.fork.directives > c.fork.branches) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["fork", "directives"],
-      message: `fork.directives must be at most fork.branches (${c.fork.branches}), got ${c.fork.directives}`
-    });
-  }
-  if (c.budget.episode !== void 0 && c.budget.episode > c.budget.total) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["budget", "episode"],
-      message: `budget.episode must be at most budget.total (${c.budget.total}), got ${c.budget.episode}`
-    });
-  }
-  if (c.strategy === "fork-and-flush" || c.strategy === "fork-only") {
-    const rounds = 1 + at.length;
-    const share2 = rounds * c.fork.branches * c.fork.branch_budget;
-    if (share2 > 1 + 1e-9) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["fork", "branch_budget"],
-        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
-      });
-    }
-  }
-});
-var ConfigError = class extends Error {
-  constructor(problems) {
-    super(problems.join("\n"));
-    this.problems = problems;
-    this.name = "ConfigError";
-  }
-  problems;
-};
-function parseConfig(text, file2, overrides = {}) {
-  const lineCounter = new import_yaml.LineCounter();
-  const doc = (0, import_yaml.parseDocument)(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    throw new ConfigError(
-      doc.errors.map((e) => {
-        const pos = lineCounter.linePos(e.pos[0]);
-        return `${file2}:${pos.line}:${pos.col}: not valid YAML: ${e.message.split("\n")[0]}`;
-      })
-    );
-  }
-  const raw = doc.toJS() ?? {};
-  if (typeof raw !== "object" || Array.isArray(raw) || raw === null) {
-    throw new ConfigError([`${file2}:1:1: the config must be a mapping of keys (grader, agent, budget, ...)`]);
-  }
-  const input2 = applyOverrides(raw, overrides);
-  const result = configSchema.safeParse(input2);
-  if (!result.success) {
-    const locate = (path, key) => {
-      const offset = findOffset(doc.contents, path, key);
-      const pos = lineCounter.linePos(offset);
-      return `${file2}:${pos.line}:${pos.col}`;
-    };
-    throw new ConfigError(result.error.issues.map((issue2) => describeIssue(issue2, input2, locate)));
-  }
-  return withDerivedDefaults(result.data);
-}
-function withDerivedDefaults(c) {
-  return {
-    ...c,
-    budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total },
-    fork: { ...c.fork, directives: c.fork.directives ?? Math.min(PAPER.directives, c.fork.branches) }
-  };
-}
-function applyOverrides(raw, o) {
-  const out = { ...raw };
-  if (o.strategy !== void 0) out.strategy = o.strategy;
-  if (o.budget !== void 0) {
-    const budget = isRecord(raw.budget) ? { ...raw.budget } : {};
-    if (typeof budget.episode === "number" && budget.episode > o.budget) delete budget.episode;
-    out.budget = { ...budget, total: o.budget };
-  }
-  if (o.branches !== void 0) {
-    const fork = isRecord(raw.fork) ? { ...raw.fork } : {};
-    out.fork = { ...fork, branches: o.branches };
-  }
-  return out;
-}
-function isRecord(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+// src/core/config-errors.ts
 function isPredicate(message) {
   return /^(must|names) /.test(message);
 }
-function describeIssue(issue2, input2, locate) {
+function describeIssue(issue2, input2, locate, validKeysAt2) {
   const path = issue2.path;
   const name = formatPath(path);
   const found = valueAt(input2, path);
   const got = found === void 0 ? "nothing" : JSON.stringify(found);
   switch (issue2.code) {
     case "unrecognized_keys": {
-      const valid = validKeysAt(path);
+      const valid = validKeysAt2(path);
       return issue2.keys.map((key) => {
         const full = formatPath([...path, key]);
         const guess = closest(key, valid);
@@ -27514,7 +27269,7 @@ function describeIssue(issue2, input2, locate) {
       const alternatives = issue2.errors.filter((a) => a.length > 0);
       const meant = alternatives.find((a) => !a.every((i) => i.path.length === 0 && wrongType(i, found)));
       if (!meant) return `${locate(path)}: ${name} must be ${unionTypes(alternatives)}, got ${got}`;
-      return meant.map((i) => describeIssue({ ...i, path: [...path, ...i.path] }, input2, locate)).join("\n");
+      return meant.map((i) => describeIssue({ ...i, path: [...path, ...i.path] }, input2, locate, validKeysAt2)).join("\n");
     }
     case "invalid_type":
       if (found === void 0) return `${locate(path.slice(0, -1))}: ${name} is required (${expected(issue2.expected)})`;
@@ -27587,15 +27342,6 @@ function valueAt(v, path) {
   }
   return cur;
 }
-function validKeysAt(path) {
-  let object2 = mappingOf(configSchema);
-  for (const p of path) {
-    const field = typeof p === "string" ? object2?.shape[p] : void 0;
-    object2 = field === void 0 ? void 0 : mappingOf(field);
-  }
-  if (!object2) return [];
-  return Object.entries(object2.shape).filter(([, field]) => !unlisted.has(field)).map(([key]) => key);
-}
 function mappingOf(schema) {
   if (schema instanceof external_exports.ZodObject) return schema;
   if (schema instanceof external_exports.ZodDefault || schema instanceof external_exports.ZodOptional || schema instanceof external_exports.ZodNullable)
@@ -27633,6 +27379,276 @@ function findOffset(root, path, key) {
     node2 = next;
   }
   return offset;
+}
+
+// src/core/method.ts
+var PAPER = {
+  /** K, branches per fork round: step 1, "K = 4 branches". */
+  branches: 4,
+  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
+  forkAt: [0.33, 0.66],
+  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
+  branchBudget: 0.06,
+  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
+  episodeBudget: 0.06,
+  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
+  directives: 2
+};
+var MAX_BRANCHES = 64;
+var AGENT_TIMEOUT_SECONDS = 1800;
+var GRADER_TIMEOUT_SECONDS = 60;
+var LEAST_EPISODE_SHARE = 0.25;
+var SERIAL_EPISODES_FACTOR = 2;
+var SERIAL_EPISODES_EXTRA = 2;
+function maxSerialEpisodes(span, episodeBudget) {
+  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
+}
+var DIRECTIVE_SEED_SALT = 209;
+var LEAST_USEFUL_EPISODE = {
+  tokens: 2e3,
+  usd: 0.02,
+  minutes: 1,
+  evaluations: 1
+};
+var RUNS_PER_REPO = 3;
+var EXTRA_ROUNDS = 30;
+
+// src/core/secrets.ts
+var NAMES = [
+  "GITHUB_TOKEN",
+  "GH_TOKEN",
+  "GH_ENTERPRISE_TOKEN",
+  "GITHUB_ENTERPRISE_TOKEN",
+  "ACTIONS_RUNTIME_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_URL",
+  "ACTIONS_RUNTIME_URL",
+  "ACTIONS_CACHE_URL",
+  "ACTIONS_RESULTS_URL",
+  "PRIVATE_KEY",
+  "WEBHOOK_SECRET",
+  "APP_ID"
+];
+var OURS = "FORKFLUSH_";
+var INPUTS = "INPUT_";
+var SECRET_INPUT = /^INPUT_.*(TOKEN|KEY|SECRET).*$/;
+function isForgeSecret(name) {
+  return NAMES.includes(name) || name.startsWith(OURS) || SECRET_INPUT.test(name);
+}
+function coveredSecret(prefix) {
+  const named = NAMES.find((n) => n.startsWith(prefix));
+  if (named) return named;
+  for (const family of [OURS, INPUTS]) {
+    if (family.startsWith(prefix) || prefix.startsWith(family)) return `${family}\u2026`;
+  }
+  return null;
+}
+
+// src/core/config.ts
+var CONFIG_PATH = ".github/autoresearch.yml";
+var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
+var UNITS = ["usd", "tokens", "minutes", "evaluations"];
+var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
+var SANDBOX_MODES = ["auto", "required", "off"];
+var PULL_REQUESTS = ["episodes", "winners", "final"];
+var unlisted = external_exports.registry();
+var FRACTION = "must be between 0 and 1 (exclusive)";
+var fraction = external_exports.number().gt(0, FRACTION).lt(1, FRACTION);
+var SHARE = "must be a fraction above 0 and at most 1";
+var share = external_exports.number().gt(0, SHARE).max(1, SHARE);
+var repoPath = external_exports.string().min(1).refine((p) => insideRepository(p), { message: "must be a path inside the repository (relative, no '..')" });
+var repoGlob = repoPath;
+var hostPath = external_exports.string().min(1).refine((p) => p.startsWith("/") || p === "~" || p.startsWith("~/"), {
+  message: "must be an absolute path or start with ~/"
+});
+var envName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, { message: "must be a variable name, or a prefix ending in * (AWS_*)" }).superRefine((n, ctx) => {
+  const covered = n.endsWith("*") ? coveredSecret(n.slice(0, -1)) : isForgeSecret(n) ? n : null;
+  if (covered)
+    ctx.addIssue({
+      code: "custom",
+      message: n === covered ? "names a forge credential or a forkflush variable, which forkflush never passes on" : `names a prefix that covers ${covered}, a forge credential or a forkflush variable, which forkflush never passes on: list the names the program needs`
+    });
+});
+function insideRepository(path) {
+  if (path.startsWith("/") || path.startsWith("\\") || /^[A-Za-z]:/.test(path)) return false;
+  return !path.split(/[\\/]/).some((part) => part === "..");
+}
+var graderSchema = external_exports.strictObject({
+  command: external_exports.string().min(1).describe("Shell command run in the workspace; its last stdout line is the score."),
+  direction: external_exports.enum(["maximize", "minimize"]).default("maximize"),
+  timeout: external_exports.number().positive().default(GRADER_TIMEOUT_SECONDS).describe("Seconds one grading may take."),
+  protected: external_exports.array(repoGlob).default([]).describe("Globs restored from the lineage base before grading; an episode that changed them gets no score."),
+  network: external_exports.boolean().default(false).describe("Whether the grader may use the network (in the sandbox it has only loopback otherwise)."),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to the grader, beyond PATH, HOME and the locale (names, or prefixes with *)."
+  )
+});
+var agentSchema = external_exports.strictObject({
+  kind: external_exports.enum(AGENT_KINDS).default("command"),
+  command: external_exports.string().min(1).optional().describe(
+    'kind "command": the shell command run in the workspace (required). Other kinds: the executable, if not on PATH.'
+  ),
+  model: external_exports.string().min(1).optional().describe("The model the agent CLI uses (passed through)."),
+  args: external_exports.array(external_exports.string()).default([]).describe("Extra arguments passed through to the agent CLI."),
+  max_turns: external_exports.number().int().positive().optional().describe("Most model turns in one episode, where the agent supports it."),
+  timeout: external_exports.number().positive().default(AGENT_TIMEOUT_SECONDS).describe("Hard wall-clock limit of one episode in seconds, whatever the budget unit."),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
+  )
+});
+var sandboxSchema = external_exports.strictObject({
+  mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
+  read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
+  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes.")
+});
+var budgetSchema = external_exports.strictObject({
+  total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
+  unit: external_exports.enum(UNITS).default("usd"),
+  episode: external_exports.number().positive().optional().describe(`One serial episode; default ${PAPER.episodeBudget} of total.`)
+});
+var forkSchema = external_exports.strictObject({
+  branches: external_exports.number().int().min(1).max(MAX_BRANCHES).default(PAPER.branches).describe("K: branches per fork round."),
+  at: external_exports.array(fraction).default([...PAPER.forkAt]).describe("Fork points, as fractions of the total budget spent."),
+  branch_budget: share.default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
+  directives: external_exports.number().int().min(0).optional().describe(
+    `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`
+  )
+});
+var promptsSchema = external_exports.strictObject({
+  branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
+  continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
+});
+var limitsSchema = external_exports.strictObject({
+  runs_per_repo: external_exports.number().int().min(1).default(RUNS_PER_REPO).describe(`Runs that may be running at once in the repository; default ${RUNS_PER_REPO}.`),
+  rounds: external_exports.number().int().min(1).optional().describe(`Rounds one run may open, nightly and requested ones included; default the plan's + ${EXTRA_ROUNDS}.`)
+});
+var configSchema = external_exports.strictObject({
+  $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
+  task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
+  grader: graderSchema,
+  agent: agentSchema,
+  budget: budgetSchema,
+  strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
+  fork: forkSchema.default(forkSchema.parse({})),
+  journal: repoPath.default("NOTES.md"),
+  prompts: promptsSchema.default({}),
+  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
+  pull_requests: external_exports.enum(PULL_REQUESTS).default("winners").describe(
+    "On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says."
+  ),
+  limits: limitsSchema.default(limitsSchema.parse({})),
+  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
+}).superRefine((c, ctx) => {
+  if (c.agent.kind === "command" && c.agent.command === void 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["agent", "command"],
+      message: 'agent.command is required for agent.kind "command" (the shell command that runs one episode)'
+    });
+  }
+  const at = c.fork.at;
+  for (let i = 1; i < at.length; i++) {
+    if (at[i] <= at[i - 1]) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["fork", "at", i],
+        message: `fork.at must increase: fork.at[${i}] is ${at[i]}, not above fork.at[${i - 1}] = ${at[i - 1]}`
+      });
+    }
+  }
+  if (c.fork.directives !== void 0 && c.fork.directives > c.fork.branches) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["fork", "directives"],
+      message: `fork.directives must be at most fork.branches (${c.fork.branches}), got ${c.fork.directives}`
+    });
+  }
+  if (c.budget.episode !== void 0 && c.budget.episode > c.budget.total) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["budget", "episode"],
+      message: `budget.episode must be at most budget.total (${c.budget.total}), got ${c.budget.episode}`
+    });
+  }
+  if (c.strategy === "fork-and-flush" || c.strategy === "fork-only") {
+    const rounds = 1 + at.length;
+    const share2 = rounds * c.fork.branches * c.fork.branch_budget;
+    if (share2 > 1 + 1e-9) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["fork", "branch_budget"],
+        message: `${rounds} fork rounds x ${c.fork.branches} branches x ${c.fork.branch_budget} = ${round3(share2)} of the budget, more than all of it; lower fork.branch_budget to at most ${round3(1 / (rounds * c.fork.branches))}, or use fewer branches or fork points`
+      });
+    }
+  }
+});
+var ConfigError = class extends Error {
+  constructor(problems) {
+    super(problems.join("\n"));
+    this.problems = problems;
+    this.name = "ConfigError";
+  }
+  problems;
+};
+function parseConfig(text, file2, overrides = {}) {
+  const lineCounter = new import_yaml2.LineCounter();
+  const doc = (0, import_yaml2.parseDocument)(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      doc.errors.map((e) => {
+        const pos = lineCounter.linePos(e.pos[0]);
+        return `${file2}:${pos.line}:${pos.col}: not valid YAML: ${e.message.split("\n")[0]}`;
+      })
+    );
+  }
+  const raw = doc.toJS() ?? {};
+  if (typeof raw !== "object" || Array.isArray(raw) || raw === null) {
+    throw new ConfigError([`${file2}:1:1: the config must be a mapping of keys (grader, agent, budget, ...)`]);
+  }
+  const input2 = applyOverrides(raw, overrides);
+  const result = configSchema.safeParse(input2);
+  if (!result.success) {
+    const locate = (path, key) => {
+      const offset = findOffset(doc.contents, path, key);
+      const pos = lineCounter.linePos(offset);
+      return `${file2}:${pos.line}:${pos.col}`;
+    };
+    throw new ConfigError(result.error.issues.map((issue2) => describeIssue(issue2, input2, locate, validKeysAt)));
+  }
+  return withDerivedDefaults(result.data);
+}
+function withDerivedDefaults(c) {
+  return {
+    ...c,
+    budget: { ...c.budget, episode: c.budget.episode ?? PAPER.episodeBudget * c.budget.total },
+    fork: { ...c.fork, directives: c.fork.directives ?? Math.min(PAPER.directives, c.fork.branches) }
+  };
+}
+function applyOverrides(raw, o) {
+  const out = { ...raw };
+  if (o.strategy !== void 0) out.strategy = o.strategy;
+  if (o.budget !== void 0) {
+    const budget = isRecord(raw.budget) ? { ...raw.budget } : {};
+    if (typeof budget.episode === "number" && budget.episode > o.budget) delete budget.episode;
+    out.budget = { ...budget, total: o.budget };
+  }
+  if (o.branches !== void 0) {
+    const fork = isRecord(raw.fork) ? { ...raw.fork } : {};
+    out.fork = { ...fork, branches: o.branches };
+  }
+  return out;
+}
+function isRecord(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function validKeysAt(path) {
+  let object2 = mappingOf(configSchema);
+  for (const p of path) {
+    const field = typeof p === "string" ? object2?.shape[p] : void 0;
+    object2 = field === void 0 ? void 0 : mappingOf(field);
+  }
+  if (!object2) return [];
+  return Object.entries(object2.shape).filter(([, field]) => !unlisted.has(field)).map(([key]) => key);
 }
 function round3(x) {
   return Math.round(x * 1e3) / 1e3;

@@ -26991,7 +26991,7 @@ import { mkdir as mkdir3, writeFile as writeFile4 } from "node:fs/promises";
 import { join as join4 } from "node:path";
 
 // src/core/config.ts
-var import_yaml = __toESM(require_dist(), 1);
+var import_yaml2 = __toESM(require_dist(), 1);
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -46710,53 +46710,8 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
-// src/core/method.ts
-var PAPER = {
-  /** K, branches per fork round: step 1, "K = 4 branches". */
-  branches: 4,
-  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
-  forkAt: [0.33, 0.66],
-  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
-  branchBudget: 0.06,
-  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
-  episodeBudget: 0.06,
-  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
-  directives: 2
-};
-var MAX_BRANCHES = 64;
-var AGENT_TIMEOUT_SECONDS = 1800;
-var GRADER_TIMEOUT_SECONDS = 60;
-
-// src/core/secrets.ts
-var NAMES = [
-  "GITHUB_TOKEN",
-  "GH_TOKEN",
-  "GH_ENTERPRISE_TOKEN",
-  "GITHUB_ENTERPRISE_TOKEN",
-  "ACTIONS_RUNTIME_TOKEN",
-  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-  "ACTIONS_ID_TOKEN_REQUEST_URL",
-  "ACTIONS_RUNTIME_URL",
-  "ACTIONS_CACHE_URL",
-  "ACTIONS_RESULTS_URL",
-  "PRIVATE_KEY",
-  "WEBHOOK_SECRET",
-  "APP_ID"
-];
-var OURS = "FORKFLUSH_";
-var INPUTS = "INPUT_";
-var SECRET_INPUT = /^INPUT_.*(TOKEN|KEY|SECRET).*$/;
-function isForgeSecret(name) {
-  return NAMES.includes(name) || name.startsWith(OURS) || SECRET_INPUT.test(name);
-}
-function coveredSecret(prefix) {
-  const named = NAMES.find((n) => n.startsWith(prefix));
-  if (named) return named;
-  for (const family of [OURS, INPUTS]) {
-    if (family.startsWith(prefix) || prefix.startsWith(family)) return `${family}\u2026`;
-  }
-  return null;
-}
+// src/core/config-errors.ts
+var import_yaml = __toESM(require_dist(), 1);
 
 // src/core/text.ts
 function formatNumber(x, digits = 3) {
@@ -46816,12 +46771,63 @@ function failureLine(output2, max = 300) {
   return (lines.find((l) => ERROR_LINE.test(l)) ?? lines.at(-1) ?? "").slice(0, max);
 }
 
+// src/core/method.ts
+var PAPER = {
+  /** K, branches per fork round: step 1, "K = 4 branches". */
+  branches: 4,
+  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
+  forkAt: [0.33, 0.66],
+  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
+  branchBudget: 0.06,
+  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
+  episodeBudget: 0.06,
+  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
+  directives: 2
+};
+var MAX_BRANCHES = 64;
+var AGENT_TIMEOUT_SECONDS = 1800;
+var GRADER_TIMEOUT_SECONDS = 60;
+var RUNS_PER_REPO = 3;
+var EXTRA_ROUNDS = 30;
+
+// src/core/secrets.ts
+var NAMES = [
+  "GITHUB_TOKEN",
+  "GH_TOKEN",
+  "GH_ENTERPRISE_TOKEN",
+  "GITHUB_ENTERPRISE_TOKEN",
+  "ACTIONS_RUNTIME_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+  "ACTIONS_ID_TOKEN_REQUEST_URL",
+  "ACTIONS_RUNTIME_URL",
+  "ACTIONS_CACHE_URL",
+  "ACTIONS_RESULTS_URL",
+  "PRIVATE_KEY",
+  "WEBHOOK_SECRET",
+  "APP_ID"
+];
+var OURS = "FORKFLUSH_";
+var INPUTS = "INPUT_";
+var SECRET_INPUT = /^INPUT_.*(TOKEN|KEY|SECRET).*$/;
+function isForgeSecret(name) {
+  return NAMES.includes(name) || name.startsWith(OURS) || SECRET_INPUT.test(name);
+}
+function coveredSecret(prefix) {
+  const named = NAMES.find((n) => n.startsWith(prefix));
+  if (named) return named;
+  for (const family of [OURS, INPUTS]) {
+    if (family.startsWith(prefix) || prefix.startsWith(family)) return `${family}\u2026`;
+  }
+  return null;
+}
+
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
 var SANDBOX_MODES = ["auto", "required", "off"];
+var PULL_REQUESTS = ["episodes", "winners", "final"];
 var unlisted = external_exports.registry();
 var FRACTION = "must be between 0 and 1 (exclusive)";
 var fraction = external_exports.number().gt(0, FRACTION).lt(1, FRACTION);
@@ -46889,6 +46895,10 @@ var promptsSchema = external_exports.strictObject({
   branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
   continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
+var limitsSchema = external_exports.strictObject({
+  runs_per_repo: external_exports.number().int().min(1).default(RUNS_PER_REPO).describe(`Runs that may be running at once in the repository; default ${RUNS_PER_REPO}.`),
+  rounds: external_exports.number().int().min(1).optional().describe(`Rounds one run may open, nightly and requested ones included; default the plan's + ${EXTRA_ROUNDS}.`)
+});
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
@@ -46900,6 +46910,10 @@ var configSchema = external_exports.strictObject({
   journal: repoPath.default("NOTES.md"),
   prompts: promptsSchema.default({}),
   schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
+  pull_requests: external_exports.enum(PULL_REQUESTS).default("winners").describe(
+    "On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says."
+  ),
+  limits: limitsSchema.default(limitsSchema.parse({})),
   sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {

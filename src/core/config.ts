@@ -5,7 +5,14 @@
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { describeIssue, findOffset, mappingOf } from './config-errors.js';
-import { AGENT_TIMEOUT_SECONDS, GRADER_TIMEOUT_SECONDS, MAX_BRANCHES, PAPER } from './method.js';
+import {
+  AGENT_TIMEOUT_SECONDS,
+  EXTRA_ROUNDS,
+  GRADER_TIMEOUT_SECONDS,
+  MAX_BRANCHES,
+  PAPER,
+  RUNS_PER_REPO,
+} from './method.js';
 import { coveredSecret, isForgeSecret } from './secrets.js';
 
 export const CONFIG_PATH = '.github/autoresearch.yml';
@@ -14,6 +21,7 @@ export const STRATEGIES = ['fork-and-flush', 'single-run', 'best-of-n', 'fork-on
 export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
 export const AGENT_KINDS = ['command', 'claude-code', 'codex', 'copilot', 'gemini', 'aider', 'opencode'] as const;
 export const SANDBOX_MODES = ['auto', 'required', 'off'] as const;
+export const PULL_REQUESTS = ['episodes', 'winners', 'final'] as const;
 
 /**
  * Keys the schema accepts but never suggests or lists in a message ("did you mean", "Valid keys"),
@@ -167,6 +175,22 @@ const promptsSchema = z.strictObject({
   continuation: repoPath.optional().describe('File with the template for a carried-context episode.'),
 });
 
+/** On GitHub: how much one repository and one run may start. */
+const limitsSchema = z.strictObject({
+  runs_per_repo: z
+    .number()
+    .int()
+    .min(1)
+    .default(RUNS_PER_REPO)
+    .describe(`Runs that may be running at once in the repository; default ${RUNS_PER_REPO}.`),
+  rounds: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`Rounds one run may open, nightly and requested ones included; default the plan's + ${EXTRA_ROUNDS}.`),
+});
+
 export const configSchema = z
   .strictObject({
     $schema: z.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
@@ -182,6 +206,13 @@ export const configSchema = z
       .enum(['none', 'nightly'])
       .default('none')
       .describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
+    pull_requests: z
+      .enum(PULL_REQUESTS)
+      .default('winners')
+      .describe(
+        'On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says.',
+      ),
+    limits: limitsSchema.default(limitsSchema.parse({})),
     sandbox: z
       .union([z.enum(SANDBOX_MODES), sandboxSchema])
       .default('auto')

@@ -81,3 +81,13 @@ export const STALE_CLAIM_MINUTES = 10;
 export function roundDeadlineMinutes(config: Pick<Config, 'agent' | 'grader'>): number {
   return (config.agent.timeout + DEADLINE_GRADINGS * config.grader.timeout) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
 }
+
+// GitHub: what one repository and one run may start (our choice: enough for a team's parallel
+// work and a month of nightly rounds, and a stop for a config whose tiny episodes would dispatch
+// rounds without end).
+
+/** Runs running at once in one repository (limits.runs_per_repo). */
+export const RUNS_PER_REPO = 3;
+
+/** Rounds a run may open beyond what its plan needs: nightly and requested ones (limits.rounds). */
+export const EXTRA_ROUNDS = 30;

@@ -88,7 +88,7 @@ describe('starting a run', () => {
     const [comment] = h.gh.comments;
     expect(comment?.body).toBe(
       'forkflush did not start: `.github/autoresearch.yml` on `main` is not valid, so no run started. Fix these and label the issue again:\n\n' +
-        '- .github/autoresearch.yml:10:1: unknown key "forks"; did you mean "fork"? Valid keys: task, grader, agent, budget, strategy, fork, journal, prompts, schedule, sandbox',
+        '- .github/autoresearch.yml:10:1: unknown key "forks"; did you mean "fork"? Valid keys: task, grader, agent, budget, strategy, fork, journal, prompts, schedule, pull_requests, limits, sandbox',
     );
     expect([...h.gh.refs.keys()]).toEqual(['refs/heads/main']);
     expect(h.gh.dispatches).toEqual([]);

@@ -166,6 +166,8 @@ journal: NOTES.md
       'journal',
       'prompts',
       'schedule',
+      'pull_requests',
+      'limits',
       'sandbox',
     ]);
     expect(validKeysAt(['fork'])).toEqual(['branches', 'at', 'branch_budget', 'directives']);

@@ -220,9 +220,15 @@ describe('records from before versions', () => {
     const state = await store.load();
     expect(state).toMatchObject({ version: 1, status: 'finished', id: info.id });
     expect(state.rounds.map((r) => r.kind)).toEqual(['fork', 'serial', 'serial', 'fork', 'serial', 'serial']);
-    // Nothing was lost or added on the way: the state is saved as it was written (keys may move).
+    // Nothing was lost on the way: the state is saved as it was written (keys may move), with only
+    // the config keys added since (pull_requests, limits) filled in with their defaults.
     await store.save(state);
-    expect(JSON.parse(await readFile(join(dir, 'state.json'), 'utf8'))).toEqual(JSON.parse(LOCAL_STATE_TEXT));
+    const before = JSON.parse(LOCAL_STATE_TEXT);
+    expect(before.config.pull_requests).toBeUndefined();
+    expect(JSON.parse(await readFile(join(dir, 'state.json'), 'utf8'))).toEqual({
+      ...before,
+      config: { ...before.config, pull_requests: 'winners', limits: { runs_per_repo: 3 } },
+    });
     // A new run.json carries its version first, and reads back as it was given.
     const fresh = new RunStore(join(dir, 'again'));
     await fresh.init(info);
