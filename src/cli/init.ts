@@ -76,6 +76,12 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
         'that starts from nothing; otherwise fix the grader before you run.\n',
     );
   }
+  if (v.github === true) {
+    io.stdout.write(
+      "\nforkflush's branches hold code an agent wrote, and the app's pull requests and pushes start your pull_request and\n" +
+        "push workflows with the repository's secrets: add branches-ignore: ['forkflush/**'] to them (README, \"Agent code and your CI\").\n",
+    );
+  }
   if (v.github === true && !action) {
     io.stdout.write(
       `\nIn both workflows, replace ${ACTION_PLACEHOLDER} with the forkflush repository and a release tag (or pass --action).\n`,

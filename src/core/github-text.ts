@@ -189,8 +189,14 @@ export function loserComment(state: RunState, e: Episode, winner: Episode | null
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
 
-export function finalPrBody(state: RunState): string {
+/** The final pull request's title: the run and its best score, formatted as the report does. */
+export function finalPrTitle(state: RunState): string {
+  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}`;
+}
+
+export function finalPrBody(state: RunState, issue: number | null = null): string {
   return [
+    ...(issue !== null ? [`Closes #${issue}.`, ''] : []),
     `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
     '',
     `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : 'no episode'}; ` +
@@ -214,3 +220,11 @@ export function parseCommand(body: string): { command: Command } | { error: stri
     error: `unknown command \`${word.slice(0, 40)}\`: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(', ')}`,
   };
 }
+
+/**
+ * Why a repository's own pull_request and push workflows should skip forkflush's branches: the
+ * app's token opens and moves them, and unlike GITHUB_TOKEN's, those events run workflows, with
+ * the repository's secrets, on code an agent wrote.
+ */
+export const PRIVILEGED_CI_NOTE =
+  "forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start this repository's `pull_request` and `push` workflows with its secrets: add `branches-ignore: ['forkflush/**']` to them, or gate them with an environment that needs a reviewer (README, \"Agent code and your CI\").";

@@ -269,9 +269,22 @@ export class GitHubForge {
    * Opens a pull request, or finds the one already made for the same head (open, merged or closed);
    * null when there is nothing to propose (no commits between base and head, or the head is gone).
    */
-  async openPullRequest(head: string, base: string, title: string, body: string): Promise<number | null> {
+  async openPullRequest(
+    head: string,
+    base: string,
+    title: string,
+    body: string,
+    draft = false,
+  ): Promise<number | null> {
     try {
-      const { data } = await this.octokit.rest.pulls.create({ ...this.r, head, base, title, body });
+      const { data } = await this.octokit.rest.pulls.create({
+        ...this.r,
+        head,
+        base,
+        title,
+        body,
+        ...(draft ? { draft } : {}),
+      });
       return data.number;
     } catch (e) {
       if (status(e) !== 422) throw e;

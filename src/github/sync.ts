@@ -4,7 +4,7 @@
 // (work.ts), record it done (record.ts). A duplicated, late or lost event changes nothing: the
 // next sync finds the same state and does what is still due.
 import { createHash } from 'node:crypto';
-import { contextNote, issueComment, type RunPhase } from '../core/github-text.js';
+import { contextNote, issueComment, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { stateRef } from '../core/names.js';
 import type { RunState } from '../core/state.js';
@@ -100,6 +100,7 @@ async function updateComment(forge: GitHubForge, state: RunState, files: RunFile
         ]
       : []),
     ...contextNote(state, files.privateRepository),
+    PRIVILEGED_CI_NOTE,
     ...(forge.sealsRecords
       ? []
       : [

@@ -9,6 +9,7 @@ import {
   episodePrBody,
   episodePrTitle,
   finalPrBody,
+  finalPrTitle,
   loserComment,
 } from '../core/github-text.js';
 import { parseCommitDetails } from '../core/journal.js';
@@ -57,7 +58,11 @@ export class GitHubWork implements Forge {
     this.files.dispatched[String(round.index)] = { at: this.now.toISOString(), deadline: deadline.toISOString() };
   }
 
-  /** A pull request (base: the lineage) and a check run for an episode whose result landed. */
+  /**
+   * A check run for an episode whose result landed, and with `pull_requests: episodes` a pull
+   * request into its lineage (fewer pull requests: `winners` opens one per fork round's winner
+   * when it is adopted, `final` only the last).
+   */
   async publishResult(state: RunState, e: Episode, retaking: boolean): Promise<void> {
     const r = e.result;
     if (!r) throw new Error(`${e.id} has no result to publish`);
@@ -78,15 +83,16 @@ export class GitHubWork implements Forge {
         output: checkRunOutput(state, e, r, parseCommitDetails((await this.commits.get(r.commit)).message)),
         completedAt: this.now.toISOString(),
       }));
+    const pr = state.config.pull_requests === 'episodes' ? await this.episodePullRequest(state, e) : null;
+    this.files.published[e.id] = { pr, check };
+  }
+
+  private async episodePullRequest(state: RunState, e: Episode): Promise<number | null> {
+    const r = e.result;
+    if (!r) return null;
     const branch = episodeBranch(state.id, e.round, e.branch);
     const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
-    const pr = await this.forge.openPullRequest(
-      branch,
-      lineage,
-      episodePrTitle(state, e, r),
-      episodePrBody(state, e, r),
-    );
-    this.files.published[e.id] = { pr, check };
+    return this.forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
   }
 
   /**
@@ -98,6 +104,11 @@ export class GitHubWork implements Forge {
     const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
     for (const e of round.episodes) {
       if (adopted.includes(e.id) && e.result) {
+        // The winner's pull request, opened before its commit lands, shows as merged once it does.
+        const published = this.files.published[e.id];
+        if (state.config.pull_requests === 'winners' && round.kind === 'fork' && published && !published.pr) {
+          published.pr = await this.episodePullRequest(state, e);
+        }
         const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
         const moved = await this.forge.fastForward(lineage, e.result.commit);
         const head = moved === 'diverged' ? await this.forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
@@ -123,11 +134,13 @@ export class GitHubWork implements Forge {
   async publishRun(state: RunState): Promise<void> {
     // Best-of-n keeps several lineages; lineage 0 when nothing beat the default branch.
     const best = state.best ? findEpisode(state, state.best.episode) : undefined;
+    // A draft: the result is the agents' work, for a person to review before it is merged.
     const pr = await this.forge.openPullRequest(
       lineageBranch(state.id, best?.lineage ?? 0, state.lineages.length),
       this.files.defaultBranch,
-      `forkflush ${state.id}: best score ${state.best?.score ?? 'none'}`,
-      finalPrBody(state),
+      finalPrTitle(state),
+      finalPrBody(state, this.files.issue),
+      true,
     );
     await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
     await this.forge.removeLabel(this.files.issue, GITHUB.label);

@@ -51,6 +51,7 @@ fork:
   branches: 2
   at: [0.5]
   branch_budget: 0.15
+pull_requests: episodes
 sandbox:
   write: [${JSON.stringify(logs)}]
 `,

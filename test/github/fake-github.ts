@@ -23,6 +23,7 @@ export interface FakePull {
   state: 'open' | 'closed';
   /** Closed by GitHub because its base branch came to contain its head. */
   merged?: boolean;
+  draft?: boolean;
 }
 
 const API = 'https://api.github.com';
@@ -409,7 +410,7 @@ export class FakeGitHub {
       assignees: [],
       requested_reviewers: [],
       requested_teams: [],
-      draft: false,
+      draft: pr.draft ?? false,
       commits_url: `${url}/commits`,
       review_comments_url: `${url}/comments`,
       review_comment_url: `${r}/pulls/comments{/number}`,
@@ -798,6 +799,7 @@ export class FakeGitHub {
         title: body.title,
         body: body.body,
         state: 'open',
+        ...(body.draft === true ? { draft: true } : {}),
       };
       this.pulls.push(pr);
       this.onEvent?.('pull_request', 'opened', pr);

@@ -25,7 +25,11 @@ async function playToEnd(h: Harness, score: (episode: string) => number | null, 
 
 describe('the app drives a whole run', () => {
   it('label -> opening round -> serial episodes -> fork round -> final pull request', async () => {
-    const h = await new Harness().load();
+    // A pull request per episode: the whole lifecycle of branch pull requests.
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}pull_requests: episodes\n`,
+      'grade.mjs': 'x',
+    }).load();
     await h.label(7);
     // One round dispatched, with small inputs: ids, not data.
     expect(h.gh.dispatches).toEqual([
@@ -60,7 +64,13 @@ describe('the app drives a whole run', () => {
     expect(h.gh.branch('forkflush/issue-7/best')).toBe(state.best?.commit);
     // The final pull request, the label, and the comment edited in place (never a second one).
     const final = h.gh.pulls.find((p) => p.head === lineageBranch(RUN, 0, 1));
-    expect(final).toMatchObject({ base: 'main', state: 'open' });
+    expect(final).toMatchObject({
+      base: 'main',
+      state: 'open',
+      draft: true,
+      title: 'forkflush issue-7: best score 50',
+    });
+    expect(final?.body?.startsWith('Closes #7.\n')).toBe(true);
     expect(final?.body).toContain(`Best score: **${state.best?.score}**`);
     expect([...(h.gh.labels.get(7) ?? [])]).toEqual(['autoresearch: done']);
     const mine = h.gh.comments.filter((c) => c.issue === 7);
@@ -68,6 +78,38 @@ describe('the app drives a whole run', () => {
     expect(mine[0]?.body).toContain('**Status:** finished');
     expect(mine[0]?.body).toContain('```mermaid\nxychart-beta');
   });
+
+  it.each([
+    ['winners', 2],
+    ['final', 0],
+  ])(
+    'with pull_requests: %s, opens %i branch pull requests, every check run, and the final draft',
+    async (mode, winners) => {
+      const h = await new Harness({
+        '.github/autoresearch.yml': `${CONFIG}pull_requests: ${mode}\n`,
+        'grade.mjs': 'x',
+      }).load();
+      await h.label(7);
+      await playToEnd(h, (id) => (id === 'r0.b1' ? 50 : id.endsWith('.b0') ? 40 + Number(id.slice(1, 2)) : 30));
+      const state = h.state(RUN);
+      expect(state.status).toBe('finished');
+      const episodes = state.rounds.flatMap((r) => r.episodes);
+      expect(h.gh.checkRuns).toHaveLength(episodes.length);
+      const branchPrs = h.gh.pulls.filter((p) => p.base === lineageBranch(RUN, 0, 1));
+      // The winners of the two fork rounds, each merged by the fast-forward of its lineage.
+      const forkWinners = state.rounds.filter((r) => r.kind === 'fork').map((r) => r.decision?.winner);
+      expect(branchPrs.map((p) => p.head).sort()).toEqual(
+        (winners > 0 ? forkWinners : [])
+          .map((id) => {
+            const e = episodes.find((x) => x.id === id);
+            return `forkflush/issue-7/round-${e?.round}/branch-${e?.branch}`;
+          })
+          .sort(),
+      );
+      for (const pr of branchPrs) expect(pr.merged).toBe(true);
+      expect(h.gh.pulls.filter((p) => p.base === 'main')).toMatchObject([{ draft: true, state: 'open' }]);
+    },
+  );
 
   it('duplicated and shuffled job events change nothing: one dispatch and one merge per round', async () => {
     const h = await new Harness().load();
