@@ -12,6 +12,7 @@
 // https://docs.claude.com/en/docs/claude-code/headless (print mode, output formats, resume),
 // https://code.claude.com/docs/en/env-vars (CLAUDE_CONFIG_DIR, traffic and telemetry switches),
 // https://code.claude.com/docs/en/permission-modes (acceptEdits). Output formats: claude-code-output.ts.
+// (Over 400 lines: Claude Code's login, home and transcript handling are its own and belong together.)
 
 import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';

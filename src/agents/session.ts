@@ -9,6 +9,7 @@
 //     allowance is an overrun (settleBounds);
 //   - running totals become this episode's usage by one rule, never under-reporting (ownShare);
 //   - files the agent could write are read safely, as they grow (GrowingFile).
+// (Over 400 lines because it is the one place these policies live: split, they would be read apart.)
 import { constants, existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
