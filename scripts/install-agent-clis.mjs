@@ -1,16 +1,23 @@
 // Installs the real agent CLIs, at pinned versions, into .cache/agent-clis (outside the product's
 // dependencies and its lockfile), for `npm run test:agents`. Skips what is already there.
+// The pins are src/agents/clis.ts's (the versions the Action installs too), read from that file
+// with esbuild's type stripping, since Node 20 cannot import TypeScript. aider is a PyPI
+// package and is not installed here (its adapter is tested against a fake).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { transformSync } from 'esbuild';
 
-export const AGENT_CLIS = {
-  '@anthropic-ai/claude-code': '2.1.332',
-  '@openai/codex': '0.171.0',
-  '@github/copilot': '1.0.102',
-  '@google/gemini-cli': '0.61.0',
-  'opencode-ai': '1.18.33',
-};
+const clisFile = join(import.meta.dirname, '..', 'src', 'agents', 'clis.ts');
+const { code } = transformSync(readFileSync(clisFile, 'utf8'), { loader: 'ts', format: 'esm' });
+const { AGENT_CLIS: CLIS } = await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
+
+/** npm package -> version, as `npm run test:agents` installs them. */
+export const AGENT_CLIS = Object.fromEntries(
+  Object.values(CLIS)
+    .filter((cli) => cli.installer === 'npm')
+    .map((cli) => [cli.package, cli.version]),
+);
 
 const dir = join(import.meta.dirname, '..', '.cache', 'agent-clis');
 const wanted = JSON.stringify(AGENT_CLIS);

@@ -18,6 +18,7 @@ import type { Git } from '../io/git.js';
 import type { EpisodePlaces, Isolation } from '../worker/boundary.js';
 import { checkoutInto } from '../worker/cleanroom.js';
 import { runEpisode } from '../worker/episode.js';
+import { installAgentCli } from './agent-install.js';
 import {
   type ContextStore,
   contextStore,
@@ -142,7 +143,12 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   }
   o.log(`the context this episode leaves: ${describeStore(store)}`);
 
-  // 5. The episode: the agent, protected paths, the grader, the journal, the commit.
+  // 5. The agent's CLI, at the version forkflush was tested with (unless agent.command names one).
+  //    One that cannot be installed makes the episode a setup result: its agent never starts.
+  const install = await installAgentCli(state.config.agent, { env: o.env, log: o.log });
+  if (install.problem) o.log(`agent CLI: ${install.problem}`);
+
+  // 6. The episode: setup, the agent, protected paths, the grader, the journal, the commit.
   const prompt = episodePrompt(state, episode, facts.task, facts.templates);
   o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
   const places: EpisodePlaces = {
@@ -165,14 +171,16 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     agent: agentFor(state.config),
     isolation,
     alsoProtected: forgeAlsoProtected(facts.configPath),
-    env: o.env,
+    env: install.env,
+    ...(install.problem ? { setupProblem: install.problem } : {}),
+    log: o.log,
     notes,
     contextStore: store,
     ...(o.signal ? { signal: o.signal } : {}),
   });
   o.log(`result: ${describeResult(result, unit)}, commit ${short(result.commit)}`);
 
-  // 6. Push the result and the context together, from the records repository, which made the
+  // 7. Push the result and the context together, from the records repository, which made the
   //    commit. No force on the branch: if another attempt got there first, its result stands and
   //    this one's context is not pushed over it.
   const ownRef = contextRef(s.run, episode.id);

@@ -1,7 +1,7 @@
 // The plan: a preview of the whole run, phase by phase, made by running the real schedule with
 // episodes that spend exactly their allowance. Every strategy plans to spend exactly budget.total.
 import type { Config } from './config.js';
-import { LEAST_USEFUL_EPISODE } from './method.js';
+import { episodeLimitSeconds, LEAST_USEFUL_EPISODE, roundDeadlineMinutes, SETUP_RUNS } from './method.js';
 import { applyResult, reconcile } from './reconcile.js';
 import { type Episode, type EpisodeResult, newRunState, type RoundKind, type RunState } from './state.js';
 import { formatNumber, textTable } from './text.js';
@@ -115,6 +115,7 @@ export function planWarnings(config: Config): string[] {
       `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`,
     );
   }
+  warnings.push(...setupWarnings(config, smallest));
   if (unit === 'evaluations') {
     const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
     if (fractional.length > 0) {
@@ -125,4 +126,26 @@ export function planWarnings(config: Config): string[] {
     }
   }
   return warnings;
+}
+
+/**
+ * A setup that may take longer than the work it prepares: longer than agent.timeout (or, in
+ * minutes, than the smallest episode's allowance). It runs twice per episode (the workspace, the
+ * judge's checkout), so a job that runs an episode needs room for both.
+ */
+function setupWarnings(config: Config, smallest: number): string[] {
+  const setup = config.setup;
+  if (setup.commands.length === 0) return [];
+  const work = config.budget.unit === 'minutes' ? Math.min(config.agent.timeout, smallest * 60) : config.agent.timeout;
+  if (setup.timeout <= work) return [];
+  const which =
+    work < config.agent.timeout
+      ? `the smallest episode's ${formatNumber(smallest, 2)} minutes`
+      : `agent.timeout (${formatNumber(config.agent.timeout)} s)`;
+  return [
+    `setup may take up to ${formatNumber(setup.timeout)} s (setup.timeout), longer than the episode it prepares (${which}); ` +
+      `it runs ${SETUP_RUNS} times per episode (the workspace, the judge's checkout), so an episode may take up to ` +
+      `${formatNumber(episodeLimitSeconds(config) / 60, 1)} minutes and on GitHub a round is waited for ${formatNumber(roundDeadlineMinutes(config), 1)} minutes: ` +
+      "give the worker job's timeout-minutes at least that, or lower setup.timeout",
+  ];
 }

@@ -4,7 +4,7 @@
 import { nextRound } from './schedule.js';
 import { selectWinner } from './select.js';
 import type { Best, Decision, EpisodeResult, Round, RunState } from './state.js';
-import { isBetter } from './state.js';
+import { isBetter, setupFailed } from './state.js';
 
 export type Action =
   /** Record a new round; its episodes' branches start from the lineage heads they name. */
@@ -28,9 +28,13 @@ export function reconcile(state: RunState): Action[] {
   return round ? [{ type: 'open', round }] : [{ type: 'finish' }];
 }
 
-/** A fork round adopts its winner (if any branch scored); a serial round adopts every episode. */
+/**
+ * A fork round adopts its winner (if any branch scored); a serial round adopts every episode but
+ * those whose setup failed (their agent never ran: the lineage stays where it was, context and all).
+ */
 export function decide(state: RunState, round: Round): Decision {
-  if (round.kind === 'serial') return { winner: null, adopted: round.episodes.map((e) => e.id) };
+  if (round.kind === 'serial')
+    return { winner: null, adopted: round.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
   const winner = selectWinner(round.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }

@@ -3,15 +3,22 @@
 import { charged, spent } from './budget.js';
 import { describeContext } from './journal.js';
 import { bestBranch, describeEpisodeId } from './names.js';
-import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState } from './state.js';
+import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState, setupFailed } from './state.js';
 import { codeSpan, formatNumber, markdownTable, shellQuote } from './text.js';
 
 export type Outcome = 'adopted' | 'dropped' | 'kept' | 'running';
+/** What the leaderboard and `status --json` say of an episode: its outcome, or that its setup failed. */
+export type RowOutcome = Outcome | 'setup-failed';
 
 export interface LeaderboardRow {
   episode: Episode;
   phase: string;
-  outcome: Outcome;
+  outcome: RowOutcome;
+}
+
+/** An episode whose setup failed never ran its agent, and is never adopted, whatever its round decided. */
+export function rowOutcome(round: Round, e: Episode): RowOutcome {
+  return setupFailed(e) ? 'setup-failed' : outcomeOf(round, e);
 }
 
 export function outcomeOf(round: Round, e: Episode): Outcome {
@@ -24,7 +31,7 @@ export function outcomeOf(round: Round, e: Episode): Outcome {
 export function leaderboard(state: RunState): LeaderboardRow[] {
   const sign = state.config.grader.direction === 'maximize' ? -1 : 1;
   const rows = state.rounds.flatMap((r) =>
-    r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: outcomeOf(r, e) })),
+    r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: rowOutcome(r, e) })),
   );
   return rows.sort((a, b) => {
     const sa = a.episode.result?.score ?? null;
@@ -177,7 +184,8 @@ export function takeHomeLines(state: RunState, place: RunPlace): string[] {
 /** What the leaderboard's outcomes mean. */
 export const OUTCOMES_LEGEND =
   'adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; ' +
-  'kept: an episode of a serial stretch (each one continues the last); running: no result yet.';
+  'kept: an episode of a serial stretch (each one continues the last); setup-failed: its setup failed, so its agent never ran ' +
+  '(it spent nothing and is never adopted); running: no result yet.';
 
 export function renderReport(
   state: RunState,
@@ -251,7 +259,7 @@ export function statusJson(
         exit: e.result?.exit ?? null,
         reason: e.result?.reason ?? null,
         note: e.result?.note ?? null,
-        outcome: outcomeOf(r, e),
+        outcome: rowOutcome(r, e),
       })),
     })),
     resume: o.resume,

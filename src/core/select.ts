@@ -1,14 +1,16 @@
 // Winner selection: the grader's number decides, nothing else.
 import type { Config } from './config.js';
-import { type Episode, isBetter } from './state.js';
+import { type Episode, isBetter, setupFailed } from './state.js';
 
 /**
  * The best-scoring episode of a round, or null when none has a valid score.
  * Ties go to the cheaper episode, then to the lower branch number, so the choice is deterministic.
+ * A branch whose setup failed never ran its agent: it is not a branch that tried, and never wins.
  */
 export function selectWinner(episodes: readonly Episode[], direction: Config['grader']['direction']): Episode | null {
   let winner: Episode | null = null;
   for (const e of episodes) {
+    if (setupFailed(e)) continue;
     const score = e.result?.score;
     if (score === null || score === undefined || !Number.isFinite(score)) continue;
     if (!winner) {

@@ -1,9 +1,12 @@
 // When a run must stop because its setup cannot work, before it spends the rest of its budget:
-// an agent that cannot start will not start in the next episode either, and an opening round in
-// which no episode got a score usually means a grader that cannot score anything. (A workspace
-// may legitimately start without a score: the paper starts from an empty one. Its first round
-// gets a score, or something is wrong.)
-import { allEpisodes, type RunState } from './state.js';
+// an agent that cannot start will not start in the next episode either; a round in which every
+// branch's setup failed (setup: in the config) let no agent work, and the next round starts from
+// the same commits; and an opening round in which no episode got a score usually means a grader
+// that cannot score anything. (A workspace may legitimately start without a score: the paper
+// starts from an empty one. Its first round gets a score, or something is wrong.)
+import type { Action } from './reconcile.js';
+import { reconcile } from './reconcile.js';
+import { allEpisodes, type Round, type RunState, setupFailed } from './state.js';
 
 export interface SetupFailure {
   /** 2: the setup is wrong (fix the config); 1: the run produced nothing. */
@@ -21,13 +24,18 @@ export function setupFailure(state: RunState): SetupFailure | null {
         'start in any episode: check agent.command (and agent.kind), then start a new run',
     };
   }
+  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
+  if (unprepared) return everySetupFailed(unprepared);
   const opening = state.rounds[0];
+  // Branches whose setup failed did not try: the grader is judged by those that did.
+  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
   if (
     state.base.score === null &&
     opening?.decision &&
-    opening.episodes.every((e) => e.result && e.result.score === null)
+    tried.length > 0 &&
+    tried.every((e) => e.result && e.result.score === null)
   ) {
-    const reasons = [...new Set(opening.episodes.map((e) => e.result?.reason ?? 'no reason given'))];
+    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? 'no reason given'))];
     return {
       code: 1,
       message:
@@ -36,4 +44,40 @@ export function setupFailure(state: RunState): SetupFailure | null {
     };
   }
   return null;
+}
+
+/** Every branch of the round failed its setup: no agent worked, and the next round would start from the same commits. */
+function everySetupFailed(round: Round): SetupFailure {
+  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? 'no reason given'))];
+  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(', ')}`;
+  return {
+    code: 2,
+    message:
+      `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join('; ')}), ` +
+      'so no agent could work and the run stopped: run setup.commands by hand in a fresh checkout of ' +
+      `${bases.length === 1 ? 'that commit' : 'those commits'}, fix them (or what they read), then start a new run`,
+  };
+}
+
+/**
+ * Why the run must stop before its next step, `next` (what reconcile returns first): an agent
+ * that cannot start, or a round whose every setup failed, always stops it; no score stops it only
+ * while there is budget left to save (one with nothing left finishes as usual). Both shells ask
+ * this before each step: the local runner (exit with the failure's code) and the GitHub sync
+ * (`advance(state, (s, next) => stopBefore(s, next) !== null)`: nothing more is opened or decided).
+ */
+export function stopBefore(state: RunState, next: Action | undefined): SetupFailure | null {
+  const failure = setupFailure(state);
+  return failure && (failure.code === 2 || (next !== undefined && next.type !== 'finish')) ? failure : null;
+}
+
+/**
+ * Whether a run (advanced as far as it goes) is stopped by its setup, and why: for the issue
+ * comment and the sync. On GitHub, where the initial workspace is never graded (its score is
+ * always null), only the stops with code 2 say something about the setup.
+ */
+export function runStop(state: RunState): SetupFailure | null {
+  if (state.status === 'finished') return null;
+  return stopBefore(state, reconcile(state)[0]);
 }

@@ -5,6 +5,12 @@ import type { Config } from './config.js';
 /** How an episode's chat context begins (../shared/docs/method.md, "Definitions"). */
 export type ContextMode = 'fresh' | 'carry' | 'copy';
 export type ExitReason = 'finished' | 'budget' | 'timeout' | 'crash';
+/**
+ * How an episode ended: as its agent did (ExitReason), or `setup`: the workspace could not be
+ * prepared (setup: failed, or on GitHub the agent's CLI could not be installed), so the agent
+ * never ran. A setup result spends nothing, has no score, and is never adopted.
+ */
+export type EpisodeExit = ExitReason | 'setup';
 export type RoundKind = 'fork' | 'serial';
 
 /** What an agent session used, where the agent reports it. */
@@ -26,7 +32,8 @@ export interface EpisodeResult {
   reason?: string;
   /** What the agent actually spent, in the budget's unit. */
   spent: number;
-  exit: ExitReason;
+  /** `setup`: the episode's setup failed and the agent never ran (`reason` says what failed). */
+  exit: EpisodeExit;
   /** Protected paths the agent changed (restored before grading; the score is void). */
   protectedChanged: string[];
   agentSeconds: number;
@@ -157,6 +164,11 @@ export function findEpisode(state: RunState, id: string): Episode | undefined {
 /** Is score a better than score b under the direction? */
 export function isBetter(a: number, b: number, direction: Config['grader']['direction']): boolean {
   return direction === 'maximize' ? a > b : a < b;
+}
+
+/** Whether the episode's setup failed, so its agent never ran: a branch that did not try. */
+export function setupFailed(e: Pick<Episode, 'result'>): boolean {
+  return e.result?.exit === 'setup';
 }
 
 /**

@@ -8,6 +8,7 @@ import type { RunStore } from './store.js';
 const LOGS = [
   { name: 'agent log', file: 'agent.log' },
   { name: 'grader log', file: 'grader.log' },
+  { name: 'setup log', file: 'setup.log' },
 ];
 
 export async function writeReports(

@@ -2,12 +2,13 @@
 // Each pass asks the core what is due, does it, and saves the state before the next pass.
 import { agentFor } from '../agents/registry.js';
 import { episodePrompt } from '../core/prompts.js';
-import { type Action, applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
-import { type SetupFailure, setupFailure } from '../core/setup-failure.js';
+import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
+import { type SetupFailure, stopBefore } from '../core/setup-failure.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
 import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { InterruptedError, runEpisode } from '../worker/episode.js';
+import { SetupCache } from '../worker/setup.js';
 import type { LocalForge } from './forge.js';
 import type { RunEvent } from './progress.js';
 import { writeReports } from './reports.js';
@@ -50,6 +51,8 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal,
   };
   const sealKey = await o.store.sealKey();
+  // What setup made for a base, shared by that base's episodes (setup.cache): in the run folder.
+  const setupCache = new SetupCache(o.store.path('setup-cache'));
   const emit = o.onEvent ?? (() => {});
   // Saves are queued so that concurrent episodes never write the state file at once.
   let saving: Promise<void> = Promise.resolve();
@@ -75,7 +78,7 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
 
   for (;;) {
     // The core's own steps, until it waits for episodes; a setup that cannot work stops it first.
-    const advanced = advance(state, (s, next) => stopFor(s, next) !== null);
+    const advanced = advance(state, (s, next) => stopBefore(s, next) !== null);
     state = advanced.state;
     if (advanced.steps.length > 0) await save();
     await carry();
@@ -85,7 +88,7 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     }
     if (advanced.steps.some((s) => s.type === 'decide')) await writeReports(o.store, state);
     const actions = reconcile(state);
-    const failure = stopFor(state, actions[0]);
+    const failure = stopBefore(state, actions[0]);
     if (failure) {
       await save();
       await writeReports(o.store, state);
@@ -99,7 +102,7 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     const pending = round.episodes.filter((e) => ids.has(e.id));
     const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
       if (halt.signal.aborted) return false;
-      const result = await runOne(state, e, o, sealKey, emit);
+      const result = await runOne(state, e, o, sealKey, setupCache, emit);
       if ('interrupted' in result) {
         state = applyInterrupted(state, e.id, result.interrupted ?? 0);
         return false;
@@ -123,16 +126,6 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
   return { state, interrupted: false };
 }
 
-/**
- * Why the run must stop before its next step: an agent that cannot start always stops it; no
- * score stops it only while there is budget left to save (one with nothing left finishes as
- * usual, and exits 1).
- */
-function stopFor(state: RunState, next: Action | undefined): SetupFailure | null {
-  const failure = setupFailure(state);
-  return failure && (failure.code === 2 || (next !== undefined && next.type !== 'finish')) ? failure : null;
-}
-
 function roundOf(state: RunState, index: number): Round {
   return state.rounds.find((r) => r.index === index) as Round;
 }
@@ -143,6 +136,7 @@ async function runOne(
   e: Episode,
   o: DriveOptions & { isolation: Isolation },
   sealKey: Buffer | null,
+  setupCache: SetupCache,
   emit: (e: RunEvent) => void,
 ): Promise<EpisodeResult | { interrupted: number | null }> {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
@@ -166,6 +160,7 @@ async function runOne(
       isolation: o.isolation,
       alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
       notes: prepared.notes,
+      setupCache,
       ...(sealKey ? { sealKey } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
     });

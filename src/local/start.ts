@@ -11,9 +11,10 @@ import { planWarnings } from '../core/plan.js';
 import { loadTemplates } from '../core/prompts.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { Git } from '../io/git.js';
-import { graderConfinement, type Isolation, isolationFor, privateTmp } from '../worker/boundary.js';
+import { graderConfinement, type Isolation, isolationFor, privateTmp, setupConfinement } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
-import { runGrader } from '../worker/grade.js';
+import { type Grading, runGrader } from '../worker/grade.js';
+import { runSetup } from '../worker/setup.js';
 import { LocalForge } from './forge.js';
 import { preflight } from './preflight.js';
 import { type RunInfo, RunStore } from './store.js';
@@ -129,9 +130,15 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
   const isolation = await isolationFor(config.sandbox.mode);
   if (isolation.warning) warnings.push(isolation.warning);
   const forge = new LocalForge(repo, store, o.keepRejected === true);
-  const baseGrade = await forge.withCheckout(base, 'base', (dir, places) =>
-    gradeInitial(config, dir, places, isolation, store.path('episodes', 'base')),
-  );
+  const baseGrade = await forge
+    .withCheckout(base, 'base', (dir, places) =>
+      gradeInitial(config, dir, places, isolation, store.path('episodes', 'base')),
+    )
+    .catch(async (e: unknown) => {
+      // A setup that cannot work leaves no run behind, as the pre-flight's problems do not.
+      if (e instanceof UserError) await rm(store.dir, { recursive: true, force: true });
+      throw e;
+    });
   const state = newRunState({
     id,
     seed: o.seed ?? randomInt(1, 2 ** 31),
@@ -176,18 +183,45 @@ async function dryRunStore(now: Date): Promise<{ id: string; store: RunStore }> 
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
 
-/** Grades the initial workspace the way the judge grades an episode: confined, in a clean checkout. */
+/**
+ * Grades the initial workspace the way the judge grades an episode: confined, in a clean checkout,
+ * after setup (when there is one). A setup that fails there would fail in every branch of the
+ * opening round (they start from the same commit): the run does not start (exit 2).
+ */
 async function gradeInitial(
   config: Config,
   dir: string,
   places: { objects: string[]; private: string[] },
   isolation: Isolation,
   scratch: string,
-) {
+): Promise<Grading> {
   const tmp = join(scratch, 'tmp');
   await mkdir(join(tmp, 'home'), { recursive: true });
   const env = { ...allowedEnv(process.env, config.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
+  if (config.setup.commands.length > 0) {
+    const setupTmp = join(scratch, 'setup-tmp');
+    // Tracked files are not put back here: this is the user's own commit, and nothing of this
+    // checkout is recorded (the episodes' judges do put them back).
+    const run = await runSetup({
+      config,
+      dir,
+      tmp: setupTmp,
+      source: process.env,
+      confine: sandbox
+        ? {
+            sandbox,
+            confinement: setupConfinement(dir, setupTmp, { objects: [], private: places.private }, config, process.env),
+          }
+        : undefined,
+    });
+    if (run.failure) {
+      throw new UserError(
+        `${run.failure}, in a clean checkout of the initial workspace: every episode would fail the same way. ` +
+          'Run setup.commands by hand in a fresh clone, fix them (or what they read), commit, and run again; nothing ran',
+      );
+    }
+  }
   return runGrader(
     config,
     dir,

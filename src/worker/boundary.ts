@@ -119,6 +119,24 @@ export function graderConfinement(
 }
 
 /**
+ * Setup's confinement (setup: in the config): a grader's, in the folder it prepares (the
+ * workspace before the agent, the judge's checkout before grading), with the network unless
+ * setup.network is false. Setup runs the checkout's code (`npm ci` runs install scripts an agent
+ * may have written), so it gets no more than the grader does: no forge credential, no record, no
+ * other episode's folder, nothing of sandbox.write; only the network, which installing needs.
+ */
+export function setupConfinement(
+  dir: string,
+  tmp: string,
+  p: Pick<EpisodePlaces, 'objects' | 'private'>,
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  alsoHidden: string[] = [],
+): Confinement {
+  return { ...graderConfinement(dir, tmp, p, config, env, alsoHidden), network: config.setup.network };
+}
+
+/**
  * Hidden from everything inside: the home folder (credentials, shell history, browser profiles),
  * the session's runtime folder (agent and keyring sockets), the system bus and systemd's sockets
  * (systemd-run starts commands outside any sandbox), container engines' sockets, and on an

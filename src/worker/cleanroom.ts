@@ -130,7 +130,9 @@ export interface Snapshot {
 /**
  * Records the workspace's files as git would commit them (its .gitignore applies; its .git is
  * ignored), starting from the index made at checkout so unchanged files are not hashed again.
- * Protected paths are then put back as they are at `base`.
+ * Protected paths are then put back as they are at `base`. `excludes`: a file of ignore patterns
+ * for what is not the agent's work (what setup made, `setupOutputs`), applied like a global
+ * ignore file.
  */
 export async function snapshot(
   own: OwnRepo,
@@ -139,11 +141,13 @@ export async function snapshot(
   index: string,
   base: string,
   protectedGlobs: string[],
+  excludes: string | null = null,
 ): Promise<Snapshot> {
   await own.asIs();
   await copyIndex(checkoutIndex, index);
-  await refuseOversized(own, workspace, index);
-  const add = () => own.exec(['add', '--all'], { workTree: workspace, index, check: false });
+  const ignore = excludes ? ['-c', `core.excludesFile=${excludes}`] : [];
+  await refuseOversized(own, workspace, index, ignore);
+  const add = () => own.exec([...ignore, 'add', '--all'], { workTree: workspace, index, check: false });
   let added = await add();
   if (added.exitCode !== 0) {
     // Files the agent made unreadable to itself are still its work: give them back to the owner.
@@ -177,10 +181,10 @@ export const MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
  * apply) are too large to record, before git reads a byte of them: a sparse file of a terabyte
  * costs the agent nothing to make and would take git hours to hash.
  */
-async function refuseOversized(own: OwnRepo, workspace: string, index: string): Promise<void> {
+async function refuseOversized(own: OwnRepo, workspace: string, index: string, ignore: string[]): Promise<void> {
   // Quoted names are ASCII (octal escapes for other bytes): exact, whatever the agent named its files.
   const listed = await own.out(
-    ['-c', 'core.quotePath=true', 'ls-files', '--others', '--modified', '--exclude-standard'],
+    [...ignore, '-c', 'core.quotePath=true', 'ls-files', '--others', '--modified', '--exclude-standard'],
     {
       workTree: workspace,
       index,
@@ -261,4 +265,48 @@ export async function commitTree(own: OwnRepo, tree: string, parent: string, mes
 /** `git diff --shortstat` of an index against a commit. */
 export async function diffStat(own: OwnRepo, index: string, base: string): Promise<string> {
   return own.out(['diff', '--cached', '--shortstat', base], { index });
+}
+
+/**
+ * Puts back the tracked files a command changed in a checkout (`index` is the checkout's): those
+ * it modified, deleted or replaced are written again from the index, whatever is in their way.
+ * What it added that git does not track stays. Returns the paths put back.
+ */
+export async function restoreTracked(own: OwnRepo, dir: string, index: string): Promise<string[]> {
+  await own.asIs();
+  // Files whose status changed but not their content (the sandbox's hand-over changes their
+  // owner) are not changes: the index is refreshed first, hashing those again.
+  await own.exec(['update-index', '-q', '--refresh'], { workTree: dir, index, check: false });
+  // -z output, untrimmed: a name may begin or end with a space.
+  const changed = (await own.exec(['diff-files', '--name-only', '-z'], { workTree: dir, index })).stdout
+    .split('\0')
+    .filter(Boolean);
+  if (changed.length > 0) {
+    await own.exec(['checkout-index', '--force', '-u', '-z', '--stdin'], {
+      workTree: dir,
+      index,
+      input: `${changed.join('\0')}\0`,
+    });
+  }
+  return changed;
+}
+
+/**
+ * What a checkout holds that its commit does not track, ignored or not (what setup made): whole
+ * folders as `dir/`, the paths relative to the checkout.
+ */
+export async function untrackedPaths(own: OwnRepo, dir: string, index: string): Promise<string[]> {
+  const listed = await own.exec(['ls-files', '--others', '--directory', '-z'], { workTree: dir, index });
+  return listed.stdout.split('\0').filter(Boolean);
+}
+
+/**
+ * Ignore patterns that match exactly these paths (anchored at the top; a folder as `dir/`), for
+ * `snapshot`'s `excludes`. A name with a newline cannot be written as a pattern and is left out.
+ */
+export function excludePatterns(paths: string[]): string {
+  const lines = paths
+    .filter((p) => !p.includes('\n'))
+    .map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, '\\ '))}`);
+  return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }

@@ -1,9 +1,11 @@
 // The worker: one episode on one branch. The same code runs in the local runner and in the
 // Action's matrix job. The caller checks the workspace out (cleanroom.ts `checkoutInto`) and
-// prepares the context folder; this runs the agent in its sandbox within its budget, and once
-// every process of it is gone, records the workspace with forkflush's own git, grades a fresh
-// checkout of exactly that snapshot in a sandbox of its own, writes the journal line into the
-// snapshot, and commits it on the episode's base. The caller moves the branch to the commit.
+// prepares the context folder; this runs setup there (setup.ts; a setup that fails ends the
+// episode as a setup result, without an agent), the agent in its sandbox within its budget, and
+// once every process of it is gone, records the workspace with forkflush's own git (without what
+// setup made), grades a fresh checkout of exactly that snapshot, after setup again, in a sandbox
+// of its own, writes the journal line into the snapshot, and commits it on the episode's base.
+// The caller moves the branch to the commit.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
@@ -20,6 +22,7 @@ import {
   type Isolation,
   privateTmp,
   sessionSpawner,
+  setupConfinement,
 } from './boundary.js';
 import {
   baseSnapshot,
@@ -28,13 +31,15 @@ import {
   diffStat,
   indexedText,
   type OwnRepo,
+  type Snapshot,
   snapshot,
   writeIndexed,
 } from './cleanroom.js';
 import { allowedEnv } from './env.js';
-import { runGrader } from './grade.js';
+import { type Grading, runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
 import { sealMessage } from './seal.js';
+import { prepareWorkspace, runSetup, type SetupCache } from './setup.js';
 
 export class InterruptedError extends Error {
   override name = 'InterruptedError';
@@ -75,6 +80,15 @@ export interface EpisodeJob {
   signal?: AbortSignal;
   /** The environment the agent's and the grader's allowlists are taken from. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Why the workspace could not be prepared before setup even ran (on GitHub: the agent's CLI
+   * could not be installed): the episode ends as a setup result, its agent never started.
+   */
+  setupProblem?: string;
+  /** Locally, with setup.cache: what setup made for a base, shared by the episodes of that base. */
+  setupCache?: SetupCache;
+  /** One line per step of the episode's preparation (the Action's job log). */
+  log?: (line: string) => void;
 }
 
 /** The journal forkflush reads back from a snapshot, at most (an agent could write gigabytes). */
@@ -94,6 +108,48 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   const home = { HOME: join(box, 'home'), TMPDIR: sandbox ? '/tmp' : join(box, 'tmp') };
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config.grader.env);
+  const interrupt = job.signal ?? new AbortController().signal;
+
+  // Setup, before the agent and outside its budget: a workspace it cannot prepare gets no agent.
+  let excludes: string | null = null;
+  if (job.setupProblem !== undefined || config.setup.commands.length > 0) {
+    const prepared =
+      job.setupProblem !== undefined
+        ? { ok: false as const, reason: job.setupProblem }
+        : await prepareWorkspace({
+            config,
+            own: job.own,
+            base: episode.base,
+            episode: episode.id,
+            workspace: places.workspace,
+            checkoutIndex: job.checkoutIndex,
+            scratchDir: job.scratchDir,
+            source,
+            confine: sandbox
+              ? {
+                  sandbox,
+                  confinement: setupConfinement(
+                    places.workspace,
+                    join(job.scratchDir, 'setup-tmp'),
+                    places,
+                    config,
+                    source,
+                    // Nothing of the agent's: its context, its box, the folders it shares.
+                    [places.context, box, ...config.sandbox.write.map(expandHome)],
+                  ),
+                }
+              : undefined,
+            cache: job.setupCache,
+            signal: interrupt,
+          });
+    if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted during its setup`, null);
+    if (!prepared.ok) {
+      job.log?.(`setup: ${prepared.reason}`);
+      return setupResult(job, prepared.reason, started);
+    }
+    job.log?.(`setup: ${prepared.how}`);
+    excludes = prepared.excludes;
+  }
 
   const stopForBudget = new AbortController();
   const unit = config.budget.unit;
@@ -129,7 +185,6 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
       notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || 'no output'}`;
     return r;
   };
-  const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === 'minutes' ? episode.allowance * 60_000 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config.agent.timeout * 1000;
   let outcome: Awaited<ReturnType<AgentAdapter['run']>>;
@@ -180,10 +235,15 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   // they were at the base, graded in a fresh checkout of exactly that tree.
   const snapshotIndex = join(job.scratchDir, 'snapshot.index');
   let unrecorded: string | null = null;
-  const snap = await snapshot(job.own, places.workspace, job.checkoutIndex, snapshotIndex, episode.base, [
-    ...config.grader.protected,
-    ...(job.alsoProtected ?? [CONFIG_PATH]),
-  ]).catch(async (e: unknown) => {
+  const snap = await snapshot(
+    job.own,
+    places.workspace,
+    job.checkoutIndex,
+    snapshotIndex,
+    episode.base,
+    [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])],
+    excludes,
+  ).catch(async (e: unknown) => {
     // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
     unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, 300)})`;
     return baseSnapshot(job.own, snapshotIndex, episode.base);
@@ -197,8 +257,9 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
     const g = await judge(job, snap.tree, graderEnv);
-    // The grader's whole output, beside the agent's log: the reason names one line of it.
-    await writeFile(join(job.scratchDir, 'grader.log'), `$ ${config.grader.command}\n${g.stdout}${g.stderr}`);
+    // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
+    const graded = g.setupFailed ? '' : `$ ${config.grader.command}\n${g.stdout}${g.stderr}`;
+    await writeFile(join(job.scratchDir, 'grader.log'), `${g.setupLog ?? ''}${graded}`);
     graderSeconds = g.seconds;
     score = g.score;
     reason = g.reason;
@@ -223,6 +284,20 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     ...(job.contextStore ? { contextStore: job.contextStore } : {}),
     ...(notStarted && outcome.exit === 'crash' ? { agentNotStarted: plainText(notStarted) } : {}),
   };
+  return commitResult(job, snap, partial, started);
+}
+
+/**
+ * Writes the journal line into the snapshot and commits it on the episode's base, with the
+ * result in the trailers (sealed where there is a key).
+ */
+async function commitResult(
+  job: EpisodeJob,
+  snap: Snapshot,
+  partial: Omit<EpisodeResult, 'commit' | 'wallSeconds'>,
+  started: number,
+): Promise<EpisodeResult> {
+  const { config, episode } = job;
   // The journal line goes into the snapshot, never through a file the agent could have linked.
   const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_MAX_BYTES);
   const journal = appendToJournal(
@@ -242,45 +317,100 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
 }
 
 /**
+ * The result of an episode whose workspace could not be prepared: the agent never ran, nothing
+ * was spent, the base's files are committed as they were (with the journal line), and `reason`
+ * says what failed. Its own kind (exit `setup`): never a winner, never adopted.
+ */
+async function setupResult(job: EpisodeJob, reason: string, started: number): Promise<EpisodeResult> {
+  const snap = await baseSnapshot(job.own, join(job.scratchDir, 'snapshot.index'), job.episode.base);
+  const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join('; ')) : '';
+  return commitResult(
+    job,
+    snap,
+    {
+      score: null,
+      reason: plainText(reason),
+      ...(note ? { note } : {}),
+      spent: 0,
+      exit: 'setup',
+      protectedChanged: [],
+      agentSeconds: 0,
+      graderSeconds: 0,
+      sandbox: job.isolation.label,
+      ...(job.contextStore ? { contextStore: job.contextStore } : {}),
+    },
+    started,
+  );
+}
+
+/**
  * Grades the snapshot: its tree checked out into a fresh folder the agent never saw (no .git, and
  * none of the stored objects in sight), the grader run there, the folder removed.
  */
-async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv) {
+async function judge(
+  job: EpisodeJob,
+  tree: string,
+  env: NodeJS.ProcessEnv,
+): Promise<Grading & { setupLog?: string; setupFailed?: boolean }> {
   const { config, places, isolation } = job;
   const dir = join(job.scratchDir, 'judge');
   const tmp = join(job.scratchDir, 'judge-tmp');
-  await checkoutInto(job.own, tree, dir, join(job.scratchDir, 'judge.index'));
+  const index = join(job.scratchDir, 'judge.index');
+  const source = job.env ?? process.env;
+  await checkoutInto(job.own, tree, dir, index);
   await removeTree(tmp);
   await mkdir(join(tmp, 'home'), { recursive: true });
+  const sandbox = isolation.sandbox;
+  // Everything the agent could write or read by id: its places, the objects, the shared folders.
+  const agentPlaces = [
+    places.workspace,
+    places.context,
+    places.box,
+    ...places.objects,
+    ...config.sandbox.write.map(expandHome),
+  ];
+  const judgePlaces = { objects: [], private: places.private };
   try {
-    const sandbox = isolation.sandbox;
+    // Setup again, in the judge's checkout: what the grader needs of it (node_modules, .venv) is
+    // made afresh from the committed tree, never taken from the agent's workspace or a cache.
+    let setupLog: string | undefined;
+    if (config.setup.commands.length > 0) {
+      const setupTmp = join(job.scratchDir, 'judge-setup-tmp');
+      const run = await runSetup({
+        config,
+        dir,
+        restore: { own: job.own, index },
+        tmp: setupTmp,
+        source,
+        confine: sandbox
+          ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config, source, agentPlaces) }
+          : undefined,
+      });
+      setupLog = `${run.log}(setup in the judge's checkout: ${run.failure ?? 'done'})\n`;
+      if (run.failure) {
+        return {
+          score: null,
+          reason: `in the judge's checkout, ${run.failure}`,
+          seconds: 0,
+          exitCode: null,
+          stdout: '',
+          stderr: '',
+          setupLog,
+          setupFailed: true,
+        };
+      }
+    }
     // A home and a /tmp of the judge's own: nothing the agent left (in its home, its box, or a
     // shared sandbox.write folder) can reach the grading of its work.
-    return await runGrader(
+    const grading = await runGrader(
       config,
       dir,
       { ...env, ...privateTmp(tmp, sandbox !== null) },
       sandbox
-        ? {
-            sandbox,
-            confinement: graderConfinement(
-              dir,
-              tmp,
-              { objects: [], private: places.private },
-              config,
-              job.env ?? process.env,
-              // Everything the agent could write or read by id: its places, the objects, the shared folders.
-              [
-                places.workspace,
-                places.context,
-                places.box,
-                ...places.objects,
-                ...config.sandbox.write.map(expandHome),
-              ],
-            ),
-          }
+        ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces) }
         : undefined,
     );
+    return { ...grading, ...(setupLog !== undefined ? { setupLog } : {}) };
   } finally {
     // The judge's copy holds the agent's files, any names, any depth: rm -rf, and never a reason to fail.
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {});

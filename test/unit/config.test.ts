@@ -160,6 +160,7 @@ journal: NOTES.md
       'task',
       'grader',
       'agent',
+      'setup',
       'budget',
       'strategy',
       'fork',
@@ -168,6 +169,7 @@ journal: NOTES.md
       'schedule',
       'pull_requests',
       'limits',
+      'compare',
       'sandbox',
     ]);
     expect(validKeysAt(['fork'])).toEqual(['branches', 'at', 'branch_budget', 'directives']);

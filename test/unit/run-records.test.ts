@@ -221,13 +221,18 @@ describe('records from before versions', () => {
     expect(state).toMatchObject({ version: 1, status: 'finished', id: info.id });
     expect(state.rounds.map((r) => r.kind)).toEqual(['fork', 'serial', 'serial', 'fork', 'serial', 'serial']);
     // Nothing was lost on the way: the state is saved as it was written (keys may move), with only
-    // the config keys added since (pull_requests, limits) filled in with their defaults.
+    // the config keys added since (setup, pull_requests, limits) filled in with their defaults.
     await store.save(state);
     const before = JSON.parse(LOCAL_STATE_TEXT);
     expect(before.config.pull_requests).toBeUndefined();
     expect(JSON.parse(await readFile(join(dir, 'state.json'), 'utf8'))).toEqual({
       ...before,
-      config: { ...before.config, pull_requests: 'winners', limits: { runs_per_repo: 3 } },
+      config: {
+        ...before.config,
+        setup: { commands: [], timeout: 600, network: true, env: [], cache: false },
+        pull_requests: 'winners',
+        limits: { runs_per_repo: 3 },
+      },
     });
     // A new run.json carries its version first, and reads back as it was given.
     const fresh = new RunStore(join(dir, 'again'));
