@@ -1,12 +1,19 @@
-// The Action's one entry: reads the inputs, runs the episode, sets the outputs and the summary.
-// The only module that knows @actions/core; every failure becomes one line naming the episode.
+// The Action's one entry: reads the inputs, runs the episode, reports the agent's log, sets the
+// outputs and the summary. The only module that knows @actions/core; every failure becomes one
+// line naming the episode.
+import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
 import { InterruptedError } from '../worker/episode.js';
+import { type AgentLogReport, type ArtifactService, publishAgentLog, type UploadClient } from './agent-log.js';
 import { forgetForgeSecrets } from './env.js';
-import { runEpisodeJob } from './episode-job.js';
+import { type JobOutcome, runEpisodeJob } from './episode-job.js';
 import { basicCredentials } from './remote.js';
 import { jobNotice, jobOutputs, jobSummary } from './report.js';
-import { parseSettings } from './settings.js';
+import { type ActionSettings, parseSettings } from './settings.js';
+
+/** The artifact client, loaded only when there is a log to upload. */
+const artifactClient = async (): Promise<UploadClient> =>
+  new (await import('@actions/artifact')).DefaultArtifactClient();
 
 export async function run(): Promise<void> {
   const runId = core.getInput('run');
@@ -14,25 +21,82 @@ export async function run(): Promise<void> {
   const what = `forkflush ${runId || '(no run)'} ${episode || '(no episode)'}`;
   const cancel = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => cancel.abort(signal);
+  const started = new Date();
+  // Before the forge secrets are forgotten: what the log must not show, and the artifact service.
+  const jobEnv = { ...process.env };
+  const service: ArtifactService = {
+    token: jobEnv.ACTIONS_RUNTIME_TOKEN,
+    resultsUrl: jobEnv.ACTIONS_RESULTS_URL,
+    serverUrl: jobEnv.GITHUB_SERVER_URL,
+    repository: jobEnv.GITHUB_REPOSITORY,
+    runId: jobEnv.GITHUB_RUN_ID,
+  };
+  const known: string[] = [];
+  let settings: ActionSettings | null = null;
+  const report = (outcome: JobOutcome | null): Promise<AgentLogReport> | null =>
+    settings
+      ? publishAgentLog(
+          {
+            run: settings.run,
+            episode: settings.episode,
+            privateDir: settings.privateDir,
+            workspace: settings.workspace,
+            logsDir: join(dirname(settings.privateDir), 'forkflush-logs'),
+            started,
+            jobEnv,
+            env: process.env,
+            known,
+            outcome,
+            service,
+          },
+          core,
+          artifactClient,
+        )
+      : null;
   try {
     const token = core.getInput('token');
     if (token) {
       core.setSecret(token);
       core.setSecret(basicCredentials(token));
+      known.push(token, basicCredentials(token));
     }
     const contextKey = core.getInput('context-key') || process.env.FORKFLUSH_CONTEXT_KEY || '';
-    if (contextKey) core.setSecret(contextKey);
+    if (contextKey) {
+      core.setSecret(contextKey);
+      known.push(contextKey);
+    }
+    if (service.token) core.setSecret(service.token);
     forgetForgeSecrets(process.env);
     delete process.env.FORKFLUSH_CONTEXT_KEY;
-    const settings = parseSettings({ run: runId, episode, token, contextKey }, process.env);
+    settings = parseSettings({ run: runId, episode, token, contextKey }, process.env);
     // A cancelled job stops the agent's whole process group rather than leaving it running.
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
     const outcome = await runEpisodeJob(settings, { log: core.info, env: process.env, signal: cancel.signal });
-    for (const [name, value] of Object.entries(jobOutputs(outcome))) core.setOutput(name, value);
+    const log = await report(outcome);
+    const facts = { agentVersion: log?.version ?? null, logFile: log?.logFile ?? null };
+    for (const [name, value] of Object.entries(jobOutputs(outcome, facts))) core.setOutput(name, value);
     const notice = jobNotice(outcome);
     if (notice) core.notice(notice);
-    await core.summary.addRaw(jobSummary(outcome)).write();
+    const summary = jobSummary(outcome, {
+      ...facts,
+      agentKind: log?.kind ?? null,
+      ...(log?.logFile ? { transcriptLines: log.lines } : {}),
+      artifact: log?.artifact ?? null,
+      diffStat: log?.facts.diffStat ?? [],
+      journal: log?.facts.journal ?? [],
+      issue: log?.facts.issue ?? null,
+      ...(service.serverUrl ? { serverUrl: service.serverUrl } : {}),
+      ...(service.repository ? { repository: service.repository } : {}),
+      ...(service.runId ? { runId: service.runId } : {}),
+      ...(jobEnv.GITHUB_RUN_ATTEMPT ? { runAttempt: jobEnv.GITHUB_RUN_ATTEMPT } : {}),
+    });
+    await core.summary.addRaw(summary).write();
   } catch (e) {
+    // An episode that failed after its agent ran (a refused push, say) still shows what the agent did.
+    if (!(e instanceof InterruptedError)) {
+      const log = await report(null)?.catch(() => null);
+      if (log?.logFile) core.setOutput('log-file', log.logFile);
+    }
     if (e instanceof InterruptedError) core.setFailed(`${what}: the job was cancelled before the episode had a result`);
     else core.setFailed(`${what}: ${e instanceof Error ? e.message : String(e)}`);
     if (e instanceof Error && e.stack) core.debug(e.stack);

@@ -1,19 +1,49 @@
 // What the job reports: its outputs, a notice when this attempt's own result is not the one on
-// the branch, and a short summary for the job's page.
+// the branch, and the summary for the job's page: the episode's row, then what it used (tokens,
+// cost, turns, time), the agent and its version, where its log is, what it changed, the
+// journal's new entries and links. Text an agent wrote is shown as code, never as markdown.
 import { describeContext } from '../core/journal.js';
-import { describeEpisodeId } from '../core/names.js';
-import { codeSpan, formatNumber, markdownTable } from '../core/text.js';
+import { describeEpisodeId, episodeBranch } from '../core/names.js';
+import { codeSpan, formatNumber, markdownTable, plainText } from '../core/text.js';
+import type { ArtifactResult } from './agent-log.js';
 import type { JobOutcome } from './episode-job.js';
 
-/** The Action's outputs (action.yml): score is empty when the episode has none. */
-export function jobOutputs(o: JobOutcome): Record<'score' | 'spent' | 'exit' | 'commit' | 'reason', string> {
+export type OutputName =
+  | 'score'
+  | 'spent'
+  | 'exit'
+  | 'commit'
+  | 'reason'
+  | 'tokens'
+  | 'cost'
+  | 'agent-version'
+  | 'log-file';
+
+/** What the job knows beyond the outcome: the agent's version and log. */
+export interface LogFacts {
+  /** The agent CLI's version (empty: unknown, or no agent ran in this job). */
+  agentVersion?: string | null;
+  /** The redacted copy of the agent's log on the runner. */
+  logFile?: string | null;
+}
+
+/**
+ * The Action's outputs (action.yml): score is empty when the episode has none; tokens and cost
+ * are empty when the agent did not report them.
+ */
+export function jobOutputs(o: JobOutcome, x: LogFacts = {}): Record<OutputName, string> {
   const r = o.result;
+  const u = r.usage;
   return {
     score: r.score === null ? '' : plain(r.score),
     spent: plain(r.spent),
     exit: r.exit,
     commit: r.commit,
     reason: r.reason ?? '',
+    tokens: u ? String(u.inputTokens + u.outputTokens) : '',
+    cost: u && u.costUsd !== null ? plain(u.costUsd) : '',
+    'agent-version': x.agentVersion ?? '',
+    'log-file': x.logFile ?? '',
   };
 }
 
@@ -34,8 +64,29 @@ export function jobNotice(o: JobOutcome): string | null {
   return null;
 }
 
-/** The job summary: one table row for the episode. */
-export function jobSummary(o: JobOutcome): string {
+/** What the summary shows beyond the outcome. */
+export interface SummaryFacts extends LogFacts {
+  /** The agent's kind (agent.kind). */
+  agentKind?: string | null;
+  /** Lines of transcript printed in the job log. */
+  transcriptLines?: number;
+  artifact?: ArtifactResult | null;
+  /** `git diff --stat` of the episode's commit, line by line. */
+  diffStat?: string[];
+  /** The lines the episode added to the journal. */
+  journal?: string[];
+  /** The run's issue. */
+  issue?: number | null;
+  /** Where the repository is on the web: GITHUB_SERVER_URL and GITHUB_REPOSITORY. */
+  serverUrl?: string;
+  repository?: string;
+  /** GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT: this workflow run. */
+  runId?: string;
+  runAttempt?: string;
+}
+
+/** The job summary: the episode's row, then the details. */
+export function jobSummary(o: JobOutcome, x: SummaryFacts = {}): string {
   const { episode: e, result: r } = o;
   const score = r.score === null ? `no score: ${codeSpan(r.reason ?? 'no reason given')}` : formatNumber(r.score, 6);
   const table = markdownTable(
@@ -53,5 +104,89 @@ export function jobSummary(o: JobOutcome): string {
     ],
   );
   const notes = [jobNotice(o), r.note ? `Note: ${codeSpan(r.note)}` : null].filter((n) => n !== null);
-  return [`### forkflush ${o.run}: episode ${e.id}`, '', table, ...notes.map((n) => `\n${n}`), ''].join('\n');
+  const parts = [`### forkflush ${o.run}: episode ${e.id}`, '', table, ...notes.map((n) => `\n${n}`)];
+  const details = detailRows(o, x);
+  if (details.length > 0) parts.push('', markdownTable(['', ''], details));
+  if (x.diffStat && x.diffStat.length > 0) parts.push('', '**Changes**', '', codeBlock(x.diffStat));
+  else if (x.diffStat) parts.push('', '**Changes**: none');
+  if (x.journal && x.journal.length > 0) parts.push('', '**The journal’s new entries**', '', codeBlock(x.journal));
+  const links = summaryLinks(o, x);
+  if (links.length > 0) parts.push('', `**Links**: ${links.join(' · ')}`);
+  parts.push('');
+  return parts.join('\n');
+}
+
+function detailRows(o: JobOutcome, x: SummaryFacts): string[][] {
+  const r = o.result;
+  const rows: string[][] = [];
+  const u = r.usage;
+  if (u) {
+    rows.push([
+      'tokens',
+      `${count(u.inputTokens + u.outputTokens)} (${count(u.inputTokens)} in, ${count(u.outputTokens)} out)`,
+    ]);
+    const priced = u.pricedFrom ? ` (priced by forkflush: ${codeSpan(u.pricedFrom)})` : '';
+    rows.push(['cost', u.costUsd === null ? 'not reported' : `$${formatNumber(u.costUsd, 4)}${priced}`]);
+    if (u.turns !== null) rows.push(['turns', String(u.turns)]);
+  } else if (o.attempt !== 'already-recorded') {
+    rows.push(['tokens', 'not reported by the agent']);
+  }
+  if (x.agentKind) {
+    // A command agent has no version of its own; an attempt that did not run had no agent.
+    const unknown = o.attempt === 'already-recorded' || x.agentKind === 'command' ? '' : ' (version not known)';
+    rows.push(['agent', `${x.agentKind}${x.agentVersion ? ` ${codeSpan(x.agentVersion)}` : unknown}`]);
+  }
+  rows.push([
+    'time',
+    `agent ${seconds(r.agentSeconds)}, grader ${seconds(r.graderSeconds)}, episode ${seconds(r.wallSeconds)}`,
+  ]);
+  if (r.sandbox) rows.push(['sandbox', codeSpan(r.sandbox)]);
+  if (r.protectedChanged.length > 0) rows.push(['protected paths changed', codeSpan(r.protectedChanged.join(', '))]);
+  const log = logCell(x);
+  if (log) rows.push(['log', log]);
+  return rows;
+}
+
+function logCell(x: SummaryFacts): string | null {
+  const parts: string[] = [];
+  if (x.transcriptLines !== undefined && x.logFile) {
+    parts.push(`transcript in the job log (${x.transcriptLines} lines, in a collapsed group)`);
+  }
+  const a = x.artifact;
+  if (a?.uploaded) parts.push(a.url ? `artifact [${a.name}](${a.url})` : `artifact ${codeSpan(a.name)}`);
+  else if (a) parts.push(`no artifact (${codeSpan(a.why)})`);
+  if (x.logFile) parts.push(`on the runner: ${codeSpan(x.logFile)} (redacted)`);
+  return parts.length > 0 ? parts.join('; ') : null;
+}
+
+function summaryLinks(o: JobOutcome, x: SummaryFacts): string[] {
+  if (!x.serverUrl || !/^https?:\/\//.test(x.serverUrl) || !x.repository) return [];
+  const repo = `${x.serverUrl.replace(/\/+$/, '')}/${x.repository}`;
+  const links: string[] = [];
+  if (x.issue) links.push(`[issue #${x.issue}](${repo}/issues/${x.issue})`);
+  const branch = episodeBranch(o.run, o.episode.round, o.episode.branch);
+  links.push(`[the commit and its check run](${repo}/commit/${o.result.commit}/checks)`);
+  links.push(`[the branch](${repo}/tree/${branch.split('/').map(encodeURIComponent).join('/')})`);
+  if (x.runId && /^\d+$/.test(x.runId)) {
+    const attempt =
+      x.runAttempt && /^\d+$/.test(x.runAttempt) && x.runAttempt !== '1' ? `/attempts/${x.runAttempt}` : '';
+    links.push(`[this workflow run](${repo}/actions/runs/${x.runId}${attempt})`);
+  }
+  return links;
+}
+
+/** A fenced block that no backtick run in the text can close early; control characters gone. */
+function codeBlock(lines: string[]): string {
+  const text = plainText(lines.join('\n'));
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((t) => t.length));
+  const fence = '`'.repeat(Math.max(3, longest + 1));
+  return `${fence}text\n${text}\n${fence}`;
+}
+
+function count(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+function seconds(s: number): string {
+  return s >= 90 ? `${formatNumber(s / 60, 1)} min` : `${formatNumber(s, 1)} s`;
 }

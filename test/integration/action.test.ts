@@ -40,6 +40,11 @@ describe('the worker Action', () => {
       exit: 'finished',
       commit: head,
       reason: '',
+      // The command agent reports no tokens, cost or version; its log is kept on the runner.
+      tokens: '',
+      cost: '',
+      'agent-version': '',
+      'log-file': expect.stringMatching(/forkflush-logs\/issue-42-r0\.b1\/agent\.log$/),
     });
     const recorded = parseCommitMessage(repo.message(head ?? ''), head ?? '');
     expect(recorded).toMatchObject({ runId: RUN, episode: 'r0.b1', result: { score: Number(job.outputs.score) } });
@@ -262,7 +267,10 @@ describe('the worker Action', () => {
 
     expect(again.exitCode, again.stdout).toBe(0);
     expect(repo.calls()).toHaveLength(1);
-    expect(again.outputs).toEqual(first.outputs);
+    // The same result; no agent ran, so there is no log this time.
+    const { 'log-file': firstLog, ...firstRest } = first.outputs;
+    expect(firstLog).not.toBe('');
+    expect(again.outputs).toEqual({ ...firstRest, 'log-file': '' });
     expect(again.stdout).toMatch(/::notice::episode r0\.b0 of run issue-42 already has its result on its branch/);
     expect(repo.ref(contextRef(RUN, 'r0.b0'))).toBe(contextBefore);
   });

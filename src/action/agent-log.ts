@@ -1,0 +1,655 @@
+// The agent's log where people look (issue 10): its transcript in a collapsed group of the job
+// log, the full log (redacted) beside it on the runner and as an artifact of the run, the agent's
+// version, and the facts of the episode the summary shows (from the records repository).
+//
+// Secrets: the agent's log holds whatever the agent printed, and the agent had its own keys (its
+// kind's variables and agent.env); a tool call that ran `env` prints them. GitHub masks the job's
+// secrets in the job log, never in an artifact. So every value forkflush knows to be a secret (the
+// token, the context key, the Actions runtime's tokens, every variable whose name says key, token,
+// secret, password or credential, the agent's own variables that look like credentials, with
+// their lines, JSON strings and encodings), and text shaped like a well-known token, is replaced
+// by *** before anything is printed, written or uploaded; the values are also masked in the job
+// log (core.setSecret). The raw log stays in forkflush's private folder.
+import { randomBytes } from 'node:crypto';
+import type { Dirent } from 'node:fs';
+import { access, constants, mkdir, open, readdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { delimiter, dirname, isAbsolute, join, relative, sep } from 'node:path';
+import type { ArtifactClient } from '@actions/artifact';
+import { readStream } from '../agents/claude-code-output.js';
+import { AGENT_CLIS } from '../agents/clis.js';
+import { agentFor } from '../agents/registry.js';
+import { type AgentKind, capLines, geminiSessionLines, readTranscript } from '../agents/transcript.js';
+import type { Config } from '../core/config.js';
+import { stateRef } from '../core/names.js';
+import { parseRunFiles, parseRunState } from '../core/records.js';
+import { isForgeSecret } from '../core/secrets.js';
+import { plainText } from '../core/text.js';
+import { readRegular } from '../io/agent-files.js';
+import { Git } from '../io/git.js';
+import { runProcess } from '../io/process.js';
+import { expandHome } from '../worker/boundary.js';
+import { allowedEnv } from '../worker/env.js';
+import { cliFolder } from './agent-install.js';
+import type { JobOutcome } from './episode-job.js';
+
+// ---------------------------------------------------------------------------------------------
+// Where the files are
+
+/**
+ * Fields episode-job.ts may add to its outcome (issue 10). Until it does, the files are found
+ * where it puts them today: the scratch folder is `<privateDir>/episode` (the agent's log and the
+ * grader's in it), the context folder `<privateDir>/context/<episode>`.
+ */
+type OutcomeFiles = Partial<{ logFile: string; config: Config; contextDir: string }>;
+
+export interface LogPaths {
+  agentLog: string;
+  graderLog: string;
+  contextDir: string;
+}
+
+export function logPaths(privateDir: string, episode: string, outcome?: JobOutcome | null): LogPaths {
+  const o = (outcome ?? {}) as OutcomeFiles;
+  const agentLog = o.logFile ?? join(privateDir, 'episode', 'agent.log');
+  return {
+    agentLog,
+    graderLog: join(dirname(agentLog), 'grader.log'),
+    contextDir: o.contextDir ?? join(privateDir, 'context', episode),
+  };
+}
+
+/** The most of a log that is kept, printed from and uploaded: its end, when it is longer. */
+export const MAX_LOG_BYTES = 64 * 1024 * 1024;
+
+/** A log forkflush wrote (not a file the agent can reach), its last MAX_LOG_BYTES; null when there is none. */
+export async function readLog(path: string, max = MAX_LOG_BYTES): Promise<string | null> {
+  const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!h) return null;
+  try {
+    const s = await h.stat();
+    if (!s.isFile()) return null;
+    const start = Math.max(0, s.size - max);
+    const buf = Buffer.alloc(s.size - start);
+    const { bytesRead } = await h.read(buf, 0, buf.length, start);
+    let text = buf.subarray(0, bytesRead).toString('utf8');
+    if (start > 0) {
+      const nl = text.indexOf('\n');
+      text = `[forkflush: the first ${start + nl + 1} bytes of this log are left out]\n${text.slice(nl + 1)}`;
+    }
+    return text;
+  } finally {
+    await h.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets
+
+export const MASK = '***';
+/** Values shorter than this are not secrets worth masking (they would mask half the log). */
+const MIN_SECRET = 8;
+/** A variable named so holds a secret. */
+const SECRET_NAME = /TOKEN|SECRET|PASSW|PASSPHRASE|KEY|CRED|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|CERT/i;
+/** Text shaped like a well-known credential, wherever it comes from. */
+export const TOKEN_PATTERNS: readonly RegExp[] = [
+  /\bgh[pousr]_[A-Za-z0-9]{30,}\b/g,
+  /\bgithub_pat_[A-Za-z0-9_]{30,}\b/g,
+  /\bsk-(?:ant-|proj-|or-)?[A-Za-z0-9_-]{20,}/g,
+  /\bAKIA[0-9A-Z]{16}\b/g,
+  /\bAIza[0-9A-Za-z_-]{35}\b/g,
+  /\bxox[abposr]-[A-Za-z0-9-]{10,}/g,
+  /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
+];
+
+/** A value and the forms it takes in a log: its lines, the strings of its JSON, escaped, encoded. */
+export function secretVariants(value: string): string[] {
+  const out = new Set<string>([value]);
+  for (const line of value.split(/\r?\n/)) out.add(line.trim());
+  try {
+    const walk = (v: unknown): void => {
+      if (typeof v === 'string') {
+        if (v.length >= 12) out.add(v);
+      } else if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+    };
+    walk(JSON.parse(value));
+  } catch {
+    // Not JSON.
+  }
+  for (const v of [...out]) {
+    out.add(JSON.stringify(v).slice(1, -1));
+    out.add(encodeURIComponent(v));
+  }
+  out.add(Buffer.from(value).toString('base64'));
+  out.add(Buffer.from(value).toString('base64url'));
+  return [...out].filter((v) => v.length >= MIN_SECRET);
+}
+
+/** Looks like a credential: one long word of letters and digits (a key, a token). */
+function credentialLike(value: string): boolean {
+  return value.length >= 16 && !/\s/.test(value) && /[A-Za-z]/.test(value) && /\d/.test(value);
+}
+
+/**
+ * The secret values to mask, with their variants: `known` (the token, its basic credentials, the
+ * context key), every variable of the job's environment (as it was before forkflush forgot its
+ * forge secrets) that is a forge secret or is named like a secret, and those of `handedOver` (the
+ * variables the agent and the grader got beyond the basics) that look like credentials.
+ */
+export function secretValues(jobEnv: NodeJS.ProcessEnv, known: string[], handedOver: NodeJS.ProcessEnv = {}): string[] {
+  const values = new Set<string>();
+  const add = (v: string | undefined) => {
+    if (v && v.length >= MIN_SECRET) for (const x of secretVariants(v)) values.add(x);
+  };
+  for (const v of known) add(v);
+  for (const [name, v] of Object.entries(jobEnv)) if (isForgeSecret(name) || SECRET_NAME.test(name)) add(v);
+  for (const [name, v] of Object.entries(handedOver)) if (SECRET_NAME.test(name) || (v && credentialLike(v))) add(v);
+  return [...values];
+}
+
+/** Replaces every secret value (longest first) and every token-shaped text by ***. */
+export function redactor(values: Iterable<string>): (text: string) => string {
+  const list = [...new Set(values)].filter((v) => v.length >= MIN_SECRET).sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    for (const v of list) if (out.includes(v)) out = out.split(v).join(MASK);
+    for (const re of TOKEN_PATTERNS) out = out.replace(re, MASK);
+    return out;
+  };
+}
+
+/** The variables the agent (its kind's and agent.env) and the grader (grader.env) got beyond the basics. */
+export function handedOverEnv(config: Config, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const basics = allowedEnv(env, []);
+  const names = [...agentFor(config).passEnv, ...config.agent.env, ...config.grader.env];
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, v] of Object.entries(allowedEnv(env, names))) if (!(name in basics)) out[name] = v;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The agent's version
+
+/** A version in a line such as "codex-cli 0.171.0" or "Aider v0.86.1". */
+const VERSION = /\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?/;
+
+/** The version an agent's log states (Claude Code's init line, aider's banner), or null. */
+export function versionFromLog(kind: AgentKind, logText: string): string | null {
+  const stated =
+    kind === 'claude-code'
+      ? readStream(logText).version
+      : kind === 'aider'
+        ? (/^(?:> )?Aider v(\S+)/m.exec(plainText(logText))?.[1] ?? null)
+        : null;
+  return stated === null ? null : parseVersion(stated);
+}
+
+/** The version in a CLI's `--version` output: the first version-like word, else null. */
+export function parseVersion(output: string): string | null {
+  for (const line of plainText(output).split('\n')) {
+    const m = VERSION.exec(line);
+    if (m) return m[0];
+  }
+  return null;
+}
+
+export interface VersionProbe {
+  kind: AgentKind;
+  /** agent.command: for a CLI kind, the executable instead of the kind's own. */
+  command?: string | undefined;
+  /** The agent's allowlisted environment (its kind's variables, agent.env, the basics). */
+  env: NodeJS.ProcessEnv;
+  /** Folders the agent could write (workspace, context, sandbox.write): nothing there is run. */
+  agentWritable: string[];
+  /** An empty folder for the CLI's home and working directory while it answers. */
+  scratch: string;
+  timeoutMs?: number;
+}
+
+/**
+ * The agent CLI's version from `<executable> --version`, run once by forkflush outside the
+ * sandbox with the agent's allowlisted environment and a home of its own. An executable the
+ * agent could have written (relative, or found in a folder it could write) is never run: that
+ * would be the agent's code outside its sandbox. Null when it cannot be told.
+ */
+export async function probeVersion(p: VersionProbe): Promise<{ version: string | null; why?: string }> {
+  if (p.kind === 'command') return { version: null, why: 'a command agent has no version of its own' };
+  const name = p.command ?? AGENT_CLIS[p.kind].executable;
+  const file = await findExecutable(name, p.env.PATH ?? '');
+  if (!file) return { version: null, why: `${name} is not an absolute path or a program on PATH` };
+  const real = await realpath(file).catch(() => file);
+  const unsafe = [file, real].some((f) => p.agentWritable.some((dir) => inside(f, dir)));
+  if (unsafe)
+    return { version: null, why: `${file} is in a folder the agent could write: not run outside its sandbox` };
+  await rm(p.scratch, { recursive: true, force: true });
+  await mkdir(p.scratch, { recursive: true });
+  try {
+    const r = await runProcess(file, ['--version'], {
+      cwd: p.scratch,
+      env: { ...p.env, HOME: p.scratch, TMPDIR: p.scratch, NO_COLOR: '1' },
+      timeoutMs: p.timeoutMs ?? 15_000,
+      maxOutput: 20_000,
+    });
+    const version = parseVersion(`${r.stdout}\n${r.stderr}`);
+    return version ? { version } : { version: null, why: `${name} --version said no version (exit ${r.exitCode})` };
+  } finally {
+    await rm(p.scratch, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+/** An absolute path, or the first executable of that name on PATH; a relative path is never looked up. */
+async function findExecutable(name: string, path: string): Promise<string | null> {
+  if (isAbsolute(name)) return (await isExecutable(name)) ? name : null;
+  if (name.includes('/') || name === '') return null;
+  for (const dir of path.split(delimiter)) {
+    if (!isAbsolute(dir)) continue;
+    const file = join(dir, name);
+    if (await isExecutable(file)) return file;
+  }
+  return null;
+}
+
+async function isExecutable(file: string): Promise<boolean> {
+  return access(file, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+function inside(file: string, dir: string): boolean {
+  const r = relative(dir, file);
+  return r === '' || (!r.startsWith(`..${sep}`) && r !== '..' && !isAbsolute(r));
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the records say
+
+export interface RecordFacts {
+  config: Config | null;
+  /** The run's issue, where the record names it. */
+  issue: number | null;
+  /** `git diff --stat` of the episode's commit against its base, line by line. */
+  diffStat: string[];
+  /** The lines the episode added to the journal (the agent's notes and forkflush's line). */
+  journal: string[];
+}
+
+const DIFFSTAT_FILES = 40;
+const JOURNAL_LINES = 30;
+const JOURNAL_LINE_MAX = 400;
+
+/**
+ * The run's config and issue from the state ref the job fetched, and what the episode's commit
+ * changed, from the job's records repository. Whatever cannot be read is left out.
+ */
+export async function readRecordFacts(
+  recordsDir: string,
+  run: string,
+  outcome: JobOutcome | null,
+): Promise<RecordFacts> {
+  const facts: RecordFacts = {
+    config: ((outcome ?? {}) as OutcomeFiles).config ?? null,
+    issue: null,
+    diffStat: [],
+    journal: [],
+  };
+  const git = new Git(recordsDir);
+  const show = async (file: string) => {
+    const r = await git.exec(['show', `${stateRef(run)}:${file}`], { check: false }).catch(() => null);
+    return r && r.exitCode === 0 ? r.stdout : null;
+  };
+  const state = await show('state.json');
+  if (state && !facts.config) facts.config = tryParse(() => parseRunState(state, 'state.json').config);
+  const files = await show('run.json');
+  if (files) facts.issue = tryParse(() => parseRunFiles(files, 'run.json').issue);
+  if (!outcome) return facts;
+  const { base } = outcome.episode;
+  const { commit } = outcome.result;
+  // The trees are the agent's: no diff driver or text conversion of theirs may run.
+  const diff = ['diff', '--no-ext-diff', '--no-textconv', '--no-color'];
+  const stat = await git
+    .exec([...diff, '--stat=120', `--stat-count=${DIFFSTAT_FILES}`, base, commit], { check: false })
+    .catch(() => null);
+  if (stat?.exitCode === 0) facts.diffStat = cleanText(stat.stdout);
+  if (facts.config) {
+    const journal = await git
+      .exec([...diff, '--unified=0', base, commit, '--', facts.config.journal], { check: false })
+      .catch(() => null);
+    if (journal?.exitCode === 0) {
+      const added = journal.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
+        .map((l) => l.slice(1));
+      facts.journal = cleanText(added.join('\n'))
+        .slice(-JOURNAL_LINES)
+        .map((l) => (l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}…` : l));
+    }
+  }
+  return facts;
+}
+
+function tryParse<T>(f: () => T): T | null {
+  try {
+    return f();
+  } catch {
+    return null;
+  }
+}
+
+function cleanText(text: string): string[] {
+  return plainText(text)
+    .split('\n')
+    .map((l) => l.replace(/\s+$/, ''))
+    .filter((l) => l.trim() !== '');
+}
+
+// ---------------------------------------------------------------------------------------------
+// The artifact
+
+/**
+ * What forkflush uses of @actions/artifact: `uploadArtifact` of its `ArtifactClient` interface
+ * (lib/internal/client.d.ts of @actions/artifact 6.2.1: name, files, root directory, options;
+ * it answers {id, size, digest}). The client reads ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL
+ * from process.env, which every job's JavaScript action gets, whatever the workflow's
+ * `permissions:` (those scope GITHUB_TOKEN only); it refuses GitHub Enterprise Server.
+ */
+export type UploadClient = Pick<ArtifactClient, 'uploadArtifact'>;
+
+export type ArtifactResult =
+  | { uploaded: true; name: string; id: number | null; url: string | null }
+  | { uploaded: false; name: string; why: string };
+
+/** The Actions runtime's artifact service, as the job got it (before forkflush forgot it). */
+export interface ArtifactService {
+  token?: string | undefined;
+  resultsUrl?: string | undefined;
+  serverUrl?: string | undefined;
+  repository?: string | undefined;
+  runId?: string | undefined;
+}
+
+/** The artifact of an episode's logs: unique in a workflow run, a re-run's attempt included. */
+export function artifactName(run: string, episode: string, attempt?: string): string {
+  const n = Number(attempt);
+  return `forkflush-${run}-${episode}${Number.isInteger(n) && n > 1 ? `-attempt-${n}` : ''}`;
+}
+
+/** Why the artifact service cannot be used here, or null when it can. */
+export function artifactUnavailable(s: ArtifactService): string | null {
+  if (!s.token) return 'ACTIONS_RUNTIME_TOKEN is not set (not a GitHub Actions job)';
+  if (!s.resultsUrl)
+    return "ACTIONS_RESULTS_URL is not set (this runner has no artifact service, which @actions/artifact's v4 artifacts need)";
+  if (isGhes(s.serverUrl)) return '@actions/artifact does not support GitHub Enterprise Server';
+  return null;
+}
+
+/** The rule of @actions/artifact (shared/config.ts isGhes): not github.com, *.ghe.com or *.localhost. */
+function isGhes(serverUrl: string | undefined): boolean {
+  let host: string;
+  try {
+    host = new URL(serverUrl || 'https://github.com').hostname.toUpperCase();
+  } catch {
+    return false;
+  }
+  return host !== 'GITHUB.COM' && !host.endsWith('.GHE.COM') && !host.endsWith('.LOCALHOST');
+}
+
+/** The longest the job waits for the artifact service. */
+const UPLOAD_TIMEOUT_MS = 120_000;
+
+/**
+ * Uploads the files as one artifact. Never throws: an artifact service that is missing, refuses
+ * or fails leaves the episode as it is, and the result says why. The runtime's variables are put
+ * back into `env` (process.env, which the client reads) for the upload only: the agent is gone,
+ * and nothing else runs meanwhile.
+ */
+export async function uploadArtifact(o: {
+  client: () => Promise<UploadClient>;
+  name: string;
+  files: string[];
+  root: string;
+  service: ArtifactService;
+  env: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+}): Promise<ArtifactResult> {
+  const why = artifactUnavailable(o.service);
+  if (why) return { uploaded: false, name: o.name, why };
+  const vars = { ACTIONS_RUNTIME_TOKEN: o.service.token, ACTIONS_RESULTS_URL: o.service.resultsUrl };
+  const before = { ACTIONS_RUNTIME_TOKEN: o.env.ACTIONS_RUNTIME_TOKEN, ACTIONS_RESULTS_URL: o.env.ACTIONS_RESULTS_URL };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    Object.assign(o.env, vars);
+    const client = await o.client();
+    // The client retries and waits on a stalled upload for minutes: the job does not wait that long.
+    const ms = o.timeoutMs ?? UPLOAD_TIMEOUT_MS;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
+    });
+    const r = await Promise.race([client.uploadArtifact(o.name, o.files, o.root, {}), timeout]);
+    const id = typeof r.id === 'number' ? r.id : null;
+    const { serverUrl, repository, runId } = o.service;
+    const url =
+      id !== null && serverUrl && repository && runId
+        ? `${serverUrl.replace(/\/+$/, '')}/${repository}/actions/runs/${runId}/artifacts/${id}`
+        : null;
+    return { uploaded: true, name: o.name, id, url };
+  } catch (e) {
+    return {
+      uploaded: false,
+      name: o.name,
+      why: `the upload failed: ${plainText((e as Error).message ?? String(e)).slice(0, 300)}`,
+    };
+  } finally {
+    clearTimeout(timer);
+    for (const [k, v] of Object.entries(before)) {
+      if (v === undefined) delete o.env[k];
+      else o.env[k] = v;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The job log
+
+/** How many lines of the other output (stderr) the group ends with. */
+export const OTHER_TAIL = 20;
+
+/**
+ * The group's lines, as printed between `::group::` and `::endgroup::`. Everything the agent
+ * wrote is behind a prefix and inside `::stop-commands::`, so no line of it is a workflow command
+ * (an annotation, a mask, an output, another group).
+ */
+export function groupBody(
+  transcript: string[],
+  other: string[],
+  stopToken = randomBytes(16).toString('hex'),
+): string[] {
+  const body: string[] = [];
+  body.push(`::stop-commands::${stopToken}`);
+  if (transcript.length === 0) body.push('> (no transcript: the log holds no turn or tool call)');
+  for (const l of transcript) body.push(`> ${l}`);
+  if (other.length > 0) {
+    const tail = other.slice(-OTHER_TAIL);
+    const what =
+      tail.length < other.length ? `its last ${tail.length} of ${other.length} lines` : `${other.length} lines`;
+    body.push(`> --- the agent's other output (stderr, lines that are not events): ${what} ---`);
+    for (const l of tail) body.push(`> ${l}`);
+  }
+  body.push(`::${stopToken}::`);
+  return body;
+}
+
+export interface LogIo {
+  info(line: string): void;
+  warning(line: string): void;
+  startGroup(title: string): void;
+  endGroup(): void;
+  setSecret(value: string): void;
+}
+
+export interface LogContext {
+  run: string;
+  episode: string;
+  /** forkflush's private folder (RUNNER_TEMP/forkflush): the records, the scratch and context folders. */
+  privateDir: string;
+  /** The agent's workspace (GITHUB_WORKSPACE): paths in it are shown relative. */
+  workspace: string;
+  /** Where the redacted copies go, outside the private folder, for later steps (RUNNER_TEMP/forkflush-logs). */
+  logsDir: string;
+  /** When this job started: a carried Gemini session's earlier turns are older. */
+  started: Date;
+  /** The job's environment before forkflush forgot its forge secrets (for what to mask). */
+  jobEnv: NodeJS.ProcessEnv;
+  /** The environment the agent's allowlist is taken from (forge secrets gone). */
+  env: NodeJS.ProcessEnv;
+  /** Secrets forkflush holds: the token, its basic credentials, the context key. */
+  known: string[];
+  /** The job's outcome; null when the job failed before it had one. */
+  outcome: JobOutcome | null;
+  service: ArtifactService;
+}
+
+export interface AgentLogReport {
+  kind: AgentKind | null;
+  version: string | null;
+  /** The redacted copy of agent.log on the runner; null when this job ran no agent. */
+  logFile: string | null;
+  /** Lines of transcript printed. */
+  lines: number;
+  artifact: ArtifactResult | null;
+  facts: RecordFacts;
+}
+
+/**
+ * Prints the transcript group, writes the redacted copies of the logs, uploads them as an
+ * artifact and finds the agent's version. Never throws: the log is a report on the episode, and
+ * the episode's result stands whatever happens to its report.
+ */
+export async function publishAgentLog(
+  ctx: LogContext,
+  io: LogIo,
+  client: () => Promise<UploadClient>,
+): Promise<AgentLogReport> {
+  const facts = await readRecordFacts(join(ctx.privateDir, 'records.git'), ctx.run, ctx.outcome).catch(
+    (): RecordFacts => ({ config: null, issue: null, diffStat: [], journal: [] }),
+  );
+  const report: AgentLogReport = {
+    kind: facts.config?.agent.kind ?? null,
+    version: null,
+    logFile: null,
+    lines: 0,
+    artifact: null,
+    facts,
+  };
+  try {
+    await publish(ctx, io, client, report);
+  } catch (e) {
+    io.warning(
+      `forkflush could not report the agent's log: ${plainText((e as Error).message ?? String(e)).slice(0, 300)}`,
+    );
+  }
+  return report;
+}
+
+async function publish(ctx: LogContext, io: LogIo, client: () => Promise<UploadClient>, report: AgentLogReport) {
+  const config = report.facts.config;
+  const paths = logPaths(ctx.privateDir, ctx.episode, ctx.outcome);
+  const raw = ctx.outcome?.attempt === 'already-recorded' ? null : await readLog(paths.agentLog);
+  if (raw === null) {
+    io.info(`forkflush ${ctx.episode}: no agent ran in this job, so there is no agent log`);
+    return;
+  }
+  const handedOver = config ? handedOverEnv(config, ctx.env) : {};
+  const secrets = secretValues(ctx.jobEnv, ctx.known, handedOver);
+  for (const s of secrets) io.setSecret(s);
+  const redact = redactor(secrets);
+  const kind: AgentKind = config?.agent.kind ?? 'command';
+  const text = redact(raw);
+  const options = { workdir: ctx.workspace };
+  const t = readTranscript(kind, text, options);
+  let lines = t.lines;
+  if (kind === 'gemini') {
+    // Gemini prints no turns: they are in its session file, in the context folder.
+    const session = await geminiSession(paths.contextDir);
+    const turns = session ? geminiSessionLines(redact(session), ctx.started, options) : [];
+    if (turns.length > 0) lines = capLines([...turns, ...lines.filter((l) => !l.startsWith('assistant: '))]);
+  }
+
+  // The redacted copies, for later steps of the job (the log-file output) and the artifact.
+  const dir = join(ctx.logsDir, `${ctx.run}-${ctx.episode}`);
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  const agentLog = join(dir, 'agent.log');
+  await writeFile(agentLog, text);
+  const files = [agentLog];
+  const grader = await readLog(paths.graderLog);
+  if (grader !== null) {
+    await writeFile(join(dir, 'grader.log'), redact(grader));
+    files.push(join(dir, 'grader.log'));
+  }
+  await writeFile(join(dir, 'transcript.txt'), `${[...lines, '', ...t.other].join('\n')}\n`);
+  files.push(join(dir, 'transcript.txt'));
+  report.logFile = agentLog;
+  report.kind = kind;
+  report.lines = lines.length;
+
+  report.version = versionFromLog(kind, text);
+  if (!report.version && config && kind !== 'command') {
+    // The CLI forkflush installed for the episode is first on the agent's PATH (agent-install.ts).
+    const env = allowedEnv(ctx.env, [...agentFor(config).passEnv, ...config.agent.env]);
+    if (config.agent.command === undefined) {
+      env.PATH = [join(cliFolder(AGENT_CLIS[kind], ctx.env), 'bin'), env.PATH].filter(Boolean).join(delimiter);
+    }
+    const probe = await probeVersion({
+      kind,
+      command: config.agent.command,
+      env,
+      agentWritable: [ctx.workspace, ctx.privateDir, ...config.sandbox.write.map(expandHome)],
+      scratch: join(ctx.logsDir, `.version-${ctx.episode}`),
+    }).catch((e: Error) => ({ version: null, why: e.message }));
+    report.version = probe.version;
+    if (probe.why) io.info(`forkflush: the agent's version is not known: ${probe.why}`);
+  }
+
+  const agent = `${kind}${report.version ? ` ${report.version}` : ''}`;
+  io.startGroup(
+    `forkflush ${ctx.episode}: the agent's transcript (${agent}, ${lines.length} lines; full log in ${agentLog})`,
+  );
+  for (const l of groupBody(lines, t.other)) io.info(l);
+  io.endGroup();
+
+  const name = artifactName(ctx.run, ctx.episode, ctx.jobEnv.GITHUB_RUN_ATTEMPT);
+  report.artifact = await uploadArtifact({ client, name, files, root: dir, service: ctx.service, env: process.env });
+  if (report.artifact.uploaded) {
+    io.info(
+      `forkflush: the episode's logs (redacted) are the artifact ${name}${report.artifact.url ? `: ${report.artifact.url}` : ''}`,
+    );
+  } else {
+    io.warning(
+      `the agent's log was not uploaded as an artifact: ${report.artifact.why}. It is on the runner, redacted, in ${agentLog}`,
+    );
+  }
+}
+
+/** The newest Gemini session file in a context folder (home/.gemini/tmp/<project>/chats/session-*.jsonl). */
+async function geminiSession(contextDir: string): Promise<string | null> {
+  const tmp = join(contextDir, 'home', '.gemini', 'tmp');
+  const dirs = async (d: string): Promise<Dirent[]> => readdir(d, { withFileTypes: true }).catch(() => []);
+  let newest: { text: string; mtime: number } | null = null;
+  for (const project of await dirs(tmp)) {
+    if (!project.isDirectory()) continue;
+    const chats = join(tmp, project.name, 'chats');
+    for (const f of await dirs(chats)) {
+      if (!f.isFile() || !/^session-.*\.jsonl$/.test(f.name)) continue;
+      const path = join(chats, f.name);
+      const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+      const mtime = h ? (await h.stat()).mtimeMs : 0;
+      await h?.close();
+      if (newest && newest.mtime >= mtime) continue;
+      const text = await readRegular(path, 16 * 1024 * 1024);
+      if (text !== null) newest = { text, mtime };
+    }
+  }
+  return newest?.text ?? null;
+}
