@@ -2,6 +2,13 @@
 // payload at GITHUB_EVENT_PATH) goes to the same Probot app the hosted mode runs, and a scheduled
 // or manual run of the workflow is the nightly tick. @probot/adapter-github-actions does this for
 // probot 13 only; this is the part of it forkflush needs.
+//
+// No webhook secret here, and none is needed: no server listens, and the event is the one GitHub
+// wrote into the job's GITHUB_EVENT_PATH, handed to Probot's `receive` (no signature to verify).
+// The hosted entry (server.ts) is the one that refuses to start without a secret. The job's run
+// id stands for the delivery id: each event starts a run of its own, and re-running that run
+// hands the app the same event again, which it acts on once.
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import * as core from '@actions/core';
 import { type Options, Probot } from 'probot';
@@ -49,12 +56,13 @@ export async function runInActions(env = process.env, options: ActionsModeOption
     await probot.load(forkflushApp({ now, recordKey }));
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
-      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo, recordKey), now());
+      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo, recordKey), now(), out.info);
       out.info(`forkflush: nightly tick: ${touched.length > 0 ? `synced ${touched.join(', ')}` : 'no run to sync'}`);
       return 0;
     }
     const payload = await payloadOf(env);
-    const id = env.GITHUB_RUN_ID || 'actions';
+    // Without a run id (not a real job), a delivery id of its own: never one seen before.
+    const id = env.GITHUB_RUN_ID || `actions-${randomUUID()}`;
     // Probot logs each failing handler with its stack before this rejects.
     await probot.receive({ id, name: event as never, payload: payload as never });
     const action = typeof payload.action === 'string' ? `.${payload.action}` : '';

@@ -1,22 +1,38 @@
 // The Probot app: webhooks in, one sync of the run they concern out. Handlers only check who
-// asked and which run it is; every decision is the core's, every GitHub call is the forge's.
+// asked, which run it is, and whether the event can be trusted; every decision is the core's,
+// every GitHub call is the forge's.
+//
+// What the app trusts:
+// - a label or a command only from a person with write access (a command from anyone else gets
+//   no answer at all: anyone may comment on an issue, and must not be able to make the app talk);
+// - each label and command once (its delivery id, and a command's comment id, in the run's record:
+//   github/commands.ts), each job and workflow-run delivery once (recorded with what it changed);
+// - the end of a round (`workflow_run.completed`) and a failed job (`workflow_job.completed`) only
+//   from a run of the worker workflow file, dispatched (event `workflow_dispatch`) in this very
+//   repository on the run's default branch, and, where the record has it, the run the round's
+//   dispatch started. A workflow in a fork's pull request can take any name and title it likes,
+//   but not that path, that event, this repository and that run id.
+// Logs are structured: Probot's logger with the `delivery` and the `run`, `round` and `episode`
+// each event concerns.
 import type { Context, Probot } from 'probot';
 import { type Command, parseCommand } from '../core/github-text.js';
+import { commentKey, deliveryKey, remember, roundLimitProblem, seenAny } from '../core/limits.js';
 import {
   GITHUB,
   issueRunId,
   parseEpisodeJobName,
   parseIssueRunId,
   parseRoundRunTitle,
+  roundRunTitle,
   stateRef,
 } from '../core/names.js';
-import { forkNow, nightly, setStopped, startRun } from '../github/commands.js';
-import { GitHubForge } from '../github/forge.js';
+import { canWrite, forkNow, nightly, runsPerRepo, type Steer, setStopped, startRun } from '../github/commands.js';
+import { GitHubForge, type RunFiles, type StoredRun } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
-import { type SyncContext, syncRun } from '../github/sync.js';
+import { type SyncContext, syncOrYield, syncRun } from '../github/sync.js';
 
-/** Permissions that may start and steer runs. */
-const WRITERS = ['admin', 'maintain', 'write'];
+/** The worker workflow's file, as GitHub names it in a workflow run (`path`). */
+export const WORKER_PATH = `.github/workflows/${GITHUB.workflow}`;
 
 export interface AppOptions {
   now?: () => Date;
@@ -24,29 +40,49 @@ export interface AppOptions {
   recordKey?: Buffer | null;
 }
 
+/** The fields of a log line that say what it is about. */
+export interface LogFields {
+  run?: string;
+  round?: number;
+  episode?: string;
+  [key: string]: unknown;
+}
+
+type Log = Context['log'];
+
+/** A handler's context: the sync's, and the event's logger (delivery, run, round, episode). */
+interface AppContext extends SyncContext {
+  logger: Log;
+  log: (line: string, fields?: LogFields) => void;
+}
+
 export function forkflushApp(options: AppOptions = {}) {
   const now = options.now ?? (() => new Date());
   return (app: Probot) => {
-    const ctxOf = (context: Context): SyncContext => {
+    const ctxOf = (context: Context, fields: LogFields = {}): AppContext => {
       const { owner, repo } = context.repo();
+      const logger = context.log.child({ delivery: context.id, ...fields });
       return {
         forge: new GitHubForge(context.octokit, owner, repo, options.recordKey ?? null),
         now: now(),
-        log: (l) => context.log.info(l),
+        logger,
+        log: (line, more) => logger.info(more ?? {}, line),
       };
     };
 
     app.on('issues.labeled', async (context) => {
       const { issue, label, sender } = context.payload;
       if (label?.name !== GITHUB.label) return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(issue.number) });
+      // Labelling takes triage access at least: the person is told why nothing started.
       const refusal = await refuse(ctx, sender, 'start a run');
       if (refusal) {
         await ctx.forge.comment(issue.number, refusal);
         return;
       }
       await answeringTampered(ctx, issue.number, async () => {
-        const out = await startRun(ctx, { number: issue.number, title: issue.title, body: issue.body ?? null });
+        const steer = { by: sender.login, keys: [deliveryKey(context.id)] };
+        const out = await startRun(ctx, { number: issue.number, title: issue.title, body: issue.body ?? null }, steer);
         if ('problem' in out) await ctx.forge.comment(issue.number, `forkflush did not start: ${out.problem}`);
       });
     });
@@ -64,13 +100,13 @@ export function forkflushApp(options: AppOptions = {}) {
       const p = context.payload;
       if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label) return;
       if (p.sender.type === 'Bot') return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
       const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
       if (!stored || stored.files.stopped || stored.state.status === 'finished') return;
       // An issue's author may close it without write access; that alone does not stop a run.
       // (Removing a label already takes triage access or more.)
-      if (p.action === 'closed' && !WRITERS.includes(await ctx.forge.permission(p.sender.login))) return;
-      await setStopped(ctx, stored, true);
+      if (p.action === 'closed' && !canWrite(await ctx.forge.permission(p.sender.login))) return;
+      await setStopped(ctx, stored, true, { by: p.sender.login, keys: [deliveryKey(context.id)] });
     });
 
     app.on('issue_comment.created', async (context) => {
@@ -78,18 +114,21 @@ export function forkflushApp(options: AppOptions = {}) {
       if (sender.type === 'Bot' || issue.pull_request) return;
       const parsed = parseCommand(comment.body);
       if (!parsed) return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(issue.number) });
+      // Nothing is said before the permission check, and nothing after it to someone without
+      // write access: anyone may comment, and a comment must not make the app talk.
+      const permission = await ctx.forge.permission(sender.login);
+      if (!canWrite(permission)) {
+        ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
+        return;
+      }
       if ('error' in parsed) {
         await ctx.forge.comment(issue.number, parsed.error);
         return;
       }
-      const refusal = await refuse(ctx, sender, `use \`/autoresearch ${parsed.command}\``);
-      if (refusal) {
-        await ctx.forge.comment(issue.number, refusal);
-        return;
-      }
       await answeringTampered(ctx, issue.number, async () => {
-        const reply = await runCommand(ctx, parsed.command, issue);
+        const steer = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
+        const reply = await runCommand(ctx, parsed.command, issue, steer);
         if (reply) await ctx.forge.comment(issue.number, reply);
       });
     });
@@ -100,37 +139,165 @@ export function forkflushApp(options: AppOptions = {}) {
       // The app's runs are issues' runs: any other name is not one of its jobs.
       if (!named || parseIssueRunId(named.run) === null) return;
       const { run, episode } = named;
-      const ctx = ctxOf(context);
-      // Only the worker workflow, dispatched on the default branch, may report an episode failed: a
-      // workflow in someone's pull request could take the same job name.
-      if (job.conclusion !== 'success' && job.head_branch === context.payload.repository.default_branch) {
-        ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? 'unknown'} (${job.html_url ?? job.id})` };
-      }
-      await answeringTampered(ctx, null, () => syncRun(ctx, run));
+      const round = Number(/^r(\d+)\./.exec(episode)?.[1]);
+      const ctx = ctxOf(context, { run, round, episode });
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(run));
+        if (!stored) return;
+        const key = deliveryKey(context.id);
+        if (seenAny(stored.files.seenDeliveries, [key])) {
+          ctx.log('this delivery was handled already');
+          return;
+        }
+        const open = stored.state.rounds.find((r) => !r.decision);
+        const pending = open?.index === round && open.episodes.some((e) => e.id === episode && !e.result);
+        // A failure is a fact about the episode only from its own job: a workflow in someone's pull
+        // request could take the same job name. (A stopped run reads no facts.)
+        if (job.conclusion !== 'success' && pending && !stored.files.stopped) {
+          const why =
+            job.head_branch !== stored.files.defaultBranch
+              ? `its run is on ${job.head_branch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
+              : await notTheRoundsRun(
+                  ctx.forge,
+                  stored.files,
+                  job.run_id,
+                  run,
+                  round,
+                  context.payload.repository.full_name,
+                );
+          if (why) {
+            ctx.log(`ignored the failure of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
+            return;
+          }
+          ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? 'unknown'} (${job.html_url ?? job.id})` };
+        }
+        await syncOrYield(ctx, withDelivery(stored, key));
+      });
     });
 
     app.on('workflow_run.completed', async (context) => {
       const w = context.payload.workflow_run;
       const m = parseRoundRunTitle(w.display_title ?? '');
       if (!m || parseIssueRunId(m.run) === null) return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: m.run, round: m.round });
       // Every job of the round has ended: an episode whose branch never moved has no result coming.
-      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = m.round;
-      await answeringTampered(ctx, null, () => syncRun(ctx, m.run));
+      // Only the worker's own run may say so; any other run with that title is ignored entirely.
+      const why = untrustedRun(w, context.payload.repository.full_name);
+      if (why) {
+        ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
+        return;
+      }
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(m.run));
+        if (!stored) return;
+        const key = deliveryKey(context.id);
+        if (seenAny(stored.files.seenDeliveries, [key])) {
+          ctx.log('this delivery was handled already');
+          return;
+        }
+        // Only for the open round (a stopped run reads no facts): the end of a decided one says nothing.
+        const open = stored.state.rounds.find((r) => !r.decision);
+        if (open?.index === m.round && !stored.files.stopped) {
+          const wrong =
+            w.head_branch !== stored.files.defaultBranch
+              ? `it ran on ${w.head_branch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
+              : await notTheRoundsRun(
+                  ctx.forge,
+                  stored.files,
+                  w.id,
+                  m.run,
+                  m.round,
+                  context.payload.repository.full_name,
+                );
+          if (wrong) {
+            ctx.log(`ignored workflow run ${w.id}: ${wrong}`, { workflow_run: w.id });
+            return;
+          }
+          ctx.roundEnded = m.round;
+        }
+        await syncOrYield(ctx, withDelivery(stored, key));
+      });
     });
   };
+}
+
+/** The stored run with a job or workflow-run delivery noted as handled, saved with what it changes. */
+function withDelivery(stored: StoredRun, key: string): StoredRun {
+  return { ...stored, files: { ...stored.files, seenDeliveries: remember(stored.files.seenDeliveries, [key]) } };
+}
+
+/** What the app reads of a workflow run (a webhook's `workflow_run`, or one listed by the API). */
+interface WorkflowRunFacts {
+  id: number;
+  path?: string | null;
+  event?: string | null;
+  head_branch?: string | null;
+  head_repository?: { full_name?: string | null } | null;
+}
+
+/**
+ * Why a workflow run is not one the app dispatched in this repository, or null: the worker's
+ * file, a dispatch (not a push, a pull request, a schedule), its head in this repository (not a fork).
+ */
+export function untrustedRun(w: WorkflowRunFacts, repository: string): string | null {
+  if (w.path !== WORKER_PATH) return `its workflow file is ${w.path ?? 'unknown'}, not ${WORKER_PATH}`;
+  if (w.event !== 'workflow_dispatch') return `it ran on ${w.event ?? 'an unknown event'}, not workflow_dispatch`;
+  const head = w.head_repository?.full_name ?? '';
+  if (head.toLowerCase() !== repository.toLowerCase()) {
+    return `its head repository is ${head || 'unknown'}, not ${repository}`;
+  }
+  return null;
+}
+
+/**
+ * Why workflow run `id` is not the one the round's latest dispatch started, or null. The record
+ * names that run (GitHub's return_run_details) where GitHub said; otherwise it is the newest
+ * dispatched run of the worker workflow with the round's title (one request): a stop cancels a
+ * round's run and a resume dispatches it again, and the cancelled run's late events must not fail
+ * the new one's episodes.
+ */
+async function notTheRoundsRun(
+  forge: GitHubForge,
+  files: RunFiles,
+  id: number,
+  run: string,
+  round: number,
+  repository: string,
+): Promise<string | null> {
+  const dispatched = files.dispatched[String(round)];
+  if (!dispatched) return `round ${round} has not been dispatched`;
+  if (dispatched.runId !== undefined) {
+    return dispatched.runId === id
+      ? null
+      : `round ${round}'s dispatch started workflow run ${dispatched.runId}, not ${id}`;
+  }
+  const { data } = await forge.octokit.rest.actions.listWorkflowRuns({
+    owner: forge.owner,
+    repo: forge.repo,
+    workflow_id: GITHUB.workflow,
+    event: 'workflow_dispatch',
+    per_page: 100,
+  });
+  const title = roundRunTitle(run, round);
+  // Run ids grow: the newest run is the one with the highest id, whatever order the list is in.
+  const latest = data.workflow_runs
+    .filter((w) => w.display_title === title)
+    .reduce<(typeof data.workflow_runs)[number] | null>((a, b) => (a && a.id > b.id ? a : b), null);
+  if (!latest) return `no dispatched run of the worker workflow is titled "${title}"`;
+  if (latest.id !== id) return `round ${round}'s latest dispatch started workflow run ${latest.id}, not ${id}`;
+  return untrustedRun(latest, repository);
 }
 
 /**
  * Runs a handler's work; a run record this app did not write stops it. The person who asked (a
  * label, a command) is told on the issue; a job's event only logs it, once per event.
  */
-async function answeringTampered(ctx: SyncContext, issue: number | null, work: () => Promise<unknown>) {
+async function answeringTampered(ctx: AppContext, issue: number | null, work: () => Promise<unknown>) {
   try {
     await work();
   } catch (e) {
     if (!(e instanceof TamperedRecordError)) throw e;
-    ctx.log?.(`forkflush: refused a run record: ${e.message}`);
+    ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
     if (issue !== null) await ctx.forge.comment(issue, `forkflush did nothing: ${e.message}.`);
   }
 }
@@ -139,23 +306,30 @@ async function answeringTampered(ctx: SyncContext, issue: number | null, work: (
 async function refuse(ctx: SyncContext, sender: { login: string; type: string }, what: string): Promise<string | null> {
   if (sender.type === 'Bot') return `forkflush ignores bots: ${sender.login} cannot ${what}.`;
   const permission = await ctx.forge.permission(sender.login);
-  if (WRITERS.includes(permission)) return null;
+  if (canWrite(permission)) return null;
   return `@${sender.login}: only people with write access to this repository can ${what} (yours: ${permission}).`;
 }
 
+/** A writer's command; returns the reply, or null for none. */
 async function runCommand(
-  ctx: SyncContext,
+  ctx: AppContext,
   command: Command,
   issue: { number: number; title: string; body?: string | null },
-) {
+  steer: Steer,
+): Promise<string | null> {
   const run = issueRunId(issue.number);
   const stored = await ctx.forge.loadRun(stateRef(run));
   if (!stored) {
     if (command === 'resume') {
-      const out = await startRun(ctx, { number: issue.number, title: issue.title, body: issue.body ?? null });
+      const out = await startRun(ctx, { number: issue.number, title: issue.title, body: issue.body ?? null }, steer);
       return 'problem' in out ? `forkflush did not start: ${out.problem}` : null;
     }
     return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
+  }
+  // The same comment delivered again (or replayed) is the same command: it was carried out.
+  if (command !== 'status' && seenAny(stored.files.seen, steer.keys)) {
+    ctx.log(`${command}: this comment was acted on already`);
+    return null;
   }
   switch (command) {
     case 'status':
@@ -163,25 +337,31 @@ async function runCommand(
       return null;
     case 'stop':
       if (stored.files.stopped) return 'The run is already stopped.';
-      await setStopped(ctx, stored, true);
+      await setStopped(ctx, stored, true, steer);
       return null;
-    case 'resume':
+    case 'resume': {
       if (!stored.files.stopped && stored.state.status !== 'finished') {
         await syncRun(ctx, run);
         return null;
       }
-      if (stored.files.stopped) await setStopped(ctx, stored, false);
-      else return 'The run is finished: `/autoresearch fork` runs one more fork round.';
+      if (!stored.files.stopped) return 'The run is finished: `/autoresearch fork` runs one more fork round.';
+      const busy = await runsPerRepo(ctx.forge, stored.state.config, run, '`/autoresearch resume` again');
+      if (busy) return `forkflush did not resume the run: ${busy}`;
+      await setStopped(ctx, stored, false, steer);
       return null;
-    case 'fork':
+    }
+    case 'fork': {
       if (stored.files.stopped) return 'The run is stopped: `/autoresearch resume` first.';
       if (stored.state.lineages.length !== 1) return `${stored.state.config.strategy} has no single leader to fork.`;
-      await forkNow(ctx, stored);
+      const limit = roundLimitProblem(stored.state);
+      if (limit) return `forkflush opened no fork round: ${limit}`;
+      await forkNow(ctx, stored, steer);
       return null;
+    }
   }
 }
 
 /** The nightly tick for one repository (the scheduled workflow in Actions mode calls it). */
-export async function nightlyTick(forge: GitHubForge, at: Date): Promise<string[]> {
-  return nightly({ forge, now: at });
+export async function nightlyTick(forge: GitHubForge, at: Date, log?: (line: string) => void): Promise<string[]> {
+  return nightly({ forge, now: at, ...(log ? { log } : {}) });
 }

@@ -5,6 +5,10 @@
 // an hourly check that, once a day from the hour FORKFLUSH_NIGHTLY_HOUR (UTC, default 3), ticks
 // every repository of every installation. The app holds no state; the tick only repairs and
 // starts what the runs' records say is due, so a restart or a second replica does no harm.
+//
+// It refuses to start without a webhook secret: Probot would otherwise verify deliveries with its
+// fallback secret, "development", and anyone could send the app events.
+import { createHmac } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { type Probot, run } from 'probot';
@@ -14,11 +18,31 @@ import { forkflushApp, nightlyTick } from './app.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 
-export default function hostedApp(app: Probot): void {
+export default async function hostedApp(app: Probot): Promise<void> {
+  await requireWebhookSecret(app);
   const recordKey = recordKeyFrom(process.env);
   forkflushApp({ recordKey })(app);
   const hour = nightlyHour(process.env);
   if (hour !== null) startNightly(app, hour, recordKey);
+}
+
+/** Probot's webhook secret when none is given (probot/lib/server/server.js, defaultWebhookSecret). */
+const PROBOT_FALLBACK_SECRET = 'development';
+
+/**
+ * Throws unless the app verifies deliveries with a secret of its own: with WEBHOOK_SECRET (or
+ * `--secret`) unset Probot falls back to "development", and a delivery signed with that is
+ * taken. The check asks Probot's own verifier, whatever the secret came from.
+ */
+export async function requireWebhookSecret(app: Probot): Promise<void> {
+  await app.ready();
+  const probe = '{"forkflush":"is the webhook secret set?"}';
+  const signature = `sha256=${createHmac('sha256', PROBOT_FALLBACK_SECRET).update(probe).digest('hex')}`;
+  if (await app.webhooks.verify(probe, signature)) {
+    throw new Error(
+      `forkflush-app: no webhook secret: set WEBHOOK_SECRET to the app's webhook secret (GitHub's app settings, "Webhook secret"). Without it Probot would take any delivery signed with "${PROBOT_FALLBACK_SECRET}".`,
+    );
+  }
 }
 
 /** FORKFLUSH_NIGHTLY_HOUR: 0 to 23 (UTC), default 3; `off` for no tick (e.g. another replica ticks). */
@@ -73,19 +97,34 @@ export async function tickInstallations(app: Probot, at: Date, recordKey: Buffer
       const octokit = await app.auth(installation.id);
       const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
       for (const r of repos) {
+        const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
-          const touched = await nightlyTick(new GitHubForge(octokit, r.owner.login, r.name, recordKey), at);
-          if (touched.length > 0) app.log.info(`forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);
+          const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey);
+          const touched = await nightlyTick(forge, at, (line) => log.info(line));
+          if (touched.length > 0)
+            log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);
         } catch (e) {
-          app.log.error(e, `forkflush: the nightly tick of ${r.full_name} failed`);
+          log.error({ err: e }, `forkflush: the nightly tick of ${r.full_name} failed`);
         }
       }
     } catch (e) {
-      app.log.error(e, `forkflush: the nightly tick of installation ${installation.id} failed`);
+      app.log.error(
+        { err: e, installation: installation.id },
+        `forkflush: the nightly tick of installation ${installation.id} failed`,
+      );
     }
   }
 }
 
-// Run directly (the bin, or `node dist/app.js`): serve with probot's own server, configured from
-// the same environment variables as `probot run` (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET, PORT, ...).
-if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) await run(hostedApp);
+// Run directly (the bin, `npm start`, or `node dist/app.js`): serve with probot's own server,
+// configured from the same environment variables as `probot run` (APP_ID, PRIVATE_KEY or
+// PRIVATE_KEY_PATH, WEBHOOK_SECRET, PORT, LOG_LEVEL, ...; a .env file is read too), health at
+// GET /ping. A setup that cannot serve ends the process with its reason and exit code 1.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  try {
+    await run(hostedApp);
+  } catch (e) {
+    console.error(e instanceof Error ? e.message : String(e));
+    process.exit(1);
+  }
+}

@@ -1,17 +1,40 @@
 // Starting, stopping and steering a GitHub run: the label that starts (or resumes) it, the
 // comment commands, and the nightly tick. Each changes the run's record, then syncs.
-import { CONFIG_PATH, ConfigError, parseConfig } from '../core/config.js';
+//
+// Each event that steers a run (a label, its removal, a command) is acted on once: its keys (the
+// delivery id, and a command's comment id) are saved in the run's record (`seen`) in the same
+// compare-and-swap as what it changed, and an event whose key is there changes nothing. So a
+// delivery GitHub sends twice, or one replayed later, cannot fork twice or resume a stopped run;
+// a new event (another comment, the label added again after it was removed) is a new request.
+import { CONFIG_PATH, type Config, ConfigError, parseConfig } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
+import { remember, roundLimitProblem, roundsLeft, runsPerRepoProblem, seenAny } from '../core/limits.js';
 import { GITHUB, issueRunId, lineageBranch, stateRef } from '../core/names.js';
 import { loadTemplates } from '../core/prompts.js';
+import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
 import { requestFork } from '../core/schedule.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { visibleText } from '../core/text.js';
-import { ConflictError, type RunFiles, type StoredRun } from './forge.js';
+import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 import { protectedDigest } from './observe.js';
-import { amend } from './record.js';
-import { type SyncContext, syncOrYield, syncRun, syncStored } from './sync.js';
+import { type SyncContext, syncOrYield, syncStored } from './sync.js';
+
+/** Permissions that may start and steer runs. */
+export const WRITERS: readonly string[] = ['admin', 'maintain', 'write'];
+
+/** Whether a permission (forge.permission) may start and steer runs. */
+export function canWrite(permission: string): boolean {
+  return WRITERS.includes(permission);
+}
+
+/** Who asked for a change, and the events that asked. */
+export interface Steer {
+  /** The login of the person who asked; their write access is checked before. */
+  by: string;
+  /** The keys of the events that asked (core/limits.ts deliveryKey, commentKey): each is acted on once. */
+  keys: string[];
+}
 
 export interface IssueRef {
   number: number;
@@ -19,17 +42,32 @@ export interface IssueRef {
   body: string | null;
 }
 
-/** Starts the run of an issue (or resumes a stopped one). Returns a message for the user on a problem. */
+/**
+ * Starts the run of an issue (or resumes a stopped one). Returns a message for the user on a
+ * problem; `{ state: null }` when there was nothing to do (the event was acted on already, or
+ * another handler saved first).
+ */
 export async function startRun(
   ctx: SyncContext,
   issue: IssueRef,
+  steer: Steer,
 ): Promise<{ problem: string } | { state: RunState | null }> {
   const { forge } = ctx;
   const run = issueRunId(issue.number);
   const existing = await forge.loadRun(stateRef(run));
   if (existing) {
-    if (existing.files.stopped) return { state: await setStopped(ctx, existing, false) };
-    return { state: await syncRun(ctx, run) };
+    if (seenAny(existing.files.seen, steer.keys)) {
+      ctx.log?.(`${run}: this event was acted on already; nothing to do`);
+      return { state: null };
+    }
+    if (existing.files.stopped) {
+      const busy = await runsPerRepo(forge, existing.state.config, run, 'label the issue again');
+      if (busy) return { problem: busy };
+      return { state: await setStopped(ctx, existing, false, steer) };
+    }
+    // Running or finished: the event is recorded, so that a replay of it after a stop resumes nothing.
+    const next = await amendOnce(forge, run, 'forkflush: labelled', steer.keys, (s) => s);
+    return { state: next ? await syncOrYield(ctx, next) : null };
   }
   const repository = await forge.repository();
   const branch = repository.defaultBranch;
@@ -51,6 +89,9 @@ export async function startRun(
   const loaded = await loadTemplates(config, (path) => forge.readFile(path, branch), `\`${branch}\``);
   if ('problem' in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  // Checked here, not locked: two issues labelled at the same moment may both start.
+  const busy = await runsPerRepo(forge, config, run, 'label this issue again');
+  if (busy) return { problem: busy };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   // What every result must keep of the base: its protected files (checked against each result's tree).
@@ -76,6 +117,8 @@ export async function startRun(
     claims: {},
     ...(baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {}),
     privateRepository: repository.private,
+    startedBy: steer.by,
+    seen: remember([], steer.keys),
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run, l.index, state.lineages.length), base);
   try {
@@ -90,16 +133,24 @@ export async function startRun(
 /**
  * Stops a run cleanly (cancels its jobs, closes its open pull requests), or resumes it: the open
  * round's episodes still without a result are dispatched again, since stopping cancelled them.
+ * Who resumes it takes its nightly rounds on. Null when the event was acted on already.
  */
-export async function setStopped(ctx: SyncContext, stored: StoredRun, stopped: boolean): Promise<RunState | null> {
+export async function setStopped(
+  ctx: SyncContext,
+  stored: StoredRun,
+  stopped: boolean,
+  steer?: Steer,
+): Promise<RunState | null> {
   const run = stored.state.id;
-  const next = await amend(ctx.forge, run, stopped ? 'forkflush: stop' : 'forkflush: resume', (s) => {
+  const message = stopped ? 'forkflush: stop' : 'forkflush: resume';
+  const next = await amendOnce(ctx.forge, run, message, steer?.keys ?? [], (s) => {
     const files = { ...structuredClone(s.files), stopped };
     const open = s.state.rounds.find((r) => !r.decision);
     if (!stopped && open) {
       delete files.dispatched[String(open.index)];
       delete files.claims[`dispatch:${open.index}`];
     }
+    if (!stopped && steer) files.startedBy = steer.by;
     return { state: s.state, files };
   });
   if (!next) return null;
@@ -115,18 +166,81 @@ export async function setStopped(ctx: SyncContext, stored: StoredRun, stopped: b
   return syncOrYield(ctx, next);
 }
 
-/** `/autoresearch fork`: one more fork round of the leader, now. */
-export async function forkNow(ctx: SyncContext, stored: StoredRun): Promise<RunState | null> {
-  const next = await amend(ctx.forge, stored.state.id, 'forkflush: fork requested', (s) => ({
-    state: requestFork(s.state),
-    files: s.files,
+/**
+ * `/autoresearch fork`: one more fork round of the leader, now, within the run's round limit (the
+ * caller says why not when it is reached). Who asks takes the nightly rounds on.
+ */
+export async function forkNow(ctx: SyncContext, stored: StoredRun, steer?: Steer): Promise<RunState | null> {
+  const next = await amendOnce(ctx.forge, stored.state.id, 'forkflush: fork requested', steer?.keys ?? [], (s) => ({
+    // Checked again on the latest record: another fork may have been asked for meanwhile.
+    state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
+    files: steer ? { ...s.files, startedBy: steer.by } : s.files,
   }));
   return next ? syncOrYield(ctx, next) : null;
 }
 
 /**
+ * Changes a run's record, once per event: reads it, applies the change and records the event's
+ * keys, compare-and-swaps; on a conflict it reads the newer record and tries again. Null when
+ * there is no record, or when the record has one of the keys (the event was acted on already).
+ */
+export async function amendOnce(
+  forge: GitHubForge,
+  run: string,
+  message: string,
+  keys: readonly string[],
+  change: (stored: StoredRun) => { state: RunState; files: RunFiles },
+): Promise<StoredRun | null> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = await forge.loadRun(stateRef(run));
+    if (!stored || seenAny(stored.files.seen, keys)) return null;
+    const next = change(stored);
+    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
+    try {
+      return {
+        state: next.state,
+        files,
+        sha: await forge.saveRun(stateRef(run), next.state, files, stored.sha, message),
+      };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
+  }
+  throw new ConflictError(`${run}: the run kept changing; try again`);
+}
+
+/**
+ * Why no other run may start or resume now (limits.runs_per_repo), or null: the repository's
+ * runs that are running (not stopped, not finished), besides `self`, counted up to the limit. A
+ * record that cannot be read (broken, or not sealed by this app) runs nothing, so it is not counted.
+ */
+export async function runsPerRepo(
+  forge: GitHubForge,
+  config: Config,
+  self: string,
+  again: string,
+): Promise<string | null> {
+  const running: string[] = [];
+  for (const run of await forge.listRuns()) {
+    if (run === self) continue;
+    let stored: StoredRun | null;
+    try {
+      stored = await forge.loadRun(stateRef(run));
+    } catch (e) {
+      if (e instanceof RecordError) continue;
+      throw e;
+    }
+    if (stored && !stored.files.stopped && stored.state.status !== 'finished') running.push(run);
+    if (running.length >= config.limits.runs_per_repo) break;
+  }
+  return runsPerRepoProblem(config, running, again);
+}
+
+/**
  * The nightly tick: repairs every run a lost event left behind, and forks the leader of finished
- * runs configured with `schedule: nightly` into one more round (once a day).
+ * runs configured with `schedule: nightly` into one more round (once a day), while the run may
+ * open more rounds and the person it runs for (`startedBy`) still has write access; otherwise the
+ * issue is told why, once.
  */
 export async function nightly(ctx: SyncContext): Promise<string[]> {
   const touched: string[] = [];
@@ -140,8 +254,26 @@ export async function nightly(ctx: SyncContext): Promise<string[]> {
       stored.state.lineages.length === 1 &&
       stored.files.lastNightly !== today;
     try {
-      if (wantsRound) {
-        const files = { ...stored.files, lastNightly: today };
+      const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+      if (skip) {
+        if (stored.files.nightlySkipped === skip.key) {
+          await syncStored(ctx, stored);
+        } else {
+          // Saved first: of two ticks racing, only the one whose save lands tells the issue.
+          const files = { ...stored.files, nightlySkipped: skip.key };
+          const sha = await ctx.forge.saveRun(
+            stateRef(run),
+            stored.state,
+            files,
+            stored.sha,
+            'forkflush: no nightly round',
+          );
+          await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
+          await syncStored(ctx, { state: stored.state, files, sha });
+        }
+      } else if (wantsRound) {
+        const { nightlySkipped: _told, ...rest } = stored.files;
+        const files = { ...rest, lastNightly: today };
         const state = requestFork(stored.state);
         const sha = await ctx.forge.saveRun(stateRef(run), state, files, stored.sha, 'forkflush: nightly round');
         await syncStored(ctx, { state, files, sha });
@@ -155,4 +287,25 @@ export async function nightly(ctx: SyncContext): Promise<string[]> {
     }
   }
   return touched;
+}
+
+/** Why tonight's round of a run must not run (a key, to tell the issue once, and the words), or null. */
+async function nightlySkip(ctx: SyncContext, stored: StoredRun): Promise<{ key: string; text: string } | null> {
+  const limit = roundLimitProblem(stored.state);
+  if (limit) return { key: 'rounds', text: limit };
+  const take =
+    'Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.';
+  const by = stored.files.startedBy;
+  if (!by) {
+    return {
+      key: 'permission',
+      text: `the run's record does not say who started it (it is older than that), and nightly rounds run only for someone who still has write access. ${take}`,
+    };
+  }
+  const permission = await ctx.forge.permission(by);
+  if (canWrite(permission)) return null;
+  return {
+    key: `permission:${by}`,
+    text: `the nightly rounds run for \`${by}\`, who started this run (or last resumed it, or asked for a fork), and they no longer have write access to the repository (${permission}). ${take}`,
+  };
 }

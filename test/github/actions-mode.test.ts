@@ -41,8 +41,13 @@ function testOctokit(onRequest?: (headers: Headers) => void): typeof ProbotOctok
   }));
 }
 
+/** Workflow runs of the app's workflow so far, per harness: each event starts one (GITHUB_RUN_ID 4242, 4243, ...). */
+const appRuns = new WeakMap<Harness, number>();
+
 /** Runs the app as one step of a job: the runner's environment, the event's payload in a file. */
 async function step(h: Harness, event: string, body: unknown, env: NodeJS.ProcessEnv = {}, options = {}) {
+  const runId = appRuns.get(h) ?? 4242;
+  appRuns.set(h, runId + 1);
   const path = join(dir, 'event.json');
   await writeFile(path, JSON.stringify(body));
   const info: string[] = [];
@@ -51,7 +56,7 @@ async function step(h: Harness, event: string, body: unknown, env: NodeJS.Proces
     {
       GITHUB_EVENT_NAME: event,
       GITHUB_EVENT_PATH: path,
-      GITHUB_RUN_ID: '4242',
+      GITHUB_RUN_ID: String(runId),
       GITHUB_REPOSITORY: `${h.gh.owner}/${h.gh.repo}`,
       GITHUB_API_URL: h.box.apiUrl,
       GITHUB_TOKEN: 'ghs_job_token',

@@ -248,6 +248,48 @@ describe('GitHub in a box: security', () => {
     ]);
   });
 
+  it("a fork pull request's workflow with the worker's names ends no round and fails no episode", async () => {
+    const { files } = await taskFiles();
+    const h = await new Harness(files).load();
+    await h.label(7);
+    // A workflow in a fork's pull request, named forkflush, its run titled as round 0, its jobs
+    // named as the round's episodes, from the fork's branch named main: all of it the fork's to choose.
+    const fromFork = (p: any) => {
+      Object.assign(p.workflow_run, {
+        id: 31337,
+        name: 'forkflush',
+        display_title: `forkflush ${RUN} round 0`,
+        event: 'pull_request',
+        path: '.github/workflows/evil.yml',
+        head_branch: 'main',
+        conclusion: 'failure',
+      });
+      Object.assign(p.workflow_run.head_repository, { name: 'octo-repo', full_name: 'mallory/octo-repo' });
+      p.workflow_run.head_repository.owner.login = 'mallory';
+      Object.assign(p.workflow, { name: 'forkflush', path: '.github/workflows/evil.yml' });
+    };
+    for (const episode of ['r0.b0', 'r0.b1']) {
+      await h.send('workflow_job', 'completed', (p) => {
+        Object.assign(p.workflow_job, {
+          name: `forkflush ${RUN} ${episode}`,
+          run_id: 31337,
+          workflow_name: 'forkflush',
+          head_branch: 'main',
+          conclusion: 'failure',
+        });
+      });
+    }
+    await h.send('workflow_run', 'completed', fromFork);
+    expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result)).toEqual([undefined, undefined]);
+    expect(h.gh.dispatches).toHaveLength(1);
+    // The round's own jobs still run and count.
+    const jobs = await h.box.runQueued();
+    for (const job of jobs) expect(job.conclusion, job.log).toBe('success');
+    const opening = h.state(RUN).rounds[0];
+    expect(opening?.decision).toBeDefined();
+    expect(opening?.episodes.map((e) => typeof e.result?.score)).toEqual(['number', 'number']);
+  });
+
   it('an agent that edits the grader and the worker workflow gets no score, and neither edit reaches GitHub', async () => {
     const { files } = await taskFiles(
       "echo 'on: push' >> .github/workflows/forkflush.yml && echo 'echo 1000000' > grade.sh && node agent.mjs improve",
