@@ -69,6 +69,11 @@ const ENDPOINTS: Endpoint[] = [
   { label: 'POST git/commits', what: 'write the record: commit', floor: () => 1 },
   { label: 'PATCH git/refs/forkflush/{run}/state', what: 'write the record: compare-and-swap', floor: () => 1 },
   { label: 'POST check-runs', what: 'a check run per result', floor: (s) => s.episodes },
+  {
+    label: 'GET pulls',
+    what: 'look for the pull request before opening one (an answer lost, a claim taken over)',
+    floor: () => 0,
+  },
   { label: 'POST pulls', what: 'a pull request per result', floor: (s) => s.episodes + (s.last ? 1 : 0) },
   { label: 'PATCH git/refs/heads/forkflush/{run}/best', what: 'move the best branch', floor: (s) => +s.movesBest },
   { label: 'PATCH git/refs/heads/forkflush/{run}/lineage', what: 'fast-forward the lineage', floor: (s) => s.adopted },

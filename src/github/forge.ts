@@ -1,8 +1,19 @@
 // The GitHub forge: every GitHub API call forkflush makes, one method each, behind one class.
 // Methods are safe to repeat: "already exists" and "already gone" count as done.
+//
+// Retries. Probot's Octokit retries a request that failed with a server error or a lost connection
+// (Octokit reports a reset as a 500), three times after 1, 4 and 9 s (@octokit/plugin-retry), and
+// paces writes (@octokit/plugin-throttling). A server error may come after GitHub did the work, so a
+// request is only left to that plugin when sending it twice does no harm: every read, and the
+// writes that are repeat-safe by themselves (a ref update to a given commit, a delete, a label, a
+// close, an edit; a tree or commit object made twice is the same or an orphan). The creates GitHub
+// has no idempotency key for go out with the plugin's retries off: after a failure that may hide a
+// success, a pull request, a check run or a workflow dispatch is looked for before the next try
+// (createOnce), and a comment is not tried again (createComment). A handler that fails anyway
+// leaves its claim, and the handler that takes it over checks before it redoes anything.
 import { randomUUID } from 'node:crypto';
 import type { ProbotOctokit } from 'probot';
-import { isRoundRunOf, parseStateRef } from '../core/names.js';
+import { isRoundRunOf, parseStateRef, roundRunTitle } from '../core/names.js';
 import {
   parseRunFiles,
   parseRunState,
@@ -48,6 +59,19 @@ function status(e: unknown): number | undefined {
   return typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : undefined;
 }
 
+/** A failure after which GitHub may still have done the request: a server error, a lost connection. */
+function mayHaveLanded(e: unknown): boolean {
+  return (status(e) ?? 0) >= 500;
+}
+
+/** Request options that turn the retry plugin off for one request (a create, see createOnce). */
+const ONCE = { request: { retries: 0 } };
+
+/** Tries of a create before its handler gives up (createOnce). */
+const CREATE_TRIES = 3;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 export class GitHubForge {
   /** Seals the run records this forge writes, and refuses those it reads without the seal. */
   private readonly recordKey: Buffer | null;
@@ -60,6 +84,12 @@ export class GitHubForge {
   ) {
     this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
   }
+
+  /**
+   * The pause before the n-th retry of a create is n² times this (1 s, 4 s: the retry plugin's own
+   * schedule, retryAfterBaseValue). The tests shorten it, as they shorten the plugins' timings.
+   */
+  static retryAfterBaseMs = 1000;
 
   /** Whether the run records are sealed (the app has a key). */
   get sealsRecords(): boolean {
@@ -128,7 +158,14 @@ export class GitHubForge {
         await this.octokit.rest.git.createRef({ ...this.r, ref: stateRef, sha: commit.sha });
       }
     } catch (e) {
-      if (status(e) === 422 || status(e) === 409) throw new ConflictError(`${stateRef} changed meanwhile`);
+      const refused = status(e) === 422 || status(e) === 409;
+      // A try whose answer was lost may have moved the ref (the retry plugin then sent it again and
+      // was refused, or gave up): the ref at this very commit is this save, done.
+      if (refused || mayHaveLanded(e)) {
+        const now = await this.refSha(stateRef).catch(() => null);
+        if (now === commit.sha) return commit.sha;
+      }
+      if (refused) throw new ConflictError(`${stateRef} changed meanwhile`);
       throw e;
     }
     return commit.sha;
@@ -266,8 +303,9 @@ export class GitHubForge {
   // Pull requests, check runs, issues.
 
   /**
-   * Opens a pull request, or finds the one already made for the same head (open, merged or closed);
-   * null when there is nothing to propose (no commits between base and head, or the head is gone).
+   * Opens a pull request, or finds the one already made for the same head and base (open, merged
+   * or closed: a head gets one pull request, and a closed one is not opened again); null when
+   * there is nothing to propose (no commits between base and head, or the head is gone).
    */
   async openPullRequest(
     head: string,
@@ -276,25 +314,48 @@ export class GitHubForge {
     body: string,
     draft = false,
   ): Promise<number | null> {
+    // Looked for first: a handler whose answer was lost, or the one whose claim this handler took
+    // over, may have made it, and GitHub refuses a second one only while the first is open.
+    const made = await this.findPullRequest(head, base);
+    if (made !== null) return made;
     try {
-      const { data } = await this.octokit.rest.pulls.create({
-        ...this.r,
-        head,
-        base,
-        title,
-        body,
-        ...(draft ? { draft } : {}),
-      });
-      return data.number;
+      return await this.createOnce(
+        async () => {
+          const { data } = await this.octokit.rest.pulls.create({
+            ...this.r,
+            head,
+            base,
+            title,
+            body,
+            ...(draft ? { draft } : {}),
+            ...ONCE,
+          });
+          return data.number;
+        },
+        () => this.findPullRequest(head, base),
+      );
     } catch (e) {
+      // 422: one was made meanwhile, or there is nothing to propose.
       if (status(e) !== 422) throw e;
-      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: 'all' });
-      return data[0]?.number ?? null;
+      return this.findPullRequest(head, base);
     }
   }
 
+  /** The pull request from `head` into `base`, the open one first, else the newest; null if none. */
+  private async findPullRequest(head: string, base: string): Promise<number | null> {
+    const { data } = await this.octokit.rest.pulls.list({
+      ...this.r,
+      head: `${this.owner}:${head}`,
+      base,
+      state: 'all',
+      per_page: 100,
+    });
+    const into = data.filter((p) => p.base.ref === base);
+    return (into.find((p) => p.state === 'open') ?? into[0])?.number ?? null;
+  }
+
   async closePullRequest(pr: number, comment: string): Promise<void> {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: pr, body: comment });
+    await this.createComment(pr, comment);
     await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: 'closed' });
   }
 
@@ -306,17 +367,23 @@ export class GitHubForge {
     startedAt?: string;
     completedAt: string;
   }): Promise<number> {
-    const { data } = await this.octokit.rest.checks.create({
-      ...this.r,
-      head_sha: args.sha,
-      name: args.name,
-      status: 'completed',
-      conclusion: args.conclusion,
-      ...(args.startedAt ? { started_at: args.startedAt } : {}),
-      completed_at: args.completedAt,
-      output: args.output,
-    });
-    return data.id;
+    return this.createOnce(
+      async () => {
+        const { data } = await this.octokit.rest.checks.create({
+          ...this.r,
+          head_sha: args.sha,
+          name: args.name,
+          status: 'completed',
+          conclusion: args.conclusion,
+          ...(args.startedAt ? { started_at: args.startedAt } : {}),
+          completed_at: args.completedAt,
+          output: args.output,
+          ...ONCE,
+        });
+        return data.id;
+      },
+      () => this.findCheckRun(args.sha, args.name),
+    );
   }
 
   /** The id of a check run with this name on a commit, if there is one. */
@@ -340,12 +407,21 @@ export class GitHubForge {
         if (status(e) !== 404) throw e;
       }
     }
-    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body });
-    return data.id;
+    return this.createComment(issue, body);
   }
 
   async comment(issue: number, body: string): Promise<void> {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body });
+    await this.createComment(issue, body);
+  }
+
+  /**
+   * Writes a comment, with the retry plugin off: a comment written twice is noise, and telling
+   * whether a try whose answer was lost wrote it would take listing the issue's comments (an
+   * operation the tests' GitHub does not answer yet), so a failure fails the handler.
+   */
+  private async createComment(issue: number, body: string): Promise<number> {
+    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body, ...ONCE });
+    return data.id;
   }
 
   async addLabel(issue: number, label: string): Promise<void> {
@@ -362,8 +438,27 @@ export class GitHubForge {
 
   // Actions.
 
+  /**
+   * Dispatches the workflow once: after an answer that may have been lost, a run not yet completed
+   * with the round's title (GitHub creates a dispatched run at once) is the one this made.
+   */
   async dispatchWorkflow(workflow: string, ref: string, inputs: Record<string, string>): Promise<void> {
-    await this.octokit.rest.actions.createWorkflowDispatch({ ...this.r, workflow_id: workflow, ref, inputs });
+    const title =
+      inputs.run !== undefined && inputs.round !== undefined ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
+    await this.createOnce(
+      async () => {
+        await this.octokit.rest.actions.createWorkflowDispatch({
+          ...this.r,
+          workflow_id: workflow,
+          ref,
+          inputs,
+          ...ONCE,
+        });
+        return true;
+      },
+      async () =>
+        title !== null && (await this.runsTitled(workflow, title)).some((w) => w.status !== 'completed') ? true : null,
+    );
   }
 
   /**
@@ -371,13 +466,21 @@ export class GitHubForge {
    * dispatched runs): a dispatch the handler that made it did not live to record.
    */
   async hasLiveRun(workflow: string, title: string): Promise<boolean> {
+    return (await this.runsTitled(workflow, title)).some((w) => w.conclusion !== 'cancelled');
+  }
+
+  /** The workflow's dispatched runs with this title, among its 100 newest. */
+  private async runsTitled(
+    workflow: string,
+    title: string,
+  ): Promise<{ status: string | null; conclusion: string | null }[]> {
     const { data } = await this.octokit.rest.actions.listWorkflowRuns({
       ...this.r,
       workflow_id: workflow,
       event: 'workflow_dispatch',
       per_page: 100,
     });
-    return data.workflow_runs.some((w) => w.display_title === title && w.conclusion !== 'cancelled');
+    return data.workflow_runs.filter((w) => w.display_title === title);
   }
 
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
@@ -402,5 +505,26 @@ export class GitHubForge {
       }
     }
     return cancelled;
+  }
+
+  /**
+   * A create GitHub has no idempotency key for, sent with the retry plugin off (ONCE). After a
+   * failure that may hide a success (a server error, a lost connection) it pauses, then `find`
+   * looks for what the try made before the next try; any other failure is GitHub's answer.
+   */
+  private async createOnce<T>(create: () => Promise<T>, find: () => Promise<T | null>): Promise<T> {
+    for (let tries = 1; ; tries++) {
+      let failure: unknown;
+      try {
+        return await create();
+      } catch (e) {
+        if (!mayHaveLanded(e)) throw e;
+        failure = e;
+      }
+      await sleep(GitHubForge.retryAfterBaseMs * tries ** 2);
+      const found = await find();
+      if (found !== null) return found;
+      if (tries >= CREATE_TRIES) throw failure;
+    }
   }
 }

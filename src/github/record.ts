@@ -20,6 +20,11 @@ export function workDone(files: RunFiles): WorkDone {
  * Saves what a handler did. When another handler saved first (a conflict), the latest record is
  * read again and this handler's facts are merged into it: rounds dispatched and settled, results
  * published, the best branch, the final pull request, the comment, and the claims it released.
+ *
+ * Server errors and lost connections are not retried here: Octokit's retry plugin already repeats
+ * each request of the save (3 times, with backoff), and each is safe to repeat (saveRun sees its
+ * own commit on the ref as done). A save that still fails leaves the work claimed but not recorded:
+ * the handler that takes the claim over once it is stale checks what was done before redoing it.
  */
 export async function saveDone(
   forge: GitHubForge,
@@ -39,21 +44,13 @@ export async function saveDone(
         'forkflush: work done',
       );
     } catch (e) {
-      // A failed save would leave this work claimed but not recorded, and done again once the claim
-      // goes stale: a server error is worth another try, with the same record.
-      if (isServerError(e)) continue;
       if (!(e instanceof ConflictError)) throw e;
       const latest = await forge.loadRun(stateRef(state.id));
       if (!latest) throw e;
       candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
     }
   }
-  throw new ConflictError(`${state.id}: could not record the work done after 5 tries`);
-}
-
-function isServerError(e: unknown): boolean {
-  const status = typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : 0;
-  return status >= 500;
+  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
 }
 
 /** The latest record, with what `mine` did added and the claims `released` given back. */

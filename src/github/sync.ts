@@ -5,10 +5,12 @@
 // next sync finds the same state and does what is still due.
 import { createHash } from 'node:crypto';
 import { contextNote, issueComment, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
+import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { stateRef } from '../core/names.js';
+import { stopBefore } from '../core/setup-failure.js';
 import type { RunState } from '../core/state.js';
-import { advance, carryOut, dueWork } from '../core/work.js';
+import { carryOut, dueWork } from '../core/work.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 import { Commits, type Observed, observe } from './observe.js';
 import { saveDone, workDone } from './record.js';
@@ -47,7 +49,11 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   const commits = new Commits(forge);
   if (!files.stopped) {
     state = await observe(forge, commits, state, files, ctx);
-    state = advance(state).state;
+    // A round whose every branch failed setup stops the run before it is decided (nothing more is
+    // dispatched); the issue comment says why. On GitHub the initial workspace is never graded, so
+    // only that rule applies, not the opening round's.
+    // At limits.rounds the run finishes with what it has instead of opening another round.
+    state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
   }
   // Claim the work in the same compare-and-swap that records the decisions: of two racing
   // handlers, only the one whose save lands does the work.
@@ -68,7 +74,12 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   const github = new GitHubWork(forge, commits, files, now);
   let failure: unknown = null;
   try {
+    // A handler that has worked for half a claim's life takes no new item: past its claim's life
+    // another handler would take the same item over (a long rate-limit wait, say). The rest stays
+    // claimed and is taken over once the claims go stale.
+    const started = Date.now();
     for (const w of work) {
+      if (Date.now() - started > (STALE_CLAIM_MINUTES * 60_000) / 2) break;
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
@@ -100,6 +111,7 @@ async function updateComment(forge: GitHubForge, state: RunState, files: RunFile
         ]
       : []),
     ...contextNote(state, files.privateRepository),
+    ...roundLimitNotes(state),
     PRIVILEGED_CI_NOTE,
     ...(forge.sealsRecords
       ? []

@@ -23,7 +23,7 @@ import {
   lineageBranch,
   roundRunTitle,
 } from '../core/names.js';
-import { type Episode, findEpisode, type Round, type RunState } from '../core/state.js';
+import { type Episode, findEpisode, type Round, type RunState, setupFailed } from '../core/state.js';
 import { type Forge, lineageMovedOutside } from '../core/work.js';
 import type { GitHubForge, RunFiles } from './forge.js';
 import type { Commits } from './observe.js';
@@ -83,7 +83,9 @@ export class GitHubWork implements Forge {
         output: checkRunOutput(state, e, r, parseCommitDetails((await this.commits.get(r.commit)).message)),
         completedAt: this.now.toISOString(),
       }));
-    const pr = state.config.pull_requests === 'episodes' ? await this.episodePullRequest(state, e) : null;
+    // A failed setup left only the base and a journal line: the check run says what failed.
+    const pr =
+      state.config.pull_requests === 'episodes' && !setupFailed(e) ? await this.episodePullRequest(state, e) : null;
     this.files.published[e.id] = { pr, check };
   }
 

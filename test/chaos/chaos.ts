@@ -6,6 +6,7 @@ import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
 import { bestBranch, lineageBranch, stateRef } from '../../src/core/names.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
+import { RESET } from '../github/fake-github.js';
 import { CONFIG, Harness, TEST_TOKEN } from '../github/harness.js';
 
 const ISSUE = 7;
@@ -84,23 +85,33 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   };
 
   // Faults: a delivery may be armed to fail its n-th request with a status that fits the method,
-  // or to crash there: the app process dies, so that request and every later one of the handler
-  // never reach GitHub (they fail), and the app restarts.
-  const CRASH = 0;
+  // or a connection reset, or to crash there: the app process dies, so that request and every later
+  // one of the handler never reach GitHub (they fail), and the app restarts. A server error or a
+  // reset may be an outage: the requests right after it fail too (so the retries do).
+  const CRASH = -1;
   let chaos = true;
   let countdown = 0;
   let armedStatus = 0;
+  let outage = 0;
+  let burst = 0;
   let dead = false;
-  // Half the server errors and crashes come after GitHub did what the request asked.
+  // Half the server errors, resets and crashes come after GitHub did what the request asked.
   let applied = false;
   h.gh.inject = (method) => {
     if (dead) return 503;
+    if (burst > 0) {
+      burst--;
+      return armedStatus;
+    }
     if (countdown <= 0 || --countdown > 0) return null;
     if (armedStatus === CRASH) {
       dead = true;
       return applied ? { status: 503, applied: true } : 503;
     }
-    if (armedStatus >= 500 && applied) return { status: armedStatus, applied: true };
+    if (armedStatus >= 500 || armedStatus === RESET) {
+      burst = outage;
+      return applied ? { status: armedStatus, applied: true } : armedStatus;
+    }
     if (method === 'GET') return armedStatus === 409 || armedStatus === 422 ? 404 : armedStatus;
     return armedStatus === 404 && method !== 'PATCH' ? 422 : armedStatus;
   };
@@ -108,8 +119,9 @@ export async function chaosRun(seed: number): Promise<Outcome> {
     countdown = 0;
     if (!chaos || !rng.chance(0.2)) return;
     countdown = rng.int(1, 14);
-    armedStatus = rng.pick([500, 502, 403, 429, 404, 409, 422, CRASH, CRASH]);
+    armedStatus = rng.pick([500, 502, RESET, RESET, 403, 429, 404, 409, 422, CRASH, CRASH]);
     applied = rng.chance(0.5);
+    outage = rng.pick([0, 0, 3]);
   };
 
   // What the worker pushed: commit -> score and spend, to check the ledger and the best ref against.
@@ -136,8 +148,13 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   const deliver = async (what: string, send: () => Promise<void>) => {
     arm();
     const before = h.gh.injected.length;
+    const slow = h.stillProcessing.length;
     const fault = (armedStatus === CRASH ? 'the app dies at request' : 'fails') + (applied ? ' (done)' : '');
-    step(what + (countdown > 0 ? ` [${fault} ${countdown}${armedStatus === CRASH ? '' : ` ${armedStatus}`}]` : ''));
+    const how =
+      armedStatus === CRASH
+        ? ''
+        : ` ${armedStatus === RESET ? 'reset' : armedStatus}${outage > 0 && (armedStatus >= 500 || armedStatus === RESET) ? ` and ${outage} more` : ''}`;
+    step(what + (countdown > 0 ? ` [${fault} ${countdown}${how}]` : ''));
     try {
       await send();
     } catch (e) {
@@ -147,8 +164,12 @@ export async function chaosRun(seed: number): Promise<Outcome> {
       }
     }
     countdown = 0;
+    burst = 0;
+    if (h.stillProcessing.length > slow) step('  answered 202 "still processing" (the box waited for the handler)');
     for (const f of h.gh.injected.slice(before))
-      step(`  failed: ${f.method} ${f.path.replace(/^\/repos\/[^/]+\/[^/]+/, '')} ${f.status}`);
+      step(
+        `  failed: ${f.method} ${f.path.replace(/^\/repos\/[^/]+\/[^/]+/, '')} ${f.status === RESET ? 'reset' : f.status}`,
+      );
     if (dead) {
       dead = false;
       step('crash: restart');

@@ -1,4 +1,4 @@
 import { it } from 'vitest';
 import { runShard } from './suite.js';
 
-it('chaos shard 0 of 2: every run keeps the invariants', () => runShard(0, 2));
+it('chaos shard 0 of 4: every run keeps the invariants', () => runShard(0, 4));

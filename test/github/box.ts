@@ -19,9 +19,22 @@ export interface Delivery {
   id: string;
   event: string;
   action: string;
-  /** The app's HTTP status; 0 when dropped or not sent. */
+  /**
+   * The app's HTTP status; 0 when dropped or not sent. For a handler that outlived the webhook
+   * timeout (the app answered 202 "still processing"), what it would have answered at its end.
+   */
   status: number;
+  /** The app first answered 202: its handler ran on after the answer (see `handlerEnd`). */
+  late?: true;
 }
+
+/**
+ * How long an idle connection stays open. GitHub keeps idle connections longer than its clients do,
+ * and so does the box (and the harness's app server): a client never reuses a connection the server
+ * is closing at that moment, which on a busy machine (timers late by seconds) resets requests at
+ * random. Resets are a fault the chaos suite injects on purpose (fake-github.ts, RESET).
+ */
+export const KEEP_ALIVE_MS = 120_000;
 
 type Example = { name: string; examples: Record<string, any>[] };
 
@@ -55,6 +68,13 @@ export class GitHubBox {
   onDelivery: ((d: { event: string; action: string }) => 'send' | 'drop' | 'twice') | null = null;
   /** Milliseconds every REST answer and every delivery waits (GitHub is not instant). */
   latencyMs = 0;
+  /**
+   * When the app answers a delivery 202 "still processing" (Probot does after 9 s, GitHub gives up
+   * at 10), resolves at the end of its handler with the status the app would have answered. The
+   * box waits for it before it goes on: what happens next (the next event, the next answer) then
+   * does not depend on how fast the machine is, so a seeded run is the same run under load.
+   */
+  handlerEnd: ((deliveryId: string) => Promise<number>) | null = null;
   /** Repository secrets the workflows see. */
   readonly secrets: Record<string, string> = {};
   /** Tokens minted for jobs, to check none leaks. */
@@ -178,6 +198,7 @@ export class GitHubBox {
         res.end(String(e));
       });
     });
+    this.server.keepAliveTimeout = KEEP_ALIVE_MS;
     await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
@@ -203,6 +224,11 @@ export class GitHubBox {
       const text = Buffer.concat(chunks).toString('utf8');
       const reply = this.gh.handle(req.method ?? 'GET', url.slice('/api/v3'.length) || '/', text, req.headers);
       await this.sendOwed(this.owed.splice(0));
+      if (reply.reset) {
+        // A connection reset: no answer, and the client reads ECONNRESET.
+        req.socket.resetAndDestroy();
+        return;
+      }
       const body = reply.body === undefined ? '' : JSON.stringify(reply.body);
       res.writeHead(reply.status, {
         ...(body ? { 'content-type': 'application/json; charset=utf-8' } : {}),
@@ -275,6 +301,10 @@ export class GitHubBox {
       });
       await res.arrayBuffer();
       delivery.status = res.status;
+      if (res.status === 202 && this.handlerEnd) {
+        delivery.late = true;
+        delivery.status = await this.handlerEnd(delivery.id);
+      }
     }
     return delivery;
   }
@@ -283,14 +313,65 @@ export class GitHubBox {
   payload(event: string, action: string, patch: (p: any) => void): Record<string, any> {
     const found = exampleOf(event, action);
     const p = structuredClone(found);
-    p.repository.name = this.gh.repo;
-    p.repository.full_name = `${this.gh.owner}/${this.gh.repo}`;
-    p.repository.owner.login = this.gh.owner;
+    this.ourRepository(p.repository);
     p.repository.default_branch = 'main';
     delete p.installation;
     delete p.organization;
+    // Every comment has an id of its own (the examples share one); a test may set it.
+    if (event === 'issue_comment' && p.comment) p.comment.id = this.nextCommentId++;
+    if (event === 'workflow_run' || event === 'workflow_job') {
+      // The event of a run or job the box's Actions has (by the title or job name the test gives)
+      // says what GitHub knows of it: its id, its workflow file, its event, its repository. The
+      // test's patch goes on top, so a test can still send a run from elsewhere.
+      const probe = structuredClone(p);
+      patch(probe);
+      this.describeActions(event, p, probe);
+    }
     patch(p);
     return p;
+  }
+
+  /** The id of the next comment a person writes (the app's own get FakeGitHub's ids). */
+  private nextCommentId = 700_000_001;
+
+  /** Makes an example's repository (or a workflow run's head repository) this one. */
+  private ourRepository(r: any): void {
+    r.name = this.gh.repo;
+    r.full_name = `${this.gh.owner}/${this.gh.repo}`;
+    r.owner.login = this.gh.owner;
+  }
+
+  /** Fills a workflow_run or workflow_job payload in from the run or job of the box it names. */
+  private describeActions(event: string, p: any, named: any): void {
+    if (event === 'workflow_run') {
+      const w = p.workflow_run;
+      this.ourRepository(w.repository);
+      this.ourRepository(w.head_repository);
+      const run = this.actions.runs.findLast((r) => r.displayTitle === named.workflow_run?.display_title);
+      if (!run) return;
+      const path = `.github/workflows/${run.workflowId}`;
+      Object.assign(w, {
+        id: run.id,
+        name: run.name,
+        head_branch: run.ref,
+        head_sha: run.headSha,
+        path,
+        event: 'workflow_dispatch',
+      });
+      p.workflow.path = path;
+      p.workflow.name = run.name;
+      return;
+    }
+    const job = this.actions.runs.flatMap((r) => r.jobs).findLast((j) => j.name === named.workflow_job?.name);
+    if (!job) return;
+    const run = this.actions.runOf(job);
+    Object.assign(p.workflow_job, {
+      id: job.id,
+      run_id: run.id,
+      workflow_name: run.name,
+      head_branch: run.ref,
+      head_sha: run.headSha,
+    });
   }
 
   /** Runs a queued job and sends what GitHub sends when it ends: workflow_job, then workflow_run. */

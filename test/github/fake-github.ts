@@ -96,10 +96,16 @@ export function assertNoOpenApiViolations(): void {
 }
 
 export interface Reply {
+  /** 0 with `reset`: no answer at all. */
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** The connection is reset instead of answered (the client sees ECONNRESET). */
+  reset?: true;
 }
+
+/** What `inject` asks for in place of an HTTP status: the connection is reset, no answer is sent. */
+export const RESET = 0;
 
 export class FakeGitHub {
   readonly owner: string;
@@ -138,8 +144,9 @@ export class FakeGitHub {
   failNext: { method: string; path: RegExp; status: number } | null = null;
   /**
    * Fault injection: asked before each valid request is answered; a status fails that request with
-   * GitHub's error body (a 403 or 429 is a secondary rate limit, with `retry-after`), null answers
-   * it. `{ status, applied: true }` fails it after GitHub did what it asked (the answer was lost).
+   * GitHub's error body (a 403 or 429 is a secondary rate limit, with `retry-after`), RESET resets
+   * the connection instead of answering, null answers it. `{ status, applied: true }` fails it
+   * after GitHub did what it asked (the answer was lost).
    */
   inject: ((method: string, path: string) => number | { status: number; applied: true } | null) | null = null;
   /** The requests `inject` failed, in order. */
@@ -204,6 +211,7 @@ export class FakeGitHub {
   /** A failure `inject` asked for, as GitHub answers it. */
   private injectedReply(method: string, path: string, status: number): Reply {
     this.injected.push({ method, path, status });
+    if (status === RESET) return { status, reset: true };
     if (status === 403 || status === 429) {
       // GitHub's secondary rate limit, with either status.
       const message = 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.';

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import Bottleneck from 'bottleneck';
 import { createNodeMiddleware, Probot, ProbotOctokit } from 'probot';
 import { forkflushApp } from '../../src/app/app.js';
 import { commitMessage } from '../../src/core/journal.js';
@@ -14,7 +15,7 @@ import { episodeBranch, stateRef } from '../../src/core/names.js';
 import type { Episode, RunState } from '../../src/core/state.js';
 import { GitHubForge } from '../../src/github/forge.js';
 import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
-import { GitHubBox } from './box.js';
+import { GitHubBox, KEEP_ALIVE_MS } from './box.js';
 import type { FakeGitHub } from './fake-github.js';
 
 export const CONFIG = `grader:
@@ -40,12 +41,38 @@ export const WORKER_WORKFLOW = readFileSync(
 /** A token tests use for their own Octokit (the app authenticates as an app). */
 export const TEST_TOKEN = 'ghs_test_token';
 
-/** Octokit as the app's tests configure it: no retries or throttling (faults are the test's). */
-export const TestOctokit = ProbotOctokit.defaults((options: any) => ({
-  ...options,
-  retry: { enabled: false },
-  throttle: { enabled: false },
-}));
+/** Milliseconds for each of Probot's seconds (its plugins count in seconds times 1000). */
+const SHORTER = 1;
+// The forge's own checked retries of its creates (forge.ts, createOnce) wait the same way.
+GitHubForge.retryAfterBaseMs = SHORTER;
+
+/**
+ * Octokit as Probot ships it (ProbotOctokit: @octokit/plugin-retry and @octokit/plugin-throttling
+ * on, and inside an app Probot's own rate-limit handlers), with every timing 1000 times shorter: a
+ * retry after 1, 4, 9 ms (not s), a `retry-after: 60` waits 60 ms, writes go one at a time 1 ms
+ * apart (those that notify, 3 ms). The limiters are the plugin's, with its concurrency, made per
+ * harness: each harness is one app process (the plugin's are per process), so runs side by side
+ * in one test worker do not queue behind each other's requests.
+ */
+export function testOctokit(): typeof ProbotOctokit {
+  const group = (maxConcurrent: number, minTime = 0) => new Bottleneck.Group({ maxConcurrent, minTime });
+  const limiters = {
+    global: group(10),
+    auth: group(1),
+    search: group(1, 2),
+    write: group(1, 1),
+    notifications: group(1, 3),
+  };
+  return ProbotOctokit.defaults((options: any) => ({
+    ...options,
+    // 599 is the box's answer to a request that breaks GitHub's OpenAPI description: no retry.
+    retry: { ...options.retry, retryAfterBaseValue: SHORTER, doNotRetry: [400, 401, 403, 404, 410, 422, 451, 599] },
+    throttle: { ...options.throttle, retryAfterBaseValue: SHORTER, ...limiters },
+  }));
+}
+
+/** An Octokit class for tests that make their own. */
+export const TestOctokit = testOctokit();
 
 const open = new Set<Harness>();
 
@@ -63,6 +90,10 @@ export class Harness {
   clock = new Date('2026-11-30T12:00:00Z');
   private delivery = 0;
   private appServer: Server | null = null;
+  /** This harness's Octokit: the app's and its nightly tick's (one process, one set of limiters). */
+  private readonly Octokit = testOctokit();
+  /** The app's handlers by delivery id, to wait for one that outlives the webhook timeout. */
+  private readonly handlers = new Map<string, Promise<void>>();
 
   constructor(
     files: Record<string, string> = { '.github/autoresearch.yml': CONFIG, 'grade.mjs': 'x' },
@@ -74,7 +105,20 @@ export class Harness {
     this.gh.permissions = { maintainer: 'maintain', reader: 'read' };
     this.box.auth.allow(TEST_TOKEN);
     // Until load(): an app for nock-only tests (bare), that receives events in-process.
-    this.probot = new Probot({ githubToken: TEST_TOKEN, logLevel: 'fatal', Octokit: TestOctokit });
+    this.probot = new Probot({ githubToken: TEST_TOKEN, logLevel: 'fatal', Octokit: this.Octokit });
+    this.box.handlerEnd = (id) => this.handlerEnd(id);
+  }
+
+  /** The status the app would have answered a delivery with, at the end of its handler. */
+  private async handlerEnd(id: string): Promise<number> {
+    try {
+      await this.handlers.get(id);
+      return 200;
+    } catch (e) {
+      // As Probot's middleware answers: the first handler error's status, else 500.
+      const first = (e as { errors?: Iterable<{ status?: number }> }).errors;
+      return (first && [...first][0]?.status) || 500;
+    }
   }
 
   get gh(): FakeGitHub {
@@ -101,18 +145,31 @@ export class Harness {
       secret: this.box.webhookSecret,
       baseUrl: this.box.apiUrl,
       logLevel: 'fatal',
-      Octokit: TestOctokit,
+      Octokit: this.Octokit,
     });
     // The record key the hosted app derives from its webhook secret: every record it writes is sealed.
     const middleware = await createNodeMiddleware(forkflushApp({ now: () => this.clock, recordKey: this.recordKey }), {
       probot: this.probot,
     });
+    // Each delivery's handling, as Probot's middleware starts it (and may answer 202 before its end).
+    const webhooks = this.probot.webhooks;
+    const receive = webhooks.verifyAndReceive.bind(webhooks);
+    webhooks.verifyAndReceive = (event) => {
+      const handled = receive(event);
+      this.handlers.set(event.id, handled);
+      handled.then(
+        () => this.handlers.delete(event.id),
+        () => {},
+      );
+      return handled;
+    };
     const server = createServer(async (req, res) => {
       if (!(await middleware(req, res))) {
         res.statusCode = 404;
         res.end();
       }
     });
+    server.keepAliveTimeout = KEEP_ALIVE_MS;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     this.appServer = server;
     this.box.webhookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/github/webhooks`;
@@ -137,7 +194,9 @@ export class Harness {
 
   /** The forge as the hosted app's nightly tick uses it, against the box. */
   forge(): GitHubForge {
-    const octokit = new TestOctokit({ auth: { token: TEST_TOKEN }, baseUrl: this.box.apiUrl });
+    // Quiet, as the app's Probot logger is at 'fatal': the throttling plugin warns of each rate limit.
+    const log = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+    const octokit = new this.Octokit({ auth: { token: TEST_TOKEN }, baseUrl: this.box.apiUrl, log });
     return new GitHubForge(octokit, this.gh.owner, this.gh.repo, this.recordKey);
   }
 
@@ -188,10 +247,17 @@ export class Harness {
       return;
     }
     const d = await this.box.deliver(event, this.box.payload(event, action, patch));
+    if (d.late) this.stillProcessing.push(`${event}.${action}`);
     const failures = this.box.failures.splice(0);
     if (failures.length > 0) throw new Error(`events of the app's own changes failed:\n${failures.join('\n')}`);
     if (d.status >= 400) throw new Error(`the app answered the ${event}.${action} delivery with ${d.status}`);
   }
+
+  /**
+   * Deliveries the app answered 202 "still processing": the handler outlived Probot's 9 s webhook
+   * timeout (a busy machine), and the box waited for its end.
+   */
+  readonly stillProcessing: string[] = [];
 
   /** A user labels the issue: the label is on it, then GitHub sends the event. */
   label(issue: number, user = 'maintainer', type = 'User', name = 'autoresearch') {

@@ -1,0 +1,164 @@
+// Each GitHub write the app makes is repeat-safe or checked before it is repeated, with Octokit's
+// retry and throttling plugins on as Probot ships them (timings shortened: test/github/harness.ts).
+// The faults are the ones the chaos suite (chaos.ts) throws at whole runs, here one at a time: a
+// server error or a connection reset, before or after GitHub did what the request asked.
+import { describe, expect, it } from 'vitest';
+import { GITHUB, stateRef } from '../../src/core/names.js';
+import { ConflictError } from '../../src/github/forge.js';
+import { RESET } from '../github/fake-github.js';
+import { Harness } from '../github/harness.js';
+import { useGitHubInABox } from '../github/use-box.js';
+
+useGitHubInABox();
+
+/** GitHub alone (no app), and a forge on it with the plugins on; `topic` is one commit ahead of main. */
+async function github() {
+  const h = await new Harness().startGitHub();
+  const main = h.gh.branch('main') as string;
+  const topic = h.gh.commit({ message: 'a change', parents: [main], files: { 'a.txt': 'a\n' } });
+  h.gh.refs.set('refs/heads/topic', topic);
+  return { h, forge: h.forge(), main, topic };
+}
+
+/** Fails the first `times` requests that match with `status`; `applied`: after GitHub did the work. */
+function failing(h: Harness, method: string, path: RegExp, status: number, applied = false, times = 1) {
+  let left = times;
+  h.gh.inject = (m, p) => {
+    if (m !== method || !path.test(p) || left <= 0) return null;
+    left--;
+    return applied ? { status, applied: true } : status;
+  };
+}
+
+describe('a pull request', () => {
+  it('is opened once per head: one closed meanwhile is found, not opened again (the duplicate of seed 14)', async () => {
+    const { h, forge } = await github();
+    const first = await forge.openPullRequest('topic', 'main', 'A change', 'body');
+    // Closed while its branch is still there: a stop closes it, or a settle closes a loser just
+    // before it deletes the branch. GitHub refuses a second pull request only while one is open,
+    // so a handler that took the publish over from a stale claim used to open a second one here.
+    await forge.octokit.rest.pulls.update({
+      owner: h.gh.owner,
+      repo: h.gh.repo,
+      pull_number: first as number,
+      state: 'closed',
+    });
+    expect(await forge.openPullRequest('topic', 'main', 'A change', 'body')).toBe(first);
+    expect(h.gh.pulls.map((p) => p.head)).toEqual(['topic']);
+  });
+
+  it.each([
+    [502, 'a server error'],
+    [RESET, 'a reset'],
+  ])('made by GitHub though the answer was lost (%s, %s) is found, not made twice', async (status) => {
+    const { h, forge } = await github();
+    failing(h, 'POST', /\/pulls$/, status, true);
+    const pr = await forge.openPullRequest('topic', 'main', 'A change', 'body');
+    expect(h.gh.injected).toHaveLength(1);
+    expect(h.gh.pulls.map((p) => p.number)).toEqual([pr]);
+  });
+
+  it('not made (a reset before GitHub saw it) is made on the next try', async () => {
+    const { h, forge } = await github();
+    failing(h, 'POST', /\/pulls$/, RESET);
+    const pr = await forge.openPullRequest('topic', 'main', 'A change', 'body');
+    expect(h.gh.pulls.map((p) => p.number)).toEqual([pr]);
+  });
+
+  it('through an outage: three tries, each checked first, then the handler fails', async () => {
+    const { h, forge } = await github();
+    failing(h, 'POST', /\/pulls$/, 503, false, 10);
+    await expect(forge.openPullRequest('topic', 'main', 'A change', 'body')).rejects.toMatchObject({ status: 503 });
+    expect(h.gh.injected).toHaveLength(3);
+    expect(h.gh.pulls).toEqual([]);
+  });
+});
+
+describe('a check run', () => {
+  it('made by GitHub though the answer was lost is found, not made twice', async () => {
+    const { h, forge, topic } = await github();
+    failing(h, 'POST', /\/check-runs$/, RESET, true);
+    const output = { title: 'score 1', summary: 's', text: 't' };
+    const id = await forge.createCheckRun({
+      sha: topic,
+      name: 'forkflush r0.b0',
+      conclusion: 'success',
+      output,
+      completedAt: '2026-11-30T12:00:00Z',
+    });
+    expect(h.gh.checkRuns.map((c) => c.id)).toEqual([id]);
+  });
+});
+
+describe('a workflow dispatch', () => {
+  it('that GitHub started though the answer was lost is found by its run, not dispatched twice', async () => {
+    const { h, forge } = await github();
+    failing(h, 'POST', /\/dispatches$/, 500, true);
+    await forge.dispatchWorkflow(GITHUB.workflow, 'main', { run: 'issue-7', round: '0', episodes: '["r0.b0"]' });
+    expect(h.gh.dispatches).toHaveLength(1);
+  });
+
+  it('that GitHub did not start is sent again', async () => {
+    const { h, forge } = await github();
+    failing(h, 'POST', /\/dispatches$/, 500);
+    await forge.dispatchWorkflow(GITHUB.workflow, 'main', { run: 'issue-7', round: '0', episodes: '["r0.b0"]' });
+    expect(h.gh.injected).toHaveLength(1);
+    expect(h.gh.dispatches).toHaveLength(1);
+  });
+});
+
+describe('a comment', () => {
+  it('is not written again after a lost answer: the handler fails instead (no second comment)', async () => {
+    const { h, forge } = await github();
+    failing(h, 'POST', /\/issues\/7\/comments$/, 500, true);
+    await expect(forge.comment(7, 'hello')).rejects.toMatchObject({ status: 500 });
+    expect(h.gh.comments.map((c) => c.body)).toEqual(['hello']);
+  });
+});
+
+describe("the run's record", () => {
+  /** A run the app started, and its record as stored. */
+  async function started() {
+    const h = await new Harness().load();
+    await h.label(7);
+    const forge = h.forge();
+    const stored = await forge.loadRun(stateRef('issue-7'));
+    if (!stored) throw new Error('no record');
+    return { h, forge, stored };
+  }
+
+  it('saved though the answer was lost: the retry plugin sends it again, and the save stands', async () => {
+    const { h, forge, stored } = await started();
+    failing(h, 'PATCH', /\/git\/refs\/forkflush/, 502, true);
+    const sha = await forge.saveRun(stateRef('issue-7'), stored.state, stored.files, stored.sha, 'a save');
+    expect(h.gh.refs.get(stateRef('issue-7'))).toBe(sha);
+    expect(h.gh.injected).toHaveLength(1);
+  });
+
+  it('created though the answer was lost (a reset): the repeat is refused, and the ref at this commit is the save', async () => {
+    const { h, forge, stored } = await started();
+    failing(h, 'POST', /\/git\/refs$/, RESET, true);
+    const sha = await forge.saveRun(stateRef('issue-8'), stored.state, stored.files, null, 'a new run');
+    expect(h.gh.refs.get(stateRef('issue-8'))).toBe(sha);
+    expect(h.gh.injected).toHaveLength(1);
+  });
+
+  it('changed by another handler meanwhile: a conflict, as before', async () => {
+    const { h, forge, stored } = await started();
+    h.rewriteRecord('issue-7', (files) => {
+      files.lastNightly = '2026-11-30';
+    });
+    await expect(
+      forge.saveRun(stateRef('issue-7'), stored.state, stored.files, stored.sha, 'late'),
+    ).rejects.toBeInstanceOf(ConflictError);
+  });
+});
+
+describe('a read', () => {
+  it('whose connection was reset is sent again by the retry plugin', async () => {
+    const { h, forge, main } = await github();
+    failing(h, 'GET', /\/git\/ref\//, RESET, false, 2);
+    expect(await forge.refSha('refs/heads/main')).toBe(main);
+    expect(h.gh.injected).toHaveLength(2);
+  });
+});
