@@ -35,6 +35,21 @@ const FLAGS = {
   github: { type: 'boolean', help: 'also write the two workflow files for GitHub' },
   force: { type: 'boolean', help: 'overwrite files that exist' },
   action: { type: 'string', value: 'REPO@REF', help: 'the forkflush Action the workflows use (with --github)' },
+  strategies: { type: 'string', value: 'LIST', help: 'strategies to compare, comma-separated (default: all five)' },
+  seeds: { type: 'string', value: 'N', help: 'runs per strategy, seed i the same for every strategy (default 5)' },
+  variant: {
+    type: 'string',
+    value: 'NAME=KEY=VALUE,...',
+    multiple: true,
+    help: 'a config variant to compare, e.g. one-fork=fork.at=[0.5] (repeatable; replaces compare.variants)',
+  },
+  resume: { type: 'boolean', help: 'continue the newest unfinished one, as it was planned' },
+  runs: { type: 'string', value: 'N', help: 'independent single runs (default 4)' },
+  'budget-each': {
+    type: 'string',
+    value: 'B',
+    help: 'the budget of each probe run (default: two episodes of the planned run)',
+  },
   help: { type: 'boolean', short: 'h', help: 'this text' },
 } satisfies Record<string, Flag>;
 
@@ -99,6 +114,42 @@ export const COMMANDS: CommandSpec[] = [
     examples: [
       'forkflush init',
       "forkflush init . --grader 'node grade.mjs' --agent claude-code --budget 20 --unit usd --yes",
+    ],
+  },
+  {
+    name: 'compare',
+    args: '[DIR]',
+    summary: 'run strategies x seeds at equal budget and report as the paper does (table, chart, significance)',
+    flags: [
+      'config',
+      'strategies',
+      'seeds',
+      'seed',
+      'budget',
+      'branches',
+      'variant',
+      'concurrency',
+      'resume',
+      'dry-run',
+      'json',
+    ],
+    examples: [
+      'forkflush compare .',
+      'forkflush compare . --strategies fork-and-flush,single-run --seeds 3 --budget 200',
+      "forkflush compare . --strategies fork-and-flush --variant two-forks=fork.at='[0.33,0.66]' --variant one-fork=fork.at='[0.5]'",
+      'forkflush compare . --resume',
+    ],
+  },
+  {
+    name: 'probe',
+    args: '[DIR]',
+    summary:
+      'will forking help? short single runs (each a fraction of --budget, the run you plan), their spread, advice',
+    flags: ['config', 'runs', 'budget-each', 'budget', 'seed', 'concurrency', 'resume', 'dry-run', 'json'],
+    examples: [
+      'forkflush probe .',
+      'forkflush probe . --budget 20 --runs 6',
+      'forkflush probe . --budget-each 5 --json',
     ],
   },
   {

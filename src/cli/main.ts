@@ -2,15 +2,20 @@
 // Exit codes: 0 done; 1 the run produced no score, or failed; 2 a mistake in the setup (config,
 // flags, files not committed, an agent that cannot start); 130 interrupted.
 import pkg from '../../package.json' with { type: 'json' };
+import { parseVariantFlag, type Variant } from '../core/compare-config.js';
+import { comparePlan, compareText } from '../core/compare-report.js';
 import { ConfigError, type ConfigOverrides, configJsonSchema, STRATEGIES, type Strategy } from '../core/config.js';
 import { UserError } from '../core/errors.js';
-import { MAX_BRANCHES } from '../core/method.js';
+import { MAX_BRANCHES, MAX_COMPARE_SEEDS } from '../core/method.js';
 import { lineageBranch } from '../core/names.js';
 import { plan, planTable } from '../core/plan.js';
+import { probePlan, probeText } from '../core/probe.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, statusJson, summary, takeHomeLines } from '../core/report.js';
 import { allEpisodes, type RunState } from '../core/state.js';
-import { textTable } from '../core/text.js';
+import { shellQuote, textTable } from '../core/text.js';
+import { type CompareOptions, runCompare } from '../local/compare.js';
+import { runProbe } from '../local/probe.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
@@ -112,6 +117,10 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
       return status(dir, p, io);
     case 'init':
       return initTask(dir, v, io);
+    case 'compare':
+      return compareCommand(dir, p, io);
+    case 'probe':
+      return probeCommand(dir, p, io);
   }
   throw new UserError(`unknown command "${name}"`);
 }
@@ -228,6 +237,131 @@ async function printResult(open: OpenRun, io: Io): Promise<number> {
     return 1;
   }
   return 0;
+}
+
+// compare and probe: the runs in local/compare.ts and local/probe.ts, the figures in the core.
+
+async function compareCommand(dir: string, p: Parsed, io: Io): Promise<number> {
+  const v = p.values;
+  const out = v.json ? io.stderr : io.stdout;
+  const strategies = str(v.strategies)
+    ?.split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  for (const x of strategies ?? [])
+    if (!(STRATEGIES as readonly string[]).includes(x))
+      throw new UserError(`--strategies: "${x}" is not a strategy: use ${STRATEGIES.join(', ')}`);
+  const variants = (Array.isArray(v.variant) ? v.variant : []).map((text): Variant => {
+    const r = parseVariantFlag(text);
+    if ('problem' in r) throw new UserError(r.problem);
+    return r;
+  });
+  if (new Set(variants.map((x) => x.name)).size < variants.length) throw new UserError('--variant: names must differ');
+  const o: Omit<CompareOptions, 'log'> = {
+    ...shared(dir, p, io),
+    kind: 'compare',
+    ...(strategies ? { strategies: strategies as Strategy[] } : {}),
+    ...(v.seeds !== undefined ? { seeds: integer('--seeds', str(v.seeds) ?? '', 1, MAX_COMPARE_SEEDS) } : {}),
+    ...(variants.length > 0 ? { variants } : {}),
+    ...(v.branches !== undefined ? { branches: integer('--branches', str(v.branches) ?? '', 1, MAX_BRANCHES) } : {}),
+  };
+  const c = await runCompare({ ...o, log: (line) => out.write(`${line}\n`) });
+  const r = c.results;
+  if (v['dry-run']) {
+    out.write(
+      `${comparePlan(c.manifest, r, c.resumed)}\nthe checks passed; no agent was started. Run it: forkflush compare ${dir}${argvTail(p)}\n`,
+    );
+    return 0;
+  }
+  return finishCompare(c, `${compareText(r)}\n`, r, dir, io, v.json === true);
+}
+
+async function probeCommand(dir: string, p: Parsed, io: Io): Promise<number> {
+  const v = p.values;
+  const out = v.json ? io.stderr : io.stdout;
+  const budgetEach =
+    v['budget-each'] !== undefined ? positive('--budget-each', str(v['budget-each']) ?? '') : undefined;
+  const probe = await runProbe({
+    ...shared(dir, p, io),
+    ...(v.runs !== undefined ? { runs: integer('--runs', str(v.runs) ?? '', 2, MAX_COMPARE_SEEDS) } : {}),
+    ...(budgetEach !== undefined ? { budgetEach } : {}),
+    log: (line) => out.write(`${line}\n`),
+  });
+  const { outcome: c, analysis, planned, budgetEach: each } = probe;
+  if (v['dry-run']) {
+    const plan = probePlan({
+      runs: c.manifest.entries.length,
+      each,
+      planned,
+      unit: c.results.budget.unit,
+      initial: c.results.initial,
+    });
+    out.write(
+      `${c.manifest.id}: ${plan}\nthe checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTail(p)}\n`,
+    );
+    return 0;
+  }
+  const json = { ...c.results, probe: analysis };
+  return finishCompare(c, `${probeText(analysis)}\n`, json, dir, io, v.json === true);
+}
+
+function shared(dir: string, p: Parsed, io: Io) {
+  const v = p.values;
+  if (
+    v.resume &&
+    ['strategies', 'seeds', 'variant', 'budget', 'branches', 'seed', 'runs', 'budget-each'].some(
+      (k) => v[k as keyof typeof v] !== undefined,
+    )
+  )
+    throw new UserError(
+      '--resume continues it as it was planned: drop the other flags (all but --config, --concurrency and --json)',
+    );
+  return {
+    dir,
+    ...(v.config ? { configFile: str(v.config) } : {}),
+    ...(v.seed !== undefined ? { seed: integer('--seed', str(v.seed) ?? '', 0, 2 ** 31 - MAX_COMPARE_SEEDS) } : {}),
+    ...(v.budget !== undefined ? { budget: positive('--budget', str(v.budget) ?? '') } : {}),
+    ...(v.concurrency !== undefined ? { concurrency: integer('--concurrency', str(v.concurrency) ?? '', 1) } : {}),
+    resume: v.resume === true,
+    dryRun: v['dry-run'] === true,
+    now: io.now,
+    ...(io.env ? { env: io.env } : {}),
+    ...(io.signal ? { signal: io.signal } : {}),
+  };
+}
+
+/** The end of compare and probe: the figures, where the files are, how to go on; the exit code. */
+function finishCompare(
+  c: Awaited<ReturnType<typeof runCompare>>,
+  text: string,
+  json: object,
+  dir: string,
+  io: Io,
+  asJson: boolean,
+): number {
+  const kind = c.manifest.kind;
+  if (asJson) io.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  else
+    io.stdout.write(
+      `\n${text}\nresults: ${c.folder}/results.json\nreport:  ${c.folder}/report.md\nchart:   ${c.folder}/chart.svg\n`,
+    );
+  if (c.code === 2)
+    io.stderr.write(`forkflush: ${c.message}\nfix it, then continue with: forkflush ${kind} ${dir} --resume\n`);
+  if (c.code === 130)
+    io.stderr.write(`\ninterrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --resume\n`);
+  if (c.code === 1) io.stderr.write(`forkflush: no run of the ${kind} got a score: see each run's report.md\n`);
+  return c.code;
+}
+
+/** The flags of this command line, for the command that runs what a dry run checked. */
+function argvTail(p: Parsed): string {
+  const parts: string[] = [];
+  for (const [k, val] of Object.entries(p.values)) {
+    if (k === 'dry-run' || val === false || val === undefined) continue;
+    for (const x of Array.isArray(val) ? val : [val])
+      parts.push(x === true ? `--${k}` : `--${k} ${shellQuote(String(x))}`);
+  }
+  return parts.length > 0 ? ` ${parts.join(' ')}` : '';
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);

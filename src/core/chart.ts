@@ -281,3 +281,8 @@ export function ticks(lo: number, hi: number, count = 5): number[] {
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
+
+// ------------------------------------------------------------------------------------------------
+// For the comparison chart (core/compare-chart.ts): the same marks as this one.
+
+export { cross as crossMark, dot as dotMark, star as starMark };
