@@ -1388,10 +1388,10 @@ var require_util = __commonJS({
       }
       obj[kListeners] = null;
     }
-    function errorRequest2(client, request9, err) {
+    function errorRequest2(client, request2, err) {
       try {
-        request9.onError(err);
-        assert2(request9.aborted);
+        request2.onError(err);
+        assert2(request2.aborted);
       } catch (err2) {
         client.emit("error", err2);
       }
@@ -1965,7 +1965,7 @@ var require_request = __commonJS({
         return this;
       }
     };
-    function processHeader(request9, key, val) {
+    function processHeader(request2, key, val) {
       if (val && (typeof val === "object" && !Array.isArray(val))) {
         throw new InvalidArgumentError(`invalid ${key} header`);
       } else if (val === void 0) {
@@ -2012,24 +2012,24 @@ var require_request = __commonJS({
         }
       }
       if (headerName === "host") {
-        if (request9.host !== null) {
+        if (request2.host !== null) {
           throw new InvalidArgumentError("duplicate host header");
         }
         if (typeof val !== "string") {
           throw new InvalidArgumentError("invalid host header");
         }
-        request9.host = val;
+        request2.host = val;
       } else if (headerName === "content-length") {
-        if (request9.contentLength !== null) {
+        if (request2.contentLength !== null) {
           throw new InvalidArgumentError("duplicate content-length header");
         }
-        request9.contentLength = parseInt(val, 10);
-        if (!Number.isFinite(request9.contentLength)) {
+        request2.contentLength = parseInt(val, 10);
+        if (!Number.isFinite(request2.contentLength)) {
           throw new InvalidArgumentError("invalid content-length header");
         }
-      } else if (request9.contentType === null && headerName === "content-type") {
-        request9.contentType = val;
-        request9.headers.push(key, val);
+      } else if (request2.contentType === null && headerName === "content-type") {
+        request2.contentType = val;
+        request2.headers.push(key, val);
       } else if (headerName === "transfer-encoding" || headerName === "keep-alive" || headerName === "upgrade") {
         throw new InvalidArgumentError(`invalid ${headerName} header`);
       } else if (headerName === "connection") {
@@ -2038,12 +2038,12 @@ var require_request = __commonJS({
           throw new InvalidArgumentError("invalid connection header");
         }
         if (value === "close") {
-          request9.reset = true;
+          request2.reset = true;
         }
       } else if (headerName === "expect") {
         throw new NotSupportedError("expect header not supported");
       } else {
-        request9.headers.push(key, val);
+        request2.headers.push(key, val);
       }
     }
     module2.exports = Request;
@@ -2522,7 +2522,7 @@ var require_connect = __commonJS({
     var util = require_util();
     var { InvalidArgumentError, ConnectTimeoutError } = require_errors();
     var timers = require_timers();
-    function noop11() {
+    function noop4() {
     }
     var tls;
     var SessionCache;
@@ -2647,7 +2647,7 @@ var require_connect = __commonJS({
     }
     var setupConnectTimeout = process.platform === "win32" ? (socketWeakRef, opts) => {
       if (!opts.timeout) {
-        return noop11;
+        return noop4;
       }
       let s1 = null;
       let s2 = null;
@@ -2663,7 +2663,7 @@ var require_connect = __commonJS({
       };
     } : (socketWeakRef, opts) => {
       if (!opts.timeout) {
-        return noop11;
+        return noop4;
       }
       let s1 = null;
       const fastTimer = timers.setFastTimeout(() => {
@@ -4133,11 +4133,11 @@ var require_util2 = __commonJS({
     function normalizeBinaryStringToUtf8(value) {
       return Buffer.from(value, "binary").toString("utf8");
     }
-    function requestCurrentURL(request9) {
-      return request9.urlList[request9.urlList.length - 1];
+    function requestCurrentURL(request2) {
+      return request2.urlList[request2.urlList.length - 1];
     }
-    function requestBadPort(request9) {
-      const url2 = requestCurrentURL(request9);
+    function requestBadPort(request2) {
+      const url2 = requestCurrentURL(request2);
       if (urlIsHttpHttpsScheme(url2) && badPortsSet.has(url2.port)) {
         return "blocked";
       }
@@ -4161,7 +4161,7 @@ var require_util2 = __commonJS({
     function isValidHeaderValue(potentialValue) {
       return (potentialValue[0] === "	" || potentialValue[0] === " " || potentialValue[potentialValue.length - 1] === "	" || potentialValue[potentialValue.length - 1] === " " || potentialValue.includes("\n") || potentialValue.includes("\r") || potentialValue.includes("\0")) === false;
     }
-    function setRequestReferrerPolicyOnRedirect(request9, actualResponse) {
+    function setRequestReferrerPolicyOnRedirect(request2, actualResponse) {
       const { headersList } = actualResponse;
       const policyHeader = (headersList.get("referrer-policy", true) ?? "").split(",");
       let policy = "";
@@ -4175,7 +4175,7 @@ var require_util2 = __commonJS({
         }
       }
       if (policy !== "") {
-        request9.referrerPolicy = policy;
+        request2.referrerPolicy = policy;
       }
     }
     function crossOriginResourcePolicyCheck() {
@@ -4192,33 +4192,33 @@ var require_util2 = __commonJS({
       header = httpRequest.mode;
       httpRequest.headersList.set("sec-fetch-mode", header, true);
     }
-    function appendRequestOriginHeader(request9) {
-      let serializedOrigin = request9.origin;
+    function appendRequestOriginHeader(request2) {
+      let serializedOrigin = request2.origin;
       if (serializedOrigin === "client" || serializedOrigin === void 0) {
         return;
       }
-      if (request9.responseTainting === "cors" || request9.mode === "websocket") {
-        request9.headersList.append("origin", serializedOrigin, true);
-      } else if (request9.method !== "GET" && request9.method !== "HEAD") {
-        switch (request9.referrerPolicy) {
+      if (request2.responseTainting === "cors" || request2.mode === "websocket") {
+        request2.headersList.append("origin", serializedOrigin, true);
+      } else if (request2.method !== "GET" && request2.method !== "HEAD") {
+        switch (request2.referrerPolicy) {
           case "no-referrer":
             serializedOrigin = null;
             break;
           case "no-referrer-when-downgrade":
           case "strict-origin":
           case "strict-origin-when-cross-origin":
-            if (request9.origin && urlHasHttpsScheme(request9.origin) && !urlHasHttpsScheme(requestCurrentURL(request9))) {
+            if (request2.origin && urlHasHttpsScheme(request2.origin) && !urlHasHttpsScheme(requestCurrentURL(request2))) {
               serializedOrigin = null;
             }
             break;
           case "same-origin":
-            if (!sameOrigin(request9, requestCurrentURL(request9))) {
+            if (!sameOrigin(request2, requestCurrentURL(request2))) {
               serializedOrigin = null;
             }
             break;
           default:
         }
-        request9.headersList.append("origin", serializedOrigin, true);
+        request2.headersList.append("origin", serializedOrigin, true);
       }
     }
     function coarsenTime(timestamp, crossOriginIsolatedCapability) {
@@ -4272,26 +4272,26 @@ var require_util2 = __commonJS({
         referrerPolicy: policyContainer.referrerPolicy
       };
     }
-    function determineRequestsReferrer(request9) {
-      const policy = request9.referrerPolicy;
+    function determineRequestsReferrer(request2) {
+      const policy = request2.referrerPolicy;
       assert2(policy);
       let referrerSource = null;
-      if (request9.referrer === "client") {
+      if (request2.referrer === "client") {
         const globalOrigin = getGlobalOrigin();
         if (!globalOrigin || globalOrigin.origin === "null") {
           return "no-referrer";
         }
         referrerSource = new URL(globalOrigin);
-      } else if (request9.referrer instanceof URL) {
-        referrerSource = request9.referrer;
+      } else if (request2.referrer instanceof URL) {
+        referrerSource = request2.referrer;
       }
       let referrerURL = stripURLForReferrer(referrerSource);
       const referrerOrigin = stripURLForReferrer(referrerSource, true);
       if (referrerURL.toString().length > 4096) {
         referrerURL = referrerOrigin;
       }
-      const areSameOrigin = sameOrigin(request9, referrerURL);
-      const isNonPotentiallyTrustWorthy = isURLPotentiallyTrustworthy(referrerURL) && !isURLPotentiallyTrustworthy(request9.url);
+      const areSameOrigin = sameOrigin(request2, referrerURL);
+      const isNonPotentiallyTrustWorthy = isURLPotentiallyTrustworthy(referrerURL) && !isURLPotentiallyTrustworthy(request2.url);
       switch (policy) {
         case "origin":
           return referrerOrigin != null ? referrerOrigin : stripURLForReferrer(referrerSource, true);
@@ -4302,7 +4302,7 @@ var require_util2 = __commonJS({
         case "origin-when-cross-origin":
           return areSameOrigin ? referrerURL : referrerOrigin;
         case "strict-origin-when-cross-origin": {
-          const currentURL = requestCurrentURL(request9);
+          const currentURL = requestCurrentURL(request2);
           if (sameOrigin(referrerURL, currentURL)) {
             return referrerURL;
           }
@@ -4463,7 +4463,7 @@ var require_util2 = __commonJS({
       }
       return true;
     }
-    function tryUpgradeRequestToAPotentiallyTrustworthyURL(request9) {
+    function tryUpgradeRequestToAPotentiallyTrustworthyURL(request2) {
     }
     function sameOrigin(A, B) {
       if (A.origin === B.origin && A.origin === "null") {
@@ -5454,7 +5454,7 @@ var require_body = __commonJS({
       random = (max) => Math.floor(Math.random(max));
     }
     var textEncoder = new TextEncoder();
-    function noop11() {
+    function noop4() {
     }
     var hasFinalizationRegistry = globalThis.FinalizationRegistry && process.version.indexOf("v18") !== 0;
     var streamRegistry;
@@ -5462,7 +5462,7 @@ var require_body = __commonJS({
       streamRegistry = new FinalizationRegistry((weakRef) => {
         const stream = weakRef.deref();
         if (stream && !stream.locked && !isDisturbed(stream) && !isErrored(stream)) {
-          stream.cancel("Response object has been garbage collected").catch(noop11);
+          stream.cancel("Response object has been garbage collected").catch(noop4);
         }
       });
     }
@@ -6032,11 +6032,11 @@ var require_client_h1 = __commonJS({
           util.destroy(socket, new SocketError("bad response", util.getSocketInfo(socket)));
           return -1;
         }
-        const request9 = client[kQueue][client[kRunningIdx]];
-        if (!request9) {
+        const request2 = client[kQueue][client[kRunningIdx]];
+        if (!request2) {
           return -1;
         }
-        request9.onResponseStarted();
+        request2.onResponseStarted();
       }
       onHeaderField(buf) {
         const len = this.headers.length;
@@ -6081,9 +6081,9 @@ var require_client_h1 = __commonJS({
         assert2(!socket.destroyed);
         assert2(!this.paused);
         assert2((headers.length & 1) === 0);
-        const request9 = client[kQueue][client[kRunningIdx]];
-        assert2(request9);
-        assert2(request9.upgrade || request9.method === "CONNECT");
+        const request2 = client[kQueue][client[kRunningIdx]];
+        assert2(request2);
+        assert2(request2.upgrade || request2.method === "CONNECT");
         this.statusCode = null;
         this.statusText = "";
         this.shouldKeepAlive = null;
@@ -6100,9 +6100,9 @@ var require_client_h1 = __commonJS({
         client[kQueue][client[kRunningIdx]++] = null;
         client.emit("disconnect", client[kUrl], [client], new InformationalError("upgrade"));
         try {
-          request9.onUpgrade(statusCode, headers, socket, statusText);
+          request2.onUpgrade(statusCode, headers, socket, statusText);
         } catch (error63) {
-          util.errorRequest(client, request9, error63);
+          util.errorRequest(client, request2, error63);
           util.destroy(socket, error63);
         }
         client[kResume]();
@@ -6116,8 +6116,8 @@ var require_client_h1 = __commonJS({
           util.destroy(socket, new SocketError("bad response", util.getSocketInfo(socket)));
           return -1;
         }
-        const request9 = client[kQueue][client[kRunningIdx]];
-        if (!request9) {
+        const request2 = client[kQueue][client[kRunningIdx]];
+        if (!request2) {
           return -1;
         }
         assert2(!this.upgrade);
@@ -6126,23 +6126,23 @@ var require_client_h1 = __commonJS({
           util.destroy(socket, new SocketError("bad response", util.getSocketInfo(socket)));
           return -1;
         }
-        if (upgrade && !request9.upgrade) {
+        if (upgrade && !request2.upgrade) {
           util.destroy(socket, new SocketError("bad upgrade", util.getSocketInfo(socket)));
           return -1;
         }
         assert2(this.timeoutType === TIMEOUT_HEADERS);
         this.statusCode = statusCode;
         this.shouldKeepAlive = shouldKeepAlive || // Override llhttp value which does not allow keepAlive for HEAD.
-        request9.method === "HEAD" && !socket[kReset] && this.connection.toLowerCase() === "keep-alive";
+        request2.method === "HEAD" && !socket[kReset] && this.connection.toLowerCase() === "keep-alive";
         if (this.statusCode >= 200) {
-          const bodyTimeout = request9.bodyTimeout != null ? request9.bodyTimeout : client[kBodyTimeout];
+          const bodyTimeout = request2.bodyTimeout != null ? request2.bodyTimeout : client[kBodyTimeout];
           this.setTimeout(bodyTimeout, TIMEOUT_BODY);
         } else if (this.timeout) {
           if (this.timeout.refresh) {
             this.timeout.refresh();
           }
         }
-        if (request9.method === "CONNECT") {
+        if (request2.method === "CONNECT") {
           assert2(client[kRunning] === 1);
           this.upgrade = true;
           return 2;
@@ -6173,11 +6173,11 @@ var require_client_h1 = __commonJS({
         } else {
           socket[kReset] = true;
         }
-        const pause = request9.onHeaders(statusCode, headers, this.resume, statusText) === false;
-        if (request9.aborted) {
+        const pause = request2.onHeaders(statusCode, headers, this.resume, statusText) === false;
+        if (request2.aborted) {
           return -1;
         }
-        if (request9.method === "HEAD") {
+        if (request2.method === "HEAD") {
           return 1;
         }
         if (statusCode < 200) {
@@ -6194,8 +6194,8 @@ var require_client_h1 = __commonJS({
         if (socket.destroyed) {
           return -1;
         }
-        const request9 = client[kQueue][client[kRunningIdx]];
-        assert2(request9);
+        const request2 = client[kQueue][client[kRunningIdx]];
+        assert2(request2);
         assert2(this.timeoutType === TIMEOUT_BODY);
         if (this.timeout) {
           if (this.timeout.refresh) {
@@ -6208,7 +6208,7 @@ var require_client_h1 = __commonJS({
           return -1;
         }
         this.bytesRead += buf.length;
-        if (request9.onData(buf) === false) {
+        if (request2.onData(buf) === false) {
           return constants3.ERROR.PAUSED;
         }
       }
@@ -6222,8 +6222,8 @@ var require_client_h1 = __commonJS({
         }
         assert2(statusCode >= 100);
         assert2((this.headers.length & 1) === 0);
-        const request9 = client[kQueue][client[kRunningIdx]];
-        assert2(request9);
+        const request2 = client[kQueue][client[kRunningIdx]];
+        assert2(request2);
         this.statusCode = null;
         this.statusText = "";
         this.bytesRead = 0;
@@ -6235,11 +6235,11 @@ var require_client_h1 = __commonJS({
         if (statusCode < 200) {
           return;
         }
-        if (request9.method !== "HEAD" && contentLength && bytesRead !== parseInt(contentLength, 10)) {
+        if (request2.method !== "HEAD" && contentLength && bytesRead !== parseInt(contentLength, 10)) {
           util.destroy(socket, new ResponseContentLengthMismatchError());
           return -1;
         }
-        request9.onComplete(headers);
+        request2.onComplete(headers);
         client[kQueue][client[kRunningIdx]++] = null;
         socket[kSocketUsed] = true;
         if (socket[kWriting]) {
@@ -6337,13 +6337,13 @@ var require_client_h1 = __commonJS({
           assert2(client2[kPending] === 0);
           const requests = client2[kQueue].splice(client2[kRunningIdx]);
           for (let i = 0; i < requests.length; i++) {
-            const request9 = requests[i];
-            util.errorRequest(client2, request9, err);
+            const request2 = requests[i];
+            util.errorRequest(client2, request2, err);
           }
         } else if (client2[kRunning] > 0 && err.code !== "UND_ERR_INFO") {
-          const request9 = client2[kQueue][client2[kRunningIdx]];
+          const request2 = client2[kQueue][client2[kRunningIdx]];
           client2[kQueue][client2[kRunningIdx]++] = null;
-          util.errorRequest(client2, request9, err);
+          util.errorRequest(client2, request2, err);
         }
         client2[kPendingIdx] = client2[kRunningIdx];
         assert2(client2[kRunning] === 0);
@@ -6373,18 +6373,18 @@ var require_client_h1 = __commonJS({
         get destroyed() {
           return socket.destroyed;
         },
-        busy(request9) {
+        busy(request2) {
           if (socket[kWriting] || socket[kReset] || socket[kBlocking] || socket[kIdleSocketValidation] === 1) {
             return true;
           }
-          if (request9) {
-            if (client[kRunning] > 0 && !request9.idempotent) {
+          if (request2) {
+            if (client[kRunning] > 0 && !request2.idempotent) {
               return true;
             }
-            if (client[kRunning] > 0 && (request9.upgrade || request9.method === "CONNECT")) {
+            if (client[kRunning] > 0 && (request2.upgrade || request2.method === "CONNECT")) {
               return true;
             }
-            if (client[kRunning] > 0 && util.bodyLength(request9.body) !== 0 && (util.isStream(request9.body) || util.isAsyncIterable(request9.body) || util.isFormDataLike(request9.body))) {
+            if (client[kRunning] > 0 && util.bodyLength(request2.body) !== 0 && (util.isStream(request2.body) || util.isAsyncIterable(request2.body) || util.isFormDataLike(request2.body))) {
               return true;
             }
           }
@@ -6450,8 +6450,8 @@ var require_client_h1 = __commonJS({
           }
         } else if (client[kRunning] > 0 && socket[kParser].statusCode < 200) {
           if (socket[kParser].timeoutType !== TIMEOUT_HEADERS) {
-            const request9 = client[kQueue][client[kRunningIdx]];
-            const headersTimeout = request9.headersTimeout != null ? request9.headersTimeout : client[kHeadersTimeout];
+            const request2 = client[kQueue][client[kRunningIdx]];
+            const headersTimeout = request2.headersTimeout != null ? request2.headersTimeout : client[kHeadersTimeout];
             socket[kParser].setTimeout(headersTimeout, TIMEOUT_HEADERS);
           }
         }
@@ -6460,26 +6460,26 @@ var require_client_h1 = __commonJS({
     function shouldSendContentLength(method) {
       return method !== "GET" && method !== "HEAD" && method !== "OPTIONS" && method !== "TRACE" && method !== "CONNECT";
     }
-    function writeH1(client, request9) {
-      const { method, path: path2, host, upgrade, blocking, reset } = request9;
-      let { body, headers, contentLength } = request9;
+    function writeH1(client, request2) {
+      const { method, path: path2, host, upgrade, blocking, reset } = request2;
+      let { body, headers, contentLength } = request2;
       const expectsPayload = method === "PUT" || method === "POST" || method === "PATCH" || method === "QUERY" || method === "PROPFIND" || method === "PROPPATCH";
       if (util.isFormDataLike(body)) {
         if (!extractBody) {
           extractBody = require_body().extractBody;
         }
         const [bodyStream, contentType] = extractBody(body);
-        if (request9.contentType == null) {
+        if (request2.contentType == null) {
           headers.push("content-type", contentType);
         }
         body = bodyStream.stream;
         contentLength = bodyStream.length;
-      } else if (util.isBlobLike(body) && request9.contentType == null) {
+      } else if (util.isBlobLike(body) && request2.contentType == null) {
         const contentType = body.type;
         if (contentType) {
           const contentTypeValue = `${contentType}`;
           if (!util.isValidHeaderValue(contentTypeValue)) {
-            util.errorRequest(client, request9, new InvalidArgumentError("invalid content-type header"));
+            util.errorRequest(client, request2, new InvalidArgumentError("invalid content-type header"));
             return false;
           }
           headers.push("content-type", contentTypeValue);
@@ -6491,14 +6491,14 @@ var require_client_h1 = __commonJS({
       const bodyLength = util.bodyLength(body);
       contentLength = bodyLength ?? contentLength;
       if (contentLength === null) {
-        contentLength = request9.contentLength;
+        contentLength = request2.contentLength;
       }
       if (contentLength === 0 && !expectsPayload) {
         contentLength = null;
       }
-      if (shouldSendContentLength(method) && contentLength > 0 && request9.contentLength !== null && request9.contentLength !== contentLength) {
+      if (shouldSendContentLength(method) && contentLength > 0 && request2.contentLength !== null && request2.contentLength !== contentLength) {
         if (client[kStrictContentLength]) {
-          util.errorRequest(client, request9, new RequestContentLengthMismatchError());
+          util.errorRequest(client, request2, new RequestContentLengthMismatchError());
           return false;
         }
         process.emitWarning(new RequestContentLengthMismatchError());
@@ -6506,25 +6506,25 @@ var require_client_h1 = __commonJS({
       const socket = client[kSocket];
       clearIdleSocketValidation(socket);
       const abort = (error63) => {
-        if (request9.aborted) {
+        if (request2.aborted) {
           return;
         }
-        if (request9.completed) {
-          if (request9.upgrade || request9.method === "CONNECT") {
+        if (request2.completed) {
+          if (request2.upgrade || request2.method === "CONNECT") {
             util.destroy(socket, new InformationalError("aborted"));
           }
           return;
         }
-        util.errorRequest(client, request9, error63 || new RequestAbortedError());
+        util.errorRequest(client, request2, error63 || new RequestAbortedError());
         util.destroy(body);
         util.destroy(socket, new InformationalError("aborted"));
       };
       try {
-        request9.onConnect(abort);
+        request2.onConnect(abort);
       } catch (err) {
-        util.errorRequest(client, request9, err);
+        util.errorRequest(client, request2, err);
       }
-      if (request9.aborted) {
+      if (request2.aborted) {
         return false;
       }
       if (method === "HEAD") {
@@ -6575,31 +6575,31 @@ upgrade: ${upgrade}\r
         }
       }
       if (channels.sendHeaders.hasSubscribers) {
-        channels.sendHeaders.publish({ request: request9, headers: header, socket });
+        channels.sendHeaders.publish({ request: request2, headers: header, socket });
       }
       if (!body || bodyLength === 0) {
-        writeBuffer(abort, null, client, request9, socket, contentLength, header, expectsPayload);
+        writeBuffer(abort, null, client, request2, socket, contentLength, header, expectsPayload);
       } else if (util.isBuffer(body)) {
-        writeBuffer(abort, body, client, request9, socket, contentLength, header, expectsPayload);
+        writeBuffer(abort, body, client, request2, socket, contentLength, header, expectsPayload);
       } else if (util.isBlobLike(body)) {
         if (typeof body.stream === "function") {
-          writeIterable(abort, body.stream(), client, request9, socket, contentLength, header, expectsPayload);
+          writeIterable(abort, body.stream(), client, request2, socket, contentLength, header, expectsPayload);
         } else {
-          writeBlob(abort, body, client, request9, socket, contentLength, header, expectsPayload);
+          writeBlob(abort, body, client, request2, socket, contentLength, header, expectsPayload);
         }
       } else if (util.isStream(body)) {
-        writeStream(abort, body, client, request9, socket, contentLength, header, expectsPayload);
+        writeStream(abort, body, client, request2, socket, contentLength, header, expectsPayload);
       } else if (util.isIterable(body)) {
-        writeIterable(abort, body, client, request9, socket, contentLength, header, expectsPayload);
+        writeIterable(abort, body, client, request2, socket, contentLength, header, expectsPayload);
       } else {
         assert2(false);
       }
       return true;
     }
-    function writeStream(abort, body, client, request9, socket, contentLength, header, expectsPayload) {
+    function writeStream(abort, body, client, request2, socket, contentLength, header, expectsPayload) {
       assert2(contentLength !== 0 || client[kRunning] === 0, "stream body cannot be pipelined");
       let finished = false;
-      const writer = new AsyncWriter({ abort, socket, request: request9, contentLength, client, expectsPayload, header });
+      const writer = new AsyncWriter({ abort, socket, request: request2, contentLength, client, expectsPayload, header });
       const onData = function(chunk) {
         if (finished) {
           return;
@@ -6665,7 +6665,7 @@ upgrade: ${upgrade}\r
         setImmediate(onClose);
       }
     }
-    function writeBuffer(abort, body, client, request9, socket, contentLength, header, expectsPayload) {
+    function writeBuffer(abort, body, client, request2, socket, contentLength, header, expectsPayload) {
       try {
         if (!body) {
           if (contentLength === 0) {
@@ -6685,18 +6685,18 @@ upgrade: ${upgrade}\r
 `, "latin1");
           socket.write(body);
           socket.uncork();
-          request9.onBodySent(body);
-          if (!expectsPayload && request9.reset !== false) {
+          request2.onBodySent(body);
+          if (!expectsPayload && request2.reset !== false) {
             socket[kReset] = true;
           }
         }
-        request9.onRequestSent();
+        request2.onRequestSent();
         client[kResume]();
       } catch (err) {
         abort(err);
       }
     }
-    async function writeBlob(abort, body, client, request9, socket, contentLength, header, expectsPayload) {
+    async function writeBlob(abort, body, client, request2, socket, contentLength, header, expectsPayload) {
       assert2(contentLength === body.size, "blob body must have content length");
       try {
         if (contentLength != null && contentLength !== body.size) {
@@ -6709,9 +6709,9 @@ upgrade: ${upgrade}\r
 `, "latin1");
         socket.write(buffer);
         socket.uncork();
-        request9.onBodySent(buffer);
-        request9.onRequestSent();
-        if (!expectsPayload && request9.reset !== false) {
+        request2.onBodySent(buffer);
+        request2.onRequestSent();
+        if (!expectsPayload && request2.reset !== false) {
           socket[kReset] = true;
         }
         client[kResume]();
@@ -6719,7 +6719,7 @@ upgrade: ${upgrade}\r
         abort(err);
       }
     }
-    async function writeIterable(abort, body, client, request9, socket, contentLength, header, expectsPayload) {
+    async function writeIterable(abort, body, client, request2, socket, contentLength, header, expectsPayload) {
       assert2(contentLength !== 0 || client[kRunning] === 0, "iterator body cannot be pipelined");
       let callback = null;
       function onDrain() {
@@ -6738,7 +6738,7 @@ upgrade: ${upgrade}\r
         }
       });
       socket.on("close", onDrain).on("drain", onDrain);
-      const writer = new AsyncWriter({ abort, socket, request: request9, contentLength, client, expectsPayload, header });
+      const writer = new AsyncWriter({ abort, socket, request: request2, contentLength, client, expectsPayload, header });
       try {
         for await (const chunk of body) {
           if (socket[kError]) {
@@ -6756,9 +6756,9 @@ upgrade: ${upgrade}\r
       }
     }
     var AsyncWriter = class {
-      constructor({ abort, socket, request: request9, contentLength, client, expectsPayload, header }) {
+      constructor({ abort, socket, request: request2, contentLength, client, expectsPayload, header }) {
         this.socket = socket;
-        this.request = request9;
+        this.request = request2;
         this.contentLength = contentLength;
         this.client = client;
         this.bytesWritten = 0;
@@ -6768,7 +6768,7 @@ upgrade: ${upgrade}\r
         socket[kWriting] = true;
       }
       write(chunk) {
-        const { socket, request: request9, contentLength, client, bytesWritten, expectsPayload, header } = this;
+        const { socket, request: request2, contentLength, client, bytesWritten, expectsPayload, header } = this;
         if (socket[kError]) {
           throw socket[kError];
         }
@@ -6787,7 +6787,7 @@ upgrade: ${upgrade}\r
         }
         socket.cork();
         if (bytesWritten === 0) {
-          if (!expectsPayload && request9.reset !== false) {
+          if (!expectsPayload && request2.reset !== false) {
             socket[kReset] = true;
           }
           if (contentLength === null) {
@@ -6807,7 +6807,7 @@ ${len.toString(16)}\r
         this.bytesWritten += len;
         const ret = socket.write(chunk);
         socket.uncork();
-        request9.onBodySent(chunk);
+        request2.onBodySent(chunk);
         if (!ret) {
           if (socket[kParser].timeout && socket[kParser].timeoutType === TIMEOUT_HEADERS) {
             if (socket[kParser].timeout.refresh) {
@@ -6818,8 +6818,8 @@ ${len.toString(16)}\r
         return ret;
       }
       end() {
-        const { socket, contentLength, client, bytesWritten, expectsPayload, header, request: request9 } = this;
-        request9.onRequestSent();
+        const { socket, contentLength, client, bytesWritten, expectsPayload, header, request: request2 } = this;
+        request2.onRequestSent();
         socket[kWriting] = false;
         if (socket[kError]) {
           throw socket[kError];
@@ -6964,8 +6964,8 @@ var require_client_h2 = __commonJS({
           assert2(client2[kPending] === 0);
           const requests = client2[kQueue].splice(client2[kRunningIdx]);
           for (let i = 0; i < requests.length; i++) {
-            const request9 = requests[i];
-            util.errorRequest(client2, request9, err);
+            const request2 = requests[i];
+            util.errorRequest(client2, request2, err);
           }
         }
       });
@@ -7057,9 +7057,9 @@ var require_client_h2 = __commonJS({
       }
       util.destroy(this[kSocket], err);
       if (client[kRunningIdx] < client[kQueue].length) {
-        const request9 = client[kQueue][client[kRunningIdx]];
+        const request2 = client[kQueue][client[kRunningIdx]];
         client[kQueue][client[kRunningIdx]++] = null;
-        util.errorRequest(client, request9, err);
+        util.errorRequest(client, request2, err);
         client[kPendingIdx] = client[kRunningIdx];
       }
       assert2(client[kRunning] === 0);
@@ -7069,12 +7069,12 @@ var require_client_h2 = __commonJS({
     function shouldSendContentLength(method) {
       return method !== "GET" && method !== "HEAD" && method !== "OPTIONS" && method !== "TRACE" && method !== "CONNECT";
     }
-    function writeH2(client, request9) {
+    function writeH2(client, request2) {
       const session = client[kHTTP2Session];
-      const { method, path: path2, host, upgrade, expectContinue, signal, headers: reqHeaders } = request9;
-      let { body } = request9;
+      const { method, path: path2, host, upgrade, expectContinue, signal, headers: reqHeaders } = request2;
+      let { body } = request2;
       if (upgrade) {
-        util.errorRequest(client, request9, new Error("Upgrade not supported for H2"));
+        util.errorRequest(client, request2, new Error("Upgrade not supported for H2"));
         return false;
       }
       const headers = {};
@@ -7098,17 +7098,17 @@ var require_client_h2 = __commonJS({
       headers[HTTP2_HEADER_AUTHORITY] = host || `${hostname3}${port ? `:${port}` : ""}`;
       headers[HTTP2_HEADER_METHOD] = method;
       const abort = (error63) => {
-        if (request9.aborted) {
+        if (request2.aborted) {
           return;
         }
-        if (request9.completed) {
+        if (request2.completed) {
           if (method === "CONNECT" && stream != null) {
             util.destroy(stream, error63 || new RequestAbortedError());
           }
           return;
         }
         error63 = error63 || new RequestAbortedError();
-        util.errorRequest(client, request9, error63);
+        util.errorRequest(client, request2, error63);
         if (stream != null) {
           util.destroy(stream, error63);
         }
@@ -7117,11 +7117,11 @@ var require_client_h2 = __commonJS({
         client[kResume]();
       };
       try {
-        request9.onConnect(abort);
+        request2.onConnect(abort);
       } catch (err) {
-        util.errorRequest(client, request9, err);
+        util.errorRequest(client, request2, err);
       }
-      if (request9.aborted) {
+      if (request2.aborted) {
         return false;
       }
       if (method === "CONNECT") {
@@ -7131,22 +7131,22 @@ var require_client_h2 = __commonJS({
         const onResponse = (headers2) => {
           upgradeResponseFinished = true;
           stream.off(errorMonitor, onUpgradeError);
-          request9.onUpgradeResponse(Number(headers2[HTTP2_HEADER_STATUS]), headers2, parseH2ResponseHeaders);
+          request2.onUpgradeResponse(Number(headers2[HTTP2_HEADER_STATUS]), headers2, parseH2ResponseHeaders);
         };
         const onUpgradeError = (error63) => {
           upgradeResponseFinished = true;
           stream.off("response", onResponse);
-          request9.onUpgradeError(error63);
+          request2.onUpgradeError(error63);
         };
         const onReady = () => {
           try {
-            request9.onUpgrade(null, null, stream);
+            request2.onUpgrade(null, null, stream);
           } catch (error63) {
             stream.off("response", onResponse);
             abort(error63);
             return;
           }
-          if (request9.aborted) {
+          if (request2.aborted) {
             return;
           }
           stream.off("error", abort);
@@ -7158,10 +7158,10 @@ var require_client_h2 = __commonJS({
         ++session[kOpenStreams];
         onReady();
         stream.once("close", () => {
-          if (!upgradeResponseFinished && request9.completed) {
+          if (!upgradeResponseFinished && request2.completed) {
             stream.off("response", onResponse);
             stream.off(errorMonitor, onUpgradeError);
-            request9.onUpgradeError(new InformationalError(`HTTP/2: "stream error" received - code ${stream.rstCode}`));
+            request2.onUpgradeError(new InformationalError(`HTTP/2: "stream error" received - code ${stream.rstCode}`));
           }
           session[kOpenStreams] -= 1;
           if (session[kOpenStreams] === 0) session.unref();
@@ -7183,14 +7183,14 @@ var require_client_h2 = __commonJS({
         contentLength = bodyStream.length;
       }
       if (contentLength == null) {
-        contentLength = request9.contentLength;
+        contentLength = request2.contentLength;
       }
       if (contentLength === 0 || !expectsPayload) {
         contentLength = null;
       }
-      if (shouldSendContentLength(method) && contentLength > 0 && request9.contentLength != null && request9.contentLength !== contentLength) {
+      if (shouldSendContentLength(method) && contentLength > 0 && request2.contentLength != null && request2.contentLength !== contentLength) {
         if (client[kStrictContentLength]) {
-          util.errorRequest(client, request9, new RequestContentLengthMismatchError());
+          util.errorRequest(client, request2, new RequestContentLengthMismatchError());
           return false;
         }
         process.emitWarning(new RequestContentLengthMismatchError());
@@ -7215,25 +7215,25 @@ var require_client_h2 = __commonJS({
       ++session[kOpenStreams];
       stream.once("response", (headers2) => {
         const { [HTTP2_HEADER_STATUS]: statusCode, ...realHeaders } = headers2;
-        request9.onResponseStarted();
-        if (request9.aborted) {
+        request2.onResponseStarted();
+        if (request2.aborted) {
           const err = new RequestAbortedError();
-          util.errorRequest(client, request9, err);
+          util.errorRequest(client, request2, err);
           util.destroy(stream, err);
           return;
         }
-        if (request9.onHeaders(Number(statusCode), parseH2Headers(realHeaders), stream.resume.bind(stream), "") === false) {
+        if (request2.onHeaders(Number(statusCode), parseH2Headers(realHeaders), stream.resume.bind(stream), "") === false) {
           stream.pause();
         }
         stream.on("data", (chunk) => {
-          if (request9.onData(chunk) === false) {
+          if (request2.onData(chunk) === false) {
             stream.pause();
           }
         });
       });
       stream.once("end", () => {
         if (stream.state?.state == null || stream.state.state < 6) {
-          request9.onComplete([]);
+          request2.onComplete([]);
         }
         if (session[kOpenStreams] === 0) {
           session.unref();
@@ -7263,7 +7263,7 @@ var require_client_h2 = __commonJS({
             stream,
             null,
             client,
-            request9,
+            request2,
             client[kSocket],
             contentLength,
             expectsPayload
@@ -7274,7 +7274,7 @@ var require_client_h2 = __commonJS({
             stream,
             body,
             client,
-            request9,
+            request2,
             client[kSocket],
             contentLength,
             expectsPayload
@@ -7286,7 +7286,7 @@ var require_client_h2 = __commonJS({
               stream,
               body.stream(),
               client,
-              request9,
+              request2,
               client[kSocket],
               contentLength,
               expectsPayload
@@ -7297,7 +7297,7 @@ var require_client_h2 = __commonJS({
               stream,
               body,
               client,
-              request9,
+              request2,
               client[kSocket],
               contentLength,
               expectsPayload
@@ -7311,7 +7311,7 @@ var require_client_h2 = __commonJS({
             stream,
             body,
             client,
-            request9,
+            request2,
             contentLength
           );
         } else if (util.isIterable(body)) {
@@ -7320,7 +7320,7 @@ var require_client_h2 = __commonJS({
             stream,
             body,
             client,
-            request9,
+            request2,
             client[kSocket],
             contentLength,
             expectsPayload
@@ -7330,7 +7330,7 @@ var require_client_h2 = __commonJS({
         }
       }
     }
-    function writeBuffer(abort, h2stream, body, client, request9, socket, contentLength, expectsPayload) {
+    function writeBuffer(abort, h2stream, body, client, request2, socket, contentLength, expectsPayload) {
       try {
         if (body != null && util.isBuffer(body)) {
           assert2(contentLength === body.byteLength, "buffer body must have content length");
@@ -7338,18 +7338,18 @@ var require_client_h2 = __commonJS({
           h2stream.write(body);
           h2stream.uncork();
           h2stream.end();
-          request9.onBodySent(body);
+          request2.onBodySent(body);
         }
         if (!expectsPayload) {
           socket[kReset] = true;
         }
-        request9.onRequestSent();
+        request2.onRequestSent();
         client[kResume]();
       } catch (error63) {
         abort(error63);
       }
     }
-    function writeStream(abort, socket, expectsPayload, h2stream, body, client, request9, contentLength) {
+    function writeStream(abort, socket, expectsPayload, h2stream, body, client, request2, contentLength) {
       assert2(contentLength !== 0 || client[kRunning] === 0, "stream body cannot be pipelined");
       const pipe2 = pipeline(
         body,
@@ -7360,7 +7360,7 @@ var require_client_h2 = __commonJS({
             abort(err);
           } else {
             util.removeAllListeners(pipe2);
-            request9.onRequestSent();
+            request2.onRequestSent();
             if (!expectsPayload) {
               socket[kReset] = true;
             }
@@ -7370,10 +7370,10 @@ var require_client_h2 = __commonJS({
       );
       util.addListener(pipe2, "data", onPipeData);
       function onPipeData(chunk) {
-        request9.onBodySent(chunk);
+        request2.onBodySent(chunk);
       }
     }
-    async function writeBlob(abort, h2stream, body, client, request9, socket, contentLength, expectsPayload) {
+    async function writeBlob(abort, h2stream, body, client, request2, socket, contentLength, expectsPayload) {
       assert2(contentLength === body.size, "blob body must have content length");
       try {
         if (contentLength != null && contentLength !== body.size) {
@@ -7384,8 +7384,8 @@ var require_client_h2 = __commonJS({
         h2stream.write(buffer);
         h2stream.uncork();
         h2stream.end();
-        request9.onBodySent(buffer);
-        request9.onRequestSent();
+        request2.onBodySent(buffer);
+        request2.onRequestSent();
         if (!expectsPayload) {
           socket[kReset] = true;
         }
@@ -7394,7 +7394,7 @@ var require_client_h2 = __commonJS({
         abort(err);
       }
     }
-    async function writeIterable(abort, h2stream, body, client, request9, socket, contentLength, expectsPayload) {
+    async function writeIterable(abort, h2stream, body, client, request2, socket, contentLength, expectsPayload) {
       assert2(contentLength !== 0 || client[kRunning] === 0, "iterator body cannot be pipelined");
       let callback = null;
       function onDrain() {
@@ -7419,13 +7419,13 @@ var require_client_h2 = __commonJS({
             throw socket[kError];
           }
           const res = h2stream.write(chunk);
-          request9.onBodySent(chunk);
+          request2.onBodySent(chunk);
           if (!res) {
             await waitForDrain();
           }
         }
         h2stream.end();
-        request9.onRequestSent();
+        request2.onRequestSent();
         if (!expectsPayload) {
           socket[kReset] = true;
         }
@@ -7684,7 +7684,7 @@ var require_client = __commonJS({
     var connectH2 = require_client_h2();
     var deprecatedInterceptorWarned = false;
     var kClosedResolve = /* @__PURE__ */ Symbol("kClosedResolve");
-    var noop11 = () => {
+    var noop4 = () => {
     };
     function getPipelining(client) {
       return client[kPipelining] ?? client[kHTTPContext]?.defaultPipelining ?? 1;
@@ -7873,10 +7873,10 @@ var require_client = __commonJS({
       }
       [kDispatch](opts, handler2) {
         const origin = opts.origin || this[kUrl].origin;
-        const request9 = new Request(origin, opts, handler2);
-        this[kQueue].push(request9);
+        const request2 = new Request(origin, opts, handler2);
+        this[kQueue].push(request2);
         if (this[kResuming]) {
-        } else if (util.bodyLength(request9.body) == null && util.isIterable(request9.body)) {
+        } else if (util.bodyLength(request2.body) == null && util.isIterable(request2.body)) {
           this[kResuming] = 1;
           queueMicrotask(() => resume(this));
         } else {
@@ -7900,8 +7900,8 @@ var require_client = __commonJS({
         return new Promise((resolve) => {
           const requests = this[kQueue].splice(this[kPendingIdx]);
           for (let i = 0; i < requests.length; i++) {
-            const request9 = requests[i];
-            util.errorRequest(this, request9, err);
+            const request2 = requests[i];
+            util.errorRequest(this, request2, err);
           }
           const callback = () => {
             if (this[kClosedResolve]) {
@@ -7926,8 +7926,8 @@ var require_client = __commonJS({
         assert2(client[kPendingIdx] === client[kRunningIdx]);
         const requests = client[kQueue].splice(client[kRunningIdx]);
         for (let i = 0; i < requests.length; i++) {
-          const request9 = requests[i];
-          util.errorRequest(client, request9, err);
+          const request2 = requests[i];
+          util.errorRequest(client, request2, err);
         }
         assert2(client[kSize] === 0);
       }
@@ -7976,14 +7976,14 @@ var require_client = __commonJS({
           });
         });
         if (client.destroyed) {
-          util.destroy(socket.on("error", noop11), new ClientDestroyedError());
+          util.destroy(socket.on("error", noop4), new ClientDestroyedError());
           return;
         }
         assert2(socket);
         try {
           client[kHTTPContext] = socket.alpnProtocol === "h2" ? await connectH2(client, socket) : await connectH1(client, socket);
         } catch (err) {
-          socket.destroy().on("error", noop11);
+          socket.destroy().on("error", noop4);
           throw err;
         }
         client[kConnecting] = false;
@@ -8030,8 +8030,8 @@ var require_client = __commonJS({
         if (err.code === "ERR_TLS_CERT_ALTNAME_INVALID") {
           assert2(client[kRunning] === 0);
           while (client[kPending] > 0 && client[kQueue][client[kPendingIdx]].servername === client[kServerName]) {
-            const request9 = client[kQueue][client[kPendingIdx]++];
-            util.errorRequest(client, request9, err);
+            const request2 = client[kQueue][client[kPendingIdx]++];
+            util.errorRequest(client, request2, err);
           }
         } else {
           onError(client, err);
@@ -8088,12 +8088,12 @@ var require_client = __commonJS({
         if (client[kRunning] >= (getPipelining(client) || 1)) {
           return;
         }
-        const request9 = client[kQueue][client[kPendingIdx]];
-        if (client[kUrl].protocol === "https:" && client[kServerName] !== request9.servername) {
+        const request2 = client[kQueue][client[kPendingIdx]];
+        if (client[kUrl].protocol === "https:" && client[kServerName] !== request2.servername) {
           if (client[kRunning] > 0) {
             return;
           }
-          client[kServerName] = request9.servername;
+          client[kServerName] = request2.servername;
           client[kHTTPContext]?.destroy(new InformationalError("servername changed"), () => {
             client[kHTTPContext] = null;
             resume(client);
@@ -8109,10 +8109,10 @@ var require_client = __commonJS({
         if (client[kHTTPContext].destroyed) {
           return;
         }
-        if (client[kHTTPContext].busy(request9)) {
+        if (client[kHTTPContext].busy(request2)) {
           return;
         }
-        if (!request9.aborted && client[kHTTPContext].write(request9)) {
+        if (!request2.aborted && client[kHTTPContext].write(request2)) {
           client[kPendingIdx]++;
         } else {
           client[kQueue].splice(client[kPendingIdx], 1);
@@ -8727,7 +8727,7 @@ var require_proxy_agent = __commonJS({
     function defaultFactory(origin, opts) {
       return new Pool(origin, opts);
     }
-    var noop11 = () => {
+    var noop4 = () => {
     };
     function defaultAgentFactory(origin, opts) {
       if (opts.connections === 1) {
@@ -8844,7 +8844,7 @@ var require_proxy_agent = __commonJS({
                 servername: this[kProxyTls]?.servername || proxyHostname
               });
               if (statusCode !== 200) {
-                socket.on("error", noop11).destroy();
+                socket.on("error", noop4).destroy();
                 callback(new RequestAbortedError(`Proxy response (${statusCode}) !== 200 when HTTP Tunneling`));
               }
               if (opts2.protocol !== "https:") {
@@ -9460,7 +9460,7 @@ var require_readable = __commonJS({
     var kAbort = /* @__PURE__ */ Symbol("kAbort");
     var kContentType = /* @__PURE__ */ Symbol("kContentType");
     var kContentLength = /* @__PURE__ */ Symbol("kContentLength");
-    var noop11 = () => {
+    var noop4 = () => {
     };
     var BodyReadable = class extends Readable {
       constructor({
@@ -9592,7 +9592,7 @@ var require_readable = __commonJS({
             } else {
               resolve(null);
             }
-          }).on("error", noop11).on("data", function(chunk) {
+          }).on("error", noop4).on("data", function(chunk) {
             limit -= chunk.length;
             if (limit <= 0) {
               this.destroy();
@@ -9962,10 +9962,10 @@ var require_api_request = __commonJS({
         }
       }
     };
-    function request9(opts, callback) {
+    function request2(opts, callback) {
       if (callback === void 0) {
         return new Promise((resolve, reject) => {
-          request9.call(this, opts, (err, data) => {
+          request2.call(this, opts, (err, data) => {
             return err ? reject(err) : resolve(data);
           });
         });
@@ -9980,7 +9980,7 @@ var require_api_request = __commonJS({
         queueMicrotask(() => callback(err, { opaque }));
       }
     }
-    module2.exports = request9;
+    module2.exports = request2;
     module2.exports.RequestHandler = RequestHandler;
   }
 });
@@ -10756,7 +10756,7 @@ var require_mock_utils = __commonJS({
       const headersMatch = matchHeaders(mockDispatch2, headers);
       return pathMatch && methodMatch && bodyMatch && headersMatch;
     }
-    function getResponseData9(data) {
+    function getResponseData2(data) {
       if (Buffer.isBuffer(data)) {
         return data;
       } else if (data instanceof Uint8Array) {
@@ -10876,7 +10876,7 @@ var require_mock_utils = __commonJS({
           body.then((newData) => handleReply(mockDispatches, newData));
           return;
         }
-        const responseData = getResponseData9(body);
+        const responseData = getResponseData2(body);
         const responseHeaders = generateKeyValues(headers);
         const responseTrailers = generateKeyValues(trailers);
         handler2.onConnect?.((err) => handler2.onError(err), null);
@@ -10933,7 +10933,7 @@ var require_mock_utils = __commonJS({
       }
     }
     module2.exports = {
-      getResponseData: getResponseData9,
+      getResponseData: getResponseData2,
       getMockDispatch,
       addMockDispatch,
       deleteMockDispatch,
@@ -10956,7 +10956,7 @@ var require_mock_utils = __commonJS({
 var require_mock_interceptor = __commonJS({
   "node_modules/undici/lib/mock/mock-interceptor.js"(exports2, module2) {
     "use strict";
-    var { getResponseData: getResponseData9, buildKey, addMockDispatch } = require_mock_utils();
+    var { getResponseData: getResponseData2, buildKey, addMockDispatch } = require_mock_utils();
     var {
       kDispatches,
       kDispatchKey,
@@ -11028,7 +11028,7 @@ var require_mock_interceptor = __commonJS({
         this[kContentLength] = false;
       }
       createMockScopeDispatchData({ statusCode, data, responseOptions }) {
-        const responseData = getResponseData9(data);
+        const responseData = getResponseData2(data);
         const contentLength = this[kContentLength] ? { "content-length": responseData.length } : {};
         const headers = { ...this[kDefaultHeaders], ...contentLength, ...responseOptions.headers };
         const trailers = { ...this[kDefaultTrailers], ...responseOptions.trailers };
@@ -12887,7 +12887,7 @@ var require_request2 = __commonJS({
         webidl.argumentLengthCheck(arguments, 1, prefix);
         input2 = webidl.converters.RequestInfo(input2, prefix, "input");
         init2 = webidl.converters.RequestInit(init2, prefix, "init");
-        let request9 = null;
+        let request2 = null;
         let fallbackMode = null;
         const baseUrl = environmentSettingsObject.settingsObject.baseUrl;
         let signal = null;
@@ -12904,18 +12904,18 @@ var require_request2 = __commonJS({
               "Request cannot be constructed from a URL that includes credentials: " + input2
             );
           }
-          request9 = makeRequest({ urlList: [parsedURL] });
+          request2 = makeRequest({ urlList: [parsedURL] });
           fallbackMode = "cors";
         } else {
           this[kDispatcher] = init2.dispatcher || input2[kDispatcher];
           assert2(input2 instanceof _Request);
-          request9 = input2[kState];
+          request2 = input2[kState];
           signal = input2[kSignal];
         }
         const origin = environmentSettingsObject.settingsObject.origin;
         let window2 = "client";
-        if (request9.window?.constructor?.name === "EnvironmentSettingsObject" && sameOrigin(request9.window, origin)) {
-          window2 = request9.window;
+        if (request2.window?.constructor?.name === "EnvironmentSettingsObject" && sameOrigin(request2.window, origin)) {
+          window2 = request2.window;
         }
         if (init2.window != null) {
           throw new TypeError(`'window' option '${window2}' must be null`);
@@ -12923,66 +12923,66 @@ var require_request2 = __commonJS({
         if ("window" in init2) {
           window2 = "no-window";
         }
-        request9 = makeRequest({
+        request2 = makeRequest({
           // URL request’s URL.
           // undici implementation note: this is set as the first item in request's urlList in makeRequest
           // method request’s method.
-          method: request9.method,
+          method: request2.method,
           // header list A copy of request’s header list.
           // undici implementation note: headersList is cloned in makeRequest
-          headersList: request9.headersList,
+          headersList: request2.headersList,
           // unsafe-request flag Set.
-          unsafeRequest: request9.unsafeRequest,
+          unsafeRequest: request2.unsafeRequest,
           // client This’s relevant settings object.
           client: environmentSettingsObject.settingsObject,
           // window window.
           window: window2,
           // priority request’s priority.
-          priority: request9.priority,
+          priority: request2.priority,
           // origin request’s origin. The propagation of the origin is only significant for navigation requests
           // being handled by a service worker. In this scenario a request can have an origin that is different
           // from the current client.
-          origin: request9.origin,
+          origin: request2.origin,
           // referrer request’s referrer.
-          referrer: request9.referrer,
+          referrer: request2.referrer,
           // referrer policy request’s referrer policy.
-          referrerPolicy: request9.referrerPolicy,
+          referrerPolicy: request2.referrerPolicy,
           // mode request’s mode.
-          mode: request9.mode,
+          mode: request2.mode,
           // credentials mode request’s credentials mode.
-          credentials: request9.credentials,
+          credentials: request2.credentials,
           // cache mode request’s cache mode.
-          cache: request9.cache,
+          cache: request2.cache,
           // redirect mode request’s redirect mode.
-          redirect: request9.redirect,
+          redirect: request2.redirect,
           // integrity metadata request’s integrity metadata.
-          integrity: request9.integrity,
+          integrity: request2.integrity,
           // keepalive request’s keepalive.
-          keepalive: request9.keepalive,
+          keepalive: request2.keepalive,
           // reload-navigation flag request’s reload-navigation flag.
-          reloadNavigation: request9.reloadNavigation,
+          reloadNavigation: request2.reloadNavigation,
           // history-navigation flag request’s history-navigation flag.
-          historyNavigation: request9.historyNavigation,
+          historyNavigation: request2.historyNavigation,
           // URL list A clone of request’s URL list.
-          urlList: [...request9.urlList]
+          urlList: [...request2.urlList]
         });
         const initHasKey = Object.keys(init2).length !== 0;
         if (initHasKey) {
-          if (request9.mode === "navigate") {
-            request9.mode = "same-origin";
+          if (request2.mode === "navigate") {
+            request2.mode = "same-origin";
           }
-          request9.reloadNavigation = false;
-          request9.historyNavigation = false;
-          request9.origin = "client";
-          request9.referrer = "client";
-          request9.referrerPolicy = "";
-          request9.url = request9.urlList[request9.urlList.length - 1];
-          request9.urlList = [request9.url];
+          request2.reloadNavigation = false;
+          request2.historyNavigation = false;
+          request2.origin = "client";
+          request2.referrer = "client";
+          request2.referrerPolicy = "";
+          request2.url = request2.urlList[request2.urlList.length - 1];
+          request2.urlList = [request2.url];
         }
         if (init2.referrer !== void 0) {
           const referrer = init2.referrer;
           if (referrer === "") {
-            request9.referrer = "no-referrer";
+            request2.referrer = "no-referrer";
           } else {
             let parsedReferrer;
             try {
@@ -12991,14 +12991,14 @@ var require_request2 = __commonJS({
               throw new TypeError(`Referrer "${referrer}" is not a valid URL.`, { cause: err });
             }
             if (parsedReferrer.protocol === "about:" && parsedReferrer.hostname === "client" || origin && !sameOrigin(parsedReferrer, environmentSettingsObject.settingsObject.baseUrl)) {
-              request9.referrer = "client";
+              request2.referrer = "client";
             } else {
-              request9.referrer = parsedReferrer;
+              request2.referrer = parsedReferrer;
             }
           }
         }
         if (init2.referrerPolicy !== void 0) {
-          request9.referrerPolicy = init2.referrerPolicy;
+          request2.referrerPolicy = init2.referrerPolicy;
         }
         let mode;
         if (init2.mode !== void 0) {
@@ -13013,33 +13013,33 @@ var require_request2 = __commonJS({
           });
         }
         if (mode != null) {
-          request9.mode = mode;
+          request2.mode = mode;
         }
         if (init2.credentials !== void 0) {
-          request9.credentials = init2.credentials;
+          request2.credentials = init2.credentials;
         }
         if (init2.cache !== void 0) {
-          request9.cache = init2.cache;
+          request2.cache = init2.cache;
         }
-        if (request9.cache === "only-if-cached" && request9.mode !== "same-origin") {
+        if (request2.cache === "only-if-cached" && request2.mode !== "same-origin") {
           throw new TypeError(
             "'only-if-cached' can be set only with 'same-origin' mode"
           );
         }
         if (init2.redirect !== void 0) {
-          request9.redirect = init2.redirect;
+          request2.redirect = init2.redirect;
         }
         if (init2.integrity != null) {
-          request9.integrity = String(init2.integrity);
+          request2.integrity = String(init2.integrity);
         }
         if (init2.keepalive !== void 0) {
-          request9.keepalive = Boolean(init2.keepalive);
+          request2.keepalive = Boolean(init2.keepalive);
         }
         if (init2.method !== void 0) {
           let method = init2.method;
           const mayBeNormalized = normalizedMethodRecords[method];
           if (mayBeNormalized !== void 0) {
-            request9.method = mayBeNormalized;
+            request2.method = mayBeNormalized;
           } else {
             if (!isValidHTTPToken(method)) {
               throw new TypeError(`'${method}' is not a valid HTTP method.`);
@@ -13049,9 +13049,9 @@ var require_request2 = __commonJS({
               throw new TypeError(`'${method}' HTTP method is unsupported.`);
             }
             method = normalizedMethodRecordsBase[upperCase] ?? method;
-            request9.method = method;
+            request2.method = method;
           }
-          if (!patchMethodWarning && request9.method === "patch") {
+          if (!patchMethodWarning && request2.method === "patch") {
             process.emitWarning("Using `patch` is highly likely to result in a `405 Method Not Allowed`. `PATCH` is much more likely to succeed.", {
               code: "UNDICI-FETCH-patch"
             });
@@ -13061,7 +13061,7 @@ var require_request2 = __commonJS({
         if (init2.signal !== void 0) {
           signal = init2.signal;
         }
-        this[kState] = request9;
+        this[kState] = request2;
         const ac = new AbortController();
         this[kSignal] = ac.signal;
         if (signal != null) {
@@ -13089,12 +13089,12 @@ var require_request2 = __commonJS({
           }
         }
         this[kHeaders] = new Headers2(kConstruct);
-        setHeadersList(this[kHeaders], request9.headersList);
+        setHeadersList(this[kHeaders], request2.headersList);
         setHeadersGuard(this[kHeaders], "request");
         if (mode === "no-cors") {
-          if (!corsSafeListedMethodsSet.has(request9.method)) {
+          if (!corsSafeListedMethodsSet.has(request2.method)) {
             throw new TypeError(
-              `'${request9.method} is unsupported in no-cors mode.`
+              `'${request2.method} is unsupported in no-cors mode.`
             );
           }
           setHeadersGuard(this[kHeaders], "request-no-cors");
@@ -13113,14 +13113,14 @@ var require_request2 = __commonJS({
           }
         }
         const inputBody = input2 instanceof _Request ? input2[kState].body : null;
-        if ((init2.body != null || inputBody != null) && (request9.method === "GET" || request9.method === "HEAD")) {
+        if ((init2.body != null || inputBody != null) && (request2.method === "GET" || request2.method === "HEAD")) {
           throw new TypeError("Request with GET/HEAD method cannot have body.");
         }
         let initBody = null;
         if (init2.body != null) {
           const [extractedBody, contentType] = extractBody(
             init2.body,
-            request9.keepalive
+            request2.keepalive
           );
           initBody = extractedBody;
           if (contentType && !getHeadersList(this[kHeaders]).contains("content-type", true)) {
@@ -13132,12 +13132,12 @@ var require_request2 = __commonJS({
           if (initBody != null && init2.duplex == null) {
             throw new TypeError("RequestInit: duplex option is required when sending a body.");
           }
-          if (request9.mode !== "same-origin" && request9.mode !== "cors") {
+          if (request2.mode !== "same-origin" && request2.mode !== "cors") {
             throw new TypeError(
               'If request is made from ReadableStream, mode should be "same-origin" or "cors"'
             );
           }
-          request9.useCORSPreflightFlag = true;
+          request2.useCORSPreflightFlag = true;
         }
         let finalBody = inputOrInitBody;
         if (initBody == null && inputBody != null) {
@@ -13366,21 +13366,21 @@ var require_request2 = __commonJS({
         headersList: init2.headersList ? new HeadersList(init2.headersList) : new HeadersList()
       };
     }
-    function cloneRequest(request9) {
-      const newRequest = makeRequest({ ...request9, body: null });
-      if (request9.body != null) {
-        newRequest.body = cloneBody(newRequest, request9.body);
+    function cloneRequest(request2) {
+      const newRequest = makeRequest({ ...request2, body: null });
+      if (request2.body != null) {
+        newRequest.body = cloneBody(newRequest, request2.body);
       }
       return newRequest;
     }
     function fromInnerRequest(innerRequest, signal, guard) {
-      const request9 = new Request(kConstruct);
-      request9[kState] = innerRequest;
-      request9[kSignal] = signal;
-      request9[kHeaders] = new Headers2(kConstruct);
-      setHeadersList(request9[kHeaders], innerRequest.headersList);
-      setHeadersGuard(request9[kHeaders], guard);
-      return request9;
+      const request2 = new Request(kConstruct);
+      request2[kState] = innerRequest;
+      request2[kSignal] = signal;
+      request2[kHeaders] = new Headers2(kConstruct);
+      setHeadersList(request2[kHeaders], innerRequest.headersList);
+      setHeadersGuard(request2[kHeaders], guard);
+      return request2;
     }
     Object.defineProperties(Request.prototype, {
       method: kEnumerableProperty,
@@ -13622,14 +13622,14 @@ var require_fetch = __commonJS({
         p.reject(e);
         return p.promise;
       }
-      const request9 = requestObject[kState];
+      const request2 = requestObject[kState];
       if (requestObject.signal.aborted) {
-        abortFetch(p, request9, null, requestObject.signal.reason);
+        abortFetch(p, request2, null, requestObject.signal.reason);
         return p.promise;
       }
-      const globalObject = request9.client.globalObject;
+      const globalObject = request2.client.globalObject;
       if (globalObject?.constructor?.name === "ServiceWorkerGlobalScope") {
-        request9.serviceWorkers = "none";
+        request2.serviceWorkers = "none";
       }
       let responseObject = null;
       let locallyAborted = false;
@@ -13641,7 +13641,7 @@ var require_fetch = __commonJS({
           assert2(controller != null);
           controller.abort(requestObject.signal.reason);
           const realResponse = responseObject?.deref();
-          abortFetch(p, request9, realResponse, requestObject.signal.reason);
+          abortFetch(p, request2, realResponse, requestObject.signal.reason);
         }
       );
       const processResponse = (response) => {
@@ -13649,7 +13649,7 @@ var require_fetch = __commonJS({
           return;
         }
         if (response.aborted) {
-          abortFetch(p, request9, responseObject, controller.serializedAbortReason);
+          abortFetch(p, request2, responseObject, controller.serializedAbortReason);
           return;
         }
         if (response.type === "error") {
@@ -13661,7 +13661,7 @@ var require_fetch = __commonJS({
         p = null;
       };
       controller = fetching({
-        request: request9,
+        request: request2,
         processResponseEndOfBody: handleFetchDone,
         processResponse,
         dispatcher: requestObject[kDispatcher]
@@ -13702,12 +13702,12 @@ var require_fetch = __commonJS({
       );
     }
     var markResourceTiming = performance.markResourceTiming;
-    function abortFetch(p, request9, responseObject, error63) {
+    function abortFetch(p, request2, responseObject, error63) {
       if (p) {
         p.reject(error63);
       }
-      if (request9.body != null && isReadable(request9.body?.stream)) {
-        request9.body.stream.cancel(error63).catch((err) => {
+      if (request2.body != null && isReadable(request2.body?.stream)) {
+        request2.body.stream.cancel(error63).catch((err) => {
           if (err.code === "ERR_INVALID_STATE") {
             return;
           }
@@ -13728,7 +13728,7 @@ var require_fetch = __commonJS({
       }
     }
     function fetching({
-      request: request9,
+      request: request2,
       processRequestBodyChunkLength,
       processRequestEndOfBody,
       processResponse,
@@ -13741,9 +13741,9 @@ var require_fetch = __commonJS({
       assert2(dispatcher);
       let taskDestination = null;
       let crossOriginIsolatedCapability = false;
-      if (request9.client != null) {
-        taskDestination = request9.client.globalObject;
-        crossOriginIsolatedCapability = request9.client.crossOriginIsolatedCapability;
+      if (request2.client != null) {
+        taskDestination = request2.client.globalObject;
+        crossOriginIsolatedCapability = request2.client.crossOriginIsolatedCapability;
       }
       const currentTime = coarsenedSharedCurrentTime(crossOriginIsolatedCapability);
       const timingInfo = createOpaqueTimingInfo({
@@ -13751,7 +13751,7 @@ var require_fetch = __commonJS({
       });
       const fetchParams = {
         controller: new Fetch(dispatcher),
-        request: request9,
+        request: request2,
         timingInfo,
         processRequestBodyChunkLength,
         processRequestEndOfBody,
@@ -13761,32 +13761,32 @@ var require_fetch = __commonJS({
         taskDestination,
         crossOriginIsolatedCapability
       };
-      assert2(!request9.body || request9.body.stream);
-      if (request9.window === "client") {
-        request9.window = request9.client?.globalObject?.constructor?.name === "Window" ? request9.client : "no-window";
+      assert2(!request2.body || request2.body.stream);
+      if (request2.window === "client") {
+        request2.window = request2.client?.globalObject?.constructor?.name === "Window" ? request2.client : "no-window";
       }
-      if (request9.origin === "client") {
-        request9.origin = request9.client.origin;
+      if (request2.origin === "client") {
+        request2.origin = request2.client.origin;
       }
-      if (request9.policyContainer === "client") {
-        if (request9.client != null) {
-          request9.policyContainer = clonePolicyContainer(
-            request9.client.policyContainer
+      if (request2.policyContainer === "client") {
+        if (request2.client != null) {
+          request2.policyContainer = clonePolicyContainer(
+            request2.client.policyContainer
           );
         } else {
-          request9.policyContainer = makePolicyContainer();
+          request2.policyContainer = makePolicyContainer();
         }
       }
-      if (!request9.headersList.contains("accept", true)) {
+      if (!request2.headersList.contains("accept", true)) {
         const value = "*/*";
-        request9.headersList.append("accept", value, true);
+        request2.headersList.append("accept", value, true);
       }
-      if (!request9.headersList.contains("accept-language", true)) {
-        request9.headersList.append("accept-language", "*", true);
+      if (!request2.headersList.contains("accept-language", true)) {
+        request2.headersList.append("accept-language", "*", true);
       }
-      if (request9.priority === null) {
+      if (request2.priority === null) {
       }
-      if (subresourceSet.has(request9.destination)) {
+      if (subresourceSet.has(request2.destination)) {
       }
       mainFetch(fetchParams).catch((err) => {
         fetchParams.controller.terminate(err);
@@ -13794,50 +13794,50 @@ var require_fetch = __commonJS({
       return fetchParams.controller;
     }
     async function mainFetch(fetchParams, recursive2 = false) {
-      const request9 = fetchParams.request;
+      const request2 = fetchParams.request;
       let response = null;
-      if (request9.localURLsOnly && !urlIsLocal(requestCurrentURL(request9))) {
+      if (request2.localURLsOnly && !urlIsLocal(requestCurrentURL(request2))) {
         response = makeNetworkError("local URLs only");
       }
-      tryUpgradeRequestToAPotentiallyTrustworthyURL(request9);
-      if (requestBadPort(request9) === "blocked") {
+      tryUpgradeRequestToAPotentiallyTrustworthyURL(request2);
+      if (requestBadPort(request2) === "blocked") {
         response = makeNetworkError("bad port");
       }
-      if (request9.referrerPolicy === "") {
-        request9.referrerPolicy = request9.policyContainer.referrerPolicy;
+      if (request2.referrerPolicy === "") {
+        request2.referrerPolicy = request2.policyContainer.referrerPolicy;
       }
-      if (request9.referrer !== "no-referrer") {
-        request9.referrer = determineRequestsReferrer(request9);
+      if (request2.referrer !== "no-referrer") {
+        request2.referrer = determineRequestsReferrer(request2);
       }
       if (response === null) {
         response = await (async () => {
-          const currentURL = requestCurrentURL(request9);
+          const currentURL = requestCurrentURL(request2);
           if (
             // - request’s current URL’s origin is same origin with request’s origin,
             //   and request’s response tainting is "basic"
-            sameOrigin(currentURL, request9.url) && request9.responseTainting === "basic" || // request’s current URL’s scheme is "data"
+            sameOrigin(currentURL, request2.url) && request2.responseTainting === "basic" || // request’s current URL’s scheme is "data"
             currentURL.protocol === "data:" || // - request’s mode is "navigate" or "websocket"
-            (request9.mode === "navigate" || request9.mode === "websocket")
+            (request2.mode === "navigate" || request2.mode === "websocket")
           ) {
-            request9.responseTainting = "basic";
+            request2.responseTainting = "basic";
             return await schemeFetch(fetchParams);
           }
-          if (request9.mode === "same-origin") {
+          if (request2.mode === "same-origin") {
             return makeNetworkError('request mode cannot be "same-origin"');
           }
-          if (request9.mode === "no-cors") {
-            if (request9.redirect !== "follow") {
+          if (request2.mode === "no-cors") {
+            if (request2.redirect !== "follow") {
               return makeNetworkError(
                 'redirect mode cannot be "follow" for "no-cors" request'
               );
             }
-            request9.responseTainting = "opaque";
+            request2.responseTainting = "opaque";
             return await schemeFetch(fetchParams);
           }
-          if (!urlIsHttpHttpsScheme(requestCurrentURL(request9))) {
+          if (!urlIsHttpHttpsScheme(requestCurrentURL(request2))) {
             return makeNetworkError("URL scheme must be a HTTP(S) scheme");
           }
-          request9.responseTainting = "cors";
+          request2.responseTainting = "cors";
           return await httpFetch(fetchParams);
         })();
       }
@@ -13845,13 +13845,13 @@ var require_fetch = __commonJS({
         return response;
       }
       if (response.status !== 0 && !response.internalResponse) {
-        if (request9.responseTainting === "cors") {
+        if (request2.responseTainting === "cors") {
         }
-        if (request9.responseTainting === "basic") {
+        if (request2.responseTainting === "basic") {
           response = filterResponse(response, "basic");
-        } else if (request9.responseTainting === "cors") {
+        } else if (request2.responseTainting === "cors") {
           response = filterResponse(response, "cors");
-        } else if (request9.responseTainting === "opaque") {
+        } else if (request2.responseTainting === "opaque") {
           response = filterResponse(response, "opaque");
         } else {
           assert2(false);
@@ -13859,26 +13859,26 @@ var require_fetch = __commonJS({
       }
       let internalResponse = response.status === 0 ? response : response.internalResponse;
       if (internalResponse.urlList.length === 0) {
-        internalResponse.urlList.push(...request9.urlList);
+        internalResponse.urlList.push(...request2.urlList);
       }
-      if (!request9.timingAllowFailed) {
+      if (!request2.timingAllowFailed) {
         response.timingAllowPassed = true;
       }
-      if (response.type === "opaque" && internalResponse.status === 206 && internalResponse.rangeRequested && !request9.headers.contains("range", true)) {
+      if (response.type === "opaque" && internalResponse.status === 206 && internalResponse.rangeRequested && !request2.headers.contains("range", true)) {
         response = internalResponse = makeNetworkError();
       }
-      if (response.status !== 0 && (request9.method === "HEAD" || request9.method === "CONNECT" || nullBodyStatus.includes(internalResponse.status))) {
+      if (response.status !== 0 && (request2.method === "HEAD" || request2.method === "CONNECT" || nullBodyStatus.includes(internalResponse.status))) {
         internalResponse.body = null;
         fetchParams.controller.dump = true;
       }
-      if (request9.integrity) {
+      if (request2.integrity) {
         const processBodyError = (reason) => fetchFinale(fetchParams, makeNetworkError(reason));
-        if (request9.responseTainting === "opaque" || response.body == null) {
+        if (request2.responseTainting === "opaque" || response.body == null) {
           processBodyError(response.error);
           return;
         }
         const processBody = (bytes) => {
-          if (!bytesMatch(bytes, request9.integrity)) {
+          if (!bytesMatch(bytes, request2.integrity)) {
             processBodyError("integrity mismatch");
             return;
           }
@@ -13894,8 +13894,8 @@ var require_fetch = __commonJS({
       if (isCancelled(fetchParams) && fetchParams.request.redirectCount === 0) {
         return Promise.resolve(makeAppropriateNetworkError(fetchParams));
       }
-      const { request: request9 } = fetchParams;
-      const { protocol: scheme } = requestCurrentURL(request9);
+      const { request: request2 } = fetchParams;
+      const { protocol: scheme } = requestCurrentURL(request2);
       switch (scheme) {
         case "about:": {
           return Promise.resolve(makeNetworkError("about scheme is not supported"));
@@ -13904,19 +13904,19 @@ var require_fetch = __commonJS({
           if (!resolveObjectURL) {
             resolveObjectURL = __require("node:buffer").resolveObjectURL;
           }
-          const blobURLEntry = requestCurrentURL(request9);
+          const blobURLEntry = requestCurrentURL(request2);
           if (blobURLEntry.search.length !== 0) {
             return Promise.resolve(makeNetworkError("NetworkError when attempting to fetch resource."));
           }
           const blob = resolveObjectURL(blobURLEntry.toString());
-          if (request9.method !== "GET" || !isBlobLike(blob)) {
+          if (request2.method !== "GET" || !isBlobLike(blob)) {
             return Promise.resolve(makeNetworkError("invalid method"));
           }
           const response = makeResponse();
           const fullLength = blob.size;
           const serializedFullLength = isomorphicEncode(`${fullLength}`);
           const type = blob.type;
-          if (!request9.headersList.contains("range", true)) {
+          if (!request2.headersList.contains("range", true)) {
             const bodyWithType = extractBody(blob);
             response.statusText = "OK";
             response.body = bodyWithType[0];
@@ -13924,7 +13924,7 @@ var require_fetch = __commonJS({
             response.headersList.set("content-type", type, true);
           } else {
             response.rangeRequested = true;
-            const rangeHeader = request9.headersList.get("range", true);
+            const rangeHeader = request2.headersList.get("range", true);
             const rangeValue = simpleRangeHeaderValue(rangeHeader, true);
             if (rangeValue === "failure") {
               return Promise.resolve(makeNetworkError("failed to fetch the data URL"));
@@ -13955,7 +13955,7 @@ var require_fetch = __commonJS({
           return Promise.resolve(response);
         }
         case "data:": {
-          const currentURL = requestCurrentURL(request9);
+          const currentURL = requestCurrentURL(request2);
           const dataURLStruct = dataURLProcessor(currentURL);
           if (dataURLStruct === "failure") {
             return Promise.resolve(makeNetworkError("failed to fetch the data URL"));
@@ -14044,41 +14044,41 @@ var require_fetch = __commonJS({
       }
     }
     async function httpFetch(fetchParams) {
-      const request9 = fetchParams.request;
+      const request2 = fetchParams.request;
       let response = null;
       let actualResponse = null;
       const timingInfo = fetchParams.timingInfo;
-      if (request9.serviceWorkers === "all") {
+      if (request2.serviceWorkers === "all") {
       }
       if (response === null) {
-        if (request9.redirect === "follow") {
-          request9.serviceWorkers = "none";
+        if (request2.redirect === "follow") {
+          request2.serviceWorkers = "none";
         }
         actualResponse = response = await httpNetworkOrCacheFetch(fetchParams);
-        if (request9.responseTainting === "cors" && corsCheck(request9, response) === "failure") {
+        if (request2.responseTainting === "cors" && corsCheck(request2, response) === "failure") {
           return makeNetworkError("cors failure");
         }
-        if (TAOCheck(request9, response) === "failure") {
-          request9.timingAllowFailed = true;
+        if (TAOCheck(request2, response) === "failure") {
+          request2.timingAllowFailed = true;
         }
       }
-      if ((request9.responseTainting === "opaque" || response.type === "opaque") && crossOriginResourcePolicyCheck(
-        request9.origin,
-        request9.client,
-        request9.destination,
+      if ((request2.responseTainting === "opaque" || response.type === "opaque") && crossOriginResourcePolicyCheck(
+        request2.origin,
+        request2.client,
+        request2.destination,
         actualResponse
       ) === "blocked") {
         return makeNetworkError("blocked");
       }
       if (redirectStatusSet.has(actualResponse.status)) {
-        if (request9.redirect !== "manual") {
+        if (request2.redirect !== "manual") {
           fetchParams.controller.connection.destroy(void 0, false);
         }
-        if (request9.redirect === "error") {
+        if (request2.redirect === "error") {
           response = makeNetworkError("unexpected redirect");
-        } else if (request9.redirect === "manual") {
+        } else if (request2.redirect === "manual") {
           response = actualResponse;
-        } else if (request9.redirect === "follow") {
+        } else if (request2.redirect === "follow") {
           response = await httpRedirectFetch(fetchParams, response);
         } else {
           assert2(false);
@@ -14088,13 +14088,13 @@ var require_fetch = __commonJS({
       return response;
     }
     function httpRedirectFetch(fetchParams, response) {
-      const request9 = fetchParams.request;
+      const request2 = fetchParams.request;
       const actualResponse = response.internalResponse ? response.internalResponse : response;
       let locationURL;
       try {
         locationURL = responseLocationURL(
           actualResponse,
-          requestCurrentURL(request9).hash
+          requestCurrentURL(request2).hash
         );
         if (locationURL == null) {
           return response;
@@ -14105,63 +14105,63 @@ var require_fetch = __commonJS({
       if (!urlIsHttpHttpsScheme(locationURL)) {
         return Promise.resolve(makeNetworkError("URL scheme must be a HTTP(S) scheme"));
       }
-      if (request9.redirectCount === 20) {
+      if (request2.redirectCount === 20) {
         return Promise.resolve(makeNetworkError("redirect count exceeded"));
       }
-      request9.redirectCount += 1;
-      if (request9.mode === "cors" && (locationURL.username || locationURL.password) && !sameOrigin(request9, locationURL)) {
+      request2.redirectCount += 1;
+      if (request2.mode === "cors" && (locationURL.username || locationURL.password) && !sameOrigin(request2, locationURL)) {
         return Promise.resolve(makeNetworkError('cross origin not allowed for request mode "cors"'));
       }
-      if (request9.responseTainting === "cors" && (locationURL.username || locationURL.password)) {
+      if (request2.responseTainting === "cors" && (locationURL.username || locationURL.password)) {
         return Promise.resolve(makeNetworkError(
           'URL cannot contain credentials for request mode "cors"'
         ));
       }
-      if (actualResponse.status !== 303 && request9.body != null && request9.body.source == null) {
+      if (actualResponse.status !== 303 && request2.body != null && request2.body.source == null) {
         return Promise.resolve(makeNetworkError());
       }
-      if ([301, 302].includes(actualResponse.status) && request9.method === "POST" || actualResponse.status === 303 && !GET_OR_HEAD.includes(request9.method)) {
-        request9.method = "GET";
-        request9.body = null;
+      if ([301, 302].includes(actualResponse.status) && request2.method === "POST" || actualResponse.status === 303 && !GET_OR_HEAD.includes(request2.method)) {
+        request2.method = "GET";
+        request2.body = null;
         for (const headerName of requestBodyHeader) {
-          request9.headersList.delete(headerName);
+          request2.headersList.delete(headerName);
         }
       }
-      if (!sameOrigin(requestCurrentURL(request9), locationURL)) {
-        request9.headersList.delete("authorization", true);
-        request9.headersList.delete("proxy-authorization", true);
-        request9.headersList.delete("cookie", true);
-        request9.headersList.delete("host", true);
+      if (!sameOrigin(requestCurrentURL(request2), locationURL)) {
+        request2.headersList.delete("authorization", true);
+        request2.headersList.delete("proxy-authorization", true);
+        request2.headersList.delete("cookie", true);
+        request2.headersList.delete("host", true);
       }
-      if (request9.body != null) {
-        assert2(request9.body.source != null);
-        request9.body = safelyExtractBody(request9.body.source)[0];
+      if (request2.body != null) {
+        assert2(request2.body.source != null);
+        request2.body = safelyExtractBody(request2.body.source)[0];
       }
       const timingInfo = fetchParams.timingInfo;
       timingInfo.redirectEndTime = timingInfo.postRedirectStartTime = coarsenedSharedCurrentTime(fetchParams.crossOriginIsolatedCapability);
       if (timingInfo.redirectStartTime === 0) {
         timingInfo.redirectStartTime = timingInfo.startTime;
       }
-      request9.urlList.push(locationURL);
-      setRequestReferrerPolicyOnRedirect(request9, actualResponse);
+      request2.urlList.push(locationURL);
+      setRequestReferrerPolicyOnRedirect(request2, actualResponse);
       return mainFetch(fetchParams, true);
     }
     async function httpNetworkOrCacheFetch(fetchParams, isAuthenticationFetch = false, isNewConnectionFetch = false) {
-      const request9 = fetchParams.request;
+      const request2 = fetchParams.request;
       let httpFetchParams = null;
       let httpRequest = null;
       let response = null;
       const httpCache = null;
       const revalidatingFlag = false;
-      if (request9.window === "no-window" && request9.redirect === "error") {
+      if (request2.window === "no-window" && request2.redirect === "error") {
         httpFetchParams = fetchParams;
-        httpRequest = request9;
+        httpRequest = request2;
       } else {
-        httpRequest = cloneRequest(request9);
+        httpRequest = cloneRequest(request2);
         httpFetchParams = { ...fetchParams };
         httpFetchParams.request = httpRequest;
       }
-      const includeCredentials = request9.credentials === "include" || request9.credentials === "same-origin" && request9.responseTainting === "basic";
+      const includeCredentials = request2.credentials === "include" || request2.credentials === "same-origin" && request2.responseTainting === "basic";
       const contentLength = httpRequest.body ? httpRequest.body.length : null;
       let contentLengthHeaderValue = null;
       if (httpRequest.body == null && ["POST", "PUT"].includes(httpRequest.method)) {
@@ -14238,7 +14238,7 @@ var require_fetch = __commonJS({
       }
       response.requestIncludesCredentials = includeCredentials;
       if (response.status === 407) {
-        if (request9.window === "no-window") {
+        if (request2.window === "no-window") {
           return makeNetworkError();
         }
         if (isCancelled(fetchParams)) {
@@ -14250,7 +14250,7 @@ var require_fetch = __commonJS({
         // response’s status is 421
         response.status === 421 && // isNewConnectionFetch is false
         !isNewConnectionFetch && // request’s body is null, or request’s body is non-null and request’s body’s source is non-null
-        (request9.body == null || request9.body.source != null)
+        (request2.body == null || request2.body.source != null)
       ) {
         if (isCancelled(fetchParams)) {
           return makeAppropriateNetworkError(fetchParams);
@@ -14280,21 +14280,21 @@ var require_fetch = __commonJS({
           }
         }
       };
-      const request9 = fetchParams.request;
+      const request2 = fetchParams.request;
       let response = null;
       const timingInfo = fetchParams.timingInfo;
       const httpCache = null;
       if (httpCache == null) {
-        request9.cache = "no-store";
+        request2.cache = "no-store";
       }
       const newConnection = forceNewConnection ? "yes" : "no";
-      if (request9.mode === "websocket") {
+      if (request2.mode === "websocket") {
       } else {
       }
       let requestBody = null;
-      if (request9.body == null && fetchParams.processRequestEndOfBody) {
+      if (request2.body == null && fetchParams.processRequestEndOfBody) {
         queueMicrotask(() => fetchParams.processRequestEndOfBody());
-      } else if (request9.body != null) {
+      } else if (request2.body != null) {
         const processBodyChunk = async function* (bytes) {
           if (isCancelled(fetchParams)) {
             return;
@@ -14322,7 +14322,7 @@ var require_fetch = __commonJS({
         };
         requestBody = (async function* () {
           try {
-            for await (const bytes of request9.body.stream) {
+            for await (const bytes of request2.body.stream) {
               yield* processBodyChunk(bytes);
             }
             processEndOfBody();
@@ -14433,17 +14433,17 @@ var require_fetch = __commonJS({
       }
       return response;
       function dispatch({ body }) {
-        const url2 = requestCurrentURL(request9);
+        const url2 = requestCurrentURL(request2);
         const agent = fetchParams.controller.dispatcher;
         return new Promise((resolve, reject) => agent.dispatch(
           {
             path: url2.pathname + url2.search,
             origin: url2.origin,
-            method: request9.method,
-            body: agent.isMockActive ? request9.body && (request9.body.source || request9.body.stream) : body,
-            headers: request9.headersList.entries,
+            method: request2.method,
+            body: agent.isMockActive ? request2.body && (request2.body.source || request2.body.stream) : body,
+            headers: request2.headersList.entries,
             maxRedirections: 0,
-            upgrade: request9.mode === "websocket" ? "websocket" : void 0
+            upgrade: request2.mode === "websocket" ? "websocket" : void 0
           },
           {
             body: null,
@@ -14473,8 +14473,8 @@ var require_fetch = __commonJS({
               }
               location = headersList.get("location", true);
               const decoders = [];
-              const willFollow = location && request9.redirect === "follow" && redirectStatusSet.has(status2);
-              if (request9.method !== "HEAD" && request9.method !== "CONNECT" && !nullBodyStatus.includes(status2) && !willFollow) {
+              const willFollow = location && request2.redirect === "follow" && redirectStatusSet.has(status2);
+              if (request2.method !== "HEAD" && request2.method !== "CONNECT" && !nullBodyStatus.includes(status2) && !willFollow) {
                 const contentEncoding = headersList.get("content-encoding", true);
                 const codings = contentEncoding ? contentEncoding.toLowerCase().split(",") : [];
                 const maxContentEncodings = 5;
@@ -15455,31 +15455,31 @@ var require_cache = __commonJS({
         webidl.util.markAsUncloneable(this);
         this.#relevantRequestResponseList = arguments[1];
       }
-      async match(request9, options2 = {}) {
+      async match(request2, options2 = {}) {
         webidl.brandCheck(this, _Cache);
         const prefix = "Cache.match";
         webidl.argumentLengthCheck(arguments, 1, prefix);
-        request9 = webidl.converters.RequestInfo(request9, prefix, "request");
+        request2 = webidl.converters.RequestInfo(request2, prefix, "request");
         options2 = webidl.converters.CacheQueryOptions(options2, prefix, "options");
-        const p = this.#internalMatchAll(request9, options2, 1);
+        const p = this.#internalMatchAll(request2, options2, 1);
         if (p.length === 0) {
           return;
         }
         return p[0];
       }
-      async matchAll(request9 = void 0, options2 = {}) {
+      async matchAll(request2 = void 0, options2 = {}) {
         webidl.brandCheck(this, _Cache);
         const prefix = "Cache.matchAll";
-        if (request9 !== void 0) request9 = webidl.converters.RequestInfo(request9, prefix, "request");
+        if (request2 !== void 0) request2 = webidl.converters.RequestInfo(request2, prefix, "request");
         options2 = webidl.converters.CacheQueryOptions(options2, prefix, "options");
-        return this.#internalMatchAll(request9, options2);
+        return this.#internalMatchAll(request2, options2);
       }
-      async add(request9) {
+      async add(request2) {
         webidl.brandCheck(this, _Cache);
         const prefix = "Cache.add";
         webidl.argumentLengthCheck(arguments, 1, prefix);
-        request9 = webidl.converters.RequestInfo(request9, prefix, "request");
-        const requests = [request9];
+        request2 = webidl.converters.RequestInfo(request2, prefix, "request");
+        const requests = [request2];
         const responseArrayPromise = this.addAll(requests);
         return await responseArrayPromise;
       }
@@ -15489,19 +15489,19 @@ var require_cache = __commonJS({
         webidl.argumentLengthCheck(arguments, 1, prefix);
         const responsePromises = [];
         const requestList = [];
-        for (let request9 of requests) {
-          if (request9 === void 0) {
+        for (let request2 of requests) {
+          if (request2 === void 0) {
             throw webidl.errors.conversionFailed({
               prefix,
               argument: "Argument 1",
               types: ["undefined is not allowed"]
             });
           }
-          request9 = webidl.converters.RequestInfo(request9);
-          if (typeof request9 === "string") {
+          request2 = webidl.converters.RequestInfo(request2);
+          if (typeof request2 === "string") {
             continue;
           }
-          const r = request9[kState];
+          const r = request2[kState];
           if (!urlIsHttpHttpsScheme(r.url) || r.method !== "GET") {
             throw webidl.errors.exception({
               header: prefix,
@@ -15510,8 +15510,8 @@ var require_cache = __commonJS({
           }
         }
         const fetchControllers = [];
-        for (const request9 of requests) {
-          const r = new Request(request9)[kState];
+        for (const request2 of requests) {
+          const r = new Request(request2)[kState];
           if (!urlIsHttpHttpsScheme(r.url)) {
             throw webidl.errors.exception({
               header: prefix,
@@ -15588,17 +15588,17 @@ var require_cache = __commonJS({
         });
         return cacheJobPromise.promise;
       }
-      async put(request9, response) {
+      async put(request2, response) {
         webidl.brandCheck(this, _Cache);
         const prefix = "Cache.put";
         webidl.argumentLengthCheck(arguments, 2, prefix);
-        request9 = webidl.converters.RequestInfo(request9, prefix, "request");
+        request2 = webidl.converters.RequestInfo(request2, prefix, "request");
         response = webidl.converters.Response(response, prefix, "response");
         let innerRequest = null;
-        if (request9 instanceof Request) {
-          innerRequest = request9[kState];
+        if (request2 instanceof Request) {
+          innerRequest = request2[kState];
         } else {
-          innerRequest = new Request(request9)[kState];
+          innerRequest = new Request(request2)[kState];
         }
         if (!urlIsHttpHttpsScheme(innerRequest.url) || innerRequest.method !== "GET") {
           throw webidl.errors.exception({
@@ -15669,21 +15669,21 @@ var require_cache = __commonJS({
         });
         return cacheJobPromise.promise;
       }
-      async delete(request9, options2 = {}) {
+      async delete(request2, options2 = {}) {
         webidl.brandCheck(this, _Cache);
         const prefix = "Cache.delete";
         webidl.argumentLengthCheck(arguments, 1, prefix);
-        request9 = webidl.converters.RequestInfo(request9, prefix, "request");
+        request2 = webidl.converters.RequestInfo(request2, prefix, "request");
         options2 = webidl.converters.CacheQueryOptions(options2, prefix, "options");
         let r = null;
-        if (request9 instanceof Request) {
-          r = request9[kState];
+        if (request2 instanceof Request) {
+          r = request2[kState];
           if (r.method !== "GET" && !options2.ignoreMethod) {
             return false;
           }
         } else {
-          assert2(typeof request9 === "string");
-          r = new Request(request9)[kState];
+          assert2(typeof request2 === "string");
+          r = new Request(request2)[kState];
         }
         const operations = [];
         const operation = {
@@ -15715,25 +15715,25 @@ var require_cache = __commonJS({
        * @param {import('../../types/cache').CacheQueryOptions} options
        * @returns {Promise<readonly Request[]>}
        */
-      async keys(request9 = void 0, options2 = {}) {
+      async keys(request2 = void 0, options2 = {}) {
         webidl.brandCheck(this, _Cache);
         const prefix = "Cache.keys";
-        if (request9 !== void 0) request9 = webidl.converters.RequestInfo(request9, prefix, "request");
+        if (request2 !== void 0) request2 = webidl.converters.RequestInfo(request2, prefix, "request");
         options2 = webidl.converters.CacheQueryOptions(options2, prefix, "options");
         let r = null;
-        if (request9 !== void 0) {
-          if (request9 instanceof Request) {
-            r = request9[kState];
+        if (request2 !== void 0) {
+          if (request2 instanceof Request) {
+            r = request2[kState];
             if (r.method !== "GET" && !options2.ignoreMethod) {
               return [];
             }
-          } else if (typeof request9 === "string") {
-            r = new Request(request9)[kState];
+          } else if (typeof request2 === "string") {
+            r = new Request(request2)[kState];
           }
         }
         const promise2 = createDeferredPromise2();
         const requests = [];
-        if (request9 === void 0) {
+        if (request2 === void 0) {
           for (const requestResponse of this.#relevantRequestResponseList) {
             requests.push(requestResponse[0]);
           }
@@ -15745,9 +15745,9 @@ var require_cache = __commonJS({
         }
         queueMicrotask(() => {
           const requestList = [];
-          for (const request10 of requests) {
+          for (const request3 of requests) {
             const requestObject = fromInnerRequest(
-              request10,
+              request3,
               new AbortController().signal,
               "immutable"
             );
@@ -15865,9 +15865,9 @@ var require_cache = __commonJS({
        * @param {import('../../types/cache').CacheQueryOptions | undefined} options
        * @returns {boolean}
        */
-      #requestMatchesCachedItem(requestQuery, request9, response = null, options2) {
+      #requestMatchesCachedItem(requestQuery, request2, response = null, options2) {
         const queryURL = new URL(requestQuery.url);
-        const cachedURL = new URL(request9.url);
+        const cachedURL = new URL(request2.url);
         if (options2?.ignoreSearch) {
           cachedURL.search = "";
           queryURL.search = "";
@@ -15883,7 +15883,7 @@ var require_cache = __commonJS({
           if (fieldValue === "*") {
             return false;
           }
-          const requestValue = request9.headersList.get(fieldValue);
+          const requestValue = request2.headersList.get(fieldValue);
           const queryValue = requestQuery.headersList.get(fieldValue);
           if (requestValue !== queryValue) {
             return false;
@@ -15891,20 +15891,20 @@ var require_cache = __commonJS({
         }
         return true;
       }
-      #internalMatchAll(request9, options2, maxResponses = Infinity) {
+      #internalMatchAll(request2, options2, maxResponses = Infinity) {
         let r = null;
-        if (request9 !== void 0) {
-          if (request9 instanceof Request) {
-            r = request9[kState];
+        if (request2 !== void 0) {
+          if (request2 instanceof Request) {
+            r = request2[kState];
             if (r.method !== "GET" && !options2.ignoreMethod) {
               return [];
             }
-          } else if (typeof request9 === "string") {
-            r = new Request(request9)[kState];
+          } else if (typeof request2 === "string") {
+            r = new Request(request2)[kState];
           }
         }
         const responses = [];
-        if (request9 === void 0) {
+        if (request2 === void 0) {
           for (const requestResponse of this.#relevantRequestResponseList) {
             responses.push(requestResponse[1]);
           }
@@ -15993,21 +15993,21 @@ var require_cachestorage = __commonJS({
         }
         webidl.util.markAsUncloneable(this);
       }
-      async match(request9, options2 = {}) {
+      async match(request2, options2 = {}) {
         webidl.brandCheck(this, _CacheStorage);
         webidl.argumentLengthCheck(arguments, 1, "CacheStorage.match");
-        request9 = webidl.converters.RequestInfo(request9);
+        request2 = webidl.converters.RequestInfo(request2);
         options2 = webidl.converters.MultiCacheQueryOptions(options2);
         if (options2.cacheName != null) {
           if (this.#caches.has(options2.cacheName)) {
             const cacheList = this.#caches.get(options2.cacheName);
             const cache2 = new Cache(kConstruct, cacheList);
-            return await cache2.match(request9, options2);
+            return await cache2.match(request2, options2);
           }
         } else {
           for (const cacheList of this.#caches.values()) {
             const cache2 = new Cache(kConstruct, cacheList);
-            const response = await cache2.match(request9, options2);
+            const response = await cache2.match(request2, options2);
             if (response !== void 0) {
               return response;
             }
@@ -17187,7 +17187,7 @@ var require_connection = __commonJS({
     function establishWebSocketConnection(url2, protocols, client, ws, onEstablish, options2) {
       const requestURL = url2;
       requestURL.protocol = url2.protocol === "ws:" ? "http:" : "https:";
-      const request9 = makeRequest({
+      const request2 = makeRequest({
         urlList: [requestURL],
         client,
         serviceWorkers: "none",
@@ -17199,18 +17199,18 @@ var require_connection = __commonJS({
       });
       if (options2.headers) {
         const headersList = getHeadersList(new Headers2(options2.headers));
-        request9.headersList = headersList;
+        request2.headersList = headersList;
       }
       const keyValue = crypto.randomBytes(16).toString("base64");
-      request9.headersList.append("sec-websocket-key", keyValue);
-      request9.headersList.append("sec-websocket-version", "13");
+      request2.headersList.append("sec-websocket-key", keyValue);
+      request2.headersList.append("sec-websocket-version", "13");
       for (const protocol of protocols) {
-        request9.headersList.append("sec-websocket-protocol", protocol);
+        request2.headersList.append("sec-websocket-protocol", protocol);
       }
       const permessageDeflate = "permessage-deflate; client_max_window_bits";
-      request9.headersList.append("sec-websocket-extensions", permessageDeflate);
+      request2.headersList.append("sec-websocket-extensions", permessageDeflate);
       const controller = fetching({
-        request: request9,
+        request: request2,
         useParallelQueue: true,
         dispatcher: options2.dispatcher,
         processResponse(response) {
@@ -17247,7 +17247,7 @@ var require_connection = __commonJS({
           }
           const secProtocol = response.headersList.get("Sec-WebSocket-Protocol");
           if (secProtocol !== null) {
-            const requestProtocols = getDecodeSplit("sec-websocket-protocol", request9.headersList);
+            const requestProtocols = getDecodeSplit("sec-websocket-protocol", request2.headersList);
             if (requestProtocols === null || !requestProtocols.includes(secProtocol)) {
               failWebsocketConnection(ws, "Protocol was not set in the opening handshake.");
               return;
@@ -20405,7 +20405,7 @@ var require_atomic_sleep = __commonJS({
   "node_modules/atomic-sleep/index.js"(exports2, module2) {
     "use strict";
     if (typeof SharedArrayBuffer !== "undefined" && typeof Atomics !== "undefined") {
-      let sleep = function(ms) {
+      let sleep2 = function(ms) {
         const valid = ms > 0 && ms < Infinity;
         if (valid === false) {
           if (typeof ms !== "number" && typeof ms !== "bigint") {
@@ -20416,9 +20416,9 @@ var require_atomic_sleep = __commonJS({
         Atomics.wait(nil, 0, 0, Number(ms));
       };
       const nil = new Int32Array(new SharedArrayBuffer(4));
-      module2.exports = sleep;
+      module2.exports = sleep2;
     } else {
-      let sleep = function(ms) {
+      let sleep2 = function(ms) {
         const valid = ms > 0 && ms < Infinity;
         if (valid === false) {
           if (typeof ms !== "number" && typeof ms !== "bigint") {
@@ -20430,7 +20430,7 @@ var require_atomic_sleep = __commonJS({
         while (target > Date.now()) {
         }
       };
-      module2.exports = sleep;
+      module2.exports = sleep2;
     }
   }
 });
@@ -20443,7 +20443,7 @@ var require_sonic_boom = __commonJS({
     var EventEmitter = __require("events");
     var inherits = __require("util").inherits;
     var path2 = __require("path");
-    var sleep = require_atomic_sleep();
+    var sleep2 = require_atomic_sleep();
     var assert2 = __require("assert");
     var BUSY_WRITE_TIMEOUT = 100;
     var kEmptyBuffer = Buffer.allocUnsafe(0);
@@ -20589,7 +20589,7 @@ var require_sonic_boom = __commonJS({
           if ((err.code === "EAGAIN" || err.code === "EBUSY") && this.retryEAGAIN(err, this._writingBuf.length, this._len - this._writingBuf.length)) {
             if (this.sync) {
               try {
-                sleep(BUSY_WRITE_TIMEOUT);
+                sleep2(BUSY_WRITE_TIMEOUT);
                 this.release(void 0, 0);
               } catch (err2) {
                 this.release(err2);
@@ -20902,7 +20902,7 @@ var require_sonic_boom = __commonJS({
           if (shouldRetry && !this.retryEAGAIN(err, buf.length, this._len - buf.length)) {
             throw err;
           }
-          sleep(BUSY_WRITE_TIMEOUT);
+          sleep2(BUSY_WRITE_TIMEOUT);
         }
       }
       try {
@@ -20939,7 +20939,7 @@ var require_sonic_boom = __commonJS({
           if (shouldRetry && !this.retryEAGAIN(err, buf.length, this._len - buf.length)) {
             throw err;
           }
-          sleep(BUSY_WRITE_TIMEOUT);
+          sleep2(BUSY_WRITE_TIMEOUT);
         }
       }
     }
@@ -21281,7 +21281,7 @@ var require_thread_stream = __commonJS({
     var assert2 = __require("assert");
     var kImpl = /* @__PURE__ */ Symbol("kImpl");
     var MAX_STRING = buffer.constants.MAX_STRING_LENGTH;
-    function noop11() {
+    function noop4() {
     }
     function updateState(stream, fn) {
       Atomics.add(stream[kImpl].state, SEQ_INDEX, 1);
@@ -21368,7 +21368,7 @@ var require_thread_stream = __commonJS({
             }
             return;
           }
-          write(stream, leftover, noop11);
+          write(stream, leftover, noop4);
           continue;
         }
         if (leftover === 0) {
@@ -21527,7 +21527,7 @@ var require_thread_stream = __commonJS({
       }
       flush(cb) {
         const userCb = typeof cb === "function" ? cb : null;
-        cb = userCb || noop11;
+        cb = userCb || noop4;
         if (userCb) {
           retainWorkerForPendingFlush(this);
         }
@@ -21836,7 +21836,7 @@ var require_transport = __commonJS({
     var getCallers = require_caller();
     var { join, isAbsolute, sep: sep2 } = __require("node:path");
     var { fileURLToPath } = __require("node:url");
-    var sleep = require_atomic_sleep();
+    var sleep2 = require_atomic_sleep();
     var onExit = require_on_exit_leak_free();
     var ThreadStream = require_thread_stream();
     var { transportUsesMultistreamSym } = require_symbols6();
@@ -21960,7 +21960,7 @@ var require_transport = __commonJS({
           return;
         }
         stream.flushSync();
-        sleep(100);
+        sleep2(100);
         stream.end();
       }
       return stream;
@@ -22091,7 +22091,7 @@ var require_tools = __commonJS({
     var [nodeMajor] = process.versions.node.split(".").map((v) => Number(v));
     var asJsonChan = diagChan.tracingChannel("pino_asJson");
     var asString = nodeMajor >= 25 ? (str) => JSON.stringify(str) : _asString;
-    function noop11() {
+    function noop4() {
     }
     function genLog(level, hook7) {
       if (!hook7) return LOG;
@@ -22277,10 +22277,10 @@ var require_tools = __commonJS({
       return stream;
       function filterBrokenPipe(err) {
         if (err.code === "EPIPE") {
-          stream.write = noop11;
-          stream.end = noop11;
-          stream.flushSync = noop11;
-          stream.destroy = noop11;
+          stream.write = noop4;
+          stream.end = noop4;
+          stream.flushSync = noop4;
+          stream.destroy = noop4;
           return;
         }
         stream.removeListener("error", filterBrokenPipe);
@@ -22334,7 +22334,7 @@ var require_tools = __commonJS({
         }
         const { enabled, onChild } = opts;
         if (enabled === false) opts.level = "silent";
-        if (!onChild) opts.onChild = noop11;
+        if (!onChild) opts.onChild = noop4;
         if (!stream) {
           if (!hasBeenTampered(process.stdout)) {
             stream = buildSafeSonicBoom({ fd: process.stdout.fd || 1 });
@@ -22375,7 +22375,7 @@ var require_tools = __commonJS({
       return destination;
     }
     module2.exports = {
-      noop: noop11,
+      noop: noop4,
       buildSafeSonicBoom,
       asChindings,
       asJson,
@@ -22423,7 +22423,7 @@ var require_levels = __commonJS({
       hooksSym,
       levelCompSym
     } = require_symbols6();
-    var { noop: noop11, genLog } = require_tools();
+    var { noop: noop4, genLog } = require_tools();
     var { DEFAULT_LEVELS, SORTING_ORDER } = require_constants6();
     var levelMethods = {
       fatal: (hook7) => {
@@ -22494,7 +22494,7 @@ var require_levels = __commonJS({
       const hook7 = this[hooksSym].logMethod;
       for (const key in values) {
         if (levelComparison(values[key], levelVal) === false) {
-          this[key] = noop11;
+          this[key] = noop4;
           continue;
         }
         this[key] = isStandardLevel(key, useOnlyCustomLevelsVal) ? levelMethods[key](hook7) : genLog(values[key], hook7);
@@ -22656,7 +22656,7 @@ var require_proto = __commonJS({
       asJson,
       buildFormatters,
       stringify,
-      noop: noop11
+      noop: noop4
     } = require_tools();
     var {
       version: version2
@@ -22717,7 +22717,7 @@ var require_proto = __commonJS({
           );
         }
         instance[chindingsSym] = asChindings(instance, bindings2);
-        if (this.onChild !== noop11) {
+        if (this.onChild !== noop4) {
           this.onChild(instance);
         }
         return instance;
@@ -22835,7 +22835,7 @@ var require_proto = __commonJS({
       }
       const stream = this[streamSym];
       if (typeof stream.flush === "function") {
-        stream.flush(cb || noop11);
+        stream.flush(cb || noop4);
       } else if (cb) cb();
     }
   }
@@ -23628,7 +23628,7 @@ var require_pino = __commonJS({
       buildFormatters,
       stringify,
       normalizeDestFileDescriptor,
-      noop: noop11
+      noop: noop4
     } = require_tools();
     var { version: version2 } = require_meta();
     var {
@@ -23808,7 +23808,7 @@ var require_pino = __commonJS({
         [chindingsSym]: chindings,
         [formattersSym]: allFormatters,
         [hooksSym]: hooks,
-        silent: noop11,
+        silent: noop4,
         onChild,
         [msgPrefixSym]: msgPrefix
       });
@@ -24100,7 +24100,7 @@ var require_once = __commonJS({
 var require_end_of_stream = __commonJS({
   "node_modules/end-of-stream/index.js"(exports2, module2) {
     var once = require_once();
-    var noop11 = function() {
+    var noop4 = function() {
     };
     var qnt = global.Bare ? queueMicrotask : process.nextTick.bind(process);
     var isRequest = function(stream) {
@@ -24112,7 +24112,7 @@ var require_end_of_stream = __commonJS({
     var eos = function(stream, opts, callback) {
       if (typeof opts === "function") return eos(stream, null, opts);
       if (!opts) opts = {};
-      callback = once(callback || noop11);
+      callback = once(callback || noop4);
       var ws = stream._writableState;
       var rs = stream._readableState;
       var readable = opts.readable || opts.readable !== false && stream.readable;
@@ -24189,7 +24189,7 @@ var require_pump = __commonJS({
       fs2 = __require("fs");
     } catch (e) {
     }
-    var noop11 = function() {
+    var noop4 = function() {
     };
     var ancient = typeof process === "undefined" ? false : /^v?\.0/.test(process.version);
     var isFn = function(fn) {
@@ -24198,7 +24198,7 @@ var require_pump = __commonJS({
     var isFS = function(stream) {
       if (!ancient) return false;
       if (!fs2) return false;
-      return (stream instanceof (fs2.ReadStream || noop11) || stream instanceof (fs2.WriteStream || noop11)) && isFn(stream.close);
+      return (stream instanceof (fs2.ReadStream || noop4) || stream instanceof (fs2.WriteStream || noop4)) && isFn(stream.close);
     };
     var isRequest = function(stream) {
       return stream.setHeader && isFn(stream.abort);
@@ -24219,7 +24219,7 @@ var require_pump = __commonJS({
         if (closed) return;
         if (destroyed) return;
         destroyed = true;
-        if (isFS(stream)) return stream.close(noop11);
+        if (isFS(stream)) return stream.close(noop4);
         if (isRequest(stream)) return stream.abort();
         if (isFn(stream.destroy)) return stream.destroy();
         callback(err || new Error("stream was destroyed"));
@@ -24233,7 +24233,7 @@ var require_pump = __commonJS({
     };
     var pump = function() {
       var streams = Array.prototype.slice.call(arguments);
-      var callback = isFn(streams[streams.length - 1] || noop11) && streams.pop() || noop11;
+      var callback = isFn(streams[streams.length - 1] || noop4) && streams.pop() || noop4;
       if (Array.isArray(streams[0])) streams = streams[0];
       if (streams.length < 2) throw new Error("pump requires two streams per minimum");
       var error63;
@@ -24305,12 +24305,12 @@ var require_split2 = __commonJS({
         self2.push(val);
       }
     }
-    function noop11(incoming) {
+    function noop4(incoming) {
       return incoming;
     }
     function split(matcher, mapper, options2) {
       matcher = matcher || /\r?\n/;
-      mapper = mapper || noop11;
+      mapper = mapper || noop4;
       options2 = options2 || {};
       switch (arguments.length) {
         case 1:
@@ -24329,7 +24329,7 @@ var require_split2 = __commonJS({
             matcher = /\r?\n/;
           } else if (typeof mapper === "object") {
             options2 = mapper;
-            mapper = noop11;
+            mapper = noop4;
           }
       }
       options2 = Object.assign({}, options2);
@@ -24644,7 +24644,7 @@ var require_sonic_boom2 = __commonJS({
     var inherits = __require("node:util").inherits;
     var path2 = __require("node:path");
     var assert2 = __require("node:assert");
-    var sleep = require_atomic_sleep();
+    var sleep2 = require_atomic_sleep();
     var BUSY_WRITE_TIMEOUT = 100;
     var kEmptyBuffer = Buffer.allocUnsafe(0);
     var MAX_WRITE = 16 * 1024;
@@ -24817,7 +24817,7 @@ var require_sonic_boom2 = __commonJS({
           if (isRetryableErr && !retriesExhausted && this.retryEAGAIN(err, this._writingBuf.length, this._len - this._writingBuf.length)) {
             if (this.sync) {
               try {
-                sleep(BUSY_WRITE_TIMEOUT);
+                sleep2(BUSY_WRITE_TIMEOUT);
                 this.release(void 0, 0);
               } catch (err2) {
                 this.release(err2);
@@ -25250,7 +25250,7 @@ var require_sonic_boom2 = __commonJS({
             if (!shouldRetry || retriesExhausted || !this.retryEAGAIN(err, buf.length, this._len - buf.length)) {
               throw err;
             }
-            sleep(BUSY_WRITE_TIMEOUT);
+            sleep2(BUSY_WRITE_TIMEOUT);
           }
         }
       } finally {
@@ -25292,7 +25292,7 @@ var require_sonic_boom2 = __commonJS({
             if (!shouldRetry || retriesExhausted || !this.retryEAGAIN(err, buf.length, this._len - buf.length)) {
               throw err;
             }
-            sleep(BUSY_WRITE_TIMEOUT);
+            sleep2(BUSY_WRITE_TIMEOUT);
           }
         }
       } finally {
@@ -25401,7 +25401,7 @@ var require_sonic_boom2 = __commonJS({
 var require_noop = __commonJS({
   "node_modules/pino-pretty/lib/utils/noop.js"(exports2, module2) {
     "use strict";
-    module2.exports = function noop11() {
+    module2.exports = function noop4() {
     };
   }
 });
@@ -25413,7 +25413,7 @@ var require_build_safe_sonic_boom = __commonJS({
     module2.exports = buildSafeSonicBoom;
     var { isMainThread } = __require("node:worker_threads");
     var SonicBoom = require_sonic_boom2();
-    var noop11 = require_noop();
+    var noop4 = require_noop();
     function buildSafeSonicBoom(opts) {
       const stream = new SonicBoom(opts);
       stream.on("error", filterBrokenPipe);
@@ -25423,10 +25423,10 @@ var require_build_safe_sonic_boom = __commonJS({
       return stream;
       function filterBrokenPipe(err) {
         if (err.code === "EPIPE") {
-          stream.write = noop11;
-          stream.end = noop11;
-          stream.flushSync = noop11;
-          stream.destroy = noop11;
+          stream.write = noop4;
+          stream.end = noop4;
+          stream.flushSync = noop4;
+          stream.destroy = noop4;
           return;
         }
         stream.removeListener("error", filterBrokenPipe);
@@ -27073,7 +27073,7 @@ var require_secure_json_parse = __commonJS({
       }
       return obj;
     }
-    function parse12(text, reviver, options2) {
+    function parse5(text, reviver, options2) {
       const { stackTraceLimit } = Error;
       Error.stackTraceLimit = 0;
       try {
@@ -27095,9 +27095,9 @@ var require_secure_json_parse = __commonJS({
       }
       return result;
     }
-    module2.exports = parse12;
-    module2.exports.default = parse12;
-    module2.exports.parse = parse12;
+    module2.exports = parse5;
+    module2.exports.default = parse5;
+    module2.exports.parse = parse5;
     module2.exports.safeParse = safeParse3;
     module2.exports.scan = filter;
   }
@@ -27371,13 +27371,13 @@ var require_pino_pretty = __commonJS({
   }
 });
 
-// node_modules/probot/node_modules/content-type/dist/index.js
+// node_modules/content-type/dist/index.js
 var require_dist = __commonJS({
-  "node_modules/probot/node_modules/content-type/dist/index.js"(exports2) {
+  "node_modules/content-type/dist/index.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.format = format;
-    exports2.parse = parse12;
+    exports2.parse = parse5;
     var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
     var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
     var QUOTE_REGEXP = /[\\"]/g;
@@ -27404,285 +27404,7 @@ var require_dist = __commonJS({
       }
       return result;
     }
-    function parse12(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/core/node_modules/content-type/dist/index.js
-var require_dist2 = __commonJS({
-  "node_modules/@octokit/core/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format;
-    exports2.parse = parse12;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse12(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/graphql/node_modules/content-type/dist/index.js
-var require_dist3 = __commonJS({
-  "node_modules/@octokit/graphql/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format;
-    exports2.parse = parse12;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse12(header, options2) {
+    function parse5(header, options2) {
       const stopChar = options2?.comma === true ? COMMA : 65536;
       const len = header.length;
       let index = skipOWS(header, options2?.start ?? 0, len);
@@ -36337,7 +36059,7 @@ var require_public_api = __commonJS({
       }
       return doc;
     }
-    function parse12(src, reviver, options2) {
+    function parse5(src, reviver, options2) {
       let _reviver = void 0;
       if (typeof reviver === "function") {
         _reviver = reviver;
@@ -36378,7 +36100,7 @@ var require_public_api = __commonJS({
         return value.toString(options2);
       return new Document.Document(value, _replacer, options2).toString(options2);
     }
-    exports2.parse = parse12;
+    exports2.parse = parse5;
     exports2.parseAllDocuments = parseAllDocuments;
     exports2.parseDocument = parseDocument2;
     exports2.stringify = stringify;
@@ -36386,7 +36108,7 @@ var require_public_api = __commonJS({
 });
 
 // node_modules/yaml/dist/index.js
-var require_dist4 = __commonJS({
+var require_dist2 = __commonJS({
   "node_modules/yaml/dist/index.js"(exports2) {
     "use strict";
     var composer = require_composer();
@@ -36434,701 +36156,6 @@ var require_dist4 = __commonJS({
     exports2.stringify = publicApi.stringify;
     exports2.visit = visit2.visit;
     exports2.visitAsync = visit2.visitAsync;
-  }
-});
-
-// node_modules/@octokit/auth-app/node_modules/content-type/dist/index.js
-var require_dist5 = __commonJS({
-  "node_modules/@octokit/auth-app/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format;
-    exports2.parse = parse12;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse12(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/auth-oauth-app/node_modules/content-type/dist/index.js
-var require_dist6 = __commonJS({
-  "node_modules/@octokit/auth-oauth-app/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format;
-    exports2.parse = parse12;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse12(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/auth-oauth-user/node_modules/content-type/dist/index.js
-var require_dist7 = __commonJS({
-  "node_modules/@octokit/auth-oauth-user/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format;
-    exports2.parse = parse12;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse12(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/auth-oauth-device/node_modules/content-type/dist/index.js
-var require_dist8 = __commonJS({
-  "node_modules/@octokit/auth-oauth-device/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format;
-    exports2.parse = parse12;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse12(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/oauth-methods/node_modules/content-type/dist/index.js
-var require_dist9 = __commonJS({
-  "node_modules/@octokit/oauth-methods/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format;
-    exports2.parse = parse12;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse12(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
   }
 });
 
@@ -40254,6 +39281,7 @@ var require_logger = __commonJS({
 });
 
 // src/app/actions.ts
+import { randomUUID as randomUUID2 } from "node:crypto";
 import { readFile } from "node:fs/promises";
 
 // node_modules/@actions/core/lib/command.js
@@ -41470,17 +40498,17 @@ function createMiddleware(options2) {
   const { handleResponse: handleResponse3, getRequestHeader: getRequestHeader3, getPayload: getPayload3 } = options2;
   return function middleware(webhooks, options22) {
     const middlewarePath = normalizeTrailingSlashes(options22.path);
-    return async function octokitWebhooksMiddleware(request9, response, next) {
+    return async function octokitWebhooksMiddleware(request2, response, next) {
       let pathname;
       try {
         pathname = new URL(
-          normalizeTrailingSlashes(request9.url),
+          normalizeTrailingSlashes(request2.url),
           "http://localhost"
         ).pathname;
       } catch (error63) {
         return handleResponse3(
           JSON.stringify({
-            error: `Request URL could not be parsed: ${request9.url}`
+            error: `Request URL could not be parsed: ${request2.url}`
           }),
           422,
           {
@@ -41492,10 +40520,10 @@ function createMiddleware(options2) {
       if (pathname !== middlewarePath) {
         next?.();
         return handleResponse3(null);
-      } else if (request9.method !== "POST") {
+      } else if (request2.method !== "POST") {
         return handleResponse3(
           JSON.stringify({
-            error: `Unknown route: ${request9.method} ${pathname}`
+            error: `Unknown route: ${request2.method} ${pathname}`
           }),
           404,
           {
@@ -41504,7 +40532,7 @@ function createMiddleware(options2) {
           response
         );
       }
-      const contentType = getRequestHeader3(request9, "content-type");
+      const contentType = getRequestHeader3(request2, "content-type");
       if (typeof contentType !== "string" || !isApplicationJsonRE.test(contentType)) {
         return handleResponse3(
           JSON.stringify({
@@ -41519,7 +40547,7 @@ function createMiddleware(options2) {
         );
       }
       const missingHeaders = WEBHOOK_HEADERS.filter((header) => {
-        return getRequestHeader3(request9, header) == void 0;
+        return getRequestHeader3(request2, header) == void 0;
       }).join(", ");
       if (missingHeaders) {
         return handleResponse3(
@@ -41535,11 +40563,11 @@ function createMiddleware(options2) {
         );
       }
       const eventName = getRequestHeader3(
-        request9,
+        request2,
         "x-github-event"
       );
-      const signature = getRequestHeader3(request9, "x-hub-signature-256");
-      const id = getRequestHeader3(request9, "x-github-delivery");
+      const signature = getRequestHeader3(request2, "x-hub-signature-256");
+      const id = getRequestHeader3(request2, "x-github-delivery");
       options22.log.debug(`${eventName} event received (id: ${id})`);
       let didTimeout = false;
       let timeout;
@@ -41561,7 +40589,7 @@ function createMiddleware(options2) {
       });
       const processWebhook = async () => {
         try {
-          const payload = await getPayload3(request9);
+          const payload = await getPayload3(request2);
           await webhooks.verifyAndReceive({
             id,
             name: eventName,
@@ -41611,8 +40639,8 @@ function handleResponse(body, status2 = 200, headers = {}, response) {
   response.writeHead(status2, headers).end(body);
   return true;
 }
-function getRequestHeader(request9, key) {
-  return request9.headers[key];
+function getRequestHeader(request2, key) {
+  return request2.headers[key];
 }
 function concatUint8Array(data) {
   if (data.length === 0) {
@@ -41635,24 +40663,24 @@ function concatUint8Array(data) {
 }
 var textDecoder = new TextDecoder("utf-8", { fatal: false });
 var decode = textDecoder.decode.bind(textDecoder);
-async function getPayload(request9) {
-  if (typeof request9.body === "object" && "rawBody" in request9 && request9.rawBody instanceof Uint8Array) {
-    return decode(request9.rawBody);
-  } else if (typeof request9.body === "string") {
-    return request9.body;
+async function getPayload(request2) {
+  if (typeof request2.body === "object" && "rawBody" in request2 && request2.rawBody instanceof Uint8Array) {
+    return decode(request2.rawBody);
+  } else if (typeof request2.body === "string") {
+    return request2.body;
   }
-  const payload = await getPayloadFromRequestStream(request9);
+  const payload = await getPayloadFromRequestStream(request2);
   return decode(payload);
 }
-function getPayloadFromRequestStream(request9) {
+function getPayloadFromRequestStream(request2) {
   return new Promise((resolve, reject) => {
     let data = [];
-    request9.on(
+    request2.on(
       "error",
       (error63) => reject(new AggregateError([error63], error63.message))
     );
-    request9.on("data", data.push.bind(data));
-    request9.on("end", () => {
+    request2.on("data", data.push.bind(data));
+    request2.on("end", () => {
       const result = concatUint8Array(data);
       queueMicrotask(() => resolve(result));
     });
@@ -42572,7 +41600,7 @@ function withDefaults(oldDefaults, newDefaults) {
 }
 var endpoint = withDefaults(null, DEFAULTS);
 
-// node_modules/probot/node_modules/@octokit/request/dist-bundle/index.js
+// node_modules/@octokit/request/dist-bundle/index.js
 var import_content_type = __toESM(require_dist(), 1);
 
 // node_modules/json-with-bigint/json-with-bigint.js
@@ -42949,7 +41977,7 @@ var RequestError = class extends Error {
   }
 };
 
-// node_modules/probot/node_modules/@octokit/request/dist-bundle/index.js
+// node_modules/@octokit/request/dist-bundle/index.js
 var VERSION3 = "10.0.14";
 var defaults_default = {
   headers: {
@@ -43113,16 +42141,16 @@ function withDefaults2(oldEndpoint, newDefaults) {
     if (!endpointOptions.request || !endpointOptions.request.hook) {
       return fetchWrapper(endpoint2.parse(endpointOptions));
     }
-    const request22 = (route2, parameters2) => {
+    const request2 = (route2, parameters2) => {
       return fetchWrapper(
         endpoint2.parse(endpoint2.merge(route2, parameters2))
       );
     };
-    Object.assign(request22, {
+    Object.assign(request2, {
       endpoint: endpoint2,
       defaults: withDefaults2.bind(null, endpoint2)
     });
-    return endpointOptions.request.hook(request22, endpointOptions);
+    return endpointOptions.request.hook(request2, endpointOptions);
   };
   return Object.assign(newApi, {
     endpoint: endpoint2,
@@ -43237,382 +42265,16 @@ function Collection() {
 }
 var before_after_hook_default = { Singular, Collection };
 
-// node_modules/@octokit/core/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type2 = __toESM(require_dist2(), 1);
-var VERSION4 = "10.0.14";
-var defaults_default2 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION4} ${getUserAgent()}`
-  }
-};
-function isPlainObject3(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop2 = () => "";
-async function fetchWrapper2(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject3(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error63) {
-    let message = "Unknown Error";
-    if (error63 instanceof Error) {
-      if (error63.name === "AbortError") {
-        error63.status = 500;
-        throw error63;
-      }
-      message = error63.message;
-      if (error63.name === "TypeError" && "cause" in error63) {
-        if (error63.cause instanceof Error) {
-          message = error63.cause.message;
-        } else if (typeof error63.cause === "string") {
-          message = error63.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error63;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData2(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData2(fetchResponse);
-    throw new RequestError(toErrorMessage2(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData2(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData2(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop2);
-  }
-  const mimetype = (0, import_content_type2.parse)(contentType);
-  if (isJSONResponse2(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop2);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse2(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage2(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults3(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper2(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper2(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults3.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults3.bind(null, endpoint2)
-  });
-}
-var request2 = withDefaults3(endpoint, defaults_default2);
-
-// node_modules/@octokit/graphql/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type3 = __toESM(require_dist3(), 1);
-var VERSION5 = "10.0.14";
-var defaults_default3 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION5} ${getUserAgent()}`
-  }
-};
-function isPlainObject4(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop3 = () => "";
-async function fetchWrapper3(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject4(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error63) {
-    let message = "Unknown Error";
-    if (error63 instanceof Error) {
-      if (error63.name === "AbortError") {
-        error63.status = 500;
-        throw error63;
-      }
-      message = error63.message;
-      if (error63.name === "TypeError" && "cause" in error63) {
-        if (error63.cause instanceof Error) {
-          message = error63.cause.message;
-        } else if (typeof error63.cause === "string") {
-          message = error63.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error63;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData3(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData3(fetchResponse);
-    throw new RequestError(toErrorMessage3(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData3(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData3(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop3);
-  }
-  const mimetype = (0, import_content_type3.parse)(contentType);
-  if (isJSONResponse3(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop3);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse3(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage3(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults4(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper3(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper3(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults4.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults4.bind(null, endpoint2)
-  });
-}
-var request3 = withDefaults4(endpoint, defaults_default3);
-
 // node_modules/@octokit/graphql/dist-bundle/index.js
-var VERSION6 = "0.0.0-development";
+var VERSION4 = "0.0.0-development";
 function _buildMessageForResponseErrors(data) {
   return `Request failed due to following response errors:
 ` + data.errors.map((e) => ` - ${e.message}`).join("\n");
 }
 var GraphqlResponseError = class extends Error {
-  constructor(request22, headers, response) {
+  constructor(request2, headers, response) {
     super(_buildMessageForResponseErrors(response));
-    this.request = request22;
+    this.request = request2;
     this.headers = headers;
     this.response = response;
     this.errors = response.errors;
@@ -43640,7 +42302,7 @@ var NON_VARIABLE_OPTIONS = [
 ];
 var FORBIDDEN_VARIABLE_OPTIONS = ["query", "method", "url"];
 var GHES_V3_SUFFIX_REGEX = /\/api\/v3\/?$/;
-function graphql(request22, query, options2) {
+function graphql(request2, query, options2) {
   if (options2) {
     if (typeof query === "string" && "query" in options2) {
       return Promise.reject(
@@ -43670,11 +42332,11 @@ function graphql(request22, query, options2) {
     result.variables[key] = parsedOptions[key];
     return result;
   }, {});
-  const baseUrl = parsedOptions.baseUrl || request22.endpoint.DEFAULTS.baseUrl;
+  const baseUrl = parsedOptions.baseUrl || request2.endpoint.DEFAULTS.baseUrl;
   if (GHES_V3_SUFFIX_REGEX.test(baseUrl)) {
     requestOptions.url = baseUrl.replace(GHES_V3_SUFFIX_REGEX, "/api/graphql");
   }
-  return request22(requestOptions).then((response) => {
+  return request2(requestOptions).then((response) => {
     if (response.data.errors) {
       const headers = {};
       for (const key of Object.keys(response.headers)) {
@@ -43689,25 +42351,25 @@ function graphql(request22, query, options2) {
     return response.data.data;
   });
 }
-function withDefaults5(request22, newDefaults) {
-  const newRequest = request22.defaults(newDefaults);
+function withDefaults3(request2, newDefaults) {
+  const newRequest = request2.defaults(newDefaults);
   const newApi = (query, options2) => {
     return graphql(newRequest, query, options2);
   };
   return Object.assign(newApi, {
-    defaults: withDefaults5.bind(null, newRequest),
+    defaults: withDefaults3.bind(null, newRequest),
     endpoint: newRequest.endpoint
   });
 }
-var graphql2 = withDefaults5(request3, {
+var graphql2 = withDefaults3(request, {
   headers: {
-    "user-agent": `octokit-graphql.js/${VERSION6} ${getUserAgent()}`
+    "user-agent": `octokit-graphql.js/${VERSION4} ${getUserAgent()}`
   },
   method: "POST",
   url: "/graphql"
 });
 function withCustomRequest(customRequest) {
-  return withDefaults5(customRequest, {
+  return withDefaults3(customRequest, {
     method: "POST",
     url: "/graphql"
   });
@@ -43735,13 +42397,13 @@ function withAuthorizationPrefix(token) {
   }
   return `token ${token}`;
 }
-async function hook(token, request9, route, parameters) {
-  const endpoint2 = request9.endpoint.merge(
+async function hook(token, request2, route, parameters) {
+  const endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
   endpoint2.headers.authorization = withAuthorizationPrefix(token);
-  return request9(endpoint2);
+  return request2(endpoint2);
 }
 var createTokenAuth = function createTokenAuth2(token) {
   if (!token) {
@@ -43759,19 +42421,19 @@ var createTokenAuth = function createTokenAuth2(token) {
 };
 
 // node_modules/@octokit/core/dist-src/version.js
-var VERSION7 = "7.0.8";
+var VERSION5 = "7.0.8";
 
 // node_modules/@octokit/core/dist-src/index.js
-var noop4 = () => {
+var noop2 = () => {
 };
 var consoleWarn = console.warn.bind(console);
 var consoleError = console.error.bind(console);
 function createLogger2(logger = {}) {
   if (typeof logger.debug !== "function") {
-    logger.debug = noop4;
+    logger.debug = noop2;
   }
   if (typeof logger.info !== "function") {
-    logger.info = noop4;
+    logger.info = noop2;
   }
   if (typeof logger.warn !== "function") {
     logger.warn = consoleWarn;
@@ -43781,9 +42443,9 @@ function createLogger2(logger = {}) {
   }
   return logger;
 }
-var userAgentTrail = `octokit-core.js/${VERSION7} ${getUserAgent()}`;
+var userAgentTrail = `octokit-core.js/${VERSION5} ${getUserAgent()}`;
 var Octokit = class {
-  static VERSION = VERSION7;
+  static VERSION = VERSION5;
   static defaults(defaults) {
     const OctokitWithDefaults = class extends this {
       constructor(...args) {
@@ -43825,7 +42487,7 @@ var Octokit = class {
   constructor(options2 = {}) {
     const hook7 = new before_after_hook_default.Collection();
     const requestDefaults = {
-      baseUrl: request2.endpoint.DEFAULTS.baseUrl,
+      baseUrl: request.endpoint.DEFAULTS.baseUrl,
       headers: {},
       request: Object.assign({}, options2.request, {
         // @ts-ignore internal usage only, no need to type
@@ -43846,7 +42508,7 @@ var Octokit = class {
     if (options2.timeZone) {
       requestDefaults.headers["time-zone"] = options2.timeZone;
     }
-    this.request = request2.defaults(requestDefaults);
+    this.request = request.defaults(requestDefaults);
     this.graphql = withCustomRequest(this.request).defaults(requestDefaults);
     this.log = createLogger2(options2.log);
     this.hook = hook7;
@@ -43896,14 +42558,14 @@ var Octokit = class {
 };
 
 // node_modules/@octokit/plugin-enterprise-compatibility/dist-src/version.js
-var VERSION8 = "6.0.3";
+var VERSION6 = "6.0.3";
 
 // node_modules/@octokit/plugin-enterprise-compatibility/dist-src/index.js
 function enterpriseCompatibility(octokit) {
-  octokit.hook.wrap("request", async (request9, options2) => {
+  octokit.hook.wrap("request", async (request2, options2) => {
     if (/\/orgs\/[^/]+\/teams/.test(options2.url)) {
       try {
-        return await request9(options2);
+        return await request2(options2);
       } catch (error63) {
         if (error63.status !== 404) {
           throw error63;
@@ -43924,13 +42586,13 @@ function enterpriseCompatibility(octokit) {
         );
       }
     }
-    return request9(options2);
+    return request2(options2);
   });
 }
-enterpriseCompatibility.VERSION = VERSION8;
+enterpriseCompatibility.VERSION = VERSION6;
 
 // node_modules/@octokit/plugin-paginate-rest/dist-bundle/index.js
-var VERSION9 = "0.0.0-development";
+var VERSION7 = "0.0.0-development";
 function normalizePaginatedListResponse(response) {
   if (!response.data) {
     return {
@@ -44043,10 +42705,10 @@ function paginateRest(octokit) {
     })
   };
 }
-paginateRest.VERSION = VERSION9;
+paginateRest.VERSION = VERSION7;
 
 // node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/version.js
-var VERSION10 = "17.0.0";
+var VERSION8 = "17.0.0";
 
 // node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/generated/endpoints.js
 var Endpoints = {
@@ -46470,7 +45132,7 @@ function restEndpointMethods(octokit) {
     rest: api
   };
 }
-restEndpointMethods.VERSION = VERSION10;
+restEndpointMethods.VERSION = VERSION8;
 function legacyRestEndpointMethods(octokit) {
   const api = endpointsToMethods(octokit);
   return {
@@ -46478,11 +45140,11 @@ function legacyRestEndpointMethods(octokit) {
     rest: api
   };
 }
-legacyRestEndpointMethods.VERSION = VERSION10;
+legacyRestEndpointMethods.VERSION = VERSION8;
 
 // node_modules/@octokit/plugin-retry/dist-bundle/index.js
 var import_light = __toESM(require_light(), 1);
-var VERSION11 = "0.0.0-development";
+var VERSION9 = "0.0.0-development";
 function isRequestError(error63) {
   return error63.request !== void 0;
 }
@@ -46497,7 +45159,7 @@ async function errorRequest(state, octokit, error63, options2) {
   }
   throw error63;
 }
-async function wrapRequest(state, octokit, request9, options2) {
+async function wrapRequest(state, octokit, request2, options2) {
   const limiter = new import_light.default();
   limiter.on("failed", function(error63, info2) {
     const maxRetries = ~~error63.request.request?.retries;
@@ -46508,12 +45170,12 @@ async function wrapRequest(state, octokit, request9, options2) {
     }
   });
   return limiter.schedule(
-    requestWithGraphqlErrorHandling.bind(null, state, octokit, request9),
+    requestWithGraphqlErrorHandling.bind(null, state, octokit, request2),
     options2
   );
 }
-async function requestWithGraphqlErrorHandling(state, octokit, request9, options2) {
-  const response = await request9(options2);
+async function requestWithGraphqlErrorHandling(state, octokit, request2, options2) {
+  const response = await request2(options2);
   if (response.data && response.data.errors && response.data.errors.length > 0 && /Something went wrong while executing your query/.test(
     response.data.errors[0].message
   )) {
@@ -46552,36 +45214,36 @@ function retry(octokit, octokitOptions) {
   }
   return retryPlugin;
 }
-retry.VERSION = VERSION11;
+retry.VERSION = VERSION9;
 
 // node_modules/@octokit/plugin-throttling/dist-bundle/index.js
 var import_light2 = __toESM(require_light(), 1);
-var VERSION12 = "0.0.0-development";
-var noop5 = () => Promise.resolve();
-function wrapRequest2(state, request9, options2) {
-  return state.retryLimiter.schedule(doRequest, state, request9, options2);
+var VERSION10 = "0.0.0-development";
+var noop3 = () => Promise.resolve();
+function wrapRequest2(state, request2, options2) {
+  return state.retryLimiter.schedule(doRequest, state, request2, options2);
 }
-async function doRequest(state, request9, options2) {
+async function doRequest(state, request2, options2) {
   const { pathname } = new URL(options2.url, "http://github.test");
   const isAuth = isAuthRequest(options2.method, pathname);
   const isWrite = !isAuth && options2.method !== "GET" && options2.method !== "HEAD";
   const isSearch = options2.method === "GET" && pathname.startsWith("/search/");
   const isGraphQL = pathname.startsWith("/graphql");
-  const retryCount = ~~request9.retryCount;
+  const retryCount = ~~request2.retryCount;
   const jobOptions = retryCount > 0 ? { priority: 0, weight: 0 } : {};
   if (state.clustering) {
     jobOptions.expiration = 1e3 * 60;
   }
   if (isWrite || isGraphQL) {
-    await state.write.key(state.id).schedule(jobOptions, noop5);
+    await state.write.key(state.id).schedule(jobOptions, noop3);
   }
   if (isWrite && state.triggersNotification(pathname)) {
-    await state.notifications.key(state.id).schedule(jobOptions, noop5);
+    await state.notifications.key(state.id).schedule(jobOptions, noop3);
   }
   if (isSearch) {
-    await state.search.key(state.id).schedule(jobOptions, noop5);
+    await state.search.key(state.id).schedule(jobOptions, noop3);
   }
-  const req = (isAuth ? state.auth : state.global).key(state.id).schedule(jobOptions, request9, options2);
+  const req = (isAuth ? state.auth : state.global).key(state.id).schedule(jobOptions, request2, options2);
   if (isGraphQL) {
     const res = await req;
     if (res.data.errors != null && res.data.errors.some((error63) => error63.type === "RATE_LIMITED")) {
@@ -46725,14 +45387,14 @@ function throttling(octokit, octokitOptions) {
       (e) => octokit.log.warn("Error in throttling-plugin limit handler", e)
     );
     state.retryLimiter.on("failed", async function(error63, info2) {
-      const [state2, request9, options2] = info2.args;
+      const [state2, request2, options2] = info2.args;
       const { pathname } = new URL(options2.url, "http://github.test");
       const shouldRetryGraphQL = pathname.startsWith("/graphql") && error63.status !== 401;
       if (!(shouldRetryGraphQL || error63.status === 403 || error63.status === 429)) {
         return;
       }
-      const retryCount = ~~request9.retryCount;
-      request9.retryCount = retryCount;
+      const retryCount = ~~request2.retryCount;
+      request2.retryCount = retryCount;
       options2.request.retryCount = retryCount;
       const { wantRetry, retryAfter = 0 } = await (async function() {
         if (/\bsecondary rate\b/i.test(error63.message)) {
@@ -46770,25 +45432,25 @@ function throttling(octokit, octokitOptions) {
         return {};
       })();
       if (wantRetry) {
-        request9.retryCount++;
+        request2.retryCount++;
         return retryAfter * state2.retryAfterBaseValue;
       }
     });
   };
-  octokit.hook.wrap("request", (request9, options2) => {
+  octokit.hook.wrap("request", (request2, options2) => {
     initializeBottleneck();
-    return wrapRequest2(state, request9, options2);
+    return wrapRequest2(state, request2, options2);
   });
   return {};
 }
-throttling.VERSION = VERSION12;
+throttling.VERSION = VERSION10;
 throttling.triggersNotification = triggersNotification;
 
 // node_modules/@probot/octokit-plugin-config/dist-src/version.js
-var VERSION13 = "4.1.0";
+var VERSION11 = "4.1.0";
 
 // node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-file.js
-var import_yaml = __toESM(require_dist4(), 1);
+var import_yaml = __toESM(require_dist2(), 1);
 var SUPPORTED_FILE_EXTENSIONS = ["json", "yml", "yaml"];
 async function getConfigFile(octokit, { owner, repo, path: path2, ref }) {
   const fileExtension = path2.split(".").pop().toLowerCase();
@@ -46975,7 +45637,7 @@ function config(octokit) {
     }
   };
 }
-config.VERSION = VERSION13;
+config.VERSION = VERSION11;
 
 // node_modules/@octokit/auth-unauthenticated/dist-node/index.js
 async function auth2(reason) {
@@ -47000,12 +45662,12 @@ function isAbuseLimitError(error63) {
   }
   return REGEX_ABUSE_LIMIT_MESSAGE.test(error63.message);
 }
-async function hook2(reason, request9, route, parameters) {
-  const endpoint2 = request9.endpoint.merge(
+async function hook2(reason, request2, route, parameters) {
+  const endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
-  return request9(endpoint2).catch((error63) => {
+  return request2(endpoint2).catch((error63) => {
     if (error63.status === 404) {
       error63.message = `Not found. May be due to lack of authentication. Reason: ${reason}`;
       throw error63;
@@ -47042,924 +45704,9 @@ var createUnauthenticatedAuth = function createUnauthenticatedAuth2(options2) {
   });
 };
 
-// node_modules/@octokit/auth-app/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type4 = __toESM(require_dist5(), 1);
-var VERSION14 = "10.0.14";
-var defaults_default4 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION14} ${getUserAgent()}`
-  }
-};
-function isPlainObject5(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop6 = () => "";
-async function fetchWrapper4(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject5(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error63) {
-    let message = "Unknown Error";
-    if (error63 instanceof Error) {
-      if (error63.name === "AbortError") {
-        error63.status = 500;
-        throw error63;
-      }
-      message = error63.message;
-      if (error63.name === "TypeError" && "cause" in error63) {
-        if (error63.cause instanceof Error) {
-          message = error63.cause.message;
-        } else if (typeof error63.cause === "string") {
-          message = error63.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error63;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData4(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData4(fetchResponse);
-    throw new RequestError(toErrorMessage4(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData4(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData4(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop6);
-  }
-  const mimetype = (0, import_content_type4.parse)(contentType);
-  if (isJSONResponse4(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop6);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse4(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage4(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults6(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper4(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper4(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults6.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults6.bind(null, endpoint2)
-  });
-}
-var request4 = withDefaults6(endpoint, defaults_default4);
-
-// node_modules/@octokit/auth-oauth-app/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type5 = __toESM(require_dist6(), 1);
-var VERSION15 = "10.0.14";
-var defaults_default5 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION15} ${getUserAgent()}`
-  }
-};
-function isPlainObject6(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop7 = () => "";
-async function fetchWrapper5(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject6(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error63) {
-    let message = "Unknown Error";
-    if (error63 instanceof Error) {
-      if (error63.name === "AbortError") {
-        error63.status = 500;
-        throw error63;
-      }
-      message = error63.message;
-      if (error63.name === "TypeError" && "cause" in error63) {
-        if (error63.cause instanceof Error) {
-          message = error63.cause.message;
-        } else if (typeof error63.cause === "string") {
-          message = error63.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error63;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData5(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData5(fetchResponse);
-    throw new RequestError(toErrorMessage5(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData5(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData5(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop7);
-  }
-  const mimetype = (0, import_content_type5.parse)(contentType);
-  if (isJSONResponse5(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop7);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse5(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage5(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults7(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper5(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper5(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults7.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults7.bind(null, endpoint2)
-  });
-}
-var request5 = withDefaults7(endpoint, defaults_default5);
-
-// node_modules/@octokit/auth-oauth-user/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type6 = __toESM(require_dist7(), 1);
-var VERSION16 = "10.0.14";
-var defaults_default6 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION16} ${getUserAgent()}`
-  }
-};
-function isPlainObject7(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop8 = () => "";
-async function fetchWrapper6(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject7(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error63) {
-    let message = "Unknown Error";
-    if (error63 instanceof Error) {
-      if (error63.name === "AbortError") {
-        error63.status = 500;
-        throw error63;
-      }
-      message = error63.message;
-      if (error63.name === "TypeError" && "cause" in error63) {
-        if (error63.cause instanceof Error) {
-          message = error63.cause.message;
-        } else if (typeof error63.cause === "string") {
-          message = error63.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error63;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData6(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData6(fetchResponse);
-    throw new RequestError(toErrorMessage6(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData6(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData6(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop8);
-  }
-  const mimetype = (0, import_content_type6.parse)(contentType);
-  if (isJSONResponse6(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop8);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse6(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage6(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults8(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper6(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper6(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults8.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults8.bind(null, endpoint2)
-  });
-}
-var request6 = withDefaults8(endpoint, defaults_default6);
-
-// node_modules/@octokit/auth-oauth-device/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type7 = __toESM(require_dist8(), 1);
-var VERSION17 = "10.0.14";
-var defaults_default7 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION17} ${getUserAgent()}`
-  }
-};
-function isPlainObject8(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop9 = () => "";
-async function fetchWrapper7(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject8(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error63) {
-    let message = "Unknown Error";
-    if (error63 instanceof Error) {
-      if (error63.name === "AbortError") {
-        error63.status = 500;
-        throw error63;
-      }
-      message = error63.message;
-      if (error63.name === "TypeError" && "cause" in error63) {
-        if (error63.cause instanceof Error) {
-          message = error63.cause.message;
-        } else if (typeof error63.cause === "string") {
-          message = error63.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error63;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData7(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData7(fetchResponse);
-    throw new RequestError(toErrorMessage7(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData7(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData7(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop9);
-  }
-  const mimetype = (0, import_content_type7.parse)(contentType);
-  if (isJSONResponse7(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop9);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse7(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage7(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults9(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper7(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper7(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults9.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults9.bind(null, endpoint2)
-  });
-}
-var request7 = withDefaults9(endpoint, defaults_default7);
-
-// node_modules/@octokit/oauth-methods/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type8 = __toESM(require_dist9(), 1);
-var VERSION18 = "10.0.14";
-var defaults_default8 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION18} ${getUserAgent()}`
-  }
-};
-function isPlainObject9(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop10 = () => "";
-async function fetchWrapper8(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject9(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error63) {
-    let message = "Unknown Error";
-    if (error63 instanceof Error) {
-      if (error63.name === "AbortError") {
-        error63.status = 500;
-        throw error63;
-      }
-      message = error63.message;
-      if (error63.name === "TypeError" && "cause" in error63) {
-        if (error63.cause instanceof Error) {
-          message = error63.cause.message;
-        } else if (typeof error63.cause === "string") {
-          message = error63.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error63;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData8(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData8(fetchResponse);
-    throw new RequestError(toErrorMessage8(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData8(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData8(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop10);
-  }
-  const mimetype = (0, import_content_type8.parse)(contentType);
-  if (isJSONResponse8(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop10);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse8(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage8(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults10(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper8(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper8(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults10.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults10.bind(null, endpoint2)
-  });
-}
-var request8 = withDefaults10(endpoint, defaults_default8);
-
 // node_modules/@octokit/oauth-methods/dist-bundle/index.js
-function requestToOAuthBaseUrl(request9) {
-  const endpointDefaults = request9.endpoint.DEFAULTS;
+function requestToOAuthBaseUrl(request2) {
+  const endpointDefaults = request2.endpoint.DEFAULTS;
   if (/^https:\/\/(api\.)?github\.com$/.test(endpointDefaults.baseUrl)) {
     return "https://github.com";
   }
@@ -47968,21 +45715,21 @@ function requestToOAuthBaseUrl(request9) {
   }
   return endpointDefaults.baseUrl.replace("/api/v3", "");
 }
-async function oauthRequest(request9, route, parameters) {
+async function oauthRequest(request2, route, parameters) {
   const withOAuthParameters = {
-    baseUrl: requestToOAuthBaseUrl(request9),
+    baseUrl: requestToOAuthBaseUrl(request2),
     headers: {
       accept: "application/json"
     },
     ...parameters
   };
-  const response = await request9(route, withOAuthParameters);
+  const response = await request2(route, withOAuthParameters);
   if ("error" in response.data) {
     const error63 = new RequestError(
       `${response.data.error_description} (${response.data.error}, ${response.data.error_uri})`,
       400,
       {
-        request: request9.endpoint.merge(
+        request: request2.endpoint.merge(
           route,
           withOAuthParameters
         )
@@ -47994,9 +45741,9 @@ async function oauthRequest(request9, route, parameters) {
   return response;
 }
 async function exchangeWebFlowCode(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const response = await oauthRequest(
-    request9,
+    request2,
     "POST /login/oauth/access_token",
     {
       client_id: options2.clientId,
@@ -48031,19 +45778,19 @@ function toTimestamp(apiTimeInMs, expirationInSeconds) {
   return new Date(apiTimeInMs + expirationInSeconds * 1e3).toISOString();
 }
 async function createDeviceCode(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const parameters = {
     client_id: options2.clientId
   };
   if ("scopes" in options2 && Array.isArray(options2.scopes)) {
     parameters.scope = options2.scopes.join(" ");
   }
-  return oauthRequest(request9, "POST /login/device/code", parameters);
+  return oauthRequest(request2, "POST /login/device/code", parameters);
 }
 async function exchangeDeviceCode(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const response = await oauthRequest(
-    request9,
+    request2,
     "POST /login/oauth/access_token",
     {
       client_id: options2.clientId,
@@ -48079,8 +45826,8 @@ function toTimestamp2(apiTimeInMs, expirationInSeconds) {
   return new Date(apiTimeInMs + expirationInSeconds * 1e3).toISOString();
 }
 async function checkToken(options2) {
-  const request9 = options2.request || request8;
-  const response = await request9("POST /applications/{client_id}/token", {
+  const request2 = options2.request || request;
+  const response = await request2("POST /applications/{client_id}/token", {
     headers: {
       authorization: `basic ${btoa(
         `${options2.clientId}:${options2.clientSecret}`
@@ -48104,9 +45851,9 @@ async function checkToken(options2) {
   return { ...response, authentication };
 }
 async function refreshToken(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const response = await oauthRequest(
-    request9,
+    request2,
     "POST /login/oauth/access_token",
     {
       client_id: options2.clientId,
@@ -48134,9 +45881,9 @@ function toTimestamp3(apiTimeInMs, expirationInSeconds) {
   return new Date(apiTimeInMs + expirationInSeconds * 1e3).toISOString();
 }
 async function resetToken(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const auth8 = btoa(`${options2.clientId}:${options2.clientSecret}`);
-  const response = await request9(
+  const response = await request2(
     "PATCH /applications/{client_id}/token",
     {
       headers: {
@@ -48161,9 +45908,9 @@ async function resetToken(options2) {
   return { ...response, authentication };
 }
 async function deleteToken(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const auth8 = btoa(`${options2.clientId}:${options2.clientSecret}`);
-  return request9(
+  return request2(
     "DELETE /applications/{client_id}/token",
     {
       headers: {
@@ -48175,9 +45922,9 @@ async function deleteToken(options2) {
   );
 }
 async function deleteAuthorization(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const auth8 = btoa(`${options2.clientId}:${options2.clientSecret}`);
-  return request9(
+  return request2(
     "DELETE /applications/{client_id}/grant",
     {
       headers: {
@@ -48226,11 +45973,11 @@ function getCachedAuthentication(state, auth22) {
 async function wait(seconds) {
   await new Promise((resolve) => setTimeout(resolve, seconds * 1e3));
 }
-async function waitForAccessToken(request9, clientId, clientType, verification) {
+async function waitForAccessToken(request2, clientId, clientType, verification) {
   try {
     const options2 = {
       clientId,
-      request: request9,
+      request: request2,
       code: verification.device_code
     };
     const { authentication } = clientType === "oauth-app" ? await exchangeDeviceCode({
@@ -48250,11 +45997,11 @@ async function waitForAccessToken(request9, clientId, clientType, verification) 
     const errorType = error63.response.data.error;
     if (errorType === "authorization_pending") {
       await wait(verification.interval);
-      return waitForAccessToken(request9, clientId, clientType, verification);
+      return waitForAccessToken(request2, clientId, clientType, verification);
     }
     if (errorType === "slow_down") {
       await wait(verification.interval + 7);
-      return waitForAccessToken(request9, clientId, clientType, verification);
+      return waitForAccessToken(request2, clientId, clientType, verification);
     }
     throw error63;
   }
@@ -48264,37 +46011,37 @@ async function auth3(state, authOptions) {
     auth: authOptions
   });
 }
-async function hook3(state, request9, route, parameters) {
-  let endpoint2 = request9.endpoint.merge(
+async function hook3(state, request2, route, parameters) {
+  let endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
   if (/\/login\/(oauth\/access_token|device\/code)$/.test(endpoint2.url)) {
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
   const { token } = await getOAuthAccessToken(state, {
-    request: request9,
+    request: request2,
     auth: { type: "oauth" }
   });
   endpoint2.headers.authorization = `token ${token}`;
-  return request9(endpoint2);
+  return request2(endpoint2);
 }
-var VERSION19 = "0.0.0-development";
+var VERSION12 = "0.0.0-development";
 function createOAuthDeviceAuth(options2) {
-  const requestWithDefaults = options2.request || request7.defaults({
+  const requestWithDefaults = options2.request || request.defaults({
     headers: {
-      "user-agent": `octokit-auth-oauth-device.js/${VERSION19} ${getUserAgent()}`
+      "user-agent": `octokit-auth-oauth-device.js/${VERSION12} ${getUserAgent()}`
     }
   });
-  const { request: request9 = requestWithDefaults, ...otherOptions } = options2;
+  const { request: request2 = requestWithDefaults, ...otherOptions } = options2;
   const state = options2.clientType === "github-app" ? {
     ...otherOptions,
     clientType: "github-app",
-    request: request9
+    request: request2
   } : {
     ...otherOptions,
     clientType: "oauth-app",
-    request: request9,
+    request: request2,
     scopes: options2.scopes || []
   };
   if (!options2.clientId) {
@@ -48313,7 +46060,7 @@ function createOAuthDeviceAuth(options2) {
 }
 
 // node_modules/@octokit/auth-oauth-user/dist-bundle/index.js
-var VERSION20 = "0.0.0-development";
+var VERSION13 = "0.0.0-development";
 async function getAuthentication(state) {
   if ("code" in state.strategyOptions) {
     const { authentication } = await exchangeWebFlowCode({
@@ -48450,30 +46197,30 @@ var ROUTES_REQUIRING_BASIC_AUTH = /\/applications\/[^/]+\/(token|grant)s?/;
 function requiresBasicAuth(url2) {
   return url2 && ROUTES_REQUIRING_BASIC_AUTH.test(url2);
 }
-async function hook4(state, request9, route, parameters = {}) {
-  const endpoint2 = request9.endpoint.merge(
+async function hook4(state, request2, route, parameters = {}) {
+  const endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
   if (/\/login\/(oauth\/access_token|device\/code)$/.test(endpoint2.url)) {
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
   if (requiresBasicAuth(endpoint2.url)) {
     const credentials = btoa(`${state.clientId}:${state.clientSecret}`);
     endpoint2.headers.authorization = `basic ${credentials}`;
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
-  const { token } = state.clientType === "oauth-app" ? await auth4({ ...state, request: request9 }) : await auth4({ ...state, request: request9 });
+  const { token } = state.clientType === "oauth-app" ? await auth4({ ...state, request: request2 }) : await auth4({ ...state, request: request2 });
   endpoint2.headers.authorization = "token " + token;
-  return request9(endpoint2);
+  return request2(endpoint2);
 }
 function createOAuthUserAuth({
   clientId,
   clientSecret,
   clientType = "oauth-app",
-  request: request9 = request6.defaults({
+  request: request2 = request.defaults({
     headers: {
-      "user-agent": `octokit-auth-oauth-app.js/${VERSION20} ${getUserAgent()}`
+      "user-agent": `octokit-auth-oauth-app.js/${VERSION13} ${getUserAgent()}`
     }
   }),
   onTokenCreated,
@@ -48485,14 +46232,14 @@ function createOAuthUserAuth({
     clientSecret,
     onTokenCreated,
     strategyOptions,
-    request: request9
+    request: request2
   });
   return Object.assign(auth4.bind(null, state), {
     // @ts-expect-error not worth the extra code needed to appease TS
     hook: hook4.bind(null, state)
   });
 }
-createOAuthUserAuth.VERSION = VERSION20;
+createOAuthUserAuth.VERSION = VERSION13;
 
 // node_modules/@octokit/auth-oauth-app/dist-bundle/index.js
 async function auth5(state, authOptions) {
@@ -48531,13 +46278,13 @@ async function auth5(state, authOptions) {
   });
   return userAuth();
 }
-async function hook5(state, request22, route, parameters) {
-  let endpoint2 = request22.endpoint.merge(
+async function hook5(state, request2, route, parameters) {
+  let endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
   if (/\/login\/(oauth\/access_token|device\/code)$/.test(endpoint2.url)) {
-    return request22(endpoint2);
+    return request2(endpoint2);
   }
   if (state.clientType === "github-app" && !requiresBasicAuth(endpoint2.url)) {
     throw new Error(
@@ -48547,20 +46294,20 @@ async function hook5(state, request22, route, parameters) {
   const credentials = btoa(`${state.clientId}:${state.clientSecret}`);
   endpoint2.headers.authorization = `basic ${credentials}`;
   try {
-    return await request22(endpoint2);
+    return await request2(endpoint2);
   } catch (error63) {
     if (error63.status !== 401) throw error63;
     error63.message = `[@octokit/auth-oauth-app] "${endpoint2.method} ${endpoint2.url}" does not support clientId/clientSecret basic authentication.`;
     throw error63;
   }
 }
-var VERSION21 = "0.0.0-development";
+var VERSION14 = "0.0.0-development";
 function createOAuthAppAuth(options2) {
   const state = Object.assign(
     {
-      request: request5.defaults({
+      request: request.defaults({
         headers: {
-          "user-agent": `octokit-auth-oauth-app.js/${VERSION21} ${getUserAgent()}`
+          "user-agent": `octokit-auth-oauth-app.js/${VERSION14} ${getUserAgent()}`
         }
       }),
       clientType: "oauth-app"
@@ -48841,15 +46588,15 @@ async function getInstallationAuthentication(state, options2, customRequest) {
     };
     return factory(factoryAuthOptions);
   }
-  const request9 = customRequest || state.request;
+  const request2 = customRequest || state.request;
   return getInstallationAuthenticationConcurrently(
     state,
     { ...options2, installationId },
-    request9
+    request2
   );
 }
 var pendingPromises = /* @__PURE__ */ new Map();
-function getInstallationAuthenticationConcurrently(state, options2, request9) {
+function getInstallationAuthenticationConcurrently(state, options2, request2) {
   const cacheKey = optionsToCacheKey(options2);
   if (pendingPromises.has(cacheKey)) {
     return pendingPromises.get(cacheKey);
@@ -48857,12 +46604,12 @@ function getInstallationAuthenticationConcurrently(state, options2, request9) {
   const promise2 = getInstallationAuthenticationImpl(
     state,
     options2,
-    request9
+    request2
   ).finally(() => pendingPromises.delete(cacheKey));
   pendingPromises.set(cacheKey, promise2);
   return promise2;
 }
-async function getInstallationAuthenticationImpl(state, options2, request9) {
+async function getInstallationAuthenticationImpl(state, options2, request2) {
   if (!options2.refresh) {
     const result = await get(state.cache, options2);
     if (result) {
@@ -48919,7 +46666,7 @@ async function getInstallationAuthenticationImpl(state, options2, request9) {
       repository_selection: repositorySelectionOptional,
       single_file: singleFileName
     }
-  } = await request9(
+  } = await request2(
     "POST /app/installations/{installation_id}/access_tokens",
     payload
   );
@@ -49019,18 +46766,18 @@ function isNotTimeSkewError(error63) {
     /'Issued at' claim \('iat'\) must be an Integer representing the time that the assertion was issued/
   ));
 }
-async function hook6(state, request9, route, parameters) {
-  const endpoint2 = request9.endpoint.merge(route, parameters);
+async function hook6(state, request2, route, parameters) {
+  const endpoint2 = request2.endpoint.merge(route, parameters);
   const url2 = endpoint2.url;
   if (/\/login\/oauth\/access_token$/.test(url2)) {
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
-  if (requiresAppAuth(url2.replace(request9.endpoint.DEFAULTS.baseUrl, ""))) {
+  if (requiresAppAuth(url2.replace(request2.endpoint.DEFAULTS.baseUrl, ""))) {
     const { token: token2 } = await getAppAuthentication(state);
     endpoint2.headers.authorization = `bearer ${token2}`;
     let response;
     try {
-      response = await request9(endpoint2);
+      response = await request2(endpoint2);
     } catch (error63) {
       if (isNotTimeSkewError(error63)) {
         throw error63;
@@ -49050,33 +46797,33 @@ async function hook6(state, request9, route, parameters) {
         timeDifference: diff
       });
       endpoint2.headers.authorization = `bearer ${token3}`;
-      return request9(endpoint2);
+      return request2(endpoint2);
     }
     return response;
   }
   if (requiresBasicAuth(url2)) {
     const authentication = await state.oauthApp({ type: "oauth-app" });
     endpoint2.headers.authorization = authentication.headers.authorization;
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
   const { token, createdAt } = await getInstallationAuthentication(
     state,
     // @ts-expect-error TBD
     {},
-    request9.defaults({ baseUrl: endpoint2.baseUrl })
+    request2.defaults({ baseUrl: endpoint2.baseUrl })
   );
   endpoint2.headers.authorization = `token ${token}`;
   return sendRequestWithRetries(
     state,
-    request9,
+    request2,
     endpoint2,
     createdAt
   );
 }
-async function sendRequestWithRetries(state, request9, options2, createdAt, retries = 0) {
+async function sendRequestWithRetries(state, request2, options2, createdAt, retries = 0) {
   const timeSinceTokenCreationInMs = +/* @__PURE__ */ new Date() - +new Date(createdAt);
   try {
-    return await request9(options2);
+    return await request2(options2);
   } catch (error63) {
     if (error63.status !== 401) {
       throw error63;
@@ -49093,10 +46840,10 @@ async function sendRequestWithRetries(state, request9, options2, createdAt, retr
       `[@octokit/auth-app] Retrying after 401 response to account for token replication delay (retry: ${retries}, wait: ${awaitTime / 1e3}s)`
     );
     await new Promise((resolve) => setTimeout(resolve, awaitTime));
-    return sendRequestWithRetries(state, request9, options2, createdAt, retries);
+    return sendRequestWithRetries(state, request2, options2, createdAt, retries);
   }
 }
-var VERSION22 = "8.3.1";
+var VERSION15 = "8.3.1";
 function createAppAuth(options2) {
   if (!options2.appId) {
     throw new Error("[@octokit/auth-app] appId option is required");
@@ -49117,14 +46864,14 @@ function createAppAuth(options2) {
   if (typeof log.warn !== "function") {
     log.warn = console.warn.bind(console);
   }
-  const request9 = options2.request || request4.defaults({
+  const request2 = options2.request || request.defaults({
     headers: {
-      "user-agent": `octokit-auth-app.js/${VERSION22} ${getUserAgent()}`
+      "user-agent": `octokit-auth-app.js/${VERSION15} ${getUserAgent()}`
     }
   });
   const state = Object.assign(
     {
-      request: request9,
+      request: request2,
       cache: getCache()
     },
     options2,
@@ -49135,7 +46882,7 @@ function createAppAuth(options2) {
         clientType: "github-app",
         clientId: options2.clientId || "",
         clientSecret: options2.clientSecret || "",
-        request: request9
+        request: request2
       })
     }
   );
@@ -49225,14 +46972,14 @@ function getState(options2) {
     ...common
   };
 }
-var VERSION23 = "0.0.0-development";
+var VERSION16 = "0.0.0-development";
 function createProbotAuthFn(options2) {
   const state = getState(options2);
   return Object.assign(auth7.bind(null, state), {
     hook: state.auth.hook
   });
 }
-createProbotAuthFn.VERSION = VERSION23;
+createProbotAuthFn.VERSION = VERSION16;
 var createProbotAuth = createProbotAuthFn;
 
 // node_modules/probot/lib/octokit/octokit-plugin-probot-request-logging.js
@@ -49253,7 +47000,7 @@ function probotRequestLogging(octokit) {
 }
 
 // node_modules/probot/lib/version.js
-var VERSION24 = "14.3.2";
+var VERSION17 = "14.3.2";
 
 // node_modules/probot/lib/octokit/probot-octokit.js
 var defaultOptions = {
@@ -49269,7 +47016,7 @@ var defaultOptions = {
       return true;
     }
   },
-  userAgent: `probot/${VERSION24}`
+  userAgent: `probot/${VERSION17}`
 };
 var ProbotOctokit = Octokit.plugin(throttling, retry, paginateRest, restEndpointMethods, enterpriseCompatibility, probotRequestLogging, config).defaults((instanceOptions) => {
   const options2 = {
@@ -49613,10 +47360,10 @@ var Probot = class {
     return;
   }
   static get version() {
-    return VERSION24;
+    return VERSION17;
   }
   get version() {
-    return VERSION24;
+    return VERSION17;
   }
   get webhooks() {
     return this.#state.webhooks;
@@ -49627,7 +47374,7 @@ var Probot = class {
 };
 
 // node_modules/probot/lib/manifest-creation.js
-var import_yaml2 = __toESM(require_dist4(), 1);
+var import_yaml2 = __toESM(require_dist2(), 1);
 
 // node_modules/probot/lib/helpers/get-payload.js
 var textDecoder2 = new TextDecoder("utf-8", { fatal: false });
@@ -49898,7 +47645,7 @@ __export(external_exports, {
   optional: () => optional,
   output: () => output,
   overwrite: () => _overwrite,
-  parse: () => parse11,
+  parse: () => parse4,
   parseAsync: () => parseAsync2,
   partialRecord: () => partialRecord,
   pipe: () => pipe,
@@ -50250,7 +47997,7 @@ __export(core_exports2, {
   memoizer: () => memoizer,
   mergeValues: () => mergeValues,
   meta: () => meta,
-  parse: () => parse10,
+  parse: () => parse3,
   parseAsync: () => parseAsync,
   parseURLObject: () => parseURLObject,
   prettifyError: () => prettifyError,
@@ -50325,7 +48072,7 @@ __export(util_exports, {
   hide: () => hide,
   installLazyProp: () => installLazyProp,
   isObject: () => isObject,
-  isPlainObject: () => isPlainObject10,
+  isPlainObject: () => isPlainObject3,
   issue: () => issue2,
   joinValues: () => joinValues,
   jsonStringifyReplacer: () => jsonStringifyReplacer,
@@ -50567,7 +48314,7 @@ var allowsEval = /* @__PURE__ */ cached(() => {
     return false;
   }
 });
-function isPlainObject10(o) {
+function isPlainObject3(o) {
   if (isObject(o) === false)
     return false;
   const ctor = o.constructor;
@@ -50584,7 +48331,7 @@ function isPlainObject10(o) {
   return true;
 }
 function shallowClone(o) {
-  if (isPlainObject10(o))
+  if (isPlainObject3(o))
     return { ...o };
   if (Array.isArray(o))
     return [...o];
@@ -50773,7 +48520,7 @@ function omit2(schema, mask) {
   return clone(schema, mergeDefs(currDef, { shape: newShape, checks: [] }));
 }
 function extend(schema, shape) {
-  if (!isPlainObject10(shape)) {
+  if (!isPlainObject3(shape)) {
     throw new Error("Invalid input to extend: expected a plain object");
   }
   const checks = schema._zod.def.checks;
@@ -50795,7 +48542,7 @@ function extended(schema, shape) {
   return newShape;
 }
 function safeExtend(schema, shape) {
-  if (!isPlainObject10(shape)) {
+  if (!isPlainObject3(shape)) {
     throw new Error("Invalid input to safeExtend: expected a plain object");
   }
   return clone(schema, mergeDefs(schema._zod.def, { shape: extended(schema, shape) }));
@@ -51470,7 +49217,7 @@ var _parse = (_Err) => {
   };
   return fn;
 };
-var parse10 = /* @__PURE__ */ _parse($ZodRealError);
+var parse3 = /* @__PURE__ */ _parse($ZodRealError);
 var _parseAsync = (_Err) => {
   const fn = async (schema, value, _ctx, params) => {
     const ctx = _ctx ? { ..._ctx, async: true } : { async: true };
@@ -51558,18 +49305,18 @@ var validateAsync = async (schema, value, _ctx) => {
   return result.issues.length === 0;
 };
 var _encode = (_Err) => {
-  const parse12 = _parse(_Err);
+  const parse5 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
     const ctx = _ctx ? { ..._ctx, direction: "backward" } : { direction: "backward" };
-    return parse12(schema, value, ctx, finalizeParams(fn, _params));
+    return parse5(schema, value, ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
 var encode = /* @__PURE__ */ _encode($ZodRealError);
 var _decode = (_Err) => {
-  const parse12 = _parse(_Err);
+  const parse5 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
-    return parse12(schema, value, _ctx, finalizeParams(fn, _params));
+    return parse5(schema, value, _ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
@@ -53064,7 +50811,7 @@ function capSize(inst, size) {
   if (!caps.length)
     return;
   const cap = Math.min(...caps.map((c) => c[0]));
-  const parse12 = inst._zod.parse;
+  const parse5 = inst._zod.parse;
   inst._zod.parse = (payload, ctx) => {
     const n = size(payload.value);
     if (n > cap && !ctx?.skipChecks && ctx?.direction !== "backward") {
@@ -53078,7 +50825,7 @@ function capSize(inst, size) {
         }
       }
     }
-    return parse12(payload, ctx);
+    return parse5(payload, ctx);
   };
 }
 var arraySize = (input2) => Array.isArray(input2) ? input2.length : -1;
@@ -53675,7 +51422,7 @@ function mergeValues(a, b) {
   if (a instanceof Date && b instanceof Date && +a === +b) {
     return { valid: true, data: a };
   }
-  if (isPlainObject10(a) && isPlainObject10(b)) {
+  if (isPlainObject3(a) && isPlainObject3(b)) {
     const bKeys = Object.keys(b);
     const sharedKeys = Object.keys(a).filter((key) => bKeys.indexOf(key) !== -1);
     const newObj = { ...a, ...b };
@@ -53896,7 +51643,7 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
   memo2?.attach(inst);
   inst._zod.parse = (payload, ctx) => {
     const input2 = payload.value;
-    if (!isPlainObject10(input2)) {
+    if (!isPlainObject3(input2)) {
       payload.issues.push({
         expected: "record",
         code: "invalid_type",
@@ -54623,10 +52370,10 @@ var $ZodFunction = /* @__PURE__ */ $constructor("$ZodFunction", (inst, def) => {
       throw new Error("implement() must be called with a function");
     }
     return Object.defineProperty(function(...args) {
-      const parsedArgs = inst._def.input ? parse10(inst._def.input, args) : args;
+      const parsedArgs = inst._def.input ? parse3(inst._def.input, args) : args;
       const result = Reflect.apply(func, this, parsedArgs);
       if (inst._def.output) {
-        return parse10(inst._def.output, result);
+        return parse3(inst._def.output, result);
       }
       return result;
     }, "_zod", { value: inst._zod, enumerable: false });
@@ -63985,7 +61732,7 @@ function generateIntersectionCheck(doc, ctx, schema, accessor) {
 }
 function generateRecordCheck(doc, ctx, schema, accessor) {
   const def = schema._zod.def;
-  const isPlainObjectConst = addConstant(ctx, isPlainObject10);
+  const isPlainObjectConst = addConstant(ctx, isPlainObject3);
   doc.write(`if (!${isPlainObjectConst}(${accessor})) return INVALID;`);
   const outputVar = newVar(ctx);
   const kVar = newVar(ctx);
@@ -66933,7 +64680,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
 });
 
 // node_modules/zod/v4/classic/parse.js
-var parse11 = /* @__PURE__ */ _parse(ZodRealError);
+var parse4 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
 var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
 var safeParseAsync2 = /* @__PURE__ */ _safeParseAsync(ZodRealError);
@@ -67070,7 +64817,7 @@ var ZodType = /* @__PURE__ */ $constructor("ZodType", (inst, def) => {
     util_exports.own(this, "~standard", value);
   },
   parse: function _parse2(data, params) {
-    return parse11(this, data, params, { callee: _parse2 });
+    return parse4(this, data, params, { callee: _parse2 });
   },
   parseAsync: async function _parseAsync2(data, params) {
     return await parseAsync2(this, data, params, { callee: _parseAsync2 });
@@ -68991,7 +66738,7 @@ function convertBaseSchema(schema, ctx) {
           const patterns = patternKeys.map((p) => new RegExp(p));
           const basePatternSchema = zodSchema;
           zodSchema = zodSchema.check((payload) => {
-            if (!isPlainObject10(payload.value))
+            if (!isPlainObject3(payload.value))
               return;
             const unrecognized = [];
             for (const key of Object.keys(payload.value)) {
@@ -69418,10 +67165,80 @@ function date4(params) {
 }
 
 // src/core/config.ts
-var import_yaml4 = __toESM(require_dist4(), 1);
+var import_yaml5 = __toESM(require_dist2(), 1);
+
+// src/core/compare-config.ts
+var import_yaml3 = __toESM(require_dist2(), 1);
+
+// src/core/method.ts
+var PAPER = {
+  /** K, branches per fork round: step 1, "K = 4 branches". */
+  branches: 4,
+  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
+  forkAt: [0.33, 0.66],
+  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
+  branchBudget: 0.06,
+  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
+  episodeBudget: 0.06,
+  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
+  directives: 2
+};
+var MAX_BRANCHES = 64;
+var AGENT_TIMEOUT_SECONDS = 1800;
+var GRADER_TIMEOUT_SECONDS = 60;
+var LEAST_EPISODE_SHARE = 0.25;
+var SERIAL_EPISODES_FACTOR = 2;
+var SERIAL_EPISODES_EXTRA = 2;
+function maxSerialEpisodes(span, episodeBudget) {
+  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
+}
+var DIRECTIVE_SEED_SALT = 209;
+var LEAST_USEFUL_EPISODE = {
+  tokens: 2e3,
+  usd: 0.02,
+  minutes: 1,
+  evaluations: 1
+};
+var DEADLINE_GRADINGS = 2;
+var ROUND_DEADLINE_SLACK_MINUTES = 30;
+var STALE_CLAIM_MINUTES = 10;
+function roundDeadlineMinutes(config3) {
+  return episodeLimitSeconds(config3) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
+}
+function episodeLimitSeconds(config3) {
+  const setup = config3.setup && config3.setup.commands.length > 0 ? SETUP_RUNS * config3.setup.timeout : 0;
+  return config3.agent.timeout + DEADLINE_GRADINGS * config3.grader.timeout + setup;
+}
+var RUNS_PER_REPO = 3;
+var EXTRA_ROUNDS = 30;
+var SETUP_TIMEOUT_SECONDS = 600;
+var SETUP_RUNS = 2;
+var MAX_COMPARE_SEEDS = 100;
+var PROBE_RUNS = PAPER.branches;
+
+// src/core/compare-config.ts
+var COMPARE_STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
+var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
+var NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';
+var variantSchema = external_exports.strictObject({
+  name: external_exports.string().regex(NAME, { message: NAME_RULE }).describe("The variant, as the reports name it."),
+  set: external_exports.record(external_exports.string(), external_exports.unknown()).default({}).describe('Config keys this variant changes, dotted for nested ones: {"fork.at": [0.5]}.')
+});
+var compareSchema = external_exports.strictObject({
+  strategies: external_exports.array(external_exports.enum(COMPARE_STRATEGIES)).min(1).optional().describe("Strategies `forkflush compare` runs; default all five."),
+  seeds: external_exports.number().int().min(1).max(MAX_COMPARE_SEEDS).optional().describe("Runs per strategy and variant, one seed each; seed i is the same for every strategy."),
+  variants: external_exports.array(variantSchema).min(1).optional().superRefine((vs, ctx) => {
+    const seen = /* @__PURE__ */ new Set();
+    vs?.forEach((v, i) => {
+      if (seen.has(v.name))
+        ctx.addIssue({ code: "custom", path: [i, "name"], message: `names the variant "${v.name}" twice` });
+      seen.add(v.name);
+    });
+  }).describe("Configs to compare, each a name and the keys it changes (e.g. two schedules, or two values of K).")
+}).describe("forkflush compare: strategies x variants x seeds at equal budget.");
 
 // src/core/config-errors.ts
-var import_yaml3 = __toESM(require_dist4(), 1);
+var import_yaml4 = __toESM(require_dist2(), 1);
 
 // src/core/text.ts
 function editDistance(a, b) {
@@ -69626,9 +67443,9 @@ function findOffset(root, path2, key) {
     if (!node2 || !("items" in node2)) break;
     const items = node2.items;
     let next = null;
-    if ((0, import_yaml3.isMap)(node2)) {
-      const pair = items.find((p) => (0, import_yaml3.isPair)(p) && (0, import_yaml3.isScalar)(p.key) && p.key.value === step);
-      if (pair && (0, import_yaml3.isPair)(pair)) {
+    if ((0, import_yaml4.isMap)(node2)) {
+      const pair = items.find((p) => (0, import_yaml4.isPair)(p) && (0, import_yaml4.isScalar)(p.key) && p.key.value === step);
+      if (pair && (0, import_yaml4.isPair)(pair)) {
         const keyNode = pair.key;
         if (i === steps.length - 1 && key !== void 0) return keyNode.range?.[0] ?? offset;
         next = pair.value ?? null;
@@ -69642,38 +67459,6 @@ function findOffset(root, path2, key) {
   }
   return offset;
 }
-
-// src/core/method.ts
-var PAPER = {
-  /** K, branches per fork round: step 1, "K = 4 branches". */
-  branches: 4,
-  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
-  forkAt: [0.33, 0.66],
-  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
-  branchBudget: 0.06,
-  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
-  episodeBudget: 0.06,
-  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
-  directives: 2
-};
-var MAX_BRANCHES = 64;
-var AGENT_TIMEOUT_SECONDS = 1800;
-var GRADER_TIMEOUT_SECONDS = 60;
-var LEAST_EPISODE_SHARE = 0.25;
-var SERIAL_EPISODES_FACTOR = 2;
-var SERIAL_EPISODES_EXTRA = 2;
-function maxSerialEpisodes(span, episodeBudget) {
-  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
-}
-var DIRECTIVE_SEED_SALT = 209;
-var DEADLINE_GRADINGS = 2;
-var ROUND_DEADLINE_SLACK_MINUTES = 30;
-var STALE_CLAIM_MINUTES = 10;
-function roundDeadlineMinutes(config3) {
-  return (config3.agent.timeout + DEADLINE_GRADINGS * config3.grader.timeout) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
-}
-var RUNS_PER_REPO = 3;
-var EXTRA_ROUNDS = 30;
 
 // src/core/secrets.ts
 var NAMES = [
@@ -69758,6 +67543,22 @@ var agentSchema = external_exports.strictObject({
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
 });
+var commandLine = external_exports.string().min(1);
+var setupSchema = external_exports.strictObject({
+  commands: external_exports.array(commandLine).default([]).describe(
+    "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result."
+  ),
+  timeout: external_exports.number().positive().default(SETUP_TIMEOUT_SECONDS).describe(`Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`),
+  network: external_exports.boolean().default(true).describe(
+    "Whether setup may use the network (to download dependencies); in the sandbox it has only loopback otherwise."
+  ),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to setup, beyond PATH and the locale (names, or prefixes with *); forge tokens are refused."
+  ),
+  cache: external_exports.boolean().default(false).describe(
+    "Locally: copy what setup made for a base commit into the other workspaces of the same base instead of running it again. Only for outputs that still work when copied to another folder (node_modules does, a Python virtualenv does not). The judge always runs setup afresh."
+  )
+});
 var sandboxSchema = external_exports.strictObject({
   mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
   read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
@@ -69782,13 +67583,20 @@ var promptsSchema = external_exports.strictObject({
 });
 var limitsSchema = external_exports.strictObject({
   runs_per_repo: external_exports.number().int().min(1).default(RUNS_PER_REPO).describe(`Runs that may be running at once in the repository; default ${RUNS_PER_REPO}.`),
-  rounds: external_exports.number().int().min(1).optional().describe(`Rounds one run may open, nightly and requested ones included; default the plan's + ${EXTRA_ROUNDS}.`)
+  rounds: external_exports.number().int().min(1).optional().describe(
+    `Rounds one run may open, nightly and requested ones included; default the most its schedule may open + ${EXTRA_ROUNDS}.`
+  )
 });
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
+  setup: external_exports.union([commandLine, external_exports.array(commandLine), setupSchema]).default([]).transform(
+    (s) => setupSchema.parse(typeof s === "string" ? { commands: [s] } : Array.isArray(s) ? { commands: s } : s)
+  ).describe(
+    "Commands that prepare the workspace before each episode (outside the agent's budget), and the judge's checkout before grading: a command, a list of them, or a mapping with commands, timeout, network, env and cache."
+  ),
   budget: budgetSchema,
   strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
   fork: forkSchema.default(forkSchema.parse({})),
@@ -69799,6 +67607,7 @@ var configSchema = external_exports.strictObject({
     "On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says."
   ),
   limits: limitsSchema.default(limitsSchema.parse({})),
+  compare: compareSchema.optional(),
   sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
@@ -69853,8 +67662,8 @@ var ConfigError = class extends Error {
   problems;
 };
 function parseConfig(text, file2, overrides = {}) {
-  const lineCounter = new import_yaml4.LineCounter();
-  const doc = (0, import_yaml4.parseDocument)(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const lineCounter = new import_yaml5.LineCounter();
+  const doc = (0, import_yaml5.parseDocument)(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       doc.errors.map((e) => {
@@ -69933,7 +67742,7 @@ var resultSchema = external_exports.object({
   score: external_exports.number().finite().nullable(),
   reason: external_exports.string().optional(),
   spent: external_exports.number().finite().nonnegative(),
-  exit: external_exports.enum(["finished", "budget", "timeout", "crash"]),
+  exit: external_exports.enum(["finished", "budget", "timeout", "crash", "setup"]),
   protectedChanged: external_exports.array(external_exports.string()),
   agentSeconds: external_exports.number().nonnegative(),
   graderSeconds: external_exports.number().nonnegative(),
@@ -69999,8 +67808,15 @@ var runFilesSchema = external_exports.object({
   commentId: external_exports.number().int().nullable(),
   commentDigest: external_exports.string().optional(),
   stopped: external_exports.boolean(),
-  /** Round index -> when its jobs were dispatched and by when they must report. */
-  dispatched: external_exports.record(external_exports.string(), external_exports.object({ at: external_exports.string(), deadline: external_exports.string() })),
+  /**
+   * Round index -> when its jobs were dispatched, by when they must report, and the worker
+   * workflow run the dispatch started, when GitHub said (its `return_run_details`): only that
+   * run's completion, and its jobs' failures, are the round's.
+   */
+  dispatched: external_exports.record(
+    external_exports.string(),
+    external_exports.object({ at: external_exports.string(), deadline: external_exports.string(), runId: external_exports.number().int().positive().optional() })
+  ),
   /** Episode id -> its pull request and check run, once its result has landed. */
   published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
   /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
@@ -70018,7 +67834,22 @@ var runFilesSchema = external_exports.object({
    */
   protectedDigest: external_exports.string().optional(),
   /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: external_exports.boolean().optional()
+  privateRepository: external_exports.boolean().optional(),
+  /**
+   * The login of the writer who started the run, or last resumed it or asked for a fork round:
+   * the nightly rounds run on their behalf, while they keep write access.
+   */
+  startedBy: external_exports.string().min(1).optional(),
+  /**
+   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
+   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
+   * twice, or that is replayed, is acted on once.
+   */
+  seen: external_exports.array(external_exports.string()).optional(),
+  /** The same for job and workflow-run deliveries, recorded with what they changed. */
+  seenDeliveries: external_exports.array(external_exports.string()).optional(),
+  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
+  nightlySkipped: external_exports.string().optional()
 });
 var localRunSchema = external_exports.object({
   id: runId,
@@ -70218,7 +68049,13 @@ var ConflictError = class extends Error {
 function status(e) {
   return typeof e === "object" && e !== null && "status" in e ? Number(e.status) : void 0;
 }
-var GitHubForge = class {
+function mayHaveLanded(e) {
+  return (status(e) ?? 0) >= 500;
+}
+var ONCE = { request: { retries: 0 } };
+var CREATE_TRIES = 3;
+var sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+var GitHubForge = class _GitHubForge {
   constructor(octokit, owner, repo, recordKey = null) {
     this.octokit = octokit;
     this.owner = owner;
@@ -70230,6 +68067,11 @@ var GitHubForge = class {
   repo;
   /** Seals the run records this forge writes, and refuses those it reads without the seal. */
   recordKey;
+  /**
+   * The pause before the n-th retry of a create is n² times this (1 s, 4 s: the retry plugin's own
+   * schedule, retryAfterBaseValue). The tests shorten it, as they shorten the plugins' timings.
+   */
+  static retryAfterBaseMs = 1e3;
   /** Whether the run records are sealed (the app has a key). */
   get sealsRecords() {
     return this.recordKey !== null;
@@ -70287,7 +68129,12 @@ Forkflush-Save: ${randomUUID()}`,
         await this.octokit.rest.git.createRef({ ...this.r, ref: stateRef2, sha: commit.sha });
       }
     } catch (e) {
-      if (status(e) === 422 || status(e) === 409) throw new ConflictError(`${stateRef2} changed meanwhile`);
+      const refused = status(e) === 422 || status(e) === 409;
+      if (refused || mayHaveLanded(e)) {
+        const now = await this.refSha(stateRef2).catch(() => null);
+        if (now === commit.sha) return commit.sha;
+      }
+      if (refused) throw new ConflictError(`${stateRef2} changed meanwhile`);
       throw e;
     }
     return commit.sha;
@@ -70405,35 +68252,68 @@ Forkflush-Save: ${randomUUID()}`,
   }
   // Pull requests, check runs, issues.
   /**
-   * Opens a pull request, or finds the one already made for the same head (open, merged or closed);
-   * null when there is nothing to propose (no commits between base and head, or the head is gone).
+   * Opens a pull request, or finds the one already made for the same head and base (open, merged
+   * or closed: a head gets one pull request, and a closed one is not opened again); null when
+   * there is nothing to propose (no commits between base and head, or the head is gone).
    */
-  async openPullRequest(head, base, title, body) {
+  async openPullRequest(head, base, title, body, draft = false) {
+    const made = await this.findPullRequest(head, base);
+    if (made !== null) return made;
     try {
-      const { data } = await this.octokit.rest.pulls.create({ ...this.r, head, base, title, body });
-      return data.number;
+      return await this.createOnce(
+        async () => {
+          const { data } = await this.octokit.rest.pulls.create({
+            ...this.r,
+            head,
+            base,
+            title,
+            body,
+            ...draft ? { draft } : {},
+            ...ONCE
+          });
+          return data.number;
+        },
+        () => this.findPullRequest(head, base)
+      );
     } catch (e) {
       if (status(e) !== 422) throw e;
-      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: "all" });
-      return data[0]?.number ?? null;
+      return this.findPullRequest(head, base);
     }
   }
+  /** The pull request from `head` into `base`, the open one first, else the newest; null if none. */
+  async findPullRequest(head, base) {
+    const { data } = await this.octokit.rest.pulls.list({
+      ...this.r,
+      head: `${this.owner}:${head}`,
+      base,
+      state: "all",
+      per_page: 100
+    });
+    const into = data.filter((p) => p.base.ref === base);
+    return (into.find((p) => p.state === "open") ?? into[0])?.number ?? null;
+  }
   async closePullRequest(pr, comment) {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: pr, body: comment });
+    await this.createComment(pr, comment);
     await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: "closed" });
   }
   async createCheckRun(args) {
-    const { data } = await this.octokit.rest.checks.create({
-      ...this.r,
-      head_sha: args.sha,
-      name: args.name,
-      status: "completed",
-      conclusion: args.conclusion,
-      ...args.startedAt ? { started_at: args.startedAt } : {},
-      completed_at: args.completedAt,
-      output: args.output
-    });
-    return data.id;
+    return this.createOnce(
+      async () => {
+        const { data } = await this.octokit.rest.checks.create({
+          ...this.r,
+          head_sha: args.sha,
+          name: args.name,
+          status: "completed",
+          conclusion: args.conclusion,
+          ...args.startedAt ? { started_at: args.startedAt } : {},
+          completed_at: args.completedAt,
+          output: args.output,
+          ...ONCE
+        });
+        return data.id;
+      },
+      () => this.findCheckRun(args.sha, args.name)
+    );
   }
   /** The id of a check run with this name on a commit, if there is one. */
   async findCheckRun(sha2, name) {
@@ -70455,11 +68335,19 @@ Forkflush-Save: ${randomUUID()}`,
         if (status(e) !== 404) throw e;
       }
     }
-    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body });
-    return data.id;
+    return this.createComment(issue3, body);
   }
   async comment(issue3, body) {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body });
+    await this.createComment(issue3, body);
+  }
+  /**
+   * Writes a comment, with the retry plugin off: a comment written twice is noise, and telling
+   * whether a try whose answer was lost wrote it would take listing the issue's comments (an
+   * operation the tests' GitHub does not answer yet), so a failure fails the handler.
+   */
+  async createComment(issue3, body) {
+    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body, ...ONCE });
+    return data.id;
   }
   async addLabel(issue3, label) {
     await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue3, labels: [label] });
@@ -70472,21 +68360,42 @@ Forkflush-Save: ${randomUUID()}`,
     }
   }
   // Actions.
+  /**
+   * Dispatches the workflow once: after an answer that may have been lost, a run not yet completed
+   * with the round's title (GitHub creates a dispatched run at once) is the one this made.
+   */
   async dispatchWorkflow(workflow, ref, inputs) {
-    await this.octokit.rest.actions.createWorkflowDispatch({ ...this.r, workflow_id: workflow, ref, inputs });
+    const title = inputs.run !== void 0 && inputs.round !== void 0 ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
+    await this.createOnce(
+      async () => {
+        await this.octokit.rest.actions.createWorkflowDispatch({
+          ...this.r,
+          workflow_id: workflow,
+          ref,
+          inputs,
+          ...ONCE
+        });
+        return true;
+      },
+      async () => title !== null && (await this.runsTitled(workflow, title)).some((w) => w.status !== "completed") ? true : null
+    );
   }
   /**
    * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
    * dispatched runs): a dispatch the handler that made it did not live to record.
    */
   async hasLiveRun(workflow, title) {
+    return (await this.runsTitled(workflow, title)).some((w) => w.conclusion !== "cancelled");
+  }
+  /** The workflow's dispatched runs with this title, among its 100 newest. */
+  async runsTitled(workflow, title) {
     const { data } = await this.octokit.rest.actions.listWorkflowRuns({
       ...this.r,
       workflow_id: workflow,
       event: "workflow_dispatch",
       per_page: 100
     });
-    return data.workflow_runs.some((w) => w.display_title === title && w.conclusion !== "cancelled");
+    return data.workflow_runs.filter((w) => w.display_title === title);
   }
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
   async cancelRuns(workflow, run2) {
@@ -70509,6 +68418,26 @@ Forkflush-Save: ${randomUUID()}`,
       }
     }
     return cancelled;
+  }
+  /**
+   * A create GitHub has no idempotency key for, sent with the retry plugin off (ONCE). After a
+   * failure that may hide a success (a server error, a lost connection) it pauses, then `find`
+   * looks for what the try made before the next try; any other failure is GitHub's answer.
+   */
+  async createOnce(create, find) {
+    for (let tries = 1; ; tries++) {
+      let failure2;
+      try {
+        return await create();
+      } catch (e) {
+        if (!mayHaveLanded(e)) throw e;
+        failure2 = e;
+      }
+      await sleep(_GitHubForge.retryAfterBaseMs * tries ** 2);
+      const found = await find();
+      if (found !== null) return found;
+      if (tries >= CREATE_TRIES) throw failure2;
+    }
   }
 };
 
@@ -70664,6 +68593,9 @@ function findEpisode(state, id) {
 function isBetter(a, b, direction) {
   return direction === "maximize" ? a > b : a < b;
 }
+function setupFailed(e) {
+  return e.result?.exit === "setup";
+}
 function failedResult(e, reason) {
   return {
     commit: e.base,
@@ -70679,6 +68611,9 @@ function failedResult(e, reason) {
 }
 
 // src/core/report.ts
+function rowOutcome(round, e) {
+  return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
+}
 function outcomeOf(round, e) {
   if (!round.decision) return "running";
   if (round.kind === "serial") return "kept";
@@ -70687,7 +68622,7 @@ function outcomeOf(round, e) {
 function leaderboard(state) {
   const sign2 = state.config.grader.direction === "maximize" ? -1 : 1;
   const rows = state.rounds.flatMap(
-    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: outcomeOf(r, e) }))
+    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: rowOutcome(r, e) }))
   );
   return rows.sort((a, b) => {
     const sa = a.episode.result?.score ?? null;
@@ -70998,6 +68933,7 @@ function serialRound(state, segment, wanted) {
 function selectWinner(episodes, direction) {
   let winner = null;
   for (const e of episodes) {
+    if (setupFailed(e)) continue;
     const score = e.result?.score;
     if (score === null || score === void 0 || !Number.isFinite(score)) continue;
     if (!winner) {
@@ -71028,7 +68964,8 @@ function reconcile(state) {
   return round ? [{ type: "open", round }] : [{ type: "finish" }];
 }
 function decide(state, round) {
-  if (round.kind === "serial") return { winner: null, adopted: round.episodes.map((e) => e.id) };
+  if (round.kind === "serial")
+    return { winner: null, adopted: round.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
   const winner = selectWinner(round.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }
@@ -71185,6 +69122,83 @@ function plan(config3) {
   }
   return phases;
 }
+function planWarnings(config3) {
+  const phases = plan(config3);
+  const unit = config3.budget.unit;
+  const smallest = Math.min(...phases.map((p) => p.budgetEach));
+  const warnings = [];
+  const least = LEAST_USEFUL_EPISODE[unit];
+  if (config3.agent.kind !== "command" && smallest < least && !(unit === "tokens" && smallest < 1)) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total, or lower fork.branches`
+    );
+  }
+  if (unit === "tokens" && smallest < 1) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`
+    );
+  }
+  warnings.push(...setupWarnings(config3, smallest));
+  if (unit === "evaluations") {
+    const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
+    if (fractional.length > 0) {
+      warnings.push(
+        `episodes get fractional evaluations (${fractional.map((p) => formatNumber(p.budgetEach, 2)).join(", ")}): each may call the grader only a whole number of times (rounded down, at least once); choose budget.total so that they divide it`
+      );
+    }
+  }
+  return warnings;
+}
+function setupWarnings(config3, smallest) {
+  const setup = config3.setup;
+  if (setup.commands.length === 0) return [];
+  const work = config3.budget.unit === "minutes" ? Math.min(config3.agent.timeout, smallest * 60) : config3.agent.timeout;
+  if (setup.timeout <= work) return [];
+  const which2 = work < config3.agent.timeout ? `the smallest episode's ${formatNumber(smallest, 2)} minutes` : `agent.timeout (${formatNumber(config3.agent.timeout)} s)`;
+  return [
+    `setup may take up to ${formatNumber(setup.timeout)} s (setup.timeout), longer than the episode it prepares (${which2}); it runs ${SETUP_RUNS} times per episode (the workspace, the judge's checkout), so an episode may take up to ${formatNumber(episodeLimitSeconds(config3) / 60, 1)} minutes and on GitHub a round is waited for ${formatNumber(roundDeadlineMinutes(config3), 1)} minutes: give the worker job's timeout-minutes at least that, or lower setup.timeout`
+  ];
+}
+
+// src/core/setup-failure.ts
+function setupFailure(state) {
+  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
+  if (notStarted?.result?.agentNotStarted) {
+    return {
+      code: 2,
+      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
+    };
+  }
+  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
+  if (unprepared) return everySetupFailed(unprepared);
+  const opening = state.rounds[0];
+  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
+  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
+    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
+    return {
+      code: 1,
+      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+    };
+  }
+  return null;
+}
+function everySetupFailed(round) {
+  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
+  return {
+    code: 2,
+    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run`
+  };
+}
+function stopBefore(state, next) {
+  const failure2 = setupFailure(state);
+  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
+}
+function runStop(state) {
+  if (state.status === "finished") return null;
+  return stopBefore(state, reconcile(state)[0]);
+}
 
 // src/core/github-text.ts
 function commentMarker(run2) {
@@ -71209,7 +69223,9 @@ function issueComment(state, phase, notes = []) {
   const c = state.config;
   const unit = c.budget.unit;
   const open3 = state.rounds.find((r) => !r.decision);
-  const status2 = phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open3 ? `round ${open3.index} (${open3.phase}) running: ${open3.episodes.filter((e) => e.result).length} of ${open3.episodes.length} episodes done` : "starting";
+  const stop = phase === "finished" ? null : runStop(state);
+  const halted = stop?.code === 2 ? stop : null;
+  const status2 = halted ? `stopped: ${halted.message}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open3 ? `round ${open3.index} (${open3.phase}) running: ${open3.episodes.filter((e) => e.result).length} of ${open3.episodes.length} episodes done` : "starting";
   const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
   const parts = [
     commentMarker(state.id),
@@ -71220,6 +69236,7 @@ function issueComment(state, phase, notes = []) {
     `**Best score** (${c.grader.direction}): ${best}  `,
     `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
     ...notes.map((n) => `> ${n}`),
+    ...planWarnings(c).map((w) => `> **Warning:** ${w}`),
     "",
     "<details><summary>Plan</summary>",
     "",
@@ -71229,8 +69246,10 @@ function issueComment(state, phase, notes = []) {
   ];
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
     parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
-    parts.push("", "#### Best score versus spend", "", mermaidChart(state));
-    parts.push("", "<details><summary>As a table</summary>", "", bestTable(state), "", "</details>");
+    if (chartData(state).best.length > 0) {
+      parts.push("", "#### Best score versus spend", "", mermaidChart(state));
+      parts.push("", "<details><summary>As a table</summary>", "", bestTable(state), "", "</details>");
+    }
     parts.push(
       "",
       "<details><summary>Rounds</summary>",
@@ -71278,13 +69297,14 @@ function bestTable(state) {
 }
 function checkRunOutput(state, e, r, details) {
   const c = state.config;
-  const score = r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
+  const setup = setupFailed({ result: r });
+  const score = setup ? r.reason ?? "setup failed" : r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
   const title = `${e.id}: ${score}`.slice(0, 255);
   const rows = [
     ["score", r.score === null ? `none: ${codeSpan(r.reason ?? "unknown")}` : scoreText(r.score)],
     ["direction", c.grader.direction],
     ["spent", `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
-    ["ended", r.exit],
+    ["ended", setup ? "setup failed: the agent did not run, and the round does not count this branch" : r.exit],
     ["context", describeContext(e) + (e.directive ? ", told to try a different approach" : "")],
     ["best so far", state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : "none"]
   ];
@@ -71304,7 +69324,7 @@ function clip(text, max) {
   return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
 }
 function checkConclusion(r) {
-  if (r.protectedChanged.length > 0) return "failure";
+  if (r.protectedChanged.length > 0 || setupFailed({ result: r })) return "failure";
   return r.score === null ? "neutral" : "success";
 }
 function episodePrTitle(state, e, r) {
@@ -71314,7 +69334,7 @@ function episodePrBody(state, e, r) {
   return [
     `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ""}), ${describeContext(e)}.`,
     "",
-    r.score === null ? `No score: ${codeSpan(r.reason ?? "unknown")}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
+    setupFailed({ result: r }) ? `The agent did not run: ${codeSpan(r.reason ?? "setup failed")}.` : r.score === null ? `No score: ${codeSpan(r.reason ?? "unknown")}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
     `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
     "",
     "forkflush merges the best branch of each round into the lineage and closes the others."
@@ -71322,11 +69342,17 @@ function episodePrBody(state, e, r) {
 }
 function loserComment(state, e, winner) {
   const mine = scoreText(e.result?.score);
+  if (setupFailed(e))
+    return `Not adopted: this branch's setup failed, so its agent never ran (${codeSpan(e.result?.reason ?? "setup failed")}).`;
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
-function finalPrBody(state) {
+function finalPrTitle(state) {
+  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}`;
+}
+function finalPrBody(state, issue3 = null) {
   return [
+    ...issue3 !== null ? [`Closes #${issue3}.`, ""] : [],
     `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
     "",
     `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : "no episode"}; the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? " (not the lineage head: a later episode scored lower)" : ""}.`,
@@ -71344,6 +69370,86 @@ function parseCommand(body) {
   return {
     error: `unknown command \`${word.slice(0, 40)}\`: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(", ")}`
   };
+}
+var PRIVILEGED_CI_NOTE = "forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start this repository's `pull_request` and `push` workflows with its secrets: add `branches-ignore: ['forkflush/**']` to them, or gate them with an environment that needs a reviewer (README, \"Agent code and your CI\").";
+
+// src/core/limits.ts
+var SEEN_KEPT = 200;
+var MOST_SIMULATED = 1e4;
+var scheduled = /* @__PURE__ */ new Map();
+function scheduleRounds(config3) {
+  const key = JSON.stringify(config3);
+  const known = scheduled.get(key);
+  if (known !== void 0) return known;
+  let rounds;
+  try {
+    rounds = simulate(config3, () => ({ spent: 0, score: null }), 0, MOST_SIMULATED).rounds.length;
+  } catch {
+    rounds = MOST_SIMULATED;
+  }
+  if (scheduled.size >= 100) scheduled.clear();
+  scheduled.set(key, rounds);
+  return rounds;
+}
+function roundLimit(config3) {
+  return config3.limits.rounds ?? scheduleRounds(config3) + EXTRA_ROUNDS;
+}
+function roundsUsed(state) {
+  const extrasOpened = state.rounds.filter((r) => r.extra).length;
+  return state.rounds.length + Math.max(0, (state.extraForks ?? 0) - extrasOpened);
+}
+function roundsLeft(state) {
+  return Math.max(0, roundLimit(state.config) - roundsUsed(state));
+}
+function roundLimitProblem(state) {
+  if (roundsLeft(state) > 0) return null;
+  const used = roundsUsed(state);
+  return `${state.id} has opened or asked for ${used} ${used === 1 ? "round" : "rounds"}, all that it may (${limitText(state.config)}), so forkflush opens no more. A new issue starts a new run (its config may set a higher \`limits.rounds\`).`;
+}
+function advanceWithinLimits(state, halt = () => false) {
+  const limit = roundLimit(state.config);
+  let capped = false;
+  const out = advance(state, (s, next) => {
+    if (halt(s, next)) return true;
+    if (next.type !== "open" || s.rounds.length < limit) return false;
+    capped = true;
+    return true;
+  });
+  if (!capped) return { ...out, capped };
+  return { state: applyFinish(out.state), steps: [...out.steps, { type: "finish" }], capped };
+}
+function endedAtRoundLimit(state) {
+  if (state.status !== "finished" || state.rounds.length < roundLimit(state.config)) return false;
+  if (state.rounds.some((r) => !r.decision)) return false;
+  return nextRound(state) !== null;
+}
+function roundLimitNotes(state) {
+  if (!endedAtRoundLimit(state)) return [];
+  return [
+    `The run ended at its round limit: it opened ${state.rounds.length} rounds, all that it may (${limitText(state.config)}), before its schedule was done.`
+  ];
+}
+function limitText(config3) {
+  return config3.limits.rounds !== void 0 ? `\`limits.rounds\`: ${config3.limits.rounds}` : `\`limits.rounds\` by default: the ${scheduleRounds(config3)} its schedule may need + ${EXTRA_ROUNDS}`;
+}
+function runsPerRepoProblem(config3, running, again) {
+  const limit = config3.limits.runs_per_repo;
+  if (running.length < limit) return null;
+  const which2 = running.join(", ");
+  return `${running.length === 1 ? "1 run is" : `${running.length} runs are`} already running in this repository (${which2}), as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`;
+}
+function deliveryKey(id) {
+  return `delivery:${id}`;
+}
+function commentKey(id) {
+  return `comment:${id}`;
+}
+function seenAny(list, keys) {
+  return keys.some((k) => list?.includes(k));
+}
+function remember(list, keys) {
+  const kept = (list ?? []).filter((k) => !keys.includes(k));
+  return [...kept, ...keys].slice(-SEEN_KEPT);
 }
 
 // src/core/globs.ts
@@ -71595,6 +69701,9 @@ async function protectedProblem(forge, state, files, sha2, commit) {
   return null;
 }
 
+// src/github/sync.ts
+import { createHash as createHash3 } from "node:crypto";
+
 // src/github/record.ts
 function workDone(files) {
   return {
@@ -71617,18 +69726,13 @@ async function saveDone(forge, state, mine, released, expected2) {
         "forkflush: work done"
       );
     } catch (e) {
-      if (isServerError(e)) continue;
       if (!(e instanceof ConflictError)) throw e;
       const latest = await forge.loadRun(stateRef(state.id));
       if (!latest) throw e;
       candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
     }
   }
-  throw new ConflictError(`${state.id}: could not record the work done after 5 tries`);
-}
-function isServerError(e) {
-  const status2 = typeof e === "object" && e !== null && "status" in e ? Number(e.status) : 0;
-  return status2 >= 500;
+  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
 }
 function mergeDone(latest, mine, released) {
   const claims = { ...latest.claims };
@@ -71645,22 +69749,6 @@ function mergeDone(latest, mine, released) {
     claims
   };
 }
-async function amend(forge, run2, message, change) {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = await forge.loadRun(stateRef(run2));
-    if (!stored) return null;
-    const next = change(stored);
-    try {
-      return { ...next, sha: await forge.saveRun(stateRef(run2), next.state, next.files, stored.sha, message) };
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-    }
-  }
-  throw new ConflictError(`${run2}: the run kept changing; try again`);
-}
-
-// src/github/sync.ts
-import { createHash as createHash3 } from "node:crypto";
 
 // src/github/work.ts
 var GitHubWork = class {
@@ -71693,7 +69781,11 @@ var GitHubWork = class {
     const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 6e4);
     this.files.dispatched[String(round.index)] = { at: this.now.toISOString(), deadline: deadline.toISOString() };
   }
-  /** A pull request (base: the lineage) and a check run for an episode whose result landed. */
+  /**
+   * A check run for an episode whose result landed, and with `pull_requests: episodes` a pull
+   * request into its lineage (fewer pull requests: `winners` opens one per fork round's winner
+   * when it is adopted, `final` only the last).
+   */
   async publishResult(state, e, retaking) {
     const r = e.result;
     if (!r) throw new Error(`${e.id} has no result to publish`);
@@ -71710,15 +69802,15 @@ var GitHubWork = class {
       output: checkRunOutput(state, e, r, parseCommitDetails((await this.commits.get(r.commit)).message)),
       completedAt: this.now.toISOString()
     });
+    const pr = state.config.pull_requests === "episodes" && !setupFailed(e) ? await this.episodePullRequest(state, e) : null;
+    this.files.published[e.id] = { pr, check: check2 };
+  }
+  async episodePullRequest(state, e) {
+    const r = e.result;
+    if (!r) return null;
     const branch = episodeBranch(state.id, e.round, e.branch);
     const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
-    const pr = await this.forge.openPullRequest(
-      branch,
-      lineage,
-      episodePrTitle(state, e, r),
-      episodePrBody(state, e, r)
-    );
-    this.files.published[e.id] = { pr, check: check2 };
+    return this.forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
   }
   /**
    * Each adopted episode's commit is fast-forwarded into its lineage (its pull request then shows
@@ -71729,6 +69821,10 @@ var GitHubWork = class {
     const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
     for (const e of round.episodes) {
       if (adopted.includes(e.id) && e.result) {
+        const published = this.files.published[e.id];
+        if (state.config.pull_requests === "winners" && round.kind === "fork" && published && !published.pr) {
+          published.pr = await this.episodePullRequest(state, e);
+        }
         const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
         const moved = await this.forge.fastForward(lineage, e.result.commit);
         const head = moved === "diverged" ? await this.forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
@@ -71753,8 +69849,9 @@ var GitHubWork = class {
     const pr = await this.forge.openPullRequest(
       lineageBranch(state.id, best?.lineage ?? 0, state.lineages.length),
       this.files.defaultBranch,
-      `forkflush ${state.id}: best score ${state.best?.score ?? "none"}`,
-      finalPrBody(state)
+      finalPrTitle(state),
+      finalPrBody(state, this.files.issue),
+      true
     );
     await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
     await this.forge.removeLabel(this.files.issue, GITHUB.label);
@@ -71784,7 +69881,7 @@ async function syncStored(ctx, stored) {
   const commits = new Commits(forge);
   if (!files.stopped) {
     state = await observe(forge, commits, state, files, ctx);
-    state = advance(state).state;
+    state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
   }
   const due = dueWork(state, workDone(files));
   for (const [key, at] of Object.entries(files.claims)) {
@@ -71800,7 +69897,9 @@ async function syncStored(ctx, stored) {
   const github = new GitHubWork(forge, commits, files, now);
   let failure2 = null;
   try {
+    const started = Date.now();
     for (const w of work) {
+      if (Date.now() - started > STALE_CLAIM_MINUTES * 6e4 / 2) break;
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
@@ -71827,6 +69926,8 @@ async function updateComment(forge, state, files) {
       `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
     ] : [],
     ...contextNote(state, files.privateRepository),
+    ...roundLimitNotes(state),
+    PRIVILEGED_CI_NOTE,
     ...forge.sealsRecords ? [] : [
       "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
     ]
@@ -71847,13 +69948,26 @@ function summaryLine(state) {
 }
 
 // src/github/commands.ts
-async function startRun(ctx, issue3) {
+var WRITERS = ["admin", "maintain", "write"];
+function canWrite(permission) {
+  return WRITERS.includes(permission);
+}
+async function startRun(ctx, issue3, steer) {
   const { forge } = ctx;
   const run2 = issueRunId(issue3.number);
   const existing = await forge.loadRun(stateRef(run2));
   if (existing) {
-    if (existing.files.stopped) return { state: await setStopped(ctx, existing, false) };
-    return { state: await syncRun(ctx, run2) };
+    if (seenAny(existing.files.seen, steer.keys)) {
+      ctx.log?.(`${run2}: this event was acted on already; nothing to do`);
+      return { state: null };
+    }
+    if (existing.files.stopped) {
+      const busy2 = await runsPerRepo(forge, existing.state.config, run2, "label the issue again");
+      if (busy2) return { problem: busy2 };
+      return { state: await setStopped(ctx, existing, false, steer) };
+    }
+    const next = await amendOnce(forge, run2, "forkflush: labelled", steer.keys, (s) => s);
+    return { state: next ? await syncOrYield(ctx, next) : null };
   }
   const repository = await forge.repository();
   const branch = repository.defaultBranch;
@@ -71877,6 +69991,8 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
   const loaded = await loadTemplates(config3, (path2) => forge.readFile(path2, branch), `\`${branch}\``);
   if ("problem" in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  const busy = await runsPerRepo(forge, config3, run2, "label this issue again");
+  if (busy) return { problem: busy };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
@@ -71902,7 +70018,9 @@ ${issue3.body ?? ""}`);
     lastNightly: null,
     claims: {},
     ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {},
-    privateRepository: repository.private
+    privateRepository: repository.private,
+    startedBy: steer.by,
+    seen: remember([], steer.keys)
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run2, l.index, state.lineages.length), base);
   try {
@@ -71913,15 +70031,17 @@ ${issue3.body ?? ""}`);
     throw e;
   }
 }
-async function setStopped(ctx, stored, stopped) {
+async function setStopped(ctx, stored, stopped, steer) {
   const run2 = stored.state.id;
-  const next = await amend(ctx.forge, run2, stopped ? "forkflush: stop" : "forkflush: resume", (s) => {
+  const message = stopped ? "forkflush: stop" : "forkflush: resume";
+  const next = await amendOnce(ctx.forge, run2, message, steer?.keys ?? [], (s) => {
     const files = { ...structuredClone(s.files), stopped };
     const open3 = s.state.rounds.find((r) => !r.decision);
     if (!stopped && open3) {
       delete files.dispatched[String(open3.index)];
       delete files.claims[`dispatch:${open3.index}`];
     }
+    if (!stopped && steer) files.startedBy = steer.by;
     return { state: s.state, files };
   });
   if (!next) return null;
@@ -71936,12 +70056,47 @@ async function setStopped(ctx, stored, stopped) {
   }
   return syncOrYield(ctx, next);
 }
-async function forkNow(ctx, stored) {
-  const next = await amend(ctx.forge, stored.state.id, "forkflush: fork requested", (s) => ({
-    state: requestFork(s.state),
-    files: s.files
+async function forkNow(ctx, stored, steer) {
+  const next = await amendOnce(ctx.forge, stored.state.id, "forkflush: fork requested", steer?.keys ?? [], (s) => ({
+    // Checked again on the latest record: another fork may have been asked for meanwhile.
+    state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
+    files: steer ? { ...s.files, startedBy: steer.by } : s.files
   }));
   return next ? syncOrYield(ctx, next) : null;
+}
+async function amendOnce(forge, run2, message, keys, change) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = await forge.loadRun(stateRef(run2));
+    if (!stored || seenAny(stored.files.seen, keys)) return null;
+    const next = change(stored);
+    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
+    try {
+      return {
+        state: next.state,
+        files,
+        sha: await forge.saveRun(stateRef(run2), next.state, files, stored.sha, message)
+      };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
+  }
+  throw new ConflictError(`${run2}: the run kept changing; try again`);
+}
+async function runsPerRepo(forge, config3, self2, again) {
+  const running = [];
+  for (const run2 of await forge.listRuns()) {
+    if (run2 === self2) continue;
+    let stored;
+    try {
+      stored = await forge.loadRun(stateRef(run2));
+    } catch (e) {
+      if (e instanceof RecordError) continue;
+      throw e;
+    }
+    if (stored && !stored.files.stopped && stored.state.status !== "finished") running.push(run2);
+    if (running.length >= config3.limits.runs_per_repo) break;
+  }
+  return runsPerRepoProblem(config3, running, again);
 }
 async function nightly(ctx) {
   const touched = [];
@@ -71951,8 +70106,25 @@ async function nightly(ctx) {
     const today = ctx.now.toISOString().slice(0, 10);
     const wantsRound = stored.state.config.schedule === "nightly" && stored.state.status === "finished" && stored.state.lineages.length === 1 && stored.files.lastNightly !== today;
     try {
-      if (wantsRound) {
-        const files = { ...stored.files, lastNightly: today };
+      const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+      if (skip) {
+        if (stored.files.nightlySkipped === skip.key) {
+          await syncStored(ctx, stored);
+        } else {
+          const files = { ...stored.files, nightlySkipped: skip.key };
+          const sha2 = await ctx.forge.saveRun(
+            stateRef(run2),
+            stored.state,
+            files,
+            stored.sha,
+            "forkflush: no nightly round"
+          );
+          await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
+          await syncStored(ctx, { state: stored.state, files, sha: sha2 });
+        }
+      } else if (wantsRound) {
+        const { nightlySkipped: _told, ...rest } = stored.files;
+        const files = { ...rest, lastNightly: today };
         const state = requestFork(stored.state);
         const sha2 = await ctx.forge.saveRun(stateRef(run2), state, files, stored.sha, "forkflush: nightly round");
         await syncStored(ctx, { state, files, sha: sha2 });
@@ -71966,31 +70138,52 @@ async function nightly(ctx) {
   }
   return touched;
 }
+async function nightlySkip(ctx, stored) {
+  const limit = roundLimitProblem(stored.state);
+  if (limit) return { key: "rounds", text: limit };
+  const take = "Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.";
+  const by = stored.files.startedBy;
+  if (!by) {
+    return {
+      key: "permission",
+      text: `the run's record does not say who started it (it is older than that), and nightly rounds run only for someone who still has write access. ${take}`
+    };
+  }
+  const permission = await ctx.forge.permission(by);
+  if (canWrite(permission)) return null;
+  return {
+    key: `permission:${by}`,
+    text: `the nightly rounds run for \`${by}\`, who started this run (or last resumed it, or asked for a fork), and they no longer have write access to the repository (${permission}). ${take}`
+  };
+}
 
 // src/app/app.ts
-var WRITERS = ["admin", "maintain", "write"];
+var WORKER_PATH = `.github/workflows/${GITHUB.workflow}`;
 function forkflushApp(options2 = {}) {
   const now = options2.now ?? (() => /* @__PURE__ */ new Date());
   return (app) => {
-    const ctxOf = (context) => {
+    const ctxOf = (context, fields = {}) => {
       const { owner, repo } = context.repo();
+      const logger = context.log.child({ delivery: context.id, ...fields });
       return {
         forge: new GitHubForge(context.octokit, owner, repo, options2.recordKey ?? null),
         now: now(),
-        log: (l) => context.log.info(l)
+        logger,
+        log: (line, more) => logger.info(more ?? {}, line)
       };
     };
     app.on("issues.labeled", async (context) => {
       const { issue: issue3, label, sender } = context.payload;
       if (label?.name !== GITHUB.label) return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(issue3.number) });
       const refusal = await refuse(ctx, sender, "start a run");
       if (refusal) {
         await ctx.forge.comment(issue3.number, refusal);
         return;
       }
       await answeringTampered(ctx, issue3.number, async () => {
-        const out = await startRun(ctx, { number: issue3.number, title: issue3.title, body: issue3.body ?? null });
+        const steer = { by: sender.login, keys: [deliveryKey(context.id)] };
+        const out = await startRun(ctx, { number: issue3.number, title: issue3.title, body: issue3.body ?? null }, steer);
         if ("problem" in out) await ctx.forge.comment(issue3.number, `forkflush did not start: ${out.problem}`);
       });
     });
@@ -72005,29 +70198,30 @@ function forkflushApp(options2 = {}) {
       const p = context.payload;
       if (p.action === "unlabeled" && p.label?.name !== GITHUB.label) return;
       if (p.sender.type === "Bot") return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
       const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
       if (!stored || stored.files.stopped || stored.state.status === "finished") return;
-      if (p.action === "closed" && !WRITERS.includes(await ctx.forge.permission(p.sender.login))) return;
-      await setStopped(ctx, stored, true);
+      if (p.action === "closed" && !canWrite(await ctx.forge.permission(p.sender.login))) return;
+      await setStopped(ctx, stored, true, { by: p.sender.login, keys: [deliveryKey(context.id)] });
     });
     app.on("issue_comment.created", async (context) => {
       const { comment, issue: issue3, sender } = context.payload;
       if (sender.type === "Bot" || issue3.pull_request) return;
       const parsed = parseCommand(comment.body);
       if (!parsed) return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(issue3.number) });
+      const permission = await ctx.forge.permission(sender.login);
+      if (!canWrite(permission)) {
+        ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
+        return;
+      }
       if ("error" in parsed) {
         await ctx.forge.comment(issue3.number, parsed.error);
         return;
       }
-      const refusal = await refuse(ctx, sender, `use \`/autoresearch ${parsed.command}\``);
-      if (refusal) {
-        await ctx.forge.comment(issue3.number, refusal);
-        return;
-      }
       await answeringTampered(ctx, issue3.number, async () => {
-        const reply = await runCommand(ctx, parsed.command, issue3);
+        const steer = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
+        const reply = await runCommand(ctx, parsed.command, issue3, steer);
         if (reply) await ctx.forge.comment(issue3.number, reply);
       });
     });
@@ -72036,46 +70230,134 @@ function forkflushApp(options2 = {}) {
       const named = parseEpisodeJobName(job.name);
       if (!named || parseIssueRunId(named.run) === null) return;
       const { run: run2, episode } = named;
-      const ctx = ctxOf(context);
-      if (job.conclusion !== "success" && job.head_branch === context.payload.repository.default_branch) {
-        ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
-      }
-      await answeringTampered(ctx, null, () => syncRun(ctx, run2));
+      const round = Number(/^r(\d+)\./.exec(episode)?.[1]);
+      const ctx = ctxOf(context, { run: run2, round, episode });
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(run2));
+        if (!stored) return;
+        const key = deliveryKey(context.id);
+        if (seenAny(stored.files.seenDeliveries, [key])) {
+          ctx.log("this delivery was handled already");
+          return;
+        }
+        const open3 = stored.state.rounds.find((r) => !r.decision);
+        const pending = open3?.index === round && open3.episodes.some((e) => e.id === episode && !e.result);
+        if (job.conclusion !== "success" && pending && !stored.files.stopped) {
+          const why = job.head_branch !== stored.files.defaultBranch ? `its run is on ${job.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(
+            ctx.forge,
+            stored.files,
+            job.run_id,
+            run2,
+            round,
+            context.payload.repository.full_name
+          );
+          if (why) {
+            ctx.log(`ignored the failure of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
+            return;
+          }
+          ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
+        }
+        await syncOrYield(ctx, withDelivery(stored, key));
+      });
     });
     app.on("workflow_run.completed", async (context) => {
       const w = context.payload.workflow_run;
       const m = parseRoundRunTitle(w.display_title ?? "");
       if (!m || parseIssueRunId(m.run) === null) return;
-      const ctx = ctxOf(context);
-      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = m.round;
-      await answeringTampered(ctx, null, () => syncRun(ctx, m.run));
+      const ctx = ctxOf(context, { run: m.run, round: m.round });
+      const why = untrustedRun(w, context.payload.repository.full_name);
+      if (why) {
+        ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
+        return;
+      }
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(m.run));
+        if (!stored) return;
+        const key = deliveryKey(context.id);
+        if (seenAny(stored.files.seenDeliveries, [key])) {
+          ctx.log("this delivery was handled already");
+          return;
+        }
+        const open3 = stored.state.rounds.find((r) => !r.decision);
+        if (open3?.index === m.round && !stored.files.stopped) {
+          const wrong = w.head_branch !== stored.files.defaultBranch ? `it ran on ${w.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(
+            ctx.forge,
+            stored.files,
+            w.id,
+            m.run,
+            m.round,
+            context.payload.repository.full_name
+          );
+          if (wrong) {
+            ctx.log(`ignored workflow run ${w.id}: ${wrong}`, { workflow_run: w.id });
+            return;
+          }
+          ctx.roundEnded = m.round;
+        }
+        await syncOrYield(ctx, withDelivery(stored, key));
+      });
     });
   };
+}
+function withDelivery(stored, key) {
+  return { ...stored, files: { ...stored.files, seenDeliveries: remember(stored.files.seenDeliveries, [key]) } };
+}
+function untrustedRun(w, repository) {
+  if (w.path !== WORKER_PATH) return `its workflow file is ${w.path ?? "unknown"}, not ${WORKER_PATH}`;
+  if (w.event !== "workflow_dispatch") return `it ran on ${w.event ?? "an unknown event"}, not workflow_dispatch`;
+  const head = w.head_repository?.full_name ?? "";
+  if (head.toLowerCase() !== repository.toLowerCase()) {
+    return `its head repository is ${head || "unknown"}, not ${repository}`;
+  }
+  return null;
+}
+async function notTheRoundsRun(forge, files, id, run2, round, repository) {
+  const dispatched = files.dispatched[String(round)];
+  if (!dispatched) return `round ${round} has not been dispatched`;
+  if (dispatched.runId !== void 0) {
+    return dispatched.runId === id ? null : `round ${round}'s dispatch started workflow run ${dispatched.runId}, not ${id}`;
+  }
+  const { data } = await forge.octokit.rest.actions.listWorkflowRuns({
+    owner: forge.owner,
+    repo: forge.repo,
+    workflow_id: GITHUB.workflow,
+    event: "workflow_dispatch",
+    per_page: 100
+  });
+  const title = roundRunTitle(run2, round);
+  const latest = data.workflow_runs.filter((w) => w.display_title === title).reduce((a, b) => a && a.id > b.id ? a : b, null);
+  if (!latest) return `no dispatched run of the worker workflow is titled "${title}"`;
+  if (latest.id !== id) return `round ${round}'s latest dispatch started workflow run ${latest.id}, not ${id}`;
+  return untrustedRun(latest, repository);
 }
 async function answeringTampered(ctx, issue3, work) {
   try {
     await work();
   } catch (e) {
     if (!(e instanceof TamperedRecordError)) throw e;
-    ctx.log?.(`forkflush: refused a run record: ${e.message}`);
+    ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
     if (issue3 !== null) await ctx.forge.comment(issue3, `forkflush did nothing: ${e.message}.`);
   }
 }
 async function refuse(ctx, sender, what) {
   if (sender.type === "Bot") return `forkflush ignores bots: ${sender.login} cannot ${what}.`;
   const permission = await ctx.forge.permission(sender.login);
-  if (WRITERS.includes(permission)) return null;
+  if (canWrite(permission)) return null;
   return `@${sender.login}: only people with write access to this repository can ${what} (yours: ${permission}).`;
 }
-async function runCommand(ctx, command, issue3) {
+async function runCommand(ctx, command, issue3, steer) {
   const run2 = issueRunId(issue3.number);
   const stored = await ctx.forge.loadRun(stateRef(run2));
   if (!stored) {
     if (command === "resume") {
-      const out = await startRun(ctx, { number: issue3.number, title: issue3.title, body: issue3.body ?? null });
+      const out = await startRun(ctx, { number: issue3.number, title: issue3.title, body: issue3.body ?? null }, steer);
       return "problem" in out ? `forkflush did not start: ${out.problem}` : null;
     }
     return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
+  }
+  if (command !== "status" && seenAny(stored.files.seen, steer.keys)) {
+    ctx.log(`${command}: this comment was acted on already`);
+    return null;
   }
   switch (command) {
     case "status":
@@ -72083,25 +70365,31 @@ async function runCommand(ctx, command, issue3) {
       return null;
     case "stop":
       if (stored.files.stopped) return "The run is already stopped.";
-      await setStopped(ctx, stored, true);
+      await setStopped(ctx, stored, true, steer);
       return null;
-    case "resume":
+    case "resume": {
       if (!stored.files.stopped && stored.state.status !== "finished") {
         await syncRun(ctx, run2);
         return null;
       }
-      if (stored.files.stopped) await setStopped(ctx, stored, false);
-      else return "The run is finished: `/autoresearch fork` runs one more fork round.";
+      if (!stored.files.stopped) return "The run is finished: `/autoresearch fork` runs one more fork round.";
+      const busy = await runsPerRepo(ctx.forge, stored.state.config, run2, "`/autoresearch resume` again");
+      if (busy) return `forkflush did not resume the run: ${busy}`;
+      await setStopped(ctx, stored, false, steer);
       return null;
-    case "fork":
+    }
+    case "fork": {
       if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
       if (stored.state.lineages.length !== 1) return `${stored.state.config.strategy} has no single leader to fork.`;
-      await forkNow(ctx, stored);
+      const limit = roundLimitProblem(stored.state);
+      if (limit) return `forkflush opened no fork round: ${limit}`;
+      await forkNow(ctx, stored, steer);
       return null;
+    }
   }
 }
-async function nightlyTick(forge, at) {
-  return nightly({ forge, now: at });
+async function nightlyTick(forge, at, log) {
+  return nightly({ forge, now: at, ...log ? { log } : {} });
 }
 
 // src/app/actions.ts
@@ -72129,12 +70417,12 @@ async function runInActions(env = process.env, options2 = {}) {
     await probot.load(forkflushApp({ now, recordKey }));
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
-      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo, recordKey), now());
+      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo, recordKey), now(), out.info);
       out.info(`forkflush: nightly tick: ${touched.length > 0 ? `synced ${touched.join(", ")}` : "no run to sync"}`);
       return 0;
     }
     const payload = await payloadOf(env);
-    const id = env.GITHUB_RUN_ID || "actions";
+    const id = env.GITHUB_RUN_ID || `actions-${randomUUID2()}`;
     await probot.receive({ id, name: event, payload });
     const action = typeof payload.action === "string" ? `.${payload.action}` : "";
     out.info(`forkflush: handled ${event}${action} (run ${id})`);

@@ -1292,7 +1292,7 @@ var require_atomic_sleep = __commonJS({
   "node_modules/atomic-sleep/index.js"(exports2, module2) {
     "use strict";
     if (typeof SharedArrayBuffer !== "undefined" && typeof Atomics !== "undefined") {
-      let sleep = function(ms) {
+      let sleep2 = function(ms) {
         const valid = ms > 0 && ms < Infinity;
         if (valid === false) {
           if (typeof ms !== "number" && typeof ms !== "bigint") {
@@ -1303,9 +1303,9 @@ var require_atomic_sleep = __commonJS({
         Atomics.wait(nil, 0, 0, Number(ms));
       };
       const nil = new Int32Array(new SharedArrayBuffer(4));
-      module2.exports = sleep;
+      module2.exports = sleep2;
     } else {
-      let sleep = function(ms) {
+      let sleep2 = function(ms) {
         const valid = ms > 0 && ms < Infinity;
         if (valid === false) {
           if (typeof ms !== "number" && typeof ms !== "bigint") {
@@ -1317,7 +1317,7 @@ var require_atomic_sleep = __commonJS({
         while (target > Date.now()) {
         }
       };
-      module2.exports = sleep;
+      module2.exports = sleep2;
     }
   }
 });
@@ -1330,7 +1330,7 @@ var require_sonic_boom = __commonJS({
     var EventEmitter = __require("events");
     var inherits = __require("util").inherits;
     var path8 = __require("path");
-    var sleep = require_atomic_sleep();
+    var sleep2 = require_atomic_sleep();
     var assert4 = __require("assert");
     var BUSY_WRITE_TIMEOUT = 100;
     var kEmptyBuffer = Buffer.allocUnsafe(0);
@@ -1476,7 +1476,7 @@ var require_sonic_boom = __commonJS({
           if ((err.code === "EAGAIN" || err.code === "EBUSY") && this.retryEAGAIN(err, this._writingBuf.length, this._len - this._writingBuf.length)) {
             if (this.sync) {
               try {
-                sleep(BUSY_WRITE_TIMEOUT);
+                sleep2(BUSY_WRITE_TIMEOUT);
                 this.release(void 0, 0);
               } catch (err2) {
                 this.release(err2);
@@ -1789,7 +1789,7 @@ var require_sonic_boom = __commonJS({
           if (shouldRetry && !this.retryEAGAIN(err, buf.length, this._len - buf.length)) {
             throw err;
           }
-          sleep(BUSY_WRITE_TIMEOUT);
+          sleep2(BUSY_WRITE_TIMEOUT);
         }
       }
       try {
@@ -1826,7 +1826,7 @@ var require_sonic_boom = __commonJS({
           if (shouldRetry && !this.retryEAGAIN(err, buf.length, this._len - buf.length)) {
             throw err;
           }
-          sleep(BUSY_WRITE_TIMEOUT);
+          sleep2(BUSY_WRITE_TIMEOUT);
         }
       }
     }
@@ -2168,7 +2168,7 @@ var require_thread_stream = __commonJS({
     var assert4 = __require("assert");
     var kImpl = /* @__PURE__ */ Symbol("kImpl");
     var MAX_STRING = buffer.constants.MAX_STRING_LENGTH;
-    function noop11() {
+    function noop4() {
     }
     function updateState(stream, fn) {
       Atomics.add(stream[kImpl].state, SEQ_INDEX, 1);
@@ -2255,7 +2255,7 @@ var require_thread_stream = __commonJS({
             }
             return;
           }
-          write(stream, leftover, noop11);
+          write(stream, leftover, noop4);
           continue;
         }
         if (leftover === 0) {
@@ -2414,7 +2414,7 @@ var require_thread_stream = __commonJS({
       }
       flush(cb) {
         const userCb = typeof cb === "function" ? cb : null;
-        cb = userCb || noop11;
+        cb = userCb || noop4;
         if (userCb) {
           retainWorkerForPendingFlush(this);
         }
@@ -2723,7 +2723,7 @@ var require_transport = __commonJS({
     var getCallers = require_caller();
     var { join, isAbsolute, sep: sep2 } = __require("node:path");
     var { fileURLToPath: fileURLToPath5 } = __require("node:url");
-    var sleep = require_atomic_sleep();
+    var sleep2 = require_atomic_sleep();
     var onExit = require_on_exit_leak_free();
     var ThreadStream = require_thread_stream();
     var { transportUsesMultistreamSym } = require_symbols();
@@ -2847,7 +2847,7 @@ var require_transport = __commonJS({
           return;
         }
         stream.flushSync();
-        sleep(100);
+        sleep2(100);
         stream.end();
       }
       return stream;
@@ -2978,7 +2978,7 @@ var require_tools = __commonJS({
     var [nodeMajor] = process.versions.node.split(".").map((v) => Number(v));
     var asJsonChan = diagChan.tracingChannel("pino_asJson");
     var asString = nodeMajor >= 25 ? (str) => JSON.stringify(str) : _asString;
-    function noop11() {
+    function noop4() {
     }
     function genLog(level, hook7) {
       if (!hook7) return LOG;
@@ -3164,10 +3164,10 @@ var require_tools = __commonJS({
       return stream;
       function filterBrokenPipe(err) {
         if (err.code === "EPIPE") {
-          stream.write = noop11;
-          stream.end = noop11;
-          stream.flushSync = noop11;
-          stream.destroy = noop11;
+          stream.write = noop4;
+          stream.end = noop4;
+          stream.flushSync = noop4;
+          stream.destroy = noop4;
           return;
         }
         stream.removeListener("error", filterBrokenPipe);
@@ -3221,7 +3221,7 @@ var require_tools = __commonJS({
         }
         const { enabled, onChild } = opts;
         if (enabled === false) opts.level = "silent";
-        if (!onChild) opts.onChild = noop11;
+        if (!onChild) opts.onChild = noop4;
         if (!stream) {
           if (!hasBeenTampered(process.stdout)) {
             stream = buildSafeSonicBoom({ fd: process.stdout.fd || 1 });
@@ -3262,7 +3262,7 @@ var require_tools = __commonJS({
       return destination;
     }
     module2.exports = {
-      noop: noop11,
+      noop: noop4,
       buildSafeSonicBoom,
       asChindings,
       asJson,
@@ -3310,7 +3310,7 @@ var require_levels = __commonJS({
       hooksSym,
       levelCompSym
     } = require_symbols();
-    var { noop: noop11, genLog } = require_tools();
+    var { noop: noop4, genLog } = require_tools();
     var { DEFAULT_LEVELS, SORTING_ORDER } = require_constants();
     var levelMethods = {
       fatal: (hook7) => {
@@ -3381,7 +3381,7 @@ var require_levels = __commonJS({
       const hook7 = this[hooksSym].logMethod;
       for (const key in values) {
         if (levelComparison(values[key], levelVal) === false) {
-          this[key] = noop11;
+          this[key] = noop4;
           continue;
         }
         this[key] = isStandardLevel(key, useOnlyCustomLevelsVal) ? levelMethods[key](hook7) : genLog(values[key], hook7);
@@ -3543,7 +3543,7 @@ var require_proto = __commonJS({
       asJson,
       buildFormatters,
       stringify,
-      noop: noop11
+      noop: noop4
     } = require_tools();
     var {
       version: version2
@@ -3604,7 +3604,7 @@ var require_proto = __commonJS({
           );
         }
         instance[chindingsSym] = asChindings(instance, bindings2);
-        if (this.onChild !== noop11) {
+        if (this.onChild !== noop4) {
           this.onChild(instance);
         }
         return instance;
@@ -3722,7 +3722,7 @@ var require_proto = __commonJS({
       }
       const stream = this[streamSym];
       if (typeof stream.flush === "function") {
-        stream.flush(cb || noop11);
+        stream.flush(cb || noop4);
       } else if (cb) cb();
     }
   }
@@ -4515,7 +4515,7 @@ var require_pino = __commonJS({
       buildFormatters,
       stringify,
       normalizeDestFileDescriptor,
-      noop: noop11
+      noop: noop4
     } = require_tools();
     var { version: version2 } = require_meta();
     var {
@@ -4695,7 +4695,7 @@ var require_pino = __commonJS({
         [chindingsSym]: chindings,
         [formattersSym]: allFormatters,
         [hooksSym]: hooks,
-        silent: noop11,
+        silent: noop4,
         onChild,
         [msgPrefixSym]: msgPrefix
       });
@@ -4987,7 +4987,7 @@ var require_once = __commonJS({
 var require_end_of_stream = __commonJS({
   "node_modules/end-of-stream/index.js"(exports2, module2) {
     var once = require_once();
-    var noop11 = function() {
+    var noop4 = function() {
     };
     var qnt = global.Bare ? queueMicrotask : process.nextTick.bind(process);
     var isRequest = function(stream) {
@@ -4999,7 +4999,7 @@ var require_end_of_stream = __commonJS({
     var eos = function(stream, opts, callback) {
       if (typeof opts === "function") return eos(stream, null, opts);
       if (!opts) opts = {};
-      callback = once(callback || noop11);
+      callback = once(callback || noop4);
       var ws = stream._writableState;
       var rs = stream._readableState;
       var readable = opts.readable || opts.readable !== false && stream.readable;
@@ -5076,7 +5076,7 @@ var require_pump = __commonJS({
       fs5 = __require("fs");
     } catch (e) {
     }
-    var noop11 = function() {
+    var noop4 = function() {
     };
     var ancient = typeof process === "undefined" ? false : /^v?\.0/.test(process.version);
     var isFn = function(fn) {
@@ -5085,7 +5085,7 @@ var require_pump = __commonJS({
     var isFS = function(stream) {
       if (!ancient) return false;
       if (!fs5) return false;
-      return (stream instanceof (fs5.ReadStream || noop11) || stream instanceof (fs5.WriteStream || noop11)) && isFn(stream.close);
+      return (stream instanceof (fs5.ReadStream || noop4) || stream instanceof (fs5.WriteStream || noop4)) && isFn(stream.close);
     };
     var isRequest = function(stream) {
       return stream.setHeader && isFn(stream.abort);
@@ -5106,7 +5106,7 @@ var require_pump = __commonJS({
         if (closed) return;
         if (destroyed) return;
         destroyed = true;
-        if (isFS(stream)) return stream.close(noop11);
+        if (isFS(stream)) return stream.close(noop4);
         if (isRequest(stream)) return stream.abort();
         if (isFn(stream.destroy)) return stream.destroy();
         callback(err || new Error("stream was destroyed"));
@@ -5120,7 +5120,7 @@ var require_pump = __commonJS({
     };
     var pump = function() {
       var streams = Array.prototype.slice.call(arguments);
-      var callback = isFn(streams[streams.length - 1] || noop11) && streams.pop() || noop11;
+      var callback = isFn(streams[streams.length - 1] || noop4) && streams.pop() || noop4;
       if (Array.isArray(streams[0])) streams = streams[0];
       if (streams.length < 2) throw new Error("pump requires two streams per minimum");
       var error62;
@@ -5192,12 +5192,12 @@ var require_split2 = __commonJS({
         self2.push(val);
       }
     }
-    function noop11(incoming) {
+    function noop4(incoming) {
       return incoming;
     }
     function split(matcher, mapper, options2) {
       matcher = matcher || /\r?\n/;
-      mapper = mapper || noop11;
+      mapper = mapper || noop4;
       options2 = options2 || {};
       switch (arguments.length) {
         case 1:
@@ -5216,7 +5216,7 @@ var require_split2 = __commonJS({
             matcher = /\r?\n/;
           } else if (typeof mapper === "object") {
             options2 = mapper;
-            mapper = noop11;
+            mapper = noop4;
           }
       }
       options2 = Object.assign({}, options2);
@@ -5531,7 +5531,7 @@ var require_sonic_boom2 = __commonJS({
     var inherits = __require("node:util").inherits;
     var path8 = __require("node:path");
     var assert4 = __require("node:assert");
-    var sleep = require_atomic_sleep();
+    var sleep2 = require_atomic_sleep();
     var BUSY_WRITE_TIMEOUT = 100;
     var kEmptyBuffer = Buffer.allocUnsafe(0);
     var MAX_WRITE = 16 * 1024;
@@ -5704,7 +5704,7 @@ var require_sonic_boom2 = __commonJS({
           if (isRetryableErr && !retriesExhausted && this.retryEAGAIN(err, this._writingBuf.length, this._len - this._writingBuf.length)) {
             if (this.sync) {
               try {
-                sleep(BUSY_WRITE_TIMEOUT);
+                sleep2(BUSY_WRITE_TIMEOUT);
                 this.release(void 0, 0);
               } catch (err2) {
                 this.release(err2);
@@ -6137,7 +6137,7 @@ var require_sonic_boom2 = __commonJS({
             if (!shouldRetry || retriesExhausted || !this.retryEAGAIN(err, buf.length, this._len - buf.length)) {
               throw err;
             }
-            sleep(BUSY_WRITE_TIMEOUT);
+            sleep2(BUSY_WRITE_TIMEOUT);
           }
         }
       } finally {
@@ -6179,7 +6179,7 @@ var require_sonic_boom2 = __commonJS({
             if (!shouldRetry || retriesExhausted || !this.retryEAGAIN(err, buf.length, this._len - buf.length)) {
               throw err;
             }
-            sleep(BUSY_WRITE_TIMEOUT);
+            sleep2(BUSY_WRITE_TIMEOUT);
           }
         }
       } finally {
@@ -6288,7 +6288,7 @@ var require_sonic_boom2 = __commonJS({
 var require_noop = __commonJS({
   "node_modules/pino-pretty/lib/utils/noop.js"(exports2, module2) {
     "use strict";
-    module2.exports = function noop11() {
+    module2.exports = function noop4() {
     };
   }
 });
@@ -6300,7 +6300,7 @@ var require_build_safe_sonic_boom = __commonJS({
     module2.exports = buildSafeSonicBoom;
     var { isMainThread } = __require("node:worker_threads");
     var SonicBoom = require_sonic_boom2();
-    var noop11 = require_noop();
+    var noop4 = require_noop();
     function buildSafeSonicBoom(opts) {
       const stream = new SonicBoom(opts);
       stream.on("error", filterBrokenPipe);
@@ -6310,10 +6310,10 @@ var require_build_safe_sonic_boom = __commonJS({
       return stream;
       function filterBrokenPipe(err) {
         if (err.code === "EPIPE") {
-          stream.write = noop11;
-          stream.end = noop11;
-          stream.flushSync = noop11;
-          stream.destroy = noop11;
+          stream.write = noop4;
+          stream.end = noop4;
+          stream.flushSync = noop4;
+          stream.destroy = noop4;
           return;
         }
         stream.removeListener("error", filterBrokenPipe);
@@ -7960,7 +7960,7 @@ var require_secure_json_parse = __commonJS({
       }
       return obj;
     }
-    function parse13(text, reviver, options2) {
+    function parse6(text, reviver, options2) {
       const { stackTraceLimit } = Error;
       Error.stackTraceLimit = 0;
       try {
@@ -7982,9 +7982,9 @@ var require_secure_json_parse = __commonJS({
       }
       return result;
     }
-    module2.exports = parse13;
-    module2.exports.default = parse13;
-    module2.exports.parse = parse13;
+    module2.exports = parse6;
+    module2.exports.default = parse6;
+    module2.exports.parse = parse6;
     module2.exports.safeParse = safeParse3;
     module2.exports.scan = filter;
   }
@@ -8258,13 +8258,13 @@ var require_pino_pretty = __commonJS({
   }
 });
 
-// node_modules/probot/node_modules/content-type/dist/index.js
+// node_modules/content-type/dist/index.js
 var require_dist = __commonJS({
-  "node_modules/probot/node_modules/content-type/dist/index.js"(exports2) {
+  "node_modules/content-type/dist/index.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.format = format3;
-    exports2.parse = parse13;
+    exports2.parse = parse6;
     var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
     var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
     var QUOTE_REGEXP = /[\\"]/g;
@@ -8291,285 +8291,7 @@ var require_dist = __commonJS({
       }
       return result;
     }
-    function parse13(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/core/node_modules/content-type/dist/index.js
-var require_dist2 = __commonJS({
-  "node_modules/@octokit/core/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format3;
-    exports2.parse = parse13;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format3(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse13(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/graphql/node_modules/content-type/dist/index.js
-var require_dist3 = __commonJS({
-  "node_modules/@octokit/graphql/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format3;
-    exports2.parse = parse13;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format3(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse13(header, options2) {
+    function parse6(header, options2) {
       const stopChar = options2?.comma === true ? COMMA : 65536;
       const len = header.length;
       let index = skipOWS(header, options2?.start ?? 0, len);
@@ -17224,7 +16946,7 @@ var require_public_api = __commonJS({
       }
       return doc;
     }
-    function parse13(src, reviver, options2) {
+    function parse6(src, reviver, options2) {
       let _reviver = void 0;
       if (typeof reviver === "function") {
         _reviver = reviver;
@@ -17265,7 +16987,7 @@ var require_public_api = __commonJS({
         return value.toString(options2);
       return new Document.Document(value, _replacer, options2).toString(options2);
     }
-    exports2.parse = parse13;
+    exports2.parse = parse6;
     exports2.parseAllDocuments = parseAllDocuments;
     exports2.parseDocument = parseDocument2;
     exports2.stringify = stringify;
@@ -17273,7 +16995,7 @@ var require_public_api = __commonJS({
 });
 
 // node_modules/yaml/dist/index.js
-var require_dist4 = __commonJS({
+var require_dist2 = __commonJS({
   "node_modules/yaml/dist/index.js"(exports2) {
     "use strict";
     var composer = require_composer();
@@ -17321,701 +17043,6 @@ var require_dist4 = __commonJS({
     exports2.stringify = publicApi.stringify;
     exports2.visit = visit2.visit;
     exports2.visitAsync = visit2.visitAsync;
-  }
-});
-
-// node_modules/@octokit/auth-app/node_modules/content-type/dist/index.js
-var require_dist5 = __commonJS({
-  "node_modules/@octokit/auth-app/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format3;
-    exports2.parse = parse13;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format3(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse13(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/auth-oauth-app/node_modules/content-type/dist/index.js
-var require_dist6 = __commonJS({
-  "node_modules/@octokit/auth-oauth-app/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format3;
-    exports2.parse = parse13;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format3(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse13(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/auth-oauth-user/node_modules/content-type/dist/index.js
-var require_dist7 = __commonJS({
-  "node_modules/@octokit/auth-oauth-user/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format3;
-    exports2.parse = parse13;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format3(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse13(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/auth-oauth-device/node_modules/content-type/dist/index.js
-var require_dist8 = __commonJS({
-  "node_modules/@octokit/auth-oauth-device/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format3;
-    exports2.parse = parse13;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format3(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse13(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
-  }
-});
-
-// node_modules/@octokit/oauth-methods/node_modules/content-type/dist/index.js
-var require_dist9 = __commonJS({
-  "node_modules/@octokit/oauth-methods/node_modules/content-type/dist/index.js"(exports2) {
-    "use strict";
-    Object.defineProperty(exports2, "__esModule", { value: true });
-    exports2.format = format3;
-    exports2.parse = parse13;
-    var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
-    var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var QUOTE_REGEXP = /[\\"]/g;
-    var TYPE_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-    var NullObject = /* @__PURE__ */ (() => {
-      const C = function() {
-      };
-      C.prototype = /* @__PURE__ */ Object.create(null);
-      return C;
-    })();
-    function format3(obj) {
-      const { type, parameters } = obj;
-      if (!type || !TYPE_REGEXP.test(type)) {
-        throw new TypeError(`Invalid type: ${type}`);
-      }
-      let result = type;
-      if (parameters) {
-        for (const param of Object.keys(parameters)) {
-          if (!TOKEN_REGEXP.test(param)) {
-            throw new TypeError(`Invalid parameter name: ${param}`);
-          }
-          result += `; ${param}=${qstring(parameters[param])}`;
-        }
-      }
-      return result;
-    }
-    function parse13(header, options2) {
-      const stopChar = options2?.comma === true ? COMMA : 65536;
-      const len = header.length;
-      let index = skipOWS(header, options2?.start ?? 0, len);
-      const valueStart = index;
-      index = skipValue(header, index, len, stopChar);
-      const valueEnd = trailingOWS(header, valueStart, index);
-      const type = header.slice(valueStart, valueEnd).toLowerCase();
-      if (options2?.parameters === false) {
-        return { type, index, parameters: new NullObject() };
-      }
-      return parseParameters(header, type, index, len, stopChar);
-    }
-    var SP = 32;
-    var HTAB = 9;
-    var SEMI = 59;
-    var EQ = 61;
-    var DQUOTE = 34;
-    var BSLASH = 92;
-    var COMMA = 44;
-    function parseParameters(header, type, index, len, stopChar) {
-      const parameters = new NullObject();
-      parameter: while (index < len) {
-        if (header.charCodeAt(index) === stopChar)
-          break;
-        index = skipOWS(header, index + 1, len);
-        const keyStart = index;
-        while (index < len) {
-          const code = header.charCodeAt(index);
-          if (code === stopChar)
-            break parameter;
-          if (code === SEMI)
-            continue parameter;
-          if (code === EQ) {
-            const keyEnd = trailingOWS(header, keyStart, index);
-            const key = header.slice(keyStart, keyEnd).toLowerCase();
-            index = skipOWS(header, index + 1, len);
-            if (index < len && header.charCodeAt(index) === DQUOTE) {
-              index++;
-              let value = "";
-              while (index < len) {
-                const code2 = header.charCodeAt(index++);
-                if (code2 === DQUOTE) {
-                  index = skipValue(header, index, len, stopChar);
-                  if (parameters[key] === void 0)
-                    parameters[key] = value;
-                  break;
-                }
-                if (code2 === BSLASH && index < len) {
-                  value += header[index++];
-                  continue;
-                }
-                value += String.fromCharCode(code2);
-              }
-              continue parameter;
-            }
-            const valueStart = index;
-            index = skipValue(header, index, len, stopChar);
-            if (parameters[key] === void 0) {
-              const valueEnd = trailingOWS(header, valueStart, index);
-              parameters[key] = header.slice(valueStart, valueEnd);
-            }
-            continue parameter;
-          }
-          index++;
-        }
-      }
-      return { type, index, parameters };
-    }
-    function skipValue(str, index, len, stopChar) {
-      while (index < len) {
-        const code = str.charCodeAt(index);
-        if (code === SEMI || code === stopChar)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function skipOWS(header, index, len) {
-      while (index < len) {
-        const char = header.charCodeAt(index);
-        if (char !== SP && char !== HTAB)
-          break;
-        index++;
-      }
-      return index;
-    }
-    function trailingOWS(header, start, end) {
-      while (end > start) {
-        const char = header.charCodeAt(end - 1);
-        if (char !== SP && char !== HTAB)
-          break;
-        end--;
-      }
-      return end;
-    }
-    function qstring(str) {
-      if (TOKEN_REGEXP.test(str))
-        return str;
-      if (TEXT_REGEXP.test(str))
-        return `"${str.replace(QUOTE_REGEXP, "\\$&")}"`;
-      throw new TypeError(`Invalid parameter value: ${str}`);
-    }
   }
 });
 
@@ -21141,6 +20168,7 @@ var require_logger = __commonJS({
 });
 
 // src/app/server.ts
+import { createHmac as createHmac3 } from "node:crypto";
 import { realpathSync as realpathSync2 } from "node:fs";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 
@@ -21916,17 +20944,17 @@ function createMiddleware(options2) {
   const { handleResponse: handleResponse3, getRequestHeader: getRequestHeader3, getPayload: getPayload3 } = options2;
   return function middleware(webhooks, options22) {
     const middlewarePath = normalizeTrailingSlashes(options22.path);
-    return async function octokitWebhooksMiddleware(request9, response, next) {
+    return async function octokitWebhooksMiddleware(request2, response, next) {
       let pathname;
       try {
         pathname = new URL(
-          normalizeTrailingSlashes(request9.url),
+          normalizeTrailingSlashes(request2.url),
           "http://localhost"
         ).pathname;
       } catch (error62) {
         return handleResponse3(
           JSON.stringify({
-            error: `Request URL could not be parsed: ${request9.url}`
+            error: `Request URL could not be parsed: ${request2.url}`
           }),
           422,
           {
@@ -21938,10 +20966,10 @@ function createMiddleware(options2) {
       if (pathname !== middlewarePath) {
         next?.();
         return handleResponse3(null);
-      } else if (request9.method !== "POST") {
+      } else if (request2.method !== "POST") {
         return handleResponse3(
           JSON.stringify({
-            error: `Unknown route: ${request9.method} ${pathname}`
+            error: `Unknown route: ${request2.method} ${pathname}`
           }),
           404,
           {
@@ -21950,7 +20978,7 @@ function createMiddleware(options2) {
           response
         );
       }
-      const contentType = getRequestHeader3(request9, "content-type");
+      const contentType = getRequestHeader3(request2, "content-type");
       if (typeof contentType !== "string" || !isApplicationJsonRE.test(contentType)) {
         return handleResponse3(
           JSON.stringify({
@@ -21965,7 +20993,7 @@ function createMiddleware(options2) {
         );
       }
       const missingHeaders = WEBHOOK_HEADERS.filter((header) => {
-        return getRequestHeader3(request9, header) == void 0;
+        return getRequestHeader3(request2, header) == void 0;
       }).join(", ");
       if (missingHeaders) {
         return handleResponse3(
@@ -21981,11 +21009,11 @@ function createMiddleware(options2) {
         );
       }
       const eventName = getRequestHeader3(
-        request9,
+        request2,
         "x-github-event"
       );
-      const signature = getRequestHeader3(request9, "x-hub-signature-256");
-      const id = getRequestHeader3(request9, "x-github-delivery");
+      const signature = getRequestHeader3(request2, "x-hub-signature-256");
+      const id = getRequestHeader3(request2, "x-github-delivery");
       options22.log.debug(`${eventName} event received (id: ${id})`);
       let didTimeout = false;
       let timeout;
@@ -22007,7 +21035,7 @@ function createMiddleware(options2) {
       });
       const processWebhook = async () => {
         try {
-          const payload = await getPayload3(request9);
+          const payload = await getPayload3(request2);
           await webhooks.verifyAndReceive({
             id,
             name: eventName,
@@ -22057,8 +21085,8 @@ function handleResponse(body, status2 = 200, headers = {}, response) {
   response.writeHead(status2, headers).end(body);
   return true;
 }
-function getRequestHeader(request9, key) {
-  return request9.headers[key];
+function getRequestHeader(request2, key) {
+  return request2.headers[key];
 }
 function concatUint8Array(data) {
   if (data.length === 0) {
@@ -22081,24 +21109,24 @@ function concatUint8Array(data) {
 }
 var textDecoder = new TextDecoder("utf-8", { fatal: false });
 var decode = textDecoder.decode.bind(textDecoder);
-async function getPayload(request9) {
-  if (typeof request9.body === "object" && "rawBody" in request9 && request9.rawBody instanceof Uint8Array) {
-    return decode(request9.rawBody);
-  } else if (typeof request9.body === "string") {
-    return request9.body;
+async function getPayload(request2) {
+  if (typeof request2.body === "object" && "rawBody" in request2 && request2.rawBody instanceof Uint8Array) {
+    return decode(request2.rawBody);
+  } else if (typeof request2.body === "string") {
+    return request2.body;
   }
-  const payload = await getPayloadFromRequestStream(request9);
+  const payload = await getPayloadFromRequestStream(request2);
   return decode(payload);
 }
-function getPayloadFromRequestStream(request9) {
+function getPayloadFromRequestStream(request2) {
   return new Promise((resolve4, reject) => {
     let data = [];
-    request9.on(
+    request2.on(
       "error",
       (error62) => reject(new AggregateError([error62], error62.message))
     );
-    request9.on("data", data.push.bind(data));
-    request9.on("end", () => {
+    request2.on("data", data.push.bind(data));
+    request2.on("end", () => {
       const result = concatUint8Array(data);
       queueMicrotask(() => resolve4(result));
     });
@@ -23018,7 +22046,7 @@ function withDefaults(oldDefaults, newDefaults) {
 }
 var endpoint = withDefaults(null, DEFAULTS);
 
-// node_modules/probot/node_modules/@octokit/request/dist-bundle/index.js
+// node_modules/@octokit/request/dist-bundle/index.js
 var import_content_type = __toESM(require_dist(), 1);
 
 // node_modules/json-with-bigint/json-with-bigint.js
@@ -23395,7 +22423,7 @@ var RequestError = class extends Error {
   }
 };
 
-// node_modules/probot/node_modules/@octokit/request/dist-bundle/index.js
+// node_modules/@octokit/request/dist-bundle/index.js
 var VERSION3 = "10.0.14";
 var defaults_default = {
   headers: {
@@ -23559,16 +22587,16 @@ function withDefaults2(oldEndpoint, newDefaults) {
     if (!endpointOptions.request || !endpointOptions.request.hook) {
       return fetchWrapper(endpoint2.parse(endpointOptions));
     }
-    const request22 = (route2, parameters2) => {
+    const request2 = (route2, parameters2) => {
       return fetchWrapper(
         endpoint2.parse(endpoint2.merge(route2, parameters2))
       );
     };
-    Object.assign(request22, {
+    Object.assign(request2, {
       endpoint: endpoint2,
       defaults: withDefaults2.bind(null, endpoint2)
     });
-    return endpointOptions.request.hook(request22, endpointOptions);
+    return endpointOptions.request.hook(request2, endpointOptions);
   };
   return Object.assign(newApi, {
     endpoint: endpoint2,
@@ -23683,382 +22711,16 @@ function Collection() {
 }
 var before_after_hook_default = { Singular, Collection };
 
-// node_modules/@octokit/core/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type2 = __toESM(require_dist2(), 1);
-var VERSION4 = "10.0.14";
-var defaults_default2 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION4} ${getUserAgent()}`
-  }
-};
-function isPlainObject3(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop2 = () => "";
-async function fetchWrapper2(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject3(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error62) {
-    let message = "Unknown Error";
-    if (error62 instanceof Error) {
-      if (error62.name === "AbortError") {
-        error62.status = 500;
-        throw error62;
-      }
-      message = error62.message;
-      if (error62.name === "TypeError" && "cause" in error62) {
-        if (error62.cause instanceof Error) {
-          message = error62.cause.message;
-        } else if (typeof error62.cause === "string") {
-          message = error62.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error62;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData2(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData2(fetchResponse);
-    throw new RequestError(toErrorMessage2(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData2(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData2(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop2);
-  }
-  const mimetype = (0, import_content_type2.parse)(contentType);
-  if (isJSONResponse2(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop2);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse2(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage2(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults3(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper2(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper2(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults3.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults3.bind(null, endpoint2)
-  });
-}
-var request2 = withDefaults3(endpoint, defaults_default2);
-
-// node_modules/@octokit/graphql/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type3 = __toESM(require_dist3(), 1);
-var VERSION5 = "10.0.14";
-var defaults_default3 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION5} ${getUserAgent()}`
-  }
-};
-function isPlainObject4(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop3 = () => "";
-async function fetchWrapper3(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject4(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error62) {
-    let message = "Unknown Error";
-    if (error62 instanceof Error) {
-      if (error62.name === "AbortError") {
-        error62.status = 500;
-        throw error62;
-      }
-      message = error62.message;
-      if (error62.name === "TypeError" && "cause" in error62) {
-        if (error62.cause instanceof Error) {
-          message = error62.cause.message;
-        } else if (typeof error62.cause === "string") {
-          message = error62.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error62;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData3(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData3(fetchResponse);
-    throw new RequestError(toErrorMessage3(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData3(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData3(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop3);
-  }
-  const mimetype = (0, import_content_type3.parse)(contentType);
-  if (isJSONResponse3(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop3);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse3(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage3(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults4(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper3(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper3(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults4.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults4.bind(null, endpoint2)
-  });
-}
-var request3 = withDefaults4(endpoint, defaults_default3);
-
 // node_modules/@octokit/graphql/dist-bundle/index.js
-var VERSION6 = "0.0.0-development";
+var VERSION4 = "0.0.0-development";
 function _buildMessageForResponseErrors(data) {
   return `Request failed due to following response errors:
 ` + data.errors.map((e) => ` - ${e.message}`).join("\n");
 }
 var GraphqlResponseError = class extends Error {
-  constructor(request22, headers, response) {
+  constructor(request2, headers, response) {
     super(_buildMessageForResponseErrors(response));
-    this.request = request22;
+    this.request = request2;
     this.headers = headers;
     this.response = response;
     this.errors = response.errors;
@@ -24086,7 +22748,7 @@ var NON_VARIABLE_OPTIONS = [
 ];
 var FORBIDDEN_VARIABLE_OPTIONS = ["query", "method", "url"];
 var GHES_V3_SUFFIX_REGEX = /\/api\/v3\/?$/;
-function graphql(request22, query, options2) {
+function graphql(request2, query, options2) {
   if (options2) {
     if (typeof query === "string" && "query" in options2) {
       return Promise.reject(
@@ -24116,11 +22778,11 @@ function graphql(request22, query, options2) {
     result.variables[key] = parsedOptions[key];
     return result;
   }, {});
-  const baseUrl = parsedOptions.baseUrl || request22.endpoint.DEFAULTS.baseUrl;
+  const baseUrl = parsedOptions.baseUrl || request2.endpoint.DEFAULTS.baseUrl;
   if (GHES_V3_SUFFIX_REGEX.test(baseUrl)) {
     requestOptions.url = baseUrl.replace(GHES_V3_SUFFIX_REGEX, "/api/graphql");
   }
-  return request22(requestOptions).then((response) => {
+  return request2(requestOptions).then((response) => {
     if (response.data.errors) {
       const headers = {};
       for (const key of Object.keys(response.headers)) {
@@ -24135,25 +22797,25 @@ function graphql(request22, query, options2) {
     return response.data.data;
   });
 }
-function withDefaults5(request22, newDefaults) {
-  const newRequest = request22.defaults(newDefaults);
+function withDefaults3(request2, newDefaults) {
+  const newRequest = request2.defaults(newDefaults);
   const newApi = (query, options2) => {
     return graphql(newRequest, query, options2);
   };
   return Object.assign(newApi, {
-    defaults: withDefaults5.bind(null, newRequest),
+    defaults: withDefaults3.bind(null, newRequest),
     endpoint: newRequest.endpoint
   });
 }
-var graphql2 = withDefaults5(request3, {
+var graphql2 = withDefaults3(request, {
   headers: {
-    "user-agent": `octokit-graphql.js/${VERSION6} ${getUserAgent()}`
+    "user-agent": `octokit-graphql.js/${VERSION4} ${getUserAgent()}`
   },
   method: "POST",
   url: "/graphql"
 });
 function withCustomRequest(customRequest) {
-  return withDefaults5(customRequest, {
+  return withDefaults3(customRequest, {
     method: "POST",
     url: "/graphql"
   });
@@ -24181,13 +22843,13 @@ function withAuthorizationPrefix(token) {
   }
   return `token ${token}`;
 }
-async function hook(token, request9, route, parameters) {
-  const endpoint2 = request9.endpoint.merge(
+async function hook(token, request2, route, parameters) {
+  const endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
   endpoint2.headers.authorization = withAuthorizationPrefix(token);
-  return request9(endpoint2);
+  return request2(endpoint2);
 }
 var createTokenAuth = function createTokenAuth2(token) {
   if (!token) {
@@ -24205,19 +22867,19 @@ var createTokenAuth = function createTokenAuth2(token) {
 };
 
 // node_modules/@octokit/core/dist-src/version.js
-var VERSION7 = "7.0.8";
+var VERSION5 = "7.0.8";
 
 // node_modules/@octokit/core/dist-src/index.js
-var noop4 = () => {
+var noop2 = () => {
 };
 var consoleWarn = console.warn.bind(console);
 var consoleError = console.error.bind(console);
 function createLogger2(logger = {}) {
   if (typeof logger.debug !== "function") {
-    logger.debug = noop4;
+    logger.debug = noop2;
   }
   if (typeof logger.info !== "function") {
-    logger.info = noop4;
+    logger.info = noop2;
   }
   if (typeof logger.warn !== "function") {
     logger.warn = consoleWarn;
@@ -24227,9 +22889,9 @@ function createLogger2(logger = {}) {
   }
   return logger;
 }
-var userAgentTrail = `octokit-core.js/${VERSION7} ${getUserAgent()}`;
+var userAgentTrail = `octokit-core.js/${VERSION5} ${getUserAgent()}`;
 var Octokit = class {
-  static VERSION = VERSION7;
+  static VERSION = VERSION5;
   static defaults(defaults) {
     const OctokitWithDefaults = class extends this {
       constructor(...args) {
@@ -24271,7 +22933,7 @@ var Octokit = class {
   constructor(options2 = {}) {
     const hook7 = new before_after_hook_default.Collection();
     const requestDefaults = {
-      baseUrl: request2.endpoint.DEFAULTS.baseUrl,
+      baseUrl: request.endpoint.DEFAULTS.baseUrl,
       headers: {},
       request: Object.assign({}, options2.request, {
         // @ts-ignore internal usage only, no need to type
@@ -24292,7 +22954,7 @@ var Octokit = class {
     if (options2.timeZone) {
       requestDefaults.headers["time-zone"] = options2.timeZone;
     }
-    this.request = request2.defaults(requestDefaults);
+    this.request = request.defaults(requestDefaults);
     this.graphql = withCustomRequest(this.request).defaults(requestDefaults);
     this.log = createLogger2(options2.log);
     this.hook = hook7;
@@ -24342,14 +23004,14 @@ var Octokit = class {
 };
 
 // node_modules/@octokit/plugin-enterprise-compatibility/dist-src/version.js
-var VERSION8 = "6.0.3";
+var VERSION6 = "6.0.3";
 
 // node_modules/@octokit/plugin-enterprise-compatibility/dist-src/index.js
 function enterpriseCompatibility(octokit) {
-  octokit.hook.wrap("request", async (request9, options2) => {
+  octokit.hook.wrap("request", async (request2, options2) => {
     if (/\/orgs\/[^/]+\/teams/.test(options2.url)) {
       try {
-        return await request9(options2);
+        return await request2(options2);
       } catch (error62) {
         if (error62.status !== 404) {
           throw error62;
@@ -24370,13 +23032,13 @@ function enterpriseCompatibility(octokit) {
         );
       }
     }
-    return request9(options2);
+    return request2(options2);
   });
 }
-enterpriseCompatibility.VERSION = VERSION8;
+enterpriseCompatibility.VERSION = VERSION6;
 
 // node_modules/@octokit/plugin-paginate-rest/dist-bundle/index.js
-var VERSION9 = "0.0.0-development";
+var VERSION7 = "0.0.0-development";
 function normalizePaginatedListResponse(response) {
   if (!response.data) {
     return {
@@ -24489,10 +23151,10 @@ function paginateRest(octokit) {
     })
   };
 }
-paginateRest.VERSION = VERSION9;
+paginateRest.VERSION = VERSION7;
 
 // node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/version.js
-var VERSION10 = "17.0.0";
+var VERSION8 = "17.0.0";
 
 // node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/generated/endpoints.js
 var Endpoints = {
@@ -26916,7 +25578,7 @@ function restEndpointMethods(octokit) {
     rest: api
   };
 }
-restEndpointMethods.VERSION = VERSION10;
+restEndpointMethods.VERSION = VERSION8;
 function legacyRestEndpointMethods(octokit) {
   const api = endpointsToMethods(octokit);
   return {
@@ -26924,11 +25586,11 @@ function legacyRestEndpointMethods(octokit) {
     rest: api
   };
 }
-legacyRestEndpointMethods.VERSION = VERSION10;
+legacyRestEndpointMethods.VERSION = VERSION8;
 
 // node_modules/@octokit/plugin-retry/dist-bundle/index.js
 var import_light = __toESM(require_light(), 1);
-var VERSION11 = "0.0.0-development";
+var VERSION9 = "0.0.0-development";
 function isRequestError(error62) {
   return error62.request !== void 0;
 }
@@ -26943,7 +25605,7 @@ async function errorRequest(state, octokit, error62, options2) {
   }
   throw error62;
 }
-async function wrapRequest(state, octokit, request9, options2) {
+async function wrapRequest(state, octokit, request2, options2) {
   const limiter = new import_light.default();
   limiter.on("failed", function(error62, info) {
     const maxRetries = ~~error62.request.request?.retries;
@@ -26954,12 +25616,12 @@ async function wrapRequest(state, octokit, request9, options2) {
     }
   });
   return limiter.schedule(
-    requestWithGraphqlErrorHandling.bind(null, state, octokit, request9),
+    requestWithGraphqlErrorHandling.bind(null, state, octokit, request2),
     options2
   );
 }
-async function requestWithGraphqlErrorHandling(state, octokit, request9, options2) {
-  const response = await request9(options2);
+async function requestWithGraphqlErrorHandling(state, octokit, request2, options2) {
+  const response = await request2(options2);
   if (response.data && response.data.errors && response.data.errors.length > 0 && /Something went wrong while executing your query/.test(
     response.data.errors[0].message
   )) {
@@ -26998,36 +25660,36 @@ function retry(octokit, octokitOptions) {
   }
   return retryPlugin;
 }
-retry.VERSION = VERSION11;
+retry.VERSION = VERSION9;
 
 // node_modules/@octokit/plugin-throttling/dist-bundle/index.js
 var import_light2 = __toESM(require_light(), 1);
-var VERSION12 = "0.0.0-development";
-var noop5 = () => Promise.resolve();
-function wrapRequest2(state, request9, options2) {
-  return state.retryLimiter.schedule(doRequest, state, request9, options2);
+var VERSION10 = "0.0.0-development";
+var noop3 = () => Promise.resolve();
+function wrapRequest2(state, request2, options2) {
+  return state.retryLimiter.schedule(doRequest, state, request2, options2);
 }
-async function doRequest(state, request9, options2) {
+async function doRequest(state, request2, options2) {
   const { pathname } = new URL(options2.url, "http://github.test");
   const isAuth = isAuthRequest(options2.method, pathname);
   const isWrite = !isAuth && options2.method !== "GET" && options2.method !== "HEAD";
   const isSearch = options2.method === "GET" && pathname.startsWith("/search/");
   const isGraphQL = pathname.startsWith("/graphql");
-  const retryCount = ~~request9.retryCount;
+  const retryCount = ~~request2.retryCount;
   const jobOptions = retryCount > 0 ? { priority: 0, weight: 0 } : {};
   if (state.clustering) {
     jobOptions.expiration = 1e3 * 60;
   }
   if (isWrite || isGraphQL) {
-    await state.write.key(state.id).schedule(jobOptions, noop5);
+    await state.write.key(state.id).schedule(jobOptions, noop3);
   }
   if (isWrite && state.triggersNotification(pathname)) {
-    await state.notifications.key(state.id).schedule(jobOptions, noop5);
+    await state.notifications.key(state.id).schedule(jobOptions, noop3);
   }
   if (isSearch) {
-    await state.search.key(state.id).schedule(jobOptions, noop5);
+    await state.search.key(state.id).schedule(jobOptions, noop3);
   }
-  const req = (isAuth ? state.auth : state.global).key(state.id).schedule(jobOptions, request9, options2);
+  const req = (isAuth ? state.auth : state.global).key(state.id).schedule(jobOptions, request2, options2);
   if (isGraphQL) {
     const res = await req;
     if (res.data.errors != null && res.data.errors.some((error62) => error62.type === "RATE_LIMITED")) {
@@ -27171,14 +25833,14 @@ function throttling(octokit, octokitOptions) {
       (e) => octokit.log.warn("Error in throttling-plugin limit handler", e)
     );
     state.retryLimiter.on("failed", async function(error62, info) {
-      const [state2, request9, options2] = info.args;
+      const [state2, request2, options2] = info.args;
       const { pathname } = new URL(options2.url, "http://github.test");
       const shouldRetryGraphQL = pathname.startsWith("/graphql") && error62.status !== 401;
       if (!(shouldRetryGraphQL || error62.status === 403 || error62.status === 429)) {
         return;
       }
-      const retryCount = ~~request9.retryCount;
-      request9.retryCount = retryCount;
+      const retryCount = ~~request2.retryCount;
+      request2.retryCount = retryCount;
       options2.request.retryCount = retryCount;
       const { wantRetry, retryAfter = 0 } = await (async function() {
         if (/\bsecondary rate\b/i.test(error62.message)) {
@@ -27216,25 +25878,25 @@ function throttling(octokit, octokitOptions) {
         return {};
       })();
       if (wantRetry) {
-        request9.retryCount++;
+        request2.retryCount++;
         return retryAfter * state2.retryAfterBaseValue;
       }
     });
   };
-  octokit.hook.wrap("request", (request9, options2) => {
+  octokit.hook.wrap("request", (request2, options2) => {
     initializeBottleneck();
-    return wrapRequest2(state, request9, options2);
+    return wrapRequest2(state, request2, options2);
   });
   return {};
 }
-throttling.VERSION = VERSION12;
+throttling.VERSION = VERSION10;
 throttling.triggersNotification = triggersNotification;
 
 // node_modules/@probot/octokit-plugin-config/dist-src/version.js
-var VERSION13 = "4.1.0";
+var VERSION11 = "4.1.0";
 
 // node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-file.js
-var import_yaml = __toESM(require_dist4(), 1);
+var import_yaml = __toESM(require_dist2(), 1);
 var SUPPORTED_FILE_EXTENSIONS = ["json", "yml", "yaml"];
 async function getConfigFile(octokit, { owner, repo, path: path8, ref }) {
   const fileExtension = path8.split(".").pop().toLowerCase();
@@ -27421,7 +26083,7 @@ function config(octokit) {
     }
   };
 }
-config.VERSION = VERSION13;
+config.VERSION = VERSION11;
 
 // node_modules/@octokit/auth-unauthenticated/dist-node/index.js
 async function auth2(reason) {
@@ -27446,12 +26108,12 @@ function isAbuseLimitError(error62) {
   }
   return REGEX_ABUSE_LIMIT_MESSAGE.test(error62.message);
 }
-async function hook2(reason, request9, route, parameters) {
-  const endpoint2 = request9.endpoint.merge(
+async function hook2(reason, request2, route, parameters) {
+  const endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
-  return request9(endpoint2).catch((error62) => {
+  return request2(endpoint2).catch((error62) => {
     if (error62.status === 404) {
       error62.message = `Not found. May be due to lack of authentication. Reason: ${reason}`;
       throw error62;
@@ -27488,924 +26150,9 @@ var createUnauthenticatedAuth = function createUnauthenticatedAuth2(options2) {
   });
 };
 
-// node_modules/@octokit/auth-app/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type4 = __toESM(require_dist5(), 1);
-var VERSION14 = "10.0.14";
-var defaults_default4 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION14} ${getUserAgent()}`
-  }
-};
-function isPlainObject5(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop6 = () => "";
-async function fetchWrapper4(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject5(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error62) {
-    let message = "Unknown Error";
-    if (error62 instanceof Error) {
-      if (error62.name === "AbortError") {
-        error62.status = 500;
-        throw error62;
-      }
-      message = error62.message;
-      if (error62.name === "TypeError" && "cause" in error62) {
-        if (error62.cause instanceof Error) {
-          message = error62.cause.message;
-        } else if (typeof error62.cause === "string") {
-          message = error62.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error62;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData4(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData4(fetchResponse);
-    throw new RequestError(toErrorMessage4(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData4(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData4(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop6);
-  }
-  const mimetype = (0, import_content_type4.parse)(contentType);
-  if (isJSONResponse4(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop6);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse4(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage4(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults6(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper4(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper4(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults6.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults6.bind(null, endpoint2)
-  });
-}
-var request4 = withDefaults6(endpoint, defaults_default4);
-
-// node_modules/@octokit/auth-oauth-app/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type5 = __toESM(require_dist6(), 1);
-var VERSION15 = "10.0.14";
-var defaults_default5 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION15} ${getUserAgent()}`
-  }
-};
-function isPlainObject6(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop7 = () => "";
-async function fetchWrapper5(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject6(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error62) {
-    let message = "Unknown Error";
-    if (error62 instanceof Error) {
-      if (error62.name === "AbortError") {
-        error62.status = 500;
-        throw error62;
-      }
-      message = error62.message;
-      if (error62.name === "TypeError" && "cause" in error62) {
-        if (error62.cause instanceof Error) {
-          message = error62.cause.message;
-        } else if (typeof error62.cause === "string") {
-          message = error62.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error62;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData5(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData5(fetchResponse);
-    throw new RequestError(toErrorMessage5(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData5(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData5(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop7);
-  }
-  const mimetype = (0, import_content_type5.parse)(contentType);
-  if (isJSONResponse5(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop7);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse5(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage5(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults7(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper5(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper5(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults7.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults7.bind(null, endpoint2)
-  });
-}
-var request5 = withDefaults7(endpoint, defaults_default5);
-
-// node_modules/@octokit/auth-oauth-user/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type6 = __toESM(require_dist7(), 1);
-var VERSION16 = "10.0.14";
-var defaults_default6 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION16} ${getUserAgent()}`
-  }
-};
-function isPlainObject7(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop8 = () => "";
-async function fetchWrapper6(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject7(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error62) {
-    let message = "Unknown Error";
-    if (error62 instanceof Error) {
-      if (error62.name === "AbortError") {
-        error62.status = 500;
-        throw error62;
-      }
-      message = error62.message;
-      if (error62.name === "TypeError" && "cause" in error62) {
-        if (error62.cause instanceof Error) {
-          message = error62.cause.message;
-        } else if (typeof error62.cause === "string") {
-          message = error62.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error62;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData6(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData6(fetchResponse);
-    throw new RequestError(toErrorMessage6(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData6(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData6(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop8);
-  }
-  const mimetype = (0, import_content_type6.parse)(contentType);
-  if (isJSONResponse6(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop8);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse6(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage6(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults8(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper6(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper6(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults8.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults8.bind(null, endpoint2)
-  });
-}
-var request6 = withDefaults8(endpoint, defaults_default6);
-
-// node_modules/@octokit/auth-oauth-device/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type7 = __toESM(require_dist8(), 1);
-var VERSION17 = "10.0.14";
-var defaults_default7 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION17} ${getUserAgent()}`
-  }
-};
-function isPlainObject8(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop9 = () => "";
-async function fetchWrapper7(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject8(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error62) {
-    let message = "Unknown Error";
-    if (error62 instanceof Error) {
-      if (error62.name === "AbortError") {
-        error62.status = 500;
-        throw error62;
-      }
-      message = error62.message;
-      if (error62.name === "TypeError" && "cause" in error62) {
-        if (error62.cause instanceof Error) {
-          message = error62.cause.message;
-        } else if (typeof error62.cause === "string") {
-          message = error62.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error62;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData7(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData7(fetchResponse);
-    throw new RequestError(toErrorMessage7(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData7(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData7(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop9);
-  }
-  const mimetype = (0, import_content_type7.parse)(contentType);
-  if (isJSONResponse7(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop9);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse7(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage7(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults9(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper7(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper7(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults9.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults9.bind(null, endpoint2)
-  });
-}
-var request7 = withDefaults9(endpoint, defaults_default7);
-
-// node_modules/@octokit/oauth-methods/node_modules/@octokit/request/dist-bundle/index.js
-var import_content_type8 = __toESM(require_dist9(), 1);
-var VERSION18 = "10.0.14";
-var defaults_default8 = {
-  headers: {
-    "user-agent": `octokit-request.js/${VERSION18} ${getUserAgent()}`
-  }
-};
-function isPlainObject9(value) {
-  if (typeof value !== "object" || value === null) return false;
-  if (Object.prototype.toString.call(value) !== "[object Object]") return false;
-  const proto = Object.getPrototypeOf(value);
-  if (proto === null) return true;
-  const Ctor = Object.prototype.hasOwnProperty.call(proto, "constructor") && proto.constructor;
-  return typeof Ctor === "function" && Ctor instanceof Ctor && Function.prototype.call(Ctor) === Function.prototype.call(value);
-}
-var noop10 = () => "";
-async function fetchWrapper8(requestOptions) {
-  const fetch = requestOptions.request?.fetch || globalThis.fetch;
-  if (!fetch) {
-    throw new Error(
-      "fetch is not set. Please pass a fetch implementation as new Octokit({ request: { fetch }}). Learn more at https://github.com/octokit/octokit.js/#fetch-missing"
-    );
-  }
-  const log = requestOptions.request?.log || console;
-  const parseSuccessResponseBody = requestOptions.request?.parseSuccessResponseBody !== false;
-  const body = isPlainObject9(requestOptions.body) || Array.isArray(requestOptions.body) ? JSONStringify(requestOptions.body) : requestOptions.body;
-  const requestHeaders = Object.fromEntries(
-    Object.entries(requestOptions.headers).map(([name, value]) => [
-      name,
-      String(value)
-    ])
-  );
-  let fetchResponse;
-  try {
-    fetchResponse = await fetch(requestOptions.url, {
-      method: requestOptions.method,
-      body,
-      redirect: requestOptions.request?.redirect,
-      headers: requestHeaders,
-      signal: requestOptions.request?.signal,
-      // duplex must be set if request.body is ReadableStream or Async Iterables.
-      // See https://fetch.spec.whatwg.org/#dom-requestinit-duplex.
-      ...requestOptions.body && { duplex: "half" }
-    });
-  } catch (error62) {
-    let message = "Unknown Error";
-    if (error62 instanceof Error) {
-      if (error62.name === "AbortError") {
-        error62.status = 500;
-        throw error62;
-      }
-      message = error62.message;
-      if (error62.name === "TypeError" && "cause" in error62) {
-        if (error62.cause instanceof Error) {
-          message = error62.cause.message;
-        } else if (typeof error62.cause === "string") {
-          message = error62.cause;
-        }
-      }
-    }
-    const requestError = new RequestError(message, 500, {
-      request: requestOptions
-    });
-    requestError.cause = error62;
-    throw requestError;
-  }
-  const status2 = fetchResponse.status;
-  const url2 = fetchResponse.url;
-  const responseHeaders = {};
-  for (const [key, value] of fetchResponse.headers) {
-    responseHeaders[key] = value;
-  }
-  const octokitResponse = {
-    url: url2,
-    status: status2,
-    headers: responseHeaders,
-    data: ""
-  };
-  if ("deprecation" in responseHeaders) {
-    const matches = responseHeaders.link && responseHeaders.link.match(/<([^<>]+)>; rel="deprecation"/);
-    const deprecationLink = matches && matches.pop();
-    log.warn(
-      `[@octokit/request] "${requestOptions.method} ${requestOptions.url}" is deprecated. It is scheduled to be removed on ${responseHeaders.sunset}${deprecationLink ? `. See ${deprecationLink}` : ""}`
-    );
-  }
-  if (status2 === 204 || status2 === 205) {
-    return octokitResponse;
-  }
-  if (requestOptions.method === "HEAD") {
-    if (status2 < 400) {
-      return octokitResponse;
-    }
-    throw new RequestError(fetchResponse.statusText, status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 === 304) {
-    octokitResponse.data = await getResponseData8(fetchResponse);
-    throw new RequestError("Not modified", status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  if (status2 >= 400) {
-    octokitResponse.data = await getResponseData8(fetchResponse);
-    throw new RequestError(toErrorMessage8(octokitResponse.data), status2, {
-      response: octokitResponse,
-      request: requestOptions
-    });
-  }
-  octokitResponse.data = parseSuccessResponseBody ? await getResponseData8(fetchResponse) : fetchResponse.body;
-  return octokitResponse;
-}
-async function getResponseData8(response) {
-  const contentType = response.headers.get("content-type");
-  if (!contentType) {
-    return response.text().catch(noop10);
-  }
-  const mimetype = (0, import_content_type8.parse)(contentType);
-  if (isJSONResponse8(mimetype)) {
-    let text = "";
-    try {
-      text = await response.text();
-      return JSONParse(text);
-    } catch (err) {
-      return text;
-    }
-  } else if (mimetype.type.startsWith("text/") || // `application/octet-stream` is the canonical "arbitrary binary" type
-  // (RFC 2046) and must never be decoded as text, even when the response
-  // carries a (misleading) `charset=utf-8` parameter — see #751.
-  mimetype.parameters.charset?.toLowerCase() === "utf-8" && mimetype.type !== "application/octet-stream") {
-    return response.text().catch(noop10);
-  } else {
-    return response.arrayBuffer().catch(
-      /* v8 ignore next -- @preserve */
-      () => new ArrayBuffer(0)
-    );
-  }
-}
-function isJSONResponse8(mimetype) {
-  return mimetype.type === "application/json" || mimetype.type === "application/scim+json";
-}
-function toErrorMessage8(data) {
-  if (typeof data === "string") {
-    return data;
-  }
-  if (data instanceof ArrayBuffer) {
-    return "Unknown error";
-  }
-  if (typeof data === "object" && data !== null && "message" in data) {
-    const objectData = data;
-    const suffix = "documentation_url" in objectData ? ` - ${objectData.documentation_url}` : "";
-    return Array.isArray(objectData.errors) ? `${objectData.message}: ${objectData.errors.map((v) => JSON.stringify(v)).join(", ")}${suffix}` : `${objectData.message}${suffix}`;
-  }
-  return `Unknown error: ${JSON.stringify(data)}`;
-}
-function withDefaults10(oldEndpoint, newDefaults) {
-  const endpoint2 = oldEndpoint.defaults(newDefaults);
-  const newApi = function(route, parameters) {
-    const endpointOptions = endpoint2.merge(route, parameters);
-    if (!endpointOptions.request || !endpointOptions.request.hook) {
-      return fetchWrapper8(endpoint2.parse(endpointOptions));
-    }
-    const request22 = (route2, parameters2) => {
-      return fetchWrapper8(
-        endpoint2.parse(endpoint2.merge(route2, parameters2))
-      );
-    };
-    Object.assign(request22, {
-      endpoint: endpoint2,
-      defaults: withDefaults10.bind(null, endpoint2)
-    });
-    return endpointOptions.request.hook(request22, endpointOptions);
-  };
-  return Object.assign(newApi, {
-    endpoint: endpoint2,
-    defaults: withDefaults10.bind(null, endpoint2)
-  });
-}
-var request8 = withDefaults10(endpoint, defaults_default8);
-
 // node_modules/@octokit/oauth-methods/dist-bundle/index.js
-function requestToOAuthBaseUrl(request9) {
-  const endpointDefaults = request9.endpoint.DEFAULTS;
+function requestToOAuthBaseUrl(request2) {
+  const endpointDefaults = request2.endpoint.DEFAULTS;
   if (/^https:\/\/(api\.)?github\.com$/.test(endpointDefaults.baseUrl)) {
     return "https://github.com";
   }
@@ -28414,21 +26161,21 @@ function requestToOAuthBaseUrl(request9) {
   }
   return endpointDefaults.baseUrl.replace("/api/v3", "");
 }
-async function oauthRequest(request9, route, parameters) {
+async function oauthRequest(request2, route, parameters) {
   const withOAuthParameters = {
-    baseUrl: requestToOAuthBaseUrl(request9),
+    baseUrl: requestToOAuthBaseUrl(request2),
     headers: {
       accept: "application/json"
     },
     ...parameters
   };
-  const response = await request9(route, withOAuthParameters);
+  const response = await request2(route, withOAuthParameters);
   if ("error" in response.data) {
     const error62 = new RequestError(
       `${response.data.error_description} (${response.data.error}, ${response.data.error_uri})`,
       400,
       {
-        request: request9.endpoint.merge(
+        request: request2.endpoint.merge(
           route,
           withOAuthParameters
         )
@@ -28440,9 +26187,9 @@ async function oauthRequest(request9, route, parameters) {
   return response;
 }
 async function exchangeWebFlowCode(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const response = await oauthRequest(
-    request9,
+    request2,
     "POST /login/oauth/access_token",
     {
       client_id: options2.clientId,
@@ -28477,19 +26224,19 @@ function toTimestamp(apiTimeInMs, expirationInSeconds) {
   return new Date(apiTimeInMs + expirationInSeconds * 1e3).toISOString();
 }
 async function createDeviceCode(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const parameters = {
     client_id: options2.clientId
   };
   if ("scopes" in options2 && Array.isArray(options2.scopes)) {
     parameters.scope = options2.scopes.join(" ");
   }
-  return oauthRequest(request9, "POST /login/device/code", parameters);
+  return oauthRequest(request2, "POST /login/device/code", parameters);
 }
 async function exchangeDeviceCode(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const response = await oauthRequest(
-    request9,
+    request2,
     "POST /login/oauth/access_token",
     {
       client_id: options2.clientId,
@@ -28525,8 +26272,8 @@ function toTimestamp2(apiTimeInMs, expirationInSeconds) {
   return new Date(apiTimeInMs + expirationInSeconds * 1e3).toISOString();
 }
 async function checkToken(options2) {
-  const request9 = options2.request || request8;
-  const response = await request9("POST /applications/{client_id}/token", {
+  const request2 = options2.request || request;
+  const response = await request2("POST /applications/{client_id}/token", {
     headers: {
       authorization: `basic ${btoa(
         `${options2.clientId}:${options2.clientSecret}`
@@ -28550,9 +26297,9 @@ async function checkToken(options2) {
   return { ...response, authentication };
 }
 async function refreshToken(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const response = await oauthRequest(
-    request9,
+    request2,
     "POST /login/oauth/access_token",
     {
       client_id: options2.clientId,
@@ -28580,9 +26327,9 @@ function toTimestamp3(apiTimeInMs, expirationInSeconds) {
   return new Date(apiTimeInMs + expirationInSeconds * 1e3).toISOString();
 }
 async function resetToken(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const auth8 = btoa(`${options2.clientId}:${options2.clientSecret}`);
-  const response = await request9(
+  const response = await request2(
     "PATCH /applications/{client_id}/token",
     {
       headers: {
@@ -28607,9 +26354,9 @@ async function resetToken(options2) {
   return { ...response, authentication };
 }
 async function deleteToken(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const auth8 = btoa(`${options2.clientId}:${options2.clientSecret}`);
-  return request9(
+  return request2(
     "DELETE /applications/{client_id}/token",
     {
       headers: {
@@ -28621,9 +26368,9 @@ async function deleteToken(options2) {
   );
 }
 async function deleteAuthorization(options2) {
-  const request9 = options2.request || request8;
+  const request2 = options2.request || request;
   const auth8 = btoa(`${options2.clientId}:${options2.clientSecret}`);
-  return request9(
+  return request2(
     "DELETE /applications/{client_id}/grant",
     {
       headers: {
@@ -28672,11 +26419,11 @@ function getCachedAuthentication(state, auth22) {
 async function wait(seconds) {
   await new Promise((resolve4) => setTimeout(resolve4, seconds * 1e3));
 }
-async function waitForAccessToken(request9, clientId, clientType, verification) {
+async function waitForAccessToken(request2, clientId, clientType, verification) {
   try {
     const options2 = {
       clientId,
-      request: request9,
+      request: request2,
       code: verification.device_code
     };
     const { authentication } = clientType === "oauth-app" ? await exchangeDeviceCode({
@@ -28696,11 +26443,11 @@ async function waitForAccessToken(request9, clientId, clientType, verification) 
     const errorType = error62.response.data.error;
     if (errorType === "authorization_pending") {
       await wait(verification.interval);
-      return waitForAccessToken(request9, clientId, clientType, verification);
+      return waitForAccessToken(request2, clientId, clientType, verification);
     }
     if (errorType === "slow_down") {
       await wait(verification.interval + 7);
-      return waitForAccessToken(request9, clientId, clientType, verification);
+      return waitForAccessToken(request2, clientId, clientType, verification);
     }
     throw error62;
   }
@@ -28710,37 +26457,37 @@ async function auth3(state, authOptions) {
     auth: authOptions
   });
 }
-async function hook3(state, request9, route, parameters) {
-  let endpoint2 = request9.endpoint.merge(
+async function hook3(state, request2, route, parameters) {
+  let endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
   if (/\/login\/(oauth\/access_token|device\/code)$/.test(endpoint2.url)) {
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
   const { token } = await getOAuthAccessToken(state, {
-    request: request9,
+    request: request2,
     auth: { type: "oauth" }
   });
   endpoint2.headers.authorization = `token ${token}`;
-  return request9(endpoint2);
+  return request2(endpoint2);
 }
-var VERSION19 = "0.0.0-development";
+var VERSION12 = "0.0.0-development";
 function createOAuthDeviceAuth(options2) {
-  const requestWithDefaults = options2.request || request7.defaults({
+  const requestWithDefaults = options2.request || request.defaults({
     headers: {
-      "user-agent": `octokit-auth-oauth-device.js/${VERSION19} ${getUserAgent()}`
+      "user-agent": `octokit-auth-oauth-device.js/${VERSION12} ${getUserAgent()}`
     }
   });
-  const { request: request9 = requestWithDefaults, ...otherOptions } = options2;
+  const { request: request2 = requestWithDefaults, ...otherOptions } = options2;
   const state = options2.clientType === "github-app" ? {
     ...otherOptions,
     clientType: "github-app",
-    request: request9
+    request: request2
   } : {
     ...otherOptions,
     clientType: "oauth-app",
-    request: request9,
+    request: request2,
     scopes: options2.scopes || []
   };
   if (!options2.clientId) {
@@ -28759,7 +26506,7 @@ function createOAuthDeviceAuth(options2) {
 }
 
 // node_modules/@octokit/auth-oauth-user/dist-bundle/index.js
-var VERSION20 = "0.0.0-development";
+var VERSION13 = "0.0.0-development";
 async function getAuthentication(state) {
   if ("code" in state.strategyOptions) {
     const { authentication } = await exchangeWebFlowCode({
@@ -28896,30 +26643,30 @@ var ROUTES_REQUIRING_BASIC_AUTH = /\/applications\/[^/]+\/(token|grant)s?/;
 function requiresBasicAuth(url2) {
   return url2 && ROUTES_REQUIRING_BASIC_AUTH.test(url2);
 }
-async function hook4(state, request9, route, parameters = {}) {
-  const endpoint2 = request9.endpoint.merge(
+async function hook4(state, request2, route, parameters = {}) {
+  const endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
   if (/\/login\/(oauth\/access_token|device\/code)$/.test(endpoint2.url)) {
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
   if (requiresBasicAuth(endpoint2.url)) {
     const credentials = btoa(`${state.clientId}:${state.clientSecret}`);
     endpoint2.headers.authorization = `basic ${credentials}`;
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
-  const { token } = state.clientType === "oauth-app" ? await auth4({ ...state, request: request9 }) : await auth4({ ...state, request: request9 });
+  const { token } = state.clientType === "oauth-app" ? await auth4({ ...state, request: request2 }) : await auth4({ ...state, request: request2 });
   endpoint2.headers.authorization = "token " + token;
-  return request9(endpoint2);
+  return request2(endpoint2);
 }
 function createOAuthUserAuth({
   clientId,
   clientSecret,
   clientType = "oauth-app",
-  request: request9 = request6.defaults({
+  request: request2 = request.defaults({
     headers: {
-      "user-agent": `octokit-auth-oauth-app.js/${VERSION20} ${getUserAgent()}`
+      "user-agent": `octokit-auth-oauth-app.js/${VERSION13} ${getUserAgent()}`
     }
   }),
   onTokenCreated,
@@ -28931,14 +26678,14 @@ function createOAuthUserAuth({
     clientSecret,
     onTokenCreated,
     strategyOptions,
-    request: request9
+    request: request2
   });
   return Object.assign(auth4.bind(null, state), {
     // @ts-expect-error not worth the extra code needed to appease TS
     hook: hook4.bind(null, state)
   });
 }
-createOAuthUserAuth.VERSION = VERSION20;
+createOAuthUserAuth.VERSION = VERSION13;
 
 // node_modules/@octokit/auth-oauth-app/dist-bundle/index.js
 async function auth5(state, authOptions) {
@@ -28977,13 +26724,13 @@ async function auth5(state, authOptions) {
   });
   return userAuth();
 }
-async function hook5(state, request22, route, parameters) {
-  let endpoint2 = request22.endpoint.merge(
+async function hook5(state, request2, route, parameters) {
+  let endpoint2 = request2.endpoint.merge(
     route,
     parameters
   );
   if (/\/login\/(oauth\/access_token|device\/code)$/.test(endpoint2.url)) {
-    return request22(endpoint2);
+    return request2(endpoint2);
   }
   if (state.clientType === "github-app" && !requiresBasicAuth(endpoint2.url)) {
     throw new Error(
@@ -28993,20 +26740,20 @@ async function hook5(state, request22, route, parameters) {
   const credentials = btoa(`${state.clientId}:${state.clientSecret}`);
   endpoint2.headers.authorization = `basic ${credentials}`;
   try {
-    return await request22(endpoint2);
+    return await request2(endpoint2);
   } catch (error62) {
     if (error62.status !== 401) throw error62;
     error62.message = `[@octokit/auth-oauth-app] "${endpoint2.method} ${endpoint2.url}" does not support clientId/clientSecret basic authentication.`;
     throw error62;
   }
 }
-var VERSION21 = "0.0.0-development";
+var VERSION14 = "0.0.0-development";
 function createOAuthAppAuth(options2) {
   const state = Object.assign(
     {
-      request: request5.defaults({
+      request: request.defaults({
         headers: {
-          "user-agent": `octokit-auth-oauth-app.js/${VERSION21} ${getUserAgent()}`
+          "user-agent": `octokit-auth-oauth-app.js/${VERSION14} ${getUserAgent()}`
         }
       }),
       clientType: "oauth-app"
@@ -29287,15 +27034,15 @@ async function getInstallationAuthentication(state, options2, customRequest) {
     };
     return factory(factoryAuthOptions);
   }
-  const request9 = customRequest || state.request;
+  const request2 = customRequest || state.request;
   return getInstallationAuthenticationConcurrently(
     state,
     { ...options2, installationId },
-    request9
+    request2
   );
 }
 var pendingPromises = /* @__PURE__ */ new Map();
-function getInstallationAuthenticationConcurrently(state, options2, request9) {
+function getInstallationAuthenticationConcurrently(state, options2, request2) {
   const cacheKey = optionsToCacheKey(options2);
   if (pendingPromises.has(cacheKey)) {
     return pendingPromises.get(cacheKey);
@@ -29303,12 +27050,12 @@ function getInstallationAuthenticationConcurrently(state, options2, request9) {
   const promise2 = getInstallationAuthenticationImpl(
     state,
     options2,
-    request9
+    request2
   ).finally(() => pendingPromises.delete(cacheKey));
   pendingPromises.set(cacheKey, promise2);
   return promise2;
 }
-async function getInstallationAuthenticationImpl(state, options2, request9) {
+async function getInstallationAuthenticationImpl(state, options2, request2) {
   if (!options2.refresh) {
     const result = await get(state.cache, options2);
     if (result) {
@@ -29365,7 +27112,7 @@ async function getInstallationAuthenticationImpl(state, options2, request9) {
       repository_selection: repositorySelectionOptional,
       single_file: singleFileName
     }
-  } = await request9(
+  } = await request2(
     "POST /app/installations/{installation_id}/access_tokens",
     payload
   );
@@ -29465,18 +27212,18 @@ function isNotTimeSkewError(error62) {
     /'Issued at' claim \('iat'\) must be an Integer representing the time that the assertion was issued/
   ));
 }
-async function hook6(state, request9, route, parameters) {
-  const endpoint2 = request9.endpoint.merge(route, parameters);
+async function hook6(state, request2, route, parameters) {
+  const endpoint2 = request2.endpoint.merge(route, parameters);
   const url2 = endpoint2.url;
   if (/\/login\/oauth\/access_token$/.test(url2)) {
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
-  if (requiresAppAuth(url2.replace(request9.endpoint.DEFAULTS.baseUrl, ""))) {
+  if (requiresAppAuth(url2.replace(request2.endpoint.DEFAULTS.baseUrl, ""))) {
     const { token: token2 } = await getAppAuthentication(state);
     endpoint2.headers.authorization = `bearer ${token2}`;
     let response;
     try {
-      response = await request9(endpoint2);
+      response = await request2(endpoint2);
     } catch (error62) {
       if (isNotTimeSkewError(error62)) {
         throw error62;
@@ -29496,33 +27243,33 @@ async function hook6(state, request9, route, parameters) {
         timeDifference: diff
       });
       endpoint2.headers.authorization = `bearer ${token3}`;
-      return request9(endpoint2);
+      return request2(endpoint2);
     }
     return response;
   }
   if (requiresBasicAuth(url2)) {
     const authentication = await state.oauthApp({ type: "oauth-app" });
     endpoint2.headers.authorization = authentication.headers.authorization;
-    return request9(endpoint2);
+    return request2(endpoint2);
   }
   const { token, createdAt } = await getInstallationAuthentication(
     state,
     // @ts-expect-error TBD
     {},
-    request9.defaults({ baseUrl: endpoint2.baseUrl })
+    request2.defaults({ baseUrl: endpoint2.baseUrl })
   );
   endpoint2.headers.authorization = `token ${token}`;
   return sendRequestWithRetries(
     state,
-    request9,
+    request2,
     endpoint2,
     createdAt
   );
 }
-async function sendRequestWithRetries(state, request9, options2, createdAt, retries = 0) {
+async function sendRequestWithRetries(state, request2, options2, createdAt, retries = 0) {
   const timeSinceTokenCreationInMs = +/* @__PURE__ */ new Date() - +new Date(createdAt);
   try {
-    return await request9(options2);
+    return await request2(options2);
   } catch (error62) {
     if (error62.status !== 401) {
       throw error62;
@@ -29539,10 +27286,10 @@ async function sendRequestWithRetries(state, request9, options2, createdAt, retr
       `[@octokit/auth-app] Retrying after 401 response to account for token replication delay (retry: ${retries}, wait: ${awaitTime / 1e3}s)`
     );
     await new Promise((resolve4) => setTimeout(resolve4, awaitTime));
-    return sendRequestWithRetries(state, request9, options2, createdAt, retries);
+    return sendRequestWithRetries(state, request2, options2, createdAt, retries);
   }
 }
-var VERSION22 = "8.3.1";
+var VERSION15 = "8.3.1";
 function createAppAuth(options2) {
   if (!options2.appId) {
     throw new Error("[@octokit/auth-app] appId option is required");
@@ -29563,14 +27310,14 @@ function createAppAuth(options2) {
   if (typeof log.warn !== "function") {
     log.warn = console.warn.bind(console);
   }
-  const request9 = options2.request || request4.defaults({
+  const request2 = options2.request || request.defaults({
     headers: {
-      "user-agent": `octokit-auth-app.js/${VERSION22} ${getUserAgent()}`
+      "user-agent": `octokit-auth-app.js/${VERSION15} ${getUserAgent()}`
     }
   });
   const state = Object.assign(
     {
-      request: request9,
+      request: request2,
       cache: getCache()
     },
     options2,
@@ -29581,7 +27328,7 @@ function createAppAuth(options2) {
         clientType: "github-app",
         clientId: options2.clientId || "",
         clientSecret: options2.clientSecret || "",
-        request: request9
+        request: request2
       })
     }
   );
@@ -29671,14 +27418,14 @@ function getState(options2) {
     ...common
   };
 }
-var VERSION23 = "0.0.0-development";
+var VERSION16 = "0.0.0-development";
 function createProbotAuthFn(options2) {
   const state = getState(options2);
   return Object.assign(auth7.bind(null, state), {
     hook: state.auth.hook
   });
 }
-createProbotAuthFn.VERSION = VERSION23;
+createProbotAuthFn.VERSION = VERSION16;
 var createProbotAuth = createProbotAuthFn;
 
 // node_modules/probot/lib/octokit/octokit-plugin-probot-request-logging.js
@@ -29699,7 +27446,7 @@ function probotRequestLogging(octokit) {
 }
 
 // node_modules/probot/lib/version.js
-var VERSION24 = "14.3.2";
+var VERSION17 = "14.3.2";
 
 // node_modules/probot/lib/octokit/probot-octokit.js
 var defaultOptions = {
@@ -29715,7 +27462,7 @@ var defaultOptions = {
       return true;
     }
   },
-  userAgent: `probot/${VERSION24}`
+  userAgent: `probot/${VERSION17}`
 };
 var ProbotOctokit = Octokit.plugin(throttling, retry, paginateRest, restEndpointMethods, enterpriseCompatibility, probotRequestLogging, config).defaults((instanceOptions) => {
   const options2 = {
@@ -30222,7 +27969,7 @@ var Server = class {
     }
     const runtimeName = getRuntimeName(globalThis);
     const runtimeVersion = getRuntimeVersion(globalThis);
-    this.#state.log.info(`Running Probot v${VERSION24} (${runtimeName}: ${runtimeVersion})`);
+    this.#state.log.info(`Running Probot v${VERSION17} (${runtimeName}: ${runtimeVersion})`);
     const printableHost = getPrintableHost(this.#state.host);
     this.#state.httpServer = await new Promise((resolve4, reject) => {
       const server = this.#state.httpServer.listen({ port: this.#state.port, host: this.#state.host }, () => {
@@ -30276,10 +28023,10 @@ var Server = class {
     return this.#state.host;
   }
   static get version() {
-    return VERSION24;
+    return VERSION17;
   }
   get version() {
-    return VERSION24;
+    return VERSION17;
   }
 };
 
@@ -30479,10 +28226,10 @@ var Probot = class {
     return;
   }
   static get version() {
-    return VERSION24;
+    return VERSION17;
   }
   get version() {
-    return VERSION24;
+    return VERSION17;
   }
   get webhooks() {
     return this.#state.webhooks;
@@ -30529,7 +28276,7 @@ async function findUp(name, {
 // node_modules/load-json-file/index.js
 import { readFileSync, promises as fs } from "node:fs";
 var { readFile } = fs;
-var parse10 = (buffer, { beforeParse, reviver } = {}) => {
+var parse3 = (buffer, { beforeParse, reviver } = {}) => {
   let data = new TextDecoder().decode(buffer);
   if (typeof beforeParse === "function") {
     data = beforeParse(data);
@@ -30538,7 +28285,7 @@ var parse10 = (buffer, { beforeParse, reviver } = {}) => {
 };
 async function loadJsonFile(filePath, options2) {
   const buffer = await readFile(filePath);
-  return parse10(buffer, options2);
+  return parse3(buffer, options2);
 }
 
 // node_modules/package-config/index.js
@@ -30570,7 +28317,7 @@ import { parse as parseQuery } from "node:querystring";
 // node_modules/probot/lib/manifest-creation.js
 import fs3 from "node:fs";
 import path5 from "node:path";
-var import_yaml2 = __toESM(require_dist4(), 1);
+var import_yaml2 = __toESM(require_dist2(), 1);
 
 // node_modules/probot/lib/helpers/load-package-json.js
 import fs2 from "node:fs";
@@ -30743,21 +28490,21 @@ function concatUint8Array2(data) {
   }
   return result;
 }
-async function getPayload2(request9) {
-  if (typeof request9.body === "object" && "rawBody" in request9 && request9.rawBody instanceof Uint8Array) {
-    return decode2(request9.rawBody);
-  } else if (typeof request9.body === "string") {
-    return request9.body;
+async function getPayload2(request2) {
+  if (typeof request2.body === "object" && "rawBody" in request2 && request2.rawBody instanceof Uint8Array) {
+    return decode2(request2.rawBody);
+  } else if (typeof request2.body === "string") {
+    return request2.body;
   }
-  const payload = await getPayloadFromRequestStream2(request9);
+  const payload = await getPayloadFromRequestStream2(request2);
   return decode2(payload);
 }
-function getPayloadFromRequestStream2(request9) {
+function getPayloadFromRequestStream2(request2) {
   return new Promise((resolve4, reject) => {
     const data = [];
-    request9.on("error", (error62) => reject(new AggregateError([error62], error62.message)));
-    request9.on("data", data.push.bind(data));
-    request9.on("end", () => {
+    request2.on("error", (error62) => reject(new AggregateError([error62], error62.message)));
+    request2.on("data", data.push.bind(data));
+    request2.on("end", () => {
       const result = concatUint8Array2(data);
       queueMicrotask(() => resolve4(result));
     });
@@ -30938,7 +28685,7 @@ function successView({ name }) {
 
 // node_modules/probot/lib/apps/setup.js
 var setupAppFactory = (options2) => {
-  const { host, port, log, request: request9, SmeeClient: SmeeClient2 } = options2 || {};
+  const { host, port, log, request: request2, SmeeClient: SmeeClient2 } = options2 || {};
   return async function setupApp() {
     const setup = new ManifestCreation({
       updateEnv: options2.updateEnv || updateEnv
@@ -30989,7 +28736,7 @@ var setupAppFactory = (options2) => {
             return true;
           }
           const response = await setup.createAppFromCode(code, {
-            request: request9 || {}
+            request: request2 || {}
           });
           if (process.env.PROJECT_DOMAIN) {
             exec2("refresh", (error62) => {
@@ -31075,7 +28822,7 @@ import { parseArgs } from "node:util";
 // node_modules/@probot/get-private-key/dist-bundle/index.js
 import { resolve } from "node:path";
 import { existsSync, readdirSync, readFileSync as readFileSync3 } from "node:fs";
-var VERSION25 = "0.0.0-development";
+var VERSION18 = "0.0.0-development";
 var pkcs1Begin = "-----BEGIN RSA PRIVATE KEY-----";
 var pkcs1End = "-----END RSA PRIVATE KEY-----";
 var pkcs8Begin = "-----BEGIN PRIVATE KEY-----";
@@ -31159,7 +28906,7 @@ function addNewlines({
 ${middle.trim().replace(/\s+/g, "\n")}
 ${end}`;
 }
-getPrivateKey.VERSION = VERSION25;
+getPrivateKey.VERSION = VERSION18;
 
 // node_modules/probot/lib/helpers/validate-log-level.js
 var validLevels = ["trace", "debug", "info", "warn", "error", "fatal"];
@@ -31510,8 +29257,8 @@ codes.ERR_INVALID_MODULE_SPECIFIER = createError(
    * @param {string} reason
    * @param {string} [base]
    */
-  (request9, reason, base = void 0) => {
-    return `Invalid module "${request9}" ${reason}${base ? ` imported from ${base}` : ""}`;
+  (request2, reason, base = void 0) => {
+    return `Invalid module "${request2}" ${reason}${base ? ` imported from ${base}` : ""}`;
   },
   TypeError
 );
@@ -31969,14 +29716,14 @@ var patternRegEx = /\*/g;
 var encodedSeparatorRegEx = /%2f|%5c/i;
 var emittedPackageWarnings = /* @__PURE__ */ new Set();
 var doubleSlashRegEx = /[/\\]{2}/;
-function emitInvalidSegmentDeprecation(target, request9, match, packageJsonUrl, internal, base, isTarget) {
+function emitInvalidSegmentDeprecation(target, request2, match, packageJsonUrl, internal, base, isTarget) {
   if (process3.noDeprecation) {
     return;
   }
   const pjsonPath = fileURLToPath4(packageJsonUrl);
-  const double = doubleSlashRegEx.exec(isTarget ? target : request9) !== null;
+  const double = doubleSlashRegEx.exec(isTarget ? target : request2) !== null;
   process3.emitWarning(
-    `Use of deprecated ${double ? "double slash" : "leading or trailing slash matching"} resolving "${target}" for module request "${request9}" ${request9 === match ? "" : `matched to "${match}" `}in the "${internal ? "imports" : "exports"}" field module resolution of the package at ${pjsonPath}${base ? ` imported from ${fileURLToPath4(base)}` : ""}.`,
+    `Use of deprecated ${double ? "double slash" : "leading or trailing slash matching"} resolving "${target}" for module request "${request2}" ${request2 === match ? "" : `matched to "${match}" `}in the "${internal ? "imports" : "exports"}" field module resolution of the package at ${pjsonPath}${base ? ` imported from ${fileURLToPath4(base)}` : ""}.`,
     "DeprecationWarning",
     "DEP0166"
   );
@@ -32126,10 +29873,10 @@ function exportsNotFound(subpath, packageJsonUrl, base) {
     base && fileURLToPath4(base)
   );
 }
-function throwInvalidSubpath(request9, match, packageJsonUrl, internal, base) {
+function throwInvalidSubpath(request2, match, packageJsonUrl, internal, base) {
   const reason = `request is not a valid match in pattern "${match}" for the "${internal ? "imports" : "exports"}" resolution of ${fileURLToPath4(packageJsonUrl)}`;
   throw new ERR_INVALID_MODULE_SPECIFIER(
-    request9,
+    request2,
     reason,
     base && fileURLToPath4(base)
   );
@@ -32169,7 +29916,7 @@ function resolvePackageTargetString(target, subpath, match, packageJsonUrl, base
   if (invalidSegmentRegEx.exec(target.slice(2)) !== null) {
     if (deprecatedInvalidSegmentRegEx.exec(target.slice(2)) === null) {
       if (!isPathMap) {
-        const request9 = pattern ? match.replace("*", () => subpath) : match + subpath;
+        const request2 = pattern ? match.replace("*", () => subpath) : match + subpath;
         const resolvedTarget = pattern ? RegExpPrototypeSymbolReplace.call(
           patternRegEx,
           target,
@@ -32177,7 +29924,7 @@ function resolvePackageTargetString(target, subpath, match, packageJsonUrl, base
         ) : target;
         emitInvalidSegmentDeprecation(
           resolvedTarget,
-          request9,
+          request2,
           match,
           packageJsonUrl,
           internal,
@@ -32196,7 +29943,7 @@ function resolvePackageTargetString(target, subpath, match, packageJsonUrl, base
     throw invalidPackageTarget(match, target, packageJsonUrl, internal, base);
   if (subpath === "") return resolved;
   if (invalidSegmentRegEx.exec(subpath) !== null) {
-    const request9 = pattern ? match.replace("*", () => subpath) : match + subpath;
+    const request2 = pattern ? match.replace("*", () => subpath) : match + subpath;
     if (deprecatedInvalidSegmentRegEx.exec(subpath) === null) {
       if (!isPathMap) {
         const resolvedTarget = pattern ? RegExpPrototypeSymbolReplace.call(
@@ -32206,7 +29953,7 @@ function resolvePackageTargetString(target, subpath, match, packageJsonUrl, base
         ) : target;
         emitInvalidSegmentDeprecation(
           resolvedTarget,
-          request9,
+          request2,
           match,
           packageJsonUrl,
           internal,
@@ -32215,7 +29962,7 @@ function resolvePackageTargetString(target, subpath, match, packageJsonUrl, base
         );
       }
     } else {
-      throwInvalidSubpath(request9, match, packageJsonUrl, internal, base);
+      throwInvalidSubpath(request2, match, packageJsonUrl, internal, base);
     }
   }
   if (pattern) {
@@ -33158,7 +30905,7 @@ __export(external_exports, {
   optional: () => optional,
   output: () => output,
   overwrite: () => _overwrite,
-  parse: () => parse12,
+  parse: () => parse5,
   parseAsync: () => parseAsync2,
   partialRecord: () => partialRecord,
   pipe: () => pipe,
@@ -33510,7 +31257,7 @@ __export(core_exports2, {
   memoizer: () => memoizer,
   mergeValues: () => mergeValues,
   meta: () => meta,
-  parse: () => parse11,
+  parse: () => parse4,
   parseAsync: () => parseAsync,
   parseURLObject: () => parseURLObject,
   prettifyError: () => prettifyError,
@@ -33585,7 +31332,7 @@ __export(util_exports, {
   hide: () => hide,
   installLazyProp: () => installLazyProp,
   isObject: () => isObject,
-  isPlainObject: () => isPlainObject10,
+  isPlainObject: () => isPlainObject3,
   issue: () => issue,
   joinValues: () => joinValues,
   jsonStringifyReplacer: () => jsonStringifyReplacer,
@@ -33827,7 +31574,7 @@ var allowsEval = /* @__PURE__ */ cached(() => {
     return false;
   }
 });
-function isPlainObject10(o) {
+function isPlainObject3(o) {
   if (isObject(o) === false)
     return false;
   const ctor = o.constructor;
@@ -33844,7 +31591,7 @@ function isPlainObject10(o) {
   return true;
 }
 function shallowClone(o) {
-  if (isPlainObject10(o))
+  if (isPlainObject3(o))
     return { ...o };
   if (Array.isArray(o))
     return [...o];
@@ -34033,7 +31780,7 @@ function omit2(schema, mask) {
   return clone(schema, mergeDefs(currDef, { shape: newShape, checks: [] }));
 }
 function extend(schema, shape) {
-  if (!isPlainObject10(shape)) {
+  if (!isPlainObject3(shape)) {
     throw new Error("Invalid input to extend: expected a plain object");
   }
   const checks = schema._zod.def.checks;
@@ -34055,7 +31802,7 @@ function extended(schema, shape) {
   return newShape;
 }
 function safeExtend(schema, shape) {
-  if (!isPlainObject10(shape)) {
+  if (!isPlainObject3(shape)) {
     throw new Error("Invalid input to safeExtend: expected a plain object");
   }
   return clone(schema, mergeDefs(schema._zod.def, { shape: extended(schema, shape) }));
@@ -34730,7 +32477,7 @@ var _parse = (_Err) => {
   };
   return fn;
 };
-var parse11 = /* @__PURE__ */ _parse($ZodRealError);
+var parse4 = /* @__PURE__ */ _parse($ZodRealError);
 var _parseAsync = (_Err) => {
   const fn = async (schema, value, _ctx, params) => {
     const ctx = _ctx ? { ..._ctx, async: true } : { async: true };
@@ -34818,18 +32565,18 @@ var validateAsync = async (schema, value, _ctx) => {
   return result.issues.length === 0;
 };
 var _encode = (_Err) => {
-  const parse13 = _parse(_Err);
+  const parse6 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
     const ctx = _ctx ? { ..._ctx, direction: "backward" } : { direction: "backward" };
-    return parse13(schema, value, ctx, finalizeParams(fn, _params));
+    return parse6(schema, value, ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
 var encode = /* @__PURE__ */ _encode($ZodRealError);
 var _decode = (_Err) => {
-  const parse13 = _parse(_Err);
+  const parse6 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
-    return parse13(schema, value, _ctx, finalizeParams(fn, _params));
+    return parse6(schema, value, _ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
@@ -36324,7 +34071,7 @@ function capSize(inst, size) {
   if (!caps.length)
     return;
   const cap = Math.min(...caps.map((c) => c[0]));
-  const parse13 = inst._zod.parse;
+  const parse6 = inst._zod.parse;
   inst._zod.parse = (payload, ctx) => {
     const n = size(payload.value);
     if (n > cap && !ctx?.skipChecks && ctx?.direction !== "backward") {
@@ -36338,7 +34085,7 @@ function capSize(inst, size) {
         }
       }
     }
-    return parse13(payload, ctx);
+    return parse6(payload, ctx);
   };
 }
 var arraySize = (input2) => Array.isArray(input2) ? input2.length : -1;
@@ -36935,7 +34682,7 @@ function mergeValues(a, b) {
   if (a instanceof Date && b instanceof Date && +a === +b) {
     return { valid: true, data: a };
   }
-  if (isPlainObject10(a) && isPlainObject10(b)) {
+  if (isPlainObject3(a) && isPlainObject3(b)) {
     const bKeys = Object.keys(b);
     const sharedKeys = Object.keys(a).filter((key) => bKeys.indexOf(key) !== -1);
     const newObj = { ...a, ...b };
@@ -37156,7 +34903,7 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
   memo2?.attach(inst);
   inst._zod.parse = (payload, ctx) => {
     const input2 = payload.value;
-    if (!isPlainObject10(input2)) {
+    if (!isPlainObject3(input2)) {
       payload.issues.push({
         expected: "record",
         code: "invalid_type",
@@ -37883,10 +35630,10 @@ var $ZodFunction = /* @__PURE__ */ $constructor("$ZodFunction", (inst, def) => {
       throw new Error("implement() must be called with a function");
     }
     return Object.defineProperty(function(...args) {
-      const parsedArgs = inst._def.input ? parse11(inst._def.input, args) : args;
+      const parsedArgs = inst._def.input ? parse4(inst._def.input, args) : args;
       const result = Reflect.apply(func, this, parsedArgs);
       if (inst._def.output) {
-        return parse11(inst._def.output, result);
+        return parse4(inst._def.output, result);
       }
       return result;
     }, "_zod", { value: inst._zod, enumerable: false });
@@ -47245,7 +44992,7 @@ function generateIntersectionCheck(doc, ctx, schema, accessor) {
 }
 function generateRecordCheck(doc, ctx, schema, accessor) {
   const def = schema._zod.def;
-  const isPlainObjectConst = addConstant(ctx, isPlainObject10);
+  const isPlainObjectConst = addConstant(ctx, isPlainObject3);
   doc.write(`if (!${isPlainObjectConst}(${accessor})) return INVALID;`);
   const outputVar = newVar(ctx);
   const kVar = newVar(ctx);
@@ -50193,7 +47940,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
 });
 
 // node_modules/zod/v4/classic/parse.js
-var parse12 = /* @__PURE__ */ _parse(ZodRealError);
+var parse5 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
 var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
 var safeParseAsync2 = /* @__PURE__ */ _safeParseAsync(ZodRealError);
@@ -50330,7 +48077,7 @@ var ZodType = /* @__PURE__ */ $constructor("ZodType", (inst, def) => {
     util_exports.own(this, "~standard", value);
   },
   parse: function _parse2(data, params) {
-    return parse12(this, data, params, { callee: _parse2 });
+    return parse5(this, data, params, { callee: _parse2 });
   },
   parseAsync: async function _parseAsync2(data, params) {
     return await parseAsync2(this, data, params, { callee: _parseAsync2 });
@@ -52251,7 +49998,7 @@ function convertBaseSchema(schema, ctx) {
           const patterns = patternKeys.map((p) => new RegExp(p));
           const basePatternSchema = zodSchema;
           zodSchema = zodSchema.check((payload) => {
-            if (!isPlainObject10(payload.value))
+            if (!isPlainObject3(payload.value))
               return;
             const unrecognized = [];
             for (const key of Object.keys(payload.value)) {
@@ -52678,10 +50425,80 @@ function date4(params) {
 }
 
 // src/core/config.ts
-var import_yaml4 = __toESM(require_dist4(), 1);
+var import_yaml5 = __toESM(require_dist2(), 1);
+
+// src/core/compare-config.ts
+var import_yaml3 = __toESM(require_dist2(), 1);
+
+// src/core/method.ts
+var PAPER = {
+  /** K, branches per fork round: step 1, "K = 4 branches". */
+  branches: 4,
+  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
+  forkAt: [0.33, 0.66],
+  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
+  branchBudget: 0.06,
+  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
+  episodeBudget: 0.06,
+  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
+  directives: 2
+};
+var MAX_BRANCHES = 64;
+var AGENT_TIMEOUT_SECONDS = 1800;
+var GRADER_TIMEOUT_SECONDS = 60;
+var LEAST_EPISODE_SHARE = 0.25;
+var SERIAL_EPISODES_FACTOR = 2;
+var SERIAL_EPISODES_EXTRA = 2;
+function maxSerialEpisodes(span, episodeBudget) {
+  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
+}
+var DIRECTIVE_SEED_SALT = 209;
+var LEAST_USEFUL_EPISODE = {
+  tokens: 2e3,
+  usd: 0.02,
+  minutes: 1,
+  evaluations: 1
+};
+var DEADLINE_GRADINGS = 2;
+var ROUND_DEADLINE_SLACK_MINUTES = 30;
+var STALE_CLAIM_MINUTES = 10;
+function roundDeadlineMinutes(config3) {
+  return episodeLimitSeconds(config3) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
+}
+function episodeLimitSeconds(config3) {
+  const setup = config3.setup && config3.setup.commands.length > 0 ? SETUP_RUNS * config3.setup.timeout : 0;
+  return config3.agent.timeout + DEADLINE_GRADINGS * config3.grader.timeout + setup;
+}
+var RUNS_PER_REPO = 3;
+var EXTRA_ROUNDS = 30;
+var SETUP_TIMEOUT_SECONDS = 600;
+var SETUP_RUNS = 2;
+var MAX_COMPARE_SEEDS = 100;
+var PROBE_RUNS = PAPER.branches;
+
+// src/core/compare-config.ts
+var COMPARE_STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
+var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
+var NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';
+var variantSchema = external_exports.strictObject({
+  name: external_exports.string().regex(NAME, { message: NAME_RULE }).describe("The variant, as the reports name it."),
+  set: external_exports.record(external_exports.string(), external_exports.unknown()).default({}).describe('Config keys this variant changes, dotted for nested ones: {"fork.at": [0.5]}.')
+});
+var compareSchema = external_exports.strictObject({
+  strategies: external_exports.array(external_exports.enum(COMPARE_STRATEGIES)).min(1).optional().describe("Strategies `forkflush compare` runs; default all five."),
+  seeds: external_exports.number().int().min(1).max(MAX_COMPARE_SEEDS).optional().describe("Runs per strategy and variant, one seed each; seed i is the same for every strategy."),
+  variants: external_exports.array(variantSchema).min(1).optional().superRefine((vs, ctx) => {
+    const seen = /* @__PURE__ */ new Set();
+    vs?.forEach((v, i) => {
+      if (seen.has(v.name))
+        ctx.addIssue({ code: "custom", path: [i, "name"], message: `names the variant "${v.name}" twice` });
+      seen.add(v.name);
+    });
+  }).describe("Configs to compare, each a name and the keys it changes (e.g. two schedules, or two values of K).")
+}).describe("forkflush compare: strategies x variants x seeds at equal budget.");
 
 // src/core/config-errors.ts
-var import_yaml3 = __toESM(require_dist4(), 1);
+var import_yaml4 = __toESM(require_dist2(), 1);
 
 // src/core/text.ts
 function editDistance(a, b) {
@@ -52886,9 +50703,9 @@ function findOffset(root, path8, key) {
     if (!node2 || !("items" in node2)) break;
     const items = node2.items;
     let next = null;
-    if ((0, import_yaml3.isMap)(node2)) {
-      const pair = items.find((p) => (0, import_yaml3.isPair)(p) && (0, import_yaml3.isScalar)(p.key) && p.key.value === step);
-      if (pair && (0, import_yaml3.isPair)(pair)) {
+    if ((0, import_yaml4.isMap)(node2)) {
+      const pair = items.find((p) => (0, import_yaml4.isPair)(p) && (0, import_yaml4.isScalar)(p.key) && p.key.value === step);
+      if (pair && (0, import_yaml4.isPair)(pair)) {
         const keyNode = pair.key;
         if (i === steps.length - 1 && key !== void 0) return keyNode.range?.[0] ?? offset;
         next = pair.value ?? null;
@@ -52902,38 +50719,6 @@ function findOffset(root, path8, key) {
   }
   return offset;
 }
-
-// src/core/method.ts
-var PAPER = {
-  /** K, branches per fork round: step 1, "K = 4 branches". */
-  branches: 4,
-  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
-  forkAt: [0.33, 0.66],
-  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
-  branchBudget: 0.06,
-  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
-  episodeBudget: 0.06,
-  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
-  directives: 2
-};
-var MAX_BRANCHES = 64;
-var AGENT_TIMEOUT_SECONDS = 1800;
-var GRADER_TIMEOUT_SECONDS = 60;
-var LEAST_EPISODE_SHARE = 0.25;
-var SERIAL_EPISODES_FACTOR = 2;
-var SERIAL_EPISODES_EXTRA = 2;
-function maxSerialEpisodes(span, episodeBudget) {
-  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
-}
-var DIRECTIVE_SEED_SALT = 209;
-var DEADLINE_GRADINGS = 2;
-var ROUND_DEADLINE_SLACK_MINUTES = 30;
-var STALE_CLAIM_MINUTES = 10;
-function roundDeadlineMinutes(config3) {
-  return (config3.agent.timeout + DEADLINE_GRADINGS * config3.grader.timeout) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
-}
-var RUNS_PER_REPO = 3;
-var EXTRA_ROUNDS = 30;
 
 // src/core/secrets.ts
 var NAMES = [
@@ -53018,6 +50803,22 @@ var agentSchema = external_exports.strictObject({
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
 });
+var commandLine = external_exports.string().min(1);
+var setupSchema = external_exports.strictObject({
+  commands: external_exports.array(commandLine).default([]).describe(
+    "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result."
+  ),
+  timeout: external_exports.number().positive().default(SETUP_TIMEOUT_SECONDS).describe(`Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`),
+  network: external_exports.boolean().default(true).describe(
+    "Whether setup may use the network (to download dependencies); in the sandbox it has only loopback otherwise."
+  ),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to setup, beyond PATH and the locale (names, or prefixes with *); forge tokens are refused."
+  ),
+  cache: external_exports.boolean().default(false).describe(
+    "Locally: copy what setup made for a base commit into the other workspaces of the same base instead of running it again. Only for outputs that still work when copied to another folder (node_modules does, a Python virtualenv does not). The judge always runs setup afresh."
+  )
+});
 var sandboxSchema = external_exports.strictObject({
   mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
   read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
@@ -53042,13 +50843,20 @@ var promptsSchema = external_exports.strictObject({
 });
 var limitsSchema = external_exports.strictObject({
   runs_per_repo: external_exports.number().int().min(1).default(RUNS_PER_REPO).describe(`Runs that may be running at once in the repository; default ${RUNS_PER_REPO}.`),
-  rounds: external_exports.number().int().min(1).optional().describe(`Rounds one run may open, nightly and requested ones included; default the plan's + ${EXTRA_ROUNDS}.`)
+  rounds: external_exports.number().int().min(1).optional().describe(
+    `Rounds one run may open, nightly and requested ones included; default the most its schedule may open + ${EXTRA_ROUNDS}.`
+  )
 });
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
+  setup: external_exports.union([commandLine, external_exports.array(commandLine), setupSchema]).default([]).transform(
+    (s) => setupSchema.parse(typeof s === "string" ? { commands: [s] } : Array.isArray(s) ? { commands: s } : s)
+  ).describe(
+    "Commands that prepare the workspace before each episode (outside the agent's budget), and the judge's checkout before grading: a command, a list of them, or a mapping with commands, timeout, network, env and cache."
+  ),
   budget: budgetSchema,
   strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
   fork: forkSchema.default(forkSchema.parse({})),
@@ -53059,6 +50867,7 @@ var configSchema = external_exports.strictObject({
     "On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says."
   ),
   limits: limitsSchema.default(limitsSchema.parse({})),
+  compare: compareSchema.optional(),
   sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
@@ -53113,8 +50922,8 @@ var ConfigError = class extends Error {
   problems;
 };
 function parseConfig(text, file2, overrides = {}) {
-  const lineCounter = new import_yaml4.LineCounter();
-  const doc = (0, import_yaml4.parseDocument)(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const lineCounter = new import_yaml5.LineCounter();
+  const doc = (0, import_yaml5.parseDocument)(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       doc.errors.map((e) => {
@@ -53193,7 +51002,7 @@ var resultSchema = external_exports.object({
   score: external_exports.number().finite().nullable(),
   reason: external_exports.string().optional(),
   spent: external_exports.number().finite().nonnegative(),
-  exit: external_exports.enum(["finished", "budget", "timeout", "crash"]),
+  exit: external_exports.enum(["finished", "budget", "timeout", "crash", "setup"]),
   protectedChanged: external_exports.array(external_exports.string()),
   agentSeconds: external_exports.number().nonnegative(),
   graderSeconds: external_exports.number().nonnegative(),
@@ -53259,8 +51068,15 @@ var runFilesSchema = external_exports.object({
   commentId: external_exports.number().int().nullable(),
   commentDigest: external_exports.string().optional(),
   stopped: external_exports.boolean(),
-  /** Round index -> when its jobs were dispatched and by when they must report. */
-  dispatched: external_exports.record(external_exports.string(), external_exports.object({ at: external_exports.string(), deadline: external_exports.string() })),
+  /**
+   * Round index -> when its jobs were dispatched, by when they must report, and the worker
+   * workflow run the dispatch started, when GitHub said (its `return_run_details`): only that
+   * run's completion, and its jobs' failures, are the round's.
+   */
+  dispatched: external_exports.record(
+    external_exports.string(),
+    external_exports.object({ at: external_exports.string(), deadline: external_exports.string(), runId: external_exports.number().int().positive().optional() })
+  ),
   /** Episode id -> its pull request and check run, once its result has landed. */
   published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
   /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
@@ -53278,7 +51094,22 @@ var runFilesSchema = external_exports.object({
    */
   protectedDigest: external_exports.string().optional(),
   /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: external_exports.boolean().optional()
+  privateRepository: external_exports.boolean().optional(),
+  /**
+   * The login of the writer who started the run, or last resumed it or asked for a fork round:
+   * the nightly rounds run on their behalf, while they keep write access.
+   */
+  startedBy: external_exports.string().min(1).optional(),
+  /**
+   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
+   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
+   * twice, or that is replayed, is acted on once.
+   */
+  seen: external_exports.array(external_exports.string()).optional(),
+  /** The same for job and workflow-run deliveries, recorded with what they changed. */
+  seenDeliveries: external_exports.array(external_exports.string()).optional(),
+  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
+  nightlySkipped: external_exports.string().optional()
 });
 var localRunSchema = external_exports.object({
   id: runId,
@@ -53478,7 +51309,13 @@ var ConflictError = class extends Error {
 function status(e) {
   return typeof e === "object" && e !== null && "status" in e ? Number(e.status) : void 0;
 }
-var GitHubForge = class {
+function mayHaveLanded(e) {
+  return (status(e) ?? 0) >= 500;
+}
+var ONCE = { request: { retries: 0 } };
+var CREATE_TRIES = 3;
+var sleep = (ms) => new Promise((resolve4) => setTimeout(resolve4, ms));
+var GitHubForge = class _GitHubForge {
   constructor(octokit, owner, repo, recordKey = null) {
     this.octokit = octokit;
     this.owner = owner;
@@ -53490,6 +51327,11 @@ var GitHubForge = class {
   repo;
   /** Seals the run records this forge writes, and refuses those it reads without the seal. */
   recordKey;
+  /**
+   * The pause before the n-th retry of a create is n² times this (1 s, 4 s: the retry plugin's own
+   * schedule, retryAfterBaseValue). The tests shorten it, as they shorten the plugins' timings.
+   */
+  static retryAfterBaseMs = 1e3;
   /** Whether the run records are sealed (the app has a key). */
   get sealsRecords() {
     return this.recordKey !== null;
@@ -53547,7 +51389,12 @@ Forkflush-Save: ${randomUUID()}`,
         await this.octokit.rest.git.createRef({ ...this.r, ref: stateRef2, sha: commit.sha });
       }
     } catch (e) {
-      if (status(e) === 422 || status(e) === 409) throw new ConflictError(`${stateRef2} changed meanwhile`);
+      const refused = status(e) === 422 || status(e) === 409;
+      if (refused || mayHaveLanded(e)) {
+        const now = await this.refSha(stateRef2).catch(() => null);
+        if (now === commit.sha) return commit.sha;
+      }
+      if (refused) throw new ConflictError(`${stateRef2} changed meanwhile`);
       throw e;
     }
     return commit.sha;
@@ -53665,35 +51512,68 @@ Forkflush-Save: ${randomUUID()}`,
   }
   // Pull requests, check runs, issues.
   /**
-   * Opens a pull request, or finds the one already made for the same head (open, merged or closed);
-   * null when there is nothing to propose (no commits between base and head, or the head is gone).
+   * Opens a pull request, or finds the one already made for the same head and base (open, merged
+   * or closed: a head gets one pull request, and a closed one is not opened again); null when
+   * there is nothing to propose (no commits between base and head, or the head is gone).
    */
-  async openPullRequest(head, base, title, body) {
+  async openPullRequest(head, base, title, body, draft = false) {
+    const made = await this.findPullRequest(head, base);
+    if (made !== null) return made;
     try {
-      const { data } = await this.octokit.rest.pulls.create({ ...this.r, head, base, title, body });
-      return data.number;
+      return await this.createOnce(
+        async () => {
+          const { data } = await this.octokit.rest.pulls.create({
+            ...this.r,
+            head,
+            base,
+            title,
+            body,
+            ...draft ? { draft } : {},
+            ...ONCE
+          });
+          return data.number;
+        },
+        () => this.findPullRequest(head, base)
+      );
     } catch (e) {
       if (status(e) !== 422) throw e;
-      const { data } = await this.octokit.rest.pulls.list({ ...this.r, head: `${this.owner}:${head}`, state: "all" });
-      return data[0]?.number ?? null;
+      return this.findPullRequest(head, base);
     }
   }
+  /** The pull request from `head` into `base`, the open one first, else the newest; null if none. */
+  async findPullRequest(head, base) {
+    const { data } = await this.octokit.rest.pulls.list({
+      ...this.r,
+      head: `${this.owner}:${head}`,
+      base,
+      state: "all",
+      per_page: 100
+    });
+    const into = data.filter((p) => p.base.ref === base);
+    return (into.find((p) => p.state === "open") ?? into[0])?.number ?? null;
+  }
   async closePullRequest(pr, comment) {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: pr, body: comment });
+    await this.createComment(pr, comment);
     await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: "closed" });
   }
   async createCheckRun(args) {
-    const { data } = await this.octokit.rest.checks.create({
-      ...this.r,
-      head_sha: args.sha,
-      name: args.name,
-      status: "completed",
-      conclusion: args.conclusion,
-      ...args.startedAt ? { started_at: args.startedAt } : {},
-      completed_at: args.completedAt,
-      output: args.output
-    });
-    return data.id;
+    return this.createOnce(
+      async () => {
+        const { data } = await this.octokit.rest.checks.create({
+          ...this.r,
+          head_sha: args.sha,
+          name: args.name,
+          status: "completed",
+          conclusion: args.conclusion,
+          ...args.startedAt ? { started_at: args.startedAt } : {},
+          completed_at: args.completedAt,
+          output: args.output,
+          ...ONCE
+        });
+        return data.id;
+      },
+      () => this.findCheckRun(args.sha, args.name)
+    );
   }
   /** The id of a check run with this name on a commit, if there is one. */
   async findCheckRun(sha2, name) {
@@ -53715,11 +51595,19 @@ Forkflush-Save: ${randomUUID()}`,
         if (status(e) !== 404) throw e;
       }
     }
-    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue2, body });
-    return data.id;
+    return this.createComment(issue2, body);
   }
   async comment(issue2, body) {
-    await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue2, body });
+    await this.createComment(issue2, body);
+  }
+  /**
+   * Writes a comment, with the retry plugin off: a comment written twice is noise, and telling
+   * whether a try whose answer was lost wrote it would take listing the issue's comments (an
+   * operation the tests' GitHub does not answer yet), so a failure fails the handler.
+   */
+  async createComment(issue2, body) {
+    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue2, body, ...ONCE });
+    return data.id;
   }
   async addLabel(issue2, label) {
     await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue2, labels: [label] });
@@ -53732,21 +51620,42 @@ Forkflush-Save: ${randomUUID()}`,
     }
   }
   // Actions.
+  /**
+   * Dispatches the workflow once: after an answer that may have been lost, a run not yet completed
+   * with the round's title (GitHub creates a dispatched run at once) is the one this made.
+   */
   async dispatchWorkflow(workflow, ref, inputs) {
-    await this.octokit.rest.actions.createWorkflowDispatch({ ...this.r, workflow_id: workflow, ref, inputs });
+    const title = inputs.run !== void 0 && inputs.round !== void 0 ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
+    await this.createOnce(
+      async () => {
+        await this.octokit.rest.actions.createWorkflowDispatch({
+          ...this.r,
+          workflow_id: workflow,
+          ref,
+          inputs,
+          ...ONCE
+        });
+        return true;
+      },
+      async () => title !== null && (await this.runsTitled(workflow, title)).some((w) => w.status !== "completed") ? true : null
+    );
   }
   /**
    * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
    * dispatched runs): a dispatch the handler that made it did not live to record.
    */
   async hasLiveRun(workflow, title) {
+    return (await this.runsTitled(workflow, title)).some((w) => w.conclusion !== "cancelled");
+  }
+  /** The workflow's dispatched runs with this title, among its 100 newest. */
+  async runsTitled(workflow, title) {
     const { data } = await this.octokit.rest.actions.listWorkflowRuns({
       ...this.r,
       workflow_id: workflow,
       event: "workflow_dispatch",
       per_page: 100
     });
-    return data.workflow_runs.some((w) => w.display_title === title && w.conclusion !== "cancelled");
+    return data.workflow_runs.filter((w) => w.display_title === title);
   }
   /** Cancels the workflow's runs still queued or in progress whose title names the run. */
   async cancelRuns(workflow, run2) {
@@ -53769,6 +51678,26 @@ Forkflush-Save: ${randomUUID()}`,
       }
     }
     return cancelled;
+  }
+  /**
+   * A create GitHub has no idempotency key for, sent with the retry plugin off (ONCE). After a
+   * failure that may hide a success (a server error, a lost connection) it pauses, then `find`
+   * looks for what the try made before the next try; any other failure is GitHub's answer.
+   */
+  async createOnce(create, find) {
+    for (let tries = 1; ; tries++) {
+      let failure2;
+      try {
+        return await create();
+      } catch (e) {
+        if (!mayHaveLanded(e)) throw e;
+        failure2 = e;
+      }
+      await sleep(_GitHubForge.retryAfterBaseMs * tries ** 2);
+      const found = await find();
+      if (found !== null) return found;
+      if (tries >= CREATE_TRIES) throw failure2;
+    }
   }
 };
 
@@ -53924,6 +51853,9 @@ function findEpisode(state, id) {
 function isBetter(a, b, direction) {
   return direction === "maximize" ? a > b : a < b;
 }
+function setupFailed(e) {
+  return e.result?.exit === "setup";
+}
 function failedResult(e, reason) {
   return {
     commit: e.base,
@@ -53939,6 +51871,9 @@ function failedResult(e, reason) {
 }
 
 // src/core/report.ts
+function rowOutcome(round, e) {
+  return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
+}
 function outcomeOf(round, e) {
   if (!round.decision) return "running";
   if (round.kind === "serial") return "kept";
@@ -53947,7 +51882,7 @@ function outcomeOf(round, e) {
 function leaderboard(state) {
   const sign2 = state.config.grader.direction === "maximize" ? -1 : 1;
   const rows = state.rounds.flatMap(
-    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: outcomeOf(r, e) }))
+    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: rowOutcome(r, e) }))
   );
   return rows.sort((a, b) => {
     const sa = a.episode.result?.score ?? null;
@@ -54258,6 +52193,7 @@ function serialRound(state, segment, wanted) {
 function selectWinner(episodes, direction) {
   let winner = null;
   for (const e of episodes) {
+    if (setupFailed(e)) continue;
     const score = e.result?.score;
     if (score === null || score === void 0 || !Number.isFinite(score)) continue;
     if (!winner) {
@@ -54288,7 +52224,8 @@ function reconcile(state) {
   return round ? [{ type: "open", round }] : [{ type: "finish" }];
 }
 function decide(state, round) {
-  if (round.kind === "serial") return { winner: null, adopted: round.episodes.map((e) => e.id) };
+  if (round.kind === "serial")
+    return { winner: null, adopted: round.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
   const winner = selectWinner(round.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }
@@ -54445,6 +52382,83 @@ function plan(config3) {
   }
   return phases;
 }
+function planWarnings(config3) {
+  const phases = plan(config3);
+  const unit = config3.budget.unit;
+  const smallest = Math.min(...phases.map((p) => p.budgetEach));
+  const warnings = [];
+  const least = LEAST_USEFUL_EPISODE[unit];
+  if (config3.agent.kind !== "command" && smallest < least && !(unit === "tokens" && smallest < 1)) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total, or lower fork.branches`
+    );
+  }
+  if (unit === "tokens" && smallest < 1) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`
+    );
+  }
+  warnings.push(...setupWarnings(config3, smallest));
+  if (unit === "evaluations") {
+    const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
+    if (fractional.length > 0) {
+      warnings.push(
+        `episodes get fractional evaluations (${fractional.map((p) => formatNumber(p.budgetEach, 2)).join(", ")}): each may call the grader only a whole number of times (rounded down, at least once); choose budget.total so that they divide it`
+      );
+    }
+  }
+  return warnings;
+}
+function setupWarnings(config3, smallest) {
+  const setup = config3.setup;
+  if (setup.commands.length === 0) return [];
+  const work = config3.budget.unit === "minutes" ? Math.min(config3.agent.timeout, smallest * 60) : config3.agent.timeout;
+  if (setup.timeout <= work) return [];
+  const which = work < config3.agent.timeout ? `the smallest episode's ${formatNumber(smallest, 2)} minutes` : `agent.timeout (${formatNumber(config3.agent.timeout)} s)`;
+  return [
+    `setup may take up to ${formatNumber(setup.timeout)} s (setup.timeout), longer than the episode it prepares (${which}); it runs ${SETUP_RUNS} times per episode (the workspace, the judge's checkout), so an episode may take up to ${formatNumber(episodeLimitSeconds(config3) / 60, 1)} minutes and on GitHub a round is waited for ${formatNumber(roundDeadlineMinutes(config3), 1)} minutes: give the worker job's timeout-minutes at least that, or lower setup.timeout`
+  ];
+}
+
+// src/core/setup-failure.ts
+function setupFailure(state) {
+  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
+  if (notStarted?.result?.agentNotStarted) {
+    return {
+      code: 2,
+      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
+    };
+  }
+  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
+  if (unprepared) return everySetupFailed(unprepared);
+  const opening = state.rounds[0];
+  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
+  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
+    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
+    return {
+      code: 1,
+      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+    };
+  }
+  return null;
+}
+function everySetupFailed(round) {
+  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
+  return {
+    code: 2,
+    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run`
+  };
+}
+function stopBefore(state, next) {
+  const failure2 = setupFailure(state);
+  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
+}
+function runStop(state) {
+  if (state.status === "finished") return null;
+  return stopBefore(state, reconcile(state)[0]);
+}
 
 // src/core/github-text.ts
 function commentMarker(run2) {
@@ -54469,7 +52483,9 @@ function issueComment(state, phase, notes = []) {
   const c = state.config;
   const unit = c.budget.unit;
   const open2 = state.rounds.find((r) => !r.decision);
-  const status2 = phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
+  const stop = phase === "finished" ? null : runStop(state);
+  const halted = stop?.code === 2 ? stop : null;
+  const status2 = halted ? `stopped: ${halted.message}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
   const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
   const parts = [
     commentMarker(state.id),
@@ -54480,6 +52496,7 @@ function issueComment(state, phase, notes = []) {
     `**Best score** (${c.grader.direction}): ${best}  `,
     `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
     ...notes.map((n) => `> ${n}`),
+    ...planWarnings(c).map((w) => `> **Warning:** ${w}`),
     "",
     "<details><summary>Plan</summary>",
     "",
@@ -54489,8 +52506,10 @@ function issueComment(state, phase, notes = []) {
   ];
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
     parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
-    parts.push("", "#### Best score versus spend", "", mermaidChart(state));
-    parts.push("", "<details><summary>As a table</summary>", "", bestTable(state), "", "</details>");
+    if (chartData(state).best.length > 0) {
+      parts.push("", "#### Best score versus spend", "", mermaidChart(state));
+      parts.push("", "<details><summary>As a table</summary>", "", bestTable(state), "", "</details>");
+    }
     parts.push(
       "",
       "<details><summary>Rounds</summary>",
@@ -54538,13 +52557,14 @@ function bestTable(state) {
 }
 function checkRunOutput(state, e, r, details) {
   const c = state.config;
-  const score = r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
+  const setup = setupFailed({ result: r });
+  const score = setup ? r.reason ?? "setup failed" : r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
   const title = `${e.id}: ${score}`.slice(0, 255);
   const rows = [
     ["score", r.score === null ? `none: ${codeSpan(r.reason ?? "unknown")}` : scoreText(r.score)],
     ["direction", c.grader.direction],
     ["spent", `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
-    ["ended", r.exit],
+    ["ended", setup ? "setup failed: the agent did not run, and the round does not count this branch" : r.exit],
     ["context", describeContext(e) + (e.directive ? ", told to try a different approach" : "")],
     ["best so far", state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : "none"]
   ];
@@ -54564,7 +52584,7 @@ function clip(text, max) {
   return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
 }
 function checkConclusion(r) {
-  if (r.protectedChanged.length > 0) return "failure";
+  if (r.protectedChanged.length > 0 || setupFailed({ result: r })) return "failure";
   return r.score === null ? "neutral" : "success";
 }
 function episodePrTitle(state, e, r) {
@@ -54574,7 +52594,7 @@ function episodePrBody(state, e, r) {
   return [
     `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ""}), ${describeContext(e)}.`,
     "",
-    r.score === null ? `No score: ${codeSpan(r.reason ?? "unknown")}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
+    setupFailed({ result: r }) ? `The agent did not run: ${codeSpan(r.reason ?? "setup failed")}.` : r.score === null ? `No score: ${codeSpan(r.reason ?? "unknown")}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
     `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
     "",
     "forkflush merges the best branch of each round into the lineage and closes the others."
@@ -54582,11 +52602,17 @@ function episodePrBody(state, e, r) {
 }
 function loserComment(state, e, winner) {
   const mine = scoreText(e.result?.score);
+  if (setupFailed(e))
+    return `Not adopted: this branch's setup failed, so its agent never ran (${codeSpan(e.result?.reason ?? "setup failed")}).`;
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
-function finalPrBody(state) {
+function finalPrTitle(state) {
+  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}`;
+}
+function finalPrBody(state, issue2 = null) {
   return [
+    ...issue2 !== null ? [`Closes #${issue2}.`, ""] : [],
     `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
     "",
     `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : "no episode"}; the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? " (not the lineage head: a later episode scored lower)" : ""}.`,
@@ -54604,6 +52630,86 @@ function parseCommand(body) {
   return {
     error: `unknown command \`${word.slice(0, 40)}\`: use ${COMMANDS.map((c) => `\`/autoresearch ${c}\``).join(", ")}`
   };
+}
+var PRIVILEGED_CI_NOTE = "forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start this repository's `pull_request` and `push` workflows with its secrets: add `branches-ignore: ['forkflush/**']` to them, or gate them with an environment that needs a reviewer (README, \"Agent code and your CI\").";
+
+// src/core/limits.ts
+var SEEN_KEPT = 200;
+var MOST_SIMULATED = 1e4;
+var scheduled = /* @__PURE__ */ new Map();
+function scheduleRounds(config3) {
+  const key = JSON.stringify(config3);
+  const known = scheduled.get(key);
+  if (known !== void 0) return known;
+  let rounds;
+  try {
+    rounds = simulate(config3, () => ({ spent: 0, score: null }), 0, MOST_SIMULATED).rounds.length;
+  } catch {
+    rounds = MOST_SIMULATED;
+  }
+  if (scheduled.size >= 100) scheduled.clear();
+  scheduled.set(key, rounds);
+  return rounds;
+}
+function roundLimit(config3) {
+  return config3.limits.rounds ?? scheduleRounds(config3) + EXTRA_ROUNDS;
+}
+function roundsUsed(state) {
+  const extrasOpened = state.rounds.filter((r) => r.extra).length;
+  return state.rounds.length + Math.max(0, (state.extraForks ?? 0) - extrasOpened);
+}
+function roundsLeft(state) {
+  return Math.max(0, roundLimit(state.config) - roundsUsed(state));
+}
+function roundLimitProblem(state) {
+  if (roundsLeft(state) > 0) return null;
+  const used = roundsUsed(state);
+  return `${state.id} has opened or asked for ${used} ${used === 1 ? "round" : "rounds"}, all that it may (${limitText(state.config)}), so forkflush opens no more. A new issue starts a new run (its config may set a higher \`limits.rounds\`).`;
+}
+function advanceWithinLimits(state, halt = () => false) {
+  const limit = roundLimit(state.config);
+  let capped = false;
+  const out = advance(state, (s, next) => {
+    if (halt(s, next)) return true;
+    if (next.type !== "open" || s.rounds.length < limit) return false;
+    capped = true;
+    return true;
+  });
+  if (!capped) return { ...out, capped };
+  return { state: applyFinish(out.state), steps: [...out.steps, { type: "finish" }], capped };
+}
+function endedAtRoundLimit(state) {
+  if (state.status !== "finished" || state.rounds.length < roundLimit(state.config)) return false;
+  if (state.rounds.some((r) => !r.decision)) return false;
+  return nextRound(state) !== null;
+}
+function roundLimitNotes(state) {
+  if (!endedAtRoundLimit(state)) return [];
+  return [
+    `The run ended at its round limit: it opened ${state.rounds.length} rounds, all that it may (${limitText(state.config)}), before its schedule was done.`
+  ];
+}
+function limitText(config3) {
+  return config3.limits.rounds !== void 0 ? `\`limits.rounds\`: ${config3.limits.rounds}` : `\`limits.rounds\` by default: the ${scheduleRounds(config3)} its schedule may need + ${EXTRA_ROUNDS}`;
+}
+function runsPerRepoProblem(config3, running, again) {
+  const limit = config3.limits.runs_per_repo;
+  if (running.length < limit) return null;
+  const which = running.join(", ");
+  return `${running.length === 1 ? "1 run is" : `${running.length} runs are`} already running in this repository (${which}), as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`;
+}
+function deliveryKey(id) {
+  return `delivery:${id}`;
+}
+function commentKey(id) {
+  return `comment:${id}`;
+}
+function seenAny(list, keys) {
+  return keys.some((k) => list?.includes(k));
+}
+function remember(list, keys) {
+  const kept = (list ?? []).filter((k) => !keys.includes(k));
+  return [...kept, ...keys].slice(-SEEN_KEPT);
 }
 
 // src/core/globs.ts
@@ -54855,6 +52961,9 @@ async function protectedProblem(forge, state, files, sha2, commit) {
   return null;
 }
 
+// src/github/sync.ts
+import { createHash as createHash3 } from "node:crypto";
+
 // src/github/record.ts
 function workDone(files) {
   return {
@@ -54877,18 +52986,13 @@ async function saveDone(forge, state, mine, released, expected2) {
         "forkflush: work done"
       );
     } catch (e) {
-      if (isServerError(e)) continue;
       if (!(e instanceof ConflictError)) throw e;
       const latest = await forge.loadRun(stateRef(state.id));
       if (!latest) throw e;
       candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
     }
   }
-  throw new ConflictError(`${state.id}: could not record the work done after 5 tries`);
-}
-function isServerError(e) {
-  const status2 = typeof e === "object" && e !== null && "status" in e ? Number(e.status) : 0;
-  return status2 >= 500;
+  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
 }
 function mergeDone(latest, mine, released) {
   const claims = { ...latest.claims };
@@ -54905,22 +53009,6 @@ function mergeDone(latest, mine, released) {
     claims
   };
 }
-async function amend(forge, run2, message, change) {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = await forge.loadRun(stateRef(run2));
-    if (!stored) return null;
-    const next = change(stored);
-    try {
-      return { ...next, sha: await forge.saveRun(stateRef(run2), next.state, next.files, stored.sha, message) };
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-    }
-  }
-  throw new ConflictError(`${run2}: the run kept changing; try again`);
-}
-
-// src/github/sync.ts
-import { createHash as createHash3 } from "node:crypto";
 
 // src/github/work.ts
 var GitHubWork = class {
@@ -54953,7 +53041,11 @@ var GitHubWork = class {
     const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 6e4);
     this.files.dispatched[String(round.index)] = { at: this.now.toISOString(), deadline: deadline.toISOString() };
   }
-  /** A pull request (base: the lineage) and a check run for an episode whose result landed. */
+  /**
+   * A check run for an episode whose result landed, and with `pull_requests: episodes` a pull
+   * request into its lineage (fewer pull requests: `winners` opens one per fork round's winner
+   * when it is adopted, `final` only the last).
+   */
   async publishResult(state, e, retaking) {
     const r = e.result;
     if (!r) throw new Error(`${e.id} has no result to publish`);
@@ -54970,15 +53062,15 @@ var GitHubWork = class {
       output: checkRunOutput(state, e, r, parseCommitDetails((await this.commits.get(r.commit)).message)),
       completedAt: this.now.toISOString()
     });
+    const pr = state.config.pull_requests === "episodes" && !setupFailed(e) ? await this.episodePullRequest(state, e) : null;
+    this.files.published[e.id] = { pr, check: check2 };
+  }
+  async episodePullRequest(state, e) {
+    const r = e.result;
+    if (!r) return null;
     const branch = episodeBranch(state.id, e.round, e.branch);
     const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
-    const pr = await this.forge.openPullRequest(
-      branch,
-      lineage,
-      episodePrTitle(state, e, r),
-      episodePrBody(state, e, r)
-    );
-    this.files.published[e.id] = { pr, check: check2 };
+    return this.forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
   }
   /**
    * Each adopted episode's commit is fast-forwarded into its lineage (its pull request then shows
@@ -54989,6 +53081,10 @@ var GitHubWork = class {
     const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
     for (const e of round.episodes) {
       if (adopted.includes(e.id) && e.result) {
+        const published = this.files.published[e.id];
+        if (state.config.pull_requests === "winners" && round.kind === "fork" && published && !published.pr) {
+          published.pr = await this.episodePullRequest(state, e);
+        }
         const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
         const moved = await this.forge.fastForward(lineage, e.result.commit);
         const head = moved === "diverged" ? await this.forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
@@ -55013,8 +53109,9 @@ var GitHubWork = class {
     const pr = await this.forge.openPullRequest(
       lineageBranch(state.id, best?.lineage ?? 0, state.lineages.length),
       this.files.defaultBranch,
-      `forkflush ${state.id}: best score ${state.best?.score ?? "none"}`,
-      finalPrBody(state)
+      finalPrTitle(state),
+      finalPrBody(state, this.files.issue),
+      true
     );
     await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
     await this.forge.removeLabel(this.files.issue, GITHUB.label);
@@ -55044,7 +53141,7 @@ async function syncStored(ctx, stored) {
   const commits = new Commits(forge);
   if (!files.stopped) {
     state = await observe(forge, commits, state, files, ctx);
-    state = advance(state).state;
+    state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
   }
   const due = dueWork(state, workDone(files));
   for (const [key, at] of Object.entries(files.claims)) {
@@ -55060,7 +53157,9 @@ async function syncStored(ctx, stored) {
   const github = new GitHubWork(forge, commits, files, now);
   let failure2 = null;
   try {
+    const started = Date.now();
     for (const w of work) {
+      if (Date.now() - started > STALE_CLAIM_MINUTES * 6e4 / 2) break;
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
@@ -55087,6 +53186,8 @@ async function updateComment(forge, state, files) {
       `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
     ] : [],
     ...contextNote(state, files.privateRepository),
+    ...roundLimitNotes(state),
+    PRIVILEGED_CI_NOTE,
     ...forge.sealsRecords ? [] : [
       "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
     ]
@@ -55107,13 +53208,26 @@ function summaryLine(state) {
 }
 
 // src/github/commands.ts
-async function startRun(ctx, issue2) {
+var WRITERS = ["admin", "maintain", "write"];
+function canWrite(permission) {
+  return WRITERS.includes(permission);
+}
+async function startRun(ctx, issue2, steer) {
   const { forge } = ctx;
   const run2 = issueRunId(issue2.number);
   const existing = await forge.loadRun(stateRef(run2));
   if (existing) {
-    if (existing.files.stopped) return { state: await setStopped(ctx, existing, false) };
-    return { state: await syncRun(ctx, run2) };
+    if (seenAny(existing.files.seen, steer.keys)) {
+      ctx.log?.(`${run2}: this event was acted on already; nothing to do`);
+      return { state: null };
+    }
+    if (existing.files.stopped) {
+      const busy2 = await runsPerRepo(forge, existing.state.config, run2, "label the issue again");
+      if (busy2) return { problem: busy2 };
+      return { state: await setStopped(ctx, existing, false, steer) };
+    }
+    const next = await amendOnce(forge, run2, "forkflush: labelled", steer.keys, (s) => s);
+    return { state: next ? await syncOrYield(ctx, next) : null };
   }
   const repository = await forge.repository();
   const branch = repository.defaultBranch;
@@ -55137,6 +53251,8 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
   const loaded = await loadTemplates(config3, (path8) => forge.readFile(path8, branch), `\`${branch}\``);
   if ("problem" in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  const busy = await runsPerRepo(forge, config3, run2, "label this issue again");
+  if (busy) return { problem: busy };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
@@ -55162,7 +53278,9 @@ ${issue2.body ?? ""}`);
     lastNightly: null,
     claims: {},
     ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {},
-    privateRepository: repository.private
+    privateRepository: repository.private,
+    startedBy: steer.by,
+    seen: remember([], steer.keys)
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run2, l.index, state.lineages.length), base);
   try {
@@ -55173,15 +53291,17 @@ ${issue2.body ?? ""}`);
     throw e;
   }
 }
-async function setStopped(ctx, stored, stopped) {
+async function setStopped(ctx, stored, stopped, steer) {
   const run2 = stored.state.id;
-  const next = await amend(ctx.forge, run2, stopped ? "forkflush: stop" : "forkflush: resume", (s) => {
+  const message = stopped ? "forkflush: stop" : "forkflush: resume";
+  const next = await amendOnce(ctx.forge, run2, message, steer?.keys ?? [], (s) => {
     const files = { ...structuredClone(s.files), stopped };
     const open2 = s.state.rounds.find((r) => !r.decision);
     if (!stopped && open2) {
       delete files.dispatched[String(open2.index)];
       delete files.claims[`dispatch:${open2.index}`];
     }
+    if (!stopped && steer) files.startedBy = steer.by;
     return { state: s.state, files };
   });
   if (!next) return null;
@@ -55196,12 +53316,47 @@ async function setStopped(ctx, stored, stopped) {
   }
   return syncOrYield(ctx, next);
 }
-async function forkNow(ctx, stored) {
-  const next = await amend(ctx.forge, stored.state.id, "forkflush: fork requested", (s) => ({
-    state: requestFork(s.state),
-    files: s.files
+async function forkNow(ctx, stored, steer) {
+  const next = await amendOnce(ctx.forge, stored.state.id, "forkflush: fork requested", steer?.keys ?? [], (s) => ({
+    // Checked again on the latest record: another fork may have been asked for meanwhile.
+    state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
+    files: steer ? { ...s.files, startedBy: steer.by } : s.files
   }));
   return next ? syncOrYield(ctx, next) : null;
+}
+async function amendOnce(forge, run2, message, keys, change) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = await forge.loadRun(stateRef(run2));
+    if (!stored || seenAny(stored.files.seen, keys)) return null;
+    const next = change(stored);
+    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
+    try {
+      return {
+        state: next.state,
+        files,
+        sha: await forge.saveRun(stateRef(run2), next.state, files, stored.sha, message)
+      };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
+  }
+  throw new ConflictError(`${run2}: the run kept changing; try again`);
+}
+async function runsPerRepo(forge, config3, self2, again) {
+  const running = [];
+  for (const run2 of await forge.listRuns()) {
+    if (run2 === self2) continue;
+    let stored;
+    try {
+      stored = await forge.loadRun(stateRef(run2));
+    } catch (e) {
+      if (e instanceof RecordError) continue;
+      throw e;
+    }
+    if (stored && !stored.files.stopped && stored.state.status !== "finished") running.push(run2);
+    if (running.length >= config3.limits.runs_per_repo) break;
+  }
+  return runsPerRepoProblem(config3, running, again);
 }
 async function nightly(ctx) {
   const touched = [];
@@ -55211,8 +53366,25 @@ async function nightly(ctx) {
     const today = ctx.now.toISOString().slice(0, 10);
     const wantsRound = stored.state.config.schedule === "nightly" && stored.state.status === "finished" && stored.state.lineages.length === 1 && stored.files.lastNightly !== today;
     try {
-      if (wantsRound) {
-        const files = { ...stored.files, lastNightly: today };
+      const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+      if (skip) {
+        if (stored.files.nightlySkipped === skip.key) {
+          await syncStored(ctx, stored);
+        } else {
+          const files = { ...stored.files, nightlySkipped: skip.key };
+          const sha2 = await ctx.forge.saveRun(
+            stateRef(run2),
+            stored.state,
+            files,
+            stored.sha,
+            "forkflush: no nightly round"
+          );
+          await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
+          await syncStored(ctx, { state: stored.state, files, sha: sha2 });
+        }
+      } else if (wantsRound) {
+        const { nightlySkipped: _told, ...rest } = stored.files;
+        const files = { ...rest, lastNightly: today };
         const state = requestFork(stored.state);
         const sha2 = await ctx.forge.saveRun(stateRef(run2), state, files, stored.sha, "forkflush: nightly round");
         await syncStored(ctx, { state, files, sha: sha2 });
@@ -55226,31 +53398,52 @@ async function nightly(ctx) {
   }
   return touched;
 }
+async function nightlySkip(ctx, stored) {
+  const limit = roundLimitProblem(stored.state);
+  if (limit) return { key: "rounds", text: limit };
+  const take = "Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.";
+  const by = stored.files.startedBy;
+  if (!by) {
+    return {
+      key: "permission",
+      text: `the run's record does not say who started it (it is older than that), and nightly rounds run only for someone who still has write access. ${take}`
+    };
+  }
+  const permission = await ctx.forge.permission(by);
+  if (canWrite(permission)) return null;
+  return {
+    key: `permission:${by}`,
+    text: `the nightly rounds run for \`${by}\`, who started this run (or last resumed it, or asked for a fork), and they no longer have write access to the repository (${permission}). ${take}`
+  };
+}
 
 // src/app/app.ts
-var WRITERS = ["admin", "maintain", "write"];
+var WORKER_PATH = `.github/workflows/${GITHUB.workflow}`;
 function forkflushApp(options2 = {}) {
   const now = options2.now ?? (() => /* @__PURE__ */ new Date());
   return (app) => {
-    const ctxOf = (context) => {
+    const ctxOf = (context, fields = {}) => {
       const { owner, repo } = context.repo();
+      const logger = context.log.child({ delivery: context.id, ...fields });
       return {
         forge: new GitHubForge(context.octokit, owner, repo, options2.recordKey ?? null),
         now: now(),
-        log: (l) => context.log.info(l)
+        logger,
+        log: (line, more) => logger.info(more ?? {}, line)
       };
     };
     app.on("issues.labeled", async (context) => {
       const { issue: issue2, label, sender } = context.payload;
       if (label?.name !== GITHUB.label) return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(issue2.number) });
       const refusal = await refuse(ctx, sender, "start a run");
       if (refusal) {
         await ctx.forge.comment(issue2.number, refusal);
         return;
       }
       await answeringTampered(ctx, issue2.number, async () => {
-        const out = await startRun(ctx, { number: issue2.number, title: issue2.title, body: issue2.body ?? null });
+        const steer = { by: sender.login, keys: [deliveryKey(context.id)] };
+        const out = await startRun(ctx, { number: issue2.number, title: issue2.title, body: issue2.body ?? null }, steer);
         if ("problem" in out) await ctx.forge.comment(issue2.number, `forkflush did not start: ${out.problem}`);
       });
     });
@@ -55265,29 +53458,30 @@ function forkflushApp(options2 = {}) {
       const p = context.payload;
       if (p.action === "unlabeled" && p.label?.name !== GITHUB.label) return;
       if (p.sender.type === "Bot") return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
       const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
       if (!stored || stored.files.stopped || stored.state.status === "finished") return;
-      if (p.action === "closed" && !WRITERS.includes(await ctx.forge.permission(p.sender.login))) return;
-      await setStopped(ctx, stored, true);
+      if (p.action === "closed" && !canWrite(await ctx.forge.permission(p.sender.login))) return;
+      await setStopped(ctx, stored, true, { by: p.sender.login, keys: [deliveryKey(context.id)] });
     });
     app.on("issue_comment.created", async (context) => {
       const { comment, issue: issue2, sender } = context.payload;
       if (sender.type === "Bot" || issue2.pull_request) return;
       const parsed = parseCommand(comment.body);
       if (!parsed) return;
-      const ctx = ctxOf(context);
+      const ctx = ctxOf(context, { run: issueRunId(issue2.number) });
+      const permission = await ctx.forge.permission(sender.login);
+      if (!canWrite(permission)) {
+        ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
+        return;
+      }
       if ("error" in parsed) {
         await ctx.forge.comment(issue2.number, parsed.error);
         return;
       }
-      const refusal = await refuse(ctx, sender, `use \`/autoresearch ${parsed.command}\``);
-      if (refusal) {
-        await ctx.forge.comment(issue2.number, refusal);
-        return;
-      }
       await answeringTampered(ctx, issue2.number, async () => {
-        const reply = await runCommand(ctx, parsed.command, issue2);
+        const steer = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
+        const reply = await runCommand(ctx, parsed.command, issue2, steer);
         if (reply) await ctx.forge.comment(issue2.number, reply);
       });
     });
@@ -55296,46 +53490,134 @@ function forkflushApp(options2 = {}) {
       const named = parseEpisodeJobName(job.name);
       if (!named || parseIssueRunId(named.run) === null) return;
       const { run: run2, episode } = named;
-      const ctx = ctxOf(context);
-      if (job.conclusion !== "success" && job.head_branch === context.payload.repository.default_branch) {
-        ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
-      }
-      await answeringTampered(ctx, null, () => syncRun(ctx, run2));
+      const round = Number(/^r(\d+)\./.exec(episode)?.[1]);
+      const ctx = ctxOf(context, { run: run2, round, episode });
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(run2));
+        if (!stored) return;
+        const key = deliveryKey(context.id);
+        if (seenAny(stored.files.seenDeliveries, [key])) {
+          ctx.log("this delivery was handled already");
+          return;
+        }
+        const open2 = stored.state.rounds.find((r) => !r.decision);
+        const pending = open2?.index === round && open2.episodes.some((e) => e.id === episode && !e.result);
+        if (job.conclusion !== "success" && pending && !stored.files.stopped) {
+          const why = job.head_branch !== stored.files.defaultBranch ? `its run is on ${job.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(
+            ctx.forge,
+            stored.files,
+            job.run_id,
+            run2,
+            round,
+            context.payload.repository.full_name
+          );
+          if (why) {
+            ctx.log(`ignored the failure of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
+            return;
+          }
+          ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
+        }
+        await syncOrYield(ctx, withDelivery(stored, key));
+      });
     });
     app.on("workflow_run.completed", async (context) => {
       const w = context.payload.workflow_run;
       const m = parseRoundRunTitle(w.display_title ?? "");
       if (!m || parseIssueRunId(m.run) === null) return;
-      const ctx = ctxOf(context);
-      if (w.head_branch === context.payload.repository.default_branch) ctx.roundEnded = m.round;
-      await answeringTampered(ctx, null, () => syncRun(ctx, m.run));
+      const ctx = ctxOf(context, { run: m.run, round: m.round });
+      const why = untrustedRun(w, context.payload.repository.full_name);
+      if (why) {
+        ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
+        return;
+      }
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(m.run));
+        if (!stored) return;
+        const key = deliveryKey(context.id);
+        if (seenAny(stored.files.seenDeliveries, [key])) {
+          ctx.log("this delivery was handled already");
+          return;
+        }
+        const open2 = stored.state.rounds.find((r) => !r.decision);
+        if (open2?.index === m.round && !stored.files.stopped) {
+          const wrong = w.head_branch !== stored.files.defaultBranch ? `it ran on ${w.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(
+            ctx.forge,
+            stored.files,
+            w.id,
+            m.run,
+            m.round,
+            context.payload.repository.full_name
+          );
+          if (wrong) {
+            ctx.log(`ignored workflow run ${w.id}: ${wrong}`, { workflow_run: w.id });
+            return;
+          }
+          ctx.roundEnded = m.round;
+        }
+        await syncOrYield(ctx, withDelivery(stored, key));
+      });
     });
   };
+}
+function withDelivery(stored, key) {
+  return { ...stored, files: { ...stored.files, seenDeliveries: remember(stored.files.seenDeliveries, [key]) } };
+}
+function untrustedRun(w, repository) {
+  if (w.path !== WORKER_PATH) return `its workflow file is ${w.path ?? "unknown"}, not ${WORKER_PATH}`;
+  if (w.event !== "workflow_dispatch") return `it ran on ${w.event ?? "an unknown event"}, not workflow_dispatch`;
+  const head = w.head_repository?.full_name ?? "";
+  if (head.toLowerCase() !== repository.toLowerCase()) {
+    return `its head repository is ${head || "unknown"}, not ${repository}`;
+  }
+  return null;
+}
+async function notTheRoundsRun(forge, files, id, run2, round, repository) {
+  const dispatched = files.dispatched[String(round)];
+  if (!dispatched) return `round ${round} has not been dispatched`;
+  if (dispatched.runId !== void 0) {
+    return dispatched.runId === id ? null : `round ${round}'s dispatch started workflow run ${dispatched.runId}, not ${id}`;
+  }
+  const { data } = await forge.octokit.rest.actions.listWorkflowRuns({
+    owner: forge.owner,
+    repo: forge.repo,
+    workflow_id: GITHUB.workflow,
+    event: "workflow_dispatch",
+    per_page: 100
+  });
+  const title = roundRunTitle(run2, round);
+  const latest = data.workflow_runs.filter((w) => w.display_title === title).reduce((a, b) => a && a.id > b.id ? a : b, null);
+  if (!latest) return `no dispatched run of the worker workflow is titled "${title}"`;
+  if (latest.id !== id) return `round ${round}'s latest dispatch started workflow run ${latest.id}, not ${id}`;
+  return untrustedRun(latest, repository);
 }
 async function answeringTampered(ctx, issue2, work) {
   try {
     await work();
   } catch (e) {
     if (!(e instanceof TamperedRecordError)) throw e;
-    ctx.log?.(`forkflush: refused a run record: ${e.message}`);
+    ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
     if (issue2 !== null) await ctx.forge.comment(issue2, `forkflush did nothing: ${e.message}.`);
   }
 }
 async function refuse(ctx, sender, what) {
   if (sender.type === "Bot") return `forkflush ignores bots: ${sender.login} cannot ${what}.`;
   const permission = await ctx.forge.permission(sender.login);
-  if (WRITERS.includes(permission)) return null;
+  if (canWrite(permission)) return null;
   return `@${sender.login}: only people with write access to this repository can ${what} (yours: ${permission}).`;
 }
-async function runCommand(ctx, command, issue2) {
+async function runCommand(ctx, command, issue2, steer) {
   const run2 = issueRunId(issue2.number);
   const stored = await ctx.forge.loadRun(stateRef(run2));
   if (!stored) {
     if (command === "resume") {
-      const out = await startRun(ctx, { number: issue2.number, title: issue2.title, body: issue2.body ?? null });
+      const out = await startRun(ctx, { number: issue2.number, title: issue2.title, body: issue2.body ?? null }, steer);
       return "problem" in out ? `forkflush did not start: ${out.problem}` : null;
     }
     return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
+  }
+  if (command !== "status" && seenAny(stored.files.seen, steer.keys)) {
+    ctx.log(`${command}: this comment was acted on already`);
+    return null;
   }
   switch (command) {
     case "status":
@@ -55343,34 +53625,52 @@ async function runCommand(ctx, command, issue2) {
       return null;
     case "stop":
       if (stored.files.stopped) return "The run is already stopped.";
-      await setStopped(ctx, stored, true);
+      await setStopped(ctx, stored, true, steer);
       return null;
-    case "resume":
+    case "resume": {
       if (!stored.files.stopped && stored.state.status !== "finished") {
         await syncRun(ctx, run2);
         return null;
       }
-      if (stored.files.stopped) await setStopped(ctx, stored, false);
-      else return "The run is finished: `/autoresearch fork` runs one more fork round.";
+      if (!stored.files.stopped) return "The run is finished: `/autoresearch fork` runs one more fork round.";
+      const busy = await runsPerRepo(ctx.forge, stored.state.config, run2, "`/autoresearch resume` again");
+      if (busy) return `forkflush did not resume the run: ${busy}`;
+      await setStopped(ctx, stored, false, steer);
       return null;
-    case "fork":
+    }
+    case "fork": {
       if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
       if (stored.state.lineages.length !== 1) return `${stored.state.config.strategy} has no single leader to fork.`;
-      await forkNow(ctx, stored);
+      const limit = roundLimitProblem(stored.state);
+      if (limit) return `forkflush opened no fork round: ${limit}`;
+      await forkNow(ctx, stored, steer);
       return null;
+    }
   }
 }
-async function nightlyTick(forge, at) {
-  return nightly({ forge, now: at });
+async function nightlyTick(forge, at, log) {
+  return nightly({ forge, now: at, ...log ? { log } : {} });
 }
 
 // src/app/server.ts
 var HOUR_MS = 60 * 60 * 1e3;
-function hostedApp(app) {
+async function hostedApp(app) {
+  await requireWebhookSecret(app);
   const recordKey = recordKeyFrom(process.env);
   forkflushApp({ recordKey })(app);
   const hour = nightlyHour(process.env);
   if (hour !== null) startNightly(app, hour, recordKey);
+}
+var PROBOT_FALLBACK_SECRET = "development";
+async function requireWebhookSecret(app) {
+  await app.ready();
+  const probe = '{"forkflush":"is the webhook secret set?"}';
+  const signature = `sha256=${createHmac3("sha256", PROBOT_FALLBACK_SECRET).update(probe).digest("hex")}`;
+  if (await app.webhooks.verify(probe, signature)) {
+    throw new Error(
+      `forkflush-app: no webhook secret: set WEBHOOK_SECRET to the app's webhook secret (GitHub's app settings, "Webhook secret"). Without it Probot would take any delivery signed with "${PROBOT_FALLBACK_SECRET}".`
+    );
+  }
 }
 function nightlyHour(env) {
   const value = env.FORKFLUSH_NIGHTLY_HOUR?.trim() || "3";
@@ -55405,22 +53705,36 @@ async function tickInstallations(app, at, recordKey) {
       const octokit = await app.auth(installation.id);
       const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 100 });
       for (const r of repos) {
+        const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
-          const touched = await nightlyTick(new GitHubForge(octokit, r.owner.login, r.name, recordKey), at);
-          if (touched.length > 0) app.log.info(`forkflush: nightly tick of ${r.full_name}: ${touched.join(", ")}`);
+          const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey);
+          const touched = await nightlyTick(forge, at, (line) => log.info(line));
+          if (touched.length > 0)
+            log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(", ")}`);
         } catch (e) {
-          app.log.error(e, `forkflush: the nightly tick of ${r.full_name} failed`);
+          log.error({ err: e }, `forkflush: the nightly tick of ${r.full_name} failed`);
         }
       }
     } catch (e) {
-      app.log.error(e, `forkflush: the nightly tick of installation ${installation.id} failed`);
+      app.log.error(
+        { err: e, installation: installation.id },
+        `forkflush: the nightly tick of installation ${installation.id} failed`
+      );
     }
   }
 }
-if (process.argv[1] && import.meta.url === pathToFileURL4(realpathSync2(process.argv[1])).href) await run(hostedApp);
+if (process.argv[1] && import.meta.url === pathToFileURL4(realpathSync2(process.argv[1])).href) {
+  try {
+    await run(hostedApp);
+  } catch (e) {
+    console.error(e instanceof Error ? e.message : String(e));
+    process.exit(1);
+  }
+}
 export {
   hostedApp as default,
   nightlyHour,
+  requireWebhookSecret,
   startNightly,
   tickInstallations
 };

@@ -21,8 +21,8 @@ var __commonJS = (cb, mod) => function __require2() {
   }
 };
 var __export = (target, all) => {
-  for (var name in all)
-    __defProp(target, name, { get: all[name], enumerable: true });
+  for (var name2 in all)
+    __defProp(target, name2, { get: all[name2], enumerable: true });
 };
 var __copyProps = (to, from, except, desc) => {
   if (from && typeof from === "object" || typeof from === "function") {
@@ -315,8 +315,8 @@ var require_directives = __commonJS({
           this.atNextDocument = false;
         }
         const parts = line.trim().split(/[ \t]+/);
-        const name = parts.shift();
-        switch (name) {
+        const name2 = parts.shift();
+        switch (name2) {
           case "%TAG": {
             if (parts.length !== 2) {
               onError(0, "%TAG directive should contain exactly two parts");
@@ -344,7 +344,7 @@ var require_directives = __commonJS({
             }
           }
           default:
-            onError(0, `Unknown directive ${name}`, true);
+            onError(0, `Unknown directive ${name2}`, true);
             return false;
         }
       }
@@ -453,9 +453,9 @@ var require_anchors = __commonJS({
     }
     function findNewAnchor(prefix, exclude) {
       for (let i = 1; true; ++i) {
-        const name = `${prefix}${i}`;
-        if (!exclude.has(name))
-          return name;
+        const name2 = `${prefix}${i}`;
+        if (!exclude.has(name2))
+          return name2;
       }
     }
     function createNodeAnchors(doc, prefix) {
@@ -1492,8 +1492,8 @@ var require_stringify = __commonJS({
         tagObj = tags.find((t) => t.nodeClass && obj instanceof t.nodeClass);
       }
       if (!tagObj) {
-        const name = obj?.constructor?.name ?? (obj === null ? "null" : typeof obj);
-        throw new Error(`Tag not resolved for ${name} value`);
+        const name2 = obj?.constructor?.name ?? (obj === null ? "null" : typeof obj);
+        throw new Error(`Tag not resolved for ${name2} value`);
       }
       return tagObj;
     }
@@ -1706,7 +1706,7 @@ var require_merge = __commonJS({
     var identity = require_identity();
     var Scalar = require_Scalar();
     var MERGE_KEY = "<<";
-    var merge2 = {
+    var merge3 = {
       identify: (value) => value === MERGE_KEY || typeof value === "symbol" && value.description === MERGE_KEY,
       default: "key",
       tag: "tag:yaml.org,2002:merge",
@@ -1716,7 +1716,7 @@ var require_merge = __commonJS({
       }),
       stringify: () => MERGE_KEY
     };
-    var isMergeKey = (ctx, key) => (merge2.identify(key) || identity.isScalar(key) && (!key.type || key.type === Scalar.Scalar.PLAIN) && merge2.identify(key.value)) && ctx?.doc.schema.tags.some((tag) => tag.tag === merge2.tag && tag.default);
+    var isMergeKey = (ctx, key) => (merge3.identify(key) || identity.isScalar(key) && (!key.type || key.type === Scalar.Scalar.PLAIN) && merge3.identify(key.value)) && ctx?.doc.schema.tags.some((tag) => tag.tag === merge3.tag && tag.default);
     function addMergeToJSMap(ctx, map2, value) {
       const source = resolveAliasValue(ctx, value);
       if (identity.isSeq(source))
@@ -1755,7 +1755,7 @@ var require_merge = __commonJS({
     }
     exports.addMergeToJSMap = addMergeToJSMap;
     exports.isMergeKey = isMergeKey;
-    exports.merge = merge2;
+    exports.merge = merge3;
   }
 });
 
@@ -1764,15 +1764,15 @@ var require_addPairToJSMap = __commonJS({
   "node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports) {
     "use strict";
     var log = require_log();
-    var merge2 = require_merge();
+    var merge3 = require_merge();
     var stringify = require_stringify();
     var identity = require_identity();
     var toJS = require_toJS();
     function addPairToJSMap(ctx, map2, { key, value }) {
       if (identity.isNode(key) && key.addToJSMap)
         key.addToJSMap(ctx, map2, value);
-      else if (merge2.isMergeKey(ctx, key))
-        merge2.addMergeToJSMap(ctx, map2, value);
+      else if (merge3.isMergeKey(ctx, key))
+        merge3.addMergeToJSMap(ctx, map2, value);
       else {
         const jsKey = toJS.toJS(key, "", ctx);
         if (map2 instanceof Map) {
@@ -3163,7 +3163,7 @@ var require_schema3 = __commonJS({
     var bool = require_bool2();
     var float = require_float2();
     var int2 = require_int2();
-    var merge2 = require_merge();
+    var merge3 = require_merge();
     var omap = require_omap();
     var pairs = require_pairs();
     var set2 = require_set();
@@ -3183,7 +3183,7 @@ var require_schema3 = __commonJS({
       float.floatExp,
       float.float,
       binary.binary,
-      merge2.merge,
+      merge3.merge,
       omap.omap,
       pairs.pairs,
       set2.set,
@@ -3209,7 +3209,7 @@ var require_tags = __commonJS({
     var schema = require_schema();
     var schema$1 = require_schema2();
     var binary = require_binary();
-    var merge2 = require_merge();
+    var merge3 = require_merge();
     var omap = require_omap();
     var pairs = require_pairs();
     var schema$2 = require_schema3();
@@ -3234,7 +3234,7 @@ var require_tags = __commonJS({
       intOct: int2.intOct,
       intTime: timestamp.intTime,
       map: map2.map,
-      merge: merge2.merge,
+      merge: merge3.merge,
       null: _null4.nullTag,
       omap: omap.omap,
       pairs: pairs.pairs,
@@ -3244,7 +3244,7 @@ var require_tags = __commonJS({
     };
     var coreKnownTags = {
       "tag:yaml.org,2002:binary": binary.binary,
-      "tag:yaml.org,2002:merge": merge2.merge,
+      "tag:yaml.org,2002:merge": merge3.merge,
       "tag:yaml.org,2002:omap": omap.omap,
       "tag:yaml.org,2002:pairs": pairs.pairs,
       "tag:yaml.org,2002:set": set2.set,
@@ -3253,7 +3253,7 @@ var require_tags = __commonJS({
     function getTags(customTags, schemaName, addMergeTag) {
       const schemaTags = schemas.get(schemaName);
       if (schemaTags && !customTags) {
-        return addMergeTag && !schemaTags.includes(merge2.merge) ? schemaTags.concat(merge2.merge) : schemaTags.slice();
+        return addMergeTag && !schemaTags.includes(merge3.merge) ? schemaTags.concat(merge3.merge) : schemaTags.slice();
       }
       let tags = schemaTags;
       if (!tags) {
@@ -3271,7 +3271,7 @@ var require_tags = __commonJS({
         tags = customTags(tags.slice());
       }
       if (addMergeTag)
-        tags = tags.concat(merge2.merge);
+        tags = tags.concat(merge3.merge);
       return tags.reduce((tags2, tag) => {
         const tagObj = typeof tag === "string" ? tagsByName[tag] : tag;
         if (!tagObj) {
@@ -3300,11 +3300,11 @@ var require_Schema = __commonJS({
     var tags = require_tags();
     var sortMapEntriesByKey = (a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
     var Schema = class _Schema {
-      constructor({ compat, customTags, merge: merge2, resolveKnownTags, schema, sortMapEntries, toStringDefaults }) {
+      constructor({ compat, customTags, merge: merge3, resolveKnownTags, schema, sortMapEntries, toStringDefaults }) {
         this.compat = Array.isArray(compat) ? tags.getTags(compat, "compat") : compat ? tags.getTags(null, compat) : null;
         this.name = typeof schema === "string" && schema || "core";
         this.knownTags = resolveKnownTags ? tags.coreKnownTags : {};
-        this.tags = tags.getTags(customTags, this.name, merge2);
+        this.tags = tags.getTags(customTags, this.name, merge3);
         this.toStringOptions = toStringDefaults ?? null;
         Object.defineProperty(this, identity.MAP, { value: map2.map });
         Object.defineProperty(this, identity.SCALAR, { value: string4.string });
@@ -3492,11 +3492,11 @@ var require_Document = __commonJS({
        * `name` will be used as a prefix for a new unique anchor.
        * If `name` is undefined, the generated anchor will use 'a' as a prefix.
        */
-      createAlias(node2, name) {
+      createAlias(node2, name2) {
         if (!node2.anchor) {
           const prev = anchors.anchorNames(this);
           node2.anchor = // eslint-disable-next-line @typescript-eslint/prefer-nullish-coalescing
-          !name || prev.has(name) ? anchors.findNewAnchor(name || "a", prev) : name;
+          !name2 || prev.has(name2) ? anchors.findNewAnchor(name2 || "a", prev) : name2;
         }
         return new Alias.Alias(node2.anchor);
       }
@@ -3715,9 +3715,9 @@ var require_errors = __commonJS({
   "node_modules/yaml/dist/errors.js"(exports) {
     "use strict";
     var YAMLError = class extends Error {
-      constructor(name, pos, code, message) {
+      constructor(name2, pos, code, message) {
         super();
-        this.name = name;
+        this.name = name2;
         this.code = code;
         this.message = message;
         this.pos = pos;
@@ -4357,8 +4357,8 @@ var require_resolve_flow_collection = __commonJS({
       if (ce?.source === expectedEnd)
         cePos = ce.offset + ce.source.length;
       else {
-        const name = fcName[0].toUpperCase() + fcName.substring(1);
-        const msg = atRoot ? `${name} must end with a ${expectedEnd}` : `${name} in block collection must be sufficiently indented and end with a ${expectedEnd}`;
+        const name2 = fcName[0].toUpperCase() + fcName.substring(1);
+        const msg = atRoot ? `${name2} must end with a ${expectedEnd}` : `${name2} in block collection must be sufficiently indented and end with a ${expectedEnd}`;
         onError(offset, atRoot ? "MISSING_CHAR" : "BAD_INDENT", msg);
         if (ce && ce.source.length !== 1)
           ee.unshift(ce);
@@ -7395,19 +7395,21 @@ var package_default = {
     node: ">=20.18.1"
   },
   scripts: {
+    start: "node dist/app.js",
     bundle: "node scripts/bundle.mjs && npm run --silent schema",
     schema: "node dist/cli.js schema > schema/autoresearch.schema.json",
     typecheck: "tsc --noEmit",
     lint: "biome check --error-on-warnings .",
     format: "biome check --write .",
     "check:dist": "node scripts/bundle.mjs --check",
-    test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && node test/chaos/run.mjs",
+    test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && npm run --silent test:chaos",
     bench: "node bench/run.mjs",
     "bench:api": "node bench/run.mjs api",
     "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts",
-    "test:chaos": "node test/chaos/run.mjs"
+    "test:chaos": "node test/chaos/run.mjs --load 2"
   },
   devDependencies: {
+    "@actions/artifact": "6.2.1",
     "@actions/core": "3.0.1",
     "@biomejs/biome": "2.6.8",
     "@octokit/openapi": "23.0.2",
@@ -7431,8 +7433,8 @@ var package_default = {
   }
 };
 
-// src/core/config.ts
-var import_yaml2 = __toESM(require_dist(), 1);
+// src/core/compare-config.ts
+var import_yaml = __toESM(require_dist(), 1);
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -8553,12 +8555,12 @@ function merge(a, b) {
   });
   return clone(a, def);
 }
-function partial(Class2, schema, mask, name = "partial") {
+function partial(Class2, schema, mask, name2 = "partial") {
   const currDef = schema._zod.def;
   const checks = currDef.checks;
   const hasChecks = checks && checks.length > 0;
   if (hasChecks) {
-    throw new Error(`.${name}() cannot be used on object schemas containing refinements`);
+    throw new Error(`.${name2}() cannot be used on object schemas containing refinements`);
   }
   const selected = mask ? new Set(maskedKeys(schema, mask)) : void 0;
   const newShape = {};
@@ -8898,7 +8900,7 @@ function newError(Definition) {
   return new Definition();
 }
 // @__NO_SIDE_EFFECTS__
-function $constructor(name, initializer3, proto, params) {
+function $constructor(name2, initializer3, proto, params) {
   const zodProto = {};
   function Internals(def) {
     this.def = def;
@@ -8916,10 +8918,10 @@ function $constructor(name, initializer3, proto, params) {
       } finally {
         _zodDesc.value = void 0;
       }
-    } else if (inst._zod.traits.has(name)) {
+    } else if (inst._zod.traits.has(name2)) {
       return;
     }
-    inst._zod.traits.add(name);
+    inst._zod.traits.add(name2);
     initializer3(inst, def);
     if (initialized) {
       const own2 = Object.getPrototypeOf(inst);
@@ -8945,7 +8947,7 @@ function $constructor(name, initializer3, proto, params) {
   const Parent = params?.Parent ?? Object;
   class Definition extends Parent {
   }
-  Object.defineProperty(Definition, "name", { value: name });
+  Object.defineProperty(Definition, "name", { value: name2 });
   function _(def) {
     const inst = params?.Parent ? newError(Definition) : this;
     init(inst, def);
@@ -8966,10 +8968,10 @@ function $constructor(name, initializer3, proto, params) {
     value: (inst) => {
       if (params?.Parent && inst instanceof params.Parent)
         return true;
-      return inst?._zod?.traits?.has(name);
+      return inst?._zod?.traits?.has(name2);
     }
   });
-  Object.defineProperty(_, "name", { value: name });
+  Object.defineProperty(_, "name", { value: name2 });
   return _;
 }
 var $brand = /* @__PURE__ */ Symbol("zod_brand");
@@ -8979,8 +8981,8 @@ var $ZodAsyncError = class extends Error {
   }
 };
 var $ZodEncodeError = class extends Error {
-  constructor(name) {
-    super(`Encountered unidirectional transform during encode: ${name}`);
+  constructor(name2) {
+    super(`Encountered unidirectional transform during encode: ${name2}`);
     this.name = "ZodEncodeError";
   }
 };
@@ -12501,7 +12503,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve5) {
+function isRecursive(inst, stack, resolve6) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -12511,7 +12513,7 @@ function isRecursive(inst, stack, resolve5) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve5);
+      const answer = isRecursive(child, stack, resolve6);
       if (answer > result)
         result = answer;
     }
@@ -12522,13 +12524,13 @@ function isRecursive(inst, stack, resolve5) {
       const desc = Object.getOwnPropertyDescriptor(sh, key);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve5) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve6) : NONE;
       if (child > answer)
         answer = child;
     }
     return answer;
   };
-  const merge2 = (answer) => {
+  const merge3 = (answer) => {
     if (answer > result)
       result = answer;
   };
@@ -12537,7 +12539,7 @@ function isRecursive(inst, stack, resolve5) {
   switch (kind) {
     case "object": {
       const raw = rawShape(def);
-      merge2(raw ? shape(raw, true) : ASSUMED);
+      merge3(raw ? shape(raw, true) : ASSUMED);
       check2(def.catchall);
       break;
     }
@@ -12586,8 +12588,8 @@ function isRecursive(inst, stack, resolve5) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve5 ? inst._zod.innerType : void 0);
-      merge2(inner ? isRecursive(inner, stack, false) : ASSUMED);
+      const inner = def._cachedInner ?? (resolve6 ? inst._zod.innerType : void 0);
+      merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
     // a leaf by choice: `parts` are regex fragments, not data positions
@@ -20507,13 +20509,13 @@ ${code}
   return fn;
 }
 function addConstant(ctx, value) {
-  for (const [name2, v] of ctx.constants) {
+  for (const [name3, v] of ctx.constants) {
     if (v === value)
-      return name2;
+      return name3;
   }
-  const name = `c${ctx.constantCounter++}`;
-  ctx.constants.set(name, value);
-  return name;
+  const name2 = `c${ctx.constantCounter++}`;
+  ctx.constants.set(name2, value);
+  return name2;
 }
 function addUserConstant(ctx, fn) {
   ctx.definite = false;
@@ -27151,8 +27153,195 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
-// src/core/config-errors.ts
-var import_yaml = __toESM(require_dist(), 1);
+// src/core/method.ts
+var PAPER = {
+  /** K, branches per fork round: step 1, "K = 4 branches". */
+  branches: 4,
+  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
+  forkAt: [0.33, 0.66],
+  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
+  branchBudget: 0.06,
+  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
+  episodeBudget: 0.06,
+  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
+  directives: 2
+};
+var MAX_BRANCHES = 64;
+var AGENT_TIMEOUT_SECONDS = 1800;
+var GRADER_TIMEOUT_SECONDS = 60;
+var LEAST_EPISODE_SHARE = 0.25;
+var SERIAL_EPISODES_FACTOR = 2;
+var SERIAL_EPISODES_EXTRA = 2;
+function maxSerialEpisodes(span, episodeBudget) {
+  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
+}
+var DIRECTIVE_SEED_SALT = 209;
+var LEAST_USEFUL_EPISODE = {
+  tokens: 2e3,
+  usd: 0.02,
+  minutes: 1,
+  evaluations: 1
+};
+var DEADLINE_GRADINGS = 2;
+var ROUND_DEADLINE_SLACK_MINUTES = 30;
+function roundDeadlineMinutes(config2) {
+  return episodeLimitSeconds(config2) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
+}
+function episodeLimitSeconds(config2) {
+  const setup = config2.setup && config2.setup.commands.length > 0 ? SETUP_RUNS * config2.setup.timeout : 0;
+  return config2.agent.timeout + DEADLINE_GRADINGS * config2.grader.timeout + setup;
+}
+var RUNS_PER_REPO = 3;
+var EXTRA_ROUNDS = 30;
+var SETUP_TIMEOUT_SECONDS = 600;
+var SETUP_RUNS = 2;
+var PAPER_RESULTS = {
+  /** Main result, 13 tasks: fork-and-flush against single-run and best-of-4. */
+  main: { "fork-and-flush": 0.78, "single-run": 0.47, "best-of-n": 0.54 },
+  /** The relative improvements the paper states: 0.78 / 0.47 - 1 and 0.78 / 0.54 - 1. */
+  improvement: { "single-run": 0.66, "best-of-n": 0.444 },
+  /** The ablation, 11 tasks. */
+  ablation: { "single-run": 0.45, "flush-only": 0.55, "fork-only": 0.57, "fork-and-flush": 0.71 }
+};
+var COMPARE_SEEDS = 5;
+var MAX_COMPARE_SEEDS = 100;
+var BOOTSTRAP_RESAMPLES = 1e4;
+var BOOTSTRAP_SEED = 12;
+var CONFIDENCE = 0.95;
+var PROBE_RUNS = PAPER.branches;
+var PROBE_EPISODES_EACH = 2;
+var PROBE_SPREAD = 0.05;
+
+// src/core/compare-config.ts
+var COMPARE_STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
+var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
+var NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';
+var variantSchema = external_exports.strictObject({
+  name: external_exports.string().regex(NAME, { message: NAME_RULE }).describe("The variant, as the reports name it."),
+  set: external_exports.record(external_exports.string(), external_exports.unknown()).default({}).describe('Config keys this variant changes, dotted for nested ones: {"fork.at": [0.5]}.')
+});
+var compareSchema = external_exports.strictObject({
+  strategies: external_exports.array(external_exports.enum(COMPARE_STRATEGIES)).min(1).optional().describe("Strategies `forkflush compare` runs; default all five."),
+  seeds: external_exports.number().int().min(1).max(MAX_COMPARE_SEEDS).optional().describe("Runs per strategy and variant, one seed each; seed i is the same for every strategy."),
+  variants: external_exports.array(variantSchema).min(1).optional().superRefine((vs, ctx) => {
+    const seen = /* @__PURE__ */ new Set();
+    vs?.forEach((v, i) => {
+      if (seen.has(v.name))
+        ctx.addIssue({ code: "custom", path: [i, "name"], message: `names the variant "${v.name}" twice` });
+      seen.add(v.name);
+    });
+  }).describe("Configs to compare, each a name and the keys it changes (e.g. two schedules, or two values of K).")
+}).describe("forkflush compare: strategies x variants x seeds at equal budget.");
+var AS_IS = { name: "as-is", set: {} };
+var FIXED_KEYS = {
+  grader: "scores from different graders cannot be compared",
+  task: "runs of different tasks cannot be compared",
+  "budget.total": "every run of a compare spends the same budget (use --budget)",
+  "budget.unit": "every run of a compare spends the same budget (use --budget)",
+  strategy: "strategies are the other axis of the comparison (use --strategies)",
+  compare: "a variant is one run config",
+  $schema: "it is for editors only"
+};
+function leafKeys(set2) {
+  const out = [];
+  const walk2 = (prefix, v) => {
+    if (isPlainObject2(v) && Object.keys(v).length > 0) {
+      for (const [k, x] of Object.entries(v)) walk2(`${prefix}.${k}`, x);
+    } else out.push(prefix);
+  };
+  for (const [k, v] of Object.entries(set2)) walk2(k, v);
+  return out;
+}
+function fixedKeyProblem(v) {
+  for (const key of leafKeys(v.set)) {
+    for (const [fixed, why] of Object.entries(FIXED_KEYS)) {
+      if (key === fixed || key.startsWith(`${fixed}.`) || fixed.startsWith(`${key}.`))
+        return `variant ${v.name}: ${key} cannot vary: ${why}`;
+    }
+  }
+  return null;
+}
+function parseVariantFlag(text) {
+  const eq = text.indexOf("=");
+  const name2 = eq < 0 ? text : text.slice(0, eq);
+  const usage2 = "give --variant NAME=KEY=VALUE,KEY=VALUE (e.g. --variant one-fork=fork.at=[0.5])";
+  if (!NAME.test(name2)) return { problem: `--variant "${text}": the name ${NAME_RULE}; ${usage2}` };
+  const rest = eq < 0 ? "" : text.slice(eq + 1);
+  const set2 = {};
+  for (const item of splitTopLevel(rest)) {
+    const at = item.indexOf("=");
+    const key = at < 0 ? item : item.slice(0, at).trim();
+    if (at < 0 || !/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/.test(key))
+      return { problem: `--variant "${text}": "${item}" is not KEY=VALUE; ${usage2}` };
+    try {
+      set2[key] = (0, import_yaml.parse)(item.slice(at + 1));
+    } catch (e) {
+      return { problem: `--variant "${text}": the value of ${key} is not valid YAML (${e.message})` };
+    }
+  }
+  return { name: name2, set: set2 };
+}
+function splitTopLevel(text) {
+  const out = [];
+  let depth = 0;
+  let quote = null;
+  let current = "";
+  for (const ch of text) {
+    if (quote) {
+      if (ch === quote) quote = null;
+    } else if (ch === '"' || ch === "'") quote = ch;
+    else if (ch === "[" || ch === "{") depth++;
+    else if (ch === "]" || ch === "}") depth--;
+    else if (ch === "," && depth === 0) {
+      out.push(current);
+      current = "";
+      continue;
+    }
+    current += ch;
+  }
+  if (current.trim() !== "") out.push(current);
+  return out.map((s) => s.trim()).filter((s) => s !== "");
+}
+function variantConfigText(raw, v, alsoProtected) {
+  const out = structuredClone(raw);
+  delete out.compare;
+  for (const [key, value] of Object.entries(v.set)) setAt(out, key.split("."), value);
+  if (alsoProtected.length > 0) {
+    const grader = isPlainObject2(out.grader) ? out.grader : {};
+    const list = Array.isArray(grader.protected) ? [...grader.protected] : [];
+    for (const p of alsoProtected) if (!list.includes(p)) list.push(p);
+    out.grader = { ...grader, protected: list };
+  }
+  return `# forkflush compare: variant ${v.name} of the task's config (written by forkflush; do not edit)
+${(0, import_yaml.stringify)(out)}`;
+}
+function configMapping(text) {
+  try {
+    const raw = (0, import_yaml.parse)(text);
+    return isPlainObject2(raw) ? raw : null;
+  } catch {
+    return null;
+  }
+}
+function setAt(target, path, value) {
+  const [head, ...rest] = path;
+  if (rest.length === 0) {
+    const old = target[head];
+    target[head] = isPlainObject2(old) && isPlainObject2(value) ? merge2(old, value) : value;
+    return;
+  }
+  const next = isPlainObject2(target[head]) ? target[head] : {};
+  target[head] = next;
+  setAt(next, rest, value);
+}
+function merge2(a, b) {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b)) out[k] = isPlainObject2(out[k]) && isPlainObject2(v) ? merge2(out[k], v) : v;
+  return out;
+}
+function isPlainObject2(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
 
 // src/core/text.ts
 function editDistance(a, b) {
@@ -27200,11 +27389,11 @@ function codeSpan(text) {
   return `${fence}${pad}${line}${pad}${fence}`;
 }
 function markdownTable(header, rows) {
-  const esc3 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+  const esc4 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
   return [
-    `| ${header.map(esc3).join(" | ")} |`,
+    `| ${header.map(esc4).join(" | ")} |`,
     `| ${header.map(() => "---").join(" | ")} |`,
-    ...rows.map((r) => `| ${r.map(esc3).join(" | ")} |`)
+    ...rows.map((r) => `| ${r.map(esc4).join(" | ")} |`)
   ].join("\n");
 }
 var BIDI = /* @__PURE__ */ new Set([8234, 8235, 8236, 8237, 8238, 8294, 8295, 8296, 8297]);
@@ -27246,13 +27435,225 @@ function shellQuote(s) {
   return /^[\w./@%+=:,-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
 }
 
+// src/core/compare-report.ts
+var score = (x) => x === null ? "-" : formatNumber(x, 4);
+var fixed3 = (x) => x === null ? "-" : x.toFixed(3);
+var percent = (x) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
+var pValue = (p) => p < 1e-3 ? "< 0.001" : p.toFixed(3).replace(/0+$/, "").replace(/\.$/, "");
+var seconds = (s) => s === null ? "-" : s >= 120 ? `${formatNumber(s / 60, 1)} min` : `${formatNumber(s, 1)} s`;
+function duration3(s) {
+  if (s < 90) return `${Math.round(s)} s`;
+  if (s < 5400) return `${Math.round(s / 60)} min`;
+  return `${formatNumber(s / 3600, 1)} h`;
+}
+var name = (x, r) => r.variants.length > 1 ? `${x.strategy} (${x.variant})` : x.strategy;
+function tableHeader(r) {
+  return [
+    "rank",
+    "strategy",
+    ...r.variants.length > 1 ? ["variant"] : [],
+    "runs",
+    "mean",
+    "sd",
+    "best",
+    "worst",
+    "normalized"
+  ];
+}
+function tableRows(r) {
+  const max = r.direction === "maximize";
+  return r.summary.map((s) => [
+    String(s.rank),
+    s.strategy,
+    ...r.variants.length > 1 ? [s.variant] : [],
+    s.scored === s.runs ? String(s.runs) : `${s.runs} (${s.runs - s.scored} no score)`,
+    score(s.mean),
+    score(s.sd),
+    score(max ? s.max : s.min),
+    score(max ? s.min : s.max),
+    fixed3(s.normalized)
+  ]);
+}
+function improvementLine(c, r) {
+  const b = r.summary.find((x) => x.strategy === c.b.strategy && x.variant === c.b.variant);
+  const rel = c.relative !== null ? `${percent(c.relative)} on the normalized mean` : b?.normalized === 0 ? `unbounded on the normalized mean (every run of ${name(c.b, r)} was the comparison's worst, normalized 0)` : "no relative improvement on the normalized mean (nothing to normalize by)";
+  const paper = c.paper === null ? "" : ` (the paper: ${percent(c.paper)})`;
+  const gain = c.relativeGain === null ? "" : `; ${percent(c.relativeGain)} on the mean gain over the initial score`;
+  return `${name(c.a, r)} over ${name(c.b, r)}: ${rel}${paper}${gain}.`;
+}
+function significance(c, r) {
+  const p = c.paired;
+  const a = name(c.a, r);
+  const b = name(c.b, r);
+  if (p.pairs === 0) return `No seed has a score for both ${a} and ${b}: there is nothing to compare.`;
+  const ties = p.ties > 0 ? `, tied on ${p.ties}` : "";
+  const sign = p.signP === null ? "" : ` (two-sided sign test p = ${pValue(p.signP)})`;
+  const d = p.difference ?? 0;
+  const diff = `${a}'s best is ${formatNumber(Math.abs(d), 4)} ${d >= 0 ? "better" : "worse"} on average`;
+  const parts = [
+    `${a} was better than ${b} on ${p.wins} of ${p.pairs} seeds, worse on ${p.losses}${ties}${sign}; ${diff}`
+  ];
+  if (p.interval) {
+    const [lo, hi] = p.interval;
+    const excludes = lo > 0 || hi < 0;
+    parts[0] += `, 95% bootstrap interval of the difference ${formatNumber(lo, 4)} to ${formatNumber(hi, 4)}`;
+    parts[0] += excludes ? `: it excludes 0, so over these ${p.pairs} seeds the difference is unlikely to be the luck of the seeds alone.` : `: it includes 0, so ${p.pairs} seeds cannot tell them apart.`;
+    if (p.pairs < 5) parts.push("With fewer than 5 seeds, read the interval as rough.");
+  } else {
+    parts[0] += `: ${p.pairs} paired seed${p.pairs === 1 ? "" : "s"} are too few for an interval, so this cannot tell them apart.`;
+  }
+  if (p.unpaired > 0)
+    parts.push(`${p.unpaired} seed${p.unpaired === 1 ? "" : "s"} without a score on one side are left out.`);
+  return parts.join(" ");
+}
+function spendLine(r) {
+  const flagged = r.runs.filter((x) => x.spendOk === false);
+  const unit = r.budget.unit;
+  if (flagged.length === 0)
+    return `Every run spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute.`;
+  const list = flagged.map(
+    (x) => `${x.strategy}${r.variants.length > 1 ? ` (${x.variant})` : ""} seed ${x.seed} spent ${formatNumber(x.spent, 2)}${x.status === "stopped" ? " (stopped: no score)" : ""}`
+  );
+  return `FLAGGED: ${flagged.length} run${flagged.length === 1 ? "" : "s"} missed the budget of ${formatNumber(r.budget.total)} ${unit} by more than one episode: ${list.join("; ")}.`;
+}
+function comparePlan(m, r, resumed) {
+  const plural2 = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  const total = formatNumber(r.budget.total * m.entries.length);
+  return `${m.id}${resumed ? " (unfinished: this would resume it)" : ""}: ${m.entries.length} runs = ${m.strategies.length} ${m.strategies.length === 1 ? "strategy" : "strategies"} (${m.strategies.join(", ")}) x ${plural2(m.variants.length, "variant")} (${m.variants.map((x) => x.name).join(", ")}) x ${plural2(m.seeds.length, "seed")} (${m.seeds.join(", ")});
+${formatNumber(r.budget.total)} ${r.budget.unit} each, ${total} ${r.budget.unit} in all; initial score ${score(r.initial)}.`;
+}
+function compareText(r) {
+  const lines = [textTable(tableHeader(r), tableRows(r)), ""];
+  for (const c of r.comparisons) lines.push(improvementLine(c, r), `  ${significance(c, r)}`);
+  lines.push(spendLine(r));
+  if (!r.complete)
+    lines.push(
+      `Unfinished: ${r.runs.filter((x) => x.status !== "finished").length} runs are not done; these figures are partial.`
+    );
+  return lines.join("\n");
+}
+var ABLATION = ["single-run", "flush-only", "fork-only", "fork-and-flush"];
+function renderCompareReport(r, o = {}) {
+  const unit = r.budget.unit;
+  const out = [
+    `# forkflush ${r.kind} ${r.compare}`,
+    "",
+    [
+      `${r.strategies.join(", ")}${r.variants.length > 1 ? ` x variants ${r.variants.join(", ")}` : ""}, ${r.seeds.length} seed${r.seeds.length === 1 ? "" : "s"} each (${r.seeds.join(", ")}: seed i is the same for every strategy).`,
+      `Budget ${formatNumber(r.budget.total)} ${unit} per run; ${r.direction} the score; the initial workspace scored ${score(r.initial)}.`,
+      ...o.taskDir ? [`Task: ${o.taskDir}.`] : [],
+      ...r.complete ? [] : [
+        "**Unfinished**: some runs are not done (resume with `forkflush compare --resume`); the figures below are partial."
+      ]
+    ].join("  \n"),
+    "",
+    "## Results (as the paper's Table 1)",
+    "",
+    markdownTable(tableHeader(r), tableRows(r)),
+    "",
+    `_Per run, its best score (the initial workspace's included). Mean and sd (sample, n - 1) over the runs with a score; normalized: the mean min\u2013max normalized over every run of this comparison, the worst run 0 and the best 1` + (r.normalization ? ` (${score(r.normalization.worst)} and ${score(r.normalization.best)})` : " (every run scored the same: no range)") + ". The paper averages this over tasks; here it is one task, so it depends on which strategies ran._",
+    ""
+  ];
+  if (o.chartFile) out.push(`![Best score so far versus spend](${o.chartFile})`, "");
+  const ablation = ABLATION.map((s) => r.summary.filter((x) => x.strategy === s));
+  if (ablation.every((rows) => rows.length > 0)) {
+    out.push("## Ablation: fork and flush, alone and together", "");
+    const rows = ablation.flatMap(
+      (group) => group.map((x) => [
+        x.strategy,
+        ...r.variants.length > 1 ? [x.variant] : [],
+        fixed3(x.normalized),
+        PAPER_RESULTS.ablation[x.strategy].toFixed(2)
+      ])
+    );
+    out.push(
+      markdownTable(
+        ["strategy", ...r.variants.length > 1 ? ["variant"] : [], "normalized", "the paper (11 tasks)"],
+        rows
+      ),
+      ""
+    );
+  }
+  if (r.comparisons.length > 0) {
+    out.push("## Fork-and-flush against the baselines", "");
+    for (const c of r.comparisons) out.push(`- ${improvementLine(c, r)} ${significance(c, r)}`);
+    out.push(
+      "",
+      "_Relative improvement as the paper's +66% and +44%: the normalized mean of the first over the second's, minus 1; on the mean gain over the initial score: (mean - initial) of the first over the second's, minus 1. The difference and its interval are in score units, seed by seed (seed i of each strategy against each other); the bootstrap resamples those differences 10 000 times from a fixed seed._",
+      ""
+    );
+  }
+  out.push("## Spend and wall time per strategy", "", spendLine(r), "");
+  out.push(
+    markdownTable(
+      [
+        "strategy",
+        ...r.variants.length > 1 ? ["variant"] : [],
+        `mean spent (${unit})`,
+        "least",
+        "most",
+        "flagged",
+        "wall time, mean",
+        "wall time, all runs"
+      ],
+      r.summary.map((x) => [
+        x.strategy,
+        ...r.variants.length > 1 ? [x.variant] : [],
+        x.spent.mean === null ? "-" : formatNumber(x.spent.mean, 2),
+        x.spent.min === null ? "-" : formatNumber(x.spent.min, 2),
+        x.spent.max === null ? "-" : formatNumber(x.spent.max, 2),
+        String(x.spendFlagged),
+        seconds(x.wallSeconds.mean),
+        seconds(x.wallSeconds.total)
+      ])
+    ),
+    "",
+    `_Wall time: how long compare drove each run, over all its sessions; runs that ran side by side shared the machine. The compare took ${seconds(r.wall.compare)}, its runs ${seconds(r.wall.runs)} together._`,
+    "",
+    "## Runs",
+    "",
+    markdownTable(
+      [
+        "seed",
+        "strategy",
+        ...r.variants.length > 1 ? ["variant"] : [],
+        "run",
+        "status",
+        "best",
+        `spent (${unit})`,
+        "episodes",
+        "wall time"
+      ],
+      r.runs.map((x) => [
+        String(x.seed),
+        x.strategy,
+        ...r.variants.length > 1 ? [x.variant] : [],
+        x.run ?? "-",
+        x.status,
+        score(x.best),
+        formatNumber(x.spent, 2),
+        String(x.episodes),
+        seconds(x.wallSeconds)
+      ])
+    ),
+    "",
+    "Each run is an ordinary forkflush run: `forkflush status --run ID` shows it, and its report.md is in its own folder.",
+    ""
+  );
+  return out.join("\n");
+}
+
+// src/core/config.ts
+var import_yaml3 = __toESM(require_dist(), 1);
+
 // src/core/config-errors.ts
+var import_yaml2 = __toESM(require_dist(), 1);
 function isPredicate(message) {
   return /^(must|names) /.test(message);
 }
 function describeIssue(issue2, input2, locate, validKeysAt2) {
   const path = issue2.path;
-  const name = formatPath(path);
+  const name2 = formatPath(path);
   const found = valueAt(input2, path);
   const got = found === void 0 ? "nothing" : JSON.stringify(found);
   switch (issue2.code) {
@@ -27262,24 +27663,24 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
         const full = formatPath([...path, key]);
         const guess = closest(key, valid);
         const hint = guess ? `; did you mean "${guess}"?` : "";
-        return `${locate(path, key)}: unknown key "${full}"${hint} Valid keys${name ? ` of ${name}` : ""}: ${valid.join(", ")}`;
+        return `${locate(path, key)}: unknown key "${full}"${hint} Valid keys${name2 ? ` of ${name2}` : ""}: ${valid.join(", ")}`;
       }).join("\n");
     }
     case "invalid_union": {
       const alternatives = issue2.errors.filter((a) => a.length > 0);
       const meant = alternatives.find((a) => !a.every((i) => i.path.length === 0 && wrongType(i, found)));
-      if (!meant) return `${locate(path)}: ${name} must be ${unionTypes(alternatives)}, got ${got}`;
+      if (!meant) return `${locate(path)}: ${name2} must be ${unionTypes(alternatives)}, got ${got}`;
       return meant.map((i) => describeIssue({ ...i, path: [...path, ...i.path] }, input2, locate, validKeysAt2)).join("\n");
     }
     case "invalid_type":
-      if (found === void 0) return `${locate(path.slice(0, -1))}: ${name} is required (${expected(issue2.expected)})`;
+      if (found === void 0) return `${locate(path.slice(0, -1))}: ${name2} is required (${expected(issue2.expected)})`;
       break;
     case "custom":
       if (!isPredicate(issue2.message)) return `${locate(path)}: ${issue2.message}`;
       break;
   }
   const rule = isPredicate(issue2.message) ? issue2.message : ruleOf(issue2);
-  return rule === void 0 ? `${locate(path)}: ${name}: ${issue2.message}` : `${locate(path)}: ${name} ${rule}, got ${got}`;
+  return rule === void 0 ? `${locate(path)}: ${name2}: ${issue2.message}` : `${locate(path)}: ${name2} ${rule}, got ${got}`;
 }
 function ruleOf(issue2) {
   switch (issue2.code) {
@@ -27364,9 +27765,9 @@ function findOffset(root, path, key) {
     if (!node2 || !("items" in node2)) break;
     const items = node2.items;
     let next = null;
-    if ((0, import_yaml.isMap)(node2)) {
-      const pair = items.find((p) => (0, import_yaml.isPair)(p) && (0, import_yaml.isScalar)(p.key) && p.key.value === step);
-      if (pair && (0, import_yaml.isPair)(pair)) {
+    if ((0, import_yaml2.isMap)(node2)) {
+      const pair = items.find((p) => (0, import_yaml2.isPair)(p) && (0, import_yaml2.isScalar)(p.key) && p.key.value === step);
+      if (pair && (0, import_yaml2.isPair)(pair)) {
         const keyNode = pair.key;
         if (i === steps.length - 1 && key !== void 0) return keyNode.range?.[0] ?? offset;
         next = pair.value ?? null;
@@ -27380,38 +27781,6 @@ function findOffset(root, path, key) {
   }
   return offset;
 }
-
-// src/core/method.ts
-var PAPER = {
-  /** K, branches per fork round: step 1, "K = 4 branches". */
-  branches: 4,
-  /** Fork points, as fractions of the budget spent: steps 2 to 4, "until ~0.33·B", "until ~0.66·B". */
-  forkAt: [0.33, 0.66],
-  /** Each branch's budget, as a fraction of the total: steps 1 and 3, "each ~0.06·B". */
-  branchBudget: 0.06,
-  /** One serial episode, as a fraction of the total: our choice (the paper sets none), a branch's depth. */
-  episodeBudget: 0.06,
-  /** Branches per round told to try a different approach: "Two of the K branches" (won 81 of 178: no effect). */
-  directives: 2
-};
-var MAX_BRANCHES = 64;
-var AGENT_TIMEOUT_SECONDS = 1800;
-var GRADER_TIMEOUT_SECONDS = 60;
-var LEAST_EPISODE_SHARE = 0.25;
-var SERIAL_EPISODES_FACTOR = 2;
-var SERIAL_EPISODES_EXTRA = 2;
-function maxSerialEpisodes(span, episodeBudget) {
-  return SERIAL_EPISODES_FACTOR * Math.ceil(span / episodeBudget - 1e-9) + SERIAL_EPISODES_EXTRA;
-}
-var DIRECTIVE_SEED_SALT = 209;
-var LEAST_USEFUL_EPISODE = {
-  tokens: 2e3,
-  usd: 0.02,
-  minutes: 1,
-  evaluations: 1
-};
-var RUNS_PER_REPO = 3;
-var EXTRA_ROUNDS = 30;
 
 // src/core/secrets.ts
 var NAMES = [
@@ -27432,8 +27801,8 @@ var NAMES = [
 var OURS = "FORKFLUSH_";
 var INPUTS = "INPUT_";
 var SECRET_INPUT = /^INPUT_.*(TOKEN|KEY|SECRET).*$/;
-function isForgeSecret(name) {
-  return NAMES.includes(name) || name.startsWith(OURS) || SECRET_INPUT.test(name);
+function isForgeSecret(name2) {
+  return NAMES.includes(name2) || name2.startsWith(OURS) || SECRET_INPUT.test(name2);
 }
 function coveredSecret(prefix) {
   const named = NAMES.find((n) => n.startsWith(prefix));
@@ -27496,6 +27865,22 @@ var agentSchema = external_exports.strictObject({
     "Environment variables passed to the agent, beyond PATH, HOME, the locale and its adapter's own (names, or prefixes with *)."
   )
 });
+var commandLine = external_exports.string().min(1);
+var setupSchema = external_exports.strictObject({
+  commands: external_exports.array(commandLine).default([]).describe(
+    "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result."
+  ),
+  timeout: external_exports.number().positive().default(SETUP_TIMEOUT_SECONDS).describe(`Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`),
+  network: external_exports.boolean().default(true).describe(
+    "Whether setup may use the network (to download dependencies); in the sandbox it has only loopback otherwise."
+  ),
+  env: external_exports.array(envName).default([]).describe(
+    "Environment variables passed to setup, beyond PATH and the locale (names, or prefixes with *); forge tokens are refused."
+  ),
+  cache: external_exports.boolean().default(false).describe(
+    "Locally: copy what setup made for a base commit into the other workspaces of the same base instead of running it again. Only for outputs that still work when copied to another folder (node_modules does, a Python virtualenv does not). The judge always runs setup afresh."
+  )
+});
 var sandboxSchema = external_exports.strictObject({
   mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
   read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
@@ -27520,13 +27905,20 @@ var promptsSchema = external_exports.strictObject({
 });
 var limitsSchema = external_exports.strictObject({
   runs_per_repo: external_exports.number().int().min(1).default(RUNS_PER_REPO).describe(`Runs that may be running at once in the repository; default ${RUNS_PER_REPO}.`),
-  rounds: external_exports.number().int().min(1).optional().describe(`Rounds one run may open, nightly and requested ones included; default the plan's + ${EXTRA_ROUNDS}.`)
+  rounds: external_exports.number().int().min(1).optional().describe(
+    `Rounds one run may open, nightly and requested ones included; default the most its schedule may open + ${EXTRA_ROUNDS}.`
+  )
 });
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
   grader: graderSchema,
   agent: agentSchema,
+  setup: external_exports.union([commandLine, external_exports.array(commandLine), setupSchema]).default([]).transform(
+    (s) => setupSchema.parse(typeof s === "string" ? { commands: [s] } : Array.isArray(s) ? { commands: s } : s)
+  ).describe(
+    "Commands that prepare the workspace before each episode (outside the agent's budget), and the judge's checkout before grading: a command, a list of them, or a mapping with commands, timeout, network, env and cache."
+  ),
   budget: budgetSchema,
   strategy: external_exports.enum(STRATEGIES).default("fork-and-flush"),
   fork: forkSchema.default(forkSchema.parse({})),
@@ -27537,6 +27929,7 @@ var configSchema = external_exports.strictObject({
     "On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says."
   ),
   limits: limitsSchema.default(limitsSchema.parse({})),
+  compare: compareSchema.optional(),
   sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
@@ -27591,8 +27984,8 @@ var ConfigError = class extends Error {
   problems;
 };
 function parseConfig(text, file2, overrides = {}) {
-  const lineCounter = new import_yaml2.LineCounter();
-  const doc = (0, import_yaml2.parseDocument)(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const lineCounter = new import_yaml3.LineCounter();
+  const doc = (0, import_yaml3.parseDocument)(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       doc.errors.map((e) => {
@@ -27734,12 +28127,12 @@ function randomFrom(seed) {
 }
 function pickIndices(n, count3, seed) {
   const random = randomFrom(seed);
-  const order = Array.from({ length: n }, (_, i) => i);
+  const order2 = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
-    [order[i], order[j]] = [order[j], order[i]];
+    [order2[i], order2[j]] = [order2[j], order2[i]];
   }
-  return order.slice(0, count3).sort((a, b) => a - b);
+  return order2.slice(0, count3).sort((a, b) => a - b);
 }
 
 // src/core/state.ts
@@ -27771,6 +28164,9 @@ function allEpisodes(state) {
 }
 function isBetter(a, b, direction) {
   return direction === "maximize" ? a > b : a < b;
+}
+function setupFailed(e) {
+  return e.result?.exit === "setup";
 }
 
 // src/core/schedule.ts
@@ -27899,15 +28295,16 @@ function serialRound(state, segment, wanted) {
 function selectWinner(episodes, direction) {
   let winner = null;
   for (const e of episodes) {
-    const score = e.result?.score;
-    if (score === null || score === void 0 || !Number.isFinite(score)) continue;
+    if (setupFailed(e)) continue;
+    const score2 = e.result?.score;
+    if (score2 === null || score2 === void 0 || !Number.isFinite(score2)) continue;
     if (!winner) {
       winner = e;
       continue;
     }
     const best = winner.result?.score;
-    if (isBetter(score, best, direction)) winner = e;
-    else if (score === best) {
+    if (isBetter(score2, best, direction)) winner = e;
+    else if (score2 === best) {
       const cheaper = (e.result?.spent ?? 0) < (winner.result?.spent ?? 0);
       const sameCost = (e.result?.spent ?? 0) === (winner.result?.spent ?? 0);
       if (cheaper || sameCost && e.branch < winner.branch) winner = e;
@@ -27929,7 +28326,8 @@ function reconcile(state) {
   return round4 ? [{ type: "open", round: round4 }] : [{ type: "finish" }];
 }
 function decide(state, round4) {
-  if (round4.kind === "serial") return { winner: null, adopted: round4.episodes.map((e) => e.id) };
+  if (round4.kind === "serial")
+    return { winner: null, adopted: round4.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
   const winner = selectWinner(round4.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }
@@ -27963,9 +28361,9 @@ function applyResult(state, episodeId3, result) {
     (r) => r === round4 ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId3 ? { ...e, result } : e) } : r
   );
   let best = state.best;
-  const { score } = result;
-  if (score !== null && (!best || isBetter(score, best.score, state.config.grader.direction))) {
-    best = { episode: episodeId3, commit: result.commit, score };
+  const { score: score2 } = result;
+  if (score2 !== null && (!best || isBetter(score2, best.score, state.config.grader.direction))) {
+    best = { episode: episodeId3, commit: result.commit, score: score2 };
   }
   return { ...state, rounds, best };
 }
@@ -28071,10 +28469,10 @@ function simulate(config2, outcome, seed = 0, maxRounds = 1e4) {
     if (pending.length === 0) return state;
     for (const id of pending) {
       const episode = state.rounds.flatMap((r) => r.episodes).find((e) => e.id === id);
-      const { spent: spent2, score } = outcome(episode);
+      const { spent: spent2, score: score2 } = outcome(episode);
       const result = {
         commit: `commit-${episode.id}`,
-        score,
+        score: score2,
         spent: spent2,
         exit: "finished",
         protectedChanged: [],
@@ -28149,6 +28547,7 @@ function planWarnings(config2) {
       `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`
     );
   }
+  warnings.push(...setupWarnings(config2, smallest));
   if (unit === "evaluations") {
     const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
     if (fractional.length > 0) {
@@ -28158,6 +28557,179 @@ function planWarnings(config2) {
     }
   }
   return warnings;
+}
+function setupWarnings(config2, smallest) {
+  const setup = config2.setup;
+  if (setup.commands.length === 0) return [];
+  const work = config2.budget.unit === "minutes" ? Math.min(config2.agent.timeout, smallest * 60) : config2.agent.timeout;
+  if (setup.timeout <= work) return [];
+  const which = work < config2.agent.timeout ? `the smallest episode's ${formatNumber(smallest, 2)} minutes` : `agent.timeout (${formatNumber(config2.agent.timeout)} s)`;
+  return [
+    `setup may take up to ${formatNumber(setup.timeout)} s (setup.timeout), longer than the episode it prepares (${which}); it runs ${SETUP_RUNS} times per episode (the workspace, the judge's checkout), so an episode may take up to ${formatNumber(episodeLimitSeconds(config2) / 60, 1)} minutes and on GitHub a round is waited for ${formatNumber(roundDeadlineMinutes(config2), 1)} minutes: give the worker job's timeout-minutes at least that, or lower setup.timeout`
+  ];
+}
+
+// src/core/compare-stats.ts
+function mean(xs) {
+  return xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length;
+}
+function sd(xs) {
+  const m = mean(xs);
+  if (m === null || xs.length < 2) return null;
+  return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
+}
+function goodness(score2, direction) {
+  return direction === "maximize" ? score2 : -score2;
+}
+function bestOf(xs, direction) {
+  if (xs.length === 0) return null;
+  return direction === "maximize" ? Math.max(...xs) : Math.min(...xs);
+}
+function worstOf(xs, direction) {
+  if (xs.length === 0) return null;
+  return direction === "maximize" ? Math.min(...xs) : Math.max(...xs);
+}
+function normalizer(all, direction) {
+  const best = bestOf(all, direction);
+  const worst = worstOf(all, direction);
+  if (best === null || worst === null || best === worst) return null;
+  return (x) => (x - worst) / (best - worst);
+}
+function paired(a, b, direction) {
+  const diffs = [];
+  let unpaired = 0;
+  for (const [seed, x] of a) {
+    if (!b.has(seed)) continue;
+    const y = b.get(seed) ?? null;
+    if (x === null || y === null) {
+      unpaired++;
+      continue;
+    }
+    diffs.push(goodness(x, direction) - goodness(y, direction));
+  }
+  const wins = diffs.filter((d) => d > 0).length;
+  const losses = diffs.filter((d) => d < 0).length;
+  return {
+    pairs: diffs.length,
+    unpaired,
+    wins,
+    losses,
+    ties: diffs.length - wins - losses,
+    difference: mean(diffs),
+    interval: diffs.length >= 3 ? bootstrapInterval(diffs) : null,
+    signP: wins + losses > 0 ? signTest(wins, losses) : null
+  };
+}
+function bootstrapInterval(xs, seed = BOOTSTRAP_SEED) {
+  const random = randomFrom(seed);
+  const means = [];
+  for (let i = 0; i < BOOTSTRAP_RESAMPLES; i++) {
+    let s = 0;
+    for (let j = 0; j < xs.length; j++) s += xs[Math.floor(random() * xs.length)];
+    means.push(s / xs.length);
+  }
+  means.sort((p, q) => p - q);
+  const tail = (1 - CONFIDENCE) / 2;
+  return [percentile(means, tail), percentile(means, 1 - tail)];
+}
+function percentile(sorted, q) {
+  const at = (sorted.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = sorted[lo];
+  const b = sorted[Math.min(lo + 1, sorted.length - 1)];
+  return a + (b - a) * (at - lo);
+}
+function signTest(wins, losses) {
+  const n = wins + losses;
+  const k = Math.min(wins, losses);
+  let tail = 0;
+  for (let i = 0; i <= k; i++) tail += binomial(n, i);
+  return Math.min(1, 2 * tail / 2 ** n);
+}
+function binomial(n, k) {
+  let r = 1;
+  for (let i = 1; i <= k; i++) r = r * (n - k + i) / i;
+  return r;
+}
+
+// src/core/probe.ts
+function probeBudgetEach(planned) {
+  return Math.min(planned.total, PROBE_EPISODES_EACH * planned.episode);
+}
+function analyzeProbe(records, o) {
+  const bests = records.map((r) => r.best);
+  const xs = bests.filter((b) => b !== null);
+  const g = (x) => goodness(x, o.direction);
+  const best = xs.length > 0 ? xs.reduce((a, b) => g(b) > g(a) ? b : a) : null;
+  const worst = xs.length > 0 ? xs.reduce((a, b) => g(b) < g(a) ? b : a) : null;
+  const range = best !== null && worst !== null ? Math.abs(best - worst) : null;
+  const spread = sd(xs);
+  const improved = xs.filter((x) => o.initial === null || g(x) > g(o.initial)).length;
+  const floor = o.initial ?? worst;
+  const span = best !== null && floor !== null ? Math.abs(best - floor) : null;
+  const relativeSd = spread !== null && span !== null ? span > 0 ? spread / span : 0 : null;
+  const n = records.length;
+  const f = (x) => x === null ? "-" : formatNumber(x, 4);
+  const dir = shellQuote(o.dir);
+  const budget = o.planned !== null ? ` --budget ${formatNumber(o.planned, 6)}` : "";
+  const each = `${formatNumber(o.budgetEach, 4)} ${o.unit}`;
+  const base = {
+    runs: n,
+    scored: xs.length,
+    initial: o.initial,
+    bests,
+    best,
+    worst,
+    range,
+    sd: spread,
+    span,
+    relativeSd,
+    improved,
+    threshold: PROBE_SPREAD
+  };
+  if (improved === 0 || xs.length < 2 || relativeSd === null) {
+    const why = improved === 0 ? `none of the ${n} runs improved on the initial score (${o.initial === null ? "none" : f(o.initial)}) with ${each} each` : `only ${xs.length} of the ${n} runs got a score with ${each} each, too few to measure a spread`;
+    return {
+      ...base,
+      recommendation: "too hard at this budget",
+      reason: `${capital(why)}: at this budget there is no spread for forking to choose from. Probe again with more (or check the grader and the agent's logs).`,
+      next: `forkflush probe ${dir}${budget} --budget-each ${formatNumber(o.budgetEach * 2, 4)}`
+    };
+  }
+  const figures = `the ${n} runs ended between ${f(worst)} and ${f(best)} (range ${f(range)}, sd ${f(spread)}), an sd of ${formatNumber(relativeSd * 100, 1)}% of the gain from ${o.initial === null ? "the worst run" : `the initial ${f(o.initial)}`} to the best`;
+  if (relativeSd >= PROBE_SPREAD) {
+    return {
+      ...base,
+      recommendation: "help likely",
+      reason: `${capital(figures)}, at or above the ${PROBE_SPREAD * 100}% line: runs disagree, and a fork round keeps the best of K of them.`,
+      next: `forkflush run ${dir}${budget}   (to measure it on this task first: forkflush compare ${dir}${budget} --strategies fork-and-flush,single-run,best-of-n --seeds 3)`
+    };
+  }
+  return {
+    ...base,
+    recommendation: "little to gain",
+    reason: `${capital(figures)}, under the ${PROBE_SPREAD * 100}% line: the runs agree, so forking would choose between near-equal branches and gain little for its shallower branches.`,
+    next: `forkflush run ${dir}${budget} --strategy single-run`
+  };
+}
+function probePlan(o) {
+  const all = o.runs * o.each;
+  return `${o.runs} single runs of ${formatNumber(o.each, 4)} ${o.unit} (${formatNumber(all, 4)} ${o.unit}, ${Math.round(all * 100 / o.planned)}% of the planned ${formatNumber(o.planned, 4)}); initial score ${o.initial === null ? "none" : formatNumber(o.initial, 4)}.`;
+}
+function probeText(a) {
+  const f = (x) => x === null ? "-" : formatNumber(x, 4);
+  return [
+    `runs: ${a.runs} (best scores ${a.bests.map(f).join(", ")}); initial score ${f(a.initial)}; improved: ${a.improved} of ${a.runs}`,
+    `range ${f(a.range)}, sd ${f(a.sd)}, sd relative to the gain ${a.relativeSd === null ? "-" : `${formatNumber(a.relativeSd * 100, 1)}%`} (threshold ${a.threshold * 100}%)`,
+    "",
+    `recommendation: ${a.recommendation}`,
+    a.reason,
+    "",
+    `next: ${a.next}`
+  ].join("\n");
+}
+function capital(s) {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 // src/core/records.ts
@@ -28177,7 +28749,7 @@ var resultSchema = external_exports.object({
   score: external_exports.number().finite().nullable(),
   reason: external_exports.string().optional(),
   spent: external_exports.number().finite().nonnegative(),
-  exit: external_exports.enum(["finished", "budget", "timeout", "crash"]),
+  exit: external_exports.enum(["finished", "budget", "timeout", "crash", "setup"]),
   protectedChanged: external_exports.array(external_exports.string()),
   agentSeconds: external_exports.number().nonnegative(),
   graderSeconds: external_exports.number().nonnegative(),
@@ -28243,8 +28815,15 @@ var runFilesSchema = external_exports.object({
   commentId: external_exports.number().int().nullable(),
   commentDigest: external_exports.string().optional(),
   stopped: external_exports.boolean(),
-  /** Round index -> when its jobs were dispatched and by when they must report. */
-  dispatched: external_exports.record(external_exports.string(), external_exports.object({ at: external_exports.string(), deadline: external_exports.string() })),
+  /**
+   * Round index -> when its jobs were dispatched, by when they must report, and the worker
+   * workflow run the dispatch started, when GitHub said (its `return_run_details`): only that
+   * run's completion, and its jobs' failures, are the round's.
+   */
+  dispatched: external_exports.record(
+    external_exports.string(),
+    external_exports.object({ at: external_exports.string(), deadline: external_exports.string(), runId: external_exports.number().int().positive().optional() })
+  ),
   /** Episode id -> its pull request and check run, once its result has landed. */
   published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
   /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
@@ -28262,7 +28841,22 @@ var runFilesSchema = external_exports.object({
    */
   protectedDigest: external_exports.string().optional(),
   /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: external_exports.boolean().optional()
+  privateRepository: external_exports.boolean().optional(),
+  /**
+   * The login of the writer who started the run, or last resumed it or asked for a fork round:
+   * the nightly rounds run on their behalf, while they keep write access.
+   */
+  startedBy: external_exports.string().min(1).optional(),
+  /**
+   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
+   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
+   * twice, or that is replayed, is acted on once.
+   */
+  seen: external_exports.array(external_exports.string()).optional(),
+  /** The same for job and workflow-run deliveries, recorded with what they changed. */
+  seenDeliveries: external_exports.array(external_exports.string()).optional(),
+  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
+  nightlySkipped: external_exports.string().optional()
 });
 var localRunSchema = external_exports.object({
   id: runId,
@@ -28415,10 +29009,10 @@ function describeContext(e) {
   return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
 }
 function journalEntry(config2, phase, e, r) {
-  const score = r.score === null ? `no score (${r.reason ?? "unknown"})` : `score ${formatNumber(r.score, 6)}`;
+  const score2 = r.score === null ? `no score (${r.reason ?? "unknown"})` : `score ${formatNumber(r.score, 6)}`;
   const spent2 = `spent ${formatNumber(r.spent)} of ${formatNumber(e.allowance)} ${config2.budget.unit}`;
   const extra = e.directive ? ", told to try a different approach" : "";
-  return `- forkflush ${e.id} (${phase}, ${describeContext(e)}${extra}): ${score}; ${spent2}; ended: ${r.exit}.`;
+  return `- forkflush ${e.id} (${phase}, ${describeContext(e)}${extra}): ${score2}; ${spent2}; ended: ${r.exit}.`;
 }
 function appendToJournal(existing, entry) {
   const header = existing.trim() === "" ? "# Journal\n\n" : "";
@@ -28442,14 +29036,14 @@ var TRAILERS = {
   contextStore: "Forkflush-Context"
 };
 function commitMessage(runId2, config2, e, r, details) {
-  const score = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
+  const score2 = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
   const body = details ? [
     `Changes: ${oneLine(details.diffStat) || "none"}`,
     ...details.journalTail.length > 0 ? ["Journal:", ...details.journalTail.map((l) => `  ${oneLine(l)}`)] : [],
     ""
   ] : [];
   const lines = [
-    `forkflush ${e.id}: ${score}, spent ${formatNumber(r.spent)} ${config2.budget.unit}`,
+    `forkflush ${e.id}: ${score2}, spent ${formatNumber(r.spent)} ${config2.budget.unit}`,
     "",
     ...body,
     `${TRAILERS.run}: ${runId2}`,
@@ -28494,7 +29088,7 @@ function parseCommitMessage(message, commit) {
   const exit = fields.get(TRAILERS.exit);
   const scoreText2 = fields.get(TRAILERS.score);
   if (!runId2 || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
-  const score = scoreText2 === "none" ? null : Number(scoreText2);
+  const score2 = scoreText2 === "none" ? null : Number(scoreText2);
   const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map(Number);
   const reason = fields.get(TRAILERS.reason);
   const changed = fields.get(TRAILERS.protectedChanged);
@@ -28508,7 +29102,7 @@ function parseCommitMessage(message, commit) {
     episode,
     result: {
       commit,
-      score: score !== null && Number.isFinite(score) ? score : null,
+      score: score2 !== null && Number.isFinite(score2) ? score2 : null,
       ...reason ? { reason } : {},
       ...note ? { note } : {},
       ...usage2 ? { usage: usage2 } : {},
@@ -28537,6 +29131,9 @@ function oneLine(s) {
 }
 
 // src/core/report.ts
+function rowOutcome(round4, e) {
+  return setupFailed(e) ? "setup-failed" : outcomeOf(round4, e);
+}
 function outcomeOf(round4, e) {
   if (!round4.decision) return "running";
   if (round4.kind === "serial") return "kept";
@@ -28545,7 +29142,7 @@ function outcomeOf(round4, e) {
 function leaderboard(state) {
   const sign = state.config.grader.direction === "maximize" ? -1 : 1;
   const rows = state.rounds.flatMap(
-    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: outcomeOf(r, e) }))
+    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: rowOutcome(r, e) }))
   );
   return rows.sort((a, b) => {
     const sa = a.episode.result?.score ?? null;
@@ -28554,8 +29151,8 @@ function leaderboard(state) {
     return sign * (sa - sb) || a.episode.round - b.episode.round || a.episode.branch - b.episode.branch;
   });
 }
-function scoreText(score) {
-  return score === null || score === void 0 ? "-" : formatNumber(score, 4);
+function scoreText(score2) {
+  return score2 === null || score2 === void 0 ? "-" : formatNumber(score2, 4);
 }
 function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
   return leaderboard(state).slice(0, limit).map((row, i) => {
@@ -28661,7 +29258,7 @@ function takeHomeLines(state, place) {
     `Copy its files over yours: git -C ${shellQuote(place.repo)} archive ${best} | tar -x -C ${shellQuote(place.taskDir)}`
   ];
 }
-var OUTCOMES_LEGEND = "adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; kept: an episode of a serial stretch (each one continues the last); running: no result yet.";
+var OUTCOMES_LEGEND = "adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; kept: an episode of a serial stretch (each one continues the last); setup-failed: its setup failed, so its agent never ran (it spent nothing and is never adopted); running: no result yet.";
 function renderReport(state, o = {}) {
   const parts = [`# forkflush run ${state.id}`, "", summary(state).split("\n").join("  \n"), ""];
   const home = o.place ? takeHomeLines(state, o.place) : [];
@@ -28724,95 +29321,201 @@ function statusJson(state, o) {
         exit: e.result?.exit ?? null,
         reason: e.result?.reason ?? null,
         note: e.result?.note ?? null,
-        outcome: outcomeOf(r, e)
+        outcome: rowOutcome(r, e)
       }))
     })),
     resume: o.resume
   };
 }
 
-// src/local/progress.ts
-function eventLine(e) {
-  const unit = e.state.config.budget.unit;
-  const budget = () => `${formatNumber(spent(e.state), 2)}/${formatNumber(e.state.config.budget.total)} ${unit}`;
-  switch (e.type) {
-    case "round": {
-      const r = e.round;
-      const each = formatNumber(r.episodes[0]?.allowance ?? 0, 2);
-      const what = r.kind === "fork" ? `${r.episodes.length} branches` : r.episodes.length > 1 ? `${r.episodes.length} lineages` : "1 episode";
-      return `round ${r.index} (${r.phase}): ${what}, ${each} ${unit} each`;
-    }
-    case "episode-start": {
-      const ep = e.episode;
-      return `${ep.id} started (${describeContext(ep)}${ep.directive ? ", told to try a different approach" : ""})`;
-    }
-    case "episode-done": {
-      const r = e.result;
-      const score = r.score === null ? `no score: ${r.reason}` : `scored ${scoreText(r.score)}`;
-      const note = r.note ? ` [${r.note}]` : "";
-      return `${e.episode.id} ${score}, spent ${formatNumber(r.spent, 2)} ${unit} (${r.exit}, ${formatNumber(r.wallSeconds, 1)} s)${note}`;
-    }
-    case "decided": {
-      const r = e.round;
-      const best = e.state.best ? `best ${scoreText(e.state.best.score)}` : "no best yet";
-      if (r.kind === "serial") return null;
-      const winner = r.decision?.winner;
-      const w = winner ? r.episodes.find((x) => x.id === winner) : void 0;
-      const head = w ? `winner ${winner} (${scoreText(w.result?.score)})` : "no branch scored: the leader goes on unchanged";
-      return `round ${r.index} decided: ${head}; ${best}; spent ${budget()}`;
-    }
-    case "finished":
-      return `finished: spent ${budget()}`;
+// src/local/compare.ts
+import { mkdir as mkdir13, readdir as readdir9, readFile as readFile8, realpath as realpath5, rename as rename6, stat as stat7, writeFile as writeFile13 } from "node:fs/promises";
+import { join as join17, relative as relative2, resolve as resolve4 } from "node:path";
+
+// src/core/setup-failure.ts
+function setupFailure(state) {
+  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
+  if (notStarted?.result?.agentNotStarted) {
+    return {
+      code: 2,
+      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
+    };
   }
+  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
+  if (unprepared) return everySetupFailed(unprepared);
+  const opening = state.rounds[0];
+  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
+  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
+    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
+    return {
+      code: 1,
+      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+    };
+  }
+  return null;
 }
-function progressView(out, startedAt, now, env = process.env) {
-  const running = /* @__PURE__ */ new Map();
-  const live = out.isTTY === true;
-  const colour = env.FORCE_COLOR !== void 0 && env.FORCE_COLOR !== "" ? env.FORCE_COLOR !== "0" : !env.NO_COLOR && live;
-  const sgr = (code) => (s) => colour ? `\x1B[${code}m${s}\x1B[0m` : s;
-  const dim = sgr("2");
-  const paint = (e, line) => e.type === "episode-done" && e.result.score === null ? sgr("31")(line) : e.type === "decided" ? sgr("1")(line) : e.type === "finished" ? sgr("32")(line) : line;
-  let footerLines = 0;
-  const elapsed = (ms) => {
-    const s = Math.floor(ms / 1e3);
-    return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
-  };
-  const clearFooter = () => {
-    if (footerLines > 0) out.write(`\x1B[${footerLines}A\x1B[J`);
-    footerLines = 0;
-  };
-  const drawFooter = () => {
-    if (!live || running.size === 0) return;
-    const t = now();
-    const lines = [...running].map(([id, since]) => `  ${dim(`${id} running ${elapsed(t - since)}`)}`);
-    out.write(`${lines.join("\n")}
-`);
-    footerLines = lines.length;
-  };
-  const timer = live ? setInterval(() => {
-    clearFooter();
-    drawFooter();
-  }, 1e3) : void 0;
-  timer?.unref();
+function everySetupFailed(round4) {
+  const reasons = [...new Set(round4.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round4.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return {
-    onEvent(e) {
-      if (e.type === "episode-start") running.set(e.episode.id, now());
-      if (e.type === "episode-done") running.delete(e.episode.id);
-      const line = eventLine(e);
-      clearFooter();
-      if (line) out.write(`${dim(`[${elapsed(now() - startedAt)}]`)} ${paint(e, line)}
-`);
-      drawFooter();
-    },
-    close() {
-      if (timer) clearInterval(timer);
-      clearFooter();
-    }
+    code: 2,
+    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run`
   };
+}
+function stopBefore(state, next) {
+  const failure2 = setupFailure(state);
+  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
+}
+function runStop(state) {
+  if (state.status === "finished") return null;
+  return stopBefore(state, reconcile(state)[0]);
 }
 
-// src/local/reports.ts
-import { existsSync } from "node:fs";
+// src/core/compare.ts
+function runDone(state) {
+  if (!state) return false;
+  return state.status === "finished" || runStop(state)?.code === 1;
+}
+function runRecord(e, state) {
+  const base = { strategy: e.strategy, variant: e.variant, seed: e.seed, run: e.run, wallSeconds: e.wallSeconds };
+  if (!state) {
+    return {
+      ...base,
+      best: null,
+      spent: 0,
+      episodes: 0,
+      status: "not started",
+      initial: null,
+      budget: null,
+      spendOk: null
+    };
+  }
+  const episodes = allEpisodes(state);
+  const total = state.config.budget.total;
+  const used = spent(state);
+  const tolerance = Math.max(0, ...episodes.map((x) => Math.max(x.allowance, charged(x) - x.allowance)));
+  const stop2 = state.status === "finished" ? null : runStop(state);
+  const status2 = state.status === "finished" ? "finished" : stop2 ? stop2.code === 1 ? "stopped" : "failed" : "unfinished";
+  return {
+    ...base,
+    best: state.best?.score ?? null,
+    spent: Math.round(used * 1e6) / 1e6,
+    episodes: episodes.filter((x) => x.result).length,
+    status: status2,
+    initial: state.base.score,
+    budget: total,
+    spendOk: status2 === "unfinished" || status2 === "failed" ? null : Math.abs(used - total) <= tolerance + 1e-9
+  };
+}
+function compareResults(m, states, config2) {
+  const direction = config2.grader.direction;
+  const records = m.entries.map((e) => runRecord(e, e.run ? states.get(e.run) ?? null : null));
+  const done = (r) => r.status === "finished" || r.status === "stopped";
+  const scores = records.filter((r) => done(r) && r.best !== null).map((r) => r.best);
+  const norm = normalizer(scores, direction);
+  const summary2 = [];
+  for (const v of m.variants) {
+    for (const strategy of m.strategies) {
+      const rs = records.filter((r) => r.strategy === strategy && r.variant === v.name && done(r));
+      const xs = rs.flatMap((r) => r.best === null ? [] : [r.best]);
+      const avg = mean(xs);
+      const spends = rs.map((r) => r.spent);
+      summary2.push({
+        strategy,
+        variant: v.name,
+        runs: rs.length,
+        scored: xs.length,
+        mean: avg,
+        sd: sd(xs),
+        max: xs.length > 0 ? Math.max(...xs) : null,
+        min: xs.length > 0 ? Math.min(...xs) : null,
+        normalized: avg !== null && norm ? norm(avg) : null,
+        rank: 0,
+        spent: {
+          mean: mean(spends),
+          min: spends.length ? Math.min(...spends) : null,
+          max: spends.length ? Math.max(...spends) : null
+        },
+        spendFlagged: rs.filter((r) => r.spendOk === false).length,
+        wallSeconds: { mean: mean(rs.map((r) => r.wallSeconds)), total: rs.reduce((s, r) => s + r.wallSeconds, 0) }
+      });
+    }
+  }
+  rankRows(summary2, direction);
+  const initial = records.find((r) => r.initial !== null)?.initial ?? null;
+  const bySeed = (s, v) => new Map(records.filter((r) => r.strategy === s && r.variant === v && done(r)).map((r) => [r.seed, r.best]));
+  const row = (s, v) => summary2.find((x) => x.strategy === s && x.variant === v);
+  const comparisons = [];
+  const compare = (a, b, paper) => {
+    const ra = row(...a);
+    const rb = row(...b);
+    if (!ra || !rb || ra.runs === 0 || rb.runs === 0) return;
+    const relative4 = ra.normalized !== null && rb.normalized ? ra.normalized / rb.normalized - 1 : null;
+    const gain = (x) => x === null || initial === null ? null : goodness(x, direction) - goodness(initial, direction);
+    const [ga, gb] = [gain(ra.mean), gain(rb.mean)];
+    const relativeGain = ga !== null && gb !== null && gb > 0 ? ga / gb - 1 : null;
+    comparisons.push({
+      a: { strategy: a[0], variant: a[1] },
+      b: { strategy: b[0], variant: b[1] },
+      relative: relative4,
+      relativeGain,
+      paper,
+      paired: paired(bySeed(...a), bySeed(...b), direction)
+    });
+  };
+  for (const v of m.variants) {
+    for (const base of ["single-run", "best-of-n"])
+      compare(["fork-and-flush", v.name], [base, v.name], PAPER_RESULTS.improvement[base]);
+  }
+  const first = m.variants[0];
+  for (const v of m.variants.slice(1)) for (const s of m.strategies) compare([s, v.name], [s, first.name], null);
+  return {
+    version: 1,
+    compare: m.id,
+    kind: m.kind,
+    direction,
+    budget: { total: m.budget ?? config2.budget.total, unit: config2.budget.unit },
+    initial,
+    seeds: m.seeds,
+    strategies: m.strategies,
+    variants: m.variants.map((v) => v.name),
+    complete: records.every(done),
+    wall: {
+      compare: m.wallSeconds ?? 0,
+      runs: Math.round(records.reduce((t, r) => t + r.wallSeconds, 0) * 1e3) / 1e3
+    },
+    normalization: norm ? {
+      worst: direction === "maximize" ? Math.min(...scores) : Math.max(...scores),
+      best: direction === "maximize" ? Math.max(...scores) : Math.min(...scores)
+    } : null,
+    runs: records,
+    summary: sortRows(summary2, direction),
+    comparisons
+  };
+}
+function rankRows(rows, direction) {
+  const sorted = sortRows(rows, direction);
+  sorted.forEach((r, i) => {
+    const prev = sorted[i - 1];
+    r.rank = prev && prev.mean === r.mean ? prev.rank : i + 1;
+  });
+}
+function sortRows(rows, direction) {
+  const key = (r) => r.mean === null ? Number.NEGATIVE_INFINITY : goodness(r.mean, direction);
+  return rows.map((r, i) => ({ r, i })).sort((x, y) => key(y.r) - key(x.r) || x.i - y.i).map(({ r }) => r);
+}
+function progressEstimate(o) {
+  const states = [...o.states.values()];
+  const pace = states.reduce((sum, st) => sum + spent(st) - (o.spentAtStart.get(st.id) ?? 0), 0);
+  const left = o.manifest.entries.filter((e) => !runDone(e.run ? o.states.get(e.run) ?? null : null));
+  const spend = left.reduce((sum, e) => {
+    const st = e.run ? o.states.get(e.run) : void 0;
+    return sum + Math.max(0, (st?.config.budget.total ?? o.budget) - (st ? spent(st) : 0));
+  }, 0);
+  const seconds3 = pace > 0 && o.elapsedSeconds > 0 ? o.elapsedSeconds / pace * spend : null;
+  return { runs: left.length, spend, seconds: seconds3 };
+}
 
 // src/core/chart.ts
 function chartData(state) {
@@ -28932,8 +29635,8 @@ function renderChartSvg(state) {
     );
   }
   const marks = [];
-  const order = ["dropped", "running", "kept", "adopted"];
-  for (const o of order) {
+  const order2 = ["dropped", "running", "kept", "adopted"];
+  for (const o of order2) {
     for (const s of d.segments.filter((seg) => seg.outcome === o)) {
       const color = COLORS[o];
       const dash = o === "dropped" ? ' stroke-dasharray="3 3"' : "";
@@ -29022,10 +29725,459 @@ function esc2(s) {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
+// src/core/compare-chart.ts
+var STRATEGY_COLORS = {
+  "fork-and-flush": "#111827",
+  "single-run": "#e11d48",
+  "best-of-n": "#7c3aed",
+  "fork-only": "#0d9488",
+  "flush-only": "#ea580c"
+};
+var DASHES = ["", "7 4", "2 3", "10 3 2 3"];
+var BAND_OPACITY = 0.18;
+var GRID = 240;
+function chartGroups(m, states) {
+  return m.variants.flatMap(
+    (v) => m.strategies.map((strategy) => ({
+      strategy,
+      variant: v.name,
+      runs: m.entries.flatMap((e) => {
+        const st = e.run ? states.get(e.run) : void 0;
+        return e.strategy === strategy && e.variant === v.name && st && runDone(st) ? [{ seed: e.seed, state: st }] : [];
+      })
+    }))
+  );
+}
+function bestAt(best, x) {
+  let y = null;
+  for (const p of best) {
+    if (p.x <= x + 1e-9) y = p.y;
+    else break;
+  }
+  return y;
+}
+function compareChartData(groups, o) {
+  const data = groups.map((g) => g.runs.map((r) => ({ ...r, chart: chartData(r.state) })));
+  const xMax = Math.max(o.budget, ...data.flat().map((r) => r.chart.xMax));
+  const xs = Array.from({ length: GRID + 1 }, (_, i) => i / GRID * xMax);
+  const good = (y) => o.direction === "maximize" ? y : -y;
+  const series = groups.map((g, gi) => {
+    const runs = data[gi] ?? [];
+    const points = xs.map((x) => {
+      const ys = runs.flatMap((r) => {
+        const y = bestAt(r.chart.best, x);
+        return y === null ? [] : [y];
+      });
+      if (ys.length === 0) return { x, p10: null, p50: null, p90: null };
+      const q = (p) => good(quantile(ys.map(good), p));
+      return { x, p10: q(0.1), p50: q(0.5), p90: q(0.9) };
+    });
+    const variantIndex = Math.max(0, [...new Set(groups.map((x) => x.variant))].indexOf(g.variant));
+    return {
+      strategy: g.strategy,
+      variant: g.variant,
+      label: o.variants > 1 ? `${g.strategy} (${g.variant})` : g.strategy,
+      color: STRATEGY_COLORS[g.strategy],
+      dash: DASHES[variantIndex % DASHES.length],
+      runs: runs.length,
+      band: g.strategy !== "fork-and-flush" && runs.length >= 2,
+      points
+    };
+  });
+  const ff = data.flatMap((runs, gi) => groups[gi]?.strategy === "fork-and-flush" ? runs : []);
+  const top = ff.filter((r) => r.state.best).sort((a, b) => good(b.state.best?.score ?? 0) - good(a.state.best?.score ?? 0) || a.seed - b.seed)[0];
+  const highlight = top ? {
+    run: top.state.id,
+    seed: top.seed,
+    label: `fork-and-flush's best run (seed ${top.seed})`,
+    data: top.chart
+  } : null;
+  const medians = series.flatMap(
+    (s) => s.points.filter((p) => p.x >= 0.25 * o.budget && p.p50 !== null).map((p) => p.p50)
+  );
+  const finals = series.flatMap((s) => s.points.at(-1)?.p50 != null ? [s.points.at(-1)?.p50] : []);
+  const everything = [
+    ...series.flatMap((s) => s.points.flatMap((p) => p.p90 === null ? [] : [p.p90])),
+    ...highlight?.data.segments.map((s) => s.y1) ?? []
+  ];
+  const best = everything.length > 0 ? good(Math.max(...everything.map(good))) : null;
+  const worstFinal = finals.length > 0 ? good(Math.min(...finals.map(good))) : null;
+  const initial = ff[0]?.state.base.score ?? groups[0]?.runs[0]?.state.base.score ?? null;
+  const yRange = zoomRange({
+    direction: o.direction,
+    opening: worstFinal === null ? [] : [worstFinal],
+    later: medians,
+    best,
+    initial
+  });
+  return { series, highlight, xMax, yRange, initial };
+}
+var ONE = { width: 676, height: 320 };
+var TWO = { width: 380, height: 230 };
+var M2 = { left: 64, right: 16, title: 22, bottom: 44 };
+function legendLabels(d) {
+  const labels = d.series.map((s) => `${s.label}${s.band ? ": median, p10\u2013p90" : ": median"}`);
+  if (d.highlight) labels.push(d.highlight.label, "adopted", "dropped", "serial episode", "fork round");
+  return labels;
+}
+function legendPlaces(labels, width) {
+  let x = M2.left + 10;
+  let y = 40;
+  return labels.map((label) => {
+    const w = 40 + label.length * 6.5;
+    if (x + w > width - M2.right && x > M2.left + 10) {
+      x = M2.left + 10;
+      y += 18;
+    }
+    const at = { x, y };
+    x += w;
+    return at;
+  });
+}
+function compareChartLayout(d) {
+  const baselines = d.series.filter((s) => s.strategy !== "fork-and-flush");
+  const wanted = baselines.length > 0 ? baselines : [null];
+  const cols = wanted.length === 1 ? 1 : 2;
+  const size = cols === 1 ? ONE : TWO;
+  const outer = { width: M2.left + size.width + M2.right, height: M2.title + size.height + M2.bottom };
+  const width = cols * outer.width;
+  const legend = legendPlaces(legendLabels(d), width);
+  const top = (legend.at(-1)?.y ?? 40) + 16;
+  const height = top + Math.ceil(wanted.length / cols) * outer.height + 18;
+  const [yMin, yMax] = d.yRange;
+  const panels = wanted.map((baseline, i) => {
+    const x0 = i % cols * outer.width + M2.left;
+    const y0 = top + Math.floor(i / cols) * outer.height + M2.title;
+    const plot = { x0, x1: x0 + size.width, y0, y1: y0 + size.height };
+    const px = (x) => plot.x0 + x / (d.xMax || 1) * size.width;
+    const rawY = (y) => plot.y1 - (y - yMin) / (yMax - yMin) * size.height;
+    const py = (y) => Math.min(plot.y1, Math.max(plot.y0, rawY(y)));
+    return { baseline, plot, px, py, rawY };
+  });
+  return { width, height, legend, panels };
+}
+function renderCompareChartSvg(d, o) {
+  const { width: W2, height: H2, legend, panels } = compareChartLayout(d);
+  const f = (n) => n.toFixed(1);
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W2}" height="${H2}" viewBox="0 0 ${W2} ${H2}" font-family="system-ui, sans-serif" font-size="12">`,
+    `<title>${esc3(o.title)}</title>`,
+    `<rect width="${W2}" height="${H2}" fill="#ffffff"/>`,
+    `<text x="${M2.left}" y="20" font-size="14" font-weight="600">${esc3(o.title)}</text>`
+  ];
+  const ff = d.series.filter((s) => s.strategy === "fork-and-flush");
+  for (const panel of panels) out.push(...drawPanel(d, panel, ff, o.unit, f));
+  const p0 = panels[0];
+  if (d.initial !== null && (p0.rawY(d.initial) > p0.plot.y1 + 0.5 || p0.rawY(d.initial) < p0.plot.y0 - 0.5)) {
+    const below = p0.rawY(d.initial) > p0.plot.y1;
+    out.push(
+      `<text x="8" y="${H2 - 8}" fill="#374151">initial ${formatNumber(d.initial, 4)} (${below ? "below" : "above"} the axes)</text>`
+    );
+  }
+  const labels = legendLabels(d);
+  const items = d.series.map(
+    (s) => (x, y) => `${s.band ? `<rect x="${x - 9}" y="${y - 6}" width="18" height="12" fill="${s.color}" fill-opacity="${BAND_OPACITY}"/>` : ""}<line x1="${x - 9}" y1="${y}" x2="${x + 9}" y2="${y}" stroke="${s.color}" stroke-width="${s.strategy === "fork-and-flush" ? 3 : 2}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`
+  );
+  if (d.highlight) {
+    items.push(
+      (x, y) => `<line x1="${x - 9}" y1="${y}" x2="${x + 9}" y2="${y}" stroke="${CHART_COLORS.adopted}" stroke-width="1.5"/>`,
+      (x, y) => star([x, y], CHART_COLORS.adopted),
+      (x, y) => cross([x, y], CHART_COLORS.dropped),
+      (x, y) => dot([x, y], CHART_COLORS.kept),
+      (x, y) => `<rect x="${x - 9}" y="${y - 6}" width="18" height="12" fill="${CHART_COLORS.forkRound}"/>`
+    );
+  }
+  items.forEach((mark, i) => {
+    const at = legend[i];
+    out.push(mark(at.x, at.y), `<text x="${at.x + 14}" y="${at.y + 4}">${esc3(labels[i] ?? "")}</text>`);
+  });
+  out.push("</svg>");
+  return `${out.join("\n")}
+`;
+}
+function drawPanel(d, p, ff, unit, f) {
+  const { plot, px, py } = p;
+  const out = [];
+  const name2 = p.baseline ? `${p.baseline.label} and fork-and-flush` : "fork-and-flush";
+  out.push(`<text x="${plot.x0}" y="${plot.y0 - 7}" font-weight="600">${esc3(name2)}</text>`);
+  for (const r of d.highlight?.data.forkRounds ?? []) {
+    out.push(
+      `<rect x="${f(px(r.x0))}" y="${plot.y0}" width="${f(Math.max(1, px(r.x1) - px(r.x0)))}" height="${plot.y1 - plot.y0}" fill="${CHART_COLORS.forkRound}"/>`
+    );
+  }
+  out.push(`<g stroke="#374151"><line x1="${plot.x0}" y1="${plot.y1}" x2="${plot.x1}" y2="${plot.y1}"/>`);
+  out.push(`<line x1="${plot.x0}" y1="${plot.y0}" x2="${plot.x0}" y2="${plot.y1}"/></g>`);
+  for (const t of ticks(0, d.xMax)) {
+    out.push(`<line x1="${f(px(t))}" y1="${plot.y1}" x2="${f(px(t))}" y2="${plot.y1 + 4}" stroke="#374151"/>`);
+    out.push(`<text x="${f(px(t))}" y="${plot.y1 + 17}" text-anchor="middle">${formatNumber(t)}</text>`);
+  }
+  for (const t of ticks(d.yRange[0], d.yRange[1])) {
+    out.push(`<line x1="${plot.x0 - 4}" y1="${f(py(t))}" x2="${plot.x1}" y2="${f(py(t))}" stroke="#e5e7eb"/>`);
+    out.push(`<text x="${plot.x0 - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 4)}</text>`);
+  }
+  out.push(
+    `<text x="${(plot.x0 + plot.x1) / 2}" y="${plot.y1 + 34}" text-anchor="middle">spend (${esc3(unit)})</text>`,
+    `<text transform="translate(${plot.x0 - 50} ${(plot.y0 + plot.y1) / 2}) rotate(-90)" text-anchor="middle">best score so far</text>`
+  );
+  const path = (s, key) => {
+    let d0 = "";
+    let open4 = false;
+    for (const q of s.points) {
+      const y = q[key];
+      if (y === null) {
+        open4 = false;
+        continue;
+      }
+      d0 += `${open4 ? "L" : "M"}${f(px(q.x))} ${f(py(y))}`;
+      open4 = true;
+    }
+    return d0;
+  };
+  const b = p.baseline;
+  const pts = b?.band ? b.points.filter((q) => q.p10 !== null && q.p90 !== null) : [];
+  if (b && pts.length > 0) {
+    const upper = pts.map((q) => `${f(px(q.x))},${f(py(q.p90))}`);
+    const lower = [...pts].reverse().map((q) => `${f(px(q.x))},${f(py(q.p10))}`);
+    out.push(
+      `<polygon points="${[...upper, ...lower].join(" ")}" fill="${b.color}" fill-opacity="${BAND_OPACITY}"><title>${esc3(b.label)}: 10th to 90th percentile of ${b.runs} runs</title></polygon>`
+    );
+  }
+  const line = (s) => `<path d="${path(s, "p50")}" fill="none" stroke="${s.color}" stroke-width="${s.strategy === "fork-and-flush" ? 3 : 2}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}><title>${esc3(s.label)}: median of ${s.runs} runs</title></path>`;
+  if (b) out.push(line(b));
+  const marks = [];
+  const h = d.highlight;
+  if (h) {
+    for (const s of [...h.data.segments].sort((x, y) => order(x.outcome) - order(y.outcome))) {
+      const color = s.outcome === "adopted" ? CHART_COLORS.adopted : s.outcome === "dropped" ? CHART_COLORS.dropped : CHART_COLORS.kept;
+      if (s.y0 !== null)
+        out.push(
+          `<line x1="${f(px(s.x0))}" y1="${f(py(s.y0))}" x2="${f(px(s.x1))}" y2="${f(py(s.y1))}" stroke="${color}" stroke-width="1"${s.outcome === "dropped" ? ' stroke-dasharray="3 3"' : ""}/>`
+        );
+      const at = [px(s.x1), py(s.y1)];
+      const mark = s.outcome === "adopted" ? star(at, color) : s.outcome === "dropped" ? cross(at, color) : dot(at, color);
+      marks.push(`<g><title>${esc3(s.id)}: ${formatNumber(s.y1, 4)} (${s.outcome})</title>${mark}</g>`);
+    }
+    const best = h.data.best.map((q, i) => i > 0 ? `H${f(px(q.x))}V${f(py(q.y))}` : `M${f(px(q.x))} ${f(py(q.y))}`);
+    out.push(`<path d="${best.join("")}" fill="none" stroke="${CHART_COLORS.adopted}" stroke-width="1.5"/>`);
+  }
+  out.push(...ff.map(line), ...marks);
+  return out;
+}
+var order = (o) => o === "dropped" ? 0 : o === "adopted" ? 2 : 1;
+function esc3(s) {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+// src/core/compare-plan.ts
+var COMPARE_VERSION = 1;
+var entrySchema = external_exports.object({
+  strategy: external_exports.enum(COMPARE_STRATEGIES),
+  variant: external_exports.string(),
+  seed: external_exports.number().int(),
+  /** The run's id once it was started. */
+  run: external_exports.string().nullable(),
+  /** Wall time compare spent driving it, over every session. */
+  wallSeconds: external_exports.number().nonnegative(),
+  /** Runs started for this entry and given up: their agent could not start (setup fixed since). */
+  abandoned: external_exports.array(external_exports.string()).optional()
+});
+var manifestSchema = external_exports.object({
+  version: external_exports.literal(COMPARE_VERSION),
+  kind: external_exports.enum(["compare", "probe"]),
+  id: external_exports.string(),
+  createdAt: external_exports.string(),
+  configFile: external_exports.string(),
+  /** The config's text when the compare started: runs started later must see the same. */
+  configText: external_exports.string(),
+  /** --budget and --branches, applied to every run (null: the config's). */
+  budget: external_exports.number().positive().nullable(),
+  branches: external_exports.number().int().positive().nullable(),
+  seed: external_exports.number().int(),
+  strategies: external_exports.array(external_exports.enum(COMPARE_STRATEGIES)).min(1),
+  variants: external_exports.array(external_exports.object({ name: external_exports.string(), set: external_exports.record(external_exports.string(), external_exports.unknown()) })).min(1),
+  seeds: external_exports.array(external_exports.number().int()).min(1),
+  entries: external_exports.array(entrySchema),
+  /** Wall time of the compare's own sessions, all together (its runs may overlap within it). */
+  wallSeconds: external_exports.number().nonnegative().optional(),
+  /** A probe: the budget of the run it was probing for. */
+  planned: external_exports.number().positive().optional()
+});
+function parseManifest(text, where) {
+  let json2;
+  try {
+    json2 = JSON.parse(text);
+  } catch {
+    throw new Error(`${where}: not JSON: the compare's manifest is damaged`);
+  }
+  const r = manifestSchema.safeParse(json2);
+  if (!r.success) throw new Error(`${where}: ${r.error.issues[0]?.path.join(".")}: ${r.error.issues[0]?.message}`);
+  return r.data;
+}
+function planCompare(p) {
+  const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? COMPARE_STRATEGIES)];
+  const count3 = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
+  const variants = p.variants ?? p.config.compare?.variants ?? [AS_IS];
+  const seeds = Array.from({ length: count3 }, (_, i) => p.seed + i);
+  const entries = [];
+  for (const seed of seeds)
+    for (const v of variants)
+      for (const strategy of strategies) entries.push({ strategy, variant: v.name, seed, run: null, wallSeconds: 0 });
+  return {
+    version: COMPARE_VERSION,
+    kind: p.kind,
+    id: p.id,
+    createdAt: p.createdAt,
+    configFile: p.configFile,
+    configText: p.configText,
+    budget: p.budget ?? null,
+    branches: p.branches ?? null,
+    seed: p.seed,
+    strategies,
+    variants,
+    seeds,
+    entries,
+    ...p.planned !== void 0 ? { planned: p.planned } : {}
+  };
+}
+function samePlan(a, b, seedGiven) {
+  const key = (m) => JSON.stringify([
+    m.kind,
+    m.configFile,
+    m.configText,
+    m.budget,
+    m.branches,
+    m.strategies,
+    m.variants,
+    m.seeds.length
+  ]);
+  return key(a) === key(b) && (!seedGiven || a.seed === b.seed);
+}
+function runOverrides(m, strategy) {
+  return {
+    strategy,
+    ...m.budget !== null ? { budget: m.budget } : {},
+    ...m.branches !== null ? { branches: m.branches } : {}
+  };
+}
+function variantText(m, v, configPathInRepo) {
+  if (Object.keys(v.set).length === 0) return null;
+  return variantConfigText(configMapping(m.configText) ?? {}, v, configPathInRepo ? [configPathInRepo] : []);
+}
+function checkVariants(m) {
+  const problems = [];
+  for (const v of m.variants) {
+    const fixed = fixedKeyProblem(v);
+    if (fixed) problems.push(fixed);
+    else if (m.branches !== null && leafKeys(v.set).includes("fork.branches"))
+      problems.push(`variant ${v.name} sets fork.branches, which --branches would override: drop one of them`);
+    if (fixed) continue;
+    const text = variantText(m, v, null) ?? m.configText;
+    const label = `variant ${v.name}`;
+    for (const strategy of m.strategies) {
+      try {
+        parseConfig(text, label, runOverrides(m, strategy));
+      } catch (e) {
+        if (!(e instanceof ConfigError)) throw e;
+        const ps = e.problems.map(
+          (x) => v.set && Object.keys(v.set).length > 0 ? x.replace(/^[^:]+:\d+:\d+: /, `${label}: `) : x
+        );
+        problems.push(...ps.map((x) => `${x} (with strategy ${strategy})`));
+        break;
+      }
+    }
+  }
+  return [...new Set(problems)];
+}
+function runWidth(config2) {
+  return config2.strategy === "single-run" || config2.strategy === "flush-only" ? 1 : config2.fork.branches;
+}
+
+// src/local/progress.ts
+function eventLine(e) {
+  const unit = e.state.config.budget.unit;
+  const budget = () => `${formatNumber(spent(e.state), 2)}/${formatNumber(e.state.config.budget.total)} ${unit}`;
+  switch (e.type) {
+    case "round": {
+      const r = e.round;
+      const each = formatNumber(r.episodes[0]?.allowance ?? 0, 2);
+      const what = r.kind === "fork" ? `${r.episodes.length} branches` : r.episodes.length > 1 ? `${r.episodes.length} lineages` : "1 episode";
+      return `round ${r.index} (${r.phase}): ${what}, ${each} ${unit} each`;
+    }
+    case "episode-start": {
+      const ep = e.episode;
+      return `${ep.id} started (${describeContext(ep)}${ep.directive ? ", told to try a different approach" : ""})`;
+    }
+    case "episode-done": {
+      const r = e.result;
+      const score2 = r.score === null ? `no score: ${r.reason}` : `scored ${scoreText(r.score)}`;
+      const note = r.note ? ` [${r.note}]` : "";
+      return `${e.episode.id} ${score2}, spent ${formatNumber(r.spent, 2)} ${unit} (${r.exit}, ${formatNumber(r.wallSeconds, 1)} s)${note}`;
+    }
+    case "decided": {
+      const r = e.round;
+      const best = e.state.best ? `best ${scoreText(e.state.best.score)}` : "no best yet";
+      if (r.kind === "serial") return null;
+      const winner = r.decision?.winner;
+      const w = winner ? r.episodes.find((x) => x.id === winner) : void 0;
+      const head = w ? `winner ${winner} (${scoreText(w.result?.score)})` : "no branch scored: the leader goes on unchanged";
+      return `round ${r.index} decided: ${head}; ${best}; spent ${budget()}`;
+    }
+    case "finished":
+      return `finished: spent ${budget()}`;
+  }
+}
+function progressView(out, startedAt, now, env = process.env) {
+  const running = /* @__PURE__ */ new Map();
+  const live = out.isTTY === true;
+  const colour = env.FORCE_COLOR !== void 0 && env.FORCE_COLOR !== "" ? env.FORCE_COLOR !== "0" : !env.NO_COLOR && live;
+  const sgr = (code) => (s) => colour ? `\x1B[${code}m${s}\x1B[0m` : s;
+  const dim = sgr("2");
+  const paint = (e, line) => e.type === "episode-done" && e.result.score === null ? sgr("31")(line) : e.type === "decided" ? sgr("1")(line) : e.type === "finished" ? sgr("32")(line) : line;
+  let footerLines = 0;
+  const elapsed = (ms) => {
+    const s = Math.floor(ms / 1e3);
+    return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
+  };
+  const clearFooter = () => {
+    if (footerLines > 0) out.write(`\x1B[${footerLines}A\x1B[J`);
+    footerLines = 0;
+  };
+  const drawFooter = () => {
+    if (!live || running.size === 0) return;
+    const t = now();
+    const lines = [...running].map(([id, since]) => `  ${dim(`${id} running ${elapsed(t - since)}`)}`);
+    out.write(`${lines.join("\n")}
+`);
+    footerLines = lines.length;
+  };
+  const timer = live ? setInterval(() => {
+    clearFooter();
+    drawFooter();
+  }, 1e3) : void 0;
+  timer?.unref();
+  return {
+    onEvent(e) {
+      if (e.type === "episode-start") running.set(e.episode.id, now());
+      if (e.type === "episode-done") running.delete(e.episode.id);
+      const line = eventLine(e);
+      clearFooter();
+      if (line) out.write(`${dim(`[${elapsed(now() - startedAt)}]`)} ${paint(e, line)}
+`);
+      drawFooter();
+    },
+    close() {
+      if (timer) clearInterval(timer);
+      clearFooter();
+    }
+  };
+}
+
 // src/local/reports.ts
+import { existsSync } from "node:fs";
 var LOGS = [
   { name: "agent log", file: "agent.log" },
-  { name: "grader log", file: "grader.log" }
+  { name: "grader log", file: "grader.log" },
+  { name: "setup log", file: "setup.log" }
 ];
 async function writeReports(store, state, place) {
   const chart = await store.write("chart.svg", renderChartSvg(state));
@@ -29084,8 +30236,8 @@ async function walk(dir, cleaned) {
     }
   }
 }
-function isUtf8(name) {
-  return Buffer.from(name.toString("utf8"), "utf8").equals(name);
+function isUtf8(name2) {
+  return Buffer.from(name2.toString("utf8"), "utf8").equals(name2);
 }
 async function dropTree(dir, path) {
   const plain = `${dir.toString("utf8")}/.forkflush-removed-${process.pid}-${Math.random().toString(36).slice(2)}`;
@@ -29140,7 +30292,7 @@ function runProcess(file2, args, options) {
 function spawnAndWait(file2, args, options, confined) {
   const started = performance.now();
   const max = options.maxOutput ?? 1e6;
-  return new Promise((resolve5) => {
+  return new Promise((resolve6) => {
     const child = spawn(confined?.file ?? file2, confined?.args ?? args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
@@ -29229,8 +30381,8 @@ function spawnAndWait(file2, args, options, confined) {
         ms: performance.now() - started,
         ...spawnError ? { spawnError } : {}
       };
-      if (log) log.end(() => resolve5(result));
-      else resolve5(result);
+      if (log) log.end(() => resolve6(result));
+      else resolve6(result);
     };
     child.on("exit", (exitCode, signal) => {
       ended = { exitCode, signal };
@@ -29283,8 +30435,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat6 = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat6.slice(stat6.lastIndexOf(")") + 2).split(" ");
+    const stat8 = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat8.slice(stat8.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -29296,10 +30448,10 @@ function startTime(pid) {
 function processLinks() {
   const links = [];
   try {
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      const fields = statFields(name);
-      if (fields) links.push({ pid: Number(name), ppid: Number(fields[1]), start: fields[19] ?? "" });
+    for (const name2 of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name2)) continue;
+      const fields = statFields(name2);
+      if (fields) links.push({ pid: Number(name2), ppid: Number(fields[1]), start: fields[19] ?? "" });
     }
     return links;
   } catch {
@@ -29397,7 +30549,7 @@ var PER_MILLION = {
 };
 var PRICED_MODELS = Object.keys(PER_MILLION);
 function entryFor(model) {
-  const key = Object.keys(PER_MILLION).filter((name) => model?.startsWith(name)).sort((a, b) => b.length - a.length)[0];
+  const key = Object.keys(PER_MILLION).filter((name2) => model?.startsWith(name2)).sort((a, b) => b.length - a.length)[0];
   if (key) return { name: key, known: true, ...PER_MILLION[key] };
   const dearest = Object.entries(PER_MILLION).sort(([, a], [, b]) => b.output - a.output)[0];
   return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, known: false, ...dearest[1] };
@@ -29484,31 +30636,52 @@ var AGENT_CLIS = {
   "claude-code": {
     executable: "claude",
     install: "npm i -g @anthropic-ai/claude-code",
+    package: "@anthropic-ai/claude-code",
+    version: "2.1.332",
+    installer: "npm",
     secret: { name: "ANTHROPIC_API_KEY", note: "or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`" }
   },
   codex: {
     executable: "codex",
     install: "npm i -g @openai/codex",
+    package: "@openai/codex",
+    version: "0.171.0",
+    installer: "npm",
     secret: { name: "OPENAI_API_KEY", note: "or CODEX_AUTH_JSON, the content of ~/.codex/auth.json" }
   },
   copilot: {
     executable: "copilot",
     install: "npm i -g @github/copilot",
+    package: "@github/copilot",
+    version: "1.0.102",
+    installer: "npm",
     secret: { name: "COPILOT_GITHUB_TOKEN", note: "a fine-grained token with the Copilot Requests permission" }
   },
   gemini: {
     executable: "gemini",
     install: "npm i -g @google/gemini-cli",
+    package: "@google/gemini-cli",
+    version: "0.61.0",
+    installer: "npm",
     secret: { name: "GEMINI_API_KEY", note: "or GEMINI_OAUTH_CREDS, the content of ~/.gemini/oauth_creds.json" }
   },
   aider: {
     executable: "aider",
     install: "pip install aider-chat",
+    package: "aider-chat",
+    // Not tested against the real aider: PyPI cannot be reached where forkflush is developed, so
+    // its adapter is tested against a fake built from aider's documentation and source
+    // (test/fixtures/agents/aider/). This is the newest release when that was written.
+    version: "0.86.2",
+    installer: "pip",
     secret: { name: "OPENAI_API_KEY", note: "or the key of the model aider uses" }
   },
   opencode: {
     executable: "opencode",
     install: "npm i -g opencode-ai",
+    package: "opencode-ai",
+    version: "1.18.33",
+    installer: "npm",
     secret: { name: "ANTHROPIC_API_KEY", note: "or the key of opencode's provider, or OPENCODE_AUTH_CONTENT" }
   }
 };
@@ -29695,7 +30868,7 @@ async function launch(s, l) {
   };
   const timer = l.meter || l.bounds ? setInterval(() => void check2(), l.pollMs ?? 250) : void 0;
   const env = { ...s.env, ...forkflushVars(s), ...l.env };
-  for (const name of l.unset ?? []) delete env[name];
+  for (const name2 of l.unset ?? []) delete env[name2];
   const options = {
     cwd: l.cwd ?? s.workdir,
     env,
@@ -29994,10 +31167,10 @@ function assistantTotals(transcript) {
 }
 function addTotals(a, b) {
   const models = {};
-  for (const [name, m] of Object.entries(a?.models ?? {})) models[name] = { ...m };
-  for (const [name, m] of Object.entries(b.models)) {
-    const prev = models[name] ?? emptyModel(true);
-    models[name] = {
+  for (const [name2, m] of Object.entries(a?.models ?? {})) models[name2] = { ...m };
+  for (const [name2, m] of Object.entries(b.models)) {
+    const prev = models[name2] ?? emptyModel(true);
+    models[name2] = {
       inputTokens: prev.inputTokens + m.inputTokens,
       outputTokens: prev.outputTokens + m.outputTokens,
       cacheReadInputTokens: prev.cacheReadInputTokens + m.cacheReadInputTokens,
@@ -30014,8 +31187,8 @@ function episodeUsage(before, after, turns) {
   let knownCost = 0;
   let pricedCost = 0;
   const priced = [];
-  for (const [name, a] of Object.entries(after.models)) {
-    const b = before?.models[name] ?? emptyModel(true);
+  for (const [name2, a] of Object.entries(after.models)) {
+    const b = before?.models[name2] ?? emptyModel(true);
     const d = (x, y) => x >= y ? x - y : x;
     const input2 = d(a.inputTokens, b.inputTokens) + d(a.cacheReadInputTokens, b.cacheReadInputTokens) + d(a.cacheCreationInputTokens, b.cacheCreationInputTokens);
     const output2 = d(a.outputTokens, b.outputTokens);
@@ -30023,7 +31196,7 @@ function episodeUsage(before, after, turns) {
     outputTokens += output2;
     if (a.costKnown) knownCost += d(a.costUsd, b.costUsd);
     else if (input2 + output2 > 0) {
-      const p = priceTokens(name, {
+      const p = priceTokens(name2, {
         input: input2,
         cachedInput: d(a.cacheReadInputTokens, b.cacheReadInputTokens),
         cacheWrite: d(a.cacheCreationInputTokens, b.cacheCreationInputTokens),
@@ -30083,9 +31256,9 @@ function decideExit(f) {
 function readModels(value, allUnknown) {
   if (!isRecord3(value)) return null;
   const models = {};
-  for (const [name, m] of Object.entries(value)) {
+  for (const [name2, m] of Object.entries(value)) {
     if (!isRecord3(m)) continue;
-    models[name] = {
+    models[name2] = {
       inputTokens: num(m.inputTokens) ?? 0,
       outputTokens: num(m.outputTokens) ?? 0,
       cacheReadInputTokens: num(m.cacheReadInputTokens) ?? 0,
@@ -30360,10 +31533,10 @@ async function moveToProject(home, id, transcript, cwd) {
     await rename2(from, to);
     return;
   }
-  for (const name of [`${id}.jsonl`, id]) {
-    if (!await exists(join3(from, name))) continue;
-    await rm2(join3(to, name), { recursive: true, force: true });
-    await rename2(join3(from, name), join3(to, name));
+  for (const name2 of [`${id}.jsonl`, id]) {
+    if (!await exists(join3(from, name2))) continue;
+    await rm2(join3(to, name2), { recursive: true, force: true });
+    await rename2(join3(from, name2), join3(to, name2));
   }
 }
 function usesKey(env) {
@@ -30691,11 +31864,11 @@ async function runCodex(s, o) {
     const why = failureLine2(events, r.stderr);
     notes.push(`codex exited with ${how}${why ? `: ${why}` : ""}`);
   }
-  const seconds2 = r.ms / 1e3;
+  const seconds3 = r.ms / 1e3;
   if (!totals2) {
     const charged2 = s.unit === "tokens" || s.unit === "usd" ? "; charged its whole allowance" : "";
     notes.push(`Codex recorded no session: usage unknown${charged2}`);
-    return { exit, reportedSpend: null, seconds: seconds2, note: notes.join("; ") };
+    return { exit, reportedSpend: null, seconds: seconds3, note: notes.join("; ") };
   }
   const own2 = ownShare(before.resumeTotals, totals2);
   if (own2.note) notes.push(own2.note);
@@ -30705,7 +31878,7 @@ async function runCodex(s, o) {
   const { usage: usage2, reportedSpend } = usageAndSpend(own2.share, turns, model, s.unit);
   if (s.unit === "usd")
     notes.push("Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response");
-  return { exit, reportedSpend, usage: usage2, seconds: seconds2, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
+  return { exit, reportedSpend, usage: usage2, seconds: seconds3, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
 }
 function codexArgs(s, o, threadId) {
   return [
@@ -30839,7 +32012,7 @@ function commandAgent(command) {
         } : {}
       });
       const usage2 = await readUsage2(s.usageFile);
-      const seconds2 = r.ms / 1e3;
+      const seconds3 = r.ms / 1e3;
       const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
       if (exit === "crash" && r.stopped === null) {
         const tail = failureLine(r.stderr);
@@ -30853,7 +32026,7 @@ function commandAgent(command) {
         const why = usage2 === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage2.error})`;
         notes.push(`the agent ${why}; charged its whole allowance`);
       }
-      return { exit, reportedSpend, seconds: seconds2, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
+      return { exit, reportedSpend, seconds: seconds3, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
     }
   });
 }
@@ -31472,7 +32645,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     } : {}
   });
   notes.push(...watchNotes);
-  const seconds2 = r.ms / 1e3;
+  const seconds3 = r.ms / 1e3;
   await writeSessionFile(s.contextDir, sessionId).catch(() => {
   });
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
@@ -31484,7 +32657,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
     notes.push(`gemini exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`);
   }
   if (r.spawnError) {
-    return { exit, reportedSpend: 0, note: notes.join("; "), seconds: seconds2 };
+    return { exit, reportedSpend: 0, note: notes.join("; "), seconds: seconds3 };
   }
   let usage2 = result?.stats !== void 0 ? usageFromStats(result.stats) : null;
   if (!usage2) {
@@ -31507,7 +32680,7 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
       pricedFrom: priced.pricedFrom
     },
     ...notes.length > 0 ? { note: notes.join("; ") } : {},
-    seconds: seconds2
+    seconds: seconds3
   };
 }
 function usesKey3(env) {
@@ -31617,9 +32790,9 @@ async function sessionFiles(geminiDir, sessionId) {
   for (const slug of slugs) {
     const chats = join6(tmp, slug, "chats");
     const names = await readdir5(chats).catch(() => []);
-    for (const name of names) {
-      if (!name.startsWith("session-") || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join6(chats, name);
+    for (const name2 of names) {
+      if (!name2.startsWith("session-") || !name2.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
+      const path = join6(chats, name2);
       const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
       if (text === null) continue;
       const record3 = readSession(text);
@@ -31679,10 +32852,10 @@ function addEvents(run2, text) {
       run2.costUsd += count2(e.part.cost);
     } else if (e.type === "error" && isRecord2(e.error)) {
       const data = isRecord2(e.error.data) ? e.error.data : {};
-      const name = typeof e.error.name === "string" ? e.error.name : "error";
+      const name2 = typeof e.error.name === "string" ? e.error.name : "error";
       const message = typeof data.message === "string" ? data.message : "";
       const body = typeof data.responseBody === "string" ? apiMessage(data.responseBody) : null;
-      run2.errors.push(`${name}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(0, 400));
+      run2.errors.push(`${name2}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(0, 400));
     }
   }
   return run2;
@@ -31906,26 +33079,26 @@ var TemplateError = class extends Error {
 };
 function renderTemplate(template, values, source) {
   const known = Object.keys(TEMPLATE_VARIABLES);
-  const check2 = (name, index) => {
-    if (!known.includes(name)) {
+  const check2 = (name2, index) => {
+    if (!known.includes(name2)) {
       const line = template.slice(0, index).split("\n").length;
-      throw new TemplateError(`${source}:${line}: unknown placeholder {{${name}}}; valid: ${known.join(", ")}`);
+      throw new TemplateError(`${source}:${line}: unknown placeholder {{${name2}}}; valid: ${known.join(", ")}`);
     }
   };
   const sections = template.replace(
     /\{\{#(\w+)\}\}([\s\S]*?)\{\{\/\1\}\}/g,
-    (_all, name, body, index) => {
-      check2(name, index);
-      const v = values[name];
+    (_all, name2, body, index) => {
+      check2(name2, index);
+      const v = values[name2];
       return v === true || typeof v === "string" && v !== "" ? body : "";
     }
   );
-  return sections.replace(/\{\{\s*([#/]?\w+)\s*\}\}/g, (_all, name, index) => {
-    if (name.startsWith("#") || name.startsWith("/")) {
-      throw new TemplateError(`${source}: section {{${name}}} is not closed or not opened`);
+  return sections.replace(/\{\{\s*([#/]?\w+)\s*\}\}/g, (_all, name2, index) => {
+    if (name2.startsWith("#") || name2.startsWith("/")) {
+      throw new TemplateError(`${source}: section {{${name2}}} is not closed or not opened`);
     }
-    check2(name, index);
-    const v = values[name];
+    check2(name2, index);
+    const v = values[name2];
     return typeof v === "string" ? v : "";
   });
 }
@@ -32012,26 +33185,6 @@ function templateProblem(config2, templates) {
   }
 }
 
-// src/core/setup-failure.ts
-function setupFailure(state) {
-  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
-  if (notStarted?.result?.agentNotStarted) {
-    return {
-      code: 2,
-      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
-    };
-  }
-  const opening = state.rounds[0];
-  if (state.base.score === null && opening?.decision && opening.episodes.every((e) => e.result && e.result.score === null)) {
-    const reasons = [...new Set(opening.episodes.map((e) => e.result?.reason ?? "no reason given"))];
-    return {
-      code: 1,
-      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
-    };
-  }
-  return null;
-}
-
 // src/worker/boundary.ts
 import { readdirSync as readdirSync2, readFileSync as readFileSync3, realpathSync as realpathSync2 } from "node:fs";
 import { homedir as homedir5 } from "node:os";
@@ -32062,7 +33215,7 @@ async function probe() {
       fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
     };
   }
-  const name = version2.stdout.trim() || "bubblewrap";
+  const name2 = version2.stdout.trim() || "bubblewrap";
   const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
   const root = process.getuid?.() === 0;
   const trial = async (s) => {
@@ -32070,13 +33223,13 @@ async function probe() {
     return exec2(t.file, t.args);
   };
   let sandbox = bubblewrap(
-    nproc ? name : `${name}, no process limit (prlimit is missing)`,
+    nproc ? name2 : `${name2}, no process limit (prlimit is missing)`,
     root ? "nobody" : "user",
     nproc
   );
   let run2 = await trial(sandbox);
   if (run2.code !== 0 && root) {
-    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, "root", null);
+    const asRoot = bubblewrap(`${name2}, as root without capabilities (no setpriv to run as nobody)`, "root", null);
     const second = await trial(asRoot);
     if (second.code === 0) {
       sandbox = asRoot;
@@ -32085,7 +33238,7 @@ async function probe() {
   }
   if (run2.code !== 0) {
     return {
-      unavailable: `${name} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
+      unavailable: `${name2} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
       fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
     };
   }
@@ -32095,7 +33248,7 @@ function processLimit() {
   const pidMax = Number(readFileSync2("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
   return Math.min(8192, Math.floor(pidMax / 4));
 }
-function bubblewrap(name, as, nproc) {
+function bubblewrap(name2, as, nproc) {
   const user = as === "nobody" ? NOBODY : null;
   const drop = [
     ...as === "nobody" ? [
@@ -32112,7 +33265,7 @@ function bubblewrap(name, as, nproc) {
     ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
   ];
   return {
-    name,
+    name: name2,
     user,
     async handOver(c) {
       if (!user || c.writable.length === 0) return;
@@ -32224,10 +33377,10 @@ function prefixOf(dir) {
   return base === "bin" || base === "shims" ? dirname5(dir) : dir;
 }
 function exec2(file2, args) {
-  return new Promise((resolve5) => {
+  return new Promise((resolve6) => {
     execFile2(file2, args, { timeout: 1e4 }, (error62, stdout, stderr) => {
       const code = error62 ? typeof error62.code === "number" ? error62.code : 127 : 0;
-      resolve5({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
+      resolve6({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
     });
   });
 }
@@ -32288,6 +33441,9 @@ function graderConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
     network: config2.grader.network
   };
 }
+function setupConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
+  return { ...graderConfinement(dir, tmp, p, config2, env, alsoHidden), network: config2.setup.network };
+}
 function hiddenPlaces(env) {
   const places = [
     env.HOME || homedir5(),
@@ -32327,8 +33483,8 @@ function credentialFiles(exposed) {
   const out = [];
   const look = (dir) => {
     try {
-      for (const name of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name)) out.push(join8(dir, name));
+      for (const name2 of readdirSync2(dir)) {
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join8(dir, name2));
       }
     } catch {
     }
@@ -32353,8 +33509,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat6 = readFileSync3(`/proc/${pid}/stat`, "utf8");
-    return Number(stat6.slice(stat6.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat8 = readFileSync3(`/proc/${pid}/stat`, "utf8");
+    return Number(stat8.slice(stat8.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -32375,13 +33531,13 @@ function expandHome(path) {
 }
 
 // src/worker/episode.ts
-import { mkdir as mkdir8, writeFile as writeFile10 } from "node:fs/promises";
-import { join as join11 } from "node:path";
+import { mkdir as mkdir9, writeFile as writeFile11 } from "node:fs/promises";
+import { join as join12 } from "node:path";
 
 // src/worker/cleanroom.ts
 import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir7, readdir as readdir6, rm as rm6, stat as stat2, utimes, writeFile as writeFile8 } from "node:fs/promises";
 import { dirname as dirname7, join as join9 } from "node:path";
-var AS_IS = "* -text -filter -ident !eol !working-tree-encoding\n";
+var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
   constructor(gitDir, objects) {
@@ -32405,7 +33561,7 @@ var OwnRepo = class _OwnRepo {
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
     await mkdir7(join9(this.gitDir, "info"), { recursive: true });
-    await writeFile8(join9(this.gitDir, "info", "attributes"), AS_IS);
+    await writeFile8(join9(this.gitDir, "info", "attributes"), AS_IS2);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -32449,11 +33605,12 @@ async function copyIndex(from, to) {
   const s = await stat2(from);
   await utimes(to, s.atime, s.mtime);
 }
-async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs) {
+async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
   await own2.asIs();
   await copyIndex(checkoutIndex, index);
-  await refuseOversized(own2, workspace, index);
-  const add = () => own2.exec(["add", "--all"], { workTree: workspace, index, check: false });
+  const ignore = excludes ? ["-c", `core.excludesFile=${excludes}`] : [];
+  await refuseOversized(own2, workspace, index, ignore);
+  const add = () => own2.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
   if (added.exitCode !== 0) {
     await runProcess("chmod", ["-R", "u+rwX", workspace], { cwd: workspace });
@@ -32477,9 +33634,9 @@ async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGl
 }
 var MAX_FILE_BYTES = 100 * 1024 * 1024;
 var MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
-async function refuseOversized(own2, workspace, index) {
+async function refuseOversized(own2, workspace, index, ignore) {
   const listed = await own2.out(
-    ["-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
+    [...ignore, "-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
     {
       workTree: workspace,
       index
@@ -32487,10 +33644,10 @@ async function refuseOversized(own2, workspace, index) {
   );
   let total = 0;
   for (const line of listed.split("\n").filter(Boolean)) {
-    const name = unquoteGitPath(line);
-    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name])).catch(() => null);
+    const name2 = unquoteGitPath(line);
+    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch(() => null);
     if (!s?.isFile()) continue;
-    const shown = JSON.stringify(name.toString("utf8"));
+    const shown = JSON.stringify(name2.toString("utf8"));
     if (s.size > MAX_FILE_BYTES)
       throw new Error(
         `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(MAX_FILE_BYTES)}, GitHub's own limit); keep it out with .gitignore`
@@ -32548,6 +33705,28 @@ async function commitTree(own2, tree, parent, message) {
 async function diffStat(own2, index, base) {
   return own2.out(["diff", "--cached", "--shortstat", base], { index });
 }
+async function restoreTracked(own2, dir, index) {
+  await own2.asIs();
+  await own2.exec(["update-index", "-q", "--refresh"], { workTree: dir, index, check: false });
+  const changed = (await own2.exec(["diff-files", "--name-only", "-z"], { workTree: dir, index })).stdout.split("\0").filter(Boolean);
+  if (changed.length > 0) {
+    await own2.exec(["checkout-index", "--force", "-u", "-z", "--stdin"], {
+      workTree: dir,
+      index,
+      input: `${changed.join("\0")}\0`
+    });
+  }
+  return changed;
+}
+async function untrackedPaths(own2, dir, index) {
+  const listed = await own2.exec(["ls-files", "--others", "--directory", "-z"], { workTree: dir, index });
+  return listed.stdout.split("\0").filter(Boolean);
+}
+function excludePatterns(paths) {
+  const lines = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
+  return lines.length > 0 ? `${lines.join("\n")}
+` : "";
+}
 
 // src/worker/env.ts
 var BASICS = [
@@ -32582,9 +33761,9 @@ function allowedEnv(env, names) {
   const exact = new Set(patterns.filter((p) => !p.endsWith("*")));
   const prefixes = patterns.filter((p) => p.endsWith("*")).map((p) => p.slice(0, -1));
   const out = {};
-  for (const [name, value] of Object.entries(env)) {
-    if (value === void 0 || isForgeSecret(name)) continue;
-    if (exact.has(name) || prefixes.some((p) => name.startsWith(p))) out[name] = value;
+  for (const [name2, value] of Object.entries(env)) {
+    if (value === void 0 || isForgeSecret(name2)) continue;
+    if (exact.has(name2) || prefixes.some((p) => name2.startsWith(p))) out[name2] = value;
   }
   return out;
 }
@@ -32685,9 +33864,9 @@ async function startGradeService(args) {
   const socketDir = await mkdtemp("/tmp/ff-grade-");
   await chmod(socketDir, 457);
   const socket = join10(socketDir, "grade.sock");
-  await new Promise((resolve5, reject) => {
+  await new Promise((resolve6, reject) => {
     server.once("error", reject);
-    server.listen(socket, resolve5);
+    server.listen(socket, resolve6);
   });
   await chmod(socket, 438);
   const client = join10(args.box, "grade-client.mjs");
@@ -32725,9 +33904,9 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
     socketDir,
     evaluations: () => count3,
     close: async () => {
-      await new Promise((resolve5) => {
+      await new Promise((resolve6) => {
         server.closeAllConnections();
-        server.close(() => resolve5());
+        server.close(() => resolve6());
       });
       await rm7(socketDir, { recursive: true, force: true });
     }
@@ -32760,6 +33939,208 @@ ${parent}
 ${text}`).digest("hex");
 }
 
+// src/worker/setup.ts
+import { createHash, randomBytes as randomBytes3 } from "node:crypto";
+import { constants as constants3 } from "node:fs";
+import { appendFile as appendFile2, cp, mkdir as mkdir8, readFile as readFile4, rename as rename4, rm as rm8, stat as stat3, writeFile as writeFile10 } from "node:fs/promises";
+import { dirname as dirname8, join as join11 } from "node:path";
+var SETUP_OUTPUT_MAX = 1e6;
+async function runSetup(o) {
+  const { setup } = o.config;
+  await removeTree(o.tmp);
+  await mkdir8(join11(o.tmp, "home"), { recursive: true });
+  const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
+  const started = performance.now();
+  const deadline = started + setup.timeout * 1e3;
+  const log = [];
+  let failure2 = null;
+  for (const command of setup.commands) {
+    const left = deadline - performance.now();
+    if (left <= 0) {
+      failure2 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command}\``;
+      break;
+    }
+    const r = await runShell(command, {
+      cwd: o.dir,
+      env,
+      timeoutMs: left,
+      maxOutput: SETUP_OUTPUT_MAX,
+      ...o.signal ? { signal: o.signal } : {},
+      ...o.confine ? { confine: o.confine } : { track: true }
+    });
+    log.push(`$ ${command}
+${r.stdout}${r.stderr}`);
+    if (r.stopped === "timeout")
+      failure2 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command}\``;
+    else if (r.stopped) failure2 = `setup was stopped (${r.stopped}) in \`${command}\``;
+    else if (r.spawnError) failure2 = `setup could not start \`${command}\`: ${r.spawnError}`;
+    else if (r.exitCode !== 0) {
+      const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
+      const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
+      failure2 = `setup failed: \`${command}\` ${how}${tail ? `: ${tail}` : ""}`;
+    }
+    if (failure2) break;
+  }
+  const seconds3 = (performance.now() - started) / 1e3;
+  await removeTree(o.tmp).catch(() => {
+  });
+  const restored = o.restore ? await restoreTracked(o.restore.own, o.dir, o.restore.index) : [];
+  if (restored.length > 0) {
+    log.push(
+      `(forkflush put back ${restored.length} tracked file(s) setup changed: ${restored.slice(0, 5).join(", ")}${restored.length > 5 ? ", ..." : ""})
+`
+    );
+  }
+  return { failure: failure2 === null ? null : plainText(failure2), seconds: seconds3, log: log.join("") };
+}
+function setupEnv(source, config2) {
+  return allowedEnv(source, config2.setup.env);
+}
+async function prepareWorkspace(o) {
+  const logFile = join11(o.scratchDir, "setup.log");
+  const excludes = join11(o.scratchDir, "setup.exclude");
+  const done = async (paths, how) => {
+    const patterns = excludePatterns(paths);
+    await writeFile10(excludes, patterns);
+    const made = paths.length === 0 ? "nothing untracked" : `${paths.length} untracked path(s), left out of the result`;
+    await appendFile2(logFile, `(setup ${how}: ${made})
+`);
+    return { ok: true, excludes: patterns === "" ? null : excludes, how };
+  };
+  const here = async () => {
+    const run2 = await runSetup({
+      config: o.config,
+      dir: o.workspace,
+      restore: { own: o.own, index: o.checkoutIndex },
+      tmp: join11(o.scratchDir, "setup-tmp"),
+      source: o.source,
+      confine: o.confine,
+      signal: o.signal
+    });
+    await writeFile10(logFile, run2.log);
+    if (run2.failure) return { failure: run2.failure };
+    return { paths: await untrackedPaths(o.own, o.workspace, o.checkoutIndex) };
+  };
+  const cache = o.config.setup.cache ? o.cache : void 0;
+  if (!cache) {
+    const r2 = await here();
+    if ("failure" in r2) return { ok: false, reason: r2.failure };
+    return done(r2.paths, "ran in the workspace");
+  }
+  await rm8(logFile, { force: true });
+  const tree = await o.own.out(["rev-parse", `${o.base}^{tree}`]);
+  const key = cache.key(tree, o.config, setupEnv(o.source, o.config));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const hit = await cache.restore(key, o.workspace);
+    if (hit) return done(hit.paths, `was copied from the setup cache (made in ${hit.madeBy}, of the same base)`);
+    const running = cache.running(key);
+    if (!running) break;
+    const outcome = await running;
+    if ("failure" in outcome)
+      return { ok: false, reason: `${outcome.failure} (in ${outcome.episode}, of the same base)` };
+  }
+  const r = await cache.fill(
+    key,
+    o.episode,
+    async () => {
+      const run2 = await here();
+      if ("failure" in run2) return { failure: run2.failure, episode: o.episode };
+      return { paths: run2.paths, episode: o.episode };
+    },
+    o.workspace
+  );
+  if ("failure" in r) return { ok: false, reason: r.failure };
+  return done(r.paths, "ran in the workspace");
+}
+var SetupCache = class {
+  constructor(dir) {
+    this.dir = dir;
+  }
+  dir;
+  inflight = /* @__PURE__ */ new Map();
+  key(tree, config2, env) {
+    const { commands, network } = config2.setup;
+    const vars = Object.entries(env).sort(([a], [b]) => a < b ? -1 : 1);
+    return createHash("sha256").update(JSON.stringify({ tree, commands, network, env: vars, platform: process.platform })).digest("hex").slice(0, 32);
+  }
+  /** The outcome of setup for `key` running in another episode now, if any. */
+  running(key) {
+    return this.inflight.get(key);
+  }
+  /**
+   * Copies a kept entry into a fresh checkout; null when there is none, or it cannot be copied
+   * (then what was copied is removed again, and setup runs there instead).
+   */
+  async restore(key, workspace) {
+    const entry = join11(this.dir, key);
+    const manifest = await readFile4(join11(entry, "manifest.json"), "utf8").catch(() => null);
+    if (manifest === null) return null;
+    const copied = [];
+    try {
+      const { paths, madeBy } = JSON.parse(manifest);
+      for (const p of paths) {
+        const path = p.replace(/\/$/, "");
+        await mkdir8(dirname8(join11(workspace, path)), { recursive: true });
+        copied.push(join11(workspace, path));
+        await cp(join11(entry, "files", path), join11(workspace, path), COPY);
+      }
+      return { paths, madeBy };
+    } catch {
+      for (const path of copied) await removeTree(path);
+      return null;
+    }
+  }
+  /**
+   * Runs `make` (setup in `workspace`) for `key`; episodes of the same base that ask meanwhile wait
+   * for it. On success, what it made is kept for them (where it cannot be copied, it is not kept).
+   */
+  async fill(key, episode, make, workspace) {
+    const pending = (async () => {
+      const outcome = await make();
+      if ("paths" in outcome) await this.keep(key, episode, outcome.paths, workspace).catch(() => {
+      });
+      return outcome;
+    })();
+    this.inflight.set(key, pending);
+    try {
+      return await pending;
+    } finally {
+      this.inflight.delete(key);
+    }
+  }
+  async keep(key, episode, paths, workspace) {
+    const entry = join11(this.dir, key);
+    if (await exists2(join11(entry, "manifest.json"))) return;
+    const tmp = join11(this.dir, `.${key}.${randomBytes3(4).toString("hex")}`);
+    try {
+      for (const p of paths) {
+        const path = p.replace(/\/$/, "");
+        await mkdir8(dirname8(join11(tmp, "files", path)), { recursive: true });
+        await cp(join11(workspace, path), join11(tmp, "files", path), COPY);
+      }
+      await writeFile10(join11(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode }));
+      await rm8(entry, { recursive: true, force: true });
+      await rename4(tmp, entry);
+    } finally {
+      await removeTree(tmp);
+    }
+  }
+};
+var COPY = {
+  recursive: true,
+  verbatimSymlinks: true,
+  preserveTimestamps: true,
+  force: true,
+  errorOnExist: false,
+  mode: constants3.COPYFILE_FICLONE
+};
+async function exists2(path) {
+  return stat3(path).then(
+    () => true,
+    () => false
+  );
+}
+
 // src/worker/episode.ts
 var InterruptedError = class extends Error {
   /** What the stopped attempt spent, where it is known (measured, or reported by the agent). */
@@ -32778,12 +34159,47 @@ async function runEpisode(job) {
   const source = job.env ?? process.env;
   const box = places.box;
   await removeTree(box);
-  for (const dir of [join11(box, "home"), join11(box, "tmp"), job.scratchDir]) await mkdir8(dir, { recursive: true });
-  const promptFile = join11(box, "prompt.md");
-  await writeFile10(promptFile, job.prompt);
-  const home = { HOME: join11(box, "home"), TMPDIR: sandbox ? "/tmp" : join11(box, "tmp") };
+  for (const dir of [join12(box, "home"), join12(box, "tmp"), job.scratchDir]) await mkdir9(dir, { recursive: true });
+  const promptFile = join12(box, "prompt.md");
+  await writeFile11(promptFile, job.prompt);
+  const home = { HOME: join12(box, "home"), TMPDIR: sandbox ? "/tmp" : join12(box, "tmp") };
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config2.grader.env);
+  const interrupt = job.signal ?? new AbortController().signal;
+  let excludes = null;
+  if (job.setupProblem !== void 0 || config2.setup.commands.length > 0) {
+    const prepared = job.setupProblem !== void 0 ? { ok: false, reason: job.setupProblem } : await prepareWorkspace({
+      config: config2,
+      own: job.own,
+      base: episode.base,
+      episode: episode.id,
+      workspace: places.workspace,
+      checkoutIndex: job.checkoutIndex,
+      scratchDir: job.scratchDir,
+      source,
+      confine: sandbox ? {
+        sandbox,
+        confinement: setupConfinement(
+          places.workspace,
+          join12(job.scratchDir, "setup-tmp"),
+          places,
+          config2,
+          source,
+          // Nothing of the agent's: its context, its box, the folders it shares.
+          [places.context, box, ...config2.sandbox.write.map(expandHome)]
+        )
+      } : void 0,
+      cache: job.setupCache,
+      signal: interrupt
+    });
+    if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted during its setup`, null);
+    if (!prepared.ok) {
+      job.log?.(`setup: ${prepared.reason}`);
+      return setupResult(job, prepared.reason, started);
+    }
+    job.log?.(`setup: ${prepared.how}`);
+    excludes = prepared.excludes;
+  }
   const stopForBudget = new AbortController();
   const unit = config2.budget.unit;
   const grading = await startGradeService({
@@ -32794,7 +34210,7 @@ async function runEpisode(job) {
     ...sandbox ? {
       confine: {
         sandbox,
-        confinement: graderConfinement(places.workspace, join11(box, "tmp"), places, config2, source, [
+        confinement: graderConfinement(places.workspace, join12(box, "tmp"), places, config2, source, [
           places.context
         ])
       }
@@ -32813,7 +34229,6 @@ async function runEpisode(job) {
       notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || "no output"}`;
     return r;
   };
-  const interrupt = job.signal ?? new AbortController().signal;
   const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
   let outcome;
@@ -32823,8 +34238,8 @@ async function runEpisode(job) {
       prompt: job.prompt,
       promptFile,
       contextDir: places.context,
-      usageFile: join11(box, "usage.json"),
-      logFile: join11(job.scratchDir, "agent.log"),
+      usageFile: join12(box, "usage.json"),
+      logFile: join12(job.scratchDir, "agent.log"),
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -32846,16 +34261,21 @@ async function runEpisode(job) {
   }
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
   const spent2 = Math.round(measured * 1e6) / 1e6;
-  const snapshotIndex = join11(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join12(job.scratchDir, "snapshot.index");
   let unrecorded = null;
-  const snap = await snapshot(job.own, places.workspace, job.checkoutIndex, snapshotIndex, episode.base, [
-    ...config2.grader.protected,
-    ...job.alsoProtected ?? [CONFIG_PATH]
-  ]).catch(async (e) => {
+  const snap = await snapshot(
+    job.own,
+    places.workspace,
+    job.checkoutIndex,
+    snapshotIndex,
+    episode.base,
+    [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]],
+    excludes
+  ).catch(async (e) => {
     unrecorded = `the workspace could not be recorded (${e.message.split("\n")[0]?.slice(0, 300)})`;
     return baseSnapshot(job.own, snapshotIndex, episode.base);
   });
-  let score = null;
+  let score2 = null;
   let reason;
   let graderSeconds = 0;
   if (unrecorded) {
@@ -32864,10 +34284,11 @@ async function runEpisode(job) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
     const g = await judge(job, snap.tree, graderEnv);
-    await writeFile10(join11(job.scratchDir, "grader.log"), `$ ${config2.grader.command}
-${g.stdout}${g.stderr}`);
+    const graded = g.setupFailed ? "" : `$ ${config2.grader.command}
+${g.stdout}${g.stderr}`;
+    await writeFile11(join12(job.scratchDir, "grader.log"), `${g.setupLog ?? ""}${graded}`);
     graderSeconds = g.seconds;
-    score = g.score;
+    score2 = g.score;
     reason = g.reason;
   }
   const cleaned = cleanedNote(removed);
@@ -32876,19 +34297,23 @@ ${g.stdout}${g.stderr}`);
   );
   if (reason) reason = plainText(reason);
   const partial2 = {
-    score,
+    score: score2,
     ...reason ? { reason } : {},
     ...note ? { note } : {},
     ...outcome.usage ? { usage: outcome.usage } : {},
     spent: spent2,
     exit: outcome.exit,
     protectedChanged: snap.protectedChanged,
-    agentSeconds: seconds(outcome.seconds),
-    graderSeconds: seconds(graderSeconds),
+    agentSeconds: seconds2(outcome.seconds),
+    graderSeconds: seconds2(graderSeconds),
     sandbox: isolation.label,
     ...job.contextStore ? { contextStore: job.contextStore } : {},
     ...notStarted && outcome.exit === "crash" ? { agentNotStarted: plainText(notStarted) } : {}
   };
+  return commitResult(job, snap, partial2, started);
+}
+async function commitResult(job, snap, partial2, started) {
+  const { config: config2, episode } = job;
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
   const journal = appendToJournal(
     existing,
@@ -32899,44 +34324,85 @@ ${g.stdout}${g.stderr}`);
     diffStat: await diffStat(job.own, snap.index, episode.base),
     journalTail: journalTail(journal)
   };
-  const wallSeconds = seconds((performance.now() - started) / 1e3);
+  const wallSeconds = seconds2((performance.now() - started) / 1e3);
   let message = commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }, details);
   if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode.base);
   const commit = await commitTree(job.own, tree, episode.base, message);
   return { ...partial2, commit, wallSeconds };
 }
+async function setupResult(job, reason, started) {
+  const snap = await baseSnapshot(job.own, join12(job.scratchDir, "snapshot.index"), job.episode.base);
+  const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join("; ")) : "";
+  return commitResult(
+    job,
+    snap,
+    {
+      score: null,
+      reason: plainText(reason),
+      ...note ? { note } : {},
+      spent: 0,
+      exit: "setup",
+      protectedChanged: [],
+      agentSeconds: 0,
+      graderSeconds: 0,
+      sandbox: job.isolation.label,
+      ...job.contextStore ? { contextStore: job.contextStore } : {}
+    },
+    started
+  );
+}
 async function judge(job, tree, env) {
   const { config: config2, places, isolation } = job;
-  const dir = join11(job.scratchDir, "judge");
-  const tmp = join11(job.scratchDir, "judge-tmp");
-  await checkoutInto(job.own, tree, dir, join11(job.scratchDir, "judge.index"));
+  const dir = join12(job.scratchDir, "judge");
+  const tmp = join12(job.scratchDir, "judge-tmp");
+  const index = join12(job.scratchDir, "judge.index");
+  const source = job.env ?? process.env;
+  await checkoutInto(job.own, tree, dir, index);
   await removeTree(tmp);
-  await mkdir8(join11(tmp, "home"), { recursive: true });
+  await mkdir9(join12(tmp, "home"), { recursive: true });
+  const sandbox = isolation.sandbox;
+  const agentPlaces = [
+    places.workspace,
+    places.context,
+    places.box,
+    ...places.objects,
+    ...config2.sandbox.write.map(expandHome)
+  ];
+  const judgePlaces = { objects: [], private: places.private };
   try {
-    const sandbox = isolation.sandbox;
-    return await runGrader(
+    let setupLog;
+    if (config2.setup.commands.length > 0) {
+      const setupTmp = join12(job.scratchDir, "judge-setup-tmp");
+      const run2 = await runSetup({
+        config: config2,
+        dir,
+        restore: { own: job.own, index },
+        tmp: setupTmp,
+        source,
+        confine: sandbox ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config2, source, agentPlaces) } : void 0
+      });
+      setupLog = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
+`;
+      if (run2.failure) {
+        return {
+          score: null,
+          reason: `in the judge's checkout, ${run2.failure}`,
+          seconds: 0,
+          exitCode: null,
+          stdout: "",
+          stderr: "",
+          setupLog,
+          setupFailed: true
+        };
+      }
+    }
+    const grading = await runGrader(
       config2,
       dir,
       { ...env, ...privateTmp(tmp, sandbox !== null) },
-      sandbox ? {
-        sandbox,
-        confinement: graderConfinement(
-          dir,
-          tmp,
-          { objects: [], private: places.private },
-          config2,
-          job.env ?? process.env,
-          // Everything the agent could write or read by id: its places, the objects, the shared folders.
-          [
-            places.workspace,
-            places.context,
-            places.box,
-            ...places.objects,
-            ...config2.sandbox.write.map(expandHome)
-          ]
-        )
-      } : void 0
+      sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces) } : void 0
     );
+    return { ...grading, ...setupLog !== void 0 ? { setupLog } : {} };
   } finally {
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {
     });
@@ -32947,7 +34413,7 @@ function journalTail(journal) {
 }
 var JOURNAL_TAIL = 5;
 var JOURNAL_LINE_MAX = 500;
-function seconds(s) {
+function seconds2(s) {
   return Math.round(s * 1e3) / 1e3;
 }
 
@@ -32969,6 +34435,7 @@ async function driveLocked(initial, options) {
     signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal
   };
   const sealKey = await o.store.sealKey();
+  const setupCache = new SetupCache(o.store.path("setup-cache"));
   const emit = o.onEvent ?? (() => {
   });
   let saving = Promise.resolve();
@@ -32990,7 +34457,7 @@ async function driveLocked(initial, options) {
   };
   await o.forge.createLineages(state);
   for (; ; ) {
-    const advanced = advance(state, (s, next) => stopFor(s, next) !== null);
+    const advanced = advance(state, (s, next) => stopBefore(s, next) !== null);
     state = advanced.state;
     if (advanced.steps.length > 0) await save();
     await carry();
@@ -33000,7 +34467,7 @@ async function driveLocked(initial, options) {
     }
     if (advanced.steps.some((s) => s.type === "decide")) await writeReports(o.store, state);
     const actions = reconcile(state);
-    const failure2 = stopFor(state, actions[0]);
+    const failure2 = stopBefore(state, actions[0]);
     if (failure2) {
       await save();
       await writeReports(o.store, state);
@@ -33014,7 +34481,7 @@ async function driveLocked(initial, options) {
     const pending = round4.episodes.filter((e) => ids.has(e.id));
     const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
       if (halt.signal.aborted) return false;
-      const result = await runOne(state, e, o, sealKey, emit);
+      const result = await runOne(state, e, o, sealKey, setupCache, emit);
       if ("interrupted" in result) {
         state = applyInterrupted(state, e.id, result.interrupted ?? 0);
         return false;
@@ -33036,14 +34503,10 @@ async function driveLocked(initial, options) {
   emit({ type: "finished", state });
   return { state, interrupted: false };
 }
-function stopFor(state, next) {
-  const failure2 = setupFailure(state);
-  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
-}
 function roundOf2(state, index) {
   return state.rounds.find((r) => r.index === index);
 }
-async function runOne(state, e, o, sealKey, emit) {
+async function runOne(state, e, o, sealKey, setupCache, emit) {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
   const prepared = await o.forge.prepareEpisode(state, e);
@@ -33065,6 +34528,7 @@ async function runOne(state, e, o, sealKey, emit) {
       isolation: o.isolation,
       alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
       notes: prepared.notes,
+      setupCache,
       ...sealKey ? { sealKey } : {},
       ...o.signal ? { signal: o.signal } : {}
     });
@@ -33092,13 +34556,13 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile2, chmod as chmod3, cp as cp2, mkdir as mkdir11, mkdtemp as mkdtemp2, readdir as readdir8, readFile as readFile6, realpath as realpath4, rm as rm8, stat as stat5 } from "node:fs/promises";
+import { appendFile as appendFile3, chmod as chmod3, cp as cp3, mkdir as mkdir12, mkdtemp as mkdtemp2, readdir as readdir8, readFile as readFile7, realpath as realpath4, rm as rm9, stat as stat6 } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join as join15, relative, resolve as resolve3, sep as sep2 } from "node:path";
+import { join as join16, relative, resolve as resolve3, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
-import { cp, mkdir as mkdir9, readFile as readFile4, realpath as realpath3, stat as stat3 } from "node:fs/promises";
-import { dirname as dirname8, isAbsolute as isAbsolute2, join as join12, resolve as resolve2 } from "node:path";
+import { cp as cp2, mkdir as mkdir10, readFile as readFile5, realpath as realpath3, stat as stat4 } from "node:fs/promises";
+import { dirname as dirname9, isAbsolute as isAbsolute2, join as join13, resolve as resolve2 } from "node:path";
 var LocalForge = class {
   constructor(repo, store, keepRejected = false) {
     this.repo = repo;
@@ -33119,8 +34583,8 @@ var LocalForge = class {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
       const commonDir = await realpath3(isAbsolute2(common) ? common : resolve2(this.repo, common));
-      const objects = join12(commonDir, "objects");
-      const alternates = (await readFile4(join12(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
+      const objects = join13(commonDir, "objects");
+      const alternates = (await readFile5(join13(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -33155,16 +34619,16 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join12(scratchDir, "checkout.index");
+    const checkoutIndex = join13(scratchDir, "checkout.index");
     await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
     await removeTree(context);
     const notes = [];
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
-      if (await exists2(from)) {
+      if (await exists3(from)) {
         await cleanAgentFolder(from);
-        await cp(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err) => {
+        await cp2(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err) => {
           await removeTree(context);
           notes.push(
             `${e.contextFrom}'s context could not be copied (${err.message}): this episode started with an empty context`
@@ -33173,14 +34637,14 @@ var LocalForge = class {
       }
       await cleanAgentFolder(context);
     }
-    await mkdir9(context, { recursive: true });
+    await mkdir10(context, { recursive: true });
     const places = {
       workspace,
       context,
-      box: join12(scratchDir, "box"),
+      box: join13(scratchDir, "box"),
       objects: [own2.objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
-      private: [this.repo, commonDir, dirname8(this.store.dir)]
+      private: [this.repo, commonDir, dirname9(this.store.dir)]
     };
     return { own: own2, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
   }
@@ -33230,32 +34694,32 @@ var LocalForge = class {
   async publishRun() {
   }
   /** A throwaway checkout of a commit (to grade the initial workspace), with the places to hide. */
-  async withCheckout(commit, name, fn) {
+  async withCheckout(commit, name2, fn) {
     const { own: own2, commonDir, alternates } = await this.open();
-    const dir = this.store.workspace(name);
-    await checkoutInto(own2, commit, dir, join12(this.store.scratch(name), "checkout.index"));
+    const dir = this.store.workspace(name2);
+    await checkoutInto(own2, commit, dir, join13(this.store.scratch(name2), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own2.objects, ...alternates],
-        private: [this.repo, commonDir, dirname8(this.store.dir)]
+        private: [this.repo, commonDir, dirname9(this.store.dir)]
       });
     } finally {
       await removeTree(dir);
-      await removeTree(this.store.scratch(name));
+      await removeTree(this.store.scratch(name2));
     }
   }
 };
-async function exists2(path) {
-  return stat3(path).then(
+async function exists3(path) {
+  return stat4(path).then(
     () => true,
     () => false
   );
 }
 
 // src/local/preflight.ts
-import { constants as constants3 } from "node:fs";
-import { access, stat as stat4 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join13 } from "node:path";
+import { constants as constants4 } from "node:fs";
+import { access, stat as stat5 } from "node:fs/promises";
+import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join14 } from "node:path";
 async function preflight(p) {
   const problems = [];
   if (!p.scratch) {
@@ -33283,7 +34747,7 @@ async function uncommittedInputs(p) {
     (x) => typeof x === "string"
   );
   const named = [...namedPaths(c.grader.command), ...c.agent.command ? namedPaths(c.agent.command) : []];
-  for (const path of named) if (await stat4(join13(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat5(join14(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -33337,13 +34801,13 @@ async function missingExecutable(p) {
     const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
     if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
     if (first.includes("/")) {
-      const file2 = isAbsolute3(first) ? first : join13(p.repo, first);
+      const file2 = isAbsolute3(first) ? first : join14(p.repo, first);
       if (await isExecutable(file2)) return null;
-      const exists3 = await stat4(file2).then(
+      const exists4 = await stat5(file2).then(
         () => true,
         () => false
       );
-      return exists3 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute3(first) ? "" : " in the repository"}`;
+      return exists4 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute3(first) ? "" : " in the repository"}`;
     }
     return await onPath(first, path) ? null : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
   }
@@ -33353,22 +34817,22 @@ async function missingExecutable(p) {
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
 }
-async function onPath(name, path) {
-  for (const dir of path.split(delimiter2).filter(Boolean)) if (await isExecutable(join13(dir, name))) return true;
+async function onPath(name2, path) {
+  for (const dir of path.split(delimiter2).filter(Boolean)) if (await isExecutable(join14(dir, name2))) return true;
   return false;
 }
 async function isExecutable(file2) {
-  const s = await stat4(file2).catch(() => null);
+  const s = await stat5(file2).catch(() => null);
   if (!s?.isFile()) return false;
-  return access(file2, constants3.X_OK).then(
+  return access(file2, constants4.X_OK).then(
     () => true,
     () => false
   );
 }
 
 // src/local/store.ts
-import { chmod as chmod2, mkdir as mkdir10, readdir as readdir7, readFile as readFile5, rename as rename4, unlink as unlink2, writeFile as writeFile11 } from "node:fs/promises";
-import { join as join14 } from "node:path";
+import { chmod as chmod2, mkdir as mkdir11, readdir as readdir7, readFile as readFile6, rename as rename5, unlink as unlink2, writeFile as writeFile12 } from "node:fs/promises";
+import { join as join15 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -33376,10 +34840,10 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join14(taskDir, ".forkflush");
+    return join15(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join14(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join15(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
@@ -33387,7 +34851,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile5(join14(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile6(join15(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -33396,7 +34860,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join14(this.dir, ...parts);
+    return join15(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode) {
@@ -33409,16 +34873,16 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode);
   }
   async init(info) {
-    await mkdir10(this.dir, { recursive: true, mode: 448 });
+    await mkdir11(this.dir, { recursive: true, mode: 448 });
     await chmod2(this.dir, 448);
-    await writeFile11(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
+    await writeFile12(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
     await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
   }
   /** The key that seals this run's result commits; null for a run made before seals. */
   async sealKey() {
-    const key = await readFile5(this.path(SEAL_KEY)).catch(() => null);
+    const key = await readFile6(this.path(SEAL_KEY)).catch(() => null);
     return key && key.length === 32 ? key : null;
   }
   /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
@@ -33442,12 +34906,12 @@ var RunStore = class _RunStore {
     const file2 = this.path("lock");
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
-        await writeFile11(file2, String(process.pid), { flag: "wx" });
+        await writeFile12(file2, String(process.pid), { flag: "wx" });
         return () => unlink2(file2).catch(() => {
         });
       } catch (e) {
         if (e.code !== "EEXIST") throw e;
-        const pid = Number(await readFile5(file2, "utf8").catch(() => ""));
+        const pid = Number(await readFile6(file2, "utf8").catch(() => ""));
         if (pid && pid !== process.pid && isAlive(pid)) {
           throw new UserError(
             `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
@@ -33461,18 +34925,18 @@ var RunStore = class _RunStore {
   }
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver() {
-    const pid = Number(await readFile5(this.path("lock"), "utf8").catch(() => ""));
+    const pid = Number(await readFile6(this.path("lock"), "utf8").catch(() => ""));
     return pid && isAlive(pid) ? pid : null;
   }
-  async write(name, content) {
-    const file2 = this.path(name);
+  async write(name2, content) {
+    const file2 = this.path(name2);
     await writeAtomic(file2, content);
     return file2;
   }
 };
 async function readRecordFile(file2) {
   try {
-    return await readFile5(file2, "utf8");
+    return await readFile6(file2, "utf8");
   } catch (e) {
     if (e.code !== "ENOENT") throw e;
     throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
@@ -33480,8 +34944,8 @@ async function readRecordFile(file2) {
 }
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.tmp`;
-  await writeFile11(tmp, content);
-  await rename4(tmp, file2);
+  await writeFile12(tmp, content);
+  await rename5(tmp, file2);
 }
 function isAlive(pid) {
   try {
@@ -33494,10 +34958,10 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve3(configFile ?? join15(dir, CONFIG_PATH));
+  const file2 = resolve3(configFile ?? join16(dir, CONFIG_PATH));
   let text;
   try {
-    text = await readFile6(file2, "utf8");
+    text = await readFile7(file2, "utf8");
   } catch {
     throw new UserError(
       `no config at ${file2}: create ${CONFIG_PATH} in the task's repository (see the README) or pass --config FILE`
@@ -33526,8 +34990,8 @@ async function startRun(o) {
   if (dirty && !scratch)
     warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
   const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
-  const exists3 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
-  if (!await exists3(config2.task)) {
+  const exists4 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
+  if (!await exists4(config2.task)) {
     throw new UserError(
       `${relative(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
     );
@@ -33535,12 +34999,12 @@ async function startRun(o) {
   const task = await show(config2.task);
   const loaded = await loadTemplates(
     config2,
-    async (path) => await exists3(path) ? show(path) : null,
+    async (path) => await exists4(path) ? show(path) : null,
     "the repository's last commit"
   );
   if ("problem" in loaded) throw new UserError(loaded.problem);
   const { templates } = loaded;
-  const rel = relative(repo, scratch ? join15(repo, relative(taskDir, configFile)) : configFile);
+  const rel = relative(repo, scratch ? join16(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
     repo,
@@ -33562,7 +35026,7 @@ async function startRun(o) {
     env: o.env ?? process.env
   });
   if (problems.length > 0) {
-    await rm8(store.dir, { recursive: true, force: true });
+    await rm9(store.dir, { recursive: true, force: true });
     throw new UserError(problems.join("\n"));
   }
   warnings.push(...planWarnings(config2));
@@ -33573,7 +35037,10 @@ async function startRun(o) {
     base,
     "base",
     (dir, places) => gradeInitial(config2, dir, places, isolation, store.path("episodes", "base"))
-  );
+  ).catch(async (e) => {
+    if (e instanceof UserError) await rm9(store.dir, { recursive: true, force: true });
+    throw e;
+  });
   const state = newRunState({
     id,
     seed: o.seed ?? randomInt(1, 2 ** 31),
@@ -33584,7 +35051,7 @@ async function startRun(o) {
     baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
   });
   if (o.dryRun) {
-    await rm8(store.dir, { recursive: true, force: true });
+    await rm9(store.dir, { recursive: true, force: true });
     return { store, forge, info, state, warnings, isolation };
   }
   await store.init(info);
@@ -33592,12 +35059,12 @@ async function startRun(o) {
   return { store, forge, info, state, warnings, isolation };
 }
 async function newRunFolder(taskDir, now) {
-  await mkdir11(RunStore.runsDir(taskDir), { recursive: true });
+  await mkdir12(RunStore.runsDir(taskDir), { recursive: true });
   for (let n = 1; n < 1e3; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
-      await mkdir11(store.dir, { mode: 448 });
+      await mkdir12(store.dir, { mode: 448 });
       return { id, store };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
@@ -33606,15 +35073,33 @@ async function newRunFolder(taskDir, now) {
   throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp2(join15(tmpdir(), "forkflush-dry-run-"));
+  const dir = await mkdtemp2(join16(tmpdir(), "forkflush-dry-run-"));
   await chmod3(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
-  const tmp = join15(scratch, "tmp");
-  await mkdir11(join15(tmp, "home"), { recursive: true });
+  const tmp = join16(scratch, "tmp");
+  await mkdir12(join16(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
+  if (config2.setup.commands.length > 0) {
+    const setupTmp = join16(scratch, "setup-tmp");
+    const run2 = await runSetup({
+      config: config2,
+      dir,
+      tmp: setupTmp,
+      source: process.env,
+      confine: sandbox ? {
+        sandbox,
+        confinement: setupConfinement(dir, setupTmp, { objects: [], private: places.private }, config2, process.env)
+      } : void 0
+    });
+    if (run2.failure) {
+      throw new UserError(
+        `${run2.failure}, in a clean checkout of the initial workspace: every episode would fail the same way. Run setup.commands by hand in a fresh clone, fix them (or what they read), commit, and run again; nothing ran`
+      );
+    }
+  }
   return runGrader(
     config2,
     dir,
@@ -33646,7 +35131,7 @@ async function openRun(dir, id) {
   };
 }
 async function taskFolder(dir) {
-  const s = await stat5(dir).catch(() => null);
+  const s = await stat6(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
   return realpath4(resolve3(dir));
 }
@@ -33659,23 +35144,365 @@ async function excludeRunFolders(top) {
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
   const file2 = resolve3(top, r.stdout.trim());
-  const text = await readFile6(file2, "utf8").catch(() => "");
+  const text = await readFile7(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir11(join15(file2, ".."), { recursive: true });
-  await appendFile2(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
+  await mkdir12(join16(file2, ".."), { recursive: true });
+  await appendFile3(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir11(repo, { recursive: true });
+  await mkdir12(repo, { recursive: true });
   for (const entry of await readdir8(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp2(join15(taskDir, entry), join15(repo, entry), { recursive: true });
+    await cp3(join16(taskDir, entry), join16(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
   await git.exec(["add", "-A"]);
   await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
+}
+
+// src/local/compare.ts
+async function runCompare(o) {
+  const s = await stat7(o.dir).catch(() => null);
+  if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
+  const taskDir = await realpath5(resolve4(o.dir));
+  const overrides = {
+    ...o.budget !== void 0 ? { budget: o.budget } : {},
+    ...o.branches !== void 0 ? { branches: o.branches } : {}
+  };
+  const { config: config2, file: file2 } = await loadConfig(taskDir, o.configFile, overrides);
+  const configText2 = await readFile8(file2, "utf8");
+  const created = o.now();
+  const wanted = planCompare({
+    kind: o.kind,
+    id: `${o.kind}-${runIdAt(created)}`,
+    createdAt: created.toISOString(),
+    configFile: file2,
+    configText: configText2,
+    config: config2,
+    seed: o.seed ?? 1 + Math.floor(Math.random() * 2 ** 30),
+    ...pick2(o, ["strategies", "seeds", "variants", "budget", "branches", "planned"])
+  });
+  const found = await unfinished(taskDir, o.kind);
+  let manifest = wanted;
+  let resumed = false;
+  if (o.resume) {
+    const last = found.at(-1);
+    if (!last)
+      throw new UserError(
+        `${taskDir} has no unfinished ${o.kind} to resume: start one with forkflush ${o.kind} ${o.dir}`
+      );
+    if (last.configText !== configText2)
+      throw new UserError(
+        `${file2} changed since ${o.kind} ${last.id} started: its runs must share one config; restore it, or start a new ${o.kind} (without --resume)`
+      );
+    [manifest, resumed] = [last, true];
+  } else {
+    const same = found.filter((m2) => samePlan(m2, wanted, o.seed !== void 0)).at(-1);
+    if (same) [manifest, resumed] = [same, true];
+  }
+  const problems = checkVariants(manifest);
+  if (problems.length > 0) throw new UserError(problems.join("\n"));
+  const base = parseConfig(manifest.configText, file2, runOverrides(manifest, manifest.strategies[0]));
+  const folder = join17(RunStore.runsDir(taskDir), manifest.id);
+  if (o.dryRun) {
+    const check2 = await startRun({
+      dir: taskDir,
+      configFile: file2,
+      overrides: runOverrides(manifest, manifest.strategies[0]),
+      now: o.now(),
+      dryRun: true,
+      ...o.env ? { env: o.env } : {}
+    });
+    for (const w of check2.warnings) o.log(`note: ${w}`);
+    const results2 = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
+    return { manifest, results: results2, config: base, folder, resumed, code: 0 };
+  }
+  if (!resumed) {
+    await mkdir13(RunStore.runsDir(taskDir), { recursive: true });
+    manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
+  }
+  const dir = join17(RunStore.runsDir(taskDir), manifest.id);
+  const release = await new RunStore(dir).lock();
+  const rel = relative2(taskDir, file2);
+  const configPathInRepo = rel.startsWith("..") ? null : rel;
+  for (const v of manifest.variants) {
+    const text = variantText(manifest, v, configPathInRepo);
+    if (text !== null) await writeFile13(join17(dir, `variant-${v.name}.yml`), text);
+  }
+  const m = manifest;
+  let saving = Promise.resolve();
+  const save = () => {
+    saving = saving.then(() => writeAtomic2(join17(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+`));
+    return saving;
+  };
+  await save();
+  const states = /* @__PURE__ */ new Map();
+  for (const e of m.entries) {
+    const st = e.run ? await loadState(taskDir, e.run) : null;
+    if (st) states.set(st.id, st);
+  }
+  const limit = o.concurrency ?? base.fork.branches;
+  const halt = new AbortController();
+  const signal = o.signal ? AbortSignal.any([o.signal, halt.signal]) : halt.signal;
+  const total = m.entries.length;
+  const started = Date.now();
+  const clock = () => {
+    const t = Math.floor((Date.now() - started) / 1e3);
+    return `[${String(Math.floor(t / 60)).padStart(2, "0")}:${String(t % 60).padStart(2, "0")}]`;
+  };
+  const spentAtStart = new Map([...states].map(([id, st]) => [id, spent(st)]));
+  const estimate = () => {
+    const elapsedSeconds = (Date.now() - started) / 1e3;
+    const left = progressEstimate({
+      manifest: m,
+      states,
+      spentAtStart,
+      elapsedSeconds,
+      budget: m.budget ?? base.budget.total
+    });
+    if (left.runs === 0) return "All runs are done.";
+    const time3 = left.seconds === null ? "? (after the first spend)" : duration3(left.seconds);
+    return `${left.runs} left: about ${time3} and ${formatNumber(left.spend, 2)} ${base.budget.unit} to go`;
+  };
+  let failure2 = null;
+  let interrupted = false;
+  let startLock = Promise.resolve();
+  const noted = /* @__PURE__ */ new Set();
+  const runEntry = async (i, width) => {
+    const e = m.entries[i];
+    const label = `run ${i + 1} of ${total} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ""}, seed ${e.seed})`;
+    let open4 = e.run ? await openRun(taskDir, e.run).catch(() => null) : null;
+    if (e.run && (!open4 || runStop(open4.state)?.code === 2)) {
+      e.abandoned = [...e.abandoned ?? [], e.run];
+      [open4, e.run] = [null, null];
+    }
+    if (!open4) {
+      const variant = m.variants.find((v) => v.name === e.variant);
+      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join17(dir, `variant-${variant.name}.yml`);
+      open4 = await adopt(taskDir, m, e, configFile);
+      if (!open4) {
+        const start = startLock.then(
+          () => startRun({
+            dir: taskDir,
+            configFile,
+            overrides: runOverrides(m, e.strategy),
+            seed: e.seed,
+            concurrency: width,
+            now: o.now(),
+            ...o.env ? { env: o.env } : {}
+          })
+        );
+        startLock = start.catch(() => {
+        });
+        open4 = await start;
+      }
+      e.run = open4.state.id;
+      await save();
+      for (const w of open4.warnings) if (!noted.has(w)) o.log(`${clock()} note: ${w}`);
+      for (const w of open4.warnings) noted.add(w);
+    }
+    states.set(open4.state.id, open4.state);
+    spentAtStart.set(open4.state.id, spentAtStart.get(open4.state.id) ?? spent(open4.state));
+    if (runDone(open4.state)) return;
+    o.log(`${clock()} ${label}: ${open4.state.rounds.length > 0 ? "resumed" : "started"} as run ${open4.state.id}`);
+    const t0 = Date.now();
+    const result = await drive(open4.state, {
+      store: open4.store,
+      forge: open4.forge,
+      info: { ...open4.info, concurrency: width },
+      isolation: open4.isolation,
+      signal,
+      onEvent: (ev) => {
+        states.set(ev.state.id, ev.state);
+        const line = ev.type === "episode-done" || ev.type === "decided" && ev.round.kind === "fork" ? eventLine(ev) : null;
+        if (line) o.log(`${clock()}   #${i + 1} ${line}`);
+      }
+    }).finally(async () => {
+      e.wallSeconds = Math.round((e.wallSeconds + (Date.now() - t0) / 1e3) * 1e3) / 1e3;
+      await save();
+    });
+    states.set(result.state.id, result.state);
+    const { repo, taskDir: where, scratch } = open4.info;
+    await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
+    if (result.stopped && result.stopped.code === 2 && !failure2) {
+      failure2 = { code: 2, message: `${label}: ${result.stopped.message}` };
+      halt.abort("setup");
+    }
+    if (result.interrupted) {
+      if (!halt.signal.aborted) interrupted = true;
+      return;
+    }
+    const best = result.state.best?.score;
+    o.log(
+      `${clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === void 0 ? "none" : formatNumber(best, 4)}`}, spent ${formatNumber(spent(result.state), 2)} ${base.budget.unit} in ${duration3((Date.now() - t0) / 1e3)}. ${estimate()}`
+    );
+    await writeOutputs(dir, m, states, base, taskDir);
+  };
+  const pending = m.entries.map((_, i) => i).filter((i) => !runDone(stateOf(m, i, states)));
+  o.log(
+    `${m.kind} ${m.id}: ${total} runs, ${pending.length} to do; up to ${limit} episodes at once${resumed ? " (resumed)" : ""}`
+  );
+  const running = /* @__PURE__ */ new Map();
+  let free = limit;
+  let error62 = null;
+  while (pending.length > 0 && !signal.aborted && error62 === null || running.size > 0) {
+    for (let k = 0; k < pending.length && !signal.aborted && error62 === null; k++) {
+      const i = pending[k];
+      if (m.entries[i]?.seed !== m.entries[pending[0]]?.seed) break;
+      const width = Math.min(limit, runWidth(entryConfig(m, i, states, configPathInRepo)));
+      if (width > free) continue;
+      pending.splice(k--, 1);
+      free -= width;
+      const task = runEntry(i, width).catch((err) => {
+        error62 ??= err;
+        halt.abort("error");
+      }).finally(() => {
+        free += width;
+        running.delete(i);
+      });
+      running.set(i, task);
+    }
+    if (running.size === 0) break;
+    await Promise.race(running.values());
+  }
+  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - started) / 1e3) * 1e3) / 1e3;
+  await save();
+  await release();
+  if (error62 !== null) throw error62;
+  if (o.signal?.aborted) interrupted = true;
+  const results = await writeOutputs(dir, m, states, base, taskDir);
+  const end = { manifest: m, results, config: base, folder: dir, resumed };
+  if (failure2) return { ...end, ...failure2 };
+  return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
+}
+async function writeOutputs(dir, m, states, base, taskDir) {
+  const results = compareResults(m, states, base);
+  const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
+  const chart = compareChartData(chartGroups(m, states), options);
+  const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
+  await writeAtomic2(join17(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic2(join17(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+`);
+  await writeAtomic2(join17(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
+  return results;
+}
+function entryConfig(m, i, states, inRepo) {
+  const st = stateOf(m, i, states);
+  if (st) return st.config;
+  const e = m.entries[i];
+  const v = m.variants.find((x) => x.name === e.variant);
+  return parseConfig(variantText(m, v, inRepo) ?? m.configText, `variant ${v.name}`, runOverrides(m, e.strategy));
+}
+function stateOf(m, i, states) {
+  const run2 = m.entries[i]?.run;
+  return run2 ? states.get(run2) ?? null : null;
+}
+async function adopt(taskDir, m, e, configFile) {
+  const claimed = new Set(m.entries.flatMap((x) => [x.run, ...x.abandoned ?? []]));
+  for (const id of await RunStore.list(taskDir)) {
+    if (claimed.has(id)) continue;
+    const store = RunStore.forRun(taskDir, id);
+    const info = await store.info().catch(() => null);
+    const st = await store.load().catch(() => null);
+    if (!info || !st || info.startedAt < m.createdAt || info.configFile !== configFile) continue;
+    if (st.seed === e.seed && st.config.strategy === e.strategy && runRecord(e, st).status !== "failed")
+      return openRun(taskDir, id);
+  }
+  return null;
+}
+async function unfinished(taskDir, kind) {
+  const root = RunStore.runsDir(taskDir);
+  const names = (await readdir9(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
+  const out = [];
+  for (const name2 of names) {
+    const file2 = join17(root, name2, "compare.json");
+    const text = await readFile8(file2, "utf8").catch(() => null);
+    if (text === null) continue;
+    const m = parseManifest(text, file2);
+    for (const e of m.entries) {
+      if (!runDone(e.run ? await loadState(taskDir, e.run) : null)) {
+        out.push(m);
+        break;
+      }
+    }
+  }
+  return out;
+}
+async function claimFolder(taskDir, kind, now) {
+  for (let n = 1; n < 1e3; n++) {
+    const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
+    try {
+      await mkdir13(join17(RunStore.runsDir(taskDir), id), { mode: 448 });
+      return id;
+    } catch (err) {
+      if (err.code !== "EEXIST") throw err;
+    }
+  }
+  throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 of them started in the same second`);
+}
+var loadState = (taskDir, id) => RunStore.forRun(taskDir, id).load().catch(() => null);
+function pick2(o, keys) {
+  const out = {};
+  for (const k of keys) if (o[k] !== void 0) out[k] = o[k];
+  return out;
+}
+async function writeAtomic2(file2, content) {
+  const tmp = `${file2}.${process.pid}.tmp`;
+  await writeFile13(tmp, content);
+  await rename6(tmp, file2);
+}
+
+// src/local/probe.ts
+import { rename as rename7, writeFile as writeFile14 } from "node:fs/promises";
+import { join as join18 } from "node:path";
+async function runProbe(o) {
+  const { budgetEach: asked, runs, budget, ...rest } = o;
+  const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
+  const budgetEach = asked ?? probeBudgetEach(planned.budget);
+  const outcome = await runCompare({
+    ...rest,
+    kind: "probe",
+    strategies: ["single-run"],
+    seeds: runs ?? PROBE_RUNS,
+    variants: [{ name: "probe", set: { "budget.episode": Math.min(planned.budget.episode, budgetEach) } }],
+    budget: budgetEach,
+    planned: planned.budget.total
+  });
+  const r = outcome.results;
+  const done = r.runs.filter((x) => x.status === "finished" || x.status === "stopped");
+  const analysis = analyzeProbe(done, {
+    direction: r.direction,
+    initial: r.initial,
+    dir: o.dir,
+    planned: budget ?? null,
+    budgetEach,
+    unit: r.budget.unit
+  });
+  if (!o.dryRun) {
+    const folder = outcome.folder;
+    await writeAtomic3(join18(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+`);
+    const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
+    await writeAtomic3(
+      join18(folder, "report.md"),
+      `# forkflush probe ${r.compare}
+
+\`\`\`
+${probeText(analysis)}
+\`\`\`
+${report}`
+    );
+  }
+  return { outcome, analysis, planned: planned.budget.total, budgetEach };
+}
+async function writeAtomic3(file2, content) {
+  const tmp = `${file2}.${process.pid}.tmp`;
+  await writeFile14(tmp, content);
+  await rename7(tmp, file2);
 }
 
 // src/cli/args.ts
@@ -33701,6 +35528,21 @@ var FLAGS = {
   github: { type: "boolean", help: "also write the two workflow files for GitHub" },
   force: { type: "boolean", help: "overwrite files that exist" },
   action: { type: "string", value: "REPO@REF", help: "the forkflush Action the workflows use (with --github)" },
+  strategies: { type: "string", value: "LIST", help: "strategies to compare, comma-separated (default: all five)" },
+  seeds: { type: "string", value: "N", help: "runs per strategy, seed i the same for every strategy (default 5)" },
+  variant: {
+    type: "string",
+    value: "NAME=KEY=VALUE,...",
+    multiple: true,
+    help: "a config variant to compare, e.g. one-fork=fork.at=[0.5] (repeatable; replaces compare.variants)"
+  },
+  resume: { type: "boolean", help: "continue the newest unfinished one, as it was planned" },
+  runs: { type: "string", value: "N", help: "independent single runs (default 4)" },
+  "budget-each": {
+    type: "string",
+    value: "B",
+    help: "the budget of each probe run (default: two episodes of the planned run)"
+  },
   help: { type: "boolean", short: "h", help: "this text" }
 };
 var RUN_FLAGS = ["config", "strategy", "budget", "branches"];
@@ -33756,6 +35598,41 @@ var COMMANDS = [
     ]
   },
   {
+    name: "compare",
+    args: "[DIR]",
+    summary: "run strategies x seeds at equal budget and report as the paper does (table, chart, significance)",
+    flags: [
+      "config",
+      "strategies",
+      "seeds",
+      "seed",
+      "budget",
+      "branches",
+      "variant",
+      "concurrency",
+      "resume",
+      "dry-run",
+      "json"
+    ],
+    examples: [
+      "forkflush compare .",
+      "forkflush compare . --strategies fork-and-flush,single-run --seeds 3 --budget 200",
+      "forkflush compare . --strategies fork-and-flush --variant two-forks=fork.at='[0.33,0.66]' --variant one-fork=fork.at='[0.5]'",
+      "forkflush compare . --resume"
+    ]
+  },
+  {
+    name: "probe",
+    args: "[DIR]",
+    summary: "will forking help? short single runs (each a fraction of --budget, the run you plan), their spread, advice",
+    flags: ["config", "runs", "budget-each", "budget", "seed", "concurrency", "resume", "dry-run", "json"],
+    examples: [
+      "forkflush probe .",
+      "forkflush probe . --budget 20 --runs 6",
+      "forkflush probe . --budget-each 5 --json"
+    ]
+  },
+  {
     name: "schema",
     args: "",
     summary: "print the JSON Schema of .github/autoresearch.yml",
@@ -33786,9 +35663,9 @@ Run forkflush help COMMAND for its flags and examples.
 `;
 }
 function commandUsage(c) {
-  const flags = c.flags.map((name) => {
-    const f = FLAGS[name];
-    const left = `${f.short ? `-${f.short}, ` : ""}--${name}${f.value ? ` ${f.value}` : ""}`;
+  const flags = c.flags.map((name2) => {
+    const f = FLAGS[name2];
+    const left = `${f.short ? `-${f.short}, ` : ""}--${name2}${f.value ? ` ${f.value}` : ""}`;
     return [left, f.help];
   });
   const width = Math.max(16, ...flags.map(([l]) => l.length));
@@ -33817,9 +35694,9 @@ function parseCommandLine(argv) {
   const options = {
     version: { type: "boolean", short: "V" }
   };
-  for (const name of allowed) {
-    const f = FLAGS[name];
-    options[name] = { type: f.type, ...f.short ? { short: f.short } : {}, ...f.multiple ? { multiple: true } : {} };
+  for (const name2 of allowed) {
+    const f = FLAGS[name2];
+    options[name2] = { type: f.type, ...f.short ? { short: f.short } : {}, ...f.multiple ? { multiple: true } : {} };
   }
   let parsed;
   try {
@@ -33844,8 +35721,8 @@ function joinNegativeValues(argv, options) {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = argv[i + 1];
-    const name = a.startsWith("--") ? a.slice(2) : null;
-    if (name && options[name]?.type === "string" && next !== void 0 && /^-\d/.test(next)) {
+    const name2 = a.startsWith("--") ? a.slice(2) : null;
+    if (name2 && options[name2]?.type === "string" && next !== void 0 && /^-\d/.test(next)) {
       out.push(`${a}=${next}`);
       i++;
     } else out.push(a);
@@ -33855,26 +35732,26 @@ function joinNegativeValues(argv, options) {
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir12, readFile as readFile7, writeFile as writeFile12 } from "node:fs/promises";
-import { dirname as dirname9, join as join16, relative as relative2, resolve as resolve4 } from "node:path";
+import { mkdir as mkdir14, readFile as readFile9, writeFile as writeFile15 } from "node:fs/promises";
+import { dirname as dirname10, join as join19, relative as relative3, resolve as resolve5 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 var ACTION_PLACEHOLDER = "your-org/forkflush@v1";
 async function initTask(dir, v, io) {
-  const root = resolve4(dir);
-  await mkdir12(root, { recursive: true });
+  const root = resolve5(dir);
+  await mkdir14(root, { recursive: true });
   const answers = await ask(root, v, io);
   const force = v.force === true;
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join16(root, path);
+    const file2 = join19(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
     }
-    await mkdir12(dirname9(file2), { recursive: true });
-    await writeFile12(file2, text);
+    await mkdir14(dirname10(file2), { recursive: true });
+    await writeFile15(file2, text);
     written.push(path);
   };
   const config2 = configText(answers);
@@ -33882,12 +35759,12 @@ async function initTask(dir, v, io) {
   await put(CONFIG_PATH, config2);
   await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-  if (!existsSync4(join16(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-  if (!existsSync4(join16(root, "NOTES.md"))) await put("NOTES.md", notesText());
+  if (!existsSync4(join19(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+  if (!existsSync4(join19(root, "NOTES.md"))) await put("NOTES.md", notesText());
   const action = typeof v.action === "string" ? v.action : null;
   if (v.github === true) {
-    for (const name of ["forkflush.yml", "autoresearch.yml"]) {
-      await put(`.github/workflows/${name}`, await workflowText(name, answers.agent, action));
+    for (const name2 of ["forkflush.yml", "autoresearch.yml"]) {
+      await put(`.github/workflows/${name2}`, await workflowText(name2, answers.agent, action));
     }
   }
   for (const f of written) io.stdout.write(`wrote ${f}
@@ -33908,6 +35785,14 @@ grading the workspace as it is now: ${answers.grader}
 `
     );
   }
+  if (v.github === true) {
+    io.stdout.write(
+      `
+forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start your pull_request and
+push workflows with the repository's secrets: add branches-ignore: ['forkflush/**'] to them (README, "Agent code and your CI").
+`
+    );
+  }
   if (v.github === true && !action) {
     io.stdout.write(
       `
@@ -33916,12 +35801,12 @@ In both workflows, replace ${ACTION_PLACEHOLDER} with the forkflush repository a
     );
   }
   const named = [...namedPaths(answers.grader), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join16(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join19(root, p))
   );
   const files = [
-    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join16(root, f))), ...named])
+    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join19(root, f))), ...named])
   ];
-  const near = relative2(process.cwd(), root) || ".";
+  const near = relative3(process.cwd(), root) || ".";
   const here = near.startsWith("..") ? root : near;
   const git = here === "." ? "git" : `git -C ${shellQuote(here)}`;
   io.stdout.write(
@@ -33984,7 +35869,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join16(root, p))
+      (p) => existsSync4(join19(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -34054,8 +35939,8 @@ The agents' journal: each episode reads it, adds what it tried and learned, and 
 one line per episode with its score.
 `;
 }
-async function workflowText(name, agent, action) {
-  let text = await readFile7(packageFile("examples", "workflows", name), "utf8");
+async function workflowText(name2, agent, action) {
+  let text = await readFile9(packageFile("examples", "workflows", name2), "utf8");
   if (action) {
     const [repo, ref] = action.split("@");
     text = text.replace(
@@ -34065,7 +35950,7 @@ async function workflowText(name, agent, action) {
     ).replaceAll(ACTION_PLACEHOLDER, action).replaceAll("repository: your-org/forkflush", `repository: ${repo}`);
     if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )v1/, `$1${ref}`);
   }
-  if (name === "forkflush.yml") {
+  if (name2 === "forkflush.yml") {
     const secret = agent in AGENT_CLIS ? AGENT_CLIS[agent].secret : void 0;
     const line = secret ? `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}` : `          # what your agent needs, from the repository secrets, e.g. MY_KEY: \${{ secrets.MY_KEY }}`;
     text = text.replace(/^ {10}ANTHROPIC_API_KEY: \$\{\{ secrets\.ANTHROPIC_API_KEY \}\}$/m, line);
@@ -34073,10 +35958,10 @@ async function workflowText(name, agent, action) {
   return text;
 }
 function packageFile(...parts) {
-  let dir = dirname9(fileURLToPath(import.meta.url));
+  let dir = dirname10(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join16(dir, "package.json")) && existsSync4(join16(dir, ...parts))) return join16(dir, ...parts);
-    dir = dirname9(dir);
+    if (existsSync4(join19(dir, "package.json")) && existsSync4(join19(dir, ...parts))) return join19(dir, ...parts);
+    dir = dirname10(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
 }
@@ -34121,15 +36006,15 @@ async function dispatch(argv, io) {
     io.stdout.write(commandUsage(p.command));
     return 0;
   }
-  const name = p.command.name;
-  if (name === "help") {
+  const name2 = p.command.name;
+  if (name2 === "help") {
     const [topic] = p.positionals;
     const c = topic ? COMMANDS.find((x) => x.name === topic) : void 0;
     if (topic && !c) throw new UserError(`no command "${topic}": use ${COMMANDS.map((x) => x.name).join(", ")}`);
     io.stdout.write(c ? commandUsage(c) : usage(VERSION));
     return 0;
   }
-  if (name === "schema") {
+  if (name2 === "schema") {
     if (p.positionals.length > 0) throw new UserError("forkflush schema takes no arguments");
     io.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}
 `);
@@ -34137,9 +36022,9 @@ async function dispatch(argv, io) {
   }
   const [dir = ".", ...extra] = p.positionals;
   if (extra.length > 0)
-    throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush help ${name})`);
+    throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush help ${name2})`);
   const v = p.values;
-  switch (name) {
+  switch (name2) {
     case "plan": {
       const { config: config2 } = await loadConfig(dir, str2(v.config), readOverrides(v));
       if (v.json) {
@@ -34175,8 +36060,12 @@ sandbox: ${sandboxLine(open4)}
       return status(dir, p, io);
     case "init":
       return initTask(dir, v, io);
+    case "compare":
+      return compareCommand(dir, p, io);
+    case "probe":
+      return probeCommand(dir, p, io);
   }
-  throw new UserError(`unknown command "${name}"`);
+  throw new UserError(`unknown command "${name2}"`);
 }
 async function run(dir, p, io) {
   const v = p.values;
@@ -34309,6 +36198,127 @@ ${home.join("\n")}
     return 1;
   }
   return 0;
+}
+async function compareCommand(dir, p, io) {
+  const v = p.values;
+  const out = v.json ? io.stderr : io.stdout;
+  const strategies = str2(v.strategies)?.split(",").map((x) => x.trim()).filter(Boolean);
+  for (const x of strategies ?? [])
+    if (!STRATEGIES.includes(x))
+      throw new UserError(`--strategies: "${x}" is not a strategy: use ${STRATEGIES.join(", ")}`);
+  const variants = (Array.isArray(v.variant) ? v.variant : []).map((text) => {
+    const r2 = parseVariantFlag(text);
+    if ("problem" in r2) throw new UserError(r2.problem);
+    return r2;
+  });
+  if (new Set(variants.map((x) => x.name)).size < variants.length) throw new UserError("--variant: names must differ");
+  const o = {
+    ...shared(dir, p, io),
+    kind: "compare",
+    ...strategies ? { strategies } : {},
+    ...v.seeds !== void 0 ? { seeds: integer2("--seeds", str2(v.seeds) ?? "", 1, MAX_COMPARE_SEEDS) } : {},
+    ...variants.length > 0 ? { variants } : {},
+    ...v.branches !== void 0 ? { branches: integer2("--branches", str2(v.branches) ?? "", 1, MAX_BRANCHES) } : {}
+  };
+  const c = await runCompare({ ...o, log: (line) => out.write(`${line}
+`) });
+  const r = c.results;
+  if (v["dry-run"]) {
+    out.write(
+      `${comparePlan(c.manifest, r, c.resumed)}
+the checks passed; no agent was started. Run it: forkflush compare ${dir}${argvTail(p)}
+`
+    );
+    return 0;
+  }
+  return finishCompare(c, `${compareText(r)}
+`, r, dir, io, v.json === true);
+}
+async function probeCommand(dir, p, io) {
+  const v = p.values;
+  const out = v.json ? io.stderr : io.stdout;
+  const budgetEach = v["budget-each"] !== void 0 ? positive("--budget-each", str2(v["budget-each"]) ?? "") : void 0;
+  const probe2 = await runProbe({
+    ...shared(dir, p, io),
+    ...v.runs !== void 0 ? { runs: integer2("--runs", str2(v.runs) ?? "", 2, MAX_COMPARE_SEEDS) } : {},
+    ...budgetEach !== void 0 ? { budgetEach } : {},
+    log: (line) => out.write(`${line}
+`)
+  });
+  const { outcome: c, analysis, planned, budgetEach: each } = probe2;
+  if (v["dry-run"]) {
+    const plan2 = probePlan({
+      runs: c.manifest.entries.length,
+      each,
+      planned,
+      unit: c.results.budget.unit,
+      initial: c.results.initial
+    });
+    out.write(
+      `${c.manifest.id}: ${plan2}
+the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTail(p)}
+`
+    );
+    return 0;
+  }
+  const json2 = { ...c.results, probe: analysis };
+  return finishCompare(c, `${probeText(analysis)}
+`, json2, dir, io, v.json === true);
+}
+function shared(dir, p, io) {
+  const v = p.values;
+  if (v.resume && ["strategies", "seeds", "variant", "budget", "branches", "seed", "runs", "budget-each"].some(
+    (k) => v[k] !== void 0
+  ))
+    throw new UserError(
+      "--resume continues it as it was planned: drop the other flags (all but --config, --concurrency and --json)"
+    );
+  return {
+    dir,
+    ...v.config ? { configFile: str2(v.config) } : {},
+    ...v.seed !== void 0 ? { seed: integer2("--seed", str2(v.seed) ?? "", 0, 2 ** 31 - MAX_COMPARE_SEEDS) } : {},
+    ...v.budget !== void 0 ? { budget: positive("--budget", str2(v.budget) ?? "") } : {},
+    ...v.concurrency !== void 0 ? { concurrency: integer2("--concurrency", str2(v.concurrency) ?? "", 1) } : {},
+    resume: v.resume === true,
+    dryRun: v["dry-run"] === true,
+    now: io.now,
+    ...io.env ? { env: io.env } : {},
+    ...io.signal ? { signal: io.signal } : {}
+  };
+}
+function finishCompare(c, text, json2, dir, io, asJson) {
+  const kind = c.manifest.kind;
+  if (asJson) io.stdout.write(`${JSON.stringify(json2, null, 2)}
+`);
+  else
+    io.stdout.write(
+      `
+${text}
+results: ${c.folder}/results.json
+report:  ${c.folder}/report.md
+chart:   ${c.folder}/chart.svg
+`
+    );
+  if (c.code === 2)
+    io.stderr.write(`forkflush: ${c.message}
+fix it, then continue with: forkflush ${kind} ${dir} --resume
+`);
+  if (c.code === 130)
+    io.stderr.write(`
+interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --resume
+`);
+  if (c.code === 1) io.stderr.write(`forkflush: no run of the ${kind} got a score: see each run's report.md
+`);
+  return c.code;
+}
+function argvTail(p) {
+  const parts = [];
+  for (const [k, val] of Object.entries(p.values)) {
+    if (k === "dry-run" || val === false || val === void 0) continue;
+    for (const x of Array.isArray(val) ? val : [val])
+      parts.push(x === true ? `--${k}` : `--${k} ${shellQuote(String(x))}`);
+  }
+  return parts.length > 0 ? ` ${parts.join(" ")}` : "";
 }
 var str2 = (v) => typeof v === "string" ? v : void 0;
 function readOverrides(v) {

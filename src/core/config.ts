@@ -4,6 +4,7 @@
 // that reads only zod's public API (issues, `shape`, `unwrap()`, `in`, `options`) locates them.
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { compareSchema } from './compare-config.js';
 import { describeIssue, findOffset, mappingOf } from './config-errors.js';
 import {
   AGENT_TIMEOUT_SECONDS,
@@ -12,6 +13,7 @@ import {
   MAX_BRANCHES,
   PAPER,
   RUNS_PER_REPO,
+  SETUP_TIMEOUT_SECONDS,
 } from './method.js';
 import { coveredSecret, isForgeSecret } from './secrets.js';
 
@@ -132,6 +134,45 @@ const agentSchema = z.strictObject({
     ),
 });
 
+/** A shell command line: not empty. */
+const commandLine = z.string().min(1);
+
+/**
+ * What prepares a workspace before each episode, outside the agent's budget: its commands, run in
+ * the workspace before the agent and again in the judge's clean checkout before grading.
+ */
+const setupSchema = z.strictObject({
+  commands: z
+    .array(commandLine)
+    .default([])
+    .describe(
+      "Shell commands run in order in the episode's workspace before the agent starts, and in the judge's clean checkout before grading (npm ci, pip install -r requirements.txt). What they make that git does not track is not part of the episode's result.",
+    ),
+  timeout: z
+    .number()
+    .positive()
+    .default(SETUP_TIMEOUT_SECONDS)
+    .describe(`Seconds all the commands together may take, each time setup runs; default ${SETUP_TIMEOUT_SECONDS}.`),
+  network: z
+    .boolean()
+    .default(true)
+    .describe(
+      'Whether setup may use the network (to download dependencies); in the sandbox it has only loopback otherwise.',
+    ),
+  env: z
+    .array(envName)
+    .default([])
+    .describe(
+      'Environment variables passed to setup, beyond PATH and the locale (names, or prefixes with *); forge tokens are refused.',
+    ),
+  cache: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Locally: copy what setup made for a base commit into the other workspaces of the same base instead of running it again. Only for outputs that still work when copied to another folder (node_modules does, a Python virtualenv does not). The judge always runs setup afresh.',
+    ),
+});
+
 const sandboxSchema = z.strictObject({
   mode: z
     .enum(SANDBOX_MODES)
@@ -188,7 +229,9 @@ const limitsSchema = z.strictObject({
     .int()
     .min(1)
     .optional()
-    .describe(`Rounds one run may open, nightly and requested ones included; default the plan's + ${EXTRA_ROUNDS}.`),
+    .describe(
+      `Rounds one run may open, nightly and requested ones included; default the most its schedule may open + ${EXTRA_ROUNDS}.`,
+    ),
 });
 
 export const configSchema = z
@@ -197,6 +240,15 @@ export const configSchema = z
     task: repoPath.default('TASK.md').describe('File in the repository that describes the task.'),
     grader: graderSchema,
     agent: agentSchema,
+    setup: z
+      .union([commandLine, z.array(commandLine), setupSchema])
+      .default([])
+      .transform((s) =>
+        setupSchema.parse(typeof s === 'string' ? { commands: [s] } : Array.isArray(s) ? { commands: s } : s),
+      )
+      .describe(
+        "Commands that prepare the workspace before each episode (outside the agent's budget), and the judge's checkout before grading: a command, a list of them, or a mapping with commands, timeout, network, env and cache.",
+      ),
     budget: budgetSchema,
     strategy: z.enum(STRATEGIES).default('fork-and-flush'),
     fork: forkSchema.default(forkSchema.parse({})),
@@ -213,6 +265,7 @@ export const configSchema = z
         'On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says.',
       ),
     limits: limitsSchema.default(limitsSchema.parse({})),
+    compare: compareSchema.optional(),
     sandbox: z
       .union([z.enum(SANDBOX_MODES), sandboxSchema])
       .default('auto')

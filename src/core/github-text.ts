@@ -4,9 +4,10 @@ import { spent } from './budget.js';
 import { chartData } from './chart.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
-import { plan } from './plan.js';
+import { plan, planWarnings } from './plan.js';
 import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
-import { allEpisodes, type Episode, type EpisodeResult, type RunState } from './state.js';
+import { runStop } from './setup-failure.js';
+import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
 import { codeSpan, formatNumber, markdownTable } from './text.js';
 
 /** Marks the one comment forkflush keeps editing on an issue. */
@@ -43,8 +44,14 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
   const c = state.config;
   const unit = c.budget.unit;
   const open = state.rounds.find((r) => !r.decision);
-  const status =
-    phase === 'stopped'
+  // A run its setup stopped (every branch of a round failed setup, or the agent cannot start)
+  // says why, whatever else holds. (Not a grader that scored nothing: on GitHub the initial
+  // workspace is never graded, so its missing score says nothing about the grader.)
+  const stop = phase === 'finished' ? null : runStop(state);
+  const halted = stop?.code === 2 ? stop : null;
+  const status = halted
+    ? `stopped: ${halted.message}`
+    : phase === 'stopped'
       ? 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it'
       : phase === 'finished'
         ? 'finished'
@@ -63,6 +70,7 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
     `**Best score** (${c.grader.direction}): ${best}  `,
     `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
     ...notes.map((n) => `> ${n}`),
+    ...planWarnings(c).map((w) => `> **Warning:** ${w}`),
     '',
     '<details><summary>Plan</summary>',
     '',
@@ -72,8 +80,11 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
   ];
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
     parts.push('', '#### Leaderboard', '', leaderboardMarkdown(state, 10));
-    parts.push('', '#### Best score versus spend', '', mermaidChart(state));
-    parts.push('', '<details><summary>As a table</summary>', '', bestTable(state), '', '</details>');
+    // No chart before anything scored (every setup failed, say): it would have no line to draw.
+    if (chartData(state).best.length > 0) {
+      parts.push('', '#### Best score versus spend', '', mermaidChart(state));
+      parts.push('', '<details><summary>As a table</summary>', '', bestTable(state), '', '</details>');
+    }
     parts.push(
       '',
       '<details><summary>Rounds</summary>',
@@ -131,13 +142,18 @@ export function checkRunOutput(
   details: EpisodeDetails | null,
 ): { title: string; summary: string; text: string } {
   const c = state.config;
-  const score = r.score === null ? `no score: ${r.reason ?? 'unknown'}` : `score ${scoreText(r.score)}`;
+  const setup = setupFailed({ result: r });
+  const score = setup
+    ? (r.reason ?? 'setup failed')
+    : r.score === null
+      ? `no score: ${r.reason ?? 'unknown'}`
+      : `score ${scoreText(r.score)}`;
   const title = `${e.id}: ${score}`.slice(0, 255);
   const rows = [
     ['score', r.score === null ? `none: ${codeSpan(r.reason ?? 'unknown')}` : scoreText(r.score)],
     ['direction', c.grader.direction],
     ['spent', `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
-    ['ended', r.exit],
+    ['ended', setup ? 'setup failed: the agent did not run, and the round does not count this branch' : r.exit],
     ['context', describeContext(e) + (e.directive ? ', told to try a different approach' : '')],
     ['best so far', state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : 'none'],
   ];
@@ -160,9 +176,12 @@ function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
 }
 
-/** The conclusion of an episode's check run: success with a score, neutral without one. */
+/**
+ * The conclusion of an episode's check run: success with a score, neutral without one; failure
+ * when protected paths were changed or the episode's setup failed (something to fix).
+ */
 export function checkConclusion(r: EpisodeResult): 'success' | 'neutral' | 'failure' {
-  if (r.protectedChanged.length > 0) return 'failure';
+  if (r.protectedChanged.length > 0 || setupFailed({ result: r })) return 'failure';
   return r.score === null ? 'neutral' : 'success';
 }
 
@@ -174,9 +193,11 @@ export function episodePrBody(state: RunState, e: Episode, r: EpisodeResult): st
   return [
     `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ''}), ${describeContext(e)}.`,
     '',
-    r.score === null
-      ? `No score: ${codeSpan(r.reason ?? 'unknown')}.`
-      : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
+    setupFailed({ result: r })
+      ? `The agent did not run: ${codeSpan(r.reason ?? 'setup failed')}.`
+      : r.score === null
+        ? `No score: ${codeSpan(r.reason ?? 'unknown')}.`
+        : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
     `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
     '',
     'forkflush merges the best branch of each round into the lineage and closes the others.',
@@ -185,6 +206,8 @@ export function episodePrBody(state: RunState, e: Episode, r: EpisodeResult): st
 
 export function loserComment(state: RunState, e: Episode, winner: Episode | null): string {
   const mine = scoreText(e.result?.score);
+  if (setupFailed(e))
+    return `Not adopted: this branch's setup failed, so its agent never ran (${codeSpan(e.result?.reason ?? 'setup failed')}).`;
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }

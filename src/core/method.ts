@@ -76,10 +76,22 @@ export const STALE_CLAIM_MINUTES = 10;
 
 /**
  * Minutes after a round's dispatch on GitHub past which its missing results count as failed:
- * agent.timeout + 2 × grader.timeout, plus the slack for queueing.
+ * agent.timeout + 2 × grader.timeout (+ 2 × setup.timeout when there is a setup), plus the slack
+ * for queueing.
  */
-export function roundDeadlineMinutes(config: Pick<Config, 'agent' | 'grader'>): number {
-  return (config.agent.timeout + DEADLINE_GRADINGS * config.grader.timeout) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
+export function roundDeadlineMinutes(
+  config: Pick<Config, 'agent' | 'grader'> & Partial<Pick<Config, 'setup'>>,
+): number {
+  return episodeLimitSeconds(config) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
+}
+
+/**
+ * The longest one episode may take, in seconds, by its limits: its setup (when there is one) in
+ * the workspace and in the judge's checkout, the agent, and the gradings the deadline allows.
+ */
+export function episodeLimitSeconds(config: Pick<Config, 'agent' | 'grader'> & Partial<Pick<Config, 'setup'>>): number {
+  const setup = config.setup && config.setup.commands.length > 0 ? SETUP_RUNS * config.setup.timeout : 0;
+  return config.agent.timeout + DEADLINE_GRADINGS * config.grader.timeout + setup;
 }
 
 // GitHub: what one repository and one run may start (our choice: enough for a team's parallel
@@ -91,3 +103,77 @@ export const RUNS_PER_REPO = 3;
 
 /** Rounds a run may open beyond what its plan needs: nightly and requested ones (limits.rounds). */
 export const EXTRA_ROUNDS = 30;
+
+// Setup (setup: in the config): what prepares a workspace before each episode.
+
+/** The default limit of one setup (all of setup.commands), in seconds: our choice, room for a large `npm ci` or `pip install` without a cache. */
+export const SETUP_TIMEOUT_SECONDS = 600;
+
+/** Times setup runs for one episode: in its workspace before the agent, and in the judge's clean checkout before grading. */
+export const SETUP_RUNS = 2;
+
+// ------------------------------------------------------------------------------------------------
+// compare and probe (issue 12): the paper's evaluation on the user's own task. The statistics are
+// in core/compare*.ts and core/probe.ts; their numbers are here.
+
+/**
+ * The paper's aggregate figures (method.md, "The method"): min–max normalized means at equal
+ * compute. The report prints them next to the task's own, as a reference, never as a target.
+ */
+export const PAPER_RESULTS = {
+  /** Main result, 13 tasks: fork-and-flush against single-run and best-of-4. */
+  main: { 'fork-and-flush': 0.78, 'single-run': 0.47, 'best-of-n': 0.54 },
+  /** The relative improvements the paper states: 0.78 / 0.47 - 1 and 0.78 / 0.54 - 1. */
+  improvement: { 'single-run': 0.66, 'best-of-n': 0.444 },
+  /** The ablation, 11 tasks. */
+  ablation: { 'single-run': 0.45, 'flush-only': 0.55, 'fork-only': 0.57, 'fork-and-flush': 0.71 },
+} as const;
+
+/** Seeds per strategy of a compare: our choice, the fewest for which a sign count can say much (5 of 5: p = 0.0625). */
+export const COMPARE_SEEDS = 5;
+
+/** The most seeds a compare may ask for: our choice, a bound on runs started by one command. */
+export const MAX_COMPARE_SEEDS = 100;
+
+/** Resamples of the bootstrap interval of a paired difference: our choice, steady to two digits. */
+export const BOOTSTRAP_RESAMPLES = 10_000;
+
+/** The bootstrap's seed: fixed, so the same runs always give the same report. */
+export const BOOTSTRAP_SEED = 12;
+
+/** The bootstrap interval's coverage: the usual 95%. */
+export const CONFIDENCE = 0.95;
+
+/**
+ * Probe runs: the paper's K = 4. A fork round picks the best of K fresh branches, so K independent
+ * runs show the spread a fork round would choose from.
+ */
+export const PROBE_RUNS = PAPER.branches;
+
+/**
+ * Each probe run's default budget, in serial episodes of the planned run (budget.episode): our
+ * choice. Two is the shortest run with both halves of what varies: a fresh episode that picks an
+ * approach, and a carried one that polishes it. At the paper's episode size (0.06 of B) four probe
+ * runs cost 0.48 of the planned budget; `--budget-each` spends less.
+ */
+export const PROBE_EPISODES_EACH = 2;
+
+/**
+ * THE PROBE'S THRESHOLD, a judgement. The probe measures the sd of its runs' best scores relative
+ * to the gain they made (the best seen minus the initial score). "help likely" at or above this,
+ * "little to gain" below it; "too hard at this budget" when no run improved on the initial score.
+ * Why 0.05 (method.md, "Where it helps"): the paper's example of a task where forking paid had
+ * independent runs from 68.3 to 100 (an sd near a tenth of the scale), and the variance study
+ * (MAX-3-SAT, §6.2) found the spread vanishing on trivial and on hopeless tasks, peaking at half
+ * of a reference's attainment. A fork round keeps the best of K = 4 draws, about one sd (1.03 for
+ * normal draws) above a single one, so below 0.05 a round buys under about 5% of the gain the runs
+ * made themselves: half of the paper's high-variance example, and little next to a round's cost.
+ */
+export const PROBE_SPREAD = 0.05;
+
+/**
+ * On a runner, the longest the Action waits for the agent's CLI to install, in seconds: our
+ * choice, far above the tens of seconds an npm install takes (it falls within the slack a round's
+ * deadline allows, ROUND_DEADLINE_SLACK_MINUTES).
+ */
+export const AGENT_INSTALL_TIMEOUT_SECONDS = 600;

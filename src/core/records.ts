@@ -35,7 +35,7 @@ const resultSchema = z.object({
   score: z.number().finite().nullable(),
   reason: z.string().optional(),
   spent: z.number().finite().nonnegative(),
-  exit: z.enum(['finished', 'budget', 'timeout', 'crash']),
+  exit: z.enum(['finished', 'budget', 'timeout', 'crash', 'setup']),
   protectedChanged: z.array(z.string()),
   agentSeconds: z.number().nonnegative(),
   graderSeconds: z.number().nonnegative(),
@@ -110,8 +110,15 @@ export const runFilesSchema = z.object({
   commentId: z.number().int().nullable(),
   commentDigest: z.string().optional(),
   stopped: z.boolean(),
-  /** Round index -> when its jobs were dispatched and by when they must report. */
-  dispatched: z.record(z.string(), z.object({ at: z.string(), deadline: z.string() })),
+  /**
+   * Round index -> when its jobs were dispatched, by when they must report, and the worker
+   * workflow run the dispatch started, when GitHub said (its `return_run_details`): only that
+   * run's completion, and its jobs' failures, are the round's.
+   */
+  dispatched: z.record(
+    z.string(),
+    z.object({ at: z.string(), deadline: z.string(), runId: z.number().int().positive().optional() }),
+  ),
   /** Episode id -> its pull request and check run, once its result has landed. */
   published: z.record(z.string(), z.object({ pr: z.number().int().nullable(), check: z.number().int().nullable() })),
   /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
@@ -130,6 +137,21 @@ export const runFilesSchema = z.object({
   protectedDigest: z.string().optional(),
   /** Whether the repository was private when the run started (how agent contexts are kept). */
   privateRepository: z.boolean().optional(),
+  /**
+   * The login of the writer who started the run, or last resumed it or asked for a fork round:
+   * the nightly rounds run on their behalf, while they keep write access.
+   */
+  startedBy: z.string().min(1).optional(),
+  /**
+   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
+   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
+   * twice, or that is replayed, is acted on once.
+   */
+  seen: z.array(z.string()).optional(),
+  /** The same for job and workflow-run deliveries, recorded with what they changed. */
+  seenDeliveries: z.array(z.string()).optional(),
+  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
+  nightlySkipped: z.string().optional(),
 });
 
 export type RunFiles = z.output<typeof runFilesSchema>;
