@@ -67324,6 +67324,35 @@ function visibleText(markdown) {
   });
   return { text, hidden };
 }
+var BIDI = /* @__PURE__ */ new Set([8234, 8235, 8236, 8237, 8238, 8294, 8295, 8296, 8297]);
+function plainText(text) {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 27) {
+      i = escapeEnd(text, i + 1);
+      continue;
+    }
+    if (c < 32 && c !== 9 && c !== 10 || c >= 127 && c <= 159 || BIDI.has(c)) continue;
+    out += text[i];
+  }
+  return out;
+}
+function escapeEnd(text, i) {
+  const kind = text[i];
+  if (kind === "[") {
+    let j = i + 1;
+    while (j < text.length && !(text.charCodeAt(j) >= 64 && text.charCodeAt(j) <= 126)) j++;
+    return j;
+  }
+  if (kind === "]" || kind === "P" || kind === "_" || kind === "^" || kind === "X") {
+    let j = i + 1;
+    while (j < text.length && text.charCodeAt(j) !== 7 && !(text.charCodeAt(j) === 27 && text[j + 1] === "\\"))
+      j++;
+    return text.charCodeAt(j) === 27 ? j + 1 : j;
+  }
+  return i;
+}
 
 // src/core/config-errors.ts
 function isPredicate(message) {
@@ -68307,6 +68336,7 @@ Forkflush-Save: ${randomUUID()}`,
           conclusion: args.conclusion,
           ...args.startedAt ? { started_at: args.startedAt } : {},
           completed_at: args.completedAt,
+          ...args.detailsUrl ? { details_url: args.detailsUrl } : {},
           output: args.output,
           ...ONCE
         });
@@ -68364,21 +68394,37 @@ Forkflush-Save: ${randomUUID()}`,
    * Dispatches the workflow once: after an answer that may have been lost, a run not yet completed
    * with the round's title (GitHub creates a dispatched run at once) is the one this made.
    */
+  /**
+   * Dispatches the workflow; returns the id of the run it started, when GitHub says (it does with
+   * return_run_details; an older GitHub answers 204 and no id), so that only that run's events
+   * may end the round.
+   */
   async dispatchWorkflow(workflow, ref, inputs) {
     const title = inputs.run !== void 0 && inputs.round !== void 0 ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
-    await this.createOnce(
+    const started = await this.createOnce(
       async () => {
-        await this.octokit.rest.actions.createWorkflowDispatch({
+        const { data } = await this.octokit.rest.actions.createWorkflowDispatch({
           ...this.r,
           workflow_id: workflow,
           ref,
           inputs,
+          return_run_details: true,
           ...ONCE
         });
-        return true;
+        const id = data?.workflow_run_id;
+        return { id: typeof id === "number" ? id : null };
       },
-      async () => title !== null && (await this.runsTitled(workflow, title)).some((w) => w.status !== "completed") ? true : null
+      async () => {
+        if (title === null) return null;
+        const live = (await this.runsTitled(workflow, title)).find((w) => w.status !== "completed");
+        return live ? { id: live.id } : null;
+      }
     );
+    return started.id;
+  }
+  /** The newest run of the workflow with this title that was not cancelled (a dispatch taken over). */
+  async liveRunId(workflow, title) {
+    return (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== "cancelled")?.id ?? null;
   }
   /**
    * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
@@ -68557,7 +68603,8 @@ function parseCommitDetails(message) {
     journalTail.push(lines[i].slice(2));
   }
   const diffStat = changes.slice("Changes: ".length);
-  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail };
+  const run2 = lines.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
+  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
 }
 
 // src/core/state.ts
@@ -69316,7 +69363,20 @@ function checkRunOutput(state, e, r, details) {
   const text = details?.journalTail.length ? `Latest journal entries (${c.journal}):
 
 ${details.journalTail.map((l) => `    ${l}`).join("\n")}` : "";
-  return { title, summary: clip(summary2, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+  const output2 = { title, summary: clip(summary2, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+  const annotations = protectedAnnotations(r);
+  return annotations.length > 0 ? { ...output2, annotations } : output2;
+}
+var MAX_ANNOTATIONS = 50;
+function protectedAnnotations(r) {
+  return r.protectedChanged.slice(0, MAX_ANNOTATIONS).map((path2) => ({
+    path: plainText(path2).slice(0, 1e3),
+    start_line: 1,
+    end_line: 1,
+    annotation_level: "failure",
+    title: "protected path changed",
+    message: "The agent changed this protected path (grader.protected). forkflush restored it before grading, and the episode got no score."
+  }));
 }
 var CHECK_OUTPUT_MAX = 65535;
 function clip(text, max) {
@@ -69770,16 +69830,19 @@ var GitHubWork = class {
   async openRound(state, round, retaking) {
     const pending = round.episodes.filter((e) => !e.result);
     for (const e of pending) await this.forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
-    const started = retaking && await this.forge.hasLiveRun(GITHUB.workflow, roundRunTitle(state.id, round.index));
-    if (!started) {
-      await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
-        run: state.id,
-        round: String(round.index),
-        episodes: JSON.stringify(pending.map((e) => e.id))
-      });
-    }
+    const title = roundRunTitle(state.id, round.index);
+    const taken = retaking && await this.forge.hasLiveRun(GITHUB.workflow, title);
+    const runId2 = taken ? await this.forge.liveRunId(GITHUB.workflow, title) : await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
+      run: state.id,
+      round: String(round.index),
+      episodes: JSON.stringify(pending.map((e) => e.id))
+    });
     const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 6e4);
-    this.files.dispatched[String(round.index)] = { at: this.now.toISOString(), deadline: deadline.toISOString() };
+    this.files.dispatched[String(round.index)] = {
+      at: this.now.toISOString(),
+      deadline: deadline.toISOString(),
+      ...runId2 !== null ? { runId: runId2 } : {}
+    };
   }
   /**
    * A check run for an episode whose result landed, and with `pull_requests: episodes` a pull
@@ -69795,15 +69858,30 @@ var GitHubWork = class {
     }
     const name = checkRunName(e.id);
     const found = retaking ? await this.forge.findCheckRun(r.commit, name) : null;
+    const details = parseCommitDetails((await this.commits.get(r.commit)).message);
+    const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
     const check2 = found ?? await this.forge.createCheckRun({
       sha: r.commit,
       name,
       conclusion: checkConclusion(r),
-      output: checkRunOutput(state, e, r, parseCommitDetails((await this.commits.get(r.commit)).message)),
-      completedAt: this.now.toISOString()
+      output: checkRunOutput(state, e, r, details),
+      completedAt: this.now.toISOString(),
+      ...detailsUrl ? { detailsUrl } : {}
     });
     const pr = state.config.pull_requests === "episodes" && !setupFailed(e) ? await this.episodePullRequest(state, e) : null;
     this.files.published[e.id] = { pr, check: check2 };
+  }
+  /** A workflow run page of this repository (the commit says which run made it), or null. */
+  ownRunUrl(url2) {
+    if (!url2) return null;
+    try {
+      const u = new URL(url2);
+      const [, owner, repo, ...rest] = u.pathname.split("/");
+      const own2 = owner === this.forge.owner && repo === this.forge.repo;
+      return (u.protocol === "https:" || u.protocol === "http:") && own2 && /^actions\/runs\/\d+(\/attempts\/\d+)?$/.test(rest.join("/")) ? u.toString() : null;
+    } catch {
+      return null;
+    }
   }
   async episodePullRequest(state, e) {
     const r = e.result;

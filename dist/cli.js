@@ -29040,6 +29040,7 @@ function commitMessage(runId2, config2, e, r, details) {
   const body = details ? [
     `Changes: ${oneLine(details.diffStat) || "none"}`,
     ...details.journalTail.length > 0 ? ["Journal:", ...details.journalTail.map((l) => `  ${oneLine(l)}`)] : [],
+    ...details.workflowRunUrl ? [`Workflow run: ${oneLine(details.workflowRunUrl)}`] : [],
     ""
   ] : [];
   const lines = [
@@ -34322,7 +34323,8 @@ async function commitResult(job, snap, partial2, started) {
   const tree = await writeIndexed(job.own, snap.index, config2.journal, journal);
   const details = {
     diffStat: await diffStat(job.own, snap.index, episode.base),
-    journalTail: journalTail(journal)
+    journalTail: journalTail(journal),
+    ...job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}
   };
   const wallSeconds = seconds2((performance.now() - started) / 1e3);
   let message = commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }, details);

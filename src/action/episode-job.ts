@@ -160,6 +160,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   };
   const result = await runEpisode({
     runId: s.run,
+    ...(s.workflowRunUrl ? { workflowRunUrl: s.workflowRunUrl } : {}),
     config: state.config,
     episode,
     phase: round.phase,

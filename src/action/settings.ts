@@ -24,6 +24,8 @@ export interface ActionSettings {
   privateDir: string;
   /** Encrypts the contexts pushed to the forge (null: none). */
   contextKey: Buffer | null;
+  /** This job's workflow run on the web (the check run links it), or null outside a run. */
+  workflowRunUrl: string | null;
 }
 
 // Both end up in ref names, so they are held to what a ref may safely contain.
@@ -54,5 +56,14 @@ export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): Act
     workspace: need('GITHUB_WORKSPACE'),
     privateDir: join(need('RUNNER_TEMP'), 'forkflush'),
     contextKey: inputs.contextKey?.trim() ? parseContextKey(inputs.contextKey) : null,
+    workflowRunUrl: workflowRunUrl(server, repository, env),
   };
+}
+
+/** GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT as the run's page: what the episode's check run links to. */
+function workflowRunUrl(server: string, repository: string, env: NodeJS.ProcessEnv): string | null {
+  const run = env.GITHUB_RUN_ID?.trim() ?? '';
+  const attempt = env.GITHUB_RUN_ATTEMPT?.trim() ?? '';
+  if (!/^\d+$/.test(run)) return null;
+  return `${server}/${repository}/actions/runs/${run}${/^\d+$/.test(attempt) ? `/attempts/${attempt}` : ''}`;
 }

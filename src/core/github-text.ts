@@ -8,7 +8,7 @@ import { plan, planWarnings } from './plan.js';
 import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
 import { runStop } from './setup-failure.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
-import { codeSpan, formatNumber, markdownTable } from './text.js';
+import { codeSpan, formatNumber, markdownTable, plainText } from './text.js';
 
 /** Marks the one comment forkflush keeps editing on an issue. */
 export function commentMarker(run: string): string {
@@ -140,7 +140,7 @@ export function checkRunOutput(
   e: Episode,
   r: EpisodeResult,
   details: EpisodeDetails | null,
-): { title: string; summary: string; text: string } {
+): { title: string; summary: string; text: string; annotations?: CheckAnnotation[] } {
   const c = state.config;
   const setup = setupFailed({ result: r });
   const score = setup
@@ -166,7 +166,37 @@ export function checkRunOutput(
     ? `Latest journal entries (${c.journal}):\n\n${details.journalTail.map((l) => `    ${l}`).join('\n')}`
     : '';
   // GitHub refuses check run outputs over 65,535 characters; agent text could be any length.
-  return { title, summary: clip(summary, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+  const output = { title, summary: clip(summary, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+  const annotations = protectedAnnotations(r);
+  return annotations.length > 0 ? { ...output, annotations } : output;
+}
+
+export interface CheckAnnotation {
+  path: string;
+  start_line: number;
+  end_line: number;
+  annotation_level: 'failure';
+  title: string;
+  message: string;
+}
+
+/** GitHub takes at most 50 annotations per request. */
+const MAX_ANNOTATIONS = 50;
+
+/**
+ * One annotation per protected path the agent changed, on the file's first line: the commit holds
+ * the base's version (forkflush restored it), and the annotation says why the branch has no score.
+ */
+function protectedAnnotations(r: EpisodeResult): CheckAnnotation[] {
+  return r.protectedChanged.slice(0, MAX_ANNOTATIONS).map((path) => ({
+    path: plainText(path).slice(0, 1000),
+    start_line: 1,
+    end_line: 1,
+    annotation_level: 'failure',
+    title: 'protected path changed',
+    message:
+      'The agent changed this protected path (grader.protected). forkflush restored it before grading, and the episode got no score.',
+  }));
 }
 
 const CHECK_OUTPUT_MAX = 65_535;

@@ -43,6 +43,8 @@ const TRAILERS = {
 export interface EpisodeDetails {
   diffStat: string;
   journalTail: string[];
+  /** The workflow run that made the commit (GitHub), for the check run's link. */
+  workflowRunUrl?: string;
 }
 
 export function commitMessage(
@@ -57,6 +59,7 @@ export function commitMessage(
     ? [
         `Changes: ${oneLine(details.diffStat) || 'none'}`,
         ...(details.journalTail.length > 0 ? ['Journal:', ...details.journalTail.map((l) => `  ${oneLine(l)}`)] : []),
+        ...(details.workflowRunUrl ? [`Workflow run: ${oneLine(details.workflowRunUrl)}`] : []),
         '',
       ]
     : [];
@@ -172,7 +175,8 @@ export function parseCommitDetails(message: string): EpisodeDetails | null {
     journalTail.push((lines[i] as string).slice(2));
   }
   const diffStat = changes.slice('Changes: '.length);
-  return { diffStat: diffStat === 'none' ? '' : diffStat, journalTail };
+  const run = lines.find((l) => l.startsWith('Workflow run: '))?.slice('Workflow run: '.length);
+  return { diffStat: diffStat === 'none' ? '' : diffStat, journalTail, ...(run ? { workflowRunUrl: run } : {}) };
 }
 
 function oneLine(s: string): string {

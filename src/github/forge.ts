@@ -13,6 +13,7 @@
 // leaves its claim, and the handler that takes it over checks before it redoes anything.
 import { randomUUID } from 'node:crypto';
 import type { ProbotOctokit } from 'probot';
+import type { CheckAnnotation } from '../core/github-text.js';
 import { isRoundRunOf, parseStateRef, roundRunTitle } from '../core/names.js';
 import {
   parseRunFiles,
@@ -363,9 +364,11 @@ export class GitHubForge {
     sha: string;
     name: string;
     conclusion: 'success' | 'neutral' | 'failure';
-    output: { title: string; summary: string; text: string };
+    output: { title: string; summary: string; text: string; annotations?: CheckAnnotation[] };
     startedAt?: string;
     completedAt: string;
+    /** The page the check run links to: the workflow run that made the result. */
+    detailsUrl?: string;
   }): Promise<number> {
     return this.createOnce(
       async () => {
@@ -377,6 +380,7 @@ export class GitHubForge {
           conclusion: args.conclusion,
           ...(args.startedAt ? { started_at: args.startedAt } : {}),
           completed_at: args.completedAt,
+          ...(args.detailsUrl ? { details_url: args.detailsUrl } : {}),
           output: args.output,
           ...ONCE,
         });
@@ -442,23 +446,39 @@ export class GitHubForge {
    * Dispatches the workflow once: after an answer that may have been lost, a run not yet completed
    * with the round's title (GitHub creates a dispatched run at once) is the one this made.
    */
-  async dispatchWorkflow(workflow: string, ref: string, inputs: Record<string, string>): Promise<void> {
+  /**
+   * Dispatches the workflow; returns the id of the run it started, when GitHub says (it does with
+   * return_run_details; an older GitHub answers 204 and no id), so that only that run's events
+   * may end the round.
+   */
+  async dispatchWorkflow(workflow: string, ref: string, inputs: Record<string, string>): Promise<number | null> {
     const title =
       inputs.run !== undefined && inputs.round !== undefined ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
-    await this.createOnce(
+    const started = await this.createOnce(
       async () => {
-        await this.octokit.rest.actions.createWorkflowDispatch({
+        const { data } = await this.octokit.rest.actions.createWorkflowDispatch({
           ...this.r,
           workflow_id: workflow,
           ref,
           inputs,
+          return_run_details: true,
           ...ONCE,
-        });
-        return true;
+        } as Parameters<Octokit['rest']['actions']['createWorkflowDispatch']>[0]);
+        const id = (data as { workflow_run_id?: unknown } | undefined)?.workflow_run_id;
+        return { id: typeof id === 'number' ? id : null };
       },
-      async () =>
-        title !== null && (await this.runsTitled(workflow, title)).some((w) => w.status !== 'completed') ? true : null,
+      async () => {
+        if (title === null) return null;
+        const live = (await this.runsTitled(workflow, title)).find((w) => w.status !== 'completed');
+        return live ? { id: live.id } : null;
+      },
     );
+    return started.id;
+  }
+
+  /** The newest run of the workflow with this title that was not cancelled (a dispatch taken over). */
+  async liveRunId(workflow: string, title: string): Promise<number | null> {
+    return (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== 'cancelled')?.id ?? null;
   }
 
   /**
@@ -473,7 +493,7 @@ export class GitHubForge {
   private async runsTitled(
     workflow: string,
     title: string,
-  ): Promise<{ status: string | null; conclusion: string | null }[]> {
+  ): Promise<{ id: number; status: string | null; conclusion: string | null }[]> {
     const { data } = await this.octokit.rest.actions.listWorkflowRuns({
       ...this.r,
       workflow_id: workflow,

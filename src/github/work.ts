@@ -46,16 +46,22 @@ export class GitHubWork implements Forge {
     // After a resume, only the episodes still without a result run again.
     const pending = round.episodes.filter((e) => !e.result);
     for (const e of pending) await this.forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
-    const started = retaking && (await this.forge.hasLiveRun(GITHUB.workflow, roundRunTitle(state.id, round.index)));
-    if (!started) {
-      await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
-        run: state.id,
-        round: String(round.index),
-        episodes: JSON.stringify(pending.map((e) => e.id)),
-      });
-    }
+    const title = roundRunTitle(state.id, round.index);
+    const taken = retaking && (await this.forge.hasLiveRun(GITHUB.workflow, title));
+    const runId = taken
+      ? await this.forge.liveRunId(GITHUB.workflow, title)
+      : await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
+          run: state.id,
+          round: String(round.index),
+          episodes: JSON.stringify(pending.map((e) => e.id)),
+        });
     const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 60_000);
-    this.files.dispatched[String(round.index)] = { at: this.now.toISOString(), deadline: deadline.toISOString() };
+    // The run's id, when known: only that run's events may end the round (app.ts).
+    this.files.dispatched[String(round.index)] = {
+      at: this.now.toISOString(),
+      deadline: deadline.toISOString(),
+      ...(runId !== null ? { runId } : {}),
+    };
   }
 
   /**
@@ -74,19 +80,39 @@ export class GitHubWork implements Forge {
     const name = checkRunName(e.id);
     // A claim left behind: its handler may have made the check run before it died.
     const found = retaking ? await this.forge.findCheckRun(r.commit, name) : null;
+    const details = parseCommitDetails((await this.commits.get(r.commit)).message);
+    const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
     const check =
       found ??
       (await this.forge.createCheckRun({
         sha: r.commit,
         name,
         conclusion: checkConclusion(r),
-        output: checkRunOutput(state, e, r, parseCommitDetails((await this.commits.get(r.commit)).message)),
+        output: checkRunOutput(state, e, r, details),
         completedAt: this.now.toISOString(),
+        ...(detailsUrl ? { detailsUrl } : {}),
       }));
     // A failed setup left only the base and a journal line: the check run says what failed.
     const pr =
       state.config.pull_requests === 'episodes' && !setupFailed(e) ? await this.episodePullRequest(state, e) : null;
     this.files.published[e.id] = { pr, check };
+  }
+
+  /** A workflow run page of this repository (the commit says which run made it), or null. */
+  private ownRunUrl(url: string | undefined): string | null {
+    if (!url) return null;
+    try {
+      const u = new URL(url);
+      const [, owner, repo, ...rest] = u.pathname.split('/');
+      const own = owner === this.forge.owner && repo === this.forge.repo;
+      return (u.protocol === 'https:' || u.protocol === 'http:') &&
+        own &&
+        /^actions\/runs\/\d+(\/attempts\/\d+)?$/.test(rest.join('/'))
+        ? u.toString()
+        : null;
+    } catch {
+      return null;
+    }
   }
 
   private async episodePullRequest(state: RunState, e: Episode): Promise<number | null> {

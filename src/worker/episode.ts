@@ -54,6 +54,8 @@ export class InterruptedError extends Error {
 
 export interface EpisodeJob {
   runId: string;
+  /** The job's workflow run on the web, recorded in the commit for the check run to link (GitHub). */
+  workflowRunUrl?: string;
   config: Config;
   episode: Episode;
   phase: string;
@@ -308,6 +310,7 @@ async function commitResult(
   const details: EpisodeDetails = {
     diffStat: await diffStat(job.own, snap.index, episode.base),
     journalTail: journalTail(journal),
+    ...(job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}),
   };
   const wallSeconds = seconds((performance.now() - started) / 1000);
   let message = commitMessage(job.runId, config, episode, { ...partial, wallSeconds }, details);

@@ -111,6 +111,12 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
     expect(h.gh.checkRuns.map((c) => c.output.title).sort()).toEqual(
       episodes.map((e) => `${e.id}: score ${e.result?.score}`).sort(),
     );
+    // Each links the workflow run whose job made its result.
+    const runs = new Set(h.box.actions.runs.map((r) => r.id));
+    for (const c of h.gh.checkRuns) {
+      const m = /\/octo-org\/octo-repo\/actions\/runs\/(\d+)\/attempts\/1$/.exec(c.request.details_url ?? '');
+      expect(m && runs.has(Number(m[1])), c.request.details_url).toBe(true);
+    }
     // Every episode's pull request is closed: the winners' merged (GitHub saw the lineage take
     // their commits), the losers' not; all their branches are deleted.
     for (const round of state.rounds) {
@@ -313,6 +319,11 @@ describe('GitHub in a box: security', () => {
       );
     }
     expect(h.gh.checkRuns.map((c) => c.conclusion)).toEqual(['failure', 'failure']);
+    // Each check run points at the protected files the agent changed.
+    for (const c of h.gh.checkRuns) {
+      const annotated = (c.output as { annotations?: { path: string }[] }).annotations?.map((a) => a.path);
+      expect(annotated).toEqual(expect.arrayContaining(['.github/workflows/forkflush.yml', 'grade.sh']));
+    }
   });
 
   it('hidden text in the issue never reaches the agent; visible text reaches it as quoted data', async () => {

@@ -216,6 +216,14 @@ describe('silence towards people without write access', () => {
 });
 
 describe("a round's end and a failed job count only from the run the app dispatched", () => {
+  it('records the id of the run its dispatch started (return_run_details)', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const [run] = h.box.actions.runs;
+    expect(run?.id).toEqual(expect.any(Number));
+    expect(h.runFiles(RUN)?.dispatched['0'].runId).toBe(run?.id);
+  });
+
   it('a workflow run other than the one the dispatch started is ignored; that one ends the round', async () => {
     const h = await new Harness().load();
     await h.label(7);
