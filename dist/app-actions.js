@@ -68868,8 +68868,12 @@ function nextRound(state) {
     return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true);
   return state.config.strategy === "best-of-n" ? nextBestOfNRound(state) : nextLeaderRound(state);
 }
+function forkRefusal(state) {
+  return state.lineages.length === 1 ? null : `${state.config.strategy} has no single leader to fork`;
+}
 function requestFork(state) {
-  if (state.lineages.length !== 1) throw new Error(`${state.config.strategy} has no single leader to fork`);
+  const refusal = forkRefusal(state);
+  if (refusal) throw new Error(refusal);
   return { ...state, status: "running", extraForks: (state.extraForks ?? 0) + 1 };
 }
 function nextLeaderRound(state) {
@@ -70182,7 +70186,7 @@ async function nightly(ctx) {
     const stored = await ctx.forge.loadRun(stateRef(run2));
     if (!stored || stored.files.stopped) continue;
     const today = ctx.now.toISOString().slice(0, 10);
-    const wantsRound = stored.state.config.schedule === "nightly" && stored.state.status === "finished" && stored.state.lineages.length === 1 && stored.files.lastNightly !== today;
+    const wantsRound = stored.state.config.schedule === "nightly" && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
     try {
       const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
       if (skip) {
@@ -70458,7 +70462,8 @@ async function runCommand(ctx, command, issue3, steer) {
     }
     case "fork": {
       if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
-      if (stored.state.lineages.length !== 1) return `${stored.state.config.strategy} has no single leader to fork.`;
+      const refusal = forkRefusal(stored.state);
+      if (refusal) return `${refusal}.`;
       const limit = roundLimitProblem(stored.state);
       if (limit) return `forkflush opened no fork round: ${limit}`;
       await forkNow(ctx, stored, steer);

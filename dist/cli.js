@@ -29330,8 +29330,8 @@ function statusJson(state, o) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir13, readdir as readdir9, readFile as readFile8, realpath as realpath5, rename as rename6, stat as stat7, writeFile as writeFile13 } from "node:fs/promises";
-import { join as join17, relative as relative2, resolve as resolve4 } from "node:path";
+import { mkdir as mkdir13, readdir as readdir9, readFile as readFile8, realpath as realpath5, rename as rename6, stat as stat8, writeFile as writeFile13 } from "node:fs/promises";
+import { join as join18, relative as relative2, resolve as resolve4 } from "node:path";
 
 // src/core/setup-failure.ts
 function setupFailure(state) {
@@ -30436,8 +30436,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat8 = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat8.slice(stat8.lastIndexOf(")") + 2).split(" ");
+    const stat9 = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat9.slice(stat9.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -33510,8 +33510,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat8 = readFileSync3(`/proc/${pid}/stat`, "utf8");
-    return Number(stat8.slice(stat8.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat9 = readFileSync3(`/proc/${pid}/stat`, "utf8");
+    return Number(stat9.slice(stat9.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -34558,9 +34558,9 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile3, chmod as chmod3, cp as cp3, mkdir as mkdir12, mkdtemp as mkdtemp2, readdir as readdir8, readFile as readFile7, realpath as realpath4, rm as rm9, stat as stat6 } from "node:fs/promises";
+import { appendFile as appendFile3, chmod as chmod3, cp as cp3, mkdir as mkdir12, mkdtemp as mkdtemp2, readdir as readdir8, readFile as readFile7, realpath as realpath4, rm as rm9, stat as stat7 } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join as join16, relative, resolve as resolve3, sep as sep2 } from "node:path";
+import { join as join17, relative, resolve as resolve3, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
 import { cp as cp2, mkdir as mkdir10, readFile as readFile5, realpath as realpath3, stat as stat4 } from "node:fs/promises";
@@ -34719,9 +34719,33 @@ async function exists3(path) {
 }
 
 // src/local/preflight.ts
+import { stat as stat6 } from "node:fs/promises";
+import { isAbsolute as isAbsolute4, join as join15 } from "node:path";
+
+// src/io/executables.ts
 import { constants as constants4 } from "node:fs";
 import { access, stat as stat5 } from "node:fs/promises";
 import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join14 } from "node:path";
+async function isExecutable(file2) {
+  const s = await stat5(file2).catch(() => null);
+  if (!s?.isFile()) return false;
+  return access(file2, constants4.X_OK).then(
+    () => true,
+    () => false
+  );
+}
+async function findExecutable(name2, path) {
+  if (isAbsolute3(name2)) return await isExecutable(name2) ? name2 : null;
+  if (name2.includes("/") || name2 === "") return null;
+  for (const dir of path.split(delimiter2)) {
+    if (!isAbsolute3(dir)) continue;
+    const file2 = join14(dir, name2);
+    if (await isExecutable(file2)) return file2;
+  }
+  return null;
+}
+
+// src/local/preflight.ts
 async function preflight(p) {
   const problems = [];
   if (!p.scratch) {
@@ -34749,7 +34773,7 @@ async function uncommittedInputs(p) {
     (x) => typeof x === "string"
   );
   const named = [...namedPaths(c.grader.command), ...c.agent.command ? namedPaths(c.agent.command) : []];
-  for (const path of named) if (await stat5(join14(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat6(join15(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -34766,7 +34790,7 @@ async function uncommittedInputs(p) {
   });
 }
 function namedPaths(command) {
-  return command.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute3(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
+  return command.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute4(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
 }
 var SHELL_WORDS = /* @__PURE__ */ new Set([
   "cd",
@@ -34803,38 +34827,29 @@ async function missingExecutable(p) {
     const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
     if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
     if (first.includes("/")) {
-      const file2 = isAbsolute3(first) ? first : join14(p.repo, first);
+      const file2 = isAbsolute4(first) ? first : join15(p.repo, first);
       if (await isExecutable(file2)) return null;
-      const exists4 = await stat5(file2).then(
+      const exists4 = await stat6(file2).then(
         () => true,
         () => false
       );
-      return exists4 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute3(first) ? "" : " in the repository"}`;
+      return exists4 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute4(first) ? "" : " in the repository"}`;
     }
     return await onPath(first, path) ? null : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
   }
   const cli = AGENT_CLIS[kind];
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute3(executable) ? await isExecutable(executable) : await onPath(executable, path);
+  const found = isAbsolute4(executable) ? await isExecutable(executable) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
 }
 async function onPath(name2, path) {
-  for (const dir of path.split(delimiter2).filter(Boolean)) if (await isExecutable(join14(dir, name2))) return true;
-  return false;
-}
-async function isExecutable(file2) {
-  const s = await stat5(file2).catch(() => null);
-  if (!s?.isFile()) return false;
-  return access(file2, constants4.X_OK).then(
-    () => true,
-    () => false
-  );
+  return await findExecutable(name2, path) !== null;
 }
 
 // src/local/store.ts
 import { chmod as chmod2, mkdir as mkdir11, readdir as readdir7, readFile as readFile6, rename as rename5, unlink as unlink2, writeFile as writeFile12 } from "node:fs/promises";
-import { join as join15 } from "node:path";
+import { join as join16 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -34842,10 +34857,10 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join15(taskDir, ".forkflush");
+    return join16(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join15(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join16(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
@@ -34853,7 +34868,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile6(join15(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile6(join16(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -34862,7 +34877,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join15(this.dir, ...parts);
+    return join16(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode) {
@@ -34960,7 +34975,7 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve3(configFile ?? join16(dir, CONFIG_PATH));
+  const file2 = resolve3(configFile ?? join17(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile7(file2, "utf8");
@@ -35006,7 +35021,7 @@ async function startRun(o) {
   );
   if ("problem" in loaded) throw new UserError(loaded.problem);
   const { templates } = loaded;
-  const rel = relative(repo, scratch ? join16(repo, relative(taskDir, configFile)) : configFile);
+  const rel = relative(repo, scratch ? join17(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
     repo,
@@ -35075,17 +35090,17 @@ async function newRunFolder(taskDir, now) {
   throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp2(join16(tmpdir(), "forkflush-dry-run-"));
+  const dir = await mkdtemp2(join17(tmpdir(), "forkflush-dry-run-"));
   await chmod3(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
-  const tmp = join16(scratch, "tmp");
-  await mkdir12(join16(tmp, "home"), { recursive: true });
+  const tmp = join17(scratch, "tmp");
+  await mkdir12(join17(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   if (config2.setup.commands.length > 0) {
-    const setupTmp = join16(scratch, "setup-tmp");
+    const setupTmp = join17(scratch, "setup-tmp");
     const run2 = await runSetup({
       config: config2,
       dir,
@@ -35133,7 +35148,7 @@ async function openRun(dir, id) {
   };
 }
 async function taskFolder(dir) {
-  const s = await stat6(dir).catch(() => null);
+  const s = await stat7(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
   return realpath4(resolve3(dir));
 }
@@ -35148,7 +35163,7 @@ async function excludeRunFolders(top) {
   const file2 = resolve3(top, r.stdout.trim());
   const text = await readFile7(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir12(join16(file2, ".."), { recursive: true });
+  await mkdir12(join17(file2, ".."), { recursive: true });
   await appendFile3(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
@@ -35157,7 +35172,7 @@ async function copyTask(taskDir, repo) {
   await mkdir12(repo, { recursive: true });
   for (const entry of await readdir8(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp3(join16(taskDir, entry), join16(repo, entry), { recursive: true });
+    await cp3(join17(taskDir, entry), join17(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -35167,7 +35182,7 @@ async function copyTask(taskDir, repo) {
 
 // src/local/compare.ts
 async function runCompare(o) {
-  const s = await stat7(o.dir).catch(() => null);
+  const s = await stat8(o.dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
   const taskDir = await realpath5(resolve4(o.dir));
   const overrides = {
@@ -35208,7 +35223,7 @@ async function runCompare(o) {
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join("\n"));
   const base = parseConfig(manifest.configText, file2, runOverrides(manifest, manifest.strategies[0]));
-  const folder = join17(RunStore.runsDir(taskDir), manifest.id);
+  const folder = join18(RunStore.runsDir(taskDir), manifest.id);
   if (o.dryRun) {
     const check2 = await startRun({
       dir: taskDir,
@@ -35226,18 +35241,18 @@ async function runCompare(o) {
     await mkdir13(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join17(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join18(RunStore.runsDir(taskDir), manifest.id);
   const release = await new RunStore(dir).lock();
   const rel = relative2(taskDir, file2);
   const configPathInRepo = rel.startsWith("..") ? null : rel;
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile13(join17(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile13(join18(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   let saving = Promise.resolve();
   const save = () => {
-    saving = saving.then(() => writeAtomic2(join17(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    saving = saving.then(() => writeAtomic2(join18(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return saving;
   };
@@ -35284,7 +35299,7 @@ async function runCompare(o) {
     }
     if (!open4) {
       const variant = m.variants.find((v) => v.name === e.variant);
-      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join17(dir, `variant-${variant.name}.yml`);
+      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join18(dir, `variant-${variant.name}.yml`);
       open4 = await adopt(taskDir, m, e, configFile);
       if (!open4) {
         const start = startLock.then(
@@ -35386,10 +35401,10 @@ async function writeOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic2(join17(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic2(join17(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic2(join18(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic2(join18(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
-  await writeAtomic2(join17(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
+  await writeAtomic2(join18(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
   return results;
 }
 function entryConfig(m, i, states, inRepo) {
@@ -35421,7 +35436,7 @@ async function unfinished(taskDir, kind) {
   const names = (await readdir9(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   for (const name2 of names) {
-    const file2 = join17(root, name2, "compare.json");
+    const file2 = join18(root, name2, "compare.json");
     const text = await readFile8(file2, "utf8").catch(() => null);
     if (text === null) continue;
     const m = parseManifest(text, file2);
@@ -35438,7 +35453,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n < 1e3; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir13(join17(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir13(join18(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -35460,7 +35475,7 @@ async function writeAtomic2(file2, content) {
 
 // src/local/probe.ts
 import { rename as rename7, writeFile as writeFile14 } from "node:fs/promises";
-import { join as join18 } from "node:path";
+import { join as join19 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -35486,11 +35501,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic3(join18(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic3(join19(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic3(
-      join18(folder, "report.md"),
+      join19(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -35735,7 +35750,7 @@ function joinNegativeValues(argv, options) {
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
 import { mkdir as mkdir14, readFile as readFile9, writeFile as writeFile15 } from "node:fs/promises";
-import { dirname as dirname10, join as join19, relative as relative3, resolve as resolve5 } from "node:path";
+import { dirname as dirname10, join as join20, relative as relative3, resolve as resolve5 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 var ACTION_PLACEHOLDER = "your-org/forkflush@v1";
@@ -35747,7 +35762,7 @@ async function initTask(dir, v, io) {
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join19(root, path);
+    const file2 = join20(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
@@ -35761,8 +35776,8 @@ async function initTask(dir, v, io) {
   await put(CONFIG_PATH, config2);
   await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-  if (!existsSync4(join19(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-  if (!existsSync4(join19(root, "NOTES.md"))) await put("NOTES.md", notesText());
+  if (!existsSync4(join20(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+  if (!existsSync4(join20(root, "NOTES.md"))) await put("NOTES.md", notesText());
   const action = typeof v.action === "string" ? v.action : null;
   if (v.github === true) {
     for (const name2 of ["forkflush.yml", "autoresearch.yml"]) {
@@ -35803,10 +35818,10 @@ In both workflows, replace ${ACTION_PLACEHOLDER} with the forkflush repository a
     );
   }
   const named = [...namedPaths(answers.grader), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join19(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join20(root, p))
   );
   const files = [
-    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join19(root, f))), ...named])
+    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join20(root, f))), ...named])
   ];
   const near = relative3(process.cwd(), root) || ".";
   const here = near.startsWith("..") ? root : near;
@@ -35871,7 +35886,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join19(root, p))
+      (p) => existsSync4(join20(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -35962,7 +35977,7 @@ async function workflowText(name2, agent, action) {
 function packageFile(...parts) {
   let dir = dirname10(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join19(dir, "package.json")) && existsSync4(join19(dir, ...parts))) return join19(dir, ...parts);
+    if (existsSync4(join20(dir, "package.json")) && existsSync4(join20(dir, ...parts))) return join20(dir, ...parts);
     dir = dirname10(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);

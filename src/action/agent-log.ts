@@ -10,9 +10,11 @@
 // their lines, JSON strings and encodings), and text shaped like a well-known token, is replaced
 // by *** before anything is printed, written or uploaded; the values are also masked in the job
 // log (core.setSecret). The raw log stays in forkflush's private folder.
+// (Over 400 lines: the log's one job, where people look, has five parts that share its paths and its
+// redaction; split, a reader would have to check that every part redacts.)
 import { randomBytes } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { access, constants, mkdir, open, readdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { constants, mkdir, open, readdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { ArtifactClient } from '@actions/artifact';
 import { readStream } from '../agents/claude-code-output.js';
@@ -25,6 +27,7 @@ import { parseRunFiles, parseRunState } from '../core/records.js';
 import { isForgeSecret } from '../core/secrets.js';
 import { plainText } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
+import { findExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 import { expandHome } from '../worker/boundary.js';
@@ -236,25 +239,6 @@ export async function probeVersion(p: VersionProbe): Promise<{ version: string |
   } finally {
     await rm(p.scratch, { recursive: true, force: true }).catch(() => {});
   }
-}
-
-/** An absolute path, or the first executable of that name on PATH; a relative path is never looked up. */
-async function findExecutable(name: string, path: string): Promise<string | null> {
-  if (isAbsolute(name)) return (await isExecutable(name)) ? name : null;
-  if (name.includes('/') || name === '') return null;
-  for (const dir of path.split(delimiter)) {
-    if (!isAbsolute(dir)) continue;
-    const file = join(dir, name);
-    if (await isExecutable(file)) return file;
-  }
-  return null;
-}
-
-async function isExecutable(file: string): Promise<boolean> {
-  return access(file, constants.X_OK).then(
-    () => true,
-    () => false,
-  );
 }
 
 function inside(file: string, dir: string): boolean {

@@ -21,6 +21,7 @@
 // - command: whatever the program prints.
 // Lines that are not part of the transcript (stderr, a line that is not an event) are the
 // "other" output, whose tail is shown after the transcript.
+// (Over 400 lines: one reader per agent kind, each short, with the line format they share.)
 import type { Config } from '../core/config.js';
 import { plainText } from '../core/text.js';
 import { parseAiderOutput } from './aider-output.js';

@@ -26,6 +26,7 @@ import {
   roundRunTitle,
   stateRef,
 } from '../core/names.js';
+import { forkRefusal } from '../core/schedule.js';
 import { canWrite, forkNow, nightly, runsPerRepo, type Steer, setStopped, startRun } from '../github/commands.js';
 import { GitHubForge, type RunFiles, type StoredRun } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
@@ -352,7 +353,8 @@ async function runCommand(
     }
     case 'fork': {
       if (stored.files.stopped) return 'The run is stopped: `/autoresearch resume` first.';
-      if (stored.state.lineages.length !== 1) return `${stored.state.config.strategy} has no single leader to fork.`;
+      const refusal = forkRefusal(stored.state);
+      if (refusal) return `${refusal}.`;
       const limit = roundLimitProblem(stored.state);
       if (limit) return `forkflush opened no fork round: ${limit}`;
       await forkNow(ctx, stored, steer);

@@ -2,6 +2,7 @@
 // paper's, from method.ts), the validation, the TypeScript type and the published JSON Schema.
 // Its messages are data of the schema: a value's rule carries its own wording, and a translator
 // that reads only zod's public API (issues, `shape`, `unwrap()`, `in`, `options`) locates them.
+// (Over 400 lines: one schema for one file; its error wording is config-errors.ts.)
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { compareSchema } from './compare-config.js';

@@ -45,9 +45,15 @@ export function nextRound(state: RunState): Round | null {
   return state.config.strategy === 'best-of-n' ? nextBestOfNRound(state) : nextLeaderRound(state);
 }
 
+/** Why the run has no leader to fork one more round from (best-of-n keeps N lineages), or null. */
+export function forkRefusal(state: RunState): string | null {
+  return state.lineages.length === 1 ? null : `${state.config.strategy} has no single leader to fork`;
+}
+
 /** Asks for one more fork round of the leader now, beyond the schedule (and its budget). */
 export function requestFork(state: RunState): RunState {
-  if (state.lineages.length !== 1) throw new Error(`${state.config.strategy} has no single leader to fork`);
+  const refusal = forkRefusal(state);
+  if (refusal) throw new Error(refusal);
   return { ...state, status: 'running', extraForks: (state.extraForks ?? 0) + 1 };
 }
 

@@ -13,7 +13,7 @@ import { GITHUB, issueRunId, lineageBranch, stateRef } from '../core/names.js';
 import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
-import { requestFork } from '../core/schedule.js';
+import { forkRefusal, requestFork } from '../core/schedule.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { visibleText } from '../core/text.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
@@ -251,7 +251,7 @@ export async function nightly(ctx: SyncContext): Promise<string[]> {
     const wantsRound =
       stored.state.config.schedule === 'nightly' &&
       stored.state.status === 'finished' &&
-      stored.state.lineages.length === 1 &&
+      forkRefusal(stored.state) === null &&
       stored.files.lastNightly !== today;
     try {
       const skip = wantsRound ? await nightlySkip(ctx, stored) : null;

@@ -11,6 +11,8 @@
 // success, a pull request, a check run or a workflow dispatch is looked for before the next try
 // (createOnce), and a comment is not tried again (createComment). A handler that fails anyway
 // leaves its claim, and the handler that takes it over checks before it redoes anything.
+// (Over 400 lines: every GitHub API call forkflush makes is here on purpose, one door to check
+// against the OpenAPI description and to make repeat-safe.)
 import { randomUUID } from 'node:crypto';
 import type { ProbotOctokit } from 'probot';
 import type { CheckAnnotation } from '../core/github-text.js';

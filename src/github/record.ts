@@ -3,7 +3,7 @@
 import { stateRef } from '../core/names.js';
 import type { RunState } from '../core/state.js';
 import type { WorkDone } from '../core/work.js';
-import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
+import { ConflictError, type GitHubForge, type RunFiles } from './forge.js';
 
 /** What the record says was carried out, as the core's work list reads it. */
 export function workDone(files: RunFiles): WorkDone {
@@ -68,27 +68,4 @@ export function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]):
     commentDigest: mine.commentDigest ?? latest.commentDigest,
     claims,
   };
-}
-
-/**
- * Changes a run's record: reads it, applies the change, compare-and-swaps; on a conflict it reads
- * the newer record and applies the change again (the changes here are idempotent intents).
- */
-export async function amend(
-  forge: GitHubForge,
-  run: string,
-  message: string,
-  change: (stored: StoredRun) => { state: RunState; files: RunFiles },
-): Promise<StoredRun | null> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = await forge.loadRun(stateRef(run));
-    if (!stored) return null;
-    const next = change(stored);
-    try {
-      return { ...next, sha: await forge.saveRun(stateRef(run), next.state, next.files, stored.sha, message) };
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-    }
-  }
-  throw new ConflictError(`${run}: the run kept changing; try again`);
 }

@@ -1,12 +1,12 @@
 // Before a local run spends anything: is everything it needs committed (episodes start from the
 // last commit), can the agent's program be found, and can its CLI log in? Each problem is said
 // with what to do, and stops the run (exit 2). Warnings are said and the run goes on.
-import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { isAbsolute, join } from 'node:path';
 import { AGENT_CLIS } from '../agents/clis.js';
 import { agentFor } from '../agents/registry.js';
 import type { Config } from '../core/config.js';
+import { findExecutable, isExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
 import { allowedEnv } from '../worker/env.js';
 
@@ -146,15 +146,5 @@ async function missingExecutable(p: PreflightInput): Promise<string | null> {
 }
 
 async function onPath(name: string, path: string): Promise<boolean> {
-  for (const dir of path.split(delimiter).filter(Boolean)) if (await isExecutable(join(dir, name))) return true;
-  return false;
-}
-
-async function isExecutable(file: string): Promise<boolean> {
-  const s = await stat(file).catch(() => null);
-  if (!s?.isFile()) return false;
-  return access(file, constants.X_OK).then(
-    () => true,
-    () => false,
-  );
+  return (await findExecutable(name, path)) !== null;
 }

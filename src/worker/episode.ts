@@ -6,6 +6,7 @@
 // setup made), grades a fresh checkout of exactly that snapshot, after setup again, in a sandbox
 // of its own, writes the journal line into the snapshot, and commits it on the episode's base.
 // The caller moves the branch to the commit.
+// (Over 400 lines: one episode's steps, in the order they run; each step's work is in its own module.)
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
