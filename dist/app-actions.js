@@ -68082,6 +68082,7 @@ function mayHaveLanded(e) {
   return (status(e) ?? 0) >= 500;
 }
 var ONCE = { request: { retries: 0 } };
+var CLOCK_SLACK_MS = 5 * 6e4;
 var CREATE_TRIES = 3;
 var sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 var GitHubForge = class _GitHubForge {
@@ -68355,29 +68356,64 @@ Forkflush-Save: ${randomUUID()}`,
     });
     return data.check_runs[0]?.id ?? null;
   }
-  /** Edits forkflush's comment on an issue, or writes it; returns its id. */
-  async upsertComment(issue3, commentId, body) {
-    if (commentId !== null) {
+  /**
+   * Edits forkflush's status comment on an issue, or writes it; returns its id. Without a known id
+   * (a run's first sync, or one whose record save was lost after the comment was written), the
+   * issue's comments are searched for forkflush's one with `marker` first.
+   */
+  async upsertComment(issue3, commentId, body, marker) {
+    const id = commentId ?? await this.findMarkedComment(issue3, marker);
+    if (id !== null) {
       try {
-        await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: commentId, body });
-        return commentId;
+        await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: id, body });
+        return id;
       } catch (e) {
         if (status(e) !== 404) throw e;
       }
     }
     return this.createComment(issue3, body);
   }
+  /** The oldest comment by a bot on the issue whose body holds `marker`. */
+  async findMarkedComment(issue3, marker) {
+    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
+      ...this.r,
+      issue_number: issue3,
+      per_page: 100
+    });
+    return comments.find((c) => c.user?.type === "Bot" && c.body?.includes(marker))?.id ?? null;
+  }
   async comment(issue3, body) {
     await this.createComment(issue3, body);
   }
   /**
-   * Writes a comment, with the retry plugin off: a comment written twice is noise, and telling
-   * whether a try whose answer was lost wrote it would take listing the issue's comments (an
-   * operation the tests' GitHub does not answer yet), so a failure fails the handler.
+   * Writes a comment once: after a failure that may hide a success, the comment is looked for among
+   * the issue's comments by forkflush (a bot) with the same body, updated since a little before the
+   * first try (CLOCK_SLACK_MS: the app's clock and GitHub's may differ).
    */
   async createComment(issue3, body) {
-    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue3, body, ...ONCE });
-    return data.id;
+    const since = new Date(Date.now() - CLOCK_SLACK_MS).toISOString().replace(/\.\d+Z$/, "Z");
+    return this.createOnce(
+      async () => {
+        const { data } = await this.octokit.rest.issues.createComment({
+          ...this.r,
+          issue_number: issue3,
+          body,
+          ...ONCE
+        });
+        return data.id;
+      },
+      () => this.findComment(issue3, body, since)
+    );
+  }
+  /** The newest comment by a bot on the issue with exactly this body, updated since `since`. */
+  async findComment(issue3, body, since) {
+    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
+      ...this.r,
+      issue_number: issue3,
+      since,
+      per_page: 100
+    });
+    return comments.findLast((c) => c.user?.type === "Bot" && c.body === body)?.id ?? null;
   }
   async addLabel(issue3, label) {
     await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue3, labels: [label] });
@@ -70017,7 +70053,7 @@ async function updateComment(forge, state, files) {
   const body = issueComment(state, phase, notes);
   const digest = createHash3("sha256").update(body).digest("hex").slice(0, 16);
   if (digest !== files.commentDigest || files.commentId === null) {
-    files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
+    files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;
   }
 }

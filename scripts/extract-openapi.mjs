@@ -38,6 +38,7 @@ export const OPERATIONS = [
   'git/update-ref',
   'issues/add-labels',
   'issues/create-comment',
+  'issues/list-comments',
   'issues/remove-label',
   'issues/update-comment',
   'pulls/create',

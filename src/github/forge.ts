@@ -8,9 +8,9 @@
 // writes that are repeat-safe by themselves (a ref update to a given commit, a delete, a label, a
 // close, an edit; a tree or commit object made twice is the same or an orphan). The creates GitHub
 // has no idempotency key for go out with the plugin's retries off: after a failure that may hide a
-// success, a pull request, a check run or a workflow dispatch is looked for before the next try
-// (createOnce), and a comment is not tried again (createComment). A handler that fails anyway
-// leaves its claim, and the handler that takes it over checks before it redoes anything.
+// success, a pull request, a check run, a workflow dispatch or a comment is looked for before the
+// next try (createOnce). A handler that fails anyway leaves its claim, and the handler that takes
+// it over checks before it redoes anything.
 // (Over 400 lines: every GitHub API call forkflush makes is here on purpose, one door to check
 // against the OpenAPI description and to make repeat-safe.)
 import { randomUUID } from 'node:crypto';
@@ -69,6 +69,9 @@ function mayHaveLanded(e: unknown): boolean {
 
 /** Request options that turn the retry plugin off for one request (a create, see createOnce). */
 const ONCE = { request: { retries: 0 } };
+
+/** How far before a comment's first try its lookup starts (createComment). */
+const CLOCK_SLACK_MS = 5 * 60_000;
 
 /** Tries of a create before its handler gives up (createOnce). */
 const CREATE_TRIES = 3;
@@ -403,12 +406,17 @@ export class GitHubForge {
     return data.check_runs[0]?.id ?? null;
   }
 
-  /** Edits forkflush's comment on an issue, or writes it; returns its id. */
-  async upsertComment(issue: number, commentId: number | null, body: string): Promise<number> {
-    if (commentId !== null) {
+  /**
+   * Edits forkflush's status comment on an issue, or writes it; returns its id. Without a known id
+   * (a run's first sync, or one whose record save was lost after the comment was written), the
+   * issue's comments are searched for forkflush's one with `marker` first.
+   */
+  async upsertComment(issue: number, commentId: number | null, body: string, marker: string): Promise<number> {
+    const id = commentId ?? (await this.findMarkedComment(issue, marker));
+    if (id !== null) {
       try {
-        await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: commentId, body });
-        return commentId;
+        await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: id, body });
+        return id;
       } catch (e) {
         if (status(e) !== 404) throw e;
       }
@@ -416,18 +424,51 @@ export class GitHubForge {
     return this.createComment(issue, body);
   }
 
+  /** The oldest comment by a bot on the issue whose body holds `marker`. */
+  private async findMarkedComment(issue: number, marker: string): Promise<number | null> {
+    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
+      ...this.r,
+      issue_number: issue,
+      per_page: 100,
+    });
+    return comments.find((c) => c.user?.type === 'Bot' && c.body?.includes(marker))?.id ?? null;
+  }
+
   async comment(issue: number, body: string): Promise<void> {
     await this.createComment(issue, body);
   }
 
   /**
-   * Writes a comment, with the retry plugin off: a comment written twice is noise, and telling
-   * whether a try whose answer was lost wrote it would take listing the issue's comments (an
-   * operation the tests' GitHub does not answer yet), so a failure fails the handler.
+   * Writes a comment once: after a failure that may hide a success, the comment is looked for among
+   * the issue's comments by forkflush (a bot) with the same body, updated since a little before the
+   * first try (CLOCK_SLACK_MS: the app's clock and GitHub's may differ).
    */
   private async createComment(issue: number, body: string): Promise<number> {
-    const { data } = await this.octokit.rest.issues.createComment({ ...this.r, issue_number: issue, body, ...ONCE });
-    return data.id;
+    // GitHub's own format: whole seconds, UTC.
+    const since = new Date(Date.now() - CLOCK_SLACK_MS).toISOString().replace(/\.\d+Z$/, 'Z');
+    return this.createOnce(
+      async () => {
+        const { data } = await this.octokit.rest.issues.createComment({
+          ...this.r,
+          issue_number: issue,
+          body,
+          ...ONCE,
+        });
+        return data.id;
+      },
+      () => this.findComment(issue, body, since),
+    );
+  }
+
+  /** The newest comment by a bot on the issue with exactly this body, updated since `since`. */
+  private async findComment(issue: number, body: string, since: string): Promise<number | null> {
+    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
+      ...this.r,
+      issue_number: issue,
+      since,
+      per_page: 100,
+    });
+    return comments.findLast((c) => c.user?.type === 'Bot' && c.body === body)?.id ?? null;
   }
 
   async addLabel(issue: number, label: string): Promise<void> {

@@ -4,7 +4,7 @@
 // (work.ts), record it done (record.ts). A duplicated, late or lost event changes nothing: the
 // next sync finds the same state and does what is still due.
 import { createHash } from 'node:crypto';
-import { contextNote, issueComment, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
+import { commentMarker, contextNote, issueComment, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
 import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { stateRef } from '../core/names.js';
@@ -122,7 +122,7 @@ async function updateComment(forge: GitHubForge, state: RunState, files: RunFile
   const body = issueComment(state, phase, notes);
   const digest = createHash('sha256').update(body).digest('hex').slice(0, 16);
   if (digest !== files.commentDigest || files.commentId === null) {
-    files.commentId = await forge.upsertComment(files.issue, files.commentId, body);
+    files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;
   }
 }

@@ -4,7 +4,8 @@
 // the run finishes, and the invariants checked. Everything random comes from the seed.
 import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
-import { bestBranch, lineageBranch, stateRef } from '../../src/core/names.js';
+import { commentMarker } from '../../src/core/github-text.js';
+import { bestBranch, issueRunId, lineageBranch, stateRef } from '../../src/core/names.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
 import { RESET } from '../github/fake-github.js';
 import { CONFIG, Harness, TEST_TOKEN } from '../github/harness.js';
@@ -419,6 +420,8 @@ function check(
   const pulls = new Map<string, number>();
   for (const p of h.gh.pulls) pulls.set(p.head, (pulls.get(p.head) ?? 0) + 1);
   for (const [head, n] of pulls) if (n > 1) violations.push(`8: ${n} pull requests from ${head}`);
+  const statusComments = h.gh.comments.filter((c) => c.body.includes(commentMarker(issueRunId(ISSUE)))).length;
+  if (statusComments > 1) violations.push(`8: ${statusComments} status comments on issue #${ISSUE}`);
 
   // 7. No secret in anything the app wrote.
   const written = JSON.stringify([

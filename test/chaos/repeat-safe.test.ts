@@ -108,11 +108,44 @@ describe('a workflow dispatch', () => {
 });
 
 describe('a comment', () => {
-  it('is not written again after a lost answer: the handler fails instead (no second comment)', async () => {
+  it.each([
+    [500, 'a server error'],
+    [RESET, 'a reset'],
+  ])('written by GitHub though the answer was lost (%s, %s) is found, not written twice', async (status) => {
     const { h, forge } = await github();
-    failing(h, 'POST', /\/issues\/7\/comments$/, 500, true);
-    await expect(forge.comment(7, 'hello')).rejects.toMatchObject({ status: 500 });
+    failing(h, 'POST', /\/issues\/7\/comments$/, status, true);
+    await forge.comment(7, 'hello');
+    expect(h.gh.injected).toHaveLength(1);
     expect(h.gh.comments.map((c) => c.body)).toEqual(['hello']);
+  });
+
+  it('not written (a reset before GitHub saw it) is written on the next try, beside an older one with the same text', async () => {
+    const { h, forge } = await github();
+    await forge.comment(7, 'hello');
+    // Older than the lookup's window: a reply from earlier, not this try's.
+    (h.gh.comments[0] as { updatedAt: string }).updatedAt = '2026-11-30T12:00:00Z';
+    failing(h, 'POST', /\/issues\/7\/comments$/, RESET);
+    await forge.comment(7, 'hello');
+    expect(h.gh.comments.map((c) => c.body)).toEqual(['hello', 'hello']);
+  });
+
+  it("forkflush's status comment is found by its marker when the record lost its id: edited, not written again", async () => {
+    const { h, forge } = await github();
+    await forge.comment(7, 'someone else');
+    const first = await forge.upsertComment(
+      7,
+      null,
+      '<!-- forkflush:issue-7 -->\nround 0',
+      '<!-- forkflush:issue-7 -->',
+    );
+    const again = await forge.upsertComment(
+      7,
+      null,
+      '<!-- forkflush:issue-7 -->\nround 1',
+      '<!-- forkflush:issue-7 -->',
+    );
+    expect(again).toBe(first);
+    expect(h.gh.comments.map((c) => c.body)).toEqual(['someone else', '<!-- forkflush:issue-7 -->\nround 1']);
   });
 });
 

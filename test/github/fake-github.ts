@@ -30,6 +30,8 @@ const API = 'https://api.github.com';
 const WEB = 'https://github.com';
 /** When every object the fake makes was created and last updated: GitHub always says. */
 const WHEN = '2026-11-30T12:00:00Z';
+/** GitHub's timestamps: whole seconds, in UTC. */
+const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
 /** A GitHub global node id (opaque to clients), stable for the same kind and key. */
@@ -116,7 +118,14 @@ export class FakeGitHub {
   readonly commits: { get(sha: string): FakeCommit | undefined; values(): IterableIterator<FakeCommit> };
   readonly refs: Map<string, string>;
   readonly pulls: FakePull[] = [];
-  readonly comments: { id: number; issue: number; body: string; edits: number }[] = [];
+  readonly comments: {
+    id: number;
+    issue: number;
+    body: string;
+    edits: number;
+    createdAt: string;
+    updatedAt: string;
+  }[] = [];
   readonly checkRuns: {
     id: number;
     head_sha: string;
@@ -513,8 +522,8 @@ export class FakeGitHub {
       html_url: `${this.htmlUrl}/issues/${c.issue}#issuecomment-${c.id}`,
       body: c.body,
       user: BOT,
-      created_at: WHEN,
-      updated_at: WHEN,
+      created_at: c.createdAt,
+      updated_at: c.updatedAt,
       issue_url: `${this.repoUrl}/issues/${c.issue}`,
       author_association: 'NONE',
     };
@@ -828,16 +837,33 @@ export class FakeGitHub {
       return [200, this.pullRequest(pr)];
     });
     route('POST', /\/issues\/(\d+)\/comments/, (m, body) => {
-      const c = { id: this.nextId++, issue: Number(m[1]), body: body.body as string, edits: 0 };
+      const at = now();
+      const c = {
+        id: this.nextId++,
+        issue: Number(m[1]),
+        body: body.body as string,
+        edits: 0,
+        createdAt: at,
+        updatedAt: at,
+      };
       this.comments.push(c);
       this.onEvent?.('issue_comment', 'created', c);
       return [201, this.issueComment(c)];
+    });
+    route('GET', /\/issues\/(\d+)\/comments/, (m, _b, q) => {
+      // Oldest first, as GitHub lists them; `since` keeps those updated at or after it.
+      const since = q.get('since');
+      const listed = this.comments.filter(
+        (c) => c.issue === Number(m[1]) && (!since || Date.parse(c.updatedAt) >= Date.parse(since)),
+      );
+      return [200, listed.map((c) => this.issueComment(c))];
     });
     route('PATCH', /\/issues\/comments\/(\d+)/, (m, body) => {
       const c = this.comments.find((x) => x.id === Number(m[1]));
       if (!c) return [404, error(404, 'Not Found')];
       c.body = body.body;
       c.edits++;
+      c.updatedAt = now();
       return [200, this.issueComment(c)];
     });
     route('POST', /\/issues\/(\d+)\/labels/, (m, body) => {
