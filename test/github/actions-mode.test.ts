@@ -4,11 +4,11 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Probot, ProbotOctokit } from 'probot';
+import { Probot } from 'probot';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type ActionsModeOptions, runInActions } from '../../src/app/actions.js';
 import { nightlyHour, startNightly, tickInstallations } from '../../src/app/server.js';
-import { Harness } from './harness.js';
+import { Harness, testOctokit } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 const RUN = 'issue-7';
@@ -22,24 +22,6 @@ afterEach(async () => {
   vi.useRealTimers();
   await rm(dir, { recursive: true, force: true });
 });
-
-/** Probot turns retries and throttling on; tests turn them off (a function applies after Probot's defaults). */
-function testOctokit(onRequest?: (headers: Headers) => void): typeof ProbotOctokit {
-  return ProbotOctokit.defaults((options: any) => ({
-    ...options,
-    retry: { enabled: false },
-    throttle: { enabled: false },
-    ...(onRequest && {
-      request: {
-        ...options.request,
-        fetch: (url: string, init: RequestInit) => {
-          onRequest(new Headers(init.headers));
-          return fetch(url, init);
-        },
-      },
-    }),
-  }));
-}
 
 /** Workflow runs of the app's workflow so far, per harness: each event starts one (GITHUB_RUN_ID 4242, 4243, ...). */
 const appRuns = new WeakMap<Harness, number>();
@@ -181,10 +163,12 @@ describe('Actions mode: the app as a workflow step', () => {
     expect(h.gh.log).toEqual([]);
   });
 
-  it('a handler that fails: one line with the reason, exit code 1', async () => {
+  it('a handler that fails through the retries: one line with the reason, exit code 1', async () => {
     const h = await github();
-    h.gh.failNext = { method: 'GET', path: /\/collaborators\//, status: 502 };
+    // An outage longer than the retry plugin's three retries.
+    h.gh.inject = (method, path) => (method === 'GET' && /\/collaborators\//.test(path) ? 502 : null);
     const out = await step(h, 'issues', labeled(h));
+    expect(h.gh.injected).toHaveLength(4);
     expect(out.code).toBe(1);
     expect(out.errors).toHaveLength(1);
     expect(out.errors[0]).toMatch(/^forkflush: the issues event failed: injected failure/);

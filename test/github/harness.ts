@@ -52,9 +52,10 @@ GitHubForge.retryAfterBaseMs = SHORTER;
  * retry after 1, 4, 9 ms (not s), a `retry-after: 60` waits 60 ms, writes go one at a time 1 ms
  * apart (those that notify, 3 ms). The limiters are the plugin's, with its concurrency, made per
  * harness: each harness is one app process (the plugin's are per process), so runs side by side
- * in one test worker do not queue behind each other's requests.
+ * in one test worker do not queue behind each other's requests. `onRequest` sees each request's
+ * headers as sent.
  */
-export function testOctokit(): typeof ProbotOctokit {
+export function testOctokit(onRequest?: (headers: Headers) => void): typeof ProbotOctokit {
   const group = (maxConcurrent: number, minTime = 0) => new Bottleneck.Group({ maxConcurrent, minTime });
   const limiters = {
     global: group(10),
@@ -68,6 +69,15 @@ export function testOctokit(): typeof ProbotOctokit {
     // 599 is the box's answer to a request that breaks GitHub's OpenAPI description: no retry.
     retry: { ...options.retry, retryAfterBaseValue: SHORTER, doNotRetry: [400, 401, 403, 404, 410, 422, 451, 599] },
     throttle: { ...options.throttle, retryAfterBaseValue: SHORTER, ...limiters },
+    ...(onRequest && {
+      request: {
+        ...options.request,
+        fetch: (url: string, init: RequestInit) => {
+          onRequest(new Headers(init.headers));
+          return fetch(url, init);
+        },
+      },
+    }),
   }));
 }
 

@@ -6,11 +6,11 @@ import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ProbotOctokit } from 'probot';
+import type { ProbotOctokit } from 'probot';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GitHubForge } from '../../src/github/forge.js';
 import { assertNoOpenApiViolations } from './fake-github.js';
-import { closeHarnesses, Harness, TEST_TOKEN } from './harness.js';
+import { closeHarnesses, Harness, TEST_TOKEN, TestOctokit } from './harness.js';
 import subset from './openapi/github-subset.json' with { type: 'json' };
 import { findRoute, validateExchange } from './openapi/validate.js';
 
@@ -19,13 +19,9 @@ const paths = subset.paths as unknown as Record<string, Record<string, { operati
 /** Operations forkflush's code does not call itself: Probot asks for an installation token. */
 const CALLED_BY_PROBOT = ['apps/create-installation-access-token'];
 
+/** An Octokit with the plugins as Probot ships them (timings shortened: harness.ts). */
 function octokit(baseUrl?: string): InstanceType<typeof ProbotOctokit> {
-  return new ProbotOctokit({
-    auth: { token: TEST_TOKEN },
-    ...(baseUrl ? { baseUrl } : {}),
-    retry: { enabled: false },
-    throttle: { enabled: false },
-  });
+  return new TestOctokit({ auth: { token: TEST_TOKEN }, ...(baseUrl ? { baseUrl } : {}) });
 }
 
 /** Every `<octokit>.rest.<namespace>.<method>` in src/, as "namespace.method". */
