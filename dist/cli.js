@@ -28072,9 +28072,13 @@ function roundBranchPrefix(run2, round4) {
 function bestBranch(run2) {
   return `forkflush/${run2}/best`;
 }
-function describeEpisodeId(id) {
+function parseEpisodeId(id) {
   const m = /^r(\d+)\.b(\d+)$/.exec(id);
-  return m ? `round ${m[1]}, branch ${m[2]}` : id === "base" ? "initial workspace" : id;
+  return m ? { round: Number(m[1]), branch: Number(m[2]) } : null;
+}
+function describeEpisodeId(id) {
+  const e = parseEpisodeId(id);
+  return e ? `round ${e.round}, branch ${e.branch}` : id === "base" ? "initial workspace" : id;
 }
 function runIdAt(date5) {
   const iso = date5.toISOString();
@@ -28856,7 +28860,12 @@ var runFilesSchema = external_exports.object({
   /** The same for job and workflow-run deliveries, recorded with what they changed. */
   seenDeliveries: external_exports.array(external_exports.string()).optional(),
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
-  nightlySkipped: external_exports.string().optional()
+  nightlySkipped: external_exports.string().optional(),
+  /**
+   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
+   * release that cannot read the record says which release to use.
+   */
+  writtenBy: external_exports.string().min(1).optional()
 });
 var localRunSchema = external_exports.object({
   id: runId,
@@ -28979,6 +28988,9 @@ function readRecord(file2, text, where) {
   return parsed.data;
 }
 function problem(issue2, record3) {
+  if (issue2.code === "unrecognized_keys") {
+    return `unknown key${issue2.keys.length > 1 ? "s" : ""} ${issue2.keys.map((k) => JSON.stringify(k)).join(", ")}`;
+  }
   if (issue2.code !== "invalid_type" || issue2.path.length === 0) return issue2.message;
   let at = record3;
   for (const key of issue2.path.slice(0, -1)) {
@@ -29035,7 +29047,7 @@ var TRAILERS = {
   sandbox: "Forkflush-Sandbox",
   contextStore: "Forkflush-Context"
 };
-function commitMessage(runId2, config2, e, r, details) {
+function commitMessage(runId2, unit, e, r, details) {
   const score2 = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
   const body = details ? [
     `Changes: ${oneLine(details.diffStat) || "none"}`,
@@ -29044,7 +29056,7 @@ function commitMessage(runId2, config2, e, r, details) {
     ""
   ] : [];
   const lines = [
-    `forkflush ${e.id}: ${score2}, spent ${formatNumber(r.spent)} ${config2.budget.unit}`,
+    `forkflush ${e.id}: ${score2}, spent ${formatNumber(r.spent)}${unit ? ` ${unit}` : ""}`,
     "",
     ...body,
     `${TRAILERS.run}: ${runId2}`,
@@ -29052,7 +29064,7 @@ function commitMessage(runId2, config2, e, r, details) {
     `${TRAILERS.score}: ${r.score === null ? "none" : String(r.score)}`,
     ...r.reason ? [`${TRAILERS.reason}: ${oneLine(r.reason)}`] : [],
     `${TRAILERS.spent}: ${r.spent}`,
-    `${TRAILERS.unit}: ${config2.budget.unit}`,
+    ...unit ? [`${TRAILERS.unit}: ${unit}`] : [],
     `${TRAILERS.exit}: ${r.exit}`,
     ...r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(", ")}`] : [],
     ...r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : [],
@@ -29343,7 +29355,7 @@ function setupFailure(state) {
     };
   }
   const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
-  if (unprepared) return everySetupFailed(unprepared);
+  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
   const opening = state.rounds[0];
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
@@ -29355,13 +29367,13 @@ function setupFailure(state) {
   }
   return null;
 }
-function everySetupFailed(round4) {
+function everySetupFailed(round4, hasCommands) {
   const reasons = [...new Set(round4.episodes.map((e) => e.result?.reason ?? "no reason given"))];
   const bases = [...new Set(round4.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return {
     code: 2,
-    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run`
+    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run` : "fix what the reasons say (the agent CLI install, or the worker), then start a new run")
   };
 }
 function stopBefore(state, next) {
@@ -34327,7 +34339,7 @@ async function commitResult(job, snap, partial2, started) {
     ...job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}
   };
   const wallSeconds = seconds2((performance.now() - started) / 1e3);
-  let message = commitMessage(job.runId, config2, episode, { ...partial2, wallSeconds }, details);
+  let message = commitMessage(job.runId, config2.budget.unit, episode, { ...partial2, wallSeconds }, details);
   if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode.base);
   const commit = await commitTree(job.own, tree, episode.base, message);
   return { ...partial2, commit, wallSeconds };

@@ -4,13 +4,15 @@
 // commands of the records repository; nothing inside the sandbox can see either.
 import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import pkg from '../../package.json' with { type: 'json' };
 import { agentFor } from '../agents/registry.js';
 import type { Unit } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
-import { describeContext, resultFromCommit } from '../core/journal.js';
-import { contextRef, episodeBranch, stateRef } from '../core/names.js';
+import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } from '../core/journal.js';
+import { contextRef, episodeBranch, parseEpisodeId, stateRef } from '../core/names.js';
 import { episodePrompt } from '../core/prompts.js';
-import { parseRunFiles, parseRunState, type RunFiles } from '../core/records.js';
+import { parseRunFiles, parseRunState, RecordError, type RunFiles } from '../core/records.js';
+import { unreadableRunReason } from '../core/setup-failure.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
@@ -70,7 +72,12 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   await mkdir(s.privateDir, { recursive: true, mode: 0o700 });
   const records = await RecordsRepo.create(join(s.privateDir, 'records.git'));
   const remote = new Remote(s.remoteUrl, s.token, records);
-  const { state, facts } = await readRun(records, remote, s.run);
+  const read = await readRun(records, remote, s.run);
+  if ('unreadable' in read) {
+    await recordUnreadable(records, remote, s, read.unreadable, o.log);
+    throw new Error(read.unreadable);
+  }
+  const { state, facts } = read;
   const { episode, round } = findOpenEpisode(state, s.episode);
   const branch = episodeBranch(s.run, episode.round, episode.branch);
   const unit = state.config.budget.unit;
@@ -263,11 +270,15 @@ function describeStore(store: ContextStore): string {
   return 'not pushed (a public repository without FORKFLUSH_CONTEXT_KEY): serial episodes start fresh';
 }
 
+/**
+ * The run's state and facts from its state ref, or why this worker cannot read them (a record
+ * saved by a newer app, most often: see unreadableRunReason).
+ */
 async function readRun(
   records: RecordsRepo,
   remote: Remote,
   run: string,
-): Promise<{ state: RunState; facts: RunFiles }> {
+): Promise<{ state: RunState; facts: RunFiles } | { unreadable: string }> {
   const ref = stateRef(run);
   if (!(await remote.listRefs([ref])).has(ref)) {
     throw new Error(`run ${run} has no state in this repository (no ref ${ref}): was it started here?`);
@@ -278,10 +289,74 @@ async function readRun(
     if (text === null) throw new Error(`${ref} holds no ${file}`);
     return text;
   };
-  const state = parseRunState(await read('state.json'), `${ref}:state.json`);
-  const facts = parseRunFiles(await read('run.json'), `${ref}:run.json`);
+  const [stateText, factsText] = [await read('state.json'), await read('run.json')];
+  let state: RunState;
+  let facts: RunFiles;
+  try {
+    state = parseRunState(stateText, `${ref}:state.json`);
+    facts = parseRunFiles(factsText, `${ref}:run.json`);
+  } catch (e) {
+    if (!(e instanceof RecordError)) throw e;
+    return { unreadable: unreadableRunReason(e.message, pkg.version, writerOf(factsText)) };
+  }
   if (state.id !== run) throw new Error(`${ref}:state.json is the state of run ${state.id}, not of ${run}`);
   return { state, facts };
+}
+
+/** The release that saved run.json, as it says (RunFiles.writtenBy), read without its schema. */
+function writerOf(text: string): string | null {
+  try {
+    const writer = (JSON.parse(text) as { writtenBy?: unknown }).writtenBy;
+    return typeof writer === 'string' && writer !== '' ? writer : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A record this worker cannot read becomes the episode's setup result, pushed on its branch: no
+ * agent ran and nothing was spent. The app stops the run when every branch of a round failed its
+ * setup, and says why in the issue, instead of charging each failed job its whole allowance
+ * round after round. A branch that already holds a result of the episode keeps it.
+ */
+async function recordUnreadable(
+  records: RecordsRepo,
+  remote: Remote,
+  s: ActionSettings,
+  reason: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const id = parseEpisodeId(s.episode);
+  if (!id) return;
+  const branchRef = `refs/heads/${episodeBranch(s.run, id.round, id.branch)}`;
+  if (!(await remote.listRefs([branchRef])).has(branchRef)) return;
+  await remote.fetch([branchRef]);
+  const head = await records.git.revParse(branchRef);
+  if (!head) return;
+  if (parseCommitMessage(await records.git.out(['log', '-1', '--format=%B', head]), head)?.episode === s.episode)
+    return;
+  const result = {
+    score: null,
+    reason,
+    spent: 0,
+    exit: 'setup' as const,
+    protectedChanged: [],
+    wallSeconds: 0,
+    agentSeconds: 0,
+    graderSeconds: 0,
+  };
+  const tree = await records.git.out(['rev-parse', `${head}^{tree}`]);
+  const message = commitMessage(s.run, null, { id: s.episode }, result);
+  const commit = (
+    await records.git.exec(['commit-tree', tree, '-p', head, '-F', '-'], { input: message })
+  ).stdout.trim();
+  const pushed = await remote.pushAtomic([`${commit}:${branchRef}`]);
+  const refused = pushed.some((p) => p.flag === '!');
+  log(
+    refused
+      ? `the setup result was not pushed (${describeRefusal(pushed)})`
+      : `pushed a setup result to ${branchRef.slice('refs/heads/'.length)}: nothing was spent, and the app stops the run once every branch of the round says so`,
+  );
 }
 
 /** The episode and its round, if the episode is due to run. */

@@ -15,7 +15,7 @@ import { type Options, Probot } from 'probot';
 import { UserError } from '../core/errors.js';
 import { GitHubForge } from '../github/forge.js';
 import { recordKeyFrom } from '../github/record-seal.js';
-import { forkflushApp, nightlyTick } from './app.js';
+import { forkflushApp, nightlyTick, RELEASE } from './app.js';
 
 /** The events forkflushApp handles. Actions never starts a workflow on workflow_job; a hosted app gets it. */
 const WEBHOOK_EVENTS = ['issues', 'issue_comment', 'pull_request', 'workflow_run', 'workflow_job'];
@@ -56,7 +56,11 @@ export async function runInActions(env = process.env, options: ActionsModeOption
     await probot.load(forkflushApp({ now, recordKey }));
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
-      const touched = await nightlyTick(new GitHubForge(await probot.auth(), owner, repo, recordKey), now(), out.info);
+      const touched = await nightlyTick(
+        new GitHubForge(await probot.auth(), owner, repo, recordKey, RELEASE),
+        now(),
+        out.info,
+      );
       out.info(`forkflush: nightly tick: ${touched.length > 0 ? `synced ${touched.join(', ')}` : 'no run to sync'}`);
       return 0;
     }

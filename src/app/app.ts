@@ -15,6 +15,7 @@
 // Logs are structured: Probot's logger with the `delivery` and the `run`, `round` and `episode`
 // each event concerns.
 import type { Context, Probot } from 'probot';
+import pkg from '../../package.json' with { type: 'json' };
 import { type Command, parseCommand } from '../core/github-text.js';
 import { commentKey, deliveryKey, remember, roundLimitProblem, seenAny } from '../core/limits.js';
 import {
@@ -57,6 +58,9 @@ interface AppContext extends SyncContext {
   log: (line: string, fields?: LogFields) => void;
 }
 
+/** The forkflush release this app is, stamped on every run record it saves. */
+export const RELEASE: string = pkg.version;
+
 export function forkflushApp(options: AppOptions = {}) {
   const now = options.now ?? (() => new Date());
   return (app: Probot) => {
@@ -64,7 +68,7 @@ export function forkflushApp(options: AppOptions = {}) {
       const { owner, repo } = context.repo();
       const logger = context.log.child({ delivery: context.id, ...fields });
       return {
-        forge: new GitHubForge(context.octokit, owner, repo, options.recordKey ?? null),
+        forge: new GitHubForge(context.octokit, owner, repo, options.recordKey ?? null, RELEASE),
         now: now(),
         logger,
         log: (line, more) => logger.info(more ?? {}, line),

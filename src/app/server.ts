@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { type Probot, run } from 'probot';
 import { GitHubForge } from '../github/forge.js';
 import { recordKeyFrom } from '../github/record-seal.js';
-import { forkflushApp, nightlyTick } from './app.js';
+import { forkflushApp, nightlyTick, RELEASE } from './app.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -99,7 +99,7 @@ export async function tickInstallations(app: Probot, at: Date, recordKey: Buffer
       for (const r of repos) {
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
-          const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey);
+          const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey, RELEASE);
           const touched = await nightlyTick(forge, at, (line) => log.info(line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);

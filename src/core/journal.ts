@@ -1,6 +1,6 @@
 // What the worker writes down after each episode: a journal line for the agents that come next,
 // and commit trailers that make the commit itself the record of the episode's result.
-import type { Config } from './config.js';
+import type { Config, Unit } from './config.js';
 import type { AgentUsage, Episode, EpisodeResult, ExitReason } from './state.js';
 import { formatNumber } from './text.js';
 
@@ -47,10 +47,14 @@ export interface EpisodeDetails {
   workflowRunUrl?: string;
 }
 
+/**
+ * The commit message that records an episode's result. `unit` is the run's budget unit; null from
+ * a worker that could not read the run's config (its result is a setup failure that spent nothing).
+ */
 export function commitMessage(
   runId: string,
-  config: Config,
-  e: Episode,
+  unit: Unit | null,
+  e: Pick<Episode, 'id'>,
   r: Omit<EpisodeResult, 'commit'>,
   details?: EpisodeDetails,
 ): string {
@@ -64,7 +68,7 @@ export function commitMessage(
       ]
     : [];
   const lines = [
-    `forkflush ${e.id}: ${score}, spent ${formatNumber(r.spent)} ${config.budget.unit}`,
+    `forkflush ${e.id}: ${score}, spent ${formatNumber(r.spent)}${unit ? ` ${unit}` : ''}`,
     '',
     ...body,
     `${TRAILERS.run}: ${runId}`,
@@ -72,7 +76,7 @@ export function commitMessage(
     `${TRAILERS.score}: ${r.score === null ? 'none' : String(r.score)}`,
     ...(r.reason ? [`${TRAILERS.reason}: ${oneLine(r.reason)}`] : []),
     `${TRAILERS.spent}: ${r.spent}`,
-    `${TRAILERS.unit}: ${config.budget.unit}`,
+    ...(unit ? [`${TRAILERS.unit}: ${unit}`] : []),
     `${TRAILERS.exit}: ${r.exit}`,
     ...(r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(', ')}`] : []),
     ...(r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : []),

@@ -31,10 +31,16 @@ export function bestBranch(run: string): string {
   return `forkflush/${run}/best`;
 }
 
+/** The round and branch an episode id names ("r2.b1"), or null for what is not one. */
+export function parseEpisodeId(id: string): { round: number; branch: number } | null {
+  const m = /^r(\d+)\.b(\d+)$/.exec(id);
+  return m ? { round: Number(m[1]), branch: Number(m[2]) } : null;
+}
+
 /** "round 2, branch 1" or "initial workspace". */
 export function describeEpisodeId(id: string): string {
-  const m = /^r(\d+)\.b(\d+)$/.exec(id);
-  return m ? `round ${m[1]}, branch ${m[2]}` : id === 'base' ? 'initial workspace' : id;
+  const e = parseEpisodeId(id);
+  return e ? `round ${e.round}, branch ${e.branch}` : id === 'base' ? 'initial workspace' : id;
 }
 
 /** A run id from a time: 20261130-055201. */

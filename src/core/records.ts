@@ -152,6 +152,11 @@ export const runFilesSchema = z.object({
   seenDeliveries: z.array(z.string()).optional(),
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
   nightlySkipped: z.string().optional(),
+  /**
+   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
+   * release that cannot read the record says which release to use.
+   */
+  writtenBy: z.string().min(1).optional(),
 });
 
 export type RunFiles = z.output<typeof runFilesSchema>;
@@ -319,6 +324,9 @@ export function readRecord<S extends z.ZodType>(file: RecordFile<S>, text: strin
 
 /** What is wrong with a field: "missing" for one that is not there, else the schema's message. */
 function problem(issue: z.core.$ZodIssue, record: unknown): string {
+  if (issue.code === 'unrecognized_keys') {
+    return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  }
   if (issue.code !== 'invalid_type' || issue.path.length === 0) return issue.message;
   let at: unknown = record;
   for (const key of issue.path.slice(0, -1)) {

@@ -25,7 +25,7 @@ export function setupFailure(state: RunState): SetupFailure | null {
     };
   }
   const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
-  if (unprepared) return everySetupFailed(unprepared);
+  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
   const opening = state.rounds[0];
   // Branches whose setup failed did not try: the grader is judged by those that did.
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
@@ -47,7 +47,7 @@ export function setupFailure(state: RunState): SetupFailure | null {
 }
 
 /** Every branch of the round failed its setup: no agent worked, and the next round would start from the same commits. */
-function everySetupFailed(round: Round): SetupFailure {
+function everySetupFailed(round: Round, hasCommands: boolean): SetupFailure {
   const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? 'no reason given'))];
   const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(', ')}`;
@@ -55,8 +55,10 @@ function everySetupFailed(round: Round): SetupFailure {
     code: 2,
     message:
       `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join('; ')}), ` +
-      'so no agent could work and the run stopped: run setup.commands by hand in a fresh checkout of ' +
-      `${bases.length === 1 ? 'that commit' : 'those commits'}, fix them (or what they read), then start a new run`,
+      'so no agent could work and the run stopped: ' +
+      (hasCommands
+        ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? 'that commit' : 'those commits'}, fix them (or what they read), then start a new run`
+        : 'fix what the reasons say (the agent CLI install, or the worker), then start a new run'),
   };
 }
 
@@ -80,4 +82,39 @@ export function stopBefore(state: RunState, next: Action | undefined): SetupFail
 export function runStop(state: RunState): SetupFailure | null {
   if (state.status === 'finished') return null;
   return stopBefore(state, reconcile(state)[0]);
+}
+
+/**
+ * Why a worker could not read the run's record (`why`), said so that the fix is clear. A record
+ * last saved by a newer forkflush than the worker (`writer` and `worker` are release versions,
+ * `writer` null when the record does not say) is version skew: the worker Action is pinned to an
+ * older release than the app runs. It is not read leniently, dropping what it does not know:
+ * a key this worker ignored could be one that confines the agent.
+ */
+export function unreadableRunReason(why: string, worker: string, writer: string | null): string {
+  if (writer !== null && compareVersions(writer, worker) > 0) {
+    return (
+      `this worker Action is forkflush ${worker}, older than the app (forkflush ${writer}) that wrote the run's record, ` +
+      `and cannot read it (${why}): use the worker Action of the app's release (uses: …/forkflush@v${writer} in the worker workflow)`
+    );
+  }
+  return `this worker Action (forkflush ${worker}) cannot read the run's record: ${why}`;
+}
+
+/** Orders release versions (1.2.10 after 1.2.9); a pre-release (1.2.0-rc.1) comes before its release. */
+export function compareVersions(a: string, b: string): number {
+  const parse = (v: string) => {
+    const [core = '', pre] = v.replace(/^v/, '').split(/-(.*)/s);
+    return { parts: core.split('.').map((n) => Number.parseInt(n, 10) || 0), pre: pre ?? null };
+  };
+  const x = parse(a);
+  const y = parse(b);
+  for (let i = 0; i < Math.max(x.parts.length, y.parts.length); i++) {
+    const d = (x.parts[i] ?? 0) - (y.parts[i] ?? 0);
+    if (d !== 0) return Math.sign(d);
+  }
+  if (x.pre === y.pre) return 0;
+  if (x.pre === null) return 1;
+  if (y.pre === null) return -1;
+  return x.pre < y.pre ? -1 : 1;
 }

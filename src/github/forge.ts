@@ -82,11 +82,16 @@ export class GitHubForge {
   /** Seals the run records this forge writes, and refuses those it reads without the seal. */
   private readonly recordKey: Buffer | null;
 
+  /**
+   * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
+   * each record it saves (RunFiles.writtenBy).
+   */
   constructor(
     readonly octokit: Octokit,
     readonly owner: string,
     readonly repo: string,
     recordKey: Buffer | null = null,
+    private readonly release: string | null = null,
   ) {
     this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
   }
@@ -133,9 +138,10 @@ export class GitHubForge {
     message: string,
   ): Promise<string> {
     const stateText = recordText(STATE_RECORD, state);
+    const stamped = this.release ? { ...files, writtenBy: this.release } : files;
     const filesText = this.recordKey
-      ? sealedFiles(this.recordKey, stateText, versioned(RUN_FILES_RECORD, files))
-      : recordText(RUN_FILES_RECORD, files);
+      ? sealedFiles(this.recordKey, stateText, versioned(RUN_FILES_RECORD, stamped))
+      : recordText(RUN_FILES_RECORD, stamped);
     const { data: tree } = await this.octokit.rest.git.createTree({
       ...this.r,
       tree: [

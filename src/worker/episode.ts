@@ -314,7 +314,7 @@ async function commitResult(
     ...(job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}),
   };
   const wallSeconds = seconds((performance.now() - started) / 1000);
-  let message = commitMessage(job.runId, config, episode, { ...partial, wallSeconds }, details);
+  let message = commitMessage(job.runId, config.budget.unit, episode, { ...partial, wallSeconds }, details);
   if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode.base);
   const commit = await commitTree(job.own, tree, episode.base, message);
   return { ...partial, commit, wallSeconds };

@@ -84,7 +84,7 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
         .trim();
       const forgedMessage = sealMessage(
         newSealKey(),
-        trailers(state.id, state.config, episode, {
+        trailers(state.id, state.config.budget.unit, episode, {
           score: 999,
           spent: 1,
           exit: 'finished',

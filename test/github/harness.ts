@@ -323,20 +323,25 @@ export class Harness {
     e: Episode,
     score: number | null,
     spent = e.allowance,
-    forge: { parents?: string[]; files?: Record<string, string> } = {},
+    forge: {
+      parents?: string[];
+      files?: Record<string, string>;
+      /** A setup failure, as a worker reports one (its agent never started). */
+      setupFailed?: string;
+    } = {},
   ) {
     const branch = `refs/heads/${episodeBranch(state.id, e.round, e.branch)}`;
     const head = this.gh.refs.get(branch);
     if (head !== e.base) return false;
     const message = commitMessage(
       state.id,
-      state.config,
+      state.config.budget.unit,
       e,
       {
         score,
-        ...(score === null ? { reason: 'the grader exited with code 1' } : {}),
+        ...(score === null ? { reason: forge.setupFailed ?? 'the grader exited with code 1' } : {}),
         spent,
-        exit: 'finished',
+        exit: forge.setupFailed ? 'setup' : 'finished',
         protectedChanged: [],
         agentSeconds: 1,
         graderSeconds: 0.5,

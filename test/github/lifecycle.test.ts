@@ -1,8 +1,9 @@
 // A whole run through the app's handlers: label -> rounds -> final pull request, with GitHub in a
 // box and the worker jobs played by the harness.
 import { describe, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
 import { nightlyTick } from '../../src/app/app.js';
-import { lineageBranch } from '../../src/core/names.js';
+import { lineageBranch, stateRef } from '../../src/core/names.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -171,6 +172,38 @@ describe('the app drives a whole run', () => {
     expect(s.rounds[0]?.episodes[0]?.result?.reason).toMatch(/^its job ended: failure/);
     expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(h.gh.branch('main'));
     expect(s.rounds[1]?.episodes[0]).toMatchObject({ context: 'fresh', base: h.gh.branch('main') });
+  });
+});
+
+describe('a round in which every branch failed its setup', () => {
+  it('stops the run: nothing more is dispatched, and the issue comment says why', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    const reason =
+      "this worker Action is forkflush 0.1.0, older than the app (forkflush 0.2.0) that wrote the run's record, and cannot read it";
+    for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, null, 0, { setupFailed: reason });
+    for (const e of state.rounds[0]?.episodes ?? []) await h.jobCompleted(RUN, e.id, 'failure');
+    const after = h.state(RUN);
+    expect(after.rounds[0]?.episodes.map((e) => [e.result?.exit, e.result?.spent])).toEqual([
+      ['setup', 0],
+      ['setup', 0],
+    ]);
+    expect(after.rounds[0]?.decision).toBeUndefined();
+    expect(h.gh.dispatches).toHaveLength(1);
+    const comment = h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
+    expect(comment).toContain('setup failed in every branch of round 0');
+    expect(comment).toContain(reason);
+    // Another trigger changes nothing.
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.dispatches).toHaveLength(1);
+  });
+
+  it("may come from a worker older than the app: so each record the app saves names the app's release", async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const commit = h.gh.commits.get(h.gh.refs.get(stateRef(RUN)) as string);
+    expect(JSON.parse(commit?.files['run.json'] as string).writtenBy).toBe(pkg.version);
   });
 });
 

@@ -134,8 +134,11 @@ sandbox:
     return e;
   }
 
-  /** Writes the state ref, and makes the branches of the open round's episodes at their bases. */
-  publish(state: RunState): void {
+  /**
+   * Writes the state ref, and makes the branches of the open round's episodes at their bases.
+   * `edit` changes the two records as JSON before they are written (a newer app's record, say).
+   */
+  publish(state: RunState, edit?: (records: { state: any; facts: any }) => void): void {
     // run.json as the app writes it: the worker reads the task, templates and config path.
     const facts: RunFiles = {
       task: 'Make the number in value.txt as large as you can.\n',
@@ -155,7 +158,12 @@ sandbox:
       lastNightly: null,
       claims: {},
     };
-    const commit = this.commitFiles({ 'state.json': JSON.stringify(state), 'run.json': JSON.stringify(facts) });
+    const records = { state: JSON.parse(JSON.stringify(state)), facts: JSON.parse(JSON.stringify(facts)) };
+    edit?.(records);
+    const commit = this.commitFiles({
+      'state.json': JSON.stringify(records.state),
+      'run.json': JSON.stringify(records.facts),
+    });
     this.setRef(stateRef(RUN), commit);
     for (const e of state.rounds.find((r) => !r.decision)?.episodes ?? []) {
       this.setRef(`refs/heads/${episodeBranch(RUN, e.round, e.branch)}`, e.base);
@@ -186,7 +194,7 @@ sandbox:
   resultCommit(state: RunState, e: Episode, score: number): string {
     const r = { ...result('', score), spent: 2 };
     const tree = this.git(['rev-parse', `${e.base}^{tree}`]);
-    return this.git(['commit-tree', tree, '-p', e.base], commitMessage(RUN, state.config, e, r));
+    return this.git(['commit-tree', tree, '-p', e.base], commitMessage(RUN, state.config.budget.unit, e, r));
   }
 
   setRef(ref: string, commit: string): void {

@@ -5,11 +5,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
 import { authEnv, basicCredentials } from '../../src/action/remote.js';
-import { parseCommitMessage } from '../../src/core/journal.js';
+import { parseCommitMessage, resultFromCommit } from '../../src/core/journal.js';
 import { contextRef, episodeBranch, stateRef } from '../../src/core/names.js';
 import { applyResult } from '../../src/core/reconcile.js';
 import { ACTION, ActionRepo, RUN, result, TOKEN } from './action-repo.js';
+
+const VERSION = pkg.version;
 
 beforeAll(() => {
   if (!existsSync(ACTION)) throw new Error(`${ACTION} is missing: run \`npm run bundle\` first`);
@@ -333,6 +336,55 @@ describe('the worker Action', () => {
       `::error::forkflush issue-42 r0.b1: the branch ${episodeBranch(RUN, 0, 1)} is not in the repository`,
     );
     expect(repo.calls()).toEqual([]);
+  });
+
+  it("a record saved by a newer app: a setup result that spent nothing, and the job names the app's release", () => {
+    const repo = new ActionRepo();
+    const state = repo.openingState();
+    repo.publish(state, (r) => {
+      r.state.config.sandbox.egress = 'proxy'; // a key a later release added
+      r.facts.writtenBy = '9.0.0';
+    });
+    const branch = episodeBranch(RUN, 0, 1);
+
+    const job = repo.runAction({ episode: 'r0.b1' });
+
+    expect(job.exitCode).toBe(1);
+    expect(job.stdout).toContain(
+      `::error::forkflush issue-42 r0.b1: this worker Action is forkflush ${VERSION}, older than the app (forkflush 9.0.0) that wrote the run's record, and cannot read it (`,
+    );
+    expect(job.stdout).toContain(`state.json: config.sandbox: unknown key "egress" (not a forkflush run record))`);
+    expect(job.stdout).toContain('uses: …/forkflush@v9.0.0 in the worker workflow');
+    expect(repo.calls()).toEqual([]);
+    const head = repo.ref(`refs/heads/${branch}`) as string;
+    expect(repo.git(['rev-parse', `${head}^`])).toBe(repo.base);
+    expect(repo.git(['rev-parse', `${head}^{tree}`])).toBe(repo.git(['rev-parse', `${repo.base}^{tree}`]));
+    const recorded = resultFromCommit(RUN, repo.episode(state, 'r0.b1'), {
+      sha: head,
+      message: repo.message(head),
+      parents: [repo.base],
+    });
+    expect(recorded).toMatchObject({ result: { exit: 'setup', score: null, spent: 0 } });
+    expect('result' in recorded && recorded.result.reason).toMatch(
+      /^this worker Action is forkflush .* older than the app/,
+    );
+
+    // Another attempt leaves the recorded result as it is.
+    expect(repo.runAction({ episode: 'r0.b1' }).exitCode).toBe(1);
+    expect(repo.ref(`refs/heads/${branch}`)).toBe(head);
+  });
+
+  it('a record of its own release it cannot read: the reason, without blaming a release', () => {
+    const repo = new ActionRepo();
+    repo.publish(repo.openingState(), (r) => {
+      r.state.config.budget.total = -1;
+      r.facts.writtenBy = VERSION;
+    });
+    const job = repo.runAction({ episode: 'r0.b0' });
+    expect(job.exitCode).toBe(1);
+    expect(job.stdout).toContain(
+      `::error::forkflush issue-42 r0.b0: this worker Action (forkflush ${VERSION}) cannot read the run's record: refs/forkflush/issue-42/state:state.json: config.budget.total`,
+    );
   });
 
   it("fails when the state already holds the episode's result", () => {

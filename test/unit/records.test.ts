@@ -63,7 +63,7 @@ describe('journal and commit records', () => {
       wallSeconds: 2,
       commit: 'abc',
     });
-    const msg = commitMessage('run1', c, e, r);
+    const msg = commitMessage('run1', c.budget.unit, e, r);
     expect(msg.split('\n')[0]).toBe('forkflush r2.b3: no score, spent 30.25 tokens');
     expect(parseCommitMessage(msg, 'abc')).toEqual({
       runId: 'run1',
@@ -101,13 +101,13 @@ describe('commit details', () => {
       diffStat: ' 2 files changed, 3 insertions(+)',
       journalTail: ['- tried walksat: 99.1', '- forkflush r1.b0 ...'],
     };
-    const msg = commitMessage('run', config(), e, result(5, 1), details);
+    const msg = commitMessage('run', config().budget.unit, e, result(5, 1), details);
     expect(parseCommitDetails(msg)).toEqual({
       diffStat: '2 files changed, 3 insertions(+)',
       journalTail: details.journalTail,
     });
     expect(parseCommitMessage(msg, 'c')?.result.score).toBe(5);
     expect(msg.trimEnd().split('\n\n').at(-1)?.startsWith('Forkflush-Run: run')).toBe(true);
-    expect(parseCommitDetails(commitMessage('run', config(), e, result(5, 1)))).toBeNull();
+    expect(parseCommitDetails(commitMessage('run', config().budget.unit, e, result(5, 1)))).toBeNull();
   });
 });

@@ -17,7 +17,13 @@ import { applyDecision, applyOpen, applyResult, decide, reconcile } from '../../
 import { parseRunState, recordText, STATE_RECORD } from '../../src/core/records.js';
 import { leaderboard, statusJson } from '../../src/core/report.js';
 import { selectWinner } from '../../src/core/select.js';
-import { runStop, setupFailure, stopBefore } from '../../src/core/setup-failure.js';
+import {
+  compareVersions,
+  runStop,
+  setupFailure,
+  stopBefore,
+  unreadableRunReason,
+} from '../../src/core/setup-failure.js';
 import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
 import { excludePatterns } from '../../src/worker/cleanroom.js';
 import { config, result } from './helpers.js';
@@ -150,7 +156,10 @@ describe('a setup failure', () => {
   });
 
   it('stops the run (code 2) when every branch of a round failed it, before the round is decided', () => {
-    const all = withOpening([setupFailedResult(), setupFailedResult(), setupFailedResult(), setupFailedResult()]);
+    const all = withOpening(
+      [setupFailedResult(), setupFailedResult(), setupFailedResult(), setupFailedResult()],
+      'setup:\n  commands: [npm ci]\n',
+    );
     const f = setupFailure(all);
     expect(f?.code).toBe(2);
     expect(f?.message).toBe(
@@ -167,6 +176,13 @@ describe('a setup failure', () => {
     expect(
       setupFailure(withOpening([setupFailedResult(), result(null), setupFailedResult(), setupFailedResult()])),
     ).toBeNull();
+  });
+
+  it('without setup commands (an agent CLI that would not install, a worker that cannot read the run), points at the reasons', () => {
+    const reason = unreadableRunReason('state.json: config: unknown key "egress"', '0.1.0', '0.2.0');
+    const f = setupFailure(withOpening([0, 1, 2, 3].map(() => setupFailedResult(reason))));
+    expect(f?.code).toBe(2);
+    expect(f?.message).toContain(`(${reason}), so no agent could work and the run stopped: fix what the reasons say`);
   });
 
   it('is not a branch that tried when the opening round is judged for a grader that scores nothing', () => {
@@ -191,7 +207,7 @@ describe('a setup failure', () => {
     const e = s.rounds[0]?.episodes[0];
     if (!e?.result) throw new Error('no result');
     const { commit: _, ...rest } = e.result;
-    const parsed = parseCommitMessage(commitMessage('t', s.config, e, rest), 'c'.repeat(40));
+    const parsed = parseCommitMessage(commitMessage('t', s.config.budget.unit, e, rest), 'c'.repeat(40));
     expect(parsed?.result).toMatchObject({ exit: 'setup', score: null, spent: 0, reason: e.result.reason });
     const back = parseRunState(recordText(STATE_RECORD, s), 'state.json');
     expect(back.rounds[0]?.episodes[0]?.result?.exit).toBe('setup');
@@ -246,5 +262,28 @@ describe("the patterns that keep setup's outputs out of a result", () => {
     );
     expect(excludePatterns(['new\nline', 'ok'])).toBe('/ok\n');
     expect(excludePatterns([])).toBe('');
+  });
+});
+
+describe('a run record the worker cannot read', () => {
+  it('is version skew when a newer release saved it: the reason names both releases and the fix', () => {
+    expect(unreadableRunReason('state.json: version: written by a newer forkflush', '0.1.0', '0.2.0')).toBe(
+      "this worker Action is forkflush 0.1.0, older than the app (forkflush 0.2.0) that wrote the run's record, " +
+        "and cannot read it (state.json: version: written by a newer forkflush): use the worker Action of the app's release " +
+        '(uses: …/forkflush@v0.2.0 in the worker workflow)',
+    );
+  });
+
+  it('is only the reason when the record says no release, or one not newer', () => {
+    const plain = "this worker Action (forkflush 0.2.0) cannot read the run's record: run.json: issue: missing";
+    expect(unreadableRunReason('run.json: issue: missing', '0.2.0', null)).toBe(plain);
+    expect(unreadableRunReason('run.json: issue: missing', '0.2.0', '0.2.0')).toBe(plain);
+    expect(unreadableRunReason('run.json: issue: missing', '0.2.0', '0.1.9')).toBe(plain);
+  });
+
+  it('orders releases by number, a pre-release before its release', () => {
+    const sorted = ['0.10.0', '0.2.0', '1.0.0', '1.0.0-rc.1', '0.2.0-beta', '0.9.9', 'v1.0.1'].sort(compareVersions);
+    expect(sorted).toEqual(['0.2.0-beta', '0.2.0', '0.9.9', '0.10.0', '1.0.0-rc.1', '1.0.0', 'v1.0.1']);
+    expect(compareVersions('1.2', '1.2.0')).toBe(0);
   });
 });
