@@ -34784,7 +34784,11 @@ async function uncommittedInputs(p) {
   const literal2 = [p.configPathInRepo, c.task, c.prompts.branch, c.prompts.continuation].filter(
     (x) => typeof x === "string"
   );
-  const named = [...namedPaths(c.grader.command), ...c.agent.command ? namedPaths(c.agent.command) : []];
+  const named = [
+    ...namedPaths(c.grader.command),
+    ...c.agent.command ? namedPaths(c.agent.command) : [],
+    ...c.setup.commands.flatMap(namedPaths)
+  ];
   for (const path of named) if (await stat6(join15(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));

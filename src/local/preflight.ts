@@ -43,14 +43,18 @@ export async function preflight(p: PreflightInput): Promise<string[]> {
 
 /**
  * The run's inputs in the working tree that differ from HEAD: the config, the task, the prompt
- * templates, the protected paths, and files the grader's or the agent's command names.
+ * templates, the protected paths, and files the grader's, the agent's or a setup command names.
  */
 async function uncommittedInputs(p: PreflightInput): Promise<string[]> {
   const c = p.config;
   const literal = [p.configPathInRepo, c.task, c.prompts.branch, c.prompts.continuation].filter(
     (x): x is string => typeof x === 'string',
   );
-  const named = [...namedPaths(c.grader.command), ...(c.agent.command ? namedPaths(c.agent.command) : [])];
+  const named = [
+    ...namedPaths(c.grader.command),
+    ...(c.agent.command ? namedPaths(c.agent.command) : []),
+    ...c.setup.commands.flatMap(namedPaths),
+  ];
   for (const path of named) if (await stat(join(p.repo, path)).catch(() => null)) literal.push(path);
   const specs = [...new Set(literal)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));

@@ -114,9 +114,13 @@ describe('status', () => {
 
 describe('pre-flight: a setup that cannot work stops before it spends', () => {
   it('lists the uncommitted files the run needs, and starts nothing', async () => {
-    const repo = makeTaskRepo({ grader: 'sh grade.sh && node check.mjs' });
+    const repo = makeTaskRepo({
+      grader: 'sh grade.sh && node check.mjs',
+      extra: 'setup: pip install -r requirements.txt\n',
+    });
     writeFileSync(join(repo.dir, 'grade.sh'), 'echo 5\n');
     writeFileSync(join(repo.dir, 'check.mjs'), '');
+    writeFileSync(join(repo.dir, 'requirements.txt'), 'numpy\n');
     writeFileSync(join(repo.dir, 'unrelated.txt'), 'not an input');
     const configFile = join(repo.dir, '.github', 'autoresearch.yml');
     writeFileSync(configFile, `${readFileSync(configFile, 'utf8')}# edited\n`);
@@ -126,6 +130,7 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     expect(r.err).toContain('  .github/autoresearch.yml (changed)');
     expect(r.err).toContain('  grade.sh (changed)');
     expect(r.err).toContain('  check.mjs (not in git)');
+    expect(r.err).toContain('  requirements.txt (not in git)');
     expect(r.err).not.toContain('unrelated.txt');
     expect(r.err).toContain('commit them (git add, git commit), then run again');
     expect(runs(repo.dir)).toEqual([]);
