@@ -11,6 +11,8 @@ const ISSUE = 7;
 const RUN = `issue-${ISSUE}`;
 // The paper's schedule with K = 4 (fork.at and branch_budget are its defaults, the episode is
 // 0.06 of the total): an opening fork round, serial episodes, two more fork rounds, a final phase.
+// With a pull request per episode (`pull_requests: episodes`), the busiest mode: the floors below
+// count one per result.
 const CONFIG = `grader:
   command: node grade.mjs
   protected: [grade.mjs]
@@ -24,6 +26,7 @@ fork:
   branches: ${K}
   at: [0.33, 0.66]
   branch_budget: 0.06
+pull_requests: episodes
 `;
 
 /**
