@@ -51636,9 +51636,12 @@ Forkflush-Save: ${randomUUID()}`,
     return data.check_runs[0]?.id ?? null;
   }
   /**
-   * Edits forkflush's status comment on an issue, or writes it; returns its id. Without a known id
-   * (a run's first sync, or one whose record save was lost after the comment was written), the
-   * issue's comments are searched for forkflush's one with `marker` first.
+   * Edits forkflush's status comment on an issue, or writes it; returns its id. `body` starts with
+   * `marker`. Without a known id (a run's first sync, or one whose record save was lost after the
+   * comment was written), the issue's comments are searched for forkflush's one first: once per
+   * run, through all of the issue's comments. A comment that is gone (404), or that this token
+   * may not edit (403: another app's, whose text happened to start with the marker), is replaced
+   * by a new one.
    */
   async upsertComment(issue2, commentId, body, marker) {
     const id = commentId ?? await this.findMarkedComment(issue2, marker);
@@ -51647,19 +51650,22 @@ Forkflush-Save: ${randomUUID()}`,
         await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: id, body });
         return id;
       } catch (e) {
-        if (status(e) !== 404) throw e;
+        if (status(e) !== 404 && status(e) !== 403) throw e;
       }
     }
     return this.createComment(issue2, body);
   }
-  /** The oldest comment by a bot on the issue whose body holds `marker`. */
+  /**
+   * The oldest comment by a bot on the issue that starts with `marker`: forkflush's status comment
+   * starts with it, and a comment that only quotes it (a person's, another bot's) does not.
+   */
   async findMarkedComment(issue2, marker) {
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
       ...this.r,
       issue_number: issue2,
       per_page: 100
     });
-    return comments.find((c) => c.user?.type === "Bot" && c.body?.includes(marker))?.id ?? null;
+    return comments.find((c) => c.user?.type === "Bot" && c.body?.startsWith(marker))?.id ?? null;
   }
   async comment(issue2, body) {
     await this.createComment(issue2, body);
@@ -51684,7 +51690,12 @@ Forkflush-Save: ${randomUUID()}`,
       () => this.findComment(issue2, body, since)
     );
   }
-  /** The newest comment by a bot on the issue with exactly this body, updated since `since`. */
+  /**
+   * The oldest comment by a bot on the issue with exactly this body, updated since `since`. A
+   * person's comment is never taken for it. Another bot's with the very same text within minutes
+   * is: in Actions mode every workflow writes as github-actions[bot], and the same reply from
+   * another instance of this app (a doubled delivery) is the comment not to write twice.
+   */
   async findComment(issue2, body, since) {
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
       ...this.r,
@@ -51692,7 +51703,7 @@ Forkflush-Save: ${randomUUID()}`,
       since,
       per_page: 100
     });
-    return comments.findLast((c) => c.user?.type === "Bot" && c.body === body)?.id ?? null;
+    return comments.find((c) => c.user?.type === "Bot" && c.body === body)?.id ?? null;
   }
   async addLabel(issue2, label) {
     await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue2, labels: [label] });

@@ -413,9 +413,12 @@ export class GitHubForge {
   }
 
   /**
-   * Edits forkflush's status comment on an issue, or writes it; returns its id. Without a known id
-   * (a run's first sync, or one whose record save was lost after the comment was written), the
-   * issue's comments are searched for forkflush's one with `marker` first.
+   * Edits forkflush's status comment on an issue, or writes it; returns its id. `body` starts with
+   * `marker`. Without a known id (a run's first sync, or one whose record save was lost after the
+   * comment was written), the issue's comments are searched for forkflush's one first: once per
+   * run, through all of the issue's comments. A comment that is gone (404), or that this token
+   * may not edit (403: another app's, whose text happened to start with the marker), is replaced
+   * by a new one.
    */
   async upsertComment(issue: number, commentId: number | null, body: string, marker: string): Promise<number> {
     const id = commentId ?? (await this.findMarkedComment(issue, marker));
@@ -424,20 +427,23 @@ export class GitHubForge {
         await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: id, body });
         return id;
       } catch (e) {
-        if (status(e) !== 404) throw e;
+        if (status(e) !== 404 && status(e) !== 403) throw e;
       }
     }
     return this.createComment(issue, body);
   }
 
-  /** The oldest comment by a bot on the issue whose body holds `marker`. */
+  /**
+   * The oldest comment by a bot on the issue that starts with `marker`: forkflush's status comment
+   * starts with it, and a comment that only quotes it (a person's, another bot's) does not.
+   */
   private async findMarkedComment(issue: number, marker: string): Promise<number | null> {
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
       ...this.r,
       issue_number: issue,
       per_page: 100,
     });
-    return comments.find((c) => c.user?.type === 'Bot' && c.body?.includes(marker))?.id ?? null;
+    return comments.find((c) => c.user?.type === 'Bot' && c.body?.startsWith(marker))?.id ?? null;
   }
 
   async comment(issue: number, body: string): Promise<void> {
@@ -466,7 +472,12 @@ export class GitHubForge {
     );
   }
 
-  /** The newest comment by a bot on the issue with exactly this body, updated since `since`. */
+  /**
+   * The oldest comment by a bot on the issue with exactly this body, updated since `since`. A
+   * person's comment is never taken for it. Another bot's with the very same text within minutes
+   * is: in Actions mode every workflow writes as github-actions[bot], and the same reply from
+   * another instance of this app (a doubled delivery) is the comment not to write twice.
+   */
   private async findComment(issue: number, body: string, since: string): Promise<number | null> {
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
       ...this.r,
@@ -474,7 +485,7 @@ export class GitHubForge {
       since,
       per_page: 100,
     });
-    return comments.findLast((c) => c.user?.type === 'Bot' && c.body === body)?.id ?? null;
+    return comments.find((c) => c.user?.type === 'Bot' && c.body === body)?.id ?? null;
   }
 
   async addLabel(issue: number, label: string): Promise<void> {

@@ -109,9 +109,9 @@ describe('a workflow dispatch', () => {
 
 describe('a comment', () => {
   it.each([
-    [500, 'a server error'],
-    [RESET, 'a reset'],
-  ])('written by GitHub though the answer was lost (%s, %s) is found, not written twice', async (status) => {
+    ['a server error', 500],
+    ['a reset', RESET],
+  ])('written by GitHub though the answer was lost (%s) is found, not written twice', async (_what, status) => {
     const { h, forge } = await github();
     failing(h, 'POST', /\/issues\/7\/comments$/, status, true);
     await forge.comment(7, 'hello');
@@ -123,29 +123,66 @@ describe('a comment', () => {
     const { h, forge } = await github();
     await forge.comment(7, 'hello');
     // Older than the lookup's window: a reply from earlier, not this try's.
-    (h.gh.comments[0] as { updatedAt: string }).updatedAt = '2026-11-30T12:00:00Z';
+    (h.gh.comments[0] as { updatedAt: string }).updatedAt = new Date(Date.now() - 10 * 60_000).toISOString();
     failing(h, 'POST', /\/issues\/7\/comments$/, RESET);
     await forge.comment(7, 'hello');
     expect(h.gh.comments.map((c) => c.body)).toEqual(['hello', 'hello']);
   });
 
-  it("forkflush's status comment is found by its marker when the record lost its id: edited, not written again", async () => {
+  it("is not taken to be a person's comment with the same text", async () => {
+    const { h, forge } = await github();
+    const at = new Date().toISOString();
+    h.gh.comments.push({
+      id: 9001,
+      issue: 7,
+      body: 'hello',
+      edits: 0,
+      createdAt: at,
+      updatedAt: at,
+      author: { login: 'octocat', id: 1, type: 'User' },
+    });
+    // The try is lost before GitHub saw it; the lookup must not take the person's comment for it.
+    failing(h, 'POST', /\/issues\/7\/comments$/, RESET);
+    await forge.comment(7, 'hello');
+    expect(h.gh.comments.map((c) => c.author?.login ?? 'forkflush[bot]')).toEqual(['octocat', 'forkflush[bot]']);
+  });
+});
+
+describe("forkflush's status comment", () => {
+  const marker = '<!-- forkflush:issue-7 -->';
+  const someone = (id: number, body: string, type: 'User' | 'Bot') => {
+    const at = new Date().toISOString();
+    const login = type === 'Bot' ? 'echo[bot]' : 'octocat';
+    return { id, issue: 7, body, edits: 0, createdAt: at, updatedAt: at, author: { login, id: 1, type } };
+  };
+
+  it('is found by its marker when the record lost its id: edited, not written again', async () => {
     const { h, forge } = await github();
     await forge.comment(7, 'someone else');
-    const first = await forge.upsertComment(
-      7,
-      null,
-      '<!-- forkflush:issue-7 -->\nround 0',
-      '<!-- forkflush:issue-7 -->',
-    );
-    const again = await forge.upsertComment(
-      7,
-      null,
-      '<!-- forkflush:issue-7 -->\nround 1',
-      '<!-- forkflush:issue-7 -->',
-    );
+    const first = await forge.upsertComment(7, null, `${marker}\nround 0`, marker);
+    const again = await forge.upsertComment(7, null, `${marker}\nround 1`, marker);
     expect(again).toBe(first);
-    expect(h.gh.comments.map((c) => c.body)).toEqual(['someone else', '<!-- forkflush:issue-7 -->\nround 1']);
+    expect(h.gh.comments.map((c) => c.body)).toEqual(['someone else', `${marker}\nround 1`]);
+  });
+
+  it("is not a person's comment that copies the marker, nor another bot's that quotes it", async () => {
+    const { h, forge } = await github();
+    h.gh.comments.push(someone(9001, `${marker}\nforged by a person`, 'User'), someone(9002, `> ${marker}`, 'Bot'));
+    const id = await forge.upsertComment(7, null, `${marker}\nround 0`, marker);
+    expect([9001, 9002]).not.toContain(id);
+    expect(h.gh.comments.filter((c) => c.edits > 0)).toEqual([]);
+    expect(h.gh.comments.at(-1)).toMatchObject({ id, body: `${marker}\nround 0` });
+  });
+
+  it("is written anew when another app's comment starts with the marker and cannot be edited (403)", async () => {
+    const { h, forge } = await github();
+    h.gh.comments.push(someone(9002, `${marker}\nan echo`, 'Bot'));
+    const id = await forge.upsertComment(7, null, `${marker}\nround 0`, marker);
+    expect(id).not.toBe(9002);
+    expect(h.gh.comments.map((c) => [c.id === id, c.body])).toEqual([
+      [false, `${marker}\nan echo`],
+      [true, `${marker}\nround 0`],
+    ]);
   });
 });
 

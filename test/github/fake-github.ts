@@ -125,6 +125,8 @@ export class FakeGitHub {
     edits: number;
     createdAt: string;
     updatedAt: string;
+    /** Someone else's comment (a person's, another app's), put here by a test; else the app's. */
+    author?: { login: string; id: number; type: 'User' | 'Bot' };
   }[] = [];
   readonly checkRuns: {
     id: number;
@@ -521,7 +523,7 @@ export class FakeGitHub {
       url: `${this.repoUrl}/issues/comments/${c.id}`,
       html_url: `${this.htmlUrl}/issues/${c.issue}#issuecomment-${c.id}`,
       body: c.body,
-      user: BOT,
+      user: c.author ? user(c.author.login, c.author.id, c.author.type) : BOT,
       created_at: c.createdAt,
       updated_at: c.updatedAt,
       issue_url: `${this.repoUrl}/issues/${c.issue}`,
@@ -861,6 +863,8 @@ export class FakeGitHub {
     route('PATCH', /\/issues\/comments\/(\d+)/, (m, body) => {
       const c = this.comments.find((x) => x.id === Number(m[1]));
       if (!c) return [404, error(404, 'Not Found')];
+      // An app edits its own comments here; another app's are refused, as GitHub refuses them.
+      if (c.author?.type === 'Bot') return [403, error(403, 'Resource not accessible by integration')];
       c.body = body.body;
       c.edits++;
       c.updatedAt = now();
