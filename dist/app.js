@@ -52627,7 +52627,7 @@ function everySetupFailed(round, hasCommands) {
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return {
     code: 2,
-    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run` : "fix what the reasons say (the agent CLI install, or the worker), then start a new run")
+    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? "update the worker Action as the reasons say, then start a new run" : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run` : "fix what the reasons say (the agent CLI install, or the worker), then start a new run")
   };
 }
 function stopBefore(state, next) {
@@ -52638,6 +52638,7 @@ function runStop(state) {
   if (state.status === "finished") return null;
   return stopBefore(state, reconcile(state)[0]);
 }
+var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 
 // src/core/github-text.ts
 function commentMarker(run2) {

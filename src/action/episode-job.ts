@@ -74,7 +74,10 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   const remote = new Remote(s.remoteUrl, s.token, records);
   const read = await readRun(records, remote, s.run);
   if ('unreadable' in read) {
-    await recordUnreadable(records, remote, s, read.unreadable, o.log);
+    // The reason is the job's error either way: a push that fails too must not hide it.
+    await recordUnreadable(records, remote, s, read.unreadable, o.log).catch((e: unknown) =>
+      o.log(`the setup result was not pushed: ${e instanceof Error ? e.message : String(e)}`),
+    );
     throw new Error(read.unreadable);
   }
   const { state, facts } = read;

@@ -56,9 +56,11 @@ function everySetupFailed(round: Round, hasCommands: boolean): SetupFailure {
     message:
       `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join('; ')}), ` +
       'so no agent could work and the run stopped: ' +
-      (hasCommands
-        ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? 'that commit' : 'those commits'}, fix them (or what they read), then start a new run`
-        : 'fix what the reasons say (the agent CLI install, or the worker), then start a new run'),
+      (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ))
+        ? 'update the worker Action as the reasons say, then start a new run'
+        : hasCommands
+          ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? 'that commit' : 'those commits'}, fix them (or what they read), then start a new run`
+          : 'fix what the reasons say (the agent CLI install, or the worker), then start a new run'),
   };
 }
 
@@ -92,14 +94,20 @@ export function runStop(state: RunState): SetupFailure | null {
  * a key this worker ignored could be one that confines the agent.
  */
 export function unreadableRunReason(why: string, worker: string, writer: string | null): string {
-  if (writer !== null && compareVersions(writer, worker) > 0) {
+  if (writer !== null && RELEASE.test(writer) && compareVersions(writer, worker) > 0) {
     return (
-      `this worker Action is forkflush ${worker}, older than the app (forkflush ${writer}) that wrote the run's record, ` +
-      `and cannot read it (${why}): use the worker Action of the app's release (uses: …/forkflush@v${writer} in the worker workflow)`
+      `${WORKER_CANNOT_READ}: it is forkflush ${worker}, older than the app (forkflush ${writer}) that wrote it ` +
+      `(${why}); use the worker Action of the app's release (uses: …/forkflush@v${writer} in the worker workflow)`
     );
   }
-  return `this worker Action (forkflush ${worker}) cannot read the run's record: ${why}`;
+  return `${WORKER_CANNOT_READ} (forkflush ${worker}): ${why}`;
 }
+
+/** How every reason of unreadableRunReason starts: a stop it caused gives that fix. */
+const WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+
+/** A release version as the record states it (anything else there is not trusted into a message). */
+const RELEASE = /^v?\d{1,6}\.\d{1,6}\.\d{1,6}(?:-[0-9A-Za-z.-]{1,40})?$/;
 
 /** Orders release versions (1.2.10 after 1.2.9); a pre-release (1.2.0-rc.1) comes before its release. */
 export function compareVersions(a: string, b: string): number {
@@ -116,5 +124,17 @@ export function compareVersions(a: string, b: string): number {
   if (x.pre === y.pre) return 0;
   if (x.pre === null) return 1;
   if (y.pre === null) return -1;
-  return x.pre < y.pre ? -1 : 1;
+  // Pre-release identifiers one by one, numbers as numbers (rc.9 before rc.10), as semver orders them.
+  const xs = x.pre.split('.');
+  const ys = y.pre.split('.');
+  for (let i = 0; i < Math.max(xs.length, ys.length); i++) {
+    const [p, q] = [xs[i], ys[i]];
+    if (p === undefined) return -1;
+    if (q === undefined) return 1;
+    if (p === q) continue;
+    const numeric = /^\d+$/.test(p) && /^\d+$/.test(q);
+    if (numeric) return Math.sign(Number(p) - Number(q));
+    return p < q ? -1 : 1;
+  }
+  return 0;
 }

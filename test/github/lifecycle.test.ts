@@ -181,7 +181,7 @@ describe('a round in which every branch failed its setup', () => {
     await h.label(7);
     const state = h.state(RUN);
     const reason =
-      "this worker Action is forkflush 0.1.0, older than the app (forkflush 0.2.0) that wrote the run's record, and cannot read it";
+      "this worker Action cannot read the run's record: it is forkflush 0.1.0, older than the app (forkflush 0.2.0) that wrote it";
     for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, null, 0, { setupFailed: reason });
     for (const e of state.rounds[0]?.episodes ?? []) await h.jobCompleted(RUN, e.id, 'failure');
     const after = h.state(RUN);
@@ -193,6 +193,7 @@ describe('a round in which every branch failed its setup', () => {
     expect(h.gh.dispatches).toHaveLength(1);
     const comment = h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
     expect(comment).toContain('setup failed in every branch of round 0');
+    expect(comment).toContain('update the worker Action as the reasons say');
     expect(comment).toContain(reason);
     // Another trigger changes nothing.
     await h.comment(7, '/autoresearch status');
@@ -202,8 +203,20 @@ describe('a round in which every branch failed its setup', () => {
   it("may come from a worker older than the app: so each record the app saves names the app's release", async () => {
     const h = await new Harness().load();
     await h.label(7);
-    const commit = h.gh.commits.get(h.gh.refs.get(stateRef(RUN)) as string);
-    expect(JSON.parse(commit?.files['run.json'] as string).writtenBy).toBe(pkg.version);
+    const writer = () => {
+      const commit = h.gh.commits.get(h.gh.refs.get(stateRef(RUN)) as string);
+      return { commit, writtenBy: JSON.parse(commit?.files['run.json'] as string).writtenBy };
+    };
+    const first = writer();
+    expect(first.writtenBy).toBe(pkg.version);
+    const state = h.state(RUN);
+    const e = state.rounds[0]?.episodes[0];
+    if (!e) throw new Error('no episode');
+    h.pushResult(state, e, 3);
+    await h.jobCompleted(RUN, e.id);
+    const later = writer();
+    expect(later.commit).not.toBe(first.commit);
+    expect(later.writtenBy).toBe(pkg.version);
   });
 });
 

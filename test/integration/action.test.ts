@@ -351,7 +351,7 @@ describe('the worker Action', () => {
 
     expect(job.exitCode).toBe(1);
     expect(job.stdout).toContain(
-      `::error::forkflush issue-42 r0.b1: this worker Action is forkflush ${VERSION}, older than the app (forkflush 9.0.0) that wrote the run's record, and cannot read it (`,
+      `::error::forkflush issue-42 r0.b1: this worker Action cannot read the run's record: it is forkflush ${VERSION}, older than the app (forkflush 9.0.0) that wrote it (`,
     );
     expect(job.stdout).toContain(`state.json: config.sandbox: unknown key "egress" (not a forkflush run record))`);
     expect(job.stdout).toContain('uses: …/forkflush@v9.0.0 in the worker workflow');
@@ -362,11 +362,11 @@ describe('the worker Action', () => {
     const recorded = resultFromCommit(RUN, repo.episode(state, 'r0.b1'), {
       sha: head,
       message: repo.message(head),
-      parents: [repo.base],
+      parents: repo.git(['log', '-1', '--format=%P', head]).split(' '),
     });
     expect(recorded).toMatchObject({ result: { exit: 'setup', score: null, spent: 0 } });
     expect('result' in recorded && recorded.result.reason).toMatch(
-      /^this worker Action is forkflush .* older than the app/,
+      /^this worker Action cannot read the run's record: it is forkflush .* older than the app/,
     );
 
     // Another attempt leaves the recorded result as it is.
@@ -383,7 +383,7 @@ describe('the worker Action', () => {
     const job = repo.runAction({ episode: 'r0.b0' });
     expect(job.exitCode).toBe(1);
     expect(job.stdout).toContain(
-      `::error::forkflush issue-42 r0.b0: this worker Action (forkflush ${VERSION}) cannot read the run's record: refs/forkflush/issue-42/state:state.json: config.budget.total`,
+      `::error::forkflush issue-42 r0.b0: this worker Action cannot read the run's record (forkflush ${VERSION}): refs/forkflush/issue-42/state:state.json: config.budget.total`,
     );
   });
 

@@ -202,6 +202,30 @@ describe('record versions', () => {
   });
 });
 
+describe('records an older worker reads', () => {
+  // The app saves a run's config with its defaults filled in, and a worker parses it strictly (a
+  // key it skipped could be one that confines the agent). So a key a release writes by default
+  // would stop every run in flight whose worker Action is pinned to an older release.
+  it('hold no config key by default that release 0.1.0 did not write', () => {
+    const known = JSON.parse(readFileSync(join(FIXTURES, 'config-default-keys-0.1.0.json'), 'utf8')).keys as string[];
+    // A run from before most keys existed, saved again now: every default is filled in.
+    const state = parseRunState(OLD_STATE, 'state.json');
+    const written: string[] = [];
+    const walk = (value: unknown, path: string) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) written.push(path);
+      else for (const [key, inner] of Object.entries(value)) walk(inner, path ? `${path}.${key}` : key);
+    };
+    walk(JSON.parse(recordText(STATE_RECORD, state)).config, '');
+    const added = written.filter((k) => !known.includes(k));
+    expect(
+      added,
+      `written by default, unknown to a 0.1.0 worker: ${added.join(', ')}. Leave the key out of the record unless the user sets it (optional, no default in the schema; the default applied where it is used)`,
+    ).toEqual([]);
+    // The check sees the keys the record holds.
+    expect(written).toContain('sandbox.mode');
+  });
+});
+
 describe('records from before versions', () => {
   it("reads GitHub's run.json, which had no version, as version 1, and writes it back with one", () => {
     const files = parseRunFiles(GITHUB_FILES_TEXT, 'refs/forkflush/issue-7/state:run.json');

