@@ -52621,13 +52621,14 @@ function setupFailure(state) {
   }
   return null;
 }
+var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round, hasCommands) {
   const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
   const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return {
     code: 2,
-    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? "update the worker Action as the reasons say, then start a new run" : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run` : "fix what the reasons say (the agent CLI install, or the worker), then start a new run")
+    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails, then ${RESUME} (a fix to files of the commit itself needs a new run)` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
   };
 }
 function stopBefore(state, next) {
@@ -52639,6 +52640,16 @@ function runStop(state) {
   return stopBefore(state, reconcile(state)[0]);
 }
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+function retrySetup(state) {
+  if (state.status === "finished") return null;
+  const open2 = state.rounds.find((r) => !r.decision);
+  if (!open2 || open2.episodes.length === 0 || !open2.episodes.every(setupFailed)) return null;
+  const cleared = open2.episodes.map(({ result: _, ...e }) => e);
+  return {
+    state: { ...state, rounds: state.rounds.map((r) => r === open2 ? { ...r, episodes: cleared } : r) },
+    episodes: open2.episodes
+  };
+}
 
 // src/core/github-text.ts
 function commentMarker(run2) {
@@ -52665,7 +52676,7 @@ function issueComment(state, phase, notes = []) {
   const open2 = state.rounds.find((r) => !r.decision);
   const stop = phase === "finished" ? null : runStop(state);
   const halted = stop?.code === 2 ? stop : null;
-  const status2 = halted ? `stopped: ${halted.message}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
+  const status2 = halted ? `stopped: ${halted.message}${retrySetup(state) ? " (`/autoresearch resume`)" : ""}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
   const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
   const parts = [
     commentMarker(state.id),
@@ -53505,15 +53516,28 @@ ${issue2.body ?? ""}`);
 async function setStopped(ctx, stored, stopped, steer) {
   const run2 = stored.state.id;
   const message = stopped ? "forkflush: stop" : "forkflush: resume";
+  const retry2 = stopped ? null : retrySetup(stored.state);
+  for (const e of retry2?.episodes ?? []) {
+    const branch = episodeBranch(run2, e.round, e.branch);
+    if (await ctx.forge.refSha(`refs/heads/${branch}`) === e.result?.commit)
+      await ctx.forge.setBranch(branch, e.base);
+  }
   const next = await amendOnce(ctx.forge, run2, message, steer?.keys ?? [], (s) => {
     const files = { ...structuredClone(s.files), stopped };
     const open2 = s.state.rounds.find((r) => !r.decision);
+    const again = retry2 ? retrySetup(s.state) : null;
+    const moved = new Set(retry2?.episodes.map((e) => e.id));
+    const rerun = again?.episodes.every((e) => moved.has(e.id)) ? again : null;
+    for (const e of rerun?.episodes ?? []) {
+      delete files.published[e.id];
+      delete files.claims[`publish:${e.id}`];
+    }
     if (!stopped && open2) {
       delete files.dispatched[String(open2.index)];
       delete files.claims[`dispatch:${open2.index}`];
     }
     if (!stopped && steer) files.startedBy = steer.by;
-    return { state: s.state, files };
+    return { state: rerun?.state ?? s.state, files };
   });
   if (!next) return null;
   if (stopped) {
@@ -53840,11 +53864,12 @@ async function runCommand(ctx, command, issue2, steer) {
       await setStopped(ctx, stored, true, steer);
       return null;
     case "resume": {
-      if (!stored.files.stopped && stored.state.status !== "finished") {
+      if (!stored.files.stopped && stored.state.status !== "finished" && !retrySetup(stored.state)) {
         await syncRun(ctx, run2);
         return null;
       }
-      if (!stored.files.stopped) return "The run is finished: `/autoresearch fork` runs one more fork round.";
+      if (!stored.files.stopped && stored.state.status === "finished")
+        return "The run is finished: `/autoresearch fork` runs one more fork round.";
       const busy = await runsPerRepo(ctx.forge, stored.state.config, run2, "`/autoresearch resume` again");
       if (busy) return `forkflush did not resume the run: ${busy}`;
       await setStopped(ctx, stored, false, steer);

@@ -29341,10 +29341,6 @@ function statusJson(state, o) {
   };
 }
 
-// src/local/compare.ts
-import { mkdir as mkdir13, readdir as readdir9, readFile as readFile8, realpath as realpath5, rename as rename6, stat as stat8, writeFile as writeFile13 } from "node:fs/promises";
-import { join as join18, relative as relative2, resolve as resolve4 } from "node:path";
-
 // src/core/setup-failure.ts
 function setupFailure(state) {
   const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
@@ -29367,13 +29363,14 @@ function setupFailure(state) {
   }
   return null;
 }
+var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round4, hasCommands) {
   const reasons = [...new Set(round4.episodes.map((e) => e.result?.reason ?? "no reason given"))];
   const bases = [...new Set(round4.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return {
     code: 2,
-    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? "update the worker Action as the reasons say, then start a new run" : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"}, fix them (or what they read), then start a new run` : "fix what the reasons say (the agent CLI install, or the worker), then start a new run")
+    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails, then ${RESUME} (a fix to files of the commit itself needs a new run)` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
   };
 }
 function stopBefore(state, next) {
@@ -29385,6 +29382,20 @@ function runStop(state) {
   return stopBefore(state, reconcile(state)[0]);
 }
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+function retrySetup(state) {
+  if (state.status === "finished") return null;
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (!open4 || open4.episodes.length === 0 || !open4.episodes.every(setupFailed)) return null;
+  const cleared = open4.episodes.map(({ result: _, ...e }) => e);
+  return {
+    state: { ...state, rounds: state.rounds.map((r) => r === open4 ? { ...r, episodes: cleared } : r) },
+    episodes: open4.episodes
+  };
+}
+
+// src/local/compare.ts
+import { mkdir as mkdir13, readdir as readdir9, readFile as readFile8, realpath as realpath5, rename as rename6, stat as stat8, writeFile as writeFile13 } from "node:fs/promises";
+import { join as join18, relative as relative2, resolve as resolve4 } from "node:path";
 
 // src/core/compare.ts
 function runDone(state) {
@@ -34663,6 +34674,16 @@ var LocalForge = class {
     };
     return { own: own2, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
   }
+  /**
+   * Moves an episode's branch from the result it held back to the episode's base, for an episode
+   * that runs again (a round its setup stopped, retried: core/setup-failure.ts, retrySetup). A
+   * branch at anything else is left alone.
+   */
+  async reopenEpisode(state, e) {
+    if (!e.result) return;
+    const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
+    await this.git.casRef(ref, e.base, e.result.commit, `forkflush: ${e.id} runs again`);
+  }
   /** Points the episode's branch at its result commit (made by forkflush, on the episode's base). */
   async recordResult(prepared, commit, reason) {
     await this.git.setRef(prepared.branchRef, commit, reason);
@@ -35163,6 +35184,14 @@ async function openRun(dir, id) {
     warnings: isolation.warning ? [isolation.warning] : [],
     isolation
   };
+}
+async function retrySetupStop(open4) {
+  const retried = retrySetup(open4.state);
+  if (!retried) return null;
+  for (const e of retried.episodes) await open4.forge.reopenEpisode(open4.state, e);
+  await open4.store.save(retried.state);
+  open4.state = retried.state;
+  return retried.episodes[0]?.round ?? null;
 }
 async function taskFolder(dir) {
   const s = await stat7(dir).catch(() => null);
@@ -36088,6 +36117,9 @@ async function dispatch(argv, io) {
       io.stdout.write(`forkflush: resuming run ${open4.state.id}
 sandbox: ${sandboxLine(open4)}
 `);
+      const again = await retrySetupStop(open4);
+      if (again !== null) io.stdout.write(`round ${again}: every branch's setup failed last time; running it again
+`);
       return go(open4, io);
     }
     case "status":
@@ -36189,6 +36221,9 @@ async function go(open4, io) {
     await writeReports(open4.store, result.state, placeOf(open4));
     io.stderr.write(`
 forkflush: ${result.stopped.message}
+`);
+    if (retrySetup(result.state))
+      io.stderr.write(`after the fix: forkflush resume ${open4.info.taskDir} --run ${result.state.id}
 `);
     io.stdout.write(`report: ${open4.store.path("report.md")}
 `);

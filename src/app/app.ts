@@ -28,6 +28,7 @@ import {
   stateRef,
 } from '../core/names.js';
 import { forkRefusal } from '../core/schedule.js';
+import { retrySetup } from '../core/setup-failure.js';
 import { canWrite, forkNow, nightly, runsPerRepo, type Steer, setStopped, startRun } from '../github/commands.js';
 import { GitHubForge, type RunFiles, type StoredRun } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
@@ -345,11 +346,13 @@ async function runCommand(
       await setStopped(ctx, stored, true, steer);
       return null;
     case 'resume': {
-      if (!stored.files.stopped && stored.state.status !== 'finished') {
+      // A running run resumes nothing, unless its setup stopped it: then its round runs again.
+      if (!stored.files.stopped && stored.state.status !== 'finished' && !retrySetup(stored.state)) {
         await syncRun(ctx, run);
         return null;
       }
-      if (!stored.files.stopped) return 'The run is finished: `/autoresearch fork` runs one more fork round.';
+      if (!stored.files.stopped && stored.state.status === 'finished')
+        return 'The run is finished: `/autoresearch fork` runs one more fork round.';
       const busy = await runsPerRepo(ctx.forge, stored.state.config, run, '`/autoresearch resume` again');
       if (busy) return `forkflush did not resume the run: ${busy}`;
       await setStopped(ctx, stored, false, steer);

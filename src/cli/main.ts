@@ -12,6 +12,7 @@ import { plan, planTable } from '../core/plan.js';
 import { probePlan, probeText } from '../core/probe.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, statusJson, summary, takeHomeLines } from '../core/report.js';
+import { retrySetup } from '../core/setup-failure.js';
 import { allEpisodes, type RunState } from '../core/state.js';
 import { shellQuote, textTable } from '../core/text.js';
 import { type CompareOptions, runCompare } from '../local/compare.js';
@@ -19,7 +20,7 @@ import { runProbe } from '../local/probe.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
-import { loadConfig, type OpenRun, openRun, startRun } from '../local/start.js';
+import { loadConfig, type OpenRun, openRun, retrySetupStop, startRun } from '../local/start.js';
 import { COMMANDS, commandUsage, type Parsed, parseCommandLine, usage } from './args.js';
 import { initTask } from './init.js';
 
@@ -111,6 +112,8 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
       }
       for (const w of open.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
       io.stdout.write(`forkflush: resuming run ${open.state.id}\nsandbox: ${sandboxLine(open)}\n`);
+      const again = await retrySetupStop(open);
+      if (again !== null) io.stdout.write(`round ${again}: every branch's setup failed last time; running it again\n`);
       return go(open, io);
     }
     case 'status':
@@ -204,6 +207,8 @@ async function go(open: OpenRun, io: Io): Promise<number> {
   if (result.stopped) {
     await writeReports(open.store, result.state, placeOf(open));
     io.stderr.write(`\nforkflush: ${result.stopped.message}\n`);
+    if (retrySetup(result.state))
+      io.stderr.write(`after the fix: forkflush resume ${open.info.taskDir} --run ${result.state.id}\n`);
     io.stdout.write(`report: ${open.store.path('report.md')}\n`);
     return result.stopped.code;
   }

@@ -6,7 +6,7 @@ import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
 import { plan, planWarnings } from './plan.js';
 import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
-import { runStop } from './setup-failure.js';
+import { retrySetup, runStop } from './setup-failure.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
 import { codeSpan, formatNumber, markdownTable, plainText } from './text.js';
 
@@ -50,7 +50,7 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
   const stop = phase === 'finished' ? null : runStop(state);
   const halted = stop?.code === 2 ? stop : null;
   const status = halted
-    ? `stopped: ${halted.message}`
+    ? `stopped: ${halted.message}${retrySetup(state) ? ' (`/autoresearch resume`)' : ''}`
     : phase === 'stopped'
       ? 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it'
       : phase === 'finished'

@@ -6,7 +6,7 @@
 // starts from an empty one. Its first round gets a score, or something is wrong.)
 import type { Action } from './reconcile.js';
 import { reconcile } from './reconcile.js';
-import { allEpisodes, type Round, type RunState, setupFailed } from './state.js';
+import { allEpisodes, type Episode, type Round, type RunState, setupFailed } from './state.js';
 
 export interface SetupFailure {
   /** 2: the setup is wrong (fix the config); 1: the run produced nothing. */
@@ -46,6 +46,9 @@ export function setupFailure(state: RunState): SetupFailure | null {
   return null;
 }
 
+/** What a resume does after a setup stop (retrySetup). */
+const RESUME = 'resume the run: its round runs again';
+
 /** Every branch of the round failed its setup: no agent worked, and the next round would start from the same commits. */
 function everySetupFailed(round: Round, hasCommands: boolean): SetupFailure {
   const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? 'no reason given'))];
@@ -57,10 +60,11 @@ function everySetupFailed(round: Round, hasCommands: boolean): SetupFailure {
       `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join('; ')}), ` +
       'so no agent could work and the run stopped: ' +
       (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ))
-        ? 'update the worker Action as the reasons say, then start a new run'
+        ? `update the worker Action as the reasons say, then ${RESUME}`
         : hasCommands
-          ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? 'that commit' : 'those commits'}, fix them (or what they read), then start a new run`
-          : 'fix what the reasons say (the agent CLI install, or the worker), then start a new run'),
+          ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? 'that commit' : 'those commits'} and fix what fails, then ${RESUME} ` +
+            '(a fix to files of the commit itself needs a new run)'
+          : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`),
   };
 }
 
@@ -137,4 +141,22 @@ export function compareVersions(a: string, b: string): number {
     return p < q ? -1 : 1;
   }
   return 0;
+}
+
+/**
+ * The run with the round its setup stopped opened again, for a resume once the cause is fixed
+ * (a registry that was down, a worker Action pinned too old): the open round's setup results are
+ * cleared, and its episodes run again from the same bases. They spent nothing and no agent ran,
+ * so nothing is lost. The shells move the episodes' branches back to their bases. Null when no
+ * round's setup stopped the run.
+ */
+export function retrySetup(state: RunState): { state: RunState; episodes: Episode[] } | null {
+  if (state.status === 'finished') return null;
+  const open = state.rounds.find((r) => !r.decision);
+  if (!open || open.episodes.length === 0 || !open.episodes.every(setupFailed)) return null;
+  const cleared = open.episodes.map(({ result: _, ...e }) => e);
+  return {
+    state: { ...state, rounds: state.rounds.map((r) => (r === open ? { ...r, episodes: cleared } : r)) },
+    episodes: open.episodes,
+  };
 }

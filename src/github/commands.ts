@@ -9,11 +9,12 @@
 import { CONFIG_PATH, type Config, ConfigError, parseConfig } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { remember, roundLimitProblem, roundsLeft, runsPerRepoProblem, seenAny } from '../core/limits.js';
-import { GITHUB, issueRunId, lineageBranch, stateRef } from '../core/names.js';
+import { episodeBranch, GITHUB, issueRunId, lineageBranch, stateRef } from '../core/names.js';
 import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
 import { forkRefusal, requestFork } from '../core/schedule.js';
+import { retrySetup } from '../core/setup-failure.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { visibleText } from '../core/text.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
@@ -132,8 +133,9 @@ export async function startRun(
 
 /**
  * Stops a run cleanly (cancels its jobs, closes its open pull requests), or resumes it: the open
- * round's episodes still without a result are dispatched again, since stopping cancelled them.
- * Who resumes it takes its nightly rounds on. Null when the event was acted on already.
+ * round's episodes still without a result are dispatched again, since stopping cancelled them,
+ * and a round whose every setup failed runs again (retrySetup). Who resumes it takes its nightly
+ * rounds on. Null when the event was acted on already.
  */
 export async function setStopped(
   ctx: SyncContext,
@@ -143,15 +145,31 @@ export async function setStopped(
 ): Promise<RunState | null> {
   const run = stored.state.id;
   const message = stopped ? 'forkflush: stop' : 'forkflush: resume';
+  // The retried episodes' branches go back to their bases first: until the record says the round
+  // runs again, their setup results stand, and a branch at its base holds no result to observe.
+  const retry = stopped ? null : retrySetup(stored.state);
+  for (const e of retry?.episodes ?? []) {
+    const branch = episodeBranch(run, e.round, e.branch);
+    if ((await ctx.forge.refSha(`refs/heads/${branch}`)) === e.result?.commit)
+      await ctx.forge.setBranch(branch, e.base);
+  }
   const next = await amendOnce(ctx.forge, run, message, steer?.keys ?? [], (s) => {
     const files = { ...structuredClone(s.files), stopped };
     const open = s.state.rounds.find((r) => !r.decision);
+    // Checked again on the latest record: only the episodes whose branches were moved run again.
+    const again = retry ? retrySetup(s.state) : null;
+    const moved = new Set(retry?.episodes.map((e) => e.id));
+    const rerun = again?.episodes.every((e) => moved.has(e.id)) ? again : null;
+    for (const e of rerun?.episodes ?? []) {
+      delete files.published[e.id];
+      delete files.claims[`publish:${e.id}`];
+    }
     if (!stopped && open) {
       delete files.dispatched[String(open.index)];
       delete files.claims[`dispatch:${open.index}`];
     }
     if (!stopped && steer) files.startedBy = steer.by;
-    return { state: s.state, files };
+    return { state: rerun?.state ?? s.state, files };
   });
   if (!next) return null;
   if (stopped) {

@@ -121,6 +121,17 @@ export class LocalForge implements Forge {
     return { own, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
   }
 
+  /**
+   * Moves an episode's branch from the result it held back to the episode's base, for an episode
+   * that runs again (a round its setup stopped, retried: core/setup-failure.ts, retrySetup). A
+   * branch at anything else is left alone.
+   */
+  async reopenEpisode(state: RunState, e: Episode): Promise<void> {
+    if (!e.result) return;
+    const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
+    await this.git.casRef(ref, e.base, e.result.commit, `forkflush: ${e.id} runs again`);
+  }
+
   /** Points the episode's branch at its result commit (made by forkflush, on the episode's base). */
   async recordResult(prepared: PreparedEpisode, commit: string, reason: string): Promise<void> {
     await this.git.setRef(prepared.branchRef, commit, reason);

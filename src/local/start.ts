@@ -9,6 +9,7 @@ import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
 import { planWarnings } from '../core/plan.js';
 import { loadTemplates } from '../core/prompts.js';
+import { retrySetup } from '../core/setup-failure.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { Git } from '../io/git.js';
 import { graderConfinement, type Isolation, isolationFor, privateTmp, setupConfinement } from '../worker/boundary.js';
@@ -255,6 +256,20 @@ export async function openRun(dir: string, id?: string): Promise<OpenRun> {
     warnings: isolation.warning ? [isolation.warning] : [],
     isolation,
   };
+}
+
+/**
+ * Before a resume: a run whose round every branch's setup failed runs that round again (its
+ * branches back at their bases, its setup results cleared and saved). Returns the round, or null
+ * when the run was not stopped so.
+ */
+export async function retrySetupStop(open: OpenRun): Promise<number | null> {
+  const retried = retrySetup(open.state);
+  if (!retried) return null;
+  for (const e of retried.episodes) await open.forge.reopenEpisode(open.state, e);
+  await open.store.save(retried.state);
+  open.state = retried.state;
+  return retried.episodes[0]?.round ?? null;
 }
 
 async function taskFolder(dir: string): Promise<string> {

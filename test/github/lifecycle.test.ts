@@ -200,6 +200,37 @@ describe('a round in which every branch failed its setup', () => {
     expect(h.gh.dispatches).toHaveLength(1);
   });
 
+  it('runs again on `/autoresearch resume` once the cause is fixed: branches back at their bases, one new dispatch', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    const episodes = state.rounds[0]?.episodes ?? [];
+    for (const e of episodes) h.pushResult(state, e, null, 0, { setupFailed: 'the registry is down' });
+    for (const e of episodes) await h.jobCompleted(RUN, e.id, 'failure');
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toContain(
+      'then resume the run: its round runs again (`/autoresearch resume`)',
+    );
+    const checksBefore = h.gh.checkRuns.length;
+
+    await h.comment(7, '/autoresearch resume');
+    const retried = h.state(RUN);
+    expect(retried.rounds[0]?.episodes.map((e) => e.result)).toEqual([undefined, undefined]);
+    for (const e of episodes) expect(h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`)).toBe(e.base);
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
+    expect(JSON.parse(h.gh.dispatches[1]?.inputs.episodes ?? '[]')).toEqual(episodes.map((e) => e.id));
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).not.toContain('setup failed in every branch');
+
+    // The round now runs as any other: results land, are published, and the round is decided.
+    for (const e of h.openEpisodes(RUN)) h.pushResult(h.state(RUN), e, 5 + e.branch);
+    for (const e of episodes) await h.jobCompleted(RUN, e.id);
+    const after = h.state(RUN);
+    expect(after.rounds[0]?.decision?.winner).toBe('r0.b1');
+    expect(h.gh.checkRuns.length).toBe(checksBefore + 2);
+    // A resume of a run that runs retries nothing.
+    await h.comment(7, '/autoresearch resume');
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0', '1']);
+  });
+
   it("may come from a worker older than the app: so each record the app saves names the app's release", async () => {
     const h = await new Harness().load();
     await h.label(7);

@@ -7,12 +7,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { agentFor } from '../../src/agents/registry.js';
 import { UserError } from '../../src/core/errors.js';
 import { parseCommitMessage } from '../../src/core/journal.js';
+import { episodeBranch } from '../../src/core/names.js';
 import { renderReport } from '../../src/core/report.js';
 import { allEpisodes, type EpisodeResult } from '../../src/core/state.js';
 import { advance } from '../../src/core/work.js';
 import { drive } from '../../src/local/runner.js';
-import { startRun } from '../../src/local/start.js';
+import { retrySetupStop, startRun } from '../../src/local/start.js';
 import { runEpisode } from '../../src/worker/episode.js';
+import { cli } from './cli-io.js';
 import { makeTaskRepo, type TaskRepo } from './task-repo.js';
 
 const ONE_EPISODE = 'total: 6\n  unit: tokens\n  episode: 6';
@@ -145,6 +147,59 @@ describe('setup in a local run', () => {
     const report = renderReport(state);
     expect(report).toContain('setup-failed');
     expect(report).toContain('| setup |');
+  });
+
+  it('after the cause is fixed, a resume runs the round its setup stopped again, from the same bases', async () => {
+    const repo = setupTask({
+      setup: '{commands: [sh setup.sh], env: [FF_TEST_*]}',
+      budget: 'total: 24\n  unit: tokens\n  episode: 6',
+      extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.25}',
+    });
+    const run = await startRun({ dir: repo.dir, seed: 1, now: NOW });
+    process.env.FF_TEST_SETUP_FAIL = '1';
+    const first = await drive(run.state, run);
+    expect(first.stopped?.code).toBe(2);
+    const failed = allEpisodes(first.state).map((e) => ({
+      id: e.id,
+      base: e.base,
+      commit: e.result?.commit,
+      branch: `refs/heads/${episodeBranch(first.state.id, e.round, e.branch)}`,
+    }));
+    // The registry is back.
+    delete process.env.FF_TEST_SETUP_FAIL;
+    const open = { ...run, state: first.state };
+    expect(await retrySetupStop(open)).toBe(0);
+    expect(await retrySetupStop(open)).toBeNull(); // nothing more to retry
+    for (const e of failed) expect(repo.git('rev-parse', e.branch)).toBe(e.base);
+    const second = await drive(open.state, open);
+    expect(second.stopped).toBeUndefined();
+    expect(second.state.status).toBe('finished');
+    const round0 = second.state.rounds[0]?.episodes ?? [];
+    expect(round0.map((e) => e.result?.exit)).toEqual(['finished', 'finished']);
+    for (const e of round0) {
+      expect(failed.find((f) => f.id === e.id)?.commit).not.toBe(e.result?.commit);
+      expect(repo.git('rev-parse', `${e.result?.commit}^`)).toBe(e.base);
+    }
+    expect(repo.calls().length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('says how to resume after a setup stop, and says so when it runs the round again', async () => {
+    const repo = setupTask({
+      setup: '{commands: [sh setup.sh], env: [FF_TEST_*]}',
+      budget: 'total: 24\n  unit: tokens\n  episode: 6',
+      extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.25}',
+    });
+    const run = await startRun({ dir: repo.dir, seed: 1, now: NOW });
+    process.env.FF_TEST_SETUP_FAIL = '1';
+    const stopped = await cli('resume', repo.dir);
+    expect(stopped.code).toBe(2);
+    expect(stopped.err).toContain('then resume the run: its round runs again');
+    expect(stopped.err).toContain(`after the fix: forkflush resume ${run.info.taskDir} --run ${run.state.id}`);
+    delete process.env.FF_TEST_SETUP_FAIL;
+    const again = await cli('resume', repo.dir, '--run', run.state.id);
+    expect(again.code).toBe(0);
+    expect(again.out).toContain("round 0: every branch's setup failed last time; running it again");
+    expect(again.err).not.toContain('after the fix');
   });
 
   it('says when setup runs out of its time', async () => {

@@ -19,6 +19,7 @@ import { leaderboard, statusJson } from '../../src/core/report.js';
 import { selectWinner } from '../../src/core/select.js';
 import {
   compareVersions,
+  retrySetup,
   runStop,
   setupFailure,
   stopBefore,
@@ -165,7 +166,8 @@ describe('a setup failure', () => {
     expect(f?.message).toBe(
       `setup failed in every branch of round 0 (opening) on commit ${BASE.slice(0, 10)} ` +
         '(setup failed: `npm ci` exited with code 1: npm ERR! missing lockfile), so no agent could work and the run stopped: ' +
-        'run setup.commands by hand in a fresh checkout of that commit, fix them (or what they read), then start a new run',
+        'run setup.commands by hand in a fresh checkout of that commit and fix what fails, then resume the run: its round runs again ' +
+        '(a fix to files of the commit itself needs a new run)',
     );
     // Before the decision: nothing is decided or opened after it.
     expect(reconcile(all)[0]?.type).toBe('decide');
@@ -183,7 +185,7 @@ describe('a setup failure', () => {
     const f = setupFailure(withOpening([0, 1, 2, 3].map(() => setupFailedResult(reason))));
     expect(f?.code).toBe(2);
     expect(f?.message).toContain(
-      `(${reason}), so no agent could work and the run stopped: update the worker Action as the reasons say, then start a new run`,
+      `(${reason}), so no agent could work and the run stopped: update the worker Action as the reasons say, then resume the run: its round runs again`,
     );
     // Setup commands in the config do not change the advice: the worker never got to them.
     const withCommands = withOpening(
@@ -195,6 +197,25 @@ describe('a setup failure', () => {
     expect(setupFailure(withOpening([0, 1, 2, 3].map(() => setupFailedResult(install))))?.message).toContain(
       'the run stopped: fix what the reasons say (the agent CLI install, or the worker)',
     );
+  });
+
+  it('stops a run that a resume can try again: the round, its setup results cleared, from the same bases', () => {
+    const stopped = withOpening([0, 1, 2, 3].map(() => setupFailedResult()));
+    const retried = retrySetup(stopped);
+    expect(retried?.episodes.map((e) => e.id)).toEqual(['r0.b0', 'r0.b1', 'r0.b2', 'r0.b3']);
+    const again = retried?.state;
+    if (!again) throw new Error('no retry');
+    expect(again.rounds[0]?.episodes.map((e) => [e.result, e.base])).toEqual(
+      stopped.rounds[0]?.episodes.map((e) => [undefined, e.base]),
+    );
+    expect(setupFailure(again)).toBeNull();
+    expect(reconcile(again).map((a) => a.type)).toEqual(['run', 'run', 'run', 'run']);
+    // Nothing else is retried: a round where a branch tried, or one still running.
+    expect(
+      retrySetup(withOpening([setupFailedResult(), result(null), setupFailedResult(), setupFailedResult()])),
+    ).toBeNull();
+    expect(retrySetup(withOpening([setupFailedResult(), setupFailedResult()]))).toBeNull();
+    expect(retrySetup(withOpening([result(3), result(4), result(5), result(6)]))).toBeNull();
   });
 
   it('is not a branch that tried when the opening round is judged for a grader that scores nothing', () => {
