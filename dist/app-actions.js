@@ -69368,7 +69368,7 @@ function everySetupFailed(round, hasCommands) {
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return {
     code: 2,
-    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails, then ${RESUME} (a fix to files of the commit itself needs a new run)` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
   };
 }
 function stopBefore(state, next) {
@@ -70263,11 +70263,12 @@ async function setStopped(ctx, stored, stopped, steer) {
       await ctx.forge.setBranch(branch, e.base);
   }
   const next = await amendOnce(ctx.forge, run2, message, steer?.keys ?? [], (s) => {
+    const again = retry2 ? retrySetup(s.state) : null;
+    const moved = new Map(retry2?.episodes.map((e) => [e.id, e.result?.commit]));
+    const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
+    if (!stopped && !s.files.stopped && !rerun) return s;
     const files = { ...structuredClone(s.files), stopped };
     const open3 = s.state.rounds.find((r) => !r.decision);
-    const again = retry2 ? retrySetup(s.state) : null;
-    const moved = new Set(retry2?.episodes.map((e) => e.id));
-    const rerun = again?.episodes.every((e) => moved.has(e.id)) ? again : null;
     for (const e of rerun?.episodes ?? []) {
       delete files.published[e.id];
       delete files.claims[`publish:${e.id}`];

@@ -29370,7 +29370,7 @@ function everySetupFailed(round4, hasCommands) {
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return {
     code: 2,
-    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails, then ${RESUME} (a fix to files of the commit itself needs a new run)` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
   };
 }
 function stopBefore(state, next) {
@@ -35186,12 +35186,22 @@ async function openRun(dir, id) {
   };
 }
 async function retrySetupStop(open4) {
-  const retried = retrySetup(open4.state);
-  if (!retried) return null;
-  for (const e of retried.episodes) await open4.forge.reopenEpisode(open4.state, e);
-  await open4.store.save(retried.state);
-  open4.state = retried.state;
-  return retried.episodes[0]?.round ?? null;
+  if (!retrySetup(open4.state)) return null;
+  const release = await open4.store.lock();
+  try {
+    const saved = await open4.store.load();
+    const retried = retrySetup(saved);
+    if (!retried) {
+      open4.state = saved;
+      return null;
+    }
+    for (const e of retried.episodes) await open4.forge.reopenEpisode(saved, e);
+    await open4.store.save(retried.state);
+    open4.state = retried.state;
+    return retried.episodes[0]?.round ?? null;
+  } finally {
+    await release();
+  }
 }
 async function taskFolder(dir) {
   const s = await stat7(dir).catch(() => null);

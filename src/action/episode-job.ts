@@ -82,6 +82,16 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   }
   const { state, facts } = read;
   const { episode, round } = findOpenEpisode(state, s.episode);
+  // Only the workflow run the app dispatched for the round runs its episodes: a re-run of an
+  // earlier one (a stopped round resumed, a round whose setup failed run again) would run the
+  // agent a second time beside it.
+  const dispatched = facts.dispatched[String(round.index)]?.runId;
+  if (dispatched !== undefined && s.workflowRunId !== null && dispatched !== s.workflowRunId) {
+    throw new Error(
+      `round ${round.index} of run ${state.id} runs in workflow run ${dispatched}, not in this one (${s.workflowRunId}), ` +
+        'which the app dispatched before: nothing to run (a re-run of an earlier workflow run?)',
+    );
+  }
   const branch = episodeBranch(s.run, episode.round, episode.branch);
   const unit = state.config.budget.unit;
   const outcome = (attempt: JobOutcome['attempt'], result: EpisodeResult): JobOutcome => ({

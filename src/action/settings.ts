@@ -26,6 +26,8 @@ export interface ActionSettings {
   contextKey: Buffer | null;
   /** This job's workflow run on the web (the check run links it), or null outside a run. */
   workflowRunUrl: string | null;
+  /** This job's workflow run (GITHUB_RUN_ID), or null outside a run. */
+  workflowRunId: number | null;
 }
 
 // Both end up in ref names, so they are held to what a ref may safely contain.
@@ -57,6 +59,7 @@ export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): Act
     privateDir: join(need('RUNNER_TEMP'), 'forkflush'),
     contextKey: inputs.contextKey?.trim() ? parseContextKey(inputs.contextKey) : null,
     workflowRunUrl: workflowRunUrl(server, repository, env),
+    workflowRunId: /^\d+$/.test(env.GITHUB_RUN_ID?.trim() ?? '') ? Number(env.GITHUB_RUN_ID) : null,
   };
 }
 

@@ -62,8 +62,9 @@ function everySetupFailed(round: Round, hasCommands: boolean): SetupFailure {
       (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ))
         ? `update the worker Action as the reasons say, then ${RESUME}`
         : hasCommands
-          ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? 'that commit' : 'those commits'} and fix what fails, then ${RESUME} ` +
-            '(a fix to files of the commit itself needs a new run)'
+          ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? 'that commit' : 'those commits'} and fix what fails: ` +
+            `after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; ` +
+            'a fix to the config or to the files of the commit needs a new run'
           : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`),
   };
 }

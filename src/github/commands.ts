@@ -154,12 +154,17 @@ export async function setStopped(
       await ctx.forge.setBranch(branch, e.base);
   }
   const next = await amendOnce(ctx.forge, run, message, steer?.keys ?? [], (s) => {
+    // Checked again on the latest record: the round runs again only while its setup results are
+    // the ones whose branches this handler moved back (another handler may have retried it, and
+    // the retry may have failed its setup anew).
+    const again = retry ? retrySetup(s.state) : null;
+    const moved = new Map(retry?.episodes.map((e) => [e.id, e.result?.commit]));
+    const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
+    // A resume dispatches the open round again only for a stopped run or a round that runs again:
+    // a second resume at once, of a run the first one set going, must not dispatch it twice.
+    if (!stopped && !s.files.stopped && !rerun) return s;
     const files = { ...structuredClone(s.files), stopped };
     const open = s.state.rounds.find((r) => !r.decision);
-    // Checked again on the latest record: only the episodes whose branches were moved run again.
-    const again = retry ? retrySetup(s.state) : null;
-    const moved = new Set(retry?.episodes.map((e) => e.id));
-    const rerun = again?.episodes.every((e) => moved.has(e.id)) ? again : null;
     for (const e of rerun?.episodes ?? []) {
       delete files.published[e.id];
       delete files.claims[`publish:${e.id}`];

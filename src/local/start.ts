@@ -264,12 +264,23 @@ export async function openRun(dir: string, id?: string): Promise<OpenRun> {
  * when the run was not stopped so.
  */
 export async function retrySetupStop(open: OpenRun): Promise<number | null> {
-  const retried = retrySetup(open.state);
-  if (!retried) return null;
-  for (const e of retried.episodes) await open.forge.reopenEpisode(open.state, e);
-  await open.store.save(retried.state);
-  open.state = retried.state;
-  return retried.episodes[0]?.round ?? null;
+  if (!retrySetup(open.state)) return null;
+  // Under the run's lock, on the state as saved: another process may have driven it meanwhile.
+  const release = await open.store.lock();
+  try {
+    const saved = await open.store.load();
+    const retried = retrySetup(saved);
+    if (!retried) {
+      open.state = saved;
+      return null;
+    }
+    for (const e of retried.episodes) await open.forge.reopenEpisode(saved, e);
+    await open.store.save(retried.state);
+    open.state = retried.state;
+    return retried.episodes[0]?.round ?? null;
+  } finally {
+    await release();
+  }
 }
 
 async function taskFolder(dir: string): Promise<string> {

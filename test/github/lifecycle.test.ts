@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
 import { nightlyTick } from '../../src/app/app.js';
 import { lineageBranch, stateRef } from '../../src/core/names.js';
+import { setStopped } from '../../src/github/commands.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -226,9 +227,48 @@ describe('a round in which every branch failed its setup', () => {
     const after = h.state(RUN);
     expect(after.rounds[0]?.decision?.winner).toBe('r0.b1');
     expect(h.gh.checkRuns.length).toBe(checksBefore + 2);
-    // A resume of a run that runs retries nothing.
+    // A resume of a run that runs retries nothing and dispatches nothing.
+    const dispatched = h.gh.dispatches.map((d) => d.inputs.round);
+    expect(dispatched).toEqual(['0', '0', '1']);
     await h.comment(7, '/autoresearch resume');
-    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0', '1']);
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(dispatched);
+  });
+
+  /** A run whose opening round's every setup failed. */
+  async function stoppedBySetup(reason = 'the registry is down') {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, null, 0, { setupFailed: reason });
+    for (const e of state.rounds[0]?.episodes ?? []) await h.jobCompleted(RUN, e.id, 'failure');
+    return h;
+  }
+
+  it('runs again once for two resumes at once', async () => {
+    const h = await stoppedBySetup();
+    await Promise.all([h.comment(7, '/autoresearch resume'), h.comment(7, '/autoresearch resume')]);
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
+    expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result)).toEqual([undefined, undefined]);
+  });
+
+  it('is not run again by a resume that read the record before the retry failed its setup anew', async () => {
+    const h = await stoppedBySetup();
+    const forge = h.forge();
+    const stale = await forge.loadRun(stateRef(RUN));
+    if (!stale) throw new Error('no record');
+    await h.comment(7, '/autoresearch resume');
+    for (const e of h.openEpisodes(RUN)) h.pushResult(h.state(RUN), e, null, 0, { setupFailed: 'still down' });
+    for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id, 'failure');
+    const second = h.state(RUN);
+    const heads = second.rounds[0]?.episodes.map((e) => h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`));
+    expect(second.rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual(['still down', 'still down']);
+    // A handler delayed since before the retry, with the first stop's record.
+    await setStopped({ forge, now: h.clock }, stale, false, { by: 'maintainer', keys: ['comment:999'] });
+    expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual(['still down', 'still down']);
+    expect(second.rounds[0]?.episodes.map((e) => h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`))).toEqual(
+      heads,
+    );
+    expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
   });
 
   it("may come from a worker older than the app: so each record the app saves names the app's release", async () => {

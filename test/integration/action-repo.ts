@@ -236,6 +236,8 @@ sandbox:
     episode: string;
     contextKey?: string;
     visibility?: 'private' | 'public';
+    /** More of the runner's environment (GITHUB_RUN_ID, ...). */
+    env?: Record<string, string>;
   }): ActionRun {
     const job = join(this.root, `job-${++this.attempts}`);
     const workspace = join(job, 'workspace');
@@ -266,6 +268,7 @@ sandbox:
         GITHUB_STEP_SUMMARY: summaryFile,
         GITHUB_EVENT_PATH: event,
         ...(inputs.contextKey !== undefined ? { 'INPUT_CONTEXT-KEY': inputs.contextKey } : {}),
+        ...inputs.env,
       },
     });
     return {

@@ -387,6 +387,24 @@ describe('the worker Action', () => {
     );
   });
 
+  it('runs only in the workflow run the app dispatched for the round, not in a re-run of an earlier one', () => {
+    const repo = new ActionRepo();
+    repo.publish(repo.openingState(), (r) => {
+      r.facts.dispatched['0'].runId = 5002;
+    });
+    const earlier = repo.runAction({ episode: 'r0.b0', env: { GITHUB_RUN_ID: '5001', GITHUB_RUN_ATTEMPT: '2' } });
+    expect(earlier.exitCode).toBe(1);
+    expect(earlier.stdout).toContain(
+      '::error::forkflush issue-42 r0.b0: round 0 of run issue-42 runs in workflow run 5002, not in this one (5001)',
+    );
+    expect(repo.calls()).toEqual([]);
+    expect(repo.ref(`refs/heads/${episodeBranch(RUN, 0, 0)}`)).toBe(repo.base);
+    // The dispatched run itself, a re-run of it included, runs the episode.
+    const own = repo.runAction({ episode: 'r0.b0', env: { GITHUB_RUN_ID: '5002', GITHUB_RUN_ATTEMPT: '2' } });
+    expect(own.exitCode, own.stdout).toBe(0);
+    expect(repo.calls()).toHaveLength(1);
+  });
+
   it("fails when the state already holds the episode's result", () => {
     const repo = new ActionRepo();
     const opening = repo.openingState();

@@ -166,8 +166,8 @@ describe('a setup failure', () => {
     expect(f?.message).toBe(
       `setup failed in every branch of round 0 (opening) on commit ${BASE.slice(0, 10)} ` +
         '(setup failed: `npm ci` exited with code 1: npm ERR! missing lockfile), so no agent could work and the run stopped: ' +
-        'run setup.commands by hand in a fresh checkout of that commit and fix what fails, then resume the run: its round runs again ' +
-        '(a fix to files of the commit itself needs a new run)',
+        'run setup.commands by hand in a fresh checkout of that commit and fix what fails: after a fix outside the repository ' +
+        '(a registry, a secret, the runner), resume the run: its round runs again; a fix to the config or to the files of the commit needs a new run',
     );
     // Before the decision: nothing is decided or opened after it.
     expect(reconcile(all)[0]?.type).toBe('decide');
