@@ -2,39 +2,20 @@
 // Action is built from src/ here (test/integration/action.test.ts runs dist/index.js, which only
 // changes when the bundle is made), then run against a bare repository on a file:// "server" with
 // a command agent that prints a secret it was given, workflow commands and escape sequences.
-import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { basicCredentials } from '../../src/action/remote.js';
 import { episodeBranch } from '../../src/core/names.js';
-import { ActionRepo, parseOutputs, RUN, TOKEN } from './action-repo.js';
+import { ActionRepo, buildActionFromSource, RUN, TOKEN } from './action-repo.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const API_KEY = 'sk-fake-0123456789abcdefghijklmnop';
 const RUNTIME_TOKEN = 'runtime-token-value-5678';
 let action = '';
 
 beforeAll(async () => {
-  // As scripts/bundle.mjs builds dist/index.js, into a folder of this test's own.
-  const out = mkdtempSync(join(tmpdir(), 'forkflush-action-build-'));
-  action = join(out, 'index.js');
-  await build({
-    entryPoints: [join(ROOT, 'src', 'action', 'index.ts')],
-    outfile: action,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    banner: {
-      js: "import { createRequire as __forkflushRequire } from 'node:module';\nconst require = __forkflushRequire(import.meta.url);",
-    },
-    legalComments: 'none',
-    logLevel: 'warning',
-  });
-});
+  action = await buildActionFromSource();
+}, 60_000);
 
 /** An agent that improves the value, then prints its key, workflow commands and colours. */
 const LEAKY = [
@@ -53,55 +34,13 @@ class KeyRepo extends ActionRepo {
   }
 }
 
-interface Job {
-  exitCode: number | null;
-  stdout: string;
-  outputs: Record<string, string>;
-  summary: string;
-  temp: string;
-}
-
-let jobs = 0;
-
-/** One job, as ActionRepo.runAction runs dist/index.js, with the Action built from src/. */
-function runJob(repo: ActionRepo, episode: string): Job {
-  const job = mkdtempSync(join(repo.root, `log-job-${++jobs}-`));
-  const temp = join(job, 'temp');
-  spawnSync('mkdir', ['-p', temp]);
-  const event = join(job, 'event.json');
-  writeFileSync(event, JSON.stringify({ repository: { private: true } }));
-  const outputFile = join(job, 'output.txt');
-  const summaryFile = join(job, 'summary.md');
-  writeFileSync(outputFile, '');
-  writeFileSync(summaryFile, '');
-  const r = spawnSync(process.execPath, [action], {
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      INPUT_RUN: RUN,
-      INPUT_EPISODE: episode,
-      INPUT_TOKEN: TOKEN,
-      GITHUB_TOKEN: TOKEN,
-      ACTIONS_RUNTIME_TOKEN: RUNTIME_TOKEN,
-      GITHUB_SERVER_URL: `file://${join(repo.root, 'server')}`,
-      GITHUB_REPOSITORY: 'owner/repo',
-      GITHUB_WORKSPACE: join(job, 'workspace'),
-      RUNNER_TEMP: temp,
-      GITHUB_OUTPUT: outputFile,
-      GITHUB_STEP_SUMMARY: summaryFile,
-      GITHUB_EVENT_PATH: event,
-      FAKE_API_KEY: API_KEY,
-    },
+/** One job of the Action built from src/, with the agent's key and the runtime token in its environment. */
+function runJob(repo: ActionRepo, episode: string) {
+  return repo.runAction({
+    episode,
+    action,
+    env: { ACTIONS_RUNTIME_TOKEN: RUNTIME_TOKEN, FAKE_API_KEY: API_KEY },
   });
-  return {
-    exitCode: r.status,
-    stdout: r.stdout + r.stderr,
-    outputs: parseOutputs(readFileSync(outputFile, 'utf8')),
-    summary: readFileSync(summaryFile, 'utf8'),
-    temp,
-  };
 }
 
 /** The job log's lines between ::group:: and ::endgroup::, the group's title first. */

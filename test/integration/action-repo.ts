@@ -5,7 +5,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
+import { build } from 'esbuild';
 import { type Config, parseConfig } from '../../src/core/config.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { episodeBranch, stateRef } from '../../src/core/names.js';
@@ -34,6 +35,31 @@ export interface ActionRun {
   outputs: Record<string, string>;
   summary: string;
   workspace: string;
+  /** The job's RUNNER_TEMP. */
+  temp: string;
+}
+
+/**
+ * The Action built from src/ into a folder of its own, as scripts/bundle.mjs builds dist/index.js:
+ * for tests of this source, whatever dist/ holds (dist/ changes only when the bundle is made).
+ */
+export async function buildActionFromSource(): Promise<string> {
+  const out = mkdtempSync(join(tmpdir(), 'forkflush-action-build-'));
+  const action = join(out, 'index.js');
+  await build({
+    entryPoints: [join(ROOT, 'src', 'action', 'index.ts')],
+    outfile: action,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    banner: {
+      js: "import { createRequire as __forkflushRequire } from 'node:module';\nconst require = __forkflushRequire(import.meta.url);",
+    },
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  return action;
 }
 
 export class ActionRepo {
@@ -226,34 +252,39 @@ sandbox:
       .map((l) => JSON.parse(l) as Call);
   }
 
-  /** Runs dist/index.js as one job would, each attempt with its own workspace and temp folder. */
   /**
-   * One job. The repository is private unless `visibility` says otherwise (the runner's event
-   * payload tells); `contextKey` is the `context-key` input.
+   * One job: runs the Action (dist/index.js, or `action`, one built by buildActionFromSource) as
+   * the runner does, each attempt with its own workspace, temp folder and tool cache. The
+   * repository is private unless `visibility` says otherwise (the runner's event payload tells);
+   * `contextKey` is the `context-key` input; `env` adds to or replaces the runner's environment,
+   * and `pathFirst` goes first on its PATH.
    */
   runAction(inputs: {
     run?: string;
     episode: string;
     contextKey?: string;
     visibility?: 'private' | 'public';
-    /** More of the runner's environment (GITHUB_RUN_ID, ...). */
     env?: Record<string, string>;
+    pathFirst?: string;
+    action?: string;
   }): ActionRun {
     const job = join(this.root, `job-${++this.attempts}`);
     const workspace = join(job, 'workspace');
     const temp = join(job, 'temp');
+    const toolCache = join(job, 'tool-cache');
     mkdirSync(temp, { recursive: true });
+    mkdirSync(toolCache, { recursive: true });
     const event = join(job, 'event.json');
     writeFileSync(event, JSON.stringify({ repository: { private: (inputs.visibility ?? 'private') === 'private' } }));
     const outputFile = join(job, 'output.txt');
     const summaryFile = join(job, 'summary.md');
     writeFileSync(outputFile, '');
     writeFileSync(summaryFile, '');
-    const r = spawnSync(process.execPath, [ACTION], {
+    const r = spawnSync(process.execPath, [inputs.action ?? ACTION], {
       encoding: 'utf8',
-      timeout: 30_000,
+      timeout: 60_000,
       env: {
-        PATH: process.env.PATH,
+        PATH: inputs.pathFirst ? `${inputs.pathFirst}${delimiter}${process.env.PATH}` : process.env.PATH,
         HOME: process.env.HOME,
         INPUT_RUN: inputs.run ?? RUN,
         INPUT_EPISODE: inputs.episode,
@@ -264,6 +295,7 @@ sandbox:
         GITHUB_REPOSITORY: 'owner/repo',
         GITHUB_WORKSPACE: workspace,
         RUNNER_TEMP: temp,
+        RUNNER_TOOL_CACHE: toolCache,
         GITHUB_OUTPUT: outputFile,
         GITHUB_STEP_SUMMARY: summaryFile,
         GITHUB_EVENT_PATH: event,
@@ -277,6 +309,7 @@ sandbox:
       outputs: parseOutputs(readFileSync(outputFile, 'utf8')),
       summary: readFileSync(summaryFile, 'utf8'),
       workspace,
+      temp,
     };
   }
 

@@ -2,71 +2,23 @@
 // (so it tests this source, whatever dist/ holds) and run as one job, like action.test.ts. npm is
 // a FAKE first on PATH (test/integration/agent-install.test.ts says what it imitates): the real
 // registry install of an agent CLI takes minutes.
-import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { build } from 'esbuild';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseCommitMessage } from '../../src/core/journal.js';
 import { episodeBranch } from '../../src/core/names.js';
-import { ActionRepo, parseOutputs, RUN, TOKEN } from './action-repo.js';
+import { ActionRepo, buildActionFromSource, RUN } from './action-repo.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 let action = '';
 
 beforeAll(async () => {
-  const out = mkdtempSync(join(tmpdir(), 'forkflush-action-build-'));
-  await build({
-    entryPoints: { index: join(ROOT, 'src', 'action', 'index.ts') },
-    outdir: out,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    banner: {
-      js: "import { createRequire as __forkflushRequire } from 'node:module';\nconst require = __forkflushRequire(import.meta.url);",
-    },
-    logLevel: 'error',
-  });
-  action = join(out, 'index.js');
+  action = await buildActionFromSource();
 }, 60_000);
 
-/** Runs the built Action as one job, with `bin` first on the runner's PATH and a tool cache. */
+/** Runs the built Action as one job, with `bin` first on the runner's PATH. */
 function runJob(repo: ActionRepo, episode: string, bin: string) {
-  const job = mkdtempSync(join(repo.root, 'job-'));
-  const temp = join(job, 'temp');
-  const toolCache = join(job, 'tool-cache');
-  mkdirSync(temp, { recursive: true });
-  mkdirSync(toolCache, { recursive: true });
-  const event = join(job, 'event.json');
-  writeFileSync(event, JSON.stringify({ repository: { private: true } }));
-  const outputFile = join(job, 'output.txt');
-  const summaryFile = join(job, 'summary.md');
-  writeFileSync(outputFile, '');
-  writeFileSync(summaryFile, '');
-  const r = spawnSync(process.execPath, [action], {
-    encoding: 'utf8',
-    timeout: 60_000,
-    env: {
-      PATH: `${bin}${delimiter}${process.env.PATH}`,
-      HOME: process.env.HOME,
-      INPUT_RUN: RUN,
-      INPUT_EPISODE: episode,
-      INPUT_TOKEN: TOKEN,
-      GITHUB_TOKEN: TOKEN,
-      ACTIONS_RUNTIME_TOKEN: 'runtime-token-value',
-      GITHUB_SERVER_URL: `file://${join(repo.root, 'server')}`,
-      GITHUB_REPOSITORY: 'owner/repo',
-      GITHUB_WORKSPACE: join(job, 'workspace'),
-      RUNNER_TEMP: temp,
-      RUNNER_TOOL_CACHE: toolCache,
-      GITHUB_OUTPUT: outputFile,
-      GITHUB_STEP_SUMMARY: summaryFile,
-      GITHUB_EVENT_PATH: event,
-    },
-  });
-  return { exitCode: r.status, log: r.stdout + r.stderr, outputs: parseOutputs(readFileSync(outputFile, 'utf8')) };
+  return repo.runAction({ episode, action, pathFirst: bin });
 }
 
 /** A fake npm that fails as the registry does for a package it cannot serve; and records its call. */
@@ -90,11 +42,11 @@ describe('the worker Action, setup and the agent CLI', () => {
     repo.publish(state);
     const npm = failingNpm();
     const job = runJob(repo, 'r0.b0', npm.bin);
-    expect(job.exitCode, job.log).toBe(0);
+    expect(job.exitCode, job.stdout).toBe(0);
     expect(readFileSync(npm.calls, 'utf8')).toMatch(
       /^install --global --prefix \S+\/tool-cache\/forkflush-agents\/anthropic-ai\+claude-code@2\.1\.332 --no-audit --no-fund --no-update-notifier @anthropic-ai\/claude-code@2\.1\.332\n$/,
     );
-    expect(job.log).toContain("agent CLI: the agent's CLI @anthropic-ai/claude-code@2.1.332 could not be installed");
+    expect(job.stdout).toContain("agent CLI: the agent's CLI @anthropic-ai/claude-code@2.1.332 could not be installed");
     expect(job.outputs.exit).toBe('setup');
     const head = repo.ref(`refs/heads/${episodeBranch(RUN, 0, 0)}`) ?? '';
     expect(repo.git(['rev-parse', `${head}^`])).toBe(repo.base);
@@ -122,10 +74,10 @@ describe('the worker Action, setup and the agent CLI', () => {
     };
     repo.publish(state);
     const job = runJob(repo, 'r0.b1', failingNpm().bin);
-    expect(job.exitCode, job.log).toBe(0);
-    expect(job.log).toContain('setup: ran in the workspace');
+    expect(job.exitCode, job.stdout).toBe(0);
+    expect(job.stdout).toContain('setup: ran in the workspace');
     // Nothing to install for a command agent.
-    expect(job.log).not.toContain('agent CLI:');
+    expect(job.stdout).not.toContain('agent CLI:');
     const head = repo.ref(`refs/heads/${episodeBranch(RUN, 0, 1)}`) ?? '';
     const result = parseCommitMessage(repo.message(head), head)?.result;
     expect(result).toMatchObject({ exit: 'finished' });

@@ -39,6 +39,13 @@ function setupTask(o: { setup?: string; extra?: string; budget?: string } = {}):
   });
 }
 
+/** An opening round of two branches, whose setups fail while FF_TEST_SETUP_FAIL is set. */
+const TWO_BRANCHES = {
+  setup: '{commands: [sh setup.sh], env: [FF_TEST_*]}',
+  budget: 'total: 24\n  unit: tokens\n  episode: 6',
+  extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.25}',
+};
+
 function tracked(repo: TaskRepo, commit: string): string[] {
   return repo.git('ls-tree', '-r', '--name-only', commit).split('\n');
 }
@@ -113,11 +120,7 @@ describe('setup in a local run', () => {
   });
 
   it('a setup failure is a result of its own: no agent, nothing spent; when every branch fails the run stops (exit 2)', async () => {
-    const repo = setupTask({
-      setup: '{commands: [sh setup.sh], env: [FF_TEST_*]}',
-      budget: 'total: 24\n  unit: tokens\n  episode: 6',
-      extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.25}',
-    });
+    const repo = setupTask(TWO_BRANCHES);
     const run = await startRun({ dir: repo.dir, seed: 1, now: NOW });
     // The episodes' setups fail (the initial one did not).
     process.env.FF_TEST_SETUP_FAIL = '1';
@@ -150,11 +153,7 @@ describe('setup in a local run', () => {
   });
 
   it('after the cause is fixed, a resume runs the round its setup stopped again, from the same bases', async () => {
-    const repo = setupTask({
-      setup: '{commands: [sh setup.sh], env: [FF_TEST_*]}',
-      budget: 'total: 24\n  unit: tokens\n  episode: 6',
-      extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.25}',
-    });
+    const repo = setupTask(TWO_BRANCHES);
     const run = await startRun({ dir: repo.dir, seed: 1, now: NOW });
     process.env.FF_TEST_SETUP_FAIL = '1';
     const first = await drive(run.state, run);
@@ -185,11 +184,7 @@ describe('setup in a local run', () => {
   });
 
   it('says how to resume after a setup stop, and says so when it runs the round again', async () => {
-    const repo = setupTask({
-      setup: '{commands: [sh setup.sh], env: [FF_TEST_*]}',
-      budget: 'total: 24\n  unit: tokens\n  episode: 6',
-      extra: 'fork: {branches: 2, at: [0.5], branch_budget: 0.25}',
-    });
+    const repo = setupTask(TWO_BRANCHES);
     const run = await startRun({ dir: repo.dir, seed: 1, now: NOW });
     process.env.FF_TEST_SETUP_FAIL = '1';
     const stopped = await cli('resume', repo.dir);
