@@ -68457,13 +68457,10 @@ Forkflush-Save: ${randomUUID()}`,
   }
   // Actions.
   /**
-   * Dispatches the workflow once: after an answer that may have been lost, a run not yet completed
+   * Dispatches the workflow once; returns the id of the run it started, when GitHub says (it does
+   * with return_run_details; an older GitHub answers 204 and no id), so that only that run's
+   * events may end the round. After an answer that may have been lost, a run not yet completed
    * with the round's title (GitHub creates a dispatched run at once) is the one this made.
-   */
-  /**
-   * Dispatches the workflow; returns the id of the run it started, when GitHub says (it does with
-   * return_run_details; an older GitHub answers 204 and no id), so that only that run's events
-   * may end the round.
    */
   async dispatchWorkflow(workflow, ref, inputs) {
     const title = inputs.run !== void 0 && inputs.round !== void 0 ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
@@ -68491,13 +68488,6 @@ Forkflush-Save: ${randomUUID()}`,
   /** The newest run of the workflow with this title that was not cancelled (a dispatch taken over). */
   async liveRunId(workflow, title) {
     return (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== "cancelled")?.id ?? null;
-  }
-  /**
-   * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
-   * dispatched runs): a dispatch the handler that made it did not live to record.
-   */
-  async hasLiveRun(workflow, title) {
-    return (await this.runsTitled(workflow, title)).some((w) => w.conclusion !== "cancelled");
   }
   /** The workflow's dispatched runs with this title, among its 100 newest. */
   async runsTitled(workflow, title) {
@@ -69975,8 +69965,8 @@ var GitHubWork = class {
     const pending = round.episodes.filter((e) => !e.result);
     for (const e of pending) await this.forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
     const title = roundRunTitle(state.id, round.index);
-    const taken = retaking && await this.forge.hasLiveRun(GITHUB.workflow, title);
-    const runId2 = taken ? await this.forge.liveRunId(GITHUB.workflow, title) : await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
+    const live = retaking ? await this.forge.liveRunId(GITHUB.workflow, title) : null;
+    const runId2 = live ?? await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
       run: state.id,
       round: String(round.index),
       episodes: JSON.stringify(pending.map((e) => e.id))
@@ -70467,7 +70457,7 @@ function forkflushApp(options2 = {}) {
       const named = parseEpisodeJobName(job.name);
       if (!named || parseIssueRunId(named.run) === null) return;
       const { run: run2, episode } = named;
-      const round = Number(/^r(\d+)\./.exec(episode)?.[1]);
+      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
       const ctx = ctxOf(context, { run: run2, round, episode });
       await answeringTampered(ctx, null, async () => {
         const stored = await ctx.forge.loadRun(stateRef(run2));
@@ -70554,15 +70544,11 @@ async function notTheRoundsRun(forge, files, id, run2, round, repository) {
   if (dispatched.runId !== void 0) {
     return dispatched.runId === id ? null : `round ${round}'s dispatch started workflow run ${dispatched.runId}, not ${id}`;
   }
-  const { data } = await forge.octokit.rest.actions.listWorkflowRuns({
-    owner: forge.owner,
-    repo: forge.repo,
-    workflow_id: GITHUB.workflow,
-    event: "workflow_dispatch",
-    per_page: 100
-  });
   const title = roundRunTitle(run2, round);
-  const latest = data.workflow_runs.filter((w) => w.display_title === title).reduce((a, b) => a && a.id > b.id ? a : b, null);
+  const latest = (await forge.runsTitled(GITHUB.workflow, title)).reduce(
+    (a, b) => a && a.id > b.id ? a : b,
+    null
+  );
   if (!latest) return `no dispatched run of the worker workflow is titled "${title}"`;
   if (latest.id !== id) return `round ${round}'s latest dispatch started workflow run ${latest.id}, not ${id}`;
   return untrustedRun(latest, repository);

@@ -21,6 +21,7 @@ import { commentKey, deliveryKey, remember, roundLimitProblem, seenAny } from '.
 import {
   GITHUB,
   issueRunId,
+  parseEpisodeId,
   parseEpisodeJobName,
   parseIssueRunId,
   parseRoundRunTitle,
@@ -30,7 +31,7 @@ import {
 import { forkRefusal } from '../core/schedule.js';
 import { retrySetup } from '../core/setup-failure.js';
 import { canWrite, forkNow, nightly, runsPerRepo, type Steer, setStopped, startRun } from '../github/commands.js';
-import { GitHubForge, type RunFiles, type StoredRun } from '../github/forge.js';
+import { GitHubForge, type RunFiles, type StoredRun, type WorkflowRun } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
 import { type SyncContext, syncOrYield, syncRun } from '../github/sync.js';
 
@@ -145,7 +146,7 @@ export function forkflushApp(options: AppOptions = {}) {
       // The app's runs are issues' runs: any other name is not one of its jobs.
       if (!named || parseIssueRunId(named.run) === null) return;
       const { run, episode } = named;
-      const round = Number(/^r(\d+)\./.exec(episode)?.[1]);
+      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
       const ctx = ctxOf(context, { run, round, episode });
       await answeringTampered(ctx, null, async () => {
         const stored = await ctx.forge.loadRun(stateRef(run));
@@ -245,7 +246,7 @@ interface WorkflowRunFacts {
  * Why a workflow run is not one the app dispatched in this repository, or null: the worker's
  * file, a dispatch (not a push, a pull request, a schedule), its head in this repository (not a fork).
  */
-export function untrustedRun(w: WorkflowRunFacts, repository: string): string | null {
+function untrustedRun(w: WorkflowRunFacts, repository: string): string | null {
   if (w.path !== WORKER_PATH) return `its workflow file is ${w.path ?? 'unknown'}, not ${WORKER_PATH}`;
   if (w.event !== 'workflow_dispatch') return `it ran on ${w.event ?? 'an unknown event'}, not workflow_dispatch`;
   const head = w.head_repository?.full_name ?? '';
@@ -277,18 +278,12 @@ async function notTheRoundsRun(
       ? null
       : `round ${round}'s dispatch started workflow run ${dispatched.runId}, not ${id}`;
   }
-  const { data } = await forge.octokit.rest.actions.listWorkflowRuns({
-    owner: forge.owner,
-    repo: forge.repo,
-    workflow_id: GITHUB.workflow,
-    event: 'workflow_dispatch',
-    per_page: 100,
-  });
   const title = roundRunTitle(run, round);
   // Run ids grow: the newest run is the one with the highest id, whatever order the list is in.
-  const latest = data.workflow_runs
-    .filter((w) => w.display_title === title)
-    .reduce<(typeof data.workflow_runs)[number] | null>((a, b) => (a && a.id > b.id ? a : b), null);
+  const latest = (await forge.runsTitled(GITHUB.workflow, title)).reduce<WorkflowRun | null>(
+    (a, b) => (a && a.id > b.id ? a : b),
+    null,
+  );
   if (!latest) return `no dispatched run of the worker workflow is titled "${title}"`;
   if (latest.id !== id) return `round ${round}'s latest dispatch started workflow run ${latest.id}, not ${id}`;
   return untrustedRun(latest, repository);

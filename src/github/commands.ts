@@ -22,7 +22,7 @@ import { protectedDigest } from './observe.js';
 import { type SyncContext, syncOrYield, syncStored } from './sync.js';
 
 /** Permissions that may start and steer runs. */
-export const WRITERS: readonly string[] = ['admin', 'maintain', 'write'];
+const WRITERS: readonly string[] = ['admin', 'maintain', 'write'];
 
 /** Whether a permission (forge.permission) may start and steer runs. */
 export function canWrite(permission: string): boolean {

@@ -46,6 +46,11 @@ export interface TreeFile {
   sha: string;
 }
 
+/** A workflow run as GitHub lists it. */
+export type WorkflowRun = Awaited<
+  ReturnType<Octokit['rest']['actions']['listWorkflowRuns']>
+>['data']['workflow_runs'][number];
+
 export interface StoredRun {
   state: RunState;
   files: RunFiles;
@@ -503,13 +508,10 @@ export class GitHubForge {
   // Actions.
 
   /**
-   * Dispatches the workflow once: after an answer that may have been lost, a run not yet completed
+   * Dispatches the workflow once; returns the id of the run it started, when GitHub says (it does
+   * with return_run_details; an older GitHub answers 204 and no id), so that only that run's
+   * events may end the round. After an answer that may have been lost, a run not yet completed
    * with the round's title (GitHub creates a dispatched run at once) is the one this made.
-   */
-  /**
-   * Dispatches the workflow; returns the id of the run it started, when GitHub says (it does with
-   * return_run_details; an older GitHub answers 204 and no id), so that only that run's events
-   * may end the round.
    */
   async dispatchWorkflow(workflow: string, ref: string, inputs: Record<string, string>): Promise<number | null> {
     const title =
@@ -541,19 +543,8 @@ export class GitHubForge {
     return (await this.runsTitled(workflow, title)).find((w) => w.conclusion !== 'cancelled')?.id ?? null;
   }
 
-  /**
-   * Whether the workflow has a run with this title that was not cancelled (among its 100 newest
-   * dispatched runs): a dispatch the handler that made it did not live to record.
-   */
-  async hasLiveRun(workflow: string, title: string): Promise<boolean> {
-    return (await this.runsTitled(workflow, title)).some((w) => w.conclusion !== 'cancelled');
-  }
-
   /** The workflow's dispatched runs with this title, among its 100 newest. */
-  private async runsTitled(
-    workflow: string,
-    title: string,
-  ): Promise<{ id: number; status: string | null; conclusion: string | null }[]> {
+  async runsTitled(workflow: string, title: string): Promise<WorkflowRun[]> {
     const { data } = await this.octokit.rest.actions.listWorkflowRuns({
       ...this.r,
       workflow_id: workflow,

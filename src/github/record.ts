@@ -54,7 +54,7 @@ export async function saveDone(
 }
 
 /** The latest record, with what `mine` did added and the claims `released` given back. */
-export function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]): RunFiles {
+function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]): RunFiles {
   const claims = { ...latest.claims };
   for (const key of released) delete claims[key];
   return {

@@ -47,14 +47,15 @@ export class GitHubWork implements Forge {
     const pending = round.episodes.filter((e) => !e.result);
     for (const e of pending) await this.forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
     const title = roundRunTitle(state.id, round.index);
-    const taken = retaking && (await this.forge.hasLiveRun(GITHUB.workflow, title));
-    const runId = taken
-      ? await this.forge.liveRunId(GITHUB.workflow, title)
-      : await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
-          run: state.id,
-          round: String(round.index),
-          episodes: JSON.stringify(pending.map((e) => e.id)),
-        });
+    // A claim taken over: the handler that held it may have dispatched the round before it died.
+    const live = retaking ? await this.forge.liveRunId(GITHUB.workflow, title) : null;
+    const runId =
+      live ??
+      (await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
+        run: state.id,
+        round: String(round.index),
+        episodes: JSON.stringify(pending.map((e) => e.id)),
+      }));
     const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 60_000);
     // The run's id, when known: only that run's events may end the round (app.ts).
     this.files.dispatched[String(round.index)] = {
