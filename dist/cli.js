@@ -29394,7 +29394,7 @@ function retrySetup(state) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir13, readdir as readdir9, readFile as readFile8, realpath as realpath5, rename as rename6, stat as stat8, writeFile as writeFile13 } from "node:fs/promises";
+import { mkdir as mkdir13, readdir as readdir9, readFile as readFile8, realpath as realpath5, stat as stat8, writeFile as writeFile13 } from "node:fs/promises";
 import { join as join18, relative as relative2, resolve as resolve4 } from "node:path";
 
 // src/core/compare.ts
@@ -30032,10 +30032,15 @@ function parseManifest(text, where) {
   try {
     json2 = JSON.parse(text);
   } catch {
-    throw new Error(`${where}: not JSON: the compare's manifest is damaged`);
+    throw new RecordError(`${where}: not JSON: the compare's manifest is damaged; remove its folder to start afresh`);
   }
   const r = manifestSchema.safeParse(json2);
-  if (!r.success) throw new Error(`${where}: ${r.error.issues[0]?.path.join(".")}: ${r.error.issues[0]?.message}`);
+  if (!r.success) {
+    const issue2 = r.error.issues[0];
+    throw new RecordError(
+      `${where}: ${issue2?.path.join(".") || "the manifest"}: ${issue2?.message ?? "not valid"} (not a forkflush compare manifest; remove its folder to start afresh)`
+    );
+  }
   return r.data;
 }
 function planCompare(p) {
@@ -35258,7 +35263,7 @@ async function runCompare(o) {
     seed: o.seed ?? 1 + Math.floor(Math.random() * 2 ** 30),
     ...pick2(o, ["strategies", "seeds", "variants", "budget", "branches", "planned"])
   });
-  const found = await unfinished(taskDir, o.kind);
+  const found = await unfinished(taskDir, o.kind, o.resume === true);
   let manifest = wanted;
   let resumed = false;
   if (o.resume) {
@@ -35308,7 +35313,7 @@ async function runCompare(o) {
   const m = manifest;
   let saving = Promise.resolve();
   const save = () => {
-    saving = saving.then(() => writeAtomic2(join18(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    saving = saving.then(() => writeAtomic(join18(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return saving;
   };
@@ -35457,10 +35462,10 @@ async function writeOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic2(join18(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic2(join18(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join18(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join18(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
-  await writeAtomic2(join18(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
+  await writeAtomic(join18(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
   return results;
 }
 function entryConfig(m, i, states, inRepo) {
@@ -35487,7 +35492,7 @@ async function adopt(taskDir, m, e, configFile) {
   }
   return null;
 }
-async function unfinished(taskDir, kind) {
+async function unfinished(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
   const names = (await readdir9(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
@@ -35495,7 +35500,13 @@ async function unfinished(taskDir, kind) {
     const file2 = join18(root, name2, "compare.json");
     const text = await readFile8(file2, "utf8").catch(() => null);
     if (text === null) continue;
-    const m = parseManifest(text, file2);
+    let m;
+    try {
+      m = parseManifest(text, file2);
+    } catch (e) {
+      if (resuming || !(e instanceof RecordError)) throw e;
+      continue;
+    }
     for (const e of m.entries) {
       if (!runDone(e.run ? await loadState(taskDir, e.run) : null)) {
         out.push(m);
@@ -35523,14 +35534,8 @@ function pick2(o, keys) {
   for (const k of keys) if (o[k] !== void 0) out[k] = o[k];
   return out;
 }
-async function writeAtomic2(file2, content) {
-  const tmp = `${file2}.${process.pid}.tmp`;
-  await writeFile13(tmp, content);
-  await rename6(tmp, file2);
-}
 
 // src/local/probe.ts
-import { rename as rename7, writeFile as writeFile14 } from "node:fs/promises";
 import { join as join19 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
@@ -35545,22 +35550,24 @@ async function runProbe(o) {
     budget: budgetEach,
     planned: planned.budget.total
   });
+  const each = outcome.manifest.budget ?? budgetEach;
+  const total = outcome.manifest.planned ?? planned.budget.total;
   const r = outcome.results;
   const done = r.runs.filter((x) => x.status === "finished" || x.status === "stopped");
   const analysis = analyzeProbe(done, {
     direction: r.direction,
     initial: r.initial,
     dir: o.dir,
-    planned: budget ?? null,
-    budgetEach,
+    planned: budget ?? (total !== planned.budget.total ? total : null),
+    budgetEach: each,
     unit: r.budget.unit
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic3(join19(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join19(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
-    await writeAtomic3(
+    await writeAtomic(
       join19(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
@@ -35570,12 +35577,7 @@ ${probeText(analysis)}
 ${report}`
     );
   }
-  return { outcome, analysis, planned: planned.budget.total, budgetEach };
-}
-async function writeAtomic3(file2, content) {
-  const tmp = `${file2}.${process.pid}.tmp`;
-  await writeFile14(tmp, content);
-  await rename7(tmp, file2);
+  return { outcome, analysis, planned: total, budgetEach: each };
 }
 
 // src/cli/args.ts
@@ -35805,7 +35807,7 @@ function joinNegativeValues(argv, options) {
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir14, readFile as readFile9, writeFile as writeFile15 } from "node:fs/promises";
+import { mkdir as mkdir14, readFile as readFile9, writeFile as writeFile14 } from "node:fs/promises";
 import { dirname as dirname10, join as join20, relative as relative3, resolve as resolve5 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -35824,7 +35826,7 @@ async function initTask(dir, v, io) {
       return;
     }
     await mkdir14(dirname10(file2), { recursive: true });
-    await writeFile15(file2, text);
+    await writeFile14(file2, text);
     written.push(path);
   };
   const config2 = configText(answers);

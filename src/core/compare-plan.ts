@@ -13,6 +13,7 @@ import {
 } from './compare-config.js';
 import { type Config, ConfigError, type ConfigOverrides, parseConfig, type Strategy } from './config.js';
 import { COMPARE_SEEDS } from './method.js';
+import { RecordError } from './records.js';
 
 export const COMPARE_VERSION = 1;
 
@@ -58,10 +59,15 @@ export function parseManifest(text: string, where: string): CompareManifest {
   try {
     json = JSON.parse(text);
   } catch {
-    throw new Error(`${where}: not JSON: the compare's manifest is damaged`);
+    throw new RecordError(`${where}: not JSON: the compare's manifest is damaged; remove its folder to start afresh`);
   }
   const r = manifestSchema.safeParse(json);
-  if (!r.success) throw new Error(`${where}: ${r.error.issues[0]?.path.join('.')}: ${r.error.issues[0]?.message}`);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new RecordError(
+      `${where}: ${issue?.path.join('.') || 'the manifest'}: ${issue?.message ?? 'not valid'} (not a forkflush compare manifest; remove its folder to start afresh)`,
+    );
+  }
   return r.data;
 }
 

@@ -4,7 +4,7 @@
 // compare, run again, resumes its unfinished runs (openRun, drive) and starts only the missing
 // ones. Runs share the episode limit: a run takes as many slots as it runs episodes at once (K,
 // or 1 for the serial strategies), and runs start side by side while the slots allow.
-import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, stat, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { spent as spentOf } from '../core/budget.js';
 import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare.js';
@@ -24,6 +24,7 @@ import { duration, renderCompareReport } from '../core/compare-report.js';
 import { type Config, parseConfig, type Strategy } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
+import { RecordError } from '../core/records.js';
 import { runStop } from '../core/setup-failure.js';
 import type { RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
@@ -31,7 +32,7 @@ import { eventLine } from './progress.js';
 import { writeReports } from './reports.js';
 import { drive } from './runner.js';
 import { loadConfig, type OpenRun, openRun, startRun } from './start.js';
-import { RunStore } from './store.js';
+import { RunStore, writeAtomic } from './store.js';
 
 export interface CompareOptions {
   kind: 'compare' | 'probe';
@@ -88,7 +89,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
     seed: o.seed ?? 1 + Math.floor(Math.random() * 2 ** 30),
     ...pick(o, ['strategies', 'seeds', 'variants', 'budget', 'branches', 'planned']),
   });
-  const found = await unfinished(taskDir, o.kind);
+  const found = await unfinished(taskDir, o.kind, o.resume === true);
   let manifest = wanted;
   let resumed = false;
   if (o.resume) {
@@ -351,7 +352,11 @@ async function adopt(
 }
 
 /** The kind's compares in the task folder that have runs left to do, oldest first. */
-async function unfinished(taskDir: string, kind: string): Promise<CompareManifest[]> {
+/**
+ * The compares of this kind with a run still to do, oldest first. A damaged manifest stops a
+ * resume (it may be the one to continue) and is passed over by a new compare.
+ */
+async function unfinished(taskDir: string, kind: string, resuming: boolean): Promise<CompareManifest[]> {
   const root = RunStore.runsDir(taskDir);
   const names = (await readdir(root).catch(() => [] as string[])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out: CompareManifest[] = [];
@@ -359,7 +364,13 @@ async function unfinished(taskDir: string, kind: string): Promise<CompareManifes
     const file = join(root, name, 'compare.json');
     const text = await readFile(file, 'utf8').catch(() => null);
     if (text === null) continue;
-    const m = parseManifest(text, file);
+    let m: CompareManifest;
+    try {
+      m = parseManifest(text, file);
+    } catch (e) {
+      if (resuming || !(e instanceof RecordError)) throw e;
+      continue;
+    }
     for (const e of m.entries) {
       if (!runDone(e.run ? await loadState(taskDir, e.run) : null)) {
         out.push(m);
@@ -393,10 +404,4 @@ function pick<T extends object, K extends keyof T>(o: T, keys: K[]): Partial<Pic
   const out: Partial<Pick<T, K>> = {};
   for (const k of keys) if (o[k] !== undefined) out[k] = o[k];
   return out;
-}
-
-async function writeAtomic(file: string, content: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, content);
-  await rename(tmp, file);
 }

@@ -3,13 +3,13 @@
 // (core/probe.ts). Each run keeps the planned run's episode size, so a probe run is the start of
 // a real one, not a run of many tiny episodes.
 
-import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { renderCompareReport } from '../core/compare-report.js';
 import { PROBE_RUNS } from '../core/method.js';
 import { analyzeProbe, type ProbeAnalysis, probeBudgetEach, probeText } from '../core/probe.js';
 import { type CompareOptions, type CompareOutcome, runCompare } from './compare.js';
 import { loadConfig } from './start.js';
+import { writeAtomic } from './store.js';
 
 export interface ProbeOptions
   extends Omit<CompareOptions, 'kind' | 'strategies' | 'seeds' | 'variants' | 'branches' | 'planned'> {
@@ -37,14 +37,17 @@ export async function runProbe(o: ProbeOptions): Promise<ProbeOutcome> {
     budget: budgetEach,
     planned: planned.budget.total,
   });
+  // A resumed probe runs as it was planned (its flags are refused): its figures come from its manifest.
+  const each = outcome.manifest.budget ?? budgetEach;
+  const total = outcome.manifest.planned ?? planned.budget.total;
   const r = outcome.results;
   const done = r.runs.filter((x) => x.status === 'finished' || x.status === 'stopped');
   const analysis = analyzeProbe(done, {
     direction: r.direction,
     initial: r.initial,
     dir: o.dir,
-    planned: budget ?? null,
-    budgetEach,
+    planned: budget ?? (total !== planned.budget.total ? total : null),
+    budgetEach: each,
     unit: r.budget.unit,
   });
   if (!o.dryRun) {
@@ -56,11 +59,5 @@ export async function runProbe(o: ProbeOptions): Promise<ProbeOutcome> {
       `# forkflush probe ${r.compare}\n\n\`\`\`\n${probeText(analysis)}\n\`\`\`\n${report}`,
     );
   }
-  return { outcome, analysis, planned: planned.budget.total, budgetEach };
-}
-
-async function writeAtomic(file: string, content: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, content);
-  await rename(tmp, file);
+  return { outcome, analysis, planned: total, budgetEach: each };
 }

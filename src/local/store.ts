@@ -145,7 +145,8 @@ async function readRecordFile(file: string): Promise<string> {
   }
 }
 
-async function writeAtomic(file: string, content: string): Promise<void> {
+/** Writes a file whole or not at all: a crash leaves the old one (a rename replaces it at once). */
+export async function writeAtomic(file: string, content: string): Promise<void> {
   const tmp = `${file}.${process.pid}.tmp`;
   await writeFile(tmp, content);
   await rename(tmp, file);

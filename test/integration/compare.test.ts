@@ -1,6 +1,6 @@
 // forkflush compare and probe, whole, on real task repositories: the command test agent
 // (test/fixtures/agent.mjs), and the bundled example run on a copy of its folder.
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -184,6 +184,20 @@ describe('forkflush compare', () => {
     expect(dry.out).toContain('12 tokens each, 120 tokens in all; initial score 0.');
     expect(existsSync(join(t.dir, '.forkflush'))).toBe(false);
   }, 60_000);
+
+  it('passes a damaged manifest by for a new compare, and names it with the fix for a resume', async () => {
+    const t = makeTaskRepo({ budget: BUDGET });
+    const damaged = join(t.dir, '.forkflush', 'compare-20261101-000000');
+    mkdirSync(damaged, { recursive: true });
+    writeFileSync(join(damaged, 'compare.json'), '{"version": 1, "entr');
+    const dry = await cliWith(['compare', t.dir, '--seeds', '1', '--dry-run']);
+    expect(dry.code, dry.err).toBe(0);
+    const resume = await cliWith(['compare', t.dir, '--resume']);
+    expect(resume.code).toBe(2);
+    expect(resume.err.trimEnd()).toBe(
+      `forkflush: ${join(damaged, 'compare.json')}: not JSON: the compare's manifest is damaged; remove its folder to start afresh`,
+    );
+  }, 60_000);
 });
 
 describe('forkflush probe', () => {
@@ -201,6 +215,19 @@ describe('forkflush probe', () => {
     // A probe that finished is not resumed: the same command probes again, here with the same seeds.
     expect(text.out).toContain('probe probe-20261130-100000-2: 4 runs, 4 to do');
     expect(text.out).toContain('recommendation: help likely');
+  }, 120_000);
+});
+
+describe('forkflush probe --resume', () => {
+  it("keeps the probe's own budgets: runs of the budget it planned, and a next command for the planned run's budget", async () => {
+    const t = makeTaskRepo({ budget: 'total: 60\n  unit: tokens\n  episode: 6' });
+    const stopped = await interruptAfter(['probe', t.dir, '--runs', '3', '--budget', '48', '--budget-each', '30'], 1);
+    expect(stopped.code, stopped.err).toBe(130);
+    const again = await cliWith(['probe', t.dir, '--resume', '--json']);
+    expect(again.code, again.err).toBe(0);
+    const out = JSON.parse(again.out);
+    expect(out.runs.every((x: { budget: number }) => x.budget === 30)).toBe(true);
+    expect(out.probe.next).toContain(`${t.dir} --budget 48`);
   }, 120_000);
 });
 
