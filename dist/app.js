@@ -50435,6 +50435,7 @@ var import_yaml5 = __toESM(require_dist2(), 1);
 var import_yaml3 = __toESM(require_dist2(), 1);
 
 // src/core/method.ts
+var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var PAPER = {
   /** K, branches per fork round: step 1, "K = 4 branches". */
   branches: 4,
@@ -50481,7 +50482,6 @@ var MAX_COMPARE_SEEDS = 100;
 var PROBE_RUNS = PAPER.branches;
 
 // src/core/compare-config.ts
-var COMPARE_STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
 var NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';
 var variantSchema = external_exports.strictObject({
@@ -50489,7 +50489,7 @@ var variantSchema = external_exports.strictObject({
   set: external_exports.record(external_exports.string(), external_exports.unknown()).default({}).describe('Config keys this variant changes, dotted for nested ones: {"fork.at": [0.5]}.')
 });
 var compareSchema = external_exports.strictObject({
-  strategies: external_exports.array(external_exports.enum(COMPARE_STRATEGIES)).min(1).optional().describe("Strategies `forkflush compare` runs; default all five."),
+  strategies: external_exports.array(external_exports.enum(STRATEGIES)).min(1).optional().describe("Strategies `forkflush compare` runs; default all five."),
   seeds: external_exports.number().int().min(1).max(MAX_COMPARE_SEEDS).optional().describe("Runs per strategy and variant, one seed each; seed i is the same for every strategy."),
   variants: external_exports.array(variantSchema).min(1).optional().superRefine((vs, ctx) => {
     const seen = /* @__PURE__ */ new Set();
@@ -50786,7 +50786,6 @@ function coveredSecret(prefix) {
 
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
-var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
 var SANDBOX_MODES = ["auto", "required", "off"];
@@ -52462,7 +52461,7 @@ async function carryOut(forge, state, item, retaking = false) {
     case "open-round":
       return forge.openRound(state, roundOf(state, item.round), retaking);
     case "publish-result": {
-      const e = state.rounds.flatMap((r) => r.episodes).find((x) => x.id === item.episode);
+      const e = findEpisode(state, item.episode);
       if (!e) throw new Error(`${state.id}: no episode ${item.episode}`);
       return forge.publishResult(state, e, retaking);
     }
@@ -52501,14 +52500,15 @@ function lineageMovedOutside(state, round, e, head, lineageRef) {
 }
 
 // src/core/plan.ts
-function simulate(config3, outcome, seed = 0, maxRounds = 1e4) {
+var MOST_SIMULATED = 1e4;
+function simulate(config3, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
   let state = newRunState({ id: "plan", seed, config: config3, baseCommit: "base", baseScore: null });
   for (let round = 0; round < maxRounds; round++) {
     state = advance(state).state;
     const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
     if (pending.length === 0) return state;
     for (const id of pending) {
-      const episode = state.rounds.flatMap((r) => r.episodes).find((e) => e.id === id);
+      const episode = findEpisode(state, id);
       const { spent: spent2, score } = outcome(episode);
       const result = {
         commit: `commit-${episode.id}`,
@@ -52829,7 +52829,6 @@ var PRIVILEGED_CI_NOTE = "forkflush's branches hold code an agent wrote, and the
 
 // src/core/limits.ts
 var SEEN_KEPT = 200;
-var MOST_SIMULATED = 1e4;
 var scheduled = /* @__PURE__ */ new Map();
 function scheduleRounds(config3) {
   const key = JSON.stringify(config3);
@@ -52837,7 +52836,7 @@ function scheduleRounds(config3) {
   if (known !== void 0) return known;
   let rounds;
   try {
-    rounds = simulate(config3, () => ({ spent: 0, score: null }), 0, MOST_SIMULATED).rounds.length;
+    rounds = simulate(config3, () => ({ spent: 0, score: null })).rounds.length;
   } catch {
     rounds = MOST_SIMULATED;
   }

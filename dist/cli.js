@@ -27154,6 +27154,7 @@ function date4(params) {
 }
 
 // src/core/method.ts
+var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var PAPER = {
   /** K, branches per fork round: step 1, "K = 4 branches". */
   branches: 4,
@@ -27213,7 +27214,6 @@ var PROBE_EPISODES_EACH = 2;
 var PROBE_SPREAD = 0.05;
 
 // src/core/compare-config.ts
-var COMPARE_STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
 var NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';
 var variantSchema = external_exports.strictObject({
@@ -27221,7 +27221,7 @@ var variantSchema = external_exports.strictObject({
   set: external_exports.record(external_exports.string(), external_exports.unknown()).default({}).describe('Config keys this variant changes, dotted for nested ones: {"fork.at": [0.5]}.')
 });
 var compareSchema = external_exports.strictObject({
-  strategies: external_exports.array(external_exports.enum(COMPARE_STRATEGIES)).min(1).optional().describe("Strategies `forkflush compare` runs; default all five."),
+  strategies: external_exports.array(external_exports.enum(STRATEGIES)).min(1).optional().describe("Strategies `forkflush compare` runs; default all five."),
   seeds: external_exports.number().int().min(1).max(MAX_COMPARE_SEEDS).optional().describe("Runs per strategy and variant, one seed each; seed i is the same for every strategy."),
   variants: external_exports.array(variantSchema).min(1).optional().superRefine((vs, ctx) => {
     const seen = /* @__PURE__ */ new Set();
@@ -27496,7 +27496,7 @@ function significance(c, r) {
   if (p.interval) {
     const [lo, hi] = p.interval;
     const excludes = lo > 0 || hi < 0;
-    parts[0] += `, 95% bootstrap interval of the difference ${formatNumber(lo, 4)} to ${formatNumber(hi, 4)}`;
+    parts[0] += `, ${Math.round(CONFIDENCE * 100)}% bootstrap interval of the difference ${formatNumber(lo, 4)} to ${formatNumber(hi, 4)}`;
     parts[0] += excludes ? `: it excludes 0, so over these ${p.pairs} seeds the difference is unlikely to be the luck of the seeds alone.` : `: it includes 0, so ${p.pairs} seeds cannot tell them apart.`;
     if (p.pairs < 5) parts.push("With fewer than 5 seeds, read the interval as rough.");
   } else {
@@ -27579,7 +27579,7 @@ function renderCompareReport(r, o = {}) {
     for (const c of r.comparisons) out.push(`- ${improvementLine(c, r)} ${significance(c, r)}`);
     out.push(
       "",
-      "_Relative improvement as the paper's +66% and +44%: the normalized mean of the first over the second's, minus 1; on the mean gain over the initial score: (mean - initial) of the first over the second's, minus 1. The difference and its interval are in score units, seed by seed (seed i of each strategy against each other); the bootstrap resamples those differences 10 000 times from a fixed seed._",
+      `_Relative improvement as the paper's +66% and +44%: the normalized mean of the first over the second's, minus 1; on the mean gain over the initial score: (mean - initial) of the first over the second's, minus 1. The difference and its interval are in score units, seed by seed (seed i of each strategy against each other); the bootstrap resamples those differences ${formatNumber(BOOTSTRAP_RESAMPLES)} times from a fixed seed._`,
       ""
     );
   }
@@ -27815,7 +27815,6 @@ function coveredSecret(prefix) {
 
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
-var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
 var SANDBOX_MODES = ["auto", "required", "off"];
@@ -28166,6 +28165,9 @@ function episodeId(round4, branch) {
 function allEpisodes(state) {
   return state.rounds.flatMap((r) => r.episodes);
 }
+function findEpisode(state, id) {
+  return allEpisodes(state).find((e) => e.id === id);
+}
 function isBetter(a, b, direction) {
   return direction === "maximize" ? a > b : a < b;
 }
@@ -28412,7 +28414,7 @@ async function carryOut(forge, state, item, retaking = false) {
     case "open-round":
       return forge.openRound(state, roundOf(state, item.round), retaking);
     case "publish-result": {
-      const e = state.rounds.flatMap((r) => r.episodes).find((x) => x.id === item.episode);
+      const e = findEpisode(state, item.episode);
       if (!e) throw new Error(`${state.id}: no episode ${item.episode}`);
       return forge.publishResult(state, e, retaking);
     }
@@ -28465,14 +28467,15 @@ function lineageMovedOutside(state, round4, e, head, lineageRef) {
 }
 
 // src/core/plan.ts
-function simulate(config2, outcome, seed = 0, maxRounds = 1e4) {
+var MOST_SIMULATED = 1e4;
+function simulate(config2, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
   let state = newRunState({ id: "plan", seed, config: config2, baseCommit: "base", baseScore: null });
   for (let round4 = 0; round4 < maxRounds; round4++) {
     state = advance(state).state;
     const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
     if (pending.length === 0) return state;
     for (const id of pending) {
-      const episode = state.rounds.flatMap((r) => r.episodes).find((e) => e.id === id);
+      const episode = findEpisode(state, id);
       const { spent: spent2, score: score2 } = outcome(episode);
       const result = {
         commit: `commit-${episode.id}`,
@@ -29996,7 +29999,7 @@ function esc3(s) {
 // src/core/compare-plan.ts
 var COMPARE_VERSION = 1;
 var entrySchema = external_exports.object({
-  strategy: external_exports.enum(COMPARE_STRATEGIES),
+  strategy: external_exports.enum(STRATEGIES),
   variant: external_exports.string(),
   seed: external_exports.number().int(),
   /** The run's id once it was started. */
@@ -30018,7 +30021,7 @@ var manifestSchema = external_exports.object({
   budget: external_exports.number().positive().nullable(),
   branches: external_exports.number().int().positive().nullable(),
   seed: external_exports.number().int(),
-  strategies: external_exports.array(external_exports.enum(COMPARE_STRATEGIES)).min(1),
+  strategies: external_exports.array(external_exports.enum(STRATEGIES)).min(1),
   variants: external_exports.array(external_exports.object({ name: external_exports.string(), set: external_exports.record(external_exports.string(), external_exports.unknown()) })).min(1),
   seeds: external_exports.array(external_exports.number().int()).min(1),
   entries: external_exports.array(entrySchema),
@@ -30044,7 +30047,7 @@ function parseManifest(text, where) {
   return r.data;
 }
 function planCompare(p) {
-  const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? COMPARE_STRATEGIES)];
+  const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? STRATEGIES)];
   const count3 = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
   const variants = p.variants ?? p.config.compare?.variants ?? [AS_IS];
   const seeds = Array.from({ length: count3 }, (_, i) => p.seed + i);

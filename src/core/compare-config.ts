@@ -3,11 +3,7 @@
 // so that module can load this one first, this one imports nothing of config.ts but types.
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
-import type { Strategy } from './config.js';
-import { MAX_COMPARE_SEEDS } from './method.js';
-
-/** config.ts's STRATEGIES, in its order (test/unit/compare-config.test.ts holds them equal). */
-export const COMPARE_STRATEGIES = ['fork-and-flush', 'single-run', 'best-of-n', 'fork-only', 'flush-only'] as const;
+import { MAX_COMPARE_SEEDS, STRATEGIES } from './method.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
 const NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';
@@ -23,7 +19,7 @@ const variantSchema = z.strictObject({
 export const compareSchema = z
   .strictObject({
     strategies: z
-      .array(z.enum(COMPARE_STRATEGIES))
+      .array(z.enum(STRATEGIES))
       .min(1)
       .optional()
       .describe('Strategies `forkflush compare` runs; default all five.'),
@@ -54,12 +50,6 @@ export interface Variant {
   name: string;
   /** Dotted config keys and their values. */
   set: Record<string, unknown>;
-}
-
-export interface CompareSettings {
-  strategies?: Strategy[];
-  seeds?: number;
-  variants?: Variant[];
 }
 
 /** The variant of a comparison without variants: the config as it is. */

@@ -2,23 +2,15 @@
 // config; whether an unfinished one is the one a command asks for; and each variant's config,
 // checked before any run starts. Pure: local/compare.ts writes the manifest and starts the runs.
 import { z } from 'zod';
-import {
-  AS_IS,
-  COMPARE_STRATEGIES,
-  configMapping,
-  fixedKeyProblem,
-  leafKeys,
-  type Variant,
-  variantConfigText,
-} from './compare-config.js';
+import { AS_IS, configMapping, fixedKeyProblem, leafKeys, type Variant, variantConfigText } from './compare-config.js';
 import { type Config, ConfigError, type ConfigOverrides, parseConfig, type Strategy } from './config.js';
-import { COMPARE_SEEDS } from './method.js';
+import { COMPARE_SEEDS, STRATEGIES } from './method.js';
 import { RecordError } from './records.js';
 
 export const COMPARE_VERSION = 1;
 
 const entrySchema = z.object({
-  strategy: z.enum(COMPARE_STRATEGIES),
+  strategy: z.enum(STRATEGIES),
   variant: z.string(),
   seed: z.number().int(),
   /** The run's id once it was started. */
@@ -41,7 +33,7 @@ export const manifestSchema = z.object({
   budget: z.number().positive().nullable(),
   branches: z.number().int().positive().nullable(),
   seed: z.number().int(),
-  strategies: z.array(z.enum(COMPARE_STRATEGIES)).min(1),
+  strategies: z.array(z.enum(STRATEGIES)).min(1),
   variants: z.array(z.object({ name: z.string(), set: z.record(z.string(), z.unknown()) })).min(1),
   seeds: z.array(z.number().int()).min(1),
   entries: z.array(entrySchema),
@@ -94,7 +86,7 @@ export interface PlanInput {
  * ...: `forkflush run --seed` with one of them repeats that run alone.
  */
 export function planCompare(p: PlanInput): CompareManifest {
-  const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? COMPARE_STRATEGIES)];
+  const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? STRATEGIES)];
   const count = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
   const variants = p.variants ?? p.config.compare?.variants ?? [AS_IS];
   const seeds = Array.from({ length: count }, (_, i) => p.seed + i);

@@ -4,7 +4,7 @@
 // strategy, and every run. Pure: the same results always give the same text.
 import type { CompareResults, Comparison, SummaryRow } from './compare.js';
 import type { CompareManifest } from './compare-plan.js';
-import { PAPER_RESULTS } from './method.js';
+import { BOOTSTRAP_RESAMPLES, CONFIDENCE, PAPER_RESULTS } from './method.js';
 import { formatNumber, markdownTable, textTable } from './text.js';
 
 const score = (x: number | null) => (x === null ? '-' : formatNumber(x, 4));
@@ -84,7 +84,7 @@ export function significance(c: Comparison, r: CompareResults): string {
   if (p.interval) {
     const [lo, hi] = p.interval;
     const excludes = lo > 0 || hi < 0;
-    parts[0] += `, 95% bootstrap interval of the difference ${formatNumber(lo, 4)} to ${formatNumber(hi, 4)}`;
+    parts[0] += `, ${Math.round(CONFIDENCE * 100)}% bootstrap interval of the difference ${formatNumber(lo, 4)} to ${formatNumber(hi, 4)}`;
     parts[0] += excludes
       ? `: it excludes 0, so over these ${p.pairs} seeds the difference is unlikely to be the luck of the seeds alone.`
       : `: it includes 0, so ${p.pairs} seeds cannot tell them apart.`;
@@ -192,7 +192,7 @@ export function renderCompareReport(r: CompareResults, o: { chartFile?: string; 
       "_Relative improvement as the paper's +66% and +44%: the normalized mean of the first over the second's, minus 1; " +
         "on the mean gain over the initial score: (mean - initial) of the first over the second's, minus 1. " +
         'The difference and its interval are in score units, seed by seed (seed i of each strategy against each other); ' +
-        'the bootstrap resamples those differences 10 000 times from a fixed seed._',
+        `the bootstrap resamples those differences ${formatNumber(BOOTSTRAP_RESAMPLES)} times from a fixed seed._`,
       '',
     );
   }

@@ -15,12 +15,13 @@ import {
   PAPER,
   RUNS_PER_REPO,
   SETUP_TIMEOUT_SECONDS,
+  STRATEGIES,
 } from './method.js';
 import { coveredSecret, isForgeSecret } from './secrets.js';
 
 export const CONFIG_PATH = '.github/autoresearch.yml';
 
-export const STRATEGIES = ['fork-and-flush', 'single-run', 'best-of-n', 'fork-only', 'flush-only'] as const;
+export { STRATEGIES };
 export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
 export const AGENT_KINDS = ['command', 'claude-code', 'codex', 'copilot', 'gemini', 'aider', 'opencode'] as const;
 export const SANDBOX_MODES = ['auto', 'required', 'off'] as const;

@@ -11,7 +11,7 @@
 // `limits.rounds` do.
 import type { Config } from './config.js';
 import { EXTRA_ROUNDS } from './method.js';
-import { simulate } from './plan.js';
+import { MOST_SIMULATED, simulate } from './plan.js';
 import { type Action, applyFinish } from './reconcile.js';
 import { nextRound } from './schedule.js';
 import type { RunState } from './state.js';
@@ -23,9 +23,6 @@ import { advance } from './work.js';
  * fork rounds of four, well past the time GitHub redelivers or a stale delivery arrives.
  */
 export const SEEN_KEPT = 200;
-
-/** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
-const MOST_SIMULATED = 10_000;
 
 const scheduled = new Map<string, number>();
 
@@ -39,7 +36,7 @@ export function scheduleRounds(config: Config): number {
   if (known !== undefined) return known;
   let rounds: number;
   try {
-    rounds = simulate(config, () => ({ spent: 0, score: null }), 0, MOST_SIMULATED).rounds.length;
+    rounds = simulate(config, () => ({ spent: 0, score: null })).rounds.length;
   } catch {
     rounds = MOST_SIMULATED;
   }

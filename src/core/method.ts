@@ -4,6 +4,9 @@
 // deadlines read them here; nothing else in src/ should write one of these numbers again.
 import type { Config, Unit } from './config.js';
 
+/** The strategies: fork-and-flush and the baselines it is measured against (method.md). */
+export const STRATEGIES = ['fork-and-flush', 'single-run', 'best-of-n', 'fork-only', 'flush-only'] as const;
+
 /** The paper's defaults of a fork-and-flush run (method.md, "The schedule used in the paper"). */
 export const PAPER = {
   /** K, branches per fork round: step 1, "K = 4 branches". */

@@ -3,7 +3,7 @@
 import type { Config } from './config.js';
 import { episodeLimitSeconds, LEAST_USEFUL_EPISODE, roundDeadlineMinutes, SETUP_RUNS } from './method.js';
 import { applyResult, reconcile } from './reconcile.js';
-import { type Episode, type EpisodeResult, newRunState, type RoundKind, type RunState } from './state.js';
+import { type Episode, type EpisodeResult, findEpisode, newRunState, type RoundKind, type RunState } from './state.js';
 import { formatNumber, textTable } from './text.js';
 import { advance } from './work.js';
 
@@ -22,7 +22,10 @@ export interface PlanPhase {
 export type SimulatedOutcome = (episode: Episode) => { spent: number; score: number | null };
 
 /** Runs the schedule to the end without agents: the whole run's rounds, as the core would decide them. */
-export function simulate(config: Config, outcome: SimulatedOutcome, seed = 0, maxRounds = 10_000): RunState {
+/** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
+export const MOST_SIMULATED = 10_000;
+
+export function simulate(config: Config, outcome: SimulatedOutcome, seed = 0, maxRounds = MOST_SIMULATED): RunState {
   let state = newRunState({ id: 'plan', seed, config, baseCommit: 'base', baseScore: null });
   for (let round = 0; round < maxRounds; round++) {
     // The same steps as the local runner and the GitHub sync take, with made-up episodes.
@@ -30,7 +33,7 @@ export function simulate(config: Config, outcome: SimulatedOutcome, seed = 0, ma
     const pending = reconcile(state).flatMap((a) => (a.type === 'run' ? [a.episode] : []));
     if (pending.length === 0) return state;
     for (const id of pending) {
-      const episode = state.rounds.flatMap((r) => r.episodes).find((e) => e.id === id) as Episode;
+      const episode = findEpisode(state, id) as Episode;
       const { spent, score } = outcome(episode);
       const result: EpisodeResult = {
         commit: `commit-${episode.id}`,

@@ -5,7 +5,7 @@
 // `Forge` interface (`carryOut`), each repeat-safe in its own way: locally every step is
 // idempotent on git refs; on GitHub each item is claimed in the run's record before it runs.
 import { type Action, applyDecision, applyFinish, applyOpen, reconcile } from './reconcile.js';
-import type { Episode, Round, RunState } from './state.js';
+import { type Episode, findEpisode, type Round, type RunState } from './state.js';
 
 export type WorkItem =
   /** The round's branches exist at their bases and its pending episodes are started. */
@@ -65,7 +65,7 @@ export async function carryOut(forge: Forge, state: RunState, item: WorkItem, re
     case 'open-round':
       return forge.openRound(state, roundOf(state, item.round), retaking);
     case 'publish-result': {
-      const e = state.rounds.flatMap((r) => r.episodes).find((x) => x.id === item.episode);
+      const e = findEpisode(state, item.episode);
       if (!e) throw new Error(`${state.id}: no episode ${item.episode}`);
       return forge.publishResult(state, e, retaking);
     }

@@ -1,13 +1,7 @@
 // The compare: key of the config, and the variants of a comparison (a name plus keys it changes).
 import { describe, expect, it } from 'vitest';
-import {
-  COMPARE_STRATEGIES,
-  configMapping,
-  fixedKeyProblem,
-  parseVariantFlag,
-  variantConfigText,
-} from '../../src/core/compare-config.js';
-import { type ConfigError, configJsonSchema, parseConfig, STRATEGIES } from '../../src/core/config.js';
+import { configMapping, fixedKeyProblem, parseVariantFlag, variantConfigText } from '../../src/core/compare-config.js';
+import { type ConfigError, configJsonSchema, parseConfig } from '../../src/core/config.js';
 
 const BASE = 'grader: {command: node grade.mjs}\nagent: {command: node agent.mjs}\nbudget: {total: 40, unit: tokens}\n';
 
@@ -21,10 +15,6 @@ function problems(text: string): string[] {
 }
 
 describe('compare: in the config', () => {
-  it("names config.ts's strategies, in its order", () => {
-    expect([...COMPARE_STRATEGIES]).toEqual([...STRATEGIES]);
-  });
-
   it('takes strategies, seeds and variants', () => {
     const c = parseConfig(
       `${BASE}compare:\n  strategies: [fork-and-flush, single-run]\n  seeds: 3\n  variants:\n    - name: one-fork\n      set: {fork.at: [0.5]}\n    - name: as-is\n`,
