@@ -221,7 +221,9 @@ describe('forkflush probe', () => {
 describe('forkflush probe --resume', () => {
   it("keeps the probe's own budgets: runs of the budget it planned, and a next command for the planned run's budget", async () => {
     const t = makeTaskRepo({ budget: 'total: 60\n  unit: tokens\n  episode: 6' });
-    const stopped = await interruptAfter(['probe', t.dir, '--runs', '3', '--budget', '48', '--budget-each', '30'], 1);
+    // One run at a time, so the interruption after the first leaves the others to do on a busy machine too.
+    const argv = ['probe', t.dir, '--runs', '3', '--budget', '48', '--budget-each', '30', '--concurrency', '1'];
+    const stopped = await interruptAfter(argv, 1);
     expect(stopped.code, stopped.err).toBe(130);
     const again = await cliWith(['probe', t.dir, '--resume', '--json']);
     expect(again.code, again.err).toBe(0);
