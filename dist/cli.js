@@ -30207,31 +30207,35 @@ function progressView(out, startedAt, now, env = process.env) {
 
 // src/local/reports.ts
 import { existsSync } from "node:fs";
-var LOGS = [
-  { name: "agent log", file: "agent.log" },
-  { name: "grader log", file: "grader.log" },
-  { name: "setup log", file: "setup.log" }
-];
-async function writeReports(store, state, place) {
-  const chart = await store.write("chart.svg", renderChartSvg(state));
-  const report = await store.write(
-    "report.md",
-    renderReport(state, {
-      chartFile: "chart.svg",
-      ...place ? { place } : {},
-      // Each episode's folder holds agent.log, and grader.log when the grader ran.
-      episodeLogs: (id) => LOGS.filter((l) => existsSync(store.path(`episodes/${id}/${l.file}`))).map((l) => ({
-        name: l.name,
-        path: `episodes/${id}/${l.file}`
-      }))
-    })
-  );
-  return { report, chart };
-}
 
-// src/agents/aider.ts
-import { mkdir as mkdir2, readFile as readFile2, writeFile as writeFile2 } from "node:fs/promises";
-import { dirname as dirname2, join as join2, resolve } from "node:path";
+// src/worker/boundary.ts
+import { readdirSync as readdirSync2, readFileSync as readFileSync3, realpathSync as realpathSync2 } from "node:fs";
+import { homedir } from "node:os";
+import { basename, delimiter, dirname as dirname2, isAbsolute, join } from "node:path";
+
+// src/agents/agent.ts
+var CONTRACT_VARS = [
+  "FORKFLUSH_PROMPT_FILE",
+  "FORKFLUSH_CONTEXT_DIR",
+  "FORKFLUSH_BUDGET",
+  "FORKFLUSH_BUDGET_UNIT",
+  "FORKFLUSH_USAGE_FILE",
+  "FORKFLUSH_GRADE",
+  "FORKFLUSH_SEED",
+  "FORKFLUSH_EPISODE"
+];
+function forkflushVars(s) {
+  return {
+    FORKFLUSH_PROMPT_FILE: s.promptFile,
+    FORKFLUSH_CONTEXT_DIR: s.contextDir,
+    FORKFLUSH_BUDGET: String(s.allowance),
+    FORKFLUSH_BUDGET_UNIT: s.unit,
+    FORKFLUSH_USAGE_FILE: s.usageFile,
+    FORKFLUSH_GRADE: s.gradeCommand,
+    FORKFLUSH_SEED: String(s.seed),
+    FORKFLUSH_EPISODE: s.episodeId
+  };
+}
 
 // src/io/agent-files.ts
 import { execFile } from "node:child_process";
@@ -30500,6 +30504,373 @@ function processLinks() {
   }
 }
 
+// src/io/sandbox.ts
+import { execFile as execFile2 } from "node:child_process";
+import { lstatSync, readFileSync as readFileSync2, realpathSync } from "node:fs";
+import { dirname, sep } from "node:path";
+var NOBODY = { uid: 65534, gid: 65534 };
+var BWRAP = "bwrap";
+var probed;
+function probeSandbox() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return {
+      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
+      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
+    };
+  }
+  const version2 = await exec2(BWRAP, ["--version"]);
+  if (version2.code !== 0) {
+    return {
+      unavailable: "bubblewrap (bwrap) is not installed",
+      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
+    };
+  }
+  const name2 = version2.stdout.trim() || "bubblewrap";
+  const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
+  const root = process.getuid?.() === 0;
+  const trial = async (s) => {
+    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
+    return exec2(t.file, t.args);
+  };
+  let sandbox = bubblewrap(
+    nproc ? name2 : `${name2}, no process limit (prlimit is missing)`,
+    root ? "nobody" : "user",
+    nproc
+  );
+  let run2 = await trial(sandbox);
+  if (run2.code !== 0 && root) {
+    const asRoot = bubblewrap(`${name2}, as root without capabilities (no setpriv to run as nobody)`, "root", null);
+    const second = await trial(asRoot);
+    if (second.code === 0) {
+      sandbox = asRoot;
+      run2 = second;
+    }
+  }
+  if (run2.code !== 0) {
+    return {
+      unavailable: `${name2} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
+      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
+    };
+  }
+  return { sandbox };
+}
+function processLimit() {
+  const pidMax = Number(readFileSync2("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
+  return Math.min(8192, Math.floor(pidMax / 4));
+}
+function bubblewrap(name2, as, nproc) {
+  const user = as === "nobody" ? NOBODY : null;
+  const drop = [
+    ...as === "nobody" ? [
+      "setpriv",
+      `--reuid=${NOBODY.uid}`,
+      `--regid=${NOBODY.gid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--"
+    ] : [],
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
+    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
+    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
+  ];
+  return {
+    name: name2,
+    user,
+    async handOver(c) {
+      if (!user || c.writable.length === 0) return;
+      await exec2("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+    },
+    wrap(c, cwd, file2, args) {
+      const mounts = mountArgs(c);
+      return {
+        file: BWRAP,
+        args: [
+          "--die-with-parent",
+          // A session of its own: no TIOCSTI into forkflush's terminal.
+          "--new-session",
+          "--unshare-pid",
+          "--unshare-ipc",
+          "--unshare-uts",
+          "--unshare-cgroup-try",
+          ...c.network ? [] : ["--unshare-net"],
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
+          // and loses them all doing it); an unprivileged user has only the user namespace's,
+          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
+          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
+          ...as === "user" ? ["--unshare-user"] : [],
+          "--ro-bind",
+          "/",
+          "/",
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc",
+          // The kernel's settings are the host's: never writable from inside (a core_pattern
+          // pointing into the workspace would run agent code outside every namespace).
+          "--ro-bind-try",
+          "/proc/sys",
+          "/proc/sys",
+          "--ro-bind-try",
+          "/proc/sysrq-trigger",
+          "/proc/sysrq-trigger",
+          ...mounts,
+          "--chdir",
+          cwd,
+          "--",
+          ...drop,
+          file2,
+          ...args
+        ]
+      };
+    }
+  };
+}
+function mountArgs(c) {
+  const mounts = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (path, args) => {
+    if (seen.has(path)) return;
+    seen.add(path);
+    mounts.push({ path, args });
+  };
+  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
+  const tmp = real("/tmp") ?? "/tmp";
+  for (const p of c.hidden) {
+    const path = real(p);
+    if (!path || path === "/" || isInside(path, tmp)) continue;
+    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
+  }
+  const binds = [];
+  for (const p of c.readable) {
+    const path = real(p);
+    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
+    if (path) binds.push(path);
+  }
+  for (const p of [...c.writable, ...c.shared ?? []]) {
+    const path = real(p);
+    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
+    add(`${path}\0rw`, ["--bind", path, path]);
+    binds.push(path);
+  }
+  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
+  for (const path of binds) {
+    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
+      if (binds.some((b) => b !== path && isInside(dir, b))) break;
+      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
+    }
+  }
+  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
+  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
+}
+function real(path) {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+function isDirectory(path) {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+function isInside(path, root) {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+function prefixOf(dir) {
+  const base = dir.split(sep).at(-1);
+  return base === "bin" || base === "shims" ? dirname(dir) : dir;
+}
+function exec2(file2, args) {
+  return new Promise((resolve6) => {
+    execFile2(file2, args, { timeout: 1e4 }, (error62, stdout, stderr) => {
+      const code = error62 ? typeof error62.code === "number" ? error62.code : 127 : 0;
+      resolve6({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
+    });
+  });
+}
+
+// src/worker/boundary.ts
+async function isolationFor(mode) {
+  const unconfined = "agents run with your user rights: they can read your files and tokens, start processes that outlive the episode and change what the grader sees";
+  if (mode === "off") {
+    return { sandbox: null, label: "off (sandbox: off)", warning: `the sandbox is off (sandbox: off): ${unconfined}` };
+  }
+  const probe2 = await probeSandbox();
+  if ("sandbox" in probe2) return { sandbox: probe2.sandbox, label: probe2.sandbox.name };
+  if (mode === "required") {
+    throw new UserError(`sandbox: required, but ${probe2.unavailable}: ${probe2.fix}; nothing ran`);
+  }
+  return {
+    sandbox: null,
+    label: `off (${probe2.unavailable})`,
+    warning: `the sandbox is off: ${probe2.unavailable}, so ${unconfined}. To confine them, ${probe2.fix}; set sandbox: required to refuse to run without it`
+  };
+}
+function sessionSpawner(sandbox, confinement, writtenByAgent, removed) {
+  return async (file2, args, options) => {
+    const env = {};
+    for (const [k, v] of Object.entries(options.env ?? {}))
+      if (!isForgeSecret(k) || CONTRACT_VARS.includes(k)) env[k] = v;
+    const r = await runProcess(file2, args, {
+      ...options,
+      env,
+      ...sandbox ? { confine: { sandbox, confinement } } : { track: true }
+    });
+    for (const dir of writtenByAgent) {
+      const c = await cleanAgentFolder(dir);
+      if (removed) for (const k of Object.keys(c)) removed[k] += c[k];
+    }
+    return r;
+  };
+}
+function episodeLogs(scratchDir) {
+  return {
+    agent: join(scratchDir, "agent.log"),
+    grader: join(scratchDir, "grader.log"),
+    setup: join(scratchDir, "setup.log")
+  };
+}
+function agentConfinement(p, config2, env) {
+  const hidden = [...hiddenPlaces(env), ...p.private];
+  return {
+    writable: [p.workspace, p.context, p.box],
+    shared: config2.sandbox.write.map(expandHome),
+    readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
+    hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
+    tmp: join(p.box, "tmp"),
+    network: true
+  };
+}
+function graderConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
+  const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
+  const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
+  return {
+    writable: [dir],
+    readable: [...p.objects, ...exposed, ...config2.sandbox.read.map(expandHome)],
+    hidden: [...hidden, ...credentialFiles(exposed)],
+    tmp,
+    network: config2.grader.network
+  };
+}
+function setupConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
+  return { ...graderConfinement(dir, tmp, p, config2, env, alsoHidden), network: config2.setup.network };
+}
+function hiddenPlaces(env) {
+  const places = [
+    env.HOME || homedir(),
+    "/run/user",
+    "/run/dbus",
+    "/run/systemd",
+    "/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/snapd.socket"
+  ];
+  if (env.RUNNER_TEMP) places.push(env.RUNNER_TEMP);
+  if (env.RUNNER_WORKSPACE) places.push(dirname2(env.RUNNER_WORKSPACE));
+  const runner = runnerInstallation();
+  if (runner) places.push(runner);
+  return places.filter((p) => p && p !== "/");
+}
+var ALWAYS_READABLE = ["/run/systemd/resolve"];
+function exposedInside(hidden, never2, env) {
+  const hiddenReal = hidden.map(realOrNull).filter((p) => p !== null);
+  const neverReal = never2.map(realOrNull).filter((p) => p !== null);
+  const dirs = [...(env.PATH ?? "").split(delimiter), dirname2(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
+  const out = new Set(ALWAYS_READABLE);
+  for (const d of dirs) {
+    const dir = d && isAbsolute(d) ? realOrNull(d) : null;
+    if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
+    const inside = hiddenReal.filter((h) => dir !== h && isInside(dir, h));
+    if (inside.length === 0) continue;
+    const prefix = prefixOf(dir);
+    if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
+    else if (basename(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join(prefix, sub));
+    else out.add(prefix);
+  }
+  return [...out];
+}
+function credentialFiles(exposed) {
+  const out = [];
+  const look = (dir) => {
+    try {
+      for (const name2 of readdirSync2(dir)) {
+        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join(dir, name2));
+      }
+    } catch {
+    }
+  };
+  for (const dir of exposed) {
+    look(dir);
+    look(join(dir, "etc"));
+  }
+  return out;
+}
+function runnerInstallation() {
+  if (process.platform !== "linux" || !process.env.GITHUB_ACTIONS) return null;
+  let pid = process.ppid;
+  for (let i = 0; i < 4 && pid > 1; i++) {
+    const exe = realOrNull(`/proc/${pid}/exe`);
+    if (exe && /\/Runner\.(Worker|Listener)$/.test(exe)) return dirname2(dirname2(exe));
+    const parent = parentOf(pid);
+    if (parent === null) return null;
+    pid = parent;
+  }
+  return null;
+}
+function parentOf(pid) {
+  try {
+    const stat9 = readFileSync3(`/proc/${pid}/stat`, "utf8");
+    return Number(stat9.slice(stat9.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return null;
+  }
+}
+function realOrNull(path) {
+  try {
+    return realpathSync2(path);
+  } catch {
+    return null;
+  }
+}
+function privateTmp(tmp, sandboxed) {
+  const inside = sandboxed ? "/tmp" : tmp;
+  return { HOME: join(inside, "home"), TMPDIR: inside };
+}
+function expandHome(path) {
+  return path === "~" || path.startsWith("~/") ? join(process.env.HOME || homedir(), path.slice(1)) : path;
+}
+
+// src/local/reports.ts
+var LOG_NAMES = { agent: "agent log", grader: "grader log", setup: "setup log" };
+async function writeReports(store, state, place) {
+  const chart = await store.write("chart.svg", renderChartSvg(state));
+  const report = await store.write(
+    "report.md",
+    renderReport(state, {
+      chartFile: "chart.svg",
+      ...place ? { place } : {},
+      // Each episode's folder (its scratch folder) holds the logs it made: the agent's, the grader's, setup's.
+      episodeLogs: (id) => Object.entries(episodeLogs(`episodes/${id}`)).filter(([, path]) => existsSync(store.path(path))).map(([log, path]) => ({ name: LOG_NAMES[log], path }))
+    })
+  );
+  return { report, chart };
+}
+
+// src/agents/aider.ts
+import { mkdir as mkdir2, readFile as readFile2, writeFile as writeFile2 } from "node:fs/promises";
+import { dirname as dirname4, join as join3, resolve } from "node:path";
+
 // src/io/git.ts
 var GitError = class extends Error {
   constructor(args, exitCode, stderr) {
@@ -30722,33 +31093,7 @@ var AGENT_CLIS = {
 // src/agents/session.ts
 import { constants as constants2, existsSync as existsSync2 } from "node:fs";
 import { mkdir, open as open3, readdir as readdir2, readFile, rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-
-// src/agents/agent.ts
-var CONTRACT_VARS = [
-  "FORKFLUSH_PROMPT_FILE",
-  "FORKFLUSH_CONTEXT_DIR",
-  "FORKFLUSH_BUDGET",
-  "FORKFLUSH_BUDGET_UNIT",
-  "FORKFLUSH_USAGE_FILE",
-  "FORKFLUSH_GRADE",
-  "FORKFLUSH_SEED",
-  "FORKFLUSH_EPISODE"
-];
-function forkflushVars(s) {
-  return {
-    FORKFLUSH_PROMPT_FILE: s.promptFile,
-    FORKFLUSH_CONTEXT_DIR: s.contextDir,
-    FORKFLUSH_BUDGET: String(s.allowance),
-    FORKFLUSH_BUDGET_UNIT: s.unit,
-    FORKFLUSH_USAGE_FILE: s.usageFile,
-    FORKFLUSH_GRADE: s.gradeCommand,
-    FORKFLUSH_SEED: String(s.seed),
-    FORKFLUSH_EPISODE: s.episodeId
-  };
-}
-
-// src/agents/session.ts
+import { dirname as dirname3, join as join2 } from "node:path";
 function* jsonLines(text) {
   for (const line of text.split("\n")) {
     const t = line.trim();
@@ -30853,7 +31198,7 @@ async function openContext(contextDir, agent, resume) {
   if (entries.length === 0) return { carried: null };
   const found = await resume(entries);
   if (!isRecord2(found) || !("unusable" in found)) return { carried: found };
-  for (const e of entries) await rm(join(contextDir, e), { recursive: true, force: true });
+  for (const e of entries) await rm(join2(contextDir, e), { recursive: true, force: true });
   return {
     carried: null,
     note: `could not resume the carried ${agent} conversation (${found.unusable}); started a fresh conversation`
@@ -30866,7 +31211,7 @@ async function installLogins(files, env) {
     const fromFile = fromEnv ? null : await readFile(f.from, "utf8").catch(() => null);
     const text = fromEnv || fromFile;
     if (!text) continue;
-    await mkdir(dirname(f.to), { recursive: true });
+    await mkdir(dirname3(f.to), { recursive: true });
     await rm(f.to, { force: true });
     await writeFile(f.to, text, { mode: 384, flag: "wx" });
     installed.push({ to: f.to });
@@ -31007,7 +31352,7 @@ async function runAider(agent, s) {
   if (ctx.note) notes.push(ctx.note);
   const excluded = await excludeAiderFiles(s.workdir);
   if (excluded) notes.push(excluded);
-  const history = join2(s.contextDir, HISTORY_FILE);
+  const history = join3(s.contextDir, HISTORY_FILE);
   const args = [
     "--message-file",
     s.promptFile,
@@ -31015,7 +31360,7 @@ async function runAider(agent, s) {
     "--chat-history-file",
     history,
     "--input-history-file",
-    join2(s.contextDir, INPUT_HISTORY_FILE),
+    join3(s.contextDir, INPUT_HISTORY_FILE),
     ...ctx.carried ? ["--restore-chat-history"] : [],
     "--no-gitignore",
     "--no-auto-commits",
@@ -31075,7 +31420,7 @@ async function runAider(agent, s) {
   if (await sizeOf(history) > 0) {
     const episodes = ctx.carried?.episodes ?? [];
     await writeFile2(
-      join2(s.contextDir, SESSION_FILE),
+      join3(s.contextDir, SESSION_FILE),
       `${JSON.stringify({ agent: "aider", historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}
 `
     );
@@ -31091,13 +31436,13 @@ async function runAider(agent, s) {
 async function savedHistory(contextDir, entries) {
   if (!entries.includes(HISTORY_FILE)) return { unusable: `${HISTORY_FILE} is missing` };
   try {
-    new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join2(contextDir, HISTORY_FILE), 0));
+    new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join3(contextDir, HISTORY_FILE), 0));
   } catch {
     return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
   }
   let saved = {};
   try {
-    saved = JSON.parse(await readRegular(join2(contextDir, SESSION_FILE)) ?? "{}");
+    saved = JSON.parse(await readRegular(join3(contextDir, SESSION_FILE)) ?? "{}");
   } catch {
   }
   const episodes = Array.isArray(saved.episodes) ? saved.episodes.filter((e) => typeof e === "string") : [];
@@ -31111,7 +31456,7 @@ async function excludeAiderFiles(workdir) {
   try {
     const text = await readFile2(file2, "utf8").catch(() => "");
     if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return void 0;
-    await mkdir2(dirname2(file2), { recursive: true });
+    await mkdir2(dirname4(file2), { recursive: true });
     const sep3 = text === "" || text.endsWith("\n") ? "" : "\n";
     await writeFile2(
       file2,
@@ -31128,8 +31473,8 @@ ${EXCLUDE}
 // src/agents/claude-code.ts
 import { randomUUID } from "node:crypto";
 import { lstat as lstat2, mkdir as mkdir3, readdir as readdir3, realpath, rename as rename2, rm as rm2, stat, writeFile as writeFile3 } from "node:fs/promises";
-import { homedir } from "node:os";
-import { join as join3 } from "node:path";
+import { homedir as homedir2 } from "node:os";
+import { join as join4 } from "node:path";
 
 // src/agents/claude-code-output.ts
 function projectDirName(realCwd) {
@@ -31506,7 +31851,7 @@ ${early?.message ?? ""}`)) {
 };
 async function prepareContext(contextDir, cwd, episode) {
   await mkdir3(contextDir, { recursive: true });
-  const home = join3(contextDir, HOME);
+  const home = join4(contextDir, HOME);
   const ctx = await openContext(contextDir, "Claude Code", () => savedSession(contextDir, home));
   if (!ctx.carried) return startFresh(contextDir, cwd, episode, ctx.note);
   const { id, transcript, bytes } = ctx.carried;
@@ -31516,7 +31861,7 @@ async function prepareContext(contextDir, cwd, episode) {
 }
 async function savedSession(contextDir, home) {
   let record3;
-  const text = await readRegular(join3(contextDir, SESSION_FILE2));
+  const text = await readRegular(join4(contextDir, SESSION_FILE2));
   if (text === null) return { unusable: "the context folder has no session.json" };
   try {
     record3 = JSON.parse(text);
@@ -31534,14 +31879,14 @@ async function savedSession(contextDir, home) {
   return { id, transcript, bytes };
 }
 async function startFresh(contextDir, cwd, episode, note) {
-  const home = join3(contextDir, HOME);
+  const home = join4(contextDir, HOME);
   await mkdir3(home, { recursive: true });
   const sessionId = randomUUID();
   await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
   return { home, sessionId, resume: false, baseline: null, transcriptBytes: 0, ...note ? { note } : {} };
 }
 async function restartFresh(contextDir, cwd, episode, why) {
-  for (const entry of await readdir3(contextDir)) await rm2(join3(contextDir, entry), { recursive: true, force: true });
+  for (const entry of await readdir3(contextDir)) await rm2(join4(contextDir, entry), { recursive: true, force: true });
   return startFresh(
     contextDir,
     cwd,
@@ -31550,38 +31895,38 @@ async function restartFresh(contextDir, cwd, episode, why) {
   );
 }
 async function findTranscript(home, id) {
-  const projects = join3(home, "projects");
+  const projects = join4(home, "projects");
   const dirs = await readdir3(projects).catch(() => []);
   for (const dir of dirs) {
-    const file2 = join3(projects, dir, `${id}.jsonl`);
+    const file2 = join4(projects, dir, `${id}.jsonl`);
     if (await isFile(file2)) return file2;
   }
   return null;
 }
 async function moveToProject(home, id, transcript, cwd) {
-  const from = join3(transcript, "..");
-  const to = join3(home, "projects", projectDirName(cwd));
+  const from = join4(transcript, "..");
+  const to = join4(home, "projects", projectDirName(cwd));
   if (from === to) return;
   if (!await exists(to)) {
     await rename2(from, to);
     return;
   }
   for (const name2 of [`${id}.jsonl`, id]) {
-    if (!await exists(join3(from, name2))) continue;
-    await rm2(join3(to, name2), { recursive: true, force: true });
-    await rename2(join3(from, name2), join3(to, name2));
+    if (!await exists(join4(from, name2))) continue;
+    await rm2(join4(to, name2), { recursive: true, force: true });
+    await rename2(join4(from, name2), join4(to, name2));
   }
 }
 function usesKey(env) {
   return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
 }
 function claudeLogin(episodeHome, env = process.env) {
-  const home = env.CLAUDE_CONFIG_DIR || join3(homedir(), ".claude");
+  const home = env.CLAUDE_CONFIG_DIR || join4(homedir2(), ".claude");
   return [
     {
-      from: join3(home, ".credentials.json"),
+      from: join4(home, ".credentials.json"),
       fromEnv: "CLAUDE_CREDENTIALS_JSON",
-      to: join3(episodeHome, ".credentials.json")
+      to: join4(episodeHome, ".credentials.json")
     }
   ];
 }
@@ -31591,7 +31936,7 @@ async function readTranscriptFrom(home, id, cwd, offset) {
   return (await readFrom(file2, offset)).toString("utf8");
 }
 async function transcriptPath(home, id, cwd) {
-  const expected2 = join3(home, "projects", projectDirName(cwd), `${id}.jsonl`);
+  const expected2 = join4(home, "projects", projectDirName(cwd), `${id}.jsonl`);
   return await isFile(expected2) ? expected2 : await findTranscript(home, id);
 }
 function compactAssistantRow(line) {
@@ -31604,7 +31949,7 @@ function compactAssistantRow(line) {
   return null;
 }
 async function writeRecord(contextDir, record3) {
-  await writeFile3(join3(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
+  await writeFile3(join4(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
 `);
 }
 async function isFile(path) {
@@ -31622,8 +31967,8 @@ async function exists(path) {
 
 // src/agents/codex.ts
 import { mkdir as mkdir4, readdir as readdir4, rm as rm3, writeFile as writeFile4 } from "node:fs/promises";
-import { homedir as homedir2 } from "node:os";
-import { join as join4 } from "node:path";
+import { homedir as homedir3 } from "node:os";
+import { join as join5 } from "node:path";
 
 // src/agents/codex-output.ts
 function parseExecEvents(stdout) {
@@ -31847,16 +32192,16 @@ var codexAgent = (agent) => defineAgent({
   })
 });
 async function runCodex(s, o) {
-  const home = join4(s.contextDir, HOME2);
+  const home = join5(s.contextDir, HOME2);
   const notes = [];
   const ctx = await openContext(s.contextDir, "Codex", () => savedThread(s.contextDir, home));
   if (ctx.note) notes.push(ctx.note);
   const threadId = ctx.carried?.threadId ?? null;
   if (ctx.carried) await pruneHome(home);
   await mkdir4(home, { recursive: true });
-  await writeFile4(join4(home, "config.toml"), configToml(s.env));
+  await writeFile4(join5(home, "config.toml"), configToml(s.env));
   const logins = usesKey2(s.env) ? [] : await installLogins(codexLogin(home), process.env);
-  const tail = new RolloutTail(join4(home, "sessions"), ctx.carried?.rollout ?? null);
+  const tail = new RolloutTail(join5(home, "sessions"), ctx.carried?.rollout ?? null);
   const before = structuredClone(await tail.poll());
   const bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
   const watched = s.unit === "tokens" || s.unit === "usd" || o.maxTurns !== void 0;
@@ -31884,7 +32229,7 @@ async function runCodex(s, o) {
   const model = o.model ?? after.model ?? before.model;
   if (thread && tail.file) {
     await writeFile4(
-      join4(s.contextDir, RECORD),
+      join5(s.contextDir, RECORD),
       sessionRecordJson({ agent: "codex", threadId: thread, totals: totals2, modelCalls: after.modelCalls, model })
     );
     await pruneHome(home);
@@ -31951,8 +32296,8 @@ function ownProvider(args) {
   return args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider"));
 }
 function codexLogin(episodeHome, env = process.env) {
-  const home = env.CODEX_HOME || join4(homedir2(), ".codex");
-  return [{ from: join4(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join4(episodeHome, "auth.json") }];
+  const home = env.CODEX_HOME || join5(homedir3(), ".codex");
+  return [{ from: join5(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join5(episodeHome, "auth.json") }];
 }
 function codexEnv(s, home) {
   const env = { CODEX_HOME: home };
@@ -31977,11 +32322,11 @@ function configToml(env) {
 `;
 }
 async function savedThread(contextDir, home) {
-  const text = await readRegular(join4(contextDir, RECORD));
+  const text = await readRegular(join5(contextDir, RECORD));
   if (text === null) return { unusable: `it has no ${RECORD}` };
   const rec = parseSessionRecord(text);
   if ("problem" in rec) return { unusable: rec.problem };
-  const rollout = (await rolloutFiles(join4(home, "sessions"))).find(
+  const rollout = (await rolloutFiles(join5(home, "sessions"))).find(
     (f) => rolloutThreadId(f.split("/").at(-1)) === rec.threadId
   );
   if (!rollout) return { unusable: `the session file of thread ${rec.threadId} is missing` };
@@ -31991,12 +32336,12 @@ async function savedThread(contextDir, home) {
 async function pruneHome(home) {
   const entries = await readdir4(home).catch(() => []);
   await Promise.all(
-    entries.filter((e) => !KEPT.has(e)).map((e) => rm3(join4(home, e), { recursive: true, force: true }))
+    entries.filter((e) => !KEPT.has(e)).map((e) => rm3(join5(home, e), { recursive: true, force: true }))
   );
 }
 async function rolloutFiles(dir) {
   const entries = await readdir4(dir, { recursive: true }).catch(() => []);
-  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join4(dir, e)).sort();
+  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join5(dir, e)).sort();
 }
 async function firstLine(file2) {
   const buf = await readFrom(file2, 0, FIRST_LINE_MAX);
@@ -32078,7 +32423,7 @@ async function readUsage2(file2) {
 // src/agents/copilot.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { mkdir as mkdir5, rm as rm4, writeFile as writeFile5 } from "node:fs/promises";
-import { dirname as dirname3, join as join5 } from "node:path";
+import { dirname as dirname5, join as join6 } from "node:path";
 
 // src/agents/copilot-output.ts
 var NANO_AIU_PER_CREDIT = 1e9;
@@ -32283,12 +32628,12 @@ async function runCopilot(agent, s) {
   const ctx = await openContext(s.contextDir, "Copilot", (entries) => savedSession2(s.contextDir, entries));
   if (ctx.note) notes.push(ctx.note);
   const saved = ctx.carried;
-  const home = join5(s.contextDir, HOME_DIR);
+  const home = join6(s.contextDir, HOME_DIR);
   await mkdir5(home, { recursive: true });
   const sessionId = saved?.sessionId ?? randomUUID2();
-  const eventsFile = join5(home, "session-state", sessionId, "events.jsonl");
+  const eventsFile = join6(home, "session-state", sessionId, "events.jsonl");
   const startOffset = saved ? await sizeOf(eventsFile) : 0;
-  const usageOut = join5(dirname3(s.usageFile), "copilot-usage.json");
+  const usageOut = join6(dirname5(s.usageFile), "copilot-usage.json");
   await rm4(usageOut, { force: true });
   const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
   const credits = !byok && s.unit === "usd" ? creditsForUsd(s.allowance) : void 0;
@@ -32304,7 +32649,7 @@ async function runCopilot(agent, s) {
     usageOut,
     // The CLI's own logs go with the episode's other logs, not into the context carried onward.
     "--log-dir",
-    join5(dirname3(s.logFile), "copilot-logs"),
+    join6(dirname5(s.logFile), "copilot-logs"),
     "-C",
     s.workdir,
     saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
@@ -32369,7 +32714,7 @@ async function runCopilot(agent, s) {
       totals: cumulative,
       episodes: [...saved?.episodes ?? [], s.episodeId]
     };
-    await writeFile5(join5(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
+    await writeFile5(join6(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
 `);
   }
   let usage2;
@@ -32396,7 +32741,7 @@ async function savedSession2(contextDir, entries) {
   if (!entries.includes(SESSION_FILE3)) return { unusable: `${SESSION_FILE3} is missing` };
   let raw;
   try {
-    raw = JSON.parse(await readRegular(join5(contextDir, SESSION_FILE3)) ?? "");
+    raw = JSON.parse(await readRegular(join6(contextDir, SESSION_FILE3)) ?? "");
   } catch {
     return { unusable: `${SESSION_FILE3} is not JSON` };
   }
@@ -32404,7 +32749,7 @@ async function savedSession2(contextDir, entries) {
   if (!v || typeof v.sessionId !== "string" || !SESSION_ID.test(v.sessionId))
     return { unusable: `${SESSION_FILE3} names no session id` };
   const events = await readRegular(
-    join5(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl"),
+    join6(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl"),
     MAX_AGENT_FILE_BYTES
   );
   if (events === null) return { unusable: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
@@ -32422,8 +32767,8 @@ async function savedSession2(contextDir, entries) {
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync as existsSync3 } from "node:fs";
 import { mkdir as mkdir6, readdir as readdir5, readFile as readFile3, realpath as realpath2, rename as rename3, rm as rm5, writeFile as writeFile6 } from "node:fs/promises";
-import { homedir as homedir3 } from "node:os";
-import { basename, dirname as dirname4, join as join6 } from "node:path";
+import { homedir as homedir4 } from "node:os";
+import { basename as basename2, dirname as dirname6, join as join7 } from "node:path";
 
 // src/agents/gemini-output.ts
 var EXIT_TURN_LIMIT = 53;
@@ -32627,8 +32972,8 @@ var geminiAgent = (agent) => {
 };
 async function runGemini(s, executable, model, extraArgs, maxTurns) {
   const started = performance.now();
-  const home = join6(s.contextDir, HOME3);
-  const geminiDir = join6(home, ".gemini");
+  const home = join7(s.contextDir, HOME3);
+  const geminiDir = join7(home, ".gemini");
   const notes = [];
   const workdir = await realpath2(s.workdir);
   const ctx = await openContext(s.contextDir, "Gemini CLI", () => prepareResume(s.contextDir, geminiDir, workdir));
@@ -32720,22 +33065,22 @@ function usesKey3(env) {
   return Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
 }
 function geminiLogin(episodeGeminiDir, env = process.env) {
-  const dir = join6(env.GEMINI_CLI_HOME || homedir3(), ".gemini");
+  const dir = join7(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
   return [
     {
-      from: join6(dir, "oauth_creds.json"),
+      from: join7(dir, "oauth_creds.json"),
       fromEnv: "GEMINI_OAUTH_CREDS",
-      to: join6(episodeGeminiDir, "oauth_creds.json")
+      to: join7(episodeGeminiDir, "oauth_creds.json")
     },
-    { from: join6(dir, "google_accounts.json"), to: join6(episodeGeminiDir, "google_accounts.json") }
+    { from: join7(dir, "google_accounts.json"), to: join7(episodeGeminiDir, "google_accounts.json") }
   ];
 }
 async function prepareHome(s, geminiDir, maxTurns, sessionId, loggedIn) {
   await mkdir6(geminiDir, { recursive: true });
   const auth = loggedIn ? "oauth-personal" : s.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
-  await writeFile6(join6(geminiDir, "settings.json"), `${JSON.stringify(settings(auth, maxTurns), null, 2)}
+  await writeFile6(join7(geminiDir, "settings.json"), `${JSON.stringify(settings(auth, maxTurns), null, 2)}
 `);
-  await rm5(join6(geminiDir, "projects.json.lock"), { recursive: true, force: true });
+  await rm5(join7(geminiDir, "projects.json.lock"), { recursive: true, force: true });
   await writeSessionFile(s.contextDir, sessionId);
 }
 function settings(selectedType, maxTurns) {
@@ -32757,7 +33102,7 @@ function settings(selectedType, maxTurns) {
 async function prepareResume(contextDir, geminiDir, workdir) {
   let recorded;
   try {
-    recorded = JSON.parse(await readRegular(join6(contextDir, SESSION_FILE4)) ?? "");
+    recorded = JSON.parse(await readRegular(join7(contextDir, SESSION_FILE4)) ?? "");
   } catch {
     return { unusable: `the context folder has no readable ${SESSION_FILE4}` };
   }
@@ -32772,11 +33117,11 @@ async function prepareResume(contextDir, geminiDir, workdir) {
   if (best.record.sessionId !== sessionId) return { unusable: `the session file of ${sessionId} is unreadable` };
   if (!isResumable(best.record.messages)) return { unusable: `conversation ${sessionId} held no prompt yet` };
   const before = writtenIds(files.map((f) => f.record));
-  const chats = join6(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
+  const chats = join7(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
   await mkdir6(chats, { recursive: true });
   for (const f of files) {
     if (f === best) {
-      if (dirname4(f.path) !== chats) await rename3(f.path, join6(chats, basename(f.path)));
+      if (dirname6(f.path) !== chats) await rename3(f.path, join7(chats, basename2(f.path)));
     } else if (!isResumable(f.record.messages)) {
       await rm5(f.path, { force: true });
     }
@@ -32784,29 +33129,29 @@ async function prepareResume(contextDir, geminiDir, workdir) {
   return { sessionId, before };
 }
 async function projectSlug(geminiDir, workdir) {
-  const registryPath = join6(geminiDir, "projects.json");
+  const registryPath = join7(geminiDir, "projects.json");
   let projects = {};
   try {
     const parsed = JSON.parse(await readFile3(registryPath, "utf8"));
     if (parsed.projects && typeof parsed.projects === "object") projects = parsed.projects;
   } catch {
   }
-  const bases = [join6(geminiDir, "tmp"), join6(geminiDir, "history")];
-  const owner = async (base2, slug2) => (await readFile3(join6(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join7(geminiDir, "tmp"), join7(geminiDir, "history")];
+  const owner = async (base2, slug2) => (await readFile3(join7(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
     if (owners.every((o) => o === void 0 || o === workdir)) return known;
   }
   const taken = new Set(Object.values(projects));
-  const base = `ff-${slugify2(basename(workdir))}`;
+  const base = `ff-${slugify2(basename2(workdir))}`;
   let slug = base;
   for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync3(join6(b, slug)))) break;
+    if (!taken.has(slug) && !bases.some((b) => existsSync3(join7(b, slug)))) break;
     slug = `${base}-${n}`;
   }
-  await mkdir6(join6(bases[0], slug), { recursive: true });
-  await writeFile6(join6(bases[0], slug, ".project_root"), workdir);
+  await mkdir6(join7(bases[0], slug), { recursive: true });
+  await writeFile6(join7(bases[0], slug, ".project_root"), workdir);
   projects[workdir] = slug;
   const tmp = `${registryPath}.${randomUUID3()}.tmp`;
   await writeFile6(tmp, JSON.stringify({ projects }, null, 2));
@@ -32817,15 +33162,15 @@ function slugify2(text) {
   return text.toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
 }
 async function sessionFiles(geminiDir, sessionId) {
-  const tmp = join6(geminiDir, "tmp");
+  const tmp = join7(geminiDir, "tmp");
   const slugs = await readdir5(tmp).catch(() => []);
   const found = [];
   for (const slug of slugs) {
-    const chats = join6(tmp, slug, "chats");
+    const chats = join7(tmp, slug, "chats");
     const names = await readdir5(chats).catch(() => []);
     for (const name2 of names) {
       if (!name2.startsWith("session-") || !name2.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join6(chats, name2);
+      const path = join7(chats, name2);
       const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
       if (text === null) continue;
       const record3 = readSession(text);
@@ -32839,7 +33184,7 @@ async function sessionRecords(geminiDir, sessionId) {
 }
 async function writeSessionFile(contextDir, sessionId) {
   const record3 = { agent: "gemini", sessionId, updated: (/* @__PURE__ */ new Date()).toISOString() };
-  await writeFile6(join6(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
+  await writeFile6(join7(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
 `);
 }
 function price(usage2) {
@@ -32855,8 +33200,8 @@ function price(usage2) {
 
 // src/agents/opencode.ts
 import { writeFile as writeFile7 } from "node:fs/promises";
-import { homedir as homedir4 } from "node:os";
-import { join as join7 } from "node:path";
+import { homedir as homedir5 } from "node:os";
+import { join as join8 } from "node:path";
 
 // src/agents/opencode-output.ts
 function emptyRun() {
@@ -32994,7 +33339,7 @@ function usageOf(run2, model) {
 }
 function opencodeEnv(s, agent) {
   return {
-    XDG_DATA_HOME: join7(s.contextDir, DATA),
+    XDG_DATA_HOME: join8(s.contextDir, DATA),
     OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(s.env.OPENCODE_CONFIG_CONTENT, agent.max_turns)),
     OPENCODE_DISABLE_PROJECT_CONFIG: "1",
     OPENCODE_DISABLE_AUTOUPDATE: "1",
@@ -33024,7 +33369,7 @@ async function savedSession3(s, executable, env, entries) {
   if (!entries.includes(SESSION_FILE5)) return { unusable: `${SESSION_FILE5} is missing` };
   let record3;
   try {
-    record3 = JSON.parse(await readRegular(join7(s.contextDir, SESSION_FILE5)) ?? "");
+    record3 = JSON.parse(await readRegular(join8(s.contextDir, SESSION_FILE5)) ?? "");
   } catch {
     return { unusable: `${SESSION_FILE5} is not JSON` };
   }
@@ -33044,12 +33389,12 @@ async function savedSession3(s, executable, env, entries) {
   return { agent: "opencode", sessionId: id };
 }
 async function writeRecord2(contextDir, record3) {
-  await writeFile7(join7(contextDir, SESSION_FILE5), `${JSON.stringify(record3, null, 2)}
+  await writeFile7(join8(contextDir, SESSION_FILE5), `${JSON.stringify(record3, null, 2)}
 `);
 }
 function opencodeLogin(contextDir, env = process.env) {
-  const data = env.XDG_DATA_HOME || join7(homedir4(), ".local", "share");
-  return [{ from: join7(data, "opencode", "auth.json"), to: join7(contextDir, DATA, "opencode", "auth.json") }];
+  const data = env.XDG_DATA_HOME || join8(homedir5(), ".local", "share");
+  return [{ from: join8(data, "opencode", "auth.json"), to: join8(contextDir, DATA, "opencode", "auth.json") }];
 }
 
 // src/agents/registry.ts
@@ -33216,351 +33561,6 @@ function templateProblem(config2, templates) {
     if (e instanceof TemplateError) return e.message;
     throw e;
   }
-}
-
-// src/worker/boundary.ts
-import { readdirSync as readdirSync2, readFileSync as readFileSync3, realpathSync as realpathSync2 } from "node:fs";
-import { homedir as homedir5 } from "node:os";
-import { basename as basename2, delimiter, dirname as dirname6, isAbsolute, join as join8 } from "node:path";
-
-// src/io/sandbox.ts
-import { execFile as execFile2 } from "node:child_process";
-import { lstatSync, readFileSync as readFileSync2, realpathSync } from "node:fs";
-import { dirname as dirname5, sep } from "node:path";
-var NOBODY = { uid: 65534, gid: 65534 };
-var BWRAP = "bwrap";
-var probed;
-function probeSandbox() {
-  probed ??= probe();
-  return probed;
-}
-async function probe() {
-  if (process.platform !== "linux") {
-    return {
-      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
-      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
-    };
-  }
-  const version2 = await exec2(BWRAP, ["--version"]);
-  if (version2.code !== 0) {
-    return {
-      unavailable: "bubblewrap (bwrap) is not installed",
-      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
-    };
-  }
-  const name2 = version2.stdout.trim() || "bubblewrap";
-  const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
-  const root = process.getuid?.() === 0;
-  const trial = async (s) => {
-    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
-    return exec2(t.file, t.args);
-  };
-  let sandbox = bubblewrap(
-    nproc ? name2 : `${name2}, no process limit (prlimit is missing)`,
-    root ? "nobody" : "user",
-    nproc
-  );
-  let run2 = await trial(sandbox);
-  if (run2.code !== 0 && root) {
-    const asRoot = bubblewrap(`${name2}, as root without capabilities (no setpriv to run as nobody)`, "root", null);
-    const second = await trial(asRoot);
-    if (second.code === 0) {
-      sandbox = asRoot;
-      run2 = second;
-    }
-  }
-  if (run2.code !== 0) {
-    return {
-      unavailable: `${name2} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
-      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
-    };
-  }
-  return { sandbox };
-}
-function processLimit() {
-  const pidMax = Number(readFileSync2("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
-  return Math.min(8192, Math.floor(pidMax / 4));
-}
-function bubblewrap(name2, as, nproc) {
-  const user = as === "nobody" ? NOBODY : null;
-  const drop = [
-    ...as === "nobody" ? [
-      "setpriv",
-      `--reuid=${NOBODY.uid}`,
-      `--regid=${NOBODY.gid}`,
-      "--clear-groups",
-      "--inh-caps=-all",
-      "--bounding-set=-all",
-      "--"
-    ] : [],
-    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
-    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
-    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
-  ];
-  return {
-    name: name2,
-    user,
-    async handOver(c) {
-      if (!user || c.writable.length === 0) return;
-      await exec2("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
-    },
-    wrap(c, cwd, file2, args) {
-      const mounts = mountArgs(c);
-      return {
-        file: BWRAP,
-        args: [
-          "--die-with-parent",
-          // A session of its own: no TIOCSTI into forkflush's terminal.
-          "--new-session",
-          "--unshare-pid",
-          "--unshare-ipc",
-          "--unshare-uts",
-          "--unshare-cgroup-try",
-          ...c.network ? [] : ["--unshare-net"],
-          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
-          // and loses them all doing it); an unprivileged user has only the user namespace's,
-          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
-          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
-          ...as === "user" ? ["--unshare-user"] : [],
-          "--ro-bind",
-          "/",
-          "/",
-          "--dev",
-          "/dev",
-          "--proc",
-          "/proc",
-          // The kernel's settings are the host's: never writable from inside (a core_pattern
-          // pointing into the workspace would run agent code outside every namespace).
-          "--ro-bind-try",
-          "/proc/sys",
-          "/proc/sys",
-          "--ro-bind-try",
-          "/proc/sysrq-trigger",
-          "/proc/sysrq-trigger",
-          ...mounts,
-          "--chdir",
-          cwd,
-          "--",
-          ...drop,
-          file2,
-          ...args
-        ]
-      };
-    }
-  };
-}
-function mountArgs(c) {
-  const mounts = [];
-  const seen = /* @__PURE__ */ new Set();
-  const add = (path, args) => {
-    if (seen.has(path)) return;
-    seen.add(path);
-    mounts.push({ path, args });
-  };
-  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
-  const tmp = real("/tmp") ?? "/tmp";
-  for (const p of c.hidden) {
-    const path = real(p);
-    if (!path || path === "/" || isInside(path, tmp)) continue;
-    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
-  }
-  const binds = [];
-  for (const p of c.readable) {
-    const path = real(p);
-    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
-    if (path) binds.push(path);
-  }
-  for (const p of [...c.writable, ...c.shared ?? []]) {
-    const path = real(p);
-    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
-    add(`${path}\0rw`, ["--bind", path, path]);
-    binds.push(path);
-  }
-  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
-  for (const path of binds) {
-    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
-    if (!root) continue;
-    for (let dir = dirname5(path); dir !== root && isInside(dir, root); dir = dirname5(dir)) {
-      if (binds.some((b) => b !== path && isInside(dir, b))) break;
-      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
-    }
-  }
-  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
-  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
-}
-function real(path) {
-  try {
-    return realpathSync(path);
-  } catch {
-    return null;
-  }
-}
-function isDirectory(path) {
-  try {
-    return lstatSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
-function isInside(path, root) {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
-}
-function prefixOf(dir) {
-  const base = dir.split(sep).at(-1);
-  return base === "bin" || base === "shims" ? dirname5(dir) : dir;
-}
-function exec2(file2, args) {
-  return new Promise((resolve6) => {
-    execFile2(file2, args, { timeout: 1e4 }, (error62, stdout, stderr) => {
-      const code = error62 ? typeof error62.code === "number" ? error62.code : 127 : 0;
-      resolve6({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
-    });
-  });
-}
-
-// src/worker/boundary.ts
-async function isolationFor(mode) {
-  const unconfined = "agents run with your user rights: they can read your files and tokens, start processes that outlive the episode and change what the grader sees";
-  if (mode === "off") {
-    return { sandbox: null, label: "off (sandbox: off)", warning: `the sandbox is off (sandbox: off): ${unconfined}` };
-  }
-  const probe2 = await probeSandbox();
-  if ("sandbox" in probe2) return { sandbox: probe2.sandbox, label: probe2.sandbox.name };
-  if (mode === "required") {
-    throw new UserError(`sandbox: required, but ${probe2.unavailable}: ${probe2.fix}; nothing ran`);
-  }
-  return {
-    sandbox: null,
-    label: `off (${probe2.unavailable})`,
-    warning: `the sandbox is off: ${probe2.unavailable}, so ${unconfined}. To confine them, ${probe2.fix}; set sandbox: required to refuse to run without it`
-  };
-}
-function sessionSpawner(sandbox, confinement, writtenByAgent, removed) {
-  return async (file2, args, options) => {
-    const env = {};
-    for (const [k, v] of Object.entries(options.env ?? {}))
-      if (!isForgeSecret(k) || CONTRACT_VARS.includes(k)) env[k] = v;
-    const r = await runProcess(file2, args, {
-      ...options,
-      env,
-      ...sandbox ? { confine: { sandbox, confinement } } : { track: true }
-    });
-    for (const dir of writtenByAgent) {
-      const c = await cleanAgentFolder(dir);
-      if (removed) for (const k of Object.keys(c)) removed[k] += c[k];
-    }
-    return r;
-  };
-}
-function agentConfinement(p, config2, env) {
-  const hidden = [...hiddenPlaces(env), ...p.private];
-  return {
-    writable: [p.workspace, p.context, p.box],
-    shared: config2.sandbox.write.map(expandHome),
-    readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
-    hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
-    tmp: join8(p.box, "tmp"),
-    network: true
-  };
-}
-function graderConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
-  const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
-  const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
-  return {
-    writable: [dir],
-    readable: [...p.objects, ...exposed, ...config2.sandbox.read.map(expandHome)],
-    hidden: [...hidden, ...credentialFiles(exposed)],
-    tmp,
-    network: config2.grader.network
-  };
-}
-function setupConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
-  return { ...graderConfinement(dir, tmp, p, config2, env, alsoHidden), network: config2.setup.network };
-}
-function hiddenPlaces(env) {
-  const places = [
-    env.HOME || homedir5(),
-    "/run/user",
-    "/run/dbus",
-    "/run/systemd",
-    "/run/docker.sock",
-    "/run/containerd",
-    "/run/podman",
-    "/run/snapd.socket"
-  ];
-  if (env.RUNNER_TEMP) places.push(env.RUNNER_TEMP);
-  if (env.RUNNER_WORKSPACE) places.push(dirname6(env.RUNNER_WORKSPACE));
-  const runner = runnerInstallation();
-  if (runner) places.push(runner);
-  return places.filter((p) => p && p !== "/");
-}
-var ALWAYS_READABLE = ["/run/systemd/resolve"];
-function exposedInside(hidden, never2, env) {
-  const hiddenReal = hidden.map(realOrNull).filter((p) => p !== null);
-  const neverReal = never2.map(realOrNull).filter((p) => p !== null);
-  const dirs = [...(env.PATH ?? "").split(delimiter), dirname6(process.execPath), env.RUNNER_TOOL_CACHE ?? ""];
-  const out = new Set(ALWAYS_READABLE);
-  for (const d of dirs) {
-    const dir = d && isAbsolute(d) ? realOrNull(d) : null;
-    if (!dir || neverReal.some((n) => isInside(dir, n))) continue;
-    const inside = hiddenReal.filter((h) => dir !== h && isInside(dir, h));
-    if (inside.length === 0) continue;
-    const prefix = prefixOf(dir);
-    if (prefix === dir || hiddenReal.some((h) => isInside(h, prefix))) out.add(dir);
-    else if (basename2(prefix) === ".local") for (const sub of ["bin", "lib", "lib64"]) out.add(join8(prefix, sub));
-    else out.add(prefix);
-  }
-  return [...out];
-}
-function credentialFiles(exposed) {
-  const out = [];
-  const look = (dir) => {
-    try {
-      for (const name2 of readdirSync2(dir)) {
-        if (/credential|token|secret|auth|\.pem$|\.key$|netrc|npmrc|pypirc/i.test(name2)) out.push(join8(dir, name2));
-      }
-    } catch {
-    }
-  };
-  for (const dir of exposed) {
-    look(dir);
-    look(join8(dir, "etc"));
-  }
-  return out;
-}
-function runnerInstallation() {
-  if (process.platform !== "linux" || !process.env.GITHUB_ACTIONS) return null;
-  let pid = process.ppid;
-  for (let i = 0; i < 4 && pid > 1; i++) {
-    const exe = realOrNull(`/proc/${pid}/exe`);
-    if (exe && /\/Runner\.(Worker|Listener)$/.test(exe)) return dirname6(dirname6(exe));
-    const parent = parentOf(pid);
-    if (parent === null) return null;
-    pid = parent;
-  }
-  return null;
-}
-function parentOf(pid) {
-  try {
-    const stat9 = readFileSync3(`/proc/${pid}/stat`, "utf8");
-    return Number(stat9.slice(stat9.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return null;
-  }
-}
-function realOrNull(path) {
-  try {
-    return realpathSync2(path);
-  } catch {
-    return null;
-  }
-}
-function privateTmp(tmp, sandboxed) {
-  const inside = sandboxed ? "/tmp" : tmp;
-  return { HOME: join8(inside, "home"), TMPDIR: inside };
-}
-function expandHome(path) {
-  return path === "~" || path.startsWith("~/") ? join8(process.env.HOME || homedir5(), path.slice(1)) : path;
 }
 
 // src/worker/episode.ts
@@ -34030,7 +34030,7 @@ function setupEnv(source, config2) {
   return allowedEnv(source, config2.setup.env);
 }
 async function prepareWorkspace(o) {
-  const logFile = join11(o.scratchDir, "setup.log");
+  const logFile = episodeLogs(o.scratchDir).setup;
   const excludes = join11(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
@@ -34272,7 +34272,7 @@ async function runEpisode(job) {
       promptFile,
       contextDir: places.context,
       usageFile: join12(box, "usage.json"),
-      logFile: join12(job.scratchDir, "agent.log"),
+      logFile: episodeLogs(job.scratchDir).agent,
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -34319,7 +34319,7 @@ async function runEpisode(job) {
     const g = await judge(job, snap.tree, graderEnv);
     const graded = g.setupFailed ? "" : `$ ${config2.grader.command}
 ${g.stdout}${g.stderr}`;
-    await writeFile11(join12(job.scratchDir, "grader.log"), `${g.setupLog ?? ""}${graded}`);
+    await writeFile11(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
     graderSeconds = g.seconds;
     score2 = g.score;
     reason = g.reason;

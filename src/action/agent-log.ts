@@ -1,6 +1,7 @@
 // The agent's log where people look (issue 10): its transcript in a collapsed group of the job
-// log, the full log (redacted) beside it on the runner and as an artifact of the run, the agent's
-// version, and the facts of the episode the summary shows (from the records repository).
+// log (or setup's log, when setup failed and no agent ran), the full logs (redacted) beside it on
+// the runner and as an artifact of the run, the agent's version, and the facts of the episode the
+// summary shows (from the records repository).
 //
 // Secrets: the agent's log holds whatever the agent printed, and the agent had its own keys (its
 // kind's variables and agent.env); a tool call that ran `env` prints them. GitHub masks the job's
@@ -15,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Dirent } from 'node:fs';
 import { constants, mkdir, open, readdir, realpath, rm, writeFile } from 'node:fs/promises';
-import { delimiter, dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { delimiter, isAbsolute, join, relative, sep } from 'node:path';
 import type { ArtifactClient } from '@actions/artifact';
 import { readStream } from '../agents/claude-code-output.js';
 import { AGENT_CLIS } from '../agents/clis.js';
@@ -30,36 +31,14 @@ import { readRegular } from '../io/agent-files.js';
 import { findExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
 import { runProcess } from '../io/process.js';
-import { expandHome } from '../worker/boundary.js';
+import { episodeLogs, expandHome } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 import { cliFolder } from './agent-install.js';
 import type { JobOutcome } from './episode-job.js';
+import { jobPlaces } from './settings.js';
 
 // ---------------------------------------------------------------------------------------------
-// Where the files are
-
-/**
- * Fields episode-job.ts may add to its outcome (issue 10). Until it does, the files are found
- * where it puts them today: the scratch folder is `<privateDir>/episode` (the agent's log and the
- * grader's in it), the context folder `<privateDir>/context/<episode>`.
- */
-type OutcomeFiles = Partial<{ logFile: string; config: Config; contextDir: string }>;
-
-export interface LogPaths {
-  agentLog: string;
-  graderLog: string;
-  contextDir: string;
-}
-
-export function logPaths(privateDir: string, episode: string, outcome?: JobOutcome | null): LogPaths {
-  const o = (outcome ?? {}) as OutcomeFiles;
-  const agentLog = o.logFile ?? join(privateDir, 'episode', 'agent.log');
-  return {
-    agentLog,
-    graderLog: join(dirname(agentLog), 'grader.log'),
-    contextDir: o.contextDir ?? join(privateDir, 'context', episode),
-  };
-}
+// The logs
 
 /** The most of a log that is kept, printed from and uploaded: its end, when it is longer. */
 export const MAX_LOG_BYTES = 64 * 1024 * 1024;
@@ -264,8 +243,9 @@ const JOURNAL_LINES = 30;
 const JOURNAL_LINE_MAX = 400;
 
 /**
- * The run's config and issue from the state ref the job fetched, and what the episode's commit
- * changed, from the job's records repository. Whatever cannot be read is left out.
+ * The run's config (the outcome's; from the state ref the job fetched when the job failed before
+ * it had one) and issue, and what the episode's commit changed, from the job's records
+ * repository. Whatever cannot be read is left out.
  */
 export async function readRecordFacts(
   recordsDir: string,
@@ -273,7 +253,7 @@ export async function readRecordFacts(
   outcome: JobOutcome | null,
 ): Promise<RecordFacts> {
   const facts: RecordFacts = {
-    config: ((outcome ?? {}) as OutcomeFiles).config ?? null,
+    config: outcome?.config ?? null,
     issue: null,
     diffStat: [],
     journal: [],
@@ -439,29 +419,41 @@ export async function uploadArtifact(o: {
 /** How many lines of the other output (stderr) the group ends with. */
 export const OTHER_TAIL = 20;
 
+/** How many of setup's last lines the group shows when setup failed (the whole log is in the artifact). */
+export const SETUP_TAIL = 40;
+
 /**
- * The group's lines, as printed between `::group::` and `::endgroup::`. Everything the agent
- * wrote is behind a prefix and inside `::stop-commands::`, so no line of it is a workflow command
- * (an annotation, a mask, an output, another group).
+ * A group's lines, as printed between `::group::` and `::endgroup::`. Everything the agent (or
+ * setup) wrote is behind a prefix and inside `::stop-commands::`, so no line of it is a workflow
+ * command (an annotation, a mask, an output, another group).
  */
+function quoted(lines: string[], stopToken: string): string[] {
+  return [`::stop-commands::${stopToken}`, ...lines.map((l) => `> ${l}`), `::${stopToken}::`];
+}
+
+/** The transcript group: one line per turn or tool call, then the tail of the agent's other output. */
 export function groupBody(
   transcript: string[],
   other: string[],
   stopToken = randomBytes(16).toString('hex'),
 ): string[] {
-  const body: string[] = [];
-  body.push(`::stop-commands::${stopToken}`);
-  if (transcript.length === 0) body.push('> (no transcript: the log holds no turn or tool call)');
-  for (const l of transcript) body.push(`> ${l}`);
+  const body = transcript.length === 0 ? ['(no transcript: the log holds no turn or tool call)'] : [...transcript];
   if (other.length > 0) {
     const tail = other.slice(-OTHER_TAIL);
     const what =
       tail.length < other.length ? `its last ${tail.length} of ${other.length} lines` : `${other.length} lines`;
-    body.push(`> --- the agent's other output (stderr, lines that are not events): ${what} ---`);
-    for (const l of tail) body.push(`> ${l}`);
+    body.push(`--- the agent's other output (stderr, lines that are not events): ${what} ---`);
+    body.push(...tail);
   }
-  body.push(`::${stopToken}::`);
-  return body;
+  return quoted(body, stopToken);
+}
+
+/** The setup group: the last SETUP_TAIL lines of setup.log (the commands and their output). */
+export function setupGroupBody(setupLog: string, stopToken = randomBytes(16).toString('hex')): string[] {
+  const lines = cleanText(setupLog);
+  const tail = lines.slice(-SETUP_TAIL);
+  const head = tail.length < lines.length ? [`--- its last ${tail.length} of ${lines.length} lines ---`] : [];
+  return quoted([...head, ...tail], stopToken);
 }
 
 export interface LogIo {
@@ -515,7 +507,7 @@ export async function publishAgentLog(
   io: LogIo,
   client: () => Promise<UploadClient>,
 ): Promise<AgentLogReport> {
-  const facts = await readRecordFacts(join(ctx.privateDir, 'records.git'), ctx.run, ctx.outcome).catch(
+  const facts = await readRecordFacts(jobPlaces(ctx).records, ctx.run, ctx.outcome).catch(
     (): RecordFacts => ({ config: null, issue: null, diffStat: [], journal: [] }),
   );
   const report: AgentLogReport = {
@@ -538,9 +530,13 @@ export async function publishAgentLog(
 
 async function publish(ctx: LogContext, io: LogIo, client: () => Promise<UploadClient>, report: AgentLogReport) {
   const config = report.facts.config;
-  const paths = logPaths(ctx.privateDir, ctx.episode, ctx.outcome);
-  const raw = ctx.outcome?.attempt === 'already-recorded' ? null : await readLog(paths.agentLog);
-  if (raw === null) {
+  const places = jobPlaces(ctx);
+  const logs = episodeLogs(places.scratch);
+  // An attempt that found its result already pushed ran nothing: what is in the folder is not its.
+  const ranHere = ctx.outcome?.attempt !== 'already-recorded';
+  const raw = ranHere ? await readLog(logs.agent) : null;
+  const setup = ranHere ? await readLog(logs.setup) : null;
+  if (raw === null && setup === null) {
     io.info(`forkflush ${ctx.episode}: no agent ran in this job, so there is no agent log`);
     return;
   }
@@ -548,37 +544,77 @@ async function publish(ctx: LogContext, io: LogIo, client: () => Promise<UploadC
   const secrets = secretValues(ctx.jobEnv, ctx.known, handedOver);
   for (const s of secrets) io.setSecret(s);
   const redact = redactor(secrets);
-  const kind: AgentKind = config?.agent.kind ?? 'command';
-  const text = redact(raw);
-  const options = { workdir: ctx.workspace };
-  const t = readTranscript(kind, text, options);
-  let lines = t.lines;
-  if (kind === 'gemini') {
-    // Gemini prints no turns: they are in its session file, in the context folder.
-    const session = await geminiSession(paths.contextDir);
-    const turns = session ? geminiSessionLines(redact(session), ctx.started, options) : [];
-    if (turns.length > 0) lines = capLines([...turns, ...lines.filter((l) => !l.startsWith('assistant: '))]);
-  }
 
   // The redacted copies, for later steps of the job (the log-file output) and the artifact.
   const dir = join(ctx.logsDir, `${ctx.run}-${ctx.episode}`);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  const agentLog = join(dir, 'agent.log');
-  await writeFile(agentLog, text);
-  const files = [agentLog];
-  const grader = await readLog(paths.graderLog);
-  if (grader !== null) {
-    await writeFile(join(dir, 'grader.log'), redact(grader));
-    files.push(join(dir, 'grader.log'));
+  const files: string[] = [];
+  const copy = async (name: string, text: string | null): Promise<string | null> => {
+    if (text === null) return null;
+    const file = join(dir, name);
+    await writeFile(file, text);
+    files.push(file);
+    return file;
+  };
+  const text = raw === null ? null : redact(raw);
+  const agentCopy = await copy('agent.log', text);
+  const grader = await readLog(logs.grader);
+  await copy('grader.log', grader === null ? null : redact(grader));
+  const setupText = setup === null ? null : redact(setup);
+  const setupCopy = await copy('setup.log', setupText);
+  if (text === null || agentCopy === null) {
+    // Setup failed (or was stopped): no agent ran, and setup's log is what says why.
+    io.startGroup(`forkflush ${ctx.episode}: setup's log (no agent ran; full log in ${setupCopy})`);
+    for (const l of setupGroupBody(setupText ?? '')) io.info(l);
+    io.endGroup();
+  } else {
+    report.logFile = agentCopy;
+    await transcriptGroup(ctx, io, report, { text, redact, copy, contextDir: places.context });
   }
-  await writeFile(join(dir, 'transcript.txt'), `${[...lines, '', ...t.other].join('\n')}\n`);
-  files.push(join(dir, 'transcript.txt'));
-  report.logFile = agentLog;
+
+  const name = artifactName(ctx.run, ctx.episode, ctx.jobEnv.GITHUB_RUN_ATTEMPT);
+  report.artifact = await uploadArtifact({ client, name, files, root: dir, service: ctx.service, env: process.env });
+  if (report.artifact.uploaded) {
+    io.info(
+      `forkflush: the episode's logs (redacted) are the artifact ${name}${report.artifact.url ? `: ${report.artifact.url}` : ''}`,
+    );
+  } else {
+    const log = report.logFile ? ["the agent's log", report.logFile] : ["setup's log", setupCopy];
+    io.warning(
+      `${log[0]} was not uploaded as an artifact: ${report.artifact.why}. It is on the runner, redacted, in ${log[1]}`,
+    );
+  }
+}
+
+/** The agent's redacted log and transcript copied, its version found, its transcript printed in a group. */
+async function transcriptGroup(
+  ctx: LogContext,
+  io: LogIo,
+  report: AgentLogReport,
+  log: {
+    text: string;
+    redact: (text: string) => string;
+    copy: (name: string, text: string | null) => Promise<string | null>;
+    contextDir: string;
+  },
+): Promise<void> {
+  const config = report.facts.config;
+  const kind: AgentKind = config?.agent.kind ?? 'command';
+  const options = { workdir: ctx.workspace };
+  const t = readTranscript(kind, log.text, options);
+  let lines = t.lines;
+  if (kind === 'gemini') {
+    // Gemini prints no turns: they are in its session file, in the context folder.
+    const session = await geminiSession(log.contextDir);
+    const turns = session ? geminiSessionLines(log.redact(session), ctx.started, options) : [];
+    if (turns.length > 0) lines = capLines([...turns, ...lines.filter((l) => !l.startsWith('assistant: '))]);
+  }
+  await log.copy('transcript.txt', `${[...lines, '', ...t.other].join('\n')}\n`);
   report.kind = kind;
   report.lines = lines.length;
 
-  report.version = versionFromLog(kind, text);
+  report.version = versionFromLog(kind, log.text);
   if (!report.version && config && kind !== 'command') {
     // The CLI forkflush installed for the episode is first on the agent's PATH (agent-install.ts).
     const env = allowedEnv(ctx.env, [...agentFor(config).passEnv, ...config.agent.env]);
@@ -598,22 +634,10 @@ async function publish(ctx: LogContext, io: LogIo, client: () => Promise<UploadC
 
   const agent = `${kind}${report.version ? ` ${report.version}` : ''}`;
   io.startGroup(
-    `forkflush ${ctx.episode}: the agent's transcript (${agent}, ${lines.length} lines; full log in ${agentLog})`,
+    `forkflush ${ctx.episode}: the agent's transcript (${agent}, ${lines.length} lines; full log in ${report.logFile})`,
   );
   for (const l of groupBody(lines, t.other)) io.info(l);
   io.endGroup();
-
-  const name = artifactName(ctx.run, ctx.episode, ctx.jobEnv.GITHUB_RUN_ATTEMPT);
-  report.artifact = await uploadArtifact({ client, name, files, root: dir, service: ctx.service, env: process.env });
-  if (report.artifact.uploaded) {
-    io.info(
-      `forkflush: the episode's logs (redacted) are the artifact ${name}${report.artifact.url ? `: ${report.artifact.url}` : ''}`,
-    );
-  } else {
-    io.warning(
-      `the agent's log was not uploaded as an artifact: ${report.artifact.why}. It is on the runner, redacted, in ${agentLog}`,
-    );
-  }
 }
 
 /** The newest Gemini session file in a context folder (home/.gemini/tmp/<project>/chats/session-*.jsonl). */

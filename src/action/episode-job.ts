@@ -6,7 +6,7 @@ import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pkg from '../../package.json' with { type: 'json' };
 import { agentFor } from '../agents/registry.js';
-import type { Unit } from '../core/config.js';
+import type { Config, Unit } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } from '../core/journal.js';
 import { contextRef, episodeBranch, parseEpisodeId, stateRef } from '../core/names.js';
@@ -34,14 +34,14 @@ import {
 import { RecordsRepo } from './records.js';
 import { type PushedRef, Remote } from './remote.js';
 import { prepareIsolation } from './sandbox-setup.js';
-
-import type { ActionSettings } from './settings.js';
+import { type ActionSettings, jobPlaces } from './settings.js';
 
 export interface JobOutcome {
   run: string;
   episode: Episode;
   phase: string;
-  unit: Unit;
+  /** The run's config, as its record holds it. */
+  config: Config;
   /**
    * ran: this attempt's result is on the branch; already-recorded: an earlier attempt had pushed
    * one, nothing ran; lost-race: another attempt's result landed while this one ran.
@@ -70,7 +70,8 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   await removeTree(s.privateDir);
   // forkflush's alone (see local/store.ts): no other user looks into what it hands the sandbox.
   await mkdir(s.privateDir, { recursive: true, mode: 0o700 });
-  const records = await RecordsRepo.create(join(s.privateDir, 'records.git'));
+  const places = jobPlaces(s);
+  const records = await RecordsRepo.create(places.records);
   const remote = new Remote(s.remoteUrl, s.token, records);
   const read = await readRun(records, remote, s.run);
   if ('unreadable' in read) {
@@ -98,7 +99,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     run: s.run,
     episode,
     phase: round.phase,
-    unit,
+    config: state.config,
     attempt,
     result,
   });
@@ -138,14 +139,14 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
 
   // The workspace: a fresh checkout of the base, with a .git of its own that borrows the records'
   // objects read-only. Whatever the agent does to it, forkflush records the files with its own git.
-  const scratchDir = join(s.privateDir, 'episode');
+  const scratchDir = places.scratch;
   const checkoutIndex = join(scratchDir, 'checkout.index');
   await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, branch);
   o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
 
   // 4. The context folder: empty, or the context the episode carries on (or copies).
   const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
-  const contextDir = join(s.privateDir, 'context', episode.id);
+  const contextDir = places.context;
   const notes: string[] = [];
   await removeTree(contextDir);
   await mkdir(contextDir, { recursive: true });
@@ -171,7 +172,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   // 6. The episode: setup, the agent, protected paths, the grader, the journal, the commit.
   const prompt = episodePrompt(state, episode, facts.task, facts.templates);
   o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
-  const places: EpisodePlaces = {
+  const episodePlaces: EpisodePlaces = {
     workspace: s.workspace,
     context: contextDir,
     box: join(scratchDir, 'box'),
@@ -185,7 +186,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     episode,
     phase: round.phase,
     own: records.own,
-    places,
+    places: episodePlaces,
     checkoutIndex,
     scratchDir,
     prompt,

@@ -97,7 +97,7 @@ export function jobSummary(o: JobOutcome, x: SummaryFacts = {}): string {
         o.phase,
         describeContext(e),
         score,
-        `${formatNumber(r.spent)} of ${formatNumber(e.allowance)} ${o.unit}`,
+        `${formatNumber(r.spent)} of ${formatNumber(e.allowance)} ${o.config.budget.unit}`,
         r.exit,
         r.commit.slice(0, 10),
       ],

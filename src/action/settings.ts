@@ -63,6 +63,23 @@ export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): Act
   };
 }
 
+/**
+ * Where a job keeps its things in its private folder: the records repository, the episode's
+ * scratch folder (its logs: worker/boundary.ts episodeLogs) and its context folder. The log
+ * report reads them from here too, also after a job that failed without an outcome.
+ */
+export function jobPlaces(s: Pick<ActionSettings, 'privateDir' | 'episode'>): {
+  records: string;
+  scratch: string;
+  context: string;
+} {
+  return {
+    records: join(s.privateDir, 'records.git'),
+    scratch: join(s.privateDir, 'episode'),
+    context: join(s.privateDir, 'context', s.episode),
+  };
+}
+
 /** GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT as the run's page: what the episode's check run links to. */
 function workflowRunUrl(server: string, repository: string, env: NodeJS.ProcessEnv): string | null {
   const run = env.GITHUB_RUN_ID?.trim() ?? '';

@@ -3,13 +3,10 @@ import { existsSync } from 'node:fs';
 import { renderChartSvg } from '../core/chart.js';
 import { type RunPlace, renderReport } from '../core/report.js';
 import type { RunState } from '../core/state.js';
+import { episodeLogs } from '../worker/boundary.js';
 import type { RunStore } from './store.js';
 
-const LOGS = [
-  { name: 'agent log', file: 'agent.log' },
-  { name: 'grader log', file: 'grader.log' },
-  { name: 'setup log', file: 'setup.log' },
-];
+const LOG_NAMES = { agent: 'agent log', grader: 'grader log', setup: 'setup log' } as const;
 
 export async function writeReports(
   store: RunStore,
@@ -22,12 +19,11 @@ export async function writeReports(
     renderReport(state, {
       chartFile: 'chart.svg',
       ...(place ? { place } : {}),
-      // Each episode's folder holds agent.log, and grader.log when the grader ran.
+      // Each episode's folder (its scratch folder) holds the logs it made: the agent's, the grader's, setup's.
       episodeLogs: (id) =>
-        LOGS.filter((l) => existsSync(store.path(`episodes/${id}/${l.file}`))).map((l) => ({
-          name: l.name,
-          path: `episodes/${id}/${l.file}`,
-        })),
+        Object.entries(episodeLogs(`episodes/${id}`))
+          .filter(([, path]) => existsSync(store.path(path)))
+          .map(([log, path]) => ({ name: LOG_NAMES[log as keyof typeof LOG_NAMES], path })),
     }),
   );
   return { report, chart };

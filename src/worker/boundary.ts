@@ -69,6 +69,18 @@ export function sessionSpawner(
   };
 }
 
+/**
+ * The logs an episode leaves in its scratch folder (forkflush's, outside every sandbox): what the
+ * agent printed, the grader's run (after the judge's setup), and setup's in the workspace.
+ */
+export function episodeLogs(scratchDir: string): { agent: string; grader: string; setup: string } {
+  return {
+    agent: join(scratchDir, 'agent.log'),
+    grader: join(scratchDir, 'grader.log'),
+    setup: join(scratchDir, 'setup.log'),
+  };
+}
+
 /** Where one episode's files are. */
 export interface EpisodePlaces {
   workspace: string;

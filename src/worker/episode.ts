@@ -18,6 +18,7 @@ import { type Cleaned, cleanedNote, removeTree } from '../io/agent-files.js';
 import {
   agentConfinement,
   type EpisodePlaces,
+  episodeLogs,
   expandHome,
   graderConfinement,
   type Isolation,
@@ -198,7 +199,7 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
       promptFile,
       contextDir: places.context,
       usageFile: join(box, 'usage.json'),
-      logFile: join(job.scratchDir, 'agent.log'),
+      logFile: episodeLogs(job.scratchDir).agent,
       gradeCommand: grading.command,
       allowance: episode.allowance,
       unit,
@@ -262,7 +263,7 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     const g = await judge(job, snap.tree, graderEnv);
     // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
     const graded = g.setupFailed ? '' : `$ ${config.grader.command}\n${g.stdout}${g.stderr}`;
-    await writeFile(join(job.scratchDir, 'grader.log'), `${g.setupLog ?? ''}${graded}`);
+    await writeFile(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ''}${graded}`);
     graderSeconds = g.seconds;
     score = g.score;
     reason = g.reason;

@@ -21,7 +21,7 @@ import { failureLine, plainText } from '../core/text.js';
 import { removeTree } from '../io/agent-files.js';
 import { runShell } from '../io/process.js';
 import type { Confinement, Sandbox } from '../io/sandbox.js';
-import { privateTmp } from './boundary.js';
+import { episodeLogs, privateTmp } from './boundary.js';
 import { excludePatterns, type OwnRepo, restoreTracked, untrackedPaths } from './cleanroom.js';
 import { allowedEnv } from './env.js';
 
@@ -133,7 +133,7 @@ export async function prepareWorkspace(o: {
   cache?: SetupCache | undefined;
   signal?: AbortSignal | undefined;
 }): Promise<PreparedWorkspace> {
-  const logFile = join(o.scratchDir, 'setup.log');
+  const logFile = episodeLogs(o.scratchDir).setup;
   const excludes = join(o.scratchDir, 'setup.exclude');
   const done = async (paths: string[], how: string): Promise<PreparedWorkspace> => {
     const patterns = excludePatterns(paths);

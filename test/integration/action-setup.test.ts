@@ -84,4 +84,34 @@ describe('the worker Action, setup and the agent CLI', () => {
     expect(result?.score).toBe(Number(repo.show(head, 'value.txt')));
     expect(repo.git(['ls-tree', '-r', '--name-only', head])).not.toContain('deps/');
   });
+
+  it('a setup that fails shows its log in the job (a collapsed group) and keeps it, redacted, for the artifact', () => {
+    const repo = new ActionRepo();
+    const state = repo.openingState();
+    state.config = {
+      ...state.config,
+      setup: {
+        ...state.config.setup,
+        commands: ['echo "resolving deps"', 'echo "::error::no such package" >&2; exit 3'],
+      },
+    };
+    repo.publish(state);
+    const job = runJob(repo, 'r0.b0', failingNpm().bin);
+    expect(job.exitCode, job.stdout).toBe(0);
+    expect(job.outputs.exit).toBe('setup');
+    const lines = job.stdout.split('\n');
+    const start = lines.findIndex((l) =>
+      l.startsWith("::group::forkflush r0.b0: setup's log (no agent ran; full log in "),
+    );
+    expect(start, job.stdout).toBeGreaterThan(-1);
+    const group = lines.slice(start, lines.indexOf('::endgroup::', start));
+    expect(group).toContain('> resolving deps');
+    // What setup printed is quoted, never a workflow command of its own.
+    expect(group).toContain('> ::error::no such package');
+    expect(group.filter((l) => l.startsWith('::error::'))).toEqual([]);
+    const copy = join(job.temp, 'forkflush-logs', `${RUN}-r0.b0`, 'setup.log');
+    expect(readFileSync(copy, 'utf8')).toContain('no such package');
+    expect(job.stdout).toContain("setup's log was not uploaded as an artifact: ACTIONS_RESULTS_URL is not set");
+    expect(job.stdout).toContain(`It is on the runner, redacted, in ${copy}`);
+  });
 });

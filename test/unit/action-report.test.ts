@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JobOutcome } from '../../src/action/episode-job.js';
 import { jobOutputs, jobSummary } from '../../src/action/report.js';
+import { parseConfig } from '../../src/core/config.js';
 
 const COMMIT = 'c0ffee1234567890abcdef1234567890abcdef12';
 
@@ -9,7 +10,10 @@ function outcome(over: Partial<JobOutcome['result']> = {}, attempt: JobOutcome['
   return {
     run: 'issue-42',
     phase: 'opening',
-    unit: 'usd',
+    config: parseConfig(
+      'grader:\n  command: sh grade.sh\nagent:\n  kind: command\n  command: ./agent\nbudget:\n  total: 10\n  unit: usd\n',
+      'autoresearch.yml',
+    ),
     attempt,
     episode: {
       id: 'r0.b1',

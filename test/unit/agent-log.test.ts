@@ -458,7 +458,6 @@ describe('the report of an episode', () => {
       run: 'issue-42',
       episode: { id: 'r0.b1', round: 0, branch: 1, base: 'b'.repeat(40) },
       phase: 'opening',
-      unit: 'usd',
       attempt: 'ran',
       result: { commit: 'c'.repeat(40) },
       config,
