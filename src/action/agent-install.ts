@@ -77,6 +77,25 @@ const MARKER = '.forkflush-installed';
 export async function installCli(pin: CliPin, o: InstallOptions): Promise<AgentInstall> {
   const spec = `${pin.package}@${pin.version}`;
   const dir = cliFolder(pin, o.env);
+  try {
+    return await install(pin, spec, dir, o);
+  } catch (e) {
+    // A tool cache forkflush cannot write (a self-hosted runner's, read-only) is the episode's
+    // setup result like a failed download, not a failed job charged its whole allowance.
+    const err = e as NodeJS.ErrnoException;
+    if (typeof err.code !== 'string' || !err.syscall) throw e;
+    const where = err.path ?? dir;
+    return {
+      env: o.env,
+      problem: plainText(
+        `the agent's CLI ${spec} could not be installed: ${where} cannot be written (${err.code}); ` +
+          'make RUNNER_TOOL_CACHE a folder the runner can write, or point agent.command at an installed CLI',
+      ),
+    };
+  }
+}
+
+async function install(pin: CliPin, spec: string, dir: string, o: InstallOptions): Promise<AgentInstall> {
   const bin = join(dir, 'bin');
   const executable = join(bin, pin.executable);
   const withPath = { ...o.env, PATH: [bin, o.env.PATH].filter(Boolean).join(delimiter) };

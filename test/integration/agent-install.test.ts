@@ -139,6 +139,20 @@ describe("the Action's install of the agent CLI", () => {
     expect(empty.problem).toMatch(/was installed but brought no opencode in /);
   });
 
+  it('a tool cache that cannot be written is a problem the episode reports, not a failed job', async () => {
+    const tools = fakeTools();
+    // A file where the folder would be: no user, root included, can make a folder inside it.
+    const blocked = join(tools.env.RUNNER_TOOL_CACHE, 'forkflush-agents');
+    writeFileSync(blocked, '');
+    const install = await installAgentCli(agentOf('{kind: codex}'), { env: tools.env, log: () => {} });
+    expect(install.problem).toBe(
+      `the agent's CLI @openai/codex@${AGENT_CLIS.codex.version} could not be installed: ${blocked} cannot be written (EEXIST); ` +
+        'make RUNNER_TOOL_CACHE a folder the runner can write, or point agent.command at an installed CLI',
+    );
+    expect(install.env).toEqual(tools.env);
+    expect(tools.calls()).toEqual([]);
+  });
+
   it('installs aider in a virtual environment with its pip, at the pinned version', async () => {
     const tools = fakeTools();
     const install = await installAgentCli(agentOf('{kind: aider}'), { env: tools.env, log: () => {} });
