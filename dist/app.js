@@ -52687,9 +52687,10 @@ function issueComment(state, phase, notes = []) {
   ];
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
     parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
-    if (chartData(state).best.length > 0) {
-      parts.push("", "#### Best score versus spend", "", mermaidChart(state));
-      parts.push("", "<details><summary>As a table</summary>", "", bestTable(state), "", "</details>");
+    const points = chartData(state).best;
+    if (points.length > 0) {
+      parts.push("", "#### Best score versus spend", "", mermaidChart(points, unit));
+      parts.push("", "<details><summary>As a table</summary>", "", bestTable(points, unit), "", "</details>");
     }
     parts.push(
       "",
@@ -52715,8 +52716,7 @@ function planMarkdown(state) {
   ]);
   return markdownTable(["phase", "kind", "branches", "episodes", `budget each (${unit})`, "cumulative"], rows);
 }
-function mermaidChart(state) {
-  const points = chartData(state).best;
+function mermaidChart(points, unit) {
   const ys = points.map((p) => p.y);
   const lo = Math.min(...ys);
   const hi = Math.max(...ys);
@@ -52724,16 +52724,16 @@ function mermaidChart(state) {
   return [
     "```mermaid",
     "xychart-beta",
-    `  x-axis "spend (${state.config.budget.unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(", ")}]`,
+    `  x-axis "spend (${unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(", ")}]`,
     `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
     `  line [${ys.map((y) => formatNumber(y, 4)).join(", ")}]`,
     "```"
   ].join("\n");
 }
-function bestTable(state) {
+function bestTable(points, unit) {
   return markdownTable(
-    [`spend (${state.config.budget.unit})`, "best score"],
-    chartData(state).best.map((p) => [formatNumber(p.x, 2), scoreText(p.y)])
+    [`spend (${unit})`, "best score"],
+    points.map((p) => [formatNumber(p.x, 2), scoreText(p.y)])
   );
 }
 function checkRunOutput(state, e, r, details) {
@@ -53437,7 +53437,7 @@ async function startRun(ctx, issue2, steer) {
       if (busy2) return { problem: busy2 };
       return { state: await setStopped(ctx, existing, false, steer) };
     }
-    const next = await amendOnce(forge, run2, "forkflush: labelled", steer.keys, (s) => s);
+    const next = await amendOnce(forge, existing, "forkflush: labelled", steer.keys, (s) => s);
     return { state: next ? await syncOrYield(ctx, next) : null };
   }
   const repository = await forge.repository();
@@ -53511,7 +53511,7 @@ async function setStopped(ctx, stored, stopped, steer) {
     if (await ctx.forge.refSha(`refs/heads/${branch}`) === e.result?.commit)
       await ctx.forge.setBranch(branch, e.base);
   }
-  const next = await amendOnce(ctx.forge, run2, message, steer?.keys ?? [], (s) => {
+  const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
     const again = retry2 ? retrySetup(s.state) : null;
     const moved = new Map(retry2?.episodes.map((e) => [e.id, e.result?.commit]));
     const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
@@ -53542,16 +53542,17 @@ async function setStopped(ctx, stored, stopped, steer) {
   return syncOrYield(ctx, next);
 }
 async function forkNow(ctx, stored, steer) {
-  const next = await amendOnce(ctx.forge, stored.state.id, "forkflush: fork requested", steer?.keys ?? [], (s) => ({
+  const next = await amendOnce(ctx.forge, stored, "forkflush: fork requested", steer?.keys ?? [], (s) => ({
     // Checked again on the latest record: another fork may have been asked for meanwhile.
     state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
     files: steer ? { ...s.files, startedBy: steer.by } : s.files
   }));
   return next ? syncOrYield(ctx, next) : null;
 }
-async function amendOnce(forge, run2, message, keys, change) {
+async function amendOnce(forge, read2, message, keys, change) {
+  const run2 = read2.state.id;
   for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = await forge.loadRun(stateRef(run2));
+    const stored = attempt === 0 ? read2 : await forge.loadRun(stateRef(run2));
     if (!stored || seenAny(stored.files.seen, keys)) return null;
     const next = change(stored);
     const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
@@ -53718,32 +53719,19 @@ function forkflushApp(options2 = {}) {
       const { run: run2, episode } = named;
       const round = parseEpisodeId(episode)?.round ?? Number.NaN;
       const ctx = ctxOf(context, { run: run2, round, episode });
-      await answeringTampered(ctx, null, async () => {
-        const stored = await ctx.forge.loadRun(stateRef(run2));
-        if (!stored) return;
-        const key = deliveryKey(context.id);
-        if (seenAny(stored.files.seenDeliveries, [key])) {
-          ctx.log("this delivery was handled already");
-          return;
-        }
-        const open2 = stored.state.rounds.find((r) => !r.decision);
-        const pending = open2?.index === round && open2.episodes.some((e) => e.id === episode && !e.result);
-        if (job.conclusion !== "success" && pending && !stored.files.stopped) {
-          const why = job.head_branch !== stored.files.defaultBranch ? `its run is on ${job.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(
-            ctx.forge,
-            stored.files,
-            job.run_id,
-            run2,
-            round,
-            context.payload.repository.full_name
-          );
-          if (why) {
-            ctx.log(`ignored the failure of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
-            return;
-          }
+      await workerReport(ctx, context.id, context.payload.repository.full_name, {
+        run: run2,
+        round,
+        workflowRun: job.run_id,
+        headBranch: job.head_branch,
+        what: `the failure of job ${job.id}`,
+        fields: { job: job.id, workflow_run: job.run_id },
+        // A failure is a fact about the episode only from its own job: a workflow in someone's
+        // pull request could take the same job name.
+        says: (open2) => job.conclusion !== "success" && open2.index === round && open2.episodes.some((e) => e.id === episode && !e.result),
+        apply: () => {
           ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
         }
-        await syncOrYield(ctx, withDelivery(stored, key));
       });
     });
     app.on("workflow_run.completed", async (context) => {
@@ -53756,34 +53744,42 @@ function forkflushApp(options2 = {}) {
         ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
         return;
       }
-      await answeringTampered(ctx, null, async () => {
-        const stored = await ctx.forge.loadRun(stateRef(m.run));
-        if (!stored) return;
-        const key = deliveryKey(context.id);
-        if (seenAny(stored.files.seenDeliveries, [key])) {
-          ctx.log("this delivery was handled already");
-          return;
-        }
-        const open2 = stored.state.rounds.find((r) => !r.decision);
-        if (open2?.index === m.round && !stored.files.stopped) {
-          const wrong = w.head_branch !== stored.files.defaultBranch ? `it ran on ${w.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(
-            ctx.forge,
-            stored.files,
-            w.id,
-            m.run,
-            m.round,
-            context.payload.repository.full_name
-          );
-          if (wrong) {
-            ctx.log(`ignored workflow run ${w.id}: ${wrong}`, { workflow_run: w.id });
-            return;
-          }
+      await workerReport(ctx, context.id, context.payload.repository.full_name, {
+        run: m.run,
+        round: m.round,
+        workflowRun: w.id,
+        headBranch: w.head_branch,
+        what: `workflow run ${w.id}`,
+        fields: { workflow_run: w.id },
+        // Only for the open round: the end of a decided one says nothing.
+        says: (open2) => open2.index === m.round,
+        apply: () => {
           ctx.roundEnded = m.round;
         }
-        await syncOrYield(ctx, withDelivery(stored, key));
       });
     });
   };
+}
+async function workerReport(ctx, delivery, repository, e) {
+  await answeringTampered(ctx, null, async () => {
+    const stored = await ctx.forge.loadRun(stateRef(e.run));
+    if (!stored) return;
+    const key = deliveryKey(delivery);
+    if (seenAny(stored.files.seenDeliveries, [key])) {
+      ctx.log("this delivery was handled already");
+      return;
+    }
+    const open2 = stored.state.rounds.find((r) => !r.decision);
+    if (open2 && e.says(open2) && !stored.files.stopped) {
+      const why = e.headBranch !== stored.files.defaultBranch ? `its run is on ${e.headBranch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(ctx.forge, stored.files, e.workflowRun, e.run, e.round, repository);
+      if (why) {
+        ctx.log(`ignored ${e.what}: ${why}`, e.fields);
+        return;
+      }
+      e.apply();
+    }
+    await syncOrYield(ctx, withDelivery(stored, key));
+  });
 }
 function withDelivery(stored, key) {
   return { ...stored, files: { ...stored.files, seenDeliveries: remember(stored.files.seenDeliveries, [key]) } };

@@ -30,6 +30,7 @@ import {
 } from '../core/names.js';
 import { forkRefusal } from '../core/schedule.js';
 import { retrySetup } from '../core/setup-failure.js';
+import type { Round } from '../core/state.js';
 import { canWrite, forkNow, nightly, runsPerRepo, type Steer, setStopped, startRun } from '../github/commands.js';
 import { GitHubForge, type RunFiles, type StoredRun, type WorkflowRun } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
@@ -148,37 +149,22 @@ export function forkflushApp(options: AppOptions = {}) {
       const { run, episode } = named;
       const round = parseEpisodeId(episode)?.round ?? Number.NaN;
       const ctx = ctxOf(context, { run, round, episode });
-      await answeringTampered(ctx, null, async () => {
-        const stored = await ctx.forge.loadRun(stateRef(run));
-        if (!stored) return;
-        const key = deliveryKey(context.id);
-        if (seenAny(stored.files.seenDeliveries, [key])) {
-          ctx.log('this delivery was handled already');
-          return;
-        }
-        const open = stored.state.rounds.find((r) => !r.decision);
-        const pending = open?.index === round && open.episodes.some((e) => e.id === episode && !e.result);
-        // A failure is a fact about the episode only from its own job: a workflow in someone's pull
-        // request could take the same job name. (A stopped run reads no facts.)
-        if (job.conclusion !== 'success' && pending && !stored.files.stopped) {
-          const why =
-            job.head_branch !== stored.files.defaultBranch
-              ? `its run is on ${job.head_branch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
-              : await notTheRoundsRun(
-                  ctx.forge,
-                  stored.files,
-                  job.run_id,
-                  run,
-                  round,
-                  context.payload.repository.full_name,
-                );
-          if (why) {
-            ctx.log(`ignored the failure of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
-            return;
-          }
+      await workerReport(ctx, context.id, context.payload.repository.full_name, {
+        run,
+        round,
+        workflowRun: job.run_id,
+        headBranch: job.head_branch,
+        what: `the failure of job ${job.id}`,
+        fields: { job: job.id, workflow_run: job.run_id },
+        // A failure is a fact about the episode only from its own job: a workflow in someone's
+        // pull request could take the same job name.
+        says: (open) =>
+          job.conclusion !== 'success' &&
+          open.index === round &&
+          open.episodes.some((e) => e.id === episode && !e.result),
+        apply: () => {
           ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? 'unknown'} (${job.html_url ?? job.id})` };
-        }
-        await syncOrYield(ctx, withDelivery(stored, key));
+        },
       });
     });
 
@@ -194,38 +180,67 @@ export function forkflushApp(options: AppOptions = {}) {
         ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
         return;
       }
-      await answeringTampered(ctx, null, async () => {
-        const stored = await ctx.forge.loadRun(stateRef(m.run));
-        if (!stored) return;
-        const key = deliveryKey(context.id);
-        if (seenAny(stored.files.seenDeliveries, [key])) {
-          ctx.log('this delivery was handled already');
-          return;
-        }
-        // Only for the open round (a stopped run reads no facts): the end of a decided one says nothing.
-        const open = stored.state.rounds.find((r) => !r.decision);
-        if (open?.index === m.round && !stored.files.stopped) {
-          const wrong =
-            w.head_branch !== stored.files.defaultBranch
-              ? `it ran on ${w.head_branch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
-              : await notTheRoundsRun(
-                  ctx.forge,
-                  stored.files,
-                  w.id,
-                  m.run,
-                  m.round,
-                  context.payload.repository.full_name,
-                );
-          if (wrong) {
-            ctx.log(`ignored workflow run ${w.id}: ${wrong}`, { workflow_run: w.id });
-            return;
-          }
+      await workerReport(ctx, context.id, context.payload.repository.full_name, {
+        run: m.run,
+        round: m.round,
+        workflowRun: w.id,
+        headBranch: w.head_branch,
+        what: `workflow run ${w.id}`,
+        fields: { workflow_run: w.id },
+        // Only for the open round: the end of a decided one says nothing.
+        says: (open) => open.index === m.round,
+        apply: () => {
           ctx.roundEnded = m.round;
-        }
-        await syncOrYield(ctx, withDelivery(stored, key));
+        },
       });
     });
   };
+}
+
+/** What a worker event (a job's or a workflow run's end) reports, and how to check where it comes from. */
+interface WorkerEvent {
+  run: string;
+  round: number;
+  /** The workflow run the event comes from, and its branch. */
+  workflowRun: number;
+  headBranch: string | null | undefined;
+  /** The event, for the log line that says it was ignored. */
+  what: string;
+  fields: LogFields;
+  /** Whether the event reports a fact about the open round (else it only triggers a sync). */
+  says: (open: Round) => boolean;
+  /** The fact, handed to the sync once the event is known to come from the round's own run. */
+  apply: () => void;
+}
+
+/**
+ * A worker event, once: the run's record, the delivery not seen before, and a fact about the
+ * open round of a running run (a stopped run reads none) only from the run the round's dispatch
+ * started, on the default branch. Then one sync, saved with the delivery.
+ */
+async function workerReport(ctx: AppContext, delivery: string, repository: string, e: WorkerEvent): Promise<void> {
+  await answeringTampered(ctx, null, async () => {
+    const stored = await ctx.forge.loadRun(stateRef(e.run));
+    if (!stored) return;
+    const key = deliveryKey(delivery);
+    if (seenAny(stored.files.seenDeliveries, [key])) {
+      ctx.log('this delivery was handled already');
+      return;
+    }
+    const open = stored.state.rounds.find((r) => !r.decision);
+    if (open && e.says(open) && !stored.files.stopped) {
+      const why =
+        e.headBranch !== stored.files.defaultBranch
+          ? `its run is on ${e.headBranch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
+          : await notTheRoundsRun(ctx.forge, stored.files, e.workflowRun, e.run, e.round, repository);
+      if (why) {
+        ctx.log(`ignored ${e.what}: ${why}`, e.fields);
+        return;
+      }
+      e.apply();
+    }
+    await syncOrYield(ctx, withDelivery(stored, key));
+  });
 }
 
 /** The stored run with a job or workflow-run delivery noted as handled, saved with what it changes. */

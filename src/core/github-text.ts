@@ -1,7 +1,7 @@
 // What forkflush writes on GitHub: the issue comment it keeps editing, check run outputs, pull
 // request bodies, and the comment commands it understands. Pure text from the run's state.
 import { spent } from './budget.js';
-import { chartData } from './chart.js';
+import { type ChartData, chartData } from './chart.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
 import { plan, planWarnings } from './plan.js';
@@ -81,9 +81,10 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
     parts.push('', '#### Leaderboard', '', leaderboardMarkdown(state, 10));
     // No chart before anything scored (every setup failed, say): it would have no line to draw.
-    if (chartData(state).best.length > 0) {
-      parts.push('', '#### Best score versus spend', '', mermaidChart(state));
-      parts.push('', '<details><summary>As a table</summary>', '', bestTable(state), '', '</details>');
+    const points = chartData(state).best;
+    if (points.length > 0) {
+      parts.push('', '#### Best score versus spend', '', mermaidChart(points, unit));
+      parts.push('', '<details><summary>As a table</summary>', '', bestTable(points, unit), '', '</details>');
     }
     parts.push(
       '',
@@ -110,9 +111,8 @@ export function planMarkdown(state: RunState): string {
   return markdownTable(['phase', 'kind', 'branches', 'episodes', `budget each (${unit})`, 'cumulative'], rows);
 }
 
-/** A Mermaid line chart of the best score so far at the end of each round. */
-export function mermaidChart(state: RunState): string {
-  const points = chartData(state).best;
+/** A Mermaid line chart of the best score so far at the end of each round (chartData's `best`). */
+function mermaidChart(points: ChartData['best'], unit: string): string {
   const ys = points.map((p) => p.y);
   const lo = Math.min(...ys);
   const hi = Math.max(...ys);
@@ -120,17 +120,17 @@ export function mermaidChart(state: RunState): string {
   return [
     '```mermaid',
     'xychart-beta',
-    `  x-axis "spend (${state.config.budget.unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(', ')}]`,
+    `  x-axis "spend (${unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(', ')}]`,
     `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
     `  line [${ys.map((y) => formatNumber(y, 4)).join(', ')}]`,
     '```',
   ].join('\n');
 }
 
-function bestTable(state: RunState): string {
+function bestTable(points: ChartData['best'], unit: string): string {
   return markdownTable(
-    [`spend (${state.config.budget.unit})`, 'best score'],
-    chartData(state).best.map((p) => [formatNumber(p.x, 2), scoreText(p.y)]),
+    [`spend (${unit})`, 'best score'],
+    points.map((p) => [formatNumber(p.x, 2), scoreText(p.y)]),
   );
 }
 

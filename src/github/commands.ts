@@ -67,7 +67,7 @@ export async function startRun(
       return { state: await setStopped(ctx, existing, false, steer) };
     }
     // Running or finished: the event is recorded, so that a replay of it after a stop resumes nothing.
-    const next = await amendOnce(forge, run, 'forkflush: labelled', steer.keys, (s) => s);
+    const next = await amendOnce(forge, existing, 'forkflush: labelled', steer.keys, (s) => s);
     return { state: next ? await syncOrYield(ctx, next) : null };
   }
   const repository = await forge.repository();
@@ -153,7 +153,7 @@ export async function setStopped(
     if ((await ctx.forge.refSha(`refs/heads/${branch}`)) === e.result?.commit)
       await ctx.forge.setBranch(branch, e.base);
   }
-  const next = await amendOnce(ctx.forge, run, message, steer?.keys ?? [], (s) => {
+  const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
     // Checked again on the latest record: the round runs again only while its setup results are
     // the ones whose branches this handler moved back (another handler may have retried it, and
     // the retry may have failed its setup anew).
@@ -194,7 +194,7 @@ export async function setStopped(
  * caller says why not when it is reached). Who asks takes the nightly rounds on.
  */
 export async function forkNow(ctx: SyncContext, stored: StoredRun, steer?: Steer): Promise<RunState | null> {
-  const next = await amendOnce(ctx.forge, stored.state.id, 'forkflush: fork requested', steer?.keys ?? [], (s) => ({
+  const next = await amendOnce(ctx.forge, stored, 'forkflush: fork requested', steer?.keys ?? [], (s) => ({
     // Checked again on the latest record: another fork may have been asked for meanwhile.
     state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
     files: steer ? { ...s.files, startedBy: steer.by } : s.files,
@@ -203,19 +203,20 @@ export async function forkNow(ctx: SyncContext, stored: StoredRun, steer?: Steer
 }
 
 /**
- * Changes a run's record, once per event: reads it, applies the change and records the event's
- * keys, compare-and-swaps; on a conflict it reads the newer record and tries again. Null when
- * there is no record, or when the record has one of the keys (the event was acted on already).
+ * Changes a run's record, once per event: applies the change to the record the caller read and
+ * records the event's keys, compare-and-swaps; on a conflict it reads the newer record and tries
+ * again. Null when the record is gone, or has one of the keys (the event was acted on already).
  */
 export async function amendOnce(
   forge: GitHubForge,
-  run: string,
+  read: StoredRun,
   message: string,
   keys: readonly string[],
   change: (stored: StoredRun) => { state: RunState; files: RunFiles },
 ): Promise<StoredRun | null> {
+  const run = read.state.id;
   for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = await forge.loadRun(stateRef(run));
+    const stored = attempt === 0 ? read : await forge.loadRun(stateRef(run));
     if (!stored || seenAny(stored.files.seen, keys)) return null;
     const next = change(stored);
     const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
