@@ -53947,7 +53947,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL4(realpathSync2(process.
   try {
     await run(hostedApp);
   } catch (e) {
-    console.error(e instanceof Error ? e.message : String(e));
+    const debug = /^(debug|trace)$/i.test(process.env.LOG_LEVEL ?? "");
+    const stack = e instanceof Error && debug ? e.stack : void 0;
+    console.error(stack ?? (e instanceof Error ? e.message : String(e)));
+    if (!debug) console.error("(LOG_LEVEL=debug prints where it failed)");
     process.exit(1);
   }
 }

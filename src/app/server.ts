@@ -124,7 +124,11 @@ if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.ar
   try {
     await run(hostedApp);
   } catch (e) {
-    console.error(e instanceof Error ? e.message : String(e));
+    // The reason is one line (a missing APP_ID, a port in use); the stack only when asked for.
+    const debug = /^(debug|trace)$/i.test(process.env.LOG_LEVEL ?? '');
+    const stack = e instanceof Error && debug ? e.stack : undefined;
+    console.error(stack ?? (e instanceof Error ? e.message : String(e)));
+    if (!debug) console.error('(LOG_LEVEL=debug prints where it failed)');
     process.exit(1);
   }
 }

@@ -1,8 +1,10 @@
 // The hosted app as a team deploys it (issue 10, "Deployment"): `npm start` serves it with Probot's
 // own server, health at /ping; it refuses to start without a webhook secret; its settings are
 // listed in .env.example, and .env stays out of git.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Probot, run } from 'probot';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -60,6 +62,28 @@ describe('the webhook secret', () => {
     } finally {
       await server.stop();
     }
+  });
+});
+
+describe('forkflush-app run directly', () => {
+  it('a setup that cannot serve ends with its reason in one line and exit 1; LOG_LEVEL=debug adds where', () => {
+    const env = { PATH: process.env.PATH, APP_ID: '1', PRIVATE_KEY: new AppAuth().privateKey, PORT: '0' };
+    const start = (more: Record<string, string> = {}) =>
+      spawnSync(process.execPath, [join(ROOT, 'dist', 'app.js')], {
+        cwd: tmpdir(),
+        env: { ...env, ...more },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+    const plain = start();
+    expect(plain.status).toBe(1);
+    expect(plain.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^forkflush-app: no webhook secret: set WEBHOOK_SECRET/),
+      '(LOG_LEVEL=debug prints where it failed)',
+    ]);
+    const debug = start({ LOG_LEVEL: 'debug' });
+    expect(debug.status).toBe(1);
+    expect(debug.stderr).toMatch(/forkflush-app: no webhook secret[^\n]*\n\s+at /);
   });
 });
 
