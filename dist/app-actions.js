@@ -68780,8 +68780,8 @@ function rowOutcome(round, e) {
 }
 function outcomeOf(round, e) {
   if (!round.decision) return "running";
-  if (round.kind === "serial") return "kept";
-  return round.decision.adopted.includes(e.id) ? "adopted" : "dropped";
+  if (!round.decision.adopted.includes(e.id)) return "dropped";
+  return round.kind === "serial" ? "kept" : "adopted";
 }
 function leaderboard(state) {
   const sign2 = state.config.grader.direction === "maximize" ? -1 : 1;

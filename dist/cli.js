@@ -29152,8 +29152,8 @@ function rowOutcome(round4, e) {
 }
 function outcomeOf(round4, e) {
   if (!round4.decision) return "running";
-  if (round4.kind === "serial") return "kept";
-  return round4.decision.adopted.includes(e.id) ? "adopted" : "dropped";
+  if (!round4.decision.adopted.includes(e.id)) return "dropped";
+  return round4.kind === "serial" ? "kept" : "adopted";
 }
 function leaderboard(state) {
   const sign = state.config.grader.direction === "maximize" ? -1 : 1;

@@ -21,10 +21,11 @@ export function rowOutcome(round: Round, e: Episode): RowOutcome {
   return setupFailed(e) ? 'setup-failed' : outcomeOf(round, e);
 }
 
+/** What its round's decision did with an episode: a serial round keeps what it adopted (all that ran). */
 export function outcomeOf(round: Round, e: Episode): Outcome {
   if (!round.decision) return 'running';
-  if (round.kind === 'serial') return 'kept';
-  return round.decision.adopted.includes(e.id) ? 'adopted' : 'dropped';
+  if (!round.decision.adopted.includes(e.id)) return 'dropped';
+  return round.kind === 'serial' ? 'kept' : 'adopted';
 }
 
 /** Every episode with a result, best first; episodes without a score last, then by id. */

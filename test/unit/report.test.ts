@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chartData, renderChartSvg, ticks } from '../../src/core/chart.js';
 import { simulate } from '../../src/core/plan.js';
-import { leaderboard, renderReport, summary, takeHomeLines } from '../../src/core/report.js';
+import { leaderboard, outcomeOf, renderReport, summary, takeHomeLines } from '../../src/core/report.js';
 import { config } from './helpers.js';
 
 // Scores rise with the round; branch 1 of each fork round wins; one branch never scores.
@@ -19,6 +19,20 @@ describe('reports', () => {
     expect(opening.find((r) => r.episode.branch === 1)?.outcome).toBe('adopted');
     expect(opening.find((r) => r.episode.branch === 0)?.outcome).toBe('dropped');
     expect(rows.find((r) => r.phase === 'final')?.outcome).toBe('kept');
+  });
+
+  it("says what each round's decision did: a serial episode it did not adopt is dropped, not kept", () => {
+    const serial = state.rounds.find((r) => r.kind === 'serial' && r.decision);
+    const fork = state.rounds.find((r) => r.kind === 'fork' && r.decision);
+    const [e] = serial?.episodes ?? [];
+    if (!serial?.decision || !fork?.decision || !e) throw new Error('the plan has a decided serial and fork round');
+    expect(outcomeOf(serial, e)).toBe('kept');
+    expect(outcomeOf({ ...serial, decision: { ...serial.decision, adopted: [] } }, e)).toBe('dropped');
+    const winner = fork.episodes.find((x) => x.id === fork.decision?.winner);
+    const loser = fork.episodes.find((x) => x.id !== fork.decision?.winner);
+    if (!winner || !loser) throw new Error('a fork round has a winner and a loser');
+    expect([outcomeOf(fork, winner), outcomeOf(fork, loser)]).toEqual(['adopted', 'dropped']);
+    expect(outcomeOf({ ...fork, decision: undefined }, winner)).toBe('running');
   });
 
   it('says the best score and where it is', () => {
