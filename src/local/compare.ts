@@ -179,6 +179,14 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   let startLock = Promise.resolve() as Promise<unknown>;
   // A note every run gets (the plan's, the sandbox's) is said once.
   const noted = new Set<string>();
+  // The outputs are written one set at a time, each from the states as they are then: runs that
+  // finish together must not interleave their writes (an older set could land last).
+  let written: Promise<unknown> = Promise.resolve();
+  const outputs = (): Promise<CompareResults> => {
+    const next = written.then(() => writeOutputs(dir, m, states, base, taskDir));
+    written = next.catch(() => {});
+    return next;
+  };
 
   const runEntry = async (i: number, width: number) => {
     const e = m.entries[i] as CompareManifest['entries'][number];
@@ -251,7 +259,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
       `${clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === undefined ? 'none' : formatNumber(best, 4)}`}, ` +
         `spent ${formatNumber(spentOf(result.state), 2)} ${base.budget.unit} in ${duration((Date.now() - t0) / 1000)}. ${estimate()}`,
     );
-    await writeOutputs(dir, m, states, base, taskDir);
+    await outputs();
   };
 
   // The scheduler: in plan order, each run when its slots are free. A run may pass one that waits
@@ -290,7 +298,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   await release();
   if (error !== null) throw error;
   if (o.signal?.aborted) interrupted = true;
-  const results = await writeOutputs(dir, m, states, base, taskDir);
+  const results = await outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
   if (failure) return { ...end, ...(failure as { code: number; message: string }) };
   return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };

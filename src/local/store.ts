@@ -145,9 +145,15 @@ async function readRecordFile(file: string): Promise<string> {
   }
 }
 
-/** Writes a file whole or not at all: a crash leaves the old one (a rename replaces it at once). */
+let tmpCount = 0;
+
+/**
+ * Writes a file whole or not at all: a crash leaves the old one (a rename replaces it at once).
+ * Each write has a temp file of its own: two at once (a compare's runs finishing together) must
+ * not rename one temp file twice.
+ */
 export async function writeAtomic(file: string, content: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.tmp`;
+  const tmp = `${file}.${process.pid}.${++tmpCount}.tmp`;
   await writeFile(tmp, content);
   await rename(tmp, file);
 }

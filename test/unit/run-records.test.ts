@@ -3,7 +3,7 @@
 // version; an older one is migrated step by step, a newer one refused.
 
 import { readFileSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,7 +21,7 @@ import {
   recordText,
   STATE_RECORD,
 } from '../../src/core/records.js';
-import { RunStore } from '../../src/local/store.js';
+import { RunStore, writeAtomic } from '../../src/local/store.js';
 import { cliWith } from '../integration/cli-io.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'records');
@@ -345,3 +345,21 @@ async function tempRun(): Promise<string> {
 function pattern(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+describe('writing a record file', () => {
+  it('takes many writes of one file at once: each whole, none failing, one of them last', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'forkflush-atomic-'));
+    try {
+      const file = join(dir, 'results.json');
+      const texts = Array.from(
+        { length: 40 },
+        (_, i) => `${JSON.stringify({ write: i, pad: 'x'.repeat(i * 1000) })}\n`,
+      );
+      await Promise.all(texts.map((t) => writeAtomic(file, t)));
+      expect(texts).toContain(await readFile(file, 'utf8'));
+      expect(await readdir(dir)).toEqual(['results.json']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
