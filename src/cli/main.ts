@@ -12,7 +12,7 @@ import { plan, planTable } from '../core/plan.js';
 import { probePlan, probeText } from '../core/probe.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, statusJson, summary, takeHomeLines } from '../core/report.js';
-import { retrySetup } from '../core/setup-failure.js';
+import { retrySetup, runStop } from '../core/setup-failure.js';
 import { allEpisodes, type RunState } from '../core/state.js';
 import { shellQuote, textTable } from '../core/text.js';
 import { type CompareOptions, runCompare } from '../local/compare.js';
@@ -110,6 +110,17 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
         io.stdout.write(`run ${open.state.id} is already finished.\n`);
         return printResult(open, io);
       }
+      const driver = await open.store.driver();
+      if (driver !== null)
+        throw new UserError(
+          `run ${open.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`,
+        );
+      const stop = runStop(open.state);
+      if (stop && !retrySetup(open.state)) {
+        // Nothing a resume could do: the run keeps its config, and the stop says what needs a new run.
+        io.stderr.write(`forkflush: run ${open.state.id} stopped: ${stop.message}\n`);
+        return stop.code;
+      }
       for (const w of open.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
       io.stdout.write(`forkflush: resuming run ${open.state.id}\nsandbox: ${sandboxLine(open)}\n`);
       const again = await retrySetupStop(open);
@@ -161,13 +172,17 @@ async function status(dir: string, p: Parsed, io: Io): Promise<number> {
   const open = await openRun(dir, str(p.values.run));
   const { state } = open;
   const pid = state.status === 'finished' ? null : await open.store.driver();
-  const resume = state.status !== 'finished' && pid === null ? `forkflush resume ${dir} --run ${state.id}` : null;
+  // A run its setup stopped is resumed only where a resume runs the round again (retrySetup).
+  const stop = pid === null ? runStop(state) : null;
+  const resumable = state.status !== 'finished' && pid === null && (!stop || retrySetup(state) !== null);
+  const resume = resumable ? `forkflush resume ${dir} --run ${state.id}` : null;
   if (p.values.json) {
     const json = statusJson(state, { folder: open.store.dir, live: pid ? { pid } : null, resume });
     io.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
     return 0;
   }
-  const where = state.status === 'finished' ? '' : pid ? `, running in process ${pid}` : ', interrupted';
+  const where =
+    state.status === 'finished' ? '' : pid ? `, running in process ${pid}` : stop ? ', stopped' : ', interrupted';
   io.stdout.write(`run ${state.id} (${open.store.dir})${where}\n${summary(state)}\n`);
   const current = state.rounds.find((r) => !r.decision);
   if (current) {
@@ -176,7 +191,10 @@ async function status(dir: string, p: Parsed, io: Io): Promise<number> {
       `open round ${current.index} (${current.phase}): waiting for ${left.join(', ') || 'the decision'}\n`,
     );
   }
-  if (resume) io.stdout.write(`nothing is driving it: continue it with ${resume}\n`);
+  if (resume)
+    io.stdout.write(
+      stop ? `after the fix, continue it with ${resume}\n` : `nothing is driving it: continue it with ${resume}\n`,
+    );
   io.stdout.write(`\n${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}\n`);
   return 0;
 }

@@ -3,6 +3,7 @@
 import { charged, spent } from './budget.js';
 import { describeContext } from './journal.js';
 import { bestBranch, describeEpisodeId } from './names.js';
+import { runStop } from './setup-failure.js';
 import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState, setupFailed } from './state.js';
 import { codeSpan, formatNumber, markdownTable, shellQuote } from './text.js';
 
@@ -120,10 +121,12 @@ export function roundRows(state: RunState): string[][] {
 export function summary(state: RunState): string {
   const c = state.config;
   const unit = c.budget.unit;
+  const stop = runStop(state);
   const lines = [
     `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} ` +
-      `(spent ${formatNumber(spent(state), 2)}), K = ${c.fork.branches}, seed ${state.seed}: ${state.status}.`,
+      `(spent ${formatNumber(spent(state), 2)}), K = ${c.fork.branches}, seed ${state.seed}: ${runStatus(state)}.`,
   ];
+  if (stop) lines.push(`Stopped: ${stop.message}.`);
   if (state.best) {
     lines.push(
       `Best score: ${scoreText(state.best.score)} from ${describeEpisodeId(state.best.episode)}, ` +
@@ -220,16 +223,24 @@ export function renderReport(
   return parts.join('\n');
 }
 
+/** Where a run stands, as far as its state says (a shell knows more: whether a process drives it). */
+function runStatus(state: RunState): 'finished' | 'stopped' | 'in progress' {
+  if (state.status === 'finished') return 'finished';
+  return runStop(state) ? 'stopped' : 'in progress';
+}
+
 /** `forkflush status --json`: where a run stands (README, "JSON output"). */
 export function statusJson(
   state: RunState,
   o: { folder: string; live: { pid: number } | null; resume: string | null },
 ): Record<string, unknown> {
   const c = state.config;
+  const stop = state.status === 'finished' || o.live ? null : runStop(state);
   return {
     run: state.id,
     folder: o.folder,
-    status: state.status === 'finished' ? 'finished' : o.live ? 'running' : 'interrupted',
+    status: state.status === 'finished' ? 'finished' : o.live ? 'running' : stop ? 'stopped' : 'interrupted',
+    stopped: stop ? { code: stop.code, message: stop.message } : null,
     pid: o.live?.pid ?? null,
     strategy: c.strategy,
     direction: c.grader.direction,

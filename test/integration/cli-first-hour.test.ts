@@ -109,6 +109,10 @@ describe('status', () => {
     expect(live.out).toContain(`run ${id} (${folder}), running in process 1`);
     expect(live.out).not.toContain('forkflush resume');
     expect(JSON.parse((await cli('status', repo.dir, '--json')).out)).toMatchObject({ status: 'running', pid: 1 });
+    // A resume of a run another process drives is refused before it says it resumes anything.
+    const resume = await cli('resume', repo.dir);
+    expect([resume.code, resume.out]).toEqual([2, '']);
+    expect(resume.err).toContain(`run ${id} is being driven by process 1: stop it first`);
   });
 });
 
@@ -173,6 +177,17 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     expect(r.err).toContain('check agent.command');
     const [id] = runs(repo.dir) as [string];
     expect(stateOf(repo.dir, id).rounds).toHaveLength(1);
+    // Stopped, not interrupted: status says why and offers no resume, which could not help.
+    const status = await cli('status', repo.dir);
+    expect(status.out).toContain(`run ${id} (${join(repo.dir, '.forkflush', id)}), stopped\n`);
+    expect(status.out).toMatch(/seed \d+: stopped\.\nStopped: the agent could not start in r0\.b\d/);
+    expect(status.out).not.toContain('forkflush resume');
+    const json = JSON.parse((await cli('status', repo.dir, '--json')).out);
+    expect(json).toMatchObject({ status: 'stopped', stopped: { code: 2 }, resume: null });
+    const resume = await cli('resume', repo.dir);
+    expect(resume.code).toBe(2);
+    expect(resume.out).toBe('');
+    expect(resume.err).toMatch(new RegExp(`^forkflush: run ${id} stopped: the agent could not start in r0\\.b\\d`));
   });
 
   it("stops after an opening round with no score, with the grader's own error, and links its log", async () => {
