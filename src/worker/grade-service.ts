@@ -36,6 +36,9 @@ export async function startGradeService(args: {
 }): Promise<GradeService> {
   let count = 0;
   let queue: Promise<unknown> = Promise.resolve();
+  // Closing stops the gradings the agent asked for: each runs the agent's code in the workspace,
+  // and none may outlive the agent into the snapshot and the judge.
+  const closing = new AbortController();
   // The client in the box holds it: a process that finds the socket, but cannot read the box
   // (the run folder is forkflush's, mode 0700), gets nothing.
   const secret = randomBytes(24).toString('hex');
@@ -50,6 +53,9 @@ export async function startGradeService(args: {
     }
     // One grading at a time: graders are rarely written to run twice at once in one folder.
     const job = queue.then(async () => {
+      if (closing.signal.aborted) {
+        return { exitCode: 3, stdout: '', stderr: 'forkflush: the episode has ended; no more gradings\n' };
+      }
       if (count >= args.limit) {
         args.onExhausted();
         return {
@@ -59,7 +65,7 @@ export async function startGradeService(args: {
         };
       }
       count += 1;
-      const g = await runGrader(args.config, args.workdir, args.env, args.confine);
+      const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing.signal);
       const note = g.score === null ? `forkflush: no score: ${g.reason}\n` : '';
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
     });
@@ -115,10 +121,13 @@ req.end();
     socketDir,
     evaluations: () => count,
     close: async () => {
+      closing.abort();
       await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       });
+      // Every grading asked for has ended (its process group or sandbox killed) before this returns.
+      await queue;
       await rm(socketDir, { recursive: true, force: true });
     },
   };

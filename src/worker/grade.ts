@@ -20,6 +20,7 @@ export async function runGrader(
   workdir: string,
   env: NodeJS.ProcessEnv,
   confine?: { sandbox: Sandbox; confinement: Confinement },
+  signal?: AbortSignal,
 ): Promise<Grading> {
   const g = config.grader;
   const r = await runShell(g.command, {
@@ -27,6 +28,7 @@ export async function runGrader(
     env,
     timeoutMs: g.timeout * 1000,
     maxOutput: 1_000_000,
+    ...(signal ? { signal } : {}),
     ...(confine ? { confine } : { track: true }),
   });
   const base = { seconds: r.ms / 1000, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };

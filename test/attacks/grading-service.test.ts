@@ -119,4 +119,16 @@ describeSandboxed('the grading service', () => {
     expect(showFile(join(repo.dir, '.git'), result.commit, 'value.txt')).toBe('4\n');
     expect(processesWith(marker)).toEqual([]);
   });
+
+  it('a grading the agent left running is stopped with the agent, before the snapshot', async () => {
+    const marker = unique('ff-grade-linger');
+    const repo = makeAttackRepo({ agent: `sh {fx}/grade-linger.sh ${marker}`, files: COUNTING_GRADER });
+    const { result } = await runLocal(repo);
+    expect(result.score).toBe(4);
+    // Gone by the time the episode has its result: it wrote for a moment, not for its 20 s.
+    expect(processesWith(marker)).toEqual([]);
+    const written = (showFile(join(repo.dir, '.git'), result.commit, 'linger.log') ?? '').split('\n').filter(Boolean);
+    expect(written.length).toBeGreaterThan(0);
+    expect(written.length).toBeLessThan(300);
+  });
 });
