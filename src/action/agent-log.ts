@@ -428,7 +428,23 @@ export const SETUP_TAIL = 40;
  * command (an annotation, a mask, an output, another group).
  */
 function quoted(lines: string[], stopToken: string): string[] {
-  return [`::stop-commands::${stopToken}`, ...lines.map((l) => `> ${l}`), `::${stopToken}::`];
+  return [`::stop-commands::${stopToken}`, ...lines.map((l) => workflowSafe(`> ${l}`)), `::${stopToken}::`];
+}
+
+/** A word joiner: invisible, not white space, so the runner reads no command where it stands. */
+const JOINER = '\u2060';
+
+/**
+ * Text for the job log that holds no workflow command, whatever the agent, setup or the grader
+ * put in it. The runner takes a line starting with `::` (after white space) as a command, and
+ * `##[` anywhere in a line as one of its old form (`##[stop-commands]` would turn off every later
+ * mask, group and error); a word joiner in front of each keeps the text as it reads.
+ */
+export function workflowSafe(text: string): string {
+  return text
+    .split(/(\r\n|\r|\n)/)
+    .map((part) => part.replace(/##\[/g, `##${JOINER}[`).replace(/^(\s*)::/, `$1${JOINER}::`))
+    .join('');
 }
 
 /** The transcript group: one line per turn or tool call, then the tail of the agent's other output. */
@@ -504,9 +520,16 @@ export interface AgentLogReport {
  */
 export async function publishAgentLog(
   ctx: LogContext,
-  io: LogIo,
+  logIo: LogIo,
   client: () => Promise<UploadClient>,
 ): Promise<AgentLogReport> {
+  // Warnings and group titles can carry an error's text or a path: never a workflow command.
+  // (Lines go through as they are: the quoted bodies hold the stop-commands token lines.)
+  const io: LogIo = {
+    ...logIo,
+    warning: (line) => logIo.warning(workflowSafe(line)),
+    startGroup: (title) => logIo.startGroup(workflowSafe(title)),
+  };
   const facts = await readRecordFacts(jobPlaces(ctx).records, ctx.run, ctx.outcome).catch(
     (): RecordFacts => ({ config: null, issue: null, diffStat: [], journal: [] }),
   );
@@ -537,7 +560,7 @@ async function publish(ctx: LogContext, io: LogIo, client: () => Promise<UploadC
   const raw = ranHere ? await readLog(logs.agent) : null;
   const setup = ranHere ? await readLog(logs.setup) : null;
   if (raw === null && setup === null) {
-    io.info(`forkflush ${ctx.episode}: no agent ran in this job, so there is no agent log`);
+    io.info(workflowSafe(`forkflush ${ctx.episode}: no agent ran in this job, so there is no agent log`));
     return;
   }
   const handedOver = config ? handedOverEnv(config, ctx.env) : {};
@@ -629,7 +652,7 @@ async function transcriptGroup(
       scratch: join(ctx.logsDir, `.version-${ctx.episode}`),
     }).catch((e: Error) => ({ version: null, why: e.message }));
     report.version = probe.version;
-    if (probe.why) io.info(`forkflush: the agent's version is not known: ${probe.why}`);
+    if (probe.why) io.info(workflowSafe(`forkflush: the agent's version is not known: ${probe.why}`));
   }
 
   const agent = `${kind}${report.version ? ` ${report.version}` : ''}`;

@@ -4,7 +4,13 @@
 import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
 import { InterruptedError } from '../worker/episode.js';
-import { type AgentLogReport, type ArtifactService, publishAgentLog, type UploadClient } from './agent-log.js';
+import {
+  type AgentLogReport,
+  type ArtifactService,
+  publishAgentLog,
+  type UploadClient,
+  workflowSafe,
+} from './agent-log.js';
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
 import { basicCredentials } from './remote.js';
@@ -71,20 +77,22 @@ export async function run(): Promise<void> {
     settings = parseSettings({ run: runId, episode, token, contextKey }, process.env);
     // A cancelled job stops the agent's whole process group rather than leaving it running.
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
-    const outcome = await runEpisodeJob(settings, { log: core.info, env: process.env, signal: cancel.signal });
-    const log = await report(outcome);
-    const facts = { agentVersion: log?.version ?? null, logFile: log?.logFile ?? null };
+    // What the job prints carries the agent's, setup's and the grader's words: no workflow command.
+    const log = (line: string) => core.info(workflowSafe(line));
+    const outcome = await runEpisodeJob(settings, { log, env: process.env, signal: cancel.signal });
+    const published = await report(outcome);
+    const facts = { agentVersion: published?.version ?? null, logFile: published?.logFile ?? null };
     for (const [name, value] of Object.entries(jobOutputs(outcome, facts))) core.setOutput(name, value);
     const notice = jobNotice(outcome);
-    if (notice) core.notice(notice);
+    if (notice) core.notice(workflowSafe(notice));
     const summary = jobSummary(outcome, {
       ...facts,
-      agentKind: log?.kind ?? null,
-      ...(log?.logFile ? { transcriptLines: log.lines } : {}),
-      artifact: log?.artifact ?? null,
-      diffStat: log?.facts.diffStat ?? [],
-      journal: log?.facts.journal ?? [],
-      issue: log?.facts.issue ?? null,
+      agentKind: published?.kind ?? null,
+      ...(published?.logFile ? { transcriptLines: published.lines } : {}),
+      artifact: published?.artifact ?? null,
+      diffStat: published?.facts.diffStat ?? [],
+      journal: published?.facts.journal ?? [],
+      issue: published?.facts.issue ?? null,
       ...(service.serverUrl ? { serverUrl: service.serverUrl } : {}),
       ...(service.repository ? { repository: service.repository } : {}),
       ...(service.runId ? { runId: service.runId } : {}),
@@ -97,9 +105,10 @@ export async function run(): Promise<void> {
       const log = await report(null)?.catch(() => null);
       if (log?.logFile) core.setOutput('log-file', log.logFile);
     }
-    if (e instanceof InterruptedError) core.setFailed(`${what}: the job was cancelled before the episode had a result`);
-    else core.setFailed(`${what}: ${e instanceof Error ? e.message : String(e)}`);
-    if (e instanceof Error && e.stack) core.debug(e.stack);
+    if (e instanceof InterruptedError)
+      core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result`));
+    else core.setFailed(workflowSafe(`${what}: ${e instanceof Error ? e.message : String(e)}`));
+    if (e instanceof Error && e.stack) core.debug(workflowSafe(e.stack));
   } finally {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
   }

@@ -206,6 +206,23 @@ describeSandboxed('taking over the job', () => {
     expect(existsSync(join(repo.logs, 'file-commands.txt'))).toBe(false);
   });
 
+  it("commands of the runner's old form (##[...]) in the grader's output and the agent's stderr reach the log as text", async () => {
+    const repo = makeActionRepo('placeholder');
+    repo.agent = `sh ${FX}/legacy-commands.sh`;
+    repo.publish(repo.openingState());
+    const job = await runJob(repo, 'r0.b2');
+    expectRecorded(repo, job, 'r0.b2');
+    expect(job.outputs.score).toBe('');
+    const lines = job.stdout.split('\n');
+    // The runner reads `##[` anywhere in a line, and `::` at its start: neither is left in the agent's words.
+    expect(lines.filter((l) => l.includes('##['))).toEqual([]);
+    expect(
+      lines.filter((l) => /^\s*::(warning|error|stop-commands)::?forged|^\s*::stop-commands::forkflush-agent/.test(l)),
+    ).toEqual([]);
+    // They are still there to read, each behind a word joiner.
+    expect(job.stdout).toContain('##\u2060[stop-commands]forkflush-agent-was-here');
+  });
+
   it('git configs planted everywhere (insteadOf, proxy, helpers) never send the token to a listener, and the agent cannot push', async () => {
     const repo = makeActionRepo('placeholder');
     const forge = await startGitServer(join(repo.root, 'server'), TOKEN);

@@ -23,9 +23,11 @@ import {
   redactor,
   secretValues,
   secretVariants,
+  setupGroupBody,
   type UploadClient,
   uploadArtifact,
   versionFromLog,
+  workflowSafe,
 } from '../../src/action/agent-log.js';
 import type { JobOutcome } from '../../src/action/episode-job.js';
 import { AGENT_CLIS } from '../../src/agents/clis.js';
@@ -144,6 +146,22 @@ describe('the group in the job log', () => {
     const [b] = groupBody([], []);
     expect(a).toMatch(/^::stop-commands::[0-9a-f]{32}$/);
     expect(a).not.toBe(b);
+  });
+
+  it("leaves no command in the agent's words, of either form, inside the group or out of it", () => {
+    const j = '\u2060';
+    expect(workflowSafe('result: no score (##[stop-commands]x)')).toBe(`result: no score (##${j}[stop-commands]x)`);
+    expect(workflowSafe('  ::error::forged\nok ##[add-mask]a ##[x]\r\n::warning::w')).toBe(
+      `  ${j}::error::forged\nok ##${j}[add-mask]a ##${j}[x]\r\n${j}::warning::w`,
+    );
+    expect(workflowSafe('a :: b')).toBe('a :: b');
+    const body = groupBody(['##[stop-commands]x'], [], 't');
+    expect(body).toEqual(['::stop-commands::t', `> ##${j}[stop-commands]x`, '::t::']);
+    expect(setupGroupBody('npm error ##[group]x\n', 't')).toEqual([
+      '::stop-commands::t',
+      `> npm error ##${j}[group]x`,
+      '::t::',
+    ]);
   });
 });
 
