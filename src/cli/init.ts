@@ -2,10 +2,11 @@
 // terminal) or takes from flags: what the score measures, the command that prints it, its
 // direction, the check that must pass first, the agent, the budget, the protected paths. It writes
 // the config (with its JSON Schema beside it), TASK.md and NOTES.md if missing, and with --github
-// the two workflows; it grades the workspace once and says what to run next. It never overwrites
-// a file without --force.
+// the two workflows; it grades the workspace once, says what cannot run yet (a grader or agent file
+// that is missing, a program not found) and what to do next. It never overwrites a file without
+// --force, and makes nothing when an answer is wrong.
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
@@ -13,12 +14,14 @@ import { AGENT_CLIS } from '../agents/clis.js';
 import { AGENT_KINDS, CONFIG_PATH, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { failureLine, shellQuote } from '../core/text.js';
+import { Git } from '../io/git.js';
 import { runShell } from '../io/process.js';
 import { namedPaths } from '../local/preflight.js';
 import type { Parsed } from './args.js';
 import type { Io } from './main.js';
 
-const ACTION_PLACEHOLDER = 'your-org/forkflush@v1';
+// The Action as the example workflows name it: a stand-in repository at the release they are for.
+const ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
 
 interface Answers {
   metric: string;
@@ -34,8 +37,12 @@ interface Answers {
 
 export async function initTask(dir: string, v: Parsed['values'], io: Io): Promise<number> {
   const root = resolve(dir);
-  await mkdir(root, { recursive: true });
+  // Every answer, and the config made of them, is checked before anything is made: a wrong one
+  // leaves no folder behind.
   const answers = await ask(root, v, io);
+  const config = configText(answers);
+  // The file must parse as forkflush reads it: a mistake here is forkflush's, not the user's.
+  parseConfig(config, CONFIG_PATH);
   const force = v.force === true;
   const written: string[] = [];
   const kept: string[] = [];
@@ -49,21 +56,35 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
     await writeFile(file, text);
     written.push(path);
   };
-  const config = configText(answers);
-  // The file must parse as forkflush reads it: a mistake here is forkflush's, not the user's.
-  parseConfig(config, CONFIG_PATH);
-  await put(CONFIG_PATH, config);
-  await put('.github/autoresearch.schema.json', `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
-  if (!existsSync(join(root, 'TASK.md'))) await put('TASK.md', taskText(answers));
-  if (!existsSync(join(root, 'NOTES.md'))) await put('NOTES.md', notesText());
   const action = typeof v.action === 'string' ? v.action : null;
-  if (v.github === true) {
-    for (const name of ['forkflush.yml', 'autoresearch.yml']) {
-      await put(`.github/workflows/${name}`, await workflowText(name, answers.agent, action));
+  // The Action the workflows still name for the user to replace (none with --action).
+  let placeholder: string | undefined;
+  // The first folder init made (undefined: DIR was there): removed again if writing fails half-way.
+  const made = await mkdir(root, { recursive: true });
+  try {
+    await put(CONFIG_PATH, config);
+    await put('.github/autoresearch.schema.json', `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
+    if (!existsSync(join(root, 'TASK.md'))) await put('TASK.md', taskText(answers));
+    if (!existsSync(join(root, 'NOTES.md'))) await put('NOTES.md', notesText());
+    if (v.github === true) {
+      for (const name of ['forkflush.yml', 'autoresearch.yml']) {
+        const text = await workflowText(name, answers.agent, action);
+        placeholder ??= text.match(ACTION_PLACEHOLDER)?.[0];
+        await put(`.github/workflows/${name}`, text);
+      }
     }
+  } catch (e) {
+    if (made !== undefined) await rm(made, { recursive: true, force: true });
+    throw e;
   }
   for (const f of written) io.stdout.write(`wrote ${f}\n`);
   for (const f of kept) io.stdout.write(`kept ${f}: it exists (--force overwrites it)\n`);
+
+  const near = relative(process.cwd(), root) || '.';
+  const here = near.startsWith('..') ? root : near;
+  // Problems the run would stop at; files they say to write, which the git add below takes too.
+  let problems = 0;
+  const toWrite: string[] = [];
 
   io.stdout.write(`\ngrading the workspace as it is now: ${answers.grader}\n`);
   const g = await runShell(answers.grader, { cwd: root, timeoutMs: 300_000, maxOutput: 200_000 });
@@ -71,9 +92,33 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
   if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}\n`);
   else {
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? '';
+    const how = `${g.stopped ? 'it timed out' : `exit ${g.exitCode}`}${why ? `: ${why}` : ''}`;
+    const graderFile = fileItRuns(answers.grader);
+    const missing = graderFile !== null && !existsSync(join(root, graderFile));
+    if (missing) toWrite.push(graderFile);
+    // No score is fine only from a grader that ran: one that cannot start would score no episode either.
+    const cannot = missing
+      ? `${join(here, graderFile)} does not exist (${how}).\n  Write it (the last line it prints is the score)`
+      : g.spawnError || g.exitCode === 127
+        ? `a program it runs is not found (${how}).\n  Install it or name it with its full path`
+        : g.exitCode === 126
+          ? `a file it runs is not executable (${how}).\n  chmod +x it, or run it through its interpreter`
+          : null;
+    if (cannot) problems++;
     io.stdout.write(
-      `  no score yet (${g.stopped ? 'it timed out' : `exit ${g.exitCode}`}${why ? `: ${why}` : ''}). That is fine for a task ` +
-        'that starts from nothing; otherwise fix the grader before you run.\n',
+      cannot
+        ? `  problem: the grader cannot run: ${cannot}, or correct grader.command in ${CONFIG_PATH}.\n`
+        : `  no score yet (${how}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.\n`,
+    );
+  }
+  const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
+  if (agentFile !== null && !existsSync(join(root, agentFile))) {
+    // The run's pre-flight stops at it: say so now.
+    problems++;
+    toWrite.push(agentFile);
+    io.stdout.write(
+      `\nproblem: the agent cannot run: ${join(here, agentFile)}, which agent.command runs, does not exist.\n` +
+        `Write it${answers.agent === 'command' ? ' (README, "The command agent")' : ''}, or correct agent.command in ${CONFIG_PATH}.\n`,
     );
   }
   if (v.github === true) {
@@ -82,27 +127,57 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
         "push workflows with the repository's secrets: add branches-ignore: ['forkflush/**'] to them (README, \"Agent code and your CI\").\n",
     );
   }
-  if (v.github === true && !action) {
+  if (placeholder) {
     io.stdout.write(
-      `\nIn both workflows, replace ${ACTION_PLACEHOLDER} with the forkflush repository and a release tag (or pass --action).\n`,
+      `\nIn both workflows, replace ${placeholder} with the forkflush repository and a release tag (or pass --action).\n`,
     );
   }
-  // What the run reads: what init wrote, and the files the grader and the protected list name.
-  const named = [...namedPaths(answers.grader), ...answers.protected].filter(
+  // What the run reads: what init wrote, the files the grader, the agent and the protected list
+  // name, and those the problems above say to write.
+  const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
     (p) => !/[*?[]/.test(p) && existsSync(join(root, p)),
   );
   const files = [
-    ...new Set(['.github', ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))), ...named]),
+    ...new Set(['.github', ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))), ...named, ...toWrite]),
   ];
-  const near = relative(process.cwd(), root) || '.';
-  const here = near.startsWith('..') ? root : near;
   const git = here === '.' ? 'git' : `git -C ${shellQuote(here)}`;
+  // Outside a repository the git add would fail: the steps start by making one.
+  const inRepo = (await new Git(root).exec(['rev-parse', '--is-inside-work-tree'], { check: false })).exitCode === 0;
   io.stdout.write(
-    `\nNext: commit the task (episodes start from the last commit), then run it:\n` +
+    `\nNext${problems > 0 ? ', once the problems above are fixed' : ''}: commit the task (episodes start from the last commit), then run it:\n` +
+      (inRepo ? '' : `  git init ${shellQuote(here)}\n`) +
       `  ${git} add ${files.map(shellQuote).join(' ')} && ${git} commit -m "forkflush task"\n` +
       `  forkflush plan ${shellQuote(here)}\n  forkflush run ${shellQuote(here)}\n`,
   );
+  if (v.github === true) io.stdout.write(githubSteps(answers.agent));
   return 0;
+}
+
+/**
+ * The file of the task a command starts, if it names one: `./grade.sh`, `node grade.mjs`,
+ * `python3 -u score.py`. Only its first simple command counts: after `cd dir &&` the file is
+ * another folder's.
+ */
+function fileItRuns(command: string): string | null {
+  return namedPaths(command.split(/[;&|]/)[0] ?? '')[0] ?? null;
+}
+
+/** What is left to do on GitHub once the task is committed (README, "On GitHub"). */
+function githubSteps(agent: string): string {
+  const cli = agent in AGENT_CLIS ? AGENT_CLIS[agent as keyof typeof AGENT_CLIS] : null;
+  const key = cli
+    ? `${cli.secret.name} for ${agent} (${cli.secret.note})`
+    : "the keys your agent needs (name them in forkflush.yml's env)";
+  return (
+    '\nThen on GitHub (README, "On GitHub"):\n' +
+    '  push the commit to the default branch: the app reads the config there, and GitHub runs the workflows from it\n' +
+    '  add the repository secrets (Settings > Secrets and variables > Actions, or gh secret set NAME):\n' +
+    `    ${key}\n` +
+    "    FORKFLUSH_CONTEXT_KEY, which encrypts the agents' contexts: openssl rand -base64 32 | gh secret set FORKFLUSH_CONTEXT_KEY\n" +
+    '  autoresearch.yml runs the app in Actions with GITHUB_TOKEN; for your own GitHub App (app.yml), install it on the\n' +
+    '    repository and add the secrets FORKFLUSH_APP_ID and FORKFLUSH_APP_PRIVATE_KEY\n' +
+    '  open an issue that describes the task, and label it autoresearch\n'
+  );
 }
 
 /** The answers: from flags, else from questions on a terminal, else the defaults with --yes. */
@@ -110,16 +185,20 @@ async function ask(root: string, v: Parsed['values'], io: Io): Promise<Answers> 
   const tty = io.stdin?.isTTY === true && v.yes !== true;
   const rl = tty && io.stdin ? createInterface({ input: io.stdin, output: io.stdout }) : null;
   try {
-    const question = async (flag: string | undefined, text: string, fallback: string | null): Promise<string> => {
-      if (flag !== undefined) return flag;
+    // An answer without a default: what it is, and the flag that gives it.
+    type Needed = { what: string; flag: string };
+    const question = async (given: string | undefined, text: string, fallback: string | Needed): Promise<string> => {
+      if (given !== undefined) return given;
+      const offered = typeof fallback === 'string' ? fallback : null;
       if (rl) {
-        const answer = (await rl.question(`${text}${fallback ? ` [${fallback}]` : ''}: `)).trim();
+        const answer = (await rl.question(`${text}${offered ? ` [${offered}]` : ''}: `)).trim();
         if (answer) return answer;
       }
-      if (fallback !== null) return fallback;
-      throw new UserError(
-        `${text.replace(/\?$/, '')}: ${rl ? 'an answer is needed' : `give it as a flag (see forkflush help init)${v.yes ? '' : ', or run init on a terminal'}`}`,
-      );
+      if (typeof fallback === 'string') return fallback;
+      const otherwise = rl
+        ? 'type one when asked'
+        : `run init on a terminal${v.yes ? ' without --yes' : ''} to be asked`;
+      throw new UserError(`no ${fallback.what} given: pass --${fallback.flag} '<command>' (or ${otherwise})`);
     };
     const s = (x: unknown) => (typeof x === 'string' ? x : undefined);
     const metric = await question(
@@ -127,7 +206,10 @@ async function ask(root: string, v: Parsed['values'], io: Io): Promise<Answers> 
       'What does the score measure (a sentence for TASK.md)?',
       'the score the grader prints',
     );
-    const grader = await question(s(v.grader), 'The command that prints the score (its last line is the score)?', null);
+    const grader = await question(s(v.grader), 'The command that prints the score (its last line is the score)?', {
+      what: 'grader',
+      flag: 'grader',
+    });
     const direction = await question(
       s(v.direction),
       'Is a higher score better (maximize) or a lower one (minimize)?',
@@ -141,7 +223,10 @@ async function ask(root: string, v: Parsed['values'], io: Io): Promise<Answers> 
       throw new UserError(`--agent must be one of ${AGENT_KINDS.join(', ')}, got "${agent}"`);
     const agentCommand =
       agent === 'command'
-        ? await question(s(v['agent-command']), 'The command that runs one episode of your agent?', null)
+        ? await question(s(v['agent-command']), 'The command that runs one episode of your agent?', {
+            what: 'agent command',
+            flag: 'agent-command',
+          })
         : (s(v['agent-command']) ?? '');
     const unit = await question(
       s(v.unit),
@@ -247,9 +332,9 @@ async function workflowText(name: string, agent: string, action: string | null):
         /^( +)# Replace your-org\/forkflush[^\n]*\n(?: +#[^\n]*\n)?/m,
         `$1# forkflush at ${action} (forkflush init --action).\n`,
       )
-      .replaceAll(ACTION_PLACEHOLDER, action)
+      .replace(ACTION_PLACEHOLDER, action)
       .replaceAll('repository: your-org/forkflush', `repository: ${repo}`);
-    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )v1/, `$1${ref}`);
+    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}`);
   }
   if (name === 'forkflush.yml') {
     const secret = agent in AGENT_CLIS ? AGENT_CLIS[agent as keyof typeof AGENT_CLIS].secret : undefined;

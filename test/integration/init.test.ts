@@ -92,7 +92,7 @@ describe('forkflush init', () => {
     const worker = read(dir, '.github/workflows/forkflush.yml');
     expect(worker).toContain('OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}');
     expect(worker).not.toContain('ANTHROPIC_API_KEY');
-    expect(r.out).toContain('replace your-org/forkflush@v1 with the forkflush repository');
+    expect(r.out).toMatch(/replace your-org\/forkflush@\S+ with the forkflush repository/);
     for (const f of ['forkflush.yml', 'autoresearch.yml'])
       expect(() => parse(read(dir, `.github/workflows/${f}`))).not.toThrow();
     expect(parse(read(dir, '.github/autoresearch.yml')).budget).toEqual({ total: 20, unit: 'usd' });
@@ -113,6 +113,7 @@ describe('forkflush init', () => {
     const both = read(pinned, '.github/workflows/forkflush.yml') + read(pinned, '.github/workflows/autoresearch.yml');
     expect(both).not.toContain('your-org/forkflush');
     expect(both).toContain('acme/forkflush');
+    expect(both).toContain('ref: v2.1.0');
     expect(read(pinned, '.github/workflows/forkflush.yml')).toContain(
       'ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}',
     );
@@ -135,18 +136,117 @@ describe('forkflush init', () => {
     expect(read(dir, 'TASK.md')).toContain('the share of tests passed. It is the last line');
   });
 
-  it('needs a grader, says which answer is wrong, and shows the grader error', async () => {
+  it('needs a grader and an agent command, naming the flag that gives each, and says which answer is wrong', async () => {
     const dir = folder();
     const none = await cli('init', dir);
-    expect(none.code).toBe(2);
-    expect(none.err).toContain('The command that prints the score (its last line is the score): give it as a flag');
+    expect([none.code, none.err]).toEqual([
+      2,
+      "forkflush: no grader given: pass --grader '<command>' (or run init on a terminal to be asked)\n",
+    ]);
     expect(existsSync(join(dir, '.github'))).toBe(false);
+    const yes = await cli('init', dir, '--grader', 'sh grade.sh', '--yes');
+    expect(yes.err).toBe(
+      "forkflush: no agent command given: pass --agent-command '<command>' (or run init on a terminal without --yes to be asked)\n",
+    );
+    const typed = await cliWith(['init', dir], { answers: ['', ''] });
+    expect(typed.err).toBe("forkflush: no grader given: pass --grader '<command>' (or type one when asked)\n");
     const bad = await cli('init', dir, '--grader', 'sh grade.sh', '--direction', 'up', '--yes');
     expect(bad.err).toContain('--direction must be maximize or minimize, got "up"');
     const agent = await cli('init', dir, '--grader', 'sh grade.sh', '--agent', 'gpt', '--yes');
     expect(agent.err).toMatch(/--agent must be one of command, claude-code, .*got "gpt"/);
-    const broken = await cli('init', dir, '--grader', 'node missing.mjs', '--agent', 'aider', '--yes');
-    expect(broken.code).toBe(0);
-    expect(broken.out).toMatch(/no score yet \(exit 1: Error: Cannot find module '.*missing\.mjs'/);
+    expect(existsSync(join(dir, '.github'))).toBe(false);
+  });
+
+  it('calls a grader that cannot run a problem, not a task that starts from nothing, and still writes the task', async () => {
+    const dir = folder({ 'grade.sh': 'test -f solution.txt || { echo "no solution.txt yet" >&2; exit 1; }\n' });
+    const agent = ['--agent', 'aider', '--yes'];
+    const missing = await cli('init', dir, '--grader', 'node g.mjs', ...agent);
+    expect(missing.code).toBe(0);
+    expect(missing.out).toContain('wrote .github/autoresearch.yml\n');
+    expect(missing.out).toMatch(
+      /problem: the grader cannot run: .*\/g\.mjs does not exist \(exit 1: Error: Cannot find module '.*g\.mjs'\)\.\n {2}Write it/,
+    );
+    expect(missing.out).not.toContain('That is fine');
+    // The steps commit the file the problem says to write.
+    expect(missing.out).toContain('Next, once the problems above are fixed: commit the task');
+    expect(missing.out).toMatch(/ add \.github TASK\.md NOTES\.md g\.mjs && /);
+
+    const notFound = await cli('init', dir, '--grader', 'no-such-grader-program', '--force', ...agent);
+    expect(notFound.out).toMatch(
+      /problem: the grader cannot run: a program it runs is not found \(exit 127: .*no-such-grader-program: not found\)/,
+    );
+    expect(notFound.out).not.toContain('That is fine');
+
+    const empty = await cli('init', dir, '--grader', 'sh grade.sh', '--force', ...agent);
+    expect(empty.out).toContain(
+      '  no score yet (exit 1: no solution.txt yet). That is fine for a task that starts from nothing',
+    );
+    expect(empty.out).not.toContain('problem');
+    expect(empty.out).toContain('\nNext: commit the task');
+  });
+
+  it("warns at init, as the run's pre-flight would, when the agent command's file does not exist", async () => {
+    const dir = folder();
+    const r = await cli('init', dir, '--grader', 'sh grade.sh', '--agent-command', './a.sh', '--yes');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/\nproblem: the agent cannot run: .*\/a\.sh, which agent\.command runs, does not exist\./);
+    expect(r.out).toMatch(/ add \.github TASK\.md NOTES\.md grade\.sh a\.sh && /);
+    writeFileSync(join(dir, 'a.sh'), '#!/bin/sh\n', { mode: 0o755 });
+    const again = await cli('init', dir, '--grader', 'sh grade.sh', '--agent-command', './a.sh', '--force', '--yes');
+    expect(again.out).not.toContain('problem');
+    expect(again.out).toMatch(/ add \.github TASK\.md NOTES\.md grade\.sh a\.sh && /);
+  });
+
+  it('in a folder that is not a repository, prints next steps that work: git init first', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forkflush-init-'));
+    writeFileSync(join(dir, 'grade.sh'), 'echo 5\n');
+    const r = await cli('init', dir, '--grader', 'sh grade.sh', '--agent-command', 'true', '--yes');
+    expect(r.code).toBe(0);
+    const steps = r.out.slice(r.out.indexOf('\nNext: ')).split('\n').slice(2, 4);
+    expect(steps[0]).toBe(`  git init ${dir}`);
+    const identity = {
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    };
+    for (const step of steps) execFileSync('sh', ['-c', step], { env: { ...process.env, ...identity }, stdio: 'pipe' });
+    const plan = await cli('plan', dir);
+    expect([plan.code, plan.err]).toEqual([0, '']);
+  });
+
+  it('leaves no new folder behind when it fails', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'forkflush-init-'));
+    const task = join(base, 'new', 'task');
+    expect((await cli('init', task)).code).toBe(2);
+    const outside = await cli(
+      'init',
+      task,
+      '--grader',
+      'true',
+      '--agent-command',
+      'true',
+      '--protected',
+      '../x',
+      '--yes',
+    );
+    expect(outside.err).toContain('grader.protected[0] must be a path inside the repository');
+    expect(existsSync(join(base, 'new'))).toBe(false);
+  });
+
+  it('with --github also prints the steps on GitHub: push, the secrets the agent needs, the issue and its label', async () => {
+    const dir = folder();
+    const claude = await cli('init', dir, '--grader', 'sh grade.sh', '--agent', 'claude-code', '--github', '--yes');
+    const github = claude.out.slice(claude.out.indexOf('\nThen on GitHub'));
+    expect(github).toContain('push the commit to the default branch');
+    expect(github).toContain('    ANTHROPIC_API_KEY for claude-code (or CLAUDE_CODE_OAUTH_TOKEN');
+    expect(github).toContain("FORKFLUSH_CONTEXT_KEY, which encrypts the agents' contexts: openssl rand -base64 32 |");
+    expect(github).toContain('FORKFLUSH_APP_ID and FORKFLUSH_APP_PRIVATE_KEY');
+    expect(github).toContain('open an issue that describes the task, and label it autoresearch\n');
+    const codex = await cli('init', dir, '--grader', 'sh grade.sh', '--agent', 'codex', '--github', '--force', '--yes');
+    expect(codex.out).toContain('    OPENAI_API_KEY for codex (or CODEX_AUTH_JSON');
+    expect(codex.out).not.toContain('ANTHROPIC_API_KEY');
+    const local = await cli('init', dir, '--grader', 'sh grade.sh', '--agent-command', 'true', '--force', '--yes');
+    expect(local.out).not.toContain('on GitHub');
   });
 });
