@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The hosted entry: `forkflush-app` (this file run directly, probot's server bundled in, so the
-// package needs no dependency), or `npx probot run ./dist/app.js` (probot loads a module's
-// default export as the app function). A hosted app has no scheduler to call the nightly tick, so it keeps its own:
+// The hosted entry: `forkflush-app` or `npm start` (this file run directly, probot's server
+// bundled in, so the package needs no dependency); its default export is the app function too,
+// for a server of the team's own that loads it with probot's `run`. A hosted app has no scheduler to call the nightly tick, so it keeps its own:
 // an hourly check that, once a day from the hour FORKFLUSH_NIGHTLY_HOUR (UTC, default 3), ticks
 // every repository of every installation. The app holds no state; the tick only repairs and
 // starts what the runs' records say is due, so a restart or a second replica does no harm.

@@ -43,12 +43,12 @@ describe('examples/workflows/forkflush.yml', () => {
       key: 'episode',
       name: 'forkflush issue-7 r2.b1',
       matrix: { episode: 'r2.b1' },
-      timeoutMinutes: 60,
+      timeoutMinutes: 100,
       permissions: { contents: 'write' },
       steps: [
         { uses: 'actions/setup-node@v5', with: { 'node-version': '24' }, env: {} },
         {
-          uses: 'your-org/forkflush@v1',
+          uses: 'your-org/forkflush@v0.1.0',
           with: { run: 'issue-7', episode: 'r2.b1', 'context-key': '' },
           env: { ANTHROPIC_API_KEY: 'sk-test' },
         },
@@ -100,7 +100,7 @@ describe('examples/workflows/autoresearch.yml', () => {
     ]);
     expect(job?.steps[1]?.with).toEqual({
       repository: 'your-org/forkflush',
-      ref: 'v1',
+      ref: 'v0.1.0',
       path: '.forkflush-app',
       'persist-credentials': 'false',
     });

