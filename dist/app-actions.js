@@ -68724,6 +68724,37 @@ function parseCommitDetails(message) {
   return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
 }
 
+// src/core/rng.ts
+function mixSeed(...parts) {
+  let h = 2654435769;
+  for (const p of parts) {
+    h = Math.imul(h ^ p >>> 0, 2246822507);
+    h ^= h >>> 13;
+    h = Math.imul(h, 3266489909);
+    h ^= h >>> 16;
+  }
+  return h >>> 0;
+}
+function randomFrom(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = a + 1831565813 >>> 0;
+    let t = a;
+    t = Math.imul(t ^ t >>> 15, t | 1);
+    t ^= t + Math.imul(t ^ t >>> 7, t | 61);
+    return ((t ^ t >>> 14) >>> 0) / 4294967296;
+  };
+}
+function pickIndices(n, count2, seed) {
+  const random = randomFrom(seed);
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order.slice(0, count2).sort((a, b) => a - b);
+}
+
 // src/core/state.ts
 function newRunState(args) {
   const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
@@ -68772,199 +68803,6 @@ function failedResult(e, reason) {
     graderSeconds: 0,
     wallSeconds: 0
   };
-}
-
-// src/core/report.ts
-function rowOutcome(round, e) {
-  return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
-}
-function outcomeOf(round, e) {
-  if (!round.decision) return "running";
-  if (!round.decision.adopted.includes(e.id)) return "dropped";
-  return round.kind === "serial" ? "kept" : "adopted";
-}
-function leaderboard(state) {
-  const sign2 = state.config.grader.direction === "maximize" ? -1 : 1;
-  const rows = state.rounds.flatMap(
-    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: rowOutcome(r, e) }))
-  );
-  return rows.sort((a, b) => {
-    const sa = a.episode.result?.score ?? null;
-    const sb = b.episode.result?.score ?? null;
-    if (sa === null || sb === null) return sa === sb ? a.episode.round - b.episode.round : sa === null ? 1 : -1;
-    return sign2 * (sa - sb) || a.episode.round - b.episode.round || a.episode.branch - b.episode.branch;
-  });
-}
-function scoreText(score) {
-  return score === null || score === void 0 ? "-" : formatNumber(score, 4);
-}
-function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
-  return leaderboard(state).slice(0, limit).map((row, i) => {
-    const e = row.episode;
-    const r = e.result;
-    return [
-      String(i + 1),
-      e.id,
-      row.phase,
-      describeContext(e) + (e.directive ? ", directive" : ""),
-      scoreText(r?.score),
-      formatNumber(r?.spent ?? 0, 2),
-      r?.exit ?? "",
-      row.outcome,
-      r?.usage ? usageText(r.usage) : "",
-      r?.score === null ? r.reason ?? "" : r?.note ?? ""
-    ];
-  });
-}
-function leaderboardMarkdown(state, limit = Number.POSITIVE_INFINITY) {
-  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), codeSpan(r.at(-1) ?? "")]);
-  return markdownTable(LEADERBOARD_HEADER, rows);
-}
-var LEADERBOARD_HEADER = [
-  "#",
-  "episode",
-  "phase",
-  "context",
-  "score",
-  "spent",
-  "ended",
-  "outcome",
-  "usage",
-  "note"
-];
-function usageText(u) {
-  const k = (n) => n >= 1e3 ? `${formatNumber(n / 1e3, 1)}k` : String(n);
-  const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
-  if (u.costUsd !== null)
-    parts.push(`$${formatNumber(u.costUsd, 3)} ${u.pricedFrom ? "priced by forkflush" : "as the agent reported it"}`);
-  if (u.turns !== null) parts.push(`${u.turns} turns`);
-  return parts.join(", ");
-}
-function roundRows(state) {
-  return state.rounds.map((r) => {
-    const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? "none: leader kept" : "pending" : "";
-    return [
-      String(r.index),
-      r.phase,
-      r.kind,
-      r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(", "),
-      winner,
-      formatNumber(
-        r.episodes.reduce((s, e) => s + charged(e), 0),
-        2
-      )
-    ];
-  });
-}
-
-// src/core/chart.ts
-function chartData(state) {
-  const c = state.config;
-  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
-  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
-  const segments = [];
-  const failures = [];
-  const best = [];
-  const forkRounds = [];
-  let bestScore = state.base.score;
-  if (bestScore !== null) best.push({ x: 0, y: bestScore });
-  let x = 0;
-  for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
-    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
-    for (const e of round.episodes) {
-      const r = e.result;
-      if (!r) continue;
-      if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else {
-        const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
-      }
-    }
-    x = x1;
-    for (const e of round.episodes) {
-      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
-      const s = e.result?.score;
-      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
-    }
-    if (bestScore !== null) best.push({ x, y: bestScore });
-  }
-  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
-  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
-  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
-  return {
-    segments,
-    failures,
-    best,
-    forkPoints,
-    forkRounds,
-    initial: state.base.score,
-    xMax: Math.max(c.budget.total, x),
-    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
-  };
-}
-function zoomRange(o) {
-  const sign2 = o.direction === "maximize" ? 1 : -1;
-  const good = (xs) => xs.map((v) => v * sign2);
-  const floors = [];
-  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
-  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
-  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
-  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
-  const floor = Math.min(...floors) * sign2;
-  return paddedRange([floor, o.best]);
-}
-function quantile(values, q) {
-  const xs = [...values].sort((a2, b2) => a2 - b2);
-  const at = (xs.length - 1) * q;
-  const lo = Math.floor(at);
-  const a = xs[lo];
-  const b = xs[Math.min(lo + 1, xs.length - 1)];
-  return a + (b - a) * (at - lo);
-}
-var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
-var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
-function paddedRange(values) {
-  if (values.length === 0) return [0, 1];
-  let lo = Math.min(...values);
-  let hi = Math.max(...values);
-  if (lo === hi) {
-    lo -= Math.abs(lo) * 0.1 || 1;
-    hi += Math.abs(hi) * 0.1 || 1;
-  }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
-}
-
-// src/core/rng.ts
-function mixSeed(...parts) {
-  let h = 2654435769;
-  for (const p of parts) {
-    h = Math.imul(h ^ p >>> 0, 2246822507);
-    h ^= h >>> 13;
-    h = Math.imul(h, 3266489909);
-    h ^= h >>> 16;
-  }
-  return h >>> 0;
-}
-function randomFrom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = a + 1831565813 >>> 0;
-    let t = a;
-    t = Math.imul(t ^ t >>> 15, t | 1);
-    t ^= t + Math.imul(t ^ t >>> 7, t | 61);
-    return ((t ^ t >>> 14) >>> 0) / 4294967296;
-  };
-}
-function pickIndices(n, count2, seed) {
-  const random = randomFrom(seed);
-  const order = Array.from({ length: n }, (_, i) => i);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [order[i], order[j]] = [order[j], order[i]];
-  }
-  return order.slice(0, count2).sort((a, b) => a - b);
 }
 
 // src/core/schedule.ts
@@ -69177,6 +69015,220 @@ function applyFinish(state) {
   return state.status === "finished" ? state : { ...state, status: "finished" };
 }
 
+// src/core/setup-failure.ts
+function setupFailure(state) {
+  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
+  if (notStarted?.result?.agentNotStarted) {
+    return {
+      code: 2,
+      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
+    };
+  }
+  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
+  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
+  const opening = state.rounds[0];
+  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
+  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
+    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
+    return {
+      code: 1,
+      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+    };
+  }
+  return null;
+}
+var RESUME = "resume the run: its round runs again";
+function everySetupFailed(round, hasCommands) {
+  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
+  return {
+    code: 2,
+    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+  };
+}
+function stopBefore(state, next) {
+  const failure2 = setupFailure(state);
+  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
+}
+function runStop(state) {
+  if (state.status === "finished") return null;
+  return stopBefore(state, reconcile(state)[0]);
+}
+var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+function retrySetup(state) {
+  if (state.status === "finished") return null;
+  const open3 = state.rounds.find((r) => !r.decision);
+  if (!open3 || open3.episodes.length === 0 || !open3.episodes.every(setupFailed)) return null;
+  const cleared = open3.episodes.map(({ result: _, ...e }) => e);
+  return {
+    state: { ...state, rounds: state.rounds.map((r) => r === open3 ? { ...r, episodes: cleared } : r) },
+    episodes: open3.episodes
+  };
+}
+
+// src/core/report.ts
+function rowOutcome(round, e) {
+  return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
+}
+function outcomeOf(round, e) {
+  if (!round.decision) return "running";
+  if (!round.decision.adopted.includes(e.id)) return "dropped";
+  return round.kind === "serial" ? "kept" : "adopted";
+}
+function leaderboard(state) {
+  const sign2 = state.config.grader.direction === "maximize" ? -1 : 1;
+  const rows = state.rounds.flatMap(
+    (r) => r.episodes.filter((e) => e.result).map((e) => ({ episode: e, phase: r.phase, outcome: rowOutcome(r, e) }))
+  );
+  return rows.sort((a, b) => {
+    const sa = a.episode.result?.score ?? null;
+    const sb = b.episode.result?.score ?? null;
+    if (sa === null || sb === null) return sa === sb ? a.episode.round - b.episode.round : sa === null ? 1 : -1;
+    return sign2 * (sa - sb) || a.episode.round - b.episode.round || a.episode.branch - b.episode.branch;
+  });
+}
+function scoreText(score) {
+  return score === null || score === void 0 ? "-" : formatNumber(score, 4);
+}
+function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
+  return leaderboard(state).slice(0, limit).map((row, i) => {
+    const e = row.episode;
+    const r = e.result;
+    return [
+      String(i + 1),
+      e.id,
+      row.phase,
+      describeContext(e) + (e.directive ? ", directive" : ""),
+      scoreText(r?.score),
+      formatNumber(r?.spent ?? 0, 2),
+      r?.exit ?? "",
+      row.outcome,
+      r?.usage ? usageText(r.usage) : "",
+      r?.score === null ? r.reason ?? "" : r?.note ?? ""
+    ];
+  });
+}
+function leaderboardMarkdown(state, limit = Number.POSITIVE_INFINITY) {
+  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), codeSpan(r.at(-1) ?? "")]);
+  return markdownTable(LEADERBOARD_HEADER, rows);
+}
+var LEADERBOARD_HEADER = [
+  "#",
+  "episode",
+  "phase",
+  "context",
+  "score",
+  "spent",
+  "ended",
+  "outcome",
+  "usage",
+  "note"
+];
+function usageText(u) {
+  const k = (n) => n >= 1e3 ? `${formatNumber(n / 1e3, 1)}k` : String(n);
+  const parts = [`${k(u.inputTokens)}/${k(u.outputTokens)} tokens`];
+  if (u.costUsd !== null)
+    parts.push(`$${formatNumber(u.costUsd, 3)} ${u.pricedFrom ? "priced by forkflush" : "as the agent reported it"}`);
+  if (u.turns !== null) parts.push(`${u.turns} turns`);
+  return parts.join(", ");
+}
+function roundRows(state) {
+  return state.rounds.map((r) => {
+    const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? "none: leader kept" : "pending" : "";
+    return [
+      String(r.index),
+      r.phase,
+      r.kind,
+      r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(", "),
+      winner,
+      formatNumber(
+        r.episodes.reduce((s, e) => s + charged(e), 0),
+        2
+      )
+    ];
+  });
+}
+
+// src/core/chart.ts
+function chartData(state) {
+  const c = state.config;
+  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
+  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
+  const segments = [];
+  const failures = [];
+  const best = [];
+  const forkRounds = [];
+  let bestScore = state.base.score;
+  if (bestScore !== null) best.push({ x: 0, y: bestScore });
+  let x = 0;
+  for (const round of state.rounds) {
+    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
+    for (const e of round.episodes) {
+      const r = e.result;
+      if (!r) continue;
+      if (r.score === null) failures.push({ id: e.id, x: x1 });
+      else {
+        const y0 = headScore.get(e.lineage) ?? null;
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+      }
+    }
+    x = x1;
+    for (const e of round.episodes) {
+      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+      const s = e.result?.score;
+      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
+    }
+    if (bestScore !== null) best.push({ x, y: bestScore });
+  }
+  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
+  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
+  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
+  return {
+    segments,
+    failures,
+    best,
+    forkPoints,
+    forkRounds,
+    initial: state.base.score,
+    xMax: Math.max(c.budget.total, x),
+    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
+  };
+}
+function zoomRange(o) {
+  const sign2 = o.direction === "maximize" ? 1 : -1;
+  const good = (xs) => xs.map((v) => v * sign2);
+  const floors = [];
+  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
+  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
+  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
+  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
+  const floor = Math.min(...floors) * sign2;
+  return paddedRange([floor, o.best]);
+}
+function quantile(values, q) {
+  const xs = [...values].sort((a2, b2) => a2 - b2);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo];
+  const b = xs[Math.min(lo + 1, xs.length - 1)];
+  return a + (b - a) * (at - lo);
+}
+var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
+var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
+function paddedRange(values) {
+  if (values.length === 0) return [0, 1];
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (lo === hi) {
+    lo -= Math.abs(lo) * 0.1 || 1;
+    hi += Math.abs(hi) * 0.1 || 1;
+  }
+  const pad = (hi - lo) * 0.08;
+  return [lo - pad, hi + pad];
+}
+
 // src/core/work.ts
 function dueWork(state, done) {
   const work = [];
@@ -69327,58 +69379,6 @@ function setupWarnings(config3, smallest) {
   return [
     `setup may take up to ${formatNumber(setup.timeout)} s (setup.timeout), longer than the episode it prepares (${which2}); it runs ${SETUP_RUNS} times per episode (the workspace, the judge's checkout), so an episode may take up to ${formatNumber(episodeLimitSeconds(config3) / 60, 1)} minutes and on GitHub a round is waited for ${formatNumber(roundDeadlineMinutes(config3), 1)} minutes: give the worker job's timeout-minutes at least that, or lower setup.timeout`
   ];
-}
-
-// src/core/setup-failure.ts
-function setupFailure(state) {
-  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
-  if (notStarted?.result?.agentNotStarted) {
-    return {
-      code: 2,
-      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
-    };
-  }
-  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
-  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
-  const opening = state.rounds[0];
-  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
-  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
-    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return {
-      code: 1,
-      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
-    };
-  }
-  return null;
-}
-var RESUME = "resume the run: its round runs again";
-function everySetupFailed(round, hasCommands) {
-  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
-  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
-  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
-  return {
-    code: 2,
-    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
-  };
-}
-function stopBefore(state, next) {
-  const failure2 = setupFailure(state);
-  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
-}
-function runStop(state) {
-  if (state.status === "finished") return null;
-  return stopBefore(state, reconcile(state)[0]);
-}
-var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
-function retrySetup(state) {
-  if (state.status === "finished") return null;
-  const open3 = state.rounds.find((r) => !r.decision);
-  if (!open3 || open3.episodes.length === 0 || !open3.episodes.every(setupFailed)) return null;
-  const cleared = open3.episodes.map(({ result: _, ...e }) => e);
-  return {
-    state: { ...state, rounds: state.rounds.map((r) => r === open3 ? { ...r, episodes: cleared } : r) },
-    episodes: open3.episodes
-  };
 }
 
 // src/core/github-text.ts

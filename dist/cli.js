@@ -29146,6 +29146,58 @@ function oneLine(s) {
   return s.replace(/\s+/g, " ").trim();
 }
 
+// src/core/setup-failure.ts
+function setupFailure(state) {
+  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
+  if (notStarted?.result?.agentNotStarted) {
+    return {
+      code: 2,
+      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
+    };
+  }
+  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
+  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
+  const opening = state.rounds[0];
+  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
+  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
+    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
+    return {
+      code: 1,
+      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+    };
+  }
+  return null;
+}
+var RESUME = "resume the run: its round runs again";
+function everySetupFailed(round4, hasCommands) {
+  const reasons = [...new Set(round4.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round4.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
+  return {
+    code: 2,
+    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+  };
+}
+function stopBefore(state, next) {
+  const failure2 = setupFailure(state);
+  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
+}
+function runStop(state) {
+  if (state.status === "finished") return null;
+  return stopBefore(state, reconcile(state)[0]);
+}
+var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+function retrySetup(state) {
+  if (state.status === "finished") return null;
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (!open4 || open4.episodes.length === 0 || !open4.episodes.every(setupFailed)) return null;
+  const cleared = open4.episodes.map(({ result: _, ...e }) => e);
+  return {
+    state: { ...state, rounds: state.rounds.map((r) => r === open4 ? { ...r, episodes: cleared } : r) },
+    episodes: open4.episodes
+  };
+}
+
 // src/core/report.ts
 function rowOutcome(round4, e) {
   return setupFailed(e) ? "setup-failed" : outcomeOf(round4, e);
@@ -29231,9 +29283,11 @@ function roundRows(state) {
 function summary(state) {
   const c = state.config;
   const unit = c.budget.unit;
+  const stop2 = runStop(state);
   const lines = [
-    `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} (spent ${formatNumber(spent(state), 2)}), K = ${c.fork.branches}, seed ${state.seed}: ${state.status}.`
+    `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} (spent ${formatNumber(spent(state), 2)}), K = ${c.fork.branches}, seed ${state.seed}: ${runStatus(state)}.`
   ];
+  if (stop2) lines.push(`Stopped: ${stop2.message}.`);
   if (state.best) {
     lines.push(
       `Best score: ${scoreText(state.best.score)} from ${describeEpisodeId(state.best.episode)}, on branch ${bestBranch(state.id)} (commit ${state.best.commit.slice(0, 10)}).`
@@ -29303,12 +29357,18 @@ function renderReport(state, o = {}) {
   }
   return parts.join("\n");
 }
+function runStatus(state) {
+  if (state.status === "finished") return "finished";
+  return runStop(state) ? "stopped" : "in progress";
+}
 function statusJson(state, o) {
   const c = state.config;
+  const stop2 = state.status === "finished" || o.live ? null : runStop(state);
   return {
     run: state.id,
     folder: o.folder,
-    status: state.status === "finished" ? "finished" : o.live ? "running" : "interrupted",
+    status: state.status === "finished" ? "finished" : o.live ? "running" : stop2 ? "stopped" : "interrupted",
+    stopped: stop2 ? { code: stop2.code, message: stop2.message } : null,
     pid: o.live?.pid ?? null,
     strategy: c.strategy,
     direction: c.grader.direction,
@@ -29341,58 +29401,6 @@ function statusJson(state, o) {
       }))
     })),
     resume: o.resume
-  };
-}
-
-// src/core/setup-failure.ts
-function setupFailure(state) {
-  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
-  if (notStarted?.result?.agentNotStarted) {
-    return {
-      code: 2,
-      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
-    };
-  }
-  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
-  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
-  const opening = state.rounds[0];
-  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
-  if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
-    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return {
-      code: 1,
-      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
-    };
-  }
-  return null;
-}
-var RESUME = "resume the run: its round runs again";
-function everySetupFailed(round4, hasCommands) {
-  const reasons = [...new Set(round4.episodes.map((e) => e.result?.reason ?? "no reason given"))];
-  const bases = [...new Set(round4.episodes.map((e) => e.base.slice(0, 10)))];
-  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
-  return {
-    code: 2,
-    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
-  };
-}
-function stopBefore(state, next) {
-  const failure2 = setupFailure(state);
-  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
-}
-function runStop(state) {
-  if (state.status === "finished") return null;
-  return stopBefore(state, reconcile(state)[0]);
-}
-var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
-function retrySetup(state) {
-  if (state.status === "finished") return null;
-  const open4 = state.rounds.find((r) => !r.decision);
-  if (!open4 || open4.episodes.length === 0 || !open4.episodes.every(setupFailed)) return null;
-  const cleared = open4.episodes.map(({ result: _, ...e }) => e);
-  return {
-    state: { ...state, rounds: state.rounds.map((r) => r === open4 ? { ...r, episodes: cleared } : r) },
-    episodes: open4.episodes
   };
 }
 
@@ -33831,13 +33839,14 @@ function finite(value, shown) {
 }
 
 // src/worker/grade.ts
-async function runGrader(config2, workdir, env, confine) {
+async function runGrader(config2, workdir, env, confine, signal) {
   const g = config2.grader;
   const r = await runShell(g.command, {
     cwd: workdir,
     env,
     timeoutMs: g.timeout * 1e3,
     maxOutput: 1e6,
+    ...signal ? { signal } : {},
     ...confine ? { confine } : { track: true }
   });
   const base = { seconds: r.ms / 1e3, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
@@ -33860,6 +33869,7 @@ import { join as join10 } from "node:path";
 async function startGradeService(args) {
   let count3 = 0;
   let queue = Promise.resolve();
+  const closing = new AbortController();
   const secret = randomBytes(24).toString("hex");
   const server = createServer((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
@@ -33871,6 +33881,9 @@ async function startGradeService(args) {
       return;
     }
     const job = queue.then(async () => {
+      if (closing.signal.aborted) {
+        return { exitCode: 3, stdout: "", stderr: "forkflush: the episode has ended; no more gradings\n" };
+      }
       if (count3 >= args.limit) {
         args.onExhausted();
         return {
@@ -33881,7 +33894,7 @@ async function startGradeService(args) {
         };
       }
       count3 += 1;
-      const g = await runGrader(args.config, args.workdir, args.env, args.confine);
+      const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing.signal);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ` : "";
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
@@ -33937,10 +33950,12 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
     socketDir,
     evaluations: () => count3,
     close: async () => {
+      closing.abort();
       await new Promise((resolve6) => {
         server.closeAllConnections();
         server.close(() => resolve6());
       });
+      await queue;
       await rm7(socketDir, { recursive: true, force: true });
     }
   };
@@ -35005,8 +35020,9 @@ async function readRecordFile(file2) {
     throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
   }
 }
+var tmpCount = 0;
 async function writeAtomic(file2, content) {
-  const tmp = `${file2}.${process.pid}.tmp`;
+  const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
   await writeFile12(tmp, content);
   await rename5(tmp, file2);
 }
@@ -35353,6 +35369,13 @@ async function runCompare(o) {
   let interrupted = false;
   let startLock = Promise.resolve();
   const noted = /* @__PURE__ */ new Set();
+  let written = Promise.resolve();
+  const outputs = () => {
+    const next = written.then(() => writeOutputs(dir, m, states, base, taskDir));
+    written = next.catch(() => {
+    });
+    return next;
+  };
   const runEntry = async (i, width) => {
     const e = m.entries[i];
     const label = `run ${i + 1} of ${total} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ""}, seed ${e.seed})`;
@@ -35421,7 +35444,7 @@ async function runCompare(o) {
     o.log(
       `${clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === void 0 ? "none" : formatNumber(best, 4)}`}, spent ${formatNumber(spent(result.state), 2)} ${base.budget.unit} in ${duration3((Date.now() - t0) / 1e3)}. ${estimate()}`
     );
-    await writeOutputs(dir, m, states, base, taskDir);
+    await outputs();
   };
   const pending = m.entries.map((_, i) => i).filter((i) => !runDone(stateOf(m, i, states)));
   o.log(
@@ -35455,7 +35478,7 @@ async function runCompare(o) {
   await release();
   if (error62 !== null) throw error62;
   if (o.signal?.aborted) interrupted = true;
-  const results = await writeOutputs(dir, m, states, base, taskDir);
+  const results = await outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
   if (failure2) return { ...end, ...failure2 };
   return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
@@ -35810,15 +35833,16 @@ function joinNegativeValues(argv, options) {
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir14, readFile as readFile9, writeFile as writeFile14 } from "node:fs/promises";
+import { mkdir as mkdir14, readFile as readFile9, rm as rm10, writeFile as writeFile14 } from "node:fs/promises";
 import { dirname as dirname10, join as join20, relative as relative3, resolve as resolve5 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
-var ACTION_PLACEHOLDER = "your-org/forkflush@v1";
+var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
 async function initTask(dir, v, io) {
   const root = resolve5(dir);
-  await mkdir14(root, { recursive: true });
   const answers = await ask(root, v, io);
+  const config2 = configText(answers);
+  parseConfig(config2, CONFIG_PATH);
   const force = v.force === true;
   const written = [];
   const kept = [];
@@ -35832,23 +35856,34 @@ async function initTask(dir, v, io) {
     await writeFile14(file2, text);
     written.push(path);
   };
-  const config2 = configText(answers);
-  parseConfig(config2, CONFIG_PATH);
-  await put(CONFIG_PATH, config2);
-  await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
-`);
-  if (!existsSync4(join20(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-  if (!existsSync4(join20(root, "NOTES.md"))) await put("NOTES.md", notesText());
   const action = typeof v.action === "string" ? v.action : null;
-  if (v.github === true) {
-    for (const name2 of ["forkflush.yml", "autoresearch.yml"]) {
-      await put(`.github/workflows/${name2}`, await workflowText(name2, answers.agent, action));
+  let placeholder;
+  const made = await mkdir14(root, { recursive: true });
+  try {
+    await put(CONFIG_PATH, config2);
+    await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
+`);
+    if (!existsSync4(join20(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join20(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (v.github === true) {
+      for (const name2 of ["forkflush.yml", "autoresearch.yml"]) {
+        const text = await workflowText(name2, answers.agent, action);
+        placeholder ??= text.match(ACTION_PLACEHOLDER)?.[0];
+        await put(`.github/workflows/${name2}`, text);
+      }
     }
+  } catch (e) {
+    if (made !== void 0) await rm10(made, { recursive: true, force: true });
+    throw e;
   }
   for (const f of written) io.stdout.write(`wrote ${f}
 `);
   for (const f of kept) io.stdout.write(`kept ${f}: it exists (--force overwrites it)
 `);
+  const near = relative3(process.cwd(), root) || ".";
+  const here = near.startsWith("..") ? root : near;
+  let problems = 0;
+  const toWrite = [];
   io.stdout.write(`
 grading the workspace as it is now: ${answers.grader}
 `);
@@ -35858,8 +35893,29 @@ grading the workspace as it is now: ${answers.grader}
 `);
   else {
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
+    const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
+    const graderFile = fileItRuns(answers.grader);
+    const missing = graderFile !== null && !existsSync4(join20(root, graderFile));
+    if (missing) toWrite.push(graderFile);
+    const cannot = missing ? `${join20(here, graderFile)} does not exist (${how}).
+  Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
+  Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
+  chmod +x it, or run it through its interpreter` : null;
+    if (cannot) problems++;
     io.stdout.write(
-      `  no score yet (${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.
+      cannot ? `  problem: the grader cannot run: ${cannot}, or correct grader.command in ${CONFIG_PATH}.
+` : `  no score yet (${how}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.
+`
+    );
+  }
+  const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
+  if (agentFile !== null && !existsSync4(join20(root, agentFile))) {
+    problems++;
+    toWrite.push(agentFile);
+    io.stdout.write(
+      `
+problem: the agent cannot run: ${join20(here, agentFile)}, which agent.command runs, does not exist.
+Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
   }
@@ -35871,46 +35927,64 @@ push workflows with the repository's secrets: add branches-ignore: ['forkflush/*
 `
     );
   }
-  if (v.github === true && !action) {
+  if (placeholder) {
     io.stdout.write(
       `
-In both workflows, replace ${ACTION_PLACEHOLDER} with the forkflush repository and a release tag (or pass --action).
+In both workflows, replace ${placeholder} with the forkflush repository and a release tag (or pass --action).
 `
     );
   }
-  const named = [...namedPaths(answers.grader), ...answers.protected].filter(
+  const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
     (p) => !/[*?[]/.test(p) && existsSync4(join20(root, p))
   );
   const files = [
-    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join20(root, f))), ...named])
+    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join20(root, f))), ...named, ...toWrite])
   ];
-  const near = relative3(process.cwd(), root) || ".";
-  const here = near.startsWith("..") ? root : near;
   const git = here === "." ? "git" : `git -C ${shellQuote(here)}`;
+  const inRepo = (await new Git(root).exec(["rev-parse", "--is-inside-work-tree"], { check: false })).exitCode === 0;
   io.stdout.write(
     `
-Next: commit the task (episodes start from the last commit), then run it:
-  ${git} add ${files.map(shellQuote).join(" ")} && ${git} commit -m "forkflush task"
+Next${problems > 0 ? ", once the problems above are fixed" : ""}: commit the task (episodes start from the last commit), then run it:
+` + (inRepo ? "" : `  git init ${shellQuote(here)}
+`) + `  ${git} add ${files.map(shellQuote).join(" ")} && ${git} commit -m "forkflush task"
   forkflush plan ${shellQuote(here)}
   forkflush run ${shellQuote(here)}
 `
   );
+  if (v.github === true) io.stdout.write(githubSteps(answers.agent));
   return 0;
+}
+function fileItRuns(command) {
+  return namedPaths(command.split(/[;&|]/)[0] ?? "")[0] ?? null;
+}
+function githubSteps(agent) {
+  const cli = agent in AGENT_CLIS ? AGENT_CLIS[agent] : null;
+  const key = cli ? `${cli.secret.name} for ${agent} (${cli.secret.note})` : "the keys your agent needs (name them in forkflush.yml's env)";
+  return `
+Then on GitHub (README, "On GitHub"):
+  push the commit to the default branch: the app reads the config there, and GitHub runs the workflows from it
+  add the repository secrets (Settings > Secrets and variables > Actions, or gh secret set NAME):
+    ${key}
+    FORKFLUSH_CONTEXT_KEY, which encrypts the agents' contexts: openssl rand -base64 32 | gh secret set FORKFLUSH_CONTEXT_KEY
+  autoresearch.yml runs the app in Actions with GITHUB_TOKEN; for your own GitHub App (app.yml), install it on the
+    repository and add the secrets FORKFLUSH_APP_ID and FORKFLUSH_APP_PRIVATE_KEY
+  open an issue that describes the task, and label it autoresearch
+`;
 }
 async function ask(root, v, io) {
   const tty = io.stdin?.isTTY === true && v.yes !== true;
   const rl = tty && io.stdin ? createInterface({ input: io.stdin, output: io.stdout }) : null;
   try {
-    const question = async (flag, text, fallback) => {
-      if (flag !== void 0) return flag;
+    const question = async (given2, text, fallback) => {
+      if (given2 !== void 0) return given2;
+      const offered = typeof fallback === "string" ? fallback : null;
       if (rl) {
-        const answer = (await rl.question(`${text}${fallback ? ` [${fallback}]` : ""}: `)).trim();
+        const answer = (await rl.question(`${text}${offered ? ` [${offered}]` : ""}: `)).trim();
         if (answer) return answer;
       }
-      if (fallback !== null) return fallback;
-      throw new UserError(
-        `${text.replace(/\?$/, "")}: ${rl ? "an answer is needed" : `give it as a flag (see forkflush help init)${v.yes ? "" : ", or run init on a terminal"}`}`
-      );
+      if (typeof fallback === "string") return fallback;
+      const otherwise = rl ? "type one when asked" : `run init on a terminal${v.yes ? " without --yes" : ""} to be asked`;
+      throw new UserError(`no ${fallback.what} given: pass --${fallback.flag} '<command>' (or ${otherwise})`);
     };
     const s = (x) => typeof x === "string" ? x : void 0;
     const metric = await question(
@@ -35918,7 +35992,10 @@ async function ask(root, v, io) {
       "What does the score measure (a sentence for TASK.md)?",
       "the score the grader prints"
     );
-    const grader = await question(s(v.grader), "The command that prints the score (its last line is the score)?", null);
+    const grader = await question(s(v.grader), "The command that prints the score (its last line is the score)?", {
+      what: "grader",
+      flag: "grader"
+    });
     const direction = await question(
       s(v.direction),
       "Is a higher score better (maximize) or a lower one (minimize)?",
@@ -35930,7 +36007,10 @@ async function ask(root, v, io) {
     const agent = await question(s(v.agent), `The agent (${AGENT_KINDS.join(", ")})?`, "command");
     if (!AGENT_KINDS.includes(agent))
       throw new UserError(`--agent must be one of ${AGENT_KINDS.join(", ")}, got "${agent}"`);
-    const agentCommand = agent === "command" ? await question(s(v["agent-command"]), "The command that runs one episode of your agent?", null) : s(v["agent-command"]) ?? "";
+    const agentCommand = agent === "command" ? await question(s(v["agent-command"]), "The command that runs one episode of your agent?", {
+      what: "agent command",
+      flag: "agent-command"
+    }) : s(v["agent-command"]) ?? "";
     const unit = await question(
       s(v.unit),
       `The budget's unit (${UNITS.join(", ")})?`,
@@ -36025,8 +36105,8 @@ async function workflowText(name2, agent, action) {
       /^( +)# Replace your-org\/forkflush[^\n]*\n(?: +#[^\n]*\n)?/m,
       `$1# forkflush at ${action} (forkflush init --action).
 `
-    ).replaceAll(ACTION_PLACEHOLDER, action).replaceAll("repository: your-org/forkflush", `repository: ${repo}`);
-    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )v1/, `$1${ref}`);
+    ).replace(ACTION_PLACEHOLDER, action).replaceAll("repository: your-org/forkflush", `repository: ${repo}`);
+    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}`);
   }
   if (name2 === "forkflush.yml") {
     const secret = agent in AGENT_CLIS ? AGENT_CLIS[agent].secret : void 0;
@@ -36127,6 +36207,17 @@ async function dispatch(argv, io) {
 `);
         return printResult(open4, io);
       }
+      const driver = await open4.store.driver();
+      if (driver !== null)
+        throw new UserError(
+          `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
+        );
+      const stop2 = runStop(open4.state);
+      if (stop2 && !retrySetup(open4.state)) {
+        io.stderr.write(`forkflush: run ${open4.state.id} stopped: ${stop2.message}
+`);
+        return stop2.code;
+      }
       for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
 `);
       io.stdout.write(`forkflush: resuming run ${open4.state.id}
@@ -36186,14 +36277,16 @@ async function status(dir, p, io) {
   const open4 = await openRun(dir, str2(p.values.run));
   const { state } = open4;
   const pid = state.status === "finished" ? null : await open4.store.driver();
-  const resume = state.status !== "finished" && pid === null ? `forkflush resume ${dir} --run ${state.id}` : null;
+  const stop2 = pid === null ? runStop(state) : null;
+  const resumable = state.status !== "finished" && pid === null && (!stop2 || retrySetup(state) !== null);
+  const resume = resumable ? `forkflush resume ${dir} --run ${state.id}` : null;
   if (p.values.json) {
     const json2 = statusJson(state, { folder: open4.store.dir, live: pid ? { pid } : null, resume });
     io.stdout.write(`${JSON.stringify(json2, null, 2)}
 `);
     return 0;
   }
-  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : ", interrupted";
+  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : stop2 ? ", stopped" : ", interrupted";
   io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
 ${summary(state)}
 `);
@@ -36205,8 +36298,12 @@ ${summary(state)}
 `
     );
   }
-  if (resume) io.stdout.write(`nothing is driving it: continue it with ${resume}
-`);
+  if (resume)
+    io.stdout.write(
+      stop2 ? `after the fix, continue it with ${resume}
+` : `nothing is driving it: continue it with ${resume}
+`
+    );
   io.stdout.write(`
 ${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
 `);
