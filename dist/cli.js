@@ -30319,8 +30319,290 @@ async function readRegular(path, max = 1e6) {
 }
 
 // src/io/process.ts
-import { execFileSync, spawn } from "node:child_process";
-import { createWriteStream, readdirSync, readFileSync } from "node:fs";
+import { execFileSync, spawn as spawn2 } from "node:child_process";
+import { createWriteStream, readdirSync, readFileSync as readFileSync2 } from "node:fs";
+
+// src/io/sandbox.ts
+import { spawn } from "node:child_process";
+import { lstatSync, readFileSync, realpathSync } from "node:fs";
+import { dirname, sep } from "node:path";
+
+// src/io/seccomp.ts
+var OFFSET_NR = 0;
+var OFFSET_ARCH = 4;
+var LD_W_ABS = 32;
+var JEQ_K = 21;
+var JGE_K = 53;
+var RET_K = 6;
+var RET_ALLOW = 2147418112;
+var RET_EPERM = 327680 | 1;
+var X32_SYSCALL_BIT = 1073741824;
+var ABIS = {
+  x64: {
+    arch: 3221225534,
+    refused: { ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, pidfd_getfd: 438 },
+    x32: true
+  },
+  arm64: {
+    arch: 3221225655,
+    refused: { ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, pidfd_getfd: 438 },
+    x32: false
+  }
+};
+var REFUSED_CALLS = ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"];
+function seccompFilter(arch = process.arch) {
+  const abi = ABIS[arch];
+  if (!abi) return null;
+  const numbers = REFUSED_CALLS.map((name2) => abi.refused[name2]);
+  const program = [
+    [LD_W_ABS, 0, 0, OFFSET_ARCH],
+    // Another ABI: refused (the jump skips the refusal when the arch is the machine's).
+    [JEQ_K, 1, 0, abi.arch],
+    [RET_K, 0, 0, RET_EPERM],
+    [LD_W_ABS, 0, 0, OFFSET_NR],
+    ...abi.x32 ? [
+      [JGE_K, 0, 1, X32_SYSCALL_BIT],
+      [RET_K, 0, 0, RET_EPERM]
+    ] : [],
+    // Each refused number jumps to the refusal after the last comparison and the allow.
+    ...numbers.map((nr, i) => [JEQ_K, numbers.length - i, 0, nr]),
+    [RET_K, 0, 0, RET_ALLOW],
+    [RET_K, 0, 0, RET_EPERM]
+  ];
+  const out = Buffer.alloc(program.length * 8);
+  program.forEach(([code, jt, jf, k], i) => {
+    out.writeUInt16LE(code, i * 8);
+    out.writeUInt8(jt, i * 8 + 2);
+    out.writeUInt8(jf, i * 8 + 3);
+    out.writeUInt32LE(k >>> 0, i * 8 + 4);
+  });
+  return out;
+}
+
+// src/io/sandbox.ts
+var NOBODY = { uid: 65534, gid: 65534 };
+var BWRAP = "bwrap";
+var probed;
+function probeSandbox() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return {
+      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
+      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
+    };
+  }
+  const version2 = await exec2(BWRAP, ["--version"]);
+  if (version2.code !== 0) {
+    return {
+      unavailable: "bubblewrap (bwrap) is not installed",
+      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
+    };
+  }
+  const filter = seccompFilter();
+  const name2 = `${version2.stdout.trim() || "bubblewrap"}${filter ? "" : `, no syscall filter (${process.arch})`}`;
+  const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
+  const root = process.getuid?.() === 0;
+  const trial = async (s) => {
+    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
+    return exec2(t.file, t.args, t.fd3);
+  };
+  let sandbox = bubblewrap(
+    nproc ? name2 : `${name2}, no process limit (prlimit is missing)`,
+    root ? "nobody" : "user",
+    nproc,
+    filter
+  );
+  let run2 = await trial(sandbox);
+  if (run2.code !== 0 && root) {
+    const asRoot = bubblewrap(
+      `${name2}, as root without capabilities (no setpriv to run as nobody)`,
+      "root",
+      null,
+      filter
+    );
+    const second = await trial(asRoot);
+    if (second.code === 0) {
+      sandbox = asRoot;
+      run2 = second;
+    }
+  }
+  if (run2.code !== 0) {
+    return {
+      unavailable: `${name2} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
+      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
+    };
+  }
+  return { sandbox };
+}
+function processLimit() {
+  const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
+  return Math.min(8192, Math.floor(pidMax / 4));
+}
+function bubblewrap(name2, as, nproc, filter) {
+  const user = as === "nobody" ? NOBODY : null;
+  const drop = [
+    ...as === "nobody" ? [
+      "setpriv",
+      `--reuid=${NOBODY.uid}`,
+      `--regid=${NOBODY.gid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--"
+    ] : [],
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
+    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
+    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
+  ];
+  return {
+    name: name2,
+    user,
+    async handOver(c) {
+      if (!user || c.writable.length === 0) return;
+      await exec2("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+    },
+    wrap(c, cwd, file2, args) {
+      const mounts = mountArgs(c);
+      return {
+        file: BWRAP,
+        args: [
+          "--die-with-parent",
+          // A session of its own: no TIOCSTI into forkflush's terminal.
+          "--new-session",
+          // No reaching into another process of the same user (io/seccomp.ts).
+          ...filter ? ["--seccomp", "3"] : [],
+          "--unshare-pid",
+          "--unshare-ipc",
+          "--unshare-uts",
+          "--unshare-cgroup-try",
+          ...c.network ? [] : ["--unshare-net"],
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
+          // and loses them all doing it); an unprivileged user has only the user namespace's,
+          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
+          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
+          ...as === "user" ? ["--unshare-user"] : [],
+          "--ro-bind",
+          "/",
+          "/",
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc",
+          // Read-only: /proc/<pid>/mem of the grader is not the graded code's to write (nor
+          // any /proc file). /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
+          "--remount-ro",
+          "/proc",
+          // The kernel's settings are the host's: never writable from inside (a core_pattern
+          // pointing into the workspace would run agent code outside every namespace).
+          "--ro-bind-try",
+          "/proc/sys",
+          "/proc/sys",
+          "--ro-bind-try",
+          "/proc/sysrq-trigger",
+          "/proc/sysrq-trigger",
+          ...mounts,
+          "--chdir",
+          cwd,
+          "--",
+          ...drop,
+          file2,
+          ...args
+        ],
+        ...filter ? { fd3: filter } : {}
+      };
+    }
+  };
+}
+function mountArgs(c) {
+  const mounts = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (path, args) => {
+    if (seen.has(path)) return;
+    seen.add(path);
+    mounts.push({ path, args });
+  };
+  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
+  const tmp = real("/tmp") ?? "/tmp";
+  for (const p of c.hidden) {
+    const path = real(p);
+    if (!path || path === "/" || isInside(path, tmp)) continue;
+    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
+  }
+  const binds = [];
+  for (const p of c.readable) {
+    const path = real(p);
+    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
+    if (path) binds.push(path);
+  }
+  for (const p of [...c.writable, ...c.shared ?? []]) {
+    const path = real(p);
+    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
+    add(`${path}\0rw`, ["--bind", path, path]);
+    binds.push(path);
+  }
+  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
+  for (const path of binds) {
+    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
+      if (binds.some((b) => b !== path && isInside(dir, b))) break;
+      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
+    }
+  }
+  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
+  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
+}
+function real(path) {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+function isDirectory(path) {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+function isInside(path, root) {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+function prefixOf(dir) {
+  const base = dir.split(sep).at(-1);
+  return base === "bin" || base === "shims" ? dirname(dir) : dir;
+}
+function exec2(file2, args, fd3) {
+  return new Promise((resolve6) => {
+    const child = spawn(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (d) => stdout += d);
+    child.stderr?.setEncoding("utf8").on("data", (d) => stderr += d);
+    if (fd3) writeFd3(child, fd3);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      resolve6({ code: 127, stdout, stderr: e.message });
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve6({ code: code ?? 1, stdout, stderr });
+    });
+  });
+}
+function writeFd3(child, data) {
+  const fd3 = child.stdio[3];
+  fd3?.on("error", () => {
+  });
+  fd3?.end(data);
+}
+
+// src/io/process.ts
 var DRAIN_MS = 300;
 var TRACK_MS = 250;
 var SECOND_SIGNAL_MS = 300;
@@ -30338,12 +30620,13 @@ function spawnAndWait(file2, args, options, confined) {
   const started = performance.now();
   const max = options.maxOutput ?? 1e6;
   return new Promise((resolve6) => {
-    const child = spawn(confined?.file ?? file2, confined?.args ?? args, {
+    const child = spawn2(confined?.file ?? file2, confined?.args ?? args, {
       cwd: options.cwd,
       env: options.env ?? process.env,
       detached: true,
-      stdio: ["pipe", "pipe", "pipe"]
+      stdio: ["pipe", "pipe", "pipe", ...confined?.fd3 ? ["pipe"] : []]
     });
+    if (confined?.fd3) writeFd3(child, confined.fd3);
     let stdout = "";
     let stderr = "";
     let stopped = null;
@@ -30480,7 +30763,7 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat9 = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat9 = readFileSync2(`/proc/${pid}/stat`, "utf8");
     return stat9.slice(stat9.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
@@ -30510,201 +30793,6 @@ function processLinks() {
     }
     return links;
   }
-}
-
-// src/io/sandbox.ts
-import { execFile as execFile2 } from "node:child_process";
-import { lstatSync, readFileSync as readFileSync2, realpathSync } from "node:fs";
-import { dirname, sep } from "node:path";
-var NOBODY = { uid: 65534, gid: 65534 };
-var BWRAP = "bwrap";
-var probed;
-function probeSandbox() {
-  probed ??= probe();
-  return probed;
-}
-async function probe() {
-  if (process.platform !== "linux") {
-    return {
-      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
-      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
-    };
-  }
-  const version2 = await exec2(BWRAP, ["--version"]);
-  if (version2.code !== 0) {
-    return {
-      unavailable: "bubblewrap (bwrap) is not installed",
-      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
-    };
-  }
-  const name2 = version2.stdout.trim() || "bubblewrap";
-  const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
-  const root = process.getuid?.() === 0;
-  const trial = async (s) => {
-    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
-    return exec2(t.file, t.args);
-  };
-  let sandbox = bubblewrap(
-    nproc ? name2 : `${name2}, no process limit (prlimit is missing)`,
-    root ? "nobody" : "user",
-    nproc
-  );
-  let run2 = await trial(sandbox);
-  if (run2.code !== 0 && root) {
-    const asRoot = bubblewrap(`${name2}, as root without capabilities (no setpriv to run as nobody)`, "root", null);
-    const second = await trial(asRoot);
-    if (second.code === 0) {
-      sandbox = asRoot;
-      run2 = second;
-    }
-  }
-  if (run2.code !== 0) {
-    return {
-      unavailable: `${name2} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
-      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
-    };
-  }
-  return { sandbox };
-}
-function processLimit() {
-  const pidMax = Number(readFileSync2("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
-  return Math.min(8192, Math.floor(pidMax / 4));
-}
-function bubblewrap(name2, as, nproc) {
-  const user = as === "nobody" ? NOBODY : null;
-  const drop = [
-    ...as === "nobody" ? [
-      "setpriv",
-      `--reuid=${NOBODY.uid}`,
-      `--regid=${NOBODY.gid}`,
-      "--clear-groups",
-      "--inh-caps=-all",
-      "--bounding-set=-all",
-      "--"
-    ] : [],
-    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
-    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
-    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
-  ];
-  return {
-    name: name2,
-    user,
-    async handOver(c) {
-      if (!user || c.writable.length === 0) return;
-      await exec2("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
-    },
-    wrap(c, cwd, file2, args) {
-      const mounts = mountArgs(c);
-      return {
-        file: BWRAP,
-        args: [
-          "--die-with-parent",
-          // A session of its own: no TIOCSTI into forkflush's terminal.
-          "--new-session",
-          "--unshare-pid",
-          "--unshare-ipc",
-          "--unshare-uts",
-          "--unshare-cgroup-try",
-          ...c.network ? [] : ["--unshare-net"],
-          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
-          // and loses them all doing it); an unprivileged user has only the user namespace's,
-          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
-          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
-          ...as === "user" ? ["--unshare-user"] : [],
-          "--ro-bind",
-          "/",
-          "/",
-          "--dev",
-          "/dev",
-          "--proc",
-          "/proc",
-          // The kernel's settings are the host's: never writable from inside (a core_pattern
-          // pointing into the workspace would run agent code outside every namespace).
-          "--ro-bind-try",
-          "/proc/sys",
-          "/proc/sys",
-          "--ro-bind-try",
-          "/proc/sysrq-trigger",
-          "/proc/sysrq-trigger",
-          ...mounts,
-          "--chdir",
-          cwd,
-          "--",
-          ...drop,
-          file2,
-          ...args
-        ]
-      };
-    }
-  };
-}
-function mountArgs(c) {
-  const mounts = [];
-  const seen = /* @__PURE__ */ new Set();
-  const add = (path, args) => {
-    if (seen.has(path)) return;
-    seen.add(path);
-    mounts.push({ path, args });
-  };
-  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
-  const tmp = real("/tmp") ?? "/tmp";
-  for (const p of c.hidden) {
-    const path = real(p);
-    if (!path || path === "/" || isInside(path, tmp)) continue;
-    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
-  }
-  const binds = [];
-  for (const p of c.readable) {
-    const path = real(p);
-    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
-    if (path) binds.push(path);
-  }
-  for (const p of [...c.writable, ...c.shared ?? []]) {
-    const path = real(p);
-    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
-    add(`${path}\0rw`, ["--bind", path, path]);
-    binds.push(path);
-  }
-  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
-  for (const path of binds) {
-    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
-    if (!root) continue;
-    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
-      if (binds.some((b) => b !== path && isInside(dir, b))) break;
-      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
-    }
-  }
-  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
-  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
-}
-function real(path) {
-  try {
-    return realpathSync(path);
-  } catch {
-    return null;
-  }
-}
-function isDirectory(path) {
-  try {
-    return lstatSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
-function isInside(path, root) {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
-}
-function prefixOf(dir) {
-  const base = dir.split(sep).at(-1);
-  return base === "bin" || base === "shims" ? dirname(dir) : dir;
-}
-function exec2(file2, args) {
-  return new Promise((resolve6) => {
-    execFile2(file2, args, { timeout: 1e4 }, (error62, stdout, stderr) => {
-      const code = error62 ? typeof error62.code === "number" ? error62.code : 127 : 0;
-      resolve6({ code, stdout: String(stdout), stderr: String(stderr || error62?.message || "") });
-    });
-  });
 }
 
 // src/worker/boundary.ts
@@ -34271,7 +34359,7 @@ async function runEpisode(job) {
   const removed = { links: 0, names: 0, deep: 0, big: 0 };
   const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
   let notStarted = null;
-  const spawn2 = async (file2, args, options) => {
+  const spawn3 = async (file2, args, options) => {
     const r = await confinedSpawn(file2, args, options);
     if (notStarted === null && r.stopped === null && (r.spawnError || r.exitCode === 126 || r.exitCode === 127))
       notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || "no output"}`;
@@ -34297,7 +34385,7 @@ async function runEpisode(job) {
       deadlineIsBudget: budgetMs <= agentTimeoutMs,
       env: agentEnv,
       signal: AbortSignal.any([interrupt, stopForBudget.signal]),
-      spawn: spawn2,
+      spawn: spawn3,
       confined: sandbox !== null
     });
   } finally {

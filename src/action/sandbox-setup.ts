@@ -3,16 +3,16 @@
 // user has passwordless sudo, so the Action installs bubblewrap and lifts that restriction. Then
 // it checks that sudo gives nothing inside the sandbox (no_new_privs): whatever the job user may
 // do, the agent may not.
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { probeSandbox, reprobeSandbox, type SandboxMode } from '../io/sandbox.js';
+import { probeSandbox, reprobeSandbox, type SandboxMode, writeFd3 } from '../io/sandbox.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 
 export interface Machine {
   platform: NodeJS.Platform;
   isRoot: boolean;
-  /** Runs a command; its exit code (127 when it cannot start). */
-  run(file: string, args: string[]): Promise<number>;
+  /** Runs a command (with bytes for its fd 3, a wrapped command's filter); its exit code (127 when it cannot start). */
+  run(file: string, args: string[], fd3?: Buffer): Promise<number>;
   /** A file's text, or null. */
   read(path: string): string | null;
   probe(): Promise<boolean>;
@@ -64,7 +64,7 @@ export async function prepareIsolation(
       'sudo',
       ['-n', 'true'],
     );
-    if ((await m.run(inside.file, inside.args)) === 0) {
+    if ((await m.run(inside.file, inside.args, inside.fd3)) === 0) {
       throw new Error('sudo works inside the sandbox, so the agent could act as root: refusing to run the episode');
     }
     log('sandbox: sudo is refused inside it (no_new_privs)');
@@ -76,11 +76,15 @@ function realMachine(): Machine {
   return {
     platform: process.platform,
     isRoot: process.getuid?.() === 0,
-    run: (file, args) =>
+    run: (file, args, fd3) =>
       new Promise((resolve) => {
-        execFile(file, args, { timeout: 300_000 }, (error) => {
-          resolve(error ? (typeof error.code === 'number' ? error.code : 127) : 0);
+        const child = spawn(file, args, {
+          stdio: ['ignore', 'ignore', 'ignore', ...(fd3 ? ['pipe' as const] : [])],
+          timeout: 300_000,
         });
+        if (fd3) writeFd3(child, fd3);
+        child.on('error', () => resolve(127));
+        child.on('close', (code) => resolve(code ?? 1));
       }),
     read: (path) => (existsSync(path) ? readFileSync(path, 'utf8') : null),
     probe: async () => 'sandbox' in (await probeSandbox()),

@@ -4,7 +4,7 @@
 // A confined command runs in the sandbox (io/sandbox.ts), whose PID namespace dies with it.
 import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
-import type { Confinement, Sandbox } from './sandbox.js';
+import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
 
 export interface RunOptions {
   cwd: string;
@@ -71,7 +71,7 @@ function spawnAndWait(
   file: string,
   args: string[],
   options: RunOptions,
-  confined: { file: string; args: string[] } | undefined,
+  confined: Wrapped | undefined,
 ): Promise<RunResult> {
   const started = performance.now();
   const max = options.maxOutput ?? 1_000_000;
@@ -80,8 +80,9 @@ function spawnAndWait(
       cwd: options.cwd,
       env: options.env ?? process.env,
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe', ...(confined?.fd3 ? ['pipe' as const] : [])],
     });
+    if (confined?.fd3) writeFd3(child, confined.fd3);
     let stdout = '';
     let stderr = '';
     let stopped: string | null = null;

@@ -4,9 +4,11 @@
 // exits, the kernel kills whatever it left in its PID namespace; when forkflush dies, bwrap dies
 // with it (--die-with-parent) and takes the namespace along.
 
-import { execFile } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, sep } from 'node:path';
+import type { Writable } from 'node:stream';
+import { seccompFilter } from './seccomp.js';
 
 export type SandboxMode = 'auto' | 'required' | 'off';
 
@@ -34,10 +36,18 @@ export interface Sandbox {
    * capabilities, owns every root-owned file (/etc/shadow, a host key). null: forkflush's own user.
    */
   readonly user: { uid: number; gid: number } | null;
-  /** The command line that runs `file args` in `cwd` under `c`. */
-  wrap(c: Confinement, cwd: string, file: string, args: string[]): { file: string; args: string[] };
+  /** The command line that runs `file args` in `cwd` under `c`, and what to write to its fd 3. */
+  wrap(c: Confinement, cwd: string, file: string, args: string[]): Wrapped;
   /** Gives the confinement's own folders to the sandbox's user, so it can write them (no-op without one). */
   handOver(c: Confinement): Promise<void>;
+}
+
+/** A confined command line. */
+export interface Wrapped {
+  file: string;
+  args: string[];
+  /** Bytes to write to the command's fd 3, then close it: the syscall filter bwrap reads (--seccomp 3). */
+  fd3?: Buffer;
 }
 
 /** Who the sandbox runs as under root: nobody. */
@@ -74,7 +84,8 @@ async function probe(): Promise<SandboxProbe> {
       fix: 'install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)',
     };
   }
-  const name = version.stdout.trim() || 'bubblewrap';
+  const filter = seccompFilter();
+  const name = `${version.stdout.trim() || 'bubblewrap'}${filter ? '' : `, no syscall filter (${process.arch})`}`;
   const nproc = (await exec('prlimit', ['--version'])).code === 0 ? processLimit() : null;
   // A trial run with the namespaces a real run uses: AppArmor on Ubuntu 24.04, or a container
   // without user namespaces, lets `bwrap --version` work and then refuses to sandbox. Under root,
@@ -83,16 +94,22 @@ async function probe(): Promise<SandboxProbe> {
   const root = process.getuid?.() === 0;
   const trial = async (s: Sandbox) => {
     const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: '/tmp', network: false }, '/', 'true', []);
-    return exec(t.file, t.args);
+    return exec(t.file, t.args, t.fd3);
   };
   let sandbox = bubblewrap(
     nproc ? name : `${name}, no process limit (prlimit is missing)`,
     root ? 'nobody' : 'user',
     nproc,
+    filter,
   );
   let run = await trial(sandbox);
   if (run.code !== 0 && root) {
-    const asRoot = bubblewrap(`${name}, as root without capabilities (no setpriv to run as nobody)`, 'root', null);
+    const asRoot = bubblewrap(
+      `${name}, as root without capabilities (no setpriv to run as nobody)`,
+      'root',
+      null,
+      filter,
+    );
     const second = await trial(asRoot);
     if (second.code === 0) {
       sandbox = asRoot;
@@ -121,7 +138,12 @@ function processLimit(): number {
  * command runs as nobody (setpriv, after bwrap has set the mounts up as root); root: as root
  * without capabilities, the last resort.
  */
-function bubblewrap(name: string, as: 'user' | 'nobody' | 'root', nproc: number | null): Sandbox {
+function bubblewrap(
+  name: string,
+  as: 'user' | 'nobody' | 'root',
+  nproc: number | null,
+  filter: Buffer | null,
+): Sandbox {
   const user = as === 'nobody' ? NOBODY : null;
   const drop = [
     ...(as === 'nobody'
@@ -154,6 +176,8 @@ function bubblewrap(name: string, as: 'user' | 'nobody' | 'root', nproc: number 
           '--die-with-parent',
           // A session of its own: no TIOCSTI into forkflush's terminal.
           '--new-session',
+          // No reaching into another process of the same user (io/seccomp.ts).
+          ...(filter ? ['--seccomp', '3'] : []),
           '--unshare-pid',
           '--unshare-ipc',
           '--unshare-uts',
@@ -171,6 +195,10 @@ function bubblewrap(name: string, as: 'user' | 'nobody' | 'root', nproc: number 
           '/dev',
           '--proc',
           '/proc',
+          // Read-only: /proc/<pid>/mem of the grader is not the graded code's to write (nor
+          // any /proc file). /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
+          '--remount-ro',
+          '/proc',
           // The kernel's settings are the host's: never writable from inside (a core_pattern
           // pointing into the workspace would run agent code outside every namespace).
           '--ro-bind-try',
@@ -187,6 +215,7 @@ function bubblewrap(name: string, as: 'user' | 'nobody' | 'root', nproc: number 
           file,
           ...args,
         ],
+        ...(filter ? { fd3: filter } : {}),
       };
     },
   };
@@ -273,11 +302,29 @@ export function prefixOf(dir: string): string {
   return base === 'bin' || base === 'shims' ? dirname(dir) : dir;
 }
 
-function exec(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function exec(file: string, args: string[], fd3?: Buffer): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(file, args, { timeout: 10_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 127) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr || error?.message || '') });
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe', ...(fd3 ? ['pipe' as const] : [])] });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    if (fd3) writeFd3(child, fd3);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ code: 127, stdout, stderr: e.message });
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, stdout, stderr });
     });
   });
+}
+
+/** Writes a wrapped command's fd 3 and closes it; a command that ended first is not an error here. */
+export function writeFd3(child: ChildProcess, data: Buffer): void {
+  const fd3 = child.stdio[3] as Writable | null | undefined;
+  fd3?.on('error', () => {});
+  fd3?.end(data);
 }

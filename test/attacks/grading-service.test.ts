@@ -120,6 +120,20 @@ describeSandboxed('the grading service', () => {
     expect(processesWith(marker)).toEqual([]);
   });
 
+  it('the solver a grader runs cannot reach into the grader: no fd of its, no ptrace, no writing its memory', async () => {
+    // The judge's grader prints what the solver prints: its stdout is the channel the score comes by.
+    const repo = makeAttackRepo({
+      agent: 'sh {fx}/grader-takeover.sh',
+      files: { 'grade.sh': '# The score: what the solver prints last.\nsh solve.sh\n' },
+    });
+    const { run, result } = await runLocal(repo);
+    const log = readFileSync(join(run.store.scratch('r0.b0'), 'grader.log'), 'utf8');
+    expect(log).toMatch(/^pidfd_getfd: Operation not permitted$/m);
+    expect(log).toMatch(/^ptrace: Operation not permitted$/m);
+    expect(log).toMatch(/^mem: Read-only file system$/m);
+    expect(result.score).toBe(4);
+  });
+
   it('a grading the agent left running is stopped with the agent, before the snapshot', async () => {
     const marker = unique('ff-grade-linger');
     const repo = makeAttackRepo({ agent: `sh {fx}/grade-linger.sh ${marker}`, files: COUNTING_GRADER });
