@@ -30802,7 +30802,16 @@ async function isolationFor(mode) {
     return { sandbox: null, label: "off (sandbox: off)", warning: `the sandbox is off (sandbox: off): ${unconfined}` };
   }
   const probe2 = await probeSandbox();
-  if ("sandbox" in probe2) return { sandbox: probe2.sandbox, label: probe2.sandbox.name };
+  if ("sandbox" in probe2) {
+    const open4 = abstractSockets(readFileSafe("/proc/net/unix"));
+    return {
+      sandbox: probe2.sandbox,
+      label: probe2.sandbox.name,
+      ...open4.length > 0 ? {
+        warning: `the agent can reach ${open4.length} abstract Unix socket(s) of this machine (${open4.slice(0, 3).join(", ")}), since it shares the network: a desktop session (an X server, a session bus) may let it act outside the sandbox; run agents you do not trust where no desktop session runs (README, "Safety")`
+      } : {}
+    };
+  }
   if (mode === "required") {
     throw new UserError(`sandbox: required, but ${probe2.unavailable}: ${probe2.fix}; nothing ran`);
   }
@@ -30811,6 +30820,17 @@ async function isolationFor(mode) {
     label: `off (${probe2.unavailable})`,
     warning: `the sandbox is off: ${probe2.unavailable}, so ${unconfined}. To confine them, ${probe2.fix}; set sandbox: required to refuse to run without it`
   };
+}
+function readFileSafe(path) {
+  try {
+    return readFileSync3(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+function abstractSockets(procNetUnix) {
+  const names = procNetUnix.split("\n").slice(1).map((line) => line.trim().split(/\s+/)).filter((f) => f.length >= 8 && f[7]?.startsWith("@") && (Number.parseInt(f[3] ?? "0", 16) & 65536) !== 0).map((f) => f[7]);
+  return [...new Set(names)];
 }
 function sessionSpawner(sandbox, confinement, writtenByAgent, removed) {
   return async (file2, args, options) => {

@@ -29,7 +29,23 @@ export async function isolationFor(mode: SandboxMode): Promise<Isolation> {
     return { sandbox: null, label: 'off (sandbox: off)', warning: `the sandbox is off (sandbox: off): ${unconfined}` };
   }
   const probe = await probeSandbox();
-  if ('sandbox' in probe) return { sandbox: probe.sandbox, label: probe.sandbox.name };
+  if ('sandbox' in probe) {
+    // The agent shares the machine's network namespace (it calls its model): its abstract Unix
+    // sockets are open to it, with whatever they let a local user do.
+    const open = abstractSockets(readFileSafe('/proc/net/unix'));
+    return {
+      sandbox: probe.sandbox,
+      label: probe.sandbox.name,
+      ...(open.length > 0
+        ? {
+            warning:
+              `the agent can reach ${open.length} abstract Unix socket(s) of this machine (${open.slice(0, 3).join(', ')}), ` +
+              'since it shares the network: a desktop session (an X server, a session bus) may let it act outside the sandbox; ' +
+              'run agents you do not trust where no desktop session runs (README, "Safety")',
+          }
+        : {}),
+    };
+  }
   if (mode === 'required') {
     throw new UserError(`sandbox: required, but ${probe.unavailable}: ${probe.fix}; nothing ran`);
   }
@@ -38,6 +54,30 @@ export async function isolationFor(mode: SandboxMode): Promise<Isolation> {
     label: `off (${probe.unavailable})`,
     warning: `the sandbox is off: ${probe.unavailable}, so ${unconfined}. To confine them, ${probe.fix}; set sandbox: required to refuse to run without it`,
   };
+}
+
+/** A file's text, or '' (a /proc file that is not there on this kernel). */
+function readFileSafe(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The names of the abstract Unix sockets listening in /proc/net/unix's text (its last column,
+ * "@name"; each name once).
+ */
+export function abstractSockets(procNetUnix: string): string[] {
+  const names = procNetUnix
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    // Num RefCount Protocol Flags Type St Inode Path: flags 00010000 is __SO_ACCEPTCON (listening).
+    .filter((f) => f.length >= 8 && f[7]?.startsWith('@') && (Number.parseInt(f[3] ?? '0', 16) & 0x10000) !== 0)
+    .map((f) => f[7] as string);
+  return [...new Set(names)];
 }
 
 /**

@@ -1,0 +1,77 @@
+// The sandbox against the processes around it: its syscall filter (src/io/seccomp.ts), run on a
+// small interpreter of the classic BPF it is made of (linux/filter.h: the four instructions it uses),
+// and what the network it shares leaves open (abstract Unix sockets: worker/boundary.ts).
+import { describe, expect, it } from 'vitest';
+import { seccompFilter } from '../../src/io/seccomp.js';
+import { abstractSockets } from '../../src/worker/boundary.js';
+
+const ALLOW = 0x7fff0000;
+const EPERM = 0x00050001;
+const X86_64 = 0xc000003e;
+const AARCH64 = 0xc00000b7;
+const I386 = 0x40000003;
+
+/** What the filter answers for one syscall: the kernel's return action. */
+function run(program: Buffer, data: { arch: number; nr: number }): number {
+  let acc = 0;
+  for (let pc = 0; pc < program.length / 8; ) {
+    const code = program.readUInt16LE(pc * 8);
+    const jt = program.readUInt8(pc * 8 + 2);
+    const jf = program.readUInt8(pc * 8 + 3);
+    const k = program.readUInt32LE(pc * 8 + 4);
+    if (code === 0x20) {
+      if (k === 0) acc = data.nr >>> 0;
+      else if (k === 4) acc = data.arch >>> 0;
+      else throw new Error(`load of offset ${k}`);
+      pc += 1;
+    } else if (code === 0x15) pc += 1 + (acc === k ? jt : jf);
+    else if (code === 0x35) pc += 1 + (acc >= k ? jt : jf);
+    else if (code === 0x06) return k;
+    else throw new Error(`opcode ${code}`);
+  }
+  throw new Error('the program ran off its end');
+}
+
+describe('the syscall filter', () => {
+  it('on x86_64 refuses ptrace, process_vm_readv/writev and pidfd_getfd, every x32 and 32-bit call, and allows the rest', () => {
+    const f = seccompFilter('x64');
+    if (!f) throw new Error('x64 has a filter');
+    for (const nr of [101, 310, 311, 438]) expect(run(f, { arch: X86_64, nr }), `nr ${nr}`).toBe(EPERM);
+    // read, write, openat, clone, execve, socket, connect, pidfd_open, kill: allowed.
+    for (const nr of [0, 1, 257, 56, 59, 41, 42, 434, 62]) expect(run(f, { arch: X86_64, nr }), `nr ${nr}`).toBe(ALLOW);
+    expect(run(f, { arch: X86_64, nr: 0x40000000 + 521 })).toBe(EPERM);
+    expect(run(f, { arch: X86_64, nr: 0x40000000 })).toBe(EPERM);
+    expect(run(f, { arch: I386, nr: 26 })).toBe(EPERM);
+    expect(run(f, { arch: I386, nr: 3 })).toBe(EPERM);
+  });
+
+  it("on arm64 refuses the same calls by arm64's numbers", () => {
+    const f = seccompFilter('arm64');
+    if (!f) throw new Error('arm64 has a filter');
+    for (const nr of [117, 270, 271, 438]) expect(run(f, { arch: AARCH64, nr }), `nr ${nr}`).toBe(EPERM);
+    for (const nr of [63, 64, 56, 220, 221, 198, 101, 310])
+      expect(run(f, { arch: AARCH64, nr }), `nr ${nr}`).toBe(ALLOW);
+    expect(run(f, { arch: X86_64, nr: 0 })).toBe(EPERM);
+  });
+
+  it('has none for an architecture it does not know', () => {
+    expect(seccompFilter('riscv64')).toBeNull();
+  });
+});
+
+describe('what the shared network leaves open', () => {
+  it("names the machine's listening abstract Unix sockets, each once, and nothing else", () => {
+    const text = [
+      'Num       RefCount Protocol Flags    Type St Inode Path',
+      '0000000000000000: 00000002 00000000 00010000 0001 01 23456 @/tmp/.X11-unix/X0',
+      '0000000000000000: 00000003 00000000 00000000 0001 03 23457 @/tmp/.X11-unix/X0',
+      '0000000000000000: 00000002 00000000 00010000 0001 01 23460 @/tmp/.X11-unix/X0',
+      '0000000000000000: 00000002 00000000 00010000 0001 01 23458 /run/user/1000/bus',
+      '0000000000000000: 00000002 00000000 00000000 0002 01 23459 @/org/freedesktop/systemd1/notify',
+      '0000000000000000: 00000002 00000000 00010000 0001 01 23461',
+      '',
+    ].join('\n');
+    expect(abstractSockets(text)).toEqual(['@/tmp/.X11-unix/X0']);
+    expect(abstractSockets('')).toEqual([]);
+  });
+});
