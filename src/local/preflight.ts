@@ -42,12 +42,14 @@ export async function preflight(p: PreflightInput): Promise<string[]> {
 }
 
 /**
- * The run's inputs in the working tree that differ from HEAD: the config, the task, the prompt
- * templates, the protected paths, and files the grader's, the agent's or a setup command names.
+ * The run's inputs in the working tree that differ from HEAD: the config, the task, the journal,
+ * the prompt templates, the protected paths, and files the grader's, the agent's or a setup
+ * command names.
  */
 async function uncommittedInputs(p: PreflightInput): Promise<string[]> {
   const c = p.config;
-  const literal = [p.configPathInRepo, c.task, c.prompts.branch, c.prompts.continuation].filter(
+  // The journal too: the agents read it from the commit, so notes not committed never reach them.
+  const literal = [p.configPathInRepo, c.task, c.journal, c.prompts.branch, c.prompts.continuation].filter(
     (x): x is string => typeof x === 'string',
   );
   const named = [

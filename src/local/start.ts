@@ -84,14 +84,30 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
   if (dirty && !scratch)
     warnings.push('the repository has uncommitted changes: the run starts from the last commit (HEAD), without them');
 
+  const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
+  const configPathInRepo = rel.startsWith('..') || rel.startsWith(sep) ? null : rel;
+  // Everything that cannot work, said at once (uncommitted inputs first: the task among them).
+  const refuse = async (problems: string[]) => {
+    await rm(store.dir, { recursive: true, force: true });
+    throw new UserError(problems.join('\n'));
+  };
+  const problems = await preflight({
+    repo,
+    config,
+    configPathInRepo: scratch ? null : configPathInRepo,
+    scratch,
+    env: o.env ?? process.env,
+  });
+  if (problems.length > 0) await refuse(problems);
+
   const show = async (path: string) => (await git.exec(['show', `${base}:${path}`], { check: false })).stdout;
   const exists = async (path: string) =>
     (await git.exec(['cat-file', '-e', `${base}:${path}`], { check: false })).exitCode === 0;
   if (!(await exists(config.task))) {
-    throw new UserError(
+    await refuse([
       `${relative(process.cwd(), configFile) || configFile}: task: ${config.task} is not in the repository's last commit; ` +
         'describe the task in that file, or set task: to the file that does',
-    );
+    ]);
   }
   const task = await show(config.task);
   const loaded = await loadTemplates(
@@ -99,34 +115,22 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     async (path) => ((await exists(path)) ? show(path) : null),
     "the repository's last commit",
   );
-  if ('problem' in loaded) throw new UserError(loaded.problem);
+  if ('problem' in loaded) return refuse([loaded.problem]);
   const { templates } = loaded;
 
-  const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
   const info: RunInfo = {
     id,
     repo,
     taskDir,
     scratch,
     configFile,
-    configPathInRepo: rel.startsWith('..') || rel.startsWith(sep) ? null : rel,
+    configPathInRepo,
     task,
     templates,
     concurrency: o.concurrency ?? config.fork.branches,
     keepRejected: o.keepRejected ?? false,
     startedAt: o.now.toISOString(),
   };
-  const problems = await preflight({
-    repo,
-    config,
-    configPathInRepo: scratch ? null : info.configPathInRepo,
-    scratch,
-    env: o.env ?? process.env,
-  });
-  if (problems.length > 0) {
-    await rm(store.dir, { recursive: true, force: true });
-    throw new UserError(problems.join('\n'));
-  }
   warnings.push(...planWarnings(config));
   const isolation = await isolationFor(config.sandbox.mode);
   if (isolation.warning) warnings.push(isolation.warning);

@@ -126,8 +126,11 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     writeFileSync(join(repo.dir, 'check.mjs'), '');
     writeFileSync(join(repo.dir, 'requirements.txt'), 'numpy\n');
     writeFileSync(join(repo.dir, 'unrelated.txt'), 'not an input');
+    // A task file not committed yet, and notes for the agents written since the last commit.
+    writeFileSync(join(repo.dir, 'TASK2.md'), 'The task, rewritten.\n');
+    writeFileSync(join(repo.dir, 'NOTES.md'), '# Notes\nTried greedy first: it stalls at 80.\n');
     const configFile = join(repo.dir, '.github', 'autoresearch.yml');
-    writeFileSync(configFile, `${readFileSync(configFile, 'utf8')}# edited\n`);
+    writeFileSync(configFile, `${readFileSync(configFile, 'utf8')}task: TASK2.md\n# edited\n`);
     const r = await cli('run', repo.dir);
     expect(r.code).toBe(2);
     expect(r.err).toContain('these files the run needs are not committed');
@@ -135,6 +138,10 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     expect(r.err).toContain('  grade.sh (changed)');
     expect(r.err).toContain('  check.mjs (not in git)');
     expect(r.err).toContain('  requirements.txt (not in git)');
+    // All at once: the task that is not in the commit is one of them, not an error of its own first.
+    expect(r.err).toContain('  TASK2.md (not in git)');
+    expect(r.err).toContain('  NOTES.md (changed)');
+    expect(r.err).not.toContain('is not in the repository');
     expect(r.err).not.toContain('unrelated.txt');
     expect(r.err).toContain('commit them (git add, git commit), then run again');
     expect(runs(repo.dir)).toEqual([]);
