@@ -20,7 +20,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
-import { failureLine } from '../core/text.js';
+import { failureLine, formatNumber } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { RunResult } from '../io/process.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
@@ -163,7 +163,9 @@ class ClaudeCodeAdapter {
     });
     if (decided.note) notes.unshift(decided.note);
     if (run.stopped === 'budget' && s.unit === 'tokens' && attempt.tokensSeen > s.allowance)
-      notes.unshift(`stopped after ${attempt.tokensSeen} tokens, over its allowance of ${s.allowance}`);
+      notes.unshift(
+        `stopped after ${attempt.tokensSeen} tokens, over its allowance of ${formatNumber(s.allowance, 6)}`,
+      );
 
     let reportedSpend: number | null = null;
     if (s.unit === 'tokens' || s.unit === 'usd') {

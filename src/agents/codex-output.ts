@@ -3,6 +3,7 @@
 // src/agents/codex.ts reads the files and runs the CLI.
 import type { Unit } from '../core/config.js';
 import type { AgentUsage } from '../core/state.js';
+import { formatNumber } from '../core/text.js';
 import { priceTokens } from './pricing.js';
 
 /** Token counters as Codex keeps them: cumulative over the whole thread, across resumes. */
@@ -302,7 +303,7 @@ export function overBounds(b: Bounds, before: RolloutSummary, now: RolloutSummar
           ? t.inputTokens + t.outputTokens
           : priceTokens(model, { input: t.inputTokens, cachedInput: t.cachedInputTokens, output: t.outputTokens })
               .costUsd;
-      if (spent > b.allowance) return `spent ${round(spent)} ${b.unit} of its ${b.allowance}`;
+      if (spent > b.allowance) return `spent ${round(spent)} ${b.unit} of its ${formatNumber(b.allowance, 6)}`;
     }
   }
   // At the limit and the model has asked for a tool: the next thing Codex does is ask it again.

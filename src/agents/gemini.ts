@@ -37,7 +37,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { failureLine } from '../core/text.js';
+import { failureLine, formatNumber } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
 import { AGENT_CLIS } from './clis.js';
@@ -165,7 +165,8 @@ async function runGemini(
   const exit =
     stopExit(r, s.deadlineIsBudget) ??
     (r.spawnError ? 'crash' : r.exitCode === EXIT_TURN_LIMIT ? 'budget' : r.exitCode === 0 ? 'finished' : 'crash');
-  if (r.stopped === 'budget' && overrun) notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  if (r.stopped === 'budget' && overrun)
+    notes.push(`stopped: it spent more than its ${formatNumber(s.allowance, 6)} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
   if (exit === 'crash' && r.stopped === null) {
     const why = r.spawnError ?? result?.error?.message ?? failureLine(r.stderr);

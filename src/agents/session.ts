@@ -14,6 +14,7 @@ import { constants, existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ExitReason } from '../core/state.js';
+import { formatNumber } from '../core/text.js';
 import type { RunOptions, RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
 
@@ -331,9 +332,10 @@ export function overrunReason(
 ): string | undefined {
   if (maxTurns !== undefined && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
   if (s.unit === 'tokens' && usage.inputTokens + usage.outputTokens > s.allowance) {
-    return `its tokens passed the allowance of ${s.allowance}`;
+    return `its tokens passed the allowance of ${formatNumber(s.allowance, 6)}`;
   }
-  if (s.unit === 'usd' && (usage.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
+  if (s.unit === 'usd' && (usage.costUsd ?? 0) > s.allowance)
+    return `its cost passed the allowance of $${formatNumber(s.allowance, 6)}`;
   return undefined;
 }
 
@@ -347,7 +349,7 @@ export function settleBounds(s: AgentSession, o: AgentOutcome, maxTurns?: number
   const turns = o.usage?.turns ?? null;
   const why =
     measured && o.reportedSpend !== null && o.reportedSpend > s.allowance
-      ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${s.allowance} ${s.unit}`
+      ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${formatNumber(s.allowance, 6)} ${s.unit}`
       : maxTurns !== undefined && turns !== null && turns > maxTurns
         ? `it took ${turns} turns, past agent.max_turns (${maxTurns})`
         : null;

@@ -71,6 +71,9 @@ describe('settleBounds', () => {
     expect(tokens.note).toBe('earlier; an overrun: it spent 1500 of its 1000 tokens (found when the session ended)');
     const usd = settleBounds(session({ unit: 'usd', allowance: 0.005 }), finished({ reportedSpend: 0.01 }));
     expect(usd.exit).toBe('budget');
+    // An allowance with float noise (0.6 * 4) reads as the number it is.
+    const noisy = settleBounds(session({ allowance: 0.6 * 4 }), finished({ reportedSpend: 3 }));
+    expect(noisy.note).toBe('an overrun: it spent 3 of its 2.4 tokens (found when the session ended)');
   });
 
   it('as is a session that took more turns than agent.max_turns', () => {
