@@ -162,7 +162,9 @@ async function run(dir: string, p: Parsed, io: Io): Promise<number> {
       `initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}\n`,
   );
   if (dryRun) {
-    io.stdout.write(`\n${planTable(c)}\n\nthe checks passed; no agent was started. Run it: forkflush run ${dir}\n`);
+    io.stdout.write(
+      `\n${planTable(c)}\n\nthe checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}\n`,
+    );
     return 0;
   }
   return go(open, io);
@@ -294,6 +296,8 @@ async function compareCommand(dir: string, p: Parsed, io: Io): Promise<number> {
     out.write(
       `${comparePlan(c.manifest, r, c.resumed)}\nthe checks passed; no agent was started. Run it: forkflush compare ${dir}${argvTail(p)}\n`,
     );
+    // JSON: the results as a compare starts them (every run "not started"), marked as a dry run.
+    if (v.json) io.stdout.write(`${JSON.stringify({ ...r, dryRun: true }, null, 2)}\n`);
     return 0;
   }
   return finishCompare(c, `${compareText(r)}\n`, r, dir, io, v.json === true);
@@ -322,6 +326,8 @@ async function probeCommand(dir: string, p: Parsed, io: Io): Promise<number> {
     out.write(
       `${c.manifest.id}: ${plan}\nthe checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTail(p)}\n`,
     );
+    if (v.json)
+      io.stdout.write(`${JSON.stringify({ ...c.results, dryRun: true, budgetEach: each, planned }, null, 2)}\n`);
     return 0;
   }
   const json = { ...c.results, probe: analysis };

@@ -97,12 +97,17 @@ export function significance(c: Comparison, r: CompareResults): string {
   return parts.join(' ');
 }
 
-/** Spend: equal within one episode, or which runs missed it. */
+/** Spend: equal within one episode, or which runs missed it; only runs that ended are checked. */
 export function spendLine(r: CompareResults): string {
   const flagged = r.runs.filter((x) => x.spendOk === false);
   const unit = r.budget.unit;
-  if (flagged.length === 0)
-    return `Every run spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute.`;
+  const checked = r.runs.filter((x) => x.spendOk !== null).length;
+  const open = r.runs.length - checked;
+  if (checked === 0) return 'No run has ended yet: their spend is checked when they do.';
+  if (flagged.length === 0) {
+    const which = open === 0 ? 'Every run' : `Every run that ended (${checked} of ${r.runs.length})`;
+    return `${which} spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute${open === 0 ? '' : ' so far'}.`;
+  }
   const list = flagged.map(
     (x) =>
       `${x.strategy}${r.variants.length > 1 ? ` (${x.variant})` : ''} seed ${x.seed} spent ${formatNumber(x.spent, 2)}${x.status === 'stopped' ? ' (stopped: no score)' : ''}`,

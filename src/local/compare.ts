@@ -4,7 +4,8 @@
 // compare, run again, resumes its unfinished runs (openRun, drive) and starts only the missing
 // ones. Runs share the episode limit: a run takes as many slots as it runs episodes at once (K,
 // or 1 for the serial strategies), and runs start side by side while the slots allow.
-import { mkdir, readdir, readFile, realpath, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { spent as spentOf } from '../core/budget.js';
 import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare.js';
@@ -111,16 +112,24 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   if (problems.length > 0) throw new UserError(problems.join('\n'));
   const base = parseConfig(manifest.configText, file, runOverrides(manifest, manifest.strategies[0] as Strategy));
   const folder = join(RunStore.runsDir(taskDir), manifest.id);
+  const rel = relative(taskDir, file);
+  const configPathInRepo = rel.startsWith('..') ? null : rel;
   if (o.dryRun) {
-    // The checks a run makes before it spends (committed files, the agent, the initial grade), once.
+    // The checks a run makes before it spends (committed files, the agent, the initial grade),
+    // once, with the first variant's config: its notes are about the runs that would run.
+    const first = manifest.variants[0];
+    const text = first ? variantText(manifest, first, configPathInRepo) : null;
+    const scratch = text === null ? null : await mkdtemp(join(tmpdir(), 'forkflush-variant-'));
+    const configFile = scratch ? join(scratch, `variant-${first?.name}.yml`) : file;
+    if (scratch && text !== null) await writeFile(configFile, text);
     const check = await startRun({
       dir: taskDir,
-      configFile: file,
+      configFile,
       overrides: runOverrides(manifest, manifest.strategies[0] as Strategy),
       now: o.now(),
       dryRun: true,
       ...(o.env ? { env: o.env } : {}),
-    });
+    }).finally(() => (scratch ? rm(scratch, { recursive: true, force: true }) : undefined));
     for (const w of check.warnings) o.log(`note: ${w}`);
     const results = { ...compareResults(manifest, new Map(), base), initial: check.state.base.score };
     return { manifest, results, config: base, folder, resumed, code: 0 };
@@ -132,8 +141,6 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   const dir = join(RunStore.runsDir(taskDir), manifest.id);
   // One process drives a compare: two would start the same missing run twice.
   const release = await new RunStore(dir).lock();
-  const rel = relative(taskDir, file);
-  const configPathInRepo = rel.startsWith('..') ? null : rel;
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
     if (text !== null) await writeFile(join(dir, `variant-${v.name}.yml`), text);

@@ -174,6 +174,9 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     expect(r.out).toContain('no agent was started');
     expect(repo.calls()).toEqual([]);
     expect(runs(repo.dir)).toEqual([]);
+    // The command it offers runs what was checked: the same flags, without --dry-run.
+    const flags = await cli('run', repo.dir, '--budget', '20', '--strategy', 'single-run', '--dry-run');
+    expect(flags.out).toContain(`Run it: forkflush run ${repo.dir} --budget 20 --strategy single-run\n`);
   });
 
   it('stops at the first agent that cannot start (exit 127), with its error, before the next round', async () => {

@@ -218,6 +218,20 @@ describe('forkflush probe', () => {
   }, 120_000);
 });
 
+describe('forkflush probe --dry-run', () => {
+  it("checks with the probe runs' own config, and prints JSON with --json", async () => {
+    const t = makeTaskRepo({ budget: 'total: 60\n  unit: tokens\n  episode: 6' });
+    const r = await cliWith(['probe', t.dir, '--runs', '2', '--budget-each', '30', '--dry-run', '--json']);
+    expect(r.code, r.err).toBe(0);
+    const out = JSON.parse(r.out);
+    expect(out).toMatchObject({ kind: 'probe', dryRun: true, budgetEach: 30, planned: 60, complete: false });
+    expect(out.runs.map((x: { status: string }) => x.status)).toEqual(['not started', 'not started']);
+    expect(r.err).toContain('2 single runs of 30 tokens');
+    expect(r.err).toContain(`Run it: forkflush probe ${t.dir} --runs 2 --budget-each 30 --json`);
+    expect(t.calls()).toEqual([]);
+  }, 60_000);
+});
+
 describe('forkflush probe --resume', () => {
   it("keeps the probe's own budgets: runs of the budget it planned, and a next command for the planned run's budget", async () => {
     const t = makeTaskRepo({ budget: 'total: 60\n  unit: tokens\n  episode: 6' });

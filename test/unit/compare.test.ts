@@ -214,6 +214,22 @@ describe('equal spend', () => {
     );
   });
 
+  it('claims equal compute only for the runs that ended: none before any has', () => {
+    // Seed 2 has not started; seed 1 ran to its end.
+    const some = comparison({ 'fork-and-flush': [3], 'single-run': [1] });
+    for (const e of some.manifest.entries.filter((x) => x.seed === 1)) e.run = null;
+    const none = results(some);
+    expect(none.runs.every((x) => x.spendOk === null)).toBe(true);
+    expect(compareText(none)).toContain('No run has ended yet: their spend is checked when they do.');
+    expect(compareText(none)).not.toContain('at equal compute');
+    const half = comparison({ 'fork-and-flush': [3, 4], 'single-run': [1, 2] });
+    const entry = half.manifest.entries.find((x) => x.strategy === 'single-run' && x.seed === 2);
+    if (entry) entry.run = null;
+    expect(compareText(results(half))).toContain(
+      'Every run that ended (3 of 4) spent its budget of 400 tokens within one episode: the comparison is at equal compute so far.',
+    );
+  });
+
   it('holds every strategy of the paper to the same budget within one episode, as planned', () => {
     for (const s of ['fork-and-flush', 'single-run', 'best-of-n', 'fork-only', 'flush-only'] as const) {
       const rec = runRecord(
