@@ -43,8 +43,10 @@ export function commandAgent(command: string) {
         );
       }
       let reportedSpend: number | null = null;
+      // One that could not start spent nothing (worker/episode.ts charges it nothing).
+      const notStarted = r.stopped === null && (r.spawnError !== undefined || r.exitCode === 126 || r.exitCode === 127);
       if (typeof usage === 'number') reportedSpend = watched ? usage : null;
-      else if (watched) {
+      else if (watched && !notStarted) {
         const why = usage === undefined ? 'wrote no usage file' : `wrote an unreadable usage file (${usage.error})`;
         notes.push(`the agent ${why}; charged its whole allowance`);
       }

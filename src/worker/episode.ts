@@ -226,12 +226,14 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
     throw new InterruptedError(`episode ${episode.id} was interrupted`, partial ?? null);
   }
 
+  // An agent that reported nothing is charged its whole allowance, unless it never started.
+  const unreported = notStarted !== null && outcome.exit === 'crash' ? 0 : episode.allowance;
   const measured =
     unit === 'minutes'
       ? outcome.seconds / 60
       : unit === 'evaluations'
         ? grading.evaluations()
-        : (outcome.reportedSpend ?? episode.allowance);
+        : (outcome.reportedSpend ?? unreported);
   // Six decimals are plenty for any unit and keep float noise out of commits and reports.
   const spent = Math.round(measured * 1e6) / 1e6;
 

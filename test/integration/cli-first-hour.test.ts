@@ -187,6 +187,13 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     expect(r.err).toContain('check agent.command');
     const [id] = runs(repo.dir) as [string];
     expect(stateOf(repo.dir, id).rounds).toHaveLength(1);
+    // An agent that never started spent nothing: it is not charged its allowance.
+    const started = stateOf(repo.dir, id).rounds[0].episodes.filter((e: { result?: unknown }) => e.result);
+    expect(started.length).toBeGreaterThan(0);
+    for (const e of started) {
+      expect(e.result).toMatchObject({ spent: 0, exit: 'crash' });
+      expect(e.result.note ?? '').not.toContain('charged its whole allowance');
+    }
     // Stopped, not interrupted: status says why and offers no resume, which could not help.
     const status = await cli('status', repo.dir);
     expect(status.out).toContain(`run ${id} (${join(repo.dir, '.forkflush', id)}), stopped\n`);
