@@ -8,7 +8,7 @@ import { ConfigError, type ConfigOverrides, configJsonSchema, STRATEGIES, type S
 import { UserError } from '../core/errors.js';
 import { MAX_BRANCHES, MAX_COMPARE_SEEDS } from '../core/method.js';
 import { lineageBranch } from '../core/names.js';
-import { plan, planTable } from '../core/plan.js';
+import { plan, planTable, planWarnings, widthText } from '../core/plan.js';
 import { probePlan, probeText } from '../core/probe.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, statusJson, summary, takeHomeLines } from '../core/report.js';
@@ -97,9 +97,14 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
           budget: config.budget,
           branches: config.fork.branches,
           phases: plan(config),
+          warnings: planWarnings(config),
         };
         io.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
-      } else io.stdout.write(`${planTable(config)}\n`);
+      } else {
+        // The notes a run would print before it starts, on the plan they are about.
+        for (const w of planWarnings(config)) io.stderr.write(`forkflush: note: ${w}\n`);
+        io.stdout.write(`${planTable(config)}\n`);
+      }
       return 0;
     }
     case 'run':
@@ -157,7 +162,7 @@ async function run(dir: string, p: Parsed, io: Io): Promise<number> {
   const s = open.state;
   const c = s.config;
   io.stdout.write(
-    `forkflush ${dryRun ? 'dry run' : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}, K = ${c.fork.branches}, seed ${s.seed}\n` +
+    `forkflush ${dryRun ? 'dry run' : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}${widthText(c)}, seed ${s.seed}\n` +
       `sandbox: ${sandboxLine(open)}\n` +
       `initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}\n`,
   );

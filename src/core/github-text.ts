@@ -4,7 +4,7 @@ import { spent } from './budget.js';
 import { type ChartData, chartData } from './chart.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
-import { plan, planWarnings } from './plan.js';
+import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
 import { retrySetup, runStop } from './setup-failure.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
@@ -63,7 +63,7 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
     : 'none yet';
   const parts = [
     commentMarker(state.id),
-    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}, K = ${c.fork.branches}`,
+    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c)}`,
     '',
     `**Status:** ${status}  `,
     `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,

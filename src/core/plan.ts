@@ -92,11 +92,16 @@ export function planTable(config: Config): string {
     formatNumber(p.spend, 2),
     `${formatNumber(p.cumulative, 2)} (${Math.round((p.cumulative / total) * 100)}%)`,
   ]);
-  const title = `strategy ${config.strategy}, budget ${formatNumber(total)} ${unit}, K = ${config.fork.branches}`;
+  const title = `strategy ${config.strategy}, budget ${formatNumber(total)} ${unit}${widthText(config)}`;
   return `${title}\n\n${textTable(
     ['phase', 'kind', 'branches', 'episodes', `budget each (${unit})`, 'spend', 'cumulative'],
     rows,
   )}`;
+}
+
+/** ", K = 4" where the plan runs branches side by side; nothing for a plan of one branch at a time (single-run). */
+export function widthText(config: Config): string {
+  return plan(config).some((p) => p.branches > 1) ? `, K = ${config.fork.branches}` : '';
 }
 
 /** Warnings about a plan that will run but hardly make sense: an agent CLI's episodes too small, or fractional gradings. */

@@ -3,6 +3,7 @@
 import { charged, spent } from './budget.js';
 import { describeContext } from './journal.js';
 import { bestBranch, describeEpisodeId } from './names.js';
+import { widthText } from './plan.js';
 import { runStop } from './setup-failure.js';
 import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState, setupFailed } from './state.js';
 import { codeSpan, formatNumber, markdownTable, shellQuote } from './text.js';
@@ -124,7 +125,7 @@ export function summary(state: RunState): string {
   const stop = runStop(state);
   const lines = [
     `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} ` +
-      `(spent ${formatNumber(spent(state), 2)}), K = ${c.fork.branches}, seed ${state.seed}: ${runStatus(state)}.`,
+      `(spent ${formatNumber(spent(state), 2)})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`,
   ];
   if (stop) lines.push(`Stopped: ${stop.message}.`);
   if (state.best) {

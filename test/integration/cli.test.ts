@@ -14,6 +14,13 @@ describe('forkflush CLI', () => {
     expect(r.out).toMatch(/opening\s+fork round\s+4/);
     const single = await cli('plan', repo.dir, '--strategy', 'single-run', '--budget', '60');
     expect(single.out).toMatch(/solo\s+serial\s+1\s+10\s+6\s+60\s+60 \(100%\)/);
+    // One branch at a time: no K to speak of.
+    expect(single.out).toContain('strategy single-run, budget 60 tokens\n');
+    // The notes a run would print first are on its plan too.
+    const tiny = await cli('plan', repo.dir, '--budget', '5');
+    expect(tiny.err).toMatch(/^forkflush: note: the smallest episode gets [\d.]+ tokens, less than one token/m);
+    const json = JSON.parse((await cli('plan', repo.dir, '--budget', '5', '--json')).out);
+    expect(json.warnings).toEqual([expect.stringMatching(/less than one token/)]);
   });
 
   it('explains a bad config with file, line, key and fix, and exits 2', async () => {
@@ -72,7 +79,7 @@ describe('forkflush CLI', () => {
     const repo = makeTaskRepo({ budget: 'total: 12\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
     const run = await cli('run', repo.dir, '--seed', '3');
     expect(run.code).toBe(0);
-    expect(run.out).toContain('forkflush run 20261130-100000: single-run, budget 12 tokens, K = 4, seed 3');
+    expect(run.out).toContain('forkflush run 20261130-100000: single-run, budget 12 tokens, seed 3');
     expect(run.out).toMatch(/\[00:\d\d\] r0\.b0 scored \d+, spent 5\.4 tokens/);
     expect(run.out).toMatch(/Best score: \d+ from round \d, branch 0, on branch forkflush\/20261130-100000\/best/);
     expect(run.out).toContain('report:  ');
