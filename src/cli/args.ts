@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { STRATEGIES, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
+import { closest } from '../core/text.js';
 
 interface Flag {
   type: 'string' | 'boolean';
@@ -217,8 +218,10 @@ export function parseCommandLine(argv: string[]): Parsed {
   const first = argv.find((a) => !a.startsWith('-'));
   const command = first === undefined ? null : (COMMANDS.find((c) => c.name === first) ?? null);
   if (first !== undefined && !command) {
+    const names = COMMANDS.map((c) => c.name);
+    const guess = closest(first, names);
     throw new UserError(
-      `unknown command "${first}": use ${COMMANDS.map((c) => c.name).join(', ')} (see forkflush --help)`,
+      `unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ''}: use ${names.join(', ')} (see forkflush --help)`,
     );
   }
   const allowed: FlagName[] = [...(command?.flags ?? []), 'help'];
@@ -235,13 +238,22 @@ export function parseCommandLine(argv: string[]): Parsed {
   } catch (e) {
     const message = (e as Error).message.split('\n')[0] ?? '';
     const flag = /'(-[^']+)'/.exec(message)?.[1];
+    const where = command ? `forkflush ${command.name}` : 'forkflush';
+    const help = command ? `forkflush help ${command.name}` : 'forkflush --help';
     if (flag && /Unknown option/.test(message)) {
-      const where = command ? `forkflush ${command.name}` : 'forkflush';
-      throw new UserError(
-        `${where} has no flag ${flag} (see ${command ? `forkflush help ${command.name}` : 'forkflush --help'})`,
-      );
+      const guess = flag.startsWith('--')
+        ? closest(flag.slice(2).split('=')[0] ?? '', Object.keys(options))
+        : undefined;
+      throw new UserError(`${where} has no flag ${flag}${guess ? `; did you mean --${guess}?` : ''} (see ${help})`);
     }
-    throw new UserError(`${message} (see forkflush --help)`);
+    // node's "Option '--budget <value>' argument missing": said in forkflush's words.
+    const missing = /^Option '(-\S+)(?:, (--\S+))? <value>' argument missing/.exec(message);
+    if (missing) {
+      const name = missing[2] ?? missing[1];
+      const value = (FLAGS[name?.replace(/^--/, '') as FlagName] as Flag | undefined)?.value ?? 'VALUE';
+      throw new UserError(`${name} needs a value: ${name} ${value} (see ${help})`);
+    }
+    throw new UserError(`${message} (see ${help})`);
   }
   const values = parsed.values as Parsed['values'] & { version?: boolean };
   const positionals = parsed.positionals.slice(1);

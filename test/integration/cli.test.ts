@@ -46,6 +46,13 @@ describe('forkflush CLI', () => {
     [['run', '.', '--budget', '-1'], '--budget must be a number above 0, got "-1"'],
     [['plan', '.', '--branches', '-2'], '--branches must be a whole number from 1 to 64, got "-2"'],
     [['launch'], 'unknown command "launch"'],
+    [['runn', '.'], 'unknown command "runn"; did you mean "run"?'],
+    [
+      ['run', '.', '--budjet', '5'],
+      'forkflush run has no flag --budjet; did you mean --budget? (see forkflush help run)',
+    ],
+    [['run', '.', '--dryrun'], 'forkflush run has no flag --dryrun; did you mean --dry-run? (see forkflush help run)'],
+    [['run', '.', '--budget'], '--budget needs a value: --budget N (see forkflush help run)'],
     [['run', '/no/such/folder'], '/no/such/folder is not a folder'],
   ])('rejects %j with a clear message', async (argv, message) => {
     const r = await cli(...argv);
