@@ -132,6 +132,16 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     startedAt: o.now.toISOString(),
   };
   warnings.push(...planWarnings(config));
+  if (!o.dryRun) {
+    // Two runs of one task share the machine (and its agents' keys): said, not refused.
+    for (const other of await RunStore.list(taskDir)) {
+      const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
+      if (pid !== null)
+        warnings.push(
+          `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`,
+        );
+    }
+  }
   const isolation = await isolationFor(config.sandbox.mode);
   if (isolation.warning) warnings.push(isolation.warning);
   const forge = new LocalForge(repo, store, o.keepRejected === true);

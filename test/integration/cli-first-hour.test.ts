@@ -239,9 +239,27 @@ describe('runs', () => {
   it('never share an id, even when started in the same second', async () => {
     const repo = makeTaskRepo(small);
     const [a, b] = await Promise.all([cli('run', repo.dir), cli('run', repo.dir)]);
-    expect([a?.code, b?.code, a?.err, b?.err]).toEqual([0, 0, '', '']);
+    expect([a?.code, b?.code]).toEqual([0, 0]);
+    // Each may say the other runs too (when their starts overlap); nothing else.
+    for (const r of [a, b]) {
+      expect(
+        r?.err.split('\n').filter((l) => l && !/^forkflush: note: run \S+ of this task is running too/.test(l)),
+      ).toEqual([]);
+    }
     const ids = runs(repo.dir).sort();
     expect(ids).toEqual(['20261130-100000', '20261130-100000-2']);
+  });
+
+  it('says when another run of the task is running', async () => {
+    const repo = makeTaskRepo(small);
+    await cli('run', repo.dir);
+    // PID 1 is always alive: as if another forkflush drove the first run.
+    writeFileSync(join(repo.dir, '.forkflush', '20261130-100000', 'lock'), '1');
+    const second = await cli('run', repo.dir);
+    expect(second.code).toBe(0);
+    expect(second.err).toContain(
+      "forkflush: note: run 20261130-100000 of this task is running too (process 1): the two share this machine's CPUs and your agent's quota",
+    );
   });
 
   it('say how to take the best workspace home, in a repository and from a copy', async () => {
