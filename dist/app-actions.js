@@ -27073,7 +27073,7 @@ var require_secure_json_parse = __commonJS({
       }
       return obj;
     }
-    function parse5(text, reviver, options2) {
+    function parse6(text, reviver, options2) {
       const { stackTraceLimit } = Error;
       Error.stackTraceLimit = 0;
       try {
@@ -27095,9 +27095,9 @@ var require_secure_json_parse = __commonJS({
       }
       return result;
     }
-    module2.exports = parse5;
-    module2.exports.default = parse5;
-    module2.exports.parse = parse5;
+    module2.exports = parse6;
+    module2.exports.default = parse6;
+    module2.exports.parse = parse6;
     module2.exports.safeParse = safeParse3;
     module2.exports.scan = filter;
   }
@@ -27377,7 +27377,7 @@ var require_dist = __commonJS({
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.format = format;
-    exports2.parse = parse5;
+    exports2.parse = parse6;
     var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
     var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
     var QUOTE_REGEXP = /[\\"]/g;
@@ -27404,7 +27404,7 @@ var require_dist = __commonJS({
       }
       return result;
     }
-    function parse5(header, options2) {
+    function parse6(header, options2) {
       const stopChar = options2?.comma === true ? COMMA : 65536;
       const len = header.length;
       let index = skipOWS(header, options2?.start ?? 0, len);
@@ -36059,7 +36059,7 @@ var require_public_api = __commonJS({
       }
       return doc;
     }
-    function parse5(src, reviver, options2) {
+    function parse6(src, reviver, options2) {
       let _reviver = void 0;
       if (typeof reviver === "function") {
         _reviver = reviver;
@@ -36100,7 +36100,7 @@ var require_public_api = __commonJS({
         return value.toString(options2);
       return new Document.Document(value, _replacer, options2).toString(options2);
     }
-    exports2.parse = parse5;
+    exports2.parse = parse6;
     exports2.parseAllDocuments = parseAllDocuments;
     exports2.parseDocument = parseDocument2;
     exports2.stringify = stringify;
@@ -49309,18 +49309,18 @@ var validateAsync = async (schema, value, _ctx) => {
   return result.issues.length === 0;
 };
 var _encode = (_Err) => {
-  const parse5 = _parse(_Err);
+  const parse6 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
     const ctx = _ctx ? { ..._ctx, direction: "backward" } : { direction: "backward" };
-    return parse5(schema, value, ctx, finalizeParams(fn, _params));
+    return parse6(schema, value, ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
 var encode = /* @__PURE__ */ _encode($ZodRealError);
 var _decode = (_Err) => {
-  const parse5 = _parse(_Err);
+  const parse6 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
-    return parse5(schema, value, _ctx, finalizeParams(fn, _params));
+    return parse6(schema, value, _ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
@@ -50815,7 +50815,7 @@ function capSize(inst, size) {
   if (!caps.length)
     return;
   const cap = Math.min(...caps.map((c) => c[0]));
-  const parse5 = inst._zod.parse;
+  const parse6 = inst._zod.parse;
   inst._zod.parse = (payload, ctx) => {
     const n = size(payload.value);
     if (n > cap && !ctx?.skipChecks && ctx?.direction !== "backward") {
@@ -50829,7 +50829,7 @@ function capSize(inst, size) {
         }
       }
     }
-    return parse5(payload, ctx);
+    return parse6(payload, ctx);
   };
 }
 var arraySize = (input2) => Array.isArray(input2) ? input2.length : -1;
@@ -69015,6 +69015,161 @@ function applyFinish(state) {
   return state.status === "finished" ? state : { ...state, status: "finished" };
 }
 
+// src/core/work.ts
+function dueWork(state, done) {
+  const work = [];
+  for (const round of state.rounds) {
+    for (const e of round.episodes) {
+      if (e.result && !done.published.includes(e.id))
+        work.push({ type: "publish-result", key: `publish:${e.id}`, episode: e.id });
+    }
+    if (round.decision && !done.settled.includes(round.index))
+      work.push({ type: "settle-round", key: `settle:${round.index}`, round: round.index });
+  }
+  const open3 = state.rounds.find((r) => !r.decision);
+  if (open3 && !done.opened.includes(open3.index))
+    work.push({ type: "open-round", key: `dispatch:${open3.index}`, round: open3.index });
+  if (state.status === "finished" && !done.finished) work.push({ type: "publish-run", key: "final" });
+  if (state.best && state.best.commit !== done.best)
+    work.push({ type: "move-best", key: "best", commit: state.best.commit });
+  return work;
+}
+async function carryOut(forge, state, item, retaking = false) {
+  switch (item.type) {
+    case "open-round":
+      return forge.openRound(state, roundOf(state, item.round), retaking);
+    case "publish-result": {
+      const e = findEpisode(state, item.episode);
+      if (!e) throw new Error(`${state.id}: no episode ${item.episode}`);
+      return forge.publishResult(state, e, retaking);
+    }
+    case "settle-round":
+      return forge.settleRound(state, roundOf(state, item.round));
+    case "move-best":
+      return forge.moveBest(state, item.commit);
+    case "publish-run":
+      return forge.publishRun(state);
+  }
+}
+function roundOf(state, index) {
+  const round = state.rounds.find((r) => r.index === index);
+  if (!round) throw new Error(`${state.id}: no round ${index}`);
+  return round;
+}
+function advance(initial, halt = () => false) {
+  let state = initial;
+  const steps = [];
+  for (let guard = 0; guard < 1e3; guard++) {
+    const [first] = reconcile(state);
+    if (!first || first.type === "run" || halt(state, first)) return { state, steps };
+    steps.push(first);
+    if (first.type === "open") state = applyOpen(state, first.round);
+    else if (first.type === "decide") state = applyDecision(state, first.round, first.decision);
+    else state = applyFinish(state);
+  }
+  throw new Error(`${initial.id}: the schedule did not settle`);
+}
+function lineageMovedOutside(state, round, e, head, lineageRef) {
+  const commit = e.result?.commit;
+  if (!commit || head === commit) return null;
+  const later = state.rounds.filter((r) => r.index > round.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
+  if (head !== null && later.includes(head)) return null;
+  return `the lineage branch ${lineageRef} moved outside forkflush (expected ${e.base.slice(0, 10)} or ${commit.slice(0, 10)}, found ${head?.slice(0, 10) ?? "nothing"}): reset it to one of those commits, then resume`;
+}
+
+// src/core/plan.ts
+var MOST_SIMULATED = 1e4;
+function simulate(config3, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
+  let state = newRunState({ id: "plan", seed, config: config3, baseCommit: "base", baseScore: null });
+  for (let round = 0; round < maxRounds; round++) {
+    state = advance(state).state;
+    const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
+    if (pending.length === 0) return state;
+    for (const id of pending) {
+      const episode = findEpisode(state, id);
+      const { spent: spent2, score } = outcome(episode);
+      const result = {
+        commit: `commit-${episode.id}`,
+        score,
+        spent: spent2,
+        exit: "finished",
+        protectedChanged: [],
+        agentSeconds: 0,
+        graderSeconds: 0,
+        wallSeconds: 0
+      };
+      state = applyResult(state, episode.id, result);
+    }
+  }
+  throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
+}
+function plan(config3) {
+  const state = simulate(config3, (e) => ({ spent: e.allowance, score: null }));
+  const phases = [];
+  let cumulative = 0;
+  for (const round of state.rounds) {
+    const spend = round.episodes.reduce((s, e) => s + e.allowance, 0);
+    cumulative += spend;
+    const last = phases.at(-1);
+    if (last && last.phase === round.phase && last.kind === round.kind) {
+      last.rounds += 1;
+      last.spend += spend;
+      last.cumulative = cumulative;
+      continue;
+    }
+    phases.push({
+      phase: round.phase,
+      kind: round.kind,
+      branches: round.episodes.length,
+      rounds: 1,
+      budgetEach: round.episodes[0]?.allowance ?? 0,
+      spend,
+      cumulative
+    });
+  }
+  return phases;
+}
+function widthText(config3) {
+  return plan(config3).some((p) => p.branches > 1) ? `, K = ${config3.fork.branches}` : "";
+}
+function planWarnings(config3) {
+  const phases = plan(config3);
+  const unit = config3.budget.unit;
+  const smallest = Math.min(...phases.map((p) => p.budgetEach));
+  const warnings = [];
+  const least = LEAST_USEFUL_EPISODE[unit];
+  if (config3.agent.kind !== "command" && smallest < least && !(unit === "tokens" && smallest < 1)) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total, or lower fork.branches`
+    );
+  }
+  if (unit === "tokens" && smallest < 1) {
+    warnings.push(
+      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`
+    );
+  }
+  warnings.push(...setupWarnings(config3, smallest));
+  if (unit === "evaluations") {
+    const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
+    if (fractional.length > 0) {
+      warnings.push(
+        `episodes get fractional evaluations (${fractional.map((p) => formatNumber(p.budgetEach, 2)).join(", ")}): each may call the grader only a whole number of times (rounded down, at least once); choose budget.total so that they divide it`
+      );
+    }
+  }
+  return warnings;
+}
+function setupWarnings(config3, smallest) {
+  const setup = config3.setup;
+  if (setup.commands.length === 0) return [];
+  const work = config3.budget.unit === "minutes" ? Math.min(config3.agent.timeout, smallest * 60) : config3.agent.timeout;
+  if (setup.timeout <= work) return [];
+  const which2 = work < config3.agent.timeout ? `the smallest episode's ${formatNumber(smallest, 2)} minutes` : `agent.timeout (${formatNumber(config3.agent.timeout)} s)`;
+  return [
+    `setup may take up to ${formatNumber(setup.timeout)} s (setup.timeout), longer than the episode it prepares (${which2}); it runs ${SETUP_RUNS} times per episode (the workspace, the judge's checkout), so an episode may take up to ${formatNumber(episodeLimitSeconds(config3) / 60, 1)} minutes and on GitHub a round is waited for ${formatNumber(roundDeadlineMinutes(config3), 1)} minutes: give the worker job's timeout-minutes at least that, or lower setup.timeout`
+  ];
+}
+
 // src/core/setup-failure.ts
 function setupFailure(state) {
   const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
@@ -69229,158 +69384,6 @@ function paddedRange(values) {
   return [lo - pad, hi + pad];
 }
 
-// src/core/work.ts
-function dueWork(state, done) {
-  const work = [];
-  for (const round of state.rounds) {
-    for (const e of round.episodes) {
-      if (e.result && !done.published.includes(e.id))
-        work.push({ type: "publish-result", key: `publish:${e.id}`, episode: e.id });
-    }
-    if (round.decision && !done.settled.includes(round.index))
-      work.push({ type: "settle-round", key: `settle:${round.index}`, round: round.index });
-  }
-  const open3 = state.rounds.find((r) => !r.decision);
-  if (open3 && !done.opened.includes(open3.index))
-    work.push({ type: "open-round", key: `dispatch:${open3.index}`, round: open3.index });
-  if (state.status === "finished" && !done.finished) work.push({ type: "publish-run", key: "final" });
-  if (state.best && state.best.commit !== done.best)
-    work.push({ type: "move-best", key: "best", commit: state.best.commit });
-  return work;
-}
-async function carryOut(forge, state, item, retaking = false) {
-  switch (item.type) {
-    case "open-round":
-      return forge.openRound(state, roundOf(state, item.round), retaking);
-    case "publish-result": {
-      const e = findEpisode(state, item.episode);
-      if (!e) throw new Error(`${state.id}: no episode ${item.episode}`);
-      return forge.publishResult(state, e, retaking);
-    }
-    case "settle-round":
-      return forge.settleRound(state, roundOf(state, item.round));
-    case "move-best":
-      return forge.moveBest(state, item.commit);
-    case "publish-run":
-      return forge.publishRun(state);
-  }
-}
-function roundOf(state, index) {
-  const round = state.rounds.find((r) => r.index === index);
-  if (!round) throw new Error(`${state.id}: no round ${index}`);
-  return round;
-}
-function advance(initial, halt = () => false) {
-  let state = initial;
-  const steps = [];
-  for (let guard = 0; guard < 1e3; guard++) {
-    const [first] = reconcile(state);
-    if (!first || first.type === "run" || halt(state, first)) return { state, steps };
-    steps.push(first);
-    if (first.type === "open") state = applyOpen(state, first.round);
-    else if (first.type === "decide") state = applyDecision(state, first.round, first.decision);
-    else state = applyFinish(state);
-  }
-  throw new Error(`${initial.id}: the schedule did not settle`);
-}
-function lineageMovedOutside(state, round, e, head, lineageRef) {
-  const commit = e.result?.commit;
-  if (!commit || head === commit) return null;
-  const later = state.rounds.filter((r) => r.index > round.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
-  if (head !== null && later.includes(head)) return null;
-  return `the lineage branch ${lineageRef} moved outside forkflush (expected ${e.base.slice(0, 10)} or ${commit.slice(0, 10)}, found ${head?.slice(0, 10) ?? "nothing"}): reset it to one of those commits, then resume`;
-}
-
-// src/core/plan.ts
-var MOST_SIMULATED = 1e4;
-function simulate(config3, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
-  let state = newRunState({ id: "plan", seed, config: config3, baseCommit: "base", baseScore: null });
-  for (let round = 0; round < maxRounds; round++) {
-    state = advance(state).state;
-    const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
-    if (pending.length === 0) return state;
-    for (const id of pending) {
-      const episode = findEpisode(state, id);
-      const { spent: spent2, score } = outcome(episode);
-      const result = {
-        commit: `commit-${episode.id}`,
-        score,
-        spent: spent2,
-        exit: "finished",
-        protectedChanged: [],
-        agentSeconds: 0,
-        graderSeconds: 0,
-        wallSeconds: 0
-      };
-      state = applyResult(state, episode.id, result);
-    }
-  }
-  throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
-}
-function plan(config3) {
-  const state = simulate(config3, (e) => ({ spent: e.allowance, score: null }));
-  const phases = [];
-  let cumulative = 0;
-  for (const round of state.rounds) {
-    const spend = round.episodes.reduce((s, e) => s + e.allowance, 0);
-    cumulative += spend;
-    const last = phases.at(-1);
-    if (last && last.phase === round.phase && last.kind === round.kind) {
-      last.rounds += 1;
-      last.spend += spend;
-      last.cumulative = cumulative;
-      continue;
-    }
-    phases.push({
-      phase: round.phase,
-      kind: round.kind,
-      branches: round.episodes.length,
-      rounds: 1,
-      budgetEach: round.episodes[0]?.allowance ?? 0,
-      spend,
-      cumulative
-    });
-  }
-  return phases;
-}
-function planWarnings(config3) {
-  const phases = plan(config3);
-  const unit = config3.budget.unit;
-  const smallest = Math.min(...phases.map((p) => p.budgetEach));
-  const warnings = [];
-  const least = LEAST_USEFUL_EPISODE[unit];
-  if (config3.agent.kind !== "command" && smallest < least && !(unit === "tokens" && smallest < 1)) {
-    warnings.push(
-      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total, or lower fork.branches`
-    );
-  }
-  if (unit === "tokens" && smallest < 1) {
-    warnings.push(
-      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`
-    );
-  }
-  warnings.push(...setupWarnings(config3, smallest));
-  if (unit === "evaluations") {
-    const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
-    if (fractional.length > 0) {
-      warnings.push(
-        `episodes get fractional evaluations (${fractional.map((p) => formatNumber(p.budgetEach, 2)).join(", ")}): each may call the grader only a whole number of times (rounded down, at least once); choose budget.total so that they divide it`
-      );
-    }
-  }
-  return warnings;
-}
-function setupWarnings(config3, smallest) {
-  const setup = config3.setup;
-  if (setup.commands.length === 0) return [];
-  const work = config3.budget.unit === "minutes" ? Math.min(config3.agent.timeout, smallest * 60) : config3.agent.timeout;
-  if (setup.timeout <= work) return [];
-  const which2 = work < config3.agent.timeout ? `the smallest episode's ${formatNumber(smallest, 2)} minutes` : `agent.timeout (${formatNumber(config3.agent.timeout)} s)`;
-  return [
-    `setup may take up to ${formatNumber(setup.timeout)} s (setup.timeout), longer than the episode it prepares (${which2}); it runs ${SETUP_RUNS} times per episode (the workspace, the judge's checkout), so an episode may take up to ${formatNumber(episodeLimitSeconds(config3) / 60, 1)} minutes and on GitHub a round is waited for ${formatNumber(roundDeadlineMinutes(config3), 1)} minutes: give the worker job's timeout-minutes at least that, or lower setup.timeout`
-  ];
-}
-
 // src/core/github-text.ts
 function commentMarker(run2) {
   return `<!-- forkflush:${run2} -->`;
@@ -69410,7 +69413,7 @@ function issueComment(state, phase, notes = []) {
   const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
   const parts = [
     commentMarker(state.id),
-    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}, K = ${c.fork.branches}`,
+    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c)}`,
     "",
     `**Status:** ${status2}  `,
     `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
@@ -69836,6 +69839,33 @@ function templateProblem(config3, templates) {
   }
 }
 
+// src/core/worker-workflow.ts
+var import_yaml6 = __toESM(require_dist2(), 1);
+var GITHUB_JOB_TIMEOUT_MINUTES = 360;
+function workerTimeoutProblem(workflowText, config3) {
+  if (workflowText === null) return null;
+  let doc;
+  try {
+    doc = (0, import_yaml6.parse)(workflowText);
+  } catch {
+    return null;
+  }
+  const jobs = doc?.jobs;
+  if (!jobs || typeof jobs !== "object") return null;
+  const need = Math.ceil(episodeLimitSeconds(config3) / 60);
+  for (const [name, job] of Object.entries(jobs)) {
+    const j = job;
+    const runsEpisodes = Array.isArray(j?.steps) && j.steps.some(
+      (s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)
+    );
+    if (!runsEpisodes) continue;
+    const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
+    if (typeof minutes !== "number" || minutes >= need) continue;
+    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}): Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. Set \`timeout-minutes: ${Math.ceil(roundDeadlineMinutes(config3))}\` (README, "On GitHub"), or lower agent.timeout.`;
+  }
+  return null;
+}
+
 // src/github/observe.ts
 import { createHash as createHash2 } from "node:crypto";
 var Commits = class {
@@ -70234,8 +70264,10 @@ ${issue3.body ?? ""}`);
     seen: remember([], steer.keys)
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run2, l.index, state.lineages.length), base);
+  const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config3);
   try {
     const sha2 = await forge.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
+    if (timeout) await forge.comment(issue3.number, `> **Warning:** ${timeout}`);
     return { state: await syncStored(ctx, { state, files, sha: sha2 }) };
   } catch (e) {
     if (e instanceof ConflictError) return { state: null };

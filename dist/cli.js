@@ -27509,8 +27509,13 @@ function significance(c, r) {
 function spendLine(r) {
   const flagged = r.runs.filter((x) => x.spendOk === false);
   const unit = r.budget.unit;
-  if (flagged.length === 0)
-    return `Every run spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute.`;
+  const checked = r.runs.filter((x) => x.spendOk !== null).length;
+  const open4 = r.runs.length - checked;
+  if (checked === 0) return "No run has ended yet: their spend is checked when they do.";
+  if (flagged.length === 0) {
+    const which = open4 === 0 ? "Every run" : `Every run that ended (${checked} of ${r.runs.length})`;
+    return `${which} spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute${open4 === 0 ? "" : " so far"}.`;
+  }
   const list = flagged.map(
     (x) => `${x.strategy}${r.variants.length > 1 ? ` (${x.variant})` : ""} seed ${x.seed} spent ${formatNumber(x.spent, 2)}${x.status === "stopped" ? " (stopped: no score)" : ""}`
   );
@@ -28530,13 +28535,16 @@ function planTable(config2) {
     formatNumber(p.spend, 2),
     `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / total * 100)}%)`
   ]);
-  const title = `strategy ${config2.strategy}, budget ${formatNumber(total)} ${unit}, K = ${config2.fork.branches}`;
+  const title = `strategy ${config2.strategy}, budget ${formatNumber(total)} ${unit}${widthText(config2)}`;
   return `${title}
 
 ${textTable(
     ["phase", "kind", "branches", "episodes", `budget each (${unit})`, "spend", "cumulative"],
     rows
   )}`;
+}
+function widthText(config2) {
+  return plan(config2).some((p) => p.branches > 1) ? `, K = ${config2.fork.branches}` : "";
 }
 function planWarnings(config2) {
   const phases = plan(config2);
@@ -29285,7 +29293,7 @@ function summary(state) {
   const unit = c.budget.unit;
   const stop2 = runStop(state);
   const lines = [
-    `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} (spent ${formatNumber(spent(state), 2)}), K = ${c.fork.branches}, seed ${state.seed}: ${runStatus(state)}.`
+    `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} (spent ${formatNumber(spent(state), 2)})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`
   ];
   if (stop2) lines.push(`Stopped: ${stop2.message}.`);
   if (state.best) {
@@ -29405,7 +29413,8 @@ function statusJson(state, o) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir13, readdir as readdir9, readFile as readFile8, realpath as realpath5, stat as stat8, writeFile as writeFile13 } from "node:fs/promises";
+import { mkdir as mkdir13, mkdtemp as mkdtemp3, readdir as readdir9, readFile as readFile8, realpath as realpath5, rm as rm10, stat as stat8, writeFile as writeFile13 } from "node:fs/promises";
+import { tmpdir as tmpdir2 } from "node:os";
 import { join as join18, relative as relative2, resolve as resolve4 } from "node:path";
 
 // src/core/compare.ts
@@ -31388,16 +31397,17 @@ function stopExit(r, deadlineIsBudget) {
 function overrunReason(s, usage2, turns, maxTurns) {
   if (maxTurns !== void 0 && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
   if (s.unit === "tokens" && usage2.inputTokens + usage2.outputTokens > s.allowance) {
-    return `its tokens passed the allowance of ${s.allowance}`;
+    return `its tokens passed the allowance of ${formatNumber(s.allowance, 6)}`;
   }
-  if (s.unit === "usd" && (usage2.costUsd ?? 0) > s.allowance) return `its cost passed the allowance of $${s.allowance}`;
+  if (s.unit === "usd" && (usage2.costUsd ?? 0) > s.allowance)
+    return `its cost passed the allowance of $${formatNumber(s.allowance, 6)}`;
   return void 0;
 }
 function settleBounds(s, o, maxTurns) {
   if (o.exit !== "finished") return o;
   const measured = s.unit === "tokens" || s.unit === "usd";
   const turns = o.usage?.turns ?? null;
-  const why = measured && o.reportedSpend !== null && o.reportedSpend > s.allowance ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${s.allowance} ${s.unit}` : maxTurns !== void 0 && turns !== null && turns > maxTurns ? `it took ${turns} turns, past agent.max_turns (${maxTurns})` : null;
+  const why = measured && o.reportedSpend !== null && o.reportedSpend > s.allowance ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${formatNumber(s.allowance, 6)} ${s.unit}` : maxTurns !== void 0 && turns !== null && turns > maxTurns ? `it took ${turns} turns, past agent.max_turns (${maxTurns})` : null;
   if (!why) return o;
   const note = `an overrun: ${why} (found when the session ended)`;
   return { ...o, exit: "budget", note: o.note ? `${o.note}; ${note}` : note };
@@ -31884,7 +31894,9 @@ ${early?.message ?? ""}`)) {
     });
     if (decided.note) notes.unshift(decided.note);
     if (run2.stopped === "budget" && s.unit === "tokens" && attempt.tokensSeen > s.allowance)
-      notes.unshift(`stopped after ${attempt.tokensSeen} tokens, over its allowance of ${s.allowance}`);
+      notes.unshift(
+        `stopped after ${attempt.tokensSeen} tokens, over its allowance of ${formatNumber(s.allowance, 6)}`
+      );
     let reportedSpend = null;
     if (s.unit === "tokens" || s.unit === "usd") {
       if (usage2 && spendKnown)
@@ -32234,7 +32246,7 @@ function overBounds(b, before, now) {
     if (t && (b.unit === "tokens" || b.unit === "usd")) {
       const model = b.model ?? now.model ?? void 0;
       const spent2 = b.unit === "tokens" ? t.inputTokens + t.outputTokens : priceTokens(model, { input: t.inputTokens, cachedInput: t.cachedInputTokens, output: t.outputTokens }).costUsd;
-      if (spent2 > b.allowance) return `spent ${round2(spent2)} ${b.unit} of its ${b.allowance}`;
+      if (spent2 > b.allowance) return `spent ${round2(spent2)} ${b.unit} of its ${formatNumber(b.allowance, 6)}`;
     }
   }
   const calls = now.modelCalls - before.modelCalls;
@@ -32515,8 +32527,9 @@ function commandAgent(command) {
         );
       }
       let reportedSpend = null;
+      const notStarted = r.stopped === null && (r.spawnError !== void 0 || r.exitCode === 126 || r.exitCode === 127);
       if (typeof usage2 === "number") reportedSpend = watched ? usage2 : null;
-      else if (watched) {
+      else if (watched && !notStarted) {
         const why = usage2 === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage2.error})`;
         notes.push(`the agent ${why}; charged its whole allowance`);
       }
@@ -33144,7 +33157,8 @@ async function runGemini(s, executable, model, extraArgs, maxTurns) {
   });
   const result = parseResult(r.stdout) ?? parseResult(r.stderr);
   const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
-  if (r.stopped === "budget" && overrun) notes.push(`stopped: it spent more than its ${s.allowance} ${s.unit}`);
+  if (r.stopped === "budget" && overrun)
+    notes.push(`stopped: it spent more than its ${formatNumber(s.allowance, 6)} ${s.unit}`);
   if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
   if (exit === "crash" && r.stopped === null) {
     const why = r.spawnError ?? result?.error?.message ?? failureLine(r.stderr);
@@ -34415,7 +34429,8 @@ async function runEpisode(job) {
     const partial3 = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend;
     throw new InterruptedError(`episode ${episode.id} was interrupted`, partial3 ?? null);
   }
-  const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? episode.allowance;
+  const unreported = notStarted !== null && outcome.exit === "crash" ? 0 : episode.allowance;
+  const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? unreported;
   const spent2 = Math.round(measured * 1e6) / 1e6;
   const snapshotIndex = join12(job.scratchDir, "snapshot.index");
   let unrecorded = null;
@@ -34934,7 +34949,7 @@ commit them (git add, git commit), then run again`
 }
 async function uncommittedInputs(p) {
   const c = p.config;
-  const literal2 = [p.configPathInRepo, c.task, c.prompts.branch, c.prompts.continuation].filter(
+  const literal2 = [p.configPathInRepo, c.task, c.journal, c.prompts.branch, c.prompts.continuation].filter(
     (x) => typeof x === "string"
   );
   const named = [
@@ -35176,12 +35191,26 @@ async function startRun(o) {
   const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
   if (dirty && !scratch)
     warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
+  const rel = relative(repo, scratch ? join17(repo, relative(taskDir, configFile)) : configFile);
+  const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
+  const refuse = async (problems2) => {
+    await rm9(store.dir, { recursive: true, force: true });
+    throw new UserError(problems2.join("\n"));
+  };
+  const problems = await preflight({
+    repo,
+    config: config2,
+    configPathInRepo: scratch ? null : configPathInRepo,
+    scratch,
+    env: o.env ?? process.env
+  });
+  if (problems.length > 0) await refuse(problems);
   const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
   const exists4 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
   if (!await exists4(config2.task)) {
-    throw new UserError(
+    await refuse([
       `${relative(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
-    );
+    ]);
   }
   const task = await show(config2.task);
   const loaded = await loadTemplates(
@@ -35189,34 +35218,31 @@ async function startRun(o) {
     async (path) => await exists4(path) ? show(path) : null,
     "the repository's last commit"
   );
-  if ("problem" in loaded) throw new UserError(loaded.problem);
+  if ("problem" in loaded) return refuse([loaded.problem]);
   const { templates } = loaded;
-  const rel = relative(repo, scratch ? join17(repo, relative(taskDir, configFile)) : configFile);
   const info = {
     id,
     repo,
     taskDir,
     scratch,
     configFile,
-    configPathInRepo: rel.startsWith("..") || rel.startsWith(sep2) ? null : rel,
+    configPathInRepo,
     task,
     templates,
     concurrency: o.concurrency ?? config2.fork.branches,
     keepRejected: o.keepRejected ?? false,
     startedAt: o.now.toISOString()
   };
-  const problems = await preflight({
-    repo,
-    config: config2,
-    configPathInRepo: scratch ? null : info.configPathInRepo,
-    scratch,
-    env: o.env ?? process.env
-  });
-  if (problems.length > 0) {
-    await rm9(store.dir, { recursive: true, force: true });
-    throw new UserError(problems.join("\n"));
-  }
   warnings.push(...planWarnings(config2));
+  if (!o.dryRun) {
+    for (const other of await RunStore.list(taskDir)) {
+      const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
+      if (pid !== null)
+        warnings.push(
+          `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`
+        );
+    }
+  }
   const isolation = await isolationFor(config2.sandbox.mode);
   if (isolation.warning) warnings.push(isolation.warning);
   const forge = new LocalForge(repo, store, o.keepRejected === true);
@@ -35412,15 +35438,22 @@ async function runCompare(o) {
   if (problems.length > 0) throw new UserError(problems.join("\n"));
   const base = parseConfig(manifest.configText, file2, runOverrides(manifest, manifest.strategies[0]));
   const folder = join18(RunStore.runsDir(taskDir), manifest.id);
+  const rel = relative2(taskDir, file2);
+  const configPathInRepo = rel.startsWith("..") ? null : rel;
   if (o.dryRun) {
+    const first = manifest.variants[0];
+    const text = first ? variantText(manifest, first, configPathInRepo) : null;
+    const scratch = text === null ? null : await mkdtemp3(join18(tmpdir2(), "forkflush-variant-"));
+    const configFile = scratch ? join18(scratch, `variant-${first?.name}.yml`) : file2;
+    if (scratch && text !== null) await writeFile13(configFile, text);
     const check2 = await startRun({
       dir: taskDir,
-      configFile: file2,
+      configFile,
       overrides: runOverrides(manifest, manifest.strategies[0]),
       now: o.now(),
       dryRun: true,
       ...o.env ? { env: o.env } : {}
-    });
+    }).finally(() => scratch ? rm10(scratch, { recursive: true, force: true }) : void 0);
     for (const w of check2.warnings) o.log(`note: ${w}`);
     const results2 = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
     return { manifest, results: results2, config: base, folder, resumed, code: 0 };
@@ -35431,8 +35464,6 @@ async function runCompare(o) {
   }
   const dir = join18(RunStore.runsDir(taskDir), manifest.id);
   const release = await new RunStore(dir).lock();
-  const rel = relative2(taskDir, file2);
-  const configPathInRepo = rel.startsWith("..") ? null : rel;
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
     if (text !== null) await writeFile13(join18(dir, `variant-${v.name}.yml`), text);
@@ -35895,8 +35926,10 @@ function parseCommandLine(argv) {
   const first = argv.find((a) => !a.startsWith("-"));
   const command = first === void 0 ? null : COMMANDS.find((c) => c.name === first) ?? null;
   if (first !== void 0 && !command) {
+    const names = COMMANDS.map((c) => c.name);
+    const guess = closest(first, names);
     throw new UserError(
-      `unknown command "${first}": use ${COMMANDS.map((c) => c.name).join(", ")} (see forkflush --help)`
+      `unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ""}: use ${names.join(", ")} (see forkflush --help)`
     );
   }
   const allowed = [...command?.flags ?? [], "help"];
@@ -35913,13 +35946,19 @@ function parseCommandLine(argv) {
   } catch (e) {
     const message = e.message.split("\n")[0] ?? "";
     const flag = /'(-[^']+)'/.exec(message)?.[1];
+    const where = command ? `forkflush ${command.name}` : "forkflush";
+    const help = command ? `forkflush help ${command.name}` : "forkflush --help";
     if (flag && /Unknown option/.test(message)) {
-      const where = command ? `forkflush ${command.name}` : "forkflush";
-      throw new UserError(
-        `${where} has no flag ${flag} (see ${command ? `forkflush help ${command.name}` : "forkflush --help"})`
-      );
+      const guess = flag.startsWith("--") ? closest(flag.slice(2).split("=")[0] ?? "", Object.keys(options)) : void 0;
+      throw new UserError(`${where} has no flag ${flag}${guess ? `; did you mean --${guess}?` : ""} (see ${help})`);
     }
-    throw new UserError(`${message} (see forkflush --help)`);
+    const missing = /^Option '(-\S+)(?:, (--\S+))? <value>' argument missing/.exec(message);
+    if (missing) {
+      const name2 = missing[2] ?? missing[1];
+      const value = FLAGS[name2?.replace(/^--/, "")]?.value ?? "VALUE";
+      throw new UserError(`${name2} needs a value: ${name2} ${value} (see ${help})`);
+    }
+    throw new UserError(`${message} (see ${help})`);
   }
   const values = parsed.values;
   const positionals = parsed.positionals.slice(1);
@@ -35941,7 +35980,7 @@ function joinNegativeValues(argv, options) {
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir14, readFile as readFile9, rm as rm10, writeFile as writeFile14 } from "node:fs/promises";
+import { mkdir as mkdir14, readFile as readFile9, rm as rm11, writeFile as writeFile14 } from "node:fs/promises";
 import { dirname as dirname10, join as join20, relative as relative3, resolve as resolve5 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
@@ -35981,7 +36020,7 @@ async function initTask(dir, v, io) {
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm10(made, { recursive: true, force: true });
+    if (made !== void 0) await rm11(made, { recursive: true, force: true });
     throw e;
   }
   for (const f of written) io.stdout.write(`wrote ${f}
@@ -36298,12 +36337,17 @@ async function dispatch(argv, io) {
           strategy: config2.strategy,
           budget: config2.budget,
           branches: config2.fork.branches,
-          phases: plan(config2)
+          phases: plan(config2),
+          warnings: planWarnings(config2)
         };
         io.stdout.write(`${JSON.stringify(json2, null, 2)}
 `);
-      } else io.stdout.write(`${planTable(config2)}
+      } else {
+        for (const w of planWarnings(config2)) io.stderr.write(`forkflush: note: ${w}
 `);
+        io.stdout.write(`${planTable(config2)}
+`);
+      }
       return 0;
     }
     case "run":
@@ -36366,17 +36410,19 @@ async function run(dir, p, io) {
   const s = open4.state;
   const c = s.config;
   io.stdout.write(
-    `forkflush ${dryRun ? "dry run" : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}, K = ${c.fork.branches}, seed ${s.seed}
+    `forkflush ${dryRun ? "dry run" : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}${widthText(c)}, seed ${s.seed}
 sandbox: ${sandboxLine(open4)}
 initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}
 `
   );
   if (dryRun) {
-    io.stdout.write(`
+    io.stdout.write(
+      `
 ${planTable(c)}
 
-the checks passed; no agent was started. Run it: forkflush run ${dir}
-`);
+the checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}
+`
+    );
     return 0;
   }
   return go(open4, io);
@@ -36518,6 +36564,8 @@ async function compareCommand(dir, p, io) {
 the checks passed; no agent was started. Run it: forkflush compare ${dir}${argvTail(p)}
 `
     );
+    if (v.json) io.stdout.write(`${JSON.stringify({ ...r, dryRun: true }, null, 2)}
+`);
     return 0;
   }
   return finishCompare(c, `${compareText(r)}
@@ -36548,6 +36596,9 @@ async function probeCommand(dir, p, io) {
 the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTail(p)}
 `
     );
+    if (v.json)
+      io.stdout.write(`${JSON.stringify({ ...c.results, dryRun: true, budgetEach: each, planned }, null, 2)}
+`);
     return 0;
   }
   const json2 = { ...c.results, probe: analysis };

@@ -17,6 +17,7 @@ import { forkRefusal, requestFork } from '../core/schedule.js';
 import { retrySetup } from '../core/setup-failure.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { visibleText } from '../core/text.js';
+import { workerTimeoutProblem } from '../core/worker-workflow.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 import { protectedDigest } from './observe.js';
 import { type SyncContext, syncOrYield, syncStored } from './sync.js';
@@ -122,8 +123,11 @@ export async function startRun(
     seen: remember([], steer.keys),
   };
   for (const l of state.lineages) await forge.createBranch(lineageBranch(run, l.index, state.lineages.length), base);
+  // Read before the run is saved, said once it is: only the event that started the run says it.
+  const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config);
   try {
     const sha = await forge.saveRun(stateRef(run), state, files, null, 'forkflush: new run');
+    if (timeout) await forge.comment(issue.number, `> **Warning:** ${timeout}`);
     return { state: await syncStored(ctx, { state, files, sha }) };
   } catch (e) {
     if (e instanceof ConflictError) return { state: null };

@@ -5,7 +5,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import { nightlyTick } from '../../src/app/app.js';
 import { lineageBranch, stateRef } from '../../src/core/names.js';
 import { setStopped } from '../../src/github/commands.js';
-import { CONFIG, Harness } from './harness.js';
+import { CONFIG, Harness, WORKER_WORKFLOW } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
@@ -112,6 +112,29 @@ describe('the app drives a whole run', () => {
       expect(h.gh.pulls.filter((p) => p.base === 'main')).toMatchObject([{ draft: true, state: 'open' }]);
     },
   );
+
+  it("warns once, at the start, when the worker job's timeout-minutes is shorter than an episode may take", async () => {
+    const short = WORKER_WORKFLOW.replace('timeout-minutes: 100', 'timeout-minutes: 5');
+    const h = await new Harness({
+      '.github/autoresearch.yml': CONFIG,
+      'grade.mjs': 'x',
+      '.github/workflows/forkflush.yml': short,
+    }).load();
+    await h.label(7);
+    await h.label(7);
+    const warnings = h.gh.comments.filter((c) => c.issue === 7 && c.body.startsWith('> **Warning:**'));
+    expect(warnings.map((c) => c.body)).toEqual([
+      expect.stringMatching(
+        /^> \*\*Warning:\*\* the job `episode` of `\.github\/workflows\/forkflush\.yml` has `timeout-minutes: 5`, but an episode may take \d+ minutes/,
+      ),
+    ]);
+    // The run starts all the same: an agent that finishes early fits.
+    expect(h.gh.dispatches).toHaveLength(1);
+    // The workflow as the README tells it: no warning.
+    const fine = await new Harness().load();
+    await fine.label(7);
+    expect(fine.gh.comments.filter((c) => c.body.startsWith('> **Warning:**'))).toEqual([]);
+  });
 
   it('duplicated and shuffled job events change nothing: one dispatch and one merge per round', async () => {
     const h = await new Harness().load();
