@@ -370,7 +370,11 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
       const pos = lineCounter.linePos(offset);
       return `${file}:${pos.line}:${pos.col}`;
     };
-    throw new ConfigError(result.error.issues.map((issue) => describeIssue(issue, input, locate, validKeysAt)));
+    const problems = result.error.issues.map((issue) => describeIssue(issue, input, locate, validKeysAt));
+    // In the file's order, as a reader fixes them.
+    const at = (m: string) => /^:(\d+):(\d+)/.exec(m.slice(file.length))?.slice(1).map(Number) ?? [0, 0];
+    problems.sort((a, b) => (at(a)[0] ?? 0) - (at(b)[0] ?? 0) || (at(a)[1] ?? 0) - (at(b)[1] ?? 0));
+    throw new ConfigError(problems);
   }
   return withDerivedDefaults(result.data);
 }

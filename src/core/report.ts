@@ -181,7 +181,7 @@ export function takeHomeLines(state: RunState, place: RunPlace): string[] {
     ];
   }
   return [
-    `The run worked on a copy of ${place.taskDir} (it is not a git repository): the best workspace is branch ${best} of ${place.repo}.`,
+    `The run worked on a copy of ${place.taskDir} (it is not the root of a git repository): the best workspace is branch ${best} of ${place.repo}.`,
     `Copy its files over yours: git -C ${shellQuote(place.repo)} archive ${best} | tar -x -C ${shellQuote(place.taskDir)}`,
   ];
 }

@@ -269,7 +269,7 @@ describe('runs', () => {
     const copy = makeTaskRepo({ ...small, git: false });
     const c = await cli('run', copy.dir);
     expect(c.code).toBe(0);
-    expect(c.out).toContain(`The run worked on a copy of ${copy.dir} (it is not a git repository)`);
+    expect(c.out).toContain(`The run worked on a copy of ${copy.dir} (it is not the root of a git repository)`);
     expect(c.out).toMatch(
       /Copy its files over yours: git -C \S+ archive forkflush\/20261130-100000\/best \| tar -x -C /,
     );

@@ -86,6 +86,13 @@ journal: NOTES.md
     );
   });
 
+  it('lists the problems in the order of the file, not of the schema', () => {
+    // budget comes before grader here; the schema checks grader first.
+    const text = 'budget:\n  total: -1\ngrader:\n  command: node grade.mjs\n  direction: up\nagent:\n  command: x\n';
+    const lines = problems(text).map((p) => Number(/^\.github\/autoresearch\.yml:(\d+):/.exec(p)?.[1]));
+    expect(lines).toEqual([2, 5]);
+  });
+
   it('reports every problem, not just the first', () => {
     const list = problems(minimal.replace('unit: tokens', 'unit: tokns').replace('total: 400', 'total: -1'));
     expect(list).toHaveLength(2);
@@ -127,7 +134,7 @@ journal: NOTES.md
       '.github/autoresearch.yml:9:8: fork.at[0] must be between 0 and 1 (exclusive), got 0',
     ]);
     // Rules zod checks without a wording of the schema's get ours.
-    expect(problems(`${minimal}fork:\n  branches: 65\n`)[0]).toBe(
+    expect(problems(`${minimal}fork:\n  branches: 65\n`)).toContain(
       '.github/autoresearch.yml:9:13: fork.branches must be at most 64, got 65',
     );
     expect(problems(`${minimal}fork:\n  branches: 2.5\n`)).toEqual([
