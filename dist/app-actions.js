@@ -67716,7 +67716,10 @@ function parseConfig(text, file2, overrides = {}) {
       const pos = lineCounter.linePos(offset);
       return `${file2}:${pos.line}:${pos.col}`;
     };
-    throw new ConfigError(result.error.issues.map((issue3) => describeIssue(issue3, input2, locate, validKeysAt)));
+    const problems = result.error.issues.map((issue3) => describeIssue(issue3, input2, locate, validKeysAt));
+    const at = (m) => /^:(\d+):(\d+)/.exec(m.slice(file2.length))?.slice(1).map(Number) ?? [0, 0];
+    problems.sort((a, b) => (at(a)[0] ?? 0) - (at(b)[0] ?? 0) || (at(a)[1] ?? 0) - (at(b)[1] ?? 0));
+    throw new ConfigError(problems);
   }
   return withDerivedDefaults(result.data);
 }

@@ -28010,7 +28010,10 @@ function parseConfig(text, file2, overrides = {}) {
       const pos = lineCounter.linePos(offset);
       return `${file2}:${pos.line}:${pos.col}`;
     };
-    throw new ConfigError(result.error.issues.map((issue2) => describeIssue(issue2, input2, locate, validKeysAt)));
+    const problems = result.error.issues.map((issue2) => describeIssue(issue2, input2, locate, validKeysAt));
+    const at = (m) => /^:(\d+):(\d+)/.exec(m.slice(file2.length))?.slice(1).map(Number) ?? [0, 0];
+    problems.sort((a, b) => (at(a)[0] ?? 0) - (at(b)[0] ?? 0) || (at(a)[1] ?? 0) - (at(b)[1] ?? 0));
+    throw new ConfigError(problems);
   }
   return withDerivedDefaults(result.data);
 }
@@ -29332,7 +29335,7 @@ function takeHomeLines(state, place) {
     ];
   }
   return [
-    `The run worked on a copy of ${place.taskDir} (it is not a git repository): the best workspace is branch ${best} of ${place.repo}.`,
+    `The run worked on a copy of ${place.taskDir} (it is not the root of a git repository): the best workspace is branch ${best} of ${place.repo}.`,
     `Copy its files over yours: git -C ${shellQuote(place.repo)} archive ${best} | tar -x -C ${shellQuote(place.taskDir)}`
   ];
 }
