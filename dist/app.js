@@ -52412,6 +52412,11 @@ function planWarnings(config3) {
     );
   }
   warnings.push(...setupWarnings(config3, smallest));
+  if (/(^|[^|])\|(?!\|)/.test(config3.grader.command)) {
+    warnings.push(
+      "grader.command pipes its output (|): the code it grades can write into that pipe and so print the last line, the score; have the grader itself print the score, and run what it grades with its output captured"
+    );
+  }
   if (unit === "evaluations") {
     const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
     if (fractional.length > 0) {

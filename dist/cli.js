@@ -26938,21 +26938,21 @@ function visit(schema, fnOrHandlers) {
     const h = fnOrHandlers[node2._zod.def.type];
     return h ? h(node2, rewritten) : node2;
   };
-  const cache = /* @__PURE__ */ new Map();
+  const cache2 = /* @__PURE__ */ new Map();
   function run2(s) {
-    const cached2 = cache.get(s);
+    const cached2 = cache2.get(s);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
         type: "lazy",
-        getter: () => cache.get(s)
+        getter: () => cache2.get(s)
       });
     }
     if (cached2 !== void 0)
       return cached2;
-    cache.set(s, RESOLVING);
+    cache2.set(s, RESOLVING);
     const inner = mapInner(s);
     const mapped = fn(inner, inner !== s);
-    cache.set(s, mapped);
+    cache2.set(s, mapped);
     return mapped;
   }
   function mapInner(s) {
@@ -28566,6 +28566,11 @@ function planWarnings(config2) {
     );
   }
   warnings.push(...setupWarnings(config2, smallest));
+  if (/(^|[^|])\|(?!\|)/.test(config2.grader.command)) {
+    warnings.push(
+      "grader.command pipes its output (|): the code it grades can write into that pipe and so print the last line, the score; have the grader itself print the score, and run what it grades with its output captured"
+    );
+  }
   if (unit === "evaluations") {
     const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
     if (fractional.length > 0) {
@@ -30257,6 +30262,52 @@ function forkflushVars(s) {
   };
 }
 
+// src/core/globs.ts
+var WILDCARD = /[*?[]/;
+function matchesGlob(path, glob) {
+  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
+  if (!WILDCARD.test(pattern)) return path === pattern || path.startsWith(`${pattern}/`);
+  return globRegExp(pattern).test(path);
+}
+function matchesAny(path, globs) {
+  return globs.some((g) => matchesGlob(path, g));
+}
+var cache = /* @__PURE__ */ new Map();
+function globRegExp(pattern) {
+  const known = cache.get(pattern);
+  if (known) return known;
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    const atStart = i === 0 || pattern[i - 1] === "/";
+    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
+      if (i + 2 === pattern.length) re += ".*";
+      else re += "(?:[^/]*/)*";
+      i += 2;
+    } else if (c === "*") {
+      while (pattern[i + 1] === "*") i++;
+      re += "[^/]*";
+    } else if (c === "?") {
+      re += "[^/]";
+    } else if (c === "[") {
+      const end = pattern.indexOf("]", i + 2);
+      if (end === -1) {
+        re += "\\[";
+      } else {
+        let body = pattern.slice(i + 1, end);
+        if (body.startsWith("!")) body = `^${body.slice(1)}`;
+        re += `[${body.replace(/\\/g, "\\\\")}]`;
+        i = end;
+      }
+    } else {
+      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
+    }
+  }
+  const compiled = new RegExp(`^${re}$`);
+  cache.set(pattern, compiled);
+  return compiled;
+}
+
 // src/io/agent-files.ts
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
@@ -30342,6 +30393,7 @@ import { dirname, sep } from "node:path";
 // src/io/seccomp.ts
 var OFFSET_NR = 0;
 var OFFSET_ARCH = 4;
+var offsetOfArg = (i) => 16 + 8 * i;
 var LD_W_ABS = 32;
 var JEQ_K = 21;
 var JGE_K = 53;
@@ -30349,23 +30401,59 @@ var RET_K = 6;
 var RET_ALLOW = 2147418112;
 var RET_EPERM = 327680 | 1;
 var X32_SYSCALL_BIT = 1073741824;
+var DEBUGGER_SIGNALS = [10, 3];
+var REFUSED_CALLS = ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"];
+var SIGNAL_CALLS = [
+  "kill",
+  "tkill",
+  "tgkill",
+  "rt_sigqueueinfo",
+  "rt_tgsigqueueinfo",
+  "pidfd_send_signal"
+];
 var ABIS = {
   x64: {
     arch: 3221225534,
     refused: { ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, pidfd_getfd: 438 },
+    signals: {
+      kill: [62, 1],
+      tkill: [200, 1],
+      tgkill: [234, 2],
+      rt_sigqueueinfo: [129, 1],
+      rt_tgsigqueueinfo: [297, 2],
+      pidfd_send_signal: [424, 1]
+    },
     x32: true
   },
   arm64: {
     arch: 3221225655,
     refused: { ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, pidfd_getfd: 438 },
+    signals: {
+      kill: [129, 1],
+      tkill: [130, 1],
+      tgkill: [131, 2],
+      rt_sigqueueinfo: [138, 1],
+      rt_tgsigqueueinfo: [240, 2],
+      pidfd_send_signal: [424, 1]
+    },
     x32: false
   }
 };
-var REFUSED_CALLS = ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"];
-function seccompFilter(arch = process.arch) {
+function seccompFilter(arch = process.arch, o = {}) {
   const abi = ABIS[arch];
   if (!abi) return null;
   const numbers = REFUSED_CALLS.map((name2) => abi.refused[name2]);
+  const signalBlocks = o.grader ? SIGNAL_CALLS.flatMap((name2) => {
+    const [nr, arg] = abi.signals[name2];
+    const n = DEBUGGER_SIGNALS.length;
+    return [
+      [JEQ_K, 0, n + 3, nr],
+      [LD_W_ABS, 0, 0, offsetOfArg(arg)],
+      ...DEBUGGER_SIGNALS.map((sig, i) => [JEQ_K, n - i, 0, sig]),
+      [RET_K, 0, 0, RET_ALLOW],
+      [RET_K, 0, 0, RET_EPERM]
+    ];
+  }) : [];
   const program = [
     [LD_W_ABS, 0, 0, OFFSET_ARCH],
     // Another ABI: refused (the jump skips the refusal when the arch is the machine's).
@@ -30376,8 +30464,9 @@ function seccompFilter(arch = process.arch) {
       [JGE_K, 0, 1, X32_SYSCALL_BIT],
       [RET_K, 0, 0, RET_EPERM]
     ] : [],
-    // Each refused number jumps to the refusal after the last comparison and the allow.
-    ...numbers.map((nr, i) => [JEQ_K, numbers.length - i, 0, nr]),
+    // Each refused number jumps over the comparisons after it, the signal blocks and the allow.
+    ...numbers.map((nr, i) => [JEQ_K, numbers.length - i - 1 + signalBlocks.length + 1, 0, nr]),
+    ...signalBlocks,
     [RET_K, 0, 0, RET_ALLOW],
     [RET_K, 0, 0, RET_EPERM]
   ];
@@ -30413,7 +30502,8 @@ async function probe() {
       fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
     };
   }
-  const filter = seccompFilter();
+  const plain = seccompFilter();
+  const filter = plain ? { plain, grader: seccompFilter(process.arch, { grader: true }) ?? plain } : null;
   const name2 = `${version2.stdout.trim() || "bubblewrap"}${filter ? "" : `, no syscall filter (${process.arch})`}`;
   const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
   const root = process.getuid?.() === 0;
@@ -30453,7 +30543,7 @@ function processLimit() {
   const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
   return Math.min(8192, Math.floor(pidMax / 4));
 }
-function bubblewrap(name2, as, nproc, filter) {
+function bubblewrap(name2, as, nproc, filters) {
   const user = as === "nobody" ? NOBODY : null;
   const drop = [
     ...as === "nobody" ? [
@@ -30478,6 +30568,7 @@ function bubblewrap(name2, as, nproc, filter) {
     },
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);
+      const filter = filters ? c.grader ? filters.grader : filters.plain : null;
       return {
         file: BWRAP,
         args: [
@@ -30879,15 +30970,42 @@ function agentConfinement(p, config2, env) {
     network: true
   };
 }
-function graderConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
+var MOST_PINNED_FILES = 256;
+function judgeFixedPaths(files, globs) {
+  const wholeFolders = /* @__PURE__ */ new Set();
+  for (const g of globs) {
+    const folder = g.replace(/^\.\//, "").replace(/\/+$/, "").replace(/\/\*\*$/, "");
+    if (folder !== "" && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`)))
+      wholeFolders.add(folder);
+  }
+  const inFolder = (f) => [...wholeFolders].some((d) => f.startsWith(`${d}/`));
+  const single = files.filter((f) => !inFolder(f) && matchesAny(f, globs));
+  if (single.length > MOST_PINNED_FILES) {
+    const tops = new Set([...wholeFolders, ...single].map((f) => f.split("/")[0]));
+    return { readOnly: [...tops].sort(), pinned: [] };
+  }
+  const pinned = /* @__PURE__ */ new Set();
+  for (const f of [...single, ...wholeFolders]) {
+    const parts = f.split("/");
+    for (let i = 1; i < parts.length; i++) pinned.add(parts.slice(0, i).join("/"));
+  }
+  return { readOnly: [...wholeFolders, ...single].sort(), pinned: [...pinned].sort() };
+}
+function graderConfinement(dir, tmp, p, config2, env, alsoHidden = [], fixed = { readOnly: [], pinned: [] }) {
   const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
   const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
   return {
-    writable: [dir],
-    readable: [...p.objects, ...exposed, ...config2.sandbox.read.map(expandHome)],
+    writable: [dir, ...fixed.pinned.map((f) => join(dir, f))],
+    readable: [
+      ...p.objects,
+      ...exposed,
+      ...config2.sandbox.read.map(expandHome),
+      ...fixed.readOnly.map((f) => join(dir, f))
+    ],
     hidden: [...hidden, ...credentialFiles(exposed)],
     tmp,
-    network: config2.grader.network
+    network: config2.grader.network,
+    grader: true
   };
 }
 function setupConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
@@ -33354,11 +33472,11 @@ function addEvents(run2, text) {
     if (typeof e.sessionID === "string" && run2.sessionId === null) run2.sessionId = e.sessionID;
     if (e.type === "step_finish" && isRecord2(e.part)) {
       const t = isRecord2(e.part.tokens) ? e.part.tokens : {};
-      const cache = isRecord2(t.cache) ? t.cache : {};
+      const cache2 = isRecord2(t.cache) ? t.cache : {};
       run2.steps++;
-      run2.inputTokens += count2(t.input) + count2(cache.read) + count2(cache.write);
-      run2.cachedInputTokens += count2(cache.read);
-      run2.cacheWriteTokens += count2(cache.write);
+      run2.inputTokens += count2(t.input) + count2(cache2.read) + count2(cache2.write);
+      run2.cachedInputTokens += count2(cache2.read);
+      run2.cacheWriteTokens += count2(cache2.write);
       run2.outputTokens += count2(t.output) + count2(t.reasoning);
       run2.costUsd += count2(e.part.cost);
     } else if (e.type === "error" && isRecord2(e.error)) {
@@ -34194,25 +34312,25 @@ async function prepareWorkspace(o) {
     if (run2.failure) return { failure: run2.failure };
     return { paths: await untrackedPaths(o.own, o.workspace, o.checkoutIndex) };
   };
-  const cache = o.config.setup.cache ? o.cache : void 0;
-  if (!cache) {
+  const cache2 = o.config.setup.cache ? o.cache : void 0;
+  if (!cache2) {
     const r2 = await here();
     if ("failure" in r2) return { ok: false, reason: r2.failure };
     return done(r2.paths, "ran in the workspace");
   }
   await rm8(logFile, { force: true });
   const tree = await o.own.out(["rev-parse", `${o.base}^{tree}`]);
-  const key = cache.key(tree, o.config, setupEnv(o.source, o.config));
+  const key = cache2.key(tree, o.config, setupEnv(o.source, o.config));
   for (let attempt = 0; attempt < 2; attempt++) {
-    const hit = await cache.restore(key, o.workspace);
+    const hit = await cache2.restore(key, o.workspace);
     if (hit) return done(hit.paths, `was copied from the setup cache (made in ${hit.madeBy}, of the same base)`);
-    const running = cache.running(key);
+    const running = cache2.running(key);
     if (!running) break;
     const outcome = await running;
     if ("failure" in outcome)
       return { ok: false, reason: `${outcome.failure} (in ${outcome.episode}, of the same base)` };
   }
-  const r = await cache.fill(
+  const r = await cache2.fill(
     key,
     o.episode,
     async () => {
@@ -34571,11 +34689,15 @@ async function judge(job, tree, env) {
         };
       }
     }
+    const fixed = sandbox ? judgeFixedPaths((await job.own.out(["ls-tree", "-r", "-z", "--name-only", tree])).split("\0").filter(Boolean), [
+      ...config2.grader.protected,
+      ...job.alsoProtected ?? [CONFIG_PATH]
+    ]) : void 0;
     const grading = await runGrader(
       config2,
       dir,
       { ...env, ...privateTmp(tmp, sandbox !== null) },
-      sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces) } : void 0
+      sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces, fixed) } : void 0
     );
     return { ...grading, ...setupLog !== void 0 ? { setupLog } : {} };
   } finally {

@@ -124,6 +124,14 @@ export function planWarnings(config: Config): string[] {
     );
   }
   warnings.push(...setupWarnings(config, smallest));
+  // A pipe (not `||`) between the grader and forkflush: the graded code can open it through
+  // /proc and write the last line itself. forkflush's own end is a socket, which it cannot.
+  if (/(^|[^|])\|(?!\|)/.test(config.grader.command)) {
+    warnings.push(
+      'grader.command pipes its output (|): the code it grades can write into that pipe and so print the last line, ' +
+        'the score; have the grader itself print the score, and run what it grades with its output captured',
+    );
+  }
   if (unit === 'evaluations') {
     const fractional = phases.filter((p) => Math.abs(p.budgetEach - Math.round(p.budgetEach)) > 1e-9);
     if (fractional.length > 0) {

@@ -26,6 +26,8 @@ export interface Confinement {
   tmp: string;
   /** false: a network namespace of its own, with only loopback. */
   network: boolean;
+  /** A grader's (or setup's): what it runs is the agent's code, so no debugger signals (io/seccomp.ts). */
+  grader?: boolean;
 }
 
 export interface Sandbox {
@@ -84,7 +86,8 @@ async function probe(): Promise<SandboxProbe> {
       fix: 'install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)',
     };
   }
-  const filter = seccompFilter();
+  const plain = seccompFilter();
+  const filter = plain ? { plain, grader: seccompFilter(process.arch, { grader: true }) ?? plain } : null;
   const name = `${version.stdout.trim() || 'bubblewrap'}${filter ? '' : `, no syscall filter (${process.arch})`}`;
   const nproc = (await exec('prlimit', ['--version'])).code === 0 ? processLimit() : null;
   // A trial run with the namespaces a real run uses: AppArmor on Ubuntu 24.04, or a container
@@ -142,7 +145,7 @@ function bubblewrap(
   name: string,
   as: 'user' | 'nobody' | 'root',
   nproc: number | null,
-  filter: Buffer | null,
+  filters: { plain: Buffer; grader: Buffer } | null,
 ): Sandbox {
   const user = as === 'nobody' ? NOBODY : null;
   const drop = [
@@ -170,6 +173,7 @@ function bubblewrap(
     },
     wrap(c, cwd, file, args) {
       const mounts = mountArgs(c);
+      const filter = filters ? (c.grader ? filters.grader : filters.plain) : null;
       return {
         file: BWRAP,
         args: [

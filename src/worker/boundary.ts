@@ -8,6 +8,7 @@ import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
 import { CONTRACT_VARS } from '../agents/agent.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
+import { matchesAny } from '../core/globs.js';
 import { isForgeSecret } from '../core/secrets.js';
 import { type Cleaned, cleanAgentFolder } from '../io/agent-files.js';
 import { type RunOptions, runProcess, type Spawner } from '../io/process.js';
@@ -146,10 +147,48 @@ export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.P
   };
 }
 
+/** Most protected files the judge pins one by one; past it, their top folders are read-only whole. */
+const MOST_PINNED_FILES = 256;
+
+/**
+ * What of the judge's checkout the grader may not change while it runs the agent's code: the
+ * protected paths (`files` are the checkout's, relative). A folder a glob covers whole (`tests`,
+ * `data/**`) is read-only, so nothing can be added to it either; any other protected file is
+ * read-only, and the folders above it are pinned (bound onto themselves: a mount point cannot be
+ * renamed, so no folder holding a protected file can be swapped for one the solver made).
+ */
+export function judgeFixedPaths(
+  files: readonly string[],
+  globs: readonly string[],
+): { readOnly: string[]; pinned: string[] } {
+  const wholeFolders = new Set<string>();
+  for (const g of globs) {
+    const folder = g
+      .replace(/^\.\//, '')
+      .replace(/\/+$/, '')
+      .replace(/\/\*\*$/, '');
+    if (folder !== '' && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`)))
+      wholeFolders.add(folder);
+  }
+  const inFolder = (f: string) => [...wholeFolders].some((d) => f.startsWith(`${d}/`));
+  const single = files.filter((f) => !inFolder(f) && matchesAny(f, globs));
+  if (single.length > MOST_PINNED_FILES) {
+    const tops = new Set([...wholeFolders, ...single].map((f) => f.split('/')[0] as string));
+    return { readOnly: [...tops].sort(), pinned: [] };
+  }
+  const pinned = new Set<string>();
+  for (const f of [...single, ...wholeFolders]) {
+    const parts = f.split('/');
+    for (let i = 1; i < parts.length; i++) pinned.add(parts.slice(0, i).join('/'));
+  }
+  return { readOnly: [...wholeFolders, ...single].sort(), pinned: [...pinned].sort() };
+}
+
 /**
  * A grader's confinement: `dir` (the workspace while the agent runs; a clean copy for the judge)
  * and a /tmp of its own; no network unless grader.network. `alsoHidden` are the agent's places
- * the judge must not see (its workspace, context and box).
+ * the judge must not see (its workspace, context and box); `fixed` what of `dir` it may not
+ * change (the judge's protected paths: judgeFixedPaths, relative to `dir`).
  */
 export function graderConfinement(
   dir: string,
@@ -158,15 +197,22 @@ export function graderConfinement(
   config: Config,
   env: NodeJS.ProcessEnv,
   alsoHidden: string[] = [],
+  fixed: { readOnly: string[]; pinned: string[] } = { readOnly: [], pinned: [] },
 ): Confinement {
   const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
   const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
   return {
-    writable: [dir],
-    readable: [...p.objects, ...exposed, ...config.sandbox.read.map(expandHome)],
+    writable: [dir, ...fixed.pinned.map((f) => join(dir, f))],
+    readable: [
+      ...p.objects,
+      ...exposed,
+      ...config.sandbox.read.map(expandHome),
+      ...fixed.readOnly.map((f) => join(dir, f)),
+    ],
     hidden: [...hidden, ...credentialFiles(exposed)],
     tmp,
     network: config.grader.network,
+    grader: true,
   };
 }
 

@@ -22,6 +22,7 @@ import {
   expandHome,
   graderConfinement,
   type Isolation,
+  judgeFixedPaths,
   privateTmp,
   sessionSpawner,
   setupConfinement,
@@ -408,13 +409,20 @@ async function judge(
       }
     }
     // A home and a /tmp of the judge's own: nothing the agent left (in its home, its box, or a
-    // shared sandbox.write folder) can reach the grading of its work.
+    // shared sandbox.write folder) can reach the grading of its work. The protected paths are
+    // read-only while the grader runs the agent's code: a solver could rewrite the checker.
+    const fixed = sandbox
+      ? judgeFixedPaths((await job.own.out(['ls-tree', '-r', '-z', '--name-only', tree])).split('\0').filter(Boolean), [
+          ...config.grader.protected,
+          ...(job.alsoProtected ?? [CONFIG_PATH]),
+        ])
+      : undefined;
     const grading = await runGrader(
       config,
       dir,
       { ...env, ...privateTmp(tmp, sandbox !== null) },
       sandbox
-        ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces) }
+        ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces, fixed) }
         : undefined,
     );
     return { ...grading, ...(setupLog !== undefined ? { setupLog } : {}) };

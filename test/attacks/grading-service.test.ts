@@ -120,7 +120,7 @@ describeSandboxed('the grading service', () => {
     expect(processesWith(marker)).toEqual([]);
   });
 
-  it('the solver a grader runs cannot reach into the grader: no fd of its, no ptrace, no writing its memory', async () => {
+  it('the solver a grader runs cannot reach into the grader: no fd of its, no ptrace, no writing its memory, no debugger signal', async () => {
     // The judge's grader prints what the solver prints: its stdout is the channel the score comes by.
     const repo = makeAttackRepo({
       agent: 'sh {fx}/grader-takeover.sh',
@@ -131,7 +131,31 @@ describeSandboxed('the grading service', () => {
     expect(log).toMatch(/^pidfd_getfd: Operation not permitted$/m);
     expect(log).toMatch(/^ptrace: Operation not permitted$/m);
     expect(log).toMatch(/^mem: Read-only file system$/m);
+    expect(log).toMatch(/^usr1: refused$/m);
+    expect(log).toMatch(/^quit: refused$/m);
     expect(result.score).toBe(4);
+  });
+
+  it("the solver cannot rewrite, swap or add to the protected checker the judge's grader runs after it", async () => {
+    // The grader runs the solver, then its checkers on the answer: at most 10 from each, summed.
+    const repo = makeAttackRepo({
+      agent: 'sh {fx}/checker-swap.sh',
+      grader: 'sh grade.sh',
+      protected: ['grade.sh', 'check.sh', 'tools/checker/**', 'data'],
+      files: {
+        'grade.sh': 'a=$(sh solve.sh)\nx=$(sh check.sh "$a"); y=$(sh tools/checker/check.sh "$a"); z=$(cat data/*.txt | wc -l)\necho $((x + y + z))\n',
+        'check.sh': 'test "$1" -le 10 && echo "$1" || echo 10\n',
+        'tools/checker/check.sh': 'test "$1" -le 10 && echo "$1" || echo 10\n',
+        'data/cases.txt': '1\n',
+      },
+    });
+    const { run, result } = await runLocal(repo);
+    const log = readFileSync(join(run.store.scratch('r0.b0'), 'grader.log'), 'utf8');
+    expect(log).toMatch(/^check\.sh: refused$/m);
+    expect(log).toMatch(/^tools: refused$/m);
+    expect(log).toMatch(/^data: refused$/m);
+    // 4 from each checker and one line of data: what a clean checkout scores.
+    expect(result.score).toBe(9);
   });
 
   it('a grading the agent left running is stopped with the agent, before the snapshot', async () => {

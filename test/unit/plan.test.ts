@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { spent } from '../../src/core/budget.js';
 import { STRATEGIES } from '../../src/core/config.js';
-import { plan, planTable, simulate } from '../../src/core/plan.js';
+import { plan, planTable, planWarnings, simulate } from '../../src/core/plan.js';
 import { randomFrom } from '../../src/core/rng.js';
 import { config, simulateRandom } from './helpers.js';
 
@@ -78,5 +78,18 @@ describe('actual spend', () => {
   it('fires every fork round even when overspending carries the run past a fork point', () => {
     const state = simulate(config(), (e) => ({ spent: e.allowance * 2, score: 1 }));
     expect(state.rounds.filter((r) => r.kind === 'fork').map((r) => r.phase)).toEqual(['opening', 'fork 1', 'fork 2']);
+  });
+});
+
+describe('a grader that pipes its output', () => {
+  it('gets a note: the graded code could write into the pipe; || and none do not', () => {
+    const note = (command: string) =>
+      planWarnings({ ...config(), grader: { ...config().grader, command } }).filter((w) =>
+        w.startsWith('grader.command pipes'),
+      );
+    expect(note('node grade.mjs | tee grade.log')).toHaveLength(1);
+    expect(note('python grade.py|tail -1')).toHaveLength(1);
+    expect(note('node grade.mjs || echo 0')).toEqual([]);
+    expect(note('node grade.mjs')).toEqual([]);
   });
 });

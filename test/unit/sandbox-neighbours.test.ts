@@ -3,7 +3,7 @@
 // and what the network it shares leaves open (abstract Unix sockets: worker/boundary.ts).
 import { describe, expect, it } from 'vitest';
 import { seccompFilter } from '../../src/io/seccomp.js';
-import { abstractSockets } from '../../src/worker/boundary.js';
+import { abstractSockets, judgeFixedPaths } from '../../src/worker/boundary.js';
 
 const ALLOW = 0x7fff0000;
 const EPERM = 0x00050001;
@@ -12,7 +12,7 @@ const AARCH64 = 0xc00000b7;
 const I386 = 0x40000003;
 
 /** What the filter answers for one syscall: the kernel's return action. */
-function run(program: Buffer, data: { arch: number; nr: number }): number {
+function run(program: Buffer, data: { arch: number; nr: number; args?: number[] }): number {
   let acc = 0;
   for (let pc = 0; pc < program.length / 8; ) {
     const code = program.readUInt16LE(pc * 8);
@@ -22,6 +22,7 @@ function run(program: Buffer, data: { arch: number; nr: number }): number {
     if (code === 0x20) {
       if (k === 0) acc = data.nr >>> 0;
       else if (k === 4) acc = data.arch >>> 0;
+      else if (k >= 16 && (k - 16) % 8 === 0) acc = (data.args?.[(k - 16) / 8] ?? 0) >>> 0;
       else throw new Error(`load of offset ${k}`);
       pc += 1;
     } else if (code === 0x15) pc += 1 + (acc === k ? jt : jf);
@@ -54,6 +55,38 @@ describe('the syscall filter', () => {
     expect(run(f, { arch: X86_64, nr: 0 })).toBe(EPERM);
   });
 
+  it("in a grader's filter also refuses sending the debugger signals (SIGUSR1, SIGQUIT), by every call that sends one", () => {
+    const plain = seccompFilter('x64');
+    const grader = seccompFilter('x64', { grader: true });
+    if (!plain || !grader) throw new Error('x64 has filters');
+    // kill(pid, sig), tkill(tid, sig), rt_sigqueueinfo(pid, sig), pidfd_send_signal(fd, sig): the signal second;
+    // tgkill(tgid, tid, sig), rt_tgsigqueueinfo(tgid, tid, sig): third.
+    const second = [62, 200, 129, 424];
+    const third = [234, 297];
+    for (const sig of [10, 3]) {
+      for (const nr of second)
+        expect(run(grader, { arch: X86_64, nr, args: [7, sig] }), `nr ${nr} sig ${sig}`).toBe(EPERM);
+      for (const nr of third)
+        expect(run(grader, { arch: X86_64, nr, args: [7, 7, sig] }), `nr ${nr} sig ${sig}`).toBe(EPERM);
+      expect(run(plain, { arch: X86_64, nr: 62, args: [7, sig] })).toBe(ALLOW);
+    }
+    for (const sig of [15, 9, 2, 12, 0]) {
+      for (const nr of second)
+        expect(run(grader, { arch: X86_64, nr, args: [7, sig] }), `nr ${nr} sig ${sig}`).toBe(ALLOW);
+      for (const nr of third)
+        expect(run(grader, { arch: X86_64, nr, args: [7, 7, sig] }), `nr ${nr} sig ${sig}`).toBe(ALLOW);
+    }
+    // The rest of the filter is the same.
+    for (const nr of [101, 310, 311, 438]) expect(run(grader, { arch: X86_64, nr })).toBe(EPERM);
+    for (const nr of [0, 1, 59]) expect(run(grader, { arch: X86_64, nr })).toBe(ALLOW);
+    const arm = seccompFilter('arm64', { grader: true });
+    if (!arm) throw new Error('arm64 has a filter');
+    expect(run(arm, { arch: AARCH64, nr: 129, args: [7, 10] })).toBe(EPERM);
+    expect(run(arm, { arch: AARCH64, nr: 131, args: [7, 7, 3] })).toBe(EPERM);
+    expect(run(arm, { arch: AARCH64, nr: 129, args: [7, 15] })).toBe(ALLOW);
+    expect(run(arm, { arch: AARCH64, nr: 117 })).toBe(EPERM);
+  });
+
   it('has none for an architecture it does not know', () => {
     expect(seccompFilter('riscv64')).toBeNull();
   });
@@ -73,5 +106,38 @@ describe('what the shared network leaves open', () => {
     ].join('\n');
     expect(abstractSockets(text)).toEqual(['@/tmp/.X11-unix/X0']);
     expect(abstractSockets('')).toEqual([]);
+  });
+});
+
+describe("what the judge's grader may not change", () => {
+  const files = [
+    'grade.sh',
+    'check.sh',
+    'src/main.py',
+    'tools/checker/check.sh',
+    'tools/other.sh',
+    'data/a.txt',
+    'data/b/c.txt',
+  ];
+
+  it('makes protected folders read-only whole, protected files one by one, and pins the folders above them', () => {
+    expect(judgeFixedPaths(files, ['grade.sh', 'tools/checker/check.sh', 'data/**'])).toEqual({
+      readOnly: ['data', 'grade.sh', 'tools/checker/check.sh'],
+      pinned: ['tools', 'tools/checker'],
+    });
+    // A folder named without wildcards is protected whole, as git's pathspecs take it.
+    expect(judgeFixedPaths(files, ['tools/checker', '*.sh'])).toEqual({
+      readOnly: ['check.sh', 'grade.sh', 'tools/checker'],
+      pinned: ['tools'],
+    });
+    expect(judgeFixedPaths(files, ['missing/**', 'nothing.txt'])).toEqual({ readOnly: [], pinned: [] });
+  });
+
+  it('past 256 protected files, makes their top folders read-only instead of pinning each', () => {
+    const many = Array.from({ length: 300 }, (_, i) => `cases/c${i}.txt`);
+    expect(judgeFixedPaths([...many, 'grade.sh', 'src/x.py'], ['**/*.txt', 'grade.sh'])).toEqual({
+      readOnly: ['cases', 'grade.sh'],
+      pinned: [],
+    });
   });
 });
