@@ -143,7 +143,8 @@ describeSandboxed('the grading service', () => {
       grader: 'sh grade.sh',
       protected: ['grade.sh', 'check.sh', 'tools/checker/**', 'data'],
       files: {
-        'grade.sh': 'a=$(sh solve.sh)\nx=$(sh check.sh "$a"); y=$(sh tools/checker/check.sh "$a"); z=$(cat data/*.txt | wc -l)\necho $((x + y + z))\n',
+        'grade.sh':
+          'a=$(sh solve.sh)\nx=$(sh check.sh "$a"); y=$(sh tools/checker/check.sh "$a"); z=$(cat data/*.txt | wc -l)\necho $((x + y + z))\n',
         'check.sh': 'test "$1" -le 10 && echo "$1" || echo 10\n',
         'tools/checker/check.sh': 'test "$1" -le 10 && echo "$1" || echo 10\n',
         'data/cases.txt': '1\n',
