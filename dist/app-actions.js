@@ -67220,6 +67220,7 @@ var SETUP_TIMEOUT_SECONDS = 600;
 var SETUP_RUNS = 2;
 var MAX_COMPARE_SEEDS = 100;
 var PROBE_RUNS = PAPER.branches;
+var AGENT_INSTALL_TIMEOUT_SECONDS = 600;
 
 // src/core/compare-config.ts
 var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
@@ -69860,7 +69861,8 @@ function workerTimeoutProblem(workflowText, config3) {
   }
   const jobs = doc?.jobs;
   if (!jobs || typeof jobs !== "object") return null;
-  const need = Math.ceil(episodeLimitSeconds(config3) / 60);
+  const install = config3.agent.kind !== "command" && config3.agent.command === void 0 ? AGENT_INSTALL_TIMEOUT_SECONDS : 0;
+  const need = Math.ceil((episodeLimitSeconds(config3) + install) / 60);
   for (const [name, job] of Object.entries(jobs)) {
     const j = job;
     const runsEpisodes = Array.isArray(j?.steps) && j.steps.some(
@@ -69869,7 +69871,8 @@ function workerTimeoutProblem(workflowText, config3) {
     if (!runsEpisodes) continue;
     const minutes = j?.["timeout-minutes"] ?? GITHUB_JOB_TIMEOUT_MINUTES;
     if (typeof minutes !== "number" || minutes >= need) continue;
-    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}): Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. Set \`timeout-minutes: ${Math.ceil(roundDeadlineMinutes(config3))}\` (README, "On GitHub"), or lower agent.timeout.`;
+    const set3 = Math.ceil(roundDeadlineMinutes(config3));
+    return `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ${need} minutes (agent.timeout, 2 \xD7 grader.timeout${config3.setup.commands.length > 0 ? ", 2 \xD7 setup.timeout" : ""}${install > 0 ? ", installing the agent CLI" : ""}): Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. Set \`timeout-minutes: ${set3}\` (README, "On GitHub"), or lower agent.timeout` + (set3 > GITHUB_JOB_TIMEOUT_MINUTES ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).` : ".");
   }
   return null;
 }
@@ -70275,8 +70278,10 @@ ${issue3.body ?? ""}`);
   const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config3);
   try {
     const sha2 = await forge.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
-    if (timeout) await forge.comment(issue3.number, `> **Warning:** ${timeout}`);
-    return { state: await syncStored(ctx, { state, files, sha: sha2 }) };
+    const started = await syncStored(ctx, { state, files, sha: sha2 });
+    if (timeout)
+      await forge.comment(issue3.number, `> **Warning:** ${timeout}`).catch((e) => ctx.log?.(`${run2}: the timeout warning was not posted: ${e.message}`));
+    return { state: started };
   } catch (e) {
     if (e instanceof ConflictError) return { state: null };
     throw e;
@@ -70323,7 +70328,7 @@ async function setStopped(ctx, stored, stopped, steer) {
 }
 async function forkNow(ctx, stored, steer) {
   const next = await amendOnce(ctx.forge, stored, "forkflush: fork requested", steer?.keys ?? [], (s) => ({
-    // Checked again on the latest record: another fork may have been asked for meanwhile.
+    // Checked again on the record being swapped (the latest after a conflict): another fork may have been asked for meanwhile.
     state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
     files: steer ? { ...s.files, startedBy: steer.by } : s.files
   }));

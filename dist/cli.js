@@ -30423,6 +30423,7 @@ var ABIS = {
       rt_tgsigqueueinfo: [297, 2],
       pidfd_send_signal: [424, 1]
     },
+    fcntl: 72,
     x32: true
   },
   arm64: {
@@ -30436,24 +30437,33 @@ var ABIS = {
       rt_tgsigqueueinfo: [240, 2],
       pidfd_send_signal: [424, 1]
     },
+    fcntl: 25,
     x32: false
   }
 };
-function seccompFilter(arch = process.arch, o = {}) {
+var F_SETSIG = 10;
+function seccompFilter(arch = process.arch) {
   const abi = ABIS[arch];
   if (!abi) return null;
   const numbers = REFUSED_CALLS.map((name2) => abi.refused[name2]);
-  const signalBlocks = o.grader ? SIGNAL_CALLS.flatMap((name2) => {
-    const [nr, arg] = abi.signals[name2];
-    const n = DEBUGGER_SIGNALS.length;
-    return [
-      [JEQ_K, 0, n + 3, nr],
-      [LD_W_ABS, 0, 0, offsetOfArg(arg)],
-      ...DEBUGGER_SIGNALS.map((sig, i) => [JEQ_K, n - i, 0, sig]),
-      [RET_K, 0, 0, RET_ALLOW],
-      [RET_K, 0, 0, RET_EPERM]
-    ];
-  }) : [];
+  const n = DEBUGGER_SIGNALS.length;
+  const refuseSignal = (arg) => [
+    [LD_W_ABS, 0, 0, offsetOfArg(arg)],
+    ...DEBUGGER_SIGNALS.map((sig, i) => [JEQ_K, n - i, 0, sig]),
+    [RET_K, 0, 0, RET_ALLOW],
+    [RET_K, 0, 0, RET_EPERM]
+  ];
+  const signalBlocks = [
+    ...SIGNAL_CALLS.flatMap((name2) => {
+      const [nr, arg] = abi.signals[name2];
+      return [[JEQ_K, 0, n + 3, nr], ...refuseSignal(arg)];
+    }),
+    // fcntl(fd, F_SETSIG, sig): only F_SETSIG's signal is looked at; any other fcntl is allowed.
+    [JEQ_K, 0, n + 5, abi.fcntl],
+    [LD_W_ABS, 0, 0, offsetOfArg(1)],
+    [JEQ_K, 0, n + 1, F_SETSIG],
+    ...refuseSignal(2)
+  ];
   const program = [
     [LD_W_ABS, 0, 0, OFFSET_ARCH],
     // Another ABI: refused (the jump skips the refusal when the arch is the machine's).
@@ -30502,38 +30512,51 @@ async function probe() {
       fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
     };
   }
-  const plain = seccompFilter();
-  const filter = plain ? { plain, grader: seccompFilter(process.arch, { grader: true }) ?? plain } : null;
-  const name2 = `${version2.stdout.trim() || "bubblewrap"}${filter ? "" : `, no syscall filter (${process.arch})`}`;
+  const bwrapName = version2.stdout.trim() || "bubblewrap";
   const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
   const root = process.getuid?.() === 0;
   const trial = async (s) => {
-    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: "/tmp", network: false }, "/", "true", []);
+    const t = s.wrap(
+      { writable: [], readable: [], hidden: [], tmp: "/tmp", network: false, grader: true },
+      "/",
+      "true",
+      []
+    );
     return exec2(t.file, t.args, t.fd3);
   };
-  let sandbox = bubblewrap(
-    nproc ? name2 : `${name2}, no process limit (prlimit is missing)`,
-    root ? "nobody" : "user",
-    nproc,
-    filter
-  );
-  let run2 = await trial(sandbox);
-  if (run2.code !== 0 && root) {
-    const asRoot = bubblewrap(
-      `${name2}, as root without capabilities (no setpriv to run as nobody)`,
-      "root",
-      null,
-      filter
+  const known = seccompFilter();
+  const tries = [
+    ...known ? [{ filter: known, name: bwrapName }] : [],
+    { filter: null, name: `${bwrapName}, no syscall filter (${known ? "bwrap refused it" : process.arch})` }
+  ];
+  let sandbox = null;
+  let run2 = { code: 1, stdout: "", stderr: "" };
+  for (const t of tries) {
+    sandbox = bubblewrap(
+      nproc ? t.name : `${t.name}, no process limit (prlimit is missing)`,
+      root ? "nobody" : "user",
+      nproc,
+      t.filter
     );
-    const second = await trial(asRoot);
-    if (second.code === 0) {
-      sandbox = asRoot;
-      run2 = second;
+    run2 = await trial(sandbox);
+    if (run2.code !== 0 && root) {
+      const asRoot = bubblewrap(
+        `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
+        "root",
+        null,
+        t.filter
+      );
+      const second = await trial(asRoot);
+      if (second.code === 0) {
+        sandbox = asRoot;
+        run2 = second;
+      }
     }
+    if (run2.code === 0) break;
   }
-  if (run2.code !== 0) {
+  if (run2.code !== 0 || !sandbox) {
     return {
-      unavailable: `${name2} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
+      unavailable: `${bwrapName} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
       fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
     };
   }
@@ -30543,7 +30566,7 @@ function processLimit() {
   const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
   return Math.min(8192, Math.floor(pidMax / 4));
 }
-function bubblewrap(name2, as, nproc, filters) {
+function bubblewrap(name2, as, nproc, filter) {
   const user = as === "nobody" ? NOBODY : null;
   const drop = [
     ...as === "nobody" ? [
@@ -30568,15 +30591,15 @@ function bubblewrap(name2, as, nproc, filters) {
     },
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);
-      const filter = filters ? c.grader ? filters.grader : filters.plain : null;
+      const strict = c.grader === true;
+      const seccomp = strict ? filter : null;
       return {
         file: BWRAP,
         args: [
           "--die-with-parent",
           // A session of its own: no TIOCSTI into forkflush's terminal.
           "--new-session",
-          // No reaching into another process of the same user (io/seccomp.ts).
-          ...filter ? ["--seccomp", "3"] : [],
+          ...seccomp ? ["--seccomp", "3"] : [],
           "--unshare-pid",
           "--unshare-ipc",
           "--unshare-uts",
@@ -30594,10 +30617,9 @@ function bubblewrap(name2, as, nproc, filters) {
           "/dev",
           "--proc",
           "/proc",
-          // Read-only: /proc/<pid>/mem of the grader is not the graded code's to write (nor
-          // any /proc file). /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
-          "--remount-ro",
-          "/proc",
+          // Read-only in a grader's: /proc/<pid>/mem of the grader is not the graded code's to
+          // write. /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
+          ...strict ? ["--remount-ro", "/proc"] : [],
           // The kernel's settings are the host's: never writable from inside (a core_pattern
           // pointing into the workspace would run agent code outside every namespace).
           "--ro-bind-try",
@@ -30614,7 +30636,7 @@ function bubblewrap(name2, as, nproc, filters) {
           file2,
           ...args
         ],
-        ...filter ? { fd3: filter } : {}
+        ...seccomp ? { fd3: seccomp } : {}
       };
     }
   };
@@ -30709,6 +30731,10 @@ function writeFd3(child, data) {
 var DRAIN_MS = 300;
 var TRACK_MS = 250;
 var SECOND_SIGNAL_MS = 300;
+var NOT_STARTED_MS = 5e3;
+function couldNotStart(r) {
+  return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_MS;
+}
 function runShell(command, options) {
   return runProcess("/bin/sh", ["-c", command], options);
 }
@@ -30972,24 +30998,26 @@ function agentConfinement(p, config2, env) {
 }
 var MOST_PINNED_FILES = 256;
 function judgeFixedPaths(files, globs) {
-  const wholeFolders = /* @__PURE__ */ new Set();
+  const covered = /* @__PURE__ */ new Set();
   for (const g of globs) {
     const folder = g.replace(/^\.\//, "").replace(/\/+$/, "").replace(/\/\*\*$/, "");
-    if (folder !== "" && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`)))
-      wholeFolders.add(folder);
+    if (folder !== "" && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`))) covered.add(folder);
   }
-  const inFolder = (f) => [...wholeFolders].some((d) => f.startsWith(`${d}/`));
-  const single = files.filter((f) => !inFolder(f) && matchesAny(f, globs));
+  const under = (f, folders) => [...folders].some((d) => f.startsWith(`${d}/`));
+  const wholeFolders = new Set([...covered].filter((d) => !under(d, covered)));
+  const single = files.filter((f) => !under(f, wholeFolders) && matchesAny(f, globs));
   if (single.length > MOST_PINNED_FILES) {
     const tops = new Set([...wholeFolders, ...single].map((f) => f.split("/")[0]));
     return { readOnly: [...tops].sort(), pinned: [] };
   }
+  const readOnly = /* @__PURE__ */ new Set([...wholeFolders, ...single]);
   const pinned = /* @__PURE__ */ new Set();
-  for (const f of [...single, ...wholeFolders]) {
+  for (const f of readOnly) {
     const parts = f.split("/");
     for (let i = 1; i < parts.length; i++) pinned.add(parts.slice(0, i).join("/"));
   }
-  return { readOnly: [...wholeFolders, ...single].sort(), pinned: [...pinned].sort() };
+  for (const p of [...pinned]) if (readOnly.has(p) || under(p, wholeFolders)) pinned.delete(p);
+  return { readOnly: [...readOnly].sort(), pinned: [...pinned].sort() };
 }
 function graderConfinement(dir, tmp, p, config2, env, alsoHidden = [], fixed = { readOnly: [], pinned: [] }) {
   const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
@@ -32648,7 +32676,7 @@ function commandAgent(command) {
         );
       }
       let reportedSpend = null;
-      const notStarted = r.stopped === null && (r.spawnError !== void 0 || r.exitCode === 126 || r.exitCode === 127);
+      const notStarted = r.stopped === null && couldNotStart(r);
       if (typeof usage2 === "number") reportedSpend = watched ? usage2 : null;
       else if (watched && !notStarted) {
         const why = usage2 === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage2.error})`;
@@ -34516,7 +34544,7 @@ async function runEpisode(job) {
   let notStarted = null;
   const spawn3 = async (file2, args, options) => {
     const r = await confinedSpawn(file2, args, options);
-    if (notStarted === null && r.stopped === null && (r.spawnError || r.exitCode === 126 || r.exitCode === 127))
+    if (notStarted === null && r.stopped === null && couldNotStart(r))
       notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || "no output"}`;
     return r;
   };
@@ -34662,6 +34690,7 @@ async function judge(job, tree, env) {
     ...config2.sandbox.write.map(expandHome)
   ];
   const judgePlaces = { objects: [], private: places.private };
+  const protectedGlobs = [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]];
   try {
     let setupLog;
     if (config2.setup.commands.length > 0) {
@@ -34676,6 +34705,11 @@ async function judge(job, tree, env) {
       });
       setupLog = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
 `;
+      const planted = run2.failure ? [] : (await untrackedPaths(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
+      for (const p of planted) await removeTree(join12(dir, p));
+      if (planted.length > 0)
+        setupLog += `(removed what setup made under protected paths: ${planted.slice(0, 5).join(", ")}${planted.length > 5 ? ", ..." : ""})
+`;
       if (run2.failure) {
         return {
           score: null,
@@ -34689,10 +34723,10 @@ async function judge(job, tree, env) {
         };
       }
     }
-    const fixed = sandbox ? judgeFixedPaths((await job.own.out(["ls-tree", "-r", "-z", "--name-only", tree])).split("\0").filter(Boolean), [
-      ...config2.grader.protected,
-      ...job.alsoProtected ?? [CONFIG_PATH]
-    ]) : void 0;
+    const fixed = sandbox ? judgeFixedPaths(
+      (await job.own.out(["ls-tree", "-r", "-z", "--name-only", tree])).split("\0").filter(Boolean),
+      protectedGlobs
+    ) : void 0;
     const grading = await runGrader(
       config2,
       dir,
@@ -35304,97 +35338,98 @@ async function startRun(o) {
   const scratch = top !== taskDir;
   await excludeRunFolders(top ?? taskDir);
   const { id, store } = o.dryRun ? await dryRunStore(o.now) : await newRunFolder(taskDir, o.now);
-  let repo = taskDir;
-  if (scratch) {
-    repo = store.path("repo");
-    await copyTask(taskDir, repo);
-    warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
-  }
-  const git = new Git(repo);
-  const base = await git.revParse("HEAD");
-  if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
-  const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
-  if (dirty && !scratch)
-    warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
-  const rel = relative(repo, scratch ? join17(repo, relative(taskDir, configFile)) : configFile);
-  const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
-  const refuse = async (problems2) => {
-    await rm9(store.dir, { recursive: true, force: true });
-    throw new UserError(problems2.join("\n"));
-  };
-  const problems = await preflight({
-    repo,
-    config: config2,
-    configPathInRepo: scratch ? null : configPathInRepo,
-    scratch,
-    env: o.env ?? process.env
-  });
-  if (problems.length > 0) await refuse(problems);
-  const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
-  const exists4 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
-  if (!await exists4(config2.task)) {
-    await refuse([
-      `${relative(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
-    ]);
-  }
-  const task = await show(config2.task);
-  const loaded = await loadTemplates(
-    config2,
-    async (path) => await exists4(path) ? show(path) : null,
-    "the repository's last commit"
-  );
-  if ("problem" in loaded) return refuse([loaded.problem]);
-  const { templates } = loaded;
-  const info = {
-    id,
-    repo,
-    taskDir,
-    scratch,
-    configFile,
-    configPathInRepo,
-    task,
-    templates,
-    concurrency: o.concurrency ?? config2.fork.branches,
-    keepRejected: o.keepRejected ?? false,
-    startedAt: o.now.toISOString()
-  };
-  warnings.push(...planWarnings(config2));
-  if (!o.dryRun) {
-    for (const other of await RunStore.list(taskDir)) {
-      const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
-      if (pid !== null)
-        warnings.push(
-          `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`
-        );
+  try {
+    let repo = taskDir;
+    if (scratch) {
+      repo = store.path("repo");
+      await copyTask(taskDir, repo);
+      warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
     }
-  }
-  const isolation = await isolationFor(config2.sandbox.mode);
-  if (isolation.warning) warnings.push(isolation.warning);
-  const forge = new LocalForge(repo, store, o.keepRejected === true);
-  const baseGrade = await forge.withCheckout(
-    base,
-    "base",
-    (dir, places) => gradeInitial(config2, dir, places, isolation, store.path("episodes", "base"))
-  ).catch(async (e) => {
-    if (e instanceof UserError) await rm9(store.dir, { recursive: true, force: true });
-    throw e;
-  });
-  const state = newRunState({
-    id,
-    seed: o.seed ?? randomInt(1, 2 ** 31),
-    config: config2,
-    baseCommit: base,
-    baseScore: baseGrade.score,
-    ...baseGrade.reason ? { baseReason: baseGrade.reason } : {},
-    baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
-  });
-  if (o.dryRun) {
-    await rm9(store.dir, { recursive: true, force: true });
+    const git = new Git(repo);
+    const base = await git.revParse("HEAD");
+    if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
+    const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
+    if (dirty && !scratch)
+      warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
+    const rel = relative(repo, scratch ? join17(repo, relative(taskDir, configFile)) : configFile);
+    const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
+    const refuse = (problems2) => {
+      throw new UserError(problems2.join("\n"));
+    };
+    const problems = await preflight({
+      repo,
+      config: config2,
+      configPathInRepo: scratch ? null : configPathInRepo,
+      scratch,
+      env: o.env ?? process.env
+    });
+    if (problems.length > 0) refuse(problems);
+    const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
+    const exists4 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
+    if (!await exists4(config2.task)) {
+      refuse([
+        `${relative(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
+      ]);
+    }
+    const task = await show(config2.task);
+    const loaded = await loadTemplates(
+      config2,
+      async (path) => await exists4(path) ? show(path) : null,
+      "the repository's last commit"
+    );
+    if ("problem" in loaded) return refuse([loaded.problem]);
+    const { templates } = loaded;
+    const info = {
+      id,
+      repo,
+      taskDir,
+      scratch,
+      configFile,
+      configPathInRepo,
+      task,
+      templates,
+      concurrency: o.concurrency ?? config2.fork.branches,
+      keepRejected: o.keepRejected ?? false,
+      startedAt: o.now.toISOString()
+    };
+    warnings.push(...planWarnings(config2));
+    if (!o.dryRun) {
+      for (const other of await RunStore.list(taskDir)) {
+        const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
+        if (pid !== null && pid !== process.pid)
+          warnings.push(
+            `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`
+          );
+      }
+    }
+    const isolation = await isolationFor(config2.sandbox.mode);
+    if (isolation.warning) warnings.push(isolation.warning);
+    const forge = new LocalForge(repo, store, o.keepRejected === true);
+    const baseGrade = await forge.withCheckout(
+      base,
+      "base",
+      (dir, places) => gradeInitial(config2, dir, places, isolation, store.path("episodes", "base"))
+    );
+    const state = newRunState({
+      id,
+      seed: o.seed ?? randomInt(1, 2 ** 31),
+      config: config2,
+      baseCommit: base,
+      baseScore: baseGrade.score,
+      ...baseGrade.reason ? { baseReason: baseGrade.reason } : {},
+      baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
+    });
+    if (o.dryRun) {
+      await rm9(store.dir, { recursive: true, force: true });
+      return { store, forge, info, state, warnings, isolation };
+    }
+    await store.init(info);
+    await store.save(state);
     return { store, forge, info, state, warnings, isolation };
+  } catch (e) {
+    await rm9(store.dir, { recursive: true, force: true });
+    throw e;
   }
-  await store.init(info);
-  await store.save(state);
-  return { store, forge, info, state, warnings, isolation };
 }
 async function newRunFolder(taskDir, now) {
   await mkdir12(RunStore.runsDir(taskDir), { recursive: true });

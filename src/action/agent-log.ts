@@ -443,7 +443,7 @@ const JOINER = '\u2060';
 export function workflowSafe(text: string): string {
   return text
     .split(/(\r\n|\r|\n)/)
-    .map((part) => part.replace(/##\[/g, `##${JOINER}[`).replace(/^(\s*)::/, `$1${JOINER}::`))
+    .map((part) => part.replace(/##\[/g, `##${JOINER}[`).replace(/^([\s\u0085]*)::/, `$1${JOINER}::`))
     .join('');
 }
 

@@ -2,6 +2,7 @@
 // It reports its own spend in the budget's unit, in $FORKFLUSH_USAGE_FILE.
 import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
+import { couldNotStart } from '../io/process.js';
 import type { AgentOutcome } from './agent.js';
 import { defineAgent, launch, stopExit } from './session.js';
 
@@ -44,7 +45,7 @@ export function commandAgent(command: string) {
       }
       let reportedSpend: number | null = null;
       // One that could not start spent nothing (worker/episode.ts charges it nothing).
-      const notStarted = r.stopped === null && (r.spawnError !== undefined || r.exitCode === 126 || r.exitCode === 127);
+      const notStarted = r.stopped === null && couldNotStart(r);
       if (typeof usage === 'number') reportedSpend = watched ? usage : null;
       else if (watched && !notStarted) {
         const why = usage === undefined ? 'wrote no usage file' : `wrote an unreadable usage file (${usage.error})`;

@@ -52,6 +52,14 @@ export interface RunResult {
   spawnError?: string;
 }
 
+/** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */
+const NOT_STARTED_MS = 5000;
+
+/** A command that never ran: it could not be spawned, or exited 126/127 at once. */
+export function couldNotStart(r: { spawnError?: string; exitCode: number | null; ms: number }): boolean {
+  return r.spawnError !== undefined || ((r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_MS);
+}
+
 /** Runs a shell command line (sh -c) in its own process group. */
 export function runShell(command: string, options: RunOptions): Promise<RunResult> {
   return runProcess('/bin/sh', ['-c', command], options);

@@ -26,7 +26,10 @@ export interface Confinement {
   tmp: string;
   /** false: a network namespace of its own, with only loopback. */
   network: boolean;
-  /** A grader's (or setup's): what it runs is the agent's code, so no debugger signals (io/seccomp.ts). */
+  /**
+   * A grader's (or setup's): it runs the agent's code beside forkflush's grader, so it gets the
+   * syscall filter (io/seccomp.ts) and a read-only /proc.
+   */
   grader?: boolean;
 }
 
@@ -86,42 +89,58 @@ async function probe(): Promise<SandboxProbe> {
       fix: 'install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)',
     };
   }
-  const plain = seccompFilter();
-  const filter = plain ? { plain, grader: seccompFilter(process.arch, { grader: true }) ?? plain } : null;
-  const name = `${version.stdout.trim() || 'bubblewrap'}${filter ? '' : `, no syscall filter (${process.arch})`}`;
+  const bwrapName = version.stdout.trim() || 'bubblewrap';
   const nproc = (await exec('prlimit', ['--version'])).code === 0 ? processLimit() : null;
   // A trial run with the namespaces a real run uses: AppArmor on Ubuntu 24.04, or a container
   // without user namespaces, lets `bwrap --version` work and then refuses to sandbox. Under root,
   // bwrap sets the sandbox up as root and setpriv then runs the command as nobody; without
   // setpriv the command runs as root without capabilities, and the name says so.
   const root = process.getuid?.() === 0;
+  // A grader's sandbox, the strictest (its syscall filter and read-only /proc).
   const trial = async (s: Sandbox) => {
-    const t = s.wrap({ writable: [], readable: [], hidden: [], tmp: '/tmp', network: false }, '/', 'true', []);
+    const t = s.wrap(
+      { writable: [], readable: [], hidden: [], tmp: '/tmp', network: false, grader: true },
+      '/',
+      'true',
+      [],
+    );
     return exec(t.file, t.args, t.fd3);
   };
-  let sandbox = bubblewrap(
-    nproc ? name : `${name}, no process limit (prlimit is missing)`,
-    root ? 'nobody' : 'user',
-    nproc,
-    filter,
-  );
-  let run = await trial(sandbox);
-  if (run.code !== 0 && root) {
-    const asRoot = bubblewrap(
-      `${name}, as root without capabilities (no setpriv to run as nobody)`,
-      'root',
-      null,
-      filter,
+  // The filter where bwrap takes it; where it does not (an odd kernel or container), the sandbox
+  // without it, said in its name, rather than no sandbox at all.
+  const known = seccompFilter();
+  const tries: { filter: Buffer | null; name: string }[] = [
+    ...(known ? [{ filter: known, name: bwrapName }] : []),
+    { filter: null, name: `${bwrapName}, no syscall filter (${known ? 'bwrap refused it' : process.arch})` },
+  ];
+  let sandbox: Sandbox | null = null;
+  let run = { code: 1, stdout: '', stderr: '' };
+  for (const t of tries) {
+    sandbox = bubblewrap(
+      nproc ? t.name : `${t.name}, no process limit (prlimit is missing)`,
+      root ? 'nobody' : 'user',
+      nproc,
+      t.filter,
     );
-    const second = await trial(asRoot);
-    if (second.code === 0) {
-      sandbox = asRoot;
-      run = second;
+    run = await trial(sandbox);
+    if (run.code !== 0 && root) {
+      const asRoot = bubblewrap(
+        `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
+        'root',
+        null,
+        t.filter,
+      );
+      const second = await trial(asRoot);
+      if (second.code === 0) {
+        sandbox = asRoot;
+        run = second;
+      }
     }
+    if (run.code === 0) break;
   }
-  if (run.code !== 0) {
+  if (run.code !== 0 || !sandbox) {
     return {
-      unavailable: `${name} cannot make namespaces here (${run.stderr.trim().split('\n').at(-1) || `exit ${run.code}`})`,
+      unavailable: `${bwrapName} cannot make namespaces here (${run.stderr.trim().split('\n').at(-1) || `exit ${run.code}`})`,
       fix:
         'allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), ' +
         'or run forkflush as root, or in a container started with --privileged',
@@ -145,7 +164,7 @@ function bubblewrap(
   name: string,
   as: 'user' | 'nobody' | 'root',
   nproc: number | null,
-  filters: { plain: Buffer; grader: Buffer } | null,
+  filter: Buffer | null,
 ): Sandbox {
   const user = as === 'nobody' ? NOBODY : null;
   const drop = [
@@ -173,15 +192,18 @@ function bubblewrap(
     },
     wrap(c, cwd, file, args) {
       const mounts = mountArgs(c);
-      const filter = filters ? (c.grader ? filters.grader : filters.plain) : null;
+      // A grader's sandbox runs the agent's code beside the grader, as the same user in the same
+      // PID namespace: no reaching into the grader (io/seccomp.ts), and no writing its memory
+      // through /proc. An agent's sandbox holds nothing of forkflush's: its debuggers work there.
+      const strict = c.grader === true;
+      const seccomp = strict ? filter : null;
       return {
         file: BWRAP,
         args: [
           '--die-with-parent',
           // A session of its own: no TIOCSTI into forkflush's terminal.
           '--new-session',
-          // No reaching into another process of the same user (io/seccomp.ts).
-          ...(filter ? ['--seccomp', '3'] : []),
+          ...(seccomp ? ['--seccomp', '3'] : []),
           '--unshare-pid',
           '--unshare-ipc',
           '--unshare-uts',
@@ -199,10 +221,9 @@ function bubblewrap(
           '/dev',
           '--proc',
           '/proc',
-          // Read-only: /proc/<pid>/mem of the grader is not the graded code's to write (nor
-          // any /proc file). /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
-          '--remount-ro',
-          '/proc',
+          // Read-only in a grader's: /proc/<pid>/mem of the grader is not the graded code's to
+          // write. /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
+          ...(strict ? ['--remount-ro', '/proc'] : []),
           // The kernel's settings are the host's: never writable from inside (a core_pattern
           // pointing into the workspace would run agent code outside every namespace).
           '--ro-bind-try',
@@ -219,7 +240,7 @@ function bubblewrap(
           file,
           ...args,
         ],
-        ...(filter ? { fd3: filter } : {}),
+        ...(seccomp ? { fd3: seccomp } : {}),
       };
     },
   };

@@ -1,12 +1,12 @@
-// The sandbox's syscall filter: a classic BPF program that bubblewrap installs (--seccomp) before
-// it runs the command, inherited by everything the command starts. It refuses, with EPERM, the
-// calls that reach into another process of the same user: ptrace, process_vm_readv/writev and
-// pidfd_getfd. Inside one sandbox the grader and the code it grades are one user in one PID
-// namespace; without this, a graded solver takes the grader's stdout (pidfd_getfd) or rewrites
-// its memory and prints the score it likes. A grader's filter also refuses the signals that start
-// a runtime's debugger (SIGUSR1, SIGQUIT): the same solver would open the grader's own door. Syscalls of another ABI than the machine's own (x32,
-// 32-bit compat) are refused whole: their numbers differ, and a filter that does not check them
-// is a door. (/proc/<pid>/mem, the other way in, is closed by a read-only /proc: sandbox.ts.)
+// A grader's syscall filter: a classic BPF program that bubblewrap installs (--seccomp) before it
+// runs the grader, inherited by everything the grader starts. A grader and the code it grades (the
+// agent's solver, its tests) are one user in one PID namespace; without the filter the graded code
+// takes the grader's stdout (pidfd_getfd), rewrites its memory (ptrace, process_vm_writev), or
+// signals the grader's runtime to open its debugger (Node's SIGUSR1 inspector, the JVM's SIGQUIT
+// attach listener; by kill and its kin, or by fcntl F_SETSIG on a file the grader owns) and prints
+// the score it likes. Those calls get EPERM. Syscalls of another ABI than the machine's own (x32,
+// 32-bit compat) are refused whole: their numbers differ, and a filter that does not check them is
+// a door. (/proc/<pid>/mem, the other way in, is closed by a read-only /proc: sandbox.ts.)
 
 /** The program's layout: seccomp_data (linux/seccomp.h) and the BPF opcodes (linux/filter.h). */
 const OFFSET_NR = 0;
@@ -31,12 +31,14 @@ interface Abi {
   refused: Record<(typeof REFUSED_CALLS)[number], number>;
   /** The calls that send a signal, and which argument is the signal. */
   signals: Record<(typeof SIGNAL_CALLS)[number], [nr: number, arg: number]>;
+  /** fcntl: F_SETSIG (its arg 1) names the signal (its arg 2) a file's owner gets. */
+  fcntl: number;
   x32: boolean;
 }
 
 /** The calls the filter refuses, by name (for the docs and the tests). */
 export const REFUSED_CALLS = ['ptrace', 'process_vm_readv', 'process_vm_writev', 'pidfd_getfd'] as const;
-/** The calls that send a signal: refused for DEBUGGER_SIGNALS in a grader's filter. */
+/** The calls that send a signal: refused for DEBUGGER_SIGNALS. */
 export const SIGNAL_CALLS = [
   'kill',
   'tkill',
@@ -58,6 +60,7 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
       rt_tgsigqueueinfo: [297, 2],
       pidfd_send_signal: [424, 1],
     },
+    fcntl: 72,
     x32: true,
   },
   arm64: {
@@ -71,37 +74,43 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
       rt_tgsigqueueinfo: [240, 2],
       pidfd_send_signal: [424, 1],
     },
+    fcntl: 25,
     x32: false,
   },
 };
 
 type Instruction = [code: number, jt: number, jf: number, k: number];
 
+/** fcntl's F_SETSIG (linux/fcntl.h). */
+const F_SETSIG = 10;
+
 /**
  * The filter for this machine's architecture, as bubblewrap reads it (struct sock_filter, native
  * byte order: both architectures are little-endian); null on an architecture it does not know.
- * `grader`: also refuse sending the debugger signals. A grader and the code it grades are one
- * user in one PID namespace: a solver would signal the grader's Node to open its inspector, or
- * its JVM to take an agent, and run code of its own inside the grader.
  */
-export function seccompFilter(arch: NodeJS.Architecture = process.arch, o: { grader?: boolean } = {}): Buffer | null {
+export function seccompFilter(arch: NodeJS.Architecture = process.arch): Buffer | null {
   const abi = ABIS[arch];
   if (!abi) return null;
   const numbers = REFUSED_CALLS.map((name) => abi.refused[name]);
+  const n = DEBUGGER_SIGNALS.length;
   // Per signal call: not it, skip the block; else load the signal and refuse the debugger's.
-  const signalBlocks: Instruction[] = o.grader
-    ? SIGNAL_CALLS.flatMap((name): Instruction[] => {
-        const [nr, arg] = abi.signals[name];
-        const n = DEBUGGER_SIGNALS.length;
-        return [
-          [JEQ_K, 0, n + 3, nr],
-          [LD_W_ABS, 0, 0, offsetOfArg(arg)],
-          ...DEBUGGER_SIGNALS.map((sig, i): Instruction => [JEQ_K, n - i, 0, sig]),
-          [RET_K, 0, 0, RET_ALLOW],
-          [RET_K, 0, 0, RET_EPERM],
-        ];
-      })
-    : [];
+  const refuseSignal = (arg: number): Instruction[] => [
+    [LD_W_ABS, 0, 0, offsetOfArg(arg)],
+    ...DEBUGGER_SIGNALS.map((sig, i): Instruction => [JEQ_K, n - i, 0, sig]),
+    [RET_K, 0, 0, RET_ALLOW],
+    [RET_K, 0, 0, RET_EPERM],
+  ];
+  const signalBlocks: Instruction[] = [
+    ...SIGNAL_CALLS.flatMap((name): Instruction[] => {
+      const [nr, arg] = abi.signals[name];
+      return [[JEQ_K, 0, n + 3, nr], ...refuseSignal(arg)];
+    }),
+    // fcntl(fd, F_SETSIG, sig): only F_SETSIG's signal is looked at; any other fcntl is allowed.
+    [JEQ_K, 0, n + 5, abi.fcntl],
+    [LD_W_ABS, 0, 0, offsetOfArg(1)],
+    [JEQ_K, 0, n + 1, F_SETSIG],
+    ...refuseSignal(2),
+  ];
   const program: Instruction[] = [
     [LD_W_ABS, 0, 0, OFFSET_ARCH],
     // Another ABI: refused (the jump skips the refusal when the arch is the machine's).

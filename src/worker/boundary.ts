@@ -161,27 +161,32 @@ export function judgeFixedPaths(
   files: readonly string[],
   globs: readonly string[],
 ): { readOnly: string[]; pinned: string[] } {
-  const wholeFolders = new Set<string>();
+  const covered = new Set<string>();
   for (const g of globs) {
     const folder = g
       .replace(/^\.\//, '')
       .replace(/\/+$/, '')
       .replace(/\/\*\*$/, '');
-    if (folder !== '' && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`)))
-      wholeFolders.add(folder);
+    if (folder !== '' && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`))) covered.add(folder);
   }
-  const inFolder = (f: string) => [...wholeFolders].some((d) => f.startsWith(`${d}/`));
-  const single = files.filter((f) => !inFolder(f) && matchesAny(f, globs));
+  // A folder inside another read-only one is read-only already; bound again (or pinned, writable)
+  // it would make its parent's files writable: of two binds of one path the later wins.
+  const under = (f: string, folders: Iterable<string>) => [...folders].some((d) => f.startsWith(`${d}/`));
+  const wholeFolders = new Set([...covered].filter((d) => !under(d, covered)));
+  const single = files.filter((f) => !under(f, wholeFolders) && matchesAny(f, globs));
   if (single.length > MOST_PINNED_FILES) {
     const tops = new Set([...wholeFolders, ...single].map((f) => f.split('/')[0] as string));
     return { readOnly: [...tops].sort(), pinned: [] };
   }
+  const readOnly = new Set([...wholeFolders, ...single]);
   const pinned = new Set<string>();
-  for (const f of [...single, ...wholeFolders]) {
+  for (const f of readOnly) {
     const parts = f.split('/');
     for (let i = 1; i < parts.length; i++) pinned.add(parts.slice(0, i).join('/'));
   }
-  return { readOnly: [...wholeFolders, ...single].sort(), pinned: [...pinned].sort() };
+  // Never pin what is read-only itself (a protected file's folder may be a protected folder too).
+  for (const p of [...pinned]) if (readOnly.has(p) || under(p, wholeFolders)) pinned.delete(p);
+  return { readOnly: [...readOnly].sort(), pinned: [...pinned].sort() };
 }
 
 /**

@@ -11,10 +11,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
+import { matchesAny } from '../core/globs.js';
 import { appendToJournal, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { failureLine, plainText } from '../core/text.js';
 import { type Cleaned, cleanedNote, removeTree } from '../io/agent-files.js';
+import { couldNotStart } from '../io/process.js';
 import {
   agentConfinement,
   type EpisodePlaces,
@@ -36,6 +38,7 @@ import {
   type OwnRepo,
   type Snapshot,
   snapshot,
+  untrackedPaths,
   writeIndexed,
 } from './cleanroom.js';
 import { allowedEnv } from './env.js';
@@ -181,12 +184,13 @@ export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
   const removed: Cleaned = { links: 0, names: 0, deep: 0, big: 0 };
   const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
-  // A command that was not found or not executable (126, 127; bwrap's launchers say 127 too):
-  // remembered, since an agent that cannot start will not start in the next episode either.
+  // A command that was not found or not executable (126, 127; bwrap's launchers say 127 too), at
+  // once: remembered, since an agent that cannot start will not start in the next episode either.
+  // (One that worked a while and then ran a missing tool did start.)
   let notStarted: string | null = null;
   const spawn: typeof confinedSpawn = async (file, args, options) => {
     const r = await confinedSpawn(file, args, options);
-    if (notStarted === null && r.stopped === null && (r.spawnError || r.exitCode === 126 || r.exitCode === 127))
+    if (notStarted === null && r.stopped === null && couldNotStart(r))
       notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || 'no output'}`;
     return r;
   };
@@ -378,6 +382,7 @@ async function judge(
     ...config.sandbox.write.map(expandHome),
   ];
   const judgePlaces = { objects: [], private: places.private };
+  const protectedGlobs = [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])];
   try {
     // Setup again, in the judge's checkout: what the grader needs of it (node_modules, .venv) is
     // made afresh from the committed tree, never taken from the agent's workspace or a cache.
@@ -395,6 +400,14 @@ async function judge(
           : undefined,
       });
       setupLog = `${run.log}(setup in the judge's checkout: ${run.failure ?? 'done'})\n`;
+      // Setup ran the commit's code (install scripts): what it made under a protected path (a
+      // tests/conftest.py, a data file) is not the base's, and the grader must not read it.
+      const planted = run.failure
+        ? []
+        : (await untrackedPaths(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
+      for (const p of planted) await removeTree(join(dir, p));
+      if (planted.length > 0)
+        setupLog += `(removed what setup made under protected paths: ${planted.slice(0, 5).join(', ')}${planted.length > 5 ? ', ...' : ''})\n`;
       if (run.failure) {
         return {
           score: null,
@@ -412,10 +425,10 @@ async function judge(
     // shared sandbox.write folder) can reach the grading of its work. The protected paths are
     // read-only while the grader runs the agent's code: a solver could rewrite the checker.
     const fixed = sandbox
-      ? judgeFixedPaths((await job.own.out(['ls-tree', '-r', '-z', '--name-only', tree])).split('\0').filter(Boolean), [
-          ...config.grader.protected,
-          ...(job.alsoProtected ?? [CONFIG_PATH]),
-        ])
+      ? judgeFixedPaths(
+          (await job.own.out(['ls-tree', '-r', '-z', '--name-only', tree])).split('\0').filter(Boolean),
+          protectedGlobs,
+        )
       : undefined;
     const grading = await runGrader(
       config,

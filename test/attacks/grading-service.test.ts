@@ -121,18 +121,22 @@ describeSandboxed('the grading service', () => {
   });
 
   it('the solver a grader runs cannot reach into the grader: no fd of its, no ptrace, no writing its memory, no debugger signal', async () => {
-    // The judge's grader prints what the solver prints: its stdout is the channel the score comes by.
+    // The judge's grader runs the solver with its output captured, and prints its last line itself.
     const repo = makeAttackRepo({
       agent: 'sh {fx}/grader-takeover.sh',
-      files: { 'grade.sh': '# The score: what the solver prints last.\nsh solve.sh\n' },
+      files: { 'grade.sh': '# The score: what the solver prints last.\na=$(sh solve.sh)\necho "$a" | tail -n 1\n' },
+      grader: 'sh grade.sh',
     });
     const { run, result } = await runLocal(repo);
     const log = readFileSync(join(run.store.scratch('r0.b0'), 'grader.log'), 'utf8');
+    expect(log).toMatch(/^target: socket:/m);
     expect(log).toMatch(/^pidfd_getfd: Operation not permitted$/m);
     expect(log).toMatch(/^ptrace: Operation not permitted$/m);
     expect(log).toMatch(/^mem: Read-only file system$/m);
     expect(log).toMatch(/^usr1: refused$/m);
     expect(log).toMatch(/^quit: refused$/m);
+    expect(log).toMatch(/^setsig: Operation not permitted$/m);
+    // Had it taken the grader's stdout, its "99" would have made the grader's 4 read 994.
     expect(result.score).toBe(4);
   });
 
@@ -157,6 +161,20 @@ describeSandboxed('the grading service', () => {
     expect(log).toMatch(/^data: refused$/m);
     // 4 from each checker and one line of data: what a clean checkout scores.
     expect(result.score).toBe(9);
+  });
+
+  it("what setup makes under a protected path in the judge's checkout is removed before grading", async () => {
+    const repo = makeAttackRepo({
+      agent: 'sh {fx}/setup-plant.sh',
+      grader: 'sh grade.sh',
+      protected: ['grade.sh', 'data'],
+      extra: 'setup: sh install.sh',
+      files: { 'grade.sh': 'cat data/*.txt | wc -l\n', 'install.sh': 'true\n', 'data/cases.txt': '1\n' },
+    });
+    const { run, result } = await runLocal(repo);
+    expect(result.score).toBe(1);
+    const log = readFileSync(join(run.store.scratch('r0.b0'), 'grader.log'), 'utf8');
+    expect(log).toContain('(removed what setup made under protected paths: data/planted.txt)');
   });
 
   it('a grading the agent left running is stopped with the agent, before the snapshot', async () => {

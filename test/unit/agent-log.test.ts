@@ -155,6 +155,8 @@ describe('the group in the job log', () => {
       `  ${j}::error::forged\nok ##${j}[add-mask]a ##${j}[x]\r\n${j}::warning::w`,
     );
     expect(workflowSafe('a :: b')).toBe('a :: b');
+    // .NET's TrimStart, which the runner uses, takes NEL (U+0085) for white space too.
+    expect(workflowSafe('\u0085::error::x')).toBe(`\u0085${j}::error::x`);
     const body = groupBody(['##[stop-commands]x'], [], 't');
     expect(body).toEqual(['::stop-commands::t', `> ##${j}[stop-commands]x`, '::t::']);
     expect(setupGroupBody('npm error ##[group]x\n', 't')).toEqual([
