@@ -2,7 +2,7 @@
 // episode job may run as long as an episode may take. Pure: the workflow's text in, a warning out.
 import { parse } from 'yaml';
 import type { Config } from './config.js';
-import { episodeLimitSeconds, roundDeadlineMinutes } from './method.js';
+import { AGENT_INSTALL_TIMEOUT_SECONDS, episodeLimitSeconds, roundDeadlineMinutes } from './method.js';
 import { GITHUB } from './names.js';
 
 /** What GitHub gives a job without `timeout-minutes` (its documentation of jobs.<id>.timeout-minutes). */
@@ -23,7 +23,10 @@ export function workerTimeoutProblem(workflowText: string | null, config: Config
   }
   const jobs = (doc as { jobs?: unknown } | null)?.jobs;
   if (!jobs || typeof jobs !== 'object') return null;
-  const need = Math.ceil(episodeLimitSeconds(config) / 60);
+  // The episode's limits, and the agent CLI's install before them (the Action's, up to its timeout).
+  const install =
+    config.agent.kind !== 'command' && config.agent.command === undefined ? AGENT_INSTALL_TIMEOUT_SECONDS : 0;
+  const need = Math.ceil((episodeLimitSeconds(config) + install) / 60);
   for (const [name, job] of Object.entries(jobs as Record<string, unknown>)) {
     const j = job as { steps?: unknown; 'timeout-minutes'?: unknown } | null;
     const runsEpisodes =
@@ -35,11 +38,15 @@ export function workerTimeoutProblem(workflowText: string | null, config: Config
     const minutes = j?.['timeout-minutes'] ?? GITHUB_JOB_TIMEOUT_MINUTES;
     // An expression (${{ … }}) is the workflow's own business.
     if (typeof minutes !== 'number' || minutes >= need) continue;
+    const set = Math.ceil(roundDeadlineMinutes(config));
     return (
       `the job \`${name}\` of \`.github/workflows/${GITHUB.workflow}\` has \`timeout-minutes: ${minutes}\`, but an episode may take ` +
-      `${need} minutes (agent.timeout, 2 × grader.timeout${config.setup.commands.length > 0 ? ', 2 × setup.timeout' : ''}): ` +
+      `${need} minutes (agent.timeout, 2 × grader.timeout${config.setup.commands.length > 0 ? ', 2 × setup.timeout' : ''}${install > 0 ? ', installing the agent CLI' : ''}): ` +
       'Actions would cancel an episode that uses its time before it is graded, and the round would count it as failed. ' +
-      `Set \`timeout-minutes: ${Math.ceil(roundDeadlineMinutes(config))}\` (README, "On GitHub"), or lower agent.timeout.`
+      `Set \`timeout-minutes: ${set}\` (README, "On GitHub"), or lower agent.timeout` +
+      (set > GITHUB_JOB_TIMEOUT_MINUTES
+        ? ` (GitHub-hosted runners stop every job at ${GITHUB_JOB_TIMEOUT_MINUTES} minutes: only a self-hosted runner takes more).`
+        : '.')
     );
   }
   return null;

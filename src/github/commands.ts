@@ -127,8 +127,13 @@ export async function startRun(
   const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config);
   try {
     const sha = await forge.saveRun(stateRef(run), state, files, null, 'forkflush: new run');
-    if (timeout) await forge.comment(issue.number, `> **Warning:** ${timeout}`);
-    return { state: await syncStored(ctx, { state, files, sha }) };
+    const started = await syncStored(ctx, { state, files, sha });
+    // After the first round is on its way: a comment that fails (a locked issue) must not stop it.
+    if (timeout)
+      await forge
+        .comment(issue.number, `> **Warning:** ${timeout}`)
+        .catch((e: unknown) => ctx.log?.(`${run}: the timeout warning was not posted: ${(e as Error).message}`));
+    return { state: started };
   } catch (e) {
     if (e instanceof ConflictError) return { state: null };
     throw e;
@@ -158,7 +163,7 @@ export async function setStopped(
       await ctx.forge.setBranch(branch, e.base);
   }
   const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
-    // Checked again on the latest record: the round runs again only while its setup results are
+    // Checked again on the record being swapped (the latest after a conflict): the round runs again only while its setup results are
     // the ones whose branches this handler moved back (another handler may have retried it, and
     // the retry may have failed its setup anew).
     const again = retry ? retrySetup(s.state) : null;
@@ -199,7 +204,7 @@ export async function setStopped(
  */
 export async function forkNow(ctx: SyncContext, stored: StoredRun, steer?: Steer): Promise<RunState | null> {
   const next = await amendOnce(ctx.forge, stored, 'forkflush: fork requested', steer?.keys ?? [], (s) => ({
-    // Checked again on the latest record: another fork may have been asked for meanwhile.
+    // Checked again on the record being swapped (the latest after a conflict): another fork may have been asked for meanwhile.
     state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
     files: steer ? { ...s.files, startedBy: steer.by } : s.files,
   }));

@@ -116,7 +116,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   const configPathInRepo = rel.startsWith('..') ? null : rel;
   if (o.dryRun) {
     // The checks a run makes before it spends (committed files, the agent, the initial grade),
-    // once, with the first variant's config: its notes are about the runs that would run.
+    // once, with the first variant's config (each variant's config was checked whole above).
     const first = manifest.variants[0];
     const text = first ? variantText(manifest, first, configPathInRepo) : null;
     const scratch = text === null ? null : await mkdtemp(join(tmpdir(), 'forkflush-variant-'));

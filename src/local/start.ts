@@ -70,106 +70,105 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
   await excludeRunFolders(top ?? taskDir);
 
   const { id, store } = o.dryRun ? await dryRunStore(o.now) : await newRunFolder(taskDir, o.now);
-
-  let repo = taskDir;
-  if (scratch) {
-    repo = store.path('repo');
-    await copyTask(taskDir, repo);
-    warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
-  }
-  const git = new Git(repo);
-  const base = await git.revParse('HEAD');
-  if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
-  const dirty = (await git.out(['status', '--porcelain', '--untracked-files=no'])).length > 0;
-  if (dirty && !scratch)
-    warnings.push('the repository has uncommitted changes: the run starts from the last commit (HEAD), without them');
-
-  const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
-  const configPathInRepo = rel.startsWith('..') || rel.startsWith(sep) ? null : rel;
-  // Everything that cannot work, said at once (uncommitted inputs first: the task among them).
-  const refuse = async (problems: string[]) => {
-    await rm(store.dir, { recursive: true, force: true });
-    throw new UserError(problems.join('\n'));
-  };
-  const problems = await preflight({
-    repo,
-    config,
-    configPathInRepo: scratch ? null : configPathInRepo,
-    scratch,
-    env: o.env ?? process.env,
-  });
-  if (problems.length > 0) await refuse(problems);
-
-  const show = async (path: string) => (await git.exec(['show', `${base}:${path}`], { check: false })).stdout;
-  const exists = async (path: string) =>
-    (await git.exec(['cat-file', '-e', `${base}:${path}`], { check: false })).exitCode === 0;
-  if (!(await exists(config.task))) {
-    await refuse([
-      `${relative(process.cwd(), configFile) || configFile}: task: ${config.task} is not in the repository's last commit; ` +
-        'describe the task in that file, or set task: to the file that does',
-    ]);
-  }
-  const task = await show(config.task);
-  const loaded = await loadTemplates(
-    config,
-    async (path) => ((await exists(path)) ? show(path) : null),
-    "the repository's last commit",
-  );
-  if ('problem' in loaded) return refuse([loaded.problem]);
-  const { templates } = loaded;
-
-  const info: RunInfo = {
-    id,
-    repo,
-    taskDir,
-    scratch,
-    configFile,
-    configPathInRepo,
-    task,
-    templates,
-    concurrency: o.concurrency ?? config.fork.branches,
-    keepRejected: o.keepRejected ?? false,
-    startedAt: o.now.toISOString(),
-  };
-  warnings.push(...planWarnings(config));
-  if (!o.dryRun) {
-    // Two runs of one task share the machine (and its agents' keys): said, not refused.
-    for (const other of await RunStore.list(taskDir)) {
-      const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
-      if (pid !== null)
-        warnings.push(
-          `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`,
-        );
+  // A start that is refused, or fails, leaves no run folder behind (nor a dry run's).
+  try {
+    let repo = taskDir;
+    if (scratch) {
+      repo = store.path('repo');
+      await copyTask(taskDir, repo);
+      warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
     }
-  }
-  const isolation = await isolationFor(config.sandbox.mode);
-  if (isolation.warning) warnings.push(isolation.warning);
-  const forge = new LocalForge(repo, store, o.keepRejected === true);
-  const baseGrade = await forge
-    .withCheckout(base, 'base', (dir, places) =>
-      gradeInitial(config, dir, places, isolation, store.path('episodes', 'base')),
-    )
-    .catch(async (e: unknown) => {
-      // A setup that cannot work leaves no run behind, as the pre-flight's problems do not.
-      if (e instanceof UserError) await rm(store.dir, { recursive: true, force: true });
-      throw e;
+    const git = new Git(repo);
+    const base = await git.revParse('HEAD');
+    if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
+    const dirty = (await git.out(['status', '--porcelain', '--untracked-files=no'])).length > 0;
+    if (dirty && !scratch)
+      warnings.push('the repository has uncommitted changes: the run starts from the last commit (HEAD), without them');
+
+    const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
+    const configPathInRepo = rel.startsWith('..') || rel.startsWith(sep) ? null : rel;
+    // Everything that cannot work, said at once (uncommitted inputs first: the task among them).
+    const refuse = (problems: string[]): never => {
+      throw new UserError(problems.join('\n'));
+    };
+    const problems = await preflight({
+      repo,
+      config,
+      configPathInRepo: scratch ? null : configPathInRepo,
+      scratch,
+      env: o.env ?? process.env,
     });
-  const state = newRunState({
-    id,
-    seed: o.seed ?? randomInt(1, 2 ** 31),
-    config,
-    baseCommit: base,
-    baseScore: baseGrade.score,
-    ...(baseGrade.reason ? { baseReason: baseGrade.reason } : {}),
-    baseGraderSeconds: Math.round(baseGrade.seconds * 1000) / 1000,
-  });
-  if (o.dryRun) {
-    await rm(store.dir, { recursive: true, force: true });
+    if (problems.length > 0) refuse(problems);
+
+    const show = async (path: string) => (await git.exec(['show', `${base}:${path}`], { check: false })).stdout;
+    const exists = async (path: string) =>
+      (await git.exec(['cat-file', '-e', `${base}:${path}`], { check: false })).exitCode === 0;
+    if (!(await exists(config.task))) {
+      refuse([
+        `${relative(process.cwd(), configFile) || configFile}: task: ${config.task} is not in the repository's last commit; ` +
+          'describe the task in that file, or set task: to the file that does',
+      ]);
+    }
+    const task = await show(config.task);
+    const loaded = await loadTemplates(
+      config,
+      async (path) => ((await exists(path)) ? show(path) : null),
+      "the repository's last commit",
+    );
+    if ('problem' in loaded) return refuse([loaded.problem]);
+    const { templates } = loaded;
+
+    const info: RunInfo = {
+      id,
+      repo,
+      taskDir,
+      scratch,
+      configFile,
+      configPathInRepo,
+      task,
+      templates,
+      concurrency: o.concurrency ?? config.fork.branches,
+      keepRejected: o.keepRejected ?? false,
+      startedAt: o.now.toISOString(),
+    };
+    warnings.push(...planWarnings(config));
+    if (!o.dryRun) {
+      // Two runs of one task share the machine (and its agents' keys): said, not refused.
+      for (const other of await RunStore.list(taskDir)) {
+        const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
+        // This process's own runs (a compare's, side by side) are not another run's.
+        if (pid !== null && pid !== process.pid)
+          warnings.push(
+            `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`,
+          );
+      }
+    }
+    const isolation = await isolationFor(config.sandbox.mode);
+    if (isolation.warning) warnings.push(isolation.warning);
+    const forge = new LocalForge(repo, store, o.keepRejected === true);
+    const baseGrade = await forge.withCheckout(base, 'base', (dir, places) =>
+      gradeInitial(config, dir, places, isolation, store.path('episodes', 'base')),
+    );
+    const state = newRunState({
+      id,
+      seed: o.seed ?? randomInt(1, 2 ** 31),
+      config,
+      baseCommit: base,
+      baseScore: baseGrade.score,
+      ...(baseGrade.reason ? { baseReason: baseGrade.reason } : {}),
+      baseGraderSeconds: Math.round(baseGrade.seconds * 1000) / 1000,
+    });
+    if (o.dryRun) {
+      await rm(store.dir, { recursive: true, force: true });
+      return { store, forge, info, state, warnings, isolation };
+    }
+    await store.init(info);
+    await store.save(state);
     return { store, forge, info, state, warnings, isolation };
+  } catch (e) {
+    await rm(store.dir, { recursive: true, force: true });
+    throw e;
   }
-  await store.init(info);
-  await store.save(state);
-  return { store, forge, info, state, warnings, isolation };
 }
 
 /**

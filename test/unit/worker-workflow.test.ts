@@ -29,7 +29,22 @@ describe("the worker job's timeout", () => {
 
   it("takes GitHub's 360 minutes for a job without timeout-minutes", () => {
     expect(workerTimeoutProblem(workflow(null), config(3600))).toBeNull();
-    expect(workerTimeoutProblem(workflow(null), config(6 * 3600))).toMatch(/has `timeout-minutes: 360`/);
+    const long = workerTimeoutProblem(workflow(null), config(6 * 3600));
+    expect(long).toMatch(/has `timeout-minutes: 360`/);
+    expect(long).toMatch(
+      /GitHub-hosted runners stop every job at 360 minutes: only a self-hosted runner takes more\)\.$/,
+    );
+  });
+
+  it('counts the install of an agent CLI the Action makes, up to its timeout', () => {
+    const cli = parseConfig(
+      'grader: {command: g, timeout: 300}\nagent: {kind: codex, timeout: 3600}\nbudget: {total: 10, unit: usd}\n',
+      'x.yml',
+    );
+    expect(workerTimeoutProblem(workflow('75'), cli)).toMatch(
+      /may take 80 minutes \(agent\.timeout, 2 × grader\.timeout, installing the agent CLI\)/,
+    );
+    expect(workerTimeoutProblem(workflow('80'), cli)).toBeNull();
   });
 
   it('says nothing where it cannot know: an expression, no forkflush step, a workflow that is not there or not YAML', () => {
