@@ -31000,7 +31000,7 @@ var MOST_PINNED_FILES = 256;
 function judgeFixedPaths(files, globs) {
   const covered = /* @__PURE__ */ new Set();
   for (const g of globs) {
-    const folder = g.replace(/^\.\//, "").replace(/\/+$/, "").replace(/\/\*\*$/, "");
+    const folder = g.replace(/^\.\//, "").replace(/\/+$/, "").replace(/\/\*\*(\/\*)?$/, "");
     if (folder !== "" && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`))) covered.add(folder);
   }
   const under = (f, folders) => [...folders].some((d) => f.startsWith(`${d}/`));
@@ -34034,6 +34034,15 @@ async function untrackedPaths(own2, dir, index) {
   const listed = await own2.exec(["ls-files", "--others", "--directory", "-z"], { workTree: dir, index });
   return listed.stdout.split("\0").filter(Boolean);
 }
+async function untrackedFiles(own2, dir, index) {
+  const listed = await own2.exec(["ls-files", "--others", "-z"], { workTree: dir, index });
+  return listed.stdout.split("\0").filter(Boolean);
+}
+async function rewriteFiles(own2, dir, index, files) {
+  if (files.length === 0) return;
+  for (const f of files) await rm6(join9(dir, f), { recursive: true, force: true });
+  await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
+}
 function excludePatterns(paths) {
   const lines = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
   return lines.length > 0 ? `${lines.join("\n")}
@@ -34691,6 +34700,8 @@ async function judge(job, tree, env) {
   ];
   const judgePlaces = { objects: [], private: places.private };
   const protectedGlobs = [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]];
+  const treeFiles = (await job.own.out(["ls-tree", "-r", "-z", "--name-only", tree])).split("\0").filter(Boolean);
+  const protectedFiles = treeFiles.filter((f) => matchesAny(f, protectedGlobs));
   try {
     let setupLog;
     if (config2.setup.commands.length > 0) {
@@ -34705,11 +34716,14 @@ async function judge(job, tree, env) {
       });
       setupLog = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
 `;
-      const planted = run2.failure ? [] : (await untrackedPaths(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
-      for (const p of planted) await removeTree(join12(dir, p));
-      if (planted.length > 0)
-        setupLog += `(removed what setup made under protected paths: ${planted.slice(0, 5).join(", ")}${planted.length > 5 ? ", ..." : ""})
+      if (!run2.failure) {
+        const planted = (await untrackedFiles(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
+        for (const p of planted) await removeTree(join12(dir, p));
+        if (planted.length > 0)
+          setupLog += `(removed what setup made under protected paths: ${planted.slice(0, 5).join(", ")}${planted.length > 5 ? ", ..." : ""})
 `;
+        await rewriteFiles(job.own, dir, index, protectedFiles);
+      }
       if (run2.failure) {
         return {
           score: null,
@@ -34723,22 +34737,30 @@ async function judge(job, tree, env) {
         };
       }
     }
-    const fixed = sandbox ? judgeFixedPaths(
-      (await job.own.out(["ls-tree", "-r", "-z", "--name-only", tree])).split("\0").filter(Boolean),
-      protectedGlobs
-    ) : void 0;
+    const fixed = sandbox ? judgeFixedPaths(treeFiles, protectedGlobs) : void 0;
     const grading = await runGrader(
       config2,
       dir,
-      { ...env, ...privateTmp(tmp, sandbox !== null) },
+      { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
       sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces, fixed) } : void 0
     );
-    return { ...grading, ...setupLog !== void 0 ? { setupLog } : {} };
+    const written = (await untrackedFiles(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
+    const result = written.length > 0 && grading.score !== null ? {
+      ...grading,
+      score: null,
+      reason: `the graded code wrote under protected paths while the grader ran: ${written.slice(0, 3).join(", ")}`
+    } : grading;
+    return { ...result, ...setupLog !== void 0 ? { setupLog } : {} };
   } finally {
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {
     });
   }
 }
+var JUDGE_PYTHON = {
+  PYTHONPYCACHEPREFIX: "/dev/null/forkflush-no-bytecode",
+  PYTHONDONTWRITEBYTECODE: "1",
+  PYTHONNOUSERSITE: "1"
+};
 function journalTail(journal) {
   return journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL).map((l) => l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l);
 }

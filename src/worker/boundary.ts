@@ -166,7 +166,8 @@ export function judgeFixedPaths(
     const folder = g
       .replace(/^\.\//, '')
       .replace(/\/+$/, '')
-      .replace(/\/\*\*$/, '');
+      // `x/**` and `x/**/*` both cover everything under x.
+      .replace(/\/\*\*(\/\*)?$/, '');
     if (folder !== '' && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`))) covered.add(folder);
   }
   // A folder inside another read-only one is read-only already; bound again (or pinned, writable)

@@ -300,6 +300,22 @@ export async function untrackedPaths(own: OwnRepo, dir: string, index: string): 
   return listed.stdout.split('\0').filter(Boolean);
 }
 
+/** Every untracked file in `dir`, one by one (untrackedPaths names a new folder once, as `dir/`). */
+export async function untrackedFiles(own: OwnRepo, dir: string, index: string): Promise<string[]> {
+  const listed = await own.exec(['ls-files', '--others', '-z'], { workTree: dir, index });
+  return listed.stdout.split('\0').filter(Boolean);
+}
+
+/**
+ * Writes these tracked files of `dir` afresh from the index: removed first, so each is a new
+ * file, and a hard link made to the old one no longer reaches it.
+ */
+export async function rewriteFiles(own: OwnRepo, dir: string, index: string, files: string[]): Promise<void> {
+  if (files.length === 0) return;
+  for (const f of files) await rm(join(dir, f), { recursive: true, force: true });
+  await own.exec(['checkout-index', '--force', '-z', '--stdin'], { workTree: dir, index, input: files.join('\0') });
+}
+
 /**
  * Ignore patterns that match exactly these paths (anchored at the top; a folder as `dir/`), for
  * `snapshot`'s `excludes`. A name with a newline cannot be written as a pattern and is left out.

@@ -36,9 +36,10 @@ import {
   diffStat,
   indexedText,
   type OwnRepo,
+  rewriteFiles,
   type Snapshot,
   snapshot,
-  untrackedPaths,
+  untrackedFiles,
   writeIndexed,
 } from './cleanroom.js';
 import { allowedEnv } from './env.js';
@@ -383,6 +384,8 @@ async function judge(
   ];
   const judgePlaces = { objects: [], private: places.private };
   const protectedGlobs = [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])];
+  const treeFiles = (await job.own.out(['ls-tree', '-r', '-z', '--name-only', tree])).split('\0').filter(Boolean);
+  const protectedFiles = treeFiles.filter((f) => matchesAny(f, protectedGlobs));
   try {
     // Setup again, in the judge's checkout: what the grader needs of it (node_modules, .venv) is
     // made afresh from the committed tree, never taken from the agent's workspace or a cache.
@@ -401,13 +404,15 @@ async function judge(
       });
       setupLog = `${run.log}(setup in the judge's checkout: ${run.failure ?? 'done'})\n`;
       // Setup ran the commit's code (install scripts): what it made under a protected path (a
-      // tests/conftest.py, a data file) is not the base's, and the grader must not read it.
-      const planted = run.failure
-        ? []
-        : (await untrackedPaths(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
-      for (const p of planted) await removeTree(join(dir, p));
-      if (planted.length > 0)
-        setupLog += `(removed what setup made under protected paths: ${planted.slice(0, 5).join(', ')}${planted.length > 5 ? ', ...' : ''})\n`;
+      // tests/conftest.py, a data file) is not the base's, and the grader must not read it; and
+      // the protected files are written afresh, so that no hard link it made reaches them.
+      if (!run.failure) {
+        const planted = (await untrackedFiles(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
+        for (const p of planted) await removeTree(join(dir, p));
+        if (planted.length > 0)
+          setupLog += `(removed what setup made under protected paths: ${planted.slice(0, 5).join(', ')}${planted.length > 5 ? ', ...' : ''})\n`;
+        await rewriteFiles(job.own, dir, index, protectedFiles);
+      }
       if (run.failure) {
         return {
           score: null,
@@ -424,26 +429,43 @@ async function judge(
     // A home and a /tmp of the judge's own: nothing the agent left (in its home, its box, or a
     // shared sandbox.write folder) can reach the grading of its work. The protected paths are
     // read-only while the grader runs the agent's code: a solver could rewrite the checker.
-    const fixed = sandbox
-      ? judgeFixedPaths(
-          (await job.own.out(['ls-tree', '-r', '-z', '--name-only', tree])).split('\0').filter(Boolean),
-          protectedGlobs,
-        )
-      : undefined;
+    const fixed = sandbox ? judgeFixedPaths(treeFiles, protectedGlobs) : undefined;
     const grading = await runGrader(
       config,
       dir,
-      { ...env, ...privateTmp(tmp, sandbox !== null) },
+      { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
       sandbox
         ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces, fixed) }
         : undefined,
     );
-    return { ...grading, ...(setupLog !== undefined ? { setupLog } : {}) };
+    // A file at a protected path the checkout did not have was made while the grader ran the
+    // agent's code (a conftest.py in a protected tests folder): what it graded was not the commit.
+    const written = (await untrackedFiles(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
+    const result =
+      written.length > 0 && grading.score !== null
+        ? {
+            ...grading,
+            score: null,
+            reason: `the graded code wrote under protected paths while the grader ran: ${written.slice(0, 3).join(', ')}`,
+          }
+        : grading;
+    return { ...result, ...(setupLog !== undefined ? { setupLog } : {}) };
   } finally {
     // The judge's copy holds the agent's files, any names, any depth: rm -rf, and never a reason to fail.
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {});
   }
 }
+
+/**
+ * Python in the judge reads no bytecode the graded code could have written or committed (a .pyc
+ * that stands in for a protected module: __pycache__ is no protected path) and no user site
+ * folder in the judge's home (a usercustomize.py): its cache goes to a path that cannot exist.
+ */
+const JUDGE_PYTHON = {
+  PYTHONPYCACHEPREFIX: '/dev/null/forkflush-no-bytecode',
+  PYTHONDONTWRITEBYTECODE: '1',
+  PYTHONNOUSERSITE: '1',
+};
 
 /** The journal's last entries, for the commit body. */
 function journalTail(journal: string): string[] {

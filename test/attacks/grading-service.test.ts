@@ -178,6 +178,42 @@ describeSandboxed('the grading service', () => {
     expect(log).toContain('(removed what setup made under protected paths: data/planted.txt)');
   });
 
+  it("setup's hard links and new folders reach no protected file, and a file the grader's solver writes at a protected path voids the score", async () => {
+    const files = {
+      'expected.txt': 'right\n',
+      'tests/test_a.py': 'def test_a(): pass\n',
+      'setup.sh': 'true\n',
+      // 1 when the solver's answer is the protected expectation, 2 when a planted test is there.
+      'grade.sh':
+        'echo "python: $PYTHONNOUSERSITE $PYTHONDONTWRITEBYTECODE $PYTHONPYCACHEPREFIX" >&2\n' +
+        'out=$(sh solve.sh); s=0\n[ "$out" = "$(cat expected.txt)" ] && s=$((s + 1))\n[ -f tests/zz/planted.py ] && s=$((s + 2))\necho $s\n',
+    };
+    const repo = makeAttackRepo({
+      agent: 'sh {fx}/protected-plant.sh',
+      protected: ['grade.sh', 'expected.txt', 'tests/**/*.py'],
+      extra: 'setup: sh setup.sh',
+      files,
+    });
+    const { run, result } = await runLocal(repo);
+    const log = readFileSync(join(run.store.scratch('r0.b0'), 'grader.log'), 'utf8');
+    expect(log).toContain('(removed what setup made under protected paths: tests/zz/planted.py)');
+    expect(log).toContain('python: 1 1 /dev/null/forkflush-no-bytecode');
+    // The link setup made points at the old file: the protected one was written afresh.
+    expect(result.score).toBe(0);
+
+    const second = makeAttackRepo({
+      agent: 'sh {fx}/protected-plant.sh && mv solve2.sh solve.sh',
+      protected: ['grade.sh', 'tests/**/*.py'],
+      files: {
+        'tests/test_a.py': 'def test_a(): pass\n',
+        'grade.sh': 'sh solve.sh >/dev/null\n[ -f tests/conftest.py ] && echo 100 || echo 1\n',
+      },
+    });
+    const voided = (await runLocal(second)).result;
+    expect(voided.score).toBeNull();
+    expect(voided.reason).toBe('the graded code wrote under protected paths while the grader ran: tests/conftest.py');
+  });
+
   it('a grading the agent left running is stopped with the agent, before the snapshot', async () => {
     const marker = unique('ff-grade-linger');
     const repo = makeAttackRepo({ agent: `sh {fx}/grade-linger.sh ${marker}`, files: COUNTING_GRADER });

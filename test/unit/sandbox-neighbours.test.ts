@@ -131,6 +131,7 @@ describe("what the judge's grader may not change", () => {
       pinned: ['tools'],
     });
     expect(judgeFixedPaths(files, ['missing/**', 'nothing.txt'])).toEqual({ readOnly: [], pinned: [] });
+    expect(judgeFixedPaths(files, ['data/**/*'])).toEqual({ readOnly: ['data'], pinned: [] });
     // Nested protected folders: the outer one is read-only whole, and nothing inside it is bound again.
     expect(judgeFixedPaths(files, ['tools/**', 'tools/checker/**', 'data', 'data/b', 'data/b/c.txt'])).toEqual({
       readOnly: ['data', 'tools'],
