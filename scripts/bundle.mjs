@@ -2,6 +2,9 @@
 // `node scripts/bundle.mjs --check` builds in memory and fails if dist/ is stale.
 import { chmod, readFile } from 'node:fs/promises';
 import { build } from 'esbuild';
+// One set of options for dist/ and the tests that build from src/ (bundled CommonJS dependencies
+// call require(): the banner gives them one).
+import options from './bundle-options.json' with { type: 'json' };
 
 const entries = {
   cli: 'src/cli/index.ts',
@@ -14,15 +17,7 @@ const check = process.argv.includes('--check');
 const result = await build({
   entryPoints: entries,
   outdir: 'dist',
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'esm',
-  // Bundled CommonJS dependencies call require(); give them one.
-  banner: {
-    js: "import { createRequire as __forkflushRequire } from 'node:module';\nconst require = __forkflushRequire(import.meta.url);",
-  },
-  legalComments: 'none',
+  ...options,
   write: !check,
   logLevel: 'warning',
 });

@@ -18,7 +18,9 @@ import {
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { BuildOptions } from 'esbuild';
 import { describe } from 'vitest';
+import BUNDLE_OPTIONS from '../../scripts/bundle-options.json' with { type: 'json' };
 import { allEpisodes, type EpisodeResult, type RunState } from '../../src/core/state.js';
 import { drive } from '../../src/local/runner.js';
 import { type OpenRun, startRun } from '../../src/local/start.js';
@@ -530,14 +532,7 @@ export function currentCli(): Promise<string> {
     await build({
       entryPoints: { cli: join(import.meta.dirname, '..', '..', 'src', 'cli', 'index.ts') },
       outdir: out,
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      format: 'esm',
-      banner: {
-        js: "import { createRequire as __forkflushRequire } from 'node:module';\nconst require = __forkflushRequire(import.meta.url);",
-      },
-      legalComments: 'none',
+      ...(BUNDLE_OPTIONS as BuildOptions),
       logLevel: 'error',
     });
     return join(out, 'cli.js');

@@ -6,7 +6,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { build } from 'esbuild';
+import { type BuildOptions, build } from 'esbuild';
+import BUNDLE_OPTIONS from '../../scripts/bundle-options.json' with { type: 'json' };
 import { type Config, parseConfig } from '../../src/core/config.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { episodeBranch, stateRef } from '../../src/core/names.js';
@@ -49,14 +50,7 @@ export async function buildActionFromSource(): Promise<string> {
   await build({
     entryPoints: [join(ROOT, 'src', 'action', 'index.ts')],
     outfile: action,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    banner: {
-      js: "import { createRequire as __forkflushRequire } from 'node:module';\nconst require = __forkflushRequire(import.meta.url);",
-    },
-    legalComments: 'none',
+    ...(BUNDLE_OPTIONS as BuildOptions),
     logLevel: 'warning',
   });
   return action;
