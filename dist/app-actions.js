@@ -69133,11 +69133,10 @@ function plan(config3) {
   }
   return phases;
 }
-function widthText(config3) {
-  return plan(config3).some((p) => p.branches > 1) ? `, K = ${config3.fork.branches}` : "";
+function widthText(config3, phases = plan(config3)) {
+  return phases.some((p) => p.branches > 1) ? `, K = ${config3.fork.branches}` : "";
 }
-function planWarnings(config3) {
-  const phases = plan(config3);
+function planWarnings(config3, phases = plan(config3)) {
   const unit = config3.budget.unit;
   const smallest = Math.min(...phases.map((p) => p.budgetEach));
   const warnings = [];
@@ -69420,20 +69419,21 @@ function issueComment(state, phase, notes = []) {
   const halted = stop?.code === 2 ? stop : null;
   const status2 = halted ? `stopped: ${halted.message}${retrySetup(state) ? " (`/autoresearch resume`)" : ""}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open3 ? `round ${open3.index} (${open3.phase}) running: ${open3.episodes.filter((e) => e.result).length} of ${open3.episodes.length} episodes done` : "starting";
   const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
+  const phases = plan(c);
   const parts = [
     commentMarker(state.id),
-    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c)}`,
+    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c, phases)}`,
     "",
     `**Status:** ${status2}  `,
     `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
     `**Best score** (${c.grader.direction}): ${best}  `,
     `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
     ...notes.map((n) => `> ${n}`),
-    ...planWarnings(c).map((w) => `> **Warning:** ${w}`),
+    ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`),
     "",
     "<details><summary>Plan</summary>",
     "",
-    planMarkdown(state),
+    planMarkdown(state, phases),
     "",
     "</details>"
   ];
@@ -69456,9 +69456,9 @@ function issueComment(state, phase, notes = []) {
   return `${parts.join("\n")}
 `;
 }
-function planMarkdown(state) {
+function planMarkdown(state, phases = plan(state.config)) {
   const unit = state.config.budget.unit;
-  const rows = plan(state.config).map((p) => [
+  const rows = phases.map((p) => [
     p.phase,
     p.kind === "fork" ? "fork round" : "serial",
     String(p.branches),

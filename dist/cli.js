@@ -28529,7 +28529,8 @@ function plan(config2) {
 function planTable(config2) {
   const unit = config2.budget.unit;
   const total = config2.budget.total;
-  const rows = plan(config2).map((p) => [
+  const phases = plan(config2);
+  const rows = phases.map((p) => [
     p.phase,
     p.kind === "fork" ? `fork round` : "serial",
     String(p.branches),
@@ -28538,7 +28539,7 @@ function planTable(config2) {
     formatNumber(p.spend, 2),
     `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / total * 100)}%)`
   ]);
-  const title = `strategy ${config2.strategy}, budget ${formatNumber(total)} ${unit}${widthText(config2)}`;
+  const title = `strategy ${config2.strategy}, budget ${formatNumber(total)} ${unit}${widthText(config2, phases)}`;
   return `${title}
 
 ${textTable(
@@ -28546,11 +28547,10 @@ ${textTable(
     rows
   )}`;
 }
-function widthText(config2) {
-  return plan(config2).some((p) => p.branches > 1) ? `, K = ${config2.fork.branches}` : "";
+function widthText(config2, phases = plan(config2)) {
+  return phases.some((p) => p.branches > 1) ? `, K = ${config2.fork.branches}` : "";
 }
-function planWarnings(config2) {
-  const phases = plan(config2);
+function planWarnings(config2, phases = plan(config2)) {
   const unit = config2.budget.unit;
   const smallest = Math.min(...phases.map((p) => p.budgetEach));
   const warnings = [];
@@ -30403,14 +30403,7 @@ var RET_EPERM = 327680 | 1;
 var X32_SYSCALL_BIT = 1073741824;
 var DEBUGGER_SIGNALS = [10, 3];
 var REFUSED_CALLS = ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"];
-var SIGNAL_CALLS = [
-  "kill",
-  "tkill",
-  "tgkill",
-  "rt_sigqueueinfo",
-  "rt_tgsigqueueinfo",
-  "pidfd_send_signal"
-];
+var SIGNAL_CALLS = ["kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"];
 var ABIS = {
   x64: {
     arch: 3221225534,
@@ -34030,12 +34023,9 @@ async function restoreTracked(own2, dir, index) {
   }
   return changed;
 }
-async function untrackedPaths(own2, dir, index) {
-  const listed = await own2.exec(["ls-files", "--others", "--directory", "-z"], { workTree: dir, index });
-  return listed.stdout.split("\0").filter(Boolean);
-}
-async function untrackedFiles(own2, dir, index) {
-  const listed = await own2.exec(["ls-files", "--others", "-z"], { workTree: dir, index });
+async function untrackedPaths(own2, dir, index, o = {}) {
+  const args = ["ls-files", "--others", ...o.folders === false ? [] : ["--directory"], "-z"];
+  const listed = await own2.exec(args, { workTree: dir, index });
   return listed.stdout.split("\0").filter(Boolean);
 }
 async function rewriteFiles(own2, dir, index, files) {
@@ -34702,6 +34692,8 @@ async function judge(job, tree, env) {
   const protectedGlobs = [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]];
   const treeFiles = (await job.own.out(["ls-tree", "-r", "-z", "--name-only", tree])).split("\0").filter(Boolean);
   const protectedFiles = treeFiles.filter((f) => matchesAny(f, protectedGlobs));
+  const madeAtProtectedPaths = async () => (await untrackedPaths(job.own, dir, index, { folders: false })).filter((p) => matchesAny(p, protectedGlobs));
+  const listSome = (paths, n) => `${paths.slice(0, n).join(", ")}${paths.length > n ? ", ..." : ""}`;
   try {
     let setupLog;
     if (config2.setup.commands.length > 0) {
@@ -34716,14 +34708,6 @@ async function judge(job, tree, env) {
       });
       setupLog = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
 `;
-      if (!run2.failure) {
-        const planted = (await untrackedFiles(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
-        for (const p of planted) await removeTree(join12(dir, p));
-        if (planted.length > 0)
-          setupLog += `(removed what setup made under protected paths: ${planted.slice(0, 5).join(", ")}${planted.length > 5 ? ", ..." : ""})
-`;
-        await rewriteFiles(job.own, dir, index, protectedFiles);
-      }
       if (run2.failure) {
         return {
           score: null,
@@ -34736,6 +34720,11 @@ async function judge(job, tree, env) {
           setupFailed: true
         };
       }
+      const planted = await madeAtProtectedPaths();
+      for (const p of planted) await removeTree(join12(dir, p));
+      if (planted.length > 0) setupLog += `(removed what setup made under protected paths: ${listSome(planted, 5)})
+`;
+      await rewriteFiles(job.own, dir, index, protectedFiles);
     }
     const fixed = sandbox ? judgeFixedPaths(treeFiles, protectedGlobs) : void 0;
     const grading = await runGrader(
@@ -34744,11 +34733,11 @@ async function judge(job, tree, env) {
       { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
       sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces, fixed) } : void 0
     );
-    const written = (await untrackedFiles(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
+    const written = await madeAtProtectedPaths();
     const result = written.length > 0 && grading.score !== null ? {
       ...grading,
       score: null,
-      reason: `the graded code wrote under protected paths while the grader ran: ${written.slice(0, 3).join(", ")}`
+      reason: `the graded code wrote under protected paths while the grader ran: ${listSome(written, 3)}`
     } : grading;
     return { ...result, ...setupLog !== void 0 ? { setupLog } : {} };
   } finally {

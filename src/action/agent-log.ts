@@ -420,7 +420,7 @@ export async function uploadArtifact(o: {
 export const OTHER_TAIL = 20;
 
 /** How many of setup's last lines the group shows when setup failed (the whole log is in the artifact). */
-export const SETUP_TAIL = 40;
+const SETUP_TAIL = 40;
 
 /**
  * A group's lines, as printed between `::group::` and `::endgroup::`. Everything the agent (or

@@ -18,7 +18,7 @@ import { formatNumber } from '../core/text.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import type { Git } from '../io/git.js';
 import type { EpisodePlaces, Isolation } from '../worker/boundary.js';
-import { checkoutInto } from '../worker/cleanroom.js';
+import { checkoutInto, commitTree } from '../worker/cleanroom.js';
 import { runEpisode } from '../worker/episode.js';
 import { installAgentCli } from './agent-install.js';
 import {
@@ -361,9 +361,7 @@ async function recordUnreadable(
   };
   const tree = await records.git.out(['rev-parse', `${head}^{tree}`]);
   const message = commitMessage(s.run, null, { id: s.episode }, result);
-  const commit = (
-    await records.git.exec(['commit-tree', tree, '-p', head, '-F', '-'], { input: message })
-  ).stdout.trim();
+  const commit = await commitTree(records.own, tree, head, message);
   const pushed = await remote.pushAtomic([`${commit}:${branchRef}`]);
   const refused = pushed.some((p) => p.flag === '!');
   log(

@@ -61,20 +61,22 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
   const best = state.best
     ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)`
     : 'none yet';
+  // The schedule, simulated once for the comment (each sync writes it).
+  const phases = plan(c);
   const parts = [
     commentMarker(state.id),
-    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c)}`,
+    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c, phases)}`,
     '',
     `**Status:** ${status}  `,
     `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
     `**Best score** (${c.grader.direction}): ${best}  `,
     `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
     ...notes.map((n) => `> ${n}`),
-    ...planWarnings(c).map((w) => `> **Warning:** ${w}`),
+    ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`),
     '',
     '<details><summary>Plan</summary>',
     '',
-    planMarkdown(state),
+    planMarkdown(state, phases),
     '',
     '</details>',
   ];
@@ -98,9 +100,9 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
   return `${parts.join('\n')}\n`;
 }
 
-export function planMarkdown(state: RunState): string {
+export function planMarkdown(state: RunState, phases = plan(state.config)): string {
   const unit = state.config.budget.unit;
-  const rows = plan(state.config).map((p) => [
+  const rows = phases.map((p) => [
     p.phase,
     p.kind === 'fork' ? 'fork round' : 'serial',
     String(p.branches),

@@ -21,10 +21,10 @@ export interface PlanPhase {
 /** What a simulated episode spends and scores. */
 export type SimulatedOutcome = (episode: Episode) => { spent: number; score: number | null };
 
-/** Runs the schedule to the end without agents: the whole run's rounds, as the core would decide them. */
 /** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
 export const MOST_SIMULATED = 10_000;
 
+/** Runs the schedule to the end without agents: the whole run's rounds, as the core would decide them. */
 export function simulate(config: Config, outcome: SimulatedOutcome, seed = 0, maxRounds = MOST_SIMULATED): RunState {
   let state = newRunState({ id: 'plan', seed, config, baseCommit: 'base', baseScore: null });
   for (let round = 0; round < maxRounds; round++) {
@@ -83,7 +83,8 @@ export function plan(config: Config): PlanPhase[] {
 export function planTable(config: Config): string {
   const unit = config.budget.unit;
   const total = config.budget.total;
-  const rows = plan(config).map((p) => [
+  const phases = plan(config);
+  const rows = phases.map((p) => [
     p.phase,
     p.kind === 'fork' ? `fork round` : 'serial',
     String(p.branches),
@@ -92,7 +93,7 @@ export function planTable(config: Config): string {
     formatNumber(p.spend, 2),
     `${formatNumber(p.cumulative, 2)} (${Math.round((p.cumulative / total) * 100)}%)`,
   ]);
-  const title = `strategy ${config.strategy}, budget ${formatNumber(total)} ${unit}${widthText(config)}`;
+  const title = `strategy ${config.strategy}, budget ${formatNumber(total)} ${unit}${widthText(config, phases)}`;
   return `${title}\n\n${textTable(
     ['phase', 'kind', 'branches', 'episodes', `budget each (${unit})`, 'spend', 'cumulative'],
     rows,
@@ -100,13 +101,12 @@ export function planTable(config: Config): string {
 }
 
 /** ", K = 4" where the plan runs branches side by side; nothing for a plan of one branch at a time (single-run). */
-export function widthText(config: Config): string {
-  return plan(config).some((p) => p.branches > 1) ? `, K = ${config.fork.branches}` : '';
+export function widthText(config: Config, phases = plan(config)): string {
+  return phases.some((p) => p.branches > 1) ? `, K = ${config.fork.branches}` : '';
 }
 
 /** Warnings about a plan that will run but hardly make sense: an agent CLI's episodes too small, or fractional gradings. */
-export function planWarnings(config: Config): string[] {
-  const phases = plan(config);
+export function planWarnings(config: Config, phases = plan(config)): string[] {
   const unit = config.budget.unit;
   const smallest = Math.min(...phases.map((p) => p.budgetEach));
   const warnings: string[] = [];

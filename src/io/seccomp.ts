@@ -36,17 +36,10 @@ interface Abi {
   x32: boolean;
 }
 
-/** The calls the filter refuses, by name (for the docs and the tests). */
-export const REFUSED_CALLS = ['ptrace', 'process_vm_readv', 'process_vm_writev', 'pidfd_getfd'] as const;
+/** The calls the filter refuses, by name. */
+const REFUSED_CALLS = ['ptrace', 'process_vm_readv', 'process_vm_writev', 'pidfd_getfd'] as const;
 /** The calls that send a signal: refused for DEBUGGER_SIGNALS. */
-export const SIGNAL_CALLS = [
-  'kill',
-  'tkill',
-  'tgkill',
-  'rt_sigqueueinfo',
-  'rt_tgsigqueueinfo',
-  'pidfd_send_signal',
-] as const;
+const SIGNAL_CALLS = ['kill', 'tkill', 'tgkill', 'rt_sigqueueinfo', 'rt_tgsigqueueinfo', 'pidfd_send_signal'] as const;
 
 const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
   x64: {

@@ -295,14 +295,15 @@ export async function restoreTracked(own: OwnRepo, dir: string, index: string): 
  * What a checkout holds that its commit does not track, ignored or not (what setup made): whole
  * folders as `dir/`, the paths relative to the checkout.
  */
-export async function untrackedPaths(own: OwnRepo, dir: string, index: string): Promise<string[]> {
-  const listed = await own.exec(['ls-files', '--others', '--directory', '-z'], { workTree: dir, index });
-  return listed.stdout.split('\0').filter(Boolean);
-}
-
-/** Every untracked file in `dir`, one by one (untrackedPaths names a new folder once, as `dir/`). */
-export async function untrackedFiles(own: OwnRepo, dir: string, index: string): Promise<string[]> {
-  const listed = await own.exec(['ls-files', '--others', '-z'], { workTree: dir, index });
+export async function untrackedPaths(
+  own: OwnRepo,
+  dir: string,
+  index: string,
+  o: { folders?: boolean } = {},
+): Promise<string[]> {
+  // With folders (the default), a folder of untracked files is named once, as `dir/`.
+  const args = ['ls-files', '--others', ...(o.folders === false ? [] : ['--directory']), '-z'];
+  const listed = await own.exec(args, { workTree: dir, index });
   return listed.stdout.split('\0').filter(Boolean);
 }
 

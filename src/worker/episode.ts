@@ -39,7 +39,7 @@ import {
   rewriteFiles,
   type Snapshot,
   snapshot,
-  untrackedFiles,
+  untrackedPaths,
   writeIndexed,
 } from './cleanroom.js';
 import { allowedEnv } from './env.js';
@@ -386,6 +386,10 @@ async function judge(
   const protectedGlobs = [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])];
   const treeFiles = (await job.own.out(['ls-tree', '-r', '-z', '--name-only', tree])).split('\0').filter(Boolean);
   const protectedFiles = treeFiles.filter((f) => matchesAny(f, protectedGlobs));
+  // Files in the checkout that the commit does not have, at protected paths.
+  const madeAtProtectedPaths = async () =>
+    (await untrackedPaths(job.own, dir, index, { folders: false })).filter((p) => matchesAny(p, protectedGlobs));
+  const listSome = (paths: string[], n: number) => `${paths.slice(0, n).join(', ')}${paths.length > n ? ', ...' : ''}`;
   try {
     // Setup again, in the judge's checkout: what the grader needs of it (node_modules, .venv) is
     // made afresh from the committed tree, never taken from the agent's workspace or a cache.
@@ -403,16 +407,6 @@ async function judge(
           : undefined,
       });
       setupLog = `${run.log}(setup in the judge's checkout: ${run.failure ?? 'done'})\n`;
-      // Setup ran the commit's code (install scripts): what it made under a protected path (a
-      // tests/conftest.py, a data file) is not the base's, and the grader must not read it; and
-      // the protected files are written afresh, so that no hard link it made reaches them.
-      if (!run.failure) {
-        const planted = (await untrackedFiles(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
-        for (const p of planted) await removeTree(join(dir, p));
-        if (planted.length > 0)
-          setupLog += `(removed what setup made under protected paths: ${planted.slice(0, 5).join(', ')}${planted.length > 5 ? ', ...' : ''})\n`;
-        await rewriteFiles(job.own, dir, index, protectedFiles);
-      }
       if (run.failure) {
         return {
           score: null,
@@ -425,6 +419,13 @@ async function judge(
           setupFailed: true,
         };
       }
+      // Setup ran the commit's code (install scripts): what it made under a protected path (a
+      // tests/conftest.py, a data file) is not the base's, and the grader must not read it; and
+      // the protected files are written afresh, so that no hard link it made reaches them.
+      const planted = await madeAtProtectedPaths();
+      for (const p of planted) await removeTree(join(dir, p));
+      if (planted.length > 0) setupLog += `(removed what setup made under protected paths: ${listSome(planted, 5)})\n`;
+      await rewriteFiles(job.own, dir, index, protectedFiles);
     }
     // A home and a /tmp of the judge's own: nothing the agent left (in its home, its box, or a
     // shared sandbox.write folder) can reach the grading of its work. The protected paths are
@@ -440,13 +441,13 @@ async function judge(
     );
     // A file at a protected path the checkout did not have was made while the grader ran the
     // agent's code (a conftest.py in a protected tests folder): what it graded was not the commit.
-    const written = (await untrackedFiles(job.own, dir, index)).filter((p) => matchesAny(p, protectedGlobs));
+    const written = await madeAtProtectedPaths();
     const result =
       written.length > 0 && grading.score !== null
         ? {
             ...grading,
             score: null,
-            reason: `the graded code wrote under protected paths while the grader ran: ${written.slice(0, 3).join(', ')}`,
+            reason: `the graded code wrote under protected paths while the grader ran: ${listSome(written, 3)}`,
           }
         : grading;
     return { ...result, ...(setupLog !== undefined ? { setupLog } : {}) };
