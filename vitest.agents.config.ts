@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    globalSetup: ['test/temp-root.ts'],
     include: ['test/agents/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,

@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    globalSetup: ['test/temp-root.ts'],
     include: ['test/chaos/shard-*.chaos.ts'],
     testTimeout: 900_000,
     maxWorkers: 2,

@@ -2,6 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    globalSetup: ['test/temp-root.ts'],
     include: ['test/**/*.test.ts'],
     // The agent CLI suite has its own config (vitest.agents.config.ts) and command (npm run test:agents).
     exclude: ['test/agents/**', 'node_modules/**'],

@@ -81,15 +81,31 @@ export function cleanedNote(c: Cleaned): string | null {
   return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(', ')}` : null;
 }
 
-/** Removes a folder and everything in it, whatever the names and however deep; nothing if it is not there. */
+/**
+ * Runs a removal; if it fails (a folder the agent made unreadable or unwritable: for its owner, not
+ * for root), gives the tree back to its owner and runs it again, which then throws if it fails.
+ */
+async function removing(tree: string, remove: () => Promise<unknown>): Promise<void> {
+  try {
+    await remove();
+  } catch {
+    // chmod applies a folder's mode before it walks into it; it never follows links in the tree.
+    await exec('chmod', ['-R', 'u+rwX', '--', tree]).catch(() => {});
+    await remove();
+  }
+}
+
+/** Removes a folder and everything in it, whatever the names, modes and depth; nothing if it is not there. */
 export async function removeTree(path: string): Promise<void> {
-  await exec('rm', ['-rf', '--', path]);
+  await removing(path, () => exec('rm', ['-rf', '--', path]));
 }
 
 /** Empties a folder (kept: it may be a job's working directory), whatever the names and however deep. */
 export async function emptyFolder(dir: string): Promise<void> {
   // find reads the names itself, as bytes; one rm for all of them.
-  await exec('find', [dir, '-mindepth', '1', '-maxdepth', '1', '-exec', 'rm', '-rf', '--', '{}', '+']);
+  await removing(dir, () =>
+    exec('find', [dir, '-mindepth', '1', '-maxdepth', '1', '-exec', 'rm', '-rf', '--', '{}', '+']),
+  );
 }
 
 /**

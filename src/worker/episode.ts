@@ -104,6 +104,16 @@ export interface EpisodeJob {
 const JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
+  try {
+    return await episode(job);
+  } finally {
+    // The agent's home and /tmp hold nothing forkflush reads afterwards (its log and session are
+    // elsewhere), and a CLI may unpack hundreds of megabytes there per episode (Copilot does).
+    await removeTree(job.places.box);
+  }
+}
+
+async function episode(job: EpisodeJob): Promise<EpisodeResult> {
   const started = performance.now();
   const { config, episode, places, isolation } = job;
   const sandbox = isolation.sandbox;

@@ -57,6 +57,10 @@ describeSandboxed('a run by an ordinary user', () => {
     expect(showFile(gitDir, result.commit, 'work/inner.txt')).toBe('kept\n');
     expect((showFile(gitDir, result.commit, 'shadow.txt') ?? '').length).toBe(0);
     expect(showFile(gitDir, result.commit, 'sysctl.txt')).toBeNull();
+    // Its home and /tmp are gone, folders it locked against itself too.
+    const episode = state.rounds[0]?.episodes[0]?.id ?? '';
+    expect(readdirSync(join(runs, id ?? '', 'episodes', episode))).toContain('agent.log');
+    expect(readdirSync(join(runs, id ?? '', 'episodes', episode))).not.toContain('box');
     expect(processesWith(marker)).toEqual([]);
     const beat = fingerprint(join(repo.logs, 'beat'));
     expect(beat).not.toBe('missing');
