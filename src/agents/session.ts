@@ -15,7 +15,7 @@ import { mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path';
 import type { ExitReason } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
-import type { RunOptions, RunResult } from '../io/process.js';
+import { LOG_FULL, LOG_MAX_BYTES, type RunOptions, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -306,6 +306,12 @@ export async function launch(s: AgentSession, l: Launch): Promise<Launched> {
   };
   try {
     const run = await s.spawn(l.executable, l.args, options);
+    if (run.stopped === LOG_FULL)
+      notes.push(
+        run.logProblem
+          ? `stopped: its log could not be written (${run.logProblem})`
+          : `stopped: its output passed ${LOG_MAX_BYTES / 1024 / 1024} MB (the log keeps the first ${LOG_MAX_BYTES / 1024 / 1024} MB)`,
+      );
     return { run, overrun, notes };
   } finally {
     if (timer) clearInterval(timer);

@@ -15,8 +15,10 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Stop the command when this aborts; the abort reason is reported as `stopped`. */
   signal?: AbortSignal;
-  /** Also write stdout and stderr to this file (for long agent logs). */
+  /** Also write stdout and stderr to this file (for long agent logs), at most LOG_MAX_BYTES of it. */
   logFile?: string;
+  /** The most the log file takes (default LOG_MAX_BYTES). */
+  logMaxBytes?: number;
   /** Keep at most this many characters of each stream in memory (the end is kept). */
   maxOutput?: number;
   /** Grace period between SIGTERM and SIGKILL. */
@@ -34,6 +36,16 @@ export interface RunOptions {
 /** Spawns a command the way runProcess does (an episode's confined spawner has this shape). */
 export type Spawner = (file: string, args: string[], options: RunOptions) => Promise<RunResult>;
 
+/**
+ * The most a command may write to its log file: a command that writes more is stopped (`stopped`
+ * is LOG_FULL), as one past its time is. An agent's log is its transcript, a few megabytes for an
+ * hour's session; what an agent prints must not fill the disk, and what is past the end of the log
+ * could not be metered (aider's and opencode's usage is read from it).
+ */
+export const LOG_MAX_BYTES = 128 * 1024 * 1024;
+/** The `stopped` reason of a command whose output passed LOG_MAX_BYTES. */
+export const LOG_FULL = 'log-full';
+
 /** How long output is still read after the command exits: a detached child may hold the pipes. */
 const DRAIN_MS = 300;
 const TRACK_MS = 250;
@@ -50,6 +62,10 @@ export interface RunResult {
   ms: number;
   /** The command could not start at all (e.g. not found). */
   spawnError?: string;
+  /** Output was dropped: a stream passed `maxOutput` (its end is kept). */
+  outputCut?: true;
+  /** Why its log file could not be written (it was then stopped: LOG_FULL). */
+  logProblem?: string;
 }
 
 /** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */
@@ -97,18 +113,44 @@ function spawnAndWait(
     let killTimer: NodeJS.Timeout | undefined;
     let secondTimer: NodeJS.Timeout | undefined;
     let log: WriteStream | undefined;
-    if (options.logFile) log = createWriteStream(options.logFile, { flags: 'a' });
+    let logged = 0;
+    let logProblem: string | null = null;
+    if (options.logFile) {
+      log = createWriteStream(options.logFile, { flags: 'a' });
+      // A log that cannot be written (a full disk) stops the command: nothing it does is recorded.
+      log.on('error', (e) => {
+        logProblem ??= e.message;
+        log = undefined;
+        stop(LOG_FULL);
+      });
+    }
+    const logMax = options.logMaxBytes ?? LOG_MAX_BYTES;
+    const toLog = (d: string) => {
+      if (!log) return;
+      logged += Buffer.byteLength(d);
+      if (logged <= logMax) {
+        log.write(d);
+        return;
+      }
+      log.write(`\n[forkflush: the output passed ${logMax} bytes here; the command was stopped]\n`);
+      log.end();
+      log = undefined;
+      stop(LOG_FULL);
+    };
+    let outputCut = false;
     const keep = (acc: string, chunk: string) => {
       const next = acc + chunk;
-      return next.length > max ? next.slice(next.length - max) : next;
+      if (next.length <= max) return next;
+      outputCut = true;
+      return next.slice(next.length - max);
     };
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       stdout = keep(stdout, d);
-      log?.write(d);
+      toLog(d);
     });
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       stderr = keep(stderr, d);
-      log?.write(d);
+      toLog(d);
     });
     // Descendants found when the stop began (and, tracked, while it ran): once the leader dies
     // they are orphans that no longer lead back to it, so they are remembered for the SIGKILL.
@@ -183,9 +225,13 @@ function spawnAndWait(
         stopped,
         ms: performance.now() - started,
         ...(spawnError ? { spawnError } : {}),
+        ...(outputCut ? { outputCut: true as const } : {}),
+        ...(logProblem ? { logProblem } : {}),
       };
-      if (log) log.end(() => resolve(result));
-      else resolve(result);
+      if (!log) return resolve(result);
+      // 'close' comes after the last write is flushed, or after it failed.
+      log.once('close', () => resolve(result));
+      log.end();
     };
     child.on('exit', (exitCode, signal) => {
       ended = { exitCode, signal };

@@ -100,12 +100,32 @@ export interface EpisodeJob {
   log?: (line: string) => void;
 }
 
+/** The line of an error that says the disk (or a quota) is full, or null. */
+function diskFull(message: string): string | null {
+  return (
+    message
+      .split('\n')
+      .find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/.test(l))
+      ?.trim()
+      .slice(0, 300) ?? null
+  );
+}
+
 /** The journal forkflush reads back from a snapshot, at most (an agent could write gigabytes). */
 const JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   try {
     return await episode(job);
+  } catch (e) {
+    // Whoever filled the disk (a sibling, the machine), the episode is not recorded: it runs again
+    // when the run is resumed.
+    const full = e instanceof Error && !(e instanceof InterruptedError) ? diskFull(e.message) : null;
+    if (full)
+      throw new Error(
+        `the disk is full (${full}): ${job.episode.id} was not recorded; free some space and resume the run`,
+      );
+    throw e;
   } finally {
     // The agent's home and /tmp hold nothing forkflush reads afterwards (its log and session are
     // elsewhere), and a CLI may unpack hundreds of megabytes there per episode (Copilot does).
@@ -266,6 +286,8 @@ async function episode(job: EpisodeJob): Promise<EpisodeResult> {
     [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])],
     excludes,
   ).catch(async (e: unknown) => {
+    // A full disk is the machine's, not the agent's (runEpisode says so).
+    if (diskFull((e as Error).message)) throw e;
     // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
     unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, 300)})`;
     return baseSnapshot(job.own, snapshotIndex, episode.base);
@@ -380,7 +402,11 @@ async function judge(
   const tmp = join(job.scratchDir, 'judge-tmp');
   const index = join(job.scratchDir, 'judge.index');
   const source = job.env ?? process.env;
-  await checkoutInto(job.own, tree, dir, index);
+  // A checkout that fails (a full disk) leaves no half copy behind.
+  await checkoutInto(job.own, tree, dir, index).catch(async (e: unknown) => {
+    await removeTree(dir).catch(() => {});
+    throw e;
+  });
   await removeTree(tmp);
   await mkdir(join(tmp, 'home'), { recursive: true });
   const sandbox = isolation.sandbox;

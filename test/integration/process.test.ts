@@ -3,7 +3,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { descendants, runShell } from '../../src/io/process.js';
+import { descendants, LOG_FULL, runShell } from '../../src/io/process.js';
 
 // A killed orphan may stay a zombie when PID 1 does not reap (containers): that is dead too.
 const alive = (pid: number) => {
@@ -48,5 +48,28 @@ describe('runShell stops', () => {
     expect(tree.length).toBeGreaterThanOrEqual(2); // the inner shell and its sleep
     expect(descendants(inner).length).toBe(1);
     await running;
+  });
+});
+
+describe('the log file', () => {
+  it('stops a command whose output passes the limit, and keeps the log to it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'forkflush-proc-'));
+    const logFile = join(dir, 'agent.log');
+    // It would print forever: only the limit ends it.
+    const r = await runShell('yes forkflush', { cwd: dir, logFile, logMaxBytes: 1_000_000, timeoutMs: 60_000 });
+    expect(r.stopped).toBe(LOG_FULL);
+    const log = readFileSync(logFile, 'utf8');
+    expect(log.length).toBeLessThan(1_001_000);
+    expect(log.startsWith('forkflush\nforkflush\n')).toBe(true);
+    expect(log).toContain('[forkflush: the output passed 1000000 bytes here; the command was stopped]');
+  });
+
+  it('stops a command whose log cannot be written (a full disk), and says why', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'forkflush-proc-'));
+    // /dev/full answers every write with ENOSPC, as a full disk does.
+    const r = await runShell('yes forkflush', { cwd: dir, logFile: '/dev/full', timeoutMs: 60_000 });
+    expect(r.stopped).toBe(LOG_FULL);
+    expect(r.logProblem).toMatch(/ENOSPC/);
+    expect(r.stdout.length).toBeGreaterThan(0);
   });
 });

@@ -1,0 +1,53 @@
+// An agent that fills the disk: forkflush cannot tell whose the full disk is (a sibling's, the
+// machine's), so it records nothing for the episode, stops the run with one clear line, and runs
+// the episode again on resume. On a tmpfs of its own (mounting one needs root: skipped loudly
+// otherwise), so the machine's disk is never filled.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import type { RunState } from '../../src/core/state.js';
+import {
+  attackTemp,
+  CAT_GRADER,
+  cleanupAttackTemps,
+  describeSandboxed,
+  makeAttackRepo,
+  newestRunState,
+  runCli,
+} from './helpers.js';
+
+const mounted: string[] = [];
+afterAll(() => {
+  for (const dir of mounted) execFileSync('umount', [dir]);
+  cleanupAttackTemps();
+});
+
+const isRoot = process.getuid?.() === 0;
+if (!isRoot) console.warn('\n!!!!!!!! the full-disk attack test needs root to mount a tmpfs: SKIPPED !!!!!!!!\n');
+
+describeSandboxed('an agent that fills the disk', () => {
+  it.skipIf(!isRoot)('stops the run with one line, records nothing for it, and it runs again on resume', async () => {
+    const root = attackTemp('disk');
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', root]);
+    mounted.push(root);
+    // The first time only (the logs folder is shared by both tries): all the space there is.
+    const agent = `sh -c 'if [ ! -e {logs}/filled ]; then touch {logs}/filled; head -c 64M /dev/urandom > fill.bin; fi; echo 5 > value.txt'`;
+    const repo = makeAttackRepo({ agent, grader: CAT_GRADER, dir: root });
+    const env = { PATH: process.env.PATH, HOME: root, LANG: 'C.UTF-8' };
+    const first = await runCli(['run', repo.dir, '--seed', '1'], { cwd: root, deadlineMs: 60_000, env });
+    expect(first.exitCode, first.out).not.toBe(0);
+    expect(first.out).toMatch(
+      /the disk is full \(.*no space left on device.*\): r0\.b0 was not recorded; free some space and resume the run/i,
+    );
+    expect(first.out).not.toMatch(/\n\s+at /);
+    const stopped = newestRunState(repo.dir) as RunState;
+    expect(stopped.rounds[0]?.episodes[0]?.result).toBeUndefined();
+
+    const second = await runCli(['resume', repo.dir], { cwd: root, deadlineMs: 60_000, env });
+    expect(second.exitCode, second.out).toBe(0);
+    const state = newestRunState(repo.dir) as RunState;
+    expect(state.rounds[0]?.episodes[0]?.result?.score).toBe(5);
+    expect(JSON.parse(readFileSync(join(repo.dir, '.forkflush', state.id, 'state.json'), 'utf8')).id).toBe(state.id);
+  });
+});
