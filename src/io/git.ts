@@ -26,6 +26,9 @@ const IDENTITY = [
   'core.fsmonitor=false',
 ];
 
+/** The most of git's stdout (or stderr) read, in characters. */
+const MAX_OUTPUT = 64_000_000;
+
 export interface GitResult {
   exitCode: number | null;
   stdout: string;
@@ -45,8 +48,10 @@ export class Git {
       cwd: this.cwd,
       env,
       ...(options.input !== undefined ? { input: options.input } : {}),
-      maxOutput: 64_000_000,
+      maxOutput: MAX_OUTPUT,
     });
+    // Never half a listing: what was cut off could be anything (the one oversized file, say).
+    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${MAX_OUTPUT / 1_000_000} MB`);
     const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || '' };
     if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
     return result;
@@ -68,8 +73,15 @@ export class Git {
   /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
   async casRef(ref: string, next: string, expected: string | null, reason: string): Promise<boolean> {
     const old = expected ?? '0'.repeat(40);
-    const r = await this.exec(['update-ref', '-m', reason, ref, next, old], { check: false });
-    return r.exitCode === 0;
+    const args = ['update-ref', '-m', reason, ref, next, old];
+    const r = await this.exec(args, { check: false });
+    if (r.exitCode === 0) return true;
+    // Refused because the ref is elsewhere: false. Failed with the ref where it was expected (a
+    // full disk, a stale lock): that is no answer, and must not read as "someone moved it".
+    const now = await this.exec(['rev-parse', '--verify', '--quiet', ref], { check: false });
+    const at = now.exitCode === 0 ? now.stdout.trim() : null;
+    if (at === expected) throw new GitError(args, r.exitCode, r.stderr);
+    return false;
   }
 
   async setRef(ref: string, next: string, reason: string): Promise<void> {

@@ -175,6 +175,8 @@ export async function snapshot(
 export const MAX_FILE_BYTES = 100 * 1024 * 1024;
 /** Nor are added or changed files past this, all together. */
 export const MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
+/** Nor more files than this (each costs git a hash and the judge a file, however small). */
+export const MAX_CHANGED_FILES = 100_000;
 
 /**
  * Throws when the files the agent added or changed (those git would record: its ignore rules
@@ -190,8 +192,13 @@ async function refuseOversized(own: OwnRepo, workspace: string, index: string, i
       index,
     },
   );
+  const lines = listed.split('\n').filter(Boolean);
+  if (lines.length > MAX_CHANGED_FILES)
+    throw new Error(
+      `${lines.length.toLocaleString('en-US')} files were added or changed, more than ${MAX_CHANGED_FILES.toLocaleString('en-US')}; keep generated files (node_modules, build output) out with .gitignore`,
+    );
   let total = 0;
-  for (const line of listed.split('\n').filter(Boolean)) {
+  for (const line of lines) {
     const name = unquoteGitPath(line);
     const s = await lstat(Buffer.concat([Buffer.from(`${workspace}/`), name])).catch(() => null);
     if (!s?.isFile()) continue;

@@ -138,6 +138,23 @@ describeSandboxed('big and many files', () => {
     },
   );
 
+  it('an oversized sparse file hidden past 64 MB of long names: the listing is never read in part, and nothing is stored', async () => {
+    // git lists "0big" first; 17,000 names of about 3,900 bytes come after it, past what forkflush
+    // reads of git's output, which used to keep the end and so lose the oversized file.
+    const repo = makeAttackRepo({
+      agent:
+        'truncate -s 150M 0big && node -e \'const fs=require("fs");const d=Array.from({length:15},(_,i)=>String(i).padEnd(250,"d")).join("/");fs.mkdirSync(d,{recursive:true});for(let i=0;i<17000;i++)fs.writeFileSync(d+"/"+i,"")\' && ' +
+        'echo 6 > value.txt && echo \'{"spent": 6}\' > "$FORKFLUSH_USAGE_FILE"',
+      grader: CAT_GRADER,
+    });
+    const gitDir = join(repo.dir, '.git');
+    const before = gitBytes(gitDir);
+    const { result } = await runLocal(repo);
+    expect(result.score).toBeNull();
+    expect(result.reason).toMatch(/the workspace could not be recorded .*its output passed 64 MB/);
+    expect(gitBytes(gitDir) - before).toBeLessThan(50_000_000);
+  });
+
   it('10000 files, names with newlines, escapes and bytes that are not UTF-8: recorded and graded as a clean checkout', async () => {
     const repo = makeAttackRepo({
       agent:
