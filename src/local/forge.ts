@@ -5,7 +5,7 @@ import { cp, mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { resultFromCommit } from '../core/journal.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
-import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { allEpisodes, type Episode, type EpisodeResult, type Round, type RunState } from '../core/state.js';
 import { type Forge, lineageMovedOutside } from '../core/work.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
@@ -173,6 +173,22 @@ export class LocalForge implements Forge {
       await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
       if (!adopted.includes(e.id)) await removeTree(this.store.context(e.id));
     }
+    if (!this.keepRejected) await this.dropSupersededContexts(state, round);
+  }
+
+  /**
+   * The contexts of settled episodes nothing continues any more: a lineage carries or copies the
+   * whole conversation on, so once it continues from a later episode, the earlier copy is only
+   * disk (each carried context holds all of the one before it).
+   */
+  private async dropSupersededContexts(state: RunState, round: Round): Promise<void> {
+    const needed = new Set(state.lineages.flatMap((l) => (l.context ? [l.context] : [])));
+    for (const e of allEpisodes(state)) if (!e.result) for (const id of [e.id, e.contextFrom]) if (id) needed.add(id);
+    for (const r of state.rounds.slice(0, round.index + 1))
+      for (const e of r.episodes) {
+        const dir = this.store.context(e.id);
+        if (!needed.has(e.id) && (await exists(dir))) await removeTree(dir);
+      }
   }
 
   async moveBest(state: RunState, commit: string): Promise<void> {

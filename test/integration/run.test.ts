@@ -1,5 +1,5 @@
 // Whole local runs on real git repositories in temp folders.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spent } from '../../src/core/budget.js';
@@ -84,7 +84,12 @@ describe('a whole run', () => {
     const repo = makeTaskRepo({ extra: SHORT, budget: SHORT_BUDGET });
     process.env.GITHUB_TOKEN = 'ghs_secret';
     try {
-      const { state } = await runToEnd(repo);
+      const { run, state } = await runToEnd(repo);
+      // Only the contexts a lineage continues from are kept: each carried one holds those before it.
+      const kept = readdirSync(run.store.path('contexts')).sort();
+      expect(kept).toEqual(state.lineages.flatMap((l) => (l.context ? [l.context] : [])).sort());
+      expect(kept.length).toBeGreaterThan(0);
+      expect(allEpisodes(state).filter((e) => e.context === 'carry').length).toBeGreaterThan(1);
       const calls = repo.calls();
       const byId = new Map(calls.map((c) => [c.episode, c]));
       for (const e of allEpisodes(state)) {
