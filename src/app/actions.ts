@@ -77,7 +77,9 @@ export async function runInActions(env = process.env, options: ActionsModeOption
       out.error(`forkflush: ${e.message}`);
       return 1;
     }
+    // Probot logged each failed handler already; a nightly tick's failed runs are said here.
     if (!(e instanceof AggregateError)) probot?.log.error(e);
+    else if (TICK_EVENTS.includes(event)) for (const inner of e.errors) probot?.log.error(inner);
     out.error(`forkflush: the ${event} event failed: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
     return 1;
   }

@@ -381,6 +381,6 @@ async function runCommand(
 }
 
 /** The nightly tick for one repository (the scheduled workflow in Actions mode calls it). */
-export async function nightlyTick(forge: GitHubForge, at: Date, log?: (line: string) => void): Promise<string[]> {
+export async function nightlyTick(forge: GitHubForge, at: Date, log?: SyncContext['log']): Promise<string[]> {
   return nightly({ forge, now: at, ...(log ? { log } : {}) });
 }

@@ -100,7 +100,7 @@ export async function tickInstallations(app: Probot, at: Date, recordKey: Buffer
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
           const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey, RELEASE);
-          const touched = await nightlyTick(forge, at, (line) => log.info(line));
+          const touched = await nightlyTick(forge, at, (line, fields) => log.info(fields ?? {}, line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);
         } catch (e) {

@@ -8,7 +8,7 @@ import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
 import { retrySetup, runStop } from './setup-failure.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
-import { codeSpan, formatNumber, markdownTable, plainText } from './text.js';
+import { cutText, formatNumber, inertCodeSpan, inertOnGitHub, markdownTable, plainText } from './text.js';
 
 /** Marks the one comment forkflush keeps editing on an issue. */
 export function commentMarker(run: string): string {
@@ -50,7 +50,7 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
   const stop = phase === 'finished' ? null : runStop(state);
   const halted = stop?.code === 2 ? stop : null;
   const status = halted
-    ? `stopped: ${halted.message}${retrySetup(state) ? ' (`/autoresearch resume`)' : ''}`
+    ? `stopped: ${halted.markdown}${retrySetup(state) ? ' (`/autoresearch resume`)' : ''}`
     : phase === 'stopped'
       ? 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it'
       : phase === 'finished'
@@ -97,7 +97,7 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
       '</details>',
     );
   }
-  return `${parts.join('\n')}\n`;
+  return clip(`${parts.join('\n')}\n`, BODY_MAX);
 }
 
 export function planMarkdown(state: RunState, phases = plan(state.config)): string {
@@ -150,24 +150,25 @@ export function checkRunOutput(
     : r.score === null
       ? `no score: ${r.reason ?? 'unknown'}`
       : `score ${scoreText(r.score)}`;
-  const title = `${e.id}: ${score}`.slice(0, 255);
+  const title = cutText(plainText(`${e.id}: ${score}`), 255, '…');
   const rows = [
-    ['score', r.score === null ? `none: ${codeSpan(r.reason ?? 'unknown')}` : scoreText(r.score)],
+    ['score', r.score === null ? `none: ${inertCodeSpan(r.reason ?? 'unknown')}` : scoreText(r.score)],
     ['direction', c.grader.direction],
     ['spent', `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
     ['ended', setup ? 'setup failed: the agent did not run, and the round does not count this branch' : r.exit],
     ['context', describeContext(e) + (e.directive ? ', told to try a different approach' : '')],
     ['best so far', state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : 'none'],
   ];
-  if (r.usage) rows.push(['usage', usageText(r.usage) + (r.usage.pricedFrom ? ` (${r.usage.pricedFrom})` : '')]);
+  if (r.usage)
+    rows.push(['usage', usageText(r.usage) + (r.usage.pricedFrom ? ` (${inertCodeSpan(r.usage.pricedFrom)})` : '')]);
   rows.push(['wall time', `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
-  if (details?.diffStat) rows.push(['changes', details.diffStat]);
-  if (r.note) rows.push(['note', codeSpan(r.note)]);
+  // The diff stat names the files the agent made.
+  if (details?.diffStat) rows.push(['changes', inertCodeSpan(details.diffStat)]);
+  if (r.note) rows.push(['note', inertCodeSpan(r.note)]);
   const summary = markdownTable(['', ''], rows);
-  const text = details?.journalTail.length
-    ? `Latest journal entries (${c.journal}):\n\n${details.journalTail.map((l) => `    ${l}`).join('\n')}`
-    : '';
-  // GitHub refuses check run outputs over 65,535 characters; agent text could be any length.
+  // Each line indented into a code block; the journal is the agent's, read from a commit.
+  const journal = details?.journalTail.map((l) => `    ${inertOnGitHub(plainText(l))}`) ?? [];
+  const text = journal.length > 0 ? `Latest journal entries (${c.journal}):\n\n${journal.join('\n')}` : '';
   const output = { title, summary: clip(summary, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
   const annotations = protectedAnnotations(r);
   return annotations.length > 0 ? { ...output, annotations } : output;
@@ -201,11 +202,31 @@ function protectedAnnotations(r: EpisodeResult): CheckAnnotation[] {
   }));
 }
 
+/** GitHub refuses a check run's summary or text over 65,535 bytes (in UTF-8; its docs say characters: github/docs#35252). */
 const CHECK_OUTPUT_MAX = 65_535;
+/** GitHub refuses issue, comment and pull request bodies over 65,536 characters; as many bytes are never more. */
+const BODY_MAX = 65_536;
 
-function clip(text: string, max: number): string {
+const utf8 = new TextEncoder();
+
+/**
+ * Text that fits in `maxBytes` of UTF-8, cut on a character's boundary with a marker: agent text
+ * could be any length, and a body GitHub refuses would fail the whole step.
+ */
+function clip(text: string, maxBytes: number): string {
+  if (utf8.encode(text).length <= maxBytes) return text;
   const cut = '\n... (cut by forkflush)';
-  return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
+  let budget = maxBytes - utf8.encode(cut).length;
+  let end = 0;
+  for (const ch of text) {
+    // A lone surrogate is sent as U+FFFD: 3 bytes, as any other code point below U+10000.
+    const cp = ch.codePointAt(0) as number;
+    const bytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (bytes > budget) break;
+    budget -= bytes;
+    end += ch.length;
+  }
+  return `${text.slice(0, end)}${cut}`;
 }
 
 /**
@@ -222,24 +243,27 @@ export function episodePrTitle(state: RunState, e: Episode, r: EpisodeResult): s
 }
 
 export function episodePrBody(state: RunState, e: Episode, r: EpisodeResult): string {
-  return [
+  const body = [
     `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ''}), ${describeContext(e)}.`,
     '',
     setupFailed({ result: r })
-      ? `The agent did not run: ${codeSpan(r.reason ?? 'setup failed')}.`
+      ? `The agent did not run: ${inertCodeSpan(r.reason ?? 'setup failed')}.`
       : r.score === null
-        ? `No score: ${codeSpan(r.reason ?? 'unknown')}.`
+        ? `No score: ${inertCodeSpan(r.reason ?? 'unknown')}.`
         : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
     `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
     '',
     'forkflush merges the best branch of each round into the lineage and closes the others.',
-  ].join('\n');
+  ];
+  return clip(body.join('\n'), BODY_MAX);
 }
 
 export function loserComment(state: RunState, e: Episode, winner: Episode | null): string {
   const mine = scoreText(e.result?.score);
-  if (setupFailed(e))
-    return `Not adopted: this branch's setup failed, so its agent never ran (${codeSpan(e.result?.reason ?? 'setup failed')}).`;
+  if (setupFailed(e)) {
+    const why = inertCodeSpan(e.result?.reason ?? 'setup failed');
+    return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX);
+  }
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
@@ -250,7 +274,8 @@ export function finalPrTitle(state: RunState): string {
 }
 
 export function finalPrBody(state: RunState, issue: number | null = null): string {
-  return [
+  const body = [
+    // forkflush's own closing keyword: the only one left active (agent text in the body is inert).
     ...(issue !== null ? [`Closes #${issue}.`, ''] : []),
     `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
     '',
@@ -259,7 +284,8 @@ export function finalPrBody(state: RunState, issue: number | null = null): strin
     `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
     '',
     leaderboardMarkdown(state, 20),
-  ].join('\n');
+  ];
+  return clip(body.join('\n'), BODY_MAX);
 }
 
 export type Command = 'status' | 'stop' | 'resume' | 'fork';

@@ -1,8 +1,9 @@
 // What the worker writes down after each episode: a journal line for the agents that come next,
 // and commit trailers that make the commit itself the record of the episode's result.
 import type { Config, Unit } from './config.js';
-import type { AgentUsage, Episode, EpisodeResult, ExitReason } from './state.js';
-import { formatNumber } from './text.js';
+import { validUsage } from './records.js';
+import { type AgentUsage, EPISODE_EXITS, type Episode, type EpisodeExit, type EpisodeResult } from './state.js';
+import { cutText, formatNumber, inertOnGitHub, plainText, withoutWordJoiners } from './text.js';
 
 export function describeContext(e: Episode): string {
   if (e.context === 'fresh') return 'fresh context';
@@ -39,6 +40,40 @@ const TRAILERS = {
   contextStore: 'Forkflush-Context',
 } as const;
 
+/** The most an episode's result keeps of what its agent (or grader) wrote: see boundedResult. */
+const BOUNDS = { text: 1000, paths: 50, path: 300, name: 200 };
+
+/**
+ * An episode's result with the fields an agent can fill cut to a size that fits everywhere they
+ * are shown (a commit, a check run, an issue comment, a terminal): the reason and the note to
+ * 1000 characters, the usage's strings (what the cost was priced from) to 200, all without
+ * control or bidi characters; the protected paths to the first 50 of at most 300 characters each
+ * (the reason lists them all, cut, and any one voids the score). The worker bounds each result it
+ * makes; the app each it reads from a commit, which anyone with a token could have written.
+ * Idempotent. (Inert on GitHub only where it is written there: a package name in a reason stays
+ * one a user can copy into a terminal.)
+ */
+export function boundedResult<T extends Pick<EpisodeResult, 'reason' | 'note' | 'usage' | 'protectedChanged'>>(
+  r: T,
+): T {
+  return {
+    ...r,
+    ...(r.reason !== undefined ? { reason: boundedText(r.reason, BOUNDS.text) } : {}),
+    ...(r.note !== undefined ? { note: boundedText(r.note, BOUNDS.text) } : {}),
+    ...(r.usage ? { usage: boundedUsage(r.usage) } : {}),
+    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path)),
+  };
+}
+
+/** Cleaned before the cut, so that bounding it again changes nothing. */
+function boundedText(text: string, max: number): string {
+  return cutText(plainText(text), max);
+}
+
+function boundedUsage(u: AgentUsage): AgentUsage {
+  return u.pricedFrom === undefined ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
+}
+
 /** What changed in an episode and the end of its journal, recorded in the commit body. */
 export interface EpisodeDetails {
   diffStat: string;
@@ -55,14 +90,18 @@ export function commitMessage(
   runId: string,
   unit: Unit | null,
   e: Pick<Episode, 'id'>,
-  r: Omit<EpisodeResult, 'commit'>,
+  result: Omit<EpisodeResult, 'commit'>,
   details?: EpisodeDetails,
 ): string {
+  // What an agent wrote is inert here: merged into the default branch, a commit's `fixes #12`
+  // would close an issue, and its `@someone` would mention them.
+  const r = boundedResult(result);
+  const agentLine = (s: string) => inertOnGitHub(oneLine(plainText(s)));
   const score = r.score === null ? 'no score' : `score ${formatNumber(r.score, 6)}`;
   const body = details
     ? [
-        `Changes: ${oneLine(details.diffStat) || 'none'}`,
-        ...(details.journalTail.length > 0 ? ['Journal:', ...details.journalTail.map((l) => `  ${oneLine(l)}`)] : []),
+        `Changes: ${agentLine(details.diffStat) || 'none'}`,
+        ...(details.journalTail.length > 0 ? ['Journal:', ...details.journalTail.map((l) => `  ${agentLine(l)}`)] : []),
         ...(details.workflowRunUrl ? [`Workflow run: ${oneLine(details.workflowRunUrl)}`] : []),
         '',
       ]
@@ -74,13 +113,15 @@ export function commitMessage(
     `${TRAILERS.run}: ${runId}`,
     `${TRAILERS.episode}: ${e.id}`,
     `${TRAILERS.score}: ${r.score === null ? 'none' : String(r.score)}`,
-    ...(r.reason ? [`${TRAILERS.reason}: ${oneLine(r.reason)}`] : []),
+    ...(r.reason ? [`${TRAILERS.reason}: ${agentLine(r.reason)}`] : []),
     `${TRAILERS.spent}: ${r.spent}`,
     ...(unit ? [`${TRAILERS.unit}: ${unit}`] : []),
     `${TRAILERS.exit}: ${r.exit}`,
-    ...(r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(', ')}`] : []),
-    ...(r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : []),
-    ...(r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : []),
+    ...(r.protectedChanged.length > 0
+      ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.map(agentLine).join(', ')}`]
+      : []),
+    ...(r.note ? [`${TRAILERS.note}: ${agentLine(r.note)}`] : []),
+    ...(r.usage ? [`${TRAILERS.usage}: ${inertOnGitHub(JSON.stringify(r.usage))}`] : []),
     ...(r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : []),
     ...(r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : []),
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(' ')}`,
@@ -120,16 +161,21 @@ export function parseCommitMessage(
   const fields = new Map<string, string>();
   for (const line of message.split('\n')) {
     const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
-    if (m) fields.set(m[1] as string, (m[2] as string).trim());
+    // Without the word joiners commitMessage put in to keep the text inert on GitHub.
+    if (m) fields.set(m[1] as string, withoutWordJoiners(m[2] as string).trim());
   }
   const runId = fields.get(TRAILERS.run);
   const episode = fields.get(TRAILERS.episode);
   const spent = Number(fields.get(TRAILERS.spent));
-  const exit = fields.get(TRAILERS.exit) as ExitReason | undefined;
+  const exit = fields.get(TRAILERS.exit) as EpisodeExit | undefined;
   const scoreText = fields.get(TRAILERS.score);
-  if (!runId || !episode || !Number.isFinite(spent) || !exit || scoreText === undefined) return null;
+  const known = (EPISODE_EXITS as readonly string[]).includes(exit ?? '');
+  if (!runId || !episode || !Number.isFinite(spent) || spent < 0 || !exit || !known || scoreText === undefined)
+    return null;
   const score = scoreText === 'none' ? null : Number(scoreText);
-  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? '').split(' ').map(Number);
+  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? '')
+    .split(' ')
+    .map((t) => (Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0));
   const reason = fields.get(TRAILERS.reason);
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
@@ -140,7 +186,8 @@ export function parseCommitMessage(
   return {
     runId,
     episode,
-    result: {
+    // A commit's trailers may be any size: the app bounds them as the worker did.
+    result: boundedResult({
       commit,
       score: score !== null && Number.isFinite(score) ? score : null,
       ...(reason ? { reason } : {}),
@@ -154,15 +201,14 @@ export function parseCommitMessage(
       graderSeconds: grader,
       ...(sandbox ? { sandbox } : {}),
       ...(contextStore ? { contextStore } : {}),
-    },
+    }),
   };
 }
 
 function parseUsage(text: string | undefined): AgentUsage | undefined {
   if (!text) return undefined;
   try {
-    const u = JSON.parse(text) as AgentUsage;
-    return typeof u.inputTokens === 'number' && typeof u.outputTokens === 'number' ? u : undefined;
+    return validUsage(JSON.parse(text)) ?? undefined;
   } catch {
     return undefined;
   }

@@ -15,7 +15,7 @@
 // version to `migrations`, and keep a record of the old version in test/fixtures/records/.
 import { z } from 'zod';
 import { configSchema, withDerivedDefaults } from './config.js';
-import type { RunState } from './state.js';
+import { type AgentUsage, EPISODE_EXITS, type RunState } from './state.js';
 
 const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: 'must be a commit id' });
 const episodeId = z.string().regex(/^r\d+\.b\d+$/, { message: 'must be an episode id (r<round>.b<branch>)' });
@@ -30,12 +30,18 @@ const usageSchema = z.object({
   pricedFrom: z.string().optional(),
 });
 
+/** Usage as a record holds it, or null (a commit's trailer may hold any JSON). */
+export function validUsage(u: unknown): AgentUsage | null {
+  const r = usageSchema.safeParse(u);
+  return r.success ? r.data : null;
+}
+
 const resultSchema = z.object({
   commit: sha,
   score: z.number().finite().nullable(),
   reason: z.string().optional(),
   spent: z.number().finite().nonnegative(),
-  exit: z.enum(['finished', 'budget', 'timeout', 'crash', 'setup']),
+  exit: z.enum(EPISODE_EXITS),
   protectedChanged: z.array(z.string()),
   agentSeconds: z.number().nonnegative(),
   graderSeconds: z.number().nonnegative(),

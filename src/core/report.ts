@@ -6,7 +6,7 @@ import { bestBranch, describeEpisodeId } from './names.js';
 import { widthText } from './plan.js';
 import { runStop } from './setup-failure.js';
 import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState, setupFailed } from './state.js';
-import { codeSpan, formatNumber, markdownTable, shellQuote } from './text.js';
+import { codeSpan, formatNumber, inertCodeSpan, markdownTable, shellQuote } from './text.js';
 
 export type Outcome = 'adopted' | 'dropped' | 'kept' | 'running';
 /** What the leaderboard and `status --json` say of an episode: its outcome, or that its setup failed. */
@@ -69,9 +69,13 @@ export function leaderboardRows(state: RunState, limit = Number.POSITIVE_INFINIT
     });
 }
 
-/** The leaderboard as a markdown table; the last column (a reason or a note, which an agent's or a grader's output can fill) as code. */
+/**
+ * The leaderboard as a markdown table; the last column (a reason or a note, which an agent's or a
+ * grader's output can fill) as inert code: the table goes into pull request bodies, where a
+ * `fixes #12` would close an issue on merge.
+ */
 export function leaderboardMarkdown(state: RunState, limit = Number.POSITIVE_INFINITY): string {
-  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), codeSpan(r.at(-1) ?? '')]);
+  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), inertCodeSpan(r.at(-1) ?? '')]);
   return markdownTable(LEADERBOARD_HEADER, rows);
 }
 

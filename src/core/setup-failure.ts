@@ -7,22 +7,33 @@
 import type { Action } from './reconcile.js';
 import { reconcile } from './reconcile.js';
 import { allEpisodes, type Episode, type Round, type RunState, setupFailed } from './state.js';
+import { inertCodeSpan } from './text.js';
 
 export interface SetupFailure {
   /** 2: the setup is wrong (fix the config); 1: the run produced nothing. */
   code: 1 | 2;
   message: string;
+  /** The message for GitHub: what an agent, its setup or the grader wrote in it as inert code. */
+  markdown: string;
+}
+
+/** Text that quotes what an agent wrote, `quote` applied to those parts. */
+type Quoting = (quote: (agentText: string) => string) => string;
+
+function failure(code: 1 | 2, text: Quoting): SetupFailure {
+  return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
 }
 
 export function setupFailure(state: RunState): SetupFailure | null {
   const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
   if (notStarted?.result?.agentNotStarted) {
-    return {
-      code: 2,
-      message:
-        `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not ` +
+    const why = notStarted.result.agentNotStarted;
+    return failure(
+      2,
+      (q) =>
+        `the agent could not start in ${notStarted.id} (${q(why)}), so it will not ` +
         'start in any episode: check agent.command (and agent.kind), then start a new run',
-    };
+    );
   }
   const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
   if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
@@ -36,12 +47,12 @@ export function setupFailure(state: RunState): SetupFailure | null {
     tried.every((e) => e.result && e.result.score === null)
   ) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? 'no reason given'))];
-    return {
-      code: 1,
-      message:
-        `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join('; ')}), so the run stopped ` +
+    return failure(
+      1,
+      (q) =>
+        `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join('; ')}), so the run stopped ` +
         'rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run',
-    };
+    );
   }
   return null;
 }
@@ -54,10 +65,10 @@ function everySetupFailed(round: Round, hasCommands: boolean): SetupFailure {
   const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? 'no reason given'))];
   const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(', ')}`;
-  return {
-    code: 2,
-    message:
-      `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join('; ')}), ` +
+  return failure(
+    2,
+    (q) =>
+      `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join('; ')}), ` +
       'so no agent could work and the run stopped: ' +
       (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ))
         ? `update the worker Action as the reasons say, then ${RESUME}`
@@ -66,7 +77,7 @@ function everySetupFailed(round: Round, hasCommands: boolean): SetupFailure {
             `after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; ` +
             'a fix to the config or to the files of the commit needs a new run'
           : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`),
-  };
+  );
 }
 
 /**

@@ -11,6 +11,13 @@ export type ExitReason = 'finished' | 'budget' | 'timeout' | 'crash';
  * never ran. A setup result spends nothing, has no score, and is never adopted.
  */
 export type EpisodeExit = ExitReason | 'setup';
+export const EPISODE_EXITS = [
+  'finished',
+  'budget',
+  'timeout',
+  'crash',
+  'setup',
+] as const satisfies readonly EpisodeExit[];
 export type RoundKind = 'fork' | 'serial';
 
 /** What an agent session used, where the agent reports it. */

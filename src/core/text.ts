@@ -63,12 +63,56 @@ export function codeSpan(text: string): string {
 
 /** A markdown table; cell text is escaped so untrusted text cannot break the table. */
 export function markdownTable(header: string[], rows: string[][]): string {
-  const esc = (s: string) => s.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+  // A bare \r ends a line too (cmark-gfm), so it would end the row.
+  const esc = (s: string) => s.replace(/\|/g, '\\|').replace(/\r\n?|\n/g, ' ');
   return [
     `| ${header.map(esc).join(' | ')} |`,
     `| ${header.map(() => '---').join(' | ')} |`,
     ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`),
   ].join('\n');
+}
+
+const WORD_JOINER = '\u2060';
+
+/**
+ * Text an agent wrote, made inert for GitHub: an invisible word joiner (U+2060) after `#` and
+ * `GH-` before a digit, after `@` before a name, and inside the closing keywords (`fixes #12`,
+ * `Closes: https://github.com/o/r/issues/4`), so that GitHub neither links an issue nor closes
+ * one nor mentions anyone, in a body or in a commit merged into the default branch. Idempotent:
+ * a joiner already there stops each pattern from matching again.
+ */
+export function inertOnGitHub(text: string): string {
+  return text
+    .replace(/#(?=\d)/g, `#${WORD_JOINER}`)
+    .replace(/\bGH-(?=\d)/gi, (m) => `${m}${WORD_JOINER}`)
+    .replace(/@(?=[A-Za-z0-9])/g, `@${WORD_JOINER}`)
+    .replace(/\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s)/gi, (m) => `${m[0]}${WORD_JOINER}${m.slice(1)}`);
+}
+
+/** Text without the word joiners inertOnGitHub put in (a file's path, where they are not part of the name). */
+export function withoutWordJoiners(text: string): string {
+  return text.replaceAll(WORD_JOINER, '');
+}
+
+/**
+ * Agent text in a GitHub body: one line of inline code (codeSpan), without control or bidi
+ * characters (plainText), inert (inertOnGitHub).
+ */
+export function inertCodeSpan(text: string): string {
+  return codeSpan(inertOnGitHub(plainText(text)));
+}
+
+/**
+ * Text cut to at most `max` UTF-16 units, ending in `marker` when it was cut, never inside a
+ * surrogate pair. The marker starts with no space: a cut can make no new closing keyword
+ * (inertOnGitHub matches a keyword only before a space), so bounding inert text keeps it inert.
+ */
+export function cutText(text: string, max: number, marker = '… (cut)'): string {
+  if (text.length <= max) return text;
+  let end = Math.max(0, max - marker.length);
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}${marker}`;
 }
 
 // Characters GitHub shows as nothing: zero-width spaces and joiners, bidirectional controls (the

@@ -273,53 +273,66 @@ export async function runsPerRepo(
  * The nightly tick: repairs every run a lost event left behind, and forks the leader of finished
  * runs configured with `schedule: nightly` into one more round (once a day), while the run may
  * open more rounds and the person it runs for (`startedBy`) still has write access; otherwise the
- * issue is told why, once.
+ * issue is told why, once. A run whose tick fails is logged and the next one goes on; the tick
+ * then fails, naming them.
  */
 export async function nightly(ctx: SyncContext): Promise<string[]> {
   const touched: string[] = [];
+  const failed = new Map<string, unknown>();
   for (const run of await ctx.forge.listRuns()) {
-    const stored = await ctx.forge.loadRun(stateRef(run));
-    if (!stored || stored.files.stopped) continue;
-    const today = ctx.now.toISOString().slice(0, 10);
-    const wantsRound =
-      stored.state.config.schedule === 'nightly' &&
-      stored.state.status === 'finished' &&
-      forkRefusal(stored.state) === null &&
-      stored.files.lastNightly !== today;
     try {
-      const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
-      if (skip) {
-        if (stored.files.nightlySkipped === skip.key) {
-          await syncStored(ctx, stored);
-        } else {
-          // Saved first: of two ticks racing, only the one whose save lands tells the issue.
-          const files = { ...stored.files, nightlySkipped: skip.key };
-          const sha = await ctx.forge.saveRun(
-            stateRef(run),
-            stored.state,
-            files,
-            stored.sha,
-            'forkflush: no nightly round',
-          );
-          await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
-          await syncStored(ctx, { state: stored.state, files, sha });
-        }
-      } else if (wantsRound) {
-        const { nightlySkipped: _told, ...rest } = stored.files;
-        const files = { ...rest, lastNightly: today };
-        const state = requestFork(stored.state);
-        const sha = await ctx.forge.saveRun(stateRef(run), state, files, stored.sha, 'forkflush: nightly round');
-        await syncStored(ctx, { state, files, sha });
-      } else {
-        // Finished runs too: a lost event may have left their last decision or final pull request undone.
-        await syncStored(ctx, stored);
-      }
-      touched.push(run);
+      if (await nightlyRun(ctx, run)) touched.push(run);
     } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
+      if (e instanceof ConflictError) continue;
+      // One broken run (a record that cannot be read, a call that fails) must not keep the
+      // runs after it from their repair; it is said, and tried again at the next tick.
+      ctx.log?.(`${run}: the nightly tick failed: ${(e as Error).message}`, { run });
+      failed.set(run, e);
     }
   }
+  if (failed.size > 0)
+    throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(', ')}`);
   return touched;
+}
+
+/** One run's nightly tick: whether it was synced (false: it is gone or stopped). */
+async function nightlyRun(ctx: SyncContext, run: string): Promise<boolean> {
+  const stored = await ctx.forge.loadRun(stateRef(run));
+  if (!stored || stored.files.stopped) return false;
+  const today = ctx.now.toISOString().slice(0, 10);
+  const wantsRound =
+    stored.state.config.schedule === 'nightly' &&
+    stored.state.status === 'finished' &&
+    forkRefusal(stored.state) === null &&
+    stored.files.lastNightly !== today;
+  const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+  if (skip) {
+    if (stored.files.nightlySkipped === skip.key) {
+      await syncStored(ctx, stored);
+    } else {
+      // Saved first: of two ticks racing, only the one whose save lands tells the issue.
+      const files = { ...stored.files, nightlySkipped: skip.key };
+      const sha = await ctx.forge.saveRun(
+        stateRef(run),
+        stored.state,
+        files,
+        stored.sha,
+        'forkflush: no nightly round',
+      );
+      await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
+      await syncStored(ctx, { state: stored.state, files, sha });
+    }
+  } else if (wantsRound) {
+    const { nightlySkipped: _told, ...rest } = stored.files;
+    const files = { ...rest, lastNightly: today };
+    const state = requestFork(stored.state);
+    const sha = await ctx.forge.saveRun(stateRef(run), state, files, stored.sha, 'forkflush: nightly round');
+    await syncStored(ctx, { state, files, sha });
+  } else {
+    // Finished runs too: a lost event may have left their last decision or final pull request undone.
+    await syncStored(ctx, stored);
+  }
+  return true;
 }
 
 /** Why tonight's round of a run must not run (a key, to tell the issue once, and the words), or null. */

@@ -67,6 +67,32 @@ function status(e: unknown): number | undefined {
   return typeof e === 'object' && e !== null && 'status' in e ? Number((e as { status: unknown }).status) : undefined;
 }
 
+/**
+ * What a refusal says: GitHub's message and those of its `errors` (a 422 says "Validation Failed",
+ * and why in `errors`: `{"resource":"PullRequest","code":"custom","message":"No commits between …"}`).
+ */
+function refusal(e: unknown): { messages: string[]; errors: { field?: string; code?: string }[] } {
+  const data = (e as { response?: { data?: unknown } }).response?.data;
+  if (typeof data !== 'object' || data === null) return { messages: [], errors: [] };
+  const { message, errors } = data as { message?: unknown; errors?: unknown };
+  const list = Array.isArray(errors) ? (errors as { message?: unknown; field?: string; code?: string }[]) : [];
+  const messages = [message, ...list.map((x) => x?.message)].filter((m): m is string => typeof m === 'string');
+  return { messages, errors: list };
+}
+
+/**
+ * Whether GitHub refused a pull request because one is there already, there is nothing to propose
+ * (no commits between base and head), or the head branch is gone: not because of what was sent.
+ */
+function nothingToOpen(e: unknown): boolean {
+  if (status(e) !== 422) return false;
+  const { messages, errors } = refusal(e);
+  return (
+    messages.some((m) => /^(A pull request already exists for |No commits between )/.test(m)) ||
+    errors.some((x) => x?.field === 'head' && x.code === 'invalid')
+  );
+}
+
 /** A failure after which GitHub may still have done the request: a server error, a lost connection. */
 function mayHaveLanded(e: unknown): boolean {
   return (status(e) ?? 0) >= 500;
@@ -207,9 +233,14 @@ export class GitHubForge {
 
   async readFile(path: string, ref: string): Promise<string | null> {
     try {
-      const { data } = await this.octokit.rest.repos.getContent({ ...this.r, path, ref });
-      if (Array.isArray(data) || data.type !== 'file' || !('content' in data)) return null;
-      return Buffer.from(data.content, 'base64').toString('utf8');
+      // The raw media type: the JSON form has no content for a file over 1 MB (a long run's
+      // state.json), the raw one gives up to 100 MB. Octokit gives text for GitHub's
+      // `application/vnd.github.raw; charset=utf-8`, bytes for a type without a charset; a
+      // directory is listed as JSON.
+      const { data } = await this.octokit.rest.repos.getContent({ ...this.r, path, ref, mediaType: { format: 'raw' } });
+      const raw: unknown = data;
+      if (typeof raw === 'string') return raw;
+      return raw instanceof ArrayBuffer ? Buffer.from(raw).toString('utf8') : null;
     } catch (e) {
       if (status(e) === 404) return null;
       throw e;
@@ -352,8 +383,9 @@ export class GitHubForge {
         () => this.findPullRequest(head, base),
       );
     } catch (e) {
-      // 422: one was made meanwhile, or there is nothing to propose.
-      if (status(e) !== 422) throw e;
+      // One was made meanwhile, or there is nothing to propose. Any other refusal (a body too
+      // long, say) is a failure: taken for "nothing to propose", it would leave no pull request.
+      if (!nothingToOpen(e)) throw e;
       return this.findPullRequest(head, base);
     }
   }

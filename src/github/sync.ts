@@ -18,7 +18,8 @@ import { GitHubWork } from './work.js';
 
 export interface SyncContext extends Observed {
   forge: GitHubForge;
-  log?: (line: string) => void;
+  /** A line for the log; `fields` say what it is about (the app's logger keeps them: run, round, episode). */
+  log?: (line: string, fields?: { run?: string; round?: number; episode?: string }) => void;
 }
 
 /** Reconciles one run until it waits for jobs (or is finished or stopped). */

@@ -4,6 +4,7 @@
 // agent could clear lines and print a forged "scored 1000000" over its real result, retitle the
 // window, or set the clipboard (OSC 52) to a command the user will paste. The honest outcome: no
 // control character of the agent's reaches forkflush's output or its report.
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -52,5 +53,32 @@ describeSandboxed("the agent's output in forkflush's output", () => {
     const [id] = readdirSync(runs);
     const report = readFileSync(join(runs, id ?? '', 'report.md'), 'utf8');
     expect.soft(CONTROL.test(report), `report.md holds ${show(report)}`).toBe(false);
+  });
+
+  it('3,000 changed protected files with long names and GitHub words: the result is bounded, and its commit inert', async () => {
+    // Names that would close issue 12 and mention a team, were they to reach a merged commit.
+    const repo = makeAttackRepo({
+      agent:
+        'mkdir -p tests && for i in $(seq 3000); do : > "tests/fixes #12 @octo-org-team $(printf "%0200d" $i)"; done; ' +
+        `echo 2 > value.txt; echo '{"spent": 6}' > "$FORKFLUSH_USAGE_FILE"`,
+      grader: CAT_GRADER,
+      protected: ['grade.sh', 'tests/**'],
+    });
+    const root = join(repo.dir, '..');
+    const run = await runCli(['run', repo.dir, '--seed', '1'], { cwd: root, deadlineMs: 60_000 });
+    const result = newestRunState(repo.dir)?.rounds[0]?.episodes[0]?.result;
+    expect(result?.score, run.out).toBeNull();
+    expect(result?.reason).toMatch(/^the agent changed protected paths: /);
+    expect(result?.reason?.length).toBeLessThanOrEqual(1000);
+    expect(result?.protectedChanged).toHaveLength(50);
+    // The commit, which may be merged on GitHub, is inert: a word joiner after each # and @, and
+    // inside the closing keyword; the run's own state keeps the names as they are.
+    expect(result?.reason).toMatch(/fixes #12 @octo-org-team/);
+    const message = execFileSync('git', ['log', '-1', '--format=%B', result?.commit ?? ''], {
+      cwd: repo.dir,
+      encoding: 'utf8',
+    });
+    expect(message.length).toBeLessThan(20_000);
+    expect(message).not.toMatch(/#\d|@o|\bfixes\b/);
   });
 });

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import examples from '@octokit/webhooks-examples';
 import { AppAuth } from './app-auth.js';
 import { FakeActions, type FakeJob, type FakeRun, type JobFate } from './fake-actions.js';
-import { FakeGitHub } from './fake-github.js';
+import { FakeGitHub, RawBody } from './fake-github.js';
 import { handleGitRequest } from './git-http.js';
 import { checkWebhook } from './openapi/webhooks.js';
 
@@ -229,10 +229,15 @@ export class GitHubBox {
         req.socket.resetAndDestroy();
         return;
       }
-      const body = reply.body === undefined ? '' : JSON.stringify(reply.body);
+      const raw = reply.body instanceof RawBody ? reply.body : null;
+      const body = raw ? raw.text : reply.body === undefined ? '' : JSON.stringify(reply.body);
       res.writeHead(reply.status, {
-        ...(body ? { 'content-type': 'application/json; charset=utf-8' } : {}),
-        'x-github-media-type': 'github.v3; format=json',
+        ...(raw
+          ? { 'content-type': raw.contentType, 'x-github-media-type': 'github.v3; param=raw' }
+          : {
+              ...(body ? { 'content-type': 'application/json; charset=utf-8' } : {}),
+              'x-github-media-type': 'github.v3; format=json',
+            }),
         ...reply.headers,
       });
       res.end(body);

@@ -45,6 +45,33 @@ function error(status: number, message: string) {
   return { message, documentation_url: 'https://docs.github.com/rest', status: String(status) };
 }
 
+/** GitHub's 422 for a request it read and refused: "Validation Failed", and why in `errors`. */
+function validationFailed(...errors: { resource: string; code: string; field?: string; message?: string }[]) {
+  return { ...error(422, 'Validation Failed'), errors };
+}
+
+/** GitHub's most characters (code points) in an issue, pull request or comment body. */
+const BODY_MAX = 65_536;
+/** GitHub's most bytes in a check run's output summary or text (github/docs#35252). */
+const CHECK_OUTPUT_MAX_BYTES = 65_535;
+/** Past 1 MB the contents API's JSON form has no content (the raw media type still has it). */
+const CONTENT_JSON_MAX = 1024 * 1024;
+
+/** A body GitHub answers as it is, not as JSON: a file's bytes under the raw media type. */
+export class RawBody {
+  constructor(
+    readonly text: string,
+    readonly contentType: string,
+  ) {}
+}
+
+/** The body-too-long refusal of an issue, a pull request (resource Issue) or a comment, or null. */
+function tooLong(resource: 'Issue' | 'IssueComment', body: unknown) {
+  if (typeof body !== 'string' || [...body].length <= BODY_MAX) return null;
+  const message = `body is too long (maximum is ${BODY_MAX} characters)`;
+  return validationFailed({ resource, code: 'custom', field: 'body', message });
+}
+
 /** A user or organization as GitHub embeds one (`simple-user`). */
 function user(login: string, id: number, type: 'User' | 'Organization' | 'Bot' = 'User') {
   const url = `${API}/users/${encodeURIComponent(login)}`;
@@ -97,9 +124,13 @@ export function assertNoOpenApiViolations(): void {
   for (const fake of fakes) fake.assertNoViolations();
 }
 
+/** A route's answer to a request: its path's match, the JSON body, the query, the Accept header. */
+type Handler = (m: RegExpExecArray, body: any, query: URLSearchParams, accept: string) => [number, unknown?];
+
 export interface Reply {
   /** 0 with `reset`: no answer at all. */
   status: number;
+  /** JSON, or a RawBody sent as it is. */
   body?: unknown;
   headers?: Record<string, string>;
   /** The connection is reset instead of answered (the client sees ECONNRESET). */
@@ -369,15 +400,17 @@ export class FakeGitHub {
     const url = `${this.repoUrl}/contents/${path}?ref=${encodeURIComponent(ref)}`;
     const gitUrl = `${this.repoUrl}/git/blobs/${sha}`;
     const htmlUrl = `${this.htmlUrl}/blob/${ref}/${path}`;
-    // GitHub wraps the base64 text at 60 characters.
+    // GitHub wraps the base64 text at 60 characters; past 1 MB it gives none ("encoding": "none").
+    const size = Buffer.byteLength(content);
     const base64 = Buffer.from(content).toString('base64');
+    const large = size > CONTENT_JSON_MAX;
     return {
       type: 'file',
-      encoding: 'base64',
-      size: Buffer.byteLength(content),
+      encoding: large ? 'none' : 'base64',
+      size,
       name: path.split('/').at(-1) as string,
       path,
-      content: `${base64.match(/.{1,60}/g)?.join('\n') ?? ''}\n`,
+      content: large ? '' : `${base64.match(/.{1,60}/g)?.join('\n') ?? ''}\n`,
       sha,
       url,
       git_url: gitUrl,
@@ -587,7 +620,7 @@ export class FakeGitHub {
   private readonly routes: {
     method: string;
     path: RegExp;
-    handler: (m: RegExpExecArray, body: any, query: URLSearchParams) => [number, unknown?];
+    handler: Handler;
   }[] = [];
 
   /**
@@ -617,10 +650,11 @@ export class FakeGitHub {
       return this.reject([violation(checked.route, 'path', 'the fake GitHub does not answer this operation')]);
     }
     const m = route.path.exec(url.pathname) as RegExpExecArray;
+    const accept = [headers.accept ?? ''].flat().join(', ');
     const injected = this.inject?.(method, url.pathname) ?? null;
     if (typeof injected === 'number') return this.injectedReply(method, url.pathname, injected);
     if (injected !== null) {
-      route.handler(m, parsed, url.searchParams);
+      route.handler(m, parsed, url.searchParams, accept);
       return this.injectedReply(method, url.pathname, injected.status);
     }
     let reply: [number, unknown?];
@@ -628,9 +662,12 @@ export class FakeGitHub {
       reply = [this.failNext.status, error(this.failNext.status, 'injected failure')];
       this.failNext = null;
     } else {
-      reply = route.handler(m, parsed, url.searchParams);
+      reply = route.handler(m, parsed, url.searchParams, accept);
     }
-    const wrong = checked.route ? checkResponse(checked.route, reply[0], reply[1]) : [];
+    const raw = reply[1] instanceof RawBody ? reply[1] : null;
+    const wrong = checked.route
+      ? checkResponse(checked.route, reply[0], raw ? raw.text : reply[1], raw?.contentType)
+      : [];
     return wrong.length > 0 ? this.reject(wrong) : { status: reply[0], body: reply[1] };
   }
 
@@ -683,11 +720,7 @@ export class FakeGitHub {
   }
 
   private defineRoutes(): void {
-    const absolute = (
-      method: string,
-      path: RegExp,
-      handler: (m: RegExpExecArray, body: any, query: URLSearchParams) => [number, unknown?],
-    ) => this.routes.push({ method, path, handler });
+    const absolute = (method: string, path: RegExp, handler: Handler) => this.routes.push({ method, path, handler });
     absolute('GET', /^\/app\/installations$/, () => [
       200,
       (this.auth?.installations ?? []).map((i) => this.installation(i)),
@@ -714,11 +747,7 @@ export class FakeGitHub {
       return [200, { total_count: repositories.length, repository_selection: 'selected', repositories }];
     });
     const base = `/repos/${this.owner}/${this.repo}`;
-    const route = (
-      method: string,
-      path: RegExp,
-      handler: (m: RegExpExecArray, body: any, query: URLSearchParams) => [number, unknown?],
-    ) => {
+    const route = (method: string, path: RegExp, handler: Handler) => {
       this.routes.push({ method, path: new RegExp(`^${base}${path.source}$`), handler });
     };
     const refPath = (m: RegExpExecArray) => `refs/${decodeURIComponent(m[1] as string)}`;
@@ -739,12 +768,15 @@ export class FakeGitHub {
       };
       return [200, { permission, role_name: role, user: { ...user(login, 5000), permissions, role_name: role } }];
     });
-    route('GET', /\/contents\/(.+)/, (m, _b, q) => {
+    route('GET', /\/contents\/(.+)/, (m, _b, q, accept) => {
       const ref = q.get('ref') ?? 'main';
       const sha = this.refs.get(`refs/heads/${ref}`) ?? this.refs.get(ref) ?? ref;
       const path = decodeURIComponent(m[1] as string);
       const content = this.commits.get(sha)?.files[path];
       if (content === undefined) return [404, error(404, 'Not Found')];
+      // The raw media type (Octokit's `format: 'raw'` asks for application/vnd.github.v3.raw): the file's bytes.
+      if (/application\/vnd\.github(\.v3)?\.raw\b/.test(accept))
+        return [200, new RawBody(content, 'application/vnd.github.raw; charset=utf-8')];
       return [200, this.contentFile(path, ref, content)];
     });
     route('GET', /\/git\/ref\/(.+)/, (m) => {
@@ -805,12 +837,16 @@ export class FakeGitHub {
       return c ? [200, this.gitCommit(c)] : [404, error(404, 'Not Found')];
     });
     route('POST', /\/pulls$/, (_m, body) => {
+      const refused = (message: string) => validationFailed({ resource: 'PullRequest', code: 'custom', message });
       if (this.pulls.some((p) => p.head === body.head && p.state === 'open'))
-        return [422, error(422, `A pull request already exists for ${this.owner}:${body.head}.`)];
+        return [422, refused(`A pull request already exists for ${this.owner}:${body.head}.`)];
       const head = this.branch(body.head);
       const base = this.branch(body.base);
-      if (!head || !base) return [422, error(422, 'Validation Failed')];
-      if (this.isAncestor(head, base)) return [422, error(422, `No commits between ${body.base} and ${body.head}`)];
+      if (!head) return [422, validationFailed({ resource: 'PullRequest', field: 'head', code: 'invalid' })];
+      if (!base) return [422, validationFailed({ resource: 'PullRequest', field: 'base', code: 'invalid' })];
+      if (this.isAncestor(head, base)) return [422, refused(`No commits between ${body.base} and ${body.head}`)];
+      const long = tooLong('Issue', body.body);
+      if (long) return [422, long];
       const pr: FakePull = {
         number: this.nextId++,
         head: body.head,
@@ -839,6 +875,8 @@ export class FakeGitHub {
       return [200, this.pullRequest(pr)];
     });
     route('POST', /\/issues\/(\d+)\/comments/, (m, body) => {
+      const long = tooLong('IssueComment', body.body);
+      if (long) return [422, long];
       const at = now();
       const c = {
         id: this.nextId++,
@@ -865,6 +903,8 @@ export class FakeGitHub {
       if (!c) return [404, error(404, 'Not Found')];
       // An app edits its own comments here; another app's are refused, as GitHub refuses them.
       if (c.author?.type === 'Bot') return [403, error(403, 'Resource not accessible by integration')];
+      const long = tooLong('IssueComment', body.body);
+      if (long) return [422, long];
       c.body = body.body;
       c.edits++;
       c.updatedAt = now();
@@ -887,6 +927,14 @@ export class FakeGitHub {
       return [200, [...set].map((name) => this.label(name))];
     });
     route('POST', /\/check-runs/, (_m, body) => {
+      // GitHub counts these in bytes, though its docs say characters.
+      for (const field of ['summary', 'text'] as const) {
+        const value = body.output?.[field];
+        if (typeof value === 'string' && Buffer.byteLength(value) > CHECK_OUTPUT_MAX_BYTES) {
+          const message = `${field} exceeds a maximum bytesize of ${CHECK_OUTPUT_MAX_BYTES}`;
+          return [422, validationFailed({ resource: 'CheckRun', code: 'custom', field, message })];
+        }
+      }
       const run = {
         id: this.nextId++,
         head_sha: body.head_sha,

@@ -12,7 +12,7 @@ import { createNodeMiddleware, Probot, ProbotOctokit } from 'probot';
 import { forkflushApp } from '../../src/app/app.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { episodeBranch, stateRef } from '../../src/core/names.js';
-import type { Episode, RunState } from '../../src/core/state.js';
+import type { Episode, EpisodeResult, RunState } from '../../src/core/state.js';
 import { GitHubForge } from '../../src/github/forge.js';
 import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
 import { GitHubBox, KEEP_ALIVE_MS } from './box.js';
@@ -328,6 +328,10 @@ export class Harness {
       files?: Record<string, string>;
       /** A setup failure, as a worker reports one (its agent never started). */
       setupFailed?: string;
+      /** Fields of the result an agent fills (a note, usage), as the worker wrote them. */
+      result?: Partial<Omit<EpisodeResult, 'commit'>>;
+      /** The journal's last lines, as the commit records them. */
+      journalTail?: string[];
     } = {},
   ) {
     const branch = `refs/heads/${episodeBranch(state.id, e.round, e.branch)}`;
@@ -346,8 +350,12 @@ export class Harness {
         agentSeconds: 1,
         graderSeconds: 0.5,
         wallSeconds: 2,
+        ...forge.result,
       },
-      { diffStat: '1 file changed, 2 insertions(+)', journalTail: [`- ${e.id}: tried something`] },
+      {
+        diffStat: '1 file changed, 2 insertions(+)',
+        journalTail: forge.journalTail ?? [`- ${e.id}: tried something`],
+      },
     );
     const parent = this.gh.commits.get(e.base);
     const sha = this.gh.commit({

@@ -232,7 +232,7 @@ describe('a round in which every branch failed its setup', () => {
     for (const e of episodes) h.pushResult(state, e, null, 0, { setupFailed: 'the registry is down' });
     for (const e of episodes) await h.jobCompleted(RUN, e.id, 'failure');
     expect(h.gh.comments.find((c) => c.issue === 7)?.body).toContain(
-      'then resume the run: its round runs again (`/autoresearch resume`)',
+      '(`the registry is down`), so no agent could work and the run stopped: fix what the reasons say (the agent CLI install, or the worker), then resume the run: its round runs again (`/autoresearch resume`)',
     );
     const checksBefore = h.gh.checkRuns.length;
 
@@ -330,7 +330,53 @@ describe('the end of a round', () => {
   });
 });
 
+describe('what an agent wrote, on GitHub', () => {
+  it('is inert in check runs, pull requests and commits, and a journal of any size fails no call', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}pull_requests: episodes\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    const state = h.state(RUN);
+    const [first, second] = state.rounds[0]?.episodes ?? [];
+    if (!first || !second) throw new Error('no episodes');
+    const usage = { inputTokens: 1, outputTokens: 1, costUsd: 1, turns: 1, pricedFrom: 'model | @someone' };
+    // Under GitHub's 65,535 characters, over its 65,535 bytes.
+    const journalTail = ['fixes #7, cc @someone', '日'.repeat(30_000)];
+    h.pushResult(state, first, 5, first.allowance, { result: { note: 'closes #7', usage }, journalTail });
+    h.pushResult(state, second, 6);
+    for (const e of [first, second]) await h.jobCompleted(RUN, e.id);
+    const check = h.gh.checkRuns.find((c) => c.name === `forkflush ${first.id}`)?.request.output;
+    expect(Buffer.byteLength(check.text)).toBeLessThanOrEqual(65_535);
+    expect(check.text).toContain('    f\u2060ixes #\u20607, cc @\u2060someone');
+    expect(check.summary).toContain('(`model \\| @\u2060someone`)');
+    expect(check.summary).toContain('`c\u2060loses #\u20607`');
+    const commit = h.gh.commits.get(h.state(RUN).rounds[0]?.episodes[0]?.result?.commit as string);
+    expect(commit?.message).not.toMatch(/fixes #7|closes #7|@someone/);
+    // No pull request body closes an issue or mentions anyone.
+    expect(h.gh.pulls.map((p) => p.body).join('\n')).not.toMatch(/closes #7|@someone/);
+  });
+});
+
 describe('the nightly tick', () => {
+  it('repairs every run, though one of them is broken, then says which failed', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    await h.label(8);
+    // issue-7's record is unreadable; issue-8's job events were all lost.
+    const ref = stateRef(RUN);
+    const broken = h.gh.commit({ message: 'broken', parents: [], files: { 'state.json': '{', 'run.json': '{}' } });
+    h.gh.refs.set(ref, broken);
+    const other = h.state('issue-8');
+    for (const e of other.rounds[0]?.episodes ?? []) h.pushResult(other, e, 5 + e.branch);
+    const lines: string[] = [];
+    await expect(nightlyTick(h.forge(), h.clock, (line) => lines.push(line))).rejects.toThrow(
+      'the nightly tick failed for issue-7',
+    );
+    expect(lines).toEqual([expect.stringMatching(/^issue-7: the nightly tick failed: /)]);
+    expect(h.state('issue-8').rounds[0]?.decision?.winner).toBe('r0.b1');
+  });
+
   it('repairs a run whose job events were all lost', async () => {
     const h = await new Harness().load();
     await h.label(7);

@@ -316,6 +316,48 @@ describe('the fake GitHub checks every exchange', () => {
     expect(gh.branch('feature/b')).toBeUndefined();
   });
 
+  it('takes a refused pull request for "nothing to propose" only when GitHub says so', async () => {
+    const { gh, o } = await github();
+    const forge = new GitHubForge(o, gh.owner, gh.repo);
+    const main = gh.branch('main') as string;
+    await forge.createBranch(
+      'feature/a',
+      gh.commit({ message: 'work', parents: [main], files: { 'README.md': 'x\n' } }),
+    );
+    // A body GitHub refuses, and a refusal of any other kind: failures, never "no pull request".
+    await expect(forge.openPullRequest('feature/a', 'main', 'A', 'é'.repeat(65_537))).rejects.toMatchObject({
+      status: 422,
+      message: expect.stringContaining('body is too long (maximum is 65536 characters)'),
+    });
+    gh.failNext = { method: 'POST', path: /\/pulls$/, status: 422 };
+    await expect(forge.openPullRequest('feature/a', 'main', 'A', 'body')).rejects.toMatchObject({ status: 422 });
+    expect(gh.pulls).toEqual([]);
+    // One made meanwhile (after the forge looked, before it asked): GitHub refuses a second, and it is found.
+    gh.inject = (method) => {
+      if (method === 'POST' && gh.pulls.length === 0)
+        gh.pulls.push({ number: 41, head: 'feature/a', base: 'main', title: 'A', body: '', state: 'open' });
+      return null;
+    };
+    expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBe(41);
+    // Nothing to propose, and a head that is gone: null.
+    gh.inject = null;
+    await forge.createBranch('feature/b', main);
+    expect(await forge.openPullRequest('feature/b', 'main', 'B', 'body')).toBeNull();
+    expect(await forge.openPullRequest('feature/gone', 'main', 'C', 'body')).toBeNull();
+    assertNoOpenApiViolations();
+  });
+
+  it("reads a file over 1 MB (a long run's state.json): the raw media type has it, the JSON form has not", async () => {
+    const { gh, o } = await github();
+    const forge = new GitHubForge(o, gh.owner, gh.repo);
+    const big = `${'{"a":"日本"}\n'.repeat(150_000)}`;
+    const sha = gh.commit({ message: 'big', parents: [gh.branch('main') as string], files: { 'state.json': big } });
+    expect(await forge.readFile('state.json', sha)).toBe(big);
+    const { data } = await o.rest.repos.getContent({ owner: gh.owner, repo: gh.repo, path: 'state.json', ref: sha });
+    expect(data).toMatchObject({ type: 'file', encoding: 'none', content: '', size: Buffer.byteLength(big) });
+    assertNoOpenApiViolations();
+  });
+
   it("gives GitHub's shapes: the forge's calls pass unchanged", async () => {
     const { gh, o } = await github();
     const forge = new GitHubForge(o, gh.owner, gh.repo);

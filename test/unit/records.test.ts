@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { appendToJournal, commitMessage, journalEntry, parseCommitMessage } from '../../src/core/journal.js';
+import {
+  appendToJournal,
+  boundedResult,
+  commitMessage,
+  journalEntry,
+  parseCommitMessage,
+} from '../../src/core/journal.js';
 import { parseScore } from '../../src/core/score.js';
 import type { Episode } from '../../src/core/state.js';
 import { closest } from '../../src/core/text.js';
@@ -71,6 +77,105 @@ describe('journal and commit records', () => {
       result: { ...r, reason: 'the grader exited with code 1: boom' },
     });
     expect(parseCommitMessage('a plain commit', 'x')).toBeNull();
+  });
+});
+
+describe('what an agent wrote, in a result and its commit', () => {
+  const e = { id: 'r1.b0' };
+  const WJ = '\u2060';
+
+  it('is bounded: reason and note 1000 characters, 50 paths of 300, usage strings 200, cleaned; idempotent', () => {
+    const paths = Array.from({ length: 80 }, (_, i) => `${'d/'.repeat(200)}${i}.js`);
+    const r = result(null, 1, {
+      reason: `the agent changed protected paths: ${paths.join(', ')}`,
+      note: `\u202e${'é'.repeat(5000)}`,
+      protectedChanged: paths,
+      usage: {
+        inputTokens: 1,
+        outputTokens: 2,
+        costUsd: 0.5,
+        turns: null,
+        pricedFrom: `\u001b[31m@model ${'x'.repeat(500)}`,
+      },
+    });
+    const b = boundedResult(r);
+    expect(b.reason).toHaveLength(1000);
+    expect(b.reason?.endsWith('… (cut)')).toBe(true);
+    expect(b.note?.startsWith('éé')).toBe(true); // the bidi override is gone
+    expect(b.note).toHaveLength(1000);
+    expect(b.protectedChanged).toHaveLength(50);
+    expect(b.protectedChanged.every((p) => p.length <= 300)).toBe(true);
+    // Cleaned, but not made inert: that is for what goes to GitHub (commitMessage, github-text).
+    expect(b.usage?.pricedFrom?.startsWith('@model x')).toBe(true);
+    expect(b.usage?.pricedFrom).toHaveLength(200);
+    expect(b.usage).toMatchObject({ inputTokens: 1, outputTokens: 2, costUsd: 0.5, turns: null });
+    expect(b).toMatchObject({ commit: r.commit, score: null, spent: 1, exit: 'finished' });
+    expect(boundedResult(b)).toEqual(b);
+    // The cut never makes a closing keyword (the marker starts with no space).
+    const keyword = boundedResult(result(null, 1, { reason: `${'a'.repeat(988)} fixes #1` }));
+    expect(boundedResult(keyword)).toEqual(keyword);
+  });
+
+  it('is bounded when read from a commit of any size', () => {
+    const huge = 'y'.repeat(100_000);
+    const message = [
+      'forged',
+      '',
+      'Forkflush-Run: run',
+      'Forkflush-Episode: r1.b0',
+      'Forkflush-Score: none',
+      `Forkflush-Score-Reason: ${huge}`,
+      'Forkflush-Spent: 1',
+      'Forkflush-Exit: finished',
+      `Forkflush-Protected-Changed: ${Array.from({ length: 5000 }, (_, i) => `p${i}`).join(', ')}`,
+      `Forkflush-Note: ${huge}`,
+      `Forkflush-Usage: {"inputTokens":1,"outputTokens":1,"costUsd":null,"turns":null,"pricedFrom":"${huge}","junk":{"deep":"${huge}"}}`,
+    ].join('\n');
+    const r = parseCommitMessage(message, 'c')?.result;
+    expect(r?.reason).toHaveLength(1000);
+    expect(r?.note).toHaveLength(1000);
+    expect(r?.protectedChanged).toHaveLength(50);
+    expect(r?.usage).toEqual({
+      inputTokens: 1,
+      outputTokens: 1,
+      costUsd: null,
+      turns: null,
+      pricedFrom: expect.any(String),
+    });
+    expect(r?.usage?.pricedFrom).toHaveLength(200);
+    // An exit forkflush never writes is no episode commit.
+    expect(parseCommitMessage(message.replace('Exit: finished', 'Exit: @everyone'), 'c')).toBeNull();
+  });
+
+  it('closes no issue and mentions nobody once merged, and its paths read back as they were', () => {
+    const r = result(null, 1, {
+      reason: 'fixes #12',
+      note: 'cc @someone, resolves org/other#3',
+      protectedChanged: ['packages/@scope/grade.mjs', 'closes #4.txt'],
+      usage: { inputTokens: 1, outputTokens: 1, costUsd: 1, turns: 1, pricedFrom: 'GH-9 @org/team' },
+    });
+    const details = {
+      diffStat: ' fixes #5 | 2 +',
+      journalTail: ['- Closes: https://github.com/o/r/issues/6', '- @you'],
+    };
+    const msg = commitMessage('run', 'tokens', e, r, details);
+    const bare = msg.replaceAll(WJ, '');
+    for (const active of [
+      'fixes #12',
+      '@someone',
+      'resolves org/other#3',
+      '@scope',
+      'closes #4',
+      'GH-9',
+      '@org',
+      'fixes #5',
+      'Closes:',
+      '@you',
+    ]) {
+      expect(bare).toContain(active);
+      expect(msg).not.toContain(active);
+    }
+    expect(parseCommitMessage(msg, 'c')?.result.protectedChanged).toEqual(r.protectedChanged);
   });
 });
 

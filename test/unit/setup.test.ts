@@ -276,14 +276,31 @@ describe('a setup failure', () => {
       'setup: {commands: [make deps], timeout: 2400}',
     );
     const body = issueComment(all, 'running');
+    // forkflush's words as they are; what the setup printed, quoted in them, as code.
     expect(body).toContain(
-      `**Status:** stopped: setup failed in every branch of round 0 (opening) on commit ${BASE.slice(0, 10)}`,
+      `**Status:** stopped: setup failed in every branch of round 0 (opening) on commit ${BASE.slice(0, 10)} (\`\` setup failed: \`npm ci\` exited`,
     );
     expect(body).toContain(
       '> **Warning:** setup may take up to 2400 s (setup.timeout), longer than the episode it prepares',
     );
     const going = withOpening([setupFailedResult(), result(3)]);
     expect(issueComment(going, 'running')).toContain('**Status:** round 0 (opening) running: 2 of 4 episodes done');
+  });
+});
+
+describe('a setup stop on GitHub', () => {
+  it("is shown as inert code in the issue comment's status: its reasons are what a setup printed", () => {
+    const printed = 'setup failed: @maintainers see [this](https://evil.example) <img src=x> fixes #3';
+    const all = withOpening([1, 2, 3, 4].map(() => setupFailedResult(printed)));
+    const status = issueComment(all, 'running')
+      .split('\n')
+      .find((l) => l.startsWith('**Status:**'));
+    expect(status).toMatch(
+      /^\*\*Status:\*\* stopped: setup failed in every branch of round 0 \(opening\) on commit \w+ \(`[^`]*`\), so no agent could work .* \(`\/autoresearch resume`\) {2}$/,
+    );
+    expect(status).toContain(
+      '`setup failed: @\u2060maintainers see [this](https://evil.example) <img src=x> f\u2060ixes #\u20603`',
+    );
   });
 });
 

@@ -1,6 +1,10 @@
-// failureLine: the line of a failed program's output that says why it failed.
+// failureLine: the line of a failed program's output that says why it failed; agent text made
+// safe for a terminal (plainText) and for GitHub (inertOnGitHub, markdownTable, cutText).
 import { describe, expect, it } from 'vitest';
-import { failureLine, plainText } from '../../src/core/text.js';
+import { cutText, failureLine, inertOnGitHub, markdownTable, plainText } from '../../src/core/text.js';
+
+/** The word joiner inertOnGitHub puts in, shown. */
+const WJ = '\u2060';
 
 describe('failureLine', () => {
   it("finds Node's error under its code frame, skipping the stack and the version banner", () => {
@@ -54,5 +58,44 @@ describe('plainText', () => {
   it('keeps tabs, newlines and text in any script; drops bidirectional overrides', () => {
     expect(plainText('a\tb\nc — ü 日本')).toBe('a\tb\nc — ü 日本');
     expect(plainText('admin\u202e\u2066txt.exe')).toBe('admintxt.exe');
+  });
+
+  it('keeps the word joiner that makes text inert on GitHub', () => {
+    expect(plainText(inertOnGitHub('fixes #1'))).toBe(inertOnGitHub('fixes #1'));
+  });
+});
+
+describe('inertOnGitHub', () => {
+  it('breaks references, mentions and closing keywords with a word joiner', () => {
+    const hostile =
+      'fixes #12, Resolves org/other#3, CLOSES: https://github.com/o/r/issues/4, gh-12, GH-7, @user, @org/team, fixed\tit';
+    expect(inertOnGitHub(hostile)).toBe(
+      `f${WJ}ixes #${WJ}12, R${WJ}esolves org/other#${WJ}3, C${WJ}LOSES: https://github.com/o/r/issues/4, ` +
+        `gh-${WJ}12, GH-${WJ}7, @${WJ}user, @${WJ}org/team, f${WJ}ixed\tit`,
+    );
+  });
+
+  it('is idempotent, and leaves alone what GitHub would not link, mention or close', () => {
+    const text = 'closes #1 @a GH-2 resolved: #3';
+    expect(inertOnGitHub(inertOnGitHub(text))).toBe(inertOnGitHub(text));
+    const plain = 'prefixes # 1, fixtures, closest #a, closes, @ home, issue-12, x@-y';
+    expect(inertOnGitHub(plain)).toBe(plain);
+  });
+});
+
+describe('markdownTable', () => {
+  it('keeps each row one line, whatever line ending a cell holds (a bare \\r ends a line too)', () => {
+    const table = markdownTable(['a', 'b'], [['x\ry', 'p\r\nq\n| r']]);
+    expect(table.split(/\r\n?|\n/)).toEqual(['| a | b |', '| --- | --- |', '| x y | p q \\| r |']);
+  });
+});
+
+describe('cutText', () => {
+  it('cuts to the length with a marker, never inside a surrogate pair', () => {
+    expect(cutText('abcdef', 6)).toBe('abcdef');
+    expect(cutText('abcdefgh', 6, '…')).toBe('abcde…');
+    const cut = cutText('ab😀😀😀', 4, '…');
+    expect(cut).toBe('ab…');
+    expect(cut).not.toMatch(/\p{Cs}/u); // no lone surrogate
   });
 });
