@@ -50545,12 +50545,29 @@ function codeSpan(text) {
   return `${fence}${pad}${line}${pad}${fence}`;
 }
 function markdownTable(header, rows) {
-  const esc2 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+  const esc2 = (s) => s.replace(/\|/g, "\\|").replace(/\r\n?|\n/g, " ");
   return [
     `| ${header.map(esc2).join(" | ")} |`,
     `| ${header.map(() => "---").join(" | ")} |`,
     ...rows.map((r) => `| ${r.map(esc2).join(" | ")} |`)
   ].join("\n");
+}
+var WORD_JOINER = "\u2060";
+function inertOnGitHub(text) {
+  return text.replace(/#(?=\d)/g, `#${WORD_JOINER}`).replace(/\bGH-(?=\d)/gi, (m) => `${m}${WORD_JOINER}`).replace(/@(?=[A-Za-z0-9])/g, `@${WORD_JOINER}`).replace(/\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s)/gi, (m) => `${m[0]}${WORD_JOINER}${m.slice(1)}`);
+}
+function withoutWordJoiners(text) {
+  return text.replaceAll(WORD_JOINER, "");
+}
+function inertCodeSpan(text) {
+  return codeSpan(inertOnGitHub(plainText(text)));
+}
+function cutText(text, max, marker = "\u2026 (cut)") {
+  if (text.length <= max) return text;
+  let end = Math.max(0, max - marker.length);
+  const last = text.charCodeAt(end - 1);
+  if (last >= 55296 && last <= 56319) end--;
+  return `${text.slice(0, end)}${marker}`;
 }
 var INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]|[\u{E0000}-\u{E007F}]/gu;
 var FENCE = /^ {0,3}(`{3,}|~{3,})/;
@@ -51021,9 +51038,66 @@ function round3(x) {
   return Math.round(x * 1e3) / 1e3;
 }
 
+// src/core/state.ts
+var EPISODE_EXITS = [
+  "finished",
+  "budget",
+  "timeout",
+  "crash",
+  "setup"
+];
+function newRunState(args) {
+  const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
+  const { id, seed, config: config3, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
+  return {
+    version: 1,
+    id,
+    seed,
+    config: config3,
+    base: {
+      commit: baseCommit,
+      score: baseScore,
+      ...baseReason ? { reason: baseReason } : {},
+      ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
+    },
+    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
+    rounds: [],
+    best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
+    status: "running"
+  };
+}
+function episodeId(round, branch) {
+  return `r${round}.b${branch}`;
+}
+function allEpisodes(state) {
+  return state.rounds.flatMap((r) => r.episodes);
+}
+function findEpisode(state, id) {
+  return allEpisodes(state).find((e) => e.id === id);
+}
+function isBetter(a, b, direction) {
+  return direction === "maximize" ? a > b : a < b;
+}
+function setupFailed(e) {
+  return e.result?.exit === "setup";
+}
+function failedResult(e, reason) {
+  return {
+    commit: e.base,
+    score: null,
+    reason,
+    spent: e.allowance,
+    exit: "crash",
+    protectedChanged: [],
+    agentSeconds: 0,
+    graderSeconds: 0,
+    wallSeconds: 0
+  };
+}
+
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
-var episodeId = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
+var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
 var count = external_exports.number().int().nonnegative();
 var runId = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "must be a run id" });
 var usageSchema = external_exports.object({
@@ -51033,12 +51107,16 @@ var usageSchema = external_exports.object({
   turns: count.nullable(),
   pricedFrom: external_exports.string().optional()
 });
+function validUsage(u) {
+  const r = usageSchema.safeParse(u);
+  return r.success ? r.data : null;
+}
 var resultSchema = external_exports.object({
   commit: sha,
   score: external_exports.number().finite().nullable(),
   reason: external_exports.string().optional(),
   spent: external_exports.number().finite().nonnegative(),
-  exit: external_exports.enum(["finished", "budget", "timeout", "crash", "setup"]),
+  exit: external_exports.enum(EPISODE_EXITS),
   protectedChanged: external_exports.array(external_exports.string()),
   agentSeconds: external_exports.number().nonnegative(),
   graderSeconds: external_exports.number().nonnegative(),
@@ -51050,14 +51128,14 @@ var resultSchema = external_exports.object({
   agentNotStarted: external_exports.string().optional()
 });
 var episodeSchema = external_exports.object({
-  id: episodeId,
+  id: episodeId2,
   round: count,
   branch: count,
   lineage: count,
   base: sha,
   allowance: external_exports.number().finite().nonnegative(),
   context: external_exports.enum(["fresh", "carry", "copy"]),
-  contextFrom: episodeId.nullable(),
+  contextFrom: episodeId2.nullable(),
   directive: external_exports.boolean(),
   seed: external_exports.number().int(),
   result: resultSchema.optional(),
@@ -51069,7 +51147,7 @@ var roundSchema = external_exports.object({
   phase: external_exports.string(),
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
-  decision: external_exports.object({ winner: episodeId.nullable(), adopted: external_exports.array(episodeId) }).optional(),
+  decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2) }).optional(),
   extra: external_exports.boolean().optional()
 });
 var STATE_VERSION = 1;
@@ -51084,9 +51162,9 @@ var runStateSchema = external_exports.object({
     reason: external_exports.string().optional(),
     graderSeconds: external_exports.number().nonnegative().optional()
   }),
-  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId.nullable() })).min(1),
+  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId2.nullable() })).min(1),
   rounds: external_exports.array(roundSchema),
-  best: external_exports.object({ episode: external_exports.union([episodeId, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
+  best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
   status: external_exports.enum(["running", "finished"]),
   extraForks: count.optional()
 });
@@ -51353,6 +51431,19 @@ var ConflictError = class extends Error {
 function status(e) {
   return typeof e === "object" && e !== null && "status" in e ? Number(e.status) : void 0;
 }
+function refusal(e) {
+  const data = e.response?.data;
+  if (typeof data !== "object" || data === null) return { messages: [], errors: [] };
+  const { message, errors } = data;
+  const list = Array.isArray(errors) ? errors : [];
+  const messages2 = [message, ...list.map((x) => x?.message)].filter((m) => typeof m === "string");
+  return { messages: messages2, errors: list };
+}
+function nothingToOpen(e) {
+  if (status(e) !== 422) return false;
+  const { messages: messages2, errors } = refusal(e);
+  return messages2.some((m) => /^(A pull request already exists for |No commits between )/.test(m)) || errors.some((x) => x?.field === "head" && x.code === "invalid");
+}
 function mayHaveLanded(e) {
   return (status(e) ?? 0) >= 500;
 }
@@ -51467,9 +51558,10 @@ Forkflush-Save: ${randomUUID()}`,
   }
   async readFile(path8, ref) {
     try {
-      const { data } = await this.octokit.rest.repos.getContent({ ...this.r, path: path8, ref });
-      if (Array.isArray(data) || data.type !== "file" || !("content" in data)) return null;
-      return Buffer.from(data.content, "base64").toString("utf8");
+      const { data } = await this.octokit.rest.repos.getContent({ ...this.r, path: path8, ref, mediaType: { format: "raw" } });
+      const raw = data;
+      if (typeof raw === "string") return raw;
+      return raw instanceof ArrayBuffer ? Buffer.from(raw).toString("utf8") : null;
     } catch (e) {
       if (status(e) === 404) return null;
       throw e;
@@ -51588,7 +51680,7 @@ Forkflush-Save: ${randomUUID()}`,
         () => this.findPullRequest(head, base)
       );
     } catch (e) {
-      if (status(e) !== 422) throw e;
+      if (!nothingToOpen(e)) throw e;
       return this.findPullRequest(head, base);
     }
   }
@@ -51791,17 +51883,17 @@ Forkflush-Save: ${randomUUID()}`,
    */
   async createOnce(create, find) {
     for (let tries = 1; ; tries++) {
-      let failure2;
+      let failure3;
       try {
         return await create();
       } catch (e) {
         if (!mayHaveLanded(e)) throw e;
-        failure2 = e;
+        failure3 = e;
       }
       await sleep(_GitHubForge.retryAfterBaseMs * tries ** 2);
       const found = await find();
       if (found !== null) return found;
-      if (tries >= CREATE_TRIES) throw failure2;
+      if (tries >= CREATE_TRIES) throw failure3;
     }
   }
 };
@@ -51911,6 +52003,22 @@ var TRAILERS = {
   sandbox: "Forkflush-Sandbox",
   contextStore: "Forkflush-Context"
 };
+var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200 };
+function boundedResult(r) {
+  return {
+    ...r,
+    ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
+    ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
+    ...r.usage ? { usage: boundedUsage(r.usage) } : {},
+    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
+  };
+}
+function boundedText(text, max) {
+  return cutText(plainText(text), max);
+}
+function boundedUsage(u) {
+  return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
+}
 function resultFromCommit(runId2, e, commit) {
   const short = commit.sha.slice(0, 7);
   const parsed = parseCommitMessage(commit.message, commit.sha);
@@ -51928,16 +52036,18 @@ function parseCommitMessage(message, commit) {
   const fields = /* @__PURE__ */ new Map();
   for (const line of message.split("\n")) {
     const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
-    if (m) fields.set(m[1], m[2].trim());
+    if (m) fields.set(m[1], withoutWordJoiners(m[2]).trim());
   }
   const runId2 = fields.get(TRAILERS.run);
   const episode = fields.get(TRAILERS.episode);
   const spent2 = Number(fields.get(TRAILERS.spent));
   const exit = fields.get(TRAILERS.exit);
   const scoreText2 = fields.get(TRAILERS.score);
-  if (!runId2 || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
+  const known = EPISODE_EXITS.includes(exit ?? "");
+  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
+    return null;
   const score = scoreText2 === "none" ? null : Number(scoreText2);
-  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map(Number);
+  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
   const reason = fields.get(TRAILERS.reason);
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
@@ -51948,7 +52058,8 @@ function parseCommitMessage(message, commit) {
   return {
     runId: runId2,
     episode,
-    result: {
+    // A commit's trailers may be any size: the app bounds them as the worker did.
+    result: boundedResult({
       commit,
       score: score !== null && Number.isFinite(score) ? score : null,
       ...reason ? { reason } : {},
@@ -51962,14 +52073,13 @@ function parseCommitMessage(message, commit) {
       graderSeconds: grader,
       ...sandbox ? { sandbox } : {},
       ...contextStore ? { contextStore } : {}
-    }
+    })
   };
 }
 function parseUsage(text) {
   if (!text) return void 0;
   try {
-    const u = JSON.parse(text);
-    return typeof u.inputTokens === "number" && typeof u.outputTokens === "number" ? u : void 0;
+    return validUsage(JSON.parse(text)) ?? void 0;
   } catch {
     return void 0;
   }
@@ -52019,56 +52129,6 @@ function pickIndices(n, count2, seed) {
   return order.slice(0, count2).sort((a, b) => a - b);
 }
 
-// src/core/state.ts
-function newRunState(args) {
-  const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
-  const { id, seed, config: config3, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
-  return {
-    version: 1,
-    id,
-    seed,
-    config: config3,
-    base: {
-      commit: baseCommit,
-      score: baseScore,
-      ...baseReason ? { reason: baseReason } : {},
-      ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
-    },
-    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
-    rounds: [],
-    best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
-    status: "running"
-  };
-}
-function episodeId2(round, branch) {
-  return `r${round}.b${branch}`;
-}
-function allEpisodes(state) {
-  return state.rounds.flatMap((r) => r.episodes);
-}
-function findEpisode(state, id) {
-  return allEpisodes(state).find((e) => e.id === id);
-}
-function isBetter(a, b, direction) {
-  return direction === "maximize" ? a > b : a < b;
-}
-function setupFailed(e) {
-  return e.result?.exit === "setup";
-}
-function failedResult(e, reason) {
-  return {
-    commit: e.base,
-    score: null,
-    reason,
-    spent: e.allowance,
-    exit: "crash",
-    protectedChanged: [],
-    agentSeconds: 0,
-    graderSeconds: 0,
-    wallSeconds: 0
-  };
-}
-
 // src/core/schedule.ts
 function forks(strategy) {
   return strategy === "fork-and-flush" || strategy === "fork-only";
@@ -52091,8 +52151,8 @@ function forkRefusal(state) {
   return state.lineages.length === 1 ? null : `${state.config.strategy} has no single leader to fork`;
 }
 function requestFork(state) {
-  const refusal = forkRefusal(state);
-  if (refusal) throw new Error(refusal);
+  const refusal2 = forkRefusal(state);
+  if (refusal2) throw new Error(refusal2);
   return { ...state, status: "running", extraForks: (state.extraForks ?? 0) + 1 };
 }
 function nextLeaderRound(state) {
@@ -52142,7 +52202,7 @@ function forkRound(state, segment, extra, budget) {
   const copy = c.strategy === "fork-only" && leader.context !== null;
   const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
   const episodes = Array.from({ length: k }, (_, branch) => ({
-    id: episodeId2(index, branch),
+    id: episodeId(index, branch),
     round: index,
     branch,
     lineage: 0,
@@ -52182,7 +52242,7 @@ function serialRound(state, segment, wanted) {
     if (!l) throw new Error(`run state has no lineage ${lineage}`);
     const branch = lineage;
     return {
-      id: episodeId2(index, branch),
+      id: episodeId(index, branch),
       round: index,
       branch,
       lineage,
@@ -52439,13 +52499,17 @@ function setupWarnings(config3, smallest) {
 }
 
 // src/core/setup-failure.ts
+function failure2(code, text) {
+  return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
+}
 function setupFailure(state) {
   const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
   if (notStarted?.result?.agentNotStarted) {
-    return {
-      code: 2,
-      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
-    };
+    const why = notStarted.result.agentNotStarted;
+    return failure2(
+      2,
+      (q) => `the agent could not start in ${notStarted.id} (${q(why)}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
+    );
   }
   const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
   if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
@@ -52453,10 +52517,10 @@ function setupFailure(state) {
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return {
-      code: 1,
-      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
-    };
+    return failure2(
+      1,
+      (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+    );
   }
   return null;
 }
@@ -52465,14 +52529,14 @@ function everySetupFailed(round, hasCommands) {
   const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
   const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
-  return {
-    code: 2,
-    message: `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
-  };
+  return failure2(
+    2,
+    (q) => `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+  );
 }
 function stopBefore(state, next) {
-  const failure2 = setupFailure(state);
-  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
+  const failure3 = setupFailure(state);
+  return failure3 && (failure3.code === 2 || next !== void 0 && next.type !== "finish") ? failure3 : null;
 }
 function runStop(state) {
   if (state.status === "finished") return null;
@@ -52533,7 +52597,7 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
   });
 }
 function leaderboardMarkdown(state, limit = Number.POSITIVE_INFINITY) {
-  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), codeSpan(r.at(-1) ?? "")]);
+  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), inertCodeSpan(r.at(-1) ?? "")]);
   return markdownTable(LEADERBOARD_HEADER, rows);
 }
 var LEADERBOARD_HEADER = [
@@ -52677,7 +52741,7 @@ function issueComment(state, phase, notes = []) {
   const open2 = state.rounds.find((r) => !r.decision);
   const stop = phase === "finished" ? null : runStop(state);
   const halted = stop?.code === 2 ? stop : null;
-  const status2 = halted ? `stopped: ${halted.message}${retrySetup(state) ? " (`/autoresearch resume`)" : ""}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
+  const status2 = halted ? `stopped: ${halted.markdown}${retrySetup(state) ? " (`/autoresearch resume`)" : ""}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
   const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
   const phases = plan(c);
   const parts = [
@@ -52713,8 +52777,8 @@ function issueComment(state, phase, notes = []) {
       "</details>"
     );
   }
-  return `${parts.join("\n")}
-`;
+  return clip(`${parts.join("\n")}
+`, BODY_MAX);
 }
 function planMarkdown(state, phases = plan(state.config)) {
   const unit = state.config.budget.unit;
@@ -52752,23 +52816,25 @@ function checkRunOutput(state, e, r, details) {
   const c = state.config;
   const setup = setupFailed({ result: r });
   const score = setup ? r.reason ?? "setup failed" : r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
-  const title = `${e.id}: ${score}`.slice(0, 255);
+  const title = cutText(plainText(`${e.id}: ${score}`), 255, "\u2026");
   const rows = [
-    ["score", r.score === null ? `none: ${codeSpan(r.reason ?? "unknown")}` : scoreText(r.score)],
+    ["score", r.score === null ? `none: ${inertCodeSpan(r.reason ?? "unknown")}` : scoreText(r.score)],
     ["direction", c.grader.direction],
     ["spent", `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
     ["ended", setup ? "setup failed: the agent did not run, and the round does not count this branch" : r.exit],
     ["context", describeContext(e) + (e.directive ? ", told to try a different approach" : "")],
     ["best so far", state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : "none"]
   ];
-  if (r.usage) rows.push(["usage", usageText(r.usage) + (r.usage.pricedFrom ? ` (${r.usage.pricedFrom})` : "")]);
+  if (r.usage)
+    rows.push(["usage", usageText(r.usage) + (r.usage.pricedFrom ? ` (${inertCodeSpan(r.usage.pricedFrom)})` : "")]);
   rows.push(["wall time", `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
-  if (details?.diffStat) rows.push(["changes", details.diffStat]);
-  if (r.note) rows.push(["note", codeSpan(r.note)]);
+  if (details?.diffStat) rows.push(["changes", inertCodeSpan(details.diffStat)]);
+  if (r.note) rows.push(["note", inertCodeSpan(r.note)]);
   const summary = markdownTable(["", ""], rows);
-  const text = details?.journalTail.length ? `Latest journal entries (${c.journal}):
+  const journal = details?.journalTail.map((l) => `    ${inertOnGitHub(plainText(l))}`) ?? [];
+  const text = journal.length > 0 ? `Latest journal entries (${c.journal}):
 
-${details.journalTail.map((l) => `    ${l}`).join("\n")}` : "";
+${journal.join("\n")}` : "";
   const output2 = { title, summary: clip(summary, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
   const annotations = protectedAnnotations(r);
   return annotations.length > 0 ? { ...output2, annotations } : output2;
@@ -52785,9 +52851,21 @@ function protectedAnnotations(r) {
   }));
 }
 var CHECK_OUTPUT_MAX = 65535;
-function clip(text, max) {
+var BODY_MAX = 65536;
+var utf8 = new TextEncoder();
+function clip(text, maxBytes) {
+  if (utf8.encode(text).length <= maxBytes) return text;
   const cut = "\n... (cut by forkflush)";
-  return text.length <= max ? text : `${text.slice(0, max - cut.length)}${cut}`;
+  let budget = maxBytes - utf8.encode(cut).length;
+  let end = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0);
+    const bytes = cp < 128 ? 1 : cp < 2048 ? 2 : cp < 65536 ? 3 : 4;
+    if (bytes > budget) break;
+    budget -= bytes;
+    end += ch.length;
+  }
+  return `${text.slice(0, end)}${cut}`;
 }
 function checkConclusion(r) {
   if (r.protectedChanged.length > 0 || setupFailed({ result: r })) return "failure";
@@ -52797,19 +52875,22 @@ function episodePrTitle(state, e, r) {
   return `forkflush ${state.id} ${e.id}: ${r.score === null ? "no score" : `score ${scoreText(r.score)}`}`;
 }
 function episodePrBody(state, e, r) {
-  return [
+  const body = [
     `Episode ${e.id} of run \`${state.id}\`, round ${e.round} (${state.rounds[e.round]?.phase ?? ""}), ${describeContext(e)}.`,
     "",
-    setupFailed({ result: r }) ? `The agent did not run: ${codeSpan(r.reason ?? "setup failed")}.` : r.score === null ? `No score: ${codeSpan(r.reason ?? "unknown")}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
+    setupFailed({ result: r }) ? `The agent did not run: ${inertCodeSpan(r.reason ?? "setup failed")}.` : r.score === null ? `No score: ${inertCodeSpan(r.reason ?? "unknown")}.` : `Score: **${scoreText(r.score)}** (${state.config.grader.direction}).`,
     `Spent ${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${state.config.budget.unit}; ended: ${r.exit}.`,
     "",
     "forkflush merges the best branch of each round into the lineage and closes the others."
-  ].join("\n");
+  ];
+  return clip(body.join("\n"), BODY_MAX);
 }
 function loserComment(state, e, winner) {
   const mine = scoreText(e.result?.score);
-  if (setupFailed(e))
-    return `Not adopted: this branch's setup failed, so its agent never ran (${codeSpan(e.result?.reason ?? "setup failed")}).`;
+  if (setupFailed(e)) {
+    const why = inertCodeSpan(e.result?.reason ?? "setup failed");
+    return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX);
+  }
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
@@ -52817,7 +52898,8 @@ function finalPrTitle(state) {
   return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}`;
 }
 function finalPrBody(state, issue2 = null) {
-  return [
+  const body = [
+    // forkflush's own closing keyword: the only one left active (agent text in the body is inert).
     ...issue2 !== null ? [`Closes #${issue2}.`, ""] : [],
     `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
     "",
@@ -52825,7 +52907,8 @@ function finalPrBody(state, issue2 = null) {
     `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
     "",
     leaderboardMarkdown(state, 20)
-  ].join("\n");
+  ];
+  return clip(body.join("\n"), BODY_MAX);
 }
 var COMMANDS = ["status", "stop", "resume", "fork"];
 function parseCommand(body) {
@@ -53407,7 +53490,7 @@ async function syncStored(ctx, stored) {
   }
   const claimed = JSON.stringify(files);
   const github = new GitHubWork(forge, commits, files, now);
-  let failure2 = null;
+  let failure3 = null;
   try {
     const started = Date.now();
     for (const w of work) {
@@ -53417,7 +53500,7 @@ async function syncStored(ctx, stored) {
     }
     await updateComment(forge, state, files);
   } catch (e) {
-    failure2 = e;
+    failure3 = e;
   }
   if (JSON.stringify(files) !== claimed) {
     await saveDone(
@@ -53428,7 +53511,7 @@ async function syncStored(ctx, stored) {
       sha2
     );
   }
-  if (failure2) throw failure2;
+  if (failure3) throw failure3;
   return state;
 }
 async function updateComment(forge, state, files) {
@@ -53631,43 +53714,51 @@ async function runsPerRepo(forge, config3, self2, again) {
 }
 async function nightly(ctx) {
   const touched = [];
+  const failed = /* @__PURE__ */ new Map();
   for (const run2 of await ctx.forge.listRuns()) {
-    const stored = await ctx.forge.loadRun(stateRef(run2));
-    if (!stored || stored.files.stopped) continue;
-    const today = ctx.now.toISOString().slice(0, 10);
-    const wantsRound = stored.state.config.schedule === "nightly" && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
     try {
-      const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
-      if (skip) {
-        if (stored.files.nightlySkipped === skip.key) {
-          await syncStored(ctx, stored);
-        } else {
-          const files = { ...stored.files, nightlySkipped: skip.key };
-          const sha2 = await ctx.forge.saveRun(
-            stateRef(run2),
-            stored.state,
-            files,
-            stored.sha,
-            "forkflush: no nightly round"
-          );
-          await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
-          await syncStored(ctx, { state: stored.state, files, sha: sha2 });
-        }
-      } else if (wantsRound) {
-        const { nightlySkipped: _told, ...rest } = stored.files;
-        const files = { ...rest, lastNightly: today };
-        const state = requestFork(stored.state);
-        const sha2 = await ctx.forge.saveRun(stateRef(run2), state, files, stored.sha, "forkflush: nightly round");
-        await syncStored(ctx, { state, files, sha: sha2 });
-      } else {
-        await syncStored(ctx, stored);
-      }
-      touched.push(run2);
+      if (await nightlyRun(ctx, run2)) touched.push(run2);
     } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
+      if (e instanceof ConflictError) continue;
+      ctx.log?.(`${run2}: the nightly tick failed: ${e.message}`, { run: run2 });
+      failed.set(run2, e);
     }
   }
+  if (failed.size > 0)
+    throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(", ")}`);
   return touched;
+}
+async function nightlyRun(ctx, run2) {
+  const stored = await ctx.forge.loadRun(stateRef(run2));
+  if (!stored || stored.files.stopped) return false;
+  const today = ctx.now.toISOString().slice(0, 10);
+  const wantsRound = stored.state.config.schedule === "nightly" && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
+  const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+  if (skip) {
+    if (stored.files.nightlySkipped === skip.key) {
+      await syncStored(ctx, stored);
+    } else {
+      const files = { ...stored.files, nightlySkipped: skip.key };
+      const sha2 = await ctx.forge.saveRun(
+        stateRef(run2),
+        stored.state,
+        files,
+        stored.sha,
+        "forkflush: no nightly round"
+      );
+      await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
+      await syncStored(ctx, { state: stored.state, files, sha: sha2 });
+    }
+  } else if (wantsRound) {
+    const { nightlySkipped: _told, ...rest } = stored.files;
+    const files = { ...rest, lastNightly: today };
+    const state = requestFork(stored.state);
+    const sha2 = await ctx.forge.saveRun(stateRef(run2), state, files, stored.sha, "forkflush: nightly round");
+    await syncStored(ctx, { state, files, sha: sha2 });
+  } else {
+    await syncStored(ctx, stored);
+  }
+  return true;
 }
 async function nightlySkip(ctx, stored) {
   const limit = roundLimitProblem(stored.state);
@@ -53708,9 +53799,9 @@ function forkflushApp(options2 = {}) {
       const { issue: issue2, label, sender } = context.payload;
       if (label?.name !== GITHUB.label) return;
       const ctx = ctxOf(context, { run: issueRunId(issue2.number) });
-      const refusal = await refuse(ctx, sender, "start a run");
-      if (refusal) {
-        await ctx.forge.comment(issue2.number, refusal);
+      const refusal2 = await refuse(ctx, sender, "start a run");
+      if (refusal2) {
+        await ctx.forge.comment(issue2.number, refusal2);
         return;
       }
       await answeringTampered(ctx, issue2.number, async () => {
@@ -53904,8 +53995,8 @@ async function runCommand(ctx, command, issue2, steer) {
     }
     case "fork": {
       if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
-      const refusal = forkRefusal(stored.state);
-      if (refusal) return `${refusal}.`;
+      const refusal2 = forkRefusal(stored.state);
+      if (refusal2) return `${refusal2}.`;
       const limit = roundLimitProblem(stored.state);
       if (limit) return `forkflush opened no fork round: ${limit}`;
       await forkNow(ctx, stored, steer);
@@ -53973,7 +54064,7 @@ async function tickInstallations(app, at, recordKey) {
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
           const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey, RELEASE);
-          const touched = await nightlyTick(forge, at, (line) => log.info(line));
+          const touched = await nightlyTick(forge, at, (line, fields) => log.info(fields ?? {}, line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(", ")}`);
         } catch (e) {

@@ -27389,12 +27389,29 @@ function codeSpan(text) {
   return `${fence}${pad}${line}${pad}${fence}`;
 }
 function markdownTable(header, rows) {
-  const esc4 = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+  const esc4 = (s) => s.replace(/\|/g, "\\|").replace(/\r\n?|\n/g, " ");
   return [
     `| ${header.map(esc4).join(" | ")} |`,
     `| ${header.map(() => "---").join(" | ")} |`,
     ...rows.map((r) => `| ${r.map(esc4).join(" | ")} |`)
   ].join("\n");
+}
+var WORD_JOINER = "\u2060";
+function inertOnGitHub(text) {
+  return text.replace(/#(?=\d)/g, `#${WORD_JOINER}`).replace(/\bGH-(?=\d)/gi, (m) => `${m}${WORD_JOINER}`).replace(/@(?=[A-Za-z0-9])/g, `@${WORD_JOINER}`).replace(/\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s)/gi, (m) => `${m[0]}${WORD_JOINER}${m.slice(1)}`);
+}
+function withoutWordJoiners(text) {
+  return text.replaceAll(WORD_JOINER, "");
+}
+function inertCodeSpan(text) {
+  return codeSpan(inertOnGitHub(plainText(text)));
+}
+function cutText(text, max, marker = "\u2026 (cut)") {
+  if (text.length <= max) return text;
+  let end = Math.max(0, max - marker.length);
+  const last = text.charCodeAt(end - 1);
+  if (last >= 55296 && last <= 56319) end--;
+  return `${text.slice(0, end)}${marker}`;
 }
 var BIDI = /* @__PURE__ */ new Set([8234, 8235, 8236, 8237, 8238, 8294, 8295, 8296, 8297]);
 function plainText(text) {
@@ -28147,6 +28164,13 @@ function pickIndices(n, count3, seed) {
 }
 
 // src/core/state.ts
+var EPISODE_EXITS = [
+  "finished",
+  "budget",
+  "timeout",
+  "crash",
+  "setup"
+];
 function newRunState(args) {
   const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
   const { id, seed, config: config2, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
@@ -28364,11 +28388,11 @@ function applyInterrupted(state, episodeId3, spent2) {
 }
 function applyResult(state, episodeId3, result) {
   const round4 = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId3));
-  const episode = round4?.episodes.find((e) => e.id === episodeId3);
-  if (!round4 || !episode) throw new Error(`no episode ${episodeId3} in run ${state.id}`);
+  const episode2 = round4?.episodes.find((e) => e.id === episodeId3);
+  if (!round4 || !episode2) throw new Error(`no episode ${episodeId3} in run ${state.id}`);
   if (round4.decision) throw new Error(`episode ${episodeId3}: its round is already decided`);
-  if (episode.result) {
-    if (JSON.stringify(episode.result) === JSON.stringify(result)) return state;
+  if (episode2.result) {
+    if (JSON.stringify(episode2.result) === JSON.stringify(result)) return state;
     throw new Error(`episode ${episodeId3} already has a result`);
   }
   const rounds = state.rounds.map(
@@ -28483,10 +28507,10 @@ function simulate(config2, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
     const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
     if (pending.length === 0) return state;
     for (const id of pending) {
-      const episode = findEpisode(state, id);
-      const { spent: spent2, score: score2 } = outcome(episode);
+      const episode2 = findEpisode(state, id);
+      const { spent: spent2, score: score2 } = outcome(episode2);
       const result = {
-        commit: `commit-${episode.id}`,
+        commit: `commit-${episode2.id}`,
         score: score2,
         spent: spent2,
         exit: "finished",
@@ -28495,7 +28519,7 @@ function simulate(config2, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
         graderSeconds: 0,
         wallSeconds: 0
       };
-      state = applyResult(state, episode.id, result);
+      state = applyResult(state, episode2.id, result);
     }
   }
   throw new Error(`simulate: the schedule did not finish within ${maxRounds} rounds`);
@@ -28767,12 +28791,16 @@ var usageSchema = external_exports.object({
   turns: count.nullable(),
   pricedFrom: external_exports.string().optional()
 });
+function validUsage(u) {
+  const r = usageSchema.safeParse(u);
+  return r.success ? r.data : null;
+}
 var resultSchema = external_exports.object({
   commit: sha,
   score: external_exports.number().finite().nullable(),
   reason: external_exports.string().optional(),
   spent: external_exports.number().finite().nonnegative(),
-  exit: external_exports.enum(["finished", "budget", "timeout", "crash", "setup"]),
+  exit: external_exports.enum(EPISODE_EXITS),
   protectedChanged: external_exports.array(external_exports.string()),
   agentSeconds: external_exports.number().nonnegative(),
   graderSeconds: external_exports.number().nonnegative(),
@@ -29066,11 +29094,29 @@ var TRAILERS = {
   sandbox: "Forkflush-Sandbox",
   contextStore: "Forkflush-Context"
 };
-function commitMessage(runId2, unit, e, r, details) {
+var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200 };
+function boundedResult(r) {
+  return {
+    ...r,
+    ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
+    ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
+    ...r.usage ? { usage: boundedUsage(r.usage) } : {},
+    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
+  };
+}
+function boundedText(text, max) {
+  return cutText(plainText(text), max);
+}
+function boundedUsage(u) {
+  return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
+}
+function commitMessage(runId2, unit, e, result, details) {
+  const r = boundedResult(result);
+  const agentLine = (s) => inertOnGitHub(oneLine(plainText(s)));
   const score2 = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
   const body = details ? [
-    `Changes: ${oneLine(details.diffStat) || "none"}`,
-    ...details.journalTail.length > 0 ? ["Journal:", ...details.journalTail.map((l) => `  ${oneLine(l)}`)] : [],
+    `Changes: ${agentLine(details.diffStat) || "none"}`,
+    ...details.journalTail.length > 0 ? ["Journal:", ...details.journalTail.map((l) => `  ${agentLine(l)}`)] : [],
     ...details.workflowRunUrl ? [`Workflow run: ${oneLine(details.workflowRunUrl)}`] : [],
     ""
   ] : [];
@@ -29081,13 +29127,13 @@ function commitMessage(runId2, unit, e, r, details) {
     `${TRAILERS.run}: ${runId2}`,
     `${TRAILERS.episode}: ${e.id}`,
     `${TRAILERS.score}: ${r.score === null ? "none" : String(r.score)}`,
-    ...r.reason ? [`${TRAILERS.reason}: ${oneLine(r.reason)}`] : [],
+    ...r.reason ? [`${TRAILERS.reason}: ${agentLine(r.reason)}`] : [],
     `${TRAILERS.spent}: ${r.spent}`,
     ...unit ? [`${TRAILERS.unit}: ${unit}`] : [],
     `${TRAILERS.exit}: ${r.exit}`,
-    ...r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.join(", ")}`] : [],
-    ...r.note ? [`${TRAILERS.note}: ${oneLine(r.note)}`] : [],
-    ...r.usage ? [`${TRAILERS.usage}: ${JSON.stringify(r.usage)}`] : [],
+    ...r.protectedChanged.length > 0 ? [`${TRAILERS.protectedChanged}: ${r.protectedChanged.map(agentLine).join(", ")}`] : [],
+    ...r.note ? [`${TRAILERS.note}: ${agentLine(r.note)}`] : [],
+    ...r.usage ? [`${TRAILERS.usage}: ${inertOnGitHub(JSON.stringify(r.usage))}`] : [],
     ...r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : [],
     ...r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
@@ -29112,16 +29158,18 @@ function parseCommitMessage(message, commit) {
   const fields = /* @__PURE__ */ new Map();
   for (const line of message.split("\n")) {
     const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
-    if (m) fields.set(m[1], m[2].trim());
+    if (m) fields.set(m[1], withoutWordJoiners(m[2]).trim());
   }
   const runId2 = fields.get(TRAILERS.run);
-  const episode = fields.get(TRAILERS.episode);
+  const episode2 = fields.get(TRAILERS.episode);
   const spent2 = Number(fields.get(TRAILERS.spent));
   const exit = fields.get(TRAILERS.exit);
   const scoreText2 = fields.get(TRAILERS.score);
-  if (!runId2 || !episode || !Number.isFinite(spent2) || !exit || scoreText2 === void 0) return null;
+  const known = EPISODE_EXITS.includes(exit ?? "");
+  if (!runId2 || !episode2 || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
+    return null;
   const score2 = scoreText2 === "none" ? null : Number(scoreText2);
-  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map(Number);
+  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
   const reason = fields.get(TRAILERS.reason);
   const changed = fields.get(TRAILERS.protectedChanged);
   const note = fields.get(TRAILERS.note);
@@ -29131,8 +29179,9 @@ function parseCommitMessage(message, commit) {
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
   return {
     runId: runId2,
-    episode,
-    result: {
+    episode: episode2,
+    // A commit's trailers may be any size: the app bounds them as the worker did.
+    result: boundedResult({
       commit,
       score: score2 !== null && Number.isFinite(score2) ? score2 : null,
       ...reason ? { reason } : {},
@@ -29146,14 +29195,13 @@ function parseCommitMessage(message, commit) {
       graderSeconds: grader,
       ...sandbox ? { sandbox } : {},
       ...contextStore ? { contextStore } : {}
-    }
+    })
   };
 }
 function parseUsage(text) {
   if (!text) return void 0;
   try {
-    const u = JSON.parse(text);
-    return typeof u.inputTokens === "number" && typeof u.outputTokens === "number" ? u : void 0;
+    return validUsage(JSON.parse(text)) ?? void 0;
   } catch {
     return void 0;
   }
@@ -29163,13 +29211,17 @@ function oneLine(s) {
 }
 
 // src/core/setup-failure.ts
+function failure2(code, text) {
+  return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
+}
 function setupFailure(state) {
   const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
   if (notStarted?.result?.agentNotStarted) {
-    return {
-      code: 2,
-      message: `the agent could not start in ${notStarted.id} (${notStarted.result.agentNotStarted}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
-    };
+    const why = notStarted.result.agentNotStarted;
+    return failure2(
+      2,
+      (q) => `the agent could not start in ${notStarted.id} (${q(why)}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
+    );
   }
   const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
   if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
@@ -29177,10 +29229,10 @@ function setupFailure(state) {
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return {
-      code: 1,
-      message: `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
-    };
+    return failure2(
+      1,
+      (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+    );
   }
   return null;
 }
@@ -29189,14 +29241,14 @@ function everySetupFailed(round4, hasCommands) {
   const reasons = [...new Set(round4.episodes.map((e) => e.result?.reason ?? "no reason given"))];
   const bases = [...new Set(round4.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
-  return {
-    code: 2,
-    message: `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
-  };
+  return failure2(
+    2,
+    (q) => `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+  );
 }
 function stopBefore(state, next) {
-  const failure2 = setupFailure(state);
-  return failure2 && (failure2.code === 2 || next !== void 0 && next.type !== "finish") ? failure2 : null;
+  const failure3 = setupFailure(state);
+  return failure3 && (failure3.code === 2 || next !== void 0 && next.type !== "finish") ? failure3 : null;
 }
 function runStop(state) {
   if (state.status === "finished") return null;
@@ -29257,7 +29309,7 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
   });
 }
 function leaderboardMarkdown(state, limit = Number.POSITIVE_INFINITY) {
-  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), codeSpan(r.at(-1) ?? "")]);
+  const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), inertCodeSpan(r.at(-1) ?? "")]);
   return markdownTable(LEADERBOARD_HEADER, rows);
 }
 var LEADERBOARD_HEADER = [
@@ -30361,11 +30413,23 @@ function cleanedNote(c) {
   ].filter(Boolean);
   return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(", ")}` : null;
 }
+async function removing(tree, remove) {
+  try {
+    await remove();
+  } catch {
+    await exec("chmod", ["-R", "u+rwX", "--", tree]).catch(() => {
+    });
+    await remove();
+  }
+}
 async function removeTree(path) {
-  await exec("rm", ["-rf", "--", path]);
+  await removing(path, () => exec("rm", ["-rf", "--", path]));
 }
 async function emptyFolder(dir) {
-  await exec("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"]);
+  await removing(
+    dir,
+    () => exec("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"])
+  );
 }
 async function readRegular(path, max = 1e6) {
   const h = await open2(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
@@ -30721,6 +30785,8 @@ function writeFd3(child, data) {
 }
 
 // src/io/process.ts
+var LOG_MAX_BYTES = 128 * 1024 * 1024;
+var LOG_FULL = "log-full";
 var DRAIN_MS = 300;
 var TRACK_MS = 250;
 var SECOND_SIGNAL_MS = 300;
@@ -30755,18 +30821,48 @@ function spawnAndWait(file2, args, options, confined) {
     let killTimer;
     let secondTimer;
     let log;
-    if (options.logFile) log = createWriteStream(options.logFile, { flags: "a" });
+    let logged = 0;
+    let logProblem = null;
+    let logClosed = Promise.resolve();
+    if (options.logFile) {
+      const stream = createWriteStream(options.logFile, { flags: "a" });
+      log = stream;
+      logClosed = new Promise((closed) => stream.once("close", () => closed()));
+      log.on("error", (e) => {
+        logProblem ??= e.message;
+        log = void 0;
+        stop2(LOG_FULL);
+      });
+    }
+    const logMax = options.logMaxBytes ?? LOG_MAX_BYTES;
+    const toLog = (d) => {
+      if (!log) return;
+      logged += Buffer.byteLength(d);
+      if (logged <= logMax) {
+        log.write(d);
+        return;
+      }
+      log.write(`
+[forkflush: the output passed ${logMax} bytes here; the command was stopped]
+`);
+      log.end();
+      log = void 0;
+      stop2(LOG_FULL);
+    };
+    let outputCut = false;
     const keep = (acc, chunk) => {
       const next = acc + chunk;
-      return next.length > max ? next.slice(next.length - max) : next;
+      if (next.length <= max) return next;
+      outputCut = true;
+      return next.slice(next.length - max);
     };
     child.stdout.setEncoding("utf8").on("data", (d) => {
       stdout = keep(stdout, d);
-      log?.write(d);
+      toLog(d);
     });
     child.stderr.setEncoding("utf8").on("data", (d) => {
       stderr = keep(stderr, d);
-      log?.write(d);
+      toLog(d);
     });
     const strays = /* @__PURE__ */ new Map();
     const remember = () => {
@@ -30829,10 +30925,12 @@ function spawnAndWait(file2, args, options, confined) {
         stderr,
         stopped,
         ms: performance.now() - started,
-        ...spawnError ? { spawnError } : {}
+        ...spawnError ? { spawnError } : {},
+        ...outputCut ? { outputCut: true } : {},
+        ...logProblem ? { logProblem } : {}
       };
-      if (log) log.end(() => resolve6(result));
-      else resolve6(result);
+      log?.end();
+      void logClosed.then(() => resolve6(result));
     };
     child.on("exit", (exitCode, signal) => {
       ended = { exitCode, signal };
@@ -31161,6 +31259,7 @@ var IDENTITY = [
   "-c",
   "core.fsmonitor=false"
 ];
+var MAX_OUTPUT = 64e6;
 var Git = class _Git {
   constructor(cwd) {
     this.cwd = cwd;
@@ -31173,8 +31272,9 @@ var Git = class _Git {
       cwd: this.cwd,
       env,
       ...options.input !== void 0 ? { input: options.input } : {},
-      maxOutput: 64e6
+      maxOutput: MAX_OUTPUT
     });
+    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${MAX_OUTPUT / 1e6} MB`);
     const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
     if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
     return result;
@@ -31192,8 +31292,13 @@ var Git = class _Git {
   /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
   async casRef(ref, next, expected2, reason) {
     const old = expected2 ?? "0".repeat(40);
-    const r = await this.exec(["update-ref", "-m", reason, ref, next, old], { check: false });
-    return r.exitCode === 0;
+    const args = ["update-ref", "-m", reason, ref, next, old];
+    const r = await this.exec(args, { check: false });
+    if (r.exitCode === 0) return true;
+    const now = await this.exec(["rev-parse", "--verify", "--quiet", ref], { check: false });
+    const at = now.exitCode === 0 ? now.stdout.trim() : null;
+    if (at === expected2) throw new GitError(args, r.exitCode, r.stderr);
+    return false;
   }
   async setRef(ref, next, reason) {
     await this.exec(["update-ref", "-m", reason, ref, next]);
@@ -31525,6 +31630,10 @@ async function launch(s, l) {
   };
   try {
     const run2 = await s.spawn(l.executable, l.args, options);
+    if (run2.stopped === LOG_FULL)
+      notes.push(
+        run2.logProblem ? `stopped: its log could not be written (${run2.logProblem})` : `stopped: its output passed ${LOG_MAX_BYTES / 1024 / 1024} MB (the log keeps the first ${LOG_MAX_BYTES / 1024 / 1024} MB)`
+      );
     return { run: run2, overrun, notes };
   } finally {
     if (timer) clearInterval(timer);
@@ -32119,11 +32228,11 @@ ${early?.message ?? ""}`)) {
     return { run: run2, facts: readStream(run2.stdout), tokensSeen, notes };
   }
 };
-async function prepareContext(contextDir, cwd, episode) {
+async function prepareContext(contextDir, cwd, episode2) {
   await mkdir3(contextDir, { recursive: true });
   const home = join4(contextDir, HOME);
   const ctx = await openContext(contextDir, "Claude Code", () => savedSession(contextDir, home));
-  if (!ctx.carried) return startFresh(contextDir, cwd, episode, ctx.note);
+  if (!ctx.carried) return startFresh(contextDir, cwd, episode2, ctx.note);
   const { id, transcript, bytes } = ctx.carried;
   await moveToProject(home, id, transcript, cwd);
   const text = bytes.toString("utf8");
@@ -32148,19 +32257,19 @@ async function savedSession(contextDir, home) {
   if (problem2) return { unusable: `the transcript of session ${id} ${problem2}` };
   return { id, transcript, bytes };
 }
-async function startFresh(contextDir, cwd, episode, note) {
+async function startFresh(contextDir, cwd, episode2, note) {
   const home = join4(contextDir, HOME);
   await mkdir3(home, { recursive: true });
   const sessionId = randomUUID();
-  await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
+  await writeRecord(contextDir, { sessionId, cwd, totals: null, episode: episode2 });
   return { home, sessionId, resume: false, baseline: null, transcriptBytes: 0, ...note ? { note } : {} };
 }
-async function restartFresh(contextDir, cwd, episode, why) {
+async function restartFresh(contextDir, cwd, episode2, why) {
   for (const entry of await readdir3(contextDir)) await rm2(join4(contextDir, entry), { recursive: true, force: true });
   return startFresh(
     contextDir,
     cwd,
-    episode,
+    episode2,
     `could not resume the carried Claude Code conversation (${why}); started a fresh conversation`
   );
 }
@@ -33778,10 +33887,10 @@ For this branch: try a substantially different approach from those the journal d
   }
   return text;
 }
-function episodePrompt(state, episode, task, templates) {
+function episodePrompt(state, episode2, task, templates) {
   return renderPrompt({
     config: state.config,
-    episode,
+    episode: episode2,
     task,
     best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
     gradeCommand: "$FORKFLUSH_GRADE",
@@ -33836,7 +33945,7 @@ function templateProblem(config2, templates) {
 }
 
 // src/worker/episode.ts
-import { mkdir as mkdir9, writeFile as writeFile11 } from "node:fs/promises";
+import { mkdir as mkdir9, statfs, writeFile as writeFile11 } from "node:fs/promises";
 import { join as join12 } from "node:path";
 
 // src/worker/cleanroom.ts
@@ -33939,6 +34048,7 @@ async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGl
 }
 var MAX_FILE_BYTES = 100 * 1024 * 1024;
 var MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
+var MAX_CHANGED_FILES = 1e5;
 async function refuseOversized(own2, workspace, index, ignore) {
   const listed = await own2.out(
     [...ignore, "-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
@@ -33948,10 +34058,16 @@ async function refuseOversized(own2, workspace, index, ignore) {
     }
   );
   let total = 0;
+  let files = 0;
   for (const line of listed.split("\n").filter(Boolean)) {
     const name2 = unquoteGitPath(line);
     const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch(() => null);
-    if (!s?.isFile()) continue;
+    if (!s) continue;
+    if (++files > MAX_CHANGED_FILES)
+      throw new Error(
+        `more than ${MAX_CHANGED_FILES.toLocaleString("en-US")} files were added or changed; keep generated files (node_modules, build output) out with .gitignore`
+      );
+    if (!s.isFile()) continue;
     const shown = JSON.stringify(name2.toString("utf8"));
     if (s.size > MAX_FILE_BYTES)
       throw new Error(
@@ -34271,11 +34387,11 @@ async function runSetup(o) {
   const started = performance.now();
   const deadline = started + setup.timeout * 1e3;
   const log = [];
-  let failure2 = null;
+  let failure3 = null;
   for (const command of setup.commands) {
     const left = deadline - performance.now();
     if (left <= 0) {
-      failure2 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command}\``;
+      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command}\``;
       break;
     }
     const r = await runShell(command, {
@@ -34289,15 +34405,15 @@ async function runSetup(o) {
     log.push(`$ ${command}
 ${r.stdout}${r.stderr}`);
     if (r.stopped === "timeout")
-      failure2 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command}\``;
-    else if (r.stopped) failure2 = `setup was stopped (${r.stopped}) in \`${command}\``;
-    else if (r.spawnError) failure2 = `setup could not start \`${command}\`: ${r.spawnError}`;
+      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command}\``;
+    else if (r.stopped) failure3 = `setup was stopped (${r.stopped}) in \`${command}\``;
+    else if (r.spawnError) failure3 = `setup could not start \`${command}\`: ${r.spawnError}`;
     else if (r.exitCode !== 0) {
       const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
       const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-      failure2 = `setup failed: \`${command}\` ${how}${tail ? `: ${tail}` : ""}`;
+      failure3 = `setup failed: \`${command}\` ${how}${tail ? `: ${tail}` : ""}`;
     }
-    if (failure2) break;
+    if (failure3) break;
   }
   const seconds3 = (performance.now() - started) / 1e3;
   await removeTree(o.tmp).catch(() => {
@@ -34309,7 +34425,7 @@ ${r.stdout}${r.stderr}`);
 `
     );
   }
-  return { failure: failure2 === null ? null : plainText(failure2), seconds: seconds3, log: log.join("") };
+  return { failure: failure3 === null ? null : plainText(failure3), seconds: seconds3, log: log.join("") };
 }
 function setupEnv(source, config2) {
   return allowedEnv(source, config2.setup.env);
@@ -34412,10 +34528,10 @@ var SetupCache = class {
    * Runs `make` (setup in `workspace`) for `key`; episodes of the same base that ask meanwhile wait
    * for it. On success, what it made is kept for them (where it cannot be copied, it is not kept).
    */
-  async fill(key, episode, make, workspace) {
+  async fill(key, episode2, make, workspace) {
     const pending = (async () => {
       const outcome = await make();
-      if ("paths" in outcome) await this.keep(key, episode, outcome.paths, workspace).catch(() => {
+      if ("paths" in outcome) await this.keep(key, episode2, outcome.paths, workspace).catch(() => {
       });
       return outcome;
     })();
@@ -34426,7 +34542,7 @@ var SetupCache = class {
       this.inflight.delete(key);
     }
   }
-  async keep(key, episode, paths, workspace) {
+  async keep(key, episode2, paths, workspace) {
     const entry = join11(this.dir, key);
     if (await exists2(join11(entry, "manifest.json"))) return;
     const tmp = join11(this.dir, `.${key}.${randomBytes3(4).toString("hex")}`);
@@ -34436,7 +34552,7 @@ var SetupCache = class {
         await mkdir8(dirname8(join11(tmp, "files", path)), { recursive: true });
         await cp(join11(workspace, path), join11(tmp, "files", path), COPY);
       }
-      await writeFile10(join11(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode }));
+      await writeFile10(join11(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
       await rm8(entry, { recursive: true, force: true });
       await rename4(tmp, entry);
     } finally {
@@ -34469,10 +34585,49 @@ var InterruptedError = class extends Error {
   spent;
   name = "InterruptedError";
 };
+var DiskFullError = class extends Error {
+  constructor(message, spent2) {
+    super(message);
+    this.spent = spent2;
+  }
+  spent;
+  name = "DiskFullError";
+};
+function diskFullLine(message) {
+  return message.split("\n").find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/i.test(l))?.trim().slice(0, 300) ?? null;
+}
+var FULL_BYTES = 64 * 1024 * 1024;
+var FULL_INODES = 1e3;
+async function diskFull(e, dirs) {
+  const line = e instanceof Error ? diskFullLine(e.message) : null;
+  if (!line) return null;
+  for (const dir of dirs) {
+    const s = await statfs(dir).catch(() => null);
+    if (s && (s.bavail * s.bsize < FULL_BYTES || s.files > 0 && s.ffree < FULL_INODES)) return line;
+  }
+  return null;
+}
 var JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 async function runEpisode(job) {
+  const charged2 = { spent: null };
+  try {
+    return await episode(job, charged2);
+  } catch (e) {
+    const full = e instanceof InterruptedError ? null : await diskFull(e, [job.scratchDir, job.places.workspace]);
+    if (full)
+      throw new DiskFullError(
+        `the disk is full (${full}): ${job.episode.id} was not recorded; free some space and resume the run`,
+        charged2.spent
+      );
+    throw e;
+  } finally {
+    await removeTree(job.places.box).catch(() => {
+    });
+  }
+}
+async function episode(job, charged2) {
   const started = performance.now();
-  const { config: config2, episode, places, isolation } = job;
+  const { config: config2, episode: episode2, places, isolation } = job;
   const sandbox = isolation.sandbox;
   const source = job.env ?? process.env;
   const box = places.box;
@@ -34489,8 +34644,8 @@ async function runEpisode(job) {
     const prepared = job.setupProblem !== void 0 ? { ok: false, reason: job.setupProblem } : await prepareWorkspace({
       config: config2,
       own: job.own,
-      base: episode.base,
-      episode: episode.id,
+      base: episode2.base,
+      episode: episode2.id,
       workspace: places.workspace,
       checkoutIndex: job.checkoutIndex,
       scratchDir: job.scratchDir,
@@ -34510,7 +34665,7 @@ async function runEpisode(job) {
       cache: job.setupCache,
       signal: interrupt
     });
-    if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted during its setup`, null);
+    if (interrupt.aborted) throw new InterruptedError(`episode ${episode2.id} was interrupted during its setup`, null);
     if (!prepared.ok) {
       job.log?.(`setup: ${prepared.reason}`);
       return setupResult(job, prepared.reason, started);
@@ -34533,7 +34688,7 @@ async function runEpisode(job) {
         ])
       }
     } : {},
-    limit: unit === "evaluations" ? Math.max(1, Math.floor(episode.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
+    limit: unit === "evaluations" ? Math.max(1, Math.floor(episode2.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort("budget")
   });
   const confinement = agentConfinement(places, config2, source);
@@ -34541,13 +34696,15 @@ async function runEpisode(job) {
   const removed = { links: 0, names: 0, deep: 0, big: 0 };
   const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
   let notStarted = null;
+  let logFull = null;
   const spawn3 = async (file2, args, options) => {
     const r = await confinedSpawn(file2, args, options);
+    if (r.logProblem && diskFullLine(r.logProblem)) logFull ??= r.logProblem;
     if (notStarted === null && r.stopped === null && couldNotStart(r))
       notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || "no output"}`;
     return r;
   };
-  const budgetMs = unit === "minutes" ? episode.allowance * 6e4 : Number.POSITIVE_INFINITY;
+  const budgetMs = unit === "minutes" ? episode2.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
   let outcome;
   try {
@@ -34559,10 +34716,10 @@ async function runEpisode(job) {
       usageFile: join12(box, "usage.json"),
       logFile: episodeLogs(job.scratchDir).agent,
       gradeCommand: grading.command,
-      allowance: episode.allowance,
+      allowance: episode2.allowance,
       unit,
-      seed: episode.seed,
-      episodeId: episode.id,
+      seed: episode2.seed,
+      episodeId: episode2.id,
       deadlineMs: Math.min(budgetMs, agentTimeoutMs),
       deadlineIsBudget: budgetMs <= agentTimeoutMs,
       env: agentEnv,
@@ -34575,11 +34732,13 @@ async function runEpisode(job) {
   }
   if (interrupt.aborted) {
     const partial3 = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend;
-    throw new InterruptedError(`episode ${episode.id} was interrupted`, partial3 ?? null);
+    throw new InterruptedError(`episode ${episode2.id} was interrupted`, partial3 ?? null);
   }
-  const unreported = notStarted !== null && outcome.exit === "crash" ? 0 : episode.allowance;
+  const unreported = notStarted !== null && outcome.exit === "crash" ? 0 : episode2.allowance;
   const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? unreported;
   const spent2 = Math.round(measured * 1e6) / 1e6;
+  charged2.spent = spent2;
+  if (logFull) throw new Error(`the agent's log could not be written: ${logFull}`);
   const snapshotIndex = join12(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(
@@ -34587,12 +34746,13 @@ async function runEpisode(job) {
     places.workspace,
     job.checkoutIndex,
     snapshotIndex,
-    episode.base,
+    episode2.base,
     [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]],
     excludes
   ).catch(async (e) => {
+    if (await diskFull(e, [job.scratchDir, places.workspace])) throw e;
     unrecorded = `the workspace could not be recorded (${e.message.split("\n")[0]?.slice(0, 300)})`;
-    return baseSnapshot(job.own, snapshotIndex, episode.base);
+    return baseSnapshot(job.own, snapshotIndex, episode2.base);
   });
   let score2 = null;
   let reason;
@@ -34631,23 +34791,24 @@ ${g.stdout}${g.stderr}`;
   };
   return commitResult(job, snap, partial2, started);
 }
-async function commitResult(job, snap, partial2, started) {
-  const { config: config2, episode } = job;
+async function commitResult(job, snap, made, started) {
+  const { config: config2, episode: episode2 } = job;
+  const partial2 = boundedResult(made);
   const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
   const journal = appendToJournal(
     existing,
-    journalEntry(config2, job.phase, episode, { ...partial2, commit: "", wallSeconds: 0 })
+    journalEntry(config2, job.phase, episode2, { ...partial2, commit: "", wallSeconds: 0 })
   );
   const tree = await writeIndexed(job.own, snap.index, config2.journal, journal);
   const details = {
-    diffStat: await diffStat(job.own, snap.index, episode.base),
+    diffStat: await diffStat(job.own, snap.index, episode2.base),
     journalTail: journalTail(journal),
     ...job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}
   };
   const wallSeconds = seconds2((performance.now() - started) / 1e3);
-  let message = commitMessage(job.runId, config2.budget.unit, episode, { ...partial2, wallSeconds }, details);
-  if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode.base);
-  const commit = await commitTree(job.own, tree, episode.base, message);
+  let message = commitMessage(job.runId, config2.budget.unit, episode2, { ...partial2, wallSeconds }, details);
+  if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode2.base);
+  const commit = await commitTree(job.own, tree, episode2.base, message);
   return { ...partial2, commit, wallSeconds };
 }
 async function setupResult(job, reason, started) {
@@ -34677,7 +34838,11 @@ async function judge(job, tree, env) {
   const tmp = join12(job.scratchDir, "judge-tmp");
   const index = join12(job.scratchDir, "judge.index");
   const source = job.env ?? process.env;
-  await checkoutInto(job.own, tree, dir, index);
+  await checkoutInto(job.own, tree, dir, index).catch(async (e) => {
+    await removeTree(dir).catch(() => {
+    });
+    throw e;
+  });
   await removeTree(tmp);
   await mkdir9(join12(tmp, "home"), { recursive: true });
   const sandbox = isolation.sandbox;
@@ -34809,11 +34974,11 @@ async function driveLocked(initial, options) {
     }
     if (advanced.steps.some((s) => s.type === "decide")) await writeReports(o.store, state);
     const actions = reconcile(state);
-    const failure2 = stopBefore(state, actions[0]);
-    if (failure2) {
+    const failure3 = stopBefore(state, actions[0]);
+    if (failure3) {
       await save();
       await writeReports(o.store, state);
-      return { state, interrupted: false, stopped: failure2 };
+      return { state, interrupted: false, stopped: failure3 };
     }
     if (o.signal.aborted) return { state, interrupted: true };
     const first = actions[0];
@@ -34821,11 +34986,16 @@ async function driveLocked(initial, options) {
     const round4 = roundOf2(state, first.round);
     const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
     const pending = round4.episodes.filter((e) => ids.has(e.id));
+    let problem2;
     const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
       if (halt.signal.aborted) return false;
       const result = await runOne(state, e, o, sealKey, setupCache, emit);
       if ("interrupted" in result) {
         state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+        if (result.problem) {
+          problem2 ??= result.problem;
+          halt.abort("disk");
+        }
         return false;
       }
       state = applyResult(state, e.id, result);
@@ -34835,6 +35005,11 @@ async function driveLocked(initial, options) {
       if (result.agentNotStarted) halt.abort("setup");
       return true;
     });
+    if (problem2) {
+      await save().catch(() => {
+      });
+      return { state, interrupted: true, problem: problem2 };
+    }
     if (interrupted && halt.signal.aborted) continue;
     if (interrupted) {
       await save();
@@ -34878,6 +35053,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit) {
     return result;
   } catch (err) {
     if (err instanceof InterruptedError) return { interrupted: err.spent };
+    if (err instanceof DiskFullError) return { interrupted: err.spent, problem: err.message };
     throw err;
   }
 }
@@ -35038,6 +35214,23 @@ var LocalForge = class {
       await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
       if (!adopted.includes(e.id)) await removeTree(this.store.context(e.id));
     }
+    if (!this.keepRejected) await this.dropSupersededContexts(state, round4);
+  }
+  /**
+   * The contexts of settled episodes nothing continues any more: a lineage carries or copies the
+   * whole conversation on, so once it continues from a later episode, the earlier copy is only
+   * disk (each carried context holds all of the one before it).
+   */
+  async dropSupersededContexts(state, round4) {
+    const needed = new Set(state.lineages.flatMap((l) => l.context ? [l.context] : []));
+    for (const e of allEpisodes(state)) if (!e.result) {
+      for (const id of [e.id, e.contextFrom]) if (id) needed.add(id);
+    }
+    for (const r of state.rounds.slice(0, round4.index + 1))
+      for (const e of r.episodes) {
+        const dir = this.store.context(e.id);
+        if (!needed.has(e.id) && await exists3(dir)) await removeTree(dir);
+      }
   }
   async moveBest(state, commit) {
     await this.git.setRef(this.ref(bestBranch(state.id)), commit, `forkflush: best ${state.best?.episode ?? ""}`);
@@ -35234,14 +35427,14 @@ var RunStore = class _RunStore {
     return join16(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
-  workspace(episode) {
-    return this.path("workspaces", episode);
+  workspace(episode2) {
+    return this.path("workspaces", episode2);
   }
-  context(episode) {
-    return this.path("contexts", episode);
+  context(episode2) {
+    return this.path("contexts", episode2);
   }
-  scratch(episode) {
-    return this.path("episodes", episode);
+  scratch(episode2) {
+    return this.path("episodes", episode2);
   }
   async init(info) {
     await mkdir11(this.dir, { recursive: true, mode: 448 });
@@ -35675,7 +35868,7 @@ async function runCompare(o) {
     const time3 = left.seconds === null ? "? (after the first spend)" : duration3(left.seconds);
     return `${left.runs} left: about ${time3} and ${formatNumber(left.spend, 2)} ${base.budget.unit} to go`;
   };
-  let failure2 = null;
+  let failure3 = null;
   let interrupted = false;
   let startLock = Promise.resolve();
   const noted = /* @__PURE__ */ new Set();
@@ -35740,10 +35933,11 @@ async function runCompare(o) {
       await save();
     });
     states.set(result.state.id, result.state);
+    if (result.problem) throw new Error(`${label}: ${result.problem}`);
     const { repo, taskDir: where, scratch } = open4.info;
     await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
-    if (result.stopped && result.stopped.code === 2 && !failure2) {
-      failure2 = { code: 2, message: `${label}: ${result.stopped.message}` };
+    if (result.stopped && result.stopped.code === 2 && !failure3) {
+      failure3 = { code: 2, message: `${label}: ${result.stopped.message}` };
       halt.abort("setup");
     }
     if (result.interrupted) {
@@ -35790,7 +35984,7 @@ async function runCompare(o) {
   if (o.signal?.aborted) interrupted = true;
   const results = await outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
-  if (failure2) return { ...end, ...failure2 };
+  if (failure3) return { ...end, ...failure3 };
   return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 async function writeOutputs(dir, m, states, base, taskDir) {
@@ -36665,6 +36859,15 @@ forkflush: ${result.stopped.message}
     io.stdout.write(`report: ${open4.store.path("report.md")}
 `);
     return result.stopped.code;
+  }
+  if (result.problem) {
+    io.stderr.write(
+      `
+forkflush: ${result.problem}
+then: forkflush resume ${open4.info.taskDir} --run ${result.state.id}
+`
+    );
+    return 1;
   }
   if (result.interrupted) {
     await writeReports(open4.store, result.state, placeOf(open4));

@@ -237,6 +237,13 @@ async function go(open: OpenRun, io: Io): Promise<number> {
     io.stdout.write(`report: ${open.store.path('report.md')}\n`);
     return result.stopped.code;
   }
+  if (result.problem) {
+    // No reports: the disk that is full would refuse them.
+    io.stderr.write(
+      `\nforkflush: ${result.problem}\nthen: forkflush resume ${open.info.taskDir} --run ${result.state.id}\n`,
+    );
+    return 1;
+  }
   if (result.interrupted) {
     await writeReports(open.store, result.state, placeOf(open));
     io.stdout.write(

@@ -115,8 +115,12 @@ function spawnAndWait(
     let log: WriteStream | undefined;
     let logged = 0;
     let logProblem: string | null = null;
+    // Resolved once the log is closed (every write flushed, or failed): the caller reads it next.
+    let logClosed = Promise.resolve();
     if (options.logFile) {
-      log = createWriteStream(options.logFile, { flags: 'a' });
+      const stream = createWriteStream(options.logFile, { flags: 'a' });
+      log = stream;
+      logClosed = new Promise((closed) => stream.once('close', () => closed()));
       // A log that cannot be written (a full disk) stops the command: nothing it does is recorded.
       log.on('error', (e) => {
         logProblem ??= e.message;
@@ -228,10 +232,8 @@ function spawnAndWait(
         ...(outputCut ? { outputCut: true as const } : {}),
         ...(logProblem ? { logProblem } : {}),
       };
-      if (!log) return resolve(result);
-      // 'close' comes after the last write is flushed, or after it failed.
-      log.once('close', () => resolve(result));
-      log.end();
+      log?.end();
+      void logClosed.then(() => resolve(result));
     };
     child.on('exit', (exitCode, signal) => {
       ended = { exitCode, signal };

@@ -251,6 +251,8 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
       await save();
     });
     states.set(result.state.id, result.state);
+    // A full disk stops the whole comparison, which `--resume` continues once there is space.
+    if (result.problem) throw new Error(`${label}: ${result.problem}`);
     const { repo, taskDir: where, scratch } = open.info;
     await writeReports(open.store, result.state, { repo, taskDir: where, scratch });
     if (result.stopped && result.stopped.code === 2 && !failure) {

@@ -7,7 +7,7 @@ import { type SetupFailure, stopBefore } from '../core/setup-failure.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
 import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
-import { InterruptedError, runEpisode } from '../worker/episode.js';
+import { DiskFullError, InterruptedError, runEpisode } from '../worker/episode.js';
 import { SetupCache } from '../worker/setup.js';
 import type { LocalForge } from './forge.js';
 import type { RunEvent } from './progress.js';
@@ -30,6 +30,8 @@ export interface DriveResult {
   interrupted: boolean;
   /** Set when the run stopped because its setup cannot work (setupFailure). */
   stopped?: SetupFailure;
+  /** Set with `interrupted` when the machine stopped it (a full disk): what to fix before resuming. */
+  problem?: string;
 }
 
 export async function drive(initial: RunState, o: DriveOptions): Promise<DriveResult> {
@@ -100,11 +102,17 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     const round = roundOf(state, first.round);
     const ids = new Set(actions.map((a) => (a.type === 'run' ? a.episode : '')));
     const pending = round.episodes.filter((e) => ids.has(e.id));
+    let problem: string | undefined;
     const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
       if (halt.signal.aborted) return false;
       const result = await runOne(state, e, o, sealKey, setupCache, emit);
       if ('interrupted' in result) {
         state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+        // A full disk stops the episodes in flight too: they would fail the same way.
+        if (result.problem) {
+          problem ??= result.problem;
+          halt.abort('disk');
+        }
         return false;
       }
       state = applyResult(state, e.id, result);
@@ -115,6 +123,11 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
       if (result.agentNotStarted) halt.abort('setup');
       return true;
     });
+    if (problem) {
+      // The disk may refuse this save too: the state on disk is then the one before, just as sound.
+      await save().catch(() => {});
+      return { state, interrupted: true, problem };
+    }
     if (interrupted && halt.signal.aborted) continue;
     if (interrupted) {
       await save();
@@ -138,7 +151,7 @@ async function runOne(
   sealKey: Buffer | null,
   setupCache: SetupCache,
   emit: (e: RunEvent) => void,
-): Promise<EpisodeResult | { interrupted: number | null }> {
+): Promise<EpisodeResult | { interrupted: number | null; problem?: string }> {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
   const prepared = await o.forge.prepareEpisode(state, e);
@@ -168,6 +181,7 @@ async function runOne(
     return result;
   } catch (err) {
     if (err instanceof InterruptedError) return { interrupted: err.spent };
+    if (err instanceof DiskFullError) return { interrupted: err.spent, problem: err.message };
     throw err;
   }
 }

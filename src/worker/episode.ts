@@ -7,12 +7,12 @@
 // of its own, writes the journal line into the snapshot, and commits it on the episode's base.
 // The caller moves the branch to the commit.
 // (Over 400 lines: one episode's steps, in the order they run; each step's work is in its own module.)
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { matchesAny } from '../core/globs.js';
-import { appendToJournal, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
+import { appendToJournal, boundedResult, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { failureLine, plainText } from '../core/text.js';
 import { type Cleaned, cleanedNote, removeTree } from '../io/agent-files.js';
@@ -100,40 +100,80 @@ export interface EpisodeJob {
   log?: (line: string) => void;
 }
 
+/**
+ * A full disk (or quota) during an episode: nobody's result, whoever filled it (the agent, a
+ * sibling, the machine). The episode is not recorded; what its agent spent is charged, and it runs
+ * again when the run is resumed.
+ */
+export class DiskFullError extends Error {
+  override name = 'DiskFullError';
+  constructor(
+    message: string,
+    /** What the attempt spent, where it is known. */
+    readonly spent: number | null,
+  ) {
+    super(message);
+  }
+}
+
 /** The line of an error that says the disk (or a quota) is full, or null. */
-function diskFull(message: string): string | null {
+function diskFullLine(message: string): string | null {
   return (
     message
       .split('\n')
-      .find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/.test(l))
+      .find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/i.test(l))
       ?.trim()
       .slice(0, 300) ?? null
   );
+}
+
+/** Less than this free on a filesystem (or fewer free inodes than FULL_INODES) is a full disk. */
+const FULL_BYTES = 64 * 1024 * 1024;
+const FULL_INODES = 1000;
+
+/**
+ * Whether an error is a full disk: it says so, and one of the episode's filesystems is nearly
+ * full now. The words alone are not enough: error messages quote names the agent chose.
+ */
+async function diskFull(e: unknown, dirs: string[]): Promise<string | null> {
+  const line = e instanceof Error ? diskFullLine(e.message) : null;
+  if (!line) return null;
+  for (const dir of dirs) {
+    const s = await statfs(dir).catch(() => null);
+    if (s && (s.bavail * s.bsize < FULL_BYTES || (s.files > 0 && s.ffree < FULL_INODES))) return line;
+  }
+  return null;
 }
 
 /** The journal forkflush reads back from a snapshot, at most (an agent could write gigabytes). */
 const JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
+  const charged: Charged = { spent: null };
   try {
-    return await episode(job);
+    return await episode(job, charged);
   } catch (e) {
-    // Whoever filled the disk (a sibling, the machine), the episode is not recorded: it runs again
-    // when the run is resumed.
-    const full = e instanceof Error && !(e instanceof InterruptedError) ? diskFull(e.message) : null;
+    const full = e instanceof InterruptedError ? null : await diskFull(e, [job.scratchDir, job.places.workspace]);
     if (full)
-      throw new Error(
+      throw new DiskFullError(
         `the disk is full (${full}): ${job.episode.id} was not recorded; free some space and resume the run`,
+        charged.spent,
       );
     throw e;
   } finally {
     // The agent's home and /tmp hold nothing forkflush reads afterwards (its log and session are
     // elsewhere), and a CLI may unpack hundreds of megabytes there per episode (Copilot does).
-    await removeTree(job.places.box);
+    // A box that cannot be removed is left, never a reason to lose the episode's outcome.
+    await removeTree(job.places.box).catch(() => {});
   }
 }
 
-async function episode(job: EpisodeJob): Promise<EpisodeResult> {
+/** What an episode's agent spent, once known (a full disk after that still charges it). */
+interface Charged {
+  spent: number | null;
+}
+
+async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult> {
   const started = performance.now();
   const { config, episode, places, isolation } = job;
   const sandbox = isolation.sandbox;
@@ -219,8 +259,11 @@ async function episode(job: EpisodeJob): Promise<EpisodeResult> {
   // once: remembered, since an agent that cannot start will not start in the next episode either.
   // (One that worked a while and then ran a missing tool did start.)
   let notStarted: string | null = null;
+  // A log the agent's output could not be written to for a full disk stopped it: no result of its.
+  let logFull: string | null = null;
   const spawn: typeof confinedSpawn = async (file, args, options) => {
     const r = await confinedSpawn(file, args, options);
+    if (r.logProblem && diskFullLine(r.logProblem)) logFull ??= r.logProblem;
     if (notStarted === null && r.stopped === null && couldNotStart(r))
       notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || 'no output'}`;
     return r;
@@ -272,6 +315,8 @@ async function episode(job: EpisodeJob): Promise<EpisodeResult> {
         : (outcome.reportedSpend ?? unreported);
   // Six decimals are plenty for any unit and keep float noise out of commits and reports.
   const spent = Math.round(measured * 1e6) / 1e6;
+  charged.spent = spent;
+  if (logFull) throw new Error(`the agent's log could not be written: ${logFull}`);
 
   // The judge: the workspace's files as forkflush's own git records them, protected paths as
   // they were at the base, graded in a fresh checkout of exactly that tree.
@@ -287,7 +332,7 @@ async function episode(job: EpisodeJob): Promise<EpisodeResult> {
     excludes,
   ).catch(async (e: unknown) => {
     // A full disk is the machine's, not the agent's (runEpisode says so).
-    if (diskFull((e as Error).message)) throw e;
+    if (await diskFull(e, [job.scratchDir, places.workspace])) throw e;
     // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
     unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, 300)})`;
     return baseSnapshot(job.own, snapshotIndex, episode.base);
@@ -338,10 +383,12 @@ async function episode(job: EpisodeJob): Promise<EpisodeResult> {
 async function commitResult(
   job: EpisodeJob,
   snap: Snapshot,
-  partial: Omit<EpisodeResult, 'commit' | 'wallSeconds'>,
+  made: Omit<EpisodeResult, 'commit' | 'wallSeconds'>,
   started: number,
 ): Promise<EpisodeResult> {
   const { config, episode } = job;
+  // What the agent wrote, as every reader gets it: the journal, the commit, the run's state.
+  const partial = boundedResult(made);
   // The journal line goes into the snapshot, never through a file the agent could have linked.
   const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_MAX_BYTES);
   const journal = appendToJournal(

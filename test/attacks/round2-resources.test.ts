@@ -155,6 +155,23 @@ describeSandboxed('big and many files', () => {
     expect(gitBytes(gitDir) - before).toBeLessThan(50_000_000);
   });
 
+  it('100,001 new files: refused by their number before git hashes one, the episode keeps its base', async () => {
+    const repo = makeAttackRepo({
+      agent:
+        'node -e \'const fs=require("fs");for(let d=0;d<101;d++){fs.mkdirSync("many/"+d,{recursive:true});for(let i=0;i<1000;i++)fs.writeFileSync("many/"+d+"/"+i,"")}fs.writeFileSync("many/last","")\' && ' +
+        'echo 6 > value.txt && echo \'{"spent": 6}\' > "$FORKFLUSH_USAGE_FILE"',
+      grader: CAT_GRADER,
+      agentTimeout: 150,
+    });
+    const { result } = await runLocal(repo);
+    expect(result.score).toBeNull();
+    expect(result.reason).toMatch(
+      /more than 100,000 files were added or changed; keep generated files .* out with \.gitignore/,
+    );
+    expect(showFile(join(repo.dir, '.git'), result.commit, 'value.txt')).toBe('1\n');
+    // 10 s on an idle machine: room for a busy one.
+  }, 180_000);
+
   it('10000 files, names with newlines, escapes and bytes that are not UTF-8: recorded and graded as a clean checkout', async () => {
     const repo = makeAttackRepo({
       agent:
