@@ -30368,12 +30368,19 @@ import { promisify } from "node:util";
 var exec = promisify(execFile);
 var MAX_PATH_BYTES = 2048;
 var MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
-async function cleanAgentFolder(dir) {
-  const cleaned = { links: 0, names: 0, deep: 0, big: 0 };
-  await walk(Buffer.from(dir), cleaned);
+var MAX_CONTEXT_BYTES = 1024 * 1024 * 1024;
+var NOTHING_CLEANED = { links: 0, names: 0, deep: 0, big: 0, emptied: 0 };
+async function cleanAgentFolder(dir, maxBytes = Number.POSITIVE_INFINITY) {
+  const cleaned = { ...NOTHING_CLEANED };
+  const kept = { bytes: 0 };
+  await walk(Buffer.from(dir), cleaned, kept);
+  if (kept.bytes > maxBytes) {
+    await emptyFolder(dir);
+    cleaned.emptied++;
+  }
   return cleaned;
 }
-async function walk(dir, cleaned) {
+async function walk(dir, cleaned, kept) {
   const entries = await readdir(dir, { withFileTypes: true, encoding: "buffer" }).catch(() => []);
   for (const e of entries) {
     const path = Buffer.concat([dir, Buffer.from("/"), e.name]);
@@ -30384,15 +30391,18 @@ async function walk(dir, cleaned) {
       if (path.length > MAX_PATH_BYTES) {
         await dropTree(dir, path);
         cleaned.deep++;
-      } else await walk(path, cleaned);
+      } else await walk(path, cleaned, kept);
     } else if (!e.isFile()) {
       await unlink(path).catch(() => {
       });
       cleaned.links++;
-    } else if (((await lstat(path).catch(() => null))?.size ?? 0) > MAX_CONTEXT_FILE_BYTES) {
-      await unlink(path).catch(() => {
-      });
-      cleaned.big++;
+    } else {
+      const size = (await lstat(path).catch(() => null))?.size ?? 0;
+      if (size > MAX_CONTEXT_FILE_BYTES) {
+        await unlink(path).catch(() => {
+        });
+        cleaned.big++;
+      } else kept.bytes += size;
     }
   }
 }
@@ -30409,7 +30419,8 @@ function cleanedNote(c) {
   const parts = [
     c.names ? `${c.names} entries whose names are not UTF-8` : "",
     c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : "",
-    c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : ""
+    c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : "",
+    c.emptied ? `everything in a context whose files passed ${MAX_CONTEXT_BYTES / 1024 / 1024} MB in all` : ""
   ].filter(Boolean);
   return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(", ")}` : null;
 }
@@ -34693,7 +34704,7 @@ async function episode(job, charged2) {
   });
   const confinement = agentConfinement(places, config2, source);
   confinement.shared = [...confinement.shared ?? [], grading.socketDir];
-  const removed = { links: 0, names: 0, deep: 0, big: 0 };
+  const removed = { ...NOTHING_CLEANED };
   const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
   let notStarted = null;
   let logFull = null;
@@ -34730,6 +34741,8 @@ async function episode(job, charged2) {
   } finally {
     await grading.close();
   }
+  const context = await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES);
+  for (const k of Object.keys(context)) removed[k] += context[k];
   if (interrupt.aborted) {
     const partial3 = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend;
     throw new InterruptedError(`episode ${episode2.id} was interrupted`, partial3 ?? null);

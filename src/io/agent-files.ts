@@ -16,6 +16,12 @@ const exec = promisify(execFile);
 const MAX_PATH_BYTES = 2048;
 /** Files larger than this are removed: no CLI keeps a conversation that large, and copying one on is costly. */
 export const MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
+/**
+ * A context whose files pass this in all (by apparent size: a sparse file is copied in full) is
+ * emptied: a conversation is megabytes, and each carried copy (and on GitHub, the packed archive
+ * held in memory) would cost all of it again.
+ */
+export const MAX_CONTEXT_BYTES = 1024 * 1024 * 1024;
 
 export interface Cleaned {
   /** Symbolic links and special files. */
@@ -26,19 +32,29 @@ export interface Cleaned {
   deep: number;
   /** Files past MAX_CONTEXT_FILE_BYTES (by their apparent size: sparse ones too). */
   big: number;
+  /** Folders emptied because their files passed the total they may hold. */
+  emptied: number;
 }
+
+export const NOTHING_CLEANED: Readonly<Cleaned> = { links: 0, names: 0, deep: 0, big: 0, emptied: 0 };
 
 /**
  * Removes every symbolic link and special file under `dir`, every entry whose name is not UTF-8,
- * and every folder nested too deep to copy; returns what went.
+ * and every folder nested too deep to copy; and everything, when what is left passes `maxBytes`
+ * in all. Returns what went.
  */
-export async function cleanAgentFolder(dir: string): Promise<Cleaned> {
-  const cleaned: Cleaned = { links: 0, names: 0, deep: 0, big: 0 };
-  await walk(Buffer.from(dir), cleaned);
+export async function cleanAgentFolder(dir: string, maxBytes = Number.POSITIVE_INFINITY): Promise<Cleaned> {
+  const cleaned: Cleaned = { ...NOTHING_CLEANED };
+  const kept = { bytes: 0 };
+  await walk(Buffer.from(dir), cleaned, kept);
+  if (kept.bytes > maxBytes) {
+    await emptyFolder(dir);
+    cleaned.emptied++;
+  }
   return cleaned;
 }
 
-async function walk(dir: Buffer, cleaned: Cleaned): Promise<void> {
+async function walk(dir: Buffer, cleaned: Cleaned, kept: { bytes: number }): Promise<void> {
   const entries = (await readdir(dir, { withFileTypes: true, encoding: 'buffer' }).catch(() => [])) as Dirent<Buffer>[];
   for (const e of entries) {
     const path = Buffer.concat([dir, Buffer.from('/'), e.name]);
@@ -49,13 +65,16 @@ async function walk(dir: Buffer, cleaned: Cleaned): Promise<void> {
       if (path.length > MAX_PATH_BYTES) {
         await dropTree(dir, path);
         cleaned.deep++;
-      } else await walk(path, cleaned);
+      } else await walk(path, cleaned, kept);
     } else if (!e.isFile()) {
       await unlink(path).catch(() => {});
       cleaned.links++;
-    } else if (((await lstat(path).catch(() => null))?.size ?? 0) > MAX_CONTEXT_FILE_BYTES) {
-      await unlink(path).catch(() => {});
-      cleaned.big++;
+    } else {
+      const size = (await lstat(path).catch(() => null))?.size ?? 0;
+      if (size > MAX_CONTEXT_FILE_BYTES) {
+        await unlink(path).catch(() => {});
+        cleaned.big++;
+      } else kept.bytes += size;
     }
   }
 }
@@ -77,6 +96,7 @@ export function cleanedNote(c: Cleaned): string | null {
     c.names ? `${c.names} entries whose names are not UTF-8` : '',
     c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : '',
     c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : '',
+    c.emptied ? `everything in a context whose files passed ${MAX_CONTEXT_BYTES / 1024 / 1024} MB in all` : '',
   ].filter(Boolean);
   return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(', ')}` : null;
 }

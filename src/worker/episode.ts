@@ -15,7 +15,14 @@ import { matchesAny } from '../core/globs.js';
 import { appendToJournal, boundedResult, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { failureLine, plainText } from '../core/text.js';
-import { type Cleaned, cleanedNote, removeTree } from '../io/agent-files.js';
+import {
+  type Cleaned,
+  cleanAgentFolder,
+  cleanedNote,
+  MAX_CONTEXT_BYTES,
+  NOTHING_CLEANED,
+  removeTree,
+} from '../io/agent-files.js';
 import { couldNotStart } from '../io/process.js';
 import {
   agentConfinement,
@@ -253,7 +260,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const confinement = agentConfinement(places, config, source);
   // Bound, not handed over: the socket stays forkflush's (open to the sandbox's user).
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
-  const removed: Cleaned = { links: 0, names: 0, deep: 0, big: 0 };
+  const removed: Cleaned = { ...NOTHING_CLEANED };
   const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
   // A command that was not found or not executable (126, 127; bwrap's launchers say 127 too), at
   // once: remembered, since an agent that cannot start will not start in the next episode either.
@@ -294,6 +301,9 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   } finally {
     await grading.close();
   }
+  // A context too large to carry on goes whole (the adapter has read what it needs of it).
+  const context = await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES);
+  for (const k of Object.keys(context) as (keyof Cleaned)[]) removed[k] += context[k];
   if (interrupt.aborted) {
     // Charged only where it is known: an agent that reported nothing is not guessed at.
     const partial =

@@ -155,6 +155,19 @@ describeSandboxed('big and many files', () => {
     expect(gitBytes(gitDir) - before).toBeLessThan(50_000_000);
   });
 
+  it('a context of 1.25 GB of sparse files: emptied when the agent is done, said in the note, never carried on', async () => {
+    const repo = makeAttackRepo({
+      agent:
+        'for i in 1 2 3 4 5; do truncate -s 250M "$FORKFLUSH_CONTEXT_DIR/part$i"; done; ' +
+        'echo 6 > value.txt && echo \'{"spent": 6}\' > "$FORKFLUSH_USAGE_FILE"',
+      grader: CAT_GRADER,
+    });
+    const { result, run } = await runLocal(repo);
+    expect(result.score).toBe(6);
+    expect(result.note).toMatch(/everything in a context whose files passed 1024 MB in all/);
+    expect(readdirSync(run.store.context('r0.b0'))).toEqual([]);
+  });
+
   it('100,001 new files: refused by their number before git hashes one, the episode keeps its base', async () => {
     const repo = makeAttackRepo({
       agent:

@@ -9,6 +9,7 @@ import {
   cleanAgentFolder,
   cleanedNote,
   emptyFolder,
+  MAX_CONTEXT_BYTES,
   MAX_CONTEXT_FILE_BYTES,
   removeTree,
 } from '../../src/io/agent-files.js';
@@ -49,7 +50,7 @@ describe('cleanAgentFolder', () => {
     truncateSync(join(tmp, 'sparse'), MAX_CONTEXT_FILE_BYTES + 1);
 
     const cleaned = await cleanAgentFolder(tmp);
-    expect(cleaned).toEqual({ links: 2, names: 2, deep: 1, big: 1 });
+    expect(cleaned).toEqual({ links: 2, names: 2, deep: 1, big: 1, emptied: 0 });
     expect(readdirSync(tmp).sort()).toEqual(['kept.txt', 'sub', 'ünïcode ok.txt']);
     expect(readdirSync(join(tmp, 'sub')).sort()).toEqual(['also.txt', 'd']);
     // What is left can be copied and removed like any folder.
@@ -58,6 +59,26 @@ describe('cleanAgentFolder', () => {
     expect(cleanedNote(cleaned)).toBe(
       'removed from the folders the agent wrote: 2 entries whose names are not UTF-8, 1 folders nested deeper than 2048 bytes of path, 1 files larger than 256 MB',
     );
+  });
+
+  it('empties a folder whose files pass the total it may hold, sparse ones by their apparent size', async () => {
+    mkdirSync(join(tmp, 'sub'));
+    for (let i = 0; i < 5; i++) {
+      writeFileSync(join(tmp, 'sub', `part${i}`), '');
+      truncateSync(join(tmp, 'sub', `part${i}`), 250 * 1024 * 1024);
+    }
+    writeFileSync(join(tmp, 'small.txt'), 'x');
+    const cleaned = await cleanAgentFolder(tmp, MAX_CONTEXT_BYTES);
+    expect(cleaned.emptied).toBe(1);
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(cleanedNote(cleaned)).toBe(
+      'removed from the folders the agent wrote: everything in a context whose files passed 1024 MB in all',
+    );
+    // Under the total, nothing goes.
+    writeFileSync(join(tmp, 'a'), '');
+    truncateSync(join(tmp, 'a'), 250 * 1024 * 1024);
+    expect((await cleanAgentFolder(tmp, MAX_CONTEXT_BYTES)).emptied).toBe(0);
+    expect(readdirSync(tmp)).toEqual(['a']);
   });
 
   it('says nothing when there was nothing unusual', async () => {
