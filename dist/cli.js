@@ -30370,6 +30370,9 @@ var MAX_PATH_BYTES = 2048;
 var MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
 var MAX_CONTEXT_BYTES = 1024 * 1024 * 1024;
 var NOTHING_CLEANED = { links: 0, names: 0, deep: 0, big: 0, emptied: 0 };
+function addCleaned(total, more) {
+  for (const k of Object.keys(more)) total[k] += more[k];
+}
 async function cleanAgentFolder(dir, maxBytes = Number.POSITIVE_INFINITY) {
   const cleaned = { ...NOTHING_CLEANED };
   const kept = { bytes: 0 };
@@ -31075,7 +31078,7 @@ function sessionSpawner(sandbox, confinement, writtenByAgent, removed) {
     });
     for (const dir of writtenByAgent) {
       const c = await cleanAgentFolder(dir);
-      if (removed) for (const k of Object.keys(c)) removed[k] += c[k];
+      if (removed) addCleaned(removed, c);
     }
     return r;
   };
@@ -34741,8 +34744,7 @@ async function episode(job, charged2) {
   } finally {
     await grading.close();
   }
-  const context = await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES);
-  for (const k of Object.keys(context)) removed[k] += context[k];
+  addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
   if (interrupt.aborted) {
     const partial3 = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend;
     throw new InterruptedError(`episode ${episode2.id} was interrupted`, partial3 ?? null);

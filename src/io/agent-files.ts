@@ -38,6 +38,11 @@ export interface Cleaned {
 
 export const NOTHING_CLEANED: Readonly<Cleaned> = { links: 0, names: 0, deep: 0, big: 0, emptied: 0 };
 
+/** Adds what one cleaning removed to a running total. */
+export function addCleaned(total: Cleaned, more: Cleaned): void {
+  for (const k of Object.keys(more) as (keyof Cleaned)[]) total[k] += more[k];
+}
+
 /**
  * Removes every symbolic link and special file under `dir`, every entry whose name is not UTF-8,
  * and every folder nested too deep to copy; and everything, when what is left passes `maxBytes`

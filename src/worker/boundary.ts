@@ -10,7 +10,7 @@ import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { matchesAny } from '../core/globs.js';
 import { isForgeSecret } from '../core/secrets.js';
-import { type Cleaned, cleanAgentFolder } from '../io/agent-files.js';
+import { addCleaned, type Cleaned, cleanAgentFolder } from '../io/agent-files.js';
 import { type RunOptions, runProcess, type Spawner } from '../io/process.js';
 import { type Confinement, isInside, prefixOf, probeSandbox, type Sandbox, type SandboxMode } from '../io/sandbox.js';
 
@@ -104,7 +104,7 @@ export function sessionSpawner(
     });
     for (const dir of writtenByAgent) {
       const c = await cleanAgentFolder(dir);
-      if (removed) for (const k of Object.keys(c) as (keyof Cleaned)[]) removed[k] += c[k];
+      if (removed) addCleaned(removed, c);
     }
     return r;
   };

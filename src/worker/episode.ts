@@ -16,6 +16,7 @@ import { appendToJournal, boundedResult, commitMessage, type EpisodeDetails, jou
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { failureLine, plainText } from '../core/text.js';
 import {
+  addCleaned,
   type Cleaned,
   cleanAgentFolder,
   cleanedNote,
@@ -302,8 +303,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     await grading.close();
   }
   // A context too large to carry on goes whole (the adapter has read what it needs of it).
-  const context = await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES);
-  for (const k of Object.keys(context) as (keyof Cleaned)[]) removed[k] += context[k];
+  addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
   if (interrupt.aborted) {
     // Charged only where it is known: an agent that reported nothing is not guessed at.
     const partial =
