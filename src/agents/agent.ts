@@ -1,6 +1,7 @@
 // The agent port: one adapter per agent CLI. An adapter starts a session fresh or from a saved
 // context, bounds it, and says what it spent. The worker owns the workspace, grading and commits.
 import type { Config, Unit } from '../core/config.js';
+import type { AgentFailure } from '../core/failure.js';
 import type { AgentUsage, ExitReason } from '../core/state.js';
 import type { Spawner } from '../io/process.js';
 
@@ -49,6 +50,11 @@ export interface AgentOutcome {
   /** Something the user should know, e.g. why the spend was estimated. */
   note?: string;
   seconds: number;
+  /**
+   * Why the session failed, where the agent's spec recognises it (core/failure.ts): the worker
+   * retries a transient failure and the run stops on a permanent one. Absent: no failure it knows.
+   */
+  failure?: AgentFailure;
 }
 
 export interface AgentAdapter {
