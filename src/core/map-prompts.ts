@@ -96,9 +96,9 @@ export function readTripletAnswer(text: string, strict: boolean): { answer: 'a' 
       .at(-1) ?? '';
   if (last === 'a' || last === 'b') return { answer: last };
   if (!strict) {
-    const m = /^(?:(?:final\s+)?answer\s*[:=-]?\s*|solution\s+|option\s+)?[*_`"'([{\s]*([ab])[*_`"')\]}.!\s]*$/i.exec(
-      last,
-    );
+    // Markdown and punctuation around the line, then an optional "Answer:" before the letter.
+    const bare = last.replace(/^[*_`"'([{\s]+|[*_`"')\]}.!\s]+$/g, '');
+    const m = /^(?:(?:final\s+)?answer\s*[:=-]?|solution|option)?[\s*_`"'([{]*([ab])$/i.exec(bare);
     if (m?.[1]) return { answer: m[1].toLowerCase() as 'a' | 'b' };
   }
   const shown = last === '' ? 'nothing' : `"${last.length > 80 ? `${last.slice(0, 80)}…` : last}"`;
