@@ -105,7 +105,7 @@ const picture = cpu(() => renderMapSvg(fit.value, { title: 'bench' }));
 const soe = cpu(() => buildMap(input('soe')));
 const m = fit.value;
 console.log(
-  `map: ${m.points.length} points, ${m.judgments.length} judgments: t-STE, basins and record ${fit.seconds.toFixed(2)} s CPU ` +
+  `map: ${m.points.length} points, ${m.judgments} judgments: t-STE, basins and record ${fit.seconds.toFixed(2)} s CPU ` +
     `(held-out agreement ${m.agreement.heldOut?.toFixed(3)}, ${m.basins.length} basins); picture ${picture.seconds.toFixed(2)} s; ` +
     `SOE instead ${soe.seconds.toFixed(2)} s (agreement ${soe.value.agreement.heldOut?.toFixed(3)})`,
 );
@@ -142,7 +142,7 @@ for (let i = 0; i < CALLS; i++) {
 }
 const perCall = (performance.now() - t0) / 1000 / CALLS;
 rmSync(work, { recursive: true, force: true });
-const calls = m.points.length + m.judgments.length;
+const calls = m.points.length + m.judgments;
 console.log(
   `baseline: one call of a judge that prints "a" (${isolation.sandbox ? isolation.label : 'no sandbox'}) ${(perCall * 1000).toFixed(0)} ms wall; ` +
     `the map's ${calls} calls at least ${(perCall * calls).toFixed(0)} s one at a time`,

@@ -159,7 +159,7 @@ export const COMMANDS: CommandSpec[] = [
     args: '[DIR]',
     summary:
       "the idea map of a compare (default: the newest) or a run: where the agents searched, its basins, the forks' jumps",
-    flags: ['run', 'compare', 'config', 'concurrency', 'seed', 'dry-run', 'json'],
+    flags: ['run', 'compare', 'config', 'concurrency', 'dry-run', 'json'],
     examples: [
       'forkflush map .',
       'forkflush map . --run 20261130-101500',

@@ -26,7 +26,6 @@ export async function mapCommand(
     ...(str(v.run) ? { run: str(v.run) } : {}),
     ...(str(v.compare) ? { compare: str(v.compare) } : {}),
     ...(v.concurrency !== undefined ? { concurrency: num('--concurrency', str(v.concurrency) ?? '', 1) } : {}),
-    ...(v.seed !== undefined ? { seed: num('--seed', str(v.seed) ?? '', 0) } : {}),
     dryRun: v['dry-run'] === true,
     now: io.now,
     ...(io.env ? { env: io.env } : {}),

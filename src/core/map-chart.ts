@@ -143,7 +143,7 @@ export function renderMapSvg(m: MapRecord, o: { title: string }): string {
 
 function subtitle(m: MapRecord): string {
   const runs = new Set(m.points.map((p) => p.run)).size;
-  return `${plural(m.points.length, 'snapshot')} of ${plural(runs, 'run')}, placed by ${m.embedding === 'soe' ? 'SOE' : 't-STE'} from ${plural(m.judgments.length, 'triplet judgment')} of ${m.judge.label}; ${plural(m.basins.length, 'basin')}`;
+  return `${plural(m.points.length, 'snapshot')} of ${plural(runs, 'run')}, placed by ${m.embedding === 'soe' ? 'SOE' : 't-STE'} from ${plural(m.judgments, 'triplet judgment')} of ${m.judge.label}; ${plural(m.basins.length, 'basin')}`;
 }
 
 function legend(m: MapRecord, L: MapLayout): string[] {

@@ -67,8 +67,8 @@ export function mapSection(m: MapRecord, o: { image?: string } = {}): string {
   const out = ['## Idea map', ''];
   if (o.image) out.push(`![Idea map: where the agents searched](${o.image})`, '');
   out.push(
-    `${plural(m.points.length, 'snapshot')} placed by ${m.embedding === 'soe' ? 'SOE' : 't-STE'} from ${plural(m.judgments.length, 'triplet judgment')} ` +
-      `of the judge (${m.judge.label}), grouped into ${plural(m.basins.length, 'basin')}. ${agreementLine(m)}`,
+    `${plural(m.points.length, 'snapshot')} of ${plural(m.runs.length, 'run')} placed by ${m.embedding === 'soe' ? 'SOE' : 't-STE'} from ${plural(m.judgments, 'triplet judgment')} ` +
+      `of the judge (${m.judge.label}), grouped into ${plural(m.basins.length, 'basin')}; made ${m.createdAt.slice(0, 16).replace('T', ' ')} UTC by \`forkflush map\`. ${agreementLine(m)}`,
     '',
     '### Basins visited per run',
     '',

@@ -69,8 +69,10 @@ export const mapRecordSchema = z.object({
     fitted: z.number().nullable(),
     fittedJudgments: z.number(),
   }),
+  /** How many judgments the map used (fitted and held out): each one the judge answered, in `triplets`. */
+  judgments: z.number(),
   /** Every judgment the map used, as the judge answered it. */
-  judgments: z.array(
+  triplets: z.array(
     z.object({
       anchor: z.string(),
       a: z.string(),
@@ -219,7 +221,8 @@ export function buildMap(i: MapInput): MapRecord {
       fitted: rounded(agreement(coords, fitted)),
       fittedJudgments: fitted.length,
     },
-    judgments,
+    judgments: judgments.length,
+    triplets: judgments,
     step,
     jumps: forkJumps(i.snapshots, points, coords, step.median),
     runs: runSummaries(i.snapshots, points, basins),

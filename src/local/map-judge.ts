@@ -156,9 +156,10 @@ async function run(
 }
 
 function specReply(text: string, spent: number): JudgeReply {
-  // Plain text only: what the judge printed reaches reports and other prompts.
-  const spec = plainText(text).trim();
-  if (spec === '') return { ok: false, error: 'the judge printed an empty spec', spent, notStarted: false, log: null };
+  // Its whole stdout, as plain text: what the judge printed reaches other prompts and files.
+  const spec = plainText(text);
+  if (spec.trim() === '')
+    return { ok: false, error: 'the judge printed an empty spec', spent, notStarted: false, log: null };
   if (spec.length <= MAP_SPEC_MAX_CHARS) return { ok: true, text: spec, spent };
   return {
     ok: true,

@@ -94,8 +94,9 @@ describe('forkflush map of a toy with known basins', async () => {
     // The spec's cwd was the snapshot, read-only where the sandbox works; stdin held the prompt file's prompt.
     for (const l of specs) expect(l).toMatch(sandboxed ? /^spec .+ read-only family: \w+ knob/ : /^spec .+ family/);
     const given = new Map(triplets.map(([, anchor, a, b, answer]) => [`${anchor} ${a} ${b}`, answer]));
-    expect(map.judgments.length).toBe(triplets.length);
-    for (const j of map.judgments) expect(given.get(`${j.anchor} ${j.a} ${j.b}`)).toBe(j.answer);
+    expect(map.judgments).toBe(triplets.length);
+    expect(map.triplets).toHaveLength(triplets.length);
+    for (const j of map.triplets) expect(given.get(`${j.anchor} ${j.a} ${j.b}`)).toBe(j.answer);
     expect(map.calls.triplet).toEqual({ made: triplets.length, cached: 0, failed: 0 });
     for (const p of map.points) expect(p.id).toBe(p.commit);
   });
@@ -107,7 +108,7 @@ describe('forkflush map of a toy with known basins', async () => {
     expect(r.code, r.err).toBe(0);
     expect(readFileSync(logOf(t), 'utf8')).toBe(before);
     const again = json(join(folder, 'map.json'));
-    expect(again.calls.triplet).toEqual({ made: 0, cached: first.judgments.length, failed: 0 });
+    expect(again.calls.triplet).toEqual({ made: 0, cached: first.judgments, failed: 0 });
     expect(again.points).toEqual(first.points);
     expect(again.agreement).toEqual(first.agreement);
   }, 300_000);

@@ -250,7 +250,7 @@ describe('the map in words and in a picture', () => {
     const section = mapSection(m, { image: 'map.svg' });
     expect(section).toContain('![Idea map: where the agents searched](map.svg)');
     expect(section).toContain('| single-run | - | 1 | 1 | 1: A |');
-    expect(heldOut(m.judgments[0] as { anchor: string; a: string; b: string }, 0.1)).toBe(m.judgments[0]?.heldOut);
+    expect(heldOut(m.triplets[0] as { anchor: string; a: string; b: string }, 0.1)).toBe(m.triplets[0]?.heldOut);
   });
 
   it('draws each basin outlined, each run in its colour along its path, the best starred', () => {

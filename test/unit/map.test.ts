@@ -138,8 +138,9 @@ describe('the idea map of a toy with known basins', () => {
   });
 
   it('keeps every judgment as answered, with its part (fit or held out) decided by its own hash', () => {
-    expect(map.judgments).toHaveLength(2000);
-    for (const j of map.judgments.slice(0, 50)) expect(j.heldOut).toBe(heldOut(j, 0.1));
+    expect(map.judgments).toBe(2000);
+    expect(map.triplets).toHaveLength(2000);
+    for (const j of map.triplets.slice(0, 50)) expect(j.heldOut).toBe(heldOut(j, 0.1));
     expect(buildMap(toyInput(points, 2000))).toEqual(map);
   });
 });
