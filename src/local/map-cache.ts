@@ -34,21 +34,27 @@ export function judgeKey(judge: Config['agent']): string {
 export class MapCache {
   private constructor(
     readonly dir: string,
+    private readonly judge: Config['agent'],
     /** Every judgment answered, by tripletKey. */
     readonly judgments: Map<string, CachedJudgment>,
   ) {}
 
+  /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir: string, judge: Config['agent']): Promise<MapCache> {
-    await mkdir(join(dir, 'specs'), { recursive: true });
-    const about = { judge: { ...judge, env: undefined }, prompts: MAP_PROMPT_VERSION };
-    await writeFile(join(dir, 'judge.json'), `${JSON.stringify(about, null, 2)}\n`);
     const text = await readFile(join(dir, 'judgments.jsonl'), 'utf8').catch(() => '');
     const judgments = new Map<string, CachedJudgment>();
     for (const line of text.split('\n')) {
       const j = parseJudgment(line);
       if (j) judgments.set(tripletKey(j), j);
     }
-    return new MapCache(dir, judgments);
+    return new MapCache(dir, judge, judgments);
+  }
+
+  /** Its folder, with a note of which judge it is for people looking into it. */
+  async make(): Promise<void> {
+    await mkdir(join(this.dir, 'specs'), { recursive: true });
+    const about = { judge: { ...this.judge, env: undefined }, prompts: MAP_PROMPT_VERSION };
+    await writeFile(join(this.dir, 'judge.json'), `${JSON.stringify(about, null, 2)}\n`);
   }
 
   async spec(commit: string): Promise<CachedSpec | null> {

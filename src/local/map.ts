@@ -18,7 +18,6 @@ import { newQuestions, runSnapshots, tripletKey } from '../core/map-sample.js';
 import {
   MAP_CALL_ESTIMATE,
   MAP_CONCURRENCY,
-  MAP_ESTIMATE_FROM,
   MAP_FAILURES_IN_A_ROW,
   MAP_MOST_FAILED,
   MAP_SEED,
@@ -29,7 +28,10 @@ import { isolationFor } from '../worker/boundary.js';
 import { checkoutInto, type OwnRepo } from '../worker/cleanroom.js';
 import { LocalForge } from './forge.js';
 import { judgeKey, MapCache } from './map-cache.js';
-import { ask, Ledger, type PoolEnd, pool } from './map-calls.js';
+import { ask, Ledger, type MapPlan, type PoolEnd, planOf, pool } from './map-calls.js';
+
+export type { MapPlan } from './map-calls.js';
+
 import { type JudgeCall, JudgeInterrupted, type JudgeSetup, type MapStep, readOnly } from './map-judge.js';
 import { findTarget, type MapTarget, mapConfig, refreshReports } from './map-target.js';
 import { RunStore, writeAtomic } from './store.js';
@@ -46,26 +48,6 @@ export interface MapOptions {
   env?: NodeJS.ProcessEnv;
   signal?: AbortSignal;
   log: (line: string) => void;
-}
-
-/** What a map would ask, and what it may spend: `--dry-run` prints it, a real map starts from it. */
-export interface MapPlan {
-  target: MapRecord['target'];
-  folder: string;
-  runs: number;
-  snapshots: number;
-  specs: { cached: number; toAsk: number };
-  triplets: { total: number; cached: number; toAsk: number };
-  estimate: Record<MapStep, Estimate> & { total: number };
-  budget: number;
-  unit: MapSettings['unit'];
-  judge: string;
-}
-
-export interface Estimate {
-  each: number;
-  /** "cache": the mean of this judge's calls so far; "rough": forkflush's figure for an LLM judge. */
-  from: 'cache' | 'rough';
 }
 
 export interface MapOutcome {
@@ -110,6 +92,7 @@ export async function makeMap(o: MapOptions): Promise<MapOutcome> {
     return { code: 1, plan, message: `${target.kind} ${target.id} has ${snapshots.length} snapshots: a map needs 3` };
   const work = join(target.folder, 'map');
   await mkdir(work, { recursive: true, mode: 0o700 });
+  await cache.make();
   const release = await new RunStore(work).lock();
   try {
     const m = await prepare({ o, taskDir, target, config, settings, seed, snapshots, cache, specs, plan, work });
@@ -376,54 +359,4 @@ function stopped(r: Ready, end: PoolEnd, step: MapStep, asked: number): MapOutco
       failedLogs: r.setup.failedLogs,
     };
   return null;
-}
-
-function planOf(
-  target: MapTarget,
-  snapshots: MapSnapshot[],
-  specs: Specs,
-  cache: MapCache,
-  settings: MapSettings,
-  seed: number,
-): MapPlan {
-  const ids = snapshots.map((x) => x.commit);
-  const inMap = new Set(ids);
-  const cached = [...cache.judgments.values()].filter((j) => inMap.has(j.anchor) && inMap.has(j.a) && inMap.has(j.b));
-  const total = tripletCount(settings, snapshots.length);
-  const toAsk = newQuestions(ids, total, new Set(cache.judgments.keys()), seed).length;
-  const spec = estimate(
-    'spec',
-    [...specs.values()].map((x) => x.spent),
-    settings,
-  );
-  const triplet = estimate(
-    'triplet',
-    [...cache.judgments.values()].map((x) => x.spent),
-    settings,
-  );
-  const specsToAsk = snapshots.filter((x) => !specs.has(x.commit)).length;
-  return {
-    target: { kind: target.kind, id: target.id },
-    folder: target.folder,
-    runs: target.runs.length,
-    snapshots: snapshots.length,
-    specs: { cached: snapshots.length - specsToAsk, toAsk: specsToAsk },
-    triplets: { total: Math.max(total, cached.length), cached: cached.length, toAsk },
-    estimate: { spec, triplet, total: specsToAsk * spec.each + toAsk * triplet.each },
-    budget: settings.budget,
-    unit: settings.unit,
-    judge: judgeLabel(settings.judge),
-  };
-}
-
-/** What a call of the step costs: this judge's mean so far, or forkflush's rough figure. */
-function estimate(step: MapStep, spent: number[], settings: MapSettings): Estimate {
-  if (spent.length >= MAP_ESTIMATE_FROM)
-    return { each: spent.reduce((s, x) => s + x, 0) / spent.length, from: 'cache' };
-  return { each: MAP_CALL_ESTIMATE[step][settings.unit], from: 'rough' };
-}
-
-export function judgeLabel(j: Config['agent']): string {
-  if (j.kind === 'command') return `command (${j.command ?? '?'})`;
-  return j.model ? `${j.kind} (${j.model})` : j.kind;
 }
