@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
-import { mapText } from '../core/map-report.js';
+import { amount, mapText } from '../core/map-report.js';
 import { formatNumber } from '../core/text.js';
 import { type MapPlan, makeMap } from '../local/map.js';
 import type { Parsed } from './args.js';
@@ -61,12 +61,12 @@ export async function mapCommand(
 /** What a map would ask and spend (--dry-run). */
 export function planText(p: MapPlan): string {
   const est = (e: MapPlan['estimate']['spec']) =>
-    `${formatNumber(e.each, 4)} each (${e.from === 'cache' ? "the mean of this judge's calls so far" : "forkflush's rough figure for an LLM judge"})`;
+    `${amount(e.each)} each (${e.from === 'cache' ? "the mean of this judge's calls so far" : "forkflush's rough figure for an LLM judge"})`;
   return [
     `map of ${p.target.kind} ${p.target.id}: ${formatNumber(p.snapshots)} snapshots of ${formatNumber(p.runs)} run(s); judge ${p.judge}`,
     `spec calls: ${formatNumber(p.specs.toAsk)} (${formatNumber(p.specs.cached)} cached)`,
     `triplet calls: ${formatNumber(p.triplets.toAsk)} (${formatNumber(p.triplets.cached)} cached; ${formatNumber(p.triplets.total)} judgments in all)`,
-    `estimated spend: about ${formatNumber(p.estimate.total, 4)} ${p.unit} (specs ${est(p.estimate.spec)}; triplets ${est(p.estimate.triplet)}); map.budget ${formatNumber(p.budget)} ${p.unit}`,
+    `estimated spend: about ${amount(p.estimate.total)} ${p.unit} (specs ${est(p.estimate.spec)}; triplets ${est(p.estimate.triplet)}); map.budget ${amount(p.budget)} ${p.unit}`,
   ].join('\n');
 }
 

@@ -32,40 +32,81 @@ export const MAP_COLORS = { basin: '#eef2f7', basinEdge: '#94a3b8', forkRing: '#
 const BASIN_PAD = 14;
 
 export interface MapLayout {
-  px: (x: number) => number;
-  py: (y: number) => number;
+  /** Where a map position is drawn; `off`: far outside the bulk of the map, drawn on the frame. */
+  place: (x: number, y: number) => { x: number; y: number; off: boolean };
   colorOf: (p: Pick<MapPoint, 'run' | 'strategy'>) => string;
   /** Colour by strategy (several on the map) or by run. */
   by: 'strategy' | 'run';
 }
 
+/** A basin of fewer points than this share of the map (or 3) is small: the scale is not fitted to it. */
+const SMALL_BASIN = 0.05;
+
+/**
+ * One scale for both axes (only distances mean something), fitted to the bulk of the map: the
+ * points of its basins but the small ones. t-STE's heavy tails can put a lone snapshot far away,
+ * and a scale fitted to it would crush the rest into dots; such a point, when it falls outside, is
+ * drawn where its direction from the map's middle meets the frame, marked as far off.
+ */
 export function mapLayout(m: MapRecord): MapLayout {
-  const xs = m.points.map((p) => p.x);
-  const ys = m.points.map((p) => p.y);
-  const [x0, x1] = [Math.min(...xs, 0), Math.max(...xs, 0)];
-  const [y0, y1] = [Math.min(...ys, 0), Math.max(...ys, 0)];
+  const least = Math.max(3, SMALL_BASIN * m.points.length);
+  const big = m.points.filter((p) => (m.basins[p.basin]?.points.length ?? 0) >= least);
+  const bulk = big.length > 0 ? big : m.points;
+  const mx = middle(bulk.map((p) => p.x));
+  const my = middle(bulk.map((p) => p.y));
+  const xs = bulk.map((p) => p.x);
+  const ys = bulk.map((p) => p.y);
+  const [x0, x1] = [Math.min(...xs, mx), Math.max(...xs, mx)];
+  const [y0, y1] = [Math.min(...ys, my), Math.max(...ys, my)];
   const pad = BASIN_PAD + 12;
   const span = Math.max(x1 - x0, y1 - y0) || 1;
   const scale = Math.min(PLOT.x1 - PLOT.x0 - 2 * pad, PLOT.y1 - PLOT.y0 - 2 * pad) / span;
-  // Centred in the plot, one scale for both axes.
   const cx = (PLOT.x0 + PLOT.x1) / 2 - ((x0 + x1) / 2) * scale;
   const cy = (PLOT.y0 + PLOT.y1) / 2 + ((y0 + y1) / 2) * scale;
+  const inner = { x0: PLOT.x0 + 10, x1: PLOT.x1 - 10, y0: PLOT.y0 + 10, y1: PLOT.y1 - 10 };
+  const mid = { x: cx + mx * scale, y: cy - my * scale };
   const strategies = new Set(m.points.map((p) => p.strategy));
   const runs = [...new Set(m.points.map((p) => p.run))];
   const by = strategies.size > 1 ? 'strategy' : 'run';
   return {
-    px: (x) => cx + x * scale,
-    py: (y) => cy - y * scale,
+    place: (x, y) => {
+      const px = cx + x * scale;
+      const py = cy - y * scale;
+      if (px >= inner.x0 && px <= inner.x1 && py >= inner.y0 && py <= inner.y1) return { x: px, y: py, off: false };
+      // Along the ray from the map's middle to the point, as far as the frame.
+      const t = Math.min(
+        ...[
+          px > inner.x1 ? (inner.x1 - mid.x) / (px - mid.x) : px < inner.x0 ? (inner.x0 - mid.x) / (px - mid.x) : 1,
+          py > inner.y1 ? (inner.y1 - mid.y) / (py - mid.y) : py < inner.y0 ? (inner.y0 - mid.y) / (py - mid.y) : 1,
+        ],
+      );
+      return { x: mid.x + (px - mid.x) * t, y: mid.y + (py - mid.y) * t, off: true };
+    },
     colorOf: (p) =>
       by === 'strategy' ? STRATEGY_COLORS[p.strategy] : (RUN_COLORS[runs.indexOf(p.run) % RUN_COLORS.length] as string),
     by,
   };
 }
 
+const middle = (xs: number[]) => quantileOf(xs, 0.5);
+
+function quantileOf(values: number[], q: number): number {
+  if (values.length === 0) return 0;
+  const xs = [...values].sort((a, b) => a - b);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo] as number;
+  const b = xs[Math.min(lo + 1, xs.length - 1)] as number;
+  return a + (b - a) * (at - lo);
+}
+
 export function renderMapSvg(m: MapRecord, o: { title: string }): string {
   const L = mapLayout(m);
   const f = (n: number) => n.toFixed(1);
-  const at = (p: MapPoint) => [L.px(p.x), L.py(p.y)] as const;
+  const at = (p: MapPoint) => {
+    const q = L.place(p.x, p.y);
+    return [q.x, q.y] as const;
+  };
   const byId = new Map(m.points.map((p) => [p.id, p]));
   const shade = scoreShade(m);
   const out: string[] = [
@@ -78,7 +119,7 @@ export function renderMapSvg(m: MapRecord, o: { title: string }): string {
   ];
   // Basins: each hull drawn thick with round joins (its points padded), an outline under a fill.
   for (const b of m.basins) {
-    const hull = b.hull.map(([x, y]) => `${f(L.px(x))} ${f(L.py(y))}`);
+    const hull = b.hull.map(([x, y]) => L.place(x, y)).map((q) => `${f(q.x)} ${f(q.y)}`);
     const d = `M${hull.join('L')}${hull.length > 2 ? 'Z' : ''}`;
     const round = 'stroke-linejoin="round" stroke-linecap="round"';
     out.push(
@@ -88,11 +129,12 @@ export function renderMapSvg(m: MapRecord, o: { title: string }): string {
     );
   }
   for (const b of m.basins) {
-    const top = Math.min(...b.hull.map(([, y]) => L.py(y)));
-    const left = Math.min(...b.hull.map(([x]) => L.px(x)));
-    out.push(
-      `<text x="${f(left - BASIN_PAD)}" y="${f(top - BASIN_PAD - 4)}" font-weight="600" fill="#334155">${b.name}</text>`,
-    );
+    // Above its outline's highest point, inside the plot.
+    const top = b.hull.map(([x, y]) => L.place(x, y)).sort((p, q) => p.y - q.y)[0];
+    if (!top) continue;
+    const x = Math.min(PLOT.x1 - 12, Math.max(PLOT.x0 + 12, top.x));
+    const y = Math.max(PLOT.y0 + 14, top.y - BASIN_PAD - 6);
+    out.push(`<text x="${f(x)}" y="${f(y)}" text-anchor="middle" font-weight="600" fill="#334155">${b.name}</text>`);
   }
   // Each run's path (per lineage) in order, then each fork round's moves from its fork point.
   const lineages = new Map<string, MapPoint[]>();
@@ -121,11 +163,11 @@ export function renderMapSvg(m: MapRecord, o: { title: string }): string {
   // The points: plain snapshots first, marked ones on top.
   const order = (p: MapPoint) => (p.final ? 3 : p.branch === 'selected' || p.forkPoint ? 2 : p.branch ? 1 : 0);
   for (const p of [...m.points].sort((a, b) => order(a) - order(b))) {
-    const [x, y] = at(p);
+    const { x, y, off } = L.place(p.x, p.y);
     const color = L.colorOf(p);
     const fill = p.score === null ? '#ffffff' : mix(color, shade(p.score));
-    const label = `${p.run} ${p.episode} (${p.phase})${p.score === null ? ', no score' : `: ${formatNumber(p.score, 4)}`}, basin ${m.basins[p.basin]?.name ?? '?'}`;
-    const marks: string[] = [];
+    const label = `${p.run} ${p.episode} (${p.phase})${p.score === null ? ', no score' : `: ${formatNumber(p.score, 4)}`}, basin ${m.basins[p.basin]?.name ?? '?'}${off ? '; far off the map, drawn on its frame' : ''}`;
+    const marks: string[] = off ? [farMark(x, y)] : [];
     if (p.forkPoint)
       marks.push(
         `<circle cx="${f(x)}" cy="${f(y)}" r="8" fill="none" stroke="${MAP_COLORS.forkRing}" stroke-width="1.5"/>`,
@@ -188,6 +230,7 @@ function legend(m: MapRecord, L: MapLayout): string[] {
     `<rect x="${LEGEND_X}" y="${y - 6}" width="16" height="12" rx="5" fill="${MAP_COLORS.basin}" stroke="${MAP_COLORS.basinEdge}"/>`,
     'a basin',
   );
+  if (m.points.some((p) => L.place(p.x, p.y).off)) line(farMark(LEGEND_X + 8, y), 'far off: drawn on the frame');
   y += 8;
   out.push(`<text x="${LEGEND_X}" y="${y}" font-weight="600">Basins visited</text>`);
   y += 18;
@@ -235,6 +278,11 @@ export function mix(hex: string, amount: number): string {
         .padStart(2, '0'),
     )
     .join('')}`;
+}
+
+/** A point far off the map, drawn on its frame: a grey halo behind its mark. */
+function farMark(x: number, y: number): string {
+  return `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="11" fill="none" stroke="${MAP_COLORS.rejected}" stroke-width="1" stroke-dasharray="1 2"/>`;
 }
 
 /** The run's best: a star larger than the run chart's, outlined so it reads on any basin. */

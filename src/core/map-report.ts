@@ -7,6 +7,12 @@ import { PAPER_MAP } from './method.js';
 import { formatNumber, markdownTable } from './text.js';
 
 const fixed2 = (x: number | null) => (x === null ? '-' : x.toFixed(2));
+
+/** A spend as people read it: thousands grouped from 10,000 on (tokens), else up to 4 decimals (dollars). */
+export function amount(x: number): string {
+  if (Math.abs(x) < 10_000) return formatNumber(x, 4);
+  return String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
 const plural = (n: number, word: string, many = `${word}s`) => `${formatNumber(n)} ${n === 1 ? word : many}`;
 
 /** The agreement in one sentence, with run identity, chance and the paper's figures. */
@@ -34,7 +40,7 @@ export function mapText(m: MapRecord): string[] {
     `judge ${m.judge.label}: ${plural(c.spec.made + c.spec.cached, 'spec')} (${formatNumber(c.spec.cached)} cached), ` +
       `${plural(c.triplet.made + c.triplet.cached, 'judgment')} (${formatNumber(c.triplet.cached)} cached)` +
       `${failed > 0 ? `, ${formatNumber(failed)} failed and left out` : ''}; ` +
-      `spent ${formatNumber(m.spent, 4)} of ${formatNumber(m.budget)} ${m.unit}`,
+      `spent ${amount(m.spent)} of ${amount(m.budget)} ${m.unit}`,
     ...(m.failed.errors.length > 0 ? [`first failure: ${m.failed.errors[0]}`] : []),
   ];
 }

@@ -14,6 +14,7 @@ import { buildMap, type Judgment, type MapRecord, type MapSnapshot } from '../co
 import { renderMapSvg } from '../core/map-chart.js';
 import { type MapSettings, mapSettings, tripletCount } from '../core/map-config.js';
 import { specPrompt, tripletFile, tripletPrompt } from '../core/map-prompts.js';
+import { amount } from '../core/map-report.js';
 import { newQuestions, runSnapshots, tripletKey } from '../core/map-sample.js';
 import {
   MAP_CALL_ESTIMATE,
@@ -22,7 +23,6 @@ import {
   MAP_MOST_FAILED,
   MAP_SEED,
 } from '../core/method.js';
-import { formatNumber } from '../core/text.js';
 import { removeTree } from '../io/agent-files.js';
 import { isolationFor } from '../worker/boundary.js';
 import { checkoutInto, type OwnRepo } from '../worker/cleanroom.js';
@@ -170,7 +170,7 @@ async function prepare(m: Mapping): Promise<Ready> {
   m.o.log(
     `map of ${p.target.kind} ${p.target.id}: ${p.snapshots} snapshots of ${p.runs} run(s); judge ${p.judge}; ` +
       `${p.specs.toAsk} specs and about ${p.triplets.toAsk} judgments to ask (${p.specs.cached} and ${p.triplets.cached} cached); ` +
-      `budget ${formatNumber(m.settings.budget)} ${m.settings.unit}`,
+      `budget ${amount(m.settings.budget)} ${m.settings.unit}`,
   );
   return {
     ...m,
@@ -336,7 +336,7 @@ function stopped(r: Ready, end: PoolEnd, step: MapStep, asked: number): MapOutco
       code: 1,
       plan,
       message:
-        `the map's budget of ${formatNumber(settings.budget)} ${settings.unit} is spent (${formatNumber(ledger.spent, 4)}) with ${what} still to ask: ` +
+        `the map's budget of ${amount(settings.budget)} ${settings.unit} is spent (${amount(ledger.spent)}) with ${what} still to ask: ` +
         'raise map.budget and run forkflush map again (every answer so far is kept)',
     };
   if (end.kind === 'failed') {

@@ -1,6 +1,7 @@
-// forkflush map with each real agent kind as its judge (aider: the fake, see contract/aider.ts):
-// a short run of the real CLI against the scripted model server, then a map whose specs and
-// triplet answers are the real CLI's final messages, in forkflush's sandbox. The model says the
+// forkflush map with each real agent kind as its judge: a short run of the real CLI against the
+// scripted model server, then a map whose specs and triplet answers are the real CLI's final
+// messages, in forkflush's sandbox. Not aider: it writes its repository map's cache into the folder
+// it reads, and the judge's is read-only (README, "Idea maps"). The model says the
 // same thing every time, "... b", so each spec is that message and each judgment is "b".
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
@@ -8,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliWith } from '../integration/cli-io.js';
-import { aiderHarness, FAKE_AIDER } from './contract/aider.js';
 import { CLAUDE, claudeHarness } from './contract/claude-code.js';
 import { CODEX, codexHarness } from './contract/codex.js';
 import { COPILOT, copilotHarness } from './contract/copilot.js';
@@ -27,7 +27,6 @@ const KINDS: Kind[] = [
   { h: codexHarness, command: CODEX, model: 'gpt-5-codex' },
   { h: copilotHarness, command: COPILOT },
   { h: geminiHarness, command: GEMINI, model: GEMINI_MODEL },
-  { h: aiderHarness, command: FAKE_AIDER, model: 'openai/gpt-5-mini' },
   { h: opencodeHarness, command: OPENCODE, model: 'mock/mock-model' },
 ];
 

@@ -273,11 +273,11 @@ describe('the map in words and in a picture', () => {
       [-8, 0],
       [0, 8],
       [0, -8],
-    ].filter(([dx, dy]) => near(at(L.px(p.x) + (dx as number), L.py(p.y) + (dy as number))));
+    ].filter(([dx, dy]) => near(at(L.place(p.x, p.y).x + (dx as number), L.place(p.x, p.y).y + (dy as number))));
     expect(around.length).toBeGreaterThan(0);
     // The best snapshot's star is drawn in its run's colour at its place.
     const best = m.points.find((q) => q.final && q.run === 'run-a') as (typeof m.points)[number];
-    const c = at(L.px(best.x), L.py(best.y));
+    const c = at(L.place(best.x, best.y).x, L.place(best.x, best.y).y);
     const want = [1, 3, 5].map((i) => Number.parseInt(L.colorOf(best).slice(i, i + 2), 16));
     expect(c.every((v, i) => Math.abs(v - (want[i] as number)) <= 12)).toBe(true);
   });
