@@ -4,13 +4,14 @@ import type { AgentAdapter, AgentFactory } from './agent.js';
 import { aiderAgent } from './aider.js';
 import { claudeCodeAgent } from './claude-code.js';
 import { codexAgent } from './codex.js';
-import { commandAgent } from './command.js';
+import { command } from './command.js';
 import { copilotAgent } from './copilot.js';
 import { geminiAgent } from './gemini.js';
 import { opencodeAgent } from './opencode.js';
+import { adapterOf } from './runner.js';
 
 const FACTORIES: Record<Config['agent']['kind'], AgentFactory> = {
-  command: (agent) => commandAgent(agent.command as string),
+  command: (agent) => adapterOf(command, agent),
   'claude-code': claudeCodeAgent,
   codex: codexAgent,
   copilot: copilotAgent,

@@ -118,7 +118,7 @@ export function geminiSessionLines(sessionText: string, since?: Date, options: T
 // ---------------------------------------------------------------------------------------------
 // Lines
 
-class Lines {
+export class Lines {
   private readonly lines: string[] = [];
   private last = '';
   private repeats = 0;
