@@ -179,14 +179,16 @@ async function attempt<S>(spec: AgentSpec<S>, e: Episode, saved: S | null, timeo
     busy = true;
     try {
       const spent = watched ? await watched() : null;
+      const usage = spent && spent.spend === undefined ? usageOf(spent) : null;
       const why =
         spent?.spend !== undefined
           ? overrunReason(e, { inputTokens: spent.spend, outputTokens: 0, costUsd: spent.spend }, 0, undefined)
-          : spent
-            ? overrunReason(e, usageOf(spent), spent.turns ?? 0, e.agent.max_turns)
-            : ((await cli.bounds?.()) ?? undefined);
-      if (why) {
-        overrun = why;
+          : usage
+            ? overrunReason(e, usage, usage.turns ?? 0, e.agent.max_turns)
+            : undefined;
+      const limit = why ?? (await cli.bounds?.()) ?? undefined;
+      if (limit) {
+        overrun = limit;
         stop.abort('budget');
       }
     } catch (err) {

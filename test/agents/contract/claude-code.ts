@@ -2,7 +2,7 @@
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { claudeCodeAgent } from '../../../src/agents/claude-code.js';
+import { adapterFor } from '../../../src/agents/specs.js';
 import type { Config } from '../../../src/core/config.js';
 import { anthropicError, anthropicMessages, conversationText, isMessagesCall, userTexts } from '../mock/anthropic.js';
 import {
@@ -69,7 +69,7 @@ export const claudeHarness: AgentHarness & { root: () => string; tmp: () => stri
     if (root) await rm(root, { recursive: true, force: true });
   },
   adapter: (over: Partial<Config['agent']> = {}) =>
-    claudeCodeAgent({ kind: 'claude-code', command: CLAUDE, args: [], env: [], timeout: 60, ...over }),
+    adapterFor({ kind: 'claude-code', command: CLAUDE, args: [], env: [], timeout: 60, ...over }),
   env: () => ({
     ANTHROPIC_BASE_URL: url,
     ANTHROPIC_API_KEY: 'sk-ant-dummy-for-the-mock',
