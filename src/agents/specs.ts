@@ -12,6 +12,7 @@ import { command } from './command.js';
 import { copilot } from './copilot.js';
 import { gemini } from './gemini.js';
 import { opencode } from './opencode.js';
+import { qwenCode } from './qwen-code.js';
 import { adapterOf } from './runner.js';
 import type { AgentSpec, CliFacts } from './spec.js';
 import { readTranscript as read, type Transcript, type TranscriptOptions } from './transcript.js';
@@ -24,6 +25,7 @@ export const SPECS: Readonly<Record<AgentKind, AgentSpec>> = {
   gemini,
   aider,
   opencode,
+  'qwen-code': qwenCode,
 };
 
 /** The spec of a kind. */

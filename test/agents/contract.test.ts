@@ -29,6 +29,7 @@ import {
   toolsFor,
 } from './contract/harness.js';
 import { opencodeHarness } from './contract/opencode.js';
+import { qwenHarness } from './contract/qwen-code.js';
 
 const HARNESSES: AgentHarness[] = [
   claudeHarness,
@@ -37,6 +38,7 @@ const HARNESSES: AgentHarness[] = [
   geminiHarness,
   aiderHarness,
   opencodeHarness,
+  qwenHarness,
 ];
 
 const FRESH = 'PROMPT-FRESH: write fresh.txt.';
