@@ -101,9 +101,19 @@ export const aider = defineSpec<{ episodes: string[] }>({
       ending(run) {
         const out = parseAiderOutput(run.stdout);
         const error = out.errors.at(-1);
-        if (run.exitCode !== 0 || run.spawnError) return { why: error?.message ?? null };
+        // litellm's exception names a provider's status (litellm/exceptions.py).
+        const status = {
+          Authentication: 401,
+          PermissionDenied: 403,
+          NotFound: 404,
+          RateLimit: 429,
+          ServiceUnavailable: 503,
+        }[/^litellm\.(\w+?)Error/.exec(error?.message ?? '')?.[1] ?? ''];
+        if (run.exitCode !== 0 || run.spawnError) return { why: error?.message ?? null, status: status ?? null };
         if (out.calls.length === 0)
           return {
+            why: error?.message ?? null,
+            status: status ?? null,
             exit: 'crash',
             note: `aider made no successful model call (it exits 0 all the same): ${(error?.message ?? 'it printed no usage line').slice(0, 300)}`,
           };

@@ -338,7 +338,7 @@ export function claudeEnding(
   if (!r) return { exit: 'crash', why: run.stderr.trim() ? null : 'no result' };
   if (r.subtype === 'success' && !r.isError && run.exitCode === 0) return {};
   const status = r.apiErrorStatus === null ? '' : ` (API status ${r.apiErrorStatus})`;
-  return { exit: 'crash', why: `${r.subtype}${status}: ${r.message ?? 'no message'}` };
+  return { exit: 'crash', why: `${r.subtype}${status}: ${r.message ?? 'no message'}`, status: r.apiErrorStatus };
 }
 
 /** Claude Code's answer to `--resume <id>` when it cannot find that conversation. */

@@ -96,7 +96,7 @@ export const opencode = defineSpec<{ sessionId: string }>({
           addUse(tally, model, { ...run.tokens, ...(run.costUsd > 0 ? { costUsd: run.costUsd } : {}) });
         return { tally, turns: run.steps };
       },
-      ending: () => ({ why: run.errors.at(-1) ?? null }),
+      ending: () => ({ why: run.errors.at(-1) ?? null, status: run.status ?? null }),
       record: async () => {
         const id = run.sessionId ?? saved?.sessionId;
         return id ? { sessionId: id } : null;
@@ -159,6 +159,8 @@ export interface OpencodeRun {
   /** As opencode priced the calls (0 for a model it has no prices for). */
   costUsd: number;
   errors: string[];
+  /** The provider's status in the last error, if it gave one. */
+  status?: number;
 }
 
 export function emptyRun(): OpencodeRun {
@@ -188,6 +190,7 @@ export function addEvents(run: OpencodeRun, text: string): OpencodeRun {
     } else if (e.type === 'error' && isRecord(e.error)) {
       const data = isRecord(e.error.data) ? e.error.data : {};
       const message = str(data.message) ?? '';
+      if (typeof data.statusCode === 'number') run.status = data.statusCode;
       // The message of the API's error body ({"error": {"message": …}}), if it has one.
       const [b] = typeof data.responseBody === 'string' ? jsonLines(data.responseBody) : [];
       const body = b ? (str(isRecord(b.error) ? b.error.message : null) ?? str(b.message)) : null;

@@ -12,6 +12,7 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
+import { type AgentFailure, type FailureKind, isTransient } from '../core/failure.js';
 import type { ExitReason } from '../core/state.js';
 import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
@@ -19,7 +20,7 @@ import { couldNotStart, LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/pr
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
 import { installLogins, isRecord, removeLogins } from './files.js';
 import type { AgentSpec, CliRun, Ending, Episode, Unusable } from './spec.js';
-import { overrunReason, settleBounds, spendOf, usageOf } from './usage.js';
+import { overrunReason, type Spent, settleBounds, spendOf, usageOf } from './usage.js';
 
 /** forkflush's record of the conversation, in the context folder. */
 export const RECORD_FILE = 'session.json';
@@ -33,7 +34,14 @@ export function adapterOf<S>(spec: AgentSpec<S>, agent: Config['agent']): AgentA
     missingLogin,
     run: async (s) => {
       const missing = missingLogin(s.env);
-      if (missing) return { exit: 'crash', reportedSpend: 0, note: missing, seconds: 0 };
+      if (missing)
+        return {
+          exit: 'crash',
+          reportedSpend: 0,
+          note: missing,
+          seconds: 0,
+          failure: { kind: 'auth', quote: missing },
+        };
       return settleBounds(s, await runSession(spec, agent, s), agent.max_turns);
     },
   };
@@ -114,15 +122,17 @@ export async function runSession<S>(
     notes.push(freshNote(spec.name, t.ending.restart));
     t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (performance.now() - started)));
   }
-  const { run: r, cli, ending } = t;
+  const { run: r, cli, ending, spent } = t;
   notes.push(...t.notes);
 
   const exit: ExitReason =
     stopExit(r, s.deadlineIsBudget) ?? ending.exit ?? (r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
   if (r.stopped === 'budget' && t.overrun) notes.push(`stopped by forkflush: the session ${t.overrun}`);
   if (ending.note) notes.push(ending.note);
-  if (exit === 'crash' && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal)) {
+  let failure: AgentFailure | null = null;
+  if (exit === 'crash' && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal || ending.why)) {
     const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, ' ').trim().slice(0, 300);
+    failure = failureOf(spec, r, r.spawnError ?? why, ending.status);
     notes.push(
       r.spawnError
         ? `${spec.name} could not start: ${r.spawnError}`
@@ -131,7 +141,6 @@ export async function runSession<S>(
   }
 
   const measured = s.unit === 'tokens' || s.unit === 'usd';
-  const spent = cli.spent ? await cli.spent(r).catch(() => null) : null;
   const outcome: AgentOutcome = { exit, reportedSpend: null, seconds: (performance.now() - started) / 1000 };
   if (spent) notes.push(...(spent.notes ?? []));
   if (spent?.spend !== undefined) outcome.reportedSpend = spent.spend;
@@ -147,6 +156,7 @@ export async function runSession<S>(
   if (record) await writeRecord(s.contextDir, spec.kind, record);
   await cli.after?.();
   if (notes.length > 0) outcome.note = notes.join('; ');
+  if (failure) outcome.failure = failure;
   return outcome;
 }
 
@@ -157,6 +167,7 @@ async function writeRecord(contextDir: string, kind: string, record: Record<stri
 interface Attempt {
   run: RunResult;
   cli: CliRun;
+  spent: Spent | null;
   ending: Ending;
   overrun: string | null;
   notes: string[];
@@ -219,7 +230,10 @@ async function attempt<S>(spec: AgentSpec<S>, e: Episode, saved: S | null, timeo
           ? `stopped: its log could not be written (${run.logProblem})`
           : `stopped: its output passed ${LOG_MAX_BYTES / 1024 / 1024} MB (the log keeps the first ${LOG_MAX_BYTES / 1024 / 1024} MB)`,
       );
-    return { run, cli, ending: cli.ending?.(run) ?? {}, overrun, notes };
+    if (timer) clearInterval(timer);
+    // What it spent first: a spec's ending may read what that read (the rest of its log).
+    const spent = cli.spent ? await cli.spent(run).catch(() => null) : null;
+    return { run, cli, spent, ending: cli.ending?.(run) ?? {}, overrun, notes };
   } finally {
     if (timer) clearInterval(timer);
     await removeLogins(logins);
@@ -234,4 +248,69 @@ export function stopExit(r: { stopped: string | null }, deadlineIsBudget: boolea
   if (r.stopped === null) return null;
   if (r.stopped === 'timeout') return deadlineIsBudget ? 'budget' : 'timeout';
   return r.stopped === 'budget' ? 'budget' : 'crash';
+}
+
+/** Provider statuses, as every CLI passes them on: what failed, and whether it passes. */
+const STATUS: [RegExp, FailureKind][] = [
+  [/^40[13]$/, 'auth'],
+  [/^402$/, 'quota'],
+  [/^404$/, 'model'],
+  [/^429$/, 'rate-limit'],
+  [/^(50[0234]|529)$/, 'overload'],
+];
+
+/**
+ * Why a crashed session failed, from what its spec read (the provider's status, the CLI's own
+ * line) and its exit: a refused key, an exhausted quota, an unknown model, a rate limit or an
+ * overloaded provider (by the status, or the status the line quotes: "API Error: 401",
+ * "unexpected status 429", "(HTTP 503)"), a dropped connection, a CLI that could not start; and
+ * a command agent's exit codes by the sysexits convention (README, "The command agent"): 75
+ * (EX_TEMPFAIL) passes, 77 (EX_NOPERM) is its login. Null: a crash nobody recognised.
+ */
+export function failureOf(
+  spec: Pick<AgentSpec, 'cli' | 'name' | 'kind'>,
+  run: Pick<RunResult, 'exitCode' | 'spawnError' | 'ms' | 'stderr'>,
+  quote: string,
+  status?: number | null,
+): AgentFailure | null {
+  const q = quoteLine(quote || spec.name);
+  const secret = spec.cli?.secret;
+  const code = String(
+    status ?? /(?:\b(?:status|HTTP|API Error:?|Error code:?)\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
+  );
+  let kind = STATUS.find(([re]) => re.test(code))?.[1] ?? null;
+  if (kind === 'rate-limit' && /quota|billing|credit/i.test(quote)) kind = 'quota';
+  if (
+    !kind &&
+    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i.test(
+      quote,
+    )
+  )
+    kind = 'network';
+  if (!kind && couldNotStart(run)) kind = 'cli';
+  if (!kind && !spec.cli && run.exitCode === 75) kind = 'overload';
+  if (!kind && !spec.cli && run.exitCode === 77) kind = 'auth';
+  if (!kind) return null;
+  const wait = /retry[- ]after\D{0,3}(\d+(?:\.\d+)?)\s*(ms|s)?/i.exec(quote);
+  const fix: Partial<Record<FailureKind, string>> = {
+    auth: secret
+      ? `set ${secret.name} (${secret.note}) to a key or login that works`
+      : 'give the agent a key that works (agent.env)',
+    quota: "raise the provider's quota or plan, or wait until it resets, then resume the run",
+    model: 'set agent.model to a model the provider has',
+    cli: spec.cli
+      ? `install ${spec.name} (${spec.cli.install}), or point agent.command at it`
+      : 'correct agent.command',
+  };
+  return {
+    kind,
+    quote: q,
+    ...(fix[kind] ? { fix: fix[kind] } : {}),
+    ...(wait && isTransient(kind) ? { retryAfterMs: Math.round(Number(wait[1]) * (wait[2] === 'ms' ? 1 : 1000)) } : {}),
+  };
+}
+
+function quoteLine(line: string): string {
+  const one = line.replace(/\s+/g, ' ').trim();
+  return one.length > 300 ? `${one.slice(0, 299)}…` : one;
 }

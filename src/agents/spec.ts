@@ -4,7 +4,6 @@
 // line, where its conversation lives and how to resume it, how to read what it spent and printed,
 // and how to recognise its failures.
 import type { Config } from '../core/config.js';
-import type { AgentFailure } from '../core/failure.js';
 import type { ExitReason } from '../core/state.js';
 import type { RunResult } from '../io/process.js';
 import type { AgentSession } from './agent.js';
@@ -82,6 +81,8 @@ export interface Ending {
   exit?: ExitReason;
   /** The CLI's own line that says why it failed (its error event, its result's message). */
   why?: string | null;
+  /** The HTTP status of the provider's refusal, where the CLI states it apart from its message. */
+  status?: number | null;
   note?: string;
   restart?: string;
 }
@@ -103,8 +104,6 @@ export interface AgentSpec<Saved = unknown> {
   resume?: (e: Episode, record: Record<string, unknown> | null) => Promise<Saved | Unusable>;
   /** This episode's run of the CLI (`saved`: the carried conversation, null for a fresh one). */
   start: (e: Episode, saved: Saved | null) => Promise<CliRun>;
-  /** Its failures, from its exit, its output and its stderr (core/failure.ts kinds); null: none it knows. */
-  failure?: (run: RunResult, log: string) => AgentFailure | null;
   /** Its transcript in a job log: one short line per message and tool call (transcript.ts). */
   transcript?: (text: string, out: Lines, other: string[]) => void;
   /** More of the transcript, from files it keeps in its context (Gemini's session file), since the episode began. */

@@ -76,6 +76,8 @@ export const claudeHarness: AgentHarness & { root: () => string; tmp: () => stri
     CLAUDE_CODE_TMPDIR: join(root, 'claude-tmp'),
   }),
   envWithoutLogin: () => ({ ANTHROPIC_BASE_URL: url, CLAUDE_CODE_TMPDIR: join(root, 'claude-tmp') }),
+  // Seen with 2.1.332 against the mock: a 401 is retried with backoff until the episode's deadline.
+  retriesRefusedKey: true,
   missingLogin: /Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN/,
 
   // A Claude subscription's credentials file in the user's config folder: copied into the

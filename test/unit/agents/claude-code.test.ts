@@ -86,6 +86,7 @@ describe('claudeEnding', () => {
     expect(endingOf(fixture('api-error.stream.jsonl'))).toEqual({
       exit: 'crash',
       why: 'success (API status 400): API Error: 400 the mock refuses this request',
+      status: 400,
     });
   });
 

@@ -112,6 +112,7 @@ describe('adapterOf', () => {
       reportedSpend: 0,
       note: 'X has no API key and no login: set X_API_KEY',
       seconds: 0,
+      failure: { kind: 'auth', quote: 'X has no API key and no login: set X_API_KEY' },
     });
     expect(ran()).toBe(0);
   });
