@@ -12,7 +12,7 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
-import { type AgentFailure, type FailureKind, isTransient } from '../core/failure.js';
+import type { AgentFailure, FailureKind } from '../core/failure.js';
 import type { ExitReason } from '../core/state.js';
 import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
@@ -306,7 +306,9 @@ export function failureOf(
     kind,
     quote: q,
     ...(fix[kind] ? { fix: fix[kind] } : {}),
-    ...(wait && isTransient(kind) ? { retryAfterMs: Math.round(Number(wait[1]) * (wait[2] === 'ms' ? 1 : 1000)) } : {}),
+    ...(wait && (kind === 'rate-limit' || kind === 'overload' || kind === 'network')
+      ? { retryAfterMs: Math.round(Number(wait[1]) * (wait[2] === 'ms' ? 1 : 1000)) }
+      : {}),
   };
 }
 
