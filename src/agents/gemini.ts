@@ -25,7 +25,7 @@ import { mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
-import { count, hasLogin, isRecord, type LoginFile, MAX_AGENT_FILE_BYTES } from './files.js';
+import { count, hasLogin, isRecord, jsonLines, type LoginFile, MAX_AGENT_FILE_BYTES } from './files.js';
 import { defineSpec } from './spec.js';
 import { contentText, describeInput, type Lines, str } from './transcript.js';
 import { addUse, type Spent, type Tally } from './usage.js';
@@ -243,14 +243,7 @@ export function readSession(text: string): SessionRecord {
     written.set(m.id, prev ? { ...prev, ...m, tokens: m.tokens ?? prev.tokens, model: m.model ?? prev.model } : m);
     messages.set(m.id, m);
   };
-  for (const line of text.split('\n')) {
-    let r: unknown;
-    try {
-      r = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    if (!isRecord(r)) continue;
+  for (const r of jsonLines(text)) {
     if (typeof r.$rewindTo === 'string') {
       const ids = [...messages.keys()];
       const at = ids.indexOf(r.$rewindTo);
@@ -415,14 +408,8 @@ async function newestSession(tmp: string): Promise<string | null> {
  */
 export function sessionLines(text: string, since: Date | undefined, out: Lines): void {
   const messages = new Map<string, SessionMessage>();
-  for (const line of text.split('\n')) {
-    let r: unknown;
-    try {
-      r = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    if (!isRecord(r) || typeof r.id !== 'string' || typeof r.type !== 'string') continue;
+  for (const r of jsonLines(text)) {
+    if (typeof r.id !== 'string' || typeof r.type !== 'string') continue;
     if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
       messages.set(r.id, r as unknown as SessionMessage);
   }
