@@ -30838,8 +30838,6 @@ function spawnAndWait(file2, args, options, confined) {
       stdio: ["pipe", "pipe", "pipe", ...confined?.fd3 ? ["pipe"] : []]
     });
     if (confined?.fd3) writeFd3(child, confined.fd3);
-    let stdout = "";
-    let stderr = "";
     let stopped = null;
     let killTimer;
     let secondTimer;
@@ -30872,19 +30870,14 @@ function spawnAndWait(file2, args, options, confined) {
       log = void 0;
       stop2(LOG_FULL);
     };
-    let outputCut = false;
-    const keep = (acc, chunk) => {
-      const next = acc + chunk;
-      if (next.length <= max) return next;
-      outputCut = true;
-      return next.slice(next.length - max);
-    };
+    const out = new Tail(max);
+    const err = new Tail(max);
     child.stdout.setEncoding("utf8").on("data", (d) => {
-      stdout = keep(stdout, d);
+      out.add(d);
       toLog(d);
     });
     child.stderr.setEncoding("utf8").on("data", (d) => {
-      stderr = keep(stderr, d);
+      err.add(d);
       toLog(d);
     });
     const strays = /* @__PURE__ */ new Map();
@@ -30944,12 +30937,12 @@ function spawnAndWait(file2, args, options, confined) {
       child.stderr.destroy();
       const result = {
         ...ended,
-        stdout,
-        stderr,
+        stdout: out.text(),
+        stderr: err.text(),
         stopped,
         ms: performance.now() - started,
         ...spawnError ? { spawnError } : {},
-        ...outputCut ? { outputCut: true } : {},
+        ...out.cut || err.cut ? { outputCut: true } : {},
         ...logProblem ? { logProblem } : {}
       };
       log?.end();
@@ -31037,6 +31030,29 @@ function processLinks() {
     return links;
   }
 }
+var Tail = class {
+  constructor(max) {
+    this.max = max;
+  }
+  max;
+  chunks = [];
+  length = 0;
+  cut = false;
+  add(chunk) {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    while (this.length - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1) {
+      this.length -= this.chunks.shift()?.length ?? 0;
+      this.cut = true;
+    }
+  }
+  text() {
+    const all = this.chunks.join("");
+    if (all.length <= this.max) return all;
+    this.cut = true;
+    return all.slice(all.length - this.max);
+  }
+};
 
 // src/worker/boundary.ts
 async function isolationFor(mode) {
@@ -31473,7 +31489,8 @@ var PER_MILLION = {
   "gpt-5-mini": { input: 0.25, cachedInput: 0.025, cacheWrite: 0.25, output: 2 },
   "gpt-5-codex": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
   "gemini-2.5-pro": { input: 1.25, cachedInput: 0.3125, cacheWrite: 1.25, output: 10 },
-  "gemini-2.5-flash": { input: 0.3, cachedInput: 0.075, cacheWrite: 0.3, output: 2.5 }
+  "gemini-2.5-flash": { input: 0.3, cachedInput: 0.075, cacheWrite: 0.3, output: 2.5 },
+  "qwen3-coder-plus": { input: 3, cachedInput: 0.6, cacheWrite: 3, output: 15 }
 };
 var PRICED_MODELS = Object.keys(PER_MILLION);
 function entryFor(model) {
