@@ -564,6 +564,8 @@ export async function runCli(
     env?: NodeJS.ProcessEnv;
     killAboveMb?: number;
     onOutput?: (out: string, child: ReturnType<typeof spawn>) => void;
+    /** Run it as this user (and group), without supplementary groups: forkflush as an ordinary user. */
+    uid?: number;
   },
 ): Promise<CliRun> {
   const cli = await currentCli();
@@ -572,6 +574,7 @@ export async function runCli(
     cwd: o.cwd,
     env: o.env ?? { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {}),
   });
   let out = '';
   const onData = (d: string) => {
@@ -606,21 +609,32 @@ export async function runCli(
  * a killed forkflush left behind: its git commands run in their own process groups).
  */
 export function killProcessesUnder(dir: string): number[] {
-  const killed: number[] = [];
+  const found = processesUnder(dir);
+  for (const pid of found) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
+  return found;
+}
+
+/** Live processes whose working directory, command line or environment names `dir`. */
+export function processesUnder(dir: string): number[] {
+  const found: number[] = [];
   for (const p of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
     try {
+      if (/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${p}/stat`, 'utf8'))) continue;
       let cwd = '';
       try {
         cwd = readlinkSync(`/proc/${p}/cwd`);
       } catch {}
       const text = `${readFileSync(`/proc/${p}/cmdline`, 'latin1')}\0${readFileSync(`/proc/${p}/environ`, 'latin1')}`;
       if (cwd === dir || cwd.startsWith(`${dir}/`) || text.includes(`${dir}/`) || text.includes(`${dir}\0`)) {
-        process.kill(Number(p), 'SIGKILL');
-        killed.push(Number(p));
+        found.push(Number(p));
       }
     } catch {}
   }
-  return killed;
+  return found;
 }
 
 /** The state of the newest local run of a task repository (null before it has one). */
