@@ -566,6 +566,8 @@ export async function runCli(
     onOutput?: (out: string, child: ReturnType<typeof spawn>) => void;
     /** Run it as this user (and group), without supplementary groups: forkflush as an ordinary user. */
     uid?: number;
+    /** Sees the process once it is started (to signal it before it prints anything). */
+    onStart?: (child: ReturnType<typeof spawn>) => void;
   },
 ): Promise<CliRun> {
   const cli = await currentCli();
@@ -576,6 +578,7 @@ export async function runCli(
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {}),
   });
+  o.onStart?.(child);
   let out = '';
   const onData = (d: string) => {
     out += d;

@@ -212,7 +212,7 @@ async function runAndTerminate(repo: AttackRepo, ready: () => boolean, env: Node
     cwd: root,
     deadlineMs: 60_000,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', ...env },
-    onOutput: (_, c) => {
+    onStart: (c) => {
       child = c;
     },
   });
@@ -303,6 +303,38 @@ describeSandboxed('SIGTERM to forkflush run', () => {
     try {
       const stopped = await runAndTerminate(repo, stuckGit, { XDG_CONFIG_HOME: xdg });
       await expectStoppedThenResumed(repo, stopped, marker);
+    } finally {
+      killProcessesUnder(root);
+    }
+  });
+
+  it('while something does not listen to it (a git of the pre-flight, stuck on a FIFO): the bound ends it, nothing left', async () => {
+    const repo = makeAttackRepo({ agent: 'echo 5 > value.txt', grader: CAT_GRADER });
+    const root = join(repo.dir, '..');
+    // The pre-flight checks with `git status` (which reads its user's ignore file) that the task is committed.
+    const xdg = join(root, 'xdg');
+    mkdirSync(join(xdg, 'git'), { recursive: true });
+    execFileSync('mkfifo', [join(xdg, 'git', 'ignore')]);
+    const stuckGit = () =>
+      processesUnder(root).some((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('status');
+        } catch {
+          return false;
+        }
+      });
+    try {
+      const stopped = await runAndTerminate(repo, stuckGit, { XDG_CONFIG_HOME: xdg });
+      const how = `exit ${stopped.exitCode} ${stopped.ms} ms after the SIGTERM:\n${stopped.out.slice(-1500)}`;
+      console.log(`SIGTERM to exit, past the bound: ${stopped.ms} ms`);
+      expect(stopped.exitCode, how).toBe(130);
+      expect(stopped.ms, how).toBeGreaterThanOrEqual(STOP_BOUND_MS - 1_000);
+      expect(stopped.ms, how).toBeLessThan(STOP_BOUND_MS + 1_000);
+      expect(stopped.out).toMatch(
+        /forkflush: still stopping after 10 s; every command it started is stopped now, and it exits/,
+      );
+      await sleep(300);
+      expect(processesUnder(root), 'processes of the stopped run').toEqual([]);
     } finally {
       killProcessesUnder(root);
     }
