@@ -330,6 +330,12 @@ export async function runJob(
     contextKey?: string | null;
     /** Whether the event says the repository is private (default: the event says nothing). */
     privateRepository?: boolean;
+    /** The Action to run (default dist/index.js; buildActionFromSource makes one of the sources). */
+    action?: string;
+    /** More of the runner's environment. */
+    env?: NodeJS.ProcessEnv;
+    /** Sees the job's process once it is started. */
+    onStart?: (child: ReturnType<typeof spawn>) => void;
   } = {},
 ): Promise<JobRun> {
   const job = join(repo.root, `runner-${++jobs}`);
@@ -361,7 +367,7 @@ export async function runJob(
   o.prepare?.(paths);
   const contextKey = o.contextKey === undefined ? CONTEXT_KEY : o.contextKey;
   const started = Date.now();
-  const child = spawn(process.execPath, [ACTION], {
+  const child = spawn(process.execPath, [o.action ?? ACTION], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH,
@@ -387,8 +393,10 @@ export async function runJob(
       GITHUB_ENV: paths.env,
       GITHUB_PATH: paths.path,
       GITHUB_STATE: paths.state,
+      ...o.env,
     },
   });
+  o.onStart?.(child);
   let stdout = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -11,6 +11,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:f
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Episode } from '../../src/core/state.js';
+import { buildActionFromSource } from '../integration/action-repo.js';
 import {
   type AttackRepo,
   type AttackRepoOptions,
@@ -18,12 +19,15 @@ import {
   cleanupAttackTemps,
   currentCli,
   describeSandboxed,
+  FX,
   killProcessesUnder,
+  makeActionRepo,
   makeAttackRepo,
   newestRunState,
   processesUnder,
   processesWith,
   runCli,
+  runJob,
   showFile,
   treeMode,
   unique,
@@ -33,6 +37,9 @@ afterAll(cleanupAttackTemps);
 beforeAll(async () => {
   await currentCli();
 });
+
+/** The Action built from these sources (dist/ is rebuilt only at release). */
+const action = buildActionFromSource();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const isRoot = process.getuid?.() === 0;
@@ -337,6 +344,61 @@ describeSandboxed('SIGTERM to forkflush run', () => {
       expect(processesUnder(root), 'processes of the stopped run').toEqual([]);
     } finally {
       killProcessesUnder(root);
+    }
+  });
+});
+
+describeSandboxed('SIGTERM to the worker Action', () => {
+  /** How long a cancelled job may take to end (src/action/main.ts STOP_WITHIN_MS), and a second. */
+  const JOB_STOP_BOUND_MS = 8_000;
+
+  it.each([
+    ['while the agent runs', 'agent'],
+    ["while forkflush's own git is stuck on a FIFO", 'git'],
+  ])('%s: the job fails as cancelled within its bound, nothing left running', async (_, mode) => {
+    const marker = unique('ff-term-action');
+    const repo = makeActionRepo('placeholder');
+    repo.agent = `sh ${FX}/round3-term.sh ${mode} ${repo.logs} ${marker}`;
+    repo.publish(repo.openingState());
+    const xdg = join(repo.logs, 'xdg');
+    mkdirSync(join(xdg, 'git'), { recursive: true });
+    chmodSync(join(xdg, 'git'), 0o777);
+    let child: ChildProcess | undefined;
+    const job = runJob(repo, 'r0.b0', {
+      action: await action,
+      env: { XDG_CONFIG_HOME: xdg },
+      onStart: (c) => {
+        child = c;
+      },
+    });
+    const stuck = () =>
+      mode === 'agent'
+        ? existsSync(join(repo.logs, 'ready'))
+        : processesUnder(repo.root).some((p) => {
+            try {
+              return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('ls-files');
+            } catch {
+              return false;
+            }
+          });
+    try {
+      for (let i = 0; i < 600 && !stuck(); i++) await sleep(50);
+      expect(stuck(), 'the episode got where the test stops it').toBe(true);
+      await sleep(500);
+      const sent = Date.now();
+      child?.kill('SIGTERM');
+      const r = await job;
+      const ms = Date.now() - sent;
+      console.log(`SIGTERM to the end of the job (${mode}): ${ms} ms`);
+      const how = `exit ${r.exitCode} ${ms} ms after the SIGTERM:\n${r.stdout.slice(-1500)}`;
+      expect(r.exitCode, how).toBe(1);
+      expect(ms, how).toBeLessThan(JOB_STOP_BOUND_MS);
+      expect(r.stdout).toMatch(/the job was cancelled before the episode had a result/);
+      await sleep(300);
+      expect(processesUnder(repo.root), 'processes of the cancelled job').toEqual([]);
+      expect(processesWith(marker)).toEqual([]);
+    } finally {
+      killProcessesUnder(repo.root);
     }
   });
 });
