@@ -1,6 +1,6 @@
 // Starts of an episode that never ended. The shell records a start before the episode's agent
-// runs and takes it back when it stops the episode itself (Ctrl-C, SIGTERM, a full disk): what is
-// left counts the times forkflush died with the episode in flight. An episode that keeps killing
+// runs and takes it back when the episode ends under its eyes (a result, or a stop of its own:
+// Ctrl-C, SIGTERM, a full disk): what is left counts the times forkflush died with it in flight. An episode that keeps killing
 // the run is given up rather than started on every resume, for ever.
 import { MAX_UNFINISHED_STARTS } from './method.js';
 import type { Episode, EpisodeResult, RunState } from './state.js';
@@ -10,7 +10,7 @@ export function recordStart(state: RunState, episodeId: string): RunState {
   return withStarts(state, episodeId, (n) => n + 1);
 }
 
-/** The state with the last start of `episodeId` taken back: forkflush saw the episode stop. */
+/** The state with the last start of `episodeId` taken back: forkflush saw the episode end. */
 export function takeBackStart(state: RunState, episodeId: string): RunState {
   return withStarts(state, episodeId, (n) => Math.max(0, n - 1));
 }

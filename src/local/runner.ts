@@ -107,14 +107,18 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
       if (halt.signal.aborted) return false;
       // Saved before the agent runs: a forkflush killed with the episode in flight leaves it counted.
+      let started = false;
       const starting = async () => {
         state = recordStart(state, e.id);
+        started = true;
         await save();
       };
+      // The episode ended under forkflush's eyes (a result, or a stop of its own): not a start that never ended.
+      const ended = (s: RunState) => (started ? takeBackStart(s, e.id) : s);
       const result = await runOne(state, e, o, sealKey, setupCache, emit, starting);
       if ('interrupted' in result) {
         // Stopped by forkflush itself: the start is taken back, and the episode runs again on resume.
-        state = takeBackStart(applyInterrupted(state, e.id, result.interrupted ?? 0), e.id);
+        state = ended(applyInterrupted(state, e.id, result.interrupted ?? 0));
         // A full disk stops the episodes in flight too: they would fail the same way.
         if (result.problem) {
           problem ??= result.problem;
@@ -122,7 +126,7 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
         }
         return false;
       }
-      state = applyResult(state, e.id, result);
+      state = applyResult(ended(state), e.id, result);
       // The best branch moves before the result is saved: the best workspace is always on a ref.
       await carry();
       await save();
