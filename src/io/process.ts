@@ -3,7 +3,8 @@
 // and every descendant that left the group (Codex runs its tools in sessions of their own).
 // A confined command runs in the sandbox (io/sandbox.ts), whose PID namespace dies with it.
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, createWriteStream, openSync, readdirSync, readFileSync, readSync, type WriteStream } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
+import { openingPath } from './opening-path.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
 
 export interface RunOptions {
@@ -111,37 +112,6 @@ export function exitWithin(ms: number, code: number, say: (line: string) => void
     process.exit(code);
   }, ms);
   timer.unref();
-}
-
-/** Syscalls that open a path, and which argument is the path: by machine (Linux's numbers). */
-const OPEN_SYSCALLS: Partial<Record<NodeJS.Architecture, Record<number, number>>> = {
-  x64: { 2: 0, 257: 1, 437: 1 }, // open, openat, openat2
-  arm64: { 56: 1, 437: 1 }, // openat, openat2
-};
-
-/**
- * The path a process is waiting to open (a FIFO with no writer blocks `open` for good), read from
- * /proc: the syscall it is in and, in its memory, the name it passed. Null where that cannot be
- * known (another syscall, another system, no permission).
- */
-export function openingPath(pid: number): string | null {
-  try {
-    const [nr, ...args] = readFileSync(`/proc/${pid}/syscall`, 'utf8').trim().split(' ');
-    const arg = OPEN_SYSCALLS[process.arch]?.[Number(nr)];
-    const address = arg === undefined ? undefined : args[arg];
-    if (address === undefined) return null;
-    const fd = openSync(`/proc/${pid}/mem`, 'r');
-    try {
-      const buf = Buffer.alloc(4096);
-      const n = readSync(fd, buf, 0, buf.length, BigInt(address));
-      const end = buf.subarray(0, n).indexOf(0);
-      return end > 0 ? buf.subarray(0, end).toString('utf8') : null;
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return null;
-  }
 }
 
 /** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */
