@@ -180,3 +180,12 @@ export const PROBE_SPREAD = 0.05;
  * deadline allows, ROUND_DEADLINE_SLACK_MINUTES).
  */
 export const AGENT_INSTALL_TIMEOUT_SECONDS = 600;
+
+/**
+ * How many times an episode is started without forkflush ever seeing it end (forkflush was killed
+ * each time: an out-of-memory killer, a reboot, a stop that did not finish within its bound)
+ * before it is given up, with a result that says so (core/attempts.ts): our choice. Once or twice
+ * is bad luck that a resume repairs; a third time, the episode itself is what kills the run, and
+ * resuming it again would never finish. A stop forkflush saw through (Ctrl-C, SIGTERM) does not count.
+ */
+export const MAX_UNFINISHED_STARTS = 3;

@@ -66,6 +66,7 @@ const episodeSchema = z.object({
   seed: z.number().int(),
   result: resultSchema.optional(),
   interruptedSpent: z.number().finite().nonnegative().optional(),
+  unfinishedStarts: z.number().int().positive().optional(),
 });
 
 const roundSchema = z.object({

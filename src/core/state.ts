@@ -76,6 +76,8 @@ export interface Episode {
   result?: EpisodeResult;
   /** What earlier, interrupted attempts at this episode spent (as the agent reported it): charged too. */
   interruptedSpent?: number;
+  /** Times it was started and forkflush never saw it end (it was killed): core/attempts.ts. */
+  unfinishedStarts?: number;
 }
 
 export interface Decision {

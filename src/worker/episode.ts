@@ -23,7 +23,9 @@ import {
   MAX_CONTEXT_BYTES,
   NOTHING_CLEANED,
   removeTree,
+  sweepTree,
 } from '../io/agent-files.js';
+import { GitStalledError } from '../io/git.js';
 import { couldNotStart } from '../io/process.js';
 import {
   agentConfinement,
@@ -159,8 +161,12 @@ const JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   const charged: Charged = { spent: null };
   try {
-    return await episode(job, charged);
+    // Every git command of the episode stops with it (Ctrl-C, SIGTERM), whatever it is doing.
+    return await episode(job.signal ? { ...job, own: job.own.with({ signal: job.signal }) } : job, charged);
   } catch (e) {
+    // Whatever failed once the episode was stopped (a git command it stopped, say) is the stop.
+    if (job.signal?.aborted && !(e instanceof InterruptedError))
+      throw new InterruptedError(`episode ${job.episode.id} was interrupted`, charged.spent);
     const full = e instanceof InterruptedError ? null : await diskFull(e, [job.scratchDir, job.places.workspace]);
     if (full)
       throw new DiskFullError(
@@ -196,6 +202,8 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config.grader.env);
   const interrupt = job.signal ?? new AbortController().signal;
+  // What was swept out of the workspace and the judge's checkout (git would have stalled on it).
+  const swept: Cleaned = { ...NOTHING_CLEANED };
 
   // Setup, before the agent and outside its budget: a workspace it cannot prepare gets no agent.
   let excludes: string | null = null;
@@ -228,6 +236,11 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
               : undefined,
             cache: job.setupCache,
             signal: interrupt,
+            removed: swept,
+          }).catch((e: unknown) => {
+            // What setup left stalled forkflush's git: this base cannot be prepared.
+            if (e instanceof GitStalledError) return { ok: false as const, reason: `after setup, ${e.message}` };
+            throw e;
           });
     if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted during its setup`, null);
     if (!prepared.ok) {
@@ -341,12 +354,13 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])],
     excludes,
   ).catch(async (e: unknown) => {
-    // A full disk is the machine's, not the agent's (runEpisode says so).
-    if (await diskFull(e, [job.scratchDir, places.workspace])) throw e;
+    // A full disk is the machine's, not the agent's (runEpisode says so); a stop is nobody's result.
+    if (interrupt.aborted || (await diskFull(e, [job.scratchDir, places.workspace]))) throw e;
     // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
     unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, 300)})`;
     return baseSnapshot(job.own, snapshotIndex, episode.base);
   });
+  addCleaned(swept, snap.cleaned);
   let score: number | null = null;
   let reason: string | undefined;
   let graderSeconds = 0;
@@ -355,7 +369,13 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
-    const g = await judge(job, snap.tree, graderEnv);
+    const g: Judged = await judge(job, snap.tree, graderEnv, swept).catch((e: unknown) => {
+      // The graded code left what stalled forkflush's git in the judge's checkout: no score.
+      if (!(e instanceof GitStalledError) || interrupt.aborted) throw e;
+      return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
+    });
+    // A grading (or the judge's setup) the stop cut short says nothing of the agent's work.
+    if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted while judged`, spent);
     // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
     const graded = g.setupFailed ? '' : `$ ${config.grader.command}\n${g.stdout}${g.stderr}`;
     await writeFile(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ''}${graded}`);
@@ -364,6 +384,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     reason = g.reason;
   }
   // What the agent and the grader said is shown in terminals and reports: no control characters.
+  addCleaned(removed, swept);
   const cleaned = cleanedNote(removed);
   const note = plainText(
     [...(job.notes ?? []), ...(outcome.note ? [outcome.note] : []), ...(cleaned ? [cleaned] : [])].join('; '),
@@ -449,11 +470,7 @@ async function setupResult(job: EpisodeJob, reason: string, started: number): Pr
  * Grades the snapshot: its tree checked out into a fresh folder the agent never saw (no .git, and
  * none of the stored objects in sight), the grader run there, the folder removed.
  */
-async function judge(
-  job: EpisodeJob,
-  tree: string,
-  env: NodeJS.ProcessEnv,
-): Promise<Grading & { setupLog?: string; setupFailed?: boolean }> {
+async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv, swept: Cleaned): Promise<Judged> {
   const { config, places, isolation } = job;
   const dir = join(job.scratchDir, 'judge');
   const tmp = join(job.scratchDir, 'judge-tmp');
@@ -498,19 +515,12 @@ async function judge(
         confine: sandbox
           ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config, source, agentPlaces) }
           : undefined,
+        signal: job.signal,
       });
+      addCleaned(swept, run.cleaned);
       setupLog = `${run.log}(setup in the judge's checkout: ${run.failure ?? 'done'})\n`;
       if (run.failure) {
-        return {
-          score: null,
-          reason: `in the judge's checkout, ${run.failure}`,
-          seconds: 0,
-          exitCode: null,
-          stdout: '',
-          stderr: '',
-          setupLog,
-          setupFailed: true,
-        };
+        return { ...NO_GRADING, reason: `in the judge's checkout, ${run.failure}`, setupLog, setupFailed: true };
       }
       // Setup ran the commit's code (install scripts): what it made under a protected path (a
       // tests/conftest.py, a data file) is not the base's, and the grader must not read it; and
@@ -531,10 +541,17 @@ async function judge(
       sandbox
         ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces, fixed) }
         : undefined,
+      job.signal,
     );
+    // What the graded code left that would stall git goes before git lists the checkout.
+    const left = await sweepTree(dir, job.signal);
+    addCleaned(swept, left.cleaned);
     // A file at a protected path the checkout did not have was made while the grader ran the
     // agent's code (a conftest.py in a protected tests folder): what it graded was not the commit.
-    const written = await madeAtProtectedPaths();
+    // A FIFO or a socket there counts too, swept or not.
+    const tracked = new Set(treeFiles);
+    const sweptThere = left.paths.filter((p) => !tracked.has(p) && matchesAny(p, protectedGlobs));
+    const written = [...sweptThere, ...(await madeAtProtectedPaths())];
     const result =
       written.length > 0 && grading.score !== null
         ? {
@@ -549,6 +566,12 @@ async function judge(
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {});
   }
 }
+
+/** What the judge says of a snapshot: its grading, and its setup's log. */
+type Judged = Grading & { setupLog?: string; setupFailed?: boolean };
+
+/** A judge that graded nothing (its setup failed, or git stalled): the reason is added. */
+const NO_GRADING = { score: null, seconds: 0, exitCode: null, stdout: '', stderr: '' } as const;
 
 /**
  * Python in the judge reads no bytecode the graded code could have written or committed (a .pyc
