@@ -49,7 +49,7 @@ export function commandAgent(command: string) {
       if (typeof usage === 'number') reportedSpend = watched ? usage : null;
       else if (watched && !notStarted) {
         const why = usage === undefined ? 'wrote no usage file' : `wrote an unreadable usage file (${usage.error})`;
-        notes.push(`the agent ${why}; charged its whole allowance`);
+        notes.push(`the agent ${why}`);
       }
       return { exit, reportedSpend, seconds, ...(notes.length > 0 ? { note: notes.join('; ') } : {}) };
     },

@@ -3,8 +3,8 @@
 import { agentFor } from '../agents/registry.js';
 import { episodePrompt } from '../core/prompts.js';
 import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
-import { type SetupFailure, stopBefore } from '../core/setup-failure.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { type RunStop, stopBefore, stopReason } from '../core/stop.js';
 import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { DiskFullError, InterruptedError, runEpisode } from '../worker/episode.js';
@@ -28,8 +28,8 @@ export interface DriveOptions {
 export interface DriveResult {
   state: RunState;
   interrupted: boolean;
-  /** Set when the run stopped because its setup cannot work (setupFailure). */
-  stopped?: SetupFailure;
+  /** Set when the run stopped itself: an agent that cannot work, a setup that cannot, no score (core/stop.ts). */
+  stopped?: RunStop;
   /** Set with `interrupted` when the machine stopped it (a full disk): what to fix before resuming. */
   problem?: string;
 }
@@ -45,7 +45,7 @@ export async function drive(initial: RunState, o: DriveOptions): Promise<DriveRe
 
 async function driveLocked(initial: RunState, options: DriveOptions): Promise<DriveResult> {
   let state = initial;
-  // A setup that cannot work stops the episodes in flight too: they would fail the same way.
+  // An agent or a setup that cannot work stops the episodes in flight too: they would fail the same way.
   const halt = new AbortController();
   const o = {
     ...options,
@@ -107,7 +107,7 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
       if (halt.signal.aborted) return false;
       const result = await runOne(state, e, o, sealKey, setupCache, emit);
       if ('interrupted' in result) {
-        state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+        state = applyInterrupted(state, e.id, result.interrupted ?? 0, result.estimated);
         // A full disk stops the episodes in flight too: they would fail the same way.
         if (result.problem) {
           problem ??= result.problem;
@@ -120,7 +120,7 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
       await carry();
       await save();
       emit({ type: 'episode-done', state, episode: e, result });
-      if (result.agentNotStarted) halt.abort('setup');
+      if (stopReason(state)?.code === 2) halt.abort('stop');
       return true;
     });
     if (problem) {
@@ -151,7 +151,7 @@ async function runOne(
   sealKey: Buffer | null,
   setupCache: SetupCache,
   emit: (e: RunEvent) => void,
-): Promise<EpisodeResult | { interrupted: number | null; problem?: string }> {
+): Promise<EpisodeResult | { interrupted: number | null; estimated?: boolean; problem?: string }> {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
   const prepared = await o.forge.prepareEpisode(state, e);
@@ -180,7 +180,7 @@ async function runOne(
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {
-    if (err instanceof InterruptedError) return { interrupted: err.spent };
+    if (err instanceof InterruptedError) return { interrupted: err.spent, estimated: err.estimated };
     if (err instanceof DiskFullError) return { interrupted: err.spent, problem: err.message };
     throw err;
   }
