@@ -25,8 +25,10 @@ export interface PreflightInput {
   sandbox?: { sandbox: Sandbox; private: string[] } | null;
 }
 
-export async function preflight(p: PreflightInput): Promise<string[]> {
+/** What cannot work (the run does not start), and notes (it is said, and the run goes on). */
+export async function preflight(p: PreflightInput): Promise<{ problems: string[]; notes: string[] }> {
   const problems: string[] = [];
+  const notes: string[] = [];
   if (!p.scratch) {
     const uncommitted = await uncommittedInputs(p);
     if (uncommitted.length > 0) {
@@ -43,17 +45,18 @@ export async function preflight(p: PreflightInput): Promise<string[]> {
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
-  if (p.sandbox && !missing)
-    problems.push(
-      ...(await hiddenInSandbox({
-        repo: p.repo,
-        config: p.config,
-        env: p.env,
-        sandbox: p.sandbox.sandbox,
-        private: p.sandbox.private,
-      })),
-    );
-  return problems;
+  if (p.sandbox && !missing) {
+    const view = await hiddenInSandbox({
+      repo: p.repo,
+      config: p.config,
+      env: p.env,
+      sandbox: p.sandbox.sandbox,
+      private: p.sandbox.private,
+    });
+    problems.push(...view.problems);
+    notes.push(...view.notes);
+  }
+  return { problems, notes };
 }
 
 /**

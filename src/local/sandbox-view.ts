@@ -4,6 +4,9 @@
 // there outside and hidden inside (under /tmp, which is the sandbox's own; in the home folder; the
 // repository itself by its absolute path) would fail every episode with "not found" or "Cannot
 // find module": the run refuses to start, naming the path and the sandbox.read line that shows it.
+// That is for what a command runs (its program, a script an interpreter runs); a path it only
+// names (a data file, or a secret a hostile test agent tries to read) may be meant to be out of
+// reach, and is a note.
 import { realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
@@ -36,10 +39,18 @@ interface Needed {
   /** Where it is outside the sandbox. */
   outside: string;
   folder: boolean;
+  /** The command runs it (its program, an interpreter's script): without it nothing can work. */
+  runs: boolean;
 }
 
-/** One problem per program or path the sandbox hides from the command that needs it. */
-export async function hiddenInSandbox(v: SandboxViewInput): Promise<string[]> {
+/** What the pre-flight says of them: problems stop the run; notes are said, and it goes on. */
+export interface SandboxView {
+  problems: string[];
+  notes: string[];
+}
+
+/** One problem per program or script the sandbox hides from the command that runs it; a note per path it only names. */
+export async function hiddenInSandbox(v: SandboxViewInput): Promise<SandboxView> {
   const c = v.config;
   const adapter = agentFor(c);
   const agentEnv = allowedEnv(v.env, [...adapter.passEnv, ...c.agent.env]);
@@ -63,6 +74,7 @@ export async function hiddenInSandbox(v: SandboxViewInput): Promise<string[]> {
     };
     for (const p of [places.workspace, places.context, join(places.box, 'tmp')]) await mkdir(p, { recursive: true });
     const problems: string[] = [];
+    const notes: string[] = [];
     for (const role of roles) {
       const needed: Needed[] = [];
       for (const command of role.commands) needed.push(...(await neededBy(command, role.key, role.env.PATH ?? '')));
@@ -75,10 +87,10 @@ export async function hiddenInSandbox(v: SandboxViewInput): Promise<string[]> {
             : setupConfinement(places.workspace, join(places.box, 'tmp'), places, c, v.env);
       const seen = await probe(v.sandbox, confinement, places.workspace, role.env.PATH ?? '', needed);
       for (const [i, n] of needed.entries()) {
-        if (seen[i] === false) problems.push(...(await problemOf(n, v)));
+        if (seen[i] === false) (n.runs ? problems : notes).push(await problemOf(n, v));
       }
     }
-    return [...new Set(problems)];
+    return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
     await rm(dir, { recursive: true, force: true }).catch(() => {});
   }
@@ -123,14 +135,16 @@ export async function neededBy(command: string, key: string, path: string): Prom
     .find((w) => !/^\w+=/.test(w));
   if (first && /^[\w.+-]+$/.test(first) && !SHELL_WORDS.has(first)) {
     const found = await findExecutable(first, path);
-    if (found) out.push({ key, name: first, program: true, outside: found, folder: false });
+    if (found) out.push({ key, name: first, program: true, outside: found, folder: false, runs: true });
   }
+  const run = new Set([...command.matchAll(RUN_BY_INTERPRETER)].map((m) => m[1] as string));
+  if (first && /^(?:~\/|\/)/.test(first)) run.add(first);
   for (const m of command.matchAll(/(?:^|[\s=:'"])((?:~\/|\/)[^\s'"`;|&<>()$]*)/g)) {
     const raw = (m[1] as string).replace(/[,.]+$/, '');
     const abs = raw.startsWith('~/') ? expandHome(raw) : raw;
     if (abs === '/' || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute(abs)) continue;
     const s = await stat(abs).catch(() => null);
-    if (s) out.push({ key, name: abs, program: false, outside: abs, folder: s.isDirectory() });
+    if (s) out.push({ key, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run.has(raw) });
   }
   // (The repository's own files by a relative name are the workspace's: the pre-flight checks they are committed.)
   return out;
@@ -147,7 +161,7 @@ function hiddenProblem(n: Needed, repo: string): string {
   }
   const folder = n.folder ? n.outside : dirname(n.outside);
   return (
-    `${n.key} needs ${what}, which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): ` +
+    `${n.key} ${n.runs ? 'needs' : 'names'} ${what}, which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): ` +
     `add its folder to the config, sandbox: {read: [${JSON.stringify(folder)}]}, or move it into the repository`
   );
 }
@@ -157,20 +171,20 @@ function hiddenProblem(n: Needed, repo: string): string {
  * folder, the repository, forkflush's), or, elsewhere, modes that keep the sandbox's user out
  * (under root it is nobody). A hidden folder shown by sandbox.read must be open to that user too.
  */
-async function problemOf(n: Needed, v: SandboxViewInput): Promise<string[]> {
+async function problemOf(n: Needed, v: SandboxViewInput): Promise<string> {
   const folder = n.folder ? n.outside : dirname(n.outside);
   const hiddenRoots = [realpathSync('/tmp'), homedir(), v.repo, ...v.private].filter((r) => r && r !== '/');
   const hidden = hiddenRoots.some((r) => isInside(n.outside, r));
   const user = v.sandbox.user;
   if (!hidden) {
     const closed = user ? await closedTo(n.outside, user, '/') : null;
-    return [closed ? closedProblem(n, closed) : hiddenProblem(n, v.repo)];
+    return closed ? closedProblem(n, closed) : hiddenProblem(n, v.repo);
   }
   const closed = user && !isInside(n.outside, v.repo) ? await closedTo(n.outside, user, folder) : null;
-  return [
+  return (
     hiddenProblem(n, v.repo) +
-      (closed ? `; and open ${closed} to the sandbox's user, nobody (chmod o+rX ${closed})` : ''),
-  ];
+    (closed ? `; and open ${closed} to the sandbox's user, nobody (chmod o+rX ${closed})` : '')
+  );
 }
 
 /**
@@ -195,10 +209,14 @@ async function closedTo(path: string, user: { uid: number; gid: number }, from: 
 function closedProblem(n: Needed, closed: string): string {
   const what = n.program ? `\`${n.name}\` (${n.outside})` : n.outside;
   return (
-    `${n.key} needs ${what}, which the sandbox's user (nobody: forkflush runs as root) may not read: ` +
+    `${n.key} ${n.runs ? 'needs' : 'names'} ${what}, which the sandbox's user (nobody: forkflush runs as root) may not read: ` +
     `${closed} is closed to others; open it (chmod o+rX ${closed}) or move it into the repository`
   );
 }
+
+/** A path an interpreter runs: `node /x/agent.mjs`, `python3 -u /x/a.py`, `sh ~/bin/x.sh`. */
+const RUN_BY_INTERPRETER =
+  /\b(?:node|nodejs|python[\d.]*|sh|bash|dash|zsh|deno|bun|tsx|ruby|perl|php|Rscript|julia)(?:\s+-\S+)*\s+((?:~\/|\/)[^\s'"`;|&<>()$]+)/g;
 
 /** Words a shell runs itself: no program to look for. */
 export const SHELL_WORDS = new Set([

@@ -97,7 +97,7 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
       throw new UserError(problems.join('\n'));
     };
     const isolation = await isolationFor(config.sandbox.mode);
-    const problems = await preflight({
+    const { problems, notes } = await preflight({
       repo,
       config,
       configPathInRepo: scratch ? null : configPathInRepo,
@@ -106,6 +106,7 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
       sandbox: isolation.sandbox ? { sandbox: isolation.sandbox, private: [repo, RunStore.runsDir(taskDir)] } : null,
     });
     if (problems.length > 0) refuse(problems);
+    warnings.push(...notes);
 
     const show = async (path: string) => (await git.exec(['show', `${base}:${path}`], { check: false })).stdout;
     const exists = async (path: string) =>
