@@ -4,8 +4,7 @@
 // said with what to do, and stops the run (exit 2), a dry run too.
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
-import { AGENT_CLIS } from '../agents/clis.js';
-import { agentFor } from '../agents/registry.js';
+import { agentFor, cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { findExecutable, isExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
@@ -130,7 +129,8 @@ async function missingExecutable(p: PreflightInput): Promise<string | null> {
       ? null
       : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
   }
-  const cli = AGENT_CLIS[kind];
+  const cli = cliOf(kind);
+  if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
   // `./tools/claude` is the repository's file (the workspace's, in an episode), not one on PATH.
   const found = isAbsolute(executable)

@@ -11,8 +11,7 @@ import { realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative } from 'node:path';
-import { AGENT_CLIS } from '../agents/clis.js';
-import { agentFor } from '../agents/registry.js';
+import { agentFor, cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { findExecutable } from '../io/executables.js';
 import { runProcess } from '../io/process.js';
@@ -56,8 +55,7 @@ export async function hiddenInSandbox(v: SandboxViewInput): Promise<SandboxView>
   const agentEnv = allowedEnv(v.env, [...adapter.passEnv, ...c.agent.env]);
   const graderEnv = allowedEnv(v.env, c.grader.env);
   const setupEnv = allowedEnv(v.env, c.setup.env);
-  const agentCommand =
-    c.agent.kind === 'command' ? (c.agent.command ?? '') : (c.agent.command ?? AGENT_CLIS[c.agent.kind].executable);
+  const agentCommand = c.agent.command ?? cliOf(c.agent.kind)?.executable ?? '';
   const roles = [
     { key: 'agent.command', commands: [agentCommand], env: agentEnv, confine: 'agent' as const },
     { key: 'grader.command', commands: [c.grader.command], env: graderEnv, confine: 'grader' as const },

@@ -113,8 +113,10 @@ export async function runTries(input: TriesInput): Promise<Tried> {
 }
 
 /**
- * Why a try failed: its spec's word, or else what its last process printed. Nothing when it did
- * not crash, or when forkflush stopped it (its budget, its time, a log too large).
+ * Why a try failed: its spec's word (src/agents/runner.ts: the CLI's statuses, a command agent's
+ * exit codes), or else what its last process printed. A program that could not start is first
+ * looked for outside the sandbox: found there, the sandbox hides it, and that is the cause.
+ * Nothing when it did not crash, or when forkflush stopped it (its budget, its time, a big log).
  */
 async function recognise(
   input: TriesInput,
@@ -122,8 +124,10 @@ async function recognise(
   outcome: AgentOutcome,
   last: RunResult | null,
 ): Promise<AgentFailure | null> {
-  if (outcome.failure) return outcome.failure;
-  if (outcome.exit !== 'crash') return null;
+  // The spec's word, but for a program that could not start: the sandbox may be hiding it.
+  const spec = outcome.failure ?? null;
+  if (spec && spec.kind !== 'cli') return spec;
+  if (outcome.exit !== 'crash') return spec;
   if (last === null) {
     // No process ran: the session core found no key or login (its note says how to log in).
     const login = input.agent.missingLogin(session.env);
@@ -131,11 +135,12 @@ async function recognise(
       ? { kind: 'auth', quote: quoteLine(login), fix: 'log in as it says, then resume the run' }
       : { kind: 'crash', quote: quoteLine(outcome.note ?? 'the agent ended without running a program') };
   }
-  if (last.stopped !== null) return null;
+  if (last.stopped !== null) return spec;
   const text = `${last.stderr}\n${last.stdout}`;
   const missing = notFoundPaths(text);
   const hidden = missing.length > 0 ? await input.hiddenCause?.(missing, text) : null;
   if (hidden) return hidden;
+  if (spec) return spec;
   const said = failureLine(last.stderr || last.stdout);
   if (couldNotStart(last))
     return {

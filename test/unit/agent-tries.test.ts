@@ -176,6 +176,11 @@ describe('runTries', () => {
     const hidden: AgentFailure = { kind: 'hidden-path', quote: 'sh: 1: claude: not found', fix: 'sandbox.read' };
     const h = harness([notFound], { hiddenCause: async (missing) => (missing.includes('claude') ? hidden : null) });
     expect((await runTries(h.input)).failure).toEqual(hidden);
+    // Also when the spec says the program could not start: the sandbox hid it.
+    const said = { ...notFound, outcome: { failure: { kind: 'cli' as const, quote: 'exit 127' } } };
+    const spec = harness([said], { hiddenCause: async () => hidden });
+    expect((await runTries(spec.input)).failure).toEqual(hidden);
+    expect((await runTries(harness([said]).input)).failure).toEqual({ kind: 'cli', quote: 'exit 127' });
   });
 
   it('says a CLI with no key or login, which never ran a process, is an auth failure', async () => {
