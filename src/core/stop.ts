@@ -105,11 +105,14 @@ export function stoppingFailure(r: EpisodeResult | undefined): RecordedFailure |
 
 function agentFailed(e: Episode, f: RecordedFailure): RunStop {
   const fix = f.fix ?? GENERIC_FIX[f.kind];
-  if (f.kind === 'cli')
+  if (f.kind === 'cli') {
+    // The spec's fix (an install line) inside the one that always holds: the command is the config's.
+    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
     return stop(
       2,
-      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${fix}`,
+      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`,
     );
+  }
   const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : '';
   return stop(
     2,
