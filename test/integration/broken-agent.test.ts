@@ -1,7 +1,17 @@
 // A broken agent stops the run, says why in one line and exits non-zero; only what was spent is
 // charged; a path the sandbox hides is caught before any agent starts (issue 20). Whole runs
 // through the CLI, with command agents that fail the way real ones do.
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -158,6 +168,23 @@ describe('a path the sandbox hides', async () => {
     },
   );
 
+  maybe('holding an agent CLI on PATH is named with its folder, not blamed on agent.command', async () => {
+    const bin = mkdtempSync(join(tmpdir(), 'fake-bin-'));
+    chmodSync(bin, 0o755);
+    writeFileSync(join(bin, 'claude'), '#!/bin/sh\necho 2.1.332\n', { mode: 0o755 });
+    const repo = makeTaskRepo({ agentCommand: 'the-agent' });
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('  command: the-agent\n', '  kind: claude-code\n'));
+    repo.git('commit', '-qam', 'claude-code');
+    const env = { ...plainEnv(), PATH: `${bin}:${process.env.PATH}`, ANTHROPIC_API_KEY: 'sk-ant-test' };
+    const dry = await cliWith(['run', repo.dir, '--dry-run'], { env });
+    expect(dry.code).toBe(2);
+    expect(dry.err).toContain(
+      `agent.command needs \`claude\` (${join(bin, 'claude')}), which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): add its folder to the config, sandbox: {read: [${JSON.stringify(bin)}]}`,
+    );
+    expect(dry.err).not.toContain('is not found');
+  });
+
   maybe(
     'that only the agent names, once it runs, stops the run naming the folder (no "not found" blamed on agent.command)',
     async () => {
@@ -179,6 +206,31 @@ describe('a path the sandbox hides', async () => {
       expect(r.err).not.toContain('check agent.command');
     },
   );
+});
+
+describe('an agent CLI of the repository', () => {
+  it('named as ./tools/claude is found in the repository, not looked for on PATH', async () => {
+    const repo = makeTaskRepo({ agentCommand: 'the-agent', files: { 'claude.sh': '#!/bin/sh\necho 2.1.332\n' } });
+    repo.git('mv', 'claude.sh', 'claude');
+    mkdirSync(join(repo.dir, 'tools'));
+    renameSync(join(repo.dir, 'claude'), join(repo.dir, 'tools', 'claude'));
+    chmodSync(join(repo.dir, 'tools', 'claude'), 0o755);
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace(
+        '  command: the-agent\n',
+        '  kind: claude-code\n  command: ./tools/claude\n',
+      ),
+    );
+    repo.git('add', '-A');
+    repo.git('commit', '-qm', 'a Claude Code of its own');
+    const dry = await cliWith(['run', repo.dir, '--dry-run'], {
+      env: { ...plainEnv(), ANTHROPIC_API_KEY: 'sk-ant-test' },
+    });
+    expect(dry.err).not.toContain('is not found');
+    expect(dry.code, dry.err).toBe(0);
+  });
 });
 
 describe('Ctrl-C', () => {
