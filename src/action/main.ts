@@ -15,7 +15,7 @@ import {
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
 import { basicCredentials } from './remote.js';
-import { jobNotice, jobOutputs, jobSummary } from './report.js';
+import { jobFailure, jobNotice, jobOutputs, jobSummary } from './report.js';
 import { type ActionSettings, parseSettings } from './settings.js';
 
 /**
@@ -117,6 +117,9 @@ export async function run(): Promise<void> {
       ...(jobEnv.GITHUB_RUN_ATTEMPT ? { runAttempt: jobEnv.GITHUB_RUN_ATTEMPT } : {}),
     });
     await core.summary.addRaw(summary).write();
+    // A broken agent fails the job (red), its result recorded all the same.
+    const failed = jobFailure(outcome);
+    if (failed) core.setFailed(workflowSafe(`${what}: ${failed}`));
   } catch (e) {
     // An episode that failed after its agent ran (a refused push, say) still shows what the agent did.
     if (!(e instanceof InterruptedError)) {

@@ -4,8 +4,8 @@ import { agentFor } from '../agents/specs.js';
 import { abandonedResult, recordStart, takeBackStart } from '../core/attempts.js';
 import { episodePrompt } from '../core/prompts.js';
 import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
-import { type SetupFailure, stopBefore } from '../core/setup-failure.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { type RunStop, stopBefore, stopReason } from '../core/stop.js';
 import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { DiskFullError, InterruptedError, runEpisode } from '../worker/episode.js';
@@ -29,8 +29,8 @@ export interface DriveOptions {
 export interface DriveResult {
   state: RunState;
   interrupted: boolean;
-  /** Set when the run stopped because its setup cannot work (setupFailure). */
-  stopped?: SetupFailure;
+  /** Set when the run stopped itself: an agent that cannot work, a setup that cannot, no score (core/stop.ts). */
+  stopped?: RunStop;
   /** Set with `interrupted` when the machine stopped it (a full disk): what to fix before resuming. */
   problem?: string;
 }
@@ -46,7 +46,7 @@ export async function drive(initial: RunState, o: DriveOptions): Promise<DriveRe
 
 async function driveLocked(initial: RunState, options: DriveOptions): Promise<DriveResult> {
   let state = initial;
-  // A setup that cannot work stops the episodes in flight too: they would fail the same way.
+  // An agent or a setup that cannot work stops the episodes in flight too: they would fail the same way.
   const halt = new AbortController();
   const o = {
     ...options,
@@ -118,7 +118,7 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
       const result = await runOne(state, e, o, sealKey, setupCache, emit, starting);
       if ('interrupted' in result) {
         // Stopped by forkflush itself: the start is taken back, and the episode runs again on resume.
-        state = ended(applyInterrupted(state, e.id, result.interrupted ?? 0));
+        state = ended(applyInterrupted(state, e.id, result.interrupted ?? 0, result.estimated));
         // A full disk stops the episodes in flight too: they would fail the same way.
         if (result.problem) {
           problem ??= result.problem;
@@ -131,7 +131,7 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
       await carry();
       await save();
       emit({ type: 'episode-done', state, episode: e, result });
-      if (result.agentNotStarted) halt.abort('setup');
+      if (stopReason(state)?.code === 2) halt.abort('stop');
       return true;
     });
     if (problem) {
@@ -163,7 +163,7 @@ async function runOne(
   setupCache: SetupCache,
   emit: (e: RunEvent) => void,
   starting: () => Promise<void>,
-): Promise<EpisodeResult | { interrupted: number | null; problem?: string }> {
+): Promise<EpisodeResult | { interrupted: number | null; estimated?: boolean; problem?: string }> {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
   // An episode that killed forkflush every time it ran is given up (core/attempts.ts).
@@ -196,7 +196,7 @@ async function runOne(
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {
-    if (err instanceof InterruptedError) return { interrupted: err.spent };
+    if (err instanceof InterruptedError) return { interrupted: err.spent, estimated: err.estimated };
     if (err instanceof DiskFullError) return { interrupted: err.spent, problem: err.message };
     throw err;
   }

@@ -8,6 +8,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
+  cpSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -35,8 +36,6 @@ export const RUNTIME_TOKEN = `runtime-token-value-${randomBytes(6).toString('hex
 export const ID_TOKEN = `id-token-request-value-${randomBytes(6).toString('hex')}`;
 /** The job's FORKFLUSH_CONTEXT_KEY (hex), which only forkflush may hold. */
 export const CONTEXT_KEY = '5ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7';
-/** The hostile scripts. /work/main is visible (read-only) inside the sandbox. */
-export const FX = join(import.meta.dirname, '..', 'fixtures', 'attacks');
 
 const iso = await isolationFor('auto');
 if (!iso.sandbox) {
@@ -60,6 +59,14 @@ export function attackTemp(prefix: string): string {
   made.push(dir);
   return dir;
 }
+
+/**
+ * The hostile scripts, copied out of the checkout into a folder the sandbox shows (read-only, as
+ * the rest of the machine): a checkout under /tmp, as a CI job or a new contributor clones it, is
+ * hidden inside the sandbox, whose /tmp is its own, and every agent would "crash" on a missing script.
+ */
+export const FX = attackTemp('fixtures');
+cpSync(join(import.meta.dirname, '..', 'fixtures', 'attacks'), FX, { recursive: true });
 
 /** Removes the folders this file made (FORKFLUSH_ATTACKS_KEEP=1 keeps them, to look at). */
 export function cleanupAttackTemps(): void {
