@@ -129,8 +129,11 @@ function crashedIdle(e: Episode): boolean {
 /**
  * Crashes that repeat: every branch of the first fork round (two at least), or the last
  * CRASH_STREAK episodes with a result (by round and branch; setup failures, whose agent never
- * ran, are passed over), crashed without changing the workspace. Only while the last of them is
- * in the open round: a stop comes before its round is decided.
+ * ran, are passed over), crashed without changing the workspace. The first fork round is judged
+ * whole: its branches run at once and finish in any order, so a streak inside it would depend on
+ * which finished first. A streak ends at the first episode still running: those after it are
+ * not "in a row". Only while the last of them is in the open round: a stop comes before its
+ * round is decided.
  */
 function crashedRun(state: RunState, open: Round): Cause | null {
   const firstFork = state.rounds.find((r) => r.kind === 'fork');
@@ -138,8 +141,11 @@ function crashedRun(state: RunState, open: Round): Cause | null {
     const tried = open.episodes.filter((e) => !setupFailed(e));
     if (tried.length > 0 && open.episodes.every((e) => e.result) && tried.every(crashedIdle))
       return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(', ')})`, open);
+    return null;
   }
-  const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const all = allEpisodes(state);
+  const pending = all.findIndex((e) => !e.result);
+  const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
   const streak: Episode[] = [];
   for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i] as Episode); i--) streak.unshift(ran[i] as Episode);
   if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open.index) return null;

@@ -165,6 +165,21 @@ describe('an agent that fails', () => {
     expect(streak.rounds.at(-1)?.decision).toBeUndefined();
   });
 
+  it('judges the first fork round whole, whichever of its branches finish first', () => {
+    // Its branches run at once: three that crashed before the fourth ended are no streak.
+    for (const order of [
+      [undefined, crashed(), crashed(), crashed()],
+      [crashed(), crashed(), crashed(), undefined],
+    ]) {
+      const s = opening(5, order as Partial<EpisodeResult>[], false);
+      expect(stopReason(s)).toBeNull();
+    }
+    // The fourth crashed too: the round's rule names all four.
+    expect(stopReason(opening(5, [crashed(), crashed(), crashed(), crashed()], false))?.message).toContain(
+      'every branch of the first fork round (r0.b0, r0.b1, r0.b2, r0.b3)',
+    );
+  });
+
   it('a resume runs again what stopped the run, its spend kept; one whose fix is to the config is not resumable', () => {
     const s = opening(
       5,
