@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentFor } from '../src/agents/registry.js';
+import { agentFor } from '../src/agents/specs.js';
 import { parseConfig } from '../src/core/config.js';
 import { buildMap, type MapInput, type MapSnapshot } from '../src/core/map.js';
 import { renderMapSvg } from '../src/core/map-chart.js';

@@ -109,7 +109,7 @@ export function readTripletAnswer(text: string, strict: boolean): { answer: 'a' 
 
 /**
  * The judge's answer in what its process printed: a command judge's whole stdout; an agent CLI's
- * final message, read from the output format each CLI prints (the formats agents/*-output.ts read).
+ * final message, read from the output format each CLI prints (the formats the agents' specs read, src/agents/<kind>.ts).
  * null when there is none.
  */
 export function finalMessage(kind: AgentKind, stdout: string): string | null {
@@ -117,6 +117,7 @@ export function finalMessage(kind: AgentKind, stdout: string): string | null {
     case 'command':
       return stdout;
     case 'claude-code':
+    case 'qwen-code': // Claude Code's stream-json (agents/qwen-code.ts)
       return lastOf(events(stdout), (e) => (e.type === 'result' ? str(e.result) : null));
     case 'codex':
       return lastOf(events(stdout), (e) => {

@@ -7,7 +7,7 @@
 // too many failed calls is not drawn.
 import { mkdir, realpath, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { agentFor } from '../agents/registry.js';
+import { agentFor } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { buildMap, type Judgment, type MapRecord, type MapSnapshot } from '../core/map.js';
