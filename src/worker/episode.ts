@@ -25,6 +25,7 @@ import {
   removeTree,
 } from '../io/agent-files.js';
 import { couldNotStart } from '../io/process.js';
+import { NO_ACCOUNT } from '../io/sandbox.js';
 import {
   agentConfinement,
   type EpisodePlaces,
@@ -36,6 +37,7 @@ import {
   privateTmp,
   sessionSpawner,
   setupConfinement,
+  withAccount,
 } from './boundary.js';
 import {
   baseSnapshot,
@@ -203,32 +205,37 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     const prepared =
       job.setupProblem !== undefined
         ? { ok: false as const, reason: job.setupProblem }
-        : await prepareWorkspace({
-            config,
-            own: job.own,
-            base: episode.base,
-            episode: episode.id,
-            workspace: places.workspace,
-            checkoutIndex: job.checkoutIndex,
-            scratchDir: job.scratchDir,
-            source,
-            confine: sandbox
-              ? {
-                  sandbox,
-                  confinement: setupConfinement(
-                    places.workspace,
-                    join(job.scratchDir, 'setup-tmp'),
-                    places,
-                    config,
-                    source,
-                    // Nothing of the agent's: its context, its box, the folders it shares.
-                    [places.context, box, ...config.sandbox.write.map(expandHome)],
-                  ),
-                }
-              : undefined,
-            cache: job.setupCache,
-            signal: interrupt,
-          });
+        : await withAccount(sandbox, (account) =>
+            prepareWorkspace({
+              config,
+              own: job.own,
+              base: episode.base,
+              episode: episode.id,
+              workspace: places.workspace,
+              checkoutIndex: job.checkoutIndex,
+              scratchDir: job.scratchDir,
+              source,
+              confine: sandbox
+                ? {
+                    sandbox,
+                    confinement: {
+                      ...setupConfinement(
+                        places.workspace,
+                        join(job.scratchDir, 'setup-tmp'),
+                        places,
+                        config,
+                        source,
+                        // Nothing of the agent's: its context, its box, the folders it shares.
+                        [places.context, box, ...config.sandbox.write.map(expandHome)],
+                      ),
+                      account,
+                    },
+                  }
+                : undefined,
+              cache: job.setupCache,
+              signal: interrupt,
+            }),
+          );
     if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted during its setup`, null);
     if (!prepared.ok) {
       job.log?.(`setup: ${prepared.reason}`);
@@ -240,6 +247,8 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
 
   const stopForBudget = new AbortController();
   const unit = config.budget.unit;
+  // The agent and the gradings it asks for: one account, since both write the workspace.
+  const account = sandbox?.account() ?? NO_ACCOUNT;
   const grading = await startGradeService({
     config,
     workdir: places.workspace,
@@ -249,16 +258,20 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       ? {
           confine: {
             sandbox,
-            confinement: graderConfinement(places.workspace, join(box, 'tmp'), places, config, source, [
-              places.context,
-            ]),
+            confinement: {
+              ...graderConfinement(places.workspace, join(box, 'tmp'), places, config, source, [places.context]),
+              account,
+            },
           },
         }
       : {}),
     limit: unit === 'evaluations' ? Math.max(1, Math.floor(episode.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort('budget'),
+  }).catch((e: unknown) => {
+    account.release();
+    throw e;
   });
-  const confinement = agentConfinement(places, config, source);
+  const confinement = { ...agentConfinement(places, config, source), account };
   // Bound, not handed over: the socket stays forkflush's (open to the sandbox's user).
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
   const removed: Cleaned = { ...NOTHING_CLEANED };
@@ -301,6 +314,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     });
   } finally {
     await grading.close();
+    account.release();
   }
   // A context too large to carry on goes whole (the adapter has read what it needs of it).
   addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
@@ -483,6 +497,9 @@ async function judge(
   const madeAtProtectedPaths = async () =>
     (await untrackedPaths(job.own, dir, index, { folders: false })).filter((p) => matchesAny(p, protectedGlobs));
   const listSome = (paths: string[], n: number) => `${paths.slice(0, n).join(', ')}${paths.length > n ? ', ...' : ''}`;
+  // The judge's own account (its setup and its grader), never the agent's: no sibling and no
+  // agent counts against its limits.
+  const account = sandbox?.account() ?? NO_ACCOUNT;
   try {
     // Setup again, in the judge's checkout: what the grader needs of it (node_modules, .venv) is
     // made afresh from the committed tree, never taken from the agent's workspace or a cache.
@@ -496,7 +513,10 @@ async function judge(
         tmp: setupTmp,
         source,
         confine: sandbox
-          ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config, source, agentPlaces) }
+          ? {
+              sandbox,
+              confinement: { ...setupConfinement(dir, setupTmp, judgePlaces, config, source, agentPlaces), account },
+            }
           : undefined,
       });
       setupLog = `${run.log}(setup in the judge's checkout: ${run.failure ?? 'done'})\n`;
@@ -529,7 +549,10 @@ async function judge(
       dir,
       { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
       sandbox
-        ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces, fixed) }
+        ? {
+            sandbox,
+            confinement: { ...graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces, fixed), account },
+          }
         : undefined,
     );
     // A file at a protected path the checkout did not have was made while the grader ran the
@@ -545,6 +568,7 @@ async function judge(
         : grading;
     return { ...result, ...(setupLog !== undefined ? { setupLog } : {}) };
   } finally {
+    account.release();
     // The judge's copy holds the agent's files, any names, any depth: rm -rf, and never a reason to fail.
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {});
   }
