@@ -10,6 +10,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunState } from '../../src/core/state.js';
+import { MOST_CONNECTIONS } from '../../src/worker/grade-service.js';
 import {
   type AttackRepo,
   attackTemp,
@@ -30,9 +31,9 @@ const isRoot = process.getuid?.() === 0;
 if (!isRoot) console.warn('\n!!!!!!!! the ordinary-user neighbour test needs root to switch user: SKIPPED !!!!!!!!\n');
 
 /** One fork round of two branches, run side by side, and nothing after it. */
-function stormRepo(dir?: string): AttackRepo {
+function stormRepo(weapon: 'tasks' | 'sockets', dir?: string): AttackRepo {
   return makeAttackRepo({
-    agent: 'sh {fx}/round3-storm.sh {logs} 12',
+    agent: `sh {fx}/round3-storm.sh {logs} 12 ${weapon}`,
     grader: CAT_GRADER,
     strategy: 'fork-and-flush',
     budget: 'total: 12\n  unit: tokens\n  episode: 6',
@@ -75,9 +76,37 @@ function expectSiblingWins(repo: AttackRepo, state: RunState): void {
   expect(round?.decision?.winner, how).toBe('r0.b1');
 }
 
+describeSandboxed('a branch that opens every connection it can to its grading service', () => {
+  it("while its sibling is judged: forkflush's open files are not its to take, and the sibling wins", async () => {
+    const repo = stormRepo('sockets');
+    // forkflush is this process: its open files, sampled through the run.
+    const files = () => readdirSync('/proc/self/fd').length;
+    const before = files();
+    let most = before;
+    const sampler = setInterval(() => {
+      most = Math.max(most, files());
+    }, 100);
+    const { state } = await runLocal(repo).finally(() => clearInterval(sampler));
+    const [attacker, sibling] = state.rounds[0]?.episodes ?? [];
+    const how = JSON.stringify(state.rounds[0], null, 1);
+    expect(log(repo, 'sibling-graded'), how).toBe('9');
+    expect(sibling?.result?.score, how).toBe(9);
+    expect(attacker?.result?.score, how).toBe(5);
+    expect(state.rounds[0]?.decision?.winner, how).toBe('r0.b1');
+    // It tried (thousands of connections went through), and forkflush never held more than a
+    // service's share of them.
+    const [opened] = log(repo, 'storm').split(' ').map(Number);
+    expect(opened, log(repo, 'storm')).toBeGreaterThan(5000);
+    expect(most - before, `${before} open files before, ${most} at most`).toBeLessThan(MOST_CONNECTIONS + 300);
+    expect(Number(log(repo, 'storm-end').split(' ')[0])).toBeGreaterThanOrEqual(
+      committedAt(repo, sibling?.result?.commit ?? ''),
+    );
+  }, 240_000);
+});
+
 describeSandboxed('a branch that fills its process limit while its sibling is judged', () => {
   it('as forkflush runs it (root here): the sibling is graded, judged and wins', async () => {
-    const repo = stormRepo();
+    const repo = stormRepo('tasks');
     const { state } = await runLocal(repo);
     expectSiblingWins(repo, state);
   }, 240_000);
@@ -86,7 +115,7 @@ describeSandboxed('a branch that fills its process limit while its sibling is ju
     'as an ordinary user (a user namespace per sandbox): the sibling wins',
     async () => {
       const root = attackTemp('neighbours');
-      const repo = stormRepo(root);
+      const repo = stormRepo('tasks', root);
       const home = join(root, 'home');
       mkdirSync(home);
       execFileSync('chown', ['-R', '65534:65534', root]);
