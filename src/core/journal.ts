@@ -2,6 +2,7 @@
 // and commit trailers that make the commit itself the record of the episode's result.
 import type { Config, Unit } from './config.js';
 import { validUsage } from './records.js';
+import { RESOURCES } from './resources.js';
 import { type AgentUsage, EPISODE_EXITS, type Episode, type EpisodeExit, type EpisodeResult } from './state.js';
 import { cutText, formatNumber, inertOnGitHub, plainText, withoutWordJoiners } from './text.js';
 
@@ -38,6 +39,7 @@ const TRAILERS = {
   usage: 'Forkflush-Usage',
   sandbox: 'Forkflush-Sandbox',
   contextStore: 'Forkflush-Context',
+  machineShort: 'Forkflush-Machine-Short',
 } as const;
 
 /** The most an episode's result keeps of what its agent (or grader) wrote: see boundedResult. */
@@ -124,6 +126,7 @@ export function commitMessage(
     ...(r.usage ? [`${TRAILERS.usage}: ${inertOnGitHub(JSON.stringify(r.usage))}`] : []),
     ...(r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : []),
     ...(r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : []),
+    ...(r.machineShort ? [`${TRAILERS.machineShort}: ${r.machineShort}`] : []),
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(' ')}`,
   ];
   return `${lines.join('\n')}\n`;
@@ -183,6 +186,8 @@ export function parseCommitMessage(
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === 'encrypted' || store === 'plain' || store === 'none' ? store : undefined;
+  const short = fields.get(TRAILERS.machineShort);
+  const machineShort = RESOURCES.find((r) => r === short);
   return {
     runId,
     episode,
@@ -201,6 +206,7 @@ export function parseCommitMessage(
       graderSeconds: grader,
       ...(sandbox ? { sandbox } : {}),
       ...(contextStore ? { contextStore } : {}),
+      ...(machineShort ? { machineShort } : {}),
     }),
   };
 }

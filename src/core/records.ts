@@ -15,6 +15,7 @@
 // version to `migrations`, and keep a record of the old version in test/fixtures/records/.
 import { z } from 'zod';
 import { configSchema, withDerivedDefaults } from './config.js';
+import { RESOURCES } from './resources.js';
 import { type AgentUsage, EPISODE_EXITS, type RunState } from './state.js';
 
 const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: 'must be a commit id' });
@@ -51,6 +52,7 @@ const resultSchema = z.object({
   sandbox: z.string().optional(),
   contextStore: z.enum(['encrypted', 'plain', 'none']).optional(),
   agentNotStarted: z.string().optional(),
+  machineShort: z.enum(RESOURCES).optional(),
 });
 
 const episodeSchema = z.object({
@@ -74,7 +76,9 @@ const roundSchema = z.object({
   phase: z.string(),
   kind: z.enum(['fork', 'serial']),
   episodes: z.array(episodeSchema),
-  decision: z.object({ winner: episodeId.nullable(), adopted: z.array(episodeId) }).optional(),
+  decision: z
+    .object({ winner: episodeId.nullable(), adopted: z.array(episodeId), voided: z.string().optional() })
+    .optional(),
   extra: z.boolean().optional(),
 });
 

@@ -1,6 +1,7 @@
 // The state of one run, as the core sees it. Adapters persist it (a run folder locally, refs and
 // check runs on GitHub); the core only reads it and returns a new one.
 import type { Config } from './config.js';
+import type { Resource } from './resources.js';
 
 /** How an episode's chat context begins (../shared/docs/method.md, "Definitions"). */
 export type ContextMode = 'fresh' | 'carry' | 'copy';
@@ -57,6 +58,11 @@ export interface EpisodeResult {
   contextStore?: 'encrypted' | 'plain' | 'none';
   /** Why the agent could not start at all (not found, not executable): a setup that cannot work. */
   agentNotStarted?: string;
+  /**
+   * The machine (not this branch's own limits) ran out of this while the judge graded it, on
+   * both tries (core/resources.ts): no score, and its fork round is void rather than ranked.
+   */
+  machineShort?: Resource;
 }
 
 export interface Episode {
@@ -83,6 +89,8 @@ export interface Decision {
   winner: string | null;
   /** Episodes whose workspace became a lineage head. */
   adopted: string[];
+  /** Why the round was not ranked (a branch's judge starved by the machine): no winner, nothing adopted. */
+  voided?: string;
 }
 
 export interface Round {
