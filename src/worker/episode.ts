@@ -13,6 +13,7 @@ import type { AgentAdapter } from '../agents/agent.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { matchesAny } from '../core/globs.js';
 import { appendToJournal, boundedResult, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
+import type { Resource } from '../core/resources.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { failureLine, plainText } from '../core/text.js';
 import {
@@ -24,6 +25,7 @@ import {
   NOTHING_CLEANED,
   removeTree,
 } from '../io/agent-files.js';
+import { type WatchMachine, watchMachine } from '../io/machine.js';
 import { couldNotStart } from '../io/process.js';
 import { NO_ACCOUNT } from '../io/sandbox.js';
 import {
@@ -53,7 +55,7 @@ import {
   writeIndexed,
 } from './cleanroom.js';
 import { allowedEnv } from './env.js';
-import { type Grading, runGrader } from './grade.js';
+import { gradeAsJudge, type JudgeGrading, runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
 import { sealMessage } from './seal.js';
 import { prepareWorkspace, runSetup, type SetupCache } from './setup.js';
@@ -108,6 +110,8 @@ export interface EpisodeJob {
   setupCache?: SetupCache;
   /** One line per step of the episode's preparation (the Action's job log). */
   log?: (line: string) => void;
+  /** What the judge reads of the machine while it grades (io/machine.ts; tests bring their own). */
+  watchMachine?: WatchMachine;
 }
 
 /**
@@ -364,12 +368,19 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   let score: number | null = null;
   let reason: string | undefined;
   let graderSeconds = 0;
+  let judged: { machineShort?: Resource; note?: string } = {};
   if (unrecorded) {
     reason = unrecorded;
   } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
-    const g = await judge(job, snap.tree, graderEnv);
+    // Graded again when it failed for want of a resource; a machine that ran short twice voids the round.
+    const g = await gradeAsJudge(
+      () => judge(job, snap.tree, graderEnv),
+      [job.scratchDir],
+      job.watchMachine ?? watchMachine,
+    );
+    judged = g;
     // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
     const graded = g.setupFailed ? '' : `$ ${config.grader.command}\n${g.stdout}${g.stderr}`;
     await writeFile(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ''}${graded}`);
@@ -380,7 +391,12 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   // What the agent and the grader said is shown in terminals and reports: no control characters.
   const cleaned = cleanedNote(removed);
   const note = plainText(
-    [...(job.notes ?? []), ...(outcome.note ? [outcome.note] : []), ...(cleaned ? [cleaned] : [])].join('; '),
+    [
+      ...(job.notes ?? []),
+      ...(outcome.note ? [outcome.note] : []),
+      ...(cleaned ? [cleaned] : []),
+      ...(judged.note ? [judged.note] : []),
+    ].join('; '),
   );
   if (reason) reason = plainText(reason);
   const partial = {
@@ -396,6 +412,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     sandbox: isolation.label,
     ...(job.contextStore ? { contextStore: job.contextStore } : {}),
     ...(notStarted && outcome.exit === 'crash' ? { agentNotStarted: plainText(notStarted) } : {}),
+    ...(judged.machineShort ? { machineShort: judged.machineShort } : {}),
   };
   return commitResult(job, snap, partial, started);
 }
@@ -463,11 +480,7 @@ async function setupResult(job: EpisodeJob, reason: string, started: number): Pr
  * Grades the snapshot: its tree checked out into a fresh folder the agent never saw (no .git, and
  * none of the stored objects in sight), the grader run there, the folder removed.
  */
-async function judge(
-  job: EpisodeJob,
-  tree: string,
-  env: NodeJS.ProcessEnv,
-): Promise<Grading & { setupLog?: string; setupFailed?: boolean }> {
+async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv): Promise<JudgeGrading> {
   const { config, places, isolation } = job;
   const dir = join(job.scratchDir, 'judge');
   const tmp = join(job.scratchDir, 'judge-tmp');
@@ -526,6 +539,7 @@ async function judge(
           reason: `in the judge's checkout, ${run.failure}`,
           seconds: 0,
           exitCode: null,
+          signal: null,
           stdout: '',
           stderr: '',
           setupLog,
