@@ -136,6 +136,7 @@ async function probe(): Promise<SandboxProbe> {
       ? processLimit({ ...limits, ...(root ? { ownLimit: null } : {}) })
       : null;
   const modes = root ? await rootModes() : [{ as: 'user' as const, shared: userShared() }];
+  const choom = (await exec('choom', ['--version'])).code === 0;
   // A grader's sandbox, the strictest (its syscall filter and read-only /proc).
   const trial = async (s: Sandbox) => {
     const account = s.account();
@@ -166,7 +167,7 @@ async function probe(): Promise<SandboxProbe> {
       sandbox = bubblewrap(
         `${t.name}${nproc ? limit : ', no process limit (prlimit is missing)'}`,
         mode.as,
-        nproc,
+        { nproc, choom },
         t.filter,
       );
       run = await trial(sandbox);
@@ -176,7 +177,7 @@ async function probe(): Promise<SandboxProbe> {
       const asRoot = bubblewrap(
         `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
         'root',
-        null,
+        { nproc: null, choom },
         t.filter,
       );
       const second = await trial(asRoot);
@@ -228,7 +229,17 @@ function userShared(): string | null {
  * the mounts up as root); nobody: root, every account as nobody; root: as root without
  * capabilities, the last resort.
  */
-function bubblewrap(name: string, as: As, nproc: number | null, filter: Buffer | null): Sandbox {
+function bubblewrap(
+  name: string,
+  as: As,
+  limits: { nproc: number | null; choom: boolean },
+  filter: Buffer | null,
+): Sandbox {
+  const { nproc } = limits;
+  // Nothing bounds a sandbox's memory but the machine (no cgroup of its own: README, "Safety").
+  // When the machine runs out, the OOM killer takes the largest process in a sandbox (the
+  // greatest oom_score_adj first), never forkflush, which would take every episode with it.
+  const oom = limits.choom ? ['choom', '-n', '1000', '--', BWRAP] : [BWRAP];
   const pool = as === 'uid' ? new UidPool(process.pid) : null;
   const free = () => {};
   return {
@@ -255,8 +266,9 @@ function bubblewrap(name: string, as: As, nproc: number | null, filter: Buffer |
       const strict = c.grader === true;
       const seccomp = strict ? filter : null;
       return {
-        file: BWRAP,
+        file: oom[0] as string,
         args: [
+          ...oom.slice(1),
           '--die-with-parent',
           // A session of its own: no TIOCSTI into forkflush's terminal.
           '--new-session',

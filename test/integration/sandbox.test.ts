@@ -181,6 +181,26 @@ describe.skipIf(!bwrap)('the sandbox on this machine', () => {
     120_000,
   );
 
+  it("makes what runs inside the OOM killer's first choice, before forkflush", async () => {
+    const probe = await probeSandbox();
+    if (!('sandbox' in probe)) throw new Error('no sandbox');
+    const s = probe.sandbox;
+    const account = s.account();
+    try {
+      const r = await runProcess('cat', ['/proc/self/oom_score_adj'], {
+        cwd: '/',
+        confine: {
+          sandbox: s,
+          confinement: { writable: [], readable: [], hidden: [], tmp: '/tmp', network: false, grader: true, account },
+        },
+      });
+      expect(r.stdout.trim(), r.stderr).toBe('1000');
+      expect(readFileSync('/proc/self/oom_score_adj', 'utf8').trim()).not.toBe('1000');
+    } finally {
+      account.release();
+    }
+  });
+
   it.skipIf(!isRoot)(
     'a folder shared by every episode stays writable by each account (one group, umask 002)',
     async () => {
