@@ -136,7 +136,6 @@ async function probe(): Promise<SandboxProbe> {
       ? processLimit({ ...limits, ...(root ? { ownLimit: null } : {}) })
       : null;
   const modes = root ? await rootModes() : [{ as: 'user' as const, shared: userShared() }];
-  const choom = (await exec('choom', ['--version'])).code === 0;
   // A grader's sandbox, the strictest (its syscall filter and read-only /proc).
   const trial = async (s: Sandbox) => {
     const account = s.account();
@@ -167,7 +166,7 @@ async function probe(): Promise<SandboxProbe> {
       sandbox = bubblewrap(
         `${t.name}${nproc ? limit : ', no process limit (prlimit is missing)'}`,
         mode.as,
-        { nproc, choom },
+        nproc,
         t.filter,
       );
       run = await trial(sandbox);
@@ -177,7 +176,7 @@ async function probe(): Promise<SandboxProbe> {
       const asRoot = bubblewrap(
         `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
         'root',
-        { nproc: null, choom },
+        null,
         t.filter,
       );
       const second = await trial(asRoot);
@@ -229,17 +228,14 @@ function userShared(): string | null {
  * the mounts up as root); nobody: root, every account as nobody; root: as root without
  * capabilities, the last resort.
  */
-function bubblewrap(
-  name: string,
-  as: As,
-  limits: { nproc: number | null; choom: boolean },
-  filter: Buffer | null,
-): Sandbox {
-  const { nproc } = limits;
-  // Nothing bounds a sandbox's memory but the machine (no cgroup of its own: README, "Safety").
-  // When the machine runs out, the OOM killer takes the largest process in a sandbox (the
-  // greatest oom_score_adj first), never forkflush, which would take every episode with it.
-  const oom = limits.choom ? ['choom', '-n', '1000', '--', BWRAP] : [BWRAP];
+function bubblewrap(name: string, as: As, nproc: number | null, filter: Buffer | null): Sandbox {
+  // bwrap is started by a shell that first makes it, and all it starts, the OOM killer's first
+  // choice (nothing bounds a sandbox's memory but the machine: when it runs out, the largest
+  // sandboxed process goes, never forkflush, which would take every episode with it), and under
+  // root sets umask 002: each account is a uid of its own, all of one group, and files made in a
+  // folder every episode shares (sandbox.write) stay writable by the others. One shell, outside
+  // the sandbox (a grader's /proc inside is read-only).
+  const prelude = `echo 1000 2>/dev/null > /proc/self/oom_score_adj; ${as === 'uid' ? 'umask 002; ' : ''}exec "$0" "$@"`;
   const pool = as === 'uid' ? new UidPool(process.pid) : null;
   const free = () => {};
   return {
@@ -266,9 +262,11 @@ function bubblewrap(
       const strict = c.grader === true;
       const seccomp = strict ? filter : null;
       return {
-        file: oom[0] as string,
+        file: '/bin/sh',
         args: [
-          ...oom.slice(1),
+          '-c',
+          prelude,
+          BWRAP,
           '--die-with-parent',
           // A session of its own: no TIOCSTI into forkflush's terminal.
           '--new-session',
@@ -334,9 +332,6 @@ function dropTo(as: As, account: SandboxAccount, nproc: number | null): string[]
     // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the processes of
     // the account's user (its own uid under root; per user namespace as an ordinary user).
     ...(nproc ? ['prlimit', `--nproc=${nproc}:${nproc}`, '--'] : []),
-    // Files made in a folder every episode shares (sandbox.write) stay writable by the others:
-    // each runs as a uid of its own, all of one group.
-    ...(as === 'uid' ? ['/bin/sh', '-c', 'umask 002 && exec "$0" "$@"'] : []),
   ];
 }
 

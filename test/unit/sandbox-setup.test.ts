@@ -60,7 +60,7 @@ describe.skipIf(!hasSandbox)('sudo inside the sandbox', () => {
   const sudoer = (insideAnswers: number): Machine => ({
     ...machine({ sudo: true }),
     probe: async () => true,
-    // Outside the sandbox the job user has sudo; `[choom ... --] bwrap ... sudo -n true` answers `insideAnswers`.
+    // Outside the sandbox the job user has sudo; `sh -c PRELUDE bwrap ... sudo -n true` answers `insideAnswers`.
     run: async (file, args) => (file === 'bwrap' || args.includes('bwrap') ? insideAnswers : 0),
   });
 
