@@ -139,20 +139,33 @@ export function readIdFiles(entries: { passwd: string; group: string }): IdFiles
 /** The most processes one sandbox gets: see processLimit. */
 export const MOST_PROCESSES = 8192;
 
+/** What the machine can hold, and what forkflush's own process may have (null: unlimited). */
+export interface ProcessRoom {
+  pidMax: number;
+  threadsMax: number;
+  /** Its soft RLIMIT_NPROC: what its user's processes, every sandbox's included, may number. */
+  ownLimit: number | null;
+  /** Its hard RLIMIT_NPROC: no process it starts, root's included once setpriv dropped it, may raise a limit above it. */
+  hardLimit: number | null;
+}
+
 /**
  * The process limit of one sandbox (RLIMIT_NPROC, which counts threads too): a quarter of what
  * the machine can hold (its process ids, its threads) and, as an ordinary user, of what that
  * user may have (every sandbox counts there too), at most 8192. A quarter: one branch that fills
- * its own limit leaves the machine, forkflush and its siblings the other three.
+ * its own limit leaves the machine, forkflush and its siblings the other three. Never above
+ * forkflush's own hard limit: prlimit in the sandbox runs without capabilities and could not
+ * raise it, and the sandbox would not start at all.
  */
-export function processLimit(m: { pidMax: number; threadsMax: number; ownLimit: number | null }): number {
+export function processLimit(m: ProcessRoom): number {
   const machine = Math.min(m.pidMax, m.threadsMax);
   const own = m.ownLimit === null ? Number.POSITIVE_INFINITY : m.ownLimit;
-  return Math.max(1, Math.min(MOST_PROCESSES, Math.floor(machine / 4), Math.floor(own / 4)));
+  const hard = m.hardLimit === null ? Number.POSITIVE_INFINITY : m.hardLimit;
+  return Math.max(1, Math.min(MOST_PROCESSES, Math.floor(machine / 4), Math.floor(own / 4), hard));
 }
 
-/** What this machine can hold and this user may have (null: unlimited). */
-export function machineProcesses(): { pidMax: number; threadsMax: number; ownLimit: number | null } {
+/** What this machine can hold and this process may have. */
+export function machineProcesses(): ProcessRoom {
   const number = (path: string, fallback: number) => {
     try {
       return Number(readFileSync(path, 'utf8').trim()) || fallback;
@@ -160,20 +173,21 @@ export function machineProcesses(): { pidMax: number; threadsMax: number; ownLim
       return fallback;
     }
   };
-  let ownLimit: number | null = null;
+  let limits: (number | null)[] = [null, null];
   try {
     const line = readFileSync('/proc/self/limits', 'utf8')
       .split('\n')
       .find((l) => l.startsWith('Max processes'));
-    const soft = line?.slice('Max processes'.length).trim().split(/\s+/)[0];
-    if (soft && /^\d+$/.test(soft)) ownLimit = Number(soft);
+    const [soft, hard] = line?.slice('Max processes'.length).trim().split(/\s+/) ?? [];
+    limits = [soft, hard].map((n) => (n && /^\d+$/.test(n) ? Number(n) : null));
   } catch {
     // No /proc: no limit known.
   }
   return {
     pidMax: number('/proc/sys/kernel/pid_max', 32768),
     threadsMax: number('/proc/sys/kernel/threads-max', 32768),
-    ownLimit,
+    ownLimit: limits[0] ?? null,
+    hardLimit: limits[1] ?? null,
   };
 }
 

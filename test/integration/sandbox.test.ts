@@ -3,10 +3,11 @@
 // process limits apart holds on this kernel: two accounts never count against each other's
 // RLIMIT_NPROC, one account's sandboxes do (the control), and as an ordinary user each sandbox's
 // user namespace counts apart (Linux 5.14 and later), all of them against the user's own limit.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { release } from 'node:os';
 import { join } from 'node:path';
+import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
 import { countsPerNamespace, UID_RANGE } from '../../src/io/accounts.js';
 import { runProcess } from '../../src/io/process.js';
@@ -123,7 +124,55 @@ function threadsAsUser(role: 'hold' | 'try', dir: string, outer: number): Promis
   });
 }
 
+/** test/fixtures/sandbox/probe-limit.ts, bundled where an ordinary user can run it. */
+async function probeLimitScript(): Promise<string> {
+  const dir = meetingPlace();
+  chmodSync(dir, 0o755);
+  const script = join(dir, 'probe-limit.mjs');
+  await build({
+    entryPoints: [join(import.meta.dirname, '..', 'fixtures', 'sandbox', 'probe-limit.ts')],
+    outfile: script,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    logLevel: 'warning',
+  });
+  return script;
+}
+
+/** The fixture run with soft and hard process limits of `limit`, as this user or (root only) as nobody. */
+function probeUnderHardLimit(script: string, limit: number, asNobody: boolean): Record<string, unknown> {
+  const as = asNobody ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+  const r = spawnSync('prlimit', [`--nproc=${limit}:${limit}`, '--', ...as, process.execPath, script], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    cwd: '/',
+    env: { PATH: process.env.PATH, HOME: '/' },
+  });
+  const last = r.stdout.trim().split('\n').at(-1) ?? '';
+  if (r.status !== 0 || !last.startsWith('{')) throw new Error(`exit ${r.status}: ${r.stdout}${r.stderr}`);
+  return JSON.parse(last) as Record<string, unknown>;
+}
+
 describe.skipIf(!bwrap)('the sandbox on this machine', () => {
+  it(`under a hard process limit of 1000 (below the 8192 a sandbox may get) ${isRoot ? 'as root' : 'as this user'}: the sandbox works, its limit within it`, async () => {
+    const script = await probeLimitScript();
+    const o = probeUnderHardLimit(script, 1000, false);
+    // Root is not held to its own soft limit, only to the hard one; an ordinary user's sandboxes
+    // all count against its own limit too, so each gets a quarter.
+    const expected = isRoot ? 1000 : 250;
+    expect(o, JSON.stringify(o)).toMatchObject({
+      processLimit: expected,
+      exitCode: 0,
+      inside: `${expected} ${expected}`,
+    });
+    if (isRoot) {
+      const user = probeUnderHardLimit(script, 1000, true);
+      expect(user, JSON.stringify(user)).toMatchObject({ processLimit: 250, exitCode: 0, inside: '250 250' });
+    }
+  }, 60_000);
+
   it('works where bubblewrap is installed, and under root runs each account as a uid of its own', async () => {
     const probe = await probeSandbox();
     expect(probe).toHaveProperty('sandbox');

@@ -209,10 +209,17 @@ describe('the accounts sandboxes run under', () => {
   });
 
   it('limits each sandbox to a quarter of what the machine and the user may have, at most 8192', () => {
-    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ownLimit: null })).toBe(8192);
-    expect(processLimit({ pidMax: 32_768, threadsMax: 200_000, ownLimit: null })).toBe(8192);
-    expect(processLimit({ pidMax: 32_768, threadsMax: 20_000, ownLimit: null })).toBe(5000);
-    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ownLimit: 4096 })).toBe(1024);
+    const free = { ownLimit: null, hardLimit: null };
+    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ...free })).toBe(8192);
+    expect(processLimit({ pidMax: 32_768, threadsMax: 200_000, ...free })).toBe(8192);
+    expect(processLimit({ pidMax: 32_768, threadsMax: 20_000, ...free })).toBe(5000);
+    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ownLimit: 4096, hardLimit: 4096 })).toBe(1024);
+  });
+
+  it("never above forkflush's own hard limit, which prlimit in the sandbox (no capabilities) cannot raise", () => {
+    // Root's own soft limit does not count (root is not held to it), its hard one does.
+    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ownLimit: null, hardLimit: 1000 })).toBe(1000);
+    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ownLimit: 500, hardLimit: 1000 })).toBe(125);
   });
 
   it("knows which kernels count an ordinary user's processes per user namespace", () => {
