@@ -91,6 +91,11 @@ export interface JudgeAttempt {
   signs: Resource[];
   /** machineShort of what forkflush saw while it ran. */
   short: Resource[];
+  /**
+   * forkflush could not start it (spawn failed): its signs are then the kernel's answer to
+   * forkflush, never words of the graded code, which never ran.
+   */
+  startFailed?: boolean;
 }
 
 /** Whether a judge's grading gets one more try: it failed, and its words or the machine point at a resource. */
@@ -111,7 +116,8 @@ export interface JudgeVerdict {
 /**
  * Settles a judge that was tried twice. The second try's score stands if it has one. If it
  * failed too, the machine is blamed only when forkflush saw it short while the second try ran
- * (and the first failed for want of a resource); a failure the machine had room for is the
+ * (and the first failed for want of a resource), or when forkflush itself could not start it
+ * for want of one (the branch's code never ran); a failure the machine had room for is the
  * branch's own, whatever its output says.
  */
 export function settleJudge(first: JudgeAttempt, second: JudgeAttempt): JudgeVerdict {
@@ -119,7 +125,9 @@ export function settleJudge(first: JudgeAttempt, second: JudgeAttempt): JudgeVer
   if (second.score !== null)
     return { score: second.score, note: `graded twice: the judge's first grading failed (${firstWhy})` };
   const short = second.ranAndFailed || second.signs.length > 0 ? second.short : [];
-  const blamed = short.find((r) => first.short.includes(r) || first.signs.includes(r) || second.signs.includes(r));
+  const blamed = second.startFailed
+    ? (second.signs[0] ?? short[0])
+    : short.find((r) => first.short.includes(r) || first.signs.includes(r) || second.signs.includes(r));
   if (blamed) {
     return {
       score: null,

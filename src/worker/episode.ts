@@ -25,7 +25,6 @@ import {
   NOTHING_CLEANED,
   removeTree,
 } from '../io/agent-files.js';
-import { type WatchMachine, watchMachine } from '../io/machine.js';
 import { couldNotStart } from '../io/process.js';
 import { NO_ACCOUNT } from '../io/sandbox.js';
 import {
@@ -55,7 +54,7 @@ import {
   writeIndexed,
 } from './cleanroom.js';
 import { allowedEnv } from './env.js';
-import { gradeAsJudge, type JudgeGrading, runGrader } from './grade.js';
+import { gradeAsJudge, type JudgeGrading, type JudgeMachine, runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
 import { sealMessage } from './seal.js';
 import { prepareWorkspace, runSetup, type SetupCache } from './setup.js';
@@ -110,8 +109,8 @@ export interface EpisodeJob {
   setupCache?: SetupCache;
   /** One line per step of the episode's preparation (the Action's job log). */
   log?: (line: string) => void;
-  /** What the judge reads of the machine while it grades (io/machine.ts; tests bring their own). */
-  watchMachine?: WatchMachine;
+  /** How the judge watches the machine while it grades (grade.ts MACHINE; tests bring their own). */
+  judgeMachine?: JudgeMachine;
 }
 
 /**
@@ -375,11 +374,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
     // Graded again when it failed for want of a resource; a machine that ran short twice voids the round.
-    const g = await gradeAsJudge(
-      () => judge(job, snap.tree, graderEnv),
-      [job.scratchDir],
-      job.watchMachine ?? watchMachine,
-    );
+    const g = await gradeAsJudge(() => judge(job, snap.tree, graderEnv), [job.scratchDir], job.judgeMachine);
     judged = g;
     // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
     const graded = g.setupFailed ? '' : `$ ${config.grader.command}\n${g.stdout}${g.stderr}`;

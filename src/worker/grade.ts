@@ -13,7 +13,7 @@ import {
 } from '../core/resources.js';
 import { parseScore } from '../core/score.js';
 import { failureLine } from '../core/text.js';
-import type { WatchMachine } from '../io/machine.js';
+import { type WatchMachine, watchMachine } from '../io/machine.js';
 import { runShell } from '../io/process.js';
 import type { Confinement, Sandbox } from '../io/sandbox.js';
 
@@ -26,6 +26,8 @@ export interface Grading {
   signal: NodeJS.Signals | null;
   /** Stopped at grader.timeout. */
   timedOut?: true;
+  /** Why forkflush could not start it (spawn's error: EAGAIN when forkflush itself cannot fork). */
+  startError?: string;
   stdout: string;
   stderr: string;
 }
@@ -49,7 +51,8 @@ export async function runGrader(
   const base = { seconds: r.ms / 1000, exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
   if (r.stopped === 'timeout')
     return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s`, timedOut: true };
-  if (r.spawnError) return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}` };
+  if (r.spawnError)
+    return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}`, startError: r.spawnError };
   if (r.exitCode !== 0) {
     const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
@@ -62,20 +65,31 @@ export async function runGrader(
 /** A judge's grading: its setup (when the config has one) and its grader, in a fresh checkout. */
 export type JudgeGrading = Grading & { setupLog?: string; setupFailed?: boolean };
 
+/** How a judge sees the machine: its watch, and the pause a machine found short gets before the second try. */
+export interface JudgeMachine {
+  watch: WatchMachine;
+  pauseMs: number;
+}
+
+/** This machine: a shortage gets a few seconds to pass (a sibling's build ending, memory freed). */
+export const MACHINE: JudgeMachine = { watch: watchMachine, pauseMs: 5000 };
+
 /**
  * Runs a judge's grading (`attempt`: a fresh checkout each time) while watching the machine
- * (`paths`: the judge's filesystems), and once more when it failed for want of a resource.
- * After two failures the machine is blamed only if it was measured short (`machineShort`: the
- * round is then void); otherwise the failure is the branch's own, whatever its output says.
+ * (`paths`: the judge's filesystems), and once more when it failed for want of a resource
+ * (after a pause when the machine was short). After two failures the machine is blamed only if
+ * it was measured short (`machineShort`: the round is then void); otherwise the failure is the
+ * branch's own, whatever its output says.
  */
 export async function gradeAsJudge(
   attempt: () => Promise<JudgeGrading>,
   paths: string[],
-  watch: WatchMachine,
+  machine: JudgeMachine = MACHINE,
 ): Promise<JudgeGrading & { machineShort?: Resource; note?: string }> {
-  const first = await watched(attempt, paths, watch);
+  const first = await watched(attempt, paths, machine.watch);
   if (!retryJudge(first.as)) return first.grading;
-  const second = await watched(attempt, paths, watch);
+  if (first.as.short.length > 0) await new Promise((resolve) => setTimeout(resolve, machine.pauseMs));
+  const second = await watched(attempt, paths, machine.watch);
   const verdict = settleJudge(first.as, second.as);
   const { reason: _, ...rest } = second.grading;
   return {
@@ -98,11 +112,17 @@ async function watched(
     throw e;
   });
   const readings = w.stop();
+  // A grader forkflush could not start (spawn EAGAIN: forkflush itself could not fork) failed too.
   const ranAndFailed =
     grading.score === null &&
     grading.timedOut !== true &&
-    (grading.setupFailed === true || grading.signal !== null || (grading.exitCode !== null && grading.exitCode !== 0));
-  const output = grading.setupFailed ? (grading.setupLog ?? '') : `${grading.stdout}\n${grading.stderr}`;
+    (grading.setupFailed === true ||
+      grading.startError !== undefined ||
+      grading.signal !== null ||
+      (grading.exitCode !== null && grading.exitCode !== 0));
+  const output = grading.setupFailed
+    ? (grading.setupLog ?? '')
+    : `${grading.startError ?? ''}\n${grading.stdout}\n${grading.stderr}`;
   return {
     grading,
     as: {
@@ -111,6 +131,7 @@ async function watched(
       ranAndFailed,
       signs: ranAndFailed ? resourceSigns(output, grading.signal) : [],
       short: machineShort(readings),
+      ...(grading.startError !== undefined ? { startFailed: true } : {}),
     },
   };
 }

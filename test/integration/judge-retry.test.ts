@@ -13,6 +13,7 @@ import type { EpisodeResult } from '../../src/core/state.js';
 import { type WatchMachine, watchMachine } from '../../src/io/machine.js';
 import { startRun } from '../../src/local/start.js';
 import { runEpisode } from '../../src/worker/episode.js';
+import { gradeAsJudge, type JudgeGrading } from '../../src/worker/grade.js';
 import { makeTaskRepo } from './task-repo.js';
 
 /** Outside /tmp (every sandbox has its own /tmp) and readable by the judge: / is, read-only. */
@@ -60,8 +61,8 @@ function fakeWatch(
   return w;
 }
 
-/** One episode whose agent writes 7, judged with `grader` under `watch`. */
-async function judged(grader: string, watch: WatchMachine): Promise<EpisodeResult> {
+/** One episode whose agent writes 7, judged with `grader` under `watch` (a shortage paused for `pauseMs`). */
+async function judged(grader: string, watch: WatchMachine, pauseMs = 0): Promise<EpisodeResult> {
   const flag = join(flags, `flag-${Math.random().toString(36).slice(2)}`);
   const repo = makeTaskRepo({
     agentCommand: 'sh agent.sh',
@@ -90,7 +91,7 @@ async function judged(grader: string, watch: WatchMachine): Promise<EpisodeResul
     prompt: 'Make value.txt large.',
     agent: agentFor(state.config),
     isolation: run.isolation,
-    watchMachine: watch,
+    judgeMachine: { watch, pauseMs },
   });
 }
 let currentFlag = '';
@@ -133,12 +134,71 @@ describe("a judge's grading that fails for want of a resource", () => {
     );
   });
 
+  it('gives a machine found short a pause before the second try, and one with room none', async () => {
+    /** A watch that also records when each use starts and stops. */
+    const timed = (readings: MachineReadings[], times: number[]): WatchMachine => {
+      const inner = fakeWatch(readings, () => times.push(Date.now()));
+      return (paths) => {
+        times.push(Date.now());
+        return inner(paths);
+      };
+    };
+    const times: number[] = [];
+    await judged(STARVED_GRADER, timed([noPids, noPids], times), 1500);
+    // The first try's start and stop, then the second's.
+    expect(times).toHaveLength(4);
+    expect((times[2] as number) - (times[1] as number)).toBeGreaterThanOrEqual(1500);
+    const roomyTimes: number[] = [];
+    const r = await judged(STARVED_GRADER, timed([roomy], roomyTimes), 60_000);
+    expect(roomyTimes).toHaveLength(4);
+    expect(r.score).toBeNull();
+  }, 120_000);
+
   it('is not tried again when it failed for another reason', async () => {
     const watch = fakeWatch([roomy]);
     const r = await judged('echo "AssertionError: 3 != 4" >&2\nexit 1\n', watch);
     expect(watch.uses).toBe(1);
     expect(r.score).toBeNull();
     expect(r.reason).toBe('the grader exited with code 1: AssertionError: 3 != 4');
+  });
+});
+
+describe('a judge forkflush could not start', () => {
+  const unstarted: JudgeGrading = {
+    score: null,
+    reason: 'the grader could not start: spawn /bin/sh EAGAIN',
+    startError: 'spawn /bin/sh EAGAIN',
+    seconds: 0,
+    exitCode: null,
+    signal: null,
+    stdout: '',
+    stderr: '',
+  };
+
+  it("is tried once more, and twice unstarted for want of processes is the machine's failure, even unseen by the watch", async () => {
+    let tries = 0;
+    const g = await gradeAsJudge(
+      async () => {
+        tries++;
+        return unstarted;
+      },
+      [flags],
+      { watch: fakeWatch([roomy]), pauseMs: 0 },
+    );
+    expect(tries).toBe(2);
+    expect(g.score).toBeNull();
+    expect(g.machineShort).toBe('processes');
+    expect(g.reason).toMatch(/^the machine ran out of processes while the judge graded this branch, twice/);
+  });
+
+  it('keeps the score of a second try that started', async () => {
+    const attempts = [unstarted, { ...unstarted, score: 4, startError: undefined, reason: undefined, exitCode: 0 }];
+    const g = await gradeAsJudge(async () => attempts.shift() as JudgeGrading, [flags], {
+      watch: fakeWatch([roomy]),
+      pauseMs: 0,
+    });
+    expect(g.score).toBe(4);
+    expect(g).not.toHaveProperty('machineShort');
   });
 });
 

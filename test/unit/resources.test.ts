@@ -141,4 +141,14 @@ describe('the verdict after two tries', () => {
     });
     expect(settleJudge(attempt({ short: ['processes'] }), timedOut).machineShort).toBeUndefined();
   });
+
+  it('blames the machine when forkflush itself could not start the grader for want of a resource, twice', () => {
+    // spawn EAGAIN: the graded code never ran, so the words are the kernel's answer to forkflush,
+    // even where the watch, a few samples a second, missed the moment.
+    const unstarted = attempt({ startFailed: true, reason: 'the grader could not start: spawn /bin/sh EAGAIN' });
+    expect(settleJudge(unstarted, unstarted).machineShort).toBe('processes');
+    // A start that failed for no resource is no one's shortage.
+    const other = attempt({ startFailed: true, signs: [], reason: 'the grader could not start: spawn /bin/sh ENOENT' });
+    expect(settleJudge(unstarted, other).machineShort).toBeUndefined();
+  });
 });
