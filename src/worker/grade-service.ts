@@ -5,8 +5,8 @@
 // episode, can ask for this episode's gradings. What the services of sibling episodes share is
 // forkflush's process: its open files (a connection each), its memory and its event loop. So a
 // service holds at most MOST_CONNECTIONS connections (more are closed as they come: a branch
-// that opens thousands would take the files every sibling's judge and git command needs) and one
-// grading's output at a time; each grading runs in the sandbox under the episode's own account.
+// that opens thousands would take the files every sibling's judge and git command needs), one
+// request each, and one grading's output at a time; each grading runs in the sandbox under the episode's own account.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -84,6 +84,10 @@ export async function startGradeService(args: {
     );
   });
   server.maxConnections = MOST_CONNECTIONS;
+  // The client asks once per connection; requests pipelined behind the first would each wait in
+  // forkflush's memory for their turn (thousands on one connection): they are refused, and the
+  // connection closed.
+  server.maxRequestsPerSocket = 1;
   // A short path (a socket's is limited to about 100 bytes, and run folders can be deep) under the
   // real /tmp whatever TMPDIR says: every sandbox has a /tmp of its own, so only the sandbox that
   // binds this folder, the episode's, can reach the socket.

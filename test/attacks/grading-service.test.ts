@@ -45,6 +45,19 @@ describeSandboxed('the grading service', () => {
     expect(result.exit).toBe('budget');
   });
 
+  it('forty gradings pipelined on one connection: the service answers one, never queues the rest in its memory', async () => {
+    const repo = makeAttackRepo({
+      agent: 'node {fx}/grade-pipeline.mjs {logs}',
+      files: COUNTING_GRADER,
+      budget: 'total: 6\n  unit: tokens\n  episode: 6',
+    });
+    const { result } = await runLocal(repo);
+    // The first is graded; the socket is closed after it (one request per connection).
+    const statuses = readFileSync(join(repo.logs, 'pipeline'), 'utf8').trim().split(' ');
+    expect(statuses[0]).toBe('200');
+    expect(gradings(join(repo.dir, '.git'), result.commit)).toBe(1);
+  });
+
   it.each([
     ['in /tmp (the default)', false],
     ['when forkflush runs with TMPDIR outside /tmp', true],
