@@ -105,7 +105,7 @@ describeSandboxed('a branch that opens every connection it can to its grading se
 });
 
 describeSandboxed('a branch that fills its process limit while its sibling is judged', () => {
-  it('as forkflush runs it (root here): the sibling is graded, judged and wins', async () => {
+  it(`as forkflush runs it (${isRoot ? 'root' : 'this ordinary user'} here): the sibling is graded, judged and wins`, async () => {
     const repo = stormRepo('tasks');
     const { state } = await runLocal(repo);
     expectSiblingWins(repo, state);
