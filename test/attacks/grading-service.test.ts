@@ -83,7 +83,7 @@ describeSandboxed('the grading service', () => {
     for (const e of round) expect(gradings(join(repo.dir, '.git'), e.result?.commit ?? ''), e.id).toBe(1);
   });
 
-  it('a process outside the sandbox, of another user, cannot reach the socket while the episode runs', async () => {
+  it('a process outside the sandbox, of another user (root here) or of this one, cannot grade through the socket while the episode runs', async () => {
     const repo = makeAttackRepo({ agent: 'sh {fx}/grade-wait.sh {logs}', files: COUNTING_GRADER });
     const socketFile = join(repo.logs, 'socket');
     const outside: { out?: string } = {};
@@ -92,13 +92,13 @@ describeSandboxed('the grading service', () => {
       const socket = readFileSync(socketFile, 'utf8').trim();
       // Asynchronously: the grading service answers from this very process.
       outside.out = await new Promise<string>((resolve) => {
+        // Another user where this is root; as an ordinary user, this user outside the sandbox.
+        const as = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
         execFile(
-          'setpriv',
+          as[0] ?? process.execPath,
           [
-            '--reuid=65534',
-            '--regid=65534',
-            '--clear-groups',
-            process.execPath,
+            ...as.slice(1),
+            ...(as.length > 0 ? [process.execPath] : []),
             '-e',
             `const r = require('node:http').request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' },
                (res) => { console.log('answered', res.statusCode); process.exit(0); });
