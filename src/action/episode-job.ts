@@ -5,15 +5,15 @@
 import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pkg from '../../package.json' with { type: 'json' };
-import { agentFor } from '../agents/registry.js';
+import { agentFor } from '../agents/specs.js';
 import type { Config, Unit } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } from '../core/journal.js';
 import { contextRef, episodeBranch, parseEpisodeId, stateRef } from '../core/names.js';
 import { episodePrompt } from '../core/prompts.js';
 import { parseRunFiles, parseRunState, RecordError, type RunFiles } from '../core/records.js';
-import { unreadableRunReason } from '../core/setup-failure.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
+import { unreadableRunReason } from '../core/stop.js';
 import { formatNumber } from '../core/text.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import type { Git } from '../io/git.js';

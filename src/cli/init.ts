@@ -10,12 +10,13 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
-import { AGENT_CLIS } from '../agents/clis.js';
+import { specOfName } from '../agents/specs.js';
 import { AGENT_KINDS, CONFIG_PATH, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { failureLine, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { runShell } from '../io/process.js';
+import { untrackedFiles, whileWatchingReads } from '../local/grader-reads.js';
 import { namedPaths } from '../local/preflight.js';
 import type { Parsed } from './args.js';
 import type { Io } from './main.js';
@@ -87,7 +88,11 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
   const toWrite: string[] = [];
 
   io.stdout.write(`\ngrading the workspace as it is now: ${answers.grader}\n`);
-  const g = await runShell(answers.grader, { cwd: root, timeoutMs: 300_000, maxOutput: 200_000 });
+  // Files git does not have that the grader reads must be committed too: runs grade the commit.
+  const watched = await whileWatchingReads(root, await untrackedFiles(root), () =>
+    runShell(answers.grader, { cwd: root, timeoutMs: 300_000, maxOutput: 200_000 }),
+  );
+  const g = watched.result;
   const last = g.stdout.trim().split('\n').at(-1)?.trim() ?? '';
   if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}\n`);
   else {
@@ -137,8 +142,21 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
     (p) => !/[*?[]/.test(p) && existsSync(join(root, p)),
   );
+  // The untracked files the grader read (init's own are in the list anyway).
+  const read = (watched.read ?? []).filter((f) => !f.startsWith('.github/') && !named.includes(f));
+  if (read.length > 0)
+    io.stdout.write(
+      `\nthe grader read ${read.length === 1 ? 'a file' : `${read.length} files`} that git does not have yet: ${read.slice(0, 10).join(', ')}` +
+        `${read.length > 10 ? `, and ${read.length - 10} more` : ''}.\nEpisodes are graded on the commit: the git add line below takes ${read.length === 1 ? 'it' : 'them'}.\n`,
+    );
   const files = [
-    ...new Set(['.github', ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))), ...named, ...toWrite]),
+    ...new Set([
+      '.github',
+      ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))),
+      ...named,
+      ...read,
+      ...toWrite,
+    ]),
   ];
   const git = here === '.' ? 'git' : `git -C ${shellQuote(here)}`;
   // Outside a repository the git add would fail: the steps start by making one.
@@ -164,7 +182,7 @@ function fileItRuns(command: string): string | null {
 
 /** What is left to do on GitHub once the task is committed (README, "On GitHub"). */
 function githubSteps(agent: string): string {
-  const cli = agent in AGENT_CLIS ? AGENT_CLIS[agent as keyof typeof AGENT_CLIS] : null;
+  const cli = specOfName(agent)?.cli;
   const key = cli
     ? `${cli.secret.name} for ${agent} (${cli.secret.note})`
     : "the keys your agent needs (name them in forkflush.yml's env)";
@@ -337,7 +355,7 @@ async function workflowText(name: string, agent: string, action: string | null):
     if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}`);
   }
   if (name === 'forkflush.yml') {
-    const secret = agent in AGENT_CLIS ? AGENT_CLIS[agent as keyof typeof AGENT_CLIS].secret : undefined;
+    const secret = specOfName(agent)?.cli?.secret;
     const line = secret
       ? `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}`
       : `          # what your agent needs, from the repository secrets, e.g. MY_KEY: \${{ secrets.MY_KEY }}`;

@@ -6,7 +6,7 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { agentFor } from '../../src/agents/registry.js';
+import { agentFor } from '../../src/agents/specs.js';
 import { applyOpen, reconcile } from '../../src/core/reconcile.js';
 import { type MachineReadings, machineShort, NO_READINGS } from '../../src/core/resources.js';
 import type { EpisodeResult } from '../../src/core/state.js';
