@@ -423,6 +423,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       },
       [job.scratchDir],
       job.judgeMachine,
+      interrupt,
     );
     judged = g;
     // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.

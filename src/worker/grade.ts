@@ -85,10 +85,12 @@ export async function gradeAsJudge(
   attempt: () => Promise<JudgeGrading>,
   paths: string[],
   machine: JudgeMachine = MACHINE,
+  signal?: AbortSignal,
 ): Promise<JudgeGrading & { machineShort?: Resource; note?: string }> {
   const first = await watched(attempt, paths, machine.watch);
   if (!retryJudge(first.as)) return first.grading;
-  if (first.as.short.length > 0) await new Promise((resolve) => setTimeout(resolve, machine.pauseMs));
+  // A stop cuts the pause short: the second try then ends at once (`attempt` says so).
+  if (first.as.short.length > 0) await pause(machine.pauseMs, signal);
   const second = await watched(attempt, paths, machine.watch);
   const verdict = settleJudge(first.as, second.as);
   const { reason: _, ...rest } = second.grading;
@@ -99,6 +101,19 @@ export async function gradeAsJudge(
     note: verdict.note,
     ...(verdict.machineShort ? { machineShort: verdict.machineShort } : {}),
   };
+}
+
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 async function watched(

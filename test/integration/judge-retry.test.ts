@@ -191,6 +191,24 @@ describe('a judge forkflush could not start', () => {
     expect(g.reason).toMatch(/^the machine ran out of processes while the judge graded this branch, twice/);
   });
 
+  it('cuts the pause of a machine found short when the run is stopped', async () => {
+    const stop = new AbortController();
+    let tries = 0;
+    const started = Date.now();
+    setTimeout(() => stop.abort('SIGTERM'), 200);
+    await gradeAsJudge(
+      async () => {
+        tries++;
+        return unstarted;
+      },
+      [flags],
+      { watch: fakeWatch([noPids]), pauseMs: 60_000 },
+      stop.signal,
+    );
+    expect(tries).toBe(2);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it('keeps the score of a second try that started', async () => {
     const attempts = [unstarted, { ...unstarted, score: 4, startError: undefined, reason: undefined, exitCode: 0 }];
     const g = await gradeAsJudge(async () => attempts.shift() as JudgeGrading, [flags], {
