@@ -289,6 +289,8 @@ export function loserComment(state: RunState, e: Episode, winner: Episode | null
     const why = inertCodeSpan(e.result?.reason ?? 'setup failed');
     return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX);
   }
+  const round = state.rounds.find((r) => r.index === e.round);
+  if (round?.decision?.voided) return clip(`Not adopted: round ${e.round} is ${round.decision.voided}.`, BODY_MAX);
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }

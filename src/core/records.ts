@@ -16,6 +16,7 @@
 import { z } from 'zod';
 import { configSchema, withDerivedDefaults } from './config.js';
 import { FAILURE_KINDS, TRANSIENT_FAILURES } from './failure.js';
+import { RESOURCES } from './resources.js';
 import { type AgentUsage, EPISODE_EXITS, type RecordedFailure, type Retry, type RunState } from './state.js';
 
 const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: 'must be a commit id' });
@@ -76,6 +77,7 @@ const resultSchema = z.object({
   sandbox: z.string().optional(),
   contextStore: z.enum(['encrypted', 'plain', 'none']).optional(),
   agentNotStarted: z.string().optional(),
+  machineShort: z.enum(RESOURCES).optional(),
   failure: failureSchema.optional(),
   retries: z.array(retrySchema).optional(),
   unchanged: z.literal(true).optional(),
@@ -105,7 +107,9 @@ const roundSchema = z.object({
   phase: z.string(),
   kind: z.enum(['fork', 'serial']),
   episodes: z.array(episodeSchema),
-  decision: z.object({ winner: episodeId.nullable(), adopted: z.array(episodeId) }).optional(),
+  decision: z
+    .object({ winner: episodeId.nullable(), adopted: z.array(episodeId), voided: z.string().optional() })
+    .optional(),
   extra: z.boolean().optional(),
 });
 
