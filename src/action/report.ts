@@ -164,9 +164,12 @@ function summaryLinks(o: JobOutcome, x: SummaryFacts): string[] {
   const repo = `${x.serverUrl.replace(/\/+$/, '')}/${x.repository}`;
   const links: string[] = [];
   if (x.issue) links.push(`[issue #${x.issue}](${repo}/issues/${x.issue})`);
-  const branch = episodeBranch(o.run, o.episode.round, o.episode.branch);
-  links.push(`[the commit and its check run](${repo}/commit/${o.result.commit}/checks)`);
-  links.push(`[the branch](${repo}/tree/${branch.split('/').map(encodeURIComponent).join('/')})`);
+  links.push(`[the commit](${repo}/commit/${o.result.commit})`);
+  // Layout 2 keeps episodes off the branches: the commit is the place to see one.
+  if (o.layout === 1) {
+    const branch = episodeBranch(o.run, o.episode.round, o.episode.branch);
+    links.push(`[the branch](${repo}/tree/${branch.split('/').map(encodeURIComponent).join('/')})`);
+  }
   if (x.runId && /^\d+$/.test(x.runId)) {
     const attempt =
       x.runAttempt && /^\d+$/.test(x.runAttempt) && x.runAttempt !== '1' ? `/attempts/${x.runAttempt}` : '';

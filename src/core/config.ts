@@ -262,9 +262,9 @@ export const configSchema = z
       .describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
     pull_requests: z
       .enum(PULL_REQUESTS)
-      .default('winners')
+      .default('final')
       .describe(
-        'On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says.',
+        "On GitHub, which pull requests a run opens. final (the default): one, the run's result, as a draft; episodes' work stays on refs under refs/forkflush/ that no workflow triggers on. winners or episodes: every episode is also a branch (which the repository's push workflows see), and the winner of each fork round, or every episode, gets a pull request into the lineage branch. Every episode gets a check run with its score whatever this says.",
       ),
     limits: limitsSchema.default(limitsSchema.parse({})),
     compare: compareSchema.optional(),

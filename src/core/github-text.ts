@@ -3,7 +3,7 @@
 import { spent } from './budget.js';
 import { type ChartData, chartData } from './chart.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
-import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
+import { bestBranch, describeEpisodeId, GITHUB, lineageBranch } from './names.js';
 import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
 import { retrySetup, runStop } from './setup-failure.js';
@@ -16,6 +16,21 @@ export function commentMarker(run: string): string {
 }
 
 export type RunPhase = 'running' | 'stopped' | 'finished';
+
+/**
+ * What the texts on GitHub say besides the run's state: where its work is (branches, or refs under
+ * refs/forkflush/ in the default layout), and facts from its record.
+ */
+export interface GitHubView {
+  /** The lineage and the best workspace, as people name them (a branch, or a full ref). */
+  lineage: string;
+  best: string;
+}
+
+/** Layout 1's names (every ref a branch), for texts of runs that have no record (tests, old callers). */
+export function branchView(state: RunState): GitHubView {
+  return { lineage: lineageBranch(state.id, 0, state.lineages.length), best: bestBranch(state.id) };
+}
 
 /** The issue comment: where the run stands, the plan, the leaderboard and score versus spend. */
 /**
@@ -40,7 +55,12 @@ export function contextNote(state: RunState, privateRepository: boolean | undefi
   return [];
 }
 
-export function issueComment(state: RunState, phase: RunPhase, notes: string[] = []): string {
+export function issueComment(
+  state: RunState,
+  phase: RunPhase,
+  notes: string[] = [],
+  view: GitHubView = branchView(state),
+): string {
   const c = state.config;
   const unit = c.budget.unit;
   const open = state.rounds.find((r) => !r.decision);
@@ -59,7 +79,7 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
           ? `round ${open.index} (${open.phase}) running: ${open.episodes.filter((e) => e.result).length} of ${open.episodes.length} episodes done`
           : 'starting';
   const best = state.best
-    ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)`
+    ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (\`${view.best}\`)`
     : 'none yet';
   // The schedule, simulated once for the comment (each sync writes it).
   const phases = plan(c);
@@ -70,7 +90,7 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
     `**Status:** ${status}  `,
     `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
     `**Best score** (${c.grader.direction}): ${best}  `,
-    `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
+    `**Lineage:** \`${view.lineage}\``,
     ...notes.map((n) => `> ${n}`),
     ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`),
     '',
@@ -268,22 +288,65 @@ export function loserComment(state: RunState, e: Episode, winner: Episode | null
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
 
-/** The final pull request's title: the run and its best score, formatted as the report does. */
-export function finalPrTitle(state: RunState): string {
-  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}`;
+/**
+ * The best score against the initial workspace's: "+8 over the initial workspace" (a sign as the
+ * scores go, whatever the direction), or null while either is unknown.
+ */
+export function gainText(state: RunState): string | null {
+  const base = state.base.score;
+  const best = state.best?.score;
+  if (base === null || best === undefined) return null;
+  const delta = best - base;
+  const sign = delta > 0 ? '+' : delta < 0 ? '−' : '±';
+  return `${sign}${formatNumber(Math.abs(delta), 4)} over the initial workspace`;
 }
 
-export function finalPrBody(state: RunState, issue: number | null = null): string {
+/** The result pull request's title: the run, its best score, and the gain over the initial workspace. */
+export function finalPrTitle(state: RunState): string {
+  const gain = gainText(state);
+  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}${gain ? ` (${gain})` : ''}`;
+}
+
+/**
+ * The result pull request's body, kept current while rounds run after the end (nightly ones, a
+ * review's): the scores, where the work ran, and how the repository's own CI may run on it.
+ */
+export function finalPrBody(
+  state: RunState,
+  issue: number | null = null,
+  view: GitHubView = branchView(state),
+): string {
+  const c = state.config;
+  const gain = gainText(state);
+  const open = state.rounds.find((r) => !r.decision);
   const body = [
     // forkflush's own closing keyword: the only one left active (agent text in the body is inert).
     ...(issue !== null ? [`Closes #${issue}.`, ''] : []),
-    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
+    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.filter((r) => r.decision).length} rounds` +
+      (open ? `; round ${open.index} (${open.phase}) is running, and this pull request follows its result.` : '.'),
     '',
-    `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : 'no episode'}; ` +
-      `the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? ' (not the lineage head: a later episode scored lower)' : ''}.`,
-    `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
+    markdownTable(
+      ['', 'score', ''],
+      [
+        [
+          'best',
+          `**${scoreText(state.best?.score)}**`,
+          state.best ? `${describeEpisodeId(state.best.episode)}, on \`${view.best}\`` : 'no episode scored',
+        ],
+        ['initial workspace', scoreText(state.base.score), state.base.reason ? inertCodeSpan(state.base.reason) : ''],
+        ['gain', gain ? `**${gain.split(' ')[0]}**` : '-', `${c.grader.direction}`],
+      ],
+    ),
+    '',
+    `Spent ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${c.budget.unit}` +
+      `${state.best && state.best.commit !== state.lineages[0]?.head ? ". The best workspace is not this branch's head: a later episode scored lower." : '.'}`,
     '',
     leaderboardMarkdown(state, 20),
+    '',
+    '#### What ran where',
+    '',
+    `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
+    `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`,
   ];
   return clip(body.join('\n'), BODY_MAX);
 }

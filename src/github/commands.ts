@@ -9,7 +9,7 @@
 import { CONFIG_PATH, type Config, ConfigError, parseConfig } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { remember, roundLimitProblem, roundsLeft, runsPerRepoProblem, seenAny } from '../core/limits.js';
-import { episodeBranch, GITHUB, issueRunId, lineageBranch, stateRef } from '../core/names.js';
+import { GITHUB, issueRunId, type RefsLayout, runRefs, stateRef } from '../core/names.js';
 import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
@@ -20,6 +20,7 @@ import { visibleText } from '../core/text.js';
 import { workerTimeoutProblem } from '../core/worker-workflow.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 import { protectedDigest } from './observe.js';
+import { refsOf } from './record.js';
 import { type SyncContext, syncOrYield, syncStored } from './sync.js';
 
 /** Permissions that may start and steer runs. */
@@ -100,6 +101,8 @@ export async function startRun(
   const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
   const globs = [...config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
   const state = newRunState({ id: run, seed: mixSeed(issue.number), config, baseCommit: base, baseScore: null });
+  const layout = layoutFor(config);
+  const refs = runRefs(run, layout);
   const task = visibleText(`# ${issue.title}\n\n${issue.body ?? ''}`);
   const files: RunFiles = {
     task: task.text,
@@ -121,8 +124,9 @@ export async function startRun(
     privateRepository: repository.private,
     startedBy: steer.by,
     seen: remember([], steer.keys),
+    refsLayout: layout,
   };
-  for (const l of state.lineages) await forge.createBranch(lineageBranch(run, l.index, state.lineages.length), base);
+  for (const l of state.lineages) await forge.createRef(refs.lineage(l.index, state.lineages.length), base);
   // Read before the run is saved, said once it is: only the event that started the run says it.
   const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config);
   try {
@@ -138,6 +142,14 @@ export async function startRun(
     if (e instanceof ConflictError) return { state: null };
     throw e;
   }
+}
+
+/**
+ * Where a new run keeps its work: out of the repository's workflows' sight (2), unless its config
+ * asks for a pull request per episode or per fork round's winner, which needs their branches (1).
+ */
+export function layoutFor(config: Config): RefsLayout {
+  return config.pull_requests === 'episodes' || config.pull_requests === 'winners' ? 1 : 2;
 }
 
 /**
@@ -157,10 +169,10 @@ export async function setStopped(
   // The retried episodes' branches go back to their bases first: until the record says the round
   // runs again, their setup results stand, and a branch at its base holds no result to observe.
   const retry = stopped ? null : retrySetup(stored.state);
+  const refs = refsOf(stored.state, stored.files);
   for (const e of retry?.episodes ?? []) {
-    const branch = episodeBranch(run, e.round, e.branch);
-    if ((await ctx.forge.refSha(`refs/heads/${branch}`)) === e.result?.commit)
-      await ctx.forge.setBranch(branch, e.base);
+    const ref = refs.episode(e.round, e.branch);
+    if ((await ctx.forge.refSha(ref)) === e.result?.commit) await ctx.forge.setRef(ref, e.base);
   }
   const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
     // Checked again on the record being swapped (the latest after a conflict): the round runs again only while its setup results are

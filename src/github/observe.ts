@@ -4,10 +4,10 @@
 import { createHash } from 'node:crypto';
 import { forgeAlsoProtected, matchesAny } from '../core/globs.js';
 import { resultFromCommit } from '../core/journal.js';
-import { episodeBranch, roundBranchPrefix } from '../core/names.js';
 import { applyResult } from '../core/reconcile.js';
 import { type EpisodeResult, failedResult, type RunState } from '../core/state.js';
 import type { GitCommit, GitHubForge, RunFiles, TreeFile } from './forge.js';
+import { refsOf } from './record.js';
 
 /** What an event says happened, beyond what the branches show. */
 export interface Observed {
@@ -53,11 +53,12 @@ export async function observe(
   const open = state.rounds.find((r) => !r.decision);
   const dispatched = open ? files.dispatched[String(open.index)] : undefined;
   if (!open || !dispatched) return state;
-  const heads = await forge.branchHeads(roundBranchPrefix(state.id, open.index));
+  const refs = refsOf(state, files);
+  const heads = await forge.refHeads(refs.round(open.index));
   let next = state;
   for (const e of open.episodes) {
     if (e.result) continue;
-    const head = heads.get(episodeBranch(state.id, e.round, e.branch));
+    const head = heads.get(refs.episode(e.round, e.branch));
     let result: EpisodeResult | null = null;
     if (head && head !== e.base) {
       const commit = await commits.get(head);

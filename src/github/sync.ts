@@ -3,8 +3,16 @@
 // the work the core lists (dueWork) with a compare-and-swap of the run's record, carry it out
 // (work.ts), record it done (record.ts). A duplicated, late or lost event changes nothing: the
 // next sync finds the same state and does what is still due.
-import { createHash } from 'node:crypto';
-import { commentMarker, contextNote, issueComment, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
+import {
+  commentMarker,
+  contextNote,
+  finalPrBody,
+  finalPrTitle,
+  type GitHubView,
+  issueComment,
+  PRIVILEGED_CI_NOTE,
+  type RunPhase,
+} from '../core/github-text.js';
 import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { stateRef } from '../core/names.js';
@@ -13,7 +21,7 @@ import type { RunState } from '../core/state.js';
 import { carryOut, dueWork } from '../core/work.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 import { Commits, type Observed, observe } from './observe.js';
-import { saveDone, workDone } from './record.js';
+import { layoutOf, saveDone, textDigest, viewOf, workDone } from './record.js';
 import { GitHubWork } from './work.js';
 
 export interface SyncContext extends Observed {
@@ -58,7 +66,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   }
   // Claim the work in the same compare-and-swap that records the decisions: of two racing
   // handlers, only the one whose save lands does the work.
-  const due = dueWork(state, workDone(files));
+  const due = dueWork(state, workDone(state, files));
   // A stale claim on work no longer due: its handler did the work, then died before letting go.
   // (A stopped run keeps its other claims: they tell whoever resumes it what may be half done.)
   for (const [key, at] of Object.entries(files.claims)) {
@@ -84,7 +92,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
-    await updateComment(forge, state, files);
+    await present(forge, state, files);
   } catch (e) {
     failure = e;
   }
@@ -102,8 +110,26 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   return state;
 }
 
+/**
+ * What people read, kept current: the issue's status comment and the result pull request's title
+ * and body, each edited only when what it says changed.
+ */
+async function present(forge: GitHubForge, state: RunState, files: RunFiles): Promise<void> {
+  const view = viewOf(state, files);
+  await updateComment(forge, state, files, view);
+  if (files.finalPr) {
+    const title = finalPrTitle(state);
+    const body = finalPrBody(state, files.issue, view);
+    const digest = textDigest(`${title}\n${body}`);
+    if (digest !== files.resultDigest) {
+      await forge.editPullRequest(files.finalPr, title, body);
+      files.resultDigest = digest;
+    }
+  }
+}
+
 /** The issue comment that says where the run stands, edited only when what it says changed. */
-async function updateComment(forge: GitHubForge, state: RunState, files: RunFiles): Promise<void> {
+async function updateComment(forge: GitHubForge, state: RunState, files: RunFiles, view: GitHubView): Promise<void> {
   const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
   const notes = [
     ...(files.hiddenInTask
@@ -113,15 +139,15 @@ async function updateComment(forge: GitHubForge, state: RunState, files: RunFile
       : []),
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
-    PRIVILEGED_CI_NOTE,
+    ...(layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : []),
     ...(forge.sealsRecords
       ? []
       : [
           "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token.",
         ]),
   ];
-  const body = issueComment(state, phase, notes);
-  const digest = createHash('sha256').update(body).digest('hex').slice(0, 16);
+  const body = issueComment(state, phase, notes, view);
+  const digest = textDigest(body);
   if (digest !== files.commentDigest || files.commentId === null) {
     files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;

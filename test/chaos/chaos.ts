@@ -5,7 +5,7 @@
 import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
 import { commentMarker } from '../../src/core/github-text.js';
-import { bestBranch, issueRunId, lineageBranch, stateRef } from '../../src/core/names.js';
+import { issueRunId, stateRef } from '../../src/core/names.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
 import { RESET } from '../github/fake-github.js';
 import { CONFIG, Harness, TEST_TOKEN } from '../github/harness.js';
@@ -82,6 +82,12 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   const set = h.gh.refs.set.bind(h.gh.refs);
   h.gh.refs.set = (ref: string, sha: string) => {
     history.push({ ref, from: h.gh.refs.get(ref), to: sha });
+    // 10. No branch a `push` workflow would run on, but the result's once the run is finished.
+    if (ref.startsWith('refs/heads/') && ref !== 'refs/heads/main') {
+      const now = stateOf(h);
+      if (ref !== `refs/heads/forkflush/${RUN}/result` || now?.status !== 'finished')
+        violations.push(`10: ${ref} was written while the run was ${now?.status ?? 'not started'}`);
+    }
     return set(ref, sha);
   };
 
@@ -214,7 +220,7 @@ export async function chaosRun(seed: number): Promise<Outcome> {
       const score = rng.int(0, 100);
       const cost = Math.max(1, Math.round(e.allowance * (0.5 + rng.next() / 2)));
       if (h.pushResult(state, e, score, cost)) {
-        const head = h.gh.branch(`forkflush/${RUN}/round-${e.round}/branch-${e.branch}`) as string;
+        const head = h.gh.refs.get(h.refs(RUN).episode(e.round, e.branch)) as string;
         pushed.set(e.id, { commit: head, score, spent: cost });
       }
       events.push({ kind: 'job', episode: e.id, conclusion: 'success' });
@@ -344,7 +350,7 @@ function check(
 
   // 3. Each lineage only fast-forwards, to its adopted commits, in the rounds' order.
   for (const l of state.lineages) {
-    const lineage = `refs/heads/${lineageBranch(state.id, l.index, state.lineages.length)}`;
+    const lineage = h.refs(RUN).lineage(l.index, state.lineages.length);
     const moves = history.filter((u) => u.ref === lineage && u.from !== undefined && u.from !== u.to);
     for (const m of moves) {
       if (!h.gh.isAncestor(m.from as string, m.to))
@@ -373,7 +379,7 @@ function check(
   }
 
   // 4. The best graded workspace is on the best branch; 5. which never moved to a worse score.
-  const bestRef = `refs/heads/${bestBranch(state.id)}`;
+  const bestRef = h.refs(RUN).best;
   if (state.best && h.gh.refs.get(bestRef) !== state.best.commit) {
     violations.push(
       `4: ${bestRef} is at ${h.gh.refs.get(bestRef)?.slice(0, 7) ?? 'nothing'}, the best (${state.best.episode}, ${state.best.score}) at ${state.best.commit.slice(0, 7)}`,

@@ -333,6 +333,9 @@ export class GitHubBox {
       this.describeActions(event, p, probe);
     }
     patch(p);
+    // A person's comment is on GitHub before its event is sent: the app may react to it.
+    if (event === 'issue_comment' && p.comment && !this.gh.comments.some((c) => c.id === p.comment.id))
+      this.gh.personComments.set(p.comment.id, { id: p.comment.id, issue: p.issue.number, body: p.comment.body });
     return p;
   }
 

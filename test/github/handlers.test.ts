@@ -221,7 +221,7 @@ describe('comment commands', () => {
     const comment = () => h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
     expect(comment()).toContain('**Status:** stopped');
     expect(h.gh.log).toContain('GET /repos/octo-org/octo-repo/actions/workflows/forkflush.yml/runs');
-    expect(h.gh.branch('forkflush/issue-7/lineage')).toBeDefined();
+    expect(h.gh.refs.get('refs/forkflush/issue-7/lineage')).toBeDefined();
     await h.comment(7, '/autoresearch stop');
     expect(h.gh.comments.at(-1)?.body).toBe('The run is already stopped.');
     await h.comment(7, '/autoresearch resume');

@@ -11,7 +11,7 @@ import Bottleneck from 'bottleneck';
 import { createNodeMiddleware, Probot, ProbotOctokit } from 'probot';
 import { forkflushApp } from '../../src/app/app.js';
 import { commitMessage } from '../../src/core/journal.js';
-import { episodeBranch, stateRef } from '../../src/core/names.js';
+import { type RunRefs, runRefs, stateRef } from '../../src/core/names.js';
 import type { Episode, EpisodeResult, RunState } from '../../src/core/state.js';
 import { GitHubForge } from '../../src/github/forge.js';
 import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
@@ -334,7 +334,7 @@ export class Harness {
       journalTail?: string[];
     } = {},
   ) {
-    const branch = `refs/heads/${episodeBranch(state.id, e.round, e.branch)}`;
+    const branch = this.refs(state.id).episode(e.round, e.branch);
     const head = this.gh.refs.get(branch);
     if (head !== e.base) return false;
     const message = commitMessage(
@@ -365,6 +365,11 @@ export class Harness {
     });
     this.gh.refs.set(branch, sha);
     return true;
+  }
+
+  /** The run's refs, in the layout its record says (before it has one: the default, 2). */
+  refs(run: string): RunRefs {
+    return runRefs(run, this.runFiles(run)?.refsLayout ?? (this.runFiles(run) ? 1 : 2));
   }
 
   /** The open round's episodes, as the app dispatched them. */

@@ -73,12 +73,73 @@ describe('the app drives a whole run', () => {
       title: 'forkflush issue-7: best score 50',
     });
     expect(final?.body?.startsWith('Closes #7.\n')).toBe(true);
-    expect(final?.body).toContain(`Best score: **${state.best?.score}**`);
+    expect(final?.body).toContain(`| best | **${state.best?.score}** |`);
     expect([...(h.gh.labels.get(7) ?? [])]).toEqual(['autoresearch: done']);
     const mine = h.gh.comments.filter((c) => c.issue === 7);
     expect(mine).toHaveLength(1);
     expect(mine[0]?.body).toContain('**Status:** finished');
     expect(mine[0]?.body).toContain('```mermaid\nxychart-beta');
+  });
+
+  it('by default pushes no branch until the result: episodes live on refs/forkflush/, one draft pull request at the end', async () => {
+    const h = await new Harness().load();
+    // Every ref the run writes, in order.
+    const written: string[] = [];
+    const set = h.gh.refs.set.bind(h.gh.refs);
+    h.gh.refs.set = (ref: string, sha: string) => {
+      written.push(ref);
+      return set(ref, sha);
+    };
+    await h.label(7);
+    const refs = h.refs(RUN);
+    expect(refs.episode(0, 0)).toBe('refs/forkflush/issue-7/round-0/branch-0');
+    expect(h.gh.refs.get(refs.episode(0, 0))).toBe(h.gh.branch('main'));
+    expect(h.gh.refs.get(refs.lineage(0, 1))).toBe(h.gh.branch('main'));
+    await playToEnd(h, (id) => (id === 'r0.b1' ? 50 : id.endsWith('.b0') ? 40 + Number(id.slice(1, 2)) : 30));
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    // The only branch the run made is its result's, made once the run was finished.
+    const branches = written.filter((r) => r.startsWith('refs/heads/'));
+    expect([...new Set(branches)]).toEqual(['refs/heads/forkflush/issue-7/result']);
+    expect(h.gh.branch('forkflush/issue-7/result')).toBe(state.lineages[0]?.head);
+    expect(h.gh.refs.get(refs.best)).toBe(state.best?.commit);
+    // One pull request: the result, a draft into main, with the scores; nothing to close.
+    expect(h.gh.pulls).toEqual([
+      expect.objectContaining({ head: 'forkflush/issue-7/result', base: 'main', draft: true, state: 'open' }),
+    ]);
+    const [result] = h.gh.pulls;
+    expect(result?.title).toBe('forkflush issue-7: best score 50');
+    expect(result?.body).toContain(`| best | **50** | round 0, branch 1, on \`refs/forkflush/issue-7/best\` |`);
+    expect(result?.body).toContain('`autoresearch: ci`');
+    // Episode refs are gone once their rounds are settled; no comment on any pull request.
+    expect([...h.gh.refs.keys()].filter((r) => r.includes('/round-'))).toEqual([]);
+    expect(h.gh.comments.filter((c) => c.issue !== 7)).toEqual([]);
+    // The status comment names the lineage ref, and no longer asks for branches-ignore.
+    const comment = h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
+    expect(comment).toContain('**Lineage:** `refs/forkflush/issue-7/lineage`');
+    expect(comment).not.toContain('branches-ignore');
+  });
+
+  it('a run an older app started (its record names no layout) goes on under its branch names', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}pull_requests: winners\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    // As forkflush 0.1 wrote it: no refsLayout, its work on branches.
+    h.rewriteRecord(RUN, (files) => {
+      delete files.refsLayout;
+    });
+    expect(h.runFiles(RUN)?.refsLayout).toBeUndefined();
+    expect(h.gh.branch('forkflush/issue-7/round-0/branch-0')).toBe(h.gh.branch('main'));
+    await playToEnd(h, (id) => Number(id.slice(1).replace('.b', '')));
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(state.lineages[0]?.head);
+    expect(h.gh.branch('forkflush/issue-7/best')).toBe(state.best?.commit);
+    expect([...h.gh.refs.keys()].filter((r) => r.startsWith('refs/forkflush/issue-7/round-'))).toEqual([]);
+    expect(h.gh.pulls.find((p) => p.base === 'main')?.head).toBe(lineageBranch(RUN, 0, 1));
+    expect(h.runFiles(RUN)?.refsLayout).toBeUndefined();
   });
 
   it.each([
@@ -154,7 +215,7 @@ describe('the app drives a whole run', () => {
     expect(state.status).toBe('finished');
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(state.rounds.map((r) => String(r.index)));
     const lineageMoves = h.gh.log.filter(
-      (l) => l === 'PATCH /repos/octo-org/octo-repo/git/refs/heads%2Fforkflush%2Fissue-7%2Flineage',
+      (l) => l === 'PATCH /repos/octo-org/octo-repo/git/refs/forkflush%2Fissue-7%2Flineage',
     );
     expect(lineageMoves).toHaveLength(state.rounds.filter((r) => r.decision?.adopted.length).length);
     expect(h.gh.pulls.filter((p) => p.base === 'main')).toHaveLength(1);
@@ -194,7 +255,7 @@ describe('the app drives a whole run', () => {
     const s = h.state(RUN);
     expect(s.rounds[0]?.decision).toEqual({ winner: null, adopted: [] });
     expect(s.rounds[0]?.episodes[0]?.result?.reason).toMatch(/^its job ended: failure/);
-    expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(h.gh.branch('main'));
+    expect(h.gh.refs.get(h.refs(RUN).lineage(0, 1))).toBe(h.gh.branch('main'));
     expect(s.rounds[1]?.episodes[0]).toMatchObject({ context: 'fresh', base: h.gh.branch('main') });
   });
 });
@@ -239,7 +300,7 @@ describe('a round in which every branch failed its setup', () => {
     await h.comment(7, '/autoresearch resume');
     const retried = h.state(RUN);
     expect(retried.rounds[0]?.episodes.map((e) => e.result)).toEqual([undefined, undefined]);
-    for (const e of episodes) expect(h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`)).toBe(e.base);
+    for (const e of episodes) expect(h.gh.refs.get(h.refs(RUN).episode(0, e.branch))).toBe(e.base);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
     expect(JSON.parse(h.gh.dispatches[1]?.inputs.episodes ?? '[]')).toEqual(episodes.map((e) => e.id));
     expect(h.gh.comments.find((c) => c.issue === 7)?.body).not.toContain('setup failed in every branch');
@@ -283,14 +344,12 @@ describe('a round in which every branch failed its setup', () => {
     for (const e of h.openEpisodes(RUN)) h.pushResult(h.state(RUN), e, null, 0, { setupFailed: 'still down' });
     for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id, 'failure');
     const second = h.state(RUN);
-    const heads = second.rounds[0]?.episodes.map((e) => h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`));
+    const heads = second.rounds[0]?.episodes.map((e) => h.gh.refs.get(h.refs(RUN).episode(0, e.branch)));
     expect(second.rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual(['still down', 'still down']);
     // A handler delayed since before the retry, with the first stop's record.
     await setStopped({ forge, now: h.clock }, stale, false, { by: 'maintainer', keys: ['comment:999'] });
     expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual(['still down', 'still down']);
-    expect(second.rounds[0]?.episodes.map((e) => h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`))).toEqual(
-      heads,
-    );
+    expect(second.rounds[0]?.episodes.map((e) => h.gh.refs.get(h.refs(RUN).episode(0, e.branch)))).toEqual(heads);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
   });
 
