@@ -17,7 +17,7 @@
 import type { Context, Probot } from 'probot';
 import pkg from '../../package.json' with { type: 'json' };
 import { type Command, parseCommand } from '../core/github-text.js';
-import { commentKey, deliveryKey, remember, roundLimitProblem, seenAny } from '../core/limits.js';
+import { commentKey, deliveryKey, remember, seenAny } from '../core/limits.js';
 import {
   GITHUB,
   issueRunId,
@@ -28,10 +28,18 @@ import {
   roundRunTitle,
   stateRef,
 } from '../core/names.js';
-import { forkRefusal } from '../core/schedule.js';
 import { retrySetup } from '../core/setup-failure.js';
 import type { Round } from '../core/state.js';
-import { canWrite, forkNow, nightly, runsPerRepo, type Steer, setStopped, startRun } from '../github/commands.js';
+import {
+  canWrite,
+  forkNow,
+  forkProblem,
+  nightly,
+  runsPerRepo,
+  type Steer,
+  setStopped,
+  startRun,
+} from '../github/commands.js';
 import { GitHubForge, type RunFiles, type StoredRun, type WorkflowRun } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
 import { type SyncContext, syncOrYield, syncRun } from '../github/sync.js';
@@ -41,6 +49,8 @@ export const WORKER_PATH = `.github/workflows/${GITHUB.workflow}`;
 
 export interface AppOptions {
   now?: () => Date;
+  /** Actions mode: the tick's workflow, which the app enables while a run needs it (GITHUB.tickWorkflow). */
+  tick?: string;
   /** Seals the run records (src/github/record-seal.ts); null: they are not sealed. */
   recordKey?: Buffer | null;
 }
@@ -73,6 +83,7 @@ export function forkflushApp(options: AppOptions = {}) {
       return {
         forge: new GitHubForge(context.octokit, owner, repo, options.recordKey ?? null, RELEASE),
         now: now(),
+        ...(options.tick ? { tick: options.tick } : {}),
         logger,
         log: (line, more) => logger.info(more ?? {}, line),
       };
@@ -103,14 +114,15 @@ export function forkflushApp(options: AppOptions = {}) {
       );
     });
 
-    // Removing the label or closing the issue stops a run; the lineage and best branches stay.
+    // Removing the label (or, from a finished run, its done label) or closing the issue stops a run,
+    // finished ones too (no more rounds after the plan); the lineage and best refs stay.
     app.on(['issues.unlabeled', 'issues.closed'], async (context) => {
       const p = context.payload;
-      if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label) return;
+      if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
       if (p.sender.type === 'Bot') return;
       const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
       const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
-      if (!stored || stored.files.stopped || stored.state.status === 'finished') return;
+      if (!stored || stored.files.stopped) return;
       // An issue's author may close it without write access; that alone does not stop a run.
       // (Removing a label already takes triage access or more.)
       if (p.action === 'closed' && !canWrite(await ctx.forge.permission(p.sender.login))) return;
@@ -370,10 +382,8 @@ async function runCommand(
     }
     case 'fork': {
       if (stored.files.stopped) return 'The run is stopped: `/autoresearch resume` first.';
-      const refusal = forkRefusal(stored.state);
-      if (refusal) return `${refusal}.`;
-      const limit = roundLimitProblem(stored.state);
-      if (limit) return `forkflush opened no fork round: ${limit}`;
+      const problem = forkProblem(stored.state, ctx.now);
+      if (problem) return `forkflush opened no fork round: ${problem}`;
       await forkNow(ctx, stored, steer);
       return null;
     }
@@ -381,6 +391,11 @@ async function runCommand(
 }
 
 /** The nightly tick for one repository (the scheduled workflow in Actions mode calls it). */
-export async function nightlyTick(forge: GitHubForge, at: Date, log?: SyncContext['log']): Promise<string[]> {
-  return nightly({ forge, now: at, ...(log ? { log } : {}) });
+export async function nightlyTick(
+  forge: GitHubForge,
+  at: Date,
+  log?: SyncContext['log'],
+  tick?: string,
+): Promise<string[]> {
+  return nightly({ forge, now: at, ...(log ? { log } : {}), ...(tick ? { tick } : {}) });
 }

@@ -6,6 +6,7 @@ import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, GITHUB, lineageBranch } from './names.js';
 import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
+import { extraRounds, extraRoundsText, extraSpent } from './schedule.js';
 import { retrySetup, runStop } from './setup-failure.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
 import { cutText, formatNumber, inertCodeSpan, inertOnGitHub, markdownTable, plainText } from './text.js';
@@ -71,13 +72,15 @@ export function issueComment(
   const halted = stop?.code === 2 ? stop : null;
   const status = halted
     ? `stopped: ${halted.markdown}${retrySetup(state) ? ' (`/autoresearch resume`)' : ''}`
-    : phase === 'stopped'
-      ? 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it'
-      : phase === 'finished'
-        ? 'finished'
-        : open
-          ? `round ${open.index} (${open.phase}) running: ${open.episodes.filter((e) => e.result).length} of ${open.episodes.length} episodes done`
-          : 'starting';
+    : phase === 'stopped' && state.status === 'finished'
+      ? 'finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again'
+      : phase === 'stopped'
+        ? 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it'
+        : phase === 'finished'
+          ? 'finished'
+          : open
+            ? `round ${open.index} (${open.phase}) running: ${open.episodes.filter((e) => e.result).length} of ${open.episodes.length} episodes done`
+            : 'starting';
   const best = state.best
     ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (\`${view.best}\`)`
     : 'none yet';
@@ -91,6 +94,7 @@ export function issueComment(
     `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
     `**Best score** (${c.grader.direction}): ${best}  `,
     `**Lineage:** \`${view.lineage}\``,
+    ...afterPlanLines(state),
     ...notes.map((n) => `> ${n}`),
     ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`),
     '',
@@ -118,6 +122,17 @@ export function issueComment(
     );
   }
   return clip(`${parts.join('\n')}\n`, BODY_MAX);
+}
+
+/** The rounds after the plan, as the comment says them: what may run, and what ran and spent. */
+function afterPlanLines(state: RunState): string[] {
+  const text = extraRoundsText(state.config);
+  const opened = state.rounds.filter((r) => r.extra).length;
+  if (text === null && opened === 0) return [];
+  const x = extraRounds(state.config);
+  const unit = state.config.budget.unit;
+  const ran = `${opened} so far, ${formatNumber(extraSpent(state), 2)} of ${formatNumber(x.budget)} ${unit} spent`;
+  return [`  \n**After the plan:** ${text ? `${text}; ` : ''}${ran}`];
 }
 
 export function planMarkdown(state: RunState, phases = plan(state.config)): string {

@@ -8,12 +8,12 @@
 // a new event (another comment, the label added again after it was removed) is a new request.
 import { CONFIG_PATH, type Config, ConfigError, parseConfig } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
-import { remember, roundLimitProblem, roundsLeft, runsPerRepoProblem, seenAny } from '../core/limits.js';
+import { remember, roundLimitProblem, runsPerRepoProblem, seenAny } from '../core/limits.js';
 import { GITHUB, issueRunId, type RefsLayout, runRefs, stateRef } from '../core/names.js';
 import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
-import { forkRefusal, requestFork } from '../core/schedule.js';
+import { extraRefusal, extraRounds, forkRefusal, requestFork } from '../core/schedule.js';
 import { retrySetup } from '../core/setup-failure.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { visibleText } from '../core/text.js';
@@ -131,6 +131,7 @@ export async function startRun(
   const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config);
   try {
     const sha = await forge.saveRun(stateRef(run), state, files, null, 'forkflush: new run');
+    await wakeTick(ctx);
     const started = await syncStored(ctx, { state, files, sha });
     // After the first round is on its way: a comment that fails (a locked issue) must not stop it.
     if (timeout)
@@ -198,6 +199,7 @@ export async function setStopped(
     return { state: rerun?.state ?? s.state, files };
   });
   if (!next) return null;
+  if (!stopped) await wakeTick(ctx);
   if (stopped) {
     await ctx.forge.cancelRuns(GITHUB.workflow, run);
     for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
@@ -216,11 +218,38 @@ export async function setStopped(
  */
 export async function forkNow(ctx: SyncContext, stored: StoredRun, steer?: Steer): Promise<RunState | null> {
   const next = await amendOnce(ctx.forge, stored, 'forkflush: fork requested', steer?.keys ?? [], (s) => ({
-    // Checked again on the record being swapped (the latest after a conflict): another fork may have been asked for meanwhile.
-    state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
+    // Checked again on the record being swapped (the latest after a conflict): another fork may
+    // have been asked for meanwhile, and taken what was left of the round limit or schedule.budget.
+    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state) : s.state,
     files: steer ? { ...s.files, startedBy: steer.by } : s.files,
   }));
+  if (next) await wakeTick(ctx);
   return next ? syncOrYield(ctx, next) : null;
+}
+
+/**
+ * Why no fork round may be asked for now (the issue is told), or null: a run with no single leader,
+ * the round limit, or what the rounds after the plan may still do (schedule.budget, until, rounds).
+ */
+export function forkProblem(state: RunState, now: Date): string | null {
+  const refusal = forkRefusal(state);
+  if (refusal) return `${refusal}.`;
+  const limit = roundLimitProblem(state);
+  if (limit) return limit;
+  const extra = extraRefusal(state, now);
+  return extra ? `${extra}, so forkflush opens no more rounds after the plan.` : null;
+}
+
+/**
+ * Actions mode: the tick workflow (GITHUB.tickWorkflow) runs only while a run needs it, so a run
+ * that starts, resumes or is asked for a round turns it on (a repeat is harmless); the tick turns
+ * it off once no run is left that needs it. A repository without it (the hosted app ticks itself,
+ * or it was not copied) is fine.
+ */
+export async function wakeTick(ctx: SyncContext): Promise<void> {
+  if (!ctx.tick) return;
+  const there = await ctx.forge.setWorkflowEnabled(ctx.tick, true);
+  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
 }
 
 /**
@@ -291,10 +320,15 @@ export async function runsPerRepo(
 export async function nightly(ctx: SyncContext): Promise<string[]> {
   const touched: string[] = [];
   const failed = new Map<string, unknown>();
+  let active = false;
   for (const run of await ctx.forge.listRuns()) {
     try {
-      if (await nightlyRun(ctx, run)) touched.push(run);
+      const tick = await nightlyRun(ctx, run);
+      if (tick.synced) touched.push(run);
+      active ||= tick.active;
     } catch (e) {
+      // A run that could not be ticked may need the next tick.
+      active = true;
       if (e instanceof ConflictError) continue;
       // One broken run (a record that cannot be read, a call that fails) must not keep the
       // runs after it from their repair; it is said, and tried again at the next tick.
@@ -304,23 +338,30 @@ export async function nightly(ctx: SyncContext): Promise<string[]> {
   }
   if (failed.size > 0)
     throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(', ')}`);
+  // Actions mode: nothing left that needs a tick, so the tick's workflow rests until a run wakes it.
+  if (!active && ctx.tick && (await ctx.forge.setWorkflowEnabled(ctx.tick, false)))
+    ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
   return touched;
 }
 
-/** One run's nightly tick: whether it was synced (false: it is gone or stopped). */
-async function nightlyRun(ctx: SyncContext, run: string): Promise<boolean> {
+/**
+ * One run's nightly tick: whether it was synced (false: it is gone or stopped), and whether it
+ * still needs ticks (running, or finished with nightly rounds still to come).
+ */
+async function nightlyRun(ctx: SyncContext, run: string): Promise<{ synced: boolean; active: boolean }> {
   const stored = await ctx.forge.loadRun(stateRef(run));
-  if (!stored || stored.files.stopped) return false;
+  if (!stored || stored.files.stopped) return { synced: false, active: false };
   const today = ctx.now.toISOString().slice(0, 10);
   const wantsRound =
-    stored.state.config.schedule === 'nightly' &&
+    extraRounds(stored.state.config).nightly &&
     stored.state.status === 'finished' &&
     forkRefusal(stored.state) === null &&
     stored.files.lastNightly !== today;
   const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+  let state: RunState | null;
   if (skip) {
-    if (stored.files.nightlySkipped === skip.key) {
-      await syncStored(ctx, stored);
+    if (stored.files.nightlySkipped === skip.key || skip.quiet) {
+      state = await syncStored(ctx, stored);
     } else {
       // Saved first: of two ticks racing, only the one whose save lands tells the issue.
       const files = { ...stored.files, nightlySkipped: skip.key };
@@ -332,25 +373,42 @@ async function nightlyRun(ctx: SyncContext, run: string): Promise<boolean> {
         'forkflush: no nightly round',
       );
       await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
-      await syncStored(ctx, { state: stored.state, files, sha });
+      state = await syncStored(ctx, { state: stored.state, files, sha });
     }
   } else if (wantsRound) {
     const { nightlySkipped: _told, ...rest } = stored.files;
     const files = { ...rest, lastNightly: today };
-    const state = requestFork(stored.state);
-    const sha = await ctx.forge.saveRun(stateRef(run), state, files, stored.sha, 'forkflush: nightly round');
-    await syncStored(ctx, { state, files, sha });
+    const asked = requestFork(stored.state);
+    const sha = await ctx.forge.saveRun(stateRef(run), asked, files, stored.sha, 'forkflush: nightly round');
+    state = await syncStored(ctx, { state: asked, files, sha });
   } else {
     // Finished runs too: a lost event may have left their last decision or final pull request undone.
-    await syncStored(ctx, stored);
+    state = await syncStored(ctx, stored);
   }
-  return true;
+  const after = state ?? stored.state;
+  // A skip for good (the budget spent, the end passed, the round limit) needs no more ticks; a
+  // closed issue or a writer gone may come back.
+  const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
+  return { synced: true, active: after.status !== 'finished' || nightlyAhead };
 }
 
-/** Why tonight's round of a run must not run (a key, to tell the issue once, and the words), or null. */
-async function nightlySkip(ctx: SyncContext, stored: StoredRun): Promise<{ key: string; text: string } | null> {
-  const limit = roundLimitProblem(stored.state);
-  if (limit) return { key: 'rounds', text: limit };
+/**
+ * Why tonight's round of a run must not run (a key, to tell the issue once, and the words), or
+ * null. A closed issue, or one without forkflush's labels, gets no round and no word: someone
+ * closed it or took the label off to stop the run.
+ */
+async function nightlySkip(
+  ctx: SyncContext,
+  stored: StoredRun,
+): Promise<{ key: string; text: string; quiet?: true } | null> {
+  const problem = forkProblem(stored.state, ctx.now);
+  if (problem) return { key: 'rounds', text: problem };
+  const issue = await ctx.forge.issue(stored.files.issue);
+  const labelled = issue?.labels.some((l) => l === GITHUB.label || l === GITHUB.doneLabel) ?? false;
+  if (!issue?.open || !labelled) {
+    const why = !issue ? 'the issue is gone' : !issue.open ? 'the issue is closed' : "the issue lost forkflush's label";
+    return { key: 'issue', text: why, quiet: true };
+  }
   const take =
     'Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.';
   const by = stored.files.startedBy;

@@ -26,6 +26,8 @@ import { GitHubWork } from './work.js';
 
 export interface SyncContext extends Observed {
   forge: GitHubForge;
+  /** Actions mode: the tick's workflow, enabled while a run needs it (commands.ts wakeTick). */
+  tick?: string;
   /** A line for the log; `fields` say what it is about (the app's logger keeps them: run, round, episode). */
   log?: (line: string, fields?: { run?: string; round?: number; episode?: string }) => void;
 }

@@ -4,9 +4,11 @@
 // the run finishes, and the invariants checked. Everything random comes from the seed.
 import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
-import { commentMarker } from '../../src/core/github-text.js';
+import { commentMarker, finalPrBody, finalPrTitle } from '../../src/core/github-text.js';
 import { issueRunId, stateRef } from '../../src/core/names.js';
+import { extraRounds, extraSpent } from '../../src/core/schedule.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
+import { resultCommit, viewOf } from '../../src/github/record.js';
 import { RESET } from '../github/fake-github.js';
 import { CONFIG, Harness, TEST_TOKEN } from '../github/harness.js';
 
@@ -15,6 +17,10 @@ const RUN = `issue-${ISSUE}`;
 /** Steps of chaos, then steps without faults before a run that has not finished counts as stuck. */
 const CHAOS_STEPS = 8;
 const REPAIR_TICKS = 50;
+/** Nights after the plan, each a nightly tick and its round's jobs. */
+const NIGHTS = 3;
+/** schedule.budget for k branches of at most 0.15 x 60 = 9 each: two rounds and half of one. */
+const NIGHTLY_BUDGET: Record<number, number> = { 2: 45, 3: 67 };
 
 export interface Outcome {
   seed: number;
@@ -67,10 +73,15 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   // A short budget: a fork round, serial episodes, a fork round and a last episode or two; or, one
   // run in five, best-of-n: k lineages side by side, two rounds of k episodes.
   const bestOfN = rng.chance(0.2);
-  const config = CONFIG.replace('total: 100', 'total: 60')
+  // The rounds after the plan have a budget of their own: what two and a half rounds of k
+  // branches cost (the last opens with what is left; requested forks take their share first).
+  const config = `${CONFIG.replace('total: 100', 'total: 60')
     .replace('episode: 10', 'episode: 15')
     .replace('branches: 2', `branches: ${k}`)
-    .replace('fork:', bestOfN ? 'strategy: best-of-n\nfork:' : 'fork:');
+    .replace(
+      'fork:',
+      bestOfN ? 'strategy: best-of-n\nfork:' : 'fork:',
+    )}schedule: { nightly: true, budget: ${NIGHTLY_BUDGET[k]}, rounds: 4 }\n`;
   const h = new Harness({ '.github/autoresearch.yml': config, 'grade.mjs': 'x' }, { repo: `octo-repo-${seed}` });
   await h.load();
   const violations: string[] = [];
@@ -286,6 +297,8 @@ export async function chaosRun(seed: number): Promise<Outcome> {
         else await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
       }
     }
+    chaos = false;
+    if (finished) await nights(h, rng, violations, deliver, playJobs);
     check(h, violations, history, pushed, finished, resumed);
   } catch (e) {
     violations.push(`the chaos driver failed: ${(e as Error).stack ?? e}`);
@@ -300,6 +313,69 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   // A crash counts once (countFaults), not once per request its dead handler did not make (the 503s).
   const failed = h.gh.injected.filter((f) => f.status !== 503).length;
   return { seed, violations, faults: failed + countFaults(steps), steps, requests: h.gh.log.length };
+}
+
+/**
+ * After the plan: nights, each the nightly tick and its round's jobs (no faults), with the issue
+ * closed before one night in four. Checks 11: the rounds after the plan never spend more than
+ * schedule.budget; 12: once the issue is closed, no round opens; 13: the result pull request's
+ * title and body say what the run's state says, and its branch is at the lineage's head.
+ */
+async function nights(
+  h: Harness,
+  rng: ReturnType<typeof prng>,
+  violations: string[],
+  deliver: (what: string, send: () => Promise<void>) => Promise<void>,
+  playJobs: (state: RunState, faulty: boolean) => Event[],
+): Promise<void> {
+  let closedAt: number | null = null;
+  for (let night = 0; night < NIGHTS; night++) {
+    if (closedAt === null && rng.chance(0.25)) {
+      closedAt = stateOf(h)?.rounds.length ?? 0;
+      h.gh.issues.set(ISSUE, { state: 'closed' });
+      await deliver('the issue is closed', () =>
+        h.send('issues', 'closed', (p) => {
+          p.issue.number = ISSUE;
+          p.sender.login = 'maintainer';
+          p.sender.type = 'User';
+        }),
+      );
+    }
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
+    for (let guard = 0; guard < 10; guard++) {
+      const state = stateOf(h);
+      if (!state || state.status === 'finished') break;
+      const events = playJobs(state, false);
+      if (events.length === 0) {
+        h.clock = new Date(h.clock.getTime() + 60 * 60_000);
+        await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
+      }
+      for (const ev of events)
+        await deliver(`job ${ev.kind === 'job' ? ev.episode : ev.round}`, () =>
+          ev.kind === 'job' ? h.jobCompleted(RUN, ev.episode, ev.conclusion) : h.runCompleted(RUN, ev.round),
+        );
+    }
+  }
+  const state = stateOf(h);
+  const files = h.runFiles(RUN);
+  if (!state || !files) return;
+  const budget = extraRounds(state.config).budget;
+  if (extraSpent(state) > budget + 1e-9)
+    violations.push(`11: the rounds after the plan spent ${extraSpent(state)}, schedule.budget is ${budget}`);
+  if (closedAt !== null && state.rounds.length > closedAt)
+    violations.push(`12: ${state.rounds.length - closedAt} round(s) opened after the issue was closed`);
+  const pr = h.gh.pulls.find((p) => p.number === files.finalPr);
+  if (state.status === 'finished' && pr) {
+    if (pr.title !== finalPrTitle(state)) violations.push(`13: the result's title is "${pr.title}", not current`);
+    if (pr.body !== finalPrBody(state, ISSUE, viewOf(state, files as never)))
+      violations.push('13: the result pull request body is not current');
+    const head = h.gh.branch(pr.head);
+    if (head !== resultCommit(state))
+      violations.push(
+        `13: the result branch is at ${head?.slice(0, 7)}, the result at ${resultCommit(state).slice(0, 7)}`,
+      );
+  }
 }
 
 /** Faults other than failed requests: restarts, crashes, clock jumps, failed jobs, stop and fork commands. */

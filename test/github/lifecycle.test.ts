@@ -448,7 +448,7 @@ describe('the nightly tick', () => {
 
   it('with schedule: nightly, forks a finished run once a day', async () => {
     const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: nightly\n`,
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
       'grade.mjs': 'x',
     }).load();
     await h.label(7);
@@ -462,5 +462,134 @@ describe('the nightly tick', () => {
     // A late job event from an old round changes nothing.
     await h.jobCompleted(RUN, 'r0.b0');
     expect(h.gh.dispatches).toHaveLength(rounds + 1);
+  });
+});
+
+describe('the rounds after the plan (schedule)', () => {
+  const NIGHTLY = (schedule: string) => ({
+    '.github/autoresearch.yml': `${CONFIG}schedule: ${schedule}\n`,
+    'grade.mjs': 'x',
+  });
+  const nextDay = (h: Harness) => {
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+  };
+  /** The nightly tick, then every job of the round it opened. */
+  async function night(h: Harness) {
+    nextDay(h);
+    await nightlyTick(h.forge(), h.clock);
+    await playToEnd(h, () => 1);
+  }
+  const extraSpend = (h: Harness) =>
+    h
+      .state(RUN)
+      .rounds.filter((r) => r.extra)
+      .flatMap((r) => r.episodes)
+      .reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
+
+  it('spend no more than schedule.budget, say so once, and the comment counts them', async () => {
+    // Rounds of 2 branches of at most 15 tokens each: 40 pays for one, then one of 5 each.
+    const h = await new Harness(NIGHTLY('{ nightly: true, budget: 40, rounds: 10 }')).load();
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    const planned = h.state(RUN).rounds.length;
+    const comment = () => h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
+    expect(comment()).toContain(
+      '**After the plan:** one fork round of the leader a night, and rounds asked for with /autoresearch fork, 2 branches of up to 15 tokens each, 40 tokens in all, at most 10 rounds; 0 so far, 0 of 40 tokens spent',
+    );
+    await night(h);
+    await night(h);
+    await night(h);
+    const extras = h.state(RUN).rounds.filter((r) => r.extra);
+    expect(extras.map((r) => r.episodes.map((e) => e.allowance))).toEqual([
+      [15, 15],
+      [5, 5],
+    ]);
+    expect(h.state(RUN).rounds).toHaveLength(planned + 2);
+    expect(extraSpend(h)).toBeLessThanOrEqual(40);
+    expect(comment()).toContain('; 2 so far, 40 of 40 tokens spent');
+    const told = h.gh.comments.filter((c) => c.body.startsWith('forkflush ran no nightly round'));
+    expect(told.map((c) => c.body)).toEqual([
+      'forkflush ran no nightly round: the rounds after the plan have spent 40 of their 40 tokens (`schedule.budget`), too little is left for another round, so forkflush opens no more rounds after the plan.',
+    ]);
+    // Asked for by hand, it says the same.
+    await h.comment(7, '/autoresearch fork');
+    expect(h.gh.comments.at(-1)?.body).toMatch(
+      /^forkflush opened no fork round: the rounds after the plan have spent 40/,
+    );
+    expect(h.state(RUN).rounds).toHaveLength(planned + 2);
+  });
+
+  it('end at schedule.rounds or after schedule.until', async () => {
+    const h = await new Harness(NIGHTLY('{ nightly: true, budget: 1000, rounds: 1 }')).load();
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    await night(h);
+    await night(h);
+    expect(h.state(RUN).rounds.filter((r) => r.extra)).toHaveLength(1);
+    const until = await new Harness(NIGHTLY('{ nightly: true, budget: 1000, until: 2026-12-01 }')).load();
+    await until.label(7);
+    await playToEnd(until, () => 1);
+    await night(until); // 2026-12-01: the last day
+    await night(until); // 2026-12-02: past it
+    expect(until.state(RUN).rounds.filter((r) => r.extra)).toHaveLength(1);
+    expect(until.gh.comments.at(-1)?.body).toBe(
+      'forkflush ran no nightly round: `schedule.until` (2026-12-01) has passed, so forkflush opens no more rounds after the plan.',
+    );
+  });
+
+  it('stop when the issue is closed or the label removed, and go on when it is opened again', async () => {
+    const h = await new Harness(NIGHTLY('{ nightly: true, budget: 1000, rounds: 10 }')).load();
+    h.gh.permissions.author = 'read';
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    const planned = h.state(RUN).rounds.length;
+    // Closed by its author, who has no write access: the run is not stopped, but no round runs while it is closed.
+    h.gh.issues.set(7, { state: 'closed' });
+    await h.send('issues', 'closed', (p) => {
+      p.issue.number = 7;
+      p.issue.labels = [{ ...p.issue.labels?.[0], name: 'autoresearch: done' }];
+      p.sender.login = 'author';
+      p.sender.type = 'User';
+    });
+    expect(h.runFiles(RUN)?.stopped).toBe(false);
+    await night(h);
+    expect(h.state(RUN).rounds).toHaveLength(planned);
+    h.gh.issues.set(7, { state: 'open' });
+    await night(h);
+    expect(h.state(RUN).rounds).toHaveLength(planned + 1);
+    // A writer removes the done label: the finished run stops, and the next night opens nothing.
+    h.gh.labels.get(7)?.delete('autoresearch: done');
+    await h.send('issues', 'unlabeled', (p) => {
+      p.issue.number = 7;
+      p.label.name = 'autoresearch: done';
+      p.sender.login = 'maintainer';
+      p.sender.type = 'User';
+    });
+    expect(h.runFiles(RUN)?.stopped).toBe(true);
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toContain('**Status:** finished, and stopped');
+    await night(h);
+    expect(h.state(RUN).rounds).toHaveLength(planned + 1);
+    expect(h.gh.comments.filter((c) => c.body.startsWith('forkflush ran no nightly round'))).toEqual([]);
+  });
+
+  it('without a schedule, /autoresearch fork rounds may spend budget.total more', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    for (let i = 0; i < 6; i++) {
+      await h.comment(7, '/autoresearch fork');
+      await playToEnd(h, () => 1);
+    }
+    // 100 tokens more: three rounds of 2 x 15, then one of 2 x 5.
+    expect(
+      h
+        .state(RUN)
+        .rounds.filter((r) => r.extra)
+        .map((r) => r.episodes[0]?.allowance),
+    ).toEqual([15, 15, 15, 5]);
+    expect(extraSpend(h)).toBeLessThanOrEqual(100);
+    expect(h.gh.comments.at(-1)?.body).toMatch(
+      /^forkflush opened no fork round: the rounds after the plan have spent 100 of their 100 tokens \(`budget.total` more/,
+    );
   });
 });
