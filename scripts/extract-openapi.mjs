@@ -28,6 +28,7 @@ export const OPERATIONS = [
   'apps/list-installations',
   'apps/list-repos-accessible-to-installation',
   'checks/create',
+  'checks/get',
   'checks/list-for-ref',
   'checks/update',
   'git/create-commit',

@@ -16,9 +16,10 @@
 // each event concerns.
 import type { Context, Probot } from 'probot';
 import pkg from '../../package.json' with { type: 'json' };
-import { type Command, parseCommand } from '../core/github-text.js';
+import { type Command, episodeCheckPending, parseCommand } from '../core/github-text.js';
 import { commentKey, deliveryKey, remember, seenAny } from '../core/limits.js';
 import {
+  BASE_JOB,
   GITHUB,
   issueRunId,
   parseEpisodeId,
@@ -142,15 +143,22 @@ export function forkflushApp(options: AppOptions = {}) {
         ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
         return;
       }
+      // Taken: the writer sees it at once (a reaction; a doubled delivery adds nothing).
+      await ctx.forge.react(comment.id, 'eyes');
       if ('error' in parsed) {
         await ctx.forge.comment(issue.number, parsed.error);
+        await ctx.forge.react(comment.id, '-1');
         return;
       }
+      let done = false;
       await answeringTampered(ctx, issue.number, async () => {
         const steer = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
         const reply = await runCommand(ctx, parsed.command, issue, steer);
         if (reply) await ctx.forge.comment(issue.number, reply);
+        done = reply === null;
       });
+      // Done, or refused (the reply says why).
+      await ctx.forge.react(comment.id, done ? '+1' : '-1');
     });
 
     app.on('workflow_job.completed', async (context) => {
@@ -177,6 +185,47 @@ export function forkflushApp(options: AppOptions = {}) {
         apply: () => {
           ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? 'unknown'} (${job.html_url ?? job.id})` };
         },
+      });
+    });
+
+    // A job of the round's own run started: its episode's check run says so, and links the job.
+    // Nothing is recorded (an edit of the check is repeat-safe), and a late or doubled delivery
+    // finds the check completed, or the episode with a result, and leaves it.
+    app.on('workflow_job.in_progress', async (context) => {
+      const job = context.payload.workflow_job;
+      const named = parseEpisodeJobName(job.name);
+      if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB) return;
+      const { run, episode } = named;
+      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
+      const ctx = ctxOf(context, { run, round, episode });
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(run));
+        const open = stored?.state.rounds.find((r) => !r.decision);
+        const e = open?.index === round ? open.episodes.find((x) => x.id === episode && !x.result) : undefined;
+        const check = stored?.files.checks?.[episode];
+        if (!stored || stored.files.stopped || !e || check === undefined) return;
+        const why =
+          job.head_branch !== stored.files.defaultBranch
+            ? `its run is on ${job.head_branch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
+            : await notTheRoundsRun(
+                ctx.forge,
+                stored.files,
+                job.run_id,
+                run,
+                round,
+                context.payload.repository.full_name,
+              );
+        if (why) {
+          ctx.log(`ignored the start of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
+          return;
+        }
+        if ((await ctx.forge.checkRunStatus(check)) !== 'queued') return;
+        await ctx.forge.updateCheckRun(check, {
+          status: 'in_progress',
+          ...(job.started_at ? { startedAt: job.started_at } : {}),
+          ...(job.html_url ? { detailsUrl: job.html_url } : {}),
+          output: episodeCheckPending(stored.state, e, 'in_progress'),
+        });
       });
     });
 

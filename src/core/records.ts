@@ -177,8 +177,13 @@ export const runFilesSchema = z.object({
   baseGrade: z.enum(['asked', 'done']).optional(),
   /** Episode id -> its check run, made (queued) when its round is dispatched. */
   checks: z.record(z.string(), z.number().int()).optional(),
-  /** The run's own check run (GITHUB.check), the commit it is on, and a digest of what it says. */
-  runCheck: z.object({ id: z.number().int(), sha, digest: z.string().optional() }).optional(),
+  /**
+   * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
+   * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
+   */
+  runCheck: z
+    .object({ id: z.number().int(), sha, digest: z.string().optional(), done: z.boolean().optional() })
+    .optional(),
   /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
   resultHead: sha.optional(),
   resultDigest: z.string().optional(),

@@ -126,19 +126,14 @@ export async function startRun(
     seen: remember([], steer.keys),
     refsLayout: layout,
   };
-  for (const l of state.lineages) await forge.createRef(refs.lineage(l.index, state.lineages.length), base);
-  // Read before the run is saved, said once it is: only the event that started the run says it.
+  // Said in the status comment, once: a job Actions would stop before an episode is graded.
   const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config);
+  if (timeout) files.workerWarning = timeout;
+  for (const l of state.lineages) await forge.createRef(refs.lineage(l.index, state.lineages.length), base);
   try {
     const sha = await forge.saveRun(stateRef(run), state, files, null, 'forkflush: new run');
     await wakeTick(ctx);
-    const started = await syncStored(ctx, { state, files, sha });
-    // After the first round is on its way: a comment that fails (a locked issue) must not stop it.
-    if (timeout)
-      await forge
-        .comment(issue.number, `> **Warning:** ${timeout}`)
-        .catch((e: unknown) => ctx.log?.(`${run}: the timeout warning was not posted: ${(e as Error).message}`));
-    return { state: started };
+    return { state: await syncStored(ctx, { state, files, sha }) };
   } catch (e) {
     if (e instanceof ConflictError) return { state: null };
     throw e;
@@ -190,10 +185,14 @@ export async function setStopped(
     for (const e of rerun?.episodes ?? []) {
       delete files.published[e.id];
       delete files.claims[`publish:${e.id}`];
+      // Its check run told the failed setup: the new attempt gets one of its own.
+      delete files.checks?.[e.id];
     }
     if (!stopped && open) {
       delete files.dispatched[String(open.index)];
       delete files.claims[`dispatch:${open.index}`];
+      // The stop cancelled the episodes' jobs and their check runs: the new dispatch makes new ones.
+      for (const e of open.episodes) if (!e.result) delete files.checks?.[e.id];
     }
     if (!stopped && steer) files.startedBy = steer.by;
     return { state: rerun?.state ?? s.state, files };
@@ -202,6 +201,20 @@ export async function setStopped(
   if (!stopped) await wakeTick(ctx);
   if (stopped) {
     await ctx.forge.cancelRuns(GITHUB.workflow, run);
+    const open = next.state.rounds.find((r) => !r.decision);
+    for (const e of open?.episodes ?? []) {
+      const check = next.files.checks?.[e.id];
+      if (e.result || check === undefined) continue;
+      await ctx.forge.updateCheckRun(check, {
+        status: 'completed',
+        conclusion: 'cancelled',
+        completedAt: ctx.now.toISOString(),
+        output: {
+          title: `${e.id}: stopped`,
+          summary: 'The run was stopped before this episode had a result; a resume runs it again.',
+        },
+      });
+    }
     for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
       for (const e of round.episodes) {
         const pr = next.files.published[e.id]?.pr;

@@ -67,6 +67,8 @@ export interface CheckRunFields {
   completedAt?: string;
   /** The page the check run links to: the job running its episode, or the workflow run that made the result. */
   detailsUrl?: string;
+  /** Whose it is (`issue-7`, `issue-7/r0.b1`): several runs may start from one commit. */
+  externalId?: string;
 }
 
 export type CheckConclusion = 'success' | 'neutral' | 'failure' | 'cancelled';
@@ -80,6 +82,7 @@ function checkRunBody(f: CheckRunFields) {
     ...(f.startedAt ? { started_at: f.startedAt } : {}),
     ...(f.completedAt ? { completed_at: f.completedAt } : {}),
     ...(f.detailsUrl ? { details_url: f.detailsUrl } : {}),
+    ...(f.externalId ? { external_id: f.externalId } : {}),
     ...(f.output ? { output: f.output } : {}),
   };
 }
@@ -477,8 +480,19 @@ export class GitHubForge {
         });
         return data.id;
       },
-      () => this.findCheckRun(args.sha, args.name),
+      () => this.findCheckRun(args.sha, args.name, args.externalId),
     );
+  }
+
+  /** A check run's status (queued, in_progress, completed), or null when it is gone. */
+  async checkRunStatus(id: number): Promise<string | null> {
+    try {
+      const { data } = await this.octokit.rest.checks.get({ ...this.r, check_run_id: id });
+      return data.status;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
   }
 
   /** Changes a check run (an edit: repeat-safe). False when it is gone. */
@@ -492,15 +506,15 @@ export class GitHubForge {
     }
   }
 
-  /** The id of a check run with this name on a commit, if there is one. */
-  async findCheckRun(sha: string, name: string): Promise<number | null> {
+  /** The id of a check run with this name on a commit (and this external id, when given), if there is one. */
+  async findCheckRun(sha: string, name: string, externalId?: string): Promise<number | null> {
     const { data } = await this.octokit.rest.checks.listForRef({
       ...this.r,
       ref: sha,
       check_name: name,
       filter: 'all',
     });
-    return data.check_runs[0]?.id ?? null;
+    return data.check_runs.find((c) => externalId === undefined || c.external_id === externalId)?.id ?? null;
   }
 
   /**

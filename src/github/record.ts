@@ -1,7 +1,7 @@
 // The run's record on GitHub (`state.json` and `run.json` on the run's state ref) and its
 // compare-and-swap: how a handler saves what it did when another handler may have saved first.
 import { createHash } from 'node:crypto';
-import type { GitHubView } from '../core/github-text.js';
+import type { GitHubView, RunPhase } from '../core/github-text.js';
 import { type RefsLayout, type RunRefs, refName, runRefs, stateRef } from '../core/names.js';
 import { findEpisode, type RunState } from '../core/state.js';
 import type { WorkDone } from '../core/work.js';
@@ -17,10 +17,23 @@ export function refsOf(state: RunState, files: RunFiles): RunRefs {
   return runRefs(state.id, layoutOf(files));
 }
 
+/** Where the run stands, as the texts on GitHub say it. */
+export function phaseOf(state: RunState, files: RunFiles): RunPhase {
+  return files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
+}
+
 /** Where the run's work is, as the texts on GitHub name it. */
 export function viewOf(state: RunState, files: RunFiles): GitHubView {
   const refs = refsOf(state, files);
-  return { lineage: refName(refs.lineage(0, state.lineages.length)), best: refName(refs.best) };
+  return {
+    lineage: refName(refs.lineage(0, state.lineages.length)),
+    best: refName(refs.best),
+    issue: files.issue,
+    resultPr: files.finalPr || null,
+    ...(files.baseGrade ? { baseGrade: files.baseGrade } : {}),
+    ...(files.overrides ? { overrides: files.overrides } : {}),
+    ...(files.stopReason ? { stopReason: files.stopReason } : {}),
+  };
 }
 
 /** The lineage that holds the run's result: the one of the best score (best-of-n keeps several), else the first. */

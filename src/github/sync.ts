@@ -3,16 +3,8 @@
 // the work the core lists (dueWork) with a compare-and-swap of the run's record, carry it out
 // (work.ts), record it done (record.ts). A duplicated, late or lost event changes nothing: the
 // next sync finds the same state and does what is still due.
-import {
-  commentMarker,
-  contextNote,
-  finalPrBody,
-  finalPrTitle,
-  type GitHubView,
-  issueComment,
-  PRIVILEGED_CI_NOTE,
-  type RunPhase,
-} from '../core/github-text.js';
+import { finalPrBody, finalPrTitle, issueComment } from '../core/github-status.js';
+import { commentMarker, contextNote, type GitHubView, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
 import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { stateRef } from '../core/names.js';
@@ -21,8 +13,8 @@ import type { RunState } from '../core/state.js';
 import { carryOut, dueWork } from '../core/work.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 import { Commits, type Observed, observe } from './observe.js';
-import { layoutOf, saveDone, textDigest, viewOf, workDone } from './record.js';
-import { GitHubWork } from './work.js';
+import { layoutOf, phaseOf, saveDone, textDigest, viewOf, workDone } from './record.js';
+import { GitHubWork, runCheckFields } from './work.js';
 
 export interface SyncContext extends Observed {
   forge: GitHubForge;
@@ -94,7 +86,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
-    await present(forge, state, files);
+    await present(forge, state, files, now);
   } catch (e) {
     failure = e;
   }
@@ -116,9 +108,20 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
  * What people read, kept current: the issue's status comment and the result pull request's title
  * and body, each edited only when what it says changed.
  */
-async function present(forge: GitHubForge, state: RunState, files: RunFiles): Promise<void> {
+async function present(forge: GitHubForge, state: RunState, files: RunFiles, now: Date): Promise<void> {
   const view = viewOf(state, files);
   await updateComment(forge, state, files, view);
+  // The run's check: in progress while rounds run, then the result (made by the first round).
+  const check = files.runCheck;
+  if (check) {
+    const { digest, ...fields } = runCheckFields(state, files, now);
+    // A completed check is not made to run again: the round that runs next makes a new one.
+    if (digest !== check.digest && !(check.done && fields.status !== 'completed')) {
+      // One a person deleted is left gone: its next home (the result) gets a new one.
+      await forge.updateCheckRun(check.id, fields);
+      files.runCheck = { ...check, digest, done: fields.status === 'completed' };
+    }
+  }
   if (files.finalPr) {
     const title = finalPrTitle(state);
     const body = finalPrBody(state, files.issue, view);
@@ -132,13 +135,14 @@ async function present(forge: GitHubForge, state: RunState, files: RunFiles): Pr
 
 /** The issue comment that says where the run stands, edited only when what it says changed. */
 async function updateComment(forge: GitHubForge, state: RunState, files: RunFiles, view: GitHubView): Promise<void> {
-  const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
+  const phase: RunPhase = phaseOf(state, files);
   const notes = [
     ...(files.hiddenInTask
       ? [
           `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`,
         ]
       : []),
+    ...(files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : []),
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
     ...(layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : []),

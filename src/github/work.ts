@@ -7,13 +7,14 @@
 // Where the work lives depends on the run's layout (core/names.ts RefsLayout): by default (2) on
 // refs under refs/forkflush/<run>/ that no workflow triggers on, and only the result becomes a
 // branch, `forkflush/<run>/result`, with one draft pull request kept current.
+
+import { finalPrBody, finalPrTitle, runCheckText } from '../core/github-status.js';
 import {
   checkConclusion,
   checkRunOutput,
+  episodeCheckPending,
   episodePrBody,
   episodePrTitle,
-  finalPrBody,
-  finalPrTitle,
   loserComment,
 } from '../core/github-text.js';
 import { parseCommitDetails } from '../core/journal.js';
@@ -21,9 +22,9 @@ import { roundDeadlineMinutes } from '../core/method.js';
 import { checkRunName, contextRef, GITHUB, type RunRefs, refName, roundRunTitle } from '../core/names.js';
 import { type Episode, type Round, type RunState, setupFailed } from '../core/state.js';
 import { type Forge, lineageMovedOutside } from '../core/work.js';
-import type { GitHubForge, RunFiles } from './forge.js';
+import type { CheckRunFields, GitHubForge, RunFiles } from './forge.js';
 import type { Commits } from './observe.js';
-import { layoutOf, refsOf, resultCommit, resultLineage, textDigest, viewOf } from './record.js';
+import { layoutOf, phaseOf, refsOf, resultCommit, resultLineage, textDigest, viewOf } from './record.js';
 
 export class GitHubWork implements Forge {
   constructor(
@@ -48,6 +49,9 @@ export class GitHubWork implements Forge {
     // After a resume, only the episodes still without a result run again.
     const pending = round.episodes.filter((e) => !e.result);
     for (const e of pending) await this.forge.createRef(refs.episode(e.round, e.branch), e.base);
+    // What people see at once: the run's check (the first round makes it) and one per episode.
+    await this.startRunCheck(state, retaking);
+    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
     // A claim taken over: the handler that held it may have dispatched the round before it died.
     const live = retaking ? await this.forge.liveRunId(GITHUB.workflow, title) : null;
@@ -68,39 +72,100 @@ export class GitHubWork implements Forge {
   }
 
   /**
-   * A check run for an episode whose result landed, and with `pull_requests: episodes` a pull
-   * request into its lineage (`winners` opens one per fork round's winner when it is adopted).
+   * The run's own check run (GITHUB.check), made once on the commit the run starts from, in
+   * progress; the sync keeps what it says current, and publishRun moves it to the result.
+   */
+  private async startRunCheck(state: RunState, retaking: boolean): Promise<void> {
+    if (this.files.runCheck && !this.files.runCheck.done) return;
+    // The commit the run stands on: where it started, or its result once it has one.
+    const sha = this.files.finalPr && this.files.resultHead ? this.files.resultHead : state.base.commit;
+    const fields = runCheckFields(state, this.files, this.now);
+    // Taking a claim over: the check its handler may have made is the newest with the run's name.
+    const found = retaking && !this.files.runCheck ? await this.forge.findCheckRun(sha, GITHUB.check, state.id) : null;
+    const id = found ?? (await this.forge.createCheckRun({ sha, name: GITHUB.check, ...fields }));
+    this.files.runCheck = { id, sha, ...(found === null ? { digest: fields.digest } : {}) };
+  }
+
+  /** An episode's check run, queued on the commit it starts from (its job makes it in progress). */
+  private async startEpisodeCheck(state: RunState, e: Episode, retaking: boolean): Promise<void> {
+    const checks = (this.files.checks ??= {});
+    if (checks[e.id] !== undefined) return;
+    const name = checkRunName(e.id);
+    const externalId = `${state.id}/${e.id}`;
+    const found = retaking ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+    checks[e.id] =
+      found ??
+      (await this.forge.createCheckRun({
+        sha: e.base,
+        name,
+        status: 'queued',
+        externalId,
+        output: episodeCheckPending(state, e, 'queued'),
+      }));
+  }
+
+  /**
+   * The episode's check run completed with its result, and with `pull_requests: episodes` (layout
+   * 1) a pull request into its lineage (`winners` opens one per fork round's winner when adopted).
    */
   async publishResult(state: RunState, e: Episode, retaking: boolean): Promise<void> {
     const r = e.result;
     if (!r) throw new Error(`${e.id} has no result to publish`);
-    // A failed job left no commit of its own: there is nothing to review or check.
-    if (r.commit === e.base) {
-      this.files.published[e.id] = { pr: null, check: null };
+    // A failed job left no commit of its own: its check says why, from what the job left.
+    const own = r.commit !== e.base;
+    const details = own ? parseCommitDetails((await this.commits.get(r.commit)).message) : null;
+    const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
+    const fields = {
+      status: 'completed' as const,
+      conclusion: checkConclusion(r),
+      output: checkRunOutput(state, e, r, details),
+      completedAt: this.now.toISOString(),
+      ...(detailsUrl ? { detailsUrl } : {}),
+    };
+    const started = this.files.checks?.[e.id];
+    let check: number | null =
+      started !== undefined && (await this.forge.updateCheckRun(started, fields)) ? started : null;
+    if (check === null) {
+      // A round dispatched before episodes had checks (an older app), or one a person deleted.
+      const name = checkRunName(e.id);
+      const externalId = `${state.id}/${e.id}`;
+      // A claim left behind: its handler may have made the check run before it died.
+      const found = retaking ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+      check = found ?? (await this.forge.createCheckRun({ sha: e.base, name, externalId, ...fields }));
+    }
+    if (!own) {
+      this.files.published[e.id] = { pr: null, check };
       return;
     }
-    const name = checkRunName(e.id);
-    // A claim left behind: its handler may have made the check run before it died.
-    const found = retaking ? await this.forge.findCheckRun(r.commit, name) : null;
-    const details = parseCommitDetails((await this.commits.get(r.commit)).message);
-    const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
-    const check =
-      found ??
-      (await this.forge.createCheckRun({
-        sha: r.commit,
-        name,
-        status: 'completed',
-        conclusion: checkConclusion(r),
-        output: checkRunOutput(state, e, r, details),
-        completedAt: this.now.toISOString(),
-        ...(detailsUrl ? { detailsUrl } : {}),
-      }));
     // A failed setup left only the base and a journal line: the check run says what failed.
     const pr =
       state.config.pull_requests === 'episodes' && !setupFailed(e) && layoutOf(this.files) === 1
         ? await this.episodePullRequest(state, e)
         : null;
     this.files.published[e.id] = { pr, check };
+  }
+
+  /**
+   * The run's check goes where its result is: made on the result's commit (the head of its pull
+   * request, where a branch protection rule may require it), and the one it replaces completed.
+   */
+  private async moveRunCheck(state: RunState, head: string): Promise<void> {
+    const old = this.files.runCheck;
+    if (old?.sha === head) return;
+    const fields = runCheckFields(state, this.files, this.now);
+    if (old)
+      await this.forge.updateCheckRun(old.id, {
+        ...fields,
+        status: 'completed',
+        conclusion: fields.conclusion ?? 'neutral',
+      });
+    const found = await this.forge.findCheckRun(head, GITHUB.check, state.id);
+    const id = found ?? (await this.forge.createCheckRun({ sha: head, name: GITHUB.check, ...fields }));
+    this.files.runCheck = {
+      id,
+      sha: head,
+      ...(found === null ? { digest: fields.digest, done: fields.status === 'completed' } : {}),
+    };
   }
 
   /** A workflow run page of this repository (the commit says which run made it), or null. */
@@ -209,10 +274,24 @@ export class GitHubWork implements Forge {
     } else if (pr !== null && this.files.resultHead !== undefined && this.files.resultHead !== head) {
       await this.forge.removeLabel(pr, GITHUB.ciLabel);
     }
+    if (changed) await this.moveRunCheck(state, head);
     await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
     await this.forge.removeLabel(this.files.issue, GITHUB.label);
     // Recorded last: until the labels are right, this work is not done (opening is repeat-safe).
     this.files.finalPr = pr ?? 0;
     this.files.resultHead = head;
   }
+}
+
+/** What the run's check says now (the sync edits it when this changes: `runCheck.digest`). */
+export function runCheckFields(state: RunState, files: RunFiles, now: Date): CheckRunFields & { digest: string } {
+  const text = runCheckText(state, phaseOf(state, files), viewOf(state, files));
+  const digest = textDigest(JSON.stringify(text));
+  return {
+    status: text.status,
+    ...(text.conclusion ? { conclusion: text.conclusion, completedAt: now.toISOString() } : {}),
+    output: { title: text.title, summary: text.summary },
+    externalId: state.id,
+    digest,
+  };
 }

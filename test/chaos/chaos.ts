@@ -4,7 +4,8 @@
 // the run finishes, and the invariants checked. Everything random comes from the seed.
 import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
-import { commentMarker, finalPrBody, finalPrTitle } from '../../src/core/github-text.js';
+import { finalPrBody, finalPrTitle } from '../../src/core/github-status.js';
+import { commentMarker } from '../../src/core/github-text.js';
 import { issueRunId, stateRef } from '../../src/core/names.js';
 import { extraRounds, extraSpent } from '../../src/core/schedule.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
@@ -343,6 +344,11 @@ async function nights(
     }
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
     await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
+    // 14. While a round after the plan runs, the run's check on the result says so.
+    const running = stateOf(h);
+    const check = h.gh.checkRuns.filter((c) => c.name === 'forkflush').at(-1);
+    if (running?.status === 'running' && check?.status !== 'in_progress')
+      violations.push(`14: a round after the plan runs, and the run's check is ${check?.status ?? 'missing'}`);
     for (let guard = 0; guard < 10; guard++) {
       const state = stateOf(h);
       if (!state || state.status === 'finished') break;
@@ -495,10 +501,25 @@ function check(
     violations.push(`9: the finished run's issue is labelled [${labels.join(', ')}]`);
   }
 
-  // 8. Nothing shown twice: one check run per episode, one pull request per branch.
-  const checks = new Map<string, number>();
-  for (const c of h.gh.checkRuns) checks.set(c.name, (checks.get(c.name) ?? 0) + 1);
-  for (const [name, n] of checks) if (n > 1) violations.push(`8: ${n} check runs named "${name}"`);
+  // 8. Nothing shown twice: once the run is finished every check run is completed (a stop and a
+  // resume, or a round after the end, make new ones; none is left running), one pull request per
+  // branch, one status comment.
+  if (finished) {
+    for (const c of h.gh.checkRuns.filter((x) => x.status !== 'completed'))
+      violations.push(`8: the check run "${c.name}" on ${c.head_sha.slice(0, 7)} is still ${c.status}`);
+  }
+  // 14. The run's check follows the result: the newest is on the result's commit (or where the run
+  // started, if nothing beat it), completed: success when an episode beat the initial workspace.
+  const runChecks = h.gh.checkRuns.filter((c) => c.name === 'forkflush');
+  const newest = runChecks.at(-1);
+  if (finished && state.status === 'finished' && !files?.stopped) {
+    const home = files?.finalPr ? (h.gh.branch(`forkflush/${RUN}/result`) ?? '') : state.base.commit;
+    const want = state.best === null ? 'failure' : state.best.episode === 'base' ? 'neutral' : 'success';
+    if (!newest || newest.head_sha !== home || newest.conclusion !== want)
+      violations.push(
+        `14: the run's newest check is ${newest ? `${newest.status} ${newest.conclusion} on ${newest.head_sha.slice(0, 7)}` : 'missing'}, the result ${want} on ${home.slice(0, 7)}`,
+      );
+  }
   const pulls = new Map<string, number>();
   for (const p of h.gh.pulls) pulls.set(p.head, (pulls.get(p.head) ?? 0) + 1);
   for (const [head, n] of pulls) if (n > 1) violations.push(`8: ${n} pull requests from ${head}`);

@@ -978,6 +978,10 @@ export class FakeGitHub {
       this.reactions.push(r);
       return [201, this.reaction(r)];
     });
+    route('GET', /\/check-runs\/(\d+)$/, (m) => {
+      const run = this.checkRuns.find((c) => c.id === Number(m[1]));
+      return run ? [200, this.checkRun(run, run.request)] : [404, error(404, 'Not Found')];
+    });
     route('PATCH', /\/check-runs\/(\d+)$/, (m, body) => {
       const run = this.checkRuns.find((c) => c.id === Number(m[1]));
       if (!run) return [404, error(404, 'Not Found')];

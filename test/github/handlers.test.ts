@@ -333,20 +333,46 @@ describe('a handler that died between dispatching a round and recording it', () 
   });
 });
 
-describe('a handler that died while publishing a result', () => {
-  it('is followed by one that finds the check run it made and makes no second one', async () => {
+describe('a handler that died while making check runs', () => {
+  it("making the round's: the one that takes its claim over finds them and makes no second one", async () => {
+    const h = await new Harness().load();
+    // The handler of the label dies right after GitHub made the episodes' first check run: the
+    // run's check and that one are there, the record holds the claim and nothing else.
+    let dead = false;
+    h.gh.inject = (method, path) => {
+      if (dead) return 503;
+      if (method !== 'POST' || !path.endsWith('/check-runs') || h.gh.checkRuns.length < 1) return null;
+      dead = true;
+      return { status: 503, applied: true };
+    };
+    await expect(h.label(7)).rejects.toThrow(/the app answered the issues.labeled delivery with 5/);
+    h.gh.inject = null;
+    expect(h.gh.checkRuns.map((c) => c.name)).toEqual(['forkflush', 'forkflush r0.b0']);
+    expect(h.gh.dispatches).toEqual([]);
+    expect(h.runFiles('issue-7')?.claims).toHaveProperty('dispatch:0');
+    await h.restart();
+    h.clock = new Date(h.clock.getTime() + 11 * 60_000); // the claim is stale
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.checkRuns.map((c) => c.name)).toEqual(['forkflush', 'forkflush r0.b0', 'forkflush r0.b1']);
+    expect(h.gh.dispatches).toHaveLength(1);
+    expect(h.runFiles('issue-7')?.checks).toEqual({
+      'r0.b0': h.gh.checkRuns[1]?.id,
+      'r0.b1': h.gh.checkRuns[2]?.id,
+    });
+  });
+
+  it('publishing a result: the one that takes its claim over completes the same check run', async () => {
     const h = await new Harness().load();
     await h.label(7);
     const state = h.state('issue-7');
     const [e] = state.rounds[0]?.episodes ?? [];
     if (!e) throw new Error('no episode');
     h.pushResult(state, e, 42);
-    // The first handler dies right after GitHub made the check run: the check run is there, the
-    // record still holds the claim and nothing published.
+    // The first handler dies right after GitHub completed the check run.
     let dead = false;
     h.gh.inject = (method, path) => {
       if (dead) return 503;
-      if (method !== 'POST' || !path.endsWith('/check-runs')) return null;
+      if (method !== 'PATCH' || !/\/check-runs\/\d+$/.test(path)) return null;
       dead = true;
       return { status: 503, applied: true };
     };
@@ -354,12 +380,14 @@ describe('a handler that died while publishing a result', () => {
       /the app answered the workflow_job.completed delivery with 5/,
     );
     h.gh.inject = null;
-    expect(h.gh.checkRuns).toHaveLength(1);
     expect(h.runFiles('issue-7')?.claims).toHaveProperty(`publish:${e.id}`);
     await h.restart();
     h.clock = new Date(h.clock.getTime() + 11 * 60_000); // the claim is stale
     await h.comment(7, '/autoresearch status');
-    expect(h.gh.checkRuns).toHaveLength(1);
-    expect(h.runFiles('issue-7')?.published[e.id]).toMatchObject({ check: h.gh.checkRuns[0]?.id });
+    const mine = h.gh.checkRuns.filter((c) => c.name === `forkflush ${e.id}`);
+    expect(mine.map((c) => [c.head_sha, c.status, c.conclusion, c.output.title])).toEqual([
+      [e.base, 'completed', 'success', `${e.id}: score 42`],
+    ]);
+    expect(h.runFiles('issue-7')?.published[e.id]).toMatchObject({ check: mine[0]?.id });
   });
 });

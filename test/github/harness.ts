@@ -302,6 +302,14 @@ export class Harness {
     });
   }
 
+  /** GitHub reports an episode's job as started. */
+  jobStarted(run: string, episode: string, branch = 'main') {
+    return this.send('workflow_job', 'in_progress', (p) => {
+      p.workflow_job.name = `forkflush ${run} ${episode}`;
+      p.workflow_job.head_branch = branch;
+    });
+  }
+
   runCompleted(run: string, round: number, branch = 'main') {
     return this.send('workflow_run', 'completed', (p) => {
       p.workflow_run.display_title = `forkflush ${run} round ${round}`;
