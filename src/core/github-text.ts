@@ -1,15 +1,6 @@
-// What forkflush writes on GitHub about episodes: their check runs, their pull requests (layout 1),
-// the notes the status comment carries, and the comment commands it understands; the shared size
-// limits and the view of a run's record (github-status.ts writes where the run stands). Pure text
-// from the run's state.
-import { spent } from './budget.js';
-import { type ChartData, chartData } from './chart.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
-import { bestBranch, describeEpisodeId, GITHUB, lineageBranch } from './names.js';
-import { plan, planWarnings, widthText } from './plan.js';
-import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
-import { extraRounds, extraRoundsText, extraSpent } from './schedule.js';
-import { retrySetup, runStop } from './setup-failure.js';
+import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
+import { scoreText, usageText } from './report.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
 import { cutText, formatNumber, inertCodeSpan, inertOnGitHub, markdownTable, plainText } from './text.js';
 

@@ -88,12 +88,11 @@ export class GitHubWork implements Forge {
 
   /** An episode's check run, queued on the commit it starts from (its job makes it in progress). */
   private async startEpisodeCheck(state: RunState, e: Episode, retaking: boolean): Promise<void> {
-    const checks = (this.files.checks ??= {});
-    if (checks[e.id] !== undefined) return;
+    if (this.files.checks?.[e.id] !== undefined) return;
     const name = checkRunName(e.id);
     const externalId = `${state.id}/${e.id}`;
     const found = retaking ? await this.forge.findCheckRun(e.base, name, externalId) : null;
-    checks[e.id] =
+    const id =
       found ??
       (await this.forge.createCheckRun({
         sha: e.base,
@@ -102,6 +101,7 @@ export class GitHubWork implements Forge {
         externalId,
         output: episodeCheckPending(state, e, 'queued'),
       }));
+    this.files.checks = { ...this.files.checks, [e.id]: id };
   }
 
   /**
