@@ -302,7 +302,7 @@ function describeStore(store: ContextStore): string {
  * The run's state and facts from its state ref, or why this worker cannot read them (a record
  * saved by a newer app, most often: see unreadableRunReason).
  */
-async function readRun(
+export async function readRun(
   records: RecordsRepo,
   remote: Remote,
   run: string,

@@ -3,6 +3,7 @@
 // line naming the episode.
 import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
+import { BASE_JOB } from '../core/names.js';
 import { InterruptedError } from '../worker/episode.js';
 import {
   type AgentLogReport,
@@ -11,10 +12,11 @@ import {
   type UploadClient,
   workflowSafe,
 } from './agent-log.js';
+import { runBaseJob } from './base-job.js';
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
 import { basicCredentials } from './remote.js';
-import { jobNotice, jobOutputs, jobSummary } from './report.js';
+import { baseOutputs, baseSummary, jobNotice, jobOutputs, jobSummary } from './report.js';
 import { type ActionSettings, parseSettings } from './settings.js';
 
 /** The artifact client, loaded only when there is a log to upload. */
@@ -79,6 +81,13 @@ export async function run(): Promise<void> {
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
     // What the job prints carries the agent's, setup's and the grader's words: no workflow command.
     const log = (line: string) => core.info(workflowSafe(line));
+    if (settings.episode === BASE_JOB) {
+      // The run's initial workspace, graded once: no agent, so no agent log to publish.
+      const base = await runBaseJob(settings, { log, env: process.env, signal: cancel.signal });
+      for (const [name, value] of Object.entries(baseOutputs(base))) core.setOutput(name, value);
+      await core.summary.addRaw(baseSummary(base)).write();
+      return;
+    }
     const outcome = await runEpisodeJob(settings, { log, env: process.env, signal: cancel.signal });
     const published = await report(outcome);
     const facts = { agentVersion: published?.version ?? null, logFile: published?.logFile ?? null };
@@ -101,7 +110,7 @@ export async function run(): Promise<void> {
     await core.summary.addRaw(summary).write();
   } catch (e) {
     // An episode that failed after its agent ran (a refused push, say) still shows what the agent did.
-    if (!(e instanceof InterruptedError)) {
+    if (!(e instanceof InterruptedError) && settings?.episode !== BASE_JOB) {
       const log = await report(null)?.catch(() => null);
       if (log?.logFile) core.setOutput('log-file', log.logFile);
     }

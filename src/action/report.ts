@@ -6,6 +6,7 @@ import { describeContext } from '../core/journal.js';
 import { describeEpisodeId, episodeBranch } from '../core/names.js';
 import { codeSpan, formatNumber, markdownTable, plainText } from '../core/text.js';
 import type { ArtifactResult } from './agent-log.js';
+import type { BaseOutcome } from './base-job.js';
 import type { JobOutcome } from './episode-job.js';
 
 export type OutputName =
@@ -192,4 +193,16 @@ function count(n: number): string {
 
 function seconds(s: number): string {
   return s >= 90 ? `${formatNumber(s / 60, 1)} min` : `${formatNumber(s, 1)} s`;
+}
+
+/** The outputs of the job that grades the initial workspace (action.yml's, those it has). */
+export function baseOutputs(b: BaseOutcome): Record<string, string> {
+  return { score: b.score === null ? '' : String(b.score), spent: '0', commit: b.commit, reason: b.reason ?? '' };
+}
+
+/** The job summary of the grade of the initial workspace. */
+export function baseSummary(b: BaseOutcome): string {
+  const score = b.score === null ? `no score (${plainText(b.reason ?? 'no reason given')})` : formatNumber(b.score, 6);
+  const how = b.attempt === 'ran' ? 'graded here' : 'graded by an earlier job';
+  return `### forkflush ${b.run}: the initial workspace\n\nScore: **${score}** (${how}, commit \`${b.commit.slice(0, 10)}\`). Every episode's gain is measured against it.\n`;
 }

@@ -167,7 +167,8 @@ export function forkflushApp(options: AppOptions = {}) {
       // The app's runs are issues' runs: any other name is not one of its jobs.
       if (!named || parseIssueRunId(named.run) === null) return;
       const { run, episode } = named;
-      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
+      // The job that grades the initial workspace rides with the opening round.
+      const round = episode === BASE_JOB ? 0 : (parseEpisodeId(episode)?.round ?? Number.NaN);
       const ctx = ctxOf(context, { run, round, episode });
       await workerReport(ctx, context.id, context.payload.repository.full_name, {
         run,
@@ -181,7 +182,7 @@ export function forkflushApp(options: AppOptions = {}) {
         says: (open) =>
           job.conclusion !== 'success' &&
           open.index === round &&
-          open.episodes.some((e) => e.id === episode && !e.result),
+          (episode === BASE_JOB || open.episodes.some((e) => e.id === episode && !e.result)),
         apply: () => {
           ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? 'unknown'} (${job.html_url ?? job.id})` };
         },

@@ -98,7 +98,8 @@ export async function startRun(
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   // What every result must keep of the base: its protected files (checked against each result's tree).
-  const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
+  const baseCommit = await forge.commit(base);
+  const baseTree = await forge.treeFiles(baseCommit.tree);
   const globs = [...config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
   const state = newRunState({ id: run, seed: mixSeed(issue.number), config, baseCommit: base, baseScore: null });
   const layout = layoutFor(config);
@@ -125,6 +126,9 @@ export async function startRun(
     startedBy: steer.by,
     seen: remember([], steer.keys),
     refsLayout: layout,
+    // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
+    baseGrade: 'asked',
+    baseTree: baseCommit.tree,
   };
   // Said in the status comment, once: a job Actions would stop before an episode is graded.
   const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config);

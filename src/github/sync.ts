@@ -12,7 +12,7 @@ import { stopBefore } from '../core/setup-failure.js';
 import type { RunState } from '../core/state.js';
 import { carryOut, dueWork } from '../core/work.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
-import { Commits, type Observed, observe } from './observe.js';
+import { Commits, type Observed, observe, observeBase } from './observe.js';
 import { layoutOf, phaseOf, saveDone, textDigest, viewOf, workDone } from './record.js';
 import { GitHubWork, runCheckFields } from './work.js';
 
@@ -52,9 +52,11 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   const commits = new Commits(forge);
   if (!files.stopped) {
     state = await observe(forge, commits, state, files, ctx);
+    state = await observeBase(forge, commits, state, files, ctx);
     // A round whose every branch failed setup stops the run before it is decided (nothing more is
-    // dispatched); the issue comment says why. On GitHub the initial workspace is never graded, so
-    // only that rule applies, not the opening round's.
+    // dispatched); the issue comment says why. (Not the rule about an initial workspace without a
+    // score: older runs never graded it here, and its grade may land after the opening round's
+    // results, moving the best to it if it beats them.)
     // At limits.rounds the run finishes with what it has instead of opening another round.
     state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
   }

@@ -19,7 +19,7 @@ import {
 } from '../core/github-text.js';
 import { parseCommitDetails } from '../core/journal.js';
 import { roundDeadlineMinutes } from '../core/method.js';
-import { checkRunName, contextRef, GITHUB, type RunRefs, refName, roundRunTitle } from '../core/names.js';
+import { BASE_JOB, checkRunName, contextRef, GITHUB, type RunRefs, refName, roundRunTitle } from '../core/names.js';
 import { type Episode, type Round, type RunState, setupFailed } from '../core/state.js';
 import { type Forge, lineageMovedOutside } from '../core/work.js';
 import type { CheckRunFields, GitHubForge, RunFiles } from './forge.js';
@@ -60,7 +60,11 @@ export class GitHubWork implements Forge {
       (await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
         run: state.id,
         round: String(round.index),
-        episodes: JSON.stringify(pending.map((e) => e.id)),
+        // The opening round's dispatch grades the initial workspace too, until it is graded.
+        episodes: JSON.stringify([
+          ...pending.map((e) => e.id),
+          ...(round.index === 0 && this.files.baseGrade === 'asked' ? [BASE_JOB] : []),
+        ]),
       }));
     const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 60_000);
     // The run's id, when known: only that run's events may end the round (app.ts).

@@ -87,7 +87,11 @@ describe('Actions mode: the app as a workflow step', () => {
     const out = await step(h, 'issues', labeled(h));
     expect(out).toEqual({ code: 0, info: ['forkflush: handled issues.labeled (run 4242)'], errors: [] });
     expect(h.gh.dispatches).toEqual([
-      { workflow: 'forkflush.yml', ref: 'main', inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1"]' } },
+      {
+        workflow: 'forkflush.yml',
+        ref: 'main',
+        inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1","base"]' },
+      },
     ]);
   });
 

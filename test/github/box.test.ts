@@ -4,7 +4,7 @@
 // scripts/bundle.mjs builds dist/index.js), which clones over HTTP, runs the agent, grades, and
 // pushes. A label starts it; the run ends with the result pull request.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,8 +88,10 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
 
     const state = h.state(RUN);
     expect(state.status).toBe('finished');
-    // 6 episodes in 4 rounds: each round dispatched once, each job succeeded and reported a score.
+    // 6 episodes in 4 rounds: each round dispatched once, each job succeeded and reported a score;
+    // the initial workspace graded once, by a job beside the opening round's.
     expect(jobs.map((j) => j.name).sort()).toEqual([
+      'forkflush issue-7 base',
       'forkflush issue-7 r0.b0',
       'forkflush issue-7 r0.b1',
       'forkflush issue-7 r1.b0',
@@ -107,14 +109,16 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
     const episodes = state.rounds.flatMap((r) => r.episodes);
     const scoreOf = (id: string) => jobs.find((j) => j.name === `forkflush ${RUN} ${id}`)?.outputs.score;
     expect(episodes.map((e) => String(e.result?.score))).toEqual(episodes.map((e) => scoreOf(e.id)));
-    // Each result as a check run with its score, and a pull request per branch.
-    expect(h.gh.checkRuns.map((c) => c.conclusion)).toEqual(episodes.map(() => 'success'));
-    expect(h.gh.checkRuns.map((c) => c.output.title).sort()).toEqual(
+    expect(String(state.base.score)).toBe(scoreOf('base'));
+    // Each result as a check run with its score, beside the run's own check (on main, then on the result).
+    const episodeChecks = h.gh.checkRuns.filter((c) => c.name !== 'forkflush');
+    expect(episodeChecks.map((c) => c.conclusion)).toEqual(episodes.map(() => 'success'));
+    expect(episodeChecks.map((c) => c.output.title).sort()).toEqual(
       episodes.map((e) => `${e.id}: score ${e.result?.score}`).sort(),
     );
     // Each links the workflow run whose job made its result.
     const runs = new Set(h.box.actions.runs.map((r) => r.id));
-    for (const c of h.gh.checkRuns) {
+    for (const c of episodeChecks) {
       const m = /\/octo-org\/octo-repo\/actions\/runs\/(\d+)\/attempts\/1$/.exec(c.request.details_url ?? '');
       expect(m && runs.has(Number(m[1])), c.request.details_url).toBe(true);
     }
@@ -129,6 +133,10 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
     const final = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/result`);
     expect(h.gh.pulls).toHaveLength(1);
     expect(final).toMatchObject({ base: 'main', state: 'open', draft: true });
+    const gain = (state.best?.score ?? 0) - (state.base.score ?? 0);
+    expect(final?.title).toBe(
+      `forkflush ${RUN}: best score ${state.best?.score} (+${gain} over the initial workspace)`,
+    );
     expect(h.gh.labels.get(7)).toContain('autoresearch: done');
     const best = h.gh.refs.get(refs.best);
     expect(best).toBe(state.best?.commit);
@@ -146,7 +154,10 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
       expect(env).not.toMatch(/^(INPUT_TOKEN|GITHUB_TOKEN|ACTIONS_RUNTIME_TOKEN|ACTIONS_ID_TOKEN_REQUEST_TOKEN)=/m);
     }
     for (const job of jobs) {
-      const config = readFileSync(join(job.env.GITHUB_WORKSPACE as string, '.git', 'config'), 'utf8');
+      const dotGit = join(job.env.GITHUB_WORKSPACE as string, '.git');
+      // The initial workspace is graded in a copy without a .git, as a judge's copy is.
+      if (job.name.endsWith(' base')) expect(existsSync(dotGit)).toBe(false);
+      const config = job.name.endsWith(' base') ? '' : readFileSync(join(dotGit, 'config'), 'utf8');
       for (const s of secrets) expect(config).not.toContain(s);
       for (const s of secrets) expect(job.log.replace(/^::add-mask::.*$/gm, '')).not.toContain(s);
     }
@@ -325,8 +336,10 @@ describe('GitHub in a box: security', () => {
     await h.label(7);
     const jobs = await h.box.runQueued();
     const state = h.state(RUN);
-    expect(jobs).toHaveLength(2);
+    // The two episodes and the grade of the initial workspace (as it was: the agent ran elsewhere).
+    expect(jobs).toHaveLength(3);
     for (const job of jobs) expect(job.conclusion, job.log).toBe('success');
+    expect(state.base.score).toBe(0);
     for (const e of state.rounds[0]?.episodes ?? []) {
       expect(e.result?.score).toBeNull();
       expect(e.result?.protectedChanged).toEqual(
@@ -339,9 +352,11 @@ describe('GitHub in a box: security', () => {
         h.gh.commits.get(e.base)?.files['.github/workflows/forkflush.yml'],
       );
     }
-    expect(h.gh.checkRuns.map((c) => c.conclusion)).toEqual(['failure', 'failure']);
+    // The opening round's (the next round's is queued, the run's own in progress).
+    const episodeChecks = h.gh.checkRuns.filter((c) => /^forkflush r0\.b\d$/.test(c.name));
+    expect(episodeChecks.map((c) => c.conclusion)).toEqual(['failure', 'failure']);
     // Each check run points at the protected files the agent changed.
-    for (const c of h.gh.checkRuns) {
+    for (const c of episodeChecks) {
       const annotated = (c.output as { annotations?: { path: string }[] }).annotations?.map((a) => a.path);
       expect(annotated).toEqual(expect.arrayContaining(['.github/workflows/forkflush.yml', 'grade.sh']));
     }

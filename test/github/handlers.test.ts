@@ -228,8 +228,8 @@ describe('comment commands', () => {
     expect(comment()).toContain('**Status:** round 0 (opening) running');
     // Stopping cancelled the round's jobs, so resuming dispatches its episodes again.
     expect(h.gh.dispatches.map((d) => d.inputs)).toEqual([
-      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1"]' },
-      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1"]' },
+      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1","base"]' },
+      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1","base"]' },
     ]);
   });
 

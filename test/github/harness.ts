@@ -11,7 +11,7 @@ import Bottleneck from 'bottleneck';
 import { createNodeMiddleware, Probot, ProbotOctokit } from 'probot';
 import { forkflushApp } from '../../src/app/app.js';
 import { commitMessage } from '../../src/core/journal.js';
-import { type RunRefs, runRefs, stateRef } from '../../src/core/names.js';
+import { BASE_JOB, baseGradeRef, type RunRefs, runRefs, stateRef } from '../../src/core/names.js';
 import type { Episode, EpisodeResult, RunState } from '../../src/core/state.js';
 import { GitHubForge } from '../../src/github/forge.js';
 import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
@@ -378,6 +378,34 @@ export class Harness {
   /** The run's refs, in the layout its record says (before it has one: the default, 2). */
   refs(run: string): RunRefs {
     return runRefs(run, this.runFiles(run)?.refsLayout ?? (this.runFiles(run) ? 1 : 2));
+  }
+
+  /**
+   * The base job's part: the initial workspace's grade, a commit on the base's tree whose parent is
+   * the base, on refs/forkflush/<run>/base. False when one is there already.
+   */
+  pushBase(state: RunState, score: number | null, forge: { files?: Record<string, string> } = {}) {
+    const ref = baseGradeRef(state.id);
+    if (this.gh.refs.has(ref)) return false;
+    const message = commitMessage(
+      state.id,
+      state.config.budget.unit,
+      { id: BASE_JOB },
+      {
+        score,
+        ...(score === null ? { reason: 'the grader exited with code 1' } : {}),
+        spent: 0,
+        exit: 'finished',
+        protectedChanged: [],
+        agentSeconds: 0,
+        graderSeconds: 0.5,
+        wallSeconds: 1,
+      },
+    );
+    const base = this.gh.commits.get(state.base.commit);
+    const sha = this.gh.commit({ message, parents: [state.base.commit], files: { ...base?.files, ...forge.files } });
+    this.gh.refs.set(ref, sha);
+    return true;
   }
 
   /** The open round's episodes, as the app dispatched them. */

@@ -35,7 +35,11 @@ describe('the app drives a whole run', () => {
     await h.label(7);
     // One round dispatched, with small inputs: ids, not data.
     expect(h.gh.dispatches).toEqual([
-      { workflow: 'forkflush.yml', ref: 'main', inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1"]' } },
+      {
+        workflow: 'forkflush.yml',
+        ref: 'main',
+        inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1","base"]' },
+      },
     ]);
     expect(h.gh.branch('forkflush/issue-7/round-0/branch-0')).toBe(h.gh.branch('main'));
     expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(h.gh.branch('main'));
@@ -308,7 +312,8 @@ describe('a round in which every branch failed its setup', () => {
     expect(retried.rounds[0]?.episodes.map((e) => e.result)).toEqual([undefined, undefined]);
     for (const e of episodes) expect(h.gh.refs.get(h.refs(RUN).episode(0, e.branch))).toBe(e.base);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
-    expect(JSON.parse(h.gh.dispatches[1]?.inputs.episodes ?? '[]')).toEqual(episodes.map((e) => e.id));
+    // The initial workspace, not graded yet, is graded beside them.
+    expect(JSON.parse(h.gh.dispatches[1]?.inputs.episodes ?? '[]')).toEqual([...episodes.map((e) => e.id), 'base']);
     expect(h.gh.comments.find((c) => c.issue === 7)?.body).not.toContain('setup failed in every branch');
 
     // The round now runs as any other: results land, are published, and the round is decided.
