@@ -92,6 +92,9 @@ export async function startRun(
   const loaded = await loadTemplates(config, (path) => forge.readFile(path, branch), `\`${branch}\``);
   if ('problem' in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  // Without the worker workflow the round's dispatch would fail on every trigger, saying nothing.
+  const worker = await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
+  if (worker === null) return { problem: missingWorkerProblem(branch) };
   // Checked here, not locked: two issues labelled at the same moment may both start.
   const busy = await runsPerRepo(forge, config, run, 'label this issue again');
   if (busy) return { problem: busy };
@@ -131,7 +134,7 @@ export async function startRun(
     baseTree: baseCommit.tree,
   };
   // Said in the status comment, once: a job Actions would stop before an episode is graded.
-  const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config);
+  const timeout = workerTimeoutProblem(worker, config);
   if (timeout) files.workerWarning = timeout;
   for (const l of state.lineages) await forge.createRef(refs.lineage(l.index, state.lineages.length), base);
   try {
@@ -142,6 +145,15 @@ export async function startRun(
     if (e instanceof ConflictError) return { state: null };
     throw e;
   }
+}
+
+/** What a repository without the worker workflow is told, once, on the issue that would start a run. */
+export function missingWorkerProblem(branch: string): string {
+  return (
+    `There is no \`.github/workflows/${GITHUB.workflow}\` on \`${branch}\`: it is the workflow whose jobs run the agents. ` +
+    'Run `forkflush init --github` in a clone of this repository, commit and push the workflows it writes ' +
+    `to \`${branch}\` (README, "On GitHub"), then label the issue again.`
+  );
 }
 
 /**

@@ -2,6 +2,7 @@
 // plain nock interceptors: every request the app makes is listed, with its exact body.
 import nock from 'nock';
 import { describe, expect, it } from 'vitest';
+import { nightlyTick } from '../../src/app/app.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -99,6 +100,29 @@ describe('starting a run', () => {
     const h = await new Harness({ 'README.md': 'hi' }).load();
     await h.label(7);
     expect(h.gh.comments[0]?.body).toContain('There is no `.github/autoresearch.yml` on `main`');
+  });
+
+  it('a repository without the worker workflow gets one comment with the fix, and no run', async () => {
+    const h = await new Harness().load();
+    // The workflow deleted from main: the rest of the task is there.
+    const main = h.gh.branch('main') as string;
+    const files = { ...h.gh.commits.get(main)?.files };
+    delete files['.github/workflows/forkflush.yml'];
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'no worker', parents: [main], files }));
+    await h.label(7);
+    expect(h.gh.comments.map((c) => [c.issue, c.body])).toEqual([
+      [
+        7,
+        'forkflush did not start: There is no `.github/workflows/forkflush.yml` on `main`: it is the workflow whose jobs run the agents. ' +
+          'Run `forkflush init --github` in a clone of this repository, commit and push the workflows it writes to `main` ' +
+          '(README, "On GitHub"), then label the issue again.',
+      ],
+    ]);
+    expect(h.gh.dispatches).toEqual([]);
+    expect([...h.gh.refs.keys()].filter((r) => r.startsWith('refs/forkflush/'))).toEqual([]);
+    // The nightly tick finds no run to repair, and says nothing more.
+    await nightlyTick(h.forge(), new Date(h.clock.getTime() + 24 * 3_600_000));
+    expect(h.gh.comments).toHaveLength(1);
   });
 
   it('the issue text reaches the agent as data in the run record, and no token appears anywhere', async () => {
