@@ -90,7 +90,6 @@ sandbox:
       // The episode's job, and the one that grades the initial workspace (no agent runs there).
       expect(jobs.map((j) => j.name).sort()).toEqual([`forkflush ${RUN} base`, `forkflush ${RUN} r0.b0`]);
       for (const j of jobs) expect(j.conclusion, j.log).toBe('success');
-      const job = jobs.find((j) => j.name.endsWith('r0.b0'));
 
       const report = JSON.parse(readFileSync(join(logs, 'thief.json'), 'utf8')) as Report;
       // The attack was real: it found the forge, the repository on disk, and made its commit.
@@ -106,7 +105,8 @@ sandbox:
       for (const s of secrets) {
         expect(report.tokens.includes(s), 'a token the box issued, found by the agent').toBe(false);
         expect(written.includes(s), 'a secret in what the agent wrote').toBe(false);
-        for (const j of jobs) expect(logWithoutMasks(j.log).includes(s), `a secret in the log of ${j.name}`).toBe(false);
+        for (const j of jobs)
+          expect(logWithoutMasks(j.log).includes(s), `a secret in the log of ${j.name}`).toBe(false);
       }
       // Every push and write failed; no forged webhook was taken.
       expect(report.pushes.filter((p) => p.exit === 0)).toEqual([]);
