@@ -247,8 +247,8 @@ export function finalPrTitle(state: RunState): string {
 }
 
 /**
- * The result pull request's body, kept current while rounds run after the end (nightly ones, a
- * review's): the scores, where the work ran, and how the repository's own CI may run on it.
+ * The result pull request's body, kept current while rounds run after the end (nightly ones,
+ * `/autoresearch fork`): the scores, where the work ran, and how the repository's own CI may run on it.
  */
 export function finalPrBody(
   state: RunState,

@@ -49,8 +49,8 @@ export function nextRound(state: RunState): Round | null {
 }
 
 /**
- * The rounds after the plan (on GitHub: nightly ones, and those `/autoresearch fork` or a review
- * asks for): whether one runs each night, what they may spend together (schedule.budget), and
+ * The rounds after the plan (on GitHub: nightly ones, and those `/autoresearch fork` asks for):
+ * whether one runs each night, what they may spend together (schedule.budget), and
  * their end (the last day, how many in all). A config's `schedule: none` asks only for rounds on
  * request, up to budget.total more; `nightly` alone is how runs recorded before schedule had a
  * budget said it: the same budget, nightly, with no end but limits.rounds.
