@@ -3,6 +3,7 @@
 // much the run gained over it. A grade on anything but the base's tree, a failed job, or a job
 // that never reports leave the run going without it, said in the status comment.
 import { describe, expect, it } from 'vitest';
+import { nightlyTick } from '../../src/app/app.js';
 import { baseGradeRef } from '../../src/core/names.js';
 import { Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
@@ -111,5 +112,21 @@ describe('the initial workspace on GitHub', () => {
     expect(silent.state(RUN).base.reason).toBe('its job gave no grade by the end of the opening round');
     expect(silent.runFiles(RUN)?.baseGrade).toBe('done');
     expect(silent.gh.refs.get(baseGradeRef(RUN))).toBeUndefined();
+  });
+
+  it("without a grade by the opening round's deadline, is given up at the next trigger after it", async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    // The episodes' job events decide the round; the base's job said it succeeded but pushed nothing.
+    await playRound(h, () => 40);
+    await h.jobCompleted(RUN, 'base');
+    expect(h.runFiles(RUN)?.baseGrade).toBe('asked');
+    h.clock = new Date(h.clock.getTime() + 3 * 3_600_000);
+    await nightlyTick(h.forge(), h.clock);
+    expect(h.runFiles(RUN)?.baseGrade).toBe('done');
+    expect(h.state(RUN).base).toMatchObject({
+      score: null,
+      reason: 'its job gave no grade by the end of the opening round',
+    });
   });
 });
