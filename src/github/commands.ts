@@ -217,17 +217,20 @@ export async function setStopped(
   if (!stopped) await wakeTick(ctx);
   if (stopped) {
     await ctx.forge.cancelRuns(GITHUB.workflow, run);
-    const open = next.state.rounds.find((r) => !r.decision);
-    for (const e of open?.episodes ?? []) {
+    // Every check still waiting ends: an episode without a result, and one whose result was not
+    // published yet (publishing completes the check; a resume publishes it over this).
+    for (const e of next.state.rounds.flatMap((r) => r.episodes)) {
       const check = next.files.checks?.[e.id];
-      if (e.result || check === undefined) continue;
+      if (check === undefined || next.files.published[e.id]) continue;
       await ctx.forge.updateCheckRun(check, {
         status: 'completed',
         conclusion: 'cancelled',
         completedAt: ctx.now.toISOString(),
         output: {
           title: `${e.id}: stopped`,
-          summary: 'The run was stopped before this episode had a result; a resume runs it again.',
+          summary: e.result
+            ? "The run was stopped before this episode's result was published; a resume publishes it."
+            : 'The run was stopped before this episode had a result; a resume runs it again.',
         },
       });
     }

@@ -133,9 +133,14 @@ export class GitHubWork implements Forge {
       // A round dispatched before episodes had checks (an older app), or one a person deleted.
       const name = checkRunName(e.id);
       const externalId = `${state.id}/${e.id}`;
-      // A claim left behind: its handler may have made the check run before it died.
-      const found = retaking ? await this.forge.findCheckRun(e.base, name, externalId) : null;
-      check = found ?? (await this.forge.createCheckRun({ sha: e.base, name, externalId, ...fields }));
+      // A claim left behind (its handler may have made the check run before it died), or a check
+      // that answered 404 (gone, or not readable yet: GitHub's replicas lag behind its writes). The
+      // one found is completed here, or it would stay queued beside a new one.
+      const found = retaking || started !== undefined ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+      check =
+        found !== null && (await this.forge.updateCheckRun(found, fields))
+          ? found
+          : await this.forge.createCheckRun({ sha: e.base, name, externalId, ...fields });
     }
     if (!own) {
       this.files.published[e.id] = { pr: null, check };
