@@ -6,7 +6,7 @@ import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
 import { finalPrBody, finalPrTitle } from '../../src/core/github-status.js';
 import { commentMarker } from '../../src/core/github-text.js';
-import { issueRunId, stateRef } from '../../src/core/names.js';
+import { BASE_JOB, issueRunId, stateRef } from '../../src/core/names.js';
 import { extraRounds, extraSpent } from '../../src/core/schedule.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
 import { resultCommit, viewOf } from '../../src/github/record.js';
@@ -237,6 +237,17 @@ export async function chaosRun(seed: number): Promise<Outcome> {
       }
       events.push({ kind: 'job', episode: e.id, conclusion: 'success' });
       if (fate === 'twice') events.push({ kind: 'job', episode: e.id, conclusion: 'success' });
+    }
+    // The opening round's job that grades the initial workspace: it grades, fails, or hangs.
+    if (open.index === 0 && dispatched.has(BASE_JOB) && !fates.has(BASE_JOB)) {
+      const fate: Fate = faulty ? rng.pick(['ok', 'ok', 'fail', 'hang'] as const) : 'ok';
+      fates.set(BASE_JOB, fate);
+      if (fate === 'ok') {
+        const score = rng.int(0, 100);
+        if (h.pushBase(state, score)) pushed.set(BASE_JOB, { commit: state.base.commit, score, spent: 0 });
+      }
+      if (fate !== 'hang')
+        events.push({ kind: 'job', episode: BASE_JOB, conclusion: fate === 'ok' ? 'success' : 'failure' });
     }
     if (faulty && rng.chance(0.25)) events.push({ kind: 'run', round: open.index });
     return events;
@@ -494,6 +505,19 @@ function check(
   }
   if (Math.abs(spent(state) - reported) > 1e-9)
     violations.push(`6: the ledger says ${spent(state)}, the episodes ${reported}`);
+
+  // 15. The initial workspace is graded once, with the score its job pushed, or has none.
+  const base = pushed.get(BASE_JOB);
+  // (Given up by the opening round's deadline at the latest, unless the run was stopped before it.)
+  if (files && !files.stopped && files.baseGrade !== 'done')
+    violations.push(`15: the initial workspace's grade is still ${files.baseGrade}`);
+  if (state.base.score !== null && state.base.score !== base?.score)
+    violations.push(`15: the initial workspace has score ${state.base.score}, its job pushed ${base?.score ?? 'none'}`);
+  if (
+    h.gh.dispatches.filter((d) => JSON.parse(d.inputs.episodes ?? '[]').includes(BASE_JOB)).length >
+    1 + resumed.filter((r) => r === 0).length
+  )
+    violations.push('15: the initial workspace was dispatched more than once');
 
   // 9. A finished run's issue says so: labelled done, no longer labelled to run.
   const labels = [...(h.gh.labels.get(ISSUE) ?? [])];
