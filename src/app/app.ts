@@ -132,15 +132,21 @@ export function forkflushApp(options: AppOptions = {}) {
 
     app.on('issue_comment.created', async (context) => {
       const { comment, issue, sender } = context.payload;
-      if (sender.type === 'Bot' || issue.pull_request) return;
+      if (sender.type === 'Bot') return;
       const parsed = parseCommand(comment.body);
       if (!parsed) return;
-      const ctx = ctxOf(context, { run: issueRunId(issue.number) });
+      const ctx = ctxOf(context, issue.pull_request ? { pull: issue.number } : { run: issueRunId(issue.number) });
       // Nothing is said before the permission check, and nothing after it to someone without
       // write access: anyone may comment, and a comment must not make the app talk.
       const permission = await ctx.forge.permission(sender.login);
       if (!canWrite(permission)) {
         ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
+        return;
+      }
+      // On a pull request, the command steers the run whose pull request it is (and is answered there).
+      const target = issue.pull_request ? await runIssueOfPull(ctx.forge, issue.number) : issue.number;
+      if (target === null) {
+        ctx.log(`ignored a command on pull request #${issue.number}, which is no run's`);
         return;
       }
       // Taken: the writer sees it at once (a reaction; a doubled delivery adds nothing).
@@ -153,7 +159,7 @@ export function forkflushApp(options: AppOptions = {}) {
       let done = false;
       await answeringTampered(ctx, issue.number, async () => {
         const steer = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
-        const reply = await runCommand(ctx, parsed.command, issue, steer);
+        const reply = await runCommand(ctx, parsed.command, { ...issue, number: target }, steer);
         if (reply) await ctx.forge.comment(issue.number, reply);
         done = reply === null;
       });
@@ -273,6 +279,20 @@ interface WorkerEvent {
   says: (open: Round) => boolean;
   /** The fact, handed to the sync once the event is known to come from the round's own run. */
   apply: () => void;
+}
+
+/**
+ * The issue whose run a pull request is: the run's result pull request, or one of its episodes'
+ * (pull_requests: winners or episodes), as its record says; null for any other pull request.
+ */
+async function runIssueOfPull(forge: GitHubForge, pr: number): Promise<number | null> {
+  const head = (await forge.pullRequest(pr))?.head ?? '';
+  const run = /^forkflush\/([^/]+)\//.exec(head)?.[1];
+  const issue = run === undefined ? null : parseIssueRunId(run);
+  if (run === undefined || issue === null) return null;
+  const files = (await forge.loadRun(stateRef(run)))?.files;
+  const own = files && (files.finalPr === pr || Object.values(files.published).some((p) => p.pr === pr));
+  return own ? issue : null;
 }
 
 /**

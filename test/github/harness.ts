@@ -284,10 +284,21 @@ export class Harness {
     });
   }
 
-  comment(issue: number, body: string, user = 'maintainer') {
+  /** A comment on an issue, or (onPull) on the pull request of that number. */
+  comment(issue: number, body: string, user = 'maintainer', onPull = false) {
     return this.send('issue_comment', 'created', (p) => {
       p.issue.number = issue;
       delete p.issue.pull_request;
+      if (onPull) {
+        const url = `https://github.com/octo-org/octo-repo/pull/${issue}`;
+        p.issue.pull_request = {
+          url: `https://api.github.com/repos/octo-org/octo-repo/pulls/${issue}`,
+          html_url: url,
+          diff_url: `${url}.diff`,
+          patch_url: `${url}.patch`,
+          merged_at: null,
+        };
+      }
       p.comment.body = body;
       p.sender.login = user;
       p.sender.type = 'User';

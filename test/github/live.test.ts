@@ -171,4 +171,27 @@ describe('commands', () => {
     await h.comment(7, '/autoresearch status', 'reader');
     expect(reactions()).toHaveLength(6);
   });
+
+  it("on the run's result pull request steer the run; on a pull request that is no run's, nothing", async () => {
+    // A run of one episode: its result pull request comes soon.
+    const h = await new Harness({
+      '.github/autoresearch.yml': CONFIG.replace('  total: 100', '  total: 10'),
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    await playToEnd(h, () => 10);
+    const pr = h.runFiles(RUN)?.finalPr as number;
+    expect(h.gh.pulls.find((p) => p.number === pr)?.head).toBe('forkflush/issue-7/result');
+    await h.comment(pr, '/autoresearch status', 'maintainer', true);
+    expect(h.gh.reactions.map((r) => r.content)).toEqual(['eyes', '+1']);
+    // Readers, and pull requests that are no run's (none of that number here): not a word.
+    const comments = h.gh.comments.length;
+    await h.comment(pr, '/autoresearch stop', 'reader', true);
+    await h.comment(pr + 1, '/autoresearch stop', 'maintainer', true);
+    expect(h.gh.comments).toHaveLength(comments);
+    expect(h.gh.reactions).toHaveLength(2);
+    expect(h.runFiles(RUN)?.stopped).toBe(false);
+    await h.comment(pr, '/autoresearch stop', 'maintainer', true);
+    expect(h.runFiles(RUN)?.stopped).toBe(true);
+  });
 });
