@@ -17,8 +17,8 @@ import { describeEpisodeId, GITHUB } from './names.js';
 import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, scoreText } from './report.js';
 import { extraRounds, extraRoundsText, extraSpent } from './schedule.js';
-import { retrySetup, runStop } from './setup-failure.js';
 import type { RunState } from './state.js';
+import { retryStopped, runStop } from './stop.js';
 import { formatNumber, inertCodeSpan, markdownTable } from './text.js';
 
 export function issueComment(
@@ -75,7 +75,7 @@ function statusText(state: RunState, phase: RunPhase, view: GitHubView): string 
   const stop = phase === 'finished' ? null : runStop(state);
   const halted = stop?.code === 2 ? stop : null;
   if (view.stopReason) return `stopped: ${view.stopReason}; then \`/autoresearch resume\``;
-  if (halted) return `stopped: ${halted.markdown}${retrySetup(state) ? ' (`/autoresearch resume`)' : ''}`;
+  if (halted) return `stopped: ${halted.markdown}${retryStopped(state) ? ' (`/autoresearch resume`)' : ''}`;
   if (phase === 'stopped' && state.status === 'finished')
     return 'finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again';
   if (phase === 'stopped')
