@@ -223,7 +223,7 @@ async function dryRunStore(now: Date): Promise<{ id: string; store: RunStore }> 
  * after setup (when there is one). A setup that fails there would fail in every branch of the
  * opening round (they start from the same commit): the run does not start (exit 2).
  */
-async function gradeInitial(
+export async function gradeInitial(
   config: Config,
   dir: string,
   places: { objects: string[]; private: string[] },
