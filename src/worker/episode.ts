@@ -50,6 +50,7 @@ import {
   untrackedPaths,
   writeIndexed,
 } from './cleanroom.js';
+import { startEgress } from './egress.js';
 import { allowedEnv } from './env.js';
 import { type Grading, runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
@@ -258,11 +259,16 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     limit: unit === 'evaluations' ? Math.max(1, Math.floor(episode.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort('budget'),
   });
+  // The agent's way out: forkflush's proxy, which holds its keys (worker/egress.ts).
+  const egress = await startEgress({ config, env: agentEnv, sandboxed: sandbox !== null }).catch(async (e: unknown) => {
+    await grading.close();
+    throw e;
+  });
   const confinement = agentConfinement(places, config, source);
-  // Bound, not handed over: the socket stays forkflush's (open to the sandbox's user).
-  confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
+  // Bound, not handed over: the sockets stay forkflush's (open to the sandbox's user).
+  confinement.shared = [...(confinement.shared ?? []), grading.socketDir, ...(egress.bind ? [egress.bind] : [])];
   const removed: Cleaned = { ...NOTHING_CLEANED };
-  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed, egress.wrap);
   // A command that was not found or not executable (126, 127; bwrap's launchers say 127 too), at
   // once: remembered, since an agent that cannot start will not start in the next episode either.
   // (One that worked a while and then ran a missing tool did start.)
@@ -294,14 +300,16 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       episodeId: episode.id,
       deadlineMs: Math.min(budgetMs, agentTimeoutMs),
       deadlineIsBudget: budgetMs <= agentTimeoutMs,
-      env: agentEnv,
+      env: egress.env,
       signal: AbortSignal.any([interrupt, stopForBudget.signal]),
       spawn,
       confined: sandbox !== null,
     });
   } finally {
     await grading.close();
+    await egress.close();
   }
+  const refused = egress.note();
   // A context too large to carry on goes whole (the adapter has read what it needs of it).
   addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
   if (interrupt.aborted) {
@@ -366,7 +374,12 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   // What the agent and the grader said is shown in terminals and reports: no control characters.
   const cleaned = cleanedNote(removed);
   const note = plainText(
-    [...(job.notes ?? []), ...(outcome.note ? [outcome.note] : []), ...(cleaned ? [cleaned] : [])].join('; '),
+    [
+      ...(job.notes ?? []),
+      ...(outcome.note ? [outcome.note] : []),
+      ...(refused ? [refused] : []),
+      ...(cleaned ? [cleaned] : []),
+    ].join('; '),
   );
   if (reason) reason = plainText(reason);
   const partial = {

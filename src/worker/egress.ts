@@ -1,0 +1,90 @@
+// Egress control for one agent session: the agent's sandbox has no network of its own (loopback
+// only), and forkflush's proxy (io/egress-proxy.ts) is its way out. The proxy lets through only the
+// hosts its kind's CLI needs (agents/egress.ts), the package registries setup names and what
+// sandbox.network allows, and forwards the model calls with the real key, so the agent holds only
+// a placeholder. Without a sandbox the proxy listens on this machine's 127.0.0.1: the agent's
+// environment still holds no key, but nothing stops it from connecting elsewhere (README, "Safety").
+import { chmod, mkdtemp } from 'node:fs/promises';
+import { egressPlan } from '../agents/egress.js';
+import type { Config } from '../core/config.js';
+import { matchHost, refusedNote, registriesFor } from '../core/egress.js';
+import { forwarded, writeForwarder } from '../io/egress-forwarder.js';
+import { startEgressProxy } from '../io/egress-proxy.js';
+
+/** Where the proxy and the routes are inside the sandbox: ports of its own loopback (nothing else listens there). */
+const INSIDE_PORT = 18_080;
+
+/** The variables that point a program at a proxy, set for the agent (NO_PROXY keeps its model calls direct). */
+const PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'];
+const NO_PROXY_VARS = ['NO_PROXY', 'no_proxy'];
+const LOOPBACK = '127.0.0.1,localhost,::1';
+
+export interface Egress {
+  /** The agent's environment: placeholders for keys, base URLs and proxy variables at the proxy. */
+  env: NodeJS.ProcessEnv;
+  /** The folder the agent's sandbox must bind (the proxy's sockets and the forwarder), or null. */
+  bind: string | null;
+  /** The agent's command line behind the forwarder (in the sandbox), or as it is. */
+  wrap(file: string, args: string[]): { file: string; args: string[] };
+  /** What the proxy refused, for the episode's note; null when nothing was. */
+  note(): string | null;
+  close(): Promise<void>;
+}
+
+/** The hosts the agent may reach through the proxy: its kind's, setup's registries, sandbox.network's. */
+export function allowedHosts(
+  config: Pick<Config, 'agent' | 'setup' | 'sandbox'>,
+  kindHosts: readonly string[],
+): string[] {
+  const network = config.sandbox.network;
+  if (network === 'none') return [];
+  return [...new Set([...kindHosts, ...registriesFor(config.setup.commands), ...(network?.allow ?? [])])];
+}
+
+/**
+ * Starts the proxy for one agent session whose environment (the allowlisted one) is `env`. The
+ * machine's own HTTPS_PROXY and HTTP_PROXY in it become the proxy's way out.
+ */
+export async function startEgress(o: {
+  config: Pick<Config, 'agent' | 'setup' | 'sandbox'>;
+  env: NodeJS.ProcessEnv;
+  sandboxed: boolean;
+}): Promise<Egress> {
+  const plan = egressPlan(o.config.agent.kind, o.env);
+  const hosts = allowedHosts(o.config, plan.hosts);
+  // A short path under the real /tmp (a socket's is limited to about 100 bytes): every sandbox
+  // has a /tmp of its own, so only the sandbox that binds this folder reaches the sockets. Not
+  // listable; the sockets open to the sandbox's user (nobody, under root).
+  const socketDir = o.sandboxed ? await mkdtemp('/tmp/ff-net-') : null;
+  if (socketDir) await chmod(socketDir, 0o711);
+  const proxy = await startEgressProxy({
+    socketDir,
+    routes: plan.routes,
+    reach: (host, port) => matchHost(hosts, host, port),
+    env: o.env,
+  });
+  const names = Object.keys(proxy.listeners);
+  // Inside the sandbox each listener gets a port of its loopback; outside, its own port here.
+  const port = (name: string) => {
+    const l = proxy.listeners[name];
+    return typeof l === 'number' ? l : INSIDE_PORT + names.indexOf(name);
+  };
+  if (socketDir) for (const l of Object.values(proxy.listeners)) await chmod(l as string, 0o666);
+  const script = socketDir ? await writeForwarder(socketDir) : null;
+  const urls = Object.fromEntries(names.map((n) => [n, `http://127.0.0.1:${port(n)}`]));
+  const env = plan.agentEnv(urls);
+  delete env.ALL_PROXY;
+  delete env.all_proxy;
+  for (const v of PROXY_VARS) env[v] = urls.proxy;
+  for (const v of NO_PROXY_VARS) env[v] = LOOPBACK;
+  // Node 22.21 and 24 take their proxy from these variables when told to (fetch and http alike).
+  env.NODE_USE_ENV_PROXY = '1';
+  const ports = Object.fromEntries(names.map((n) => [port(n), proxy.listeners[n] as string]));
+  return {
+    env,
+    bind: socketDir,
+    wrap: (file, args) => (script ? forwarded(script, ports, file, args) : { file, args }),
+    note: () => refusedNote(proxy.refused()),
+    close: () => proxy.close(),
+  };
+}
