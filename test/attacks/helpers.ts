@@ -275,11 +275,17 @@ export function fingerprint(path: string): string {
  * An ActionRepo (test/integration/action-repo.ts) made under /var/tmp instead of /tmp, with its
  * own grader command if given.
  */
-export function makeActionRepo(agent: string, o: { grader?: string } = {}): ActionRepo {
+export function makeActionRepo(
+  agent: string,
+  o: { grader?: string; config?: (text: string, logs: string) => string } = {},
+): ActionRepo {
   class AttackActionRepo extends ActionRepo {
     override configText(): string {
       const text = super.configText();
-      return o.grader ? text.replace('  command: sh grade.sh\n', `  command: ${JSON.stringify(o.grader)}\n`) : text;
+      const graded = o.grader
+        ? text.replace('  command: sh grade.sh\n', `  command: ${JSON.stringify(o.grader)}\n`)
+        : text;
+      return o.config ? o.config(graded, this.logs) : graded;
     }
   }
   const saved = process.env.TMPDIR;
@@ -330,6 +336,10 @@ export async function runJob(
     contextKey?: string | null;
     /** Whether the event says the repository is private (default: the event says nothing). */
     privateRepository?: boolean;
+    /** The Action to run (default dist/index.js; buildActionFromSource makes one of src/). */
+    action?: string;
+    /** More of the job's environment (a repository secret). */
+    env?: Record<string, string>;
   } = {},
 ): Promise<JobRun> {
   const job = join(repo.root, `runner-${++jobs}`);
@@ -361,7 +371,7 @@ export async function runJob(
   o.prepare?.(paths);
   const contextKey = o.contextKey === undefined ? CONTEXT_KEY : o.contextKey;
   const started = Date.now();
-  const child = spawn(process.execPath, [ACTION], {
+  const child = spawn(process.execPath, [o.action ?? ACTION], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH,
@@ -387,6 +397,7 @@ export async function runJob(
       GITHUB_ENV: paths.env,
       GITHUB_PATH: paths.path,
       GITHUB_STATE: paths.state,
+      ...o.env,
     },
   });
   let stdout = '';
