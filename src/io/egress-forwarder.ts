@@ -18,7 +18,8 @@ const maps = argv.slice(0, cut).map((a) => [Number(a.slice(0, a.indexOf('='))), 
 const [file, ...args] = argv.slice(cut + 1);
 let ready = 0;
 for (const [port, path] of maps) {
-  const server = net.createServer((inside) => {
+  // No Nagle on the agent's side: a model's streamed answer comes in small writes.
+  const server = net.createServer({ noDelay: true }, (inside) => {
     const out = net.connect(path);
     inside.pipe(out);
     out.pipe(inside);

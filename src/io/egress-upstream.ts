@@ -44,7 +44,7 @@ export function splice(a: Socket, b: Socket): void {
 
 export function dial(host: string, port: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = connect({ host, port });
+    const s = connect({ host, port, noDelay: true });
     s.setTimeout(DIAL_TIMEOUT_MS, () => s.destroy(new Error('timed out')));
     s.once('connect', () => {
       s.setTimeout(0);
