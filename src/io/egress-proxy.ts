@@ -189,24 +189,27 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     servers[route.name] = server;
   }
 
-  const listeners: Record<string, string | number> = {};
-  for (const [name, server] of Object.entries(servers)) {
-    server.maxConnections = MAX_CONNECTIONS;
-    server.headersTimeout = 30_000;
-    server.on('connection', (s: Socket) => track(s));
-    server.on('clientError', (_e, s: Socket) => s.destroy());
-    listeners[name] = await listen(server, o.socketDir ? join(o.socketDir, `${name}.sock`) : null);
-  }
-  return {
-    listeners,
-    refused: () => refused,
-    async close() {
-      for (const server of Object.values(servers)) server.close();
-      for (const s of sockets) s.destroy();
-      for (const a of agents) a.destroy();
-      if (o.socketDir) await rm(o.socketDir, { recursive: true, force: true });
-    },
+  const close = async () => {
+    for (const server of Object.values(servers)) server.close();
+    for (const s of sockets) s.destroy();
+    for (const a of agents) a.destroy();
+    if (o.socketDir) await rm(o.socketDir, { recursive: true, force: true });
   };
+  const listeners: Record<string, string | number> = {};
+  try {
+    for (const [name, server] of Object.entries(servers)) {
+      server.maxConnections = MAX_CONNECTIONS;
+      server.headersTimeout = 30_000;
+      server.on('connection', (s: Socket) => track(s));
+      server.on('clientError', (_e, s: Socket) => s.destroy());
+      listeners[name] = await listen(server, o.socketDir ? join(o.socketDir, `${name}.sock`) : null);
+    }
+  } catch (e) {
+    // A listener that could not open leaves none of the others open (they would keep forkflush alive).
+    await close();
+    throw e;
+  }
+  return { listeners, refused: () => refused, close };
 }
 
 /** A model route: each request to the upstream, its placeholder swapped for the key, the key masked in the answer. */

@@ -4,12 +4,12 @@
 // sandbox.network allows, and forwards the model calls with the real key, so the agent holds only
 // a placeholder. Without a sandbox the proxy listens on this machine's 127.0.0.1: the agent's
 // environment still holds no key, but nothing stops it from connecting elsewhere (README, "Safety").
-import { chmod, mkdtemp } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { egressPlan } from '../agents/egress.js';
 import type { Config } from '../core/config.js';
 import { matchHost, refusedNote, registriesFor } from '../core/egress.js';
 import { forwarded, writeForwarder } from '../io/egress-forwarder.js';
-import { startEgressProxy } from '../io/egress-proxy.js';
+import { type EgressProxy, startEgressProxy } from '../io/egress-proxy.js';
 
 /** Where the proxy and the routes are inside the sandbox: ports of its own loopback (nothing else listens there). */
 const INSIDE_PORT = 18_080;
@@ -62,7 +62,25 @@ export async function startEgress(o: {
     routes: plan.routes,
     reach: (host, port) => matchHost(hosts, host, port),
     env: o.env,
+  }).catch(async (e: unknown) => {
+    if (socketDir) await rm(socketDir, { recursive: true, force: true });
+    throw e;
   });
+  try {
+    return await agentSide(proxy, socketDir, plan.agentEnv);
+  } catch (e) {
+    // The proxy and its folder go with a session that could not be set up.
+    await proxy.close();
+    throw e;
+  }
+}
+
+/** The agent's side of a started proxy: its environment and its command line behind the forwarder. */
+async function agentSide(
+  proxy: EgressProxy,
+  socketDir: string | null,
+  agentEnv: (urls: Record<string, string>) => NodeJS.ProcessEnv,
+): Promise<Egress> {
   const names = Object.keys(proxy.listeners);
   // Inside the sandbox each listener gets a port of its loopback; outside, its own port here.
   const port = (name: string) => {
@@ -72,7 +90,7 @@ export async function startEgress(o: {
   if (socketDir) for (const l of Object.values(proxy.listeners)) await chmod(l as string, 0o666);
   const script = socketDir ? await writeForwarder(socketDir) : null;
   const urls = Object.fromEntries(names.map((n) => [n, `http://127.0.0.1:${port(n)}`]));
-  const env = plan.agentEnv(urls);
+  const env = agentEnv(urls);
   delete env.ALL_PROXY;
   delete env.all_proxy;
   for (const v of PROXY_VARS) env[v] = urls.proxy;

@@ -1,8 +1,12 @@
 // forkflush's egress proxy on real sockets (io/egress-proxy.ts), outside any sandbox: what it lets
 // through, what it refuses and counts, how a model route puts the key in and keeps it from
 // coming back, and how it goes out through the machine's own proxy.
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp } from 'node:fs/promises';
 import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EgressProxy, type ProxyRoute, startEgressProxy } from '../../src/io/egress-proxy.js';
 
@@ -218,5 +222,18 @@ describe('the proxy', () => {
     await p.close();
     open.splice(0);
     await closed;
+  });
+
+  it('leaves nothing open when one of its listeners cannot open', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ff-net-'));
+    await mkdir(join(dir, 'model.sock')); // the route's socket cannot be made; the proxy's opens first
+    const pipes = () => process.getActiveResourcesInfo().filter((r) => r === 'PipeWrap').length;
+    const before = pipes();
+    await expect(
+      startEgressProxy({ socketDir: dir, routes: [route()], reach: () => 'named', env: {} }),
+    ).rejects.toThrow(/EADDRINUSE/);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(pipes()).toBe(before);
+    expect(existsSync(dir)).toBe(false);
   });
 });
