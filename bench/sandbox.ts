@@ -7,7 +7,7 @@
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { agentFor } from '../src/agents/registry.js';
+import { agentFor } from '../src/agents/specs.js';
 import { renderPrompt } from '../src/core/prompts.js';
 import { applyOpen, reconcile } from '../src/core/reconcile.js';
 import type { Episode, RunState } from '../src/core/state.js';

@@ -67545,7 +67545,16 @@ function coveredSecret(prefix) {
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
-var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
+var AGENT_KINDS = [
+  "command",
+  "claude-code",
+  "codex",
+  "copilot",
+  "gemini",
+  "aider",
+  "opencode",
+  "qwen-code"
+];
 var SANDBOX_MODES = ["auto", "required", "off"];
 var PULL_REQUESTS = ["episodes", "winners", "final"];
 var unlisted = external_exports.registry();

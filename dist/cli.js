@@ -104,7 +104,7 @@ var require_visit = __commonJS({
     "use strict";
     var identity = require_identity();
     var BREAK = /* @__PURE__ */ Symbol("break visit");
-    var SKIP = /* @__PURE__ */ Symbol("skip children");
+    var SKIP2 = /* @__PURE__ */ Symbol("skip children");
     var REMOVE = /* @__PURE__ */ Symbol("remove node");
     function visit2(node2, visitor) {
       const visitor_ = initVisitor(visitor);
@@ -116,7 +116,7 @@ var require_visit = __commonJS({
         visit_(null, node2, visitor_, Object.freeze([]));
     }
     visit2.BREAK = BREAK;
-    visit2.SKIP = SKIP;
+    visit2.SKIP = SKIP2;
     visit2.REMOVE = REMOVE;
     function visit_(key, node2, visitor, path) {
       const ctrl = callVisitor(key, node2, visitor, path);
@@ -164,7 +164,7 @@ var require_visit = __commonJS({
         await visitAsync_(null, node2, visitor_, Object.freeze([]));
     }
     visitAsync.BREAK = BREAK;
-    visitAsync.SKIP = SKIP;
+    visitAsync.SKIP = SKIP2;
     visitAsync.REMOVE = REMOVE;
     async function visitAsync_(key, node2, visitor, path) {
       const ctrl = await callVisitor(key, node2, visitor, path);
@@ -2386,9 +2386,9 @@ var require_stringifyNumber = __commonJS({
     function stringifyNumber({ format, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
         return String(value);
-      const num4 = typeof value === "number" ? value : Number(value);
-      if (!isFinite(num4))
-        return isNaN(num4) ? ".nan" : num4 < 0 ? "-.inf" : ".inf";
+      const num3 = typeof value === "number" ? value : Number(value);
+      if (!isFinite(num3))
+        return isNaN(num3) ? ".nan" : num3 < 0 ? "-.inf" : ".inf";
       let n = Object.is(value, -0) ? "-0" : JSON.stringify(value);
       if (!format && minFractionDigits && (!tag || tag === "tag:yaml.org,2002:float") && /^-?\d/.test(n) && !n.includes("e")) {
         let i = n.indexOf(".");
@@ -2428,8 +2428,8 @@ var require_float = __commonJS({
       test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
       resolve: (str3) => parseFloat(str3),
       stringify(node2) {
-        const num4 = Number(node2.value);
-        return isFinite(num4) ? num4.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num3 = Number(node2.value);
+        return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -2868,8 +2868,8 @@ var require_float2 = __commonJS({
       test: /^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$/,
       resolve: (str3) => parseFloat(str3.replace(/_/g, "")),
       stringify(node2) {
-        const num4 = Number(node2.value);
-        return isFinite(num4) ? num4.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num3 = Number(node2.value);
+        return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -3071,23 +3071,23 @@ var require_timestamp = __commonJS({
     function parseSexagesimal(str3, asBigInt) {
       const sign = str3[0];
       const parts = sign === "-" || sign === "+" ? str3.substring(1) : str3;
-      const num4 = (n) => asBigInt ? BigInt(n) : Number(n);
-      const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num4(60) + num4(p), num4(0));
-      return sign === "-" ? num4(-1) * res : res;
+      const num3 = (n) => asBigInt ? BigInt(n) : Number(n);
+      const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num3(60) + num3(p), num3(0));
+      return sign === "-" ? num3(-1) * res : res;
     }
     function stringifySexagesimal(node2) {
       let { value } = node2;
-      let num4 = (n) => n;
+      let num3 = (n) => n;
       if (typeof value === "bigint")
-        num4 = (n) => BigInt(n);
+        num3 = (n) => BigInt(n);
       else if (isNaN(value) || !isFinite(value))
         return stringifyNumber.stringifyNumber(node2);
       let sign = "";
       if (value < 0) {
         sign = "-";
-        value *= num4(-1);
+        value *= num3(-1);
       }
-      const _60 = num4(60);
+      const _60 = num3(60);
       const parts = [value % _60];
       if (value < 60) {
         parts.unshift(0);
@@ -5569,7 +5569,7 @@ var require_cst_visit = __commonJS({
   "node_modules/yaml/dist/parse/cst-visit.js"(exports) {
     "use strict";
     var BREAK = /* @__PURE__ */ Symbol("break visit");
-    var SKIP = /* @__PURE__ */ Symbol("skip children");
+    var SKIP2 = /* @__PURE__ */ Symbol("skip children");
     var REMOVE = /* @__PURE__ */ Symbol("remove item");
     function visit2(cst, visitor) {
       if ("type" in cst && cst.type === "document")
@@ -5577,7 +5577,7 @@ var require_cst_visit = __commonJS({
       _visit(Object.freeze([]), cst, visitor);
     }
     visit2.BREAK = BREAK;
-    visit2.SKIP = SKIP;
+    visit2.SKIP = SKIP2;
     visit2.REMOVE = REMOVE;
     visit2.itemAtPath = (cst, path) => {
       let item = cst;
@@ -10998,7 +10998,7 @@ var $ZodObject = /* @__PURE__ */ $constructor("$ZodObject", (inst, def) => {
     }
     return propValues;
   });
-  const isObject3 = isObject;
+  const isObject2 = isObject;
   const catchall = def.catchall;
   let value;
   const memo2 = globalConfig.memoizer;
@@ -11006,7 +11006,7 @@ var $ZodObject = /* @__PURE__ */ $constructor("$ZodObject", (inst, def) => {
   inst._zod.parse = (payload, ctx) => {
     value ?? (value = _normalized.value);
     const input2 = payload.value;
-    if (!isObject3(input2)) {
+    if (!isObject2(input2)) {
       payload.issues.push({
         expected: "object",
         code: "invalid_type",
@@ -11142,7 +11142,7 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
     return doc.compile();
   };
   let fastpass;
-  const isObject3 = isObject;
+  const isObject2 = isObject;
   const jit = !globalConfig.jitless;
   const allowsEval2 = allowsEval;
   const fastEnabled = jit && allowsEval2.value;
@@ -11151,7 +11151,7 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
   inst._zod.parse = (payload, ctx) => {
     value ?? (value = _normalized.value);
     const input2 = payload.value;
-    if (!isObject3(input2)) {
+    if (!isObject2(input2)) {
       payload.issues.push({
         expected: "object",
         code: "invalid_type",
@@ -24089,8 +24089,8 @@ function rewriteKeyNames(ctx) {
       bySchema.set(entry.schema, entry);
   }
   const rewrites = /* @__PURE__ */ new Map();
-  for (const record3 of pendingRecords.get(ctx) ?? []) {
-    const seen = ctx.seen.get(record3);
+  for (const record2 of pendingRecords.get(ctx) ?? []) {
+    const seen = ctx.seen.get(record2);
     const names = (seen?.def ?? seen?.schema)?.propertyNames;
     if (!names || names === true || rewrites.has(names))
       continue;
@@ -27838,7 +27838,16 @@ function coveredSecret(prefix) {
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
 var UNITS = ["usd", "tokens", "minutes", "evaluations"];
-var AGENT_KINDS = ["command", "claude-code", "codex", "copilot", "gemini", "aider", "opencode"];
+var AGENT_KINDS = [
+  "command",
+  "claude-code",
+  "codex",
+  "copilot",
+  "gemini",
+  "aider",
+  "opencode",
+  "qwen-code"
+];
 var SANDBOX_MODES = ["auto", "required", "off"];
 var PULL_REQUESTS = ["episodes", "winners", "final"];
 var unlisted = external_exports.registry();
@@ -28087,11 +28096,11 @@ var UserError = class extends Error {
 function lineageBranch(run2, lineage, lineages) {
   return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
 }
-function episodeBranch(run2, round4, branch) {
-  return `${roundBranchPrefix(run2, round4)}branch-${branch}`;
+function episodeBranch(run2, round, branch) {
+  return `${roundBranchPrefix(run2, round)}branch-${branch}`;
 }
-function roundBranchPrefix(run2, round4) {
-  return `forkflush/${run2}/round-${round4}/`;
+function roundBranchPrefix(run2, round) {
+  return `forkflush/${run2}/round-${round}/`;
 }
 function bestBranch(run2) {
   return `forkflush/${run2}/best`;
@@ -28191,8 +28200,8 @@ function newRunState(args) {
     status: "running"
   };
 }
-function episodeId(round4, branch) {
-  return `r${round4}.b${branch}`;
+function episodeId(round, branch) {
+  return `r${round}.b${branch}`;
 }
 function allEpisodes(state) {
   return state.rounds.flatMap((r) => r.episodes);
@@ -28360,19 +28369,19 @@ function reconcile(state) {
     if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open4.index, episode: e.id }));
     return [{ type: "decide", round: open4.index, decision: decide(state, open4) }];
   }
-  const round4 = nextRound(state);
-  return round4 ? [{ type: "open", round: round4 }] : [{ type: "finish" }];
+  const round = nextRound(state);
+  return round ? [{ type: "open", round }] : [{ type: "finish" }];
 }
-function decide(state, round4) {
-  if (round4.kind === "serial")
-    return { winner: null, adopted: round4.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
-  const winner = selectWinner(round4.episodes, state.config.grader.direction);
+function decide(state, round) {
+  if (round.kind === "serial")
+    return { winner: null, adopted: round.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
+  const winner = selectWinner(round.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }
-function applyOpen(state, round4) {
-  if (state.rounds.some((r) => r.index === round4.index)) return state;
-  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round4.index}: another round is still open`);
-  return { ...state, rounds: [...state.rounds, round4] };
+function applyOpen(state, round) {
+  if (state.rounds.some((r) => r.index === round.index)) return state;
+  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round.index}: another round is still open`);
+  return { ...state, rounds: [...state.rounds, round] };
 }
 function applyInterrupted(state, episodeId3, spent2) {
   if (!(spent2 > 0)) return state;
@@ -28387,16 +28396,16 @@ function applyInterrupted(state, episodeId3, spent2) {
   return { ...state, rounds };
 }
 function applyResult(state, episodeId3, result) {
-  const round4 = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId3));
-  const episode2 = round4?.episodes.find((e) => e.id === episodeId3);
-  if (!round4 || !episode2) throw new Error(`no episode ${episodeId3} in run ${state.id}`);
-  if (round4.decision) throw new Error(`episode ${episodeId3}: its round is already decided`);
+  const round = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId3));
+  const episode2 = round?.episodes.find((e) => e.id === episodeId3);
+  if (!round || !episode2) throw new Error(`no episode ${episodeId3} in run ${state.id}`);
+  if (round.decision) throw new Error(`episode ${episodeId3}: its round is already decided`);
   if (episode2.result) {
     if (JSON.stringify(episode2.result) === JSON.stringify(result)) return state;
     throw new Error(`episode ${episodeId3} already has a result`);
   }
   const rounds = state.rounds.map(
-    (r) => r === round4 ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId3 ? { ...e, result } : e) } : r
+    (r) => r === round ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId3 ? { ...e, result } : e) } : r
   );
   let best = state.best;
   const { score: score2 } = result;
@@ -28406,12 +28415,12 @@ function applyResult(state, episodeId3, result) {
   return { ...state, rounds, best };
 }
 function applyDecision(state, roundIndex, decision) {
-  const round4 = state.rounds.find((r) => r.index === roundIndex);
-  if (!round4) throw new Error(`no round ${roundIndex} in run ${state.id}`);
-  if (round4.decision) return state;
-  if (round4.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
+  const round = state.rounds.find((r) => r.index === roundIndex);
+  if (!round) throw new Error(`no round ${roundIndex} in run ${state.id}`);
+  if (round.decision) return state;
+  if (round.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
   const lineages = state.lineages.map((l) => {
-    const adopted = round4.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
+    const adopted = round.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
     return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
   });
   const rounds = state.rounds.map((r) => r.index === roundIndex ? { ...r, decision } : r);
@@ -28425,13 +28434,13 @@ function applyFinish(state) {
 var NOTHING_DONE = { opened: [], published: [], settled: [], best: null, finished: false };
 function dueWork(state, done) {
   const work = [];
-  for (const round4 of state.rounds) {
-    for (const e of round4.episodes) {
+  for (const round of state.rounds) {
+    for (const e of round.episodes) {
       if (e.result && !done.published.includes(e.id))
         work.push({ type: "publish-result", key: `publish:${e.id}`, episode: e.id });
     }
-    if (round4.decision && !done.settled.includes(round4.index))
-      work.push({ type: "settle-round", key: `settle:${round4.index}`, round: round4.index });
+    if (round.decision && !done.settled.includes(round.index))
+      work.push({ type: "settle-round", key: `settle:${round.index}`, round: round.index });
   }
   const open4 = state.rounds.find((r) => !r.decision);
   if (open4 && !done.opened.includes(open4.index))
@@ -28473,9 +28482,9 @@ function markDone(done, item) {
   }
 }
 function roundOf(state, index) {
-  const round4 = state.rounds.find((r) => r.index === index);
-  if (!round4) throw new Error(`${state.id}: no round ${index}`);
-  return round4;
+  const round = state.rounds.find((r) => r.index === index);
+  if (!round) throw new Error(`${state.id}: no round ${index}`);
+  return round;
 }
 function advance(initial, halt = () => false) {
   let state = initial;
@@ -28490,10 +28499,10 @@ function advance(initial, halt = () => false) {
   }
   throw new Error(`${initial.id}: the schedule did not settle`);
 }
-function lineageMovedOutside(state, round4, e, head, lineageRef) {
+function lineageMovedOutside(state, round, e, head, lineageRef) {
   const commit = e.result?.commit;
   if (!commit || head === commit) return null;
-  const later = state.rounds.filter((r) => r.index > round4.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
+  const later = state.rounds.filter((r) => r.index > round.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
   if (head !== null && later.includes(head)) return null;
   return `the lineage branch ${lineageRef} moved outside forkflush (expected ${e.base.slice(0, 10)} or ${commit.slice(0, 10)}, found ${head?.slice(0, 10) ?? "nothing"}): reset it to one of those commits, then resume`;
 }
@@ -28502,7 +28511,7 @@ function lineageMovedOutside(state, round4, e, head, lineageRef) {
 var MOST_SIMULATED = 1e4;
 function simulate(config2, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
   let state = newRunState({ id: "plan", seed, config: config2, baseCommit: "base", baseScore: null });
-  for (let round4 = 0; round4 < maxRounds; round4++) {
+  for (let round = 0; round < maxRounds; round++) {
     state = advance(state).state;
     const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
     if (pending.length === 0) return state;
@@ -28528,22 +28537,22 @@ function plan(config2) {
   const state = simulate(config2, (e) => ({ spent: e.allowance, score: null }));
   const phases = [];
   let cumulative = 0;
-  for (const round4 of state.rounds) {
-    const spend = round4.episodes.reduce((s, e) => s + e.allowance, 0);
+  for (const round of state.rounds) {
+    const spend = round.episodes.reduce((s, e) => s + e.allowance, 0);
     cumulative += spend;
     const last = phases.at(-1);
-    if (last && last.phase === round4.phase && last.kind === round4.kind) {
+    if (last && last.phase === round.phase && last.kind === round.kind) {
       last.rounds += 1;
       last.spend += spend;
       last.cumulative = cumulative;
       continue;
     }
     phases.push({
-      phase: round4.phase,
-      kind: round4.kind,
-      branches: round4.episodes.length,
+      phase: round.phase,
+      kind: round.kind,
+      branches: round.episodes.length,
       rounds: 1,
-      budgetEach: round4.episodes[0]?.allowance ?? 0,
+      budgetEach: round.episodes[0]?.allowance ?? 0,
       spend,
       cumulative
     });
@@ -28984,8 +28993,8 @@ function migrate(file2, raw, where) {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
   }
-  let record3 = raw;
-  const given = record3.version;
+  let record2 = raw;
+  const given = record2.version;
   let version2;
   if (given === void 0) {
     if (file2.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
@@ -29011,9 +29020,9 @@ function migrate(file2, raw, where) {
   for (let n = version2; n < file2.version; n++) {
     const step = file2.migrations[n];
     if (!step) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
-    record3 = { ...step(record3), version: n + 1 };
+    record2 = { ...step(record2), version: n + 1 };
   }
-  return record3;
+  return record2;
 }
 function readRecord(file2, text, where) {
   let raw;
@@ -29022,24 +29031,24 @@ function readRecord(file2, text, where) {
   } catch (e) {
     throw new RecordError(`${where}: not valid JSON (${e.message})`);
   }
-  const record3 = migrate(file2, raw, where);
-  const parsed = file2.schema.safeParse(record3);
+  const record2 = migrate(file2, raw, where);
+  const parsed = file2.schema.safeParse(record2);
   if (!parsed.success) {
     const issue2 = parsed.error.issues[0];
     const path = issue2?.path ?? [];
     const field = path.map(String).join(".") || "the record";
     throw new RecordError(
-      `${where}: ${field}: ${issue2 ? problem(issue2, record3) : "not valid"} (not a forkflush run record)`
+      `${where}: ${field}: ${issue2 ? problem(issue2, record2) : "not valid"} (not a forkflush run record)`
     );
   }
   return parsed.data;
 }
-function problem(issue2, record3) {
+function problem(issue2, record2) {
   if (issue2.code === "unrecognized_keys") {
     return `unknown key${issue2.keys.length > 1 ? "s" : ""} ${issue2.keys.map((k) => JSON.stringify(k)).join(", ")}`;
   }
   if (issue2.code !== "invalid_type" || issue2.path.length === 0) return issue2.message;
-  let at = record3;
+  let at = record2;
   for (const key of issue2.path.slice(0, -1)) {
     at = typeof at === "object" && at !== null ? at[key] : void 0;
   }
@@ -29237,13 +29246,13 @@ function setupFailure(state) {
   return null;
 }
 var RESUME = "resume the run: its round runs again";
-function everySetupFailed(round4, hasCommands) {
-  const reasons = [...new Set(round4.episodes.map((e) => e.result?.reason ?? "no reason given"))];
-  const bases = [...new Set(round4.episodes.map((e) => e.base.slice(0, 10)))];
+function everySetupFailed(round, hasCommands) {
+  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
   return failure2(
     2,
-    (q) => `setup failed in every branch of round ${round4.index} (${round4.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round4.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+    (q) => `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
   );
 }
 function stopBefore(state, next) {
@@ -29267,13 +29276,13 @@ function retrySetup(state) {
 }
 
 // src/core/report.ts
-function rowOutcome(round4, e) {
-  return setupFailed(e) ? "setup-failed" : outcomeOf(round4, e);
+function rowOutcome(round, e) {
+  return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
 }
-function outcomeOf(round4, e) {
-  if (!round4.decision) return "running";
-  if (!round4.decision.adopted.includes(e.id)) return "dropped";
-  return round4.kind === "serial" ? "kept" : "adopted";
+function outcomeOf(round, e) {
+  if (!round.decision) return "running";
+  if (!round.decision.adopted.includes(e.id)) return "dropped";
+  return round.kind === "serial" ? "kept" : "adopted";
 }
 function leaderboard(state) {
   const sign = state.config.grader.direction === "maximize" ? -1 : 1;
@@ -29473,9 +29482,9 @@ function statusJson(state, o) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir13, mkdtemp as mkdtemp3, readdir as readdir9, readFile as readFile8, realpath as realpath5, rm as rm10, stat as stat8, writeFile as writeFile13 } from "node:fs/promises";
+import { mkdir as mkdir15, mkdtemp as mkdtemp3, readdir as readdir10, readFile as readFile8, realpath as realpath6, rm as rm11, stat as stat8, writeFile as writeFile12 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
-import { join as join18, relative as relative2, resolve as resolve4 } from "node:path";
+import { join as join19, relative as relative2, resolve as resolve4 } from "node:path";
 
 // src/core/compare.ts
 function runDone(state) {
@@ -29634,21 +29643,21 @@ function chartData(state) {
   let bestScore = state.base.score;
   if (bestScore !== null) best.push({ x: 0, y: bestScore });
   let x = 0;
-  for (const round4 of state.rounds) {
-    const x1 = x + round4.episodes.reduce((sum, e) => sum + charged(e), 0);
-    if (round4.kind === "fork" && x1 > x) forkRounds.push({ index: round4.index, x0: x, x1 });
-    for (const e of round4.episodes) {
+  for (const round of state.rounds) {
+    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
+    for (const e of round.episodes) {
       const r = e.result;
       if (!r) continue;
       if (r.score === null) failures.push({ id: e.id, x: x1 });
       else {
         const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round4, e) });
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
       }
     }
     x = x1;
-    for (const e of round4.episodes) {
-      if (round4.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+    for (const e of round.episodes) {
+      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
       const s = e.result?.score;
       if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
     }
@@ -30808,8 +30817,8 @@ var NOT_STARTED_MS = 5e3;
 function couldNotStart(r) {
   return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_MS;
 }
-function runShell(command, options) {
-  return runProcess("/bin/sh", ["-c", command], options);
+function runShell(command2, options) {
+  return runProcess("/bin/sh", ["-c", command2], options);
 }
 function runProcess(file2, args, options) {
   if (options.confine) {
@@ -30829,8 +30838,6 @@ function spawnAndWait(file2, args, options, confined) {
       stdio: ["pipe", "pipe", "pipe", ...confined?.fd3 ? ["pipe"] : []]
     });
     if (confined?.fd3) writeFd3(child, confined.fd3);
-    let stdout = "";
-    let stderr = "";
     let stopped = null;
     let killTimer;
     let secondTimer;
@@ -30863,19 +30870,14 @@ function spawnAndWait(file2, args, options, confined) {
       log = void 0;
       stop2(LOG_FULL);
     };
-    let outputCut = false;
-    const keep = (acc, chunk) => {
-      const next = acc + chunk;
-      if (next.length <= max) return next;
-      outputCut = true;
-      return next.slice(next.length - max);
-    };
+    const out = new Tail(max);
+    const err = new Tail(max);
     child.stdout.setEncoding("utf8").on("data", (d) => {
-      stdout = keep(stdout, d);
+      out.add(d);
       toLog(d);
     });
     child.stderr.setEncoding("utf8").on("data", (d) => {
-      stderr = keep(stderr, d);
+      err.add(d);
       toLog(d);
     });
     const strays = /* @__PURE__ */ new Map();
@@ -30935,12 +30937,12 @@ function spawnAndWait(file2, args, options, confined) {
       child.stderr.destroy();
       const result = {
         ...ended,
-        stdout,
-        stderr,
+        stdout: out.text(),
+        stderr: err.text(),
         stopped,
         ms: performance.now() - started,
         ...spawnError ? { spawnError } : {},
-        ...outputCut ? { outputCut: true } : {},
+        ...out.cut || err.cut ? { outputCut: true } : {},
         ...logProblem ? { logProblem } : {}
       };
       log?.end();
@@ -31028,6 +31030,29 @@ function processLinks() {
     return links;
   }
 }
+var Tail = class {
+  constructor(max) {
+    this.max = max;
+  }
+  max;
+  chunks = [];
+  length = 0;
+  cut = false;
+  add(chunk) {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    while (this.length - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1) {
+      this.length -= this.chunks.shift()?.length ?? 0;
+      this.cut = true;
+    }
+  }
+  text() {
+    const all = this.chunks.join("");
+    if (all.length <= this.max) return all;
+    this.cut = true;
+    return all.slice(all.length - this.max);
+  }
+};
 
 // src/worker/boundary.ts
 async function isolationFor(mode) {
@@ -31248,7 +31273,7 @@ async function writeReports(store, state, place) {
 
 // src/agents/aider.ts
 import { mkdir as mkdir2, readFile as readFile2, writeFile as writeFile2 } from "node:fs/promises";
-import { dirname as dirname4, join as join3, resolve } from "node:path";
+import { dirname as dirname4, join as join2, resolve } from "node:path";
 
 // src/io/git.ts
 var GitError = class extends Error {
@@ -31325,161 +31350,10 @@ var Git = class _Git {
   }
 };
 
-// src/agents/pricing.ts
-var PRICES_AS_OF = "2026-11";
-var PER_MILLION = {
-  "claude-opus-4": { input: 15, cachedInput: 1.5, cacheWrite: 18.75, output: 75 },
-  "claude-sonnet-4": { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 },
-  "claude-haiku-4": { input: 1, cachedInput: 0.1, cacheWrite: 1.25, output: 5 },
-  "gpt-5": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
-  "gpt-5-mini": { input: 0.25, cachedInput: 0.025, cacheWrite: 0.25, output: 2 },
-  "gpt-5-codex": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
-  "gemini-2.5-pro": { input: 1.25, cachedInput: 0.3125, cacheWrite: 1.25, output: 10 },
-  "gemini-2.5-flash": { input: 0.3, cachedInput: 0.075, cacheWrite: 0.3, output: 2.5 }
-};
-var PRICED_MODELS = Object.keys(PER_MILLION);
-function entryFor(model) {
-  const key = Object.keys(PER_MILLION).filter((name2) => model?.startsWith(name2)).sort((a, b) => b.length - a.length)[0];
-  if (key) return { name: key, known: true, ...PER_MILLION[key] };
-  const dearest = Object.entries(PER_MILLION).sort(([, a], [, b]) => b.output - a.output)[0];
-  return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, known: false, ...dearest[1] };
-}
-function priceTokens(model, t) {
-  const p = entryFor(model);
-  const cached2 = Math.min(t.cachedInput ?? 0, t.input);
-  const written = Math.min(t.cacheWrite ?? 0, t.input - cached2);
-  const fresh = t.input - cached2 - written;
-  const costUsd = (fresh * p.input + cached2 * p.cachedInput + written * p.cacheWrite + t.output * p.output) / 1e6;
-  const rates = `$${p.input}/$${p.cachedInput}/$${p.output} per million tokens in/cached in/out`;
-  return { costUsd, pricedFrom: `forkflush prices of ${PRICES_AS_OF} for ${p.name}: ${rates}` };
-}
-
-// src/agents/aider-output.ts
-var ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[ -/]*[@-~]`, "g");
-var COUNT = String.raw`(\d[\d,]*(?:\.\d+)?k?)`;
-var TOKENS = new RegExp(
-  String.raw`Tokens: ${COUNT} sent(?:, ${COUNT} cache write)?(?:, ${COUNT} cache hit)?, ${COUNT} received\.`
-);
-var COST = /Cost: \$(\d+(?:\.\d+)?) (?:message|request), \$(\d+(?:\.\d+)?) session\./;
-var MODEL = /^(?:Main model|Model): (\S+)/;
-var ERROR = /^(litellm\.[A-Za-z]+(?:Error|Exception)\b.*)$/;
-function parseTokenCount(text) {
-  const t = text.replace(/,/g, "");
-  return t.endsWith("k") ? Math.round(Number(t.slice(0, -1)) * 1e3) : Number(t);
-}
-function parseAiderOutput(text) {
-  const out = { calls: [], errors: [] };
-  for (const raw of text.replace(ANSI, "").split(/\r?\n/)) {
-    const line = raw.replace(/^> /, "").trim();
-    const tokens = TOKENS.exec(line);
-    if (tokens) {
-      out.calls.push({
-        sent: parseTokenCount(tokens[1]),
-        cacheWrite: tokens[2] ? parseTokenCount(tokens[2]) : 0,
-        cacheHit: tokens[3] ? parseTokenCount(tokens[3]) : 0,
-        received: parseTokenCount(tokens[4])
-      });
-    }
-    const cost = COST.exec(line);
-    const last = out.calls.at(-1);
-    if (cost && last && last.messageCost === void 0) {
-      last.messageCost = Number(cost[1]);
-      last.sessionCost = Number(cost[2]);
-    }
-    const model = MODEL.exec(line);
-    if (model && out.model === void 0) out.model = model[1];
-    const error62 = ERROR.exec(line);
-    if (error62) out.errors.push({ message: error62[1], afterCalls: out.calls.length });
-  }
-  return out;
-}
-function aiderUsage(output2, configuredModel) {
-  let inputTokens = 0;
-  let outputTokens = 0;
-  let cachedInput = 0;
-  let cacheWrite = 0;
-  for (const c of output2.calls) {
-    inputTokens += c.sent;
-    outputTokens += c.received;
-    cachedInput += c.cacheHit;
-    cacheWrite += c.cacheWrite;
-  }
-  const turns = output2.calls.length;
-  const priced = output2.calls.length > 0 && output2.calls.every((c) => c.sessionCost !== void 0);
-  if (priced || turns === 0) {
-    return { inputTokens, outputTokens, costUsd: output2.calls.at(-1)?.sessionCost ?? 0, turns };
-  }
-  const p = priceTokens(wireModel(output2.model ?? configuredModel), {
-    input: inputTokens,
-    cachedInput,
-    cacheWrite,
-    output: outputTokens
-  });
-  return { inputTokens, outputTokens, costUsd: p.costUsd, turns, pricedFrom: p.pricedFrom };
-}
-function wireModel(model) {
-  return model?.replace(/^[a-z0-9_-]+\//i, "");
-}
-
-// src/agents/clis.ts
-var AGENT_CLIS = {
-  "claude-code": {
-    executable: "claude",
-    install: "npm i -g @anthropic-ai/claude-code",
-    package: "@anthropic-ai/claude-code",
-    version: "2.1.332",
-    installer: "npm",
-    secret: { name: "ANTHROPIC_API_KEY", note: "or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`" }
-  },
-  codex: {
-    executable: "codex",
-    install: "npm i -g @openai/codex",
-    package: "@openai/codex",
-    version: "0.171.0",
-    installer: "npm",
-    secret: { name: "OPENAI_API_KEY", note: "or CODEX_AUTH_JSON, the content of ~/.codex/auth.json" }
-  },
-  copilot: {
-    executable: "copilot",
-    install: "npm i -g @github/copilot",
-    package: "@github/copilot",
-    version: "1.0.102",
-    installer: "npm",
-    secret: { name: "COPILOT_GITHUB_TOKEN", note: "a fine-grained token with the Copilot Requests permission" }
-  },
-  gemini: {
-    executable: "gemini",
-    install: "npm i -g @google/gemini-cli",
-    package: "@google/gemini-cli",
-    version: "0.61.0",
-    installer: "npm",
-    secret: { name: "GEMINI_API_KEY", note: "or GEMINI_OAUTH_CREDS, the content of ~/.gemini/oauth_creds.json" }
-  },
-  aider: {
-    executable: "aider",
-    install: "pip install aider-chat",
-    package: "aider-chat",
-    // Not tested against the real aider: PyPI cannot be reached where forkflush is developed, so
-    // its adapter is tested against a fake built from aider's documentation and source
-    // (test/fixtures/agents/aider/). This is the newest release when that was written.
-    version: "0.86.2",
-    installer: "pip",
-    secret: { name: "OPENAI_API_KEY", note: "or the key of the model aider uses" }
-  },
-  opencode: {
-    executable: "opencode",
-    install: "npm i -g opencode-ai",
-    package: "opencode-ai",
-    version: "1.18.33",
-    installer: "npm",
-    secret: { name: "ANTHROPIC_API_KEY", note: "or the key of opencode's provider, or OPENCODE_AUTH_CONTENT" }
-  }
-};
-
-// src/agents/session.ts
+// src/agents/files.ts
 import { constants as constants2, existsSync as existsSync2 } from "node:fs";
-import { mkdir, open as open3, readdir as readdir2, readFile, rm, writeFile } from "node:fs/promises";
-import { dirname as dirname3, join as join2 } from "node:path";
+import { mkdir, open as open3, readFile, rm, writeFile } from "node:fs/promises";
+import { dirname as dirname3 } from "node:path";
 function* jsonLines(text) {
   for (const line of text.split("\n")) {
     const t = line.trim();
@@ -31579,17 +31453,6 @@ async function sizeOf(path) {
     await h.close();
   }
 }
-async function openContext(contextDir, agent, resume) {
-  const entries = await readdir2(contextDir).catch(() => []);
-  if (entries.length === 0) return { carried: null };
-  const found = await resume(entries);
-  if (!isRecord2(found) || !("unusable" in found)) return { carried: found };
-  for (const e of entries) await rm(join2(contextDir, e), { recursive: true, force: true });
-  return {
-    carried: null,
-    note: `could not resume the carried ${agent} conversation (${found.unusable}); started a fresh conversation`
-  };
-}
 async function installLogins(files, env) {
   const installed = [];
   for (const f of files) {
@@ -31607,91 +31470,64 @@ async function installLogins(files, env) {
 async function removeLogins(installed) {
   for (const login of installed) await rm(login.to, { force: true });
 }
-async function launch(s, l) {
-  const stop2 = new AbortController();
-  const notes = [];
-  let overrun = null;
-  let failed = false;
-  let busy = false;
-  const check2 = async () => {
-    if (busy || stop2.signal.aborted) return;
-    busy = true;
-    try {
-      const reading = l.meter ? await l.meter() : null;
-      const why = reading ? overrunReason(s, reading, reading.turns, l.maxTurns) : await l.bounds?.() ?? void 0;
-      if (why) {
-        overrun = why;
-        stop2.abort("budget");
-      }
-    } catch (e) {
-      if (!failed) notes.push(`the usage watcher failed (${e.message}); bounds were checked at the end`);
-      failed = true;
-    } finally {
-      busy = false;
-    }
-  };
-  const timer = l.meter || l.bounds ? setInterval(() => void check2(), l.pollMs ?? 250) : void 0;
-  const env = { ...s.env, ...forkflushVars(s), ...l.env };
-  for (const name2 of l.unset ?? []) delete env[name2];
-  const options = {
-    cwd: l.cwd ?? s.workdir,
-    env,
-    ...l.input !== void 0 ? { input: l.input } : {},
-    timeoutMs: l.timeoutMs ?? s.deadlineMs,
-    signal: AbortSignal.any([s.signal, stop2.signal]),
-    logFile: s.logFile,
-    maxOutput: l.maxOutput ?? 4e6
-  };
-  try {
-    const run2 = await s.spawn(l.executable, l.args, options);
-    if (run2.stopped === LOG_FULL)
-      notes.push(
-        run2.logProblem ? `stopped: its log could not be written (${run2.logProblem})` : `stopped: its output passed ${LOG_MAX_BYTES / 1024 / 1024} MB (the log keeps the first ${LOG_MAX_BYTES / 1024 / 1024} MB)`
-      );
-    return { run: run2, overrun, notes };
-  } finally {
-    if (timer) clearInterval(timer);
-    await l.after?.();
-  }
-}
-function stopExit(r, deadlineIsBudget) {
-  if (r.stopped === null) return null;
-  if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
-  return r.stopped === "budget" ? "budget" : "crash";
-}
-function overrunReason(s, usage2, turns, maxTurns) {
-  if (maxTurns !== void 0 && turns > maxTurns) return `it passed agent.max_turns (${maxTurns})`;
-  if (s.unit === "tokens" && usage2.inputTokens + usage2.outputTokens > s.allowance) {
-    return `its tokens passed the allowance of ${formatNumber(s.allowance, 6)}`;
-  }
-  if (s.unit === "usd" && (usage2.costUsd ?? 0) > s.allowance)
-    return `its cost passed the allowance of $${formatNumber(s.allowance, 6)}`;
-  return void 0;
-}
-function settleBounds(s, o, maxTurns) {
-  if (o.exit !== "finished") return o;
-  const measured = s.unit === "tokens" || s.unit === "usd";
-  const turns = o.usage?.turns ?? null;
-  const why = measured && o.reportedSpend !== null && o.reportedSpend > s.allowance ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${formatNumber(s.allowance, 6)} ${s.unit}` : maxTurns !== void 0 && turns !== null && turns > maxTurns ? `it took ${turns} turns, past agent.max_turns (${maxTurns})` : null;
-  if (!why) return o;
-  const note = `an overrun: ${why} (found when the session ended)`;
-  return { ...o, exit: "budget", note: o.note ? `${o.note}; ${note}` : note };
-}
-function defineAgent(a) {
-  const missingLogin = a.missingLogin ?? (() => null);
-  return {
-    kind: a.kind,
-    passEnv: a.passEnv,
-    missingLogin,
-    run: async (s) => {
-      const missing = missingLogin(s.env);
-      if (missing) return { exit: "crash", reportedSpend: 0, note: missing, seconds: 0 };
-      return settleBounds(s, await a.run(s), a.maxTurns);
-    }
-  };
-}
 function hasLogin(files, env) {
   return files.some((f) => f.fromEnv && env[f.fromEnv]?.trim() || existsSync2(f.from));
+}
+
+// src/agents/spec.ts
+function defineSpec(spec) {
+  return spec;
+}
+
+// src/agents/pricing.ts
+var PRICES_AS_OF = "2026-11";
+var PER_MILLION = {
+  "claude-opus-4": { input: 15, cachedInput: 1.5, cacheWrite: 18.75, output: 75 },
+  "claude-sonnet-4": { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 },
+  "claude-haiku-4": { input: 1, cachedInput: 0.1, cacheWrite: 1.25, output: 5 },
+  "gpt-5": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
+  "gpt-5-mini": { input: 0.25, cachedInput: 0.025, cacheWrite: 0.25, output: 2 },
+  "gpt-5-codex": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
+  "gemini-2.5-pro": { input: 1.25, cachedInput: 0.3125, cacheWrite: 1.25, output: 10 },
+  "gemini-2.5-flash": { input: 0.3, cachedInput: 0.075, cacheWrite: 0.3, output: 2.5 },
+  "qwen3-coder-plus": { input: 3, cachedInput: 0.6, cacheWrite: 3, output: 15 }
+};
+var PRICED_MODELS = Object.keys(PER_MILLION);
+function entryFor(model) {
+  const key = Object.keys(PER_MILLION).filter((name2) => model?.startsWith(name2)).sort((a, b) => b.length - a.length)[0];
+  if (key) return { name: key, known: true, ...PER_MILLION[key] };
+  const dearest = Object.entries(PER_MILLION).sort(([, a], [, b]) => b.output - a.output)[0];
+  return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, known: false, ...dearest[1] };
+}
+function priceTokens(model, t) {
+  const p = entryFor(model);
+  const cached2 = Math.min(t.cachedInput ?? 0, t.input);
+  const written = Math.min(t.cacheWrite ?? 0, t.input - cached2);
+  const fresh = t.input - cached2 - written;
+  const costUsd = (fresh * p.input + cached2 * p.cachedInput + written * p.cacheWrite + t.output * p.output) / 1e6;
+  const rates = `$${p.input}/$${p.cachedInput}/$${p.output} per million tokens in/cached in/out`;
+  return { costUsd, pricedFrom: `forkflush prices of ${PRICES_AS_OF} for ${p.name}: ${rates}` };
+}
+
+// src/agents/usage.ts
+var FIELDS = ["input", "cached", "written", "output", "calls"];
+function addUse(t, model, u) {
+  const cost = u.costUsd ?? null;
+  const m = t[model];
+  if (!m) t[model] = { ...counts({ input: 0, cached: 0, written: 0, output: 0, calls: 0, ...u }), costUsd: cost };
+  else {
+    for (const f of FIELDS) m[f] += u[f] ?? 0;
+    m.costUsd = m.costUsd === null || cost === null ? null : m.costUsd + cost;
+  }
+  return t;
+}
+function counts(u) {
+  return { input: u.input, cached: u.cached, written: u.written, output: u.output, calls: u.calls };
+}
+function sumTallies(...tallies) {
+  const out = {};
+  for (const t of tallies) for (const [model, u] of Object.entries(t ?? {})) addUse(out, model, u);
+  return out;
 }
 function ownShare(before, after) {
   const share2 = { ...after };
@@ -31707,141 +31543,168 @@ function ownShare(before, after) {
     note: `the running totals went down (${down.join(", ")}): the CLI counted afresh, so the totals after the episode are charged as its own`
   } : { share: share2 };
 }
+function shareOf(before, after) {
+  const share2 = {};
+  let note;
+  for (const [model, a] of Object.entries(after)) {
+    const b = before?.[model];
+    const own2 = ownShare(b ? counts(b) : null, counts(a));
+    note ??= own2.note;
+    const costUsd = a.costUsd === null ? null : b?.costUsd != null && a.costUsd >= b.costUsd ? a.costUsd - b.costUsd : a.costUsd;
+    if (FIELDS.some((f) => own2.share[f] > 0)) share2[model] = { ...own2.share, costUsd };
+  }
+  return note ? { share: share2, note } : { share: share2 };
+}
+function usageOf(spent2) {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let cost = 0;
+  let calls = 0;
+  const priced = /* @__PURE__ */ new Set();
+  for (const [model, m] of Object.entries(spent2.tally)) {
+    inputTokens += m.input;
+    outputTokens += m.output;
+    calls += m.calls;
+    if (m.costUsd !== null) cost += m.costUsd;
+    else if (m.input + m.output > 0) {
+      const p = priceTokens(model.replace(/^.*\//, ""), {
+        input: m.input,
+        cachedInput: m.cached,
+        cacheWrite: m.written,
+        output: m.output
+      });
+      cost += p.costUsd;
+      priced.add(p.pricedFrom);
+    }
+  }
+  return {
+    inputTokens,
+    outputTokens,
+    costUsd: Math.round((spent2.costUsd ?? cost) * 1e9) / 1e9,
+    turns: spent2.turns === void 0 ? calls : spent2.turns,
+    ...priced.size > 0 && spent2.costUsd === void 0 ? { pricedFrom: [...priced].join("; ") } : {}
+  };
+}
 function spendOf(s, u) {
   if (s.unit === "tokens") return u.inputTokens + u.outputTokens;
   if (s.unit === "usd") return u.costUsd;
   return null;
 }
+function overrunReason(s, usage2, turns, maxTurns) {
+  if (maxTurns !== void 0 && turns > maxTurns) return `passed agent.max_turns (${maxTurns})`;
+  const spent2 = s.unit === "tokens" ? usage2.inputTokens + usage2.outputTokens : s.unit === "usd" ? usage2.costUsd ?? 0 : 0;
+  if (spent2 <= s.allowance || s.unit !== "tokens" && s.unit !== "usd") return void 0;
+  return s.unit === "tokens" ? `spent ${spent2} tokens of its ${formatNumber(s.allowance, 6)}` : `spent $${formatNumber(spent2, 6)} of its $${formatNumber(s.allowance, 6)}`;
+}
+function settleBounds(s, o, maxTurns) {
+  if (o.exit !== "finished") return o;
+  const measured = s.unit === "tokens" || s.unit === "usd";
+  const turns = o.usage?.turns ?? null;
+  const why = measured && o.reportedSpend !== null && o.reportedSpend > s.allowance ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${formatNumber(s.allowance, 6)} ${s.unit}` : maxTurns !== void 0 && turns !== null && turns > maxTurns ? `it took ${turns} turns, past agent.max_turns (${maxTurns})` : null;
+  if (!why) return o;
+  const note = `an overrun: ${why} (found when the session ended)`;
+  return { ...o, exit: "budget", note: o.note ? `${o.note}; ${note}` : note };
+}
 
 // src/agents/aider.ts
 var HISTORY_FILE = "aider.chat.history.md";
-var INPUT_HISTORY_FILE = "aider.input.history";
-var SESSION_FILE = "session.json";
 var EXCLUDE = ".aider*";
-var PASS_ENV = [
-  "AIDER_*",
-  "OPENAI_*",
-  "ANTHROPIC_*",
-  "GEMINI_*",
-  "DEEPSEEK_*",
-  "OPENROUTER_*",
-  "GROQ_*",
-  "MISTRAL_*",
-  "COHERE_*",
-  "XAI_*",
-  "AZURE_*",
-  "OLLAMA_*"
-];
-var aiderAgent = (agent) => aiderAdapter(agent);
-function aiderAdapter(agent) {
-  return defineAgent({ kind: "aider", passEnv: PASS_ENV, maxTurns: agent.max_turns, run: (s) => runAider(agent, s) });
-}
-async function runAider(agent, s) {
-  const notes = [];
-  await mkdir2(s.contextDir, { recursive: true });
-  const ctx = await openContext(s.contextDir, "aider", (entries) => savedHistory(s.contextDir, entries));
-  if (ctx.note) notes.push(ctx.note);
-  const excluded = await excludeAiderFiles(s.workdir);
-  if (excluded) notes.push(excluded);
-  const history = join3(s.contextDir, HISTORY_FILE);
-  const args = [
-    "--message-file",
-    s.promptFile,
-    "--yes-always",
-    "--chat-history-file",
-    history,
-    "--input-history-file",
-    join3(s.contextDir, INPUT_HISTORY_FILE),
-    ...ctx.carried ? ["--restore-chat-history"] : [],
-    "--no-gitignore",
-    "--no-auto-commits",
-    "--no-analytics",
-    "--no-check-update",
-    "--no-show-release-notes",
-    "--no-show-model-warnings",
-    "--no-detect-urls",
-    "--no-pretty",
-    "--no-fancy-input",
-    ...agent.model ? ["--model", agent.model] : [],
-    ...agent.args
-  ];
-  const log = new GrowingFile(s.logFile, await sizeOf(s.logFile));
-  let text = "";
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes
-  } = await launch(s, {
-    executable: agent.command ?? AGENT_CLIS.aider.executable,
-    args,
-    env: {},
-    maxTurns: agent.max_turns,
-    meter: async () => {
+var aider = defineSpec({
+  kind: "aider",
+  name: "aider",
+  cli: {
+    executable: "aider",
+    install: "pip install aider-chat",
+    package: "aider-chat",
+    // Not tested against the real aider (PyPI is not reachable where forkflush is developed): the
+    // newest release when its fake was written.
+    version: "0.86.2",
+    installer: "pip",
+    secret: { name: "OPENAI_API_KEY", note: "or the key of the model aider uses" }
+  },
+  // It talks to any provider LiteLLM knows: the usual providers' keys and endpoints.
+  passEnv: [
+    "AIDER_*",
+    "OPENAI_*",
+    "ANTHROPIC_*",
+    "GEMINI_*",
+    "DEEPSEEK_*",
+    "OPENROUTER_*",
+    "GROQ_*",
+    "MISTRAL_*",
+    "COHERE_*",
+    "XAI_*",
+    "AZURE_*",
+    "OLLAMA_*"
+  ],
+  async resume(e, record2) {
+    try {
+      new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join2(e.contextDir, HISTORY_FILE), 0));
+    } catch {
+      return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
+    }
+    if (await sizeOf(join2(e.contextDir, HISTORY_FILE)) === 0) return { unusable: `${HISTORY_FILE} is missing` };
+    return { episodes: Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [] };
+  },
+  async start(e, saved) {
+    const excluded = await excludeAiderFiles(e.workdir);
+    const history = join2(e.contextDir, HISTORY_FILE);
+    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
+    let text = "";
+    const read = async (final) => {
       const lines = await log.lines();
       if (lines.length > 0) text += `${lines.join("\n")}
 `;
-      const output3 = parseAiderOutput(text);
-      return { ...aiderUsage(output3, agent.model), turns: output3.calls.length };
-    }
-  });
-  notes.push(...watchNotes);
-  const last = await log.lines();
-  if (last.length > 0) text += `${last.join("\n")}
-`;
-  text += (await readFrom(s.logFile, log.offset)).toString("utf8");
-  const output2 = parseAiderOutput(text);
-  const usage2 = aiderUsage(output2, agent.model);
-  const lastError = output2.errors.at(-1);
-  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 || output2.calls.length === 0 ? "crash" : "finished");
-  if (r.stopped === "budget" && overrun) notes.push(`stopped because ${overrun}`);
-  if (r.stopped === null) {
-    if (r.spawnError || r.exitCode !== 0) {
-      const why = r.spawnError ?? lastError?.message ?? failureLine(r.stderr);
-      notes.push(`aider exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
-    } else if (output2.calls.length === 0) {
-      notes.push(
-        `aider made no successful model call (it exits 0 all the same): ${(lastError?.message ?? "it printed no usage line").slice(0, 300)}`
-      );
-    } else if (lastError && lastError.afterCalls === output2.calls.length) {
-      notes.push(`aider's last model call failed: ${lastError.message.slice(0, 300)}`);
-    }
-  }
-  if (usage2.pricedFrom && !output2.model && !agent.model)
-    notes.push("aider named no model; priced at the dearest known");
-  if (await sizeOf(history) > 0) {
-    const episodes = ctx.carried?.episodes ?? [];
-    await writeFile2(
-      join3(s.contextDir, SESSION_FILE),
-      `${JSON.stringify({ agent: "aider", historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}
-`
-    );
-  }
-  return {
-    exit,
-    reportedSpend: spendOf(s, usage2),
-    usage: usage2,
-    ...notes.length > 0 ? { note: notes.join("; ") } : {},
-    seconds: r.ms / 1e3
-  };
-}
-async function savedHistory(contextDir, entries) {
-  if (!entries.includes(HISTORY_FILE)) return { unusable: `${HISTORY_FILE} is missing` };
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join3(contextDir, HISTORY_FILE), 0));
-  } catch {
-    return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
-  }
-  let saved = {};
-  try {
-    saved = JSON.parse(await readRegular(join3(contextDir, SESSION_FILE)) ?? "{}");
-  } catch {
-  }
-  const episodes = Array.isArray(saved.episodes) ? saved.episodes.filter((e) => typeof e === "string") : [];
-  return { episodes };
-}
+      return final ? text + (await readFrom(e.logFile, log.offset)).toString("utf8") : text;
+    };
+    return {
+      args: [
+        ...["--message-file", e.promptFile, "--yes-always", "--chat-history-file", history],
+        ...["--input-history-file", join2(e.contextDir, "aider.input.history")],
+        ...saved ? ["--restore-chat-history"] : [],
+        ...["--no-gitignore", "--no-auto-commits", "--no-analytics", "--no-check-update", "--no-show-release-notes"],
+        ...["--no-show-model-warnings", "--no-detect-urls", "--no-pretty", "--no-fancy-input"],
+        ...e.agent.model ? ["--model", e.agent.model] : [],
+        ...e.agent.args
+      ],
+      spent: async (run2) => {
+        const out = parseAiderOutput(await read(run2 !== void 0));
+        const spent2 = aiderUsage(out, e.agent.model);
+        if (run2 && !out.model && !e.agent.model && out.calls.length > 0 && spent2.costUsd === void 0)
+          spent2.notes = ["aider named no model; priced at the dearest known"];
+        if (run2 && excluded) spent2.notes = [excluded, ...spent2.notes ?? []];
+        return spent2;
+      },
+      ending(run2) {
+        const out = parseAiderOutput(run2.stdout);
+        const error62 = out.errors.at(-1);
+        const status2 = {
+          Authentication: 401,
+          PermissionDenied: 403,
+          NotFound: 404,
+          RateLimit: 429,
+          ServiceUnavailable: 503
+        }[/^litellm\.(\w+?)Error/.exec(error62?.message ?? "")?.[1] ?? ""];
+        if (run2.exitCode !== 0 || run2.spawnError) return { why: error62?.message ?? null, status: status2 ?? null };
+        if (out.calls.length === 0)
+          return {
+            why: error62?.message ?? null,
+            status: status2 ?? null,
+            exit: "crash",
+            note: `aider made no successful model call (it exits 0 all the same): ${(error62?.message ?? "it printed no usage line").slice(0, 300)}`
+          };
+        if (error62 && error62.afterCalls === out.calls.length)
+          return { note: `aider's last model call failed: ${error62.message.slice(0, 300)}` };
+        return {};
+      },
+      record: async (run2) => run2 && await sizeOf(history) > 0 ? { historyFile: HISTORY_FILE, episodes: [...saved?.episodes ?? [], e.episodeId] } : null
+    };
+  },
+  transcript: (text, out) => aiderLog(out, text),
+  version: (log) => /^(?:> )?Aider v(\S+)/m.exec(plainText(log))?.[1] ?? null
+});
 async function excludeAiderFiles(workdir) {
-  const git = new Git(workdir);
-  const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
+  const r = await new Git(workdir).exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return void 0;
   const file2 = resolve(workdir, r.stdout.trim());
   try {
@@ -31860,210 +31723,157 @@ ${EXCLUDE}
     return `could not add ${EXCLUDE} to ${file2} (${e.message}): aider's cache may be committed`;
   }
 }
+var ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
+var COUNT = String.raw`(\d[\d,]*(?:\.\d+)?k?)`;
+var TOKENS = new RegExp(
+  String.raw`Tokens: ${COUNT} sent(?:, ${COUNT} cache write)?(?:, ${COUNT} cache hit)?, ${COUNT} received\.`
+);
+var COST = /Cost: \$(\d+(?:\.\d+)?) (?:message|request), \$(\d+(?:\.\d+)?) session\./;
+var MODEL = /^(?:Main model|Model): (\S+)/;
+var ERROR = /^(litellm\.[A-Za-z]+(?:Error|Exception)\b.*)$/;
+function parseTokenCount(text) {
+  const t = text.replace(/,/g, "");
+  return t.endsWith("k") ? Math.round(Number(t.slice(0, -1)) * 1e3) : Number(t);
+}
+function parseAiderOutput(text) {
+  const out = { calls: [], errors: [] };
+  for (const raw of text.replace(ANSI, "").split(/\r?\n/)) {
+    const line = raw.replace(/^> /, "").trim();
+    const t = TOKENS.exec(line);
+    if (t) {
+      const [sent, write, hit, received] = [t[1], t[2], t[3], t[4]].map((x) => x ? parseTokenCount(x) : 0);
+      out.calls.push({ sent: sent ?? 0, cacheWrite: write ?? 0, cacheHit: hit ?? 0, received: received ?? 0 });
+    }
+    const cost = COST.exec(line);
+    const last = out.calls.at(-1);
+    if (cost && last && last.messageCost === void 0) {
+      last.messageCost = Number(cost[1]);
+      last.sessionCost = Number(cost[2]);
+    }
+    out.model ??= MODEL.exec(line)?.[1];
+    const error62 = ERROR.exec(line);
+    if (error62) out.errors.push({ message: error62[1], afterCalls: out.calls.length });
+  }
+  if (out.model === void 0) delete out.model;
+  return out;
+}
+function aiderUsage(output2, configuredModel) {
+  const tally2 = {};
+  const model = output2.model ?? configuredModel ?? "unknown";
+  for (const c of output2.calls)
+    addUse(tally2, model, { input: c.sent, cached: c.cacheHit, written: c.cacheWrite, output: c.received, calls: 1 });
+  const priced = output2.calls.length > 0 && output2.calls.every((c) => c.sessionCost !== void 0);
+  return priced || output2.calls.length === 0 ? { tally: tally2, costUsd: output2.calls.at(-1)?.sessionCost ?? 0 } : { tally: tally2 };
+}
+var SKIP = /^(?:Git repo:|Repo-map:|Weak model:|Editor model:|Added .* to the chat|Cost: \$)/;
+var FENCE = /^(?:```|~~~)/;
+var FAILED_BLOCKS = /^# (\d+ SEARCH\/REPLACE blocks? failed to match!?)/;
+function aiderLog(out, text) {
+  const lines = plainText(text).split("\n");
+  let turns = 0;
+  let prose = null;
+  const edits = /* @__PURE__ */ new Set();
+  let fence = false;
+  let inErrorReport = false;
+  let failedCall = false;
+  const reply = () => {
+    if (prose !== null || edits.size > 0)
+      out.add(
+        failedCall && edits.size === 0 ? "aider" : "assistant",
+        `${prose ?? "(edits)"}${edits.size > 0 ? ` [edits ${[...edits].join(", ")}]` : ""}`
+      );
+    prose = null;
+    edits.clear();
+    failedCall = false;
+  };
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.replace(/^> /, "").trim();
+    const next = (lines[i + 1] ?? "").trim();
+    const parsed = parseAiderOutput(line);
+    const [call, error62] = [parsed.calls[0], parsed.errors[0]];
+    const version2 = /^Aider v(\S+)/.exec(line)?.[1];
+    if (line === "") continue;
+    if (version2) out.add("start", `Aider ${version2}`);
+    else if (parsed.model && MODEL.test(line)) out.add("model", line.replace(/^(?:Main model|Model): /, ""));
+    else if (call) {
+      reply();
+      const cost = call.messageCost ?? /^Cost: \$(\d+(?:\.\d+)?) (?:message|request)/.exec(next)?.[1];
+      out.add(
+        `turn ${++turns}`,
+        `${/Tokens: (.*?) received\./.exec(line)?.[1] ?? `${call.sent} sent`} received${cost !== void 0 ? `, $${cost}` : ""}`
+      );
+      fence = inErrorReport = false;
+    } else if (error62) {
+      reply();
+      out.add("error", error62.message);
+      failedCall = true;
+    } else if (/^Applied edit to (.+)$/.test(line))
+      out.add("edit", `applied to ${line.slice("Applied edit to ".length)}`);
+    else if (FAILED_BLOCKS.test(line)) {
+      out.add("error", FAILED_BLOCKS.exec(line)?.[1]);
+      inErrorReport = true;
+    } else if (inErrorReport) {
+      if (/^The SEARCH section must/.test(line)) inErrorReport = false;
+    } else if (SKIP.test(line) || /^(?:<<<<<<< SEARCH|=======|>>>>>>> REPLACE)\s*$/.test(line)) continue;
+    else if (FENCE.test(line)) fence = !fence;
+    else if (!/\s/.test(line) && (FENCE.test(next) || /^<<<<<<< SEARCH/.test(next))) edits.add(line);
+    else if (!fence && !(!/\s/.test(line) && (/^Applied edit to /.test(next) || FAILED_BLOCKS.test(next))))
+      prose ??= line;
+  }
+  reply();
+}
 
 // src/agents/claude-code.ts
 import { randomUUID } from "node:crypto";
-import { lstat as lstat2, mkdir as mkdir3, readdir as readdir3, realpath, rename as rename2, rm as rm2, stat, writeFile as writeFile3 } from "node:fs/promises";
+import { lstat as lstat2, mkdir as mkdir3, readdir as readdir2, realpath, rename as rename2, rm as rm2 } from "node:fs/promises";
 import { homedir as homedir2 } from "node:os";
-import { join as join4 } from "node:path";
+import { join as join3 } from "node:path";
 
-// src/agents/claude-code-output.ts
-function projectDirName(realCwd) {
-  const sanitized = realCwd.replace(/[^a-zA-Z0-9]/g, "-");
-  if (sanitized.length <= 200) return sanitized;
-  let hash2 = 0;
-  for (let i = 0; i < realCwd.length; i++) hash2 = Math.imul(hash2, 31) + realCwd.charCodeAt(i) | 0;
-  return `${sanitized.slice(0, 200)}-${Math.abs(hash2).toString(36)}`;
-}
-function readStream(stdout) {
-  const facts = { sessionId: null, cwd: null, model: null, version: null, result: null };
-  for (const row of jsonLines2(stdout)) {
-    if (row.type === "system" && row.subtype === "init") {
-      facts.sessionId = str(row.session_id) ?? facts.sessionId;
-      facts.cwd = str(row.cwd);
-      facts.model = str(row.model);
-      facts.version = str(row.claude_code_version);
-    } else if (row.type === "result") {
-      facts.result = readResult(row);
-      facts.sessionId = facts.result.sessionId ?? facts.sessionId;
-    }
-  }
-  return facts;
-}
-function readResult(row) {
-  const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((e) => e.trim() !== "") : [];
-  const isError = row.is_error === true;
-  const cost = num(row.total_cost_usd);
-  const models = readModels(row.modelUsage, false);
-  return {
-    subtype: str(row.subtype) ?? "unknown",
-    isError,
-    sessionId: str(row.session_id),
-    totals: cost === null && models === null ? null : { costUsd: cost ?? sumCost(models ?? {}), models: models ?? {} },
-    turns: num(row.num_turns),
-    message: errors.length > 0 ? errors.join("; ") : isError ? str(row.result) : null,
-    apiErrorStatus: num(row.api_error_status)
-  };
-}
-function readCostState(transcript) {
-  let last = null;
-  for (const row of jsonLines2(transcript)) {
-    if (row.type !== "cost-state") continue;
-    const models = readModels(row.modelUsage, row.hasUnknownModelCost === true) ?? {};
-    last = { costUsd: num(row.totalCostUSD) ?? sumCost(models), models };
-  }
-  return last;
-}
-function assistantTotals(transcript) {
-  const seen = /* @__PURE__ */ new Set();
-  const models = {};
-  for (const row of jsonLines2(transcript)) {
-    if (row.type !== "assistant" || !isRecord3(row.message)) continue;
-    const message = row.message;
-    const id = str(message.id);
-    if (id === null || seen.has(id) || !isRecord3(message.usage)) continue;
-    seen.add(id);
-    const model = str(message.model) ?? "unknown";
-    const u = message.usage;
-    const m = models[model] ?? emptyModel(false);
-    m.inputTokens += num(u.input_tokens) ?? 0;
-    m.outputTokens += num(u.output_tokens) ?? 0;
-    m.cacheReadInputTokens += num(u.cache_read_input_tokens) ?? 0;
-    m.cacheCreationInputTokens += num(u.cache_creation_input_tokens) ?? 0;
-    models[model] = m;
-  }
-  return { totals: { costUsd: 0, models }, responses: seen.size };
-}
-function addTotals(a, b) {
-  const models = {};
-  for (const [name2, m] of Object.entries(a?.models ?? {})) models[name2] = { ...m };
-  for (const [name2, m] of Object.entries(b.models)) {
-    const prev = models[name2] ?? emptyModel(true);
-    models[name2] = {
-      inputTokens: prev.inputTokens + m.inputTokens,
-      outputTokens: prev.outputTokens + m.outputTokens,
-      cacheReadInputTokens: prev.cacheReadInputTokens + m.cacheReadInputTokens,
-      cacheCreationInputTokens: prev.cacheCreationInputTokens + m.cacheCreationInputTokens,
-      costUsd: prev.costUsd + m.costUsd,
-      costKnown: prev.costKnown && m.costKnown
-    };
-  }
-  return { costUsd: (a?.costUsd ?? 0) + b.costUsd, models };
-}
-function episodeUsage(before, after, turns) {
-  let inputTokens = 0;
-  let outputTokens = 0;
-  let knownCost = 0;
-  let pricedCost = 0;
-  const priced = [];
-  for (const [name2, a] of Object.entries(after.models)) {
-    const b = before?.models[name2] ?? emptyModel(true);
-    const d = (x, y) => x >= y ? x - y : x;
-    const input2 = d(a.inputTokens, b.inputTokens) + d(a.cacheReadInputTokens, b.cacheReadInputTokens) + d(a.cacheCreationInputTokens, b.cacheCreationInputTokens);
-    const output2 = d(a.outputTokens, b.outputTokens);
-    inputTokens += input2;
-    outputTokens += output2;
-    if (a.costKnown) knownCost += d(a.costUsd, b.costUsd);
-    else if (input2 + output2 > 0) {
-      const p = priceTokens(name2, {
-        input: input2,
-        cachedInput: d(a.cacheReadInputTokens, b.cacheReadInputTokens),
-        cacheWrite: d(a.cacheCreationInputTokens, b.cacheCreationInputTokens),
-        output: output2
-      });
-      pricedCost += p.costUsd;
-      priced.push(p.pricedFrom);
-    }
-  }
-  const anyModels = Object.keys(after.models).length > 0;
-  const totalDelta = after.costUsd >= (before?.costUsd ?? 0) ? after.costUsd - (before?.costUsd ?? 0) : after.costUsd;
-  const costUsd = priced.length > 0 ? knownCost + pricedCost : anyModels ? knownCost : totalDelta;
-  return {
-    inputTokens,
-    outputTokens,
-    costUsd: round(costUsd),
-    turns,
-    ...priced.length > 0 ? { pricedFrom: `Claude Code did not know the price; ${priced.join("; ")}` } : {}
-  };
-}
-function transcriptProblem(text) {
-  if (text.trim() === "") return "is empty";
-  let rows = 0;
-  for (const row of jsonLines2(text)) {
-    rows++;
-    if ((row.type === "user" || row.type === "assistant") && isRecord3(row.message)) return null;
-  }
-  return rows === 0 ? "has no readable line (not JSON lines)" : "holds no conversation (no user or assistant message)";
-}
-function saysNoConversation(output2) {
-  return /No conversation found with session ID/i.test(output2);
-}
-function decideExit(f) {
-  if (f.stopped === "timeout") return f.deadlineIsBudget ? { exit: "budget" } : { exit: "timeout" };
-  if (f.stopped === "budget") return { exit: "budget" };
-  if (f.stopped !== null) return { exit: "crash", note: `Claude Code was stopped (${f.stopped})` };
-  if (f.spawnError) return { exit: "crash", note: `Claude Code could not start: ${f.spawnError}` };
-  const r = f.result;
-  if (r?.subtype === "error_max_turns")
-    return { exit: "budget", note: `Claude Code stopped at its turn limit${r.message ? ` (${r.message})` : ""}` };
-  if (r?.subtype === "error_max_budget_usd")
-    return {
-      exit: "budget",
-      note: `Claude Code stopped at its money limit${r.message ? ` (${r.message})` : ""}; it checks after each model call, so the spend can pass the allowance by one call`
-    };
-  if (r && r.subtype === "success" && !r.isError && f.exitCode === 0) return { exit: "finished" };
-  if (r) {
-    const status2 = r.apiErrorStatus === null ? "" : ` (API status ${r.apiErrorStatus})`;
-    return { exit: "crash", note: `Claude Code ended with ${r.subtype}${status2}: ${clip(r.message ?? "no message")}` };
-  }
-  const how = f.signal ? `signal ${f.signal}` : `code ${f.exitCode}`;
-  return {
-    exit: "crash",
-    note: `Claude Code exited with ${how} and no result${f.stderrTail ? `: ${clip(f.stderrTail)}` : ""}`
-  };
-}
-function readModels(value, allUnknown) {
-  if (!isRecord3(value)) return null;
-  const models = {};
-  for (const [name2, m] of Object.entries(value)) {
-    if (!isRecord3(m)) continue;
-    models[name2] = {
-      inputTokens: num(m.inputTokens) ?? 0,
-      outputTokens: num(m.outputTokens) ?? 0,
-      cacheReadInputTokens: num(m.cacheReadInputTokens) ?? 0,
-      cacheCreationInputTokens: num(m.cacheCreationInputTokens) ?? 0,
-      costUsd: num(m.costUSD) ?? 0,
-      costKnown: !allUnknown && m.costBasis !== "unknown"
-    };
-  }
-  return models;
-}
-function* jsonLines2(text) {
+// src/agents/transcript.ts
+function eachEvent(text, other, on) {
   for (const line of text.split("\n")) {
     const t = line.trim();
-    if (!t.startsWith("{")) continue;
-    try {
-      const row = JSON.parse(t);
-      if (isRecord3(row)) yield row;
-    } catch {
+    if (t === "") continue;
+    let v;
+    if (t.startsWith("{")) {
+      try {
+        v = JSON.parse(t);
+      } catch {
+      }
     }
+    if (isRecord2(v)) on(v, t);
+    else other.push(line);
   }
 }
-function emptyModel(costKnown) {
-  return {
-    inputTokens: 0,
-    outputTokens: 0,
-    cacheReadInputTokens: 0,
-    cacheCreationInputTokens: 0,
-    costUsd: 0,
-    costKnown
-  };
+function describeInput(input2) {
+  if (typeof input2 === "string") return unwrapShell(input2);
+  if (Array.isArray(input2)) return unwrapShell(input2.map(String).join(" "));
+  if (!isRecord2(input2)) return input2 === void 0 ? "" : String(JSON.stringify(input2));
+  for (const key of ["command", "cmd"]) {
+    const v = input2[key];
+    if (typeof v === "string" && v.trim() !== "") return unwrapShell(v);
+    if (Array.isArray(v) && v.length > 0) return unwrapShell(v.map(String).join(" "));
+  }
+  for (const key of ["file_path", "filePath", "path", "notebook_path", "absolute_path", "pattern", "url", "query"]) {
+    const v = input2[key];
+    if (typeof v === "string" && v.trim() !== "") return v;
+  }
+  return String(JSON.stringify(input2));
 }
-function sumCost(models) {
-  return Object.values(models).reduce((s, m) => s + m.costUsd, 0);
+function unwrapShell(command2) {
+  const m = /^(?:\/(?:usr\/)?bin\/)?(?:ba|z)?sh -l?c '([\s\S]*)'$/.exec(command2.trim());
+  return m ? m[1].replaceAll(`'\\''`, `'`) : command2;
 }
-function isRecord3(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
+function contentText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map(contentText).join("\n");
+  if (isRecord2(content)) {
+    if (typeof content.text === "string") return content.text;
+    if (typeof content.content === "string" || Array.isArray(content.content)) return contentText(content.content);
+    if (typeof content.output === "string") return content.output;
+    return String(JSON.stringify(content));
+  }
+  return content === void 0 || content === null ? "" : String(content);
 }
 function str(v) {
   return typeof v === "string" && v !== "" ? v : null;
@@ -32071,636 +31881,422 @@ function str(v) {
 function num(v) {
   return typeof v === "number" && Number.isFinite(v) ? v : null;
 }
-function round(x) {
-  return Math.round(x * 1e9) / 1e9;
-}
-function clip(s) {
-  const one = s.replace(/\s+/g, " ").trim();
-  return one.length > 300 ? `${one.slice(0, 300)}\u2026` : one;
+function money(usd) {
+  return `$${Number(usd.toPrecision(3))}`;
 }
 
 // src/agents/claude-code.ts
-var HOME = "home";
-var SESSION_FILE2 = "session.json";
 var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-var claudeCodeAgent = (agent) => {
-  const adapter = new ClaudeCodeAdapter(agent);
-  return defineAgent({
-    kind: "claude-code",
-    maxTurns: agent.max_turns,
-    // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
-    passEnv: ["ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"],
-    missingLogin: (env) => usesKey(env) || env.CLAUDE_CODE_USE_BEDROCK || env.CLAUDE_CODE_USE_VERTEX || env.CLAUDE_CODE_USE_FOUNDRY || agent.args.some((a) => a.startsWith("--settings")) || hasLogin(claudeLogin(""), process.env) ? null : "Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON",
-    run: (s) => adapter.run(s)
-  });
-};
-var ClaudeCodeAdapter = class {
-  constructor(agent) {
-    this.agent = agent;
-  }
-  agent;
-  async run(s) {
-    const started = performance.now();
-    const notes = [];
-    const cwd = await realpath(s.workdir);
-    let prepared = await prepareContext(s.contextDir, cwd, s.episodeId);
-    if (prepared.note) notes.push(prepared.note);
-    let attempt = await this.launch(s, cwd, prepared, s.deadlineMs);
-    const early = attempt.facts.result;
-    if (prepared.resume && attempt.run.stopped === null && (early === null || !early.turns) && saysNoConversation(`${attempt.run.stderr}
-${early?.message ?? ""}`)) {
-      const why = `Claude Code found no conversation ${prepared.sessionId}`;
-      prepared = await restartFresh(s.contextDir, cwd, s.episodeId, why);
-      if (prepared.note) notes.push(prepared.note);
-      const left = s.deadlineMs - (performance.now() - started);
-      attempt = await this.launch(s, cwd, prepared, Math.max(1, left));
-    }
-    const { run: run2, facts } = attempt;
-    notes.push(...attempt.notes);
-    const appended = await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes) ?? "";
-    let totalsAfter = null;
-    let usage2;
-    let spendKnown = true;
-    if (facts.result?.totals) {
-      totalsAfter = facts.result.totals;
-    } else {
-      const recorded = readCostState(appended);
-      if (recorded) {
-        totalsAfter = recorded;
-        notes.push(
-          "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)"
-        );
-      } else {
-        const read = assistantTotals(appended);
-        if (read.responses > 0) {
-          totalsAfter = addTotals(prepared.baseline, read.totals);
-          spendKnown = false;
-          notes.push(
-            `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`
-          );
+var claudeCode = defineSpec({
+  kind: "claude-code",
+  name: "Claude Code",
+  cli: {
+    executable: "claude",
+    install: "npm i -g @anthropic-ai/claude-code",
+    package: "@anthropic-ai/claude-code",
+    version: "2.1.332",
+    installer: "npm",
+    secret: { name: "ANTHROPIC_API_KEY", note: "or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`" }
+  },
+  // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
+  passEnv: ["ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"],
+  missingLogin: (env, agent) => usesKey(env) || env.CLAUDE_CODE_USE_BEDROCK || env.CLAUDE_CODE_USE_VERTEX || env.CLAUDE_CODE_USE_FOUNDRY || agent.args.some((a) => a.startsWith("--settings")) || hasLogin(claudeLogin(""), process.env) ? null : "Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON",
+  async resume(e, record2) {
+    const id = record2?.sessionId;
+    if (typeof id !== "string" || !UUID.test(id))
+      return { unusable: `session.json names no valid session id (${String(id)})` };
+    const transcript = await findTranscript(e.home, id);
+    if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
+    const text = (await readFrom(transcript, 0)).toString("utf8");
+    const problem2 = transcriptProblem(text);
+    if (problem2) return { unusable: `the transcript of session ${id} ${problem2}` };
+    const from = join3(transcript, "..");
+    const to = join3(e.home, "projects", projectDirName(await realpath(e.workdir)));
+    if (from !== to && !await lstat2(to).catch(() => null)) await rename2(from, to);
+    else if (from !== to)
+      for (const name2 of [`${id}.jsonl`, id]) {
+        if (!await lstat2(join3(from, name2)).catch(() => null)) continue;
+        await rm2(join3(to, name2), { recursive: true, force: true });
+        await rename2(join3(from, name2), join3(to, name2));
+      }
+    return { id, baseline: readCostState(text), bytes: Buffer.byteLength(text) };
+  },
+  async start(e, saved) {
+    const cwd = await realpath(e.workdir);
+    await mkdir3(e.home, { recursive: true });
+    const id = saved?.id ?? randomUUID();
+    const baseline = saved?.baseline ?? null;
+    const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
+    const rows = [];
+    const readRows = async () => {
+      for (const line of await transcript.lines()) {
+        for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
+          if (row.type === "assistant" && isRecord2(row.message)) {
+            const { id: msg, model, usage: usage2 } = row.message;
+            rows.push(JSON.stringify({ type: "assistant", message: { id: msg, model, usage: usage2 } }));
+          }
         }
       }
-    }
-    if (totalsAfter) usage2 = episodeUsage(prepared.baseline, totalsAfter, facts.result?.turns ?? null);
-    await writeRecord(s.contextDir, {
-      sessionId: prepared.sessionId,
-      cwd,
-      totals: (spendKnown ? totalsAfter : null) ?? prepared.baseline,
-      episode: s.episodeId
-    });
-    const decided = decideExit({
-      stopped: run2.stopped,
-      deadlineIsBudget: s.deadlineIsBudget,
-      ...run2.spawnError ? { spawnError: run2.spawnError } : {},
-      exitCode: run2.exitCode,
-      signal: run2.signal,
-      result: facts.result,
-      stderrTail: failureLine(run2.stderr)
-    });
-    if (decided.note) notes.unshift(decided.note);
-    if (run2.stopped === "budget" && s.unit === "tokens" && attempt.tokensSeen > s.allowance)
-      notes.unshift(
-        `stopped after ${attempt.tokensSeen} tokens, over its allowance of ${formatNumber(s.allowance, 6)}`
-      );
-    let reportedSpend = null;
-    if (s.unit === "tokens" || s.unit === "usd") {
-      if (usage2 && spendKnown)
-        reportedSpend = s.unit === "tokens" ? usage2.inputTokens + usage2.outputTokens : usage2.costUsd;
-      else notes.push("the spend is unknown; charged the whole allowance");
-    }
-    if (!usage2) notes.push("Claude Code reported no usage");
-    return {
-      exit: decided.exit,
-      reportedSpend,
-      ...usage2 ? { usage: usage2 } : {},
-      ...notes.length > 0 ? { note: notes.join("; ") } : {},
-      seconds: (performance.now() - started) / 1e3
+      return rows.join("\n");
     };
-  }
-  async launch(s, cwd, prepared, timeoutMs) {
-    const args = [
-      "-p",
-      "--output-format",
-      "stream-json",
-      "--verbose",
-      // Edits inside the workspace (its working directory) without asking, and shell commands:
-      // the narrowest set that lets it change files and run the grader. Writes outside the
-      // workspace, protected paths (.git, .claude) through the file tools, web and MCP tools still
-      // need a permission that nobody is there to give, so print mode denies them.
-      "--permission-mode",
-      "acceptEdits",
-      "--allowedTools",
-      "Bash",
-      ...prepared.resume ? ["--resume", prepared.sessionId] : ["--session-id", prepared.sessionId],
-      ...this.agent.model ? ["--model", this.agent.model] : [],
-      ...this.agent.max_turns ? ["--max-turns", String(this.agent.max_turns)] : [],
-      ...s.unit === "usd" ? ["--max-budget-usd", String(Number(Math.max(0, s.allowance).toPrecision(12)))] : [],
-      ...this.agent.args
-    ];
-    let tokensSeen = 0;
-    const transcript = new GrowingFile(
-      () => transcriptPath(prepared.home, prepared.sessionId, cwd),
-      prepared.transcriptBytes
-    );
-    const rows = [];
-    const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
-    const { run: run2, notes } = await launch(s, {
-      after: () => removeLogins(logins),
-      executable: this.agent.command ?? AGENT_CLIS["claude-code"].executable,
-      args,
+    let totals = null;
+    return {
+      args: [
+        ...["-p", "--output-format", "stream-json", "--verbose"],
+        // Edits inside the workspace without asking, and shell commands: the narrowest set that
+        // lets it change files and run the grader; anything else needs a permission nobody gives.
+        ...["--permission-mode", "acceptEdits", "--allowedTools", "Bash"],
+        ...saved ? ["--resume", id] : ["--session-id", id],
+        ...e.agent.model ? ["--model", e.agent.model] : [],
+        ...e.agent.max_turns ? ["--max-turns", String(e.agent.max_turns)] : [],
+        ...e.unit === "usd" ? ["--max-budget-usd", String(Number(Math.max(0, e.allowance).toPrecision(12)))] : [],
+        ...e.agent.args
+      ],
       cwd,
       env: {
-        CLAUDE_CONFIG_DIR: prepared.home,
+        CLAUDE_CONFIG_DIR: e.home,
         // Nothing but model calls: no telemetry, error reports, update checks or other traffic.
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
         DISABLE_TELEMETRY: "1",
         DISABLE_ERROR_REPORTING: "1",
         DISABLE_AUTOUPDATER: "1"
       },
-      // It would rename the project folder the transcript is filed under (see moveToProject).
+      // It would rename the project folder the transcript is filed under.
       unset: ["CLAUDE_CODE_PROJECT_DIR_NAME"],
-      // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its
-      // size (one argument is capped at 128 KiB on Linux) and no risk of it being read as a flag.
-      input: s.prompt,
-      timeoutMs,
-      ...s.unit === "tokens" ? {
-        meter: async () => {
-          for (const line of await transcript.lines()) {
-            const row = compactAssistantRow(line);
-            if (row) rows.push(row);
-          }
-          if (transcript.path === null) return null;
-          const models = Object.values(assistantTotals(rows.join("\n")).totals.models);
-          tokensSeen = models.reduce(
-            (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
-            0
+      // On stdin, then closed: no size limit (an argument has 128 KiB), never read as a flag.
+      input: e.prompt,
+      // A Claude subscription's credentials file, when no key or token is given.
+      logins: usesKey(e.env) ? [] : claudeLogin(e.home),
+      // No token limit of its own: with a token budget, the transcript is watched as it grows.
+      watch: e.unit === "tokens",
+      async spent(run2) {
+        const appended = await readRows();
+        const result = run2 ? readStream(run2.stdout).result : null;
+        const notes = [];
+        totals = result?.totals ?? (run2 ? readCostState(
+          (await readFrom(await transcriptPath(e.home, id, cwd) ?? "", saved?.bytes ?? 0)).toString("utf8")
+        ) : null);
+        if (run2 && !result?.totals && totals)
+          notes.push(
+            "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)"
           );
-          return { inputTokens: tokensSeen, outputTokens: 0, costUsd: null, turns: 0 };
+        const read = assistantTally(appended);
+        if (!totals && Object.keys(read.tally).length === 0) return null;
+        if (!totals) {
+          if (run2)
+            notes.push(
+              `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`
+            );
+          return { tally: read.tally, turns: null, unsure: true, notes };
         }
-      } : {}
-    });
-    return { run: run2, facts: readStream(run2.stdout), tokensSeen, notes };
-  }
-};
-async function prepareContext(contextDir, cwd, episode2) {
-  await mkdir3(contextDir, { recursive: true });
-  const home = join4(contextDir, HOME);
-  const ctx = await openContext(contextDir, "Claude Code", () => savedSession(contextDir, home));
-  if (!ctx.carried) return startFresh(contextDir, cwd, episode2, ctx.note);
-  const { id, transcript, bytes } = ctx.carried;
-  await moveToProject(home, id, transcript, cwd);
-  const text = bytes.toString("utf8");
-  return { home, sessionId: id, resume: true, baseline: readCostState(text), transcriptBytes: bytes.length };
-}
-async function savedSession(contextDir, home) {
-  let record3;
-  const text = await readRegular(join4(contextDir, SESSION_FILE2));
-  if (text === null) return { unusable: "the context folder has no session.json" };
-  try {
-    record3 = JSON.parse(text);
-  } catch {
-    return { unusable: "the context folder has an unreadable session.json" };
-  }
-  if (typeof record3.sessionId !== "string" || !UUID.test(record3.sessionId))
-    return { unusable: `session.json names no valid session id (${String(record3.sessionId)})` };
-  const id = record3.sessionId;
-  const transcript = await findTranscript(home, id);
-  if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
-  const bytes = await readFrom(transcript, 0);
-  const problem2 = transcriptProblem(bytes.toString("utf8"));
-  if (problem2) return { unusable: `the transcript of session ${id} ${problem2}` };
-  return { id, transcript, bytes };
-}
-async function startFresh(contextDir, cwd, episode2, note) {
-  const home = join4(contextDir, HOME);
-  await mkdir3(home, { recursive: true });
-  const sessionId = randomUUID();
-  await writeRecord(contextDir, { sessionId, cwd, totals: null, episode: episode2 });
-  return { home, sessionId, resume: false, baseline: null, transcriptBytes: 0, ...note ? { note } : {} };
-}
-async function restartFresh(contextDir, cwd, episode2, why) {
-  for (const entry of await readdir3(contextDir)) await rm2(join4(contextDir, entry), { recursive: true, force: true });
-  return startFresh(
-    contextDir,
-    cwd,
-    episode2,
-    `could not resume the carried Claude Code conversation (${why}); started a fresh conversation`
-  );
-}
-async function findTranscript(home, id) {
-  const projects = join4(home, "projects");
-  const dirs = await readdir3(projects).catch(() => []);
-  for (const dir of dirs) {
-    const file2 = join4(projects, dir, `${id}.jsonl`);
-    if (await isFile(file2)) return file2;
-  }
-  return null;
-}
-async function moveToProject(home, id, transcript, cwd) {
-  const from = join4(transcript, "..");
-  const to = join4(home, "projects", projectDirName(cwd));
-  if (from === to) return;
-  if (!await exists(to)) {
-    await rename2(from, to);
-    return;
-  }
-  for (const name2 of [`${id}.jsonl`, id]) {
-    if (!await exists(join4(from, name2))) continue;
-    await rm2(join4(to, name2), { recursive: true, force: true });
-    await rename2(join4(from, name2), join4(to, name2));
-  }
-}
+        const own2 = shareOf(baseline, totals);
+        return { tally: own2.share, turns: result?.turns ?? null, notes: [...notes, ...own2.note ? [own2.note] : []] };
+      },
+      noUsage: () => "Claude Code reported no usage",
+      ending: (run2) => claudeEnding(run2, saved ? id : null),
+      record: async () => ({ sessionId: id, cwd, totals: totals ?? baseline, episode: e.episodeId })
+    };
+  },
+  transcript: (text, out, other) => eachEvent(text, other, (e) => claudeEvent(out, e)),
+  version: (log) => readStream(log).version
+});
 function usesKey(env) {
   return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
 }
 function claudeLogin(episodeHome, env = process.env) {
-  const home = env.CLAUDE_CONFIG_DIR || join4(homedir2(), ".claude");
-  return [
-    {
-      from: join4(home, ".credentials.json"),
-      fromEnv: "CLAUDE_CREDENTIALS_JSON",
-      to: join4(episodeHome, ".credentials.json")
-    }
-  ];
+  const home = env.CLAUDE_CONFIG_DIR || join3(homedir2(), ".claude");
+  const file2 = ".credentials.json";
+  return [{ from: join3(home, file2), fromEnv: "CLAUDE_CREDENTIALS_JSON", to: join3(episodeHome, file2) }];
 }
-async function readTranscriptFrom(home, id, cwd, offset) {
-  const file2 = await transcriptPath(home, id, cwd);
-  if (!file2) return null;
-  return (await readFrom(file2, offset)).toString("utf8");
+function projectDirName(realCwd) {
+  const sanitized = realCwd.replace(/[^a-zA-Z0-9]/g, "-");
+  if (sanitized.length <= 200) return sanitized;
+  let hash2 = 0;
+  for (let i = 0; i < realCwd.length; i++) hash2 = Math.imul(hash2, 31) + realCwd.charCodeAt(i) | 0;
+  return `${sanitized.slice(0, 200)}-${Math.abs(hash2).toString(36)}`;
 }
 async function transcriptPath(home, id, cwd) {
-  const expected2 = join4(home, "projects", projectDirName(cwd), `${id}.jsonl`);
-  return await isFile(expected2) ? expected2 : await findTranscript(home, id);
-}
-function compactAssistantRow(line) {
-  if (!line.includes('"assistant"')) return null;
-  for (const row of jsonLines(line)) {
-    if (row.type !== "assistant" || !isRecord2(row.message)) return null;
-    const { id, model, usage: usage2 } = row.message;
-    return JSON.stringify({ type: "assistant", message: { id, model, usage: usage2 } });
-  }
-  return null;
-}
-async function writeRecord(contextDir, record3) {
-  await writeFile3(join4(contextDir, SESSION_FILE2), `${JSON.stringify(record3, null, 2)}
-`);
-}
-async function isFile(path) {
-  return lstat2(path).then(
+  const isFile = (p) => lstat2(p).then(
     (s) => s.isFile(),
     () => false
   );
-}
-async function exists(path) {
-  return stat(path).then(
-    () => true,
-    () => false
-  );
-}
-
-// src/agents/codex.ts
-import { mkdir as mkdir4, readdir as readdir4, rm as rm3, writeFile as writeFile4 } from "node:fs/promises";
-import { homedir as homedir3 } from "node:os";
-import { join as join5 } from "node:path";
-
-// src/agents/codex-output.ts
-function parseExecEvents(stdout) {
-  const out = { threadId: null, usage: null, turnsCompleted: 0, error: null };
-  for (const e of jsonLines3(stdout)) {
-    if (e.type === "thread.started" && typeof e.thread_id === "string") out.threadId = e.thread_id;
-    else if (e.type === "turn.completed") {
-      out.turnsCompleted += 1;
-      const usage2 = readUsage(e.usage);
-      if (usage2) out.usage = usage2;
-    } else if (e.type === "turn.failed") {
-      const message = record2(e.error)?.message;
-      if (typeof message === "string") out.error = message;
-    } else if (e.type === "error" && typeof e.message === "string") {
-      if (!/^Reconnecting\b/.test(e.message)) out.error = e.message;
-    }
+  const dirs = await readdir2(join3(home, "projects")).catch(() => []);
+  for (const dir of cwd ? [projectDirName(cwd), ...dirs] : dirs) {
+    const file2 = join3(home, "projects", dir, `${id}.jsonl`);
+    if (await isFile(file2)) return file2;
   }
-  return out;
+  return null;
 }
-function emptyRollout() {
-  return {
-    threadId: null,
-    cwd: null,
+var findTranscript = (home, id) => transcriptPath(home, id);
+function readStream(stdout) {
+  const facts = {
+    sessionId: null,
     model: null,
-    totals: null,
-    resumeTotals: null,
-    modelCalls: 0,
-    idle: true,
-    toolCallPending: false,
-    badLines: 0
+    version: null,
+    result: null
   };
-}
-function addRolloutLine(s, line) {
-  if (line.trim() === "") return s;
-  let item;
-  try {
-    item = record2(JSON.parse(line));
-  } catch {
-    s.badLines += 1;
-    return s;
-  }
-  const payload = record2(item?.payload);
-  if (!item || !payload) return s;
-  if (item.type === "session_meta") {
-    if (typeof payload.id === "string" && s.threadId === null) s.threadId = payload.id;
-    if (typeof payload.cwd === "string" && s.cwd === null) s.cwd = payload.cwd;
-  } else if (item.type === "turn_context") {
-    if (typeof payload.model === "string") s.model = payload.model;
-  } else if (item.type === "response_item") {
-    if (TOOL_CALLS.has(payload.type)) s.toolCallPending = true;
-    else if (payload.type === "message" && payload.role === "assistant") s.toolCallPending = false;
-  } else if (item.type === "event_msg") {
-    if (payload.type === "task_started") s.idle = false;
-    else if (payload.type === "task_complete" || payload.type === "turn_aborted") s.idle = true;
-    else if (payload.type === "token_count") {
-      const totals2 = readUsage(record2(payload.info)?.total_token_usage);
-      addTotals2(s, totals2);
-      if (totals2) s.resumeTotals = totals2;
-    }
-  } else if (item.type === "token_usage_record") {
-    addTotals2(s, readUsage(payload.thread_token_usage));
-  }
-  return s;
-}
-var TOOL_CALLS = /* @__PURE__ */ new Set(["function_call", "custom_tool_call", "local_shell_call"]);
-function addTotals2(s, totals2) {
-  if (!totals2 || sameTotals(totals2, s.totals)) return;
-  const prev = s.totals;
-  const up = prev === null || totals2.inputTokens >= prev.inputTokens && totals2.outputTokens >= prev.outputTokens && totals2.cachedInputTokens >= prev.cachedInputTokens;
-  if (up) s.modelCalls += 1;
-  s.totals = totals2;
-}
-function rolloutProblem(firstLine2, threadId) {
-  if (firstLine2 === void 0) return "its session file does not start with a line Codex wrote";
-  if (firstLine2.trim() === "") return "its session file is empty";
-  let item;
-  try {
-    item = record2(JSON.parse(firstLine2));
-  } catch {
-    return "its session file does not start with a JSON line";
-  }
-  if (item?.type !== "session_meta") return "its session file does not start with the session metadata";
-  const id = record2(item.payload)?.id;
-  if (id !== threadId) return `its session file belongs to thread ${String(id)}, not ${threadId}`;
-  return null;
-}
-function rolloutThreadId(fileName) {
-  const m = /^rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(fileName);
-  return m ? m[1] : null;
-}
-function sessionRecordJson(r) {
-  return `${JSON.stringify(r, null, 2)}
-`;
-}
-function parseSessionRecord(text) {
-  let raw;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return { problem: `session.json is not JSON (${text.trim().slice(0, 40) || "empty"})` };
-  }
-  const r = record2(raw);
-  if (!r) return { problem: "session.json is not an object" };
-  if (r.agent !== "codex")
-    return { problem: `session.json was written for agent ${JSON.stringify(r.agent)}, not codex` };
-  if (typeof r.threadId !== "string" || !/^[0-9a-f-]{36}$/i.test(r.threadId))
-    return { problem: `session.json has no valid thread id (${JSON.stringify(r.threadId)})` };
-  const totals2 = r.totals === null ? null : readTotals(r.totals);
-  if (totals2 === void 0) return { problem: "session.json has unreadable token totals" };
-  const modelCalls = typeof r.modelCalls === "number" && r.modelCalls >= 0 ? r.modelCalls : 0;
-  return {
-    agent: "codex",
-    threadId: r.threadId,
-    totals: totals2,
-    modelCalls,
-    model: typeof r.model === "string" ? r.model : null
-  };
-}
-function episodeTokens(before, after) {
-  const b = before ?? { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
-  const d = {
-    inputTokens: after.inputTokens - b.inputTokens,
-    cachedInputTokens: after.cachedInputTokens - b.cachedInputTokens,
-    outputTokens: after.outputTokens - b.outputTokens
-  };
-  return d.inputTokens < 0 || d.outputTokens < 0 || d.cachedInputTokens < 0 ? null : d;
-}
-function usageAndSpend(tokens, turns, model, unit) {
-  const priced = priceTokens(model ?? void 0, {
-    input: tokens.inputTokens,
-    cachedInput: tokens.cachedInputTokens,
-    output: tokens.outputTokens
-  });
-  const usage2 = {
-    inputTokens: tokens.inputTokens,
-    outputTokens: tokens.outputTokens,
-    costUsd: priced.costUsd,
-    turns,
-    pricedFrom: priced.pricedFrom
-  };
-  const reportedSpend = unit === "tokens" ? tokens.inputTokens + tokens.outputTokens : unit === "usd" ? priced.costUsd : null;
-  return { usage: usage2, reportedSpend };
-}
-function overBounds(b, before, now) {
-  if (now.totals) {
-    const t = episodeTokens(before.resumeTotals, now.totals);
-    if (t && (b.unit === "tokens" || b.unit === "usd")) {
-      const model = b.model ?? now.model ?? void 0;
-      const spent2 = b.unit === "tokens" ? t.inputTokens + t.outputTokens : priceTokens(model, { input: t.inputTokens, cachedInput: t.cachedInputTokens, output: t.outputTokens }).costUsd;
-      if (spent2 > b.allowance) return `spent ${round2(spent2)} ${b.unit} of its ${formatNumber(b.allowance, 6)}`;
+  for (const row of jsonLines(stdout)) {
+    if (row.type === "system" && row.subtype === "init") {
+      facts.sessionId = str(row.session_id) ?? facts.sessionId;
+      facts.model = str(row.model);
+      facts.version = str(row.claude_code_version);
+    } else if (row.type === "result") {
+      const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((x) => x.trim() !== "") : [];
+      const isError = row.is_error === true;
+      const models = tallyOf(row.modelUsage, false);
+      const cost = num2(row.total_cost_usd);
+      facts.result = {
+        subtype: str(row.subtype) ?? "unknown",
+        isError,
+        sessionId: str(row.session_id),
+        totals: models ?? (cost === null ? null : { unknown: { input: 0, cached: 0, written: 0, output: 0, calls: 0, costUsd: cost } }),
+        turns: num2(row.num_turns),
+        message: errors.length > 0 ? errors.join("; ") : isError ? str(row.result) : null,
+        apiErrorStatus: num2(row.api_error_status)
+      };
+      facts.sessionId = facts.result.sessionId ?? facts.sessionId;
     }
   }
-  const calls = now.modelCalls - before.modelCalls;
-  if (b.maxTurns !== void 0 && calls >= b.maxTurns && now.toolCallPending && !now.idle)
-    return `used its ${b.maxTurns} model turns (agent.max_turns)`;
-  return null;
+  return facts;
 }
-function failureLine2(events, stderr) {
-  if (events.error) return events.error.trim().split("\n")[0]?.slice(0, 300) ?? null;
-  const lines = stderr.split("\n").map((l) => l.trim()).filter((l) => l !== "");
-  const error62 = lines.find((l) => l.startsWith("Error:"));
-  if (error62) return error62.slice(0, 300);
-  const last = lines.filter((l) => !/^\d+: |^at |^Stack backtrace:|^WARNING:/.test(l)).at(-1);
-  return last ? last.slice(0, 300) : null;
+function readCostState(transcript) {
+  let last = null;
+  for (const row of jsonLines(transcript))
+    if (row.type === "cost-state") last = tallyOf(row.modelUsage, row.hasUnknownModelCost === true) ?? {};
+  return last;
 }
-function* jsonLines3(text) {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("{")) continue;
-    try {
-      const r = record2(JSON.parse(line));
-      if (r) yield r;
-    } catch {
-    }
+function tallyOf(value, allUnknown) {
+  if (!isRecord2(value)) return null;
+  const t = {};
+  for (const [name2, m] of Object.entries(value)) {
+    if (!isRecord2(m)) continue;
+    const [read, wrote] = [num2(m.cacheReadInputTokens) ?? 0, num2(m.cacheCreationInputTokens) ?? 0];
+    addUse(t, name2, {
+      input: (num2(m.inputTokens) ?? 0) + read + wrote,
+      cached: read,
+      written: wrote,
+      output: num2(m.outputTokens) ?? 0,
+      costUsd: allUnknown || m.costBasis === "unknown" ? null : num2(m.costUSD) ?? 0
+    });
   }
+  return t;
 }
-function record2(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v) ? v : void 0;
+function assistantTally(transcript) {
+  const seen = /* @__PURE__ */ new Set();
+  const tally2 = {};
+  for (const row of jsonLines(transcript)) {
+    const m = isRecord2(row.message) ? row.message : null;
+    const id = str(m?.id);
+    if (row.type !== "assistant" || !m || id === null || seen.has(id) || !isRecord2(m.usage)) continue;
+    seen.add(id);
+    const u = m.usage;
+    const [read, wrote] = [num2(u.cache_read_input_tokens) ?? 0, num2(u.cache_creation_input_tokens) ?? 0];
+    addUse(tally2, str(m.model) ?? "unknown", {
+      input: (num2(u.input_tokens) ?? 0) + read + wrote,
+      cached: read,
+      written: wrote,
+      output: num2(u.output_tokens) ?? 0,
+      calls: 1,
+      costUsd: null
+    });
+  }
+  return { tally: tally2, responses: seen.size };
 }
-function readUsage(v) {
-  const u = record2(v);
-  if (!u) return null;
-  const n = (x) => typeof x === "number" && Number.isFinite(x) && x >= 0 ? x : null;
-  const input2 = n(u.input_tokens);
-  const output2 = n(u.output_tokens);
-  if (input2 === null || output2 === null) return null;
-  return { inputTokens: input2, cachedInputTokens: n(u.cached_input_tokens) ?? 0, outputTokens: output2 };
+function transcriptProblem(text) {
+  if (text.trim() === "") return "is empty";
+  let rows = 0;
+  for (const row of jsonLines(text)) {
+    rows++;
+    if ((row.type === "user" || row.type === "assistant") && isRecord2(row.message)) return null;
+  }
+  return rows === 0 ? "has no readable line (not JSON lines)" : "holds no conversation (no user or assistant message)";
 }
-function readTotals(v) {
-  const t = record2(v);
-  const ok = (x) => typeof x === "number" && Number.isFinite(x) && x >= 0;
-  if (!t || !ok(t.inputTokens) || !ok(t.outputTokens)) return void 0;
-  return {
-    inputTokens: t.inputTokens,
-    cachedInputTokens: ok(t.cachedInputTokens) ? t.cachedInputTokens : 0,
-    outputTokens: t.outputTokens
-  };
+function claudeEnding(run2, resumed) {
+  const r = readStream(run2.stdout).result;
+  if (resumed && run2.stopped === null && !r?.turns && saysNoConversation(`${run2.stderr}
+${r?.message ?? ""}`))
+    return { restart: `Claude Code found no conversation ${resumed}` };
+  const message = r?.message ? ` (${r.message})` : "";
+  if (r?.subtype === "error_max_turns")
+    return { exit: "budget", note: `Claude Code stopped at its turn limit${message}` };
+  if (r?.subtype === "error_max_budget_usd")
+    return {
+      exit: "budget",
+      note: `Claude Code stopped at its money limit${message}; it checks after each model call, so the spend can pass the allowance by one call`
+    };
+  if (!r) return { exit: "crash", why: run2.stderr.trim() ? null : "no result" };
+  if (r.subtype === "success" && !r.isError && run2.exitCode === 0) return {};
+  const status2 = r.apiErrorStatus === null ? "" : ` (API status ${r.apiErrorStatus})`;
+  return { exit: "crash", why: `${r.subtype}${status2}: ${r.message ?? "no message"}`, status: r.apiErrorStatus };
 }
-function sameTotals(a, b) {
-  return b !== null && a.inputTokens === b.inputTokens && a.outputTokens === b.outputTokens && a.cachedInputTokens === b.cachedInputTokens;
+function saysNoConversation(output2) {
+  return /No conversation found with session ID/i.test(output2);
 }
-function round2(x) {
-  return Math.round(x * 1e6) / 1e6;
+function num2(v) {
+  return typeof v === "number" && Number.isFinite(v) ? v : null;
+}
+function claudeEvent(out, e) {
+  if (e.type === "system") {
+    const f = e.subtype === "init" ? readStream(JSON.stringify(e)) : null;
+    if (f)
+      out.add(
+        "start",
+        [`Claude Code${f.version ? ` ${f.version}` : ""}`, f.model && `model ${f.model}`].filter(Boolean).join(", ")
+      );
+    else if (typeof e.subtype === "string") out.add("system", e.subtype);
+  } else if (e.type === "assistant" || e.type === "user") {
+    const content = isRecord2(e.message) ? e.message.content : void 0;
+    if (typeof content === "string" && e.type === "assistant") out.add("assistant", content);
+    for (const block of Array.isArray(content) ? content.filter(isRecord2) : []) {
+      if (block.type === "text") out.add(e.type === "assistant" ? "assistant" : "user", contentText(block.text));
+      else if (block.type === "thinking") out.add("thinking", contentText(block.thinking));
+      else if (block.type === "tool_use") out.add(`tool ${str(block.name) ?? "?"}`, describeInput(block.input));
+      else if (block.type === "tool_result")
+        out.add(block.is_error === true ? "result (error)" : "result", contentText(block.content) || "(empty)");
+    }
+  } else if (e.type === "result") {
+    const r = readStream(JSON.stringify(e)).result;
+    if (!r) return;
+    const cost = r.totals ? Object.values(r.totals).reduce((n, m) => n + (m.costUsd ?? 0), 0) : null;
+    const parts = [
+      r.subtype + (r.isError ? " (error)" : ""),
+      r.turns === null ? null : `${r.turns} turns`,
+      cost === null ? null : money(cost)
+    ];
+    out.add("end", [parts.filter(Boolean).join(", "), r.message].filter(Boolean).join(": "));
+  }
 }
 
 // src/agents/codex.ts
-var HOME2 = "home";
-var RECORD = "session.json";
-var KEPT = /* @__PURE__ */ new Set(["sessions", "config.toml"]);
-var ZERO = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
-var FIRST_LINE_MAX = 4 * 1024 * 1024;
-var codexAgent = (agent) => defineAgent({
-  kind: "codex",
-  maxTurns: agent.max_turns,
-  passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
-  missingLogin: (env) => usesKey2(env) || env.OPENAI_BASE_URL || env.AZURE_OPENAI_API_KEY || ownProvider(agent.args) || hasLogin(codexLogin(""), process.env) ? null : "Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON",
-  run: (s) => runCodex(s, {
-    executable: agent.command ?? AGENT_CLIS.codex.executable,
-    model: agent.model,
-    args: agent.args,
-    maxTurns: agent.max_turns
-  })
+import { mkdir as mkdir4, readdir as readdir3, rm as rm3, writeFile as writeFile3 } from "node:fs/promises";
+import { homedir as homedir3 } from "node:os";
+import { join as join4 } from "node:path";
+var rollout = () => ({
+  threadId: null,
+  model: null,
+  totals: null,
+  resumeTotals: null,
+  modelCalls: 0,
+  idle: true,
+  toolCallPending: false
 });
-async function runCodex(s, o) {
-  const home = join5(s.contextDir, HOME2);
-  const notes = [];
-  const ctx = await openContext(s.contextDir, "Codex", () => savedThread(s.contextDir, home));
-  if (ctx.note) notes.push(ctx.note);
-  const threadId = ctx.carried?.threadId ?? null;
-  if (ctx.carried) await pruneHome(home);
-  await mkdir4(home, { recursive: true });
-  await writeFile4(join5(home, "config.toml"), configToml(s.env));
-  const logins = usesKey2(s.env) ? [] : await installLogins(codexLogin(home), process.env);
-  const tail = new RolloutTail(join5(home, "sessions"), ctx.carried?.rollout ?? null);
-  const before = structuredClone(await tail.poll());
-  const bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
-  const watched = s.unit === "tokens" || s.unit === "usd" || o.maxTurns !== void 0;
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes
-  } = await launch(s, {
-    after: () => removeLogins(logins),
-    executable: o.executable,
-    args: codexArgs(s, o, threadId),
-    env: codexEnv(s, home),
-    // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
-    input: s.prompt,
-    maxOutput: 2e6,
-    // Codex's bounds are read from its rollout (a turn cap counts model calls within a turn).
-    ...watched ? { bounds: async () => overBounds(bounds, before, await tail.poll()) } : {}
-  });
-  notes.push(...watchNotes);
-  const after = await tail.poll().catch(() => tail.summary);
-  const events = parseExecEvents(r.stdout);
-  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
-  const totals2 = events.usage ?? after.totals ?? (tail.file ? before.resumeTotals ?? ZERO : null);
-  const thread = after.threadId ?? events.threadId;
-  const model = o.model ?? after.model ?? before.model;
-  if (thread && tail.file) {
-    await writeFile4(
-      join5(s.contextDir, RECORD),
-      sessionRecordJson({ agent: "codex", threadId: thread, totals: totals2, modelCalls: after.modelCalls, model })
+var KEPT = /* @__PURE__ */ new Set(["sessions", "config.toml"]);
+var TOOL_CALLS = /* @__PURE__ */ new Set(["function_call", "custom_tool_call", "local_shell_call"]);
+var usesKey2 = (env) => Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
+var codex = defineSpec({
+  kind: "codex",
+  name: "Codex",
+  cli: {
+    executable: "codex",
+    install: "npm i -g @openai/codex",
+    package: "@openai/codex",
+    version: "0.171.0",
+    installer: "npm",
+    secret: { name: "OPENAI_API_KEY", note: "or CODEX_AUTH_JSON, the content of ~/.codex/auth.json" }
+  },
+  passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
+  missingLogin: (env, agent) => usesKey2(env) || env.OPENAI_BASE_URL || env.AZURE_OPENAI_API_KEY || // A provider of its own (`--oss`, a profile, `-c model_provider=…`): its login is its own.
+  agent.args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider")) || hasLogin(codexLogin(""), process.env) ? null : "Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON",
+  async resume(e, record2) {
+    const threadId = record2?.threadId;
+    if (typeof threadId !== "string" || !/^[0-9a-f-]{36}$/i.test(threadId))
+      return { unusable: `session.json has no valid thread id (${JSON.stringify(threadId)})` };
+    const file2 = (await rolloutFiles(join4(e.home, "sessions"))).find((f) => rolloutThreadId(f) === threadId);
+    if (!file2) return { unusable: `the session file of thread ${threadId} is missing` };
+    const why = rolloutProblem((await readFrom(file2, 0, 4 * 1024 * 1024)).toString("utf8").split("\n")[0], threadId);
+    return why ? { unusable: why } : { threadId, rollout: file2 };
+  },
+  async start(e, saved) {
+    if (saved) await pruneHome(e.home);
+    await mkdir4(e.home, { recursive: true });
+    await writeFile3(join4(e.home, "config.toml"), configToml(e.env));
+    const file2 = new GrowingFile(
+      saved?.rollout ?? (async () => (await rolloutFiles(join4(e.home, "sessions"))).at(-1) ?? null)
     );
-    await pruneHome(home);
-  } else if (!threadId) {
-    await rm3(home, { recursive: true, force: true });
+    const now = rollout();
+    const poll = async () => {
+      for (const line of await file2.lines()) addRolloutLine(now, line);
+      return now;
+    };
+    const before = structuredClone(await poll());
+    const model = () => e.agent.model ?? now.model ?? "unknown";
+    return {
+      args: codexArgs(e, saved?.threadId ?? null),
+      env: {
+        CODEX_HOME: e.home,
+        // Its own OpenAI provider sends no key from OPENAI_API_KEY (0.171.0); `codex exec` takes CODEX_API_KEY.
+        ...!e.env.OPENAI_BASE_URL && !e.env.CODEX_API_KEY && e.env.OPENAI_API_KEY ? { CODEX_API_KEY: e.env.OPENAI_API_KEY } : {}
+      },
+      // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
+      input: e.prompt,
+      logins: usesKey2(e.env) ? [] : codexLogin(e.home),
+      watch: e.unit === "tokens" || e.unit === "usd",
+      async spent(run2) {
+        await poll().catch(() => now);
+        const totals = run2 && execEvents(run2.stdout).usage || now.totals || (file2.path ? before.resumeTotals ?? zero : null);
+        if (!totals) return null;
+        const own2 = shareOf(tally(model(), before.resumeTotals), tally(model(), totals) ?? {});
+        const notes = own2.note ? [own2.note] : [];
+        if (run2?.stopped)
+          notes.push("usage as Codex recorded it up to the stop (an answer cut off by it is not counted)");
+        if (run2 && e.unit === "usd")
+          notes.push(
+            "Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response"
+          );
+        const tallied = {
+          tally: own2.share,
+          turns: file2.path ? now.modelCalls - before.modelCalls : null,
+          notes
+        };
+        return tallied;
+      },
+      noUsage: () => "Codex recorded no session: usage unknown",
+      // At the turn limit and the model has asked for a tool: the next thing Codex does is ask it again.
+      bounds: async () => {
+        await poll();
+        const max = e.agent.max_turns;
+        return max !== void 0 && now.modelCalls - before.modelCalls >= max && now.toolCallPending && !now.idle ? `used its ${max} model turns (agent.max_turns)` : null;
+      },
+      ending: (run2) => ({ why: execEvents(run2.stdout).error?.split("\n")[0] ?? null }),
+      async record(run2) {
+        const thread = now.threadId ?? (run2 ? execEvents(run2.stdout).threadId : null);
+        if (!run2 || !thread || !file2.path) return null;
+        return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
+      },
+      // No conversation recorded: the context stays empty, so the next episode starts clean.
+      after: () => now.threadId && file2.path ? pruneHome(e.home) : saved ? Promise.resolve() : rm3(e.home, { recursive: true, force: true })
+    };
+  },
+  transcript(text, out, other) {
+    const started = /* @__PURE__ */ new Set();
+    eachEvent(text, other, (e) => codexEvent(out, e, started));
   }
-  if (r.stopped === "budget" && overrun) notes.push(`stopped by forkflush: the session ${overrun}`);
-  if (exit === "crash" && r.stopped === null) {
-    const how = r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`);
-    const why = failureLine2(events, r.stderr);
-    notes.push(`codex exited with ${how}${why ? `: ${why}` : ""}`);
-  }
-  const seconds3 = r.ms / 1e3;
-  if (!totals2) {
-    const charged2 = s.unit === "tokens" || s.unit === "usd" ? "; charged its whole allowance" : "";
-    notes.push(`Codex recorded no session: usage unknown${charged2}`);
-    return { exit, reportedSpend: null, seconds: seconds3, note: notes.join("; ") };
-  }
-  const own2 = ownShare(before.resumeTotals, totals2);
-  if (own2.note) notes.push(own2.note);
-  if (r.stopped !== null)
-    notes.push("usage as Codex recorded it up to the stop (an answer cut off by it is not counted)");
-  const turns = tail.file ? after.modelCalls - before.modelCalls : null;
-  const { usage: usage2, reportedSpend } = usageAndSpend(own2.share, turns, model, s.unit);
-  if (s.unit === "usd")
-    notes.push("Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response");
-  return { exit, reportedSpend, usage: usage2, seconds: seconds3, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
-}
-function codexArgs(s, o, threadId) {
+});
+var zero = { input: 0, cached: 0, output: 0 };
+var tally = (model, t) => t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
+function codexArgs(e, threadId) {
   return [
-    "exec",
-    // JSONL events on stdout (docs/exec.md, "JSON output mode").
-    "--json",
-    // The workspace is a forkflush checkout that forkflush commits after every episode.
-    "--skip-git-repo-check",
-    "-C",
-    s.workdir,
-    // Edits and commands in the workspace without asking. In forkflush's sandbox Codex's own is
-    // off: it is nested inside a stronger one (a PID namespace, hidden home and records), and
-    // it cannot start there (Codex runs bubblewrap itself, and fails where bwrap is installed).
-    // Without forkflush's sandbox, Codex's own confines writes to the workspace.
-    ...s.confined ? ["--sandbox", "danger-full-access"] : [
-      "--sandbox",
-      "workspace-write",
-      // Codex's sandbox blocks all sockets by default; "$FORKFLUSH_GRADE" asks forkflush over a
-      // Unix socket to run the grader (sandbox_workspace_write.network_access,
-      // developers.openai.com/codex/config-reference).
-      "-c",
-      "sandbox_workspace_write.network_access=true"
-    ],
+    ...["exec", "--json", "--skip-git-repo-check", "-C", e.workdir],
+    // In forkflush's sandbox Codex's own is off: nested inside a stronger one, and it cannot start
+    // there (Codex runs bubblewrap itself). Without it, Codex's confines writes to the workspace, and
+    // lets "$FORKFLUSH_GRADE" reach forkflush over a Unix socket (sandbox_workspace_write.network_access).
+    ...e.confined ? ["--sandbox", "danger-full-access"] : ["--sandbox", "workspace-write", "-c", "sandbox_workspace_write.network_access=true"],
     // Never stop to ask for approval (exec's default; stated so a user config cannot change it).
-    "-c",
-    'approval_policy="never"',
-    ...o.model ? ["-m", o.model] : [],
-    ...o.args,
+    ...["-c", 'approval_policy="never"'],
+    ...e.agent.model ? ["-m", e.agent.model] : [],
+    ...e.agent.args,
     ...threadId ? ["resume", threadId] : [],
     "-"
   ];
 }
-function usesKey2(env) {
-  return Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
-}
-function ownProvider(args) {
-  return args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider"));
-}
 function codexLogin(episodeHome, env = process.env) {
-  const home = env.CODEX_HOME || join5(homedir3(), ".codex");
-  return [{ from: join5(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join5(episodeHome, "auth.json") }];
-}
-function codexEnv(s, home) {
-  const env = { CODEX_HOME: home };
-  if (!s.env.OPENAI_BASE_URL && !s.env.CODEX_API_KEY && s.env.OPENAI_API_KEY) env.CODEX_API_KEY = s.env.OPENAI_API_KEY;
-  return env;
+  const home = env.CODEX_HOME || join4(homedir3(), ".codex");
+  return [{ from: join4(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join4(episodeHome, "auth.json") }];
 }
 function configToml(env) {
   const lines = ["# Written by forkflush for each episode (CODEX_HOME is the episode context folder)."];
   const base = env.OPENAI_BASE_URL?.trim();
-  if (base) {
+  if (base)
     lines.push(
       'model_provider = "forkflush"',
       "",
@@ -32710,99 +32306,144 @@ function configToml(env) {
       'wire_api = "responses"',
       env.OPENAI_API_KEY ? 'env_key = "OPENAI_API_KEY"' : "requires_openai_auth = true"
     );
-  }
   return `${lines.join("\n")}
 `;
 }
-async function savedThread(contextDir, home) {
-  const text = await readRegular(join5(contextDir, RECORD));
-  if (text === null) return { unusable: `it has no ${RECORD}` };
-  const rec = parseSessionRecord(text);
-  if ("problem" in rec) return { unusable: rec.problem };
-  const rollout = (await rolloutFiles(join5(home, "sessions"))).find(
-    (f) => rolloutThreadId(f.split("/").at(-1)) === rec.threadId
-  );
-  if (!rollout) return { unusable: `the session file of thread ${rec.threadId} is missing` };
-  const why = rolloutProblem(await firstLine(rollout), rec.threadId);
-  return why ? { unusable: why } : { threadId: rec.threadId, rollout };
-}
 async function pruneHome(home) {
-  const entries = await readdir4(home).catch(() => []);
+  const entries = await readdir3(home).catch(() => []);
   await Promise.all(
-    entries.filter((e) => !KEPT.has(e)).map((e) => rm3(join5(home, e), { recursive: true, force: true }))
+    entries.filter((x) => !KEPT.has(x)).map((x) => rm3(join4(home, x), { recursive: true, force: true }))
   );
 }
 async function rolloutFiles(dir) {
-  const entries = await readdir4(dir, { recursive: true }).catch(() => []);
-  return entries.filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e)).map((e) => join5(dir, e)).sort();
+  const entries = await readdir3(dir, { recursive: true }).catch(() => []);
+  return entries.filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x)).map((x) => join4(dir, x)).sort();
 }
-async function firstLine(file2) {
-  const buf = await readFrom(file2, 0, FIRST_LINE_MAX);
-  const nl = buf.indexOf(10);
-  if (nl === -1 && buf.length === FIRST_LINE_MAX) return void 0;
-  return buf.subarray(0, nl === -1 ? buf.length : nl).toString("utf8");
+function rolloutThreadId(path) {
+  const m = /(?:^|\/)rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(path);
+  return m ? m[1] : null;
 }
-var RolloutTail = class {
-  summary = emptyRollout();
-  file_;
-  constructor(sessionsDir, file2) {
-    this.file_ = new GrowingFile(file2 ?? (async () => (await rolloutFiles(sessionsDir)).at(-1) ?? null));
+function rolloutProblem(firstLine, threadId) {
+  if (!firstLine?.trim()) return "its session file is empty";
+  const [item] = jsonLines(firstLine);
+  if (!item) return "its session file does not start with a JSON line";
+  if (item.type !== "session_meta") return "its session file does not start with the session metadata";
+  const id = isRecord2(item.payload) ? item.payload.id : void 0;
+  return id === threadId ? null : `its session file belongs to thread ${String(id)}, not ${threadId}`;
+}
+function readTokens(v) {
+  if (!isRecord2(v) || num(v.input_tokens) === null || num(v.output_tokens) === null) return null;
+  return {
+    input: v.input_tokens,
+    cached: num(v.cached_input_tokens) ?? 0,
+    output: v.output_tokens
+  };
+}
+function addRolloutLine(s, line) {
+  const [item] = jsonLines(line);
+  const p = isRecord2(item?.payload) ? item.payload : null;
+  if (!item || !p) return s;
+  if (item.type === "session_meta" && typeof p.id === "string") s.threadId ??= p.id;
+  else if (item.type === "turn_context" && typeof p.model === "string") s.model = p.model;
+  else if (item.type === "response_item" && TOOL_CALLS.has(p.type)) s.toolCallPending = true;
+  else if (item.type === "response_item" && p.type === "message" && p.role === "assistant") s.toolCallPending = false;
+  else if (item.type === "event_msg" && p.type === "task_started") s.idle = false;
+  else if (item.type === "event_msg" && (p.type === "task_complete" || p.type === "turn_aborted")) s.idle = true;
+  else if (item.type === "event_msg" && p.type === "token_count") {
+    const t = readTokens(isRecord2(p.info) ? p.info.total_token_usage : null);
+    addTotals(s, t);
+    if (t) s.resumeTotals = t;
+  } else if (item.type === "token_usage_record") addTotals(s, readTokens(p.thread_token_usage));
+  return s;
+}
+function addTotals(s, t) {
+  const p = s.totals;
+  if (!t || p && t.input === p.input && t.output === p.output && t.cached === p.cached) return;
+  if (!p || t.input >= p.input && t.output >= p.output && t.cached >= p.cached) s.modelCalls += 1;
+  s.totals = t;
+}
+function execEvents(stdout) {
+  const out = { threadId: null, usage: null, error: null };
+  for (const e of jsonLines(stdout)) {
+    if (e.type === "thread.started") out.threadId = str(e.thread_id);
+    else if (e.type === "turn.completed") out.usage = readTokens(e.usage) ?? out.usage;
+    else if (e.type === "turn.failed" && isRecord2(e.error) && typeof e.error.message === "string")
+      out.error = e.error.message;
+    else if (e.type === "error" && typeof e.message === "string" && !/^Reconnecting\b/.test(e.message))
+      out.error = e.message;
   }
-  get file() {
-    return this.file_.path;
-  }
-  async poll() {
-    for (const line of await this.file_.lines()) addRolloutLine(this.summary, line);
-    return this.summary;
-  }
-};
+  return out;
+}
+function codexEvent(out, e, started) {
+  if (e.type === "thread.started") out.add("start", `Codex thread ${str(e.thread_id) ?? "?"}`);
+  else if (e.type === "turn.completed") {
+    const t = readTokens(e.usage);
+    out.add("turn done", t ? `${t.input} in, ${t.output} out (thread totals)` : "no usage");
+  } else if (e.type === "turn.failed")
+    out.add("turn failed", contentText(isRecord2(e.error) ? e.error.message : e.error));
+  else if (e.type === "error") out.add("error", contentText(e.message));
+  if (!/^item\.(started|completed|updated)$/.test(String(e.type)) || !isRecord2(e.item)) return;
+  const item = e.item;
+  const id = str(item.id) ?? "";
+  const done = e.type === "item.completed";
+  const first = !started.has(id);
+  started.add(id);
+  if (item.type === "agent_message" && done) out.add("assistant", contentText(item.text));
+  else if (item.type === "reasoning" && done) out.add("thinking", contentText(item.text));
+  else if (item.type === "command_execution") {
+    if (first) out.add("tool shell", describeInput(item.command));
+    const code = num(item.exit_code);
+    if (done)
+      out.add(code === null ? "result" : `result (exit ${code})`, contentText(item.aggregated_output) || "(no output)");
+  } else if (item.type === "file_change" && done) {
+    const changes = Array.isArray(item.changes) ? item.changes.filter(isRecord2) : [];
+    out.add(
+      "tool edit",
+      changes.map((c) => `${str(c.path) ?? "?"}${str(c.kind) ? ` (${c.kind})` : ""}`).join(", ") || "files"
+    );
+    if (item.status === "failed") out.add("result (error)", "the change was not applied");
+  } else if (item.type === "mcp_tool_call") {
+    if (first) out.add(`tool ${str(item.server) ?? "mcp"}.${str(item.tool) ?? "?"}`, describeInput(item.arguments));
+    const error62 = isRecord2(item.error) ? item.error.message : null;
+    if (done && error62) out.add("result (error)", contentText(error62));
+    else if (done)
+      out.add("result", contentText(isRecord2(item.result) ? item.result.content : item.result) || "(empty)");
+  } else if (item.type === "web_search" && done) out.add("tool web_search", contentText(item.query));
+  else if (item.type === "todo_list" && done && Array.isArray(item.items)) {
+    const items = item.items.filter(isRecord2);
+    out.add("plan", `${items.filter((i) => i.completed === true).length} of ${items.length} done`);
+  } else if (item.type === "error" && done) out.add("warning", contentText(item.message));
+}
 
 // src/agents/command.ts
-function commandAgent(command) {
-  return defineAgent({
-    kind: "command",
-    // Only what the user lists in agent.env: a command agent's keys are the user's to name.
-    passEnv: [],
-    maxTurns: void 0,
-    async run(s) {
-      const watched = s.unit === "tokens" || s.unit === "usd";
-      const { run: r, notes } = await launch(s, {
-        executable: "/bin/sh",
-        args: ["-c", command],
-        env: {},
-        input: s.prompt,
-        maxOutput: 64e3,
-        // Tokens and money are what the agent says it spent: watch the usage file.
-        ...watched ? {
-          pollMs: 200,
-          meter: async () => {
-            const spent2 = await readUsage2(s.usageFile);
-            if (typeof spent2 !== "number") return null;
-            return s.unit === "tokens" ? { inputTokens: spent2, outputTokens: 0, costUsd: null, turns: 0 } : { inputTokens: 0, outputTokens: 0, costUsd: spent2, turns: 0 };
+var command = defineSpec({
+  kind: "command",
+  name: "agent",
+  // Only what the user lists in agent.env: a command agent's keys are the user's to name.
+  passEnv: [],
+  async start(e) {
+    const watched = e.unit === "tokens" || e.unit === "usd";
+    let problem2 = "the agent wrote no usage file";
+    return {
+      executable: "/bin/sh",
+      args: ["-c", e.agent.command ?? ""],
+      input: e.prompt,
+      pollMs: 200,
+      ...watched ? {
+        spent: async () => {
+          const spent2 = await readUsage(e.usageFile);
+          if (typeof spent2 !== "number") {
+            if (spent2) problem2 = `the agent wrote an unreadable usage file (${spent2.error})`;
+            return null;
           }
-        } : {}
-      });
-      const usage2 = await readUsage2(s.usageFile);
-      const seconds3 = r.ms / 1e3;
-      const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
-      if (exit === "crash" && r.stopped === null) {
-        const tail = failureLine(r.stderr);
-        notes.unshift(
-          `agent exited with ${r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`)}${tail ? `: ${tail.slice(0, 200)}` : ""}`
-        );
-      }
-      let reportedSpend = null;
-      const notStarted = r.stopped === null && couldNotStart(r);
-      if (typeof usage2 === "number") reportedSpend = watched ? usage2 : null;
-      else if (watched && !notStarted) {
-        const why = usage2 === void 0 ? "wrote no usage file" : `wrote an unreadable usage file (${usage2.error})`;
-        notes.push(`the agent ${why}; charged its whole allowance`);
-      }
-      return { exit, reportedSpend, seconds: seconds3, ...notes.length > 0 ? { note: notes.join("; ") } : {} };
-    }
-  });
-}
-async function readUsage2(file2) {
+          return { tally: {}, spend: spent2 };
+        },
+        noUsage: () => problem2
+      } : {}
+    };
+  }
+});
+async function readUsage(file2) {
   const text = await readRegular(file2, 64e3);
   if (text === null) return void 0;
   try {
@@ -32816,837 +32457,538 @@ async function readUsage2(file2) {
 
 // src/agents/copilot.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { mkdir as mkdir5, rm as rm4, writeFile as writeFile5 } from "node:fs/promises";
-import { dirname as dirname5, join as join6 } from "node:path";
-
-// src/agents/copilot-output.ts
+import { mkdir as mkdir5, rm as rm4 } from "node:fs/promises";
+import { dirname as dirname5, join as join5 } from "node:path";
 var NANO_AIU_PER_CREDIT = 1e9;
 var USD_PER_CREDIT = 0.01;
-function emptyTotals() {
-  return { models: {}, nanoAiu: 0, creditsAvailable: false };
+var MIN_AI_CREDITS = 30;
+var MAX_PROMPT_ARG = 1e5;
+var copilot = defineSpec({
+  kind: "copilot",
+  name: "Copilot",
+  cli: {
+    executable: "copilot",
+    install: "npm i -g @github/copilot",
+    package: "@github/copilot",
+    version: "1.0.102",
+    installer: "npm",
+    secret: { name: "COPILOT_GITHUB_TOKEN", note: "a fine-grained token with the Copilot Requests permission" }
+  },
+  // Its own login and bring-your-own-key providers; never GITHUB_TOKEN or GH_TOKEN (forge credentials).
+  passEnv: ["COPILOT_*"],
+  missingLogin: (env) => env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`\'s own',
+  async resume(e, record2) {
+    const id = record2?.sessionId;
+    if (typeof id !== "string" || !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(id))
+      return { unusable: "session.json names no session id" };
+    const events = await readRegular(eventsPath(e.home, id), MAX_AGENT_FILE_BYTES);
+    if (events === null) return { unusable: `session ${id} is unknown: its events.jsonl is missing` };
+    const bad = eventsFileProblem(events, id);
+    if (bad) return { unusable: `session ${id} is corrupt: ${bad}` };
+    const saved = isRecord2(record2?.totals) ? record2.totals : {};
+    const episodes = Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [];
+    return { sessionId: id, ...readTotals(saved), episodes };
+  },
+  async start(e, saved) {
+    await mkdir5(e.home, { recursive: true });
+    const id = saved?.sessionId ?? randomUUID2();
+    const eventsFile = eventsPath(e.home, id);
+    const offset = saved ? await sizeOf(eventsFile) : 0;
+    const usageOut = join5(dirname5(e.usageFile), "copilot-usage.json");
+    await rm4(usageOut, { force: true });
+    const credits = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === "usd" ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : void 0;
+    const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
+    const events = new GrowingFile(eventsFile, offset);
+    const seen = [];
+    let cumulative = null;
+    let own2 = null;
+    const previous = saved ?? null;
+    return {
+      args: [
+        ...viaStdin ? [] : [`--prompt=${e.prompt}`],
+        ...["--allow-all-tools", "--no-ask-user", "--no-auto-update", "--output-format", "json"],
+        ...["--usage-output-file", usageOut],
+        // Its own logs go with the episode's other logs, not into the context carried onward.
+        ...["--log-dir", join5(dirname5(e.logFile), "copilot-logs"), "-C", e.workdir],
+        saved ? `--resume=${id}` : `--session-id=${id}`,
+        ...e.agent.model ? ["--model", e.agent.model] : [],
+        ...credits !== void 0 ? ["--max-ai-credits", String(credits)] : [],
+        ...e.agent.args
+      ],
+      env: { COPILOT_HOME: e.home },
+      ...viaStdin ? { input: e.prompt } : {},
+      async spent(run2) {
+        for (const line of await events.lines()) seen.push(...jsonLines(line));
+        if (!run2) return { ...spentOf(summarizeEvents(seen).totals), turns: summarizeEvents(seen).turns };
+        const notes = [];
+        const text = await readRegular(usageOut, 4e6);
+        const file2 = text === null ? null : parseUsageFile(text);
+        if (typeof file2 === "string") notes.push(`${file2}; usage counted from the session's events`);
+        if (file2 && typeof file2 !== "string") {
+          cumulative = file2;
+          const share2 = shareOf(previous?.models ?? null, file2.models);
+          own2 = { models: share2.share, nanoAiu: Math.max(0, file2.nanoAiu - (previous?.nanoAiu ?? 0)) };
+          if (share2.note) notes.push(share2.note);
+        } else if (await sizeOf(eventsFile) > 0) {
+          own2 = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString("utf8"))]).totals;
+          cumulative = {
+            models: sumTallies(previous?.models ?? null, own2.models),
+            nanoAiu: (previous?.nanoAiu ?? 0) + own2.nanoAiu
+          };
+          if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
+        } else {
+          return { tally: {}, notes: ["Copilot started no session, so it made no model call"] };
+        }
+        return { ...spentOf(own2), notes };
+      },
+      noUsage: () => "the usage of this episode could not be read",
+      ending(run2) {
+        const hit = credits !== void 0 && own2 !== null && own2.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
+        if (hit && run2.stopped === null) return { exit: "budget", note: `stopped by --max-ai-credits ${credits}` };
+        return { why: sessionErrors(run2.stdout).at(-1) ?? null };
+      },
+      async record(run2) {
+        if (!run2 || await sizeOf(eventsFile) === 0) return null;
+        return { sessionId: id, totals: cumulative, episodes: [...saved?.episodes ?? [], e.episodeId] };
+      }
+    };
+  },
+  transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e))
+});
+var eventsPath = (home, id) => join5(home, "session-state", id, "events.jsonl");
+function spentOf(t) {
+  return { tally: t.models, ...t.nanoAiu > 0 ? { costUsd: t.nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT } : {} };
 }
-function num2(v) {
-  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
-}
-function isObject2(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
+function readTotals(v) {
+  const models = {};
+  for (const [model, m] of Object.entries(isRecord2(v.models) ? v.models : {}))
+    if (isRecord2(m))
+      addUse(models, model, {
+        input: count2(m.input ?? m.inputTokens),
+        cached: count2(m.cached ?? m.cacheReadTokens),
+        written: count2(m.written ?? m.cacheWriteTokens),
+        output: count2(m.output ?? m.outputTokens),
+        calls: count2(m.calls ?? m.requests)
+      });
+  return { models, nanoAiu: count2(v.nanoAiu) };
 }
 function parseUsageFile(text) {
   let json2;
   try {
     json2 = JSON.parse(text);
   } catch {
-    throw new Error(`the usage file is not JSON: ${text.trim().slice(0, 60)}`);
+    return `the usage file is not JSON: ${text.trim().slice(0, 60)}`;
   }
-  if (!isObject2(json2) || !isObject2(json2.modelMetrics)) throw new Error("the usage file has no modelMetrics");
+  if (!isRecord2(json2) || !isRecord2(json2.modelMetrics)) return "the usage file has no modelMetrics";
   const models = {};
   for (const [model, m] of Object.entries(json2.modelMetrics)) {
-    if (!isObject2(m)) continue;
-    const usage2 = isObject2(m.usage) ? m.usage : {};
-    const requests = isObject2(m.requests) ? m.requests : {};
-    models[model] = {
-      inputTokens: num2(usage2.inputTokens),
-      outputTokens: num2(usage2.outputTokens),
-      cacheReadTokens: num2(usage2.cacheReadTokens),
-      cacheWriteTokens: num2(usage2.cacheWriteTokens),
-      requests: num2(requests.count)
-    };
+    if (!isRecord2(m)) continue;
+    const u = isRecord2(m.usage) ? m.usage : {};
+    addUse(models, model, {
+      input: count2(u.inputTokens),
+      cached: count2(u.cacheReadTokens),
+      written: count2(u.cacheWriteTokens),
+      output: count2(u.outputTokens),
+      calls: count2(isRecord2(m.requests) ? m.requests.count : 0)
+    });
   }
-  const nanoAiu = num2(json2.totalNanoAiu);
-  return { models, nanoAiu, creditsAvailable: json2.aiCreditsStatus !== "unavailable" && nanoAiu > 0 };
+  return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count2(json2.totalNanoAiu) };
 }
-function readSavedTotals(v) {
-  if (!isObject2(v) || !isObject2(v.models)) return null;
-  const models = {};
-  for (const [model, m] of Object.entries(v.models)) {
-    if (!isObject2(m)) continue;
-    models[model] = {
-      inputTokens: num2(m.inputTokens),
-      outputTokens: num2(m.outputTokens),
-      cacheReadTokens: num2(m.cacheReadTokens),
-      cacheWriteTokens: num2(m.cacheWriteTokens),
-      requests: num2(m.requests)
-    };
-  }
-  return { models, nanoAiu: num2(v.nanoAiu), creditsAvailable: v.creditsAvailable === true };
-}
-function subtractTotals(now, before) {
-  if (!before) return { delta: now };
-  const models = {};
-  const notes = /* @__PURE__ */ new Set();
-  for (const [model, m] of Object.entries(now.models)) {
-    const { share: share2, note } = ownShare(before.models[model] ?? null, { ...m });
-    if (note) notes.add(note);
-    if (share2.inputTokens + share2.outputTokens + share2.requests > 0) models[model] = share2;
-  }
-  const credits = ownShare({ nanoAiu: before.nanoAiu }, { nanoAiu: now.nanoAiu });
-  if (credits.note) notes.add(credits.note);
-  const delta = { models, nanoAiu: credits.share.nanoAiu, creditsAvailable: now.creditsAvailable };
-  return notes.size > 0 ? { delta, note: [...notes][0] } : { delta };
-}
-function addTotals3(a, b) {
-  if (!a) return b;
-  const models = { ...a.models };
-  for (const [model, m] of Object.entries(b.models)) {
-    const x = models[model];
-    models[model] = x ? {
-      inputTokens: x.inputTokens + m.inputTokens,
-      outputTokens: x.outputTokens + m.outputTokens,
-      cacheReadTokens: x.cacheReadTokens + m.cacheReadTokens,
-      cacheWriteTokens: x.cacheWriteTokens + m.cacheWriteTokens,
-      requests: x.requests + m.requests
-    } : m;
-  }
-  return { models, nanoAiu: a.nanoAiu + b.nanoAiu, creditsAvailable: a.creditsAvailable || b.creditsAvailable };
+function sessionErrors(stdout) {
+  return [...jsonLines(stdout)].flatMap(
+    (x) => x.type === "session.error" && isRecord2(x.data) ? str(x.data.message) ?? [] : []
+  );
 }
 function summarizeEvents(events) {
   let turns = 0;
-  const totals2 = emptyTotals();
+  const models = {};
   for (const e of events) {
     if (e.type === "assistant.turn_start") turns++;
-    if (e.type !== "session.usage_record") continue;
-    const usage2 = isObject2(e.data) && isObject2(e.data.usage) ? e.data.usage : null;
-    if (!usage2) continue;
-    const model = typeof usage2.model === "string" ? usage2.model : "unknown";
-    const m = totals2.models[model] ?? {
-      inputTokens: 0,
-      outputTokens: 0,
-      cacheReadTokens: 0,
-      cacheWriteTokens: 0,
-      requests: 0
-    };
-    m.inputTokens += num2(usage2.inputTokens);
-    m.outputTokens += num2(usage2.outputTokens);
-    m.cacheReadTokens += num2(usage2.cacheReadTokens);
-    m.cacheWriteTokens += num2(usage2.cacheWriteTokens);
-    m.requests += 1;
-    totals2.models[model] = m;
+    const u = e.type === "session.usage_record" && isRecord2(e.data) && isRecord2(e.data.usage) ? e.data.usage : null;
+    if (u)
+      addUse(models, typeof u.model === "string" ? u.model : "unknown", {
+        input: count2(u.inputTokens),
+        cached: count2(u.cacheReadTokens),
+        written: count2(u.cacheWriteTokens),
+        output: count2(u.outputTokens),
+        calls: 1
+      });
   }
-  return { turns, totals: totals2 };
+  return { turns, totals: { models, nanoAiu: 0 } };
 }
 function eventsFileProblem(text, sessionId) {
   if (text.trim() === "") return "its events.jsonl is empty";
   const lines = text.split("\n").filter((l) => l.trim() !== "");
   for (const [i, line] of lines.entries()) {
-    let v;
-    try {
-      v = JSON.parse(line);
-    } catch {
-      if (i === lines.length - 1 && !text.endsWith("\n")) continue;
-      return `line ${i + 1} of its events.jsonl is not JSON`;
-    }
-    if (!isObject2(v) || typeof v.type !== "string") return `line ${i + 1} of its events.jsonl is not an event`;
-    if (i === 0) {
-      const id = isObject2(v.data) ? v.data.sessionId : void 0;
-      if (v.type !== "session.start") return "its events.jsonl does not begin with session.start";
-      if (id !== sessionId) return `its events.jsonl belongs to session ${String(id)}`;
-    }
+    const [v] = jsonLines(line);
+    if (!v && i === lines.length - 1 && !text.endsWith("\n")) continue;
+    if (!v) return `line ${i + 1} of its events.jsonl is not JSON`;
+    if (typeof v.type !== "string") return `line ${i + 1} of its events.jsonl is not an event`;
+    const id = isRecord2(v.data) ? v.data.sessionId : void 0;
+    if (i === 0 && v.type !== "session.start") return "its events.jsonl does not begin with session.start";
+    if (i === 0 && id !== sessionId) return `its events.jsonl belongs to session ${String(id)}`;
   }
   return null;
 }
-function parseJsonOutput(stdout) {
-  const facts = { errors: [] };
-  for (const line of stdout.split("\n")) {
-    if (!line.startsWith("{")) continue;
-    let v;
-    try {
-      v = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    if (!isObject2(v)) continue;
-    if (v.type === "result") {
-      if (typeof v.exitCode === "number") facts.exitCode = v.exitCode;
-      if (typeof v.sessionId === "string") facts.sessionId = v.sessionId;
-    } else if (v.type === "session.error" && isObject2(v.data) && typeof v.data.message === "string") {
-      facts.errors.push(v.data.message);
-    }
+function copilotEvent(out, e) {
+  const data = isRecord2(e.data) ? e.data : {};
+  if (e.type === "assistant.message") {
+    out.add("assistant", contentText(data.content));
+    const requests = Array.isArray(data.toolRequests) ? data.toolRequests.filter(isRecord2) : [];
+    for (const t of requests) out.add(`tool ${str(t.name) ?? "?"}`, describeInput(t.arguments));
+  } else if (e.type === "assistant.reasoning") out.add("thinking", contentText(data.content));
+  else if (e.type === "tool.execution_complete") {
+    const result = isRecord2(data.result) ? data.result : {};
+    const text = contentText(result.content ?? (isRecord2(data.error) ? data.error.message : data.error));
+    out.add(data.success === false ? "result (error)" : "result", text || "(empty)");
+  } else if (e.type === "assistant.turn_retry") out.add("retry", str(data.reason) ?? "the model call failed");
+  else if (e.type === "model.call_failure") {
+    const status2 = num(data.statusCode);
+    out.add("model call failed", status2 === null ? str(data.failureKind) ?? "error" : `HTTP ${status2}`);
+  } else if (e.type === "session.error")
+    out.add("error", `${str(data.errorType) ?? "error"}: ${contentText(data.message)}`);
+  else if (e.type === "session.start")
+    out.add("start", str(data.copilotVersion) ? `Copilot ${data.copilotVersion}` : "Copilot session");
+  else if (e.type === "result") {
+    const code = num(e.exitCode) ?? num(data.exitCode);
+    out.add("end", code === null ? "done" : `exit code ${code}`);
   }
-  return facts;
-}
-function episodeUsage2(delta) {
-  let inputTokens = 0;
-  let outputTokens = 0;
-  let turns = 0;
-  let priced = 0;
-  const pricedFrom = /* @__PURE__ */ new Set();
-  for (const [model, m] of Object.entries(delta.models)) {
-    inputTokens += m.inputTokens;
-    outputTokens += m.outputTokens;
-    turns += m.requests;
-    const p = priceTokens(model, {
-      input: m.inputTokens,
-      cachedInput: m.cacheReadTokens,
-      cacheWrite: m.cacheWriteTokens,
-      output: m.outputTokens
-    });
-    priced += p.costUsd;
-    pricedFrom.add(p.pricedFrom);
-  }
-  if (delta.creditsAvailable) {
-    const costUsd = delta.nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT;
-    return { inputTokens, outputTokens, costUsd, turns };
-  }
-  return {
-    inputTokens,
-    outputTokens,
-    costUsd: priced,
-    turns,
-    ...pricedFrom.size > 0 ? { pricedFrom: [...pricedFrom].join("; ") } : {}
-  };
-}
-var MIN_AI_CREDITS = 30;
-function creditsForUsd(usd) {
-  return Math.max(MIN_AI_CREDITS, Math.ceil(usd / USD_PER_CREDIT));
-}
-
-// src/agents/copilot.ts
-var HOME_DIR = "home";
-var SESSION_FILE3 = "session.json";
-var MAX_PROMPT_ARG = 1e5;
-var SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-var PASS_ENV2 = ["COPILOT_*"];
-var copilotAgent = (agent) => copilotAdapter(agent);
-function copilotAdapter(agent) {
-  return defineAgent({
-    kind: "copilot",
-    maxTurns: agent.max_turns,
-    passEnv: PASS_ENV2,
-    missingLogin: (env) => env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`\'s own',
-    run: (s) => runCopilot(agent, s)
-  });
-}
-async function runCopilot(agent, s) {
-  const notes = [];
-  await mkdir5(s.contextDir, { recursive: true });
-  const ctx = await openContext(s.contextDir, "Copilot", (entries) => savedSession2(s.contextDir, entries));
-  if (ctx.note) notes.push(ctx.note);
-  const saved = ctx.carried;
-  const home = join6(s.contextDir, HOME_DIR);
-  await mkdir5(home, { recursive: true });
-  const sessionId = saved?.sessionId ?? randomUUID2();
-  const eventsFile = join6(home, "session-state", sessionId, "events.jsonl");
-  const startOffset = saved ? await sizeOf(eventsFile) : 0;
-  const usageOut = join6(dirname5(s.usageFile), "copilot-usage.json");
-  await rm4(usageOut, { force: true });
-  const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
-  const credits = !byok && s.unit === "usd" ? creditsForUsd(s.allowance) : void 0;
-  const viaStdin = Buffer.byteLength(s.prompt) > MAX_PROMPT_ARG;
-  const args = [
-    ...viaStdin ? [] : [`--prompt=${s.prompt}`],
-    "--allow-all-tools",
-    "--no-ask-user",
-    "--no-auto-update",
-    "--output-format",
-    "json",
-    "--usage-output-file",
-    usageOut,
-    // The CLI's own logs go with the episode's other logs, not into the context carried onward.
-    "--log-dir",
-    join6(dirname5(s.logFile), "copilot-logs"),
-    "-C",
-    s.workdir,
-    saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
-    ...agent.model ? ["--model", agent.model] : [],
-    ...credits !== void 0 ? ["--max-ai-credits", String(credits)] : [],
-    ...agent.args
-  ];
-  const events = new GrowingFile(eventsFile, startOffset);
-  const seen = [];
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes
-  } = await launch(s, {
-    executable: agent.command ?? AGENT_CLIS.copilot.executable,
-    args,
-    env: { COPILOT_HOME: home },
-    ...viaStdin ? { input: s.prompt } : {},
-    maxTurns: agent.max_turns,
-    meter: async () => {
-      for (const line of await events.lines()) seen.push(...jsonLines(line));
-      const { turns, totals: totals2 } = summarizeEvents(seen);
-      const u = episodeUsage2(totals2);
-      return { ...u, turns };
-    }
-  });
-  notes.push(...watchNotes);
-  const previous = saved?.totals ?? null;
-  let delta = null;
-  let cumulative = null;
-  const usageText2 = await readRegular(usageOut, 4e6);
-  if (usageText2 !== null) {
-    try {
-      cumulative = parseUsageFile(usageText2);
-      const own2 = subtractTotals(cumulative, previous);
-      delta = own2.delta;
-      if (own2.note) notes.push(own2.note);
-    } catch (e) {
-      notes.push(`${e.message}; usage counted from the session's events`);
-    }
-  }
-  const eventsExist = await sizeOf(eventsFile) > 0;
-  if (!delta && eventsExist) {
-    const all = [...jsonLines((await readFrom(eventsFile, startOffset)).toString("utf8"))];
-    delta = summarizeEvents(all).totals;
-    cumulative = addTotals3(previous, delta);
-    if (usageText2 === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
-  }
-  const facts = parseJsonOutput(r.stdout);
-  const creditsHit = credits !== void 0 && delta !== null && delta.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
-  const exit = stopExit(r, s.deadlineIsBudget) ?? (creditsHit ? "budget" : r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
-  if (r.stopped === "budget" && overrun) notes.push(`stopped because ${overrun}`);
-  if (creditsHit && r.stopped === null) notes.push(`stopped by --max-ai-credits ${credits}`);
-  if (exit === "crash" && r.stopped === null) {
-    const why = r.spawnError ?? facts.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
-    notes.push(`copilot exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
-  }
-  if (eventsExist) {
-    const record3 = {
-      agent: "copilot",
-      sessionId,
-      totals: cumulative,
-      episodes: [...saved?.episodes ?? [], s.episodeId]
-    };
-    await writeFile5(join6(s.contextDir, SESSION_FILE3), `${JSON.stringify(record3, null, 2)}
-`);
-  }
-  let usage2;
-  let reportedSpend = null;
-  if (delta) {
-    usage2 = episodeUsage2(delta);
-    reportedSpend = spendOf(s, usage2);
-  } else if (!eventsExist) {
-    usage2 = { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0 };
-    reportedSpend = spendOf(s, usage2);
-    notes.push("Copilot started no session, so it made no model call");
-  } else {
-    notes.push("the usage of this episode could not be read");
-  }
-  return {
-    exit,
-    reportedSpend,
-    ...usage2 ? { usage: usage2 } : {},
-    ...notes.length > 0 ? { note: notes.join("; ") } : {},
-    seconds: r.ms / 1e3
-  };
-}
-async function savedSession2(contextDir, entries) {
-  if (!entries.includes(SESSION_FILE3)) return { unusable: `${SESSION_FILE3} is missing` };
-  let raw;
-  try {
-    raw = JSON.parse(await readRegular(join6(contextDir, SESSION_FILE3)) ?? "");
-  } catch {
-    return { unusable: `${SESSION_FILE3} is not JSON` };
-  }
-  const v = raw;
-  if (!v || typeof v.sessionId !== "string" || !SESSION_ID.test(v.sessionId))
-    return { unusable: `${SESSION_FILE3} names no session id` };
-  const events = await readRegular(
-    join6(contextDir, HOME_DIR, "session-state", v.sessionId, "events.jsonl"),
-    MAX_AGENT_FILE_BYTES
-  );
-  if (events === null) return { unusable: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
-  const bad = eventsFileProblem(events, v.sessionId);
-  if (bad) return { unusable: `session ${v.sessionId} is corrupt: ${bad}` };
-  return {
-    agent: "copilot",
-    sessionId: v.sessionId,
-    totals: readSavedTotals(v.totals),
-    episodes: Array.isArray(v.episodes) ? v.episodes.filter((e) => typeof e === "string") : []
-  };
 }
 
 // src/agents/gemini.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync as existsSync3 } from "node:fs";
-import { mkdir as mkdir6, readdir as readdir5, readFile as readFile3, realpath as realpath2, rename as rename3, rm as rm5, writeFile as writeFile6 } from "node:fs/promises";
+import { mkdir as mkdir6, readdir as readdir4, readFile as readFile3, realpath as realpath2, rename as rename3, rm as rm5, stat, writeFile as writeFile4 } from "node:fs/promises";
 import { homedir as homedir4 } from "node:os";
-import { basename as basename2, dirname as dirname6, join as join7 } from "node:path";
-
-// src/agents/gemini-output.ts
+import { basename as basename2, dirname as dirname6, join as join6 } from "node:path";
 var EXIT_TURN_LIMIT = 53;
-function parseResult(text) {
-  let found = null;
-  for (const value of jsonObjects(text)) {
-    if (!isRecord4(value)) continue;
-    if (!("session_id" in value || "stats" in value || "error" in value)) continue;
-    const r = {};
-    if (typeof value.session_id === "string") r.sessionId = value.session_id;
-    if (typeof value.response === "string") r.response = value.response;
-    if ("stats" in value) r.stats = value.stats;
-    if (isRecord4(value.error)) {
-      const e = value.error;
-      r.error = {
-        type: typeof e.type === "string" ? e.type : "Error",
-        message: typeof e.message === "string" ? e.message : JSON.stringify(e),
-        ...typeof e.code === "number" || typeof e.code === "string" ? { code: e.code } : {}
-      };
-    }
-    if (Array.isArray(value.warnings)) r.warnings = value.warnings.filter((w) => typeof w === "string");
-    found = r;
-  }
-  return found;
-}
-function* jsonObjects(text) {
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const open4 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
-    if (open4 < 0 || open4 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open4))) continue;
-    for (let j = i + 1; j < lines.length; j++) {
-      if (lines[j] !== "}") continue;
-      const candidate = [line.slice(open4), ...lines.slice(i + 1, j + 1)].join("\n");
-      try {
-        yield JSON.parse(candidate);
-        i = j;
-        break;
-      } catch {
-      }
-    }
-  }
-}
-function usageFromStats(stats) {
-  if (!isRecord4(stats) || !isRecord4(stats.models)) return null;
-  const perModel = [];
-  let turns = 0;
-  for (const [model, m] of Object.entries(stats.models)) {
-    if (!isRecord4(m) || !isRecord4(m.tokens)) return null;
-    const t = m.tokens;
-    perModel.push({
-      model,
-      inputTokens: num3(t.prompt) + num3(t.tool),
-      cachedInputTokens: num3(t.cached),
-      outputTokens: num3(t.candidates) + num3(t.thoughts)
-    });
-    const main2 = isRecord4(m.roles) && isRecord4(m.roles.main) ? m.roles.main : null;
-    if (main2) turns += num3(main2.totalRequests) - num3(main2.totalErrors);
-  }
-  return totals(perModel, turns);
-}
-function readSession(text) {
-  const meta3 = {};
-  let messages = /* @__PURE__ */ new Map();
-  const written = /* @__PURE__ */ new Map();
-  let badLines = 0;
-  const note = (m) => {
-    const prev = written.get(m.id);
-    written.set(m.id, prev ? { ...prev, ...m, tokens: m.tokens ?? prev.tokens, model: m.model ?? prev.model } : m);
-    messages.set(m.id, m);
-  };
-  for (const line of text.split("\n")) {
-    if (!line.trim()) continue;
-    let record3;
-    try {
-      record3 = JSON.parse(line);
-    } catch {
-      badLines++;
-      continue;
-    }
-    if (!isRecord4(record3)) {
-      badLines++;
-      continue;
-    }
-    if (typeof record3.$rewindTo === "string") {
-      const kept = /* @__PURE__ */ new Map();
-      let found = false;
-      for (const [id, m] of messages) {
-        if (id === record3.$rewindTo) found = true;
-        if (!found) kept.set(id, m);
-      }
-      messages = found ? kept : /* @__PURE__ */ new Map();
-    } else if (typeof record3.id === "string") {
-      const m = asMessage(record3);
-      if (m) note(m);
-    } else if (isRecord4(record3.$set)) {
-      const set2 = record3.$set;
-      if (Array.isArray(set2.messages)) {
-        messages = /* @__PURE__ */ new Map();
-        for (const raw of set2.messages) {
-          const m = asMessage(raw);
-          if (m) note(m);
-        }
-      }
-      Object.assign(meta3, set2);
-    } else if (typeof record3.sessionId === "string") {
-      Object.assign(meta3, record3);
-    } else {
-      badLines++;
-    }
-  }
-  return {
-    sessionId: typeof meta3.sessionId === "string" ? meta3.sessionId : null,
-    kind: typeof meta3.kind === "string" ? meta3.kind : null,
-    lastUpdated: typeof meta3.lastUpdated === "string" ? meta3.lastUpdated : null,
-    messages: [...messages.values()],
-    written,
-    badLines
-  };
-}
-function isResumable(messages) {
-  return messages.some((m) => {
-    if (m.type === "gemini") return textOf(m.content).trim() !== "" || (m.toolCalls?.length ?? 0) > 0;
-    if (m.type !== "user") return false;
-    const text = textOf(m.content).trim();
-    return text !== "" && !text.startsWith("<session_context>") && !text.startsWith("<hook_context>");
-  });
-}
-function writtenIds(sessions) {
-  const ids = /* @__PURE__ */ new Set();
-  for (const s of sessions) for (const id of s.written.keys()) ids.add(id);
-  return ids;
-}
-function usageFromSessions(sessions, before) {
-  const byModel = /* @__PURE__ */ new Map();
-  const seen = /* @__PURE__ */ new Set();
-  let turns = 0;
-  for (const s of sessions) {
-    for (const [id, m] of s.written) {
-      if (before.has(id) || seen.has(id) || m.type !== "gemini" || !m.tokens) continue;
-      seen.add(id);
-      turns++;
-      const model = m.model ?? "unknown";
-      const entry = byModel.get(model) ?? { model, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
-      entry.inputTokens += num3(m.tokens.input) + num3(m.tokens.tool);
-      entry.cachedInputTokens += num3(m.tokens.cached);
-      entry.outputTokens += num3(m.tokens.output) + num3(m.tokens.thoughts);
-      byModel.set(model, entry);
-    }
-  }
-  return totals([...byModel.values()], turns);
-}
-function totals(perModel, turns) {
-  return {
-    perModel,
-    inputTokens: perModel.reduce((n, m) => n + m.inputTokens, 0),
-    outputTokens: perModel.reduce((n, m) => n + m.outputTokens, 0),
-    turns
-  };
-}
-function asMessage(raw) {
-  if (!isRecord4(raw) || typeof raw.id !== "string") return null;
-  return {
-    id: raw.id,
-    type: typeof raw.type === "string" ? raw.type : "unknown",
-    ...typeof raw.timestamp === "string" ? { timestamp: raw.timestamp } : {},
-    ..."content" in raw ? { content: raw.content } : {},
-    ...typeof raw.model === "string" ? { model: raw.model } : {},
-    ...isRecord4(raw.tokens) ? { tokens: raw.tokens } : {},
-    ...Array.isArray(raw.toolCalls) ? { toolCalls: raw.toolCalls } : {}
-  };
-}
-function textOf(content) {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map(textOf).join("");
-  if (isRecord4(content) && typeof content.text === "string") return content.text;
-  return "";
-}
-function num3(v) {
-  return typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0;
-}
-function isRecord4(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-// src/agents/gemini.ts
-var SESSION_FILE4 = "session.json";
-var HOME3 = "home";
-var SPEND_POLL_MS = 1e3;
 var MAX_ARGV_PROMPT = 1e5;
-var geminiAgent = (agent) => {
-  const executable = agent.command ?? AGENT_CLIS.gemini.executable;
-  return defineAgent({
-    kind: "gemini",
-    maxTurns: agent.max_turns,
-    // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
-    passEnv: ["GEMINI_*", "GOOGLE_*"],
-    missingLogin: (env) => usesKey3(env) || hasLogin(geminiLogin(""), process.env) ? null : "Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)",
-    run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns)
-  });
-};
-async function runGemini(s, executable, model, extraArgs, maxTurns) {
-  const started = performance.now();
-  const home = join7(s.contextDir, HOME3);
-  const geminiDir = join7(home, ".gemini");
-  const notes = [];
-  const workdir = await realpath2(s.workdir);
-  const ctx = await openContext(s.contextDir, "Gemini CLI", () => prepareResume(s.contextDir, geminiDir, workdir));
-  if (ctx.note) notes.push(ctx.note);
-  const sessionId = ctx.carried?.sessionId ?? randomUUID3();
-  const resume = ctx.carried !== null;
-  const before = ctx.carried?.before ?? /* @__PURE__ */ new Set();
-  let logins = [];
-  try {
-    if (!usesKey3(s.env)) logins = await installLogins(geminiLogin(geminiDir), process.env);
-    await prepareHome(s, geminiDir, maxTurns, sessionId, logins.length > 0);
-  } catch (e) {
-    const note = `could not prepare the Gemini CLI home in ${home}: ${e.message}`;
-    return { exit: "crash", reportedSpend: 0, note, seconds: (performance.now() - started) / 1e3 };
-  }
-  const viaStdin = Buffer.byteLength(s.prompt) > MAX_ARGV_PROMPT;
-  const args = [
-    ...model ? ["--model", model] : [],
-    ...resume ? ["--resume", sessionId] : ["--session-id", sessionId],
-    "--skip-trust",
-    "--approval-mode",
-    "yolo",
-    "--output-format",
-    "json",
-    ...extraArgs,
-    // Headless mode puts stdin before the -p text: a long prompt goes there, with a blank -p.
-    "--prompt",
-    viaStdin ? " " : s.prompt
-  ];
-  const watched = s.unit === "tokens" || s.unit === "usd";
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes
-  } = await launch(s, {
-    executable,
-    args,
-    env: { GEMINI_CLI_HOME: home, GEMINI_TELEMETRY_ENABLED: "false" },
-    after: () => removeLogins(logins),
-    input: viaStdin ? s.prompt : "",
-    pollMs: SPEND_POLL_MS,
-    ...watched ? {
-      meter: async () => {
-        const u = usageFromSessions(await sessionRecords(geminiDir, sessionId), before);
-        return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, costUsd: price(u).costUsd, turns: 0 };
-      }
-    } : {}
-  });
-  notes.push(...watchNotes);
-  const seconds3 = r.ms / 1e3;
-  await writeSessionFile(s.contextDir, sessionId).catch(() => {
-  });
-  const result = parseResult(r.stdout) ?? parseResult(r.stderr);
-  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError ? "crash" : r.exitCode === EXIT_TURN_LIMIT ? "budget" : r.exitCode === 0 ? "finished" : "crash");
-  if (r.stopped === "budget" && overrun)
-    notes.push(`stopped: it spent more than its ${formatNumber(s.allowance, 6)} ${s.unit}`);
-  if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
-  if (exit === "crash" && r.stopped === null) {
-    const why = r.spawnError ?? result?.error?.message ?? failureLine(r.stderr);
-    notes.push(`gemini exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`);
-  }
-  if (r.spawnError) {
-    return { exit, reportedSpend: 0, note: notes.join("; "), seconds: seconds3 };
-  }
-  let usage2 = result?.stats !== void 0 ? usageFromStats(result.stats) : null;
-  if (!usage2) {
-    const sessions = await sessionRecords(geminiDir, sessionId);
-    usage2 = usageFromSessions(sessions, before);
-    notes.push(
-      sessions.length > 0 ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls" : "gemini recorded no conversation: it stopped before its first model call"
-    );
-  }
-  const priced = price(usage2);
-  const own2 = { inputTokens: usage2.inputTokens, outputTokens: usage2.outputTokens, costUsd: priced.costUsd };
-  return {
-    exit,
-    reportedSpend: spendOf(s, own2),
-    usage: {
-      inputTokens: usage2.inputTokens,
-      outputTokens: usage2.outputTokens,
-      costUsd: priced.costUsd,
-      turns: usage2.turns,
-      pricedFrom: priced.pricedFrom
-    },
-    ...notes.length > 0 ? { note: notes.join("; ") } : {},
-    seconds: seconds3
-  };
-}
-function usesKey3(env) {
-  return Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
-}
-function geminiLogin(episodeGeminiDir, env = process.env) {
-  const dir = join7(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
-  return [
-    {
-      from: join7(dir, "oauth_creds.json"),
-      fromEnv: "GEMINI_OAUTH_CREDS",
-      to: join7(episodeGeminiDir, "oauth_creds.json")
-    },
-    { from: join7(dir, "google_accounts.json"), to: join7(episodeGeminiDir, "google_accounts.json") }
-  ];
-}
-async function prepareHome(s, geminiDir, maxTurns, sessionId, loggedIn) {
-  await mkdir6(geminiDir, { recursive: true });
-  const auth = loggedIn ? "oauth-personal" : s.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
-  await writeFile6(join7(geminiDir, "settings.json"), `${JSON.stringify(settings(auth, maxTurns), null, 2)}
+var usesKey3 = (env) => Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
+var gemini = defineSpec({
+  kind: "gemini",
+  name: "Gemini CLI",
+  cli: {
+    executable: "gemini",
+    install: "npm i -g @google/gemini-cli",
+    package: "@google/gemini-cli",
+    version: "0.61.0",
+    installer: "npm",
+    secret: { name: "GEMINI_API_KEY", note: "or GEMINI_OAUTH_CREDS, the content of ~/.gemini/oauth_creds.json" }
+  },
+  // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
+  passEnv: ["GEMINI_*", "GOOGLE_*"],
+  missingLogin: (env) => usesKey3(env) || hasLogin(geminiLogin(""), process.env) ? null : "Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)",
+  async resume(e, record2) {
+    const id = record2?.sessionId;
+    if (typeof id !== "string" || !/^[A-Za-z0-9_-]+$/.test(id))
+      return { unusable: "session.json names no valid session id" };
+    const dir = join6(e.home, ".gemini");
+    const files = await sessionFiles(dir, id);
+    if (files.length === 0)
+      return { unusable: `session ${id} is not in the context folder (no session file under home/.gemini/tmp)` };
+    const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
+    if (best.record.sessionId !== id) return { unusable: `the session file of ${id} is unreadable` };
+    if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
+    const chats = join6(dir, "tmp", await projectSlug(dir, await realpath2(e.workdir)), "chats");
+    await mkdir6(chats, { recursive: true });
+    for (const f of files) {
+      if (f === best && dirname6(f.path) !== chats) await rename3(f.path, join6(chats, basename2(f.path)));
+      else if (f !== best && !isResumable(f.record.messages)) await rm5(f.path, { force: true });
+    }
+    return { sessionId: id, before: new Set(files.flatMap((f) => [...f.record.written.keys()])) };
+  },
+  async start(e, saved) {
+    const dir = join6(e.home, ".gemini");
+    const id = saved?.sessionId ?? randomUUID3();
+    const before = saved?.before ?? /* @__PURE__ */ new Set();
+    const logins = usesKey3(e.env) ? [] : geminiLogin(dir);
+    await mkdir6(dir, { recursive: true });
+    const auth = hasLogin(logins, process.env) ? "oauth-personal" : e.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
+    await writeFile4(join6(dir, "settings.json"), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}
 `);
-  await rm5(join7(geminiDir, "projects.json.lock"), { recursive: true, force: true });
-  await writeSessionFile(s.contextDir, sessionId);
+    await rm5(join6(dir, "projects.json.lock"), { recursive: true, force: true });
+    const viaStdin = Buffer.byteLength(e.prompt) > MAX_ARGV_PROMPT;
+    const sessions = async () => (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
+    return {
+      args: [
+        ...e.agent.model ? ["--model", e.agent.model] : [],
+        ...saved ? ["--resume", id] : ["--session-id", id],
+        ...["--skip-trust", "--approval-mode", "yolo", "--output-format", "json"],
+        ...e.agent.args,
+        // Headless mode puts stdin before the -p text: a long prompt goes there, with a blank -p.
+        ...["--prompt", viaStdin ? " " : e.prompt]
+      ],
+      env: { GEMINI_CLI_HOME: e.home, GEMINI_TELEMETRY_ENABLED: "false" },
+      input: viaStdin ? e.prompt : "",
+      logins,
+      pollMs: 1e3,
+      watch: e.unit === "tokens" || e.unit === "usd",
+      async spent(run2) {
+        const result = run2 ? parseResult(run2.stdout) ?? parseResult(run2.stderr) : null;
+        const stats = result ? usageFromStats(result.stats) : null;
+        if (stats) return stats;
+        const found = await sessions();
+        const note = found.length ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls" : "gemini recorded no conversation: it stopped before its first model call";
+        return { ...usageFromSessions(found, before), ...run2 ? { notes: [note] } : { turns: null } };
+      },
+      ending(run2) {
+        const r = parseResult(run2.stdout) ?? parseResult(run2.stderr);
+        if (run2.stopped === null && run2.exitCode === EXIT_TURN_LIMIT)
+          return { exit: "budget", note: `stopped at agent.max_turns (${e.agent.max_turns})` };
+        return { why: r?.error?.message ?? null };
+      },
+      record: async () => ({ sessionId: id, updated: (/* @__PURE__ */ new Date()).toISOString() })
+    };
+  },
+  transcript: geminiLog,
+  async contextTranscript(contextDir, since, out) {
+    const text = await newestSession(join6(contextDir, "home", ".gemini", "tmp"));
+    if (text) sessionLines(text, since, out);
+    return text !== null;
+  }
+});
+function geminiLogin(episodeGeminiDir, env = process.env) {
+  const dir = join6(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
+  const file2 = (name2, fromEnv) => ({
+    from: join6(dir, name2),
+    to: join6(episodeGeminiDir, name2),
+    ...fromEnv ? { fromEnv } : {}
+  });
+  return [file2("oauth_creds.json", "GEMINI_OAUTH_CREDS"), file2("google_accounts.json")];
 }
 function settings(selectedType, maxTurns) {
   return {
-    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless
-    // mode rejects; the API key, Vertex AI or the copied login is what forkflush runs it with.
+    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless rejects.
     security: { auth: { selectedType } },
     model: { maxSessionTurns: maxTurns ?? -1 },
-    general: {
-      enableAutoUpdate: false,
-      enableAutoUpdateNotification: false,
-      sessionRetention: { enabled: false }
-    },
+    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, sessionRetention: { enabled: false } },
     telemetry: { enabled: false, logPrompts: false },
     privacy: { usageStatisticsEnabled: false },
     ide: { enabled: false }
   };
 }
-async function prepareResume(contextDir, geminiDir, workdir) {
-  let recorded;
-  try {
-    recorded = JSON.parse(await readRegular(join7(contextDir, SESSION_FILE4)) ?? "");
-  } catch {
-    return { unusable: `the context folder has no readable ${SESSION_FILE4}` };
-  }
-  const sessionId = recorded?.sessionId;
-  if (typeof sessionId !== "string" || !/^[A-Za-z0-9_-]+$/.test(sessionId)) {
-    return { unusable: `${SESSION_FILE4} names no valid session id` };
-  }
-  const files = await sessionFiles(geminiDir, sessionId);
-  if (files.length === 0)
-    return { unusable: `session ${sessionId} is not in the context folder (no session file under home/.gemini/tmp)` };
-  const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
-  if (best.record.sessionId !== sessionId) return { unusable: `the session file of ${sessionId} is unreadable` };
-  if (!isResumable(best.record.messages)) return { unusable: `conversation ${sessionId} held no prompt yet` };
-  const before = writtenIds(files.map((f) => f.record));
-  const chats = join7(geminiDir, "tmp", await projectSlug(geminiDir, workdir), "chats");
-  await mkdir6(chats, { recursive: true });
-  for (const f of files) {
-    if (f === best) {
-      if (dirname6(f.path) !== chats) await rename3(f.path, join7(chats, basename2(f.path)));
-    } else if (!isResumable(f.record.messages)) {
-      await rm5(f.path, { force: true });
-    }
-  }
-  return { sessionId, before };
-}
-async function projectSlug(geminiDir, workdir) {
-  const registryPath = join7(geminiDir, "projects.json");
+async function projectSlug(dir, workdir) {
+  const registry2 = join6(dir, "projects.json");
   let projects = {};
   try {
-    const parsed = JSON.parse(await readFile3(registryPath, "utf8"));
-    if (parsed.projects && typeof parsed.projects === "object") projects = parsed.projects;
+    const parsed = JSON.parse(await readFile3(registry2, "utf8"));
+    if (isRecord2(parsed.projects)) projects = parsed.projects;
   } catch {
   }
-  const bases = [join7(geminiDir, "tmp"), join7(geminiDir, "history")];
-  const owner = async (base2, slug2) => (await readFile3(join7(base2, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const bases = [join6(dir, "tmp"), join6(dir, "history")];
+  const owner = async (base, slug2) => (await readFile3(join6(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
   if (known && /^[a-z0-9-]+$/.test(known)) {
     const owners = await Promise.all(bases.map((b) => owner(b, known)));
     if (owners.every((o) => o === void 0 || o === workdir)) return known;
   }
   const taken = new Set(Object.values(projects));
-  const base = `ff-${slugify2(basename2(workdir))}`;
-  let slug = base;
-  for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync3(join7(b, slug)))) break;
-    slug = `${base}-${n}`;
-  }
-  await mkdir6(join7(bases[0], slug), { recursive: true });
-  await writeFile6(join7(bases[0], slug, ".project_root"), workdir);
+  const name2 = basename2(workdir).toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "");
+  let slug = `ff-${name2 || "project"}`;
+  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join6(b, slug))); n++)
+    slug = `ff-${name2 || "project"}-${n}`;
+  await mkdir6(join6(dir, "tmp", slug), { recursive: true });
+  await writeFile4(join6(dir, "tmp", slug, ".project_root"), workdir);
   projects[workdir] = slug;
-  const tmp = `${registryPath}.${randomUUID3()}.tmp`;
-  await writeFile6(tmp, JSON.stringify({ projects }, null, 2));
-  await rename3(tmp, registryPath);
+  const tmp = `${registry2}.${randomUUID3()}.tmp`;
+  await writeFile4(tmp, JSON.stringify({ projects }, null, 2));
+  await rename3(tmp, registry2);
   return slug;
 }
-function slugify2(text) {
-  return text.toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "") || "project";
-}
-async function sessionFiles(geminiDir, sessionId) {
-  const tmp = join7(geminiDir, "tmp");
-  const slugs = await readdir5(tmp).catch(() => []);
+async function sessionFiles(dir, id) {
   const found = [];
-  for (const slug of slugs) {
-    const chats = join7(tmp, slug, "chats");
-    const names = await readdir5(chats).catch(() => []);
-    for (const name2 of names) {
-      if (!name2.startsWith("session-") || !name2.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join7(chats, name2);
-      const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
-      if (text === null) continue;
-      const record3 = readSession(text);
-      if (record3.sessionId === sessionId || record3.sessionId === null) found.push({ path, record: record3 });
+  for (const slug of await readdir4(join6(dir, "tmp")).catch(() => [])) {
+    const chats = join6(dir, "tmp", slug, "chats");
+    for (const name2 of await readdir4(chats).catch(() => [])) {
+      if (!name2.startsWith("session-") || !name2.endsWith(`-${id.slice(0, 8)}.jsonl`)) continue;
+      const text = await readRegular(join6(chats, name2), MAX_AGENT_FILE_BYTES);
+      const record2 = text === null ? null : readSession(text);
+      if (record2 && (record2.sessionId === id || record2.sessionId === null))
+        found.push({ path: join6(chats, name2), record: record2 });
     }
   }
   return found;
 }
-async function sessionRecords(geminiDir, sessionId) {
-  return (await sessionFiles(geminiDir, sessionId)).map((f) => f.record).filter((r) => r.sessionId === sessionId);
-}
-async function writeSessionFile(contextDir, sessionId) {
-  const record3 = { agent: "gemini", sessionId, updated: (/* @__PURE__ */ new Date()).toISOString() };
-  await writeFile6(join7(contextDir, SESSION_FILE4), `${JSON.stringify(record3, null, 2)}
-`);
-}
-function price(usage2) {
-  let costUsd = 0;
-  const from = /* @__PURE__ */ new Set();
-  for (const m of usage2.perModel) {
-    const p = priceTokens(m.model, { input: m.inputTokens, cachedInput: m.cachedInputTokens, output: m.outputTokens });
-    costUsd += p.costUsd;
-    from.add(p.pricedFrom);
-  }
-  return { costUsd, pricedFrom: from.size > 0 ? [...from].join("; ") : "no model calls" };
-}
-
-// src/agents/opencode.ts
-import { writeFile as writeFile7 } from "node:fs/promises";
-import { homedir as homedir5 } from "node:os";
-import { join as join8 } from "node:path";
-
-// src/agents/opencode-output.ts
-function emptyRun() {
-  return {
-    sessionId: null,
-    steps: 0,
-    inputTokens: 0,
-    cachedInputTokens: 0,
-    cacheWriteTokens: 0,
-    outputTokens: 0,
-    costUsd: 0,
-    errors: []
+function readSession(text) {
+  let sessionId = null;
+  let messages = /* @__PURE__ */ new Map();
+  const written = /* @__PURE__ */ new Map();
+  const note = (m) => {
+    const prev = written.get(m.id);
+    written.set(m.id, prev ? { ...prev, ...m, tokens: m.tokens ?? prev.tokens, model: m.model ?? prev.model } : m);
+    messages.set(m.id, m);
   };
+  for (const r of jsonLines(text)) {
+    if (typeof r.$rewindTo === "string") {
+      const ids = [...messages.keys()];
+      const at = ids.indexOf(r.$rewindTo);
+      messages = new Map(at < 0 ? [] : ids.slice(0, at).map((id) => [id, messages.get(id)]));
+    } else if (typeof r.id === "string" && typeof r.type === "string") note(r);
+    else if (isRecord2(r.$set) && Array.isArray(r.$set.messages)) {
+      messages = /* @__PURE__ */ new Map();
+      for (const m of r.$set.messages)
+        if (isRecord2(m) && typeof m.id === "string") note(m);
+    } else if (typeof r.sessionId === "string") sessionId = r.sessionId;
+  }
+  return { sessionId, messages: [...messages.values()], written };
 }
-function addEvents(run2, text) {
-  for (const e of jsonLines(text)) {
-    if (typeof e.sessionID === "string" && run2.sessionId === null) run2.sessionId = e.sessionID;
-    if (e.type === "step_finish" && isRecord2(e.part)) {
-      const t = isRecord2(e.part.tokens) ? e.part.tokens : {};
-      const cache2 = isRecord2(t.cache) ? t.cache : {};
-      run2.steps++;
-      run2.inputTokens += count2(t.input) + count2(cache2.read) + count2(cache2.write);
-      run2.cachedInputTokens += count2(cache2.read);
-      run2.cacheWriteTokens += count2(cache2.write);
-      run2.outputTokens += count2(t.output) + count2(t.reasoning);
-      run2.costUsd += count2(e.part.cost);
-    } else if (e.type === "error" && isRecord2(e.error)) {
-      const data = isRecord2(e.error.data) ? e.error.data : {};
-      const name2 = typeof e.error.name === "string" ? e.error.name : "error";
-      const message = typeof data.message === "string" ? data.message : "";
-      const body = typeof data.responseBody === "string" ? apiMessage(data.responseBody) : null;
-      run2.errors.push(`${name2}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(0, 400));
+function isResumable(messages) {
+  return messages.some((m) => {
+    const text = partsText(m.content).trim();
+    if (m.type === "gemini") return text !== "" || (m.toolCalls?.length ?? 0) > 0;
+    return m.type === "user" && text !== "" && !text.startsWith("<session_context>") && !text.startsWith("<hook_context>");
+  });
+}
+function usageFromSessions(sessions, before) {
+  const tally2 = {};
+  const seen = new Set(before);
+  for (const m of sessions.flatMap((s) => [...s.written.values()])) {
+    if (seen.has(m.id) || m.type !== "gemini" || !m.tokens) continue;
+    seen.add(m.id);
+    const t = m.tokens;
+    addUse(tally2, m.model ?? "unknown", {
+      input: count2(t.input) + count2(t.tool),
+      cached: count2(t.cached),
+      output: count2(t.output) + count2(t.thoughts),
+      calls: 1
+    });
+  }
+  return { tally: tally2 };
+}
+function usageFromStats(stats) {
+  if (!isRecord2(stats) || !isRecord2(stats.models)) return null;
+  const tally2 = {};
+  let turns = 0;
+  for (const [model, m] of Object.entries(stats.models)) {
+    if (!isRecord2(m) || !isRecord2(m.tokens)) return null;
+    const t = m.tokens;
+    addUse(tally2, model, {
+      input: count2(t.prompt) + count2(t.tool),
+      cached: count2(t.cached),
+      output: count2(t.candidates) + count2(t.thoughts)
+    });
+    const main2 = isRecord2(m.roles) && isRecord2(m.roles.main) ? m.roles.main : null;
+    if (main2) turns += count2(main2.totalRequests) - count2(main2.totalErrors);
+  }
+  return { tally: tally2, turns };
+}
+function parseResult(text) {
+  let found = null;
+  for (const [v] of jsonBlocks(text.split("\n"))) {
+    if (!isRecord2(v) || !("session_id" in v || "stats" in v || "error" in v)) continue;
+    const e = isRecord2(v.error) ? v.error : null;
+    found = {
+      ...typeof v.session_id === "string" ? { sessionId: v.session_id } : {},
+      ...typeof v.response === "string" ? { response: v.response } : {},
+      ..."stats" in v ? { stats: v.stats } : {},
+      ...e ? { error: { type: str(e.type) ?? "Error", message: str(e.message) ?? JSON.stringify(e) } } : {},
+      ...Array.isArray(v.warnings) ? { warnings: v.warnings.filter((w) => typeof w === "string") } : {}
+    };
+  }
+  return found;
+}
+function jsonBlocks(lines) {
+  const blocks = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const open4 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
+    if (open4 < 0 || open4 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open4))) continue;
+    for (let j = i + 1; j < lines.length; j++) {
+      if (lines[j] !== "}") continue;
+      try {
+        blocks.push([JSON.parse([line.slice(open4), ...lines.slice(i + 1, j + 1)].join("\n")), i, j]);
+        i = j;
+        break;
+      } catch {
+      }
     }
   }
-  return run2;
+  return blocks;
 }
-function apiMessage(body) {
-  for (const v of jsonLines(body)) {
-    if (isRecord2(v.error) && typeof v.error.message === "string") return v.error.message;
-    if (typeof v.message === "string") return v.message;
+function geminiLog(text, out, other) {
+  const lines = text.split("\n");
+  const blocks = jsonBlocks(lines);
+  const inside = new Set(blocks.flatMap(([, i, j]) => Array.from({ length: j - i + 1 }, (_, k) => i + k)));
+  for (const [i, line] of lines.entries()) if (!inside.has(i) && line.trim() !== "") other.push(line);
+  for (const [, i, j] of blocks) {
+    const r = parseResult(lines.slice(i, j + 1).join("\n"));
+    if (!r) continue;
+    if (r.response) out.add("assistant", r.response);
+    const stats = isRecord2(r.stats) ? r.stats : {};
+    for (const [model, m] of Object.entries(isRecord2(stats.models) ? stats.models : {})) {
+      if (!isRecord2(m)) continue;
+      const api = isRecord2(m.api) ? m.api : {};
+      const t = isRecord2(m.tokens) ? m.tokens : {};
+      const failed = count2(api.totalErrors);
+      out.add(
+        `model ${model}`,
+        `${count2(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}, ${count2(t.prompt)} in, ${count2(t.candidates) + count2(t.thoughts)} out`
+      );
+    }
+    const tools = isRecord2(stats.tools) && isRecord2(stats.tools.byName) ? stats.tools.byName : {};
+    for (const [tool, t] of Object.entries(tools))
+      if (isRecord2(t))
+        out.add(`tool ${tool}`, `${count2(t.count)} calls${count2(t.fail) > 0 ? `, ${count2(t.fail)} failed` : ""}`);
+    if (r.error) out.add("error", `${r.error.type}: ${r.error.message}`);
+    for (const w of r.warnings ?? []) out.add("warning", w);
   }
-  return null;
+}
+async function newestSession(tmp) {
+  let newest = null;
+  for (const project of await readdir4(tmp).catch(() => [])) {
+    const chats = join6(tmp, project, "chats");
+    for (const name2 of await readdir4(chats).catch(() => [])) {
+      if (!/^session-.*\.jsonl$/.test(name2)) continue;
+      const mtime = (await stat(join6(chats, name2)).catch(() => null))?.mtimeMs ?? 0;
+      if (!newest || mtime > newest.mtime) newest = { path: join6(chats, name2), mtime };
+    }
+  }
+  return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
+}
+function sessionLines(text, since, out) {
+  const messages = /* @__PURE__ */ new Map();
+  for (const r of jsonLines(text)) {
+    if (typeof r.id !== "string" || typeof r.type !== "string") continue;
+    if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
+      messages.set(r.id, r);
+  }
+  for (const m of messages.values()) {
+    if (m.type === "error" || m.type === "warning" || m.type === "info") out.add(m.type, partsText(m.content));
+    if (m.type !== "gemini") continue;
+    for (const t of (m.thoughts ?? []).filter(isRecord2))
+      out.add("thinking", [str(t.subject), str(t.description)].filter(Boolean).join(": "));
+    out.add("assistant", partsText(m.content));
+    for (const call of (m.toolCalls ?? []).filter(isRecord2)) {
+      out.add(`tool ${str(call.name) ?? "?"}`, describeInput(call.args));
+      const responses = (Array.isArray(call.result) ? call.result : []).map((r) => isRecord2(r) && isRecord2(r.functionResponse) ? r.functionResponse.response : void 0).filter(isRecord2);
+      const error62 = responses.map((r) => r.error).find((x) => x !== void 0);
+      if (error62 !== void 0) out.add("result (error)", contentText(error62));
+      else if (responses.length > 0) out.add("result", responses.map((r) => contentText(r.output ?? r)).join("\n"));
+      else if (str(call.status)) out.add("result", str(call.status));
+    }
+  }
+}
+function partsText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map(partsText).join("");
+  return isRecord2(content) && typeof content.text === "string" ? content.text : "";
 }
 
 // src/agents/opencode.ts
-var SESSION_FILE5 = "session.json";
+import { homedir as homedir5 } from "node:os";
+import { join as join7 } from "node:path";
 var DATA = "data";
-var opencodeAgent = (agent) => defineAgent({
+var opencode = defineSpec({
   kind: "opencode",
-  maxTurns: agent.max_turns,
+  name: "opencode",
+  cli: {
+    executable: "opencode",
+    install: "npm i -g opencode-ai",
+    package: "opencode-ai",
+    version: "1.18.33",
+    installer: "npm",
+    secret: { name: "ANTHROPIC_API_KEY", note: "or the key of opencode's provider, or OPENCODE_AUTH_CONTENT" }
+  },
   // Its own switches and inline config, and the keys of the providers it knows.
   passEnv: [
     "OPENCODE_*",
@@ -33662,80 +33004,57 @@ var opencodeAgent = (agent) => defineAgent({
     "AZURE_*",
     "AWS_*"
   ],
-  run: (s) => runOpencode(agent, s)
+  async resume(e, record2) {
+    const id = record2?.sessionId;
+    if (typeof id !== "string" || !/^ses_[A-Za-z0-9]+$/.test(id))
+      return { unusable: "session.json names no session id" };
+    const sql = `update session set directory = '${e.workdir.replaceAll("'", "''")}' where id = '${id}' returning id`;
+    const r = await e.spawn(e.executable, ["db", sql, "--format", "json"], {
+      cwd: e.workdir,
+      env: { ...e.env, ...opencodeEnv(e) },
+      timeoutMs: 6e4,
+      maxOutput: 64e3,
+      signal: e.signal
+    });
+    if (r.exitCode !== 0) return { unusable: `its database cannot be read (${failureLine(r.stderr || r.stdout)})` };
+    if (!r.stdout.includes(id)) return { unusable: `session ${id} is not in its database` };
+    return { sessionId: id };
+  },
+  async start(e, saved) {
+    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
+    const run2 = emptyRun();
+    const model = e.agent.model ?? "unknown";
+    return {
+      args: [
+        ...["run", "--format", "json", "--auto", "--title", e.episodeId],
+        ...saved ? ["-s", saved.sessionId] : [],
+        ...e.agent.model ? ["-m", e.agent.model] : [],
+        ...e.agent.args
+      ],
+      env: opencodeEnv(e),
+      input: e.prompt,
+      logins: opencodeLogin(e.contextDir),
+      async spent(done) {
+        if (done) for await (const line of log.remaining()) addEvents(run2, line);
+        else for (const line of await log.lines()) addEvents(run2, line);
+        const tally2 = {};
+        if (run2.steps > 0)
+          addUse(tally2, model, { ...run2.tokens, ...run2.costUsd > 0 ? { costUsd: run2.costUsd } : {} });
+        return { tally: tally2, turns: run2.steps };
+      },
+      ending: () => ({ why: run2.errors.at(-1) ?? null, status: run2.status ?? null }),
+      record: async () => {
+        const id = run2.sessionId ?? saved?.sessionId;
+        return id ? { sessionId: id } : null;
+      }
+    };
+  },
+  transcript: (text, out, other) => eachEvent(text, other, (e, line) => opencodeEvent(out, e, line))
 });
-async function runOpencode(agent, s) {
-  const notes = [];
-  const executable = agent.command ?? AGENT_CLIS.opencode.executable;
-  const env = opencodeEnv(s, agent);
-  const ctx = await openContext(s.contextDir, "opencode", (entries) => savedSession3(s, executable, env, entries));
-  if (ctx.note) notes.push(ctx.note);
-  const logins = await installLogins(opencodeLogin(s.contextDir), process.env);
-  const log = new GrowingFile(s.logFile, await sizeOf(s.logFile));
-  const run2 = emptyRun();
-  const read = async () => {
-    for (const line of await log.lines()) addEvents(run2, line);
-  };
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes
-  } = await launch(s, {
-    executable,
-    args: [
-      "run",
-      "--format",
-      "json",
-      "--auto",
-      "--title",
-      s.episodeId,
-      ...ctx.carried ? ["-s", ctx.carried.sessionId] : [],
-      ...agent.model ? ["-m", agent.model] : [],
-      ...agent.args
-    ],
-    env,
-    input: s.prompt,
-    maxTurns: agent.max_turns,
-    after: () => removeLogins(logins),
-    meter: async () => {
-      await read();
-      return { ...usageOf(run2, agent.model), turns: run2.steps };
-    }
-  });
-  notes.push(...watchNotes);
-  for await (const line of log.remaining()) addEvents(run2, line);
-  const sessionId = run2.sessionId ?? ctx.carried?.sessionId ?? null;
-  if (sessionId) await writeRecord2(s.contextDir, { agent: "opencode", sessionId });
-  const usage2 = usageOf(run2, agent.model);
-  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
-  if (r.stopped === "budget" && overrun) notes.push(`stopped by forkflush: ${overrun}`);
-  if (exit === "crash" && r.stopped === null) {
-    const why = r.spawnError ?? run2.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
-    notes.push(`opencode exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why}`);
-  }
+function opencodeEnv(e) {
   return {
-    exit,
-    reportedSpend: spendOf(s, usage2),
-    usage: usage2,
-    ...notes.length > 0 ? { note: notes.join("; ") } : {},
-    seconds: r.ms / 1e3
-  };
-}
-function usageOf(run2, model) {
-  const tokens = { inputTokens: run2.inputTokens, outputTokens: run2.outputTokens, turns: run2.steps };
-  if (run2.costUsd > 0 || run2.steps === 0) return { ...tokens, costUsd: run2.costUsd };
-  const priced = priceTokens(model?.split("/").at(-1), {
-    input: run2.inputTokens,
-    cachedInput: run2.cachedInputTokens,
-    cacheWrite: run2.cacheWriteTokens,
-    output: run2.outputTokens
-  });
-  return { ...tokens, costUsd: priced.costUsd, pricedFrom: priced.pricedFrom };
-}
-function opencodeEnv(s, agent) {
-  return {
-    XDG_DATA_HOME: join8(s.contextDir, DATA),
-    OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(s.env.OPENCODE_CONFIG_CONTENT, agent.max_turns)),
+    XDG_DATA_HOME: join7(e.contextDir, DATA),
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(e.env.OPENCODE_CONFIG_CONTENT, e.agent.max_turns)),
     OPENCODE_DISABLE_PROJECT_CONFIG: "1",
     OPENCODE_DISABLE_AUTOUPDATE: "1",
     OPENCODE_DISABLE_SHARE: "1",
@@ -33760,50 +33079,421 @@ function configContent(userConfig, maxTurns) {
     ...maxTurns ? { agent: { ...agents, build: { ...build, steps: maxTurns } } } : {}
   };
 }
-async function savedSession3(s, executable, env, entries) {
-  if (!entries.includes(SESSION_FILE5)) return { unusable: `${SESSION_FILE5} is missing` };
-  let record3;
-  try {
-    record3 = JSON.parse(await readRegular(join8(s.contextDir, SESSION_FILE5)) ?? "");
-  } catch {
-    return { unusable: `${SESSION_FILE5} is not JSON` };
-  }
-  const id = isRecord2(record3) ? record3.sessionId : null;
-  if (typeof id !== "string" || !/^ses_[A-Za-z0-9]+$/.test(id))
-    return { unusable: `${SESSION_FILE5} names no session id` };
-  const sql = `update session set directory = '${s.workdir.replaceAll("'", "''")}' where id = '${id}' returning id`;
-  const r = await s.spawn(executable, ["db", sql, "--format", "json"], {
-    cwd: s.workdir,
-    env: { ...s.env, ...env },
-    timeoutMs: 6e4,
-    maxOutput: 64e3,
-    signal: s.signal
-  });
-  if (r.exitCode !== 0) return { unusable: `its database cannot be read (${failureLine(r.stderr || r.stdout)})` };
-  if (!r.stdout.includes(id)) return { unusable: `session ${id} is not in its database` };
-  return { agent: "opencode", sessionId: id };
-}
-async function writeRecord2(contextDir, record3) {
-  await writeFile7(join8(contextDir, SESSION_FILE5), `${JSON.stringify(record3, null, 2)}
-`);
-}
 function opencodeLogin(contextDir, env = process.env) {
-  const data = env.XDG_DATA_HOME || join8(homedir5(), ".local", "share");
-  return [{ from: join8(data, "opencode", "auth.json"), to: join8(contextDir, DATA, "opencode", "auth.json") }];
+  const data = env.XDG_DATA_HOME || join7(homedir5(), ".local", "share");
+  return [{ from: join7(data, "opencode", "auth.json"), to: join7(contextDir, DATA, "opencode", "auth.json") }];
+}
+function emptyRun() {
+  return {
+    sessionId: null,
+    steps: 0,
+    tokens: { input: 0, cached: 0, written: 0, output: 0, calls: 0 },
+    costUsd: 0,
+    errors: []
+  };
+}
+function addEvents(run2, text) {
+  for (const e of jsonLines(text)) {
+    if (typeof e.sessionID === "string") run2.sessionId ??= e.sessionID;
+    if (e.type === "step_finish" && isRecord2(e.part)) {
+      const t = isRecord2(e.part.tokens) ? e.part.tokens : {};
+      const cache2 = isRecord2(t.cache) ? t.cache : {};
+      run2.steps++;
+      run2.tokens.calls++;
+      run2.tokens.input += count2(t.input) + count2(cache2.read) + count2(cache2.write);
+      run2.tokens.cached += count2(cache2.read);
+      run2.tokens.written += count2(cache2.write);
+      run2.tokens.output += count2(t.output) + count2(t.reasoning);
+      run2.costUsd += count2(e.part.cost);
+    } else if (e.type === "error" && isRecord2(e.error)) {
+      const data = isRecord2(e.error.data) ? e.error.data : {};
+      const message = str(data.message) ?? "";
+      if (typeof data.statusCode === "number") run2.status = data.statusCode;
+      const [b] = typeof data.responseBody === "string" ? jsonLines(data.responseBody) : [];
+      const body = b ? str(isRecord2(b.error) ? b.error.message : null) ?? str(b.message) : null;
+      run2.errors.push(
+        `${str(e.error.name) ?? "error"}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(
+          0,
+          400
+        )
+      );
+    }
+  }
+  return run2;
+}
+function opencodeEvent(out, e, line) {
+  const part = isRecord2(e.part) ? e.part : {};
+  const state = isRecord2(part.state) ? part.state : {};
+  if (e.type === "text") out.add("assistant", contentText(part.text));
+  else if (e.type === "reasoning") out.add("thinking", contentText(part.text));
+  else if (e.type === "tool_use") {
+    out.add(`tool ${str(part.tool) ?? "?"}`, describeInput(state.input));
+    if (state.status === "error") out.add("result (error)", contentText(state.error) || "(no message)");
+    else if (state.status === "completed") out.add("result", contentText(state.output) || "(empty)");
+  } else if (e.type === "step_finish" && !["stop", "tool-calls", null].includes(str(part.reason)))
+    out.add("stop", str(part.reason));
+  else if (e.type === "error") for (const message of addEvents(emptyRun(), line).errors) out.add("error", message);
 }
 
-// src/agents/registry.ts
-var FACTORIES = {
-  command: (agent) => commandAgent(agent.command),
-  "claude-code": claudeCodeAgent,
-  codex: codexAgent,
-  copilot: copilotAgent,
-  gemini: geminiAgent,
-  aider: aiderAgent,
-  opencode: opencodeAgent
+// src/agents/qwen-code.ts
+import { randomUUID as randomUUID4 } from "node:crypto";
+import { mkdir as mkdir7, readdir as readdir5, realpath as realpath3, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
+import { join as join8 } from "node:path";
+var tallyOf2 = (model, t) => addUse({}, model, { input: count2(t.input), cached: count2(t.cached), output: count2(t.output) });
+var PROVIDERS = [
+  ["OPENAI_API_KEY", "openai"],
+  ["ANTHROPIC_API_KEY", "anthropic"],
+  ["GEMINI_API_KEY", "gemini"]
+];
+var qwenCode = defineSpec({
+  kind: "qwen-code",
+  name: "Qwen Code",
+  cli: {
+    executable: "qwen",
+    install: "npm i -g @qwen-code/qwen-code",
+    package: "@qwen-code/qwen-code",
+    version: "0.24.4",
+    installer: "npm",
+    secret: { name: "OPENAI_API_KEY", note: "with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider" }
+  },
+  passEnv: ["QWEN_*", "OPENAI_*", "ANTHROPIC_*", "GEMINI_*", "DASHSCOPE_*"],
+  missingLogin: (env, agent) => PROVIDERS.some(([key]) => env[key]) || agent.args.some((a) => a.startsWith("--auth-type") || a.startsWith("--openai-api-key")) ? null : "Qwen Code has no API key: set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY",
+  async resume(e, record2) {
+    const id = record2?.sessionId;
+    if (typeof id !== "string" || !/^[0-9a-f-]{36}$/i.test(id))
+      return { unusable: "session.json names no valid session id" };
+    const projects = join8(e.home, "projects");
+    const cwd = await realpath3(e.workdir);
+    const to = join8(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
+    for (const dir of await readdir5(projects).catch(() => [])) {
+      const file2 = join8(projects, dir, "chats", `${id}.jsonl`);
+      if (await sizeOf(file2) === 0) continue;
+      await mkdir7(to, { recursive: true });
+      if (join8(to, `${id}.jsonl`) !== file2) await rename4(file2, join8(to, `${id}.jsonl`));
+      const status2 = {
+        schema_version: 1,
+        pid: 0,
+        session_id: id,
+        work_dir: cwd,
+        hostname: "forkflush",
+        started_at: Date.now(),
+        qwen_version: null
+      };
+      await writeFile5(join8(to, `${id}.runtime.json`), JSON.stringify(status2));
+      return { id, baseline: isRecord2(record2?.totals) ? tallyOf2("carried", record2.totals) : null };
+    }
+    return { unusable: `session ${id} is not in the context folder` };
+  },
+  async start(e, saved) {
+    const id = saved?.id ?? randomUUID4();
+    await mkdir7(e.home, { recursive: true });
+    const settings2 = {
+      memory: { enableManagedAutoMemory: false, enableManagedAutoDream: false },
+      general: { enableAutoUpdate: false },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false }
+    };
+    await writeFile5(join8(e.home, "settings.json"), `${JSON.stringify(settings2, null, 2)}
+`);
+    const auth = PROVIDERS.find(([key]) => e.env[key])?.[1];
+    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
+    const tally2 = {};
+    let model = e.agent.model ?? "unknown";
+    let totals = null;
+    const read = async () => {
+      for (const line of await log.lines())
+        for (const ev of jsonLines(line)) {
+          if (ev.type === "system" && typeof ev.model === "string") model = e.agent.model ?? ev.model;
+          const u = ev.type === "assistant" && isRecord2(ev.message) && isRecord2(ev.message.usage) ? ev.message.usage : null;
+          if (u)
+            addUse(tally2, model, {
+              input: count2(u.input_tokens),
+              cached: count2(u.cache_read_input_tokens),
+              output: count2(u.output_tokens),
+              calls: 1
+            });
+        }
+    };
+    return {
+      args: [
+        ...["--output-format", "stream-json", "--approval-mode", "yolo", "--chat-recording"],
+        ...auth && !e.agent.args.some((a) => a.startsWith("--auth-type")) ? ["--auth-type", auth] : [],
+        ...saved ? ["--resume", id] : ["--session-id", id],
+        ...e.agent.model ? ["--model", e.agent.model] : [],
+        ...e.agent.max_turns ? ["--max-session-turns", String(e.agent.max_turns)] : [],
+        ...e.agent.args,
+        // The prompt on stdin, appended to an empty -p: no size limit, never read as a flag.
+        ...["-p", ""]
+      ],
+      input: e.prompt,
+      env: { QWEN_HOME: e.home, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" },
+      async spent(run2) {
+        await read();
+        const r = run2 ? readStream(run2.stdout).result : null;
+        const u = run2 ? [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord2(x.usage))?.usage : null;
+        if (!isRecord2(u)) return { tally: tally2 };
+        totals = tallyOf2(model, { input: u.input_tokens, cached: u.cache_read_input_tokens, output: u.output_tokens });
+        const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] } : null;
+        const own2 = shareOf(before, totals);
+        return { tally: own2.share, turns: r?.turns ?? null, ...own2.note ? { notes: [own2.note] } : {} };
+      },
+      ending(run2) {
+        const r = readStream(run2.stdout).result;
+        if (run2.exitCode === 53 || r?.subtype === "error_max_turns")
+          return { exit: "budget", note: `Qwen Code stopped at agent.max_turns (${e.agent.max_turns})` };
+        const error62 = [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord2(x.error))?.error;
+        if (r && (r.isError || r.subtype !== "success"))
+          return {
+            exit: "crash",
+            why: r.message ?? (isRecord2(error62) && typeof error62.message === "string" ? error62.message : null)
+          };
+        return {};
+      },
+      record: async () => ({ sessionId: id, totals: Object.values(totals ?? saved?.baseline ?? {})[0] ?? null })
+    };
+  },
+  transcript: claudeCode.transcript
+});
+
+// src/agents/runner.ts
+import { mkdir as mkdir8, readdir as readdir6, rm as rm6, writeFile as writeFile6 } from "node:fs/promises";
+import { join as join9 } from "node:path";
+var RECORD_FILE = "session.json";
+function adapterOf(spec, agent) {
+  const missingLogin = (env) => spec.missingLogin?.(env, agent) ?? null;
+  return {
+    kind: spec.kind,
+    passEnv: spec.passEnv,
+    missingLogin,
+    run: async (s) => {
+      const missing = missingLogin(s.env);
+      if (missing)
+        return {
+          exit: "crash",
+          reportedSpend: 0,
+          note: missing,
+          seconds: 0,
+          failure: { kind: "auth", quote: missing }
+        };
+      return settleBounds(s, await runSession(spec, agent, s), agent.max_turns);
+    }
+  };
+}
+async function openContext(contextDir, agent, resume) {
+  const entries = await readdir6(contextDir).catch(() => []);
+  if (entries.length === 0) return { carried: null };
+  const found = await resume(entries);
+  if (!isRecord2(found) || !("unusable" in found)) return { carried: found };
+  await clear(contextDir);
+  return { carried: null, note: freshNote(agent, found.unusable) };
+}
+var freshNote = (agent, why) => `could not resume the carried ${agent} conversation (${why}); started a fresh conversation`;
+async function clear(dir) {
+  for (const e of await readdir6(dir)) await rm6(join9(dir, e), { recursive: true, force: true });
+}
+async function readRecord2(contextDir, kind) {
+  const text = await readRegular(join9(contextDir, RECORD_FILE));
+  if (text === null) return { unusable: `${RECORD_FILE} is missing` };
+  let v;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return { unusable: `${RECORD_FILE} is not JSON (${text.trim().slice(0, 40) || "empty"})` };
+  }
+  if (!isRecord2(v)) return { unusable: `${RECORD_FILE} is not an object` };
+  if (v.agent !== void 0 && v.agent !== kind)
+    return { unusable: `${RECORD_FILE} was written for agent ${JSON.stringify(v.agent)}, not ${kind}` };
+  return v;
+}
+async function runSession(spec, agent, s) {
+  const started = performance.now();
+  const e = {
+    ...s,
+    agent,
+    executable: agent.command ?? spec.cli?.executable ?? "",
+    home: join9(s.contextDir, "home")
+  };
+  const notes = [];
+  let saved = null;
+  const resume = spec.resume;
+  if (resume) {
+    await mkdir8(s.contextDir, { recursive: true });
+    const ctx = await openContext(s.contextDir, spec.name, async () => {
+      const record3 = await readRecord2(s.contextDir, spec.kind);
+      return "unusable" in record3 ? record3 : resume(e, record3);
+    });
+    saved = ctx.carried;
+    if (ctx.note) notes.push(ctx.note);
+  }
+  let t = await attempt(spec, e, saved, s.deadlineMs);
+  if (t.ending.restart && resume) {
+    await clear(s.contextDir);
+    notes.push(freshNote(spec.name, t.ending.restart));
+    t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (performance.now() - started)));
+  }
+  const { run: r, cli, ending, spent: spent2 } = t;
+  notes.push(...t.notes);
+  const exit = stopExit(r, s.deadlineIsBudget) ?? ending.exit ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
+  if (r.stopped === "budget" && t.overrun) notes.push(`stopped by forkflush: the session ${t.overrun}`);
+  if (ending.note) notes.push(ending.note);
+  let failure3 = null;
+  if (exit === "crash" && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal || ending.why)) {
+    const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, " ").trim().slice(0, 300);
+    failure3 = failureOf(spec, r, r.spawnError ?? why, ending.status);
+    notes.push(
+      r.spawnError ? `${spec.name} could not start: ${r.spawnError}` : `${spec.name} exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`
+    );
+  }
+  const measured = s.unit === "tokens" || s.unit === "usd";
+  const outcome = { exit, reportedSpend: null, seconds: (performance.now() - started) / 1e3 };
+  if (spent2) notes.push(...spent2.notes ?? []);
+  if (spent2?.spend !== void 0) outcome.reportedSpend = spent2.spend;
+  else if (spent2) {
+    outcome.usage = usageOf(spent2);
+    outcome.reportedSpend = spent2.unsure ? null : spendOf(s, outcome.usage);
+    if (spent2.unsure && measured) notes.push("the spend is unknown; charged the whole allowance");
+  } else if (!(r.stopped === null && couldNotStart(r))) {
+    const why = cli.noUsage?.();
+    if (why) notes.push(`${why}${measured ? "; charged its whole allowance" : ""}`);
+  }
+  const record2 = await cli.record?.(r);
+  if (record2) await writeRecord(s.contextDir, spec.kind, record2);
+  await cli.after?.();
+  if (notes.length > 0) outcome.note = notes.join("; ");
+  if (failure3) outcome.failure = failure3;
+  return outcome;
+}
+async function writeRecord(contextDir, kind, record2) {
+  await writeFile6(join9(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
+`);
+}
+async function attempt(spec, e, saved, timeoutMs) {
+  const cli = await spec.start(e, saved);
+  const before = await cli.record?.();
+  if (before) await writeRecord(e.contextDir, spec.kind, before);
+  const stop2 = new AbortController();
+  const notes = [];
+  let overrun = null;
+  let failed = false;
+  let busy = false;
+  const watched = cli.spent && cli.watch !== false ? cli.spent : null;
+  const check2 = async () => {
+    if (busy || stop2.signal.aborted) return;
+    busy = true;
+    try {
+      const spent2 = watched ? await watched() : null;
+      const usage2 = spent2 && spent2.spend === void 0 ? usageOf(spent2) : null;
+      const why = spent2?.spend !== void 0 ? overrunReason(e, { inputTokens: spent2.spend, outputTokens: 0, costUsd: spent2.spend }, 0, void 0) : usage2 ? overrunReason(e, usage2, usage2.turns ?? 0, e.agent.max_turns) : void 0;
+      const limit = why ?? await cli.bounds?.() ?? void 0;
+      if (limit) {
+        overrun = limit;
+        stop2.abort("budget");
+      }
+    } catch (err) {
+      if (!failed) notes.push(`the usage watcher failed (${err.message}); bounds were checked at the end`);
+      failed = true;
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = watched || cli.bounds ? setInterval(() => void check2(), cli.pollMs ?? 250) : void 0;
+  const env = { ...e.env, ...forkflushVars(e), ...cli.env };
+  for (const name2 of cli.unset ?? []) delete env[name2];
+  const logins = cli.logins ? await installLogins(cli.logins, process.env) : [];
+  try {
+    const run2 = await e.spawn(cli.executable ?? e.executable, cli.args, {
+      cwd: cli.cwd ?? e.workdir,
+      env,
+      ...cli.input !== void 0 ? { input: cli.input } : {},
+      timeoutMs,
+      signal: AbortSignal.any([e.signal, stop2.signal]),
+      logFile: e.logFile,
+      maxOutput: 4e6
+    });
+    if (run2.stopped === LOG_FULL)
+      notes.push(
+        run2.logProblem ? `stopped: its log could not be written (${run2.logProblem})` : `stopped: its output passed ${LOG_MAX_BYTES / 1024 / 1024} MB (the log keeps the first ${LOG_MAX_BYTES / 1024 / 1024} MB)`
+      );
+    if (timer) clearInterval(timer);
+    const spent2 = cli.spent ? await cli.spent(run2).catch(() => null) : null;
+    return { run: run2, cli, spent: spent2, ending: cli.ending?.(run2) ?? {}, overrun, notes };
+  } finally {
+    if (timer) clearInterval(timer);
+    await removeLogins(logins);
+  }
+}
+function stopExit(r, deadlineIsBudget) {
+  if (r.stopped === null) return null;
+  if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
+  return r.stopped === "budget" ? "budget" : "crash";
+}
+var STATUS = [
+  [/^40[13]$/, "auth"],
+  [/^402$/, "quota"],
+  [/^404$/, "model"],
+  [/^429$/, "rate-limit"],
+  [/^(50[0234]|529)$/, "overload"]
+];
+function failureOf(spec, run2, quote, status2) {
+  const q = quoteLine(quote || spec.name);
+  const secret = spec.cli?.secret;
+  const code = String(
+    status2 ?? /(?:\b(?:status|HTTP|API Error:?|Error code:?)\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? ""
+  );
+  let kind = STATUS.find(([re]) => re.test(code))?.[1] ?? null;
+  if (kind === "rate-limit" && /quota|billing|credit/i.test(quote)) kind = "quota";
+  if (!kind && /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i.test(
+    quote
+  ))
+    kind = "network";
+  if (!kind && couldNotStart(run2)) kind = "cli";
+  if (!kind && !spec.cli && run2.exitCode === 75) kind = "overload";
+  if (!kind && !spec.cli && run2.exitCode === 77) kind = "auth";
+  if (!kind) return null;
+  const wait = /retry[- ]after\D{0,3}(\d+(?:\.\d+)?)\s*(ms|s)?/i.exec(quote);
+  const fix = {
+    auth: secret ? `set ${secret.name} (${secret.note}) to a key or login that works` : "give the agent a key that works (agent.env)",
+    quota: "raise the provider's quota or plan, or wait until it resets, then resume the run",
+    model: "set agent.model to a model the provider has",
+    cli: spec.cli ? `install ${spec.name} (${spec.cli.install}), or point agent.command at it` : "correct agent.command"
+  };
+  return {
+    kind,
+    quote: q,
+    ...fix[kind] ? { fix: fix[kind] } : {},
+    ...wait && (kind === "rate-limit" || kind === "overload" || kind === "network") ? { retryAfterMs: Math.round(Number(wait[1]) * (wait[2] === "ms" ? 1 : 1e3)) } : {}
+  };
+}
+function quoteLine(line) {
+  const one = line.replace(/\s+/g, " ").trim();
+  return one.length > 300 ? `${one.slice(0, 299)}\u2026` : one;
+}
+
+// src/agents/specs.ts
+var SPECS = {
+  command,
+  "claude-code": claudeCode,
+  codex,
+  copilot,
+  gemini,
+  aider,
+  opencode,
+  "qwen-code": qwenCode
 };
+function specOf(kind) {
+  return SPECS[kind];
+}
+function specOfName(name2) {
+  return Object.hasOwn(SPECS, name2) ? SPECS[name2] : void 0;
+}
+function cliOf(kind) {
+  return SPECS[kind].cli;
+}
+function adapterFor(agent) {
+  return adapterOf(specOf(agent.kind), agent);
+}
 function agentFor(config2) {
-  return FACTORIES[config2.agent.kind](config2.agent);
+  return adapterFor(config2.agent);
 }
 
 // src/core/prompts.ts
@@ -33959,12 +33649,12 @@ function templateProblem(config2, templates) {
 }
 
 // src/worker/episode.ts
-import { mkdir as mkdir9, statfs, writeFile as writeFile11 } from "node:fs/promises";
-import { join as join12 } from "node:path";
+import { mkdir as mkdir11, statfs, writeFile as writeFile10 } from "node:fs/promises";
+import { join as join13 } from "node:path";
 
 // src/worker/cleanroom.ts
-import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir7, readdir as readdir6, rm as rm6, stat as stat2, utimes, writeFile as writeFile8 } from "node:fs/promises";
-import { dirname as dirname7, join as join9 } from "node:path";
+import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir9, readdir as readdir7, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
+import { dirname as dirname7, join as join10 } from "node:path";
 var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
@@ -33979,17 +33669,17 @@ var OwnRepo = class _OwnRepo {
   /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
   static async open(gitDir, objects) {
     const own2 = new _OwnRepo(gitDir, objects);
-    const head = await readdir6(gitDir).catch(() => []);
+    const head = await readdir7(gitDir).catch(() => []);
     if (!head.includes("HEAD")) {
-      await mkdir7(dirname7(gitDir), { recursive: true });
+      await mkdir9(dirname7(gitDir), { recursive: true });
       await new Git(dirname7(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
     }
     return own2;
   }
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
-    await mkdir7(join9(this.gitDir, "info"), { recursive: true });
-    await writeFile8(join9(this.gitDir, "info", "attributes"), AS_IS2);
+    await mkdir9(join10(this.gitDir, "info"), { recursive: true });
+    await writeFile7(join10(this.gitDir, "info", "attributes"), AS_IS2);
   }
   /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
   exec(args, o = {}) {
@@ -34009,24 +33699,24 @@ var OwnRepo = class _OwnRepo {
   }
 };
 async function checkoutInto(own2, commit, dir, index, branch) {
-  await mkdir7(dir, { recursive: true });
+  await mkdir9(dir, { recursive: true });
   await emptyFolder(dir);
-  await rm6(index, { force: true });
-  await mkdir7(dirname7(index), { recursive: true });
+  await rm7(index, { force: true });
+  await mkdir9(dirname7(index), { recursive: true });
   await own2.asIs();
   await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
   if (!branch) return;
-  const dotGit = join9(dir, ".git");
+  const dotGit = join10(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile8(join9(dotGit, "objects", "info", "alternates"), `${own2.objects}
+  await writeFile7(join10(dotGit, "objects", "info", "alternates"), `${own2.objects}
 `);
-  await mkdir7(join9(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
-  await writeFile8(join9(dotGit, "refs", "heads", branch), `${commit}
+  await mkdir9(join10(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
+  await writeFile7(join10(dotGit, "refs", "heads", branch), `${commit}
 `);
-  await writeFile8(join9(dotGit, "HEAD"), `ref: refs/heads/${branch}
+  await writeFile7(join10(dotGit, "HEAD"), `ref: refs/heads/${branch}
 `);
-  await appendFile(join9(dotGit, "config"), AGENT_IDENTITY);
-  await copyIndex(index, join9(dotGit, "index"));
+  await appendFile(join10(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join10(dotGit, "index"));
 }
 async function copyIndex(from, to) {
   await copyFile(from, to);
@@ -34117,7 +33807,7 @@ function unquoteGitPath(line) {
   return Buffer.from(bytes);
 }
 async function baseSnapshot(own2, index, base) {
-  await rm6(index, { force: true });
+  await rm7(index, { force: true });
   await own2.exec(["read-tree", base], { index });
   return { tree: await own2.out(["write-tree"], { index }), protectedChanged: [], index };
 }
@@ -34160,7 +33850,7 @@ async function untrackedPaths(own2, dir, index, o = {}) {
 }
 async function rewriteFiles(own2, dir, index, files) {
   if (files.length === 0) return;
-  for (const f of files) await rm6(join9(dir, f), { recursive: true, force: true });
+  for (const f of files) await rm7(join10(dir, f), { recursive: true, force: true });
   await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
 }
 function excludePatterns(paths) {
@@ -34263,9 +33953,9 @@ async function runGrader(config2, workdir, env, confine, signal) {
 
 // src/worker/grade-service.ts
 import { randomBytes } from "node:crypto";
-import { chmod, mkdtemp, rm as rm7, writeFile as writeFile9 } from "node:fs/promises";
+import { chmod, mkdtemp, rm as rm8, writeFile as writeFile8 } from "node:fs/promises";
 import { createServer } from "node:http";
-import { join as join10 } from "node:path";
+import { join as join11 } from "node:path";
 async function startGradeService(args) {
   let count3 = 0;
   let queue = Promise.resolve();
@@ -34309,15 +33999,15 @@ async function startGradeService(args) {
   });
   const socketDir = await mkdtemp("/tmp/ff-grade-");
   await chmod(socketDir, 457);
-  const socket = join10(socketDir, "grade.sock");
+  const socket = join11(socketDir, "grade.sock");
   await new Promise((resolve6, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve6);
   });
   await chmod(socket, 438);
-  const client = join10(args.box, "grade-client.mjs");
-  const command = join10(args.box, "grade");
-  await writeFile9(
+  const client = join11(args.box, "grade-client.mjs");
+  const command2 = join11(args.box, "grade");
+  await writeFile8(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
@@ -34338,15 +34028,15 @@ req.on('error', (e) => {
 req.end();
 `
   );
-  await writeFile9(
-    command,
+  await writeFile8(
+    command2,
     `#!/bin/sh
 exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'
 `
   );
-  await chmod(command, 493);
+  await chmod(command2, 493);
   return {
-    command,
+    command: command2,
     socketDir,
     evaluations: () => count3,
     close: async () => {
@@ -34356,7 +34046,7 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
         server.close(() => resolve6());
       });
       await queue;
-      await rm7(socketDir, { recursive: true, force: true });
+      await rm8(socketDir, { recursive: true, force: true });
     }
   };
 }
@@ -34390,25 +34080,25 @@ ${text}`).digest("hex");
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes3 } from "node:crypto";
 import { constants as constants3 } from "node:fs";
-import { appendFile as appendFile2, cp, mkdir as mkdir8, readFile as readFile4, rename as rename4, rm as rm8, stat as stat3, writeFile as writeFile10 } from "node:fs/promises";
-import { dirname as dirname8, join as join11 } from "node:path";
+import { appendFile as appendFile2, cp, mkdir as mkdir10, readFile as readFile4, rename as rename5, rm as rm9, stat as stat3, writeFile as writeFile9 } from "node:fs/promises";
+import { dirname as dirname8, join as join12 } from "node:path";
 var SETUP_OUTPUT_MAX = 1e6;
 async function runSetup(o) {
   const { setup } = o.config;
   await removeTree(o.tmp);
-  await mkdir8(join11(o.tmp, "home"), { recursive: true });
+  await mkdir10(join12(o.tmp, "home"), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
   const started = performance.now();
   const deadline = started + setup.timeout * 1e3;
   const log = [];
   let failure3 = null;
-  for (const command of setup.commands) {
+  for (const command2 of setup.commands) {
     const left = deadline - performance.now();
     if (left <= 0) {
-      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command}\``;
+      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command2}\``;
       break;
     }
-    const r = await runShell(command, {
+    const r = await runShell(command2, {
       cwd: o.dir,
       env,
       timeoutMs: left,
@@ -34416,16 +34106,16 @@ async function runSetup(o) {
       ...o.signal ? { signal: o.signal } : {},
       ...o.confine ? { confine: o.confine } : { track: true }
     });
-    log.push(`$ ${command}
+    log.push(`$ ${command2}
 ${r.stdout}${r.stderr}`);
     if (r.stopped === "timeout")
-      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command}\``;
-    else if (r.stopped) failure3 = `setup was stopped (${r.stopped}) in \`${command}\``;
-    else if (r.spawnError) failure3 = `setup could not start \`${command}\`: ${r.spawnError}`;
+      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command2}\``;
+    else if (r.stopped) failure3 = `setup was stopped (${r.stopped}) in \`${command2}\``;
+    else if (r.spawnError) failure3 = `setup could not start \`${command2}\`: ${r.spawnError}`;
     else if (r.exitCode !== 0) {
       const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
       const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-      failure3 = `setup failed: \`${command}\` ${how}${tail ? `: ${tail}` : ""}`;
+      failure3 = `setup failed: \`${command2}\` ${how}${tail ? `: ${tail}` : ""}`;
     }
     if (failure3) break;
   }
@@ -34446,10 +34136,10 @@ function setupEnv(source, config2) {
 }
 async function prepareWorkspace(o) {
   const logFile = episodeLogs(o.scratchDir).setup;
-  const excludes = join11(o.scratchDir, "setup.exclude");
+  const excludes = join12(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
-    await writeFile10(excludes, patterns);
+    await writeFile9(excludes, patterns);
     const made = paths.length === 0 ? "nothing untracked" : `${paths.length} untracked path(s), left out of the result`;
     await appendFile2(logFile, `(setup ${how}: ${made})
 `);
@@ -34460,12 +34150,12 @@ async function prepareWorkspace(o) {
       config: o.config,
       dir: o.workspace,
       restore: { own: o.own, index: o.checkoutIndex },
-      tmp: join11(o.scratchDir, "setup-tmp"),
+      tmp: join12(o.scratchDir, "setup-tmp"),
       source: o.source,
       confine: o.confine,
       signal: o.signal
     });
-    await writeFile10(logFile, run2.log);
+    await writeFile9(logFile, run2.log);
     if (run2.failure) return { failure: run2.failure };
     return { paths: await untrackedPaths(o.own, o.workspace, o.checkoutIndex) };
   };
@@ -34475,10 +34165,10 @@ async function prepareWorkspace(o) {
     if ("failure" in r2) return { ok: false, reason: r2.failure };
     return done(r2.paths, "ran in the workspace");
   }
-  await rm8(logFile, { force: true });
+  await rm9(logFile, { force: true });
   const tree = await o.own.out(["rev-parse", `${o.base}^{tree}`]);
   const key = cache2.key(tree, o.config, setupEnv(o.source, o.config));
-  for (let attempt = 0; attempt < 2; attempt++) {
+  for (let attempt2 = 0; attempt2 < 2; attempt2++) {
     const hit = await cache2.restore(key, o.workspace);
     if (hit) return done(hit.paths, `was copied from the setup cache (made in ${hit.madeBy}, of the same base)`);
     const running = cache2.running(key);
@@ -34520,17 +34210,17 @@ var SetupCache = class {
    * (then what was copied is removed again, and setup runs there instead).
    */
   async restore(key, workspace) {
-    const entry = join11(this.dir, key);
-    const manifest = await readFile4(join11(entry, "manifest.json"), "utf8").catch(() => null);
+    const entry = join12(this.dir, key);
+    const manifest = await readFile4(join12(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
     const copied = [];
     try {
       const { paths, madeBy } = JSON.parse(manifest);
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir8(dirname8(join11(workspace, path)), { recursive: true });
-        copied.push(join11(workspace, path));
-        await cp(join11(entry, "files", path), join11(workspace, path), COPY);
+        await mkdir10(dirname8(join12(workspace, path)), { recursive: true });
+        copied.push(join12(workspace, path));
+        await cp(join12(entry, "files", path), join12(workspace, path), COPY);
       }
       return { paths, madeBy };
     } catch {
@@ -34557,18 +34247,18 @@ var SetupCache = class {
     }
   }
   async keep(key, episode2, paths, workspace) {
-    const entry = join11(this.dir, key);
-    if (await exists2(join11(entry, "manifest.json"))) return;
-    const tmp = join11(this.dir, `.${key}.${randomBytes3(4).toString("hex")}`);
+    const entry = join12(this.dir, key);
+    if (await exists(join12(entry, "manifest.json"))) return;
+    const tmp = join12(this.dir, `.${key}.${randomBytes3(4).toString("hex")}`);
     try {
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir8(dirname8(join11(tmp, "files", path)), { recursive: true });
-        await cp(join11(workspace, path), join11(tmp, "files", path), COPY);
+        await mkdir10(dirname8(join12(tmp, "files", path)), { recursive: true });
+        await cp(join12(workspace, path), join12(tmp, "files", path), COPY);
       }
-      await writeFile10(join11(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
-      await rm8(entry, { recursive: true, force: true });
-      await rename4(tmp, entry);
+      await writeFile9(join12(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
+      await rm9(entry, { recursive: true, force: true });
+      await rename5(tmp, entry);
     } finally {
       await removeTree(tmp);
     }
@@ -34582,7 +34272,7 @@ var COPY = {
   errorOnExist: false,
   mode: constants3.COPYFILE_FICLONE
 };
-async function exists2(path) {
+async function exists(path) {
   return stat3(path).then(
     () => true,
     () => false
@@ -34646,10 +34336,10 @@ async function episode(job, charged2) {
   const source = job.env ?? process.env;
   const box = places.box;
   await removeTree(box);
-  for (const dir of [join12(box, "home"), join12(box, "tmp"), job.scratchDir]) await mkdir9(dir, { recursive: true });
-  const promptFile = join12(box, "prompt.md");
-  await writeFile11(promptFile, job.prompt);
-  const home = { HOME: join12(box, "home"), TMPDIR: sandbox ? "/tmp" : join12(box, "tmp") };
+  for (const dir of [join13(box, "home"), join13(box, "tmp"), job.scratchDir]) await mkdir11(dir, { recursive: true });
+  const promptFile = join13(box, "prompt.md");
+  await writeFile10(promptFile, job.prompt);
+  const home = { HOME: join13(box, "home"), TMPDIR: sandbox ? "/tmp" : join13(box, "tmp") };
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config2.grader.env);
   const interrupt = job.signal ?? new AbortController().signal;
@@ -34668,7 +34358,7 @@ async function episode(job, charged2) {
         sandbox,
         confinement: setupConfinement(
           places.workspace,
-          join12(job.scratchDir, "setup-tmp"),
+          join13(job.scratchDir, "setup-tmp"),
           places,
           config2,
           source,
@@ -34697,7 +34387,7 @@ async function episode(job, charged2) {
     ...sandbox ? {
       confine: {
         sandbox,
-        confinement: graderConfinement(places.workspace, join12(box, "tmp"), places, config2, source, [
+        confinement: graderConfinement(places.workspace, join13(box, "tmp"), places, config2, source, [
           places.context
         ])
       }
@@ -34727,7 +34417,7 @@ async function episode(job, charged2) {
       prompt: job.prompt,
       promptFile,
       contextDir: places.context,
-      usageFile: join12(box, "usage.json"),
+      usageFile: join13(box, "usage.json"),
       logFile: episodeLogs(job.scratchDir).agent,
       gradeCommand: grading.command,
       allowance: episode2.allowance,
@@ -34754,7 +34444,7 @@ async function episode(job, charged2) {
   const spent2 = Math.round(measured * 1e6) / 1e6;
   charged2.spent = spent2;
   if (logFull) throw new Error(`the agent's log could not be written: ${logFull}`);
-  const snapshotIndex = join12(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join13(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(
     job.own,
@@ -34780,7 +34470,7 @@ async function episode(job, charged2) {
     const g = await judge(job, snap.tree, graderEnv);
     const graded = g.setupFailed ? "" : `$ ${config2.grader.command}
 ${g.stdout}${g.stderr}`;
-    await writeFile11(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
+    await writeFile10(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
     graderSeconds = g.seconds;
     score2 = g.score;
     reason = g.reason;
@@ -34827,7 +34517,7 @@ async function commitResult(job, snap, made, started) {
   return { ...partial2, commit, wallSeconds };
 }
 async function setupResult(job, reason, started) {
-  const snap = await baseSnapshot(job.own, join12(job.scratchDir, "snapshot.index"), job.episode.base);
+  const snap = await baseSnapshot(job.own, join13(job.scratchDir, "snapshot.index"), job.episode.base);
   const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join("; ")) : "";
   return commitResult(
     job,
@@ -34849,9 +34539,9 @@ async function setupResult(job, reason, started) {
 }
 async function judge(job, tree, env) {
   const { config: config2, places, isolation } = job;
-  const dir = join12(job.scratchDir, "judge");
-  const tmp = join12(job.scratchDir, "judge-tmp");
-  const index = join12(job.scratchDir, "judge.index");
+  const dir = join13(job.scratchDir, "judge");
+  const tmp = join13(job.scratchDir, "judge-tmp");
+  const index = join13(job.scratchDir, "judge.index");
   const source = job.env ?? process.env;
   await checkoutInto(job.own, tree, dir, index).catch(async (e) => {
     await removeTree(dir).catch(() => {
@@ -34859,7 +34549,7 @@ async function judge(job, tree, env) {
     throw e;
   });
   await removeTree(tmp);
-  await mkdir9(join12(tmp, "home"), { recursive: true });
+  await mkdir11(join13(tmp, "home"), { recursive: true });
   const sandbox = isolation.sandbox;
   const agentPlaces = [
     places.workspace,
@@ -34877,7 +34567,7 @@ async function judge(job, tree, env) {
   try {
     let setupLog;
     if (config2.setup.commands.length > 0) {
-      const setupTmp = join12(job.scratchDir, "judge-setup-tmp");
+      const setupTmp = join13(job.scratchDir, "judge-setup-tmp");
       const run2 = await runSetup({
         config: config2,
         dir,
@@ -34901,7 +34591,7 @@ async function judge(job, tree, env) {
         };
       }
       const planted = await madeAtProtectedPaths();
-      for (const p of planted) await removeTree(join12(dir, p));
+      for (const p of planted) await removeTree(join13(dir, p));
       if (planted.length > 0) setupLog += `(removed what setup made under protected paths: ${listSome(planted, 5)})
 `;
       await rewriteFiles(job.own, dir, index, protectedFiles);
@@ -34998,9 +34688,9 @@ async function driveLocked(initial, options) {
     if (o.signal.aborted) return { state, interrupted: true };
     const first = actions[0];
     if (first?.type !== "run") break;
-    const round4 = roundOf2(state, first.round);
+    const round = roundOf2(state, first.round);
     const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
-    const pending = round4.episodes.filter((e) => ids.has(e.id));
+    const pending = round.episodes.filter((e) => ids.has(e.id));
     let problem2;
     const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
       if (halt.signal.aborted) return false;
@@ -35042,7 +34732,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit) {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
   const prepared = await o.forge.prepareEpisode(state, e);
-  const round4 = state.rounds[e.round];
+  const round = state.rounds[e.round];
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   emit({ type: "episode-start", state, episode: e });
   try {
@@ -35050,7 +34740,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit) {
       runId: state.id,
       config: state.config,
       episode: e,
-      phase: round4.phase,
+      phase: round.phase,
       own: prepared.own,
       places: prepared.places,
       checkoutIndex: prepared.checkoutIndex,
@@ -35089,13 +34779,13 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile3, chmod as chmod3, cp as cp3, mkdir as mkdir12, mkdtemp as mkdtemp2, readdir as readdir8, readFile as readFile7, realpath as realpath4, rm as rm9, stat as stat7 } from "node:fs/promises";
+import { appendFile as appendFile3, chmod as chmod3, cp as cp3, mkdir as mkdir14, mkdtemp as mkdtemp2, readdir as readdir9, readFile as readFile7, realpath as realpath5, rm as rm10, stat as stat7 } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join as join17, relative, resolve as resolve3, sep as sep2 } from "node:path";
+import { join as join18, relative, resolve as resolve3, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
-import { cp as cp2, mkdir as mkdir10, readFile as readFile5, realpath as realpath3, stat as stat4 } from "node:fs/promises";
-import { dirname as dirname9, isAbsolute as isAbsolute2, join as join13, resolve as resolve2 } from "node:path";
+import { cp as cp2, mkdir as mkdir12, readFile as readFile5, realpath as realpath4, stat as stat4 } from "node:fs/promises";
+import { dirname as dirname9, isAbsolute as isAbsolute2, join as join14, resolve as resolve2 } from "node:path";
 var LocalForge = class {
   constructor(repo, store, keepRejected = false) {
     this.repo = repo;
@@ -35115,9 +34805,9 @@ var LocalForge = class {
   open() {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
-      const commonDir = await realpath3(isAbsolute2(common) ? common : resolve2(this.repo, common));
-      const objects = join13(commonDir, "objects");
-      const alternates = (await readFile5(join13(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
+      const commonDir = await realpath4(isAbsolute2(common) ? common : resolve2(this.repo, common));
+      const objects = join14(commonDir, "objects");
+      const alternates = (await readFile5(join14(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -35152,14 +34842,14 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join13(scratchDir, "checkout.index");
+    const checkoutIndex = join14(scratchDir, "checkout.index");
     await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
     await removeTree(context);
     const notes = [];
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
-      if (await exists3(from)) {
+      if (await exists2(from)) {
         await cleanAgentFolder(from);
         await cp2(from, context, { recursive: true, verbatimSymlinks: true }).catch(async (err) => {
           await removeTree(context);
@@ -35170,11 +34860,11 @@ var LocalForge = class {
       }
       await cleanAgentFolder(context);
     }
-    await mkdir10(context, { recursive: true });
+    await mkdir12(context, { recursive: true });
     const places = {
       workspace,
       context,
-      box: join13(scratchDir, "box"),
+      box: join14(scratchDir, "box"),
       objects: [own2.objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname9(this.store.dir)]
@@ -35198,8 +34888,8 @@ var LocalForge = class {
   // The core's work items (core/work.ts), carried out on the repository's refs. Each is safe to
   // repeat: a resumed run carries the work of decided rounds out again, and nothing moves twice.
   /** The round's branches, at their bases (its episodes are run by the runner). */
-  async openRound(state, round4) {
-    for (const e of round4.episodes) {
+  async openRound(state, round) {
+    for (const e of round.episodes) {
       const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
       if (!e.result && await this.git.revParse(ref) === null)
         await this.git.casRef(ref, e.base, null, "forkflush: round");
@@ -35214,37 +34904,37 @@ var LocalForge = class {
    * rejected episodes' branches and contexts too, unless asked to keep them (a later episode only
    * ever continues an adopted one).
    */
-  async settleRound(state, round4) {
-    const adopted = round4.decision?.adopted ?? [];
-    for (const e of round4.episodes) {
+  async settleRound(state, round) {
+    const adopted = round.decision?.adopted ?? [];
+    for (const e of round.episodes) {
       if (!adopted.includes(e.id) || !e.result) continue;
       const branch = lineageBranch(state.id, e.lineage, state.lineages.length);
       if (await this.git.casRef(this.ref(branch), e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
-      const problem2 = lineageMovedOutside(state, round4, e, await this.git.revParse(this.ref(branch)), branch);
+      const problem2 = lineageMovedOutside(state, round, e, await this.git.revParse(this.ref(branch)), branch);
       if (problem2) throw new Error(problem2);
     }
-    for (const e of round4.episodes) {
+    for (const e of round.episodes) {
       await removeTree(this.store.workspace(e.id));
       if (this.keepRejected && !adopted.includes(e.id)) continue;
       await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
       if (!adopted.includes(e.id)) await removeTree(this.store.context(e.id));
     }
-    if (!this.keepRejected) await this.dropSupersededContexts(state, round4);
+    if (!this.keepRejected) await this.dropSupersededContexts(state, round);
   }
   /**
    * The contexts of settled episodes nothing continues any more: a lineage carries or copies the
    * whole conversation on, so once it continues from a later episode, the earlier copy is only
    * disk (each carried context holds all of the one before it).
    */
-  async dropSupersededContexts(state, round4) {
+  async dropSupersededContexts(state, round) {
     const needed = new Set(state.lineages.flatMap((l) => l.context ? [l.context] : []));
     for (const e of allEpisodes(state)) if (!e.result) {
       for (const id of [e.id, e.contextFrom]) if (id) needed.add(id);
     }
-    for (const r of state.rounds.slice(0, round4.index + 1))
+    for (const r of state.rounds.slice(0, round.index + 1))
       for (const e of r.episodes) {
         const dir = this.store.context(e.id);
-        if (!needed.has(e.id) && await exists3(dir)) await removeTree(dir);
+        if (!needed.has(e.id) && await exists2(dir)) await removeTree(dir);
       }
   }
   async moveBest(state, commit) {
@@ -35257,7 +34947,7 @@ var LocalForge = class {
   async withCheckout(commit, name2, fn) {
     const { own: own2, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    await checkoutInto(own2, commit, dir, join13(this.store.scratch(name2), "checkout.index"));
+    await checkoutInto(own2, commit, dir, join14(this.store.scratch(name2), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own2.objects, ...alternates],
@@ -35269,7 +34959,7 @@ var LocalForge = class {
     }
   }
 };
-async function exists3(path) {
+async function exists2(path) {
   return stat4(path).then(
     () => true,
     () => false
@@ -35278,12 +34968,12 @@ async function exists3(path) {
 
 // src/local/preflight.ts
 import { stat as stat6 } from "node:fs/promises";
-import { isAbsolute as isAbsolute4, join as join15 } from "node:path";
+import { isAbsolute as isAbsolute4, join as join16 } from "node:path";
 
 // src/io/executables.ts
 import { constants as constants4 } from "node:fs";
 import { access, stat as stat5 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join14 } from "node:path";
+import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join15 } from "node:path";
 async function isExecutable(file2) {
   const s = await stat5(file2).catch(() => null);
   if (!s?.isFile()) return false;
@@ -35297,7 +34987,7 @@ async function findExecutable(name2, path) {
   if (name2.includes("/") || name2 === "") return null;
   for (const dir of path.split(delimiter2)) {
     if (!isAbsolute3(dir)) continue;
-    const file2 = join14(dir, name2);
+    const file2 = join15(dir, name2);
     if (await isExecutable(file2)) return file2;
   }
   return null;
@@ -35335,7 +35025,7 @@ async function uncommittedInputs(p) {
     ...c.agent.command ? namedPaths(c.agent.command) : [],
     ...c.setup.commands.flatMap(namedPaths)
   ];
-  for (const path of named) if (await stat6(join15(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat6(join16(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -35351,8 +35041,8 @@ async function uncommittedInputs(p) {
     return `${path} (${what})`;
   });
 }
-function namedPaths(command) {
-  return command.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute4(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
+function namedPaths(command2) {
+  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute4(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
 }
 var SHELL_WORDS = /* @__PURE__ */ new Set([
   "cd",
@@ -35389,17 +35079,18 @@ async function missingExecutable(p) {
     const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
     if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
     if (first.includes("/")) {
-      const file2 = isAbsolute4(first) ? first : join15(p.repo, first);
+      const file2 = isAbsolute4(first) ? first : join16(p.repo, first);
       if (await isExecutable(file2)) return null;
-      const exists4 = await stat6(file2).then(
+      const exists3 = await stat6(file2).then(
         () => true,
         () => false
       );
-      return exists4 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute4(first) ? "" : " in the repository"}`;
+      return exists3 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute4(first) ? "" : " in the repository"}`;
     }
     return await onPath(first, path) ? null : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
   }
-  const cli = AGENT_CLIS[kind];
+  const cli = cliOf(kind);
+  if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
   const found = isAbsolute4(executable) ? await isExecutable(executable) : await onPath(executable, path);
   if (found) return null;
@@ -35410,8 +35101,8 @@ async function onPath(name2, path) {
 }
 
 // src/local/store.ts
-import { chmod as chmod2, mkdir as mkdir11, readdir as readdir7, readFile as readFile6, rename as rename5, unlink as unlink2, writeFile as writeFile12 } from "node:fs/promises";
-import { join as join16 } from "node:path";
+import { chmod as chmod2, mkdir as mkdir13, readdir as readdir8, readFile as readFile6, rename as rename6, unlink as unlink2, writeFile as writeFile11 } from "node:fs/promises";
+import { join as join17 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -35419,18 +35110,18 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join16(taskDir, ".forkflush");
+    return join17(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join16(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join17(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
-    const entries = await readdir7(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const entries = await readdir8(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile6(join16(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile6(join17(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -35439,7 +35130,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join16(this.dir, ...parts);
+    return join17(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode2) {
@@ -35452,9 +35143,9 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode2);
   }
   async init(info) {
-    await mkdir11(this.dir, { recursive: true, mode: 448 });
+    await mkdir13(this.dir, { recursive: true, mode: 448 });
     await chmod2(this.dir, 448);
-    await writeFile12(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
+    await writeFile11(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
     await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
@@ -35483,9 +35174,9 @@ var RunStore = class _RunStore {
    */
   async lock() {
     const file2 = this.path("lock");
-    for (let attempt = 0; attempt < 2; attempt++) {
+    for (let attempt2 = 0; attempt2 < 2; attempt2++) {
       try {
-        await writeFile12(file2, String(process.pid), { flag: "wx" });
+        await writeFile11(file2, String(process.pid), { flag: "wx" });
         return () => unlink2(file2).catch(() => {
         });
       } catch (e) {
@@ -35524,8 +35215,8 @@ async function readRecordFile(file2) {
 var tmpCount = 0;
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
-  await writeFile12(tmp, content);
-  await rename5(tmp, file2);
+  await writeFile11(tmp, content);
+  await rename6(tmp, file2);
 }
 function isAlive(pid) {
   try {
@@ -35538,7 +35229,7 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve3(configFile ?? join17(dir, CONFIG_PATH));
+  const file2 = resolve3(configFile ?? join18(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile7(file2, "utf8");
@@ -35570,7 +35261,7 @@ async function startRun(o) {
     const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
     if (dirty && !scratch)
       warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
-    const rel = relative(repo, scratch ? join17(repo, relative(taskDir, configFile)) : configFile);
+    const rel = relative(repo, scratch ? join18(repo, relative(taskDir, configFile)) : configFile);
     const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
     const refuse = (problems2) => {
       throw new UserError(problems2.join("\n"));
@@ -35584,8 +35275,8 @@ async function startRun(o) {
     });
     if (problems.length > 0) refuse(problems);
     const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
-    const exists4 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
-    if (!await exists4(config2.task)) {
+    const exists3 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
+    if (!await exists3(config2.task)) {
       refuse([
         `${relative(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
       ]);
@@ -35593,7 +35284,7 @@ async function startRun(o) {
     const task = await show(config2.task);
     const loaded = await loadTemplates(
       config2,
-      async (path) => await exists4(path) ? show(path) : null,
+      async (path) => await exists3(path) ? show(path) : null,
       "the repository's last commit"
     );
     if ("problem" in loaded) return refuse([loaded.problem]);
@@ -35639,24 +35330,24 @@ async function startRun(o) {
       baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
     });
     if (o.dryRun) {
-      await rm9(store.dir, { recursive: true, force: true });
+      await rm10(store.dir, { recursive: true, force: true });
       return { store, forge, info, state, warnings, isolation };
     }
     await store.init(info);
     await store.save(state);
     return { store, forge, info, state, warnings, isolation };
   } catch (e) {
-    await rm9(store.dir, { recursive: true, force: true });
+    await rm10(store.dir, { recursive: true, force: true });
     throw e;
   }
 }
 async function newRunFolder(taskDir, now) {
-  await mkdir12(RunStore.runsDir(taskDir), { recursive: true });
+  await mkdir14(RunStore.runsDir(taskDir), { recursive: true });
   for (let n = 1; n < 1e3; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
-      await mkdir12(store.dir, { mode: 448 });
+      await mkdir14(store.dir, { mode: 448 });
       return { id, store };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
@@ -35665,17 +35356,17 @@ async function newRunFolder(taskDir, now) {
   throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp2(join17(tmpdir(), "forkflush-dry-run-"));
+  const dir = await mkdtemp2(join18(tmpdir(), "forkflush-dry-run-"));
   await chmod3(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
-  const tmp = join17(scratch, "tmp");
-  await mkdir12(join17(tmp, "home"), { recursive: true });
+  const tmp = join18(scratch, "tmp");
+  await mkdir14(join18(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   if (config2.setup.commands.length > 0) {
-    const setupTmp = join17(scratch, "setup-tmp");
+    const setupTmp = join18(scratch, "setup-tmp");
     const run2 = await runSetup({
       config: config2,
       dir,
@@ -35743,11 +35434,11 @@ async function retrySetupStop(open4) {
 async function taskFolder(dir) {
   const s = await stat7(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
-  return realpath4(resolve3(dir));
+  return realpath5(resolve3(dir));
 }
 async function gitTop(dir) {
   const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
-  return r.exitCode === 0 ? realpath4(r.stdout.trim()) : null;
+  return r.exitCode === 0 ? realpath5(r.stdout.trim()) : null;
 }
 async function excludeRunFolders(top) {
   const git = new Git(top);
@@ -35756,16 +35447,16 @@ async function excludeRunFolders(top) {
   const file2 = resolve3(top, r.stdout.trim());
   const text = await readFile7(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir12(join17(file2, ".."), { recursive: true });
+  await mkdir14(join18(file2, ".."), { recursive: true });
   await appendFile3(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir12(repo, { recursive: true });
-  for (const entry of await readdir8(taskDir)) {
+  await mkdir14(repo, { recursive: true });
+  for (const entry of await readdir9(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp3(join17(taskDir, entry), join17(repo, entry), { recursive: true });
+    await cp3(join18(taskDir, entry), join18(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -35777,7 +35468,7 @@ async function copyTask(taskDir, repo) {
 async function runCompare(o) {
   const s = await stat8(o.dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
-  const taskDir = await realpath5(resolve4(o.dir));
+  const taskDir = await realpath6(resolve4(o.dir));
   const overrides = {
     ...o.budget !== void 0 ? { budget: o.budget } : {},
     ...o.branches !== void 0 ? { branches: o.branches } : {}
@@ -35816,15 +35507,15 @@ async function runCompare(o) {
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join("\n"));
   const base = parseConfig(manifest.configText, file2, runOverrides(manifest, manifest.strategies[0]));
-  const folder = join18(RunStore.runsDir(taskDir), manifest.id);
+  const folder = join19(RunStore.runsDir(taskDir), manifest.id);
   const rel = relative2(taskDir, file2);
   const configPathInRepo = rel.startsWith("..") ? null : rel;
   if (o.dryRun) {
     const first = manifest.variants[0];
     const text = first ? variantText(manifest, first, configPathInRepo) : null;
-    const scratch = text === null ? null : await mkdtemp3(join18(tmpdir2(), "forkflush-variant-"));
-    const configFile = scratch ? join18(scratch, `variant-${first?.name}.yml`) : file2;
-    if (scratch && text !== null) await writeFile13(configFile, text);
+    const scratch = text === null ? null : await mkdtemp3(join19(tmpdir2(), "forkflush-variant-"));
+    const configFile = scratch ? join19(scratch, `variant-${first?.name}.yml`) : file2;
+    if (scratch && text !== null) await writeFile12(configFile, text);
     const check2 = await startRun({
       dir: taskDir,
       configFile,
@@ -35832,25 +35523,25 @@ async function runCompare(o) {
       now: o.now(),
       dryRun: true,
       ...o.env ? { env: o.env } : {}
-    }).finally(() => scratch ? rm10(scratch, { recursive: true, force: true }) : void 0);
+    }).finally(() => scratch ? rm11(scratch, { recursive: true, force: true }) : void 0);
     for (const w of check2.warnings) o.log(`note: ${w}`);
     const results2 = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
     return { manifest, results: results2, config: base, folder, resumed, code: 0 };
   }
   if (!resumed) {
-    await mkdir13(RunStore.runsDir(taskDir), { recursive: true });
+    await mkdir15(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join18(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join19(RunStore.runsDir(taskDir), manifest.id);
   const release = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile13(join18(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile12(join19(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   let saving = Promise.resolve();
   const save = () => {
-    saving = saving.then(() => writeAtomic(join18(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    saving = saving.then(() => writeAtomic(join19(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return saving;
   };
@@ -35904,7 +35595,7 @@ async function runCompare(o) {
     }
     if (!open4) {
       const variant = m.variants.find((v) => v.name === e.variant);
-      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join18(dir, `variant-${variant.name}.yml`);
+      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join19(dir, `variant-${variant.name}.yml`);
       open4 = await adopt(taskDir, m, e, configFile);
       if (!open4) {
         const start = startLock.then(
@@ -36007,10 +35698,10 @@ async function writeOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join18(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join18(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join19(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join19(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
-  await writeAtomic(join18(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
+  await writeAtomic(join19(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
   return results;
 }
 function entryConfig(m, i, states, inRepo) {
@@ -36039,10 +35730,10 @@ async function adopt(taskDir, m, e, configFile) {
 }
 async function unfinished(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
-  const names = (await readdir9(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
+  const names = (await readdir10(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   for (const name2 of names) {
-    const file2 = join18(root, name2, "compare.json");
+    const file2 = join19(root, name2, "compare.json");
     const text = await readFile8(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
@@ -36065,7 +35756,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n < 1e3; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir13(join18(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir15(join19(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -36081,7 +35772,7 @@ function pick2(o, keys) {
 }
 
 // src/local/probe.ts
-import { join as join19 } from "node:path";
+import { join as join20 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -36109,11 +35800,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic(join19(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join20(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic(
-      join19(folder, "report.md"),
+      join20(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -36304,15 +35995,15 @@ ${c.examples.map((e) => `  ${e}`).join("\n")}
 }
 function parseCommandLine(argv) {
   const first = argv.find((a) => !a.startsWith("-"));
-  const command = first === void 0 ? null : COMMANDS.find((c) => c.name === first) ?? null;
-  if (first !== void 0 && !command) {
+  const command2 = first === void 0 ? null : COMMANDS.find((c) => c.name === first) ?? null;
+  if (first !== void 0 && !command2) {
     const names = COMMANDS.map((c) => c.name);
     const guess = closest(first, names);
     throw new UserError(
       `unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ""}: use ${names.join(", ")} (see forkflush --help)`
     );
   }
-  const allowed = [...command?.flags ?? [], "help"];
+  const allowed = [...command2?.flags ?? [], "help"];
   const options = {
     version: { type: "boolean", short: "V" }
   };
@@ -36326,8 +36017,8 @@ function parseCommandLine(argv) {
   } catch (e) {
     const message = e.message.split("\n")[0] ?? "";
     const flag = /'(-[^']+)'/.exec(message)?.[1];
-    const where = command ? `forkflush ${command.name}` : "forkflush";
-    const help = command ? `forkflush help ${command.name}` : "forkflush --help";
+    const where = command2 ? `forkflush ${command2.name}` : "forkflush";
+    const help = command2 ? `forkflush help ${command2.name}` : "forkflush --help";
     if (flag && /Unknown option/.test(message)) {
       const guess = flag.startsWith("--") ? closest(flag.slice(2).split("=")[0] ?? "", Object.keys(options)) : void 0;
       throw new UserError(`${where} has no flag ${flag}${guess ? `; did you mean --${guess}?` : ""} (see ${help})`);
@@ -36342,7 +36033,7 @@ function parseCommandLine(argv) {
   }
   const values = parsed.values;
   const positionals = parsed.positionals.slice(1);
-  return { command, positionals, values, help: values.help === true, version: values.version === true };
+  return { command: command2, positionals, values, help: values.help === true, version: values.version === true };
 }
 function joinNegativeValues(argv, options) {
   const out = [];
@@ -36360,8 +36051,8 @@ function joinNegativeValues(argv, options) {
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir14, readFile as readFile9, rm as rm11, writeFile as writeFile14 } from "node:fs/promises";
-import { dirname as dirname10, join as join20, relative as relative3, resolve as resolve5 } from "node:path";
+import { mkdir as mkdir16, readFile as readFile9, rm as rm12, writeFile as writeFile13 } from "node:fs/promises";
+import { dirname as dirname10, join as join21, relative as relative3, resolve as resolve5 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
@@ -36374,24 +36065,24 @@ async function initTask(dir, v, io) {
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join20(root, path);
+    const file2 = join21(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
     }
-    await mkdir14(dirname10(file2), { recursive: true });
-    await writeFile14(file2, text);
+    await mkdir16(dirname10(file2), { recursive: true });
+    await writeFile13(file2, text);
     written.push(path);
   };
   const action = typeof v.action === "string" ? v.action : null;
   let placeholder;
-  const made = await mkdir14(root, { recursive: true });
+  const made = await mkdir16(root, { recursive: true });
   try {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join20(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join20(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join21(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join21(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of ["forkflush.yml", "autoresearch.yml"]) {
         const text = await workflowText(name2, answers.agent, action);
@@ -36400,7 +36091,7 @@ async function initTask(dir, v, io) {
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm11(made, { recursive: true, force: true });
+    if (made !== void 0) await rm12(made, { recursive: true, force: true });
     throw e;
   }
   for (const f of written) io.stdout.write(`wrote ${f}
@@ -36422,9 +36113,9 @@ grading the workspace as it is now: ${answers.grader}
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
     const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
     const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join20(root, graderFile));
+    const missing = graderFile !== null && !existsSync4(join21(root, graderFile));
     if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join20(here, graderFile)} does not exist (${how}).
+    const cannot = missing ? `${join21(here, graderFile)} does not exist (${how}).
   Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
   Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
   chmod +x it, or run it through its interpreter` : null;
@@ -36436,12 +36127,12 @@ grading the workspace as it is now: ${answers.grader}
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join20(root, agentFile))) {
+  if (agentFile !== null && !existsSync4(join21(root, agentFile))) {
     problems++;
     toWrite.push(agentFile);
     io.stdout.write(
       `
-problem: the agent cannot run: ${join20(here, agentFile)}, which agent.command runs, does not exist.
+problem: the agent cannot run: ${join21(here, agentFile)}, which agent.command runs, does not exist.
 Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
@@ -36462,10 +36153,10 @@ In both workflows, replace ${placeholder} with the forkflush repository and a re
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join20(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join21(root, p))
   );
   const files = [
-    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join20(root, f))), ...named, ...toWrite])
+    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join21(root, f))), ...named, ...toWrite])
   ];
   const git = here === "." ? "git" : `git -C ${shellQuote(here)}`;
   const inRepo = (await new Git(root).exec(["rev-parse", "--is-inside-work-tree"], { check: false })).exitCode === 0;
@@ -36481,11 +36172,11 @@ Next${problems > 0 ? ", once the problems above are fixed" : ""}: commit the tas
   if (v.github === true) io.stdout.write(githubSteps(answers.agent));
   return 0;
 }
-function fileItRuns(command) {
-  return namedPaths(command.split(/[;&|]/)[0] ?? "")[0] ?? null;
+function fileItRuns(command2) {
+  return namedPaths(command2.split(/[;&|]/)[0] ?? "")[0] ?? null;
 }
 function githubSteps(agent) {
-  const cli = agent in AGENT_CLIS ? AGENT_CLIS[agent] : null;
+  const cli = specOfName(agent)?.cli;
   const key = cli ? `${cli.secret.name} for ${agent} (${cli.secret.note})` : "the keys your agent needs (name them in forkflush.yml's env)";
   return `
 Then on GitHub (README, "On GitHub"):
@@ -36554,7 +36245,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join20(root, p))
+      (p) => existsSync4(join21(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -36578,7 +36269,7 @@ function yamlString(s) {
   return JSON.stringify(s);
 }
 function configText(a) {
-  const command = a.check ? `${a.check} && ${a.grader}` : a.grader;
+  const command2 = a.check ? `${a.check} && ${a.grader}` : a.grader;
   const agent = a.agent === "command" ? `  kind: command
   # Runs one episode: the prompt on stdin, its context in $FORKFLUSH_CONTEXT_DIR (README, "The command agent").
   command: ${yamlString(a.agentCommand)}
@@ -36591,7 +36282,7 @@ ${a.agentCommand ? `  command: ${yamlString(a.agentCommand)}
 task: TASK.md
 grader:
   # Run in a clean checkout of each episode's work; its last stdout line is the score.
-  command: ${yamlString(command)}
+  command: ${yamlString(command2)}
   direction: ${a.direction}
   timeout: 300 # seconds per grading
   # Restored from the base before grading; an episode that changes one gets no score.
@@ -36636,7 +36327,7 @@ async function workflowText(name2, agent, action) {
     if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}`);
   }
   if (name2 === "forkflush.yml") {
-    const secret = agent in AGENT_CLIS ? AGENT_CLIS[agent].secret : void 0;
+    const secret = specOfName(agent)?.cli?.secret;
     const line = secret ? `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}` : `          # what your agent needs, from the repository secrets, e.g. MY_KEY: \${{ secrets.MY_KEY }}`;
     text = text.replace(/^ {10}ANTHROPIC_API_KEY: \$\{\{ secrets\.ANTHROPIC_API_KEY \}\}$/m, line);
   }
@@ -36645,7 +36336,7 @@ async function workflowText(name2, agent, action) {
 function packageFile(...parts) {
   let dir = dirname10(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join20(dir, "package.json")) && existsSync4(join20(dir, ...parts))) return join20(dir, ...parts);
+    if (existsSync4(join21(dir, "package.json")) && existsSync4(join21(dir, ...parts))) return join21(dir, ...parts);
     dir = dirname10(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);

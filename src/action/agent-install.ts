@@ -20,7 +20,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { AGENT_CLIS, type CliInstaller } from '../agents/clis.js';
+import type { CliFacts } from '../agents/spec.js';
+import { cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { AGENT_INSTALL_TIMEOUT_SECONDS } from '../core/method.js';
 import { isForgeSecret } from '../core/secrets.js';
@@ -32,7 +33,7 @@ import { type RunOptions, type RunResult, runProcess } from '../io/process.js';
 export interface CliPin {
   package: string;
   version: string;
-  installer: CliInstaller;
+  installer: CliFacts['installer'];
   executable: string;
 }
 
@@ -62,7 +63,8 @@ export async function installAgentCli(agent: Config['agent'], o: InstallOptions)
     o.log(`agent CLI: agent.command names it (${agent.command}): forkflush installs none`);
     return { env: o.env };
   }
-  return installCli(AGENT_CLIS[agent.kind], o);
+  const cli = cliOf(agent.kind);
+  return cli ? installCli(cli, o) : { env: o.env };
 }
 
 /** The folder a pinned CLI is installed in on this runner. */

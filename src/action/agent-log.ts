@@ -14,20 +14,16 @@
 // (Over 400 lines: the log's one job, where people look, has five parts that share its paths and its
 // redaction; split, a reader would have to check that every part redacts.)
 import { randomBytes } from 'node:crypto';
-import type { Dirent } from 'node:fs';
-import { constants, mkdir, open, readdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { constants, mkdir, open, realpath, rm, writeFile } from 'node:fs/promises';
 import { delimiter, isAbsolute, join, relative, sep } from 'node:path';
 import type { ArtifactClient } from '@actions/artifact';
-import { readStream } from '../agents/claude-code-output.js';
-import { AGENT_CLIS } from '../agents/clis.js';
-import { agentFor } from '../agents/registry.js';
-import { type AgentKind, capLines, geminiSessionLines, readTranscript } from '../agents/transcript.js';
-import type { Config } from '../core/config.js';
+import { agentFor, cliOf, readTranscript, specOf } from '../agents/specs.js';
+import { capLines, Lines } from '../agents/transcript.js';
+import type { AgentKind, Config } from '../core/config.js';
 import { stateRef } from '../core/names.js';
 import { parseRunFiles, parseRunState } from '../core/records.js';
 import { isForgeSecret } from '../core/secrets.js';
 import { plainText } from '../core/text.js';
-import { readRegular } from '../io/agent-files.js';
 import { findExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
 import { runProcess } from '../io/process.js';
@@ -156,14 +152,9 @@ export function handedOverEnv(config: Config, env: NodeJS.ProcessEnv): NodeJS.Pr
 /** A version in a line such as "codex-cli 0.171.0" or "Aider v0.86.1". */
 const VERSION = /\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?/;
 
-/** The version an agent's log states (Claude Code's init line, aider's banner), or null. */
+/** The version an agent's log states (where its spec reads one: Claude Code's init line, aider's banner), or null. */
 export function versionFromLog(kind: AgentKind, logText: string): string | null {
-  const stated =
-    kind === 'claude-code'
-      ? readStream(logText).version
-      : kind === 'aider'
-        ? (/^(?:> )?Aider v(\S+)/m.exec(plainText(logText))?.[1] ?? null)
-        : null;
+  const stated = specOf(kind).version?.(logText) ?? null;
   return stated === null ? null : parseVersion(stated);
 }
 
@@ -196,8 +187,9 @@ export interface VersionProbe {
  * would be the agent's code outside its sandbox. Null when it cannot be told.
  */
 export async function probeVersion(p: VersionProbe): Promise<{ version: string | null; why?: string }> {
-  if (p.kind === 'command') return { version: null, why: 'a command agent has no version of its own' };
-  const name = p.command ?? AGENT_CLIS[p.kind].executable;
+  const cli = cliOf(p.kind);
+  if (!cli) return { version: null, why: `a ${p.kind} agent has no CLI of its own, so no version` };
+  const name = p.command ?? cli.executable;
   const file = await findExecutable(name, p.env.PATH ?? '');
   if (!file) return { version: null, why: `${name} is not an absolute path or a program on PATH` };
   const real = await realpath(file).catch(() => file);
@@ -627,10 +619,11 @@ async function transcriptGroup(
   const options = { workdir: ctx.workspace };
   const t = readTranscript(kind, log.text, options);
   let lines = t.lines;
-  if (kind === 'gemini') {
-    // Gemini prints no turns: they are in its session file, in the context folder.
-    const session = await geminiSession(log.contextDir);
-    const turns = session ? geminiSessionLines(log.redact(session), ctx.started, options) : [];
+  // A CLI that prints no turns (Gemini's) keeps them in its context folder, which the agent wrote: redacted too.
+  const more = specOf(kind).contextTranscript;
+  const kept = new Lines(ctx.workspace, log.redact);
+  if (more && (await more(log.contextDir, ctx.started, kept).catch(() => false))) {
+    const turns = kept.done();
     if (turns.length > 0) lines = capLines([...turns, ...lines.filter((l) => !l.startsWith('assistant: '))]);
   }
   await log.copy('transcript.txt', `${[...lines, '', ...t.other].join('\n')}\n`);
@@ -638,11 +631,12 @@ async function transcriptGroup(
   report.lines = lines.length;
 
   report.version = versionFromLog(kind, log.text);
-  if (!report.version && config && kind !== 'command') {
+  const cli = cliOf(kind);
+  if (!report.version && config && cli) {
     // The CLI forkflush installed for the episode is first on the agent's PATH (agent-install.ts).
     const env = allowedEnv(ctx.env, [...agentFor(config).passEnv, ...config.agent.env]);
     if (config.agent.command === undefined) {
-      env.PATH = [join(cliFolder(AGENT_CLIS[kind], ctx.env), 'bin'), env.PATH].filter(Boolean).join(delimiter);
+      env.PATH = [join(cliFolder(cli, ctx.env), 'bin'), env.PATH].filter(Boolean).join(delimiter);
     }
     const probe = await probeVersion({
       kind,
@@ -661,26 +655,4 @@ async function transcriptGroup(
   );
   for (const l of groupBody(lines, t.other)) io.info(l);
   io.endGroup();
-}
-
-/** The newest Gemini session file in a context folder (home/.gemini/tmp/<project>/chats/session-*.jsonl). */
-async function geminiSession(contextDir: string): Promise<string | null> {
-  const tmp = join(contextDir, 'home', '.gemini', 'tmp');
-  const dirs = async (d: string): Promise<Dirent[]> => readdir(d, { withFileTypes: true }).catch(() => []);
-  let newest: { text: string; mtime: number } | null = null;
-  for (const project of await dirs(tmp)) {
-    if (!project.isDirectory()) continue;
-    const chats = join(tmp, project.name, 'chats');
-    for (const f of await dirs(chats)) {
-      if (!f.isFile() || !/^session-.*\.jsonl$/.test(f.name)) continue;
-      const path = join(chats, f.name);
-      const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-      const mtime = h ? (await h.stat()).mtimeMs : 0;
-      await h?.close();
-      if (newest && newest.mtime >= mtime) continue;
-      const text = await readRegular(path, 16 * 1024 * 1024);
-      if (text !== null) newest = { text, mtime };
-    }
-  }
-  return newest?.text ?? null;
 }

@@ -5,7 +5,7 @@
 import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pkg from '../../package.json' with { type: 'json' };
-import { agentFor } from '../agents/registry.js';
+import { agentFor } from '../agents/specs.js';
 import type { Config, Unit } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } from '../core/journal.js';

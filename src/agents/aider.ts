@@ -1,185 +1,140 @@
-// The `aider` agent: aider (the PyPI package aider-chat), one `--message-file` run per episode.
-//
-// The aider facts this builds on (repository Aider-AI/aider; aider cannot be installed on
-// forkflush's development machine, so test/agents/aider.test.ts runs a fake built from them,
-// test/fixtures/agents/aider/fake-aider.mjs):
-// - `aider --message-file F` sends one message, processes the reply (edits, up to 3 reflections)
-//   and exits; `--yes-always` answers every confirmation yes, except the model's shell commands,
-//   which need an explicit yes and are therefore never run (aider/io.py confirm_ask,
-//   base_coder.py handle_shell_commands). Options: aider/website/docs/config/options.md.
-// - The conversation is the chat history markdown, by default `.aider.chat.history.md` in the git
-//   root; `--chat-history-file F --restore-chat-history` continues the conversation saved in F.
-//   Keeping F in the context folder keeps it out of the workspace, whose every file forkflush
-//   commits, and lets forkflush carry, copy or drop it like any other context.
-// - aider has no turn or money limit: forkflush reads the usage line aider prints after each model
-//   call ("Tokens: … sent, … received. Cost: $X message, $Y session.") as it goes, and stops the
-//   run when it passes agent.max_turns or the allowance (after the call that passed it).
-// - aider exits 0 even when every model call failed (issue Aider-AI/aider#5552): a run without a
-//   single usage line is a crash.
-// - aider keeps its repo map cache `.aider.tags.cache.v{3,4}` in the git root
-//   (aider/repomap.py); with --no-gitignore (aider would otherwise edit the project's
-//   .gitignore), `.aider*` is added to the repository's own exclude file instead, so the cache is
-//   never committed.
-
+// The `aider` agent: aider (PyPI aider-chat), one `--message-file` run per episode. Facts from the
+// repository Aider-AI/aider (aider cannot be installed where forkflush is developed: its tests run
+// the fake test/fixtures/agents/aider/fake-aider.mjs, built from them):
+// - `aider --message-file F --yes-always` sends one message, applies the reply (up to 3
+//   reflections) and exits; `--yes-always` never runs the model's shell commands, which need an
+//   explicit yes (aider/io.py confirm_ask, base_coder.py handle_shell_commands).
+// - The conversation is the chat history markdown; `--chat-history-file F --restore-chat-history`
+//   continues it. F lives in the context folder, out of the workspace forkflush commits.
+// - After each model call it prints (base_coder.py calculate_and_show_tokens_and_cost)
+//   "Tokens: {sent} sent[, {n} cache write][, {n} cache hit], {received} received." and, when the
+//   model has prices, " Cost: ${message} message, ${session} session." ("session": this process's).
+//   Counts as aider/utils.py format_tokens prints them: "997", "1.6k", "12k"; older: "2,841".
+//   "Model: <name> with <format> edit format" (older "Main model:") names the model.
+// - A failed model call prints "litellm.<Name>Error: ..." and aider still exits 0 (issue
+//   Aider-AI/aider#5552): a run without a usage line is a crash.
+// - No turn or money limit: forkflush reads the usage lines from the log as they come, and stops
+//   the run after the call that passed agent.max_turns or the allowance.
+// - Its repo map cache `.aider.tags.cache.v*` is in the git root (aider/repomap.py); with
+//   --no-gitignore, `.aider*` goes in the repository's own exclude file, so it is never committed.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import type { Config } from '../core/config.js';
-import { failureLine } from '../core/text.js';
-import { readRegular } from '../io/agent-files.js';
+import { plainText } from '../core/text.js';
 import { Git } from '../io/git.js';
-import type { AgentAdapter, AgentFactory, AgentOutcome, AgentSession } from './agent.js';
-import { type AiderOutput, aiderUsage, parseAiderOutput } from './aider-output.js';
-import { AGENT_CLIS } from './clis.js';
-import { defineAgent, GrowingFile, launch, openContext, readFrom, sizeOf, spendOf, stopExit } from './session.js';
+import { GrowingFile, readFrom, sizeOf } from './files.js';
+import { defineSpec } from './spec.js';
+import type { Lines } from './transcript.js';
+import { addUse, type Spent, type Tally } from './usage.js';
 
-/** What forkflush keeps in the context folder. */
 export const HISTORY_FILE = 'aider.chat.history.md';
-const INPUT_HISTORY_FILE = 'aider.input.history';
-const SESSION_FILE = 'session.json';
 const EXCLUDE = '.aider*';
-/** aider talks to any provider LiteLLM knows: the usual providers' keys and endpoints. */
-const PASS_ENV = [
-  'AIDER_*',
-  'OPENAI_*',
-  'ANTHROPIC_*',
-  'GEMINI_*',
-  'DEEPSEEK_*',
-  'OPENROUTER_*',
-  'GROQ_*',
-  'MISTRAL_*',
-  'COHERE_*',
-  'XAI_*',
-  'AZURE_*',
-  'OLLAMA_*',
-];
 
-export const aiderAgent: AgentFactory = (agent) => aiderAdapter(agent);
+export const aider = defineSpec<{ episodes: string[] }>({
+  kind: 'aider',
+  name: 'aider',
+  cli: {
+    executable: 'aider',
+    install: 'pip install aider-chat',
+    package: 'aider-chat',
+    // Not tested against the real aider (PyPI is not reachable where forkflush is developed): the
+    // newest release when its fake was written.
+    version: '0.86.2',
+    installer: 'pip',
+    secret: { name: 'OPENAI_API_KEY', note: 'or the key of the model aider uses' },
+  },
+  // It talks to any provider LiteLLM knows: the usual providers' keys and endpoints.
+  passEnv: [
+    'AIDER_*',
+    'OPENAI_*',
+    'ANTHROPIC_*',
+    'GEMINI_*',
+    'DEEPSEEK_*',
+    'OPENROUTER_*',
+    'GROQ_*',
+    'MISTRAL_*',
+    'COHERE_*',
+    'XAI_*',
+    'AZURE_*',
+    'OLLAMA_*',
+  ],
 
-export function aiderAdapter(agent: Config['agent']): AgentAdapter {
-  return defineAgent({ kind: 'aider', passEnv: PASS_ENV, maxTurns: agent.max_turns, run: (s) => runAider(agent, s) });
-}
+  async resume(e, record) {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(await readFrom(join(e.contextDir, HISTORY_FILE), 0));
+    } catch {
+      return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
+    }
+    if ((await sizeOf(join(e.contextDir, HISTORY_FILE))) === 0) return { unusable: `${HISTORY_FILE} is missing` };
+    return { episodes: Array.isArray(record?.episodes) ? record.episodes.filter((x) => typeof x === 'string') : [] };
+  },
 
-async function runAider(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
-  const notes: string[] = [];
-  await mkdir(s.contextDir, { recursive: true });
-  const ctx = await openContext(s.contextDir, 'aider', (entries) => savedHistory(s.contextDir, entries));
-  if (ctx.note) notes.push(ctx.note);
-  const excluded = await excludeAiderFiles(s.workdir);
-  if (excluded) notes.push(excluded);
-
-  const history = join(s.contextDir, HISTORY_FILE);
-  const args = [
-    '--message-file',
-    s.promptFile,
-    '--yes-always',
-    '--chat-history-file',
-    history,
-    '--input-history-file',
-    join(s.contextDir, INPUT_HISTORY_FILE),
-    ...(ctx.carried ? ['--restore-chat-history'] : []),
-    '--no-gitignore',
-    '--no-auto-commits',
-    '--no-analytics',
-    '--no-check-update',
-    '--no-show-release-notes',
-    '--no-show-model-warnings',
-    '--no-detect-urls',
-    '--no-pretty',
-    '--no-fancy-input',
-    ...(agent.model ? ['--model', agent.model] : []),
-    ...agent.args,
-  ];
-
-  // aider has no bound but wall time: its usage lines, read from the log as it grows.
-  const log = new GrowingFile(s.logFile, await sizeOf(s.logFile));
-  let text = '';
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes,
-  } = await launch(s, {
-    executable: agent.command ?? AGENT_CLIS.aider.executable,
-    args,
-    env: {},
-    maxTurns: agent.max_turns,
-    meter: async () => {
+  async start(e, saved) {
+    const excluded = await excludeAiderFiles(e.workdir);
+    const history = join(e.contextDir, HISTORY_FILE);
+    // Its usage lines, read from the log as it grows.
+    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
+    let text = '';
+    const read = async (final: boolean) => {
       const lines = await log.lines();
       if (lines.length > 0) text += `${lines.join('\n')}\n`;
-      const output = parseAiderOutput(text);
-      return { ...aiderUsage(output, agent.model), turns: output.calls.length };
-    },
-  });
-  notes.push(...watchNotes);
+      // What is left of a line the log did not end yet.
+      return final ? text + (await readFrom(e.logFile, log.offset)).toString('utf8') : text;
+    };
+    return {
+      args: [
+        ...['--message-file', e.promptFile, '--yes-always', '--chat-history-file', history],
+        ...['--input-history-file', join(e.contextDir, 'aider.input.history')],
+        ...(saved ? ['--restore-chat-history'] : []),
+        ...['--no-gitignore', '--no-auto-commits', '--no-analytics', '--no-check-update', '--no-show-release-notes'],
+        ...['--no-show-model-warnings', '--no-detect-urls', '--no-pretty', '--no-fancy-input'],
+        ...(e.agent.model ? ['--model', e.agent.model] : []),
+        ...e.agent.args,
+      ],
+      spent: async (run) => {
+        const out = parseAiderOutput(await read(run !== undefined));
+        const spent = aiderUsage(out, e.agent.model);
+        if (run && !out.model && !e.agent.model && out.calls.length > 0 && spent.costUsd === undefined)
+          spent.notes = ['aider named no model; priced at the dearest known'];
+        if (run && excluded) spent.notes = [excluded, ...(spent.notes ?? [])];
+        return spent;
+      },
+      ending(run) {
+        const out = parseAiderOutput(run.stdout);
+        const error = out.errors.at(-1);
+        // litellm's exception names a provider's status (litellm/exceptions.py).
+        const status = {
+          Authentication: 401,
+          PermissionDenied: 403,
+          NotFound: 404,
+          RateLimit: 429,
+          ServiceUnavailable: 503,
+        }[/^litellm\.(\w+?)Error/.exec(error?.message ?? '')?.[1] ?? ''];
+        if (run.exitCode !== 0 || run.spawnError) return { why: error?.message ?? null, status: status ?? null };
+        if (out.calls.length === 0)
+          return {
+            why: error?.message ?? null,
+            status: status ?? null,
+            exit: 'crash',
+            note: `aider made no successful model call (it exits 0 all the same): ${(error?.message ?? 'it printed no usage line').slice(0, 300)}`,
+          };
+        if (error && error.afterCalls === out.calls.length)
+          return { note: `aider's last model call failed: ${error.message.slice(0, 300)}` };
+        return {};
+      },
+      record: async (run) =>
+        run && (await sizeOf(history)) > 0
+          ? { historyFile: HISTORY_FILE, episodes: [...(saved?.episodes ?? []), e.episodeId] }
+          : null,
+    };
+  },
 
-  const last = await log.lines();
-  if (last.length > 0) text += `${last.join('\n')}\n`;
-  // What is left of a line the log did not end yet.
-  text += (await readFrom(s.logFile, log.offset)).toString('utf8');
-  const output: AiderOutput = parseAiderOutput(text);
-  const usage = aiderUsage(output, agent.model);
-  const lastError = output.errors.at(-1);
-  const exit =
-    stopExit(r, s.deadlineIsBudget) ??
-    (r.spawnError || r.exitCode !== 0 || output.calls.length === 0 ? 'crash' : 'finished');
-  if (r.stopped === 'budget' && overrun) notes.push(`stopped because ${overrun}`);
-  if (r.stopped === null) {
-    if (r.spawnError || r.exitCode !== 0) {
-      const why = r.spawnError ?? lastError?.message ?? failureLine(r.stderr);
-      notes.push(`aider exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
-    } else if (output.calls.length === 0) {
-      notes.push(
-        `aider made no successful model call (it exits 0 all the same): ${(lastError?.message ?? 'it printed no usage line').slice(0, 300)}`,
-      );
-    } else if (lastError && lastError.afterCalls === output.calls.length) {
-      notes.push(`aider's last model call failed: ${lastError.message.slice(0, 300)}`);
-    }
-  }
-  if (usage.pricedFrom && !output.model && !agent.model)
-    notes.push('aider named no model; priced at the dearest known');
-
-  if ((await sizeOf(history)) > 0) {
-    const episodes = ctx.carried?.episodes ?? [];
-    await writeFile(
-      join(s.contextDir, SESSION_FILE),
-      `${JSON.stringify({ agent: 'aider', historyFile: HISTORY_FILE, episodes: [...episodes, s.episodeId] }, null, 2)}\n`,
-    );
-  }
-  return {
-    exit,
-    reportedSpend: spendOf(s, usage),
-    usage,
-    ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
-    seconds: r.ms / 1000,
-  };
-}
-
-/** The chat history an earlier episode left (and the episodes it holds), or why it cannot go on. */
-async function savedHistory(
-  contextDir: string,
-  entries: string[],
-): Promise<{ episodes: string[] } | { unusable: string }> {
-  if (!entries.includes(HISTORY_FILE)) return { unusable: `${HISTORY_FILE} is missing` };
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(await readFrom(join(contextDir, HISTORY_FILE), 0));
-  } catch {
-    return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
-  }
-  let saved: { episodes?: unknown } = {};
-  try {
-    saved = JSON.parse((await readRegular(join(contextDir, SESSION_FILE))) ?? '{}') as { episodes?: unknown };
-  } catch {
-    // No record of the episodes: the history is what counts.
-  }
-  const episodes = Array.isArray(saved.episodes)
-    ? saved.episodes.filter((e): e is string => typeof e === 'string')
-    : [];
-  return { episodes };
-}
+  transcript: (text, out) => aiderLog(out, text),
+  version: (log) => /^(?:> )?Aider v(\S+)/m.exec(plainText(log))?.[1] ?? null,
+});
 
 /** Adds `.aider*` to the repository's exclude file (not committed); a note if that failed. */
 async function excludeAiderFiles(workdir: string): Promise<string | undefined> {
-  const git = new Git(workdir);
-  const r = await git.exec(['rev-parse', '--git-path', 'info/exclude'], { check: false });
+  const r = await new Git(workdir).exec(['rev-parse', '--git-path', 'info/exclude'], { check: false });
   if (r.exitCode !== 0) return undefined; // Not a git repository: nothing forkflush commits.
   const file = resolve(workdir, r.stdout.trim());
   try {
@@ -195,4 +150,135 @@ async function excludeAiderFiles(workdir: string): Promise<string | undefined> {
   } catch (e) {
     return `could not add ${EXCLUDE} to ${file} (${(e as Error).message}): aider's cache may be committed`;
   }
+}
+
+export interface AiderCall {
+  sent: number;
+  received: number;
+  cacheWrite: number;
+  cacheHit: number;
+  messageCost?: number;
+  sessionCost?: number;
+}
+
+export interface AiderOutput {
+  calls: AiderCall[];
+  model?: string;
+  /** litellm error lines, each with the number of calls that had completed before it. */
+  errors: { message: string; afterCalls: number }[];
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: colour codes are what is removed
+const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
+const COUNT = String.raw`(\d[\d,]*(?:\.\d+)?k?)`;
+const TOKENS = new RegExp(
+  String.raw`Tokens: ${COUNT} sent(?:, ${COUNT} cache write)?(?:, ${COUNT} cache hit)?, ${COUNT} received\.`,
+);
+const COST = /Cost: \$(\d+(?:\.\d+)?) (?:message|request), \$(\d+(?:\.\d+)?) session\./;
+const MODEL = /^(?:Main model|Model): (\S+)/;
+const ERROR = /^(litellm\.[A-Za-z]+(?:Error|Exception)\b.*)$/;
+
+/** "1.6k" → 1600, "12k" → 12000, "1,234" → 1234, "997" → 997. */
+export function parseTokenCount(text: string): number {
+  const t = text.replace(/,/g, '');
+  return t.endsWith('k') ? Math.round(Number(t.slice(0, -1)) * 1000) : Number(t);
+}
+
+export function parseAiderOutput(text: string): AiderOutput {
+  const out: AiderOutput = { calls: [], errors: [] };
+  for (const raw of text.replace(ANSI, '').split(/\r?\n/)) {
+    // The same lines appear blockquoted ("> ") in the chat history file.
+    const line = raw.replace(/^> /, '').trim();
+    const t = TOKENS.exec(line);
+    if (t) {
+      const [sent, write, hit, received] = [t[1], t[2], t[3], t[4]].map((x) => (x ? parseTokenCount(x) : 0));
+      out.calls.push({ sent: sent ?? 0, cacheWrite: write ?? 0, cacheHit: hit ?? 0, received: received ?? 0 });
+    }
+    const cost = COST.exec(line);
+    const last = out.calls.at(-1);
+    if (cost && last && last.messageCost === undefined) {
+      last.messageCost = Number(cost[1]);
+      last.sessionCost = Number(cost[2]);
+    }
+    out.model ??= MODEL.exec(line)?.[1];
+    const error = ERROR.exec(line);
+    if (error) out.errors.push({ message: error[1] as string, afterCalls: out.calls.length });
+  }
+  if (out.model === undefined) delete out.model;
+  return out;
+}
+
+/** One run's usage: aider's own session cost when it priced every call, else priced by forkflush (its "sent" includes the cache hits and writes). */
+export function aiderUsage(output: AiderOutput, configuredModel?: string): Spent {
+  const tally: Tally = {};
+  const model = output.model ?? configuredModel ?? 'unknown';
+  for (const c of output.calls)
+    addUse(tally, model, { input: c.sent, cached: c.cacheHit, written: c.cacheWrite, output: c.received, calls: 1 });
+  const priced = output.calls.length > 0 && output.calls.every((c) => c.sessionCost !== undefined);
+  return priced || output.calls.length === 0 ? { tally, costUsd: output.calls.at(-1)?.sessionCost ?? 0 } : { tally };
+}
+
+const SKIP = /^(?:Git repo:|Repo-map:|Weak model:|Editor model:|Added .* to the chat|Cost: \$)/;
+const FENCE = /^(?:```|~~~)/;
+const FAILED_BLOCKS = /^# (\d+ SEARCH\/REPLACE blocks? failed to match!?)/;
+
+/** aider's console as a transcript: its banner, the model, each reply with the files it edits, each call's usage, errors. */
+function aiderLog(out: Lines, text: string): void {
+  const lines = plainText(text).split('\n');
+  let turns = 0;
+  let prose: string | null = null;
+  const edits = new Set<string>();
+  let fence = false;
+  let inErrorReport = false;
+  // After a failed model call, the text is aider's own advice, not a reply.
+  let failedCall = false;
+  const reply = () => {
+    if (prose !== null || edits.size > 0)
+      out.add(
+        failedCall && edits.size === 0 ? 'aider' : 'assistant',
+        `${prose ?? '(edits)'}${edits.size > 0 ? ` [edits ${[...edits].join(', ')}]` : ''}`,
+      );
+    prose = null;
+    edits.clear();
+    failedCall = false;
+  };
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.replace(/^> /, '').trim();
+    const next = (lines[i + 1] ?? '').trim();
+    const parsed = parseAiderOutput(line);
+    const [call, error] = [parsed.calls[0], parsed.errors[0]];
+    const version = /^Aider v(\S+)/.exec(line)?.[1];
+    if (line === '') continue;
+    if (version) out.add('start', `Aider ${version}`);
+    else if (parsed.model && MODEL.test(line)) out.add('model', line.replace(/^(?:Main model|Model): /, ''));
+    else if (call) {
+      reply();
+      const cost =
+        call.messageCost ?? (/^Cost: \$(\d+(?:\.\d+)?) (?:message|request)/.exec(next)?.[1] as string | undefined);
+      out.add(
+        `turn ${++turns}`,
+        `${/Tokens: (.*?) received\./.exec(line)?.[1] ?? `${call.sent} sent`} received${cost !== undefined ? `, $${cost}` : ''}`,
+      );
+      fence = inErrorReport = false;
+    } else if (error) {
+      reply();
+      out.add('error', error.message);
+      failedCall = true;
+    } else if (/^Applied edit to (.+)$/.test(line))
+      out.add('edit', `applied to ${line.slice('Applied edit to '.length)}`);
+    else if (FAILED_BLOCKS.test(line)) {
+      out.add('error', FAILED_BLOCKS.exec(line)?.[1] as string);
+      inErrorReport = true;
+    } else if (inErrorReport) {
+      // aider's report of the failed blocks ends with its advice.
+      if (/^The SEARCH section must/.test(line)) inErrorReport = false;
+    } else if (SKIP.test(line) || /^(?:<<<<<<< SEARCH|=======|>>>>>>> REPLACE)\s*$/.test(line)) continue;
+    else if (FENCE.test(line)) fence = !fence;
+    // A file name on its own line, before its fenced or bare SEARCH block, names an edit.
+    else if (!/\s/.test(line) && (FENCE.test(next) || /^<<<<<<< SEARCH/.test(next))) edits.add(line);
+    // A file name aider echoes before what it did with the file's blocks.
+    else if (!fence && !(!/\s/.test(line) && (/^Applied edit to /.test(next) || FAILED_BLOCKS.test(next))))
+      prose ??= line;
+  }
+  reply();
 }

@@ -1,370 +1,177 @@
-// The `claude-code` agent: Anthropic's Claude Code CLI (`claude`, @anthropic-ai/claude-code),
-// one print-mode session per episode.
-//
-// The conversation lives in a config folder forkflush owns, `<context>/home` (CLAUDE_CONFIG_DIR),
-// and `<context>/session.json` names it. A fresh episode (empty context folder) starts a new
-// session with an id chosen here (`--session-id`); a carried or copied one resumes it
-// (`--resume <id>`) with the continuation prompt as the next user message. Claude Code files a
-// transcript under the project folder of the directory it ran in
-// (`home/projects/<cwd with non-alphanumerics as '-'>/<id>.jsonl`), so before resuming in another
-// worktree the transcript's project folder is renamed to the new directory's.
-// Docs: https://docs.claude.com/en/docs/claude-code/cli-reference (flags),
-// https://docs.claude.com/en/docs/claude-code/headless (print mode, output formats, resume),
-// https://code.claude.com/docs/en/env-vars (CLAUDE_CONFIG_DIR, traffic and telemetry switches),
-// https://code.claude.com/docs/en/permission-modes (acceptEdits). Output formats: claude-code-output.ts.
-// (Over 400 lines: Claude Code's login, home and transcript handling are its own and belong together.)
-
+// The `claude-code` agent: Anthropic's Claude Code CLI, one print-mode session per episode.
+// Docs: https://docs.claude.com/en/docs/claude-code/cli-reference (flags), .../headless (print mode,
+// output formats, resume), https://code.claude.com/docs/en/env-vars, .../permission-modes,
+// .../agent-sdk/cost-tracking; recorded outputs in test/fixtures/agents/claude-code/ (2.1.332).
+// - The conversation lives in a config folder forkflush owns, `<context>/home` (CLAUDE_CONFIG_DIR):
+//   `projects/<project>/<session id>.jsonl`, where <project> is the working directory's real path
+//   with every character but ASCII letters and digits as '-' (past 200 characters: the first 200,
+//   '-' and the base-36 absolute value of the path's 32-bit hash). A fresh episode starts a session
+//   with an id chosen here (`--session-id`); a carried one resumes it (`--resume`) after its
+//   project folder is moved to the new workspace's name.
+// - stdout with `-p --output-format stream-json --verbose`: JSON lines, first `system/init`
+//   {session_id, model, claude_code_version}, last `result` {subtype success | error_max_turns |
+//   error_max_budget_usd | error_during_execution, is_error, num_turns, total_cost_usd, modelUsage,
+//   errors, api_error_status}. A failed API call still ends in "success" with `is_error`.
+// - `total_cost_usd` and `modelUsage` (per model: inputTokens, outputTokens, cacheReadInputTokens,
+//   cacheCreationInputTokens, costUSD, costBasis) are CUMULATIVE over a resumed conversation: the CLI
+//   restores them from the transcript's last `cost-state` row, which it appends whenever a run ends
+//   (a SIGTERM'd one too). So an episode's figures are the totals after it less those before it.
+// - One API response is one assistant row per content block, each with `message.id` and
+//   `message.usage`: counted once per id.
 import { randomUUID } from 'node:crypto';
-import { lstat, mkdir, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Config } from '../core/config.js';
-import type { AgentUsage } from '../core/state.js';
-import { failureLine, formatNumber } from '../core/text.js';
-import { readRegular } from '../io/agent-files.js';
 import type { RunResult } from '../io/process.js';
-import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
-import {
-  addTotals,
-  assistantTotals,
-  decideExit,
-  episodeUsage,
-  projectDirName,
-  readCostState,
-  readStream,
-  saysNoConversation,
-  type Totals,
-  transcriptProblem,
-} from './claude-code-output.js';
-import { AGENT_CLIS } from './clis.js';
-import {
-  defineAgent,
-  GrowingFile,
-  hasLogin,
-  installLogins,
-  isRecord,
-  jsonLines,
-  type LoginFile,
-  launch,
-  openContext,
-  readFrom,
-  removeLogins,
-} from './session.js';
+import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, readFrom } from './files.js';
+import { defineSpec, type Ending } from './spec.js';
+import { contentText, describeInput, eachEvent, type Lines, money, str } from './transcript.js';
+import { addUse, type Spent, shareOf, type Tally } from './usage.js';
 
-/** Inside the context folder: Claude Code's config folder and the session record. */
-const HOME = 'home';
-const SESSION_FILE = 'session.json';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** What `<context>/session.json` holds. */
-export interface ClaudeSessionRecord {
-  sessionId: string;
-  /** The real path of the workspace the session last ran in. */
-  cwd: string;
-  /** The conversation's cumulative cost and tokens when the last episode ended, if known. */
-  totals: Totals | null;
-  /** The episode that last ran the session. */
-  episode: string;
+interface Saved {
+  id: string;
+  /** The conversation's totals before this episode, as Claude Code will restore them. */
+  baseline: Tally | null;
+  /** The transcript's size before this episode (only what the episode appends is read). */
+  bytes: number;
 }
 
-export const claudeCodeAgent: AgentFactory = (agent) => {
-  const adapter = new ClaudeCodeAdapter(agent);
-  return defineAgent({
-    kind: 'claude-code',
-    maxTurns: agent.max_turns,
-    // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
-    passEnv: ['ANTHROPIC_*', 'CLAUDE_CODE_*', 'DISABLE_*', 'MAX_THINKING_TOKENS'],
-    missingLogin: (env) =>
-      usesKey(env) ||
-      env.CLAUDE_CODE_USE_BEDROCK ||
-      env.CLAUDE_CODE_USE_VERTEX ||
-      env.CLAUDE_CODE_USE_FOUNDRY ||
-      agent.args.some((a) => a.startsWith('--settings')) ||
-      hasLogin(claudeLogin(''), process.env)
-        ? null
-        : 'Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from ' +
-          '`claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ' +
-          '~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON',
-    run: (s) => adapter.run(s),
-  });
-};
+export const claudeCode = defineSpec<Saved>({
+  kind: 'claude-code',
+  name: 'Claude Code',
+  cli: {
+    executable: 'claude',
+    install: 'npm i -g @anthropic-ai/claude-code',
+    package: '@anthropic-ai/claude-code',
+    version: '2.1.332',
+    installer: 'npm',
+    secret: { name: 'ANTHROPIC_API_KEY', note: 'or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`' },
+  },
+  // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
+  passEnv: ['ANTHROPIC_*', 'CLAUDE_CODE_*', 'DISABLE_*', 'MAX_THINKING_TOKENS'],
+  missingLogin: (env, agent) =>
+    usesKey(env) ||
+    env.CLAUDE_CODE_USE_BEDROCK ||
+    env.CLAUDE_CODE_USE_VERTEX ||
+    env.CLAUDE_CODE_USE_FOUNDRY ||
+    agent.args.some((a) => a.startsWith('--settings')) ||
+    hasLogin(claudeLogin(''), process.env)
+      ? null
+      : 'Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from ' +
+        '`claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ' +
+        '~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON',
 
-class ClaudeCodeAdapter {
-  constructor(private readonly agent: Config['agent']) {}
+  async resume(e, record) {
+    const id = record?.sessionId;
+    if (typeof id !== 'string' || !UUID.test(id))
+      return { unusable: `session.json names no valid session id (${String(id)})` };
+    const transcript = await findTranscript(e.home, id);
+    if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
+    const text = (await readFrom(transcript, 0)).toString('utf8');
+    const problem = transcriptProblem(text);
+    if (problem) return { unusable: `the transcript of session ${id} ${problem}` };
+    // The session moves to the project folder Claude Code will look in from this workspace: the
+    // whole folder when the new one does not exist yet, else the transcript and its session folder.
+    const from = join(transcript, '..');
+    const to = join(e.home, 'projects', projectDirName(await realpath(e.workdir)));
+    if (from !== to && !(await lstat(to).catch(() => null))) await rename(from, to);
+    else if (from !== to)
+      for (const name of [`${id}.jsonl`, id]) {
+        if (!(await lstat(join(from, name)).catch(() => null))) continue;
+        await rm(join(to, name), { recursive: true, force: true });
+        await rename(join(from, name), join(to, name));
+      }
+    // Claude Code restores its totals from the transcript's last cost record; without one, from zero.
+    return { id, baseline: readCostState(text), bytes: Buffer.byteLength(text) };
+  },
 
-  async run(s: AgentSession): Promise<AgentOutcome> {
-    const started = performance.now();
-    const notes: string[] = [];
-    const cwd = await realpath(s.workdir);
-    let prepared = await prepareContext(s.contextDir, cwd, s.episodeId);
-    if (prepared.note) notes.push(prepared.note);
-    let attempt = await this.launch(s, cwd, prepared, s.deadlineMs);
-    // Claude Code is the judge of whether it can resume: if it finds no such conversation after
-    // all, it has not called the model yet, so start afresh rather than lose the episode.
-    const early = attempt.facts.result;
-    if (
-      prepared.resume &&
-      attempt.run.stopped === null &&
-      (early === null || !early.turns) &&
-      saysNoConversation(`${attempt.run.stderr}\n${early?.message ?? ''}`)
-    ) {
-      const why = `Claude Code found no conversation ${prepared.sessionId}`;
-      prepared = await restartFresh(s.contextDir, cwd, s.episodeId, why);
-      if (prepared.note) notes.push(prepared.note);
-      const left = s.deadlineMs - (performance.now() - started);
-      attempt = await this.launch(s, cwd, prepared, Math.max(1, left));
-    }
-    const { run, facts } = attempt;
-    notes.push(...attempt.notes);
-
-    // Usage: the totals after the episode minus those it started from (claude-code-output.ts).
-    const appended = (await readTranscriptFrom(prepared.home, prepared.sessionId, cwd, prepared.transcriptBytes)) ?? '';
-    let totalsAfter: Totals | null = null;
-    let usage: AgentUsage | undefined;
-    let spendKnown = true;
-    if (facts.result?.totals) {
-      totalsAfter = facts.result.totals;
-    } else {
-      const recorded = readCostState(appended);
-      if (recorded) {
-        totalsAfter = recorded;
-        notes.push(
-          'Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)',
-        );
-      } else {
-        const read = assistantTotals(appended);
-        if (read.responses > 0) {
-          totalsAfter = addTotals(prepared.baseline, read.totals);
-          spendKnown = false;
-          notes.push(
-            `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`,
-          );
+  async start(e, saved) {
+    const cwd = await realpath(e.workdir);
+    await mkdir(e.home, { recursive: true });
+    const id = saved?.id ?? randomUUID();
+    const baseline = saved?.baseline ?? null;
+    const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
+    // The assistant rows as the transcript grows (their ids, models and usage only).
+    const rows: string[] = [];
+    const readRows = async () => {
+      for (const line of await transcript.lines()) {
+        for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
+          if (row.type === 'assistant' && isRecord(row.message)) {
+            const { id: msg, model, usage } = row.message;
+            rows.push(JSON.stringify({ type: 'assistant', message: { id: msg, model, usage } }));
+          }
         }
       }
-    }
-    if (totalsAfter) usage = episodeUsage(prepared.baseline, totalsAfter, facts.result?.turns ?? null);
-
-    // The totals Claude Code itself recorded (an estimate read from the transcript is not one).
-    await writeRecord(s.contextDir, {
-      sessionId: prepared.sessionId,
-      cwd,
-      totals: (spendKnown ? totalsAfter : null) ?? prepared.baseline,
-      episode: s.episodeId,
-    });
-
-    const decided = decideExit({
-      stopped: run.stopped,
-      deadlineIsBudget: s.deadlineIsBudget,
-      ...(run.spawnError ? { spawnError: run.spawnError } : {}),
-      exitCode: run.exitCode,
-      signal: run.signal,
-      result: facts.result,
-      stderrTail: failureLine(run.stderr),
-    });
-    if (decided.note) notes.unshift(decided.note);
-    if (run.stopped === 'budget' && s.unit === 'tokens' && attempt.tokensSeen > s.allowance)
-      notes.unshift(
-        `stopped after ${attempt.tokensSeen} tokens, over its allowance of ${formatNumber(s.allowance, 6)}`,
-      );
-
-    let reportedSpend: number | null = null;
-    if (s.unit === 'tokens' || s.unit === 'usd') {
-      if (usage && spendKnown)
-        reportedSpend = s.unit === 'tokens' ? usage.inputTokens + usage.outputTokens : usage.costUsd;
-      else notes.push('the spend is unknown; charged the whole allowance');
-    }
-    if (!usage) notes.push('Claude Code reported no usage');
-    return {
-      exit: decided.exit,
-      reportedSpend,
-      ...(usage ? { usage } : {}),
-      ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
-      seconds: (performance.now() - started) / 1000,
+      return rows.join('\n');
     };
-  }
-
-  private async launch(
-    s: AgentSession,
-    cwd: string,
-    prepared: Prepared,
-    timeoutMs: number,
-  ): Promise<{ run: RunResult; facts: ReturnType<typeof readStream>; tokensSeen: number; notes: string[] }> {
-    const args = [
-      '-p',
-      '--output-format',
-      'stream-json',
-      '--verbose',
-      // Edits inside the workspace (its working directory) without asking, and shell commands:
-      // the narrowest set that lets it change files and run the grader. Writes outside the
-      // workspace, protected paths (.git, .claude) through the file tools, web and MCP tools still
-      // need a permission that nobody is there to give, so print mode denies them.
-      '--permission-mode',
-      'acceptEdits',
-      '--allowedTools',
-      'Bash',
-      ...(prepared.resume ? ['--resume', prepared.sessionId] : ['--session-id', prepared.sessionId]),
-      ...(this.agent.model ? ['--model', this.agent.model] : []),
-      ...(this.agent.max_turns ? ['--max-turns', String(this.agent.max_turns)] : []),
-      ...(s.unit === 'usd' ? ['--max-budget-usd', String(Number(Math.max(0, s.allowance).toPrecision(12)))] : []),
-      ...this.agent.args,
-    ];
-    // Claude Code has no token limit: with a token budget, the transcript read as it grows (only
-    // the assistant rows' ids, models and usage are kept).
-    let tokensSeen = 0;
-    const transcript = new GrowingFile(
-      () => transcriptPath(prepared.home, prepared.sessionId, cwd),
-      prepared.transcriptBytes,
-    );
-    const rows: string[] = [];
-    // A Claude subscription login (`claude` /login on Linux): its credentials file, when no key
-    // or token is given (CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token` passes as is).
-    const logins = usesKey(s.env) ? [] : await installLogins(claudeLogin(prepared.home), process.env);
-    const { run, notes } = await launch(s, {
-      after: () => removeLogins(logins),
-      executable: this.agent.command ?? AGENT_CLIS['claude-code'].executable,
-      args,
+    let totals: Tally | null = null;
+    return {
+      args: [
+        ...['-p', '--output-format', 'stream-json', '--verbose'],
+        // Edits inside the workspace without asking, and shell commands: the narrowest set that
+        // lets it change files and run the grader; anything else needs a permission nobody gives.
+        ...['--permission-mode', 'acceptEdits', '--allowedTools', 'Bash'],
+        ...(saved ? ['--resume', id] : ['--session-id', id]),
+        ...(e.agent.model ? ['--model', e.agent.model] : []),
+        ...(e.agent.max_turns ? ['--max-turns', String(e.agent.max_turns)] : []),
+        ...(e.unit === 'usd' ? ['--max-budget-usd', String(Number(Math.max(0, e.allowance).toPrecision(12)))] : []),
+        ...e.agent.args,
+      ],
       cwd,
       env: {
-        CLAUDE_CONFIG_DIR: prepared.home,
+        CLAUDE_CONFIG_DIR: e.home,
         // Nothing but model calls: no telemetry, error reports, update checks or other traffic.
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
         DISABLE_TELEMETRY: '1',
         DISABLE_ERROR_REPORTING: '1',
         DISABLE_AUTOUPDATER: '1',
       },
-      // It would rename the project folder the transcript is filed under (see moveToProject).
+      // It would rename the project folder the transcript is filed under.
       unset: ['CLAUDE_CODE_PROJECT_DIR_NAME'],
-      // The prompt goes on stdin, which is then closed (`cat prompt | claude -p`): no limit on its
-      // size (one argument is capped at 128 KiB on Linux) and no risk of it being read as a flag.
-      input: s.prompt,
-      timeoutMs,
-      ...(s.unit === 'tokens'
-        ? {
-            meter: async () => {
-              for (const line of await transcript.lines()) {
-                const row = compactAssistantRow(line);
-                if (row) rows.push(row);
-              }
-              if (transcript.path === null) return null;
-              const models = Object.values(assistantTotals(rows.join('\n')).totals.models);
-              tokensSeen = models.reduce(
-                (n, m) => n + m.inputTokens + m.cacheReadInputTokens + m.cacheCreationInputTokens + m.outputTokens,
-                0,
-              );
-              return { inputTokens: tokensSeen, outputTokens: 0, costUsd: null, turns: 0 };
-            },
-          }
-        : {}),
-    });
-    return { run, facts: readStream(run.stdout), tokensSeen, notes };
-  }
-}
+      // On stdin, then closed: no size limit (an argument has 128 KiB), never read as a flag.
+      input: e.prompt,
+      // A Claude subscription's credentials file, when no key or token is given.
+      logins: usesKey(e.env) ? [] : claudeLogin(e.home),
+      // No token limit of its own: with a token budget, the transcript is watched as it grows.
+      watch: e.unit === 'tokens',
+      async spent(run?: RunResult): Promise<Spent | null> {
+        const appended = await readRows();
+        const result = run ? readStream(run.stdout).result : null;
+        const notes: string[] = [];
+        totals =
+          result?.totals ??
+          (run
+            ? readCostState(
+                (await readFrom((await transcriptPath(e.home, id, cwd)) ?? '', saved?.bytes ?? 0)).toString('utf8'),
+              )
+            : null);
+        if (run && !result?.totals && totals)
+          notes.push(
+            'Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)',
+          );
+        const read = assistantTally(appended);
+        if (!totals && Object.keys(read.tally).length === 0) return null;
+        if (!totals) {
+          if (run)
+            notes.push(
+              `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`,
+            );
+          return { tally: read.tally, turns: null, unsure: true, notes };
+        }
+        const own = shareOf(baseline, totals);
+        return { tally: own.share, turns: result?.turns ?? null, notes: [...notes, ...(own.note ? [own.note] : [])] };
+      },
+      noUsage: () => 'Claude Code reported no usage',
+      ending: (run) => claudeEnding(run, saved ? id : null),
+      record: async () => ({ sessionId: id, cwd, totals: totals ?? baseline, episode: e.episodeId }),
+    };
+  },
 
-interface Prepared {
-  home: string;
-  sessionId: string;
-  resume: boolean;
-  /** The conversation's totals before this episode, as Claude Code will restore them. */
-  baseline: Totals | null;
-  /** The transcript's size before this episode (to read only what the episode appends). */
-  transcriptBytes: number;
-  note?: string;
-}
-
-/**
- * Gets the context folder ready: a new session when it is empty; otherwise the recorded session,
- * its transcript moved under the project folder of `cwd`. A context that cannot be resumed (no or
- * a broken session.json, a missing, empty or unreadable transcript) is cleared and the episode
- * starts a fresh conversation, with a note saying why (session.ts, openContext).
- */
-async function prepareContext(contextDir: string, cwd: string, episode: string): Promise<Prepared> {
-  await mkdir(contextDir, { recursive: true });
-  const home = join(contextDir, HOME);
-  const ctx = await openContext(contextDir, 'Claude Code', () => savedSession(contextDir, home));
-  if (!ctx.carried) return startFresh(contextDir, cwd, episode, ctx.note);
-  const { id, transcript, bytes } = ctx.carried;
-  await moveToProject(home, id, transcript, cwd);
-  const text = bytes.toString('utf8');
-  // Claude Code restores the totals from the transcript's last cost record; without one it starts
-  // from zero, whatever session.json says.
-  return { home, sessionId: id, resume: true, baseline: readCostState(text), transcriptBytes: bytes.length };
-}
-
-/** The session the context folder names and its transcript, or why it cannot be resumed. */
-async function savedSession(
-  contextDir: string,
-  home: string,
-): Promise<{ id: string; transcript: string; bytes: Buffer } | { unusable: string }> {
-  let record: ClaudeSessionRecord;
-  const text = await readRegular(join(contextDir, SESSION_FILE));
-  if (text === null) return { unusable: 'the context folder has no session.json' };
-  try {
-    record = JSON.parse(text) as ClaudeSessionRecord;
-  } catch {
-    return { unusable: 'the context folder has an unreadable session.json' };
-  }
-  if (typeof record.sessionId !== 'string' || !UUID.test(record.sessionId))
-    return { unusable: `session.json names no valid session id (${String(record.sessionId)})` };
-  const id = record.sessionId;
-  const transcript = await findTranscript(home, id);
-  if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
-  const bytes = await readFrom(transcript, 0);
-  const problem = transcriptProblem(bytes.toString('utf8'));
-  if (problem) return { unusable: `the transcript of session ${id} ${problem}` };
-  return { id, transcript, bytes };
-}
-
-/** A new session in a clean config folder (`note`: why a carried one could not go on). */
-async function startFresh(contextDir: string, cwd: string, episode: string, note?: string): Promise<Prepared> {
-  const home = join(contextDir, HOME);
-  await mkdir(home, { recursive: true });
-  const sessionId = randomUUID();
-  // Recorded before the run, so that a session stopped before its first result can still be resumed.
-  await writeRecord(contextDir, { sessionId, cwd, totals: null, episode });
-  return { home, sessionId, resume: false, baseline: null, transcriptBytes: 0, ...(note ? { note } : {}) };
-}
-
-/** Clears a context Claude Code itself could not resume and starts afresh, with the shared note. */
-async function restartFresh(contextDir: string, cwd: string, episode: string, why: string): Promise<Prepared> {
-  for (const entry of await readdir(contextDir)) await rm(join(contextDir, entry), { recursive: true, force: true });
-  return startFresh(
-    contextDir,
-    cwd,
-    episode,
-    `could not resume the carried Claude Code conversation (${why}); started a fresh conversation`,
-  );
-}
-
-/** The transcript `<id>.jsonl` in any project folder of the config folder. */
-async function findTranscript(home: string, id: string): Promise<string | null> {
-  const projects = join(home, 'projects');
-  const dirs = await readdir(projects).catch(() => [] as string[]);
-  for (const dir of dirs) {
-    const file = join(projects, dir, `${id}.jsonl`);
-    if (await isFile(file)) return file;
-  }
-  return null;
-}
-
-/**
- * Moves the session to the project folder Claude Code will look in for `cwd`: the whole project
- * folder (transcript, per-session files, auto-memory) when the new one does not exist yet,
- * otherwise the transcript and its per-session folder.
- */
-async function moveToProject(home: string, id: string, transcript: string, cwd: string): Promise<void> {
-  const from = join(transcript, '..');
-  const to = join(home, 'projects', projectDirName(cwd));
-  if (from === to) return;
-  if (!(await exists(to))) {
-    await rename(from, to);
-    return;
-  }
-  for (const name of [`${id}.jsonl`, id]) {
-    if (!(await exists(join(from, name)))) continue;
-    await rm(join(to, name), { recursive: true, force: true });
-    await rename(join(from, name), join(to, name));
-  }
-}
+  transcript: (text, out, other) => eachEvent(text, other, (e) => claudeEvent(out, e)),
+  version: (log) => readStream(log).version,
+});
 
 function usesKey(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
@@ -373,52 +180,204 @@ function usesKey(env: NodeJS.ProcessEnv): boolean {
 /** Where Claude Code keeps a subscription login on Linux ($CLAUDE_CONFIG_DIR, else ~/.claude), and its secret form. */
 export function claudeLogin(episodeHome: string, env = process.env): LoginFile[] {
   const home = env.CLAUDE_CONFIG_DIR || join(homedir(), '.claude');
-  return [
-    {
-      from: join(home, '.credentials.json'),
-      fromEnv: 'CLAUDE_CREDENTIALS_JSON',
-      to: join(episodeHome, '.credentials.json'),
-    },
-  ];
+  const file = '.credentials.json';
+  return [{ from: join(home, file), fromEnv: 'CLAUDE_CREDENTIALS_JSON', to: join(episodeHome, file) }];
 }
 
-/** The transcript's text from a byte offset on (at most MAX_AGENT_FILE_BYTES), or null when there is no transcript. */
-async function readTranscriptFrom(home: string, id: string, cwd: string, offset: number): Promise<string | null> {
-  const file = await transcriptPath(home, id, cwd);
-  if (!file) return null;
-  return (await readFrom(file, offset)).toString('utf8');
+/** The project folder name Claude Code uses for a working directory (give it the real path). */
+export function projectDirName(realCwd: string): string {
+  const sanitized = realCwd.replace(/[^a-zA-Z0-9]/g, '-');
+  if (sanitized.length <= 200) return sanitized;
+  let hash = 0;
+  for (let i = 0; i < realCwd.length; i++) hash = (Math.imul(hash, 31) + realCwd.charCodeAt(i)) | 0;
+  return `${sanitized.slice(0, 200)}-${Math.abs(hash).toString(36)}`;
 }
 
-async function transcriptPath(home: string, id: string, cwd: string): Promise<string | null> {
-  const expected = join(home, 'projects', projectDirName(cwd), `${id}.jsonl`);
-  return (await isFile(expected)) ? expected : await findTranscript(home, id);
-}
-
-/** An assistant row cut down to what its usage needs (its id, model and usage), or null. */
-function compactAssistantRow(line: string): string | null {
-  if (!line.includes('"assistant"')) return null;
-  for (const row of jsonLines(line)) {
-    if (row.type !== 'assistant' || !isRecord(row.message)) return null;
-    const { id, model, usage } = row.message;
-    return JSON.stringify({ type: 'assistant', message: { id, model, usage } });
+/** The transcript `<id>.jsonl` in the project folder of `cwd`, else in any project folder. */
+async function transcriptPath(home: string, id: string, cwd?: string): Promise<string | null> {
+  const isFile = (p: string) =>
+    lstat(p).then(
+      (s) => s.isFile(),
+      () => false,
+    );
+  const dirs = await readdir(join(home, 'projects')).catch(() => [] as string[]);
+  for (const dir of cwd ? [projectDirName(cwd), ...dirs] : dirs) {
+    const file = join(home, 'projects', dir, `${id}.jsonl`);
+    if (await isFile(file)) return file;
   }
   return null;
 }
+const findTranscript = (home: string, id: string) => transcriptPath(home, id);
 
-async function writeRecord(contextDir: string, record: ClaudeSessionRecord): Promise<void> {
-  await writeFile(join(contextDir, SESSION_FILE), `${JSON.stringify(record, null, 2)}\n`);
+export interface ClaudeResult {
+  subtype: string;
+  isError: boolean;
+  sessionId: string | null;
+  /** Cumulative over the conversation (resumes included); null when the line has no figures. */
+  totals: Tally | null;
+  turns: number | null;
+  message: string | null;
+  apiErrorStatus: number | null;
 }
 
-async function isFile(path: string): Promise<boolean> {
-  return lstat(path).then(
-    (s) => s.isFile(),
-    () => false,
-  );
+/** The init and result facts of a stream-json stdout; other lines are skipped. */
+export function readStream(stdout: string) {
+  const facts = {
+    sessionId: null as string | null,
+    model: null as string | null,
+    version: null as string | null,
+    result: null as ClaudeResult | null,
+  };
+  for (const row of jsonLines(stdout)) {
+    if (row.type === 'system' && row.subtype === 'init') {
+      facts.sessionId = str(row.session_id) ?? facts.sessionId;
+      facts.model = str(row.model);
+      facts.version = str(row.claude_code_version);
+    } else if (row.type === 'result') {
+      const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((x) => x.trim() !== '') : [];
+      const isError = row.is_error === true;
+      const models = tallyOf(row.modelUsage, false);
+      const cost = num(row.total_cost_usd);
+      facts.result = {
+        subtype: str(row.subtype) ?? 'unknown',
+        isError,
+        sessionId: str(row.session_id),
+        totals:
+          models ??
+          (cost === null ? null : { unknown: { input: 0, cached: 0, written: 0, output: 0, calls: 0, costUsd: cost } }),
+        turns: num(row.num_turns),
+        message: errors.length > 0 ? errors.join('; ') : isError ? str(row.result) : null,
+        apiErrorStatus: num(row.api_error_status),
+      };
+      facts.sessionId = facts.result.sessionId ?? facts.sessionId;
+    }
+  }
+  return facts;
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
+/** The totals of the last `cost-state` row in transcript text, or null when there is none. */
+export function readCostState(transcript: string): Tally | null {
+  let last: Tally | null = null;
+  for (const row of jsonLines(transcript))
+    if (row.type === 'cost-state') last = tallyOf(row.modelUsage, row.hasUnknownModelCost === true) ?? {};
+  return last;
+}
+
+/** `modelUsage` as a tally (a model whose price Claude Code did not know: cost null). */
+function tallyOf(value: unknown, allUnknown: boolean): Tally | null {
+  if (!isRecord(value)) return null;
+  const t: Tally = {};
+  for (const [name, m] of Object.entries(value)) {
+    if (!isRecord(m)) continue;
+    const [read, wrote] = [num(m.cacheReadInputTokens) ?? 0, num(m.cacheCreationInputTokens) ?? 0];
+    addUse(t, name, {
+      input: (num(m.inputTokens) ?? 0) + read + wrote,
+      cached: read,
+      written: wrote,
+      output: num(m.outputTokens) ?? 0,
+      costUsd: allUnknown || m.costBasis === 'unknown' ? null : (num(m.costUSD) ?? 0),
+    });
+  }
+  return t;
+}
+
+/** Tokens of the assistant rows in transcript text, once per API response (message id); costs unknown. */
+export function assistantTally(transcript: string): { tally: Tally; responses: number } {
+  const seen = new Set<string>();
+  const tally: Tally = {};
+  for (const row of jsonLines(transcript)) {
+    const m = isRecord(row.message) ? row.message : null;
+    const id = str(m?.id);
+    if (row.type !== 'assistant' || !m || id === null || seen.has(id) || !isRecord(m.usage)) continue;
+    seen.add(id);
+    const u = m.usage;
+    const [read, wrote] = [num(u.cache_read_input_tokens) ?? 0, num(u.cache_creation_input_tokens) ?? 0];
+    addUse(tally, str(m.model) ?? 'unknown', {
+      input: (num(u.input_tokens) ?? 0) + read + wrote,
+      cached: read,
+      written: wrote,
+      output: num(u.output_tokens) ?? 0,
+      calls: 1,
+      costUsd: null,
+    });
+  }
+  return { tally, responses: seen.size };
+}
+
+/** Why a transcript cannot be resumed, or null when it holds a conversation. */
+export function transcriptProblem(text: string): string | null {
+  if (text.trim() === '') return 'is empty';
+  let rows = 0;
+  for (const row of jsonLines(text)) {
+    rows++;
+    if ((row.type === 'user' || row.type === 'assistant') && isRecord(row.message)) return null;
+  }
+  return rows === 0 ? 'has no readable line (not JSON lines)' : 'holds no conversation (no user or assistant message)';
+}
+
+/**
+ * How a run ended in Claude Code's terms: its turn and money limits are budget stops; a result
+ * that is an error (an API refusal ends in "success" with is_error) or no result at all is a crash
+ * with its message; a resume that found no conversation (`resumed`: its id) starts afresh.
+ */
+export function claudeEnding(
+  run: Pick<RunResult, 'stdout' | 'stderr' | 'exitCode' | 'stopped'>,
+  resumed: string | null,
+): Ending {
+  const r = readStream(run.stdout).result;
+  if (resumed && run.stopped === null && !r?.turns && saysNoConversation(`${run.stderr}\n${r?.message ?? ''}`))
+    return { restart: `Claude Code found no conversation ${resumed}` };
+  const message = r?.message ? ` (${r.message})` : '';
+  if (r?.subtype === 'error_max_turns')
+    return { exit: 'budget', note: `Claude Code stopped at its turn limit${message}` };
+  if (r?.subtype === 'error_max_budget_usd')
+    return {
+      exit: 'budget',
+      note: `Claude Code stopped at its money limit${message}; it checks after each model call, so the spend can pass the allowance by one call`,
+    };
+  if (!r) return { exit: 'crash', why: run.stderr.trim() ? null : 'no result' };
+  if (r.subtype === 'success' && !r.isError && run.exitCode === 0) return {};
+  const status = r.apiErrorStatus === null ? '' : ` (API status ${r.apiErrorStatus})`;
+  return { exit: 'crash', why: `${r.subtype}${status}: ${r.message ?? 'no message'}`, status: r.apiErrorStatus };
+}
+
+/** Claude Code's answer to `--resume <id>` when it cannot find that conversation. */
+export function saysNoConversation(output: string): boolean {
+  return /No conversation found with session ID/i.test(output);
+}
+
+function num(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+function claudeEvent(out: Lines, e: Record<string, unknown>): void {
+  if (e.type === 'system') {
+    const f = e.subtype === 'init' ? readStream(JSON.stringify(e)) : null;
+    if (f)
+      out.add(
+        'start',
+        [`Claude Code${f.version ? ` ${f.version}` : ''}`, f.model && `model ${f.model}`].filter(Boolean).join(', '),
+      );
+    else if (typeof e.subtype === 'string') out.add('system', e.subtype);
+  } else if (e.type === 'assistant' || e.type === 'user') {
+    const content = isRecord(e.message) ? e.message.content : undefined;
+    if (typeof content === 'string' && e.type === 'assistant') out.add('assistant', content);
+    for (const block of Array.isArray(content) ? content.filter(isRecord) : []) {
+      if (block.type === 'text') out.add(e.type === 'assistant' ? 'assistant' : 'user', contentText(block.text));
+      else if (block.type === 'thinking') out.add('thinking', contentText(block.thinking));
+      else if (block.type === 'tool_use') out.add(`tool ${str(block.name) ?? '?'}`, describeInput(block.input));
+      else if (block.type === 'tool_result')
+        out.add(block.is_error === true ? 'result (error)' : 'result', contentText(block.content) || '(empty)');
+    }
+  } else if (e.type === 'result') {
+    const r = readStream(JSON.stringify(e)).result;
+    if (!r) return;
+    const cost = r.totals ? Object.values(r.totals).reduce((n, m) => n + (m.costUsd ?? 0), 0) : null;
+    const parts = [
+      r.subtype + (r.isError ? ' (error)' : ''),
+      r.turns === null ? null : `${r.turns} turns`,
+      cost === null ? null : money(cost),
+    ];
+    out.add('end', [parts.filter(Boolean).join(', '), r.message].filter(Boolean).join(': '));
+  }
 }

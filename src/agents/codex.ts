@@ -1,214 +1,207 @@
-// The `codex` agent: OpenAI's Codex CLI (`@openai/codex`, checked with 0.171.0), one
-// `codex exec --json` session per episode.
-//
-// The context folder holds the conversation:
-//   <contextDir>/home/          CODEX_HOME for the session: forkflush's config.toml and Codex's
-//                               sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl
-//   <contextDir>/session.json   forkflush's record: the thread id and its running token totals
-// A fresh episode starts with an empty folder, so Codex sees no earlier session at all. A carried
-// (or copied) episode resumes the thread with `codex exec resume <id>`, in the episode's workspace,
-// whichever folder the thread was recorded in. Codex also keeps SQLite indexes in its home that
-// name the rollout by absolute path: in a copied context they point at the ORIGINAL folder (seen
-// with 0.171.0: a resume appended to the parent's rollout). So the home is cut back to config.toml
-// and sessions/ before a resume and after every session; Codex rebuilds the rest from the rollout.
+// The `codex` agent: OpenAI's Codex CLI, one `codex exec --json` session per episode. Sources:
+// openai/codex docs/exec.md ("JSON output mode", "Resuming non-interactive sessions"), config
+// reference developers.openai.com/codex/config-reference, codex-rs/exec/src/exec_events.rs and
+// codex-rs/protocol/src/protocol.rs; recorded outputs in test/fixtures/agents/codex/ (0.171.0).
+// - The context holds the conversation: `home/` is CODEX_HOME (forkflush's config.toml, and Codex's
+//   sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl). A carried episode resumes the thread
+//   with `codex exec resume <id>` in its own workspace. Codex also keeps SQLite indexes that name
+//   the rollout by absolute path (in a copied context, the ORIGINAL's): so the home is cut back to
+//   config.toml and sessions/ before a resume and after every session.
+// - stdout: JSON events thread.started {thread_id}, turn.completed {usage: {input_tokens,
+//   cached_input_tokens, output_tokens}} (the thread's RUNNING total, earlier episodes included),
+//   turn.failed {error: {message}}, item.* {item}, error {message} ("Reconnecting... n/5" retries too).
+// - The rollout, written as the session goes: {timestamp, type, payload} lines; session_meta
+//   (payload.id: the thread), turn_context (payload.model), response_item (a tool call, or an
+//   assistant message), event_msg token_count (payload.info.total_token_usage, the running total;
+//   where a resumed Codex counts from), task_started, task_complete, turn_aborted, and
+//   token_usage_record (payload.thread_token_usage, written as soon as a response ends).
+// - No turn or money limit of its own: forkflush reads the rollout as it grows and stops an overrun.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { readRegular } from '../io/agent-files.js';
-import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
-import { AGENT_CLIS } from './clis.js';
-import {
-  addRolloutLine,
-  type Bounds,
-  emptyRollout,
-  failureLine,
-  overBounds,
-  parseExecEvents,
-  parseSessionRecord,
-  type RolloutSummary,
-  rolloutProblem,
-  rolloutThreadId,
-  sessionRecordJson,
-  usageAndSpend,
-} from './codex-output.js';
-import {
-  defineAgent,
-  GrowingFile,
-  hasLogin,
-  installLogins,
-  type LoginFile,
-  launch,
-  openContext,
-  ownShare,
-  readFrom,
-  removeLogins,
-  stopExit,
-} from './session.js';
+import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, readFrom } from './files.js';
+import { defineSpec } from './spec.js';
+import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
+import { type Spent, shareOf, type Tally } from './usage.js';
 
-const HOME = 'home';
-const RECORD = 'session.json';
+/** Token counters as Codex keeps them: cumulative over the whole thread. `input` counts the cached part. */
+export interface Tokens {
+  input: number;
+  cached: number;
+  output: number;
+}
+
+/** What forkflush reads of a rollout. */
+export interface Rollout {
+  threadId: string | null;
+  model: string | null;
+  /** The running total, as last recorded. */
+  totals: Tokens | null;
+  /** The last token_count total: where Codex's counters start again when it resumes the thread. */
+  resumeTotals: Tokens | null;
+  /** Model responses: each one moves the running total on. */
+  modelCalls: number;
+  /** The last task started has completed (or was aborted). */
+  idle: boolean;
+  /** The model's last output was a tool call: Codex will run it and ask the model again. */
+  toolCallPending: boolean;
+}
+
+export const rollout = (): Rollout => ({
+  threadId: null,
+  model: null,
+  totals: null,
+  resumeTotals: null,
+  modelCalls: 0,
+  idle: true,
+  toolCallPending: false,
+});
 /** What a Codex home keeps between episodes; everything else is Codex's derived state. */
 const KEPT = new Set(['sessions', 'config.toml']);
-const ZERO = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0 };
-const FIRST_LINE_MAX = 4 * 1024 * 1024;
+const TOOL_CALLS = new Set(['function_call', 'custom_tool_call', 'local_shell_call']);
+const usesKey = (env: NodeJS.ProcessEnv) => Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
 
-export const codexAgent: AgentFactory = (agent) =>
-  defineAgent({
-    kind: 'codex',
-    maxTurns: agent.max_turns,
-    passEnv: ['OPENAI_*', 'CODEX_*', 'AZURE_OPENAI_*'],
-    missingLogin: (env) =>
-      usesKey(env) ||
-      env.OPENAI_BASE_URL ||
-      env.AZURE_OPENAI_API_KEY ||
-      ownProvider(agent.args) ||
-      hasLogin(codexLogin(''), process.env)
-        ? null
-        : 'Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` ' +
-          '(a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
-    run: (s) =>
-      runCodex(s, {
-        executable: agent.command ?? AGENT_CLIS.codex.executable,
-        model: agent.model,
-        args: agent.args,
-        maxTurns: agent.max_turns,
-      }),
-  });
+export const codex = defineSpec<{ threadId: string; rollout: string }>({
+  kind: 'codex',
+  name: 'Codex',
+  cli: {
+    executable: 'codex',
+    install: 'npm i -g @openai/codex',
+    package: '@openai/codex',
+    version: '0.171.0',
+    installer: 'npm',
+    secret: { name: 'OPENAI_API_KEY', note: 'or CODEX_AUTH_JSON, the content of ~/.codex/auth.json' },
+  },
+  passEnv: ['OPENAI_*', 'CODEX_*', 'AZURE_OPENAI_*'],
+  missingLogin: (env, agent) =>
+    usesKey(env) ||
+    env.OPENAI_BASE_URL ||
+    env.AZURE_OPENAI_API_KEY ||
+    // A provider of its own (`--oss`, a profile, `-c model_provider=…`): its login is its own.
+    agent.args.some((a) => a === '--oss' || a === '-p' || a.startsWith('--profile') || a.includes('model_provider')) ||
+    hasLogin(codexLogin(''), process.env)
+      ? null
+      : 'Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` ' +
+        '(a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
 
-interface CodexOptions {
-  executable: string;
-  model: string | undefined;
-  args: string[];
-  maxTurns: number | undefined;
-}
+  async resume(e, record) {
+    const threadId = record?.threadId;
+    if (typeof threadId !== 'string' || !/^[0-9a-f-]{36}$/i.test(threadId))
+      return { unusable: `session.json has no valid thread id (${JSON.stringify(threadId)})` };
+    const file = (await rolloutFiles(join(e.home, 'sessions'))).find((f) => rolloutThreadId(f) === threadId);
+    if (!file) return { unusable: `the session file of thread ${threadId} is missing` };
+    const why = rolloutProblem((await readFrom(file, 0, 4 * 1024 * 1024)).toString('utf8').split('\n')[0], threadId);
+    return why ? { unusable: why } : { threadId, rollout: file };
+  },
 
-async function runCodex(s: AgentSession, o: CodexOptions): Promise<AgentOutcome> {
-  const home = join(s.contextDir, HOME);
-  const notes: string[] = [];
-  const ctx = await openContext(s.contextDir, 'Codex', () => savedThread(s.contextDir, home));
-  if (ctx.note) notes.push(ctx.note);
-  const threadId = ctx.carried?.threadId ?? null;
-  if (ctx.carried) await pruneHome(home);
-  await mkdir(home, { recursive: true });
-  await writeFile(join(home, 'config.toml'), configToml(s.env));
-  // A ChatGPT login (`codex login`): its auth.json, when no key is given.
-  const logins = usesKey(s.env) ? [] : await installLogins(codexLogin(home), process.env);
-
-  // The rollout, read as Codex writes it: what the thread had used before (the baseline for
-  // this episode's share of the running totals), and then what it uses as it goes.
-  const tail = new RolloutTail(join(home, 'sessions'), ctx.carried?.rollout ?? null);
-  const before = structuredClone(await tail.poll());
-
-  const bounds: Bounds = { unit: s.unit, allowance: s.allowance, maxTurns: o.maxTurns, model: o.model ?? null };
-  const watched = s.unit === 'tokens' || s.unit === 'usd' || o.maxTurns !== undefined;
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes,
-  } = await launch(s, {
-    after: () => removeLogins(logins),
-    executable: o.executable,
-    args: codexArgs(s, o, threadId),
-    env: codexEnv(s, home),
-    // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
-    input: s.prompt,
-    maxOutput: 2_000_000,
-    // Codex's bounds are read from its rollout (a turn cap counts model calls within a turn).
-    ...(watched ? { bounds: async () => overBounds(bounds, before, await tail.poll()) } : {}),
-  });
-  notes.push(...watchNotes);
-
-  const after = await tail.poll().catch(() => tail.summary);
-  const events = parseExecEvents(r.stdout);
-  const exit = stopExit(r, s.deadlineIsBudget) ?? (r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
-
-  // The thread's running totals: turn.completed on stdout, or the rollout when the session was
-  // stopped before its turn completed. A rollout without any is a thread no answer reached yet.
-  const totals = events.usage ?? after.totals ?? (tail.file ? (before.resumeTotals ?? ZERO) : null);
-  const thread = after.threadId ?? events.threadId;
-  const model = o.model ?? after.model ?? before.model;
-  if (thread && tail.file) {
-    await writeFile(
-      join(s.contextDir, RECORD),
-      sessionRecordJson({ agent: 'codex', threadId: thread, totals, modelCalls: after.modelCalls, model }),
+  async start(e, saved) {
+    if (saved) await pruneHome(e.home);
+    await mkdir(e.home, { recursive: true });
+    await writeFile(join(e.home, 'config.toml'), configToml(e.env));
+    // The rollout, read as Codex writes it: what the thread had used before, then what it uses.
+    const file = new GrowingFile(
+      saved?.rollout ?? (async () => (await rolloutFiles(join(e.home, 'sessions'))).at(-1) ?? null),
     );
-    await pruneHome(home);
-  } else if (!threadId) {
-    // No conversation was recorded: leave the context empty, so the next episode starts clean.
-    await rm(home, { recursive: true, force: true });
-  }
+    const now = rollout();
+    const poll = async () => {
+      for (const line of await file.lines()) addRolloutLine(now, line);
+      return now;
+    };
+    const before = structuredClone(await poll());
+    const model = () => e.agent.model ?? now.model ?? 'unknown';
+    return {
+      args: codexArgs(e, saved?.threadId ?? null),
+      env: {
+        CODEX_HOME: e.home,
+        // Its own OpenAI provider sends no key from OPENAI_API_KEY (0.171.0); `codex exec` takes CODEX_API_KEY.
+        ...(!e.env.OPENAI_BASE_URL && !e.env.CODEX_API_KEY && e.env.OPENAI_API_KEY
+          ? { CODEX_API_KEY: e.env.OPENAI_API_KEY }
+          : {}),
+      },
+      // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
+      input: e.prompt,
+      logins: usesKey(e.env) ? [] : codexLogin(e.home),
+      watch: e.unit === 'tokens' || e.unit === 'usd',
+      async spent(run) {
+        await poll().catch(() => now);
+        // The running totals: turn.completed on stdout, or the rollout when the session was stopped
+        // before its turn completed. A rollout without any is a thread no answer reached yet.
+        const totals =
+          (run && execEvents(run.stdout).usage) || now.totals || (file.path ? (before.resumeTotals ?? zero) : null);
+        if (!totals) return null;
+        const own = shareOf(tally(model(), before.resumeTotals), tally(model(), totals) ?? {});
+        const notes = own.note ? [own.note] : [];
+        if (run?.stopped)
+          notes.push('usage as Codex recorded it up to the stop (an answer cut off by it is not counted)');
+        if (run && e.unit === 'usd')
+          notes.push(
+            'Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response',
+          );
+        const tallied: Spent = {
+          tally: own.share,
+          turns: file.path ? now.modelCalls - before.modelCalls : null,
+          notes,
+        };
+        return tallied;
+      },
+      noUsage: () => 'Codex recorded no session: usage unknown',
+      // At the turn limit and the model has asked for a tool: the next thing Codex does is ask it again.
+      bounds: async () => {
+        await poll();
+        const max = e.agent.max_turns;
+        return max !== undefined && now.modelCalls - before.modelCalls >= max && now.toolCallPending && !now.idle
+          ? `used its ${max} model turns (agent.max_turns)`
+          : null;
+      },
+      ending: (run) => ({ why: execEvents(run.stdout).error?.split('\n')[0] ?? null }),
+      async record(run) {
+        const thread = now.threadId ?? (run ? execEvents(run.stdout).threadId : null);
+        if (!run || !thread || !file.path) return null;
+        return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
+      },
+      // No conversation recorded: the context stays empty, so the next episode starts clean.
+      after: () =>
+        now.threadId && file.path
+          ? pruneHome(e.home)
+          : saved
+            ? Promise.resolve()
+            : rm(e.home, { recursive: true, force: true }),
+    };
+  },
 
-  if (r.stopped === 'budget' && overrun) notes.push(`stopped by forkflush: the session ${overrun}`);
-  if (exit === 'crash' && r.stopped === null) {
-    const how = r.spawnError ?? (r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`);
-    const why = failureLine(events, r.stderr);
-    notes.push(`codex exited with ${how}${why ? `: ${why}` : ''}`);
-  }
+  transcript(text, out, other) {
+    const started = new Set<string>();
+    eachEvent(text, other, (e) => codexEvent(out, e, started));
+  },
+});
 
-  const seconds = r.ms / 1000;
-  if (!totals) {
-    const charged = s.unit === 'tokens' || s.unit === 'usd' ? '; charged its whole allowance' : '';
-    notes.push(`Codex recorded no session: usage unknown${charged}`);
-    return { exit, reportedSpend: null, seconds, note: notes.join('; ') };
-  }
-  const own = ownShare(before.resumeTotals, totals);
-  if (own.note) notes.push(own.note);
-  if (r.stopped !== null)
-    notes.push('usage as Codex recorded it up to the stop (an answer cut off by it is not counted)');
-  const turns = tail.file ? after.modelCalls - before.modelCalls : null;
-  const { usage, reportedSpend } = usageAndSpend(own.share, turns, model, s.unit);
-  if (s.unit === 'usd')
-    notes.push('Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response');
-  return { exit, reportedSpend, usage, seconds, ...(notes.length > 0 ? { note: notes.join('; ') } : {}) };
-}
+const zero: Tokens = { input: 0, cached: 0, output: 0 };
+const tally = (model: string, t: Tokens | null): Tally | null =>
+  t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
 
 /**
- * The command line. Options go before `resume`: they are `codex exec`'s, and a resumed session
- * takes them again ("Only the conversation context is preserved; you must still provide flags",
- * openai/codex docs/exec.md, "Resuming non-interactive sessions").
+ * The command line. Options go before `resume`: a resumed session takes them again ("Only the
+ * conversation context is preserved; you must still provide flags", docs/exec.md).
  */
-function codexArgs(s: AgentSession, o: CodexOptions, threadId: string | null): string[] {
+function codexArgs(
+  e: { workdir: string; confined: boolean; agent: { model?: string | undefined; args: string[] } },
+  threadId: string | null,
+): string[] {
   return [
-    'exec',
-    // JSONL events on stdout (docs/exec.md, "JSON output mode").
-    '--json',
-    // The workspace is a forkflush checkout that forkflush commits after every episode.
-    '--skip-git-repo-check',
-    '-C',
-    s.workdir,
-    // Edits and commands in the workspace without asking. In forkflush's sandbox Codex's own is
-    // off: it is nested inside a stronger one (a PID namespace, hidden home and records), and
-    // it cannot start there (Codex runs bubblewrap itself, and fails where bwrap is installed).
-    // Without forkflush's sandbox, Codex's own confines writes to the workspace.
-    ...(s.confined
+    ...['exec', '--json', '--skip-git-repo-check', '-C', e.workdir],
+    // In forkflush's sandbox Codex's own is off: nested inside a stronger one, and it cannot start
+    // there (Codex runs bubblewrap itself). Without it, Codex's confines writes to the workspace, and
+    // lets "$FORKFLUSH_GRADE" reach forkflush over a Unix socket (sandbox_workspace_write.network_access).
+    ...(e.confined
       ? ['--sandbox', 'danger-full-access']
-      : [
-          '--sandbox',
-          'workspace-write',
-          // Codex's sandbox blocks all sockets by default; "$FORKFLUSH_GRADE" asks forkflush over a
-          // Unix socket to run the grader (sandbox_workspace_write.network_access,
-          // developers.openai.com/codex/config-reference).
-          '-c',
-          'sandbox_workspace_write.network_access=true',
-        ]),
+      : ['--sandbox', 'workspace-write', '-c', 'sandbox_workspace_write.network_access=true']),
     // Never stop to ask for approval (exec's default; stated so a user config cannot change it).
-    '-c',
-    'approval_policy="never"',
-    ...(o.model ? ['-m', o.model] : []),
-    ...o.args,
+    ...['-c', 'approval_policy="never"'],
+    ...(e.agent.model ? ['-m', e.agent.model] : []),
+    ...e.agent.args,
     ...(threadId ? ['resume', threadId] : []),
     '-',
   ];
-}
-
-/** Whether the session gives Codex a key (then no login is copied). */
-function usesKey(env: NodeJS.ProcessEnv): boolean {
-  return Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
-}
-
-/** Whether agent.args choose a provider of their own (`--oss`, a profile, `-c model_provider=…`): its login is its own. */
-function ownProvider(args: readonly string[]): boolean {
-  return args.some((a) => a === '--oss' || a === '-p' || a.startsWith('--profile') || a.includes('model_provider'));
 }
 
 /** Where `codex login` leaves a ChatGPT login ($CODEX_HOME, else ~/.codex), and its secret form. */
@@ -217,27 +210,15 @@ export function codexLogin(episodeHome: string, env = process.env): LoginFile[] 
   return [{ from: join(home, 'auth.json'), fromEnv: 'CODEX_AUTH_JSON', to: join(episodeHome, 'auth.json') }];
 }
 
-/** Codex's variables, over the session's environment. */
-function codexEnv(s: AgentSession, home: string): Record<string, string> {
-  const env: Record<string, string> = { CODEX_HOME: home };
-  // Codex's own OpenAI provider sends no key from OPENAI_API_KEY (seen with 0.171.0); `codex exec`
-  // takes an API key from CODEX_API_KEY (docs/exec.md, "Authentication").
-  if (!s.env.OPENAI_BASE_URL && !s.env.CODEX_API_KEY && s.env.OPENAI_API_KEY) env.CODEX_API_KEY = s.env.OPENAI_API_KEY;
-  return env;
-}
-
 /**
- * config.toml for the episode's CODEX_HOME. With OPENAI_BASE_URL set (a gateway, or the test's
- * mock), a provider of our own that speaks the Responses API there with the key in
- * OPENAI_API_KEY, or without a key with the ChatGPT login (requires_openai_auth: Codex then sends
- * the login's access token there): Codex 0.171.0 ignores OPENAI_BASE_URL in the environment. Keys:
- * model_provider, model_providers.<id>.{name, base_url, wire_api, env_key, requires_openai_auth}
- * (developers.openai.com/codex/config-reference).
+ * config.toml for the episode's CODEX_HOME. With OPENAI_BASE_URL set (a gateway, the test's mock),
+ * a provider of our own speaking the Responses API there, with the key in OPENAI_API_KEY or else
+ * the ChatGPT login (requires_openai_auth): Codex 0.171.0 ignores OPENAI_BASE_URL in the environment.
  */
 export function configToml(env: NodeJS.ProcessEnv): string {
   const lines = ['# Written by forkflush for each episode (CODEX_HOME is the episode context folder).'];
   const base = env.OPENAI_BASE_URL?.trim();
-  if (base) {
+  if (base)
     lines.push(
       'model_provider = "forkflush"',
       '',
@@ -247,73 +228,131 @@ export function configToml(env: NodeJS.ProcessEnv): string {
       'wire_api = "responses"',
       env.OPENAI_API_KEY ? 'env_key = "OPENAI_API_KEY"' : 'requires_openai_auth = true',
     );
-  }
   return `${lines.join('\n')}\n`;
-}
-
-/**
- * The thread the context folder holds: session.json must name a thread whose rollout is in
- * home/sessions; or why it cannot be resumed.
- */
-async function savedThread(
-  contextDir: string,
-  home: string,
-): Promise<{ threadId: string; rollout: string } | { unusable: string }> {
-  const text = await readRegular(join(contextDir, RECORD));
-  if (text === null) return { unusable: `it has no ${RECORD}` };
-  const rec = parseSessionRecord(text);
-  if ('problem' in rec) return { unusable: rec.problem };
-  const rollout = (await rolloutFiles(join(home, 'sessions'))).find(
-    (f) => rolloutThreadId(f.split('/').at(-1) as string) === rec.threadId,
-  );
-  if (!rollout) return { unusable: `the session file of thread ${rec.threadId} is missing` };
-  const why = rolloutProblem(await firstLine(rollout), rec.threadId);
-  return why ? { unusable: why } : { threadId: rec.threadId, rollout };
 }
 
 /** Removes Codex's derived state (SQLite indexes, caches, locks), keeping config.toml and sessions/. */
 async function pruneHome(home: string): Promise<void> {
   const entries = await readdir(home).catch(() => []);
   await Promise.all(
-    entries.filter((e) => !KEPT.has(e)).map((e) => rm(join(home, e), { recursive: true, force: true })),
+    entries.filter((x) => !KEPT.has(x)).map((x) => rm(join(home, x), { recursive: true, force: true })),
   );
 }
 
-/** Every rollout-*.jsonl under the sessions folder. */
+/** Every rollout-*.jsonl under the sessions folder, oldest first. */
 async function rolloutFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
   return entries
-    .filter((e) => /(^|\/)rollout-[^/]*\.jsonl$/.test(e))
-    .map((e) => join(dir, e))
+    .filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x))
+    .map((x) => join(dir, x))
     .sort();
 }
 
-/** The first line of a file (session_meta holds the whole base instructions: tens of kB). */
-async function firstLine(file: string): Promise<string | undefined> {
-  const buf = await readFrom(file, 0, FIRST_LINE_MAX);
-  const nl = buf.indexOf(0x0a);
-  if (nl === -1 && buf.length === FIRST_LINE_MAX) return undefined;
-  return buf.subarray(0, nl === -1 ? buf.length : nl).toString('utf8');
+/** The thread id in a rollout file's name: rollout-<time>-<uuid>.jsonl. */
+export function rolloutThreadId(path: string): string | null {
+  const m = /(?:^|\/)rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(path);
+  return m ? (m[1] as string) : null;
 }
 
-/**
- * Reads a rollout as it grows, line by line, from where the last read stopped. Until the file is
- * known (a fresh session creates it), it is looked for under the sessions folder.
- */
-class RolloutTail {
-  readonly summary: RolloutSummary = emptyRollout();
-  private readonly file_: GrowingFile;
+/** Whether a rollout's first line is that of `threadId`: why not, or null when it is. */
+export function rolloutProblem(firstLine: string | undefined, threadId: string): string | null {
+  if (!firstLine?.trim()) return 'its session file is empty';
+  const [item] = jsonLines(firstLine);
+  if (!item) return 'its session file does not start with a JSON line';
+  if (item.type !== 'session_meta') return 'its session file does not start with the session metadata';
+  const id = isRecord(item.payload) ? item.payload.id : undefined;
+  return id === threadId ? null : `its session file belongs to thread ${String(id)}, not ${threadId}`;
+}
 
-  constructor(sessionsDir: string, file: string | null) {
-    this.file_ = new GrowingFile(file ?? (async () => (await rolloutFiles(sessionsDir)).at(-1) ?? null));
-  }
+/** Codex's usage object (snake_case) as Tokens. */
+function readTokens(v: unknown): Tokens | null {
+  if (!isRecord(v) || num(v.input_tokens) === null || num(v.output_tokens) === null) return null;
+  return {
+    input: v.input_tokens as number,
+    cached: num(v.cached_input_tokens) ?? 0,
+    output: v.output_tokens as number,
+  };
+}
 
-  get file(): string | null {
-    return this.file_.path;
-  }
+/** Folds one line of a rollout into the summary (updated in place). */
+export function addRolloutLine(s: Rollout, line: string): Rollout {
+  const [item] = jsonLines(line);
+  const p = isRecord(item?.payload) ? item.payload : null;
+  if (!item || !p) return s;
+  if (item.type === 'session_meta' && typeof p.id === 'string') s.threadId ??= p.id;
+  else if (item.type === 'turn_context' && typeof p.model === 'string') s.model = p.model;
+  else if (item.type === 'response_item' && TOOL_CALLS.has(p.type as string)) s.toolCallPending = true;
+  else if (item.type === 'response_item' && p.type === 'message' && p.role === 'assistant') s.toolCallPending = false;
+  else if (item.type === 'event_msg' && p.type === 'task_started') s.idle = false;
+  else if (item.type === 'event_msg' && (p.type === 'task_complete' || p.type === 'turn_aborted')) s.idle = true;
+  else if (item.type === 'event_msg' && p.type === 'token_count') {
+    const t = readTokens(isRecord(p.info) ? p.info.total_token_usage : null);
+    addTotals(s, t);
+    if (t) s.resumeTotals = t;
+  } else if (item.type === 'token_usage_record') addTotals(s, readTokens(p.thread_token_usage));
+  return s;
+}
 
-  async poll(): Promise<RolloutSummary> {
-    for (const line of await this.file_.lines()) addRolloutLine(this.summary, line);
-    return this.summary;
+/** A running total that went up is one more model response; the same one again is not, nor one that went down. */
+function addTotals(s: Rollout, t: Tokens | null): void {
+  const p = s.totals;
+  if (!t || (p && t.input === p.input && t.output === p.output && t.cached === p.cached)) return;
+  if (!p || (t.input >= p.input && t.output >= p.output && t.cached >= p.cached)) s.modelCalls += 1;
+  s.totals = t;
+}
+
+/** The facts of `codex exec --json` stdout: the thread, the last running total, the last failure. */
+export function execEvents(stdout: string): { threadId: string | null; usage: Tokens | null; error: string | null } {
+  const out = { threadId: null as string | null, usage: null as Tokens | null, error: null as string | null };
+  for (const e of jsonLines(stdout)) {
+    if (e.type === 'thread.started') out.threadId = str(e.thread_id);
+    else if (e.type === 'turn.completed') out.usage = readTokens(e.usage) ?? out.usage;
+    else if (e.type === 'turn.failed' && isRecord(e.error) && typeof e.error.message === 'string')
+      out.error = e.error.message;
+    // Codex also reports its retries here: only a failure is worth keeping.
+    else if (e.type === 'error' && typeof e.message === 'string' && !/^Reconnecting\b/.test(e.message))
+      out.error = e.message;
   }
+  return out;
+}
+
+function codexEvent(out: Lines, e: Record<string, unknown>, started: Set<string>): void {
+  if (e.type === 'thread.started') out.add('start', `Codex thread ${str(e.thread_id) ?? '?'}`);
+  else if (e.type === 'turn.completed') {
+    const t = readTokens(e.usage);
+    out.add('turn done', t ? `${t.input} in, ${t.output} out (thread totals)` : 'no usage');
+  } else if (e.type === 'turn.failed')
+    out.add('turn failed', contentText(isRecord(e.error) ? e.error.message : e.error));
+  else if (e.type === 'error') out.add('error', contentText(e.message));
+  if (!/^item\.(started|completed|updated)$/.test(String(e.type)) || !isRecord(e.item)) return;
+  const item = e.item;
+  const id = str(item.id) ?? '';
+  const done = e.type === 'item.completed';
+  const first = !started.has(id);
+  started.add(id);
+  if (item.type === 'agent_message' && done) out.add('assistant', contentText(item.text));
+  else if (item.type === 'reasoning' && done) out.add('thinking', contentText(item.text));
+  else if (item.type === 'command_execution') {
+    if (first) out.add('tool shell', describeInput(item.command));
+    const code = num(item.exit_code);
+    if (done)
+      out.add(code === null ? 'result' : `result (exit ${code})`, contentText(item.aggregated_output) || '(no output)');
+  } else if (item.type === 'file_change' && done) {
+    const changes = Array.isArray(item.changes) ? item.changes.filter(isRecord) : [];
+    out.add(
+      'tool edit',
+      changes.map((c) => `${str(c.path) ?? '?'}${str(c.kind) ? ` (${c.kind})` : ''}`).join(', ') || 'files',
+    );
+    if (item.status === 'failed') out.add('result (error)', 'the change was not applied');
+  } else if (item.type === 'mcp_tool_call') {
+    if (first) out.add(`tool ${str(item.server) ?? 'mcp'}.${str(item.tool) ?? '?'}`, describeInput(item.arguments));
+    const error = isRecord(item.error) ? item.error.message : null;
+    if (done && error) out.add('result (error)', contentText(error));
+    else if (done)
+      out.add('result', contentText(isRecord(item.result) ? item.result.content : item.result) || '(empty)');
+  } else if (item.type === 'web_search' && done) out.add('tool web_search', contentText(item.query));
+  else if (item.type === 'todo_list' && done && Array.isArray(item.items)) {
+    const items = item.items.filter(isRecord);
+    out.add('plan', `${items.filter((i) => i.completed === true).length} of ${items.length} done`);
+  } else if (item.type === 'error' && done) out.add('warning', contentText(item.message));
 }

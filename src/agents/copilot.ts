@@ -1,248 +1,270 @@
-// The `copilot` agent: GitHub Copilot CLI (@github/copilot, pinned 1.0.102 in
-// scripts/install-agent-clis.mjs), one non-interactive session per episode.
-//
-// The CLI facts this builds on (`copilot --help`, `copilot help environment|providers|limits` of
-// 1.0.102, and the CLI's own behaviour recorded in test/fixtures/agents/copilot/):
-// - `copilot --prompt=<text> --allow-all-tools` runs one prompt non-interactively and exits (a
-//   prompt piped to stdin instead works the same: `--fleet` "combine with -i, -p, or piped
-//   stdin"); --allow-all-tools ("required for non-interactive mode") lets it edit files and run
-//   shell commands without asking.
-// - COPILOT_HOME "override[s] the directory where configuration and state files are stored"; a
-//   session lives in $COPILOT_HOME/session-state/<id>/ (events.jsonl + workspace.yaml with the cwd
-//   it was recorded in).
-// - `--session-id=<uuid>` sets the id of a new session; `--resume=<id>` resumes one; `-C <dir>`
-//   changes the working directory, so a session recorded in another worktree works in this one.
-// - `--usage-output-file <file>` writes cumulative session usage on exit (also on SIGTERM).
-// - `--max-ai-credits <n>` caps AI credits (minimum 30, soft); only GitHub-hosted models use
-//   credits. In bring-your-own-key mode (COPILOT_PROVIDER_BASE_URL) the CLI has no money or turn
-//   bound at all, so forkflush watches events.jsonl and stops the session itself.
-// - The CLI logs in with COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN; it only ever gets the
-//   first (the worker's environment has no GitHub tokens, and they are removed here again).
-
+// The `copilot` agent: GitHub Copilot CLI, one non-interactive session per episode. Facts from
+// `copilot --help` and `copilot help environment|providers|limits` of 1.0.102 and its behaviour
+// recorded in test/fixtures/agents/copilot/:
+// - `--prompt=<text> --allow-all-tools` runs one prompt and exits (a prompt on stdin works the
+//   same); COPILOT_HOME holds its state: a session is session-state/<id>/events.jsonl (one event a
+//   line: session.start first, session.usage_record per model call with data.usage {model,
+//   inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}, assistant.turn_start per turn).
+// - `--session-id=<uuid>` names a new session, `--resume=<id>` resumes one, `-C <dir>` works in
+//   another folder (else it would work in the one the session was recorded in).
+// - `--usage-output-file F` writes the session's CUMULATIVE usage on exit (SIGTERM too):
+//   {totalNanoAiu, aiCreditsStatus, modelMetrics: {<model>: {requests: {count}, usage: {…}}}}.
+// - `--output-format json` stdout: JSON lines, session.error {data: {errorType, message}}, and
+//   last {type: "result", exitCode}.
+// - `--max-ai-credits N` (minimum 30, soft) caps GitHub-hosted models; 1 AI credit = $0.01
+//   (GitHub Docs, usage-based billing), counted in nano-AIU (1e9 a credit). In bring-your-own-key
+//   mode (COPILOT_PROVIDER_BASE_URL) there are no credits and no bound at all: forkflush watches
+//   events.jsonl and stops the session itself.
+// - It logs in with COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN; it only ever gets the first.
 import { randomUUID } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Config } from '../core/config.js';
-import type { AgentUsage } from '../core/state.js';
-import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
-import type { AgentAdapter, AgentFactory, AgentOutcome, AgentSession } from './agent.js';
-import { AGENT_CLIS } from './clis.js';
-import {
-  addTotals,
-  type CopilotTotals,
-  creditsForUsd,
-  episodeUsage,
-  eventsFileProblem,
-  NANO_AIU_PER_CREDIT,
-  parseJsonOutput,
-  parseUsageFile,
-  readSavedTotals,
-  subtractTotals,
-  summarizeEvents,
-} from './copilot-output.js';
-import {
-  defineAgent,
-  GrowingFile,
-  jsonLines,
-  launch,
-  MAX_AGENT_FILE_BYTES,
-  openContext,
-  readFrom,
-  sizeOf,
-  spendOf,
-  stopExit,
-} from './session.js';
+import { count, GrowingFile, isRecord, jsonLines, MAX_AGENT_FILE_BYTES, readFrom, sizeOf } from './files.js';
+import { defineSpec } from './spec.js';
+import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
+import { addUse, type Spent, shareOf, sumTallies, type Tally } from './usage.js';
 
-/** What forkflush keeps in the context folder: the CLI's home and this record. */
-const HOME_DIR = 'home';
-const SESSION_FILE = 'session.json';
-/** Longer prompts go through stdin: one argument may not exceed 128 KiB on Linux (MAX_ARG_STRLEN). */
-const MAX_PROMPT_ARG = 100_000;
-const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-/**
- * Its own login (COPILOT_GITHUB_TOKEN) and bring-your-own-key providers (COPILOT_PROVIDER_*). Never
- * GITHUB_TOKEN or GH_TOKEN, which it would otherwise log in with: the allowlist has neither.
- */
-const PASS_ENV = ['COPILOT_*'];
+/** A session's usage: tokens per model, and AI credits (nano-AIU; 0 in bring-your-own-key mode). */
+export interface Totals {
+  models: Tally;
+  nanoAiu: number;
+}
 
-interface SavedSession {
-  agent: 'copilot';
+interface Saved extends Totals {
   sessionId: string;
-  /** Cumulative usage of the session when the last episode ended. */
-  totals: CopilotTotals | null;
-  /** The episodes that ran in this conversation, oldest first. */
   episodes: string[];
 }
 
-export const copilotAgent: AgentFactory = (agent) => copilotAdapter(agent);
+const NANO_AIU_PER_CREDIT = 1e9;
+const USD_PER_CREDIT = 0.01;
+/** The smallest `--max-ai-credits` the CLI takes (`copilot help limits`). */
+export const MIN_AI_CREDITS = 30;
+/** Longer prompts go through stdin: one argument may not exceed 128 KiB on Linux. */
+const MAX_PROMPT_ARG = 100_000;
 
-export function copilotAdapter(agent: Config['agent']): AgentAdapter {
-  return defineAgent({
-    kind: 'copilot',
-    maxTurns: agent.max_turns,
-    passEnv: PASS_ENV,
-    missingLogin: (env) =>
-      env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL
-        ? null
-        : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the ' +
-          '"Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. ' +
-          "GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`'s own",
-    run: (s) => runCopilot(agent, s),
-  });
-}
+export const copilot = defineSpec<Saved>({
+  kind: 'copilot',
+  name: 'Copilot',
+  cli: {
+    executable: 'copilot',
+    install: 'npm i -g @github/copilot',
+    package: '@github/copilot',
+    version: '1.0.102',
+    installer: 'npm',
+    secret: { name: 'COPILOT_GITHUB_TOKEN', note: 'a fine-grained token with the Copilot Requests permission' },
+  },
+  // Its own login and bring-your-own-key providers; never GITHUB_TOKEN or GH_TOKEN (forge credentials).
+  passEnv: ['COPILOT_*'],
+  missingLogin: (env) =>
+    env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL
+      ? null
+      : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the ' +
+        '"Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. ' +
+        "GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`'s own",
 
-async function runCopilot(agent: Config['agent'], s: AgentSession): Promise<AgentOutcome> {
-  const notes: string[] = [];
-  await mkdir(s.contextDir, { recursive: true });
-  const ctx = await openContext(s.contextDir, 'Copilot', (entries) => savedSession(s.contextDir, entries));
-  if (ctx.note) notes.push(ctx.note);
-  const saved = ctx.carried;
-  const home = join(s.contextDir, HOME_DIR);
-  await mkdir(home, { recursive: true });
-  const sessionId = saved?.sessionId ?? randomUUID();
-  const eventsFile = join(home, 'session-state', sessionId, 'events.jsonl');
-  const startOffset = saved ? await sizeOf(eventsFile) : 0;
-  const usageOut = join(dirname(s.usageFile), 'copilot-usage.json');
-  await rm(usageOut, { force: true });
+  async resume(e, record) {
+    const id = record?.sessionId;
+    if (typeof id !== 'string' || !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(id))
+      return { unusable: 'session.json names no session id' };
+    const events = await readRegular(eventsPath(e.home, id), MAX_AGENT_FILE_BYTES);
+    if (events === null) return { unusable: `session ${id} is unknown: its events.jsonl is missing` };
+    const bad = eventsFileProblem(events, id);
+    if (bad) return { unusable: `session ${id} is corrupt: ${bad}` };
+    const saved = isRecord(record?.totals) ? record.totals : {};
+    const episodes = Array.isArray(record?.episodes) ? record.episodes.filter((x) => typeof x === 'string') : [];
+    return { sessionId: id, ...readTotals(saved), episodes };
+  },
 
-  const byok = Boolean(s.env.COPILOT_PROVIDER_BASE_URL);
-  const credits = !byok && s.unit === 'usd' ? creditsForUsd(s.allowance) : undefined;
-  // `--prompt=` (not `-p <text>`) so that a prompt starting with "-" is not taken for an option.
-  const viaStdin = Buffer.byteLength(s.prompt) > MAX_PROMPT_ARG;
-  const args = [
-    ...(viaStdin ? [] : [`--prompt=${s.prompt}`]),
-    '--allow-all-tools',
-    '--no-ask-user',
-    '--no-auto-update',
-    '--output-format',
-    'json',
-    '--usage-output-file',
-    usageOut,
-    // The CLI's own logs go with the episode's other logs, not into the context carried onward.
-    '--log-dir',
-    join(dirname(s.logFile), 'copilot-logs'),
-    '-C',
-    s.workdir,
-    saved ? `--resume=${sessionId}` : `--session-id=${sessionId}`,
-    ...(agent.model ? ['--model', agent.model] : []),
-    ...(credits !== undefined ? ['--max-ai-credits', String(credits)] : []),
-    ...agent.args,
-  ];
-
-  // Bounds the CLI does not enforce (turns always; tokens and dollars in bring-your-own-key mode,
-  // and a finer dollar bound than 30 credits): the session's events, read as they are appended.
-  const events = new GrowingFile(eventsFile, startOffset);
-  const seen: Record<string, unknown>[] = [];
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes,
-  } = await launch(s, {
-    executable: agent.command ?? AGENT_CLIS.copilot.executable,
-    args,
-    env: { COPILOT_HOME: home },
-    ...(viaStdin ? { input: s.prompt } : {}),
-    maxTurns: agent.max_turns,
-    meter: async () => {
-      for (const line of await events.lines()) seen.push(...jsonLines(line));
-      const { turns, totals } = summarizeEvents(seen);
-      const u = episodeUsage(totals);
-      return { ...u, turns };
-    },
-  });
-  notes.push(...watchNotes);
-
-  // This episode's usage: the CLI's cumulative figures less what the conversation had before.
-  const previous = saved?.totals ?? null;
-  let delta: CopilotTotals | null = null;
-  let cumulative: CopilotTotals | null = null;
-  const usageText = await readRegular(usageOut, 4_000_000);
-  if (usageText !== null) {
-    try {
-      cumulative = parseUsageFile(usageText);
-      const own = subtractTotals(cumulative, previous);
-      delta = own.delta;
-      if (own.note) notes.push(own.note);
-    } catch (e) {
-      notes.push(`${(e as Error).message}; usage counted from the session's events`);
-    }
-  }
-  const eventsExist = (await sizeOf(eventsFile)) > 0;
-  if (!delta && eventsExist) {
-    const all = [...jsonLines((await readFrom(eventsFile, startOffset)).toString('utf8'))];
-    delta = summarizeEvents(all).totals;
-    cumulative = addTotals(previous, delta);
-    if (usageText === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
-  }
-
-  const facts = parseJsonOutput(r.stdout);
-  const creditsHit = credits !== undefined && delta !== null && delta.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
-  const exit =
-    stopExit(r, s.deadlineIsBudget) ??
-    (creditsHit ? 'budget' : r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
-  if (r.stopped === 'budget' && overrun) notes.push(`stopped because ${overrun}`);
-  if (creditsHit && r.stopped === null) notes.push(`stopped by --max-ai-credits ${credits}`);
-  if (exit === 'crash' && r.stopped === null) {
-    const why = r.spawnError ?? facts.errors.at(-1) ?? (failureLine(r.stderr) || `exit code ${r.exitCode}`);
-    notes.push(`copilot exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}: ${why.slice(0, 300)}`);
-  }
-
-  if (eventsExist) {
-    const record: SavedSession = {
-      agent: 'copilot',
-      sessionId,
-      totals: cumulative,
-      episodes: [...(saved?.episodes ?? []), s.episodeId],
+  async start(e, saved) {
+    await mkdir(e.home, { recursive: true });
+    const id = saved?.sessionId ?? randomUUID();
+    const eventsFile = eventsPath(e.home, id);
+    const offset = saved ? await sizeOf(eventsFile) : 0;
+    const usageOut = join(dirname(e.usageFile), 'copilot-usage.json');
+    await rm(usageOut, { force: true });
+    const credits =
+      !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === 'usd'
+        ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT))
+        : undefined;
+    // `--prompt=` (not `-p <text>`) so that a prompt starting with "-" is not taken for an option.
+    const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
+    const events = new GrowingFile(eventsFile, offset);
+    const seen: Record<string, unknown>[] = [];
+    let cumulative: Totals | null = null;
+    let own: Totals | null = null;
+    const previous = saved ?? null;
+    return {
+      args: [
+        ...(viaStdin ? [] : [`--prompt=${e.prompt}`]),
+        ...['--allow-all-tools', '--no-ask-user', '--no-auto-update', '--output-format', 'json'],
+        ...['--usage-output-file', usageOut],
+        // Its own logs go with the episode's other logs, not into the context carried onward.
+        ...['--log-dir', join(dirname(e.logFile), 'copilot-logs'), '-C', e.workdir],
+        saved ? `--resume=${id}` : `--session-id=${id}`,
+        ...(e.agent.model ? ['--model', e.agent.model] : []),
+        ...(credits !== undefined ? ['--max-ai-credits', String(credits)] : []),
+        ...e.agent.args,
+      ],
+      env: { COPILOT_HOME: e.home },
+      ...(viaStdin ? { input: e.prompt } : {}),
+      async spent(run): Promise<Spent | null> {
+        for (const line of await events.lines()) seen.push(...jsonLines(line));
+        if (!run) return { ...spentOf(summarizeEvents(seen).totals), turns: summarizeEvents(seen).turns };
+        // This episode's usage: the CLI's cumulative figures less what the conversation had before.
+        const notes: string[] = [];
+        const text = await readRegular(usageOut, 4_000_000);
+        const file = text === null ? null : parseUsageFile(text);
+        if (typeof file === 'string') notes.push(`${file}; usage counted from the session's events`);
+        if (file && typeof file !== 'string') {
+          cumulative = file;
+          const share = shareOf(previous?.models ?? null, file.models);
+          own = { models: share.share, nanoAiu: Math.max(0, file.nanoAiu - (previous?.nanoAiu ?? 0)) };
+          if (share.note) notes.push(share.note);
+        } else if ((await sizeOf(eventsFile)) > 0) {
+          own = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString('utf8'))]).totals;
+          cumulative = {
+            models: sumTallies(previous?.models ?? null, own.models),
+            nanoAiu: (previous?.nanoAiu ?? 0) + own.nanoAiu,
+          };
+          if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
+        } else {
+          // It writes events.jsonl when the session starts, before any model call: none, no spend.
+          return { tally: {}, notes: ['Copilot started no session, so it made no model call'] };
+        }
+        return { ...spentOf(own), notes };
+      },
+      noUsage: () => 'the usage of this episode could not be read',
+      ending(run) {
+        const hit = credits !== undefined && own !== null && own.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
+        if (hit && run.stopped === null) return { exit: 'budget', note: `stopped by --max-ai-credits ${credits}` };
+        return { why: sessionErrors(run.stdout).at(-1) ?? null };
+      },
+      async record(run) {
+        if (!run || (await sizeOf(eventsFile)) === 0) return null;
+        return { sessionId: id, totals: cumulative, episodes: [...(saved?.episodes ?? []), e.episodeId] };
+      },
     };
-    await writeFile(join(s.contextDir, SESSION_FILE), `${JSON.stringify(record, null, 2)}\n`);
-  }
+  },
 
-  let usage: AgentUsage | undefined;
-  let reportedSpend: number | null = null;
-  if (delta) {
-    usage = episodeUsage(delta);
-    reportedSpend = spendOf(s, usage);
-  } else if (!eventsExist) {
-    // The CLI writes events.jsonl when the session starts, before any model call: none, no spend.
-    usage = { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0 };
-    reportedSpend = spendOf(s, usage);
-    notes.push('Copilot started no session, so it made no model call');
-  } else {
-    notes.push('the usage of this episode could not be read');
-  }
-  return {
-    exit,
-    reportedSpend,
-    ...(usage ? { usage } : {}),
-    ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
-    seconds: r.ms / 1000,
-  };
+  transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e)),
+});
+
+const eventsPath = (home: string, id: string) => join(home, 'session-state', id, 'events.jsonl');
+
+/** Usage as the runner prices it: AI credits at $0.01 where the CLI counted them, else forkflush's prices. */
+function spentOf(t: Totals): Spent {
+  return { tally: t.models, ...(t.nanoAiu > 0 ? { costUsd: (t.nanoAiu / NANO_AIU_PER_CREDIT) * USD_PER_CREDIT } : {}) };
 }
 
-/** The session the context folder holds, or why it cannot be resumed (unknown session, corrupt events). */
-async function savedSession(contextDir: string, entries: string[]): Promise<SavedSession | { unusable: string }> {
-  if (!entries.includes(SESSION_FILE)) return { unusable: `${SESSION_FILE} is missing` };
-  let raw: unknown;
+/** Totals saved by an earlier episode (session.json), anything malformed as none. */
+export function readTotals(v: Record<string, unknown>): Totals {
+  const models: Tally = {};
+  // Also as releases before 0.2 saved them (inputTokens, cacheReadTokens, …, requests).
+  for (const [model, m] of Object.entries(isRecord(v.models) ? v.models : {}))
+    if (isRecord(m))
+      addUse(models, model, {
+        input: count(m.input ?? m.inputTokens),
+        cached: count(m.cached ?? m.cacheReadTokens),
+        written: count(m.written ?? m.cacheWriteTokens),
+        output: count(m.output ?? m.outputTokens),
+        calls: count(m.calls ?? m.requests),
+      });
+  return { models, nanoAiu: count(v.nanoAiu) };
+}
+
+/** Reads a `--usage-output-file` JSON; a string says why it cannot. */
+export function parseUsageFile(text: string): Totals | string {
+  let json: unknown;
   try {
-    raw = JSON.parse((await readRegular(join(contextDir, SESSION_FILE))) ?? '');
+    json = JSON.parse(text);
   } catch {
-    return { unusable: `${SESSION_FILE} is not JSON` };
+    return `the usage file is not JSON: ${text.trim().slice(0, 60)}`;
   }
-  const v = raw as Partial<SavedSession> | null;
-  if (!v || typeof v.sessionId !== 'string' || !SESSION_ID.test(v.sessionId))
-    return { unusable: `${SESSION_FILE} names no session id` };
-  const events = await readRegular(
-    join(contextDir, HOME_DIR, 'session-state', v.sessionId, 'events.jsonl'),
-    MAX_AGENT_FILE_BYTES,
+  if (!isRecord(json) || !isRecord(json.modelMetrics)) return 'the usage file has no modelMetrics';
+  const models: Tally = {};
+  for (const [model, m] of Object.entries(json.modelMetrics)) {
+    if (!isRecord(m)) continue;
+    const u = isRecord(m.usage) ? m.usage : {};
+    // inputTokens counts the cache reads and writes too.
+    addUse(models, model, {
+      input: count(u.inputTokens),
+      cached: count(u.cacheReadTokens),
+      written: count(u.cacheWriteTokens),
+      output: count(u.outputTokens),
+      calls: count(isRecord(m.requests) ? m.requests.count : 0),
+    });
+  }
+  return { models, nanoAiu: json.aiCreditsStatus === 'unavailable' ? 0 : count(json.totalNanoAiu) };
+}
+
+/** The messages of the session.error events in `--output-format json` stdout. */
+export function sessionErrors(stdout: string): string[] {
+  return [...jsonLines(stdout)].flatMap((x) =>
+    x.type === 'session.error' && isRecord(x.data) ? (str(x.data.message) ?? []) : [],
   );
-  if (events === null) return { unusable: `session ${v.sessionId} is unknown: its events.jsonl is missing` };
-  const bad = eventsFileProblem(events, v.sessionId);
-  if (bad) return { unusable: `session ${v.sessionId} is corrupt: ${bad}` };
-  return {
-    agent: 'copilot',
-    sessionId: v.sessionId,
-    totals: readSavedTotals(v.totals),
-    episodes: Array.isArray(v.episodes) ? v.episodes.filter((e): e is string => typeof e === 'string') : [],
-  };
+}
+
+/** Model turns and token usage in a run of session events (the watcher's view of an episode). */
+export function summarizeEvents(events: Record<string, unknown>[]): { turns: number; totals: Totals } {
+  let turns = 0;
+  const models: Tally = {};
+  for (const e of events) {
+    if (e.type === 'assistant.turn_start') turns++;
+    const u = e.type === 'session.usage_record' && isRecord(e.data) && isRecord(e.data.usage) ? e.data.usage : null;
+    if (u)
+      addUse(models, typeof u.model === 'string' ? u.model : 'unknown', {
+        input: count(u.inputTokens),
+        cached: count(u.cacheReadTokens),
+        written: count(u.cacheWriteTokens),
+        output: count(u.outputTokens),
+        calls: 1,
+      });
+  }
+  return { turns, totals: { models, nanoAiu: 0 } };
+}
+
+/**
+ * Why a saved session cannot be resumed, or null if it looks resumable: the CLI itself refuses a
+ * corrupted events.jsonl ("Session file is corrupted (line 1: ...)"), so this checks the same.
+ */
+export function eventsFileProblem(text: string, sessionId: string): string | null {
+  if (text.trim() === '') return 'its events.jsonl is empty';
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  for (const [i, line] of lines.entries()) {
+    const [v] = jsonLines(line);
+    // The CLI may have been killed in the middle of writing its last line.
+    if (!v && i === lines.length - 1 && !text.endsWith('\n')) continue;
+    if (!v) return `line ${i + 1} of its events.jsonl is not JSON`;
+    if (typeof v.type !== 'string') return `line ${i + 1} of its events.jsonl is not an event`;
+    const id = isRecord(v.data) ? v.data.sessionId : undefined;
+    if (i === 0 && v.type !== 'session.start') return 'its events.jsonl does not begin with session.start';
+    if (i === 0 && id !== sessionId) return `its events.jsonl belongs to session ${String(id)}`;
+  }
+  return null;
+}
+
+function copilotEvent(out: Lines, e: Record<string, unknown>): void {
+  const data = isRecord(e.data) ? e.data : {};
+  if (e.type === 'assistant.message') {
+    out.add('assistant', contentText(data.content));
+    const requests = Array.isArray(data.toolRequests) ? data.toolRequests.filter(isRecord) : [];
+    for (const t of requests) out.add(`tool ${str(t.name) ?? '?'}`, describeInput(t.arguments));
+  } else if (e.type === 'assistant.reasoning') out.add('thinking', contentText(data.content));
+  else if (e.type === 'tool.execution_complete') {
+    const result = isRecord(data.result) ? data.result : {};
+    const text = contentText(result.content ?? (isRecord(data.error) ? data.error.message : data.error));
+    out.add(data.success === false ? 'result (error)' : 'result', text || '(empty)');
+  } else if (e.type === 'assistant.turn_retry') out.add('retry', str(data.reason) ?? 'the model call failed');
+  else if (e.type === 'model.call_failure') {
+    const status = num(data.statusCode);
+    out.add('model call failed', status === null ? (str(data.failureKind) ?? 'error') : `HTTP ${status}`);
+  } else if (e.type === 'session.error')
+    out.add('error', `${str(data.errorType) ?? 'error'}: ${contentText(data.message)}`);
+  else if (e.type === 'session.start')
+    out.add('start', str(data.copilotVersion) ? `Copilot ${data.copilotVersion}` : 'Copilot session');
+  else if (e.type === 'result') {
+    const code = num(e.exitCode) ?? num(data.exitCode);
+    out.add('end', code === null ? 'done' : `exit code ${code}`);
+  }
 }

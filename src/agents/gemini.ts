@@ -1,324 +1,196 @@
-// The `gemini` agent: Gemini CLI (@google/gemini-cli, checked with 0.61.0) in headless mode, one
-// process per episode. Its facts, with sources: the CLI's docs, which ship in its package
-// (bundle/docs/<page>.md) and are published at https://geminicli.com/docs/<page>, and its source,
-// bundled in the package with comments naming the files of google-gemini/gemini-cli:
-// - `gemini -p PROMPT -o json` runs one non-interactive session (docs/cli/headless.md);
-//   `--approval-mode yolo` approves every tool call, edits and shell commands included
-//   (docs/cli/cli-reference.md, "--approval-mode"; `--yolo` is its deprecated alias), and
-//   `--skip-trust` trusts the workspace for this run, without which headless mode refuses an
-//   untrusted folder (docs/cli/trusted-folders.md, "Headless and automated environments").
-// - GEMINI_CLI_HOME is the root of its user-level state: settings, the project registry and the
-//   sessions live in $GEMINI_CLI_HOME/.gemini (docs/reference/configuration.md, "Environment
-//   variables"). forkflush points it at <contextDir>/home, so a fresh episode has no history and a
-//   carried one exactly its own.
-// - Sessions: <home>/.gemini/tmp/<slug>/chats/session-*.jsonl, where <slug> is the project's
-//   short id: <home>/.gemini/projects.json maps the absolute working directory to it, checked
-//   against the marker file tmp/<slug>/.project_root that names the directory (bundle source
-//   packages/core/src/config/projectRegistry.ts). `--resume <id>` looks the id up in the current
-//   directory's chats folder only (packages/cli/src/utils/sessionUtils.ts, SessionSelector), so to
-//   resume in another folder the file is moved into a project dir registered for that folder.
-//   `--session-id <uuid>` starts a new session with an id we choose (`gemini --help`;
-//   packages/cli/src/gemini.tsx, resolveSessionId), so the id is known before the run, even when
-//   the run is killed. The turn counter is per process (packages/cli/src/nonInteractiveCli.ts).
-// - `model.maxSessionTurns` in settings.json bounds the model turns of one run; past it headless
-//   mode exits with code 53 (docs/cli/session-management.md, "Session limits";
-//   docs/cli/headless.md, "Exit codes"). There is no money bound: forkflush watches the session
-//   file's token counts and stops an overrun itself.
-// - `stats` in the result count this process only, and there is no cost (see gemini-output.ts).
-// - Quiet offline: telemetry.enabled false (and GEMINI_TELEMETRY_ENABLED=false, which overrides
-//   it), privacy.usageStatisticsEnabled false, general.enableAutoUpdate and
-//   general.enableAutoUpdateNotification false, ide.enabled false (docs/reference/configuration.md;
-//   docs/cli/telemetry.md). With GOOGLE_GEMINI_BASE_URL it sends model calls there
-//   (docs/reference/configuration.md, GOOGLE_GEMINI_BASE_URL); seen under strace: no other
-//   connection. general.sessionRetention.enabled false keeps old sessions from being cleaned up.
-
+// The `gemini` agent: Gemini CLI in headless mode, one process per episode. Sources: its docs, which
+// ship in its package (bundle/docs/, published at https://geminicli.com/docs/), and its bundled
+// source, whose comments name the files of google-gemini/gemini-cli; recorded outputs in
+// test/fixtures/agents/gemini/ (0.61.0).
+// - `gemini -p PROMPT -o json --approval-mode yolo --skip-trust` runs one session (cli/headless.md,
+//   cli-reference.md, trusted-folders.md). `-o json` prints one object {session_id, response,
+//   stats, error?} (core/src/output/json-formatter.ts); `stats.models[name]` holds `api`
+//   {totalRequests, totalErrors}, `tokens` {prompt, candidates, cached, thoughts, tool} and
+//   `roles.main` (the agent loop), for this process only. A fatal error prints
+//   {session_id, error: {type, message, code}} on stderr and exits with its code: 53 the turn
+//   limit `model.maxSessionTurns`, 41 authentication, 42 input, 55 an untrusted folder.
+// - GEMINI_CLI_HOME is the root of its state ($GEMINI_CLI_HOME/.gemini): forkflush points it at
+//   <context>/home. Sessions are <home>/.gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl, <slug>
+//   the project's, mapped from the absolute working directory in projects.json and checked against
+//   tmp/<slug>/.project_root (core/src/config/projectRegistry.ts). `--resume <id>` looks in the
+//   current folder's chats only, so a resumed session is moved there; `--session-id` names a new one.
+// - A session file (core/src/services/chatRecordingService.ts): a metadata line, then message
+//   records {id, type: user | gemini | info | …, content, tokens {input, output, cached, thoughts,
+//   tool}, model, toolCalls} (a later one with the same id replaces it), `{$set: {...}}` updates (a
+//   `$set.messages` list replaces the conversation, as a resumed session writes) and `{$rewindTo: id}`.
+// - No money bound: forkflush reads the session file's token counts and stops an overrun itself.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { failureLine, formatNumber } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
-import type { AgentFactory, AgentOutcome, AgentSession } from './agent.js';
-import { AGENT_CLIS } from './clis.js';
-import {
-  EXIT_TURN_LIMIT,
-  type GeminiUsage,
-  isResumable,
-  parseResult,
-  readSession,
-  type SessionRecord,
-  usageFromSessions,
-  usageFromStats,
-  writtenIds,
-} from './gemini-output.js';
-import { priceTokens } from './pricing.js';
-import {
-  defineAgent,
-  hasLogin,
-  type InstalledLogin,
-  installLogins,
-  type LoginFile,
-  launch,
-  MAX_AGENT_FILE_BYTES,
-  openContext,
-  removeLogins,
-  spendOf,
-  stopExit,
-} from './session.js';
+import { count, hasLogin, isRecord, jsonLines, type LoginFile, MAX_AGENT_FILE_BYTES } from './files.js';
+import { defineSpec } from './spec.js';
+import { contentText, describeInput, type Lines, str } from './transcript.js';
+import { addUse, type Spent, type Tally } from './usage.js';
 
-/** What forkflush keeps in the context folder besides the CLI's home. */
-const SESSION_FILE = 'session.json';
-const HOME = 'home';
-/** How often the session file is read to stop a money or token overrun. */
-const SPEND_POLL_MS = 1000;
+/** Exit code of headless mode past `model.maxSessionTurns`. */
+export const EXIT_TURN_LIMIT = 53;
 /** Prompts longer than this go through stdin (an argv string is limited to 128 KiB on Linux). */
 const MAX_ARGV_PROMPT = 100_000;
 
-export const geminiAgent: AgentFactory = (agent) => {
-  const executable = agent.command ?? AGENT_CLIS.gemini.executable;
-  return defineAgent({
-    kind: 'gemini',
-    maxTurns: agent.max_turns,
-    // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
-    passEnv: ['GEMINI_*', 'GOOGLE_*'],
-    missingLogin: (env) =>
-      usesKey(env) || hasLogin(geminiLogin(''), process.env)
-        ? null
-        : 'Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` ' +
-          '(forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, ' +
-          'or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
-    run: (s) => runGemini(s, executable, agent.model, agent.args ?? [], agent.max_turns),
-  });
-};
-
-async function runGemini(
-  s: AgentSession,
-  executable: string,
-  model: string | undefined,
-  extraArgs: string[],
-  maxTurns: number | undefined,
-): Promise<AgentOutcome> {
-  const started = performance.now();
-  const home = join(s.contextDir, HOME);
-  const geminiDir = join(home, '.gemini');
-  const notes: string[] = [];
-
-  // Fresh or carried: what the context folder holds decides.
-  const workdir = await realpath(s.workdir);
-  const ctx = await openContext(s.contextDir, 'Gemini CLI', () => prepareResume(s.contextDir, geminiDir, workdir));
-  if (ctx.note) notes.push(ctx.note);
-  const sessionId = ctx.carried?.sessionId ?? randomUUID();
-  const resume = ctx.carried !== null;
-  const before = ctx.carried?.before ?? new Set<string>();
-  // A Google login (Login with Google): its OAuth files, when no key and no Vertex AI is set.
-  let logins: InstalledLogin[] = [];
-  try {
-    if (!usesKey(s.env)) logins = await installLogins(geminiLogin(geminiDir), process.env);
-    await prepareHome(s, geminiDir, maxTurns, sessionId, logins.length > 0);
-  } catch (e) {
-    const note = `could not prepare the Gemini CLI home in ${home}: ${(e as Error).message}`;
-    return { exit: 'crash', reportedSpend: 0, note, seconds: (performance.now() - started) / 1000 };
-  }
-
-  const viaStdin = Buffer.byteLength(s.prompt) > MAX_ARGV_PROMPT;
-  const args = [
-    ...(model ? ['--model', model] : []),
-    ...(resume ? ['--resume', sessionId] : ['--session-id', sessionId]),
-    '--skip-trust',
-    '--approval-mode',
-    'yolo',
-    '--output-format',
-    'json',
-    ...extraArgs,
-    // Headless mode puts stdin before the -p text: a long prompt goes there, with a blank -p.
-    '--prompt',
-    viaStdin ? ' ' : s.prompt,
-  ];
-  // No money or token bound in the CLI: what the session file says was spent, as the watcher reads it.
-  const watched = s.unit === 'tokens' || s.unit === 'usd';
-  const {
-    run: r,
-    overrun,
-    notes: watchNotes,
-  } = await launch(s, {
-    executable,
-    args,
-    env: { GEMINI_CLI_HOME: home, GEMINI_TELEMETRY_ENABLED: 'false' },
-    after: () => removeLogins(logins),
-    input: viaStdin ? s.prompt : '',
-    pollMs: SPEND_POLL_MS,
-    ...(watched
-      ? {
-          meter: async () => {
-            const u = usageFromSessions(await sessionRecords(geminiDir, sessionId), before);
-            return { inputTokens: u.inputTokens, outputTokens: u.outputTokens, costUsd: price(u).costUsd, turns: 0 };
-          },
-        }
-      : {}),
-  });
-  notes.push(...watchNotes);
-  const seconds = r.ms / 1000;
-  await writeSessionFile(s.contextDir, sessionId).catch(() => {});
-
-  const result = parseResult(r.stdout) ?? parseResult(r.stderr);
-  const exit =
-    stopExit(r, s.deadlineIsBudget) ??
-    (r.spawnError ? 'crash' : r.exitCode === EXIT_TURN_LIMIT ? 'budget' : r.exitCode === 0 ? 'finished' : 'crash');
-  if (r.stopped === 'budget' && overrun)
-    notes.push(`stopped: it spent more than its ${formatNumber(s.allowance, 6)} ${s.unit}`);
-  if (r.stopped === null && r.exitCode === EXIT_TURN_LIMIT) notes.push(`stopped at agent.max_turns (${maxTurns})`);
-  if (exit === 'crash' && r.stopped === null) {
-    const why = r.spawnError ?? result?.error?.message ?? failureLine(r.stderr);
-    notes.push(`gemini exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ''}`);
-  }
-  if (r.spawnError) {
-    // It never started: nothing was spent.
-    return { exit, reportedSpend: 0, note: notes.join('; '), seconds };
-  }
-
-  let usage: GeminiUsage | null = result?.stats !== undefined ? usageFromStats(result.stats) : null;
-  if (!usage) {
-    // No result (killed, or a fatal error): what the session file recorded. The CLI creates it
-    // before its first model call, so without one nothing was spent.
-    const sessions = await sessionRecords(geminiDir, sessionId);
-    usage = usageFromSessions(sessions, before);
-    notes.push(
-      sessions.length > 0
-        ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls"
-        : 'gemini recorded no conversation: it stopped before its first model call',
-    );
-  }
-  const priced = price(usage);
-  const own = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, costUsd: priced.costUsd };
-  return {
-    exit,
-    reportedSpend: spendOf(s, own),
-    usage: {
-      inputTokens: usage.inputTokens,
-      outputTokens: usage.outputTokens,
-      costUsd: priced.costUsd,
-      turns: usage.turns,
-      pricedFrom: priced.pricedFrom,
-    },
-    ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
-    seconds,
-  };
+export interface SessionMessage {
+  id: string;
+  type: string;
+  timestamp?: string;
+  content?: unknown;
+  model?: string;
+  tokens?: Record<string, unknown>;
+  toolCalls?: unknown[];
+  thoughts?: unknown[];
 }
 
-function usesKey(env: NodeJS.ProcessEnv): boolean {
-  return Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === 'true');
+/** A session file replayed: the conversation as the CLI would load it, and every message ever written (what was spent). */
+export interface SessionRecord {
+  sessionId: string | null;
+  messages: SessionMessage[];
+  written: Map<string, SessionMessage>;
 }
 
-/**
- * Where Login with Google leaves its OAuth files ($GEMINI_CLI_HOME, else ~, then .gemini/), and
- * the secret form of the credentials. The CLI reads them there unless told to keep them encrypted.
- */
+const usesKey = (env: NodeJS.ProcessEnv) =>
+  Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === 'true');
+
+export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
+  kind: 'gemini',
+  name: 'Gemini CLI',
+  cli: {
+    executable: 'gemini',
+    install: 'npm i -g @google/gemini-cli',
+    package: '@google/gemini-cli',
+    version: '0.61.0',
+    installer: 'npm',
+    secret: { name: 'GEMINI_API_KEY', note: 'or GEMINI_OAUTH_CREDS, the content of ~/.gemini/oauth_creds.json' },
+  },
+  // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
+  passEnv: ['GEMINI_*', 'GOOGLE_*'],
+  missingLogin: (env) =>
+    usesKey(env) || hasLogin(geminiLogin(''), process.env)
+      ? null
+      : 'Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` ' +
+        '(forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, ' +
+        'or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
+
+  async resume(e, record) {
+    const id = record?.sessionId;
+    if (typeof id !== 'string' || !/^[A-Za-z0-9_-]+$/.test(id))
+      return { unusable: 'session.json names no valid session id' };
+    const dir = join(e.home, '.gemini');
+    const files = await sessionFiles(dir, id);
+    if (files.length === 0)
+      return { unusable: `session ${id} is not in the context folder (no session file under home/.gemini/tmp)` };
+    // Resuming across a minute boundary leaves a stub file with the same id: keep the real one.
+    const best = files.reduce((a, b) => (b.record.messages.length > a.record.messages.length ? b : a));
+    if (best.record.sessionId !== id) return { unusable: `the session file of ${id} is unreadable` };
+    if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
+    const chats = join(dir, 'tmp', await projectSlug(dir, await realpath(e.workdir)), 'chats');
+    await mkdir(chats, { recursive: true });
+    for (const f of files) {
+      if (f === best && dirname(f.path) !== chats) await rename(f.path, join(chats, basename(f.path)));
+      else if (f !== best && !isResumable(f.record.messages)) await rm(f.path, { force: true });
+    }
+    return { sessionId: id, before: new Set(files.flatMap((f) => [...f.record.written.keys()])) };
+  },
+
+  async start(e, saved) {
+    const dir = join(e.home, '.gemini');
+    const id = saved?.sessionId ?? randomUUID();
+    const before = saved?.before ?? new Set<string>();
+    // A Google login (Login with Google): its OAuth files, when no key and no Vertex AI is set.
+    const logins = usesKey(e.env) ? [] : geminiLogin(dir);
+    await mkdir(dir, { recursive: true });
+    const auth = hasLogin(logins, process.env)
+      ? 'oauth-personal'
+      : e.env.GOOGLE_GENAI_USE_VERTEXAI === 'true'
+        ? 'vertex-ai'
+        : 'gemini-api-key';
+    await writeFile(join(dir, 'settings.json'), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}\n`);
+    // A lock left by a killed run would make the next one wait for it to go stale.
+    await rm(join(dir, 'projects.json.lock'), { recursive: true, force: true });
+    const viaStdin = Buffer.byteLength(e.prompt) > MAX_ARGV_PROMPT;
+    const sessions = async () => (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
+    return {
+      args: [
+        ...(e.agent.model ? ['--model', e.agent.model] : []),
+        ...(saved ? ['--resume', id] : ['--session-id', id]),
+        ...['--skip-trust', '--approval-mode', 'yolo', '--output-format', 'json'],
+        ...e.agent.args,
+        // Headless mode puts stdin before the -p text: a long prompt goes there, with a blank -p.
+        ...['--prompt', viaStdin ? ' ' : e.prompt],
+      ],
+      env: { GEMINI_CLI_HOME: e.home, GEMINI_TELEMETRY_ENABLED: 'false' },
+      input: viaStdin ? e.prompt : '',
+      logins,
+      pollMs: 1000,
+      watch: e.unit === 'tokens' || e.unit === 'usd',
+      async spent(run): Promise<Spent> {
+        const result = run ? (parseResult(run.stdout) ?? parseResult(run.stderr)) : null;
+        const stats = result ? usageFromStats(result.stats) : null;
+        if (stats) return stats;
+        // No result (killed, or a fatal error): what the session file recorded. The CLI creates it
+        // before its first model call, so without one nothing was spent.
+        const found = await sessions();
+        const note = found.length
+          ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls"
+          : 'gemini recorded no conversation: it stopped before its first model call';
+        return { ...usageFromSessions(found, before), ...(run ? { notes: [note] } : { turns: null }) };
+      },
+      ending(run) {
+        const r = parseResult(run.stdout) ?? parseResult(run.stderr);
+        if (run.stopped === null && run.exitCode === EXIT_TURN_LIMIT)
+          return { exit: 'budget', note: `stopped at agent.max_turns (${e.agent.max_turns})` };
+        return { why: r?.error?.message ?? null };
+      },
+      record: async () => ({ sessionId: id, updated: new Date().toISOString() }),
+    };
+  },
+
+  transcript: geminiLog,
+  async contextTranscript(contextDir, since, out) {
+    const text = await newestSession(join(contextDir, 'home', '.gemini', 'tmp'));
+    if (text) sessionLines(text, since, out);
+    return text !== null;
+  },
+});
+
+/** Where Login with Google leaves its OAuth files ($GEMINI_CLI_HOME, else ~, then .gemini/), and the credentials' secret form. */
 export function geminiLogin(episodeGeminiDir: string, env = process.env): LoginFile[] {
   const dir = join(env.GEMINI_CLI_HOME || homedir(), '.gemini');
-  return [
-    {
-      from: join(dir, 'oauth_creds.json'),
-      fromEnv: 'GEMINI_OAUTH_CREDS',
-      to: join(episodeGeminiDir, 'oauth_creds.json'),
-    },
-    { from: join(dir, 'google_accounts.json'), to: join(episodeGeminiDir, 'google_accounts.json') },
-  ];
+  const file = (name: string, fromEnv?: string) => ({
+    from: join(dir, name),
+    to: join(episodeGeminiDir, name),
+    ...(fromEnv ? { fromEnv } : {}),
+  });
+  return [file('oauth_creds.json', 'GEMINI_OAUTH_CREDS'), file('google_accounts.json')];
 }
 
-/** Readies <contextDir>/home for this run: the settings, and the session id recorded before the CLI starts. */
-async function prepareHome(
-  s: AgentSession,
-  geminiDir: string,
-  maxTurns: number | undefined,
-  sessionId: string,
-  loggedIn: boolean,
-) {
-  await mkdir(geminiDir, { recursive: true });
-  const auth = loggedIn
-    ? 'oauth-personal'
-    : s.env.GOOGLE_GENAI_USE_VERTEXAI === 'true'
-      ? 'vertex-ai'
-      : 'gemini-api-key';
-  await writeFile(join(geminiDir, 'settings.json'), `${JSON.stringify(settings(auth, maxTurns), null, 2)}\n`);
-  // A lock left by a killed run would make the next one wait for it to go stale.
-  await rm(join(geminiDir, 'projects.json.lock'), { recursive: true, force: true });
-  await writeSessionFile(s.contextDir, sessionId);
-}
-
-/** The settings file forkflush owns in the CLI's home (rewritten before every run). */
+/** The settings forkflush owns in the CLI's home: quiet offline, the auth it runs with, the turn limit. */
 function settings(selectedType: string, maxTurns: number | undefined): Record<string, unknown> {
   return {
-    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless
-    // mode rejects; the API key, Vertex AI or the copied login is what forkflush runs it with.
+    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless rejects.
     security: { auth: { selectedType } },
     model: { maxSessionTurns: maxTurns ?? -1 },
-    general: {
-      enableAutoUpdate: false,
-      enableAutoUpdateNotification: false,
-      sessionRetention: { enabled: false },
-    },
+    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, sessionRetention: { enabled: false } },
     telemetry: { enabled: false, logPrompts: false },
     privacy: { usageStatisticsEnabled: false },
     ide: { enabled: false },
   };
 }
 
-/** A conversation to resume: its id, and the ids of the messages written before this episode. */
-type Carried = { sessionId: string; before: Set<string> };
-
-/**
- * Finds the conversation the context folder holds and moves it where `--resume` looks for it
- * when the CLI runs in `workdir`; or says why it cannot be resumed (an unknown or unreadable
- * session, or one that never got a prompt because the CLI was stopped while starting).
- */
-async function prepareResume(
-  contextDir: string,
-  geminiDir: string,
-  workdir: string,
-): Promise<Carried | { unusable: string }> {
-  let recorded: unknown;
-  try {
-    recorded = JSON.parse((await readRegular(join(contextDir, SESSION_FILE))) ?? '');
-  } catch {
-    return { unusable: `the context folder has no readable ${SESSION_FILE}` };
-  }
-  const sessionId = (recorded as { sessionId?: unknown } | null)?.sessionId;
-  if (typeof sessionId !== 'string' || !/^[A-Za-z0-9_-]+$/.test(sessionId)) {
-    return { unusable: `${SESSION_FILE} names no valid session id` };
-  }
-  const files = await sessionFiles(geminiDir, sessionId);
-  if (files.length === 0)
-    return { unusable: `session ${sessionId} is not in the context folder (no session file under home/.gemini/tmp)` };
-  // Resuming across a minute boundary leaves a stub file with the same id: keep the real one.
-  const best = files.reduce((a, b) => (b.record.messages.length > a.record.messages.length ? b : a));
-  if (best.record.sessionId !== sessionId) return { unusable: `the session file of ${sessionId} is unreadable` };
-  if (!isResumable(best.record.messages)) return { unusable: `conversation ${sessionId} held no prompt yet` };
-  const before = writtenIds(files.map((f) => f.record));
-  const chats = join(geminiDir, 'tmp', await projectSlug(geminiDir, workdir), 'chats');
-  await mkdir(chats, { recursive: true });
-  for (const f of files) {
-    if (f === best) {
-      if (dirname(f.path) !== chats) await rename(f.path, join(chats, basename(f.path)));
-    } else if (!isResumable(f.record.messages)) {
-      await rm(f.path, { force: true });
-    }
-  }
-  return { sessionId, before };
-}
-
-/**
- * The project slug the CLI will use for `workdir` in this home: the one projects.json maps it to
- * when its markers agree, else a new one, registered and marked the way the CLI does it.
- */
-async function projectSlug(geminiDir: string, workdir: string): Promise<string> {
-  const registryPath = join(geminiDir, 'projects.json');
+/** The slug the CLI will use for `workdir`: the one projects.json maps it to when its markers agree, else a new one, registered. */
+async function projectSlug(dir: string, workdir: string): Promise<string> {
+  const registry = join(dir, 'projects.json');
   let projects: Record<string, string> = {};
   try {
-    const parsed = JSON.parse(await readFile(registryPath, 'utf8')) as { projects?: unknown };
-    if (parsed.projects && typeof parsed.projects === 'object') projects = parsed.projects as Record<string, string>;
+    const parsed = JSON.parse(await readFile(registry, 'utf8')) as { projects?: unknown };
+    if (isRecord(parsed.projects)) projects = parsed.projects as Record<string, string>;
   } catch {}
-  const bases = [join(geminiDir, 'tmp'), join(geminiDir, 'history')];
+  const bases = [join(dir, 'tmp'), join(dir, 'history')];
   const owner = async (base: string, slug: string) =>
     (await readFile(join(base, slug, '.project_root'), 'utf8').catch(() => undefined))?.trim();
   const known = projects[workdir];
@@ -327,69 +199,242 @@ async function projectSlug(geminiDir: string, workdir: string): Promise<string> 
     if (owners.every((o) => o === undefined || o === workdir)) return known;
   }
   const taken = new Set(Object.values(projects));
-  const base = `ff-${slugify(basename(workdir))}`;
-  let slug = base;
-  for (let n = 1; ; n++) {
-    if (!taken.has(slug) && !bases.some((b) => existsSync(join(b, slug)))) break;
-    slug = `${base}-${n}`;
-  }
-  await mkdir(join(bases[0] as string, slug), { recursive: true });
-  await writeFile(join(bases[0] as string, slug, '.project_root'), workdir);
+  const name = basename(workdir)
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^-|-$/g, '');
+  let slug = `ff-${name || 'project'}`;
+  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync(join(b, slug))); n++)
+    slug = `ff-${name || 'project'}-${n}`;
+  await mkdir(join(dir, 'tmp', slug), { recursive: true });
+  await writeFile(join(dir, 'tmp', slug, '.project_root'), workdir);
   projects[workdir] = slug;
-  const tmp = `${registryPath}.${randomUUID()}.tmp`;
+  const tmp = `${registry}.${randomUUID()}.tmp`;
   await writeFile(tmp, JSON.stringify({ projects }, null, 2));
-  await rename(tmp, registryPath);
+  await rename(tmp, registry);
   return slug;
 }
 
-function slugify(text: string): string {
-  return (
-    text
-      .toLowerCase()
-      .replace(/[^a-z0-9]/g, '-')
-      .replace(/-+/g, '-')
-      .replace(/^-|-$/g, '') || 'project'
-  );
-}
-
-/** Every session file of `sessionId` in the home, read. */
-async function sessionFiles(geminiDir: string, sessionId: string): Promise<{ path: string; record: SessionRecord }[]> {
-  const tmp = join(geminiDir, 'tmp');
-  const slugs = await readdir(tmp).catch(() => [] as string[]);
+/** Every session file of `id` in the home (session-<time>-<id8>.jsonl), read. */
+async function sessionFiles(dir: string, id: string): Promise<{ path: string; record: SessionRecord }[]> {
   const found: { path: string; record: SessionRecord }[] = [];
-  for (const slug of slugs) {
-    const chats = join(tmp, slug, 'chats');
-    const names = await readdir(chats).catch(() => [] as string[]);
-    for (const name of names) {
-      // session-<time>-<first 8 characters of the id>.jsonl (chatRecordingService.ts)
-      if (!name.startsWith('session-') || !name.endsWith(`-${sessionId.slice(0, 8)}.jsonl`)) continue;
-      const path = join(chats, name);
-      const text = await readRegular(path, MAX_AGENT_FILE_BYTES);
-      if (text === null) continue;
-      const record = readSession(text);
-      if (record.sessionId === sessionId || record.sessionId === null) found.push({ path, record });
+  for (const slug of await readdir(join(dir, 'tmp')).catch(() => [] as string[])) {
+    const chats = join(dir, 'tmp', slug, 'chats');
+    for (const name of await readdir(chats).catch(() => [] as string[])) {
+      if (!name.startsWith('session-') || !name.endsWith(`-${id.slice(0, 8)}.jsonl`)) continue;
+      const text = await readRegular(join(chats, name), MAX_AGENT_FILE_BYTES);
+      const record = text === null ? null : readSession(text);
+      if (record && (record.sessionId === id || record.sessionId === null))
+        found.push({ path: join(chats, name), record });
     }
   }
   return found;
 }
 
-async function sessionRecords(geminiDir: string, sessionId: string): Promise<SessionRecord[]> {
-  return (await sessionFiles(geminiDir, sessionId)).map((f) => f.record).filter((r) => r.sessionId === sessionId);
-}
-
-async function writeSessionFile(contextDir: string, sessionId: string): Promise<void> {
-  const record = { agent: 'gemini', sessionId, updated: new Date().toISOString() };
-  await writeFile(join(contextDir, SESSION_FILE), `${JSON.stringify(record, null, 2)}\n`);
-}
-
-/** Dollars at forkflush's prices, model by model (the CLI reports no cost). */
-function price(usage: GeminiUsage): { costUsd: number; pricedFrom: string } {
-  let costUsd = 0;
-  const from = new Set<string>();
-  for (const m of usage.perModel) {
-    const p = priceTokens(m.model, { input: m.inputTokens, cachedInput: m.cachedInputTokens, output: m.outputTokens });
-    costUsd += p.costUsd;
-    from.add(p.pricedFrom);
+/** Replays a session file's records (see the header). */
+export function readSession(text: string): SessionRecord {
+  let sessionId: string | null = null;
+  let messages = new Map<string, SessionMessage>();
+  const written = new Map<string, SessionMessage>();
+  const note = (m: SessionMessage) => {
+    // A resumed session rewrites its history in `$set.messages` without the usage: keep it.
+    const prev = written.get(m.id);
+    written.set(m.id, prev ? { ...prev, ...m, tokens: m.tokens ?? prev.tokens, model: m.model ?? prev.model } : m);
+    messages.set(m.id, m);
+  };
+  for (const r of jsonLines(text)) {
+    if (typeof r.$rewindTo === 'string') {
+      const ids = [...messages.keys()];
+      const at = ids.indexOf(r.$rewindTo);
+      messages = new Map(at < 0 ? [] : ids.slice(0, at).map((id) => [id, messages.get(id) as SessionMessage]));
+    } else if (typeof r.id === 'string' && typeof r.type === 'string') note(r as unknown as SessionMessage);
+    else if (isRecord(r.$set) && Array.isArray(r.$set.messages)) {
+      messages = new Map();
+      for (const m of r.$set.messages)
+        if (isRecord(m) && typeof m.id === 'string') note(m as unknown as SessionMessage);
+    } else if (typeof r.sessionId === 'string') sessionId = r.sessionId;
   }
-  return { costUsd, pricedFrom: from.size > 0 ? [...from].join('; ') : 'no model calls' };
+  return { sessionId, messages: [...messages.values()], written };
+}
+
+/** Whether a conversation has a prompt or an answer beyond the `<session_context>` the CLI puts first (else it refuses to resume). */
+export function isResumable(messages: SessionMessage[]): boolean {
+  return messages.some((m) => {
+    const text = partsText(m.content).trim();
+    if (m.type === 'gemini') return text !== '' || (m.toolCalls?.length ?? 0) > 0;
+    return (
+      m.type === 'user' && text !== '' && !text.startsWith('<session_context>') && !text.startsWith('<hook_context>')
+    );
+  });
+}
+
+/**
+ * The usage recorded in session files by model answers not in `before` (this episode's): the agent
+ * loop's calls, those later rewound or compacted away too (they were paid for). The CLI's helper
+ * calls (model router, loop checks) are not recorded there.
+ */
+export function usageFromSessions(sessions: SessionRecord[], before: Set<string>): Spent {
+  const tally: Tally = {};
+  const seen = new Set<string>(before);
+  for (const m of sessions.flatMap((s) => [...s.written.values()])) {
+    if (seen.has(m.id) || m.type !== 'gemini' || !m.tokens) continue;
+    seen.add(m.id);
+    const t = m.tokens;
+    addUse(tally, m.model ?? 'unknown', {
+      input: count(t.input) + count(t.tool),
+      cached: count(t.cached),
+      output: count(t.output) + count(t.thoughts),
+      calls: 1,
+    });
+  }
+  return { tally };
+}
+
+/** This process's usage from a result's `stats`: every model (the router too), turns of the agent loop only. */
+export function usageFromStats(stats: unknown): Spent | null {
+  if (!isRecord(stats) || !isRecord(stats.models)) return null;
+  const tally: Tally = {};
+  let turns = 0;
+  for (const [model, m] of Object.entries(stats.models)) {
+    if (!isRecord(m) || !isRecord(m.tokens)) return null;
+    const t = m.tokens;
+    addUse(tally, model, {
+      input: count(t.prompt) + count(t.tool),
+      cached: count(t.cached),
+      output: count(t.candidates) + count(t.thoughts),
+    });
+    const main = isRecord(m.roles) && isRecord(m.roles.main) ? m.roles.main : null;
+    if (main) turns += count(main.totalRequests) - count(main.totalErrors);
+  }
+  return { tally, turns };
+}
+
+export interface GeminiResult {
+  sessionId?: string;
+  response?: string;
+  stats?: unknown;
+  error?: { type: string; message: string };
+  warnings?: string[];
+}
+
+/** The CLI's result in its output (stdout, or stderr for a fatal error): the last pretty-printed object with a session_id, stats or error. */
+export function parseResult(text: string): GeminiResult | null {
+  let found: GeminiResult | null = null;
+  for (const [v] of jsonBlocks(text.split('\n'))) {
+    if (!isRecord(v) || !('session_id' in v || 'stats' in v || 'error' in v)) continue;
+    const e = isRecord(v.error) ? v.error : null;
+    found = {
+      ...(typeof v.session_id === 'string' ? { sessionId: v.session_id } : {}),
+      ...(typeof v.response === 'string' ? { response: v.response } : {}),
+      ...('stats' in v ? { stats: v.stats } : {}),
+      ...(e ? { error: { type: str(e.type) ?? 'Error', message: str(e.message) ?? JSON.stringify(e) } } : {}),
+      ...(Array.isArray(v.warnings) ? { warnings: v.warnings.filter((w): w is string => typeof w === 'string') } : {}),
+    };
+  }
+  return found;
+}
+
+/** Objects printed with JSON.stringify(x, null, 2): a line "{" (or "[ERROR] {") to the first line "}" that closes one; with their first and last lines. */
+function jsonBlocks(lines: string[]): [unknown, number, number][] {
+  const blocks: [unknown, number, number][] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    const open = line.endsWith('{') ? line.lastIndexOf('{') : -1;
+    if (open < 0 || (open > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open)))) continue;
+    for (let j = i + 1; j < lines.length; j++) {
+      if (lines[j] !== '}') continue;
+      try {
+        blocks.push([JSON.parse([line.slice(open), ...lines.slice(i + 1, j + 1)].join('\n')), i, j]);
+        i = j;
+        break;
+      } catch {
+        // A nested object's brace: try the next one.
+      }
+    }
+  }
+  return blocks;
+}
+
+/** The log: the answer, each model's calls and tokens, each tool's calls, errors and warnings; the rest is other output. */
+function geminiLog(text: string, out: Lines, other: string[]): void {
+  const lines = text.split('\n');
+  const blocks = jsonBlocks(lines);
+  const inside = new Set(blocks.flatMap(([, i, j]) => Array.from({ length: j - i + 1 }, (_, k) => i + k)));
+  for (const [i, line] of lines.entries()) if (!inside.has(i) && line.trim() !== '') other.push(line);
+  // Block by block: a fatal error is printed twice (plain and "[ERROR] ").
+  for (const [, i, j] of blocks) {
+    const r = parseResult(lines.slice(i, j + 1).join('\n'));
+    if (!r) continue;
+    if (r.response) out.add('assistant', r.response);
+    const stats = isRecord(r.stats) ? r.stats : {};
+    for (const [model, m] of Object.entries(isRecord(stats.models) ? stats.models : {})) {
+      if (!isRecord(m)) continue;
+      const api = isRecord(m.api) ? m.api : {};
+      const t = isRecord(m.tokens) ? m.tokens : {};
+      const failed = count(api.totalErrors);
+      out.add(
+        `model ${model}`,
+        `${count(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ''}, ${count(t.prompt)} in, ${count(t.candidates) + count(t.thoughts)} out`,
+      );
+    }
+    const tools = isRecord(stats.tools) && isRecord(stats.tools.byName) ? stats.tools.byName : {};
+    for (const [tool, t] of Object.entries(tools))
+      if (isRecord(t))
+        out.add(`tool ${tool}`, `${count(t.count)} calls${count(t.fail) > 0 ? `, ${count(t.fail)} failed` : ''}`);
+    if (r.error) out.add('error', `${r.error.type}: ${r.error.message}`);
+    for (const w of r.warnings ?? []) out.add('warning', w);
+  }
+}
+
+/** The newest session file under a `tmp` folder, read. */
+async function newestSession(tmp: string): Promise<string | null> {
+  let newest: { path: string; mtime: number } | null = null;
+  for (const project of await readdir(tmp).catch(() => [] as string[])) {
+    const chats = join(tmp, project, 'chats');
+    for (const name of await readdir(chats).catch(() => [] as string[])) {
+      if (!/^session-.*\.jsonl$/.test(name)) continue;
+      const mtime = (await stat(join(chats, name)).catch(() => null))?.mtimeMs ?? 0;
+      if (!newest || mtime > newest.mtime) newest = { path: join(chats, name), mtime };
+    }
+  }
+  return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
+}
+
+/**
+ * The turns of a session file written at or after `since`: each answer, thought, tool call and
+ * result. Only messages written as records of their own count: a resumed session first restates
+ * its whole history in one `$set.messages` record, stamped anew.
+ */
+export function sessionLines(text: string, since: Date | undefined, out: Lines): void {
+  const messages = new Map<string, SessionMessage>();
+  for (const r of jsonLines(text)) {
+    if (typeof r.id !== 'string' || typeof r.type !== 'string') continue;
+    if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
+      messages.set(r.id, r as unknown as SessionMessage);
+  }
+  for (const m of messages.values()) {
+    if (m.type === 'error' || m.type === 'warning' || m.type === 'info') out.add(m.type, partsText(m.content));
+    if (m.type !== 'gemini') continue;
+    for (const t of (m.thoughts ?? []).filter(isRecord))
+      out.add('thinking', [str(t.subject), str(t.description)].filter(Boolean).join(': '));
+    out.add('assistant', partsText(m.content));
+    for (const call of (m.toolCalls ?? []).filter(isRecord)) {
+      out.add(`tool ${str(call.name) ?? '?'}`, describeInput(call.args));
+      const responses = (Array.isArray(call.result) ? call.result : [])
+        .map((r) => (isRecord(r) && isRecord(r.functionResponse) ? r.functionResponse.response : undefined))
+        .filter(isRecord);
+      const error = responses.map((r) => r.error).find((x) => x !== undefined);
+      if (error !== undefined) out.add('result (error)', contentText(error));
+      else if (responses.length > 0) out.add('result', responses.map((r) => contentText(r.output ?? r)).join('\n'));
+      else if (str(call.status)) out.add('result', str(call.status) as string);
+    }
+  }
+}
+
+/** The text parts of a Gemini content (function calls and responses are shown with their calls). */
+function partsText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map(partsText).join('');
+  return isRecord(content) && typeof content.text === 'string' ? content.text : '';
 }

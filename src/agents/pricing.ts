@@ -10,7 +10,9 @@
 // 5-minute cache writes 1.25x input); OpenAI https://openai.com/api/pricing/ (cached input 0.1x;
 // no cache-write charge); Google https://ai.google.dev/gemini-api/docs/pricing (context caching
 // 0.25x input, prompts up to 200k tokens; no write charge, storage is billed by the hour and
-// not here).
+// not here); Alibaba Cloud Model Studio https://www.alibabacloud.com/help/en/model-studio/models
+// (international; Qwen prices rise with the prompt's length: the 128k-256k tier, so that a long
+// agent session is not underestimated; implicit cache hits 0.2x input).
 export const PRICES_AS_OF = '2026-11';
 
 interface Price {
@@ -31,6 +33,7 @@ const PER_MILLION: Record<string, Price> = {
   'gpt-5-codex': { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
   'gemini-2.5-pro': { input: 1.25, cachedInput: 0.3125, cacheWrite: 1.25, output: 10 },
   'gemini-2.5-flash': { input: 0.3, cachedInput: 0.075, cacheWrite: 0.3, output: 2.5 },
+  'qwen3-coder-plus': { input: 3, cachedInput: 0.6, cacheWrite: 3, output: 15 },
 };
 
 /** The models the table lists (for the test that every named model is in it). */

@@ -10,7 +10,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
-import { AGENT_CLIS } from '../agents/clis.js';
+import { specOfName } from '../agents/specs.js';
 import { AGENT_KINDS, CONFIG_PATH, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { failureLine, shellQuote } from '../core/text.js';
@@ -164,7 +164,7 @@ function fileItRuns(command: string): string | null {
 
 /** What is left to do on GitHub once the task is committed (README, "On GitHub"). */
 function githubSteps(agent: string): string {
-  const cli = agent in AGENT_CLIS ? AGENT_CLIS[agent as keyof typeof AGENT_CLIS] : null;
+  const cli = specOfName(agent)?.cli;
   const key = cli
     ? `${cli.secret.name} for ${agent} (${cli.secret.note})`
     : "the keys your agent needs (name them in forkflush.yml's env)";
@@ -337,7 +337,7 @@ async function workflowText(name: string, agent: string, action: string | null):
     if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}`);
   }
   if (name === 'forkflush.yml') {
-    const secret = agent in AGENT_CLIS ? AGENT_CLIS[agent as keyof typeof AGENT_CLIS].secret : undefined;
+    const secret = specOfName(agent)?.cli?.secret;
     const line = secret
       ? `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}`
       : `          # what your agent needs, from the repository secrets, e.g. MY_KEY: \${{ secrets.MY_KEY }}`;

@@ -24,7 +24,18 @@ export const CONFIG_PATH = '.github/autoresearch.yml';
 
 export { STRATEGIES };
 export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
-export const AGENT_KINDS = ['command', 'claude-code', 'codex', 'copilot', 'gemini', 'aider', 'opencode'] as const;
+/** The agent kinds' names: each has its spec in src/agents/specs.ts (which does not compile without it). */
+export const AGENT_KINDS = [
+  'command',
+  'claude-code',
+  'codex',
+  'copilot',
+  'gemini',
+  'aider',
+  'opencode',
+  'qwen-code',
+] as const;
+export type AgentKind = (typeof AGENT_KINDS)[number];
 export const SANDBOX_MODES = ['auto', 'required', 'off'] as const;
 export const PULL_REQUESTS = ['episodes', 'winners', 'final'] as const;
 

@@ -107,8 +107,6 @@ function spawnAndWait(
       stdio: ['pipe', 'pipe', 'pipe', ...(confined?.fd3 ? ['pipe' as const] : [])],
     });
     if (confined?.fd3) writeFd3(child, confined.fd3);
-    let stdout = '';
-    let stderr = '';
     let stopped: string | null = null;
     let killTimer: NodeJS.Timeout | undefined;
     let secondTimer: NodeJS.Timeout | undefined;
@@ -141,19 +139,14 @@ function spawnAndWait(
       log = undefined;
       stop(LOG_FULL);
     };
-    let outputCut = false;
-    const keep = (acc: string, chunk: string) => {
-      const next = acc + chunk;
-      if (next.length <= max) return next;
-      outputCut = true;
-      return next.slice(next.length - max);
-    };
+    const out = new Tail(max);
+    const err = new Tail(max);
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout = keep(stdout, d);
+      out.add(d);
       toLog(d);
     });
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr = keep(stderr, d);
+      err.add(d);
       toLog(d);
     });
     // Descendants found when the stop began (and, tracked, while it ran): once the leader dies
@@ -224,12 +217,12 @@ function spawnAndWait(
       child.stderr.destroy();
       const result = {
         ...ended,
-        stdout,
-        stderr,
+        stdout: out.text(),
+        stderr: err.text(),
         stopped,
         ms: performance.now() - started,
         ...(spawnError ? { spawnError } : {}),
-        ...(outputCut ? { outputCut: true as const } : {}),
+        ...(out.cut || err.cut ? { outputCut: true as const } : {}),
         ...(logProblem ? { logProblem } : {}),
       };
       log?.end();
@@ -345,5 +338,32 @@ function processLinks(): ProcessLink[] {
       // No way to see the tree: the process group alone is signalled.
     }
     return links;
+  }
+}
+
+/**
+ * The last `max` characters of a stream, kept as chunks: a flood of 100 MB costs one pass over
+ * it, not a copy of the whole tail per chunk.
+ */
+class Tail {
+  private chunks: string[] = [];
+  private length = 0;
+  cut = false;
+  constructor(private readonly max: number) {}
+
+  add(chunk: string): void {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    while (this.length - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1) {
+      this.length -= this.chunks.shift()?.length ?? 0;
+      this.cut = true;
+    }
+  }
+
+  text(): string {
+    const all = this.chunks.join('');
+    if (all.length <= this.max) return all;
+    this.cut = true;
+    return all.slice(all.length - this.max);
   }
 }

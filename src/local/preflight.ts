@@ -3,8 +3,7 @@
 // with what to do, and stops the run (exit 2). Warnings are said and the run goes on.
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
-import { AGENT_CLIS } from '../agents/clis.js';
-import { agentFor } from '../agents/registry.js';
+import { agentFor, cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { findExecutable, isExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
@@ -142,7 +141,8 @@ async function missingExecutable(p: PreflightInput): Promise<string | null> {
       ? null
       : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
   }
-  const cli = AGENT_CLIS[kind];
+  const cli = cliOf(kind);
+  if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
   const found = isAbsolute(executable) ? await isExecutable(executable) : await onPath(executable, path);
   if (found) return null;

@@ -1,6 +1,6 @@
 // The local runner: the reconcile loop, executed with git worktrees and child processes.
 // Each pass asks the core what is due, does it, and saves the state before the next pass.
-import { agentFor } from '../agents/registry.js';
+import { agentFor } from '../agents/specs.js';
 import { episodePrompt } from '../core/prompts.js';
 import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
 import { type SetupFailure, stopBefore } from '../core/setup-failure.js';

@@ -8,8 +8,7 @@ import { existsSync } from 'node:fs';
 import { cp, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClaudeSessionRecord } from '../../src/agents/claude-code.js';
-import { projectDirName, readStream } from '../../src/agents/claude-code-output.js';
+import { projectDirName, readStream } from '../../src/agents/claude-code.js';
 import { claudeHarness as h } from './contract/claude-code.js';
 import { episode, type Tools, toolsFor } from './contract/harness.js';
 
@@ -31,7 +30,10 @@ async function record(name: string, from: string): Promise<void> {
 }
 
 async function transcriptOf(contextDir: string, workdir: string): Promise<string> {
-  const rec = JSON.parse(await readFile(join(contextDir, 'session.json'), 'utf8')) as ClaudeSessionRecord;
+  const rec = JSON.parse(await readFile(join(contextDir, 'session.json'), 'utf8')) as {
+    sessionId: string;
+    cwd: string;
+  };
   return join(contextDir, 'home', 'projects', projectDirName(await realpath(workdir)), `${rec.sessionId}.jsonl`);
 }
 
@@ -45,7 +47,7 @@ describe('claude-code: the transcript and its totals', () => {
     expect(first.out.exit, first.out.note).toBe('finished');
     await record('fresh.stream.jsonl', fresh.logFile);
     await record('fresh-transcript.jsonl', await transcriptOf(ctx, wsA));
-    const rec = JSON.parse(await readFile(join(ctx, 'session.json'), 'utf8')) as ClaudeSessionRecord;
+    const rec = JSON.parse(await readFile(join(ctx, 'session.json'), 'utf8')) as { sessionId: string; cwd: string };
     expect(rec.sessionId).toBe(readStream(await readFile(fresh.logFile, 'utf8')).result?.sessionId);
     expect(rec.cwd).toBe(wsA);
 
@@ -58,9 +60,10 @@ describe('claude-code: the transcript and its totals', () => {
     await record('resumed.stream.jsonl', second.logFile);
     await record('resumed-transcript.jsonl', await transcriptOf(carried, wsA));
     // Claude Code reports the whole conversation's cost; the episode's is the difference.
-    const totals = readStream(await readFile(second.logFile, 'utf8')).result?.totals;
-    expect(next.out.usage?.costUsd).toBeCloseTo((totals?.costUsd ?? 0) - (first.out.usage?.costUsd ?? 0), 9);
-    expect(Object.values(totals?.models ?? {})[0]?.outputTokens).toBe(2 * h.workCalls * h.perCall.output);
+    const totals = Object.values(readStream(await readFile(second.logFile, 'utf8')).result?.totals ?? {});
+    const cost = totals.reduce((n, m) => n + (m.costUsd ?? 0), 0);
+    expect(next.out.usage?.costUsd).toBeCloseTo(cost - (first.out.usage?.costUsd ?? 0), 9);
+    expect(totals[0]?.output).toBe(2 * h.workCalls * h.perCall.output);
 
     const wsB = await t.repo();
     const fork = await t.folder('fork');

@@ -29,6 +29,7 @@ import {
   toolsFor,
 } from './contract/harness.js';
 import { opencodeHarness } from './contract/opencode.js';
+import { qwenHarness } from './contract/qwen-code.js';
 
 const HARNESSES: AgentHarness[] = [
   claudeHarness,
@@ -37,6 +38,7 @@ const HARNESSES: AgentHarness[] = [
   geminiHarness,
   aiderHarness,
   opencodeHarness,
+  qwenHarness,
 ];
 
 const FRESH = 'PROMPT-FRESH: write fresh.txt.';
@@ -208,6 +210,16 @@ describe.each(HARNESSES.map((h) => [h.kind, h] as const))('%s: the agent contrac
     expect(out.note).toContain('the mock refuses this request');
     expect(out.reportedSpend ?? 0).toBe(0);
   });
+
+  it.skipIf(h.retriesRefusedKey)(
+    "a refused key: a failure of kind auth, in the CLI's own words, and how to fix it",
+    async () => {
+      h.model.refuse(401, 'invalid x-api-key');
+      const { out } = await episode(h, await t.session(await t.repo(), await t.folder('ctx')));
+      expect(out.exit).toBe('crash');
+      expect(out.failure, out.note).toMatchObject({ kind: 'auth', fix: expect.stringMatching(/^set |key/) });
+    },
+  );
 
   it('a missing login: a crash that says how to log in, nothing charged', async () => {
     h.model.work('login.txt', '1');

@@ -3,7 +3,9 @@
 // layout (file commands under RUNNER_TEMP, the checkout under the runner's work root, a home of
 // its own). Everything lives under /var/tmp, not /tmp: inside the sandbox /tmp is private, so a
 // test under /tmp would be hidden for free and prove nothing about the boundary.
+
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
   mkdirSync,
@@ -28,8 +30,9 @@ import { isolationFor } from '../../src/worker/boundary.js';
 import { ACTION, ActionRepo, parseOutputs, TOKEN } from '../integration/action-repo.js';
 
 export { TOKEN };
-export const RUNTIME_TOKEN = 'runtime-token-value-attack-5150';
-export const ID_TOKEN = 'id-token-request-value-attack-5151';
+// Made up at run time, as TOKEN is, so that no file of the suite holds them.
+export const RUNTIME_TOKEN = `runtime-token-value-${randomBytes(6).toString('hex')}`;
+export const ID_TOKEN = `id-token-request-value-${randomBytes(6).toString('hex')}`;
 /** The job's FORKFLUSH_CONTEXT_KEY (hex), which only forkflush may hold. */
 export const CONTEXT_KEY = '5ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7';
 /** The hostile scripts. /work/main is visible (read-only) inside the sandbox. */

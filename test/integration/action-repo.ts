@@ -2,7 +2,9 @@
 // file:// "server", holding a run's state ref, its episode branches and its context refs, made
 // with the core the way the app makes them. `runAction` runs the built dist/index.js the way the
 // Actions runner does: inputs and runner paths in the environment, outputs and summary in files.
+
 import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -20,7 +22,9 @@ const FIXTURES = join(ROOT, 'test', 'fixtures');
 export const ACTION = join(ROOT, 'dist', 'index.js');
 
 export const RUN = 'issue-42';
-export const TOKEN = 'ghs_action_token_value_1234';
+// Made up at run time: a literal would be found in this very file by an agent that searches the
+// machine, when the clone lives where it searches (/var/tmp, /tmp).
+export const TOKEN = `ghs_action_token_${randomBytes(8).toString('hex')}`;
 const CONFIG_PATH = '.github/autoresearch.yml';
 
 export interface Call {

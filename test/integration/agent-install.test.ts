@@ -11,7 +11,12 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliFolder, installAgentCli, installCli } from '../../src/action/agent-install.js';
-import { AGENT_CLIS } from '../../src/agents/clis.js';
+import type { CliFacts } from '../../src/agents/spec.js';
+import { cliOf } from '../../src/agents/specs.js';
+import type { AgentKind } from '../../src/core/config.js';
+
+const pin = (kind: AgentKind) => cliOf(kind) as CliFacts;
+
 import { parseConfig } from '../../src/core/config.js';
 
 function temp(prefix: string): string {
@@ -70,12 +75,12 @@ describe("the Action's install of the agent CLI", () => {
   it('installs the pinned version with npm under the tool cache, and puts its bin first on PATH', async () => {
     const tools = fakeTools();
     const lines: string[] = [];
-    const pin = AGENT_CLIS['claude-code'];
+    const claude = pin('claude-code');
     const install = await installAgentCli(agentOf('{kind: claude-code}'), {
       env: { ...tools.env, GITHUB_TOKEN: 'ghs_x', ACTIONS_RUNTIME_TOKEN: 'rt' },
       log: (l) => lines.push(l),
     });
-    const dir = join(tools.env.RUNNER_TOOL_CACHE, 'forkflush-agents', `anthropic-ai+claude-code@${pin.version}`);
+    const dir = join(tools.env.RUNNER_TOOL_CACHE, 'forkflush-agents', `anthropic-ai+claude-code@${claude.version}`);
     expect(install.problem).toBeUndefined();
     expect(install.bin).toBe(join(dir, 'bin'));
     expect(install.env.PATH?.split(delimiter)[0]).toBe(join(dir, 'bin'));
@@ -89,17 +94,17 @@ describe("the Action's install of the agent CLI", () => {
         '--no-audit',
         '--no-fund',
         '--no-update-notifier',
-        `@anthropic-ai/claude-code@${pin.version}`,
+        `@anthropic-ai/claude-code@${claude.version}`,
       ],
     ]);
     // The installed CLI runs from the PATH the episode gets.
     expect(execFileSync('claude', { env: install.env, encoding: 'utf8' }).trim()).toBe('fake-cli 1.0');
-    expect(lines.at(-1)).toMatch(new RegExp(`^agent CLI: @anthropic-ai/claude-code@${pin.version} installed in `));
+    expect(lines.at(-1)).toMatch(new RegExp(`^agent CLI: @anthropic-ai/claude-code@${claude.version} installed in `));
     // Installed once: the next job on this runner uses it as it is.
     const again = await installAgentCli(agentOf('{kind: claude-code}'), { env: tools.env, log: (l) => lines.push(l) });
     expect(again.bin).toBe(join(dir, 'bin'));
     expect(tools.calls()).toHaveLength(1);
-    expect(lines.at(-1)).toBe(`agent CLI: @anthropic-ai/claude-code@${pin.version}, installed before in ${dir}`);
+    expect(lines.at(-1)).toBe(`agent CLI: @anthropic-ai/claude-code@${claude.version}, installed before in ${dir}`);
   });
 
   it('never hands the installer a forge credential', async () => {
@@ -108,7 +113,7 @@ describe("the Action's install of the agent CLI", () => {
       join(tools.env.PATH.split(delimiter)[0] as string, 'npm'),
       `#!/bin/sh\nenv > "${join(tools.env.HOME, 'npm-env')}"\nexit 1\n`,
     );
-    const install = await installCli(AGENT_CLIS.codex, {
+    const install = await installCli(pin('codex'), {
       env: {
         ...tools.env,
         GITHUB_TOKEN: 'ghs_secret_1',
@@ -130,10 +135,10 @@ describe("the Action's install of the agent CLI", () => {
     const tools = fakeTools({ npmFails: true });
     const install = await installAgentCli(agentOf('{kind: gemini}'), { env: tools.env, log: () => {} });
     expect(install.problem).toBe(
-      `the agent's CLI @google/gemini-cli@${AGENT_CLIS.gemini.version} could not be installed: npm exited with code 1: npm error 404 Not Found - GET https://registry.npmjs.org/x`,
+      `the agent's CLI @google/gemini-cli@${pin('gemini').version} could not be installed: npm exited with code 1: npm error 404 Not Found - GET https://registry.npmjs.org/x`,
     );
     expect(install.env).toEqual(tools.env);
-    expect(existsSync(cliFolder(AGENT_CLIS.gemini, tools.env))).toBe(false);
+    expect(existsSync(cliFolder(pin('gemini'), tools.env))).toBe(false);
     const noBin = fakeTools({ noBin: true });
     const empty = await installAgentCli(agentOf('{kind: opencode}'), { env: noBin.env, log: () => {} });
     expect(empty.problem).toMatch(/was installed but brought no opencode in /);
@@ -146,7 +151,7 @@ describe("the Action's install of the agent CLI", () => {
     writeFileSync(blocked, '');
     const install = await installAgentCli(agentOf('{kind: codex}'), { env: tools.env, log: () => {} });
     expect(install.problem).toBe(
-      `the agent's CLI @openai/codex@${AGENT_CLIS.codex.version} could not be installed: ${blocked} cannot be written (EEXIST); ` +
+      `the agent's CLI @openai/codex@${pin('codex').version} could not be installed: ${blocked} cannot be written (EEXIST); ` +
         'make RUNNER_TOOL_CACHE a folder the runner can write, or point agent.command at an installed CLI',
     );
     expect(install.env).toEqual(tools.env);
@@ -156,7 +161,7 @@ describe("the Action's install of the agent CLI", () => {
   it('installs aider in a virtual environment with its pip, at the pinned version', async () => {
     const tools = fakeTools();
     const install = await installAgentCli(agentOf('{kind: aider}'), { env: tools.env, log: () => {} });
-    const dir = cliFolder(AGENT_CLIS.aider, tools.env);
+    const dir = cliFolder(pin('aider'), tools.env);
     expect(install.problem).toBeUndefined();
     expect(tools.calls()).toEqual([
       ['python3', '-m', 'venv', dir],
@@ -167,7 +172,7 @@ describe("the Action's install of the agent CLI", () => {
         'install',
         '--no-input',
         '--disable-pip-version-check',
-        `aider-chat==${AGENT_CLIS.aider.version}`,
+        `aider-chat==${pin('aider').version}`,
       ],
     ]);
     expect(execFileSync('aider', { env: install.env, encoding: 'utf8' }).trim()).toBe('aider 0');

@@ -73,3 +73,21 @@ describe('the log file', () => {
     expect(r.stdout.length).toBeGreaterThan(0);
   });
 });
+
+describe('runShell keeps the end of its output', () => {
+  it('keeps the last maxOutput characters of each stream and says it cut them', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'forkflush-proc-'));
+    // 5 MB of "a" then a marker, and a short stderr that is kept whole.
+    const r = await runShell("head -c 5000000 /dev/zero | tr '\\0' a; printf END; printf oops >&2", {
+      cwd: dir,
+      maxOutput: 1000,
+    });
+    expect(r.stdout).toHaveLength(1000);
+    expect(r.stdout.endsWith('aaaEND')).toBe(true);
+    expect(r.stderr).toBe('oops');
+    expect(r.outputCut).toBe(true);
+    const whole = await runShell('printf short', { cwd: dir, maxOutput: 1000 });
+    expect(whole.stdout).toBe('short');
+    expect(whole.outputCut).toBeUndefined();
+  });
+});

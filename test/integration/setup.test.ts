@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentFor } from '../../src/agents/registry.js';
+import { agentFor } from '../../src/agents/specs.js';
 import { UserError } from '../../src/core/errors.js';
 import { parseCommitMessage } from '../../src/core/journal.js';
 import { episodeBranch } from '../../src/core/names.js';

@@ -30,7 +30,12 @@ import {
   workflowSafe,
 } from '../../src/action/agent-log.js';
 import type { JobOutcome } from '../../src/action/episode-job.js';
-import { AGENT_CLIS } from '../../src/agents/clis.js';
+import type { CliFacts } from '../../src/agents/spec.js';
+import { cliOf } from '../../src/agents/specs.js';
+import type { AgentKind } from '../../src/core/config.js';
+
+const pin = (kind: AgentKind) => cliOf(kind) as CliFacts;
+
 import { parseConfig } from '../../src/core/config.js';
 
 const temp = () => mkdtempSync(join(tmpdir(), 'forkflush-agent-log-'));
@@ -559,7 +564,7 @@ describe('the report of an episode', () => {
         'session-fresh.jsonl',
       ),
     });
-    const bin = join(cliFolder(AGENT_CLIS.gemini, j.ctx.env), 'bin');
+    const bin = join(cliFolder(pin('gemini'), j.ctx.env), 'bin');
     mkdirSync(bin, { recursive: true });
     writeFileSync(join(bin, 'gemini'), '#!/bin/sh\necho 0.61.0\n');
     chmodSync(join(bin, 'gemini'), 0o755);

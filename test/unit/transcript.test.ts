@@ -4,15 +4,19 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  type AgentKind,
-  capLines,
-  geminiSessionLines,
-  LINE_MAX,
-  LINES_MAX,
-  readTranscript,
-  transcriptLines,
-} from '../../src/agents/transcript.js';
+import { sessionLines } from '../../src/agents/gemini.js';
+import { readTranscript } from '../../src/agents/specs.js';
+import { capLines, LINE_MAX, LINES_MAX, Lines, type TranscriptOptions } from '../../src/agents/transcript.js';
+import type { AgentKind } from '../../src/core/config.js';
+
+const transcriptLines = (kind: AgentKind, text: string, options: TranscriptOptions = {}) =>
+  readTranscript(kind, text, options).lines;
+/** Gemini's turns from its session file, as the Action's log shows them. */
+const geminiSessionLines = (text: string, since?: Date, options: TranscriptOptions = {}) => {
+  const out = new Lines(options.workdir);
+  sessionLines(text, since, out);
+  return out.done();
+};
 
 const fixture = (kind: string, name: string) =>
   readFileSync(join(import.meta.dirname, '..', 'fixtures', 'agents', kind, name), 'utf8');

@@ -4,7 +4,7 @@
 // shell commands, so the model only edits; its API key is checked by the API, as a real one is.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { aiderAdapter } from '../../../src/agents/aider.js';
+import { adapterFor } from '../../../src/agents/specs.js';
 import type { Config } from '../../../src/core/config.js';
 import { chatCompletionsHandler } from '../mock/openai-chat.js';
 import { openAIChatVendor } from './copilot.js';
@@ -73,7 +73,7 @@ export const aiderHarness: AgentHarness & { root: () => string } = {
     if (root) await rm(root, { recursive: true, force: true });
   },
   adapter: (over: Partial<Config['agent']> = {}) =>
-    aiderAdapter({
+    adapterFor({
       kind: 'aider',
       command: FAKE_AIDER,
       // Priced by forkflush: the fake, like aider, prints a cost only for models litellm prices.

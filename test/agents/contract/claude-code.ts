@@ -2,7 +2,7 @@
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { claudeCodeAgent } from '../../../src/agents/claude-code.js';
+import { adapterFor } from '../../../src/agents/specs.js';
 import type { Config } from '../../../src/core/config.js';
 import { anthropicError, anthropicMessages, conversationText, isMessagesCall, userTexts } from '../mock/anthropic.js';
 import {
@@ -69,13 +69,15 @@ export const claudeHarness: AgentHarness & { root: () => string; tmp: () => stri
     if (root) await rm(root, { recursive: true, force: true });
   },
   adapter: (over: Partial<Config['agent']> = {}) =>
-    claudeCodeAgent({ kind: 'claude-code', command: CLAUDE, args: [], env: [], timeout: 60, ...over }),
+    adapterFor({ kind: 'claude-code', command: CLAUDE, args: [], env: [], timeout: 60, ...over }),
   env: () => ({
     ANTHROPIC_BASE_URL: url,
     ANTHROPIC_API_KEY: 'sk-ant-dummy-for-the-mock',
     CLAUDE_CODE_TMPDIR: join(root, 'claude-tmp'),
   }),
   envWithoutLogin: () => ({ ANTHROPIC_BASE_URL: url, CLAUDE_CODE_TMPDIR: join(root, 'claude-tmp') }),
+  // Seen with 2.1.332 against the mock: a 401 is retried with backoff until the episode's deadline.
+  retriesRefusedKey: true,
   missingLogin: /Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN/,
 
   // A Claude subscription's credentials file in the user's config folder: copied into the

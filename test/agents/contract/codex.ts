@@ -2,7 +2,7 @@
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { codexAgent } from '../../../src/agents/codex.js';
+import { adapterFor } from '../../../src/agents/specs.js';
 import type { Config } from '../../../src/core/config.js';
 import { lastInput, openAIResponses, toolOutputs, userTexts } from '../mock/openai-responses.js';
 import type { RecordedRequest } from '../mock/server.js';
@@ -71,7 +71,7 @@ export const codexHarness: AgentHarness & { root: () => string; url: () => strin
     if (root) await rm(root, { recursive: true, force: true });
   },
   adapter: (over: Partial<Config['agent']> = {}) =>
-    codexAgent({ kind: 'codex', command: CODEX, model: 'gpt-5-codex', args: [], env: [], timeout: 60, ...over }),
+    adapterFor({ kind: 'codex', command: CODEX, model: 'gpt-5-codex', args: [], env: [], timeout: 60, ...over }),
   env: () => ({ OPENAI_BASE_URL: `${url}/v1`, OPENAI_API_KEY: 'dummy-key' }),
   // No key, no login and no endpoint of the user's own: nothing Codex could log in with.
   envWithoutLogin: () => ({}),

@@ -3,7 +3,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { copilotAdapter } from '../../../src/agents/copilot.js';
+import { adapterFor } from '../../../src/agents/specs.js';
 import type { Config } from '../../../src/core/config.js';
 import {
   type ChatRequestBody,
@@ -75,7 +75,7 @@ export const copilotHarness: AgentHarness & { root: () => string } = {
     if (root) await rm(root, { recursive: true, force: true });
   },
   adapter: (over: Partial<Config['agent']> = {}) =>
-    copilotAdapter({ kind: 'copilot', command: COPILOT, args: [], env: [], timeout: 120, ...over } as Config['agent']),
+    adapterFor({ kind: 'copilot', command: COPILOT, args: [], env: [], timeout: 120, ...over } as Config['agent']),
   env: () => ({
     COPILOT_PROVIDER_BASE_URL: `${url}/v1`,
     COPILOT_PROVIDER_API_KEY: 'dummy-key',

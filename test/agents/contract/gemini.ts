@@ -2,7 +2,7 @@
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { geminiAgent } from '../../../src/agents/gemini.js';
+import { adapterFor } from '../../../src/agents/specs.js';
 import type { Config } from '../../../src/core/config.js';
 import {
   callRoundsSincePrompt,
@@ -87,7 +87,7 @@ export const geminiHarness: AgentHarness & { root: () => string } = {
     if (root) await rm(root, { recursive: true, force: true });
   },
   adapter: (over: Partial<Config['agent']> = {}) =>
-    geminiAgent({ kind: 'gemini', command: GEMINI, model: MODEL, args: [], env: [], timeout: 1800, ...over }),
+    adapterFor({ kind: 'gemini', command: GEMINI, model: MODEL, args: [], env: [], timeout: 1800, ...over }),
   env: () => ({ GOOGLE_GEMINI_BASE_URL: url, GEMINI_API_KEY: 'dummy-key' }),
   envWithoutLogin: () => ({ GOOGLE_GEMINI_BASE_URL: url }),
   missingLogin: /Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google/,

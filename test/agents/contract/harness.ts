@@ -57,6 +57,8 @@ export interface AgentHarness {
   model: ModelControl;
   /** Makes a context folder hold a conversation the CLI cannot resume (default: spoilRecord). */
   spoil?: (contextDir: string) => Promise<void>;
+  /** The CLI retries a refused key until the deadline (so the episode is a timeout, not a failure it says). */
+  retriesRefusedKey?: boolean;
   /** A CLI's own login (a file or a token of its own) in place of a key: proves it is used. */
   login?: (t: Tools) => Promise<void>;
 }

@@ -4,7 +4,7 @@
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { opencodeAgent } from '../../../src/agents/opencode.js';
+import { adapterFor } from '../../../src/agents/specs.js';
 import type { Config } from '../../../src/core/config.js';
 import { type ChatRequestBody, chatCompletionsHandler, toolRoundsSinceUser } from '../mock/openai-chat.js';
 import { openAIChatVendor } from './copilot.js';
@@ -84,7 +84,7 @@ export const opencodeHarness: AgentHarness = {
     if (root) await rm(root, { recursive: true, force: true });
   },
   adapter: (over: Partial<Config['agent']> = {}) =>
-    opencodeAgent({
+    adapterFor({
       kind: 'opencode',
       command: OPENCODE,
       model: 'mock/mock-model',

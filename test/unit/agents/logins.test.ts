@@ -4,7 +4,7 @@ import { lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { installLogins, type LoginFile, removeLogins } from '../../../src/agents/session.js';
+import { installLogins, type LoginFile, removeLogins } from '../../../src/agents/files.js';
 
 let tmp = '';
 let user = '';

@@ -1,4 +1,4 @@
-// The session core's rules, without any CLI: one policy for an unusable context, running totals
+// The session runner's rules, without any CLI: one policy for an unusable context, running totals
 // that never under-report, the final bounds check, the login check before a CLI starts, and
 // growing files read safely.
 import { appendFile, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
@@ -6,7 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentOutcome, AgentSession } from '../../../src/agents/agent.js';
-import { defineAgent, GrowingFile, openContext, ownShare, settleBounds } from '../../../src/agents/session.js';
+import { GrowingFile } from '../../../src/agents/files.js';
+import { adapterOf, openContext } from '../../../src/agents/runner.js';
+import { defineSpec } from '../../../src/agents/spec.js';
+import { ownShare, settleBounds, shareOf, usageOf } from '../../../src/agents/usage.js';
+import type { Config } from '../../../src/core/config.js';
 
 let tmp = '';
 beforeEach(async () => {
@@ -84,19 +88,20 @@ describe('settleBounds', () => {
   });
 });
 
-describe('defineAgent', () => {
+describe('adapterOf', () => {
   const agent = (missing: string | null) => {
     let ran = 0;
-    const a = defineAgent({
+    const spec = defineSpec({
       kind: 'x',
+      name: 'X',
       passEnv: [],
-      maxTurns: undefined,
       missingLogin: () => missing,
-      run: async () => {
+      start: async () => {
         ran++;
-        return finished({ reportedSpend: 5000 });
+        return { executable: '/bin/true', args: [] };
       },
     });
+    const a = adapterOf(spec, { kind: 'command', args: [], env: [], timeout: 60 } as unknown as Config['agent']);
     return { a, ran: () => ran };
   };
 
@@ -107,14 +112,38 @@ describe('defineAgent', () => {
       reportedSpend: 0,
       note: 'X has no API key and no login: set X_API_KEY',
       seconds: 0,
+      failure: { kind: 'auth', quote: 'X has no API key and no login: set X_API_KEY' },
     });
     expect(ran()).toBe(0);
   });
+});
 
-  it('otherwise runs, and checks the bounds on what it reports', async () => {
-    const { a, ran } = agent(null);
-    expect((await a.run(session())).exit).toBe('budget');
-    expect(ran()).toBe(1);
+describe('shareOf and usageOf', () => {
+  const use = (input: number, output: number, costUsd: number | null) => ({
+    input,
+    cached: 0,
+    written: 0,
+    output,
+    calls: 1,
+    costUsd,
+  });
+
+  it("a model's share of running totals, its cost the CLI's where it knows it, else priced", () => {
+    const before = { 'claude-sonnet-4': use(100, 10, 0.5), mystery: use(10, 1, null) };
+    const after = { 'claude-sonnet-4': use(300, 30, 1.5), mystery: use(1010, 101, null) };
+    const { share, note } = shareOf(before, after);
+    expect(note).toBeUndefined();
+    expect(share['claude-sonnet-4']).toEqual({ ...use(200, 20, 1), calls: 0 });
+    const usage = usageOf({ tally: share });
+    expect(usage.inputTokens).toBe(1200);
+    expect(usage.costUsd).toBeGreaterThan(1);
+    expect(usage.pricedFrom).toContain('mystery is not in the table');
+  });
+
+  it('a total that went down is charged whole, with a note', () => {
+    const r = shareOf({ m: use(900, 10, null) }, { m: use(300, 25, null) });
+    expect(r.share.m).toMatchObject({ input: 300, output: 15 });
+    expect(r.note).toContain('the running totals went down (input)');
   });
 });
 

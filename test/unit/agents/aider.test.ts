@@ -1,9 +1,12 @@
-// aider's output readers (src/agents/aider-output.ts) on its documented output formats
+// aider's output readers (src/agents/aider.ts) on its documented output formats
 // (test/fixtures/agents/aider/documented-output.txt, with its sources) and on the fake's own run.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { aiderUsage, parseAiderOutput, parseTokenCount } from '../../../src/agents/aider-output.js';
+import { parseAiderOutput, parseTokenCount, aiderUsage as spentOf } from '../../../src/agents/aider.js';
+import { usageOf } from '../../../src/agents/usage.js';
+
+const aiderUsage = (...a: Parameters<typeof spentOf>) => usageOf(spentOf(...a));
 
 const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'aider');
 

@@ -2,8 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configContent } from '../../../src/agents/opencode.js';
-import { addEvents, emptyRun } from '../../../src/agents/opencode-output.js';
+import { addEvents, configContent, emptyRun } from '../../../src/agents/opencode.js';
 
 const fixture = (name: string) =>
   readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'opencode', name), 'utf8');
@@ -13,10 +12,7 @@ describe('opencode events', () => {
     const run = addEvents(emptyRun(), fixture('fresh.stdout.jsonl'));
     expect(run).toMatchObject({
       steps: 2,
-      inputTokens: 2000,
-      cachedInputTokens: 400,
-      cacheWriteTokens: 0,
-      outputTokens: 100,
+      tokens: { input: 2000, cached: 400, written: 0, output: 100, calls: 2 },
       costUsd: 0,
       errors: [],
     });

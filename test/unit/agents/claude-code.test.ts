@@ -1,22 +1,19 @@
-// The Claude Code output readers on outputs recorded from the real CLI (2.1.332) against the mock
+// The Claude Code spec's readers on outputs recorded from the real CLI (2.1.332) against the mock
 // Anthropic API of test/agents (RECORD_CLAUDE_FIXTURES=1 npm run test:agents re-records them).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  addTotals,
-  assistantTotals,
-  decideExit,
-  type ExitFacts,
-  episodeUsage,
+  assistantTally,
+  claudeEnding,
   projectDirName,
   readCostState,
   readStream,
   saysNoConversation,
-  type Totals,
   transcriptProblem,
-} from '../../../src/agents/claude-code-output.js';
+} from '../../../src/agents/claude-code.js';
 import { priceTokens } from '../../../src/agents/pricing.js';
+import { shareOf, sumTallies, type Tally, usageOf } from '../../../src/agents/usage.js';
 
 const dir = join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'claude-code');
 const fixture = (name: string) => readFileSync(join(dir, name), 'utf8');
@@ -24,17 +21,13 @@ const MODEL = 'claude-opus-5-5';
 // What the mock reported per call in the recordings: 1200 input, 300 cache reads, 80 output.
 const PER_CALL = { input: 1500, output: 80 };
 
-function exitOf(over: Partial<ExitFacts>): ReturnType<typeof decideExit> {
-  return decideExit({
-    stopped: null,
-    deadlineIsBudget: false,
-    exitCode: 0,
-    signal: null,
-    result: null,
-    stderrTail: '',
-    ...over,
-  });
-}
+/** How a run with this stdout and exit code ended, in Claude Code's terms. */
+const endingOf = (stdout: string, exitCode = 1, stderr = '', resumed: string | null = null) =>
+  claudeEnding({ stdout, stderr, exitCode, stopped: null }, resumed);
+/** An episode's usage: its share of the conversation's running totals. */
+const episodeUsage = (before: Tally | null, after: Tally, turns: number | null) =>
+  usageOf({ tally: shareOf(before, after).share, turns });
+const costOf = (t: Tally | null | undefined) => Object.values(t ?? {}).reduce((n, m) => n + (m.costUsd ?? 0), 0);
 
 /** The raw `model_usage_since_last_result` of a log's result line (what the CLI says this run used). */
 function sinceLastResult(log: string): Record<string, { inputTokens: number; outputTokens: number; costUSD: number }> {
@@ -47,19 +40,18 @@ describe('readStream', () => {
     const f = readStream(fixture('fresh.stream.jsonl'));
     expect(f.version).toBe('2.1.332');
     expect(f.model).toBe(MODEL);
-    expect(f.cwd).toMatch(/ws-a$/);
     expect(f.result).toMatchObject({ subtype: 'success', isError: false, turns: 3, message: null });
     expect(f.sessionId).toBe(f.result?.sessionId);
-    expect(f.result?.totals?.costUsd).toBeCloseTo(0.01938, 9);
-    expect(f.result?.totals?.models[MODEL]).toEqual({
-      inputTokens: 3600,
-      outputTokens: 240,
-      cacheReadInputTokens: 900,
-      cacheCreationInputTokens: 0,
+    expect(costOf(f.result?.totals)).toBeCloseTo(0.01938, 9);
+    expect(f.result?.totals?.[MODEL]).toEqual({
+      input: 4500,
+      cached: 900,
+      written: 0,
+      output: 240,
+      calls: 0,
       costUsd: 0.019379999999999998,
-      costKnown: true,
     });
-    expect(exitOf({ result: f.result })).toEqual({ exit: 'finished' });
+    expect(endingOf(fixture('fresh.stream.jsonl'), 0)).toEqual({});
   });
 
   it('has no result for a session stopped from outside, and skips lines that are not JSON', () => {
@@ -76,12 +68,12 @@ describe('readStream', () => {
   });
 });
 
-describe('decideExit', () => {
+describe('claudeEnding', () => {
   it('reports the money and turn limits as "budget", with the CLI message', () => {
-    const money = exitOf({ exitCode: 1, result: readStream(fixture('max-budget.stream.jsonl')).result });
+    const money = endingOf(fixture('max-budget.stream.jsonl'));
     expect(money.exit).toBe('budget');
     expect(money.note).toContain('money limit (Reached maximum budget ($0.000001))');
-    const turns = exitOf({ exitCode: 1, result: readStream(fixture('max-turns.stream.jsonl')).result });
+    const turns = endingOf(fixture('max-turns.stream.jsonl'));
     expect(turns).toEqual({
       exit: 'budget',
       note: 'Claude Code stopped at its turn limit (Reached maximum number of turns (1))',
@@ -91,46 +83,42 @@ describe('decideExit', () => {
   it('reports an API error as a crash with its status and message', () => {
     const r = readStream(fixture('api-error.stream.jsonl')).result;
     expect(r).toMatchObject({ subtype: 'success', isError: true, apiErrorStatus: 400 });
-    expect(exitOf({ exitCode: 1, result: r })).toEqual({
+    expect(endingOf(fixture('api-error.stream.jsonl'))).toEqual({
       exit: 'crash',
-      note: 'Claude Code ended with success (API status 400): API Error: 400 the mock refuses this request',
+      why: 'success (API status 400): API Error: 400 the mock refuses this request',
+      status: 400,
     });
   });
 
-  it('maps stops: deadline, deadline that is the budget, budget, interruption, no start, no result', () => {
-    expect(exitOf({ stopped: 'timeout' })).toEqual({ exit: 'timeout' });
-    expect(exitOf({ stopped: 'timeout', deadlineIsBudget: true })).toEqual({ exit: 'budget' });
-    expect(exitOf({ stopped: 'budget' })).toEqual({ exit: 'budget' });
-    expect(exitOf({ stopped: 'interrupted' }).exit).toBe('crash');
-    expect(exitOf({ spawnError: 'spawn claude ENOENT', exitCode: null })).toEqual({
-      exit: 'crash',
-      note: 'Claude Code could not start: spawn claude ENOENT',
-    });
-    expect(exitOf({ exitCode: 143, stderrTail: 'Terminated' })).toEqual({
-      exit: 'crash',
-      note: 'Claude Code exited with code 143 and no result: Terminated',
-    });
-    // A successful result with a non-zero exit code is not trusted as finished.
-    expect(exitOf({ exitCode: 1, result: readStream(fixture('fresh.stream.jsonl')).result }).exit).toBe('crash');
+  it('no result is a crash (stderr says why); a successful result with a non-zero exit is not trusted', () => {
+    expect(endingOf('', 143, 'Terminated')).toEqual({ exit: 'crash', why: null });
+    expect(endingOf('', 1)).toEqual({ exit: 'crash', why: 'no result' });
+    expect(endingOf(fixture('fresh.stream.jsonl'), 1).exit).toBe('crash');
+  });
+
+  it('a resume that finds no conversation starts afresh; a fresh run that says so does not', () => {
+    const log = fixture('no-conversation.stream.jsonl');
+    expect(endingOf(log, 1, '', 'abc')).toEqual({ restart: 'Claude Code found no conversation abc' });
+    expect(endingOf(log, 1).restart).toBeUndefined();
   });
 });
 
 describe('cumulative totals across a resume', () => {
   it('reads the cost record a run leaves in the transcript: the same totals as its result line', () => {
-    const fresh = readStream(fixture('fresh.stream.jsonl')).result?.totals as Totals;
-    const resumed = readStream(fixture('resumed.stream.jsonl')).result?.totals as Totals;
-    expect(readCostState(fixture('fresh-transcript.jsonl'))?.costUsd).toBeCloseTo(fresh.costUsd, 12);
-    expect(readCostState(fixture('resumed-transcript.jsonl'))?.costUsd).toBeCloseTo(resumed.costUsd, 12);
-    expect(readCostState(fixture('resumed-transcript.jsonl'))?.models[MODEL]?.outputTokens).toBe(480);
+    const fresh = readStream(fixture('fresh.stream.jsonl')).result?.totals as Tally;
+    const resumed = readStream(fixture('resumed.stream.jsonl')).result?.totals as Tally;
+    expect(costOf(readCostState(fixture('fresh-transcript.jsonl')))).toBeCloseTo(costOf(fresh), 12);
+    expect(costOf(readCostState(fixture('resumed-transcript.jsonl')))).toBeCloseTo(costOf(resumed), 12);
+    expect(readCostState(fixture('resumed-transcript.jsonl'))?.[MODEL]?.output).toBe(480);
     // The resumed run's result counts the whole conversation: both episodes.
-    expect(resumed.models[MODEL]?.outputTokens).toBe(2 * (fresh.models[MODEL]?.outputTokens ?? 0));
+    expect(resumed[MODEL]?.output).toBe(2 * (fresh[MODEL]?.output ?? 0));
     expect(readCostState('{"type":"user","message":{}}\n')).toBeNull();
   });
 
   it("gives the second episode its own usage: the CLI's per-run figure", () => {
     const before = readCostState(fixture('fresh-transcript.jsonl'));
     const log = fixture('resumed.stream.jsonl');
-    const after = readStream(log).result?.totals as Totals;
+    const after = readStream(log).result?.totals as Tally;
     const usage = episodeUsage(before, after, 3);
     const own = sinceLastResult(log)[MODEL];
     expect(usage).toEqual({
@@ -143,30 +131,20 @@ describe('cumulative totals across a resume', () => {
   });
 
   it('counts a fresh conversation whole', () => {
-    const after = readStream(fixture('fresh.stream.jsonl')).result?.totals as Totals;
+    const after = readStream(fixture('fresh.stream.jsonl')).result?.totals as Tally;
     expect(episodeUsage(null, after, 3)).toMatchObject({ inputTokens: 4500, outputTokens: 240, costUsd: 0.01938 });
   });
 
   it('takes shrunken totals as the episode’s own, never a negative spend', () => {
     const before = readCostState(fixture('resumed-transcript.jsonl'));
-    const after = readCostState(fixture('killed-transcript.jsonl')) as Totals;
+    const after = readCostState(fixture('killed-transcript.jsonl')) as Tally;
     const usage = episodeUsage(before, after, null);
     expect(usage).toMatchObject({ inputTokens: PER_CALL.input, outputTokens: PER_CALL.output, costUsd: 0.00646 });
   });
 
   it('prices a model whose cost Claude Code did not know from the forkflush table', () => {
-    const after: Totals = {
-      costUsd: 0.5,
-      models: {
-        'my-gateway-model': {
-          inputTokens: 1000,
-          outputTokens: 100,
-          cacheReadInputTokens: 0,
-          cacheCreationInputTokens: 0,
-          costUsd: 0.5,
-          costKnown: false,
-        },
-      },
+    const after: Tally = {
+      'my-gateway-model': { input: 1000, cached: 0, written: 0, output: 100, calls: 0, costUsd: null },
     };
     const usage = episodeUsage(null, after, 1);
     const p = priceTokens('my-gateway-model', { input: 1000, output: 100 });
@@ -178,20 +156,15 @@ describe('cumulative totals across a resume', () => {
 describe('a session stopped from outside', () => {
   it('leaves a cost record of what it spent before the stop', () => {
     const t = fixture('killed-transcript.jsonl');
-    expect(readCostState(t)).toMatchObject({ costUsd: 0.00646 });
-    expect(readCostState(t)?.models[MODEL]).toMatchObject({ inputTokens: 1200, cacheReadInputTokens: 300 });
+    expect(costOf(readCostState(t))).toBeCloseTo(0.00646, 12);
+    expect(readCostState(t)?.[MODEL]).toMatchObject({ input: 1500, cached: 300 });
   });
 
   it('has its tokens in the transcript, one count per API response', () => {
-    const read = assistantTotals(fixture('killed-transcript.jsonl'));
+    const read = assistantTally(fixture('killed-transcript.jsonl'));
     expect(read.responses).toBe(1);
-    expect(read.totals.models[MODEL]).toMatchObject({
-      inputTokens: 1200,
-      cacheReadInputTokens: 300,
-      outputTokens: 80,
-      costKnown: false,
-    });
-    expect(assistantTotals(fixture('fresh-transcript.jsonl')).responses).toBe(3);
+    expect(read.tally[MODEL]).toMatchObject({ input: 1500, cached: 300, output: 80, costUsd: null });
+    expect(assistantTally(fixture('fresh-transcript.jsonl')).responses).toBe(3);
     // One response written as two rows (two content blocks) counts once.
     const row = (text: string) =>
       JSON.stringify({
@@ -203,12 +176,12 @@ describe('a session stopped from outside', () => {
           usage: { input_tokens: 10, output_tokens: 5 },
         },
       });
-    const twice = assistantTotals(`${row('a')}\n${row('b')}\n`);
+    const twice = assistantTally(`${row('a')}\n${row('b')}\n`);
     expect(twice.responses).toBe(1);
-    expect(twice.totals.models.m).toMatchObject({ inputTokens: 10, outputTokens: 5 });
-    const sum = addTotals(readCostState(fixture('fresh-transcript.jsonl')), twice.totals);
-    expect(sum.models.m?.costKnown).toBe(false);
-    expect(sum.models[MODEL]?.outputTokens).toBe(240);
+    expect(twice.tally.m).toMatchObject({ input: 10, output: 5 });
+    const sum = sumTallies(readCostState(fixture('fresh-transcript.jsonl')), twice.tally);
+    expect(sum.m?.costUsd).toBeNull();
+    expect(sum[MODEL]?.output).toBe(240);
   });
 });
 

@@ -1,0 +1,153 @@
+// The `qwen-code` agent: Qwen Code (npm @qwen-code/qwen-code), one headless run per episode. Facts
+// from `qwen --help` of 0.24.4 and its behaviour against the mock chat completions API
+// (test/agents/contract/qwen-code.ts). It declares node >= 22, and runs on Node 20 all the same.
+// - `qwen -p PROMPT --output-format stream-json --approval-mode yolo` runs one session: stdout is
+//   Claude Code's stream-json (system/init with `model`, assistant messages with `usage`, a last
+//   `result` {subtype, is_error, num_turns, usage, result}), so Claude Code's transcript reader
+//   reads it. Its usage counts this run only, its helper calls (memory extraction) included; no cost.
+// - QWEN_HOME holds its state: a session is projects/<project>/chats/<session id>.jsonl, <project>
+//   the working directory with every character but ASCII letters and digits as '-' (as Claude
+//   Code's). `--session-id` names a new session; `--resume <id>` looks for it in the working
+//   directory's project, where a carried session is moved.
+// - `--auth-type openai|anthropic|gemini` with that provider's key and base URL variables
+//   (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, …); `--max-session-turns N` bounds the turns.
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { claudeCode, readStream } from './claude-code.js';
+import { count, GrowingFile, isRecord, jsonLines, sizeOf } from './files.js';
+import { defineSpec } from './spec.js';
+import { addUse, type ModelUse, type Spent, shareOf, type Tally } from './usage.js';
+
+const tallyOf = (model: string, t: Record<string, unknown>): Tally =>
+  addUse({}, model, { input: count(t.input), cached: count(t.cached), output: count(t.output) });
+
+const PROVIDERS = [
+  ['OPENAI_API_KEY', 'openai'],
+  ['ANTHROPIC_API_KEY', 'anthropic'],
+  ['GEMINI_API_KEY', 'gemini'],
+] as const;
+
+export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
+  kind: 'qwen-code',
+  name: 'Qwen Code',
+  cli: {
+    executable: 'qwen',
+    install: 'npm i -g @qwen-code/qwen-code',
+    package: '@qwen-code/qwen-code',
+    version: '0.24.4',
+    installer: 'npm',
+    secret: { name: 'OPENAI_API_KEY', note: 'with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider' },
+  },
+  passEnv: ['QWEN_*', 'OPENAI_*', 'ANTHROPIC_*', 'GEMINI_*', 'DASHSCOPE_*'],
+  missingLogin: (env, agent) =>
+    PROVIDERS.some(([key]) => env[key]) ||
+    agent.args.some((a) => a.startsWith('--auth-type') || a.startsWith('--openai-api-key'))
+      ? null
+      : 'Qwen Code has no API key: set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an ' +
+        'OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY',
+
+  async resume(e, record) {
+    const id = record?.sessionId;
+    if (typeof id !== 'string' || !/^[0-9a-f-]{36}$/i.test(id))
+      return { unusable: 'session.json names no valid session id' };
+    const projects = join(e.home, 'projects');
+    const cwd = await realpath(e.workdir);
+    const to = join(projects, cwd.replace(/[^a-zA-Z0-9]/g, '-'), 'chats');
+    for (const dir of await readdir(projects).catch(() => [] as string[])) {
+      const file = join(projects, dir, 'chats', `${id}.jsonl`);
+      if ((await sizeOf(file)) === 0) continue;
+      await mkdir(to, { recursive: true });
+      if (join(to, `${id}.jsonl`) !== file) await rename(file, join(to, `${id}.jsonl`));
+      // A session belongs to the folder its first record names, or to the one its runtime status
+      // names (sessionBelongsToCurrentProject, readRuntimeStatus in its bundle): this workspace.
+      const status = {
+        schema_version: 1,
+        pid: 0,
+        session_id: id,
+        work_dir: cwd,
+        hostname: 'forkflush',
+        started_at: Date.now(),
+        qwen_version: null,
+      };
+      await writeFile(join(to, `${id}.runtime.json`), JSON.stringify(status));
+      return { id, baseline: isRecord(record?.totals) ? tallyOf('carried', record.totals) : null };
+    }
+    return { unusable: `session ${id} is not in the context folder` };
+  },
+
+  async start(e, saved) {
+    const id = saved?.id ?? randomUUID();
+    // Its user settings (QWEN_HOME/settings.json, rewritten every run): no background memory agents
+    // (model calls of their own, at the episode's cost), no update checks, no usage statistics.
+    await mkdir(e.home, { recursive: true });
+    const settings = {
+      memory: { enableManagedAutoMemory: false, enableManagedAutoDream: false },
+      general: { enableAutoUpdate: false },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+    };
+    await writeFile(join(e.home, 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`);
+    const auth = PROVIDERS.find(([key]) => e.env[key])?.[1];
+    // Its assistant messages on stdout, read from the log as they come: this run's usage so far.
+    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
+    const tally: Tally = {};
+    let model = e.agent.model ?? 'unknown';
+    let totals: Tally | null = null;
+    const read = async () => {
+      for (const line of await log.lines())
+        for (const ev of jsonLines(line)) {
+          if (ev.type === 'system' && typeof ev.model === 'string') model = e.agent.model ?? ev.model;
+          const u =
+            ev.type === 'assistant' && isRecord(ev.message) && isRecord(ev.message.usage) ? ev.message.usage : null;
+          if (u)
+            addUse(tally, model, {
+              input: count(u.input_tokens),
+              cached: count(u.cache_read_input_tokens),
+              output: count(u.output_tokens),
+              calls: 1,
+            });
+        }
+    };
+    return {
+      args: [
+        ...['--output-format', 'stream-json', '--approval-mode', 'yolo', '--chat-recording'],
+        ...(auth && !e.agent.args.some((a) => a.startsWith('--auth-type')) ? ['--auth-type', auth] : []),
+        ...(saved ? ['--resume', id] : ['--session-id', id]),
+        ...(e.agent.model ? ['--model', e.agent.model] : []),
+        ...(e.agent.max_turns ? ['--max-session-turns', String(e.agent.max_turns)] : []),
+        ...e.agent.args,
+        // The prompt on stdin, appended to an empty -p: no size limit, never read as a flag.
+        ...['-p', ''],
+      ],
+      input: e.prompt,
+      env: { QWEN_HOME: e.home, QWEN_CODE_SUPPRESS_YOLO_WARNING: '1' },
+      async spent(run): Promise<Spent> {
+        await read();
+        const r = run ? readStream(run.stdout).result : null;
+        const u = run ? [...jsonLines(run.stdout)].find((x) => x.type === 'result' && isRecord(x.usage))?.usage : null;
+        if (!isRecord(u)) return { tally };
+        // The session's running total (its helper calls included): this episode's share of it.
+        totals = tallyOf(model, { input: u.input_tokens, cached: u.cache_read_input_tokens, output: u.output_tokens });
+        const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] as ModelUse } : null;
+        const own = shareOf(before, totals);
+        return { tally: own.share, turns: r?.turns ?? null, ...(own.note ? { notes: [own.note] } : {}) };
+      },
+      ending(run) {
+        const r = readStream(run.stdout).result;
+        if (run.exitCode === 53 || r?.subtype === 'error_max_turns')
+          return { exit: 'budget', note: `Qwen Code stopped at agent.max_turns (${e.agent.max_turns})` };
+        const error = [...jsonLines(run.stdout)].find((x) => x.type === 'result' && isRecord(x.error))?.error;
+        if (r && (r.isError || r.subtype !== 'success'))
+          return {
+            exit: 'crash',
+            why: r.message ?? (isRecord(error) && typeof error.message === 'string' ? error.message : null),
+          };
+        return {};
+      },
+      record: async () => ({ sessionId: id, totals: Object.values(totals ?? saved?.baseline ?? {})[0] ?? null }),
+    };
+  },
+
+  transcript: claudeCode.transcript,
+});

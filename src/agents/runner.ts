@@ -1,0 +1,318 @@
+// The session runner: one episode of any agent kind, the same way for every spec (spec.ts).
+//   - the context: empty is fresh; a carried one the spec cannot resume (or the CLI itself finds no
+//     conversation in) is cleared, and the episode starts fresh with a note (openContext);
+//   - session.json: forkflush's record of the conversation, read and written here for every spec;
+//   - the environment: the session's allowlist, forkflush's contract variables, the CLI's own; a
+//     login copied in for the run only, and a CLI that surely cannot log in is never started;
+//   - the bounds: a watcher reads what the episode spent and stops an overrun; a watcher that fails
+//     is a note, never silence; and whatever the timing, an episode whose final usage is past its
+//     allowance is an overrun (settleBounds);
+//   - the ending: a stop, a limit of the CLI's own, a crash with the CLI's own line; its usage and
+//     price (usage.ts), and the notes.
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Config } from '../core/config.js';
+import type { AgentFailure, FailureKind } from '../core/failure.js';
+import type { ExitReason } from '../core/state.js';
+import { failureLine } from '../core/text.js';
+import { readRegular } from '../io/agent-files.js';
+import { couldNotStart, LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
+import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
+import { installLogins, isRecord, removeLogins } from './files.js';
+import type { AgentSpec, CliRun, Ending, Episode, Unusable } from './spec.js';
+import { overrunReason, type Spent, settleBounds, spendOf, usageOf } from './usage.js';
+
+/** forkflush's record of the conversation, in the context folder. */
+export const RECORD_FILE = 'session.json';
+
+/** The agent port for a spec and the config's `agent` section. */
+export function adapterOf<S>(spec: AgentSpec<S>, agent: Config['agent']): AgentAdapter {
+  const missingLogin = (env: NodeJS.ProcessEnv) => spec.missingLogin?.(env, agent) ?? null;
+  return {
+    kind: spec.kind,
+    passEnv: spec.passEnv,
+    missingLogin,
+    run: async (s) => {
+      const missing = missingLogin(s.env);
+      if (missing)
+        return {
+          exit: 'crash',
+          reportedSpend: 0,
+          note: missing,
+          seconds: 0,
+          failure: { kind: 'auth', quote: missing },
+        };
+      return settleBounds(s, await runSession(spec, agent, s), agent.max_turns);
+    },
+  };
+}
+
+/**
+ * Opens the context folder an episode starts from. Empty: a fresh conversation. Otherwise
+ * `resume` reads the conversation the previous episode left, or says why it cannot be resumed.
+ * An unusable context is cleared and the episode starts fresh, with a note: the episode still
+ * does its work and its record says it started fresh, and the lineage's later episodes carry a
+ * sound conversation on instead of failing the same way again and again (docs/architecture.md).
+ */
+export async function openContext<T>(
+  contextDir: string,
+  agent: string,
+  resume: (entries: string[]) => Promise<T | Unusable>,
+): Promise<{ carried: T | null; note?: string }> {
+  const entries = await readdir(contextDir).catch(() => [] as string[]);
+  if (entries.length === 0) return { carried: null };
+  const found = await resume(entries);
+  if (!isRecord(found) || !('unusable' in found)) return { carried: found as T };
+  await clear(contextDir);
+  return { carried: null, note: freshNote(agent, (found as unknown as Unusable).unusable) };
+}
+
+const freshNote = (agent: string, why: string) =>
+  `could not resume the carried ${agent} conversation (${why}); started a fresh conversation`;
+
+async function clear(dir: string): Promise<void> {
+  for (const e of await readdir(dir)) await rm(join(dir, e), { recursive: true, force: true });
+}
+
+/** The record a context folder holds, or why it cannot be used. */
+async function readRecord(contextDir: string, kind: string): Promise<Record<string, unknown> | Unusable> {
+  const text = await readRegular(join(contextDir, RECORD_FILE));
+  if (text === null) return { unusable: `${RECORD_FILE} is missing` };
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return { unusable: `${RECORD_FILE} is not JSON (${text.trim().slice(0, 40) || 'empty'})` };
+  }
+  if (!isRecord(v)) return { unusable: `${RECORD_FILE} is not an object` };
+  if (v.agent !== undefined && v.agent !== kind)
+    return { unusable: `${RECORD_FILE} was written for agent ${JSON.stringify(v.agent)}, not ${kind}` };
+  return v;
+}
+
+/** One episode of a spec's CLI: the context, the run within its bounds, what it spent and how it ended. */
+export async function runSession<S>(
+  spec: AgentSpec<S>,
+  agent: Config['agent'],
+  s: AgentSession,
+): Promise<AgentOutcome> {
+  const started = performance.now();
+  const e: Episode = {
+    ...s,
+    agent,
+    executable: agent.command ?? spec.cli?.executable ?? '',
+    home: join(s.contextDir, 'home'),
+  };
+  const notes: string[] = [];
+  let saved: S | null = null;
+  const resume = spec.resume;
+  if (resume) {
+    await mkdir(s.contextDir, { recursive: true });
+    const ctx = await openContext(s.contextDir, spec.name, async () => {
+      const record = await readRecord(s.contextDir, spec.kind);
+      return 'unusable' in record ? (record as Unusable) : resume(e, record);
+    });
+    saved = ctx.carried;
+    if (ctx.note) notes.push(ctx.note);
+  }
+  let t = await attempt(spec, e, saved, s.deadlineMs);
+  if (t.ending.restart && resume) {
+    // The CLI is the judge of whether it can resume: it found no conversation, so it has not called the model yet.
+    await clear(s.contextDir);
+    notes.push(freshNote(spec.name, t.ending.restart));
+    t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (performance.now() - started)));
+  }
+  const { run: r, cli, ending, spent } = t;
+  notes.push(...t.notes);
+
+  const exit: ExitReason =
+    stopExit(r, s.deadlineIsBudget) ?? ending.exit ?? (r.spawnError || r.exitCode !== 0 ? 'crash' : 'finished');
+  if (r.stopped === 'budget' && t.overrun) notes.push(`stopped by forkflush: the session ${t.overrun}`);
+  if (ending.note) notes.push(ending.note);
+  let failure: AgentFailure | null = null;
+  if (exit === 'crash' && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal || ending.why)) {
+    const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, ' ').trim().slice(0, 300);
+    failure = failureOf(spec, r, r.spawnError ?? why, ending.status);
+    notes.push(
+      r.spawnError
+        ? `${spec.name} could not start: ${r.spawnError}`
+        : `${spec.name} exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ''}`,
+    );
+  }
+
+  const measured = s.unit === 'tokens' || s.unit === 'usd';
+  const outcome: AgentOutcome = { exit, reportedSpend: null, seconds: (performance.now() - started) / 1000 };
+  if (spent) notes.push(...(spent.notes ?? []));
+  if (spent?.spend !== undefined) outcome.reportedSpend = spent.spend;
+  else if (spent) {
+    outcome.usage = usageOf(spent);
+    outcome.reportedSpend = spent.unsure ? null : spendOf(s, outcome.usage);
+    if (spent.unsure && measured) notes.push('the spend is unknown; charged the whole allowance');
+  } else if (!(r.stopped === null && couldNotStart(r))) {
+    const why = cli.noUsage?.();
+    if (why) notes.push(`${why}${measured ? '; charged its whole allowance' : ''}`);
+  }
+  const record = await cli.record?.(r);
+  if (record) await writeRecord(s.contextDir, spec.kind, record);
+  await cli.after?.();
+  if (notes.length > 0) outcome.note = notes.join('; ');
+  if (failure) outcome.failure = failure;
+  return outcome;
+}
+
+async function writeRecord(contextDir: string, kind: string, record: Record<string, unknown>): Promise<void> {
+  await writeFile(join(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record }, null, 2)}\n`);
+}
+
+interface Attempt {
+  run: RunResult;
+  cli: CliRun;
+  spent: Spent | null;
+  ending: Ending;
+  overrun: string | null;
+  notes: string[];
+}
+
+/** Runs the CLI once in the session's sandbox, watching its bounds. */
+async function attempt<S>(spec: AgentSpec<S>, e: Episode, saved: S | null, timeoutMs: number): Promise<Attempt> {
+  const cli = await spec.start(e, saved);
+  const before = await cli.record?.();
+  // Recorded before the run, so that a session stopped before its first answer can still be resumed.
+  if (before) await writeRecord(e.contextDir, spec.kind, before);
+  const stop = new AbortController();
+  const notes: string[] = [];
+  let overrun: string | null = null;
+  let failed = false;
+  let busy = false;
+  const watched = cli.spent && cli.watch !== false ? cli.spent : null;
+  const check = async () => {
+    if (busy || stop.signal.aborted) return;
+    busy = true;
+    try {
+      const spent = watched ? await watched() : null;
+      const usage = spent && spent.spend === undefined ? usageOf(spent) : null;
+      const why =
+        spent?.spend !== undefined
+          ? overrunReason(e, { inputTokens: spent.spend, outputTokens: 0, costUsd: spent.spend }, 0, undefined)
+          : usage
+            ? overrunReason(e, usage, usage.turns ?? 0, e.agent.max_turns)
+            : undefined;
+      const limit = why ?? (await cli.bounds?.()) ?? undefined;
+      if (limit) {
+        overrun = limit;
+        stop.abort('budget');
+      }
+    } catch (err) {
+      // A watcher that cannot read is said, once; the bounds are checked again when the session ends.
+      if (!failed) notes.push(`the usage watcher failed (${(err as Error).message}); bounds were checked at the end`);
+      failed = true;
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = watched || cli.bounds ? setInterval(() => void check(), cli.pollMs ?? 250) : undefined;
+  const env: NodeJS.ProcessEnv = { ...e.env, ...forkflushVars(e), ...cli.env };
+  for (const name of cli.unset ?? []) delete env[name];
+  const logins = cli.logins ? await installLogins(cli.logins, process.env) : [];
+  try {
+    const run = await e.spawn(cli.executable ?? e.executable, cli.args, {
+      cwd: cli.cwd ?? e.workdir,
+      env,
+      ...(cli.input !== undefined ? { input: cli.input } : {}),
+      timeoutMs,
+      signal: AbortSignal.any([e.signal, stop.signal]),
+      logFile: e.logFile,
+      maxOutput: 4_000_000,
+    });
+    if (run.stopped === LOG_FULL)
+      notes.push(
+        run.logProblem
+          ? `stopped: its log could not be written (${run.logProblem})`
+          : `stopped: its output passed ${LOG_MAX_BYTES / 1024 / 1024} MB (the log keeps the first ${LOG_MAX_BYTES / 1024 / 1024} MB)`,
+      );
+    if (timer) clearInterval(timer);
+    // What it spent first: a spec's ending may read what that read (the rest of its log).
+    const spent = cli.spent ? await cli.spent(run).catch(() => null) : null;
+    return { run, cli, spent, ending: cli.ending?.(run) ?? {}, overrun, notes };
+  } finally {
+    if (timer) clearInterval(timer);
+    await removeLogins(logins);
+  }
+}
+
+/**
+ * How a session that forkflush stopped ended: its deadline (a time budget, or a timeout), its
+ * budget, or 'crash' for any other stop; null when the process ended on its own.
+ */
+export function stopExit(r: { stopped: string | null }, deadlineIsBudget: boolean): ExitReason | null {
+  if (r.stopped === null) return null;
+  if (r.stopped === 'timeout') return deadlineIsBudget ? 'budget' : 'timeout';
+  return r.stopped === 'budget' ? 'budget' : 'crash';
+}
+
+/** Provider statuses, as every CLI passes them on: what failed, and whether it passes. */
+const STATUS: [RegExp, FailureKind][] = [
+  [/^40[13]$/, 'auth'],
+  [/^402$/, 'quota'],
+  [/^404$/, 'model'],
+  [/^429$/, 'rate-limit'],
+  [/^(50[0234]|529)$/, 'overload'],
+];
+
+/**
+ * Why a crashed session failed, from what its spec read (the provider's status, the CLI's own
+ * line) and its exit: a refused key, an exhausted quota, an unknown model, a rate limit or an
+ * overloaded provider (by the status, or the status the line quotes: "API Error: 401",
+ * "unexpected status 429", "(HTTP 503)"), a dropped connection, a CLI that could not start; and
+ * a command agent's exit codes by the sysexits convention (README, "The command agent"): 75
+ * (EX_TEMPFAIL) passes, 77 (EX_NOPERM) is its login. Null: a crash nobody recognised.
+ */
+export function failureOf(
+  spec: Pick<AgentSpec, 'cli' | 'name' | 'kind'>,
+  run: Pick<RunResult, 'exitCode' | 'spawnError' | 'ms' | 'stderr'>,
+  quote: string,
+  status?: number | null,
+): AgentFailure | null {
+  const q = quoteLine(quote || spec.name);
+  const secret = spec.cli?.secret;
+  const code = String(
+    status ?? /(?:\b(?:status|HTTP|API Error:?|Error code:?)\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
+  );
+  let kind = STATUS.find(([re]) => re.test(code))?.[1] ?? null;
+  if (kind === 'rate-limit' && /quota|billing|credit/i.test(quote)) kind = 'quota';
+  if (
+    !kind &&
+    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i.test(
+      quote,
+    )
+  )
+    kind = 'network';
+  if (!kind && couldNotStart(run)) kind = 'cli';
+  if (!kind && !spec.cli && run.exitCode === 75) kind = 'overload';
+  if (!kind && !spec.cli && run.exitCode === 77) kind = 'auth';
+  if (!kind) return null;
+  const wait = /retry[- ]after\D{0,3}(\d+(?:\.\d+)?)\s*(ms|s)?/i.exec(quote);
+  const fix: Partial<Record<FailureKind, string>> = {
+    auth: secret
+      ? `set ${secret.name} (${secret.note}) to a key or login that works`
+      : 'give the agent a key that works (agent.env)',
+    quota: "raise the provider's quota or plan, or wait until it resets, then resume the run",
+    model: 'set agent.model to a model the provider has',
+    cli: spec.cli
+      ? `install ${spec.name} (${spec.cli.install}), or point agent.command at it`
+      : 'correct agent.command',
+  };
+  return {
+    kind,
+    quote: q,
+    ...(fix[kind] ? { fix: fix[kind] } : {}),
+    ...(wait && (kind === 'rate-limit' || kind === 'overload' || kind === 'network')
+      ? { retryAfterMs: Math.round(Number(wait[1]) * (wait[2] === 'ms' ? 1 : 1000)) }
+      : {}),
+  };
+}
+
+function quoteLine(line: string): string {
+  const one = line.replace(/\s+/g, ' ').trim();
+  return one.length > 300 ? `${one.slice(0, 299)}…` : one;
+}

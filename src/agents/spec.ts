@@ -1,0 +1,118 @@
+// The shape of an agent kind: a spec declares what is its CLI's own, and the session runner
+// (runner.ts) does the rest the same way for every kind (docs/adding-an-agent.md). A spec holds
+// facts and readers, no control flow another spec would repeat: what to install, the command
+// line, where its conversation lives and how to resume it, how to read what it spent and printed,
+// and how to recognise its failures.
+import type { Config } from '../core/config.js';
+import type { ExitReason } from '../core/state.js';
+import type { RunResult } from '../io/process.js';
+import type { AgentSession } from './agent.js';
+import type { LoginFile } from './files.js';
+import type { Lines } from './transcript.js';
+import type { Spent } from './usage.js';
+
+/** A CLI's package, pinned: what `npm run test:agents` and the Action install (scripts/install-agent-clis.mjs). */
+export interface CliFacts {
+  executable: string;
+  /** How a user installs it (the pre-flight says so when it is missing). */
+  install: string;
+  package: string;
+  /** The version forkflush was tested with. */
+  version: string;
+  installer: 'npm' | 'pip';
+  /** The secret its GitHub worker step reads (`forkflush init --github` writes it). */
+  secret: { name: string; note: string };
+}
+
+/** One episode as a spec sees it: the session, the agent's config, and the folders of its own. */
+export interface Episode extends AgentSession {
+  agent: Config['agent'];
+  /** agent.command, or the CLI's executable. */
+  executable: string;
+  /** `<context>/home`: the CLI's home, carried with the context. */
+  home: string;
+}
+
+/** A carried conversation that cannot go on, and why (the episode then starts a fresh one). */
+export interface Unusable {
+  unusable: string;
+}
+
+/** What one run of the CLI is, and how to read it: made by `AgentSpec.start` for each episode. */
+export interface CliRun {
+  /** What runs, when not `Episode.executable`. */
+  executable?: string;
+  args: string[];
+  /** The CLI's own variables, over the session's environment and forkflush's contract. */
+  env?: Record<string, string>;
+  /** Variables of the session's environment the CLI must not get. */
+  unset?: string[];
+  /** Its standard input (then closed). */
+  input?: string;
+  cwd?: string;
+  /** Login files copied into its home for the run, removed afterwards (files.ts installLogins). */
+  logins?: LoginFile[];
+  /** How often the watcher reads `spent`. */
+  pollMs?: number;
+  /**
+   * What the episode has spent so far (null: nothing to tell yet), read while the CLI runs (to stop
+   * an overrun) and once when it ended (`run` given). Absent: the CLI bounds itself.
+   */
+  spent?: (run?: RunResult) => Promise<Spent | null>;
+  /** Whether `spent` is read while the CLI runs (default: always). */
+  watch?: boolean;
+  /** Bounds of the CLI's own kind, checked while it runs: why it must stop now, or null. */
+  bounds?: () => Promise<string | null>;
+  /** Why no usage is known, when `spent` says nothing in the end ("Codex recorded no session"). */
+  noUsage?: () => string | null;
+  /**
+   * How the run ended, in the CLI's own terms: a limit of its own (`exit: 'budget'`), the line that
+   * says why it failed (`why`), a note; or `restart` when the CLI itself found no conversation to
+   * resume (it has not called the model: the runner clears the context and starts afresh).
+   */
+  ending?: (run: RunResult) => Ending;
+  /** forkflush's record of the conversation (session.json): asked before the run and after it; null: none to write. */
+  record?: (run?: RunResult) => Promise<Record<string, unknown> | null>;
+  /** Runs when the CLI's process has ended, whatever happened. */
+  after?: () => Promise<void>;
+}
+
+export interface Ending {
+  exit?: ExitReason;
+  /** The CLI's own line that says why it failed (its error event, its result's message). */
+  why?: string | null;
+  /** The HTTP status of the provider's refusal, where the CLI states it apart from its message. */
+  status?: number | null;
+  note?: string;
+  restart?: string;
+}
+
+export interface AgentSpec<Saved = unknown> {
+  /** agent.kind */
+  kind: string;
+  /** How messages name it ("Claude Code"). */
+  name: string;
+  cli?: CliFacts;
+  /** Environment variables it needs (its keys, endpoints, switches): names, or prefixes with *. */
+  passEnv: readonly string[];
+  /** Why it surely cannot log in with this environment, as a message saying how; null when it can. */
+  missingLogin?: (env: NodeJS.ProcessEnv, agent: Config['agent']) => string | null;
+  /**
+   * The conversation a carried context holds (`record`: its session.json, null when there is
+   * none), moved where the CLI will look for it from this workspace; or why it cannot go on.
+   */
+  resume?: (e: Episode, record: Record<string, unknown> | null) => Promise<Saved | Unusable>;
+  /** This episode's run of the CLI (`saved`: the carried conversation, null for a fresh one). */
+  start: (e: Episode, saved: Saved | null) => Promise<CliRun>;
+  /** Its transcript in a job log: one short line per message and tool call (transcript.ts). */
+  transcript?: (text: string, out: Lines, other: string[]) => void;
+  /** More of the transcript, from files it keeps in its context (Gemini's session file), since the episode began. */
+  contextTranscript?: (contextDir: string, since: Date, out: Lines) => Promise<boolean>;
+  /** The version its log states, if it states one. */
+  version?: (log: string) => string | null;
+}
+
+/** Makes a spec, typed by its saved conversation within, and as any spec without. */
+export function defineSpec<Saved>(spec: AgentSpec<Saved>): AgentSpec {
+  return spec as unknown as AgentSpec;
+}

@@ -1,0 +1,63 @@
+// The one list of agent kinds: each kind's spec. Everything that varies by agent reads it: the
+// adapter a run uses, the pre-flight's and `init`'s messages, the CLIs the install script and the
+// Action install, the Action's log, the docs' table. core/config.ts holds the kinds' names (core
+// imports nothing outside itself, and the config schema must know them): a name there without a
+// spec here, or a spec here without a name there, does not compile.
+import type { AgentKind, Config } from '../core/config.js';
+import type { AgentAdapter } from './agent.js';
+import { aider } from './aider.js';
+import { claudeCode } from './claude-code.js';
+import { codex } from './codex.js';
+import { command } from './command.js';
+import { copilot } from './copilot.js';
+import { gemini } from './gemini.js';
+import { opencode } from './opencode.js';
+import { qwenCode } from './qwen-code.js';
+import { adapterOf } from './runner.js';
+import type { AgentSpec, CliFacts } from './spec.js';
+import { readTranscript as read, type Transcript, type TranscriptOptions } from './transcript.js';
+
+export const SPECS: Readonly<Record<AgentKind, AgentSpec>> = {
+  command,
+  'claude-code': claudeCode,
+  codex,
+  copilot,
+  gemini,
+  aider,
+  opencode,
+  'qwen-code': qwenCode,
+};
+
+/** The spec of a kind. */
+export function specOf(kind: AgentKind): AgentSpec {
+  return SPECS[kind];
+}
+
+/** The spec of a kind named by the user (a flag, a prompt), or undefined for a name that is none. */
+export function specOfName(name: string): AgentSpec | undefined {
+  return Object.hasOwn(SPECS, name) ? SPECS[name as AgentKind] : undefined;
+}
+
+/** The CLI a kind installs and starts (none for `command`). */
+export function cliOf(kind: AgentKind): CliFacts | undefined {
+  return SPECS[kind].cli;
+}
+
+/** Every kind that has a CLI of its own, with it. */
+export function agentClis(): [AgentKind, CliFacts][] {
+  return Object.values(SPECS).flatMap((s) => (s.cli ? [[s.kind as AgentKind, s.cli] as [AgentKind, CliFacts]] : []));
+}
+
+/** The adapter for a config's `agent` section. */
+export function adapterFor(agent: Config['agent']): AgentAdapter {
+  return adapterOf(specOf(agent.kind), agent);
+}
+
+export function agentFor(config: Config): AgentAdapter {
+  return adapterFor(config.agent);
+}
+
+/** The transcript of an agent's log, as its kind's reader makes it. */
+export function readTranscript(kind: AgentKind, logText: string, options: TranscriptOptions = {}): Transcript {
+  return read(specOf(kind).transcript, logText, options);
+}

@@ -1,0 +1,182 @@
+// What an episode spent, by one set of rules for every agent: a CLI's figures become a tally of
+// tokens per model (`Tally`); running totals (a conversation's, across resumes) become this
+// episode's share by `shareOf` (never less than can be proven); the cost is the CLI's own where it
+// reports one, else priced by forkflush's table; and the bounds are checked on what was spent.
+import type { AgentUsage } from '../core/state.js';
+import { formatNumber } from '../core/text.js';
+import type { AgentOutcome, AgentSession } from './agent.js';
+import { priceTokens } from './pricing.js';
+
+/** One model's use: `input` counts all input, the cached and cache-written parts included. */
+export interface ModelUse {
+  input: number;
+  cached: number;
+  written: number;
+  output: number;
+  /** Model calls. */
+  calls: number;
+  /** Dollars as the CLI priced them; null when it did not (forkflush prices them). */
+  costUsd: number | null;
+}
+
+/** Use per model. */
+export type Tally = Record<string, ModelUse>;
+
+/** What an episode spent, as a spec reads it. */
+export interface Spent {
+  tally: Tally;
+  /** Model turns, where the CLI counts them otherwise than by calls (null: unknown). */
+  turns?: number | null;
+  /** The episode's whole cost, where the CLI states it apart from the models (AI credits). */
+  costUsd?: number;
+  /** Where the figures came from, when not the usual place. */
+  notes?: string[];
+  /** The tokens are known but not what they cost the budget: the whole allowance is charged. */
+  unsure?: boolean;
+  /** The spend in the budget's unit, where the agent reports only that (a command agent): no usage. */
+  spend?: number;
+}
+
+const FIELDS = ['input', 'cached', 'written', 'output', 'calls'] as const;
+
+/** Adds a model's use to a tally (an unknown cost makes the sum unknown). */
+export function addUse(t: Tally, model: string, u: Partial<ModelUse>): Tally {
+  const cost = u.costUsd ?? null;
+  const m = t[model];
+  if (!m) t[model] = { ...counts({ input: 0, cached: 0, written: 0, output: 0, calls: 0, ...u }), costUsd: cost };
+  else {
+    for (const f of FIELDS) m[f] += u[f] ?? 0;
+    m.costUsd = m.costUsd === null || cost === null ? null : m.costUsd + cost;
+  }
+  return t;
+}
+
+function counts(u: Omit<ModelUse, 'costUsd'>): Omit<ModelUse, 'costUsd'> {
+  return { input: u.input, cached: u.cached, written: u.written, output: u.output, calls: u.calls };
+}
+
+/** Tallies added together. */
+export function sumTallies(...tallies: (Tally | null)[]): Tally {
+  const out: Tally = {};
+  for (const t of tallies) for (const [model, u] of Object.entries(t ?? {})) addUse(out, model, u);
+  return out;
+}
+
+/**
+ * This episode's share of running totals (a conversation's, across resumes): after minus before,
+ * figure by figure. A total that went down means the CLI counted afresh; what the episode can be
+ * proven to have used is then at least the total after it, which is charged, with a note. Never
+ * less than can be proven: a budget must not be under-reported.
+ */
+export function ownShare<T extends { [K in keyof T]: number }>(
+  before: T | null,
+  after: T,
+): { share: T; note?: string } {
+  const share = { ...after };
+  const down: string[] = [];
+  for (const key of Object.keys(after) as (keyof T)[]) {
+    const b = before?.[key] ?? 0;
+    const a = after[key] as number;
+    if (a >= b) share[key] = (a - b) as T[keyof T];
+    else down.push(String(key));
+  }
+  return down.length > 0
+    ? {
+        share,
+        note: `the running totals went down (${down.join(', ')}): the CLI counted afresh, so the totals after the episode are charged as its own`,
+      }
+    : { share };
+}
+
+/** `ownShare` of two tallies, model by model. */
+export function shareOf(before: Tally | null, after: Tally): { share: Tally; note?: string } {
+  const share: Tally = {};
+  let note: string | undefined;
+  for (const [model, a] of Object.entries(after)) {
+    const b = before?.[model];
+    const own = ownShare(b ? counts(b) : null, counts(a));
+    note ??= own.note;
+    const costUsd =
+      a.costUsd === null ? null : b?.costUsd != null && a.costUsd >= b.costUsd ? a.costUsd - b.costUsd : a.costUsd;
+    if (FIELDS.some((f) => own.share[f] > 0)) share[model] = { ...own.share, costUsd };
+  }
+  return note ? { share, note } : { share };
+}
+
+/** The episode's usage: tokens in and out, its cost (the CLI's, else priced), its turns. */
+export function usageOf(spent: Spent): AgentUsage {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let cost = 0;
+  let calls = 0;
+  const priced = new Set<string>();
+  for (const [model, m] of Object.entries(spent.tally)) {
+    inputTokens += m.input;
+    outputTokens += m.output;
+    calls += m.calls;
+    if (m.costUsd !== null) cost += m.costUsd;
+    else if (m.input + m.output > 0) {
+      // litellm's and opencode's names carry a provider ("openai/gpt-4o").
+      const p = priceTokens(model.replace(/^.*\//, ''), {
+        input: m.input,
+        cachedInput: m.cached,
+        cacheWrite: m.written,
+        output: m.output,
+      });
+      cost += p.costUsd;
+      priced.add(p.pricedFrom);
+    }
+  }
+  return {
+    inputTokens,
+    outputTokens,
+    costUsd: Math.round((spent.costUsd ?? cost) * 1e9) / 1e9,
+    turns: spent.turns === undefined ? calls : spent.turns,
+    ...(priced.size > 0 && spent.costUsd === undefined ? { pricedFrom: [...priced].join('; ') } : {}),
+  };
+}
+
+/** The spend in the budget's unit from an episode's usage (null for units the agent does not measure). */
+export function spendOf(
+  s: Pick<AgentSession, 'unit'>,
+  u: { inputTokens: number; outputTokens: number; costUsd: number | null },
+) {
+  if (s.unit === 'tokens') return u.inputTokens + u.outputTokens;
+  if (s.unit === 'usd') return u.costUsd;
+  return null;
+}
+
+/** Why a session has gone past its bounds (turns, tokens, dollars), or undefined while it has not. */
+export function overrunReason(
+  s: AgentSession,
+  usage: { inputTokens: number; outputTokens: number; costUsd: number | null },
+  turns: number,
+  maxTurns: number | undefined,
+): string | undefined {
+  if (maxTurns !== undefined && turns > maxTurns) return `passed agent.max_turns (${maxTurns})`;
+  const spent =
+    s.unit === 'tokens' ? usage.inputTokens + usage.outputTokens : s.unit === 'usd' ? (usage.costUsd ?? 0) : 0;
+  if (spent <= s.allowance || (s.unit !== 'tokens' && s.unit !== 'usd')) return undefined;
+  return s.unit === 'tokens'
+    ? `spent ${spent} tokens of its ${formatNumber(s.allowance, 6)}`
+    : `spent $${formatNumber(spent, 6)} of its $${formatNumber(s.allowance, 6)}`;
+}
+
+/**
+ * The bounds, checked once more on the final usage: an overrun the watcher's poll did not catch
+ * (the session ended between two polls, or the CLI bounds itself loosely) is an overrun all the same.
+ */
+export function settleBounds(s: AgentSession, o: AgentOutcome, maxTurns?: number): AgentOutcome {
+  if (o.exit !== 'finished') return o;
+  const measured = s.unit === 'tokens' || s.unit === 'usd';
+  const turns = o.usage?.turns ?? null;
+  const why =
+    measured && o.reportedSpend !== null && o.reportedSpend > s.allowance
+      ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${formatNumber(s.allowance, 6)} ${s.unit}`
+      : maxTurns !== undefined && turns !== null && turns > maxTurns
+        ? `it took ${turns} turns, past agent.max_turns (${maxTurns})`
+        : null;
+  if (!why) return o;
+  const note = `an overrun: ${why} (found when the session ended)`;
+  return { ...o, exit: 'budget', note: o.note ? `${o.note}; ${note}` : note };
+}
