@@ -1,12 +1,14 @@
 // Egress control for one agent session: the agent's sandbox has no network of its own (loopback
 // only), and forkflush's proxy (io/egress-proxy.ts) is its way out. The proxy lets through only the
-// hosts its kind's CLI needs (agents/egress.ts), the package registries setup names and what
+// hosts its kind's CLI needs (its spec's `egress`), the package registries setup names and what
 // sandbox.network allows, and forwards the model calls with the real key, so the agent holds only
 // a placeholder. Without a sandbox the proxy listens on this machine's 127.0.0.1: the agent's
 // environment still holds no key, but nothing stops it from connecting elsewhere (README, "Safety").
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { egressPlan } from '../agents/egress.js';
-import type { Config } from '../core/config.js';
+import type { PlannedRoute } from '../agents/spec.js';
+import { specOf } from '../agents/specs.js';
+import type { AgentKind, Config } from '../core/config.js';
 import { matchHost, refusedNote, registriesFor } from '../core/egress.js';
 import { forwarded, writeForwarder } from '../io/egress-forwarder.js';
 import { type EgressProxy, startEgressProxy } from '../io/egress-proxy.js';
@@ -104,5 +106,65 @@ async function agentSide(
     wrap: (file, args) => (script ? forwarded(script, ports, file, args) : { file, args }),
     note: () => refusedNote(proxy.refused()),
     close: () => proxy.close(),
+  };
+}
+
+export interface EgressPlan {
+  hosts: readonly string[];
+  routes: PlannedRoute[];
+  /** The agent's environment once each route has its address (`urls`, by name): placeholders, no keys. */
+  agentEnv(urls: Readonly<Record<string, string>>): NodeJS.ProcessEnv;
+}
+
+/** A placeholder key: the agent holds this, the proxy swaps it for the real one. */
+function placeholder(): string {
+  return `forkflush-placeholder-${randomBytes(16).toString('hex')}`;
+}
+
+const on = (v: string | undefined) => v !== undefined && v !== '' && v !== 'false' && v !== '0';
+
+/**
+ * The routes an agent of `kind` gets with the session environment `env`: one for each model API
+ * its spec names that it has a key for (the key goes behind a placeholder), or a base URL of the
+ * user's own (a login's credentials then pass through), and those its own config names. Every key
+ * variable a route knows leaves the agent's environment.
+ */
+export function egressPlan(kind: AgentKind, env: NodeJS.ProcessEnv): EgressPlan {
+  const facts = specOf(kind).egress;
+  const routes: PlannedRoute[] = [];
+  const edits: ((out: NodeJS.ProcessEnv, urls: Readonly<Record<string, string>>) => void)[] = [];
+  for (const r of facts.routes) {
+    if (r.offWhen?.some((v) => on(env[v]))) continue;
+    const own = r.baseUrl.map((v) => env[v]?.trim()).find(Boolean);
+    const present = r.keys.filter((k) => env[k.name]?.trim());
+    const upstream = own ?? r.upstream;
+    if (!upstream || (present.length === 0 && !own)) continue;
+    const planned: PlannedRoute = { name: r.name, upstream, keys: [] };
+    const placed = new Map<string, string>();
+    for (const k of present) {
+      const target = k.placeholderIn ?? k.name;
+      if (placed.has(target)) continue;
+      const p = placeholder();
+      placed.set(target, p);
+      planned.keys.push({ placeholder: p, value: (env[k.name] as string).trim(), headers: k.headers });
+    }
+    routes.push(planned);
+    edits.push((out, urls) => {
+      for (const k of r.keys) delete out[k.name];
+      for (const [name, p] of placed) out[name] = p;
+      for (const v of r.baseUrl) out[v] = urls[r.name];
+    });
+  }
+  const own = facts.configRoutes?.(env, placeholder) ?? null;
+  if (own) routes.push(...own.routes);
+  return {
+    hosts: facts.hosts,
+    routes,
+    agentEnv(urls) {
+      const out = { ...env };
+      for (const edit of edits) edit(out, urls);
+      if (own) Object.assign(out, own.env(urls));
+      return out;
+    },
   };
 }

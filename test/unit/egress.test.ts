@@ -1,11 +1,13 @@
 // Egress control's pure parts: host patterns and how they match, the registries setup names, the
 // refused note, sandbox.network in the config, and each agent kind's plan (which keys go behind a
 // placeholder, which base URLs point at the proxy).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AGENT_EGRESS, egressPlan } from '../../src/agents/egress.js';
+import { SPECS } from '../../src/agents/specs.js';
 import { AGENT_KINDS, ConfigError, parseConfig } from '../../src/core/config.js';
 import { hostPatternProblem, matchHost, refusedNote, registriesFor } from '../../src/core/egress.js';
-import { allowedHosts } from '../../src/worker/egress.js';
+import { allowedHosts, egressPlan } from '../../src/worker/egress.js';
 
 describe('host patterns', () => {
   it('accept names, *.domain, *, addresses, with a port or not', () => {
@@ -119,9 +121,27 @@ describe('sandbox.network in the config', () => {
 });
 
 describe("each kind's plan", () => {
-  it('has a table entry for every agent kind, with valid host patterns', () => {
-    expect(Object.keys(AGENT_EGRESS).sort()).toEqual([...AGENT_KINDS].sort());
-    for (const e of Object.values(AGENT_EGRESS)) for (const h of e.hosts) expect(hostPatternProblem(h), h).toBeNull();
+  it("every kind's spec declares its egress, with valid host patterns and routes of distinct names", () => {
+    expect(Object.keys(SPECS).sort()).toEqual([...AGENT_KINDS].sort());
+    for (const spec of Object.values(SPECS)) {
+      for (const h of spec.egress.hosts) expect(hostPatternProblem(h), `${spec.kind}: ${h}`).toBeNull();
+      const names = spec.egress.routes.map((r) => r.name);
+      expect(new Set(names).size, spec.kind).toBe(names.length);
+      expect(names, spec.kind).not.toContain('proxy');
+      for (const r of spec.egress.routes) expect(r.name, spec.kind).toMatch(/^[a-z0-9-]+$/);
+      expect(spec.egress.notProxied, spec.kind).not.toBe('');
+    }
+  });
+
+  it("README's Safety table has a row per kind naming every key its proxy can hold", () => {
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    const table = /^\| kind +\| the proxy holds.*\n(\|.*\n)+/m.exec(readme)?.[0] ?? '';
+    expect(table, "the table of what the proxy holds, in README's Safety").not.toBe('');
+    for (const spec of Object.values(SPECS)) {
+      const row = table.split('\n').find((l) => l.startsWith(`| \`${spec.kind}\``));
+      expect(row, `a row for ${spec.kind}`).toBeDefined();
+      for (const r of spec.egress.routes) for (const k of r.keys) expect(row, spec.kind).toContain(`\`${k.name}\``);
+    }
   });
 
   it('claude-code: the key behind a placeholder, the base URL at the proxy, the upstream the default', () => {
@@ -159,6 +179,30 @@ describe("each kind's plan", () => {
     const both = egressPlan('codex', { CODEX_API_KEY: 'a', OPENAI_API_KEY: 'b' });
     expect(both.routes[0]?.keys.map((k) => k.value)).toEqual(['b']);
     expect(Object.values(both.agentEnv({ openai: 'u' }))).not.toContain('a');
+  });
+
+  it("qwen-code: its OpenAI-compatible endpoint (DashScope's) through the proxy, the key behind a placeholder", () => {
+    const dashscope = 'https://dashscope-intl.aliyuncs.com/compatible-mode/v1';
+    const plan = egressPlan('qwen-code', {
+      OPENAI_API_KEY: 'sk-dash',
+      OPENAI_BASE_URL: dashscope,
+      OPENAI_MODEL: 'qwen3-coder-plus',
+    });
+    expect(plan.routes.map((r) => [r.name, r.upstream, r.keys.map((k) => [k.value, k.headers])])).toEqual([
+      ['openai', dashscope, [['sk-dash', ['authorization']]]],
+    ]);
+    const env = plan.agentEnv({ openai: 'http://127.0.0.1:18081' });
+    expect(env).toEqual({
+      OPENAI_API_KEY: plan.routes[0]?.keys[0]?.placeholder,
+      OPENAI_BASE_URL: 'http://127.0.0.1:18081',
+      OPENAI_MODEL: 'qwen3-coder-plus',
+    });
+    expect(plan.hosts).toContain('dashscope-intl.aliyuncs.com');
+    expect(matchHost(plan.hosts, 'token-plan.cn-beijing.maas.aliyuncs.com', 443)).toBe('wildcard');
+    // Its other auth types: Anthropic's key goes behind a placeholder too, at Anthropic's own API.
+    const anthropic = egressPlan('qwen-code', { ANTHROPIC_API_KEY: 'sk-ant' });
+    expect(anthropic.routes.map((r) => [r.name, r.upstream])).toEqual([['anthropic', 'https://api.anthropic.com']]);
+    expect(Object.values(anthropic.agentEnv({ anthropic: 'u' }))).not.toContain('sk-ant');
   });
 
   it('opencode: a provider of its inline config is routed, its literal key behind a placeholder', () => {
