@@ -41,9 +41,9 @@ var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__ge
   mod
 ));
 
-// node_modules/deepmerge/dist/cjs.js
+// ../../main/node_modules/deepmerge/dist/cjs.js
 var require_cjs = __commonJS({
-  "node_modules/deepmerge/dist/cjs.js"(exports2, module2) {
+  "../../main/node_modules/deepmerge/dist/cjs.js"(exports2, module2) {
     "use strict";
     var isMergeableObject = function isMergeableObject2(value) {
       return isNonNullObject(value) && !isSpecial(value);
@@ -144,21 +144,21 @@ var require_cjs = __commonJS({
   }
 });
 
-// node_modules/pino-std-serializers/lib/err-helpers.js
+// ../../main/node_modules/pino-std-serializers/lib/err-helpers.js
 var require_err_helpers = __commonJS({
-  "node_modules/pino-std-serializers/lib/err-helpers.js"(exports2, module2) {
+  "../../main/node_modules/pino-std-serializers/lib/err-helpers.js"(exports2, module2) {
     "use strict";
     var isErrorLike = (err) => {
       return err && typeof err.message === "string";
     };
     var getErrorCause = (err) => {
       if (!err) return;
-      const cause = err.cause;
-      if (typeof cause === "function") {
+      const cause2 = err.cause;
+      if (typeof cause2 === "function") {
         const causeResult = err.cause();
         return isErrorLike(causeResult) ? causeResult : void 0;
       } else {
-        return isErrorLike(cause) ? cause : void 0;
+        return isErrorLike(cause2) ? cause2 : void 0;
       }
     };
     var _stackWithCauses = (err, seen) => {
@@ -167,10 +167,10 @@ var require_err_helpers = __commonJS({
       if (seen.has(err)) {
         return stack + "\ncauses have become circular...";
       }
-      const cause = getErrorCause(err);
-      if (cause) {
+      const cause2 = getErrorCause(err);
+      if (cause2) {
         seen.add(err);
-        return stack + "\ncaused by: " + _stackWithCauses(cause, seen);
+        return stack + "\ncaused by: " + _stackWithCauses(cause2, seen);
       } else {
         return stack;
       }
@@ -182,11 +182,11 @@ var require_err_helpers = __commonJS({
       if (seen.has(err)) {
         return message + ": ...";
       }
-      const cause = getErrorCause(err);
-      if (cause) {
+      const cause2 = getErrorCause(err);
+      if (cause2) {
         seen.add(err);
         const skipIfVErrorStyleCause = typeof err.cause === "function";
-        return message + (skipIfVErrorStyleCause ? "" : ": ") + _messageWithCauses(cause, seen, skipIfVErrorStyleCause);
+        return message + (skipIfVErrorStyleCause ? "" : ": ") + _messageWithCauses(cause2, seen, skipIfVErrorStyleCause);
       } else {
         return message;
       }
@@ -201,9 +201,9 @@ var require_err_helpers = __commonJS({
   }
 });
 
-// node_modules/pino-std-serializers/lib/err-proto.js
+// ../../main/node_modules/pino-std-serializers/lib/err-proto.js
 var require_err_proto = __commonJS({
-  "node_modules/pino-std-serializers/lib/err-proto.js"(exports2, module2) {
+  "../../main/node_modules/pino-std-serializers/lib/err-proto.js"(exports2, module2) {
     "use strict";
     var seen = /* @__PURE__ */ Symbol("circular-ref-tag");
     var rawSymbol = /* @__PURE__ */ Symbol("pino-raw-err-ref");
@@ -252,9 +252,9 @@ var require_err_proto = __commonJS({
   }
 });
 
-// node_modules/pino-std-serializers/lib/err.js
+// ../../main/node_modules/pino-std-serializers/lib/err.js
 var require_err = __commonJS({
-  "node_modules/pino-std-serializers/lib/err.js"(exports2, module2) {
+  "../../main/node_modules/pino-std-serializers/lib/err.js"(exports2, module2) {
     "use strict";
     module2.exports = errSerializer;
     var { messageWithCauses, stackWithCauses, isErrorLike } = require_err_helpers();
@@ -292,9 +292,9 @@ var require_err = __commonJS({
   }
 });
 
-// node_modules/pino-std-serializers/lib/err-with-cause.js
+// ../../main/node_modules/pino-std-serializers/lib/err-with-cause.js
 var require_err_with_cause = __commonJS({
-  "node_modules/pino-std-serializers/lib/err-with-cause.js"(exports2, module2) {
+  "../../main/node_modules/pino-std-serializers/lib/err-with-cause.js"(exports2, module2) {
     "use strict";
     module2.exports = errWithCauseSerializer;
     var { isErrorLike } = require_err_helpers();
@@ -335,9 +335,9 @@ var require_err_with_cause = __commonJS({
   }
 });
 
-// node_modules/pino-std-serializers/lib/req.js
+// ../../main/node_modules/pino-std-serializers/lib/req.js
 var require_req = __commonJS({
-  "node_modules/pino-std-serializers/lib/req.js"(exports2, module2) {
+  "../../main/node_modules/pino-std-serializers/lib/req.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       mapHttpRequest,
@@ -430,9 +430,9 @@ var require_req = __commonJS({
   }
 });
 
-// node_modules/pino-std-serializers/lib/res.js
+// ../../main/node_modules/pino-std-serializers/lib/res.js
 var require_res = __commonJS({
-  "node_modules/pino-std-serializers/lib/res.js"(exports2, module2) {
+  "../../main/node_modules/pino-std-serializers/lib/res.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       mapHttpResponse,
@@ -479,9 +479,9 @@ var require_res = __commonJS({
   }
 });
 
-// node_modules/pino-std-serializers/index.js
+// ../../main/node_modules/pino-std-serializers/index.js
 var require_pino_std_serializers = __commonJS({
-  "node_modules/pino-std-serializers/index.js"(exports2, module2) {
+  "../../main/node_modules/pino-std-serializers/index.js"(exports2, module2) {
     "use strict";
     var errSerializer = require_err();
     var errWithCauseSerializer = require_err_with_cause();
@@ -516,9 +516,9 @@ var require_pino_std_serializers = __commonJS({
   }
 });
 
-// node_modules/pino/lib/caller.js
+// ../../main/node_modules/pino/lib/caller.js
 var require_caller = __commonJS({
-  "node_modules/pino/lib/caller.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/caller.js"(exports2, module2) {
     "use strict";
     var util = __require("node:util");
     var getCallSites = util.getCallSites ?? util.getCallSite;
@@ -549,9 +549,9 @@ var require_caller = __commonJS({
   }
 });
 
-// node_modules/@pinojs/redact/index.js
+// ../../main/node_modules/@pinojs/redact/index.js
 var require_redact = __commonJS({
-  "node_modules/@pinojs/redact/index.js"(exports2, module2) {
+  "../../main/node_modules/@pinojs/redact/index.js"(exports2, module2) {
     "use strict";
     function deepClone(obj) {
       if (obj === null || typeof obj !== "object") {
@@ -982,9 +982,9 @@ var require_redact = __commonJS({
   }
 });
 
-// node_modules/pino/lib/symbols.js
+// ../../main/node_modules/pino/lib/symbols.js
 var require_symbols = __commonJS({
-  "node_modules/pino/lib/symbols.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/symbols.js"(exports2, module2) {
     "use strict";
     var setLevelSym = /* @__PURE__ */ Symbol("pino.setLevel");
     var getLevelSym = /* @__PURE__ */ Symbol("pino.getLevel");
@@ -1055,9 +1055,9 @@ var require_symbols = __commonJS({
   }
 });
 
-// node_modules/pino/lib/redaction.js
+// ../../main/node_modules/pino/lib/redaction.js
 var require_redaction = __commonJS({
-  "node_modules/pino/lib/redaction.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/redaction.js"(exports2, module2) {
     "use strict";
     var Redact = require_redact();
     var { redactFmtSym, wildcardFirstSym } = require_symbols();
@@ -1137,9 +1137,9 @@ var require_redaction = __commonJS({
   }
 });
 
-// node_modules/pino/lib/time.js
+// ../../main/node_modules/pino/lib/time.js
 var require_time = __commonJS({
-  "node_modules/pino/lib/time.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/time.js"(exports2, module2) {
     "use strict";
     var nullTime = () => "";
     var epochTime = () => `,"time":${Date.now()}`;
@@ -1168,9 +1168,9 @@ var require_time = __commonJS({
   }
 });
 
-// node_modules/quick-format-unescaped/index.js
+// ../../main/node_modules/quick-format-unescaped/index.js
 var require_quick_format_unescaped = __commonJS({
-  "node_modules/quick-format-unescaped/index.js"(exports2, module2) {
+  "../../main/node_modules/quick-format-unescaped/index.js"(exports2, module2) {
     "use strict";
     function tryStringify(o) {
       try {
@@ -1287,9 +1287,9 @@ var require_quick_format_unescaped = __commonJS({
   }
 });
 
-// node_modules/atomic-sleep/index.js
+// ../../main/node_modules/atomic-sleep/index.js
 var require_atomic_sleep = __commonJS({
-  "node_modules/atomic-sleep/index.js"(exports2, module2) {
+  "../../main/node_modules/atomic-sleep/index.js"(exports2, module2) {
     "use strict";
     if (typeof SharedArrayBuffer !== "undefined" && typeof Atomics !== "undefined") {
       let sleep2 = function(ms) {
@@ -1322,9 +1322,9 @@ var require_atomic_sleep = __commonJS({
   }
 });
 
-// node_modules/sonic-boom/index.js
+// ../../main/node_modules/sonic-boom/index.js
 var require_sonic_boom = __commonJS({
-  "node_modules/sonic-boom/index.js"(exports2, module2) {
+  "../../main/node_modules/sonic-boom/index.js"(exports2, module2) {
     "use strict";
     var fs5 = __require("fs");
     var EventEmitter = __require("events");
@@ -1909,9 +1909,9 @@ var require_sonic_boom = __commonJS({
   }
 });
 
-// node_modules/on-exit-leak-free/index.js
+// ../../main/node_modules/on-exit-leak-free/index.js
 var require_on_exit_leak_free = __commonJS({
-  "node_modules/on-exit-leak-free/index.js"(exports2, module2) {
+  "../../main/node_modules/on-exit-leak-free/index.js"(exports2, module2) {
     "use strict";
     var refs = {
       exit: [],
@@ -2003,9 +2003,9 @@ var require_on_exit_leak_free = __commonJS({
   }
 });
 
-// node_modules/thread-stream/package.json
+// ../../main/node_modules/thread-stream/package.json
 var require_package = __commonJS({
-  "node_modules/thread-stream/package.json"(exports2, module2) {
+  "../../main/node_modules/thread-stream/package.json"(exports2, module2) {
     module2.exports = {
       name: "thread-stream",
       version: "4.2.1",
@@ -2064,9 +2064,9 @@ var require_package = __commonJS({
   }
 });
 
-// node_modules/thread-stream/lib/wait.js
+// ../../main/node_modules/thread-stream/lib/wait.js
 var require_wait = __commonJS({
-  "node_modules/thread-stream/lib/wait.js"(exports2, module2) {
+  "../../main/node_modules/thread-stream/lib/wait.js"(exports2, module2) {
     "use strict";
     var WAIT_MS = 1e4;
     function wait2(state, index, expected2, timeout, done) {
@@ -2134,9 +2134,9 @@ var require_wait = __commonJS({
   }
 });
 
-// node_modules/thread-stream/lib/indexes.js
+// ../../main/node_modules/thread-stream/lib/indexes.js
 var require_indexes = __commonJS({
-  "node_modules/thread-stream/lib/indexes.js"(exports2, module2) {
+  "../../main/node_modules/thread-stream/lib/indexes.js"(exports2, module2) {
     "use strict";
     var SEQ_INDEX = 2;
     var WRITE_INDEX = 4;
@@ -2149,9 +2149,9 @@ var require_indexes = __commonJS({
   }
 });
 
-// node_modules/thread-stream/index.js
+// ../../main/node_modules/thread-stream/index.js
 var require_thread_stream = __commonJS({
-  "node_modules/thread-stream/index.js"(exports2, module2) {
+  "../../main/node_modules/thread-stream/index.js"(exports2, module2) {
     "use strict";
     var { version: version2 } = require_package();
     var { EventEmitter } = __require("events");
@@ -2714,9 +2714,9 @@ var require_thread_stream = __commonJS({
   }
 });
 
-// node_modules/pino/lib/transport.js
+// ../../main/node_modules/pino/lib/transport.js
 var require_transport = __commonJS({
-  "node_modules/pino/lib/transport.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/transport.js"(exports2, module2) {
     "use strict";
     var { createRequire: createRequire2 } = __require("module");
     var { existsSync: existsSync2 } = __require("node:fs");
@@ -2946,9 +2946,9 @@ var require_transport = __commonJS({
   }
 });
 
-// node_modules/pino/lib/tools.js
+// ../../main/node_modules/pino/lib/tools.js
 var require_tools = __commonJS({
-  "node_modules/pino/lib/tools.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/tools.js"(exports2, module2) {
     "use strict";
     var diagChan = __require("node:diagnostics_channel");
     var format3 = require_quick_format_unescaped();
@@ -3275,9 +3275,9 @@ var require_tools = __commonJS({
   }
 });
 
-// node_modules/pino/lib/constants.js
+// ../../main/node_modules/pino/lib/constants.js
 var require_constants = __commonJS({
-  "node_modules/pino/lib/constants.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/constants.js"(exports2, module2) {
     var DEFAULT_LEVELS = {
       trace: 10,
       debug: 20,
@@ -3297,9 +3297,9 @@ var require_constants = __commonJS({
   }
 });
 
-// node_modules/pino/lib/levels.js
+// ../../main/node_modules/pino/lib/levels.js
 var require_levels = __commonJS({
-  "node_modules/pino/lib/levels.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/levels.js"(exports2, module2) {
     "use strict";
     var {
       lsCacheSym,
@@ -3490,17 +3490,17 @@ var require_levels = __commonJS({
   }
 });
 
-// node_modules/pino/lib/meta.js
+// ../../main/node_modules/pino/lib/meta.js
 var require_meta = __commonJS({
-  "node_modules/pino/lib/meta.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/meta.js"(exports2, module2) {
     "use strict";
     module2.exports = { version: "10.4.0" };
   }
 });
 
-// node_modules/pino/lib/proto.js
+// ../../main/node_modules/pino/lib/proto.js
 var require_proto = __commonJS({
-  "node_modules/pino/lib/proto.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/proto.js"(exports2, module2) {
     "use strict";
     var { EventEmitter } = __require("node:events");
     var {
@@ -3728,9 +3728,9 @@ var require_proto = __commonJS({
   }
 });
 
-// node_modules/safe-stable-stringify/index.js
+// ../../main/node_modules/safe-stable-stringify/index.js
 var require_safe_stable_stringify = __commonJS({
-  "node_modules/safe-stable-stringify/index.js"(exports2, module2) {
+  "../../main/node_modules/safe-stable-stringify/index.js"(exports2, module2) {
     "use strict";
     var { hasOwnProperty: hasOwnProperty3 } = Object.prototype;
     var stringify = configure();
@@ -4324,9 +4324,9 @@ ${originalIndentation}`;
   }
 });
 
-// node_modules/pino/lib/multistream.js
+// ../../main/node_modules/pino/lib/multistream.js
 var require_multistream = __commonJS({
-  "node_modules/pino/lib/multistream.js"(exports2, module2) {
+  "../../main/node_modules/pino/lib/multistream.js"(exports2, module2) {
     "use strict";
     var metadata = /* @__PURE__ */ Symbol.for("pino.metadata");
     var { DEFAULT_LEVELS } = require_constants();
@@ -4494,9 +4494,9 @@ var require_multistream = __commonJS({
   }
 });
 
-// node_modules/pino/pino.js
+// ../../main/node_modules/pino/pino.js
 var require_pino = __commonJS({
-  "node_modules/pino/pino.js"(exports2, module2) {
+  "../../main/node_modules/pino/pino.js"(exports2, module2) {
     "use strict";
     var os = __require("node:os");
     var stdSerializers = require_pino_std_serializers();
@@ -4725,9 +4725,9 @@ var require_pino = __commonJS({
   }
 });
 
-// node_modules/colorette/index.cjs
+// ../../main/node_modules/colorette/index.cjs
 var require_colorette = __commonJS({
-  "node_modules/colorette/index.cjs"(exports2) {
+  "../../main/node_modules/colorette/index.cjs"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     var tty = __require("tty");
@@ -4909,9 +4909,9 @@ var require_colorette = __commonJS({
   }
 });
 
-// node_modules/wrappy/wrappy.js
+// ../../main/node_modules/wrappy/wrappy.js
 var require_wrappy = __commonJS({
-  "node_modules/wrappy/wrappy.js"(exports2, module2) {
+  "../../main/node_modules/wrappy/wrappy.js"(exports2, module2) {
     module2.exports = wrappy;
     function wrappy(fn, cb) {
       if (fn && cb) return wrappy(fn)(cb);
@@ -4939,9 +4939,9 @@ var require_wrappy = __commonJS({
   }
 });
 
-// node_modules/once/once.js
+// ../../main/node_modules/once/once.js
 var require_once = __commonJS({
-  "node_modules/once/once.js"(exports2, module2) {
+  "../../main/node_modules/once/once.js"(exports2, module2) {
     var wrappy = require_wrappy();
     module2.exports = wrappy(once);
     module2.exports.strict = wrappy(onceStrict);
@@ -4983,9 +4983,9 @@ var require_once = __commonJS({
   }
 });
 
-// node_modules/end-of-stream/index.js
+// ../../main/node_modules/end-of-stream/index.js
 var require_end_of_stream = __commonJS({
-  "node_modules/end-of-stream/index.js"(exports2, module2) {
+  "../../main/node_modules/end-of-stream/index.js"(exports2, module2) {
     var once = require_once();
     var noop4 = function() {
     };
@@ -5066,9 +5066,9 @@ var require_end_of_stream = __commonJS({
   }
 });
 
-// node_modules/pump/index.js
+// ../../main/node_modules/pump/index.js
 var require_pump = __commonJS({
-  "node_modules/pump/index.js"(exports2, module2) {
+  "../../main/node_modules/pump/index.js"(exports2, module2) {
     var once = require_once();
     var eos = require_end_of_stream();
     var fs5;
@@ -5141,9 +5141,9 @@ var require_pump = __commonJS({
   }
 });
 
-// node_modules/split2/index.js
+// ../../main/node_modules/split2/index.js
 var require_split2 = __commonJS({
-  "node_modules/split2/index.js"(exports2, module2) {
+  "../../main/node_modules/split2/index.js"(exports2, module2) {
     "use strict";
     var { Transform: Transform2 } = __require("stream");
     var { StringDecoder } = __require("string_decoder");
@@ -5242,9 +5242,9 @@ var require_split2 = __commonJS({
   }
 });
 
-// node_modules/pino-abstract-transport/index.js
+// ../../main/node_modules/pino-abstract-transport/index.js
 var require_pino_abstract_transport = __commonJS({
-  "node_modules/pino-abstract-transport/index.js"(exports2, module2) {
+  "../../main/node_modules/pino-abstract-transport/index.js"(exports2, module2) {
     "use strict";
     var metadata = /* @__PURE__ */ Symbol.for("pino.metadata");
     var split = require_split2();
@@ -5360,9 +5360,9 @@ var require_pino_abstract_transport = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/constants.js
+// ../../main/node_modules/pino-pretty/lib/constants.js
 var require_constants2 = __commonJS({
-  "node_modules/pino-pretty/lib/constants.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/constants.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       DATE_FORMAT: "yyyy-mm-dd HH:MM:ss.l o",
@@ -5406,9 +5406,9 @@ var require_constants2 = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/get-level-label-data.js
+// ../../main/node_modules/pino-pretty/lib/utils/get-level-label-data.js
 var require_get_level_label_data = __commonJS({
-  "node_modules/pino-pretty/lib/utils/get-level-label-data.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/get-level-label-data.js"(exports2, module2) {
     "use strict";
     module2.exports = getLevelLabelData;
     var { LEVELS, LEVEL_NAMES } = require_constants2();
@@ -5428,9 +5428,9 @@ var require_get_level_label_data = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/colors.js
+// ../../main/node_modules/pino-pretty/lib/colors.js
 var require_colors = __commonJS({
-  "node_modules/pino-pretty/lib/colors.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/colors.js"(exports2, module2) {
     "use strict";
     var nocolor = (input2) => input2;
     var plain = {
@@ -5522,9 +5522,9 @@ var require_colors = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/node_modules/sonic-boom/index.js
+// ../../main/node_modules/pino-pretty/node_modules/sonic-boom/index.js
 var require_sonic_boom2 = __commonJS({
-  "node_modules/pino-pretty/node_modules/sonic-boom/index.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/node_modules/sonic-boom/index.js"(exports2, module2) {
     "use strict";
     var fs5 = __require("node:fs");
     var EventEmitter = __require("node:events");
@@ -6284,18 +6284,18 @@ var require_sonic_boom2 = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/noop.js
+// ../../main/node_modules/pino-pretty/lib/utils/noop.js
 var require_noop = __commonJS({
-  "node_modules/pino-pretty/lib/utils/noop.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/noop.js"(exports2, module2) {
     "use strict";
     module2.exports = function noop4() {
     };
   }
 });
 
-// node_modules/pino-pretty/lib/utils/build-safe-sonic-boom.js
+// ../../main/node_modules/pino-pretty/lib/utils/build-safe-sonic-boom.js
 var require_build_safe_sonic_boom = __commonJS({
-  "node_modules/pino-pretty/lib/utils/build-safe-sonic-boom.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/build-safe-sonic-boom.js"(exports2, module2) {
     "use strict";
     module2.exports = buildSafeSonicBoom;
     var { isMainThread } = __require("node:worker_threads");
@@ -6344,9 +6344,9 @@ var require_build_safe_sonic_boom = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/is-valid-date.js
+// ../../main/node_modules/pino-pretty/lib/utils/is-valid-date.js
 var require_is_valid_date = __commonJS({
-  "node_modules/pino-pretty/lib/utils/is-valid-date.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/is-valid-date.js"(exports2, module2) {
     "use strict";
     module2.exports = isValidDate;
     function isValidDate(date5) {
@@ -6355,9 +6355,9 @@ var require_is_valid_date = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/create-date.js
+// ../../main/node_modules/pino-pretty/lib/utils/create-date.js
 var require_create_date = __commonJS({
-  "node_modules/pino-pretty/lib/utils/create-date.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/create-date.js"(exports2, module2) {
     "use strict";
     module2.exports = createDate;
     var isValidDate = require_is_valid_date();
@@ -6372,9 +6372,9 @@ var require_create_date = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/split-property-key.js
+// ../../main/node_modules/pino-pretty/lib/utils/split-property-key.js
 var require_split_property_key = __commonJS({
-  "node_modules/pino-pretty/lib/utils/split-property-key.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/split-property-key.js"(exports2, module2) {
     "use strict";
     module2.exports = splitPropertyKey;
     function splitPropertyKey(key) {
@@ -6407,9 +6407,9 @@ var require_split_property_key = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/get-property-value.js
+// ../../main/node_modules/pino-pretty/lib/utils/get-property-value.js
 var require_get_property_value = __commonJS({
-  "node_modules/pino-pretty/lib/utils/get-property-value.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/get-property-value.js"(exports2, module2) {
     "use strict";
     module2.exports = getPropertyValue;
     var splitPropertyKey = require_split_property_key();
@@ -6426,9 +6426,9 @@ var require_get_property_value = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/delete-log-property.js
+// ../../main/node_modules/pino-pretty/lib/utils/delete-log-property.js
 var require_delete_log_property = __commonJS({
-  "node_modules/pino-pretty/lib/utils/delete-log-property.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/delete-log-property.js"(exports2, module2) {
     "use strict";
     module2.exports = deleteLogProperty;
     var getPropertyValue = require_get_property_value();
@@ -6444,9 +6444,9 @@ var require_delete_log_property = __commonJS({
   }
 });
 
-// node_modules/fast-copy/dist/cjs/index.cjs
+// ../../main/node_modules/fast-copy/dist/cjs/index.cjs
 var require_cjs2 = __commonJS({
-  "node_modules/fast-copy/dist/cjs/index.cjs"(exports2) {
+  "../../main/node_modules/fast-copy/dist/cjs/index.cjs"(exports2) {
     "use strict";
     var MaxDepthExceededError = class extends RangeError {
       constructor(maxDepth) {
@@ -6794,9 +6794,9 @@ var require_cjs2 = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/filter-log.js
+// ../../main/node_modules/pino-pretty/lib/utils/filter-log.js
 var require_filter_log = __commonJS({
-  "node_modules/pino-pretty/lib/utils/filter-log.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/filter-log.js"(exports2, module2) {
     "use strict";
     module2.exports = filterLog;
     var { createCopier } = require_cjs2();
@@ -6850,9 +6850,9 @@ var require_filter_log = __commonJS({
   }
 });
 
-// node_modules/dateformat/lib/dateformat.js
+// ../../main/node_modules/dateformat/lib/dateformat.js
 var require_dateformat = __commonJS({
-  "node_modules/dateformat/lib/dateformat.js"(exports2, module2) {
+  "../../main/node_modules/dateformat/lib/dateformat.js"(exports2, module2) {
     "use strict";
     function _typeof(obj) {
       "@babel/helpers - typeof";
@@ -7103,9 +7103,9 @@ var require_dateformat = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/format-time.js
+// ../../main/node_modules/pino-pretty/lib/utils/format-time.js
 var require_format_time = __commonJS({
-  "node_modules/pino-pretty/lib/utils/format-time.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/format-time.js"(exports2, module2) {
     "use strict";
     module2.exports = formatTime;
     var {
@@ -7142,9 +7142,9 @@ var require_format_time = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/handle-custom-levels-names-opts.js
+// ../../main/node_modules/pino-pretty/lib/utils/handle-custom-levels-names-opts.js
 var require_handle_custom_levels_names_opts = __commonJS({
-  "node_modules/pino-pretty/lib/utils/handle-custom-levels-names-opts.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/handle-custom-levels-names-opts.js"(exports2, module2) {
     "use strict";
     module2.exports = handleCustomLevelsNamesOpts;
     function handleCustomLevelsNamesOpts(cLevels) {
@@ -7167,9 +7167,9 @@ var require_handle_custom_levels_names_opts = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/handle-custom-levels-opts.js
+// ../../main/node_modules/pino-pretty/lib/utils/handle-custom-levels-opts.js
 var require_handle_custom_levels_opts = __commonJS({
-  "node_modules/pino-pretty/lib/utils/handle-custom-levels-opts.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/handle-custom-levels-opts.js"(exports2, module2) {
     "use strict";
     module2.exports = handleCustomLevelsOpts;
     function handleCustomLevelsOpts(cLevels) {
@@ -7195,9 +7195,9 @@ var require_handle_custom_levels_opts = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/interpret-conditionals.js
+// ../../main/node_modules/pino-pretty/lib/utils/interpret-conditionals.js
 var require_interpret_conditionals = __commonJS({
-  "node_modules/pino-pretty/lib/utils/interpret-conditionals.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/interpret-conditionals.js"(exports2, module2) {
     "use strict";
     module2.exports = interpretConditionals;
     var getPropertyValue = require_get_property_value();
@@ -7220,9 +7220,9 @@ var require_interpret_conditionals = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/is-object.js
+// ../../main/node_modules/pino-pretty/lib/utils/is-object.js
 var require_is_object = __commonJS({
-  "node_modules/pino-pretty/lib/utils/is-object.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/is-object.js"(exports2, module2) {
     "use strict";
     module2.exports = isObject2;
     function isObject2(input2) {
@@ -7231,9 +7231,9 @@ var require_is_object = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/join-lines-with-indentation.js
+// ../../main/node_modules/pino-pretty/lib/utils/join-lines-with-indentation.js
 var require_join_lines_with_indentation = __commonJS({
-  "node_modules/pino-pretty/lib/utils/join-lines-with-indentation.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/join-lines-with-indentation.js"(exports2, module2) {
     "use strict";
     module2.exports = joinLinesWithIndentation;
     function joinLinesWithIndentation({ input: input2, ident = "    ", eol = "\n" }) {
@@ -7246,9 +7246,9 @@ var require_join_lines_with_indentation = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/parse-factory-options.js
+// ../../main/node_modules/pino-pretty/lib/utils/parse-factory-options.js
 var require_parse_factory_options = __commonJS({
-  "node_modules/pino-pretty/lib/utils/parse-factory-options.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/parse-factory-options.js"(exports2, module2) {
     "use strict";
     module2.exports = parseFactoryOptions;
     var {
@@ -7344,9 +7344,9 @@ var require_parse_factory_options = __commonJS({
   }
 });
 
-// node_modules/fast-safe-stringify/index.js
+// ../../main/node_modules/fast-safe-stringify/index.js
 var require_fast_safe_stringify = __commonJS({
-  "node_modules/fast-safe-stringify/index.js"(exports2, module2) {
+  "../../main/node_modules/fast-safe-stringify/index.js"(exports2, module2) {
     module2.exports = stringify;
     stringify.default = stringify;
     stringify.stable = deterministicStringify;
@@ -7538,9 +7538,9 @@ var require_fast_safe_stringify = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/strip-unsafe-control-chars.js
+// ../../main/node_modules/pino-pretty/lib/utils/strip-unsafe-control-chars.js
 var require_strip_unsafe_control_chars = __commonJS({
-  "node_modules/pino-pretty/lib/utils/strip-unsafe-control-chars.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/strip-unsafe-control-chars.js"(exports2, module2) {
     "use strict";
     module2.exports = stripUnsafeControlChars;
     var unsafeControlChars = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
@@ -7550,9 +7550,9 @@ var require_strip_unsafe_control_chars = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/prettify-error.js
+// ../../main/node_modules/pino-pretty/lib/utils/prettify-error.js
 var require_prettify_error = __commonJS({
-  "node_modules/pino-pretty/lib/utils/prettify-error.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/prettify-error.js"(exports2, module2) {
     "use strict";
     module2.exports = prettifyError2;
     var joinLinesWithIndentation = require_join_lines_with_indentation();
@@ -7586,9 +7586,9 @@ var require_prettify_error = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/prettify-object.js
+// ../../main/node_modules/pino-pretty/lib/utils/prettify-object.js
 var require_prettify_object = __commonJS({
-  "node_modules/pino-pretty/lib/utils/prettify-object.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/prettify-object.js"(exports2, module2) {
     "use strict";
     module2.exports = prettifyObject;
     var {
@@ -7654,9 +7654,9 @@ var require_prettify_object = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/prettify-error-log.js
+// ../../main/node_modules/pino-pretty/lib/utils/prettify-error-log.js
 var require_prettify_error_log = __commonJS({
-  "node_modules/pino-pretty/lib/utils/prettify-error-log.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/prettify-error-log.js"(exports2, module2) {
     "use strict";
     module2.exports = prettifyErrorLog;
     var {
@@ -7709,9 +7709,9 @@ var require_prettify_error_log = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/prettify-level.js
+// ../../main/node_modules/pino-pretty/lib/utils/prettify-level.js
 var require_prettify_level = __commonJS({
-  "node_modules/pino-pretty/lib/utils/prettify-level.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/prettify-level.js"(exports2, module2) {
     "use strict";
     module2.exports = prettifyLevel;
     var getPropertyValue = require_get_property_value();
@@ -7736,9 +7736,9 @@ var require_prettify_level = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/prettify-message.js
+// ../../main/node_modules/pino-pretty/lib/utils/prettify-message.js
 var require_prettify_message = __commonJS({
-  "node_modules/pino-pretty/lib/utils/prettify-message.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/prettify-message.js"(exports2, module2) {
     "use strict";
     module2.exports = prettifyMessage;
     var {
@@ -7784,9 +7784,9 @@ var require_prettify_message = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/prettify-metadata.js
+// ../../main/node_modules/pino-pretty/lib/utils/prettify-metadata.js
 var require_prettify_metadata = __commonJS({
-  "node_modules/pino-pretty/lib/utils/prettify-metadata.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/prettify-metadata.js"(exports2, module2) {
     "use strict";
     module2.exports = prettifyMetadata;
     var stripUnsafeControlChars = require_strip_unsafe_control_chars();
@@ -7825,9 +7825,9 @@ var require_prettify_metadata = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/prettify-time.js
+// ../../main/node_modules/pino-pretty/lib/utils/prettify-time.js
 var require_prettify_time = __commonJS({
-  "node_modules/pino-pretty/lib/utils/prettify-time.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/prettify-time.js"(exports2, module2) {
     "use strict";
     module2.exports = prettifyTime;
     var formatTime = require_format_time();
@@ -7851,9 +7851,9 @@ var require_prettify_time = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/utils/index.js
+// ../../main/node_modules/pino-pretty/lib/utils/index.js
 var require_utils = __commonJS({
-  "node_modules/pino-pretty/lib/utils/index.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/utils/index.js"(exports2, module2) {
     "use strict";
     module2.exports = {
       buildSafeSonicBoom: require_build_safe_sonic_boom(),
@@ -7884,9 +7884,9 @@ var require_utils = __commonJS({
   }
 });
 
-// node_modules/secure-json-parse/index.js
+// ../../main/node_modules/secure-json-parse/index.js
 var require_secure_json_parse = __commonJS({
-  "node_modules/secure-json-parse/index.js"(exports2, module2) {
+  "../../main/node_modules/secure-json-parse/index.js"(exports2, module2) {
     "use strict";
     var hasBuffer = typeof Buffer !== "undefined";
     var suspectProtoRx = /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"\s*:/;
@@ -7990,9 +7990,9 @@ var require_secure_json_parse = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/lib/pretty.js
+// ../../main/node_modules/pino-pretty/lib/pretty.js
 var require_pretty = __commonJS({
-  "node_modules/pino-pretty/lib/pretty.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/lib/pretty.js"(exports2, module2) {
     "use strict";
     module2.exports = pretty;
     var sjs = require_secure_json_parse();
@@ -8125,9 +8125,9 @@ var require_pretty = __commonJS({
   }
 });
 
-// node_modules/pino-pretty/index.js
+// ../../main/node_modules/pino-pretty/index.js
 var require_pino_pretty = __commonJS({
-  "node_modules/pino-pretty/index.js"(exports2, module2) {
+  "../../main/node_modules/pino-pretty/index.js"(exports2, module2) {
     "use strict";
     var { isColorSupported } = require_colorette();
     var pump = require_pump();
@@ -8258,9 +8258,9 @@ var require_pino_pretty = __commonJS({
   }
 });
 
-// node_modules/content-type/dist/index.js
+// ../../main/node_modules/content-type/dist/index.js
 var require_dist = __commonJS({
-  "node_modules/content-type/dist/index.js"(exports2) {
+  "../../main/node_modules/content-type/dist/index.js"(exports2) {
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.format = format3;
@@ -8397,9 +8397,9 @@ var require_dist = __commonJS({
   }
 });
 
-// node_modules/bottleneck/light.js
+// ../../main/node_modules/bottleneck/light.js
 var require_light = __commonJS({
-  "node_modules/bottleneck/light.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/light.js"(exports2, module2) {
     (function(global2, factory) {
       typeof exports2 === "object" && typeof module2 !== "undefined" ? module2.exports = factory() : typeof define === "function" && define.amd ? define(factory) : global2.Bottleneck = factory();
     })(exports2, (function() {
@@ -9716,9 +9716,9 @@ var require_light = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/identity.js
+// ../../main/node_modules/yaml/dist/nodes/identity.js
 var require_identity = __commonJS({
-  "node_modules/yaml/dist/nodes/identity.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/identity.js"(exports2) {
     "use strict";
     var ALIAS = /* @__PURE__ */ Symbol.for("yaml.alias");
     var DOC = /* @__PURE__ */ Symbol.for("yaml.document");
@@ -9773,9 +9773,9 @@ var require_identity = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/visit.js
+// ../../main/node_modules/yaml/dist/visit.js
 var require_visit = __commonJS({
-  "node_modules/yaml/dist/visit.js"(exports2) {
+  "../../main/node_modules/yaml/dist/visit.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var BREAK = /* @__PURE__ */ Symbol("break visit");
@@ -9931,9 +9931,9 @@ var require_visit = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/directives.js
+// ../../main/node_modules/yaml/dist/doc/directives.js
 var require_directives = __commonJS({
-  "node_modules/yaml/dist/doc/directives.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/directives.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var visit2 = require_visit();
@@ -10102,9 +10102,9 @@ var require_directives = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/anchors.js
+// ../../main/node_modules/yaml/dist/doc/anchors.js
 var require_anchors = __commonJS({
-  "node_modules/yaml/dist/doc/anchors.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/anchors.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var visit2 = require_visit();
@@ -10172,9 +10172,9 @@ var require_anchors = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/applyReviver.js
+// ../../main/node_modules/yaml/dist/doc/applyReviver.js
 var require_applyReviver = __commonJS({
-  "node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/applyReviver.js"(exports2) {
     "use strict";
     function applyReviver(reviver, obj, key, val) {
       if (val && typeof val === "object") {
@@ -10222,9 +10222,9 @@ var require_applyReviver = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/toJS.js
+// ../../main/node_modules/yaml/dist/nodes/toJS.js
 var require_toJS = __commonJS({
-  "node_modules/yaml/dist/nodes/toJS.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/toJS.js"(exports2) {
     "use strict";
     var identity = require_identity();
     function toJS(value, arg, ctx) {
@@ -10252,9 +10252,9 @@ var require_toJS = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Node.js
+// ../../main/node_modules/yaml/dist/nodes/Node.js
 var require_Node = __commonJS({
-  "node_modules/yaml/dist/nodes/Node.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Node.js"(exports2) {
     "use strict";
     var applyReviver = require_applyReviver();
     var identity = require_identity();
@@ -10293,9 +10293,9 @@ var require_Node = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Alias.js
+// ../../main/node_modules/yaml/dist/nodes/Alias.js
 var require_Alias = __commonJS({
-  "node_modules/yaml/dist/nodes/Alias.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Alias.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var visit2 = require_visit();
@@ -10411,9 +10411,9 @@ var require_Alias = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Scalar.js
+// ../../main/node_modules/yaml/dist/nodes/Scalar.js
 var require_Scalar = __commonJS({
-  "node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Scalar.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var Node = require_Node();
@@ -10441,9 +10441,9 @@ var require_Scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/createNode.js
+// ../../main/node_modules/yaml/dist/doc/createNode.js
 var require_createNode = __commonJS({
-  "node_modules/yaml/dist/doc/createNode.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/createNode.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity = require_identity();
@@ -10516,9 +10516,9 @@ var require_createNode = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Collection.js
+// ../../main/node_modules/yaml/dist/nodes/Collection.js
 var require_Collection = __commonJS({
-  "node_modules/yaml/dist/nodes/Collection.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Collection.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var identity = require_identity();
@@ -10659,9 +10659,9 @@ var require_Collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyComment.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyComment.js
 var require_stringifyComment = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyComment.js"(exports2) {
     "use strict";
     var stringifyComment = (str) => str.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
@@ -10676,9 +10676,9 @@ var require_stringifyComment = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/foldFlowLines.js
+// ../../main/node_modules/yaml/dist/stringify/foldFlowLines.js
 var require_foldFlowLines = __commonJS({
-  "node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/foldFlowLines.js"(exports2) {
     "use strict";
     var FOLD_FLOW = "flow";
     var FOLD_BLOCK = "block";
@@ -10812,9 +10812,9 @@ ${indent}${text.slice(fold + 1, end2)}`;
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyString.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyString.js
 var require_stringifyString = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyString.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var foldFlowLines = require_foldFlowLines();
@@ -11095,9 +11095,9 @@ ${indent}`);
   }
 });
 
-// node_modules/yaml/dist/stringify/stringify.js
+// ../../main/node_modules/yaml/dist/stringify/stringify.js
 var require_stringify = __commonJS({
-  "node_modules/yaml/dist/stringify/stringify.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringify.js"(exports2) {
     "use strict";
     var anchors = require_anchors();
     var identity = require_identity();
@@ -11219,9 +11219,9 @@ ${ctx.indent}${str}`;
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyPair.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyPair.js
 var require_stringifyPair = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyPair.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var Scalar = require_Scalar();
@@ -11352,9 +11352,9 @@ ${ctx.indent}`;
   }
 });
 
-// node_modules/yaml/dist/log.js
+// ../../main/node_modules/yaml/dist/log.js
 var require_log = __commonJS({
-  "node_modules/yaml/dist/log.js"(exports2) {
+  "../../main/node_modules/yaml/dist/log.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     function debug(logLevel, ...messages2) {
@@ -11374,9 +11374,9 @@ var require_log = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/merge.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js
 var require_merge = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var Scalar = require_Scalar();
@@ -11434,9 +11434,9 @@ var require_merge = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/addPairToJSMap.js
+// ../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js
 var require_addPairToJSMap = __commonJS({
-  "node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports2) {
     "use strict";
     var log = require_log();
     var merge4 = require_merge();
@@ -11498,9 +11498,9 @@ var require_addPairToJSMap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Pair.js
+// ../../main/node_modules/yaml/dist/nodes/Pair.js
 var require_Pair = __commonJS({
-  "node_modules/yaml/dist/nodes/Pair.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/Pair.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyPair = require_stringifyPair();
@@ -11538,9 +11538,9 @@ var require_Pair = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyCollection.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyCollection.js
 var require_stringifyCollection = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyCollection.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var stringify = require_stringify();
@@ -11689,9 +11689,9 @@ ${indent}${end}`;
   }
 });
 
-// node_modules/yaml/dist/nodes/YAMLMap.js
+// ../../main/node_modules/yaml/dist/nodes/YAMLMap.js
 var require_YAMLMap = __commonJS({
-  "node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/YAMLMap.js"(exports2) {
     "use strict";
     var stringifyCollection = require_stringifyCollection();
     var addPairToJSMap = require_addPairToJSMap();
@@ -11833,9 +11833,9 @@ var require_YAMLMap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/map.js
+// ../../main/node_modules/yaml/dist/schema/common/map.js
 var require_map = __commonJS({
-  "node_modules/yaml/dist/schema/common/map.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/common/map.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var YAMLMap = require_YAMLMap();
@@ -11855,9 +11855,9 @@ var require_map = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/YAMLSeq.js
+// ../../main/node_modules/yaml/dist/nodes/YAMLSeq.js
 var require_YAMLSeq = __commonJS({
-  "node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
+  "../../main/node_modules/yaml/dist/nodes/YAMLSeq.js"(exports2) {
     "use strict";
     var createNode = require_createNode();
     var stringifyCollection = require_stringifyCollection();
@@ -11971,9 +11971,9 @@ var require_YAMLSeq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/seq.js
+// ../../main/node_modules/yaml/dist/schema/common/seq.js
 var require_seq = __commonJS({
-  "node_modules/yaml/dist/schema/common/seq.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/common/seq.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var YAMLSeq = require_YAMLSeq();
@@ -11993,9 +11993,9 @@ var require_seq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/string.js
+// ../../main/node_modules/yaml/dist/schema/common/string.js
 var require_string = __commonJS({
-  "node_modules/yaml/dist/schema/common/string.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/common/string.js"(exports2) {
     "use strict";
     var stringifyString = require_stringifyString();
     var string4 = {
@@ -12012,9 +12012,9 @@ var require_string = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/null.js
+// ../../main/node_modules/yaml/dist/schema/common/null.js
 var require_null = __commonJS({
-  "node_modules/yaml/dist/schema/common/null.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/common/null.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var nullTag = {
@@ -12030,9 +12030,9 @@ var require_null = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/bool.js
+// ../../main/node_modules/yaml/dist/schema/core/bool.js
 var require_bool = __commonJS({
-  "node_modules/yaml/dist/schema/core/bool.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/core/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var boolTag = {
@@ -12054,9 +12054,9 @@ var require_bool = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyNumber.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyNumber.js
 var require_stringifyNumber = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyNumber.js"(exports2) {
     "use strict";
     function stringifyNumber({ format: format3, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
@@ -12081,9 +12081,9 @@ var require_stringifyNumber = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/float.js
+// ../../main/node_modules/yaml/dist/schema/core/float.js
 var require_float = __commonJS({
-  "node_modules/yaml/dist/schema/core/float.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/core/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -12127,9 +12127,9 @@ var require_float = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/int.js
+// ../../main/node_modules/yaml/dist/schema/core/int.js
 var require_int = __commonJS({
-  "node_modules/yaml/dist/schema/core/int.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/core/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -12172,9 +12172,9 @@ var require_int = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/schema.js
+// ../../main/node_modules/yaml/dist/schema/core/schema.js
 var require_schema = __commonJS({
-  "node_modules/yaml/dist/schema/core/schema.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/core/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -12200,9 +12200,9 @@ var require_schema = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/json/schema.js
+// ../../main/node_modules/yaml/dist/schema/json/schema.js
 var require_schema2 = __commonJS({
-  "node_modules/yaml/dist/schema/json/schema.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/json/schema.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var map2 = require_map();
@@ -12267,9 +12267,9 @@ var require_schema2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/binary.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js
 var require_binary = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports2) {
     "use strict";
     var node_buffer = __require("buffer");
     var Scalar = require_Scalar();
@@ -12333,9 +12333,9 @@ var require_binary = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/pairs.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js
 var require_pairs = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var Pair = require_Pair();
@@ -12411,9 +12411,9 @@ ${cn.comment}` : item.comment;
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/omap.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js
 var require_omap = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var toJS = require_toJS();
@@ -12489,9 +12489,9 @@ var require_omap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/bool.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js
 var require_bool2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function boolStringify({ value, source }, ctx) {
@@ -12521,9 +12521,9 @@ var require_bool2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/float.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js
 var require_float2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -12570,9 +12570,9 @@ var require_float2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/int.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js
 var require_int2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -12649,9 +12649,9 @@ var require_int2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/set.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js
 var require_set = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var Pair = require_Pair();
@@ -12738,9 +12738,9 @@ var require_set = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
 var require_timestamp = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports2) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     function parseSexagesimal(str, asBigInt) {
@@ -12826,9 +12826,9 @@ var require_timestamp = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/schema.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js
 var require_schema3 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -12870,9 +12870,9 @@ var require_schema3 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/tags.js
+// ../../main/node_modules/yaml/dist/schema/tags.js
 var require_tags = __commonJS({
-  "node_modules/yaml/dist/schema/tags.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/tags.js"(exports2) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -12964,9 +12964,9 @@ var require_tags = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/Schema.js
+// ../../main/node_modules/yaml/dist/schema/Schema.js
 var require_Schema = __commonJS({
-  "node_modules/yaml/dist/schema/Schema.js"(exports2) {
+  "../../main/node_modules/yaml/dist/schema/Schema.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var map2 = require_map();
@@ -12996,9 +12996,9 @@ var require_Schema = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyDocument.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyDocument.js
 var require_stringifyDocument = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyDocument.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var stringify = require_stringify();
@@ -13076,9 +13076,9 @@ var require_stringifyDocument = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/Document.js
+// ../../main/node_modules/yaml/dist/doc/Document.js
 var require_Document = __commonJS({
-  "node_modules/yaml/dist/doc/Document.js"(exports2) {
+  "../../main/node_modules/yaml/dist/doc/Document.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var Collection2 = require_Collection();
@@ -13385,9 +13385,9 @@ var require_Document = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/errors.js
+// ../../main/node_modules/yaml/dist/errors.js
 var require_errors = __commonJS({
-  "node_modules/yaml/dist/errors.js"(exports2) {
+  "../../main/node_modules/yaml/dist/errors.js"(exports2) {
     "use strict";
     var YAMLError = class extends Error {
       constructor(name, pos, code, message) {
@@ -13450,9 +13450,9 @@ ${pointer}
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-props.js
+// ../../main/node_modules/yaml/dist/compose/resolve-props.js
 var require_resolve_props = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-props.js"(exports2) {
     "use strict";
     function resolveProps(tokens, { flow, indicator, next, offset, onError, parentIndent, startOnNewline }) {
       let spaceBefore = false;
@@ -13584,9 +13584,9 @@ var require_resolve_props = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-contains-newline.js
+// ../../main/node_modules/yaml/dist/compose/util-contains-newline.js
 var require_util_contains_newline = __commonJS({
-  "node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/util-contains-newline.js"(exports2) {
     "use strict";
     function containsNewline(key) {
       if (!key)
@@ -13626,9 +13626,9 @@ var require_util_contains_newline = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-flow-indent-check.js
+// ../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js
 var require_util_flow_indent_check = __commonJS({
-  "node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports2) {
     "use strict";
     var utilContainsNewline = require_util_contains_newline();
     function flowIndentCheck(indent, fc, onError) {
@@ -13644,9 +13644,9 @@ var require_util_flow_indent_check = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-map-includes.js
+// ../../main/node_modules/yaml/dist/compose/util-map-includes.js
 var require_util_map_includes = __commonJS({
-  "node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/util-map-includes.js"(exports2) {
     "use strict";
     var identity = require_identity();
     function mapIncludes(ctx, items, search) {
@@ -13660,9 +13660,9 @@ var require_util_map_includes = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-map.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-map.js
 var require_resolve_block_map = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-map.js"(exports2) {
     "use strict";
     var Pair = require_Pair();
     var YAMLMap = require_YAMLMap();
@@ -13768,9 +13768,9 @@ var require_resolve_block_map = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-seq.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-seq.js
 var require_resolve_block_seq = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-seq.js"(exports2) {
     "use strict";
     var YAMLSeq = require_YAMLSeq();
     var resolveProps = require_resolve_props();
@@ -13819,9 +13819,9 @@ var require_resolve_block_seq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-end.js
+// ../../main/node_modules/yaml/dist/compose/resolve-end.js
 var require_resolve_end = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-end.js"(exports2) {
     "use strict";
     function resolveEnd(end, offset, reqSpace, onError) {
       let comment = "";
@@ -13862,9 +13862,9 @@ var require_resolve_end = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-flow-collection.js
+// ../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js
 var require_resolve_flow_collection = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var Pair = require_Pair();
@@ -14056,9 +14056,9 @@ var require_resolve_flow_collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-collection.js
+// ../../main/node_modules/yaml/dist/compose/compose-collection.js
 var require_compose_collection = __commonJS({
-  "node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/compose-collection.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var Scalar = require_Scalar();
@@ -14121,9 +14121,9 @@ var require_compose_collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-scalar.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js
 var require_resolve_block_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     function resolveBlockScalar(ctx, scalar, onError) {
@@ -14304,9 +14304,9 @@ var require_resolve_block_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-flow-scalar.js
+// ../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js
 var require_resolve_flow_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports2) {
     "use strict";
     var Scalar = require_Scalar();
     var resolveEnd = require_resolve_end();
@@ -14525,9 +14525,9 @@ var require_resolve_flow_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-scalar.js
+// ../../main/node_modules/yaml/dist/compose/compose-scalar.js
 var require_compose_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/compose-scalar.js"(exports2) {
     "use strict";
     var identity = require_identity();
     var Scalar = require_Scalar();
@@ -14606,9 +14606,9 @@ var require_compose_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-empty-scalar-position.js
+// ../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js
 var require_util_empty_scalar_position = __commonJS({
-  "node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports2) {
     "use strict";
     function emptyScalarPosition(offset, before, pos) {
       if (before) {
@@ -14636,9 +14636,9 @@ var require_util_empty_scalar_position = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-node.js
+// ../../main/node_modules/yaml/dist/compose/compose-node.js
 var require_compose_node = __commonJS({
-  "node_modules/yaml/dist/compose/compose-node.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/compose-node.js"(exports2) {
     "use strict";
     var Alias = require_Alias();
     var identity = require_identity();
@@ -14742,9 +14742,9 @@ var require_compose_node = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-doc.js
+// ../../main/node_modules/yaml/dist/compose/compose-doc.js
 var require_compose_doc = __commonJS({
-  "node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/compose-doc.js"(exports2) {
     "use strict";
     var Document = require_Document();
     var composeNode = require_compose_node();
@@ -14785,9 +14785,9 @@ var require_compose_doc = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/composer.js
+// ../../main/node_modules/yaml/dist/compose/composer.js
 var require_composer = __commonJS({
-  "node_modules/yaml/dist/compose/composer.js"(exports2) {
+  "../../main/node_modules/yaml/dist/compose/composer.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var directives = require_directives();
@@ -14993,9 +14993,9 @@ ${end.comment}` : end.comment;
   }
 });
 
-// node_modules/yaml/dist/parse/cst-scalar.js
+// ../../main/node_modules/yaml/dist/parse/cst-scalar.js
 var require_cst_scalar = __commonJS({
-  "node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/cst-scalar.js"(exports2) {
     "use strict";
     var resolveBlockScalar = require_resolve_block_scalar();
     var resolveFlowScalar = require_resolve_flow_scalar();
@@ -15178,9 +15178,9 @@ var require_cst_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst-stringify.js
+// ../../main/node_modules/yaml/dist/parse/cst-stringify.js
 var require_cst_stringify = __commonJS({
-  "node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/cst-stringify.js"(exports2) {
     "use strict";
     var stringify = (cst) => "type" in cst ? stringifyToken(cst) : stringifyItem(cst);
     function stringifyToken(token) {
@@ -15239,9 +15239,9 @@ var require_cst_stringify = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst-visit.js
+// ../../main/node_modules/yaml/dist/parse/cst-visit.js
 var require_cst_visit = __commonJS({
-  "node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/cst-visit.js"(exports2) {
     "use strict";
     var BREAK = /* @__PURE__ */ Symbol("break visit");
     var SKIP = /* @__PURE__ */ Symbol("skip children");
@@ -15301,9 +15301,9 @@ var require_cst_visit = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst.js
+// ../../main/node_modules/yaml/dist/parse/cst.js
 var require_cst = __commonJS({
-  "node_modules/yaml/dist/parse/cst.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/cst.js"(exports2) {
     "use strict";
     var cstScalar = require_cst_scalar();
     var cstStringify = require_cst_stringify();
@@ -15403,9 +15403,9 @@ var require_cst = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/lexer.js
+// ../../main/node_modules/yaml/dist/parse/lexer.js
 var require_lexer = __commonJS({
-  "node_modules/yaml/dist/parse/lexer.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/lexer.js"(exports2) {
     "use strict";
     var cst = require_cst();
     function isEmpty(ch) {
@@ -15992,9 +15992,9 @@ var require_lexer = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/line-counter.js
+// ../../main/node_modules/yaml/dist/parse/line-counter.js
 var require_line_counter = __commonJS({
-  "node_modules/yaml/dist/parse/line-counter.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/line-counter.js"(exports2) {
     "use strict";
     var LineCounter2 = class {
       constructor() {
@@ -16023,9 +16023,9 @@ var require_line_counter = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/parser.js
+// ../../main/node_modules/yaml/dist/parse/parser.js
 var require_parser = __commonJS({
-  "node_modules/yaml/dist/parse/parser.js"(exports2) {
+  "../../main/node_modules/yaml/dist/parse/parser.js"(exports2) {
     "use strict";
     var node_process = __require("process");
     var cst = require_cst();
@@ -16897,9 +16897,9 @@ var require_parser = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/public-api.js
+// ../../main/node_modules/yaml/dist/public-api.js
 var require_public_api = __commonJS({
-  "node_modules/yaml/dist/public-api.js"(exports2) {
+  "../../main/node_modules/yaml/dist/public-api.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -16994,9 +16994,9 @@ var require_public_api = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/index.js
+// ../../main/node_modules/yaml/dist/index.js
 var require_dist2 = __commonJS({
-  "node_modules/yaml/dist/index.js"(exports2) {
+  "../../main/node_modules/yaml/dist/index.js"(exports2) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -17046,9 +17046,9 @@ var require_dist2 = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/parser.js
+// ../../main/node_modules/bottleneck/lib/parser.js
 var require_parser2 = __commonJS({
-  "node_modules/bottleneck/lib/parser.js"(exports2) {
+  "../../main/node_modules/bottleneck/lib/parser.js"(exports2) {
     "use strict";
     exports2.load = function(received, defaults, onto = {}) {
       var k, ref, v;
@@ -17071,9 +17071,9 @@ var require_parser2 = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/DLList.js
+// ../../main/node_modules/bottleneck/lib/DLList.js
 var require_DLList = __commonJS({
-  "node_modules/bottleneck/lib/DLList.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/DLList.js"(exports2, module2) {
     "use strict";
     var DLList;
     DLList = class DLList {
@@ -17161,9 +17161,9 @@ var require_DLList = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/Events.js
+// ../../main/node_modules/bottleneck/lib/Events.js
 var require_Events = __commonJS({
-  "node_modules/bottleneck/lib/Events.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/Events.js"(exports2, module2) {
     "use strict";
     function asyncGeneratorStep2(gen, resolve4, reject, _next, _throw, key, arg) {
       try {
@@ -17295,9 +17295,9 @@ var require_Events = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/Queues.js
+// ../../main/node_modules/bottleneck/lib/Queues.js
 var require_Queues = __commonJS({
-  "node_modules/bottleneck/lib/Queues.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/Queues.js"(exports2, module2) {
     "use strict";
     var DLList;
     var Events2;
@@ -17365,9 +17365,9 @@ var require_Queues = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/BottleneckError.js
+// ../../main/node_modules/bottleneck/lib/BottleneckError.js
 var require_BottleneckError = __commonJS({
-  "node_modules/bottleneck/lib/BottleneckError.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/BottleneckError.js"(exports2, module2) {
     "use strict";
     var BottleneckError;
     BottleneckError = class BottleneckError extends Error {
@@ -17376,9 +17376,9 @@ var require_BottleneckError = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/Job.js
+// ../../main/node_modules/bottleneck/lib/Job.js
 var require_Job = __commonJS({
-  "node_modules/bottleneck/lib/Job.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/Job.js"(exports2, module2) {
     "use strict";
     function asyncGeneratorStep2(gen, resolve4, reject, _next, _throw, key, arg) {
       try {
@@ -17580,9 +17580,9 @@ var require_Job = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/LocalDatastore.js
+// ../../main/node_modules/bottleneck/lib/LocalDatastore.js
 var require_LocalDatastore = __commonJS({
-  "node_modules/bottleneck/lib/LocalDatastore.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/LocalDatastore.js"(exports2, module2) {
     "use strict";
     function asyncGeneratorStep2(gen, resolve4, reject, _next, _throw, key, arg) {
       try {
@@ -17842,9 +17842,9 @@ var require_LocalDatastore = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/lua.json
+// ../../main/node_modules/bottleneck/lib/lua.json
 var require_lua = __commonJS({
-  "node_modules/bottleneck/lib/lua.json"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/lua.json"(exports2, module2) {
     module2.exports = {
       "blacklist_client.lua": "local blacklist = ARGV[num_static_argv + 1]\n\nif redis.call('zscore', client_last_seen_key, blacklist) then\n  redis.call('zadd', client_last_seen_key, 0, blacklist)\nend\n\n\nreturn {}\n",
       "check.lua": "local weight = tonumber(ARGV[num_static_argv + 1])\n\nlocal capacity = process_tick(now, false)['capacity']\nlocal nextRequest = tonumber(redis.call('hget', settings_key, 'nextRequest'))\n\nreturn conditions_check(capacity, weight) and nextRequest - now <= 0\n",
@@ -17977,9 +17977,9 @@ return {}
   }
 });
 
-// node_modules/bottleneck/lib/Scripts.js
+// ../../main/node_modules/bottleneck/lib/Scripts.js
 var require_Scripts = __commonJS({
-  "node_modules/bottleneck/lib/Scripts.js"(exports2) {
+  "../../main/node_modules/bottleneck/lib/Scripts.js"(exports2) {
     "use strict";
     var headers;
     var lua;
@@ -18143,9 +18143,9 @@ var require_Scripts = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/RedisConnection.js
+// ../../main/node_modules/bottleneck/lib/RedisConnection.js
 var require_RedisConnection = __commonJS({
-  "node_modules/bottleneck/lib/RedisConnection.js"(exports, module) {
+  "../../main/node_modules/bottleneck/lib/RedisConnection.js"(exports, module) {
     "use strict";
     function asyncGeneratorStep(gen, resolve4, reject, _next, _throw, key, arg) {
       try {
@@ -18339,9 +18339,9 @@ var require_RedisConnection = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/IORedisConnection.js
+// ../../main/node_modules/bottleneck/lib/IORedisConnection.js
 var require_IORedisConnection = __commonJS({
-  "node_modules/bottleneck/lib/IORedisConnection.js"(exports, module) {
+  "../../main/node_modules/bottleneck/lib/IORedisConnection.js"(exports, module) {
     "use strict";
     function _slicedToArray(arr, i) {
       return _arrayWithHoles(arr) || _iterableToArrayLimit(arr, i) || _nonIterableRest();
@@ -18548,9 +18548,9 @@ var require_IORedisConnection = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/RedisDatastore.js
+// ../../main/node_modules/bottleneck/lib/RedisDatastore.js
 var require_RedisDatastore = __commonJS({
-  "node_modules/bottleneck/lib/RedisDatastore.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/RedisDatastore.js"(exports2, module2) {
     "use strict";
     function _slicedToArray2(arr, i) {
       return _arrayWithHoles2(arr) || _iterableToArrayLimit2(arr, i) || _nonIterableRest2();
@@ -18899,9 +18899,9 @@ var require_RedisDatastore = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/States.js
+// ../../main/node_modules/bottleneck/lib/States.js
 var require_States = __commonJS({
-  "node_modules/bottleneck/lib/States.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/States.js"(exports2, module2) {
     "use strict";
     var BottleneckError;
     var States;
@@ -18977,9 +18977,9 @@ var require_States = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/Sync.js
+// ../../main/node_modules/bottleneck/lib/Sync.js
 var require_Sync = __commonJS({
-  "node_modules/bottleneck/lib/Sync.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/Sync.js"(exports2, module2) {
     "use strict";
     function asyncGeneratorStep2(gen, resolve4, reject, _next, _throw, key, arg) {
       try {
@@ -19075,16 +19075,16 @@ var require_Sync = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/version.json
+// ../../main/node_modules/bottleneck/lib/version.json
 var require_version = __commonJS({
-  "node_modules/bottleneck/lib/version.json"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/version.json"(exports2, module2) {
     module2.exports = { version: "2.19.5" };
   }
 });
 
-// node_modules/bottleneck/lib/Group.js
+// ../../main/node_modules/bottleneck/lib/Group.js
 var require_Group = __commonJS({
-  "node_modules/bottleneck/lib/Group.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/Group.js"(exports2, module2) {
     "use strict";
     function _slicedToArray2(arr, i) {
       return _arrayWithHoles2(arr) || _iterableToArrayLimit2(arr, i) || _nonIterableRest2();
@@ -19304,9 +19304,9 @@ var require_Group = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/Batcher.js
+// ../../main/node_modules/bottleneck/lib/Batcher.js
 var require_Batcher = __commonJS({
-  "node_modules/bottleneck/lib/Batcher.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/Batcher.js"(exports2, module2) {
     "use strict";
     var Batcher;
     var Events2;
@@ -19362,9 +19362,9 @@ var require_Batcher = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/Bottleneck.js
+// ../../main/node_modules/bottleneck/lib/Bottleneck.js
 var require_Bottleneck = __commonJS({
-  "node_modules/bottleneck/lib/Bottleneck.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/Bottleneck.js"(exports2, module2) {
     "use strict";
     function _slicedToArray2(arr, i) {
       return _arrayWithHoles2(arr) || _iterableToArrayLimit2(arr, i) || _nonIterableRest2();
@@ -19911,17 +19911,17 @@ var require_Bottleneck = __commonJS({
   }
 });
 
-// node_modules/bottleneck/lib/index.js
+// ../../main/node_modules/bottleneck/lib/index.js
 var require_lib = __commonJS({
-  "node_modules/bottleneck/lib/index.js"(exports2, module2) {
+  "../../main/node_modules/bottleneck/lib/index.js"(exports2, module2) {
     "use strict";
     module2.exports = require_Bottleneck();
   }
 });
 
-// node_modules/get-caller-file/index.js
+// ../../main/node_modules/get-caller-file/index.js
 var require_get_caller_file = __commonJS({
-  "node_modules/get-caller-file/index.js"(exports2, module2) {
+  "../../main/node_modules/get-caller-file/index.js"(exports2, module2) {
     "use strict";
     module2.exports = function getCallerFile(position) {
       if (position === void 0) {
@@ -19943,9 +19943,9 @@ var require_get_caller_file = __commonJS({
   }
 });
 
-// node_modules/pino-http/logger.js
+// ../../main/node_modules/pino-http/logger.js
 var require_logger = __commonJS({
-  "node_modules/pino-http/logger.js"(exports2, module2) {
+  "../../main/node_modules/pino-http/logger.js"(exports2, module2) {
     "use strict";
     var { pino: pino2, symbols: { stringifySym, chindingsSym } } = require_pino();
     var serializers = require_pino_std_serializers();
@@ -20172,7 +20172,7 @@ import { createHmac as createHmac3 } from "node:crypto";
 import { realpathSync as realpathSync2 } from "node:fs";
 import { pathToFileURL as pathToFileURL4 } from "node:url";
 
-// node_modules/probot/lib/context.js
+// ../../main/node_modules/probot/lib/context.js
 var import_deepmerge = __toESM(require_cjs(), 1);
 import path from "node:path";
 var kOctokitRequestHookAdded = /* @__PURE__ */ Symbol("octokit request hook added");
@@ -20335,7 +20335,7 @@ var Context = class {
   }
 };
 
-// node_modules/@octokit/webhooks-methods/dist-node/index.js
+// ../../main/node_modules/@octokit/webhooks-methods/dist-node/index.js
 import { createHmac } from "node:crypto";
 import { timingSafeEqual } from "node:crypto";
 import { Buffer as Buffer2 } from "node:buffer";
@@ -20388,7 +20388,7 @@ async function verifyWithFallback(secret, payload, signature, additionalSecrets)
   return false;
 }
 
-// node_modules/@octokit/webhooks/dist-bundle/index.js
+// ../../main/node_modules/@octokit/webhooks/dist-bundle/index.js
 var createLogger = (logger = {}) => {
   if (typeof logger.debug !== "function") {
     logger.debug = () => {
@@ -21178,7 +21178,7 @@ var Webhooks = class {
   }
 };
 
-// node_modules/toad-cache/dist/toad-cache.mjs
+// ../../main/node_modules/toad-cache/dist/toad-cache.mjs
 function validateCacheParams(max, ttlInMsecs) {
   if (typeof max !== "number" || !Number.isInteger(max) || max < 0) {
     throw new Error("Invalid max value");
@@ -21316,7 +21316,7 @@ var LruObject = class {
   }
 };
 
-// node_modules/probot/lib/helpers/create-deferred-promise.js
+// ../../main/node_modules/probot/lib/helpers/create-deferred-promise.js
 function createDeferredPromise() {
   let resolve4;
   let reject;
@@ -21327,7 +21327,7 @@ function createDeferredPromise() {
   return { promise: promise2, resolve: resolve4, reject };
 }
 
-// node_modules/probot/lib/octokit/get-authenticated-octokit.js
+// ../../main/node_modules/probot/lib/octokit/get-authenticated-octokit.js
 async function getAuthenticatedOctokit(options2) {
   const { octokit, log, installationId } = options2;
   if (!installationId)
@@ -21355,13 +21355,13 @@ async function getAuthenticatedOctokit(options2) {
   });
 }
 
-// node_modules/probot/lib/helpers/get-log.js
+// ../../main/node_modules/probot/lib/helpers/get-log.js
 var import_pino = __toESM(require_pino(), 1);
 
-// node_modules/@probot/pino/index.js
+// ../../main/node_modules/@probot/pino/index.js
 import { Transform } from "node:stream";
 
-// node_modules/npx-import-light/index.js
+// ../../main/node_modules/npx-import-light/index.js
 import { exec } from "node:child_process";
 import { builtinModules, createRequire } from "node:module";
 import { platform as osPlatform } from "node:os";
@@ -21562,7 +21562,7 @@ function isRunningInPackageRunner() {
   return process.env.npm_lifecycle_event === "npx" || process.env.npm_lifecycle_event === "bunx";
 }
 
-// node_modules/@probot/pino/index.js
+// ../../main/node_modules/@probot/pino/index.js
 var import_pino_pretty = __toESM(require_pino_pretty(), 1);
 var LEVEL_MAP = {
   10: "trace",
@@ -21709,7 +21709,7 @@ function toSentryError(data) {
   return error62;
 }
 
-// node_modules/probot/lib/helpers/get-log.js
+// ../../main/node_modules/probot/lib/helpers/get-log.js
 async function getLog(options2 = {}) {
   const { level, logMessageKey, ...getTransformStreamOptions } = options2;
   const pinoOptions = {
@@ -21722,7 +21722,7 @@ async function getLog(options2 = {}) {
   return (0, import_pino.default)(pinoOptions, transform2);
 }
 
-// node_modules/universal-user-agent/index.js
+// ../../main/node_modules/universal-user-agent/index.js
 function getUserAgent() {
   if (typeof navigator === "object" && "userAgent" in navigator) {
     return navigator.userAgent;
@@ -21733,7 +21733,7 @@ function getUserAgent() {
   return "<environment undetectable>";
 }
 
-// node_modules/@octokit/endpoint/dist-bundle/index.js
+// ../../main/node_modules/@octokit/endpoint/dist-bundle/index.js
 var VERSION2 = "0.0.0-development";
 var userAgent = `octokit-endpoint.js/${VERSION2} ${getUserAgent()}`;
 var DEFAULTS = {
@@ -22046,10 +22046,10 @@ function withDefaults(oldDefaults, newDefaults) {
 }
 var endpoint = withDefaults(null, DEFAULTS);
 
-// node_modules/@octokit/request/dist-bundle/index.js
+// ../../main/node_modules/@octokit/request/dist-bundle/index.js
 var import_content_type = __toESM(require_dist(), 1);
 
-// node_modules/json-with-bigint/json-with-bigint.js
+// ../../main/node_modules/json-with-bigint/json-with-bigint.js
 var intRegex = /^-?\d+$/;
 var noiseValue = /^-?\d+n+$/;
 var originalStringify = JSON.stringify;
@@ -22384,7 +22384,7 @@ var JSONParse = (text, reviver) => {
   }
 };
 
-// node_modules/@octokit/request-error/dist-src/index.js
+// ../../main/node_modules/@octokit/request-error/dist-src/index.js
 var RequestError = class extends Error {
   name;
   /**
@@ -22423,7 +22423,7 @@ var RequestError = class extends Error {
   }
 };
 
-// node_modules/@octokit/request/dist-bundle/index.js
+// ../../main/node_modules/@octokit/request/dist-bundle/index.js
 var VERSION3 = "10.0.14";
 var defaults_default = {
   headers: {
@@ -22605,7 +22605,7 @@ function withDefaults2(oldEndpoint, newDefaults) {
 }
 var request = withDefaults2(endpoint, defaults_default);
 
-// node_modules/before-after-hook/lib/register.js
+// ../../main/node_modules/before-after-hook/lib/register.js
 function register(state, name, method, options2) {
   if (typeof method !== "function") {
     throw new Error("method for before hook must be a function");
@@ -22628,7 +22628,7 @@ function register(state, name, method, options2) {
   });
 }
 
-// node_modules/before-after-hook/lib/add.js
+// ../../main/node_modules/before-after-hook/lib/add.js
 function addHook(state, kind, name, hook7) {
   const orig = hook7;
   if (!state.registry[name]) {
@@ -22663,7 +22663,7 @@ function addHook(state, kind, name, hook7) {
   });
 }
 
-// node_modules/before-after-hook/lib/remove.js
+// ../../main/node_modules/before-after-hook/lib/remove.js
 function removeHook(state, name, method) {
   if (!state.registry[name]) {
     return;
@@ -22677,7 +22677,7 @@ function removeHook(state, name, method) {
   state.registry[name].splice(index, 1);
 }
 
-// node_modules/before-after-hook/index.js
+// ../../main/node_modules/before-after-hook/index.js
 var bind = Function.bind;
 var bindable = bind.bind(bind);
 function bindApi(hook7, state, name) {
@@ -22711,7 +22711,7 @@ function Collection() {
 }
 var before_after_hook_default = { Singular, Collection };
 
-// node_modules/@octokit/graphql/dist-bundle/index.js
+// ../../main/node_modules/@octokit/graphql/dist-bundle/index.js
 var VERSION4 = "0.0.0-development";
 function _buildMessageForResponseErrors(data) {
   return `Request failed due to following response errors:
@@ -22821,7 +22821,7 @@ function withCustomRequest(customRequest) {
   });
 }
 
-// node_modules/@octokit/auth-token/dist-bundle/index.js
+// ../../main/node_modules/@octokit/auth-token/dist-bundle/index.js
 var b64url = "(?:[a-zA-Z0-9_-]+)";
 var sep = "\\.";
 var jwtRE = new RegExp(`^${b64url}${sep}${b64url}${sep}${b64url}$`);
@@ -22866,10 +22866,10 @@ var createTokenAuth = function createTokenAuth2(token) {
   });
 };
 
-// node_modules/@octokit/core/dist-src/version.js
+// ../../main/node_modules/@octokit/core/dist-src/version.js
 var VERSION5 = "7.0.8";
 
-// node_modules/@octokit/core/dist-src/index.js
+// ../../main/node_modules/@octokit/core/dist-src/index.js
 var noop2 = () => {
 };
 var consoleWarn = console.warn.bind(console);
@@ -23003,10 +23003,10 @@ var Octokit = class {
   auth;
 };
 
-// node_modules/@octokit/plugin-enterprise-compatibility/dist-src/version.js
+// ../../main/node_modules/@octokit/plugin-enterprise-compatibility/dist-src/version.js
 var VERSION6 = "6.0.3";
 
-// node_modules/@octokit/plugin-enterprise-compatibility/dist-src/index.js
+// ../../main/node_modules/@octokit/plugin-enterprise-compatibility/dist-src/index.js
 function enterpriseCompatibility(octokit) {
   octokit.hook.wrap("request", async (request2, options2) => {
     if (/\/orgs\/[^/]+\/teams/.test(options2.url)) {
@@ -23037,7 +23037,7 @@ function enterpriseCompatibility(octokit) {
 }
 enterpriseCompatibility.VERSION = VERSION6;
 
-// node_modules/@octokit/plugin-paginate-rest/dist-bundle/index.js
+// ../../main/node_modules/@octokit/plugin-paginate-rest/dist-bundle/index.js
 var VERSION7 = "0.0.0-development";
 function normalizePaginatedListResponse(response) {
   if (!response.data) {
@@ -23153,10 +23153,10 @@ function paginateRest(octokit) {
 }
 paginateRest.VERSION = VERSION7;
 
-// node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/version.js
+// ../../main/node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/version.js
 var VERSION8 = "17.0.0";
 
-// node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/generated/endpoints.js
+// ../../main/node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/generated/endpoints.js
 var Endpoints = {
   actions: {
     addCustomLabelsToSelfHostedRunnerForOrg: [
@@ -25448,7 +25448,7 @@ var Endpoints = {
 };
 var endpoints_default = Endpoints;
 
-// node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/endpoints-to-methods.js
+// ../../main/node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/endpoints-to-methods.js
 var endpointMethodsMap = /* @__PURE__ */ new Map();
 for (const [scope, endpoints] of Object.entries(endpoints_default)) {
   for (const [methodName, endpoint2] of Object.entries(endpoints)) {
@@ -25571,7 +25571,7 @@ function decorate(octokit, scope, methodName, defaults, decorations) {
   return Object.assign(withDecorations, requestWithDefaults);
 }
 
-// node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/index.js
+// ../../main/node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/index.js
 function restEndpointMethods(octokit) {
   const api = endpointsToMethods(octokit);
   return {
@@ -25588,7 +25588,7 @@ function legacyRestEndpointMethods(octokit) {
 }
 legacyRestEndpointMethods.VERSION = VERSION8;
 
-// node_modules/@octokit/plugin-retry/dist-bundle/index.js
+// ../../main/node_modules/@octokit/plugin-retry/dist-bundle/index.js
 var import_light = __toESM(require_light(), 1);
 var VERSION9 = "0.0.0-development";
 function isRequestError(error62) {
@@ -25662,7 +25662,7 @@ function retry(octokit, octokitOptions) {
 }
 retry.VERSION = VERSION9;
 
-// node_modules/@octokit/plugin-throttling/dist-bundle/index.js
+// ../../main/node_modules/@octokit/plugin-throttling/dist-bundle/index.js
 var import_light2 = __toESM(require_light(), 1);
 var VERSION10 = "0.0.0-development";
 var noop3 = () => Promise.resolve();
@@ -25892,10 +25892,10 @@ function throttling(octokit, octokitOptions) {
 throttling.VERSION = VERSION10;
 throttling.triggersNotification = triggersNotification;
 
-// node_modules/@probot/octokit-plugin-config/dist-src/version.js
+// ../../main/node_modules/@probot/octokit-plugin-config/dist-src/version.js
 var VERSION11 = "4.1.0";
 
-// node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-file.js
+// ../../main/node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-file.js
 var import_yaml = __toESM(require_dist2(), 1);
 var SUPPORTED_FILE_EXTENSIONS = ["json", "yml", "yaml"];
 async function getConfigFile(octokit, { owner, repo, path: path8, ref }) {
@@ -25972,7 +25972,7 @@ async function getConfigFile(octokit, { owner, repo, path: path8, ref }) {
   };
 }
 
-// node_modules/@probot/octokit-plugin-config/dist-src/util/extends-to-get-content-params.js
+// ../../main/node_modules/@probot/octokit-plugin-config/dist-src/util/extends-to-get-content-params.js
 var EXTENDS_REGEX = new RegExp(
   "^(?:([a-z\\d](?:[a-z\\d]|-(?=[a-z\\d])){0,38})/)?([-_.\\w\\d]+)(?::([-_./\\w\\d]+\\.ya?ml))?$",
   "i"
@@ -26003,7 +26003,7 @@ function extendsToGetContentParams({
   };
 }
 
-// node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-files.js
+// ../../main/node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-files.js
 async function getConfigFiles(octokit, { owner, repo, path: path8, branch }) {
   const requestedRepoFile = await getConfigFile(octokit, {
     owner,
@@ -26058,7 +26058,7 @@ async function getConfigFiles(octokit, { owner, repo, path: path8, branch }) {
   } while (true);
 }
 
-// node_modules/@probot/octokit-plugin-config/dist-src/compose-config-get.js
+// ../../main/node_modules/@probot/octokit-plugin-config/dist-src/compose-config-get.js
 async function composeConfigGet(octokit, { owner, repo, defaults, path: path8, branch }) {
   const files = await getConfigFiles(octokit, {
     owner,
@@ -26073,7 +26073,7 @@ async function composeConfigGet(octokit, { owner, repo, defaults, path: path8, b
   };
 }
 
-// node_modules/@probot/octokit-plugin-config/dist-src/index.js
+// ../../main/node_modules/@probot/octokit-plugin-config/dist-src/index.js
 function config(octokit) {
   return {
     config: {
@@ -26085,7 +26085,7 @@ function config(octokit) {
 }
 config.VERSION = VERSION11;
 
-// node_modules/@octokit/auth-unauthenticated/dist-node/index.js
+// ../../main/node_modules/@octokit/auth-unauthenticated/dist-node/index.js
 async function auth2(reason) {
   return {
     type: "unauthenticated",
@@ -26150,7 +26150,7 @@ var createUnauthenticatedAuth = function createUnauthenticatedAuth2(options2) {
   });
 };
 
-// node_modules/@octokit/oauth-methods/dist-bundle/index.js
+// ../../main/node_modules/@octokit/oauth-methods/dist-bundle/index.js
 function requestToOAuthBaseUrl(request2) {
   const endpointDefaults = request2.endpoint.DEFAULTS;
   if (/^https:\/\/(api\.)?github\.com$/.test(endpointDefaults.baseUrl)) {
@@ -26382,7 +26382,7 @@ async function deleteAuthorization(options2) {
   );
 }
 
-// node_modules/@octokit/auth-oauth-device/dist-bundle/index.js
+// ../../main/node_modules/@octokit/auth-oauth-device/dist-bundle/index.js
 async function getOAuthAccessToken(state, options2) {
   const cachedAuthentication = getCachedAuthentication(state, options2.auth);
   if (cachedAuthentication) return cachedAuthentication;
@@ -26505,7 +26505,7 @@ function createOAuthDeviceAuth(options2) {
   });
 }
 
-// node_modules/@octokit/auth-oauth-user/dist-bundle/index.js
+// ../../main/node_modules/@octokit/auth-oauth-user/dist-bundle/index.js
 var VERSION13 = "0.0.0-development";
 async function getAuthentication(state) {
   if ("code" in state.strategyOptions) {
@@ -26687,7 +26687,7 @@ function createOAuthUserAuth({
 }
 createOAuthUserAuth.VERSION = VERSION13;
 
-// node_modules/@octokit/auth-oauth-app/dist-bundle/index.js
+// ../../main/node_modules/@octokit/auth-oauth-app/dist-bundle/index.js
 async function auth5(state, authOptions) {
   if (authOptions.type === "oauth-app") {
     return {
@@ -26765,7 +26765,7 @@ function createOAuthAppAuth(options2) {
   });
 }
 
-// node_modules/universal-github-app-jwt/lib/utils.js
+// ../../main/node_modules/universal-github-app-jwt/lib/utils.js
 function isPkcs1(privateKey) {
   return privateKey.includes("-----BEGIN RSA PRIVATE KEY-----");
 }
@@ -26804,7 +26804,7 @@ function base64encodeJSON(obj) {
   return fromBase64(btoa(JSON.stringify(obj)));
 }
 
-// node_modules/universal-github-app-jwt/lib/crypto-node.js
+// ../../main/node_modules/universal-github-app-jwt/lib/crypto-node.js
 import { subtle } from "node:crypto";
 import { createPrivateKey } from "node:crypto";
 function convertPrivateKey(privateKey) {
@@ -26815,7 +26815,7 @@ function convertPrivateKey(privateKey) {
   });
 }
 
-// node_modules/universal-github-app-jwt/lib/get-token.js
+// ../../main/node_modules/universal-github-app-jwt/lib/get-token.js
 async function getToken({ privateKey, payload }) {
   const convertedPrivateKey = convertPrivateKey(privateKey);
   if (isPkcs1(convertedPrivateKey)) {
@@ -26852,7 +26852,7 @@ async function getToken({ privateKey, payload }) {
   return `${encodedMessage}.${encodedSignature}`;
 }
 
-// node_modules/universal-github-app-jwt/index.js
+// ../../main/node_modules/universal-github-app-jwt/index.js
 async function githubAppJwt({
   id,
   privateKey,
@@ -26878,7 +26878,7 @@ async function githubAppJwt({
   };
 }
 
-// node_modules/@octokit/auth-app/dist-node/index.js
+// ../../main/node_modules/@octokit/auth-app/dist-node/index.js
 async function getAppAuthentication({
   appId,
   privateKey,
@@ -27337,7 +27337,7 @@ function createAppAuth(options2) {
   });
 }
 
-// node_modules/octokit-auth-probot/dist-node/index.js
+// ../../main/node_modules/octokit-auth-probot/dist-node/index.js
 async function auth7(state, options2) {
   if (options2.type !== "event-octokit") {
     if (state.type === "token" && options2.type === "installation" && options2.factory) {
@@ -27428,7 +27428,7 @@ function createProbotAuthFn(options2) {
 createProbotAuthFn.VERSION = VERSION16;
 var createProbotAuth = createProbotAuthFn;
 
-// node_modules/probot/lib/octokit/octokit-plugin-probot-request-logging.js
+// ../../main/node_modules/probot/lib/octokit/octokit-plugin-probot-request-logging.js
 function probotRequestLogging(octokit) {
   octokit.hook.error("request", (error62, options2) => {
     if ("status" in error62) {
@@ -27445,10 +27445,10 @@ function probotRequestLogging(octokit) {
   });
 }
 
-// node_modules/probot/lib/version.js
+// ../../main/node_modules/probot/lib/version.js
 var VERSION17 = "14.3.2";
 
-// node_modules/probot/lib/octokit/probot-octokit.js
+// ../../main/node_modules/probot/lib/octokit/probot-octokit.js
 var defaultOptions = {
   authStrategy: createProbotAuth,
   throttle: {
@@ -27475,7 +27475,7 @@ var ProbotOctokit = Octokit.plugin(throttling, retry, paginateRest, restEndpoint
   return options2;
 });
 
-// node_modules/probot/lib/octokit/get-octokit-throttle-options.js
+// ../../main/node_modules/probot/lib/octokit/get-octokit-throttle-options.js
 var import_bottleneck = __toESM(require_lib(), 1);
 async function getOctokitThrottleOptions(options2) {
   const { log, redisConfig } = options2;
@@ -27511,7 +27511,7 @@ async function getRedisClient({ redisConfig }) {
     return new Redis(redisConfig);
 }
 
-// node_modules/probot/lib/octokit/get-probot-octokit-with-defaults.js
+// ../../main/node_modules/probot/lib/octokit/get-probot-octokit-with-defaults.js
 async function getProbotOctokitWithDefaults(options2) {
   const authOptions = options2.githubToken ? {
     token: options2.githubToken,
@@ -27559,7 +27559,7 @@ async function getProbotOctokitWithDefaults(options2) {
   });
 }
 
-// node_modules/probot/lib/helpers/get-error-handler.js
+// ../../main/node_modules/probot/lib/helpers/get-error-handler.js
 function getErrorHandler(log) {
   return (error62) => {
     const errors = error62 instanceof AggregateError ? error62.errors : [error62];
@@ -27582,7 +27582,7 @@ function getErrorHandler(log) {
   };
 }
 
-// node_modules/probot/lib/octokit/octokit-webhooks-transform.js
+// ../../main/node_modules/probot/lib/octokit/octokit-webhooks-transform.js
 async function webhookTransform(options2, event) {
   const octokit = await options2.octokit.auth({
     type: "event-octokit",
@@ -27592,7 +27592,7 @@ async function webhookTransform(options2, event) {
   return new Context(event, octokit, log);
 }
 
-// node_modules/probot/lib/octokit/get-webhooks.js
+// ../../main/node_modules/probot/lib/octokit/get-webhooks.js
 function getWebhooks(options2) {
   const webhooks = new Webhooks({
     log: options2.log,
@@ -27603,10 +27603,10 @@ function getWebhooks(options2) {
   return webhooks;
 }
 
-// node_modules/probot/lib/server/server.js
+// ../../main/node_modules/probot/lib/server/server.js
 import { Server as HttpServer } from "node:http";
 
-// node_modules/probot/lib/helpers/webhook-proxy.js
+// ../../main/node_modules/probot/lib/helpers/webhook-proxy.js
 var SmeeClient;
 var createWebhookProxy = async (opts) => {
   try {
@@ -27624,7 +27624,7 @@ var createWebhookProxy = async (opts) => {
   return await smeeClient.start();
 };
 
-// node_modules/probot/lib/helpers/get-printable-host.js
+// ../../main/node_modules/probot/lib/helpers/get-printable-host.js
 function getPrintableHost(host) {
   if (typeof host !== "string") {
     return "localhost";
@@ -27632,7 +27632,7 @@ function getPrintableHost(host) {
   return host.includes(":") ? `[${host}]` : host;
 }
 
-// node_modules/probot/lib/helpers/detect-runtime.js
+// ../../main/node_modules/probot/lib/helpers/detect-runtime.js
 function detectRuntime(globalThis2) {
   if (typeof globalThis2 === "object" && globalThis2 !== null) {
     if (typeof globalThis2.process === "object" && globalThis2.process !== null && typeof globalThis2.process.versions === "object" && globalThis2.process.versions !== null) {
@@ -27653,7 +27653,7 @@ function detectRuntime(globalThis2) {
   throw new Error("Unable to detect runtime");
 }
 
-// node_modules/probot/lib/helpers/get-runtime-name.js
+// ../../main/node_modules/probot/lib/helpers/get-runtime-name.js
 function getRuntimeName(globalThis2) {
   const runtime = detectRuntime(globalThis2);
   switch (runtime) {
@@ -27670,7 +27670,7 @@ function getRuntimeName(globalThis2) {
   }
 }
 
-// node_modules/probot/lib/helpers/get-runtime-version.js
+// ../../main/node_modules/probot/lib/helpers/get-runtime-version.js
 function getRuntimeVersion(globalThis2) {
   const runtime = detectRuntime(globalThis2);
   switch (runtime) {
@@ -27687,7 +27687,7 @@ function getRuntimeVersion(globalThis2) {
   }
 }
 
-// node_modules/probot/lib/server/handlers/http-logger.js
+// ../../main/node_modules/probot/lib/server/handlers/http-logger.js
 var import_pino_http = __toESM(require_logger(), 1);
 import { randomUUID as uuidv4 } from "node:crypto";
 function httpLogger(logger, options2) {
@@ -27706,7 +27706,7 @@ function httpLogger(logger, options2) {
   });
 }
 
-// node_modules/probot/lib/server/handlers/not-found.js
+// ../../main/node_modules/probot/lib/server/handlers/not-found.js
 var notFoundHandler = (_req, res) => {
   if (res.headersSent) {
     return false;
@@ -27715,7 +27715,7 @@ var notFoundHandler = (_req, res) => {
   return true;
 };
 
-// node_modules/probot/lib/server/handlers/ping.js
+// ../../main/node_modules/probot/lib/server/handlers/ping.js
 var pingHandler = (req, res) => {
   if (req.method === "GET") {
     const path8 = req.url?.split("?")[0] || "";
@@ -27727,10 +27727,10 @@ var pingHandler = (req, res) => {
   return false;
 };
 
-// node_modules/probot/lib/static/robot.svg.js
+// ../../main/node_modules/probot/lib/static/robot.svg.js
 var robot_svg_default = `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" viewBox="0 0 346.63 409.96"><defs><path id="a" fill="#aedfe4" d="M210.99 228.58a8.18 8.18 0 0 1 8.17 8.17v45.83a8.18 8.18 0 0 1-8.17 8.17h-75.66a8.18 8.18 0 0 1-8.17-8.17v-45.83a8.18 8.18 0 0 1 8.17-8.17H211m0-4h-75.67a12.17 12.17 0 0 0-12.17 12.17v45.83a12.17 12.17 0 0 0 12.17 12.17H211a12.17 12.17 0 0 0 12.16-12.17v-45.83a12.17 12.17 0 0 0-12.17-12.17Z"/></defs><defs><clipPath id="b" transform="translate(-.84 -.67)"><rect width="52.5" height="18.17" x="147.92" y="163.83" fill="none" rx="9.08" ry="9.08"/></clipPath></defs><path fill="#aedfe4" d="m238.3 234.33 28 18 20.17-34 14.83 17-24 38.84-13.33 1-29-18.17 3.33-22.67zm-85.14-37.93h40v16.5h-40zm-18.75 107.27h77.5v16.5h-77.5zm38.75-293.52 10.19 42.62h-20.62l10.43-42.62zm-64.83 224.18-28 18-20.17-34-14.83 17 24 38.84 13.33 1 29-18.17-3.33-22.67z"/><path fill="#ef4236" d="M33.66 201.33s-8.67 5.33-14.67-14c-6.62-21.35-20.66-5.86-18.83 9.65s14.5 20 25.83 16.52 7.67-12.17 7.67-12.17Zm-2.17-34.67a8.47 8.47 0 0 1 8.33-5.67c6.67 0 22.83 7.5 22.83 21S50.16 199.5 50.16 199.5H39.33s7.33-3.67 2-14.17-9.67-14.5-9.83-17.83"/><path fill="#fdba63" d="M23.41 225.28c-2.83-10 1.8-21.24 11.73-26.76s22-3.52 29 4.21Z"/><rect width="132" height="98.67" x="107.16" y="210.33" fill="#08b0d8" rx="14.67" ry="14.67"/><rect width="96" height="66.17" x="125.16" y="226.58" fill="#fdbb65" rx="10.17" ry="10.17"/><use xlink:href="#a"/><rect width="202" height="151" x="72.16" y="50.33" fill="#08b0d8" rx="20.67" ry="20.67"/><rect width="169.37" height="118.71" x="88.48" y="66" fill="#aedfe4" rx="16.78" ry="16.78"/><path fill="#08b0d8" d="M66.38 196.98a27.34 27.34 0 0 1-48.13 25.94Z"/><path fill="#242020" d="m80.16 253.75 2.46 21.42s-1.92 2-7.29 2-6-3-6-3Z"/><circle cx="46.8" cy="218.96" r="4.06" fill="#aedfe4"/><circle cx="85.18" cy="187.44" r="4.06" fill="#aedfe4"/><circle cx="260.1" cy="187.44" r="4.06" fill="#aedfe4"/><circle cx="85.18" cy="64.44" r="4.06" fill="#aedfe4"/><circle cx="260.1" cy="64.44" r="4.06" fill="#aedfe4"/><circle cx="119.1" cy="223.02" r="4.06" fill="#aedfe4"/><circle cx="119.1" cy="298.15" r="4.06" fill="#aedfe4"/><circle cx="227.98" cy="223.02" r="4.06" fill="#aedfe4"/><circle cx="227.98" cy="298.15" r="4.06" fill="#aedfe4"/><path fill="#08b0d8" d="M104.66 223.5v31l-15.42-21.09a19.14 19.14 0 0 1 15.42-9.91Z"/><path fill="#ef4236" d="M312.96 201.33s8.67 5.33 14.67-14c6.62-21.35 20.67-5.86 18.83 9.65s-14.5 20-25.83 16.52-7.67-12.17-7.67-12.17Zm2.2-34.67a8.47 8.47 0 0 0-8.33-5.67c-6.67 0-22.83 7.5-22.83 21s12.5 17.5 12.5 17.5h10.83s-7.33-3.67-2-14.17 9.67-14.5 9.83-17.83"/><path fill="#fdba63" d="M323.16 225.28c2.83-10-1.8-21.24-11.73-26.76s-22-3.52-29 4.21Z"/><path fill="#08b0d8" d="M280.24 196.98a27.34 27.34 0 0 0 48.13 25.94Z"/><path fill="#242020" d="m266.42 253.75-2.46 21.42s1.92 2 7.29 2 6-3 6-3Z"/><circle cx="299.83" cy="218.96" r="4.06" fill="#aedfe4"/><path fill="#08b0d8" d="M241.96 223.5v31l15.42-21.08a19.14 19.14 0 0 0-15.42-9.92Z"/><rect width="118" height="9.5" x="114.16" y="361.96" fill="#fdbb65" rx="4.75" ry="4.75"/><rect width="83.5" height="9.5" x="131.41" y="381.21" fill="#fdbb65" rx="4.75" ry="4.75"/><rect width="42.5" height="9.5" x="151.91" y="400.46" fill="#fdbb65" rx="4.75" ry="4.75"/><path fill="#08b0d8" d="M135.41 353.75a56 56 0 0 1-18.33-38.42h112.16a56 56 0 0 1-18.33 38.43Z"/><circle cx="132.65" cy="123.97" r="15.51"/><path fill="#08b0d8" d="M132.65 108.45a15.51 15.51 0 1 1-15.49 15.52 15.51 15.51 0 0 1 15.51-15.51m0-23a38.51 38.51 0 1 0 38.49 38.51 38.55 38.55 0 0 0-38.51-38.51Z"/><path fill="#f1f1f2" d="M132.65 108.45a15.51 15.51 0 1 1-15.49 15.52 15.51 15.51 0 0 1 15.51-15.51m0-14a29.51 29.51 0 1 0 29.49 29.51 29.54 29.54 0 0 0-29.51-29.51Z"/><circle cx="214.65" cy="123.97" r="15.51"/><path fill="#08b0d8" d="M214.65 108.45a15.51 15.51 0 1 1-15.49 15.52 15.51 15.51 0 0 1 15.51-15.51m0-23a38.51 38.51 0 1 0 38.49 38.51 38.55 38.55 0 0 0-38.51-38.51Z"/><path fill="#f1f1f2" d="M214.65 108.45a15.51 15.51 0 1 1-15.49 15.52 15.51 15.51 0 0 1 15.51-15.51m0-14a29.51 29.51 0 1 0 29.49 29.51 29.54 29.54 0 0 0-29.51-29.51Z"/><rect width="52.5" height="18.17" x="147.08" y="163.17" fill="#fdbb65" rx="9.08" ry="9.08"/><g fill="#ef4236" clip-path="url(#b)"><path d="M153.23 162.15h3.12v20.56h-3.12zm9.06 0h3.13v20.56h-3.13zm9.06 0h3.12v20.56h-3.12zm9.06 0h3.13v20.56h-3.13zm9.07 0h3.12v20.56h-3.12z"/></g><circle cx="173.16" cy="14.67" r="14.67" fill="#ef4236"/><path fill="none" stroke="#ef4236" stroke-linecap="round" stroke-linejoin="round" stroke-width="4" d="M126.33 261.63H136l11.98-18.67 10.71 18.67 7.15-12.62 7.41 12.62h13.25l7.07 13.97 11.74-25.19 5.77 11.22h8.42"/><use xlink:href="#a"/></svg>`;
 
-// node_modules/probot/lib/static/probot-head.svg.js
+// ../../main/node_modules/probot/lib/static/probot-head.svg.js
 var probot_head_svg_default = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 178 181.2">
   <defs>
     <clipPath id="a" transform="translate(-.8 -.7)">
@@ -27757,7 +27757,7 @@ var probot_head_svg_default = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="
   <ellipse cx="89" cy="13.2" fill="#ef4236" rx="12.9" ry="13.2"/>
 </svg>`;
 
-// node_modules/probot/lib/static/primer.css.js
+// ../../main/node_modules/probot/lib/static/primer.css.js
 var primer_css_default = `body{margin:0;}
 a{background-color:transparent;}
 a:active,a:hover{outline-width:0;}
@@ -27832,7 +27832,7 @@ label{font-weight:600;}
 .mb-6{margin-bottom:40px!important;}
 .p-6{padding:40px!important;}`;
 
-// node_modules/probot/lib/server/handlers/static-files.js
+// ../../main/node_modules/probot/lib/server/handlers/static-files.js
 var staticFilesHandler = (req, res) => {
   if (req.method === "GET") {
     const path8 = req.url?.split("?")[0] || "";
@@ -27861,7 +27861,7 @@ var staticFilesHandler = (req, res) => {
   return false;
 };
 
-// node_modules/probot/lib/server/server.js
+// ../../main/node_modules/probot/lib/server/server.js
 var defaultWebhookPath = "/api/github/webhooks";
 var defaultWebhookSecret = "development";
 var Server = class {
@@ -28030,7 +28030,7 @@ var Server = class {
   }
 };
 
-// node_modules/probot/lib/probot.js
+// ../../main/node_modules/probot/lib/probot.js
 var UNINITIALIZED = 0;
 var INITIALIZING = 1;
 var INITIALIZED = 2;
@@ -28239,10 +28239,10 @@ var Probot = class {
   }
 };
 
-// node_modules/package-config/index.js
+// ../../main/node_modules/package-config/index.js
 import path3 from "node:path";
 
-// node_modules/find-up-simple/index.js
+// ../../main/node_modules/find-up-simple/index.js
 import process2 from "node:process";
 import fsPromises from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -28273,7 +28273,7 @@ async function findUp(name, {
   }
 }
 
-// node_modules/load-json-file/index.js
+// ../../main/node_modules/load-json-file/index.js
 import { readFileSync, promises as fs } from "node:fs";
 var { readFile } = fs;
 var parse3 = (buffer, { beforeParse, reviver } = {}) => {
@@ -28288,7 +28288,7 @@ async function loadJsonFile(filePath, options2) {
   return parse3(buffer, options2);
 }
 
-// node_modules/package-config/index.js
+// ../../main/node_modules/package-config/index.js
 var filePaths = /* @__PURE__ */ new WeakMap();
 var findNextCwd = (packagePath) => path3.resolve(path3.dirname(packagePath), "..");
 var addFilePath = (object2, filePath) => {
@@ -28310,16 +28310,16 @@ async function packageConfig(namespace, options2 = {}) {
   return addFilePath({ ...options2.defaults, ...packageJson[namespace] }, filePath);
 }
 
-// node_modules/probot/lib/apps/setup.js
+// ../../main/node_modules/probot/lib/apps/setup.js
 import { exec as exec2 } from "node:child_process";
 import { parse as parseQuery } from "node:querystring";
 
-// node_modules/probot/lib/manifest-creation.js
+// ../../main/node_modules/probot/lib/manifest-creation.js
 import fs3 from "node:fs";
 import path5 from "node:path";
 var import_yaml2 = __toESM(require_dist2(), 1);
 
-// node_modules/probot/lib/helpers/load-package-json.js
+// ../../main/node_modules/probot/lib/helpers/load-package-json.js
 import fs2 from "node:fs";
 import path4 from "node:path";
 function loadPackageJson(filepath = path4.join(process.cwd(), "package.json")) {
@@ -28340,11 +28340,11 @@ function loadPackageJson(filepath = path4.join(process.cwd(), "package.json")) {
   }
 }
 
-// node_modules/probot/lib/helpers/update-env.js
+// ../../main/node_modules/probot/lib/helpers/update-env.js
 import { writeFileSync } from "node:fs";
 import { join as pathJoin2 } from "node:path";
 
-// node_modules/probot/lib/helpers/load-env.js
+// ../../main/node_modules/probot/lib/helpers/load-env.js
 import { readFileSync as readFileSync2 } from "node:fs";
 import { join as pathJoin } from "node:path";
 import { parseEnv } from "node:util";
@@ -28360,7 +28360,7 @@ function loadEnv(options2 = {}) {
   return {};
 }
 
-// node_modules/probot/lib/helpers/update-env.js
+// ../../main/node_modules/probot/lib/helpers/update-env.js
 function escapeNewlines(str) {
   return str.replace(/\n/g, "\\n");
 }
@@ -28378,7 +28378,7 @@ function updateEnv(env) {
   return env;
 }
 
-// node_modules/probot/lib/manifest-creation.js
+// ../../main/node_modules/probot/lib/manifest-creation.js
 var ManifestCreation = class {
   #updateEnv;
   constructor(options2 = { updateEnv }) {
@@ -28463,12 +28463,12 @@ var ManifestCreation = class {
   }
 };
 
-// node_modules/probot/lib/helpers/is-production.js
+// ../../main/node_modules/probot/lib/helpers/is-production.js
 function isProduction() {
   return process.env.NODE_ENV === "production";
 }
 
-// node_modules/probot/lib/helpers/get-payload.js
+// ../../main/node_modules/probot/lib/helpers/get-payload.js
 var textDecoder2 = new TextDecoder("utf-8", { fatal: false });
 var decode2 = textDecoder2.decode.bind(textDecoder2);
 function concatUint8Array2(data) {
@@ -28511,7 +28511,7 @@ function getPayloadFromRequestStream2(request2) {
   });
 }
 
-// node_modules/probot/lib/views/import.js
+// ../../main/node_modules/probot/lib/views/import.js
 function importView({ name, GH_HOST, WEBHOOK_PROXY_URL = "" }) {
   return `<!DOCTYPE html>
 <html lang="en" class="height-full" data-color-mode="auto" data-light-theme="light" data-dark-theme="dark">
@@ -28599,7 +28599,7 @@ function importView({ name, GH_HOST, WEBHOOK_PROXY_URL = "" }) {
 </html>`;
 }
 
-// node_modules/probot/lib/views/setup.js
+// ../../main/node_modules/probot/lib/views/setup.js
 function setupView({ name, description, version: version2, createAppUrl, manifest }) {
   return `<!DOCTYPE html>
 <!DOCTYPE html>
@@ -28648,7 +28648,7 @@ function setupView({ name, description, version: version2, createAppUrl, manifes
 </html>`;
 }
 
-// node_modules/probot/lib/views/success.js
+// ../../main/node_modules/probot/lib/views/success.js
 function successView({ name }) {
   return `<!DOCTYPE html>
 <html lang="en" class="height-full" data-color-mode="auto" data-light-theme="light" data-dark-theme="dark">
@@ -28683,7 +28683,7 @@ function successView({ name }) {
 </html>`;
 }
 
-// node_modules/probot/lib/apps/setup.js
+// ../../main/node_modules/probot/lib/apps/setup.js
 var setupAppFactory = (options2) => {
   const { host, port, log, request: request2, SmeeClient: SmeeClient2 } = options2 || {};
   return async function setupApp() {
@@ -28816,10 +28816,10 @@ function getBaseUrl(req) {
   return baseUrl;
 }
 
-// node_modules/probot/lib/bin/read-cli-options.js
+// ../../main/node_modules/probot/lib/bin/read-cli-options.js
 import { parseArgs } from "node:util";
 
-// node_modules/@probot/get-private-key/dist-bundle/index.js
+// ../../main/node_modules/@probot/get-private-key/dist-bundle/index.js
 import { resolve } from "node:path";
 import { existsSync, readdirSync, readFileSync as readFileSync3 } from "node:fs";
 var VERSION18 = "0.0.0-development";
@@ -28908,7 +28908,7 @@ ${end}`;
 }
 getPrivateKey.VERSION = VERSION18;
 
-// node_modules/probot/lib/helpers/validate-log-level.js
+// ../../main/node_modules/probot/lib/helpers/validate-log-level.js
 var validLevels = ["trace", "debug", "info", "warn", "error", "fatal"];
 function validateLogLevel(value) {
   if (typeof value !== "string" || !validLevels.includes(value)) {
@@ -28916,7 +28916,7 @@ function validateLogLevel(value) {
   }
 }
 
-// node_modules/probot/lib/helpers/validate-log-format.js
+// ../../main/node_modules/probot/lib/helpers/validate-log-format.js
 var validFormats = ["pretty", "json"];
 function validateLogFormat(value) {
   if (typeof value !== "string" || !validFormats.includes(value)) {
@@ -28924,7 +28924,7 @@ function validateLogFormat(value) {
   }
 }
 
-// node_modules/probot/lib/bin/read-cli-options.js
+// ../../main/node_modules/probot/lib/bin/read-cli-options.js
 function printHelp() {
   console.log(`Usage: probot-run [options] <apps...>
 
@@ -29046,7 +29046,7 @@ function readCliOptions(args) {
   };
 }
 
-// node_modules/probot/lib/bin/read-env-options.js
+// ../../main/node_modules/probot/lib/bin/read-env-options.js
 function readEnvOptions(env = process.env) {
   let privateKey;
   try {
@@ -29074,10 +29074,10 @@ function readEnvOptions(env = process.env) {
   };
 }
 
-// node_modules/probot/lib/apps/default.js
+// ../../main/node_modules/probot/lib/apps/default.js
 import { resolve as resolve2 } from "node:path";
 
-// node_modules/probot/lib/views/probot.js
+// ../../main/node_modules/probot/lib/views/probot.js
 function probotView({ name, description, version: version2 }) {
   return `<!DOCTYPE html>
 <html lang="en" class="height-full" data-color-mode="auto" data-light-theme="light" data-dark-theme="dark">
@@ -29113,7 +29113,7 @@ ${version2 ? `            <span class="Label Label--outline v-align-middle ml-2 
 </html>`;
 }
 
-// node_modules/probot/lib/apps/default.js
+// ../../main/node_modules/probot/lib/apps/default.js
 function defaultApp(_app, { cwd = process.cwd() }) {
   const pkg = loadPackageJson(resolve2(cwd, "package.json"));
   const probotViewRendered = probotView({
@@ -29138,7 +29138,7 @@ function defaultApp(_app, { cwd = process.cwd() }) {
   return defaultHandler;
 }
 
-// node_modules/import-meta-resolve/lib/resolve.js
+// ../../main/node_modules/import-meta-resolve/lib/resolve.js
 import assert2 from "node:assert";
 import { statSync, realpathSync } from "node:fs";
 import process3 from "node:process";
@@ -29146,15 +29146,15 @@ import { fileURLToPath as fileURLToPath4, pathToFileURL as pathToFileURL2 } from
 import path7 from "node:path";
 import { builtinModules as builtinModules2 } from "node:module";
 
-// node_modules/import-meta-resolve/lib/get-format.js
+// ../../main/node_modules/import-meta-resolve/lib/get-format.js
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 
-// node_modules/import-meta-resolve/lib/package-json-reader.js
+// ../../main/node_modules/import-meta-resolve/lib/package-json-reader.js
 import fs4 from "node:fs";
 import path6 from "node:path";
 import { fileURLToPath as fileURLToPath2 } from "node:url";
 
-// node_modules/import-meta-resolve/lib/errors.js
+// ../../main/node_modules/import-meta-resolve/lib/errors.js
 import v8 from "node:v8";
 import assert from "node:assert";
 import { format as format2, inspect } from "node:util";
@@ -29491,7 +29491,7 @@ function determineSpecificType(value) {
   return `type ${typeof value} (${inspected})`;
 }
 
-// node_modules/import-meta-resolve/lib/package-json-reader.js
+// ../../main/node_modules/import-meta-resolve/lib/package-json-reader.js
 var hasOwnProperty = {}.hasOwnProperty;
 var { ERR_INVALID_PACKAGE_CONFIG } = codes;
 var cache = /* @__PURE__ */ new Map();
@@ -29527,16 +29527,16 @@ function read(jsonPath, { base, specifier }) {
     try {
       parsed = JSON.parse(string4);
     } catch (error_) {
-      const cause = (
+      const cause2 = (
         /** @type {ErrnoException} */
         error_
       );
       const error62 = new ERR_INVALID_PACKAGE_CONFIG(
         jsonPath,
         (base ? `"${specifier}" from ` : "") + fileURLToPath2(base || specifier),
-        cause.message
+        cause2.message
       );
-      error62.cause = cause;
+      error62.cause = cause2;
       throw error62;
     }
     result.exists = true;
@@ -29589,7 +29589,7 @@ function getPackageType(url2) {
   return getPackageScopeConfig(url2).type;
 }
 
-// node_modules/import-meta-resolve/lib/get-format.js
+// ../../main/node_modules/import-meta-resolve/lib/get-format.js
 var { ERR_UNKNOWN_FILE_EXTENSION } = codes;
 var hasOwnProperty2 = {}.hasOwnProperty;
 var extensionFormatMap = {
@@ -29671,7 +29671,7 @@ function defaultGetFormatWithoutErrors(url2, context) {
   return protocolHandlers[protocol](url2, context, true) || null;
 }
 
-// node_modules/import-meta-resolve/lib/utils.js
+// ../../main/node_modules/import-meta-resolve/lib/utils.js
 var { ERR_INVALID_ARG_VALUE } = codes;
 var DEFAULT_CONDITIONS = Object.freeze(["node", "import"]);
 var DEFAULT_CONDITIONS_SET = new Set(DEFAULT_CONDITIONS);
@@ -29695,7 +29695,7 @@ function getConditionsSet(conditions) {
   return getDefaultConditionsSet();
 }
 
-// node_modules/import-meta-resolve/lib/resolve.js
+// ../../main/node_modules/import-meta-resolve/lib/resolve.js
 var RegExpPrototypeSymbolReplace = RegExp.prototype[Symbol.replace];
 var {
   ERR_NETWORK_IMPORT_DISALLOWED,
@@ -29825,13 +29825,13 @@ function finalizeResolution(resolved, base, preserveSymlinks) {
   try {
     filePath = fileURLToPath4(resolved);
   } catch (error62) {
-    const cause = (
+    const cause2 = (
       /** @type {ErrnoException} */
       error62
     );
-    Object.defineProperty(cause, "input", { value: String(resolved) });
-    Object.defineProperty(cause, "module", { value: String(base) });
-    throw cause;
+    Object.defineProperty(cause2, "input", { value: String(resolved) });
+    Object.defineProperty(cause2, "module", { value: String(base) });
+    throw cause2;
   }
   const stats = tryStatSync(
     filePath.endsWith("/") ? filePath.slice(-1) : filePath
@@ -30493,7 +30493,7 @@ function defaultResolve(specifier, context = {}) {
   };
 }
 
-// node_modules/import-meta-resolve/index.js
+// ../../main/node_modules/import-meta-resolve/index.js
 function resolve3(specifier, parent) {
   if (!parent) {
     throw new Error(
@@ -30514,7 +30514,7 @@ function resolve3(specifier, parent) {
   }
 }
 
-// node_modules/probot/lib/helpers/resolve-app-function.js
+// ../../main/node_modules/probot/lib/helpers/resolve-app-function.js
 import { pathToFileURL as pathToFileURL3 } from "node:url";
 var resolveAppFunction = async (appFnId, opts = {}) => {
   const basedir = process.cwd();
@@ -30524,13 +30524,13 @@ var resolveAppFunction = async (appFnId, opts = {}) => {
   return mod.__esModule && mod.default ? mod.default : mod;
 };
 
-// node_modules/probot/lib/helpers/apply-env.js
+// ../../main/node_modules/probot/lib/helpers/apply-env.js
 function applyEnv(options2 = {}) {
   const env = loadEnv(options2);
   Object.assign(process.env, env);
 }
 
-// node_modules/probot/lib/run.js
+// ../../main/node_modules/probot/lib/run.js
 async function run(appFnOrArgv, additionalOptions) {
   applyEnv();
   const envOptions = readEnvOptions(additionalOptions?.env);
@@ -30711,7 +30711,7 @@ function checkRunName(episode) {
   return `forkflush ${episode}`;
 }
 
-// node_modules/zod/v4/classic/external.js
+// ../../main/node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
   $brand: () => $brand,
@@ -30974,7 +30974,7 @@ __export(external_exports, {
   xor: () => xor
 });
 
-// node_modules/zod/v4/core/index.js
+// ../../main/node_modules/zod/v4/core/index.js
 var core_exports2 = {};
 __export(core_exports2, {
   $ZodAny: () => $ZodAny,
@@ -31291,7 +31291,7 @@ __export(core_exports2, {
   withParser: () => withParser
 });
 
-// node_modules/zod/v4/core/util.js
+// ../../main/node_modules/zod/v4/core/util.js
 var util_exports = {};
 __export(util_exports, {
   BIGINT_FORMAT_RANGES: () => BIGINT_FORMAT_RANGES,
@@ -32147,7 +32147,7 @@ function constantCatch(value) {
   return fn;
 }
 
-// node_modules/zod/v4/core/core.js
+// ../../main/node_modules/zod/v4/core/core.js
 var _a;
 var NEVER = /* @__PURE__ */ Object.freeze({
   status: "aborted"
@@ -32269,7 +32269,7 @@ function config2(newConfig) {
   return globalConfig;
 }
 
-// node_modules/zod/v4/core/errors.js
+// ../../main/node_modules/zod/v4/core/errors.js
 function _getMessage() {
   const internals = this._zod;
   internals.message ?? (internals.message = JSON.stringify(internals.def, jsonStringifyReplacer, 2));
@@ -32461,7 +32461,7 @@ function prettifyError(error62) {
   return lines.join("\n");
 }
 
-// node_modules/zod/v4/core/parse.js
+// ../../main/node_modules/zod/v4/core/parse.js
 function finalizeParams(callee, params) {
   return { callee: params?.callee ?? callee, Err: params?.Err };
 }
@@ -32621,7 +32621,7 @@ var _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 var safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync($ZodRealError);
 
-// node_modules/zod/v4/core/regexes.js
+// ../../main/node_modules/zod/v4/core/regexes.js
 var regexes_exports = {};
 __export(regexes_exports, {
   anyString: () => anyString,
@@ -32793,7 +32793,7 @@ var sha512_hex = /^[0-9a-fA-F]{128}$/;
 var sha512_base64 = /* @__PURE__ */ fixedBase64(86, "==");
 var sha512_base64url = /* @__PURE__ */ fixedBase64url(86);
 
-// node_modules/zod/v4/core/checks.js
+// ../../main/node_modules/zod/v4/core/checks.js
 var $ZodCheck = /* @__PURE__ */ $constructor("$ZodCheck", (inst, def) => {
   var _a3;
   inst._zod ?? (inst._zod = {});
@@ -33269,7 +33269,7 @@ var $ZodCheckOverwrite = /* @__PURE__ */ $constructor("$ZodCheckOverwrite", (ins
   };
 });
 
-// node_modules/zod/v4/core/doc.js
+// ../../main/node_modules/zod/v4/core/doc.js
 var Doc = class {
   constructor(args = [], closed = {}) {
     this.content = [];
@@ -33310,14 +33310,14 @@ ${content.join("\n")}
   }
 };
 
-// node_modules/zod/v4/core/versions.js
+// ../../main/node_modules/zod/v4/core/versions.js
 var version = {
   major: 4,
   minor: 6,
   patch: 7
 };
 
-// node_modules/zod/v4/core/schemas.js
+// ../../main/node_modules/zod/v4/core/schemas.js
 var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
   var _a3;
   inst ?? (inst = {});
@@ -35759,7 +35759,7 @@ function handleRefineResult(result, payload, input2, inst) {
   }
 }
 
-// node_modules/zod/v4/core/memoizer.js
+// ../../main/node_modules/zod/v4/core/memoizer.js
 var $ZodCyclicError = class extends Error {
   constructor() {
     super(`Cannot parse a reference cycle that closes through a transform`);
@@ -36036,7 +36036,7 @@ function isBackEdge(ctx, value) {
   return backEdges !== void 0 && isRef(value) && backEdges.has(value);
 }
 
-// node_modules/zod/v4/locales/index.js
+// ../../main/node_modules/zod/v4/locales/index.js
 var locales_exports = {};
 __export(locales_exports, {
   ar: () => ar_default,
@@ -36104,7 +36104,7 @@ __export(locales_exports, {
   zhTW: () => zh_TW_default
 });
 
-// node_modules/zod/v4/locales/ar.js
+// ../../main/node_modules/zod/v4/locales/ar.js
 var error = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0641", verb: "\u0623\u0646 \u064A\u062D\u0648\u064A" },
@@ -36216,7 +36216,7 @@ function ar_default() {
   };
 }
 
-// node_modules/zod/v4/locales/az.js
+// ../../main/node_modules/zod/v4/locales/az.js
 var error2 = () => {
   const Sizable = {
     string: { unit: "simvol", verb: "olmal\u0131d\u0131r" },
@@ -36327,7 +36327,7 @@ function az_default() {
   };
 }
 
-// node_modules/zod/v4/locales/be.js
+// ../../main/node_modules/zod/v4/locales/be.js
 function getBelarusianPlural(count2, one, few, many) {
   const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
@@ -36496,7 +36496,7 @@ function be_default() {
   };
 }
 
-// node_modules/zod/v4/locales/bg.js
+// ../../main/node_modules/zod/v4/locales/bg.js
 var error4 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0430", verb: "\u0434\u0430 \u0441\u044A\u0434\u044A\u0440\u0436\u0430" },
@@ -36622,7 +36622,7 @@ function bg_default() {
   };
 }
 
-// node_modules/zod/v4/locales/bn.js
+// ../../main/node_modules/zod/v4/locales/bn.js
 var error5 = () => {
   const Sizable = {
     string: { unit: "\u0985\u0995\u09CD\u09B7\u09B0", verb: "\u09A5\u09BE\u0995\u09A4\u09C7 \u09B9\u09AC\u09C7" },
@@ -36736,7 +36736,7 @@ function bn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ca.js
+// ../../main/node_modules/zod/v4/locales/ca.js
 var error6 = () => {
   const Sizable = {
     string: { unit: "car\xE0cters", verb: "contenir" },
@@ -36850,7 +36850,7 @@ function ca_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ckb.js
+// ../../main/node_modules/zod/v4/locales/ckb.js
 var error7 = () => {
   const Sizable = {
     string: { unit: "\u067E\u06CC\u062A", verb: "\u0628\u06CE\u062A" },
@@ -36983,7 +36983,7 @@ function ckb_default() {
   };
 }
 
-// node_modules/zod/v4/locales/cs.js
+// ../../main/node_modules/zod/v4/locales/cs.js
 var error8 = () => {
   const Sizable = {
     string: { unit: "znak\u016F", verb: "m\xEDt" },
@@ -37100,7 +37100,7 @@ function cs_default() {
   };
 }
 
-// node_modules/zod/v4/locales/da.js
+// ../../main/node_modules/zod/v4/locales/da.js
 var error9 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "havde" },
@@ -37221,7 +37221,7 @@ function da_default() {
   };
 }
 
-// node_modules/zod/v4/locales/de.js
+// ../../main/node_modules/zod/v4/locales/de.js
 var error10 = () => {
   const Sizable = {
     string: { unit: "Zeichen", verb: "zu haben" },
@@ -37335,7 +37335,7 @@ function de_default() {
   };
 }
 
-// node_modules/zod/v4/locales/el.js
+// ../../main/node_modules/zod/v4/locales/el.js
 var error11 = () => {
   const Sizable = {
     string: { unit: "\u03C7\u03B1\u03C1\u03B1\u03BA\u03C4\u03AE\u03C1\u03B5\u03C2", verb: "\u03BD\u03B1 \u03AD\u03C7\u03B5\u03B9" },
@@ -37448,7 +37448,7 @@ function el_default() {
   };
 }
 
-// node_modules/zod/v4/locales/en.js
+// ../../main/node_modules/zod/v4/locales/en.js
 var error12 = () => {
   const Sizable = {
     string: { unit: "characters", verb: "to have" },
@@ -37573,7 +37573,7 @@ function en_default() {
   };
 }
 
-// node_modules/zod/v4/locales/eo.js
+// ../../main/node_modules/zod/v4/locales/eo.js
 var error13 = () => {
   const Sizable = {
     string: { unit: "karaktrojn", verb: "havi" },
@@ -37688,7 +37688,7 @@ function eo_default() {
   };
 }
 
-// node_modules/zod/v4/locales/es.js
+// ../../main/node_modules/zod/v4/locales/es.js
 var error14 = () => {
   const Sizable = {
     string: { unit: "caracteres", verb: "tener" },
@@ -37825,7 +37825,7 @@ function es_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fa.js
+// ../../main/node_modules/zod/v4/locales/fa.js
 var error15 = () => {
   const Sizable = {
     string: { unit: "\u06A9\u0627\u0631\u0627\u06A9\u062A\u0631", verb: "\u062F\u0627\u0634\u062A\u0647 \u0628\u0627\u0634\u062F" },
@@ -37945,7 +37945,7 @@ function fa_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fi.js
+// ../../main/node_modules/zod/v4/locales/fi.js
 var error16 = () => {
   const Sizable = {
     string: { unit: "merkki\xE4", subject: "merkkijonon" },
@@ -38063,7 +38063,7 @@ function fi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fr.js
+// ../../main/node_modules/zod/v4/locales/fr.js
 var error17 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -38193,7 +38193,7 @@ function fr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fr-CA.js
+// ../../main/node_modules/zod/v4/locales/fr-CA.js
 var error18 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -38306,7 +38306,7 @@ function fr_CA_default() {
   };
 }
 
-// node_modules/zod/v4/locales/gu.js
+// ../../main/node_modules/zod/v4/locales/gu.js
 var error19 = () => {
   const Sizable = {
     string: { unit: "\u0A85\u0A95\u0ACD\u0AB7\u0AB0", verb: "\u0AB9\u0ACB\u0AB5\u0ABE \u0A9C\u0ACB\u0A88\u0A8F" },
@@ -38420,7 +38420,7 @@ function gu_default() {
   };
 }
 
-// node_modules/zod/v4/locales/he.js
+// ../../main/node_modules/zod/v4/locales/he.js
 var error20 = () => {
   const TypeNames = {
     string: { label: "\u05DE\u05D7\u05E8\u05D5\u05D6\u05EA", gender: "f" },
@@ -38622,7 +38622,7 @@ function he_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hi.js
+// ../../main/node_modules/zod/v4/locales/hi.js
 var error21 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0930\u0916\u0928\u0947 \u0915\u0947 \u0932\u093F\u090F" },
@@ -38734,7 +38734,7 @@ function hi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hr.js
+// ../../main/node_modules/zod/v4/locales/hr.js
 var error22 = () => {
   const Sizable = {
     string: { unit: "znakova", verb: "imati" },
@@ -38861,7 +38861,7 @@ function hr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hu.js
+// ../../main/node_modules/zod/v4/locales/hu.js
 var error23 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "legyen" },
@@ -38975,7 +38975,7 @@ function hu_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hy.js
+// ../../main/node_modules/zod/v4/locales/hy.js
 function getArmenianPlural(count2, one, many) {
   return Math.abs(count2) === 1 ? one : many;
 }
@@ -39134,7 +39134,7 @@ function hy_default() {
   };
 }
 
-// node_modules/zod/v4/locales/id.js
+// ../../main/node_modules/zod/v4/locales/id.js
 var error25 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "memiliki" },
@@ -39246,7 +39246,7 @@ function id_default() {
   };
 }
 
-// node_modules/zod/v4/locales/is.js
+// ../../main/node_modules/zod/v4/locales/is.js
 var error26 = () => {
   const Sizable = {
     string: { unit: "stafi", verb: "a\xF0 hafa" },
@@ -39361,7 +39361,7 @@ function is_default() {
   };
 }
 
-// node_modules/zod/v4/locales/it.js
+// ../../main/node_modules/zod/v4/locales/it.js
 var error27 = () => {
   const Sizable = {
     string: { unit: "caratteri", verb: "avere" },
@@ -39475,7 +39475,7 @@ function it_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ja.js
+// ../../main/node_modules/zod/v4/locales/ja.js
 var error28 = () => {
   const Sizable = {
     string: { unit: "\u6587\u5B57", verb: "\u3067\u3042\u308B" },
@@ -39588,7 +39588,7 @@ function ja_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ka.js
+// ../../main/node_modules/zod/v4/locales/ka.js
 var error29 = () => {
   const Sizable = {
     string: { unit: "\u10E1\u10D8\u10DB\u10D1\u10DD\u10DA\u10DD", verb: "\u10E3\u10DC\u10D3\u10D0 \u10E8\u10D4\u10D8\u10EA\u10D0\u10D5\u10D3\u10D4\u10E1" },
@@ -39706,7 +39706,7 @@ function ka_default() {
   };
 }
 
-// node_modules/zod/v4/locales/km.js
+// ../../main/node_modules/zod/v4/locales/km.js
 var error30 = () => {
   const Sizable = {
     string: { unit: "\u178F\u17BD\u17A2\u1780\u17D2\u179F\u179A", verb: "\u1782\u17BD\u179A\u1798\u17B6\u1793" },
@@ -39822,12 +39822,12 @@ function km_default() {
   };
 }
 
-// node_modules/zod/v4/locales/kh.js
+// ../../main/node_modules/zod/v4/locales/kh.js
 function kh_default() {
   return km_default();
 }
 
-// node_modules/zod/v4/locales/kn.js
+// ../../main/node_modules/zod/v4/locales/kn.js
 var error31 = () => {
   const Sizable = {
     string: { unit: "\u0C85\u0C95\u0CCD\u0CB7\u0CB0\u0C97\u0CB3\u0CC1", verb: "\u0CB9\u0CCA\u0C82\u0CA6\u0CB2\u0CC1" },
@@ -39943,7 +39943,7 @@ function kn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ko.js
+// ../../main/node_modules/zod/v4/locales/ko.js
 var error32 = () => {
   const Sizable = {
     string: { unit: "\uBB38\uC790", verb: "to have" },
@@ -40060,7 +40060,7 @@ function ko_default() {
   };
 }
 
-// node_modules/zod/v4/locales/lt.js
+// ../../main/node_modules/zod/v4/locales/lt.js
 var capitalizeFirstCharacter = (text) => {
   return text.charAt(0).toUpperCase() + text.slice(1);
 };
@@ -40268,7 +40268,7 @@ function lt_default() {
   };
 }
 
-// node_modules/zod/v4/locales/mk.js
+// ../../main/node_modules/zod/v4/locales/mk.js
 var error34 = () => {
   const Sizable = {
     string: { unit: "\u0437\u043D\u0430\u0446\u0438", verb: "\u0434\u0430 \u0438\u043C\u0430\u0430\u0442" },
@@ -40383,7 +40383,7 @@ function mk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ms.js
+// ../../main/node_modules/zod/v4/locales/ms.js
 var error35 = () => {
   const Sizable = {
     string: { unit: "aksara", verb: "mempunyai" },
@@ -40496,7 +40496,7 @@ function ms_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ne.js
+// ../../main/node_modules/zod/v4/locales/ne.js
 var error36 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0939\u0941\u0928\u0941\u092A\u0930\u094D\u091B" },
@@ -40608,7 +40608,7 @@ function ne_default() {
   };
 }
 
-// node_modules/zod/v4/locales/nl.js
+// ../../main/node_modules/zod/v4/locales/nl.js
 var error37 = () => {
   const Sizable = {
     string: { unit: "tekens", verb: "heeft" },
@@ -40724,7 +40724,7 @@ function nl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/nn.js
+// ../../main/node_modules/zod/v4/locales/nn.js
 var error38 = () => {
   const Sizable = {
     string: { unit: "teikn", verb: "\xE5 ha" },
@@ -40838,7 +40838,7 @@ function nn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/no.js
+// ../../main/node_modules/zod/v4/locales/no.js
 var error39 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "\xE5 ha" },
@@ -40952,7 +40952,7 @@ function no_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ota.js
+// ../../main/node_modules/zod/v4/locales/ota.js
 var error40 = () => {
   const Sizable = {
     string: { unit: "harf", verb: "olmal\u0131d\u0131r" },
@@ -41067,7 +41067,7 @@ function ota_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ps.js
+// ../../main/node_modules/zod/v4/locales/ps.js
 var error41 = () => {
   const Sizable = {
     string: { unit: "\u062A\u0648\u06A9\u064A", verb: "\u0648\u0644\u0631\u064A" },
@@ -41187,7 +41187,7 @@ function ps_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pl.js
+// ../../main/node_modules/zod/v4/locales/pl.js
 var error42 = () => {
   const Sizable = {
     string: { unit: "znak\xF3w", verb: "mie\u0107" },
@@ -41302,7 +41302,7 @@ function pl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pt.js
+// ../../main/node_modules/zod/v4/locales/pt.js
 var error43 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -41446,7 +41446,7 @@ function pt_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pt-BR.js
+// ../../main/node_modules/zod/v4/locales/pt-BR.js
 var error44 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -41591,7 +41591,7 @@ function pt_BR_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ro.js
+// ../../main/node_modules/zod/v4/locales/ro.js
 var error45 = () => {
   const Sizable = {
     string: { unit: "caractere", verb: "s\u0103 aib\u0103" },
@@ -41714,7 +41714,7 @@ function ro_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ru.js
+// ../../main/node_modules/zod/v4/locales/ru.js
 function getRussianPlural(count2, one, few, many) {
   const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
@@ -41883,7 +41883,7 @@ function ru_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sk.js
+// ../../main/node_modules/zod/v4/locales/sk.js
 var error47 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "ma\u0165" },
@@ -42000,7 +42000,7 @@ function sk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sl.js
+// ../../main/node_modules/zod/v4/locales/sl.js
 var error48 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "imeti" },
@@ -42115,7 +42115,7 @@ function sl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sv.js
+// ../../main/node_modules/zod/v4/locales/sv.js
 var error49 = () => {
   const Sizable = {
     string: { unit: "tecken", verb: "att ha" },
@@ -42231,7 +42231,7 @@ function sv_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ta.js
+// ../../main/node_modules/zod/v4/locales/ta.js
 var error50 = () => {
   const Sizable = {
     string: { unit: "\u0B8E\u0BB4\u0BC1\u0BA4\u0BCD\u0BA4\u0BC1\u0B95\u0BCD\u0B95\u0BB3\u0BCD", verb: "\u0B95\u0BCA\u0BA3\u0BCD\u0B9F\u0BBF\u0BB0\u0BC1\u0B95\u0BCD\u0B95 \u0BB5\u0BC7\u0BA3\u0BCD\u0B9F\u0BC1\u0BAE\u0BCD" },
@@ -42347,7 +42347,7 @@ function ta_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tg.js
+// ../../main/node_modules/zod/v4/locales/tg.js
 var error51 = () => {
   const Sizable = {
     string: { unit: "\u0430\u043B\u043E\u043C\u0430\u0442", verb: "\u0434\u043E\u0448\u0442\u0430 \u0431\u043E\u0448\u0430\u0434" },
@@ -42464,7 +42464,7 @@ function tg_default() {
   };
 }
 
-// node_modules/zod/v4/locales/th.js
+// ../../main/node_modules/zod/v4/locales/th.js
 var error52 = () => {
   const Sizable = {
     string: { unit: "\u0E15\u0E31\u0E27\u0E2D\u0E31\u0E01\u0E29\u0E23", verb: "\u0E04\u0E27\u0E23\u0E21\u0E35" },
@@ -42580,7 +42580,7 @@ function th_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tk.js
+// ../../main/node_modules/zod/v4/locales/tk.js
 var error53 = () => {
   const Sizable = {
     string: { unit: "simwol", verb: "bolmaly" },
@@ -42688,7 +42688,7 @@ function tk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tr.js
+// ../../main/node_modules/zod/v4/locales/tr.js
 var error54 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "olmal\u0131" },
@@ -42799,7 +42799,7 @@ function tr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/uk.js
+// ../../main/node_modules/zod/v4/locales/uk.js
 var error55 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0456\u0432", verb: "\u043C\u0430\u0442\u0438\u043C\u0435" },
@@ -42913,12 +42913,12 @@ function uk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ua.js
+// ../../main/node_modules/zod/v4/locales/ua.js
 function ua_default() {
   return uk_default();
 }
 
-// node_modules/zod/v4/locales/ur.js
+// ../../main/node_modules/zod/v4/locales/ur.js
 var error56 = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0648\u0641", verb: "\u06C1\u0648\u0646\u0627" },
@@ -43034,7 +43034,7 @@ function ur_default() {
   };
 }
 
-// node_modules/zod/v4/locales/uz.js
+// ../../main/node_modules/zod/v4/locales/uz.js
 var error57 = () => {
   const Sizable = {
     string: { unit: "belgi", verb: "bo\u2018lishi kerak" },
@@ -43148,7 +43148,7 @@ function uz_default() {
   };
 }
 
-// node_modules/zod/v4/locales/vi.js
+// ../../main/node_modules/zod/v4/locales/vi.js
 var error58 = () => {
   const Sizable = {
     string: { unit: "k\xFD t\u1EF1", verb: "c\xF3" },
@@ -43262,7 +43262,7 @@ function vi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/zh-CN.js
+// ../../main/node_modules/zod/v4/locales/zh-CN.js
 var error59 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u7B26", verb: "\u5305\u542B" },
@@ -43377,7 +43377,7 @@ function zh_CN_default() {
   };
 }
 
-// node_modules/zod/v4/locales/zh-TW.js
+// ../../main/node_modules/zod/v4/locales/zh-TW.js
 var error60 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u5143", verb: "\u64C1\u6709" },
@@ -43490,7 +43490,7 @@ function zh_TW_default() {
   };
 }
 
-// node_modules/zod/v4/locales/yo.js
+// ../../main/node_modules/zod/v4/locales/yo.js
 var error61 = () => {
   const Sizable = {
     string: { unit: "\xE0mi", verb: "n\xED" },
@@ -43603,7 +43603,7 @@ function yo_default() {
   };
 }
 
-// node_modules/zod/v4/core/registries.js
+// ../../main/node_modules/zod/v4/core/registries.js
 var _a2;
 var $output = /* @__PURE__ */ Symbol("ZodOutput");
 var $input = /* @__PURE__ */ Symbol("ZodInput");
@@ -43653,7 +43653,7 @@ function registry() {
 (_a2 = globalThis).__zod_globalRegistry ?? (_a2.__zod_globalRegistry = registry());
 var globalRegistry = globalThis.__zod_globalRegistry;
 
-// node_modules/zod/v4/core/compile.js
+// ../../main/node_modules/zod/v4/core/compile.js
 var INVALID = /* @__PURE__ */ Symbol.for("zod.compile.invalid");
 var FALLBACK_FLAG = /* @__PURE__ */ Symbol.for("zod.compile.fallback");
 var ZodCompileAsyncError = class extends Error {
@@ -45263,7 +45263,7 @@ function generateTransformCheck(doc, ctx, schema, accessor) {
   return accessor;
 }
 
-// node_modules/zod/v4/core/api.js
+// ../../main/node_modules/zod/v4/core/api.js
 function snapshotChecks(def) {
   if (def.checks)
     def.checks = [...def.checks];
@@ -46322,7 +46322,7 @@ function _stringFormat(Class2, format3, fnOrRegex, _params = {}) {
   return inst;
 }
 
-// node_modules/zod/v4/core/to-json-schema.js
+// ../../main/node_modules/zod/v4/core/to-json-schema.js
 function assignProps(target, ...sources) {
   for (const source of sources) {
     for (const key of Reflect.ownKeys(source)) {
@@ -46852,7 +46852,7 @@ var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) =
   return finalize(ctx, schema);
 };
 
-// node_modules/zod/v4/core/json-schema-processors.js
+// ../../main/node_modules/zod/v4/core/json-schema-processors.js
 var narrowMin = (agg, key, value) => {
   if (agg[key] === void 0 || value > agg[key])
     agg[key] = value;
@@ -47600,7 +47600,7 @@ function toJSONSchema(input2, params) {
   return finalize(ctx, input2);
 }
 
-// node_modules/zod/v4/core/json-schema-generator.js
+// ../../main/node_modules/zod/v4/core/json-schema-generator.js
 var JSONSchemaGenerator = class {
   /** @deprecated Access via ctx instead */
   get metadataRegistry() {
@@ -47678,10 +47678,10 @@ var JSONSchemaGenerator = class {
   }
 };
 
-// node_modules/zod/v4/core/json-schema.js
+// ../../main/node_modules/zod/v4/core/json-schema.js
 var json_schema_exports = {};
 
-// node_modules/zod/v4/classic/schemas.js
+// ../../main/node_modules/zod/v4/classic/schemas.js
 var schemas_exports2 = {};
 __export(schemas_exports2, {
   ZodAny: () => ZodAny,
@@ -47862,7 +47862,7 @@ __export(schemas_exports2, {
   xor: () => xor
 });
 
-// node_modules/zod/v4/classic/checks.js
+// ../../main/node_modules/zod/v4/classic/checks.js
 var checks_exports2 = {};
 __export(checks_exports2, {
   endsWith: () => _endsWith,
@@ -47897,7 +47897,7 @@ __export(checks_exports2, {
   uppercase: () => _uppercase
 });
 
-// node_modules/zod/v4/classic/errors.js
+// ../../main/node_modules/zod/v4/classic/errors.js
 var _installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
 function _lazyMethod(proto, key, make) {
   Object.defineProperty(proto, key, {
@@ -47943,7 +47943,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
   Parent: Error
 });
 
-// node_modules/zod/v4/classic/parse.js
+// ../../main/node_modules/zod/v4/classic/parse.js
 var parse5 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
 var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
@@ -47957,7 +47957,7 @@ var safeDecode2 = /* @__PURE__ */ _safeDecode(ZodRealError);
 var safeEncodeAsync2 = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 var safeDecodeAsync2 = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-// node_modules/zod/v4/classic/schemas.js
+// ../../main/node_modules/zod/v4/classic/schemas.js
 function _ensureDefaultLocale() {
   if (!globalConfig.localeError)
     config2(en_default());
@@ -49422,7 +49422,7 @@ function preprocess(fn, schema) {
   });
 }
 
-// node_modules/zod/v4/classic/compat.js
+// ../../main/node_modules/zod/v4/classic/compat.js
 var ZodIssueCode = {
   invalid_type: "invalid_type",
   too_big: "too_big",
@@ -49448,7 +49448,7 @@ var ZodFirstPartyTypeKind;
 /* @__PURE__ */ (function(ZodFirstPartyTypeKind2) {
 })(ZodFirstPartyTypeKind || (ZodFirstPartyTypeKind = {}));
 
-// node_modules/zod/v4/classic/iso.js
+// ../../main/node_modules/zod/v4/classic/iso.js
 var iso_exports = {};
 __export(iso_exports, {
   ZodISODate: () => ZodISODate,
@@ -49473,7 +49473,7 @@ function duration2(params) {
   return _isoDuration(ZodISODuration, params);
 }
 
-// node_modules/zod/v4/classic/from-json-schema.js
+// ../../main/node_modules/zod/v4/classic/from-json-schema.js
 var z = {
   ...schemas_exports2,
   ...checks_exports2,
@@ -50206,7 +50206,7 @@ function fromJSONSchema(schema, params) {
   return convertSchema(normalized, ctx);
 }
 
-// node_modules/zod/v4/core/visit.js
+// ../../main/node_modules/zod/v4/core/visit.js
 var RESOLVING = /* @__PURE__ */ Symbol("z.visit/resolving");
 function visit(schema, fnOrHandlers) {
   const fn = typeof fnOrHandlers === "function" ? fnOrHandlers : (node2, rewritten) => {
@@ -50361,7 +50361,7 @@ function visit(schema, fnOrHandlers) {
   return run2(schema);
 }
 
-// node_modules/zod/v4/classic/deep-partial.js
+// ../../main/node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema) {
   return visit(schema, {
     object: (s) => s.partial(),
@@ -50373,7 +50373,7 @@ function deepPartial(schema) {
   });
 }
 
-// node_modules/zod/v4/classic/in-out.js
+// ../../main/node_modules/zod/v4/classic/in-out.js
 function withChecks(side, checks) {
   if (!checks?.length)
     return side;
@@ -50403,7 +50403,7 @@ function output(schema) {
   });
 }
 
-// node_modules/zod/v4/classic/coerce.js
+// ../../main/node_modules/zod/v4/classic/coerce.js
 var coerce_exports = {};
 __export(coerce_exports, {
   bigint: () => bigint3,
@@ -50478,6 +50478,8 @@ var RUNS_PER_REPO = 3;
 var EXTRA_ROUNDS = 30;
 var SETUP_TIMEOUT_SECONDS = 600;
 var SETUP_RUNS = 2;
+var CRASH_STREAK = 3;
+var AGENT_TRIES = 3;
 var MAX_COMPARE_SEEDS = 100;
 var PROBE_RUNS = PAPER.branches;
 var AGENT_INSTALL_TIMEOUT_SECONDS = 600;
@@ -50658,7 +50660,11 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
     case "invalid_union": {
       const alternatives = issue2.errors.filter((a) => a.length > 0);
       const meant = alternatives.find((a) => !a.every((i) => i.path.length === 0 && wrongType(i, found)));
-      if (!meant) return `${locate(path8)}: ${name} must be ${unionTypes(alternatives)}, got ${got}`;
+      if (!meant) {
+        const choice = alternatives.flat().find((i) => i.path.length === 0 && i.code === "invalid_value");
+        const hint = choice ? didYouMean(choice, found) : "";
+        return `${locate(path8)}: ${name} must be ${unionTypes(alternatives)}, got ${got}${hint}`;
+      }
       return meant.map((i) => describeIssue({ ...i, path: [...path8, ...i.path] }, input2, locate, validKeysAt2)).join("\n");
     }
     case "invalid_type":
@@ -50669,7 +50675,14 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
       break;
   }
   const rule = isPredicate(issue2.message) ? issue2.message : ruleOf(issue2);
-  return rule === void 0 ? `${locate(path8)}: ${name}: ${issue2.message}` : `${locate(path8)}: ${name} ${rule}, got ${got}`;
+  return rule === void 0 ? `${locate(path8)}: ${name}: ${issue2.message}` : `${locate(path8)}: ${name} ${rule}, got ${got}${didYouMean(issue2, found)}`;
+}
+function didYouMean(issue2, found) {
+  if (issue2.code !== "invalid_value" || typeof found !== "string") return "";
+  const choices = issue2.values.filter((v) => typeof v === "string");
+  const guess = closest(found, choices);
+  const near = guess !== void 0 && editDistance(found.toLowerCase(), guess.toLowerCase()) <= Math.max(1, Math.floor(found.length / 3));
+  return guess && near && guess !== found ? `; did you mean "${guess}"?` : "";
 }
 function ruleOf(issue2) {
   switch (issue2.code) {
@@ -51047,6 +51060,44 @@ function round3(x) {
   return Math.round(x * 1e3) / 1e3;
 }
 
+// src/core/failure.ts
+var PERMANENT_FAILURES = ["auth", "quota", "model", "cli", "hidden-path"];
+var TRANSIENT_FAILURES = ["rate-limit", "overload", "network"];
+var FAILURE_KINDS = [
+  ...PERMANENT_FAILURES,
+  ...TRANSIENT_FAILURES,
+  "crash"
+];
+function isTransient(kind) {
+  return TRANSIENT_FAILURES.includes(kind);
+}
+var FAILURE_QUOTE_MAX = 300;
+var FAILURE_WHAT = {
+  auth: "its key or login was refused",
+  quota: "its plan or quota is used up",
+  model: "its model does not exist, or its key may not use it",
+  cli: "it could not start",
+  "hidden-path": "it needs a path the sandbox hides",
+  "rate-limit": "its provider's rate limit kept refusing it",
+  overload: "its provider stayed overloaded",
+  network: "it could not reach its provider",
+  crash: "it crashed"
+};
+var GENERIC_FIX = {
+  auth: "check the key or login the agent uses (the variables it needs listed in agent.env, the key not expired), then resume the run",
+  quota: "raise the agent's plan or quota, or wait until it resets, then resume the run",
+  model: "correct the model (agent.model, or the model in agent.args or agent.command), then start a new run",
+  cli: "check agent.command (and agent.kind): install what it runs, or correct it and start a new run",
+  "hidden-path": "add the folder to sandbox.read in the config, or move the file into the repository, then start a new run",
+  "rate-limit": "wait, or run fewer episodes at once (--concurrency 1), then resume the run",
+  overload: "wait until the provider is back, then resume the run",
+  network: "check the network (and a proxy) between this machine and the provider, then resume the run",
+  crash: "run the agent by hand on the task to see why it fails, fix it, then resume the run"
+};
+function resumableFailure(kind) {
+  return kind !== "model" && kind !== "cli" && kind !== "hidden-path";
+}
+
 // src/core/state.ts
 var EPISODE_EXITS = [
   "finished",
@@ -51100,7 +51151,8 @@ function failedResult(e, reason) {
     protectedChanged: [],
     agentSeconds: 0,
     graderSeconds: 0,
-    wallSeconds: 0
+    wallSeconds: 0,
+    spentBasis: "estimated"
   };
 }
 
@@ -51120,6 +51172,24 @@ function validUsage(u) {
   const r = usageSchema.safeParse(u);
   return r.success ? r.data : null;
 }
+var failureSchema = external_exports.object({
+  kind: external_exports.enum(FAILURE_KINDS),
+  quote: external_exports.string(),
+  fix: external_exports.string().optional()
+});
+var retrySchema = external_exports.object({
+  kind: external_exports.enum(TRANSIENT_FAILURES),
+  quote: external_exports.string(),
+  waitedSeconds: external_exports.number().finite().nonnegative()
+});
+function validFailure(f) {
+  const r = failureSchema.safeParse(f);
+  return r.success ? r.data : null;
+}
+function validRetries(r) {
+  const parsed = external_exports.array(retrySchema).safeParse(r);
+  return parsed.success ? parsed.data : null;
+}
 var resultSchema = external_exports.object({
   commit: sha,
   score: external_exports.number().finite().nullable(),
@@ -51134,7 +51204,11 @@ var resultSchema = external_exports.object({
   wallSeconds: external_exports.number().nonnegative(),
   sandbox: external_exports.string().optional(),
   contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
-  agentNotStarted: external_exports.string().optional()
+  agentNotStarted: external_exports.string().optional(),
+  failure: failureSchema.optional(),
+  retries: external_exports.array(retrySchema).optional(),
+  unchanged: external_exports.literal(true).optional(),
+  spentBasis: external_exports.enum(["estimated", "none"]).optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
@@ -51148,7 +51222,9 @@ var episodeSchema = external_exports.object({
   directive: external_exports.boolean(),
   seed: external_exports.number().int(),
   result: resultSchema.optional(),
-  interruptedSpent: external_exports.number().finite().nonnegative().optional()
+  interruptedSpent: external_exports.number().finite().nonnegative().optional(),
+  unfinishedStarts: external_exports.number().int().positive().optional(),
+  interruptedBasis: external_exports.literal("estimated").optional()
 });
 var roundSchema = external_exports.object({
   index: count,
@@ -51892,17 +51968,17 @@ Forkflush-Save: ${randomUUID()}`,
    */
   async createOnce(create, find) {
     for (let tries = 1; ; tries++) {
-      let failure3;
+      let failure2;
       try {
         return await create();
       } catch (e) {
         if (!mayHaveLanded(e)) throw e;
-        failure3 = e;
+        failure2 = e;
       }
       await sleep(_GitHubForge.retryAfterBaseMs * tries ** 2);
       const found = await find();
       if (found !== null) return found;
-      if (tries >= CREATE_TRIES) throw failure3;
+      if (tries >= CREATE_TRIES) throw failure2;
     }
   }
 };
@@ -52010,16 +52086,31 @@ var TRAILERS = {
   note: "Forkflush-Note",
   usage: "Forkflush-Usage",
   sandbox: "Forkflush-Sandbox",
-  contextStore: "Forkflush-Context"
+  contextStore: "Forkflush-Context",
+  failure: "Forkflush-Failure",
+  retries: "Forkflush-Retries",
+  unchanged: "Forkflush-Unchanged",
+  spentBasis: "Forkflush-Spent-Basis"
 };
-var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200 };
+var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
 function boundedResult(r) {
   return {
     ...r,
     ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
     ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
     ...r.usage ? { usage: boundedUsage(r.usage) } : {},
+    ...r.failure ? { failure: boundedFailure(r.failure) } : {},
+    ...r.retries ? {
+      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX) }))
+    } : {},
     protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
+  };
+}
+function boundedFailure(f) {
+  return {
+    kind: f.kind,
+    quote: boundedText(f.quote, FAILURE_QUOTE_MAX),
+    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
   };
 }
 function boundedText(text, max) {
@@ -52064,6 +52155,10 @@ function parseCommitMessage(message, commit) {
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
+  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
+  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
+  const basis = fields.get(TRAILERS.spentBasis);
+  const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
   return {
     runId: runId2,
     episode,
@@ -52081,14 +52176,21 @@ function parseCommitMessage(message, commit) {
       agentSeconds: agent,
       graderSeconds: grader,
       ...sandbox ? { sandbox } : {},
-      ...contextStore ? { contextStore } : {}
+      ...contextStore ? { contextStore } : {},
+      ...failure2 ? { failure: failure2 } : {},
+      ...retries && retries.length > 0 ? { retries } : {},
+      ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
+      ...spentBasis ? { spentBasis } : {}
     })
   };
 }
 function parseUsage(text) {
+  return parseJson(text, validUsage);
+}
+function parseJson(text, valid) {
   if (!text) return void 0;
   try {
-    return validUsage(JSON.parse(text)) ?? void 0;
+    return valid(JSON.parse(text)) ?? void 0;
   } catch {
     return void 0;
   }
@@ -52507,59 +52609,130 @@ function setupWarnings(config3, smallest) {
   ];
 }
 
-// src/core/setup-failure.ts
-function failure2(code, text) {
+// src/core/stop.ts
+function stop(code, text) {
   return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
 }
-function setupFailure(state) {
-  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
-  if (notStarted?.result?.agentNotStarted) {
-    const why = notStarted.result.agentNotStarted;
-    return failure2(
-      2,
-      (q) => `the agent could not start in ${notStarted.id} (${q(why)}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
-    );
+function stopReason(state) {
+  return cause(state)?.stop ?? null;
+}
+function cause(state) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  if (open2) {
+    const failed = open2.episodes.filter((e) => stoppingFailure(e.result) !== null);
+    const first = failed[0];
+    if (first) {
+      const f = stoppingFailure(first.result);
+      const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
+      return { stop: agentFailed(first, f), retry: resumable ? failed : null };
+    }
+    const crashed = crashedRun(state, open2);
+    if (crashed) return crashed;
+    if (open2.episodes.length > 0 && open2.episodes.every(setupFailed))
+      return { stop: everySetupFailed(open2, state.config.setup.commands.length > 0), retry: open2.episodes };
   }
-  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
-  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
   const opening = state.rounds[0];
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return failure2(
-      1,
-      (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
-    );
+    return {
+      stop: stop(
+        1,
+        (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+      ),
+      retry: null
+    };
   }
   return null;
+}
+function stoppingFailure(r) {
+  if (!r) return null;
+  if (r.failure) return r.failure.kind === "crash" ? null : r.failure;
+  return r.agentNotStarted ? { kind: "cli", quote: r.agentNotStarted } : null;
+}
+function agentFailed(e, f) {
+  const fix = f.fix ?? GENERIC_FIX[f.kind];
+  if (f.kind === "cli") {
+    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
+    return stop(
+      2,
+      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`
+    );
+  }
+  const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : "";
+  return stop(
+    2,
+    (q) => `the agent failed in ${e.id}: ${FAILURE_WHAT[f.kind]}${tries} (${q(f.quote)}), so every episode would fail the same way and the run stopped: ${fix}`
+  );
+}
+function crashedIdle(e) {
+  return e.result?.exit === "crash" && e.result.unchanged === true;
+}
+function crashedRun(state, open2) {
+  const firstFork = state.rounds.find((r) => r.kind === "fork");
+  if (firstFork === open2 && open2.episodes.length > 1) {
+    const tried = open2.episodes.filter((e) => !setupFailed(e));
+    if (tried.length > 0 && open2.episodes.every((e) => e.result) && tried.every(crashedIdle))
+      return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`, open2);
+    return null;
+  }
+  const all = allEpisodes(state);
+  const pending = all.findIndex((e) => !e.result);
+  const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
+  const streak = [];
+  for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i]); i--) streak.unshift(ran[i]);
+  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open2.index) return null;
+  return crashStop(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`, open2);
+}
+function crashStop(crashed, where, open2) {
+  const last = crashed.at(-1)?.result;
+  const words = last?.failure?.quote || last?.note || "it printed nothing";
+  return {
+    stop: stop(
+      2,
+      (q) => `the agent crashed without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${GENERIC_FIX.crash}`
+    ),
+    retry: crashed.filter((e) => e.round === open2.index)
+  };
 }
 var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round, hasCommands) {
   const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
   const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
   const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
-  return failure2(
+  return stop(
     2,
     (q) => `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
   );
 }
 function stopBefore(state, next) {
-  const failure3 = setupFailure(state);
-  return failure3 && (failure3.code === 2 || next !== void 0 && next.type !== "finish") ? failure3 : null;
+  const s = stopReason(state);
+  return s && (s.code === 2 || next !== void 0 && next.type !== "finish") ? s : null;
 }
 function runStop(state) {
   if (state.status === "finished") return null;
   return stopBefore(state, reconcile(state)[0]);
 }
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
-function retrySetup(state) {
+function retryStopped(state) {
   if (state.status === "finished") return null;
+  const c = cause(state);
   const open2 = state.rounds.find((r) => !r.decision);
-  if (!open2 || open2.episodes.length === 0 || !open2.episodes.every(setupFailed)) return null;
-  const cleared = open2.episodes.map(({ result: _, ...e }) => e);
+  if (!c?.retry || c.retry.length === 0 || !open2) return null;
+  const ids = new Set(c.retry.map((e) => e.id));
+  const cleared = open2.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
   return {
     state: { ...state, rounds: state.rounds.map((r) => r === open2 ? { ...r, episodes: cleared } : r) },
-    episodes: open2.episodes
+    episodes: c.retry
+  };
+}
+function withoutResult({ result, ...e }) {
+  const spent2 = result?.spent ?? 0;
+  if (!(spent2 > 0)) return e;
+  return {
+    ...e,
+    interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
+    ...result?.spentBasis === "estimated" || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
   };
 }
 
@@ -52597,7 +52770,7 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
       row.phase,
       describeContext(e) + (e.directive ? ", directive" : ""),
       scoreText(r?.score),
-      formatNumber(r?.spent ?? 0, 2),
+      spentText(e),
       r?.exit ?? "",
       row.outcome,
       r?.usage ? usageText(r.usage) : "",
@@ -52608,6 +52781,10 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
 function leaderboardMarkdown(state, limit = Number.POSITIVE_INFINITY) {
   const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), inertCodeSpan(r.at(-1) ?? "")]);
   return markdownTable(LEADERBOARD_HEADER, rows);
+}
+function spentText(e) {
+  const estimated = e.result?.spentBasis === "estimated";
+  return `${estimated ? "~" : ""}${formatNumber(e.result?.spent ?? 0, 2)}`;
 }
 var LEADERBOARD_HEADER = [
   "#",
@@ -52748,9 +52925,9 @@ function issueComment(state, phase, notes = []) {
   const c = state.config;
   const unit = c.budget.unit;
   const open2 = state.rounds.find((r) => !r.decision);
-  const stop = phase === "finished" ? null : runStop(state);
-  const halted = stop?.code === 2 ? stop : null;
-  const status2 = halted ? `stopped: ${halted.markdown}${retrySetup(state) ? " (`/autoresearch resume`)" : ""}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
+  const stop2 = phase === "finished" ? null : runStop(state);
+  const halted = stop2?.code === 2 ? stop2 : null;
+  const status2 = halted ? `stopped: ${halted.markdown}${retryStopped(state) ? " (`/autoresearch resume`)" : ""}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
   const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
   const phases = plan(c);
   const parts = [
@@ -52825,15 +53002,35 @@ function checkRunOutput(state, e, r, details) {
   const c = state.config;
   const setup = setupFailed({ result: r });
   const score = setup ? r.reason ?? "setup failed" : r.score === null ? `no score: ${r.reason ?? "unknown"}` : `score ${scoreText(r.score)}`;
-  const title = cutText(plainText(`${e.id}: ${score}`), 255, "\u2026");
+  const stopping = stoppingFailure(r);
+  const title = cutText(
+    plainText(
+      stopping ? `${e.id}: the agent failed, the run stopped: ${FAILURE_WHAT[stopping.kind]}` : `${e.id}: ${score}`
+    ),
+    255,
+    "\u2026"
+  );
   const rows = [
     ["score", r.score === null ? `none: ${inertCodeSpan(r.reason ?? "unknown")}` : scoreText(r.score)],
     ["direction", c.grader.direction],
-    ["spent", `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
+    [
+      "spent",
+      `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}` + (r.spentBasis === "estimated" ? " (an estimate: the agent reported no usage)" : "")
+    ],
     ["ended", setup ? "setup failed: the agent did not run, and the round does not count this branch" : r.exit],
     ["context", describeContext(e) + (e.directive ? ", told to try a different approach" : "")],
     ["best so far", state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : "none"]
   ];
+  if (r.failure)
+    rows.push([
+      "failure",
+      `${r.failure.kind}: ${inertCodeSpan(r.failure.quote)}${stopping ? `; ${inertOnGitHub(plainText(stopping.fix ?? GENERIC_FIX[stopping.kind]))}` : ""}`
+    ]);
+  if (r.retries && r.retries.length > 0)
+    rows.push([
+      "retries",
+      r.retries.map((t) => `${t.kind} ${inertCodeSpan(t.quote)} (waited ${formatNumber(t.waitedSeconds, 1)} s)`).join("; ")
+    ]);
   if (r.usage)
     rows.push(["usage", usageText(r.usage) + (r.usage.pricedFrom ? ` (${inertCodeSpan(r.usage.pricedFrom)})` : "")]);
   rows.push(["wall time", `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
@@ -52877,7 +53074,7 @@ function clip(text, maxBytes) {
   return `${text.slice(0, end)}${cut}`;
 }
 function checkConclusion(r) {
-  if (r.protectedChanged.length > 0 || setupFailed({ result: r })) return "failure";
+  if (r.protectedChanged.length > 0 || setupFailed({ result: r }) || stoppingFailure(r)) return "failure";
   return r.score === null ? "neutral" : "success";
 }
 function episodePrTitle(state, e, r) {
@@ -53499,7 +53696,7 @@ async function syncStored(ctx, stored) {
   }
   const claimed = JSON.stringify(files);
   const github = new GitHubWork(forge, commits, files, now);
-  let failure3 = null;
+  let failure2 = null;
   try {
     const started = Date.now();
     for (const w of work) {
@@ -53509,7 +53706,7 @@ async function syncStored(ctx, stored) {
     }
     await updateComment(forge, state, files);
   } catch (e) {
-    failure3 = e;
+    failure2 = e;
   }
   if (JSON.stringify(files) !== claimed) {
     await saveDone(
@@ -53520,7 +53717,7 @@ async function syncStored(ctx, stored) {
       sha2
     );
   }
-  if (failure3) throw failure3;
+  if (failure2) throw failure2;
   return state;
 }
 async function updateComment(forge, state, files) {
@@ -53642,14 +53839,14 @@ ${issue2.body ?? ""}`);
 async function setStopped(ctx, stored, stopped, steer) {
   const run2 = stored.state.id;
   const message = stopped ? "forkflush: stop" : "forkflush: resume";
-  const retry2 = stopped ? null : retrySetup(stored.state);
+  const retry2 = stopped ? null : retryStopped(stored.state);
   for (const e of retry2?.episodes ?? []) {
     const branch = episodeBranch(run2, e.round, e.branch);
     if (await ctx.forge.refSha(`refs/heads/${branch}`) === e.result?.commit)
       await ctx.forge.setBranch(branch, e.base);
   }
   const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
-    const again = retry2 ? retrySetup(s.state) : null;
+    const again = retry2 ? retryStopped(s.state) : null;
     const moved = new Map(retry2?.episodes.map((e) => [e.id, e.result?.commit]));
     const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
     if (!stopped && !s.files.stopped && !rerun) return s;
@@ -53991,7 +54188,7 @@ async function runCommand(ctx, command, issue2, steer) {
       await setStopped(ctx, stored, true, steer);
       return null;
     case "resume": {
-      if (!stored.files.stopped && stored.state.status !== "finished" && !retrySetup(stored.state)) {
+      if (!stored.files.stopped && stored.state.status !== "finished" && !retryStopped(stored.state)) {
         await syncRun(ctx, run2);
         return null;
       }

@@ -41,9 +41,9 @@ var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__ge
   mod
 ));
 
-// node_modules/yaml/dist/nodes/identity.js
+// ../../main/node_modules/yaml/dist/nodes/identity.js
 var require_identity = __commonJS({
-  "node_modules/yaml/dist/nodes/identity.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/identity.js"(exports) {
     "use strict";
     var ALIAS = /* @__PURE__ */ Symbol.for("yaml.alias");
     var DOC = /* @__PURE__ */ Symbol.for("yaml.document");
@@ -98,9 +98,9 @@ var require_identity = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/visit.js
+// ../../main/node_modules/yaml/dist/visit.js
 var require_visit = __commonJS({
-  "node_modules/yaml/dist/visit.js"(exports) {
+  "../../main/node_modules/yaml/dist/visit.js"(exports) {
     "use strict";
     var identity = require_identity();
     var BREAK = /* @__PURE__ */ Symbol("break visit");
@@ -256,9 +256,9 @@ var require_visit = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/directives.js
+// ../../main/node_modules/yaml/dist/doc/directives.js
 var require_directives = __commonJS({
-  "node_modules/yaml/dist/doc/directives.js"(exports) {
+  "../../main/node_modules/yaml/dist/doc/directives.js"(exports) {
     "use strict";
     var identity = require_identity();
     var visit2 = require_visit();
@@ -427,9 +427,9 @@ var require_directives = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/anchors.js
+// ../../main/node_modules/yaml/dist/doc/anchors.js
 var require_anchors = __commonJS({
-  "node_modules/yaml/dist/doc/anchors.js"(exports) {
+  "../../main/node_modules/yaml/dist/doc/anchors.js"(exports) {
     "use strict";
     var identity = require_identity();
     var visit2 = require_visit();
@@ -497,9 +497,9 @@ var require_anchors = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/applyReviver.js
+// ../../main/node_modules/yaml/dist/doc/applyReviver.js
 var require_applyReviver = __commonJS({
-  "node_modules/yaml/dist/doc/applyReviver.js"(exports) {
+  "../../main/node_modules/yaml/dist/doc/applyReviver.js"(exports) {
     "use strict";
     function applyReviver(reviver, obj, key, val) {
       if (val && typeof val === "object") {
@@ -547,9 +547,9 @@ var require_applyReviver = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/toJS.js
+// ../../main/node_modules/yaml/dist/nodes/toJS.js
 var require_toJS = __commonJS({
-  "node_modules/yaml/dist/nodes/toJS.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/toJS.js"(exports) {
     "use strict";
     var identity = require_identity();
     function toJS(value, arg, ctx) {
@@ -577,9 +577,9 @@ var require_toJS = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Node.js
+// ../../main/node_modules/yaml/dist/nodes/Node.js
 var require_Node = __commonJS({
-  "node_modules/yaml/dist/nodes/Node.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/Node.js"(exports) {
     "use strict";
     var applyReviver = require_applyReviver();
     var identity = require_identity();
@@ -618,9 +618,9 @@ var require_Node = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Alias.js
+// ../../main/node_modules/yaml/dist/nodes/Alias.js
 var require_Alias = __commonJS({
-  "node_modules/yaml/dist/nodes/Alias.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/Alias.js"(exports) {
     "use strict";
     var anchors = require_anchors();
     var visit2 = require_visit();
@@ -736,9 +736,9 @@ var require_Alias = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Scalar.js
+// ../../main/node_modules/yaml/dist/nodes/Scalar.js
 var require_Scalar = __commonJS({
-  "node_modules/yaml/dist/nodes/Scalar.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/Scalar.js"(exports) {
     "use strict";
     var identity = require_identity();
     var Node = require_Node();
@@ -766,9 +766,9 @@ var require_Scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/createNode.js
+// ../../main/node_modules/yaml/dist/doc/createNode.js
 var require_createNode = __commonJS({
-  "node_modules/yaml/dist/doc/createNode.js"(exports) {
+  "../../main/node_modules/yaml/dist/doc/createNode.js"(exports) {
     "use strict";
     var Alias = require_Alias();
     var identity = require_identity();
@@ -841,9 +841,9 @@ var require_createNode = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Collection.js
+// ../../main/node_modules/yaml/dist/nodes/Collection.js
 var require_Collection = __commonJS({
-  "node_modules/yaml/dist/nodes/Collection.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/Collection.js"(exports) {
     "use strict";
     var createNode = require_createNode();
     var identity = require_identity();
@@ -984,9 +984,9 @@ var require_Collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyComment.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyComment.js
 var require_stringifyComment = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyComment.js"(exports) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyComment.js"(exports) {
     "use strict";
     var stringifyComment = (str3) => str3.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
@@ -1001,9 +1001,9 @@ var require_stringifyComment = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/foldFlowLines.js
+// ../../main/node_modules/yaml/dist/stringify/foldFlowLines.js
 var require_foldFlowLines = __commonJS({
-  "node_modules/yaml/dist/stringify/foldFlowLines.js"(exports) {
+  "../../main/node_modules/yaml/dist/stringify/foldFlowLines.js"(exports) {
     "use strict";
     var FOLD_FLOW = "flow";
     var FOLD_BLOCK = "block";
@@ -1137,9 +1137,9 @@ ${indent}${text.slice(fold + 1, end2)}`;
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyString.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyString.js
 var require_stringifyString = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyString.js"(exports) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyString.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     var foldFlowLines = require_foldFlowLines();
@@ -1420,9 +1420,9 @@ ${indent}`);
   }
 });
 
-// node_modules/yaml/dist/stringify/stringify.js
+// ../../main/node_modules/yaml/dist/stringify/stringify.js
 var require_stringify = __commonJS({
-  "node_modules/yaml/dist/stringify/stringify.js"(exports) {
+  "../../main/node_modules/yaml/dist/stringify/stringify.js"(exports) {
     "use strict";
     var anchors = require_anchors();
     var identity = require_identity();
@@ -1544,9 +1544,9 @@ ${ctx.indent}${str3}`;
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyPair.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyPair.js
 var require_stringifyPair = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyPair.js"(exports) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyPair.js"(exports) {
     "use strict";
     var identity = require_identity();
     var Scalar = require_Scalar();
@@ -1677,9 +1677,9 @@ ${ctx.indent}`;
   }
 });
 
-// node_modules/yaml/dist/log.js
+// ../../main/node_modules/yaml/dist/log.js
 var require_log = __commonJS({
-  "node_modules/yaml/dist/log.js"(exports) {
+  "../../main/node_modules/yaml/dist/log.js"(exports) {
     "use strict";
     var node_process = __require("process");
     function debug(logLevel, ...messages) {
@@ -1699,9 +1699,9 @@ var require_log = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/merge.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js
 var require_merge = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/merge.js"(exports) {
     "use strict";
     var identity = require_identity();
     var Scalar = require_Scalar();
@@ -1759,9 +1759,9 @@ var require_merge = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/addPairToJSMap.js
+// ../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js
 var require_addPairToJSMap = __commonJS({
-  "node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/addPairToJSMap.js"(exports) {
     "use strict";
     var log = require_log();
     var merge3 = require_merge();
@@ -1823,9 +1823,9 @@ var require_addPairToJSMap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/Pair.js
+// ../../main/node_modules/yaml/dist/nodes/Pair.js
 var require_Pair = __commonJS({
-  "node_modules/yaml/dist/nodes/Pair.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/Pair.js"(exports) {
     "use strict";
     var createNode = require_createNode();
     var stringifyPair = require_stringifyPair();
@@ -1863,9 +1863,9 @@ var require_Pair = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyCollection.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyCollection.js
 var require_stringifyCollection = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyCollection.js"(exports) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyCollection.js"(exports) {
     "use strict";
     var identity = require_identity();
     var stringify = require_stringify();
@@ -2014,9 +2014,9 @@ ${indent}${end}`;
   }
 });
 
-// node_modules/yaml/dist/nodes/YAMLMap.js
+// ../../main/node_modules/yaml/dist/nodes/YAMLMap.js
 var require_YAMLMap = __commonJS({
-  "node_modules/yaml/dist/nodes/YAMLMap.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/YAMLMap.js"(exports) {
     "use strict";
     var stringifyCollection = require_stringifyCollection();
     var addPairToJSMap = require_addPairToJSMap();
@@ -2158,9 +2158,9 @@ var require_YAMLMap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/map.js
+// ../../main/node_modules/yaml/dist/schema/common/map.js
 var require_map = __commonJS({
-  "node_modules/yaml/dist/schema/common/map.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/common/map.js"(exports) {
     "use strict";
     var identity = require_identity();
     var YAMLMap = require_YAMLMap();
@@ -2180,9 +2180,9 @@ var require_map = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/nodes/YAMLSeq.js
+// ../../main/node_modules/yaml/dist/nodes/YAMLSeq.js
 var require_YAMLSeq = __commonJS({
-  "node_modules/yaml/dist/nodes/YAMLSeq.js"(exports) {
+  "../../main/node_modules/yaml/dist/nodes/YAMLSeq.js"(exports) {
     "use strict";
     var createNode = require_createNode();
     var stringifyCollection = require_stringifyCollection();
@@ -2296,9 +2296,9 @@ var require_YAMLSeq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/seq.js
+// ../../main/node_modules/yaml/dist/schema/common/seq.js
 var require_seq = __commonJS({
-  "node_modules/yaml/dist/schema/common/seq.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/common/seq.js"(exports) {
     "use strict";
     var identity = require_identity();
     var YAMLSeq = require_YAMLSeq();
@@ -2318,9 +2318,9 @@ var require_seq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/string.js
+// ../../main/node_modules/yaml/dist/schema/common/string.js
 var require_string = __commonJS({
-  "node_modules/yaml/dist/schema/common/string.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/common/string.js"(exports) {
     "use strict";
     var stringifyString = require_stringifyString();
     var string4 = {
@@ -2337,9 +2337,9 @@ var require_string = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/common/null.js
+// ../../main/node_modules/yaml/dist/schema/common/null.js
 var require_null = __commonJS({
-  "node_modules/yaml/dist/schema/common/null.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/common/null.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     var nullTag = {
@@ -2355,9 +2355,9 @@ var require_null = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/bool.js
+// ../../main/node_modules/yaml/dist/schema/core/bool.js
 var require_bool = __commonJS({
-  "node_modules/yaml/dist/schema/core/bool.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/core/bool.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     var boolTag = {
@@ -2379,9 +2379,9 @@ var require_bool = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyNumber.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyNumber.js
 var require_stringifyNumber = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyNumber.js"(exports) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyNumber.js"(exports) {
     "use strict";
     function stringifyNumber({ format, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
@@ -2406,9 +2406,9 @@ var require_stringifyNumber = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/float.js
+// ../../main/node_modules/yaml/dist/schema/core/float.js
 var require_float = __commonJS({
-  "node_modules/yaml/dist/schema/core/float.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/core/float.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -2452,9 +2452,9 @@ var require_float = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/int.js
+// ../../main/node_modules/yaml/dist/schema/core/int.js
 var require_int = __commonJS({
-  "node_modules/yaml/dist/schema/core/int.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/core/int.js"(exports) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -2497,9 +2497,9 @@ var require_int = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/core/schema.js
+// ../../main/node_modules/yaml/dist/schema/core/schema.js
 var require_schema = __commonJS({
-  "node_modules/yaml/dist/schema/core/schema.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/core/schema.js"(exports) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -2525,9 +2525,9 @@ var require_schema = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/json/schema.js
+// ../../main/node_modules/yaml/dist/schema/json/schema.js
 var require_schema2 = __commonJS({
-  "node_modules/yaml/dist/schema/json/schema.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/json/schema.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     var map2 = require_map();
@@ -2592,9 +2592,9 @@ var require_schema2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/binary.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js
 var require_binary = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/binary.js"(exports) {
     "use strict";
     var node_buffer = __require("buffer");
     var Scalar = require_Scalar();
@@ -2658,9 +2658,9 @@ var require_binary = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/pairs.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js
 var require_pairs = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/pairs.js"(exports) {
     "use strict";
     var identity = require_identity();
     var Pair = require_Pair();
@@ -2736,9 +2736,9 @@ ${cn.comment}` : item.comment;
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/omap.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js
 var require_omap = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/omap.js"(exports) {
     "use strict";
     var identity = require_identity();
     var toJS = require_toJS();
@@ -2814,9 +2814,9 @@ var require_omap = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/bool.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js
 var require_bool2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/bool.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     function boolStringify({ value, source }, ctx) {
@@ -2846,9 +2846,9 @@ var require_bool2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/float.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js
 var require_float2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/float.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     var stringifyNumber = require_stringifyNumber();
@@ -2895,9 +2895,9 @@ var require_float2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/int.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js
 var require_int2 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/int.js"(exports) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
@@ -2974,9 +2974,9 @@ var require_int2 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/set.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js
 var require_set = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/set.js"(exports) {
     "use strict";
     var identity = require_identity();
     var Pair = require_Pair();
@@ -3063,9 +3063,9 @@ var require_set = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js
 var require_timestamp = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     function parseSexagesimal(str3, asBigInt) {
@@ -3151,9 +3151,9 @@ var require_timestamp = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/yaml-1.1/schema.js
+// ../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js
 var require_schema3 = __commonJS({
-  "node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/yaml-1.1/schema.js"(exports) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -3195,9 +3195,9 @@ var require_schema3 = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/tags.js
+// ../../main/node_modules/yaml/dist/schema/tags.js
 var require_tags = __commonJS({
-  "node_modules/yaml/dist/schema/tags.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/tags.js"(exports) {
     "use strict";
     var map2 = require_map();
     var _null4 = require_null();
@@ -3289,9 +3289,9 @@ var require_tags = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/schema/Schema.js
+// ../../main/node_modules/yaml/dist/schema/Schema.js
 var require_Schema = __commonJS({
-  "node_modules/yaml/dist/schema/Schema.js"(exports) {
+  "../../main/node_modules/yaml/dist/schema/Schema.js"(exports) {
     "use strict";
     var identity = require_identity();
     var map2 = require_map();
@@ -3321,9 +3321,9 @@ var require_Schema = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/stringify/stringifyDocument.js
+// ../../main/node_modules/yaml/dist/stringify/stringifyDocument.js
 var require_stringifyDocument = __commonJS({
-  "node_modules/yaml/dist/stringify/stringifyDocument.js"(exports) {
+  "../../main/node_modules/yaml/dist/stringify/stringifyDocument.js"(exports) {
     "use strict";
     var identity = require_identity();
     var stringify = require_stringify();
@@ -3401,9 +3401,9 @@ var require_stringifyDocument = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/doc/Document.js
+// ../../main/node_modules/yaml/dist/doc/Document.js
 var require_Document = __commonJS({
-  "node_modules/yaml/dist/doc/Document.js"(exports) {
+  "../../main/node_modules/yaml/dist/doc/Document.js"(exports) {
     "use strict";
     var Alias = require_Alias();
     var Collection = require_Collection();
@@ -3710,9 +3710,9 @@ var require_Document = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/errors.js
+// ../../main/node_modules/yaml/dist/errors.js
 var require_errors = __commonJS({
-  "node_modules/yaml/dist/errors.js"(exports) {
+  "../../main/node_modules/yaml/dist/errors.js"(exports) {
     "use strict";
     var YAMLError = class extends Error {
       constructor(name2, pos, code, message) {
@@ -3775,9 +3775,9 @@ ${pointer}
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-props.js
+// ../../main/node_modules/yaml/dist/compose/resolve-props.js
 var require_resolve_props = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-props.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/resolve-props.js"(exports) {
     "use strict";
     function resolveProps(tokens, { flow, indicator, next, offset, onError, parentIndent, startOnNewline }) {
       let spaceBefore = false;
@@ -3909,9 +3909,9 @@ var require_resolve_props = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-contains-newline.js
+// ../../main/node_modules/yaml/dist/compose/util-contains-newline.js
 var require_util_contains_newline = __commonJS({
-  "node_modules/yaml/dist/compose/util-contains-newline.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/util-contains-newline.js"(exports) {
     "use strict";
     function containsNewline(key) {
       if (!key)
@@ -3951,9 +3951,9 @@ var require_util_contains_newline = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-flow-indent-check.js
+// ../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js
 var require_util_flow_indent_check = __commonJS({
-  "node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/util-flow-indent-check.js"(exports) {
     "use strict";
     var utilContainsNewline = require_util_contains_newline();
     function flowIndentCheck(indent, fc, onError) {
@@ -3969,9 +3969,9 @@ var require_util_flow_indent_check = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-map-includes.js
+// ../../main/node_modules/yaml/dist/compose/util-map-includes.js
 var require_util_map_includes = __commonJS({
-  "node_modules/yaml/dist/compose/util-map-includes.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/util-map-includes.js"(exports) {
     "use strict";
     var identity = require_identity();
     function mapIncludes(ctx, items, search) {
@@ -3985,9 +3985,9 @@ var require_util_map_includes = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-map.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-map.js
 var require_resolve_block_map = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-map.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-map.js"(exports) {
     "use strict";
     var Pair = require_Pair();
     var YAMLMap = require_YAMLMap();
@@ -4093,9 +4093,9 @@ var require_resolve_block_map = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-seq.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-seq.js
 var require_resolve_block_seq = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-seq.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-seq.js"(exports) {
     "use strict";
     var YAMLSeq = require_YAMLSeq();
     var resolveProps = require_resolve_props();
@@ -4144,9 +4144,9 @@ var require_resolve_block_seq = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-end.js
+// ../../main/node_modules/yaml/dist/compose/resolve-end.js
 var require_resolve_end = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-end.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/resolve-end.js"(exports) {
     "use strict";
     function resolveEnd(end, offset, reqSpace, onError) {
       let comment = "";
@@ -4187,9 +4187,9 @@ var require_resolve_end = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-flow-collection.js
+// ../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js
 var require_resolve_flow_collection = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/resolve-flow-collection.js"(exports) {
     "use strict";
     var identity = require_identity();
     var Pair = require_Pair();
@@ -4381,9 +4381,9 @@ var require_resolve_flow_collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-collection.js
+// ../../main/node_modules/yaml/dist/compose/compose-collection.js
 var require_compose_collection = __commonJS({
-  "node_modules/yaml/dist/compose/compose-collection.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/compose-collection.js"(exports) {
     "use strict";
     var identity = require_identity();
     var Scalar = require_Scalar();
@@ -4446,9 +4446,9 @@ var require_compose_collection = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-block-scalar.js
+// ../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js
 var require_resolve_block_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/resolve-block-scalar.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     function resolveBlockScalar(ctx, scalar, onError) {
@@ -4629,9 +4629,9 @@ var require_resolve_block_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/resolve-flow-scalar.js
+// ../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js
 var require_resolve_flow_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/resolve-flow-scalar.js"(exports) {
     "use strict";
     var Scalar = require_Scalar();
     var resolveEnd = require_resolve_end();
@@ -4850,9 +4850,9 @@ var require_resolve_flow_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-scalar.js
+// ../../main/node_modules/yaml/dist/compose/compose-scalar.js
 var require_compose_scalar = __commonJS({
-  "node_modules/yaml/dist/compose/compose-scalar.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/compose-scalar.js"(exports) {
     "use strict";
     var identity = require_identity();
     var Scalar = require_Scalar();
@@ -4931,9 +4931,9 @@ var require_compose_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/util-empty-scalar-position.js
+// ../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js
 var require_util_empty_scalar_position = __commonJS({
-  "node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/util-empty-scalar-position.js"(exports) {
     "use strict";
     function emptyScalarPosition(offset, before, pos) {
       if (before) {
@@ -4961,9 +4961,9 @@ var require_util_empty_scalar_position = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-node.js
+// ../../main/node_modules/yaml/dist/compose/compose-node.js
 var require_compose_node = __commonJS({
-  "node_modules/yaml/dist/compose/compose-node.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/compose-node.js"(exports) {
     "use strict";
     var Alias = require_Alias();
     var identity = require_identity();
@@ -5067,9 +5067,9 @@ var require_compose_node = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/compose-doc.js
+// ../../main/node_modules/yaml/dist/compose/compose-doc.js
 var require_compose_doc = __commonJS({
-  "node_modules/yaml/dist/compose/compose-doc.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/compose-doc.js"(exports) {
     "use strict";
     var Document = require_Document();
     var composeNode = require_compose_node();
@@ -5110,9 +5110,9 @@ var require_compose_doc = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/compose/composer.js
+// ../../main/node_modules/yaml/dist/compose/composer.js
 var require_composer = __commonJS({
-  "node_modules/yaml/dist/compose/composer.js"(exports) {
+  "../../main/node_modules/yaml/dist/compose/composer.js"(exports) {
     "use strict";
     var node_process = __require("process");
     var directives = require_directives();
@@ -5318,9 +5318,9 @@ ${end.comment}` : end.comment;
   }
 });
 
-// node_modules/yaml/dist/parse/cst-scalar.js
+// ../../main/node_modules/yaml/dist/parse/cst-scalar.js
 var require_cst_scalar = __commonJS({
-  "node_modules/yaml/dist/parse/cst-scalar.js"(exports) {
+  "../../main/node_modules/yaml/dist/parse/cst-scalar.js"(exports) {
     "use strict";
     var resolveBlockScalar = require_resolve_block_scalar();
     var resolveFlowScalar = require_resolve_flow_scalar();
@@ -5503,9 +5503,9 @@ var require_cst_scalar = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst-stringify.js
+// ../../main/node_modules/yaml/dist/parse/cst-stringify.js
 var require_cst_stringify = __commonJS({
-  "node_modules/yaml/dist/parse/cst-stringify.js"(exports) {
+  "../../main/node_modules/yaml/dist/parse/cst-stringify.js"(exports) {
     "use strict";
     var stringify = (cst) => "type" in cst ? stringifyToken(cst) : stringifyItem(cst);
     function stringifyToken(token) {
@@ -5564,9 +5564,9 @@ var require_cst_stringify = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst-visit.js
+// ../../main/node_modules/yaml/dist/parse/cst-visit.js
 var require_cst_visit = __commonJS({
-  "node_modules/yaml/dist/parse/cst-visit.js"(exports) {
+  "../../main/node_modules/yaml/dist/parse/cst-visit.js"(exports) {
     "use strict";
     var BREAK = /* @__PURE__ */ Symbol("break visit");
     var SKIP2 = /* @__PURE__ */ Symbol("skip children");
@@ -5626,9 +5626,9 @@ var require_cst_visit = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/cst.js
+// ../../main/node_modules/yaml/dist/parse/cst.js
 var require_cst = __commonJS({
-  "node_modules/yaml/dist/parse/cst.js"(exports) {
+  "../../main/node_modules/yaml/dist/parse/cst.js"(exports) {
     "use strict";
     var cstScalar = require_cst_scalar();
     var cstStringify = require_cst_stringify();
@@ -5728,9 +5728,9 @@ var require_cst = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/lexer.js
+// ../../main/node_modules/yaml/dist/parse/lexer.js
 var require_lexer = __commonJS({
-  "node_modules/yaml/dist/parse/lexer.js"(exports) {
+  "../../main/node_modules/yaml/dist/parse/lexer.js"(exports) {
     "use strict";
     var cst = require_cst();
     function isEmpty(ch) {
@@ -6317,9 +6317,9 @@ var require_lexer = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/line-counter.js
+// ../../main/node_modules/yaml/dist/parse/line-counter.js
 var require_line_counter = __commonJS({
-  "node_modules/yaml/dist/parse/line-counter.js"(exports) {
+  "../../main/node_modules/yaml/dist/parse/line-counter.js"(exports) {
     "use strict";
     var LineCounter2 = class {
       constructor() {
@@ -6348,9 +6348,9 @@ var require_line_counter = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/parse/parser.js
+// ../../main/node_modules/yaml/dist/parse/parser.js
 var require_parser = __commonJS({
-  "node_modules/yaml/dist/parse/parser.js"(exports) {
+  "../../main/node_modules/yaml/dist/parse/parser.js"(exports) {
     "use strict";
     var node_process = __require("process");
     var cst = require_cst();
@@ -7222,9 +7222,9 @@ var require_parser = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/public-api.js
+// ../../main/node_modules/yaml/dist/public-api.js
 var require_public_api = __commonJS({
-  "node_modules/yaml/dist/public-api.js"(exports) {
+  "../../main/node_modules/yaml/dist/public-api.js"(exports) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -7319,9 +7319,9 @@ var require_public_api = __commonJS({
   }
 });
 
-// node_modules/yaml/dist/index.js
+// ../../main/node_modules/yaml/dist/index.js
 var require_dist = __commonJS({
-  "node_modules/yaml/dist/index.js"(exports) {
+  "../../main/node_modules/yaml/dist/index.js"(exports) {
     "use strict";
     var composer = require_composer();
     var Document = require_Document();
@@ -7370,6 +7370,653 @@ var require_dist = __commonJS({
     exports.visitAsync = visit2.visitAsync;
   }
 });
+
+// src/io/process.ts
+import { execFileSync, spawn as spawn2 } from "node:child_process";
+import { createWriteStream, readdirSync, readFileSync as readFileSync3 } from "node:fs";
+
+// src/io/opening-path.ts
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+var OPEN_SYSCALLS = {
+  x64: { 2: 0, 257: 1, 437: 1 },
+  // open, openat, openat2
+  arm64: { 56: 1, 437: 1 }
+  // openat, openat2
+};
+function openingPath(pid) {
+  try {
+    const [nr, ...args] = readFileSync(`/proc/${pid}/syscall`, "utf8").trim().split(" ");
+    const arg = OPEN_SYSCALLS[process.arch]?.[Number(nr)];
+    const address = arg === void 0 ? void 0 : args[arg];
+    if (address === void 0) return null;
+    const fd = openSync(`/proc/${pid}/mem`, "r");
+    try {
+      const buf = Buffer.alloc(4096);
+      const n = readSync(fd, buf, 0, buf.length, BigInt(address));
+      const end = buf.subarray(0, n).indexOf(0);
+      return end > 0 ? buf.subarray(0, end).toString("utf8") : null;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+}
+
+// src/io/sandbox.ts
+import { spawn } from "node:child_process";
+import { lstatSync, readFileSync as readFileSync2, realpathSync } from "node:fs";
+import { dirname, sep } from "node:path";
+
+// src/io/seccomp.ts
+var OFFSET_NR = 0;
+var OFFSET_ARCH = 4;
+var offsetOfArg = (i) => 16 + 8 * i;
+var LD_W_ABS = 32;
+var JEQ_K = 21;
+var JGE_K = 53;
+var RET_K = 6;
+var RET_ALLOW = 2147418112;
+var RET_EPERM = 327680 | 1;
+var X32_SYSCALL_BIT = 1073741824;
+var DEBUGGER_SIGNALS = [10, 3];
+var REFUSED_CALLS = ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"];
+var SIGNAL_CALLS = ["kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"];
+var ABIS = {
+  x64: {
+    arch: 3221225534,
+    refused: { ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, pidfd_getfd: 438 },
+    signals: {
+      kill: [62, 1],
+      tkill: [200, 1],
+      tgkill: [234, 2],
+      rt_sigqueueinfo: [129, 1],
+      rt_tgsigqueueinfo: [297, 2],
+      pidfd_send_signal: [424, 1]
+    },
+    fcntl: 72,
+    x32: true
+  },
+  arm64: {
+    arch: 3221225655,
+    refused: { ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, pidfd_getfd: 438 },
+    signals: {
+      kill: [129, 1],
+      tkill: [130, 1],
+      tgkill: [131, 2],
+      rt_sigqueueinfo: [138, 1],
+      rt_tgsigqueueinfo: [240, 2],
+      pidfd_send_signal: [424, 1]
+    },
+    fcntl: 25,
+    x32: false
+  }
+};
+var F_SETSIG = 10;
+function seccompFilter(arch = process.arch) {
+  const abi = ABIS[arch];
+  if (!abi) return null;
+  const numbers = REFUSED_CALLS.map((name2) => abi.refused[name2]);
+  const n = DEBUGGER_SIGNALS.length;
+  const refuseSignal = (arg) => [
+    [LD_W_ABS, 0, 0, offsetOfArg(arg)],
+    ...DEBUGGER_SIGNALS.map((sig, i) => [JEQ_K, n - i, 0, sig]),
+    [RET_K, 0, 0, RET_ALLOW],
+    [RET_K, 0, 0, RET_EPERM]
+  ];
+  const signalBlocks = [
+    ...SIGNAL_CALLS.flatMap((name2) => {
+      const [nr, arg] = abi.signals[name2];
+      return [[JEQ_K, 0, n + 3, nr], ...refuseSignal(arg)];
+    }),
+    // fcntl(fd, F_SETSIG, sig): only F_SETSIG's signal is looked at; any other fcntl is allowed.
+    [JEQ_K, 0, n + 5, abi.fcntl],
+    [LD_W_ABS, 0, 0, offsetOfArg(1)],
+    [JEQ_K, 0, n + 1, F_SETSIG],
+    ...refuseSignal(2)
+  ];
+  const program = [
+    [LD_W_ABS, 0, 0, OFFSET_ARCH],
+    // Another ABI: refused (the jump skips the refusal when the arch is the machine's).
+    [JEQ_K, 1, 0, abi.arch],
+    [RET_K, 0, 0, RET_EPERM],
+    [LD_W_ABS, 0, 0, OFFSET_NR],
+    ...abi.x32 ? [
+      [JGE_K, 0, 1, X32_SYSCALL_BIT],
+      [RET_K, 0, 0, RET_EPERM]
+    ] : [],
+    // Each refused number jumps over the comparisons after it, the signal blocks and the allow.
+    ...numbers.map((nr, i) => [JEQ_K, numbers.length - i - 1 + signalBlocks.length + 1, 0, nr]),
+    ...signalBlocks,
+    [RET_K, 0, 0, RET_ALLOW],
+    [RET_K, 0, 0, RET_EPERM]
+  ];
+  const out = Buffer.alloc(program.length * 8);
+  program.forEach(([code, jt, jf, k], i) => {
+    out.writeUInt16LE(code, i * 8);
+    out.writeUInt8(jt, i * 8 + 2);
+    out.writeUInt8(jf, i * 8 + 3);
+    out.writeUInt32LE(k >>> 0, i * 8 + 4);
+  });
+  return out;
+}
+
+// src/io/sandbox.ts
+var NOBODY = { uid: 65534, gid: 65534 };
+var BWRAP = "bwrap";
+var probed;
+function probeSandbox() {
+  probed ??= probe();
+  return probed;
+}
+async function probe() {
+  if (process.platform !== "linux") {
+    return {
+      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
+      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
+    };
+  }
+  const version2 = await exec(BWRAP, ["--version"]);
+  if (version2.code !== 0) {
+    return {
+      unavailable: "bubblewrap (bwrap) is not installed",
+      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
+    };
+  }
+  const bwrapName = version2.stdout.trim() || "bubblewrap";
+  const nproc = (await exec("prlimit", ["--version"])).code === 0 ? processLimit() : null;
+  const root = process.getuid?.() === 0;
+  const trial = async (s) => {
+    const t = s.wrap(
+      { writable: [], readable: [], hidden: [], tmp: "/tmp", network: false, grader: true },
+      "/",
+      "true",
+      []
+    );
+    return exec(t.file, t.args, t.fd3);
+  };
+  const known = seccompFilter();
+  const tries = [
+    ...known ? [{ filter: known, name: bwrapName }] : [],
+    { filter: null, name: `${bwrapName}, no syscall filter (${known ? "bwrap refused it" : process.arch})` }
+  ];
+  let sandbox = null;
+  let run2 = { code: 1, stdout: "", stderr: "" };
+  for (const t of tries) {
+    sandbox = bubblewrap(
+      nproc ? t.name : `${t.name}, no process limit (prlimit is missing)`,
+      root ? "nobody" : "user",
+      nproc,
+      t.filter
+    );
+    run2 = await trial(sandbox);
+    if (run2.code !== 0 && root) {
+      const asRoot = bubblewrap(
+        `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
+        "root",
+        null,
+        t.filter
+      );
+      const second = await trial(asRoot);
+      if (second.code === 0) {
+        sandbox = asRoot;
+        run2 = second;
+      }
+    }
+    if (run2.code === 0) break;
+  }
+  if (run2.code !== 0 || !sandbox) {
+    return {
+      unavailable: `${bwrapName} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
+      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
+    };
+  }
+  return { sandbox };
+}
+function processLimit() {
+  const pidMax = Number(readFileSync2("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
+  return Math.min(8192, Math.floor(pidMax / 4));
+}
+function bubblewrap(name2, as, nproc, filter) {
+  const user = as === "nobody" ? NOBODY : null;
+  const drop = [
+    ...as === "nobody" ? [
+      "setpriv",
+      `--reuid=${NOBODY.uid}`,
+      `--regid=${NOBODY.gid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--"
+    ] : [],
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
+    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
+    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
+  ];
+  return {
+    name: name2,
+    user,
+    async handOver(c) {
+      if (!user || c.writable.length === 0) return;
+      await exec("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
+    },
+    wrap(c, cwd, file2, args) {
+      const mounts = mountArgs(c);
+      const strict = c.grader === true;
+      const seccomp = strict ? filter : null;
+      return {
+        file: BWRAP,
+        args: [
+          "--die-with-parent",
+          // A session of its own: no TIOCSTI into forkflush's terminal.
+          "--new-session",
+          ...seccomp ? ["--seccomp", "3"] : [],
+          "--unshare-pid",
+          "--unshare-ipc",
+          "--unshare-uts",
+          "--unshare-cgroup-try",
+          ...c.network ? [] : ["--unshare-net"],
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
+          // and loses them all doing it); an unprivileged user has only the user namespace's,
+          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
+          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
+          ...as === "user" ? ["--unshare-user"] : [],
+          "--ro-bind",
+          "/",
+          "/",
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc",
+          // Read-only in a grader's: /proc/<pid>/mem of the grader is not the graded code's to
+          // write. /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
+          ...strict ? ["--remount-ro", "/proc"] : [],
+          // The kernel's settings are the host's: never writable from inside (a core_pattern
+          // pointing into the workspace would run agent code outside every namespace).
+          "--ro-bind-try",
+          "/proc/sys",
+          "/proc/sys",
+          "--ro-bind-try",
+          "/proc/sysrq-trigger",
+          "/proc/sysrq-trigger",
+          ...mounts,
+          "--chdir",
+          cwd,
+          "--",
+          ...drop,
+          file2,
+          ...args
+        ],
+        ...seccomp ? { fd3: seccomp } : {}
+      };
+    }
+  };
+}
+function mountArgs(c) {
+  const mounts = [];
+  const seen = /* @__PURE__ */ new Set();
+  const add = (path, args) => {
+    if (seen.has(path)) return;
+    seen.add(path);
+    mounts.push({ path, args });
+  };
+  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
+  const tmp = real("/tmp") ?? "/tmp";
+  for (const p of c.hidden) {
+    const path = real(p);
+    if (!path || path === "/" || isInside(path, tmp)) continue;
+    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
+  }
+  const binds = [];
+  for (const p of c.readable) {
+    const path = real(p);
+    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
+    if (path) binds.push(path);
+  }
+  for (const p of [...c.writable, ...c.shared ?? []]) {
+    const path = real(p);
+    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
+    add(`${path}\0rw`, ["--bind", path, path]);
+    binds.push(path);
+  }
+  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
+  for (const path of binds) {
+    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
+      if (binds.some((b) => b !== path && isInside(dir, b))) break;
+      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
+    }
+  }
+  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
+  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
+}
+function real(path) {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+function isDirectory(path) {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+function isInside(path, root) {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+function prefixOf(dir) {
+  const base = dir.split(sep).at(-1);
+  return base === "bin" || base === "shims" ? dirname(dir) : dir;
+}
+function exec(file2, args, fd3) {
+  return new Promise((resolve7) => {
+    const child = spawn(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (d) => stdout += d);
+    child.stderr?.setEncoding("utf8").on("data", (d) => stderr += d);
+    if (fd3) writeFd3(child, fd3);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      resolve7({ code: 127, stdout, stderr: e.message });
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve7({ code: code ?? 1, stdout, stderr });
+    });
+  });
+}
+function writeFd3(child, data) {
+  const fd3 = child.stdio[3];
+  fd3?.on("error", () => {
+  });
+  fd3?.end(data);
+}
+
+// src/io/process.ts
+var LOG_MAX_BYTES = 128 * 1024 * 1024;
+var LOG_FULL = "log-full";
+var DRAIN_MS = 300;
+var TRACK_MS = 250;
+var SECOND_SIGNAL_MS = 300;
+var running = /* @__PURE__ */ new Set();
+var stopOnExit = false;
+function stopAllCommands(graceMs = 500) {
+  const leaders = [...running];
+  if (leaders.length === 0) return;
+  const strays = /* @__PURE__ */ new Map();
+  for (const pid of leaders) for (const p of descendantProcesses(pid)) strays.set(p.pid, p.start);
+  for (const pid of leaders) killGroup(pid, "SIGTERM");
+  killAll(strays, "SIGTERM");
+  const until = Date.now() + graceMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while (Date.now() < until && leaders.some((pid) => startTime(pid) !== null)) Atomics.wait(pause, 0, 0, 20);
+  for (const pid of leaders) killGroup(pid, "SIGKILL");
+  killAll(strays, "SIGKILL");
+  running.clear();
+}
+function exitWithin(ms, code, say) {
+  const timer = setTimeout(() => {
+    say(`forkflush: still stopping after ${ms / 1e3} s; every command it started is stopped now, and it exits`);
+    stopAllCommands();
+    process.exit(code);
+  }, ms);
+  timer.unref();
+}
+var NOT_STARTED_MS = 5e3;
+function couldNotStart(r) {
+  return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_MS;
+}
+function runShell(command2, options) {
+  return runProcess("/bin/sh", ["-c", command2], options);
+}
+function runProcess(file2, args, options) {
+  if (options.confine) {
+    const { sandbox, confinement } = options.confine;
+    return sandbox.handOver(confinement).then(() => spawnAndWait(file2, args, options, sandbox.wrap(confinement, options.cwd, file2, args)));
+  }
+  return spawnAndWait(file2, args, options, void 0);
+}
+function spawnAndWait(file2, args, options, confined) {
+  const started = performance.now();
+  const max = options.maxOutput ?? 1e6;
+  return new Promise((resolve7) => {
+    const child = spawn2(confined?.file ?? file2, confined?.args ?? args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe", ...confined?.fd3 ? ["pipe"] : []]
+    });
+    if (confined?.fd3) writeFd3(child, confined.fd3);
+    if (child.pid !== void 0) running.add(child.pid);
+    if (!stopOnExit) {
+      stopOnExit = true;
+      process.once("exit", () => stopAllCommands(0));
+    }
+    let stopped = null;
+    let killTimer;
+    let secondTimer;
+    let log;
+    let logged = 0;
+    let logProblem = null;
+    let logClosed = Promise.resolve();
+    if (options.logFile) {
+      const stream = createWriteStream(options.logFile, { flags: "a" });
+      log = stream;
+      logClosed = new Promise((closed) => stream.once("close", () => closed()));
+      log.on("error", (e) => {
+        logProblem ??= e.message;
+        log = void 0;
+        stop3(LOG_FULL);
+      });
+    }
+    const logMax = options.logMaxBytes ?? LOG_MAX_BYTES;
+    const toLog = (d) => {
+      if (!log) return;
+      logged += Buffer.byteLength(d);
+      if (logged <= logMax) {
+        log.write(d);
+        return;
+      }
+      log.write(`
+[forkflush: the output passed ${logMax} bytes here; the command was stopped]
+`);
+      log.end();
+      log = void 0;
+      stop3(LOG_FULL);
+    };
+    const out = new Tail(max);
+    const err = new Tail(max);
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      out.add(d);
+      toLog(d);
+    });
+    child.stderr.setEncoding("utf8").on("data", (d) => {
+      err.add(d);
+      toLog(d);
+    });
+    const strays = /* @__PURE__ */ new Map();
+    const remember = () => {
+      if (child.pid === void 0) return;
+      for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
+    };
+    const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : void 0;
+    tracker?.unref();
+    const terminate = () => {
+      if (child.pid === void 0) return;
+      remember();
+      if (confined) {
+        const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
+        killAll(strays, "SIGTERM", init);
+      } else {
+        killGroup(child.pid, "SIGTERM");
+        killAll(strays, "SIGTERM");
+      }
+    };
+    let blockedOn = null;
+    const stop3 = (reason) => {
+      if (stopped !== null || child.pid === void 0) return;
+      stopped = reason;
+      if (reason === "timeout" && !confined) blockedOn = openingPath(child.pid);
+      terminate();
+      secondTimer = setTimeout(terminate, SECOND_SIGNAL_MS);
+      secondTimer.unref();
+      killTimer = setTimeout(() => {
+        if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
+        killAll(strays, "SIGKILL");
+      }, options.killAfterMs ?? 2e3);
+      killTimer.unref();
+    };
+    const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stop3("timeout"), options.timeoutMs);
+    const onAbort = () => stop3(String(options.signal?.reason ?? "aborted"));
+    if (options.signal?.aborted) onAbort();
+    else options.signal?.addEventListener("abort", onAbort, { once: true });
+    child.stdin.on("error", () => {
+    });
+    child.stdin.end(options.input ?? "");
+    let spawnError;
+    child.on("error", (e) => {
+      spawnError = e.message;
+    });
+    let done = false;
+    let ended = null;
+    let drainTimer;
+    const finish = () => {
+      if (done || !ended) return;
+      done = true;
+      if (timer) clearTimeout(timer);
+      if (killTimer) clearTimeout(killTimer);
+      if (secondTimer) clearTimeout(secondTimer);
+      if (drainTimer) clearTimeout(drainTimer);
+      if (tracker) clearInterval(tracker);
+      options.signal?.removeEventListener("abort", onAbort);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const result = {
+        ...ended,
+        stdout: out.text(),
+        stderr: err.text(),
+        stopped,
+        ms: performance.now() - started,
+        ...spawnError ? { spawnError } : {},
+        ...blockedOn !== null ? { blockedOn } : {},
+        ...out.cut || err.cut ? { outputCut: true } : {},
+        ...logProblem ? { logProblem } : {}
+      };
+      log?.end();
+      void logClosed.then(() => resolve7(result));
+    };
+    child.on("exit", (exitCode, signal) => {
+      ended = { exitCode, signal };
+      if (child.pid !== void 0) running.delete(child.pid);
+      if (tracker) remember();
+      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
+      if (stopped !== null || tracker) killAll(strays, "SIGKILL");
+      drainTimer = setTimeout(finish, DRAIN_MS);
+    });
+    child.on("close", (exitCode, signal) => {
+      ended ??= { exitCode, signal };
+      finish();
+    });
+  });
+}
+function killGroup(pid, signal) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+  }
+}
+function killAll(pids, signal, spare) {
+  for (const [pid, start] of pids) {
+    if (spare?.has(pid) || startTime(pid) !== start) continue;
+    try {
+      process.kill(pid, signal);
+    } catch {
+    }
+  }
+}
+function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
+  const children = /* @__PURE__ */ new Map();
+  for (const link of processLinks()) {
+    const list = children.get(link.ppid) ?? [];
+    list.push(link);
+    children.set(link.ppid, list);
+  }
+  const found = [];
+  let level = [root];
+  for (let depth = 0; depth < levels && level.length > 0; depth++) {
+    const next = [];
+    for (const pid of level) {
+      for (const child of children.get(pid) ?? []) {
+        found.push(child);
+        next.push(child.pid);
+      }
+    }
+    level = next;
+  }
+  return found;
+}
+function statFields(pid) {
+  try {
+    const stat12 = readFileSync3(`/proc/${pid}/stat`, "utf8");
+    return stat12.slice(stat12.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+function startTime(pid) {
+  if (process.platform !== "linux") return "";
+  return statFields(pid)?.[19] ?? null;
+}
+function processLinks() {
+  const links = [];
+  try {
+    for (const name2 of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name2)) continue;
+      const fields = statFields(name2);
+      if (fields) links.push({ pid: Number(name2), ppid: Number(fields[1]), start: fields[19] ?? "" });
+    }
+    return links;
+  } catch {
+    try {
+      const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
+      for (const line of out.split("\n")) {
+        const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "" });
+      }
+    } catch {
+    }
+    return links;
+  }
+}
+var Tail = class {
+  constructor(max) {
+    this.max = max;
+  }
+  max;
+  chunks = [];
+  length = 0;
+  cut = false;
+  add(chunk) {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    while (this.length - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1) {
+      this.length -= this.chunks.shift()?.length ?? 0;
+      this.cut = true;
+    }
+  }
+  text() {
+    const all = this.chunks.join("");
+    if (all.length <= this.max) return all;
+    this.cut = true;
+    return all.slice(all.length - this.max);
+  }
+};
 
 // package.json
 var package_default = {
@@ -7436,7 +8083,7 @@ var package_default = {
 // src/core/compare-config.ts
 var import_yaml = __toESM(require_dist(), 1);
 
-// node_modules/zod/v4/classic/external.js
+// ../../main/node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
   $brand: () => $brand,
@@ -7699,7 +8346,7 @@ __export(external_exports, {
   xor: () => xor
 });
 
-// node_modules/zod/v4/core/index.js
+// ../../main/node_modules/zod/v4/core/index.js
 var core_exports2 = {};
 __export(core_exports2, {
   $ZodAny: () => $ZodAny,
@@ -8016,7 +8663,7 @@ __export(core_exports2, {
   withParser: () => withParser
 });
 
-// node_modules/zod/v4/core/util.js
+// ../../main/node_modules/zod/v4/core/util.js
 var util_exports = {};
 __export(util_exports, {
   BIGINT_FORMAT_RANGES: () => BIGINT_FORMAT_RANGES,
@@ -8872,7 +9519,7 @@ function constantCatch(value) {
   return fn;
 }
 
-// node_modules/zod/v4/core/core.js
+// ../../main/node_modules/zod/v4/core/core.js
 var _a;
 var NEVER = /* @__PURE__ */ Object.freeze({
   status: "aborted"
@@ -8994,7 +9641,7 @@ function config(newConfig) {
   return globalConfig;
 }
 
-// node_modules/zod/v4/core/errors.js
+// ../../main/node_modules/zod/v4/core/errors.js
 function _getMessage() {
   const internals = this._zod;
   internals.message ?? (internals.message = JSON.stringify(internals.def, jsonStringifyReplacer, 2));
@@ -9186,7 +9833,7 @@ function prettifyError(error62) {
   return lines.join("\n");
 }
 
-// node_modules/zod/v4/core/parse.js
+// ../../main/node_modules/zod/v4/core/parse.js
 function finalizeParams(callee, params) {
   return { callee: params?.callee ?? callee, Err: params?.Err };
 }
@@ -9346,7 +9993,7 @@ var _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 var safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync($ZodRealError);
 
-// node_modules/zod/v4/core/regexes.js
+// ../../main/node_modules/zod/v4/core/regexes.js
 var regexes_exports = {};
 __export(regexes_exports, {
   anyString: () => anyString,
@@ -9518,7 +10165,7 @@ var sha512_hex = /^[0-9a-fA-F]{128}$/;
 var sha512_base64 = /* @__PURE__ */ fixedBase64(86, "==");
 var sha512_base64url = /* @__PURE__ */ fixedBase64url(86);
 
-// node_modules/zod/v4/core/checks.js
+// ../../main/node_modules/zod/v4/core/checks.js
 var $ZodCheck = /* @__PURE__ */ $constructor("$ZodCheck", (inst, def) => {
   var _a3;
   inst._zod ?? (inst._zod = {});
@@ -9994,7 +10641,7 @@ var $ZodCheckOverwrite = /* @__PURE__ */ $constructor("$ZodCheckOverwrite", (ins
   };
 });
 
-// node_modules/zod/v4/core/doc.js
+// ../../main/node_modules/zod/v4/core/doc.js
 var Doc = class {
   constructor(args = [], closed = {}) {
     this.content = [];
@@ -10035,14 +10682,14 @@ ${content.join("\n")}
   }
 };
 
-// node_modules/zod/v4/core/versions.js
+// ../../main/node_modules/zod/v4/core/versions.js
 var version = {
   major: 4,
   minor: 6,
   patch: 7
 };
 
-// node_modules/zod/v4/core/schemas.js
+// ../../main/node_modules/zod/v4/core/schemas.js
 var $ZodType = /* @__PURE__ */ $constructor("$ZodType", (inst, def) => {
   var _a3;
   inst ?? (inst = {});
@@ -11494,13 +12141,13 @@ function handleIntersectionResults(result, left, right) {
         result.issues.push(keyIssues.get(k));
     }
   }
-  const merged = mergeValues(left.value, right.value);
-  if (!merged.valid) {
+  const merged2 = mergeValues(left.value, right.value);
+  if (!merged2.valid) {
     if (aborted(result))
       return result;
-    throw new Error(`Unmergable intersection. Error path: ${JSON.stringify(merged.mergeErrorPath)}`);
+    throw new Error(`Unmergable intersection. Error path: ${JSON.stringify(merged2.mergeErrorPath)}`);
   }
-  result.value = merged.data;
+  result.value = merged2.data;
   return result;
 }
 var $ZodTuple = /* @__PURE__ */ $constructor("$ZodTuple", (inst, def) => {
@@ -12484,7 +13131,7 @@ function handleRefineResult(result, payload, input2, inst) {
   }
 }
 
-// node_modules/zod/v4/core/memoizer.js
+// ../../main/node_modules/zod/v4/core/memoizer.js
 var $ZodCyclicError = class extends Error {
   constructor() {
     super(`Cannot parse a reference cycle that closes through a transform`);
@@ -12503,7 +13150,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve6) {
+function isRecursive(inst, stack, resolve7) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -12513,7 +13160,7 @@ function isRecursive(inst, stack, resolve6) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve6);
+      const answer = isRecursive(child, stack, resolve7);
       if (answer > result)
         result = answer;
     }
@@ -12524,7 +13171,7 @@ function isRecursive(inst, stack, resolve6) {
       const desc = Object.getOwnPropertyDescriptor(sh, key);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve6) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve7) : NONE;
       if (child > answer)
         answer = child;
     }
@@ -12588,7 +13235,7 @@ function isRecursive(inst, stack, resolve6) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve6 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve7 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -12761,7 +13408,7 @@ function isBackEdge(ctx, value) {
   return backEdges !== void 0 && isRef(value) && backEdges.has(value);
 }
 
-// node_modules/zod/v4/locales/index.js
+// ../../main/node_modules/zod/v4/locales/index.js
 var locales_exports = {};
 __export(locales_exports, {
   ar: () => ar_default,
@@ -12829,7 +13476,7 @@ __export(locales_exports, {
   zhTW: () => zh_TW_default
 });
 
-// node_modules/zod/v4/locales/ar.js
+// ../../main/node_modules/zod/v4/locales/ar.js
 var error = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0641", verb: "\u0623\u0646 \u064A\u062D\u0648\u064A" },
@@ -12941,7 +13588,7 @@ function ar_default() {
   };
 }
 
-// node_modules/zod/v4/locales/az.js
+// ../../main/node_modules/zod/v4/locales/az.js
 var error2 = () => {
   const Sizable = {
     string: { unit: "simvol", verb: "olmal\u0131d\u0131r" },
@@ -13052,7 +13699,7 @@ function az_default() {
   };
 }
 
-// node_modules/zod/v4/locales/be.js
+// ../../main/node_modules/zod/v4/locales/be.js
 function getBelarusianPlural(count3, one, few, many) {
   const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
@@ -13221,7 +13868,7 @@ function be_default() {
   };
 }
 
-// node_modules/zod/v4/locales/bg.js
+// ../../main/node_modules/zod/v4/locales/bg.js
 var error4 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0430", verb: "\u0434\u0430 \u0441\u044A\u0434\u044A\u0440\u0436\u0430" },
@@ -13347,7 +13994,7 @@ function bg_default() {
   };
 }
 
-// node_modules/zod/v4/locales/bn.js
+// ../../main/node_modules/zod/v4/locales/bn.js
 var error5 = () => {
   const Sizable = {
     string: { unit: "\u0985\u0995\u09CD\u09B7\u09B0", verb: "\u09A5\u09BE\u0995\u09A4\u09C7 \u09B9\u09AC\u09C7" },
@@ -13461,7 +14108,7 @@ function bn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ca.js
+// ../../main/node_modules/zod/v4/locales/ca.js
 var error6 = () => {
   const Sizable = {
     string: { unit: "car\xE0cters", verb: "contenir" },
@@ -13575,7 +14222,7 @@ function ca_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ckb.js
+// ../../main/node_modules/zod/v4/locales/ckb.js
 var error7 = () => {
   const Sizable = {
     string: { unit: "\u067E\u06CC\u062A", verb: "\u0628\u06CE\u062A" },
@@ -13708,7 +14355,7 @@ function ckb_default() {
   };
 }
 
-// node_modules/zod/v4/locales/cs.js
+// ../../main/node_modules/zod/v4/locales/cs.js
 var error8 = () => {
   const Sizable = {
     string: { unit: "znak\u016F", verb: "m\xEDt" },
@@ -13825,7 +14472,7 @@ function cs_default() {
   };
 }
 
-// node_modules/zod/v4/locales/da.js
+// ../../main/node_modules/zod/v4/locales/da.js
 var error9 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "havde" },
@@ -13946,7 +14593,7 @@ function da_default() {
   };
 }
 
-// node_modules/zod/v4/locales/de.js
+// ../../main/node_modules/zod/v4/locales/de.js
 var error10 = () => {
   const Sizable = {
     string: { unit: "Zeichen", verb: "zu haben" },
@@ -14060,7 +14707,7 @@ function de_default() {
   };
 }
 
-// node_modules/zod/v4/locales/el.js
+// ../../main/node_modules/zod/v4/locales/el.js
 var error11 = () => {
   const Sizable = {
     string: { unit: "\u03C7\u03B1\u03C1\u03B1\u03BA\u03C4\u03AE\u03C1\u03B5\u03C2", verb: "\u03BD\u03B1 \u03AD\u03C7\u03B5\u03B9" },
@@ -14173,7 +14820,7 @@ function el_default() {
   };
 }
 
-// node_modules/zod/v4/locales/en.js
+// ../../main/node_modules/zod/v4/locales/en.js
 var error12 = () => {
   const Sizable = {
     string: { unit: "characters", verb: "to have" },
@@ -14298,7 +14945,7 @@ function en_default() {
   };
 }
 
-// node_modules/zod/v4/locales/eo.js
+// ../../main/node_modules/zod/v4/locales/eo.js
 var error13 = () => {
   const Sizable = {
     string: { unit: "karaktrojn", verb: "havi" },
@@ -14413,7 +15060,7 @@ function eo_default() {
   };
 }
 
-// node_modules/zod/v4/locales/es.js
+// ../../main/node_modules/zod/v4/locales/es.js
 var error14 = () => {
   const Sizable = {
     string: { unit: "caracteres", verb: "tener" },
@@ -14550,7 +15197,7 @@ function es_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fa.js
+// ../../main/node_modules/zod/v4/locales/fa.js
 var error15 = () => {
   const Sizable = {
     string: { unit: "\u06A9\u0627\u0631\u0627\u06A9\u062A\u0631", verb: "\u062F\u0627\u0634\u062A\u0647 \u0628\u0627\u0634\u062F" },
@@ -14670,7 +15317,7 @@ function fa_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fi.js
+// ../../main/node_modules/zod/v4/locales/fi.js
 var error16 = () => {
   const Sizable = {
     string: { unit: "merkki\xE4", subject: "merkkijonon" },
@@ -14788,7 +15435,7 @@ function fi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fr.js
+// ../../main/node_modules/zod/v4/locales/fr.js
 var error17 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -14918,7 +15565,7 @@ function fr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/fr-CA.js
+// ../../main/node_modules/zod/v4/locales/fr-CA.js
 var error18 = () => {
   const Sizable = {
     string: { unit: "caract\xE8res", verb: "avoir" },
@@ -15031,7 +15678,7 @@ function fr_CA_default() {
   };
 }
 
-// node_modules/zod/v4/locales/gu.js
+// ../../main/node_modules/zod/v4/locales/gu.js
 var error19 = () => {
   const Sizable = {
     string: { unit: "\u0A85\u0A95\u0ACD\u0AB7\u0AB0", verb: "\u0AB9\u0ACB\u0AB5\u0ABE \u0A9C\u0ACB\u0A88\u0A8F" },
@@ -15145,7 +15792,7 @@ function gu_default() {
   };
 }
 
-// node_modules/zod/v4/locales/he.js
+// ../../main/node_modules/zod/v4/locales/he.js
 var error20 = () => {
   const TypeNames = {
     string: { label: "\u05DE\u05D7\u05E8\u05D5\u05D6\u05EA", gender: "f" },
@@ -15347,7 +15994,7 @@ function he_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hi.js
+// ../../main/node_modules/zod/v4/locales/hi.js
 var error21 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0930\u0916\u0928\u0947 \u0915\u0947 \u0932\u093F\u090F" },
@@ -15459,7 +16106,7 @@ function hi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hr.js
+// ../../main/node_modules/zod/v4/locales/hr.js
 var error22 = () => {
   const Sizable = {
     string: { unit: "znakova", verb: "imati" },
@@ -15586,7 +16233,7 @@ function hr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hu.js
+// ../../main/node_modules/zod/v4/locales/hu.js
 var error23 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "legyen" },
@@ -15700,7 +16347,7 @@ function hu_default() {
   };
 }
 
-// node_modules/zod/v4/locales/hy.js
+// ../../main/node_modules/zod/v4/locales/hy.js
 function getArmenianPlural(count3, one, many) {
   return Math.abs(count3) === 1 ? one : many;
 }
@@ -15859,7 +16506,7 @@ function hy_default() {
   };
 }
 
-// node_modules/zod/v4/locales/id.js
+// ../../main/node_modules/zod/v4/locales/id.js
 var error25 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "memiliki" },
@@ -15971,7 +16618,7 @@ function id_default() {
   };
 }
 
-// node_modules/zod/v4/locales/is.js
+// ../../main/node_modules/zod/v4/locales/is.js
 var error26 = () => {
   const Sizable = {
     string: { unit: "stafi", verb: "a\xF0 hafa" },
@@ -16086,7 +16733,7 @@ function is_default() {
   };
 }
 
-// node_modules/zod/v4/locales/it.js
+// ../../main/node_modules/zod/v4/locales/it.js
 var error27 = () => {
   const Sizable = {
     string: { unit: "caratteri", verb: "avere" },
@@ -16200,7 +16847,7 @@ function it_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ja.js
+// ../../main/node_modules/zod/v4/locales/ja.js
 var error28 = () => {
   const Sizable = {
     string: { unit: "\u6587\u5B57", verb: "\u3067\u3042\u308B" },
@@ -16313,7 +16960,7 @@ function ja_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ka.js
+// ../../main/node_modules/zod/v4/locales/ka.js
 var error29 = () => {
   const Sizable = {
     string: { unit: "\u10E1\u10D8\u10DB\u10D1\u10DD\u10DA\u10DD", verb: "\u10E3\u10DC\u10D3\u10D0 \u10E8\u10D4\u10D8\u10EA\u10D0\u10D5\u10D3\u10D4\u10E1" },
@@ -16431,7 +17078,7 @@ function ka_default() {
   };
 }
 
-// node_modules/zod/v4/locales/km.js
+// ../../main/node_modules/zod/v4/locales/km.js
 var error30 = () => {
   const Sizable = {
     string: { unit: "\u178F\u17BD\u17A2\u1780\u17D2\u179F\u179A", verb: "\u1782\u17BD\u179A\u1798\u17B6\u1793" },
@@ -16547,12 +17194,12 @@ function km_default() {
   };
 }
 
-// node_modules/zod/v4/locales/kh.js
+// ../../main/node_modules/zod/v4/locales/kh.js
 function kh_default() {
   return km_default();
 }
 
-// node_modules/zod/v4/locales/kn.js
+// ../../main/node_modules/zod/v4/locales/kn.js
 var error31 = () => {
   const Sizable = {
     string: { unit: "\u0C85\u0C95\u0CCD\u0CB7\u0CB0\u0C97\u0CB3\u0CC1", verb: "\u0CB9\u0CCA\u0C82\u0CA6\u0CB2\u0CC1" },
@@ -16668,7 +17315,7 @@ function kn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ko.js
+// ../../main/node_modules/zod/v4/locales/ko.js
 var error32 = () => {
   const Sizable = {
     string: { unit: "\uBB38\uC790", verb: "to have" },
@@ -16785,7 +17432,7 @@ function ko_default() {
   };
 }
 
-// node_modules/zod/v4/locales/lt.js
+// ../../main/node_modules/zod/v4/locales/lt.js
 var capitalizeFirstCharacter = (text) => {
   return text.charAt(0).toUpperCase() + text.slice(1);
 };
@@ -16993,7 +17640,7 @@ function lt_default() {
   };
 }
 
-// node_modules/zod/v4/locales/mk.js
+// ../../main/node_modules/zod/v4/locales/mk.js
 var error34 = () => {
   const Sizable = {
     string: { unit: "\u0437\u043D\u0430\u0446\u0438", verb: "\u0434\u0430 \u0438\u043C\u0430\u0430\u0442" },
@@ -17108,7 +17755,7 @@ function mk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ms.js
+// ../../main/node_modules/zod/v4/locales/ms.js
 var error35 = () => {
   const Sizable = {
     string: { unit: "aksara", verb: "mempunyai" },
@@ -17221,7 +17868,7 @@ function ms_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ne.js
+// ../../main/node_modules/zod/v4/locales/ne.js
 var error36 = () => {
   const Sizable = {
     string: { unit: "\u0905\u0915\u094D\u0937\u0930", verb: "\u0939\u0941\u0928\u0941\u092A\u0930\u094D\u091B" },
@@ -17333,7 +17980,7 @@ function ne_default() {
   };
 }
 
-// node_modules/zod/v4/locales/nl.js
+// ../../main/node_modules/zod/v4/locales/nl.js
 var error37 = () => {
   const Sizable = {
     string: { unit: "tekens", verb: "heeft" },
@@ -17449,7 +18096,7 @@ function nl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/nn.js
+// ../../main/node_modules/zod/v4/locales/nn.js
 var error38 = () => {
   const Sizable = {
     string: { unit: "teikn", verb: "\xE5 ha" },
@@ -17563,7 +18210,7 @@ function nn_default() {
   };
 }
 
-// node_modules/zod/v4/locales/no.js
+// ../../main/node_modules/zod/v4/locales/no.js
 var error39 = () => {
   const Sizable = {
     string: { unit: "tegn", verb: "\xE5 ha" },
@@ -17677,7 +18324,7 @@ function no_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ota.js
+// ../../main/node_modules/zod/v4/locales/ota.js
 var error40 = () => {
   const Sizable = {
     string: { unit: "harf", verb: "olmal\u0131d\u0131r" },
@@ -17792,7 +18439,7 @@ function ota_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ps.js
+// ../../main/node_modules/zod/v4/locales/ps.js
 var error41 = () => {
   const Sizable = {
     string: { unit: "\u062A\u0648\u06A9\u064A", verb: "\u0648\u0644\u0631\u064A" },
@@ -17912,7 +18559,7 @@ function ps_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pl.js
+// ../../main/node_modules/zod/v4/locales/pl.js
 var error42 = () => {
   const Sizable = {
     string: { unit: "znak\xF3w", verb: "mie\u0107" },
@@ -18027,7 +18674,7 @@ function pl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pt.js
+// ../../main/node_modules/zod/v4/locales/pt.js
 var error43 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -18171,7 +18818,7 @@ function pt_default() {
   };
 }
 
-// node_modules/zod/v4/locales/pt-BR.js
+// ../../main/node_modules/zod/v4/locales/pt-BR.js
 var error44 = () => {
   const Sizable = {
     string: { unit: "caracteres" },
@@ -18316,7 +18963,7 @@ function pt_BR_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ro.js
+// ../../main/node_modules/zod/v4/locales/ro.js
 var error45 = () => {
   const Sizable = {
     string: { unit: "caractere", verb: "s\u0103 aib\u0103" },
@@ -18439,7 +19086,7 @@ function ro_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ru.js
+// ../../main/node_modules/zod/v4/locales/ru.js
 function getRussianPlural(count3, one, few, many) {
   const absCount = Math.abs(count3);
   const lastDigit = absCount % 10;
@@ -18608,7 +19255,7 @@ function ru_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sk.js
+// ../../main/node_modules/zod/v4/locales/sk.js
 var error47 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "ma\u0165" },
@@ -18725,7 +19372,7 @@ function sk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sl.js
+// ../../main/node_modules/zod/v4/locales/sl.js
 var error48 = () => {
   const Sizable = {
     string: { unit: "znakov", verb: "imeti" },
@@ -18840,7 +19487,7 @@ function sl_default() {
   };
 }
 
-// node_modules/zod/v4/locales/sv.js
+// ../../main/node_modules/zod/v4/locales/sv.js
 var error49 = () => {
   const Sizable = {
     string: { unit: "tecken", verb: "att ha" },
@@ -18956,7 +19603,7 @@ function sv_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ta.js
+// ../../main/node_modules/zod/v4/locales/ta.js
 var error50 = () => {
   const Sizable = {
     string: { unit: "\u0B8E\u0BB4\u0BC1\u0BA4\u0BCD\u0BA4\u0BC1\u0B95\u0BCD\u0B95\u0BB3\u0BCD", verb: "\u0B95\u0BCA\u0BA3\u0BCD\u0B9F\u0BBF\u0BB0\u0BC1\u0B95\u0BCD\u0B95 \u0BB5\u0BC7\u0BA3\u0BCD\u0B9F\u0BC1\u0BAE\u0BCD" },
@@ -19072,7 +19719,7 @@ function ta_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tg.js
+// ../../main/node_modules/zod/v4/locales/tg.js
 var error51 = () => {
   const Sizable = {
     string: { unit: "\u0430\u043B\u043E\u043C\u0430\u0442", verb: "\u0434\u043E\u0448\u0442\u0430 \u0431\u043E\u0448\u0430\u0434" },
@@ -19189,7 +19836,7 @@ function tg_default() {
   };
 }
 
-// node_modules/zod/v4/locales/th.js
+// ../../main/node_modules/zod/v4/locales/th.js
 var error52 = () => {
   const Sizable = {
     string: { unit: "\u0E15\u0E31\u0E27\u0E2D\u0E31\u0E01\u0E29\u0E23", verb: "\u0E04\u0E27\u0E23\u0E21\u0E35" },
@@ -19305,7 +19952,7 @@ function th_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tk.js
+// ../../main/node_modules/zod/v4/locales/tk.js
 var error53 = () => {
   const Sizable = {
     string: { unit: "simwol", verb: "bolmaly" },
@@ -19413,7 +20060,7 @@ function tk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/tr.js
+// ../../main/node_modules/zod/v4/locales/tr.js
 var error54 = () => {
   const Sizable = {
     string: { unit: "karakter", verb: "olmal\u0131" },
@@ -19524,7 +20171,7 @@ function tr_default() {
   };
 }
 
-// node_modules/zod/v4/locales/uk.js
+// ../../main/node_modules/zod/v4/locales/uk.js
 var error55 = () => {
   const Sizable = {
     string: { unit: "\u0441\u0438\u043C\u0432\u043E\u043B\u0456\u0432", verb: "\u043C\u0430\u0442\u0438\u043C\u0435" },
@@ -19638,12 +20285,12 @@ function uk_default() {
   };
 }
 
-// node_modules/zod/v4/locales/ua.js
+// ../../main/node_modules/zod/v4/locales/ua.js
 function ua_default() {
   return uk_default();
 }
 
-// node_modules/zod/v4/locales/ur.js
+// ../../main/node_modules/zod/v4/locales/ur.js
 var error56 = () => {
   const Sizable = {
     string: { unit: "\u062D\u0631\u0648\u0641", verb: "\u06C1\u0648\u0646\u0627" },
@@ -19759,7 +20406,7 @@ function ur_default() {
   };
 }
 
-// node_modules/zod/v4/locales/uz.js
+// ../../main/node_modules/zod/v4/locales/uz.js
 var error57 = () => {
   const Sizable = {
     string: { unit: "belgi", verb: "bo\u2018lishi kerak" },
@@ -19873,7 +20520,7 @@ function uz_default() {
   };
 }
 
-// node_modules/zod/v4/locales/vi.js
+// ../../main/node_modules/zod/v4/locales/vi.js
 var error58 = () => {
   const Sizable = {
     string: { unit: "k\xFD t\u1EF1", verb: "c\xF3" },
@@ -19987,7 +20634,7 @@ function vi_default() {
   };
 }
 
-// node_modules/zod/v4/locales/zh-CN.js
+// ../../main/node_modules/zod/v4/locales/zh-CN.js
 var error59 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u7B26", verb: "\u5305\u542B" },
@@ -20102,7 +20749,7 @@ function zh_CN_default() {
   };
 }
 
-// node_modules/zod/v4/locales/zh-TW.js
+// ../../main/node_modules/zod/v4/locales/zh-TW.js
 var error60 = () => {
   const Sizable = {
     string: { unit: "\u5B57\u5143", verb: "\u64C1\u6709" },
@@ -20215,7 +20862,7 @@ function zh_TW_default() {
   };
 }
 
-// node_modules/zod/v4/locales/yo.js
+// ../../main/node_modules/zod/v4/locales/yo.js
 var error61 = () => {
   const Sizable = {
     string: { unit: "\xE0mi", verb: "n\xED" },
@@ -20328,7 +20975,7 @@ function yo_default() {
   };
 }
 
-// node_modules/zod/v4/core/registries.js
+// ../../main/node_modules/zod/v4/core/registries.js
 var _a2;
 var $output = /* @__PURE__ */ Symbol("ZodOutput");
 var $input = /* @__PURE__ */ Symbol("ZodInput");
@@ -20378,7 +21025,7 @@ function registry() {
 (_a2 = globalThis).__zod_globalRegistry ?? (_a2.__zod_globalRegistry = registry());
 var globalRegistry = globalThis.__zod_globalRegistry;
 
-// node_modules/zod/v4/core/compile.js
+// ../../main/node_modules/zod/v4/core/compile.js
 var INVALID = /* @__PURE__ */ Symbol.for("zod.compile.invalid");
 var FALLBACK_FLAG = /* @__PURE__ */ Symbol.for("zod.compile.fallback");
 var ZodCompileAsyncError = class extends Error {
@@ -21988,7 +22635,7 @@ function generateTransformCheck(doc, ctx, schema, accessor) {
   return accessor;
 }
 
-// node_modules/zod/v4/core/api.js
+// ../../main/node_modules/zod/v4/core/api.js
 function snapshotChecks(def) {
   if (def.checks)
     def.checks = [...def.checks];
@@ -23047,7 +23694,7 @@ function _stringFormat(Class2, format, fnOrRegex, _params = {}) {
   return inst;
 }
 
-// node_modules/zod/v4/core/to-json-schema.js
+// ../../main/node_modules/zod/v4/core/to-json-schema.js
 function assignProps(target, ...sources) {
   for (const source of sources) {
     for (const key of Reflect.ownKeys(source)) {
@@ -23300,8 +23947,8 @@ function foldObjects(members2) {
         if (!parts.some((seen) => JSON.stringify(seen) === JSON.stringify(part)))
           parts.push(part);
       }
-      const merged = parts.length === 1 ? parts[0] : foldObjects(parts) ?? { allOf: parts };
-      assignProp(properties, key, merged);
+      const merged2 = parts.length === 1 ? parts[0] : foldObjects(parts) ?? { allOf: parts };
+      assignProp(properties, key, merged2);
     }
     for (const key of object2.required ?? [])
       required2.add(key);
@@ -23577,7 +24224,7 @@ var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) =
   return finalize(ctx, schema);
 };
 
-// node_modules/zod/v4/core/json-schema-processors.js
+// ../../main/node_modules/zod/v4/core/json-schema-processors.js
 var narrowMin = (agg, key, value) => {
   if (agg[key] === void 0 || value > agg[key])
     agg[key] = value;
@@ -24325,7 +24972,7 @@ function toJSONSchema(input2, params) {
   return finalize(ctx, input2);
 }
 
-// node_modules/zod/v4/core/json-schema-generator.js
+// ../../main/node_modules/zod/v4/core/json-schema-generator.js
 var JSONSchemaGenerator = class {
   /** @deprecated Access via ctx instead */
   get metadataRegistry() {
@@ -24403,10 +25050,10 @@ var JSONSchemaGenerator = class {
   }
 };
 
-// node_modules/zod/v4/core/json-schema.js
+// ../../main/node_modules/zod/v4/core/json-schema.js
 var json_schema_exports = {};
 
-// node_modules/zod/v4/classic/schemas.js
+// ../../main/node_modules/zod/v4/classic/schemas.js
 var schemas_exports2 = {};
 __export(schemas_exports2, {
   ZodAny: () => ZodAny,
@@ -24587,7 +25234,7 @@ __export(schemas_exports2, {
   xor: () => xor
 });
 
-// node_modules/zod/v4/classic/checks.js
+// ../../main/node_modules/zod/v4/classic/checks.js
 var checks_exports2 = {};
 __export(checks_exports2, {
   endsWith: () => _endsWith,
@@ -24622,7 +25269,7 @@ __export(checks_exports2, {
   uppercase: () => _uppercase
 });
 
-// node_modules/zod/v4/classic/errors.js
+// ../../main/node_modules/zod/v4/classic/errors.js
 var _installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
 function _lazyMethod(proto, key, make) {
   Object.defineProperty(proto, key, {
@@ -24668,7 +25315,7 @@ var ZodRealError = /* @__PURE__ */ $constructor("ZodError", initializer2, void 0
   Parent: Error
 });
 
-// node_modules/zod/v4/classic/parse.js
+// ../../main/node_modules/zod/v4/classic/parse.js
 var parse2 = /* @__PURE__ */ _parse(ZodRealError);
 var parseAsync2 = /* @__PURE__ */ _parseAsync(ZodRealError);
 var safeParse2 = /* @__PURE__ */ _safeParse(ZodRealError);
@@ -24682,7 +25329,7 @@ var safeDecode2 = /* @__PURE__ */ _safeDecode(ZodRealError);
 var safeEncodeAsync2 = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 var safeDecodeAsync2 = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-// node_modules/zod/v4/classic/schemas.js
+// ../../main/node_modules/zod/v4/classic/schemas.js
 function _ensureDefaultLocale() {
   if (!globalConfig.localeError)
     config(en_default());
@@ -26147,7 +26794,7 @@ function preprocess(fn, schema) {
   });
 }
 
-// node_modules/zod/v4/classic/compat.js
+// ../../main/node_modules/zod/v4/classic/compat.js
 var ZodIssueCode = {
   invalid_type: "invalid_type",
   too_big: "too_big",
@@ -26173,7 +26820,7 @@ var ZodFirstPartyTypeKind;
 /* @__PURE__ */ (function(ZodFirstPartyTypeKind2) {
 })(ZodFirstPartyTypeKind || (ZodFirstPartyTypeKind = {}));
 
-// node_modules/zod/v4/classic/iso.js
+// ../../main/node_modules/zod/v4/classic/iso.js
 var iso_exports = {};
 __export(iso_exports, {
   ZodISODate: () => ZodISODate,
@@ -26198,7 +26845,7 @@ function duration2(params) {
   return _isoDuration(ZodISODuration, params);
 }
 
-// node_modules/zod/v4/classic/from-json-schema.js
+// ../../main/node_modules/zod/v4/classic/from-json-schema.js
 var z = {
   ...schemas_exports2,
   ...checks_exports2,
@@ -26931,7 +27578,7 @@ function fromJSONSchema(schema, params) {
   return convertSchema(normalized, ctx);
 }
 
-// node_modules/zod/v4/core/visit.js
+// ../../main/node_modules/zod/v4/core/visit.js
 var RESOLVING = /* @__PURE__ */ Symbol("z.visit/resolving");
 function visit(schema, fnOrHandlers) {
   const fn = typeof fnOrHandlers === "function" ? fnOrHandlers : (node2, rewritten) => {
@@ -27086,7 +27733,7 @@ function visit(schema, fnOrHandlers) {
   return run2(schema);
 }
 
-// node_modules/zod/v4/classic/deep-partial.js
+// ../../main/node_modules/zod/v4/classic/deep-partial.js
 function deepPartial(schema) {
   return visit(schema, {
     object: (s) => s.partial(),
@@ -27098,7 +27745,7 @@ function deepPartial(schema) {
   });
 }
 
-// node_modules/zod/v4/classic/in-out.js
+// ../../main/node_modules/zod/v4/classic/in-out.js
 function withChecks(side, checks) {
   if (!checks?.length)
     return side;
@@ -27128,7 +27775,7 @@ function output(schema) {
   });
 }
 
-// node_modules/zod/v4/classic/coerce.js
+// ../../main/node_modules/zod/v4/classic/coerce.js
 var coerce_exports = {};
 __export(coerce_exports, {
   bigint: () => bigint3,
@@ -27196,6 +27843,12 @@ var RUNS_PER_REPO = 3;
 var EXTRA_ROUNDS = 30;
 var SETUP_TIMEOUT_SECONDS = 600;
 var SETUP_RUNS = 2;
+var CRASH_STREAK = 3;
+var AGENT_TRIES = 3;
+var RETRY_FIRST_WAIT_SECONDS = 15;
+var RETRY_MAX_WAIT_SECONDS = 300;
+var RETRY_LEAST_SECONDS = 30;
+var QUICK_FAILURE_SECONDS = 10;
 var PAPER_RESULTS = {
   /** Main result, 13 tasks: fork-and-flush against single-run and best-of-4. */
   main: { "fork-and-flush": 0.78, "single-run": 0.47, "best-of-n": 0.54 },
@@ -27212,6 +27865,7 @@ var CONFIDENCE = 0.95;
 var PROBE_RUNS = PAPER.branches;
 var PROBE_EPISODES_EACH = 2;
 var PROBE_SPREAD = 0.05;
+var MAX_UNFINISHED_STARTS = 3;
 
 // src/core/compare-config.ts
 var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
@@ -27691,7 +28345,11 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
     case "invalid_union": {
       const alternatives = issue2.errors.filter((a) => a.length > 0);
       const meant = alternatives.find((a) => !a.every((i) => i.path.length === 0 && wrongType(i, found)));
-      if (!meant) return `${locate(path)}: ${name2} must be ${unionTypes(alternatives)}, got ${got}`;
+      if (!meant) {
+        const choice = alternatives.flat().find((i) => i.path.length === 0 && i.code === "invalid_value");
+        const hint = choice ? didYouMean(choice, found) : "";
+        return `${locate(path)}: ${name2} must be ${unionTypes(alternatives)}, got ${got}${hint}`;
+      }
       return meant.map((i) => describeIssue({ ...i, path: [...path, ...i.path] }, input2, locate, validKeysAt2)).join("\n");
     }
     case "invalid_type":
@@ -27702,7 +28360,14 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
       break;
   }
   const rule = isPredicate(issue2.message) ? issue2.message : ruleOf(issue2);
-  return rule === void 0 ? `${locate(path)}: ${name2}: ${issue2.message}` : `${locate(path)}: ${name2} ${rule}, got ${got}`;
+  return rule === void 0 ? `${locate(path)}: ${name2}: ${issue2.message}` : `${locate(path)}: ${name2} ${rule}, got ${got}${didYouMean(issue2, found)}`;
+}
+function didYouMean(issue2, found) {
+  if (issue2.code !== "invalid_value" || typeof found !== "string") return "";
+  const choices = issue2.values.filter((v) => typeof v === "string");
+  const guess = closest(found, choices);
+  const near = guess !== void 0 && editDistance(found.toLowerCase(), guess.toLowerCase()) <= Math.max(1, Math.floor(found.length / 3));
+  return guess && near && guess !== found ? `; did you mean "${guess}"?` : "";
 }
 function ruleOf(issue2) {
   switch (issue2.code) {
@@ -28096,11 +28761,11 @@ var UserError = class extends Error {
 function lineageBranch(run2, lineage, lineages) {
   return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
 }
-function episodeBranch(run2, round, branch) {
-  return `${roundBranchPrefix(run2, round)}branch-${branch}`;
+function episodeBranch(run2, round2, branch) {
+  return `${roundBranchPrefix(run2, round2)}branch-${branch}`;
 }
-function roundBranchPrefix(run2, round) {
-  return `forkflush/${run2}/round-${round}/`;
+function roundBranchPrefix(run2, round2) {
+  return `forkflush/${run2}/round-${round2}/`;
 }
 function bestBranch(run2) {
   return `forkflush/${run2}/best`;
@@ -28128,6 +28793,14 @@ function spent(state, lineage) {
 }
 function charged(e) {
   return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
+}
+function estimatedSpent(state) {
+  let sum = 0;
+  for (const e of state.rounds.flatMap((r) => r.episodes)) {
+    if (e.result?.spentBasis === "estimated") sum += e.result.spent;
+    if (e.interruptedBasis === "estimated") sum += e.interruptedSpent ?? 0;
+  }
+  return sum;
 }
 function minEpisode(state) {
   return state.config.budget.episode * LEAST_EPISODE_SHARE;
@@ -28200,8 +28873,8 @@ function newRunState(args) {
     status: "running"
   };
 }
-function episodeId(round, branch) {
-  return `r${round}.b${branch}`;
+function episodeId(round2, branch) {
+  return `r${round2}.b${branch}`;
 }
 function allEpisodes(state) {
   return state.rounds.flatMap((r) => r.episodes);
@@ -28369,43 +29042,47 @@ function reconcile(state) {
     if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open4.index, episode: e.id }));
     return [{ type: "decide", round: open4.index, decision: decide(state, open4) }];
   }
-  const round = nextRound(state);
-  return round ? [{ type: "open", round }] : [{ type: "finish" }];
+  const round2 = nextRound(state);
+  return round2 ? [{ type: "open", round: round2 }] : [{ type: "finish" }];
 }
-function decide(state, round) {
-  if (round.kind === "serial")
-    return { winner: null, adopted: round.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
-  const winner = selectWinner(round.episodes, state.config.grader.direction);
+function decide(state, round2) {
+  if (round2.kind === "serial")
+    return { winner: null, adopted: round2.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
+  const winner = selectWinner(round2.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }
-function applyOpen(state, round) {
-  if (state.rounds.some((r) => r.index === round.index)) return state;
-  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round.index}: another round is still open`);
-  return { ...state, rounds: [...state.rounds, round] };
+function applyOpen(state, round2) {
+  if (state.rounds.some((r) => r.index === round2.index)) return state;
+  if (state.rounds.some((r) => !r.decision)) throw new Error(`round ${round2.index}: another round is still open`);
+  return { ...state, rounds: [...state.rounds, round2] };
 }
-function applyInterrupted(state, episodeId3, spent2) {
+function applyInterrupted(state, episodeId3, spent2, estimated = false) {
   if (!(spent2 > 0)) return state;
   const rounds = state.rounds.map(
     (r) => r.episodes.some((e) => e.id === episodeId3 && !e.result) ? {
       ...r,
       episodes: r.episodes.map(
-        (e) => e.id === episodeId3 ? { ...e, interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)) } : e
+        (e) => e.id === episodeId3 ? {
+          ...e,
+          interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
+          ...estimated || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
+        } : e
       )
     } : r
   );
   return { ...state, rounds };
 }
 function applyResult(state, episodeId3, result) {
-  const round = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId3));
-  const episode2 = round?.episodes.find((e) => e.id === episodeId3);
-  if (!round || !episode2) throw new Error(`no episode ${episodeId3} in run ${state.id}`);
-  if (round.decision) throw new Error(`episode ${episodeId3}: its round is already decided`);
+  const round2 = state.rounds.find((r) => r.episodes.some((e) => e.id === episodeId3));
+  const episode2 = round2?.episodes.find((e) => e.id === episodeId3);
+  if (!round2 || !episode2) throw new Error(`no episode ${episodeId3} in run ${state.id}`);
+  if (round2.decision) throw new Error(`episode ${episodeId3}: its round is already decided`);
   if (episode2.result) {
     if (JSON.stringify(episode2.result) === JSON.stringify(result)) return state;
     throw new Error(`episode ${episodeId3} already has a result`);
   }
   const rounds = state.rounds.map(
-    (r) => r === round ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId3 ? { ...e, result } : e) } : r
+    (r) => r === round2 ? { ...r, episodes: r.episodes.map((e) => e.id === episodeId3 ? { ...e, result } : e) } : r
   );
   let best = state.best;
   const { score: score2 } = result;
@@ -28415,12 +29092,12 @@ function applyResult(state, episodeId3, result) {
   return { ...state, rounds, best };
 }
 function applyDecision(state, roundIndex, decision) {
-  const round = state.rounds.find((r) => r.index === roundIndex);
-  if (!round) throw new Error(`no round ${roundIndex} in run ${state.id}`);
-  if (round.decision) return state;
-  if (round.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
+  const round2 = state.rounds.find((r) => r.index === roundIndex);
+  if (!round2) throw new Error(`no round ${roundIndex} in run ${state.id}`);
+  if (round2.decision) return state;
+  if (round2.episodes.some((e) => !e.result)) throw new Error(`round ${roundIndex} still has episodes without a result`);
   const lineages = state.lineages.map((l) => {
-    const adopted = round.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
+    const adopted = round2.episodes.find((e) => e.lineage === l.index && decision.adopted.includes(e.id));
     return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
   });
   const rounds = state.rounds.map((r) => r.index === roundIndex ? { ...r, decision } : r);
@@ -28434,13 +29111,13 @@ function applyFinish(state) {
 var NOTHING_DONE = { opened: [], published: [], settled: [], best: null, finished: false };
 function dueWork(state, done) {
   const work = [];
-  for (const round of state.rounds) {
-    for (const e of round.episodes) {
+  for (const round2 of state.rounds) {
+    for (const e of round2.episodes) {
       if (e.result && !done.published.includes(e.id))
         work.push({ type: "publish-result", key: `publish:${e.id}`, episode: e.id });
     }
-    if (round.decision && !done.settled.includes(round.index))
-      work.push({ type: "settle-round", key: `settle:${round.index}`, round: round.index });
+    if (round2.decision && !done.settled.includes(round2.index))
+      work.push({ type: "settle-round", key: `settle:${round2.index}`, round: round2.index });
   }
   const open4 = state.rounds.find((r) => !r.decision);
   if (open4 && !done.opened.includes(open4.index))
@@ -28482,9 +29159,9 @@ function markDone(done, item) {
   }
 }
 function roundOf(state, index) {
-  const round = state.rounds.find((r) => r.index === index);
-  if (!round) throw new Error(`${state.id}: no round ${index}`);
-  return round;
+  const round2 = state.rounds.find((r) => r.index === index);
+  if (!round2) throw new Error(`${state.id}: no round ${index}`);
+  return round2;
 }
 function advance(initial, halt = () => false) {
   let state = initial;
@@ -28499,10 +29176,10 @@ function advance(initial, halt = () => false) {
   }
   throw new Error(`${initial.id}: the schedule did not settle`);
 }
-function lineageMovedOutside(state, round, e, head, lineageRef) {
+function lineageMovedOutside(state, round2, e, head, lineageRef) {
   const commit = e.result?.commit;
   if (!commit || head === commit) return null;
-  const later = state.rounds.filter((r) => r.index > round.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
+  const later = state.rounds.filter((r) => r.index > round2.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
   if (head !== null && later.includes(head)) return null;
   return `the lineage branch ${lineageRef} moved outside forkflush (expected ${e.base.slice(0, 10)} or ${commit.slice(0, 10)}, found ${head?.slice(0, 10) ?? "nothing"}): reset it to one of those commits, then resume`;
 }
@@ -28511,7 +29188,7 @@ function lineageMovedOutside(state, round, e, head, lineageRef) {
 var MOST_SIMULATED = 1e4;
 function simulate(config2, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
   let state = newRunState({ id: "plan", seed, config: config2, baseCommit: "base", baseScore: null });
-  for (let round = 0; round < maxRounds; round++) {
+  for (let round2 = 0; round2 < maxRounds; round2++) {
     state = advance(state).state;
     const pending = reconcile(state).flatMap((a) => a.type === "run" ? [a.episode] : []);
     if (pending.length === 0) return state;
@@ -28537,22 +29214,22 @@ function plan(config2) {
   const state = simulate(config2, (e) => ({ spent: e.allowance, score: null }));
   const phases = [];
   let cumulative = 0;
-  for (const round of state.rounds) {
-    const spend = round.episodes.reduce((s, e) => s + e.allowance, 0);
+  for (const round2 of state.rounds) {
+    const spend = round2.episodes.reduce((s, e) => s + e.allowance, 0);
     cumulative += spend;
     const last = phases.at(-1);
-    if (last && last.phase === round.phase && last.kind === round.kind) {
+    if (last && last.phase === round2.phase && last.kind === round2.kind) {
       last.rounds += 1;
       last.spend += spend;
       last.cumulative = cumulative;
       continue;
     }
     phases.push({
-      phase: round.phase,
-      kind: round.kind,
-      branches: round.episodes.length,
+      phase: round2.phase,
+      kind: round2.kind,
+      branches: round2.episodes.length,
       rounds: 1,
-      budgetEach: round.episodes[0]?.allowance ?? 0,
+      budgetEach: round2.episodes[0]?.allowance ?? 0,
       spend,
       cumulative
     });
@@ -28788,6 +29465,143 @@ function capital(s) {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
+// src/core/failure.ts
+var PERMANENT_FAILURES = ["auth", "quota", "model", "cli", "hidden-path"];
+var TRANSIENT_FAILURES = ["rate-limit", "overload", "network"];
+var FAILURE_KINDS = [
+  ...PERMANENT_FAILURES,
+  ...TRANSIENT_FAILURES,
+  "crash"
+];
+function isTransient(kind) {
+  return TRANSIENT_FAILURES.includes(kind);
+}
+var FAILURE_QUOTE_MAX = 300;
+var FAILURE_WHAT = {
+  auth: "its key or login was refused",
+  quota: "its plan or quota is used up",
+  model: "its model does not exist, or its key may not use it",
+  cli: "it could not start",
+  "hidden-path": "it needs a path the sandbox hides",
+  "rate-limit": "its provider's rate limit kept refusing it",
+  overload: "its provider stayed overloaded",
+  network: "it could not reach its provider",
+  crash: "it crashed"
+};
+var GENERIC_FIX = {
+  auth: "check the key or login the agent uses (the variables it needs listed in agent.env, the key not expired), then resume the run",
+  quota: "raise the agent's plan or quota, or wait until it resets, then resume the run",
+  model: "correct the model (agent.model, or the model in agent.args or agent.command), then start a new run",
+  cli: "check agent.command (and agent.kind): install what it runs, or correct it and start a new run",
+  "hidden-path": "add the folder to sandbox.read in the config, or move the file into the repository, then start a new run",
+  "rate-limit": "wait, or run fewer episodes at once (--concurrency 1), then resume the run",
+  overload: "wait until the provider is back, then resume the run",
+  network: "check the network (and a proxy) between this machine and the provider, then resume the run",
+  crash: "run the agent by hand on the task to see why it fails, fix it, then resume the run"
+};
+function resumableFailure(kind) {
+  return kind !== "model" && kind !== "cli" && kind !== "hidden-path";
+}
+var SHAPES = [
+  {
+    kind: "auth",
+    re: /invalid[ _-]?x-api-key|invalid[ _-]api[ _-]key|incorrect api key|api key not valid|invalid_api_key|authentication_error|authentication failed|invalid authentication|invalid bearer token|oauth token has expired|not logged in|please run \/login|permission_error|\bunauthori[sz]ed\b|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?40[13]\b|\b40[13]\W{0,3}(?:unauthori[sz]ed|forbidden)/i
+  },
+  {
+    kind: "quota",
+    re: /insufficient_quota|exceeded your current quota|quota (?:exceeded|exhausted)|credit balance is too low|out of credits|usage limit (?:reached|exceeded)|hit your usage limit|billing (?:hard )?limit|plan limit/i
+  },
+  {
+    kind: "model",
+    re: /model_not_found|(?:unknown|invalid|unsupported) model\b|\bmodel\b[^\n]{0,80}\b(?:not found|does not exist|is not supported|not available|unknown)|not_found_error[^\n]{0,80}\bmodel\b/i
+  },
+  {
+    kind: "rate-limit",
+    re: /rate[ _-]?limit|too many requests|resource_exhausted|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?429\b|\b429\W{0,3}(?:too many|rate)/i
+  },
+  {
+    kind: "overload",
+    re: /overloaded|service unavailable|bad gateway|internal server error|server is busy|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?(?:500|502|503|504|529)\b|\b(?:502|503|529)\W{0,3}(?:service|bad|overloaded)/i
+  },
+  {
+    kind: "network",
+    re: /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i
+  }
+];
+var LINES_READ = 400;
+function recognizeFailure(text) {
+  const lines = text.replace(/\r\n?/g, "\n").split("\n").slice(-LINES_READ).map((l) => l.trim()).filter(Boolean);
+  for (const { kind, re } of SHAPES) {
+    const line = lines.find((l) => re.test(l));
+    if (line === void 0) continue;
+    const wait = retryAfterMs(lines);
+    return {
+      kind,
+      quote: quoteLine(line),
+      fix: GENERIC_FIX[kind],
+      ...wait !== null && isTransient(kind) ? { retryAfterMs: wait } : {}
+    };
+  }
+  return null;
+}
+function quoteLine(line) {
+  const clean = line.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").trim();
+  return clean.length > FAILURE_QUOTE_MAX ? `${clean.slice(0, FAILURE_QUOTE_MAX - 1)}\u2026` : clean;
+}
+function retryAfterMs(lines) {
+  const units = {
+    ms: 1,
+    s: 1e3,
+    sec: 1e3,
+    second: 1e3,
+    seconds: 1e3,
+    m: 6e4,
+    min: 6e4,
+    minute: 6e4,
+    minutes: 6e4
+  };
+  for (const line of [...lines].reverse()) {
+    const header = /retry[-_ ]after(?:[-_ ]ms)?["']?\s*[:=]?\s*["']?(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)?\b/i.exec(
+      line
+    );
+    if (header) {
+      const ms = /after[-_ ]ms/i.test(header[0]) ? 1 : units[(header[2] ?? "s").toLowerCase()] ?? 1e3;
+      return Math.round(Number(header[1]) * ms);
+    }
+    const again = /(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)\b/i.exec(line);
+    if (again) return Math.round(Number(again[1]) * (units[again[2].toLowerCase()] ?? 1e3));
+    const delay = /retryDelay["']?\s*:\s*["'](\d+(?:\.\d+)?)s["']/i.exec(line);
+    if (delay) return Math.round(Number(delay[1]) * 1e3);
+  }
+  return null;
+}
+function notFoundPaths(text) {
+  const found = /* @__PURE__ */ new Set();
+  const patterns = [
+    /(?:^|:\s)([^\s:'"]+): (?:command )?not found\b/gm,
+    /Cannot find module '([^']+)'/g,
+    /can't open file '([^']+)'/g,
+    /\bcannot open ([^\s:]+):? No such file/gi,
+    /\bCan't open ([^\s:]+)/g,
+    /(?:execvp|failed to execute|exec) ([^\s:]+): No such file or directory/g,
+    /ENOENT[^'\n]*'([^']+)'/g,
+    /^(?:[^\s:]+: (?:line )?\d+: )?([^\s:]+): No such file or directory$/gm
+  ];
+  for (const re of patterns) for (const m of text.matchAll(re)) if (m[1]) found.add(m[1]);
+  return [...found].filter((p) => p.length < 4096 && !/^\d+$/.test(p));
+}
+function retryWait(failedTries, failure2, seed) {
+  if (failedTries >= AGENT_TRIES) return { giveUp: `${failedTries} tries failed (at most ${AGENT_TRIES})` };
+  const max = RETRY_MAX_WAIT_SECONDS * 1e3;
+  if (failure2.retryAfterMs !== void 0 && failure2.retryAfterMs > max)
+    return {
+      giveUp: `the provider asked to wait ${Math.round(failure2.retryAfterMs / 1e3)} s, more than ${RETRY_MAX_WAIT_SECONDS} s`
+    };
+  const backoff = RETRY_FIRST_WAIT_SECONDS * 1e3 * 3 ** (failedTries - 1);
+  const jitter = 1 + (Math.abs(seed) * 7919 + failedTries * 104729) % 1e3 / 1e3 * 0.2;
+  return { waitMs: Math.min(max, Math.max(failure2.retryAfterMs ?? 0, Math.round(backoff * jitter))) };
+}
+
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
 var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
@@ -28804,6 +29618,24 @@ function validUsage(u) {
   const r = usageSchema.safeParse(u);
   return r.success ? r.data : null;
 }
+var failureSchema = external_exports.object({
+  kind: external_exports.enum(FAILURE_KINDS),
+  quote: external_exports.string(),
+  fix: external_exports.string().optional()
+});
+var retrySchema = external_exports.object({
+  kind: external_exports.enum(TRANSIENT_FAILURES),
+  quote: external_exports.string(),
+  waitedSeconds: external_exports.number().finite().nonnegative()
+});
+function validFailure(f) {
+  const r = failureSchema.safeParse(f);
+  return r.success ? r.data : null;
+}
+function validRetries(r) {
+  const parsed = external_exports.array(retrySchema).safeParse(r);
+  return parsed.success ? parsed.data : null;
+}
 var resultSchema = external_exports.object({
   commit: sha,
   score: external_exports.number().finite().nullable(),
@@ -28818,7 +29650,11 @@ var resultSchema = external_exports.object({
   wallSeconds: external_exports.number().nonnegative(),
   sandbox: external_exports.string().optional(),
   contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
-  agentNotStarted: external_exports.string().optional()
+  agentNotStarted: external_exports.string().optional(),
+  failure: failureSchema.optional(),
+  retries: external_exports.array(retrySchema).optional(),
+  unchanged: external_exports.literal(true).optional(),
+  spentBasis: external_exports.enum(["estimated", "none"]).optional()
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
@@ -28832,7 +29668,9 @@ var episodeSchema = external_exports.object({
   directive: external_exports.boolean(),
   seed: external_exports.number().int(),
   result: resultSchema.optional(),
-  interruptedSpent: external_exports.number().finite().nonnegative().optional()
+  interruptedSpent: external_exports.number().finite().nonnegative().optional(),
+  unfinishedStarts: external_exports.number().int().positive().optional(),
+  interruptedBasis: external_exports.literal("estimated").optional()
 });
 var roundSchema = external_exports.object({
   index: count,
@@ -29101,16 +29939,31 @@ var TRAILERS = {
   note: "Forkflush-Note",
   usage: "Forkflush-Usage",
   sandbox: "Forkflush-Sandbox",
-  contextStore: "Forkflush-Context"
+  contextStore: "Forkflush-Context",
+  failure: "Forkflush-Failure",
+  retries: "Forkflush-Retries",
+  unchanged: "Forkflush-Unchanged",
+  spentBasis: "Forkflush-Spent-Basis"
 };
-var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200 };
+var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
 function boundedResult(r) {
   return {
     ...r,
     ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
     ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
     ...r.usage ? { usage: boundedUsage(r.usage) } : {},
+    ...r.failure ? { failure: boundedFailure(r.failure) } : {},
+    ...r.retries ? {
+      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX) }))
+    } : {},
     protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
+  };
+}
+function boundedFailure(f) {
+  return {
+    kind: f.kind,
+    quote: boundedText(f.quote, FAILURE_QUOTE_MAX),
+    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
   };
 }
 function boundedText(text, max) {
@@ -29145,6 +29998,10 @@ function commitMessage(runId2, unit, e, result, details) {
     ...r.usage ? [`${TRAILERS.usage}: ${inertOnGitHub(JSON.stringify(r.usage))}`] : [],
     ...r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : [],
     ...r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : [],
+    ...r.failure ? [`${TRAILERS.failure}: ${inertOnGitHub(JSON.stringify(r.failure))}`] : [],
+    ...r.retries && r.retries.length > 0 ? [`${TRAILERS.retries}: ${inertOnGitHub(JSON.stringify(r.retries))}`] : [],
+    ...r.unchanged ? [`${TRAILERS.unchanged}: yes`] : [],
+    ...r.spentBasis ? [`${TRAILERS.spentBasis}: ${r.spentBasis}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
   return `${lines.join("\n")}
@@ -29186,6 +30043,10 @@ function parseCommitMessage(message, commit) {
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
+  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
+  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
+  const basis = fields.get(TRAILERS.spentBasis);
+  const spentBasis2 = basis === "estimated" || basis === "none" ? basis : void 0;
   return {
     runId: runId2,
     episode: episode2,
@@ -29203,14 +30064,21 @@ function parseCommitMessage(message, commit) {
       agentSeconds: agent,
       graderSeconds: grader,
       ...sandbox ? { sandbox } : {},
-      ...contextStore ? { contextStore } : {}
+      ...contextStore ? { contextStore } : {},
+      ...failure2 ? { failure: failure2 } : {},
+      ...retries && retries.length > 0 ? { retries } : {},
+      ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
+      ...spentBasis2 ? { spentBasis: spentBasis2 } : {}
     })
   };
 }
 function parseUsage(text) {
+  return parseJson(text, validUsage);
+}
+function parseJson(text, valid) {
   if (!text) return void 0;
   try {
-    return validUsage(JSON.parse(text)) ?? void 0;
+    return valid(JSON.parse(text)) ?? void 0;
   } catch {
     return void 0;
   }
@@ -29219,70 +30087,149 @@ function oneLine(s) {
   return s.replace(/\s+/g, " ").trim();
 }
 
-// src/core/setup-failure.ts
-function failure2(code, text) {
+// src/core/stop.ts
+function stop(code, text) {
   return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
 }
-function setupFailure(state) {
-  const notStarted = allEpisodes(state).find((e) => e.result?.agentNotStarted);
-  if (notStarted?.result?.agentNotStarted) {
-    const why = notStarted.result.agentNotStarted;
-    return failure2(
-      2,
-      (q) => `the agent could not start in ${notStarted.id} (${q(why)}), so it will not start in any episode: check agent.command (and agent.kind), then start a new run`
-    );
+function stopReason(state) {
+  return cause(state)?.stop ?? null;
+}
+function cause(state) {
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (open4) {
+    const failed = open4.episodes.filter((e) => stoppingFailure(e.result) !== null);
+    const first = failed[0];
+    if (first) {
+      const f = stoppingFailure(first.result);
+      const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
+      return { stop: agentFailed(first, f), retry: resumable ? failed : null };
+    }
+    const crashed = crashedRun(state, open4);
+    if (crashed) return crashed;
+    if (open4.episodes.length > 0 && open4.episodes.every(setupFailed))
+      return { stop: everySetupFailed(open4, state.config.setup.commands.length > 0), retry: open4.episodes };
   }
-  const unprepared = state.rounds.find((r) => r.episodes.length > 0 && r.episodes.every(setupFailed));
-  if (unprepared) return everySetupFailed(unprepared, state.config.setup.commands.length > 0);
   const opening = state.rounds[0];
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
   if (state.base.score === null && opening?.decision && tried.length > 0 && tried.every((e) => e.result && e.result.score === null)) {
     const reasons = [...new Set(tried.map((e) => e.result?.reason ?? "no reason given"))];
-    return failure2(
-      1,
-      (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
-    );
+    return {
+      stop: stop(
+        1,
+        (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+      ),
+      retry: null
+    };
   }
   return null;
 }
-var RESUME = "resume the run: its round runs again";
-function everySetupFailed(round, hasCommands) {
-  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
-  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
-  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
-  return failure2(
+function stoppingFailure(r) {
+  if (!r) return null;
+  if (r.failure) return r.failure.kind === "crash" ? null : r.failure;
+  return r.agentNotStarted ? { kind: "cli", quote: r.agentNotStarted } : null;
+}
+function agentFailed(e, f) {
+  const fix = f.fix ?? GENERIC_FIX[f.kind];
+  if (f.kind === "cli") {
+    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
+    return stop(
+      2,
+      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`
+    );
+  }
+  const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : "";
+  return stop(
     2,
-    (q) => `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
+    (q) => `the agent failed in ${e.id}: ${FAILURE_WHAT[f.kind]}${tries} (${q(f.quote)}), so every episode would fail the same way and the run stopped: ${fix}`
+  );
+}
+function crashedIdle(e) {
+  return e.result?.exit === "crash" && e.result.unchanged === true;
+}
+function crashedRun(state, open4) {
+  const firstFork = state.rounds.find((r) => r.kind === "fork");
+  if (firstFork === open4 && open4.episodes.length > 1) {
+    const tried = open4.episodes.filter((e) => !setupFailed(e));
+    if (tried.length > 0 && open4.episodes.every((e) => e.result) && tried.every(crashedIdle))
+      return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`, open4);
+    return null;
+  }
+  const all = allEpisodes(state);
+  const pending = all.findIndex((e) => !e.result);
+  const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
+  const streak = [];
+  for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i]); i--) streak.unshift(ran[i]);
+  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open4.index) return null;
+  return crashStop(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`, open4);
+}
+function crashStop(crashed, where, open4) {
+  const last = crashed.at(-1)?.result;
+  const words = last?.failure?.quote || last?.note || "it printed nothing";
+  return {
+    stop: stop(
+      2,
+      (q) => `the agent crashed without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${GENERIC_FIX.crash}`
+    ),
+    retry: crashed.filter((e) => e.round === open4.index)
+  };
+}
+var RESUME = "resume the run: its round runs again";
+function everySetupFailed(round2, hasCommands) {
+  const reasons = [...new Set(round2.episodes.map((e) => e.result?.reason ?? "no reason given"))];
+  const bases = [...new Set(round2.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(", ")}`;
+  return stop(
+    2,
+    (q) => `setup failed in every branch of round ${round2.index} (${round2.phase}) on ${where} (${reasons.slice(0, 3).map(q).join("; ")}), so no agent could work and the run stopped: ` + (round2.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ)) ? `update the worker Action as the reasons say, then ${RESUME}` : hasCommands ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? "that commit" : "those commits"} and fix what fails: after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; a fix to the config or to the files of the commit needs a new run` : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`)
   );
 }
 function stopBefore(state, next) {
-  const failure3 = setupFailure(state);
-  return failure3 && (failure3.code === 2 || next !== void 0 && next.type !== "finish") ? failure3 : null;
+  const s = stopReason(state);
+  return s && (s.code === 2 || next !== void 0 && next.type !== "finish") ? s : null;
 }
 function runStop(state) {
   if (state.status === "finished") return null;
   return stopBefore(state, reconcile(state)[0]);
 }
+function nothingDone(state) {
+  const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const scored = ran.filter((e) => e.result?.score !== null);
+  if (scored.length === 0) return "no episode got a score";
+  if (scored.every(crashedIdle))
+    return "no episode did any work: every one that got a score had crashed without changing the workspace";
+  return null;
+}
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
-function retrySetup(state) {
+function retryStopped(state) {
   if (state.status === "finished") return null;
+  const c = cause(state);
   const open4 = state.rounds.find((r) => !r.decision);
-  if (!open4 || open4.episodes.length === 0 || !open4.episodes.every(setupFailed)) return null;
-  const cleared = open4.episodes.map(({ result: _, ...e }) => e);
+  if (!c?.retry || c.retry.length === 0 || !open4) return null;
+  const ids = new Set(c.retry.map((e) => e.id));
+  const cleared = open4.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
   return {
     state: { ...state, rounds: state.rounds.map((r) => r === open4 ? { ...r, episodes: cleared } : r) },
-    episodes: open4.episodes
+    episodes: c.retry
+  };
+}
+function withoutResult({ result, ...e }) {
+  const spent2 = result?.spent ?? 0;
+  if (!(spent2 > 0)) return e;
+  return {
+    ...e,
+    interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent2).toFixed(6)),
+    ...result?.spentBasis === "estimated" || e.interruptedBasis ? { interruptedBasis: "estimated" } : {}
   };
 }
 
 // src/core/report.ts
-function rowOutcome(round, e) {
-  return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
+function rowOutcome(round2, e) {
+  return setupFailed(e) ? "setup-failed" : outcomeOf(round2, e);
 }
-function outcomeOf(round, e) {
-  if (!round.decision) return "running";
-  if (!round.decision.adopted.includes(e.id)) return "dropped";
-  return round.kind === "serial" ? "kept" : "adopted";
+function outcomeOf(round2, e) {
+  if (!round2.decision) return "running";
+  if (!round2.decision.adopted.includes(e.id)) return "dropped";
+  return round2.kind === "serial" ? "kept" : "adopted";
 }
 function leaderboard(state) {
   const sign = state.config.grader.direction === "maximize" ? -1 : 1;
@@ -29309,7 +30256,7 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
       row.phase,
       describeContext(e) + (e.directive ? ", directive" : ""),
       scoreText(r?.score),
-      formatNumber(r?.spent ?? 0, 2),
+      spentText(e),
       r?.exit ?? "",
       row.outcome,
       r?.usage ? usageText(r.usage) : "",
@@ -29320,6 +30267,13 @@ function leaderboardRows(state, limit = Number.POSITIVE_INFINITY) {
 function leaderboardMarkdown(state, limit = Number.POSITIVE_INFINITY) {
   const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), inertCodeSpan(r.at(-1) ?? "")]);
   return markdownTable(LEADERBOARD_HEADER, rows);
+}
+function spentText(e) {
+  const estimated = e.result?.spentBasis === "estimated";
+  return `${estimated ? "~" : ""}${formatNumber(e.result?.spent ?? 0, 2)}`;
+}
+function spentBasis(e) {
+  return e.result ? e.result.spentBasis ?? "measured" : null;
 }
 var LEADERBOARD_HEADER = [
   "#",
@@ -29360,11 +30314,12 @@ function roundRows(state) {
 function summary(state) {
   const c = state.config;
   const unit = c.budget.unit;
-  const stop2 = runStop(state);
+  const stop3 = runStop(state);
+  const estimated = estimatedSpent(state);
   const lines = [
-    `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} (spent ${formatNumber(spent(state), 2)})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`
+    `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} (spent ${formatNumber(spent(state), 2)}${estimated > 0 ? `, of which ${formatNumber(estimated, 2)} estimated` : ""})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`
   ];
-  if (stop2) lines.push(`Stopped: ${stop2.message}.`);
+  if (stop3) lines.push(`Stopped: ${stop3.message}.`);
   if (state.best) {
     lines.push(
       `Best score: ${scoreText(state.best.score)} from ${describeEpisodeId(state.best.episode)}, on branch ${bestBranch(state.id)} (commit ${state.best.commit.slice(0, 10)}).`
@@ -29406,12 +30361,13 @@ function takeHomeLines(state, place) {
   ];
 }
 var OUTCOMES_LEGEND = "adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; kept: an episode of a serial stretch (each one continues the last); setup-failed: its setup failed, so its agent never ran (it spent nothing and is never adopted); running: no result yet.";
+var SPENT_LEGEND = 'Spent: measured, or as the agent reported it; ~ marks an estimate, for an agent that reported no usage (README, "Troubleshooting").';
 function renderReport(state, o = {}) {
   const parts = [`# forkflush run ${state.id}`, "", summary(state).split("\n").join("  \n"), ""];
   const home = o.place ? takeHomeLines(state, o.place) : [];
-  if (home.length > 0) parts.push(home.map((l) => l.replace(/: (git .*)$/, ": `$1`")).join("  \n"), "");
+  if (home.length > 0) parts.push(home.map((l) => l.replace(/: (git [^)]*)(\)?)$/, ": `$1`$2")).join("  \n"), "");
   if (o.chartFile) parts.push(`![Score versus spend](${o.chartFile})`, "");
-  parts.push("## Leaderboard", "", leaderboardMarkdown(state), "", `_${OUTCOMES_LEGEND}_`, "");
+  parts.push("## Leaderboard", "", leaderboardMarkdown(state), "", `_${OUTCOMES_LEGEND} ${SPENT_LEGEND}_`, "");
   parts.push(
     "## Rounds",
     "",
@@ -29426,7 +30382,11 @@ function renderReport(state, o = {}) {
     parts.push("## Episodes without a score, or that crashed", "");
     for (const e of failed) {
       const r = e.result;
-      const why = r.score === null ? r.reason ?? "no score" : `${r.exit}${r.note ? `: ${r.note}` : ""}`;
+      const why = [
+        r.score === null ? r.reason ?? "no score" : r.exit,
+        r.failure ? `${r.failure.kind}: ${r.failure.quote}` : null,
+        r.score === null ? null : r.note
+      ].filter(Boolean).join("; ");
       const logs = o.episodeLogs(e.id).map((l) => `[${l.name}](${l.path})`);
       parts.push(`- ${e.id}: ${codeSpan(why)}${logs.length > 0 ? ` (${logs.join(", ")})` : ""}`);
     }
@@ -29440,16 +30400,16 @@ function runStatus(state) {
 }
 function statusJson(state, o) {
   const c = state.config;
-  const stop2 = state.status === "finished" || o.live ? null : runStop(state);
+  const stop3 = state.status === "finished" || o.live ? null : runStop(state);
   return {
     run: state.id,
     folder: o.folder,
-    status: state.status === "finished" ? "finished" : o.live ? "running" : stop2 ? "stopped" : "interrupted",
-    stopped: stop2 ? { code: stop2.code, message: stop2.message } : null,
+    status: state.status === "finished" ? "finished" : o.live ? "running" : stop3 ? "stopped" : "interrupted",
+    stopped: stop3 ? { code: stop3.code, message: stop3.message } : null,
     pid: o.live?.pid ?? null,
     strategy: c.strategy,
     direction: c.grader.direction,
-    budget: { total: c.budget.total, unit: c.budget.unit, spent: spent(state) },
+    budget: { total: c.budget.total, unit: c.budget.unit, spent: spent(state), estimated: estimatedSpent(state) },
     seed: state.seed,
     initial: { score: state.base.score, reason: state.base.reason ?? null },
     best: state.best ? {
@@ -29470,7 +30430,11 @@ function statusJson(state, o) {
         allowance: e.allowance,
         score: e.result ? e.result.score : null,
         spent: e.result?.spent ?? null,
+        spentBasis: spentBasis(e),
         interruptedSpent: e.interruptedSpent ?? 0,
+        interruptedBasis: e.interruptedBasis ?? "measured",
+        failure: e.result?.failure ?? (e.result?.agentNotStarted ? { kind: "cli", quote: e.result.agentNotStarted } : null),
+        retries: e.result?.retries?.length ?? 0,
         exit: e.result?.exit ?? null,
         reason: e.result?.reason ?? null,
         note: e.result?.note ?? null,
@@ -29482,9 +30446,9 @@ function statusJson(state, o) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir15, mkdtemp as mkdtemp3, readdir as readdir10, readFile as readFile8, realpath as realpath6, rm as rm11, stat as stat8, writeFile as writeFile12 } from "node:fs/promises";
-import { tmpdir as tmpdir2 } from "node:os";
-import { join as join19, relative as relative2, resolve as resolve4 } from "node:path";
+import { mkdir as mkdir16, mkdtemp as mkdtemp4, readdir as readdir11, readFile as readFile9, realpath as realpath6, rm as rm13, stat as stat11, writeFile as writeFile12 } from "node:fs/promises";
+import { tmpdir as tmpdir3 } from "node:os";
+import { join as join21, relative as relative5, resolve as resolve5 } from "node:path";
 
 // src/core/compare.ts
 function runDone(state) {
@@ -29509,8 +30473,8 @@ function runRecord(e, state) {
   const total = state.config.budget.total;
   const used = spent(state);
   const tolerance = Math.max(0, ...episodes.map((x) => Math.max(x.allowance, charged(x) - x.allowance)));
-  const stop2 = state.status === "finished" ? null : runStop(state);
-  const status2 = state.status === "finished" ? "finished" : stop2 ? stop2.code === 1 ? "stopped" : "failed" : "unfinished";
+  const stop3 = state.status === "finished" ? null : runStop(state);
+  const status2 = state.status === "finished" ? "finished" : stop3 ? stop3.code === 1 ? "stopped" : "failed" : "unfinished";
   return {
     ...base,
     best: state.best?.score ?? null,
@@ -29565,14 +30529,14 @@ function compareResults(m, states, config2) {
     const ra = row(...a);
     const rb = row(...b);
     if (!ra || !rb || ra.runs === 0 || rb.runs === 0) return;
-    const relative4 = ra.normalized !== null && rb.normalized ? ra.normalized / rb.normalized - 1 : null;
+    const relative7 = ra.normalized !== null && rb.normalized ? ra.normalized / rb.normalized - 1 : null;
     const gain = (x) => x === null || initial === null ? null : goodness(x, direction) - goodness(initial, direction);
     const [ga, gb] = [gain(ra.mean), gain(rb.mean)];
     const relativeGain = ga !== null && gb !== null && gb > 0 ? ga / gb - 1 : null;
     comparisons.push({
       a: { strategy: a[0], variant: a[1] },
       b: { strategy: b[0], variant: b[1] },
-      relative: relative4,
+      relative: relative7,
       relativeGain,
       paper,
       paired: paired(bySeed(...a), bySeed(...b), direction)
@@ -29627,8 +30591,8 @@ function progressEstimate(o) {
     const st = e.run ? o.states.get(e.run) : void 0;
     return sum + Math.max(0, (st?.config.budget.total ?? o.budget) - (st ? spent(st) : 0));
   }, 0);
-  const seconds3 = pace > 0 && o.elapsedSeconds > 0 ? o.elapsedSeconds / pace * spend : null;
-  return { runs: left.length, spend, seconds: seconds3 };
+  const seconds4 = pace > 0 && o.elapsedSeconds > 0 ? o.elapsedSeconds / pace * spend : null;
+  return { runs: left.length, spend, seconds: seconds4 };
 }
 
 // src/core/chart.ts
@@ -29643,21 +30607,21 @@ function chartData(state) {
   let bestScore = state.base.score;
   if (bestScore !== null) best.push({ x: 0, y: bestScore });
   let x = 0;
-  for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
-    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
-    for (const e of round.episodes) {
+  for (const round2 of state.rounds) {
+    const x1 = x + round2.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round2.kind === "fork" && x1 > x) forkRounds.push({ index: round2.index, x0: x, x1 });
+    for (const e of round2.episodes) {
       const r = e.result;
       if (!r) continue;
       if (r.score === null) failures.push({ id: e.id, x: x1 });
       else {
         const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round2, e) });
       }
     }
     x = x1;
-    for (const e of round.episodes) {
-      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+    for (const e of round2.episodes) {
+      if (round2.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
       const s = e.result?.score;
       if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
     }
@@ -30246,7 +31210,7 @@ function eventLine(e) {
   }
 }
 function progressView(out, startedAt, now, env = process.env) {
-  const running = /* @__PURE__ */ new Map();
+  const running2 = /* @__PURE__ */ new Map();
   const live = out.isTTY === true;
   const colour = env.FORCE_COLOR !== void 0 && env.FORCE_COLOR !== "" ? env.FORCE_COLOR !== "0" : !env.NO_COLOR && live;
   const sgr = (code) => (s) => colour ? `\x1B[${code}m${s}\x1B[0m` : s;
@@ -30262,9 +31226,9 @@ function progressView(out, startedAt, now, env = process.env) {
     footerLines = 0;
   };
   const drawFooter = () => {
-    if (!live || running.size === 0) return;
+    if (!live || running2.size === 0) return;
     const t = now();
-    const lines = [...running].map(([id, since]) => `  ${dim(`${id} running ${elapsed(t - since)}`)}`);
+    const lines = [...running2].map(([id, since]) => `  ${dim(`${id} running ${elapsed(t - since)}`)}`);
     out.write(`${lines.join("\n")}
 `);
     footerLines = lines.length;
@@ -30276,8 +31240,8 @@ function progressView(out, startedAt, now, env = process.env) {
   timer?.unref();
   return {
     onEvent(e) {
-      if (e.type === "episode-start") running.set(e.episode.id, now());
-      if (e.type === "episode-done") running.delete(e.episode.id);
+      if (e.type === "episode-start") running2.set(e.episode.id, now());
+      if (e.type === "episode-done") running2.delete(e.episode.id);
       const line = eventLine(e);
       clearFooter();
       if (line) out.write(`${dim(`[${elapsed(now() - startedAt)}]`)} ${paint(e, line)}
@@ -30295,7 +31259,7 @@ function progressView(out, startedAt, now, env = process.env) {
 import { existsSync } from "node:fs";
 
 // src/worker/boundary.ts
-import { readdirSync as readdirSync2, readFileSync as readFileSync3, realpathSync as realpathSync2 } from "node:fs";
+import { readdirSync as readdirSync2, readFileSync as readFileSync4, realpathSync as realpathSync2 } from "node:fs";
 import { homedir } from "node:os";
 import { basename, delimiter, dirname as dirname2, isAbsolute, join } from "node:path";
 
@@ -30374,25 +31338,175 @@ import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { lstat, open as open2, readdir, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
-var exec = promisify(execFile);
+
+// src/io/git.ts
+var GitError = class extends Error {
+  constructor(args, exitCode, stderr) {
+    super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
+    this.args = args;
+    this.exitCode = exitCode;
+    this.stderr = stderr;
+  }
+  args;
+  exitCode;
+  stderr;
+  name = "GitError";
+};
+var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
+var GitStalledError = class extends GitError {
+  constructor(args, ms, blockedOn) {
+    super(args, null, "");
+    this.ms = ms;
+    this.blockedOn = blockedOn;
+    const waiting = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
+    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting}`;
+  }
+  ms;
+  blockedOn;
+  name = "GitStalledError";
+};
+var GitStoppedError = class extends GitError {
+  name = "GitStoppedError";
+  constructor(args, reason) {
+    super(args, null, `stopped (${reason})`);
+  }
+};
+function shownArgs(args) {
+  const rest = [...args];
+  while (rest[0] === "-c") rest.splice(0, 2);
+  const text = rest.join(" ");
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+var IDENTITY = [
+  "-c",
+  "user.name=forkflush",
+  "-c",
+  "user.email=forkflush@users.noreply.localhost",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false"
+];
+var MAX_OUTPUT = 64e6;
+var Git = class _Git {
+  constructor(cwd, options = {}) {
+    this.cwd = cwd;
+    this.options = options;
+  }
+  cwd;
+  options;
+  /**
+   * Runs git; `check: false` returns a failing result instead of throwing. A command that passes
+   * its bound throws GitStalledError, one stopped by the signal GitStoppedError, checked or not.
+   */
+  async exec(args, options = {}) {
+    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+    const { signal, timeoutMs = GIT_TIMEOUT_MS } = this.options;
+    const r = await runProcess("git", [...IDENTITY, ...args], {
+      cwd: this.cwd,
+      env,
+      ...options.input !== void 0 ? { input: options.input } : {},
+      maxOutput: MAX_OUTPUT,
+      timeoutMs,
+      ...signal ? { signal } : {}
+    });
+    if (r.stopped === "timeout") throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
+    if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
+    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${MAX_OUTPUT / 1e6} MB`);
+    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
+    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
+    return result;
+  }
+  async out(args) {
+    return (await this.exec(args)).stdout.trim();
+  }
+  at(cwd) {
+    return new _Git(cwd, this.options);
+  }
+  async revParse(rev) {
+    const r = await this.exec(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { check: false });
+    return r.exitCode === 0 ? r.stdout.trim() : null;
+  }
+  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
+  async casRef(ref, next, expected2, reason) {
+    const old = expected2 ?? "0".repeat(40);
+    const args = ["update-ref", "-m", reason, ref, next, old];
+    const r = await this.exec(args, { check: false });
+    if (r.exitCode === 0) return true;
+    const now = await this.exec(["rev-parse", "--verify", "--quiet", ref], { check: false });
+    const at = now.exitCode === 0 ? now.stdout.trim() : null;
+    if (at === expected2) throw new GitError(args, r.exitCode, r.stderr);
+    return false;
+  }
+  async setRef(ref, next, reason) {
+    await this.exec(["update-ref", "-m", reason, ref, next]);
+  }
+  async deleteRef(ref) {
+    await this.exec(["update-ref", "-d", ref], { check: false });
+  }
+  async isAncestor(ancestor, descendant) {
+    return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
+  }
+};
+
+// src/io/agent-files.ts
+var exec2 = promisify(execFile);
 var MAX_PATH_BYTES = 2048;
 var MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
 var MAX_CONTEXT_BYTES = 1024 * 1024 * 1024;
-var NOTHING_CLEANED = { links: 0, names: 0, deep: 0, big: 0, emptied: 0 };
+var NOTHING_CLEANED = {
+  links: 0,
+  names: 0,
+  deep: 0,
+  big: 0,
+  emptied: 0,
+  traps: 0,
+  trapPaths: []
+};
+var NAMED_TRAPS = 3;
 function addCleaned(total, more) {
-  for (const k of Object.keys(more)) total[k] += more[k];
+  for (const k of ["links", "names", "deep", "big", "emptied", "traps"]) total[k] += more[k];
+  total.trapPaths = [...total.trapPaths, ...more.trapPaths].slice(0, NAMED_TRAPS);
+}
+var TRAP_RULE = [
+  ...["(", "-type", "p", "-o", "-type", "s", "-o", "-type", "b", "-o", "-type", "c", ")"],
+  ...["-o", "(", "-name", ".gitignore", "-o", "-name", ".gitattributes", "-o", "-name", ".gitmodules", ")"],
+  ...["-type", "l"],
+  ...["-o", "-name", ".git", "!", "-type", "d"],
+  ...["-o", "-path", "*/.git/*", "(", "-type", "l", "-o", "-name", "commondir", "!", "-type", "d", ")"]
+];
+async function sweepTree(dir, signal) {
+  const found = /* @__PURE__ */ new Set();
+  for (let pass = 0; pass < 2; pass++) {
+    const r = await runProcess("find", [".", "-mindepth", "1", "(", ...TRAP_RULE, ")", "-print0", "-delete"], {
+      cwd: dir,
+      timeoutMs: GIT_TIMEOUT_MS,
+      maxOutput: 1e7,
+      ...signal ? { signal } : {}
+    });
+    if (r.stopped !== null || r.spawnError) throw new Error(`${dir} could not be swept: ${r.stopped ?? r.spawnError}`);
+    for (const name2 of r.stdout.split("\0")) if (name2) found.add(name2.replace(/^\.\//, ""));
+    if (r.exitCode === 0) break;
+    await exec2("chmod", ["-R", "u+rwX", "--", dir]).catch(() => {
+    });
+  }
+  const paths = [...found];
+  return { cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NAMED_TRAPS) }, paths };
 }
 async function cleanAgentFolder(dir, maxBytes = Number.POSITIVE_INFINITY) {
   const cleaned = { ...NOTHING_CLEANED };
   const kept = { bytes: 0 };
-  await walk(Buffer.from(dir), cleaned, kept);
+  const root = Buffer.from(dir);
+  await walk(root, root.length + 1, false, cleaned, kept);
   if (kept.bytes > maxBytes) {
     await emptyFolder(dir);
     cleaned.emptied++;
   }
   return cleaned;
 }
-async function walk(dir, cleaned, kept) {
+var DOT_GIT = Buffer.from(".git");
+var COMMONDIR = Buffer.from("commondir");
+async function walk(dir, rootLength, inGit, cleaned, kept) {
   const entries = await readdir(dir, { withFileTypes: true, encoding: "buffer" }).catch(() => []);
   for (const e of entries) {
     const path = Buffer.concat([dir, Buffer.from("/"), e.name]);
@@ -30403,11 +31517,17 @@ async function walk(dir, cleaned, kept) {
       if (path.length > MAX_PATH_BYTES) {
         await dropTree(dir, path);
         cleaned.deep++;
-      } else await walk(path, cleaned, kept);
+      } else await walk(path, rootLength, inGit || e.name.equals(DOT_GIT), cleaned, kept);
     } else if (!e.isFile()) {
       await unlink(path).catch(() => {
       });
       cleaned.links++;
+    } else if (e.name.equals(DOT_GIT) || inGit && e.name.equals(COMMONDIR)) {
+      await unlink(path).catch(() => {
+      });
+      cleaned.traps++;
+      if (cleaned.trapPaths.length < NAMED_TRAPS)
+        cleaned.trapPaths = [...cleaned.trapPaths, path.subarray(rootLength).toString()];
     } else {
       const size = (await lstat(path).catch(() => null))?.size ?? 0;
       if (size > MAX_CONTEXT_FILE_BYTES) {
@@ -30432,7 +31552,8 @@ function cleanedNote(c) {
     c.names ? `${c.names} entries whose names are not UTF-8` : "",
     c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : "",
     c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : "",
-    c.emptied ? `everything in a context whose files passed ${MAX_CONTEXT_BYTES / 1024 / 1024} MB in all` : ""
+    c.emptied ? `everything in a context whose files passed ${MAX_CONTEXT_BYTES / 1024 / 1024} MB in all` : "",
+    c.traps ? `${c.traps} special files or git redirects that could stall forkflush's git (${c.trapPaths.map((p) => JSON.stringify(p)).join(", ")}${c.traps > c.trapPaths.length ? ", ..." : ""})` : ""
   ].filter(Boolean);
   return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(", ")}` : null;
 }
@@ -30440,18 +31561,18 @@ async function removing(tree, remove) {
   try {
     await remove();
   } catch {
-    await exec("chmod", ["-R", "u+rwX", "--", tree]).catch(() => {
+    await exec2("chmod", ["-R", "u+rwX", "--", tree]).catch(() => {
     });
     await remove();
   }
 }
 async function removeTree(path) {
-  await removing(path, () => exec("rm", ["-rf", "--", path]));
+  await removing(path, () => exec2("rm", ["-rf", "--", path]));
 }
 async function emptyFolder(dir) {
   await removing(
     dir,
-    () => exec("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"])
+    () => exec2("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"])
   );
 }
 async function readRegular(path, max = 1e6) {
@@ -30468,621 +31589,35 @@ async function readRegular(path, max = 1e6) {
   }
 }
 
-// src/io/process.ts
-import { execFileSync, spawn as spawn2 } from "node:child_process";
-import { createWriteStream, readdirSync, readFileSync as readFileSync2 } from "node:fs";
-
-// src/io/sandbox.ts
-import { spawn } from "node:child_process";
-import { lstatSync, readFileSync, realpathSync } from "node:fs";
-import { dirname, sep } from "node:path";
-
-// src/io/seccomp.ts
-var OFFSET_NR = 0;
-var OFFSET_ARCH = 4;
-var offsetOfArg = (i) => 16 + 8 * i;
-var LD_W_ABS = 32;
-var JEQ_K = 21;
-var JGE_K = 53;
-var RET_K = 6;
-var RET_ALLOW = 2147418112;
-var RET_EPERM = 327680 | 1;
-var X32_SYSCALL_BIT = 1073741824;
-var DEBUGGER_SIGNALS = [10, 3];
-var REFUSED_CALLS = ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"];
-var SIGNAL_CALLS = ["kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"];
-var ABIS = {
-  x64: {
-    arch: 3221225534,
-    refused: { ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, pidfd_getfd: 438 },
-    signals: {
-      kill: [62, 1],
-      tkill: [200, 1],
-      tgkill: [234, 2],
-      rt_sigqueueinfo: [129, 1],
-      rt_tgsigqueueinfo: [297, 2],
-      pidfd_send_signal: [424, 1]
-    },
-    fcntl: 72,
-    x32: true
-  },
-  arm64: {
-    arch: 3221225655,
-    refused: { ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, pidfd_getfd: 438 },
-    signals: {
-      kill: [129, 1],
-      tkill: [130, 1],
-      tgkill: [131, 2],
-      rt_sigqueueinfo: [138, 1],
-      rt_tgsigqueueinfo: [240, 2],
-      pidfd_send_signal: [424, 1]
-    },
-    fcntl: 25,
-    x32: false
-  }
-};
-var F_SETSIG = 10;
-function seccompFilter(arch = process.arch) {
-  const abi = ABIS[arch];
-  if (!abi) return null;
-  const numbers = REFUSED_CALLS.map((name2) => abi.refused[name2]);
-  const n = DEBUGGER_SIGNALS.length;
-  const refuseSignal = (arg) => [
-    [LD_W_ABS, 0, 0, offsetOfArg(arg)],
-    ...DEBUGGER_SIGNALS.map((sig, i) => [JEQ_K, n - i, 0, sig]),
-    [RET_K, 0, 0, RET_ALLOW],
-    [RET_K, 0, 0, RET_EPERM]
-  ];
-  const signalBlocks = [
-    ...SIGNAL_CALLS.flatMap((name2) => {
-      const [nr, arg] = abi.signals[name2];
-      return [[JEQ_K, 0, n + 3, nr], ...refuseSignal(arg)];
-    }),
-    // fcntl(fd, F_SETSIG, sig): only F_SETSIG's signal is looked at; any other fcntl is allowed.
-    [JEQ_K, 0, n + 5, abi.fcntl],
-    [LD_W_ABS, 0, 0, offsetOfArg(1)],
-    [JEQ_K, 0, n + 1, F_SETSIG],
-    ...refuseSignal(2)
-  ];
-  const program = [
-    [LD_W_ABS, 0, 0, OFFSET_ARCH],
-    // Another ABI: refused (the jump skips the refusal when the arch is the machine's).
-    [JEQ_K, 1, 0, abi.arch],
-    [RET_K, 0, 0, RET_EPERM],
-    [LD_W_ABS, 0, 0, OFFSET_NR],
-    ...abi.x32 ? [
-      [JGE_K, 0, 1, X32_SYSCALL_BIT],
-      [RET_K, 0, 0, RET_EPERM]
-    ] : [],
-    // Each refused number jumps over the comparisons after it, the signal blocks and the allow.
-    ...numbers.map((nr, i) => [JEQ_K, numbers.length - i - 1 + signalBlocks.length + 1, 0, nr]),
-    ...signalBlocks,
-    [RET_K, 0, 0, RET_ALLOW],
-    [RET_K, 0, 0, RET_EPERM]
-  ];
-  const out = Buffer.alloc(program.length * 8);
-  program.forEach(([code, jt, jf, k], i) => {
-    out.writeUInt16LE(code, i * 8);
-    out.writeUInt8(jt, i * 8 + 2);
-    out.writeUInt8(jf, i * 8 + 3);
-    out.writeUInt32LE(k >>> 0, i * 8 + 4);
-  });
-  return out;
-}
-
-// src/io/sandbox.ts
-var NOBODY = { uid: 65534, gid: 65534 };
-var BWRAP = "bwrap";
-var probed;
-function probeSandbox() {
-  probed ??= probe();
-  return probed;
-}
-async function probe() {
-  if (process.platform !== "linux") {
-    return {
-      unavailable: `${process.platform === "darwin" ? "macOS" : process.platform} has no bubblewrap`,
-      fix: "forkflush sandboxes episodes on Linux only; run it in a Linux VM or container to confine agents"
-    };
-  }
-  const version2 = await exec2(BWRAP, ["--version"]);
-  if (version2.code !== 0) {
-    return {
-      unavailable: "bubblewrap (bwrap) is not installed",
-      fix: "install it: sudo apt-get install bubblewrap (Debian, Ubuntu), sudo dnf install bubblewrap (Fedora)"
-    };
-  }
-  const bwrapName = version2.stdout.trim() || "bubblewrap";
-  const nproc = (await exec2("prlimit", ["--version"])).code === 0 ? processLimit() : null;
-  const root = process.getuid?.() === 0;
-  const trial = async (s) => {
-    const t = s.wrap(
-      { writable: [], readable: [], hidden: [], tmp: "/tmp", network: false, grader: true },
-      "/",
-      "true",
-      []
-    );
-    return exec2(t.file, t.args, t.fd3);
-  };
-  const known = seccompFilter();
-  const tries = [
-    ...known ? [{ filter: known, name: bwrapName }] : [],
-    { filter: null, name: `${bwrapName}, no syscall filter (${known ? "bwrap refused it" : process.arch})` }
-  ];
-  let sandbox = null;
-  let run2 = { code: 1, stdout: "", stderr: "" };
-  for (const t of tries) {
-    sandbox = bubblewrap(
-      nproc ? t.name : `${t.name}, no process limit (prlimit is missing)`,
-      root ? "nobody" : "user",
-      nproc,
-      t.filter
-    );
-    run2 = await trial(sandbox);
-    if (run2.code !== 0 && root) {
-      const asRoot = bubblewrap(
-        `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
-        "root",
-        null,
-        t.filter
-      );
-      const second = await trial(asRoot);
-      if (second.code === 0) {
-        sandbox = asRoot;
-        run2 = second;
-      }
-    }
-    if (run2.code === 0) break;
-  }
-  if (run2.code !== 0 || !sandbox) {
-    return {
-      unavailable: `${bwrapName} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
-      fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
-    };
-  }
-  return { sandbox };
-}
-function processLimit() {
-  const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
-  return Math.min(8192, Math.floor(pidMax / 4));
-}
-function bubblewrap(name2, as, nproc, filter) {
-  const user = as === "nobody" ? NOBODY : null;
-  const drop = [
-    ...as === "nobody" ? [
-      "setpriv",
-      `--reuid=${NOBODY.uid}`,
-      `--regid=${NOBODY.gid}`,
-      "--clear-groups",
-      "--inh-caps=-all",
-      "--bounding-set=-all",
-      "--"
-    ] : [],
-    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
-    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
-    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
-  ];
-  return {
-    name: name2,
-    user,
-    async handOver(c) {
-      if (!user || c.writable.length === 0) return;
-      await exec2("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
-    },
-    wrap(c, cwd, file2, args) {
-      const mounts = mountArgs(c);
-      const strict = c.grader === true;
-      const seccomp = strict ? filter : null;
-      return {
-        file: BWRAP,
-        args: [
-          "--die-with-parent",
-          // A session of its own: no TIOCSTI into forkflush's terminal.
-          "--new-session",
-          ...seccomp ? ["--seccomp", "3"] : [],
-          "--unshare-pid",
-          "--unshare-ipc",
-          "--unshare-uts",
-          "--unshare-cgroup-try",
-          ...c.network ? [] : ["--unshare-net"],
-          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
-          // and loses them all doing it); an unprivileged user has only the user namespace's,
-          // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
-          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
-          ...as === "user" ? ["--unshare-user"] : [],
-          "--ro-bind",
-          "/",
-          "/",
-          "--dev",
-          "/dev",
-          "--proc",
-          "/proc",
-          // Read-only in a grader's: /proc/<pid>/mem of the grader is not the graded code's to
-          // write. /dev/stdout and /proc/self/fd/N still open: they lead to other mounts.
-          ...strict ? ["--remount-ro", "/proc"] : [],
-          // The kernel's settings are the host's: never writable from inside (a core_pattern
-          // pointing into the workspace would run agent code outside every namespace).
-          "--ro-bind-try",
-          "/proc/sys",
-          "/proc/sys",
-          "--ro-bind-try",
-          "/proc/sysrq-trigger",
-          "/proc/sysrq-trigger",
-          ...mounts,
-          "--chdir",
-          cwd,
-          "--",
-          ...drop,
-          file2,
-          ...args
-        ],
-        ...seccomp ? { fd3: seccomp } : {}
-      };
-    }
-  };
-}
-function mountArgs(c) {
-  const mounts = [];
-  const seen = /* @__PURE__ */ new Set();
-  const add = (path, args) => {
-    if (seen.has(path)) return;
-    seen.add(path);
-    mounts.push({ path, args });
-  };
-  add("/tmp", ["--bind", real(c.tmp) ?? c.tmp, "/tmp"]);
-  const tmp = real("/tmp") ?? "/tmp";
-  for (const p of c.hidden) {
-    const path = real(p);
-    if (!path || path === "/" || isInside(path, tmp)) continue;
-    add(path, isDirectory(path) ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path]);
-  }
-  const binds = [];
-  for (const p of c.readable) {
-    const path = real(p);
-    if (path) add(`${path}\0ro`, ["--ro-bind", path, path]);
-    if (path) binds.push(path);
-  }
-  for (const p of [...c.writable, ...c.shared ?? []]) {
-    const path = real(p);
-    if (!path) throw new Error(`the sandbox cannot bind ${p}: it does not exist`);
-    add(`${path}\0rw`, ["--bind", path, path]);
-    binds.push(path);
-  }
-  const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
-  for (const path of binds) {
-    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
-    if (!root) continue;
-    for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
-      if (binds.some((b) => b !== path && isInside(dir, b))) break;
-      add(`${dir}\0dir`, ["--perms", "0755", "--dir", dir]);
-    }
-  }
-  const depth = (m) => m.path.split("\0")[0]?.split(sep).length ?? 0;
-  return mounts.map((m, i) => ({ m, i })).sort((a, b) => depth(a.m) - depth(b.m) || a.i - b.i).flatMap(({ m }) => m.args);
-}
-function real(path) {
-  try {
-    return realpathSync(path);
-  } catch {
-    return null;
-  }
-}
-function isDirectory(path) {
-  try {
-    return lstatSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
-function isInside(path, root) {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
-}
-function prefixOf(dir) {
-  const base = dir.split(sep).at(-1);
-  return base === "bin" || base === "shims" ? dirname(dir) : dir;
-}
-function exec2(file2, args, fd3) {
-  return new Promise((resolve6) => {
-    const child = spawn(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
-    let stdout = "";
-    let stderr = "";
-    child.stdout?.setEncoding("utf8").on("data", (d) => stdout += d);
-    child.stderr?.setEncoding("utf8").on("data", (d) => stderr += d);
-    if (fd3) writeFd3(child, fd3);
-    child.on("error", (e) => {
-      clearTimeout(timer);
-      resolve6({ code: 127, stdout, stderr: e.message });
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve6({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
-function writeFd3(child, data) {
-  const fd3 = child.stdio[3];
-  fd3?.on("error", () => {
-  });
-  fd3?.end(data);
-}
-
-// src/io/process.ts
-var LOG_MAX_BYTES = 128 * 1024 * 1024;
-var LOG_FULL = "log-full";
-var DRAIN_MS = 300;
-var TRACK_MS = 250;
-var SECOND_SIGNAL_MS = 300;
-var NOT_STARTED_MS = 5e3;
-function couldNotStart(r) {
-  return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_MS;
-}
-function runShell(command2, options) {
-  return runProcess("/bin/sh", ["-c", command2], options);
-}
-function runProcess(file2, args, options) {
-  if (options.confine) {
-    const { sandbox, confinement } = options.confine;
-    return sandbox.handOver(confinement).then(() => spawnAndWait(file2, args, options, sandbox.wrap(confinement, options.cwd, file2, args)));
-  }
-  return spawnAndWait(file2, args, options, void 0);
-}
-function spawnAndWait(file2, args, options, confined) {
-  const started = performance.now();
-  const max = options.maxOutput ?? 1e6;
-  return new Promise((resolve6) => {
-    const child = spawn2(confined?.file ?? file2, confined?.args ?? args, {
-      cwd: options.cwd,
-      env: options.env ?? process.env,
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe", ...confined?.fd3 ? ["pipe"] : []]
-    });
-    if (confined?.fd3) writeFd3(child, confined.fd3);
-    let stopped = null;
-    let killTimer;
-    let secondTimer;
-    let log;
-    let logged = 0;
-    let logProblem = null;
-    let logClosed = Promise.resolve();
-    if (options.logFile) {
-      const stream = createWriteStream(options.logFile, { flags: "a" });
-      log = stream;
-      logClosed = new Promise((closed) => stream.once("close", () => closed()));
-      log.on("error", (e) => {
-        logProblem ??= e.message;
-        log = void 0;
-        stop2(LOG_FULL);
-      });
-    }
-    const logMax = options.logMaxBytes ?? LOG_MAX_BYTES;
-    const toLog = (d) => {
-      if (!log) return;
-      logged += Buffer.byteLength(d);
-      if (logged <= logMax) {
-        log.write(d);
-        return;
-      }
-      log.write(`
-[forkflush: the output passed ${logMax} bytes here; the command was stopped]
-`);
-      log.end();
-      log = void 0;
-      stop2(LOG_FULL);
-    };
-    const out = new Tail(max);
-    const err = new Tail(max);
-    child.stdout.setEncoding("utf8").on("data", (d) => {
-      out.add(d);
-      toLog(d);
-    });
-    child.stderr.setEncoding("utf8").on("data", (d) => {
-      err.add(d);
-      toLog(d);
-    });
-    const strays = /* @__PURE__ */ new Map();
-    const remember = () => {
-      if (child.pid === void 0) return;
-      for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
-    };
-    const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : void 0;
-    tracker?.unref();
-    const terminate = () => {
-      if (child.pid === void 0) return;
-      remember();
-      if (confined) {
-        const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
-        killAll(strays, "SIGTERM", init);
-      } else {
-        killGroup(child.pid, "SIGTERM");
-        killAll(strays, "SIGTERM");
-      }
-    };
-    const stop2 = (reason) => {
-      if (stopped !== null || child.pid === void 0) return;
-      stopped = reason;
-      terminate();
-      secondTimer = setTimeout(terminate, SECOND_SIGNAL_MS);
-      secondTimer.unref();
-      killTimer = setTimeout(() => {
-        if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
-        killAll(strays, "SIGKILL");
-      }, options.killAfterMs ?? 2e3);
-      killTimer.unref();
-    };
-    const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stop2("timeout"), options.timeoutMs);
-    const onAbort = () => stop2(String(options.signal?.reason ?? "aborted"));
-    if (options.signal?.aborted) onAbort();
-    else options.signal?.addEventListener("abort", onAbort, { once: true });
-    child.stdin.on("error", () => {
-    });
-    child.stdin.end(options.input ?? "");
-    let spawnError;
-    child.on("error", (e) => {
-      spawnError = e.message;
-    });
-    let done = false;
-    let ended = null;
-    let drainTimer;
-    const finish = () => {
-      if (done || !ended) return;
-      done = true;
-      if (timer) clearTimeout(timer);
-      if (killTimer) clearTimeout(killTimer);
-      if (secondTimer) clearTimeout(secondTimer);
-      if (drainTimer) clearTimeout(drainTimer);
-      if (tracker) clearInterval(tracker);
-      options.signal?.removeEventListener("abort", onAbort);
-      child.stdout.destroy();
-      child.stderr.destroy();
-      const result = {
-        ...ended,
-        stdout: out.text(),
-        stderr: err.text(),
-        stopped,
-        ms: performance.now() - started,
-        ...spawnError ? { spawnError } : {},
-        ...out.cut || err.cut ? { outputCut: true } : {},
-        ...logProblem ? { logProblem } : {}
-      };
-      log?.end();
-      void logClosed.then(() => resolve6(result));
-    };
-    child.on("exit", (exitCode, signal) => {
-      ended = { exitCode, signal };
-      if (tracker) remember();
-      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
-      if (stopped !== null || tracker) killAll(strays, "SIGKILL");
-      drainTimer = setTimeout(finish, DRAIN_MS);
-    });
-    child.on("close", (exitCode, signal) => {
-      ended ??= { exitCode, signal };
-      finish();
-    });
-  });
-}
-function killGroup(pid, signal) {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-  }
-}
-function killAll(pids, signal, spare) {
-  for (const [pid, start] of pids) {
-    if (spare?.has(pid) || startTime(pid) !== start) continue;
-    try {
-      process.kill(pid, signal);
-    } catch {
-    }
-  }
-}
-function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
-  const children = /* @__PURE__ */ new Map();
-  for (const link of processLinks()) {
-    const list = children.get(link.ppid) ?? [];
-    list.push(link);
-    children.set(link.ppid, list);
-  }
-  const found = [];
-  let level = [root];
-  for (let depth = 0; depth < levels && level.length > 0; depth++) {
-    const next = [];
-    for (const pid of level) {
-      for (const child of children.get(pid) ?? []) {
-        found.push(child);
-        next.push(child.pid);
-      }
-    }
-    level = next;
-  }
-  return found;
-}
-function statFields(pid) {
-  try {
-    const stat9 = readFileSync2(`/proc/${pid}/stat`, "utf8");
-    return stat9.slice(stat9.lastIndexOf(")") + 2).split(" ");
-  } catch {
-    return null;
-  }
-}
-function startTime(pid) {
-  if (process.platform !== "linux") return "";
-  return statFields(pid)?.[19] ?? null;
-}
-function processLinks() {
-  const links = [];
-  try {
-    for (const name2 of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name2)) continue;
-      const fields = statFields(name2);
-      if (fields) links.push({ pid: Number(name2), ppid: Number(fields[1]), start: fields[19] ?? "" });
-    }
-    return links;
-  } catch {
-    try {
-      const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
-      for (const line of out.split("\n")) {
-        const [pid, ppid] = line.trim().split(/\s+/).map(Number);
-        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "" });
-      }
-    } catch {
-    }
-    return links;
-  }
-}
-var Tail = class {
-  constructor(max) {
-    this.max = max;
-  }
-  max;
-  chunks = [];
-  length = 0;
-  cut = false;
-  add(chunk) {
-    this.chunks.push(chunk);
-    this.length += chunk.length;
-    while (this.length - (this.chunks[0]?.length ?? 0) >= this.max && this.chunks.length > 1) {
-      this.length -= this.chunks.shift()?.length ?? 0;
-      this.cut = true;
-    }
-  }
-  text() {
-    const all = this.chunks.join("");
-    if (all.length <= this.max) return all;
-    this.cut = true;
-    return all.slice(all.length - this.max);
-  }
-};
-
 // src/worker/boundary.ts
 async function isolationFor(mode) {
   const unconfined = "agents run with your user rights: they can read your files and tokens, start processes that outlive the episode and change what the grader sees";
   if (mode === "off") {
     return { sandbox: null, label: "off (sandbox: off)", warning: `the sandbox is off (sandbox: off): ${unconfined}` };
   }
-  const probe2 = await probeSandbox();
-  if ("sandbox" in probe2) {
+  const probe3 = await probeSandbox();
+  if ("sandbox" in probe3) {
     const open4 = abstractSockets(readFileSafe("/proc/net/unix"));
     return {
-      sandbox: probe2.sandbox,
-      label: probe2.sandbox.name,
+      sandbox: probe3.sandbox,
+      label: probe3.sandbox.name,
       ...open4.length > 0 ? {
         warning: `the agent can reach ${open4.length} abstract Unix socket(s) of this machine (${open4.slice(0, 3).join(", ")}), since it shares the network: a desktop session (an X server, a session bus) may let it act outside the sandbox; run agents you do not trust where no desktop session runs (README, "Safety")`
       } : {}
     };
   }
   if (mode === "required") {
-    throw new UserError(`sandbox: required, but ${probe2.unavailable}: ${probe2.fix}; nothing ran`);
+    throw new UserError(`sandbox: required, but ${probe3.unavailable}: ${probe3.fix}; nothing ran`);
   }
   return {
     sandbox: null,
-    label: `off (${probe2.unavailable})`,
-    warning: `the sandbox is off: ${probe2.unavailable}, so ${unconfined}. To confine them, ${probe2.fix}; set sandbox: required to refuse to run without it`
+    label: `off (${probe3.unavailable})`,
+    warning: `the sandbox is off: ${probe3.unavailable}, so ${unconfined}. To confine them, ${probe3.fix}; set sandbox: required to refuse to run without it`
   };
 }
 function readFileSafe(path) {
   try {
-    return readFileSync3(path, "utf8");
+    return readFileSync4(path, "utf8");
   } catch {
     return "";
   }
@@ -31234,8 +31769,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat9 = readFileSync3(`/proc/${pid}/stat`, "utf8");
-    return Number(stat9.slice(stat9.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat12 = readFileSync4(`/proc/${pid}/stat`, "utf8");
+    return Number(stat12.slice(stat12.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -31274,81 +31809,6 @@ async function writeReports(store, state, place) {
 // src/agents/aider.ts
 import { mkdir as mkdir2, readFile as readFile2, writeFile as writeFile2 } from "node:fs/promises";
 import { dirname as dirname4, join as join2, resolve } from "node:path";
-
-// src/io/git.ts
-var GitError = class extends Error {
-  constructor(args, exitCode, stderr) {
-    super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
-    this.args = args;
-    this.exitCode = exitCode;
-    this.stderr = stderr;
-  }
-  args;
-  exitCode;
-  stderr;
-  name = "GitError";
-};
-var IDENTITY = [
-  "-c",
-  "user.name=forkflush",
-  "-c",
-  "user.email=forkflush@users.noreply.localhost",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false"
-];
-var MAX_OUTPUT = 64e6;
-var Git = class _Git {
-  constructor(cwd) {
-    this.cwd = cwd;
-  }
-  cwd;
-  /** Runs git; `check: false` returns a failing result instead of throwing. */
-  async exec(args, options = {}) {
-    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
-    const r = await runProcess("git", [...IDENTITY, ...args], {
-      cwd: this.cwd,
-      env,
-      ...options.input !== void 0 ? { input: options.input } : {},
-      maxOutput: MAX_OUTPUT
-    });
-    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${MAX_OUTPUT / 1e6} MB`);
-    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
-    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
-    return result;
-  }
-  async out(args) {
-    return (await this.exec(args)).stdout.trim();
-  }
-  at(cwd) {
-    return new _Git(cwd);
-  }
-  async revParse(rev) {
-    const r = await this.exec(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { check: false });
-    return r.exitCode === 0 ? r.stdout.trim() : null;
-  }
-  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
-  async casRef(ref, next, expected2, reason) {
-    const old = expected2 ?? "0".repeat(40);
-    const args = ["update-ref", "-m", reason, ref, next, old];
-    const r = await this.exec(args, { check: false });
-    if (r.exitCode === 0) return true;
-    const now = await this.exec(["rev-parse", "--verify", "--quiet", ref], { check: false });
-    const at = now.exitCode === 0 ? now.stdout.trim() : null;
-    if (at === expected2) throw new GitError(args, r.exitCode, r.stderr);
-    return false;
-  }
-  async setRef(ref, next, reason) {
-    await this.exec(["update-ref", "-m", reason, ref, next]);
-  }
-  async deleteRef(ref) {
-    await this.exec(["update-ref", "-d", ref], { check: false });
-  }
-  async isAncestor(ancestor, descendant) {
-    return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
-  }
-};
 
 // src/agents/files.ts
 import { constants as constants2, existsSync as existsSync2 } from "node:fs";
@@ -33336,10 +33796,10 @@ async function runSession(spec, agent, s) {
   const exit = stopExit(r, s.deadlineIsBudget) ?? ending.exit ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
   if (r.stopped === "budget" && t.overrun) notes.push(`stopped by forkflush: the session ${t.overrun}`);
   if (ending.note) notes.push(ending.note);
-  let failure3 = null;
+  let failure2 = null;
   if (exit === "crash" && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal || ending.why)) {
     const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, " ").trim().slice(0, 300);
-    failure3 = failureOf(spec, r, r.spawnError ?? why, ending.status);
+    failure2 = failureOf(spec, r, r.spawnError ?? why, ending.status);
     notes.push(
       r.spawnError ? `${spec.name} could not start: ${r.spawnError}` : `${spec.name} exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`
     );
@@ -33351,16 +33811,16 @@ async function runSession(spec, agent, s) {
   else if (spent2) {
     outcome.usage = usageOf(spent2);
     outcome.reportedSpend = spent2.unsure ? null : spendOf(s, outcome.usage);
-    if (spent2.unsure && measured) notes.push("the spend is unknown; charged the whole allowance");
+    if (spent2.unsure && measured) notes.push("the spend is unknown");
   } else if (!(r.stopped === null && couldNotStart(r))) {
     const why = cli.noUsage?.();
-    if (why) notes.push(`${why}${measured ? "; charged its whole allowance" : ""}`);
+    if (why) notes.push(why);
   }
   const record2 = await cli.record?.(r);
   if (record2) await writeRecord(s.contextDir, spec.kind, record2);
   await cli.after?.();
   if (notes.length > 0) outcome.note = notes.join("; ");
-  if (failure3) outcome.failure = failure3;
+  if (failure2) outcome.failure = failure2;
   return outcome;
 }
 async function writeRecord(contextDir, kind, record2) {
@@ -33371,14 +33831,14 @@ async function attempt(spec, e, saved, timeoutMs) {
   const cli = await spec.start(e, saved);
   const before = await cli.record?.();
   if (before) await writeRecord(e.contextDir, spec.kind, before);
-  const stop2 = new AbortController();
+  const stop3 = new AbortController();
   const notes = [];
   let overrun = null;
   let failed = false;
   let busy = false;
   const watched = cli.spent && cli.watch !== false ? cli.spent : null;
   const check2 = async () => {
-    if (busy || stop2.signal.aborted) return;
+    if (busy || stop3.signal.aborted) return;
     busy = true;
     try {
       const spent2 = watched ? await watched() : null;
@@ -33387,7 +33847,7 @@ async function attempt(spec, e, saved, timeoutMs) {
       const limit = why ?? await cli.bounds?.() ?? void 0;
       if (limit) {
         overrun = limit;
-        stop2.abort("budget");
+        stop3.abort("budget");
       }
     } catch (err) {
       if (!failed) notes.push(`the usage watcher failed (${err.message}); bounds were checked at the end`);
@@ -33406,7 +33866,7 @@ async function attempt(spec, e, saved, timeoutMs) {
       env,
       ...cli.input !== void 0 ? { input: cli.input } : {},
       timeoutMs,
-      signal: AbortSignal.any([e.signal, stop2.signal]),
+      signal: AbortSignal.any([e.signal, stop3.signal]),
       logFile: e.logFile,
       maxOutput: 4e6
     });
@@ -33435,7 +33895,7 @@ var STATUS = [
   [/^(50[0234]|529)$/, "overload"]
 ];
 function failureOf(spec, run2, quote, status2) {
-  const q = quoteLine(quote || spec.name);
+  const q = quoteLine2(quote || spec.name);
   const secret = spec.cli?.secret;
   const code = String(
     status2 ?? /(?:\b(?:status|HTTP|API Error:?|Error code:?)\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? ""
@@ -33464,7 +33924,7 @@ function failureOf(spec, run2, quote, status2) {
     ...wait && (kind === "rate-limit" || kind === "overload" || kind === "network") ? { retryAfterMs: Math.round(Number(wait[1]) * (wait[2] === "ms" ? 1 : 1e3)) } : {}
   };
 }
-function quoteLine(line) {
+function quoteLine2(line) {
   const one = line.replace(/\s+/g, " ").trim();
   return one.length > 300 ? `${one.slice(0, 299)}\u2026` : one;
 }
@@ -33494,6 +33954,43 @@ function adapterFor(agent) {
 }
 function agentFor(config2) {
   return adapterFor(config2.agent);
+}
+
+// src/core/attempts.ts
+function recordStart(state, episodeId3) {
+  return withStarts(state, episodeId3, (n) => n + 1);
+}
+function takeBackStart(state, episodeId3) {
+  return withStarts(state, episodeId3, (n) => Math.max(0, n - 1));
+}
+function abandonedResult(e) {
+  const starts = e.unfinishedStarts ?? 0;
+  if (e.result || starts < MAX_UNFINISHED_STARTS) return null;
+  return {
+    commit: e.base,
+    score: null,
+    reason: `started ${starts} times, and each time forkflush was killed before the episode ended (out of memory, a reboot, or a stop that did not finish in time): it is not started again`,
+    spent: 0,
+    exit: "crash",
+    protectedChanged: [],
+    agentSeconds: 0,
+    graderSeconds: 0,
+    wallSeconds: 0
+  };
+}
+function withStarts(state, episodeId3, next) {
+  const rounds = state.rounds.map(
+    (r) => r.episodes.some((e) => e.id === episodeId3 && !e.result) ? {
+      ...r,
+      episodes: r.episodes.map((e) => {
+        if (e.id !== episodeId3) return e;
+        const { unfinishedStarts, ...rest } = e;
+        const n = next(unfinishedStarts ?? 0);
+        return n > 0 ? { ...rest, unfinishedStarts: n } : rest;
+      })
+    } : r
+  );
+  return { ...state, rounds };
 }
 
 // src/core/prompts.ts
@@ -33649,23 +34146,196 @@ function templateProblem(config2, templates) {
 }
 
 // src/worker/episode.ts
-import { mkdir as mkdir11, statfs, writeFile as writeFile10 } from "node:fs/promises";
-import { join as join13 } from "node:path";
+import { appendFile as appendFile3, mkdir as mkdir11, statfs, writeFile as writeFile10 } from "node:fs/promises";
+import { join as join14 } from "node:path";
+
+// src/core/charge.ts
+function chargeFor(c) {
+  const seconds4 = c.tries.reduce((s, t) => s + t.seconds, 0);
+  if (c.unit === "minutes") return { spent: round(seconds4 / 60), basis: "measured" };
+  if (c.unit === "evaluations") return { spent: c.evaluations, basis: "measured" };
+  let left = c.allowance;
+  let spent2 = 0;
+  const bases = /* @__PURE__ */ new Set();
+  const estimates = [];
+  for (const t of c.tries) {
+    const one = tryCharge(t, left, c);
+    spent2 += one.spent;
+    left = Math.max(0, left - one.spent);
+    bases.add(one.basis);
+    if (one.note) estimates.push(one.note);
+  }
+  const basis = bases.has("estimated") ? "estimated" : bases.size === 1 && bases.has("none") ? "none" : "measured";
+  const note = estimates.length === 0 ? void 0 : basis === "estimated" ? `no usage reported: charged ${formatNumber(spent2, 6)} ${c.unit} as an estimate (${estimates.join("; ")})` : estimates.join("; ");
+  return { spent: round(spent2), basis, ...note ? { note } : {} };
+}
+function tryCharge(t, allowance, c) {
+  if (t.reportedSpend !== null) return { spent: t.reportedSpend, basis: "measured" };
+  const failed = t.exit === "crash" || t.interrupted === true;
+  if (!failed)
+    return { spent: allowance, basis: "estimated", note: `it ran its course (${t.exit}): its whole allowance` };
+  if (!t.interrupted && c.unchanged && t.seconds < QUICK_FAILURE_SECONDS)
+    return {
+      spent: 0,
+      basis: "none",
+      note: `charged nothing: it failed after ${formatNumber(t.seconds, 1)} s, before it could spend (under ${QUICK_FAILURE_SECONDS} s, no usage reported, the workspace unchanged)`
+    };
+  const share2 = c.limitSeconds > 0 ? Math.min(1, t.seconds / c.limitSeconds) : 1;
+  return {
+    spent: allowance * share2,
+    basis: "estimated",
+    note: `${t.interrupted ? "stopped" : "crashed"} after ${formatNumber(t.seconds, 1)} s of its ${formatNumber(c.limitSeconds, 0)} s: that share of its allowance`
+  };
+}
+function round(x) {
+  return Math.round(x * 1e6) / 1e6;
+}
+
+// src/worker/agent-tries.ts
+import { rm as rm7 } from "node:fs/promises";
+async function runTries(input2) {
+  const clock = input2.clock ?? (() => performance.now());
+  const sleep = input2.sleep ?? abortableSleep;
+  const first = input2.session;
+  const started = clock();
+  const tries = [];
+  const outcomes = [];
+  const retries = [];
+  let session = first;
+  for (; ; ) {
+    let last = null;
+    const spawn3 = async (file2, args, options) => {
+      last = await first.spawn(file2, args, options);
+      return last;
+    };
+    const outcome = await input2.agent.run({ ...session, spawn: spawn3 });
+    outcomes.push(outcome);
+    const interrupted = input2.interrupt.aborted;
+    tries.push({
+      seconds: outcome.seconds,
+      reportedSpend: outcome.reportedSpend,
+      exit: outcome.exit,
+      ...interrupted ? { interrupted: true } : {}
+    });
+    const failure2 = interrupted ? null : await recognise(input2, session, outcome, last);
+    const done = (gaveUp) => ({
+      outcome: merged(outcomes),
+      tries,
+      retries,
+      failure: failure2,
+      ...gaveUp ? { gaveUp } : {}
+    });
+    if (!failure2 || !isTransient(failure2.kind)) return done();
+    const plan2 = retryWait(tries.length, failure2, first.seed);
+    if ("giveUp" in plan2) return done(plan2.giveUp);
+    const leftMs = first.deadlineMs - (clock() - started) - plan2.waitMs;
+    if (leftMs < RETRY_LEAST_SECONDS * 1e3)
+      return done(`too little of the episode's time is left for another try after a ${seconds2(plan2.waitMs)} wait`);
+    const charged2 = chargeFor({ ...input2.charge, tries, evaluations: input2.evaluations(), unchanged: false }).spent;
+    const left = first.allowance - charged2;
+    if (!(left > 0)) return done("the tries spent the allowance");
+    retries.push({ kind: failure2.kind, quote: failure2.quote, waitedSeconds: plan2.waitMs / 1e3 });
+    await input2.mark?.(
+      `
+--- forkflush: try ${tries.length} failed (${failure2.kind}: ${failure2.quote}); try ${tries.length + 1} after ${seconds2(plan2.waitMs)} ---
+`
+    );
+    await sleep(plan2.waitMs, first.signal);
+    await rm7(first.usageFile, { force: true });
+    session = { ...first, allowance: left, deadlineMs: leftMs };
+    if (input2.interrupt.aborted) {
+      tries.push({ seconds: 0, reportedSpend: null, exit: "crash", interrupted: true });
+      return done();
+    }
+  }
+}
+async function recognise(input2, session, outcome, last) {
+  const spec = outcome.failure ?? null;
+  if (spec && spec.kind !== "cli") return spec;
+  if (outcome.exit !== "crash") return spec;
+  if (last === null) {
+    const login = input2.agent.missingLogin(session.env);
+    return login ? { kind: "auth", quote: quoteLine(login), fix: "log in as it says, then resume the run" } : { kind: "crash", quote: quoteLine(outcome.note ?? "the agent ended without running a program") };
+  }
+  if (last.stopped !== null) return spec;
+  const text = `${last.stderr}
+${last.stdout}`;
+  const missing = notFoundPaths(text);
+  const hidden = missing.length > 0 ? await input2.hiddenCause?.(missing, text) : null;
+  if (hidden) return hidden;
+  if (spec) return spec;
+  const said = failureLine(last.stderr || last.stdout);
+  if (couldNotStart(last))
+    return {
+      kind: "cli",
+      quote: quoteLine(last.spawnError ?? `exit ${last.exitCode}: ${said || "no output"}`),
+      fix: GENERIC_FIX.cli
+    };
+  const known = recognizeFailure(last.stderr.trim() ? last.stderr : last.stdout);
+  if (known) return known;
+  const how = last.signal ? `signal ${last.signal}` : `exit ${last.exitCode}`;
+  return { kind: "crash", quote: quoteLine(said ? `${how}: ${said}` : how) };
+}
+function merged(outcomes) {
+  const last = outcomes.at(-1);
+  if (outcomes.length === 1) return last;
+  const usages = outcomes.flatMap((o) => o.usage ? [o.usage] : []);
+  const usage2 = usages.length > 0 ? usages.reduce(addUsage) : void 0;
+  const notes = [...new Set(outcomes.flatMap((o) => o.note ? [o.note] : []))];
+  return {
+    ...last,
+    seconds: outcomes.reduce((s, o) => s + o.seconds, 0),
+    ...usage2 ? { usage: usage2 } : {},
+    ...notes.length > 0 ? { note: notes.join("; ") } : {}
+  };
+}
+function addUsage(a, b) {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    costUsd: a.costUsd === null || b.costUsd === null ? null : a.costUsd + b.costUsd,
+    turns: a.turns === null || b.turns === null ? null : a.turns + b.turns,
+    ...a.pricedFrom || b.pricedFrom ? { pricedFrom: a.pricedFrom ?? b.pricedFrom } : {}
+  };
+}
+function seconds2(ms) {
+  return `${formatNumber(ms / 1e3, 1)} s`;
+}
+function abortableSleep(ms, signal) {
+  return new Promise((done) => {
+    if (signal.aborted) return done();
+    const timer = setTimeout(finish, ms);
+    function finish() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", finish);
+      done();
+    }
+    signal.addEventListener("abort", finish, { once: true });
+  });
+}
 
 // src/worker/cleanroom.ts
-import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir9, readdir as readdir7, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
+import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir9, readdir as readdir7, rm as rm8, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
 import { dirname as dirname7, join as join10 } from "node:path";
 var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding\n";
 var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
 var OwnRepo = class _OwnRepo {
-  constructor(gitDir, objects) {
+  constructor(gitDir, objects, options = {}) {
     this.gitDir = gitDir;
     this.objects = objects;
-    this.git = new Git(dirname7(gitDir));
+    this.git = new Git(dirname7(gitDir), options);
   }
   gitDir;
   objects;
   git;
+  /** The same repository, its commands run with these options (a signal that stops them, their bound). */
+  with(options) {
+    return new _OwnRepo(this.gitDir, this.objects, { ...this.git.options, ...options });
+  }
+  /** The signal its commands stop with, if any. */
+  get signal() {
+    return this.git.options.signal;
+  }
   /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
   static async open(gitDir, objects) {
     const own2 = new _OwnRepo(gitDir, objects);
@@ -33701,7 +34371,7 @@ var OwnRepo = class _OwnRepo {
 async function checkoutInto(own2, commit, dir, index, branch) {
   await mkdir9(dir, { recursive: true });
   await emptyFolder(dir);
-  await rm7(index, { force: true });
+  await rm8(index, { force: true });
   await mkdir9(dirname7(index), { recursive: true });
   await own2.asIs();
   await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
@@ -33725,13 +34395,17 @@ async function copyIndex(from, to) {
 }
 async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
   await own2.asIs();
+  const { cleaned } = await sweepTree(workspace, own2.signal);
   await copyIndex(checkoutIndex, index);
   const ignore = excludes ? ["-c", `core.excludesFile=${excludes}`] : [];
   await refuseOversized(own2, workspace, index, ignore);
   const add = () => own2.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
   if (added.exitCode !== 0) {
-    await runProcess("chmod", ["-R", "u+rwX", workspace], { cwd: workspace });
+    await runProcess("chmod", ["-R", "u+rwX", workspace], {
+      cwd: workspace,
+      ...own2.signal ? { signal: own2.signal } : {}
+    });
     added = await add();
     if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
   }
@@ -33748,7 +34422,7 @@ async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGl
     }
   }
   const tree = await own2.out(["write-tree"], { index });
-  return { tree, protectedChanged, index };
+  return { tree, protectedChanged, index, cleaned };
 }
 var MAX_FILE_BYTES = 100 * 1024 * 1024;
 var MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
@@ -33807,9 +34481,14 @@ function unquoteGitPath(line) {
   return Buffer.from(bytes);
 }
 async function baseSnapshot(own2, index, base) {
-  await rm7(index, { force: true });
+  await rm8(index, { force: true });
   await own2.exec(["read-tree", base], { index });
-  return { tree: await own2.out(["write-tree"], { index }), protectedChanged: [], index };
+  return {
+    tree: await own2.out(["write-tree"], { index }),
+    protectedChanged: [],
+    index,
+    cleaned: { ...NOTHING_CLEANED }
+  };
 }
 async function indexedText(own2, index, path, maxBytes) {
   const entry = await own2.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
@@ -33850,7 +34529,7 @@ async function untrackedPaths(own2, dir, index, o = {}) {
 }
 async function rewriteFiles(own2, dir, index, files) {
   if (files.length === 0) return;
-  for (const f of files) await rm7(join10(dir, f), { recursive: true, force: true });
+  for (const f of files) await rm8(join10(dir, f), { recursive: true, force: true });
   await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
 }
 function excludePatterns(paths) {
@@ -33953,7 +34632,7 @@ async function runGrader(config2, workdir, env, confine, signal) {
 
 // src/worker/grade-service.ts
 import { randomBytes } from "node:crypto";
-import { chmod, mkdtemp, rm as rm8, writeFile as writeFile8 } from "node:fs/promises";
+import { chmod, mkdtemp, rm as rm9, writeFile as writeFile8 } from "node:fs/promises";
 import { createServer } from "node:http";
 import { join as join11 } from "node:path";
 async function startGradeService(args) {
@@ -34000,9 +34679,9 @@ async function startGradeService(args) {
   const socketDir = await mkdtemp("/tmp/ff-grade-");
   await chmod(socketDir, 457);
   const socket = join11(socketDir, "grade.sock");
-  await new Promise((resolve6, reject) => {
+  await new Promise((resolve7, reject) => {
     server.once("error", reject);
-    server.listen(socket, resolve6);
+    server.listen(socket, resolve7);
   });
   await chmod(socket, 438);
   const client = join11(args.box, "grade-client.mjs");
@@ -34041,14 +34720,66 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
     evaluations: () => count3,
     close: async () => {
       closing.abort();
-      await new Promise((resolve6) => {
+      await new Promise((resolve7) => {
         server.closeAllConnections();
-        server.close(() => resolve6());
+        server.close(() => resolve7());
       });
       await queue;
-      await rm8(socketDir, { recursive: true, force: true });
+      await rm9(socketDir, { recursive: true, force: true });
     }
   };
+}
+
+// src/worker/hidden-paths.ts
+import { stat as stat4 } from "node:fs/promises";
+import { dirname as dirname8, isAbsolute as isAbsolute3, relative, resolve as resolve2 } from "node:path";
+
+// src/io/executables.ts
+import { constants as constants3 } from "node:fs";
+import { access, stat as stat3 } from "node:fs/promises";
+import { delimiter as delimiter2, isAbsolute as isAbsolute2, join as join12 } from "node:path";
+async function isExecutable(file2) {
+  const s = await stat3(file2).catch(() => null);
+  if (!s?.isFile()) return false;
+  return access(file2, constants3.X_OK).then(
+    () => true,
+    () => false
+  );
+}
+async function findExecutable(name2, path) {
+  if (isAbsolute2(name2)) return await isExecutable(name2) ? name2 : null;
+  if (name2.includes("/") || name2 === "") return null;
+  for (const dir of path.split(delimiter2)) {
+    if (!isAbsolute2(dir)) continue;
+    const file2 = join12(dir, name2);
+    if (await isExecutable(file2)) return file2;
+  }
+  return null;
+}
+
+// src/worker/hidden-paths.ts
+async function hiddenPathFailure(missing, text, c) {
+  for (const name2 of missing) {
+    const outside = await whereOutside(name2, c);
+    if (!outside) continue;
+    const isFolder = (await stat4(outside).catch(() => null))?.isDirectory() === true;
+    const folder = isFolder ? outside : dirname8(outside);
+    const line = text.split("\n").find((l) => l.includes(name2)) ?? `${name2}: not found`;
+    const repo = c.repositories.find((r) => isInside(outside, r));
+    return {
+      kind: "hidden-path",
+      quote: quoteLine(line),
+      fix: repo ? `${outside} is in the repository, which the sandbox hides (the workspace is the episode's checkout of it): name it relative to the repository (${relative(repo, outside)}) in the config, then start a new run` : `${outside} is there, but the sandbox hides ${folder}: add it to the config (sandbox: {read: [${JSON.stringify(folder)}]}), or move it into the repository, then start a new run`
+    };
+  }
+  return null;
+}
+async function whereOutside(name2, c) {
+  let found = null;
+  if (isAbsolute3(name2)) found = await stat4(name2).catch(() => null) ? resolve2(name2) : null;
+  else if (!name2.includes("/")) found = await findExecutable(name2, c.path);
+  if (!found || isInside(found, c.workspace)) return null;
+  return found;
 }
 
 // src/worker/seal.ts
@@ -34079,23 +34810,23 @@ ${text}`).digest("hex");
 
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes3 } from "node:crypto";
-import { constants as constants3 } from "node:fs";
-import { appendFile as appendFile2, cp, mkdir as mkdir10, readFile as readFile4, rename as rename5, rm as rm9, stat as stat3, writeFile as writeFile9 } from "node:fs/promises";
-import { dirname as dirname8, join as join12 } from "node:path";
+import { constants as constants4 } from "node:fs";
+import { appendFile as appendFile2, cp, mkdir as mkdir10, readFile as readFile4, rename as rename5, rm as rm10, stat as stat5, writeFile as writeFile9 } from "node:fs/promises";
+import { dirname as dirname9, join as join13 } from "node:path";
 var SETUP_OUTPUT_MAX = 1e6;
 async function runSetup(o) {
   const { setup } = o.config;
   await removeTree(o.tmp);
-  await mkdir10(join12(o.tmp, "home"), { recursive: true });
+  await mkdir10(join13(o.tmp, "home"), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
   const started = performance.now();
   const deadline = started + setup.timeout * 1e3;
   const log = [];
-  let failure3 = null;
+  let failure2 = null;
   for (const command2 of setup.commands) {
     const left = deadline - performance.now();
     if (left <= 0) {
-      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command2}\``;
+      failure2 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command2}\``;
       break;
     }
     const r = await runShell(command2, {
@@ -34109,19 +34840,20 @@ async function runSetup(o) {
     log.push(`$ ${command2}
 ${r.stdout}${r.stderr}`);
     if (r.stopped === "timeout")
-      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command2}\``;
-    else if (r.stopped) failure3 = `setup was stopped (${r.stopped}) in \`${command2}\``;
-    else if (r.spawnError) failure3 = `setup could not start \`${command2}\`: ${r.spawnError}`;
+      failure2 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command2}\``;
+    else if (r.stopped) failure2 = `setup was stopped (${r.stopped}) in \`${command2}\``;
+    else if (r.spawnError) failure2 = `setup could not start \`${command2}\`: ${r.spawnError}`;
     else if (r.exitCode !== 0) {
       const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
       const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-      failure3 = `setup failed: \`${command2}\` ${how}${tail ? `: ${tail}` : ""}`;
+      failure2 = `setup failed: \`${command2}\` ${how}${tail ? `: ${tail}` : ""}`;
     }
-    if (failure3) break;
+    if (failure2) break;
   }
-  const seconds3 = (performance.now() - started) / 1e3;
+  const seconds4 = (performance.now() - started) / 1e3;
   await removeTree(o.tmp).catch(() => {
   });
+  const { cleaned } = await sweepTree(o.dir, o.signal);
   const restored = o.restore ? await restoreTracked(o.restore.own, o.dir, o.restore.index) : [];
   if (restored.length > 0) {
     log.push(
@@ -34129,14 +34861,14 @@ ${r.stdout}${r.stderr}`);
 `
     );
   }
-  return { failure: failure3 === null ? null : plainText(failure3), seconds: seconds3, log: log.join("") };
+  return { failure: failure2 === null ? null : plainText(failure2), seconds: seconds4, log: log.join(""), cleaned };
 }
 function setupEnv(source, config2) {
   return allowedEnv(source, config2.setup.env);
 }
 async function prepareWorkspace(o) {
   const logFile = episodeLogs(o.scratchDir).setup;
-  const excludes = join12(o.scratchDir, "setup.exclude");
+  const excludes = join13(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
     await writeFile9(excludes, patterns);
@@ -34150,12 +34882,13 @@ async function prepareWorkspace(o) {
       config: o.config,
       dir: o.workspace,
       restore: { own: o.own, index: o.checkoutIndex },
-      tmp: join12(o.scratchDir, "setup-tmp"),
+      tmp: join13(o.scratchDir, "setup-tmp"),
       source: o.source,
       confine: o.confine,
       signal: o.signal
     });
     await writeFile9(logFile, run2.log);
+    if (o.removed) addCleaned(o.removed, run2.cleaned);
     if (run2.failure) return { failure: run2.failure };
     return { paths: await untrackedPaths(o.own, o.workspace, o.checkoutIndex) };
   };
@@ -34165,15 +34898,15 @@ async function prepareWorkspace(o) {
     if ("failure" in r2) return { ok: false, reason: r2.failure };
     return done(r2.paths, "ran in the workspace");
   }
-  await rm9(logFile, { force: true });
+  await rm10(logFile, { force: true });
   const tree = await o.own.out(["rev-parse", `${o.base}^{tree}`]);
   const key = cache2.key(tree, o.config, setupEnv(o.source, o.config));
   for (let attempt2 = 0; attempt2 < 2; attempt2++) {
     const hit = await cache2.restore(key, o.workspace);
     if (hit) return done(hit.paths, `was copied from the setup cache (made in ${hit.madeBy}, of the same base)`);
-    const running = cache2.running(key);
-    if (!running) break;
-    const outcome = await running;
+    const running2 = cache2.running(key);
+    if (!running2) break;
+    const outcome = await running2;
     if ("failure" in outcome)
       return { ok: false, reason: `${outcome.failure} (in ${outcome.episode}, of the same base)` };
   }
@@ -34210,17 +34943,17 @@ var SetupCache = class {
    * (then what was copied is removed again, and setup runs there instead).
    */
   async restore(key, workspace) {
-    const entry = join12(this.dir, key);
-    const manifest = await readFile4(join12(entry, "manifest.json"), "utf8").catch(() => null);
+    const entry = join13(this.dir, key);
+    const manifest = await readFile4(join13(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
     const copied = [];
     try {
       const { paths, madeBy } = JSON.parse(manifest);
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir10(dirname8(join12(workspace, path)), { recursive: true });
-        copied.push(join12(workspace, path));
-        await cp(join12(entry, "files", path), join12(workspace, path), COPY);
+        await mkdir10(dirname9(join13(workspace, path)), { recursive: true });
+        copied.push(join13(workspace, path));
+        await cp(join13(entry, "files", path), join13(workspace, path), COPY);
       }
       return { paths, madeBy };
     } catch {
@@ -34247,17 +34980,17 @@ var SetupCache = class {
     }
   }
   async keep(key, episode2, paths, workspace) {
-    const entry = join12(this.dir, key);
-    if (await exists(join12(entry, "manifest.json"))) return;
-    const tmp = join12(this.dir, `.${key}.${randomBytes3(4).toString("hex")}`);
+    const entry = join13(this.dir, key);
+    if (await exists(join13(entry, "manifest.json"))) return;
+    const tmp = join13(this.dir, `.${key}.${randomBytes3(4).toString("hex")}`);
     try {
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir10(dirname8(join12(tmp, "files", path)), { recursive: true });
-        await cp(join12(workspace, path), join12(tmp, "files", path), COPY);
+        await mkdir10(dirname9(join13(tmp, "files", path)), { recursive: true });
+        await cp(join13(workspace, path), join13(tmp, "files", path), COPY);
       }
-      await writeFile9(join12(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
-      await rm9(entry, { recursive: true, force: true });
+      await writeFile9(join13(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
+      await rm10(entry, { recursive: true, force: true });
       await rename5(tmp, entry);
     } finally {
       await removeTree(tmp);
@@ -34270,10 +35003,10 @@ var COPY = {
   preserveTimestamps: true,
   force: true,
   errorOnExist: false,
-  mode: constants3.COPYFILE_FICLONE
+  mode: constants4.COPYFILE_FICLONE
 };
 async function exists(path) {
-  return stat3(path).then(
+  return stat5(path).then(
     () => true,
     () => false
   );
@@ -34281,12 +35014,14 @@ async function exists(path) {
 
 // src/worker/episode.ts
 var InterruptedError = class extends Error {
-  /** What the stopped attempt spent, where it is known (measured, or reported by the agent). */
-  constructor(message, spent2 = null) {
+  /** What the stopped attempt spent, where it is known: measured, reported, or estimated (core/charge.ts). */
+  constructor(message, spent2 = null, estimated = false) {
     super(message);
     this.spent = spent2;
+    this.estimated = estimated;
   }
   spent;
+  estimated;
   name = "InterruptedError";
 };
 var DiskFullError = class extends Error {
@@ -34315,8 +35050,10 @@ var JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 async function runEpisode(job) {
   const charged2 = { spent: null };
   try {
-    return await episode(job, charged2);
+    return await episode(job.signal ? { ...job, own: job.own.with({ signal: job.signal }) } : job, charged2);
   } catch (e) {
+    if (job.signal?.aborted && !(e instanceof InterruptedError))
+      throw new InterruptedError(`episode ${job.episode.id} was interrupted`, charged2.spent);
     const full = e instanceof InterruptedError ? null : await diskFull(e, [job.scratchDir, job.places.workspace]);
     if (full)
       throw new DiskFullError(
@@ -34336,13 +35073,14 @@ async function episode(job, charged2) {
   const source = job.env ?? process.env;
   const box = places.box;
   await removeTree(box);
-  for (const dir of [join13(box, "home"), join13(box, "tmp"), job.scratchDir]) await mkdir11(dir, { recursive: true });
-  const promptFile = join13(box, "prompt.md");
+  for (const dir of [join14(box, "home"), join14(box, "tmp"), job.scratchDir]) await mkdir11(dir, { recursive: true });
+  const promptFile = join14(box, "prompt.md");
   await writeFile10(promptFile, job.prompt);
-  const home = { HOME: join13(box, "home"), TMPDIR: sandbox ? "/tmp" : join13(box, "tmp") };
+  const home = { HOME: join14(box, "home"), TMPDIR: sandbox ? "/tmp" : join14(box, "tmp") };
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config2.grader.env);
   const interrupt = job.signal ?? new AbortController().signal;
+  const swept = { ...NOTHING_CLEANED };
   let excludes = null;
   if (job.setupProblem !== void 0 || config2.setup.commands.length > 0) {
     const prepared = job.setupProblem !== void 0 ? { ok: false, reason: job.setupProblem } : await prepareWorkspace({
@@ -34358,7 +35096,7 @@ async function episode(job, charged2) {
         sandbox,
         confinement: setupConfinement(
           places.workspace,
-          join13(job.scratchDir, "setup-tmp"),
+          join14(job.scratchDir, "setup-tmp"),
           places,
           config2,
           source,
@@ -34367,7 +35105,11 @@ async function episode(job, charged2) {
         )
       } : void 0,
       cache: job.setupCache,
-      signal: interrupt
+      signal: interrupt,
+      removed: swept
+    }).catch((e) => {
+      if (e instanceof GitStalledError) return { ok: false, reason: `after setup, ${e.message}` };
+      throw e;
     });
     if (interrupt.aborted) throw new InterruptedError(`episode ${episode2.id} was interrupted during its setup`, null);
     if (!prepared.ok) {
@@ -34387,7 +35129,7 @@ async function episode(job, charged2) {
     ...sandbox ? {
       confine: {
         sandbox,
-        confinement: graderConfinement(places.workspace, join13(box, "tmp"), places, config2, source, [
+        confinement: graderConfinement(places.workspace, join14(box, "tmp"), places, config2, source, [
           places.context
         ])
       }
@@ -34399,52 +35141,66 @@ async function episode(job, charged2) {
   confinement.shared = [...confinement.shared ?? [], grading.socketDir];
   const removed = { ...NOTHING_CLEANED };
   const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
-  let notStarted = null;
   let logFull = null;
   const spawn3 = async (file2, args, options) => {
     const r = await confinedSpawn(file2, args, options);
     if (r.logProblem && diskFullLine(r.logProblem)) logFull ??= r.logProblem;
-    if (notStarted === null && r.stopped === null && couldNotStart(r))
-      notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || "no output"}`;
     return r;
   };
   const budgetMs = unit === "minutes" ? episode2.allowance * 6e4 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config2.agent.timeout * 1e3;
-  let outcome;
+  const deadlineMs = Math.min(budgetMs, agentTimeoutMs);
+  const chargeBase = { unit, allowance: episode2.allowance, limitSeconds: deadlineMs / 1e3 };
+  const agentLog = episodeLogs(job.scratchDir).agent;
+  let tried;
   try {
-    outcome = await job.agent.run({
-      workdir: places.workspace,
-      prompt: job.prompt,
-      promptFile,
-      contextDir: places.context,
-      usageFile: join13(box, "usage.json"),
-      logFile: episodeLogs(job.scratchDir).agent,
-      gradeCommand: grading.command,
-      allowance: episode2.allowance,
-      unit,
-      seed: episode2.seed,
-      episodeId: episode2.id,
-      deadlineMs: Math.min(budgetMs, agentTimeoutMs),
-      deadlineIsBudget: budgetMs <= agentTimeoutMs,
-      env: agentEnv,
-      signal: AbortSignal.any([interrupt, stopForBudget.signal]),
-      spawn: spawn3,
-      confined: sandbox !== null
+    tried = await runTries({
+      agent: job.agent,
+      session: {
+        workdir: places.workspace,
+        prompt: job.prompt,
+        promptFile,
+        contextDir: places.context,
+        usageFile: join14(box, "usage.json"),
+        logFile: agentLog,
+        gradeCommand: grading.command,
+        allowance: episode2.allowance,
+        unit,
+        seed: episode2.seed,
+        episodeId: episode2.id,
+        deadlineMs,
+        deadlineIsBudget: budgetMs <= agentTimeoutMs,
+        env: agentEnv,
+        signal: AbortSignal.any([interrupt, stopForBudget.signal]),
+        spawn: spawn3,
+        confined: sandbox !== null
+      },
+      interrupt,
+      charge: chargeBase,
+      evaluations: () => grading.evaluations(),
+      ...sandbox ? {
+        hiddenCause: (missing, text) => hiddenPathFailure(missing, text, {
+          workspace: places.workspace,
+          path: agentEnv.PATH ?? "",
+          repositories: places.private
+        })
+      } : {},
+      mark: (line) => appendFile3(agentLog, line),
+      ...job.sleep ? { sleep: job.sleep } : {}
     });
   } finally {
     await grading.close();
   }
+  const outcome = tried.outcome;
   addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
+  const chargeOf = (unchanged2) => chargeFor({ ...chargeBase, tries: tried.tries, evaluations: grading.evaluations(), unchanged: unchanged2 });
   if (interrupt.aborted) {
-    const partial3 = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend;
-    throw new InterruptedError(`episode ${episode2.id} was interrupted`, partial3 ?? null);
+    const partial3 = chargeOf(false);
+    throw new InterruptedError(`episode ${episode2.id} was interrupted`, partial3.spent, partial3.basis === "estimated");
   }
-  const unreported = notStarted !== null && outcome.exit === "crash" ? 0 : episode2.allowance;
-  const measured = unit === "minutes" ? outcome.seconds / 60 : unit === "evaluations" ? grading.evaluations() : outcome.reportedSpend ?? unreported;
-  const spent2 = Math.round(measured * 1e6) / 1e6;
-  charged2.spent = spent2;
+  charged2.spent = chargeOf(false).spent;
   if (logFull) throw new Error(`the agent's log could not be written: ${logFull}`);
-  const snapshotIndex = join13(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join14(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(
     job.own,
@@ -34455,10 +35211,14 @@ async function episode(job, charged2) {
     [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]],
     excludes
   ).catch(async (e) => {
-    if (await diskFull(e, [job.scratchDir, places.workspace])) throw e;
+    if (interrupt.aborted || await diskFull(e, [job.scratchDir, places.workspace])) throw e;
     unrecorded = `the workspace could not be recorded (${e.message.split("\n")[0]?.slice(0, 300)})`;
     return baseSnapshot(job.own, snapshotIndex, episode2.base);
   });
+  addCleaned(swept, snap.cleaned);
+  const unchanged = !unrecorded && snap.protectedChanged.length === 0 && snap.tree === await job.own.out(["rev-parse", `${episode2.base}^{tree}`]);
+  const charge = chargeOf(unchanged);
+  charged2.spent = charge.spent;
   let score2 = null;
   let reason;
   let graderSeconds = 0;
@@ -34467,7 +35227,16 @@ async function episode(job, charged2) {
   } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
-    const g = await judge(job, snap.tree, graderEnv);
+    const g = await judge(job, snap.tree, graderEnv, swept).catch((e) => {
+      if (!(e instanceof GitStalledError) || interrupt.aborted) throw e;
+      return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
+    });
+    if (interrupt.aborted)
+      throw new InterruptedError(
+        `episode ${episode2.id} was interrupted while judged`,
+        charge.spent,
+        charge.basis === "estimated"
+      );
     const graded = g.setupFailed ? "" : `$ ${config2.grader.command}
 ${g.stdout}${g.stderr}`;
     await writeFile10(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
@@ -34475,9 +35244,16 @@ ${g.stdout}${g.stderr}`;
     score2 = g.score;
     reason = g.reason;
   }
+  addCleaned(removed, swept);
   const cleaned = cleanedNote(removed);
   const note = plainText(
-    [...job.notes ?? [], ...outcome.note ? [outcome.note] : [], ...cleaned ? [cleaned] : []].join("; ")
+    [
+      ...job.notes ?? [],
+      ...outcome.note ? [outcome.note] : [],
+      ...triesNotes(tried),
+      ...charge.note ? [charge.note] : [],
+      ...cleaned ? [cleaned] : []
+    ].join("; ")
   );
   if (reason) reason = plainText(reason);
   const partial2 = {
@@ -34485,14 +35261,23 @@ ${g.stdout}${g.stderr}`;
     ...reason ? { reason } : {},
     ...note ? { note } : {},
     ...outcome.usage ? { usage: outcome.usage } : {},
-    spent: spent2,
+    spent: charge.spent,
+    ...charge.basis !== "measured" ? { spentBasis: charge.basis } : {},
     exit: outcome.exit,
     protectedChanged: snap.protectedChanged,
-    agentSeconds: seconds2(outcome.seconds),
-    graderSeconds: seconds2(graderSeconds),
+    agentSeconds: seconds3(outcome.seconds),
+    graderSeconds: seconds3(graderSeconds),
     sandbox: isolation.label,
     ...job.contextStore ? { contextStore: job.contextStore } : {},
-    ...notStarted && outcome.exit === "crash" ? { agentNotStarted: plainText(notStarted) } : {}
+    ...tried.failure ? {
+      failure: {
+        kind: tried.failure.kind,
+        quote: tried.failure.quote,
+        ...tried.failure.fix ? { fix: tried.failure.fix } : {}
+      }
+    } : {},
+    ...tried.retries.length > 0 ? { retries: tried.retries } : {},
+    ...unchanged ? { unchanged: true } : {}
   };
   return commitResult(job, snap, partial2, started);
 }
@@ -34510,14 +35295,14 @@ async function commitResult(job, snap, made, started) {
     journalTail: journalTail(journal),
     ...job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}
   };
-  const wallSeconds = seconds2((performance.now() - started) / 1e3);
+  const wallSeconds = seconds3((performance.now() - started) / 1e3);
   let message = commitMessage(job.runId, config2.budget.unit, episode2, { ...partial2, wallSeconds }, details);
   if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode2.base);
   const commit = await commitTree(job.own, tree, episode2.base, message);
   return { ...partial2, commit, wallSeconds };
 }
 async function setupResult(job, reason, started) {
-  const snap = await baseSnapshot(job.own, join13(job.scratchDir, "snapshot.index"), job.episode.base);
+  const snap = await baseSnapshot(job.own, join14(job.scratchDir, "snapshot.index"), job.episode.base);
   const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join("; ")) : "";
   return commitResult(
     job,
@@ -34537,11 +35322,11 @@ async function setupResult(job, reason, started) {
     started
   );
 }
-async function judge(job, tree, env) {
+async function judge(job, tree, env, swept) {
   const { config: config2, places, isolation } = job;
-  const dir = join13(job.scratchDir, "judge");
-  const tmp = join13(job.scratchDir, "judge-tmp");
-  const index = join13(job.scratchDir, "judge.index");
+  const dir = join14(job.scratchDir, "judge");
+  const tmp = join14(job.scratchDir, "judge-tmp");
+  const index = join14(job.scratchDir, "judge.index");
   const source = job.env ?? process.env;
   await checkoutInto(job.own, tree, dir, index).catch(async (e) => {
     await removeTree(dir).catch(() => {
@@ -34549,7 +35334,7 @@ async function judge(job, tree, env) {
     throw e;
   });
   await removeTree(tmp);
-  await mkdir11(join13(tmp, "home"), { recursive: true });
+  await mkdir11(join14(tmp, "home"), { recursive: true });
   const sandbox = isolation.sandbox;
   const agentPlaces = [
     places.workspace,
@@ -34567,31 +35352,24 @@ async function judge(job, tree, env) {
   try {
     let setupLog;
     if (config2.setup.commands.length > 0) {
-      const setupTmp = join13(job.scratchDir, "judge-setup-tmp");
+      const setupTmp = join14(job.scratchDir, "judge-setup-tmp");
       const run2 = await runSetup({
         config: config2,
         dir,
         restore: { own: job.own, index },
         tmp: setupTmp,
         source,
-        confine: sandbox ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config2, source, agentPlaces) } : void 0
+        confine: sandbox ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config2, source, agentPlaces) } : void 0,
+        signal: job.signal
       });
+      addCleaned(swept, run2.cleaned);
       setupLog = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
 `;
       if (run2.failure) {
-        return {
-          score: null,
-          reason: `in the judge's checkout, ${run2.failure}`,
-          seconds: 0,
-          exitCode: null,
-          stdout: "",
-          stderr: "",
-          setupLog,
-          setupFailed: true
-        };
+        return { ...NO_GRADING, reason: `in the judge's checkout, ${run2.failure}`, setupLog, setupFailed: true };
       }
       const planted = await madeAtProtectedPaths();
-      for (const p of planted) await removeTree(join13(dir, p));
+      for (const p of planted) await removeTree(join14(dir, p));
       if (planted.length > 0) setupLog += `(removed what setup made under protected paths: ${listSome(planted, 5)})
 `;
       await rewriteFiles(job.own, dir, index, protectedFiles);
@@ -34601,9 +35379,14 @@ async function judge(job, tree, env) {
       config2,
       dir,
       { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
-      sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces, fixed) } : void 0
+      sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces, fixed) } : void 0,
+      job.signal
     );
-    const written = await madeAtProtectedPaths();
+    const left = await sweepTree(dir, job.signal);
+    addCleaned(swept, left.cleaned);
+    const tracked = new Set(treeFiles);
+    const sweptThere = left.paths.filter((p) => !tracked.has(p) && matchesAny(p, protectedGlobs));
+    const written = [...sweptThere, ...await madeAtProtectedPaths()];
     const result = written.length > 0 && grading.score !== null ? {
       ...grading,
       score: null,
@@ -34615,6 +35398,7 @@ async function judge(job, tree, env) {
     });
   }
 }
+var NO_GRADING = { score: null, seconds: 0, exitCode: null, stdout: "", stderr: "" };
 var JUDGE_PYTHON = {
   PYTHONPYCACHEPREFIX: "/dev/null/forkflush-no-bytecode",
   PYTHONDONTWRITEBYTECODE: "1",
@@ -34625,7 +35409,14 @@ function journalTail(journal) {
 }
 var JOURNAL_TAIL = 5;
 var JOURNAL_LINE_MAX = 500;
-function seconds2(s) {
+function triesNotes(t) {
+  const retried = t.retries.map((r) => `${r.kind} (waited ${formatNumber(r.waitedSeconds, 1)} s)`);
+  return [
+    ...retried.length > 0 ? [`tried ${t.tries.length} times: ${retried.join(", ")}`] : [],
+    ...t.gaveUp && t.failure ? [`gave up on the ${t.failure.kind} failure: ${t.gaveUp}`] : []
+  ];
+}
+function seconds3(s) {
   return Math.round(s * 1e3) / 1e3;
 }
 
@@ -34679,35 +35470,42 @@ async function driveLocked(initial, options) {
     }
     if (advanced.steps.some((s) => s.type === "decide")) await writeReports(o.store, state);
     const actions = reconcile(state);
-    const failure3 = stopBefore(state, actions[0]);
-    if (failure3) {
+    const failure2 = stopBefore(state, actions[0]);
+    if (failure2) {
       await save();
       await writeReports(o.store, state);
-      return { state, interrupted: false, stopped: failure3 };
+      return { state, interrupted: false, stopped: failure2 };
     }
     if (o.signal.aborted) return { state, interrupted: true };
     const first = actions[0];
     if (first?.type !== "run") break;
-    const round = roundOf2(state, first.round);
+    const round2 = roundOf2(state, first.round);
     const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
-    const pending = round.episodes.filter((e) => ids.has(e.id));
+    const pending = round2.episodes.filter((e) => ids.has(e.id));
     let problem2;
     const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
       if (halt.signal.aborted) return false;
-      const result = await runOne(state, e, o, sealKey, setupCache, emit);
+      let started = false;
+      const starting = async () => {
+        state = recordStart(state, e.id);
+        started = true;
+        await save();
+      };
+      const ended = (s) => started ? takeBackStart(s, e.id) : s;
+      const result = await runOne(state, e, o, sealKey, setupCache, emit, starting);
       if ("interrupted" in result) {
-        state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+        state = ended(applyInterrupted(state, e.id, result.interrupted ?? 0, result.estimated));
         if (result.problem) {
           problem2 ??= result.problem;
           halt.abort("disk");
         }
         return false;
       }
-      state = applyResult(state, e.id, result);
+      state = applyResult(ended(state), e.id, result);
       await carry();
       await save();
       emit({ type: "episode-done", state, episode: e, result });
-      if (result.agentNotStarted) halt.abort("setup");
+      if (stopReason(state)?.code === 2) halt.abort("stop");
       return true;
     });
     if (problem2) {
@@ -34728,19 +35526,22 @@ async function driveLocked(initial, options) {
 function roundOf2(state, index) {
   return state.rounds.find((r) => r.index === index);
 }
-async function runOne(state, e, o, sealKey, setupCache, emit) {
+async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
+  const abandoned = abandonedResult(e);
+  if (abandoned) return abandoned;
   const prepared = await o.forge.prepareEpisode(state, e);
-  const round = state.rounds[e.round];
+  const round2 = state.rounds[e.round];
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   emit({ type: "episode-start", state, episode: e });
+  await starting();
   try {
     const result = await runEpisode({
       runId: state.id,
       config: state.config,
       episode: e,
-      phase: round.phase,
+      phase: round2.phase,
       own: prepared.own,
       places: prepared.places,
       checkoutIndex: prepared.checkoutIndex,
@@ -34757,7 +35558,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit) {
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {
-    if (err instanceof InterruptedError) return { interrupted: err.spent };
+    if (err instanceof InterruptedError) return { interrupted: err.spent, estimated: err.estimated };
     if (err instanceof DiskFullError) return { interrupted: err.spent, problem: err.message };
     throw err;
   }
@@ -34779,13 +35580,13 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile3, chmod as chmod3, cp as cp3, mkdir as mkdir14, mkdtemp as mkdtemp2, readdir as readdir9, readFile as readFile7, realpath as realpath5, rm as rm10, stat as stat7 } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join as join18, relative, resolve as resolve3, sep as sep2 } from "node:path";
+import { appendFile as appendFile4, chmod as chmod3, cp as cp3, lstat as lstat4, mkdir as mkdir15, mkdtemp as mkdtemp3, readdir as readdir10, readFile as readFile8, realpath as realpath5, rm as rm12, stat as stat10 } from "node:fs/promises";
+import { tmpdir as tmpdir2 } from "node:os";
+import { dirname as dirname12, join as join20, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
-import { cp as cp2, mkdir as mkdir12, readFile as readFile5, realpath as realpath4, stat as stat4 } from "node:fs/promises";
-import { dirname as dirname9, isAbsolute as isAbsolute2, join as join14, resolve as resolve2 } from "node:path";
+import { cp as cp2, mkdir as mkdir12, readFile as readFile5, realpath as realpath4, stat as stat6 } from "node:fs/promises";
+import { dirname as dirname10, isAbsolute as isAbsolute4, join as join15, resolve as resolve3 } from "node:path";
 var LocalForge = class {
   constructor(repo, store, keepRejected = false) {
     this.repo = repo;
@@ -34805,9 +35606,9 @@ var LocalForge = class {
   open() {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
-      const commonDir = await realpath4(isAbsolute2(common) ? common : resolve2(this.repo, common));
-      const objects = join14(commonDir, "objects");
-      const alternates = (await readFile5(join14(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute2(l) ? l : resolve2(objects, l));
+      const commonDir = await realpath4(isAbsolute4(common) ? common : resolve3(this.repo, common));
+      const objects = join15(commonDir, "objects");
+      const alternates = (await readFile5(join15(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute4(l) ? l : resolve3(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -34842,7 +35643,7 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join14(scratchDir, "checkout.index");
+    const checkoutIndex = join15(scratchDir, "checkout.index");
     await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
     await removeTree(context);
@@ -34864,17 +35665,17 @@ var LocalForge = class {
     const places = {
       workspace,
       context,
-      box: join14(scratchDir, "box"),
+      box: join15(scratchDir, "box"),
       objects: [own2.objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
-      private: [this.repo, commonDir, dirname9(this.store.dir)]
+      private: [this.repo, commonDir, dirname10(this.store.dir)]
     };
     return { own: own2, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
   }
   /**
    * Moves an episode's branch from the result it held back to the episode's base, for an episode
-   * that runs again (a round its setup stopped, retried: core/setup-failure.ts, retrySetup). A
-   * branch at anything else is left alone.
+   * that runs again (one that stopped the run, retried on resume: core/stop.ts, retryStopped).
+   * A branch at anything else is left alone.
    */
   async reopenEpisode(state, e) {
     if (!e.result) return;
@@ -34888,8 +35689,8 @@ var LocalForge = class {
   // The core's work items (core/work.ts), carried out on the repository's refs. Each is safe to
   // repeat: a resumed run carries the work of decided rounds out again, and nothing moves twice.
   /** The round's branches, at their bases (its episodes are run by the runner). */
-  async openRound(state, round) {
-    for (const e of round.episodes) {
+  async openRound(state, round2) {
+    for (const e of round2.episodes) {
       const ref = this.ref(episodeBranch(state.id, e.round, e.branch));
       if (!e.result && await this.git.revParse(ref) === null)
         await this.git.casRef(ref, e.base, null, "forkflush: round");
@@ -34904,34 +35705,34 @@ var LocalForge = class {
    * rejected episodes' branches and contexts too, unless asked to keep them (a later episode only
    * ever continues an adopted one).
    */
-  async settleRound(state, round) {
-    const adopted = round.decision?.adopted ?? [];
-    for (const e of round.episodes) {
+  async settleRound(state, round2) {
+    const adopted = round2.decision?.adopted ?? [];
+    for (const e of round2.episodes) {
       if (!adopted.includes(e.id) || !e.result) continue;
       const branch = lineageBranch(state.id, e.lineage, state.lineages.length);
       if (await this.git.casRef(this.ref(branch), e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
-      const problem2 = lineageMovedOutside(state, round, e, await this.git.revParse(this.ref(branch)), branch);
+      const problem2 = lineageMovedOutside(state, round2, e, await this.git.revParse(this.ref(branch)), branch);
       if (problem2) throw new Error(problem2);
     }
-    for (const e of round.episodes) {
+    for (const e of round2.episodes) {
       await removeTree(this.store.workspace(e.id));
       if (this.keepRejected && !adopted.includes(e.id)) continue;
       await this.git.deleteRef(this.ref(episodeBranch(state.id, e.round, e.branch)));
       if (!adopted.includes(e.id)) await removeTree(this.store.context(e.id));
     }
-    if (!this.keepRejected) await this.dropSupersededContexts(state, round);
+    if (!this.keepRejected) await this.dropSupersededContexts(state, round2);
   }
   /**
    * The contexts of settled episodes nothing continues any more: a lineage carries or copies the
    * whole conversation on, so once it continues from a later episode, the earlier copy is only
    * disk (each carried context holds all of the one before it).
    */
-  async dropSupersededContexts(state, round) {
+  async dropSupersededContexts(state, round2) {
     const needed = new Set(state.lineages.flatMap((l) => l.context ? [l.context] : []));
     for (const e of allEpisodes(state)) if (!e.result) {
       for (const id of [e.id, e.contextFrom]) if (id) needed.add(id);
     }
-    for (const r of state.rounds.slice(0, round.index + 1))
+    for (const r of state.rounds.slice(0, round2.index + 1))
       for (const e of r.episodes) {
         const dir = this.store.context(e.id);
         if (!needed.has(e.id) && await exists2(dir)) await removeTree(dir);
@@ -34947,11 +35748,11 @@ var LocalForge = class {
   async withCheckout(commit, name2, fn) {
     const { own: own2, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    await checkoutInto(own2, commit, dir, join14(this.store.scratch(name2), "checkout.index"));
+    await checkoutInto(own2, commit, dir, join15(this.store.scratch(name2), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own2.objects, ...alternates],
-        private: [this.repo, commonDir, dirname9(this.store.dir)]
+        private: [this.repo, commonDir, dirname10(this.store.dir)]
       });
     } finally {
       await removeTree(dir);
@@ -34960,90 +35761,174 @@ var LocalForge = class {
   }
 };
 async function exists2(path) {
-  return stat4(path).then(
+  return stat6(path).then(
     () => true,
     () => false
   );
+}
+
+// src/local/grader-reads.ts
+import { readdir as readdir8, readFile as readFile6, stat as stat7, utimes as utimes2 } from "node:fs/promises";
+import { join as join16, relative as relative2 } from "node:path";
+var MOST_CANDIDATES = 5e3;
+async function untrackedFiles(dir) {
+  const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
+  if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, MOST_CANDIDATES);
+  const entries = await readdir8(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join16(e.parentPath, e.name))).filter((f) => !f.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, MOST_CANDIDATES);
+}
+async function whileWatchingReads(dir, files, grade) {
+  const marked = [];
+  for (const f of files) {
+    const path = join16(dir, f);
+    const s = await stat7(path).catch(() => null);
+    if (!s?.isFile()) continue;
+    const set2 = Math.floor(s.mtimeMs / 1e3) - 1;
+    if (await utimes2(path, set2, s.mtime).then(
+      () => true,
+      () => false
+    ))
+      marked.push({ file: f, atime: s.atime, mtime: s.mtime, set: set2 });
+  }
+  const first = marked[0];
+  let recorded = false;
+  if (first) {
+    const path = join16(dir, first.file);
+    await readFile6(path).catch(() => null);
+    recorded = ((await stat7(path).catch(() => null))?.atimeMs ?? 0) > first.set * 1e3;
+    await utimes2(path, first.set, first.mtime).catch(() => {
+    });
+  }
+  const result = await grade();
+  const read = [];
+  for (const m of marked) {
+    const path = join16(dir, m.file);
+    const s = await stat7(path).catch(() => null);
+    if (s && s.atimeMs > m.set * 1e3) read.push(m.file);
+    else await utimes2(path, m.atime, m.mtime).catch(() => {
+    });
+  }
+  return { result, read: recorded ? read : null };
 }
 
 // src/local/preflight.ts
-import { stat as stat6 } from "node:fs/promises";
-import { isAbsolute as isAbsolute4, join as join16 } from "node:path";
+import { stat as stat9 } from "node:fs/promises";
+import { isAbsolute as isAbsolute6, join as join18 } from "node:path";
 
-// src/io/executables.ts
-import { constants as constants4 } from "node:fs";
-import { access, stat as stat5 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute3, join as join15 } from "node:path";
-async function isExecutable(file2) {
-  const s = await stat5(file2).catch(() => null);
-  if (!s?.isFile()) return false;
-  return access(file2, constants4.X_OK).then(
-    () => true,
-    () => false
-  );
+// src/local/sandbox-view.ts
+import { realpathSync as realpathSync3 } from "node:fs";
+import { mkdir as mkdir13, mkdtemp as mkdtemp2, rm as rm11, stat as stat8 } from "node:fs/promises";
+import { homedir as homedir6, tmpdir } from "node:os";
+import { dirname as dirname11, isAbsolute as isAbsolute5, join as join17, relative as relative3 } from "node:path";
+async function hiddenInSandbox(v) {
+  const c = v.config;
+  const adapter = agentFor(c);
+  const agentEnv = allowedEnv(v.env, [...adapter.passEnv, ...c.agent.env]);
+  const graderEnv = allowedEnv(v.env, c.grader.env);
+  const setupEnv2 = allowedEnv(v.env, c.setup.env);
+  const agentCommand = c.agent.command ?? cliOf(c.agent.kind)?.executable ?? "";
+  const roles = [
+    { key: "agent.command", commands: [agentCommand], env: agentEnv, confine: "agent" },
+    { key: "grader.command", commands: [c.grader.command], env: graderEnv, confine: "grader" },
+    { key: "setup.commands", commands: c.setup.commands, env: setupEnv2, confine: "setup" }
+  ];
+  const dir = await mkdtemp2(join17(tmpdir(), "forkflush-preflight-"));
+  try {
+    const places = {
+      workspace: join17(dir, "workspace"),
+      context: join17(dir, "context"),
+      box: join17(dir, "box"),
+      objects: [],
+      private: v.private
+    };
+    for (const p of [places.workspace, places.context, join17(places.box, "tmp")]) await mkdir13(p, { recursive: true });
+    const problems = [];
+    const notes = [];
+    for (const role of roles) {
+      const needed = [];
+      for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
+      if (needed.length === 0) continue;
+      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join17(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join17(places.box, "tmp"), places, c, v.env);
+      const seen = await probe2(v.sandbox, confinement, places.workspace, role.env.PATH ?? "", needed);
+      for (const [i, n] of needed.entries()) {
+        if (seen[i] === false) (n.runs ? problems : notes).push(await problemOf(n, v));
+      }
+    }
+    return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
+  } finally {
+    await rm11(dir, { recursive: true, force: true }).catch(() => {
+    });
+  }
 }
-async function findExecutable(name2, path) {
-  if (isAbsolute3(name2)) return await isExecutable(name2) ? name2 : null;
-  if (name2.includes("/") || name2 === "") return null;
-  for (const dir of path.split(delimiter2)) {
-    if (!isAbsolute3(dir)) continue;
-    const file2 = join15(dir, name2);
-    if (await isExecutable(file2)) return file2;
+async function probe2(sandbox, confinement, cwd, path, needed) {
+  const script = 'while [ $# -gt 1 ]; do kind=$1; x=$2; shift 2; if [ "$kind" = p ]; then [ -e "$x" ] && echo 1 || echo 0; else command -v "$x" >/dev/null 2>&1 && echo 1 || echo 0; fi; done';
+  const args = needed.flatMap((n) => [n.program ? "c" : "p", n.name]);
+  const r = await runProcess("/bin/sh", ["-c", script, "forkflush-probe", ...args], {
+    cwd,
+    env: { PATH: path },
+    timeoutMs: 3e4,
+    confine: { sandbox, confinement }
+  });
+  const lines = r.stdout.trim().split("\n");
+  if (r.exitCode !== 0 || lines.length !== needed.length) return needed.map(() => null);
+  return lines.map((l) => l === "1");
+}
+async function neededBy(command2, key, path) {
+  const out = [];
+  const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
+  if (first && /^[\w.+-]+$/.test(first) && !SHELL_WORDS.has(first)) {
+    const found = await findExecutable(first, path);
+    if (found) out.push({ key, name: first, program: true, outside: found, folder: false, runs: true });
+  }
+  const run2 = new Set([...command2.matchAll(RUN_BY_INTERPRETER)].map((m) => m[1]));
+  if (first && /^(?:~\/|\/)/.test(first)) run2.add(first);
+  for (const m of command2.matchAll(/(?:^|[\s=:'"])((?:~\/|\/)[^\s'"`;|&<>()$]*)/g)) {
+    const raw = m[1].replace(/[,.]+$/, "");
+    const abs = raw.startsWith("~/") ? expandHome(raw) : raw;
+    if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute5(abs)) continue;
+    const s = await stat8(abs).catch(() => null);
+    if (s) out.push({ key, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run2.has(raw) });
+  }
+  return out;
+}
+function hiddenProblem(n, repo) {
+  const what = n.program ? `\`${n.name}\` (${n.outside})` : n.outside;
+  if (isInside(n.outside, repo)) {
+    return `${n.key} names ${what}, in the repository by its absolute path, which the sandbox hides (episodes run in a checkout of it): name it relative to the repository (${relative3(repo, n.outside) || "."})`;
+  }
+  const folder = n.folder ? n.outside : dirname11(n.outside);
+  return `${n.key} ${n.runs ? "needs" : "names"} ${what}, which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): add its folder to the config, sandbox: {read: [${JSON.stringify(folder)}]}, or move it into the repository`;
+}
+async function problemOf(n, v) {
+  const folder = n.folder ? n.outside : dirname11(n.outside);
+  const hiddenRoots = [realpathSync3("/tmp"), homedir6(), v.repo, ...v.private].filter((r) => r && r !== "/");
+  const hidden = hiddenRoots.some((r) => isInside(n.outside, r));
+  const user = v.sandbox.user;
+  if (!hidden) {
+    const closed2 = user ? await closedTo(n.outside, user, "/") : null;
+    return closed2 ? closedProblem(n, closed2) : hiddenProblem(n, v.repo);
+  }
+  const closed = user && !isInside(n.outside, v.repo) ? await closedTo(n.outside, user, folder) : null;
+  return hiddenProblem(n, v.repo) + (closed ? `; and open ${closed} to the sandbox's user, nobody (chmod o+rX ${closed})` : "");
+}
+async function closedTo(path, user, from) {
+  const parts = path.split("/").filter(Boolean);
+  const start = from.split("/").filter(Boolean).length;
+  for (let i = start; i <= parts.length; i++) {
+    const p = `/${parts.slice(0, i).join("/")}`;
+    const s = await stat8(p).catch(() => null);
+    if (!s) return null;
+    const bits = s.uid === user.uid ? s.mode >> 6 & 7 : s.gid === user.gid ? s.mode >> 3 & 7 : s.mode & 7;
+    const need = i < parts.length || s.isDirectory() ? 1 : 4;
+    if ((bits & need) === 0) return p;
   }
   return null;
 }
-
-// src/local/preflight.ts
-async function preflight(p) {
-  const problems = [];
-  if (!p.scratch) {
-    const uncommitted = await uncommittedInputs(p);
-    if (uncommitted.length > 0) {
-      const list = uncommitted.slice(0, 12).map((u) => `  ${u}`);
-      if (uncommitted.length > 12) list.push(`  and ${uncommitted.length - 12} more`);
-      problems.push(
-        `these files the run needs are not committed, and every episode starts from the last commit:
-${list.join("\n")}
-commit them (git add, git commit), then run again`
-      );
-    }
-  }
-  const missing = await missingExecutable(p);
-  if (missing) problems.push(missing);
-  const adapter = agentFor(p.config);
-  const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
-  if (login) problems.push(login);
-  return problems;
+function closedProblem(n, closed) {
+  const what = n.program ? `\`${n.name}\` (${n.outside})` : n.outside;
+  return `${n.key} ${n.runs ? "needs" : "names"} ${what}, which the sandbox's user (nobody: forkflush runs as root) may not read: ${closed} is closed to others; open it (chmod o+rX ${closed}) or move it into the repository`;
 }
-async function uncommittedInputs(p) {
-  const c = p.config;
-  const literal2 = [p.configPathInRepo, c.task, c.journal, c.prompts.branch, c.prompts.continuation].filter(
-    (x) => typeof x === "string"
-  );
-  const named = [
-    ...namedPaths(c.grader.command),
-    ...c.agent.command ? namedPaths(c.agent.command) : [],
-    ...c.setup.commands.flatMap(namedPaths)
-  ];
-  for (const path of named) if (await stat6(join16(p.repo, path)).catch(() => null)) literal2.push(path);
-  const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
-  specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
-  if (specs.length === 0) return [];
-  const r = await new Git(p.repo).exec(
-    ["-c", "core.quotePath=false", "status", "--porcelain=v1", "--untracked-files=all", "--", ...specs],
-    { check: false }
-  );
-  if (r.exitCode !== 0) return [];
-  return r.stdout.split("\n").filter((l) => l.length > 3).map((l) => {
-    const code = l.slice(0, 2);
-    const path = l.slice(3);
-    const what = code === "??" ? "not in git" : code[0] !== " " && code[1] === " " ? "staged, not committed" : "changed";
-    return `${path} (${what})`;
-  });
-}
-function namedPaths(command2) {
-  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute4(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
-}
+var RUN_BY_INTERPRETER = /\b(?:node|nodejs|python[\d.]*|sh|bash|dash|zsh|deno|bun|tsx|ruby|perl|php|Rscript|julia)(?:\s+-\S+)*\s+((?:~\/|\/)[^\s'"`;|&<>()$]+)/g;
 var SHELL_WORDS = /* @__PURE__ */ new Set([
   "cd",
   "exec",
@@ -35072,6 +35957,70 @@ var SHELL_WORDS = /* @__PURE__ */ new Set([
   "!",
   "{"
 ]);
+
+// src/local/preflight.ts
+async function preflight(p) {
+  const problems = [];
+  const notes = [];
+  if (!p.scratch) {
+    const uncommitted = await uncommittedInputs(p);
+    if (uncommitted.length > 0) {
+      const list = uncommitted.slice(0, 12).map((u) => `  ${u}`);
+      if (uncommitted.length > 12) list.push(`  and ${uncommitted.length - 12} more`);
+      problems.push(
+        `these files the run needs are not committed, and every episode starts from the last commit:
+${list.join("\n")}
+commit them (git add, git commit), then run again`
+      );
+    }
+  }
+  const missing = await missingExecutable(p);
+  if (missing) problems.push(missing);
+  const adapter = agentFor(p.config);
+  const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
+  if (login) problems.push(login);
+  if (p.sandbox && !missing) {
+    const view = await hiddenInSandbox({
+      repo: p.repo,
+      config: p.config,
+      env: p.env,
+      sandbox: p.sandbox.sandbox,
+      private: p.sandbox.private
+    });
+    problems.push(...view.problems);
+    notes.push(...view.notes);
+  }
+  return { problems, notes };
+}
+async function uncommittedInputs(p) {
+  const c = p.config;
+  const literal2 = [p.configPathInRepo, c.task, c.journal, c.prompts.branch, c.prompts.continuation].filter(
+    (x) => typeof x === "string"
+  );
+  const named = [
+    ...namedPaths(c.grader.command),
+    ...c.agent.command ? namedPaths(c.agent.command) : [],
+    ...c.setup.commands.flatMap(namedPaths)
+  ];
+  for (const path of named) if (await stat9(join18(p.repo, path)).catch(() => null)) literal2.push(path);
+  const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
+  specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
+  if (specs.length === 0) return [];
+  const r = await new Git(p.repo).exec(
+    ["-c", "core.quotePath=false", "status", "--porcelain=v1", "--untracked-files=all", "--", ...specs],
+    { check: false }
+  );
+  if (r.exitCode !== 0) return [];
+  return r.stdout.split("\n").filter((l) => l.length > 3).map((l) => {
+    const code = l.slice(0, 2);
+    const path = l.slice(3);
+    const what = code === "??" ? "not in git" : code[0] !== " " && code[1] === " " ? "staged, not committed" : "changed";
+    return `${path} (${what})`;
+  });
+}
+function namedPaths(command2) {
+  return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute6(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
+}
 async function missingExecutable(p) {
   const kind = p.config.agent.kind;
   const path = p.env.PATH ?? "";
@@ -35079,20 +36028,20 @@ async function missingExecutable(p) {
     const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
     if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
     if (first.includes("/")) {
-      const file2 = isAbsolute4(first) ? first : join16(p.repo, first);
+      const file2 = isAbsolute6(first) ? first : join18(p.repo, first);
       if (await isExecutable(file2)) return null;
-      const exists3 = await stat6(file2).then(
+      const exists3 = await stat9(file2).then(
         () => true,
         () => false
       );
-      return exists3 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute4(first) ? "" : " in the repository"}`;
+      return exists3 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute6(first) ? "" : " in the repository"}`;
     }
     return await onPath(first, path) ? null : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
   }
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute4(executable) ? await isExecutable(executable) : await onPath(executable, path);
+  const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join18(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
 }
@@ -35101,8 +36050,8 @@ async function onPath(name2, path) {
 }
 
 // src/local/store.ts
-import { chmod as chmod2, mkdir as mkdir13, readdir as readdir8, readFile as readFile6, rename as rename6, unlink as unlink2, writeFile as writeFile11 } from "node:fs/promises";
-import { join as join17 } from "node:path";
+import { chmod as chmod2, mkdir as mkdir14, readdir as readdir9, readFile as readFile7, rename as rename6, unlink as unlink2, writeFile as writeFile11 } from "node:fs/promises";
+import { join as join19 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -35110,18 +36059,18 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join17(taskDir, ".forkflush");
+    return join19(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join17(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join19(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
-    const entries = await readdir8(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const entries = await readdir9(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile6(join17(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile7(join19(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -35130,7 +36079,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join17(this.dir, ...parts);
+    return join19(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode2) {
@@ -35143,7 +36092,7 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode2);
   }
   async init(info) {
-    await mkdir13(this.dir, { recursive: true, mode: 448 });
+    await mkdir14(this.dir, { recursive: true, mode: 448 });
     await chmod2(this.dir, 448);
     await writeFile11(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
@@ -35152,7 +36101,7 @@ var RunStore = class _RunStore {
   }
   /** The key that seals this run's result commits; null for a run made before seals. */
   async sealKey() {
-    const key = await readFile6(this.path(SEAL_KEY)).catch(() => null);
+    const key = await readFile7(this.path(SEAL_KEY)).catch(() => null);
     return key && key.length === 32 ? key : null;
   }
   /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
@@ -35181,7 +36130,7 @@ var RunStore = class _RunStore {
         });
       } catch (e) {
         if (e.code !== "EEXIST") throw e;
-        const pid = Number(await readFile6(file2, "utf8").catch(() => ""));
+        const pid = Number(await readFile7(file2, "utf8").catch(() => ""));
         if (pid && pid !== process.pid && isAlive(pid)) {
           throw new UserError(
             `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
@@ -35195,7 +36144,7 @@ var RunStore = class _RunStore {
   }
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver() {
-    const pid = Number(await readFile6(this.path("lock"), "utf8").catch(() => ""));
+    const pid = Number(await readFile7(this.path("lock"), "utf8").catch(() => ""));
     return pid && isAlive(pid) ? pid : null;
   }
   async write(name2, content) {
@@ -35206,7 +36155,7 @@ var RunStore = class _RunStore {
 };
 async function readRecordFile(file2) {
   try {
-    return await readFile6(file2, "utf8");
+    return await readFile7(file2, "utf8");
   } catch (e) {
     if (e.code !== "ENOENT") throw e;
     throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
@@ -35229,16 +36178,16 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve3(configFile ?? join18(dir, CONFIG_PATH));
+  const file2 = resolve4(configFile ?? join20(dir, CONFIG_PATH));
   let text;
   try {
-    text = await readFile7(file2, "utf8");
+    text = await readFile8(file2, "utf8");
   } catch {
     throw new UserError(
-      `no config at ${file2}: create ${CONFIG_PATH} in the task's repository (see the README) or pass --config FILE`
+      configFile ? `no config at ${file2}: check the file --config names, or leave --config out to use ${CONFIG_PATH} of the task's repository` : `no config at ${file2}: create ${CONFIG_PATH} with \`forkflush init ${shellQuote(dir)}\` (it asks for the grader, the agent and the budget), or write it by hand (README, "Your own task"), or pass --config FILE`
     );
   }
-  return { config: parseConfig(text, relative(process.cwd(), file2) || file2, overrides), file: file2 };
+  return { config: parseConfig(text, relative4(process.cwd(), file2) || file2, overrides), file: file2 };
 }
 async function startRun(o) {
   const taskDir = await taskFolder(o.dir);
@@ -35261,24 +36210,27 @@ async function startRun(o) {
     const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
     if (dirty && !scratch)
       warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
-    const rel = relative(repo, scratch ? join18(repo, relative(taskDir, configFile)) : configFile);
+    const rel = relative4(repo, scratch ? join20(repo, relative4(taskDir, configFile)) : configFile);
     const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
     const refuse = (problems2) => {
       throw new UserError(problems2.join("\n"));
     };
-    const problems = await preflight({
+    const isolation = await isolationFor(config2.sandbox.mode);
+    const { problems, notes } = await preflight({
       repo,
       config: config2,
       configPathInRepo: scratch ? null : configPathInRepo,
       scratch,
-      env: o.env ?? process.env
+      env: o.env ?? process.env,
+      sandbox: isolation.sandbox ? { sandbox: isolation.sandbox, private: [repo, RunStore.runsDir(taskDir)] } : null
     });
     if (problems.length > 0) refuse(problems);
+    warnings.push(...notes);
     const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
     const exists3 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
     if (!await exists3(config2.task)) {
       refuse([
-        `${relative(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
+        `${relative4(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
       ]);
     }
     const task = await show(config2.task);
@@ -35312,7 +36264,6 @@ async function startRun(o) {
           );
       }
     }
-    const isolation = await isolationFor(config2.sandbox.mode);
     if (isolation.warning) warnings.push(isolation.warning);
     const forge = new LocalForge(repo, store, o.keepRejected === true);
     const baseGrade = await forge.withCheckout(
@@ -35320,6 +36271,10 @@ async function startRun(o) {
       "base",
       (dir, places) => gradeInitial(config2, dir, places, isolation, store.path("episodes", "base"))
     );
+    if (baseGrade.score === null && !scratch) {
+      const working = await gradeWorkingTree(config2, repo, store, isolation);
+      if (working && working.grade.score !== null) refuse([uncommittedGraderInputs(baseGrade, working)]);
+    }
     const state = newRunState({
       id,
       seed: o.seed ?? randomInt(1, 2 ** 31),
@@ -35330,24 +36285,24 @@ async function startRun(o) {
       baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
     });
     if (o.dryRun) {
-      await rm10(store.dir, { recursive: true, force: true });
+      await rm12(store.dir, { recursive: true, force: true });
       return { store, forge, info, state, warnings, isolation };
     }
     await store.init(info);
     await store.save(state);
     return { store, forge, info, state, warnings, isolation };
   } catch (e) {
-    await rm10(store.dir, { recursive: true, force: true });
+    await rm12(store.dir, { recursive: true, force: true });
     throw e;
   }
 }
 async function newRunFolder(taskDir, now) {
-  await mkdir14(RunStore.runsDir(taskDir), { recursive: true });
+  await mkdir15(RunStore.runsDir(taskDir), { recursive: true });
   for (let n = 1; n < 1e3; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
-      await mkdir14(store.dir, { mode: 448 });
+      await mkdir15(store.dir, { mode: 448 });
       return { id, store };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
@@ -35356,17 +36311,17 @@ async function newRunFolder(taskDir, now) {
   throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp2(join18(tmpdir(), "forkflush-dry-run-"));
+  const dir = await mkdtemp3(join20(tmpdir2(), "forkflush-dry-run-"));
   await chmod3(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
-  const tmp = join18(scratch, "tmp");
-  await mkdir14(join18(tmp, "home"), { recursive: true });
+  const tmp = join20(scratch, "tmp");
+  await mkdir15(join20(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   if (config2.setup.commands.length > 0) {
-    const setupTmp = join18(scratch, "setup-tmp");
+    const setupTmp = join20(scratch, "setup-tmp");
     const run2 = await runSetup({
       config: config2,
       dir,
@@ -35393,6 +36348,42 @@ async function gradeInitial(config2, dir, places, isolation, scratch) {
     } : void 0
   );
 }
+var WORKING_TREE_MAX = { files: 2e4, bytes: 1024 * 1024 * 1024 };
+async function gradeWorkingTree(config2, repo, store, isolation) {
+  const git = new Git(repo);
+  if ((await git.out(["status", "--porcelain", "--untracked-files=all"])).trim() === "") return null;
+  const files = (await git.out(["ls-files", "--cached", "--others", "--exclude-standard", "-z"])).split("\0").filter(Boolean);
+  if (files.length > WORKING_TREE_MAX.files) return null;
+  const dir = store.workspace("working-tree");
+  const scratch = store.path("episodes", "working-tree");
+  try {
+    let bytes = 0;
+    for (const f of files) {
+      const s = await lstat4(join20(repo, f)).catch(() => null);
+      if (!s || s.isDirectory()) continue;
+      bytes += s.size;
+      if (bytes > WORKING_TREE_MAX.bytes) return null;
+      await mkdir15(dirname12(join20(dir, f)), { recursive: true });
+      await cp3(join20(repo, f), join20(dir, f), { preserveTimestamps: true });
+    }
+    const untracked = await untrackedFiles(repo);
+    const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
+    const watched = await whileWatchingReads(
+      dir,
+      untracked,
+      () => gradeInitial(config2, dir, places, isolation, scratch).catch(() => null)
+    );
+    return watched.result ? { grade: watched.result, read: watched.read, untracked } : null;
+  } finally {
+    await rm12(dir, { recursive: true, force: true });
+    await rm12(scratch, { recursive: true, force: true });
+  }
+}
+function uncommittedGraderInputs(committed, working) {
+  const read = working.read ?? [];
+  const which = read.length > 0 ? `it reads ${read.length === 1 ? "a file" : "files"} git does not have: ${read.slice(0, 10).join(", ")}${read.length > 10 ? ", ..." : ""}` : "it needs a change or a file that is not committed (git status lists them)";
+  return `the initial workspace as committed gets no score (${committed.reason ?? "no reason given"}), but the working tree scores ${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. Commit ${read.length > 0 ? `${read.length === 1 ? "it" : "them"} (git add ${read.slice(0, 10).map(shellQuote).join(" ")}, git commit)` : "what it needs"}, then run again`;
+}
 async function openRun(dir, id) {
   const taskDir = await taskFolder(dir);
   const ids = await RunStore.list(taskDir);
@@ -35413,12 +36404,12 @@ async function openRun(dir, id) {
     isolation
   };
 }
-async function retrySetupStop(open4) {
-  if (!retrySetup(open4.state)) return null;
+async function retryStop(open4) {
+  if (!retryStopped(open4.state)) return null;
   const release = await open4.store.lock();
   try {
     const saved = await open4.store.load();
-    const retried = retrySetup(saved);
+    const retried = retryStopped(saved);
     if (!retried) {
       open4.state = saved;
       return null;
@@ -35432,9 +36423,9 @@ async function retrySetupStop(open4) {
   }
 }
 async function taskFolder(dir) {
-  const s = await stat7(dir).catch(() => null);
+  const s = await stat10(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
-  return realpath5(resolve3(dir));
+  return realpath5(resolve4(dir));
 }
 async function gitTop(dir) {
   const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
@@ -35444,19 +36435,19 @@ async function excludeRunFolders(top) {
   const git = new Git(top);
   const r = await git.exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
   if (r.exitCode !== 0) return;
-  const file2 = resolve3(top, r.stdout.trim());
-  const text = await readFile7(file2, "utf8").catch(() => "");
+  const file2 = resolve4(top, r.stdout.trim());
+  const text = await readFile8(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir14(join18(file2, ".."), { recursive: true });
-  await appendFile3(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
+  await mkdir15(join20(file2, ".."), { recursive: true });
+  await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir14(repo, { recursive: true });
-  for (const entry of await readdir9(taskDir)) {
+  await mkdir15(repo, { recursive: true });
+  for (const entry of await readdir10(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp3(join18(taskDir, entry), join18(repo, entry), { recursive: true });
+    await cp3(join20(taskDir, entry), join20(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -35466,15 +36457,15 @@ async function copyTask(taskDir, repo) {
 
 // src/local/compare.ts
 async function runCompare(o) {
-  const s = await stat8(o.dir).catch(() => null);
+  const s = await stat11(o.dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
-  const taskDir = await realpath6(resolve4(o.dir));
+  const taskDir = await realpath6(resolve5(o.dir));
   const overrides = {
     ...o.budget !== void 0 ? { budget: o.budget } : {},
     ...o.branches !== void 0 ? { branches: o.branches } : {}
   };
   const { config: config2, file: file2 } = await loadConfig(taskDir, o.configFile, overrides);
-  const configText2 = await readFile8(file2, "utf8");
+  const configText2 = await readFile9(file2, "utf8");
   const created = o.now();
   const wanted = planCompare({
     kind: o.kind,
@@ -35507,14 +36498,14 @@ async function runCompare(o) {
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join("\n"));
   const base = parseConfig(manifest.configText, file2, runOverrides(manifest, manifest.strategies[0]));
-  const folder = join19(RunStore.runsDir(taskDir), manifest.id);
-  const rel = relative2(taskDir, file2);
+  const folder = join21(RunStore.runsDir(taskDir), manifest.id);
+  const rel = relative5(taskDir, file2);
   const configPathInRepo = rel.startsWith("..") ? null : rel;
   if (o.dryRun) {
     const first = manifest.variants[0];
     const text = first ? variantText(manifest, first, configPathInRepo) : null;
-    const scratch = text === null ? null : await mkdtemp3(join19(tmpdir2(), "forkflush-variant-"));
-    const configFile = scratch ? join19(scratch, `variant-${first?.name}.yml`) : file2;
+    const scratch = text === null ? null : await mkdtemp4(join21(tmpdir3(), "forkflush-variant-"));
+    const configFile = scratch ? join21(scratch, `variant-${first?.name}.yml`) : file2;
     if (scratch && text !== null) await writeFile12(configFile, text);
     const check2 = await startRun({
       dir: taskDir,
@@ -35523,25 +36514,25 @@ async function runCompare(o) {
       now: o.now(),
       dryRun: true,
       ...o.env ? { env: o.env } : {}
-    }).finally(() => scratch ? rm11(scratch, { recursive: true, force: true }) : void 0);
+    }).finally(() => scratch ? rm13(scratch, { recursive: true, force: true }) : void 0);
     for (const w of check2.warnings) o.log(`note: ${w}`);
     const results2 = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
     return { manifest, results: results2, config: base, folder, resumed, code: 0 };
   }
   if (!resumed) {
-    await mkdir15(RunStore.runsDir(taskDir), { recursive: true });
+    await mkdir16(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join19(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join21(RunStore.runsDir(taskDir), manifest.id);
   const release = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile12(join19(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile12(join21(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   let saving = Promise.resolve();
   const save = () => {
-    saving = saving.then(() => writeAtomic(join19(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    saving = saving.then(() => writeAtomic(join21(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return saving;
   };
@@ -35574,7 +36565,7 @@ async function runCompare(o) {
     const time3 = left.seconds === null ? "? (after the first spend)" : duration3(left.seconds);
     return `${left.runs} left: about ${time3} and ${formatNumber(left.spend, 2)} ${base.budget.unit} to go`;
   };
-  let failure3 = null;
+  let failure2 = null;
   let interrupted = false;
   let startLock = Promise.resolve();
   const noted = /* @__PURE__ */ new Set();
@@ -35595,7 +36586,7 @@ async function runCompare(o) {
     }
     if (!open4) {
       const variant = m.variants.find((v) => v.name === e.variant);
-      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join19(dir, `variant-${variant.name}.yml`);
+      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join21(dir, `variant-${variant.name}.yml`);
       open4 = await adopt(taskDir, m, e, configFile);
       if (!open4) {
         const start = startLock.then(
@@ -35642,8 +36633,8 @@ async function runCompare(o) {
     if (result.problem) throw new Error(`${label}: ${result.problem}`);
     const { repo, taskDir: where, scratch } = open4.info;
     await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
-    if (result.stopped && result.stopped.code === 2 && !failure3) {
-      failure3 = { code: 2, message: `${label}: ${result.stopped.message}` };
+    if (result.stopped && result.stopped.code === 2 && !failure2) {
+      failure2 = { code: 2, message: `${label}: ${result.stopped.message}` };
       halt.abort("setup");
     }
     if (result.interrupted) {
@@ -35660,10 +36651,10 @@ async function runCompare(o) {
   o.log(
     `${m.kind} ${m.id}: ${total} runs, ${pending.length} to do; up to ${limit} episodes at once${resumed ? " (resumed)" : ""}`
   );
-  const running = /* @__PURE__ */ new Map();
+  const running2 = /* @__PURE__ */ new Map();
   let free = limit;
   let error62 = null;
-  while (pending.length > 0 && !signal.aborted && error62 === null || running.size > 0) {
+  while (pending.length > 0 && !signal.aborted && error62 === null || running2.size > 0) {
     for (let k = 0; k < pending.length && !signal.aborted && error62 === null; k++) {
       const i = pending[k];
       if (m.entries[i]?.seed !== m.entries[pending[0]]?.seed) break;
@@ -35676,12 +36667,12 @@ async function runCompare(o) {
         halt.abort("error");
       }).finally(() => {
         free += width;
-        running.delete(i);
+        running2.delete(i);
       });
-      running.set(i, task);
+      running2.set(i, task);
     }
-    if (running.size === 0) break;
-    await Promise.race(running.values());
+    if (running2.size === 0) break;
+    await Promise.race(running2.values());
   }
   m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - started) / 1e3) * 1e3) / 1e3;
   await save();
@@ -35690,7 +36681,7 @@ async function runCompare(o) {
   if (o.signal?.aborted) interrupted = true;
   const results = await outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
-  if (failure3) return { ...end, ...failure3 };
+  if (failure2) return { ...end, ...failure2 };
   return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 async function writeOutputs(dir, m, states, base, taskDir) {
@@ -35698,10 +36689,10 @@ async function writeOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join19(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join19(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join21(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join21(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
-  await writeAtomic(join19(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
+  await writeAtomic(join21(dir, "report.md"), renderCompareReport(results, { chartFile: "chart.svg", taskDir }));
   return results;
 }
 function entryConfig(m, i, states, inRepo) {
@@ -35730,11 +36721,11 @@ async function adopt(taskDir, m, e, configFile) {
 }
 async function unfinished(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
-  const names = (await readdir10(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
+  const names = (await readdir11(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   for (const name2 of names) {
-    const file2 = join19(root, name2, "compare.json");
-    const text = await readFile8(file2, "utf8").catch(() => null);
+    const file2 = join21(root, name2, "compare.json");
+    const text = await readFile9(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
     try {
@@ -35756,7 +36747,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n < 1e3; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir15(join19(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir16(join21(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -35772,7 +36763,7 @@ function pick2(o, keys) {
 }
 
 // src/local/probe.ts
-import { join as join20 } from "node:path";
+import { join as join22 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -35800,11 +36791,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic(join20(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join22(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic(
-      join20(folder, "report.md"),
+      join22(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -36051,13 +37042,13 @@ function joinNegativeValues(argv, options) {
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir16, readFile as readFile9, rm as rm12, writeFile as writeFile13 } from "node:fs/promises";
-import { dirname as dirname10, join as join21, relative as relative3, resolve as resolve5 } from "node:path";
+import { mkdir as mkdir17, readFile as readFile10, rm as rm14, writeFile as writeFile13 } from "node:fs/promises";
+import { dirname as dirname13, join as join23, relative as relative6, resolve as resolve6 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
 async function initTask(dir, v, io) {
-  const root = resolve5(dir);
+  const root = resolve6(dir);
   const answers = await ask(root, v, io);
   const config2 = configText(answers);
   parseConfig(config2, CONFIG_PATH);
@@ -36065,24 +37056,24 @@ async function initTask(dir, v, io) {
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join21(root, path);
+    const file2 = join23(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
     }
-    await mkdir16(dirname10(file2), { recursive: true });
+    await mkdir17(dirname13(file2), { recursive: true });
     await writeFile13(file2, text);
     written.push(path);
   };
   const action = typeof v.action === "string" ? v.action : null;
   let placeholder;
-  const made = await mkdir16(root, { recursive: true });
+  const made = await mkdir17(root, { recursive: true });
   try {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join21(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join21(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join23(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join23(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of ["forkflush.yml", "autoresearch.yml"]) {
         const text = await workflowText(name2, answers.agent, action);
@@ -36091,21 +37082,26 @@ async function initTask(dir, v, io) {
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm12(made, { recursive: true, force: true });
+    if (made !== void 0) await rm14(made, { recursive: true, force: true });
     throw e;
   }
   for (const f of written) io.stdout.write(`wrote ${f}
 `);
   for (const f of kept) io.stdout.write(`kept ${f}: it exists (--force overwrites it)
 `);
-  const near = relative3(process.cwd(), root) || ".";
+  const near = relative6(process.cwd(), root) || ".";
   const here = near.startsWith("..") ? root : near;
   let problems = 0;
   const toWrite = [];
   io.stdout.write(`
 grading the workspace as it is now: ${answers.grader}
 `);
-  const g = await runShell(answers.grader, { cwd: root, timeoutMs: 3e5, maxOutput: 2e5 });
+  const watched = await whileWatchingReads(
+    root,
+    await untrackedFiles(root),
+    () => runShell(answers.grader, { cwd: root, timeoutMs: 3e5, maxOutput: 2e5 })
+  );
+  const g = watched.result;
   const last = g.stdout.trim().split("\n").at(-1)?.trim() ?? "";
   if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}
 `);
@@ -36113,9 +37109,9 @@ grading the workspace as it is now: ${answers.grader}
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
     const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
     const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join21(root, graderFile));
+    const missing = graderFile !== null && !existsSync4(join23(root, graderFile));
     if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join21(here, graderFile)} does not exist (${how}).
+    const cannot = missing ? `${join23(here, graderFile)} does not exist (${how}).
   Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
   Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
   chmod +x it, or run it through its interpreter` : null;
@@ -36127,12 +37123,12 @@ grading the workspace as it is now: ${answers.grader}
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join21(root, agentFile))) {
+  if (agentFile !== null && !existsSync4(join23(root, agentFile))) {
     problems++;
     toWrite.push(agentFile);
     io.stdout.write(
       `
-problem: the agent cannot run: ${join21(here, agentFile)}, which agent.command runs, does not exist.
+problem: the agent cannot run: ${join23(here, agentFile)}, which agent.command runs, does not exist.
 Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
@@ -36153,10 +37149,24 @@ In both workflows, replace ${placeholder} with the forkflush repository and a re
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join21(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join23(root, p))
   );
+  const read = (watched.read ?? []).filter((f) => !f.startsWith(".github/") && !named.includes(f));
+  if (read.length > 0)
+    io.stdout.write(
+      `
+the grader read ${read.length === 1 ? "a file" : `${read.length} files`} that git does not have yet: ${read.slice(0, 10).join(", ")}${read.length > 10 ? `, and ${read.length - 10} more` : ""}.
+Episodes are graded on the commit: the git add line below takes ${read.length === 1 ? "it" : "them"}.
+`
+    );
   const files = [
-    .../* @__PURE__ */ new Set([".github", ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join21(root, f))), ...named, ...toWrite])
+    .../* @__PURE__ */ new Set([
+      ".github",
+      ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join23(root, f))),
+      ...named,
+      ...read,
+      ...toWrite
+    ])
   ];
   const git = here === "." ? "git" : `git -C ${shellQuote(here)}`;
   const inRepo = (await new Git(root).exec(["rev-parse", "--is-inside-work-tree"], { check: false })).exitCode === 0;
@@ -36245,7 +37255,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join21(root, p))
+      (p) => existsSync4(join23(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -36316,7 +37326,7 @@ one line per episode with its score.
 `;
 }
 async function workflowText(name2, agent, action) {
-  let text = await readFile9(packageFile("examples", "workflows", name2), "utf8");
+  let text = await readFile10(packageFile("examples", "workflows", name2), "utf8");
   if (action) {
     const [repo, ref] = action.split("@");
     text = text.replace(
@@ -36334,10 +37344,10 @@ async function workflowText(name2, agent, action) {
   return text;
 }
 function packageFile(...parts) {
-  let dir = dirname10(fileURLToPath(import.meta.url));
+  let dir = dirname13(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join21(dir, "package.json")) && existsSync4(join21(dir, ...parts))) return join21(dir, ...parts);
-    dir = dirname10(dir);
+    if (existsSync4(join23(dir, "package.json")) && existsSync4(join23(dir, ...parts))) return join23(dir, ...parts);
+    dir = dirname13(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
 }
@@ -36435,20 +37445,25 @@ async function dispatch(argv, io) {
         throw new UserError(
           `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
         );
-      const stop2 = runStop(open4.state);
-      if (stop2 && !retrySetup(open4.state)) {
-        io.stderr.write(`forkflush: run ${open4.state.id} stopped: ${stop2.message}
+      const stop3 = runStop(open4.state);
+      if (stop3 && !retryStopped(open4.state)) {
+        io.stderr.write(`forkflush: run ${open4.state.id} stopped: ${stop3.message}
 `);
-        return stop2.code;
+        return stop3.code;
       }
       for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
 `);
       io.stdout.write(`forkflush: resuming run ${open4.state.id}
 sandbox: ${sandboxLine(open4)}
 `);
-      const again = await retrySetupStop(open4);
-      if (again !== null) io.stdout.write(`round ${again}: every branch's setup failed last time; running it again
-`);
+      const stopping = retryStopped(open4.state)?.episodes ?? [];
+      const again = await retryStop(open4);
+      if (again !== null)
+        io.stdout.write(
+          stopping.every(setupFailed) ? `round ${again}: every branch's setup failed last time; running it again
+` : `round ${again}: ${stopping.map((e) => e.id).join(", ")} stopped the run last time; running ${stopping.length === 1 ? "it" : "them"} again
+`
+        );
       return go(open4, io);
     }
     case "status":
@@ -36487,11 +37502,12 @@ initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `sc
 `
   );
   if (dryRun) {
+    const unscored = s.base.score === null ? "note: the initial workspace has no score, as committed and as it is: fine for a task that starts from nothing; otherwise fix the grader first (the run stops after its opening round if no episode gets a score either)\n" : "";
     io.stdout.write(
       `
 ${planTable(c)}
 
-the checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}
+${unscored}the checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}
 `
     );
     return 0;
@@ -36502,8 +37518,8 @@ async function status(dir, p, io) {
   const open4 = await openRun(dir, str2(p.values.run));
   const { state } = open4;
   const pid = state.status === "finished" ? null : await open4.store.driver();
-  const stop2 = pid === null ? runStop(state) : null;
-  const resumable = state.status !== "finished" && pid === null && (!stop2 || retrySetup(state) !== null);
+  const stop3 = pid === null ? runStop(state) : null;
+  const resumable = state.status !== "finished" && pid === null && (!stop3 || retryStopped(state) !== null);
   const resume = resumable ? `forkflush resume ${dir} --run ${state.id}` : null;
   if (p.values.json) {
     const json2 = statusJson(state, { folder: open4.store.dir, live: pid ? { pid } : null, resume });
@@ -36511,7 +37527,7 @@ async function status(dir, p, io) {
 `);
     return 0;
   }
-  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : stop2 ? ", stopped" : ", interrupted";
+  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : stop3 ? ", stopped" : ", interrupted";
   io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
 ${summary(state)}
 `);
@@ -36525,7 +37541,7 @@ ${summary(state)}
   }
   if (resume)
     io.stdout.write(
-      stop2 ? `after the fix, continue it with ${resume}
+      stop3 ? `after the fix, continue it with ${resume}
 ` : `nothing is driving it: continue it with ${resume}
 `
     );
@@ -36556,11 +37572,9 @@ async function go(open4, io) {
   open4.state = result.state;
   if (result.stopped) {
     await writeReports(open4.store, result.state, placeOf(open4));
+    const resume = retryStopped(result.state) ? `; after the fix: forkflush resume ${open4.info.taskDir} --run ${result.state.id}` : "";
     io.stderr.write(`
-forkflush: ${result.stopped.message}
-`);
-    if (retrySetup(result.state))
-      io.stderr.write(`after the fix: forkflush resume ${open4.info.taskDir} --run ${result.state.id}
+forkflush: ${result.stopped.message}${resume}
 `);
     io.stdout.write(`report: ${open4.store.path("report.md")}
 `);
@@ -36606,9 +37620,11 @@ chart:   ${chart}
   if (home.length > 0) io.stdout.write(`
 ${home.join("\n")}
 `);
-  if (!allEpisodes(state).some((e) => e.result && e.result.score !== null)) {
+  const nothing = nothingDone(state);
+  if (nothing) {
     io.stderr.write(
-      "forkflush: no episode got a score: see the reasons in the report, and the agents' and graders' logs in episodes/ of the run folder\n"
+      `forkflush: ${nothing}: see the reasons in the report, and the agents' and graders' logs in episodes/ of the run folder
+`
     );
     return 1;
   }
@@ -36655,14 +37671,14 @@ async function probeCommand(dir, p, io) {
   const v = p.values;
   const out = v.json ? io.stderr : io.stdout;
   const budgetEach = v["budget-each"] !== void 0 ? positive("--budget-each", str2(v["budget-each"]) ?? "") : void 0;
-  const probe2 = await runProbe({
+  const probe3 = await runProbe({
     ...shared(dir, p, io),
     ...v.runs !== void 0 ? { runs: integer2("--runs", str2(v.runs) ?? "", 2, MAX_COMPARE_SEEDS) } : {},
     ...budgetEach !== void 0 ? { budgetEach } : {},
     log: (line) => out.write(`${line}
 `)
   });
-  const { outcome: c, analysis, planned, budgetEach: each } = probe2;
+  const { outcome: c, analysis, planned, budgetEach: each } = probe3;
   if (v["dry-run"]) {
     const plan2 = probePlan({
       runs: c.manifest.entries.length,
@@ -36774,13 +37790,23 @@ function integer2(flag, text, min, max = Number.MAX_SAFE_INTEGER) {
 }
 
 // src/cli/index.ts
-var stop = new AbortController();
-process.on("SIGINT", () => {
-  if (stop.signal.aborted) process.exit(130);
-  process.stderr.write("\nforkflush: stopping (Ctrl-C again to quit at once)...\n");
-  stop.abort("interrupted");
-});
-process.on("SIGTERM", () => stop.abort("interrupted"));
+var STOP_WITHIN_MS = 1e4;
+var stop2 = new AbortController();
+var onSignal = (signal) => {
+  if (stop2.signal.aborted) {
+    stopAllCommands();
+    process.exit(130);
+  }
+  const again = signal === "SIGINT" ? "Ctrl-C again" : "a second SIGTERM";
+  process.stderr.write(`
+forkflush: stopping (${again} to quit at once)...
+`);
+  stop2.abort("interrupted");
+  exitWithin(STOP_WITHIN_MS, 130, (line) => process.stderr.write(`${line}; resume the run to go on
+`));
+};
+process.on("SIGINT", onSignal);
+process.on("SIGTERM", onSignal);
 for (const stream of [process.stdout, process.stderr]) {
   stream.on("error", (e) => {
     if (e.code === "EPIPE") process.exit(process.exitCode ?? 0);
@@ -36792,7 +37818,7 @@ main(process.argv.slice(2), {
   stderr: process.stderr,
   stdin: process.stdin,
   now: () => /* @__PURE__ */ new Date(),
-  signal: stop.signal,
+  signal: stop2.signal,
   env: process.env
 }).then((code) => {
   process.exitCode = code;

@@ -12,8 +12,8 @@ import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } 
 import { contextRef, episodeBranch, parseEpisodeId, stateRef } from '../core/names.js';
 import { episodePrompt } from '../core/prompts.js';
 import { parseRunFiles, parseRunState, RecordError, type RunFiles } from '../core/records.js';
-import { unreadableRunReason } from '../core/setup-failure.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
+import { unreadableRunReason } from '../core/stop.js';
 import { formatNumber } from '../core/text.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import type { Git } from '../io/git.js';

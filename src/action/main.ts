@@ -3,6 +3,7 @@
 // line naming the episode.
 import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
+import { exitWithin, stopAllCommands } from '../io/process.js';
 import { InterruptedError } from '../worker/episode.js';
 import {
   type AgentLogReport,
@@ -14,8 +15,15 @@ import {
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
 import { basicCredentials } from './remote.js';
-import { jobNotice, jobOutputs, jobSummary } from './report.js';
+import { jobFailure, jobNotice, jobOutputs, jobSummary } from './report.js';
 import { type ActionSettings, parseSettings } from './settings.js';
+
+/**
+ * How long a cancelled job takes at most to end, in milliseconds: within the 7.5 s a runner gives a
+ * cancelled step between its SIGINT and its SIGTERM (the SIGKILL follows 2.5 s later). Every step
+ * of an episode listens to the cancel; past this, what did not is killed and the job fails.
+ */
+const STOP_WITHIN_MS = 7_000;
 
 /** The artifact client, loaded only when there is a log to upload. */
 const artifactClient = async (): Promise<UploadClient> =>
@@ -26,7 +34,17 @@ export async function run(): Promise<void> {
   const episode = core.getInput('episode');
   const what = `forkflush ${runId || '(no run)'} ${episode || '(no episode)'}`;
   const cancel = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => cancel.abort(signal);
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (cancel.signal.aborted) {
+      // A second signal: at once, with everything the episode started.
+      stopAllCommands();
+      process.exit(1);
+    }
+    cancel.abort(signal);
+    exitWithin(STOP_WITHIN_MS, 1, (line) =>
+      core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result (${line})`)),
+    );
+  };
   const started = new Date();
   // Before the forge secrets are forgotten: what the log must not show, and the artifact service.
   const jobEnv = { ...process.env };
@@ -76,7 +94,7 @@ export async function run(): Promise<void> {
     delete process.env.FORKFLUSH_CONTEXT_KEY;
     settings = parseSettings({ run: runId, episode, token, contextKey }, process.env);
     // A cancelled job stops the agent's whole process group rather than leaving it running.
-    process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
     // What the job prints carries the agent's, setup's and the grader's words: no workflow command.
     const log = (line: string) => core.info(workflowSafe(line));
     const outcome = await runEpisodeJob(settings, { log, env: process.env, signal: cancel.signal });
@@ -99,6 +117,9 @@ export async function run(): Promise<void> {
       ...(jobEnv.GITHUB_RUN_ATTEMPT ? { runAttempt: jobEnv.GITHUB_RUN_ATTEMPT } : {}),
     });
     await core.summary.addRaw(summary).write();
+    // A broken agent fails the job (red), its result recorded all the same.
+    const failed = jobFailure(outcome);
+    if (failed) core.setFailed(workflowSafe(`${what}: ${failed}`));
   } catch (e) {
     // An episode that failed after its agent ran (a refused push, say) still shows what the agent did.
     if (!(e instanceof InterruptedError)) {

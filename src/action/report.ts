@@ -2,8 +2,10 @@
 // the branch, and the summary for the job's page: the episode's row, then what it used (tokens,
 // cost, turns, time), the agent and its version, where its log is, what it changed, the
 // journal's new entries and links. Text an agent wrote is shown as code, never as markdown.
+import { FAILURE_WHAT, GENERIC_FIX } from '../core/failure.js';
 import { describeContext } from '../core/journal.js';
 import { describeEpisodeId, episodeBranch } from '../core/names.js';
+import { stoppingFailure } from '../core/stop.js';
 import { codeSpan, formatNumber, markdownTable, plainText } from '../core/text.js';
 import type { ArtifactResult } from './agent-log.js';
 import type { JobOutcome } from './episode-job.js';
@@ -62,6 +64,17 @@ export function jobNotice(o: JobOutcome): string | null {
     return `another attempt at ${which} pushed its result first (commit ${o.result.commit.slice(0, 10)}): that result stands, this attempt's is dropped`;
   }
   return null;
+}
+
+/**
+ * Why the job fails (red) though its result was recorded: the agent failed in a way that stops
+ * the run (a refused key, an exhausted quota, ...: core/stop.ts). The result on the branch tells
+ * the app to stop the run; the red job tells whoever looks at the workflow run. Null otherwise.
+ */
+export function jobFailure(o: JobOutcome): string | null {
+  const f = stoppingFailure(o.result);
+  if (!f) return null;
+  return `the agent failed: ${FAILURE_WHAT[f.kind]} (${plainText(f.quote)}): ${f.fix ?? GENERIC_FIX[f.kind]}. The run stops; its issue says so`;
 }
 
 /** What the summary shows beyond the outcome. */

@@ -147,10 +147,10 @@ export async function runSession<S>(
   else if (spent) {
     outcome.usage = usageOf(spent);
     outcome.reportedSpend = spent.unsure ? null : spendOf(s, outcome.usage);
-    if (spent.unsure && measured) notes.push('the spend is unknown; charged the whole allowance');
+    if (spent.unsure && measured) notes.push('the spend is unknown');
   } else if (!(r.stopped === null && couldNotStart(r))) {
     const why = cli.noUsage?.();
-    if (why) notes.push(`${why}${measured ? '; charged its whole allowance' : ''}`);
+    if (why) notes.push(why);
   }
   const record = await cli.record?.(r);
   if (record) await writeRecord(s.contextDir, spec.kind, record);

@@ -29,8 +29,8 @@ import {
   stateRef,
 } from '../core/names.js';
 import { forkRefusal } from '../core/schedule.js';
-import { retrySetup } from '../core/setup-failure.js';
 import type { Round } from '../core/state.js';
+import { retryStopped } from '../core/stop.js';
 import { canWrite, forkNow, nightly, runsPerRepo, type Steer, setStopped, startRun } from '../github/commands.js';
 import { GitHubForge, type RunFiles, type StoredRun, type WorkflowRun } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
@@ -357,7 +357,7 @@ async function runCommand(
       return null;
     case 'resume': {
       // A running run resumes nothing, unless its setup stopped it: then its round runs again.
-      if (!stored.files.stopped && stored.state.status !== 'finished' && !retrySetup(stored.state)) {
+      if (!stored.files.stopped && stored.state.status !== 'finished' && !retryStopped(stored.state)) {
         await syncRun(ctx, run);
         return null;
       }

@@ -16,6 +16,7 @@ import { UserError } from '../core/errors.js';
 import { failureLine, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { runShell } from '../io/process.js';
+import { untrackedFiles, whileWatchingReads } from '../local/grader-reads.js';
 import { namedPaths } from '../local/preflight.js';
 import type { Parsed } from './args.js';
 import type { Io } from './main.js';
@@ -87,7 +88,11 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
   const toWrite: string[] = [];
 
   io.stdout.write(`\ngrading the workspace as it is now: ${answers.grader}\n`);
-  const g = await runShell(answers.grader, { cwd: root, timeoutMs: 300_000, maxOutput: 200_000 });
+  // Files git does not have that the grader reads must be committed too: runs grade the commit.
+  const watched = await whileWatchingReads(root, await untrackedFiles(root), () =>
+    runShell(answers.grader, { cwd: root, timeoutMs: 300_000, maxOutput: 200_000 }),
+  );
+  const g = watched.result;
   const last = g.stdout.trim().split('\n').at(-1)?.trim() ?? '';
   if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}\n`);
   else {
@@ -137,8 +142,21 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
     (p) => !/[*?[]/.test(p) && existsSync(join(root, p)),
   );
+  // The untracked files the grader read (init's own are in the list anyway).
+  const read = (watched.read ?? []).filter((f) => !f.startsWith('.github/') && !named.includes(f));
+  if (read.length > 0)
+    io.stdout.write(
+      `\nthe grader read ${read.length === 1 ? 'a file' : `${read.length} files`} that git does not have yet: ${read.slice(0, 10).join(', ')}` +
+        `${read.length > 10 ? `, and ${read.length - 10} more` : ''}.\nEpisodes are graded on the commit: the git add line below takes ${read.length === 1 ? 'it' : 'them'}.\n`,
+    );
   const files = [
-    ...new Set(['.github', ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))), ...named, ...toWrite]),
+    ...new Set([
+      '.github',
+      ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))),
+      ...named,
+      ...read,
+      ...toWrite,
+    ]),
   ];
   const git = here === '.' ? 'git' : `git -C ${shellQuote(here)}`;
   // Outside a repository the git add would fail: the steps start by making one.

@@ -1,6 +1,8 @@
 // The `forkflush` command line: parses flags (args.ts), calls the local runner or the core, prints.
-// Exit codes: 0 done; 1 the run produced no score, or failed; 2 a mistake in the setup (config,
-// flags, files not committed, an agent that cannot start); 130 interrupted.
+// Exit codes: 0 done; 1 the run produced nothing (no score, no episode that did any work), or
+// failed; 2 something to fix first (config, flags, files not committed, a path the sandbox hides,
+// an agent that cannot start or work: its key, its quota, its model, crashes that repeat; setup
+// commands that fail); 130 interrupted.
 import pkg from '../../package.json' with { type: 'json' };
 import { parseVariantFlag, type Variant } from '../core/compare-config.js';
 import { comparePlan, compareText } from '../core/compare-report.js';
@@ -12,15 +14,15 @@ import { plan, planTable, planWarnings, widthText } from '../core/plan.js';
 import { probePlan, probeText } from '../core/probe.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, statusJson, summary, takeHomeLines } from '../core/report.js';
-import { retrySetup, runStop } from '../core/setup-failure.js';
-import { allEpisodes, type RunState } from '../core/state.js';
+import { type RunState, setupFailed } from '../core/state.js';
+import { nothingDone, retryStopped, runStop } from '../core/stop.js';
 import { shellQuote, textTable } from '../core/text.js';
 import { type CompareOptions, runCompare } from '../local/compare.js';
 import { runProbe } from '../local/probe.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
-import { loadConfig, type OpenRun, openRun, retrySetupStop, startRun } from '../local/start.js';
+import { loadConfig, type OpenRun, openRun, retryStop, startRun } from '../local/start.js';
 import { COMMANDS, commandUsage, type Parsed, parseCommandLine, usage } from './args.js';
 import { initTask } from './init.js';
 
@@ -121,15 +123,21 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
           `run ${open.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`,
         );
       const stop = runStop(open.state);
-      if (stop && !retrySetup(open.state)) {
+      if (stop && !retryStopped(open.state)) {
         // Nothing a resume could do: the run keeps its config, and the stop says what needs a new run.
         io.stderr.write(`forkflush: run ${open.state.id} stopped: ${stop.message}\n`);
         return stop.code;
       }
       for (const w of open.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
       io.stdout.write(`forkflush: resuming run ${open.state.id}\nsandbox: ${sandboxLine(open)}\n`);
-      const again = await retrySetupStop(open);
-      if (again !== null) io.stdout.write(`round ${again}: every branch's setup failed last time; running it again\n`);
+      const stopping = retryStopped(open.state)?.episodes ?? [];
+      const again = await retryStop(open);
+      if (again !== null)
+        io.stdout.write(
+          stopping.every(setupFailed)
+            ? `round ${again}: every branch's setup failed last time; running it again\n`
+            : `round ${again}: ${stopping.map((e) => e.id).join(', ')} stopped the run last time; running ${stopping.length === 1 ? 'it' : 'them'} again\n`,
+        );
       return go(open, io);
     }
     case 'status':
@@ -167,8 +175,14 @@ async function run(dir: string, p: Parsed, io: Io): Promise<number> {
       `initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}\n`,
   );
   if (dryRun) {
+    // Graded as committed, like the working tree with its uncommitted files (start.ts): no score in both.
+    const unscored =
+      s.base.score === null
+        ? 'note: the initial workspace has no score, as committed and as it is: fine for a task that starts from nothing; ' +
+          'otherwise fix the grader first (the run stops after its opening round if no episode gets a score either)\n'
+        : '';
     io.stdout.write(
-      `\n${planTable(c)}\n\nthe checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}\n`,
+      `\n${planTable(c)}\n\n${unscored}the checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}\n`,
     );
     return 0;
   }
@@ -179,9 +193,9 @@ async function status(dir: string, p: Parsed, io: Io): Promise<number> {
   const open = await openRun(dir, str(p.values.run));
   const { state } = open;
   const pid = state.status === 'finished' ? null : await open.store.driver();
-  // A run its setup stopped is resumed only where a resume runs the round again (retrySetup).
+  // A run its setup stopped is resumed only where a resume runs the round again (retryStopped).
   const stop = pid === null ? runStop(state) : null;
-  const resumable = state.status !== 'finished' && pid === null && (!stop || retrySetup(state) !== null);
+  const resumable = state.status !== 'finished' && pid === null && (!stop || retryStopped(state) !== null);
   const resume = resumable ? `forkflush resume ${dir} --run ${state.id}` : null;
   if (p.values.json) {
     const json = statusJson(state, { folder: open.store.dir, live: pid ? { pid } : null, resume });
@@ -231,9 +245,11 @@ async function go(open: OpenRun, io: Io): Promise<number> {
   open.state = result.state;
   if (result.stopped) {
     await writeReports(open.store, result.state, placeOf(open));
-    io.stderr.write(`\nforkflush: ${result.stopped.message}\n`);
-    if (retrySetup(result.state))
-      io.stderr.write(`after the fix: forkflush resume ${open.info.taskDir} --run ${result.state.id}\n`);
+    // One line: what happened, the agent's own words, what to do, and the command that continues.
+    const resume = retryStopped(result.state)
+      ? `; after the fix: forkflush resume ${open.info.taskDir} --run ${result.state.id}`
+      : '';
+    io.stderr.write(`\nforkflush: ${result.stopped.message}${resume}\n`);
     io.stdout.write(`report: ${open.store.path('report.md')}\n`);
     return result.stopped.code;
   }
@@ -267,9 +283,10 @@ async function printResult(open: OpenRun, io: Io): Promise<number> {
   );
   const home = takeHomeLines(state, placeOf(open));
   if (home.length > 0) io.stdout.write(`\n${home.join('\n')}\n`);
-  if (!allEpisodes(state).some((e) => e.result && e.result.score !== null)) {
+  const nothing = nothingDone(state);
+  if (nothing) {
     io.stderr.write(
-      "forkflush: no episode got a score: see the reasons in the report, and the agents' and graders' logs in episodes/ of the run folder\n",
+      `forkflush: ${nothing}: see the reasons in the report, and the agents' and graders' logs in episodes/ of the run folder\n`,
     );
     return 1;
   }

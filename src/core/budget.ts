@@ -16,6 +16,16 @@ export function charged(e: Episode): number {
   return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
 }
 
+/** How much of `spent(state)` is an estimate (core/charge.ts): spend of agents that reported no usage. */
+export function estimatedSpent(state: RunState): number {
+  let sum = 0;
+  for (const e of state.rounds.flatMap((r) => r.episodes)) {
+    if (e.result?.spentBasis === 'estimated') sum += e.result.spent;
+    if (e.interruptedBasis === 'estimated') sum += e.interruptedSpent ?? 0;
+  }
+  return sum;
+}
+
 /**
  * Below this, what is left of a stretch of budget is not worth an episode of its own
  * (LEAST_EPISODE_SHARE of one): agents that stop a little early would otherwise trail ever smaller episodes.

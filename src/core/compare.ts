@@ -9,8 +9,8 @@ import type { CompareEntry, CompareManifest } from './compare-plan.js';
 import { type Direction, goodness, mean, normalizer, type Paired, paired, sd } from './compare-stats.js';
 import type { Config, Strategy } from './config.js';
 import { PAPER_RESULTS } from './method.js';
-import { runStop } from './setup-failure.js';
 import { allEpisodes, type RunState } from './state.js';
+import { runStop } from './stop.js';
 
 /**
  * finished; stopped: nothing scored in its opening round (done: resuming would not change that);

@@ -4,7 +4,7 @@
 // wording the schema's checks carry (config.ts).
 import { isMap, isPair, isScalar, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
-import { closest } from './text.js';
+import { closest, editDistance } from './text.js';
 
 export type Locate = (path: PropertyKey[], key?: string) => string;
 
@@ -39,7 +39,11 @@ export function describeIssue(
       // The alternative the value was meant for: the one that did not fail on the value's type alone.
       const alternatives = issue.errors.filter((a) => a.length > 0);
       const meant = alternatives.find((a) => !a.every((i) => i.path.length === 0 && wrongType(i, found)));
-      if (!meant) return `${locate(path)}: ${name} must be ${unionTypes(alternatives)}, got ${got}`;
+      if (!meant) {
+        const choice = alternatives.flat().find((i) => i.path.length === 0 && i.code === 'invalid_value');
+        const hint = choice ? didYouMean(choice, found) : '';
+        return `${locate(path)}: ${name} must be ${unionTypes(alternatives)}, got ${got}${hint}`;
+      }
       return meant
         .map((i) => describeIssue({ ...i, path: [...path, ...i.path] } as z.core.$ZodIssue, input, locate, validKeysAt))
         .join('\n');
@@ -56,7 +60,19 @@ export function describeIssue(
   const rule = isPredicate(issue.message) ? issue.message : ruleOf(issue);
   return rule === undefined
     ? `${locate(path)}: ${name}: ${issue.message}`
-    : `${locate(path)}: ${name} ${rule}, got ${got}`;
+    : `${locate(path)}: ${name} ${rule}, got ${got}${didYouMean(issue, found)}`;
+}
+
+/** For a misspelt choice ("minimise", "token"): the valid one it is closest to. */
+function didYouMean(issue: z.core.$ZodIssue, found: unknown): string {
+  if (issue.code !== 'invalid_value' || typeof found !== 'string') return '';
+  const choices = issue.values.filter((v): v is string => typeof v === 'string');
+  const guess = closest(found, choices);
+  // Stricter than for keys: a short word is near every short choice ("on" is two edits from "off").
+  const near =
+    guess !== undefined &&
+    editDistance(found.toLowerCase(), guess.toLowerCase()) <= Math.max(1, Math.floor(found.length / 3));
+  return guess && near && guess !== found ? `; did you mean "${guess}"?` : '';
 }
 
 /** What a value must be, in our words, for an issue the schema did not word itself. */

@@ -2,12 +2,13 @@
 // request bodies, and the comment commands it understands. Pure text from the run's state.
 import { spent } from './budget.js';
 import { type ChartData, chartData } from './chart.js';
+import { FAILURE_WHAT, GENERIC_FIX } from './failure.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
 import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
-import { retrySetup, runStop } from './setup-failure.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
+import { retryStopped, runStop, stoppingFailure } from './stop.js';
 import { cutText, formatNumber, inertCodeSpan, inertOnGitHub, markdownTable, plainText } from './text.js';
 
 /** Marks the one comment forkflush keeps editing on an issue. */
@@ -44,13 +45,13 @@ export function issueComment(state: RunState, phase: RunPhase, notes: string[] =
   const c = state.config;
   const unit = c.budget.unit;
   const open = state.rounds.find((r) => !r.decision);
-  // A run its setup stopped (every branch of a round failed setup, or the agent cannot start)
-  // says why, whatever else holds. (Not a grader that scored nothing: on GitHub the initial
+  // A run that stopped itself (an agent that cannot work, crashes that repeat, a round whose every
+  // setup failed: core/stop.ts) says why, in the agent's own words, whatever else holds. (Not a grader that scored nothing: on GitHub the initial
   // workspace is never graded, so its missing score says nothing about the grader.)
   const stop = phase === 'finished' ? null : runStop(state);
   const halted = stop?.code === 2 ? stop : null;
   const status = halted
-    ? `stopped: ${halted.markdown}${retrySetup(state) ? ' (`/autoresearch resume`)' : ''}`
+    ? `stopped: ${halted.markdown}${retryStopped(state) ? ' (`/autoresearch resume`)' : ''}`
     : phase === 'stopped'
       ? 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it'
       : phase === 'finished'
@@ -150,15 +151,38 @@ export function checkRunOutput(
     : r.score === null
       ? `no score: ${r.reason ?? 'unknown'}`
       : `score ${scoreText(r.score)}`;
-  const title = cutText(plainText(`${e.id}: ${score}`), 255, '…');
+  const stopping = stoppingFailure(r);
+  const title = cutText(
+    plainText(
+      stopping ? `${e.id}: the agent failed, the run stopped: ${FAILURE_WHAT[stopping.kind]}` : `${e.id}: ${score}`,
+    ),
+    255,
+    '…',
+  );
   const rows = [
     ['score', r.score === null ? `none: ${inertCodeSpan(r.reason ?? 'unknown')}` : scoreText(r.score)],
     ['direction', c.grader.direction],
-    ['spent', `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}`],
+    [
+      'spent',
+      `${formatNumber(r.spent, 2)} of ${formatNumber(e.allowance, 2)} ${c.budget.unit}` +
+        (r.spentBasis === 'estimated' ? ' (an estimate: the agent reported no usage)' : ''),
+    ],
     ['ended', setup ? 'setup failed: the agent did not run, and the round does not count this branch' : r.exit],
     ['context', describeContext(e) + (e.directive ? ', told to try a different approach' : '')],
     ['best so far', state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : 'none'],
   ];
+  if (r.failure)
+    rows.push([
+      'failure',
+      `${r.failure.kind}: ${inertCodeSpan(r.failure.quote)}${stopping ? `; ${inertOnGitHub(plainText(stopping.fix ?? GENERIC_FIX[stopping.kind]))}` : ''}`,
+    ]);
+  if (r.retries && r.retries.length > 0)
+    rows.push([
+      'retries',
+      r.retries
+        .map((t) => `${t.kind} ${inertCodeSpan(t.quote)} (waited ${formatNumber(t.waitedSeconds, 1)} s)`)
+        .join('; '),
+    ]);
   if (r.usage)
     rows.push(['usage', usageText(r.usage) + (r.usage.pricedFrom ? ` (${inertCodeSpan(r.usage.pricedFrom)})` : '')]);
   rows.push(['wall time', `${formatNumber(r.wallSeconds, 1)} s (agent ${formatNumber(r.agentSeconds, 1)} s)`]);
@@ -231,10 +255,11 @@ function clip(text: string, maxBytes: number): string {
 
 /**
  * The conclusion of an episode's check run: success with a score, neutral without one; failure
- * when protected paths were changed or the episode's setup failed (something to fix).
+ * when protected paths were changed, the episode's setup failed or its agent failed in a way that
+ * stops the run (something to fix).
  */
 export function checkConclusion(r: EpisodeResult): 'success' | 'neutral' | 'failure' {
-  if (r.protectedChanged.length > 0 || setupFailed({ result: r })) return 'failure';
+  if (r.protectedChanged.length > 0 || setupFailed({ result: r }) || stoppingFailure(r)) return 'failure';
   return r.score === null ? 'neutral' : 'success';
 }
 

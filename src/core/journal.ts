@@ -1,8 +1,16 @@
 // What the worker writes down after each episode: a journal line for the agents that come next,
 // and commit trailers that make the commit itself the record of the episode's result.
 import type { Config, Unit } from './config.js';
-import { validUsage } from './records.js';
-import { type AgentUsage, EPISODE_EXITS, type Episode, type EpisodeExit, type EpisodeResult } from './state.js';
+import { FAILURE_QUOTE_MAX } from './failure.js';
+import { validFailure, validRetries, validUsage } from './records.js';
+import {
+  type AgentUsage,
+  EPISODE_EXITS,
+  type Episode,
+  type EpisodeExit,
+  type EpisodeResult,
+  type RecordedFailure,
+} from './state.js';
 import { cutText, formatNumber, inertOnGitHub, plainText, withoutWordJoiners } from './text.js';
 
 export function describeContext(e: Episode): string {
@@ -38,30 +46,50 @@ const TRAILERS = {
   usage: 'Forkflush-Usage',
   sandbox: 'Forkflush-Sandbox',
   contextStore: 'Forkflush-Context',
+  failure: 'Forkflush-Failure',
+  retries: 'Forkflush-Retries',
+  unchanged: 'Forkflush-Unchanged',
+  spentBasis: 'Forkflush-Spent-Basis',
 } as const;
 
 /** The most an episode's result keeps of what its agent (or grader) wrote: see boundedResult. */
-const BOUNDS = { text: 1000, paths: 50, path: 300, name: 200 };
+const BOUNDS = { text: 1000, paths: 50, path: 300, name: 200, retries: 10 };
 
 /**
  * An episode's result with the fields an agent can fill cut to a size that fits everywhere they
  * are shown (a commit, a check run, an issue comment, a terminal): the reason and the note to
- * 1000 characters, the usage's strings (what the cost was priced from) to 200, all without
- * control or bidi characters; the protected paths to the first 50 of at most 300 characters each
- * (the reason lists them all, cut, and any one voids the score). The worker bounds each result it
- * makes; the app each it reads from a commit, which anyone with a token could have written.
- * Idempotent. (Inert on GitHub only where it is written there: a package name in a reason stays
- * one a user can copy into a terminal.)
+ * 1000 characters, the usage's strings (what the cost was priced from) to 200, a failure's quote
+ * to 300 and its fix to 1000, the first 10 retries, all without control or bidi characters; the
+ * protected paths to the first 50 of at most 300 characters each (the reason lists them all, cut,
+ * and any one voids the score). The worker bounds each result it makes; the app each it reads
+ * from a commit, which anyone with a token could have written. Idempotent. (Inert on GitHub only
+ * where it is written there: a package name in a reason stays one a user can copy into a terminal.)
  */
-export function boundedResult<T extends Pick<EpisodeResult, 'reason' | 'note' | 'usage' | 'protectedChanged'>>(
-  r: T,
-): T {
+export function boundedResult<
+  T extends Pick<EpisodeResult, 'reason' | 'note' | 'usage' | 'protectedChanged' | 'failure' | 'retries'>,
+>(r: T): T {
   return {
     ...r,
     ...(r.reason !== undefined ? { reason: boundedText(r.reason, BOUNDS.text) } : {}),
     ...(r.note !== undefined ? { note: boundedText(r.note, BOUNDS.text) } : {}),
     ...(r.usage ? { usage: boundedUsage(r.usage) } : {}),
+    ...(r.failure ? { failure: boundedFailure(r.failure) } : {}),
+    ...(r.retries
+      ? {
+          retries: r.retries
+            .slice(0, BOUNDS.retries)
+            .map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX) })),
+        }
+      : {}),
     protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path)),
+  };
+}
+
+function boundedFailure(f: RecordedFailure): RecordedFailure {
+  return {
+    kind: f.kind,
+    quote: boundedText(f.quote, FAILURE_QUOTE_MAX),
+    ...(f.fix !== undefined ? { fix: boundedText(f.fix, BOUNDS.text) } : {}),
   };
 }
 
@@ -124,6 +152,10 @@ export function commitMessage(
     ...(r.usage ? [`${TRAILERS.usage}: ${inertOnGitHub(JSON.stringify(r.usage))}`] : []),
     ...(r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : []),
     ...(r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : []),
+    ...(r.failure ? [`${TRAILERS.failure}: ${inertOnGitHub(JSON.stringify(r.failure))}`] : []),
+    ...(r.retries && r.retries.length > 0 ? [`${TRAILERS.retries}: ${inertOnGitHub(JSON.stringify(r.retries))}`] : []),
+    ...(r.unchanged ? [`${TRAILERS.unchanged}: yes`] : []),
+    ...(r.spentBasis ? [`${TRAILERS.spentBasis}: ${r.spentBasis}`] : []),
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(' ')}`,
   ];
   return `${lines.join('\n')}\n`;
@@ -183,6 +215,10 @@ export function parseCommitMessage(
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === 'encrypted' || store === 'plain' || store === 'none' ? store : undefined;
+  const failure = parseJson(fields.get(TRAILERS.failure), validFailure);
+  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
+  const basis = fields.get(TRAILERS.spentBasis);
+  const spentBasis = basis === 'estimated' || basis === 'none' ? basis : undefined;
   return {
     runId,
     episode,
@@ -201,14 +237,23 @@ export function parseCommitMessage(
       graderSeconds: grader,
       ...(sandbox ? { sandbox } : {}),
       ...(contextStore ? { contextStore } : {}),
+      ...(failure ? { failure } : {}),
+      ...(retries && retries.length > 0 ? { retries } : {}),
+      ...(fields.get(TRAILERS.unchanged) === 'yes' ? { unchanged: true as const } : {}),
+      ...(spentBasis ? { spentBasis } : {}),
     }),
   };
 }
 
 function parseUsage(text: string | undefined): AgentUsage | undefined {
+  return parseJson(text, validUsage);
+}
+
+/** A trailer's JSON, checked against the record's schema (`valid`), or undefined. */
+function parseJson<T>(text: string | undefined, valid: (v: unknown) => T | null): T | undefined {
   if (!text) return undefined;
   try {
-    return validUsage(JSON.parse(text)) ?? undefined;
+    return valid(JSON.parse(text)) ?? undefined;
   } catch {
     return undefined;
   }

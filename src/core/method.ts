@@ -115,6 +115,47 @@ export const SETUP_TIMEOUT_SECONDS = 600;
 /** Times setup runs for one episode: in its workspace before the agent, and in the judge's clean checkout before grading. */
 export const SETUP_RUNS = 2;
 
+// Agent failures (issue 20, core/failure.ts and core/stop.ts): when a broken agent stops the run,
+// how a passing failure is retried, and what an agent that reports no usage is charged.
+
+/**
+ * Episodes in a row (by round, then branch) that crash without changing the workspace, after
+ * which the run stops (as it does when every branch of the first fork round does): our choice.
+ * One crash is bad luck and two may be one flaky tool; three in a row with nothing to show are an
+ * agent that cannot work here, and every further one would only spend.
+ */
+export const CRASH_STREAK = 3;
+
+/**
+ * Tries of one episode's agent when it fails in a way that passes (a rate limit, an overloaded
+ * provider, the network): our choice, a first try and two retries. Agent CLIs already retry a 429
+ * or a 529 several times inside one try (Claude Code up to ten), so a try that ends in one means
+ * minutes of refusal; a third in a row is treated as a failure that will not pass, and stops the run.
+ */
+export const AGENT_TRIES = 3;
+
+/** The wait before the first retry, in seconds; each later one waits three times longer: our choice. */
+export const RETRY_FIRST_WAIT_SECONDS = 15;
+
+/**
+ * The longest wait before a retry, in seconds, a provider's retry-after included: our choice. A
+ * provider that asks for longer (an hourly or daily limit) is not waited for: the run stops and
+ * says so, and a resume continues it.
+ */
+export const RETRY_MAX_WAIT_SECONDS = 300;
+
+/** The least time a retry must have left after its wait, in seconds, to be worth starting: our choice. */
+export const RETRY_LEAST_SECONDS = 30;
+
+/**
+ * An agent that crashed within this many seconds, reported no usage and left the workspace as it
+ * was is charged nothing: our choice. It failed before it could do a model turn's work (a refused
+ * key answers in a second or two), and charging it its allowance made a broken setup spend the
+ * whole budget (issue 20). Past it, or with a change, an unreported crash is charged its allowance
+ * in proportion to the time it used, as an estimate (core/charge.ts).
+ */
+export const QUICK_FAILURE_SECONDS = 10;
+
 // ------------------------------------------------------------------------------------------------
 // compare and probe (issue 12): the paper's evaluation on the user's own task. The statistics are
 // in core/compare*.ts and core/probe.ts; their numbers are here.
@@ -180,3 +221,12 @@ export const PROBE_SPREAD = 0.05;
  * deadline allows, ROUND_DEADLINE_SLACK_MINUTES).
  */
 export const AGENT_INSTALL_TIMEOUT_SECONDS = 600;
+
+/**
+ * How many times an episode is started without forkflush ever seeing it end (forkflush was killed
+ * each time: an out-of-memory killer, a reboot, a stop that did not finish within its bound)
+ * before it is given up, with a result that says so (core/attempts.ts): our choice. Once or twice
+ * is bad luck that a resume repairs; a third time, the episode itself is what kills the run, and
+ * resuming it again would never finish. A stop forkflush saw through (Ctrl-C, SIGTERM) does not count.
+ */
+export const MAX_UNFINISHED_STARTS = 3;

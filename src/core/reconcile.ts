@@ -48,17 +48,24 @@ export function applyOpen(state: RunState, round: Round): RunState {
 }
 
 /**
- * An attempt at the episode was interrupted (Ctrl-C, a stopped job) after spending this much, as
- * the agent reported it. It is charged, and the episode runs again from its base on resume.
+ * An attempt at the episode was interrupted (Ctrl-C, a stopped job, a halted run) after spending
+ * this much: measured, reported by the agent, or `estimated` (core/charge.ts). It is charged, and
+ * the episode runs again from its base on resume.
  */
-export function applyInterrupted(state: RunState, episodeId: string, spent: number): RunState {
+export function applyInterrupted(state: RunState, episodeId: string, spent: number, estimated = false): RunState {
   if (!(spent > 0)) return state;
   const rounds = state.rounds.map((r) =>
     r.episodes.some((e) => e.id === episodeId && !e.result)
       ? {
           ...r,
           episodes: r.episodes.map((e) =>
-            e.id === episodeId ? { ...e, interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent).toFixed(6)) } : e,
+            e.id === episodeId
+              ? {
+                  ...e,
+                  interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent).toFixed(6)),
+                  ...(estimated || e.interruptedBasis ? { interruptedBasis: 'estimated' as const } : {}),
+                }
+              : e,
           ),
         }
       : r,

@@ -15,7 +15,8 @@
 // version to `migrations`, and keep a record of the old version in test/fixtures/records/.
 import { z } from 'zod';
 import { configSchema, withDerivedDefaults } from './config.js';
-import { type AgentUsage, EPISODE_EXITS, type RunState } from './state.js';
+import { FAILURE_KINDS, TRANSIENT_FAILURES } from './failure.js';
+import { type AgentUsage, EPISODE_EXITS, type RecordedFailure, type Retry, type RunState } from './state.js';
 
 const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: 'must be a commit id' });
 const episodeId = z.string().regex(/^r\d+\.b\d+$/, { message: 'must be an episode id (r<round>.b<branch>)' });
@@ -36,6 +37,30 @@ export function validUsage(u: unknown): AgentUsage | null {
   return r.success ? r.data : null;
 }
 
+const failureSchema = z.object({
+  kind: z.enum(FAILURE_KINDS),
+  quote: z.string(),
+  fix: z.string().optional(),
+});
+
+const retrySchema = z.object({
+  kind: z.enum(TRANSIENT_FAILURES),
+  quote: z.string(),
+  waitedSeconds: z.number().finite().nonnegative(),
+});
+
+/** An agent's failure as a record holds it, or null (a commit's trailer may hold any JSON). */
+export function validFailure(f: unknown): RecordedFailure | null {
+  const r = failureSchema.safeParse(f);
+  return r.success ? r.data : null;
+}
+
+/** A result's retries as a record holds them, or null. */
+export function validRetries(r: unknown): Retry[] | null {
+  const parsed = z.array(retrySchema).safeParse(r);
+  return parsed.success ? parsed.data : null;
+}
+
 const resultSchema = z.object({
   commit: sha,
   score: z.number().finite().nullable(),
@@ -51,6 +76,10 @@ const resultSchema = z.object({
   sandbox: z.string().optional(),
   contextStore: z.enum(['encrypted', 'plain', 'none']).optional(),
   agentNotStarted: z.string().optional(),
+  failure: failureSchema.optional(),
+  retries: z.array(retrySchema).optional(),
+  unchanged: z.literal(true).optional(),
+  spentBasis: z.enum(['estimated', 'none']).optional(),
 });
 
 const episodeSchema = z.object({
@@ -66,6 +95,8 @@ const episodeSchema = z.object({
   seed: z.number().int(),
   result: resultSchema.optional(),
   interruptedSpent: z.number().finite().nonnegative().optional(),
+  unfinishedStarts: z.number().int().positive().optional(),
+  interruptedBasis: z.literal('estimated').optional(),
 });
 
 const roundSchema = z.object({

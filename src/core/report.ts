@@ -1,11 +1,11 @@
 // Reports of a run: the leaderboard, the rounds, and the markdown report. Pure: the same state
 // always renders the same text, for the CLI, report.md and (later) issue comments.
-import { charged, spent } from './budget.js';
+import { charged, estimatedSpent, spent } from './budget.js';
 import { describeContext } from './journal.js';
 import { bestBranch, describeEpisodeId } from './names.js';
 import { widthText } from './plan.js';
-import { runStop } from './setup-failure.js';
 import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState, setupFailed } from './state.js';
+import { runStop } from './stop.js';
 import { codeSpan, formatNumber, inertCodeSpan, markdownTable, shellQuote } from './text.js';
 
 export type Outcome = 'adopted' | 'dropped' | 'kept' | 'running';
@@ -60,7 +60,7 @@ export function leaderboardRows(state: RunState, limit = Number.POSITIVE_INFINIT
         row.phase,
         describeContext(e) + (e.directive ? ', directive' : ''),
         scoreText(r?.score),
-        formatNumber(r?.spent ?? 0, 2),
+        spentText(e),
         r?.exit ?? '',
         row.outcome,
         r?.usage ? usageText(r.usage) : '',
@@ -77,6 +77,17 @@ export function leaderboardRows(state: RunState, limit = Number.POSITIVE_INFINIT
 export function leaderboardMarkdown(state: RunState, limit = Number.POSITIVE_INFINITY): string {
   const rows = leaderboardRows(state, limit).map((r) => [...r.slice(0, -1), inertCodeSpan(r.at(-1) ?? '')]);
   return markdownTable(LEADERBOARD_HEADER, rows);
+}
+
+/** An episode's spend as the tables show it: `~` before an estimate (the agent reported no usage). */
+export function spentText(e: Episode): string {
+  const estimated = e.result?.spentBasis === 'estimated';
+  return `${estimated ? '~' : ''}${formatNumber(e.result?.spent ?? 0, 2)}`;
+}
+
+/** Where an episode's spend comes from, as `status --json` says it. */
+export function spentBasis(e: Episode): 'measured' | 'estimated' | 'none' | null {
+  return e.result ? (e.result.spentBasis ?? 'measured') : null;
 }
 
 export const LEADERBOARD_HEADER = [
@@ -127,9 +138,10 @@ export function summary(state: RunState): string {
   const c = state.config;
   const unit = c.budget.unit;
   const stop = runStop(state);
+  const estimated = estimatedSpent(state);
   const lines = [
     `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} ` +
-      `(spent ${formatNumber(spent(state), 2)})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`,
+      `(spent ${formatNumber(spent(state), 2)}${estimated > 0 ? `, of which ${formatNumber(estimated, 2)} estimated` : ''})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`,
   ];
   if (stop) lines.push(`Stopped: ${stop.message}.`);
   if (state.best) {
@@ -196,15 +208,20 @@ export const OUTCOMES_LEGEND =
   'kept: an episode of a serial stretch (each one continues the last); setup-failed: its setup failed, so its agent never ran ' +
   '(it spent nothing and is never adopted); running: no result yet.';
 
+/** What the spend column's marks mean. */
+export const SPENT_LEGEND =
+  'Spent: measured, or as the agent reported it; ~ marks an estimate, for an agent that reported no usage (README, "Troubleshooting").';
+
 export function renderReport(
   state: RunState,
   o: { chartFile?: string; place?: RunPlace; episodeLogs?: (episode: string) => { name: string; path: string }[] } = {},
 ): string {
   const parts = [`# forkflush run ${state.id}`, '', summary(state).split('\n').join('  \n'), ''];
   const home = o.place ? takeHomeLines(state, o.place) : [];
-  if (home.length > 0) parts.push(home.map((l) => l.replace(/: (git .*)$/, ': `$1`')).join('  \n'), '');
+  // The command as code, the parenthesis that closes the sentence outside it (a copied command must run).
+  if (home.length > 0) parts.push(home.map((l) => l.replace(/: (git [^)]*)(\)?)$/, ': `$1`$2')).join('  \n'), '');
   if (o.chartFile) parts.push(`![Score versus spend](${o.chartFile})`, '');
-  parts.push('## Leaderboard', '', leaderboardMarkdown(state), '', `_${OUTCOMES_LEGEND}_`, '');
+  parts.push('## Leaderboard', '', leaderboardMarkdown(state), '', `_${OUTCOMES_LEGEND} ${SPENT_LEGEND}_`, '');
   parts.push(
     '## Rounds',
     '',
@@ -219,7 +236,13 @@ export function renderReport(
     parts.push('## Episodes without a score, or that crashed', '');
     for (const e of failed) {
       const r = e.result as NonNullable<typeof e.result>;
-      const why = r.score === null ? (r.reason ?? 'no score') : `${r.exit}${r.note ? `: ${r.note}` : ''}`;
+      const why = [
+        r.score === null ? (r.reason ?? 'no score') : r.exit,
+        r.failure ? `${r.failure.kind}: ${r.failure.quote}` : null,
+        r.score === null ? null : r.note,
+      ]
+        .filter(Boolean)
+        .join('; ');
       const logs = o.episodeLogs(e.id).map((l) => `[${l.name}](${l.path})`);
       parts.push(`- ${e.id}: ${codeSpan(why)}${logs.length > 0 ? ` (${logs.join(', ')})` : ''}`);
     }
@@ -249,7 +272,7 @@ export function statusJson(
     pid: o.live?.pid ?? null,
     strategy: c.strategy,
     direction: c.grader.direction,
-    budget: { total: c.budget.total, unit: c.budget.unit, spent: spent(state) },
+    budget: { total: c.budget.total, unit: c.budget.unit, spent: spent(state), estimated: estimatedSpent(state) },
     seed: state.seed,
     initial: { score: state.base.score, reason: state.base.reason ?? null },
     best: state.best
@@ -272,7 +295,12 @@ export function statusJson(
         allowance: e.allowance,
         score: e.result ? e.result.score : null,
         spent: e.result?.spent ?? null,
+        spentBasis: spentBasis(e),
         interruptedSpent: e.interruptedSpent ?? 0,
+        interruptedBasis: e.interruptedBasis ?? 'measured',
+        failure:
+          e.result?.failure ?? (e.result?.agentNotStarted ? { kind: 'cli', quote: e.result.agentNotStarted } : null),
+        retries: e.result?.retries?.length ?? 0,
         exit: e.result?.exit ?? null,
         reason: e.result?.reason ?? null,
         note: e.result?.note ?? null,

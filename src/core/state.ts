@@ -1,6 +1,8 @@
 // The state of one run, as the core sees it. Adapters persist it (a run folder locally, refs and
 // check runs on GitHub); the core only reads it and returns a new one.
+import type { SpentBasis } from './charge.js';
 import type { Config } from './config.js';
+import type { AgentFailure, TransientFailure } from './failure.js';
 
 /** How an episode's chat context begins (../shared/docs/method.md, "Definitions"). */
 export type ContextMode = 'fresh' | 'carry' | 'copy';
@@ -55,8 +57,33 @@ export interface EpisodeResult {
   sandbox?: string;
   /** On a forge: how the context the episode left is kept (encrypted, as plain files, or not at all). */
   contextStore?: 'encrypted' | 'plain' | 'none';
-  /** Why the agent could not start at all (not found, not executable): a setup that cannot work. */
+  /**
+   * Why the agent could not start at all (not found, not executable). Written by earlier releases,
+   * read as a `cli` failure (core/stop.ts); results now say so in `failure`.
+   */
   agentNotStarted?: string;
+  /**
+   * Why the agent failed, where that is known (core/failure.ts): a permanent kind, or a transient
+   * one still failing after its tries (AGENT_TRIES), stops the run (core/stop.ts); `crash` is a
+   * crash nobody recognised, which stops it only when crashes repeat.
+   */
+  failure?: RecordedFailure;
+  /** The tries before the last one, each failed in a way that passes and waited for. */
+  retries?: Retry[];
+  /** The agent left the workspace as it found it: the snapshot's tree is the base's. */
+  unchanged?: true;
+  /** How `spent` is known when it is not measured (core/charge.ts): an estimate, or nothing charged. */
+  spentBasis?: Exclude<SpentBasis, 'measured'>;
+}
+
+/** An agent's failure as a result records it (the provider's wait is the worker's business). */
+export type RecordedFailure = Omit<AgentFailure, 'retryAfterMs'>;
+
+/** A try of an episode that failed in a way that passes, and the wait before the next one. */
+export interface Retry {
+  kind: TransientFailure;
+  quote: string;
+  waitedSeconds: number;
 }
 
 export interface Episode {
@@ -74,8 +101,12 @@ export interface Episode {
   directive: boolean;
   seed: number;
   result?: EpisodeResult;
-  /** What earlier, interrupted attempts at this episode spent (as the agent reported it): charged too. */
+  /** What earlier, interrupted or stopped attempts at this episode spent: charged too. */
   interruptedSpent?: number;
+  /** Times it was started and forkflush never saw it end (it was killed): core/attempts.ts. */
+  unfinishedStarts?: number;
+  /** `interruptedSpent` is (partly) an estimate: an attempt whose agent reported no usage. */
+  interruptedBasis?: 'estimated';
 }
 
 export interface Decision {
@@ -180,7 +211,8 @@ export function setupFailed(e: Pick<Episode, 'result'>): boolean {
 
 /**
  * The result of an episode that produced none: its job failed or never reported. Its workspace is
- * the base it started from, and it is charged its whole allowance, since what it spent is unknown.
+ * the base it started from, and it is charged its whole allowance, as an estimate, since what it
+ * spent is unknown.
  */
 export function failedResult(e: Episode, reason: string): EpisodeResult {
   return {
@@ -193,5 +225,6 @@ export function failedResult(e: Episode, reason: string): EpisodeResult {
     agentSeconds: 0,
     graderSeconds: 0,
     wallSeconds: 0,
+    spentBasis: 'estimated',
   };
 }

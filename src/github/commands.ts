@@ -14,8 +14,8 @@ import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
 import { forkRefusal, requestFork } from '../core/schedule.js';
-import { retrySetup } from '../core/setup-failure.js';
 import { newRunState, type RunState } from '../core/state.js';
+import { retryStopped } from '../core/stop.js';
 import { visibleText } from '../core/text.js';
 import { workerTimeoutProblem } from '../core/worker-workflow.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
@@ -143,7 +143,7 @@ export async function startRun(
 /**
  * Stops a run cleanly (cancels its jobs, closes its open pull requests), or resumes it: the open
  * round's episodes still without a result are dispatched again, since stopping cancelled them,
- * and a round whose every setup failed runs again (retrySetup). Who resumes it takes its nightly
+ * and a round whose every setup failed runs again (retryStopped). Who resumes it takes its nightly
  * rounds on. Null when the event was acted on already.
  */
 export async function setStopped(
@@ -156,7 +156,7 @@ export async function setStopped(
   const message = stopped ? 'forkflush: stop' : 'forkflush: resume';
   // The retried episodes' branches go back to their bases first: until the record says the round
   // runs again, their setup results stand, and a branch at its base holds no result to observe.
-  const retry = stopped ? null : retrySetup(stored.state);
+  const retry = stopped ? null : retryStopped(stored.state);
   for (const e of retry?.episodes ?? []) {
     const branch = episodeBranch(run, e.round, e.branch);
     if ((await ctx.forge.refSha(`refs/heads/${branch}`)) === e.result?.commit)
@@ -166,7 +166,7 @@ export async function setStopped(
     // Checked again on the record being swapped (the latest after a conflict): the round runs again only while its setup results are
     // the ones whose branches this handler moved back (another handler may have retried it, and
     // the retry may have failed its setup anew).
-    const again = retry ? retrySetup(s.state) : null;
+    const again = retry ? retryStopped(s.state) : null;
     const moved = new Map(retry?.episodes.map((e) => [e.id, e.result?.commit]));
     const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
     // A resume dispatches the open round again only for a stopped run or a round that runs again:

@@ -8,8 +8,8 @@ import { commentMarker, contextNote, issueComment, PRIVILEGED_CI_NOTE, type RunP
 import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { stateRef } from '../core/names.js';
-import { stopBefore } from '../core/setup-failure.js';
 import type { RunState } from '../core/state.js';
+import { stopBefore } from '../core/stop.js';
 import { carryOut, dueWork } from '../core/work.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 import { Commits, type Observed, observe } from './observe.js';

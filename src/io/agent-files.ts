@@ -6,10 +6,18 @@
 // would make every later copy or removal of the folder fail. All of these are removed. Names are
 // handled as bytes throughout, and trees are removed by `rm -rf` (which walks with openat, to any
 // depth), never by a walk of string paths.
+//
+// A workspace and the judge's checkout are swept too (`sweepTree`), before forkflush's git or any
+// walk of its reads them: git opens some files of a work tree by name, with a blocking open()
+// (.gitignore, .gitattributes, a nested .git's HEAD and refs), and follows what leads out of the
+// tree there (a .git file, a link to a FIFO elsewhere). Other links stay: repositories commit them,
+// and git records a link's target as text without following it.
 import { execFile } from 'node:child_process';
 import { constants, type Dirent } from 'node:fs';
 import { lstat, open, readdir, rename, unlink } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { GIT_TIMEOUT_MS } from './git.js';
+import { runProcess } from './process.js';
 
 const exec = promisify(execFile);
 /** Folders whose path is longer than this are cut off: well under PATH_MAX (4096), so their removal still works. */
@@ -34,13 +42,73 @@ export interface Cleaned {
   big: number;
   /** Folders emptied because their files passed the total they may hold. */
   emptied: number;
+  /**
+   * Entries that could stall forkflush's git or lead it out of the tree: special files in a
+   * workspace or the judge's checkout, and anywhere what git follows at its own names (TRAP_RULE).
+   */
+  traps: number;
+  /** The first few of them (the note names them), relative to the folder swept. */
+  trapPaths: string[];
 }
 
-export const NOTHING_CLEANED: Readonly<Cleaned> = { links: 0, names: 0, deep: 0, big: 0, emptied: 0 };
+export const NOTHING_CLEANED: Readonly<Cleaned> = {
+  links: 0,
+  names: 0,
+  deep: 0,
+  big: 0,
+  emptied: 0,
+  traps: 0,
+  trapPaths: [],
+};
+
+/** How many removed entries a note names. */
+const NAMED_TRAPS = 3;
 
 /** Adds what one cleaning removed to a running total. */
 export function addCleaned(total: Cleaned, more: Cleaned): void {
-  for (const k of Object.keys(more) as (keyof Cleaned)[]) total[k] += more[k];
+  for (const k of ['links', 'names', 'deep', 'big', 'emptied', 'traps'] as const) total[k] += more[k];
+  total.trapPaths = [...total.trapPaths, ...more.trapPaths].slice(0, NAMED_TRAPS);
+}
+
+/**
+ * What git could block on or be led out of the tree by, as find(1) tests it: special files (FIFOs,
+ * sockets, devices: git records none of them); links at the names git opens (.gitignore,
+ * .gitattributes, .gitmodules); a .git that is not a folder (a link, or a file naming a git
+ * directory elsewhere); and in a .git folder, links and a commondir file (where git reads refs).
+ * Git records nothing of the last three kinds either. Links elsewhere are kept.
+ */
+const TRAP_RULE = [
+  ...['(', '-type', 'p', '-o', '-type', 's', '-o', '-type', 'b', '-o', '-type', 'c', ')'],
+  ...['-o', '(', '-name', '.gitignore', '-o', '-name', '.gitattributes', '-o', '-name', '.gitmodules', ')'],
+  ...['-type', 'l'],
+  ...['-o', '-name', '.git', '!', '-type', 'd'],
+  ...['-o', '-path', '*/.git/*', '(', '-type', 'l', '-o', '-name', 'commondir', '!', '-type', 'd', ')'],
+];
+
+/**
+ * Removes from a tree an agent (or code it wrote) had in its hands whatever TRAP_RULE names, at
+ * any depth, without following a link or opening a file: one find(1), names as bytes. A folder it
+ * cannot read (one the agent locked against itself) is given back to its owner and swept again.
+ * Bounded like a git command and stopped by `signal`. Returns what went: counted, and every path
+ * (relative to `dir`).
+ */
+export async function sweepTree(dir: string, signal?: AbortSignal): Promise<{ cleaned: Cleaned; paths: string[] }> {
+  const found = new Set<string>();
+  for (let pass = 0; pass < 2; pass++) {
+    const r = await runProcess('find', ['.', '-mindepth', '1', '(', ...TRAP_RULE, ')', '-print0', '-delete'], {
+      cwd: dir,
+      timeoutMs: GIT_TIMEOUT_MS,
+      maxOutput: 10_000_000,
+      ...(signal ? { signal } : {}),
+    });
+    if (r.stopped !== null || r.spawnError) throw new Error(`${dir} could not be swept: ${r.stopped ?? r.spawnError}`);
+    for (const name of r.stdout.split('\0')) if (name) found.add(name.replace(/^\.\//, ''));
+    if (r.exitCode === 0) break;
+    // chmod applies a folder's mode before it walks into it; it never follows links in the tree.
+    await exec('chmod', ['-R', 'u+rwX', '--', dir]).catch(() => {});
+  }
+  const paths = [...found];
+  return { cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NAMED_TRAPS) }, paths };
 }
 
 /**
@@ -51,7 +119,8 @@ export function addCleaned(total: Cleaned, more: Cleaned): void {
 export async function cleanAgentFolder(dir: string, maxBytes = Number.POSITIVE_INFINITY): Promise<Cleaned> {
   const cleaned: Cleaned = { ...NOTHING_CLEANED };
   const kept = { bytes: 0 };
-  await walk(Buffer.from(dir), cleaned, kept);
+  const root = Buffer.from(dir);
+  await walk(root, root.length + 1, false, cleaned, kept);
   if (kept.bytes > maxBytes) {
     await emptyFolder(dir);
     cleaned.emptied++;
@@ -59,7 +128,16 @@ export async function cleanAgentFolder(dir: string, maxBytes = Number.POSITIVE_I
   return cleaned;
 }
 
-async function walk(dir: Buffer, cleaned: Cleaned, kept: { bytes: number }): Promise<void> {
+const DOT_GIT = Buffer.from('.git');
+const COMMONDIR = Buffer.from('commondir');
+
+async function walk(
+  dir: Buffer,
+  rootLength: number,
+  inGit: boolean,
+  cleaned: Cleaned,
+  kept: { bytes: number },
+): Promise<void> {
   const entries = (await readdir(dir, { withFileTypes: true, encoding: 'buffer' }).catch(() => [])) as Dirent<Buffer>[];
   for (const e of entries) {
     const path = Buffer.concat([dir, Buffer.from('/'), e.name]);
@@ -70,10 +148,16 @@ async function walk(dir: Buffer, cleaned: Cleaned, kept: { bytes: number }): Pro
       if (path.length > MAX_PATH_BYTES) {
         await dropTree(dir, path);
         cleaned.deep++;
-      } else await walk(path, cleaned, kept);
+      } else await walk(path, rootLength, inGit || e.name.equals(DOT_GIT), cleaned, kept);
     } else if (!e.isFile()) {
       await unlink(path).catch(() => {});
       cleaned.links++;
+    } else if (e.name.equals(DOT_GIT) || (inGit && e.name.equals(COMMONDIR))) {
+      // A git directory named from here (TRAP_RULE): a context is committed with git on GitHub.
+      await unlink(path).catch(() => {});
+      cleaned.traps++;
+      if (cleaned.trapPaths.length < NAMED_TRAPS)
+        cleaned.trapPaths = [...cleaned.trapPaths, path.subarray(rootLength).toString()];
     } else {
       const size = (await lstat(path).catch(() => null))?.size ?? 0;
       if (size > MAX_CONTEXT_FILE_BYTES) {
@@ -102,6 +186,9 @@ export function cleanedNote(c: Cleaned): string | null {
     c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : '',
     c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : '',
     c.emptied ? `everything in a context whose files passed ${MAX_CONTEXT_BYTES / 1024 / 1024} MB in all` : '',
+    c.traps
+      ? `${c.traps} special files or git redirects that could stall forkflush's git (${c.trapPaths.map((p) => JSON.stringify(p)).join(', ')}${c.traps > c.trapPaths.length ? ', ...' : ''})`
+      : '',
   ].filter(Boolean);
   return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(', ')}` : null;
 }

@@ -1,5 +1,7 @@
 // The one door to git. Every call goes through `exec`; identity is passed per command, never
-// written to a global or repository config.
+// written to a global or repository config. Every call is bounded in time (GIT_TIMEOUT_MS) and
+// stops with the signal it is given: git opens some files of a work tree by name with a blocking
+// open() (.gitignore, .gitattributes, a nested .git's HEAD), and a FIFO there would hold it for good.
 import { runProcess } from './process.js';
 
 export class GitError extends Error {
@@ -11,6 +13,46 @@ export class GitError extends Error {
   ) {
     super(`git ${args.join(' ')} failed (exit ${exitCode}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
   }
+}
+
+/**
+ * A git command that has not finished in this long has stalled: on the largest repositories
+ * forkflush is meant for (a checkout of a few hundred thousand files, 2 GB of changes to hash) git
+ * takes minutes on a slow disk, never ten.
+ */
+export const GIT_TIMEOUT_MS = 10 * 60 * 1000;
+
+/**
+ * A git command that did not answer within its bound (it was stopped): what it was, and the path
+ * it was waiting to open when Linux tells (a FIFO, a device).
+ */
+export class GitStalledError extends GitError {
+  override name = 'GitStalledError';
+  constructor(
+    args: string[],
+    readonly ms: number,
+    readonly blockedOn: string | null,
+  ) {
+    super(args, null, '');
+    const waiting = blockedOn === null ? '' : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
+    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`}${waiting}`;
+  }
+}
+
+/** A git command stopped by the signal it was given (Ctrl-C): no answer at all. */
+export class GitStoppedError extends GitError {
+  override name = 'GitStoppedError';
+  constructor(args: string[], reason: string) {
+    super(args, null, `stopped (${reason})`);
+  }
+}
+
+/** The command without forkflush's -c settings, shortened: what a message names. */
+function shownArgs(args: string[]): string {
+  const rest = [...args];
+  while (rest[0] === '-c') rest.splice(0, 2);
+  const text = rest.join(' ');
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
 // Identity per command; and no hooks or fsmonitor: forkflush's own git commands run in checkouts
@@ -35,21 +77,39 @@ export interface GitResult {
   stderr: string;
 }
 
-export class Git {
-  constructor(readonly cwd: string) {}
+export interface GitOptions {
+  /** Stops every command (GitStoppedError) when this aborts: the run's Ctrl-C or SIGTERM. */
+  signal?: AbortSignal;
+  /** The bound of every command, in milliseconds (GIT_TIMEOUT_MS). */
+  timeoutMs?: number;
+}
 
-  /** Runs git; `check: false` returns a failing result instead of throwing. */
+export class Git {
+  constructor(
+    readonly cwd: string,
+    readonly options: GitOptions = {},
+  ) {}
+
+  /**
+   * Runs git; `check: false` returns a failing result instead of throwing. A command that passes
+   * its bound throws GitStalledError, one stopped by the signal GitStoppedError, checked or not.
+   */
   async exec(
     args: string[],
     options: { check?: boolean; input?: string; env?: NodeJS.ProcessEnv } = {},
   ): Promise<GitResult> {
     const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C' };
+    const { signal, timeoutMs = GIT_TIMEOUT_MS } = this.options;
     const r = await runProcess('git', [...IDENTITY, ...args], {
       cwd: this.cwd,
       env,
       ...(options.input !== undefined ? { input: options.input } : {}),
       maxOutput: MAX_OUTPUT,
+      timeoutMs,
+      ...(signal ? { signal } : {}),
     });
+    if (r.stopped === 'timeout') throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
+    if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
     // Never half a listing: what was cut off could be anything (the one oversized file, say).
     if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${MAX_OUTPUT / 1_000_000} MB`);
     const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || '' };
@@ -62,7 +122,7 @@ export class Git {
   }
 
   at(cwd: string): Git {
-    return new Git(cwd);
+    return new Git(cwd, this.options);
   }
 
   async revParse(rev: string): Promise<string | null> {

@@ -4,6 +4,7 @@
 // A confined command runs in the sandbox (io/sandbox.ts), whose PID namespace dies with it.
 import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
+import { openingPath } from './opening-path.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
 
 export interface RunOptions {
@@ -62,10 +63,55 @@ export interface RunResult {
   ms: number;
   /** The command could not start at all (e.g. not found). */
   spawnError?: string;
+  /** Stopped for time: the path its leader was waiting to open then (a FIFO, say), where Linux tells. */
+  blockedOn?: string;
   /** Output was dropped: a stream passed `maxOutput` (its end is kept). */
   outputCut?: true;
   /** Why its log file could not be written (it was then stopped: LOG_FULL). */
   logProblem?: string;
+}
+
+/**
+ * The leaders of the commands running now (each leads its process group; a confined one is bwrap).
+ * What a forkflush that exits without waiting for them must stop first: a command in a group of
+ * its own outlives the process that started it.
+ */
+const running = new Set<number>();
+let stopOnExit = false;
+
+/**
+ * Stops every command this process started that is still running, and what they started (their
+ * groups, and descendants that left them): SIGTERM, a moment for them to clean up (git removes its
+ * lock files), then SIGKILL. Synchronous, for a process about to exit.
+ */
+export function stopAllCommands(graceMs = 500): void {
+  const leaders = [...running];
+  if (leaders.length === 0) return;
+  const strays = new Map<number, string>();
+  for (const pid of leaders) for (const p of descendantProcesses(pid)) strays.set(p.pid, p.start);
+  for (const pid of leaders) killGroup(pid, 'SIGTERM');
+  killAll(strays, 'SIGTERM');
+  const until = Date.now() + graceMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  while (Date.now() < until && leaders.some((pid) => startTime(pid) !== null)) Atomics.wait(pause, 0, 0, 20);
+  for (const pid of leaders) killGroup(pid, 'SIGKILL');
+  killAll(strays, 'SIGKILL');
+  running.clear();
+}
+
+/**
+ * After a stop was asked for (SIGTERM, Ctrl-C): if this process has not ended `ms` from now,
+ * something it waits for does not listen to the stop. Then it says so, stops every command it
+ * started, and exits with `code`. Whatever was saved stays saved (records are written whole or not
+ * at all); what was in flight runs again on resume. The timer does not keep the process alive.
+ */
+export function exitWithin(ms: number, code: number, say: (line: string) => void): void {
+  const timer = setTimeout(() => {
+    say(`forkflush: still stopping after ${ms / 1000} s; every command it started is stopped now, and it exits`);
+    stopAllCommands();
+    process.exit(code);
+  }, ms);
+  timer.unref();
 }
 
 /** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */
@@ -107,6 +153,12 @@ function spawnAndWait(
       stdio: ['pipe', 'pipe', 'pipe', ...(confined?.fd3 ? ['pipe' as const] : [])],
     });
     if (confined?.fd3) writeFd3(child, confined.fd3);
+    if (child.pid !== undefined) running.add(child.pid);
+    if (!stopOnExit) {
+      // Whatever way this process ends (an exit, a crash), no command of its outlives it.
+      stopOnExit = true;
+      process.once('exit', () => stopAllCommands(0));
+    }
     let stopped: string | null = null;
     let killTimer: NodeJS.Timeout | undefined;
     let secondTimer: NodeJS.Timeout | undefined;
@@ -171,9 +223,12 @@ function spawnAndWait(
         killAll(strays, 'SIGTERM');
       }
     };
+    let blockedOn: string | null = null;
     const stop = (reason: string) => {
       if (stopped !== null || child.pid === undefined) return;
       stopped = reason;
+      // Before the signal ends the wait: what a command that never answered was waiting for.
+      if (reason === 'timeout' && !confined) blockedOn = openingPath(child.pid);
       terminate();
       // Agent CLIs take a first signal as "interrupt this turn" and carry on (opencode 1.18 does);
       // the second ends them, as a second Ctrl-C does.
@@ -222,6 +277,7 @@ function spawnAndWait(
         stopped,
         ms: performance.now() - started,
         ...(spawnError ? { spawnError } : {}),
+        ...(blockedOn !== null ? { blockedOn } : {}),
         ...(out.cut || err.cut ? { outputCut: true as const } : {}),
         ...(logProblem ? { logProblem } : {}),
       };
@@ -230,6 +286,7 @@ function spawnAndWait(
     };
     child.on('exit', (exitCode, signal) => {
       ended = { exitCode, signal };
+      if (child.pid !== undefined) running.delete(child.pid);
       if (tracker) remember();
       if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
       if (stopped !== null || tracker) killAll(strays, 'SIGKILL');

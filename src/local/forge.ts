@@ -123,8 +123,8 @@ export class LocalForge implements Forge {
 
   /**
    * Moves an episode's branch from the result it held back to the episode's base, for an episode
-   * that runs again (a round its setup stopped, retried: core/setup-failure.ts, retrySetup). A
-   * branch at anything else is left alone.
+   * that runs again (one that stopped the run, retried on resume: core/stop.ts, retryStopped).
+   * A branch at anything else is left alone.
    */
   async reopenEpisode(state: RunState, e: Episode): Promise<void> {
     if (!e.result) return;

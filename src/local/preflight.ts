@@ -1,13 +1,16 @@
 // Before a local run spends anything: is everything it needs committed (episodes start from the
-// last commit), can the agent's program be found, and can its CLI log in? Each problem is said
-// with what to do, and stops the run (exit 2). Warnings are said and the run goes on.
+// last commit), can the agent's program be found, can its CLI log in, and does the sandbox show
+// the agent, the grader and setup what their commands need (sandbox-view.ts)? Each problem is
+// said with what to do, and stops the run (exit 2), a dry run too.
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { findExecutable, isExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
+import type { Sandbox } from '../io/sandbox.js';
 import { allowedEnv } from '../worker/env.js';
+import { hiddenInSandbox, SHELL_WORDS } from './sandbox-view.js';
 
 export interface PreflightInput {
   repo: string;
@@ -17,10 +20,14 @@ export interface PreflightInput {
   /** True when the run works on a copy of a folder that is not a repository (nothing to commit). */
   scratch: boolean;
   env: NodeJS.ProcessEnv;
+  /** The sandbox episodes run in (null: none), and forkflush's places it hides (the repository, the run folders). */
+  sandbox?: { sandbox: Sandbox; private: string[] } | null;
 }
 
-export async function preflight(p: PreflightInput): Promise<string[]> {
+/** What cannot work (the run does not start), and notes (it is said, and the run goes on). */
+export async function preflight(p: PreflightInput): Promise<{ problems: string[]; notes: string[] }> {
   const problems: string[] = [];
+  const notes: string[] = [];
   if (!p.scratch) {
     const uncommitted = await uncommittedInputs(p);
     if (uncommitted.length > 0) {
@@ -37,7 +44,18 @@ export async function preflight(p: PreflightInput): Promise<string[]> {
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
-  return problems;
+  if (p.sandbox && !missing) {
+    const view = await hiddenInSandbox({
+      repo: p.repo,
+      config: p.config,
+      env: p.env,
+      sandbox: p.sandbox.sandbox,
+      private: p.sandbox.private,
+    });
+    problems.push(...view.problems);
+    notes.push(...view.notes);
+  }
+  return { problems, notes };
 }
 
 /**
@@ -86,36 +104,6 @@ export function namedPaths(command: string): string[] {
     .map((w) => w.replace(/^\.\//, ''));
 }
 
-/** Words a shell runs itself: no program to look for. */
-const SHELL_WORDS = new Set([
-  'cd',
-  'exec',
-  'export',
-  'source',
-  '.',
-  'set',
-  'if',
-  'for',
-  'while',
-  'until',
-  'case',
-  'time',
-  'env',
-  'nice',
-  'timeout',
-  'nohup',
-  'command',
-  'builtin',
-  'eval',
-  'true',
-  'false',
-  ':',
-  'test',
-  '[',
-  '!',
-  '{',
-]);
-
 /** Why the agent's program cannot be found, or null. */
 async function missingExecutable(p: PreflightInput): Promise<string | null> {
   const kind = p.config.agent.kind;
@@ -144,7 +132,12 @@ async function missingExecutable(p: PreflightInput): Promise<string | null> {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute(executable) ? await isExecutable(executable) : await onPath(executable, path);
+  // `./tools/claude` is the repository's file (the workspace's, in an episode), not one on PATH.
+  const found = isAbsolute(executable)
+    ? await isExecutable(executable)
+    : executable.includes('/')
+      ? await isExecutable(join(p.repo, executable))
+      : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command
     ? `agent.command: the ${kind} CLI \`${executable}\` is not found`

@@ -1,10 +1,11 @@
 // The local runner: the reconcile loop, executed with git worktrees and child processes.
 // Each pass asks the core what is due, does it, and saves the state before the next pass.
 import { agentFor } from '../agents/specs.js';
+import { abandonedResult, recordStart, takeBackStart } from '../core/attempts.js';
 import { episodePrompt } from '../core/prompts.js';
 import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
-import { type SetupFailure, stopBefore } from '../core/setup-failure.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
+import { type RunStop, stopBefore, stopReason } from '../core/stop.js';
 import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { DiskFullError, InterruptedError, runEpisode } from '../worker/episode.js';
@@ -28,8 +29,8 @@ export interface DriveOptions {
 export interface DriveResult {
   state: RunState;
   interrupted: boolean;
-  /** Set when the run stopped because its setup cannot work (setupFailure). */
-  stopped?: SetupFailure;
+  /** Set when the run stopped itself: an agent that cannot work, a setup that cannot, no score (core/stop.ts). */
+  stopped?: RunStop;
   /** Set with `interrupted` when the machine stopped it (a full disk): what to fix before resuming. */
   problem?: string;
 }
@@ -45,7 +46,7 @@ export async function drive(initial: RunState, o: DriveOptions): Promise<DriveRe
 
 async function driveLocked(initial: RunState, options: DriveOptions): Promise<DriveResult> {
   let state = initial;
-  // A setup that cannot work stops the episodes in flight too: they would fail the same way.
+  // An agent or a setup that cannot work stops the episodes in flight too: they would fail the same way.
   const halt = new AbortController();
   const o = {
     ...options,
@@ -105,9 +106,19 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
     let problem: string | undefined;
     const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
       if (halt.signal.aborted) return false;
-      const result = await runOne(state, e, o, sealKey, setupCache, emit);
+      // Saved before the agent runs: a forkflush killed with the episode in flight leaves it counted.
+      let started = false;
+      const starting = async () => {
+        state = recordStart(state, e.id);
+        started = true;
+        await save();
+      };
+      // The episode ended under forkflush's eyes (a result, or a stop of its own): not a start that never ended.
+      const ended = (s: RunState) => (started ? takeBackStart(s, e.id) : s);
+      const result = await runOne(state, e, o, sealKey, setupCache, emit, starting);
       if ('interrupted' in result) {
-        state = applyInterrupted(state, e.id, result.interrupted ?? 0);
+        // Stopped by forkflush itself: the start is taken back, and the episode runs again on resume.
+        state = ended(applyInterrupted(state, e.id, result.interrupted ?? 0, result.estimated));
         // A full disk stops the episodes in flight too: they would fail the same way.
         if (result.problem) {
           problem ??= result.problem;
@@ -115,12 +126,12 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
         }
         return false;
       }
-      state = applyResult(state, e.id, result);
+      state = applyResult(ended(state), e.id, result);
       // The best branch moves before the result is saved: the best workspace is always on a ref.
       await carry();
       await save();
       emit({ type: 'episode-done', state, episode: e, result });
-      if (result.agentNotStarted) halt.abort('setup');
+      if (stopReason(state)?.code === 2) halt.abort('stop');
       return true;
     });
     if (problem) {
@@ -151,13 +162,18 @@ async function runOne(
   sealKey: Buffer | null,
   setupCache: SetupCache,
   emit: (e: RunEvent) => void,
-): Promise<EpisodeResult | { interrupted: number | null; problem?: string }> {
+  starting: () => Promise<void>,
+): Promise<EpisodeResult | { interrupted: number | null; estimated?: boolean; problem?: string }> {
   const recovered = await o.forge.recoverResult(state, e, sealKey);
   if (recovered) return recovered;
+  // An episode that killed forkflush every time it ran is given up (core/attempts.ts).
+  const abandoned = abandonedResult(e);
+  if (abandoned) return abandoned;
   const prepared = await o.forge.prepareEpisode(state, e);
   const round = state.rounds[e.round] as Round;
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   emit({ type: 'episode-start', state, episode: e });
+  await starting();
   try {
     const result = await runEpisode({
       runId: state.id,
@@ -180,7 +196,7 @@ async function runOne(
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
   } catch (err) {
-    if (err instanceof InterruptedError) return { interrupted: err.spent };
+    if (err instanceof InterruptedError) return { interrupted: err.spent, estimated: err.estimated };
     if (err instanceof DiskFullError) return { interrupted: err.spent, problem: err.message };
     throw err;
   }

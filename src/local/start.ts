@@ -1,22 +1,24 @@
 // Setting up a local run: find the repository, read and check the config, the task and the
 // templates, grade the initial workspace, and write the run folder. Also: finding a run again.
 import { randomInt } from 'node:crypto';
-import { appendFile, chmod, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { appendFile, chmod, cp, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve, sep } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
 import { planWarnings } from '../core/plan.js';
 import { loadTemplates } from '../core/prompts.js';
-import { retrySetup } from '../core/setup-failure.js';
 import { newRunState, type RunState } from '../core/state.js';
+import { retryStopped } from '../core/stop.js';
+import { shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { graderConfinement, type Isolation, isolationFor, privateTmp, setupConfinement } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 import { type Grading, runGrader } from '../worker/grade.js';
 import { runSetup } from '../worker/setup.js';
 import { LocalForge } from './forge.js';
+import { untrackedFiles, whileWatchingReads } from './grader-reads.js';
 import { preflight } from './preflight.js';
 import { type RunInfo, RunStore } from './store.js';
 
@@ -55,7 +57,10 @@ export async function loadConfig(
     text = await readFile(file, 'utf8');
   } catch {
     throw new UserError(
-      `no config at ${file}: create ${CONFIG_PATH} in the task's repository (see the README) or pass --config FILE`,
+      configFile
+        ? `no config at ${file}: check the file --config names, or leave --config out to use ${CONFIG_PATH} of the task's repository`
+        : `no config at ${file}: create ${CONFIG_PATH} with \`forkflush init ${shellQuote(dir)}\` (it asks for the grader, ` +
+            'the agent and the budget), or write it by hand (README, "Your own task"), or pass --config FILE',
     );
   }
   return { config: parseConfig(text, relative(process.cwd(), file) || file, overrides), file };
@@ -91,14 +96,17 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     const refuse = (problems: string[]): never => {
       throw new UserError(problems.join('\n'));
     };
-    const problems = await preflight({
+    const isolation = await isolationFor(config.sandbox.mode);
+    const { problems, notes } = await preflight({
       repo,
       config,
       configPathInRepo: scratch ? null : configPathInRepo,
       scratch,
       env: o.env ?? process.env,
+      sandbox: isolation.sandbox ? { sandbox: isolation.sandbox, private: [repo, RunStore.runsDir(taskDir)] } : null,
     });
     if (problems.length > 0) refuse(problems);
+    warnings.push(...notes);
 
     const show = async (path: string) => (await git.exec(['show', `${base}:${path}`], { check: false })).stdout;
     const exists = async (path: string) =>
@@ -143,12 +151,17 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
           );
       }
     }
-    const isolation = await isolationFor(config.sandbox.mode);
     if (isolation.warning) warnings.push(isolation.warning);
     const forge = new LocalForge(repo, store, o.keepRejected === true);
     const baseGrade = await forge.withCheckout(base, 'base', (dir, places) =>
       gradeInitial(config, dir, places, isolation, store.path('episodes', 'base')),
     );
+    if (baseGrade.score === null && !scratch) {
+      // No score for the commit: is it the commit's fault? The working tree with what is not
+      // committed, graded the same way, tells a grader that reads an uncommitted file apart.
+      const working = await gradeWorkingTree(config, repo, store, isolation);
+      if (working && working.grade.score !== null) refuse([uncommittedGraderInputs(baseGrade, working)]);
+    }
     const state = newRunState({
       id,
       seed: o.seed ?? randomInt(1, 2 ** 31),
@@ -249,6 +262,68 @@ async function gradeInitial(
   );
 }
 
+/** The most a copy of the working tree may take to be graded (files, bytes): past it, no comparison. */
+const WORKING_TREE_MAX = { files: 20_000, bytes: 1024 * 1024 * 1024 };
+
+/**
+ * The working tree as it is (the commit's files with their changes, and the files git does not
+ * have and does not ignore), copied and graded as the initial workspace is; with the untracked
+ * files the grader read (null: this filesystem does not say). Null when the working tree is the
+ * commit, or too large to copy.
+ */
+async function gradeWorkingTree(
+  config: Config,
+  repo: string,
+  store: RunStore,
+  isolation: Isolation,
+): Promise<{ grade: Grading; read: string[] | null; untracked: string[] } | null> {
+  const git = new Git(repo);
+  if ((await git.out(['status', '--porcelain', '--untracked-files=all'])).trim() === '') return null;
+  const files = (await git.out(['ls-files', '--cached', '--others', '--exclude-standard', '-z']))
+    .split('\0')
+    .filter(Boolean);
+  if (files.length > WORKING_TREE_MAX.files) return null;
+  const dir = store.workspace('working-tree');
+  const scratch = store.path('episodes', 'working-tree');
+  try {
+    let bytes = 0;
+    for (const f of files) {
+      const s = await lstat(join(repo, f)).catch(() => null);
+      if (!s || s.isDirectory()) continue;
+      bytes += s.size;
+      if (bytes > WORKING_TREE_MAX.bytes) return null;
+      await mkdir(dirname(join(dir, f)), { recursive: true });
+      await cp(join(repo, f), join(dir, f), { preserveTimestamps: true });
+    }
+    const untracked = await untrackedFiles(repo);
+    const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
+    const watched = await whileWatchingReads(dir, untracked, () =>
+      gradeInitial(config, dir, places, isolation, scratch).catch((): Grading | null => null),
+    );
+    return watched.result ? { grade: watched.result, read: watched.read, untracked } : null;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Why the run does not start: the commit gets no score, the working tree with uncommitted files does. */
+function uncommittedGraderInputs(
+  committed: Grading,
+  working: { grade: Grading; read: string[] | null; untracked: string[] },
+): string {
+  const read = working.read ?? [];
+  const which =
+    read.length > 0
+      ? `it reads ${read.length === 1 ? 'a file' : 'files'} git does not have: ${read.slice(0, 10).join(', ')}${read.length > 10 ? ', ...' : ''}`
+      : 'it needs a change or a file that is not committed (git status lists them)';
+  return (
+    `the initial workspace as committed gets no score (${committed.reason ?? 'no reason given'}), but the working tree scores ` +
+    `${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. ` +
+    `Commit ${read.length > 0 ? `${read.length === 1 ? 'it' : 'them'} (git add ${read.slice(0, 10).map(shellQuote).join(' ')}, git commit)` : 'what it needs'}, then run again`
+  );
+}
+
 /** Opens an existing run: the one named, or the newest one of the folder. */
 export async function openRun(dir: string, id?: string): Promise<OpenRun> {
   const taskDir = await taskFolder(dir);
@@ -272,17 +347,18 @@ export async function openRun(dir: string, id?: string): Promise<OpenRun> {
 }
 
 /**
- * Before a resume: a run whose round every branch's setup failed runs that round again (its
- * branches back at their bases, its setup results cleared and saved). Returns the round, or null
- * when the run was not stopped so.
+ * Before a resume: the episodes that stopped the run (an agent failure a fix outside the config
+ * cures, crashes that repeated, a round whose every setup failed) run again: their branches back
+ * at their bases, their results cleared (what they spent kept) and saved. Returns their round, or
+ * null when nothing a resume can retry stopped the run.
  */
-export async function retrySetupStop(open: OpenRun): Promise<number | null> {
-  if (!retrySetup(open.state)) return null;
+export async function retryStop(open: OpenRun): Promise<number | null> {
+  if (!retryStopped(open.state)) return null;
   // Under the run's lock, on the state as saved: another process may have driven it meanwhile.
   const release = await open.store.lock();
   try {
     const saved = await open.store.load();
-    const retried = retrySetup(saved);
+    const retried = retryStopped(saved);
     if (!retried) {
       open.state = saved;
       return null;

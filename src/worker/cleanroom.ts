@@ -6,8 +6,8 @@
 // checkout of exactly that commit.
 import { appendFile, copyFile, lstat, mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { emptyFolder } from '../io/agent-files.js';
-import { Git, type GitResult } from '../io/git.js';
+import { type Cleaned, emptyFolder, NOTHING_CLEANED, sweepTree } from '../io/agent-files.js';
+import { Git, type GitOptions, type GitResult } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 
 /**
@@ -31,8 +31,19 @@ export class OwnRepo {
   private constructor(
     readonly gitDir: string,
     readonly objects: string,
+    options: GitOptions = {},
   ) {
-    this.git = new Git(dirname(gitDir));
+    this.git = new Git(dirname(gitDir), options);
+  }
+
+  /** The same repository, its commands run with these options (a signal that stops them, their bound). */
+  with(options: GitOptions): OwnRepo {
+    return new OwnRepo(this.gitDir, this.objects, { ...this.git.options, ...options });
+  }
+
+  /** The signal its commands stop with, if any. */
+  get signal(): AbortSignal | undefined {
+    return this.git.options.signal;
   }
 
   /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
@@ -125,11 +136,14 @@ export interface Snapshot {
   protectedChanged: string[];
   /** The snapshot's index (forkflush's, outside the workspace). */
   index: string;
+  /** What was swept out of the workspace first (sweepTree): git would have blocked on it. */
+  cleaned: Cleaned;
 }
 
 /**
  * Records the workspace's files as git would commit them (its .gitignore applies; its .git is
  * ignored), starting from the index made at checkout so unchanged files are not hashed again.
+ * What could stall git is swept out first (sweepTree: special files, git's redirects).
  * Protected paths are then put back as they are at `base`. `excludes`: a file of ignore patterns
  * for what is not the agent's work (what setup made, `setupOutputs`), applied like a global
  * ignore file.
@@ -144,6 +158,7 @@ export async function snapshot(
   excludes: string | null = null,
 ): Promise<Snapshot> {
   await own.asIs();
+  const { cleaned } = await sweepTree(workspace, own.signal);
   await copyIndex(checkoutIndex, index);
   const ignore = excludes ? ['-c', `core.excludesFile=${excludes}`] : [];
   await refuseOversized(own, workspace, index, ignore);
@@ -151,7 +166,10 @@ export async function snapshot(
   let added = await add();
   if (added.exitCode !== 0) {
     // Files the agent made unreadable to itself are still its work: give them back to the owner.
-    await runProcess('chmod', ['-R', 'u+rwX', workspace], { cwd: workspace });
+    await runProcess('chmod', ['-R', 'u+rwX', workspace], {
+      cwd: workspace,
+      ...(own.signal ? { signal: own.signal } : {}),
+    });
     added = await add();
     if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
   }
@@ -168,7 +186,7 @@ export async function snapshot(
     }
   }
   const tree = await own.out(['write-tree'], { index });
-  return { tree, protectedChanged, index };
+  return { tree, protectedChanged, index, cleaned };
 }
 
 /** A file larger than this is not recorded: GitHub refuses a push with one, and hashing it is unbounded. */
@@ -246,7 +264,12 @@ export function unquoteGitPath(line: string): Buffer {
 export async function baseSnapshot(own: OwnRepo, index: string, base: string): Promise<Snapshot> {
   await rm(index, { force: true });
   await own.exec(['read-tree', base], { index });
-  return { tree: await own.out(['write-tree'], { index }), protectedChanged: [], index };
+  return {
+    tree: await own.out(['write-tree'], { index }),
+    protectedChanged: [],
+    index,
+    cleaned: { ...NOTHING_CLEANED },
+  };
 }
 
 /** The text of a regular file in an index (empty when it is missing, a link or too large). */

@@ -7,14 +7,15 @@
 // of its own, writes the journal line into the snapshot, and commits it on the episode's base.
 // The caller moves the branch to the commit.
 // (Over 400 lines: one episode's steps, in the order they run; each step's work is in its own module.)
-import { mkdir, statfs, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
+import { chargeFor } from '../core/charge.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { matchesAny } from '../core/globs.js';
 import { appendToJournal, boundedResult, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
-import { failureLine, plainText } from '../core/text.js';
+import { formatNumber, plainText } from '../core/text.js';
 import {
   addCleaned,
   type Cleaned,
@@ -23,8 +24,10 @@ import {
   MAX_CONTEXT_BYTES,
   NOTHING_CLEANED,
   removeTree,
+  sweepTree,
 } from '../io/agent-files.js';
-import { couldNotStart } from '../io/process.js';
+import { GitStalledError } from '../io/git.js';
+import { runTries, type Tried } from './agent-tries.js';
 import {
   agentConfinement,
   type EpisodePlaces,
@@ -54,15 +57,18 @@ import { startEgress } from './egress.js';
 import { allowedEnv } from './env.js';
 import { type Grading, runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
+import { hiddenPathFailure } from './hidden-paths.js';
 import { sealMessage } from './seal.js';
 import { prepareWorkspace, runSetup, type SetupCache } from './setup.js';
 
 export class InterruptedError extends Error {
   override name = 'InterruptedError';
-  /** What the stopped attempt spent, where it is known (measured, or reported by the agent). */
+  /** What the stopped attempt spent, where it is known: measured, reported, or estimated (core/charge.ts). */
   constructor(
     message: string,
     readonly spent: number | null = null,
+    /** `spent` is an estimate: the agent reported no usage. */
+    readonly estimated = false,
   ) {
     super(message);
   }
@@ -98,6 +104,8 @@ export interface EpisodeJob {
   signal?: AbortSignal;
   /** The environment the agent's and the grader's allowlists are taken from. */
   env?: NodeJS.ProcessEnv;
+  /** The wait before a retry (tests: no real waiting); agent-tries.ts abortableSleep by default. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /**
    * Why the workspace could not be prepared before setup even ran (on GitHub: the agent's CLI
    * could not be installed): the episode ends as a setup result, its agent never started.
@@ -160,8 +168,12 @@ const JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   const charged: Charged = { spent: null };
   try {
-    return await episode(job, charged);
+    // Every git command of the episode stops with it (Ctrl-C, SIGTERM), whatever it is doing.
+    return await episode(job.signal ? { ...job, own: job.own.with({ signal: job.signal }) } : job, charged);
   } catch (e) {
+    // Whatever failed once the episode was stopped (a git command it stopped, say) is the stop.
+    if (job.signal?.aborted && !(e instanceof InterruptedError))
+      throw new InterruptedError(`episode ${job.episode.id} was interrupted`, charged.spent);
     const full = e instanceof InterruptedError ? null : await diskFull(e, [job.scratchDir, job.places.workspace]);
     if (full)
       throw new DiskFullError(
@@ -197,6 +209,8 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config.grader.env);
   const interrupt = job.signal ?? new AbortController().signal;
+  // What was swept out of the workspace and the judge's checkout (git would have stalled on it).
+  const swept: Cleaned = { ...NOTHING_CLEANED };
 
   // Setup, before the agent and outside its budget: a workspace it cannot prepare gets no agent.
   let excludes: string | null = null;
@@ -229,6 +243,11 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
               : undefined,
             cache: job.setupCache,
             signal: interrupt,
+            removed: swept,
+          }).catch((e: unknown) => {
+            // What setup left stalled forkflush's git: this base cannot be prepared.
+            if (e instanceof GitStalledError) return { ok: false as const, reason: `after setup, ${e.message}` };
+            throw e;
           });
     if (interrupt.aborted) throw new InterruptedError(`episode ${episode.id} was interrupted during its setup`, null);
     if (!prepared.ok) {
@@ -269,71 +288,75 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir, ...(egress.bind ? [egress.bind] : [])];
   const removed: Cleaned = { ...NOTHING_CLEANED };
   const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed, egress.wrap);
-  // A command that was not found or not executable (126, 127; bwrap's launchers say 127 too), at
-  // once: remembered, since an agent that cannot start will not start in the next episode either.
-  // (One that worked a while and then ran a missing tool did start.)
-  let notStarted: string | null = null;
   // A log the agent's output could not be written to for a full disk stopped it: no result of its.
   let logFull: string | null = null;
   const spawn: typeof confinedSpawn = async (file, args, options) => {
     const r = await confinedSpawn(file, args, options);
     if (r.logProblem && diskFullLine(r.logProblem)) logFull ??= r.logProblem;
-    if (notStarted === null && r.stopped === null && couldNotStart(r))
-      notStarted = r.spawnError ?? `exit ${r.exitCode}: ${failureLine(r.stderr || r.stdout) || 'no output'}`;
     return r;
   };
   const budgetMs = unit === 'minutes' ? episode.allowance * 60_000 : Number.POSITIVE_INFINITY;
   const agentTimeoutMs = config.agent.timeout * 1000;
-  let outcome: Awaited<ReturnType<AgentAdapter['run']>>;
+  const deadlineMs = Math.min(budgetMs, agentTimeoutMs);
+  const chargeBase = { unit, allowance: episode.allowance, limitSeconds: deadlineMs / 1000 };
+  const agentLog = episodeLogs(job.scratchDir).agent;
+  let tried: Tried;
   try {
-    outcome = await job.agent.run({
-      workdir: places.workspace,
-      prompt: job.prompt,
-      promptFile,
-      contextDir: places.context,
-      usageFile: join(box, 'usage.json'),
-      logFile: episodeLogs(job.scratchDir).agent,
-      gradeCommand: grading.command,
-      allowance: episode.allowance,
-      unit,
-      seed: episode.seed,
-      episodeId: episode.id,
-      deadlineMs: Math.min(budgetMs, agentTimeoutMs),
-      deadlineIsBudget: budgetMs <= agentTimeoutMs,
-      env: egress.env,
-      signal: AbortSignal.any([interrupt, stopForBudget.signal]),
-      spawn,
-      confined: sandbox !== null,
+    // The agent, tried again when it fails in a way that passes (agent-tries.ts).
+    tried = await runTries({
+      agent: job.agent,
+      session: {
+        workdir: places.workspace,
+        prompt: job.prompt,
+        promptFile,
+        contextDir: places.context,
+        usageFile: join(box, 'usage.json'),
+        logFile: agentLog,
+        gradeCommand: grading.command,
+        allowance: episode.allowance,
+        unit,
+        seed: episode.seed,
+        episodeId: episode.id,
+        deadlineMs,
+        deadlineIsBudget: budgetMs <= agentTimeoutMs,
+        env: egress.env,
+        signal: AbortSignal.any([interrupt, stopForBudget.signal]),
+        spawn,
+        confined: sandbox !== null,
+      },
+      interrupt,
+      charge: chargeBase,
+      evaluations: () => grading.evaluations(),
+      ...(sandbox
+        ? {
+            hiddenCause: (missing: string[], text: string) =>
+              hiddenPathFailure(missing, text, {
+                workspace: places.workspace,
+                path: (agentEnv as NodeJS.ProcessEnv).PATH ?? '',
+                repositories: places.private,
+              }),
+          }
+        : {}),
+      mark: (line) => appendFile(agentLog, line),
+      ...(job.sleep ? { sleep: job.sleep } : {}),
     });
   } finally {
     await grading.close();
     await egress.close();
   }
+  const outcome = tried.outcome;
   const refused = egress.note();
   // A context too large to carry on goes whole (the adapter has read what it needs of it).
   addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
+  const chargeOf = (unchanged: boolean) =>
+    chargeFor({ ...chargeBase, tries: tried.tries, evaluations: grading.evaluations(), unchanged });
   if (interrupt.aborted) {
-    // Charged only where it is known: an agent that reported nothing is not guessed at.
-    const partial =
-      unit === 'minutes'
-        ? outcome.seconds / 60
-        : unit === 'evaluations'
-          ? grading.evaluations()
-          : outcome.reportedSpend;
-    throw new InterruptedError(`episode ${episode.id} was interrupted`, partial ?? null);
+    // What the attempt spent: measured or reported, else estimated by the time it ran (core/charge.ts).
+    const partial = chargeOf(false);
+    throw new InterruptedError(`episode ${episode.id} was interrupted`, partial.spent, partial.basis === 'estimated');
   }
-
-  // An agent that reported nothing is charged its whole allowance, unless it never started.
-  const unreported = notStarted !== null && outcome.exit === 'crash' ? 0 : episode.allowance;
-  const measured =
-    unit === 'minutes'
-      ? outcome.seconds / 60
-      : unit === 'evaluations'
-        ? grading.evaluations()
-        : (outcome.reportedSpend ?? unreported);
-  // Six decimals are plenty for any unit and keep float noise out of commits and reports.
-  const spent = Math.round(measured * 1e6) / 1e6;
-  charged.spent = spent;
+  // Charged before the snapshot, as if the workspace changed: a full disk after this still charges it.
+  charged.spent = chargeOf(false).spent;
   if (logFull) throw new Error(`the agent's log could not be written: ${logFull}`);
 
   // The judge: the workspace's files as forkflush's own git records them, protected paths as
@@ -349,12 +372,20 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])],
     excludes,
   ).catch(async (e: unknown) => {
-    // A full disk is the machine's, not the agent's (runEpisode says so).
-    if (await diskFull(e, [job.scratchDir, places.workspace])) throw e;
+    // A full disk is the machine's, not the agent's (runEpisode says so); a stop is nobody's result.
+    if (interrupt.aborted || (await diskFull(e, [job.scratchDir, places.workspace]))) throw e;
     // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
     unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, 300)})`;
     return baseSnapshot(job.own, snapshotIndex, episode.base);
   });
+  addCleaned(swept, snap.cleaned);
+  // Left as the episode found it: a crash with nothing to show (core/stop.ts), charged nothing if quick.
+  const unchanged =
+    !unrecorded &&
+    snap.protectedChanged.length === 0 &&
+    snap.tree === (await job.own.out(['rev-parse', `${episode.base}^{tree}`]));
+  const charge = chargeOf(unchanged);
+  charged.spent = charge.spent;
   let score: number | null = null;
   let reason: string | undefined;
   let graderSeconds = 0;
@@ -363,7 +394,18 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
-    const g = await judge(job, snap.tree, graderEnv);
+    const g: Judged = await judge(job, snap.tree, graderEnv, swept).catch((e: unknown) => {
+      // The graded code left what stalled forkflush's git in the judge's checkout: no score.
+      if (!(e instanceof GitStalledError) || interrupt.aborted) throw e;
+      return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
+    });
+    // A grading (or the judge's setup) the stop cut short says nothing of the agent's work.
+    if (interrupt.aborted)
+      throw new InterruptedError(
+        `episode ${episode.id} was interrupted while judged`,
+        charge.spent,
+        charge.basis === 'estimated',
+      );
     // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
     const graded = g.setupFailed ? '' : `$ ${config.grader.command}\n${g.stdout}${g.stderr}`;
     await writeFile(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ''}${graded}`);
@@ -372,12 +414,15 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     reason = g.reason;
   }
   // What the agent and the grader said is shown in terminals and reports: no control characters.
+  addCleaned(removed, swept);
   const cleaned = cleanedNote(removed);
   const note = plainText(
     [
       ...(job.notes ?? []),
       ...(outcome.note ? [outcome.note] : []),
       ...(refused ? [refused] : []),
+      ...triesNotes(tried),
+      ...(charge.note ? [charge.note] : []),
       ...(cleaned ? [cleaned] : []),
     ].join('; '),
   );
@@ -387,14 +432,25 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     ...(reason ? { reason } : {}),
     ...(note ? { note } : {}),
     ...(outcome.usage ? { usage: outcome.usage } : {}),
-    spent,
+    spent: charge.spent,
+    ...(charge.basis !== 'measured' ? { spentBasis: charge.basis } : {}),
     exit: outcome.exit,
     protectedChanged: snap.protectedChanged,
     agentSeconds: seconds(outcome.seconds),
     graderSeconds: seconds(graderSeconds),
     sandbox: isolation.label,
     ...(job.contextStore ? { contextStore: job.contextStore } : {}),
-    ...(notStarted && outcome.exit === 'crash' ? { agentNotStarted: plainText(notStarted) } : {}),
+    ...(tried.failure
+      ? {
+          failure: {
+            kind: tried.failure.kind,
+            quote: tried.failure.quote,
+            ...(tried.failure.fix ? { fix: tried.failure.fix } : {}),
+          },
+        }
+      : {}),
+    ...(tried.retries.length > 0 ? { retries: tried.retries } : {}),
+    ...(unchanged ? { unchanged: true as const } : {}),
   };
   return commitResult(job, snap, partial, started);
 }
@@ -462,11 +518,7 @@ async function setupResult(job: EpisodeJob, reason: string, started: number): Pr
  * Grades the snapshot: its tree checked out into a fresh folder the agent never saw (no .git, and
  * none of the stored objects in sight), the grader run there, the folder removed.
  */
-async function judge(
-  job: EpisodeJob,
-  tree: string,
-  env: NodeJS.ProcessEnv,
-): Promise<Grading & { setupLog?: string; setupFailed?: boolean }> {
+async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv, swept: Cleaned): Promise<Judged> {
   const { config, places, isolation } = job;
   const dir = join(job.scratchDir, 'judge');
   const tmp = join(job.scratchDir, 'judge-tmp');
@@ -511,19 +563,12 @@ async function judge(
         confine: sandbox
           ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config, source, agentPlaces) }
           : undefined,
+        signal: job.signal,
       });
+      addCleaned(swept, run.cleaned);
       setupLog = `${run.log}(setup in the judge's checkout: ${run.failure ?? 'done'})\n`;
       if (run.failure) {
-        return {
-          score: null,
-          reason: `in the judge's checkout, ${run.failure}`,
-          seconds: 0,
-          exitCode: null,
-          stdout: '',
-          stderr: '',
-          setupLog,
-          setupFailed: true,
-        };
+        return { ...NO_GRADING, reason: `in the judge's checkout, ${run.failure}`, setupLog, setupFailed: true };
       }
       // Setup ran the commit's code (install scripts): what it made under a protected path (a
       // tests/conftest.py, a data file) is not the base's, and the grader must not read it; and
@@ -544,10 +589,17 @@ async function judge(
       sandbox
         ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces, fixed) }
         : undefined,
+      job.signal,
     );
+    // What the graded code left that would stall git goes before git lists the checkout.
+    const left = await sweepTree(dir, job.signal);
+    addCleaned(swept, left.cleaned);
     // A file at a protected path the checkout did not have was made while the grader ran the
     // agent's code (a conftest.py in a protected tests folder): what it graded was not the commit.
-    const written = await madeAtProtectedPaths();
+    // A FIFO or a socket there counts too, swept or not.
+    const tracked = new Set(treeFiles);
+    const sweptThere = left.paths.filter((p) => !tracked.has(p) && matchesAny(p, protectedGlobs));
+    const written = [...sweptThere, ...(await madeAtProtectedPaths())];
     const result =
       written.length > 0 && grading.score !== null
         ? {
@@ -562,6 +614,12 @@ async function judge(
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {});
   }
 }
+
+/** What the judge says of a snapshot: its grading, and its setup's log. */
+type Judged = Grading & { setupLog?: string; setupFailed?: boolean };
+
+/** A judge that graded nothing (its setup failed, or git stalled): the reason is added. */
+const NO_GRADING = { score: null, seconds: 0, exitCode: null, stdout: '', stderr: '' } as const;
 
 /**
  * Python in the judge reads no bytecode the graded code could have written or committed (a .pyc
@@ -586,6 +644,15 @@ function journalTail(journal: string): string[] {
 
 const JOURNAL_TAIL = 5;
 const JOURNAL_LINE_MAX = 500;
+
+/** What the tries said: the failures retried, and why the retries were given up on. */
+function triesNotes(t: Tried): string[] {
+  const retried = t.retries.map((r) => `${r.kind} (waited ${formatNumber(r.waitedSeconds, 1)} s)`);
+  return [
+    ...(retried.length > 0 ? [`tried ${t.tries.length} times: ${retried.join(', ')}`] : []),
+    ...(t.gaveUp && t.failure ? [`gave up on the ${t.failure.kind} failure: ${t.gaveUp}`] : []),
+  ];
+}
 
 /** Seconds to the millisecond, as the commit records them. */
 function seconds(s: number): number {

@@ -18,7 +18,7 @@ import { appendFile, cp, mkdir, readFile, rename, rm, stat, writeFile } from 'no
 import { dirname, join } from 'node:path';
 import type { Config } from '../core/config.js';
 import { failureLine, plainText } from '../core/text.js';
-import { removeTree } from '../io/agent-files.js';
+import { addCleaned, type Cleaned, removeTree, sweepTree } from '../io/agent-files.js';
 import { runShell } from '../io/process.js';
 import type { Confinement, Sandbox } from '../io/sandbox.js';
 import { episodeLogs, privateTmp } from './boundary.js';
@@ -32,6 +32,8 @@ export interface SetupRun {
   seconds: number;
   /** The commands and everything they printed. */
   log: string;
+  /** What was swept out of the checkout after the commands (sweepTree), before git read it. */
+  cleaned: Cleaned;
 }
 
 /** What setup's log keeps of one command's output, at most (the end is kept). */
@@ -89,6 +91,8 @@ export async function runSetup(o: {
   }
   const seconds = (performance.now() - started) / 1000;
   await removeTree(o.tmp).catch(() => {});
+  // Setup ran the checkout's code (install scripts): what it left there that would stall git goes first.
+  const { cleaned } = await sweepTree(o.dir, o.signal);
   // Setup never changes the files the episode starts from or the judge grades.
   const restored = o.restore ? await restoreTracked(o.restore.own, o.dir, o.restore.index) : [];
   if (restored.length > 0) {
@@ -96,7 +100,7 @@ export async function runSetup(o: {
       `(forkflush put back ${restored.length} tracked file(s) setup changed: ${restored.slice(0, 5).join(', ')}${restored.length > 5 ? ', ...' : ''})\n`,
     );
   }
-  return { failure: failure === null ? null : plainText(failure), seconds, log: log.join('') };
+  return { failure: failure === null ? null : plainText(failure), seconds, log: log.join(''), cleaned };
 }
 
 /** Setup's environment: the basics and what setup.env lists; forge credentials never. */
@@ -132,6 +136,8 @@ export async function prepareWorkspace(o: {
   confine?: { sandbox: Sandbox; confinement: Confinement } | undefined;
   cache?: SetupCache | undefined;
   signal?: AbortSignal | undefined;
+  /** Where what was swept out of the workspace after setup is added up (for the episode's note). */
+  removed?: Cleaned | undefined;
 }): Promise<PreparedWorkspace> {
   const logFile = episodeLogs(o.scratchDir).setup;
   const excludes = join(o.scratchDir, 'setup.exclude');
@@ -153,6 +159,7 @@ export async function prepareWorkspace(o: {
       signal: o.signal,
     });
     await writeFile(logFile, run.log);
+    if (o.removed) addCleaned(o.removed, run.cleaned);
     if (run.failure) return { failure: run.failure };
     return { paths: await untrackedPaths(o.own, o.workspace, o.checkoutIndex) };
   };

@@ -8,6 +8,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
+  cpSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -35,8 +36,6 @@ export const RUNTIME_TOKEN = `runtime-token-value-${randomBytes(6).toString('hex
 export const ID_TOKEN = `id-token-request-value-${randomBytes(6).toString('hex')}`;
 /** The job's FORKFLUSH_CONTEXT_KEY (hex), which only forkflush may hold. */
 export const CONTEXT_KEY = '5ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7e75ec7';
-/** The hostile scripts. /work/main is visible (read-only) inside the sandbox. */
-export const FX = join(import.meta.dirname, '..', 'fixtures', 'attacks');
 
 const iso = await isolationFor('auto');
 if (!iso.sandbox) {
@@ -60,6 +59,14 @@ export function attackTemp(prefix: string): string {
   made.push(dir);
   return dir;
 }
+
+/**
+ * The hostile scripts, copied out of the checkout into a folder the sandbox shows (read-only, as
+ * the rest of the machine): a checkout under /tmp, as a CI job or a new contributor clones it, is
+ * hidden inside the sandbox, whose /tmp is its own, and every agent would "crash" on a missing script.
+ */
+export const FX = attackTemp('fixtures');
+cpSync(join(import.meta.dirname, '..', 'fixtures', 'attacks'), FX, { recursive: true });
 
 /** Removes the folders this file made (FORKFLUSH_ATTACKS_KEEP=1 keeps them, to look at). */
 export function cleanupAttackTemps(): void {
@@ -339,10 +346,12 @@ export async function runJob(
     contextKey?: string | null;
     /** Whether the event says the repository is private (default: the event says nothing). */
     privateRepository?: boolean;
-    /** The Action to run (default dist/index.js; buildActionFromSource makes one of src/). */
+    /** The Action to run (default dist/index.js; buildActionFromSource makes one of the sources). */
     action?: string;
-    /** More of the job's environment (a repository secret). */
-    env?: Record<string, string>;
+    /** More of the runner's environment. */
+    env?: NodeJS.ProcessEnv;
+    /** Sees the job's process once it is started. */
+    onStart?: (child: ReturnType<typeof spawn>) => void;
   } = {},
 ): Promise<JobRun> {
   const job = join(repo.root, `runner-${++jobs}`);
@@ -403,6 +412,7 @@ export async function runJob(
       ...o.env,
     },
   });
+  o.onStart?.(child);
   let stdout = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -578,6 +588,10 @@ export async function runCli(
     env?: NodeJS.ProcessEnv;
     killAboveMb?: number;
     onOutput?: (out: string, child: ReturnType<typeof spawn>) => void;
+    /** Run it as this user (and group), without supplementary groups: forkflush as an ordinary user. */
+    uid?: number;
+    /** Sees the process once it is started (to signal it before it prints anything). */
+    onStart?: (child: ReturnType<typeof spawn>) => void;
   },
 ): Promise<CliRun> {
   const cli = await currentCli();
@@ -586,7 +600,9 @@ export async function runCli(
     cwd: o.cwd,
     env: o.env ?? { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {}),
   });
+  o.onStart?.(child);
   let out = '';
   const onData = (d: string) => {
     out += d;
@@ -620,21 +636,32 @@ export async function runCli(
  * a killed forkflush left behind: its git commands run in their own process groups).
  */
 export function killProcessesUnder(dir: string): number[] {
-  const killed: number[] = [];
+  const found = processesUnder(dir);
+  for (const pid of found) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
+  return found;
+}
+
+/** Live processes whose working directory, command line or environment names `dir`. */
+export function processesUnder(dir: string): number[] {
+  const found: number[] = [];
   for (const p of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
     try {
+      if (/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${p}/stat`, 'utf8'))) continue;
       let cwd = '';
       try {
         cwd = readlinkSync(`/proc/${p}/cwd`);
       } catch {}
       const text = `${readFileSync(`/proc/${p}/cmdline`, 'latin1')}\0${readFileSync(`/proc/${p}/environ`, 'latin1')}`;
       if (cwd === dir || cwd.startsWith(`${dir}/`) || text.includes(`${dir}/`) || text.includes(`${dir}\0`)) {
-        process.kill(Number(p), 'SIGKILL');
-        killed.push(Number(p));
+        found.push(Number(p));
       }
     } catch {}
   }
-  return killed;
+  return found;
 }
 
 /** The state of the newest local run of a task repository (null before it has one). */

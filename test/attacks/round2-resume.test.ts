@@ -75,6 +75,8 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
       const state = newestRunState(repo.dir);
       if (!state) throw new Error('the first attempt left no state');
       expect(state.rounds[0]?.episodes[0]?.result).toBeUndefined();
+      // Its start was saved before the agent ran, and nothing took it back: forkflush died with it.
+      expect(state.rounds[0]?.episodes[0]?.unfinishedStarts).toBe(1);
       const episode = state.rounds[0]?.episodes[0];
       if (!episode) throw new Error('no episode');
       const tree = execFileSync('git', ['-C', repo.dir, 'mktree'], {
@@ -111,6 +113,8 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
       const result = after?.rounds[0]?.episodes[0]?.result;
       if (!result) throw new Error('no result after the resume');
       expect(readFileSync(join(repo.logs, 'attempts'), 'utf8').trim()).toBe('2');
+      // The second start ended with its result; the killed one stays counted.
+      expect(after?.rounds[0]?.episodes[0]?.unfinishedStarts).toBe(1);
       expect(result.commit).not.toBe(forged);
       expect(result.score).toBe(5);
       expect(result.score).toBe(cleanRegrade(gitDir, result.commit, repo.grader));

@@ -405,3 +405,63 @@ describe('the nightly tick', () => {
     expect(h.gh.dispatches).toHaveLength(rounds + 1);
   });
 });
+
+describe('an agent that fails in a way every episode would', () => {
+  const refused = {
+    exit: 'crash' as const,
+    failure: { kind: 'auth' as const, quote: 'Error: 401 invalid x-api-key @octo-team' },
+    unchanged: true as const,
+    spentBasis: 'none' as const,
+  };
+
+  it("stops the run: nothing more is dispatched, and the comment and check run say why in the agent's words", async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    const [first, second] = state.rounds[0]?.episodes ?? [];
+    if (!first || !second) throw new Error('expected two episodes');
+    // Its worker job fails (red), its result pushed all the same; the other branch works.
+    h.pushResult(state, first, 0, 0, { result: refused });
+    await h.jobCompleted(RUN, first.id, 'failure');
+    const stopped = h.state(RUN);
+    expect(stopped.rounds[0]?.episodes[0]?.result).toMatchObject({ failure: refused.failure, spentBasis: 'none' });
+    const comment = h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
+    expect(comment).toContain(
+      '**Status:** stopped: the agent failed in r0.b0: its key or login was refused (`Error: 401 invalid x-api-key @\u2060octo-team`), so every episode would fail the same way and the run stopped: check the key or login the agent uses',
+    );
+    expect(comment).toContain('then resume the run (`/autoresearch resume`)');
+    const check = h.gh.checkRuns.find((c) => c.name === 'forkflush r0.b0');
+    expect(check).toMatchObject({ conclusion: 'failure' });
+    expect(JSON.stringify(check)).toContain('r0.b0: the agent failed, the run stopped: its key or login was refused');
+    // The branch still running reports; the round is not decided and nothing more is dispatched.
+    h.pushResult(stopped, second, 7);
+    await h.jobCompleted(RUN, second.id);
+    await h.comment(7, '/autoresearch status');
+    expect(h.state(RUN).rounds[0]?.decision).toBeUndefined();
+    expect(h.gh.dispatches).toHaveLength(1);
+  });
+
+  it('runs the failed episode again on `/autoresearch resume`, once the key is fixed, what it spent kept', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const state = h.state(RUN);
+    const [first, second] = state.rounds[0]?.episodes ?? [];
+    if (!first || !second) throw new Error('expected two episodes');
+    h.pushResult(state, first, 0, 0.5, { result: { ...refused, spentBasis: 'estimated' } });
+    h.pushResult(state, second, 6);
+    for (const e of [first, second]) await h.jobCompleted(RUN, e.id, e === first ? 'failure' : 'success');
+    await h.comment(7, '/autoresearch resume');
+    const retried = h.state(RUN);
+    expect(retried.rounds[0]?.episodes.map((e) => e.result?.score ?? null)).toEqual([null, 6]);
+    expect(retried.rounds[0]?.episodes[0]).toMatchObject({ interruptedSpent: 0.5, interruptedBasis: 'estimated' });
+    expect(h.gh.branch(`forkflush/${RUN}/round-0/branch-0`)).toBe(first.base);
+    expect(h.gh.dispatches.map((d) => [d.inputs.round, d.inputs.episodes])).toEqual([
+      ['0', '["r0.b0","r0.b1"]'],
+      ['0', '["r0.b0"]'],
+    ]);
+    h.pushResult(retried, retried.rounds[0]?.episodes[0] as typeof first, 9);
+    await h.jobCompleted(RUN, first.id);
+    expect(h.state(RUN).rounds[0]?.decision?.winner).toBe('r0.b0');
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).not.toContain('stopped');
+  });
+});

@@ -115,3 +115,26 @@ describe('the worker Action, setup and the agent CLI', () => {
     expect(job.stdout).toContain(`It is on the runner, redacted, in ${copy}`);
   });
 });
+
+describe('the worker Action and an agent that fails', () => {
+  it("fails the job (red) on a refused key, its result pushed with the agent's error for the app to stop the run", () => {
+    const repo = new ActionRepo(
+      `sh -c 'echo "Error: 401 {\\"error\\":{\\"type\\":\\"authentication_error\\",\\"message\\":\\"invalid x-api-key\\"}}" >&2; exit 1'`,
+    );
+    repo.publish(repo.openingState());
+    const job = repo.runAction({ episode: 'r0.b0', action });
+    expect(job.exitCode, job.stdout).not.toBe(0);
+    expect(job.stdout).toMatch(
+      /::error::forkflush issue-42 r0\.b0: the agent failed: its key or login was refused \(Error: 401 .*invalid x-api-key.*\): check the key or login the agent uses/,
+    );
+    const head = repo.ref(`refs/heads/${episodeBranch(RUN, 0, 0)}`) ?? '';
+    expect(repo.git(['rev-parse', `${head}^`])).toBe(repo.base);
+    expect(parseCommitMessage(repo.message(head), head)?.result).toMatchObject({
+      exit: 'crash',
+      spent: 0,
+      spentBasis: 'none',
+      unchanged: true,
+      failure: { kind: 'auth', quote: expect.stringContaining('invalid x-api-key') },
+    });
+  });
+});

@@ -12,7 +12,9 @@ import {
   MAX_CONTEXT_BYTES,
   MAX_CONTEXT_FILE_BYTES,
   removeTree,
+  sweepTree,
 } from '../../src/io/agent-files.js';
+import { Git } from '../../src/io/git.js';
 
 let tmp = '';
 beforeEach(async () => {
@@ -50,7 +52,7 @@ describe('cleanAgentFolder', () => {
     truncateSync(join(tmp, 'sparse'), MAX_CONTEXT_FILE_BYTES + 1);
 
     const cleaned = await cleanAgentFolder(tmp);
-    expect(cleaned).toEqual({ links: 2, names: 2, deep: 1, big: 1, emptied: 0 });
+    expect(cleaned).toEqual({ links: 2, names: 2, deep: 1, big: 1, emptied: 0, traps: 0, trapPaths: [] });
     expect(readdirSync(tmp).sort()).toEqual(['kept.txt', 'sub', 'ünïcode ok.txt']);
     expect(readdirSync(join(tmp, 'sub')).sort()).toEqual(['also.txt', 'd']);
     // What is left can be copied and removed like any folder.
@@ -104,5 +106,94 @@ describe('removeTree and emptyFolder', () => {
     await removeTree(dir);
     expect(existsSync(dir)).toBe(false);
     await removeTree(join(tmp, 'never-there'));
+  });
+});
+
+describe('sweepTree', () => {
+  /** Runs a shell script in `dir`. */
+  const sh = (dir: string, script: string) => execFileSync('sh', ['-c', script], { cwd: dir, stdio: 'pipe' });
+
+  it('removes what would stall git or lead it out of the tree, at any depth and of any name; keeps the rest', async () => {
+    const outside = join(tmp, 'outside');
+    const dir = join(tmp, 'tree');
+    mkdirSync(outside);
+    mkdirSync(dir);
+    sh(outside, 'mkfifo fifo && mkdir -p g/objects g/refs && mkfifo g/HEAD');
+    sh(
+      dir,
+      [
+        // Special files, where git opens files by name and elsewhere.
+        'mkfifo .gitignore && mkdir -p a/b && mkfifo a/b/.gitattributes && mkfifo "$(printf \'pipe\\377\')"',
+        `node -e "require('net').createServer().listen('sock', () => process.exit(0))"`,
+        'mkdir -p n1/.git/objects n1/.git/refs && mkfifo n1/.git/HEAD',
+        // Links at git's names, a .git that is a link or a file, and links or a commondir in a .git.
+        'ln -s /dev/zero a/.gitignore && ln -s ../outside/fifo .gitmodules',
+        `mkdir n2 && echo "gitdir: ${outside}/g" > n2/.git && mkdir n3 && ln -s ${outside}/g n3/.git`,
+        `mkdir -p n4/.git/refs/heads && echo 'ref: refs/heads/main' > n4/.git/HEAD && ln -s ${outside}/fifo n4/.git/refs/heads/main`,
+        `mkdir -p n5/.git/objects n5/.git/refs && echo 'ref: refs/heads/main' > n5/.git/HEAD && echo ${outside}/g > n5/.git/commondir`,
+        // Kept: files, links that git records as text (in the tree, absolute, leaving it), a real nested repository.
+        'echo kept > kept.txt && mkdir docs && ln -s ../kept.txt docs/link && ln -s /usr/share abs && ln -s ../../.. up',
+        'git init -q vendor && echo v > vendor/v.txt && echo ignored > a/.gitignore-not',
+      ].join(' && '),
+    );
+    // A FIFO past PATH_MAX: no single path names it.
+    const chunk = 'd/'.repeat(700);
+    sh(
+      dir,
+      `mkdir deep && cd deep && for i in 1 2 3; do mkdir -p ${chunk} && cd -P ${chunk} || exit 1; done; mkfifo bottom-pipe`,
+    );
+
+    const { cleaned, paths } = await sweepTree(dir);
+    const deepPipe = `deep/${'d/'.repeat(2100)}bottom-pipe`;
+    expect(paths.map((p) => (p === deepPipe ? 'the deep one' : p)).sort()).toEqual(
+      [
+        'the deep one',
+        '.gitignore',
+        '.gitmodules',
+        'a/.gitignore',
+        'a/b/.gitattributes',
+        'n1/.git/HEAD',
+        'n2/.git',
+        'n3/.git',
+        'n4/.git/refs/heads/main',
+        'n5/.git/commondir',
+        'pipe\ufffd',
+        'sock',
+      ].sort(),
+    );
+    expect(cleaned).toMatchObject({ traps: 12, links: 0 });
+    expect(cleaned.trapPaths).toHaveLength(3);
+    expect(cleanedNote(cleaned)).toMatch(
+      /^removed from the folders the agent wrote: 12 special files or git redirects that could stall forkflush's git \(".*", ".*", ".*", \.\.\.\)$/,
+    );
+    expect(readdirSync(dir).sort()).toEqual([
+      'a',
+      'abs',
+      'deep',
+      'docs',
+      'kept.txt',
+      'n1',
+      'n2',
+      'n3',
+      'n4',
+      'n5',
+      'up',
+      'vendor',
+    ]);
+    expect(readdirSync(join(dir, 'vendor', '.git'))).toContain('HEAD');
+    // What is left, git reads without waiting on anything (but past PATH_MAX, which it cannot name).
+    await removeTree(join(dir, 'deep'));
+    const git = new Git(dir, { timeoutMs: 10_000 });
+    await git.exec(['init', '-q']);
+    const status = (await git.out(['status', '--porcelain', '--untracked-files=all'])).split('\n');
+    expect(status).toEqual(expect.arrayContaining(['?? abs', '?? docs/link', '?? up', '?? kept.txt', '?? vendor/']));
+  });
+
+  it('sweeps folders the agent locked against itself, and says nothing when there was nothing', async () => {
+    sh(tmp, 'mkdir -p locked/in && mkfifo locked/in/.gitignore && echo x > locked/in/x && chmod 0 locked/in locked');
+    const { paths } = await sweepTree(tmp);
+    expect(paths).toEqual(['locked/in/.gitignore']);
+    expect(readdirSync(join(tmp, 'locked', 'in'))).toEqual(['x']);
+    expect(cleanedNote((await sweepTree(tmp)).cleaned)).toBeNull();
   });
 });

@@ -27,7 +27,7 @@ function stream(add: (s: string) => void, isTTY: boolean): NodeJS.WriteStream {
  */
 export async function cliWith(
   argv: string[],
-  opts: { env?: NodeJS.ProcessEnv; tty?: boolean; answers?: string[]; now?: Date } = {},
+  opts: { env?: NodeJS.ProcessEnv; tty?: boolean; answers?: string[]; now?: Date; signal?: AbortSignal } = {},
 ): Promise<CliResult> {
   let out = '';
   let err = '';
@@ -43,6 +43,7 @@ export async function cliWith(
     now: () => opts.now ?? FIXED,
     ...(input ? { stdin: input as unknown as NodeJS.ReadStream } : {}),
     env: opts.env ?? plainEnv(),
+    ...(opts.signal ? { signal: opts.signal } : {}),
   };
   const code = await main(argv, io);
   return { code, out, err };

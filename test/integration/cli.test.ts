@@ -1,5 +1,5 @@
 // The command line as a user meets it: exit codes and messages, never a stack trace.
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cli } from './cli-io.js';
@@ -60,11 +60,18 @@ describe('forkflush CLI', () => {
     expect(r.err).toContain(message);
   });
 
-  it('says where the config should be when there is none', async () => {
+  it('says where the config should be when there is none, and how to make it', async () => {
     const repo = makeTaskRepo();
     const r = await cli('run', repo.dir, '--config', join(repo.dir, 'missing.yml'));
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/no config at .*missing\.yml: create \.github\/autoresearch\.yml/);
+    expect(r.err).toMatch(/no config at .*missing\.yml: check the file --config names/);
+    const bare = join(repo.dir, 'bare');
+    mkdirSync(bare);
+    const none = await cli('plan', bare);
+    expect(none.code).toBe(2);
+    expect(none.err).toContain(
+      `no config at ${join(bare, '.github', 'autoresearch.yml')}: create .github/autoresearch.yml with \`forkflush init ${bare}\``,
+    );
   });
 
   it('names the task file when it is missing, and a bad prompt template', async () => {
@@ -72,7 +79,6 @@ describe('forkflush CLI', () => {
     expect((await cli('run', repo.dir)).err).toContain('task: GOAL.md is not in the repository');
     const other = makeTaskRepo({ extra: 'prompts:\n  branch: prompts/branch.md' });
     writeFileSync(join(other.dir, 'branch.md'), '');
-    const { mkdirSync } = await import('node:fs');
     mkdirSync(join(other.dir, 'prompts'));
     writeFileSync(join(other.dir, 'prompts', 'branch.md'), 'Do it.\n{{budget}}\n');
     other.git('add', '-A');

@@ -97,11 +97,13 @@ describe('agents that misbehave', () => {
     expect(result.score).toBe(1);
   });
 
-  it('an agent that reports no usage is charged its whole allowance, and says so', async () => {
+  it('an agent that reports no usage and ran its course is charged its whole allowance, as an estimate, and says so', async () => {
     const repo = makeTaskRepo({ agent: 'nousage', budget: ONE_EPISODE, extra: 'strategy: single-run' });
     const { result } = await oneEpisode(repo);
-    expect(result).toMatchObject({ exit: 'finished', spent: 6, score: 1 });
-    expect(result.note).toBe('the agent wrote no usage file; charged its whole allowance');
+    expect(result).toMatchObject({ exit: 'finished', spent: 6, score: 1, spentBasis: 'estimated' });
+    expect(result.note).toBe(
+      'the agent wrote no usage file; no usage reported: charged 6 tokens as an estimate (it ran its course (finished): its whole allowance)',
+    );
   });
 
   it('an evaluation budget is counted by FORKFLUSH_GRADE and stops the agent when used up', async () => {
@@ -135,7 +137,14 @@ describe('graders that misbehave', () => {
     ['printf ""', /^the grader printed nothing on stdout$/],
     ['sleep 30', /^the grader timed out after 1 s$/],
   ])('"%s" gives no score, with the reason, and the run goes on', async (command, reason) => {
-    const repo = makeTaskRepo({ grader: command, budget: ONE_EPISODE, extra: 'strategy: single-run' });
+    // An agent that does not grade itself (it would crash on a grader that fails, and a crash that
+    // spent little leaves budget: the opening round's no-score stop), so that the run ends.
+    const repo = makeTaskRepo({
+      agent: 'nousage',
+      grader: command,
+      budget: ONE_EPISODE,
+      extra: 'strategy: single-run',
+    });
     const config = `${repo.dir}/.github/autoresearch.yml`;
     const { writeFileSync } = await import('node:fs');
     writeFileSync(config, readFileSync(config, 'utf8').replace('timeout: 5', 'timeout: 1'));

@@ -197,6 +197,37 @@ describe('forkflush init', () => {
     expect(again.out).toMatch(/ add \.github TASK\.md NOTES\.md grade\.sh a\.sh && /);
   });
 
+  it('names the untracked files the grader read and adds them to its git add line; a commit without them fails the dry run, naming them', async () => {
+    const dir = folder({ 'grade.sh': 'head -1 data/cities.tsp\n', 'notes-to-self.txt': 'not the task\n' });
+    execFileSync('mkdir', [join(dir, 'data')]);
+    writeFileSync(join(dir, 'data', 'cities.tsp'), '7\n');
+    const r = await cli('init', dir, '--grader', 'sh grade.sh', '--agent-command', 'true', '--yes');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('  score: 7\n');
+    expect(r.out).toContain(
+      'the grader read a file that git does not have yet: data/cities.tsp.\nEpisodes are graded on the commit: the git add line below takes it.',
+    );
+    const add = r.out.split('\n').find((l) => l.includes(' commit -m ')) ?? '';
+    expect(add).toContain(' data/cities.tsp ');
+    expect(add).not.toContain('notes-to-self.txt');
+    // Committed without it (what init printed before): the dry run grades the commit as the run will.
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: dir, encoding: 'utf8' });
+    git('add', '.github', 'TASK.md', 'NOTES.md', 'grade.sh');
+    git('commit', '-qm', 'task');
+    const dry = await cli('run', dir, '--dry-run');
+    expect(dry.code).toBe(2);
+    expect(dry.err).toContain('the initial workspace as committed gets no score (the grader exited with code 1');
+    expect(dry.err).toContain(
+      'but the working tree scores 7: episodes start from the commit, and the grader fails there because it reads a file git does not have: data/cities.tsp. Commit it (git add data/cities.tsp, git commit), then run again',
+    );
+    git('add', 'data/cities.tsp');
+    git('commit', '-qm', 'the data');
+    const fixed = await cli('run', dir, '--dry-run');
+    expect([fixed.code, fixed.err]).toEqual([0, '']);
+    expect(fixed.out).toContain('initial workspace: score 7');
+  });
+
   it('in a folder that is not a repository, prints next steps that work: git init first', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'forkflush-init-'));
     writeFileSync(join(dir, 'grade.sh'), 'echo 5\n');

@@ -12,7 +12,7 @@ import { renderReport } from '../../src/core/report.js';
 import { allEpisodes, type EpisodeResult } from '../../src/core/state.js';
 import { advance } from '../../src/core/work.js';
 import { drive } from '../../src/local/runner.js';
-import { retrySetupStop, startRun } from '../../src/local/start.js';
+import { retryStop, startRun } from '../../src/local/start.js';
 import { runEpisode } from '../../src/worker/episode.js';
 import { cli } from './cli-io.js';
 import { makeTaskRepo, type TaskRepo } from './task-repo.js';
@@ -167,8 +167,8 @@ describe('setup in a local run', () => {
     // The registry is back.
     delete process.env.FF_TEST_SETUP_FAIL;
     const open = { ...run, state: first.state };
-    expect(await retrySetupStop(open)).toBe(0);
-    expect(await retrySetupStop(open)).toBeNull(); // nothing more to retry
+    expect(await retryStop(open)).toBe(0);
+    expect(await retryStop(open)).toBeNull(); // nothing more to retry
     for (const e of failed) expect(repo.git('rev-parse', e.branch)).toBe(e.base);
     const second = await drive(open.state, open);
     expect(second.stopped).toBeUndefined();

@@ -143,6 +143,20 @@ journal: NOTES.md
     expect(problems(`${minimal}task: ""\n`)).toEqual(['.github/autoresearch.yml:8:7: task must not be empty, got ""']);
   });
 
+  it('offers the choice a misspelt one is close to, and none for a word far from all', () => {
+    expect(problems(minimal.replace('unit: tokens', 'unit: token'))).toEqual([
+      '.github/autoresearch.yml:7:9: budget.unit must be one of "usd", "tokens", "minutes", "evaluations", got "token"; did you mean "tokens"?',
+    ]);
+    expect(problems(minimal.replace('grade.mjs\n', 'grade.mjs\n  direction: minimise\n'))).toEqual([
+      '.github/autoresearch.yml:3:14: grader.direction must be one of "maximize", "minimize", got "minimise"; did you mean "minimize"?',
+    ]);
+    // A mode given as a word, in the union of a mode and a mapping.
+    expect(problems(`${minimal}sandbox: requird\n`)).toEqual([
+      '.github/autoresearch.yml:8:10: sandbox must be one of "auto", "required", "off", got "requird"; did you mean "required"?',
+    ]);
+    expect(problems(`${minimal}sandbox:\n  mode: on\n`)[0]).not.toContain('did you mean');
+  });
+
   it('finds the mapping inside a union: sandbox as a mode or a mapping', () => {
     expect(problems(`${minimal}sandbox:\n  mode: on\n`)).toEqual([
       '.github/autoresearch.yml:9:9: sandbox.mode must be one of "auto", "required", "off", got "on"',

@@ -78,6 +78,25 @@ describe('journal and commit records', () => {
     });
     expect(parseCommitMessage('a plain commit', 'x')).toBeNull();
   });
+
+  it("reads back an agent's failure, its retries, an unchanged workspace and an estimated spend", () => {
+    const r = result(0, 0.004, {
+      exit: 'crash',
+      commit: 'abc',
+      failure: { kind: 'auth', quote: 'Error: 401 invalid x-api-key, see #12 @team', fix: 'set ANTHROPIC_API_KEY' },
+      retries: [{ kind: 'rate-limit', quote: '429 Too Many Requests', waitedSeconds: 15.5 }],
+      unchanged: true,
+      spentBasis: 'estimated',
+    });
+    const msg = commitMessage('run1', c.budget.unit, e, r);
+    expect(msg).toContain('Forkflush-Unchanged: yes\nForkflush-Spent-Basis: estimated\n');
+    // Inert on GitHub, as it was on reading.
+    expect(msg).not.toContain('#12');
+    expect(parseCommitMessage(msg, 'abc')?.result).toEqual(r);
+    // Nonsense in the trailers is no failure.
+    const forged = msg.replace(/Forkflush-Failure: .*/, 'Forkflush-Failure: {"kind":"root","quote":"x"}');
+    expect(parseCommitMessage(forged, 'abc')?.result.failure).toBeUndefined();
+  });
 });
 
 describe('what an agent wrote, in a result and its commit', () => {
@@ -143,6 +162,14 @@ describe('what an agent wrote, in a result and its commit', () => {
       pricedFrom: expect.any(String),
     });
     expect(r?.usage?.pricedFrom).toHaveLength(200);
+    const failure = parseCommitMessage(
+      `${message}\nForkflush-Failure: {"kind":"quota","quote":"${huge}","fix":"${huge}"}\nForkflush-Retries: ${JSON.stringify(Array.from({ length: 40 }, () => ({ kind: 'overload', quote: huge, waitedSeconds: 1 })))}`,
+      'c',
+    )?.result;
+    expect(failure?.failure?.quote).toHaveLength(300);
+    expect(failure?.failure?.fix).toHaveLength(1000);
+    expect(failure?.retries).toHaveLength(10);
+    expect(failure?.retries?.every((t) => t.quote.length === 300)).toBe(true);
     // An exit forkflush never writes is no episode commit.
     expect(parseCommitMessage(message.replace('Exit: finished', 'Exit: @everyone'), 'c')).toBeNull();
   });

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { chartData, renderChartSvg, ticks } from '../../src/core/chart.js';
 import { simulate } from '../../src/core/plan.js';
-import { leaderboard, outcomeOf, renderReport, summary, takeHomeLines } from '../../src/core/report.js';
+import {
+  leaderboard,
+  leaderboardRows,
+  outcomeOf,
+  renderReport,
+  statusJson,
+  summary,
+  takeHomeLines,
+} from '../../src/core/report.js';
 import { config } from './helpers.js';
 
 // Scores rise with the round; branch 1 of each fork round wins; one branch never scores.
@@ -48,10 +56,50 @@ describe('reports', () => {
   it('says how to take the best workspace home: a merge, or, from a copy, an archive', () => {
     const inRepo = renderReport(state, { place: { repo: '/r', taskDir: '/r', scratch: false } });
     expect(inRepo).toContain('Take the best workspace into your branch: `git merge forkflush/plan/best`');
+    // The parenthesis closes the sentence outside the code: a copied command must run.
+    expect(inRepo).toContain('(or look at it first: `git switch --create try-plan forkflush/plan/best`)');
     const copy = takeHomeLines(state, { repo: '/t/.forkflush/plan/repo', taskDir: "/my task's", scratch: true });
     expect(copy[1]).toBe(
       "Copy its files over yours: git -C /t/.forkflush/plan/repo archive forkflush/plan/best | tar -x -C '/my task'\\''s'",
     );
+  });
+
+  it('says which spend is an estimate, in the leaderboard, the summary and status --json, and why an agent failed', () => {
+    const s = structuredClone(state);
+    const [a, b] = s.rounds[0]?.episodes ?? [];
+    if (!a?.result || !b?.result) throw new Error('the opening round has results');
+    a.result = {
+      ...a.result,
+      exit: 'crash',
+      spentBasis: 'estimated',
+      spent: 3,
+      failure: { kind: 'crash', quote: 'exit 1: boom' },
+    };
+    b.result = { ...b.result, spentBasis: 'none', spent: 0 };
+    b.interruptedSpent = 1.5;
+    b.interruptedBasis = 'estimated';
+    expect(leaderboardRows(s).find((r) => r[1] === a.id)?.[5]).toBe('~3');
+    expect(leaderboardRows(s).find((r) => r[1] === b.id)?.[5]).toBe('0');
+    expect(summary(s)).toMatch(/\(spent [\d.]+, of which 4\.5 estimated\)/);
+    const report = renderReport(s, { episodeLogs: () => [] });
+    expect(report).toContain('~ marks an estimate');
+    expect(report).toContain(`- ${a.id}: \`crash; crash: exit 1: boom\``);
+    const json = statusJson(s, { folder: '/f', live: null, resume: null }) as {
+      budget: { estimated: number };
+      rounds: { episodes: Record<string, unknown>[] }[];
+    };
+    expect(json.budget.estimated).toBe(4.5);
+    expect(json.rounds[0]?.episodes[0]).toMatchObject({
+      spentBasis: 'estimated',
+      failure: { kind: 'crash' },
+      retries: 0,
+    });
+    expect(json.rounds[0]?.episodes[1]).toMatchObject({ spentBasis: 'none', interruptedBasis: 'estimated' });
+    expect(json.rounds[0]?.episodes[2]).toMatchObject({
+      spentBasis: 'measured',
+      interruptedBasis: 'measured',
+      failure: null,
+    });
   });
 
   it('lists the episodes without a score with a link to their logs', () => {

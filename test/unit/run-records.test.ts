@@ -45,6 +45,31 @@ describe('state.json', () => {
     expect(state.rounds[0]?.episodes[0]?.result?.score).toEqual(expect.any(Number));
   });
 
+  it("keeps an agent's failure, its retries and how its spend is known, and refuses a kind it does not know", () => {
+    const state = JSON.parse(OLD_STATE);
+    const e = state.rounds[0].episodes[0];
+    e.result = {
+      ...e.result,
+      exit: 'crash',
+      failure: { kind: 'auth', quote: 'Error: 401 invalid x-api-key', fix: 'set ANTHROPIC_API_KEY' },
+      retries: [{ kind: 'overload', quote: '529 Overloaded', waitedSeconds: 15 }],
+      unchanged: true,
+      spentBasis: 'none',
+    };
+    e.interruptedSpent = 0.2;
+    e.interruptedBasis = 'estimated';
+    const read = parseRunState(JSON.stringify(state), 'state.json').rounds[0]?.episodes[0];
+    expect(read?.result).toMatchObject({
+      failure: e.result.failure,
+      retries: e.result.retries,
+      unchanged: true,
+      spentBasis: 'none',
+    });
+    expect(read).toMatchObject({ interruptedSpent: 0.2, interruptedBasis: 'estimated' });
+    e.result.failure.kind = 'bad-luck';
+    expect(() => parseRunState(JSON.stringify(state), 'state.json')).toThrow(/failure\.kind/);
+  });
+
   it('refuses a record whose commit is not a commit id, naming the field', () => {
     const state = JSON.parse(OLD_STATE);
     state.rounds[0].episodes[1].base = 'HEAD~1';

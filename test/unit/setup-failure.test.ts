@@ -1,10 +1,12 @@
-// When a run stops before spending the rest of its budget, and when it must go on.
+// When a run stops before spending the rest of its budget, and when it must go on (core/stop.ts):
+// a setup that cannot work, a grader that scores nothing, an agent that fails or keeps crashing.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/core/config.js';
+import { CRASH_STREAK } from '../../src/core/method.js';
 import { planWarnings } from '../../src/core/plan.js';
 import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
-import { setupFailure } from '../../src/core/setup-failure.js';
 import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
+import { nothingDone, retryStopped, stopBefore, stoppingFailure, stopReason } from '../../src/core/stop.js';
 import { config, result } from './helpers.js';
 
 function opening(baseScore: number | null, results: Partial<EpisodeResult>[], decide = true): RunState {
@@ -24,10 +26,10 @@ function opening(baseScore: number | null, results: Partial<EpisodeResult>[], de
 
 const noScore = (reason: string): Partial<EpisodeResult> => ({ score: null, reason });
 
-describe('setupFailure', () => {
+describe('stopReason', () => {
   it('stops with code 2 at the first episode whose agent could not start, even before the round ends', () => {
     const s = opening(null, [{ exit: 'crash', agentNotStarted: 'exit 127: nope: not found' }], false);
-    const f = setupFailure(s);
+    const f = stopReason(s);
     expect(f?.code).toBe(2);
     expect(f?.message).toContain('the agent could not start in r0.b0 (exit 127: nope: not found)');
     expect(f?.message).toContain('check agent.command');
@@ -40,7 +42,7 @@ describe('setupFailure', () => {
       noScore('grader printed "oops", not a number'),
       noScore('grader timed out'),
     ]);
-    const f = setupFailure(s);
+    const f = stopReason(s);
     expect(f?.code).toBe(1);
     // Each distinct reason once, at most three.
     expect(f?.message).toContain(
@@ -50,9 +52,9 @@ describe('setupFailure', () => {
 
   it('goes on while the opening round is open, when one episode scored, or when the base had a score', () => {
     const all = [noScore('a'), noScore('b'), noScore('c'), noScore('d')];
-    expect(setupFailure(opening(null, all.slice(0, 3), false))).toBeNull();
-    expect(setupFailure(opening(null, [noScore('a'), { score: 3 }, noScore('c'), noScore('d')]))).toBeNull();
-    expect(setupFailure(opening(5, all))).toBeNull();
+    expect(stopReason(opening(null, all.slice(0, 3), false))).toBeNull();
+    expect(stopReason(opening(null, [noScore('a'), { score: 3 }, noScore('c'), noScore('d')]))).toBeNull();
+    expect(stopReason(opening(5, all))).toBeNull();
   });
 });
 
@@ -74,5 +76,152 @@ describe('planWarnings', () => {
   it('says nothing of a plan that makes sense', () => {
     expect(planWarnings(config())).toEqual([]);
     expect(planWarnings(withBudget('{total: 200, unit: evaluations}'))).toEqual([]);
+  });
+});
+
+const key = { kind: 'auth' as const, quote: 'Error: 401 invalid x-api-key' };
+const crashed = (extra: Partial<EpisodeResult> = {}): Partial<EpisodeResult> => ({
+  exit: 'crash',
+  unchanged: true,
+  failure: { kind: 'crash', quote: 'exit 1: TypeError: boom' },
+  spent: 0,
+  ...extra,
+});
+
+/** The run carried on through serial episodes with these results (the opening round decided first). */
+function serial(results: Partial<EpisodeResult>[]): RunState {
+  let s = opening(5, [{ score: 6 }, { score: 7 }, { score: 5 }, { score: 4 }]);
+  for (const r of results) {
+    const [open] = reconcile(s);
+    if (open?.type !== 'open') throw new Error(`expected open, got ${open?.type}`);
+    s = applyOpen(s, open.round);
+    for (const e of open.round.episodes) s = applyResult(s, e.id, result(6, 1, r));
+    const [d] = reconcile(s);
+    if (d?.type === 'decide' && stopReason(s) === null) s = applyDecision(s, d.round, d.decision);
+  }
+  return s;
+}
+
+describe('an agent that fails', () => {
+  it('stops the run (code 2) at the first permanent failure, mid-round, quoting the agent and saying what to do', () => {
+    const s = opening(5, [{ score: 5 }, { exit: 'crash', failure: key }], false);
+    const f = stopReason(s);
+    expect(f?.code).toBe(2);
+    expect(f?.message).toBe(
+      'the agent failed in r0.b1: its key or login was refused (Error: 401 invalid x-api-key), so every episode would fail ' +
+        'the same way and the run stopped: check the key or login the agent uses (the variables it needs listed in agent.env, ' +
+        'the key not expired), then resume the run',
+    );
+    expect(f?.markdown).toContain('(`Error: 401 invalid x-api-key`)');
+    // Its own fix, where the spec gave one.
+    const own = opening(5, [{ exit: 'crash', failure: { ...key, fix: 'run `claude setup-token`' } }], false);
+    expect(stopReason(own)?.message).toMatch(/: run `claude setup-token`$/);
+    expect(stopBefore(s, reconcile(s)[0])).toEqual(f);
+  });
+
+  it('stops on a passing failure the worker gave up on, and says after how many tries', () => {
+    const s = opening(
+      5,
+      [
+        {
+          exit: 'crash',
+          failure: { kind: 'rate-limit', quote: '429 Too Many Requests' },
+          retries: [
+            { kind: 'rate-limit', quote: '429', waitedSeconds: 15 },
+            { kind: 'rate-limit', quote: '429', waitedSeconds: 45 },
+          ],
+        },
+      ],
+      false,
+    );
+    expect(stopReason(s)?.message).toContain(
+      "the agent failed in r0.b0: its provider's rate limit kept refusing it in 3 tries (at most 3) (429 Too Many Requests)",
+    );
+  });
+
+  it('goes on after a single crash nobody recognised, and after crashes that changed the workspace', () => {
+    expect(stopReason(opening(5, [crashed(), { score: 6 }, crashed(), crashed()]))).toBeNull();
+    expect(
+      stopReason(
+        serial([
+          crashed({ unchanged: undefined }),
+          crashed({ unchanged: undefined }),
+          crashed({ unchanged: undefined }),
+        ]),
+      ),
+    ).toBeNull();
+    expect(stopReason(serial([crashed(), crashed()]))).toBeNull();
+  });
+
+  it(`stops when every branch of the first fork round crashed without changing anything, or ${CRASH_STREAK} episodes in a row did`, () => {
+    const all = opening(5, [crashed(), crashed(), crashed(), crashed()], false);
+    expect(stopReason(all)?.message).toMatch(
+      /^the agent crashed without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), the last with exit 1: TypeError: boom, so the run stopped before it spent more: run the agent by hand/,
+    );
+    const streak = serial([crashed(), crashed(), crashed()]);
+    expect(stopReason(streak)?.code).toBe(2);
+    expect(stopReason(streak)?.message).toContain(`in ${CRASH_STREAK} episodes in a row (r1.b0, r2.b0, r3.b0)`);
+    // The open round is not decided: the stop comes first.
+    expect(streak.rounds.at(-1)?.decision).toBeUndefined();
+  });
+
+  it('judges the first fork round whole, whichever of its branches finish first', () => {
+    // Its branches run at once: three that crashed before the fourth ended are no streak.
+    for (const order of [
+      [undefined, crashed(), crashed(), crashed()],
+      [crashed(), crashed(), crashed(), undefined],
+    ]) {
+      const s = opening(5, order as Partial<EpisodeResult>[], false);
+      expect(stopReason(s)).toBeNull();
+    }
+    // The fourth crashed too: the round's rule names all four.
+    expect(stopReason(opening(5, [crashed(), crashed(), crashed(), crashed()], false))?.message).toContain(
+      'every branch of the first fork round (r0.b0, r0.b1, r0.b2, r0.b3)',
+    );
+  });
+
+  it('a resume runs again what stopped the run, its spend kept; one whose fix is to the config is not resumable', () => {
+    const s = opening(
+      5,
+      [{ score: 5 }, { exit: 'crash', failure: key, spent: 0.4, spentBasis: 'estimated' }, { score: 3 }],
+      false,
+    );
+    const retried = retryStopped(s);
+    expect(retried?.episodes.map((e) => e.id)).toEqual(['r0.b1']);
+    const again = retried?.state.rounds[0]?.episodes[1];
+    expect(again).toMatchObject({ id: 'r0.b1', interruptedSpent: 0.4, interruptedBasis: 'estimated' });
+    expect(again?.result).toBeUndefined();
+    expect(retried && stopReason(retried.state)).toBeNull();
+    expect(reconcile(retried?.state as RunState).map((a) => a.type)).toEqual(['run', 'run']);
+    for (const kind of ['model', 'cli', 'hidden-path'] as const) {
+      const config = opening(5, [{ exit: 'crash', failure: { kind, quote: 'x' } }], false);
+      expect(stopReason(config)?.code).toBe(2);
+      expect(retryStopped(config)).toBeNull();
+    }
+    // Crashes that repeated: the open round's ones run again, nothing spent is lost.
+    const streak = serial([crashed(), crashed(), crashed({ spent: 2 })]);
+    const again2 = retryStopped(streak);
+    expect(again2?.episodes.map((e) => e.id)).toEqual(['r3.b0']);
+    expect(again2?.state.rounds.at(-1)?.episodes[0]?.interruptedSpent).toBe(2);
+  });
+
+  it('reads a result of an earlier release whose agent could not start as the cli failure', () => {
+    const s = opening(5, [{ exit: 'crash', agentNotStarted: 'exit 127: nope: not found' }], false);
+    expect(stoppingFailure(s.rounds[0]?.episodes[0]?.result)).toEqual({
+      kind: 'cli',
+      quote: 'exit 127: nope: not found',
+    });
+  });
+});
+
+describe('nothingDone', () => {
+  it('says when a run ended with no score, or only scores of crashes that changed nothing', () => {
+    expect(nothingDone(opening(5, [{ score: null }, { score: null }, { score: null }, { score: null }]))).toBe(
+      'no episode got a score',
+    );
+    expect(nothingDone(opening(5, [crashed(), crashed({ score: 5 }), crashed(), crashed()]))).toMatch(
+      /^no episode did any work/,
+    );
+    expect(nothingDone(opening(5, [crashed(), { score: 5 }, crashed(), crashed()]))).toBeNull();
   });
 });

@@ -17,15 +17,15 @@ import { applyDecision, applyOpen, applyResult, decide, reconcile } from '../../
 import { parseRunState, recordText, STATE_RECORD } from '../../src/core/records.js';
 import { leaderboard, statusJson } from '../../src/core/report.js';
 import { selectWinner } from '../../src/core/select.js';
+import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
 import {
   compareVersions,
-  retrySetup,
+  retryStopped,
   runStop,
-  setupFailure,
   stopBefore,
+  stopReason,
   unreadableRunReason,
-} from '../../src/core/setup-failure.js';
-import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
+} from '../../src/core/stop.js';
 import { excludePatterns } from '../../src/worker/cleanroom.js';
 import { config, result } from './helpers.js';
 
@@ -161,7 +161,7 @@ describe('a setup failure', () => {
       [setupFailedResult(), setupFailedResult(), setupFailedResult(), setupFailedResult()],
       'setup:\n  commands: [npm ci]\n',
     );
-    const f = setupFailure(all);
+    const f = stopReason(all);
     expect(f?.code).toBe(2);
     expect(f?.message).toBe(
       `setup failed in every branch of round 0 (opening) on commit ${BASE.slice(0, 10)} ` +
@@ -174,15 +174,15 @@ describe('a setup failure', () => {
     expect(stopBefore(all, reconcile(all)[0])).toEqual(f);
     expect(runStop(all)).toEqual(f);
     // While a branch may still run, or when one did run, the run goes on.
-    expect(setupFailure(withOpening([setupFailedResult(), setupFailedResult(), setupFailedResult()]))).toBeNull();
+    expect(stopReason(withOpening([setupFailedResult(), setupFailedResult(), setupFailedResult()]))).toBeNull();
     expect(
-      setupFailure(withOpening([setupFailedResult(), result(null), setupFailedResult(), setupFailedResult()])),
+      stopReason(withOpening([setupFailedResult(), result(null), setupFailedResult(), setupFailedResult()])),
     ).toBeNull();
   });
 
   it('without setup commands (an agent CLI that would not install, a worker that cannot read the run), points at the reasons', () => {
     const reason = unreadableRunReason('state.json: config: unknown key "egress"', '0.1.0', '0.2.0');
-    const f = setupFailure(withOpening([0, 1, 2, 3].map(() => setupFailedResult(reason))));
+    const f = stopReason(withOpening([0, 1, 2, 3].map(() => setupFailedResult(reason))));
     expect(f?.code).toBe(2);
     expect(f?.message).toContain(
       `(${reason}), so no agent could work and the run stopped: update the worker Action as the reasons say, then resume the run: its round runs again`,
@@ -192,30 +192,30 @@ describe('a setup failure', () => {
       [0, 1, 2, 3].map(() => setupFailedResult(reason)),
       'setup:\n  commands: [npm ci]\n',
     );
-    expect(setupFailure(withCommands)?.message).toContain('the run stopped: update the worker Action');
+    expect(stopReason(withCommands)?.message).toContain('the run stopped: update the worker Action');
     const install = 'the agent CLI could not be installed: npm ERR! network';
-    expect(setupFailure(withOpening([0, 1, 2, 3].map(() => setupFailedResult(install))))?.message).toContain(
+    expect(stopReason(withOpening([0, 1, 2, 3].map(() => setupFailedResult(install))))?.message).toContain(
       'the run stopped: fix what the reasons say (the agent CLI install, or the worker)',
     );
   });
 
   it('stops a run that a resume can try again: the round, its setup results cleared, from the same bases', () => {
     const stopped = withOpening([0, 1, 2, 3].map(() => setupFailedResult()));
-    const retried = retrySetup(stopped);
+    const retried = retryStopped(stopped);
     expect(retried?.episodes.map((e) => e.id)).toEqual(['r0.b0', 'r0.b1', 'r0.b2', 'r0.b3']);
     const again = retried?.state;
     if (!again) throw new Error('no retry');
     expect(again.rounds[0]?.episodes.map((e) => [e.result, e.base])).toEqual(
       stopped.rounds[0]?.episodes.map((e) => [undefined, e.base]),
     );
-    expect(setupFailure(again)).toBeNull();
+    expect(stopReason(again)).toBeNull();
     expect(reconcile(again).map((a) => a.type)).toEqual(['run', 'run', 'run', 'run']);
     // Nothing else is retried: a round where a branch tried, or one still running.
     expect(
-      retrySetup(withOpening([setupFailedResult(), result(null), setupFailedResult(), setupFailedResult()])),
+      retryStopped(withOpening([setupFailedResult(), result(null), setupFailedResult(), setupFailedResult()])),
     ).toBeNull();
-    expect(retrySetup(withOpening([setupFailedResult(), setupFailedResult()]))).toBeNull();
-    expect(retrySetup(withOpening([result(3), result(4), result(5), result(6)]))).toBeNull();
+    expect(retryStopped(withOpening([setupFailedResult(), setupFailedResult()]))).toBeNull();
+    expect(retryStopped(withOpening([result(3), result(4), result(5), result(6)]))).toBeNull();
   });
 
   it('is not a branch that tried when the opening round is judged for a grader that scores nothing', () => {
@@ -227,7 +227,7 @@ describe('a setup failure', () => {
         result(null, 1, { reason: 'Error: no module x' }),
       ]),
     );
-    const f = setupFailure(s);
+    const f = stopReason(s);
     expect(f?.code).toBe(1);
     expect(f?.message).toContain('any episode of the opening round got a score (Error: no module x)');
     // No stop once the budget is spent: the run finishes as usual.

@@ -1,0 +1,310 @@
+// The run's stop policy: when a run must stop before it spends the rest of its budget, what it
+// says, and what a resume does then. Each rule is about something that would fail every later
+// episode the same way:
+//   - an agent failure that does not pass (core/failure.ts: a refused key, an exhausted quota, an
+//     unknown model, a program that cannot start, a path the sandbox hides; or a rate limit still
+//     refusing after the worker's tries): the next episode would fail alike (code 2);
+//   - crashes that repeat: every branch of the first fork round, or CRASH_STREAK episodes in a row,
+//     crashed without changing the workspace: an agent that cannot work here (code 2);
+//   - a round in which every branch's setup failed (setup: in the config) let no agent work, and
+//     the next round starts from the same commits (code 2);
+//   - an opening round in which no episode got a score usually means a grader that cannot score
+//     anything (code 1). (A workspace may legitimately start without a score: the paper starts
+//     from an empty one. Its first round gets a score, or something is wrong.)
+// A stop whose cause can be fixed outside the run's config is resumable: the episodes that
+// stopped it run again (retryStopped), their spend kept. A fix to the config needs a new run.
+import { FAILURE_WHAT, GENERIC_FIX, isTransient, resumableFailure } from './failure.js';
+import { AGENT_TRIES, CRASH_STREAK } from './method.js';
+import type { Action } from './reconcile.js';
+import { reconcile } from './reconcile.js';
+import {
+  allEpisodes,
+  type Episode,
+  type EpisodeResult,
+  type RecordedFailure,
+  type Round,
+  type RunState,
+  setupFailed,
+} from './state.js';
+import { inertCodeSpan } from './text.js';
+
+export interface RunStop {
+  /** 2: something must be fixed first (the config, the agent's key, its setup); 1: the run produced nothing. */
+  code: 1 | 2;
+  /** One line: what happened, the agent's (or setup's, or the grader's) own words, and what to do. */
+  message: string;
+  /** The message for GitHub: what an agent, its setup or the grader wrote in it as inert code. */
+  markdown: string;
+}
+
+/** Text that quotes what an agent wrote, `quote` applied to those parts. */
+type Quoting = (quote: (agentText: string) => string) => string;
+
+function stop(code: 1 | 2, text: Quoting): RunStop {
+  return { code, message: text((t) => t), markdown: text(inertCodeSpan) };
+}
+
+/** Why the run stops, and which episodes a resume runs again (none: a resume cannot help). */
+interface Cause {
+  stop: RunStop;
+  retry: Episode[] | null;
+}
+
+export function stopReason(state: RunState): RunStop | null {
+  return cause(state)?.stop ?? null;
+}
+
+function cause(state: RunState): Cause | null {
+  const open = state.rounds.find((r) => !r.decision);
+  if (open) {
+    const failed = open.episodes.filter((e) => stoppingFailure(e.result) !== null);
+    const first = failed[0];
+    if (first) {
+      const f = stoppingFailure(first.result) as RecordedFailure;
+      const resumable = failed.every((e) => resumableFailure((stoppingFailure(e.result) as RecordedFailure).kind));
+      return { stop: agentFailed(first, f), retry: resumable ? failed : null };
+    }
+    const crashed = crashedRun(state, open);
+    if (crashed) return crashed;
+    if (open.episodes.length > 0 && open.episodes.every(setupFailed))
+      return { stop: everySetupFailed(open, state.config.setup.commands.length > 0), retry: open.episodes };
+  }
+  const opening = state.rounds[0];
+  // Branches whose setup failed did not try: the grader is judged by those that did.
+  const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
+  if (
+    state.base.score === null &&
+    opening?.decision &&
+    tried.length > 0 &&
+    tried.every((e) => e.result && e.result.score === null)
+  ) {
+    const reasons = [...new Set(tried.map((e) => e.result?.reason ?? 'no reason given'))];
+    return {
+      stop: stop(
+        1,
+        (q) =>
+          `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join('; ')}), so the run stopped ` +
+          'rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run',
+      ),
+      retry: null,
+    };
+  }
+  return null;
+}
+
+/**
+ * The failure of a result that stops the run: a permanent one, or a passing one the worker gave
+ * up on (it records a transient kind only then). A result of an earlier release that could not
+ * start its agent (`agentNotStarted`) is a `cli` failure.
+ */
+export function stoppingFailure(r: EpisodeResult | undefined): RecordedFailure | null {
+  if (!r) return null;
+  if (r.failure) return r.failure.kind === 'crash' ? null : r.failure;
+  return r.agentNotStarted ? { kind: 'cli', quote: r.agentNotStarted } : null;
+}
+
+function agentFailed(e: Episode, f: RecordedFailure): RunStop {
+  const fix = f.fix ?? GENERIC_FIX[f.kind];
+  if (f.kind === 'cli') {
+    // The spec's fix (an install line) inside the one that always holds: the command is the config's.
+    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
+    return stop(
+      2,
+      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`,
+    );
+  }
+  const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : '';
+  return stop(
+    2,
+    (q) =>
+      `the agent failed in ${e.id}: ${FAILURE_WHAT[f.kind]}${tries} (${q(f.quote)}), so every episode would fail the same way and the run stopped: ${fix}`,
+  );
+}
+
+/** An episode whose agent crashed and left the workspace as it found it. */
+function crashedIdle(e: Episode): boolean {
+  return e.result?.exit === 'crash' && e.result.unchanged === true;
+}
+
+/**
+ * Crashes that repeat: every branch of the first fork round (two at least), or the last
+ * CRASH_STREAK episodes with a result (by round and branch; setup failures, whose agent never
+ * ran, are passed over), crashed without changing the workspace. The first fork round is judged
+ * whole: its branches run at once and finish in any order, so a streak inside it would depend on
+ * which finished first. A streak ends at the first episode still running: those after it are
+ * not "in a row". Only while the last of them is in the open round: a stop comes before its
+ * round is decided.
+ */
+function crashedRun(state: RunState, open: Round): Cause | null {
+  const firstFork = state.rounds.find((r) => r.kind === 'fork');
+  if (firstFork === open && open.episodes.length > 1) {
+    const tried = open.episodes.filter((e) => !setupFailed(e));
+    if (tried.length > 0 && open.episodes.every((e) => e.result) && tried.every(crashedIdle))
+      return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(', ')})`, open);
+    return null;
+  }
+  const all = allEpisodes(state);
+  const pending = all.findIndex((e) => !e.result);
+  const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
+  const streak: Episode[] = [];
+  for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i] as Episode); i--) streak.unshift(ran[i] as Episode);
+  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open.index) return null;
+  return crashStop(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(', ')})`, open);
+}
+
+function crashStop(crashed: Episode[], where: string, open: Round): Cause {
+  const last = crashed.at(-1)?.result;
+  const words = last?.failure?.quote || last?.note || 'it printed nothing';
+  return {
+    stop: stop(
+      2,
+      (q) =>
+        `the agent crashed without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${GENERIC_FIX.crash}`,
+    ),
+    retry: crashed.filter((e) => e.round === open.index),
+  };
+}
+
+/** What a resume does after a setup stop (retryStopped). */
+const RESUME = 'resume the run: its round runs again';
+
+/** Every branch of the round failed its setup: no agent worked, and the next round would start from the same commits. */
+function everySetupFailed(round: Round, hasCommands: boolean): RunStop {
+  const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? 'no reason given'))];
+  const bases = [...new Set(round.episodes.map((e) => e.base.slice(0, 10)))];
+  const where = bases.length === 1 ? `commit ${bases[0]}` : `commits ${bases.join(', ')}`;
+  return stop(
+    2,
+    (q) =>
+      `setup failed in every branch of round ${round.index} (${round.phase}) on ${where} (${reasons.slice(0, 3).map(q).join('; ')}), ` +
+      'so no agent could work and the run stopped: ' +
+      (round.episodes.every((e) => e.result?.reason?.startsWith(WORKER_CANNOT_READ))
+        ? `update the worker Action as the reasons say, then ${RESUME}`
+        : hasCommands
+          ? `run setup.commands by hand in a fresh checkout of ${bases.length === 1 ? 'that commit' : 'those commits'} and fix what fails: ` +
+            `after a fix outside the repository (a registry, a secret, the runner), ${RESUME}; ` +
+            'a fix to the config or to the files of the commit needs a new run'
+          : `fix what the reasons say (the agent CLI install, or the worker), then ${RESUME}`),
+  );
+}
+
+/**
+ * Why the run must stop before its next step, `next` (what reconcile returns first): a stop with
+ * code 2 always stops it; no score stops it only while there is budget left to save (one with
+ * nothing left finishes as usual). Both shells ask this before each step: the local runner (exit
+ * with the stop's code) and the GitHub sync (`advance(state, (s, next) => stopBefore(s, next)?.code === 2)`:
+ * nothing more is opened or decided).
+ */
+export function stopBefore(state: RunState, next: Action | undefined): RunStop | null {
+  const s = stopReason(state);
+  return s && (s.code === 2 || (next !== undefined && next.type !== 'finish')) ? s : null;
+}
+
+/**
+ * Whether a run (advanced as far as it goes) is stopped, and why: for the issue comment, the
+ * reports and the sync. On GitHub, where the initial workspace is never graded (its score is
+ * always null), only the stops with code 2 say something about the run.
+ */
+export function runStop(state: RunState): RunStop | null {
+  if (state.status === 'finished') return null;
+  return stopBefore(state, reconcile(state)[0]);
+}
+
+/**
+ * Why a run that ended produced nothing worth having, or null: no episode got a score, or every
+ * one that did crashed without changing the workspace (it graded the base again). Such a run
+ * ends with exit code 1, never as a success.
+ */
+export function nothingDone(state: RunState): string | null {
+  const ran = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const scored = ran.filter((e) => e.result?.score !== null);
+  if (scored.length === 0) return 'no episode got a score';
+  if (scored.every(crashedIdle))
+    return 'no episode did any work: every one that got a score had crashed without changing the workspace';
+  return null;
+}
+
+/**
+ * Why a worker could not read the run's record (`why`), said so that the fix is clear. A record
+ * last saved by a newer forkflush than the worker (`writer` and `worker` are release versions,
+ * `writer` null when the record does not say) is version skew: the worker Action is pinned to an
+ * older release than the app runs. It is not read leniently, dropping what it does not know:
+ * a key this worker ignored could be one that confines the agent.
+ */
+export function unreadableRunReason(why: string, worker: string, writer: string | null): string {
+  if (writer !== null && RELEASE.test(writer) && compareVersions(writer, worker) > 0) {
+    return (
+      `${WORKER_CANNOT_READ}: it is forkflush ${worker}, older than the app (forkflush ${writer}) that wrote it ` +
+      `(${why}); use the worker Action of the app's release (uses: …/forkflush@v${writer} in the worker workflow)`
+    );
+  }
+  return `${WORKER_CANNOT_READ} (forkflush ${worker}): ${why}`;
+}
+
+/** How every reason of unreadableRunReason starts: a stop it caused gives that fix. */
+const WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
+
+/** A release version as the record states it (anything else there is not trusted into a message). */
+const RELEASE = /^v?\d{1,6}\.\d{1,6}\.\d{1,6}(?:-[0-9A-Za-z.-]{1,40})?$/;
+
+/** Orders release versions (1.2.10 after 1.2.9); a pre-release (1.2.0-rc.1) comes before its release. */
+export function compareVersions(a: string, b: string): number {
+  const parse = (v: string) => {
+    const [core = '', pre] = v.replace(/^v/, '').split(/-(.*)/s);
+    return { parts: core.split('.').map((n) => Number.parseInt(n, 10) || 0), pre: pre ?? null };
+  };
+  const x = parse(a);
+  const y = parse(b);
+  for (let i = 0; i < Math.max(x.parts.length, y.parts.length); i++) {
+    const d = (x.parts[i] ?? 0) - (y.parts[i] ?? 0);
+    if (d !== 0) return Math.sign(d);
+  }
+  if (x.pre === y.pre) return 0;
+  if (x.pre === null) return 1;
+  if (y.pre === null) return -1;
+  // Pre-release identifiers one by one, numbers as numbers (rc.9 before rc.10), as semver orders them.
+  const xs = x.pre.split('.');
+  const ys = y.pre.split('.');
+  for (let i = 0; i < Math.max(xs.length, ys.length); i++) {
+    const [p, q] = [xs[i], ys[i]];
+    if (p === undefined) return -1;
+    if (q === undefined) return 1;
+    if (p === q) continue;
+    const numeric = /^\d+$/.test(p) && /^\d+$/.test(q);
+    if (numeric) return Math.sign(Number(p) - Number(q));
+    return p < q ? -1 : 1;
+  }
+  return 0;
+}
+
+/**
+ * The run with what stopped it opened again, for a resume once the cause is fixed (a key set, a
+ * quota raised, a registry back up, a worker Action pinned too old): the results of the open
+ * round's episodes that stopped it are cleared, and those episodes run again from the same bases.
+ * What they spent stays charged (as `interruptedSpent`). The shells move the episodes' branches
+ * back to their bases. Null when nothing stopped the run, or when a resume cannot help (the fix is
+ * to the config, which a run keeps: a new run).
+ */
+export function retryStopped(state: RunState): { state: RunState; episodes: Episode[] } | null {
+  if (state.status === 'finished') return null;
+  const c = cause(state);
+  const open = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open) return null;
+  const ids = new Set(c.retry.map((e) => e.id));
+  const cleared = open.episodes.map((e) => (ids.has(e.id) ? withoutResult(e) : e));
+  return {
+    state: { ...state, rounds: state.rounds.map((r) => (r === open ? { ...r, episodes: cleared } : r)) },
+    episodes: c.retry,
+  };
+}
+
+/** An episode without its result, what the result spent kept as an earlier attempt's. */
+function withoutResult({ result, ...e }: Episode): Episode {
+  const spent = result?.spent ?? 0;
+  if (!(spent > 0)) return e;
+  return {
+    ...e,
+    interruptedSpent: Number(((e.interruptedSpent ?? 0) + spent).toFixed(6)),
+    ...(result?.spentBasis === 'estimated' || e.interruptedBasis ? { interruptedBasis: 'estimated' as const } : {}),
+  };
+}

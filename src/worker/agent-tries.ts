@@ -1,0 +1,199 @@
+// One episode's agent, tried again when it fails in a way that passes. Each try's failure is
+// recognised: the agent's spec says it (AgentOutcome.failure), or forkflush reads it from what
+// the agent's last process printed (a program that did not start, a path the sandbox hides, the
+// common shapes of providers' errors: core/failure.ts). A rate limit, an overloaded provider or a
+// network error is tried again after a backoff (retryWait: the provider's retry-after honoured),
+// within what the failed tries left of the episode's allowance and time; the adapter opens the
+// context the failed try left, so a CLI that saved its session resumes it. After AGENT_TRIES tries,
+// or when no time or allowance is left, the failure stands and stops the run (core/stop.ts).
+// The same code runs in the local runner and in the Action: both get the retries.
+import { rm } from 'node:fs/promises';
+import type { AgentAdapter, AgentOutcome, AgentSession } from '../agents/agent.js';
+import { type ChargeInput, chargeFor, type TryFacts } from '../core/charge.js';
+import {
+  type AgentFailure,
+  GENERIC_FIX,
+  isTransient,
+  notFoundPaths,
+  quoteLine,
+  recognizeFailure,
+  retryWait,
+} from '../core/failure.js';
+import { RETRY_LEAST_SECONDS } from '../core/method.js';
+import type { AgentUsage, Retry } from '../core/state.js';
+import { failureLine, formatNumber } from '../core/text.js';
+import { couldNotStart, type RunResult } from '../io/process.js';
+
+export interface TriesInput {
+  agent: AgentAdapter;
+  /** The first try's session; a later one gets what the tries before it left of the allowance and the time. */
+  session: AgentSession;
+  /** Ctrl-C, a halted run: the try is an interrupted attempt, and no other follows. */
+  interrupt: AbortSignal;
+  /** What the charge rule needs besides the tries (core/charge.ts). */
+  charge: Omit<ChargeInput, 'tries' | 'evaluations' | 'unchanged'>;
+  /** Grader runs the agent asked for so far (the evaluations unit). */
+  evaluations: () => number;
+  /** Why names the agent's output says were not found are hidden by the sandbox (null: they are not, or no sandbox). */
+  hiddenCause?: (missing: string[], text: string) => Promise<AgentFailure | null>;
+  /** Waits before a retry; ends early, without error, when the signal aborts. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Milliseconds, for the time the tries used (performance.now by default). */
+  clock?: () => number;
+  /** A line between two tries, for the agent's log. */
+  mark?: (line: string) => Promise<void>;
+}
+
+export interface Tried {
+  /** The last try's outcome; its seconds the tries' together, its usage theirs summed. */
+  outcome: AgentOutcome;
+  tries: TryFacts[];
+  /** The tries before the last, each failed in a way that passes. */
+  retries: Retry[];
+  /** The last try's failure, as recognised; a passing kind here is one given up on. */
+  failure: AgentFailure | null;
+  /** Why the retries stopped, when they were given up on. */
+  gaveUp?: string;
+}
+
+export async function runTries(input: TriesInput): Promise<Tried> {
+  const clock = input.clock ?? (() => performance.now());
+  const sleep = input.sleep ?? abortableSleep;
+  const first = input.session;
+  const started = clock();
+  const tries: TryFacts[] = [];
+  const outcomes: AgentOutcome[] = [];
+  const retries: Retry[] = [];
+  let session = first;
+  for (;;) {
+    let last: RunResult | null = null;
+    const spawn: AgentSession['spawn'] = async (file, args, options) => {
+      last = await first.spawn(file, args, options);
+      return last;
+    };
+    const outcome = await input.agent.run({ ...session, spawn });
+    outcomes.push(outcome);
+    const interrupted = input.interrupt.aborted;
+    tries.push({
+      seconds: outcome.seconds,
+      reportedSpend: outcome.reportedSpend,
+      exit: outcome.exit,
+      ...(interrupted ? { interrupted: true } : {}),
+    });
+    const failure = interrupted ? null : await recognise(input, session, outcome, last);
+    const done = (gaveUp?: string): Tried => ({
+      outcome: merged(outcomes),
+      tries,
+      retries,
+      failure,
+      ...(gaveUp ? { gaveUp } : {}),
+    });
+    if (!failure || !isTransient(failure.kind)) return done();
+    const plan = retryWait(tries.length, failure, first.seed);
+    if ('giveUp' in plan) return done(plan.giveUp);
+    const leftMs = first.deadlineMs - (clock() - started) - plan.waitMs;
+    if (leftMs < RETRY_LEAST_SECONDS * 1000)
+      return done(`too little of the episode's time is left for another try after a ${seconds(plan.waitMs)} wait`);
+    const charged = chargeFor({ ...input.charge, tries, evaluations: input.evaluations(), unchanged: false }).spent;
+    const left = first.allowance - charged;
+    if (!(left > 0)) return done('the tries spent the allowance');
+    retries.push({ kind: failure.kind, quote: failure.quote, waitedSeconds: plan.waitMs / 1000 });
+    await input.mark?.(
+      `\n--- forkflush: try ${tries.length} failed (${failure.kind}: ${failure.quote}); try ${tries.length + 1} after ${seconds(plan.waitMs)} ---\n`,
+    );
+    await sleep(plan.waitMs, first.signal);
+    // A retry's own report: what the failed try wrote is in its charge already.
+    await rm(first.usageFile, { force: true });
+    session = { ...first, allowance: left, deadlineMs: leftMs };
+    if (input.interrupt.aborted) {
+      tries.push({ seconds: 0, reportedSpend: null, exit: 'crash', interrupted: true });
+      return done();
+    }
+  }
+}
+
+/**
+ * Why a try failed: its spec's word (src/agents/runner.ts: the CLI's statuses, a command agent's
+ * exit codes), or else what its last process printed. A program that could not start is first
+ * looked for outside the sandbox: found there, the sandbox hides it, and that is the cause.
+ * Nothing when it did not crash, or when forkflush stopped it (its budget, its time, a big log).
+ */
+async function recognise(
+  input: TriesInput,
+  session: AgentSession,
+  outcome: AgentOutcome,
+  last: RunResult | null,
+): Promise<AgentFailure | null> {
+  // The spec's word, but for a program that could not start: the sandbox may be hiding it.
+  const spec = outcome.failure ?? null;
+  if (spec && spec.kind !== 'cli') return spec;
+  if (outcome.exit !== 'crash') return spec;
+  if (last === null) {
+    // No process ran: the session core found no key or login (its note says how to log in).
+    const login = input.agent.missingLogin(session.env);
+    return login
+      ? { kind: 'auth', quote: quoteLine(login), fix: 'log in as it says, then resume the run' }
+      : { kind: 'crash', quote: quoteLine(outcome.note ?? 'the agent ended without running a program') };
+  }
+  if (last.stopped !== null) return spec;
+  const text = `${last.stderr}\n${last.stdout}`;
+  const missing = notFoundPaths(text);
+  const hidden = missing.length > 0 ? await input.hiddenCause?.(missing, text) : null;
+  if (hidden) return hidden;
+  if (spec) return spec;
+  const said = failureLine(last.stderr || last.stdout);
+  if (couldNotStart(last))
+    return {
+      kind: 'cli',
+      quote: quoteLine(last.spawnError ?? `exit ${last.exitCode}: ${said || 'no output'}`),
+      fix: GENERIC_FIX.cli,
+    };
+  // stdout only when stderr is empty: a CLI's stdout is its conversation, which may talk of anything.
+  const known = recognizeFailure(last.stderr.trim() ? last.stderr : last.stdout);
+  if (known) return known;
+  const how = last.signal ? `signal ${last.signal}` : `exit ${last.exitCode}`;
+  return { kind: 'crash', quote: quoteLine(said ? `${how}: ${said}` : how) };
+}
+
+/** The tries as one outcome: the last one's, with their time and their usage added up. */
+function merged(outcomes: AgentOutcome[]): AgentOutcome {
+  const last = outcomes.at(-1) as AgentOutcome;
+  if (outcomes.length === 1) return last;
+  const usages = outcomes.flatMap((o) => (o.usage ? [o.usage] : []));
+  const usage = usages.length > 0 ? usages.reduce(addUsage) : undefined;
+  const notes = [...new Set(outcomes.flatMap((o) => (o.note ? [o.note] : [])))];
+  return {
+    ...last,
+    seconds: outcomes.reduce((s, o) => s + o.seconds, 0),
+    ...(usage ? { usage } : {}),
+    ...(notes.length > 0 ? { note: notes.join('; ') } : {}),
+  };
+}
+
+function addUsage(a: AgentUsage, b: AgentUsage): AgentUsage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    costUsd: a.costUsd === null || b.costUsd === null ? null : a.costUsd + b.costUsd,
+    turns: a.turns === null || b.turns === null ? null : a.turns + b.turns,
+    ...(a.pricedFrom || b.pricedFrom ? { pricedFrom: (a.pricedFrom ?? b.pricedFrom) as string } : {}),
+  };
+}
+
+function seconds(ms: number): string {
+  return `${formatNumber(ms / 1000, 1)} s`;
+}
+
+/** setTimeout as a promise that resolves early when the signal aborts. */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((done) => {
+    if (signal.aborted) return done();
+    const timer = setTimeout(finish, ms);
+    function finish() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', finish);
+      done();
+    }
+    signal.addEventListener('abort', finish, { once: true });
+  });
+}

@@ -1,0 +1,253 @@
+// A broken agent stops the run, says why in one line and exits non-zero; only what was spent is
+// charged; a path the sandbox hides is caught before any agent starts (issue 20). Whole runs
+// through the CLI, with command agents that fail the way real ones do.
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { isolationFor } from '../../src/worker/boundary.js';
+import { cli, cliWith, plainEnv } from './cli-io.js';
+import { makeTaskRepo, type TaskRepo } from './task-repo.js';
+
+const FIXTURES = join(import.meta.dirname, '..', 'fixtures');
+/** The README's example budget: 400 tokens, the paper's schedule (K = 4, episodes of 24). */
+const EXAMPLE_BUDGET = 'total: 400\n  unit: tokens';
+const REFUSED = 'Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}';
+
+const runsOf = (dir: string) => (existsSync(join(dir, '.forkflush')) ? readdirSync(join(dir, '.forkflush')) : []);
+const status = async (dir: string) => JSON.parse((await cli('status', dir, '--json')).out);
+/** The lines of stderr that are forkflush's own (not the progress). */
+const said = (err: string) => err.split('\n').filter((l) => l.startsWith('forkflush: '));
+
+/**
+ * An agent whose key is refused until its "key" (a file in the shared logs folder) exists, as an
+ * expired ANTHROPIC_API_KEY is until it is set again; then the test agent, which improves.
+ */
+function keyedAgent(o: { budget?: string; extra?: string } = {}): TaskRepo & { fixKey(): void } {
+  const repo = makeTaskRepo({
+    agentCommand: 'sh keyed.sh',
+    budget: o.budget ?? EXAMPLE_BUDGET,
+    extra: o.extra ?? '',
+    files: { 'keyed.sh': '' },
+  });
+  const logs = dirname(repo.callsLog);
+  writeFileSync(
+    join(repo.dir, 'keyed.sh'),
+    `if [ -f ${logs}/key ]; then exec node agent.mjs improve ${repo.callsLog}; fi\necho '${REFUSED}' >&2\nexit 1\n`,
+  );
+  repo.git('commit', '-qam', 'the agent');
+  return { ...repo, fixKey: () => writeFileSync(join(logs, 'key'), 'sk-good') };
+}
+
+describe('an agent whose key is refused', () => {
+  it('stops a fork-and-flush run at once, exit 2, quoting its error in one line, having spent under a quarter', async () => {
+    const repo = keyedAgent();
+    const started = Date.now();
+    const r = await cli('run', repo.dir);
+    const ms = Date.now() - started;
+    expect(r.code).toBe(2);
+    const [id] = runsOf(repo.dir) as [string];
+    const line = said(r.err);
+    expect(line).toHaveLength(1);
+    expect(line[0]).toMatch(
+      /^forkflush: the agent failed in r0\.b\d: its key or login was refused \(Error: 401 .*"invalid x-api-key"}}\), so every episode would fail the same way and the run stopped: check the key or login the agent uses/,
+    );
+    expect(line[0]).toContain(`; after the fix: forkflush resume ${repo.dir} --run ${id}`);
+    const s = await status(repo.dir);
+    expect(s).toMatchObject({
+      status: 'stopped',
+      stopped: { code: 2 },
+      resume: `forkflush resume ${repo.dir} --run ${id}`,
+    });
+    expect(s.budget.spent).toBeLessThanOrEqual(100);
+    // A refused key in its first second spent nothing, and is charged nothing, said so.
+    expect(s.budget.spent).toBe(0);
+    const failed = s.rounds[0].episodes.filter((e: { failure: unknown }) => e.failure);
+    expect(failed[0]).toMatchObject({ spentBasis: 'none', failure: { kind: 'auth' } });
+    expect(s.rounds).toHaveLength(1);
+    expect(ms).toBeLessThan(60_000);
+    console.log(`a refused key: stopped after ${ms} ms, spent ${s.budget.spent} of 400 tokens`);
+  });
+
+  it('runs again on resume once the key is fixed, and the run finishes', async () => {
+    const repo = keyedAgent({ budget: 'total: 12\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
+    const first = await cli('run', repo.dir);
+    expect(first.code).toBe(2);
+    expect(repo.calls()).toEqual([]);
+    repo.fixKey();
+    const again = await cli('resume', repo.dir);
+    expect(again.code, again.err).toBe(0);
+    expect(again.out).toContain('round 0: r0.b0 stopped the run last time; running it again');
+    const s = await status(repo.dir);
+    expect(s.status).toBe('finished');
+    expect(s.rounds[0].episodes[0]).toMatchObject({ exit: 'finished', failure: null, spentBasis: 'measured' });
+    expect(repo.calls().map((c) => c.episode)).toContain('r0.b0');
+  });
+});
+
+describe('an agent that crashes for a reason nobody recognises', () => {
+  it('stops after the first fork round in which every branch crashed without changing anything', async () => {
+    const repo = makeTaskRepo({
+      agentCommand: 'sh crash.sh',
+      budget: EXAMPLE_BUDGET,
+      files: { 'crash.sh': 'echo "TypeError: boom" >&2\nexit 1\n' },
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code).toBe(2);
+    expect(said(r.err)[0]).toMatch(
+      /^forkflush: the agent crashed without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), the last with exit 1: TypeError: boom, so the run stopped/,
+    );
+    const s = await status(repo.dir);
+    expect(s.rounds).toHaveLength(1);
+    expect(s.budget.spent).toBe(0);
+  });
+});
+
+describe('a path the sandbox hides', async () => {
+  const sandboxed = (await isolationFor('auto')).sandbox !== null;
+  if (!sandboxed) console.warn('\n!!!!!!!! HIDDEN-PATH TESTS SKIPPED: no sandbox here. !!!!!!!!\n');
+  const maybe = sandboxed ? it : it.skip;
+
+  /** The test agent in a folder outside the repository, under /tmp: the sandbox's /tmp is its own. */
+  function outsideAgent(): { repo: TaskRepo; folder: string } {
+    const folder = mkdtempSync(join(tmpdir(), 'agents-elsewhere-'));
+    // Readable by the agent, which runs as nobody when the tests run as root.
+    chmodSync(folder, 0o755);
+    copyFileSync(join(FIXTURES, 'agent.mjs'), join(folder, 'agent.mjs'));
+    const repo = makeTaskRepo({ agentCommand: 'the-agent' });
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    const command = `node ${join(folder, 'agent.mjs')} improve ${repo.callsLog}`;
+    writeFileSync(config, readFileSync(config, 'utf8').replace('command: the-agent', `command: ${command}`));
+    repo.git('commit', '-qam', 'the agent, outside the repository');
+    return { repo, folder };
+  }
+
+  maybe(
+    'is caught by run --dry-run, which names the folder and the sandbox.read line, and run starts no agent',
+    async () => {
+      const { repo, folder } = outsideAgent();
+      const dry = await cli('run', repo.dir, '--dry-run');
+      expect(dry.code).toBe(2);
+      expect(dry.err).toContain(
+        `agent.command needs ${join(folder, 'agent.mjs')}, which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): add its folder to the config, sandbox: {read: [${JSON.stringify(folder)}]}`,
+      );
+      const run = await cli('run', repo.dir);
+      expect(run.code).toBe(2);
+      expect(run.err).toContain(`sandbox: {read: [${JSON.stringify(folder)}]}`);
+      expect(repo.calls()).toEqual([]);
+      expect(runsOf(repo.dir)).toEqual([]);
+      // The line it gives shows the folder: the dry run passes with it.
+      const config = join(repo.dir, '.github', 'autoresearch.yml');
+      writeFileSync(
+        config,
+        readFileSync(config, 'utf8').replace(
+          'sandbox:\n  write:',
+          `sandbox:\n  read: [${JSON.stringify(folder)}]\n  write:`,
+        ),
+      );
+      repo.git('commit', '-qam', 'show the folder');
+      const fixed = await cli('run', repo.dir, '--dry-run');
+      expect(fixed.code, fixed.err).toBe(0);
+      if (process.getuid?.() === 0) {
+        // Under root the agent runs as nobody: a folder shown but closed to others is said too.
+        chmodSync(folder, 0o700);
+        const closed = await cli('run', repo.dir, '--dry-run');
+        expect(closed.code).toBe(2);
+        expect(closed.err).toContain(`and open ${folder} to the sandbox's user, nobody (chmod o+rX ${folder})`);
+      }
+    },
+  );
+
+  maybe('holding an agent CLI on PATH is named with its folder, not blamed on agent.command', async () => {
+    const bin = mkdtempSync(join(tmpdir(), 'fake-bin-'));
+    chmodSync(bin, 0o755);
+    writeFileSync(join(bin, 'claude'), '#!/bin/sh\necho 2.1.332\n', { mode: 0o755 });
+    const repo = makeTaskRepo({ agentCommand: 'the-agent' });
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('  command: the-agent\n', '  kind: claude-code\n'));
+    repo.git('commit', '-qam', 'claude-code');
+    const env = { ...plainEnv(), PATH: `${bin}:${process.env.PATH}`, ANTHROPIC_API_KEY: 'sk-ant-test' };
+    const dry = await cliWith(['run', repo.dir, '--dry-run'], { env });
+    expect(dry.code).toBe(2);
+    expect(dry.err).toContain(
+      `agent.command needs \`claude\` (${join(bin, 'claude')}), which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): add its folder to the config, sandbox: {read: [${JSON.stringify(bin)}]}`,
+    );
+    expect(dry.err).not.toContain('is not found');
+  });
+
+  maybe(
+    'that only the agent names, once it runs, stops the run naming the folder (no "not found" blamed on agent.command)',
+    async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'tools-elsewhere-'));
+      chmodSync(folder, 0o755);
+      writeFileSync(join(folder, 'helper.mjs'), 'console.log("helping")\n');
+      const repo = makeTaskRepo({
+        agentCommand: 'sh helper.sh',
+        budget: 'total: 12\n  unit: tokens\n  episode: 6',
+        extra: 'strategy: single-run',
+        files: { 'helper.sh': `node ${join(folder, 'helper.mjs')}\n` },
+      });
+      const r = await cli('run', repo.dir);
+      expect(r.code).toBe(2);
+      expect(said(r.err)[0]).toContain(
+        `the agent failed in r0.b0: it needs a path the sandbox hides (Error: Cannot find module '${join(folder, 'helper.mjs')}')`,
+      );
+      expect(said(r.err)[0]).toContain(`add it to the config (sandbox: {read: [${JSON.stringify(folder)}]})`);
+      expect(r.err).not.toContain('check agent.command');
+    },
+  );
+});
+
+describe('an agent CLI of the repository', () => {
+  it('named as ./tools/claude is found in the repository, not looked for on PATH', async () => {
+    const repo = makeTaskRepo({ agentCommand: 'the-agent', files: { 'claude.sh': '#!/bin/sh\necho 2.1.332\n' } });
+    repo.git('mv', 'claude.sh', 'claude');
+    mkdirSync(join(repo.dir, 'tools'));
+    renameSync(join(repo.dir, 'claude'), join(repo.dir, 'tools', 'claude'));
+    chmodSync(join(repo.dir, 'tools', 'claude'), 0o755);
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace(
+        '  command: the-agent\n',
+        '  kind: claude-code\n  command: ./tools/claude\n',
+      ),
+    );
+    repo.git('add', '-A');
+    repo.git('commit', '-qm', 'a Claude Code of its own');
+    const dry = await cliWith(['run', repo.dir, '--dry-run'], {
+      env: { ...plainEnv(), ANTHROPIC_API_KEY: 'sk-ant-test' },
+    });
+    expect(dry.err).not.toContain('is not found');
+    expect(dry.code, dry.err).toBe(0);
+  });
+});
+
+describe('Ctrl-C', () => {
+  it('after under a second charges what was spent, not the whole allowance', async () => {
+    const repo = makeTaskRepo({ agentCommand: 'sleep 30', budget: EXAMPLE_BUDGET });
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort('interrupted'), 800);
+    const r = await cliWith(['run', repo.dir], { env: plainEnv(), signal: stop.signal });
+    clearTimeout(timer);
+    expect(r.code).toBe(130);
+    const s = await status(repo.dir);
+    const charged = s.rounds[0].episodes.map((e: { interruptedSpent: number }) => e.interruptedSpent);
+    // Four branches of 24 tokens, each stopped within seconds of its 1800: a sliver each, an estimate.
+    for (const c of charged) expect(c).toBeLessThan(0.24);
+    expect(s.budget.spent).toBeLessThan(1);
+    expect(s.rounds[0].episodes[0].interruptedBasis).toBe(
+      s.rounds[0].episodes[0].interruptedSpent > 0 ? 'estimated' : 'measured',
+    );
+  });
+});
