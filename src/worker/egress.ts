@@ -30,6 +30,8 @@ export interface Egress {
   wrap(file: string, args: string[]): { file: string; args: string[] };
   /** What the proxy refused, for the episode's note; null when nothing was. */
   note(): string | null;
+  /** How many connections the proxy refused so far. */
+  refusedCount(): number;
   close(): Promise<void>;
 }
 
@@ -105,6 +107,7 @@ async function agentSide(
     bind: socketDir,
     wrap: (file, args) => (script ? forwarded(script, ports, file, args) : { file, args }),
     note: () => refusedNote(proxy.refused()),
+    refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
     close: () => proxy.close(),
   };
 }

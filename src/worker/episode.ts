@@ -327,6 +327,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       interrupt,
       charge: chargeBase,
       evaluations: () => grading.evaluations(),
+      refused: { count: egress.refusedCount, note: egress.note },
       ...(sandbox
         ? {
             hiddenCause: (missing: string[], text: string) =>

@@ -160,6 +160,19 @@ describeSandboxed('round 3: egress', () => {
     expect(result.score).toBe(5);
   });
 
+  it('an agent that fails for a host the allowlist lacks stops the run, the host named, not its key', async () => {
+    userEnv();
+    const repo = task(attack('needs', '{logs}'));
+    const { result } = await runLocal(repo);
+    expect(result.failure).toMatchObject({
+      kind: 'egress',
+      quote: expect.stringContaining('Tunnel connection failed: 403 Forbidden'),
+      fix: expect.stringContaining(
+        'the agent was refused 1 connection: example.com:443 (1): if the agent needs the host',
+      ),
+    });
+  });
+
   it('the key is nowhere the agent can look: environment, files, /proc, memory, the proxy', async () => {
     userEnv();
     const repo = task(attack('search', '{logs}', PREFIX), { timeout: 90 });
