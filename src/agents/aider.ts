@@ -22,6 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { plainText } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { GrowingFile, readFrom, sizeOf } from './files.js';
+import { OPENAI, PROVIDER_HOSTS } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import type { Lines } from './transcript.js';
 import { addUse, type Spent, type Tally } from './usage.js';
@@ -57,6 +58,13 @@ export const aider = defineSpec<{ episodes: string[] }>({
     'AZURE_*',
     'OLLAMA_*',
   ],
+  egress: {
+    hosts: PROVIDER_HOSTS,
+    // aider documents OPENAI_API_BASE for an OpenAI endpoint (aider/website/docs/llms/openai-compat.md); LiteLLM also reads OPENAI_BASE_URL.
+    routes: [{ ...OPENAI, baseUrl: ['OPENAI_API_BASE', 'OPENAI_BASE_URL'] }],
+    notProxied:
+      "other providers' keys (LiteLLM sends each to an endpoint of its own, which aider documents for OpenAI only); aider itself cannot be installed here, so this is tested against a fake of it",
+  },
 
   async resume(e, record) {
     try {

@@ -24,6 +24,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RunResult } from '../io/process.js';
 import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, readFrom } from './files.js';
+import { ANTHROPIC, BEARER } from './model-apis.js';
 import { defineSpec, type Ending } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, money, str } from './transcript.js';
 import { addUse, type Spent, shareOf, type Tally } from './usage.js';
@@ -51,6 +52,19 @@ export const claudeCode = defineSpec<Saved>({
   },
   // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
   passEnv: ['ANTHROPIC_*', 'CLAUDE_CODE_*', 'DISABLE_*', 'MAX_THINKING_TOKENS'],
+  egress: {
+    // Its login's token endpoint (2.1.332: platform.claude.com/v1/oauth/token) and console.
+    hosts: ['api.anthropic.com', 'platform.claude.com', 'console.anthropic.com'],
+    routes: [
+      {
+        ...ANTHROPIC,
+        keys: [...ANTHROPIC.keys, { name: 'CLAUDE_CODE_OAUTH_TOKEN', headers: BEARER }],
+        offWhen: ['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY'],
+      },
+    ],
+    notProxied:
+      "the login file (~/.claude/.credentials.json), whose OAuth token Claude Code refreshes itself; Bedrock's, Vertex AI's and Foundry's cloud credentials",
+  },
   missingLogin: (env, agent) =>
     usesKey(env) ||
     env.CLAUDE_CODE_USE_BEDROCK ||

@@ -20,6 +20,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, readFrom } from './files.js';
+import { BEARER, OPENAI } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
 import { type Spent, shareOf, type Tally } from './usage.js';
@@ -73,6 +74,18 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     secret: { name: 'OPENAI_API_KEY', note: 'or CODEX_AUTH_JSON, the content of ~/.codex/auth.json' },
   },
   passEnv: ['OPENAI_*', 'CODEX_*', 'AZURE_OPENAI_*'],
+  egress: {
+    // auth.openai.com: its ChatGPT login's token endpoint (0.171.0).
+    hosts: ['api.openai.com', 'chatgpt.com', 'auth.openai.com'],
+    routes: [
+      {
+        ...OPENAI,
+        // With a base URL Codex runs a provider of forkflush's own that reads OPENAI_API_KEY (configToml).
+        keys: [...OPENAI.keys, { name: 'CODEX_API_KEY', placeholderIn: 'OPENAI_API_KEY', headers: BEARER }],
+      },
+    ],
+    notProxied: 'the ChatGPT login (auth.json), whose tokens Codex refreshes itself; Azure OpenAI keys',
+  },
   missingLogin: (env, agent) =>
     usesKey(env) ||
     env.OPENAI_BASE_URL ||

@@ -2,6 +2,7 @@
 // It reports its own spend in the budget's unit, in $FORKFLUSH_USAGE_FILE; its context folder is
 // its own to use.
 import { readRegular } from '../io/agent-files.js';
+import { ANTHROPIC, GEMINI, OPENAI } from './model-apis.js';
 import { defineSpec } from './spec.js';
 
 export const command = defineSpec({
@@ -9,6 +10,12 @@ export const command = defineSpec({
   name: 'agent',
   // Only what the user lists in agent.env: a command agent's keys are the user's to name.
   passEnv: [],
+  egress: {
+    hosts: [],
+    // The SDKs' own variables: a program that takes its base URL from them works through the proxy.
+    routes: [ANTHROPIC, OPENAI, GEMINI],
+    notProxied: 'any other key agent.env lists: forkflush cannot know where the program sends it',
+  },
   async start(e) {
     // Tokens and money are what the agent says it spent: the usage file, watched.
     const watched = e.unit === 'tokens' || e.unit === 'usd';

@@ -21,6 +21,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
 import { count, GrowingFile, isRecord, jsonLines, MAX_AGENT_FILE_BYTES, readFrom, sizeOf } from './files.js';
+import { BEARER } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
 import { addUse, type Spent, shareOf, sumTallies, type Tally } from './usage.js';
@@ -56,6 +57,24 @@ export const copilot = defineSpec<Saved>({
   },
   // Its own login and bring-your-own-key providers; never GITHUB_TOKEN or GH_TOKEN (forge credentials).
   passEnv: ['COPILOT_*'],
+  egress: {
+    // api.github.com: where 1.0.102 trades its GitHub login for Copilot tokens.
+    hosts: ['api.github.com', '*.githubcopilot.com'],
+    routes: [
+      {
+        name: 'provider',
+        baseUrl: ['COPILOT_PROVIDER_BASE_URL'],
+        upstream: null,
+        keys: [
+          { name: 'COPILOT_PROVIDER_BEARER_TOKEN', headers: BEARER },
+          // The header follows COPILOT_PROVIDER_TYPE: openai (a bearer token), anthropic, azure.
+          { name: 'COPILOT_PROVIDER_API_KEY', headers: ['authorization', 'x-api-key', 'api-key'] },
+        ],
+      },
+    ],
+    notProxied:
+      'its GitHub login (COPILOT_GITHUB_TOKEN), which the CLI trades with GitHub for Copilot tokens itself; COPILOT_PROVIDER_API_KEY_COMMAND and keys in COPILOT_PROVIDER_HEADERS',
+  },
   missingLogin: (env) =>
     env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL
       ? null

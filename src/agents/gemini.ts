@@ -26,6 +26,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
 import { count, hasLogin, isRecord, jsonLines, type LoginFile, MAX_AGENT_FILE_BYTES } from './files.js';
+import { GEMINI } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import { contentText, describeInput, type Lines, str } from './transcript.js';
 import { addUse, type Spent, type Tally } from './usage.js';
@@ -69,6 +70,18 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
   },
   // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
   passEnv: ['GEMINI_*', 'GOOGLE_*'],
+  egress: {
+    // Login with Google's token endpoints (0.61.0): oauth2.googleapis.com, cloudcode-pa.googleapis.com.
+    hosts: [
+      'generativelanguage.googleapis.com',
+      'cloudcode-pa.googleapis.com',
+      'oauth2.googleapis.com',
+      'www.googleapis.com',
+    ],
+    routes: [GEMINI],
+    notProxied:
+      "Login with Google (oauth_creds.json), whose token the CLI refreshes itself; Vertex AI's Google Cloud credentials",
+  },
   missingLogin: (env) =>
     usesKey(env) || hasLogin(geminiLogin(''), process.env)
       ? null

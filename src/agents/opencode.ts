@@ -19,7 +19,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { failureLine } from '../core/text.js';
 import { count, GrowingFile, isRecord, jsonLines, type LoginFile, sizeOf } from './files.js';
-import { defineSpec } from './spec.js';
+import { PROVIDER_HOSTS } from './model-apis.js';
+import { type ConfigRoutes, defineSpec, type PlannedRoute } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, str } from './transcript.js';
 import { addUse, type Tally } from './usage.js';
 
@@ -52,6 +53,15 @@ export const opencode = defineSpec<{ sessionId: string }>({
     'AZURE_*',
     'AWS_*',
   ],
+  egress: {
+    // Its catalogue, and npm: it installs a provider's SDK package when the provider is first used.
+    hosts: [...PROVIDER_HOSTS, 'models.dev', 'registry.npmjs.org'],
+    // Its providers go through the proxy by its inline config instead (configRoutes).
+    routes: [],
+    configRoutes: inlineProviders,
+    notProxied:
+      'keys its built-in providers read from the environment (ANTHROPIC_API_KEY, ...) and its login (auth.json), whose endpoints come from its catalogue; a provider in OPENCODE_CONFIG_CONTENT with options.baseURL is proxied, its options.apiKey too',
+  },
 
   async resume(e, record) {
     const id = record?.sessionId;
@@ -218,4 +228,48 @@ function opencodeEvent(out: Lines, e: Record<string, unknown>, line: string): vo
     // The normal ends of a step (an answer, tool calls) say nothing new; others do (a filter, a limit).
     out.add('stop', str(part.reason) as string);
   else if (e.type === 'error') for (const message of addEvents(emptyRun(), line).errors) out.add('error', message);
+}
+
+/**
+ * The providers of its inline config (OPENCODE_CONFIG_CONTENT) with a base URL of their own: each
+ * goes through a route, its literal key (not `{env:...}` or `{file:...}`) behind a placeholder.
+ */
+function inlineProviders(env: NodeJS.ProcessEnv, placeholder: () => string): ConfigRoutes | null {
+  let config: unknown;
+  try {
+    config = JSON.parse(env.OPENCODE_CONFIG_CONTENT ?? '');
+  } catch {
+    return null;
+  }
+  const providers = isRecord(config) && isRecord(config.provider) ? config.provider : null;
+  if (!providers) return null;
+  const routes: PlannedRoute[] = [];
+  const names = new Map<string, string>();
+  for (const [id, p] of Object.entries(providers)) {
+    const options = isRecord(p) && isRecord(p.options) ? p.options : null;
+    const base = typeof options?.baseURL === 'string' ? options.baseURL : null;
+    if (!options || !base) continue;
+    const name = `opencode-${routes.length}`;
+    const key = typeof options.apiKey === 'string' && !/^\{(env|file):/.test(options.apiKey) ? options.apiKey : null;
+    const p0 = key ? placeholder() : null;
+    routes.push({
+      name,
+      upstream: base,
+      keys:
+        key && p0
+          ? [{ placeholder: p0, value: key, headers: ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key'] }]
+          : [],
+    });
+    names.set(id, name);
+    if (p0) options.apiKey = p0;
+  }
+  if (routes.length === 0) return null;
+  return {
+    routes,
+    env(urls) {
+      for (const [id, name] of names)
+        (providers[id] as { options: Record<string, unknown> }).options.baseURL = urls[name];
+      return { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) };
+    },
+  };
 }

@@ -11,11 +11,15 @@
 //   directory's project, where a carried session is moved.
 // - `--auth-type openai|anthropic|gemini` with that provider's key and base URL variables
 //   (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, …); `--max-session-turns N` bounds the turns.
+//   Its default OpenAI endpoint is api.openai.com/v1; Alibaba's (DashScope, Coding Plan, Token
+//   Plan) are *.aliyuncs.com, named by OPENAI_BASE_URL. Its web search reads DASHSCOPE_API_KEY and
+//   refuses an http:// endpoint.
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { claudeCode, readStream } from './claude-code.js';
 import { count, GrowingFile, isRecord, jsonLines, sizeOf } from './files.js';
+import { ANTHROPIC, GEMINI, OPENAI } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import { addUse, type ModelUse, type Spent, shareOf, type Tally } from './usage.js';
 
@@ -40,6 +44,22 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
     secret: { name: 'OPENAI_API_KEY', note: 'with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider' },
   },
   passEnv: ['QWEN_*', 'OPENAI_*', 'ANTHROPIC_*', 'GEMINI_*', 'DASHSCOPE_*'],
+  egress: {
+    hosts: [
+      'api.openai.com',
+      'api.anthropic.com',
+      'generativelanguage.googleapis.com',
+      'dashscope.aliyuncs.com',
+      'dashscope-intl.aliyuncs.com',
+      'dashscope-us.aliyuncs.com',
+      '*.dashscope.aliyuncs.com',
+      '*.maas.aliyuncs.com',
+    ],
+    // Its three auth types, each from the SDK's own variables (GOOGLE_API_KEY is its Vertex AI's).
+    routes: [OPENAI, ANTHROPIC, { ...GEMINI, keys: [{ name: 'GEMINI_API_KEY', headers: ['x-goog-api-key'] }] }],
+    notProxied:
+      'DASHSCOPE_API_KEY, which its web search sends to an https:// endpoint only (the proxy is plain HTTP on the loopback); a key in agent.args (--openai-api-key)',
+  },
   missingLogin: (env, agent) =>
     PROVIDERS.some(([key]) => env[key]) ||
     agent.args.some((a) => a.startsWith('--auth-type') || a.startsWith('--openai-api-key'))

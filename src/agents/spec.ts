@@ -2,7 +2,7 @@
 // (runner.ts) does the rest the same way for every kind (docs/adding-an-agent.md). A spec holds
 // facts and readers, no control flow another spec would repeat: what to install, the command
 // line, where its conversation lives and how to resume it, how to read what it spent and printed,
-// and how to recognise its failures.
+// how to recognise its failures, and what it reaches on the network and with which keys.
 import type { Config } from '../core/config.js';
 import type { ExitReason } from '../core/state.js';
 import type { RunResult } from '../io/process.js';
@@ -87,6 +87,60 @@ export interface Ending {
   restart?: string;
 }
 
+/** A variable that holds a key. */
+export interface KeyVariable {
+  name: string;
+  /** The variable the agent gets the placeholder in, when it is not `name` (Codex reads OPENAI_API_KEY for a provider of its own). */
+  placeholderIn?: string;
+  /** The request headers the CLI sends this key in: the only places the proxy puts the real key. */
+  headers: readonly string[];
+}
+
+/** A model API whose calls can go through forkflush's proxy, which puts the real key where the CLI put a placeholder. */
+export interface ModelRoute {
+  /** Its name (the proxy's socket for it, notes): lower case. */
+  name: string;
+  /** The variables the CLI reads its base URL from: the first set holds the user's own (a gateway); each gets the proxy's address. */
+  baseUrl: readonly string[];
+  /** The API's own base URL, where the user set none; null: proxied only with one of the user's (Copilot's own provider). */
+  upstream: string | null;
+  /** The variables that may hold its key, in the CLI's order of preference. */
+  keys: readonly KeyVariable[];
+  /** Any of these set (and not "false" or "0") makes the CLI use another API (Bedrock, Vertex AI): no route then. */
+  offWhen?: readonly string[];
+}
+
+/** One route as the proxy runs it: where it goes and the keys it puts in. */
+export interface PlannedRoute {
+  name: string;
+  /** The upstream base URL: the user's own, or the API's. */
+  upstream: string;
+  /** The keys, each behind its placeholder; none: the CLI's own credentials pass as they are (a login). */
+  keys: { placeholder: string; value: string; headers: readonly string[] }[];
+}
+
+/** Routes a CLI's own config names, and that config pointed at the proxy (`urls`: each route's address, by name). */
+export interface ConfigRoutes {
+  routes: PlannedRoute[];
+  env(urls: Readonly<Record<string, string>>): Record<string, string>;
+}
+
+/** What a CLI reaches on the network, and which of its keys the proxy can hold for it (worker/egress.ts; README, "Safety"). */
+export interface EgressFacts {
+  /** The API and login hosts its CLI reaches, allowed through the proxy by default. */
+  hosts: readonly string[];
+  /** The model APIs it takes a base URL and a key for from its environment. */
+  routes: readonly ModelRoute[];
+  /**
+   * Model APIs its own config in the environment names (opencode's inline providers): their routes,
+   * each literal key behind a `placeholder()`, and that config's variables pointed at the proxy
+   * once each route has its address (`urls`, by route name); null when it names none.
+   */
+  configRoutes?: (env: NodeJS.ProcessEnv, placeholder: () => string) => ConfigRoutes | null;
+  /** What of its credentials the proxy cannot take from the agent, and why. */
+  notProxied: string;
+}
+
 export interface AgentSpec<Saved = unknown> {
   /** agent.kind */
   kind: string;
@@ -95,6 +149,7 @@ export interface AgentSpec<Saved = unknown> {
   cli?: CliFacts;
   /** Environment variables it needs (its keys, endpoints, switches): names, or prefixes with *. */
   passEnv: readonly string[];
+  egress: EgressFacts;
   /** Why it surely cannot log in with this environment, as a message saying how; null when it can. */
   missingLogin?: (env: NodeJS.ProcessEnv, agent: Config['agent']) => string | null;
   /**

@@ -7,6 +7,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { compareSchema } from './compare-config.js';
 import { describeIssue, findOffset, mappingOf } from './config-errors.js';
+import { hostPatternProblem } from './egress.js';
 import { mapSchema } from './map-config.js';
 import {
   AGENT_TIMEOUT_SECONDS,
@@ -190,6 +191,33 @@ const setupSchema = z.strictObject({
     ),
 });
 
+/** A host the agent may connect to through forkflush's proxy (core/egress.ts). */
+const hostPattern = z.string().superRefine((p, ctx) => {
+  const problem = hostPatternProblem(p);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+/**
+ * Where the agent may connect (sandbox.network). Optional, with no default written: a run that
+ * does not set it reads the same with a worker that predates the key.
+ */
+const networkSchema = z
+  .union([
+    z.enum(['none'], { message: 'must be "none", or a mapping with allow (a list of hosts)' }),
+    z.strictObject({
+      allow: z
+        .array(hostPattern)
+        .default([])
+        .describe(
+          "Hosts the agent may reach besides its kind's own: names (api.example.com), *.domain, * for any public host, or addresses; with :port, or ports 443 and 80.",
+        ),
+    }),
+  ])
+  .optional()
+  .describe(
+    "Where the agent may connect, through forkflush's proxy: by default its kind's API and login hosts and the package registries setup names; a mapping with allow adds hosts; none allows nothing but the model calls forkflush forwards with the key.",
+  );
+
 const sandboxSchema = z.strictObject({
   mode: z
     .enum(SANDBOX_MODES)
@@ -203,6 +231,7 @@ const sandboxSchema = z.strictObject({
     .array(hostPath)
     .default([])
     .describe('Paths outside the workspace the agent (not the judge) may write, shared by all episodes.'),
+  network: networkSchema,
 });
 
 const budgetSchema = z.strictObject({
@@ -333,8 +362,8 @@ export const configSchema = z
     sandbox: z
       .union([z.enum(SANDBOX_MODES), sandboxSchema])
       .default('auto')
-      .transform((s) => (typeof s === 'string' ? { mode: s, read: [], write: [] } : s))
-      .describe('How episodes are confined: auto, required or off, or a mapping with mode, read and write.'),
+      .transform((s): z.output<typeof sandboxSchema> => (typeof s === 'string' ? { mode: s, read: [], write: [] } : s))
+      .describe('How episodes are confined: auto, required or off, or a mapping with mode, read, write and network.'),
   })
   .superRefine((c, ctx) => {
     if (c.agent.kind === 'command' && c.agent.command === undefined) {

@@ -10,7 +10,7 @@
 import { AGENT_TRIES, RETRY_FIRST_WAIT_SECONDS, RETRY_MAX_WAIT_SECONDS } from './method.js';
 
 /** Failures that fail every later episode the same way: the run stops before the next one. */
-export const PERMANENT_FAILURES = ['auth', 'quota', 'model', 'cli', 'hidden-path'] as const;
+export const PERMANENT_FAILURES = ['auth', 'quota', 'model', 'cli', 'hidden-path', 'egress'] as const;
 /** Failures that pass: the episode is retried with backoff, within its allowance and time. */
 export const TRANSIENT_FAILURES = ['rate-limit', 'overload', 'network'] as const;
 
@@ -54,6 +54,7 @@ export const FAILURE_WHAT: Record<FailureKind, string> = {
   model: 'its model does not exist, or its key may not use it',
   cli: 'it could not start',
   'hidden-path': 'it needs a path the sandbox hides',
+  egress: "it needs a host its sandbox's network does not allow",
   'rate-limit': "its provider's rate limit kept refusing it",
   overload: 'its provider stayed overloaded',
   network: 'it could not reach its provider',
@@ -72,6 +73,8 @@ export const GENERIC_FIX: Record<FailureKind, string> = {
   cli: 'check agent.command (and agent.kind): install what it runs, or correct it and start a new run',
   'hidden-path':
     'add the folder to sandbox.read in the config, or move the file into the repository, then start a new run',
+  egress:
+    'if the agent needs the host, allow it in the config (sandbox: {network: {allow: [host]}}), then start a new run',
   'rate-limit': 'wait, or run fewer episodes at once (--concurrency 1), then resume the run',
   overload: 'wait until the provider is back, then resume the run',
   network: 'check the network (and a proxy) between this machine and the provider, then resume the run',
@@ -80,7 +83,7 @@ export const GENERIC_FIX: Record<FailureKind, string> = {
 
 /** Whether a failure's fix is outside the run's config, so that a resume can succeed where the run stopped. */
 export function resumableFailure(kind: FailureKind): boolean {
-  return kind !== 'model' && kind !== 'cli' && kind !== 'hidden-path';
+  return kind !== 'model' && kind !== 'cli' && kind !== 'hidden-path' && kind !== 'egress';
 }
 
 // Common shapes of a provider's or a CLI's error text, most severe first: a line that names a

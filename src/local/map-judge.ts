@@ -16,6 +16,7 @@ import { removeTree } from '../io/agent-files.js';
 import { couldNotStart, type RunResult, type Spawner } from '../io/process.js';
 import { NO_ACCOUNT } from '../io/sandbox.js';
 import { agentConfinement, type Isolation, sessionSpawner } from '../worker/boundary.js';
+import { startEgress } from '../worker/egress.js';
 import { allowedEnv } from '../worker/env.js';
 
 export type MapStep = 'spec' | 'triplet';
@@ -107,12 +108,48 @@ async function run(
   };
   const places = { workspace: call.cwd, context, box, objects: [], private: s.hidden };
   const agent = agentConfinement(places, s.config, s.env);
-  // The judge writes its context and its box only; its cwd is bound read-only. An account of
-  // its own for this call (its processes count against no other sandbox's limit), released when
-  // the call is done.
+  // Its way out, as an agent's: forkflush's proxy, which holds its keys (worker/egress.ts).
+  const egress = await startEgress({
+    config: { agent: s.judge, setup: s.config.setup, sandbox: s.config.sandbox },
+    env,
+    sandboxed: sandbox !== null,
+  });
+  // An account of its own for this call (its processes count against no other sandbox's limit).
   const account = sandbox?.account() ?? NO_ACCOUNT;
-  const confinement = { ...agent, writable: [context, box], readable: [...agent.readable, call.cwd], account };
-  const confined = sessionSpawner(sandbox, confinement, [context, box]);
+  try {
+    // The judge writes its context and its box only; its cwd is bound read-only.
+    const confinement = {
+      ...agent,
+      writable: [context, box],
+      readable: [...agent.readable, call.cwd],
+      shared: [...(agent.shared ?? []), ...(egress.bind ? [egress.bind] : [])],
+      account,
+    };
+    const confined = sessionSpawner(sandbox, confinement, [context, box], undefined, egress.wrap);
+    return await judged(s, call, allowance, { box, context, promptFile, noGrader, env: egress.env, confined, dir });
+  } finally {
+    account.release();
+    await egress.close();
+  }
+}
+
+/** The judge's run, behind its proxy: its answer, or why there is none. */
+async function judged(
+  s: JudgeSetup,
+  call: JudgeCall,
+  allowance: number,
+  o: {
+    box: string;
+    context: string;
+    promptFile: string;
+    noGrader: string;
+    env: NodeJS.ProcessEnv;
+    confined: Spawner;
+    dir: string;
+  },
+): Promise<JudgeReply> {
+  const { box, context, promptFile, noGrader, env, confined, dir } = o;
+  const sandbox = s.isolation.sandbox;
   const logFile = join(dir, 'judge.log');
   let main: RunResult | null = null;
   let notStarted = false;
@@ -125,27 +162,25 @@ async function run(
   };
   const timeoutMs = s.judge.timeout * 1000;
   const budgetMs = s.unit === 'minutes' ? allowance * 60_000 : Number.POSITIVE_INFINITY;
-  const outcome = await s.adapter
-    .run({
-      workdir: call.cwd,
-      prompt: call.prompt,
-      promptFile,
-      contextDir: context,
-      usageFile: join(box, 'usage.json'),
-      logFile,
-      gradeCommand: noGrader,
-      allowance,
-      unit: s.unit,
-      seed: call.seed,
-      episodeId: `map-${call.step}`,
-      deadlineMs: Math.min(budgetMs, timeoutMs),
-      deadlineIsBudget: budgetMs <= timeoutMs,
-      env,
-      signal: s.signal,
-      spawn,
-      confined: sandbox !== null,
-    })
-    .finally(account.release);
+  const outcome = await s.adapter.run({
+    workdir: call.cwd,
+    prompt: call.prompt,
+    promptFile,
+    contextDir: context,
+    usageFile: join(box, 'usage.json'),
+    logFile,
+    gradeCommand: noGrader,
+    allowance,
+    unit: s.unit,
+    seed: call.seed,
+    episodeId: `map-${call.step}`,
+    deadlineMs: Math.min(budgetMs, timeoutMs),
+    deadlineIsBudget: budgetMs <= timeoutMs,
+    env,
+    signal: s.signal,
+    spawn,
+    confined: sandbox !== null,
+  });
   if (s.signal.aborted) throw new JudgeInterrupted(`the map's ${call.step} call was interrupted`);
   const spent = s.unit === 'minutes' ? outcome.seconds / 60 : (outcome.reportedSpend ?? (notStarted ? 0 : allowance));
   const r = main as RunResult | null;

@@ -36,6 +36,8 @@ export interface TriesInput {
   evaluations: () => number;
   /** Why names the agent's output says were not found are hidden by the sandbox (null: they are not, or no sandbox). */
   hiddenCause?: (missing: string[], text: string) => Promise<AgentFailure | null>;
+  /** The connections the egress proxy refused so far, and its note on them (worker/egress.ts). */
+  refused?: { count(): number; note(): string | null };
   /** Waits before a retry; ends early, without error, when the signal aborts. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Milliseconds, for the time the tries used (performance.now by default). */
@@ -71,6 +73,7 @@ export async function runTries(input: TriesInput): Promise<Tried> {
       last = await first.spawn(file, args, options);
       return last;
     };
+    const refusedBefore = input.refused?.count() ?? 0;
     const outcome = await input.agent.run({ ...session, spawn });
     outcomes.push(outcome);
     const interrupted = input.interrupt.aborted;
@@ -80,7 +83,9 @@ export async function runTries(input: TriesInput): Promise<Tried> {
       exit: outcome.exit,
       ...(interrupted ? { interrupted: true } : {}),
     });
-    const failure = interrupted ? null : await recognise(input, session, outcome, last);
+    const failure = interrupted
+      ? null
+      : refusedCause(input, refusedBefore, await recognise(input, session, outcome, last));
     const done = (gaveUp?: string): Tried => ({
       outcome: merged(outcomes),
       tries,
@@ -153,6 +158,19 @@ async function recognise(
   if (known) return known;
   const how = last.signal ? `signal ${last.signal}` : `exit ${last.exitCode}`;
   return { kind: 'crash', quote: quoteLine(said ? `${how}: ${said}` : how) };
+}
+
+/**
+ * A failure that reads as the proxy's refusal (a 403, a proxy, a tunnel), in a try in which the
+ * proxy refused connections: the host the sandbox's network does not allow is the cause, not the
+ * key (a Python client says "Tunnel connection failed: 403 Forbidden"), and it fails every episode.
+ */
+function refusedCause(input: TriesInput, before: number, failure: AgentFailure | null): AgentFailure | null {
+  if (!failure || !['auth', 'network', 'crash'].includes(failure.kind) || !input.refused) return failure;
+  if (input.refused.count() <= before || !/\b403\b|forbidden|proxy|tunnel|sandbox\.network/i.test(failure.quote))
+    return failure;
+  const note = input.refused.note();
+  return { kind: 'egress', quote: failure.quote, fix: `${note ? `${note}: ` : ''}${GENERIC_FIX.egress}` };
 }
 
 /** The tries as one outcome: the last one's, with their time and their usage added up. */

@@ -41,8 +41,9 @@ export async function isolationFor(mode: SandboxMode): Promise<Isolation> {
   }
   const probe = await probeSandbox();
   if ('sandbox' in probe) {
-    // The agent shares the machine's network namespace (it calls its model): its abstract Unix
-    // sockets are open to it, with whatever they let a local user do.
+    // Setup shares the machine's network namespace (it installs; so does a grader with
+    // grader.network): its abstract Unix sockets are open to it, with whatever they let a local
+    // user do. The agent's sandbox has a network namespace of its own.
     const open = abstractSockets(readFileSafe('/proc/net/unix'));
     return {
       sandbox: probe.sandbox,
@@ -50,8 +51,8 @@ export async function isolationFor(mode: SandboxMode): Promise<Isolation> {
       ...(open.length > 0
         ? {
             warning:
-              `the agent can reach ${open.length} abstract Unix socket(s) of this machine (${open.slice(0, 3).join(', ')}), ` +
-              'since it shares the network: a desktop session (an X server, a session bus) may let it act outside the sandbox; ' +
+              `setup commands can reach ${open.length} abstract Unix socket(s) of this machine (${open.slice(0, 3).join(', ')}), ` +
+              'since they share the network (setup.network, grader.network): a desktop session (an X server, a session bus) may let them act outside the sandbox; ' +
               'run agents you do not trust where no desktop session runs (README, "Safety")',
           }
         : {}),
@@ -102,11 +103,14 @@ export function sessionSpawner(
   confinement: Confinement,
   writtenByAgent: string[],
   removed?: Cleaned,
+  /** The command line behind what it needs in the sandbox (the egress forwarder: worker/egress.ts). */
+  wrap?: (file: string, args: string[]) => { file: string; args: string[] },
 ): Spawner {
-  return async (file: string, args: string[], options: RunOptions) => {
+  return async (given: string, givenArgs: string[], options: RunOptions) => {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(options.env ?? {}))
       if (!isForgeSecret(k) || CONTRACT_VARS.includes(k)) env[k] = v;
+    const { file, args } = wrap ? wrap(given, givenArgs) : { file: given, args: givenArgs };
     const r = await runProcess(file, args, {
       ...options,
       env,
@@ -162,7 +166,11 @@ export interface EpisodePlaces {
   private: string[];
 }
 
-/** The agent's confinement: its workspace, context and box, the network (it calls its model). */
+/**
+ * The agent's confinement: its workspace, context and box, and no network of its own (loopback
+ * only): it reaches its model and the hosts it may through forkflush's proxy (worker/egress.ts),
+ * whose folder the caller binds.
+ */
 export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.ProcessEnv): Unaccounted {
   const hidden = [...hiddenPlaces(env), ...p.private];
   return {
@@ -171,7 +179,7 @@ export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.P
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
     tmp: join(p.box, 'tmp'),
-    network: true,
+    network: false,
   };
 }
 

@@ -56,6 +56,7 @@ import {
   untrackedPaths,
   writeIndexed,
 } from './cleanroom.js';
+import { startEgress } from './egress.js';
 import { allowedEnv } from './env.js';
 import { gradeAsJudge, type JudgeGrading, type JudgeMachine, runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
@@ -293,11 +294,17 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     account.release();
     throw e;
   });
+  // The agent's way out: forkflush's proxy, which holds its keys (worker/egress.ts).
+  const egress = await startEgress({ config, env: agentEnv, sandboxed: sandbox !== null }).catch(async (e: unknown) => {
+    await grading.close();
+    account.release();
+    throw e;
+  });
   const confinement = { ...agentConfinement(places, config, source), account };
-  // Bound, not handed over: the socket stays forkflush's (open to the sandbox's user).
-  confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
+  // Bound, not handed over: the sockets stay forkflush's (open to the sandbox's user).
+  confinement.shared = [...(confinement.shared ?? []), grading.socketDir, ...(egress.bind ? [egress.bind] : [])];
   const removed: Cleaned = { ...NOTHING_CLEANED };
-  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed, egress.wrap);
   // A log the agent's output could not be written to for a full disk stopped it: no result of its.
   let logFull: string | null = null;
   const spawn: typeof confinedSpawn = async (file, args, options) => {
@@ -329,7 +336,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
         episodeId: episode.id,
         deadlineMs,
         deadlineIsBudget: budgetMs <= agentTimeoutMs,
-        env: agentEnv,
+        env: egress.env,
         signal: AbortSignal.any([interrupt, stopForBudget.signal]),
         spawn,
         confined: sandbox !== null,
@@ -337,6 +344,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       interrupt,
       charge: chargeBase,
       evaluations: () => grading.evaluations(),
+      refused: { count: egress.refusedCount, note: egress.note },
       ...(sandbox
         ? {
             hiddenCause: (missing: string[], text: string) =>
@@ -353,8 +361,10 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   } finally {
     await grading.close();
     account.release();
+    await egress.close();
   }
   const outcome = tried.outcome;
+  const refused = egress.note();
   // A context too large to carry on goes whole (the adapter has read what it needs of it).
   addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
   const chargeOf = (unchanged: boolean) =>
@@ -440,6 +450,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     [
       ...(job.notes ?? []),
       ...(outcome.note ? [outcome.note] : []),
+      ...(refused ? [refused] : []),
       ...triesNotes(tried),
       ...(charge.note ? [charge.note] : []),
       ...(cleaned ? [cleaned] : []),

@@ -1,11 +1,14 @@
 // The spawner an episode gives its agent: the real CLIs run in forkflush's sandbox here, as they do
 // in a run (home hidden, a PID namespace, the test's folder the only place to write, no forge
-// token whatever the session's environment holds). Where the machine has no working bubblewrap
-// this says so loudly and runs them unconfined.
+// token whatever the session's environment holds), with no network of their own: they reach their
+// mock model through forkflush's egress proxy, which holds their keys (worker/egress.ts). Where
+// the machine has no working bubblewrap this says so loudly and runs them unconfined.
+import { afterAll } from 'vitest';
 import type { AgentSession } from '../../src/agents/agent.js';
 import type { Config } from '../../src/core/config.js';
 import { NO_ACCOUNT } from '../../src/io/sandbox.js';
 import { agentConfinement, isolationFor, sessionSpawner } from '../../src/worker/boundary.js';
+import { type Egress, startEgress } from '../../src/worker/egress.js';
 
 const isolation = await isolationFor('auto');
 if (!isolation.sandbox) {
@@ -17,8 +20,32 @@ const account = isolation.sandbox?.account() ?? NO_ACCOUNT;
 
 const NO_EXTRA = { sandbox: { mode: 'auto', read: [], write: [] } } as unknown as Config;
 
-/** `spawn` and `confined` for a session whose files all live under `folder`. */
-export function confinedSpawn(folder: string): Pick<AgentSession, 'spawn' | 'confined'> {
+/** Every proxy a session of this test file started: closed when the file is done. */
+const proxies = new Set<Egress>();
+afterAll(async () => {
+  for (const e of proxies) await e.close();
+});
+
+/**
+ * `spawn`, `confined` and `env` for a session of an agent of `kind` whose files all live under
+ * `folder`: its environment `env` as the proxy gives it to the agent (placeholders for its keys,
+ * its base URL and proxy variables at the proxy).
+ */
+export async function confinedSession(
+  folder: string,
+  kind: Config['agent']['kind'],
+  env: NodeJS.ProcessEnv,
+): Promise<Pick<AgentSession, 'spawn' | 'confined' | 'env'>> {
+  const egress = await startEgress({
+    config: {
+      agent: { kind } as Config['agent'],
+      setup: { commands: [] } as unknown as Config['setup'],
+      sandbox: NO_EXTRA.sandbox,
+    },
+    env,
+    sandboxed: isolation.sandbox !== null,
+  });
+  proxies.add(egress);
   const confinement = {
     ...agentConfinement(
       { workspace: folder, context: folder, box: folder, objects: [], private: [] },
@@ -28,5 +55,10 @@ export function confinedSpawn(folder: string): Pick<AgentSession, 'spawn' | 'con
     account,
   };
   confinement.tmp = folder;
-  return { spawn: sessionSpawner(isolation.sandbox, confinement, []), confined: isolation.sandbox !== null };
+  if (egress.bind) confinement.shared = [...(confinement.shared ?? []), egress.bind];
+  return {
+    spawn: sessionSpawner(isolation.sandbox, confinement, [], undefined, egress.wrap),
+    confined: isolation.sandbox !== null,
+    env: egress.env,
+  };
 }

@@ -12,6 +12,8 @@ import { existsSync } from 'node:fs';
 import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentKind } from '../../src/core/config.js';
+import { egressPlan } from '../../src/worker/egress.js';
 import { aiderHarness } from './contract/aider.js';
 import { claudeHarness } from './contract/claude-code.js';
 import { codexHarness } from './contract/codex.js';
@@ -67,6 +69,7 @@ describe.each(HARNESSES.map((h) => [h.kind, h] as const))('%s: the agent contrac
     trunk = await t.repo();
     freshCtx = await t.folder('ctx');
     h.model.work('fresh.txt', '7');
+    const from = h.model.server.requests.length;
     const { out, calls } = await episode(h, await t.session(trunk, freshCtx, { prompt: FRESH }));
 
     expect(out.exit, out.note).toBe('finished');
@@ -87,6 +90,15 @@ describe.each(HARNESSES.map((h) => [h.kind, h] as const))('%s: the agent contrac
     expect(out.usage).toMatchObject(usageOf(h.workCalls));
     expect(out.reportedSpend).toBe(h.workCalls * perCallTotal);
     expect(out.usage?.costUsd).toBeGreaterThan(0);
+    // Its model calls came through forkflush's proxy, which put the key in where the agent held a placeholder.
+    const sent = h.model.server.requests.slice(from).map((r) => JSON.stringify(r.headers));
+    expect(sent.join('\n')).not.toContain('forkflush-placeholder-');
+    const keys = egressPlan(h.kind as AgentKind, h.env()).routes.flatMap((r) => r.keys.map((k) => k.value));
+    for (const key of keys)
+      expect(
+        sent.some((x) => x.includes(key)),
+        `${h.kind}'s key at the model`,
+      ).toBe(true);
   });
 
   it('carried: the next episode continues the conversation and is charged only its own usage', async () => {

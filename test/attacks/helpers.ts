@@ -287,11 +287,17 @@ export function fingerprint(path: string): string {
  * An ActionRepo (test/integration/action-repo.ts) made under /var/tmp instead of /tmp, with its
  * own grader command if given.
  */
-export function makeActionRepo(agent: string, o: { grader?: string } = {}): ActionRepo {
+export function makeActionRepo(
+  agent: string,
+  o: { grader?: string; config?: (text: string, logs: string) => string } = {},
+): ActionRepo {
   class AttackActionRepo extends ActionRepo {
     override configText(): string {
       const text = super.configText();
-      return o.grader ? text.replace('  command: sh grade.sh\n', `  command: ${JSON.stringify(o.grader)}\n`) : text;
+      const graded = o.grader
+        ? text.replace('  command: sh grade.sh\n', `  command: ${JSON.stringify(o.grader)}\n`)
+        : text;
+      return o.config ? o.config(graded, this.logs) : graded;
     }
   }
   const saved = process.env.TMPDIR;

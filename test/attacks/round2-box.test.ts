@@ -1,11 +1,11 @@
 // Round 2, GitHub in a box (test/github/box.ts): the real app, and real jobs of the built worker
-// Action (dist/index.js) against a fake GitHub over HTTP on loopback, which the agent can reach
-// (its network is the machine's). The box lives under /var/tmp, readable (its repositories too),
-// so that nothing is hidden by the sandbox's private /tmp for free. A hostile agent looks for any
-// token the box issued, finds the forge, and tries to push a result of its own to its branch and
-// over the run's state ref, to write the forge's repository on disk, and to send the app a
-// webhook. The honest outcome: it finds no token, every attempt fails, and the run ends with the
-// agent's honest work (3) recorded.
+// Action (dist/index.js) against a fake GitHub over HTTP on this machine's loopback, which the
+// agent cannot reach (its sandbox's loopback is its own: round3-egress.test.ts). The box lives
+// under /var/tmp, readable (its repositories too), so that nothing is hidden by the sandbox's
+// private /tmp for free. A hostile agent looks for any token the box issued, looks for the forge,
+// and tries to push a result of its own to its branch and over the run's state ref, to write the
+// forge's repository on disk, and to send the app a webhook. The honest outcome: it finds no
+// token and no forge, every attempt fails, and the run ends with the agent's honest work (3).
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -92,12 +92,12 @@ sandbox:
       for (const j of jobs) expect(j.conclusion, j.log).toBe('success');
 
       const report = JSON.parse(readFileSync(join(logs, 'thief.json'), 'utf8')) as Report;
-      // The attack was real: it found the forge, the repository on disk, and made its commit.
-      for (const port of ports) expect(report.ports, 'the ports it found listening').toContain(Number(port));
-      expect(report.forges.length, JSON.stringify(report.ports)).toBe(2);
+      // The forge is out of its reach: its sandbox's loopback is its own (egress control), and
+      // the attack was real all the same: it found the repository on disk and made its commit.
+      for (const port of ports) expect(report.ports, 'the ports it found listening').not.toContain(Number(port));
+      expect(report.forges, JSON.stringify(report.ports)).toEqual([]);
       expect(report.repositories).toContain(h.gh.store.gitDir);
       expect(report.forged).toMatch(/^[0-9a-f]{40}$/);
-      expect(report.pushes.length).toBeGreaterThan(0);
 
       // No token the box issued, nor the app's secrets, anywhere it looked or wrote.
       const secrets = [...h.box.auth.issued(), h.box.webhookSecret, contextKey];

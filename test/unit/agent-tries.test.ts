@@ -183,6 +183,34 @@ describe('runTries', () => {
     expect((await runTries(harness([said]).input)).failure).toEqual({ kind: 'cli', quote: 'exit 127' });
   });
 
+  it("says a failure that reads as the proxy's refusal, in a try the proxy refused, is the host (not the key)", async () => {
+    const tunnel = "ProxyError('Unable to connect to proxy', OSError('Tunnel connection failed: 403 Forbidden'))";
+    let count = 0;
+    const refused = { count: () => count, note: () => 'the agent was refused 1 connection: api.deepseek.com:443 (1)' };
+    const refusedIn = (stderr: string) => {
+      const h = harness([{ run: ran(1, stderr), outcome: {} }, done], { refused });
+      const spawn = h.input.session.spawn;
+      h.input.session.spawn = async (...a) => {
+        count++;
+        return spawn(...a);
+      };
+      return runTries(h.input);
+    };
+    const t = await refusedIn(tunnel);
+    expect(t.tries).toHaveLength(1);
+    expect(t.failure).toEqual({
+      kind: 'egress',
+      quote: tunnel,
+      fix: 'the agent was refused 1 connection: api.deepseek.com:443 (1): if the agent needs the host, allow it in the config (sandbox: {network: {allow: [host]}}), then start a new run',
+    });
+    // A refused key is still the key, refusals or not; a 403 with nothing refused is the key too.
+    expect((await refusedIn('Error: 401 invalid x-api-key')).failure).toMatchObject({ kind: 'auth' });
+    const quiet = await runTries(
+      harness([{ run: ran(1, tunnel), outcome: {} }], { refused: { ...refused, count: () => 0 } }).input,
+    );
+    expect(quiet.failure).toMatchObject({ kind: 'auth' });
+  });
+
   it('says a CLI with no key or login, which never ran a process, is an auth failure', async () => {
     const h = harness([{ outcome: { note: 'no ANTHROPIC_API_KEY', seconds: 0 } }]);
     h.input.agent = { ...h.input.agent, missingLogin: () => 'claude-code has no key or login: set ANTHROPIC_API_KEY' };

@@ -162,7 +162,7 @@ journal: NOTES.md
       '.github/autoresearch.yml:9:9: sandbox.mode must be one of "auto", "required", "off", got "on"',
     ]);
     expect(problems(`${minimal}sandbox:\n  mod: off\n`)).toEqual([
-      '.github/autoresearch.yml:9:3: unknown key "sandbox.mod"; did you mean "mode"? Valid keys of sandbox: mode, read, write',
+      '.github/autoresearch.yml:9:3: unknown key "sandbox.mod"; did you mean "mode"? Valid keys of sandbox: mode, read, write, network',
     ]);
     expect(problems(`${minimal}sandbox: maybe\n`)).toEqual([
       '.github/autoresearch.yml:8:10: sandbox must be one of "auto", "required", "off", got "maybe"',
@@ -171,7 +171,7 @@ journal: NOTES.md
     expect(problems(`${minimal}sandbox: 3\n`)).toEqual([
       '.github/autoresearch.yml:8:10: sandbox must be "auto", "required", "off", or a mapping, got 3',
     ]);
-    expect(validKeysAt(['sandbox'])).toEqual(['mode', 'read', 'write']);
+    expect(validKeysAt(['sandbox'])).toEqual(['mode', 'read', 'write', 'network']);
   });
 
   it('accepts $schema but never suggests or lists it', () => {

@@ -80,9 +80,9 @@ describe('recognizeFailure', () => {
 
 describe('the kinds', () => {
   it('are permanent, transient, or a crash; a fix in the config needs a new run', () => {
-    expect(FAILURE_KINDS.filter(isPermanent)).toEqual(['auth', 'quota', 'model', 'cli', 'hidden-path']);
+    expect(FAILURE_KINDS.filter(isPermanent)).toEqual(['auth', 'quota', 'model', 'cli', 'hidden-path', 'egress']);
     expect(FAILURE_KINDS.filter(isTransient)).toEqual(['rate-limit', 'overload', 'network']);
-    expect(FAILURE_KINDS.filter((k) => !resumableFailure(k))).toEqual(['model', 'cli', 'hidden-path']);
+    expect(FAILURE_KINDS.filter((k) => !resumableFailure(k))).toEqual(['model', 'cli', 'hidden-path', 'egress']);
   });
 });
 

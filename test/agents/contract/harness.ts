@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AgentAdapter, AgentOutcome, AgentSession } from '../../../src/agents/agent.js';
 import type { Config } from '../../../src/core/config.js';
-import { confinedSpawn } from '../confined.js';
+import { confinedSession } from '../confined.js';
 import { type Handler, MockModelServer, type RecordedRequest } from '../mock/server.js';
 
 export const CLI_BIN = join(import.meta.dirname, '..', '..', '..', '.cache', 'agent-clis', 'node_modules', '.bin');
@@ -112,6 +112,15 @@ export function toolsFor(root: string, h: AgentHarness): Tools {
       });
       const prompt = over.prompt ?? 'Make the score go up.';
       await writeFile(join(scratch, 'prompt.md'), prompt);
+      const env = {
+        PATH: process.env.PATH,
+        // A home of the session's own, as the worker gives it (the real one is hidden in the sandbox).
+        HOME: await folder('home'),
+        ...agentEnv,
+        // The sandbox drops these whatever the session holds: the shell must not see them.
+        GITHUB_TOKEN: 'repo-token-must-not-leak',
+        GH_TOKEN: 'gh-token-must-not-leak',
+      };
       return {
         workdir,
         prompt,
@@ -126,17 +135,9 @@ export function toolsFor(root: string, h: AgentHarness): Tools {
         episodeId: `r${n}.b0`,
         deadlineMs: 60_000,
         deadlineIsBudget: false,
-        env: {
-          PATH: process.env.PATH,
-          // A home of the session's own, as the worker gives it (the real one is hidden in the sandbox).
-          HOME: await folder('home'),
-          ...agentEnv,
-          // The sandbox drops these whatever the session holds: the shell must not see them.
-          GITHUB_TOKEN: 'repo-token-must-not-leak',
-          GH_TOKEN: 'gh-token-must-not-leak',
-        },
         signal: new AbortController().signal,
-        ...confinedSpawn(root),
+        // No network of its own: the mock through forkflush's proxy, which holds the key.
+        ...(await confinedSession(root, h.kind as Config['agent']['kind'], env)),
         ...over,
       };
     },

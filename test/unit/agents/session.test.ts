@@ -95,6 +95,7 @@ describe('adapterOf', () => {
       kind: 'x',
       name: 'X',
       passEnv: [],
+      egress: { hosts: [], routes: [], notProxied: 'nothing: it holds no key' },
       missingLogin: () => missing,
       start: async () => {
         ran++;

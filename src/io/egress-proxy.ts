@@ -1,0 +1,404 @@
+// forkflush's egress proxy: the agent's only way out of a sandbox that has no network of its own.
+// The proxy listener takes CONNECT (HTTPS: it sees the host name, never the content) and
+// absolute-form requests (plain HTTP), lets through only what `reach` allows, and counts what it
+// refuses. Each model route forwards what is sent to it to one upstream, with the real key put
+// where the agent put its placeholder, and the key masked in what comes back. It listens on Unix
+// sockets in a folder the agent's sandbox binds (a forwarder inside carries 127.0.0.1 there:
+// egress-forwarder.ts), or, without a sandbox, on 127.0.0.1.
+import { lookup } from 'node:dns/promises';
+import { rm } from 'node:fs/promises';
+import {
+  createServer,
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isIP, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { Transform, type TransformCallback } from 'node:stream';
+import { connect as tlsConnect } from 'node:tls';
+import { dial, isInternal, limiter, type MachineProxy, machineProxy, splice, tunnel } from './egress-upstream.js';
+
+/** How the agent may reach a host and port: named in the allowlist, covered by a wildcard, or not at all. */
+export type Reach = 'named' | 'wildcard' | null;
+
+export interface ProxyRoute {
+  name: string;
+  /** The upstream base URL: each request's path goes after its path. */
+  upstream: string;
+  /** Each key behind its placeholder, and the headers it may be put in; none: requests pass as they are. */
+  keys: readonly { placeholder: string; value: string; headers: readonly string[] }[];
+}
+
+export interface EgressProxyOptions {
+  /** The folder for the Unix sockets (the sandbox binds it); null: TCP on 127.0.0.1. */
+  socketDir: string | null;
+  routes: readonly ProxyRoute[];
+  reach(host: string, port: number): Reach;
+  /** The environment whose HTTPS_PROXY, HTTP_PROXY and NO_PROXY are the machine's way out. */
+  env: NodeJS.ProcessEnv;
+}
+
+export interface EgressProxy {
+  /** Where each listener is ('proxy', and each route by name): a socket path, or a port on 127.0.0.1. */
+  listeners: Record<string, string | number>;
+  /** What was refused, by host:port. */
+  refused(): ReadonlyMap<string, number>;
+  close(): Promise<void>;
+}
+
+/** Connections one listener holds at once: plenty for a CLI and its tools, a bound for a flood. */
+const MAX_CONNECTIONS = 256;
+/** Connections being opened at once (a name lookup takes a thread of Node's shared pool). */
+const MAX_DIALS = 4;
+/** Waiting to be opened, past which a request is refused at once. */
+const MAX_WAITING = 256;
+/** Distinct refused targets remembered; the rest are counted together. */
+const MAX_REFUSED_TARGETS = 100;
+
+/** Headers that belong to one connection, never forwarded. */
+const HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+];
+
+class Refused extends Error {}
+
+export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
+  const refused = new Map<string, number>();
+  const sockets = new Set<Socket>();
+  const track = (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+    return s;
+  };
+  const refuse = (target: string) => {
+    const key = refused.has(target) || refused.size < MAX_REFUSED_TARGETS ? target : 'other targets';
+    refused.set(key, (refused.get(key) ?? 0) + 1);
+  };
+  const machine = machineProxy(o.env);
+  const dials = limiter(MAX_DIALS, MAX_WAITING);
+  // A connection to an allowed target: through the machine's proxy where it has one, else
+  // straight to the address the name resolves to (checked once, and connected to as checked).
+  const open = (host: string, port: number, reach: 'named' | 'wildcard', tls: boolean) =>
+    dials(async () => {
+      const via = machine.for(host, tls);
+      if (via) return track(await tunnel(via, host, port));
+      const address = isIP(host) ? host : (await lookup(host)).address;
+      if (reach === 'wildcard' && isInternal(address)) throw new Refused(`${host} is at an internal address`);
+      return track(await dial(address, port));
+    });
+
+  const proxy = createServer();
+  proxy.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
+    track(client);
+    client.on('error', () => client.destroy());
+    const target = authority(req.url ?? '');
+    if (!target) return hangUp(client, 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    const label = `${target.host}:${target.port}`;
+    const reach = o.reach(target.host, target.port);
+    if (!reach) {
+      refuse(label);
+      return hangUp(client, refusal(label));
+    }
+    open(target.host, target.port, reach, true).then(
+      (upstream) => {
+        if (client.destroyed) return void upstream.destroy();
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        if (head.length > 0) upstream.write(head);
+        splice(client, upstream);
+      },
+      (e: unknown) => {
+        if (e instanceof Refused) refuse(label);
+        hangUp(client, e instanceof Refused ? refusal(label, e.message) : failure(label, e));
+      },
+    );
+  });
+  proxy.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      return void answer(res, 400, 'forkflush: this is a proxy: ask it for an absolute http:// URL, or CONNECT');
+    }
+    if (url.protocol !== 'http:') return void answer(res, 400, 'forkflush: https goes through CONNECT');
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = Number(url.port || 80);
+    const label = `${host}:${port}`;
+    const reach = o.reach(host, port);
+    if (!reach) {
+      refuse(label);
+      return void answer(res, 403, `forkflush: ${label} is not allowed (sandbox.network)`);
+    }
+    const headers = forwarded(req.headers);
+    headers.host = url.host;
+    const via = machine.for(host, false);
+    if (via)
+      return void relay(
+        req,
+        res,
+        httpRequest({
+          host: via.hostname,
+          port: via.port || 80,
+          method: req.method,
+          path: url.href,
+          headers: { ...headers, ...via.auth },
+        }),
+        null,
+      );
+    open(host, port, reach, false).then(
+      (socket) =>
+        relay(
+          req,
+          res,
+          httpRequest({
+            createConnection: () => socket,
+            method: req.method,
+            path: `${url.pathname}${url.search}`,
+            headers,
+          }),
+          null,
+        ),
+      (e: unknown) => {
+        if (e instanceof Refused) refuse(label);
+        answer(res, e instanceof Refused ? 403 : 502, `forkflush: ${label}: ${(e as Error).message}`);
+      },
+    );
+  });
+
+  const servers: Record<string, Server> = { proxy };
+  const agents: (HttpAgent | HttpsAgent)[] = [];
+  for (const route of o.routes) {
+    const server = createServer();
+    const forward = routeForwarder(route, machine, track);
+    if (forward.agent) agents.push(forward.agent);
+    server.on('request', forward.handle);
+    server.on('connect', (_req: IncomingMessage, client: Socket) =>
+      hangUp(client, 'HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n'),
+    );
+    servers[route.name] = server;
+  }
+
+  const close = async () => {
+    for (const server of Object.values(servers)) server.close();
+    for (const s of sockets) s.destroy();
+    for (const a of agents) a.destroy();
+    if (o.socketDir) await rm(o.socketDir, { recursive: true, force: true });
+  };
+  const listeners: Record<string, string | number> = {};
+  try {
+    for (const [name, server] of Object.entries(servers)) {
+      server.maxConnections = MAX_CONNECTIONS;
+      server.headersTimeout = 30_000;
+      server.on('connection', (s: Socket) => track(s));
+      server.on('clientError', (_e, s: Socket) => s.destroy());
+      listeners[name] = await listen(server, o.socketDir ? join(o.socketDir, `${name}.sock`) : null);
+    }
+  } catch (e) {
+    // A listener that could not open leaves none of the others open (they would keep forkflush alive).
+    await close();
+    throw e;
+  }
+  return { listeners, refused: () => refused, close };
+}
+
+/** A model route: each request to the upstream, its placeholder swapped for the key, the key masked in the answer. */
+function routeForwarder(
+  route: ProxyRoute,
+  machine: MachineProxy,
+  track: (s: Socket) => Socket,
+): { handle: (req: IncomingMessage, res: ServerResponse) => void; agent: HttpAgent | HttpsAgent | null } {
+  let base: URL | null = null;
+  try {
+    base = new URL(route.upstream);
+  } catch {}
+  const problem =
+    !base || (base.protocol !== 'http:' && base.protocol !== 'https:')
+      ? `its base URL is not an http(s) URL: ${route.upstream}`
+      : null;
+  const tls = base?.protocol === 'https:';
+  const via = base && !problem ? machine.for(base.hostname.replace(/^\[(.*)\]$/, '$1'), tls) : null;
+  const agent = problem || via ? null : tls ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const secrets = route.keys.map((k) => Buffer.from(k.value));
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    if (problem || !base) return void answer(res, 502, `forkflush: the ${route.name} route cannot forward: ${problem}`);
+    if (!req.url?.startsWith('/'))
+      return void answer(res, 400, 'forkflush: this address takes paths of the model API only');
+    const headers = forwarded(req.headers);
+    let swapped = false;
+    for (const k of route.keys)
+      for (const h of k.headers) {
+        const v = headers[h];
+        if (typeof v === 'string' && v.includes(k.placeholder)) {
+          headers[h] = v.replaceAll(k.placeholder, k.value);
+          swapped = true;
+        }
+      }
+    if (route.keys.length > 0 && !swapped)
+      return void answer(
+        res,
+        401,
+        "forkflush: the model's key is added only to requests that carry the placeholder key this agent was given",
+      );
+    headers.host = base.host;
+    // What comes back is searched for the key: it must come back uncompressed.
+    if (secrets.length > 0) headers['accept-encoding'] = 'identity';
+    const path = `${base.pathname.replace(/\/$/, '')}${req.url}`;
+    const target = { host: base.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(base.port || (tls ? 443 : 80)) };
+    const make = (createConnection?: () => Socket) =>
+      (tls ? httpsRequest : httpRequest)({
+        ...target,
+        method: req.method,
+        path,
+        headers,
+        ...(createConnection ? { createConnection } : { agent: agent ?? undefined }),
+        ...(tls ? { servername: isIP(target.host) ? undefined : target.host } : {}),
+      });
+    if (!via) return void relay(req, res, make(), secrets);
+    if (!tls)
+      return void relay(
+        req,
+        res,
+        httpRequest({
+          host: via.hostname,
+          port: via.port || 80,
+          method: req.method,
+          path: `${base.origin}${path}`,
+          headers: { ...headers, ...via.auth },
+        }),
+        secrets,
+      );
+    tunnel(via, target.host, target.port).then(
+      (raw) => {
+        const secure = tlsConnect({ socket: track(raw), servername: target.host });
+        relay(
+          req,
+          res,
+          make(() => secure),
+          secrets,
+        );
+      },
+      (e: unknown) => answer(res, 502, `forkflush: ${route.name}: ${(e as Error).message}`),
+    );
+  };
+  return { handle, agent };
+}
+
+/** Pipes a request to its upstream and the answer back, the secrets masked in the answer. */
+function relay(
+  req: IncomingMessage,
+  res: ServerResponse,
+  up: ReturnType<typeof httpRequest>,
+  secrets: Buffer[] | null,
+): void {
+  up.on('response', (answerMsg: IncomingMessage) => {
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(answerMsg.headers)) {
+      if (v === undefined || HOP.includes(k)) continue;
+      headers[k] = secrets && secrets.length > 0 ? maskHeader(v, secrets) : v;
+    }
+    res.writeHead(answerMsg.statusCode ?? 502, headers);
+    const body = secrets && secrets.length > 0 ? answerMsg.pipe(new Mask(secrets)) : answerMsg;
+    body.pipe(res);
+    answerMsg.on('error', () => res.destroy());
+  });
+  up.on('error', (e) => {
+    if (res.headersSent) res.destroy();
+    else answer(res, 502, `forkflush: the upstream failed: ${e.message}`);
+  });
+  req.on('error', () => up.destroy());
+  res.on('close', () => {
+    if (!res.writableFinished) up.destroy();
+  });
+  req.pipe(up);
+}
+
+/** The key in a header value, masked. */
+function maskHeader(v: string | string[], secrets: Buffer[]): string | string[] {
+  const mask = (s: string) => secrets.reduce((t, k) => t.replaceAll(k.toString(), '*'.repeat(k.length)), s);
+  return Array.isArray(v) ? v.map(mask) : mask(v);
+}
+
+/**
+ * Masks the secrets in a stream, same length (a Content-Length stays true), holding back only the
+ * end of a chunk that could be the start of one (a model's streamed answer is not held up).
+ */
+class Mask extends Transform {
+  private held = Buffer.alloc(0);
+  constructor(private readonly secrets: Buffer[]) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    const data = Buffer.concat([this.held, chunk]);
+    for (const s of this.secrets)
+      for (let i = data.indexOf(s); i !== -1; i = data.indexOf(s, i)) data.fill(0x2a, i, i + s.length);
+    let hold = 0;
+    for (const s of this.secrets)
+      for (let n = Math.min(s.length - 1, data.length); n > hold; n--)
+        if (data.subarray(data.length - n).equals(s.subarray(0, n))) {
+          hold = n;
+          break;
+        }
+    this.held = Buffer.from(data.subarray(data.length - hold));
+    done(null, data.subarray(0, data.length - hold));
+  }
+  override _flush(done: TransformCallback): void {
+    done(null, this.held);
+  }
+}
+
+/** The headers of an agent's request that go on: none of one connection's, none for a proxy. */
+function forwarded(headers: IncomingMessage['headers']): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP.includes(k)) out[k] = v;
+  return out;
+}
+
+function answer(res: ServerResponse, status: number, text: string): void {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' }).end(`${text}\n`);
+}
+
+function refusal(label: string, why = 'it is not in the allowlist (sandbox.network)'): string {
+  const body = `forkflush: ${label} is refused: ${why}\n`;
+  return `HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+function failure(label: string, e: unknown): string {
+  const body = `forkflush: ${label} could not be reached: ${(e as Error).message}\n`;
+  return `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+/** host:port of a CONNECT, or null when it is not one (an IPv6 address in brackets). */
+function authority(text: string): { host: string; port: number } | null {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/\s@]+):(\d{1,5})$/.exec(text);
+  const port = Number(m?.[2]);
+  if (!m?.[1] || !(port >= 1 && port <= 65535)) return null;
+  return { host: m[1].replace(/^\[(.*)\]$/, '$1').toLowerCase(), port };
+}
+
+/**
+ * Answers a CONNECT and closes the connection once the answer is out. A socket a CONNECT hands
+ * over is half-open and not read: ended alone, it would wait for the agent forever.
+ */
+function hangUp(client: Socket, answer: string): void {
+  client.end(answer, () => client.destroy());
+}
+
+function listen(server: Server, socket: string | null): Promise<string | number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    if (socket) server.listen(socket, () => resolve(socket));
+    else server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
+  });
+}

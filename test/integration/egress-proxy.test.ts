@@ -1,0 +1,239 @@
+// forkflush's egress proxy on real sockets (io/egress-proxy.ts), outside any sandbox: what it lets
+// through, what it refuses and counts, how a model route puts the key in and keeps it from
+// coming back, and how it goes out through the machine's own proxy.
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp } from 'node:fs/promises';
+import { createServer, type IncomingMessage, request, type Server } from 'node:http';
+import { type AddressInfo, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EgressProxy, type ProxyRoute, startEgressProxy } from '../../src/io/egress-proxy.js';
+
+const KEY = 'sk-real-key-0123456789abcdef';
+const PLACEHOLDER = 'forkflush-placeholder-test';
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+}
+
+/** An upstream that records requests; /echo answers with them, /split sends the key in two chunks. */
+async function upstream(): Promise<{ port: number; seen: Seen[]; connects: string[]; server: Server }> {
+  const seen: Seen[] = [];
+  const connects: string[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+      if (req.url?.endsWith('/echo'))
+        return void res.writeHead(200, { 'x-echo': String(req.headers['x-api-key']) }).end(JSON.stringify(req.headers));
+      if (req.url?.endsWith('/split')) {
+        res.writeHead(200, { 'content-length': String(KEY.length + 4) });
+        res.write(`[${KEY.slice(0, 9)}`);
+        setTimeout(() => res.end(`${KEY.slice(9)}]..`), 50);
+        return;
+      }
+      res.writeHead(200).end('ok');
+    });
+  });
+  server.on('connect', (req: IncomingMessage, socket) => {
+    connects.push(req.url ?? '');
+    socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as AddressInfo).port, seen, connects, server };
+}
+
+function get(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingMessage['headers']; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers }, (res) => {
+      let body = '';
+      res.setEncoding('latin1').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** What comes back on a raw connection until it closes. */
+function raw(port: number, text: string): Promise<string> {
+  return new Promise((resolve) => {
+    let got = '';
+    const s = connect({ host: '127.0.0.1', port }, () => s.write(text));
+    s.on('data', (d) => (got += d.toString('latin1')));
+    s.on('error', () => resolve(got));
+    s.on('close', () => resolve(got));
+    setTimeout(() => s.destroy(), 3000);
+  });
+}
+
+let up: Awaited<ReturnType<typeof upstream>>;
+const open: EgressProxy[] = [];
+beforeAll(async () => {
+  up = await upstream();
+});
+afterEach(async () => {
+  for (const p of open.splice(0)) await p.close();
+});
+afterAll(() => {
+  up.server.closeAllConnections();
+  up.server.close();
+});
+
+async function proxyWith(o: {
+  allow?: (host: string, port: number) => 'named' | 'wildcard' | null;
+  routes?: ProxyRoute[];
+  env?: NodeJS.ProcessEnv;
+}) {
+  const p = await startEgressProxy({
+    socketDir: null,
+    routes: o.routes ?? [],
+    reach: o.allow ?? (() => null),
+    env: o.env ?? {},
+  });
+  open.push(p);
+  return p;
+}
+
+const route = (): ProxyRoute => ({
+  name: 'model',
+  upstream: `http://127.0.0.1:${up.port}/base/`,
+  keys: [{ placeholder: PLACEHOLDER, value: KEY, headers: ['x-api-key'] }],
+});
+
+describe('a model route', () => {
+  it('puts the key where the placeholder was, under the upstream path, with the upstream as Host', async () => {
+    const p = await proxyWith({ routes: [route()] });
+    const port = p.listeners.model as number;
+    const r = await get(port, '/v1/messages?x=1', { 'x-api-key': PLACEHOLDER, host: 'evil.test', cookie: PLACEHOLDER });
+    expect(r.status).toBe(200);
+    const s = up.seen.at(-1);
+    expect(s?.url).toBe('/base/v1/messages?x=1');
+    expect(s?.headers['x-api-key']).toBe(KEY);
+    expect(s?.headers.host).toBe(`127.0.0.1:${up.port}`);
+    // Only in the key's own header.
+    expect(s?.headers.cookie).toBe(PLACEHOLDER);
+  });
+
+  it('refuses a request without the placeholder, and an absolute URL', async () => {
+    const p = await proxyWith({ routes: [route()] });
+    const port = p.listeners.model as number;
+    const before = up.seen.length;
+    expect((await get(port, '/v1/messages', { 'x-api-key': 'a guess' })).status).toBe(401);
+    expect(await raw(port, `GET http://127.0.0.1:${up.port}/x HTTP/1.1\r\nHost: x\r\n\r\n`)).toMatch(/^HTTP\/1\.1 400/);
+    expect(up.seen.length).toBe(before);
+  });
+
+  it('masks the key in what comes back, headers and body, even split across chunks', async () => {
+    const p = await proxyWith({ routes: [route()] });
+    const port = p.listeners.model as number;
+    const echo = await get(port, '/echo', { 'x-api-key': PLACEHOLDER });
+    expect(`${JSON.stringify(echo.headers)}${echo.body}`).not.toContain(KEY);
+    expect(echo.headers['x-echo']).toBe('*'.repeat(KEY.length));
+    const split = await get(port, '/split', { 'x-api-key': PLACEHOLDER });
+    expect(split.body).toBe(`[${'*'.repeat(KEY.length)}]..`);
+    expect(up.seen.at(-1)?.headers['accept-encoding']).toBe('identity');
+  });
+
+  it("without keys (a login's own credentials), passes requests as they are", async () => {
+    const p = await proxyWith({ routes: [{ ...route(), keys: [] }] });
+    await get(p.listeners.model as number, '/v1/x', { authorization: 'Bearer own-login' });
+    expect(up.seen.at(-1)?.headers.authorization).toBe('Bearer own-login');
+  });
+
+  it('a base URL that is not one is said on every request', async () => {
+    const p = await proxyWith({ routes: [{ ...route(), upstream: 'ftp://x' }] });
+    const r = await get(p.listeners.model as number, '/v1', { 'x-api-key': PLACEHOLDER });
+    expect(r.status).toBe(502);
+    expect(r.body).toContain('its base URL is not an http(s) URL: ftp://x');
+  });
+});
+
+describe('the proxy', () => {
+  it('refuses and counts what the allowlist lacks; lets through what it names', async () => {
+    const p = await proxyWith({ allow: (host, port) => (host === '127.0.0.1' && port === up.port ? 'named' : null) });
+    const port = p.listeners.proxy as number;
+    expect(await raw(port, 'CONNECT example.com:443 HTTP/1.1\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 403[\s\S]*example\.com:443 is refused/,
+    );
+    expect(await raw(port, 'GET http://10.0.0.1:8080/ HTTP/1.1\r\nHost: 10.0.0.1:8080\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 403/,
+    );
+    // A tunnel to the allowed host carries whatever the agent sends (the proxy never reads it).
+    const tunnel = await raw(
+      port,
+      `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\nGET /t HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+    );
+    expect(tunnel).toMatch(/^HTTP\/1\.1 200 Connection Established\r\n\r\nHTTP\/1\.1 200 OK/);
+    const plain = await raw(
+      port,
+      `GET http://127.0.0.1:${up.port}/p HTTP/1.1\r\nHost: 127.0.0.1:${up.port}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(plain).toMatch(/^HTTP\/1\.1 200/);
+    expect(up.seen.at(-1)?.url).toBe('/p');
+    expect([...p.refused()]).toEqual([
+      ['example.com:443', 1],
+      ['10.0.0.1:8080', 1],
+    ]);
+  });
+
+  it('never takes a wildcard to an internal address (this machine, cloud metadata)', async () => {
+    const p = await proxyWith({ allow: () => 'wildcard' });
+    const port = p.listeners.proxy as number;
+    expect(await raw(port, `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\n`)).toMatch(
+      /^HTTP\/1\.1 403[\s\S]*internal address/,
+    );
+    expect(await raw(port, 'GET http://169.254.169.254/latest/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 403/,
+    );
+    expect([...p.refused().keys()]).toEqual([`127.0.0.1:${up.port}`, '169.254.169.254:80']);
+  });
+
+  it("goes out through the machine's proxy, but not for what NO_PROXY names or loopback", async () => {
+    const env = { HTTPS_PROXY: `http://127.0.0.1:${up.port}`, NO_PROXY: '.skip.test' };
+    const p = await proxyWith({ allow: () => 'named', env });
+    const port = p.listeners.proxy as number;
+    // The machine's proxy (the upstream, answering 502 to CONNECT) is asked; the agent hears it failed.
+    expect(await raw(port, 'CONNECT api.example.com:443 HTTP/1.1\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 502[\s\S]*answered 502/,
+    );
+    expect(up.connects.at(-1)).toBe('api.example.com:443');
+    const before = up.connects.length;
+    await raw(port, 'CONNECT a.skip.test:443 HTTP/1.1\r\n\r\n');
+    await raw(port, `CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\n`);
+    expect(up.connects.length).toBe(before);
+  });
+
+  it('holds a bounded number of connections, and closing ends every tunnel', async () => {
+    const p = await proxyWith({ allow: () => 'named' });
+    const port = p.listeners.proxy as number;
+    const tunnel = connect({ host: '127.0.0.1', port }, () =>
+      tunnel.write(`CONNECT 127.0.0.1:${up.port} HTTP/1.1\r\n\r\n`),
+    );
+    await new Promise((r) => tunnel.once('data', r));
+    const closed = new Promise((r) => tunnel.once('close', r));
+    await p.close();
+    open.splice(0);
+    await closed;
+  });
+
+  it('leaves nothing open when one of its listeners cannot open', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ff-net-'));
+    await mkdir(join(dir, 'model.sock')); // the route's socket cannot be made; the proxy's opens first
+    const pipes = () => process.getActiveResourcesInfo().filter((r) => r === 'PipeWrap').length;
+    const before = pipes();
+    await expect(
+      startEgressProxy({ socketDir: dir, routes: [route()], reach: () => 'named', env: {} }),
+    ).rejects.toThrow(/EADDRINUSE/);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(pipes()).toBe(before);
+    expect(existsSync(dir)).toBe(false);
+  });
+});
