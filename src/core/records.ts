@@ -107,6 +107,7 @@ const roundSchema = z.object({
   episodes: z.array(episodeSchema),
   decision: z.object({ winner: episodeId.nullable(), adopted: z.array(episodeId) }).optional(),
   extra: z.boolean().optional(),
+  losers: z.array(z.object({ episode: episodeId, entries: z.array(z.string()), earlier: count })).optional(),
 });
 
 /** The version this forkflush writes state.json in (RunState's `version`). */

@@ -193,7 +193,7 @@ journal: NOTES.md
       'compare',
       'sandbox',
     ]);
-    expect(validKeysAt(['fork'])).toEqual(['branches', 'at', 'branch_budget', 'directives']);
+    expect(validKeysAt(['fork'])).toEqual(['branches', 'at', 'branch_budget', 'directives', 'losers']);
     expect(validKeysAt(['fork', 'branches'])).toEqual([]);
     expect(validKeysAt(['nope'])).toEqual([]);
   });
