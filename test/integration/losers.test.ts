@@ -1,11 +1,15 @@
 // fork.losers: journal in whole local runs: the lineage's journal holds, for every fork round
 // with a winner, what each losing branch wrote, under its id and score, once, also when the run
 // is stopped in the middle of a round and resumed.
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sectionFor } from '../../src/core/losers.js';
 import { allEpisodes, type Episode, type RunState } from '../../src/core/state.js';
 import { drive } from '../../src/local/runner.js';
 import { openRun, startRun } from '../../src/local/start.js';
+import { cliWith } from './cli-io.js';
 import { makeTaskRepo, type TaskRepo } from './task-repo.js';
 
 const SHORT = 'fork: {branches: 2, at: [0.5], branch_budget: 0.15, losers: journal}';
@@ -89,4 +93,51 @@ describe('fork.losers: journal', () => {
     expect(third.state.rounds[0]?.losers).toEqual(losers);
     expectSections(repo, third.state);
   });
+});
+
+describe('forkflush compare with fork.losers as a variant', () => {
+  it('runs the bundled example with the losers kept and dropped, to the end, on the same seed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forkflush-maxsat-'));
+    cpSync(join(import.meta.dirname, '..', '..', 'examples', 'maxsat'), dir, {
+      recursive: true,
+      filter: (src) => !src.includes('.forkflush'),
+    });
+    try {
+      const c = await cliWith([
+        'compare',
+        dir,
+        '--strategies',
+        'fork-and-flush',
+        '--seeds',
+        '1',
+        '--budget',
+        '48',
+        '--seed',
+        '2',
+        '--variant',
+        'journal=fork.losers=journal',
+        '--variant',
+        'drop=fork.losers=drop',
+        '--json',
+      ]);
+      expect(c.code, c.err).toBe(0);
+      const results = JSON.parse(c.out);
+      expect(results.variants).toEqual(['journal', 'drop']);
+      expect(results.complete).toBe(true);
+      const states = results.runs.map(
+        (r: { run: string }) =>
+          JSON.parse(readFileSync(join(dir, '.forkflush', r.run, 'state.json'), 'utf8')) as RunState,
+      );
+      const [kept, dropped] = states;
+      expect(kept.config.fork.losers).toBe('journal');
+      expect(kept.rounds[0].losers?.length).toBe(3);
+      expect(dropped.rounds.every((r: RunState['rounds'][number]) => r.losers === undefined)).toBe(true);
+      // The report compares the two variants, with an interval.
+      expect(results.comparisons).toEqual([
+        expect.objectContaining({ a: { strategy: 'fork-and-flush', variant: 'drop' } }),
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 360_000);
 });
