@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const only = process.argv[2];
-const benches = only ? [only] : ['fork', 'overhead', 'sandbox'];
+const benches = only ? [only] : ['fork', 'overhead', 'sandbox', 'map'];
 mkdirSync('bench/.work', { recursive: true });
 await build({
   entryPoints: Object.fromEntries(benches.map((b) => [b, `bench/${b}.ts`])),

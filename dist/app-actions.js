@@ -67223,6 +67223,25 @@ var AGENT_TRIES = 3;
 var MAX_COMPARE_SEEDS = 100;
 var PROBE_RUNS = PAPER.branches;
 var AGENT_INSTALL_TIMEOUT_SECONDS = 600;
+var PAPER_MAP = {
+  /** Snapshots per run: each run's artifacts were sampled at 51 points. */
+  snapshots: 51,
+  /** Triplet judgments of a map of 5 runs x 51 snapshots: about 6,000. */
+  judgments: 6e3,
+  runs: 5,
+  /** Held-out agreement of the t-STE map: 0.81 to 0.87, mean 0.85. */
+  agreement: { mean: 0.85, low: 0.81, high: 0.87 },
+  /** Run membership alone on the same held-out triplets: 0.52 to 0.60; chance 0.50. */
+  runIdentity: { low: 0.52, high: 0.6 },
+  chance: 0.5,
+  /** A selected fork branch jumped 43 median single-run steps into a new basin; rejected ones at most 1. */
+  selectedJump: 43
+};
+var MAP_SNAPSHOTS = PAPER_MAP.snapshots;
+var MAP_TRIPLETS_PER_POINT = PAPER_MAP.judgments / (PAPER_MAP.runs * PAPER_MAP.snapshots);
+var MAP_HELD_OUT = 0.1;
+var MAP_CONCURRENCY = PAPER.branches;
+var MAP_DEFAULT_MINUTES = 60;
 
 // src/core/compare-config.ts
 var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
@@ -67524,6 +67543,36 @@ function findOffset(root, path2, key) {
   return offset;
 }
 
+// src/core/map-config.ts
+var MAP_UNITS = ["usd", "tokens", "minutes"];
+var EMBEDDINGS = ["tste", "soe"];
+function mapSchema(agent) {
+  return external_exports.strictObject({
+    snapshots: external_exports.number().int().min(2).optional().describe(
+      `Snapshots (episode commits) per run; default ${MAP_SNAPSHOTS}, the paper's. Every fork point, branch end and the final best are always in.`
+    ),
+    triplets: external_exports.number().int().min(10).optional().describe(
+      `Triplet judgments in all; default ${MAP_TRIPLETS_PER_POINT.toFixed(1)} per point (the paper's 6,000 for 5 runs x 51 snapshots).`
+    ),
+    held_out: external_exports.number().gt(0, "must be a fraction above 0 and at most 0.5").max(0.5, "must be a fraction above 0 and at most 0.5").optional().describe(`The share of judgments held out of the fit to measure agreement; default ${MAP_HELD_OUT}.`),
+    judge: agent.optional().describe(
+      "The judge that writes specs and answers triplets: the same keys as `agent`; default the task agent."
+    ),
+    budget: external_exports.number().positive().optional().describe(
+      `The most the map's judge spends, in map.unit; default budget.total (${MAP_DEFAULT_MINUTES} minutes for a task budgeted in evaluations).`
+    ),
+    unit: external_exports.enum(MAP_UNITS).optional().describe("The unit of map.budget: usd, tokens or minutes; default budget.unit (minutes for evaluations)."),
+    embedding: external_exports.enum(EMBEDDINGS).optional().describe("tste (the paper's t-STE, default) or soe (soft ordinal embedding, the paper's check).")
+  }).superRefine((m, ctx) => {
+    if (m.judge?.kind === "command" && m.judge.command === void 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["judge", "command"],
+        message: 'map.judge.command is required for map.judge.kind "command" (the shell command the judge runs)'
+      });
+  }).describe("forkflush map: the idea map of a run or a compare (functional specs, triplet judge, t-STE, basins).");
+}
+
 // src/core/secrets.ts
 var NAMES = [
   "GITHUB_TOKEN",
@@ -67680,6 +67729,7 @@ var configSchema = external_exports.strictObject({
   ),
   limits: limitsSchema.default(limitsSchema.parse({})),
   compare: compareSchema.optional(),
+  map: mapSchema(agentSchema).optional(),
   sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
@@ -67687,6 +67737,14 @@ var configSchema = external_exports.strictObject({
       code: "custom",
       path: ["agent", "command"],
       message: 'agent.command is required for agent.kind "command" (the shell command that runs one episode)'
+    });
+  }
+  const m = c.map;
+  if (m?.unit && m.unit !== c.budget.unit && m.unit !== "minutes" && m.budget === void 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["map", "budget"],
+      message: `map.budget is required when map.unit (${m.unit}) is not budget.unit (${c.budget.unit}): the most the map's judge may spend, in ${m.unit}`
     });
   }
   const at = c.fork.at;

@@ -82,6 +82,9 @@ export const CONTRACT_VARS = [
   'FORKFLUSH_GRADE',
   'FORKFLUSH_SEED',
   'FORKFLUSH_EPISODE',
+  // The idea map's judge (README, "Idea maps"): which question, and the triplet's file.
+  'FORKFLUSH_MAP_STEP',
+  'FORKFLUSH_TRIPLET_FILE',
 ];
 
 /** The variables of forkflush's agent contract, the same for every adapter (README, "The command agent"). */

@@ -21,10 +21,11 @@ const FLAGS = {
   budget: { type: 'string', value: 'N', help: "the total budget, in the config's unit" },
   branches: { type: 'string', value: 'K', help: 'branches per fork round (best-of-n: lineages)' },
   seed: { type: 'string', value: 'N', help: "the seed of every random choice and of each episode's FORKFLUSH_SEED" },
-  concurrency: { type: 'string', value: 'N', help: 'episodes at once (default: K)' },
+  concurrency: { type: 'string', value: 'N', help: 'episodes at once (default: K); for map, judge calls at once' },
   'keep-rejected': { type: 'boolean', help: 'keep the branches of rejected episodes' },
   'dry-run': { type: 'boolean', help: 'check everything and print the plan; start no agent' },
   run: { type: 'string', value: 'ID', help: 'the run (default: the newest)' },
+  compare: { type: 'string', value: 'ID', help: 'the compare (or probe) to map (default: the newest compare)' },
   json: { type: 'boolean', help: 'print JSON (its shape: README, "JSON output")' },
   grader: { type: 'string', value: 'CMD', help: 'the command that prints the score' },
   direction: { type: 'string', value: 'D', help: 'maximize | minimize' },
@@ -151,6 +152,18 @@ export const COMMANDS: CommandSpec[] = [
       'forkflush probe .',
       'forkflush probe . --budget 20 --runs 6',
       'forkflush probe . --budget-each 5 --json',
+    ],
+  },
+  {
+    name: 'map',
+    args: '[DIR]',
+    summary:
+      "the idea map of a compare (default: the newest) or a run: where the agents searched, its basins, the forks' jumps",
+    flags: ['run', 'compare', 'config', 'concurrency', 'dry-run', 'json'],
+    examples: [
+      'forkflush map .',
+      'forkflush map . --run 20261130-101500',
+      'forkflush map . --compare compare-20261130-101500 --dry-run',
     ],
   },
   {

@@ -25,6 +25,7 @@ import { drive } from '../local/runner.js';
 import { loadConfig, type OpenRun, openRun, retryStop, startRun } from '../local/start.js';
 import { COMMANDS, commandUsage, type Parsed, parseCommandLine, usage } from './args.js';
 import { initTask } from './init.js';
+import { mapCommand } from './map.js';
 
 export const VERSION: string = pkg.version;
 
@@ -148,6 +149,8 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
       return compareCommand(dir, p, io);
     case 'probe':
       return probeCommand(dir, p, io);
+    case 'map':
+      return mapCommand(dir, p, io, integer);
   }
   throw new UserError(`unknown command "${name}"`);
 }

@@ -4,6 +4,8 @@
 // strategy, and every run. Pure: the same results always give the same text.
 import type { CompareResults, Comparison, SummaryRow } from './compare.js';
 import type { CompareManifest } from './compare-plan.js';
+import type { MapRecord } from './map.js';
+import { mapSection } from './map-report.js';
 import { BOOTSTRAP_RESAMPLES, CONFIDENCE, PAPER_RESULTS } from './method.js';
 import { formatNumber, markdownTable, textTable } from './text.js';
 
@@ -141,7 +143,10 @@ export function compareText(r: CompareResults): string {
 
 const ABLATION = ['single-run', 'flush-only', 'fork-only', 'fork-and-flush'] as const;
 
-export function renderCompareReport(r: CompareResults, o: { chartFile?: string; taskDir?: string } = {}): string {
+export function renderCompareReport(
+  r: CompareResults,
+  o: { chartFile?: string; taskDir?: string; map?: MapRecord; mapFile?: string } = {},
+): string {
   const unit = r.budget.unit;
   const out = [
     `# forkflush ${r.kind} ${r.compare}`,
@@ -201,6 +206,7 @@ export function renderCompareReport(r: CompareResults, o: { chartFile?: string; 
       '',
     );
   }
+  if (o.map) out.push(mapSection(o.map, o.mapFile ? { image: o.mapFile } : {}));
   out.push('## Spend and wall time per strategy', '', spendLine(r), '');
   out.push(
     markdownTable(

@@ -7,6 +7,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { compareSchema } from './compare-config.js';
 import { describeIssue, findOffset, mappingOf } from './config-errors.js';
+import { mapSchema } from './map-config.js';
 import {
   AGENT_TIMEOUT_SECONDS,
   EXTRA_ROUNDS,
@@ -147,6 +148,9 @@ const agentSchema = z.strictObject({
     ),
 });
 
+/** The agent section's schema: the map's judge (map-config.ts) takes the same keys. */
+export type AgentSchema = typeof agentSchema;
+
 /** A shell command line: not empty. */
 const commandLine = z.string().min(1);
 
@@ -285,6 +289,7 @@ export const configSchema = z
       ),
     limits: limitsSchema.default(limitsSchema.parse({})),
     compare: compareSchema.optional(),
+    map: mapSchema(agentSchema).optional(),
     sandbox: z
       .union([z.enum(SANDBOX_MODES), sandboxSchema])
       .default('auto')
@@ -297,6 +302,14 @@ export const configSchema = z
         code: 'custom',
         path: ['agent', 'command'],
         message: 'agent.command is required for agent.kind "command" (the shell command that runs one episode)',
+      });
+    }
+    const m = c.map;
+    if (m?.unit && m.unit !== c.budget.unit && m.unit !== 'minutes' && m.budget === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['map', 'budget'],
+        message: `map.budget is required when map.unit (${m.unit}) is not budget.unit (${c.budget.unit}): the most the map's judge may spend, in ${m.unit}`,
       });
     }
     const at = c.fork.at;

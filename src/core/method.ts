@@ -230,3 +230,100 @@ export const AGENT_INSTALL_TIMEOUT_SECONDS = 600;
  * resuming it again would never finish. A stop forkflush saw through (Ctrl-C, SIGTERM) does not count.
  */
 export const MAX_UNFINISHED_STARTS = 3;
+
+// ------------------------------------------------------------------------------------------------
+// Idea maps (issue 24, `forkflush map`): where the agents searched, drawn as the paper draws it
+// (method.md, "Idea maps"; the paper's §3, §6.1 and appendices E, F, H). The computation is in
+// core/tste.ts, core/basins.ts, core/map-sample.ts and core/map.ts; its numbers are here.
+
+/** The paper's figures for its maps, printed beside a map's own as a reference, never as a target. */
+export const PAPER_MAP = {
+  /** Snapshots per run: each run's artifacts were sampled at 51 points. */
+  snapshots: 51,
+  /** Triplet judgments of a map of 5 runs x 51 snapshots: about 6,000. */
+  judgments: 6000,
+  runs: 5,
+  /** Held-out agreement of the t-STE map: 0.81 to 0.87, mean 0.85. */
+  agreement: { mean: 0.85, low: 0.81, high: 0.87 },
+  /** Run membership alone on the same held-out triplets: 0.52 to 0.60; chance 0.50. */
+  runIdentity: { low: 0.52, high: 0.6 },
+  chance: 0.5,
+  /** A selected fork branch jumped 43 median single-run steps into a new basin; rejected ones at most 1. */
+  selectedJump: 43,
+} as const;
+
+/** Snapshots per run (map.snapshots): the paper's 51. A snapshot is an episode's commit. */
+export const MAP_SNAPSHOTS = PAPER_MAP.snapshots;
+
+/**
+ * Triplet judgments per point of the map: the paper's 6,000 for 5 x 51 points (about 23.5 each),
+ * so a map of another size asks as many per point (map.triplets sets the total instead).
+ */
+export const MAP_TRIPLETS_PER_POINT = PAPER_MAP.judgments / (PAPER_MAP.runs * PAPER_MAP.snapshots);
+
+/** The share of judgments held out of the fit to measure agreement (map.held_out): the paper's 10%. */
+export const MAP_HELD_OUT = 0.1;
+
+/**
+ * t-STE (van der Maaten and Weinberger, 2012) as the paper fits it, in two dimensions: the Student-t
+ * kernel's degrees of freedom are the dimensions minus one (the authors' choice), so 1; gradient
+ * descent with an adaptive step (grown by a tenth on a step that lowered the loss, halved and undone
+ * otherwise, the authors' "bold driver"), a fixed number of steps so the result does not depend on
+ * the machine. 1,000 steps: our choice, past where the loss settles on maps of the paper's size.
+ */
+export const TSTE = { dims: 2, alpha: 1, steps: 1000, grow: 1.1, shrink: 0.5, initialScale: 1e-4 } as const;
+
+/** SOE (soft ordinal embedding, Terada and von Luxburg 2014), map.embedding: soe: the margin of its hinge. */
+export const SOE_MARGIN = 1;
+
+/**
+ * Basins: average-linkage clustering of the embedding, cut at the number of clusters (2 to
+ * MAX_BASINS) with the best mean silhouette. A best silhouette at or below this is "no substantial
+ * structure" (Kaufman and Rousseeuw, 1990: 0.25 and below), so the map is one basin.
+ */
+export const BASIN_SILHOUETTE = 0.25;
+
+/** The most basins a map is cut into: our choice, more than a picture can name apart. */
+export const MAX_BASINS = 12;
+
+/** The map's seed (triplets drawn, t-STE's start): fixed, so the same judgments give the same map. */
+export const MAP_SEED = 24;
+
+/** Judge calls at once: our choice, the paper's K, as many as a fork round runs. */
+export const MAP_CONCURRENCY = PAPER.branches;
+
+/**
+ * The longest spec the map keeps, in characters: our choice, about a page and a half of text, as the
+ * paper's specs are; three go into each triplet question. A longer one is cut there, with a mark.
+ */
+export const MAP_SPEC_MAX_CHARS = 12_000;
+
+/**
+ * What one judge call costs at most, roughly, per unit, for `--dry-run`'s estimate before any call
+ * was made and for sharing the map's budget between calls: our own rough figures for an LLM judge
+ * (a spec reads the workspace's code, a few tens of thousands of tokens; a triplet reads three specs).
+ * After a few calls of a judge, the estimate is the mean of what its calls really spent.
+ */
+export const MAP_CALL_ESTIMATE = {
+  spec: { tokens: 30_000, usd: 0.1, minutes: 1 },
+  triplet: { tokens: 5_000, usd: 0.015, minutes: 0.25 },
+} as const;
+
+/** Calls of a step a judge must have made before their mean replaces MAP_CALL_ESTIMATE: our choice. */
+export const MAP_ESTIMATE_FROM = 5;
+
+/**
+ * A judge that fails this many calls in a row (each after its one retry) is broken, not unlucky: the
+ * map stops and quotes its error. Our choice: past any plausible run of bad luck.
+ */
+export const MAP_FAILURES_IN_A_ROW = 5;
+
+/**
+ * More failed calls of a step than this share (after the retries) makes the map fail (exit 1, the
+ * error quoted) instead of being drawn from what was answered: our choice, the held-out share, so
+ * the failures could not hide more than the agreement measures.
+ */
+export const MAP_MOST_FAILED = 0.1;
+
+/** map.budget's default for a task budgeted in evaluations (a judge grades nothing): our choice, an hour of judge time. */
+export const MAP_DEFAULT_MINUTES = 60;

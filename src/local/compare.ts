@@ -30,7 +30,7 @@ import type { RunState } from '../core/state.js';
 import { runStop } from '../core/stop.js';
 import { formatNumber } from '../core/text.js';
 import { eventLine } from './progress.js';
-import { writeReports } from './reports.js';
+import { readMap, writeReports } from './reports.js';
 import { drive } from './runner.js';
 import { loadConfig, type OpenRun, openRun, startRun } from './start.js';
 import { RunStore, writeAtomic } from './store.js';
@@ -190,7 +190,7 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   // finish together must not interleave their writes (an older set could land last).
   let written: Promise<unknown> = Promise.resolve();
   const outputs = (): Promise<CompareResults> => {
-    const next = written.then(() => writeOutputs(dir, m, states, base, taskDir));
+    const next = written.then(() => writeCompareOutputs(dir, m, states, base, taskDir));
     written = next.catch(() => {});
     return next;
   };
@@ -313,8 +313,11 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 
-/** results.json, report.md and chart.svg of the compare, from its runs' states as they are. */
-async function writeOutputs(
+/**
+ * results.json, report.md and chart.svg of the compare, from its runs' states as they are; the
+ * report shows the compare's idea map when `forkflush map` made one (map.json beside them).
+ */
+export async function writeCompareOutputs(
   dir: string,
   m: CompareManifest,
   states: Map<string, RunState>,
@@ -327,7 +330,11 @@ async function writeOutputs(
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? '' : 's'} per strategy`;
   await writeAtomic(join(dir, 'chart.svg'), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
   await writeAtomic(join(dir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  await writeAtomic(join(dir, 'report.md'), renderCompareReport(results, { chartFile: 'chart.svg', taskDir }));
+  const map = await readMap(dir);
+  await writeAtomic(
+    join(dir, 'report.md'),
+    renderCompareReport(results, { chartFile: 'chart.svg', taskDir, ...(map ? { map, mapFile: 'map.svg' } : {}) }),
+  );
   return results;
 }
 

@@ -42,8 +42,8 @@ export class LocalForge implements Forge {
     return `refs/heads/${branch}`;
   }
 
-  /** forkflush's own git directory for the run, over the repository's objects. */
-  private open() {
+  /** forkflush's own git directory for the run, over the repository's objects (also the map's checkouts). */
+  open() {
     this.opened ??= (async () => {
       const common = await this.git.out(['rev-parse', '--git-common-dir']);
       const commonDir = await realpath(isAbsolute(common) ? common : resolve(this.repo, common));

@@ -191,6 +191,7 @@ journal: NOTES.md
       'pull_requests',
       'limits',
       'compare',
+      'map',
       'sandbox',
     ]);
     expect(validKeysAt(['fork'])).toEqual(['branches', 'at', 'branch_budget', 'directives', 'losers']);
