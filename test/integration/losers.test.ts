@@ -19,8 +19,13 @@ function repoWithLosers(): TaskRepo {
   return makeTaskRepo({ extra: SHORT, budget: SHORT_BUDGET });
 }
 
-async function start(repo: TaskRepo) {
-  return startRun({ dir: repo.dir, seed: 42, now: new Date('2026-11-30T10:00:00Z') });
+async function start(repo: TaskRepo, concurrency?: number) {
+  return startRun({
+    dir: repo.dir,
+    seed: 42,
+    now: new Date('2026-11-30T10:00:00Z'),
+    ...(concurrency ? { concurrency } : {}),
+  });
 }
 
 /** The lineage's journal holds each fork round's section once, with each loser's entries. */
@@ -61,7 +66,8 @@ describe('fork.losers: journal', () => {
 
   it('adds each section once when the run is stopped in a fork round or while the winner goes on, then resumed', async () => {
     const repo = repoWithLosers();
-    const run = await start(repo);
+    // One episode at a time: the stop after the first branch leaves the second one to run on resume.
+    const run = await start(repo, 1);
     // 1. Stopped in the opening fork round, after its first branch: the round is decided on resume.
     const stop1 = new AbortController();
     const first = await drive(run.state, {
