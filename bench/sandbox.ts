@@ -4,6 +4,12 @@
 //                 as forkflush ran it before the sandbox and the clean room (the reference);
 //   clean room    sandbox off: the judge grades a fresh checkout of forkflush's own snapshot;
 //   sandboxed     what runs now: the agent and both graders in bubblewrap, and the clean room.
+// Then what one sandbox start costs (a folder of 200 files handed over, `true` run in a grader's
+// sandbox), interleaved too:
+//   shared        as before accounts: every sandbox as nobody, one process limit for all;
+//   own account   now: a uid of its own leased for it (under root), started by a shell that makes
+//                 it the OOM killer's first choice and sets umask 002.
+import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +19,7 @@ import { applyOpen, reconcile } from '../src/core/reconcile.js';
 import type { Episode, RunState } from '../src/core/state.js';
 import { Git } from '../src/io/git.js';
 import { runProcess } from '../src/io/process.js';
+import { type Confinement, type Wrapped, writeFd3 } from '../src/io/sandbox.js';
 import { startRun } from '../src/local/start.js';
 import { type Isolation, isolationFor } from '../src/worker/boundary.js';
 import { allowedEnv } from '../src/worker/env.js';
@@ -122,9 +129,73 @@ for (const [name] of variants) {
   const xs = times.get(name) ?? [];
   console.log(`${name.padEnd(10)} ${xs.map((x) => x.toFixed(3)).join(' ')} s (median ${median(xs).toFixed(3)} s)`);
 }
+/** The command line as forkflush made it before accounts: nobody for all, no OOM preference, no umask. */
+function asBefore(w: Wrapped): Wrapped {
+  const args = [...w.args];
+  // The shell that starts bwrap (oom_score_adj, umask) was not there.
+  if (w.file === '/bin/sh' && args[0] === '-c') args.splice(0, 2);
+  const file = args.shift() as string;
+  const nobody = args.map((a) => (/^--re[ug]id=/.test(a) ? `${a.slice(0, 8)}65534` : a));
+  return { file, args: nobody, ...(w.fd3 ? { fd3: w.fd3 } : {}) };
+}
+
+function runWrapped(w: Wrapped, cwd: string): Promise<number | null> {
+  return new Promise((resolve) => {
+    const child = spawn(w.file, w.args, {
+      cwd,
+      stdio: ['ignore', 'ignore', 'ignore', ...(w.fd3 ? ['pipe' as const] : [])],
+    });
+    if (w.fd3) writeFd3(child, w.fd3);
+    child.on('close', (code) => resolve(code));
+  });
+}
+
+/** One sandbox start, in milliseconds: a folder of 200 files handed over, `true` run. */
+async function start(before: boolean): Promise<number> {
+  const s = sandboxed.sandbox;
+  if (!s) throw new Error('no sandbox');
+  const folder = mkdtempSync(join(tmpdir(), 'forkflush-bench-start-'));
+  for (let i = 0; i < 200; i++) writeFileSync(join(folder, `f${i}`), 'x');
+  mkdirSync(join(folder, 'tmp'));
+  const account = s.account();
+  const c: Confinement = {
+    writable: [folder],
+    readable: [],
+    hidden: [],
+    tmp: join(folder, 'tmp'),
+    network: false,
+    grader: true,
+    account,
+  };
+  const t = performance.now();
+  if (before) await runWrapped({ file: 'chown', args: ['-R', '--no-dereference', '65534:65534', folder] }, '/');
+  else await s.handOver(c);
+  const w = s.wrap(c, folder, 'true', []);
+  const code = await runWrapped(before ? asBefore(w) : w, folder);
+  const ms = performance.now() - t;
+  account.release();
+  rmSync(folder, { recursive: true, force: true });
+  if (code !== 0) throw new Error(`the sandbox start failed (exit ${code})`);
+  return ms;
+}
+
+const STARTS = 40;
+const starts = { shared: [] as number[], own: [] as number[] };
+await start(false);
+for (let i = 0; i < STARTS; i++) {
+  starts.shared.push(await start(true));
+  starts.own.push(await start(false));
+}
+const [shared, own] = [median(starts.shared), median(starts.own)];
+console.log(
+  `sandbox start (median of ${STARTS}): shared ${shared.toFixed(1)} ms, own account ${own.toFixed(1)} ms ` +
+    `(${own >= shared ? '+' : ''}${(own - shared).toFixed(1)} ms; accounts: ${sandboxed.sandbox?.accounts})`,
+);
+
 const clean = median(times.get('clean room') ?? []);
 const boxed = median(times.get('sandboxed') ?? []);
 console.log(
   `sandbox: one episode of the example ${boxed.toFixed(2)} s sandboxed vs ${reference.toFixed(2)} s in place ` +
-    `(ratio ${(boxed / reference).toFixed(2)}; clean room alone ${(clean / reference).toFixed(2)}; ${sandboxed.label})`,
+    `(ratio ${(boxed / reference).toFixed(2)}; clean room alone ${(clean / reference).toFixed(2)}; ${sandboxed.label}); ` +
+    `a sandbox start ${own.toFixed(1)} ms with its own account vs ${shared.toFixed(1)} ms shared`,
 );

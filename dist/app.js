@@ -1158,11 +1158,11 @@ var require_time = __commonJS({
       const date5 = new Date(msSinceEpoch);
       const year = date5.getUTCFullYear();
       const month = (date5.getUTCMonth() + 1).toString().padStart(2, "0");
-      const day = date5.getUTCDate().toString().padStart(2, "0");
+      const day2 = date5.getUTCDate().toString().padStart(2, "0");
       const hours = date5.getUTCHours().toString().padStart(2, "0");
       const minutes = date5.getUTCMinutes().toString().padStart(2, "0");
       const seconds = date5.getUTCSeconds().toString().padStart(2, "0");
-      return `,"time":"${year}-${month}-${day}T${hours}:${minutes}:${seconds}.${nanosWithinSecond.toString().padStart(9, "0")}Z"`;
+      return `,"time":"${year}-${month}-${day2}T${hours}:${minutes}:${seconds}.${nanosWithinSecond.toString().padStart(9, "0")}Z"`;
     };
     module2.exports = { nullTime, epochTime, unixTime, isoTime, isoTimeNano };
   }
@@ -12806,9 +12806,9 @@ var require_timestamp = __commonJS({
         const match = str.match(timestamp.test);
         if (!match)
           throw new Error("!!timestamp expects a date, starting with yyyy-mm-dd");
-        const [, year, month, day, hour, minute, second] = match.map(Number);
+        const [, year, month, day2, hour, minute, second] = match.map(Number);
         const millisec = match[7] ? Number((match[7] + "00").substr(1, 3)) : 0;
-        let date5 = Date.UTC(year, month - 1, day, hour || 0, minute || 0, second || 0, millisec);
+        let date5 = Date.UTC(year, month - 1, day2, hour || 0, minute || 0, second || 0, millisec);
         const tz = match[8];
         if (tz && tz !== "Z") {
           let d = parseSexagesimal(tz, false);
@@ -30652,11 +30652,20 @@ import { randomUUID } from "node:crypto";
 var GITHUB = {
   label: "autoresearch",
   doneLabel: "autoresearch: done",
+  /**
+   * The label a person puts on the result pull request to let the repository's own workflows run
+   * on it (README, "Agent code and your CI"): a deliberate choice, taken away when the result moves.
+   */
+  ciLabel: "autoresearch: ci",
   /** The worker workflow (examples/workflows/forkflush.yml). */
-  workflow: "forkflush.yml"
+  workflow: "forkflush.yml",
+  /** Actions mode's tick (examples/workflows/autoresearch-tick.yml): enabled only while a run needs it. */
+  tickWorkflow: "autoresearch-tick.yml",
+  /** The check run that sums a run up, on the commit it starts from and then on its result. */
+  check: "forkflush"
 };
 var RUN_ID = "[A-Za-z0-9][A-Za-z0-9._-]*";
-var EPISODE_ID = "r\\d+\\.b\\d+";
+var EPISODE_ID = "r\\d+\\.b\\d+|base";
 function lineageBranch(run2, lineage, lineages) {
   return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
 }
@@ -30677,6 +30686,32 @@ function describeEpisodeId(id) {
   const e = parseEpisodeId(id);
   return e ? `round ${e.round}, branch ${e.branch}` : id === "base" ? "initial workspace" : id;
 }
+function runRefs(run2, layout) {
+  if (layout === 1) {
+    return {
+      lineage: (lineage, lineages) => `refs/heads/${lineageBranch(run2, lineage, lineages)}`,
+      best: `refs/heads/${bestBranch(run2)}`,
+      episode: (round, branch) => `refs/heads/${episodeBranch(run2, round, branch)}`,
+      round: (round) => `refs/heads/${roundBranchPrefix(run2, round)}`,
+      resultBranch: (lineage, lineages) => lineageBranch(run2, lineage, lineages)
+    };
+  }
+  const work = `refs/forkflush/${run2}`;
+  return {
+    lineage: (lineage, lineages) => `${work}/${lineages === 1 ? "lineage" : `lineage-${lineage}`}`,
+    best: `${work}/best`,
+    episode: (round, branch) => `${work}/round-${round}/branch-${branch}`,
+    round: (round) => `${work}/round-${round}/`,
+    resultBranch: () => `forkflush/${run2}/result`
+  };
+}
+function refName(ref) {
+  return ref.startsWith("refs/heads/") ? ref.slice("refs/heads/".length) : ref;
+}
+function baseGradeRef(run2) {
+  return `refs/forkflush/${run2}/base`;
+}
+var BASE_JOB = "base";
 function stateRef(run2) {
   return `refs/forkflush/${run2}/state`;
 }
@@ -50962,6 +50997,29 @@ var promptsSchema = external_exports.strictObject({
   branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
   continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
+var DAY = "must be a date, YYYY-MM-DD";
+var day = external_exports.string().regex(/^\d{4}-\d{2}-\d{2}$/, DAY).refine(
+  (d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && (/* @__PURE__ */ new Date(`${d}T00:00:00Z`)).toISOString().startsWith(d),
+  {
+    message: DAY
+  }
+);
+var scheduleSchema = external_exports.strictObject({
+  nightly: external_exports.boolean().default(false).describe("Fork the leader into one more round every night once the plan is done (needs until or rounds)."),
+  budget: external_exports.number().positive().describe(
+    "What all rounds after the plan may spend together (nightly and asked-for ones), in budget.unit, on top of budget.total."
+  ),
+  until: day.optional().describe("The last day (YYYY-MM-DD, UTC) a round after the plan may start."),
+  rounds: external_exports.number().int().min(1).optional().describe("How many rounds after the plan may run in all.")
+}).superRefine((s, ctx) => {
+  if (s.nightly && s.until === void 0 && s.rounds === void 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["nightly"],
+      message: "schedule.nightly needs an end: add schedule.until (the last day, YYYY-MM-DD) or schedule.rounds (how many rounds in all)"
+    });
+  }
+});
 var limitsSchema = external_exports.strictObject({
   runs_per_repo: external_exports.number().int().min(1).default(RUNS_PER_REPO).describe(`Runs that may be running at once in the repository; default ${RUNS_PER_REPO}.`),
   rounds: external_exports.number().int().min(1).optional().describe(
@@ -50983,9 +51041,11 @@ var configSchema = external_exports.strictObject({
   fork: forkSchema.default(forkSchema.parse({})),
   journal: repoPath.default("NOTES.md"),
   prompts: promptsSchema.default({}),
-  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
-  pull_requests: external_exports.enum(PULL_REQUESTS).default("winners").describe(
-    "On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says."
+  schedule: external_exports.union([external_exports.enum(["none", "nightly"]), scheduleSchema]).default("none").describe(
+    'On GitHub, the rounds after the plan, from a budget of their own: a mapping with budget, and nightly (one fork round of the leader a night) with until or rounds. "none": only rounds asked for with /autoresearch fork, up to budget.total more. ("nightly" alone is what older runs recorded: new configs give the mapping.)'
+  ),
+  pull_requests: external_exports.enum(PULL_REQUESTS).default("final").describe(
+    "On GitHub, which pull requests a run opens. final (the default): one, the run's result, as a draft; episodes' work stays on refs under refs/forkflush/ that no workflow triggers on. winners or episodes: every episode is also a branch (which the repository's push workflows see), and the winner of each fork round, or every episode, gets a pull request into the lineage branch. Every episode gets a check run with its score whatever this says."
   ),
   limits: limitsSchema.default(limitsSchema.parse({})),
   compare: compareSchema.optional(),
@@ -51067,13 +51127,18 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError([`${file2}:1:1: the config must be a mapping of keys (grader, agent, budget, ...)`]);
   }
   const input2 = applyOverrides(raw, overrides);
+  const locate = (path8, key) => {
+    const offset = findOffset(doc.contents, path8, key);
+    const pos = lineCounter.linePos(offset);
+    return `${file2}:${pos.line}:${pos.col}`;
+  };
+  if (input2.schedule === "nightly") {
+    throw new ConfigError([
+      `${locate(["schedule"])}: schedule: nightly needs a budget and an end: write it as a mapping, e.g. schedule: { nightly: true, budget: ${formatBudget(input2)}, rounds: 7 } (or until: YYYY-MM-DD instead of rounds)`
+    ]);
+  }
   const result = configSchema.safeParse(input2);
   if (!result.success) {
-    const locate = (path8, key) => {
-      const offset = findOffset(doc.contents, path8, key);
-      const pos = lineCounter.linePos(offset);
-      return `${file2}:${pos.line}:${pos.col}`;
-    };
     const problems = result.error.issues.map((issue2) => describeIssue(issue2, input2, locate, validKeysAt));
     const at = (m) => /^:(\d+):(\d+)/.exec(m.slice(file2.length))?.slice(1).map(Number) ?? [0, 0];
     problems.sort((a, b) => (at(a)[0] ?? 0) - (at(b)[0] ?? 0) || (at(a)[1] ?? 0) - (at(b)[1] ?? 0));
@@ -51101,6 +51166,10 @@ function applyOverrides(raw, o) {
     out.fork = { ...fork, branches: o.branches };
   }
   return out;
+}
+function formatBudget(input2) {
+  const total = isRecord(input2.budget) ? input2.budget.total : void 0;
+  return typeof total === "number" && total > 0 ? total : 10;
 }
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -51156,6 +51225,10 @@ function resumableFailure(kind) {
   return kind !== "model" && kind !== "cli" && kind !== "hidden-path";
 }
 
+// src/core/resources.ts
+var RESOURCES = ["processes", "memory", "disk"];
+var FULL_BYTES = 64 * 1024 * 1024;
+
 // src/core/state.ts
 var EPISODE_EXITS = [
   "finished",
@@ -51165,7 +51238,7 @@ var EPISODE_EXITS = [
   "setup"
 ];
 function newRunState(args) {
-  const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
+  const lineageCount2 = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
   const { id, seed, config: config3, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
   return {
     version: 1,
@@ -51178,7 +51251,7 @@ function newRunState(args) {
       ...baseReason ? { reason: baseReason } : {},
       ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
     },
-    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
+    lineages: Array.from({ length: lineageCount2 }, (_, index) => ({ index, head: baseCommit, context: null })),
     rounds: [],
     best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
     status: "running"
@@ -51263,6 +51336,7 @@ var resultSchema = external_exports.object({
   sandbox: external_exports.string().optional(),
   contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
   agentNotStarted: external_exports.string().optional(),
+  machineShort: external_exports.enum(RESOURCES).optional(),
   failure: failureSchema.optional(),
   retries: external_exports.array(retrySchema).optional(),
   unchanged: external_exports.literal(true).optional(),
@@ -51290,7 +51364,7 @@ var roundSchema = external_exports.object({
   phase: external_exports.string(),
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
-  decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2) }).optional(),
+  decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2), voided: external_exports.string().optional() }).optional(),
   extra: external_exports.boolean().optional()
 });
 var STATE_VERSION = 1;
@@ -51371,7 +51445,35 @@ var runFilesSchema = external_exports.object({
    * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
    * release that cannot read the record says which release to use.
    */
-  writtenBy: external_exports.string().min(1).optional()
+  writtenBy: external_exports.string().min(1).optional(),
+  /**
+   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
+   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
+   */
+  refsLayout: external_exports.union([external_exports.literal(1), external_exports.literal(2)]).optional(),
+  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
+  baseTree: sha.optional(),
+  /**
+   * The grade of the initial workspace: asked (its job rides with the opening round's dispatch,
+   * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
+   */
+  baseGrade: external_exports.enum(["asked", "done"]).optional(),
+  /** Episode id -> its check run, made (queued) when its round is dispatched. */
+  checks: external_exports.record(external_exports.string(), external_exports.number().int()).optional(),
+  /**
+   * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
+   * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
+   */
+  runCheck: external_exports.object({ id: external_exports.number().int(), sha, digest: external_exports.string().optional(), done: external_exports.boolean().optional() }).optional(),
+  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
+  resultHead: sha.optional(),
+  resultDigest: external_exports.string().optional(),
+  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
+  stopReason: external_exports.string().optional(),
+  /** A warning about the worker workflow, found when the run started, for the status comment. */
+  workerWarning: external_exports.string().optional(),
+  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
+  overrides: external_exports.object({ text: external_exports.string(), source: external_exports.string() }).optional()
 });
 var localRunSchema = external_exports.object({
   id: runId,
@@ -51568,6 +51670,17 @@ ${filesBody}`).digest("hex");
 }
 
 // src/github/forge.ts
+function checkRunBody(f) {
+  return {
+    status: f.status,
+    ...f.conclusion ? { conclusion: f.conclusion } : {},
+    ...f.startedAt ? { started_at: f.startedAt } : {},
+    ...f.completedAt ? { completed_at: f.completedAt } : {},
+    ...f.detailsUrl ? { details_url: f.detailsUrl } : {},
+    ...f.externalId ? { external_id: f.externalId } : {},
+    ...f.output ? { output: f.output } : {}
+  };
+}
 var ConflictError = class extends Error {
   name = "ConflictError";
 };
@@ -51730,56 +51843,48 @@ Forkflush-Save: ${randomUUID()}`,
       throw e;
     }
   }
-  /** Creates a branch at a commit; a branch that exists already is fine (a repeated call). */
-  async createBranch(branch, sha2) {
+  /** Creates a ref (`refs/...`) at a commit; one that exists already at it is fine (a repeated call). */
+  async createRef(ref, sha2) {
     try {
-      await this.octokit.rest.git.createRef({ ...this.r, ref: `refs/heads/${branch}`, sha: sha2 });
+      await this.octokit.rest.git.createRef({ ...this.r, ref, sha: sha2 });
     } catch (e) {
-      if (status(e) !== 422 || await this.refSha(`refs/heads/${branch}`) === null) throw e;
+      if (status(e) !== 422 || await this.refSha(ref) === null) throw e;
     }
   }
-  /** The heads of the branches under a prefix, in one call (e.g. one round's branches). */
-  async branchHeads(prefix) {
-    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: `heads/${prefix}` });
-    return new Map(data.map((d) => [d.ref.replace(/^refs\/heads\//, ""), d.object.sha]));
+  /** The refs under a prefix (`refs/...`) and their commits, in one call (e.g. one round's). */
+  async refHeads(prefix) {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: prefix.replace(/^refs\//, "") });
+    return new Map(data.map((d) => [d.ref, d.object.sha]));
   }
   /**
-   * Moves a branch forward to a commit that descends from it. GitHub refuses anything but a
-   * fast-forward, so a branch that moved elsewhere meanwhile is never overwritten.
+   * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
+   * a fast-forward, so a ref that moved elsewhere meanwhile is never overwritten.
    */
-  async fastForward(branch, sha2) {
+  async fastForward(ref, sha2) {
     try {
-      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha: sha2, force: false });
+      await this.octokit.rest.git.updateRef({ ...this.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: false });
       return "moved";
     } catch (e) {
       if (status(e) === 422) return "diverged";
       throw e;
     }
   }
-  /** Points a branch at a commit, creating it if needed (for the best ref). */
-  async setBranch(branch, sha2) {
+  /** Points a ref (`refs/...`) at a commit, creating it if needed (the best ref). */
+  async setRef(ref, sha2) {
     try {
-      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha: sha2, force: true });
+      await this.octokit.rest.git.updateRef({ ...this.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: true });
       return;
     } catch (e) {
       if (status(e) !== 422 && status(e) !== 404) throw e;
     }
-    await this.createBranch(branch, sha2);
-    const now = await this.refSha(`refs/heads/${branch}`);
-    if (now !== sha2)
-      throw new Error(`${branch} could not be moved to ${sha2.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+    await this.createRef(ref, sha2);
+    const now = await this.refSha(ref);
+    if (now !== sha2) throw new Error(`${ref} could not be moved to ${sha2.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
   }
-  /** Deletes a ref outside refs/heads (an episode's context); one already gone is fine. */
+  /** Deletes a ref (`refs/...`: a context, an episode's ref, a branch); one already gone is fine. */
   async deleteRef(ref) {
     try {
       await this.octokit.rest.git.deleteRef({ ...this.r, ref: ref.replace(/^refs\//, "") });
-    } catch (e) {
-      if (status(e) !== 422 && status(e) !== 404) throw e;
-    }
-  }
-  async deleteBranch(branch) {
-    try {
-      await this.octokit.rest.git.deleteRef({ ...this.r, ref: `heads/${branch}` });
     } catch (e) {
       if (status(e) !== 422 && status(e) !== 404) throw e;
     }
@@ -51839,10 +51944,46 @@ Forkflush-Save: ${randomUUID()}`,
     const into = data.filter((p) => p.base.ref === base);
     return (into.find((p) => p.state === "open") ?? into[0])?.number ?? null;
   }
+  /** Edits a pull request's title and body (repeat-safe). */
+  async editPullRequest(pr, title, body) {
+    await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, title, body });
+  }
+  /** A pull request's head branch and whether it is open; null when there is none. */
+  async pullRequest(pr) {
+    try {
+      const { data } = await this.octokit.rest.pulls.get({ ...this.r, pull_number: pr });
+      return { head: data.head.ref, open: data.state === "open" };
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** Whether the issue is open, and its labels; null when there is none. */
+  async issue(issue2) {
+    try {
+      const { data } = await this.octokit.rest.issues.get({ ...this.r, issue_number: issue2 });
+      const labels = data.labels.map((l) => typeof l === "string" ? l : l.name ?? "");
+      return { open: data.state === "open", labels };
+    } catch (e) {
+      if (status(e) === 404 || status(e) === 410) return null;
+      throw e;
+    }
+  }
+  /**
+   * Reacts to a comment (`eyes`: taken; `+1`, `-1`: done or refused). GitHub keeps one reaction of
+   * a kind per author, so a repeat is harmless.
+   */
+  async react(commentId, content) {
+    await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
+  }
   async closePullRequest(pr, comment) {
     await this.createComment(pr, comment);
     await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: "closed" });
   }
+  /**
+   * Makes a check run: queued or in progress (an episode's when its round is dispatched, the run's
+   * own while rounds run), or completed with its conclusion.
+   */
   async createCheckRun(args) {
     return this.createOnce(
       async () => {
@@ -51850,28 +51991,43 @@ Forkflush-Save: ${randomUUID()}`,
           ...this.r,
           head_sha: args.sha,
           name: args.name,
-          status: "completed",
-          conclusion: args.conclusion,
-          ...args.startedAt ? { started_at: args.startedAt } : {},
-          completed_at: args.completedAt,
-          ...args.detailsUrl ? { details_url: args.detailsUrl } : {},
-          output: args.output,
+          ...checkRunBody(args),
           ...ONCE
         });
         return data.id;
       },
-      () => this.findCheckRun(args.sha, args.name)
+      () => this.findCheckRun(args.sha, args.name, args.externalId)
     );
   }
-  /** The id of a check run with this name on a commit, if there is one. */
-  async findCheckRun(sha2, name) {
+  /** A check run's status (queued, in_progress, completed), or null when it is gone. */
+  async checkRunStatus(id) {
+    try {
+      const { data } = await this.octokit.rest.checks.get({ ...this.r, check_run_id: id });
+      return data.status;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** Changes a check run (an edit: repeat-safe). False when it is gone. */
+  async updateCheckRun(id, fields) {
+    try {
+      await this.octokit.rest.checks.update({ ...this.r, check_run_id: id, ...checkRunBody(fields) });
+      return true;
+    } catch (e) {
+      if (status(e) === 404) return false;
+      throw e;
+    }
+  }
+  /** The id of a check run with this name on a commit (and this external id, when given), if there is one. */
+  async findCheckRun(sha2, name, externalId) {
     const { data } = await this.octokit.rest.checks.listForRef({
       ...this.r,
       ref: sha2,
       check_name: name,
       filter: "all"
     });
-    return data.check_runs[0]?.id ?? null;
+    return data.check_runs.find((c) => externalId === void 0 || c.external_id === externalId)?.id ?? null;
   }
   /**
    * Edits forkflush's status comment on an issue, or writes it; returns its id. `body` starts with
@@ -52020,6 +52176,21 @@ Forkflush-Save: ${randomUUID()}`,
     return cancelled;
   }
   /**
+   * Enables or disables a workflow (Actions mode's tick, which runs only while a run needs it).
+   * False when the repository has no such workflow.
+   */
+  async setWorkflowEnabled(workflow, enabled) {
+    try {
+      const args = { ...this.r, workflow_id: workflow };
+      if (enabled) await this.octokit.rest.actions.enableWorkflow(args);
+      else await this.octokit.rest.actions.disableWorkflow(args);
+      return true;
+    } catch (e) {
+      if (status(e) === 404) return false;
+      throw e;
+    }
+  }
+  /**
    * A create GitHub has no idempotency key for, sent with the retry plugin off (ONCE). After a
    * failure that may hide a success (a server error, a lost connection) it pauses, then `find`
    * looks for what the try made before the next try; any other failure is GitHub's answer.
@@ -52103,29 +52274,6 @@ var package_default = {
   }
 };
 
-// src/core/budget.ts
-function spent(state, lineage) {
-  let sum = 0;
-  for (const r of state.rounds) {
-    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
-  }
-  return sum;
-}
-function charged(e) {
-  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
-}
-function minEpisode(state) {
-  return state.config.budget.episode * LEAST_EPISODE_SHARE;
-}
-function spentOnSchedule(state, lineage) {
-  let sum = 0;
-  for (const r of state.rounds) {
-    if (r.extra) continue;
-    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
-  }
-  return sum;
-}
-
 // src/core/journal.ts
 function describeContext(e) {
   if (e.context === "fresh") return "fresh context";
@@ -52145,6 +52293,7 @@ var TRAILERS = {
   usage: "Forkflush-Usage",
   sandbox: "Forkflush-Sandbox",
   contextStore: "Forkflush-Context",
+  machineShort: "Forkflush-Machine-Short",
   failure: "Forkflush-Failure",
   retries: "Forkflush-Retries",
   unchanged: "Forkflush-Unchanged",
@@ -52213,6 +52362,8 @@ function parseCommitMessage(message, commit) {
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
+  const short = fields.get(TRAILERS.machineShort);
+  const machineShort = RESOURCES.find((r) => r === short);
   const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
   const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
   const basis = fields.get(TRAILERS.spentBasis);
@@ -52235,6 +52386,7 @@ function parseCommitMessage(message, commit) {
       graderSeconds: grader,
       ...sandbox ? { sandbox } : {},
       ...contextStore ? { contextStore } : {},
+      ...machineShort ? { machineShort } : {},
       ...failure2 ? { failure: failure2 } : {},
       ...retries && retries.length > 0 ? { retries } : {},
       ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
@@ -52265,6 +52417,29 @@ function parseCommitDetails(message) {
   const diffStat = changes.slice("Changes: ".length);
   const run2 = lines.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
   return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
+}
+
+// src/core/budget.ts
+function spent(state, lineage) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
+  }
+  return sum;
+}
+function charged(e) {
+  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
+}
+function minEpisode(state) {
+  return state.config.budget.episode * LEAST_EPISODE_SHARE;
+}
+function spentOnSchedule(state, lineage) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    if (r.extra) continue;
+    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
+  }
+  return sum;
 }
 
 // src/core/rng.ts
@@ -52302,6 +52477,9 @@ function pickIndices(n, count2, seed) {
 function forks(strategy) {
   return strategy === "fork-and-flush" || strategy === "fork-only";
 }
+function lineageCount(config3) {
+  return config3.strategy === "best-of-n" ? config3.fork.branches : 1;
+}
 function segmentStarts(config3) {
   if (config3.strategy === "single-run" || config3.strategy === "best-of-n") return [0];
   return [0, ...config3.fork.at.map((a) => a * config3.budget.total)];
@@ -52312,12 +52490,72 @@ function serialAllowance(left, episodeBudget) {
 function nextRound(state) {
   if (state.rounds.some((r) => !r.decision)) throw new Error("nextRound: a round is still open");
   const extraDone = state.rounds.filter((r) => r.extra).length;
-  if ((state.extraForks ?? 0) > extraDone)
-    return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true);
+  const each = (state.extraForks ?? 0) > extraDone ? extraAllowance(state) : null;
+  if (each !== null) return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true, each);
   return state.config.strategy === "best-of-n" ? nextBestOfNRound(state) : nextLeaderRound(state);
 }
+function extraRounds(config3) {
+  const s = config3.schedule;
+  if (typeof s === "object")
+    return { nightly: s.nightly, budget: s.budget, until: s.until ?? null, rounds: s.rounds ?? null };
+  return { nightly: s === "nightly", budget: config3.budget.total, until: null, rounds: null };
+}
+function extraSpent(state) {
+  let sum = 0;
+  for (const r of state.rounds) if (r.extra) for (const e of r.episodes) sum += charged(e);
+  return sum;
+}
+function extraAsked(state) {
+  return Math.max(state.extraForks ?? 0, state.rounds.filter((r) => r.extra).length);
+}
+function extraAllowance(state) {
+  const c = state.config;
+  const left = extraRounds(c).budget - extraCommitted(state);
+  const each = Math.min(c.fork.branch_budget * c.budget.total, left / c.fork.branches);
+  return each >= minEpisode(state) ? each : null;
+}
+function extraCommitted(state) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    if (!r.extra) continue;
+    for (const e of r.episodes) sum += e.result ? charged(e) : Math.max(e.allowance, charged(e));
+  }
+  return sum;
+}
+function extraRefusal(state, now) {
+  const x = extraRounds(state.config);
+  const unit = state.config.budget.unit;
+  const asked = extraAsked(state);
+  if (x.rounds !== null && asked >= x.rounds) {
+    return `the run has had the ${x.rounds} round${x.rounds === 1 ? "" : "s"} after its plan that \`schedule.rounds\` allows`;
+  }
+  if (x.until !== null && now.toISOString().slice(0, 10) > x.until) {
+    return `\`schedule.until\` (${x.until}) has passed`;
+  }
+  const pending = asked - state.rounds.filter((r) => r.extra).length;
+  const perRound = state.config.fork.branches * state.config.fork.branch_budget * state.config.budget.total;
+  const left = x.budget - extraCommitted(state) - pending * perRound;
+  if (left / state.config.fork.branches < minEpisode(state)) {
+    return `the rounds after the plan have spent ${formatNumber(extraSpent(state), 2)} of their ${formatNumber(x.budget)} ${unit} (${typeof state.config.schedule === "object" ? "`schedule.budget`" : "`budget.total` more, without `schedule.budget`"}), too little is left for another round`;
+  }
+  return null;
+}
+function extraRoundsText(config3) {
+  const x = extraRounds(config3);
+  if (config3.schedule === "none" || forkRefusalOf(config3) !== null) return null;
+  const unit = config3.budget.unit;
+  const each = formatNumber(config3.fork.branch_budget * config3.budget.total, 2);
+  const end = [
+    ...x.rounds !== null ? [`at most ${x.rounds} round${x.rounds === 1 ? "" : "s"}`] : [],
+    ...x.until !== null ? [`until ${x.until}`] : []
+  ];
+  return `${x.nightly ? "one fork round of the leader a night, and " : ""}rounds asked for with /autoresearch fork, ${config3.fork.branches} branches of up to ${each} ${unit} each, ${formatNumber(x.budget)} ${unit} in all` + (end.length > 0 ? `, ${end.join(", ")}` : "");
+}
+function forkRefusalOf(config3) {
+  return lineageCount(config3) === 1 ? null : `${config3.strategy} has no single leader to fork`;
+}
 function forkRefusal(state) {
-  return state.lineages.length === 1 ? null : `${state.config.strategy} has no single leader to fork`;
+  return state.lineages.length === 1 ? null : forkRefusalOf(state.config);
 }
 function requestFork(state) {
   const refusal2 = forkRefusal(state);
@@ -52449,6 +52687,12 @@ function selectWinner(episodes, direction) {
   }
   return winner;
 }
+function voidReason(episodes) {
+  const starved = episodes.filter((e) => e.result?.machineShort);
+  if (starved.length === 0) return null;
+  const which = starved.map((e) => `${e.id} (${e.result?.machineShort})`).join(", ");
+  return `void: the machine ran out of resources while the judge graded ${which}, on both tries; no branch is ranked`;
+}
 
 // src/core/reconcile.ts
 function reconcile(state) {
@@ -52465,6 +52709,8 @@ function reconcile(state) {
 function decide(state, round) {
   if (round.kind === "serial")
     return { winner: null, adopted: round.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
+  const voided = voidReason(round.episodes);
+  if (voided) return { winner: null, adopted: [], voided };
   const winner = selectWinner(round.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }
@@ -52864,105 +53110,13 @@ function usageText(u) {
   if (u.turns !== null) parts.push(`${u.turns} turns`);
   return parts.join(", ");
 }
-function roundRows(state) {
-  return state.rounds.map((r) => {
-    const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? "none: leader kept" : "pending" : "";
-    return [
-      String(r.index),
-      r.phase,
-      r.kind,
-      r.episodes.map((e) => `${e.id} ${scoreText(e.result?.score)}`).join(", "),
-      winner,
-      formatNumber(
-        r.episodes.reduce((s, e) => s + charged(e), 0),
-        2
-      )
-    ];
-  });
-}
-
-// src/core/chart.ts
-function chartData(state) {
-  const c = state.config;
-  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
-  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
-  const segments = [];
-  const failures = [];
-  const best = [];
-  const forkRounds = [];
-  let bestScore = state.base.score;
-  if (bestScore !== null) best.push({ x: 0, y: bestScore });
-  let x = 0;
-  for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
-    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
-    for (const e of round.episodes) {
-      const r = e.result;
-      if (!r) continue;
-      if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else {
-        const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
-      }
-    }
-    x = x1;
-    for (const e of round.episodes) {
-      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
-      const s = e.result?.score;
-      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
-    }
-    if (bestScore !== null) best.push({ x, y: bestScore });
-  }
-  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
-  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
-  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
-  return {
-    segments,
-    failures,
-    best,
-    forkPoints,
-    forkRounds,
-    initial: state.base.score,
-    xMax: Math.max(c.budget.total, x),
-    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
-  };
-}
-function zoomRange(o) {
-  const sign2 = o.direction === "maximize" ? 1 : -1;
-  const good = (xs) => xs.map((v) => v * sign2);
-  const floors = [];
-  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
-  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
-  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
-  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
-  const floor = Math.min(...floors) * sign2;
-  return paddedRange([floor, o.best]);
-}
-function quantile(values, q) {
-  const xs = [...values].sort((a2, b2) => a2 - b2);
-  const at = (xs.length - 1) * q;
-  const lo = Math.floor(at);
-  const a = xs[lo];
-  const b = xs[Math.min(lo + 1, xs.length - 1)];
-  return a + (b - a) * (at - lo);
-}
-var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
-var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
-function paddedRange(values) {
-  if (values.length === 0) return [0, 1];
-  let lo = Math.min(...values);
-  let hi = Math.max(...values);
-  if (lo === hi) {
-    lo -= Math.abs(lo) * 0.1 || 1;
-    hi += Math.abs(hi) * 0.1 || 1;
-  }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
-}
 
 // src/core/github-text.ts
 function commentMarker(run2) {
   return `<!-- forkflush:${run2} -->`;
+}
+function branchView(state) {
+  return { lineage: lineageBranch(state.id, 0, state.lineages.length), best: bestBranch(state.id) };
 }
 function contextNote(state, privateRepository) {
   const stores = new Set(allEpisodes(state).flatMap((e) => e.result?.contextStore ? [e.result.contextStore] : []));
@@ -52979,82 +53133,24 @@ function contextNote(state, privateRepository) {
   }
   return [];
 }
-function issueComment(state, phase, notes = []) {
-  const c = state.config;
-  const unit = c.budget.unit;
-  const open2 = state.rounds.find((r) => !r.decision);
-  const stop2 = phase === "finished" ? null : runStop(state);
-  const halted = stop2?.code === 2 ? stop2 : null;
-  const status2 = halted ? `stopped: ${halted.markdown}${retryStopped(state) ? " (`/autoresearch resume`)" : ""}` : phase === "stopped" ? "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it" : phase === "finished" ? "finished" : open2 ? `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done` : "starting";
-  const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)` : "none yet";
-  const phases = plan(c);
-  const parts = [
-    commentMarker(state.id),
-    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c, phases)}`,
-    "",
-    `**Status:** ${status2}  `,
-    `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
-    `**Best score** (${c.grader.direction}): ${best}  `,
-    `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
-    ...notes.map((n) => `> ${n}`),
-    ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`),
-    "",
-    "<details><summary>Plan</summary>",
-    "",
-    planMarkdown(state, phases),
-    "",
-    "</details>"
-  ];
-  if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
-    parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
-    const points = chartData(state).best;
-    if (points.length > 0) {
-      parts.push("", "#### Best score versus spend", "", mermaidChart(points, unit));
-      parts.push("", "<details><summary>As a table</summary>", "", bestTable(points, unit), "", "</details>");
-    }
-    parts.push(
-      "",
-      "<details><summary>Rounds</summary>",
-      "",
-      markdownTable(["round", "phase", "kind", "scores", "winner", `spent (${unit})`], roundRows(state)),
-      "",
-      "</details>"
-    );
-  }
-  return clip(`${parts.join("\n")}
-`, BODY_MAX);
-}
-function planMarkdown(state, phases = plan(state.config)) {
+function episodeCheckPending(state, e, status2) {
+  const round = state.rounds.find((r) => r.index === e.round);
   const unit = state.config.budget.unit;
-  const rows = phases.map((p) => [
-    p.phase,
-    p.kind === "fork" ? "fork round" : "serial",
-    String(p.branches),
-    String(p.rounds),
-    formatNumber(p.budgetEach, 2),
-    `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / state.config.budget.total * 100)}%)`
-  ]);
-  return markdownTable(["phase", "kind", "branches", "episodes", `budget each (${unit})`, "cumulative"], rows);
-}
-function mermaidChart(points, unit) {
-  const ys = points.map((p) => p.y);
-  const lo = Math.min(...ys);
-  const hi = Math.max(...ys);
-  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
-  return [
-    "```mermaid",
-    "xychart-beta",
-    `  x-axis "spend (${unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(", ")}]`,
-    `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
-    `  line [${ys.map((y) => formatNumber(y, 4)).join(", ")}]`,
-    "```"
-  ].join("\n");
-}
-function bestTable(points, unit) {
-  return markdownTable(
-    [`spend (${unit})`, "best score"],
-    points.map((p) => [formatNumber(p.x, 2), scoreText(p.y)])
+  const title = `${e.id}: ${status2 === "queued" ? "waiting for its job" : "running"}`;
+  const summary = markdownTable(
+    ["", ""],
+    [
+      ["round", `${e.round} (${round?.phase ?? ""}${round?.extra ? ", after the plan" : ""})`],
+      ["context", describeContext(e) + (e.directive ? ", told to try a different approach" : "")],
+      ["allowance", `${formatNumber(e.allowance, 2)} ${unit}`],
+      ["started from", `\`${e.base.slice(0, 10)}\``],
+      [
+        "best so far",
+        state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : "none"
+      ]
+    ]
   );
+  return { title, summary };
 }
 function checkRunOutput(state, e, r, details) {
   const c = state.config;
@@ -53155,24 +53251,10 @@ function loserComment(state, e, winner) {
     const why = inertCodeSpan(e.result?.reason ?? "setup failed");
     return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX);
   }
+  const round = state.rounds.find((r) => r.index === e.round);
+  if (round?.decision?.voided) return clip(`Not adopted: round ${e.round} is ${round.decision.voided}.`, BODY_MAX);
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
-}
-function finalPrTitle(state) {
-  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}`;
-}
-function finalPrBody(state, issue2 = null) {
-  const body = [
-    // forkflush's own closing keyword: the only one left active (agent text in the body is inert).
-    ...issue2 !== null ? [`Closes #${issue2}.`, ""] : [],
-    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
-    "",
-    `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : "no episode"}; the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? " (not the lineage head: a later episode scored lower)" : ""}.`,
-    `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
-    "",
-    leaderboardMarkdown(state, 20)
-  ];
-  return clip(body.join("\n"), BODY_MAX);
 }
 var COMMANDS = ["status", "stop", "resume", "fork"];
 function parseCommand(body) {
@@ -53485,74 +53567,47 @@ function workerTimeoutProblem(workflowText, config3) {
 }
 
 // src/github/observe.ts
-import { createHash as createHash2 } from "node:crypto";
-var Commits = class {
-  constructor(forge) {
-    this.forge = forge;
-  }
-  forge;
-  known = /* @__PURE__ */ new Map();
-  async get(sha2) {
-    const known = this.known.get(sha2);
-    if (known !== void 0) return known;
-    const commit = await this.forge.commit(sha2);
-    this.known.set(sha2, commit);
-    return commit;
-  }
-};
-function protectedDigest(tree, globs) {
-  const lines = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
-  return createHash2("sha256").update(lines.join("\n")).digest("hex");
-}
-async function observe(forge, commits, state, files, seen) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  const dispatched = open2 ? files.dispatched[String(open2.index)] : void 0;
-  if (!open2 || !dispatched) return state;
-  const heads = await forge.branchHeads(roundBranchPrefix(state.id, open2.index));
-  let next = state;
-  for (const e of open2.episodes) {
-    if (e.result) continue;
-    const head = heads.get(episodeBranch(state.id, e.round, e.branch));
-    let result = null;
-    if (head && head !== e.base) {
-      const commit = await commits.get(head);
-      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
-      const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(forge, state, files, head, commit);
-      result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
-    } else if (seen.failedJobs?.[e.id]) {
-      result = failedResult(e, seen.failedJobs[e.id]);
-    } else if (seen.roundEnded === open2.index) {
-      result = failedResult(e, "its round's workflow run ended without a result for it");
-    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
-      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
-    }
-    if (result) next = applyResult(next, e.id, result);
-  }
-  return next;
-}
-async function protectedProblem(forge, state, files, sha2, commit) {
-  if (!files.protectedDigest) return null;
-  const short = sha2.slice(0, 7);
-  const tree = await forge.treeFiles(commit.tree);
-  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
-  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
-  if (protectedDigest(tree, globs) !== files.protectedDigest) {
-    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
-  }
-  return null;
-}
-
-// src/github/sync.ts
 import { createHash as createHash3 } from "node:crypto";
 
 // src/github/record.ts
-function workDone(files) {
+import { createHash as createHash2 } from "node:crypto";
+function layoutOf(files) {
+  return files.refsLayout ?? 1;
+}
+function refsOf(state, files) {
+  return runRefs(state.id, layoutOf(files));
+}
+function phaseOf(state, files) {
+  return files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
+}
+function viewOf(state, files) {
+  const refs = refsOf(state, files);
+  return {
+    lineage: refName(refs.lineage(0, state.lineages.length)),
+    best: refName(refs.best),
+    issue: files.issue,
+    resultPr: files.finalPr || null,
+    ...files.baseGrade ? { baseGrade: files.baseGrade } : {},
+    ...files.overrides ? { overrides: files.overrides } : {},
+    ...files.stopReason ? { stopReason: files.stopReason } : {}
+  };
+}
+function resultLineage(state) {
+  const best = state.best ? findEpisode(state, state.best.episode) : void 0;
+  return best?.lineage ?? 0;
+}
+function resultCommit(state) {
+  const lineage = state.lineages[resultLineage(state)] ?? state.lineages[0];
+  return lineage?.head ?? state.base.commit;
+}
+function workDone(state, files) {
+  const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
   return {
     opened: Object.keys(files.dispatched).map(Number),
     published: Object.keys(files.published),
     settled: files.settled,
     best: files.bestCommit,
-    finished: files.finalPr !== null
+    finished: files.finalPr !== null && at
   };
 }
 async function saveDone(forge, state, mine, released, expected2) {
@@ -53584,11 +53639,397 @@ function mergeDone(latest, mine, released) {
     published: { ...latest.published, ...mine.published },
     settled: [.../* @__PURE__ */ new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
     finalPr: latest.finalPr ?? mine.finalPr,
+    ...pick2(mine, latest, "resultHead"),
+    ...pick2(mine, latest, "resultDigest"),
+    ...pick2(mine, latest, "runCheck"),
+    ...mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {},
     bestCommit: mine.bestCommit ?? latest.bestCommit,
     commentId: latest.commentId ?? mine.commentId,
     commentDigest: mine.commentDigest ?? latest.commentDigest,
     claims
   };
+}
+function pick2(mine, latest, key) {
+  const value = mine[key] ?? latest[key];
+  return value === void 0 ? {} : { [key]: value };
+}
+function textDigest(text) {
+  return createHash2("sha256").update(text).digest("hex").slice(0, 16);
+}
+
+// src/github/observe.ts
+var Commits = class {
+  constructor(forge) {
+    this.forge = forge;
+  }
+  forge;
+  known = /* @__PURE__ */ new Map();
+  async get(sha2) {
+    const known = this.known.get(sha2);
+    if (known !== void 0) return known;
+    const commit = await this.forge.commit(sha2);
+    this.known.set(sha2, commit);
+    return commit;
+  }
+};
+function protectedDigest(tree, globs) {
+  const lines = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
+  return createHash3("sha256").update(lines.join("\n")).digest("hex");
+}
+async function observeBase(forge, commits, state, files, seen) {
+  const dispatched = files.dispatched["0"];
+  if (files.baseGrade !== "asked" || !dispatched) return state;
+  const head = await forge.refSha(baseGradeRef(state.id));
+  let grade = null;
+  if (head) {
+    const commit = await commits.get(head);
+    const read2 = resultFromCommit(state.id, { id: BASE_JOB, base: state.base.commit }, { sha: head, ...commit });
+    const problem2 = "problem" in read2 ? read2.problem : files.baseTree && commit.tree !== files.baseTree ? `its commit ${head.slice(0, 7)} is not the initial workspace's tree` : null;
+    grade = problem2 === null && "result" in read2 ? {
+      score: read2.result.score,
+      ...read2.result.reason ? { reason: read2.result.reason } : {},
+      graderSeconds: read2.result.graderSeconds
+    } : { score: null, reason: problem2 ?? "not a grade" };
+  } else if (seen.failedJobs?.[BASE_JOB]) {
+    grade = { score: null, reason: seen.failedJobs[BASE_JOB] };
+  } else if (seen.roundEnded === 0 || seen.now.getTime() > Date.parse(dispatched.deadline)) {
+    grade = { score: null, reason: "its job gave no grade by the end of the opening round" };
+  }
+  if (!grade) return state;
+  files.baseGrade = "done";
+  return applyBaseGrade(state, grade);
+}
+function applyBaseGrade(state, grade) {
+  const base = {
+    commit: state.base.commit,
+    score: grade.score,
+    ...grade.reason ? { reason: grade.reason } : {},
+    ...grade.graderSeconds !== void 0 ? { graderSeconds: grade.graderSeconds } : {}
+  };
+  const beats = grade.score !== null && (!state.best || !isBetter(state.best.score, grade.score, state.config.grader.direction));
+  return {
+    ...state,
+    base,
+    ...beats && grade.score !== null ? { best: { episode: "base", commit: state.base.commit, score: grade.score } } : {}
+  };
+}
+async function observe(forge, commits, state, files, seen) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  const dispatched = open2 ? files.dispatched[String(open2.index)] : void 0;
+  if (!open2 || !dispatched) return state;
+  const refs = refsOf(state, files);
+  const heads = await forge.refHeads(refs.round(open2.index));
+  let next = state;
+  for (const e of open2.episodes) {
+    if (e.result) continue;
+    const head = heads.get(refs.episode(e.round, e.branch));
+    let result = null;
+    if (head && head !== e.base) {
+      const commit = await commits.get(head);
+      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
+      const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(forge, state, files, head, commit);
+      result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
+    } else if (seen.failedJobs?.[e.id]) {
+      result = failedResult(e, seen.failedJobs[e.id]);
+    } else if (seen.roundEnded === open2.index) {
+      result = failedResult(e, "its round's workflow run ended without a result for it");
+    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
+      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+    }
+    if (result) next = applyResult(next, e.id, result);
+  }
+  return next;
+}
+async function protectedProblem(forge, state, files, sha2, commit) {
+  if (!files.protectedDigest) return null;
+  const short = sha2.slice(0, 7);
+  const tree = await forge.treeFiles(commit.tree);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
+  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  if (protectedDigest(tree, globs) !== files.protectedDigest) {
+    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
+  }
+  return null;
+}
+
+// src/core/chart.ts
+function chartData(state) {
+  const c = state.config;
+  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
+  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
+  const segments = [];
+  const failures = [];
+  const best = [];
+  const forkRounds = [];
+  let bestScore = state.base.score;
+  if (bestScore !== null) best.push({ x: 0, y: bestScore });
+  let x = 0;
+  for (const round of state.rounds) {
+    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
+    for (const e of round.episodes) {
+      const r = e.result;
+      if (!r) continue;
+      if (r.score === null) failures.push({ id: e.id, x: x1 });
+      else {
+        const y0 = headScore.get(e.lineage) ?? null;
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+      }
+    }
+    x = x1;
+    for (const e of round.episodes) {
+      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+      const s = e.result?.score;
+      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
+    }
+    if (bestScore !== null) best.push({ x, y: bestScore });
+  }
+  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
+  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
+  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
+  return {
+    segments,
+    failures,
+    best,
+    forkPoints,
+    forkRounds,
+    initial: state.base.score,
+    xMax: Math.max(c.budget.total, x),
+    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
+  };
+}
+function zoomRange(o) {
+  const sign2 = o.direction === "maximize" ? 1 : -1;
+  const good = (xs) => xs.map((v) => v * sign2);
+  const floors = [];
+  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
+  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
+  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
+  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
+  const floor = Math.min(...floors) * sign2;
+  return paddedRange([floor, o.best]);
+}
+function quantile(values, q) {
+  const xs = [...values].sort((a2, b2) => a2 - b2);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo];
+  const b = xs[Math.min(lo + 1, xs.length - 1)];
+  return a + (b - a) * (at - lo);
+}
+var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
+var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
+function paddedRange(values) {
+  if (values.length === 0) return [0, 1];
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (lo === hi) {
+    lo -= Math.abs(lo) * 0.1 || 1;
+    hi += Math.abs(hi) * 0.1 || 1;
+  }
+  const pad = (hi - lo) * 0.08;
+  return [lo - pad, hi + pad];
+}
+
+// src/core/github-status.ts
+function issueComment(state, phase, notes = [], view = branchView(state)) {
+  const c = state.config;
+  const unit = c.budget.unit;
+  const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (\`${view.best}\`)` : "none yet";
+  const gain = gainText(state);
+  const phases = plan(c);
+  const parts = [
+    commentMarker(state.id),
+    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c, phases)}`,
+    "",
+    `**Status:** ${statusText(state, phase, view)}  `,
+    `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
+    `**Best score** (${c.grader.direction}): ${best}${gain ? `, ${gain}` : ""}  `,
+    `**Initial workspace:** ${baseText(state, view)}  `,
+    ...view.resultPr ? [`**Result:** #${view.resultPr} (a draft pull request, kept current)  `] : [],
+    ...view.overrides ? [`**Overrides:** \`${view.overrides.text}\` (${view.overrides.source}), checked like the config  `] : [],
+    `**Lineage:** \`${view.lineage}\``,
+    ...afterPlanLines(state),
+    ...notes.map((n) => `> ${n}`),
+    ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`)
+  ];
+  if (state.rounds.length > 0) parts.push("", "#### Rounds", "", roundsChecklist(state));
+  parts.push("", "<details><summary>Plan</summary>", "", planMarkdown(state, phases), "", "</details>");
+  if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
+    parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
+    const points = chartData(state).best;
+    if (points.length > 0) {
+      parts.push("", "#### Best score versus spend", "", mermaidChart(points, unit));
+      parts.push("", "<details><summary>As a table</summary>", "", bestTable(points, unit), "", "</details>");
+    }
+  }
+  return clip(`${parts.join("\n")}
+`, BODY_MAX);
+}
+function statusText(state, phase, view) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  const stop2 = phase === "finished" ? null : runStop(state);
+  const halted = stop2?.code === 2 ? stop2 : null;
+  if (view.stopReason) return `stopped: ${view.stopReason}; then \`/autoresearch resume\``;
+  if (halted) return `stopped: ${halted.markdown}${retryStopped(state) ? " (`/autoresearch resume`)" : ""}`;
+  if (phase === "stopped" && state.status === "finished")
+    return "finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again";
+  if (phase === "stopped")
+    return "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it";
+  if (phase === "finished") return "finished";
+  if (!open2) return "starting";
+  return `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done`;
+}
+function baseText(state, view) {
+  if (state.base.score !== null) return `**${scoreText(state.base.score)}**, graded in the sandbox as an episode is`;
+  if (view.baseGrade === "asked") return "being graded, in a job of the opening round";
+  if (view.baseGrade === "done") return `no score${state.base.reason ? ` (${inertCodeSpan(state.base.reason)})` : ""}`;
+  return "not graded (a run started before forkflush graded it on GitHub)";
+}
+var CHECKLIST_ROUNDS = 12;
+function roundsChecklist(state) {
+  const unit = state.config.budget.unit;
+  const lines = [];
+  const hidden = Math.max(0, state.rounds.length - CHECKLIST_ROUNDS);
+  if (hidden > 0) lines.push(`- [x] rounds 0 to ${hidden - 1}: in the leaderboard and the plan below`);
+  for (const r of state.rounds.slice(hidden)) {
+    const adopted = r.decision?.adopted ?? [];
+    const branches = r.episodes.map((e) => {
+      const score = e.result ? e.result.exit === "setup" ? "setup failed" : e.result.score === null ? "no score" : scoreText(e.result.score) : "running";
+      const text = `${e.id} ${score}`;
+      return r.kind === "fork" && adopted.includes(e.id) ? `**${text}** (won)` : text;
+    });
+    const spentHere = r.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0), 0);
+    const what = r.extra ? `${r.phase}, after the plan` : r.phase;
+    const outcome = r.decision && r.kind === "fork" && r.decision.winner === null ? ", no branch scored: the leader goes on" : "";
+    lines.push(
+      `- [${r.decision ? "x" : " "}] round ${r.index} (${what}): ${branches.join(" \xB7 ")}; ${formatNumber(spentHere, 2)} ${unit}${outcome}`
+    );
+  }
+  return lines.join("\n");
+}
+function runCheckText(state, phase, view) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  const gain = gainText(state);
+  const bestScore = state.best ? `best ${scoreText(state.best.score)}${gain ? ` (${gain})` : ""}` : "no score yet";
+  const halted = phase !== "finished" && runStop(state)?.code === 2;
+  const summary = clip(
+    [
+      `**Status:** ${statusText(state, phase, view)}  `,
+      `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}  `,
+      `**Initial workspace:** ${baseText(state, view)}`,
+      ...view.issue ? ["", `Where the run stands, and how to steer it: issue #${view.issue}.`] : [],
+      "",
+      roundsChecklist(state)
+    ].join("\n"),
+    CHECK_OUTPUT_MAX
+  );
+  if (phase === "running" && open2 && !view.stopReason && !halted) {
+    return { status: "in_progress", title: `round ${open2.index} (${open2.phase}) running; ${bestScore}`, summary };
+  }
+  if (state.status !== "finished" || halted || view.stopReason) {
+    const stopped = halted || view.stopReason !== void 0;
+    return {
+      status: "completed",
+      conclusion: stopped ? "failure" : phase === "stopped" ? "cancelled" : "neutral",
+      title: `stopped; ${bestScore}`,
+      summary
+    };
+  }
+  const beat = state.best !== null && state.best.episode !== "base";
+  return {
+    status: "completed",
+    conclusion: state.best === null ? "failure" : beat ? "success" : "neutral",
+    title: state.best === null ? "finished; no episode scored" : `finished; ${bestScore}`,
+    summary
+  };
+}
+function afterPlanLines(state) {
+  const text = extraRoundsText(state.config);
+  const opened = state.rounds.filter((r) => r.extra).length;
+  if (text === null && opened === 0) return [];
+  const x = extraRounds(state.config);
+  const unit = state.config.budget.unit;
+  const ran = `${opened} so far, ${formatNumber(extraSpent(state), 2)} of ${formatNumber(x.budget)} ${unit} spent`;
+  return [`  
+**After the plan:** ${text ? `${text}; ` : ""}${ran}`];
+}
+function planMarkdown(state, phases = plan(state.config)) {
+  const unit = state.config.budget.unit;
+  const rows = phases.map((p) => [
+    p.phase,
+    p.kind === "fork" ? "fork round" : "serial",
+    String(p.branches),
+    String(p.rounds),
+    formatNumber(p.budgetEach, 2),
+    `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / state.config.budget.total * 100)}%)`
+  ]);
+  return markdownTable(["phase", "kind", "branches", "episodes", `budget each (${unit})`, "cumulative"], rows);
+}
+function mermaidChart(points, unit) {
+  const ys = points.map((p) => p.y);
+  const lo = Math.min(...ys);
+  const hi = Math.max(...ys);
+  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
+  return [
+    "```mermaid",
+    "xychart-beta",
+    `  x-axis "spend (${unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(", ")}]`,
+    `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
+    `  line [${ys.map((y) => formatNumber(y, 4)).join(", ")}]`,
+    "```"
+  ].join("\n");
+}
+function bestTable(points, unit) {
+  return markdownTable(
+    [`spend (${unit})`, "best score"],
+    points.map((p) => [formatNumber(p.x, 2), scoreText(p.y)])
+  );
+}
+function gainText(state) {
+  const base = state.base.score;
+  const best = state.best?.score;
+  if (base === null || best === void 0) return null;
+  const delta = best - base;
+  const sign2 = delta > 0 ? "+" : delta < 0 ? "\u2212" : "\xB1";
+  return `${sign2}${formatNumber(Math.abs(delta), 4)} over the initial workspace`;
+}
+function finalPrTitle(state) {
+  const gain = gainText(state);
+  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}${gain ? ` (${gain})` : ""}`;
+}
+function finalPrBody(state, issue2 = null, view = branchView(state)) {
+  const c = state.config;
+  const gain = gainText(state);
+  const open2 = state.rounds.find((r) => !r.decision);
+  const body = [
+    // forkflush's own closing keyword: the only one left active (agent text in the body is inert).
+    ...issue2 !== null ? [`Closes #${issue2}.`, ""] : [],
+    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.filter((r) => r.decision).length} rounds` + (open2 ? `; round ${open2.index} (${open2.phase}) is running, and this pull request follows its result.` : "."),
+    "",
+    markdownTable(
+      ["", "score", ""],
+      [
+        [
+          "best",
+          `**${scoreText(state.best?.score)}**`,
+          state.best ? `${describeEpisodeId(state.best.episode)}, on \`${view.best}\`` : "no episode scored"
+        ],
+        ["initial workspace", scoreText(state.base.score), state.base.reason ? inertCodeSpan(state.base.reason) : ""],
+        ["gain", gain ? `**${gain.split(" ")[0]}**` : "-", `${c.grader.direction}`]
+      ]
+    ),
+    "",
+    `Spent ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${c.budget.unit}${state.best && state.best.commit !== state.lineages[0]?.head ? ". The best workspace is not this branch's head: a later episode scored lower." : "."}`,
+    "",
+    leaderboardMarkdown(state, 20),
+    "",
+    "#### What ran where",
+    "",
+    `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
+    `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`
+  ];
+  return clip(body.join("\n"), BODY_MAX);
 }
 
 // src/github/work.ts
@@ -53603,20 +54044,30 @@ var GitHubWork = class {
   commits;
   files;
   now;
+  refs(state) {
+    return refsOf(state, this.files);
+  }
   /**
-   * Creates the round's branches at their bases and dispatches the worker workflow once. Taking
+   * Creates the round's refs at their bases and dispatches the worker workflow once. Taking
    * over the claim of a handler that died, it first looks for the run that handler may have
    * started: GitHub creates a dispatched run at once, and its title names the round.
    */
   async openRound(state, round, retaking) {
+    const refs = this.refs(state);
     const pending = round.episodes.filter((e) => !e.result);
-    for (const e of pending) await this.forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
+    for (const e of pending) await this.forge.createRef(refs.episode(e.round, e.branch), e.base);
+    await this.startRunCheck(state, retaking);
+    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
     const live = retaking ? await this.forge.liveRunId(GITHUB.workflow, title) : null;
     const runId2 = live ?? await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
       run: state.id,
       round: String(round.index),
-      episodes: JSON.stringify(pending.map((e) => e.id))
+      // The opening round's dispatch grades the initial workspace too, until it is graded.
+      episodes: JSON.stringify([
+        ...pending.map((e) => e.id),
+        ...round.index === 0 && this.files.baseGrade === "asked" ? [BASE_JOB] : []
+      ])
     });
     const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 6e4);
     this.files.dispatched[String(round.index)] = {
@@ -53626,31 +54077,85 @@ var GitHubWork = class {
     };
   }
   /**
-   * A check run for an episode whose result landed, and with `pull_requests: episodes` a pull
-   * request into its lineage (fewer pull requests: `winners` opens one per fork round's winner
-   * when it is adopted, `final` only the last).
+   * The run's own check run (GITHUB.check), made once on the commit the run starts from, in
+   * progress; the sync keeps what it says current, and publishRun moves it to the result.
+   */
+  async startRunCheck(state, retaking) {
+    if (this.files.runCheck && !this.files.runCheck.done) return;
+    const sha2 = this.files.finalPr && this.files.resultHead ? this.files.resultHead : state.base.commit;
+    const fields = runCheckFields(state, this.files, this.now);
+    const found = retaking && !this.files.runCheck ? await this.forge.findCheckRun(sha2, GITHUB.check, state.id) : null;
+    const id = found ?? await this.forge.createCheckRun({ sha: sha2, name: GITHUB.check, ...fields });
+    this.files.runCheck = { id, sha: sha2, ...found === null ? { digest: fields.digest } : {} };
+  }
+  /** An episode's check run, queued on the commit it starts from (its job makes it in progress). */
+  async startEpisodeCheck(state, e, retaking) {
+    if (this.files.checks?.[e.id] !== void 0) return;
+    const name = checkRunName(e.id);
+    const externalId = `${state.id}/${e.id}`;
+    const found = retaking ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+    const id = found ?? await this.forge.createCheckRun({
+      sha: e.base,
+      name,
+      status: "queued",
+      externalId,
+      output: episodeCheckPending(state, e, "queued")
+    });
+    this.files.checks = { ...this.files.checks, [e.id]: id };
+  }
+  /**
+   * The episode's check run completed with its result, and with `pull_requests: episodes` (layout
+   * 1) a pull request into its lineage (`winners` opens one per fork round's winner when adopted).
    */
   async publishResult(state, e, retaking) {
     const r = e.result;
     if (!r) throw new Error(`${e.id} has no result to publish`);
-    if (r.commit === e.base) {
-      this.files.published[e.id] = { pr: null, check: null };
-      return;
-    }
-    const name = checkRunName(e.id);
-    const found = retaking ? await this.forge.findCheckRun(r.commit, name) : null;
-    const details = parseCommitDetails((await this.commits.get(r.commit)).message);
+    const own4 = r.commit !== e.base;
+    const details = own4 ? parseCommitDetails((await this.commits.get(r.commit)).message) : null;
     const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
-    const check2 = found ?? await this.forge.createCheckRun({
-      sha: r.commit,
-      name,
+    const fields = {
+      status: "completed",
       conclusion: checkConclusion(r),
       output: checkRunOutput(state, e, r, details),
       completedAt: this.now.toISOString(),
       ...detailsUrl ? { detailsUrl } : {}
-    });
-    const pr = state.config.pull_requests === "episodes" && !setupFailed(e) ? await this.episodePullRequest(state, e) : null;
+    };
+    const started = this.files.checks?.[e.id];
+    let check2 = started !== void 0 && await this.forge.updateCheckRun(started, fields) ? started : null;
+    if (check2 === null) {
+      const name = checkRunName(e.id);
+      const externalId = `${state.id}/${e.id}`;
+      const found = retaking || started !== void 0 ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+      check2 = found !== null && await this.forge.updateCheckRun(found, fields) ? found : await this.forge.createCheckRun({ sha: e.base, name, externalId, ...fields });
+    }
+    if (!own4) {
+      this.files.published[e.id] = { pr: null, check: check2 };
+      return;
+    }
+    const pr = state.config.pull_requests === "episodes" && !setupFailed(e) && layoutOf(this.files) === 1 ? await this.episodePullRequest(state, e) : null;
     this.files.published[e.id] = { pr, check: check2 };
+  }
+  /**
+   * The run's check goes where its result is: made on the result's commit (the head of its pull
+   * request, where a branch protection rule may require it), and the one it replaces completed.
+   */
+  async moveRunCheck(state, head) {
+    const old = this.files.runCheck;
+    if (old?.sha === head) return;
+    const fields = runCheckFields(state, this.files, this.now);
+    if (old)
+      await this.forge.updateCheckRun(old.id, {
+        ...fields,
+        status: "completed",
+        conclusion: fields.conclusion ?? "neutral"
+      });
+    const found = await this.forge.findCheckRun(head, GITHUB.check, state.id);
+    const id = found ?? await this.forge.createCheckRun({ sha: head, name: GITHUB.check, ...fields });
+    this.files.runCheck = {
+      id,
+      sha: head,
+      ...found === null ? { digest: fields.digest, done: fields.status === "completed" } : {}
+    };
   }
   /** A workflow run page of this repository (the commit says which run made it), or null. */
   ownRunUrl(url2) {
@@ -53664,59 +54169,99 @@ var GitHubWork = class {
       return null;
     }
   }
+  /** Layout 1 only: an episode's branch's pull request into its lineage branch. */
   async episodePullRequest(state, e) {
     const r = e.result;
     if (!r) return null;
-    const branch = episodeBranch(state.id, e.round, e.branch);
-    const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
+    const refs = this.refs(state);
+    const branch = refName(refs.episode(e.round, e.branch));
+    const lineage = refName(refs.lineage(e.lineage, state.lineages.length));
     return this.forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
   }
   /**
-   * Each adopted episode's commit is fast-forwarded into its lineage (its pull request then shows
-   * as merged); the other branches are closed with their score against the winner's and deleted.
+   * Each adopted episode's commit is fast-forwarded into its lineage; the other episodes' refs and
+   * contexts are deleted. With branch pull requests (layout 1) the winner's shows as merged and the
+   * others are closed with their score against the winner's.
    */
   async settleRound(state, round) {
+    const refs = this.refs(state);
+    const branchPrs = layoutOf(this.files) === 1;
     const adopted = round.decision?.adopted ?? [];
     const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
     for (const e of round.episodes) {
       if (adopted.includes(e.id) && e.result) {
         const published = this.files.published[e.id];
-        if (state.config.pull_requests === "winners" && round.kind === "fork" && published && !published.pr) {
+        if (branchPrs && state.config.pull_requests === "winners" && round.kind === "fork" && published && !published.pr) {
           published.pr = await this.episodePullRequest(state, e);
         }
-        const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
+        const lineage = refs.lineage(e.lineage, state.lineages.length);
         const moved = await this.forge.fastForward(lineage, e.result.commit);
-        const head = moved === "diverged" ? await this.forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
-        const problem2 = lineageMovedOutside(state, round, e, head, lineage);
+        const head = moved === "diverged" ? await this.forge.refSha(lineage) : e.result.commit;
+        const problem2 = lineageMovedOutside(state, round, e, head, refName(lineage));
         if (problem2) throw new Error(problem2);
       } else {
         const pr = this.files.published[e.id]?.pr;
         if (pr) await this.forge.closePullRequest(pr, loserComment(state, e, winner));
         await this.forge.deleteRef(contextRef(state.id, e.id));
       }
-      await this.forge.deleteBranch(episodeBranch(state.id, e.round, e.branch));
+      await this.forge.deleteRef(refs.episode(e.round, e.branch));
     }
     this.files.settled.push(round.index);
   }
   async moveBest(state, commit) {
-    await this.forge.setBranch(bestBranch(state.id), commit);
+    await this.forge.setRef(this.refs(state).best, commit);
     this.files.bestCommit = commit;
   }
-  /** The final pull request, from the lineage that holds the best score, and the done label. */
+  /**
+   * The run's result: its branch (layout 2: `forkflush/<run>/result`, made now, the first branch
+   * the run pushes, and moved forward when a later round moves the lineage), one draft pull request
+   * from it into the default branch, kept current, and the done label. The CI label comes off when
+   * the result moves: what a person allowed to run was another commit.
+   */
   async publishRun(state) {
-    const best = state.best ? findEpisode(state, state.best.episode) : void 0;
-    const pr = await this.forge.openPullRequest(
-      lineageBranch(state.id, best?.lineage ?? 0, state.lineages.length),
-      this.files.defaultBranch,
-      finalPrTitle(state),
-      finalPrBody(state, this.files.issue),
-      true
-    );
+    const refs = this.refs(state);
+    const lineage = resultLineage(state);
+    const branch = refs.resultBranch(lineage, state.lineages.length);
+    const head = resultCommit(state);
+    const changed = head !== state.base.commit;
+    if (changed && layoutOf(this.files) === 2) {
+      const ref = `refs/heads/${branch}`;
+      const at = await this.forge.refSha(ref);
+      if (at === null) await this.forge.createRef(ref, head);
+      else if (at !== head && await this.forge.fastForward(ref, head) === "diverged") {
+        throw new Error(
+          `the result branch ${branch} has commits forkflush did not make, so it was not moved to the run's newer result ${head.slice(0, 10)} (on ${refs.lineage(lineage, state.lineages.length)}): merge that commit into it, or delete the branch, then \`/autoresearch status\``
+        );
+      }
+    }
+    let pr = this.files.finalPr || null;
+    if (changed && pr === null) {
+      const title = finalPrTitle(state);
+      const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
+      pr = await this.forge.openPullRequest(branch, this.files.defaultBranch, title, body, true);
+      if (pr !== null) this.files.resultDigest = textDigest(`${title}
+${body}`);
+    } else if (pr !== null && this.files.resultHead !== void 0 && this.files.resultHead !== head) {
+      await this.forge.removeLabel(pr, GITHUB.ciLabel);
+    }
+    if (changed) await this.moveRunCheck(state, head);
     await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
     await this.forge.removeLabel(this.files.issue, GITHUB.label);
     this.files.finalPr = pr ?? 0;
+    this.files.resultHead = head;
   }
 };
+function runCheckFields(state, files, now) {
+  const text = runCheckText(state, phaseOf(state, files), viewOf(state, files));
+  const digest = textDigest(JSON.stringify(text));
+  return {
+    status: text.status,
+    ...text.conclusion ? { conclusion: text.conclusion, completedAt: now.toISOString() } : {},
+    output: { title: text.title, summary: text.summary },
+    externalId: state.id,
+    digest
+  };
+}
 
 // src/github/sync.ts
 async function syncRun(ctx, run2) {
@@ -53740,9 +54285,10 @@ async function syncStored(ctx, stored) {
   const commits = new Commits(forge);
   if (!files.stopped) {
     state = await observe(forge, commits, state, files, ctx);
+    state = await observeBase(forge, commits, state, files, ctx);
     state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
   }
-  const due = dueWork(state, workDone(files));
+  const due = dueWork(state, workDone(state, files));
   for (const [key, at] of Object.entries(files.claims)) {
     if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
   }
@@ -53762,7 +54308,7 @@ async function syncStored(ctx, stored) {
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
-    await updateComment(forge, state, files);
+    await present(forge, state, files, now);
   } catch (e) {
     failure2 = e;
   }
@@ -53778,21 +54324,44 @@ async function syncStored(ctx, stored) {
   if (failure2) throw failure2;
   return state;
 }
-async function updateComment(forge, state, files) {
-  const phase = files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
+async function present(forge, state, files, now) {
+  const view = viewOf(state, files);
+  await updateComment(forge, state, files, view);
+  const check2 = files.runCheck;
+  if (check2) {
+    const { digest, ...fields } = runCheckFields(state, files, now);
+    if (digest !== check2.digest && !(check2.done && fields.status !== "completed")) {
+      await forge.updateCheckRun(check2.id, fields);
+      files.runCheck = { ...check2, digest, done: fields.status === "completed" };
+    }
+  }
+  if (files.finalPr) {
+    const title = finalPrTitle(state);
+    const body = finalPrBody(state, files.issue, view);
+    const digest = textDigest(`${title}
+${body}`);
+    if (digest !== files.resultDigest) {
+      await forge.editPullRequest(files.finalPr, title, body);
+      files.resultDigest = digest;
+    }
+  }
+}
+async function updateComment(forge, state, files, view) {
+  const phase = phaseOf(state, files);
   const notes = [
     ...files.hiddenInTask ? [
       `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
     ] : [],
+    ...files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : [],
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
-    PRIVILEGED_CI_NOTE,
+    ...layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : [],
     ...forge.sealsRecords ? [] : [
       "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
     ]
   ];
-  const body = issueComment(state, phase, notes);
-  const digest = createHash3("sha256").update(body).digest("hex").slice(0, 16);
+  const body = issueComment(state, phase, notes, view);
+  const digest = textDigest(body);
   if (digest !== files.commentDigest || files.commentId === null) {
     files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;
@@ -53850,13 +54419,18 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
   const loaded = await loadTemplates(config3, (path8) => forge.readFile(path8, branch), `\`${branch}\``);
   if ("problem" in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  const worker = await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
+  if (worker === null) return { problem: missingWorkerProblem(branch) };
   const busy = await runsPerRepo(forge, config3, run2, "label this issue again");
   if (busy) return { problem: busy };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
-  const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
+  const baseCommit = await forge.commit(base);
+  const baseTree = await forge.treeFiles(baseCommit.tree);
   const globs = [...config3.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
   const state = newRunState({ id: run2, seed: mixSeed(issue2.number), config: config3, baseCommit: base, baseScore: null });
+  const layout = layoutFor(config3);
+  const refs = runRefs(run2, layout);
   const task = visibleText(`# ${issue2.title}
 
 ${issue2.body ?? ""}`);
@@ -53879,29 +54453,38 @@ ${issue2.body ?? ""}`);
     ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {},
     privateRepository: repository.private,
     startedBy: steer.by,
-    seen: remember([], steer.keys)
+    seen: remember([], steer.keys),
+    refsLayout: layout,
+    // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
+    baseGrade: "asked",
+    baseTree: baseCommit.tree
   };
-  for (const l of state.lineages) await forge.createBranch(lineageBranch(run2, l.index, state.lineages.length), base);
-  const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config3);
+  const timeout = workerTimeoutProblem(worker, config3);
+  if (timeout) files.workerWarning = timeout;
+  for (const l of state.lineages) await forge.createRef(refs.lineage(l.index, state.lineages.length), base);
   try {
     const sha2 = await forge.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
-    const started = await syncStored(ctx, { state, files, sha: sha2 });
-    if (timeout)
-      await forge.comment(issue2.number, `> **Warning:** ${timeout}`).catch((e) => ctx.log?.(`${run2}: the timeout warning was not posted: ${e.message}`));
-    return { state: started };
+    await wakeTick(ctx);
+    return { state: await syncStored(ctx, { state, files, sha: sha2 }) };
   } catch (e) {
     if (e instanceof ConflictError) return { state: null };
     throw e;
   }
 }
+function missingWorkerProblem(branch) {
+  return `There is no \`.github/workflows/${GITHUB.workflow}\` on \`${branch}\`: it is the workflow whose jobs run the agents. Run \`forkflush init --github\` in a clone of this repository, commit and push the workflows it writes to \`${branch}\` (README, "On GitHub"), then label the issue again.`;
+}
+function layoutFor(config3) {
+  return config3.pull_requests === "episodes" || config3.pull_requests === "winners" ? 1 : 2;
+}
 async function setStopped(ctx, stored, stopped, steer) {
   const run2 = stored.state.id;
   const message = stopped ? "forkflush: stop" : "forkflush: resume";
   const retry2 = stopped ? null : retryStopped(stored.state);
+  const refs = refsOf(stored.state, stored.files);
   for (const e of retry2?.episodes ?? []) {
-    const branch = episodeBranch(run2, e.round, e.branch);
-    if (await ctx.forge.refSha(`refs/heads/${branch}`) === e.result?.commit)
-      await ctx.forge.setBranch(branch, e.base);
+    const ref = refs.episode(e.round, e.branch);
+    if (await ctx.forge.refSha(ref) === e.result?.commit) await ctx.forge.setRef(ref, e.base);
   }
   const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
     const again = retry2 ? retryStopped(s.state) : null;
@@ -53913,17 +54496,33 @@ async function setStopped(ctx, stored, stopped, steer) {
     for (const e of rerun?.episodes ?? []) {
       delete files.published[e.id];
       delete files.claims[`publish:${e.id}`];
+      delete files.checks?.[e.id];
     }
     if (!stopped && open2) {
       delete files.dispatched[String(open2.index)];
       delete files.claims[`dispatch:${open2.index}`];
+      for (const e of open2.episodes) if (!e.result) delete files.checks?.[e.id];
     }
     if (!stopped && steer) files.startedBy = steer.by;
     return { state: rerun?.state ?? s.state, files };
   });
   if (!next) return null;
+  if (!stopped) await wakeTick(ctx);
   if (stopped) {
     await ctx.forge.cancelRuns(GITHUB.workflow, run2);
+    for (const e of next.state.rounds.flatMap((r) => r.episodes)) {
+      const check2 = next.files.checks?.[e.id];
+      if (check2 === void 0 || next.files.published[e.id]) continue;
+      await ctx.forge.updateCheckRun(check2, {
+        status: "completed",
+        conclusion: "cancelled",
+        completedAt: ctx.now.toISOString(),
+        output: {
+          title: `${e.id}: stopped`,
+          summary: e.result ? "The run was stopped before this episode's result was published; a resume publishes it." : "The run was stopped before this episode had a result; a resume runs it again."
+        }
+      });
+    }
     for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
       for (const e of round.episodes) {
         const pr = next.files.published[e.id]?.pr;
@@ -53935,11 +54534,26 @@ async function setStopped(ctx, stored, stopped, steer) {
 }
 async function forkNow(ctx, stored, steer) {
   const next = await amendOnce(ctx.forge, stored, "forkflush: fork requested", steer?.keys ?? [], (s) => ({
-    // Checked again on the record being swapped (the latest after a conflict): another fork may have been asked for meanwhile.
-    state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
+    // Checked again on the record being swapped (the latest after a conflict): another fork may
+    // have been asked for meanwhile, and taken what was left of the round limit or schedule.budget.
+    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state) : s.state,
     files: steer ? { ...s.files, startedBy: steer.by } : s.files
   }));
+  if (next) await wakeTick(ctx);
   return next ? syncOrYield(ctx, next) : null;
+}
+function forkProblem(state, now) {
+  const refusal2 = forkRefusal(state);
+  if (refusal2) return `${refusal2}.`;
+  const limit = roundLimitProblem(state);
+  if (limit) return limit;
+  const extra = extraRefusal(state, now);
+  return extra ? `${extra}, so forkflush opens no more rounds after the plan.` : null;
+}
+async function wakeTick(ctx) {
+  if (!ctx.tick) return;
+  const there = await ctx.forge.setWorkflowEnabled(ctx.tick, true);
+  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
 }
 async function amendOnce(forge, read2, message, keys, change) {
   const run2 = read2.state.id;
@@ -53979,10 +54593,14 @@ async function runsPerRepo(forge, config3, self2, again) {
 async function nightly(ctx) {
   const touched = [];
   const failed = /* @__PURE__ */ new Map();
+  let active = false;
   for (const run2 of await ctx.forge.listRuns()) {
     try {
-      if (await nightlyRun(ctx, run2)) touched.push(run2);
+      const tick = await nightlyRun(ctx, run2);
+      if (tick.synced) touched.push(run2);
+      active ||= tick.active;
     } catch (e) {
+      active = true;
       if (e instanceof ConflictError) continue;
       ctx.log?.(`${run2}: the nightly tick failed: ${e.message}`, { run: run2 });
       failed.set(run2, e);
@@ -53990,17 +54608,20 @@ async function nightly(ctx) {
   }
   if (failed.size > 0)
     throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(", ")}`);
+  if (!active && ctx.tick && await ctx.forge.setWorkflowEnabled(ctx.tick, false))
+    ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
   return touched;
 }
 async function nightlyRun(ctx, run2) {
   const stored = await ctx.forge.loadRun(stateRef(run2));
-  if (!stored || stored.files.stopped) return false;
+  if (!stored || stored.files.stopped) return { synced: false, active: false };
   const today = ctx.now.toISOString().slice(0, 10);
-  const wantsRound = stored.state.config.schedule === "nightly" && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
+  const wantsRound = extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
   const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+  let state;
   if (skip) {
-    if (stored.files.nightlySkipped === skip.key) {
-      await syncStored(ctx, stored);
+    if (stored.files.nightlySkipped === skip.key || skip.quiet) {
+      state = await syncStored(ctx, stored);
     } else {
       const files = { ...stored.files, nightlySkipped: skip.key };
       const sha2 = await ctx.forge.saveRun(
@@ -54011,22 +54632,30 @@ async function nightlyRun(ctx, run2) {
         "forkflush: no nightly round"
       );
       await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
-      await syncStored(ctx, { state: stored.state, files, sha: sha2 });
+      state = await syncStored(ctx, { state: stored.state, files, sha: sha2 });
     }
   } else if (wantsRound) {
     const { nightlySkipped: _told, ...rest } = stored.files;
     const files = { ...rest, lastNightly: today };
-    const state = requestFork(stored.state);
-    const sha2 = await ctx.forge.saveRun(stateRef(run2), state, files, stored.sha, "forkflush: nightly round");
-    await syncStored(ctx, { state, files, sha: sha2 });
+    const asked = requestFork(stored.state);
+    const sha2 = await ctx.forge.saveRun(stateRef(run2), asked, files, stored.sha, "forkflush: nightly round");
+    state = await syncStored(ctx, { state: asked, files, sha: sha2 });
   } else {
-    await syncStored(ctx, stored);
+    state = await syncStored(ctx, stored);
   }
-  return true;
+  const after = state ?? stored.state;
+  const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
+  return { synced: true, active: after.status !== "finished" || nightlyAhead };
 }
 async function nightlySkip(ctx, stored) {
-  const limit = roundLimitProblem(stored.state);
-  if (limit) return { key: "rounds", text: limit };
+  const problem2 = forkProblem(stored.state, ctx.now);
+  if (problem2) return { key: "rounds", text: problem2 };
+  const issue2 = await ctx.forge.issue(stored.files.issue);
+  const labelled = issue2?.labels.some((l) => l === GITHUB.label || l === GITHUB.doneLabel) ?? false;
+  if (!issue2?.open || !labelled) {
+    const why = !issue2 ? "the issue is gone" : !issue2.open ? "the issue is closed" : "the issue lost forkflush's label";
+    return { key: "issue", text: why, quiet: true };
+  }
   const take = "Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.";
   const by = stored.files.startedBy;
   if (!by) {
@@ -54055,6 +54684,7 @@ function forkflushApp(options2 = {}) {
       return {
         forge: new GitHubForge(context.octokit, owner, repo, options2.recordKey ?? null, RELEASE),
         now: now(),
+        ...options2.tick ? { tick: options2.tick } : {},
         logger,
         log: (line, more) => logger.info(more ?? {}, line)
       };
@@ -54083,41 +54713,51 @@ function forkflushApp(options2 = {}) {
     });
     app.on(["issues.unlabeled", "issues.closed"], async (context) => {
       const p = context.payload;
-      if (p.action === "unlabeled" && p.label?.name !== GITHUB.label) return;
+      if (p.action === "unlabeled" && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
       if (p.sender.type === "Bot") return;
       const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
       const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
-      if (!stored || stored.files.stopped || stored.state.status === "finished") return;
+      if (!stored || stored.files.stopped) return;
       if (p.action === "closed" && !canWrite(await ctx.forge.permission(p.sender.login))) return;
       await setStopped(ctx, stored, true, { by: p.sender.login, keys: [deliveryKey(context.id)] });
     });
     app.on("issue_comment.created", async (context) => {
       const { comment, issue: issue2, sender } = context.payload;
-      if (sender.type === "Bot" || issue2.pull_request) return;
+      if (sender.type === "Bot") return;
       const parsed = parseCommand(comment.body);
       if (!parsed) return;
-      const ctx = ctxOf(context, { run: issueRunId(issue2.number) });
+      const ctx = ctxOf(context, issue2.pull_request ? { pull: issue2.number } : { run: issueRunId(issue2.number) });
       const permission = await ctx.forge.permission(sender.login);
       if (!canWrite(permission)) {
         ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
         return;
       }
-      if ("error" in parsed) {
-        await ctx.forge.comment(issue2.number, parsed.error);
+      const target = issue2.pull_request ? await runIssueOfPull(ctx.forge, issue2.number) : issue2.number;
+      if (target === null) {
+        ctx.log(`ignored a command on pull request #${issue2.number}, which is no run's`);
         return;
       }
+      await ctx.forge.react(comment.id, "eyes");
+      if ("error" in parsed) {
+        await ctx.forge.comment(issue2.number, parsed.error);
+        await ctx.forge.react(comment.id, "-1");
+        return;
+      }
+      let done = false;
       await answeringTampered(ctx, issue2.number, async () => {
         const steer = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
-        const reply = await runCommand(ctx, parsed.command, issue2, steer);
+        const reply = await runCommand(ctx, parsed.command, { ...issue2, number: target }, steer);
         if (reply) await ctx.forge.comment(issue2.number, reply);
+        done = reply === null;
       });
+      await ctx.forge.react(comment.id, done ? "+1" : "-1");
     });
     app.on("workflow_job.completed", async (context) => {
       const job = context.payload.workflow_job;
       const named = parseEpisodeJobName(job.name);
       if (!named || parseIssueRunId(named.run) === null) return;
       const { run: run2, episode } = named;
-      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
+      const round = episode === BASE_JOB ? 0 : parseEpisodeId(episode)?.round ?? Number.NaN;
       const ctx = ctxOf(context, { run: run2, round, episode });
       await workerReport(ctx, context.id, context.payload.repository.full_name, {
         run: run2,
@@ -54128,10 +54768,44 @@ function forkflushApp(options2 = {}) {
         fields: { job: job.id, workflow_run: job.run_id },
         // A failure is a fact about the episode only from its own job: a workflow in someone's
         // pull request could take the same job name.
-        says: (open2) => job.conclusion !== "success" && open2.index === round && open2.episodes.some((e) => e.id === episode && !e.result),
+        says: (open2) => job.conclusion !== "success" && open2.index === round && (episode === BASE_JOB || open2.episodes.some((e) => e.id === episode && !e.result)),
         apply: () => {
           ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
         }
+      });
+    });
+    app.on("workflow_job.in_progress", async (context) => {
+      const job = context.payload.workflow_job;
+      const named = parseEpisodeJobName(job.name);
+      if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB) return;
+      const { run: run2, episode } = named;
+      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
+      const ctx = ctxOf(context, { run: run2, round, episode });
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(run2));
+        const open2 = stored?.state.rounds.find((r) => !r.decision);
+        const e = open2?.index === round ? open2.episodes.find((x) => x.id === episode && !x.result) : void 0;
+        const check2 = stored?.files.checks?.[episode];
+        if (!stored || stored.files.stopped || !e || check2 === void 0) return;
+        const why = job.head_branch !== stored.files.defaultBranch ? `its run is on ${job.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(
+          ctx.forge,
+          stored.files,
+          job.run_id,
+          run2,
+          round,
+          context.payload.repository.full_name
+        );
+        if (why) {
+          ctx.log(`ignored the start of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
+          return;
+        }
+        if (await ctx.forge.checkRunStatus(check2) !== "queued") return;
+        await ctx.forge.updateCheckRun(check2, {
+          status: "in_progress",
+          ...job.started_at ? { startedAt: job.started_at } : {},
+          ...job.html_url ? { detailsUrl: job.html_url } : {},
+          output: episodeCheckPending(stored.state, e, "in_progress")
+        });
       });
     });
     app.on("workflow_run.completed", async (context) => {
@@ -54159,6 +54833,15 @@ function forkflushApp(options2 = {}) {
       });
     });
   };
+}
+async function runIssueOfPull(forge, pr) {
+  const head = (await forge.pullRequest(pr))?.head ?? "";
+  const run2 = /^forkflush\/([^/]+)\//.exec(head)?.[1];
+  const issue2 = run2 === void 0 ? null : parseIssueRunId(run2);
+  if (run2 === void 0 || issue2 === null) return null;
+  const files = (await forge.loadRun(stateRef(run2)))?.files;
+  const own4 = files && (files.finalPr === pr || Object.values(files.published).some((p) => p.pr === pr));
+  return own4 ? issue2 : null;
 }
 async function workerReport(ctx, delivery, repository, e) {
   await answeringTampered(ctx, null, async () => {
@@ -54259,17 +54942,15 @@ async function runCommand(ctx, command, issue2, steer) {
     }
     case "fork": {
       if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
-      const refusal2 = forkRefusal(stored.state);
-      if (refusal2) return `${refusal2}.`;
-      const limit = roundLimitProblem(stored.state);
-      if (limit) return `forkflush opened no fork round: ${limit}`;
+      const problem2 = forkProblem(stored.state, ctx.now);
+      if (problem2) return `forkflush opened no fork round: ${problem2}`;
       await forkNow(ctx, stored, steer);
       return null;
     }
   }
 }
-async function nightlyTick(forge, at, log) {
-  return nightly({ forge, now: at, ...log ? { log } : {} });
+async function nightlyTick(forge, at, log, tick) {
+  return nightly({ forge, now: at, ...log ? { log } : {}, ...tick ? { tick } : {} });
 }
 
 // src/app/server.ts
@@ -54306,11 +54987,11 @@ function startNightly(app, hour, recordKey, now = () => /* @__PURE__ */ new Date
   let busy = false;
   return setInterval(() => {
     const at = now();
-    const day = at.toISOString().slice(0, 10);
-    if (busy || day === done || at.getUTCHours() < hour) return;
+    const day2 = at.toISOString().slice(0, 10);
+    if (busy || day2 === done || at.getUTCHours() < hour) return;
     busy = true;
     tickInstallations(app, at, recordKey).then(() => {
-      done = day;
+      done = day2;
     }).catch((e) => app.log.error(e, "forkflush: the nightly tick could not list the installations")).finally(() => {
       busy = false;
     });

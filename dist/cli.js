@@ -3131,9 +3131,9 @@ var require_timestamp = __commonJS({
         const match = str4.match(timestamp.test);
         if (!match)
           throw new Error("!!timestamp expects a date, starting with yyyy-mm-dd");
-        const [, year, month, day, hour, minute, second] = match.map(Number);
+        const [, year, month, day2, hour, minute, second] = match.map(Number);
         const millisec = match[7] ? Number((match[7] + "00").substr(1, 3)) : 0;
-        let date5 = Date.UTC(year, month - 1, day, hour || 0, minute || 0, second || 0, millisec);
+        let date5 = Date.UTC(year, month - 1, day2, hour || 0, minute || 0, second || 0, millisec);
         const tz = match[8];
         if (tz && tz !== "Z") {
           let d = parseSexagesimal(tz, false);
@@ -7405,8 +7405,131 @@ function openingPath(pid) {
 
 // src/io/sandbox.ts
 import { spawn } from "node:child_process";
-import { lstatSync, readFileSync as readFileSync2, realpathSync } from "node:fs";
+import { lstatSync, realpathSync } from "node:fs";
+import { release } from "node:os";
 import { dirname, sep } from "node:path";
+
+// src/io/accounts.ts
+import { readFileSync as readFileSync2 } from "node:fs";
+var UID_RANGE = { group: 2013e6, first: 2013000001, size: 2 ** 27 };
+var SLOTS = 32;
+var PID_SPACE = 2 ** 22;
+function rangeUid(pid, slot) {
+  return UID_RANGE.first + pid % PID_SPACE * SLOTS + slot;
+}
+var UidPool = class {
+  constructor(pid) {
+    this.pid = pid;
+  }
+  pid;
+  free = Array.from({ length: SLOTS }, (_, i) => i);
+  lease() {
+    const slot = this.free.shift();
+    if (slot === void 0)
+      throw new Error(
+        `forkflush runs at most ${SLOTS} sandboxes at once as root (each as a user of its own): run fewer episodes at once (--concurrency)`
+      );
+    let released = false;
+    return {
+      uid: rangeUid(this.pid, slot),
+      gid: UID_RANGE.group,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.free.push(slot);
+      }
+    };
+  }
+};
+function rangeConflict(f) {
+  const last = UID_RANGE.first + UID_RANGE.size - 1;
+  const inRange = (id) => id >= UID_RANGE.group && id <= last;
+  for (const [file2, text] of [
+    ["passwd", f.passwd],
+    ["group", f.group]
+  ]) {
+    for (const line of text.split("\n")) {
+      const [name2, , id] = line.split(":");
+      if (name2 && id !== void 0 && /^\d+$/.test(id) && inRange(Number(id)))
+        return `${file2 === "passwd" ? "user" : "group"} ${name2} has id ${id}`;
+    }
+  }
+  for (const [file2, text] of [
+    ["subuid", f.subuid],
+    ["subgid", f.subgid]
+  ]) {
+    for (const line of text.split("\n")) {
+      const [name2, start2, count3] = line.split(":").map((s) => s.trim());
+      if (!name2 || !/^\d+$/.test(start2 ?? "") || !/^\d+$/.test(count3 ?? "")) continue;
+      const from = Number(start2);
+      if (from <= last && from + Number(count3) - 1 >= UID_RANGE.group)
+        return `/etc/${file2} gives ${name2} ids ${from} to ${from + Number(count3) - 1}`;
+    }
+  }
+  for (const [what, text] of [
+    ["uids", f.uidMap],
+    ["gids", f.gidMap]
+  ]) {
+    const covered = text.split("\n").some((line) => {
+      const [inside, , count3] = line.trim().split(/\s+/).map(Number);
+      return inside !== void 0 && count3 !== void 0 && inside <= UID_RANGE.group && inside + count3 - 1 >= last;
+    });
+    if (!covered) return `this user namespace (a container) maps no ${what} as high as ${UID_RANGE.group}`;
+  }
+  return null;
+}
+function readIdFiles(entries) {
+  const read2 = (path) => {
+    try {
+      return readFileSync2(path, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  return {
+    passwd: `${read2("/etc/passwd")}
+${entries.passwd}`,
+    group: `${read2("/etc/group")}
+${entries.group}`,
+    subuid: read2("/etc/subuid"),
+    subgid: read2("/etc/subgid"),
+    uidMap: read2("/proc/self/uid_map"),
+    gidMap: read2("/proc/self/gid_map")
+  };
+}
+var MOST_PROCESSES = 8192;
+function processLimit(m) {
+  const machine = Math.min(m.pidMax, m.threadsMax);
+  const own2 = m.ownLimit === null ? Number.POSITIVE_INFINITY : m.ownLimit;
+  const hard = m.hardLimit === null ? Number.POSITIVE_INFINITY : m.hardLimit;
+  return Math.max(1, Math.min(MOST_PROCESSES, Math.floor(machine / 4), Math.floor(own2 / 4), hard));
+}
+function machineProcesses() {
+  const number5 = (path, fallback) => {
+    try {
+      return Number(readFileSync2(path, "utf8").trim()) || fallback;
+    } catch {
+      return fallback;
+    }
+  };
+  let limits = [null, null];
+  try {
+    const line = readFileSync2("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max processes"));
+    const [soft, hard] = line?.slice("Max processes".length).trim().split(/\s+/) ?? [];
+    limits = [soft, hard].map((n) => n && /^\d+$/.test(n) ? Number(n) : null);
+  } catch {
+  }
+  return {
+    pidMax: number5("/proc/sys/kernel/pid_max", 32768),
+    threadsMax: number5("/proc/sys/kernel/threads-max", 32768),
+    ownLimit: limits[0] ?? null,
+    hardLimit: limits[1] ?? null
+  };
+}
+function countsPerNamespace(release2) {
+  const [major = 0, minor = 0] = release2.split(/[.-]/).map(Number);
+  return major > 5 || major === 5 && minor >= 14;
+}
 
 // src/io/seccomp.ts
 var OFFSET_NR = 0;
@@ -7502,6 +7625,8 @@ function seccompFilter(arch = process.arch) {
 }
 
 // src/io/sandbox.ts
+var NO_ACCOUNT = { user: null, release: () => {
+} };
 var NOBODY = { uid: 65534, gid: 65534 };
 var BWRAP = "bwrap";
 var probed;
@@ -7524,16 +7649,23 @@ async function probe() {
     };
   }
   const bwrapName = version2.stdout.trim() || "bubblewrap";
-  const nproc = (await exec("prlimit", ["--version"])).code === 0 ? processLimit() : null;
   const root = process.getuid?.() === 0;
+  const limits = machineProcesses();
+  const nproc = (await exec("prlimit", ["--version"])).code === 0 ? processLimit({ ...limits, ...root ? { ownLimit: null } : {} }) : null;
+  const modes = root ? await rootModes() : [{ as: "user", shared: userShared() }];
   const trial = async (s) => {
-    const t = s.wrap(
-      { writable: [], readable: [], hidden: [], tmp: "/tmp", network: false, grader: true },
-      "/",
-      "true",
-      []
-    );
-    return exec(t.file, t.args, t.fd3);
+    const account = s.account();
+    try {
+      const t = s.wrap(
+        { writable: [], readable: [], hidden: [], tmp: "/tmp", network: false, grader: true, account },
+        "/",
+        "true",
+        []
+      );
+      return await exec(t.file, t.args, t.fd3);
+    } finally {
+      account.release();
+    }
   };
   const known = seccompFilter();
   const tries = [
@@ -7543,13 +7675,17 @@ async function probe() {
   let sandbox = null;
   let run3 = { code: 1, stdout: "", stderr: "" };
   for (const t of tries) {
-    sandbox = bubblewrap(
-      nproc ? t.name : `${t.name}, no process limit (prlimit is missing)`,
-      root ? "nobody" : "user",
-      nproc,
-      t.filter
-    );
-    run3 = await trial(sandbox);
+    for (const mode of modes) {
+      const limit = nproc ? mode.shared ? `, one process limit for every sandbox (${mode.shared})` : "" : "";
+      sandbox = bubblewrap(
+        `${t.name}${nproc ? limit : ", no process limit (prlimit is missing)"}`,
+        mode.as,
+        nproc,
+        t.filter
+      );
+      run3 = await trial(sandbox);
+      if (run3.code === 0) break;
+    }
     if (run3.code !== 0 && root) {
       const asRoot = bubblewrap(
         `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
@@ -7573,30 +7709,37 @@ async function probe() {
   }
   return { sandbox };
 }
-function processLimit() {
-  const pidMax = Number(readFileSync2("/proc/sys/kernel/pid_max", "utf8").trim()) || 32768;
-  return Math.min(8192, Math.floor(pidMax / 4));
+async function rootModes() {
+  const passwd = (await exec("getent", ["passwd"])).stdout;
+  const group = (await exec("getent", ["group"])).stdout;
+  const conflict = rangeConflict(readIdFiles({ passwd, group }));
+  return conflict ? [{ as: "nobody", shared: `as nobody: ${conflict}` }] : [
+    { as: "uid", shared: null },
+    { as: "nobody", shared: "as nobody: setpriv refused the uids of its range" }
+  ];
+}
+function userShared() {
+  const kernel = release();
+  return countsPerNamespace(kernel) ? null : `Linux ${kernel} counts a user's processes in every namespace together; 5.14 and later count each sandbox's apart`;
 }
 function bubblewrap(name2, as, nproc, filter) {
-  const user = as === "nobody" ? NOBODY : null;
-  const drop = [
-    ...as === "nobody" ? [
-      "setpriv",
-      `--reuid=${NOBODY.uid}`,
-      `--regid=${NOBODY.gid}`,
-      "--clear-groups",
-      "--inh-caps=-all",
-      "--bounding-set=-all",
-      "--"
-    ] : [],
-    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
-    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
-    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
-  ];
+  const prelude = `echo 1000 2>/dev/null > /proc/self/oom_score_adj; ${as === "uid" ? "umask 002; " : ""}exec "$0" "$@"`;
+  const pool2 = as === "uid" ? new UidPool(process.pid) : null;
+  const free = () => {
+  };
   return {
     name: name2,
-    user,
+    accounts: as === "uid" ? "uid" : as === "user" && userShared() === null ? "user-namespace" : "shared",
+    processLimit: nproc,
+    account() {
+      if (pool2) {
+        const lease = pool2.lease();
+        return { user: { uid: lease.uid, gid: lease.gid }, release: lease.release };
+      }
+      return { user: as === "nobody" ? NOBODY : null, release: free };
+    },
     async handOver(c) {
+      const user = c.account.user;
       if (!user || c.writable.length === 0) return;
       await exec("chown", ["-R", "--no-dereference", `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
     },
@@ -7605,8 +7748,11 @@ function bubblewrap(name2, as, nproc, filter) {
       const strict = c.grader === true;
       const seccomp = strict ? filter : null;
       return {
-        file: BWRAP,
+        file: "/bin/sh",
         args: [
+          "-c",
+          prelude,
+          BWRAP,
           "--die-with-parent",
           // A session of its own: no TIOCSTI into forkflush's terminal.
           "--new-session",
@@ -7616,10 +7762,10 @@ function bubblewrap(name2, as, nproc, filter) {
           "--unshare-uts",
           "--unshare-cgroup-try",
           ...c.network ? [] : ["--unshare-net"],
-          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to change user,
           // and loses them all doing it); an unprivileged user has only the user namespace's,
           // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
-          ...as === "nobody" ? [] : ["--cap-drop", "ALL"],
+          ...as === "uid" || as === "nobody" ? [] : ["--cap-drop", "ALL"],
           ...as === "user" ? ["--unshare-user"] : [],
           "--ro-bind",
           "/",
@@ -7643,7 +7789,7 @@ function bubblewrap(name2, as, nproc, filter) {
           "--chdir",
           cwd,
           "--",
-          ...drop,
+          ...dropTo(as, c.account, nproc),
           file2,
           ...args
         ],
@@ -7651,6 +7797,24 @@ function bubblewrap(name2, as, nproc, filter) {
       };
     }
   };
+}
+function dropTo(as, account, nproc) {
+  const user = account.user;
+  if ((as === "uid" || as === "nobody") && !user) throw new Error("a sandbox account without its user");
+  return [
+    ...user && (as === "uid" || as === "nobody") ? [
+      "setpriv",
+      `--reuid=${user.uid}`,
+      `--regid=${user.gid}`,
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--"
+    ] : [],
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the processes of
+    // the account's user (its own uid under root; per user namespace as an ordinary user).
+    ...nproc ? ["prlimit", `--nproc=${nproc}:${nproc}`, "--"] : []
+  ];
 }
 function mountArgs(c) {
   const mounts = [];
@@ -7754,8 +7918,8 @@ function stopAllCommands(graceMs = 500) {
   for (const pid of leaders) killGroup(pid, "SIGTERM");
   killAll(strays, "SIGTERM");
   const until = Date.now() + graceMs;
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  while (Date.now() < until && leaders.some((pid) => startTime(pid) !== null)) Atomics.wait(pause, 0, 0, 20);
+  const pause2 = new Int32Array(new SharedArrayBuffer(4));
+  while (Date.now() < until && leaders.some((pid) => startTime(pid) !== null)) Atomics.wait(pause2, 0, 0, 20);
   for (const pid of leaders) killGroup(pid, "SIGKILL");
   killAll(strays, "SIGKILL");
   running.clear();
@@ -17436,8 +17600,8 @@ function ko_default() {
 var capitalizeFirstCharacter = (text) => {
   return text.charAt(0).toUpperCase() + text.slice(1);
 };
-function getUnitTypeFromNumber(number4) {
-  const abs = Math.abs(number4);
+function getUnitTypeFromNumber(number5) {
+  const abs = Math.abs(number5);
   const last = abs % 10;
   const last2 = abs % 100;
   if (last2 >= 11 && last2 <= 19 || last === 0)
@@ -28280,7 +28444,7 @@ function resumableFailure(kind) {
 var SHAPES = [
   {
     kind: "auth",
-    re: /invalid[ _-]?x-api-key|invalid[ _-]api[ _-]key|incorrect api key|api key not valid|invalid_api_key|authentication_error|authentication failed|invalid authentication|invalid bearer token|oauth token has expired|not logged in|please run \/login|permission_error|\bunauthori[sz]ed\b|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?40[13]\b|\b40[13]\W{0,3}(?:unauthori[sz]ed|forbidden)/i
+    re: /invalid[ _-]?x-api-key|invalid[ _-]api[ _-]key|incorrect api key|api key not valid|invalid_api_key|authentication_error|authentication failed|invalid authentication|invalid bearer token|does not have permission to use|oauth token has expired|not logged in|please run \/login|permission_error|\bunauthori[sz]ed\b|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?40[13]\b|\b40[13]\W{0,3}(?:unauthori[sz]ed|forbidden)/i
   },
   {
     kind: "quota",
@@ -28767,6 +28931,29 @@ var promptsSchema = external_exports.strictObject({
   branch: repoPath.optional().describe("File with the template for a fresh-context episode."),
   continuation: repoPath.optional().describe("File with the template for a carried-context episode.")
 });
+var DAY = "must be a date, YYYY-MM-DD";
+var day = external_exports.string().regex(/^\d{4}-\d{2}-\d{2}$/, DAY).refine(
+  (d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && (/* @__PURE__ */ new Date(`${d}T00:00:00Z`)).toISOString().startsWith(d),
+  {
+    message: DAY
+  }
+);
+var scheduleSchema = external_exports.strictObject({
+  nightly: external_exports.boolean().default(false).describe("Fork the leader into one more round every night once the plan is done (needs until or rounds)."),
+  budget: external_exports.number().positive().describe(
+    "What all rounds after the plan may spend together (nightly and asked-for ones), in budget.unit, on top of budget.total."
+  ),
+  until: day.optional().describe("The last day (YYYY-MM-DD, UTC) a round after the plan may start."),
+  rounds: external_exports.number().int().min(1).optional().describe("How many rounds after the plan may run in all.")
+}).superRefine((s, ctx) => {
+  if (s.nightly && s.until === void 0 && s.rounds === void 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["nightly"],
+      message: "schedule.nightly needs an end: add schedule.until (the last day, YYYY-MM-DD) or schedule.rounds (how many rounds in all)"
+    });
+  }
+});
 var limitsSchema = external_exports.strictObject({
   runs_per_repo: external_exports.number().int().min(1).default(RUNS_PER_REPO).describe(`Runs that may be running at once in the repository; default ${RUNS_PER_REPO}.`),
   rounds: external_exports.number().int().min(1).optional().describe(
@@ -28788,9 +28975,11 @@ var configSchema = external_exports.strictObject({
   fork: forkSchema.default(forkSchema.parse({})),
   journal: repoPath.default("NOTES.md"),
   prompts: promptsSchema.default({}),
-  schedule: external_exports.enum(["none", "nightly"]).default("none").describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
-  pull_requests: external_exports.enum(PULL_REQUESTS).default("winners").describe(
-    "On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says."
+  schedule: external_exports.union([external_exports.enum(["none", "nightly"]), scheduleSchema]).default("none").describe(
+    'On GitHub, the rounds after the plan, from a budget of their own: a mapping with budget, and nightly (one fork round of the leader a night) with until or rounds. "none": only rounds asked for with /autoresearch fork, up to budget.total more. ("nightly" alone is what older runs recorded: new configs give the mapping.)'
+  ),
+  pull_requests: external_exports.enum(PULL_REQUESTS).default("final").describe(
+    "On GitHub, which pull requests a run opens. final (the default): one, the run's result, as a draft; episodes' work stays on refs under refs/forkflush/ that no workflow triggers on. winners or episodes: every episode is also a branch (which the repository's push workflows see), and the winner of each fork round, or every episode, gets a pull request into the lineage branch. Every episode gets a check run with its score whatever this says."
   ),
   limits: limitsSchema.default(limitsSchema.parse({})),
   compare: compareSchema.optional(),
@@ -28872,13 +29061,18 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError([`${file2}:1:1: the config must be a mapping of keys (grader, agent, budget, ...)`]);
   }
   const input2 = applyOverrides(raw, overrides);
+  const locate = (path, key) => {
+    const offset = findOffset(doc.contents, path, key);
+    const pos = lineCounter.linePos(offset);
+    return `${file2}:${pos.line}:${pos.col}`;
+  };
+  if (input2.schedule === "nightly") {
+    throw new ConfigError([
+      `${locate(["schedule"])}: schedule: nightly needs a budget and an end: write it as a mapping, e.g. schedule: { nightly: true, budget: ${formatBudget(input2)}, rounds: 7 } (or until: YYYY-MM-DD instead of rounds)`
+    ]);
+  }
   const result = configSchema.safeParse(input2);
   if (!result.success) {
-    const locate = (path, key) => {
-      const offset = findOffset(doc.contents, path, key);
-      const pos = lineCounter.linePos(offset);
-      return `${file2}:${pos.line}:${pos.col}`;
-    };
     const problems = result.error.issues.map((issue2) => describeIssue(issue2, input2, locate, validKeysAt));
     const at = (m) => /^:(\d+):(\d+)/.exec(m.slice(file2.length))?.slice(1).map(Number) ?? [0, 0];
     problems.sort((a, b) => (at(a)[0] ?? 0) - (at(b)[0] ?? 0) || (at(a)[1] ?? 0) - (at(b)[1] ?? 0));
@@ -28907,6 +29101,10 @@ function applyOverrides(raw, o) {
   }
   return out;
 }
+function formatBudget(input2) {
+  const total = isRecord(input2.budget) ? input2.budget.total : void 0;
+  return typeof total === "number" && total > 0 ? total : 10;
+}
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -28930,6 +29128,65 @@ function configJsonSchema() {
   };
 }
 
+// src/core/resources.ts
+var RESOURCES = ["processes", "memory", "disk"];
+var FULL_BYTES = 64 * 1024 * 1024;
+var FULL_INODES = 1e3;
+function machineShort(r) {
+  const short = [];
+  if (r.tasksPeak !== null && r.taskCapacity !== null) {
+    if (r.taskCapacity - r.tasksPeak < Math.max(64, r.taskCapacity / 100)) short.push("processes");
+  }
+  const lowMemory = r.memAvailableMin !== null && r.memTotal !== null && r.memAvailableMin < r.memTotal / 100;
+  if ((r.oomKills ?? 0) > 0 || lowMemory) short.push("memory");
+  if (r.diskFreeMin !== null && r.diskFreeMin < FULL_BYTES || r.inodesFreeMin !== null && r.inodesFreeMin < FULL_INODES)
+    short.push("disk");
+  return short;
+}
+var SIGNS = [
+  [
+    "processes",
+    /Resource temporarily unavailable|\bEAGAIN\b|fork: retry|Cannot fork|can't fork|fork failed|can't start new thread|unable to create (new )?native thread|pthread_create/i
+  ],
+  ["memory", /Cannot allocate memory|\bENOMEM\b|MemoryError|out of memory|OutOfMemoryError|std::bad_alloc/i],
+  // A shell's word for a child killed by SIGKILL, which the OOM killer sends.
+  ["memory", /(^|\s)Killed(\s|$)/m],
+  ["disk", /No space left on device|\bENOSPC\b|Disk quota exceeded|\bEDQUOT\b/i]
+];
+function resourceSigns(output2, signal) {
+  const signs = [...new Set(SIGNS.filter(([, re]) => re.test(output2)).map(([r]) => r))];
+  if (signal === "SIGKILL" && !signs.includes("memory")) signs.push("memory");
+  return signs;
+}
+function retryJudge(a) {
+  return a.score === null && a.ranAndFailed && (a.signs.length > 0 || a.short.length > 0);
+}
+function settleJudge(first, second) {
+  const firstWhy = `${first.reason ?? "no score"}${describeWant(first)}`;
+  if (second.score !== null)
+    return { score: second.score, note: `graded twice: the judge's first grading failed (${firstWhy})` };
+  const short = second.ranAndFailed || second.signs.length > 0 ? second.short : [];
+  const blamed = second.startFailed ? second.signs[0] ?? short[0] : short.find((r) => first.short.includes(r) || first.signs.includes(r) || second.signs.includes(r));
+  if (blamed) {
+    return {
+      score: null,
+      reason: `the machine ran out of ${blamed} while the judge graded this branch, twice (${second.reason ?? "no score"}): the round is void`,
+      note: `graded twice: the first grading failed too (${firstWhy})`,
+      machineShort: blamed
+    };
+  }
+  const own2 = second.signs[0];
+  return {
+    score: null,
+    reason: `${second.reason ?? "no score"}${own2 ? ` (for want of ${own2}, within this branch's own limits: the machine had room)` : ""}`,
+    note: `graded twice: the first grading failed too (${firstWhy})`
+  };
+}
+function describeWant(a) {
+  if (a.short.length > 0) return `; the machine was short of ${a.short.join(" and ")}`;
+  return a.signs.length > 0 ? `; its output points at ${a.signs.join(" and ")}` : "";
+}
+
 // src/core/state.ts
 var EPISODE_EXITS = [
   "finished",
@@ -28939,7 +29196,7 @@ var EPISODE_EXITS = [
   "setup"
 ];
 function newRunState(args) {
-  const lineageCount = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
+  const lineageCount2 = args.config.strategy === "best-of-n" ? args.config.fork.branches : 1;
   const { id, seed, config: config2, baseCommit, baseScore, baseReason, baseGraderSeconds } = args;
   return {
     version: 1,
@@ -28952,7 +29209,7 @@ function newRunState(args) {
       ...baseReason ? { reason: baseReason } : {},
       ...baseGraderSeconds !== void 0 ? { graderSeconds: baseGraderSeconds } : {}
     },
-    lineages: Array.from({ length: lineageCount }, (_, index) => ({ index, head: baseCommit, context: null })),
+    lineages: Array.from({ length: lineageCount2 }, (_, index) => ({ index, head: baseCommit, context: null })),
     rounds: [],
     best: baseScore === null ? null : { episode: "base", commit: baseCommit, score: baseScore },
     status: "running"
@@ -29023,6 +29280,7 @@ var resultSchema = external_exports.object({
   sandbox: external_exports.string().optional(),
   contextStore: external_exports.enum(["encrypted", "plain", "none"]).optional(),
   agentNotStarted: external_exports.string().optional(),
+  machineShort: external_exports.enum(RESOURCES).optional(),
   failure: failureSchema.optional(),
   retries: external_exports.array(retrySchema).optional(),
   unchanged: external_exports.literal(true).optional(),
@@ -29050,7 +29308,7 @@ var roundSchema = external_exports.object({
   phase: external_exports.string(),
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
-  decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2) }).optional(),
+  decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2), voided: external_exports.string().optional() }).optional(),
   extra: external_exports.boolean().optional()
 });
 var STATE_VERSION = 1;
@@ -29131,7 +29389,35 @@ var runFilesSchema = external_exports.object({
    * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
    * release that cannot read the record says which release to use.
    */
-  writtenBy: external_exports.string().min(1).optional()
+  writtenBy: external_exports.string().min(1).optional(),
+  /**
+   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
+   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
+   */
+  refsLayout: external_exports.union([external_exports.literal(1), external_exports.literal(2)]).optional(),
+  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
+  baseTree: sha.optional(),
+  /**
+   * The grade of the initial workspace: asked (its job rides with the opening round's dispatch,
+   * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
+   */
+  baseGrade: external_exports.enum(["asked", "done"]).optional(),
+  /** Episode id -> its check run, made (queued) when its round is dispatched. */
+  checks: external_exports.record(external_exports.string(), external_exports.number().int()).optional(),
+  /**
+   * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
+   * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
+   */
+  runCheck: external_exports.object({ id: external_exports.number().int(), sha, digest: external_exports.string().optional(), done: external_exports.boolean().optional() }).optional(),
+  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
+  resultHead: sha.optional(),
+  resultDigest: external_exports.string().optional(),
+  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
+  stopReason: external_exports.string().optional(),
+  /** A warning about the worker workflow, found when the run started, for the status comment. */
+  workerWarning: external_exports.string().optional(),
+  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
+  overrides: external_exports.object({ text: external_exports.string(), source: external_exports.string() }).optional()
 });
 var localRunSchema = external_exports.object({
   id: runId,
@@ -29312,6 +29598,7 @@ var TRAILERS = {
   usage: "Forkflush-Usage",
   sandbox: "Forkflush-Sandbox",
   contextStore: "Forkflush-Context",
+  machineShort: "Forkflush-Machine-Short",
   failure: "Forkflush-Failure",
   retries: "Forkflush-Retries",
   unchanged: "Forkflush-Unchanged",
@@ -29370,6 +29657,7 @@ function commitMessage(runId2, unit, e, result, details) {
     ...r.usage ? [`${TRAILERS.usage}: ${inertOnGitHub(JSON.stringify(r.usage))}`] : [],
     ...r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : [],
     ...r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : [],
+    ...r.machineShort ? [`${TRAILERS.machineShort}: ${r.machineShort}`] : [],
     ...r.failure ? [`${TRAILERS.failure}: ${inertOnGitHub(JSON.stringify(r.failure))}`] : [],
     ...r.retries && r.retries.length > 0 ? [`${TRAILERS.retries}: ${inertOnGitHub(JSON.stringify(r.retries))}`] : [],
     ...r.unchanged ? [`${TRAILERS.unchanged}: yes`] : [],
@@ -29415,6 +29703,8 @@ function parseCommitMessage(message, commit) {
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
+  const short = fields.get(TRAILERS.machineShort);
+  const machineShort2 = RESOURCES.find((r) => r === short);
   const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
   const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
   const basis = fields.get(TRAILERS.spentBasis);
@@ -29437,6 +29727,7 @@ function parseCommitMessage(message, commit) {
       graderSeconds: grader,
       ...sandbox ? { sandbox } : {},
       ...contextStore ? { contextStore } : {},
+      ...machineShort2 ? { machineShort: machineShort2 } : {},
       ...failure2 ? { failure: failure2 } : {},
       ...retries && retries.length > 0 ? { retries } : {},
       ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
@@ -29520,6 +29811,9 @@ function pickIndices(n, count3, seed) {
 function forks(strategy) {
   return strategy === "fork-and-flush" || strategy === "fork-only";
 }
+function lineageCount(config2) {
+  return config2.strategy === "best-of-n" ? config2.fork.branches : 1;
+}
 function segmentStarts(config2) {
   if (config2.strategy === "single-run" || config2.strategy === "best-of-n") return [0];
   return [0, ...config2.fork.at.map((a) => a * config2.budget.total)];
@@ -29530,9 +29824,43 @@ function serialAllowance(left, episodeBudget) {
 function nextRound(state) {
   if (state.rounds.some((r) => !r.decision)) throw new Error("nextRound: a round is still open");
   const extraDone = state.rounds.filter((r) => r.extra).length;
-  if ((state.extraForks ?? 0) > extraDone)
-    return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true);
+  const each = (state.extraForks ?? 0) > extraDone ? extraAllowance(state) : null;
+  if (each !== null) return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true, each);
   return state.config.strategy === "best-of-n" ? nextBestOfNRound(state) : nextLeaderRound(state);
+}
+function extraRounds(config2) {
+  const s = config2.schedule;
+  if (typeof s === "object")
+    return { nightly: s.nightly, budget: s.budget, until: s.until ?? null, rounds: s.rounds ?? null };
+  return { nightly: s === "nightly", budget: config2.budget.total, until: null, rounds: null };
+}
+function extraAllowance(state) {
+  const c = state.config;
+  const left = extraRounds(c).budget - extraCommitted(state);
+  const each = Math.min(c.fork.branch_budget * c.budget.total, left / c.fork.branches);
+  return each >= minEpisode(state) ? each : null;
+}
+function extraCommitted(state) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    if (!r.extra) continue;
+    for (const e of r.episodes) sum += e.result ? charged(e) : Math.max(e.allowance, charged(e));
+  }
+  return sum;
+}
+function extraRoundsText(config2) {
+  const x = extraRounds(config2);
+  if (config2.schedule === "none" || forkRefusalOf(config2) !== null) return null;
+  const unit = config2.budget.unit;
+  const each = formatNumber(config2.fork.branch_budget * config2.budget.total, 2);
+  const end = [
+    ...x.rounds !== null ? [`at most ${x.rounds} round${x.rounds === 1 ? "" : "s"}`] : [],
+    ...x.until !== null ? [`until ${x.until}`] : []
+  ];
+  return `${x.nightly ? "one fork round of the leader a night, and " : ""}rounds asked for with /autoresearch fork, ${config2.fork.branches} branches of up to ${each} ${unit} each, ${formatNumber(x.budget)} ${unit} in all` + (end.length > 0 ? `, ${end.join(", ")}` : "");
+}
+function forkRefusalOf(config2) {
+  return lineageCount(config2) === 1 ? null : `${config2.strategy} has no single leader to fork`;
 }
 function nextLeaderRound(state) {
   const c = state.config;
@@ -29659,6 +29987,12 @@ function selectWinner(episodes, direction) {
   }
   return winner;
 }
+function voidReason(episodes) {
+  const starved = episodes.filter((e) => e.result?.machineShort);
+  if (starved.length === 0) return null;
+  const which = starved.map((e) => `${e.id} (${e.result?.machineShort})`).join(", ");
+  return `void: the machine ran out of resources while the judge graded ${which}, on both tries; no branch is ranked`;
+}
 
 // src/core/reconcile.ts
 function reconcile(state) {
@@ -29675,6 +30009,8 @@ function reconcile(state) {
 function decide(state, round2) {
   if (round2.kind === "serial")
     return { winner: null, adopted: round2.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
+  const voided = voidReason(round2.episodes);
+  if (voided) return { winner: null, adopted: [], voided };
   const winner = selectWinner(round2.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }
@@ -29877,12 +30213,15 @@ function planTable(config2) {
     `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / total * 100)}%)`
   ]);
   const title = `strategy ${config2.strategy}, budget ${formatNumber(total)} ${unit}${widthText(config2, phases)}`;
+  const after = extraRoundsText(config2);
   return `${title}
 
 ${textTable(
     ["phase", "kind", "branches", "episodes", `budget each (${unit})`, "spend", "cumulative"],
     rows
-  )}`;
+  )}${after ? `
+
+on GitHub, after the plan: ${after}` : ""}`;
 }
 function widthText(config2, phases = plan(config2)) {
   return phases.some((p) => p.branches > 1) ? `, K = ${config2.fork.branches}` : "";
@@ -30139,7 +30478,7 @@ function usageText(u) {
 }
 function roundRows(state) {
   return state.rounds.map((r) => {
-    const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? "none: leader kept" : "pending" : "";
+    const winner = r.kind === "fork" ? r.decision ? r.decision.winner ?? (r.decision.voided ? "none: void, leader kept" : "none: leader kept") : "pending" : "";
     return [
       String(r.index),
       r.phase,
@@ -30266,6 +30605,7 @@ function statusJson(state, o) {
       kind: r.kind,
       decided: r.decision !== void 0,
       winner: r.decision?.winner ?? null,
+      voided: r.decision?.voided ?? null,
       episodes: r.episodes.map((e) => ({
         id: e.id,
         lineage: e.lineage,
@@ -32023,7 +32363,7 @@ function eventLine(e) {
       if (r.kind === "serial") return null;
       const winner = r.decision?.winner;
       const w = winner ? r.episodes.find((x) => x.id === winner) : void 0;
-      const head = w ? `winner ${winner} (${scoreText(w.result?.score)})` : "no branch scored: the leader goes on unchanged";
+      const head = w ? `winner ${winner} (${scoreText(w.result?.score)})` : r.decision?.voided ? `${r.decision.voided}: the leader goes on unchanged` : "no branch scored: the leader goes on unchanged";
       return `round ${r.index} decided: ${head}; ${best}; spent ${budget()}`;
     }
     case "finished":
@@ -32475,6 +32815,14 @@ function episodeLogs(scratchDir) {
     grader: join(scratchDir, "grader.log"),
     setup: join(scratchDir, "setup.log")
   };
+}
+async function withAccount(sandbox, use) {
+  const account = sandbox?.account() ?? NO_ACCOUNT;
+  try {
+    return await use(account);
+  } finally {
+    account.release();
+  }
 }
 function agentConfinement(p, config2, env) {
   const hidden = [...hiddenPlaces(env), ...p.private];
@@ -32945,7 +33293,7 @@ var aider = defineSpec({
     const history = join3(e.contextDir, HISTORY_FILE);
     const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     let text = "";
-    const read = async (final) => {
+    const read2 = async (final) => {
       const lines = await log.lines();
       if (lines.length > 0) text += `${lines.join("\n")}
 `;
@@ -32962,7 +33310,7 @@ var aider = defineSpec({
         ...e.agent.args
       ],
       spent: async (run3) => {
-        const out = parseAiderOutput(await read(run3 !== void 0));
+        const out = parseAiderOutput(await read2(run3 !== void 0));
         const spent2 = aiderUsage(out, e.agent.model);
         if (run3 && !out.model && !e.agent.model && out.calls.length > 0 && spent2.costUsd === void 0)
           spent2.notes = ["aider named no model; priced at the dearest known"];
@@ -33274,14 +33622,14 @@ var claudeCode = defineSpec({
           notes.push(
             "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)"
           );
-        const read = assistantTally(appended);
-        if (!totals && Object.keys(read.tally).length === 0) return null;
+        const read2 = assistantTally(appended);
+        if (!totals && Object.keys(read2.tally).length === 0) return null;
         if (!totals) {
           if (run3)
             notes.push(
-              `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`
+              `Claude Code ended without recording its cost; its tokens were read from the transcript (${read2.responses} model responses)`
             );
-          return { tally: read.tally, turns: null, unsure: true, notes };
+          return { tally: read2.tally, turns: null, unsure: true, notes };
         }
         const own2 = shareOf(baseline, totals);
         return { tally: own2.share, turns: result?.turns ?? null, notes: [...notes, ...own2.note ? [own2.note] : []] };
@@ -33364,10 +33712,10 @@ function tallyOf(value, allUnknown) {
   const t = {};
   for (const [name2, m] of Object.entries(value)) {
     if (!isRecord2(m)) continue;
-    const [read, wrote] = [num2(m.cacheReadInputTokens) ?? 0, num2(m.cacheCreationInputTokens) ?? 0];
+    const [read2, wrote] = [num2(m.cacheReadInputTokens) ?? 0, num2(m.cacheCreationInputTokens) ?? 0];
     addUse(t, name2, {
-      input: (num2(m.inputTokens) ?? 0) + read + wrote,
-      cached: read,
+      input: (num2(m.inputTokens) ?? 0) + read2 + wrote,
+      cached: read2,
       written: wrote,
       output: num2(m.outputTokens) ?? 0,
       costUsd: allUnknown || m.costBasis === "unknown" ? null : num2(m.costUSD) ?? 0
@@ -33384,10 +33732,10 @@ function assistantTally(transcript) {
     if (row.type !== "assistant" || !m || id === null || seen.has(id) || !isRecord2(m.usage)) continue;
     seen.add(id);
     const u = m.usage;
-    const [read, wrote] = [num2(u.cache_read_input_tokens) ?? 0, num2(u.cache_creation_input_tokens) ?? 0];
+    const [read2, wrote] = [num2(u.cache_read_input_tokens) ?? 0, num2(u.cache_creation_input_tokens) ?? 0];
     addUse(tally2, str(m.model) ?? "unknown", {
-      input: (num2(u.input_tokens) ?? 0) + read + wrote,
-      cached: read,
+      input: (num2(u.input_tokens) ?? 0) + read2 + wrote,
+      cached: read2,
       written: wrote,
       output: num2(u.output_tokens) ?? 0,
       calls: 1,
@@ -33716,14 +34064,14 @@ var command = defineSpec({
   // Only what the user lists in agent.env: a command agent's keys are the user's to name.
   passEnv: [],
   async start(e) {
-    const watched = e.unit === "tokens" || e.unit === "usd";
+    const watched2 = e.unit === "tokens" || e.unit === "usd";
     let problem2 = "the agent wrote no usage file";
     return {
       executable: "/bin/sh",
       args: ["-c", e.agent.command ?? ""],
       input: e.prompt,
       pollMs: 200,
-      ...watched ? {
+      ...watched2 ? {
         spent: async () => {
           const spent2 = await readUsage(e.usageFile);
           if (typeof spent2 !== "number") {
@@ -34494,7 +34842,7 @@ var qwenCode = defineSpec({
     const tally2 = {};
     let model = e.agent.model ?? "unknown";
     let totals = null;
-    const read = async () => {
+    const read2 = async () => {
       for (const line of await log.lines())
         for (const ev of jsonLines(line)) {
           if (ev.type === "system" && typeof ev.model === "string") model = e.agent.model ?? ev.model;
@@ -34522,7 +34870,7 @@ var qwenCode = defineSpec({
       input: e.prompt,
       env: { QWEN_HOME: e.home, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" },
       async spent(run3) {
-        await read();
+        await read2();
         const r = run3 ? readStream(run3.stdout).result : null;
         const u = run3 ? [...jsonLines(run3.stdout)].find((x) => x.type === "result" && isRecord2(x.usage))?.usage : null;
         if (!isRecord2(u)) return { tally: tally2 };
@@ -34633,7 +34981,7 @@ async function runSession(spec, agent, s) {
   let failure2 = null;
   if (exit === "crash" && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal || ending.why)) {
     const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, " ").trim().slice(0, 300);
-    failure2 = failureOf(spec, r, r.spawnError ?? why, ending.status);
+    failure2 = failureOf(spec, r, r.spawnError ?? why, ending.status) ?? recognizeFailure(r.stderr.trim() ? r.stderr : r.stdout);
     notes.push(
       r.spawnError ? `${spec.name} could not start: ${r.spawnError}` : `${spec.name} exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`
     );
@@ -34670,12 +35018,12 @@ async function attempt(spec, e, saved, timeoutMs) {
   let overrun = null;
   let failed = false;
   let busy = false;
-  const watched = cli.spent && cli.watch !== false ? cli.spent : null;
+  const watched2 = cli.spent && cli.watch !== false ? cli.spent : null;
   const check2 = async () => {
     if (busy || stop3.signal.aborted) return;
     busy = true;
     try {
-      const spent2 = watched ? await watched() : null;
+      const spent2 = watched2 ? await watched2() : null;
       const usage2 = spent2 && spent2.spend === void 0 ? usageOf(spent2) : null;
       const why = spent2?.spend !== void 0 ? overrunReason(e, { inputTokens: spent2.spend, outputTokens: 0, costUsd: spent2.spend }, 0, void 0) : usage2 ? overrunReason(e, usage2, usage2.turns ?? 0, e.agent.max_turns) : void 0;
       const limit = why ?? await cli.bounds?.() ?? void 0;
@@ -34690,7 +35038,7 @@ async function attempt(spec, e, saved, timeoutMs) {
       busy = false;
     }
   };
-  const timer = watched || cli.bounds ? setInterval(() => void check2(), cli.pollMs ?? 250) : void 0;
+  const timer = watched2 || cli.bounds ? setInterval(() => void check2(), cli.pollMs ?? 250) : void 0;
   const env = { ...e.env, ...forkflushVars(e), ...cli.env };
   for (const name2 of cli.unset ?? []) delete env[name2];
   const logins = cli.logins ? await installLogins(cli.logins, process.env) : [];
@@ -34932,12 +35280,12 @@ function episodePrompt(state, episode2, task, templates) {
     templates
   });
 }
-async function loadTemplates(config2, read, where) {
+async function loadTemplates(config2, read2, where) {
   const templates = {};
   for (const kind of ["branch", "continuation"]) {
     const path = config2.prompts[kind];
     if (!path) continue;
-    const text = await read(path);
+    const text = await read2(path);
     if (text === null) return { problem: `prompts.${kind}: ${path} is not in ${where}` };
     templates[kind] = text;
   }
@@ -35441,6 +35789,72 @@ function finite(value, shown) {
   return { score: value };
 }
 
+// src/io/machine.ts
+import { readFileSync as readFileSync5, statfsSync } from "node:fs";
+var EVERY_MS = 200;
+var watchMachine = (paths) => {
+  const capacity = Math.min(number4("/proc/sys/kernel/pid_max"), number4("/proc/sys/kernel/threads-max"));
+  const oomAtStart = oomKills();
+  const r = {
+    tasksPeak: null,
+    taskCapacity: Number.isFinite(capacity) ? capacity : null,
+    oomKills: null,
+    memAvailableMin: null,
+    memTotal: meminfo("MemTotal"),
+    diskFreeMin: null,
+    inodesFreeMin: null
+  };
+  const min = (a, b) => b === null ? a : a === null ? b : Math.min(a, b);
+  const sample = () => {
+    const tasks = loadavgTasks();
+    if (tasks !== null) r.tasksPeak = Math.max(r.tasksPeak ?? 0, tasks);
+    r.memAvailableMin = min(r.memAvailableMin, meminfo("MemAvailable"));
+    for (const p of paths) {
+      try {
+        const s = statfsSync(p);
+        r.diskFreeMin = min(r.diskFreeMin, s.bavail * s.bsize);
+        if (s.files > 0) r.inodesFreeMin = min(r.inodesFreeMin, s.ffree);
+      } catch {
+      }
+    }
+  };
+  sample();
+  const timer = setInterval(sample, EVERY_MS);
+  timer.unref();
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      const end = oomKills();
+      r.oomKills = oomAtStart === null || end === null ? null : end - oomAtStart;
+      return { ...r };
+    }
+  };
+};
+function read(path) {
+  try {
+    return readFileSync5(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+function number4(path) {
+  const n = Number(read(path)?.trim());
+  return Number.isFinite(n) && n > 0 ? n : Number.POSITIVE_INFINITY;
+}
+function loadavgTasks() {
+  const total = read("/proc/loadavg")?.split(" ")[3]?.split("/")[1];
+  return total && /^\d+$/.test(total) ? Number(total) : null;
+}
+function oomKills() {
+  const m = /^oom_kill (\d+)$/m.exec(read("/proc/vmstat") ?? "");
+  return m ? Number(m[1]) : null;
+}
+function meminfo(field) {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(read("/proc/meminfo") ?? "");
+  return m ? Number(m[1]) * 1024 : null;
+}
+
 // src/worker/grade.ts
 async function runGrader(config2, workdir, env, confine, signal) {
   const g = config2.grader;
@@ -35452,9 +35866,11 @@ async function runGrader(config2, workdir, env, confine, signal) {
     ...signal ? { signal } : {},
     ...confine ? { confine } : { track: true }
   });
-  const base = { seconds: r.ms / 1e3, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
-  if (r.stopped === "timeout") return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s` };
-  if (r.spawnError) return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}` };
+  const base = { seconds: r.ms / 1e3, exitCode: r.exitCode, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+  if (r.stopped === "timeout")
+    return { ...base, score: null, reason: `the grader timed out after ${g.timeout} s`, timedOut: true };
+  if (r.spawnError)
+    return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}`, startError: r.spawnError };
   if (r.exitCode !== 0) {
     const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
@@ -35463,12 +35879,64 @@ async function runGrader(config2, workdir, env, confine, signal) {
   const reading = parseScore(r.stdout);
   return reading.score === null ? { ...base, score: null, reason: reading.reason } : { ...base, score: reading.score };
 }
+var MACHINE = { watch: watchMachine, pauseMs: 5e3 };
+async function gradeAsJudge(attempt2, paths, machine = MACHINE, signal) {
+  const first = await watched(attempt2, paths, machine.watch);
+  if (!retryJudge(first.as)) return first.grading;
+  if (first.as.short.length > 0) await pause(machine.pauseMs, signal);
+  const second = await watched(attempt2, paths, machine.watch);
+  const verdict = settleJudge(first.as, second.as);
+  const { reason: _, ...rest } = second.grading;
+  return {
+    ...rest,
+    score: verdict.score,
+    ...verdict.reason !== void 0 ? { reason: verdict.reason } : {},
+    note: verdict.note,
+    ...verdict.machineShort ? { machineShort: verdict.machineShort } : {}
+  };
+}
+function pause(ms, signal) {
+  return new Promise((resolve8) => {
+    if (signal?.aborted) return resolve8();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve8();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+async function watched(attempt2, paths, watch) {
+  const w = watch(paths);
+  const grading = await attempt2().catch((e) => {
+    w.stop();
+    throw e;
+  });
+  const readings = w.stop();
+  const ranAndFailed = grading.score === null && grading.timedOut !== true && (grading.setupFailed === true || grading.startError !== void 0 || grading.signal !== null || grading.exitCode !== null && grading.exitCode !== 0);
+  const output2 = grading.setupFailed ? grading.setupLog ?? "" : `${grading.startError ?? ""}
+${grading.stdout}
+${grading.stderr}`;
+  return {
+    grading,
+    as: {
+      score: grading.score,
+      ...grading.reason !== void 0 ? { reason: grading.reason } : {},
+      ranAndFailed,
+      signs: ranAndFailed ? resourceSigns(output2, grading.signal) : [],
+      short: machineShort(readings),
+      ...grading.startError !== void 0 ? { startFailed: true } : {}
+    }
+  };
+}
 
 // src/worker/grade-service.ts
 import { randomBytes } from "node:crypto";
 import { chmod, mkdtemp, rm as rm9, writeFile as writeFile8 } from "node:fs/promises";
 import { createServer } from "node:http";
 import { join as join12 } from "node:path";
+var MOST_CONNECTIONS = 64;
 async function startGradeService(args) {
   let count3 = 0;
   let queue = Promise.resolve();
@@ -35510,6 +35978,8 @@ async function startGradeService(args) {
 ` }))
     );
   });
+  server.maxConnections = MOST_CONNECTIONS;
+  server.maxRequestsPerSocket = 1;
   const socketDir = await mkdtemp("/tmp/ff-grade-");
   await chmod(socketDir, 457);
   const socket = join12(socketDir, "grade.sock");
@@ -35535,7 +36005,7 @@ const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', met
   });
 });
 req.on('error', (e) => {
-  process.stderr.write('forkflush: the grading service is gone (' + e.message + '); the episode has ended\\n');
+  process.stderr.write('forkflush: no answer from the grading service (' + e.message + '): it takes ${MOST_CONNECTIONS} requests at once, and none once the episode has ended\\n');
   process.exitCode = 3;
 });
 req.end();
@@ -35869,14 +36339,14 @@ var DiskFullError = class extends Error {
 function diskFullLine(message) {
   return message.split("\n").find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/i.test(l))?.trim().slice(0, 300) ?? null;
 }
-var FULL_BYTES = 64 * 1024 * 1024;
-var FULL_INODES = 1e3;
+var FULL_BYTES2 = 64 * 1024 * 1024;
+var FULL_INODES2 = 1e3;
 async function diskFull(e, dirs) {
   const line = e instanceof Error ? diskFullLine(e.message) : null;
   if (!line) return null;
   for (const dir of dirs) {
     const s = await statfs(dir).catch(() => null);
-    if (s && (s.bavail * s.bsize < FULL_BYTES || s.files > 0 && s.ffree < FULL_INODES)) return line;
+    if (s && (s.bavail * s.bsize < FULL_BYTES2 || s.files > 0 && s.ffree < FULL_INODES2)) return line;
   }
   return null;
 }
@@ -35917,31 +36387,37 @@ async function episode(job, charged2) {
   const swept = { ...NOTHING_CLEANED };
   let excludes = null;
   if (job.setupProblem !== void 0 || config2.setup.commands.length > 0) {
-    const prepared = job.setupProblem !== void 0 ? { ok: false, reason: job.setupProblem } : await prepareWorkspace({
-      config: config2,
-      own: job.own,
-      base: episode2.base,
-      episode: episode2.id,
-      workspace: places.workspace,
-      checkoutIndex: job.checkoutIndex,
-      scratchDir: job.scratchDir,
-      source,
-      confine: sandbox ? {
-        sandbox,
-        confinement: setupConfinement(
-          places.workspace,
-          join15(job.scratchDir, "setup-tmp"),
-          places,
-          config2,
-          source,
-          // Nothing of the agent's: its context, its box, the folders it shares.
-          [places.context, box, ...config2.sandbox.write.map(expandHome)]
-        )
-      } : void 0,
-      cache: job.setupCache,
-      signal: interrupt,
-      removed: swept
-    }).catch((e) => {
+    const prepared = job.setupProblem !== void 0 ? { ok: false, reason: job.setupProblem } : await withAccount(
+      sandbox,
+      (account2) => prepareWorkspace({
+        config: config2,
+        own: job.own,
+        base: episode2.base,
+        episode: episode2.id,
+        workspace: places.workspace,
+        checkoutIndex: job.checkoutIndex,
+        scratchDir: job.scratchDir,
+        source,
+        confine: sandbox ? {
+          sandbox,
+          confinement: {
+            ...setupConfinement(
+              places.workspace,
+              join15(job.scratchDir, "setup-tmp"),
+              places,
+              config2,
+              source,
+              // Nothing of the agent's: its context, its box, the folders it shares.
+              [places.context, box, ...config2.sandbox.write.map(expandHome)]
+            ),
+            account: account2
+          }
+        } : void 0,
+        cache: job.setupCache,
+        signal: interrupt,
+        removed: swept
+      })
+    ).catch((e) => {
       if (e instanceof GitStalledError) return { ok: false, reason: `after setup, ${e.message}` };
       throw e;
     });
@@ -35955,6 +36431,7 @@ async function episode(job, charged2) {
   }
   const stopForBudget = new AbortController();
   const unit = config2.budget.unit;
+  const account = sandbox?.account() ?? NO_ACCOUNT;
   const grading = await startGradeService({
     config: config2,
     workdir: places.workspace,
@@ -35963,15 +36440,19 @@ async function episode(job, charged2) {
     ...sandbox ? {
       confine: {
         sandbox,
-        confinement: graderConfinement(places.workspace, join15(box, "tmp"), places, config2, source, [
-          places.context
-        ])
+        confinement: {
+          ...graderConfinement(places.workspace, join15(box, "tmp"), places, config2, source, [places.context]),
+          account
+        }
       }
     } : {},
     limit: unit === "evaluations" ? Math.max(1, Math.floor(episode2.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort("budget")
+  }).catch((e) => {
+    account.release();
+    throw e;
   });
-  const confinement = agentConfinement(places, config2, source);
+  const confinement = { ...agentConfinement(places, config2, source), account };
   confinement.shared = [...confinement.shared ?? [], grading.socketDir];
   const removed = { ...NOTHING_CLEANED };
   const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
@@ -36024,6 +36505,7 @@ async function episode(job, charged2) {
     });
   } finally {
     await grading.close();
+    account.release();
   }
   const outcome = tried.outcome;
   addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
@@ -36056,21 +36538,31 @@ async function episode(job, charged2) {
   let score2 = null;
   let reason;
   let graderSeconds = 0;
+  let judged = {};
   if (unrecorded) {
     reason = unrecorded;
   } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
   } else {
-    const g = await judge(job, snap.tree, graderEnv, swept).catch((e) => {
-      if (!(e instanceof GitStalledError) || interrupt.aborted) throw e;
-      return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
-    });
-    if (interrupt.aborted)
-      throw new InterruptedError(
-        `episode ${episode2.id} was interrupted while judged`,
-        charge.spent,
-        charge.basis === "estimated"
-      );
+    const g = await gradeAsJudge(
+      async () => {
+        const attempt2 = await judge(job, snap.tree, graderEnv, swept).catch((e) => {
+          if (!(e instanceof GitStalledError) || interrupt.aborted) throw e;
+          return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
+        });
+        if (interrupt.aborted)
+          throw new InterruptedError(
+            `episode ${episode2.id} was interrupted while judged`,
+            charge.spent,
+            charge.basis === "estimated"
+          );
+        return attempt2;
+      },
+      [job.scratchDir],
+      job.judgeMachine,
+      interrupt
+    );
+    judged = g;
     const graded = g.setupFailed ? "" : `$ ${config2.grader.command}
 ${g.stdout}${g.stderr}`;
     await writeFile10(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
@@ -36086,7 +36578,8 @@ ${g.stdout}${g.stderr}`;
       ...outcome.note ? [outcome.note] : [],
       ...triesNotes(tried),
       ...charge.note ? [charge.note] : [],
-      ...cleaned ? [cleaned] : []
+      ...cleaned ? [cleaned] : [],
+      ...judged.note ? [judged.note] : []
     ].join("; ")
   );
   if (reason) reason = plainText(reason);
@@ -36111,7 +36604,8 @@ ${g.stdout}${g.stderr}`;
       }
     } : {},
     ...tried.retries.length > 0 ? { retries: tried.retries } : {},
-    ...unchanged ? { unchanged: true } : {}
+    ...unchanged ? { unchanged: true } : {},
+    ...judged.machineShort ? { machineShort: judged.machineShort } : {}
   };
   return commitResult(job, snap, partial2, started);
 }
@@ -36183,6 +36677,7 @@ async function judge(job, tree, env, swept) {
   const protectedFiles = treeFiles.filter((f) => matchesAny(f, protectedGlobs));
   const madeAtProtectedPaths = async () => (await untrackedPaths(job.own, dir, index, { folders: false })).filter((p) => matchesAny(p, protectedGlobs));
   const listSome = (paths, n) => `${paths.slice(0, n).join(", ")}${paths.length > n ? ", ..." : ""}`;
+  const account = sandbox?.account() ?? NO_ACCOUNT;
   try {
     let setupLog;
     if (config2.setup.commands.length > 0) {
@@ -36193,7 +36688,10 @@ async function judge(job, tree, env, swept) {
         restore: { own: job.own, index },
         tmp: setupTmp,
         source,
-        confine: sandbox ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config2, source, agentPlaces) } : void 0,
+        confine: sandbox ? {
+          sandbox,
+          confinement: { ...setupConfinement(dir, setupTmp, judgePlaces, config2, source, agentPlaces), account }
+        } : void 0,
         signal: job.signal
       });
       addCleaned(swept, run3.cleaned);
@@ -36213,7 +36711,10 @@ async function judge(job, tree, env, swept) {
       config2,
       dir,
       { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
-      sandbox ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces, fixed) } : void 0,
+      sandbox ? {
+        sandbox,
+        confinement: { ...graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces, fixed), account }
+      } : void 0,
       job.signal
     );
     const left = await sweepTree(dir, job.signal);
@@ -36228,11 +36729,12 @@ async function judge(job, tree, env, swept) {
     } : grading;
     return { ...result, ...setupLog !== void 0 ? { setupLog } : {} };
   } finally {
+    account.release();
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {
     });
   }
 }
-var NO_GRADING = { score: null, seconds: 0, exitCode: null, stdout: "", stderr: "" };
+var NO_GRADING = { score: null, seconds: 0, exitCode: null, signal: null, stdout: "", stderr: "" };
 var JUDGE_PYTHON = {
   PYTHONPYCACHEPREFIX: "/dev/null/forkflush-no-bytecode",
   PYTHONDONTWRITEBYTECODE: "1",
@@ -36256,11 +36758,11 @@ function seconds3(s) {
 
 // src/local/runner.ts
 async function drive(initial, o) {
-  const release = await o.store.lock();
+  const release2 = await o.store.lock();
   try {
     return await driveLocked(initial, o);
   } finally {
-    await release();
+    await release2();
   }
 }
 async function driveLocked(initial, options) {
@@ -36466,9 +36968,9 @@ var LocalForge = class {
     const [tree, parents, ...rest] = (await this.git.out(["log", "-1", "--format=%T%n%P%n%B", head])).split("\n");
     const message = `${rest.join("\n").trimEnd()}
 `;
-    const read = resultFromCommit(state.id, e, { sha: head, message, parents: (parents ?? "").split(" ") });
-    if (!("result" in read) || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
-    return read.result;
+    const read2 = resultFromCommit(state.id, e, { sha: head, message, parents: (parents ?? "").split(" ") });
+    if (!("result" in read2) || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
+    return read2.result;
   }
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
   async prepareEpisode(state, e) {
@@ -36634,15 +37136,15 @@ async function whileWatchingReads(dir, files, grade) {
     });
   }
   const result = await grade();
-  const read = [];
+  const read2 = [];
   for (const m of marked) {
     const path = join17(dir, m.file);
     const s = await stat7(path).catch(() => null);
-    if (s && s.atimeMs > m.set * 1e3) read.push(m.file);
+    if (s && s.atimeMs > m.set * 1e3) read2.push(m.file);
     else await utimes2(path, m.atime, m.mtime).catch(() => {
     });
   }
-  return { result, read: recorded ? read : null };
+  return { result, read: recorded ? read2 : null };
 }
 
 // src/local/preflight.ts
@@ -36683,7 +37185,10 @@ async function hiddenInSandbox(v) {
       for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
       if (needed.length === 0) continue;
       const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join18(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join18(places.box, "tmp"), places, c, v.env);
-      const seen = await probe2(v.sandbox, confinement, places.workspace, role.env.PATH ?? "", needed);
+      const seen = await withAccount(
+        v.sandbox,
+        (account) => probe2(v.sandbox, { ...confinement, account }, places.workspace, role.env.PATH ?? "", needed)
+      );
       for (const [i, n] of needed.entries()) {
         if (seen[i] === false) (n.runs ? problems : notes).push(await problemOf(n, v));
       }
@@ -36737,13 +37242,13 @@ async function problemOf(n, v) {
   const folder = n.folder ? n.outside : dirname11(n.outside);
   const hiddenRoots = [realpathSync3("/tmp"), homedir6(), v.repo, ...v.private].filter((r) => r && r !== "/");
   const hidden = hiddenRoots.some((r) => isInside(n.outside, r));
-  const user = v.sandbox.user;
+  const user = sandboxUser(v.sandbox);
   if (!hidden) {
     const closed2 = user ? await closedTo(n.outside, user, "/") : null;
-    return closed2 ? closedProblem(n, closed2) : hiddenProblem(n, v.repo);
+    return closed2 && user ? closedProblem(n, closed2, user) : hiddenProblem(n, v.repo);
   }
   const closed = user && !isInside(n.outside, v.repo) ? await closedTo(n.outside, user, folder) : null;
-  return hiddenProblem(n, v.repo) + (closed ? `; and open ${closed} to the sandbox's user, nobody (chmod o+rX ${closed})` : "");
+  return hiddenProblem(n, v.repo) + (closed && user ? `; and open ${closed} to the sandbox's user, ${userName(user)} (chmod o+rX ${closed})` : "");
 }
 async function closedTo(path, user, from) {
   const parts = path.split("/").filter(Boolean);
@@ -36758,9 +37263,17 @@ async function closedTo(path, user, from) {
   }
   return null;
 }
-function closedProblem(n, closed) {
+function sandboxUser(s) {
+  const account = s.account();
+  account.release();
+  return account.user;
+}
+function userName(user) {
+  return user.uid === 65534 ? "nobody" : "a uid of its own, no account of this machine";
+}
+function closedProblem(n, closed, user) {
   const what = n.program ? `\`${n.name}\` (${n.outside})` : n.outside;
-  return `${n.key} ${n.runs ? "needs" : "names"} ${what}, which the sandbox's user (nobody: forkflush runs as root) may not read: ${closed} is closed to others; open it (chmod o+rX ${closed}) or move it into the repository`;
+  return `${n.key} ${n.runs ? "needs" : "names"} ${what}, which the sandbox's user (${userName(user)}: forkflush runs as root) may not read: ${closed} is closed to others; open it (chmod o+rX ${closed}) or move it into the repository`;
 }
 var RUN_BY_INTERPRETER = /\b(?:node|nodejs|python[\d.]*|sh|bash|dash|zsh|deno|bun|tsx|ruby|perl|php|Rscript|julia)(?:\s+-\S+)*\s+((?:~\/|\/)[^\s'"`;|&<>()$]+)/g;
 var SHELL_WORDS = /* @__PURE__ */ new Set([
@@ -37150,6 +37663,9 @@ async function dryRunStore(now) {
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
+  return withAccount(isolation.sandbox, (account) => gradeInitialAs(account, config2, dir, places, isolation, scratch));
+}
+async function gradeInitialAs(account, config2, dir, places, isolation, scratch) {
   const tmp = join21(scratch, "tmp");
   await mkdir15(join21(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
@@ -37163,7 +37679,10 @@ async function gradeInitial(config2, dir, places, isolation, scratch) {
       source: process.env,
       confine: sandbox ? {
         sandbox,
-        confinement: setupConfinement(dir, setupTmp, { objects: [], private: places.private }, config2, process.env)
+        confinement: {
+          ...setupConfinement(dir, setupTmp, { objects: [], private: places.private }, config2, process.env),
+          account
+        }
       } : void 0
     });
     if (run3.failure) {
@@ -37178,7 +37697,10 @@ async function gradeInitial(config2, dir, places, isolation, scratch) {
     env,
     sandbox ? {
       sandbox,
-      confinement: graderConfinement(dir, tmp, { objects: [], private: places.private }, config2, process.env)
+      confinement: {
+        ...graderConfinement(dir, tmp, { objects: [], private: places.private }, config2, process.env),
+        account
+      }
     } : void 0
   );
 }
@@ -37202,21 +37724,21 @@ async function gradeWorkingTree(config2, repo, store, isolation) {
     }
     const untracked = await untrackedFiles(repo);
     const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
-    const watched = await whileWatchingReads(
+    const watched2 = await whileWatchingReads(
       dir,
       untracked,
       () => gradeInitial(config2, dir, places, isolation, scratch).catch(() => null)
     );
-    return watched.result ? { grade: watched.result, read: watched.read, untracked } : null;
+    return watched2.result ? { grade: watched2.result, read: watched2.read, untracked } : null;
   } finally {
     await rm12(dir, { recursive: true, force: true });
     await rm12(scratch, { recursive: true, force: true });
   }
 }
 function uncommittedGraderInputs(committed, working) {
-  const read = working.read ?? [];
-  const which = read.length > 0 ? `it reads ${read.length === 1 ? "a file" : "files"} git does not have: ${read.slice(0, 10).join(", ")}${read.length > 10 ? ", ..." : ""}` : "it needs a change or a file that is not committed (git status lists them)";
-  return `the initial workspace as committed gets no score (${committed.reason ?? "no reason given"}), but the working tree scores ${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. Commit ${read.length > 0 ? `${read.length === 1 ? "it" : "them"} (git add ${read.slice(0, 10).map(shellQuote).join(" ")}, git commit)` : "what it needs"}, then run again`;
+  const read2 = working.read ?? [];
+  const which = read2.length > 0 ? `it reads ${read2.length === 1 ? "a file" : "files"} git does not have: ${read2.slice(0, 10).join(", ")}${read2.length > 10 ? ", ..." : ""}` : "it needs a change or a file that is not committed (git status lists them)";
+  return `the initial workspace as committed gets no score (${committed.reason ?? "no reason given"}), but the working tree scores ${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. Commit ${read2.length > 0 ? `${read2.length === 1 ? "it" : "them"} (git add ${read2.slice(0, 10).map(shellQuote).join(" ")}, git commit)` : "what it needs"}, then run again`;
 }
 async function openRun(dir, id) {
   const taskDir = await taskFolder(dir);
@@ -37240,7 +37762,7 @@ async function openRun(dir, id) {
 }
 async function retryStop(open4) {
   if (!retryStopped(open4.state)) return null;
-  const release = await open4.store.lock();
+  const release2 = await open4.store.lock();
   try {
     const saved = await open4.store.load();
     const retried = retryStopped(saved);
@@ -37253,7 +37775,7 @@ async function retryStop(open4) {
     open4.state = retried.state;
     return retried.episodes[0]?.round ?? null;
   } finally {
-    await release();
+    await release2();
   }
 }
 async function taskFolder(dir) {
@@ -37358,7 +37880,7 @@ async function runCompare(o) {
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
   const dir = join22(RunStore.runsDir(taskDir), manifest.id);
-  const release = await new RunStore(dir).lock();
+  const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
     if (text !== null) await writeFile12(join22(dir, `variant-${v.name}.yml`), text);
@@ -37510,7 +38032,7 @@ async function runCompare(o) {
   }
   m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - started) / 1e3) * 1e3) / 1e3;
   await save();
-  await release();
+  await release2();
   if (error62 !== null) throw error62;
   if (o.signal?.aborted) interrupted = true;
   const results = await outputs();
@@ -37925,7 +38447,7 @@ async function initTask(dir, v, io) {
     if (!existsSync4(join24(root, "TASK.md"))) await put("TASK.md", taskText(answers));
     if (!existsSync4(join24(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
-      for (const name2 of ["forkflush.yml", "autoresearch.yml"]) {
+      for (const name2 of GITHUB_WORKFLOWS) {
         const text = await workflowText(name2, answers.agent, action);
         placeholder ??= text.match(ACTION_PLACEHOLDER)?.[0];
         await put(`.github/workflows/${name2}`, text);
@@ -37946,12 +38468,12 @@ async function initTask(dir, v, io) {
   io.stdout.write(`
 grading the workspace as it is now: ${answers.grader}
 `);
-  const watched = await whileWatchingReads(
+  const watched2 = await whileWatchingReads(
     root,
     await untrackedFiles(root),
     () => runShell(answers.grader, { cwd: root, timeoutMs: 3e5, maxOutput: 2e5 })
   );
-  const g = watched.result;
+  const g = watched2.result;
   const last = g.stdout.trim().split("\n").at(-1)?.trim() ?? "";
   if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}
 `);
@@ -38001,12 +38523,12 @@ In both workflows, replace ${placeholder} with the forkflush repository and a re
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
     (p) => !/[*?[]/.test(p) && existsSync4(join24(root, p))
   );
-  const read = (watched.read ?? []).filter((f) => !f.startsWith(".github/") && !named.includes(f));
-  if (read.length > 0)
+  const read2 = (watched2.read ?? []).filter((f) => !f.startsWith(".github/") && !named.includes(f));
+  if (read2.length > 0)
     io.stdout.write(
       `
-the grader read ${read.length === 1 ? "a file" : `${read.length} files`} that git does not have yet: ${read.slice(0, 10).join(", ")}${read.length > 10 ? `, and ${read.length - 10} more` : ""}.
-Episodes are graded on the commit: the git add line below takes ${read.length === 1 ? "it" : "them"}.
+the grader read ${read2.length === 1 ? "a file" : `${read2.length} files`} that git does not have yet: ${read2.slice(0, 10).join(", ")}${read2.length > 10 ? `, and ${read2.length - 10} more` : ""}.
+Episodes are graded on the commit: the git add line below takes ${read2.length === 1 ? "it" : "them"}.
 `
     );
   const files = [
@@ -38014,7 +38536,7 @@ Episodes are graded on the commit: the git add line below takes ${read.length ==
       ".github",
       ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join24(root, f))),
       ...named,
-      ...read,
+      ...read2,
       ...toWrite
     ])
   ];
@@ -38037,7 +38559,7 @@ function fileItRuns(command2) {
 }
 function githubSteps(agent) {
   const cli = specOfName(agent)?.cli;
-  const key = cli ? `${cli.secret.name} for ${agent} (${cli.secret.note})` : "the keys your agent needs (name them in forkflush.yml's env)";
+  const key = cli ? `${cli.secret.name} for ${agent} (${cli.secret.note})` : "the keys your agent needs (give the forkflush step in forkflush.yml an env, as its comment shows)";
   return `
 Then on GitHub (README, "On GitHub"):
   push the commit to the default branch: the app reads the config there, and GitHub runs the workflows from it
@@ -38175,6 +38697,12 @@ The agents' journal: each episode reads it, adds what it tried and learned, and 
 one line per episode with its score.
 `;
 }
+var GITHUB_WORKFLOWS = ["forkflush.yml", "autoresearch.yml", "autoresearch-tick.yml"];
+var COMMAND_ENV = `        # What your agent needs, from the repository's secrets: give this step an env, e.g.
+        #   env:
+        #     MY_KEY: \${{ secrets.MY_KEY }}
+        # The agent gets the variables agent.env lists, never GITHUB_TOKEN or the runner's tokens.
+`;
 async function workflowText(name2, agent, action) {
   let text = await readFile11(packageFile("examples", "workflows", name2), "utf8");
   if (action) {
@@ -38188,8 +38716,13 @@ async function workflowText(name2, agent, action) {
   }
   if (name2 === "forkflush.yml") {
     const secret = specOfName(agent)?.cli?.secret;
-    const line = secret ? `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}` : `          # what your agent needs, from the repository secrets, e.g. MY_KEY: \${{ secrets.MY_KEY }}`;
-    text = text.replace(/^ {10}ANTHROPIC_API_KEY: \$\{\{ secrets\.ANTHROPIC_API_KEY \}\}$/m, line);
+    text = secret ? text.replace(
+      /^ {10}ANTHROPIC_API_KEY: \$\{\{ secrets\.ANTHROPIC_API_KEY \}\}$/m,
+      `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}`
+    ) : (
+      // No key to name: an `env:` of comments alone would be null, which GitHub refuses.
+      text.replace(/^ {8}env:\n(?: {10}[^\n]*\n)+/m, COMMAND_ENV)
+    );
   }
   return text;
 }
@@ -38584,10 +39117,10 @@ function* events(text) {
     }
   }
 }
-function lastOf(list, read) {
+function lastOf(list, read2) {
   let out = null;
   for (const e of list) {
-    const v = read(e);
+    const v = read2(e);
     if (v !== null && v.trim() !== "") out = v;
   }
   return out;
@@ -38708,7 +39241,8 @@ async function run(s, call, allowance, dir, box, context) {
   };
   const places = { workspace: call.cwd, context, box, objects: [], private: s.hidden };
   const agent = agentConfinement(places, s.config, s.env);
-  const confinement = { ...agent, writable: [context, box], readable: [...agent.readable, call.cwd] };
+  const account = sandbox?.account() ?? NO_ACCOUNT;
+  const confinement = { ...agent, writable: [context, box], readable: [...agent.readable, call.cwd], account };
   const confined = sessionSpawner(sandbox, confinement, [context, box]);
   const logFile = join26(dir, "judge.log");
   let main2 = null;
@@ -38739,7 +39273,7 @@ async function run(s, call, allowance, dir, box, context) {
     signal: s.signal,
     spawn: spawn3,
     confined: sandbox !== null
-  });
+  }).finally(account.release);
   if (s.signal.aborted) throw new JudgeInterrupted(`the map's ${call.step} call was interrupted`);
   const spent2 = s.unit === "minutes" ? outcome.seconds / 60 : outcome.reportedSpend ?? (notStarted ? 0 : allowance);
   const r = main2;
@@ -38767,9 +39301,9 @@ function specReply(text, spent2) {
   };
 }
 function tripletReply(text, spent2, strict) {
-  const read = readTripletAnswer(text, strict);
-  if ("problem" in read) return { ok: false, error: read.problem, spent: spent2, notStarted: false, log: null };
-  return { ok: true, text: read.answer, spent: spent2 };
+  const read2 = readTripletAnswer(text, strict);
+  if ("problem" in read2) return { ok: false, error: read2.problem, spent: spent2, notStarted: false, log: null };
+  return { ok: true, text: read2.answer, spent: spent2 };
 }
 function exitProblem(exit, r, note, allowance, unit) {
   if (exit === "budget") return `the judge passed its allowance of ${allowance.toPrecision(4)} ${unit} and was stopped`;
@@ -39022,7 +39556,7 @@ async function makeMap(o) {
   const work = join28(target.folder, "map");
   await mkdir20(work, { recursive: true, mode: 448 });
   await cache2.make();
-  const release = await new RunStore(work).lock();
+  const release2 = await new RunStore(work).lock();
   try {
     const m = await prepare({ o, taskDir, target, config: config2, settings: settings2, seed, snapshots, cache: cache2, specs, plan: plan2, work });
     return await draw(m);
@@ -39033,7 +39567,7 @@ async function makeMap(o) {
   } finally {
     await removeTree(join28(work, "calls")).catch(() => {
     });
-    await release();
+    await release2();
   }
 }
 async function prepare(m) {

@@ -33,6 +33,7 @@ export const WEBHOOKS = [
   'pull-request-closed',
   'pull-request-labeled',
   'pull-request-opened',
+  'pull-request-review-submitted',
   'workflow-job-completed',
   'workflow-job-in-progress',
   'workflow-job-queued',

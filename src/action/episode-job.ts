@@ -10,7 +10,15 @@ import type { Config, Unit } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } from '../core/journal.js';
 import { sectionFor } from '../core/losers.js';
-import { contextRef, episodeBranch, parseEpisodeId, stateRef } from '../core/names.js';
+import {
+  contextRef,
+  episodeBranch,
+  parseEpisodeId,
+  type RefsLayout,
+  refName,
+  runRefs,
+  stateRef,
+} from '../core/names.js';
 import { episodePrompt } from '../core/prompts.js';
 import { parseRunFiles, parseRunState, RecordError, type RunFiles } from '../core/records.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
@@ -50,6 +58,8 @@ export interface JobOutcome {
   attempt: 'ran' | 'already-recorded' | 'lost-race';
   /** The result on the episode's branch. */
   result: EpisodeResult;
+  /** Where the run keeps its work: layout 1 makes the episode's ref a branch people can open. */
+  layout: RefsLayout;
 }
 
 export interface JobOptions {
@@ -77,7 +87,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   const read = await readRun(records, remote, s.run);
   if ('unreadable' in read) {
     // The reason is the job's error either way: a push that fails too must not hide it.
-    await recordUnreadable(records, remote, s, read.unreadable, o.log).catch((e: unknown) =>
+    await recordUnreadable(records, remote, s, read, o.log).catch((e: unknown) =>
       o.log(`the setup result was not pushed: ${e instanceof Error ? e.message : String(e)}`),
     );
     throw new Error(read.unreadable);
@@ -94,7 +104,10 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
         'which the app dispatched before: nothing to run (a re-run of an earlier workflow run?)',
     );
   }
-  const branch = episodeBranch(s.run, episode.round, episode.branch);
+  // The episode's ref: a branch (layout 1), or a ref under refs/forkflush/ that no workflow sees.
+  const layout = facts.refsLayout ?? 1;
+  const branchRef = runRefs(s.run, layout).episode(episode.round, episode.branch);
+  const branch = refName(branchRef);
   const unit = state.config.budget.unit;
   const outcome = (attempt: JobOutcome['attempt'], result: EpisodeResult): JobOutcome => ({
     run: s.run,
@@ -103,6 +116,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     config: state.config,
     attempt,
     result,
+    layout,
   });
   o.log(
     `episode ${episode.id} (${round.phase}): ${describeContext(episode)}, ` +
@@ -111,7 +125,6 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
 
   // 2. The episode's branch must be there (the app made it), and the context it continues, if any.
   const fromRef = episode.contextFrom ? contextRef(s.run, episode.contextFrom) : null;
-  const branchRef = `refs/heads/${branch}`;
   const onRemote = await remote.listRefs([branchRef, ...(fromRef ? [fromRef] : [])]);
   if (!onRemote.has(branchRef)) {
     throw new Error(
@@ -142,8 +155,9 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   // objects read-only. Whatever the agent does to it, forkflush records the files with its own git.
   const scratchDir = places.scratch;
   const checkoutIndex = join(scratchDir, 'checkout.index');
-  await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, branch);
-  o.log(`workspace: ${s.workspace} on ${branch} at ${short(episode.base)}`);
+  const localBranch = episodeBranch(s.run, episode.round, episode.branch);
+  await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, localBranch);
+  o.log(`workspace: ${s.workspace} on ${localBranch} at ${short(episode.base)}`);
 
   // 4. The context folder: empty, or the context the episode carries on (or copies).
   const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
@@ -212,10 +226,10 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   const ownRef = contextRef(s.run, episode.id);
   const context = await commitContext(records, s, episode.id, contextDir, store);
   const pushed = await remote.pushAtomic([
-    `${result.commit}:refs/heads/${branch}`,
+    `${result.commit}:${branchRef}`,
     ...(context ? [`+${context}:${ownRef}`] : []),
   ]);
-  const branchPush = pushed.find((p) => p.ref === `refs/heads/${branch}`);
+  const branchPush = pushed.find((p) => p.ref === branchRef);
   if (branchPush && branchPush.flag !== '!') {
     o.log(`pushed: ${branch}${context ? ` and ${ownRef}` : ' (the context folder is empty: no context ref)'}`);
     return outcome('ran', result);
@@ -292,11 +306,11 @@ function describeStore(store: ContextStore): string {
  * The run's state and facts from its state ref, or why this worker cannot read them (a record
  * saved by a newer app, most often: see unreadableRunReason).
  */
-async function readRun(
+export async function readRun(
   records: RecordsRepo,
   remote: Remote,
   run: string,
-): Promise<{ state: RunState; facts: RunFiles } | { unreadable: string }> {
+): Promise<{ state: RunState; facts: RunFiles } | { unreadable: string; layout: unknown }> {
   const ref = stateRef(run);
   if (!(await remote.listRefs([ref])).has(ref)) {
     throw new Error(`run ${run} has no state in this repository (no ref ${ref}): was it started here?`);
@@ -315,17 +329,20 @@ async function readRun(
     facts = parseRunFiles(factsText, `${ref}:run.json`);
   } catch (e) {
     if (!(e instanceof RecordError)) throw e;
-    return { unreadable: unreadableRunReason(e.message, pkg.version, writerOf(factsText)) };
+    const writer = recordField(factsText, 'writtenBy');
+    return {
+      unreadable: unreadableRunReason(e.message, pkg.version, typeof writer === 'string' && writer ? writer : null),
+      layout: recordField(factsText, 'refsLayout'),
+    };
   }
   if (state.id !== run) throw new Error(`${ref}:state.json is the state of run ${state.id}, not of ${run}`);
   return { state, facts };
 }
 
-/** The release that saved run.json, as it says (RunFiles.writtenBy), read without its schema. */
-function writerOf(text: string): string | null {
+/** A field of run.json as it says (the release that saved it, its layout), read without its schema. */
+function recordField(text: string, key: string): unknown {
   try {
-    const writer = (JSON.parse(text) as { writtenBy?: unknown }).writtenBy;
-    return typeof writer === 'string' && writer !== '' ? writer : null;
+    return (JSON.parse(text) as Record<string, unknown>)[key];
   } catch {
     return null;
   }
@@ -341,12 +358,13 @@ async function recordUnreadable(
   records: RecordsRepo,
   remote: Remote,
   s: ActionSettings,
-  reason: string,
+  { unreadable: reason, layout }: { unreadable: string; layout: unknown },
   log: (line: string) => void,
 ): Promise<void> {
   const id = parseEpisodeId(s.episode);
   if (!id) return;
-  const branchRef = `refs/heads/${episodeBranch(s.run, id.round, id.branch)}`;
+  // Read without its schema, as the record is: the layout says where the episode's ref is.
+  const branchRef = runRefs(s.run, layout === 2 ? 2 : 1).episode(id.round, id.branch);
   if (!(await remote.listRefs([branchRef])).has(branchRef)) return;
   await remote.fetch([branchRef]);
   const head = await records.git.revParse(branchRef);
@@ -371,7 +389,7 @@ async function recordUnreadable(
   log(
     refused
       ? `the setup result was not pushed (${describeRefusal(pushed)})`
-      : `pushed a setup result to ${branchRef.slice('refs/heads/'.length)}: nothing was spent, and the app stops the run once every branch of the round says so`,
+      : `pushed a setup result to ${refName(branchRef)}: nothing was spent, and the app stops the run once every branch of the round says so`,
   );
 }
 

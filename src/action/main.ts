@@ -3,6 +3,7 @@
 // line naming the episode.
 import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
+import { BASE_JOB } from '../core/names.js';
 import { exitWithin, stopAllCommands } from '../io/process.js';
 import { InterruptedError } from '../worker/episode.js';
 import {
@@ -12,10 +13,11 @@ import {
   type UploadClient,
   workflowSafe,
 } from './agent-log.js';
+import { runBaseJob } from './base-job.js';
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
 import { basicCredentials } from './remote.js';
-import { jobFailure, jobNotice, jobOutputs, jobSummary } from './report.js';
+import { baseOutputs, baseSummary, jobFailure, jobNotice, jobOutputs, jobSummary } from './report.js';
 import { type ActionSettings, parseSettings } from './settings.js';
 
 /**
@@ -97,6 +99,13 @@ export async function run(): Promise<void> {
     process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
     // What the job prints carries the agent's, setup's and the grader's words: no workflow command.
     const log = (line: string) => core.info(workflowSafe(line));
+    if (settings.episode === BASE_JOB) {
+      // The run's initial workspace, graded once: no agent, so no agent log to publish.
+      const base = await runBaseJob(settings, { log, env: process.env, signal: cancel.signal });
+      for (const [name, value] of Object.entries(baseOutputs(base))) core.setOutput(name, value);
+      await core.summary.addRaw(baseSummary(base)).write();
+      return;
+    }
     const outcome = await runEpisodeJob(settings, { log, env: process.env, signal: cancel.signal });
     const published = await report(outcome);
     const facts = { agentVersion: published?.version ?? null, logFile: published?.logFile ?? null };
@@ -122,7 +131,7 @@ export async function run(): Promise<void> {
     if (failed) core.setFailed(workflowSafe(`${what}: ${failed}`));
   } catch (e) {
     // An episode that failed after its agent ran (a refused push, say) still shows what the agent did.
-    if (!(e instanceof InterruptedError)) {
+    if (!(e instanceof InterruptedError) && settings?.episode !== BASE_JOB) {
       const log = await report(null)?.catch(() => null);
       if (log?.logFile) core.setOutput('log-file', log.logFile);
     }

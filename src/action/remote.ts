@@ -43,6 +43,14 @@ export class Remote {
   }
 
   /**
+   * Fetches one commit by its id, with no ref to name it: the run's base, which a branch may have
+   * left by now (GitHub serves any commit reachable from a ref).
+   */
+  async fetchCommit(sha: string): Promise<void> {
+    await this.run(['fetch', '--quiet', '--no-tags', this.url, sha]);
+  }
+
+  /**
    * Pushes the refspecs in one transaction (all land or none). A rejection is a result, not an
    * error: the caller reads each ref's status. Transport and permission failures throw.
    */

@@ -8,6 +8,7 @@ import { describeEpisodeId, episodeBranch } from '../core/names.js';
 import { stoppingFailure } from '../core/stop.js';
 import { codeSpan, formatNumber, markdownTable, plainText } from '../core/text.js';
 import type { ArtifactResult } from './agent-log.js';
+import type { BaseOutcome } from './base-job.js';
 import type { JobOutcome } from './episode-job.js';
 
 export type OutputName =
@@ -177,9 +178,12 @@ function summaryLinks(o: JobOutcome, x: SummaryFacts): string[] {
   const repo = `${x.serverUrl.replace(/\/+$/, '')}/${x.repository}`;
   const links: string[] = [];
   if (x.issue) links.push(`[issue #${x.issue}](${repo}/issues/${x.issue})`);
-  const branch = episodeBranch(o.run, o.episode.round, o.episode.branch);
-  links.push(`[the commit and its check run](${repo}/commit/${o.result.commit}/checks)`);
-  links.push(`[the branch](${repo}/tree/${branch.split('/').map(encodeURIComponent).join('/')})`);
+  links.push(`[the commit](${repo}/commit/${o.result.commit})`);
+  // Layout 2 keeps episodes off the branches: the commit is the place to see one.
+  if (o.layout === 1) {
+    const branch = episodeBranch(o.run, o.episode.round, o.episode.branch);
+    links.push(`[the branch](${repo}/tree/${branch.split('/').map(encodeURIComponent).join('/')})`);
+  }
   if (x.runId && /^\d+$/.test(x.runId)) {
     const attempt =
       x.runAttempt && /^\d+$/.test(x.runAttempt) && x.runAttempt !== '1' ? `/attempts/${x.runAttempt}` : '';
@@ -202,4 +206,16 @@ function count(n: number): string {
 
 function seconds(s: number): string {
   return s >= 90 ? `${formatNumber(s / 60, 1)} min` : `${formatNumber(s, 1)} s`;
+}
+
+/** The outputs of the job that grades the initial workspace (action.yml's, those it has). */
+export function baseOutputs(b: BaseOutcome): Record<string, string> {
+  return { score: b.score === null ? '' : String(b.score), spent: '0', commit: b.commit, reason: b.reason ?? '' };
+}
+
+/** The job summary of the grade of the initial workspace. */
+export function baseSummary(b: BaseOutcome): string {
+  const score = b.score === null ? `no score (${plainText(b.reason ?? 'no reason given')})` : formatNumber(b.score, 6);
+  const how = b.attempt === 'ran' ? 'graded here' : 'graded by an earlier job';
+  return `### forkflush ${b.run}: the initial workspace\n\nScore: **${score}** (${how}, commit \`${b.commit.slice(0, 10)}\`). Every episode's gain is measured against it.\n`;
 }

@@ -58,13 +58,15 @@ export async function prepareIsolation(
   }
   const isolation = await isolationFor(mode);
   if (isolation.sandbox && !m.isRoot && (await m.run('sudo', ['-n', 'true'])) === 0) {
+    const account = isolation.sandbox.account();
     const inside = isolation.sandbox.wrap(
-      { writable: [], readable: [], hidden: [], tmp: '/tmp', network: false },
+      { writable: [], readable: [], hidden: [], tmp: '/tmp', network: false, account },
       '/',
       'sudo',
       ['-n', 'true'],
     );
-    if ((await m.run(inside.file, inside.args, inside.fd3)) === 0) {
+    const code = await m.run(inside.file, inside.args, inside.fd3).finally(account.release);
+    if (code === 0) {
       throw new Error('sudo works inside the sandbox, so the agent could act as root: refusing to run the episode');
     }
     log('sandbox: sudo is refused inside it (no_new_privs)');

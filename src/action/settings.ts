@@ -32,7 +32,7 @@ export interface ActionSettings {
 
 // Both end up in ref names, so they are held to what a ref may safely contain.
 const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-const EPISODE_ID = /^r\d+\.b\d+$/;
+const EPISODE_ID = /^(r\d+\.b\d+|base)$/;
 
 export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): ActionSettings {
   const run = inputs.run.trim();
@@ -41,7 +41,9 @@ export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): Act
     throw new Error(`input run: "${run}" is not a run id (letters, digits, '.', '_', '-', e.g. issue-42)`);
   }
   if (!EPISODE_ID.test(episode)) {
-    throw new Error(`input episode: "${episode}" is not an episode id (r<round>.b<branch>, e.g. r3.b1)`);
+    throw new Error(
+      `input episode: "${episode}" is not an episode id (r<round>.b<branch>, e.g. r3.b1, or base for the initial workspace's grade)`,
+    );
   }
   const need = (name: string): string => {
     const value = env[name]?.trim();

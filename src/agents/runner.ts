@@ -12,7 +12,7 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
-import type { AgentFailure, FailureKind } from '../core/failure.js';
+import { type AgentFailure, type FailureKind, recognizeFailure } from '../core/failure.js';
 import type { ExitReason } from '../core/state.js';
 import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
@@ -132,7 +132,9 @@ export async function runSession<S>(
   let failure: AgentFailure | null = null;
   if (exit === 'crash' && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal || ending.why)) {
     const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, ' ').trim().slice(0, 300);
-    failure = failureOf(spec, r, r.spawnError ?? why, ending.status);
+    // What the spec read first; else the provider's words in the CLI's output, by their common shapes.
+    failure =
+      failureOf(spec, r, r.spawnError ?? why, ending.status) ?? recognizeFailure(r.stderr.trim() ? r.stderr : r.stdout);
     notes.push(
       r.spawnError
         ? `${spec.name} could not start: ${r.spawnError}`

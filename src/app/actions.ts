@@ -13,6 +13,7 @@ import { readFile } from 'node:fs/promises';
 import * as core from '@actions/core';
 import { type Options, Probot } from 'probot';
 import { UserError } from '../core/errors.js';
+import { GITHUB } from '../core/names.js';
 import { GitHubForge } from '../github/forge.js';
 import { recordKeyFrom } from '../github/record-seal.js';
 import { forkflushApp, nightlyTick, RELEASE } from './app.js';
@@ -53,13 +54,15 @@ export async function runInActions(env = process.env, options: ActionsModeOption
       Octokit: options.Octokit,
     });
     const recordKey = recordKeyFrom(env);
-    await probot.load(forkflushApp({ now, recordKey }));
+    // The tick's workflow runs only while a run needs it: the app turns it on and off.
+    await probot.load(forkflushApp({ now, recordKey, tick: GITHUB.tickWorkflow }));
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
       const touched = await nightlyTick(
         new GitHubForge(await probot.auth(), owner, repo, recordKey, RELEASE),
         now(),
         out.info,
+        GITHUB.tickWorkflow,
       );
       out.info(`forkflush: nightly tick: ${touched.length > 0 ? `synced ${touched.join(', ')}` : 'no run to sync'}`);
       return 0;

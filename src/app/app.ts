@@ -16,9 +16,10 @@
 // each event concerns.
 import type { Context, Probot } from 'probot';
 import pkg from '../../package.json' with { type: 'json' };
-import { type Command, parseCommand } from '../core/github-text.js';
-import { commentKey, deliveryKey, remember, roundLimitProblem, seenAny } from '../core/limits.js';
+import { type Command, episodeCheckPending, parseCommand } from '../core/github-text.js';
+import { commentKey, deliveryKey, remember, seenAny } from '../core/limits.js';
 import {
+  BASE_JOB,
   GITHUB,
   issueRunId,
   parseEpisodeId,
@@ -28,10 +29,18 @@ import {
   roundRunTitle,
   stateRef,
 } from '../core/names.js';
-import { forkRefusal } from '../core/schedule.js';
 import type { Round } from '../core/state.js';
 import { retryStopped } from '../core/stop.js';
-import { canWrite, forkNow, nightly, runsPerRepo, type Steer, setStopped, startRun } from '../github/commands.js';
+import {
+  canWrite,
+  forkNow,
+  forkProblem,
+  nightly,
+  runsPerRepo,
+  type Steer,
+  setStopped,
+  startRun,
+} from '../github/commands.js';
 import { GitHubForge, type RunFiles, type StoredRun, type WorkflowRun } from '../github/forge.js';
 import { TamperedRecordError } from '../github/record-seal.js';
 import { type SyncContext, syncOrYield, syncRun } from '../github/sync.js';
@@ -41,6 +50,8 @@ export const WORKER_PATH = `.github/workflows/${GITHUB.workflow}`;
 
 export interface AppOptions {
   now?: () => Date;
+  /** Actions mode: the tick's workflow, which the app enables while a run needs it (GITHUB.tickWorkflow). */
+  tick?: string;
   /** Seals the run records (src/github/record-seal.ts); null: they are not sealed. */
   recordKey?: Buffer | null;
 }
@@ -73,6 +84,7 @@ export function forkflushApp(options: AppOptions = {}) {
       return {
         forge: new GitHubForge(context.octokit, owner, repo, options.recordKey ?? null, RELEASE),
         now: now(),
+        ...(options.tick ? { tick: options.tick } : {}),
         logger,
         log: (line, more) => logger.info(more ?? {}, line),
       };
@@ -103,14 +115,15 @@ export function forkflushApp(options: AppOptions = {}) {
       );
     });
 
-    // Removing the label or closing the issue stops a run; the lineage and best branches stay.
+    // Removing the label (or, from a finished run, its done label) or closing the issue stops a run,
+    // finished ones too (no more rounds after the plan); the lineage and best refs stay.
     app.on(['issues.unlabeled', 'issues.closed'], async (context) => {
       const p = context.payload;
-      if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label) return;
+      if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
       if (p.sender.type === 'Bot') return;
       const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
       const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
-      if (!stored || stored.files.stopped || stored.state.status === 'finished') return;
+      if (!stored || stored.files.stopped) return;
       // An issue's author may close it without write access; that alone does not stop a run.
       // (Removing a label already takes triage access or more.)
       if (p.action === 'closed' && !canWrite(await ctx.forge.permission(p.sender.login))) return;
@@ -119,10 +132,10 @@ export function forkflushApp(options: AppOptions = {}) {
 
     app.on('issue_comment.created', async (context) => {
       const { comment, issue, sender } = context.payload;
-      if (sender.type === 'Bot' || issue.pull_request) return;
+      if (sender.type === 'Bot') return;
       const parsed = parseCommand(comment.body);
       if (!parsed) return;
-      const ctx = ctxOf(context, { run: issueRunId(issue.number) });
+      const ctx = ctxOf(context, issue.pull_request ? { pull: issue.number } : { run: issueRunId(issue.number) });
       // Nothing is said before the permission check, and nothing after it to someone without
       // write access: anyone may comment, and a comment must not make the app talk.
       const permission = await ctx.forge.permission(sender.login);
@@ -130,15 +143,28 @@ export function forkflushApp(options: AppOptions = {}) {
         ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
         return;
       }
-      if ('error' in parsed) {
-        await ctx.forge.comment(issue.number, parsed.error);
+      // On a pull request, the command steers the run whose pull request it is (and is answered there).
+      const target = issue.pull_request ? await runIssueOfPull(ctx.forge, issue.number) : issue.number;
+      if (target === null) {
+        ctx.log(`ignored a command on pull request #${issue.number}, which is no run's`);
         return;
       }
+      // Taken: the writer sees it at once (a reaction; a doubled delivery adds nothing).
+      await ctx.forge.react(comment.id, 'eyes');
+      if ('error' in parsed) {
+        await ctx.forge.comment(issue.number, parsed.error);
+        await ctx.forge.react(comment.id, '-1');
+        return;
+      }
+      let done = false;
       await answeringTampered(ctx, issue.number, async () => {
         const steer = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
-        const reply = await runCommand(ctx, parsed.command, issue, steer);
+        const reply = await runCommand(ctx, parsed.command, { ...issue, number: target }, steer);
         if (reply) await ctx.forge.comment(issue.number, reply);
+        done = reply === null;
       });
+      // Done, or refused (the reply says why).
+      await ctx.forge.react(comment.id, done ? '+1' : '-1');
     });
 
     app.on('workflow_job.completed', async (context) => {
@@ -147,7 +173,8 @@ export function forkflushApp(options: AppOptions = {}) {
       // The app's runs are issues' runs: any other name is not one of its jobs.
       if (!named || parseIssueRunId(named.run) === null) return;
       const { run, episode } = named;
-      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
+      // The job that grades the initial workspace rides with the opening round.
+      const round = episode === BASE_JOB ? 0 : (parseEpisodeId(episode)?.round ?? Number.NaN);
       const ctx = ctxOf(context, { run, round, episode });
       await workerReport(ctx, context.id, context.payload.repository.full_name, {
         run,
@@ -161,10 +188,51 @@ export function forkflushApp(options: AppOptions = {}) {
         says: (open) =>
           job.conclusion !== 'success' &&
           open.index === round &&
-          open.episodes.some((e) => e.id === episode && !e.result),
+          (episode === BASE_JOB || open.episodes.some((e) => e.id === episode && !e.result)),
         apply: () => {
           ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? 'unknown'} (${job.html_url ?? job.id})` };
         },
+      });
+    });
+
+    // A job of the round's own run started: its episode's check run says so, and links the job.
+    // Nothing is recorded (an edit of the check is repeat-safe), and a late or doubled delivery
+    // finds the check completed, or the episode with a result, and leaves it.
+    app.on('workflow_job.in_progress', async (context) => {
+      const job = context.payload.workflow_job;
+      const named = parseEpisodeJobName(job.name);
+      if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB) return;
+      const { run, episode } = named;
+      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
+      const ctx = ctxOf(context, { run, round, episode });
+      await answeringTampered(ctx, null, async () => {
+        const stored = await ctx.forge.loadRun(stateRef(run));
+        const open = stored?.state.rounds.find((r) => !r.decision);
+        const e = open?.index === round ? open.episodes.find((x) => x.id === episode && !x.result) : undefined;
+        const check = stored?.files.checks?.[episode];
+        if (!stored || stored.files.stopped || !e || check === undefined) return;
+        const why =
+          job.head_branch !== stored.files.defaultBranch
+            ? `its run is on ${job.head_branch ?? 'an unknown branch'}, not ${stored.files.defaultBranch}`
+            : await notTheRoundsRun(
+                ctx.forge,
+                stored.files,
+                job.run_id,
+                run,
+                round,
+                context.payload.repository.full_name,
+              );
+        if (why) {
+          ctx.log(`ignored the start of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
+          return;
+        }
+        if ((await ctx.forge.checkRunStatus(check)) !== 'queued') return;
+        await ctx.forge.updateCheckRun(check, {
+          status: 'in_progress',
+          ...(job.started_at ? { startedAt: job.started_at } : {}),
+          ...(job.html_url ? { detailsUrl: job.html_url } : {}),
+          output: episodeCheckPending(stored.state, e, 'in_progress'),
+        });
       });
     });
 
@@ -211,6 +279,20 @@ interface WorkerEvent {
   says: (open: Round) => boolean;
   /** The fact, handed to the sync once the event is known to come from the round's own run. */
   apply: () => void;
+}
+
+/**
+ * The issue whose run a pull request is: the run's result pull request, or one of its episodes'
+ * (pull_requests: winners or episodes), as its record says; null for any other pull request.
+ */
+async function runIssueOfPull(forge: GitHubForge, pr: number): Promise<number | null> {
+  const head = (await forge.pullRequest(pr))?.head ?? '';
+  const run = /^forkflush\/([^/]+)\//.exec(head)?.[1];
+  const issue = run === undefined ? null : parseIssueRunId(run);
+  if (run === undefined || issue === null) return null;
+  const files = (await forge.loadRun(stateRef(run)))?.files;
+  const own = files && (files.finalPr === pr || Object.values(files.published).some((p) => p.pr === pr));
+  return own ? issue : null;
 }
 
 /**
@@ -370,10 +452,8 @@ async function runCommand(
     }
     case 'fork': {
       if (stored.files.stopped) return 'The run is stopped: `/autoresearch resume` first.';
-      const refusal = forkRefusal(stored.state);
-      if (refusal) return `${refusal}.`;
-      const limit = roundLimitProblem(stored.state);
-      if (limit) return `forkflush opened no fork round: ${limit}`;
+      const problem = forkProblem(stored.state, ctx.now);
+      if (problem) return `forkflush opened no fork round: ${problem}`;
       await forkNow(ctx, stored, steer);
       return null;
     }
@@ -381,6 +461,11 @@ async function runCommand(
 }
 
 /** The nightly tick for one repository (the scheduled workflow in Actions mode calls it). */
-export async function nightlyTick(forge: GitHubForge, at: Date, log?: SyncContext['log']): Promise<string[]> {
-  return nightly({ forge, now: at, ...(log ? { log } : {}) });
+export async function nightlyTick(
+  forge: GitHubForge,
+  at: Date,
+  log?: SyncContext['log'],
+  tick?: string,
+): Promise<string[]> {
+  return nightly({ forge, now: at, ...(log ? { log } : {}), ...(tick ? { tick } : {}) });
 }

@@ -68,7 +68,7 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
     if (!existsSync(join(root, 'TASK.md'))) await put('TASK.md', taskText(answers));
     if (!existsSync(join(root, 'NOTES.md'))) await put('NOTES.md', notesText());
     if (v.github === true) {
-      for (const name of ['forkflush.yml', 'autoresearch.yml']) {
+      for (const name of GITHUB_WORKFLOWS) {
         const text = await workflowText(name, answers.agent, action);
         placeholder ??= text.match(ACTION_PLACEHOLDER)?.[0];
         await put(`.github/workflows/${name}`, text);
@@ -185,7 +185,7 @@ function githubSteps(agent: string): string {
   const cli = specOfName(agent)?.cli;
   const key = cli
     ? `${cli.secret.name} for ${agent} (${cli.secret.note})`
-    : "the keys your agent needs (name them in forkflush.yml's env)";
+    : 'the keys your agent needs (give the forkflush step in forkflush.yml an env, as its comment shows)';
   return (
     '\nThen on GitHub (README, "On GitHub"):\n' +
     '  push the commit to the default branch: the app reads the config there, and GitHub runs the workflows from it\n' +
@@ -341,7 +341,18 @@ one line per episode with its score.
 }
 
 /** A workflow of examples/workflows, with the agent's secret and the action reference filled in. */
-async function workflowText(name: string, agent: string, action: string | null): Promise<string> {
+/** The workflows `init --github` writes (examples/workflows), in .github/workflows. */
+export const GITHUB_WORKFLOWS = ['forkflush.yml', 'autoresearch.yml', 'autoresearch-tick.yml'];
+
+/** The worker step's env for an agent with no key of its own (the command agent): an example. */
+const COMMAND_ENV = `        # What your agent needs, from the repository's secrets: give this step an env, e.g.
+        #   env:
+        #     MY_KEY: \${{ secrets.MY_KEY }}
+        # The agent gets the variables agent.env lists, never GITHUB_TOKEN or the runner's tokens.
+`;
+
+/** A workflow as init writes it: the example, with the Action's reference and the agent's secret. */
+export async function workflowText(name: string, agent: string, action: string | null): Promise<string> {
   let text = await readFile(packageFile('examples', 'workflows', name), 'utf8');
   if (action) {
     const [repo, ref] = action.split('@');
@@ -356,10 +367,13 @@ async function workflowText(name: string, agent: string, action: string | null):
   }
   if (name === 'forkflush.yml') {
     const secret = specOfName(agent)?.cli?.secret;
-    const line = secret
-      ? `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}`
-      : `          # what your agent needs, from the repository secrets, e.g. MY_KEY: \${{ secrets.MY_KEY }}`;
-    text = text.replace(/^ {10}ANTHROPIC_API_KEY: \$\{\{ secrets\.ANTHROPIC_API_KEY \}\}$/m, line);
+    text = secret
+      ? text.replace(
+          /^ {10}ANTHROPIC_API_KEY: \$\{\{ secrets\.ANTHROPIC_API_KEY \}\}$/m,
+          `          ${secret.name}: \${{ secrets.${secret.name} }} # ${secret.note}`,
+        )
+      : // No key to name: an `env:` of comments alone would be null, which GitHub refuses.
+        text.replace(/^ {8}env:\n(?: {10}[^\n]*\n)+/m, COMMAND_ENV);
   }
   return text;
 }

@@ -239,6 +239,50 @@ const promptsSchema = z.strictObject({
   continuation: repoPath.optional().describe('File with the template for a carried-context episode.'),
 });
 
+/** A day, YYYY-MM-DD (UTC): the last day a schedule runs. */
+const DAY = 'must be a date, YYYY-MM-DD';
+const day = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, DAY)
+  .refine(
+    (d) => !Number.isNaN(Date.parse(`${d}T00:00:00Z`)) && new Date(`${d}T00:00:00Z`).toISOString().startsWith(d),
+    {
+      message: DAY,
+    },
+  );
+
+/**
+ * On GitHub, the rounds after the plan: one fork round of the leader a night, and those a writer or
+ * a review asks for (`/autoresearch fork`), all from one budget of their own, with an end.
+ */
+const scheduleSchema = z
+  .strictObject({
+    nightly: z
+      .boolean()
+      .default(false)
+      .describe('Fork the leader into one more round every night once the plan is done (needs until or rounds).'),
+    budget: z
+      .number()
+      .positive()
+      .describe(
+        'What all rounds after the plan may spend together (nightly and asked-for ones), in budget.unit, on top of budget.total.',
+      ),
+    until: day.optional().describe('The last day (YYYY-MM-DD, UTC) a round after the plan may start.'),
+    rounds: z.number().int().min(1).optional().describe('How many rounds after the plan may run in all.'),
+  })
+  .superRefine((s, ctx) => {
+    if (s.nightly && s.until === undefined && s.rounds === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['nightly'],
+        message:
+          'schedule.nightly needs an end: add schedule.until (the last day, YYYY-MM-DD) or schedule.rounds (how many rounds in all)',
+      });
+    }
+  });
+
+export type ScheduleConfig = z.output<typeof scheduleSchema>;
+
 /** On GitHub: how much one repository and one run may start. */
 const limitsSchema = z.strictObject({
   runs_per_repo: z
@@ -278,14 +322,16 @@ export const configSchema = z
     journal: repoPath.default('NOTES.md'),
     prompts: promptsSchema.default({}),
     schedule: z
-      .enum(['none', 'nightly'])
+      .union([z.enum(['none', 'nightly']), scheduleSchema])
       .default('none')
-      .describe('On GitHub, "nightly" forks the leader into one more round every night once the plan is done.'),
+      .describe(
+        'On GitHub, the rounds after the plan, from a budget of their own: a mapping with budget, and nightly (one fork round of the leader a night) with until or rounds. "none": only rounds asked for with /autoresearch fork, up to budget.total more. ("nightly" alone is what older runs recorded: new configs give the mapping.)',
+      ),
     pull_requests: z
       .enum(PULL_REQUESTS)
-      .default('winners')
+      .default('final')
       .describe(
-        'On GitHub, which branches get a pull request: every episode, the winners of fork rounds and the final one, or only the final one. Every episode gets a check run with its score whatever this says.',
+        "On GitHub, which pull requests a run opens. final (the default): one, the run's result, as a draft; episodes' work stays on refs under refs/forkflush/ that no workflow triggers on. winners or episodes: every episode is also a branch (which the repository's push workflows see), and the winner of each fork round, or every episode, gets a pull request into the lineage branch. Every episode gets a check run with its score whatever this says.",
       ),
     limits: limitsSchema.default(limitsSchema.parse({})),
     compare: compareSchema.optional(),
@@ -393,13 +439,20 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
     throw new ConfigError([`${file}:1:1: the config must be a mapping of keys (grader, agent, budget, ...)`]);
   }
   const input = applyOverrides(raw as Record<string, unknown>, overrides);
+  const locate = (path: PropertyKey[], key?: string) => {
+    const offset = findOffset(doc.contents, path, key);
+    const pos = lineCounter.linePos(offset);
+    return `${file}:${pos.line}:${pos.col}`;
+  };
+  // Runs recorded before schedule had a budget said only "nightly" (the schema still reads them);
+  // a config now says what the nightly rounds may spend, and until when.
+  if (input.schedule === 'nightly') {
+    throw new ConfigError([
+      `${locate(['schedule'])}: schedule: nightly needs a budget and an end: write it as a mapping, e.g. schedule: { nightly: true, budget: ${formatBudget(input)}, rounds: 7 } (or until: YYYY-MM-DD instead of rounds)`,
+    ]);
+  }
   const result = configSchema.safeParse(input);
   if (!result.success) {
-    const locate = (path: PropertyKey[], key?: string) => {
-      const offset = findOffset(doc.contents, path, key);
-      const pos = lineCounter.linePos(offset);
-      return `${file}:${pos.line}:${pos.col}`;
-    };
     const problems = result.error.issues.map((issue) => describeIssue(issue, input, locate, validKeysAt));
     // In the file's order, as a reader fixes them.
     const at = (m: string) => /^:(\d+):(\d+)/.exec(m.slice(file.length))?.slice(1).map(Number) ?? [0, 0];
@@ -432,6 +485,12 @@ function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides): Recor
     out.fork = { ...fork, branches: o.branches };
   }
   return out;
+}
+
+/** A budget to suggest: the run's own total, else 10. */
+function formatBudget(input: Record<string, unknown>): number {
+  const total = isRecord(input.budget) ? input.budget.total : undefined;
+  return typeof total === 'number' && total > 0 ? total : 10;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -89,7 +89,7 @@ export function resumableFailure(kind: FailureKind): boolean {
 const SHAPES: { kind: Exclude<FailureKind, 'crash' | 'cli' | 'hidden-path'>; re: RegExp }[] = [
   {
     kind: 'auth',
-    re: /invalid[ _-]?x-api-key|invalid[ _-]api[ _-]key|incorrect api key|api key not valid|invalid_api_key|authentication_error|authentication failed|invalid authentication|invalid bearer token|oauth token has expired|not logged in|please run \/login|permission_error|\bunauthori[sz]ed\b|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?40[13]\b|\b40[13]\W{0,3}(?:unauthori[sz]ed|forbidden)/i,
+    re: /invalid[ _-]?x-api-key|invalid[ _-]api[ _-]key|incorrect api key|api key not valid|invalid_api_key|authentication_error|authentication failed|invalid authentication|invalid bearer token|does not have permission to use|oauth token has expired|not logged in|please run \/login|permission_error|\bunauthori[sz]ed\b|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?40[13]\b|\b40[13]\W{0,3}(?:unauthori[sz]ed|forbidden)/i,
   },
   {
     kind: 'quota',

@@ -1,14 +1,9 @@
-// What forkflush writes on GitHub: the issue comment it keeps editing, check run outputs, pull
-// request bodies, and the comment commands it understands. Pure text from the run's state.
-import { spent } from './budget.js';
-import { type ChartData, chartData } from './chart.js';
 import { FAILURE_WHAT, GENERIC_FIX } from './failure.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
-import { plan, planWarnings, widthText } from './plan.js';
-import { leaderboardMarkdown, roundRows, scoreText, usageText } from './report.js';
+import { scoreText, usageText } from './report.js';
 import { allEpisodes, type Episode, type EpisodeResult, type RunState, setupFailed } from './state.js';
-import { retryStopped, runStop, stoppingFailure } from './stop.js';
+import { stoppingFailure } from './stop.js';
 import { cutText, formatNumber, inertCodeSpan, inertOnGitHub, markdownTable, plainText } from './text.js';
 
 /** Marks the one comment forkflush keeps editing on an issue. */
@@ -18,7 +13,31 @@ export function commentMarker(run: string): string {
 
 export type RunPhase = 'running' | 'stopped' | 'finished';
 
-/** The issue comment: where the run stands, the plan, the leaderboard and score versus spend. */
+/**
+ * What the texts on GitHub say besides the run's state: where its work is (branches, or refs under
+ * refs/forkflush/ in the default layout), and facts from its record.
+ */
+export interface GitHubView {
+  /** The lineage and the best workspace, as people name them (a branch, or a full ref). */
+  lineage: string;
+  best: string;
+  /** The issue the run belongs to. */
+  issue?: number;
+  /** The result pull request, once it is open. */
+  resultPr?: number | null;
+  /** The grade of the initial workspace: asked (its job has not reported), done; absent: never asked (older runs). */
+  baseGrade?: 'asked' | 'done';
+  /** What the issue's text or the starting command changed in the config, and where it came from. */
+  overrides?: { text: string; source: string };
+  /** Why forkflush stopped the run itself (a worker workflow missing or outdated), with the fix. */
+  stopReason?: string;
+}
+
+/** Layout 1's names (every ref a branch), for texts of runs that have no record (tests, old callers). */
+export function branchView(state: RunState): GitHubView {
+  return { lineage: lineageBranch(state.id, 0, state.lineages.length), best: bestBranch(state.id) };
+}
+
 /**
  * How agent contexts are kept, said plainly where it matters: unencrypted contexts are readable by
  * anyone who can read the repository; unkept ones make serial episodes start fresh, which is not
@@ -41,100 +60,32 @@ export function contextNote(state: RunState, privateRepository: boolean | undefi
   return [];
 }
 
-export function issueComment(state: RunState, phase: RunPhase, notes: string[] = []): string {
-  const c = state.config;
-  const unit = c.budget.unit;
-  const open = state.rounds.find((r) => !r.decision);
-  // A run that stopped itself (an agent that cannot work, crashes that repeat, a round whose every
-  // setup failed: core/stop.ts) says why, in the agent's own words, whatever else holds. (Not a grader that scored nothing: on GitHub the initial
-  // workspace is never graded, so its missing score says nothing about the grader.)
-  const stop = phase === 'finished' ? null : runStop(state);
-  const halted = stop?.code === 2 ? stop : null;
-  const status = halted
-    ? `stopped: ${halted.markdown}${retryStopped(state) ? ' (`/autoresearch resume`)' : ''}`
-    : phase === 'stopped'
-      ? 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it'
-      : phase === 'finished'
-        ? 'finished'
-        : open
-          ? `round ${open.index} (${open.phase}) running: ${open.episodes.filter((e) => e.result).length} of ${open.episodes.length} episodes done`
-          : 'starting';
-  const best = state.best
-    ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (branch \`${bestBranch(state.id)}\`)`
-    : 'none yet';
-  // The schedule, simulated once for the comment (each sync writes it).
-  const phases = plan(c);
-  const parts = [
-    commentMarker(state.id),
-    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c, phases)}`,
-    '',
-    `**Status:** ${status}  `,
-    `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
-    `**Best score** (${c.grader.direction}): ${best}  `,
-    `**Lineage:** \`${lineageBranch(state.id, 0, state.lineages.length)}\``,
-    ...notes.map((n) => `> ${n}`),
-    ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`),
-    '',
-    '<details><summary>Plan</summary>',
-    '',
-    planMarkdown(state, phases),
-    '',
-    '</details>',
-  ];
-  if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
-    parts.push('', '#### Leaderboard', '', leaderboardMarkdown(state, 10));
-    // No chart before anything scored (every setup failed, say): it would have no line to draw.
-    const points = chartData(state).best;
-    if (points.length > 0) {
-      parts.push('', '#### Best score versus spend', '', mermaidChart(points, unit));
-      parts.push('', '<details><summary>As a table</summary>', '', bestTable(points, unit), '', '</details>');
-    }
-    parts.push(
-      '',
-      '<details><summary>Rounds</summary>',
-      '',
-      markdownTable(['round', 'phase', 'kind', 'scores', 'winner', `spent (${unit})`], roundRows(state)),
-      '',
-      '</details>',
-    );
-  }
-  return clip(`${parts.join('\n')}\n`, BODY_MAX);
-}
-
-export function planMarkdown(state: RunState, phases = plan(state.config)): string {
+/**
+ * An episode's check run before its result: queued when its round is dispatched, in progress once
+ * its job runs (the check links the job's log).
+ */
+export function episodeCheckPending(
+  state: RunState,
+  e: Episode,
+  status: 'queued' | 'in_progress',
+): { title: string; summary: string } {
+  const round = state.rounds.find((r) => r.index === e.round);
   const unit = state.config.budget.unit;
-  const rows = phases.map((p) => [
-    p.phase,
-    p.kind === 'fork' ? 'fork round' : 'serial',
-    String(p.branches),
-    String(p.rounds),
-    formatNumber(p.budgetEach, 2),
-    `${formatNumber(p.cumulative, 2)} (${Math.round((p.cumulative / state.config.budget.total) * 100)}%)`,
-  ]);
-  return markdownTable(['phase', 'kind', 'branches', 'episodes', `budget each (${unit})`, 'cumulative'], rows);
-}
-
-/** A Mermaid line chart of the best score so far at the end of each round (chartData's `best`). */
-function mermaidChart(points: ChartData['best'], unit: string): string {
-  const ys = points.map((p) => p.y);
-  const lo = Math.min(...ys);
-  const hi = Math.max(...ys);
-  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
-  return [
-    '```mermaid',
-    'xychart-beta',
-    `  x-axis "spend (${unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(', ')}]`,
-    `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
-    `  line [${ys.map((y) => formatNumber(y, 4)).join(', ')}]`,
-    '```',
-  ].join('\n');
-}
-
-function bestTable(points: ChartData['best'], unit: string): string {
-  return markdownTable(
-    [`spend (${unit})`, 'best score'],
-    points.map((p) => [formatNumber(p.x, 2), scoreText(p.y)]),
+  const title = `${e.id}: ${status === 'queued' ? 'waiting for its job' : 'running'}`;
+  const summary = markdownTable(
+    ['', ''],
+    [
+      ['round', `${e.round} (${round?.phase ?? ''}${round?.extra ? ', after the plan' : ''})`],
+      ['context', describeContext(e) + (e.directive ? ', told to try a different approach' : '')],
+      ['allowance', `${formatNumber(e.allowance, 2)} ${unit}`],
+      ['started from', `\`${e.base.slice(0, 10)}\``],
+      [
+        'best so far',
+        state.best ? `${scoreText(state.best.score)} (${describeEpisodeId(state.best.episode)})` : 'none',
+      ],
+    ],
   );
+  return { title, summary };
 }
 
 /** The output of an episode's check run. */
@@ -227,9 +178,9 @@ function protectedAnnotations(r: EpisodeResult): CheckAnnotation[] {
 }
 
 /** GitHub refuses a check run's summary or text over 65,535 bytes (in UTF-8; its docs say characters: github/docs#35252). */
-const CHECK_OUTPUT_MAX = 65_535;
+export const CHECK_OUTPUT_MAX = 65_535;
 /** GitHub refuses issue, comment and pull request bodies over 65,536 characters; as many bytes are never more. */
-const BODY_MAX = 65_536;
+export const BODY_MAX = 65_536;
 
 const utf8 = new TextEncoder();
 
@@ -237,7 +188,7 @@ const utf8 = new TextEncoder();
  * Text that fits in `maxBytes` of UTF-8, cut on a character's boundary with a marker: agent text
  * could be any length, and a body GitHub refuses would fail the whole step.
  */
-function clip(text: string, maxBytes: number): string {
+export function clip(text: string, maxBytes: number): string {
   if (utf8.encode(text).length <= maxBytes) return text;
   const cut = '\n... (cut by forkflush)';
   let budget = maxBytes - utf8.encode(cut).length;
@@ -289,28 +240,10 @@ export function loserComment(state: RunState, e: Episode, winner: Episode | null
     const why = inertCodeSpan(e.result?.reason ?? 'setup failed');
     return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX);
   }
+  const round = state.rounds.find((r) => r.index === e.round);
+  if (round?.decision?.voided) return clip(`Not adopted: round ${e.round} is ${round.decision.voided}.`, BODY_MAX);
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
-}
-
-/** The final pull request's title: the run and its best score, formatted as the report does. */
-export function finalPrTitle(state: RunState): string {
-  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}`;
-}
-
-export function finalPrBody(state: RunState, issue: number | null = null): string {
-  const body = [
-    // forkflush's own closing keyword: the only one left active (agent text in the body is inert).
-    ...(issue !== null ? [`Closes #${issue}.`, ''] : []),
-    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.length} rounds.`,
-    '',
-    `Best score: **${scoreText(state.best?.score)}** (${state.config.grader.direction}), from ${state.best ? describeEpisodeId(state.best.episode) : 'no episode'}; ` +
-      `the best workspace is on \`${bestBranch(state.id)}\`${state.best && state.best.commit !== state.lineages[0]?.head ? ' (not the lineage head: a later episode scored lower)' : ''}.`,
-    `Initial workspace: ${scoreText(state.base.score)}. Spent ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}.`,
-    '',
-    leaderboardMarkdown(state, 20),
-  ];
-  return clip(body.join('\n'), BODY_MAX);
 }
 
 export type Command = 'status' | 'stop' | 'resume' | 'fork';

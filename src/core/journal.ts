@@ -3,6 +3,7 @@
 import type { Config, Unit } from './config.js';
 import { FAILURE_QUOTE_MAX } from './failure.js';
 import { validFailure, validRetries, validUsage } from './records.js';
+import { RESOURCES } from './resources.js';
 import {
   type AgentUsage,
   EPISODE_EXITS,
@@ -46,6 +47,7 @@ const TRAILERS = {
   usage: 'Forkflush-Usage',
   sandbox: 'Forkflush-Sandbox',
   contextStore: 'Forkflush-Context',
+  machineShort: 'Forkflush-Machine-Short',
   failure: 'Forkflush-Failure',
   retries: 'Forkflush-Retries',
   unchanged: 'Forkflush-Unchanged',
@@ -152,6 +154,7 @@ export function commitMessage(
     ...(r.usage ? [`${TRAILERS.usage}: ${inertOnGitHub(JSON.stringify(r.usage))}`] : []),
     ...(r.sandbox ? [`${TRAILERS.sandbox}: ${oneLine(r.sandbox)}`] : []),
     ...(r.contextStore ? [`${TRAILERS.contextStore}: ${r.contextStore}`] : []),
+    ...(r.machineShort ? [`${TRAILERS.machineShort}: ${r.machineShort}`] : []),
     ...(r.failure ? [`${TRAILERS.failure}: ${inertOnGitHub(JSON.stringify(r.failure))}`] : []),
     ...(r.retries && r.retries.length > 0 ? [`${TRAILERS.retries}: ${inertOnGitHub(JSON.stringify(r.retries))}`] : []),
     ...(r.unchanged ? [`${TRAILERS.unchanged}: yes`] : []),
@@ -215,6 +218,8 @@ export function parseCommitMessage(
   const sandbox = fields.get(TRAILERS.sandbox);
   const store = fields.get(TRAILERS.contextStore);
   const contextStore = store === 'encrypted' || store === 'plain' || store === 'none' ? store : undefined;
+  const short = fields.get(TRAILERS.machineShort);
+  const machineShort = RESOURCES.find((r) => r === short);
   const failure = parseJson(fields.get(TRAILERS.failure), validFailure);
   const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
   const basis = fields.get(TRAILERS.spentBasis);
@@ -237,6 +242,7 @@ export function parseCommitMessage(
       graderSeconds: grader,
       ...(sandbox ? { sandbox } : {}),
       ...(contextStore ? { contextStore } : {}),
+      ...(machineShort ? { machineShort } : {}),
       ...(failure ? { failure } : {}),
       ...(retries && retries.length > 0 ? { retries } : {}),
       ...(fields.get(TRAILERS.unchanged) === 'yes' ? { unchanged: true as const } : {}),

@@ -7,12 +7,21 @@
 export const GITHUB = {
   label: 'autoresearch',
   doneLabel: 'autoresearch: done',
+  /**
+   * The label a person puts on the result pull request to let the repository's own workflows run
+   * on it (README, "Agent code and your CI"): a deliberate choice, taken away when the result moves.
+   */
+  ciLabel: 'autoresearch: ci',
   /** The worker workflow (examples/workflows/forkflush.yml). */
   workflow: 'forkflush.yml',
+  /** Actions mode's tick (examples/workflows/autoresearch-tick.yml): enabled only while a run needs it. */
+  tickWorkflow: 'autoresearch-tick.yml',
+  /** The check run that sums a run up, on the commit it starts from and then on its result. */
+  check: 'forkflush',
 } as const;
 
 const RUN_ID = '[A-Za-z0-9][A-Za-z0-9._-]*';
-const EPISODE_ID = 'r\\d+\\.b\\d+';
+const EPISODE_ID = 'r\\d+\\.b\\d+|base';
 
 export function lineageBranch(run: string, lineage: number, lineages: number): string {
   return lineages === 1 ? `forkflush/${run}/lineage` : `forkflush/${run}/lineage-${lineage}`;
@@ -48,6 +57,63 @@ export function runIdAt(date: Date): string {
   const iso = date.toISOString();
   return `${iso.slice(0, 10).replace(/-/g, '')}-${iso.slice(11, 19).replace(/:/g, '')}`;
 }
+
+/**
+ * Where a GitHub run keeps its work (run.json's `refsLayout`).
+ * - 1 (forkflush 0.1, and runs whose config asks for branch pull requests): every episode, the
+ *   lineage and the best workspace are branches, so the repository's `push` workflows see each.
+ * - 2 (the default): they are refs under refs/forkflush/<run>/, which no workflow triggers on and no
+ *   checkout fetches; the worker fetches its episode's ref by name. Only the run's result becomes
+ *   a branch, `forkflush/<run>/result`, with one pull request.
+ */
+export type RefsLayout = 1 | 2;
+
+/** The full refs of a GitHub run's work, in its layout. */
+export interface RunRefs {
+  lineage(lineage: number, lineages: number): string;
+  best: string;
+  episode(round: number, branch: number): string;
+  /** The prefix every ref of one round starts with (to list them in one call). */
+  round(round: number): string;
+  /** The branch the run's result pull request comes from (a name under refs/heads/). */
+  resultBranch(lineage: number, lineages: number): string;
+}
+
+export function runRefs(run: string, layout: RefsLayout): RunRefs {
+  if (layout === 1) {
+    return {
+      lineage: (lineage, lineages) => `refs/heads/${lineageBranch(run, lineage, lineages)}`,
+      best: `refs/heads/${bestBranch(run)}`,
+      episode: (round, branch) => `refs/heads/${episodeBranch(run, round, branch)}`,
+      round: (round) => `refs/heads/${roundBranchPrefix(run, round)}`,
+      resultBranch: (lineage, lineages) => lineageBranch(run, lineage, lineages),
+    };
+  }
+  const work = `refs/forkflush/${run}`;
+  return {
+    lineage: (lineage, lineages) => `${work}/${lineages === 1 ? 'lineage' : `lineage-${lineage}`}`,
+    best: `${work}/best`,
+    episode: (round, branch) => `${work}/round-${round}/branch-${branch}`,
+    round: (round) => `${work}/round-${round}/`,
+    resultBranch: () => `forkflush/${run}/result`,
+  };
+}
+
+/** A ref without `refs/heads/` when it is a branch: how people read it. */
+export function refName(ref: string): string {
+  return ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : ref;
+}
+
+/**
+ * The commit on which the worker records its grade of the initial workspace (a run's `base` job):
+ * the base's tree, the base its parent, the grade in its trailers.
+ */
+export function baseGradeRef(run: string): string {
+  return `refs/forkflush/${run}/base`;
+}
+
+/** The id a run's job that grades its initial workspace goes by (its matrix value, its job name). */
+export const BASE_JOB = 'base';
 
 // On a forge the run's own records live under refs/forkflush/, outside refs/heads, so a checkout
 // of a branch never fetches them and the agent never sees them.

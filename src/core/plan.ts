@@ -3,6 +3,7 @@
 import type { Config } from './config.js';
 import { episodeLimitSeconds, LEAST_USEFUL_EPISODE, roundDeadlineMinutes, SETUP_RUNS } from './method.js';
 import { applyResult, reconcile } from './reconcile.js';
+import { extraRoundsText } from './schedule.js';
 import { type Episode, type EpisodeResult, findEpisode, newRunState, type RoundKind, type RunState } from './state.js';
 import { formatNumber, textTable } from './text.js';
 import { advance } from './work.js';
@@ -94,10 +95,11 @@ export function planTable(config: Config): string {
     `${formatNumber(p.cumulative, 2)} (${Math.round((p.cumulative / total) * 100)}%)`,
   ]);
   const title = `strategy ${config.strategy}, budget ${formatNumber(total)} ${unit}${widthText(config, phases)}`;
+  const after = extraRoundsText(config);
   return `${title}\n\n${textTable(
     ['phase', 'kind', 'branches', 'episodes', `budget each (${unit})`, 'spend', 'cumulative'],
     rows,
-  )}`;
+  )}${after ? `\n\non GitHub, after the plan: ${after}` : ''}`;
 }
 
 /** ", K = 4" where the plan runs branches side by side; nothing for a plan of one branch at a time (single-run). */

@@ -2,7 +2,7 @@
 // a nightly tick) calls this and does what it returns; running it twice on the same state returns
 // the same actions, so a duplicated or late trigger changes nothing.
 import { nextRound } from './schedule.js';
-import { selectWinner } from './select.js';
+import { selectWinner, voidReason } from './select.js';
 import type { Best, Decision, EpisodeResult, Round, RunState } from './state.js';
 import { isBetter, setupFailed } from './state.js';
 
@@ -29,12 +29,16 @@ export function reconcile(state: RunState): Action[] {
 }
 
 /**
- * A fork round adopts its winner (if any branch scored); a serial round adopts every episode but
- * those whose setup failed (their agent never ran: the lineage stays where it was, context and all).
+ * A fork round adopts its winner (if any branch scored), unless a branch's judge was starved by
+ * the machine (`voidReason`): then nothing. A serial round adopts every episode but those whose
+ * setup failed (their agent never ran: the lineage stays where it was, context and all); it ranks
+ * nothing, so nothing voids it.
  */
 export function decide(state: RunState, round: Round): Decision {
   if (round.kind === 'serial')
     return { winner: null, adopted: round.episodes.filter((e) => !setupFailed(e)).map((e) => e.id) };
+  const voided = voidReason(round.episodes);
+  if (voided) return { winner: null, adopted: [], voided };
   const winner = selectWinner(round.episodes, state.config.grader.direction);
   return { winner: winner?.id ?? null, adopted: winner ? [winner.id] : [] };
 }

@@ -16,6 +16,7 @@
 import { z } from 'zod';
 import { configSchema, withDerivedDefaults } from './config.js';
 import { FAILURE_KINDS, TRANSIENT_FAILURES } from './failure.js';
+import { RESOURCES } from './resources.js';
 import { type AgentUsage, EPISODE_EXITS, type RecordedFailure, type Retry, type RunState } from './state.js';
 
 const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: 'must be a commit id' });
@@ -76,6 +77,7 @@ const resultSchema = z.object({
   sandbox: z.string().optional(),
   contextStore: z.enum(['encrypted', 'plain', 'none']).optional(),
   agentNotStarted: z.string().optional(),
+  machineShort: z.enum(RESOURCES).optional(),
   failure: failureSchema.optional(),
   retries: z.array(retrySchema).optional(),
   unchanged: z.literal(true).optional(),
@@ -105,7 +107,9 @@ const roundSchema = z.object({
   phase: z.string(),
   kind: z.enum(['fork', 'serial']),
   episodes: z.array(episodeSchema),
-  decision: z.object({ winner: episodeId.nullable(), adopted: z.array(episodeId) }).optional(),
+  decision: z
+    .object({ winner: episodeId.nullable(), adopted: z.array(episodeId), voided: z.string().optional() })
+    .optional(),
   extra: z.boolean().optional(),
   losers: z.array(z.object({ episode: episodeId, entries: z.array(z.string()), earlier: count })).optional(),
 });
@@ -195,6 +199,36 @@ export const runFilesSchema = z.object({
    * release that cannot read the record says which release to use.
    */
   writtenBy: z.string().min(1).optional(),
+  /**
+   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
+   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
+   */
+  refsLayout: z.union([z.literal(1), z.literal(2)]).optional(),
+  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
+  baseTree: sha.optional(),
+  /**
+   * The grade of the initial workspace: asked (its job rides with the opening round's dispatch,
+   * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
+   */
+  baseGrade: z.enum(['asked', 'done']).optional(),
+  /** Episode id -> its check run, made (queued) when its round is dispatched. */
+  checks: z.record(z.string(), z.number().int()).optional(),
+  /**
+   * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
+   * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
+   */
+  runCheck: z
+    .object({ id: z.number().int(), sha, digest: z.string().optional(), done: z.boolean().optional() })
+    .optional(),
+  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
+  resultHead: sha.optional(),
+  resultDigest: z.string().optional(),
+  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
+  stopReason: z.string().optional(),
+  /** A warning about the worker workflow, found when the run started, for the status comment. */
+  workerWarning: z.string().optional(),
+  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
+  overrides: z.object({ text: z.string(), source: z.string() }).optional(),
 });
 
 export type RunFiles = z.output<typeof runFilesSchema>;

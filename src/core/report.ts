@@ -118,7 +118,12 @@ export function usageText(u: AgentUsage): string {
 
 export function roundRows(state: RunState): string[][] {
   return state.rounds.map((r) => {
-    const winner = r.kind === 'fork' ? (r.decision ? (r.decision.winner ?? 'none: leader kept') : 'pending') : '';
+    const winner =
+      r.kind === 'fork'
+        ? r.decision
+          ? (r.decision.winner ?? (r.decision.voided ? 'none: void, leader kept' : 'none: leader kept'))
+          : 'pending'
+        : '';
     return [
       String(r.index),
       r.phase,
@@ -289,6 +294,7 @@ export function statusJson(
       kind: r.kind,
       decided: r.decision !== undefined,
       winner: r.decision?.winner ?? null,
+      voided: r.decision?.voided ?? null,
       episodes: r.episodes.map((e) => ({
         id: e.id,
         lineage: e.lineage,

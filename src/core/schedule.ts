@@ -2,11 +2,12 @@
 // fractions of the budget spent, never on a "plateau" signal (method.md: 15 of 25 plateau-triggered
 // runs ran out of budget first). `plan()` previews the whole run by simulating the schedule with
 // episodes that spend exactly their allowance, so the preview and the real run share one rule.
-import { minEpisode, spentOnSchedule } from './budget.js';
+import { charged, minEpisode, spentOnSchedule } from './budget.js';
 import type { Config, Strategy } from './config.js';
 import { DIRECTIVE_SEED_SALT, LEAST_EPISODE_SHARE, maxSerialEpisodes } from './method.js';
 import { mixSeed, pickIndices } from './rng.js';
 import { type ContextMode, type Episode, episodeId, type Round, type RoundKind, type RunState } from './state.js';
+import { formatNumber } from './text.js';
 
 /** Strategies that run parallel fork rounds (the others only run serial episodes). */
 export function forks(strategy: Strategy): boolean {
@@ -40,14 +41,120 @@ function serialAllowance(left: number, episodeBudget: number): number {
 export function nextRound(state: RunState): Round | null {
   if (state.rounds.some((r) => !r.decision)) throw new Error('nextRound: a round is still open');
   const extraDone = state.rounds.filter((r) => r.extra).length;
-  if ((state.extraForks ?? 0) > extraDone)
-    return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true);
+  // An extra round asked for opens if what is left of schedule.budget still pays for it (two
+  // requests at once may find it spent: the second then opens nothing).
+  const each = (state.extraForks ?? 0) > extraDone ? extraAllowance(state) : null;
+  if (each !== null) return forkRound(state, Math.max(0, state.rounds.at(-1)?.segment ?? 0), true, each);
   return state.config.strategy === 'best-of-n' ? nextBestOfNRound(state) : nextLeaderRound(state);
+}
+
+/**
+ * The rounds after the plan (on GitHub: nightly ones, and those `/autoresearch fork` asks for):
+ * whether one runs each night, what they may spend together (schedule.budget), and
+ * their end (the last day, how many in all). A config's `schedule: none` asks only for rounds on
+ * request, up to budget.total more; `nightly` alone is how runs recorded before schedule had a
+ * budget said it: the same budget, nightly, with no end but limits.rounds.
+ */
+export interface ExtraRounds {
+  nightly: boolean;
+  budget: number;
+  until: string | null;
+  rounds: number | null;
+}
+
+export function extraRounds(config: Config): ExtraRounds {
+  const s = config.schedule;
+  if (typeof s === 'object')
+    return { nightly: s.nightly, budget: s.budget, until: s.until ?? null, rounds: s.rounds ?? null };
+  return { nightly: s === 'nightly', budget: config.budget.total, until: null, rounds: null };
+}
+
+/** What the rounds after the plan have spent. */
+export function extraSpent(state: RunState): number {
+  let sum = 0;
+  for (const r of state.rounds) if (r.extra) for (const e of r.episodes) sum += charged(e);
+  return sum;
+}
+
+/** Rounds after the plan asked for: those opened, and those asked for and not opened yet. */
+export function extraAsked(state: RunState): number {
+  return Math.max(state.extraForks ?? 0, state.rounds.filter((r) => r.extra).length);
+}
+
+/** What one branch of the next round after the plan may spend, or null when what is left pays for no round. */
+function extraAllowance(state: RunState): number | null {
+  const c = state.config;
+  const left = extraRounds(c).budget - extraCommitted(state);
+  const each = Math.min(c.fork.branch_budget * c.budget.total, left / c.fork.branches);
+  return each >= minEpisode(state) ? each : null;
+}
+
+/**
+ * What the rounds after the plan have spent or may still spend: finished episodes' spend, the
+ * allowance of each that has no result yet. (Rounds asked for and not opened are not counted:
+ * each opens only with what is left then.)
+ */
+function extraCommitted(state: RunState): number {
+  let sum = 0;
+  for (const r of state.rounds) {
+    if (!r.extra) continue;
+    for (const e of r.episodes) sum += e.result ? charged(e) : Math.max(e.allowance, charged(e));
+  }
+  return sum;
+}
+
+/**
+ * Why no more round may be asked for after the plan now (a nightly one, `/autoresearch fork`), for
+ * the issue; null when one may. `now` is the day it would start on.
+ */
+export function extraRefusal(state: RunState, now: Date): string | null {
+  const x = extraRounds(state.config);
+  const unit = state.config.budget.unit;
+  const asked = extraAsked(state);
+  if (x.rounds !== null && asked >= x.rounds) {
+    return `the run has had the ${x.rounds} round${x.rounds === 1 ? '' : 's'} after its plan that \`schedule.rounds\` allows`;
+  }
+  if (x.until !== null && now.toISOString().slice(0, 10) > x.until) {
+    return `\`schedule.until\` (${x.until}) has passed`;
+  }
+  // A round asked for and not opened yet takes what is left first.
+  const pending = asked - state.rounds.filter((r) => r.extra).length;
+  const perRound = state.config.fork.branches * state.config.fork.branch_budget * state.config.budget.total;
+  const left = x.budget - extraCommitted(state) - pending * perRound;
+  if (left / state.config.fork.branches < minEpisode(state)) {
+    return (
+      `the rounds after the plan have spent ${formatNumber(extraSpent(state), 2)} of their ${formatNumber(x.budget)} ${unit}` +
+      ` (${typeof state.config.schedule === 'object' ? '`schedule.budget`' : '`budget.total` more, without `schedule.budget`'}), too little is left for another round`
+    );
+  }
+  return null;
+}
+
+/** The rounds after the plan, in a line for the plan and the issue (null: a config that asks for none nightly and sets no budget). */
+export function extraRoundsText(config: Config): string | null {
+  const x = extraRounds(config);
+  if (config.schedule === 'none' || forkRefusalOf(config) !== null) return null;
+  const unit = config.budget.unit;
+  const each = formatNumber(config.fork.branch_budget * config.budget.total, 2);
+  const end = [
+    ...(x.rounds !== null ? [`at most ${x.rounds} round${x.rounds === 1 ? '' : 's'}`] : []),
+    ...(x.until !== null ? [`until ${x.until}`] : []),
+  ];
+  return (
+    `${x.nightly ? 'one fork round of the leader a night, and ' : ''}rounds asked for with /autoresearch fork, ` +
+    `${config.fork.branches} branches of up to ${each} ${unit} each, ${formatNumber(x.budget)} ${unit} in all` +
+    (end.length > 0 ? `, ${end.join(', ')}` : '')
+  );
+}
+
+/** Why a config's runs have no leader to fork after the plan (best-of-n keeps N lineages), or null. */
+function forkRefusalOf(config: Config): string | null {
+  return lineageCount(config) === 1 ? null : `${config.strategy} has no single leader to fork`;
 }
 
 /** Why the run has no leader to fork one more round from (best-of-n keeps N lineages), or null. */
 export function forkRefusal(state: RunState): string | null {
-  return state.lineages.length === 1 ? null : `${state.config.strategy} has no single leader to fork`;
+  return state.lineages.length === 1 ? null : forkRefusalOf(state.config);
 }
 
 /** Asks for one more fork round of the leader now, beyond the schedule (and its budget). */

@@ -27,3 +27,16 @@ export function selectWinner(episodes: readonly Episode[], direction: Config['gr
   }
   return winner;
 }
+
+/**
+ * Why a fork round cannot be ranked, or null: a branch's judge was starved by the machine (it ran
+ * out of processes, memory or disk on both tries, beyond the branch's own limits), so its score is
+ * unknown and ranking the others would hand the round to whoever starved it. Such a round is
+ * decided with no winner: the lineage goes on unchanged, as when no branch scores.
+ */
+export function voidReason(episodes: readonly Episode[]): string | null {
+  const starved = episodes.filter((e) => e.result?.machineShort);
+  if (starved.length === 0) return null;
+  const which = starved.map((e) => `${e.id} (${e.result?.machineShort})`).join(', ');
+  return `void: the machine ran out of resources while the judge graded ${which}, on both tries; no branch is ranked`;
+}

@@ -3,6 +3,7 @@
 import type { SpentBasis } from './charge.js';
 import type { Config } from './config.js';
 import type { AgentFailure, TransientFailure } from './failure.js';
+import type { Resource } from './resources.js';
 
 /** How an episode's chat context begins (../shared/docs/method.md, "Definitions"). */
 export type ContextMode = 'fresh' | 'carry' | 'copy';
@@ -63,6 +64,11 @@ export interface EpisodeResult {
    */
   agentNotStarted?: string;
   /**
+   * The machine (not this branch's own limits) ran out of this while the judge graded it, on
+   * both tries (core/resources.ts): no score, and its fork round is void rather than ranked.
+   */
+  machineShort?: Resource;
+  /**
    * Why the agent failed, where that is known (core/failure.ts): a permanent kind, or a transient
    * one still failing after its tries (AGENT_TRIES), stops the run (core/stop.ts); `crash` is a
    * crash nobody recognised, which stops it only when crashes repeat.
@@ -114,6 +120,8 @@ export interface Decision {
   winner: string | null;
   /** Episodes whose workspace became a lineage head. */
   adopted: string[];
+  /** Why the round was not ranked (a branch's judge starved by the machine): no winner, nothing adopted. */
+  voided?: string;
 }
 
 export interface Round {

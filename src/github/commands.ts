@@ -8,18 +8,19 @@
 // a new event (another comment, the label added again after it was removed) is a new request.
 import { CONFIG_PATH, type Config, ConfigError, parseConfig } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
-import { remember, roundLimitProblem, roundsLeft, runsPerRepoProblem, seenAny } from '../core/limits.js';
-import { episodeBranch, GITHUB, issueRunId, lineageBranch, stateRef } from '../core/names.js';
+import { remember, roundLimitProblem, runsPerRepoProblem, seenAny } from '../core/limits.js';
+import { GITHUB, issueRunId, type RefsLayout, runRefs, stateRef } from '../core/names.js';
 import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
-import { forkRefusal, requestFork } from '../core/schedule.js';
+import { extraRefusal, extraRounds, forkRefusal, requestFork } from '../core/schedule.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { retryStopped } from '../core/stop.js';
 import { visibleText } from '../core/text.js';
 import { workerTimeoutProblem } from '../core/worker-workflow.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
 import { protectedDigest } from './observe.js';
+import { refsOf } from './record.js';
 import { type SyncContext, syncOrYield, syncStored } from './sync.js';
 
 /** Permissions that may start and steer runs. */
@@ -91,15 +92,21 @@ export async function startRun(
   const loaded = await loadTemplates(config, (path) => forge.readFile(path, branch), `\`${branch}\``);
   if ('problem' in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
+  // Without the worker workflow the round's dispatch would fail on every trigger, saying nothing.
+  const worker = await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
+  if (worker === null) return { problem: missingWorkerProblem(branch) };
   // Checked here, not locked: two issues labelled at the same moment may both start.
   const busy = await runsPerRepo(forge, config, run, 'label this issue again');
   if (busy) return { problem: busy };
   const base = await forge.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
   // What every result must keep of the base: its protected files (checked against each result's tree).
-  const baseTree = await forge.treeFiles((await forge.commit(base)).tree);
+  const baseCommit = await forge.commit(base);
+  const baseTree = await forge.treeFiles(baseCommit.tree);
   const globs = [...config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
   const state = newRunState({ id: run, seed: mixSeed(issue.number), config, baseCommit: base, baseScore: null });
+  const layout = layoutFor(config);
+  const refs = runRefs(run, layout);
   const task = visibleText(`# ${issue.title}\n\n${issue.body ?? ''}`);
   const files: RunFiles = {
     task: task.text,
@@ -121,23 +128,40 @@ export async function startRun(
     privateRepository: repository.private,
     startedBy: steer.by,
     seen: remember([], steer.keys),
+    refsLayout: layout,
+    // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
+    baseGrade: 'asked',
+    baseTree: baseCommit.tree,
   };
-  for (const l of state.lineages) await forge.createBranch(lineageBranch(run, l.index, state.lineages.length), base);
-  // Read before the run is saved, said once it is: only the event that started the run says it.
-  const timeout = workerTimeoutProblem(await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch), config);
+  // Said in the status comment, once: a job Actions would stop before an episode is graded.
+  const timeout = workerTimeoutProblem(worker, config);
+  if (timeout) files.workerWarning = timeout;
+  for (const l of state.lineages) await forge.createRef(refs.lineage(l.index, state.lineages.length), base);
   try {
     const sha = await forge.saveRun(stateRef(run), state, files, null, 'forkflush: new run');
-    const started = await syncStored(ctx, { state, files, sha });
-    // After the first round is on its way: a comment that fails (a locked issue) must not stop it.
-    if (timeout)
-      await forge
-        .comment(issue.number, `> **Warning:** ${timeout}`)
-        .catch((e: unknown) => ctx.log?.(`${run}: the timeout warning was not posted: ${(e as Error).message}`));
-    return { state: started };
+    await wakeTick(ctx);
+    return { state: await syncStored(ctx, { state, files, sha }) };
   } catch (e) {
     if (e instanceof ConflictError) return { state: null };
     throw e;
   }
+}
+
+/** What a repository without the worker workflow is told, once, on the issue that would start a run. */
+export function missingWorkerProblem(branch: string): string {
+  return (
+    `There is no \`.github/workflows/${GITHUB.workflow}\` on \`${branch}\`: it is the workflow whose jobs run the agents. ` +
+    'Run `forkflush init --github` in a clone of this repository, commit and push the workflows it writes ' +
+    `to \`${branch}\` (README, "On GitHub"), then label the issue again.`
+  );
+}
+
+/**
+ * Where a new run keeps its work: out of the repository's workflows' sight (2), unless its config
+ * asks for a pull request per episode or per fork round's winner, which needs their branches (1).
+ */
+export function layoutFor(config: Config): RefsLayout {
+  return config.pull_requests === 'episodes' || config.pull_requests === 'winners' ? 1 : 2;
 }
 
 /**
@@ -157,10 +181,10 @@ export async function setStopped(
   // The retried episodes' branches go back to their bases first: until the record says the round
   // runs again, their setup results stand, and a branch at its base holds no result to observe.
   const retry = stopped ? null : retryStopped(stored.state);
+  const refs = refsOf(stored.state, stored.files);
   for (const e of retry?.episodes ?? []) {
-    const branch = episodeBranch(run, e.round, e.branch);
-    if ((await ctx.forge.refSha(`refs/heads/${branch}`)) === e.result?.commit)
-      await ctx.forge.setBranch(branch, e.base);
+    const ref = refs.episode(e.round, e.branch);
+    if ((await ctx.forge.refSha(ref)) === e.result?.commit) await ctx.forge.setRef(ref, e.base);
   }
   const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
     // Checked again on the record being swapped (the latest after a conflict): the round runs again only while its setup results are
@@ -177,17 +201,39 @@ export async function setStopped(
     for (const e of rerun?.episodes ?? []) {
       delete files.published[e.id];
       delete files.claims[`publish:${e.id}`];
+      // Its check run told the failed setup: the new attempt gets one of its own.
+      delete files.checks?.[e.id];
     }
     if (!stopped && open) {
       delete files.dispatched[String(open.index)];
       delete files.claims[`dispatch:${open.index}`];
+      // The stop cancelled the episodes' jobs and their check runs: the new dispatch makes new ones.
+      for (const e of open.episodes) if (!e.result) delete files.checks?.[e.id];
     }
     if (!stopped && steer) files.startedBy = steer.by;
     return { state: rerun?.state ?? s.state, files };
   });
   if (!next) return null;
+  if (!stopped) await wakeTick(ctx);
   if (stopped) {
     await ctx.forge.cancelRuns(GITHUB.workflow, run);
+    // Every check still waiting ends: an episode without a result, and one whose result was not
+    // published yet (publishing completes the check; a resume publishes it over this).
+    for (const e of next.state.rounds.flatMap((r) => r.episodes)) {
+      const check = next.files.checks?.[e.id];
+      if (check === undefined || next.files.published[e.id]) continue;
+      await ctx.forge.updateCheckRun(check, {
+        status: 'completed',
+        conclusion: 'cancelled',
+        completedAt: ctx.now.toISOString(),
+        output: {
+          title: `${e.id}: stopped`,
+          summary: e.result
+            ? "The run was stopped before this episode's result was published; a resume publishes it."
+            : 'The run was stopped before this episode had a result; a resume runs it again.',
+        },
+      });
+    }
     for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
       for (const e of round.episodes) {
         const pr = next.files.published[e.id]?.pr;
@@ -204,11 +250,38 @@ export async function setStopped(
  */
 export async function forkNow(ctx: SyncContext, stored: StoredRun, steer?: Steer): Promise<RunState | null> {
   const next = await amendOnce(ctx.forge, stored, 'forkflush: fork requested', steer?.keys ?? [], (s) => ({
-    // Checked again on the record being swapped (the latest after a conflict): another fork may have been asked for meanwhile.
-    state: roundsLeft(s.state) > 0 ? requestFork(s.state) : s.state,
+    // Checked again on the record being swapped (the latest after a conflict): another fork may
+    // have been asked for meanwhile, and taken what was left of the round limit or schedule.budget.
+    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state) : s.state,
     files: steer ? { ...s.files, startedBy: steer.by } : s.files,
   }));
+  if (next) await wakeTick(ctx);
   return next ? syncOrYield(ctx, next) : null;
+}
+
+/**
+ * Why no fork round may be asked for now (the issue is told), or null: a run with no single leader,
+ * the round limit, or what the rounds after the plan may still do (schedule.budget, until, rounds).
+ */
+export function forkProblem(state: RunState, now: Date): string | null {
+  const refusal = forkRefusal(state);
+  if (refusal) return `${refusal}.`;
+  const limit = roundLimitProblem(state);
+  if (limit) return limit;
+  const extra = extraRefusal(state, now);
+  return extra ? `${extra}, so forkflush opens no more rounds after the plan.` : null;
+}
+
+/**
+ * Actions mode: the tick workflow (GITHUB.tickWorkflow) runs only while a run needs it, so a run
+ * that starts, resumes or is asked for a round turns it on (a repeat is harmless); the tick turns
+ * it off once no run is left that needs it. A repository without it (the hosted app ticks itself,
+ * or it was not copied) is fine.
+ */
+export async function wakeTick(ctx: SyncContext): Promise<void> {
+  if (!ctx.tick) return;
+  const there = await ctx.forge.setWorkflowEnabled(ctx.tick, true);
+  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
 }
 
 /**
@@ -279,10 +352,15 @@ export async function runsPerRepo(
 export async function nightly(ctx: SyncContext): Promise<string[]> {
   const touched: string[] = [];
   const failed = new Map<string, unknown>();
+  let active = false;
   for (const run of await ctx.forge.listRuns()) {
     try {
-      if (await nightlyRun(ctx, run)) touched.push(run);
+      const tick = await nightlyRun(ctx, run);
+      if (tick.synced) touched.push(run);
+      active ||= tick.active;
     } catch (e) {
+      // A run that could not be ticked may need the next tick.
+      active = true;
       if (e instanceof ConflictError) continue;
       // One broken run (a record that cannot be read, a call that fails) must not keep the
       // runs after it from their repair; it is said, and tried again at the next tick.
@@ -292,23 +370,30 @@ export async function nightly(ctx: SyncContext): Promise<string[]> {
   }
   if (failed.size > 0)
     throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(', ')}`);
+  // Actions mode: nothing left that needs a tick, so the tick's workflow rests until a run wakes it.
+  if (!active && ctx.tick && (await ctx.forge.setWorkflowEnabled(ctx.tick, false)))
+    ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
   return touched;
 }
 
-/** One run's nightly tick: whether it was synced (false: it is gone or stopped). */
-async function nightlyRun(ctx: SyncContext, run: string): Promise<boolean> {
+/**
+ * One run's nightly tick: whether it was synced (false: it is gone or stopped), and whether it
+ * still needs ticks (running, or finished with nightly rounds still to come).
+ */
+async function nightlyRun(ctx: SyncContext, run: string): Promise<{ synced: boolean; active: boolean }> {
   const stored = await ctx.forge.loadRun(stateRef(run));
-  if (!stored || stored.files.stopped) return false;
+  if (!stored || stored.files.stopped) return { synced: false, active: false };
   const today = ctx.now.toISOString().slice(0, 10);
   const wantsRound =
-    stored.state.config.schedule === 'nightly' &&
+    extraRounds(stored.state.config).nightly &&
     stored.state.status === 'finished' &&
     forkRefusal(stored.state) === null &&
     stored.files.lastNightly !== today;
   const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+  let state: RunState | null;
   if (skip) {
-    if (stored.files.nightlySkipped === skip.key) {
-      await syncStored(ctx, stored);
+    if (stored.files.nightlySkipped === skip.key || skip.quiet) {
+      state = await syncStored(ctx, stored);
     } else {
       // Saved first: of two ticks racing, only the one whose save lands tells the issue.
       const files = { ...stored.files, nightlySkipped: skip.key };
@@ -320,25 +405,42 @@ async function nightlyRun(ctx: SyncContext, run: string): Promise<boolean> {
         'forkflush: no nightly round',
       );
       await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
-      await syncStored(ctx, { state: stored.state, files, sha });
+      state = await syncStored(ctx, { state: stored.state, files, sha });
     }
   } else if (wantsRound) {
     const { nightlySkipped: _told, ...rest } = stored.files;
     const files = { ...rest, lastNightly: today };
-    const state = requestFork(stored.state);
-    const sha = await ctx.forge.saveRun(stateRef(run), state, files, stored.sha, 'forkflush: nightly round');
-    await syncStored(ctx, { state, files, sha });
+    const asked = requestFork(stored.state);
+    const sha = await ctx.forge.saveRun(stateRef(run), asked, files, stored.sha, 'forkflush: nightly round');
+    state = await syncStored(ctx, { state: asked, files, sha });
   } else {
     // Finished runs too: a lost event may have left their last decision or final pull request undone.
-    await syncStored(ctx, stored);
+    state = await syncStored(ctx, stored);
   }
-  return true;
+  const after = state ?? stored.state;
+  // A skip for good (the budget spent, the end passed, the round limit) needs no more ticks; a
+  // closed issue or a writer gone may come back.
+  const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
+  return { synced: true, active: after.status !== 'finished' || nightlyAhead };
 }
 
-/** Why tonight's round of a run must not run (a key, to tell the issue once, and the words), or null. */
-async function nightlySkip(ctx: SyncContext, stored: StoredRun): Promise<{ key: string; text: string } | null> {
-  const limit = roundLimitProblem(stored.state);
-  if (limit) return { key: 'rounds', text: limit };
+/**
+ * Why tonight's round of a run must not run (a key, to tell the issue once, and the words), or
+ * null. A closed issue, or one without forkflush's labels, gets no round and no word: someone
+ * closed it or took the label off to stop the run.
+ */
+async function nightlySkip(
+  ctx: SyncContext,
+  stored: StoredRun,
+): Promise<{ key: string; text: string; quiet?: true } | null> {
+  const problem = forkProblem(stored.state, ctx.now);
+  if (problem) return { key: 'rounds', text: problem };
+  const issue = await ctx.forge.issue(stored.files.issue);
+  const labelled = issue?.labels.some((l) => l === GITHUB.label || l === GITHUB.doneLabel) ?? false;
+  if (!issue?.open || !labelled) {
+    const why = !issue ? 'the issue is gone' : !issue.open ? 'the issue is closed' : "the issue lost forkflush's label";
+    return { key: 'issue', text: why, quiet: true };
+  }
   const take =
     'Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.';
   const by = stored.files.startedBy;

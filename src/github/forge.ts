@@ -58,6 +58,35 @@ export interface StoredRun {
   sha: string;
 }
 
+/** What a check run says: its status, its conclusion once completed, its page, its text. */
+export interface CheckRunFields {
+  status: 'queued' | 'in_progress' | 'completed';
+  conclusion?: CheckConclusion;
+  output?: { title: string; summary: string; text?: string; annotations?: CheckAnnotation[] };
+  startedAt?: string;
+  completedAt?: string;
+  /** The page the check run links to: the job running its episode, or the workflow run that made the result. */
+  detailsUrl?: string;
+  /** Whose it is (`issue-7`, `issue-7/r0.b1`): several runs may start from one commit. */
+  externalId?: string;
+}
+
+export type CheckConclusion = 'success' | 'neutral' | 'failure' | 'cancelled';
+export type Reaction = 'eyes' | '+1' | '-1';
+
+/** A check run's fields as the API takes them. */
+function checkRunBody(f: CheckRunFields) {
+  return {
+    status: f.status,
+    ...(f.conclusion ? { conclusion: f.conclusion } : {}),
+    ...(f.startedAt ? { started_at: f.startedAt } : {}),
+    ...(f.completedAt ? { completed_at: f.completedAt } : {}),
+    ...(f.detailsUrl ? { details_url: f.detailsUrl } : {}),
+    ...(f.externalId ? { external_id: f.externalId } : {}),
+    ...(f.output ? { output: f.output } : {}),
+  };
+}
+
 /** Another handler changed the run first: its work stands, this one stops. */
 export class ConflictError extends Error {
   override name = 'ConflictError';
@@ -270,29 +299,29 @@ export class GitHubForge {
     }
   }
 
-  /** Creates a branch at a commit; a branch that exists already is fine (a repeated call). */
-  async createBranch(branch: string, sha: string): Promise<void> {
+  /** Creates a ref (`refs/...`) at a commit; one that exists already at it is fine (a repeated call). */
+  async createRef(ref: string, sha: string): Promise<void> {
     try {
-      await this.octokit.rest.git.createRef({ ...this.r, ref: `refs/heads/${branch}`, sha });
+      await this.octokit.rest.git.createRef({ ...this.r, ref, sha });
     } catch (e) {
       // GitHub says 422 for "already exists" and for other refusals alike: only the first is done.
-      if (status(e) !== 422 || (await this.refSha(`refs/heads/${branch}`)) === null) throw e;
+      if (status(e) !== 422 || (await this.refSha(ref)) === null) throw e;
     }
   }
 
-  /** The heads of the branches under a prefix, in one call (e.g. one round's branches). */
-  async branchHeads(prefix: string): Promise<Map<string, string>> {
-    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: `heads/${prefix}` });
-    return new Map(data.map((d) => [d.ref.replace(/^refs\/heads\//, ''), d.object.sha]));
+  /** The refs under a prefix (`refs/...`) and their commits, in one call (e.g. one round's). */
+  async refHeads(prefix: string): Promise<Map<string, string>> {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: prefix.replace(/^refs\//, '') });
+    return new Map(data.map((d) => [d.ref, d.object.sha]));
   }
 
   /**
-   * Moves a branch forward to a commit that descends from it. GitHub refuses anything but a
-   * fast-forward, so a branch that moved elsewhere meanwhile is never overwritten.
+   * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
+   * a fast-forward, so a ref that moved elsewhere meanwhile is never overwritten.
    */
-  async fastForward(branch: string, sha: string): Promise<'moved' | 'diverged'> {
+  async fastForward(ref: string, sha: string): Promise<'moved' | 'diverged'> {
     try {
-      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha, force: false });
+      await this.octokit.rest.git.updateRef({ ...this.r, ref: ref.replace(/^refs\//, ''), sha, force: false });
       return 'moved';
     } catch (e) {
       if (status(e) === 422) return 'diverged';
@@ -300,34 +329,25 @@ export class GitHubForge {
     }
   }
 
-  /** Points a branch at a commit, creating it if needed (for the best ref). */
-  async setBranch(branch: string, sha: string): Promise<void> {
+  /** Points a ref (`refs/...`) at a commit, creating it if needed (the best ref). */
+  async setRef(ref: string, sha: string): Promise<void> {
     try {
-      await this.octokit.rest.git.updateRef({ ...this.r, ref: `heads/${branch}`, sha, force: true });
+      await this.octokit.rest.git.updateRef({ ...this.r, ref: ref.replace(/^refs\//, ''), sha, force: true });
       return;
     } catch (e) {
       // GitHub refuses to update a missing ref with 422 (or 404): then it is created.
       if (status(e) !== 422 && status(e) !== 404) throw e;
     }
-    await this.createBranch(branch, sha);
-    // A branch that was there all along refused the update for another reason: not done.
-    const now = await this.refSha(`refs/heads/${branch}`);
-    if (now !== sha)
-      throw new Error(`${branch} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+    await this.createRef(ref, sha);
+    // A ref that was there all along refused the update for another reason: not done.
+    const now = await this.refSha(ref);
+    if (now !== sha) throw new Error(`${ref} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
   }
 
-  /** Deletes a ref outside refs/heads (an episode's context); one already gone is fine. */
+  /** Deletes a ref (`refs/...`: a context, an episode's ref, a branch); one already gone is fine. */
   async deleteRef(ref: string): Promise<void> {
     try {
       await this.octokit.rest.git.deleteRef({ ...this.r, ref: ref.replace(/^refs\//, '') });
-    } catch (e) {
-      if (status(e) !== 422 && status(e) !== 404) throw e;
-    }
-  }
-
-  async deleteBranch(branch: string): Promise<void> {
-    try {
-      await this.octokit.rest.git.deleteRef({ ...this.r, ref: `heads/${branch}` });
     } catch (e) {
       if (status(e) !== 422 && status(e) !== 404) throw e;
     }
@@ -403,50 +423,98 @@ export class GitHubForge {
     return (into.find((p) => p.state === 'open') ?? into[0])?.number ?? null;
   }
 
+  /** Edits a pull request's title and body (repeat-safe). */
+  async editPullRequest(pr: number, title: string, body: string): Promise<void> {
+    await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, title, body });
+  }
+
+  /** A pull request's head branch and whether it is open; null when there is none. */
+  async pullRequest(pr: number): Promise<{ head: string; open: boolean } | null> {
+    try {
+      const { data } = await this.octokit.rest.pulls.get({ ...this.r, pull_number: pr });
+      return { head: data.head.ref, open: data.state === 'open' };
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  /** Whether the issue is open, and its labels; null when there is none. */
+  async issue(issue: number): Promise<{ open: boolean; labels: string[] } | null> {
+    try {
+      const { data } = await this.octokit.rest.issues.get({ ...this.r, issue_number: issue });
+      const labels = data.labels.map((l) => (typeof l === 'string' ? l : (l.name ?? '')));
+      return { open: data.state === 'open', labels };
+    } catch (e) {
+      if (status(e) === 404 || status(e) === 410) return null;
+      throw e;
+    }
+  }
+
+  /**
+   * Reacts to a comment (`eyes`: taken; `+1`, `-1`: done or refused). GitHub keeps one reaction of
+   * a kind per author, so a repeat is harmless.
+   */
+  async react(commentId: number, content: Reaction): Promise<void> {
+    await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
+  }
+
   async closePullRequest(pr: number, comment: string): Promise<void> {
     await this.createComment(pr, comment);
     await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: 'closed' });
   }
 
-  async createCheckRun(args: {
-    sha: string;
-    name: string;
-    conclusion: 'success' | 'neutral' | 'failure';
-    output: { title: string; summary: string; text: string; annotations?: CheckAnnotation[] };
-    startedAt?: string;
-    completedAt: string;
-    /** The page the check run links to: the workflow run that made the result. */
-    detailsUrl?: string;
-  }): Promise<number> {
+  /**
+   * Makes a check run: queued or in progress (an episode's when its round is dispatched, the run's
+   * own while rounds run), or completed with its conclusion.
+   */
+  async createCheckRun(args: { sha: string; name: string } & CheckRunFields): Promise<number> {
     return this.createOnce(
       async () => {
         const { data } = await this.octokit.rest.checks.create({
           ...this.r,
           head_sha: args.sha,
           name: args.name,
-          status: 'completed',
-          conclusion: args.conclusion,
-          ...(args.startedAt ? { started_at: args.startedAt } : {}),
-          completed_at: args.completedAt,
-          ...(args.detailsUrl ? { details_url: args.detailsUrl } : {}),
-          output: args.output,
+          ...checkRunBody(args),
           ...ONCE,
         });
         return data.id;
       },
-      () => this.findCheckRun(args.sha, args.name),
+      () => this.findCheckRun(args.sha, args.name, args.externalId),
     );
   }
 
-  /** The id of a check run with this name on a commit, if there is one. */
-  async findCheckRun(sha: string, name: string): Promise<number | null> {
+  /** A check run's status (queued, in_progress, completed), or null when it is gone. */
+  async checkRunStatus(id: number): Promise<string | null> {
+    try {
+      const { data } = await this.octokit.rest.checks.get({ ...this.r, check_run_id: id });
+      return data.status;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  /** Changes a check run (an edit: repeat-safe). False when it is gone. */
+  async updateCheckRun(id: number, fields: CheckRunFields): Promise<boolean> {
+    try {
+      await this.octokit.rest.checks.update({ ...this.r, check_run_id: id, ...checkRunBody(fields) });
+      return true;
+    } catch (e) {
+      if (status(e) === 404) return false;
+      throw e;
+    }
+  }
+
+  /** The id of a check run with this name on a commit (and this external id, when given), if there is one. */
+  async findCheckRun(sha: string, name: string, externalId?: string): Promise<number | null> {
     const { data } = await this.octokit.rest.checks.listForRef({
       ...this.r,
       ref: sha,
       check_name: name,
       filter: 'all',
     });
-    return data.check_runs[0]?.id ?? null;
+    return data.check_runs.find((c) => externalId === undefined || c.external_id === externalId)?.id ?? null;
   }
 
   /**
@@ -608,6 +676,22 @@ export class GitHubForge {
       }
     }
     return cancelled;
+  }
+
+  /**
+   * Enables or disables a workflow (Actions mode's tick, which runs only while a run needs it).
+   * False when the repository has no such workflow.
+   */
+  async setWorkflowEnabled(workflow: string, enabled: boolean): Promise<boolean> {
+    try {
+      const args = { ...this.r, workflow_id: workflow };
+      if (enabled) await this.octokit.rest.actions.enableWorkflow(args);
+      else await this.octokit.rest.actions.disableWorkflow(args);
+      return true;
+    } catch (e) {
+      if (status(e) === 404) return false;
+      throw e;
+    }
   }
 
   /**

@@ -4,10 +4,11 @@
 import { createHash } from 'node:crypto';
 import { forgeAlsoProtected, matchesAny } from '../core/globs.js';
 import { resultFromCommit } from '../core/journal.js';
-import { episodeBranch, roundBranchPrefix } from '../core/names.js';
+import { BASE_JOB, baseGradeRef } from '../core/names.js';
 import { applyResult } from '../core/reconcile.js';
-import { type EpisodeResult, failedResult, type RunState } from '../core/state.js';
+import { type EpisodeResult, failedResult, isBetter, type RunState } from '../core/state.js';
 import type { GitCommit, GitHubForge, RunFiles, TreeFile } from './forge.js';
+import { refsOf } from './record.js';
 
 /** What an event says happened, beyond what the branches show. */
 export interface Observed {
@@ -42,6 +43,73 @@ export function protectedDigest(tree: TreeFile[], globs: string[]): string {
   return createHash('sha256').update(lines.join('\n')).digest('hex');
 }
 
+/**
+ * The grade of the initial workspace, once its job reports (a commit on refs/forkflush/<run>/base
+ * on the base's very tree), or fails, or its round's run ends or deadline passes without it: noted
+ * in `files` (baseGrade done), and in the state's base (and best, if the base beats every episode).
+ */
+export async function observeBase(
+  forge: GitHubForge,
+  commits: Commits,
+  state: RunState,
+  files: RunFiles,
+  seen: Observed,
+): Promise<RunState> {
+  const dispatched = files.dispatched['0'];
+  if (files.baseGrade !== 'asked' || !dispatched) return state;
+  const head = await forge.refSha(baseGradeRef(state.id));
+  let grade: { score: number | null; reason?: string; graderSeconds?: number } | null = null;
+  if (head) {
+    const commit = await commits.get(head);
+    const read = resultFromCommit(state.id, { id: BASE_JOB, base: state.base.commit }, { sha: head, ...commit });
+    // Graded on anything but the base's own tree, it grades something else.
+    const problem =
+      'problem' in read
+        ? read.problem
+        : files.baseTree && commit.tree !== files.baseTree
+          ? `its commit ${head.slice(0, 7)} is not the initial workspace's tree`
+          : null;
+    grade =
+      problem === null && 'result' in read
+        ? {
+            score: read.result.score,
+            ...(read.result.reason ? { reason: read.result.reason } : {}),
+            graderSeconds: read.result.graderSeconds,
+          }
+        : { score: null, reason: problem ?? 'not a grade' };
+  } else if (seen.failedJobs?.[BASE_JOB]) {
+    grade = { score: null, reason: seen.failedJobs[BASE_JOB] as string };
+  } else if (seen.roundEnded === 0 || seen.now.getTime() > Date.parse(dispatched.deadline)) {
+    grade = { score: null, reason: 'its job gave no grade by the end of the opening round' };
+  }
+  if (!grade) return state;
+  files.baseGrade = 'done';
+  return applyBaseGrade(state, grade);
+}
+
+/** The initial workspace's grade, as it landed after the run began; the best moves to it unless an episode beat it. */
+export function applyBaseGrade(
+  state: RunState,
+  grade: { score: number | null; reason?: string; graderSeconds?: number },
+): RunState {
+  const base = {
+    commit: state.base.commit,
+    score: grade.score,
+    ...(grade.reason ? { reason: grade.reason } : {}),
+    ...(grade.graderSeconds !== undefined ? { graderSeconds: grade.graderSeconds } : {}),
+  };
+  // As locally, where the base is the best until an episode scores strictly better: a tie keeps the base.
+  const beats =
+    grade.score !== null && (!state.best || !isBetter(state.best.score, grade.score, state.config.grader.direction));
+  return {
+    ...state,
+    base,
+    ...(beats && grade.score !== null
+      ? { best: { episode: 'base', commit: state.base.commit, score: grade.score } }
+      : {}),
+  };
+}
+
 /** Reads the results that landed on the open round's branches (one call for all of them). */
 export async function observe(
   forge: GitHubForge,
@@ -53,11 +121,12 @@ export async function observe(
   const open = state.rounds.find((r) => !r.decision);
   const dispatched = open ? files.dispatched[String(open.index)] : undefined;
   if (!open || !dispatched) return state;
-  const heads = await forge.branchHeads(roundBranchPrefix(state.id, open.index));
+  const refs = refsOf(state, files);
+  const heads = await forge.refHeads(refs.round(open.index));
   let next = state;
   for (const e of open.episodes) {
     if (e.result) continue;
-    const head = heads.get(episodeBranch(state.id, e.round, e.branch));
+    const head = heads.get(refs.episode(e.round, e.branch));
     let result: EpisodeResult | null = null;
     if (head && head !== e.base) {
       const commit = await commits.get(head);

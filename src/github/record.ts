@@ -1,18 +1,66 @@
 // The run's record on GitHub (`state.json` and `run.json` on the run's state ref) and its
 // compare-and-swap: how a handler saves what it did when another handler may have saved first.
-import { stateRef } from '../core/names.js';
-import type { RunState } from '../core/state.js';
+import { createHash } from 'node:crypto';
+import type { GitHubView, RunPhase } from '../core/github-text.js';
+import { type RefsLayout, type RunRefs, refName, runRefs, stateRef } from '../core/names.js';
+import { findEpisode, type RunState } from '../core/state.js';
 import type { WorkDone } from '../core/work.js';
 import { ConflictError, type GitHubForge, type RunFiles } from './forge.js';
 
-/** What the record says was carried out, as the core's work list reads it. */
-export function workDone(files: RunFiles): WorkDone {
+/** Where the run keeps its work: records made before there was a choice are layout 1. */
+export function layoutOf(files: RunFiles): RefsLayout {
+  return files.refsLayout ?? 1;
+}
+
+/** The run's refs, in its layout. */
+export function refsOf(state: RunState, files: RunFiles): RunRefs {
+  return runRefs(state.id, layoutOf(files));
+}
+
+/** Where the run stands, as the texts on GitHub say it. */
+export function phaseOf(state: RunState, files: RunFiles): RunPhase {
+  return files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
+}
+
+/** Where the run's work is, as the texts on GitHub name it. */
+export function viewOf(state: RunState, files: RunFiles): GitHubView {
+  const refs = refsOf(state, files);
+  return {
+    lineage: refName(refs.lineage(0, state.lineages.length)),
+    best: refName(refs.best),
+    issue: files.issue,
+    resultPr: files.finalPr || null,
+    ...(files.baseGrade ? { baseGrade: files.baseGrade } : {}),
+    ...(files.overrides ? { overrides: files.overrides } : {}),
+    ...(files.stopReason ? { stopReason: files.stopReason } : {}),
+  };
+}
+
+/** The lineage that holds the run's result: the one of the best score (best-of-n keeps several), else the first. */
+export function resultLineage(state: RunState): number {
+  const best = state.best ? findEpisode(state, state.best.episode) : undefined;
+  return best?.lineage ?? 0;
+}
+
+/** The commit the run's result is: the head of the lineage that holds its best score. */
+export function resultCommit(state: RunState): string {
+  const lineage = state.lineages[resultLineage(state)] ?? state.lineages[0];
+  return lineage?.head ?? state.base.commit;
+}
+
+/**
+ * What the record says was carried out, as the core's work list reads it. A run's result is
+ * published once its pull request is open and (layout 2) its branch is at the result: a round
+ * after the end (a nightly one) that moves the lineage makes it due again.
+ */
+export function workDone(state: RunState, files: RunFiles): WorkDone {
+  const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
   return {
     opened: Object.keys(files.dispatched).map(Number),
     published: Object.keys(files.published),
     settled: files.settled,
     best: files.bestCommit,
-    finished: files.finalPr !== null,
+    finished: files.finalPr !== null && at,
   };
 }
 
@@ -63,9 +111,24 @@ function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]): RunFil
     published: { ...latest.published, ...mine.published },
     settled: [...new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
     finalPr: latest.finalPr ?? mine.finalPr,
+    ...pick(mine, latest, 'resultHead'),
+    ...pick(mine, latest, 'resultDigest'),
+    ...pick(mine, latest, 'runCheck'),
+    ...(mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {}),
     bestCommit: mine.bestCommit ?? latest.bestCommit,
     commentId: latest.commentId ?? mine.commentId,
     commentDigest: mine.commentDigest ?? latest.commentDigest,
     claims,
   };
+}
+
+/** A field of the record as this handler left it, else as the latest record has it. */
+function pick<K extends keyof RunFiles>(mine: RunFiles, latest: RunFiles, key: K): Partial<Pick<RunFiles, K>> {
+  const value = mine[key] ?? latest[key];
+  return value === undefined ? {} : ({ [key]: value } as Partial<Pick<RunFiles, K>>);
+}
+
+/** A short digest of a text forkflush keeps current on GitHub: it is edited only when this changes. */
+export function textDigest(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }

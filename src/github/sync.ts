@@ -3,8 +3,8 @@
 // the work the core lists (dueWork) with a compare-and-swap of the run's record, carry it out
 // (work.ts), record it done (record.ts). A duplicated, late or lost event changes nothing: the
 // next sync finds the same state and does what is still due.
-import { createHash } from 'node:crypto';
-import { commentMarker, contextNote, issueComment, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
+import { finalPrBody, finalPrTitle, issueComment } from '../core/github-status.js';
+import { commentMarker, contextNote, type GitHubView, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
 import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
 import { LOSER_JOURNAL_MAX_BYTES, recordLosers } from '../core/losers.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
@@ -13,12 +13,14 @@ import type { RunState } from '../core/state.js';
 import { stopBefore } from '../core/stop.js';
 import { carryOut, dueWork } from '../core/work.js';
 import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
-import { Commits, type Observed, observe } from './observe.js';
-import { saveDone, workDone } from './record.js';
-import { GitHubWork } from './work.js';
+import { Commits, type Observed, observe, observeBase } from './observe.js';
+import { layoutOf, phaseOf, saveDone, textDigest, viewOf, workDone } from './record.js';
+import { GitHubWork, runCheckFields } from './work.js';
 
 export interface SyncContext extends Observed {
   forge: GitHubForge;
+  /** Actions mode: the tick's workflow, enabled while a run needs it (commands.ts wakeTick). */
+  tick?: string;
   /** A line for the log; `fields` say what it is about (the app's logger keeps them: run, round, episode). */
   log?: (line: string, fields?: { run?: string; round?: number; episode?: string }) => void;
 }
@@ -51,9 +53,11 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   const commits = new Commits(forge);
   if (!files.stopped) {
     state = await observe(forge, commits, state, files, ctx);
+    state = await observeBase(forge, commits, state, files, ctx);
     // A round whose every branch failed setup stops the run before it is decided (nothing more is
-    // dispatched); the issue comment says why. On GitHub the initial workspace is never graded, so
-    // only that rule applies, not the opening round's.
+    // dispatched); the issue comment says why. (Not the rule about an initial workspace without a
+    // score: older runs never graded it here, and its grade may land after the opening round's
+    // results, moving the best to it if it beats them.)
     // At limits.rounds the run finishes with what it has instead of opening another round.
     state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
     // With fork.losers: journal, each decided round's losers' notes, read while their branches are
@@ -63,7 +67,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   }
   // Claim the work in the same compare-and-swap that records the decisions: of two racing
   // handlers, only the one whose save lands does the work.
-  const due = dueWork(state, workDone(files));
+  const due = dueWork(state, workDone(state, files));
   // A stale claim on work no longer due: its handler did the work, then died before letting go.
   // (A stopped run keeps its other claims: they tell whoever resumes it what may be half done.)
   for (const [key, at] of Object.entries(files.claims)) {
@@ -89,7 +93,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
-    await updateComment(forge, state, files);
+    await present(forge, state, files, now);
   } catch (e) {
     failure = e;
   }
@@ -107,26 +111,56 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   return state;
 }
 
+/**
+ * What people read, kept current: the issue's status comment and the result pull request's title
+ * and body, each edited only when what it says changed.
+ */
+async function present(forge: GitHubForge, state: RunState, files: RunFiles, now: Date): Promise<void> {
+  const view = viewOf(state, files);
+  await updateComment(forge, state, files, view);
+  // The run's check: in progress while rounds run, then the result (made by the first round).
+  const check = files.runCheck;
+  if (check) {
+    const { digest, ...fields } = runCheckFields(state, files, now);
+    // A completed check is not made to run again: the round that runs next makes a new one.
+    if (digest !== check.digest && !(check.done && fields.status !== 'completed')) {
+      // One a person deleted is left gone: its next home (the result) gets a new one.
+      await forge.updateCheckRun(check.id, fields);
+      files.runCheck = { ...check, digest, done: fields.status === 'completed' };
+    }
+  }
+  if (files.finalPr) {
+    const title = finalPrTitle(state);
+    const body = finalPrBody(state, files.issue, view);
+    const digest = textDigest(`${title}\n${body}`);
+    if (digest !== files.resultDigest) {
+      await forge.editPullRequest(files.finalPr, title, body);
+      files.resultDigest = digest;
+    }
+  }
+}
+
 /** The issue comment that says where the run stands, edited only when what it says changed. */
-async function updateComment(forge: GitHubForge, state: RunState, files: RunFiles): Promise<void> {
-  const phase: RunPhase = files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
+async function updateComment(forge: GitHubForge, state: RunState, files: RunFiles, view: GitHubView): Promise<void> {
+  const phase: RunPhase = phaseOf(state, files);
   const notes = [
     ...(files.hiddenInTask
       ? [
           `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`,
         ]
       : []),
+    ...(files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : []),
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
-    PRIVILEGED_CI_NOTE,
+    ...(layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : []),
     ...(forge.sealsRecords
       ? []
       : [
           "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token.",
         ]),
   ];
-  const body = issueComment(state, phase, notes);
-  const digest = createHash('sha256').update(body).digest('hex').slice(0, 16);
+  const body = issueComment(state, phase, notes, view);
+  const digest = textDigest(body);
   if (digest !== files.commentDigest || files.commentId === null) {
     files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;

@@ -1,32 +1,30 @@
 // The core's work items carried out on GitHub: a round is dispatched as one workflow run of
-// matrix jobs, a result becomes a check run and a pull request into its lineage, a decided round
-// fast-forwards its winners and closes the rest, the best branch moves, and a finished run gets
-// its final pull request and labels. Each step is safe to repeat; what it did is noted in the
-// run's record (`files`), which the sync saves.
+// matrix jobs, a result becomes a check run (and with branch pull requests, a pull request into its
+// lineage), a decided round fast-forwards its winners and lets the rest go, the best ref moves, and a
+// finished run gets its result pull request and labels. Each step is safe to repeat; what it did is
+// noted in the run's record (`files`), which the sync saves.
+//
+// Where the work lives depends on the run's layout (core/names.ts RefsLayout): by default (2) on
+// refs under refs/forkflush/<run>/ that no workflow triggers on, and only the result becomes a
+// branch, `forkflush/<run>/result`, with one draft pull request kept current.
+
+import { finalPrBody, finalPrTitle, runCheckText } from '../core/github-status.js';
 import {
   checkConclusion,
   checkRunOutput,
+  episodeCheckPending,
   episodePrBody,
   episodePrTitle,
-  finalPrBody,
-  finalPrTitle,
   loserComment,
 } from '../core/github-text.js';
 import { parseCommitDetails } from '../core/journal.js';
 import { roundDeadlineMinutes } from '../core/method.js';
-import {
-  bestBranch,
-  checkRunName,
-  contextRef,
-  episodeBranch,
-  GITHUB,
-  lineageBranch,
-  roundRunTitle,
-} from '../core/names.js';
-import { type Episode, findEpisode, type Round, type RunState, setupFailed } from '../core/state.js';
+import { BASE_JOB, checkRunName, contextRef, GITHUB, type RunRefs, refName, roundRunTitle } from '../core/names.js';
+import { type Episode, type Round, type RunState, setupFailed } from '../core/state.js';
 import { type Forge, lineageMovedOutside } from '../core/work.js';
-import type { GitHubForge, RunFiles } from './forge.js';
+import type { CheckRunFields, GitHubForge, RunFiles } from './forge.js';
 import type { Commits } from './observe.js';
+import { layoutOf, phaseOf, refsOf, resultCommit, resultLineage, textDigest, viewOf } from './record.js';
 
 export class GitHubWork implements Forge {
   constructor(
@@ -37,15 +35,23 @@ export class GitHubWork implements Forge {
     private readonly now: Date,
   ) {}
 
+  private refs(state: RunState): RunRefs {
+    return refsOf(state, this.files);
+  }
+
   /**
-   * Creates the round's branches at their bases and dispatches the worker workflow once. Taking
+   * Creates the round's refs at their bases and dispatches the worker workflow once. Taking
    * over the claim of a handler that died, it first looks for the run that handler may have
    * started: GitHub creates a dispatched run at once, and its title names the round.
    */
   async openRound(state: RunState, round: Round, retaking: boolean): Promise<void> {
+    const refs = this.refs(state);
     // After a resume, only the episodes still without a result run again.
     const pending = round.episodes.filter((e) => !e.result);
-    for (const e of pending) await this.forge.createBranch(episodeBranch(state.id, e.round, e.branch), e.base);
+    for (const e of pending) await this.forge.createRef(refs.episode(e.round, e.branch), e.base);
+    // What people see at once: the run's check (the first round makes it) and one per episode.
+    await this.startRunCheck(state, retaking);
+    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
     // A claim taken over: the handler that held it may have dispatched the round before it died.
     const live = retaking ? await this.forge.liveRunId(GITHUB.workflow, title) : null;
@@ -54,7 +60,11 @@ export class GitHubWork implements Forge {
       (await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
         run: state.id,
         round: String(round.index),
-        episodes: JSON.stringify(pending.map((e) => e.id)),
+        // The opening round's dispatch grades the initial workspace too, until it is graded.
+        episodes: JSON.stringify([
+          ...pending.map((e) => e.id),
+          ...(round.index === 0 && this.files.baseGrade === 'asked' ? [BASE_JOB] : []),
+        ]),
       }));
     const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 60_000);
     // The run's id, when known: only that run's events may end the round (app.ts).
@@ -66,37 +76,105 @@ export class GitHubWork implements Forge {
   }
 
   /**
-   * A check run for an episode whose result landed, and with `pull_requests: episodes` a pull
-   * request into its lineage (fewer pull requests: `winners` opens one per fork round's winner
-   * when it is adopted, `final` only the last).
+   * The run's own check run (GITHUB.check), made once on the commit the run starts from, in
+   * progress; the sync keeps what it says current, and publishRun moves it to the result.
+   */
+  private async startRunCheck(state: RunState, retaking: boolean): Promise<void> {
+    if (this.files.runCheck && !this.files.runCheck.done) return;
+    // The commit the run stands on: where it started, or its result once it has one.
+    const sha = this.files.finalPr && this.files.resultHead ? this.files.resultHead : state.base.commit;
+    const fields = runCheckFields(state, this.files, this.now);
+    // Taking a claim over: the check its handler may have made is the newest with the run's name.
+    const found = retaking && !this.files.runCheck ? await this.forge.findCheckRun(sha, GITHUB.check, state.id) : null;
+    const id = found ?? (await this.forge.createCheckRun({ sha, name: GITHUB.check, ...fields }));
+    this.files.runCheck = { id, sha, ...(found === null ? { digest: fields.digest } : {}) };
+  }
+
+  /** An episode's check run, queued on the commit it starts from (its job makes it in progress). */
+  private async startEpisodeCheck(state: RunState, e: Episode, retaking: boolean): Promise<void> {
+    if (this.files.checks?.[e.id] !== undefined) return;
+    const name = checkRunName(e.id);
+    const externalId = `${state.id}/${e.id}`;
+    const found = retaking ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+    const id =
+      found ??
+      (await this.forge.createCheckRun({
+        sha: e.base,
+        name,
+        status: 'queued',
+        externalId,
+        output: episodeCheckPending(state, e, 'queued'),
+      }));
+    this.files.checks = { ...this.files.checks, [e.id]: id };
+  }
+
+  /**
+   * The episode's check run completed with its result, and with `pull_requests: episodes` (layout
+   * 1) a pull request into its lineage (`winners` opens one per fork round's winner when adopted).
    */
   async publishResult(state: RunState, e: Episode, retaking: boolean): Promise<void> {
     const r = e.result;
     if (!r) throw new Error(`${e.id} has no result to publish`);
-    // A failed job left no commit of its own: there is nothing to review or check.
-    if (r.commit === e.base) {
-      this.files.published[e.id] = { pr: null, check: null };
+    // A failed job left no commit of its own: its check says why, from what the job left.
+    const own = r.commit !== e.base;
+    const details = own ? parseCommitDetails((await this.commits.get(r.commit)).message) : null;
+    const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
+    const fields = {
+      status: 'completed' as const,
+      conclusion: checkConclusion(r),
+      output: checkRunOutput(state, e, r, details),
+      completedAt: this.now.toISOString(),
+      ...(detailsUrl ? { detailsUrl } : {}),
+    };
+    const started = this.files.checks?.[e.id];
+    let check: number | null =
+      started !== undefined && (await this.forge.updateCheckRun(started, fields)) ? started : null;
+    if (check === null) {
+      // A round dispatched before episodes had checks (an older app), or one a person deleted.
+      const name = checkRunName(e.id);
+      const externalId = `${state.id}/${e.id}`;
+      // A claim left behind (its handler may have made the check run before it died), or a check
+      // that answered 404 (gone, or not readable yet: GitHub's replicas lag behind its writes). The
+      // one found is completed here, or it would stay queued beside a new one.
+      const found = retaking || started !== undefined ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+      check =
+        found !== null && (await this.forge.updateCheckRun(found, fields))
+          ? found
+          : await this.forge.createCheckRun({ sha: e.base, name, externalId, ...fields });
+    }
+    if (!own) {
+      this.files.published[e.id] = { pr: null, check };
       return;
     }
-    const name = checkRunName(e.id);
-    // A claim left behind: its handler may have made the check run before it died.
-    const found = retaking ? await this.forge.findCheckRun(r.commit, name) : null;
-    const details = parseCommitDetails((await this.commits.get(r.commit)).message);
-    const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
-    const check =
-      found ??
-      (await this.forge.createCheckRun({
-        sha: r.commit,
-        name,
-        conclusion: checkConclusion(r),
-        output: checkRunOutput(state, e, r, details),
-        completedAt: this.now.toISOString(),
-        ...(detailsUrl ? { detailsUrl } : {}),
-      }));
     // A failed setup left only the base and a journal line: the check run says what failed.
     const pr =
-      state.config.pull_requests === 'episodes' && !setupFailed(e) ? await this.episodePullRequest(state, e) : null;
+      state.config.pull_requests === 'episodes' && !setupFailed(e) && layoutOf(this.files) === 1
+        ? await this.episodePullRequest(state, e)
+        : null;
     this.files.published[e.id] = { pr, check };
+  }
+
+  /**
+   * The run's check goes where its result is: made on the result's commit (the head of its pull
+   * request, where a branch protection rule may require it), and the one it replaces completed.
+   */
+  private async moveRunCheck(state: RunState, head: string): Promise<void> {
+    const old = this.files.runCheck;
+    if (old?.sha === head) return;
+    const fields = runCheckFields(state, this.files, this.now);
+    if (old)
+      await this.forge.updateCheckRun(old.id, {
+        ...fields,
+        status: 'completed',
+        conclusion: fields.conclusion ?? 'neutral',
+      });
+    const found = await this.forge.findCheckRun(head, GITHUB.check, state.id);
+    const id = found ?? (await this.forge.createCheckRun({ sha: head, name: GITHUB.check, ...fields }));
+    this.files.runCheck = {
+      id,
+      sha: head,
+      ...(found === null ? { digest: fields.digest, done: fields.status === 'completed' } : {}),
+    };
   }
 
   /** A workflow run page of this repository (the commit says which run made it), or null. */
@@ -116,32 +194,43 @@ export class GitHubWork implements Forge {
     }
   }
 
+  /** Layout 1 only: an episode's branch's pull request into its lineage branch. */
   private async episodePullRequest(state: RunState, e: Episode): Promise<number | null> {
     const r = e.result;
     if (!r) return null;
-    const branch = episodeBranch(state.id, e.round, e.branch);
-    const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
+    const refs = this.refs(state);
+    const branch = refName(refs.episode(e.round, e.branch));
+    const lineage = refName(refs.lineage(e.lineage, state.lineages.length));
     return this.forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
   }
 
   /**
-   * Each adopted episode's commit is fast-forwarded into its lineage (its pull request then shows
-   * as merged); the other branches are closed with their score against the winner's and deleted.
+   * Each adopted episode's commit is fast-forwarded into its lineage; the other episodes' refs and
+   * contexts are deleted. With branch pull requests (layout 1) the winner's shows as merged and the
+   * others are closed with their score against the winner's.
    */
   async settleRound(state: RunState, round: Round): Promise<void> {
+    const refs = this.refs(state);
+    const branchPrs = layoutOf(this.files) === 1;
     const adopted = round.decision?.adopted ?? [];
     const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
     for (const e of round.episodes) {
       if (adopted.includes(e.id) && e.result) {
         // The winner's pull request, opened before its commit lands, shows as merged once it does.
         const published = this.files.published[e.id];
-        if (state.config.pull_requests === 'winners' && round.kind === 'fork' && published && !published.pr) {
+        if (
+          branchPrs &&
+          state.config.pull_requests === 'winners' &&
+          round.kind === 'fork' &&
+          published &&
+          !published.pr
+        ) {
           published.pr = await this.episodePullRequest(state, e);
         }
-        const lineage = lineageBranch(state.id, e.lineage, state.lineages.length);
+        const lineage = refs.lineage(e.lineage, state.lineages.length);
         const moved = await this.forge.fastForward(lineage, e.result.commit);
-        const head = moved === 'diverged' ? await this.forge.refSha(`refs/heads/${lineage}`) : e.result.commit;
-        const problem = lineageMovedOutside(state, round, e, head, lineage);
+        const head = moved === 'diverged' ? await this.forge.refSha(lineage) : e.result.commit;
+        const problem = lineageMovedOutside(state, round, e, head, refName(lineage));
         if (problem) throw new Error(problem);
       } else {
         const pr = this.files.published[e.id]?.pr;
@@ -149,31 +238,69 @@ export class GitHubWork implements Forge {
         // No later episode continues a rejected branch: its transcript has no reason to stay.
         await this.forge.deleteRef(contextRef(state.id, e.id));
       }
-      await this.forge.deleteBranch(episodeBranch(state.id, e.round, e.branch));
+      await this.forge.deleteRef(refs.episode(e.round, e.branch));
     }
     this.files.settled.push(round.index);
   }
 
   async moveBest(state: RunState, commit: string): Promise<void> {
-    await this.forge.setBranch(bestBranch(state.id), commit);
+    await this.forge.setRef(this.refs(state).best, commit);
     this.files.bestCommit = commit;
   }
 
-  /** The final pull request, from the lineage that holds the best score, and the done label. */
+  /**
+   * The run's result: its branch (layout 2: `forkflush/<run>/result`, made now, the first branch
+   * the run pushes, and moved forward when a later round moves the lineage), one draft pull request
+   * from it into the default branch, kept current, and the done label. The CI label comes off when
+   * the result moves: what a person allowed to run was another commit.
+   */
   async publishRun(state: RunState): Promise<void> {
-    // Best-of-n keeps several lineages; lineage 0 when nothing beat the default branch.
-    const best = state.best ? findEpisode(state, state.best.episode) : undefined;
-    // A draft: the result is the agents' work, for a person to review before it is merged.
-    const pr = await this.forge.openPullRequest(
-      lineageBranch(state.id, best?.lineage ?? 0, state.lineages.length),
-      this.files.defaultBranch,
-      finalPrTitle(state),
-      finalPrBody(state, this.files.issue),
-      true,
-    );
+    const refs = this.refs(state);
+    const lineage = resultLineage(state);
+    const branch = refs.resultBranch(lineage, state.lineages.length);
+    const head = resultCommit(state);
+    // Nothing beat the initial workspace: there is nothing to propose, and no branch is made.
+    const changed = head !== state.base.commit;
+    if (changed && layoutOf(this.files) === 2) {
+      const ref = `refs/heads/${branch}`;
+      const at = await this.forge.refSha(ref);
+      if (at === null) await this.forge.createRef(ref, head);
+      else if (at !== head && (await this.forge.fastForward(ref, head)) === 'diverged') {
+        // Someone pushed to the result branch: their commits stay; the newer result is on the lineage ref.
+        throw new Error(
+          `the result branch ${branch} has commits forkflush did not make, so it was not moved to the run's newer result ` +
+            `${head.slice(0, 10)} (on ${refs.lineage(lineage, state.lineages.length)}): merge that commit into it, or delete the branch, then \`/autoresearch status\``,
+        );
+      }
+    }
+    let pr = this.files.finalPr || null;
+    if (changed && pr === null) {
+      const title = finalPrTitle(state);
+      const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
+      // A draft: the result is the agents' work, for a person to review before it is merged.
+      pr = await this.forge.openPullRequest(branch, this.files.defaultBranch, title, body, true);
+      if (pr !== null) this.files.resultDigest = textDigest(`${title}\n${body}`);
+    } else if (pr !== null && this.files.resultHead !== undefined && this.files.resultHead !== head) {
+      await this.forge.removeLabel(pr, GITHUB.ciLabel);
+    }
+    if (changed) await this.moveRunCheck(state, head);
     await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
     await this.forge.removeLabel(this.files.issue, GITHUB.label);
     // Recorded last: until the labels are right, this work is not done (opening is repeat-safe).
     this.files.finalPr = pr ?? 0;
+    this.files.resultHead = head;
   }
+}
+
+/** What the run's check says now (the sync edits it when this changes: `runCheck.digest`). */
+export function runCheckFields(state: RunState, files: RunFiles, now: Date): CheckRunFields & { digest: string } {
+  const text = runCheckText(state, phaseOf(state, files), viewOf(state, files));
+  const digest = textDigest(JSON.stringify(text));
+  return {
+    status: text.status,
+    ...(text.conclusion ? { conclusion: text.conclusion, completedAt: now.toISOString() } : {}),
+    output: { title: text.title, summary: text.summary },
+    externalId: state.id,
+    digest,
+  };
 }

@@ -2,12 +2,15 @@
 // (Linux) with their own PID namespace, a fresh /proc, no capabilities, no_new_privs, a session
 // of their own, and a filesystem that is read-only but for the paths named. When the command
 // exits, the kernel kills whatever it left in its PID namespace; when forkflush dies, bwrap dies
-// with it (--die-with-parent) and takes the namespace along.
+// with it (--die-with-parent) and takes the namespace along. Each sandbox runs under an account
+// of its own (io/accounts.ts), whose process limit no other sandbox counts against.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { lstatSync, readFileSync, realpathSync } from 'node:fs';
+import { lstatSync, realpathSync } from 'node:fs';
+import { release } from 'node:os';
 import { dirname, sep } from 'node:path';
 import type { Writable } from 'node:stream';
+import { countsPerNamespace, machineProcesses, processLimit, rangeConflict, readIdFiles, UidPool } from './accounts.js';
 import { seccompFilter } from './seccomp.js';
 
 export type SandboxMode = 'auto' | 'required' | 'off';
@@ -31,19 +34,51 @@ export interface Confinement {
    * syscall filter (io/seccomp.ts) and a read-only /proc.
    */
   grader?: boolean;
+  /**
+   * Whose limits it counts against (Sandbox.account): an episode's agent and the gradings it asks
+   * for share one; setup and the judge get their own.
+   */
+  account: SandboxAccount;
+}
+
+/** A confinement before its account is chosen (worker/boundary.ts makes these). */
+export type Unaccounted = Omit<Confinement, 'account'>;
+
+/** The account of a command that runs without a sandbox: nothing to change, nothing to release. */
+export const NO_ACCOUNT: SandboxAccount = { user: null, release: () => {} };
+
+/** How far apart the sandboxes' limits are kept. */
+export type Accounts =
+  /** Under root: a uid of its own per account. */
+  | 'uid'
+  /** An ordinary user: a user namespace of its own per sandbox, counted apart by the kernel. */
+  | 'user-namespace'
+  /** One limit for every sandbox (the name says why). */
+  | 'shared';
+
+/** An account a sandbox runs under: lease one per sandbox (Sandbox.account), release it when its commands are done. */
+export interface SandboxAccount {
+  /**
+   * The user its commands run as when forkflush runs as root (a uid of its own, or nobody): root,
+   * even without capabilities, owns every root-owned file (/etc/shadow, a host key). null:
+   * forkflush's own user, in a user namespace.
+   */
+  readonly user: { uid: number; gid: number } | null;
+  /** Ends the lease: a later sandbox may get its uid. Its commands must have ended. */
+  release(): void;
 }
 
 export interface Sandbox {
   /** e.g. "bubblewrap 0.8.0". */
   readonly name: string;
-  /**
-   * The user the command runs as when forkflush runs as root (nobody): root, even without
-   * capabilities, owns every root-owned file (/etc/shadow, a host key). null: forkflush's own user.
-   */
-  readonly user: { uid: number; gid: number } | null;
+  readonly accounts: Accounts;
+  /** The most processes and threads of one account (RLIMIT_NPROC); null when prlimit is missing. */
+  readonly processLimit: number | null;
+  /** A fresh account, shared with no sandbox running now. */
+  account(): SandboxAccount;
   /** The command line that runs `file args` in `cwd` under `c`, and what to write to its fd 3. */
   wrap(c: Confinement, cwd: string, file: string, args: string[]): Wrapped;
-  /** Gives the confinement's own folders to the sandbox's user, so it can write them (no-op without one). */
+  /** Gives the confinement's own folders to its account's user, so it can write them (no-op without one). */
   handOver(c: Confinement): Promise<void>;
 }
 
@@ -55,7 +90,7 @@ export interface Wrapped {
   fd3?: Buffer;
 }
 
-/** Who the sandbox runs as under root: nobody. */
+/** Who every sandbox runs as under root where no uid of its own can be had: nobody. */
 const NOBODY = { uid: 65534, gid: 65534 };
 
 export type SandboxProbe = { sandbox: Sandbox } | { unavailable: string; fix: string };
@@ -90,21 +125,31 @@ async function probe(): Promise<SandboxProbe> {
     };
   }
   const bwrapName = version.stdout.trim() || 'bubblewrap';
-  const nproc = (await exec('prlimit', ['--version'])).code === 0 ? processLimit() : null;
   // A trial run with the namespaces a real run uses: AppArmor on Ubuntu 24.04, or a container
   // without user namespaces, lets `bwrap --version` work and then refuses to sandbox. Under root,
-  // bwrap sets the sandbox up as root and setpriv then runs the command as nobody; without
-  // setpriv the command runs as root without capabilities, and the name says so.
+  // bwrap sets the sandbox up as root and setpriv then runs the command as a uid of its own (or
+  // nobody); without setpriv the command runs as root without capabilities, and the name says so.
   const root = process.getuid?.() === 0;
+  const limits = machineProcesses();
+  const nproc =
+    (await exec('prlimit', ['--version'])).code === 0
+      ? processLimit({ ...limits, ...(root ? { ownLimit: null } : {}) })
+      : null;
+  const modes = root ? await rootModes() : [{ as: 'user' as const, shared: userShared() }];
   // A grader's sandbox, the strictest (its syscall filter and read-only /proc).
   const trial = async (s: Sandbox) => {
-    const t = s.wrap(
-      { writable: [], readable: [], hidden: [], tmp: '/tmp', network: false, grader: true },
-      '/',
-      'true',
-      [],
-    );
-    return exec(t.file, t.args, t.fd3);
+    const account = s.account();
+    try {
+      const t = s.wrap(
+        { writable: [], readable: [], hidden: [], tmp: '/tmp', network: false, grader: true, account },
+        '/',
+        'true',
+        [],
+      );
+      return await exec(t.file, t.args, t.fd3);
+    } finally {
+      account.release();
+    }
   };
   // The filter where bwrap takes it; where it does not (an odd kernel or container), the sandbox
   // without it, said in its name, rather than no sandbox at all.
@@ -116,13 +161,17 @@ async function probe(): Promise<SandboxProbe> {
   let sandbox: Sandbox | null = null;
   let run = { code: 1, stdout: '', stderr: '' };
   for (const t of tries) {
-    sandbox = bubblewrap(
-      nproc ? t.name : `${t.name}, no process limit (prlimit is missing)`,
-      root ? 'nobody' : 'user',
-      nproc,
-      t.filter,
-    );
-    run = await trial(sandbox);
+    for (const mode of modes) {
+      const limit = nproc ? (mode.shared ? `, one process limit for every sandbox (${mode.shared})` : '') : '';
+      sandbox = bubblewrap(
+        `${t.name}${nproc ? limit : ', no process limit (prlimit is missing)'}`,
+        mode.as,
+        nproc,
+        t.filter,
+      );
+      run = await trial(sandbox);
+      if (run.code === 0) break;
+    }
     if (run.code !== 0 && root) {
       const asRoot = bubblewrap(
         `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
@@ -149,44 +198,59 @@ async function probe(): Promise<SandboxProbe> {
   return { sandbox };
 }
 
-/** The process limit inside: a quarter of the machine's process ids, at most 8192 (plenty for builds and test runners). */
-function processLimit(): number {
-  const pidMax = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim()) || 32768;
-  return Math.min(8192, Math.floor(pidMax / 4));
+type As = 'user' | 'uid' | 'nobody' | 'root';
+
+/** Under root: a uid per sandbox where the range is free (then nobody, if those uids fail), else nobody. */
+async function rootModes(): Promise<{ as: As; shared: string | null }[]> {
+  // NSS may know users /etc/passwd does not (LDAP, SSSD): getent lists them too.
+  const passwd = (await exec('getent', ['passwd'])).stdout;
+  const group = (await exec('getent', ['group'])).stdout;
+  const conflict = rangeConflict(readIdFiles({ passwd, group }));
+  return conflict
+    ? [{ as: 'nobody', shared: `as nobody: ${conflict}` }]
+    : [
+        { as: 'uid', shared: null },
+        { as: 'nobody', shared: 'as nobody: setpriv refused the uids of its range' },
+      ];
+}
+
+/** Why an ordinary user's sandboxes share one limit here, or null. */
+function userShared(): string | null {
+  const kernel = release();
+  return countsPerNamespace(kernel)
+    ? null
+    : `Linux ${kernel} counts a user's processes in every namespace together; 5.14 and later count each sandbox's apart`;
 }
 
 /**
- * user: forkflush's own unprivileged user, in a user namespace; nobody: forkflush is root, the
- * command runs as nobody (setpriv, after bwrap has set the mounts up as root); root: as root
- * without capabilities, the last resort.
+ * user: forkflush's own unprivileged user, in a user namespace of its own per sandbox; uid:
+ * forkflush is root, and each account runs as a uid of its own (setpriv, after bwrap has set
+ * the mounts up as root); nobody: root, every account as nobody; root: as root without
+ * capabilities, the last resort.
  */
-function bubblewrap(
-  name: string,
-  as: 'user' | 'nobody' | 'root',
-  nproc: number | null,
-  filter: Buffer | null,
-): Sandbox {
-  const user = as === 'nobody' ? NOBODY : null;
-  const drop = [
-    ...(as === 'nobody'
-      ? [
-          'setpriv',
-          `--reuid=${NOBODY.uid}`,
-          `--regid=${NOBODY.gid}`,
-          '--clear-groups',
-          '--inh-caps=-all',
-          '--bounding-set=-all',
-          '--',
-        ]
-      : []),
-    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the user's
-    // processes (nobody's, or forkflush's user's), so it bounds every episode together.
-    ...(nproc ? ['prlimit', `--nproc=${nproc}:${nproc}`, '--'] : []),
-  ];
+function bubblewrap(name: string, as: As, nproc: number | null, filter: Buffer | null): Sandbox {
+  // bwrap is started by a shell that first makes it, and all it starts, the OOM killer's first
+  // choice (nothing bounds a sandbox's memory but the machine: when it runs out, the largest
+  // sandboxed process goes, never forkflush, which would take every episode with it), and under
+  // root sets umask 002: each account is a uid of its own, all of one group, and files made in a
+  // folder every episode shares (sandbox.write) stay writable by the others. One shell, outside
+  // the sandbox (a grader's /proc inside is read-only).
+  const prelude = `echo 1000 2>/dev/null > /proc/self/oom_score_adj; ${as === 'uid' ? 'umask 002; ' : ''}exec "$0" "$@"`;
+  const pool = as === 'uid' ? new UidPool(process.pid) : null;
+  const free = () => {};
   return {
     name,
-    user,
+    accounts: as === 'uid' ? 'uid' : as === 'user' && userShared() === null ? 'user-namespace' : 'shared',
+    processLimit: nproc,
+    account() {
+      if (pool) {
+        const lease = pool.lease();
+        return { user: { uid: lease.uid, gid: lease.gid }, release: lease.release };
+      }
+      return { user: as === 'nobody' ? NOBODY : null, release: free };
+    },
     async handOver(c) {
+      const user = c.account.user;
       if (!user || c.writable.length === 0) return;
       await exec('chown', ['-R', '--no-dereference', `${user.uid}:${user.gid}`, ...c.writable, c.tmp]);
     },
@@ -198,8 +262,11 @@ function bubblewrap(
       const strict = c.grader === true;
       const seccomp = strict ? filter : null;
       return {
-        file: BWRAP,
+        file: '/bin/sh',
         args: [
+          '-c',
+          prelude,
+          BWRAP,
           '--die-with-parent',
           // A session of its own: no TIOCSTI into forkflush's terminal.
           '--new-session',
@@ -209,10 +276,10 @@ function bubblewrap(
           '--unshare-uts',
           '--unshare-cgroup-try',
           ...(c.network ? [] : ['--unshare-net']),
-          // Root keeps its capabilities in bwrap unless told (setpriv needs them to become nobody,
+          // Root keeps its capabilities in bwrap unless told (setpriv needs them to change user,
           // and loses them all doing it); an unprivileged user has only the user namespace's,
           // dropped too. no_new_privs is always on: sudo and setuid programs give nothing.
-          ...(as === 'nobody' ? [] : ['--cap-drop', 'ALL']),
+          ...(as === 'uid' || as === 'nobody' ? [] : ['--cap-drop', 'ALL']),
           ...(as === 'user' ? ['--unshare-user'] : []),
           '--ro-bind',
           '/',
@@ -236,7 +303,7 @@ function bubblewrap(
           '--chdir',
           cwd,
           '--',
-          ...drop,
+          ...dropTo(as, c.account, nproc),
           file,
           ...args,
         ],
@@ -244,6 +311,28 @@ function bubblewrap(
       };
     },
   };
+}
+
+/** What runs between bwrap and the command: the change of user (under root) and the process limit. */
+function dropTo(as: As, account: SandboxAccount, nproc: number | null): string[] {
+  const user = account.user;
+  if ((as === 'uid' || as === 'nobody') && !user) throw new Error('a sandbox account without its user');
+  return [
+    ...(user && (as === 'uid' || as === 'nobody')
+      ? [
+          'setpriv',
+          `--reuid=${user.uid}`,
+          `--regid=${user.gid}`,
+          '--clear-groups',
+          '--inh-caps=-all',
+          '--bounding-set=-all',
+          '--',
+        ]
+      : []),
+    // A fork bomb must not take the machine's process ids: RLIMIT_NPROC counts the processes of
+    // the account's user (its own uid under root; per user namespace as an ordinary user).
+    ...(nproc ? ['prlimit', `--nproc=${nproc}:${nproc}`, '--'] : []),
+  ];
 }
 
 type Mount = { path: string; args: string[] };

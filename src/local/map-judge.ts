@@ -14,6 +14,7 @@ import { MAP_SPEC_MAX_CHARS } from '../core/method.js';
 import { cutText, failureLine, plainText } from '../core/text.js';
 import { removeTree } from '../io/agent-files.js';
 import { couldNotStart, type RunResult, type Spawner } from '../io/process.js';
+import { NO_ACCOUNT } from '../io/sandbox.js';
 import { agentConfinement, type Isolation, sessionSpawner } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 
@@ -106,8 +107,11 @@ async function run(
   };
   const places = { workspace: call.cwd, context, box, objects: [], private: s.hidden };
   const agent = agentConfinement(places, s.config, s.env);
-  // The judge writes its context and its box only; its cwd is bound read-only.
-  const confinement = { ...agent, writable: [context, box], readable: [...agent.readable, call.cwd] };
+  // The judge writes its context and its box only; its cwd is bound read-only. An account of
+  // its own for this call (its processes count against no other sandbox's limit), released when
+  // the call is done.
+  const account = sandbox?.account() ?? NO_ACCOUNT;
+  const confinement = { ...agent, writable: [context, box], readable: [...agent.readable, call.cwd], account };
   const confined = sessionSpawner(sandbox, confinement, [context, box]);
   const logFile = join(dir, 'judge.log');
   let main: RunResult | null = null;
@@ -121,25 +125,27 @@ async function run(
   };
   const timeoutMs = s.judge.timeout * 1000;
   const budgetMs = s.unit === 'minutes' ? allowance * 60_000 : Number.POSITIVE_INFINITY;
-  const outcome = await s.adapter.run({
-    workdir: call.cwd,
-    prompt: call.prompt,
-    promptFile,
-    contextDir: context,
-    usageFile: join(box, 'usage.json'),
-    logFile,
-    gradeCommand: noGrader,
-    allowance,
-    unit: s.unit,
-    seed: call.seed,
-    episodeId: `map-${call.step}`,
-    deadlineMs: Math.min(budgetMs, timeoutMs),
-    deadlineIsBudget: budgetMs <= timeoutMs,
-    env,
-    signal: s.signal,
-    spawn,
-    confined: sandbox !== null,
-  });
+  const outcome = await s.adapter
+    .run({
+      workdir: call.cwd,
+      prompt: call.prompt,
+      promptFile,
+      contextDir: context,
+      usageFile: join(box, 'usage.json'),
+      logFile,
+      gradeCommand: noGrader,
+      allowance,
+      unit: s.unit,
+      seed: call.seed,
+      episodeId: `map-${call.step}`,
+      deadlineMs: Math.min(budgetMs, timeoutMs),
+      deadlineIsBudget: budgetMs <= timeoutMs,
+      env,
+      signal: s.signal,
+      spawn,
+      confined: sandbox !== null,
+    })
+    .finally(account.release);
   if (s.signal.aborted) throw new JudgeInterrupted(`the map's ${call.step} call was interrupted`);
   const spent = s.unit === 'minutes' ? outcome.seconds / 60 : (outcome.reportedSpend ?? (notStarted ? 0 : allowance));
   const r = main as RunResult | null;

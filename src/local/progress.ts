@@ -47,7 +47,9 @@ export function eventLine(e: RunEvent): string | null {
       const w = winner ? r.episodes.find((x) => x.id === winner) : undefined;
       const head = w
         ? `winner ${winner} (${scoreText(w.result?.score)})`
-        : 'no branch scored: the leader goes on unchanged';
+        : r.decision?.voided
+          ? `${r.decision.voided}: the leader goes on unchanged`
+          : 'no branch scored: the leader goes on unchanged';
       return `round ${r.index} decided: ${head}; ${best}; spent ${budget()}`;
     }
     case 'finished':

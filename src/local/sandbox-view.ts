@@ -15,8 +15,8 @@ import { agentFor, cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { findExecutable } from '../io/executables.js';
 import { runProcess } from '../io/process.js';
-import { type Confinement, isInside, type Sandbox } from '../io/sandbox.js';
-import { agentConfinement, expandHome, graderConfinement, setupConfinement } from '../worker/boundary.js';
+import { type Confinement, isInside, type Sandbox, type Unaccounted } from '../io/sandbox.js';
+import { agentConfinement, expandHome, graderConfinement, setupConfinement, withAccount } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 
 export interface SandboxViewInput {
@@ -77,13 +77,15 @@ export async function hiddenInSandbox(v: SandboxViewInput): Promise<SandboxView>
       const needed: Needed[] = [];
       for (const command of role.commands) needed.push(...(await neededBy(command, role.key, role.env.PATH ?? '')));
       if (needed.length === 0) continue;
-      const confinement: Confinement =
+      const confinement: Unaccounted =
         role.confine === 'agent'
           ? agentConfinement(places, c, v.env)
           : role.confine === 'grader'
             ? graderConfinement(places.workspace, join(places.box, 'tmp'), places, c, v.env)
             : setupConfinement(places.workspace, join(places.box, 'tmp'), places, c, v.env);
-      const seen = await probe(v.sandbox, confinement, places.workspace, role.env.PATH ?? '', needed);
+      const seen = await withAccount(v.sandbox, (account) =>
+        probe(v.sandbox, { ...confinement, account }, places.workspace, role.env.PATH ?? '', needed),
+      );
       for (const [i, n] of needed.entries()) {
         if (seen[i] === false) (n.runs ? problems : notes).push(await problemOf(n, v));
       }
@@ -173,15 +175,15 @@ async function problemOf(n: Needed, v: SandboxViewInput): Promise<string> {
   const folder = n.folder ? n.outside : dirname(n.outside);
   const hiddenRoots = [realpathSync('/tmp'), homedir(), v.repo, ...v.private].filter((r) => r && r !== '/');
   const hidden = hiddenRoots.some((r) => isInside(n.outside, r));
-  const user = v.sandbox.user;
+  const user = sandboxUser(v.sandbox);
   if (!hidden) {
     const closed = user ? await closedTo(n.outside, user, '/') : null;
-    return closed ? closedProblem(n, closed) : hiddenProblem(n, v.repo);
+    return closed && user ? closedProblem(n, closed, user) : hiddenProblem(n, v.repo);
   }
   const closed = user && !isInside(n.outside, v.repo) ? await closedTo(n.outside, user, folder) : null;
   return (
     hiddenProblem(n, v.repo) +
-    (closed ? `; and open ${closed} to the sandbox's user, nobody (chmod o+rX ${closed})` : '')
+    (closed && user ? `; and open ${closed} to the sandbox's user, ${userName(user)} (chmod o+rX ${closed})` : '')
   );
 }
 
@@ -203,11 +205,22 @@ async function closedTo(path: string, user: { uid: number; gid: number }, from: 
   return null;
 }
 
+/** Whom the sandbox runs commands as under root (a uid of its own per sandbox, or nobody); null as an ordinary user. */
+function sandboxUser(s: Sandbox): { uid: number; gid: number } | null {
+  const account = s.account();
+  account.release();
+  return account.user;
+}
+
+function userName(user: { uid: number }): string {
+  return user.uid === 65534 ? 'nobody' : 'a uid of its own, no account of this machine';
+}
+
 /** The problem of a path the sandbox's user may not read (its mode, not the sandbox, keeps it out). */
-function closedProblem(n: Needed, closed: string): string {
+function closedProblem(n: Needed, closed: string, user: { uid: number }): string {
   const what = n.program ? `\`${n.name}\` (${n.outside})` : n.outside;
   return (
-    `${n.key} ${n.runs ? 'needs' : 'names'} ${what}, which the sandbox's user (nobody: forkflush runs as root) may not read: ` +
+    `${n.key} ${n.runs ? 'needs' : 'names'} ${what}, which the sandbox's user (${userName(user)}: forkflush runs as root) may not read: ` +
     `${closed} is closed to others; open it (chmod o+rX ${closed}) or move it into the repository`
   );
 }

@@ -13,7 +13,15 @@ import { newRunState, type RunState } from '../core/state.js';
 import { retryStopped } from '../core/stop.js';
 import { shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
-import { graderConfinement, type Isolation, isolationFor, privateTmp, setupConfinement } from '../worker/boundary.js';
+import type { SandboxAccount } from '../io/sandbox.js';
+import {
+  graderConfinement,
+  type Isolation,
+  isolationFor,
+  privateTmp,
+  setupConfinement,
+  withAccount,
+} from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 import { type Grading, runGrader } from '../worker/grade.js';
 import { runSetup } from '../worker/setup.js';
@@ -215,7 +223,19 @@ async function dryRunStore(now: Date): Promise<{ id: string; store: RunStore }> 
  * after setup (when there is one). A setup that fails there would fail in every branch of the
  * opening round (they start from the same commit): the run does not start (exit 2).
  */
-async function gradeInitial(
+export async function gradeInitial(
+  config: Config,
+  dir: string,
+  places: { objects: string[]; private: string[] },
+  isolation: Isolation,
+  scratch: string,
+): Promise<Grading> {
+  // An account of its own, as every judge has.
+  return withAccount(isolation.sandbox, (account) => gradeInitialAs(account, config, dir, places, isolation, scratch));
+}
+
+async function gradeInitialAs(
+  account: SandboxAccount,
   config: Config,
   dir: string,
   places: { objects: string[]; private: string[] },
@@ -238,7 +258,10 @@ async function gradeInitial(
       confine: sandbox
         ? {
             sandbox,
-            confinement: setupConfinement(dir, setupTmp, { objects: [], private: places.private }, config, process.env),
+            confinement: {
+              ...setupConfinement(dir, setupTmp, { objects: [], private: places.private }, config, process.env),
+              account,
+            },
           }
         : undefined,
     });
@@ -256,7 +279,10 @@ async function gradeInitial(
     sandbox
       ? {
           sandbox,
-          confinement: graderConfinement(dir, tmp, { objects: [], private: places.private }, config, process.env),
+          confinement: {
+            ...graderConfinement(dir, tmp, { objects: [], private: places.private }, config, process.env),
+            account,
+          },
         }
       : undefined,
   );

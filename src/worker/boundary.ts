@@ -12,7 +12,17 @@ import { matchesAny } from '../core/globs.js';
 import { isForgeSecret } from '../core/secrets.js';
 import { addCleaned, type Cleaned, cleanAgentFolder } from '../io/agent-files.js';
 import { type RunOptions, runProcess, type Spawner } from '../io/process.js';
-import { type Confinement, isInside, prefixOf, probeSandbox, type Sandbox, type SandboxMode } from '../io/sandbox.js';
+import {
+  type Confinement,
+  isInside,
+  NO_ACCOUNT,
+  prefixOf,
+  probeSandbox,
+  type Sandbox,
+  type SandboxAccount,
+  type SandboxMode,
+  type Unaccounted,
+} from '../io/sandbox.js';
 
 /** How a run's episodes are isolated, decided once from `sandbox:` and the machine. */
 export interface Isolation {
@@ -122,6 +132,24 @@ export function episodeLogs(scratchDir: string): { agent: string; grader: string
   };
 }
 
+/**
+ * Runs `use` under a fresh account of the sandbox, released when it is done: which sandboxes
+ * share one is the caller's choice. An episode's agent and the gradings it asks for share one
+ * (they write the same workspace); setup gets its own, and so does the judge (its setup and its
+ * grader), never an agent's. No other sandbox counts against an account's process limit.
+ */
+export async function withAccount<T>(
+  sandbox: Sandbox | null,
+  use: (account: SandboxAccount) => Promise<T>,
+): Promise<T> {
+  const account = sandbox?.account() ?? NO_ACCOUNT;
+  try {
+    return await use(account);
+  } finally {
+    account.release();
+  }
+}
+
 /** Where one episode's files are. */
 export interface EpisodePlaces {
   workspace: string;
@@ -135,7 +163,7 @@ export interface EpisodePlaces {
 }
 
 /** The agent's confinement: its workspace, context and box, the network (it calls its model). */
-export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.ProcessEnv): Confinement {
+export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.ProcessEnv): Unaccounted {
   const hidden = [...hiddenPlaces(env), ...p.private];
   return {
     writable: [p.workspace, p.context, p.box],
@@ -204,7 +232,7 @@ export function graderConfinement(
   env: NodeJS.ProcessEnv,
   alsoHidden: string[] = [],
   fixed: { readOnly: string[]; pinned: string[] } = { readOnly: [], pinned: [] },
-): Confinement {
+): Unaccounted {
   const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
   const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
   return {
@@ -236,7 +264,7 @@ export function setupConfinement(
   config: Config,
   env: NodeJS.ProcessEnv,
   alsoHidden: string[] = [],
-): Confinement {
+): Unaccounted {
   return { ...graderConfinement(dir, tmp, p, config, env, alsoHidden), network: config.setup.network };
 }
 

@@ -15,6 +15,7 @@ import { CONFIG_PATH, type Config } from '../core/config.js';
 import { matchesAny } from '../core/globs.js';
 import { appendToJournal, boundedResult, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
 import { withSection } from '../core/losers.js';
+import type { Resource } from '../core/resources.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { formatNumber, plainText } from '../core/text.js';
 import {
@@ -28,6 +29,7 @@ import {
   sweepTree,
 } from '../io/agent-files.js';
 import { GitStalledError } from '../io/git.js';
+import { NO_ACCOUNT } from '../io/sandbox.js';
 import { runTries, type Tried } from './agent-tries.js';
 import {
   agentConfinement,
@@ -40,6 +42,7 @@ import {
   privateTmp,
   sessionSpawner,
   setupConfinement,
+  withAccount,
 } from './boundary.js';
 import {
   baseSnapshot,
@@ -56,7 +59,7 @@ import {
   writeTracked,
 } from './cleanroom.js';
 import { allowedEnv } from './env.js';
-import { type Grading, runGrader } from './grade.js';
+import { gradeAsJudge, type JudgeGrading, type JudgeMachine, runGrader } from './grade.js';
 import { startGradeService } from './grade-service.js';
 import { hiddenPathFailure } from './hidden-paths.js';
 import { sealMessage } from './seal.js';
@@ -121,6 +124,8 @@ export interface EpisodeJob {
   journalSection?: string;
   /** One line per step of the episode's preparation (the Action's job log). */
   log?: (line: string) => void;
+  /** How the judge watches the machine while it grades (grade.ts MACHINE; tests bring their own). */
+  judgeMachine?: JudgeMachine;
 }
 
 /**
@@ -224,33 +229,38 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     const prepared =
       job.setupProblem !== undefined
         ? { ok: false as const, reason: job.setupProblem }
-        : await prepareWorkspace({
-            config,
-            own: job.own,
-            base: episode.base,
-            episode: episode.id,
-            workspace: places.workspace,
-            checkoutIndex: job.checkoutIndex,
-            scratchDir: job.scratchDir,
-            source,
-            confine: sandbox
-              ? {
-                  sandbox,
-                  confinement: setupConfinement(
-                    places.workspace,
-                    join(job.scratchDir, 'setup-tmp'),
-                    places,
-                    config,
-                    source,
-                    // Nothing of the agent's: its context, its box, the folders it shares.
-                    [places.context, box, ...config.sandbox.write.map(expandHome)],
-                  ),
-                }
-              : undefined,
-            cache: job.setupCache,
-            signal: interrupt,
-            removed: swept,
-          }).catch((e: unknown) => {
+        : await withAccount(sandbox, (account) =>
+            prepareWorkspace({
+              config,
+              own: job.own,
+              base: episode.base,
+              episode: episode.id,
+              workspace: places.workspace,
+              checkoutIndex: job.checkoutIndex,
+              scratchDir: job.scratchDir,
+              source,
+              confine: sandbox
+                ? {
+                    sandbox,
+                    confinement: {
+                      ...setupConfinement(
+                        places.workspace,
+                        join(job.scratchDir, 'setup-tmp'),
+                        places,
+                        config,
+                        source,
+                        // Nothing of the agent's: its context, its box, the folders it shares.
+                        [places.context, box, ...config.sandbox.write.map(expandHome)],
+                      ),
+                      account,
+                    },
+                  }
+                : undefined,
+              cache: job.setupCache,
+              signal: interrupt,
+              removed: swept,
+            }),
+          ).catch((e: unknown) => {
             // What setup left stalled forkflush's git: this base cannot be prepared.
             if (e instanceof GitStalledError) return { ok: false as const, reason: `after setup, ${e.message}` };
             throw e;
@@ -271,6 +281,8 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
 
   const stopForBudget = new AbortController();
   const unit = config.budget.unit;
+  // The agent and the gradings it asks for: one account, since both write the workspace.
+  const account = sandbox?.account() ?? NO_ACCOUNT;
   const grading = await startGradeService({
     config,
     workdir: places.workspace,
@@ -280,16 +292,20 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       ? {
           confine: {
             sandbox,
-            confinement: graderConfinement(places.workspace, join(box, 'tmp'), places, config, source, [
-              places.context,
-            ]),
+            confinement: {
+              ...graderConfinement(places.workspace, join(box, 'tmp'), places, config, source, [places.context]),
+              account,
+            },
           },
         }
       : {}),
     limit: unit === 'evaluations' ? Math.max(1, Math.floor(episode.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
     onExhausted: () => stopForBudget.abort('budget'),
+  }).catch((e: unknown) => {
+    account.release();
+    throw e;
   });
-  const confinement = agentConfinement(places, config, source);
+  const confinement = { ...agentConfinement(places, config, source), account };
   // Bound, not handed over: the socket stays forkflush's (open to the sandbox's user).
   confinement.shared = [...(confinement.shared ?? []), grading.socketDir];
   const removed: Cleaned = { ...NOTHING_CLEANED };
@@ -348,6 +364,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     });
   } finally {
     await grading.close();
+    account.release();
   }
   const outcome = tried.outcome;
   // A context too large to carry on goes whole (the adapter has read what it needs of it).
@@ -390,23 +407,34 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   let score: number | null = null;
   let reason: string | undefined;
   let graderSeconds = 0;
+  let judged: { machineShort?: Resource; note?: string } = {};
   if (unrecorded) {
     reason = unrecorded;
   } else if (snap.protectedChanged.length > 0) {
     reason = `the agent changed protected paths: ${snap.protectedChanged.join(', ')}`;
   } else {
-    const g: Judged = await judge(job, snap.tree, graderEnv, swept).catch((e: unknown) => {
-      // The graded code left what stalled forkflush's git in the judge's checkout: no score.
-      if (!(e instanceof GitStalledError) || interrupt.aborted) throw e;
-      return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
-    });
-    // A grading (or the judge's setup) the stop cut short says nothing of the agent's work.
-    if (interrupt.aborted)
-      throw new InterruptedError(
-        `episode ${episode.id} was interrupted while judged`,
-        charge.spent,
-        charge.basis === 'estimated',
-      );
+    // Graded again when it failed for want of a resource; a machine that ran short twice voids the round.
+    const g = await gradeAsJudge(
+      async () => {
+        const attempt = await judge(job, snap.tree, graderEnv, swept).catch((e: unknown): JudgeGrading => {
+          // The graded code left what stalled forkflush's git in the judge's checkout: no score.
+          if (!(e instanceof GitStalledError) || interrupt.aborted) throw e;
+          return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
+        });
+        // A grading (or the judge's setup) the stop cut short says nothing of the agent's work.
+        if (interrupt.aborted)
+          throw new InterruptedError(
+            `episode ${episode.id} was interrupted while judged`,
+            charge.spent,
+            charge.basis === 'estimated',
+          );
+        return attempt;
+      },
+      [job.scratchDir],
+      job.judgeMachine,
+      interrupt,
+    );
+    judged = g;
     // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
     const graded = g.setupFailed ? '' : `$ ${config.grader.command}\n${g.stdout}${g.stderr}`;
     await writeFile(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ''}${graded}`);
@@ -425,6 +453,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       ...triesNotes(tried),
       ...(charge.note ? [charge.note] : []),
       ...(cleaned ? [cleaned] : []),
+      ...(judged.note ? [judged.note] : []),
     ].join('; '),
   );
   if (reason) reason = plainText(reason);
@@ -452,6 +481,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
       : {}),
     ...(tried.retries.length > 0 ? { retries: tried.retries } : {}),
     ...(unchanged ? { unchanged: true as const } : {}),
+    ...(judged.machineShort ? { machineShort: judged.machineShort } : {}),
   };
   return commitResult(job, snap, partial, started);
 }
@@ -542,7 +572,7 @@ async function setupResult(job: EpisodeJob, reason: string, started: number): Pr
  * Grades the snapshot: its tree checked out into a fresh folder the agent never saw (no .git, and
  * none of the stored objects in sight), the grader run there, the folder removed.
  */
-async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv, swept: Cleaned): Promise<Judged> {
+async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv, swept: Cleaned): Promise<JudgeGrading> {
   const { config, places, isolation } = job;
   const dir = join(job.scratchDir, 'judge');
   const tmp = join(job.scratchDir, 'judge-tmp');
@@ -572,6 +602,9 @@ async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv, swep
   const madeAtProtectedPaths = async () =>
     (await untrackedPaths(job.own, dir, index, { folders: false })).filter((p) => matchesAny(p, protectedGlobs));
   const listSome = (paths: string[], n: number) => `${paths.slice(0, n).join(', ')}${paths.length > n ? ', ...' : ''}`;
+  // The judge's own account (its setup and its grader), never the agent's: no sibling and no
+  // agent counts against its limits.
+  const account = sandbox?.account() ?? NO_ACCOUNT;
   try {
     // Setup again, in the judge's checkout: what the grader needs of it (node_modules, .venv) is
     // made afresh from the committed tree, never taken from the agent's workspace or a cache.
@@ -585,7 +618,10 @@ async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv, swep
         tmp: setupTmp,
         source,
         confine: sandbox
-          ? { sandbox, confinement: setupConfinement(dir, setupTmp, judgePlaces, config, source, agentPlaces) }
+          ? {
+              sandbox,
+              confinement: { ...setupConfinement(dir, setupTmp, judgePlaces, config, source, agentPlaces), account },
+            }
           : undefined,
         signal: job.signal,
       });
@@ -611,7 +647,10 @@ async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv, swep
       dir,
       { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
       sandbox
-        ? { sandbox, confinement: graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces, fixed) }
+        ? {
+            sandbox,
+            confinement: { ...graderConfinement(dir, tmp, judgePlaces, config, source, agentPlaces, fixed), account },
+          }
         : undefined,
       job.signal,
     );
@@ -634,16 +673,14 @@ async function judge(job: EpisodeJob, tree: string, env: NodeJS.ProcessEnv, swep
         : grading;
     return { ...result, ...(setupLog !== undefined ? { setupLog } : {}) };
   } finally {
+    account.release();
     // The judge's copy holds the agent's files, any names, any depth: rm -rf, and never a reason to fail.
     for (const d of [dir, tmp]) await removeTree(d).catch(() => {});
   }
 }
 
-/** What the judge says of a snapshot: its grading, and its setup's log. */
-type Judged = Grading & { setupLog?: string; setupFailed?: boolean };
-
 /** A judge that graded nothing (its setup failed, or git stalled): the reason is added. */
-const NO_GRADING = { score: null, seconds: 0, exitCode: null, stdout: '', stderr: '' } as const;
+const NO_GRADING = { score: null, seconds: 0, exitCode: null, signal: null, stdout: '', stderr: '' } as const;
 
 /**
  * Python in the judge reads no bytecode the graded code could have written or committed (a .pyc

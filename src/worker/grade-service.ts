@@ -2,7 +2,11 @@
 // grader. The grader then runs through the same door as every other process, evaluations are
 // counted exactly, and the evaluation budget is enforced in one place. The socket lives in a
 // private folder that only the episode's own sandbox has bound: no other process, and no other
-// episode, can ask for this episode's gradings.
+// episode, can ask for this episode's gradings. What the services of sibling episodes share is
+// forkflush's process: its open files (a connection each), its memory and its event loop. So a
+// service holds at most MOST_CONNECTIONS connections (more are closed as they come: a branch
+// that opens thousands would take the files every sibling's judge and git command needs), one
+// request each, and one grading's output at a time; each grading runs in the sandbox under the episode's own account.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -10,6 +14,9 @@ import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { Confinement, Sandbox } from '../io/sandbox.js';
 import { runGrader } from './grade.js';
+
+/** Connections one episode's service holds at once: far more than an agent's gradings at once need. */
+export const MOST_CONNECTIONS = 64;
 
 export interface GradeService {
   /** The executable to put in FORKFLUSH_GRADE. */
@@ -76,6 +83,11 @@ export async function startGradeService(args: {
         res.writeHead(500).end(JSON.stringify({ exitCode: 1, stdout: '', stderr: `forkflush: ${String(e)}\n` })),
     );
   });
+  server.maxConnections = MOST_CONNECTIONS;
+  // The client asks once per connection; requests pipelined behind the first would each wait in
+  // forkflush's memory for their turn (thousands on one connection): they are refused, and the
+  // connection closed.
+  server.maxRequestsPerSocket = 1;
   // A short path (a socket's is limited to about 100 bytes, and run folders can be deep) under the
   // real /tmp whatever TMPDIR says: every sandbox has a /tmp of its own, so only the sandbox that
   // binds this folder, the episode's, can reach the socket.
@@ -105,7 +117,7 @@ const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', met
   });
 });
 req.on('error', (e) => {
-  process.stderr.write('forkflush: the grading service is gone (' + e.message + '); the episode has ended\\n');
+  process.stderr.write('forkflush: no answer from the grading service (' + e.message + '): it takes ${MOST_CONNECTIONS} requests at once, and none once the episode has ended\\n');
   process.exitCode = 3;
 });
 req.end();

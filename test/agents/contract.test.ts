@@ -221,6 +221,25 @@ describe.each(HARNESSES.map((h) => [h.kind, h] as const))('%s: the agent contrac
     },
   );
 
+  // Anthropic's words for a 403 and OpenAI's for a 404, as each mock vendor wraps them. Claude Code
+  // retries a refused key until the deadline (the row above); a 404 it does not retry.
+  const refusals = [
+    ...(h.retriesRefusedKey
+      ? []
+      : [[403, 'auth', 'Your API key does not have permission to use the specified resource.'] as const]),
+    [404, 'model', 'The model `no-such-model` does not exist or you do not have access to it.'] as const,
+  ];
+  it.each(refusals)(
+    'a refusal with status %i: a failure of kind %s, nothing charged',
+    async (status, kind, message) => {
+      h.model.refuse(status, message);
+      const { out } = await episode(h, await t.session(await t.repo(), await t.folder('ctx')));
+      expect(out.exit, out.note).toBe('crash');
+      expect(out.failure, out.note).toMatchObject({ kind });
+      expect(out.reportedSpend ?? 0).toBe(0);
+    },
+  );
+
   it('a missing login: a crash that says how to log in, nothing charged', async () => {
     h.model.work('login.txt', '1');
     const { out } = await episode(h, await t.session(await t.repo(), await t.folder('ctx'), {}, h.envWithoutLogin()));

@@ -45,6 +45,19 @@ describeSandboxed('the grading service', () => {
     expect(result.exit).toBe('budget');
   });
 
+  it('forty gradings pipelined on one connection: the service answers one, never queues the rest in its memory', async () => {
+    const repo = makeAttackRepo({
+      agent: 'node {fx}/grade-pipeline.mjs {logs}',
+      files: COUNTING_GRADER,
+      budget: 'total: 6\n  unit: tokens\n  episode: 6',
+    });
+    const { result } = await runLocal(repo);
+    // The first is graded; the socket is closed after it (one request per connection).
+    const statuses = readFileSync(join(repo.logs, 'pipeline'), 'utf8').trim().split(' ');
+    expect(statuses[0]).toBe('200');
+    expect(gradings(join(repo.dir, '.git'), result.commit)).toBe(1);
+  });
+
   it.each([
     ['in /tmp (the default)', false],
     ['when forkflush runs with TMPDIR outside /tmp', true],
@@ -70,7 +83,7 @@ describeSandboxed('the grading service', () => {
     for (const e of round) expect(gradings(join(repo.dir, '.git'), e.result?.commit ?? ''), e.id).toBe(1);
   });
 
-  it('a process outside the sandbox, of another user, cannot reach the socket while the episode runs', async () => {
+  it('a process outside the sandbox, of another user (root here) or of this one, cannot grade through the socket while the episode runs', async () => {
     const repo = makeAttackRepo({ agent: 'sh {fx}/grade-wait.sh {logs}', files: COUNTING_GRADER });
     const socketFile = join(repo.logs, 'socket');
     const outside: { out?: string } = {};
@@ -79,13 +92,13 @@ describeSandboxed('the grading service', () => {
       const socket = readFileSync(socketFile, 'utf8').trim();
       // Asynchronously: the grading service answers from this very process.
       outside.out = await new Promise<string>((resolve) => {
+        // Another user where this is root; as an ordinary user, this user outside the sandbox.
+        const as = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
         execFile(
-          'setpriv',
+          as[0] ?? process.execPath,
           [
-            '--reuid=65534',
-            '--regid=65534',
-            '--clear-groups',
-            process.execPath,
+            ...as.slice(1),
+            ...(as.length > 0 ? [process.execPath] : []),
             '-e',
             `const r = require('node:http').request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', method: 'POST' },
                (res) => { console.log('answered', res.statusCode); process.exit(0); });

@@ -46,7 +46,9 @@ if (!iso.sandbox) {
 /** `describe`, or a loud `describe.skip` where bubblewrap cannot sandbox. */
 export const describeSandboxed: typeof describe = iso.sandbox ? describe : (describe.skip as typeof describe);
 
-const ROOT = '/var/tmp/forkflush-attacks';
+// One per user: a folder root made (a run of the suite as root) is not an ordinary user's to write.
+const uid = process.getuid?.() ?? 0;
+const ROOT = `/var/tmp/forkflush-attacks${uid === 0 ? '' : `-${uid}`}`;
 
 const made: string[] = [];
 

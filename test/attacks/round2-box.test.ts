@@ -87,9 +87,9 @@ sandbox:
         if (ran.length === 0) break;
         jobs.push(...ran);
       }
-      expect(jobs).toHaveLength(1);
-      const job = jobs[0];
-      expect(job?.conclusion, job?.log).toBe('success');
+      // The episode's job, and the one that grades the initial workspace (no agent runs there).
+      expect(jobs.map((j) => j.name).sort()).toEqual([`forkflush ${RUN} base`, `forkflush ${RUN} r0.b0`]);
+      for (const j of jobs) expect(j.conclusion, j.log).toBe('success');
 
       const report = JSON.parse(readFileSync(join(logs, 'thief.json'), 'utf8')) as Report;
       // The attack was real: it found the forge, the repository on disk, and made its commit.
@@ -105,7 +105,8 @@ sandbox:
       for (const s of secrets) {
         expect(report.tokens.includes(s), 'a token the box issued, found by the agent').toBe(false);
         expect(written.includes(s), 'a secret in what the agent wrote').toBe(false);
-        expect(logWithoutMasks(job?.log ?? '').includes(s), "a secret in the job's log").toBe(false);
+        for (const j of jobs)
+          expect(logWithoutMasks(j.log).includes(s), `a secret in the log of ${j.name}`).toBe(false);
       }
       // Every push and write failed; no forged webhook was taken.
       expect(report.pushes.filter((p) => p.exit === 0)).toEqual([]);
@@ -122,6 +123,7 @@ sandbox:
       expect(h.gh.commits.get(e?.result?.commit ?? '')?.parents).toEqual([e?.base]);
       expect(h.gh.commits.get(e?.result?.commit ?? '')?.files['value.txt']).toBe('3\n');
       expect(state.best?.score).toBe(3);
+      expect(state.base.score).toBe(1);
     } finally {
       if (saved === undefined) delete process.env.TMPDIR;
       else process.env.TMPDIR = saved;

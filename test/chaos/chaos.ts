@@ -4,9 +4,12 @@
 // the run finishes, and the invariants checked. Everything random comes from the seed.
 import { nightlyTick } from '../../src/app/app.js';
 import { spent } from '../../src/core/budget.js';
+import { finalPrBody, finalPrTitle } from '../../src/core/github-status.js';
 import { commentMarker } from '../../src/core/github-text.js';
-import { bestBranch, issueRunId, lineageBranch, stateRef } from '../../src/core/names.js';
+import { BASE_JOB, issueRunId, stateRef } from '../../src/core/names.js';
+import { extraRounds, extraSpent } from '../../src/core/schedule.js';
 import { type Best, isBetter, type RunState } from '../../src/core/state.js';
+import { resultCommit, viewOf } from '../../src/github/record.js';
 import { RESET } from '../github/fake-github.js';
 import { CONFIG, Harness, TEST_TOKEN } from '../github/harness.js';
 
@@ -15,6 +18,10 @@ const RUN = `issue-${ISSUE}`;
 /** Steps of chaos, then steps without faults before a run that has not finished counts as stuck. */
 const CHAOS_STEPS = 8;
 const REPAIR_TICKS = 50;
+/** Nights after the plan, each a nightly tick and its round's jobs. */
+const NIGHTS = 3;
+/** schedule.budget for k branches of at most 0.15 x 60 = 9 each: two rounds and half of one. */
+const NIGHTLY_BUDGET: Record<number, number> = { 2: 45, 3: 67 };
 
 export interface Outcome {
   seed: number;
@@ -67,10 +74,15 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   // A short budget: a fork round, serial episodes, a fork round and a last episode or two; or, one
   // run in five, best-of-n: k lineages side by side, two rounds of k episodes.
   const bestOfN = rng.chance(0.2);
-  const config = CONFIG.replace('total: 100', 'total: 60')
+  // The rounds after the plan have a budget of their own: what two and a half rounds of k
+  // branches cost (the last opens with what is left; requested forks take their share first).
+  const config = `${CONFIG.replace('total: 100', 'total: 60')
     .replace('episode: 10', 'episode: 15')
     .replace('branches: 2', `branches: ${k}`)
-    .replace('fork:', bestOfN ? 'strategy: best-of-n\nfork:' : 'fork:');
+    .replace(
+      'fork:',
+      bestOfN ? 'strategy: best-of-n\nfork:' : 'fork:',
+    )}schedule: { nightly: true, budget: ${NIGHTLY_BUDGET[k]}, rounds: 4 }\n`;
   const h = new Harness({ '.github/autoresearch.yml': config, 'grade.mjs': 'x' }, { repo: `octo-repo-${seed}` });
   await h.load();
   const violations: string[] = [];
@@ -82,6 +94,12 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   const set = h.gh.refs.set.bind(h.gh.refs);
   h.gh.refs.set = (ref: string, sha: string) => {
     history.push({ ref, from: h.gh.refs.get(ref), to: sha });
+    // 10. No branch a `push` workflow would run on, but the result's once the run is finished.
+    if (ref.startsWith('refs/heads/') && ref !== 'refs/heads/main') {
+      const now = stateOf(h);
+      if (ref !== `refs/heads/forkflush/${RUN}/result` || now?.status !== 'finished')
+        violations.push(`10: ${ref} was written while the run was ${now?.status ?? 'not started'}`);
+    }
     return set(ref, sha);
   };
 
@@ -214,11 +232,22 @@ export async function chaosRun(seed: number): Promise<Outcome> {
       const score = rng.int(0, 100);
       const cost = Math.max(1, Math.round(e.allowance * (0.5 + rng.next() / 2)));
       if (h.pushResult(state, e, score, cost)) {
-        const head = h.gh.branch(`forkflush/${RUN}/round-${e.round}/branch-${e.branch}`) as string;
+        const head = h.gh.refs.get(h.refs(RUN).episode(e.round, e.branch)) as string;
         pushed.set(e.id, { commit: head, score, spent: cost });
       }
       events.push({ kind: 'job', episode: e.id, conclusion: 'success' });
       if (fate === 'twice') events.push({ kind: 'job', episode: e.id, conclusion: 'success' });
+    }
+    // The opening round's job that grades the initial workspace: it grades, fails, or hangs.
+    if (open.index === 0 && dispatched.has(BASE_JOB) && !fates.has(BASE_JOB)) {
+      const fate: Fate = faulty ? rng.pick(['ok', 'ok', 'fail', 'hang'] as const) : 'ok';
+      fates.set(BASE_JOB, fate);
+      if (fate === 'ok') {
+        const score = rng.int(0, 100);
+        if (h.pushBase(state, score)) pushed.set(BASE_JOB, { commit: state.base.commit, score, spent: 0 });
+      }
+      if (fate !== 'hang')
+        events.push({ kind: 'job', episode: BASE_JOB, conclusion: fate === 'ok' ? 'success' : 'failure' });
     }
     if (faulty && rng.chance(0.25)) events.push({ kind: 'run', round: open.index });
     return events;
@@ -280,6 +309,8 @@ export async function chaosRun(seed: number): Promise<Outcome> {
         else await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
       }
     }
+    chaos = false;
+    if (finished) await nights(h, rng, violations, deliver, playJobs);
     check(h, violations, history, pushed, finished, resumed);
   } catch (e) {
     violations.push(`the chaos driver failed: ${(e as Error).stack ?? e}`);
@@ -294,6 +325,74 @@ export async function chaosRun(seed: number): Promise<Outcome> {
   // A crash counts once (countFaults), not once per request its dead handler did not make (the 503s).
   const failed = h.gh.injected.filter((f) => f.status !== 503).length;
   return { seed, violations, faults: failed + countFaults(steps), steps, requests: h.gh.log.length };
+}
+
+/**
+ * After the plan: nights, each the nightly tick and its round's jobs (no faults), with the issue
+ * closed before one night in four. Checks 11: the rounds after the plan never spend more than
+ * schedule.budget; 12: once the issue is closed, no round opens; 13: the result pull request's
+ * title and body say what the run's state says, and its branch is at the lineage's head.
+ */
+async function nights(
+  h: Harness,
+  rng: ReturnType<typeof prng>,
+  violations: string[],
+  deliver: (what: string, send: () => Promise<void>) => Promise<void>,
+  playJobs: (state: RunState, faulty: boolean) => Event[],
+): Promise<void> {
+  let closedAt: number | null = null;
+  for (let night = 0; night < NIGHTS; night++) {
+    if (closedAt === null && rng.chance(0.25)) {
+      closedAt = stateOf(h)?.rounds.length ?? 0;
+      h.gh.issues.set(ISSUE, { state: 'closed' });
+      await deliver('the issue is closed', () =>
+        h.send('issues', 'closed', (p) => {
+          p.issue.number = ISSUE;
+          p.sender.login = 'maintainer';
+          p.sender.type = 'User';
+        }),
+      );
+    }
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+    await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
+    // 14. While a round after the plan runs, the run's check on the result says so.
+    const running = stateOf(h);
+    const check = h.gh.checkRuns.filter((c) => c.name === 'forkflush').at(-1);
+    if (running?.status === 'running' && check?.status !== 'in_progress')
+      violations.push(`14: a round after the plan runs, and the run's check is ${check?.status ?? 'missing'}`);
+    for (let guard = 0; guard < 10; guard++) {
+      const state = stateOf(h);
+      if (!state || state.status === 'finished') break;
+      const events = playJobs(state, false);
+      if (events.length === 0) {
+        h.clock = new Date(h.clock.getTime() + 60 * 60_000);
+        await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
+      }
+      for (const ev of events)
+        await deliver(`job ${ev.kind === 'job' ? ev.episode : ev.round}`, () =>
+          ev.kind === 'job' ? h.jobCompleted(RUN, ev.episode, ev.conclusion) : h.runCompleted(RUN, ev.round),
+        );
+    }
+  }
+  const state = stateOf(h);
+  const files = h.runFiles(RUN);
+  if (!state || !files) return;
+  const budget = extraRounds(state.config).budget;
+  if (extraSpent(state) > budget + 1e-9)
+    violations.push(`11: the rounds after the plan spent ${extraSpent(state)}, schedule.budget is ${budget}`);
+  if (closedAt !== null && state.rounds.length > closedAt)
+    violations.push(`12: ${state.rounds.length - closedAt} round(s) opened after the issue was closed`);
+  const pr = h.gh.pulls.find((p) => p.number === files.finalPr);
+  if (state.status === 'finished' && pr) {
+    if (pr.title !== finalPrTitle(state)) violations.push(`13: the result's title is "${pr.title}", not current`);
+    if (pr.body !== finalPrBody(state, ISSUE, viewOf(state, files as never)))
+      violations.push('13: the result pull request body is not current');
+    const head = h.gh.branch(pr.head);
+    if (head !== resultCommit(state))
+      violations.push(
+        `13: the result branch is at ${head?.slice(0, 7)}, the result at ${resultCommit(state).slice(0, 7)}`,
+      );
+  }
 }
 
 /** Faults other than failed requests: restarts, crashes, clock jumps, failed jobs, stop and fork commands. */
@@ -344,7 +443,7 @@ function check(
 
   // 3. Each lineage only fast-forwards, to its adopted commits, in the rounds' order.
   for (const l of state.lineages) {
-    const lineage = `refs/heads/${lineageBranch(state.id, l.index, state.lineages.length)}`;
+    const lineage = h.refs(RUN).lineage(l.index, state.lineages.length);
     const moves = history.filter((u) => u.ref === lineage && u.from !== undefined && u.from !== u.to);
     for (const m of moves) {
       if (!h.gh.isAncestor(m.from as string, m.to))
@@ -373,7 +472,7 @@ function check(
   }
 
   // 4. The best graded workspace is on the best branch; 5. which never moved to a worse score.
-  const bestRef = `refs/heads/${bestBranch(state.id)}`;
+  const bestRef = h.refs(RUN).best;
   if (state.best && h.gh.refs.get(bestRef) !== state.best.commit) {
     violations.push(
       `4: ${bestRef} is at ${h.gh.refs.get(bestRef)?.slice(0, 7) ?? 'nothing'}, the best (${state.best.episode}, ${state.best.score}) at ${state.best.commit.slice(0, 7)}`,
@@ -407,16 +506,44 @@ function check(
   if (Math.abs(spent(state) - reported) > 1e-9)
     violations.push(`6: the ledger says ${spent(state)}, the episodes ${reported}`);
 
+  // 15. The initial workspace is graded once, with the score its job pushed, or has none.
+  const base = pushed.get(BASE_JOB);
+  // (Given up by the opening round's deadline at the latest, unless the run was stopped before it.)
+  if (files && !files.stopped && files.baseGrade !== 'done')
+    violations.push(`15: the initial workspace's grade is still ${files.baseGrade}`);
+  if (state.base.score !== null && state.base.score !== base?.score)
+    violations.push(`15: the initial workspace has score ${state.base.score}, its job pushed ${base?.score ?? 'none'}`);
+  if (
+    h.gh.dispatches.filter((d) => JSON.parse(d.inputs.episodes ?? '[]').includes(BASE_JOB)).length >
+    1 + resumed.filter((r) => r === 0).length
+  )
+    violations.push('15: the initial workspace was dispatched more than once');
+
   // 9. A finished run's issue says so: labelled done, no longer labelled to run.
   const labels = [...(h.gh.labels.get(ISSUE) ?? [])];
   if (finished && (!labels.includes('autoresearch: done') || labels.includes('autoresearch'))) {
     violations.push(`9: the finished run's issue is labelled [${labels.join(', ')}]`);
   }
 
-  // 8. Nothing shown twice: one check run per episode, one pull request per branch.
-  const checks = new Map<string, number>();
-  for (const c of h.gh.checkRuns) checks.set(c.name, (checks.get(c.name) ?? 0) + 1);
-  for (const [name, n] of checks) if (n > 1) violations.push(`8: ${n} check runs named "${name}"`);
+  // 8. Nothing shown twice: once the run is finished every check run is completed (a stop and a
+  // resume, or a round after the end, make new ones; none is left running), one pull request per
+  // branch, one status comment.
+  if (finished) {
+    for (const c of h.gh.checkRuns.filter((x) => x.status !== 'completed'))
+      violations.push(`8: the check run "${c.name}" on ${c.head_sha.slice(0, 7)} is still ${c.status}`);
+  }
+  // 14. The run's check follows the result: the newest is on the result's commit (or where the run
+  // started, if nothing beat it), completed: success when an episode beat the initial workspace.
+  const runChecks = h.gh.checkRuns.filter((c) => c.name === 'forkflush');
+  const newest = runChecks.at(-1);
+  if (finished && state.status === 'finished' && !files?.stopped) {
+    const home = files?.finalPr ? (h.gh.branch(`forkflush/${RUN}/result`) ?? '') : state.base.commit;
+    const want = state.best === null ? 'failure' : state.best.episode === 'base' ? 'neutral' : 'success';
+    if (!newest || newest.head_sha !== home || newest.conclusion !== want)
+      violations.push(
+        `14: the run's newest check is ${newest ? `${newest.status} ${newest.conclusion} on ${newest.head_sha.slice(0, 7)}` : 'missing'}, the result ${want} on ${home.slice(0, 7)}`,
+      );
+  }
   const pulls = new Map<string, number>();
   for (const p of h.gh.pulls) pulls.set(p.head, (pulls.get(p.head) ?? 0) + 1);
   for (const [head, n] of pulls) if (n > 1) violations.push(`8: ${n} pull requests from ${head}`);

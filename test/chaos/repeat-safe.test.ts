@@ -82,6 +82,7 @@ describe('a check run', () => {
     const id = await forge.createCheckRun({
       sha: topic,
       name: 'forkflush r0.b0',
+      status: 'completed',
       conclusion: 'success',
       output,
       completedAt: '2026-11-30T12:00:00Z',

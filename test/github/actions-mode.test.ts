@@ -8,7 +8,7 @@ import { Probot } from 'probot';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type ActionsModeOptions, runInActions } from '../../src/app/actions.js';
 import { nightlyHour, startNightly, tickInstallations } from '../../src/app/server.js';
-import { Harness, testOctokit } from './harness.js';
+import { CONFIG, Harness, testOctokit } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 const RUN = 'issue-7';
@@ -74,8 +74,8 @@ function finishRound(h: Harness) {
 }
 
 /** GitHub (the box) without the app's server: here the app runs as a step. */
-async function github(): Promise<Harness> {
-  const h = await new Harness().startGitHub();
+async function github(files?: Record<string, string>): Promise<Harness> {
+  const h = await new Harness(files).startGitHub();
   h.box.auth.allow('ghs_job_token');
   h.box.auth.allow('ghs_app_token');
   return h;
@@ -87,7 +87,11 @@ describe('Actions mode: the app as a workflow step', () => {
     const out = await step(h, 'issues', labeled(h));
     expect(out).toEqual({ code: 0, info: ['forkflush: handled issues.labeled (run 4242)'], errors: [] });
     expect(h.gh.dispatches).toEqual([
-      { workflow: 'forkflush.yml', ref: 'main', inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1"]' } },
+      {
+        workflow: 'forkflush.yml',
+        ref: 'main',
+        inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1","base"]' },
+      },
     ]);
   });
 
@@ -100,6 +104,39 @@ describe('Actions mode: the app as a workflow step', () => {
     expect(out).toEqual({ code: 0, info: ['forkflush: nightly tick: synced issue-7'], errors: [] });
     expect(h.state(RUN).rounds[0]?.decision?.winner).toBe('r0.b1');
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
+  });
+
+  it('the tick runs only while a run needs it: a run turns its workflow on, the tick turns it off', async () => {
+    const h = await github({
+      '.github/autoresearch.yml': CONFIG,
+      'grade.mjs': 'x',
+      '.github/workflows/autoresearch-tick.yml': 'on: schedule\n',
+    });
+    await step(h, 'issues', labeled(h));
+    expect(h.gh.workflowToggles).toEqual(['enable autoresearch-tick.yml']);
+    // While the run goes on, each tick leaves it on.
+    finishRound(h);
+    await step(h, 'schedule', { schedule: '17 * * * *' });
+    expect(h.gh.workflowToggles).toHaveLength(1);
+    for (let guard = 0; guard < 20 && h.state(RUN).status !== 'finished'; guard++) {
+      finishRound(h);
+      await step(h, 'schedule', { schedule: '17 * * * *' });
+    }
+    // Finished, and no nightly rounds: the tick that finds no run to need it turns itself off.
+    expect(h.state(RUN).status).toBe('finished');
+    expect(h.gh.workflowToggles.at(-1)).toBe('disable autoresearch-tick.yml');
+    expect(h.gh.workflowStates.get('autoresearch-tick.yml')).toBe('disabled_manually');
+    // A fork round asked for wakes it again.
+    const fork = h.box.payload('issue_comment', 'created', (p) => {
+      p.issue.number = 7;
+      delete p.issue.pull_request;
+      p.comment.body = '/autoresearch fork';
+      p.sender.login = 'maintainer';
+      p.sender.type = 'User';
+    });
+    await step(h, 'issue_comment', fork);
+    expect(h.gh.workflowStates.get('autoresearch-tick.yml')).toBe('active');
+    expect(h.state(RUN).rounds.at(-1)?.extra).toBe(true);
   });
 
   it('a manual run of the workflow ticks too, and says so when there is no run', async () => {

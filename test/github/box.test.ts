@@ -1,26 +1,28 @@
 // The whole product over real HTTP, with nothing played by the test: GitHub is the box (REST API,
 // app authentication, git over smart HTTP, Actions), the app is Probot behind its own HTTP
-// server, and every episode is a job that runs the built worker Action (dist/index.js), which
-// clones over HTTP, runs the agent, grades, and pushes. A label starts it; the run ends with the
-// final pull request.
+// server, and every episode is a job that runs the worker Action (built from src/ as
+// scripts/bundle.mjs builds dist/index.js), which clones over HTTP, runs the agent, grades, and
+// pushes. A label starts it; the run ends with the result pull request.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
-import { bestBranch, contextRef, lineageBranch } from '../../src/core/names.js';
-import { ACTION_MAIN } from './fake-actions.js';
+import { contextRef, lineageBranch, runRefs } from '../../src/core/names.js';
+import { buildActionFromSource } from '../integration/action-repo.js';
+import { FakeActions } from './fake-actions.js';
 import { Harness, TEST_TOKEN } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures');
 const RUN = 'issue-7';
 
-beforeAll(() => {
-  readFileSync(ACTION_MAIN); // the built Action: `npm run bundle` makes it
-});
+beforeAll(async () => {
+  // This source's Action, whatever dist/ holds (dist/ changes only when the bundle is made).
+  FakeActions.actionMain = await buildActionFromSource();
+}, 120_000);
 useGitHubInABox();
 /** The agents' log folders the tests made. */
 const logFolders: string[] = [];
@@ -30,7 +32,7 @@ afterEach(async () => {
 });
 
 /** A task repository: the test agent and grader, and a config that plans 6 episodes in 4 rounds. */
-async function taskFiles(agent = 'node agent.mjs improve') {
+async function taskFiles(agent = 'node agent.mjs improve', more = '') {
   const logs = await mkdtemp(join(tmpdir(), 'forkflush-box-logs-'));
   logFolders.push(logs);
   // Shared with the agent, which runs as nobody when the tests run as root.
@@ -51,10 +53,9 @@ fork:
   branches: 2
   at: [0.5]
   branch_budget: 0.15
-pull_requests: episodes
 sandbox:
   write: [${JSON.stringify(logs)}]
-`,
+${more}`,
     'agent.mjs': readFileSync(join(FIXTURES, 'agent.mjs'), 'utf8'),
     'grade.sh': readFileSync(join(FIXTURES, 'grade.sh'), 'utf8'),
     'value.txt': '0',
@@ -87,8 +88,10 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
 
     const state = h.state(RUN);
     expect(state.status).toBe('finished');
-    // 6 episodes in 4 rounds: each round dispatched once, each job succeeded and reported a score.
+    // 6 episodes in 4 rounds: each round dispatched once, each job succeeded and reported a score;
+    // the initial workspace graded once, by a job beside the opening round's.
     expect(jobs.map((j) => j.name).sort()).toEqual([
+      'forkflush issue-7 base',
       'forkflush issue-7 r0.b0',
       'forkflush issue-7 r0.b1',
       'forkflush issue-7 r1.b0',
@@ -106,36 +109,40 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
     const episodes = state.rounds.flatMap((r) => r.episodes);
     const scoreOf = (id: string) => jobs.find((j) => j.name === `forkflush ${RUN} ${id}`)?.outputs.score;
     expect(episodes.map((e) => String(e.result?.score))).toEqual(episodes.map((e) => scoreOf(e.id)));
-    // Each result as a check run with its score, and a pull request per branch.
-    expect(h.gh.checkRuns.map((c) => c.conclusion)).toEqual(episodes.map(() => 'success'));
-    expect(h.gh.checkRuns.map((c) => c.output.title).sort()).toEqual(
+    expect(String(state.base.score)).toBe(scoreOf('base'));
+    // Each result as a check run with its score, beside the run's own check (on main, then on the result).
+    const episodeChecks = h.gh.checkRuns.filter((c) => c.name !== 'forkflush');
+    expect(episodeChecks.map((c) => c.conclusion)).toEqual(episodes.map(() => 'success'));
+    expect(episodeChecks.map((c) => c.output.title).sort()).toEqual(
       episodes.map((e) => `${e.id}: score ${e.result?.score}`).sort(),
     );
     // Each links the workflow run whose job made its result.
     const runs = new Set(h.box.actions.runs.map((r) => r.id));
-    for (const c of h.gh.checkRuns) {
+    for (const c of episodeChecks) {
       const m = /\/octo-org\/octo-repo\/actions\/runs\/(\d+)\/attempts\/1$/.exec(c.request.details_url ?? '');
       expect(m && runs.has(Number(m[1])), c.request.details_url).toBe(true);
     }
-    // Every episode's pull request is closed: the winners' merged (GitHub saw the lineage take
-    // their commits), the losers' not; all their branches are deleted.
-    for (const round of state.rounds) {
-      for (const e of round.episodes) {
-        const pr = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/round-${e.round}/branch-${e.branch}`);
-        const won = round.decision?.adopted.includes(e.id) && e.result?.commit !== e.base;
-        expect({ state: pr?.state, merged: pr?.merged ?? false }, e.id).toEqual({ state: 'closed', merged: won });
-        expect(h.gh.branch(pr?.head ?? '')).toBeUndefined();
-      }
-    }
-    // The final pull request, the label, and the best workspace on its branch.
-    const lineage = lineageBranch(RUN, 0, 1);
-    const final = h.gh.pulls.find((p) => p.head === lineage);
-    expect(final).toMatchObject({ base: 'main', state: 'open' });
+    // No pull request but the result's; the episodes' refs are gone, and no branch but the result's was made.
+    const refs = runRefs(RUN, 2);
+    for (const e of episodes) expect(h.gh.refs.get(refs.episode(e.round, e.branch)), e.id).toBeUndefined();
+    expect([...h.gh.refs.keys()].filter((r) => r.startsWith('refs/heads/')).sort()).toEqual([
+      'refs/heads/forkflush/issue-7/result',
+      'refs/heads/main',
+    ]);
+    // The result pull request, the label, and the best workspace on its ref.
+    const final = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/result`);
+    expect(h.gh.pulls).toHaveLength(1);
+    expect(final).toMatchObject({ base: 'main', state: 'open', draft: true });
+    const gain = (state.best?.score ?? 0) - (state.base.score ?? 0);
+    expect(final?.title).toBe(
+      `forkflush ${RUN}: best score ${state.best?.score} (+${gain} over the initial workspace)`,
+    );
     expect(h.gh.labels.get(7)).toContain('autoresearch: done');
-    const best = h.gh.branch(bestBranch(RUN));
+    const best = h.gh.refs.get(refs.best);
     expect(best).toBe(state.best?.commit);
     expect(h.gh.commits.get(best ?? '')?.files['value.txt']).toBe(String(state.best?.score));
-    expect(h.gh.branch(lineage)).toBe(state.lineages[0]?.head);
+    expect(h.gh.refs.get(refs.lineage(0, 1))).toBe(state.lineages[0]?.head);
+    expect(h.gh.branch(`forkflush/${RUN}/result`)).toBe(state.lineages[0]?.head);
 
     // No credential reached an agent, a job's checkout, or anything the app wrote.
     const secrets = [TEST_TOKEN, ...h.box.auth.issued(), h.box.webhookSecret];
@@ -147,7 +154,10 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
       expect(env).not.toMatch(/^(INPUT_TOKEN|GITHUB_TOKEN|ACTIONS_RUNTIME_TOKEN|ACTIONS_ID_TOKEN_REQUEST_TOKEN)=/m);
     }
     for (const job of jobs) {
-      const config = readFileSync(join(job.env.GITHUB_WORKSPACE as string, '.git', 'config'), 'utf8');
+      const dotGit = join(job.env.GITHUB_WORKSPACE as string, '.git');
+      // The initial workspace is graded in a copy without a .git, as a judge's copy is.
+      if (job.name.endsWith(' base')) expect(existsSync(dotGit)).toBe(false);
+      const config = job.name.endsWith(' base') ? '' : readFileSync(join(dotGit, 'config'), 'utf8');
       for (const s of secrets) expect(config).not.toContain(s);
       for (const s of secrets) expect(job.log.replace(/^::add-mask::.*$/gm, '')).not.toContain(s);
     }
@@ -200,7 +210,29 @@ describe('GitHub in a box: faults', () => {
     // Each round dispatched once, whatever arrived twice or never.
     const titles = h.box.actions.runs.map((r) => r.displayTitle);
     expect(titles).toEqual([0, 1, 2, 3].map((r) => `forkflush ${RUN} round ${r}`));
-    expect(h.gh.pulls.filter((p) => p.head === lineageBranch(RUN, 0, 1))).toHaveLength(1);
+    expect(h.gh.pulls.filter((p) => p.head === `forkflush/${RUN}/result`)).toHaveLength(1);
+  });
+
+  it('with pull_requests: episodes, every episode is a branch with a pull request, as before', async () => {
+    const { files } = await taskFiles('node agent.mjs improve', 'pull_requests: episodes\n');
+    const h = await new Harness(files).load();
+    await h.label(7);
+    await runAllJobs(h);
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    // Every episode's pull request is closed: the winners' merged (GitHub saw the lineage take
+    // their commits), the losers' not; all their branches are deleted.
+    for (const round of state.rounds) {
+      for (const e of round.episodes) {
+        const pr = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/round-${e.round}/branch-${e.branch}`);
+        const won = round.decision?.adopted.includes(e.id) && e.result?.commit !== e.base;
+        expect({ state: pr?.state, merged: pr?.merged ?? false }, e.id).toEqual({ state: 'closed', merged: won });
+        expect(h.gh.branch(pr?.head ?? '')).toBeUndefined();
+      }
+    }
+    const lineage = lineageBranch(RUN, 0, 1);
+    expect(h.gh.pulls.find((p) => p.head === lineage)).toMatchObject({ base: 'main', state: 'open' });
+    expect(h.gh.branch(lineage)).toBe(state.lineages[0]?.head);
   });
 });
 
@@ -304,8 +336,10 @@ describe('GitHub in a box: security', () => {
     await h.label(7);
     const jobs = await h.box.runQueued();
     const state = h.state(RUN);
-    expect(jobs).toHaveLength(2);
+    // The two episodes and the grade of the initial workspace (as it was: the agent ran elsewhere).
+    expect(jobs).toHaveLength(3);
     for (const job of jobs) expect(job.conclusion, job.log).toBe('success');
+    expect(state.base.score).toBe(0);
     for (const e of state.rounds[0]?.episodes ?? []) {
       expect(e.result?.score).toBeNull();
       expect(e.result?.protectedChanged).toEqual(
@@ -318,9 +352,11 @@ describe('GitHub in a box: security', () => {
         h.gh.commits.get(e.base)?.files['.github/workflows/forkflush.yml'],
       );
     }
-    expect(h.gh.checkRuns.map((c) => c.conclusion)).toEqual(['failure', 'failure']);
+    // The opening round's (the next round's is queued, the run's own in progress).
+    const episodeChecks = h.gh.checkRuns.filter((c) => /^forkflush r0\.b\d$/.test(c.name));
+    expect(episodeChecks.map((c) => c.conclusion)).toEqual(['failure', 'failure']);
     // Each check run points at the protected files the agent changed.
-    for (const c of h.gh.checkRuns) {
+    for (const c of episodeChecks) {
       const annotated = (c.output as { annotations?: { path: string }[] }).annotations?.map((a) => a.path);
       expect(annotated).toEqual(expect.arrayContaining(['.github/workflows/forkflush.yml', 'grade.sh']));
     }

@@ -40,11 +40,33 @@ type Example = { name: string; examples: Record<string, any>[] };
 
 const chosen = new Map<string, Record<string, any>>();
 
+/**
+ * Events GitHub's examples have none of, made from one they have, as GitHub sends them
+ * (webhooks-openapi.test.ts checks the stand-in against GitHub's schema).
+ */
+const STAND_INS: Record<string, { from: string; patch: (p: any) => void }> = {
+  'issues.closed': {
+    from: 'reopened',
+    patch: (p) => {
+      p.issue.state = 'closed';
+      p.issue.closed_at = '2026-11-30T12:00:00Z';
+    },
+  },
+};
+
 /** GitHub's example of an event, the first one its schema accepts (else the first), chosen once. */
 function exampleOf(event: string, action: string): Record<string, any> {
   const key = `${event}.${action}`;
   const known = chosen.get(key);
   if (known) return known;
+  const standIn = STAND_INS[key];
+  if (standIn) {
+    const made = structuredClone(exampleOf(event, standIn.from));
+    made.action = action;
+    standIn.patch(made);
+    chosen.set(key, made);
+    return made;
+  }
   const candidates = (examples as unknown as Example[])
     .find((e) => e.name === event)
     ?.examples.filter((x) => x.action === action);
@@ -333,6 +355,9 @@ export class GitHubBox {
       this.describeActions(event, p, probe);
     }
     patch(p);
+    // A person's comment is on GitHub before its event is sent: the app may react to it.
+    if (event === 'issue_comment' && p.comment && !this.gh.comments.some((c) => c.id === p.comment.id))
+      this.gh.personComments.set(p.comment.id, { id: p.comment.id, issue: p.issue.number, body: p.comment.body });
     return p;
   }
 

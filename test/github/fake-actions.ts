@@ -60,6 +60,8 @@ export interface RunnerContext {
 }
 
 export class FakeActions {
+  /** The Action a job runs: the built one users get, or one a test built from src/ (buildActionFromSource). */
+  static actionMain = ACTION_MAIN;
   readonly runs: FakeRun[] = [];
   private nextId = 9_000_001;
 
@@ -215,7 +217,11 @@ export class FakeActions {
     for (const [name, value] of Object.entries(inputs)) env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
     job.env = env;
     const exit = await new Promise<number | null>((resolve) => {
-      const child = spawn(process.execPath, [ACTION_MAIN], { cwd: workspace, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [FakeActions.actionMain], {
+        cwd: workspace,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child.stdout.on('data', (d) => {
         job.log += d;
       });

@@ -24,6 +24,8 @@ export interface FakePull {
   /** Closed by GitHub because its base branch came to contain its head. */
   merged?: boolean;
   draft?: boolean;
+  /** How many times it was edited (title, body, state). */
+  edits?: number;
 }
 
 const API = 'https://api.github.com';
@@ -63,6 +65,18 @@ export class RawBody {
     readonly text: string,
     readonly contentType: string,
   ) {}
+}
+
+/** GitHub's refusal of a check run's output over its size (it counts bytes, though its docs say characters), or null. */
+function checkOutputRefusal(body: any) {
+  for (const field of ['summary', 'text'] as const) {
+    const value = body.output?.[field];
+    if (typeof value === 'string' && Buffer.byteLength(value) > CHECK_OUTPUT_MAX_BYTES) {
+      const message = `${field} exceeds a maximum bytesize of ${CHECK_OUTPUT_MAX_BYTES}`;
+      return validationFailed({ resource: 'CheckRun', code: 'custom', field, message });
+    }
+  }
+  return null;
 }
 
 /** The body-too-long refusal of an issue, a pull request (resource Issue) or a comment, or null. */
@@ -163,11 +177,22 @@ export class FakeGitHub {
     id: number;
     head_sha: string;
     name: string;
-    conclusion: string;
-    output: { title: string };
-    /** The body that created it, for its shape when listed. */
+    status: string;
+    conclusion: string | null;
+    output: { title: string; summary?: string };
+    /** The body that created it, and its updates since, for its shape when listed. */
     request: any;
+    /** How many times it was updated. */
+    updates: number;
   }[] = [];
+  /** Issues a test made, with their state (an issue GitHub knows by its comments or labels is open). */
+  readonly issues = new Map<number, { state: 'open' | 'closed' }>();
+  /** Comments people wrote (the tests' deliveries), which the app may react to. */
+  readonly personComments = new Map<number, { id: number; issue: number; body: string }>();
+  readonly reactions: { id: number; comment: number; content: string }[] = [];
+  /** Workflows enabled or disabled through the API, in order ("enable autoresearch-tick.yml"). */
+  readonly workflowToggles: string[] = [];
+  readonly workflowStates = new Map<string, 'active' | 'disabled_manually'>();
   readonly dispatches: { workflow: string; ref: string; inputs: Record<string, string> }[] = [];
   readonly labels = new Map<number, Set<string>>();
   readonly log: string[] = [];
@@ -576,6 +601,59 @@ export class FakeGitHub {
     };
   }
 
+  /** An issue (`issue`), or a pull request seen as one. */
+  private issue(n: number) {
+    const r = this.repoUrl;
+    const pr = this.pulls.find((p) => p.number === n);
+    const state = pr ? pr.state : (this.issues.get(n)?.state ?? 'open');
+    return {
+      id: 3_000_000_000 + n,
+      node_id: nodeId('I', n),
+      url: `${r}/issues/${n}`,
+      repository_url: r,
+      labels_url: `${r}/issues/${n}/labels{/name}`,
+      comments_url: `${r}/issues/${n}/comments`,
+      events_url: `${r}/issues/${n}/events`,
+      html_url: `${this.htmlUrl}/${pr ? 'pull' : 'issues'}/${n}`,
+      number: n,
+      state,
+      title: pr ? pr.title : 'Pack it tighter',
+      body: pr ? pr.body : 'Make the score go up.',
+      user: pr ? BOT : user('maintainer', 5000),
+      labels: [...(this.labels.get(n) ?? [])].map((name) => this.label(name)),
+      assignee: null,
+      assignees: [],
+      milestone: null,
+      locked: false,
+      active_lock_reason: null,
+      comments: this.comments.filter((c) => c.issue === n).length,
+      closed_at: state === 'closed' ? WHEN : null,
+      created_at: WHEN,
+      updated_at: WHEN,
+      author_association: 'OWNER',
+      ...(pr
+        ? {
+            pull_request: {
+              url: `${r}/pulls/${n}`,
+              html_url: `${this.htmlUrl}/pull/${n}`,
+              diff_url: null,
+              patch_url: null,
+            },
+          }
+        : {}),
+    };
+  }
+
+  private reaction(r: FakeGitHub['reactions'][number]) {
+    return {
+      id: r.id,
+      node_id: nodeId('RE', r.id),
+      user: BOT,
+      content: r.content,
+      created_at: WHEN,
+    };
+  }
+
   private checkRun(run: FakeGitHub['checkRuns'][number], body: any) {
     return {
       id: run.id,
@@ -869,11 +947,71 @@ export class FakeGitHub {
     route('PATCH', /\/pulls\/(\d+)/, (m, body) => {
       const pr = this.pulls.find((p) => p.number === Number(m[1]));
       if (!pr) return [404, error(404, 'Not Found')];
+      const long = tooLong('Issue', body.body);
+      if (long) return [422, long];
       const closing = pr.state === 'open' && body.state === 'closed';
       pr.state = body.state ?? pr.state;
+      if (typeof body.title === 'string') pr.title = body.title;
+      if (typeof body.body === 'string') pr.body = body.body;
+      pr.edits = (pr.edits ?? 0) + 1;
       if (closing) this.onEvent?.('pull_request', 'closed', pr);
       return [200, this.pullRequest(pr)];
     });
+    route('GET', /\/pulls\/(\d+)$/, (m) => {
+      const pr = this.pulls.find((p) => p.number === Number(m[1]));
+      return pr ? [200, this.pullRequest(pr)] : [404, error(404, 'Not Found')];
+    });
+    route('GET', /\/issues\/(\d+)$/, (m) => {
+      const n = Number(m[1]);
+      if (this.pulls.some((p) => p.number === n)) return [200, this.issue(n)];
+      return this.issues.has(n) || this.labels.has(n) || this.comments.some((c) => c.issue === n)
+        ? [200, this.issue(n)]
+        : [404, error(404, 'Not Found')];
+    });
+    route('POST', /\/issues\/comments\/(\d+)\/reactions/, (m, body) => {
+      const c = this.comments.find((x) => x.id === Number(m[1])) ?? this.personComments.get(Number(m[1]));
+      if (!c) return [404, error(404, 'Not Found')];
+      // One reaction of a kind per author: a repeat answers 200 with the one there.
+      const known = this.reactions.find((r) => r.comment === c.id && r.content === body.content);
+      if (known) return [200, this.reaction(known)];
+      const r = { id: this.nextId++, comment: c.id, content: body.content as string };
+      this.reactions.push(r);
+      return [201, this.reaction(r)];
+    });
+    route('GET', /\/check-runs\/(\d+)$/, (m) => {
+      const run = this.checkRuns.find((c) => c.id === Number(m[1]));
+      return run ? [200, this.checkRun(run, run.request)] : [404, error(404, 'Not Found')];
+    });
+    route('PATCH', /\/check-runs\/(\d+)$/, (m, body) => {
+      const run = this.checkRuns.find((c) => c.id === Number(m[1]));
+      if (!run) return [404, error(404, 'Not Found')];
+      const refused = checkOutputRefusal(body);
+      if (refused) return [422, refused];
+      if (body.status === 'completed' && !body.conclusion)
+        return [422, validationFailed({ resource: 'CheckRun', code: 'missing_field', field: 'conclusion' })];
+      run.request = { ...run.request, ...body, output: body.output ?? run.request.output };
+      run.status = run.request.status ?? run.status;
+      run.conclusion = body.status === 'completed' || body.conclusion ? body.conclusion : run.conclusion;
+      if (body.status && body.status !== 'completed') {
+        run.conclusion = null;
+        delete run.request.conclusion;
+        delete run.request.completed_at;
+      }
+      if (body.output) run.output = body.output;
+      run.updates++;
+      return [200, this.checkRun(run, run.request)];
+    });
+    for (const action of ['enable', 'disable'] as const) {
+      route('PUT', new RegExp(`/actions/workflows/([^/]+)/${action}$`), (m) => {
+        const workflow = decodeURIComponent(m[1] as string);
+        const sha = this.branch('main') as string;
+        if (this.commits.get(sha)?.files[`.github/workflows/${workflow}`] === undefined)
+          return [404, error(404, 'Not Found')];
+        this.workflowStates.set(workflow, action === 'enable' ? 'active' : 'disabled_manually');
+        this.workflowToggles.push(`${action} ${workflow}`);
+        return [204];
+      });
+    }
     route('POST', /\/issues\/(\d+)\/comments/, (m, body) => {
       const long = tooLong('IssueComment', body.body);
       if (long) return [422, long];
@@ -927,21 +1065,21 @@ export class FakeGitHub {
       return [200, [...set].map((name) => this.label(name))];
     });
     route('POST', /\/check-runs/, (_m, body) => {
-      // GitHub counts these in bytes, though its docs say characters.
-      for (const field of ['summary', 'text'] as const) {
-        const value = body.output?.[field];
-        if (typeof value === 'string' && Buffer.byteLength(value) > CHECK_OUTPUT_MAX_BYTES) {
-          const message = `${field} exceeds a maximum bytesize of ${CHECK_OUTPUT_MAX_BYTES}`;
-          return [422, validationFailed({ resource: 'CheckRun', code: 'custom', field, message })];
-        }
-      }
+      const refused = checkOutputRefusal(body);
+      if (refused) return [422, refused];
+      if (!this.commits.get(body.head_sha))
+        return [422, validationFailed({ resource: 'CheckRun', code: 'invalid', field: 'head_sha' })];
+      if (body.status === 'completed' && !body.conclusion)
+        return [422, validationFailed({ resource: 'CheckRun', code: 'missing_field', field: 'conclusion' })];
       const run = {
         id: this.nextId++,
         head_sha: body.head_sha,
         name: body.name,
-        conclusion: body.conclusion,
+        status: body.status ?? 'queued',
+        conclusion: body.conclusion ?? null,
         output: body.output,
         request: body,
+        updates: 0,
       };
       this.checkRuns.push(run);
       return [201, this.checkRun(run, body)];

@@ -2,6 +2,7 @@
 // plain nock interceptors: every request the app makes is listed, with its exact body.
 import nock from 'nock';
 import { describe, expect, it } from 'vitest';
+import { nightlyTick } from '../../src/app/app.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -99,6 +100,29 @@ describe('starting a run', () => {
     const h = await new Harness({ 'README.md': 'hi' }).load();
     await h.label(7);
     expect(h.gh.comments[0]?.body).toContain('There is no `.github/autoresearch.yml` on `main`');
+  });
+
+  it('a repository without the worker workflow gets one comment with the fix, and no run', async () => {
+    const h = await new Harness().load();
+    // The workflow deleted from main: the rest of the task is there.
+    const main = h.gh.branch('main') as string;
+    const files = { ...h.gh.commits.get(main)?.files };
+    delete files['.github/workflows/forkflush.yml'];
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'no worker', parents: [main], files }));
+    await h.label(7);
+    expect(h.gh.comments.map((c) => [c.issue, c.body])).toEqual([
+      [
+        7,
+        'forkflush did not start: There is no `.github/workflows/forkflush.yml` on `main`: it is the workflow whose jobs run the agents. ' +
+          'Run `forkflush init --github` in a clone of this repository, commit and push the workflows it writes to `main` ' +
+          '(README, "On GitHub"), then label the issue again.',
+      ],
+    ]);
+    expect(h.gh.dispatches).toEqual([]);
+    expect([...h.gh.refs.keys()].filter((r) => r.startsWith('refs/forkflush/'))).toEqual([]);
+    // The nightly tick finds no run to repair, and says nothing more.
+    await nightlyTick(h.forge(), new Date(h.clock.getTime() + 24 * 3_600_000));
+    expect(h.gh.comments).toHaveLength(1);
   });
 
   it('the issue text reaches the agent as data in the run record, and no token appears anywhere', async () => {
@@ -221,15 +245,15 @@ describe('comment commands', () => {
     const comment = () => h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
     expect(comment()).toContain('**Status:** stopped');
     expect(h.gh.log).toContain('GET /repos/octo-org/octo-repo/actions/workflows/forkflush.yml/runs');
-    expect(h.gh.branch('forkflush/issue-7/lineage')).toBeDefined();
+    expect(h.gh.refs.get('refs/forkflush/issue-7/lineage')).toBeDefined();
     await h.comment(7, '/autoresearch stop');
     expect(h.gh.comments.at(-1)?.body).toBe('The run is already stopped.');
     await h.comment(7, '/autoresearch resume');
     expect(comment()).toContain('**Status:** round 0 (opening) running');
     // Stopping cancelled the round's jobs, so resuming dispatches its episodes again.
     expect(h.gh.dispatches.map((d) => d.inputs)).toEqual([
-      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1"]' },
-      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1"]' },
+      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1","base"]' },
+      { run: 'issue-7', round: '0', episodes: '["r0.b0","r0.b1","base"]' },
     ]);
   });
 
@@ -333,20 +357,46 @@ describe('a handler that died between dispatching a round and recording it', () 
   });
 });
 
-describe('a handler that died while publishing a result', () => {
-  it('is followed by one that finds the check run it made and makes no second one', async () => {
+describe('a handler that died while making check runs', () => {
+  it("making the round's: the one that takes its claim over finds them and makes no second one", async () => {
+    const h = await new Harness().load();
+    // The handler of the label dies right after GitHub made the episodes' first check run: the
+    // run's check and that one are there, the record holds the claim and nothing else.
+    let dead = false;
+    h.gh.inject = (method, path) => {
+      if (dead) return 503;
+      if (method !== 'POST' || !path.endsWith('/check-runs') || h.gh.checkRuns.length < 1) return null;
+      dead = true;
+      return { status: 503, applied: true };
+    };
+    await expect(h.label(7)).rejects.toThrow(/the app answered the issues.labeled delivery with 5/);
+    h.gh.inject = null;
+    expect(h.gh.checkRuns.map((c) => c.name)).toEqual(['forkflush', 'forkflush r0.b0']);
+    expect(h.gh.dispatches).toEqual([]);
+    expect(h.runFiles('issue-7')?.claims).toHaveProperty('dispatch:0');
+    await h.restart();
+    h.clock = new Date(h.clock.getTime() + 11 * 60_000); // the claim is stale
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.checkRuns.map((c) => c.name)).toEqual(['forkflush', 'forkflush r0.b0', 'forkflush r0.b1']);
+    expect(h.gh.dispatches).toHaveLength(1);
+    expect(h.runFiles('issue-7')?.checks).toEqual({
+      'r0.b0': h.gh.checkRuns[1]?.id,
+      'r0.b1': h.gh.checkRuns[2]?.id,
+    });
+  });
+
+  it('publishing a result: the one that takes its claim over completes the same check run', async () => {
     const h = await new Harness().load();
     await h.label(7);
     const state = h.state('issue-7');
     const [e] = state.rounds[0]?.episodes ?? [];
     if (!e) throw new Error('no episode');
     h.pushResult(state, e, 42);
-    // The first handler dies right after GitHub made the check run: the check run is there, the
-    // record still holds the claim and nothing published.
+    // The first handler dies right after GitHub completed the check run.
     let dead = false;
     h.gh.inject = (method, path) => {
       if (dead) return 503;
-      if (method !== 'POST' || !path.endsWith('/check-runs')) return null;
+      if (method !== 'PATCH' || !/\/check-runs\/\d+$/.test(path)) return null;
       dead = true;
       return { status: 503, applied: true };
     };
@@ -354,12 +404,14 @@ describe('a handler that died while publishing a result', () => {
       /the app answered the workflow_job.completed delivery with 5/,
     );
     h.gh.inject = null;
-    expect(h.gh.checkRuns).toHaveLength(1);
     expect(h.runFiles('issue-7')?.claims).toHaveProperty(`publish:${e.id}`);
     await h.restart();
     h.clock = new Date(h.clock.getTime() + 11 * 60_000); // the claim is stale
     await h.comment(7, '/autoresearch status');
-    expect(h.gh.checkRuns).toHaveLength(1);
-    expect(h.runFiles('issue-7')?.published[e.id]).toMatchObject({ check: h.gh.checkRuns[0]?.id });
+    const mine = h.gh.checkRuns.filter((c) => c.name === `forkflush ${e.id}`);
+    expect(mine.map((c) => [c.head_sha, c.status, c.conclusion, c.output.title])).toEqual([
+      [e.base, 'completed', 'success', `${e.id}: score 42`],
+    ]);
+    expect(h.runFiles('issue-7')?.published[e.id]).toMatchObject({ check: mine[0]?.id });
   });
 });

@@ -11,7 +11,7 @@ import Bottleneck from 'bottleneck';
 import { createNodeMiddleware, Probot, ProbotOctokit } from 'probot';
 import { forkflushApp } from '../../src/app/app.js';
 import { commitMessage } from '../../src/core/journal.js';
-import { episodeBranch, stateRef } from '../../src/core/names.js';
+import { BASE_JOB, baseGradeRef, type RunRefs, runRefs, stateRef } from '../../src/core/names.js';
 import type { Episode, EpisodeResult, RunState } from '../../src/core/state.js';
 import { GitHubForge } from '../../src/github/forge.js';
 import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
@@ -284,10 +284,21 @@ export class Harness {
     });
   }
 
-  comment(issue: number, body: string, user = 'maintainer') {
+  /** A comment on an issue, or (onPull) on the pull request of that number. */
+  comment(issue: number, body: string, user = 'maintainer', onPull = false) {
     return this.send('issue_comment', 'created', (p) => {
       p.issue.number = issue;
       delete p.issue.pull_request;
+      if (onPull) {
+        const url = `https://github.com/octo-org/octo-repo/pull/${issue}`;
+        p.issue.pull_request = {
+          url: `https://api.github.com/repos/octo-org/octo-repo/pulls/${issue}`,
+          html_url: url,
+          diff_url: `${url}.diff`,
+          patch_url: `${url}.patch`,
+          merged_at: null,
+        };
+      }
       p.comment.body = body;
       p.sender.login = user;
       p.sender.type = 'User';
@@ -298,6 +309,14 @@ export class Harness {
     return this.send('workflow_job', 'completed', (p) => {
       p.workflow_job.name = `forkflush ${run} ${episode}`;
       p.workflow_job.conclusion = conclusion;
+      p.workflow_job.head_branch = branch;
+    });
+  }
+
+  /** GitHub reports an episode's job as started. */
+  jobStarted(run: string, episode: string, branch = 'main') {
+    return this.send('workflow_job', 'in_progress', (p) => {
+      p.workflow_job.name = `forkflush ${run} ${episode}`;
       p.workflow_job.head_branch = branch;
     });
   }
@@ -334,7 +353,7 @@ export class Harness {
       journalTail?: string[];
     } = {},
   ) {
-    const branch = `refs/heads/${episodeBranch(state.id, e.round, e.branch)}`;
+    const branch = this.refs(state.id).episode(e.round, e.branch);
     const head = this.gh.refs.get(branch);
     if (head !== e.base) return false;
     const message = commitMessage(
@@ -364,6 +383,39 @@ export class Harness {
       files: { ...parent?.files, 'NOTES.md': `${e.id}\n`, ...forge.files },
     });
     this.gh.refs.set(branch, sha);
+    return true;
+  }
+
+  /** The run's refs, in the layout its record says (before it has one: the default, 2). */
+  refs(run: string): RunRefs {
+    return runRefs(run, this.runFiles(run)?.refsLayout ?? (this.runFiles(run) ? 1 : 2));
+  }
+
+  /**
+   * The base job's part: the initial workspace's grade, a commit on the base's tree whose parent is
+   * the base, on refs/forkflush/<run>/base. False when one is there already.
+   */
+  pushBase(state: RunState, score: number | null, forge: { files?: Record<string, string> } = {}) {
+    const ref = baseGradeRef(state.id);
+    if (this.gh.refs.has(ref)) return false;
+    const message = commitMessage(
+      state.id,
+      state.config.budget.unit,
+      { id: BASE_JOB },
+      {
+        score,
+        ...(score === null ? { reason: 'the grader exited with code 1' } : {}),
+        spent: 0,
+        exit: 'finished',
+        protectedChanged: [],
+        agentSeconds: 0,
+        graderSeconds: 0.5,
+        wallSeconds: 1,
+      },
+    );
+    const base = this.gh.commits.get(state.base.commit);
+    const sha = this.gh.commit({ message, parents: [state.base.commit], files: { ...base?.files, ...forge.files } });
+    this.gh.refs.set(ref, sha);
     return true;
   }
 

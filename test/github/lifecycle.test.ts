@@ -35,7 +35,11 @@ describe('the app drives a whole run', () => {
     await h.label(7);
     // One round dispatched, with small inputs: ids, not data.
     expect(h.gh.dispatches).toEqual([
-      { workflow: 'forkflush.yml', ref: 'main', inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1"]' } },
+      {
+        workflow: 'forkflush.yml',
+        ref: 'main',
+        inputs: { run: RUN, round: '0', episodes: '["r0.b0","r0.b1","base"]' },
+      },
     ]);
     expect(h.gh.branch('forkflush/issue-7/round-0/branch-0')).toBe(h.gh.branch('main'));
     expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(h.gh.branch('main'));
@@ -50,7 +54,12 @@ describe('the app drives a whole run', () => {
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(state.rounds.map((r) => String(r.index)));
     // Every episode has a pull request into the lineage and a completed check run on its commit.
     const episodes = state.rounds.flatMap((r) => r.episodes);
-    expect(h.gh.checkRuns.map((c) => c.name).sort()).toEqual(episodes.map((e) => `forkflush ${e.id}`).sort());
+    expect(
+      h.gh.checkRuns
+        .map((c) => c.name)
+        .filter((n) => n !== 'forkflush')
+        .sort(),
+    ).toEqual(episodes.map((e) => `forkflush ${e.id}`).sort());
     expect(h.gh.pulls.filter((p) => p.base === lineageBranch(RUN, 0, 1))).toHaveLength(episodes.length);
     // Losers were closed with a comment that compares their score with the winner's.
     const opening = state.rounds[0];
@@ -73,12 +82,73 @@ describe('the app drives a whole run', () => {
       title: 'forkflush issue-7: best score 50',
     });
     expect(final?.body?.startsWith('Closes #7.\n')).toBe(true);
-    expect(final?.body).toContain(`Best score: **${state.best?.score}**`);
+    expect(final?.body).toContain(`| best | **${state.best?.score}** |`);
     expect([...(h.gh.labels.get(7) ?? [])]).toEqual(['autoresearch: done']);
     const mine = h.gh.comments.filter((c) => c.issue === 7);
     expect(mine).toHaveLength(1);
     expect(mine[0]?.body).toContain('**Status:** finished');
     expect(mine[0]?.body).toContain('```mermaid\nxychart-beta');
+  });
+
+  it('by default pushes no branch until the result: episodes live on refs/forkflush/, one draft pull request at the end', async () => {
+    const h = await new Harness().load();
+    // Every ref the run writes, in order.
+    const written: string[] = [];
+    const set = h.gh.refs.set.bind(h.gh.refs);
+    h.gh.refs.set = (ref: string, sha: string) => {
+      written.push(ref);
+      return set(ref, sha);
+    };
+    await h.label(7);
+    const refs = h.refs(RUN);
+    expect(refs.episode(0, 0)).toBe('refs/forkflush/issue-7/round-0/branch-0');
+    expect(h.gh.refs.get(refs.episode(0, 0))).toBe(h.gh.branch('main'));
+    expect(h.gh.refs.get(refs.lineage(0, 1))).toBe(h.gh.branch('main'));
+    await playToEnd(h, (id) => (id === 'r0.b1' ? 50 : id.endsWith('.b0') ? 40 + Number(id.slice(1, 2)) : 30));
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    // The only branch the run made is its result's, made once the run was finished.
+    const branches = written.filter((r) => r.startsWith('refs/heads/'));
+    expect([...new Set(branches)]).toEqual(['refs/heads/forkflush/issue-7/result']);
+    expect(h.gh.branch('forkflush/issue-7/result')).toBe(state.lineages[0]?.head);
+    expect(h.gh.refs.get(refs.best)).toBe(state.best?.commit);
+    // One pull request: the result, a draft into main, with the scores; nothing to close.
+    expect(h.gh.pulls).toEqual([
+      expect.objectContaining({ head: 'forkflush/issue-7/result', base: 'main', draft: true, state: 'open' }),
+    ]);
+    const [result] = h.gh.pulls;
+    expect(result?.title).toBe('forkflush issue-7: best score 50');
+    expect(result?.body).toContain(`| best | **50** | round 0, branch 1, on \`refs/forkflush/issue-7/best\` |`);
+    expect(result?.body).toContain('`autoresearch: ci`');
+    // Episode refs are gone once their rounds are settled; no comment on any pull request.
+    expect([...h.gh.refs.keys()].filter((r) => r.includes('/round-'))).toEqual([]);
+    expect(h.gh.comments.filter((c) => c.issue !== 7)).toEqual([]);
+    // The status comment names the lineage ref, and no longer asks for branches-ignore.
+    const comment = h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
+    expect(comment).toContain('**Lineage:** `refs/forkflush/issue-7/lineage`');
+    expect(comment).not.toContain('branches-ignore');
+  });
+
+  it('a run an older app started (its record names no layout) goes on under its branch names', async () => {
+    const h = await new Harness({
+      '.github/autoresearch.yml': `${CONFIG}pull_requests: winners\n`,
+      'grade.mjs': 'x',
+    }).load();
+    await h.label(7);
+    // As forkflush 0.1 wrote it: no refsLayout, its work on branches.
+    h.rewriteRecord(RUN, (files) => {
+      delete files.refsLayout;
+    });
+    expect(h.runFiles(RUN)?.refsLayout).toBeUndefined();
+    expect(h.gh.branch('forkflush/issue-7/round-0/branch-0')).toBe(h.gh.branch('main'));
+    await playToEnd(h, (id) => Number(id.slice(1).replace('.b', '')));
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(state.lineages[0]?.head);
+    expect(h.gh.branch('forkflush/issue-7/best')).toBe(state.best?.commit);
+    expect([...h.gh.refs.keys()].filter((r) => r.startsWith('refs/forkflush/issue-7/round-'))).toEqual([]);
+    expect(h.gh.pulls.find((p) => p.base === 'main')?.head).toBe(lineageBranch(RUN, 0, 1));
+    expect(h.runFiles(RUN)?.refsLayout).toBeUndefined();
   });
 
   it.each([
@@ -96,7 +166,7 @@ describe('the app drives a whole run', () => {
       const state = h.state(RUN);
       expect(state.status).toBe('finished');
       const episodes = state.rounds.flatMap((r) => r.episodes);
-      expect(h.gh.checkRuns).toHaveLength(episodes.length);
+      expect(h.gh.checkRuns.filter((c) => c.name !== 'forkflush')).toHaveLength(episodes.length);
       const branchPrs = h.gh.pulls.filter((p) => p.base === lineageBranch(RUN, 0, 1));
       // The winners of the two fork rounds, each merged by the fast-forward of its lineage.
       const forkWinners = state.rounds.filter((r) => r.kind === 'fork').map((r) => r.decision?.winner);
@@ -122,18 +192,19 @@ describe('the app drives a whole run', () => {
     }).load();
     await h.label(7);
     await h.label(7);
-    const warnings = h.gh.comments.filter((c) => c.issue === 7 && c.body.startsWith('> **Warning:**'));
-    expect(warnings.map((c) => c.body)).toEqual([
-      expect.stringMatching(
-        /^> \*\*Warning:\*\* the job `episode` of `\.github\/workflows\/forkflush\.yml` has `timeout-minutes: 5`, but an episode may take \d+ minutes/,
-      ),
-    ]);
+    // Said in the status comment, once: no comment of its own, whatever the labels.
+    const comments = h.gh.comments.filter((c) => c.issue === 7);
+    expect(comments).toHaveLength(1);
+    expect(comments[0]?.body).toMatch(
+      /\n> \*\*Warning:\*\* the job `episode` of `\.github\/workflows\/forkflush\.yml` has `timeout-minutes: 5`, but an episode may take \d+ minutes/,
+    );
+    expect(comments[0]?.body.match(/timeout-minutes: 5/g)).toHaveLength(1);
     // The run starts all the same: an agent that finishes early fits.
     expect(h.gh.dispatches).toHaveLength(1);
     // The workflow as the README tells it: no warning.
     const fine = await new Harness().load();
     await fine.label(7);
-    expect(fine.gh.comments.filter((c) => c.body.startsWith('> **Warning:**'))).toEqual([]);
+    expect(fine.gh.comments.find((c) => c.issue === 7)?.body).not.toContain('timeout-minutes');
   });
 
   it('duplicated and shuffled job events change nothing: one dispatch and one merge per round', async () => {
@@ -154,7 +225,7 @@ describe('the app drives a whole run', () => {
     expect(state.status).toBe('finished');
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(state.rounds.map((r) => String(r.index)));
     const lineageMoves = h.gh.log.filter(
-      (l) => l === 'PATCH /repos/octo-org/octo-repo/git/refs/heads%2Fforkflush%2Fissue-7%2Flineage',
+      (l) => l === 'PATCH /repos/octo-org/octo-repo/git/refs/forkflush%2Fissue-7%2Flineage',
     );
     expect(lineageMoves).toHaveLength(state.rounds.filter((r) => r.decision?.adopted.length).length);
     expect(h.gh.pulls.filter((p) => p.base === 'main')).toHaveLength(1);
@@ -194,7 +265,7 @@ describe('the app drives a whole run', () => {
     const s = h.state(RUN);
     expect(s.rounds[0]?.decision).toEqual({ winner: null, adopted: [] });
     expect(s.rounds[0]?.episodes[0]?.result?.reason).toMatch(/^its job ended: failure/);
-    expect(h.gh.branch(lineageBranch(RUN, 0, 1))).toBe(h.gh.branch('main'));
+    expect(h.gh.refs.get(h.refs(RUN).lineage(0, 1))).toBe(h.gh.branch('main'));
     expect(s.rounds[1]?.episodes[0]).toMatchObject({ context: 'fresh', base: h.gh.branch('main') });
   });
 });
@@ -239,9 +310,10 @@ describe('a round in which every branch failed its setup', () => {
     await h.comment(7, '/autoresearch resume');
     const retried = h.state(RUN);
     expect(retried.rounds[0]?.episodes.map((e) => e.result)).toEqual([undefined, undefined]);
-    for (const e of episodes) expect(h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`)).toBe(e.base);
+    for (const e of episodes) expect(h.gh.refs.get(h.refs(RUN).episode(0, e.branch))).toBe(e.base);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
-    expect(JSON.parse(h.gh.dispatches[1]?.inputs.episodes ?? '[]')).toEqual(episodes.map((e) => e.id));
+    // The initial workspace, not graded yet, is graded beside them.
+    expect(JSON.parse(h.gh.dispatches[1]?.inputs.episodes ?? '[]')).toEqual([...episodes.map((e) => e.id), 'base']);
     expect(h.gh.comments.find((c) => c.issue === 7)?.body).not.toContain('setup failed in every branch');
 
     // The round now runs as any other: results land, are published, and the round is decided.
@@ -249,7 +321,14 @@ describe('a round in which every branch failed its setup', () => {
     for (const e of episodes) await h.jobCompleted(RUN, e.id);
     const after = h.state(RUN);
     expect(after.rounds[0]?.decision?.winner).toBe('r0.b1');
-    expect(h.gh.checkRuns.length).toBe(checksBefore + 2);
+    // Each attempt has check runs of its own (the retried episodes', and the run's, which the stop
+    // completed), then the next round's.
+    expect(h.gh.checkRuns.slice(checksBefore).map((c) => c.name)).toEqual([
+      'forkflush',
+      'forkflush r0.b0',
+      'forkflush r0.b1',
+      'forkflush r1.b0',
+    ]);
     // A resume of a run that runs retries nothing and dispatches nothing.
     const dispatched = h.gh.dispatches.map((d) => d.inputs.round);
     expect(dispatched).toEqual(['0', '0', '1']);
@@ -283,14 +362,12 @@ describe('a round in which every branch failed its setup', () => {
     for (const e of h.openEpisodes(RUN)) h.pushResult(h.state(RUN), e, null, 0, { setupFailed: 'still down' });
     for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id, 'failure');
     const second = h.state(RUN);
-    const heads = second.rounds[0]?.episodes.map((e) => h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`));
+    const heads = second.rounds[0]?.episodes.map((e) => h.gh.refs.get(h.refs(RUN).episode(0, e.branch)));
     expect(second.rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual(['still down', 'still down']);
     // A handler delayed since before the retry, with the first stop's record.
     await setStopped({ forge, now: h.clock }, stale, false, { by: 'maintainer', keys: ['comment:999'] });
     expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual(['still down', 'still down']);
-    expect(second.rounds[0]?.episodes.map((e) => h.gh.branch(`forkflush/${RUN}/round-0/branch-${e.branch}`))).toEqual(
-      heads,
-    );
+    expect(second.rounds[0]?.episodes.map((e) => h.gh.refs.get(h.refs(RUN).episode(0, e.branch)))).toEqual(heads);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
   });
 
@@ -389,7 +466,7 @@ describe('the nightly tick', () => {
 
   it('with schedule: nightly, forks a finished run once a day', async () => {
     const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: nightly\n`,
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
       'grade.mjs': 'x',
     }).load();
     await h.label(7);
@@ -403,6 +480,135 @@ describe('the nightly tick', () => {
     // A late job event from an old round changes nothing.
     await h.jobCompleted(RUN, 'r0.b0');
     expect(h.gh.dispatches).toHaveLength(rounds + 1);
+  });
+});
+
+describe('the rounds after the plan (schedule)', () => {
+  const NIGHTLY = (schedule: string) => ({
+    '.github/autoresearch.yml': `${CONFIG}schedule: ${schedule}\n`,
+    'grade.mjs': 'x',
+  });
+  const nextDay = (h: Harness) => {
+    h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
+  };
+  /** The nightly tick, then every job of the round it opened. */
+  async function night(h: Harness) {
+    nextDay(h);
+    await nightlyTick(h.forge(), h.clock);
+    await playToEnd(h, () => 1);
+  }
+  const extraSpend = (h: Harness) =>
+    h
+      .state(RUN)
+      .rounds.filter((r) => r.extra)
+      .flatMap((r) => r.episodes)
+      .reduce((sum, e) => sum + (e.result?.spent ?? 0), 0);
+
+  it('spend no more than schedule.budget, say so once, and the comment counts them', async () => {
+    // Rounds of 2 branches of at most 15 tokens each: 40 pays for one, then one of 5 each.
+    const h = await new Harness(NIGHTLY('{ nightly: true, budget: 40, rounds: 10 }')).load();
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    const planned = h.state(RUN).rounds.length;
+    const comment = () => h.gh.comments.find((c) => c.issue === 7)?.body ?? '';
+    expect(comment()).toContain(
+      '**After the plan:** one fork round of the leader a night, and rounds asked for with /autoresearch fork, 2 branches of up to 15 tokens each, 40 tokens in all, at most 10 rounds; 0 so far, 0 of 40 tokens spent',
+    );
+    await night(h);
+    await night(h);
+    await night(h);
+    const extras = h.state(RUN).rounds.filter((r) => r.extra);
+    expect(extras.map((r) => r.episodes.map((e) => e.allowance))).toEqual([
+      [15, 15],
+      [5, 5],
+    ]);
+    expect(h.state(RUN).rounds).toHaveLength(planned + 2);
+    expect(extraSpend(h)).toBeLessThanOrEqual(40);
+    expect(comment()).toContain('; 2 so far, 40 of 40 tokens spent');
+    const told = h.gh.comments.filter((c) => c.body.startsWith('forkflush ran no nightly round'));
+    expect(told.map((c) => c.body)).toEqual([
+      'forkflush ran no nightly round: the rounds after the plan have spent 40 of their 40 tokens (`schedule.budget`), too little is left for another round, so forkflush opens no more rounds after the plan.',
+    ]);
+    // Asked for by hand, it says the same.
+    await h.comment(7, '/autoresearch fork');
+    expect(h.gh.comments.at(-1)?.body).toMatch(
+      /^forkflush opened no fork round: the rounds after the plan have spent 40/,
+    );
+    expect(h.state(RUN).rounds).toHaveLength(planned + 2);
+  });
+
+  it('end at schedule.rounds or after schedule.until', async () => {
+    const h = await new Harness(NIGHTLY('{ nightly: true, budget: 1000, rounds: 1 }')).load();
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    await night(h);
+    await night(h);
+    expect(h.state(RUN).rounds.filter((r) => r.extra)).toHaveLength(1);
+    const until = await new Harness(NIGHTLY('{ nightly: true, budget: 1000, until: 2026-12-01 }')).load();
+    await until.label(7);
+    await playToEnd(until, () => 1);
+    await night(until); // 2026-12-01: the last day
+    await night(until); // 2026-12-02: past it
+    expect(until.state(RUN).rounds.filter((r) => r.extra)).toHaveLength(1);
+    expect(until.gh.comments.at(-1)?.body).toBe(
+      'forkflush ran no nightly round: `schedule.until` (2026-12-01) has passed, so forkflush opens no more rounds after the plan.',
+    );
+  });
+
+  it('stop when the issue is closed or the label removed, and go on when it is opened again', async () => {
+    const h = await new Harness(NIGHTLY('{ nightly: true, budget: 1000, rounds: 10 }')).load();
+    h.gh.permissions.author = 'read';
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    const planned = h.state(RUN).rounds.length;
+    // Closed by its author, who has no write access: the run is not stopped, but no round runs while it is closed.
+    h.gh.issues.set(7, { state: 'closed' });
+    await h.send('issues', 'closed', (p) => {
+      p.issue.number = 7;
+      p.issue.labels = [{ ...p.issue.labels?.[0], name: 'autoresearch: done' }];
+      p.sender.login = 'author';
+      p.sender.type = 'User';
+    });
+    expect(h.runFiles(RUN)?.stopped).toBe(false);
+    await night(h);
+    expect(h.state(RUN).rounds).toHaveLength(planned);
+    h.gh.issues.set(7, { state: 'open' });
+    await night(h);
+    expect(h.state(RUN).rounds).toHaveLength(planned + 1);
+    // A writer removes the done label: the finished run stops, and the next night opens nothing.
+    h.gh.labels.get(7)?.delete('autoresearch: done');
+    await h.send('issues', 'unlabeled', (p) => {
+      p.issue.number = 7;
+      p.label.name = 'autoresearch: done';
+      p.sender.login = 'maintainer';
+      p.sender.type = 'User';
+    });
+    expect(h.runFiles(RUN)?.stopped).toBe(true);
+    expect(h.gh.comments.find((c) => c.issue === 7)?.body).toContain('**Status:** finished, and stopped');
+    await night(h);
+    expect(h.state(RUN).rounds).toHaveLength(planned + 1);
+    expect(h.gh.comments.filter((c) => c.body.startsWith('forkflush ran no nightly round'))).toEqual([]);
+  });
+
+  it('without a schedule, /autoresearch fork rounds may spend budget.total more', async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    await playToEnd(h, () => 1);
+    for (let i = 0; i < 6; i++) {
+      await h.comment(7, '/autoresearch fork');
+      await playToEnd(h, () => 1);
+    }
+    // 100 tokens more: three rounds of 2 x 15, then one of 2 x 5.
+    expect(
+      h
+        .state(RUN)
+        .rounds.filter((r) => r.extra)
+        .map((r) => r.episodes[0]?.allowance),
+    ).toEqual([15, 15, 15, 5]);
+    expect(extraSpend(h)).toBeLessThanOrEqual(100);
+    expect(h.gh.comments.at(-1)?.body).toMatch(
+      /^forkflush opened no fork round: the rounds after the plan have spent 100 of their 100 tokens \(`budget.total` more/,
+    );
   });
 });
 
@@ -454,10 +660,11 @@ describe('an agent that fails in a way every episode would', () => {
     const retried = h.state(RUN);
     expect(retried.rounds[0]?.episodes.map((e) => e.result?.score ?? null)).toEqual([null, 6]);
     expect(retried.rounds[0]?.episodes[0]).toMatchObject({ interruptedSpent: 0.5, interruptedBasis: 'estimated' });
-    expect(h.gh.branch(`forkflush/${RUN}/round-0/branch-0`)).toBe(first.base);
+    expect(h.gh.refs.get(h.refs(RUN).episode(0, 0))).toBe(first.base);
+    // (The initial workspace, not graded yet, is graded beside them.)
     expect(h.gh.dispatches.map((d) => [d.inputs.round, d.inputs.episodes])).toEqual([
-      ['0', '["r0.b0","r0.b1"]'],
-      ['0', '["r0.b0"]'],
+      ['0', '["r0.b0","r0.b1","base"]'],
+      ['0', '["r0.b0","base"]'],
     ]);
     h.pushResult(retried, retried.rounds[0]?.episodes[0] as typeof first, 9);
     await h.jobCompleted(RUN, first.id);

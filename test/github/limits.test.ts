@@ -155,7 +155,7 @@ describe('limits.rounds', () => {
 
   it('a nightly round at the limit is skipped, and the issue told once', async () => {
     const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: nightly\nlimits:\n  rounds: 6\n`,
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 1000, rounds: 30 }\nlimits:\n  rounds: 6\n`,
       'grade.mjs': 'x',
     }).load();
     await h.label(7);

@@ -304,15 +304,15 @@ describe('the fake GitHub checks every exchange', () => {
     const forge = new GitHubForge(o, gh.owner, gh.repo);
     const main = gh.branch('main') as string;
     const next = gh.commit({ message: 'next', parents: [main], files: { 'README.md': 'next\n' } });
-    await forge.setBranch('best', main); // created
+    await forge.setRef('refs/heads/best', main); // created
     gh.failNext = { method: 'PATCH', path: /heads%2Fbest$/, status: 422 };
-    await expect(forge.setBranch('best', next)).rejects.toThrow(/best could not be moved/);
+    await expect(forge.setRef('refs/heads/best', next)).rejects.toThrow(/best could not be moved/);
     expect(gh.branch('best')).toBe(main);
-    await forge.setBranch('best', next);
+    await forge.setRef('refs/heads/best', next);
     expect(gh.branch('best')).toBe(next);
     // Creating a branch: 422 is "already exists" only if it does exist.
     gh.failNext = { method: 'POST', path: /\/git\/refs$/, status: 422 };
-    await expect(forge.createBranch('feature/b', main)).rejects.toMatchObject({ status: 422 });
+    await expect(forge.createRef('refs/heads/feature/b', main)).rejects.toMatchObject({ status: 422 });
     expect(gh.branch('feature/b')).toBeUndefined();
   });
 
@@ -320,8 +320,8 @@ describe('the fake GitHub checks every exchange', () => {
     const { gh, o } = await github();
     const forge = new GitHubForge(o, gh.owner, gh.repo);
     const main = gh.branch('main') as string;
-    await forge.createBranch(
-      'feature/a',
+    await forge.createRef(
+      'refs/heads/feature/a',
       gh.commit({ message: 'work', parents: [main], files: { 'README.md': 'x\n' } }),
     );
     // A body GitHub refuses, and a refusal of any other kind: failures, never "no pull request".
@@ -341,7 +341,7 @@ describe('the fake GitHub checks every exchange', () => {
     expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBe(41);
     // Nothing to propose, and a head that is gone: null.
     gh.inject = null;
-    await forge.createBranch('feature/b', main);
+    await forge.createRef('refs/heads/feature/b', main);
     expect(await forge.openPullRequest('feature/b', 'main', 'B', 'body')).toBeNull();
     expect(await forge.openPullRequest('feature/gone', 'main', 'C', 'body')).toBeNull();
     assertNoOpenApiViolations();
@@ -365,20 +365,20 @@ describe('the fake GitHub checks every exchange', () => {
     expect(await forge.repository()).toEqual({ defaultBranch: 'main', private: false });
     expect(await forge.readFile('README.md', 'main')).toBe('hi\n');
     expect(await forge.readFile('missing.md', 'main')).toBeNull();
-    await forge.createBranch('feature/a', main);
+    await forge.createRef('refs/heads/feature/a', main);
     expect(await forge.refSha('refs/heads/feature/a')).toBe(main);
-    expect(await forge.branchHeads('feature/')).toEqual(new Map([['feature/a', main]]));
+    expect(await forge.refHeads('refs/heads/feature/')).toEqual(new Map([['refs/heads/feature/a', main]]));
     // No commits between the branches: GitHub refuses the pull request, and there is none to find.
     expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBeNull();
     const work = gh.commit({ message: 'work', parents: [main], files: { 'README.md': 'more\n' } });
-    expect(await forge.fastForward('feature/a', work)).toBe('moved');
+    expect(await forge.fastForward('refs/heads/feature/a', work)).toBe('moved');
     const pr = await forge.openPullRequest('feature/a', 'main', 'A', 'body');
     expect(pr).toBeGreaterThan(0);
     expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBe(pr); // found, not made twice
     // main taking the branch's commit merges the pull request, as on GitHub.
-    expect(await forge.fastForward('main', work)).toBe('moved');
+    expect(await forge.fastForward('refs/heads/main', work)).toBe('moved');
     expect(gh.pulls.find((p) => p.number === pr)).toMatchObject({ state: 'closed', merged: true });
-    await forge.deleteBranch('feature/a');
+    await forge.deleteRef('refs/heads/feature/a');
     await forge.removeLabel(7, 'absent');
     assertNoOpenApiViolations();
   });

@@ -345,7 +345,7 @@ describe('the nightly rounds and the labeller', () => {
 
   it('skips the round, saying so once, while the person who started the run lacks write access', async () => {
     const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: nightly\n`,
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
       'grade.mjs': 'x',
     }).load();
     await h.label(7);
@@ -372,7 +372,7 @@ describe('the nightly rounds and the labeller', () => {
 
   it('a writer who forks takes the nightly rounds on', async () => {
     const h = await new Harness({
-      '.github/autoresearch.yml': `${CONFIG}schedule: nightly\n`,
+      '.github/autoresearch.yml': `${CONFIG}schedule: { nightly: true, budget: 100, rounds: 5 }\n`,
       'grade.mjs': 'x',
     }).load();
     h.gh.permissions.other = 'write';

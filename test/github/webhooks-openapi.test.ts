@@ -68,6 +68,27 @@ const KNOWN_DISAGREEMENTS: Record<string, string[]> = {
     "webhook pull-request-labeled: body/pull_request/base/repo must have required property 'has_discussions'",
     "webhook pull-request-labeled: body/pull_request/head/repo must have required property 'has_discussions'",
   ],
+  // From before pull requests carried draft, auto_merge and active_lock_reason, and repositories
+  // has_discussions, topics and visibility; the other two only before has_discussions (2022).
+  'pull_request_review.submitted#0': [
+    "webhook pull-request-review-submitted: body/pull_request must have required property 'draft'",
+    "webhook pull-request-review-submitted: body/pull_request must have required property 'auto_merge'",
+    "webhook pull-request-review-submitted: body/pull_request must have required property 'active_lock_reason'",
+    "webhook pull-request-review-submitted: body/pull_request/base/repo must have required property 'has_discussions'",
+    "webhook pull-request-review-submitted: body/pull_request/base/repo must have required property 'topics'",
+    "webhook pull-request-review-submitted: body/pull_request/base/repo must have required property 'visibility'",
+    "webhook pull-request-review-submitted: body/pull_request/head/repo must have required property 'has_discussions'",
+    "webhook pull-request-review-submitted: body/pull_request/head/repo must have required property 'topics'",
+    "webhook pull-request-review-submitted: body/pull_request/head/repo must have required property 'visibility'",
+  ],
+  'pull_request_review.submitted#2': [
+    "webhook pull-request-review-submitted: body/pull_request/base/repo must have required property 'has_discussions'",
+    "webhook pull-request-review-submitted: body/pull_request/head/repo must have required property 'has_discussions'",
+  ],
+  'pull_request_review.submitted#3': [
+    "webhook pull-request-review-submitted: body/pull_request/base/repo must have required property 'has_discussions'",
+    "webhook pull-request-review-submitted: body/pull_request/head/repo must have required property 'has_discussions'",
+  ],
   // 2019: before auto-merge.
   'pull_request.opened#0': ["webhook pull-request-opened: body/pull_request must have required property 'auto_merge'"],
   // June 2021, the week workflow_job shipped: before run_attempt, workflow_name, head_branch, created_at.

@@ -85,7 +85,7 @@ describe('forkflush init', () => {
     expect(read(dir, 'TASK.md')).toBe('my task\n');
   });
 
-  it('with --github writes both workflows with the agent secret and the action reference', async () => {
+  it('with --github writes the three workflows with the agent secret and the action reference', async () => {
     const dir = folder();
     const r = await cli('init', dir, '--grader', 'sh grade.sh', '--agent', 'codex', '--github', '--yes');
     expect(r.code).toBe(0);
@@ -93,7 +93,7 @@ describe('forkflush init', () => {
     expect(worker).toContain('OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}');
     expect(worker).not.toContain('ANTHROPIC_API_KEY');
     expect(r.out).toMatch(/replace your-org\/forkflush@\S+ with the forkflush repository/);
-    for (const f of ['forkflush.yml', 'autoresearch.yml'])
+    for (const f of ['forkflush.yml', 'autoresearch.yml', 'autoresearch-tick.yml'])
       expect(() => parse(read(dir, `.github/workflows/${f}`))).not.toThrow();
     expect(parse(read(dir, '.github/autoresearch.yml')).budget).toEqual({ total: 20, unit: 'usd' });
 

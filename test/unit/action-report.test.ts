@@ -15,6 +15,7 @@ function outcome(over: Partial<JobOutcome['result']> = {}, attempt: JobOutcome['
       'autoresearch.yml',
     ),
     attempt,
+    layout: 1,
     episode: {
       id: 'r0.b1',
       round: 0,
@@ -118,7 +119,7 @@ describe('the job summary', () => {
     expect(s).toContain('**The journal’s new entries**\n\n```text\n- r0.b1: wrote notes\n- forkflush r0.b1');
     expect(s).toContain(
       '**Links**: [issue #42](https://github.com/owner/repo/issues/42) · ' +
-        `[the commit and its check run](https://github.com/owner/repo/commit/${COMMIT}/checks) · ` +
+        `[the commit](https://github.com/owner/repo/commit/${COMMIT}) · ` +
         '[the branch](https://github.com/owner/repo/tree/forkflush/issue-42/round-0/branch-1) · ' +
         '[this workflow run](https://github.com/owner/repo/actions/runs/5/attempts/2)',
     );

@@ -1,14 +1,8 @@
 // An episode's check run: protected paths it changed are annotated on their files. What an agent
 // wrote reaches GitHub as inert text, in bodies GitHub takes whatever their size.
 import { describe, expect, it } from 'vitest';
-import {
-  checkConclusion,
-  checkRunOutput,
-  episodePrBody,
-  finalPrBody,
-  issueComment,
-  loserComment,
-} from '../../src/core/github-text.js';
+import { finalPrBody, issueComment } from '../../src/core/github-status.js';
+import { checkConclusion, checkRunOutput, episodePrBody, loserComment } from '../../src/core/github-text.js';
 import { simulate } from '../../src/core/plan.js';
 import { allEpisodes, type EpisodeResult, type RunState } from '../../src/core/state.js';
 import { config, result } from './helpers.js';

@@ -2,8 +2,9 @@
 //
 //   core    -> core, yaml, zod (no node built-ins: no I/O, no clock)
 //   io      -> io, node built-ins
-//   agents  -> agents, io, node built-ins, core's types (`import type` only), and core/text.ts (pure
+//   agents  -> agents, io, node built-ins, core's types (`import type` only), core/text.ts (pure
 //              text helpers: how a CLI's error line is found is the same for agents and graders)
+//              and core/failure.ts (pure: what a provider's error text says, for every spec)
 //   worker  -> worker, core, io, agents, node built-ins
 //   local   -> local, core, io, agents, worker, node built-ins (the local forge shell)
 //   github  -> github, core, node built-ins, probot (the GitHub forge shell)
@@ -47,7 +48,13 @@ const ENTRY: Rule = { layers: LAYERS, packages: 'any', node: true, files: ['pack
 const RULES: Record<Layer, Rule> = {
   core: { layers: [], packages: ['yaml', 'zod'], node: false },
   io: { layers: [], packages: [], node: true },
-  agents: { layers: ['io'], typesFrom: ['core'], modules: ['src/core/text.ts'], packages: [], node: true },
+  agents: {
+    layers: ['io'],
+    typesFrom: ['core'],
+    modules: ['src/core/text.ts', 'src/core/failure.ts'],
+    packages: [],
+    node: true,
+  },
   worker: { layers: ['core', 'io', 'agents'], packages: [], node: true },
   local: { layers: ['core', 'io', 'agents', 'worker'], packages: [], node: true },
   github: { layers: ['core'], packages: ['probot'], node: true },
@@ -440,10 +447,11 @@ describe('layers: the checker', () => {
   it('lets agents take types, and only types, from core', () => {
     expect(report('src/agents/x.ts', "import type { Config } from '../core/config.js';")).toEqual([]);
     expect(report('src/agents/x.ts', "import { type Config } from '../core/config.js';")).toEqual([
-      'src/agents/x.ts:1 imports ../core/config.js: agents may import only agents, io, types from core (import type), node built-ins, src/core/text.ts',
+      'src/agents/x.ts:1 imports ../core/config.js: agents may import only agents, io, types from core (import type), node built-ins, src/core/text.ts, src/core/failure.ts',
     ]);
-    // The one module of core agents may take values from: pure text helpers.
+    // The modules of core agents may take values from: pure text helpers and failure recognition.
     expect(report('src/agents/x.ts', "import { failureLine } from '../core/text.js';")).toEqual([]);
+    expect(report('src/agents/x.ts', "import { recognizeFailure } from '../core/failure.js';")).toEqual([]);
     expect(report('src/agents/x.ts', "import { Git } from '../io/git.js';")).toEqual([]);
     expect(report('src/agents/x.ts', "import type { X } from '../worker/episode.js';")).toHaveLength(1);
     expect(report('src/agents/x.ts', "import type { X } from '../github/forge.js';")).toHaveLength(1);

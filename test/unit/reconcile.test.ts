@@ -173,6 +173,65 @@ describe('selectWinner', () => {
   });
 });
 
+describe('a round whose judge the machine starved', () => {
+  /** The opening round with these results, decided. */
+  function decided(results: ReturnType<typeof result>[]): RunState {
+    const [open] = reconcile(fresh());
+    if (open?.type !== 'open') throw new Error('expected open');
+    let s = applyOpen(fresh(), open.round);
+    open.round.episodes.forEach((e, i) => {
+      s = applyResult(s, e.id, results[i] ?? result(null));
+    });
+    const [decide] = reconcile(s);
+    if (decide?.type !== 'decide') throw new Error('expected decide');
+    return applyDecision(s, decide.round, decide.decision);
+  }
+
+  it('is void: no winner, nothing adopted, the lineage unchanged, and the decision says why', () => {
+    // r0.b1 would have won; r0.b2, its judge starved twice, might have scored anything.
+    const s = decided([result(3), result(12), result(null, 1, { machineShort: 'processes' }), result(5)]);
+    const round = s.rounds[0];
+    expect(round?.decision).toEqual({
+      winner: null,
+      adopted: [],
+      voided:
+        'void: the machine ran out of resources while the judge graded r0.b2 (processes), on both tries; no branch is ranked',
+    });
+    expect(s.lineages[0]?.head).toBe('base');
+    // What was graded stands: the best score found is still the best.
+    expect(s.best?.score).toBe(12);
+    // The run goes on from the same leader.
+    const [next] = reconcile(s);
+    expect(next?.type === 'open' && next.round.episodes.every((e) => e.base === 'base')).toBe(true);
+  });
+
+  it("is ranked as usual when a judge's failure was the branch's own", () => {
+    const own = result(null, 1, {
+      reason: 'the grader exited with code 2: fork: retry (for want of processes, within its own limits)',
+    });
+    const s = decided([result(3), result(9), own, result(5)]);
+    expect(s.rounds[0]?.decision?.winner).toBe('r0.b1');
+    expect(s.rounds[0]?.decision).not.toHaveProperty('voided');
+  });
+
+  it('never voids a serial round: it ranks nothing', () => {
+    const state = newRunState({
+      id: 't',
+      seed: 7,
+      config: config('strategy: single-run'),
+      baseCommit: 'base',
+      baseScore: 10,
+    });
+    const [open] = reconcile(state);
+    if (open?.type !== 'open') throw new Error('expected open');
+    let s = applyOpen(state, open.round);
+    const e = open.round.episodes[0] as Episode;
+    s = applyResult(s, e.id, result(null, e.allowance, { machineShort: 'memory', commit: 'c1' }));
+    const [decide] = reconcile(s);
+    expect(decide?.type === 'decide' && decide.decision).toEqual({ winner: null, adopted: [e.id] });
+  });
+});
+
 describe('extra fork rounds', () => {
   it('a requested fork round comes next, on top of the budget, and the schedule goes on after it', () => {
     let s = playRound(fresh(), [1, 2, 3, 4]);

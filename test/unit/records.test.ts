@@ -79,6 +79,19 @@ describe('journal and commit records', () => {
     expect(parseCommitMessage('a plain commit', 'x')).toBeNull();
   });
 
+  it('records a judge the machine starved (the round is void) in a trailer, and reads only a resource back', () => {
+    const r = result(null, 6, {
+      reason: 'the machine ran out of memory while the judge graded this branch, twice',
+      machineShort: 'memory',
+      commit: 'abc',
+    });
+    const msg = commitMessage('run1', c.budget.unit, e, r);
+    expect(msg).toMatch(/^Forkflush-Machine-Short: memory$/m);
+    expect(parseCommitMessage(msg, 'abc')?.result.machineShort).toBe('memory');
+    const forged = msg.replace('Forkflush-Machine-Short: memory', 'Forkflush-Machine-Short: everything');
+    expect(parseCommitMessage(forged, 'abc')?.result).not.toHaveProperty('machineShort');
+  });
+
   it("reads back an agent's failure, its retries, an unchanged workspace and an estimated spend", () => {
     const r = result(0, 0.004, {
       exit: 'crash',

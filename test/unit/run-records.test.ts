@@ -279,7 +279,7 @@ describe('records from before versions', () => {
       config: {
         ...before.config,
         setup: { commands: [], timeout: 600, network: true, env: [], cache: false },
-        pull_requests: 'winners',
+        pull_requests: 'final',
         limits: { runs_per_repo: 3 },
       },
     });

@@ -1,7 +1,18 @@
 // The sandbox against the processes around it: its syscall filter (src/io/seccomp.ts), run on a
 // small interpreter of the classic BPF it is made of (linux/filter.h: the four instructions it uses),
-// and what the network it shares leaves open (abstract Unix sockets: worker/boundary.ts).
+// what the network it shares leaves open (abstract Unix sockets: worker/boundary.ts), and the
+// accounts that keep sandboxes' process limits apart (io/accounts.ts).
 import { describe, expect, it } from 'vitest';
+import {
+  countsPerNamespace,
+  type IdFiles,
+  processLimit,
+  rangeConflict,
+  rangeUid,
+  SLOTS,
+  UID_RANGE,
+  UidPool,
+} from '../../src/io/accounts.js';
 import { seccompFilter } from '../../src/io/seccomp.js';
 import { abstractSockets, judgeFixedPaths } from '../../src/worker/boundary.js';
 
@@ -145,5 +156,76 @@ describe("what the judge's grader may not change", () => {
       readOnly: ['cases', 'grade.sh'],
       pinned: [],
     });
+  });
+});
+
+describe('the accounts sandboxes run under', () => {
+  const host: IdFiles = {
+    passwd:
+      'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nalice:x:1000:1000::/home/alice:/bin/sh\n',
+    group: 'root:x:0:\nnogroup:x:65534:\n',
+    subuid: 'alice:100000:65536\n',
+    subgid: 'alice:100000:65536\n',
+    uidMap: '         0          0 4294967295\n',
+    gidMap: '         0          0 4294967295\n',
+  };
+
+  it('uses a range no user, group, subordinate range or container mapping claims, and says which one does', () => {
+    expect(rangeConflict(host)).toBeNull();
+    expect(rangeConflict({ ...host, passwd: `${host.passwd}svc:x:${UID_RANGE.first + 5}:1::/:/bin/false\n` })).toBe(
+      `user svc has id ${UID_RANGE.first + 5}`,
+    );
+    expect(rangeConflict({ ...host, group: `${host.group}ad:x:${UID_RANGE.group}:\n` })).toBe(
+      `group ad has id ${UID_RANGE.group}`,
+    );
+    // SSSD's default Active Directory ranges stop below it; a huge subordinate range does not.
+    expect(rangeConflict({ ...host, passwd: `${host.passwd}bob:x:2000199999:1::/:/bin/sh\n` })).toBeNull();
+    expect(rangeConflict({ ...host, subuid: 'ci:1000000000:1500000000\n' })).toBe(
+      '/etc/subuid gives ci ids 1000000000 to 2499999999',
+    );
+    // A container that maps 65536 uids (rootless podman, user namespace remapping) cannot use it.
+    expect(rangeConflict({ ...host, uidMap: '0 100000 65536\n' })).toMatch(/maps no uids as high as/);
+    expect(rangeConflict({ ...host, gidMap: '' })).toMatch(/maps no gids/);
+  });
+
+  it('gives each live sandbox of a process a uid of its own, the longest-released slot first, and refuses a 33rd at once', () => {
+    const pool = new UidPool(4_194_303);
+    const leases = Array.from({ length: SLOTS }, () => pool.lease());
+    expect(new Set(leases.map((l) => l.uid)).size).toBe(SLOTS);
+    expect(Math.max(...leases.map((l) => l.uid))).toBeLessThan(UID_RANGE.first + UID_RANGE.size);
+    expect(Math.max(...leases.map((l) => l.uid))).toBeLessThan(2147352576);
+    expect(leases.every((l) => l.gid === UID_RANGE.group)).toBe(true);
+    expect(() => pool.lease()).toThrow(/at most 32 sandboxes at once/);
+    const [first, second] = leases;
+    first?.release();
+    first?.release();
+    second?.release();
+    // The slot released first comes back first, and only once.
+    expect(pool.lease().uid).toBe(first?.uid);
+    expect(pool.lease().uid).toBe(second?.uid);
+    expect(() => pool.lease()).toThrow();
+    // Two processes alive at once never share a uid.
+    expect(rangeUid(1234, SLOTS - 1)).toBeLessThan(rangeUid(1235, 0));
+  });
+
+  it('limits each sandbox to a quarter of what the machine and the user may have, at most 8192', () => {
+    const free = { ownLimit: null, hardLimit: null };
+    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ...free })).toBe(8192);
+    expect(processLimit({ pidMax: 32_768, threadsMax: 200_000, ...free })).toBe(8192);
+    expect(processLimit({ pidMax: 32_768, threadsMax: 20_000, ...free })).toBe(5000);
+    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ownLimit: 4096, hardLimit: 4096 })).toBe(1024);
+  });
+
+  it("never above forkflush's own hard limit, which prlimit in the sandbox (no capabilities) cannot raise", () => {
+    // Root's own soft limit does not count (root is not held to it), its hard one does.
+    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ownLimit: null, hardLimit: 1000 })).toBe(1000);
+    expect(processLimit({ pidMax: 4_194_304, threadsMax: 200_000, ownLimit: 500, hardLimit: 1000 })).toBe(125);
+  });
+
+  it("knows which kernels count an ordinary user's processes per user namespace", () => {
+    expect(countsPerNamespace('6.18.44-fc-v1252')).toBe(true);
+    expect(countsPerNamespace('5.14.0-284.el9.x86_64')).toBe(true);
+    expect(countsPerNamespace('5.10.0-28-amd64')).toBe(false);
+    expect(countsPerNamespace('4.19.0')).toBe(false);
   });
 });

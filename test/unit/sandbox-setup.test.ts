@@ -60,8 +60,8 @@ describe.skipIf(!hasSandbox)('sudo inside the sandbox', () => {
   const sudoer = (insideAnswers: number): Machine => ({
     ...machine({ sudo: true }),
     probe: async () => true,
-    // Outside the sandbox the job user has sudo; `bwrap ... sudo -n true` answers `insideAnswers`.
-    run: async (file) => (file === 'bwrap' ? insideAnswers : 0),
+    // Outside the sandbox the job user has sudo; `sh -c PRELUDE bwrap ... sudo -n true` answers `insideAnswers`.
+    run: async (file, args) => (file === 'bwrap' || args.includes('bwrap') ? insideAnswers : 0),
   });
 
   it('is checked to give nothing, and the job log says so', async () => {

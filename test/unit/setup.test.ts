@@ -3,13 +3,8 @@
 // what the reports, the check run and the issue comment say.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, validKeysAt } from '../../src/core/config.js';
-import {
-  checkConclusion,
-  checkRunOutput,
-  episodePrBody,
-  issueComment,
-  loserComment,
-} from '../../src/core/github-text.js';
+import { issueComment } from '../../src/core/github-status.js';
+import { checkConclusion, checkRunOutput, episodePrBody, loserComment } from '../../src/core/github-text.js';
 import { commitMessage, parseCommitMessage } from '../../src/core/journal.js';
 import { episodeLimitSeconds, roundDeadlineMinutes, SETUP_TIMEOUT_SECONDS } from '../../src/core/method.js';
 import { planWarnings } from '../../src/core/plan.js';
