@@ -462,7 +462,7 @@ function readJournal() {
   const best = {};
   const pattern = new RegExp(`^- (${NAMES.join('|')})((?: \\w+=[-\\d.]+)*): score (-?\\d+(?:\\.\\d+)?)\\s*$`);
   for (const line of text.split('\n')) {
-    const m = pattern.exec(line.trim());
+    const m = pattern.exec(unquoted(line));
     if (!m) continue;
     const [, approach, rest, score] = m;
     const params = Object.fromEntries(
@@ -480,12 +480,20 @@ function readJournal() {
   return best;
 }
 
+/**
+ * A journal line without the quote forkflush puts before what the branches that lost a fork round
+ * wrote (fork.losers: journal): their tries count as tried, as a reader of the journal would count them.
+ */
+function unquoted(line) {
+  return line.trim().replace(/^> /, '');
+}
+
 /** The agent-style lines of the journal, as written by describe(). */
 function journalLines() {
   const text = existsSync(JOURNAL) ? readFileSync(JOURNAL, 'utf8') : '';
   return text
     .split('\n')
-    .map((l) => /^- (.*?): (score|no score)/.exec(l.trim())?.[1])
+    .map((l) => /^- (.*?): (score|no score)/.exec(unquoted(l))?.[1])
     .filter(Boolean);
 }
 

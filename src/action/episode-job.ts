@@ -9,6 +9,7 @@ import { agentFor } from '../agents/specs.js';
 import type { Config, Unit } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } from '../core/journal.js';
+import { sectionFor } from '../core/losers.js';
 import {
   contextRef,
   episodeBranch,
@@ -185,6 +186,8 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
 
   // 6. The episode: setup, the agent, protected paths, the grader, the journal, the commit.
   const prompt = episodePrompt(state, episode, facts.task, facts.templates);
+  // With fork.losers: journal, the losers' notes the app recorded when it decided the round.
+  const section = sectionFor(state, episode);
   o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
   const episodePlaces: EpisodePlaces = {
     workspace: s.workspace,
@@ -211,6 +214,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     ...(install.problem ? { setupProblem: install.problem } : {}),
     log: o.log,
     notes,
+    ...(section ? { journalSection: section } : {}),
     contextStore: store,
     ...(o.signal ? { signal: o.signal } : {}),
   });

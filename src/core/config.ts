@@ -255,6 +255,12 @@ const forkSchema = z.strictObject({
     .describe(
       `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`,
     ),
+  losers: z
+    .enum(['drop', 'journal'])
+    .optional()
+    .describe(
+      'What the branches that lost a fork round leave: "drop" (default, the paper) discards them whole; "journal" appends the entries each added to its journal (quoted, bounded) to the journal of the lineage that goes on from the winner.',
+    ),
 });
 
 const promptsSchema = z.strictObject({

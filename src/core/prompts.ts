@@ -2,6 +2,7 @@
 // continuation prompt for one that carries its context on. Neither states the budget (as in the
 // paper): the budget only bounds the session.
 import type { Config } from './config.js';
+import { keepsLosers, sectionRound } from './losers.js';
 import { describeEpisodeId } from './names.js';
 import type { Episode, RunState } from './state.js';
 import { formatNumber } from './text.js';
@@ -13,7 +14,8 @@ export const DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in
 
 ## The files
 - The workspace: every file in this folder is yours to read and change, except the protected ones.
-- {{journal}}: the journal. Each entry says what was tried and what score it got.
+- {{journal}}: the journal. Each entry says what was tried and what score it got.{{#losers}}
+- In {{journal}}, a section headed "Branches that lost round N" holds what branches discarded at a fork point wrote in their journals: ideas already tried from an earlier workspace, with the score each of those branches reached. Their notes are quoted (lines starting with ">"), not checked; read them as leads, not facts, and leave the section as it is.{{/losers}}
 - The score: run \`{{grade}}\` from this folder; the last line it prints is the score.
 - Protected (restored before the final grading; changing them voids your score): {{protected}}.
 
@@ -47,6 +49,7 @@ export const TEMPLATE_VARIABLES = {
   direction: '"maximize" or "minimize"',
   fresh: 'section shown when the episode starts with no conversation',
   directive: 'section shown when the branch is told to try a different approach',
+  losers: 'section shown when the journal keeps what the branches that lost a fork round wrote (fork.losers: journal)',
   episode: 'the episode id (r<round>.b<branch>)',
 } as const;
 
@@ -95,6 +98,8 @@ export interface PromptInputs {
   /** How the agent runs the grader, e.g. "$FORKFLUSH_GRADE". */
   gradeCommand: string;
   templates?: { branch?: string; continuation?: string };
+  /** The round whose losers' section forkflush added to this episode's journal (fork.losers: journal). */
+  losersAdded?: number;
 }
 
 /** The prompt of an episode: the branch prompt for a fresh context, the continuation otherwise. */
@@ -114,6 +119,7 @@ export function renderPrompt(p: PromptInputs): string {
     direction: c.grader.direction,
     fresh: p.episode.context === 'fresh',
     directive: p.episode.directive,
+    losers: keepsLosers(c),
     episode: p.episode.id,
   };
   // A copied context (fork-only) continues a conversation too, so it gets the continuation prompt.
@@ -123,10 +129,17 @@ export function renderPrompt(p: PromptInputs): string {
     : (p.templates?.branch ?? DEFAULT_BRANCH_TEMPLATE);
   const source = carried ? (c.prompts.continuation ?? 'continuation prompt') : (c.prompts.branch ?? 'branch prompt');
   const text = renderTemplate(template, values, source);
-  if (carried && p.episode.directive) {
-    return `${text}\n\nFor this branch: try a substantially different approach from those the journal describes.`;
-  }
-  return text;
+  const notes = [
+    ...(carried && p.losersAdded !== undefined
+      ? [
+          `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`,
+        ]
+      : []),
+    ...(carried && p.episode.directive
+      ? ['For this branch: try a substantially different approach from those the journal describes.']
+      : []),
+  ];
+  return [text, ...notes].join('\n\n');
 }
 
 /** The prompt of an episode of a run, as every shell gives it: the grader is `$FORKFLUSH_GRADE`. */
@@ -136,6 +149,7 @@ export function episodePrompt(
   task: string,
   templates: { branch?: string; continuation?: string },
 ): string {
+  const added = sectionRound(state, episode)?.index;
   return renderPrompt({
     config: state.config,
     episode,
@@ -143,6 +157,7 @@ export function episodePrompt(
     best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
     gradeCommand: '$FORKFLUSH_GRADE',
     templates,
+    ...(added !== undefined ? { losersAdded: added } : {}),
   });
 }
 

@@ -111,6 +111,7 @@ const roundSchema = z.object({
     .object({ winner: episodeId.nullable(), adopted: z.array(episodeId), voided: z.string().optional() })
     .optional(),
   extra: z.boolean().optional(),
+  losers: z.array(z.object({ episode: episodeId, entries: z.array(z.string()), earlier: count })).optional(),
 });
 
 /** The version this forkflush writes state.json in (RunState's `version`). */

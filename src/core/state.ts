@@ -135,6 +135,17 @@ export interface Round {
   decision?: Decision;
   /** A fork round asked for beyond the schedule (a `fork` command, a nightly round). */
   extra?: boolean;
+  /** With `fork.losers: journal`, once decided: what each losing branch added to its journal (core/losers.ts). */
+  losers?: LoserNotes[];
+}
+
+/** What a losing branch of a fork round added to its journal since the fork point, bounded and cleaned. */
+export interface LoserNotes {
+  episode: string;
+  /** Its last entries, oldest first, each one line. */
+  entries: string[];
+  /** Entries before those, left out. */
+  earlier: number;
 }
 
 export interface Lineage {

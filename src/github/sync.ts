@@ -6,6 +6,7 @@
 import { finalPrBody, finalPrTitle, issueComment } from '../core/github-status.js';
 import { commentMarker, contextNote, type GitHubView, PRIVILEGED_CI_NOTE, type RunPhase } from '../core/github-text.js';
 import { advanceWithinLimits, roundLimitNotes } from '../core/limits.js';
+import { LOSER_JOURNAL_MAX_BYTES, recordLosers } from '../core/losers.js';
 import { STALE_CLAIM_MINUTES } from '../core/method.js';
 import { stateRef } from '../core/names.js';
 import type { RunState } from '../core/state.js';
@@ -59,6 +60,10 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
     // results, moving the best to it if it beats them.)
     // At limits.rounds the run finishes with what it has instead of opening another round.
     state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
+    // With fork.losers: journal, each decided round's losers' notes, read while their branches are
+    // there and saved with the claim below: before the next round is dispatched, whose jobs read them.
+    const journal = state.config.journal;
+    state = await recordLosers(state, async (commit) => cutJournal(await forge.readFile(journal, commit)));
   }
   // Claim the work in the same compare-and-swap that records the decisions: of two racing
   // handlers, only the one whose save lands does the work.
@@ -160,6 +165,11 @@ async function updateComment(forge: GitHubForge, state: RunState, files: RunFile
     files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;
   }
+}
+
+/** A journal read through the API, as the local forge reads it: '' when missing or too large. */
+function cutJournal(text: string | null): string {
+  return text === null || Buffer.byteLength(text) > LOSER_JOURNAL_MAX_BYTES ? '' : text;
 }
 
 function isUnclaimed(claimedAt: string | undefined, now: Date): boolean {

@@ -4,6 +4,7 @@
 import { cp, mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { resultFromCommit } from '../core/journal.js';
+import { LOSER_JOURNAL_MAX_BYTES } from '../core/losers.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
 import { allEpisodes, type Episode, type EpisodeResult, type Round, type RunState } from '../core/state.js';
 import { type Forge, lineageMovedOutside } from '../core/work.js';
@@ -80,6 +81,16 @@ export class LocalForge implements Forge {
     const read = resultFromCommit(state.id, e, { sha: head, message, parents: (parents ?? '').split(' ') });
     if (!('result' in read) || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
     return read.result;
+  }
+
+  /** The text of `path` at a commit ('' when it has none, or one over LOSER_JOURNAL_MAX_BYTES). */
+  async journalAt(commit: string, path: string): Promise<string> {
+    const { own } = await this.open();
+    const spec = `${commit}:${path}`;
+    const type = await own.exec(['cat-file', '-t', spec], { check: false });
+    if (type.exitCode !== 0 || type.stdout.trim() !== 'blob') return '';
+    if (!(Number(await own.out(['cat-file', '-s', spec])) <= LOSER_JOURNAL_MAX_BYTES)) return '';
+    return (await own.exec(['cat-file', 'blob', spec])).stdout;
   }
 
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */

@@ -2,6 +2,7 @@
 // Each pass asks the core what is due, does it, and saves the state before the next pass.
 import { agentFor } from '../agents/specs.js';
 import { abandonedResult, recordStart, takeBackStart } from '../core/attempts.js';
+import { recordLosers, sectionFor } from '../core/losers.js';
 import { episodePrompt } from '../core/prompts.js';
 import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
 import type { Episode, EpisodeResult, Round, RunState } from '../core/state.js';
@@ -82,8 +83,9 @@ async function driveLocked(initial: RunState, options: DriveOptions): Promise<Dr
   for (;;) {
     // The core's own steps, until it waits for episodes; a setup that cannot work stops it first.
     const advanced = advance(state, (s, next) => stopBefore(s, next) !== null);
-    state = advanced.state;
-    if (advanced.steps.length > 0) await save();
+    // With fork.losers: journal, the losers' notes of each decided round, read before their branches go.
+    state = await recordLosers(advanced.state, (commit) => o.forge.journalAt(commit, state.config.journal));
+    if (advanced.steps.length > 0 || state !== advanced.state) await save();
     await carry();
     for (const step of advanced.steps) {
       if (step.type === 'open') emit({ type: 'round', state, round: roundOf(state, step.round.index) });
@@ -172,6 +174,7 @@ async function runOne(
   const prepared = await o.forge.prepareEpisode(state, e);
   const round = state.rounds[e.round] as Round;
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
+  const section = sectionFor(state, e);
   emit({ type: 'episode-start', state, episode: e });
   await starting();
   try {
@@ -189,6 +192,7 @@ async function runOne(
       isolation: o.isolation,
       alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
       notes: prepared.notes,
+      ...(section ? { journalSection: section } : {}),
       setupCache,
       ...(sealKey ? { sealKey } : {}),
       ...(o.signal ? { signal: o.signal } : {}),

@@ -359,3 +359,28 @@ export function excludePatterns(paths: string[]): string {
     .map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, '\\ '))}`);
   return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }
+
+/**
+ * Writes `text` at `path` in a checkout and its index (a file forkflush adds before the agent
+ * runs: core/losers.ts), and returns the index's tree, what the episode starts from. Refused
+ * (null) where a link or a non-folder stands on the way, or the path is not a regular file:
+ * forkflush never writes through a link into a place setup or an earlier agent chose.
+ */
+export async function writeTracked(
+  own: OwnRepo,
+  dir: string,
+  index: string,
+  path: string,
+  text: string,
+): Promise<string | null> {
+  const parts = path.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const s = await lstat(join(dir, ...parts.slice(0, i))).catch(() => null);
+    if (s && !s.isDirectory()) return null;
+  }
+  const s = await lstat(join(dir, path)).catch(() => null);
+  if (s && !s.isFile()) return null;
+  const tree = await writeIndexed(own, index, path, text);
+  await own.exec(['checkout-index', '--force', '-z', '--stdin'], { workTree: dir, index, input: `${path}\0` });
+  return tree;
+}

@@ -7,13 +7,14 @@
 // of its own, writes the journal line into the snapshot, and commits it on the episode's base.
 // The caller moves the branch to the commit.
 // (Over 400 lines: one episode's steps, in the order they run; each step's work is in its own module.)
-import { appendFile, mkdir, statfs, writeFile } from 'node:fs/promises';
+import { appendFile, lstat, mkdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
 import { chargeFor } from '../core/charge.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { matchesAny } from '../core/globs.js';
 import { appendToJournal, boundedResult, commitMessage, type EpisodeDetails, journalEntry } from '../core/journal.js';
+import { withSection } from '../core/losers.js';
 import type { Resource } from '../core/resources.js';
 import type { Episode, EpisodeResult } from '../core/state.js';
 import { formatNumber, plainText } from '../core/text.js';
@@ -55,6 +56,7 @@ import {
   snapshot,
   untrackedPaths,
   writeIndexed,
+  writeTracked,
 } from './cleanroom.js';
 import { startEgress } from './egress.js';
 import { allowedEnv } from './env.js';
@@ -116,6 +118,11 @@ export interface EpisodeJob {
   setupProblem?: string;
   /** Locally, with setup.cache: what setup made for a base, shared by the episodes of that base. */
   setupCache?: SetupCache;
+  /**
+   * With fork.losers: journal, the section of the branches that lost the fork round the episode's
+   * base won (core/losers.ts sectionFor): appended to the journal before the agent runs.
+   */
+  journalSection?: string;
   /** One line per step of the episode's preparation (the Action's job log). */
   log?: (line: string) => void;
   /** How the judge watches the machine while it grades (grade.ts MACHINE; tests bring their own). */
@@ -268,6 +275,11 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     excludes = prepared.excludes;
   }
 
+  // With fork.losers: journal, what the branches that lost the round this episode's base won wrote
+  // (core/losers.ts), appended before the agent runs: the lineage's next commits carry it on.
+  const start = await addLosersSection(job);
+  if (start.note) job.log?.(start.note);
+
   const stopForBudget = new AbortController();
   const unit = config.budget.unit;
   // The agent and the gradings it asks for: one account, since both write the workspace.
@@ -399,10 +411,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   });
   addCleaned(swept, snap.cleaned);
   // Left as the episode found it: a crash with nothing to show (core/stop.ts), charged nothing if quick.
-  const unchanged =
-    !unrecorded &&
-    snap.protectedChanged.length === 0 &&
-    snap.tree === (await job.own.out(['rev-parse', `${episode.base}^{tree}`]));
+  const unchanged = !unrecorded && snap.protectedChanged.length === 0 && snap.tree === start.tree;
   const charge = chargeOf(unchanged);
   charged.spent = charge.spent;
   let score: number | null = null;
@@ -449,6 +458,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const note = plainText(
     [
       ...(job.notes ?? []),
+      ...(start.note ? [start.note] : []),
       ...(outcome.note ? [outcome.note] : []),
       ...(refused ? [refused] : []),
       ...triesNotes(tried),
@@ -485,6 +495,29 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     ...(judged.machineShort ? { machineShort: judged.machineShort } : {}),
   };
   return commitResult(job, snap, partial, started);
+}
+
+/**
+ * Appends `job.journalSection` to the journal of the workspace and its checkout index, once (a
+ * journal that holds it already is left alone): the tree the episode starts from, and a note when
+ * it could not be added (the journal is protected, too large to read, or a link).
+ */
+async function addLosersSection(job: EpisodeJob): Promise<{ tree: string; note?: string }> {
+  const { config, episode } = job;
+  const baseTree = () => job.own.out(['rev-parse', `${episode.base}^{tree}`]);
+  if (!job.journalSection) return { tree: await baseTree() };
+  const why = (reason: string) => `the notes of the branches that lost were not added to ${config.journal}: ${reason}`;
+  if (matchesAny(config.journal, [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])]))
+    return { tree: await baseTree(), note: why('it is a protected path') };
+  const journal = await indexedText(job.own, job.checkoutIndex, config.journal, JOURNAL_MAX_BYTES);
+  const size = (await lstat(join(job.places.workspace, config.journal)).catch(() => null))?.size ?? 0;
+  if (journal === '' && size > 0) return { tree: await baseTree(), note: why('it is too large or not a file') };
+  const text = withSection(journal, job.journalSection);
+  if (text === journal) return { tree: await baseTree() };
+  const tree = await writeTracked(job.own, job.places.workspace, job.checkoutIndex, config.journal, text);
+  if (tree === null) return { tree: await baseTree(), note: why('a link or a file stands in its way') };
+  job.log?.(`journal: the notes of the branches that lost added to ${config.journal}`);
+  return { tree };
 }
 
 /**

@@ -194,7 +194,7 @@ journal: NOTES.md
       'map',
       'sandbox',
     ]);
-    expect(validKeysAt(['fork'])).toEqual(['branches', 'at', 'branch_budget', 'directives']);
+    expect(validKeysAt(['fork'])).toEqual(['branches', 'at', 'branch_budget', 'directives', 'losers']);
     expect(validKeysAt(['fork', 'branches'])).toEqual([]);
     expect(validKeysAt(['nope'])).toEqual([]);
   });

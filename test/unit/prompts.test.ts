@@ -90,6 +90,7 @@ describe('prompts', () => {
       direction: 'maximize',
       fresh: true,
       directive: false,
+      losers: false,
       episode: 'r0.b0',
     };
     expect(
