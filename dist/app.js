@@ -7237,11 +7237,11 @@ var require_join_lines_with_indentation = __commonJS({
     "use strict";
     module2.exports = joinLinesWithIndentation;
     function joinLinesWithIndentation({ input: input2, ident = "    ", eol = "\n" }) {
-      const lines = input2.split(/\r?\n/);
-      for (let i = 1; i < lines.length; i += 1) {
-        lines[i] = ident + lines[i];
+      const lines2 = input2.split(/\r?\n/);
+      for (let i = 1; i < lines2.length; i += 1) {
+        lines2[i] = ident + lines2[i];
       }
-      return lines.join(eol);
+      return lines2.join(eol);
     }
   }
 });
@@ -7557,9 +7557,9 @@ var require_prettify_error = __commonJS({
     module2.exports = prettifyError2;
     var joinLinesWithIndentation = require_join_lines_with_indentation();
     var stripUnsafeControlChars = require_strip_unsafe_control_chars();
-    function prettifyError2({ keyName, lines, eol, ident, sanitizeStack = true }) {
+    function prettifyError2({ keyName, lines: lines2, eol, ident, sanitizeStack = true }) {
       let result = "";
-      const joinedLines = joinLinesWithIndentation({ input: lines, ident, eol });
+      const joinedLines = joinLinesWithIndentation({ input: lines2, ident, eol });
       const safeKeyName = stripUnsafeControlChars(keyName);
       const splitLines = `${ident}${safeKeyName}: ${joinedLines}${eol}`.split(eol);
       for (let j = 0; j < splitLines.length; j += 1) {
@@ -7635,19 +7635,19 @@ var require_prettify_object = __commonJS({
         result = result.replace(/\\\\/gi, "\\");
       } else {
         Object.entries(plain).forEach(([keyName, keyValue]) => {
-          let lines = typeof customPrettifiers[keyName] === "function" ? keyValue : stringifySafe(keyValue, null, 2);
-          if (lines === void 0) return;
-          lines = lines.replace(/\\\\/gi, "\\");
-          const joinedLines = joinLinesWithIndentation({ input: lines, ident, eol });
+          let lines2 = typeof customPrettifiers[keyName] === "function" ? keyValue : stringifySafe(keyValue, null, 2);
+          if (lines2 === void 0) return;
+          lines2 = lines2.replace(/\\\\/gi, "\\");
+          const joinedLines = joinLinesWithIndentation({ input: lines2, ident, eol });
           const safeKeyName = stripUnsafeControlChars(keyName);
           result += `${ident}${objectColorizer.property(safeKeyName)}:${joinedLines.startsWith(eol) ? "" : " "}${joinedLines}${eol}`;
         });
       }
       Object.entries(errors).forEach(([keyName, keyValue]) => {
         const hasCustomPrettifier = typeof customPrettifiers[keyName] === "function";
-        const lines = hasCustomPrettifier ? keyValue : stringifySafe(keyValue, null, 2);
-        if (lines === void 0) return;
-        result += prettifyError2({ keyName, lines, eol, ident, sanitizeStack: !hasCustomPrettifier });
+        const lines2 = hasCustomPrettifier ? keyValue : stringifySafe(keyValue, null, 2);
+        if (lines2 === void 0) return;
+        result += prettifyError2({ keyName, lines: lines2, eol, ident, sanitizeStack: !hasCustomPrettifier });
       });
       return result;
     }
@@ -10075,7 +10075,7 @@ var require_directives = __commonJS({
         return tag[0] === "!" ? tag : `!<${tag}>`;
       }
       toString(doc) {
-        const lines = this.yaml.explicit ? [`%YAML ${this.yaml.version || "1.2"}`] : [];
+        const lines2 = this.yaml.explicit ? [`%YAML ${this.yaml.version || "1.2"}`] : [];
         const tagEntries = Object.entries(this.tags);
         let tagNames;
         if (doc && tagEntries.length > 0 && identity.isNode(doc.contents)) {
@@ -10091,9 +10091,9 @@ var require_directives = __commonJS({
           if (handle === "!!" && prefix === "tag:yaml.org,2002:")
             continue;
           if (!doc || tagNames.some((tn) => tn.startsWith(prefix)))
-            lines.push(`%TAG ${handle} ${prefix}`);
+            lines2.push(`%TAG ${handle} ${prefix}`);
         }
-        return lines.join("\n");
+        return lines2.join("\n");
       }
     };
     Directives.defaultYaml = { explicit: false, version: "1.2" };
@@ -11554,22 +11554,22 @@ var require_stringifyCollection = __commonJS({
       const { indent, options: { commentString } } = ctx;
       const itemCtx = Object.assign({}, ctx, { indent: itemIndent, type: null });
       let chompKeep = false;
-      const lines = [];
+      const lines2 = [];
       for (let i = 0; i < items.length; ++i) {
         const item = items[i];
         let comment2 = null;
         if (identity.isNode(item)) {
           if (!chompKeep && item.spaceBefore)
-            lines.push("");
-          addCommentBefore(ctx, lines, item.commentBefore, chompKeep);
+            lines2.push("");
+          addCommentBefore(ctx, lines2, item.commentBefore, chompKeep);
           if (item.comment)
             comment2 = item.comment;
         } else if (identity.isPair(item)) {
           const ik = identity.isNode(item.key) ? item.key : null;
           if (ik) {
             if (!chompKeep && ik.spaceBefore)
-              lines.push("");
-            addCommentBefore(ctx, lines, ik.commentBefore, chompKeep);
+              lines2.push("");
+            addCommentBefore(ctx, lines2, ik.commentBefore, chompKeep);
           }
         }
         chompKeep = false;
@@ -11578,15 +11578,15 @@ var require_stringifyCollection = __commonJS({
           str2 += stringifyComment.lineComment(str2, itemIndent, commentString(comment2));
         if (chompKeep && comment2)
           chompKeep = false;
-        lines.push(blockItemPrefix + str2);
+        lines2.push(blockItemPrefix + str2);
       }
       let str;
-      if (lines.length === 0) {
+      if (lines2.length === 0) {
         str = flowChars.start + flowChars.end;
       } else {
-        str = lines[0];
-        for (let i = 1; i < lines.length; ++i) {
-          const line = lines[i];
+        str = lines2[0];
+        for (let i = 1; i < lines2.length; ++i) {
+          const line = lines2[i];
           str += line ? `
 ${indent}${line}` : "\n";
         }
@@ -11609,22 +11609,22 @@ ${indent}${line}` : "\n";
       });
       let reqNewline = false;
       let linesAtValue = 0;
-      const lines = [];
+      const lines2 = [];
       for (let i = 0; i < items.length; ++i) {
         const item = items[i];
         let comment = null;
         if (identity.isNode(item)) {
           if (item.spaceBefore)
-            lines.push("");
-          addCommentBefore(ctx, lines, item.commentBefore, false);
+            lines2.push("");
+          addCommentBefore(ctx, lines2, item.commentBefore, false);
           if (item.comment)
             comment = item.comment;
         } else if (identity.isPair(item)) {
           const ik = identity.isNode(item.key) ? item.key : null;
           if (ik) {
             if (ik.spaceBefore)
-              lines.push("");
-            addCommentBefore(ctx, lines, ik.commentBefore, false);
+              lines2.push("");
+            addCommentBefore(ctx, lines2, ik.commentBefore, false);
             if (ik.comment)
               reqNewline = true;
           }
@@ -11641,12 +11641,12 @@ ${indent}${line}` : "\n";
         if (comment)
           reqNewline = true;
         let str = stringify.stringify(item, itemCtx, () => comment = null);
-        reqNewline || (reqNewline = lines.length > linesAtValue || str.includes("\n"));
+        reqNewline || (reqNewline = lines2.length > linesAtValue || str.includes("\n"));
         if (i < items.length - 1) {
           str += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum, line) => sum + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines2.reduce((sum, line) => sum + line.length + 2, 2) + (str.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str += ",";
@@ -11654,35 +11654,35 @@ ${indent}${line}` : "\n";
         }
         if (comment)
           str += stringifyComment.lineComment(str, itemIndent, commentString(comment));
-        lines.push(str);
-        linesAtValue = lines.length;
+        lines2.push(str);
+        linesAtValue = lines2.length;
       }
       const { start, end } = flowChars;
-      if (lines.length === 0) {
+      if (lines2.length === 0) {
         return start + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum, line) => sum + line.length + 2, 2);
+          const len = lines2.reduce((sum, line) => sum + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
           let str = start;
-          for (const line of lines)
+          for (const line of lines2)
             str += line ? `
 ${indentStep}${indent}${line}` : "\n";
           return `${str}
 ${indent}${end}`;
         } else {
-          return `${start}${fcPadding}${lines.join(" ")}${fcPadding}${end}`;
+          return `${start}${fcPadding}${lines2.join(" ")}${fcPadding}${end}`;
         }
       }
     }
-    function addCommentBefore({ indent, options: { commentString } }, lines, comment, chompKeep) {
+    function addCommentBefore({ indent, options: { commentString } }, lines2, comment, chompKeep) {
       if (comment && chompKeep)
         comment = comment.replace(/^\n+/, "");
       if (comment) {
         const ic = stringifyComment.indentComment(commentString(comment), indent);
-        lines.push(ic.trimStart());
+        lines2.push(ic.trimStart());
       }
     }
     exports2.stringifyCollection = stringifyCollection;
@@ -12320,11 +12320,11 @@ var require_binary = __commonJS({
         if (type !== Scalar.Scalar.QUOTE_DOUBLE) {
           const lineWidth = Math.max(ctx.options.lineWidth - ctx.indent.length, ctx.options.minContentWidth);
           const n = Math.ceil(str.length / lineWidth);
-          const lines = new Array(n);
+          const lines2 = new Array(n);
           for (let i = 0, o = 0; i < n; ++i, o += lineWidth) {
-            lines[i] = str.substr(o, lineWidth);
+            lines2[i] = str.substr(o, lineWidth);
           }
-          str = lines.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
+          str = lines2.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
         }
         return stringifyString.stringifyString({ comment, type, value: str }, ctx, onComment, onChompKeep);
       }
@@ -13004,35 +13004,35 @@ var require_stringifyDocument = __commonJS({
     var stringify = require_stringify();
     var stringifyComment = require_stringifyComment();
     function stringifyDocument(doc, options2) {
-      const lines = [];
+      const lines2 = [];
       let hasDirectives = options2.directives === true;
       if (options2.directives !== false && doc.directives) {
         const dir = doc.directives.toString(doc);
         if (dir) {
-          lines.push(dir);
+          lines2.push(dir);
           hasDirectives = true;
         } else if (doc.directives.docStart)
           hasDirectives = true;
       }
       if (hasDirectives)
-        lines.push("---");
+        lines2.push("---");
       const ctx = stringify.createStringifyContext(doc, options2);
       const { commentString } = ctx.options;
       if (doc.commentBefore) {
-        if (lines.length !== 1)
-          lines.unshift("");
+        if (lines2.length !== 1)
+          lines2.unshift("");
         const cs = commentString(doc.commentBefore);
-        lines.unshift(stringifyComment.indentComment(cs, ""));
+        lines2.unshift(stringifyComment.indentComment(cs, ""));
       }
       let chompKeep = false;
       let contentComment = null;
       if (doc.contents) {
         if (identity.isNode(doc.contents)) {
           if (doc.contents.spaceBefore && hasDirectives)
-            lines.push("");
+            lines2.push("");
           if (doc.contents.commentBefore) {
             const cs = commentString(doc.contents.commentBefore);
-            lines.push(stringifyComment.indentComment(cs, ""));
+            lines2.push(stringifyComment.indentComment(cs, ""));
           }
           ctx.forceBlockIndent = !!doc.comment;
           contentComment = doc.contents.comment;
@@ -13041,36 +13041,36 @@ var require_stringifyDocument = __commonJS({
         let body = stringify.stringify(doc.contents, ctx, () => contentComment = null, onChompKeep);
         if (contentComment)
           body += stringifyComment.lineComment(body, "", commentString(contentComment));
-        if ((body[0] === "|" || body[0] === ">") && lines[lines.length - 1] === "---") {
-          lines[lines.length - 1] = `--- ${body}`;
+        if ((body[0] === "|" || body[0] === ">") && lines2[lines2.length - 1] === "---") {
+          lines2[lines2.length - 1] = `--- ${body}`;
         } else
-          lines.push(body);
+          lines2.push(body);
       } else {
-        lines.push(stringify.stringify(doc.contents, ctx));
+        lines2.push(stringify.stringify(doc.contents, ctx));
       }
       if (doc.directives?.docEnd) {
         if (doc.comment) {
           const cs = commentString(doc.comment);
           if (cs.includes("\n")) {
-            lines.push("...");
-            lines.push(stringifyComment.indentComment(cs, ""));
+            lines2.push("...");
+            lines2.push(stringifyComment.indentComment(cs, ""));
           } else {
-            lines.push(`... ${cs}`);
+            lines2.push(`... ${cs}`);
           }
         } else {
-          lines.push("...");
+          lines2.push("...");
         }
       } else {
         let dc = doc.comment;
         if (dc && chompKeep)
           dc = dc.replace(/^\n+/, "");
         if (dc) {
-          if ((!chompKeep || contentComment) && lines[lines.length - 1] !== "")
-            lines.push("");
-          lines.push(stringifyComment.indentComment(commentString(dc), ""));
+          if ((!chompKeep || contentComment) && lines2[lines2.length - 1] !== "")
+            lines2.push("");
+          lines2.push(stringifyComment.indentComment(commentString(dc), ""));
         }
       }
-      return lines.join("\n") + "\n";
+      return lines2.join("\n") + "\n";
     }
     exports2.stringifyDocument = stringifyDocument;
   }
@@ -14132,17 +14132,17 @@ var require_resolve_block_scalar = __commonJS({
       if (!header)
         return { value: "", type: null, comment: "", range: [start, start, start] };
       const type = header.mode === ">" ? Scalar.Scalar.BLOCK_FOLDED : Scalar.Scalar.BLOCK_LITERAL;
-      const lines = scalar.source ? splitLines(scalar.source) : [];
-      let chompStart = lines.length;
-      for (let i = lines.length - 1; i >= 0; --i) {
-        const content = lines[i][1];
+      const lines2 = scalar.source ? splitLines(scalar.source) : [];
+      let chompStart = lines2.length;
+      for (let i = lines2.length - 1; i >= 0; --i) {
+        const content = lines2[i][1];
         if (content === "" || content === "\r")
           chompStart = i;
         else
           break;
       }
       if (chompStart === 0) {
-        const value2 = header.chomp === "+" && lines.length > 0 ? "\n".repeat(Math.max(1, lines.length - 1)) : "";
+        const value2 = header.chomp === "+" && lines2.length > 0 ? "\n".repeat(Math.max(1, lines2.length - 1)) : "";
         let end2 = start + header.length;
         if (scalar.source)
           end2 += scalar.source.length;
@@ -14152,7 +14152,7 @@ var require_resolve_block_scalar = __commonJS({
       let offset = scalar.offset + header.length;
       let contentStart = 0;
       for (let i = 0; i < chompStart; ++i) {
-        const [indent, content] = lines[i];
+        const [indent, content] = lines2[i];
         if (content === "" || content === "\r") {
           if (header.indent === 0 && indent.length > trimIndent)
             trimIndent = indent.length;
@@ -14172,17 +14172,17 @@ var require_resolve_block_scalar = __commonJS({
         }
         offset += indent.length + content.length + 1;
       }
-      for (let i = lines.length - 1; i >= chompStart; --i) {
-        if (lines[i][0].length > trimIndent)
+      for (let i = lines2.length - 1; i >= chompStart; --i) {
+        if (lines2[i][0].length > trimIndent)
           chompStart = i + 1;
       }
       let value = "";
       let sep2 = "";
       let prevMoreIndented = false;
       for (let i = 0; i < contentStart; ++i)
-        value += lines[i][0].slice(trimIndent) + "\n";
+        value += lines2[i][0].slice(trimIndent) + "\n";
       for (let i = contentStart; i < chompStart; ++i) {
-        let [indent, content] = lines[i];
+        let [indent, content] = lines2[i];
         offset += indent.length + content.length + 1;
         const crlf = content[content.length - 1] === "\r";
         if (crlf)
@@ -14219,8 +14219,8 @@ var require_resolve_block_scalar = __commonJS({
         case "-":
           break;
         case "+":
-          for (let i = chompStart; i < lines.length; ++i)
-            value += "\n" + lines[i][0].slice(trimIndent);
+          for (let i = chompStart; i < lines2.length; ++i)
+            value += "\n" + lines2[i][0].slice(trimIndent);
           if (value[value.length - 1] !== "\n")
             value += "\n";
           break;
@@ -14295,10 +14295,10 @@ var require_resolve_block_scalar = __commonJS({
       const first = split[0];
       const m = first.match(/^( *)/);
       const line0 = m?.[1] ? [m[1], first.slice(m[1].length)] : ["", first];
-      const lines = [line0];
+      const lines2 = [line0];
       for (let i = 1; i < split.length; i += 2)
-        lines.push([split[i], split[i + 1]]);
-      return lines;
+        lines2.push([split[i], split[i + 1]]);
+      return lines2;
     }
     exports2.resolveBlockScalar = resolveBlockScalar;
   }
@@ -32486,14 +32486,14 @@ function toDotPath(_path) {
   return segs.join("");
 }
 function prettifyError(error62) {
-  const lines = [];
+  const lines2 = [];
   const issues = [...error62.issues].sort((a, b) => (a.path ?? []).length - (b.path ?? []).length);
   for (const issue2 of issues) {
-    lines.push(`\u2716 ${issue2.message}`);
+    lines2.push(`\u2716 ${issue2.message}`);
     if (issue2.path?.length)
-      lines.push(`  \u2192 at ${toDotPath(issue2.path)}`);
+      lines2.push(`  \u2192 at ${toDotPath(issue2.path)}`);
   }
-  return lines.join("\n");
+  return lines2.join("\n");
 }
 
 // node_modules/zod/v4/core/parse.js
@@ -33328,9 +33328,9 @@ var Doc = class {
       return;
     }
     const content = arg;
-    const lines = content.split("\n").filter((x) => x);
-    const minIndent = Math.min(...lines.map((x) => x.length - x.trimStart().length));
-    const dedented = lines.map((x) => x.slice(minIndent)).map((x) => " ".repeat(this.indent * 2) + x);
+    const lines2 = content.split("\n").filter((x) => x);
+    const minIndent = Math.min(...lines2.map((x) => x.length - x.trimStart().length));
+    const dedented = lines2.map((x) => x.slice(minIndent)).map((x) => " ".repeat(this.indent * 2) + x);
     for (const line of dedented) {
       this.content.push(line);
     }
@@ -50838,6 +50838,16 @@ function findOffset(root, path8, key) {
   return offset;
 }
 
+// src/core/egress.ts
+var NAME2 = /^(?:\*|\*\.[a-z0-9-]+(?:\.[a-z0-9-]+)*|[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::(\d{1,5}))?$/i;
+function hostPatternProblem(pattern) {
+  const m = NAME2.exec(pattern);
+  if (!m)
+    return "must be a host name, *.domain, * or an address, with :port or not (api.example.com, *.example.com, 127.0.0.1:8080)";
+  if (m[1] !== void 0 && (Number(m[1]) < 1 || Number(m[1]) > 65535)) return "must have a port from 1 to 65535";
+  return null;
+}
+
 // src/core/map-config.ts
 var MAP_UNITS = ["usd", "tokens", "minutes"];
 var EMBEDDINGS = ["tste", "soe"];
@@ -50975,10 +50985,25 @@ var setupSchema = external_exports.strictObject({
     "Locally: copy what setup made for a base commit into the other workspaces of the same base instead of running it again. Only for outputs that still work when copied to another folder (node_modules does, a Python virtualenv does not). The judge always runs setup afresh."
   )
 });
+var hostPattern = external_exports.string().superRefine((p, ctx) => {
+  const problem2 = hostPatternProblem(p);
+  if (problem2) ctx.addIssue({ code: "custom", message: problem2 });
+});
+var networkSchema = external_exports.union([
+  external_exports.enum(["none"], { message: 'must be "none", or a mapping with allow (a list of hosts)' }),
+  external_exports.strictObject({
+    allow: external_exports.array(hostPattern).default([]).describe(
+      "Hosts the agent may reach besides its kind's own: names (api.example.com), *.domain, * for any public host, or addresses; with :port, or ports 443 and 80."
+    )
+  })
+]).optional().describe(
+  "Where the agent may connect, through forkflush's proxy: by default its kind's API and login hosts and the package registries setup names; a mapping with allow adds hosts; none allows nothing but the model calls forkflush forwards with the key."
+);
 var sandboxSchema = external_exports.strictObject({
   mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
   read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
-  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes.")
+  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes."),
+  network: networkSchema
 });
 var budgetSchema = external_exports.strictObject({
   total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
@@ -50991,6 +51016,9 @@ var forkSchema = external_exports.strictObject({
   branch_budget: share.default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
   directives: external_exports.number().int().min(0).optional().describe(
     `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`
+  ),
+  losers: external_exports.enum(["drop", "journal"]).optional().describe(
+    'What the branches that lost a fork round leave: "drop" (default, the paper) discards them whole; "journal" appends the entries each added to its journal (quoted, bounded) to the journal of the lineage that goes on from the winner.'
   )
 });
 var promptsSchema = external_exports.strictObject({
@@ -51050,7 +51078,7 @@ var configSchema = external_exports.strictObject({
   limits: limitsSchema.default(limitsSchema.parse({})),
   compare: compareSchema.optional(),
   map: mapSchema(agentSchema).optional(),
-  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
+  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read, write and network.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
     ctx.addIssue({
@@ -51188,7 +51216,7 @@ function round3(x) {
 }
 
 // src/core/failure.ts
-var PERMANENT_FAILURES = ["auth", "quota", "model", "cli", "hidden-path"];
+var PERMANENT_FAILURES = ["auth", "quota", "model", "cli", "hidden-path", "egress"];
 var TRANSIENT_FAILURES = ["rate-limit", "overload", "network"];
 var FAILURE_KINDS = [
   ...PERMANENT_FAILURES,
@@ -51205,6 +51233,7 @@ var FAILURE_WHAT = {
   model: "its model does not exist, or its key may not use it",
   cli: "it could not start",
   "hidden-path": "it needs a path the sandbox hides",
+  egress: "it needs a host its sandbox's network does not allow",
   "rate-limit": "its provider's rate limit kept refusing it",
   overload: "its provider stayed overloaded",
   network: "it could not reach its provider",
@@ -51216,13 +51245,14 @@ var GENERIC_FIX = {
   model: "correct the model (agent.model, or the model in agent.args or agent.command), then start a new run",
   cli: "check agent.command (and agent.kind): install what it runs, or correct it and start a new run",
   "hidden-path": "add the folder to sandbox.read in the config, or move the file into the repository, then start a new run",
+  egress: "if the agent needs the host, allow it in the config (sandbox: {network: {allow: [host]}}), then start a new run",
   "rate-limit": "wait, or run fewer episodes at once (--concurrency 1), then resume the run",
   overload: "wait until the provider is back, then resume the run",
   network: "check the network (and a proxy) between this machine and the provider, then resume the run",
   crash: "run the agent by hand on the task to see why it fails, fix it, then resume the run"
 };
 function resumableFailure(kind) {
-  return kind !== "model" && kind !== "cli" && kind !== "hidden-path";
+  return kind !== "model" && kind !== "cli" && kind !== "hidden-path" && kind !== "egress";
 }
 
 // src/core/resources.ts
@@ -51365,7 +51395,8 @@ var roundSchema = external_exports.object({
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
   decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2), voided: external_exports.string().optional() }).optional(),
-  extra: external_exports.boolean().optional()
+  extra: external_exports.boolean().optional(),
+  losers: external_exports.array(external_exports.object({ episode: episodeId2, entries: external_exports.array(external_exports.string()), earlier: count })).optional()
 });
 var STATE_VERSION = 1;
 var runStateSchema = external_exports.object({
@@ -52406,16 +52437,16 @@ function parseJson(text, valid) {
   }
 }
 function parseCommitDetails(message) {
-  const lines = message.split("\n");
-  const changes = lines.find((l) => l.startsWith("Changes: "));
+  const lines2 = message.split("\n");
+  const changes = lines2.find((l) => l.startsWith("Changes: "));
   if (changes === void 0) return null;
-  const start = lines.indexOf("Journal:");
+  const start = lines2.indexOf("Journal:");
   const journalTail = [];
-  for (let i = start + 1; start >= 0 && i < lines.length && (lines[i] ?? "").startsWith("  "); i++) {
-    journalTail.push(lines[i].slice(2));
+  for (let i = start + 1; start >= 0 && i < lines2.length && (lines2[i] ?? "").startsWith("  "); i++) {
+    journalTail.push(lines2[i].slice(2));
   }
   const diffStat = changes.slice("Changes: ".length);
-  const run2 = lines.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
+  const run2 = lines2.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
   return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
 }
 
@@ -53395,6 +53426,64 @@ function forgeAlsoProtected(configPath) {
   return [configPath, ".github/workflows/**"];
 }
 
+// src/core/losers.ts
+var LOSER_CAP = { entries: 12, entryChars: 400 };
+var LOSER_JOURNAL_MAX_BYTES = 1024 * 1024;
+function keepsLosers(config3) {
+  return config3.fork.losers === "journal" && config3.fork.branches > 1;
+}
+function losersOf(round) {
+  const winner = round.decision?.winner;
+  if (round.kind !== "fork" || !winner) return [];
+  return round.episodes.filter((e) => e.id !== winner && e.result);
+}
+function loserNotes(episode, baseJournal, loserJournal) {
+  const known = /* @__PURE__ */ new Map();
+  for (const line of lines(baseJournal)) known.set(line, (known.get(line) ?? 0) + 1);
+  const entries = [];
+  let current = [];
+  const flush = () => {
+    const text = current.join(" ").replace(/\s+/g, " ").trim();
+    if (text !== "" && !FORKFLUSH_LINE.test(text)) entries.push(cutText(text, LOSER_CAP.entryChars));
+    current = [];
+  };
+  for (const raw of plainText(loserJournal).split("\n")) {
+    const line = raw.trim();
+    const seen = known.get(line) ?? 0;
+    if (line === "" || seen > 0) {
+      if (seen > 0) known.set(line, seen - 1);
+      flush();
+      continue;
+    }
+    if (ENTRY_START.test(line)) flush();
+    current.push(line);
+  }
+  flush();
+  const kept = entries.slice(-LOSER_CAP.entries);
+  return { episode, entries: kept, earlier: entries.length - kept.length };
+}
+var ENTRY_START = /^([-*+]\s|\d+[.)]\s|#)/;
+var FORKFLUSH_LINE = /^[-*+]\s*forkflush\s/i;
+function lines(text) {
+  return plainText(text).split("\n").map((l) => l.trim()).filter((l) => l !== "");
+}
+async function recordLosers(state, read2) {
+  if (!keepsLosers(state.config)) return state;
+  let next = state;
+  for (const round of state.rounds) {
+    const losers = losersOf(round);
+    if (round.losers || losers.length === 0) continue;
+    const base = await read2(losers[0].base);
+    const notes = [];
+    for (const e of losers) notes.push(loserNotes(e.id, base, await read2(e.result.commit)));
+    next = {
+      ...next,
+      rounds: next.rounds.map((r) => r.index === round.index ? { ...r, losers: notes } : r)
+    };
+  }
+  return next;
+}
+
 // src/core/prompts.ts
 var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
 
@@ -53403,7 +53492,8 @@ var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the curr
 
 ## The files
 - The workspace: every file in this folder is yours to read and change, except the protected ones.
-- {{journal}}: the journal. Each entry says what was tried and what score it got.
+- {{journal}}: the journal. Each entry says what was tried and what score it got.{{#losers}}
+- In {{journal}}, a section headed "Branches that lost round N" holds what branches discarded at a fork point wrote in their journals: ideas already tried from an earlier workspace, with the score each of those branches reached. Their notes are quoted (lines starting with ">"), not checked; read them as leads, not facts, and leave the section as it is.{{/losers}}
 - The score: run \`{{grade}}\` from this folder; the last line it prints is the score.
 - Protected (restored before the final grading; changing them voids your score): {{protected}}.
 
@@ -53434,6 +53524,7 @@ var TEMPLATE_VARIABLES = {
   direction: '"maximize" or "minimize"',
   fresh: "section shown when the episode starts with no conversation",
   directive: "section shown when the branch is told to try a different approach",
+  losers: "section shown when the journal keeps what the branches that lost a fork round wrote (fork.losers: journal)",
   episode: "the episode id (r<round>.b<branch>)"
 };
 var TemplateError = class extends Error {
@@ -53477,18 +53568,20 @@ function renderPrompt(p) {
     direction: c.grader.direction,
     fresh: p.episode.context === "fresh",
     directive: p.episode.directive,
+    losers: keepsLosers(c),
     episode: p.episode.id
   };
   const carried = p.episode.context !== "fresh";
   const template = carried ? p.templates?.continuation ?? DEFAULT_CONTINUATION_TEMPLATE : p.templates?.branch ?? DEFAULT_BRANCH_TEMPLATE;
   const source = carried ? c.prompts.continuation ?? "continuation prompt" : c.prompts.branch ?? "branch prompt";
   const text = renderTemplate(template, values, source);
-  if (carried && p.episode.directive) {
-    return `${text}
-
-For this branch: try a substantially different approach from those the journal describes.`;
-  }
-  return text;
+  const notes = [
+    ...carried && p.losersAdded !== void 0 ? [
+      `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`
+    ] : [],
+    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : []
+  ];
+  return [text, ...notes].join("\n\n");
 }
 async function loadTemplates(config3, read2, where) {
   const templates = {};
@@ -53673,8 +53766,8 @@ var Commits = class {
   }
 };
 function protectedDigest(tree, globs) {
-  const lines = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
-  return createHash3("sha256").update(lines.join("\n")).digest("hex");
+  const lines2 = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
+  return createHash3("sha256").update(lines2.join("\n")).digest("hex");
 }
 async function observeBase(forge, commits, state, files, seen) {
   const dispatched = files.dispatched["0"];
@@ -53889,9 +53982,9 @@ function baseText(state, view) {
 var CHECKLIST_ROUNDS = 12;
 function roundsChecklist(state) {
   const unit = state.config.budget.unit;
-  const lines = [];
+  const lines2 = [];
   const hidden = Math.max(0, state.rounds.length - CHECKLIST_ROUNDS);
-  if (hidden > 0) lines.push(`- [x] rounds 0 to ${hidden - 1}: in the leaderboard and the plan below`);
+  if (hidden > 0) lines2.push(`- [x] rounds 0 to ${hidden - 1}: in the leaderboard and the plan below`);
   for (const r of state.rounds.slice(hidden)) {
     const adopted = r.decision?.adopted ?? [];
     const branches = r.episodes.map((e) => {
@@ -53902,11 +53995,11 @@ function roundsChecklist(state) {
     const spentHere = r.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0), 0);
     const what = r.extra ? `${r.phase}, after the plan` : r.phase;
     const outcome = r.decision && r.kind === "fork" && r.decision.winner === null ? ", no branch scored: the leader goes on" : "";
-    lines.push(
+    lines2.push(
       `- [${r.decision ? "x" : " "}] round ${r.index} (${what}): ${branches.join(" \xB7 ")}; ${formatNumber(spentHere, 2)} ${unit}${outcome}`
     );
   }
-  return lines.join("\n");
+  return lines2.join("\n");
 }
 function runCheckText(state, phase, view) {
   const open2 = state.rounds.find((r) => !r.decision);
@@ -54287,6 +54380,8 @@ async function syncStored(ctx, stored) {
     state = await observe(forge, commits, state, files, ctx);
     state = await observeBase(forge, commits, state, files, ctx);
     state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
+    const journal = state.config.journal;
+    state = await recordLosers(state, async (commit) => cutJournal(await forge.readFile(journal, commit)));
   }
   const due = dueWork(state, workDone(state, files));
   for (const [key, at] of Object.entries(files.claims)) {
@@ -54366,6 +54461,9 @@ async function updateComment(forge, state, files, view) {
     files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;
   }
+}
+function cutJournal(text) {
+  return text === null || Buffer.byteLength(text) > LOSER_JOURNAL_MAX_BYTES ? "" : text;
 }
 function isUnclaimed(claimedAt, now) {
   return claimedAt === void 0 || now.getTime() - Date.parse(claimedAt) > STALE_CLAIM_MINUTES * 6e4;

@@ -400,7 +400,7 @@ var require_directives = __commonJS({
         return tag[0] === "!" ? tag : `!<${tag}>`;
       }
       toString(doc) {
-        const lines = this.yaml.explicit ? [`%YAML ${this.yaml.version || "1.2"}`] : [];
+        const lines2 = this.yaml.explicit ? [`%YAML ${this.yaml.version || "1.2"}`] : [];
         const tagEntries = Object.entries(this.tags);
         let tagNames;
         if (doc && tagEntries.length > 0 && identity.isNode(doc.contents)) {
@@ -416,9 +416,9 @@ var require_directives = __commonJS({
           if (handle === "!!" && prefix === "tag:yaml.org,2002:")
             continue;
           if (!doc || tagNames.some((tn) => tn.startsWith(prefix)))
-            lines.push(`%TAG ${handle} ${prefix}`);
+            lines2.push(`%TAG ${handle} ${prefix}`);
         }
-        return lines.join("\n");
+        return lines2.join("\n");
       }
     };
     Directives.defaultYaml = { explicit: false, version: "1.2" };
@@ -1879,22 +1879,22 @@ var require_stringifyCollection = __commonJS({
       const { indent, options: { commentString } } = ctx;
       const itemCtx = Object.assign({}, ctx, { indent: itemIndent, type: null });
       let chompKeep = false;
-      const lines = [];
+      const lines2 = [];
       for (let i = 0; i < items.length; ++i) {
         const item = items[i];
         let comment2 = null;
         if (identity.isNode(item)) {
           if (!chompKeep && item.spaceBefore)
-            lines.push("");
-          addCommentBefore(ctx, lines, item.commentBefore, chompKeep);
+            lines2.push("");
+          addCommentBefore(ctx, lines2, item.commentBefore, chompKeep);
           if (item.comment)
             comment2 = item.comment;
         } else if (identity.isPair(item)) {
           const ik = identity.isNode(item.key) ? item.key : null;
           if (ik) {
             if (!chompKeep && ik.spaceBefore)
-              lines.push("");
-            addCommentBefore(ctx, lines, ik.commentBefore, chompKeep);
+              lines2.push("");
+            addCommentBefore(ctx, lines2, ik.commentBefore, chompKeep);
           }
         }
         chompKeep = false;
@@ -1903,15 +1903,15 @@ var require_stringifyCollection = __commonJS({
           str5 += stringifyComment.lineComment(str5, itemIndent, commentString(comment2));
         if (chompKeep && comment2)
           chompKeep = false;
-        lines.push(blockItemPrefix + str5);
+        lines2.push(blockItemPrefix + str5);
       }
       let str4;
-      if (lines.length === 0) {
+      if (lines2.length === 0) {
         str4 = flowChars.start + flowChars.end;
       } else {
-        str4 = lines[0];
-        for (let i = 1; i < lines.length; ++i) {
-          const line = lines[i];
+        str4 = lines2[0];
+        for (let i = 1; i < lines2.length; ++i) {
+          const line = lines2[i];
           str4 += line ? `
 ${indent}${line}` : "\n";
         }
@@ -1934,22 +1934,22 @@ ${indent}${line}` : "\n";
       });
       let reqNewline = false;
       let linesAtValue = 0;
-      const lines = [];
+      const lines2 = [];
       for (let i = 0; i < items.length; ++i) {
         const item = items[i];
         let comment = null;
         if (identity.isNode(item)) {
           if (item.spaceBefore)
-            lines.push("");
-          addCommentBefore(ctx, lines, item.commentBefore, false);
+            lines2.push("");
+          addCommentBefore(ctx, lines2, item.commentBefore, false);
           if (item.comment)
             comment = item.comment;
         } else if (identity.isPair(item)) {
           const ik = identity.isNode(item.key) ? item.key : null;
           if (ik) {
             if (ik.spaceBefore)
-              lines.push("");
-            addCommentBefore(ctx, lines, ik.commentBefore, false);
+              lines2.push("");
+            addCommentBefore(ctx, lines2, ik.commentBefore, false);
             if (ik.comment)
               reqNewline = true;
           }
@@ -1966,12 +1966,12 @@ ${indent}${line}` : "\n";
         if (comment)
           reqNewline = true;
         let str4 = stringify.stringify(item, itemCtx, () => comment = null);
-        reqNewline || (reqNewline = lines.length > linesAtValue || str4.includes("\n"));
+        reqNewline || (reqNewline = lines2.length > linesAtValue || str4.includes("\n"));
         if (i < items.length - 1) {
           str4 += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines.reduce((sum, line) => sum + line.length + 2, 2) + (str4.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines2.reduce((sum, line) => sum + line.length + 2, 2) + (str4.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
             str4 += ",";
@@ -1979,35 +1979,35 @@ ${indent}${line}` : "\n";
         }
         if (comment)
           str4 += stringifyComment.lineComment(str4, itemIndent, commentString(comment));
-        lines.push(str4);
-        linesAtValue = lines.length;
+        lines2.push(str4);
+        linesAtValue = lines2.length;
       }
       const { start: start2, end } = flowChars;
-      if (lines.length === 0) {
+      if (lines2.length === 0) {
         return start2 + end;
       } else {
         if (!reqNewline) {
-          const len = lines.reduce((sum, line) => sum + line.length + 2, 2);
+          const len = lines2.reduce((sum, line) => sum + line.length + 2, 2);
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
           let str4 = start2;
-          for (const line of lines)
+          for (const line of lines2)
             str4 += line ? `
 ${indentStep}${indent}${line}` : "\n";
           return `${str4}
 ${indent}${end}`;
         } else {
-          return `${start2}${fcPadding}${lines.join(" ")}${fcPadding}${end}`;
+          return `${start2}${fcPadding}${lines2.join(" ")}${fcPadding}${end}`;
         }
       }
     }
-    function addCommentBefore({ indent, options: { commentString } }, lines, comment, chompKeep) {
+    function addCommentBefore({ indent, options: { commentString } }, lines2, comment, chompKeep) {
       if (comment && chompKeep)
         comment = comment.replace(/^\n+/, "");
       if (comment) {
         const ic = stringifyComment.indentComment(commentString(comment), indent);
-        lines.push(ic.trimStart());
+        lines2.push(ic.trimStart());
       }
     }
     exports.stringifyCollection = stringifyCollection;
@@ -2645,11 +2645,11 @@ var require_binary = __commonJS({
         if (type !== Scalar.Scalar.QUOTE_DOUBLE) {
           const lineWidth = Math.max(ctx.options.lineWidth - ctx.indent.length, ctx.options.minContentWidth);
           const n = Math.ceil(str4.length / lineWidth);
-          const lines = new Array(n);
+          const lines2 = new Array(n);
           for (let i = 0, o = 0; i < n; ++i, o += lineWidth) {
-            lines[i] = str4.substr(o, lineWidth);
+            lines2[i] = str4.substr(o, lineWidth);
           }
-          str4 = lines.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
+          str4 = lines2.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
         }
         return stringifyString.stringifyString({ comment, type, value: str4 }, ctx, onComment, onChompKeep);
       }
@@ -3329,35 +3329,35 @@ var require_stringifyDocument = __commonJS({
     var stringify = require_stringify();
     var stringifyComment = require_stringifyComment();
     function stringifyDocument(doc, options) {
-      const lines = [];
+      const lines2 = [];
       let hasDirectives = options.directives === true;
       if (options.directives !== false && doc.directives) {
         const dir = doc.directives.toString(doc);
         if (dir) {
-          lines.push(dir);
+          lines2.push(dir);
           hasDirectives = true;
         } else if (doc.directives.docStart)
           hasDirectives = true;
       }
       if (hasDirectives)
-        lines.push("---");
+        lines2.push("---");
       const ctx = stringify.createStringifyContext(doc, options);
       const { commentString } = ctx.options;
       if (doc.commentBefore) {
-        if (lines.length !== 1)
-          lines.unshift("");
+        if (lines2.length !== 1)
+          lines2.unshift("");
         const cs = commentString(doc.commentBefore);
-        lines.unshift(stringifyComment.indentComment(cs, ""));
+        lines2.unshift(stringifyComment.indentComment(cs, ""));
       }
       let chompKeep = false;
       let contentComment = null;
       if (doc.contents) {
         if (identity.isNode(doc.contents)) {
           if (doc.contents.spaceBefore && hasDirectives)
-            lines.push("");
+            lines2.push("");
           if (doc.contents.commentBefore) {
             const cs = commentString(doc.contents.commentBefore);
-            lines.push(stringifyComment.indentComment(cs, ""));
+            lines2.push(stringifyComment.indentComment(cs, ""));
           }
           ctx.forceBlockIndent = !!doc.comment;
           contentComment = doc.contents.comment;
@@ -3366,36 +3366,36 @@ var require_stringifyDocument = __commonJS({
         let body = stringify.stringify(doc.contents, ctx, () => contentComment = null, onChompKeep);
         if (contentComment)
           body += stringifyComment.lineComment(body, "", commentString(contentComment));
-        if ((body[0] === "|" || body[0] === ">") && lines[lines.length - 1] === "---") {
-          lines[lines.length - 1] = `--- ${body}`;
+        if ((body[0] === "|" || body[0] === ">") && lines2[lines2.length - 1] === "---") {
+          lines2[lines2.length - 1] = `--- ${body}`;
         } else
-          lines.push(body);
+          lines2.push(body);
       } else {
-        lines.push(stringify.stringify(doc.contents, ctx));
+        lines2.push(stringify.stringify(doc.contents, ctx));
       }
       if (doc.directives?.docEnd) {
         if (doc.comment) {
           const cs = commentString(doc.comment);
           if (cs.includes("\n")) {
-            lines.push("...");
-            lines.push(stringifyComment.indentComment(cs, ""));
+            lines2.push("...");
+            lines2.push(stringifyComment.indentComment(cs, ""));
           } else {
-            lines.push(`... ${cs}`);
+            lines2.push(`... ${cs}`);
           }
         } else {
-          lines.push("...");
+          lines2.push("...");
         }
       } else {
         let dc = doc.comment;
         if (dc && chompKeep)
           dc = dc.replace(/^\n+/, "");
         if (dc) {
-          if ((!chompKeep || contentComment) && lines[lines.length - 1] !== "")
-            lines.push("");
-          lines.push(stringifyComment.indentComment(commentString(dc), ""));
+          if ((!chompKeep || contentComment) && lines2[lines2.length - 1] !== "")
+            lines2.push("");
+          lines2.push(stringifyComment.indentComment(commentString(dc), ""));
         }
       }
-      return lines.join("\n") + "\n";
+      return lines2.join("\n") + "\n";
     }
     exports.stringifyDocument = stringifyDocument;
   }
@@ -4457,17 +4457,17 @@ var require_resolve_block_scalar = __commonJS({
       if (!header)
         return { value: "", type: null, comment: "", range: [start2, start2, start2] };
       const type = header.mode === ">" ? Scalar.Scalar.BLOCK_FOLDED : Scalar.Scalar.BLOCK_LITERAL;
-      const lines = scalar.source ? splitLines(scalar.source) : [];
-      let chompStart = lines.length;
-      for (let i = lines.length - 1; i >= 0; --i) {
-        const content = lines[i][1];
+      const lines2 = scalar.source ? splitLines(scalar.source) : [];
+      let chompStart = lines2.length;
+      for (let i = lines2.length - 1; i >= 0; --i) {
+        const content = lines2[i][1];
         if (content === "" || content === "\r")
           chompStart = i;
         else
           break;
       }
       if (chompStart === 0) {
-        const value2 = header.chomp === "+" && lines.length > 0 ? "\n".repeat(Math.max(1, lines.length - 1)) : "";
+        const value2 = header.chomp === "+" && lines2.length > 0 ? "\n".repeat(Math.max(1, lines2.length - 1)) : "";
         let end2 = start2 + header.length;
         if (scalar.source)
           end2 += scalar.source.length;
@@ -4477,7 +4477,7 @@ var require_resolve_block_scalar = __commonJS({
       let offset = scalar.offset + header.length;
       let contentStart = 0;
       for (let i = 0; i < chompStart; ++i) {
-        const [indent, content] = lines[i];
+        const [indent, content] = lines2[i];
         if (content === "" || content === "\r") {
           if (header.indent === 0 && indent.length > trimIndent)
             trimIndent = indent.length;
@@ -4497,17 +4497,17 @@ var require_resolve_block_scalar = __commonJS({
         }
         offset += indent.length + content.length + 1;
       }
-      for (let i = lines.length - 1; i >= chompStart; --i) {
-        if (lines[i][0].length > trimIndent)
+      for (let i = lines2.length - 1; i >= chompStart; --i) {
+        if (lines2[i][0].length > trimIndent)
           chompStart = i + 1;
       }
       let value = "";
       let sep3 = "";
       let prevMoreIndented = false;
       for (let i = 0; i < contentStart; ++i)
-        value += lines[i][0].slice(trimIndent) + "\n";
+        value += lines2[i][0].slice(trimIndent) + "\n";
       for (let i = contentStart; i < chompStart; ++i) {
-        let [indent, content] = lines[i];
+        let [indent, content] = lines2[i];
         offset += indent.length + content.length + 1;
         const crlf = content[content.length - 1] === "\r";
         if (crlf)
@@ -4544,8 +4544,8 @@ var require_resolve_block_scalar = __commonJS({
         case "-":
           break;
         case "+":
-          for (let i = chompStart; i < lines.length; ++i)
-            value += "\n" + lines[i][0].slice(trimIndent);
+          for (let i = chompStart; i < lines2.length; ++i)
+            value += "\n" + lines2[i][0].slice(trimIndent);
           if (value[value.length - 1] !== "\n")
             value += "\n";
           break;
@@ -4620,10 +4620,10 @@ var require_resolve_block_scalar = __commonJS({
       const first = split[0];
       const m = first.match(/^( *)/);
       const line0 = m?.[1] ? [m[1], first.slice(m[1].length)] : ["", first];
-      const lines = [line0];
+      const lines2 = [line0];
       for (let i = 1; i < split.length; i += 2)
-        lines.push([split[i], split[i + 1]]);
-      return lines;
+        lines2.push([split[i], split[i + 1]]);
+      return lines2;
     }
     exports.resolveBlockScalar = resolveBlockScalar;
   }
@@ -9987,14 +9987,14 @@ function toDotPath(_path) {
   return segs.join("");
 }
 function prettifyError(error62) {
-  const lines = [];
+  const lines2 = [];
   const issues = [...error62.issues].sort((a, b) => (a.path ?? []).length - (b.path ?? []).length);
   for (const issue2 of issues) {
-    lines.push(`\u2716 ${issue2.message}`);
+    lines2.push(`\u2716 ${issue2.message}`);
     if (issue2.path?.length)
-      lines.push(`  \u2192 at ${toDotPath(issue2.path)}`);
+      lines2.push(`  \u2192 at ${toDotPath(issue2.path)}`);
   }
-  return lines.join("\n");
+  return lines2.join("\n");
 }
 
 // node_modules/zod/v4/core/parse.js
@@ -10829,9 +10829,9 @@ var Doc = class {
       return;
     }
     const content = arg;
-    const lines = content.split("\n").filter((x) => x);
-    const minIndent = Math.min(...lines.map((x) => x.length - x.trimStart().length));
-    const dedented = lines.map((x) => x.slice(minIndent)).map((x) => " ".repeat(this.indent * 2) + x);
+    const lines2 = content.split("\n").filter((x) => x);
+    const minIndent = Math.min(...lines2.map((x) => x.length - x.trimStart().length));
+    const dedented = lines2.map((x) => x.slice(minIndent)).map((x) => " ".repeat(this.indent * 2) + x);
     for (const line of dedented) {
       this.content.push(line);
     }
@@ -13324,26 +13324,26 @@ function isRecursive(inst, stack, resolve8) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer = isRecursive(child, stack, resolve8);
-      if (answer > result)
-        result = answer;
+      const answer2 = isRecursive(child, stack, resolve8);
+      if (answer2 > result)
+        result = answer2;
     }
   };
   const shape = (sh, spread) => {
-    let answer = NONE;
+    let answer2 = NONE;
     for (const key of Reflect.ownKeys(sh)) {
       const desc = Object.getOwnPropertyDescriptor(sh, key);
       if (spread && !desc.enumerable)
         continue;
       const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve8) : NONE;
-      if (child > answer)
-        answer = child;
+      if (child > answer2)
+        answer2 = child;
     }
-    return answer;
+    return answer2;
   };
-  const merge3 = (answer) => {
-    if (answer > result)
-      result = answer;
+  const merge3 = (answer2) => {
+    if (answer2 > result)
+      result = answer2;
   };
   const def = inst._zod.def;
   const kind = def.type;
@@ -13446,10 +13446,10 @@ function isRecursive(inst, stack, resolve8) {
   stack.delete(inst);
   return settle(inst, result);
 }
-function settle(inst, answer) {
-  if (answer !== ASSUMED)
-    recursive.set(inst, answer === PROVEN);
-  return answer;
+function settle(inst, answer2) {
+  if (answer2 !== ASSUMED)
+    recursive.set(inst, answer2 === PROVEN);
+  return answer2;
 }
 function isRecursiveSchema(inst) {
   return isRecursive(inst, /* @__PURE__ */ new Set(), true) !== NONE;
@@ -28405,7 +28405,7 @@ function spentOnSchedule(state, lineage) {
 }
 
 // src/core/failure.ts
-var PERMANENT_FAILURES = ["auth", "quota", "model", "cli", "hidden-path"];
+var PERMANENT_FAILURES = ["auth", "quota", "model", "cli", "hidden-path", "egress"];
 var TRANSIENT_FAILURES = ["rate-limit", "overload", "network"];
 var FAILURE_KINDS = [
   ...PERMANENT_FAILURES,
@@ -28422,6 +28422,7 @@ var FAILURE_WHAT = {
   model: "its model does not exist, or its key may not use it",
   cli: "it could not start",
   "hidden-path": "it needs a path the sandbox hides",
+  egress: "it needs a host its sandbox's network does not allow",
   "rate-limit": "its provider's rate limit kept refusing it",
   overload: "its provider stayed overloaded",
   network: "it could not reach its provider",
@@ -28433,13 +28434,14 @@ var GENERIC_FIX = {
   model: "correct the model (agent.model, or the model in agent.args or agent.command), then start a new run",
   cli: "check agent.command (and agent.kind): install what it runs, or correct it and start a new run",
   "hidden-path": "add the folder to sandbox.read in the config, or move the file into the repository, then start a new run",
+  egress: "if the agent needs the host, allow it in the config (sandbox: {network: {allow: [host]}}), then start a new run",
   "rate-limit": "wait, or run fewer episodes at once (--concurrency 1), then resume the run",
   overload: "wait until the provider is back, then resume the run",
   network: "check the network (and a proxy) between this machine and the provider, then resume the run",
   crash: "run the agent by hand on the task to see why it fails, fix it, then resume the run"
 };
 function resumableFailure(kind) {
-  return kind !== "model" && kind !== "cli" && kind !== "hidden-path";
+  return kind !== "model" && kind !== "cli" && kind !== "hidden-path" && kind !== "egress";
 }
 var SHAPES = [
   {
@@ -28469,11 +28471,11 @@ var SHAPES = [
 ];
 var LINES_READ = 400;
 function recognizeFailure(text) {
-  const lines = text.replace(/\r\n?/g, "\n").split("\n").slice(-LINES_READ).map((l) => l.trim()).filter(Boolean);
+  const lines2 = text.replace(/\r\n?/g, "\n").split("\n").slice(-LINES_READ).map((l) => l.trim()).filter(Boolean);
   for (const { kind, re } of SHAPES) {
-    const line = lines.find((l) => re.test(l));
+    const line = lines2.find((l) => re.test(l));
     if (line === void 0) continue;
-    const wait = retryAfterMs(lines);
+    const wait = retryAfterMs(lines2);
     return {
       kind,
       quote: quoteLine(line),
@@ -28487,7 +28489,7 @@ function quoteLine(line) {
   const clean = line.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").trim();
   return clean.length > FAILURE_QUOTE_MAX ? `${clean.slice(0, FAILURE_QUOTE_MAX - 1)}\u2026` : clean;
 }
-function retryAfterMs(lines) {
+function retryAfterMs(lines2) {
   const units = {
     ms: 1,
     s: 1e3,
@@ -28499,7 +28501,7 @@ function retryAfterMs(lines) {
     minute: 6e4,
     minutes: 6e4
   };
-  for (const line of [...lines].reverse()) {
+  for (const line of [...lines2].reverse()) {
     const header = /retry[-_ ]after(?:[-_ ]ms)?["']?\s*[:=]?\s*["']?(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)?\b/i.exec(
       line
     );
@@ -28529,16 +28531,16 @@ function notFoundPaths(text) {
   for (const re of patterns) for (const m of text.matchAll(re)) if (m[1]) found.add(m[1]);
   return [...found].filter((p) => p.length < 4096 && !/^\d+$/.test(p));
 }
-function retryWait(failedTries, failure2, seed) {
+function retryWait(failedTries, failure3, seed) {
   if (failedTries >= AGENT_TRIES) return { giveUp: `${failedTries} tries failed (at most ${AGENT_TRIES})` };
   const max = RETRY_MAX_WAIT_SECONDS * 1e3;
-  if (failure2.retryAfterMs !== void 0 && failure2.retryAfterMs > max)
+  if (failure3.retryAfterMs !== void 0 && failure3.retryAfterMs > max)
     return {
-      giveUp: `the provider asked to wait ${Math.round(failure2.retryAfterMs / 1e3)} s, more than ${RETRY_MAX_WAIT_SECONDS} s`
+      giveUp: `the provider asked to wait ${Math.round(failure3.retryAfterMs / 1e3)} s, more than ${RETRY_MAX_WAIT_SECONDS} s`
     };
   const backoff = RETRY_FIRST_WAIT_SECONDS * 1e3 * 3 ** (failedTries - 1);
   const jitter = 1 + (Math.abs(seed) * 7919 + failedTries * 104729) % 1e3 / 1e3 * 0.2;
-  return { waitMs: Math.min(max, Math.max(failure2.retryAfterMs ?? 0, Math.round(backoff * jitter))) };
+  return { waitMs: Math.min(max, Math.max(failure3.retryAfterMs ?? 0, Math.round(backoff * jitter))) };
 }
 
 // src/core/config.ts
@@ -28649,8 +28651,8 @@ function escapeEnd(text, i) {
 var ERROR_LINE = /^(?:Uncaught\s+)?(?:[\w.$]*(?:Error|Exception)|error|fatal|panic)(?:\[\w+\])?(?::|$)/i;
 var NOISE = [/^at\s/, /^Node\.js v\d+/, /^\^+$/, /^File ".*", line \d+/];
 function failureLine(output2, max = 300) {
-  const lines = plainText(output2.replace(/\r\n?/g, "\n")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !NOISE.some((re) => re.test(l)));
-  return (lines.find((l) => ERROR_LINE.test(l)) ?? lines.at(-1) ?? "").slice(0, max);
+  const lines2 = plainText(output2.replace(/\r\n?/g, "\n")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !NOISE.some((re) => re.test(l)));
+  return (lines2.find((l) => ERROR_LINE.test(l)) ?? lines2.at(-1) ?? "").slice(0, max);
 }
 function shellQuote(s) {
   return /^[\w./@%+=:,-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`;
@@ -28802,6 +28804,69 @@ function findOffset(root, path, key) {
   return offset;
 }
 
+// src/core/egress.ts
+var NAME2 = /^(?:\*|\*\.[a-z0-9-]+(?:\.[a-z0-9-]+)*|[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::(\d{1,5}))?$/i;
+var DEFAULT_PORTS = [443, 80];
+function hostPatternProblem(pattern) {
+  const m = NAME2.exec(pattern);
+  if (!m)
+    return "must be a host name, *.domain, * or an address, with :port or not (api.example.com, *.example.com, 127.0.0.1:8080)";
+  if (m[1] !== void 0 && (Number(m[1]) < 1 || Number(m[1]) > 65535)) return "must have a port from 1 to 65535";
+  return null;
+}
+function matchHost(patterns, host, port) {
+  const h = normalHost(host);
+  let found = null;
+  for (const p of patterns) {
+    const { name: name2, port: allowed } = splitPattern(p);
+    if (allowed === null ? !DEFAULT_PORTS.includes(port) : allowed !== port) continue;
+    if (name2 === h) return "named";
+    if (name2 === "*" || name2.startsWith("*.") && h.endsWith(name2.slice(1))) found = "wildcard";
+  }
+  return found;
+}
+function normalHost(host) {
+  return host.toLowerCase().replace(/\.$/, "").replace(/^\[(.*)\]$/, "$1");
+}
+function splitPattern(pattern) {
+  const bracketed = /^\[(.*)\](?::(\d+))?$/.exec(pattern);
+  if (bracketed) return { name: normalHost(bracketed[1] ?? ""), port: bracketed[2] ? Number(bracketed[2]) : null };
+  const colon = pattern.lastIndexOf(":");
+  return colon === -1 ? { name: normalHost(pattern), port: null } : { name: normalHost(pattern.slice(0, colon)), port: Number(pattern.slice(colon + 1)) };
+}
+var REGISTRIES = [
+  { tools: ["npm", "npx", "pnpm", "yarn", "corepack", "bun"], hosts: ["registry.npmjs.org", "registry.yarnpkg.com"] },
+  {
+    tools: ["pip", "pip3", "uv", "uvx", "poetry", "pipenv", "pdm", "pipx"],
+    hosts: ["pypi.org", "files.pythonhosted.org"]
+  },
+  { tools: ["cargo"], hosts: ["crates.io", "index.crates.io", "static.crates.io"] },
+  { tools: ["go"], hosts: ["proxy.golang.org", "sum.golang.org"] },
+  { tools: ["gem", "bundle", "bundler"], hosts: ["rubygems.org", "index.rubygems.org"] },
+  {
+    tools: ["mvn", "mvnw", "gradle", "gradlew"],
+    hosts: ["repo.maven.apache.org", "repo1.maven.org", "plugins.gradle.org"]
+  },
+  { tools: ["conda", "mamba", "micromamba"], hosts: ["conda.anaconda.org", "repo.anaconda.com"] },
+  { tools: ["composer"], hosts: ["repo.packagist.org"] },
+  { tools: ["dotnet", "nuget"], hosts: ["api.nuget.org"] }
+];
+function registriesFor(commands) {
+  const words = new Set(
+    commands.flatMap((c) => c.split(/[\s;&|()`'"]+/).map((w) => w.split("/").at(-1) ?? "")).filter(Boolean)
+  );
+  const hosts = REGISTRIES.filter((r) => r.tools.some((t) => words.has(t))).flatMap((r) => r.hosts);
+  return [...new Set(hosts)];
+}
+function refusedNote(refused, shown = 5) {
+  const all = [...refused.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const total = all.reduce((n, [, c]) => n + c, 0);
+  if (total === 0) return null;
+  const listed = all.slice(0, shown).map(([target, n]) => `${target} (${n})`);
+  const more = all.length > shown ? `, and ${all.length - shown} more` : "";
+  return `the agent was refused ${total} connection${total === 1 ? "" : "s"}: ${listed.join(", ")}${more}`;
+}
+
 // src/core/secrets.ts
 var NAMES = [
   "GITHUB_TOKEN",
@@ -28909,10 +28974,25 @@ var setupSchema = external_exports.strictObject({
     "Locally: copy what setup made for a base commit into the other workspaces of the same base instead of running it again. Only for outputs that still work when copied to another folder (node_modules does, a Python virtualenv does not). The judge always runs setup afresh."
   )
 });
+var hostPattern = external_exports.string().superRefine((p, ctx) => {
+  const problem2 = hostPatternProblem(p);
+  if (problem2) ctx.addIssue({ code: "custom", message: problem2 });
+});
+var networkSchema = external_exports.union([
+  external_exports.enum(["none"], { message: 'must be "none", or a mapping with allow (a list of hosts)' }),
+  external_exports.strictObject({
+    allow: external_exports.array(hostPattern).default([]).describe(
+      "Hosts the agent may reach besides its kind's own: names (api.example.com), *.domain, * for any public host, or addresses; with :port, or ports 443 and 80."
+    )
+  })
+]).optional().describe(
+  "Where the agent may connect, through forkflush's proxy: by default its kind's API and login hosts and the package registries setup names; a mapping with allow adds hosts; none allows nothing but the model calls forkflush forwards with the key."
+);
 var sandboxSchema = external_exports.strictObject({
   mode: external_exports.enum(SANDBOX_MODES).default("auto").describe("auto: confine episodes where bubblewrap works; required: refuse to run without it; off: no sandbox."),
   read: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent and the grader may read (a dataset, a toolchain in ~)."),
-  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes.")
+  write: external_exports.array(hostPath).default([]).describe("Paths outside the workspace the agent (not the judge) may write, shared by all episodes."),
+  network: networkSchema
 });
 var budgetSchema = external_exports.strictObject({
   total: external_exports.number().positive().describe("The whole run spends this much, in `unit`."),
@@ -28925,6 +29005,9 @@ var forkSchema = external_exports.strictObject({
   branch_budget: share.default(PAPER.branchBudget).describe("Each branch, as a fraction of total."),
   directives: external_exports.number().int().min(0).optional().describe(
     `Branches per fork round told to try a substantially different approach; default ${PAPER.directives} (at most K).`
+  ),
+  losers: external_exports.enum(["drop", "journal"]).optional().describe(
+    'What the branches that lost a fork round leave: "drop" (default, the paper) discards them whole; "journal" appends the entries each added to its journal (quoted, bounded) to the journal of the lineage that goes on from the winner.'
   )
 });
 var promptsSchema = external_exports.strictObject({
@@ -28984,7 +29067,7 @@ var configSchema = external_exports.strictObject({
   limits: limitsSchema.default(limitsSchema.parse({})),
   compare: compareSchema.optional(),
   map: mapSchema(agentSchema).optional(),
-  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read and write.")
+  sandbox: external_exports.union([external_exports.enum(SANDBOX_MODES), sandboxSchema]).default("auto").transform((s) => typeof s === "string" ? { mode: s, read: [], write: [] } : s).describe("How episodes are confined: auto, required or off, or a mapping with mode, read, write and network.")
 }).superRefine((c, ctx) => {
   if (c.agent.kind === "command" && c.agent.command === void 0) {
     ctx.addIssue({
@@ -29309,7 +29392,8 @@ var roundSchema = external_exports.object({
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
   decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2), voided: external_exports.string().optional() }).optional(),
-  extra: external_exports.boolean().optional()
+  extra: external_exports.boolean().optional(),
+  losers: external_exports.array(external_exports.object({ episode: episodeId2, entries: external_exports.array(external_exports.string()), earlier: count })).optional()
 });
 var STATE_VERSION = 1;
 var runStateSchema = external_exports.object({
@@ -29641,7 +29725,7 @@ function commitMessage(runId2, unit, e, result, details) {
     ...details.workflowRunUrl ? [`Workflow run: ${oneLine(details.workflowRunUrl)}`] : [],
     ""
   ] : [];
-  const lines = [
+  const lines2 = [
     `forkflush ${e.id}: ${score2}, spent ${formatNumber(r.spent)}${unit ? ` ${unit}` : ""}`,
     "",
     ...body,
@@ -29664,7 +29748,7 @@ function commitMessage(runId2, unit, e, result, details) {
     ...r.spentBasis ? [`${TRAILERS.spentBasis}: ${r.spentBasis}`] : [],
     `${TRAILERS.seconds}: ${[r.wallSeconds, r.agentSeconds, r.graderSeconds].map((s) => s.toFixed(3)).join(" ")}`
   ];
-  return `${lines.join("\n")}
+  return `${lines2.join("\n")}
 `;
 }
 function resultFromCommit(runId2, e, commit) {
@@ -29705,7 +29789,7 @@ function parseCommitMessage(message, commit) {
   const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
   const short = fields.get(TRAILERS.machineShort);
   const machineShort2 = RESOURCES.find((r) => r === short);
-  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
+  const failure3 = parseJson(fields.get(TRAILERS.failure), validFailure);
   const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
   const basis = fields.get(TRAILERS.spentBasis);
   const spentBasis2 = basis === "estimated" || basis === "none" ? basis : void 0;
@@ -29728,7 +29812,7 @@ function parseCommitMessage(message, commit) {
       ...sandbox ? { sandbox } : {},
       ...contextStore ? { contextStore } : {},
       ...machineShort2 ? { machineShort: machineShort2 } : {},
-      ...failure2 ? { failure: failure2 } : {},
+      ...failure3 ? { failure: failure3 } : {},
       ...retries && retries.length > 0 ? { retries } : {},
       ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
       ...spentBasis2 ? { spentBasis: spentBasis2 } : {}
@@ -30497,24 +30581,24 @@ function summary(state) {
   const unit = c.budget.unit;
   const stop3 = runStop(state);
   const estimated = estimatedSpent(state);
-  const lines = [
+  const lines2 = [
     `Strategy ${c.strategy}, ${c.grader.direction} the score, budget ${formatNumber(c.budget.total)} ${unit} (spent ${formatNumber(spent(state), 2)}${estimated > 0 ? `, of which ${formatNumber(estimated, 2)} estimated` : ""})${widthText(c)}, seed ${state.seed}: ${runStatus(state)}.`
   ];
-  if (stop3) lines.push(`Stopped: ${stop3.message}.`);
+  if (stop3) lines2.push(`Stopped: ${stop3.message}.`);
   if (state.best) {
-    lines.push(
+    lines2.push(
       `Best score: ${scoreText(state.best.score)} from ${describeEpisodeId(state.best.episode)}, on branch ${bestBranch(state.id)} (commit ${state.best.commit.slice(0, 10)}).`
     );
   } else {
-    lines.push("No workspace has a score yet.");
+    lines2.push("No workspace has a score yet.");
   }
   const base = state.base;
-  lines.push(
+  lines2.push(
     `Initial workspace: ${base.score === null ? `no score (${base.reason ?? "not graded"})` : scoreText(base.score)}.`
   );
   const isolation = isolationSummary(state);
-  if (isolation) lines.push(isolation);
-  return lines.join("\n");
+  if (isolation) lines2.push(isolation);
+  return lines2.join("\n");
 }
 function isolationSummary(state) {
   const results = allEpisodes(state).flatMap((e) => e.result?.sandbox ? [e.result.sandbox] : []);
@@ -31317,14 +31401,14 @@ function comparePlan(m, r, resumed) {
 ${formatNumber(r.budget.total)} ${r.budget.unit} each, ${total} ${r.budget.unit} in all; initial score ${score(r.initial)}.`;
 }
 function compareText(r) {
-  const lines = [textTable(tableHeader(r), tableRows(r)), ""];
-  for (const c of r.comparisons) lines.push(improvementLine(c, r), `  ${significance(c, r)}`);
-  lines.push(spendLine(r));
+  const lines2 = [textTable(tableHeader(r), tableRows(r)), ""];
+  for (const c of r.comparisons) lines2.push(improvementLine(c, r), `  ${significance(c, r)}`);
+  lines2.push(spendLine(r));
   if (!r.complete)
-    lines.push(
+    lines2.push(
       `Unfinished: ${r.runs.filter((x) => x.status !== "finished").length} runs are not done; these figures are partial.`
     );
-  return lines.join("\n");
+  return lines2.join("\n");
 }
 var ABLATION = ["single-run", "flush-only", "fork-only", "fork-and-flush"];
 function renderCompareReport(r, o = {}) {
@@ -31607,9 +31691,9 @@ function capital(s) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir16, mkdtemp as mkdtemp4, readdir as readdir11, readFile as readFile10, realpath as realpath6, rm as rm13, stat as stat11, writeFile as writeFile12 } from "node:fs/promises";
+import { mkdir as mkdir16, mkdtemp as mkdtemp5, readdir as readdir11, readFile as readFile10, realpath as realpath6, rm as rm15, stat as stat11, writeFile as writeFile13 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { join as join22, relative as relative5, resolve as resolve5 } from "node:path";
+import { join as join24, relative as relative5, resolve as resolve5 } from "node:path";
 
 // src/core/compare.ts
 function runDone(state) {
@@ -32389,10 +32473,10 @@ function progressView(out, startedAt, now, env = process.env) {
   const drawFooter = () => {
     if (!live || running2.size === 0) return;
     const t = now();
-    const lines = [...running2].map(([id, since]) => `  ${dim(`${id} running ${elapsed(t - since)}`)}`);
-    out.write(`${lines.join("\n")}
+    const lines2 = [...running2].map(([id, since]) => `  ${dim(`${id} running ${elapsed(t - since)}`)}`);
+    out.write(`${lines2.join("\n")}
 `);
-    footerLines = lines.length;
+    footerLines = lines2.length;
   };
   const timer = live ? setInterval(() => {
     clearFooter();
@@ -32768,7 +32852,7 @@ async function isolationFor(mode) {
       sandbox: probe3.sandbox,
       label: probe3.sandbox.name,
       ...open4.length > 0 ? {
-        warning: `the agent can reach ${open4.length} abstract Unix socket(s) of this machine (${open4.slice(0, 3).join(", ")}), since it shares the network: a desktop session (an X server, a session bus) may let it act outside the sandbox; run agents you do not trust where no desktop session runs (README, "Safety")`
+        warning: `setup commands can reach ${open4.length} abstract Unix socket(s) of this machine (${open4.slice(0, 3).join(", ")}), since they share the network (setup.network, grader.network): a desktop session (an X server, a session bus) may let them act outside the sandbox; run agents you do not trust where no desktop session runs (README, "Safety")`
       } : {}
     };
   }
@@ -32792,11 +32876,12 @@ function abstractSockets(procNetUnix) {
   const names = procNetUnix.split("\n").slice(1).map((line) => line.trim().split(/\s+/)).filter((f) => f.length >= 8 && f[7]?.startsWith("@") && (Number.parseInt(f[3] ?? "0", 16) & 65536) !== 0).map((f) => f[7]);
   return [...new Set(names)];
 }
-function sessionSpawner(sandbox, confinement, writtenByAgent, removed) {
-  return async (file2, args, options) => {
+function sessionSpawner(sandbox, confinement, writtenByAgent, removed, wrap) {
+  return async (given, givenArgs, options) => {
     const env = {};
     for (const [k, v] of Object.entries(options.env ?? {}))
       if (!isForgeSecret(k) || CONTRACT_VARS.includes(k)) env[k] = v;
+    const { file: file2, args } = wrap ? wrap(given, givenArgs) : { file: given, args: givenArgs };
     const r = await runProcess(file2, args, {
       ...options,
       env,
@@ -32832,7 +32917,7 @@ function agentConfinement(p, config2, env) {
     readable: [...p.objects, ...exposedInside(hidden, p.private, env), ...config2.sandbox.read.map(expandHome)],
     hidden: [...hidden, ...credentialFiles(exposedInside(hidden, p.private, env))],
     tmp: join(p.box, "tmp"),
-    network: true
+    network: false
   };
 }
 var MOST_PINNED_FILES = 256;
@@ -33116,6 +33201,45 @@ function hasLogin(files, env) {
   return files.some((f) => f.fromEnv && env[f.fromEnv]?.trim() || existsSync2(f.from));
 }
 
+// src/agents/model-apis.ts
+var BEARER = ["authorization"];
+var ANTHROPIC = {
+  name: "anthropic",
+  baseUrl: ["ANTHROPIC_BASE_URL"],
+  upstream: "https://api.anthropic.com",
+  keys: [
+    { name: "ANTHROPIC_API_KEY", headers: ["x-api-key"] },
+    { name: "ANTHROPIC_AUTH_TOKEN", headers: BEARER }
+  ]
+};
+var OPENAI = {
+  name: "openai",
+  baseUrl: ["OPENAI_BASE_URL"],
+  upstream: "https://api.openai.com/v1",
+  keys: [{ name: "OPENAI_API_KEY", headers: BEARER }]
+};
+var GEMINI = {
+  name: "gemini",
+  baseUrl: ["GOOGLE_GEMINI_BASE_URL"],
+  upstream: "https://generativelanguage.googleapis.com",
+  keys: [
+    { name: "GEMINI_API_KEY", headers: ["x-goog-api-key"] },
+    { name: "GOOGLE_API_KEY", headers: ["x-goog-api-key"] }
+  ],
+  offWhen: ["GOOGLE_GENAI_USE_VERTEXAI"]
+};
+var PROVIDER_HOSTS = [
+  "api.anthropic.com",
+  "api.openai.com",
+  "generativelanguage.googleapis.com",
+  "api.deepseek.com",
+  "openrouter.ai",
+  "api.groq.com",
+  "api.mistral.ai",
+  "api.cohere.com",
+  "api.x.ai"
+];
+
 // src/agents/spec.ts
 function defineSpec(spec) {
   return spec;
@@ -33279,6 +33403,12 @@ var aider = defineSpec({
     "AZURE_*",
     "OLLAMA_*"
   ],
+  egress: {
+    hosts: PROVIDER_HOSTS,
+    // aider documents OPENAI_API_BASE for an OpenAI endpoint (aider/website/docs/llms/openai-compat.md); LiteLLM also reads OPENAI_BASE_URL.
+    routes: [{ ...OPENAI, baseUrl: ["OPENAI_API_BASE", "OPENAI_BASE_URL"] }],
+    notProxied: "other providers' keys (LiteLLM sends each to an endpoint of its own, which aider documents for OpenAI only); aider itself cannot be installed here, so this is tested against a fake of it"
+  },
   async resume(e, record2) {
     try {
       new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join3(e.contextDir, HISTORY_FILE), 0));
@@ -33294,8 +33424,8 @@ var aider = defineSpec({
     const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     let text = "";
     const read2 = async (final) => {
-      const lines = await log.lines();
-      if (lines.length > 0) text += `${lines.join("\n")}
+      const lines2 = await log.lines();
+      if (lines2.length > 0) text += `${lines2.join("\n")}
 `;
       return final ? text + (await readFrom(e.logFile, log.offset)).toString("utf8") : text;
     };
@@ -33411,7 +33541,7 @@ var SKIP = /^(?:Git repo:|Repo-map:|Weak model:|Editor model:|Added .* to the ch
 var FENCE = /^(?:```|~~~)/;
 var FAILED_BLOCKS = /^# (\d+ SEARCH\/REPLACE blocks? failed to match!?)/;
 function aiderLog(out, text) {
-  const lines = plainText(text).split("\n");
+  const lines2 = plainText(text).split("\n");
   let turns = 0;
   let prose = null;
   const edits = /* @__PURE__ */ new Set();
@@ -33428,9 +33558,9 @@ function aiderLog(out, text) {
     edits.clear();
     failedCall = false;
   };
-  for (const [i, raw] of lines.entries()) {
+  for (const [i, raw] of lines2.entries()) {
     const line = raw.replace(/^> /, "").trim();
-    const next = (lines[i + 1] ?? "").trim();
+    const next = (lines2[i + 1] ?? "").trim();
     const parsed = parseAiderOutput(line);
     const [call, error62] = [parsed.calls[0], parsed.errors[0]];
     const version2 = /^Aider v(\S+)/.exec(line)?.[1];
@@ -33472,7 +33602,7 @@ import { homedir as homedir2 } from "node:os";
 import { join as join4 } from "node:path";
 
 // src/agents/transcript.ts
-function eachEvent(text, other, on) {
+function eachEvent(text, other, on2) {
   for (const line of text.split("\n")) {
     const t = line.trim();
     if (t === "") continue;
@@ -33483,7 +33613,7 @@ function eachEvent(text, other, on) {
       } catch {
       }
     }
-    if (isRecord2(v)) on(v, t);
+    if (isRecord2(v)) on2(v, t);
     else other.push(line);
   }
 }
@@ -33542,6 +33672,18 @@ var claudeCode = defineSpec({
   },
   // Its key, endpoint and switches; Bedrock's and Vertex's credentials come through agent.env.
   passEnv: ["ANTHROPIC_*", "CLAUDE_CODE_*", "DISABLE_*", "MAX_THINKING_TOKENS"],
+  egress: {
+    // Its login's token endpoint (2.1.332: platform.claude.com/v1/oauth/token) and console.
+    hosts: ["api.anthropic.com", "platform.claude.com", "console.anthropic.com"],
+    routes: [
+      {
+        ...ANTHROPIC,
+        keys: [...ANTHROPIC.keys, { name: "CLAUDE_CODE_OAUTH_TOKEN", headers: BEARER }],
+        offWhen: ["CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"]
+      }
+    ],
+    notProxied: "the login file (~/.claude/.credentials.json), whose OAuth token Claude Code refreshes itself; Bedrock's, Vertex AI's and Foundry's cloud credentials"
+  },
   missingLogin: (env, agent) => usesKey(env) || env.CLAUDE_CODE_USE_BEDROCK || env.CLAUDE_CODE_USE_VERTEX || env.CLAUDE_CODE_USE_FOUNDRY || agent.args.some((a) => a.startsWith("--settings")) || hasLogin(claudeLogin(""), process.env) ? null : "Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON",
   async resume(e, record2) {
     const id = record2?.sessionId;
@@ -33837,6 +33979,18 @@ var codex = defineSpec({
     secret: { name: "OPENAI_API_KEY", note: "or CODEX_AUTH_JSON, the content of ~/.codex/auth.json" }
   },
   passEnv: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*"],
+  egress: {
+    // auth.openai.com: its ChatGPT login's token endpoint (0.171.0).
+    hosts: ["api.openai.com", "chatgpt.com", "auth.openai.com"],
+    routes: [
+      {
+        ...OPENAI,
+        // With a base URL Codex runs a provider of forkflush's own that reads OPENAI_API_KEY (configToml).
+        keys: [...OPENAI.keys, { name: "CODEX_API_KEY", placeholderIn: "OPENAI_API_KEY", headers: BEARER }]
+      }
+    ],
+    notProxied: "the ChatGPT login (auth.json), whose tokens Codex refreshes itself; Azure OpenAI keys"
+  },
   missingLogin: (env, agent) => usesKey2(env) || env.OPENAI_BASE_URL || env.AZURE_OPENAI_API_KEY || // A provider of its own (`--oss`, a profile, `-c model_provider=…`): its login is its own.
   agent.args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider")) || hasLogin(codexLogin(""), process.env) ? null : "Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON",
   async resume(e, record2) {
@@ -33936,10 +34090,10 @@ function codexLogin(episodeHome, env = process.env) {
   return [{ from: join5(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join5(episodeHome, "auth.json") }];
 }
 function configToml(env) {
-  const lines = ["# Written by forkflush for each episode (CODEX_HOME is the episode context folder)."];
+  const lines2 = ["# Written by forkflush for each episode (CODEX_HOME is the episode context folder)."];
   const base = env.OPENAI_BASE_URL?.trim();
   if (base)
-    lines.push(
+    lines2.push(
       'model_provider = "forkflush"',
       "",
       "[model_providers.forkflush]",
@@ -33948,7 +34102,7 @@ function configToml(env) {
       'wire_api = "responses"',
       env.OPENAI_API_KEY ? 'env_key = "OPENAI_API_KEY"' : "requires_openai_auth = true"
     );
-  return `${lines.join("\n")}
+  return `${lines2.join("\n")}
 `;
 }
 async function pruneHome(home) {
@@ -34063,6 +34217,12 @@ var command = defineSpec({
   name: "agent",
   // Only what the user lists in agent.env: a command agent's keys are the user's to name.
   passEnv: [],
+  egress: {
+    hosts: [],
+    // The SDKs' own variables: a program that takes its base URL from them works through the proxy.
+    routes: [ANTHROPIC, OPENAI, GEMINI],
+    notProxied: "any other key agent.env lists: forkflush cannot know where the program sends it"
+  },
   async start(e) {
     const watched2 = e.unit === "tokens" || e.unit === "usd";
     let problem2 = "the agent wrote no usage file";
@@ -34118,6 +34278,23 @@ var copilot = defineSpec({
   },
   // Its own login and bring-your-own-key providers; never GITHUB_TOKEN or GH_TOKEN (forge credentials).
   passEnv: ["COPILOT_*"],
+  egress: {
+    // api.github.com: where 1.0.102 trades its GitHub login for Copilot tokens.
+    hosts: ["api.github.com", "*.githubcopilot.com"],
+    routes: [
+      {
+        name: "provider",
+        baseUrl: ["COPILOT_PROVIDER_BASE_URL"],
+        upstream: null,
+        keys: [
+          { name: "COPILOT_PROVIDER_BEARER_TOKEN", headers: BEARER },
+          // The header follows COPILOT_PROVIDER_TYPE: openai (a bearer token), anthropic, azure.
+          { name: "COPILOT_PROVIDER_API_KEY", headers: ["authorization", "x-api-key", "api-key"] }
+        ]
+      }
+    ],
+    notProxied: "its GitHub login (COPILOT_GITHUB_TOKEN), which the CLI trades with GitHub for Copilot tokens itself; COPILOT_PROVIDER_API_KEY_COMMAND and keys in COPILOT_PROVIDER_HEADERS"
+  },
   missingLogin: (env) => env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`\'s own',
   async resume(e, record2) {
     const id = record2?.sessionId;
@@ -34260,10 +34437,10 @@ function summarizeEvents(events2) {
 }
 function eventsFileProblem(text, sessionId) {
   if (text.trim() === "") return "its events.jsonl is empty";
-  const lines = text.split("\n").filter((l) => l.trim() !== "");
-  for (const [i, line] of lines.entries()) {
+  const lines2 = text.split("\n").filter((l) => l.trim() !== "");
+  for (const [i, line] of lines2.entries()) {
     const [v] = jsonLines(line);
-    if (!v && i === lines.length - 1 && !text.endsWith("\n")) continue;
+    if (!v && i === lines2.length - 1 && !text.endsWith("\n")) continue;
     if (!v) return `line ${i + 1} of its events.jsonl is not JSON`;
     if (typeof v.type !== "string") return `line ${i + 1} of its events.jsonl is not an event`;
     const id = isRecord2(v.data) ? v.data.sessionId : void 0;
@@ -34319,6 +34496,17 @@ var gemini = defineSpec({
   },
   // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
   passEnv: ["GEMINI_*", "GOOGLE_*"],
+  egress: {
+    // Login with Google's token endpoints (0.61.0): oauth2.googleapis.com, cloudcode-pa.googleapis.com.
+    hosts: [
+      "generativelanguage.googleapis.com",
+      "cloudcode-pa.googleapis.com",
+      "oauth2.googleapis.com",
+      "www.googleapis.com"
+    ],
+    routes: [GEMINI],
+    notProxied: "Login with Google (oauth_creds.json), whose token the CLI refreshes itself; Vertex AI's Google Cloud credentials"
+  },
   missingLogin: (env) => usesKey3(env) || hasLogin(geminiLogin(""), process.env) ? null : "Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)",
   async resume(e, record2) {
     const id = record2?.sessionId;
@@ -34529,16 +34717,16 @@ function parseResult(text) {
   }
   return found;
 }
-function jsonBlocks(lines) {
+function jsonBlocks(lines2) {
   const blocks = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
+  for (let i = 0; i < lines2.length; i++) {
+    const line = lines2[i];
     const open4 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
     if (open4 < 0 || open4 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open4))) continue;
-    for (let j = i + 1; j < lines.length; j++) {
-      if (lines[j] !== "}") continue;
+    for (let j = i + 1; j < lines2.length; j++) {
+      if (lines2[j] !== "}") continue;
       try {
-        blocks.push([JSON.parse([line.slice(open4), ...lines.slice(i + 1, j + 1)].join("\n")), i, j]);
+        blocks.push([JSON.parse([line.slice(open4), ...lines2.slice(i + 1, j + 1)].join("\n")), i, j]);
         i = j;
         break;
       } catch {
@@ -34548,12 +34736,12 @@ function jsonBlocks(lines) {
   return blocks;
 }
 function geminiLog(text, out, other) {
-  const lines = text.split("\n");
-  const blocks = jsonBlocks(lines);
+  const lines2 = text.split("\n");
+  const blocks = jsonBlocks(lines2);
   const inside = new Set(blocks.flatMap(([, i, j]) => Array.from({ length: j - i + 1 }, (_, k) => i + k)));
-  for (const [i, line] of lines.entries()) if (!inside.has(i) && line.trim() !== "") other.push(line);
+  for (const [i, line] of lines2.entries()) if (!inside.has(i) && line.trim() !== "") other.push(line);
   for (const [, i, j] of blocks) {
-    const r = parseResult(lines.slice(i, j + 1).join("\n"));
+    const r = parseResult(lines2.slice(i, j + 1).join("\n"));
     if (!r) continue;
     if (r.response) out.add("assistant", r.response);
     const stats = isRecord2(r.stats) ? r.stats : {};
@@ -34646,6 +34834,14 @@ var opencode = defineSpec({
     "AZURE_*",
     "AWS_*"
   ],
+  egress: {
+    // Its catalogue, and npm: it installs a provider's SDK package when the provider is first used.
+    hosts: [...PROVIDER_HOSTS, "models.dev", "registry.npmjs.org"],
+    // Its providers go through the proxy by its inline config instead (configRoutes).
+    routes: [],
+    configRoutes: inlineProviders,
+    notProxied: "keys its built-in providers read from the environment (ANTHROPIC_API_KEY, ...) and its login (auth.json), whose endpoints come from its catalogue; a provider in OPENCODE_CONFIG_CONTENT with options.baseURL is proxied, its options.apiKey too"
+  },
   async resume(e, record2) {
     const id = record2?.sessionId;
     if (typeof id !== "string" || !/^ses_[A-Za-z0-9]+$/.test(id))
@@ -34776,6 +34972,42 @@ function opencodeEvent(out, e, line) {
     out.add("stop", str(part.reason));
   else if (e.type === "error") for (const message of addEvents(emptyRun(), line).errors) out.add("error", message);
 }
+function inlineProviders(env, placeholder2) {
+  let config2;
+  try {
+    config2 = JSON.parse(env.OPENCODE_CONFIG_CONTENT ?? "");
+  } catch {
+    return null;
+  }
+  const providers = isRecord2(config2) && isRecord2(config2.provider) ? config2.provider : null;
+  if (!providers) return null;
+  const routes = [];
+  const names = /* @__PURE__ */ new Map();
+  for (const [id, p] of Object.entries(providers)) {
+    const options = isRecord2(p) && isRecord2(p.options) ? p.options : null;
+    const base = typeof options?.baseURL === "string" ? options.baseURL : null;
+    if (!options || !base) continue;
+    const name2 = `opencode-${routes.length}`;
+    const key = typeof options.apiKey === "string" && !/^\{(env|file):/.test(options.apiKey) ? options.apiKey : null;
+    const p0 = key ? placeholder2() : null;
+    routes.push({
+      name: name2,
+      upstream: base,
+      keys: key && p0 ? [{ placeholder: p0, value: key, headers: ["authorization", "x-api-key", "x-goog-api-key", "api-key"] }] : []
+    });
+    names.set(id, name2);
+    if (p0) options.apiKey = p0;
+  }
+  if (routes.length === 0) return null;
+  return {
+    routes,
+    env(urls) {
+      for (const [id, name2] of names)
+        providers[id].options.baseURL = urls[name2];
+      return { OPENCODE_CONFIG_CONTENT: JSON.stringify(config2) };
+    }
+  };
+}
 
 // src/agents/qwen-code.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
@@ -34799,6 +35031,21 @@ var qwenCode = defineSpec({
     secret: { name: "OPENAI_API_KEY", note: "with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider" }
   },
   passEnv: ["QWEN_*", "OPENAI_*", "ANTHROPIC_*", "GEMINI_*", "DASHSCOPE_*"],
+  egress: {
+    hosts: [
+      "api.openai.com",
+      "api.anthropic.com",
+      "generativelanguage.googleapis.com",
+      "dashscope.aliyuncs.com",
+      "dashscope-intl.aliyuncs.com",
+      "dashscope-us.aliyuncs.com",
+      "*.dashscope.aliyuncs.com",
+      "*.maas.aliyuncs.com"
+    ],
+    // Its three auth types, each from the SDK's own variables (GOOGLE_API_KEY is its Vertex AI's).
+    routes: [OPENAI, ANTHROPIC, { ...GEMINI, keys: [{ name: "GEMINI_API_KEY", headers: ["x-goog-api-key"] }] }],
+    notProxied: "DASHSCOPE_API_KEY, which its web search sends to an https:// endpoint only (the proxy is plain HTTP on the loopback); a key in agent.args (--openai-api-key)"
+  },
   missingLogin: (env, agent) => PROVIDERS.some(([key]) => env[key]) || agent.args.some((a) => a.startsWith("--auth-type") || a.startsWith("--openai-api-key")) ? null : "Qwen Code has no API key: set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY",
   async resume(e, record2) {
     const id = record2?.sessionId;
@@ -34978,10 +35225,10 @@ async function runSession(spec, agent, s) {
   const exit = stopExit(r, s.deadlineIsBudget) ?? ending.exit ?? (r.spawnError || r.exitCode !== 0 ? "crash" : "finished");
   if (r.stopped === "budget" && t.overrun) notes.push(`stopped by forkflush: the session ${t.overrun}`);
   if (ending.note) notes.push(ending.note);
-  let failure2 = null;
+  let failure3 = null;
   if (exit === "crash" && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal || ending.why)) {
     const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, " ").trim().slice(0, 300);
-    failure2 = failureOf(spec, r, r.spawnError ?? why, ending.status) ?? recognizeFailure(r.stderr.trim() ? r.stderr : r.stdout);
+    failure3 = failureOf(spec, r, r.spawnError ?? why, ending.status) ?? recognizeFailure(r.stderr.trim() ? r.stderr : r.stdout);
     notes.push(
       r.spawnError ? `${spec.name} could not start: ${r.spawnError}` : `${spec.name} exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`
     );
@@ -35002,7 +35249,7 @@ async function runSession(spec, agent, s) {
   if (record2) await writeRecord(s.contextDir, spec.kind, record2);
   await cli.after?.();
   if (notes.length > 0) outcome.note = notes.join("; ");
-  if (failure2) outcome.failure = failure2;
+  if (failure3) outcome.failure = failure3;
   return outcome;
 }
 async function writeRecord(contextDir, kind, record2) {
@@ -35175,6 +35422,116 @@ function withStarts(state, episodeId3, next) {
   return { ...state, rounds };
 }
 
+// src/core/losers.ts
+var LOSER_CAP = { entries: 12, entryChars: 400 };
+var LOSER_JOURNAL_MAX_BYTES = 1024 * 1024;
+function keepsLosers(config2) {
+  return config2.fork.losers === "journal" && config2.fork.branches > 1;
+}
+function losersOf(round2) {
+  const winner = round2.decision?.winner;
+  if (round2.kind !== "fork" || !winner) return [];
+  return round2.episodes.filter((e) => e.id !== winner && e.result);
+}
+function loserNotes(episode2, baseJournal, loserJournal) {
+  const known = /* @__PURE__ */ new Map();
+  for (const line of lines(baseJournal)) known.set(line, (known.get(line) ?? 0) + 1);
+  const entries = [];
+  let current = [];
+  const flush = () => {
+    const text = current.join(" ").replace(/\s+/g, " ").trim();
+    if (text !== "" && !FORKFLUSH_LINE.test(text)) entries.push(cutText(text, LOSER_CAP.entryChars));
+    current = [];
+  };
+  for (const raw of plainText(loserJournal).split("\n")) {
+    const line = raw.trim();
+    const seen = known.get(line) ?? 0;
+    if (line === "" || seen > 0) {
+      if (seen > 0) known.set(line, seen - 1);
+      flush();
+      continue;
+    }
+    if (ENTRY_START.test(line)) flush();
+    current.push(line);
+  }
+  flush();
+  const kept = entries.slice(-LOSER_CAP.entries);
+  return { episode: episode2, entries: kept, earlier: entries.length - kept.length };
+}
+var ENTRY_START = /^([-*+]\s|\d+[.)]\s|#)/;
+var FORKFLUSH_LINE = /^[-*+]\s*forkflush\s/i;
+function lines(text) {
+  return plainText(text).split("\n").map((l) => l.trim()).filter((l) => l !== "");
+}
+async function recordLosers(state, read2) {
+  if (!keepsLosers(state.config)) return state;
+  let next = state;
+  for (const round2 of state.rounds) {
+    const losers = losersOf(round2);
+    if (round2.losers || losers.length === 0) continue;
+    const base = await read2(losers[0].base);
+    const notes = [];
+    for (const e of losers) notes.push(loserNotes(e.id, base, await read2(e.result.commit)));
+    next = {
+      ...next,
+      rounds: next.rounds.map((r) => r.index === round2.index ? { ...r, losers: notes } : r)
+    };
+  }
+  return next;
+}
+function fenceOpen(round2) {
+  return `<!-- forkflush: branches that lost round ${round2.index} (${round2.phase}), begin -->`;
+}
+function fenceClose(round2) {
+  return `<!-- forkflush: branches that lost round ${round2.index}, end -->`;
+}
+function losersSection(state, round2) {
+  if (!round2.losers || round2.losers.length === 0) return null;
+  const unit = state.config.budget.unit;
+  const winner = round2.decision?.winner ?? "";
+  const out = [
+    fenceOpen(round2),
+    `## Branches that lost round ${round2.index} (${round2.phase})`,
+    "",
+    `Copied by forkflush from the journals of the branches discarded at this fork point. Each started from the same workspace as ${describeEpisodeId(winner)}, which won and which this lineage continues; their workspaces are gone. Lines that start with ">" are their agents' own notes, quoted as written and not checked: ideas already tried, not facts.`
+  ];
+  for (const notes of round2.losers) {
+    const e = round2.episodes.find((x) => x.id === notes.episode);
+    const r = e?.result;
+    if (!e || !r) continue;
+    const score2 = r.score === null ? "no score" : `score ${formatNumber(r.score, 6)}`;
+    const spent2 = `spent ${formatNumber(r.spent)} of ${formatNumber(e.allowance)} ${unit}`;
+    const told = e.directive ? ", told to try a different approach" : "";
+    out.push("", `### ${e.id}: ${score2}; ${spent2}${told}`);
+    if (notes.earlier > 0) out.push(`(${notes.earlier} earlier entries left out)`);
+    if (notes.entries.length === 0) out.push("(no new entries in its journal)");
+    for (const entry of notes.entries.slice(-LOSER_CAP.entries))
+      out.push(`> ${cutText(plainText(entry).replace(/\s+/g, " "), LOSER_CAP.entryChars)}`);
+  }
+  out.push("", fenceClose(round2));
+  return `${out.join("\n")}
+`;
+}
+function sectionRound(state, e) {
+  if (!keepsLosers(state.config)) return null;
+  for (const round2 of state.rounds) {
+    if (round2.kind !== "fork" || round2.index >= e.round || !round2.losers || round2.losers.length === 0) continue;
+    const winner = round2.episodes.find((x) => x.id === round2.decision?.winner);
+    if (winner?.result?.commit === e.base) return round2;
+  }
+  return null;
+}
+function sectionFor(state, e) {
+  const round2 = sectionRound(state, e);
+  return round2 ? losersSection(state, round2) : null;
+}
+function withSection(journal, section) {
+  if (journal.includes(section)) return journal;
+  const header = journal.trim() === "" ? "# Journal\n\n" : "";
+  const sep3 = journal === "" || journal.endsWith("\n\n") ? "" : journal.endsWith("\n") ? "\n" : "\n\n";
+  return `${header}${journal}${sep3}${section}`;
+}
+
 // src/core/prompts.ts
 var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the current folder.{{#fresh}} This session has no earlier conversation: everything learned so far is in the files, above all in {{journal}}.{{/fresh}}
 
@@ -35183,7 +35540,8 @@ var DEFAULT_BRANCH_TEMPLATE = `You are working on an open-ended task in the curr
 
 ## The files
 - The workspace: every file in this folder is yours to read and change, except the protected ones.
-- {{journal}}: the journal. Each entry says what was tried and what score it got.
+- {{journal}}: the journal. Each entry says what was tried and what score it got.{{#losers}}
+- In {{journal}}, a section headed "Branches that lost round N" holds what branches discarded at a fork point wrote in their journals: ideas already tried from an earlier workspace, with the score each of those branches reached. Their notes are quoted (lines starting with ">"), not checked; read them as leads, not facts, and leave the section as it is.{{/losers}}
 - The score: run \`{{grade}}\` from this folder; the last line it prints is the score.
 - Protected (restored before the final grading; changing them voids your score): {{protected}}.
 
@@ -35214,6 +35572,7 @@ var TEMPLATE_VARIABLES = {
   direction: '"maximize" or "minimize"',
   fresh: "section shown when the episode starts with no conversation",
   directive: "section shown when the branch is told to try a different approach",
+  losers: "section shown when the journal keeps what the branches that lost a fork round wrote (fork.losers: journal)",
   episode: "the episode id (r<round>.b<branch>)"
 };
 var TemplateError = class extends Error {
@@ -35257,27 +35616,31 @@ function renderPrompt(p) {
     direction: c.grader.direction,
     fresh: p.episode.context === "fresh",
     directive: p.episode.directive,
+    losers: keepsLosers(c),
     episode: p.episode.id
   };
   const carried = p.episode.context !== "fresh";
   const template = carried ? p.templates?.continuation ?? DEFAULT_CONTINUATION_TEMPLATE : p.templates?.branch ?? DEFAULT_BRANCH_TEMPLATE;
   const source = carried ? c.prompts.continuation ?? "continuation prompt" : c.prompts.branch ?? "branch prompt";
   const text = renderTemplate(template, values, source);
-  if (carried && p.episode.directive) {
-    return `${text}
-
-For this branch: try a substantially different approach from those the journal describes.`;
-  }
-  return text;
+  const notes = [
+    ...carried && p.losersAdded !== void 0 ? [
+      `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`
+    ] : [],
+    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : []
+  ];
+  return [text, ...notes].join("\n\n");
 }
 function episodePrompt(state, episode2, task, templates) {
+  const added = sectionRound(state, episode2)?.index;
   return renderPrompt({
     config: state.config,
     episode: episode2,
     task,
     best: state.best ? { score: state.best.score, where: describeEpisodeId(state.best.episode) } : null,
     gradeCommand: "$FORKFLUSH_GRADE",
-    templates
+    templates,
+    ...added !== void 0 ? { losersAdded: added } : {}
   });
 }
 async function loadTemplates(config2, read2, where) {
@@ -35328,8 +35691,8 @@ function templateProblem(config2, templates) {
 }
 
 // src/worker/episode.ts
-import { appendFile as appendFile3, mkdir as mkdir11, statfs, writeFile as writeFile10 } from "node:fs/promises";
-import { join as join15 } from "node:path";
+import { appendFile as appendFile3, lstat as lstat4, mkdir as mkdir11, statfs, writeFile as writeFile11 } from "node:fs/promises";
+import { join as join17 } from "node:path";
 
 // src/core/charge.ts
 function chargeFor(c) {
@@ -35390,6 +35753,7 @@ async function runTries(input2) {
       last = await first.spawn(file2, args, options);
       return last;
     };
+    const refusedBefore = input2.refused?.count() ?? 0;
     const outcome = await input2.agent.run({ ...session, spawn: spawn3 });
     outcomes.push(outcome);
     const interrupted = input2.interrupt.aborted;
@@ -35399,16 +35763,16 @@ async function runTries(input2) {
       exit: outcome.exit,
       ...interrupted ? { interrupted: true } : {}
     });
-    const failure2 = interrupted ? null : await recognise(input2, session, outcome, last);
+    const failure3 = interrupted ? null : refusedCause(input2, refusedBefore, await recognise(input2, session, outcome, last));
     const done = (gaveUp) => ({
       outcome: merged(outcomes),
       tries,
       retries,
-      failure: failure2,
+      failure: failure3,
       ...gaveUp ? { gaveUp } : {}
     });
-    if (!failure2 || !isTransient(failure2.kind)) return done();
-    const plan2 = retryWait(tries.length, failure2, first.seed);
+    if (!failure3 || !isTransient(failure3.kind)) return done();
+    const plan2 = retryWait(tries.length, failure3, first.seed);
     if ("giveUp" in plan2) return done(plan2.giveUp);
     const leftMs = first.deadlineMs - (clock() - started) - plan2.waitMs;
     if (leftMs < RETRY_LEAST_SECONDS * 1e3)
@@ -35416,10 +35780,10 @@ async function runTries(input2) {
     const charged2 = chargeFor({ ...input2.charge, tries, evaluations: input2.evaluations(), unchanged: false }).spent;
     const left = first.allowance - charged2;
     if (!(left > 0)) return done("the tries spent the allowance");
-    retries.push({ kind: failure2.kind, quote: failure2.quote, waitedSeconds: plan2.waitMs / 1e3 });
+    retries.push({ kind: failure3.kind, quote: failure3.quote, waitedSeconds: plan2.waitMs / 1e3 });
     await input2.mark?.(
       `
---- forkflush: try ${tries.length} failed (${failure2.kind}: ${failure2.quote}); try ${tries.length + 1} after ${seconds2(plan2.waitMs)} ---
+--- forkflush: try ${tries.length} failed (${failure3.kind}: ${failure3.quote}); try ${tries.length + 1} after ${seconds2(plan2.waitMs)} ---
 `
     );
     await sleep(plan2.waitMs, first.signal);
@@ -35457,6 +35821,13 @@ ${last.stdout}`;
   if (known) return known;
   const how = last.signal ? `signal ${last.signal}` : `exit ${last.exitCode}`;
   return { kind: "crash", quote: quoteLine(said ? `${how}: ${said}` : how) };
+}
+function refusedCause(input2, before, failure3) {
+  if (!failure3 || !["auth", "network", "crash"].includes(failure3.kind) || !input2.refused) return failure3;
+  if (input2.refused.count() <= before || !/\b403\b|forbidden|proxy|tunnel|sandbox\.network/i.test(failure3.quote))
+    return failure3;
+  const note = input2.refused.note();
+  return { kind: "egress", quote: failure3.quote, fix: `${note ? `${note}: ` : ""}${GENERIC_FIX.egress}` };
 }
 function merged(outcomes) {
   const last = outcomes.at(-1);
@@ -35715,9 +36086,637 @@ async function rewriteFiles(own2, dir, index, files) {
   await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
 }
 function excludePatterns(paths) {
-  const lines = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
-  return lines.length > 0 ? `${lines.join("\n")}
+  const lines2 = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
+  return lines2.length > 0 ? `${lines2.join("\n")}
 ` : "";
+}
+async function writeTracked(own2, dir, index, path, text) {
+  const parts = path.split("/");
+  for (let i = 1; i < parts.length; i++) {
+    const s2 = await lstat3(join11(dir, ...parts.slice(0, i))).catch(() => null);
+    if (s2 && !s2.isDirectory()) return null;
+  }
+  const s = await lstat3(join11(dir, path)).catch(() => null);
+  if (s && !s.isFile()) return null;
+  const tree = await writeIndexed(own2, index, path, text);
+  await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
+  return tree;
+}
+
+// src/worker/egress.ts
+import { randomBytes } from "node:crypto";
+import { chmod as chmod2, mkdtemp, rm as rm10 } from "node:fs/promises";
+
+// src/io/egress-forwarder.ts
+import { chmod, writeFile as writeFile8 } from "node:fs/promises";
+import { join as join12 } from "node:path";
+var SOURCE = `// forkflush's network forwarder (see forkflush's src/io/egress-forwarder.ts).
+'use strict';
+const net = require('node:net');
+const { spawn } = require('node:child_process');
+const { constants } = require('node:os');
+const argv = process.argv.slice(2);
+const cut = argv.indexOf('--');
+const maps = argv.slice(0, cut).map((a) => [Number(a.slice(0, a.indexOf('='))), a.slice(a.indexOf('=') + 1)]);
+const [file, ...args] = argv.slice(cut + 1);
+let ready = 0;
+for (const [port, path] of maps) {
+  // No Nagle on the agent's side: a model's streamed answer comes in small writes.
+  const server = net.createServer({ noDelay: true }, (inside) => {
+    const out = net.connect(path);
+    inside.pipe(out);
+    out.pipe(inside);
+    const end = () => { inside.destroy(); out.destroy(); };
+    inside.on('error', end).on('close', end);
+    out.on('error', end).on('close', end);
+  });
+  server.on('error', (e) => {
+    process.stderr.write('forkflush: the network forwarder cannot listen on 127.0.0.1:' + port + ': ' + e.message + '\\n');
+    process.exit(125);
+  });
+  server.listen(port, '127.0.0.1', () => { if (++ready === maps.length) run(); });
+}
+if (maps.length === 0) run();
+function run() {
+  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'];
+  for (const s of signals) process.on(s, () => {});
+  const child = spawn(file, args, { stdio: 'inherit' });
+  child.on('error', (e) => {
+    process.stderr.write(file + ': ' + e.message + '\\n');
+    process.exit(e.code === 'ENOENT' ? 127 : 126);
+  });
+  child.on('exit', (code, signal) => {
+    if (signal === null) process.exit(code === null ? 1 : code);
+    for (const s of signals) process.removeAllListeners(s);
+    process.kill(process.pid, signal);
+    process.exit(128 + (constants.signals[signal] || 0));
+  });
+}
+`;
+async function writeForwarder(dir) {
+  const script = join12(dir, "forwarder.cjs");
+  await writeFile8(script, SOURCE);
+  await chmod(script, 420);
+  return script;
+}
+function forwarded(script, ports, file2, args) {
+  const maps = Object.entries(ports).map(([port, socket]) => `${port}=${socket}`);
+  return { file: process.execPath, args: [script, ...maps, "--", file2, ...args] };
+}
+
+// src/io/egress-proxy.ts
+import { lookup } from "node:dns/promises";
+import { rm as rm9 } from "node:fs/promises";
+import {
+  createServer,
+  Agent as HttpAgent,
+  request as httpRequest
+} from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { isIP as isIP2 } from "node:net";
+import { join as join13 } from "node:path";
+import { Transform } from "node:stream";
+import { connect as tlsConnect } from "node:tls";
+
+// src/io/egress-upstream.ts
+import { BlockList, connect, isIP } from "node:net";
+var DIAL_TIMEOUT_MS = 15e3;
+var INTERNAL = new BlockList();
+for (const [net, bits] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.168.0.0", 16]
+])
+  INTERNAL.addSubnet(net, bits, "ipv4");
+for (const [net, bits] of [
+  ["::", 128],
+  ["::1", 128],
+  ["fc00::", 7],
+  ["fe80::", 10]
+])
+  INTERNAL.addSubnet(net, bits, "ipv6");
+function isInternal(address) {
+  const family = isIP(address);
+  return family !== 0 && INTERNAL.check(address, family === 6 ? "ipv6" : "ipv4");
+}
+function splice(a, b) {
+  a.pipe(b);
+  b.pipe(a);
+  const end = () => {
+    a.destroy();
+    b.destroy();
+  };
+  a.on("error", end).on("close", end);
+  b.on("error", end).on("close", end);
+}
+function dial(host, port) {
+  return new Promise((resolve8, reject) => {
+    const s = connect({ host, port, noDelay: true });
+    s.setTimeout(DIAL_TIMEOUT_MS, () => s.destroy(new Error("timed out")));
+    s.once("connect", () => {
+      s.setTimeout(0);
+      resolve8(s);
+    });
+    s.once("error", reject);
+  });
+}
+function tunnel(via, host, port) {
+  return dial(via.hostname, Number(via.port || 80)).then(
+    (s) => new Promise((resolve8, reject) => {
+      const target = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+      const auth = via.auth["proxy-authorization"] ? `Proxy-Authorization: ${via.auth["proxy-authorization"]}\r
+` : "";
+      s.write(`CONNECT ${target} HTTP/1.1\r
+Host: ${target}\r
+${auth}\r
+`);
+      let got = Buffer.alloc(0);
+      const onData = (d) => {
+        got = Buffer.concat([got, d]);
+        const end = got.indexOf("\r\n\r\n");
+        if (end === -1) {
+          if (got.length > 16384) s.destroy(new Error("the proxy answered with too long a header"));
+          return;
+        }
+        s.off("data", onData);
+        const status2 = /^HTTP\/1\.[01] (\d{3})/.exec(got.subarray(0, end).toString("latin1"))?.[1];
+        if (status2 !== "200")
+          return void s.destroy(new Error(`the machine's proxy answered ${status2 ?? "something else"}`));
+        const rest = got.subarray(end + 4);
+        if (rest.length > 0) s.unshift(rest);
+        s.off("error", reject);
+        resolve8(s);
+      };
+      s.on("data", onData);
+      s.once("error", reject);
+      s.once("close", () => reject(new Error("the machine's proxy closed the connection")));
+    })
+  );
+}
+function machineProxy(env) {
+  const read2 = (name2) => env[name2.toLowerCase()] || env[name2.toUpperCase()] || "";
+  const parse3 = (text) => {
+    try {
+      const u = new URL(text);
+      if (u.protocol !== "http:") return null;
+      const auth = u.username ? {
+        "proxy-authorization": `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString("base64")}`
+      } : {};
+      return { hostname: u.hostname.replace(/^\[(.*)\]$/, "$1"), port: u.port, auth };
+    } catch {
+      return null;
+    }
+  };
+  const https = parse3(read2("https_proxy"));
+  const http = parse3(read2("http_proxy"));
+  const skip = read2("no_proxy").split(",").map((s) => s.trim().toLowerCase().replace(/:\d+$/, "")).filter(Boolean);
+  const bypass = (host) => host === "localhost" || host === "::1" || isIP(host) === 4 && host.startsWith("127.") || skip.some(
+    (s) => s === "*" || host === s.replace(/^\*?\./, "") || host.endsWith(s.startsWith(".") ? s : `.${s.replace(/^\*\./, "")}`)
+  );
+  return {
+    for(host, tls) {
+      const via = tls ? https : http;
+      return via && !bypass(host.toLowerCase()) ? via : null;
+    }
+  };
+}
+function limiter(most, waiting) {
+  let running2 = 0;
+  const queue = [];
+  return async (task) => {
+    if (running2 < most) running2++;
+    else if (queue.length >= waiting) throw new Error("too many connections are being opened at once");
+    else await new Promise((go2) => queue.push(go2));
+    try {
+      return await task();
+    } finally {
+      const next = queue.shift();
+      if (next) next();
+      else running2--;
+    }
+  };
+}
+
+// src/io/egress-proxy.ts
+var MAX_CONNECTIONS = 256;
+var MAX_DIALS = 4;
+var MAX_WAITING = 256;
+var MAX_REFUSED_TARGETS = 100;
+var HOP = [
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade"
+];
+var Refused = class extends Error {
+};
+async function startEgressProxy(o) {
+  const refused = /* @__PURE__ */ new Map();
+  const sockets = /* @__PURE__ */ new Set();
+  const track = (s) => {
+    sockets.add(s);
+    s.once("close", () => sockets.delete(s));
+    return s;
+  };
+  const refuse = (target) => {
+    const key = refused.has(target) || refused.size < MAX_REFUSED_TARGETS ? target : "other targets";
+    refused.set(key, (refused.get(key) ?? 0) + 1);
+  };
+  const machine = machineProxy(o.env);
+  const dials = limiter(MAX_DIALS, MAX_WAITING);
+  const open4 = (host, port, reach, tls) => dials(async () => {
+    const via = machine.for(host, tls);
+    if (via) return track(await tunnel(via, host, port));
+    const address = isIP2(host) ? host : (await lookup(host)).address;
+    if (reach === "wildcard" && isInternal(address)) throw new Refused(`${host} is at an internal address`);
+    return track(await dial(address, port));
+  });
+  const proxy = createServer();
+  proxy.on("connect", (req, client, head) => {
+    track(client);
+    client.on("error", () => client.destroy());
+    const target = authority(req.url ?? "");
+    if (!target) return hangUp(client, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    const label = `${target.host}:${target.port}`;
+    const reach = o.reach(target.host, target.port);
+    if (!reach) {
+      refuse(label);
+      return hangUp(client, refusal(label));
+    }
+    open4(target.host, target.port, reach, true).then(
+      (upstream) => {
+        if (client.destroyed) return void upstream.destroy();
+        client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        if (head.length > 0) upstream.write(head);
+        splice(client, upstream);
+      },
+      (e) => {
+        if (e instanceof Refused) refuse(label);
+        hangUp(client, e instanceof Refused ? refusal(label, e.message) : failure2(label, e));
+      }
+    );
+  });
+  proxy.on("request", (req, res) => {
+    let url2;
+    try {
+      url2 = new URL(req.url ?? "");
+    } catch {
+      return void answer(res, 400, "forkflush: this is a proxy: ask it for an absolute http:// URL, or CONNECT");
+    }
+    if (url2.protocol !== "http:") return void answer(res, 400, "forkflush: https goes through CONNECT");
+    const host = url2.hostname.replace(/^\[(.*)\]$/, "$1");
+    const port = Number(url2.port || 80);
+    const label = `${host}:${port}`;
+    const reach = o.reach(host, port);
+    if (!reach) {
+      refuse(label);
+      return void answer(res, 403, `forkflush: ${label} is not allowed (sandbox.network)`);
+    }
+    const headers = forwarded2(req.headers);
+    headers.host = url2.host;
+    const via = machine.for(host, false);
+    if (via)
+      return void relay(
+        req,
+        res,
+        httpRequest({
+          host: via.hostname,
+          port: via.port || 80,
+          method: req.method,
+          path: url2.href,
+          headers: { ...headers, ...via.auth }
+        }),
+        null
+      );
+    open4(host, port, reach, false).then(
+      (socket) => relay(
+        req,
+        res,
+        httpRequest({
+          createConnection: () => socket,
+          method: req.method,
+          path: `${url2.pathname}${url2.search}`,
+          headers
+        }),
+        null
+      ),
+      (e) => {
+        if (e instanceof Refused) refuse(label);
+        answer(res, e instanceof Refused ? 403 : 502, `forkflush: ${label}: ${e.message}`);
+      }
+    );
+  });
+  const servers = { proxy };
+  const agents = [];
+  for (const route of o.routes) {
+    const server = createServer();
+    const forward = routeForwarder(route, machine, track);
+    if (forward.agent) agents.push(forward.agent);
+    server.on("request", forward.handle);
+    server.on(
+      "connect",
+      (_req, client) => hangUp(client, "HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n")
+    );
+    servers[route.name] = server;
+  }
+  const close = async () => {
+    for (const server of Object.values(servers)) server.close();
+    for (const s of sockets) s.destroy();
+    for (const a of agents) a.destroy();
+    if (o.socketDir) await rm9(o.socketDir, { recursive: true, force: true });
+  };
+  const listeners = {};
+  try {
+    for (const [name2, server] of Object.entries(servers)) {
+      server.maxConnections = MAX_CONNECTIONS;
+      server.headersTimeout = 3e4;
+      server.on("connection", (s) => track(s));
+      server.on("clientError", (_e, s) => s.destroy());
+      listeners[name2] = await listen(server, o.socketDir ? join13(o.socketDir, `${name2}.sock`) : null);
+    }
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { listeners, refused: () => refused, close };
+}
+function routeForwarder(route, machine, track) {
+  let base = null;
+  try {
+    base = new URL(route.upstream);
+  } catch {
+  }
+  const problem2 = !base || base.protocol !== "http:" && base.protocol !== "https:" ? `its base URL is not an http(s) URL: ${route.upstream}` : null;
+  const tls = base?.protocol === "https:";
+  const via = base && !problem2 ? machine.for(base.hostname.replace(/^\[(.*)\]$/, "$1"), tls) : null;
+  const agent = problem2 || via ? null : tls ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const secrets = route.keys.map((k) => Buffer.from(k.value));
+  const handle = (req, res) => {
+    if (problem2 || !base) return void answer(res, 502, `forkflush: the ${route.name} route cannot forward: ${problem2}`);
+    if (!req.url?.startsWith("/"))
+      return void answer(res, 400, "forkflush: this address takes paths of the model API only");
+    const headers = forwarded2(req.headers);
+    let swapped = false;
+    for (const k of route.keys)
+      for (const h of k.headers) {
+        const v = headers[h];
+        if (typeof v === "string" && v.includes(k.placeholder)) {
+          headers[h] = v.replaceAll(k.placeholder, k.value);
+          swapped = true;
+        }
+      }
+    if (route.keys.length > 0 && !swapped)
+      return void answer(
+        res,
+        401,
+        "forkflush: the model's key is added only to requests that carry the placeholder key this agent was given"
+      );
+    headers.host = base.host;
+    if (secrets.length > 0) headers["accept-encoding"] = "identity";
+    const path = `${base.pathname.replace(/\/$/, "")}${req.url}`;
+    const target = { host: base.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(base.port || (tls ? 443 : 80)) };
+    const make = (createConnection) => (tls ? httpsRequest : httpRequest)({
+      ...target,
+      method: req.method,
+      path,
+      headers,
+      ...createConnection ? { createConnection } : { agent: agent ?? void 0 },
+      ...tls ? { servername: isIP2(target.host) ? void 0 : target.host } : {}
+    });
+    if (!via) return void relay(req, res, make(), secrets);
+    if (!tls)
+      return void relay(
+        req,
+        res,
+        httpRequest({
+          host: via.hostname,
+          port: via.port || 80,
+          method: req.method,
+          path: `${base.origin}${path}`,
+          headers: { ...headers, ...via.auth }
+        }),
+        secrets
+      );
+    tunnel(via, target.host, target.port).then(
+      (raw) => {
+        const secure = tlsConnect({ socket: track(raw), servername: target.host });
+        relay(
+          req,
+          res,
+          make(() => secure),
+          secrets
+        );
+      },
+      (e) => answer(res, 502, `forkflush: ${route.name}: ${e.message}`)
+    );
+  };
+  return { handle, agent };
+}
+function relay(req, res, up, secrets) {
+  up.on("response", (answerMsg) => {
+    const headers = {};
+    for (const [k, v] of Object.entries(answerMsg.headers)) {
+      if (v === void 0 || HOP.includes(k)) continue;
+      headers[k] = secrets && secrets.length > 0 ? maskHeader(v, secrets) : v;
+    }
+    res.writeHead(answerMsg.statusCode ?? 502, headers);
+    const body = secrets && secrets.length > 0 ? answerMsg.pipe(new Mask(secrets)) : answerMsg;
+    body.pipe(res);
+    answerMsg.on("error", () => res.destroy());
+  });
+  up.on("error", (e) => {
+    if (res.headersSent) res.destroy();
+    else answer(res, 502, `forkflush: the upstream failed: ${e.message}`);
+  });
+  req.on("error", () => up.destroy());
+  res.on("close", () => {
+    if (!res.writableFinished) up.destroy();
+  });
+  req.pipe(up);
+}
+function maskHeader(v, secrets) {
+  const mask = (s) => secrets.reduce((t, k) => t.replaceAll(k.toString(), "*".repeat(k.length)), s);
+  return Array.isArray(v) ? v.map(mask) : mask(v);
+}
+var Mask = class extends Transform {
+  constructor(secrets) {
+    super();
+    this.secrets = secrets;
+  }
+  secrets;
+  held = Buffer.alloc(0);
+  _transform(chunk, _enc, done) {
+    const data = Buffer.concat([this.held, chunk]);
+    for (const s of this.secrets)
+      for (let i = data.indexOf(s); i !== -1; i = data.indexOf(s, i)) data.fill(42, i, i + s.length);
+    let hold = 0;
+    for (const s of this.secrets)
+      for (let n = Math.min(s.length - 1, data.length); n > hold; n--)
+        if (data.subarray(data.length - n).equals(s.subarray(0, n))) {
+          hold = n;
+          break;
+        }
+    this.held = Buffer.from(data.subarray(data.length - hold));
+    done(null, data.subarray(0, data.length - hold));
+  }
+  _flush(done) {
+    done(null, this.held);
+  }
+};
+function forwarded2(headers) {
+  const out = {};
+  for (const [k, v] of Object.entries(headers)) if (v !== void 0 && !HOP.includes(k)) out[k] = v;
+  return out;
+}
+function answer(res, status2, text) {
+  if (res.headersSent) return void res.destroy();
+  res.writeHead(status2, { "content-type": "text/plain", connection: "close" }).end(`${text}
+`);
+}
+function refusal(label, why = "it is not in the allowlist (sandbox.network)") {
+  const body = `forkflush: ${label} is refused: ${why}
+`;
+  return `HTTP/1.1 403 Forbidden\r
+Content-Type: text/plain\r
+Content-Length: ${Buffer.byteLength(body)}\r
+Connection: close\r
+\r
+${body}`;
+}
+function failure2(label, e) {
+  const body = `forkflush: ${label} could not be reached: ${e.message}
+`;
+  return `HTTP/1.1 502 Bad Gateway\r
+Content-Type: text/plain\r
+Content-Length: ${Buffer.byteLength(body)}\r
+Connection: close\r
+\r
+${body}`;
+}
+function authority(text) {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/\s@]+):(\d{1,5})$/.exec(text);
+  const port = Number(m?.[2]);
+  if (!m?.[1] || !(port >= 1 && port <= 65535)) return null;
+  return { host: m[1].replace(/^\[(.*)\]$/, "$1").toLowerCase(), port };
+}
+function hangUp(client, answer2) {
+  client.end(answer2, () => client.destroy());
+}
+function listen(server, socket) {
+  return new Promise((resolve8, reject) => {
+    server.once("error", reject);
+    if (socket) server.listen(socket, () => resolve8(socket));
+    else server.listen(0, "127.0.0.1", () => resolve8(server.address().port));
+  });
+}
+
+// src/worker/egress.ts
+var INSIDE_PORT = 18080;
+var PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
+var NO_PROXY_VARS = ["NO_PROXY", "no_proxy"];
+var LOOPBACK = "127.0.0.1,localhost,::1";
+function allowedHosts(config2, kindHosts) {
+  const network = config2.sandbox.network;
+  if (network === "none") return [];
+  return [.../* @__PURE__ */ new Set([...kindHosts, ...registriesFor(config2.setup.commands), ...network?.allow ?? []])];
+}
+async function startEgress(o) {
+  const plan2 = egressPlan(o.config.agent.kind, o.env);
+  const hosts = allowedHosts(o.config, plan2.hosts);
+  const socketDir = o.sandboxed ? await mkdtemp("/tmp/ff-net-") : null;
+  if (socketDir) await chmod2(socketDir, 457);
+  const proxy = await startEgressProxy({
+    socketDir,
+    routes: plan2.routes,
+    reach: (host, port) => matchHost(hosts, host, port),
+    env: o.env
+  }).catch(async (e) => {
+    if (socketDir) await rm10(socketDir, { recursive: true, force: true });
+    throw e;
+  });
+  try {
+    return await agentSide(proxy, socketDir, plan2.agentEnv);
+  } catch (e) {
+    await proxy.close();
+    throw e;
+  }
+}
+async function agentSide(proxy, socketDir, agentEnv) {
+  const names = Object.keys(proxy.listeners);
+  const port = (name2) => {
+    const l = proxy.listeners[name2];
+    return typeof l === "number" ? l : INSIDE_PORT + names.indexOf(name2);
+  };
+  if (socketDir) for (const l of Object.values(proxy.listeners)) await chmod2(l, 438);
+  const script = socketDir ? await writeForwarder(socketDir) : null;
+  const urls = Object.fromEntries(names.map((n) => [n, `http://127.0.0.1:${port(n)}`]));
+  const env = agentEnv(urls);
+  delete env.ALL_PROXY;
+  delete env.all_proxy;
+  for (const v of PROXY_VARS) env[v] = urls.proxy;
+  for (const v of NO_PROXY_VARS) env[v] = LOOPBACK;
+  env.NODE_USE_ENV_PROXY = "1";
+  const ports = Object.fromEntries(names.map((n) => [port(n), proxy.listeners[n]]));
+  return {
+    env,
+    bind: socketDir,
+    wrap: (file2, args) => script ? forwarded(script, ports, file2, args) : { file: file2, args },
+    note: () => refusedNote(proxy.refused()),
+    refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
+    close: () => proxy.close()
+  };
+}
+function placeholder() {
+  return `forkflush-placeholder-${randomBytes(16).toString("hex")}`;
+}
+var on = (v) => v !== void 0 && v !== "" && v !== "false" && v !== "0";
+function egressPlan(kind, env) {
+  const facts = specOf(kind).egress;
+  const routes = [];
+  const edits = [];
+  for (const r of facts.routes) {
+    if (r.offWhen?.some((v) => on(env[v]))) continue;
+    const own3 = r.baseUrl.map((v) => env[v]?.trim()).find(Boolean);
+    const present = r.keys.filter((k) => env[k.name]?.trim());
+    const upstream = own3 ?? r.upstream;
+    if (!upstream || present.length === 0 && !own3) continue;
+    const planned = { name: r.name, upstream, keys: [] };
+    const placed = /* @__PURE__ */ new Map();
+    for (const k of present) {
+      const target = k.placeholderIn ?? k.name;
+      if (placed.has(target)) continue;
+      const p = placeholder();
+      placed.set(target, p);
+      planned.keys.push({ placeholder: p, value: env[k.name].trim(), headers: k.headers });
+    }
+    routes.push(planned);
+    edits.push((out, urls) => {
+      for (const k of r.keys) delete out[k.name];
+      for (const [name2, p] of placed) out[name2] = p;
+      for (const v of r.baseUrl) out[v] = urls[r.name];
+    });
+  }
+  const own2 = facts.configRoutes?.(env, placeholder) ?? null;
+  if (own2) routes.push(...own2.routes);
+  return {
+    hosts: facts.hosts,
+    routes,
+    agentEnv(urls) {
+      const out = { ...env };
+      for (const edit of edits) edit(out, urls);
+      if (own2) Object.assign(out, own2.env(urls));
+      return out;
+    }
+  };
 }
 
 // src/worker/env.ts
@@ -35762,8 +36761,8 @@ function allowedEnv(env, names) {
 
 // src/core/score.ts
 function parseScore(stdout) {
-  const lines = stdout.split(/\r?\n/).map((l) => l.trim());
-  const last = lines.filter((l) => l !== "").at(-1);
+  const lines2 = stdout.split(/\r?\n/).map((l) => l.trim());
+  const last = lines2.filter((l) => l !== "").at(-1);
   if (last === void 0) return { score: null, reason: "the grader printed nothing on stdout" };
   const shown = last.length > 80 ? `${last.slice(0, 77)}...` : last;
   if (last.startsWith("{")) {
@@ -35932,17 +36931,17 @@ ${grading.stderr}`;
 }
 
 // src/worker/grade-service.ts
-import { randomBytes } from "node:crypto";
-import { chmod, mkdtemp, rm as rm9, writeFile as writeFile8 } from "node:fs/promises";
-import { createServer } from "node:http";
-import { join as join12 } from "node:path";
+import { randomBytes as randomBytes2 } from "node:crypto";
+import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm11, writeFile as writeFile9 } from "node:fs/promises";
+import { createServer as createServer2 } from "node:http";
+import { join as join14 } from "node:path";
 var MOST_CONNECTIONS = 64;
 async function startGradeService(args) {
   let count3 = 0;
   let queue = Promise.resolve();
   const closing = new AbortController();
-  const secret = randomBytes(24).toString("hex");
-  const server = createServer((req, res) => {
+  const secret = randomBytes2(24).toString("hex");
+  const server = createServer2((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
       res.writeHead(404).end();
       return;
@@ -35980,17 +36979,17 @@ async function startGradeService(args) {
   });
   server.maxConnections = MOST_CONNECTIONS;
   server.maxRequestsPerSocket = 1;
-  const socketDir = await mkdtemp("/tmp/ff-grade-");
-  await chmod(socketDir, 457);
-  const socket = join12(socketDir, "grade.sock");
+  const socketDir = await mkdtemp2("/tmp/ff-grade-");
+  await chmod3(socketDir, 457);
+  const socket = join14(socketDir, "grade.sock");
   await new Promise((resolve8, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve8);
   });
-  await chmod(socket, 438);
-  const client = join12(args.box, "grade-client.mjs");
-  const command2 = join12(args.box, "grade");
-  await writeFile8(
+  await chmod3(socket, 438);
+  const client = join14(args.box, "grade-client.mjs");
+  const command2 = join14(args.box, "grade");
+  await writeFile9(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
     `// Asks forkflush to run the grader for this episode; prints what the grader printed.
@@ -36011,13 +37010,13 @@ req.on('error', (e) => {
 req.end();
 `
   );
-  await writeFile8(
+  await writeFile9(
     command2,
     `#!/bin/sh
 exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'
 `
   );
-  await chmod(command2, 493);
+  await chmod3(command2, 493);
   return {
     command: command2,
     socketDir,
@@ -36029,7 +37028,7 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
         server.close(() => resolve8());
       });
       await queue;
-      await rm9(socketDir, { recursive: true, force: true });
+      await rm11(socketDir, { recursive: true, force: true });
     }
   };
 }
@@ -36041,7 +37040,7 @@ import { dirname as dirname8, isAbsolute as isAbsolute3, relative, resolve as re
 // src/io/executables.ts
 import { constants as constants3 } from "node:fs";
 import { access, stat as stat3 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute2, join as join13 } from "node:path";
+import { delimiter as delimiter2, isAbsolute as isAbsolute2, join as join15 } from "node:path";
 async function isExecutable(file2) {
   const s = await stat3(file2).catch(() => null);
   if (!s?.isFile()) return false;
@@ -36055,7 +37054,7 @@ async function findExecutable(name2, path) {
   if (name2.includes("/") || name2 === "") return null;
   for (const dir of path.split(delimiter2)) {
     if (!isAbsolute2(dir)) continue;
-    const file2 = join13(dir, name2);
+    const file2 = join15(dir, name2);
     if (await isExecutable(file2)) return file2;
   }
   return null;
@@ -36087,10 +37086,10 @@ async function whereOutside(name2, c) {
 }
 
 // src/worker/seal.ts
-import { createHmac, randomBytes as randomBytes2, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
 var TRAILER = "Forkflush-Seal";
 function newSealKey() {
-  return randomBytes2(32);
+  return randomBytes3(32);
 }
 function sealMessage(key, message, tree, parent) {
   const text = message.endsWith("\n") ? message : `${message}
@@ -36113,24 +37112,24 @@ ${text}`).digest("hex");
 }
 
 // src/worker/setup.ts
-import { createHash, randomBytes as randomBytes3 } from "node:crypto";
+import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants4 } from "node:fs";
-import { appendFile as appendFile2, cp, mkdir as mkdir10, readFile as readFile5, rename as rename5, rm as rm10, stat as stat5, writeFile as writeFile9 } from "node:fs/promises";
-import { dirname as dirname9, join as join14 } from "node:path";
+import { appendFile as appendFile2, cp, mkdir as mkdir10, readFile as readFile5, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile10 } from "node:fs/promises";
+import { dirname as dirname9, join as join16 } from "node:path";
 var SETUP_OUTPUT_MAX = 1e6;
 async function runSetup(o) {
   const { setup } = o.config;
   await removeTree(o.tmp);
-  await mkdir10(join14(o.tmp, "home"), { recursive: true });
+  await mkdir10(join16(o.tmp, "home"), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
   const started = performance.now();
   const deadline = started + setup.timeout * 1e3;
   const log = [];
-  let failure2 = null;
+  let failure3 = null;
   for (const command2 of setup.commands) {
     const left = deadline - performance.now();
     if (left <= 0) {
-      failure2 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command2}\``;
+      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), before \`${command2}\``;
       break;
     }
     const r = await runShell(command2, {
@@ -36144,15 +37143,15 @@ async function runSetup(o) {
     log.push(`$ ${command2}
 ${r.stdout}${r.stderr}`);
     if (r.stopped === "timeout")
-      failure2 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command2}\``;
-    else if (r.stopped) failure2 = `setup was stopped (${r.stopped}) in \`${command2}\``;
-    else if (r.spawnError) failure2 = `setup could not start \`${command2}\`: ${r.spawnError}`;
+      failure3 = `setup timed out after ${setup.timeout} s (setup.timeout), in \`${command2}\``;
+    else if (r.stopped) failure3 = `setup was stopped (${r.stopped}) in \`${command2}\``;
+    else if (r.spawnError) failure3 = `setup could not start \`${command2}\`: ${r.spawnError}`;
     else if (r.exitCode !== 0) {
       const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
       const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-      failure2 = `setup failed: \`${command2}\` ${how}${tail ? `: ${tail}` : ""}`;
+      failure3 = `setup failed: \`${command2}\` ${how}${tail ? `: ${tail}` : ""}`;
     }
-    if (failure2) break;
+    if (failure3) break;
   }
   const seconds4 = (performance.now() - started) / 1e3;
   await removeTree(o.tmp).catch(() => {
@@ -36165,17 +37164,17 @@ ${r.stdout}${r.stderr}`);
 `
     );
   }
-  return { failure: failure2 === null ? null : plainText(failure2), seconds: seconds4, log: log.join(""), cleaned };
+  return { failure: failure3 === null ? null : plainText(failure3), seconds: seconds4, log: log.join(""), cleaned };
 }
 function setupEnv(source, config2) {
   return allowedEnv(source, config2.setup.env);
 }
 async function prepareWorkspace(o) {
   const logFile = episodeLogs(o.scratchDir).setup;
-  const excludes = join14(o.scratchDir, "setup.exclude");
+  const excludes = join16(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
-    await writeFile9(excludes, patterns);
+    await writeFile10(excludes, patterns);
     const made = paths.length === 0 ? "nothing untracked" : `${paths.length} untracked path(s), left out of the result`;
     await appendFile2(logFile, `(setup ${how}: ${made})
 `);
@@ -36186,12 +37185,12 @@ async function prepareWorkspace(o) {
       config: o.config,
       dir: o.workspace,
       restore: { own: o.own, index: o.checkoutIndex },
-      tmp: join14(o.scratchDir, "setup-tmp"),
+      tmp: join16(o.scratchDir, "setup-tmp"),
       source: o.source,
       confine: o.confine,
       signal: o.signal
     });
-    await writeFile9(logFile, run3.log);
+    await writeFile10(logFile, run3.log);
     if (o.removed) addCleaned(o.removed, run3.cleaned);
     if (run3.failure) return { failure: run3.failure };
     return { paths: await untrackedPaths(o.own, o.workspace, o.checkoutIndex) };
@@ -36202,7 +37201,7 @@ async function prepareWorkspace(o) {
     if ("failure" in r2) return { ok: false, reason: r2.failure };
     return done(r2.paths, "ran in the workspace");
   }
-  await rm10(logFile, { force: true });
+  await rm12(logFile, { force: true });
   const tree = await o.own.out(["rev-parse", `${o.base}^{tree}`]);
   const key = cache2.key(tree, o.config, setupEnv(o.source, o.config));
   for (let attempt2 = 0; attempt2 < 2; attempt2++) {
@@ -36247,17 +37246,17 @@ var SetupCache = class {
    * (then what was copied is removed again, and setup runs there instead).
    */
   async restore(key, workspace) {
-    const entry = join14(this.dir, key);
-    const manifest = await readFile5(join14(entry, "manifest.json"), "utf8").catch(() => null);
+    const entry = join16(this.dir, key);
+    const manifest = await readFile5(join16(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
     const copied = [];
     try {
       const { paths, madeBy } = JSON.parse(manifest);
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir10(dirname9(join14(workspace, path)), { recursive: true });
-        copied.push(join14(workspace, path));
-        await cp(join14(entry, "files", path), join14(workspace, path), COPY);
+        await mkdir10(dirname9(join16(workspace, path)), { recursive: true });
+        copied.push(join16(workspace, path));
+        await cp(join16(entry, "files", path), join16(workspace, path), COPY);
       }
       return { paths, madeBy };
     } catch {
@@ -36284,17 +37283,17 @@ var SetupCache = class {
     }
   }
   async keep(key, episode2, paths, workspace) {
-    const entry = join14(this.dir, key);
-    if (await exists(join14(entry, "manifest.json"))) return;
-    const tmp = join14(this.dir, `.${key}.${randomBytes3(4).toString("hex")}`);
+    const entry = join16(this.dir, key);
+    if (await exists(join16(entry, "manifest.json"))) return;
+    const tmp = join16(this.dir, `.${key}.${randomBytes4(4).toString("hex")}`);
     try {
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir10(dirname9(join14(tmp, "files", path)), { recursive: true });
-        await cp(join14(workspace, path), join14(tmp, "files", path), COPY);
+        await mkdir10(dirname9(join16(tmp, "files", path)), { recursive: true });
+        await cp(join16(workspace, path), join16(tmp, "files", path), COPY);
       }
-      await writeFile9(join14(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
-      await rm10(entry, { recursive: true, force: true });
+      await writeFile10(join16(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
+      await rm12(entry, { recursive: true, force: true });
       await rename5(tmp, entry);
     } finally {
       await removeTree(tmp);
@@ -36377,10 +37376,10 @@ async function episode(job, charged2) {
   const source = job.env ?? process.env;
   const box = places.box;
   await removeTree(box);
-  for (const dir of [join15(box, "home"), join15(box, "tmp"), job.scratchDir]) await mkdir11(dir, { recursive: true });
-  const promptFile = join15(box, "prompt.md");
-  await writeFile10(promptFile, job.prompt);
-  const home = { HOME: join15(box, "home"), TMPDIR: sandbox ? "/tmp" : join15(box, "tmp") };
+  for (const dir of [join17(box, "home"), join17(box, "tmp"), job.scratchDir]) await mkdir11(dir, { recursive: true });
+  const promptFile = join17(box, "prompt.md");
+  await writeFile11(promptFile, job.prompt);
+  const home = { HOME: join17(box, "home"), TMPDIR: sandbox ? "/tmp" : join17(box, "tmp") };
   const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
   const graderEnv = allowedEnv(source, config2.grader.env);
   const interrupt = job.signal ?? new AbortController().signal;
@@ -36403,7 +37402,7 @@ async function episode(job, charged2) {
           confinement: {
             ...setupConfinement(
               places.workspace,
-              join15(job.scratchDir, "setup-tmp"),
+              join17(job.scratchDir, "setup-tmp"),
               places,
               config2,
               source,
@@ -36429,6 +37428,8 @@ async function episode(job, charged2) {
     job.log?.(`setup: ${prepared.how}`);
     excludes = prepared.excludes;
   }
+  const start2 = await addLosersSection(job);
+  if (start2.note) job.log?.(start2.note);
   const stopForBudget = new AbortController();
   const unit = config2.budget.unit;
   const account = sandbox?.account() ?? NO_ACCOUNT;
@@ -36441,7 +37442,7 @@ async function episode(job, charged2) {
       confine: {
         sandbox,
         confinement: {
-          ...graderConfinement(places.workspace, join15(box, "tmp"), places, config2, source, [places.context]),
+          ...graderConfinement(places.workspace, join17(box, "tmp"), places, config2, source, [places.context]),
           account
         }
       }
@@ -36452,10 +37453,15 @@ async function episode(job, charged2) {
     account.release();
     throw e;
   });
+  const egress = await startEgress({ config: config2, env: agentEnv, sandboxed: sandbox !== null }).catch(async (e) => {
+    await grading.close();
+    account.release();
+    throw e;
+  });
   const confinement = { ...agentConfinement(places, config2, source), account };
-  confinement.shared = [...confinement.shared ?? [], grading.socketDir];
+  confinement.shared = [...confinement.shared ?? [], grading.socketDir, ...egress.bind ? [egress.bind] : []];
   const removed = { ...NOTHING_CLEANED };
-  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed);
+  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed, egress.wrap);
   let logFull = null;
   const spawn3 = async (file2, args, options) => {
     const r = await confinedSpawn(file2, args, options);
@@ -36476,7 +37482,7 @@ async function episode(job, charged2) {
         prompt: job.prompt,
         promptFile,
         contextDir: places.context,
-        usageFile: join15(box, "usage.json"),
+        usageFile: join17(box, "usage.json"),
         logFile: agentLog,
         gradeCommand: grading.command,
         allowance: episode2.allowance,
@@ -36485,7 +37491,7 @@ async function episode(job, charged2) {
         episodeId: episode2.id,
         deadlineMs,
         deadlineIsBudget: budgetMs <= agentTimeoutMs,
-        env: agentEnv,
+        env: egress.env,
         signal: AbortSignal.any([interrupt, stopForBudget.signal]),
         spawn: spawn3,
         confined: sandbox !== null
@@ -36493,6 +37499,7 @@ async function episode(job, charged2) {
       interrupt,
       charge: chargeBase,
       evaluations: () => grading.evaluations(),
+      refused: { count: egress.refusedCount, note: egress.note },
       ...sandbox ? {
         hiddenCause: (missing, text) => hiddenPathFailure(missing, text, {
           workspace: places.workspace,
@@ -36506,8 +37513,10 @@ async function episode(job, charged2) {
   } finally {
     await grading.close();
     account.release();
+    await egress.close();
   }
   const outcome = tried.outcome;
+  const refused = egress.note();
   addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
   const chargeOf = (unchanged2) => chargeFor({ ...chargeBase, tries: tried.tries, evaluations: grading.evaluations(), unchanged: unchanged2 });
   if (interrupt.aborted) {
@@ -36516,7 +37525,7 @@ async function episode(job, charged2) {
   }
   charged2.spent = chargeOf(false).spent;
   if (logFull) throw new Error(`the agent's log could not be written: ${logFull}`);
-  const snapshotIndex = join15(job.scratchDir, "snapshot.index");
+  const snapshotIndex = join17(job.scratchDir, "snapshot.index");
   let unrecorded = null;
   const snap = await snapshot(
     job.own,
@@ -36532,13 +37541,13 @@ async function episode(job, charged2) {
     return baseSnapshot(job.own, snapshotIndex, episode2.base);
   });
   addCleaned(swept, snap.cleaned);
-  const unchanged = !unrecorded && snap.protectedChanged.length === 0 && snap.tree === await job.own.out(["rev-parse", `${episode2.base}^{tree}`]);
+  const unchanged = !unrecorded && snap.protectedChanged.length === 0 && snap.tree === start2.tree;
   const charge = chargeOf(unchanged);
   charged2.spent = charge.spent;
   let score2 = null;
   let reason;
   let graderSeconds = 0;
-  let judged = {};
+  let judged2 = {};
   if (unrecorded) {
     reason = unrecorded;
   } else if (snap.protectedChanged.length > 0) {
@@ -36562,10 +37571,10 @@ async function episode(job, charged2) {
       job.judgeMachine,
       interrupt
     );
-    judged = g;
+    judged2 = g;
     const graded = g.setupFailed ? "" : `$ ${config2.grader.command}
 ${g.stdout}${g.stderr}`;
-    await writeFile10(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
+    await writeFile11(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
     graderSeconds = g.seconds;
     score2 = g.score;
     reason = g.reason;
@@ -36575,11 +37584,13 @@ ${g.stdout}${g.stderr}`;
   const note = plainText(
     [
       ...job.notes ?? [],
+      ...start2.note ? [start2.note] : [],
       ...outcome.note ? [outcome.note] : [],
+      ...refused ? [refused] : [],
       ...triesNotes(tried),
       ...charge.note ? [charge.note] : [],
       ...cleaned ? [cleaned] : [],
-      ...judged.note ? [judged.note] : []
+      ...judged2.note ? [judged2.note] : []
     ].join("; ")
   );
   if (reason) reason = plainText(reason);
@@ -36605,9 +37616,26 @@ ${g.stdout}${g.stderr}`;
     } : {},
     ...tried.retries.length > 0 ? { retries: tried.retries } : {},
     ...unchanged ? { unchanged: true } : {},
-    ...judged.machineShort ? { machineShort: judged.machineShort } : {}
+    ...judged2.machineShort ? { machineShort: judged2.machineShort } : {}
   };
   return commitResult(job, snap, partial2, started);
+}
+async function addLosersSection(job) {
+  const { config: config2, episode: episode2 } = job;
+  const baseTree = () => job.own.out(["rev-parse", `${episode2.base}^{tree}`]);
+  if (!job.journalSection) return { tree: await baseTree() };
+  const why = (reason) => `the notes of the branches that lost were not added to ${config2.journal}: ${reason}`;
+  if (matchesAny(config2.journal, [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]))
+    return { tree: await baseTree(), note: why("it is a protected path") };
+  const journal = await indexedText(job.own, job.checkoutIndex, config2.journal, JOURNAL_MAX_BYTES);
+  const size = (await lstat4(join17(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
+  if (journal === "" && size > 0) return { tree: await baseTree(), note: why("it is too large or not a file") };
+  const text = withSection(journal, job.journalSection);
+  if (text === journal) return { tree: await baseTree() };
+  const tree = await writeTracked(job.own, job.places.workspace, job.checkoutIndex, config2.journal, text);
+  if (tree === null) return { tree: await baseTree(), note: why("a link or a file stands in its way") };
+  job.log?.(`journal: the notes of the branches that lost added to ${config2.journal}`);
+  return { tree };
 }
 async function commitResult(job, snap, made, started) {
   const { config: config2, episode: episode2 } = job;
@@ -36630,7 +37658,7 @@ async function commitResult(job, snap, made, started) {
   return { ...partial2, commit, wallSeconds };
 }
 async function setupResult(job, reason, started) {
-  const snap = await baseSnapshot(job.own, join15(job.scratchDir, "snapshot.index"), job.episode.base);
+  const snap = await baseSnapshot(job.own, join17(job.scratchDir, "snapshot.index"), job.episode.base);
   const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join("; ")) : "";
   return commitResult(
     job,
@@ -36652,9 +37680,9 @@ async function setupResult(job, reason, started) {
 }
 async function judge(job, tree, env, swept) {
   const { config: config2, places, isolation } = job;
-  const dir = join15(job.scratchDir, "judge");
-  const tmp = join15(job.scratchDir, "judge-tmp");
-  const index = join15(job.scratchDir, "judge.index");
+  const dir = join17(job.scratchDir, "judge");
+  const tmp = join17(job.scratchDir, "judge-tmp");
+  const index = join17(job.scratchDir, "judge.index");
   const source = job.env ?? process.env;
   await checkoutInto(job.own, tree, dir, index).catch(async (e) => {
     await removeTree(dir).catch(() => {
@@ -36662,7 +37690,7 @@ async function judge(job, tree, env, swept) {
     throw e;
   });
   await removeTree(tmp);
-  await mkdir11(join15(tmp, "home"), { recursive: true });
+  await mkdir11(join17(tmp, "home"), { recursive: true });
   const sandbox = isolation.sandbox;
   const agentPlaces = [
     places.workspace,
@@ -36681,7 +37709,7 @@ async function judge(job, tree, env, swept) {
   try {
     let setupLog;
     if (config2.setup.commands.length > 0) {
-      const setupTmp = join15(job.scratchDir, "judge-setup-tmp");
+      const setupTmp = join17(job.scratchDir, "judge-setup-tmp");
       const run3 = await runSetup({
         config: config2,
         dir,
@@ -36701,7 +37729,7 @@ async function judge(job, tree, env, swept) {
         return { ...NO_GRADING, reason: `in the judge's checkout, ${run3.failure}`, setupLog, setupFailed: true };
       }
       const planted = await madeAtProtectedPaths();
-      for (const p of planted) await removeTree(join15(dir, p));
+      for (const p of planted) await removeTree(join17(dir, p));
       if (planted.length > 0) setupLog += `(removed what setup made under protected paths: ${listSome(planted, 5)})
 `;
       await rewriteFiles(job.own, dir, index, protectedFiles);
@@ -36797,8 +37825,8 @@ async function driveLocked(initial, options) {
   await o.forge.createLineages(state);
   for (; ; ) {
     const advanced = advance(state, (s, next) => stopBefore(s, next) !== null);
-    state = advanced.state;
-    if (advanced.steps.length > 0) await save();
+    state = await recordLosers(advanced.state, (commit) => o.forge.journalAt(commit, state.config.journal));
+    if (advanced.steps.length > 0 || state !== advanced.state) await save();
     await carry();
     for (const step of advanced.steps) {
       if (step.type === "open") emit({ type: "round", state, round: roundOf2(state, step.round.index) });
@@ -36806,11 +37834,11 @@ async function driveLocked(initial, options) {
     }
     if (advanced.steps.some((s) => s.type === "decide")) await writeReports(o.store, state);
     const actions = reconcile(state);
-    const failure2 = stopBefore(state, actions[0]);
-    if (failure2) {
+    const failure3 = stopBefore(state, actions[0]);
+    if (failure3) {
       await save();
       await writeReports(o.store, state);
-      return { state, interrupted: false, stopped: failure2 };
+      return { state, interrupted: false, stopped: failure3 };
     }
     if (o.signal.aborted) return { state, interrupted: true };
     const first = actions[0];
@@ -36870,6 +37898,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
   const prepared = await o.forge.prepareEpisode(state, e);
   const round2 = state.rounds[e.round];
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
+  const section = sectionFor(state, e);
   emit({ type: "episode-start", state, episode: e });
   await starting();
   try {
@@ -36887,6 +37916,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
       isolation: o.isolation,
       alsoProtected: o.info.configPathInRepo ? [o.info.configPathInRepo] : [],
       notes: prepared.notes,
+      ...section ? { journalSection: section } : {},
       setupCache,
       ...sealKey ? { sealKey } : {},
       ...o.signal ? { signal: o.signal } : {}
@@ -36916,13 +37946,13 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod3, cp as cp3, lstat as lstat4, mkdir as mkdir15, mkdtemp as mkdtemp3, readdir as readdir10, readFile as readFile9, realpath as realpath5, rm as rm12, stat as stat10 } from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, cp as cp3, lstat as lstat5, mkdir as mkdir15, mkdtemp as mkdtemp4, readdir as readdir10, readFile as readFile9, realpath as realpath5, rm as rm14, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname12, join as join21, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
+import { dirname as dirname12, join as join23, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
 import { cp as cp2, mkdir as mkdir12, readFile as readFile6, realpath as realpath4, stat as stat6 } from "node:fs/promises";
-import { dirname as dirname10, isAbsolute as isAbsolute4, join as join16, resolve as resolve3 } from "node:path";
+import { dirname as dirname10, isAbsolute as isAbsolute4, join as join18, resolve as resolve3 } from "node:path";
 var LocalForge = class {
   constructor(repo, store, keepRejected = false) {
     this.repo = repo;
@@ -36943,8 +37973,8 @@ var LocalForge = class {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
       const commonDir = await realpath4(isAbsolute4(common) ? common : resolve3(this.repo, common));
-      const objects = join16(commonDir, "objects");
-      const alternates = (await readFile6(join16(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute4(l) ? l : resolve3(objects, l));
+      const objects = join18(commonDir, "objects");
+      const alternates = (await readFile6(join18(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute4(l) ? l : resolve3(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -36972,6 +38002,15 @@ var LocalForge = class {
     if (!("result" in read2) || !tree || !verifySeal(sealKey, message, tree, e.base)) return null;
     return read2.result;
   }
+  /** The text of `path` at a commit ('' when it has none, or one over LOSER_JOURNAL_MAX_BYTES). */
+  async journalAt(commit, path) {
+    const { own: own2 } = await this.open();
+    const spec = `${commit}:${path}`;
+    const type = await own2.exec(["cat-file", "-t", spec], { check: false });
+    if (type.exitCode !== 0 || type.stdout.trim() !== "blob") return "";
+    if (!(Number(await own2.out(["cat-file", "-s", spec])) <= LOSER_JOURNAL_MAX_BYTES)) return "";
+    return (await own2.exec(["cat-file", "blob", spec])).stdout;
+  }
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
   async prepareEpisode(state, e) {
     const { own: own2, commonDir, alternates } = await this.open();
@@ -36979,7 +38018,7 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join16(scratchDir, "checkout.index");
+    const checkoutIndex = join18(scratchDir, "checkout.index");
     await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
     await removeTree(context);
@@ -37001,7 +38040,7 @@ var LocalForge = class {
     const places = {
       workspace,
       context,
-      box: join16(scratchDir, "box"),
+      box: join18(scratchDir, "box"),
       objects: [own2.objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname10(this.store.dir)]
@@ -37084,7 +38123,7 @@ var LocalForge = class {
   async withCheckout(commit, name2, fn) {
     const { own: own2, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    await checkoutInto(own2, commit, dir, join16(this.store.scratch(name2), "checkout.index"));
+    await checkoutInto(own2, commit, dir, join18(this.store.scratch(name2), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own2.objects, ...alternates],
@@ -37105,18 +38144,18 @@ async function exists2(path) {
 
 // src/local/grader-reads.ts
 import { readdir as readdir8, readFile as readFile7, stat as stat7, utimes as utimes2 } from "node:fs/promises";
-import { join as join17, relative as relative2 } from "node:path";
+import { join as join19, relative as relative2 } from "node:path";
 var MOST_CANDIDATES = 5e3;
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
   if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, MOST_CANDIDATES);
   const entries = await readdir8(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join17(e.parentPath, e.name))).filter((f) => !f.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, MOST_CANDIDATES);
+  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join19(e.parentPath, e.name))).filter((f) => !f.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, MOST_CANDIDATES);
 }
 async function whileWatchingReads(dir, files, grade) {
   const marked = [];
   for (const f of files) {
-    const path = join17(dir, f);
+    const path = join19(dir, f);
     const s = await stat7(path).catch(() => null);
     if (!s?.isFile()) continue;
     const set2 = Math.floor(s.mtimeMs / 1e3) - 1;
@@ -37129,7 +38168,7 @@ async function whileWatchingReads(dir, files, grade) {
   const first = marked[0];
   let recorded = false;
   if (first) {
-    const path = join17(dir, first.file);
+    const path = join19(dir, first.file);
     await readFile7(path).catch(() => null);
     recorded = ((await stat7(path).catch(() => null))?.atimeMs ?? 0) > first.set * 1e3;
     await utimes2(path, first.set, first.mtime).catch(() => {
@@ -37138,7 +38177,7 @@ async function whileWatchingReads(dir, files, grade) {
   const result = await grade();
   const read2 = [];
   for (const m of marked) {
-    const path = join17(dir, m.file);
+    const path = join19(dir, m.file);
     const s = await stat7(path).catch(() => null);
     if (s && s.atimeMs > m.set * 1e3) read2.push(m.file);
     else await utimes2(path, m.atime, m.mtime).catch(() => {
@@ -37149,13 +38188,13 @@ async function whileWatchingReads(dir, files, grade) {
 
 // src/local/preflight.ts
 import { stat as stat9 } from "node:fs/promises";
-import { isAbsolute as isAbsolute6, join as join19 } from "node:path";
+import { isAbsolute as isAbsolute6, join as join21 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
-import { mkdir as mkdir13, mkdtemp as mkdtemp2, rm as rm11, stat as stat8 } from "node:fs/promises";
+import { mkdir as mkdir13, mkdtemp as mkdtemp3, rm as rm13, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
-import { dirname as dirname11, isAbsolute as isAbsolute5, join as join18, relative as relative3 } from "node:path";
+import { dirname as dirname11, isAbsolute as isAbsolute5, join as join20, relative as relative3 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -37168,23 +38207,23 @@ async function hiddenInSandbox(v) {
     { key: "grader.command", commands: [c.grader.command], env: graderEnv, confine: "grader" },
     { key: "setup.commands", commands: c.setup.commands, env: setupEnv2, confine: "setup" }
   ];
-  const dir = await mkdtemp2(join18(tmpdir(), "forkflush-preflight-"));
+  const dir = await mkdtemp3(join20(tmpdir(), "forkflush-preflight-"));
   try {
     const places = {
-      workspace: join18(dir, "workspace"),
-      context: join18(dir, "context"),
-      box: join18(dir, "box"),
+      workspace: join20(dir, "workspace"),
+      context: join20(dir, "context"),
+      box: join20(dir, "box"),
       objects: [],
       private: v.private
     };
-    for (const p of [places.workspace, places.context, join18(places.box, "tmp")]) await mkdir13(p, { recursive: true });
+    for (const p of [places.workspace, places.context, join20(places.box, "tmp")]) await mkdir13(p, { recursive: true });
     const problems = [];
     const notes = [];
     for (const role of roles) {
       const needed = [];
       for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
       if (needed.length === 0) continue;
-      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join18(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join18(places.box, "tmp"), places, c, v.env);
+      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join20(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join20(places.box, "tmp"), places, c, v.env);
       const seen = await withAccount(
         v.sandbox,
         (account) => probe2(v.sandbox, { ...confinement, account }, places.workspace, role.env.PATH ?? "", needed)
@@ -37195,7 +38234,7 @@ async function hiddenInSandbox(v) {
     }
     return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
-    await rm11(dir, { recursive: true, force: true }).catch(() => {
+    await rm13(dir, { recursive: true, force: true }).catch(() => {
     });
   }
 }
@@ -37208,9 +38247,9 @@ async function probe2(sandbox, confinement, cwd, path, needed) {
     timeoutMs: 3e4,
     confine: { sandbox, confinement }
   });
-  const lines = r.stdout.trim().split("\n");
-  if (r.exitCode !== 0 || lines.length !== needed.length) return needed.map(() => null);
-  return lines.map((l) => l === "1");
+  const lines2 = r.stdout.trim().split("\n");
+  if (r.exitCode !== 0 || lines2.length !== needed.length) return needed.map(() => null);
+  return lines2.map((l) => l === "1");
 }
 async function neededBy(command2, key, path) {
   const out = [];
@@ -37349,7 +38388,7 @@ async function uncommittedInputs(p) {
     ...c.agent.command ? namedPaths(c.agent.command) : [],
     ...c.setup.commands.flatMap(namedPaths)
   ];
-  for (const path of named) if (await stat9(join19(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat9(join21(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -37375,7 +38414,7 @@ async function missingExecutable(p) {
     const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
     if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
     if (first.includes("/")) {
-      const file2 = isAbsolute6(first) ? first : join19(p.repo, first);
+      const file2 = isAbsolute6(first) ? first : join21(p.repo, first);
       if (await isExecutable(file2)) return null;
       const exists3 = await stat9(file2).then(
         () => true,
@@ -37388,7 +38427,7 @@ async function missingExecutable(p) {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join19(p.repo, executable)) : await onPath(executable, path);
+  const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join21(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
 }
@@ -37397,8 +38436,8 @@ async function onPath(name2, path) {
 }
 
 // src/local/store.ts
-import { chmod as chmod2, mkdir as mkdir14, readdir as readdir9, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile11 } from "node:fs/promises";
-import { join as join20 } from "node:path";
+import { chmod as chmod4, mkdir as mkdir14, readdir as readdir9, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile12 } from "node:fs/promises";
+import { join as join22 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -37406,10 +38445,10 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join20(taskDir, ".forkflush");
+    return join22(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join20(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join22(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
@@ -37417,7 +38456,7 @@ var RunStore = class _RunStore {
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile8(join20(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile8(join22(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -37426,7 +38465,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join20(this.dir, ...parts);
+    return join22(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode2) {
@@ -37440,8 +38479,8 @@ var RunStore = class _RunStore {
   }
   async init(info) {
     await mkdir14(this.dir, { recursive: true, mode: 448 });
-    await chmod2(this.dir, 448);
-    await writeFile11(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
+    await chmod4(this.dir, 448);
+    await writeFile12(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
     await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
@@ -37472,7 +38511,7 @@ var RunStore = class _RunStore {
     const file2 = this.path("lock");
     for (let attempt2 = 0; attempt2 < 2; attempt2++) {
       try {
-        await writeFile11(file2, String(process.pid), { flag: "wx" });
+        await writeFile12(file2, String(process.pid), { flag: "wx" });
         return () => unlink2(file2).catch(() => {
         });
       } catch (e) {
@@ -37511,7 +38550,7 @@ async function readRecordFile(file2) {
 var tmpCount = 0;
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
-  await writeFile11(tmp, content);
+  await writeFile12(tmp, content);
   await rename6(tmp, file2);
 }
 function isAlive(pid) {
@@ -37525,7 +38564,7 @@ function isAlive(pid) {
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve4(configFile ?? join21(dir, CONFIG_PATH));
+  const file2 = resolve4(configFile ?? join23(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile9(file2, "utf8");
@@ -37557,7 +38596,7 @@ async function startRun(o) {
     const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
     if (dirty && !scratch)
       warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
-    const rel = relative4(repo, scratch ? join21(repo, relative4(taskDir, configFile)) : configFile);
+    const rel = relative4(repo, scratch ? join23(repo, relative4(taskDir, configFile)) : configFile);
     const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
     const refuse = (problems2) => {
       throw new UserError(problems2.join("\n"));
@@ -37632,14 +38671,14 @@ async function startRun(o) {
       baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
     });
     if (o.dryRun) {
-      await rm12(store.dir, { recursive: true, force: true });
+      await rm14(store.dir, { recursive: true, force: true });
       return { store, forge, info, state, warnings, isolation };
     }
     await store.init(info);
     await store.save(state);
     return { store, forge, info, state, warnings, isolation };
   } catch (e) {
-    await rm12(store.dir, { recursive: true, force: true });
+    await rm14(store.dir, { recursive: true, force: true });
     throw e;
   }
 }
@@ -37658,20 +38697,20 @@ async function newRunFolder(taskDir, now) {
   throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp3(join21(tmpdir2(), "forkflush-dry-run-"));
-  await chmod3(dir, 448);
+  const dir = await mkdtemp4(join23(tmpdir2(), "forkflush-dry-run-"));
+  await chmod5(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
 async function gradeInitial(config2, dir, places, isolation, scratch) {
   return withAccount(isolation.sandbox, (account) => gradeInitialAs(account, config2, dir, places, isolation, scratch));
 }
 async function gradeInitialAs(account, config2, dir, places, isolation, scratch) {
-  const tmp = join21(scratch, "tmp");
-  await mkdir15(join21(tmp, "home"), { recursive: true });
+  const tmp = join23(scratch, "tmp");
+  await mkdir15(join23(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   if (config2.setup.commands.length > 0) {
-    const setupTmp = join21(scratch, "setup-tmp");
+    const setupTmp = join23(scratch, "setup-tmp");
     const run3 = await runSetup({
       config: config2,
       dir,
@@ -37715,12 +38754,12 @@ async function gradeWorkingTree(config2, repo, store, isolation) {
   try {
     let bytes = 0;
     for (const f of files) {
-      const s = await lstat4(join21(repo, f)).catch(() => null);
+      const s = await lstat5(join23(repo, f)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX.bytes) return null;
-      await mkdir15(dirname12(join21(dir, f)), { recursive: true });
-      await cp3(join21(repo, f), join21(dir, f), { preserveTimestamps: true });
+      await mkdir15(dirname12(join23(dir, f)), { recursive: true });
+      await cp3(join23(repo, f), join23(dir, f), { preserveTimestamps: true });
     }
     const untracked = await untrackedFiles(repo);
     const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
@@ -37731,8 +38770,8 @@ async function gradeWorkingTree(config2, repo, store, isolation) {
     );
     return watched2.result ? { grade: watched2.result, read: watched2.read, untracked } : null;
   } finally {
-    await rm12(dir, { recursive: true, force: true });
-    await rm12(scratch, { recursive: true, force: true });
+    await rm14(dir, { recursive: true, force: true });
+    await rm14(scratch, { recursive: true, force: true });
   }
 }
 function uncommittedGraderInputs(committed, working) {
@@ -37794,7 +38833,7 @@ async function excludeRunFolders(top) {
   const file2 = resolve4(top, r.stdout.trim());
   const text = await readFile9(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir15(join21(file2, ".."), { recursive: true });
+  await mkdir15(join23(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
@@ -37803,7 +38842,7 @@ async function copyTask(taskDir, repo) {
   await mkdir15(repo, { recursive: true });
   for (const entry of await readdir10(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp3(join21(taskDir, entry), join21(repo, entry), { recursive: true });
+    await cp3(join23(taskDir, entry), join23(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -37854,15 +38893,15 @@ async function runCompare(o) {
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join("\n"));
   const base = parseConfig(manifest.configText, file2, runOverrides(manifest, manifest.strategies[0]));
-  const folder = join22(RunStore.runsDir(taskDir), manifest.id);
+  const folder = join24(RunStore.runsDir(taskDir), manifest.id);
   const rel = relative5(taskDir, file2);
   const configPathInRepo = rel.startsWith("..") ? null : rel;
   if (o.dryRun) {
     const first = manifest.variants[0];
     const text = first ? variantText(manifest, first, configPathInRepo) : null;
-    const scratch = text === null ? null : await mkdtemp4(join22(tmpdir3(), "forkflush-variant-"));
-    const configFile = scratch ? join22(scratch, `variant-${first?.name}.yml`) : file2;
-    if (scratch && text !== null) await writeFile12(configFile, text);
+    const scratch = text === null ? null : await mkdtemp5(join24(tmpdir3(), "forkflush-variant-"));
+    const configFile = scratch ? join24(scratch, `variant-${first?.name}.yml`) : file2;
+    if (scratch && text !== null) await writeFile13(configFile, text);
     const check2 = await startRun({
       dir: taskDir,
       configFile,
@@ -37870,7 +38909,7 @@ async function runCompare(o) {
       now: o.now(),
       dryRun: true,
       ...o.env ? { env: o.env } : {}
-    }).finally(() => scratch ? rm13(scratch, { recursive: true, force: true }) : void 0);
+    }).finally(() => scratch ? rm15(scratch, { recursive: true, force: true }) : void 0);
     for (const w of check2.warnings) o.log(`note: ${w}`);
     const results2 = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
     return { manifest, results: results2, config: base, folder, resumed, code: 0 };
@@ -37879,16 +38918,16 @@ async function runCompare(o) {
     await mkdir16(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join22(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join24(RunStore.runsDir(taskDir), manifest.id);
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile12(join22(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile13(join24(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   let saving = Promise.resolve();
   const save = () => {
-    saving = saving.then(() => writeAtomic(join22(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    saving = saving.then(() => writeAtomic(join24(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return saving;
   };
@@ -37921,7 +38960,7 @@ async function runCompare(o) {
     const time3 = left.seconds === null ? "? (after the first spend)" : duration3(left.seconds);
     return `${left.runs} left: about ${time3} and ${formatNumber(left.spend, 2)} ${base.budget.unit} to go`;
   };
-  let failure2 = null;
+  let failure3 = null;
   let interrupted = false;
   let startLock = Promise.resolve();
   const noted = /* @__PURE__ */ new Set();
@@ -37942,7 +38981,7 @@ async function runCompare(o) {
     }
     if (!open4) {
       const variant = m.variants.find((v) => v.name === e.variant);
-      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join22(dir, `variant-${variant.name}.yml`);
+      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join24(dir, `variant-${variant.name}.yml`);
       open4 = await adopt(taskDir, m, e, configFile);
       if (!open4) {
         const start2 = startLock.then(
@@ -37989,8 +39028,8 @@ async function runCompare(o) {
     if (result.problem) throw new Error(`${label}: ${result.problem}`);
     const { repo, taskDir: where, scratch } = open4.info;
     await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
-    if (result.stopped && result.stopped.code === 2 && !failure2) {
-      failure2 = { code: 2, message: `${label}: ${result.stopped.message}` };
+    if (result.stopped && result.stopped.code === 2 && !failure3) {
+      failure3 = { code: 2, message: `${label}: ${result.stopped.message}` };
       halt.abort("setup");
     }
     if (result.interrupted) {
@@ -38037,7 +39076,7 @@ async function runCompare(o) {
   if (o.signal?.aborted) interrupted = true;
   const results = await outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
-  if (failure2) return { ...end, ...failure2 };
+  if (failure3) return { ...end, ...failure3 };
   return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 async function writeCompareOutputs(dir, m, states, base, taskDir) {
@@ -38045,12 +39084,12 @@ async function writeCompareOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join22(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join22(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join24(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join24(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
   const map2 = await readMap(dir);
   await writeAtomic(
-    join22(dir, "report.md"),
+    join24(dir, "report.md"),
     renderCompareReport(results, { chartFile: "chart.svg", taskDir, ...map2 ? { map: map2, mapFile: "map.svg" } : {} })
   );
   return results;
@@ -38084,7 +39123,7 @@ async function unfinished(taskDir, kind, resuming) {
   const names = (await readdir11(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   for (const name2 of names) {
-    const file2 = join22(root, name2, "compare.json");
+    const file2 = join24(root, name2, "compare.json");
     const text = await readFile10(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
@@ -38107,7 +39146,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n < 1e3; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir16(join22(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir16(join24(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -38123,7 +39162,7 @@ function pick2(o, keys) {
 }
 
 // src/local/probe.ts
-import { join as join23 } from "node:path";
+import { join as join25 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -38151,11 +39190,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic(join23(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join25(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic(
-      join23(folder, "report.md"),
+      join25(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -38323,11 +39362,11 @@ var COMMANDS = [
 ];
 function usage(version2) {
   const width = Math.max(...COMMANDS.map((c) => `${c.name} ${c.args}`.length));
-  const lines = COMMANDS.map((c) => `  forkflush ${`${c.name} ${c.args}`.padEnd(width)}  ${c.summary}`);
+  const lines2 = COMMANDS.map((c) => `  forkflush ${`${c.name} ${c.args}`.padEnd(width)}  ${c.summary}`);
   return `forkflush ${version2}: run an AI coding agent with the fork-and-flush method
 
 Usage:
-${lines.join("\n")}
+${lines2.join("\n")}
 
 Options everywhere:
   -h, --help       help (of a command: forkflush help COMMAND, or forkflush COMMAND --help)
@@ -38414,8 +39453,8 @@ function joinNegativeValues(argv, options) {
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir17, readFile as readFile11, rm as rm14, writeFile as writeFile13 } from "node:fs/promises";
-import { dirname as dirname13, join as join24, relative as relative6, resolve as resolve6 } from "node:path";
+import { mkdir as mkdir17, readFile as readFile11, rm as rm16, writeFile as writeFile14 } from "node:fs/promises";
+import { dirname as dirname13, join as join26, relative as relative6, resolve as resolve6 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
@@ -38428,33 +39467,33 @@ async function initTask(dir, v, io) {
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join24(root, path);
+    const file2 = join26(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
     }
     await mkdir17(dirname13(file2), { recursive: true });
-    await writeFile13(file2, text);
+    await writeFile14(file2, text);
     written.push(path);
   };
   const action = typeof v.action === "string" ? v.action : null;
-  let placeholder;
+  let placeholder2;
   const made = await mkdir17(root, { recursive: true });
   try {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join24(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join24(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join26(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join26(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of GITHUB_WORKFLOWS) {
         const text = await workflowText(name2, answers.agent, action);
-        placeholder ??= text.match(ACTION_PLACEHOLDER)?.[0];
+        placeholder2 ??= text.match(ACTION_PLACEHOLDER)?.[0];
         await put(`.github/workflows/${name2}`, text);
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm14(made, { recursive: true, force: true });
+    if (made !== void 0) await rm16(made, { recursive: true, force: true });
     throw e;
   }
   for (const f of written) io.stdout.write(`wrote ${f}
@@ -38481,9 +39520,9 @@ grading the workspace as it is now: ${answers.grader}
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
     const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
     const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join24(root, graderFile));
+    const missing = graderFile !== null && !existsSync4(join26(root, graderFile));
     if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join24(here, graderFile)} does not exist (${how}).
+    const cannot = missing ? `${join26(here, graderFile)} does not exist (${how}).
   Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
   Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
   chmod +x it, or run it through its interpreter` : null;
@@ -38495,12 +39534,12 @@ grading the workspace as it is now: ${answers.grader}
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join24(root, agentFile))) {
+  if (agentFile !== null && !existsSync4(join26(root, agentFile))) {
     problems++;
     toWrite.push(agentFile);
     io.stdout.write(
       `
-problem: the agent cannot run: ${join24(here, agentFile)}, which agent.command runs, does not exist.
+problem: the agent cannot run: ${join26(here, agentFile)}, which agent.command runs, does not exist.
 Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
@@ -38513,15 +39552,15 @@ push workflows with the repository's secrets: add branches-ignore: ['forkflush/*
 `
     );
   }
-  if (placeholder) {
+  if (placeholder2) {
     io.stdout.write(
       `
-In both workflows, replace ${placeholder} with the forkflush repository and a release tag (or pass --action).
+In both workflows, replace ${placeholder2} with the forkflush repository and a release tag (or pass --action).
 `
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join24(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join26(root, p))
   );
   const read2 = (watched2.read ?? []).filter((f) => !f.startsWith(".github/") && !named.includes(f));
   if (read2.length > 0)
@@ -38534,7 +39573,7 @@ Episodes are graded on the commit: the git add line below takes ${read2.length =
   const files = [
     .../* @__PURE__ */ new Set([
       ".github",
-      ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join24(root, f))),
+      ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join26(root, f))),
       ...named,
       ...read2,
       ...toWrite
@@ -38579,8 +39618,8 @@ async function ask(root, v, io) {
       if (given2 !== void 0) return given2;
       const offered = typeof fallback === "string" ? fallback : null;
       if (rl) {
-        const answer = (await rl.question(`${text}${offered ? ` [${offered}]` : ""}: `)).trim();
-        if (answer) return answer;
+        const answer2 = (await rl.question(`${text}${offered ? ` [${offered}]` : ""}: `)).trim();
+        if (answer2) return answer2;
       }
       if (typeof fallback === "string") return fallback;
       const otherwise = rl ? "type one when asked" : `run init on a terminal${v.yes ? " without --yes" : ""} to be asked`;
@@ -38627,7 +39666,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join24(root, p))
+      (p) => existsSync4(join26(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -38729,19 +39768,19 @@ async function workflowText(name2, agent, action) {
 function packageFile(...parts) {
   let dir = dirname13(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join24(dir, "package.json")) && existsSync4(join24(dir, ...parts))) return join24(dir, ...parts);
+    if (existsSync4(join26(dir, "package.json")) && existsSync4(join26(dir, ...parts))) return join26(dir, ...parts);
     dir = dirname13(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
 }
 
 // src/cli/map.ts
-import { readFile as readFile14, writeFile as writeFile16 } from "node:fs/promises";
-import { join as join29 } from "node:path";
+import { readFile as readFile14, writeFile as writeFile17 } from "node:fs/promises";
+import { join as join31 } from "node:path";
 
 // src/local/map.ts
 import { mkdir as mkdir20, realpath as realpath7, stat as stat14 } from "node:fs/promises";
-import { join as join28, resolve as resolve7 } from "node:path";
+import { join as join30, resolve as resolve7 } from "node:path";
 
 // src/core/map-chart.ts
 var W2 = 960;
@@ -38951,12 +39990,12 @@ function legend(m, L) {
 }
 function caption(m) {
   const words = agreementLine(m).split(" ");
-  const lines = [""];
+  const lines2 = [""];
   for (const w of words) {
-    if ((lines.at(-1) + w).length > 118 && lines.length < 2) lines.push("");
-    lines[lines.length - 1] = `${lines.at(-1) ? `${lines.at(-1)} ` : ""}${w}`;
+    if ((lines2.at(-1) + w).length > 118 && lines2.length < 2) lines2.push("");
+    lines2[lines2.length - 1] = `${lines2.at(-1) ? `${lines2.at(-1)} ` : ""}${w}`;
   }
-  return lines.map((l, i) => `<text x="${PLOT.x0}" y="${PLOT.y1 + 22 + i * 16}" fill="#111827">${esc4(l)}</text>`);
+  return lines2.map((l, i) => `<text x="${PLOT.x0}" y="${PLOT.y1 + 22 + i * 16}" fill="#111827">${esc4(l)}</text>`);
 }
 function scoreShade(m) {
   const scores = m.points.flatMap((p) => p.score === null ? [] : [p.score]);
@@ -39098,12 +40137,12 @@ function finalMessage(kind, stdout) {
   }
 }
 function aiderReply(stdout) {
-  const lines = stdout.split("\n");
-  const usage2 = lines.flatMap((l, i) => /^Tokens: /.test(l) ? [i] : []);
+  const lines2 = stdout.split("\n");
+  const usage2 = lines2.flatMap((l, i) => /^Tokens: /.test(l) ? [i] : []);
   const end = usage2.at(-1);
   if (end === void 0) return null;
   const from = (usage2.at(-2) ?? -1) + 1;
-  const reply = lines.slice(from, end).join("\n").trim();
+  const reply = lines2.slice(from, end).join("\n").trim();
   return reply === "" ? null : reply;
 }
 function* events(text) {
@@ -39130,8 +40169,8 @@ var str2 = (v) => typeof v === "string" ? v : null;
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir18, readFile as readFile12, writeFile as writeFile14 } from "node:fs/promises";
-import { join as join25 } from "node:path";
+import { appendFile as appendFile5, mkdir as mkdir18, readFile as readFile12, writeFile as writeFile15 } from "node:fs/promises";
+import { join as join27 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
   return createHash2("sha256").update(JSON.stringify({ ...what, prompts: MAP_PROMPT_VERSION })).digest("hex").slice(0, 16);
@@ -39147,7 +40186,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile12(join25(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile12(join27(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -39157,9 +40196,9 @@ var MapCache = class _MapCache {
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
-    await mkdir18(join25(this.dir, "specs"), { recursive: true });
+    await mkdir18(join27(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile14(join25(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile15(join27(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
@@ -39178,13 +40217,13 @@ var MapCache = class _MapCache {
   }
   async saveJudgment(j) {
     const line = { anchor: j.anchor, a: j.a, b: j.b, answer: j.answer, spent: j.spent };
-    await appendFile5(join25(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
+    await appendFile5(join27(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
 `);
     this.judgments.set(tripletKey(j), line);
   }
   specFile(commit) {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) throw new Error(`not a commit id: ${commit}`);
-    return join25(this.dir, "specs", `${commit}.json`);
+    return join27(this.dir, "specs", `${commit}.json`);
   }
 };
 function parseJudgment(line) {
@@ -39200,51 +40239,72 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod4, mkdir as mkdir19, readdir as readdir12, rename as rename7, rm as rm15, stat as stat12, writeFile as writeFile15 } from "node:fs/promises";
-import { join as join26 } from "node:path";
+import { chmod as chmod6, mkdir as mkdir19, readdir as readdir12, rename as rename7, rm as rm17, stat as stat12, writeFile as writeFile16 } from "node:fs/promises";
+import { join as join28 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
-  const dir = join26(s.work, call.name);
+  const dir = join28(s.work, call.name);
   if (await stat12(dir).catch(() => null)) await removeTree(dir);
-  const box = join26(dir, "box");
-  const context = join26(dir, "context");
-  for (const d of [join26(box, "home"), join26(box, "tmp"), context]) await mkdir19(d, { recursive: true });
+  const box = join28(dir, "box");
+  const context = join28(dir, "context");
+  for (const d of [join28(box, "home"), join28(box, "tmp"), context]) await mkdir19(d, { recursive: true });
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
       await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
-    if (!reply.ok) reply.log = await keepLog(s, call, join26(dir, "judge.log"));
+    if (!reply.ok) reply.log = await keepLog(s, call, join28(dir, "judge.log"));
     return reply;
   } finally {
-    await rm15(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
+    await rm17(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
     }));
   }
 }
 async function run(s, call, allowance, dir, box, context) {
-  const promptFile = join26(box, "prompt.md");
-  await writeFile15(promptFile, call.prompt);
-  const tripletFile2 = call.triplet === void 0 ? null : join26(box, "triplet.json");
-  if (tripletFile2 && call.triplet !== void 0) await writeFile15(tripletFile2, call.triplet);
-  const noGrader = join26(box, "no-grader");
-  await writeFile15(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 493 });
+  const promptFile = join28(box, "prompt.md");
+  await writeFile16(promptFile, call.prompt);
+  const tripletFile2 = call.triplet === void 0 ? null : join28(box, "triplet.json");
+  if (tripletFile2 && call.triplet !== void 0) await writeFile16(tripletFile2, call.triplet);
+  const noGrader = join28(box, "no-grader");
+  await writeFile16(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 493 });
   const sandbox = s.isolation.sandbox;
   const env = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
-    HOME: join26(box, "home"),
-    TMPDIR: sandbox ? "/tmp" : join26(box, "tmp"),
+    HOME: join28(box, "home"),
+    TMPDIR: sandbox ? "/tmp" : join28(box, "tmp"),
     FORKFLUSH_MAP_STEP: call.step,
     ...tripletFile2 ? { FORKFLUSH_TRIPLET_FILE: tripletFile2 } : {}
   };
   const places = { workspace: call.cwd, context, box, objects: [], private: s.hidden };
   const agent = agentConfinement(places, s.config, s.env);
+  const egress = await startEgress({
+    config: { agent: s.judge, setup: s.config.setup, sandbox: s.config.sandbox },
+    env,
+    sandboxed: sandbox !== null
+  });
   const account = sandbox?.account() ?? NO_ACCOUNT;
-  const confinement = { ...agent, writable: [context, box], readable: [...agent.readable, call.cwd], account };
-  const confined = sessionSpawner(sandbox, confinement, [context, box]);
-  const logFile = join26(dir, "judge.log");
+  try {
+    const confinement = {
+      ...agent,
+      writable: [context, box],
+      readable: [...agent.readable, call.cwd],
+      shared: [...agent.shared ?? [], ...egress.bind ? [egress.bind] : []],
+      account
+    };
+    const confined = sessionSpawner(sandbox, confinement, [context, box], void 0, egress.wrap);
+    return await judged(s, call, allowance, { box, context, promptFile, noGrader, env: egress.env, confined, dir });
+  } finally {
+    account.release();
+    await egress.close();
+  }
+}
+async function judged(s, call, allowance, o) {
+  const { box, context, promptFile, noGrader, env, confined, dir } = o;
+  const sandbox = s.isolation.sandbox;
+  const logFile = join28(dir, "judge.log");
   let main2 = null;
   let notStarted = false;
   const spawn3 = async (file2, args, options) => {
@@ -39260,7 +40320,7 @@ async function run(s, call, allowance, dir, box, context) {
     prompt: call.prompt,
     promptFile,
     contextDir: context,
-    usageFile: join26(box, "usage.json"),
+    usageFile: join28(box, "usage.json"),
     logFile,
     gradeCommand: noGrader,
     allowance,
@@ -39273,7 +40333,7 @@ async function run(s, call, allowance, dir, box, context) {
     signal: s.signal,
     spawn: spawn3,
     confined: sandbox !== null
-  }).finally(account.release);
+  });
   if (s.signal.aborted) throw new JudgeInterrupted(`the map's ${call.step} call was interrupted`);
   const spent2 = s.unit === "minutes" ? outcome.seconds / 60 : outcome.reportedSpend ?? (notStarted ? 0 : allowance);
   const r = main2;
@@ -39319,7 +40379,7 @@ async function keepLog(s, call, log) {
   );
   if (size < 0) return null;
   await mkdir19(s.failedLogs, { recursive: true });
-  const kept = join26(s.failedLogs, `${call.name}.log`);
+  const kept = join28(s.failedLogs, `${call.name}.log`);
   await rename7(log, kept).catch(() => {
   });
   return kept;
@@ -39327,11 +40387,11 @@ async function keepLog(s, call, log) {
 async function readOnly(dir) {
   const entries = await readdir12(dir, { withFileTypes: true });
   for (const e of entries) {
-    const path = join26(dir, e.name);
+    const path = join28(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
-    else if (e.isFile()) await chmod4(path, 292);
+    else if (e.isFile()) await chmod6(path, 292);
   }
-  await chmod4(dir, 365);
+  await chmod6(dir, 365);
 }
 
 // src/local/map-calls.ts
@@ -39458,7 +40518,7 @@ function judgeLabel(j) {
 
 // src/local/map-target.ts
 import { readdir as readdir13, readFile as readFile13, stat as stat13 } from "node:fs/promises";
-import { join as join27 } from "node:path";
+import { join as join29 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
   const root = RunStore.runsDir(taskDir);
@@ -39470,7 +40530,7 @@ async function findTarget(taskDir, o) {
   }
   const names = (await readdir13(root).catch(() => [])).sort();
   const compares = [];
-  for (const n of names) if (await stat13(join27(root, n, "compare.json")).catch(() => null)) compares.push(n);
+  for (const n of names) if (await stat13(join29(root, n, "compare.json")).catch(() => null)) compares.push(n);
   const id = o.compare ?? compares.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares.join(", ") || "none yet"}`);
@@ -39490,8 +40550,8 @@ async function runTarget(taskDir, id) {
   };
 }
 async function compareTarget(taskDir, id) {
-  const folder = join27(RunStore.runsDir(taskDir), id);
-  const file2 = join27(folder, "compare.json");
+  const folder = join29(RunStore.runsDir(taskDir), id);
+  const file2 = join29(folder, "compare.json");
   const manifest = parseManifest(await readFile13(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
@@ -39541,7 +40601,7 @@ async function makeMap(o) {
     )
   );
   const cache2 = await MapCache.open(
-    join28(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
+    join30(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
     settings2.judge
   );
   const specs = /* @__PURE__ */ new Map();
@@ -39553,7 +40613,7 @@ async function makeMap(o) {
   if (o.dryRun) return { code: 0, plan: plan2 };
   if (snapshots.length < 3)
     return { code: 1, plan: plan2, message: `${target.kind} ${target.id} has ${snapshots.length} snapshots: a map needs 3` };
-  const work = join28(target.folder, "map");
+  const work = join30(target.folder, "map");
   await mkdir20(work, { recursive: true, mode: 448 });
   await cache2.make();
   const release2 = await new RunStore(work).lock();
@@ -39565,7 +40625,7 @@ async function makeMap(o) {
       return { code: 130, plan: plan2, message: "interrupted: every answer so far is kept; run forkflush map again to go on" };
     throw e;
   } finally {
-    await removeTree(join28(work, "calls")).catch(() => {
+    await removeTree(join30(work, "calls")).catch(() => {
     });
     await release2();
   }
@@ -39586,8 +40646,8 @@ async function prepare(m) {
     config: m.config,
     isolation,
     env: m.o.env ?? process.env,
-    work: join28(m.work, "calls"),
-    failedLogs: join28(m.work, "failed"),
+    work: join30(m.work, "calls"),
+    failedLogs: join30(m.work, "failed"),
     hidden: [...new Set(hidden)],
     unit: m.settings.unit,
     signal: m.o.signal ?? new AbortController().signal
@@ -39652,8 +40712,8 @@ async function draw(r) {
     unit: r.settings.unit,
     budget: r.settings.budget
   });
-  const json2 = join28(r.target.folder, "map.json");
-  const svg = join28(r.target.folder, "map.svg");
+  const json2 = join30(r.target.folder, "map.json");
+  const svg = join30(r.target.folder, "map.svg");
   await writeAtomic(json2, `${JSON.stringify(record2, null, 1)}
 `);
   await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${r.target.kind} ${r.target.id}` }));
@@ -39682,8 +40742,8 @@ async function askSpec(r, x) {
       protected: config2.grader.protected,
       journal: config2.journal
     }),
-    cwd: join28(r.setup.work, name2, "snapshot"),
-    prepare: (cwd) => checkoutInto(own2, x.commit, cwd, join28(r.setup.work, name2, "checkout.index")),
+    cwd: join30(r.setup.work, name2, "snapshot"),
+    prepare: (cwd) => checkoutInto(own2, x.commit, cwd, join30(r.setup.work, name2, "checkout.index")),
     seed: r.seed
   };
   const reply = await ask2(r.setup, r.ledger, call);
@@ -39715,7 +40775,7 @@ function questionsFor(r, mapped) {
     { spec: 0, triplet: questions.length },
     reused.reduce((s, j) => s + j.spent, 0)
   );
-  const answered = reused.map(({ anchor: anchor2, a, b, answer }) => ({ anchor: anchor2, a, b, answer }));
+  const answered = reused.map(({ anchor: anchor2, a, b, answer: answer2 }) => ({ anchor: anchor2, a, b, answer: answer2 }));
   return { questions, answered };
 }
 async function baseCheckout(r) {
@@ -39723,8 +40783,8 @@ async function baseCheckout(r) {
   const own2 = first && r.repos.get(first.state.id);
   if (!first || !own2) return;
   await mkdir20(r.setup.work, { recursive: true });
-  await checkoutInto(own2, first.state.base.commit, join28(r.setup.work, "base"), join28(r.setup.work, "base.index"));
-  await readOnly(join28(r.setup.work, "base"));
+  await checkoutInto(own2, first.state.base.commit, join30(r.setup.work, "base"), join30(r.setup.work, "base.index"));
+  await readOnly(join30(r.setup.work, "base"));
 }
 async function askTriplet(r, q, answered) {
   const spec = (id) => ({ id, spec: r.specs.get(id).spec });
@@ -39733,7 +40793,7 @@ async function askTriplet(r, q, answered) {
     step: "triplet",
     name: `triplet-${key.split(" ").map((id) => id.slice(0, 12)).join("-")}`,
     prompt: tripletPrompt({ anchor: spec(q.anchor).spec, a: spec(q.a).spec, b: spec(q.b).spec }),
-    cwd: join28(r.setup.work, "base"),
+    cwd: join30(r.setup.work, "base"),
     triplet: tripletFile(spec(q.anchor), spec(q.a), spec(q.b)),
     seed: r.seed
   };
@@ -39816,7 +40876,7 @@ no judge was started. Make it: forkflush map ${dir}${v.run ? ` --run ${v.run}` :
     return outcome.code === 0 ? 1 : outcome.code;
   }
   const { record: record2, files } = outcome;
-  const png = await renderPng(join29(files.folder, "map.svg"), join29(files.folder, "map.png"));
+  const png = await renderPng(join31(files.folder, "map.svg"), join31(files.folder, "map.png"));
   if (v.json) io.stdout.write(`${JSON.stringify(record2, null, 2)}
 `);
   else
@@ -39827,7 +40887,7 @@ ${mapText(record2).join("\n")}
 map:     ${files.json}
 picture: ${files.svg}
 ${"file" in png ? `png:     ${png.file}
-` : ""}report:  ${join29(files.folder, "report.md")}
+` : ""}report:  ${join31(files.folder, "report.md")}
 `
     );
   if ("note" in png) io.stderr.write(`forkflush: note: ${png.note}
@@ -39857,7 +40917,7 @@ async function renderPng(svgFile, pngFile) {
     };
   }
   const png = new Resvg(await readFile14(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
-  await writeFile16(pngFile, png);
+  await writeFile17(pngFile, png);
   return { file: pngFile };
 }
 
