@@ -40,6 +40,7 @@ describe('the npm package', () => {
       'README.md',
       'action.yml',
       'app.yml',
+      'examples/workflows/autoresearch-tick.yml',
       'examples/workflows/autoresearch.yml',
       'examples/workflows/forkflush.yml',
       'package.json',
