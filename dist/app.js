@@ -54584,7 +54584,9 @@ async function setStopped(ctx, stored, stopped, steer) {
     const ref = refs.episode(e.round, e.branch);
     if (await ctx.forge.refSha(ref) === e.result?.commit) await ctx.forge.setRef(ref, e.base);
   }
+  let orphans = [];
   const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
+    orphans = [];
     const again = retry2 ? retryStopped(s.state) : null;
     const moved = new Map(retry2?.episodes.map((e) => [e.id, e.result?.commit]));
     const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
@@ -54599,12 +54601,24 @@ async function setStopped(ctx, stored, stopped, steer) {
     if (!stopped && open2) {
       delete files.dispatched[String(open2.index)];
       delete files.claims[`dispatch:${open2.index}`];
-      for (const e of open2.episodes) if (!e.result) delete files.checks?.[e.id];
+      for (const e of open2.episodes) {
+        const check2 = files.checks?.[e.id];
+        if (e.result || check2 === void 0) continue;
+        orphans.push(check2);
+        delete files.checks?.[e.id];
+      }
     }
     if (!stopped && steer) files.startedBy = steer.by;
     return { state: rerun?.state ?? s.state, files };
   });
   if (!next) return null;
+  for (const check2 of stopped ? [] : orphans)
+    await ctx.forge.updateCheckRun(check2, {
+      status: "completed",
+      conclusion: "cancelled",
+      completedAt: ctx.now.toISOString(),
+      output: { title: "stopped", summary: "The run was stopped; the resume runs this episode again." }
+    });
   if (!stopped) await wakeTick(ctx);
   if (stopped) {
     await ctx.forge.cancelRuns(GITHUB.workflow, run2);

@@ -186,7 +186,10 @@ export async function setStopped(
     const ref = refs.episode(e.round, e.branch);
     if ((await ctx.forge.refSha(ref)) === e.result?.commit) await ctx.forge.setRef(ref, e.base);
   }
+  // Checks a resume lets go of: a stop that died before it completed them left them queued.
+  let orphans: number[] = [];
   const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
+    orphans = [];
     // Checked again on the record being swapped (the latest after a conflict): the round runs again only while its setup results are
     // the ones whose branches this handler moved back (another handler may have retried it, and
     // the retry may have failed its setup anew).
@@ -208,12 +211,24 @@ export async function setStopped(
       delete files.dispatched[String(open.index)];
       delete files.claims[`dispatch:${open.index}`];
       // The stop cancelled the episodes' jobs and their check runs: the new dispatch makes new ones.
-      for (const e of open.episodes) if (!e.result) delete files.checks?.[e.id];
+      for (const e of open.episodes) {
+        const check = files.checks?.[e.id];
+        if (e.result || check === undefined) continue;
+        orphans.push(check);
+        delete files.checks?.[e.id];
+      }
     }
     if (!stopped && steer) files.startedBy = steer.by;
     return { state: rerun?.state ?? s.state, files };
   });
   if (!next) return null;
+  for (const check of stopped ? [] : orphans)
+    await ctx.forge.updateCheckRun(check, {
+      status: 'completed',
+      conclusion: 'cancelled',
+      completedAt: ctx.now.toISOString(),
+      output: { title: 'stopped', summary: 'The run was stopped; the resume runs this episode again.' },
+    });
   if (!stopped) await wakeTick(ctx);
   if (stopped) {
     await ctx.forge.cancelRuns(GITHUB.workflow, run);
