@@ -521,34 +521,43 @@ export class GitHubForge {
    * Edits forkflush's status comment on an issue, or writes it; returns its id. `body` starts with
    * `marker`. Without a known id (a run's first sync, or one whose record save was lost after the
    * comment was written), the issue's comments are searched for forkflush's one first: once per
-   * run, through all of the issue's comments. A comment that is gone (404), or that this token
-   * may not edit (403: another app's, whose text happened to start with the marker), is replaced
-   * by a new one.
+   * run, through all of the issue's comments. A 404 is not taken on its word (a proxy can say it
+   * after the edit was made): the comments are searched again, and only a comment that is gone
+   * is written anew. One this token may not edit (403: another app's, whose text happened to start
+   * with the marker) is passed over.
    */
   async upsertComment(issue: number, commentId: number | null, body: string, marker: string): Promise<number> {
-    const id = commentId ?? (await this.findMarkedComment(issue, marker));
-    if (id !== null) {
+    const refused = new Set<number>();
+    let id = commentId ?? (await this.findMarkedComment(issue, marker, refused));
+    let searched = commentId === null;
+    while (id !== null) {
       try {
         await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: id, body });
         return id;
       } catch (e) {
-        if (status(e) !== 404 && status(e) !== 403) throw e;
+        if (status(e) === 403) refused.add(id);
+        else if (status(e) !== 404 || searched) throw e;
       }
+      id = await this.findMarkedComment(issue, marker, refused);
+      searched = true;
     }
     return this.createComment(issue, body);
   }
 
   /**
-   * The oldest comment by a bot on the issue that starts with `marker`: forkflush's status comment
-   * starts with it, and a comment that only quotes it (a person's, another bot's) does not.
+   * The oldest comment by a bot on the issue that starts with `marker` (and is not one of
+   * `passedOver`): forkflush's status comment starts with it, and a comment that only quotes it
+   * (a person's, another bot's) does not.
    */
-  private async findMarkedComment(issue: number, marker: string): Promise<number | null> {
+  private async findMarkedComment(issue: number, marker: string, passedOver: Set<number>): Promise<number | null> {
     const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
       ...this.r,
       issue_number: issue,
       per_page: 100,
     });
-    return comments.find((c) => c.user?.type === 'Bot' && c.body?.startsWith(marker))?.id ?? null;
+    return (
+      comments.find((c) => c.user?.type === 'Bot' && c.body?.startsWith(marker) && !passedOver.has(c.id))?.id ?? null
+    );
   }
 
   async comment(issue: number, body: string): Promise<void> {

@@ -175,6 +175,24 @@ describe("forkflush's status comment", () => {
     expect(h.gh.comments.at(-1)).toMatchObject({ id, body: `${marker}\nround 0` });
   });
 
+  it('is not written twice when an edit answers 404 after it was made (seed 179)', async () => {
+    const { h, forge } = await github();
+    const id = await forge.upsertComment(7, null, `${marker}\nround 0`, marker);
+    failing(h, 'PATCH', /\/issues\/comments\/\d+$/, 404, true);
+    expect(await forge.upsertComment(7, id, `${marker}\nround 1`, marker)).toBe(id);
+    expect(h.gh.injected).toHaveLength(1);
+    expect(h.gh.comments.map((c) => c.body)).toEqual([`${marker}\nround 1`]);
+  });
+
+  it('is written anew when a person deleted it', async () => {
+    const { h, forge } = await github();
+    const id = await forge.upsertComment(7, null, `${marker}\nround 0`, marker);
+    h.gh.comments.splice(0);
+    const again = await forge.upsertComment(7, id, `${marker}\nround 1`, marker);
+    expect(again).not.toBe(id);
+    expect(h.gh.comments.map((c) => c.body)).toEqual([`${marker}\nround 1`]);
+  });
+
   it("is written anew when another app's comment starts with the marker and cannot be edited (403)", async () => {
     const { h, forge } = await github();
     h.gh.comments.push(someone(9002, `${marker}\nan echo`, 'Bot'));
