@@ -424,3 +424,13 @@ class Tail {
     return all.slice(all.length - this.max);
   }
 }
+
+/** Whether a process with this pid exists (EPERM: it does, as another user's). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

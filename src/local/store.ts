@@ -14,6 +14,7 @@ import {
   STATE_RECORD,
 } from '../core/records.js';
 import type { RunState } from '../core/state.js';
+import { isAlive } from '../io/process.js';
 import { newSealKey } from '../worker/seal.js';
 
 /** Outside every sandbox, like the rest of the run folder. */
@@ -156,13 +157,4 @@ export async function writeAtomic(file: string, content: string): Promise<void> 
   const tmp = `${file}.${process.pid}.${++tmpCount}.tmp`;
   await writeFile(tmp, content);
   await rename(tmp, file);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

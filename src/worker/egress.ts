@@ -5,13 +5,14 @@
 // a placeholder. Without a sandbox the proxy listens on this machine's 127.0.0.1: the agent's
 // environment still holds no key, but nothing stops it from connecting elsewhere (README, "Safety").
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import type { PlannedRoute } from '../agents/spec.js';
 import { specOf } from '../agents/specs.js';
 import type { AgentKind, Config } from '../core/config.js';
 import { matchHost, refusedNote, registriesFor } from '../core/egress.js';
 import { forwarded, writeForwarder } from '../io/egress-forwarder.js';
 import { type EgressProxy, startEgressProxy } from '../io/egress-proxy.js';
+import { isAlive } from '../io/process.js';
 
 /** Where the proxy and the routes are inside the sandbox: ports of its own loopback (nothing else listens there). */
 const INSIDE_PORT = 18_080;
@@ -59,7 +60,7 @@ export async function startEgress(o: {
   // A short path under the real /tmp (a socket's is limited to about 100 bytes): every sandbox
   // has a /tmp of its own, so only the sandbox that binds this folder reaches the sockets. Not
   // listable; the sockets open to the sandbox's user (nobody, under root).
-  const socketDir = o.sandboxed ? await mkdtemp('/tmp/ff-net-') : null;
+  const socketDir = o.sandboxed ? await socketFolder() : null;
   if (socketDir) await chmod(socketDir, 0o711);
   const proxy = await startEgressProxy({
     socketDir,
@@ -77,6 +78,28 @@ export async function startEgress(o: {
     await proxy.close();
     throw e;
   }
+}
+
+/** Where each sandboxed session's sockets go: /tmp/ff-net-<pid of this forkflush>-<random>. */
+const SOCKET_PREFIX = 'ff-net-';
+const SOCKET_FOLDER = /^ff-net-(\d+)-/;
+
+/**
+ * A new socket folder, after removing those a forkflush that is gone left (a SIGKILL or an OOM kill
+ * skips the proxy's close): a folder whose pid names no live process holds only dead sockets.
+ */
+async function socketFolder(): Promise<string> {
+  const names = await readdir('/tmp').catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(SOCKET_FOLDER.exec(name)?.[1] ?? 0);
+    if (!(pid > 0) || pid === process.pid || isAlive(pid)) continue;
+    // Only a folder of this user's: another user's (or a link planted here) is not ours to remove.
+    const found = await lstat(`/tmp/${name}`).catch(() => null);
+    if (found?.isDirectory() && found.uid === process.getuid?.()) {
+      await rm(`/tmp/${name}`, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+  return mkdtemp(`/tmp/${SOCKET_PREFIX}${process.pid}-`);
 }
 
 /** The agent's side of a started proxy: its environment and its command line behind the forwarder. */

@@ -1,14 +1,16 @@
 // forkflush's egress proxy on real sockets (io/egress-proxy.ts), outside any sandbox: what it lets
 // through, what it refuses and counts, how a model route puts the key in and keeps it from
 // coming back, and how it goes out through the machine's own proxy.
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EgressProxy, type ProxyRoute, startEgressProxy } from '../../src/io/egress-proxy.js';
+import { startEgress } from '../../src/worker/egress.js';
 
 const KEY = 'sk-real-key-0123456789abcdef';
 const PLACEHOLDER = 'forkflush-placeholder-test';
@@ -235,5 +237,39 @@ describe('the proxy', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(pipes()).toBe(before);
     expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe("a sandboxed session's socket folder", () => {
+  it('sweeps the folders a killed forkflush left, not a live one nor a link', async () => {
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid as number;
+    const keeper = spawn('sleep', ['30']);
+    const left = `/tmp/ff-net-${dead}-left`;
+    const live = `/tmp/ff-net-${keeper.pid}-live`;
+    const target = await mkdtemp(join(tmpdir(), 'kept-'));
+    const link = `/tmp/ff-net-${dead}-link`;
+    try {
+      await mkdir(join(left, 'gone.sock'), { recursive: true });
+      await mkdir(live);
+      await symlink(target, link);
+      const egress = await startEgress({
+        config: {
+          agent: { kind: 'command' },
+          setup: { commands: [] },
+          sandbox: { mode: 'auto', read: [], write: [] },
+        } as unknown as Parameters<typeof startEgress>[0]['config'],
+        env: {},
+        sandboxed: true,
+      });
+      await egress.close();
+      expect(existsSync(left)).toBe(false);
+      expect(existsSync(live)).toBe(true);
+      expect(existsSync(target)).toBe(true);
+      expect(egress.bind && existsSync(egress.bind)).toBe(false);
+    } finally {
+      keeper.kill();
+      await rm(live, { recursive: true, force: true });
+      await rm(link, { force: true });
+    }
   });
 });
