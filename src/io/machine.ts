@@ -3,6 +3,7 @@
 // killer's count, the memory available, and the free space of the judge's filesystems. Sampled
 // a few times a second from /proc and statfs: a handful of small reads each time.
 import { readFileSync, statfsSync } from 'node:fs';
+import { MACHINE_WATCH_EVERY_MS } from '../core/bounds.js';
 
 /** The readings (core/resources.ts `MachineReadings`: the same shape). */
 export interface Readings {
@@ -22,8 +23,6 @@ export interface MachineWatch {
 
 /** Starts watching the machine, and the filesystems `paths` are on. */
 export type WatchMachine = (paths: string[]) => MachineWatch;
-
-const EVERY_MS = 200;
 
 export const watchMachine: WatchMachine = (paths) => {
   const capacity = Math.min(number('/proc/sys/kernel/pid_max'), number('/proc/sys/kernel/threads-max'));
@@ -53,7 +52,7 @@ export const watchMachine: WatchMachine = (paths) => {
     }
   };
   sample();
-  const timer = setInterval(sample, EVERY_MS);
+  const timer = setInterval(sample, MACHINE_WATCH_EVERY_MS);
   timer.unref();
   return {
     stop() {

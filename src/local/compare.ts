@@ -7,6 +7,7 @@
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
 import { spent as spentOf } from '../core/budget.js';
 import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare.js';
 import { chartGroups, compareChartData, renderCompareChartSvg } from '../core/compare-chart.js';
@@ -407,7 +408,7 @@ async function unfinished(taskDir: string, kind: string, resuming: boolean): Pro
 
 /** A new compare's folder, by the time (a suffix when another started in the same second). */
 async function claimFolder(taskDir: string, kind: string, now: Date): Promise<string> {
-  for (let n = 1; n < 1000; n++) {
+  for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? '' : `-${n}`}`;
     try {
       await mkdir(join(RunStore.runsDir(taskDir), id), { mode: 0o700 });
@@ -416,7 +417,9 @@ async function claimFolder(taskDir: string, kind: string, now: Date): Promise<st
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
   }
-  throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 of them started in the same second`);
+  throw new UserError(
+    `${RunStore.runsDir(taskDir)} already holds ${RUNS_PER_SECOND_MAX} of them started in the same second`,
+  );
 }
 
 const loadState = (taskDir: string, id: string) =>

@@ -10,6 +10,15 @@
 import { appendFile, lstat, mkdir, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
+import {
+  CONTEXT_MAX_BYTES,
+  DISK_FULL_BELOW_BYTES,
+  DISK_FULL_BELOW_INODES,
+  FAILURE_QUOTE_MAX_CHARS,
+  JOURNAL_LINE_MAX_CHARS,
+  JOURNAL_READ_MAX_BYTES,
+  JOURNAL_TAIL_LINES,
+} from '../core/bounds.js';
 import { chargeFor } from '../core/charge.js';
 import { CONFIG_PATH, type Config } from '../core/config.js';
 import { matchesAny } from '../core/globs.js';
@@ -23,7 +32,6 @@ import {
   type Cleaned,
   cleanAgentFolder,
   cleanedNote,
-  MAX_CONTEXT_BYTES,
   NOTHING_CLEANED,
   removeTree,
   sweepTree,
@@ -152,13 +160,9 @@ function diskFullLine(message: string): string | null {
       .split('\n')
       .find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/i.test(l))
       ?.trim()
-      .slice(0, 300) ?? null
+      .slice(0, FAILURE_QUOTE_MAX_CHARS) ?? null
   );
 }
-
-/** Less than this free on a filesystem (or fewer free inodes than FULL_INODES) is a full disk. */
-const FULL_BYTES = 64 * 1024 * 1024;
-const FULL_INODES = 1000;
 
 /**
  * Whether an error is a full disk: it says so, and one of the episode's filesystems is nearly
@@ -169,13 +173,11 @@ async function diskFull(e: unknown, dirs: string[]): Promise<string | null> {
   if (!line) return null;
   for (const dir of dirs) {
     const s = await statfs(dir).catch(() => null);
-    if (s && (s.bavail * s.bsize < FULL_BYTES || (s.files > 0 && s.ffree < FULL_INODES))) return line;
+    if (s && (s.bavail * s.bsize < DISK_FULL_BELOW_BYTES || (s.files > 0 && s.ffree < DISK_FULL_BELOW_INODES)))
+      return line;
   }
   return null;
 }
-
-/** The journal forkflush reads back from a snapshot, at most (an agent could write gigabytes). */
-const JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
 
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
   const charged: Charged = { spent: null };
@@ -378,7 +380,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
   const outcome = tried.outcome;
   const refused = egress.note();
   // A context too large to carry on goes whole (the adapter has read what it needs of it).
-  addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
+  addCleaned(removed, await cleanAgentFolder(places.context, CONTEXT_MAX_BYTES));
   const chargeOf = (unchanged: boolean) =>
     chargeFor({ ...chargeBase, tries: tried.tries, evaluations: grading.evaluations(), unchanged });
   if (interrupt.aborted) {
@@ -406,7 +408,7 @@ async function episode(job: EpisodeJob, charged: Charged): Promise<EpisodeResult
     // A full disk is the machine's, not the agent's (runEpisode says so); a stop is nobody's result.
     if (interrupt.aborted || (await diskFull(e, [job.scratchDir, places.workspace]))) throw e;
     // What the agent left cannot be committed (git refuses a file): the episode keeps its base.
-    unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, 300)})`;
+    unrecorded = `the workspace could not be recorded (${(e as Error).message.split('\n')[0]?.slice(0, FAILURE_QUOTE_MAX_CHARS)})`;
     return baseSnapshot(job.own, snapshotIndex, episode.base);
   });
   addCleaned(swept, snap.cleaned);
@@ -509,7 +511,7 @@ async function addLosersSection(job: EpisodeJob): Promise<{ tree: string; note?:
   const why = (reason: string) => `the notes of the branches that lost were not added to ${config.journal}: ${reason}`;
   if (matchesAny(config.journal, [...config.grader.protected, ...(job.alsoProtected ?? [CONFIG_PATH])]))
     return { tree: await baseTree(), note: why('it is a protected path') };
-  const journal = await indexedText(job.own, job.checkoutIndex, config.journal, JOURNAL_MAX_BYTES);
+  const journal = await indexedText(job.own, job.checkoutIndex, config.journal, JOURNAL_READ_MAX_BYTES);
   const size = (await lstat(join(job.places.workspace, config.journal)).catch(() => null))?.size ?? 0;
   if (journal === '' && size > 0) return { tree: await baseTree(), note: why('it is too large or not a file') };
   const text = withSection(journal, job.journalSection);
@@ -534,7 +536,7 @@ async function commitResult(
   // What the agent wrote, as every reader gets it: the journal, the commit, the run's state.
   const partial = boundedResult(made);
   // The journal line goes into the snapshot, never through a file the agent could have linked.
-  const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_MAX_BYTES);
+  const existing = await indexedText(job.own, snap.index, config.journal, JOURNAL_READ_MAX_BYTES);
   const journal = appendToJournal(
     existing,
     journalEntry(config, job.phase, episode, { ...partial, commit: '', wallSeconds: 0 }),
@@ -710,12 +712,9 @@ function journalTail(journal: string): string[] {
     .split('\n')
     .map((l) => l.trimEnd())
     .filter((l) => l.trim() !== '')
-    .slice(-JOURNAL_TAIL)
-    .map((l) => (l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l));
+    .slice(-JOURNAL_TAIL_LINES)
+    .map((l) => (l.length > JOURNAL_LINE_MAX_CHARS ? `${l.slice(0, JOURNAL_LINE_MAX_CHARS)}...` : l));
 }
-
-const JOURNAL_TAIL = 5;
-const JOURNAL_LINE_MAX = 500;
 
 /** What the tries said: the failures retried, and why the retries were given up on. */
 function triesNotes(t: Tried): string[] {

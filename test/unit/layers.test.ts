@@ -1,10 +1,11 @@
 // The layers of docs/architecture.md, checked by reading every import in src/.
 //
 //   core    -> core, yaml, zod (no node built-ins: no I/O, no clock)
-//   io      -> io, node built-ins
+//   io      -> io, node built-ins, core/bounds.ts (the operational limits: constants, no imports)
 //   agents  -> agents, io, node built-ins, core's types (`import type` only), core/text.ts (pure
 //              text helpers: how a CLI's error line is found is the same for agents and graders)
-//              and core/failure.ts (pure: what a provider's error text says, for every spec)
+//              and core/failure.ts (pure: what a provider's error text says, for every spec) and
+//              core/bounds.ts (the operational limits)
 //   worker  -> worker, core, io, agents, node built-ins
 //   local   -> local, core, io, agents, worker, node built-ins (the local forge shell)
 //   github  -> github, core, node built-ins, probot (the GitHub forge shell)
@@ -47,11 +48,11 @@ const ENTRY: Rule = { layers: LAYERS, packages: 'any', node: true, files: ['pack
 
 const RULES: Record<Layer, Rule> = {
   core: { layers: [], packages: ['yaml', 'zod'], node: false },
-  io: { layers: [], packages: [], node: true },
+  io: { layers: [], packages: [], node: true, modules: ['src/core/bounds.ts'] },
   agents: {
     layers: ['io'],
     typesFrom: ['core'],
-    modules: ['src/core/text.ts', 'src/core/failure.ts'],
+    modules: ['src/core/text.ts', 'src/core/failure.ts', 'src/core/bounds.ts'],
     packages: [],
     node: true,
   },
@@ -440,14 +441,14 @@ describe('layers: the checker', () => {
   it('lets io import node and itself only, so io importing core is reported', () => {
     expect(report('src/io/x.ts', "import { spawn } from 'node:child_process';\nimport './y.js';")).toEqual([]);
     expect(report('src/io/x.ts', "import type { Config } from '../core/config.js';")).toEqual([
-      'src/io/x.ts:1 imports type from ../core/config.js: io may import only io, node built-ins',
+      'src/io/x.ts:1 imports type from ../core/config.js: io may import only io, node built-ins, src/core/bounds.ts',
     ]);
   });
 
   it('lets agents take types, and only types, from core', () => {
     expect(report('src/agents/x.ts', "import type { Config } from '../core/config.js';")).toEqual([]);
     expect(report('src/agents/x.ts', "import { type Config } from '../core/config.js';")).toEqual([
-      'src/agents/x.ts:1 imports ../core/config.js: agents may import only agents, io, types from core (import type), node built-ins, src/core/text.ts, src/core/failure.ts',
+      'src/agents/x.ts:1 imports ../core/config.js: agents may import only agents, io, types from core (import type), node built-ins, src/core/text.ts, src/core/failure.ts, src/core/bounds.ts',
     ]);
     // The modules of core agents may take values from: pure text helpers and failure recognition.
     expect(report('src/agents/x.ts', "import { failureLine } from '../core/text.js';")).toEqual([]);
