@@ -4,8 +4,8 @@
 // an agent that cannot start or work: its key, its quota, its model, crashes that repeat; setup
 // commands that fail); 130 interrupted.
 import pkg from '../../package.json' with { type: 'json' };
-import { parseVariantFlag, type Variant } from '../core/compare-config.js';
-import { comparePlan, compareText } from '../core/compare-report.js';
+import { parseVariantFlag, type Variant } from '../core/compare/config.js';
+import { comparePlan, compareText } from '../core/compare/report.js';
 import { ConfigError, type ConfigOverrides, configJsonSchema, STRATEGIES, type Strategy } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { MAX_BRANCHES, MAX_COMPARE_SEEDS } from '../core/method.js';

@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
-import { amount, mapText } from '../core/map-report.js';
+import { amount, mapText } from '../core/map/report.js';
 import { formatNumber } from '../core/text.js';
 import { type MapPlan, makeMap } from '../local/map.js';
 import type { Parsed } from './args.js';

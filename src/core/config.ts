@@ -5,10 +5,10 @@
 // (Over 400 lines: one schema for one file; its error wording is config-errors.ts.)
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { compareSchema } from './compare-config.js';
+import { compareSchema } from './compare/config.js';
 import { describeIssue, findOffset, mappingOf } from './config-errors.js';
 import { hostPatternProblem } from './egress.js';
-import { mapSchema } from './map-config.js';
+import { mapSchema } from './map/config.js';
 import {
   AGENT_TIMEOUT_SECONDS,
   EXTRA_ROUNDS,
@@ -149,7 +149,7 @@ const agentSchema = z.strictObject({
     ),
 });
 
-/** The agent section's schema: the map's judge (map-config.ts) takes the same keys. */
+/** The agent section's schema: the map's judge (map/config.ts) takes the same keys. */
 export type AgentSchema = typeof agentSchema;
 
 /** A shell command line: not empty. */

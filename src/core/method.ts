@@ -234,7 +234,7 @@ export const MAX_UNFINISHED_STARTS = 3;
 // ------------------------------------------------------------------------------------------------
 // Idea maps (issue 24, `forkflush map`): where the agents searched, drawn as the paper draws it
 // (method.md, "Idea maps"; the paper's §3, §6.1 and appendices E, F, H). The computation is in
-// core/tste.ts, core/basins.ts, core/map-sample.ts and core/map.ts; its numbers are here.
+// core/map/tste.ts, core/map/basins.ts, core/map/sample.ts and core/map/record.ts; its numbers are here.
 
 /** The paper's figures for its maps, printed beside a map's own as a reference, never as a target. */
 export const PAPER_MAP = {

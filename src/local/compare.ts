@@ -9,9 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
 import { spent as spentOf } from '../core/budget.js';
-import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare.js';
-import { chartGroups, compareChartData, renderCompareChartSvg } from '../core/compare-chart.js';
-import type { Variant } from '../core/compare-config.js';
+import { chartGroups, compareChartData, renderCompareChartSvg } from '../core/compare/chart.js';
+import type { Variant } from '../core/compare/config.js';
 import {
   type CompareManifest,
   checkVariants,
@@ -21,8 +20,9 @@ import {
   runWidth,
   samePlan,
   variantText,
-} from '../core/compare-plan.js';
-import { duration, renderCompareReport } from '../core/compare-report.js';
+} from '../core/compare/plan.js';
+import { duration, renderCompareReport } from '../core/compare/report.js';
+import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare/results.js';
 import { type Config, parseConfig, type Strategy } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';

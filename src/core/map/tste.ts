@@ -3,8 +3,8 @@
 // triplet embedding", 2012), and SOE (Terada and von Luxburg, "Local ordinal embedding", 2014) as
 // the paper's check. Pure and deterministic: the start comes from the seed, the step count is
 // fixed, and the arithmetic runs in one order, so the same judgments always give the same map.
-import { SOE_MARGIN, TSTE } from './method.js';
-import { randomFrom } from './rng.js';
+import { SOE_MARGIN, TSTE } from '../method.js';
+import { randomFrom } from '../rng.js';
 
 /** A judgment by point index: `anchor` is closer to `near` than to `far`. */
 export interface IndexTriplet {

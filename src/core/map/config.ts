@@ -2,8 +2,8 @@
 // (README, "Idea maps"). config.ts validates the key with this schema and hands it its agent
 // schema (the judge takes the same keys as `agent`); this module imports nothing of config.ts but types.
 import { z } from 'zod';
-import type { AgentSchema, Config, Unit } from './config.js';
-import { MAP_DEFAULT_MINUTES, MAP_HELD_OUT, MAP_SNAPSHOTS, MAP_TRIPLETS_PER_POINT } from './method.js';
+import type { AgentSchema, Config, Unit } from '../config.js';
+import { MAP_DEFAULT_MINUTES, MAP_HELD_OUT, MAP_SNAPSHOTS, MAP_TRIPLETS_PER_POINT } from '../method.js';
 
 export const MAP_UNITS = ['usd', 'tokens', 'minutes'] as const;
 export type MapUnit = (typeof MAP_UNITS)[number];
