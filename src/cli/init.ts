@@ -21,7 +21,7 @@ import { runShell } from '../io/process.js';
 import { untrackedFiles, whileWatchingReads } from '../local/grader-reads.js';
 import { namedPaths } from '../local/preflight.js';
 import type { Parsed } from './args.js';
-import type { Io } from './main.js';
+import type { Io } from './io.js';
 
 // The Action as the example workflows name it: a stand-in repository at the release they are for.
 const ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
