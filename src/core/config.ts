@@ -18,13 +18,14 @@ import {
   RUNS_PER_REPO,
   SETUP_TIMEOUT_SECONDS,
   STRATEGIES,
+  UNITS,
+  type Unit,
 } from './method.js';
 import { coveredSecret, isForgeSecret } from './secrets.js';
 
 export const CONFIG_PATH = '.github/autoresearch.yml';
 
-export { STRATEGIES };
-export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
+export { STRATEGIES, UNITS, type Unit };
 /** The agent kinds' names: each has its spec in src/agents/specs.ts (which does not compile without it). */
 export const AGENT_KINDS = [
   'command',
@@ -435,7 +436,6 @@ export type Config = Omit<ParsedConfig, 'budget' | 'fork'> & {
   fork: ParsedConfig['fork'] & { directives: number };
 };
 export type Strategy = (typeof STRATEGIES)[number];
-export type Unit = (typeof UNITS)[number];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

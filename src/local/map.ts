@@ -11,11 +11,11 @@ import { agentFor } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { renderMapSvg } from '../core/map/chart.js';
-import { type MapSettings, mapSettings, tripletCount } from '../core/map/config.js';
 import { specPrompt, tripletFile, tripletPrompt } from '../core/map/prompts.js';
 import { buildMap, type Judgment, type MapRecord, type MapSnapshot } from '../core/map/record.js';
 import { amount } from '../core/map/report.js';
 import { newQuestions, runSnapshots, tripletKey } from '../core/map/sample.js';
+import { type MapSettings, mapSettings, tripletCount } from '../core/map/settings.js';
 import {
   MAP_CALL_ESTIMATE,
   MAP_CONCURRENCY,

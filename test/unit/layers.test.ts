@@ -303,6 +303,57 @@ function checkLayers(files: SourceFile[], rules: Record<Layer, Rule> = RULES): V
 }
 
 // ---------------------------------------------------------------------------------------------
+// Cycles: a module that imports itself back through others, `import type` included (a cycle of
+// types still ties the files together: neither can be read, moved or tested without the other).
+
+/** The modules of src/ that `path` imports (types included), as paths from the repository root. */
+function importedModules(path: string, source: string, known: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (const imp of readImports(source)) {
+    const target = resolveImport(path, imp.specifier);
+    if (target.kind !== 'layer') continue;
+    const file = target.path.replace(/\.js$/, '.ts');
+    if (known.has(file)) out.push(file);
+  }
+  return out;
+}
+
+/** Every import cycle among `files`: each a strongly connected group of two or more modules, sorted. */
+function importCycles(files: SourceFile[]): string[][] {
+  const known = new Set(files.map((f) => f.path));
+  const edges = new Map(files.map((f) => [f.path, importedModules(f.path, f.source, known)]));
+  // Tarjan's algorithm: one walk, each module's lowest reachable index on the stack.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v) as number);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group: string[] = [];
+    let w: string | undefined;
+    do {
+      w = stack.pop() as string;
+      onStack.delete(w);
+      group.push(w);
+    } while (w !== v);
+    if (group.length > 1 || (edges.get(v) ?? []).includes(v)) cycles.push(group.sort());
+  };
+  for (const f of files) if (!index.has(f.path)) visit(f.path);
+  return cycles;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Known violations in today's tree. Each is a bug to fix, not a rule: fix the import, then remove
 // its entry (an entry that no longer matches a violation fails the test, so the list only shrinks).
 
@@ -354,6 +405,15 @@ describe('layers: the imports in src/', () => {
   it('still have every known violation listed (remove an entry once it is fixed)', () => {
     const gone = stale(checkLayers(files), KNOWN_VIOLATIONS);
     expect(gone.map((a) => `${a.file} no longer imports ${a.specifier}: remove it from KNOWN_VIOLATIONS`)).toEqual([]);
+  });
+
+  it('form no cycle, not even of types', () => {
+    expect(importCycles(files).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('leave core/bounds.ts, which io and agents read, importing nothing', () => {
+    const bounds = files.find((f) => f.path === 'src/core/bounds.ts');
+    expect(bounds && readImports(bounds.source)).toEqual([]);
   });
 
   it('are all seen by the regex reader (the same specifiers as TypeScript finds)', () => {
@@ -489,6 +549,16 @@ describe('layers: the checker', () => {
       'src/app/x.ts:1 imports ../cli/main.js: app may import only app, core, io, agents, worker, local, github, node built-ins, packages, package.json',
     ]);
     expect(report('src/cli/x.ts', "import { x } from '../../test/unit/helpers.js';")).toHaveLength(1);
+  });
+
+  it('finds an import cycle, of types too, and only cycles', () => {
+    const a = { path: 'src/core/a.ts', source: "import type { B } from './b.js';" };
+    const b = { path: 'src/core/b.ts', source: "import { c } from './sub/c.js';" };
+    const c = { path: 'src/core/sub/c.ts', source: "import type { A } from '../a.js';\nimport 'yaml';" };
+    const d = { path: 'src/core/d.ts', source: "import { a } from './a.js';" };
+    expect(importCycles([a, b, c, d])).toEqual([['src/core/a.ts', 'src/core/b.ts', 'src/core/sub/c.ts']]);
+    expect(importCycles([a, b, { ...c, source: "import 'yaml';" }, d])).toEqual([]);
+    expect(importCycles([{ path: 'src/io/x.ts', source: "import './x.js';" }])).toEqual([['src/io/x.ts']]);
   });
 
   it('reports a file outside every layer folder', () => {
