@@ -26,7 +26,16 @@ import {
   EGRESS_MAX_REFUSED_TARGETS,
   EGRESS_MAX_WAITING,
 } from '../core/bounds.js';
-import { dial, isInternal, limiter, type MachineProxy, machineProxy, splice, tunnel } from './egress-upstream.js';
+import {
+  dial,
+  isInternal,
+  limiter,
+  type MachineProxy,
+  machineProxy,
+  type ProxyAddress,
+  splice,
+  tunnel,
+} from './egress-upstream.js';
 
 /** How the agent may reach a host and port: named in the allowlist, covered by a wildcard, or not at all. */
 export type Reach = 'named' | 'wildcard' | null;
@@ -140,19 +149,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const headers = forwarded(req.headers);
     headers.host = url.host;
     const via = machine.for(host, false);
-    if (via)
-      return void relay(
-        req,
-        res,
-        httpRequest({
-          host: via.hostname,
-          port: via.port || 80,
-          method: req.method,
-          path: url.href,
-          headers: { ...headers, ...via.auth },
-        }),
-        null,
-      );
+    if (via) return relayThroughProxy(req, res, via, url.href, headers, null);
     open(host, port, reach, false).then(
       (socket) =>
         relay(
@@ -262,19 +259,7 @@ function routeForwarder(
         ...(tls ? { servername: isIP(target.host) ? undefined : target.host } : {}),
       });
     if (!via) return void relay(req, res, make(), secrets);
-    if (!tls)
-      return void relay(
-        req,
-        res,
-        httpRequest({
-          host: via.hostname,
-          port: via.port || 80,
-          method: req.method,
-          path: `${base.origin}${path}`,
-          headers: { ...headers, ...via.auth },
-        }),
-        secrets,
-      );
+    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets);
     tunnel(via, target.host, target.port).then(
       (raw) => {
         const secure = tlsConnect({ socket: track(raw), servername: target.host });
@@ -289,6 +274,25 @@ function routeForwarder(
     );
   };
   return { handle, agent };
+}
+
+/** Relays a plain HTTP request through the machine's own proxy: the absolute URL as its path, the proxy's credentials added. */
+function relayThroughProxy(
+  req: IncomingMessage,
+  res: ServerResponse,
+  via: ProxyAddress,
+  url: string,
+  headers: Record<string, string | string[]>,
+  secrets: Buffer[] | null,
+): void {
+  const upstream = httpRequest({
+    host: via.hostname,
+    port: via.port || 80,
+    method: req.method,
+    path: url,
+    headers: { ...headers, ...via.auth },
+  });
+  relay(req, res, upstream, secrets);
 }
 
 /** Pipes a request to its upstream and the answer back, the secrets masked in the answer. */

@@ -4,21 +4,11 @@
 // a few times a second from /proc and statfs: a handful of small reads each time.
 import { readFileSync, statfsSync } from 'node:fs';
 import { MACHINE_WATCH_EVERY_MS } from '../core/bounds.js';
-
-/** The readings (core/resources.ts `MachineReadings`: the same shape). */
-export interface Readings {
-  tasksPeak: number | null;
-  taskCapacity: number | null;
-  oomKills: number | null;
-  memAvailableMin: number | null;
-  memTotal: number | null;
-  diskFreeMin: number | null;
-  inodesFreeMin: number | null;
-}
+import type { MachineReadings } from '../core/resources.js';
 
 export interface MachineWatch {
   /** Stops watching and returns what it saw. */
-  stop(): Readings;
+  stop(): MachineReadings;
 }
 
 /** Starts watching the machine, and the filesystems `paths` are on. */
@@ -27,7 +17,7 @@ export type WatchMachine = (paths: string[]) => MachineWatch;
 export const watchMachine: WatchMachine = (paths) => {
   const capacity = Math.min(number('/proc/sys/kernel/pid_max'), number('/proc/sys/kernel/threads-max'));
   const oomAtStart = oomKills();
-  const r: Readings = {
+  const r: MachineReadings = {
     tasksPeak: null,
     taskCapacity: Number.isFinite(capacity) ? capacity : null,
     oomKills: null,

@@ -2,6 +2,7 @@
 //
 //   core    -> core, yaml, zod (no node built-ins: no I/O, no clock)
 //   io      -> io, node built-ins, core/bounds.ts (the operational limits: constants, no imports)
+//              and core/resources.ts (the shape of the machine's readings io takes)
 //   agents  -> agents, io, node built-ins, core's types (`import type` only), core/text.ts (pure
 //              text helpers: how a CLI's error line is found is the same for agents and graders)
 //              and core/failure.ts (pure: what a provider's error text says, for every spec) and
@@ -48,7 +49,7 @@ const ENTRY: Rule = { layers: LAYERS, packages: 'any', node: true, files: ['pack
 
 const RULES: Record<Layer, Rule> = {
   core: { layers: [], packages: ['yaml', 'zod'], node: false },
-  io: { layers: [], packages: [], node: true, modules: ['src/core/bounds.ts'] },
+  io: { layers: [], packages: [], node: true, modules: ['src/core/bounds.ts', 'src/core/resources.ts'] },
   agents: {
     layers: ['io'],
     typesFrom: ['core'],
@@ -501,7 +502,7 @@ describe('layers: the checker', () => {
   it('lets io import node and itself only, so io importing core is reported', () => {
     expect(report('src/io/x.ts', "import { spawn } from 'node:child_process';\nimport './y.js';")).toEqual([]);
     expect(report('src/io/x.ts', "import type { Config } from '../core/config.js';")).toEqual([
-      'src/io/x.ts:1 imports type from ../core/config.js: io may import only io, node built-ins, src/core/bounds.ts',
+      'src/io/x.ts:1 imports type from ../core/config.js: io may import only io, node built-ins, src/core/bounds.ts, src/core/resources.ts',
     ]);
   });
 
