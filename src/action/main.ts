@@ -6,7 +6,7 @@ import * as core from '@actions/core';
 import { ACTION_STOP_WITHIN_MS } from '../core/bounds.js';
 import { BASE_JOB } from '../core/names.js';
 import { exitWithin, stopAllCommands } from '../io/process.js';
-import { InterruptedError } from '../worker/episode.js';
+import { InterruptedError } from '../worker/episode-errors.js';
 import {
   type AgentLogReport,
   type ArtifactService,
