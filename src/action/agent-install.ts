@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import type { CliFacts } from '../agents/spec.js';
 import { cliOf } from '../agents/specs.js';
+import { FAILURE_LINE_MAX_CHARS, INSTALL_OUTPUT_MAX_CHARS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { AGENT_INSTALL_TIMEOUT_SECONDS } from '../core/method.js';
 import { isForgeSecret } from '../core/secrets.js';
@@ -149,7 +150,7 @@ async function install(pin: CliPin, spec: string, dir: string, o: InstallOptions
       cwd: dirname(dir),
       env,
       timeoutMs: AGENT_INSTALL_TIMEOUT_SECONDS * 1000,
-      maxOutput: 200_000,
+      maxOutput: INSTALL_OUTPUT_MAX_CHARS,
       track: true,
     });
     const failed =
@@ -158,7 +159,7 @@ async function install(pin: CliPin, spec: string, dir: string, o: InstallOptions
         : r.spawnError
           ? `${file} could not start (${r.spawnError})${file === 'npm' ? ': add actions/setup-node before the forkflush step' : ''}`
           : r.exitCode !== 0
-            ? `${file} exited with code ${r.exitCode}: ${failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200) || 'no output'}`
+            ? `${file} exited with code ${r.exitCode}: ${failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS) || 'no output'}`
             : null;
     if (failed) {
       await removeTree(dir);

@@ -19,6 +19,19 @@ import { delimiter, isAbsolute, join, relative, sep } from 'node:path';
 import type { ArtifactClient } from '@actions/artifact';
 import { agentFor, cliOf, readTranscript, specOf } from '../agents/specs.js';
 import { capLines, Lines } from '../agents/transcript.js';
+import {
+  ARTIFACT_UPLOAD_TIMEOUT_MS,
+  FAILURE_QUOTE_MAX_CHARS,
+  JOB_LOG_DIFFSTAT_MAX_FILES,
+  JOB_LOG_JOURNAL_MAX_LINES,
+  JOB_LOG_SETUP_TAIL_LINES,
+  JOB_LOG_STDERR_TAIL_LINES,
+  JOURNAL_LINE_MAX_CHARS,
+  LOG_MAX_BYTES,
+  SECRET_MIN_CHARS,
+  VERSION_OUTPUT_MAX_CHARS,
+  VERSION_TIMEOUT_MS,
+} from '../core/bounds.js';
 import type { AgentKind, Config } from '../core/config.js';
 import { stateRef } from '../core/names.js';
 import { parseRunFiles, parseRunState } from '../core/records.js';
@@ -36,11 +49,8 @@ import { jobPlaces } from './settings.js';
 // ---------------------------------------------------------------------------------------------
 // The logs
 
-/** The most of a log that is kept, printed from and uploaded: its end, when it is longer. */
-export const MAX_LOG_BYTES = 64 * 1024 * 1024;
-
-/** A log forkflush wrote (not a file the agent can reach), its last MAX_LOG_BYTES; null when there is none. */
-export async function readLog(path: string, max = MAX_LOG_BYTES): Promise<string | null> {
+/** A log forkflush wrote (not a file the agent can reach), its last LOG_MAX_BYTES; null when there is none. */
+export async function readLog(path: string, max = LOG_MAX_BYTES): Promise<string | null> {
   const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
   if (!h) return null;
   try {
@@ -64,8 +74,6 @@ export async function readLog(path: string, max = MAX_LOG_BYTES): Promise<string
 // Secrets
 
 export const MASK = '***';
-/** Values shorter than this are not secrets worth masking (they would mask half the log). */
-const MIN_SECRET = 8;
 /** A variable named so holds a secret. */
 const SECRET_NAME = /TOKEN|SECRET|PASSW|PASSPHRASE|KEY|CRED|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|CERT/i;
 /** Text shaped like a well-known credential, wherever it comes from. */
@@ -101,7 +109,7 @@ export function secretVariants(value: string): string[] {
   }
   out.add(Buffer.from(value).toString('base64'));
   out.add(Buffer.from(value).toString('base64url'));
-  return [...out].filter((v) => v.length >= MIN_SECRET);
+  return [...out].filter((v) => v.length >= SECRET_MIN_CHARS);
 }
 
 /** Looks like a credential: one long word of letters and digits (a key, a token). */
@@ -118,7 +126,7 @@ function credentialLike(value: string): boolean {
 export function secretValues(jobEnv: NodeJS.ProcessEnv, known: string[], handedOver: NodeJS.ProcessEnv = {}): string[] {
   const values = new Set<string>();
   const add = (v: string | undefined) => {
-    if (v && v.length >= MIN_SECRET) for (const x of secretVariants(v)) values.add(x);
+    if (v && v.length >= SECRET_MIN_CHARS) for (const x of secretVariants(v)) values.add(x);
   };
   for (const v of known) add(v);
   for (const [name, v] of Object.entries(jobEnv)) if (isForgeSecret(name) || SECRET_NAME.test(name)) add(v);
@@ -128,7 +136,7 @@ export function secretValues(jobEnv: NodeJS.ProcessEnv, known: string[], handedO
 
 /** Replaces every secret value (longest first) and every token-shaped text by ***. */
 export function redactor(values: Iterable<string>): (text: string) => string {
-  const list = [...new Set(values)].filter((v) => v.length >= MIN_SECRET).sort((a, b) => b.length - a.length);
+  const list = [...new Set(values)].filter((v) => v.length >= SECRET_MIN_CHARS).sort((a, b) => b.length - a.length);
   return (text) => {
     let out = text;
     for (const v of list) if (out.includes(v)) out = out.split(v).join(MASK);
@@ -202,8 +210,8 @@ export async function probeVersion(p: VersionProbe): Promise<{ version: string |
     const r = await runProcess(file, ['--version'], {
       cwd: p.scratch,
       env: { ...p.env, HOME: p.scratch, TMPDIR: p.scratch, NO_COLOR: '1' },
-      timeoutMs: p.timeoutMs ?? 15_000,
-      maxOutput: 20_000,
+      timeoutMs: p.timeoutMs ?? VERSION_TIMEOUT_MS,
+      maxOutput: VERSION_OUTPUT_MAX_CHARS,
     });
     const version = parseVersion(`${r.stdout}\n${r.stderr}`);
     return version ? { version } : { version: null, why: `${name} --version said no version (exit ${r.exitCode})` };
@@ -229,10 +237,6 @@ export interface RecordFacts {
   /** The lines the episode added to the journal (the agent's notes and forkflush's line). */
   journal: string[];
 }
-
-const DIFFSTAT_FILES = 40;
-const JOURNAL_LINES = 30;
-const JOURNAL_LINE_MAX = 400;
 
 /**
  * The run's config (the outcome's; from the state ref the job fetched when the job failed before
@@ -265,7 +269,7 @@ export async function readRecordFacts(
   // The trees are the agent's: no diff driver or text conversion of theirs may run.
   const diff = ['diff', '--no-ext-diff', '--no-textconv', '--no-color'];
   const stat = await git
-    .exec([...diff, '--stat=120', `--stat-count=${DIFFSTAT_FILES}`, base, commit], { check: false })
+    .exec([...diff, '--stat=120', `--stat-count=${JOB_LOG_DIFFSTAT_MAX_FILES}`, base, commit], { check: false })
     .catch(() => null);
   if (stat?.exitCode === 0) facts.diffStat = cleanText(stat.stdout);
   if (facts.config) {
@@ -278,8 +282,8 @@ export async function readRecordFacts(
         .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
         .map((l) => l.slice(1));
       facts.journal = cleanText(added.join('\n'))
-        .slice(-JOURNAL_LINES)
-        .map((l) => (l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}…` : l));
+        .slice(-JOB_LOG_JOURNAL_MAX_LINES)
+        .map((l) => (l.length > JOURNAL_LINE_MAX_CHARS ? `${l.slice(0, JOURNAL_LINE_MAX_CHARS)}…` : l));
     }
   }
   return facts;
@@ -351,9 +355,6 @@ function isGhes(serverUrl: string | undefined): boolean {
   return host !== 'GITHUB.COM' && !host.endsWith('.GHE.COM') && !host.endsWith('.LOCALHOST');
 }
 
-/** The longest the job waits for the artifact service. */
-const UPLOAD_TIMEOUT_MS = 120_000;
-
 /**
  * Uploads the files as one artifact. Never throws: an artifact service that is missing, refuses
  * or fails leaves the episode as it is, and the result says why. The runtime's variables are put
@@ -378,7 +379,7 @@ export async function uploadArtifact(o: {
     Object.assign(o.env, vars);
     const client = await o.client();
     // The client retries and waits on a stalled upload for minutes: the job does not wait that long.
-    const ms = o.timeoutMs ?? UPLOAD_TIMEOUT_MS;
+    const ms = o.timeoutMs ?? ARTIFACT_UPLOAD_TIMEOUT_MS;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
     });
@@ -394,7 +395,7 @@ export async function uploadArtifact(o: {
     return {
       uploaded: false,
       name: o.name,
-      why: `the upload failed: ${plainText((e as Error).message ?? String(e)).slice(0, 300)}`,
+      why: `the upload failed: ${plainText((e as Error).message ?? String(e)).slice(0, FAILURE_QUOTE_MAX_CHARS)}`,
     };
   } finally {
     clearTimeout(timer);
@@ -407,12 +408,6 @@ export async function uploadArtifact(o: {
 
 // ---------------------------------------------------------------------------------------------
 // The job log
-
-/** How many lines of the other output (stderr) the group ends with. */
-export const OTHER_TAIL = 20;
-
-/** How many of setup's last lines the group shows when setup failed (the whole log is in the artifact). */
-const SETUP_TAIL = 40;
 
 /**
  * A group's lines, as printed between `::group::` and `::endgroup::`. Everything the agent (or
@@ -447,7 +442,7 @@ export function groupBody(
 ): string[] {
   const body = transcript.length === 0 ? ['(no transcript: the log holds no turn or tool call)'] : [...transcript];
   if (other.length > 0) {
-    const tail = other.slice(-OTHER_TAIL);
+    const tail = other.slice(-JOB_LOG_STDERR_TAIL_LINES);
     const what =
       tail.length < other.length ? `its last ${tail.length} of ${other.length} lines` : `${other.length} lines`;
     body.push(`--- the agent's other output (stderr, lines that are not events): ${what} ---`);
@@ -456,10 +451,10 @@ export function groupBody(
   return quoted(body, stopToken);
 }
 
-/** The setup group: the last SETUP_TAIL lines of setup.log (the commands and their output). */
+/** The setup group: the last JOB_LOG_SETUP_TAIL_LINES lines of setup.log (the commands and their output). */
 export function setupGroupBody(setupLog: string, stopToken = randomBytes(16).toString('hex')): string[] {
   const lines = cleanText(setupLog);
-  const tail = lines.slice(-SETUP_TAIL);
+  const tail = lines.slice(-JOB_LOG_SETUP_TAIL_LINES);
   const head = tail.length < lines.length ? [`--- its last ${tail.length} of ${lines.length} lines ---`] : [];
   return quoted([...head, ...tail], stopToken);
 }
@@ -537,7 +532,7 @@ export async function publishAgentLog(
     await publish(ctx, io, client, report);
   } catch (e) {
     io.warning(
-      `forkflush could not report the agent's log: ${plainText((e as Error).message ?? String(e)).slice(0, 300)}`,
+      `forkflush could not report the agent's log: ${plainText((e as Error).message ?? String(e)).slice(0, FAILURE_QUOTE_MAX_CHARS)}`,
     );
   }
   return report;

@@ -10,15 +10,14 @@ import { commitMessage, resultFromCommit } from '../core/journal.js';
 import { BASE_JOB, baseGradeRef } from '../core/names.js';
 import type { EpisodeResult } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
-import { removeTree } from '../io/agent-files.js';
 import { gradeInitial } from '../local/start.js';
 import { checkoutInto, commitTree } from '../worker/cleanroom.js';
 import type { JobOptions } from './episode-job.js';
-import { readRun } from './episode-job.js';
-import { RecordsRepo } from './records.js';
-import { Remote } from './remote.js';
+import type { RecordsRepo } from './records.js';
+import type { Remote } from './remote.js';
+import { openRunRecords } from './run-records.js';
 import { prepareIsolation } from './sandbox-setup.js';
-import { type ActionSettings, jobPlaces } from './settings.js';
+import type { ActionSettings } from './settings.js';
 
 export interface BaseOutcome {
   run: string;
@@ -30,13 +29,7 @@ export interface BaseOutcome {
 }
 
 export async function runBaseJob(s: ActionSettings, o: JobOptions): Promise<BaseOutcome> {
-  o.log(`repository: ${s.remoteUrl}`);
-  await removeTree(s.privateDir);
-  await mkdir(s.privateDir, { recursive: true, mode: 0o700 });
-  const places = jobPlaces(s);
-  const records = await RecordsRepo.create(places.records);
-  const remote = new Remote(s.remoteUrl, s.token, records);
-  const read = await readRun(records, remote, s.run);
+  const { places, records, remote, read } = await openRunRecords(s, o.log);
   // Nothing to push a grade beside: the episodes of the round say why the record cannot be read.
   if ('unreadable' in read) throw new Error(read.unreadable);
   const { state, facts } = read;

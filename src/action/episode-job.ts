@@ -4,25 +4,14 @@
 // commands of the records repository; nothing inside the sandbox can see either.
 import { cp, mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import pkg from '../../package.json' with { type: 'json' };
 import { agentFor } from '../agents/specs.js';
 import type { Config, Unit } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } from '../core/journal.js';
 import { sectionFor } from '../core/losers.js';
-import {
-  contextRef,
-  episodeBranch,
-  parseEpisodeId,
-  type RefsLayout,
-  refName,
-  runRefs,
-  stateRef,
-} from '../core/names.js';
+import { contextRef, episodeBranch, parseEpisodeId, type RefsLayout, refName, runRefs } from '../core/names.js';
 import { episodePrompt } from '../core/prompts.js';
-import { parseRunFiles, parseRunState, RecordError, type RunFiles } from '../core/records.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
-import { unreadableRunReason } from '../core/stop.js';
 import { formatNumber } from '../core/text.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import type { Git } from '../io/git.js';
@@ -40,10 +29,11 @@ import {
   SEALED_CONTEXT,
   unpackFolder,
 } from './contexts.js';
-import { RecordsRepo } from './records.js';
-import { type PushedRef, Remote } from './remote.js';
+import type { RecordsRepo } from './records.js';
+import type { PushedRef, Remote } from './remote.js';
+import { openRunRecords } from './run-records.js';
 import { prepareIsolation } from './sandbox-setup.js';
-import { type ActionSettings, jobPlaces } from './settings.js';
+import type { ActionSettings } from './settings.js';
 
 export interface JobOutcome {
   run: string;
@@ -74,17 +64,8 @@ export interface JobOptions {
 }
 
 export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<JobOutcome> {
-  o.log(`repository: ${s.remoteUrl}`);
-
-  // 1. The run's records: its state and facts, from the state ref. Nothing an earlier job on this
-  //    runner left behind (a usage file, a context) may leak into this episode.
-  await removeTree(s.privateDir);
-  // forkflush's alone (see local/store.ts): no other user looks into what it hands the sandbox.
-  await mkdir(s.privateDir, { recursive: true, mode: 0o700 });
-  const places = jobPlaces(s);
-  const records = await RecordsRepo.create(places.records);
-  const remote = new Remote(s.remoteUrl, s.token, records);
-  const read = await readRun(records, remote, s.run);
+  // 1. The run's records: its state and facts, from the state ref, in a private folder made anew.
+  const { places, records, remote, read } = await openRunRecords(s, o.log);
   if ('unreadable' in read) {
     // The reason is the job's error either way: a push that fails too must not hide it.
     await recordUnreadable(records, remote, s, read, o.log).catch((e: unknown) =>
@@ -300,52 +281,6 @@ function describeStore(store: ContextStore): string {
   if (store === 'encrypted') return 'pushed encrypted with FORKFLUSH_CONTEXT_KEY';
   if (store === 'plain') return 'pushed as files (a private repository without FORKFLUSH_CONTEXT_KEY)';
   return 'not pushed (a public repository without FORKFLUSH_CONTEXT_KEY): serial episodes start fresh';
-}
-
-/**
- * The run's state and facts from its state ref, or why this worker cannot read them (a record
- * saved by a newer app, most often: see unreadableRunReason).
- */
-export async function readRun(
-  records: RecordsRepo,
-  remote: Remote,
-  run: string,
-): Promise<{ state: RunState; facts: RunFiles } | { unreadable: string; layout: unknown }> {
-  const ref = stateRef(run);
-  if (!(await remote.listRefs([ref])).has(ref)) {
-    throw new Error(`run ${run} has no state in this repository (no ref ${ref}): was it started here?`);
-  }
-  await remote.fetch([ref]);
-  const read = async (file: string): Promise<string> => {
-    const text = await records.read(ref, file);
-    if (text === null) throw new Error(`${ref} holds no ${file}`);
-    return text;
-  };
-  const [stateText, factsText] = [await read('state.json'), await read('run.json')];
-  let state: RunState;
-  let facts: RunFiles;
-  try {
-    state = parseRunState(stateText, `${ref}:state.json`);
-    facts = parseRunFiles(factsText, `${ref}:run.json`);
-  } catch (e) {
-    if (!(e instanceof RecordError)) throw e;
-    const writer = recordField(factsText, 'writtenBy');
-    return {
-      unreadable: unreadableRunReason(e.message, pkg.version, typeof writer === 'string' && writer ? writer : null),
-      layout: recordField(factsText, 'refsLayout'),
-    };
-  }
-  if (state.id !== run) throw new Error(`${ref}:state.json is the state of run ${state.id}, not of ${run}`);
-  return { state, facts };
-}
-
-/** A field of run.json as it says (the release that saved it, its layout), read without its schema. */
-function recordField(text: string, key: string): unknown {
-  try {
-    return (JSON.parse(text) as Record<string, unknown>)[key];
-  } catch {
-    return null;
-  }
 }
 
 /**

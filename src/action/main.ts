@@ -3,9 +3,10 @@
 // line naming the episode.
 import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
+import { ACTION_STOP_WITHIN_MS } from '../core/bounds.js';
 import { BASE_JOB } from '../core/names.js';
 import { exitWithin, stopAllCommands } from '../io/process.js';
-import { InterruptedError } from '../worker/episode.js';
+import { InterruptedError } from '../worker/episode-errors.js';
 import {
   type AgentLogReport,
   type ArtifactService,
@@ -19,13 +20,6 @@ import { type JobOutcome, runEpisodeJob } from './episode-job.js';
 import { basicCredentials } from './remote.js';
 import { baseOutputs, baseSummary, jobFailure, jobNotice, jobOutputs, jobSummary } from './report.js';
 import { type ActionSettings, parseSettings } from './settings.js';
-
-/**
- * How long a cancelled job takes at most to end, in milliseconds: within the 7.5 s a runner gives a
- * cancelled step between its SIGINT and its SIGTERM (the SIGKILL follows 2.5 s later). Every step
- * of an episode listens to the cancel; past this, what did not is killed and the job fails.
- */
-const STOP_WITHIN_MS = 7_000;
 
 /** The artifact client, loaded only when there is a log to upload. */
 const artifactClient = async (): Promise<UploadClient> =>
@@ -43,7 +37,7 @@ export async function run(): Promise<void> {
       process.exit(1);
     }
     cancel.abort(signal);
-    exitWithin(STOP_WITHIN_MS, 1, (line) =>
+    exitWithin(ACTION_STOP_WITHIN_MS, 1, (line) =>
       core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result (${line})`)),
     );
   };

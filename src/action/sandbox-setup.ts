@@ -5,6 +5,7 @@
 // do, the agent may not.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { SANDBOX_SETUP_TIMEOUT_MS } from '../core/bounds.js';
 import { probeSandbox, reprobeSandbox, type SandboxMode, writeFd3 } from '../io/sandbox.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 
@@ -82,7 +83,7 @@ function realMachine(): Machine {
       new Promise((resolve) => {
         const child = spawn(file, args, {
           stdio: ['ignore', 'ignore', 'ignore', ...(fd3 ? ['pipe' as const] : [])],
-          timeout: 300_000,
+          timeout: SANDBOX_SETUP_TIMEOUT_MS,
         });
         if (fd3) writeFd3(child, fd3);
         child.on('error', () => resolve(127));

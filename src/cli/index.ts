@@ -1,18 +1,11 @@
 #!/usr/bin/env node
+import { CLI_STOP_WITHIN_MS } from '../core/bounds.js';
 // The `forkflush` executable. The first Ctrl-C or SIGTERM stops the run gracefully (agents are
 // stopped, finished episodes are kept, the episode in flight runs again on resume); a second one
-// exits at once. Either way the process ends within STOP_WITHIN_MS, whatever it was waiting for.
+// exits at once. Either way the process ends within CLI_STOP_WITHIN_MS, whatever it was waiting for.
 // A reader that closes the pipe (`forkflush status | head -1`) ends the output quietly.
 import { exitWithin, stopAllCommands } from '../io/process.js';
 import { main } from './main.js';
-
-/**
- * How long a stopped forkflush takes at most to exit, in milliseconds: every step of an episode
- * listens to the stop and ends in a few seconds (an agent gets 2 s to stop before it is killed);
- * past this, whatever did not listen is killed with everything else forkflush started, and the run
- * is left as last saved (the state is written whole after every step), to resume.
- */
-const STOP_WITHIN_MS = 10_000;
 
 const stop = new AbortController();
 const onSignal = (signal: NodeJS.Signals) => {
@@ -23,7 +16,7 @@ const onSignal = (signal: NodeJS.Signals) => {
   const again = signal === 'SIGINT' ? 'Ctrl-C again' : 'a second SIGTERM';
   process.stderr.write(`\nforkflush: stopping (${again} to quit at once)...\n`);
   stop.abort('interrupted');
-  exitWithin(STOP_WITHIN_MS, 130, (line) => process.stderr.write(`${line}; resume the run to go on\n`));
+  exitWithin(CLI_STOP_WITHIN_MS, 130, (line) => process.stderr.write(`${line}; resume the run to go on\n`));
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);

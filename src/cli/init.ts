@@ -11,15 +11,17 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { fileURLToPath } from 'node:url';
 import { specOfName } from '../agents/specs.js';
+import { INIT_GRADER_TIMEOUT_SECONDS, INIT_GRADING_OUTPUT_MAX_CHARS } from '../core/bounds.js';
 import { AGENT_KINDS, CONFIG_PATH, configJsonSchema, parseConfig, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
+import { AGENT_TIMEOUT_SECONDS } from '../core/method.js';
 import { failureLine, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { runShell } from '../io/process.js';
 import { untrackedFiles, whileWatchingReads } from '../local/grader-reads.js';
 import { namedPaths } from '../local/preflight.js';
 import type { Parsed } from './args.js';
-import type { Io } from './main.js';
+import type { Io } from './io.js';
 
 // The Action as the example workflows name it: a stand-in repository at the release they are for.
 const ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
@@ -90,7 +92,11 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
   io.stdout.write(`\ngrading the workspace as it is now: ${answers.grader}\n`);
   // Files git does not have that the grader reads must be committed too: runs grade the commit.
   const watched = await whileWatchingReads(root, await untrackedFiles(root), () =>
-    runShell(answers.grader, { cwd: root, timeoutMs: 300_000, maxOutput: 200_000 }),
+    runShell(answers.grader, {
+      cwd: root,
+      timeoutMs: INIT_GRADER_TIMEOUT_SECONDS * 1000,
+      maxOutput: INIT_GRADING_OUTPUT_MAX_CHARS,
+    }),
   );
   const g = watched.result;
   const last = g.stdout.trim().split('\n').at(-1)?.trim() ?? '';
@@ -308,11 +314,11 @@ grader:
   # Run in a clean checkout of each episode's work; its last stdout line is the score.
   command: ${yamlString(command)}
   direction: ${a.direction}
-  timeout: 300 # seconds per grading
+  timeout: ${INIT_GRADER_TIMEOUT_SECONDS} # seconds per grading
   # Restored from the base before grading; an episode that changes one gets no score.
   protected: [${a.protected.map(yamlString).join(', ')}]
 agent:
-${agent}  timeout: 1800 # seconds per episode, whatever the budget
+${agent}  timeout: ${AGENT_TIMEOUT_SECONDS} # seconds per episode, whatever the budget
 budget:
   total: ${a.budget}
   unit: ${a.unit} # ${a.unit === 'usd' ? 'as the agent reports it, or priced by forkflush' : a.unit === 'tokens' ? 'as the agent reports them' : a.unit === 'minutes' ? 'wall time' : 'grader runs the agent asks for'}

@@ -4,18 +4,14 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
-import { amount, mapText } from '../core/map-report.js';
+import { amount, mapText } from '../core/map/report.js';
 import { formatNumber } from '../core/text.js';
 import { type MapPlan, makeMap } from '../local/map.js';
 import type { Parsed } from './args.js';
-import type { Io } from './main.js';
+import { integer } from './flags.js';
+import type { Io } from './io.js';
 
-export async function mapCommand(
-  dir: string,
-  p: Parsed,
-  io: Io,
-  num: (flag: string, text: string, min: number) => number,
-): Promise<number> {
+export async function mapCommand(dir: string, p: Parsed, io: Io): Promise<number> {
   const v = p.values;
   const out = v.json ? io.stderr : io.stdout;
   const str = (x: unknown) => (typeof x === 'string' ? x : undefined);
@@ -25,7 +21,7 @@ export async function mapCommand(
     ...(str(v.config) ? { configFile: str(v.config) } : {}),
     ...(str(v.run) ? { run: str(v.run) } : {}),
     ...(str(v.compare) ? { compare: str(v.compare) } : {}),
-    ...(v.concurrency !== undefined ? { concurrency: num('--concurrency', str(v.concurrency) ?? '', 1) } : {}),
+    ...(v.concurrency !== undefined ? { concurrency: integer('--concurrency', str(v.concurrency) ?? '', 1) } : {}),
     dryRun: v['dry-run'] === true,
     now: io.now,
     ...(io.env ? { env: io.env } : {}),

@@ -14,11 +14,8 @@
 // An episode tried again after a failure that passes is charged every try, each within what the
 // tries before it left.
 import { QUICK_FAILURE_SECONDS } from './method.js';
-import type { ExitReason } from './state.js';
+import type { ExitReason, SpentBasis } from './state.js';
 import { formatNumber } from './text.js';
-
-/** Where a charge comes from: counted or reported; an estimate; nothing, by the quick-failure rule. */
-export type SpentBasis = 'measured' | 'estimated' | 'none';
 
 /** One try of an episode's agent, as the worker saw it end. */
 export interface TryFacts {

@@ -283,6 +283,6 @@ function esc(s: string): string {
 }
 
 // ------------------------------------------------------------------------------------------------
-// For the comparison chart (core/compare-chart.ts): the same marks as this one.
+// For the comparison chart (core/compare/chart.ts): the same marks as this one.
 
 export { cross as crossMark, dot as dotMark, star as starMark };

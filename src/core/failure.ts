@@ -7,6 +7,8 @@
 // when crashes repeat. Also here, pure, for every spec to share: the common shapes of providers'
 // error text (recognizeFailure), paths an error says were not found (notFoundPaths), and the wait
 // before a retry (retryWait).
+
+import { FAILURE_QUOTE_MAX_CHARS, FAILURE_READ_MAX_LINES } from './bounds.js';
 import { AGENT_TRIES, RETRY_FIRST_WAIT_SECONDS, RETRY_MAX_WAIT_SECONDS } from './method.js';
 
 /** Failures that fail every later episode the same way: the run stops before the next one. */
@@ -43,9 +45,6 @@ export function isPermanent(kind: FailureKind): kind is PermanentFailure {
 export function isTransient(kind: FailureKind): kind is TransientFailure {
   return (TRANSIENT_FAILURES as readonly string[]).includes(kind);
 }
-
-/** The most of an agent's own line a failure keeps (`quote`), and of forkflush's fix. */
-export const FAILURE_QUOTE_MAX = 300;
 
 /** What each kind is, in the words of a stop line ("the agent failed in r0.b1: its key was refused"). */
 export const FAILURE_WHAT: Record<FailureKind, string> = {
@@ -116,9 +115,6 @@ const SHAPES: { kind: Exclude<FailureKind, 'crash' | 'cli' | 'hidden-path'>; re:
   },
 ];
 
-/** The most lines of an agent's output recognition reads (its end: where a CLI says why it stopped). */
-const LINES_READ = 400;
-
 /**
  * The failure an agent's error text names, by the common shapes of providers' and CLIs' errors
  * (401/403 and a refused key, an exhausted quota, an unknown model, 429 and its retry-after,
@@ -130,7 +126,7 @@ export function recognizeFailure(text: string): AgentFailure | null {
   const lines = text
     .replace(/\r\n?/g, '\n')
     .split('\n')
-    .slice(-LINES_READ)
+    .slice(-FAILURE_READ_MAX_LINES)
     .map((l) => l.trim())
     .filter(Boolean);
   for (const { kind, re } of SHAPES) {
@@ -151,7 +147,7 @@ export function recognizeFailure(text: string): AgentFailure | null {
 export function quoteLine(line: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is removed
   const clean = line.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').trim();
-  return clean.length > FAILURE_QUOTE_MAX ? `${clean.slice(0, FAILURE_QUOTE_MAX - 1)}…` : clean;
+  return clean.length > FAILURE_QUOTE_MAX_CHARS ? `${clean.slice(0, FAILURE_QUOTE_MAX_CHARS - 1)}…` : clean;
 }
 
 /** How long a provider asked to wait, in milliseconds: retry-after (seconds), "try again in 20s", retryDelay. */

@@ -2,17 +2,11 @@
 // in place: the status, a checklist of rounds with their branches' scores and spend, the plan, the
 // leaderboard, score versus spend), the run's own check run, and the result pull request's title
 // and body. Pure text from the run's state and its record's view (github-text.ts GitHubView).
+
+import { BODY_MAX_CHARS, CHECK_OUTPUT_MAX_BYTES, CHECKLIST_MAX_ROUNDS } from './bounds.js';
 import { spent } from './budget.js';
 import { type ChartData, chartData } from './chart.js';
-import {
-  BODY_MAX,
-  branchView,
-  CHECK_OUTPUT_MAX,
-  clip,
-  commentMarker,
-  type GitHubView,
-  type RunPhase,
-} from './github-text.js';
+import { branchView, clip, commentMarker, type GitHubView, type RunPhase } from './github-text.js';
 import { describeEpisodeId, GITHUB } from './names.js';
 import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, scoreText } from './report.js';
@@ -63,7 +57,7 @@ export function issueComment(
       parts.push('', '<details><summary>As a table</summary>', '', bestTable(points, unit), '', '</details>');
     }
   }
-  return clip(`${parts.join('\n')}\n`, BODY_MAX);
+  return clip(`${parts.join('\n')}\n`, BODY_MAX_CHARS);
 }
 
 /** Where the run stands, in a phrase. */
@@ -93,9 +87,6 @@ function baseText(state: RunState, view: GitHubView): string {
   return 'not graded (a run started before forkflush graded it on GitHub)';
 }
 
-/** Rounds the checklist shows in full; earlier ones are counted in a line. */
-const CHECKLIST_ROUNDS = 12;
-
 /**
  * The rounds as a checklist, newest last: each round's branches with their scores (the winner in
  * bold), what it spent, and a box ticked once it is decided.
@@ -103,7 +94,7 @@ const CHECKLIST_ROUNDS = 12;
 export function roundsChecklist(state: RunState): string {
   const unit = state.config.budget.unit;
   const lines: string[] = [];
-  const hidden = Math.max(0, state.rounds.length - CHECKLIST_ROUNDS);
+  const hidden = Math.max(0, state.rounds.length - CHECKLIST_MAX_ROUNDS);
   if (hidden > 0) lines.push(`- [x] rounds 0 to ${hidden - 1}: in the leaderboard and the plan below`);
   for (const r of state.rounds.slice(hidden)) {
     const adopted = r.decision?.adopted ?? [];
@@ -157,7 +148,7 @@ export function runCheckText(state: RunState, phase: RunPhase, view: GitHubView)
       '',
       roundsChecklist(state),
     ].join('\n'),
-    CHECK_OUTPUT_MAX,
+    CHECK_OUTPUT_MAX_BYTES,
   );
   if (phase === 'running' && open && !view.stopReason && !halted) {
     return { status: 'in_progress', title: `round ${open.index} (${open.phase}) running; ${bestScore}`, summary };
@@ -287,5 +278,5 @@ export function finalPrBody(
     `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
     `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`,
   ];
-  return clip(body.join('\n'), BODY_MAX);
+  return clip(body.join('\n'), BODY_MAX_CHARS);
 }

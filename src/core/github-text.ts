@@ -1,3 +1,4 @@
+import { BODY_MAX_CHARS, CHECK_OUTPUT_MAX_BYTES, GITHUB_ANNOTATIONS_MAX } from './bounds.js';
 import { FAILURE_WHAT, GENERIC_FIX } from './failure.js';
 import { describeContext, type EpisodeDetails } from './journal.js';
 import { bestBranch, describeEpisodeId, lineageBranch } from './names.js';
@@ -144,7 +145,7 @@ export function checkRunOutput(
   // Each line indented into a code block; the journal is the agent's, read from a commit.
   const journal = details?.journalTail.map((l) => `    ${inertOnGitHub(plainText(l))}`) ?? [];
   const text = journal.length > 0 ? `Latest journal entries (${c.journal}):\n\n${journal.join('\n')}` : '';
-  const output = { title, summary: clip(summary, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+  const output = { title, summary: clip(summary, CHECK_OUTPUT_MAX_BYTES), text: clip(text, CHECK_OUTPUT_MAX_BYTES) };
   const annotations = protectedAnnotations(r);
   return annotations.length > 0 ? { ...output, annotations } : output;
 }
@@ -158,15 +159,12 @@ export interface CheckAnnotation {
   message: string;
 }
 
-/** GitHub takes at most 50 annotations per request. */
-const MAX_ANNOTATIONS = 50;
-
 /**
  * One annotation per protected path the agent changed, on the file's first line: the commit holds
  * the base's version (forkflush restored it), and the annotation says why the branch has no score.
  */
 function protectedAnnotations(r: EpisodeResult): CheckAnnotation[] {
-  return r.protectedChanged.slice(0, MAX_ANNOTATIONS).map((path) => ({
+  return r.protectedChanged.slice(0, GITHUB_ANNOTATIONS_MAX).map((path) => ({
     path: plainText(path).slice(0, 1000),
     start_line: 1,
     end_line: 1,
@@ -176,11 +174,6 @@ function protectedAnnotations(r: EpisodeResult): CheckAnnotation[] {
       'The agent changed this protected path (grader.protected). forkflush restored it before grading, and the episode got no score.',
   }));
 }
-
-/** GitHub refuses a check run's summary or text over 65,535 bytes (in UTF-8; its docs say characters: github/docs#35252). */
-export const CHECK_OUTPUT_MAX = 65_535;
-/** GitHub refuses issue, comment and pull request bodies over 65,536 characters; as many bytes are never more. */
-export const BODY_MAX = 65_536;
 
 const utf8 = new TextEncoder();
 
@@ -231,17 +224,18 @@ export function episodePrBody(state: RunState, e: Episode, r: EpisodeResult): st
     '',
     'forkflush merges the best branch of each round into the lineage and closes the others.',
   ];
-  return clip(body.join('\n'), BODY_MAX);
+  return clip(body.join('\n'), BODY_MAX_CHARS);
 }
 
 export function loserComment(state: RunState, e: Episode, winner: Episode | null): string {
   const mine = scoreText(e.result?.score);
   if (setupFailed(e)) {
     const why = inertCodeSpan(e.result?.reason ?? 'setup failed');
-    return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX);
+    return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX_CHARS);
   }
   const round = state.rounds.find((r) => r.index === e.round);
-  if (round?.decision?.voided) return clip(`Not adopted: round ${e.round} is ${round.decision.voided}.`, BODY_MAX);
+  if (round?.decision?.voided)
+    return clip(`Not adopted: round ${e.round} is ${round.decision.voided}.`, BODY_MAX_CHARS);
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }

@@ -1,7 +1,8 @@
 // What the worker writes down after each episode: a journal line for the agents that come next,
 // and commit trailers that make the commit itself the record of the episode's result.
+
+import { FAILURE_QUOTE_MAX_CHARS } from './bounds.js';
 import type { Config, Unit } from './config.js';
-import { FAILURE_QUOTE_MAX } from './failure.js';
 import { validFailure, validRetries, validUsage } from './records.js';
 import { RESOURCES } from './resources.js';
 import {
@@ -80,7 +81,7 @@ export function boundedResult<
       ? {
           retries: r.retries
             .slice(0, BOUNDS.retries)
-            .map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX) })),
+            .map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX_CHARS) })),
         }
       : {}),
     protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path)),
@@ -90,7 +91,7 @@ export function boundedResult<
 function boundedFailure(f: RecordedFailure): RecordedFailure {
   return {
     kind: f.kind,
-    quote: boundedText(f.quote, FAILURE_QUOTE_MAX),
+    quote: boundedText(f.quote, FAILURE_QUOTE_MAX_CHARS),
     ...(f.fix !== undefined ? { fix: boundedText(f.fix, BOUNDS.text) } : {}),
   };
 }

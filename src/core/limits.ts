@@ -9,20 +9,15 @@
 // counts the schedule with episodes that spend nothing, its most rounds. A run whose schedule goes
 // by its plan therefore never meets the default; only extra rounds and an explicit, lower
 // `limits.rounds` do.
+
+import { SEEN_MAX_KEYS, SIMULATED_MAX_ROUNDS } from './bounds.js';
 import type { Config } from './config.js';
 import { EXTRA_ROUNDS } from './method.js';
-import { MOST_SIMULATED, simulate } from './plan.js';
+import { simulate } from './plan.js';
 import { type Action, applyFinish } from './reconcile.js';
 import { nextRound } from './schedule.js';
 import type { RunState } from './state.js';
 import { advance } from './work.js';
-
-/**
- * Keys kept in each of a run's lists of events acted on (the newest): our choice. 200 label and
- * command events is far more than a run gets; 200 job and workflow-run deliveries are about 40
- * fork rounds of four, well past the time GitHub redelivers or a stale delivery arrives.
- */
-export const SEEN_KEPT = 200;
 
 const scheduled = new Map<string, number>();
 
@@ -38,7 +33,7 @@ export function scheduleRounds(config: Config): number {
   try {
     rounds = simulate(config, () => ({ spent: 0, score: null })).rounds.length;
   } catch {
-    rounds = MOST_SIMULATED;
+    rounds = SIMULATED_MAX_ROUNDS;
   }
   if (scheduled.size >= 100) scheduled.clear();
   scheduled.set(key, rounds);
@@ -143,8 +138,8 @@ export function seenAny(list: readonly string[] | undefined, keys: readonly stri
   return keys.some((k) => list?.includes(k));
 }
 
-/** The list with the keys added as the newest, the oldest dropped beyond SEEN_KEPT. */
+/** The list with the keys added as the newest, the oldest dropped beyond SEEN_MAX_KEYS. */
 export function remember(list: readonly string[] | undefined, keys: readonly string[]): string[] {
   const kept = (list ?? []).filter((k) => !keys.includes(k));
-  return [...kept, ...keys].slice(-SEEN_KEPT);
+  return [...kept, ...keys].slice(-SEEN_MAX_KEYS);
 }

@@ -14,15 +14,15 @@ import { describeEpisodeId } from './names.js';
 import type { Episode, LoserNotes, Round, RunState } from './state.js';
 import { cutText, formatNumber, plainText } from './text.js';
 
+/** Read by the two shells that record the losers' journals (core/bounds.ts sets it). */
+export { LOSER_JOURNAL_MAX_BYTES } from './bounds.js';
+
 /**
  * What one loser's notes keep at most: its last `entries` entries (earlier ones are counted, not
  * quoted), each cut to `entryChars` characters on one line. About 5 KB per branch, so a run of
  * three rounds of four branches adds at most about 45 KB to a journal.
  */
 export const LOSER_CAP = { entries: 12, entryChars: 400 } as const;
-
-/** The journal a shell reads at most, per commit (an agent could commit gigabytes). */
-export const LOSER_JOURNAL_MAX_BYTES = 1024 * 1024;
 
 /** Whether the run keeps the losers' journals. */
 export function keepsLosers(config: Config): boolean {

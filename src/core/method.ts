@@ -2,10 +2,23 @@
 // the paper (../shared/docs/method.md, by section) or our own choice, and why. The config schema
 // (its defaults and their descriptions), the schedule, the plan's warnings and the GitHub shell's
 // deadlines read them here; nothing else in src/ should write one of these numbers again.
-import type { Config, Unit } from './config.js';
 
 /** The strategies: fork-and-flush and the baselines it is measured against (method.md). */
 export const STRATEGIES = ['fork-and-flush', 'single-run', 'best-of-n', 'fork-only', 'flush-only'] as const;
+
+/** The units a budget is counted in (budget.unit). */
+export const UNITS = ['usd', 'tokens', 'minutes', 'evaluations'] as const;
+export type Unit = (typeof UNITS)[number];
+
+/**
+ * What the deadlines read of a config: the agent's, the grader's and setup's timeouts (seconds).
+ * A shape of its own, so that this file imports nothing (config.ts reads its defaults here).
+ */
+export interface EpisodeTimeouts {
+  agent: { timeout: number };
+  grader: { timeout: number };
+  setup?: { commands: readonly unknown[]; timeout: number } | undefined;
+}
 
 /** The paper's defaults of a fork-and-flush run (method.md, "The schedule used in the paper"). */
 export const PAPER = {
@@ -82,9 +95,7 @@ export const STALE_CLAIM_MINUTES = 10;
  * agent.timeout + 2 × grader.timeout (+ 2 × setup.timeout when there is a setup), plus the slack
  * for queueing.
  */
-export function roundDeadlineMinutes(
-  config: Pick<Config, 'agent' | 'grader'> & Partial<Pick<Config, 'setup'>>,
-): number {
+export function roundDeadlineMinutes(config: EpisodeTimeouts): number {
   return episodeLimitSeconds(config) / 60 + ROUND_DEADLINE_SLACK_MINUTES;
 }
 
@@ -92,7 +103,7 @@ export function roundDeadlineMinutes(
  * The longest one episode may take, in seconds, by its limits: its setup (when there is one) in
  * the workspace and in the judge's checkout, the agent, and the gradings the deadline allows.
  */
-export function episodeLimitSeconds(config: Pick<Config, 'agent' | 'grader'> & Partial<Pick<Config, 'setup'>>): number {
+export function episodeLimitSeconds(config: EpisodeTimeouts): number {
   const setup = config.setup && config.setup.commands.length > 0 ? SETUP_RUNS * config.setup.timeout : 0;
   return config.agent.timeout + DEADLINE_GRADINGS * config.grader.timeout + setup;
 }
@@ -234,7 +245,7 @@ export const MAX_UNFINISHED_STARTS = 3;
 // ------------------------------------------------------------------------------------------------
 // Idea maps (issue 24, `forkflush map`): where the agents searched, drawn as the paper draws it
 // (method.md, "Idea maps"; the paper's §3, §6.1 and appendices E, F, H). The computation is in
-// core/tste.ts, core/basins.ts, core/map-sample.ts and core/map.ts; its numbers are here.
+// core/map/tste.ts, core/map/basins.ts, core/map/sample.ts and core/map/record.ts; its numbers are here.
 
 /** The paper's figures for its maps, printed beside a map's own as a reference, never as a target. */
 export const PAPER_MAP = {

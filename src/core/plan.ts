@@ -1,5 +1,7 @@
 // The plan: a preview of the whole run, phase by phase, made by running the real schedule with
 // episodes that spend exactly their allowance. Every strategy plans to spend exactly budget.total.
+
+import { SIMULATED_MAX_ROUNDS } from './bounds.js';
 import type { Config } from './config.js';
 import { episodeLimitSeconds, LEAST_USEFUL_EPISODE, roundDeadlineMinutes, SETUP_RUNS } from './method.js';
 import { applyResult, reconcile } from './reconcile.js';
@@ -22,11 +24,13 @@ export interface PlanPhase {
 /** What a simulated episode spends and scores. */
 export type SimulatedOutcome = (episode: Episode) => { spent: number; score: number | null };
 
-/** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
-export const MOST_SIMULATED = 10_000;
-
 /** Runs the schedule to the end without agents: the whole run's rounds, as the core would decide them. */
-export function simulate(config: Config, outcome: SimulatedOutcome, seed = 0, maxRounds = MOST_SIMULATED): RunState {
+export function simulate(
+  config: Config,
+  outcome: SimulatedOutcome,
+  seed = 0,
+  maxRounds = SIMULATED_MAX_ROUNDS,
+): RunState {
   let state = newRunState({ id: 'plan', seed, config, baseCommit: 'base', baseScore: null });
   for (let round = 0; round < maxRounds; round++) {
     // The same steps as the local runner and the GitHub sync take, with made-up episodes.

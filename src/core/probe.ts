@@ -1,8 +1,8 @@
 // `forkflush probe`: will forking help here? A few short independent single runs, and their spread
 // (method.md, "Where it helps": measure spread first). The spread is the sd of the runs' best
 // scores relative to the gain they made; the threshold is PROBE_SPREAD in method.ts, a judgement.
-import type { RunRecord } from './compare.js';
-import { type Direction, goodness, sd } from './compare-stats.js';
+import type { RunRecord } from './compare/results.js';
+import { type Direction, goodness, sd } from './compare/stats.js';
 import { PROBE_EPISODES_EACH, PROBE_SPREAD } from './method.js';
 import { formatNumber, shellQuote } from './text.js';
 

@@ -6,6 +6,7 @@
 // have the round voided. So words only earn one more try; what forkflush measured outside the
 // sandbox while the judge ran decides: the machine short -> the round is void (no winner, the
 // lineage goes on unchanged: core/select.ts `voidReason`), else the failure is the branch's own.
+import { DISK_FULL_BELOW_BYTES, DISK_FULL_BELOW_INODES } from './bounds.js';
 
 /** What a grader can run out of. */
 export type Resource = 'processes' | 'memory' | 'disk';
@@ -36,10 +37,6 @@ export const NO_READINGS: MachineReadings = {
   inodesFreeMin: null,
 };
 
-/** Less free than this is a full disk (as a full disk elsewhere in forkflush: worker/episode.ts). */
-const FULL_BYTES = 64 * 1024 * 1024;
-const FULL_INODES = 1000;
-
 /**
  * What the machine ran short of while it was watched: fewer than 1% of its tasks free (at least
  * 64), an OOM kill or under 1% of its memory available, or a nearly full disk.
@@ -52,8 +49,8 @@ export function machineShort(r: MachineReadings): Resource[] {
   const lowMemory = r.memAvailableMin !== null && r.memTotal !== null && r.memAvailableMin < r.memTotal / 100;
   if ((r.oomKills ?? 0) > 0 || lowMemory) short.push('memory');
   if (
-    (r.diskFreeMin !== null && r.diskFreeMin < FULL_BYTES) ||
-    (r.inodesFreeMin !== null && r.inodesFreeMin < FULL_INODES)
+    (r.diskFreeMin !== null && r.diskFreeMin < DISK_FULL_BELOW_BYTES) ||
+    (r.inodesFreeMin !== null && r.inodesFreeMin < DISK_FULL_BELOW_INODES)
   )
     short.push('disk');
   return short;

@@ -1,11 +1,13 @@
 // The state of one run, as the core sees it. Adapters persist it (a run folder locally, refs and
 // check runs on GitHub); the core only reads it and returns a new one.
-import type { SpentBasis } from './charge.js';
 import type { Config } from './config.js';
 import type { AgentFailure, TransientFailure } from './failure.js';
 import type { Resource } from './resources.js';
 
 /** How an episode's chat context begins (../shared/docs/method.md, "Definitions"). */
+/** Where a charge comes from: counted or reported; an estimate; nothing, by the quick-failure rule. */
+export type SpentBasis = 'measured' | 'estimated' | 'none';
+
 export type ContextMode = 'fresh' | 'carry' | 'copy';
 export type ExitReason = 'finished' | 'budget' | 'timeout' | 'crash';
 /**

@@ -1,4 +1,5 @@
 // Small text helpers shared by the core's user-facing messages and reports.
+import { FAILURE_QUOTE_MAX_CHARS } from './bounds.js';
 
 /** Levenshtein distance, for "did you mean" suggestions. */
 export function editDistance(a: string, b: string): number {
@@ -213,7 +214,7 @@ const NOISE = [/^at\s/, /^Node\.js v\d+/, /^\^+$/, /^File ".*", line \d+/];
  * (`Error:`, `error:`, a Python exception after its `Traceback`), else the last meaningful one.
  * Stack frames and Node's version banner never count; control characters are gone (plainText).
  */
-export function failureLine(output: string, max = 300): string {
+export function failureLine(output: string, max = FAILURE_QUOTE_MAX_CHARS): string {
   const lines = plainText(output.replace(/\r\n?/g, '\n'))
     .split('\n')
     .map((l) => l.trim())

@@ -2,7 +2,7 @@
 // decides (reconcile, advance); `dueWork` says what the forge must do about it: open a round's
 // branches, publish each result, settle each decided round, move the best branch, publish the
 // finished run. The local runner and the GitHub sync carry the same items out through one
-// `Forge` interface (`carryOut`), each repeat-safe in its own way: locally every step is
+// `ForgeWork` interface (`carryOut`), each repeat-safe in its own way: locally every step is
 // idempotent on git refs; on GitHub each item is claimed in the run's record before it runs.
 import { type Action, applyDecision, applyFinish, applyOpen, reconcile } from './reconcile.js';
 import { type Episode, findEpisode, type Round, type RunState } from './state.js';
@@ -51,7 +51,7 @@ export function dueWork(state: RunState, done: WorkDone): WorkItem[] {
 }
 
 /** The forge side of each work item. `retaking`: a claim left by a handler that died is taken over. */
-export interface Forge {
+export interface ForgeWork {
   openRound(state: RunState, round: Round, retaking: boolean): Promise<void>;
   publishResult(state: RunState, episode: Episode, retaking: boolean): Promise<void>;
   settleRound(state: RunState, round: Round): Promise<void>;
@@ -60,7 +60,7 @@ export interface Forge {
 }
 
 /** Carries one item out through the forge. */
-export async function carryOut(forge: Forge, state: RunState, item: WorkItem, retaking = false): Promise<void> {
+export async function carryOut(forge: ForgeWork, state: RunState, item: WorkItem, retaking = false): Promise<void> {
   switch (item.type) {
     case 'open-round':
       return forge.openRound(state, roundOf(state, item.round), retaking);
@@ -126,7 +126,7 @@ export function advance(
  * moves its lineage from the episode's base to its commit; a head already at that commit, or at a
  * commit a later decided round adopted (a later round was settled first, after a crash), is fine.
  */
-export function lineageMovedOutside(
+export function whyLineageMovedOutside(
   state: RunState,
   round: Round,
   e: Episode,

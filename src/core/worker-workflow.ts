@@ -1,12 +1,10 @@
 // What the app checks of the repository's worker workflow before a run spends anything: that its
 // episode job may run as long as an episode may take. Pure: the workflow's text in, a warning out.
 import { parse } from 'yaml';
+import { GITHUB_JOB_TIMEOUT_MINUTES } from './bounds.js';
 import type { Config } from './config.js';
 import { AGENT_INSTALL_TIMEOUT_SECONDS, episodeLimitSeconds, roundDeadlineMinutes } from './method.js';
 import { GITHUB } from './names.js';
-
-/** What GitHub gives a job without `timeout-minutes` (its documentation of jobs.<id>.timeout-minutes). */
-const GITHUB_JOB_TIMEOUT_MINUTES = 360;
 
 /**
  * Why the worker workflow's episode job (the one that uses the forkflush Action) would be stopped

@@ -21,12 +21,12 @@ import { parseCommitDetails } from '../core/journal.js';
 import { roundDeadlineMinutes } from '../core/method.js';
 import { BASE_JOB, checkRunName, contextRef, GITHUB, type RunRefs, refName, roundRunTitle } from '../core/names.js';
 import { type Episode, type Round, type RunState, setupFailed } from '../core/state.js';
-import { type Forge, lineageMovedOutside } from '../core/work.js';
+import { type ForgeWork, whyLineageMovedOutside } from '../core/work.js';
 import type { CheckRunFields, GitHubForge, RunFiles } from './forge.js';
 import type { Commits } from './observe.js';
 import { layoutOf, phaseOf, refsOf, resultCommit, resultLineage, textDigest, viewOf } from './record.js';
 
-export class GitHubWork implements Forge {
+export class GitHubWork implements ForgeWork {
   constructor(
     private readonly forge: GitHubForge,
     private readonly commits: Commits,
@@ -230,7 +230,7 @@ export class GitHubWork implements Forge {
         const lineage = refs.lineage(e.lineage, state.lineages.length);
         const moved = await this.forge.fastForward(lineage, e.result.commit);
         const head = moved === 'diverged' ? await this.forge.refSha(lineage) : e.result.commit;
-        const problem = lineageMovedOutside(state, round, e, head, refName(lineage));
+        const problem = whyLineageMovedOutside(state, round, e, head, refName(lineage));
         if (problem) throw new Error(problem);
       } else {
         const pr = this.files.published[e.id]?.pr;

@@ -11,6 +11,7 @@
 // Where neither holds (a range that is taken, a container that maps only 65536 uids, an older
 // kernel) every sandbox shares one limit, and the sandbox's name says so.
 import { readFileSync } from 'node:fs';
+import { SANDBOX_MAX_PROCESSES, SANDBOX_SLOTS_PER_PROCESS } from '../core/bounds.js';
 
 /**
  * The uids forkflush's sandboxes run as under root: past what systemd (containers up to
@@ -19,13 +20,11 @@ import { readFileSync } from 'node:fs';
  * folders the user shares with every episode (sandbox.write) stay writable by each.
  */
 export const UID_RANGE = { group: 2_013_000_000, first: 2_013_000_001, size: 2 ** 27 } as const;
-/** Sandboxes one forkflush process may run at once under root: uids are (pid, slot), pid < 2^22. */
-export const SLOTS = 32;
 const PID_SPACE = 2 ** 22;
 
 /** A uid of the range: slot `slot` of the process with id `pid` (unique among live processes). */
 export function rangeUid(pid: number, slot: number): number {
-  return UID_RANGE.first + (pid % PID_SPACE) * SLOTS + slot;
+  return UID_RANGE.first + (pid % PID_SPACE) * SANDBOX_SLOTS_PER_PROCESS + slot;
 }
 
 export interface Lease {
@@ -40,7 +39,7 @@ export interface Lease {
  * namespace still being torn down) may still count against it.
  */
 export class UidPool {
-  private readonly free: number[] = Array.from({ length: SLOTS }, (_, i) => i);
+  private readonly free: number[] = Array.from({ length: SANDBOX_SLOTS_PER_PROCESS }, (_, i) => i);
 
   constructor(private readonly pid: number) {}
 
@@ -48,7 +47,7 @@ export class UidPool {
     const slot = this.free.shift();
     if (slot === undefined)
       throw new Error(
-        `forkflush runs at most ${SLOTS} sandboxes at once as root (each as a user of its own): run fewer episodes at once (--concurrency)`,
+        `forkflush runs at most ${SANDBOX_SLOTS_PER_PROCESS} sandboxes at once as root (each as a user of its own): run fewer episodes at once (--concurrency)`,
       );
     let released = false;
     return {
@@ -136,9 +135,6 @@ export function readIdFiles(entries: { passwd: string; group: string }): IdFiles
   };
 }
 
-/** The most processes one sandbox gets: see processLimit. */
-export const MOST_PROCESSES = 8192;
-
 /** What the machine can hold, and what forkflush's own process may have (null: unlimited). */
 export interface ProcessRoom {
   pidMax: number;
@@ -161,7 +157,7 @@ export function processLimit(m: ProcessRoom): number {
   const machine = Math.min(m.pidMax, m.threadsMax);
   const own = m.ownLimit === null ? Number.POSITIVE_INFINITY : m.ownLimit;
   const hard = m.hardLimit === null ? Number.POSITIVE_INFINITY : m.hardLimit;
-  return Math.max(1, Math.min(MOST_PROCESSES, Math.floor(machine / 4), Math.floor(own / 4), hard));
+  return Math.max(1, Math.min(SANDBOX_MAX_PROCESSES, Math.floor(machine / 4), Math.floor(own / 4), hard));
 }
 
 /** What this machine can hold and this process may have. */

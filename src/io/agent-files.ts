@@ -16,29 +16,25 @@ import { execFile } from 'node:child_process';
 import { constants, type Dirent } from 'node:fs';
 import { lstat, open, readdir, rename, unlink } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { GIT_TIMEOUT_MS } from './git.js';
+import {
+  CONTEXT_FILE_MAX_BYTES,
+  CONTEXT_MAX_BYTES,
+  CONTEXT_PATH_MAX_BYTES,
+  GIT_TIMEOUT_MS,
+  NOTE_NAMED_TRAPS_MAX,
+} from '../core/bounds.js';
 import { runProcess } from './process.js';
 
 const exec = promisify(execFile);
-/** Folders whose path is longer than this are cut off: well under PATH_MAX (4096), so their removal still works. */
-const MAX_PATH_BYTES = 2048;
-/** Files larger than this are removed: no CLI keeps a conversation that large, and copying one on is costly. */
-export const MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
-/**
- * A context whose files pass this in all (by apparent size: a sparse file is copied in full) is
- * emptied: a conversation is megabytes, and each carried copy (and on GitHub, the packed archive
- * held in memory) would cost all of it again.
- */
-export const MAX_CONTEXT_BYTES = 1024 * 1024 * 1024;
 
 export interface Cleaned {
   /** Symbolic links and special files. */
   links: number;
   /** Entries whose name is not UTF-8. */
   names: number;
-  /** Folders nested past MAX_PATH_BYTES. */
+  /** Folders nested past CONTEXT_PATH_MAX_BYTES. */
   deep: number;
-  /** Files past MAX_CONTEXT_FILE_BYTES (by their apparent size: sparse ones too). */
+  /** Files past CONTEXT_FILE_MAX_BYTES (by their apparent size: sparse ones too). */
   big: number;
   /** Folders emptied because their files passed the total they may hold. */
   emptied: number;
@@ -61,13 +57,10 @@ export const NOTHING_CLEANED: Readonly<Cleaned> = {
   trapPaths: [],
 };
 
-/** How many removed entries a note names. */
-const NAMED_TRAPS = 3;
-
 /** Adds what one cleaning removed to a running total. */
 export function addCleaned(total: Cleaned, more: Cleaned): void {
   for (const k of ['links', 'names', 'deep', 'big', 'emptied', 'traps'] as const) total[k] += more[k];
-  total.trapPaths = [...total.trapPaths, ...more.trapPaths].slice(0, NAMED_TRAPS);
+  total.trapPaths = [...total.trapPaths, ...more.trapPaths].slice(0, NOTE_NAMED_TRAPS_MAX);
 }
 
 /**
@@ -108,7 +101,10 @@ export async function sweepTree(dir: string, signal?: AbortSignal): Promise<{ cl
     await exec('chmod', ['-R', 'u+rwX', '--', dir]).catch(() => {});
   }
   const paths = [...found];
-  return { cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NAMED_TRAPS) }, paths };
+  return {
+    cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NOTE_NAMED_TRAPS_MAX) },
+    paths,
+  };
 }
 
 /**
@@ -145,7 +141,7 @@ async function walk(
       await dropTree(dir, path);
       cleaned.names++;
     } else if (e.isDirectory()) {
-      if (path.length > MAX_PATH_BYTES) {
+      if (path.length > CONTEXT_PATH_MAX_BYTES) {
         await dropTree(dir, path);
         cleaned.deep++;
       } else await walk(path, rootLength, inGit || e.name.equals(DOT_GIT), cleaned, kept);
@@ -156,11 +152,11 @@ async function walk(
       // A git directory named from here (TRAP_RULE): a context is committed with git on GitHub.
       await unlink(path).catch(() => {});
       cleaned.traps++;
-      if (cleaned.trapPaths.length < NAMED_TRAPS)
+      if (cleaned.trapPaths.length < NOTE_NAMED_TRAPS_MAX)
         cleaned.trapPaths = [...cleaned.trapPaths, path.subarray(rootLength).toString()];
     } else {
       const size = (await lstat(path).catch(() => null))?.size ?? 0;
-      if (size > MAX_CONTEXT_FILE_BYTES) {
+      if (size > CONTEXT_FILE_MAX_BYTES) {
         await unlink(path).catch(() => {});
         cleaned.big++;
       } else kept.bytes += size;
@@ -183,9 +179,9 @@ async function dropTree(dir: Buffer, path: Buffer): Promise<void> {
 export function cleanedNote(c: Cleaned): string | null {
   const parts = [
     c.names ? `${c.names} entries whose names are not UTF-8` : '',
-    c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : '',
-    c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : '',
-    c.emptied ? `everything in a context whose files passed ${MAX_CONTEXT_BYTES / 1024 / 1024} MB in all` : '',
+    c.deep ? `${c.deep} folders nested deeper than ${CONTEXT_PATH_MAX_BYTES} bytes of path` : '',
+    c.big ? `${c.big} files larger than ${CONTEXT_FILE_MAX_BYTES / 1024 / 1024} MB` : '',
+    c.emptied ? `everything in a context whose files passed ${CONTEXT_MAX_BYTES / 1024 / 1024} MB in all` : '',
     c.traps
       ? `${c.traps} special files or git redirects that could stall forkflush's git (${c.trapPaths.map((p) => JSON.stringify(p)).join(', ')}${c.traps > c.trapPaths.length ? ', ...' : ''})`
       : '',

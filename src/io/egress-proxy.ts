@@ -20,7 +20,22 @@ import { isIP, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import { dial, isInternal, limiter, type MachineProxy, machineProxy, splice, tunnel } from './egress-upstream.js';
+import {
+  EGRESS_MAX_CONNECTIONS,
+  EGRESS_MAX_DIALS,
+  EGRESS_MAX_REFUSED_TARGETS,
+  EGRESS_MAX_WAITING,
+} from '../core/bounds.js';
+import {
+  dial,
+  isInternal,
+  limiter,
+  type MachineProxy,
+  machineProxy,
+  type ProxyAddress,
+  splice,
+  tunnel,
+} from './egress-upstream.js';
 
 /** How the agent may reach a host and port: named in the allowlist, covered by a wildcard, or not at all. */
 export type Reach = 'named' | 'wildcard' | null;
@@ -50,15 +65,6 @@ export interface EgressProxy {
   close(): Promise<void>;
 }
 
-/** Connections one listener holds at once: plenty for a CLI and its tools, a bound for a flood. */
-const MAX_CONNECTIONS = 256;
-/** Connections being opened at once (a name lookup takes a thread of Node's shared pool). */
-const MAX_DIALS = 4;
-/** Waiting to be opened, past which a request is refused at once. */
-const MAX_WAITING = 256;
-/** Distinct refused targets remembered; the rest are counted together. */
-const MAX_REFUSED_TARGETS = 100;
-
 /** Headers that belong to one connection, never forwarded. */
 const HOP = [
   'connection',
@@ -83,11 +89,11 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     return s;
   };
   const refuse = (target: string) => {
-    const key = refused.has(target) || refused.size < MAX_REFUSED_TARGETS ? target : 'other targets';
+    const key = refused.has(target) || refused.size < EGRESS_MAX_REFUSED_TARGETS ? target : 'other targets';
     refused.set(key, (refused.get(key) ?? 0) + 1);
   };
   const machine = machineProxy(o.env);
-  const dials = limiter(MAX_DIALS, MAX_WAITING);
+  const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
   // A connection to an allowed target: through the machine's proxy where it has one, else
   // straight to the address the name resolves to (checked once, and connected to as checked).
   const open = (host: string, port: number, reach: 'named' | 'wildcard', tls: boolean) =>
@@ -143,19 +149,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const headers = forwarded(req.headers);
     headers.host = url.host;
     const via = machine.for(host, false);
-    if (via)
-      return void relay(
-        req,
-        res,
-        httpRequest({
-          host: via.hostname,
-          port: via.port || 80,
-          method: req.method,
-          path: url.href,
-          headers: { ...headers, ...via.auth },
-        }),
-        null,
-      );
+    if (via) return relayThroughProxy(req, res, via, url.href, headers, null);
     open(host, port, reach, false).then(
       (socket) =>
         relay(
@@ -198,7 +192,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   const listeners: Record<string, string | number> = {};
   try {
     for (const [name, server] of Object.entries(servers)) {
-      server.maxConnections = MAX_CONNECTIONS;
+      server.maxConnections = EGRESS_MAX_CONNECTIONS;
       server.headersTimeout = 30_000;
       server.on('connection', (s: Socket) => track(s));
       server.on('clientError', (_e, s: Socket) => s.destroy());
@@ -265,19 +259,7 @@ function routeForwarder(
         ...(tls ? { servername: isIP(target.host) ? undefined : target.host } : {}),
       });
     if (!via) return void relay(req, res, make(), secrets);
-    if (!tls)
-      return void relay(
-        req,
-        res,
-        httpRequest({
-          host: via.hostname,
-          port: via.port || 80,
-          method: req.method,
-          path: `${base.origin}${path}`,
-          headers: { ...headers, ...via.auth },
-        }),
-        secrets,
-      );
+    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets);
     tunnel(via, target.host, target.port).then(
       (raw) => {
         const secure = tlsConnect({ socket: track(raw), servername: target.host });
@@ -292,6 +274,25 @@ function routeForwarder(
     );
   };
   return { handle, agent };
+}
+
+/** Relays a plain HTTP request through the machine's own proxy: the absolute URL as its path, the proxy's credentials added. */
+function relayThroughProxy(
+  req: IncomingMessage,
+  res: ServerResponse,
+  via: ProxyAddress,
+  url: string,
+  headers: Record<string, string | string[]>,
+  secrets: Buffer[] | null,
+): void {
+  const upstream = httpRequest({
+    host: via.hostname,
+    port: via.port || 80,
+    method: req.method,
+    path: url,
+    headers: { ...headers, ...via.auth },
+  });
+  relay(req, res, upstream, secrets);
 }
 
 /** Pipes a request to its upstream and the answer back, the secrets masked in the answer. */

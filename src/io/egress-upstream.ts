@@ -2,8 +2,7 @@
 // internal one for a wildcard), or through the machine's own proxy (HTTPS_PROXY, HTTP_PROXY,
 // NO_PROXY), a few connections opened at a time.
 import { BlockList, connect, isIP, type Socket } from 'node:net';
-
-const DIAL_TIMEOUT_MS = 15_000;
+import { EGRESS_DIAL_TIMEOUT_MS } from '../core/bounds.js';
 
 /** Addresses a wildcard never leads to: this machine, private networks, link-local (cloud metadata). */
 const INTERNAL = new BlockList();
@@ -45,7 +44,7 @@ export function splice(a: Socket, b: Socket): void {
 export function dial(host: string, port: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = connect({ host, port, noDelay: true });
-    s.setTimeout(DIAL_TIMEOUT_MS, () => s.destroy(new Error('timed out')));
+    s.setTimeout(EGRESS_DIAL_TIMEOUT_MS, () => s.destroy(new Error('timed out')));
     s.once('connect', () => {
       s.setTimeout(0);
       resolve(s);

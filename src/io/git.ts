@@ -2,6 +2,8 @@
 // written to a global or repository config. Every call is bounded in time (GIT_TIMEOUT_MS) and
 // stops with the signal it is given: git opens some files of a work tree by name with a blocking
 // open() (.gitignore, .gitattributes, a nested .git's HEAD), and a FIFO there would hold it for good.
+
+import { GIT_OUTPUT_MAX_CHARS, GIT_TIMEOUT_MS } from '../core/bounds.js';
 import { runProcess } from './process.js';
 
 export class GitError extends Error {
@@ -14,13 +16,6 @@ export class GitError extends Error {
     super(`git ${args.join(' ')} failed (exit ${exitCode}): ${stderr.trim().split('\n').slice(-3).join(' ')}`);
   }
 }
-
-/**
- * A git command that has not finished in this long has stalled: on the largest repositories
- * forkflush is meant for (a checkout of a few hundred thousand files, 2 GB of changes to hash) git
- * takes minutes on a slow disk, never ten.
- */
-export const GIT_TIMEOUT_MS = 10 * 60 * 1000;
 
 /**
  * A git command that did not answer within its bound (it was stopped): what it was, and the path
@@ -68,9 +63,6 @@ const IDENTITY = [
   'core.fsmonitor=false',
 ];
 
-/** The most of git's stdout (or stderr) read, in characters. */
-const MAX_OUTPUT = 64_000_000;
-
 export interface GitResult {
   exitCode: number | null;
   stdout: string;
@@ -104,14 +96,14 @@ export class Git {
       cwd: this.cwd,
       env,
       ...(options.input !== undefined ? { input: options.input } : {}),
-      maxOutput: MAX_OUTPUT,
+      maxOutput: GIT_OUTPUT_MAX_CHARS,
       timeoutMs,
       ...(signal ? { signal } : {}),
     });
     if (r.stopped === 'timeout') throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
     if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
     // Never half a listing: what was cut off could be anything (the one oversized file, say).
-    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${MAX_OUTPUT / 1_000_000} MB`);
+    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${GIT_OUTPUT_MAX_CHARS / 1_000_000} MB`);
     const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || '' };
     if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
     return result;

@@ -3,32 +3,21 @@
 // killer's count, the memory available, and the free space of the judge's filesystems. Sampled
 // a few times a second from /proc and statfs: a handful of small reads each time.
 import { readFileSync, statfsSync } from 'node:fs';
-
-/** The readings (core/resources.ts `MachineReadings`: the same shape). */
-export interface Readings {
-  tasksPeak: number | null;
-  taskCapacity: number | null;
-  oomKills: number | null;
-  memAvailableMin: number | null;
-  memTotal: number | null;
-  diskFreeMin: number | null;
-  inodesFreeMin: number | null;
-}
+import { MACHINE_WATCH_EVERY_MS } from '../core/bounds.js';
+import type { MachineReadings } from '../core/resources.js';
 
 export interface MachineWatch {
   /** Stops watching and returns what it saw. */
-  stop(): Readings;
+  stop(): MachineReadings;
 }
 
 /** Starts watching the machine, and the filesystems `paths` are on. */
 export type WatchMachine = (paths: string[]) => MachineWatch;
 
-const EVERY_MS = 200;
-
 export const watchMachine: WatchMachine = (paths) => {
   const capacity = Math.min(number('/proc/sys/kernel/pid_max'), number('/proc/sys/kernel/threads-max'));
   const oomAtStart = oomKills();
-  const r: Readings = {
+  const r: MachineReadings = {
     tasksPeak: null,
     taskCapacity: Number.isFinite(capacity) ? capacity : null,
     oomKills: null,
@@ -53,7 +42,7 @@ export const watchMachine: WatchMachine = (paths) => {
     }
   };
   sample();
-  const timer = setInterval(sample, EVERY_MS);
+  const timer = setInterval(sample, MACHINE_WATCH_EVERY_MS);
   timer.unref();
   return {
     stop() {

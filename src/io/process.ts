@@ -4,6 +4,13 @@
 // A confined command runs in the sandbox (io/sandbox.ts), whose PID namespace dies with it.
 import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
+import {
+  LOG_MAX_BYTES,
+  NOT_STARTED_WITHIN_MS,
+  OUTPUT_DRAIN_MS,
+  PROCESS_TRACK_EVERY_MS,
+  SECOND_SIGNAL_AFTER_MS,
+} from '../core/bounds.js';
 import { openingPath } from './opening-path.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
 
@@ -37,21 +44,10 @@ export interface RunOptions {
 /** Spawns a command the way runProcess does (an episode's confined spawner has this shape). */
 export type Spawner = (file: string, args: string[], options: RunOptions) => Promise<RunResult>;
 
-/**
- * The most a command may write to its log file: a command that writes more is stopped (`stopped`
- * is LOG_FULL), as one past its time is. An agent's log is its transcript, a few megabytes for an
- * hour's session; what an agent prints must not fill the disk, and what is past the end of the log
- * could not be metered (aider's and opencode's usage is read from it).
- */
-export const LOG_MAX_BYTES = 128 * 1024 * 1024;
+/** Read by the agents' runner (core/bounds.ts sets it). */
+export { LOG_MAX_BYTES };
 /** The `stopped` reason of a command whose output passed LOG_MAX_BYTES. */
 export const LOG_FULL = 'log-full';
-
-/** How long output is still read after the command exits: a detached child may hold the pipes. */
-const DRAIN_MS = 300;
-const TRACK_MS = 250;
-/** When a stopped command gets its second SIGTERM (the SIGKILL follows at killAfterMs). */
-const SECOND_SIGNAL_MS = 300;
 
 export interface RunResult {
   exitCode: number | null;
@@ -114,12 +110,9 @@ export function exitWithin(ms: number, code: number, say: (line: string) => void
   timer.unref();
 }
 
-/** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */
-const NOT_STARTED_MS = 5000;
-
 /** A command that never ran: it could not be spawned, or exited 126/127 at once. */
 export function couldNotStart(r: { spawnError?: string; exitCode: number | null; ms: number }): boolean {
-  return r.spawnError !== undefined || ((r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_MS);
+  return r.spawnError !== undefined || ((r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_WITHIN_MS);
 }
 
 /** Runs a shell command line (sh -c) in its own process group. */
@@ -208,7 +201,7 @@ function spawnAndWait(
       if (child.pid === undefined) return;
       for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
     };
-    const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : undefined;
+    const tracker = options.track && !confined ? setInterval(remember, PROCESS_TRACK_EVERY_MS) : undefined;
     tracker?.unref();
     const terminate = () => {
       if (child.pid === undefined) return;
@@ -232,7 +225,7 @@ function spawnAndWait(
       terminate();
       // Agent CLIs take a first signal as "interrupt this turn" and carry on (opencode 1.18 does);
       // the second ends them, as a second Ctrl-C does.
-      secondTimer = setTimeout(terminate, SECOND_SIGNAL_MS);
+      secondTimer = setTimeout(terminate, SECOND_SIGNAL_AFTER_MS);
       secondTimer.unref();
       killTimer = setTimeout(() => {
         if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
@@ -290,7 +283,7 @@ function spawnAndWait(
       if (tracker) remember();
       if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
       if (stopped !== null || tracker) killAll(strays, 'SIGKILL');
-      drainTimer = setTimeout(finish, DRAIN_MS);
+      drainTimer = setTimeout(finish, OUTPUT_DRAIN_MS);
     });
     child.on('close', (exitCode, signal) => {
       ended ??= { exitCode, signal };

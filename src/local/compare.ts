@@ -7,10 +7,10 @@
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
 import { spent as spentOf } from '../core/budget.js';
-import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare.js';
-import { chartGroups, compareChartData, renderCompareChartSvg } from '../core/compare-chart.js';
-import type { Variant } from '../core/compare-config.js';
+import { chartGroups, compareChartData, renderCompareChartSvg } from '../core/compare/chart.js';
+import type { Variant } from '../core/compare/config.js';
 import {
   type CompareManifest,
   checkVariants,
@@ -20,8 +20,9 @@ import {
   runWidth,
   samePlan,
   variantText,
-} from '../core/compare-plan.js';
-import { duration, renderCompareReport } from '../core/compare-report.js';
+} from '../core/compare/plan.js';
+import { duration, renderCompareReport } from '../core/compare/report.js';
+import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare/results.js';
 import { type Config, parseConfig, type Strategy } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
@@ -29,6 +30,7 @@ import { RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { runStop } from '../core/stop.js';
 import { formatNumber } from '../core/text.js';
+import { scheduleRuns } from './compare-schedule.js';
 import { eventLine } from './progress.js';
 import { readMap, writeReports } from './reports.js';
 import { drive } from './runner.js';
@@ -69,7 +71,21 @@ export interface CompareOutcome {
   message?: string;
 }
 
-export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
+/** What a compare is about to do: its config, and the manifest it starts or resumes. */
+interface ChosenCompare {
+  taskDir: string;
+  file: string;
+  created: Date;
+  manifest: CompareManifest;
+  resumed: boolean;
+  /** The config of the manifest's first strategy: the budget's unit, the branches. */
+  base: Config;
+  /** The config file's path in the repository, or null when it is outside. */
+  configPathInRepo: string | null;
+}
+
+/** The manifest a compare runs: an unfinished one it resumes (asked, or the same plan), else a new one. */
+async function chooseCompare(o: CompareOptions): Promise<ChosenCompare> {
   const s = await stat(o.dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
   const taskDir = await realpath(resolve(o.dir));
@@ -111,29 +127,42 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join('\n'));
   const base = parseConfig(manifest.configText, file, runOverrides(manifest, manifest.strategies[0] as Strategy));
-  const folder = join(RunStore.runsDir(taskDir), manifest.id);
   const rel = relative(taskDir, file);
   const configPathInRepo = rel.startsWith('..') ? null : rel;
-  if (o.dryRun) {
-    // The checks a run makes before it spends (committed files, the agent, the initial grade),
-    // once, with the first variant's config (each variant's config was checked whole above).
-    const first = manifest.variants[0];
-    const text = first ? variantText(manifest, first, configPathInRepo) : null;
-    const scratch = text === null ? null : await mkdtemp(join(tmpdir(), 'forkflush-variant-'));
-    const configFile = scratch ? join(scratch, `variant-${first?.name}.yml`) : file;
-    if (scratch && text !== null) await writeFile(configFile, text);
-    const check = await startRun({
-      dir: taskDir,
-      configFile,
-      overrides: runOverrides(manifest, manifest.strategies[0] as Strategy),
-      now: o.now(),
-      dryRun: true,
-      ...(o.env ? { env: o.env } : {}),
-    }).finally(() => (scratch ? rm(scratch, { recursive: true, force: true }) : undefined));
-    for (const w of check.warnings) o.log(`note: ${w}`);
-    const results = { ...compareResults(manifest, new Map(), base), initial: check.state.base.score };
-    return { manifest, results, config: base, folder, resumed, code: 0 };
-  }
+  return { taskDir, file, created, manifest, resumed, base, configPathInRepo };
+}
+
+/** A dry run: the checks a run makes before it spends, and the results as the compare would start them. */
+async function dryRunCompare(o: CompareOptions, c: ChosenCompare): Promise<CompareOutcome> {
+  const { taskDir, file, manifest, resumed, base, configPathInRepo } = c;
+  const folder = join(RunStore.runsDir(taskDir), manifest.id);
+  // The checks a run makes before it spends (committed files, the agent, the initial grade),
+  // once, with the first variant's config (each variant's config was checked whole above).
+  const first = manifest.variants[0];
+  const text = first ? variantText(manifest, first, configPathInRepo) : null;
+  const scratch = text === null ? null : await mkdtemp(join(tmpdir(), 'forkflush-variant-'));
+  const configFile = scratch ? join(scratch, `variant-${first?.name}.yml`) : file;
+  if (scratch && text !== null) await writeFile(configFile, text);
+  const check = await startRun({
+    dir: taskDir,
+    configFile,
+    overrides: runOverrides(manifest, manifest.strategies[0] as Strategy),
+    now: o.now(),
+    dryRun: true,
+    ...(o.env ? { env: o.env } : {}),
+  }).finally(() => (scratch ? rm(scratch, { recursive: true, force: true }) : undefined));
+  for (const w of check.warnings) o.log(`note: ${w}`);
+  const results = { ...compareResults(manifest, new Map(), base), initial: check.state.base.score };
+  return { manifest, results, config: base, folder, resumed, code: 0 };
+}
+
+export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
+  // 1. The manifest: resumed or new; a dry run stops after the checks.
+  const chosen = await chooseCompare(o);
+  if (o.dryRun) return dryRunCompare(o, chosen);
+  const { taskDir, created, base, configPathInRepo } = chosen;
+  let { manifest } = chosen;
+  const { resumed } = chosen;
   if (!resumed) {
     await mkdir(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
@@ -271,37 +300,20 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
     await outputs();
   };
 
-  // The scheduler: in plan order, each run when its slots are free. A run may pass one that waits
-  // for more slots only within the same seed, so the runs still finish about seed by seed.
+  // 3. The runs, scheduled in plan order.
   const pending = m.entries.map((_, i) => i).filter((i) => !runDone(stateOf(m, i, states)));
   o.log(
     `${m.kind} ${m.id}: ${total} runs, ${pending.length} to do; up to ${limit} episodes at once${resumed ? ' (resumed)' : ''}`,
   );
-  const running = new Map<number, Promise<void>>();
-  let free = limit;
-  let error: unknown = null;
-  while ((pending.length > 0 && !signal.aborted && error === null) || running.size > 0) {
-    for (let k = 0; k < pending.length && !signal.aborted && error === null; k++) {
-      const i = pending[k] as number;
-      if (m.entries[i]?.seed !== m.entries[pending[0] as number]?.seed) break;
-      const width = Math.min(limit, runWidth(entryConfig(m, i, states, configPathInRepo)));
-      if (width > free) continue;
-      pending.splice(k--, 1);
-      free -= width;
-      const task = runEntry(i, width)
-        .catch((err) => {
-          error ??= err;
-          halt.abort('error');
-        })
-        .finally(() => {
-          free += width;
-          running.delete(i);
-        });
-      running.set(i, task);
-    }
-    if (running.size === 0) break;
-    await Promise.race(running.values());
-  }
+  const error = await scheduleRuns(
+    m,
+    pending,
+    limit,
+    (i) => Math.min(limit, runWidth(entryConfig(m, i, states, configPathInRepo))),
+    runEntry,
+    signal,
+    halt,
+  );
   m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - started) / 1000) * 1000) / 1000;
   await save();
   await release();
@@ -407,7 +419,7 @@ async function unfinished(taskDir: string, kind: string, resuming: boolean): Pro
 
 /** A new compare's folder, by the time (a suffix when another started in the same second). */
 async function claimFolder(taskDir: string, kind: string, now: Date): Promise<string> {
-  for (let n = 1; n < 1000; n++) {
+  for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? '' : `-${n}`}`;
     try {
       await mkdir(join(RunStore.runsDir(taskDir), id), { mode: 0o700 });
@@ -416,7 +428,9 @@ async function claimFolder(taskDir: string, kind: string, now: Date): Promise<st
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
   }
-  throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 of them started in the same second`);
+  throw new UserError(
+    `${RunStore.runsDir(taskDir)} already holds ${RUNS_PER_SECOND_MAX} of them started in the same second`,
+  );
 }
 
 const loadState = (taskDir: string, id: string) =>

@@ -6,10 +6,8 @@
 // answer is "unknown", never a wrong list).
 import { readdir, readFile, stat, utimes } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import { UNTRACKED_CANDIDATES_MAX_FILES } from '../core/bounds.js';
 import { Git } from '../io/git.js';
-
-/** The most untracked files looked at: past it, a folder of generated data, not the task's inputs. */
-const MOST_CANDIDATES = 5000;
 
 /**
  * Files of a repository's working tree that git does not track and does not ignore (relative
@@ -17,13 +15,13 @@ const MOST_CANDIDATES = 5000;
  */
 export async function untrackedFiles(dir: string): Promise<string[]> {
   const r = await new Git(dir).exec(['ls-files', '--others', '--exclude-standard', '-z'], { check: false });
-  if (r.exitCode === 0) return r.stdout.split('\0').filter(Boolean).slice(0, MOST_CANDIDATES);
+  if (r.exitCode === 0) return r.stdout.split('\0').filter(Boolean).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
   const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
   return entries
     .filter((e) => e.isFile())
     .map((e) => relative(dir, join(e.parentPath, e.name)))
     .filter((f) => !f.split('/').some((part) => part.startsWith('.') || part === 'node_modules'))
-    .slice(0, MOST_CANDIDATES);
+    .slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
 }
 
 /**

@@ -7,9 +7,9 @@ import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
-import type { Judgment } from '../core/map.js';
-import { MAP_PROMPT_VERSION } from '../core/map-prompts.js';
-import { tripletKey } from '../core/map-sample.js';
+import { MAP_PROMPT_VERSION } from '../core/map/prompts.js';
+import type { Judgment } from '../core/map/record.js';
+import { tripletKey } from '../core/map/sample.js';
 import { writeAtomic } from './store.js';
 
 export interface CachedSpec {

@@ -3,9 +3,9 @@
 // themselves: several at once, each retried once after a failure, stopping when the budget is
 // spent, the judge cannot start, or it fails MAP_FAILURES_IN_A_ROW calls in a row.
 import type { Config } from '../core/config.js';
-import type { MapRecord, MapSnapshot } from '../core/map.js';
-import { type MapSettings, tripletCount } from '../core/map-config.js';
-import { newQuestions } from '../core/map-sample.js';
+import type { MapRecord, MapSnapshot } from '../core/map/record.js';
+import { newQuestions } from '../core/map/sample.js';
+import { type MapSettings, tripletCount } from '../core/map/settings.js';
 import { MAP_CALL_ESTIMATE, MAP_ESTIMATE_FROM, MAP_FAILURES_IN_A_ROW, MAP_MOST_FAILED } from '../core/method.js';
 import type { MapCache } from './map-cache.js';
 import { askJudge, type JudgeCall, type JudgeReply, type JudgeSetup, type MapStep } from './map-judge.js';

@@ -3,10 +3,10 @@
 // its settings come from; and the report.md that shows the map once it is drawn.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type CompareManifest, parseManifest, runOverrides } from '../core/compare-plan.js';
+import { type CompareManifest, parseManifest, runOverrides } from '../core/compare/plan.js';
 import { type Config, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
-import type { MapRecord } from '../core/map.js';
+import type { MapRecord } from '../core/map/record.js';
 import type { RunState } from '../core/state.js';
 import { writeCompareOutputs } from './compare.js';
 import { writeReports } from './reports.js';

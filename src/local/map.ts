@@ -1,8 +1,8 @@
 // `forkflush map`: the idea map of a run or a compare (README, "Idea maps"). It finds the runs
-// (map-target.ts), samples their snapshots (core/map-sample.ts), asks the judge for a spec of each
+// (map-target.ts), samples their snapshots (core/map/sample.ts), asks the judge for a spec of each
 // and for triplet answers (map-calls.ts, map-judge.ts: any agent kind, in the sandbox, within
 // map.budget), keeps every answer in the cache (map-cache.ts) as it lands, then fits the map in the
-// core (core/map.ts) and writes map.json and map.svg beside the run's or the compare's results,
+// core (core/map/record.ts) and writes map.json and map.svg beside the run's or the compare's results,
 // whose report.md then shows it. A judge that fails is reported, never papered over: a map with
 // too many failed calls is not drawn.
 import { mkdir, realpath, stat } from 'node:fs/promises';
@@ -10,12 +10,12 @@ import { join, resolve } from 'node:path';
 import { agentFor } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
-import { buildMap, type Judgment, type MapRecord, type MapSnapshot } from '../core/map.js';
-import { renderMapSvg } from '../core/map-chart.js';
-import { type MapSettings, mapSettings, tripletCount } from '../core/map-config.js';
-import { specPrompt, tripletFile, tripletPrompt } from '../core/map-prompts.js';
-import { amount } from '../core/map-report.js';
-import { newQuestions, runSnapshots, tripletKey } from '../core/map-sample.js';
+import { renderMapSvg } from '../core/map/chart.js';
+import { specPrompt, tripletFile, tripletPrompt } from '../core/map/prompts.js';
+import { buildMap, type Judgment, type MapRecord, type MapSnapshot } from '../core/map/record.js';
+import { amount } from '../core/map/report.js';
+import { newQuestions, runSnapshots, tripletKey } from '../core/map/sample.js';
+import { type MapSettings, mapSettings, tripletCount } from '../core/map/settings.js';
 import {
   MAP_CALL_ESTIMATE,
   MAP_CONCURRENCY,

@@ -4,7 +4,7 @@
 // a real one, not a run of many tiny episodes.
 
 import { join } from 'node:path';
-import { renderCompareReport } from '../core/compare-report.js';
+import { renderCompareReport } from '../core/compare/report.js';
 import { PROBE_RUNS } from '../core/method.js';
 import { analyzeProbe, type ProbeAnalysis, probeBudgetEach, probeText } from '../core/probe.js';
 import { type CompareOptions, type CompareOutcome, runCompare } from './compare.js';

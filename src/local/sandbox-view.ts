@@ -12,6 +12,7 @@ import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
+import { SANDBOX_PROBE_TIMEOUT_MS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { findExecutable } from '../io/executables.js';
 import { runProcess } from '../io/process.js';
@@ -113,7 +114,7 @@ async function probe(
   const r = await runProcess('/bin/sh', ['-c', script, 'forkflush-probe', ...args], {
     cwd,
     env: { PATH: path },
-    timeoutMs: 30_000,
+    timeoutMs: SANDBOX_PROBE_TIMEOUT_MS,
     confine: { sandbox, confinement },
   });
   const lines = r.stdout.trim().split('\n');

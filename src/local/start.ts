@@ -4,6 +4,7 @@ import { randomInt } from 'node:crypto';
 import { appendFile, chmod, cp, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
 import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
@@ -198,7 +199,7 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
  */
 async function newRunFolder(taskDir: string, now: Date): Promise<{ id: string; store: RunStore }> {
   await mkdir(RunStore.runsDir(taskDir), { recursive: true });
-  for (let n = 1; n < 1000; n++) {
+  for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
@@ -208,7 +209,9 @@ async function newRunFolder(taskDir: string, now: Date): Promise<{ id: string; s
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
   }
-  throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
+  throw new UserError(
+    `${RunStore.runsDir(taskDir)} already holds ${RUNS_PER_SECOND_MAX} runs started in the same second`,
+  );
 }
 
 /** A dry run's folder: a temporary one, removed when the checks are done. */

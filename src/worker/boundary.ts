@@ -6,6 +6,7 @@ import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, delimiter, dirname, isAbsolute, join } from 'node:path';
 import { CONTRACT_VARS } from '../agents/agent.js';
+import { PINNED_PROTECTED_MAX_FILES } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { matchesAny } from '../core/globs.js';
@@ -183,9 +184,6 @@ export function agentConfinement(p: EpisodePlaces, config: Config, env: NodeJS.P
   };
 }
 
-/** Most protected files the judge pins one by one; past it, their top folders are read-only whole. */
-const MOST_PINNED_FILES = 256;
-
 /**
  * What of the judge's checkout the grader may not change while it runs the agent's code: the
  * protected paths (`files` are the checkout's, relative). A folder a glob covers whole (`tests`,
@@ -211,7 +209,7 @@ export function judgeFixedPaths(
   const under = (f: string, folders: Iterable<string>) => [...folders].some((d) => f.startsWith(`${d}/`));
   const wholeFolders = new Set([...covered].filter((d) => !under(d, covered)));
   const single = files.filter((f) => !under(f, wholeFolders) && matchesAny(f, globs));
-  if (single.length > MOST_PINNED_FILES) {
+  if (single.length > PINNED_PROTECTED_MAX_FILES) {
     const tops = new Set([...wholeFolders, ...single].map((f) => f.split('/')[0] as string));
     return { readOnly: [...tops].sort(), pinned: [] };
   }

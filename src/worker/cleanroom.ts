@@ -6,6 +6,7 @@
 // checkout of exactly that commit.
 import { appendFile, copyFile, lstat, mkdir, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { RECORDED_CHANGES_MAX_BYTES, RECORDED_CHANGES_MAX_FILES, RECORDED_FILE_MAX_BYTES } from '../core/bounds.js';
 import { type Cleaned, emptyFolder, NOTHING_CLEANED, sweepTree } from '../io/agent-files.js';
 import { Git, type GitOptions, type GitResult } from '../io/git.js';
 import { runProcess } from '../io/process.js';
@@ -189,13 +190,6 @@ export async function snapshot(
   return { tree, protectedChanged, index, cleaned };
 }
 
-/** A file larger than this is not recorded: GitHub refuses a push with one, and hashing it is unbounded. */
-export const MAX_FILE_BYTES = 100 * 1024 * 1024;
-/** Nor are added or changed files past this, all together. */
-export const MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
-/** Nor more files than this (each costs git a hash and the judge a file, however small). */
-export const MAX_CHANGED_FILES = 100_000;
-
 /**
  * Throws when the files the agent added or changed (those git would record: its ignore rules
  * apply) are too large to record, before git reads a byte of them: a sparse file of a terabyte
@@ -217,20 +211,20 @@ async function refuseOversized(own: OwnRepo, workspace: string, index: string, i
     // A deleted file is listed as modified: it costs nothing.
     const s = await lstat(Buffer.concat([Buffer.from(`${workspace}/`), name])).catch(() => null);
     if (!s) continue;
-    if (++files > MAX_CHANGED_FILES)
+    if (++files > RECORDED_CHANGES_MAX_FILES)
       throw new Error(
-        `more than ${MAX_CHANGED_FILES.toLocaleString('en-US')} files were added or changed; keep generated files (node_modules, build output) out with .gitignore`,
+        `more than ${RECORDED_CHANGES_MAX_FILES.toLocaleString('en-US')} files were added or changed; keep generated files (node_modules, build output) out with .gitignore`,
       );
     if (!s.isFile()) continue;
     const shown = JSON.stringify(name.toString('utf8'));
-    if (s.size > MAX_FILE_BYTES)
+    if (s.size > RECORDED_FILE_MAX_BYTES)
       throw new Error(
-        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(MAX_FILE_BYTES)}, GitHub's own limit); keep it out with .gitignore`,
+        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(RECORDED_FILE_MAX_BYTES)}, GitHub's own limit); keep it out with .gitignore`,
       );
     total += s.size;
-    if (total > MAX_CHANGED_BYTES)
+    if (total > RECORDED_CHANGES_MAX_BYTES)
       throw new Error(
-        `the files added or changed pass ${megabytes(MAX_CHANGED_BYTES)}; keep large outputs out with .gitignore`,
+        `the files added or changed pass ${megabytes(RECORDED_CHANGES_MAX_BYTES)}; keep large outputs out with .gitignore`,
       );
   }
 }

@@ -4,19 +4,17 @@
 // private folder that only the episode's own sandbox has bound: no other process, and no other
 // episode, can ask for this episode's gradings. What the services of sibling episodes share is
 // forkflush's process: its open files (a connection each), its memory and its event loop. So a
-// service holds at most MOST_CONNECTIONS connections (more are closed as they come: a branch
+// service holds at most GRADE_SERVICE_MAX_CONNECTIONS connections (more are closed as they come: a branch
 // that opens thousands would take the files every sibling's judge and git command needs), one
 // request each, and one grading's output at a time; each grading runs in the sandbox under the episode's own account.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
+import { GRADE_SERVICE_MAX_CONNECTIONS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import type { Confinement, Sandbox } from '../io/sandbox.js';
 import { runGrader } from './grade.js';
-
-/** Connections one episode's service holds at once: far more than an agent's gradings at once need. */
-export const MOST_CONNECTIONS = 64;
 
 export interface GradeService {
   /** The executable to put in FORKFLUSH_GRADE. */
@@ -83,7 +81,7 @@ export async function startGradeService(args: {
         res.writeHead(500).end(JSON.stringify({ exitCode: 1, stdout: '', stderr: `forkflush: ${String(e)}\n` })),
     );
   });
-  server.maxConnections = MOST_CONNECTIONS;
+  server.maxConnections = GRADE_SERVICE_MAX_CONNECTIONS;
   // The client asks once per connection; requests pipelined behind the first would each wait in
   // forkflush's memory for their turn (thousands on one connection): they are refused, and the
   // connection closed.
@@ -117,7 +115,7 @@ const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', met
   });
 });
 req.on('error', (e) => {
-  process.stderr.write('forkflush: no answer from the grading service (' + e.message + '): it takes ${MOST_CONNECTIONS} requests at once, and none once the episode has ended\\n');
+  process.stderr.write('forkflush: no answer from the grading service (' + e.message + '): it takes ${GRADE_SERVICE_MAX_CONNECTIONS} requests at once, and none once the episode has ended\\n');
   process.exitCode = 3;
 });
 req.end();

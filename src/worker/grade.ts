@@ -2,6 +2,8 @@
 // (when the run has a sandbox) since it runs code the agent wrote. The judge's grading is
 // watched from outside, and tried once more when it failed for want of a resource
 // (core/resources.ts decides whose failure it was).
+
+import { FAILURE_LINE_MAX_CHARS, GRADER_OUTPUT_MAX_CHARS, MACHINE_SHORTAGE_PAUSE_MS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import {
   type JudgeAttempt,
@@ -44,7 +46,7 @@ export async function runGrader(
     cwd: workdir,
     env,
     timeoutMs: g.timeout * 1000,
-    maxOutput: 1_000_000,
+    maxOutput: GRADER_OUTPUT_MAX_CHARS,
     ...(signal ? { signal } : {}),
     ...(confine ? { confine } : { track: true }),
   });
@@ -54,7 +56,7 @@ export async function runGrader(
   if (r.spawnError)
     return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}`, startError: r.spawnError };
   if (r.exitCode !== 0) {
-    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
+    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
     return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail}` : ''}` };
   }
@@ -72,7 +74,7 @@ export interface JudgeMachine {
 }
 
 /** This machine: a shortage gets a few seconds to pass (a sibling's build ending, memory freed). */
-export const MACHINE: JudgeMachine = { watch: watchMachine, pauseMs: 5000 };
+export const MACHINE: JudgeMachine = { watch: watchMachine, pauseMs: MACHINE_SHORTAGE_PAUSE_MS };
 
 /**
  * Runs a judge's grading (`attempt`: a fresh checkout each time) while watching the machine

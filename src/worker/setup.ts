@@ -16,6 +16,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { appendFile, cp, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { FAILURE_LINE_MAX_CHARS, SETUP_OUTPUT_MAX_CHARS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { failureLine, plainText } from '../core/text.js';
 import { addCleaned, type Cleaned, removeTree, sweepTree } from '../io/agent-files.js';
@@ -35,9 +36,6 @@ export interface SetupRun {
   /** What was swept out of the checkout after the commands (sweepTree), before git read it. */
   cleaned: Cleaned;
 }
-
-/** What setup's log keeps of one command's output, at most (the end is kept). */
-const SETUP_OUTPUT_MAX = 1_000_000;
 
 /**
  * Runs setup's commands in `dir`, one after the other, until one fails or the time is up, with
@@ -73,7 +71,7 @@ export async function runSetup(o: {
       cwd: o.dir,
       env,
       timeoutMs: left,
-      maxOutput: SETUP_OUTPUT_MAX,
+      maxOutput: SETUP_OUTPUT_MAX_CHARS,
       ...(o.signal ? { signal: o.signal } : {}),
       ...(o.confine ? { confine: o.confine } : { track: true }),
     });
@@ -83,7 +81,7 @@ export async function runSetup(o: {
     else if (r.stopped) failure = `setup was stopped (${r.stopped}) in \`${command}\``;
     else if (r.spawnError) failure = `setup could not start \`${command}\`: ${r.spawnError}`;
     else if (r.exitCode !== 0) {
-      const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
+      const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
       const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
       failure = `setup failed: \`${command}\` ${how}${tail ? `: ${tail}` : ''}`;
     }

@@ -9,8 +9,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { GRADE_SERVICE_MAX_CONNECTIONS } from '../../src/core/bounds.js';
 import type { RunState } from '../../src/core/state.js';
-import { MOST_CONNECTIONS } from '../../src/worker/grade-service.js';
 import {
   type AttackRepo,
   attackTemp,
@@ -97,7 +97,9 @@ describeSandboxed('a branch that opens every connection it can to its grading se
     // service's share of them.
     const [opened] = log(repo, 'storm').split(' ').map(Number);
     expect(opened, log(repo, 'storm')).toBeGreaterThan(5000);
-    expect(most - before, `${before} open files before, ${most} at most`).toBeLessThan(MOST_CONNECTIONS + 300);
+    expect(most - before, `${before} open files before, ${most} at most`).toBeLessThan(
+      GRADE_SERVICE_MAX_CONNECTIONS + 300,
+    );
     expect(Number(log(repo, 'storm-end').split(' ')[0])).toBeGreaterThanOrEqual(
       committedAt(repo, sibling?.result?.commit ?? ''),
     );

@@ -3,6 +3,7 @@
 // says why; and the pure checks behind them (core/limits.ts).
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
+import { SEEN_MAX_KEYS } from '../../src/core/bounds.js';
 import { type Config, parseConfig } from '../../src/core/config.js';
 import {
   advanceWithinLimits,
@@ -11,7 +12,6 @@ import {
   roundLimit,
   roundLimitNotes,
   roundsLeft,
-  SEEN_KEPT,
   scheduleRounds,
 } from '../../src/core/limits.js';
 import { EXTRA_ROUNDS } from '../../src/core/method.js';
@@ -93,9 +93,9 @@ describe('the round limit (core)', () => {
   });
 
   it('keeps the newest keys of the events acted on, each once', () => {
-    const many = Array.from({ length: SEEN_KEPT + 5 }, (_, i) => `delivery:${i}`);
+    const many = Array.from({ length: SEEN_MAX_KEYS + 5 }, (_, i) => `delivery:${i}`);
     const kept = remember([], many);
-    expect(kept).toHaveLength(SEEN_KEPT);
+    expect(kept).toHaveLength(SEEN_MAX_KEYS);
     expect(kept[0]).toBe('delivery:5');
     expect(remember(['a', 'b', 'c'], ['a'])).toEqual(['b', 'c', 'a']);
   });

@@ -5,15 +5,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  cleanAgentFolder,
-  cleanedNote,
-  emptyFolder,
-  MAX_CONTEXT_BYTES,
-  MAX_CONTEXT_FILE_BYTES,
-  removeTree,
-  sweepTree,
-} from '../../src/io/agent-files.js';
+import { CONTEXT_FILE_MAX_BYTES, CONTEXT_MAX_BYTES } from '../../src/core/bounds.js';
+import { cleanAgentFolder, cleanedNote, emptyFolder, removeTree, sweepTree } from '../../src/io/agent-files.js';
 import { Git } from '../../src/io/git.js';
 
 let tmp = '';
@@ -49,7 +42,7 @@ describe('cleanAgentFolder', () => {
     byteName(tmp, 'bad\\375dir', 'dir');
     deepTree(join(tmp, 'sub'), 1100);
     writeFileSync(join(tmp, 'sparse'), '');
-    truncateSync(join(tmp, 'sparse'), MAX_CONTEXT_FILE_BYTES + 1);
+    truncateSync(join(tmp, 'sparse'), CONTEXT_FILE_MAX_BYTES + 1);
 
     const cleaned = await cleanAgentFolder(tmp);
     expect(cleaned).toEqual({ links: 2, names: 2, deep: 1, big: 1, emptied: 0, traps: 0, trapPaths: [] });
@@ -70,7 +63,7 @@ describe('cleanAgentFolder', () => {
       truncateSync(join(tmp, 'sub', `part${i}`), 250 * 1024 * 1024);
     }
     writeFileSync(join(tmp, 'small.txt'), 'x');
-    const cleaned = await cleanAgentFolder(tmp, MAX_CONTEXT_BYTES);
+    const cleaned = await cleanAgentFolder(tmp, CONTEXT_MAX_BYTES);
     expect(cleaned.emptied).toBe(1);
     expect(readdirSync(tmp)).toEqual([]);
     expect(cleanedNote(cleaned)).toBe(
@@ -79,7 +72,7 @@ describe('cleanAgentFolder', () => {
     // Under the total, nothing goes.
     writeFileSync(join(tmp, 'a'), '');
     truncateSync(join(tmp, 'a'), 250 * 1024 * 1024);
-    expect((await cleanAgentFolder(tmp, MAX_CONTEXT_BYTES)).emptied).toBe(0);
+    expect((await cleanAgentFolder(tmp, CONTEXT_MAX_BYTES)).emptied).toBe(0);
     expect(readdirSync(tmp)).toEqual(['a']);
   });
 

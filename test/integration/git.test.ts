@@ -5,7 +5,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { GIT_TIMEOUT_MS, Git, GitStalledError, GitStoppedError } from '../../src/io/git.js';
+import { GIT_TIMEOUT_MS } from '../../src/core/bounds.js';
+import { Git, GitStalledError, GitStoppedError } from '../../src/io/git.js';
 
 async function repo(): Promise<{ git: Git; dir: string; a: string; b: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'forkflush-git-'));

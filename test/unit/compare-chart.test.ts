@@ -12,7 +12,7 @@ import {
   compareChartLayout,
   renderCompareChartSvg,
   STRATEGY_COLORS,
-} from '../../src/core/compare-chart.js';
+} from '../../src/core/compare/chart.js';
 import { parseConfig, type Strategy } from '../../src/core/config.js';
 import { simulate } from '../../src/core/plan.js';
 import type { Episode, RunState } from '../../src/core/state.js';

@@ -1,6 +1,6 @@
 // The compare: key of the config, and the variants of a comparison (a name plus keys it changes).
 import { describe, expect, it } from 'vitest';
-import { configMapping, fixedKeyProblem, parseVariantFlag, variantConfigText } from '../../src/core/compare-config.js';
+import { configMapping, fixedKeyProblem, parseVariantFlag, variantConfigText } from '../../src/core/compare/config.js';
 import { type ConfigError, configJsonSchema, parseConfig } from '../../src/core/config.js';
 
 const BASE = 'grader: {command: node grade.mjs}\nagent: {command: node agent.mjs}\nbudget: {total: 40, unit: tokens}\n';

@@ -2,11 +2,11 @@
 // simulate) whose best scores are known exactly: the Table-1 rows and their normalization, ties,
 // a strategy whose runs all failed, equal spend, the paired comparison, the plan and its variants.
 import { describe, expect, it } from 'vitest';
-import { compareResults, progressEstimate, runDone, runRecord } from '../../src/core/compare.js';
-import type { Variant } from '../../src/core/compare-config.js';
-import { type CompareManifest, checkVariants, planCompare, samePlan } from '../../src/core/compare-plan.js';
-import { compareText, renderCompareReport, significance, tableRows } from '../../src/core/compare-report.js';
-import { bootstrapInterval, normalizer, paired, sd, signTest } from '../../src/core/compare-stats.js';
+import type { Variant } from '../../src/core/compare/config.js';
+import { type CompareManifest, checkVariants, planCompare, samePlan } from '../../src/core/compare/plan.js';
+import { compareText, renderCompareReport, significance, tableRows } from '../../src/core/compare/report.js';
+import { compareResults, progressEstimate, runDone, runRecord } from '../../src/core/compare/results.js';
+import { bootstrapInterval, normalizer, paired, sd, signTest } from '../../src/core/compare/stats.js';
 import { type Config, parseConfig, type Strategy } from '../../src/core/config.js';
 import { simulate } from '../../src/core/plan.js';
 import type { RunState } from '../../src/core/state.js';

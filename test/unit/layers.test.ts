@@ -1,10 +1,12 @@
 // The layers of docs/architecture.md, checked by reading every import in src/.
 //
 //   core    -> core, yaml, zod (no node built-ins: no I/O, no clock)
-//   io      -> io, node built-ins
+//   io      -> io, node built-ins, core/bounds.ts (the operational limits: constants, no imports)
+//              and core/resources.ts (the shape of the machine's readings io takes)
 //   agents  -> agents, io, node built-ins, core's types (`import type` only), core/text.ts (pure
 //              text helpers: how a CLI's error line is found is the same for agents and graders)
-//              and core/failure.ts (pure: what a provider's error text says, for every spec)
+//              and core/failure.ts (pure: what a provider's error text says, for every spec) and
+//              core/bounds.ts (the operational limits)
 //   worker  -> worker, core, io, agents, node built-ins
 //   local   -> local, core, io, agents, worker, node built-ins (the local forge shell)
 //   github  -> github, core, node built-ins, probot (the GitHub forge shell)
@@ -47,11 +49,11 @@ const ENTRY: Rule = { layers: LAYERS, packages: 'any', node: true, files: ['pack
 
 const RULES: Record<Layer, Rule> = {
   core: { layers: [], packages: ['yaml', 'zod'], node: false },
-  io: { layers: [], packages: [], node: true },
+  io: { layers: [], packages: [], node: true, modules: ['src/core/bounds.ts', 'src/core/resources.ts'] },
   agents: {
     layers: ['io'],
     typesFrom: ['core'],
-    modules: ['src/core/text.ts', 'src/core/failure.ts'],
+    modules: ['src/core/text.ts', 'src/core/failure.ts', 'src/core/bounds.ts'],
     packages: [],
     node: true,
   },
@@ -302,6 +304,57 @@ function checkLayers(files: SourceFile[], rules: Record<Layer, Rule> = RULES): V
 }
 
 // ---------------------------------------------------------------------------------------------
+// Cycles: a module that imports itself back through others, `import type` included (a cycle of
+// types still ties the files together: neither can be read, moved or tested without the other).
+
+/** The modules of src/ that `path` imports (types included), as paths from the repository root. */
+function importedModules(path: string, source: string, known: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (const imp of readImports(source)) {
+    const target = resolveImport(path, imp.specifier);
+    if (target.kind !== 'layer') continue;
+    const file = target.path.replace(/\.js$/, '.ts');
+    if (known.has(file)) out.push(file);
+  }
+  return out;
+}
+
+/** Every import cycle among `files`: each a strongly connected group of two or more modules, sorted. */
+function importCycles(files: SourceFile[]): string[][] {
+  const known = new Set(files.map((f) => f.path));
+  const edges = new Map(files.map((f) => [f.path, importedModules(f.path, f.source, known)]));
+  // Tarjan's algorithm: one walk, each module's lowest reachable index on the stack.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v) as number);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group: string[] = [];
+    let w: string | undefined;
+    do {
+      w = stack.pop() as string;
+      onStack.delete(w);
+      group.push(w);
+    } while (w !== v);
+    if (group.length > 1 || (edges.get(v) ?? []).includes(v)) cycles.push(group.sort());
+  };
+  for (const f of files) if (!index.has(f.path)) visit(f.path);
+  return cycles;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Known violations in today's tree. Each is a bug to fix, not a rule: fix the import, then remove
 // its entry (an entry that no longer matches a violation fails the test, so the list only shrinks).
 
@@ -353,6 +406,15 @@ describe('layers: the imports in src/', () => {
   it('still have every known violation listed (remove an entry once it is fixed)', () => {
     const gone = stale(checkLayers(files), KNOWN_VIOLATIONS);
     expect(gone.map((a) => `${a.file} no longer imports ${a.specifier}: remove it from KNOWN_VIOLATIONS`)).toEqual([]);
+  });
+
+  it('form no cycle, not even of types', () => {
+    expect(importCycles(files).map((c) => c.join(' -> '))).toEqual([]);
+  });
+
+  it('leave core/bounds.ts, which io and agents read, importing nothing', () => {
+    const bounds = files.find((f) => f.path === 'src/core/bounds.ts');
+    expect(bounds && readImports(bounds.source)).toEqual([]);
   });
 
   it('are all seen by the regex reader (the same specifiers as TypeScript finds)', () => {
@@ -440,14 +502,14 @@ describe('layers: the checker', () => {
   it('lets io import node and itself only, so io importing core is reported', () => {
     expect(report('src/io/x.ts', "import { spawn } from 'node:child_process';\nimport './y.js';")).toEqual([]);
     expect(report('src/io/x.ts', "import type { Config } from '../core/config.js';")).toEqual([
-      'src/io/x.ts:1 imports type from ../core/config.js: io may import only io, node built-ins',
+      'src/io/x.ts:1 imports type from ../core/config.js: io may import only io, node built-ins, src/core/bounds.ts, src/core/resources.ts',
     ]);
   });
 
   it('lets agents take types, and only types, from core', () => {
     expect(report('src/agents/x.ts', "import type { Config } from '../core/config.js';")).toEqual([]);
     expect(report('src/agents/x.ts', "import { type Config } from '../core/config.js';")).toEqual([
-      'src/agents/x.ts:1 imports ../core/config.js: agents may import only agents, io, types from core (import type), node built-ins, src/core/text.ts, src/core/failure.ts',
+      'src/agents/x.ts:1 imports ../core/config.js: agents may import only agents, io, types from core (import type), node built-ins, src/core/text.ts, src/core/failure.ts, src/core/bounds.ts',
     ]);
     // The modules of core agents may take values from: pure text helpers and failure recognition.
     expect(report('src/agents/x.ts', "import { failureLine } from '../core/text.js';")).toEqual([]);
@@ -488,6 +550,16 @@ describe('layers: the checker', () => {
       'src/app/x.ts:1 imports ../cli/main.js: app may import only app, core, io, agents, worker, local, github, node built-ins, packages, package.json',
     ]);
     expect(report('src/cli/x.ts', "import { x } from '../../test/unit/helpers.js';")).toHaveLength(1);
+  });
+
+  it('finds an import cycle, of types too, and only cycles', () => {
+    const a = { path: 'src/core/a.ts', source: "import type { B } from './b.js';" };
+    const b = { path: 'src/core/b.ts', source: "import { c } from './sub/c.js';" };
+    const c = { path: 'src/core/sub/c.ts', source: "import type { A } from '../a.js';\nimport 'yaml';" };
+    const d = { path: 'src/core/d.ts', source: "import { a } from './a.js';" };
+    expect(importCycles([a, b, c, d])).toEqual([['src/core/a.ts', 'src/core/b.ts', 'src/core/sub/c.ts']]);
+    expect(importCycles([a, b, { ...c, source: "import 'yaml';" }, d])).toEqual([]);
+    expect(importCycles([{ path: 'src/io/x.ts', source: "import './x.js';" }])).toEqual([['src/io/x.ts']]);
   });
 
   it('reports a file outside every layer folder', () => {

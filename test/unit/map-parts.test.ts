@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { Resvg } from '@resvg/resvg-js';
 import { describe, expect, it } from 'vitest';
 import { type AgentKind, type ConfigError, parseConfig } from '../../src/core/config.js';
-import { buildMap, type MapSnapshot } from '../../src/core/map.js';
-import { MAP_COLORS, mapLayout, renderMapSvg } from '../../src/core/map-chart.js';
-import { mapSettings, tripletCount } from '../../src/core/map-config.js';
-import { finalMessage, readTripletAnswer, specPrompt, tripletFile, tripletPrompt } from '../../src/core/map-prompts.js';
-import { mapSection, mapText } from '../../src/core/map-report.js';
-import { heldOut, newQuestions, runSnapshots } from '../../src/core/map-sample.js';
+import { MAP_COLORS, mapLayout, renderMapSvg } from '../../src/core/map/chart.js';
+import { finalMessage, readTripletAnswer, specPrompt, tripletFile, tripletPrompt } from '../../src/core/map/prompts.js';
+import { buildMap, type MapSnapshot } from '../../src/core/map/record.js';
+import { mapSection, mapText } from '../../src/core/map/report.js';
+import { heldOut, newQuestions, runSnapshots } from '../../src/core/map/sample.js';
+import { mapSettings, tripletCount } from '../../src/core/map/settings.js';
 import { simulate } from '../../src/core/plan.js';
 import type { Episode, RunState } from '../../src/core/state.js';
 

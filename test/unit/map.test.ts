@@ -3,8 +3,8 @@
 // the families. The map must agree with held-out judgments (at least 0.8, well above run identity),
 // find the families as basins, and measure each fork's jump in median single-run steps.
 import { describe, expect, it } from 'vitest';
-import { buildMap, type Judgment, type MapInput, type MapSnapshot } from '../../src/core/map.js';
-import { heldOut, newQuestions, tripletKey } from '../../src/core/map-sample.js';
+import { buildMap, type Judgment, type MapInput, type MapSnapshot } from '../../src/core/map/record.js';
+import { heldOut, newQuestions, tripletKey } from '../../src/core/map/sample.js';
 import { randomFrom } from '../../src/core/rng.js';
 
 interface Toy extends MapSnapshot {

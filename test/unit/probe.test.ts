@@ -1,6 +1,6 @@
 // forkflush probe's figures and its recommendation, from known runs; the threshold is method.ts's.
 import { describe, expect, it } from 'vitest';
-import type { RunRecord } from '../../src/core/compare.js';
+import type { RunRecord } from '../../src/core/compare/results.js';
 import { PROBE_SPREAD } from '../../src/core/method.js';
 import { analyzeProbe, probeBudgetEach, probeText } from '../../src/core/probe.js';
 

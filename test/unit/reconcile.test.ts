@@ -49,13 +49,19 @@ describe('reconcile', () => {
     expect(reconcile(s)).toHaveLength(3);
   });
 
-  it('returns the same actions when called twice on the same state (a duplicated trigger)', () => {
+  it('opens a round once when its trigger comes twice: the second reconcile asks for its episodes, not the round', () => {
     const s = playRound(fresh(), [1, 2, 3, 4]);
-    expect(reconcile(s)).toEqual(reconcile(s));
+    const before = structuredClone(s);
     const [open] = reconcile(s);
+    // Reconcile reads the state and never changes it: a duplicated trigger sees what the first saw.
+    expect(s).toEqual(before);
     if (open?.type !== 'open') throw new Error('expected open');
     const opened = applyOpen(s, open.round);
-    // Opening the same round again changes nothing.
+    // The duplicate, after the first trigger's open was saved: no second open, the round's episodes instead.
+    const again = reconcile(opened);
+    expect(again.filter((a) => a.type === 'open')).toEqual([]);
+    expect(again.map((a) => a.type === 'run' && a.episode)).toEqual(open.round.episodes.map((e) => e.id));
+    // And an open that arrives twice is applied once.
     expect(applyOpen(opened, open.round)).toBe(opened);
   });
 

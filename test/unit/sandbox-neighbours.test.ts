@@ -3,13 +3,13 @@
 // what the network it shares leaves open (abstract Unix sockets: worker/boundary.ts), and the
 // accounts that keep sandboxes' process limits apart (io/accounts.ts).
 import { describe, expect, it } from 'vitest';
+import { SANDBOX_SLOTS_PER_PROCESS } from '../../src/core/bounds.js';
 import {
   countsPerNamespace,
   type IdFiles,
   processLimit,
   rangeConflict,
   rangeUid,
-  SLOTS,
   UID_RANGE,
   UidPool,
 } from '../../src/io/accounts.js';
@@ -190,8 +190,8 @@ describe('the accounts sandboxes run under', () => {
 
   it('gives each live sandbox of a process a uid of its own, the longest-released slot first, and refuses a 33rd at once', () => {
     const pool = new UidPool(4_194_303);
-    const leases = Array.from({ length: SLOTS }, () => pool.lease());
-    expect(new Set(leases.map((l) => l.uid)).size).toBe(SLOTS);
+    const leases = Array.from({ length: SANDBOX_SLOTS_PER_PROCESS }, () => pool.lease());
+    expect(new Set(leases.map((l) => l.uid)).size).toBe(SANDBOX_SLOTS_PER_PROCESS);
     expect(Math.max(...leases.map((l) => l.uid))).toBeLessThan(UID_RANGE.first + UID_RANGE.size);
     expect(Math.max(...leases.map((l) => l.uid))).toBeLessThan(2147352576);
     expect(leases.every((l) => l.gid === UID_RANGE.group)).toBe(true);
@@ -205,7 +205,7 @@ describe('the accounts sandboxes run under', () => {
     expect(pool.lease().uid).toBe(second?.uid);
     expect(() => pool.lease()).toThrow();
     // Two processes alive at once never share a uid.
-    expect(rangeUid(1234, SLOTS - 1)).toBeLessThan(rangeUid(1235, 0));
+    expect(rangeUid(1234, SANDBOX_SLOTS_PER_PROCESS - 1)).toBeLessThan(rangeUid(1235, 0));
   });
 
   it('limits each sandbox to a quarter of what the machine and the user may have, at most 8192', () => {

@@ -2,8 +2,8 @@
 // order (up to rotation, reflection and scale), three clusters come back as three clusters, the
 // same judgments give the same map, and the agreement measure counts what it says.
 import { describe, expect, it } from 'vitest';
+import { agreement, type Coordinates, embed, type IndexTriplet } from '../../src/core/map/tste.js';
 import { randomFrom } from '../../src/core/rng.js';
-import { agreement, type Coordinates, embed, type IndexTriplet } from '../../src/core/tste.js';
 
 /** Triplets over `n` points drawn by the seed, each answered by the true distances. */
 function judged(truth: Coordinates, count: number, seed: number): IndexTriplet[] {

@@ -7,11 +7,11 @@ import {
   advance,
   carryOut,
   dueWork,
-  type Forge,
-  lineageMovedOutside,
+  type ForgeWork,
   markDone,
   NOTHING_DONE,
   type WorkDone,
+  whyLineageMovedOutside,
 } from '../../src/core/work.js';
 import { config, result } from './helpers.js';
 
@@ -22,7 +22,7 @@ function fresh(baseScore: number | null = 1): RunState {
 }
 
 /** A forge that writes down what it is asked to do. */
-function recordingForge(): Forge & { calls: string[] } {
+function recordingForge(): ForgeWork & { calls: string[] } {
   const calls: string[] = [];
   return {
     calls,
@@ -35,7 +35,7 @@ function recordingForge(): Forge & { calls: string[] } {
 }
 
 /** Drives a run to its end as a shell does: advance, carry out what is due, run the episodes. */
-async function drive(forge: Forge, score: (e: Episode) => number | null) {
+async function drive(forge: ForgeWork, score: (e: Episode) => number | null) {
   let state = fresh();
   let done: WorkDone = NOTHING_DONE;
   const carry = async () => {
@@ -113,7 +113,7 @@ describe('advance', () => {
   });
 });
 
-describe('lineageMovedOutside', () => {
+describe('whyLineageMovedOutside', () => {
   const state = (() => {
     let s = advance(fresh()).state;
     for (const e of s.rounds[0]?.episodes ?? []) s = applyResult(s, e.id, result(e.branch, 1, { commit: `c-${e.id}` }));
@@ -125,14 +125,14 @@ describe('lineageMovedOutside', () => {
   const winner = round0.episodes.find((e) => e.id === round0.decision?.winner) as Episode;
 
   it('accepts the adopted commit, and a commit a later round adopted', () => {
-    expect(lineageMovedOutside(state, round0, winner, winner.result?.commit ?? null, 'L')).toBeNull();
-    expect(lineageMovedOutside(state, round0, winner, 'c-r1.b0', 'L')).toBeNull();
+    expect(whyLineageMovedOutside(state, round0, winner, winner.result?.commit ?? null, 'L')).toBeNull();
+    expect(whyLineageMovedOutside(state, round0, winner, 'c-r1.b0', 'L')).toBeNull();
   });
 
   it('names the ref and what it should be otherwise', () => {
-    expect(lineageMovedOutside(state, round0, winner, 'f00d', 'forkflush/t/lineage')).toBe(
+    expect(whyLineageMovedOutside(state, round0, winner, 'f00d', 'forkflush/t/lineage')).toBe(
       'the lineage branch forkflush/t/lineage moved outside forkflush (expected base or c-r0.b1, found f00d): reset it to one of those commits, then resume',
     );
-    expect(lineageMovedOutside(state, round0, winner, null, 'L')).toContain('found nothing');
+    expect(whyLineageMovedOutside(state, round0, winner, null, 'L')).toContain('found nothing');
   });
 });

@@ -3,7 +3,7 @@
 // so that module can load this one first, this one imports nothing of config.ts but types.
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { z } from 'zod';
-import { MAX_COMPARE_SEEDS, STRATEGIES } from './method.js';
+import { MAX_COMPARE_SEEDS, STRATEGIES } from '../method.js';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
 const NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';

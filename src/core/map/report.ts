@@ -1,10 +1,11 @@
 // The idea map in words: the lines `forkflush map` prints, and the section a run's or a compare's
 // report.md gains when a map was made (basins visited per run by strategy, each fork's jump against
 // the median single-run step, held-out agreement beside the paper's). Pure.
-import type { MapRecord } from './map.js';
-import { median } from './map.js';
-import { PAPER_MAP } from './method.js';
-import { formatNumber, markdownTable } from './text.js';
+
+import { PAPER_MAP } from '../method.js';
+import { formatNumber, markdownTable } from '../text.js';
+import type { MapRecord } from './record.js';
+import { median } from './record.js';
 
 const fixed2 = (x: number | null) => (x === null ? '-' : x.toFixed(2));
 

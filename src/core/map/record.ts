@@ -3,11 +3,11 @@
 // and chance, and each fork round's jumps in median single-run steps (the paper's appendix E).
 // Pure: the same snapshots and answers always give the same record; the shell runs the judge.
 import { z } from 'zod';
+import type { Strategy } from '../config.js';
+import { STRATEGIES } from '../method.js';
 import { basinName, convexHull, findBasins } from './basins.js';
-import type { Strategy } from './config.js';
-import { EMBEDDINGS, type Embedding, MAP_UNITS, type MapUnit } from './map-config.js';
-import { heldOut, type Snapshot } from './map-sample.js';
-import { STRATEGIES } from './method.js';
+import { EMBEDDINGS, type Embedding, MAP_UNITS, type MapUnit } from './config.js';
+import { heldOut, type Snapshot } from './sample.js';
 import { agreement, type Coordinates, embed, type IndexTriplet } from './tste.js';
 
 export const MAP_VERSION = 1;

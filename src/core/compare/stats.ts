@@ -1,8 +1,8 @@
 // The few statistics a comparison needs, pure and seeded: mean, sample sd, min–max normalization,
 // the paired differences of two strategies over the same seeds, a bootstrap interval of their mean
 // and an exact sign test. Nothing here knows about runs; compare.ts feeds it numbers.
-import { BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE } from './method.js';
-import { randomFrom } from './rng.js';
+import { BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE } from '../method.js';
+import { randomFrom } from '../rng.js';
 
 export type Direction = 'maximize' | 'minimize';
 

@@ -3,11 +3,11 @@
 // order; fork points ringed, selected branches as diamonds, rejected ones as crosses, each run's
 // best as a star; the agreement in the caption. Only distances mean something, so both axes share
 // one scale and carry no ticks. Pure: the same record always renders the same SVG.
-import { crossMark } from './chart.js';
-import { STRATEGY_COLORS } from './compare-chart.js';
-import type { MapPoint, MapRecord } from './map.js';
-import { agreementLine } from './map-report.js';
-import { formatNumber } from './text.js';
+import { crossMark } from '../chart.js';
+import { STRATEGY_COLORS } from '../compare/chart.js';
+import { formatNumber } from '../text.js';
+import type { MapPoint, MapRecord } from './record.js';
+import { agreementLine } from './report.js';
 
 const W = 960;
 const H = 700;

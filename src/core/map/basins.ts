@@ -3,7 +3,7 @@
 // number of groups, from 2 to MAX_BASINS, whose mean silhouette is best; when even the best cut has
 // no substantial structure (BASIN_SILHOUETTE), the map is one basin. Pure and deterministic: ties
 // go to the lower index. Also the outline drawn around a basin: its points' convex hull.
-import { BASIN_SILHOUETTE, MAX_BASINS } from './method.js';
+import { BASIN_SILHOUETTE, MAX_BASINS } from '../method.js';
 import type { Coordinates } from './tste.js';
 
 export interface Clustering {

@@ -2,12 +2,13 @@
 // the ablation, fork-and-flush against single-run and best-of-n (relative improvement on the
 // normalized scale, with the seed-by-seed count and a bootstrap interval), spend and wall time per
 // strategy, and every run. Pure: the same results always give the same text.
-import type { CompareResults, Comparison, SummaryRow } from './compare.js';
-import type { CompareManifest } from './compare-plan.js';
-import type { MapRecord } from './map.js';
-import { mapSection } from './map-report.js';
-import { BOOTSTRAP_RESAMPLES, CONFIDENCE, PAPER_RESULTS } from './method.js';
-import { formatNumber, markdownTable, textTable } from './text.js';
+
+import type { MapRecord } from '../map/record.js';
+import { mapSection } from '../map/report.js';
+import { BOOTSTRAP_RESAMPLES, CONFIDENCE, PAPER_RESULTS } from '../method.js';
+import { formatNumber, markdownTable, textTable } from '../text.js';
+import type { CompareManifest } from './plan.js';
+import type { CompareResults, Comparison, SummaryRow } from './results.js';
 
 const score = (x: number | null) => (x === null ? '-' : formatNumber(x, 4));
 const fixed3 = (x: number | null) => (x === null ? '-' : x.toFixed(3));

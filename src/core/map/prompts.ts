@@ -4,7 +4,7 @@
 // and a triplet (is the anchor's approach closer to A's or to B's?). A command judge answers on its
 // stdout (README, "Idea maps"); an agent CLI in its final message, found in its output by kind.
 // Pure: the same snapshot and specs always give the same prompts.
-import type { AgentKind } from './config.js';
+import type { AgentKind } from '../config.js';
 
 /** Bumped when a prompt changes what it asks: cached specs and judgments are kept per version. */
 export const MAP_PROMPT_VERSION = 1;

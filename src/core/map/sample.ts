@@ -2,9 +2,9 @@
 // each run's artifacts), and the triplet questions asked about them. Pure and seeded: the same runs
 // give the same snapshots, the same points the same questions, and a question is held out of the
 // fit or not by its own hash, so a judgment keeps its part in every map that reuses it.
-import { outcomeOf } from './report.js';
-import { randomFrom } from './rng.js';
-import type { Episode, Round, RunState } from './state.js';
+import { outcomeOf } from '../report.js';
+import { randomFrom } from '../rng.js';
+import type { Episode, Round, RunState } from '../state.js';
 
 /** One snapshot of a run: an episode's commit, with what it was in the run. */
 export interface Snapshot {

@@ -2,10 +2,10 @@
 // config; whether an unfinished one is the one a command asks for; and each variant's config,
 // checked before any run starts. Pure: local/compare.ts writes the manifest and starts the runs.
 import { z } from 'zod';
-import { AS_IS, configMapping, fixedKeyProblem, leafKeys, type Variant, variantConfigText } from './compare-config.js';
-import { type Config, ConfigError, type ConfigOverrides, parseConfig, type Strategy } from './config.js';
-import { COMPARE_SEEDS, STRATEGIES } from './method.js';
-import { RecordError } from './records.js';
+import { type Config, ConfigError, type ConfigOverrides, parseConfig, type Strategy } from '../config.js';
+import { COMPARE_SEEDS, STRATEGIES } from '../method.js';
+import { RecordError } from '../records.js';
+import { AS_IS, configMapping, fixedKeyProblem, leafKeys, type Variant, variantConfigText } from './config.js';
 
 export const COMPARE_VERSION = 1;
 

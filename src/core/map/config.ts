@@ -1,16 +1,19 @@
 // The `map:` key of .github/autoresearch.yml: how `forkflush map` draws where the agents searched
 // (README, "Idea maps"). config.ts validates the key with this schema and hands it its agent
-// schema (the judge takes the same keys as `agent`); this module imports nothing of config.ts but types.
+// schema (the judge takes the same keys as `agent`); this module imports nothing of config.ts, not
+// even types (its settings, read from a whole config, are settings.ts).
 import { z } from 'zod';
-import type { AgentSchema, Config, Unit } from './config.js';
-import { MAP_DEFAULT_MINUTES, MAP_HELD_OUT, MAP_SNAPSHOTS, MAP_TRIPLETS_PER_POINT } from './method.js';
+import { MAP_DEFAULT_MINUTES, MAP_HELD_OUT, MAP_SNAPSHOTS, MAP_TRIPLETS_PER_POINT } from '../method.js';
 
 export const MAP_UNITS = ['usd', 'tokens', 'minutes'] as const;
 export type MapUnit = (typeof MAP_UNITS)[number];
 export const EMBEDDINGS = ['tste', 'soe'] as const;
 export type Embedding = (typeof EMBEDDINGS)[number];
 
-export function mapSchema(agent: AgentSchema) {
+/** The key's schema, with the judge taking `agent`'s (config.ts hands it over). */
+export function mapSchema<AgentSchema extends z.ZodType<{ kind: string; command?: string | undefined }>>(
+  agent: AgentSchema,
+) {
   return z
     .strictObject({
       snapshots: z
@@ -65,38 +68,4 @@ export function mapSchema(agent: AgentSchema) {
         });
     })
     .describe('forkflush map: the idea map of a run or a compare (functional specs, triplet judge, t-STE, basins).');
-}
-
-/** A map's settings, every default filled in. */
-export interface MapSettings {
-  snapshots: number;
-  /** The judgments asked in all, or null: MAP_TRIPLETS_PER_POINT per point. */
-  triplets: number | null;
-  heldOut: number;
-  judge: Config['agent'];
-  budget: number;
-  unit: MapUnit;
-  embedding: Embedding;
-}
-
-export function mapSettings(c: Config): MapSettings {
-  const m = c.map ?? {};
-  const taskUnit: Unit = c.budget.unit;
-  const unit: MapUnit = m.unit ?? (taskUnit === 'evaluations' ? 'minutes' : taskUnit);
-  // Another unit than the task's without a budget is minutes (config.ts refuses any other).
-  const budget = m.budget ?? (unit === taskUnit ? c.budget.total : MAP_DEFAULT_MINUTES);
-  return {
-    snapshots: m.snapshots ?? MAP_SNAPSHOTS,
-    triplets: m.triplets ?? null,
-    heldOut: m.held_out ?? MAP_HELD_OUT,
-    judge: m.judge ?? c.agent,
-    budget,
-    unit,
-    embedding: m.embedding ?? 'tste',
-  };
-}
-
-/** The judgments a map of `points` points asks for: map.triplets, or the paper's share per point. */
-export function tripletCount(settings: Pick<MapSettings, 'triplets'>, points: number): number {
-  return settings.triplets ?? Math.round(points * MAP_TRIPLETS_PER_POINT);
 }

@@ -13,12 +13,12 @@ import {
   starMark,
   ticks,
   zoomRange,
-} from './chart.js';
-import { runDone } from './compare.js';
-import type { CompareManifest } from './compare-plan.js';
-import type { Strategy } from './config.js';
-import type { RunState } from './state.js';
-import { formatNumber } from './text.js';
+} from '../chart.js';
+import type { Strategy } from '../config.js';
+import type { RunState } from '../state.js';
+import { formatNumber } from '../text.js';
+import type { CompareManifest } from './plan.js';
+import { runDone } from './results.js';
 
 /** Each strategy's colour; variants of one strategy share it, with their own dashes. */
 export const STRATEGY_COLORS: Record<Strategy, string> = {

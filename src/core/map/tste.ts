@@ -3,8 +3,8 @@
 // triplet embedding", 2012), and SOE (Terada and von Luxburg, "Local ordinal embedding", 2014) as
 // the paper's check. Pure and deterministic: the start comes from the seed, the step count is
 // fixed, and the arithmetic runs in one order, so the same judgments always give the same map.
-import { SOE_MARGIN, TSTE } from './method.js';
-import { randomFrom } from './rng.js';
+import { SOE_MARGIN, TSTE } from '../method.js';
+import { randomFrom } from '../rng.js';
 
 /** A judgment by point index: `anchor` is closer to `near` than to `far`. */
 export interface IndexTriplet {
@@ -72,42 +72,45 @@ const tste: Objective = (x, triplets, grad) => {
   const a = TSTE.alpha;
   const power = -(a + 1) / 2;
   const c = (a + 1) / a;
-  grad.fill(0);
-  let loss = 0;
-  for (const t of triplets) {
-    const i = 2 * t.anchor;
-    const j = 2 * t.near;
-    const l = 2 * t.far;
-    const dxj = (x[i] as number) - (x[j] as number);
-    const dyj = (x[i + 1] as number) - (x[j + 1] as number);
-    const dxl = (x[i] as number) - (x[l] as number);
-    const dyl = (x[i + 1] as number) - (x[l + 1] as number);
-    const wj = 1 / (1 + (dxj * dxj + dyj * dyj) / a);
-    const wl = 1 / (1 + (dxl * dxl + dyl * dyl) / a);
+  return meanOverTriplets(x, triplets, grad, (dj2, dl2) => {
+    const wj = 1 / (1 + dj2 / a);
+    const wl = 1 / (1 + dl2 / a);
     const qj = wj ** -power;
     const ql = wl ** -power;
     const p = qj / (qj + ql);
-    loss -= Math.log(Math.max(p, 1e-300));
     // d(-log p)/dx_i = c (1 - p) [wj (x_i - x_j) - wl (x_i - x_l)], and the opposite pulls on j and l.
     const g = c * (1 - p);
-    const gxj = g * wj * dxj;
-    const gyj = g * wj * dyj;
-    const gxl = g * wl * dxl;
-    const gyl = g * wl * dyl;
-    grad[i] = (grad[i] as number) + gxj - gxl;
-    grad[i + 1] = (grad[i + 1] as number) + gyj - gyl;
-    grad[j] = (grad[j] as number) - gxj;
-    grad[j + 1] = (grad[j + 1] as number) - gyj;
-    grad[l] = (grad[l] as number) + gxl;
-    grad[l + 1] = (grad[l + 1] as number) + gyl;
-  }
-  const m = triplets.length;
-  for (let k = 0; k < grad.length; k++) grad[k] = (grad[k] as number) / m;
-  return loss / m;
+    return { loss: -Math.log(Math.max(p, 1e-300)), near: g * wj, far: g * wl };
+  });
 };
 
 /** SOE: the mean squared hinge max(0, margin + |x_i - x_near| - |x_i - x_far|)². */
-const soe: Objective = (x, triplets, grad) => {
+const soe: Objective = (x, triplets, grad) =>
+  meanOverTriplets(x, triplets, grad, (dj2, dl2) => {
+    const dj = Math.sqrt(dj2) || 1e-12;
+    const dl = Math.sqrt(dl2) || 1e-12;
+    const v = SOE_MARGIN + dj - dl;
+    if (v <= 0) return null;
+    return { loss: v * v, near: (2 * v) / dj, far: (2 * v) / dl };
+  });
+
+/**
+ * One triplet's share of an objective, from the squared distances of the anchor to the near and the
+ * far point: its loss, and the coefficients of its gradient along (x_i - x_near) and (x_i - x_far);
+ * null when it adds nothing.
+ */
+type TripletTerm = (dj2: number, dl2: number) => { loss: number; near: number; far: number } | null;
+
+/**
+ * The mean of `term` over the triplets, its gradient in `grad`: a triplet pulls the anchor by
+ * near·(x_i - x_j) - far·(x_i - x_l), and the near and far points the opposite ways.
+ */
+function meanOverTriplets(
+  x: Float64Array,
+  triplets: readonly IndexTriplet[],
+  grad: Float64Array,
+  term: TripletTerm,
+): number {
   grad.fill(0);
   let loss = 0;
   for (const t of triplets) {
@@ -118,24 +121,20 @@ const soe: Objective = (x, triplets, grad) => {
     const dyj = (x[i + 1] as number) - (x[j + 1] as number);
     const dxl = (x[i] as number) - (x[l] as number);
     const dyl = (x[i + 1] as number) - (x[l + 1] as number);
-    const dj = Math.sqrt(dxj * dxj + dyj * dyj) || 1e-12;
-    const dl = Math.sqrt(dxl * dxl + dyl * dyl) || 1e-12;
-    const v = SOE_MARGIN + dj - dl;
-    if (v <= 0) continue;
-    loss += v * v;
-    const gj = (2 * v) / dj;
-    const gl = (2 * v) / dl;
-    grad[i] = (grad[i] as number) + gj * dxj - gl * dxl;
-    grad[i + 1] = (grad[i + 1] as number) + gj * dyj - gl * dyl;
-    grad[j] = (grad[j] as number) - gj * dxj;
-    grad[j + 1] = (grad[j + 1] as number) - gj * dyj;
-    grad[l] = (grad[l] as number) + gl * dxl;
-    grad[l + 1] = (grad[l + 1] as number) + gl * dyl;
+    const share = term(dxj * dxj + dyj * dyj, dxl * dxl + dyl * dyl);
+    if (share === null) continue;
+    loss += share.loss;
+    grad[i] = (grad[i] as number) + share.near * dxj - share.far * dxl;
+    grad[i + 1] = (grad[i + 1] as number) + share.near * dyj - share.far * dyl;
+    grad[j] = (grad[j] as number) - share.near * dxj;
+    grad[j + 1] = (grad[j + 1] as number) - share.near * dyj;
+    grad[l] = (grad[l] as number) + share.far * dxl;
+    grad[l + 1] = (grad[l + 1] as number) + share.far * dyl;
   }
   const m = triplets.length;
   for (let k = 0; k < grad.length; k++) grad[k] = (grad[k] as number) / m;
   return loss / m;
-};
+}
 
 /** Normal draws of the given scale (Box–Muller over the seeded generator). */
 function start(n: number, seed: number, scale: number): Float64Array {

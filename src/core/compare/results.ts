@@ -1,16 +1,16 @@
 // The results of a comparison of strategies (and variants of the config) at equal budget, as the
 // paper evaluates the method (method.md, Table 1, the ablation): what each run gave (from the run's
 // own state), and the summary: mean, sd, best and worst per strategy, the min–max normalized means,
-// and fork-and-flush against the baselines seed by seed. Pure: the plan is compare-plan.ts, and the
+// and fork-and-flush against the baselines seed by seed. Pure: the plan is plan.ts, and the
 // local shell (local/compare.ts) starts and drives the runs; this only reads their states.
-import { charged, spent } from './budget.js';
-import type { Variant } from './compare-config.js';
-import type { CompareEntry, CompareManifest } from './compare-plan.js';
-import { type Direction, goodness, mean, normalizer, type Paired, paired, sd } from './compare-stats.js';
-import type { Config, Strategy } from './config.js';
-import { PAPER_RESULTS } from './method.js';
-import { allEpisodes, type RunState } from './state.js';
-import { runStop } from './stop.js';
+import { charged, spent } from '../budget.js';
+import type { Config, Strategy } from '../config.js';
+import { PAPER_RESULTS } from '../method.js';
+import { allEpisodes, type RunState } from '../state.js';
+import { runStop } from '../stop.js';
+import type { Variant } from './config.js';
+import type { CompareEntry, CompareManifest } from './plan.js';
+import { type Direction, goodness, mean, normalizer, type Paired, paired, sd } from './stats.js';
 
 /**
  * finished; stopped: nothing scored in its opening round (done: resuming would not change that);
@@ -86,7 +86,7 @@ export interface SummaryRow {
   sd: number | null;
   max: number | null;
   min: number | null;
-  /** The min–max normalized mean (compare-stats.ts normalizer); null without a range or a score. */
+  /** The min–max normalized mean (stats.ts normalizer); null without a range or a score. */
   normalized: number | null;
   /** Best first: ties share a rank. */
   rank: number;

@@ -1,0 +1,86 @@
+// Driving a local run to its end (run and resume): the progress view, then what stopped it or its
+// result (the leaderboard, the lineage, the reports), as lines for the user and an exit code.
+import { lineageBranch } from '../core/names.js';
+import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../core/report.js';
+import type { RunState } from '../core/state.js';
+import { nothingDone, retryStopped } from '../core/stop.js';
+import { textTable } from '../core/text.js';
+import { progressView } from '../local/progress.js';
+import { writeReports } from '../local/reports.js';
+import { drive } from '../local/runner.js';
+import type { OpenRun } from '../local/start.js';
+import type { Io } from './io.js';
+
+export function sandboxLine(open: OpenRun): string {
+  return open.isolation.sandbox
+    ? `${open.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)`
+    : `OFF, ${open.isolation.label.replace(/^off /, '')}: agents run with your user's rights`;
+}
+
+/** Drives the open run until it finishes, stops or is interrupted; its exit code. */
+export async function driveRun(open: OpenRun, io: Io): Promise<number> {
+  const start = Date.now();
+  const view = progressView(io.stdout, start, () => Date.now(), io.env ?? process.env);
+  let result: Awaited<ReturnType<typeof drive>>;
+  try {
+    result = await drive(open.state, {
+      store: open.store,
+      forge: open.forge,
+      info: open.info,
+      isolation: open.isolation,
+      onEvent: (e) => view.onEvent(e),
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
+  } finally {
+    view.close();
+  }
+  open.state = result.state;
+  if (result.stopped) {
+    await writeReports(open.store, result.state, placeOf(open));
+    // One line: what happened, the agent's own words, what to do, and the command that continues.
+    const resume = retryStopped(result.state)
+      ? `; after the fix: forkflush resume ${open.info.taskDir} --run ${result.state.id}`
+      : '';
+    io.stderr.write(`\nforkflush: ${result.stopped.message}${resume}\n`);
+    io.stdout.write(`report: ${open.store.path('report.md')}\n`);
+    return result.stopped.code;
+  }
+  if (result.problem) {
+    // No reports: the disk that is full would refuse them.
+    io.stderr.write(
+      `\nforkflush: ${result.problem}\nthen: forkflush resume ${open.info.taskDir} --run ${result.state.id}\n`,
+    );
+    return 1;
+  }
+  if (result.interrupted) {
+    await writeReports(open.store, result.state, placeOf(open));
+    io.stdout.write(
+      `\ninterrupted: finished episodes are saved. Continue with: forkflush resume ${open.info.taskDir} --run ${result.state.id}\n`,
+    );
+    return 130;
+  }
+  return printResult(open, io);
+}
+
+const placeOf = (open: OpenRun) => ({ repo: open.info.repo, taskDir: open.info.taskDir, scratch: open.info.scratch });
+
+export async function printResult(open: OpenRun, io: Io): Promise<number> {
+  const state: RunState = open.state;
+  const { report, chart } = await writeReports(open.store, state, placeOf(open));
+  io.stdout.write(`\n${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}\n\n${summary(state)}\n`);
+  const where = open.info.scratch ? ` (in ${open.info.repo})` : '';
+  io.stdout.write(
+    `lineage: ${lineageBranch(state.id, 0, state.lineages.length)}${where}\n` +
+      `report:  ${report}\nchart:   ${chart}\n`,
+  );
+  const home = takeHomeLines(state, placeOf(open));
+  if (home.length > 0) io.stdout.write(`\n${home.join('\n')}\n`);
+  const nothing = nothingDone(state);
+  if (nothing) {
+    io.stderr.write(
+      `forkflush: ${nothing}: see the reasons in the report, and the agents' and graders' logs in episodes/ of the run folder\n`,
+    );
+    return 1;
+  }
+  return 0;
+}

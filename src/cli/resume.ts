@@ -1,0 +1,39 @@
+// `forkflush resume [DIR] [--run ID]`: continues an interrupted or stopped run where it was saved.
+import { UserError } from '../core/errors.js';
+import { setupFailed } from '../core/state.js';
+import { retryStopped, runStop } from '../core/stop.js';
+import { openRun, retryStop } from '../local/start.js';
+import type { Parsed } from './args.js';
+import { driveRun, printResult, sandboxLine } from './drive.js';
+import { str } from './flags.js';
+import type { Io } from './io.js';
+
+export async function resumeCommand(dir: string, p: Parsed, io: Io): Promise<number> {
+  const open = await openRun(dir, str(p.values.run));
+  if (open.state.status === 'finished') {
+    io.stdout.write(`run ${open.state.id} is already finished.\n`);
+    return printResult(open, io);
+  }
+  const driver = await open.store.driver();
+  if (driver !== null)
+    throw new UserError(
+      `run ${open.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`,
+    );
+  const stop = runStop(open.state);
+  if (stop && !retryStopped(open.state)) {
+    // Nothing a resume could do: the run keeps its config, and the stop says what needs a new run.
+    io.stderr.write(`forkflush: run ${open.state.id} stopped: ${stop.message}\n`);
+    return stop.code;
+  }
+  for (const w of open.warnings) io.stderr.write(`forkflush: note: ${w}\n`);
+  io.stdout.write(`forkflush: resuming run ${open.state.id}\nsandbox: ${sandboxLine(open)}\n`);
+  const stopping = retryStopped(open.state)?.episodes ?? [];
+  const again = await retryStop(open);
+  if (again !== null)
+    io.stdout.write(
+      stopping.every(setupFailed)
+        ? `round ${again}: every branch's setup failed last time; running it again\n`
+        : `round ${again}: ${stopping.map((e) => e.id).join(', ')} stopped the run last time; running ${stopping.length === 1 ? 'it' : 'them'} again\n`,
+    );
+  return driveRun(open, io);
+}

@@ -1,0 +1,192 @@
+// The operational limits, in one place: sizes, counts, timeouts and caps, each with its unit in its
+// name and why it is what it is. The method's numbers (budgets, fork points, deadlines of a round)
+// are in method.ts; these are the bounds that keep a hostile or broken agent, grader or forge from
+// filling a disk, a log or a request. This module imports nothing, so every layer may read it (the
+// layer rules of test/unit/layers.test.ts name it); nothing else in src/ should set one again.
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+
+// ---------------------------------------------------------------------------------------------
+// Logs and output
+
+/**
+ * The most a command may write to its log file, and the most of a log the Action keeps, prints
+ * from and uploads: one number, so what the agent wrote is what is uploaded. A command that writes
+ * more is stopped (LOG_FULL); an hour's transcript is a few megabytes, and past the end of the log
+ * nothing could be metered (aider's and opencode's usage is read from it).
+ */
+export const LOG_MAX_BYTES = 128 * MiB;
+/** The most of git's stdout (or stderr) read: a listing of a few hundred thousand paths fits. */
+export const GIT_OUTPUT_MAX_CHARS = 64_000_000;
+/** What setup's log keeps of one command's output, at most (the end is kept). */
+export const SETUP_OUTPUT_MAX_CHARS = 1_000_000;
+/** What a grading's output keeps, at most: the score is its last line, the rest is for the reader. */
+export const GRADER_OUTPUT_MAX_CHARS = 1_000_000;
+/** What an agent CLI's install keeps of its output: enough for npm's error, not its progress bars. */
+export const INSTALL_OUTPUT_MAX_CHARS = 200_000;
+/** What `forkflush init`'s trial grading keeps of its output: its last line is the score. */
+export const INIT_GRADING_OUTPUT_MAX_CHARS = 200_000;
+/** What a CLI's `--version` answer keeps: one line is expected. */
+export const VERSION_OUTPUT_MAX_CHARS = 20_000;
+/** The most of one line of output a failure line quotes (a CLI's own error, a grader's last words). */
+export const FAILURE_LINE_MAX_CHARS = 200;
+/** The most of an agent's own line a failure keeps (`quote`), and of forkflush's fix or an error's first line. */
+export const FAILURE_QUOTE_MAX_CHARS = 300;
+/** The most lines of an agent's output failure recognition reads (its end: where a CLI says why it stopped). */
+export const FAILURE_READ_MAX_LINES = 400;
+
+// ---------------------------------------------------------------------------------------------
+// The journal
+
+/** The journal forkflush reads back from a snapshot, at most (an agent could write gigabytes). */
+export const JOURNAL_READ_MAX_BYTES = 16 * MiB;
+/** The journal a shell reads at most per commit for the losers' notes (an agent could commit gigabytes). */
+export const LOSER_JOURNAL_MAX_BYTES = 1 * MiB;
+/** The journal lines an episode's record and check run quote (its newest). */
+export const JOURNAL_TAIL_LINES = 5;
+/**
+ * The most of one journal line quoted, in the record, the check run and the job log alike (one
+ * number: the job log's 400 and the record's 500 had no reason to differ; 400 keeps a line readable).
+ */
+export const JOURNAL_LINE_MAX_CHARS = 400;
+
+// ---------------------------------------------------------------------------------------------
+// The job log of the Action
+
+/** The files `git diff --stat` lists in the job log's summary of an episode's commit. */
+export const JOB_LOG_DIFFSTAT_MAX_FILES = 40;
+/** The journal lines the episode added that the job log shows (its newest). */
+export const JOB_LOG_JOURNAL_MAX_LINES = 30;
+/** How many lines of the other output (stderr) the agent's group ends with. */
+export const JOB_LOG_STDERR_TAIL_LINES = 20;
+/** How many of setup's last lines the group shows when setup failed (the whole log is in the artifact). */
+export const JOB_LOG_SETUP_TAIL_LINES = 40;
+/** Values shorter than this are not secrets worth masking (they would mask half the log). */
+export const SECRET_MIN_CHARS = 8;
+/** The longest the job waits for the artifact service. */
+export const ARTIFACT_UPLOAD_TIMEOUT_MS = 120_000;
+
+// ---------------------------------------------------------------------------------------------
+// What an episode records
+
+/** A file larger than this is not recorded: GitHub refuses a push with one, and hashing it is unbounded. */
+export const RECORDED_FILE_MAX_BYTES = 100 * MiB;
+/** Nor are added or changed files past this, all together. */
+export const RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
+/** Nor more files than this (each costs git a hash and the judge a file, however small). */
+export const RECORDED_CHANGES_MAX_FILES = 100_000;
+/** Most protected files the judge pins one by one; past it, their top folders are read-only whole. */
+export const PINNED_PROTECTED_MAX_FILES = 256;
+/** The most untracked files looked at for the grader's reads: past it, a folder of generated data, not the task's inputs. */
+export const UNTRACKED_CANDIDATES_MAX_FILES = 5000;
+
+// ---------------------------------------------------------------------------------------------
+// An agent's carried context
+
+/** Folders whose path is longer than this are cut off: well under PATH_MAX (4096), so their removal still works. */
+export const CONTEXT_PATH_MAX_BYTES = 2048;
+/** Files larger than this are removed: no CLI keeps a conversation that large, and copying one on is costly. */
+export const CONTEXT_FILE_MAX_BYTES = 256 * MiB;
+/**
+ * A context whose files pass this in all (by apparent size: a sparse file is copied in full) is
+ * emptied: a conversation is megabytes, and each carried copy (and on GitHub, the packed archive
+ * held in memory) would cost all of it again.
+ */
+export const CONTEXT_MAX_BYTES = 1 * GiB;
+/** How many removed entries a cleaning's note names. */
+export const NOTE_NAMED_TRAPS_MAX = 3;
+
+// ---------------------------------------------------------------------------------------------
+// Processes, sandboxes and the machine
+
+/**
+ * How long a stopped forkflush takes at most to exit: every step of an episode listens to the stop
+ * and ends in a few seconds (an agent gets 2 s to stop before it is killed); past this, whatever did
+ * not listen is killed with everything else forkflush started, and the run is left as last saved.
+ */
+export const CLI_STOP_WITHIN_MS = 10_000;
+/**
+ * How long a cancelled job takes at most to end: within the 7.5 s a runner gives a cancelled step
+ * between its SIGINT and its SIGTERM (the SIGKILL follows 2.5 s later).
+ */
+export const ACTION_STOP_WITHIN_MS = 7_000;
+/** How long output is still read after the command exits: a detached child may hold the pipes. */
+export const OUTPUT_DRAIN_MS = 300;
+/** How often a tracked command's processes are listed (to find the ones that left its group). */
+export const PROCESS_TRACK_EVERY_MS = 250;
+/** When a stopped command gets its second SIGTERM (the SIGKILL follows at killAfterMs). */
+export const SECOND_SIGNAL_AFTER_MS = 300;
+/** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */
+export const NOT_STARTED_WITHIN_MS = 5000;
+/**
+ * A git command that has not finished in this long has stalled: on the largest repositories
+ * forkflush is meant for (a checkout of a few hundred thousand files, 2 GB of changes to hash) git
+ * takes minutes on a slow disk, never ten.
+ */
+export const GIT_TIMEOUT_MS = 10 * 60 * 1000;
+/** Sandboxes one forkflush process may run at once under root: uids are (pid, slot), pid < 2^22. */
+export const SANDBOX_SLOTS_PER_PROCESS = 32;
+/** The most processes one sandbox gets: see processLimit (io/accounts.ts). */
+export const SANDBOX_MAX_PROCESSES = 8192;
+/** How long one command of the Action's sandbox setup may take (a sysctl, an AppArmor profile, a sudo check). */
+export const SANDBOX_SETUP_TIMEOUT_MS = 300_000;
+/** How long the probe of what a sandbox can see may take: a shell's tests of a few paths, on a busy machine. */
+export const SANDBOX_PROBE_TIMEOUT_MS = 30_000;
+/** How long a CLI's `--version` may take: a Node CLI's start, on a busy runner. */
+export const VERSION_TIMEOUT_MS = 15_000;
+/** How often the machine's free tasks, memory and disk are read while a judge grades. */
+export const MACHINE_WATCH_EVERY_MS = 200;
+/** How long a judge waits for a shortage of the machine to pass (a sibling's build ending, memory freed). */
+export const MACHINE_SHORTAGE_PAUSE_MS = 5000;
+/** Less than this free on a filesystem is a full disk. */
+export const DISK_FULL_BELOW_BYTES = 64 * MiB;
+/** Fewer free inodes than this on a filesystem is a full disk. */
+export const DISK_FULL_BELOW_INODES = 1000;
+/** Connections one episode's grade service holds at once: far more than an agent's gradings at once need. */
+export const GRADE_SERVICE_MAX_CONNECTIONS = 64;
+/** How long `forkflush init`'s trial grading may take, and the grader.timeout it writes. */
+export const INIT_GRADER_TIMEOUT_SECONDS = 300;
+/** Runs one task folder may start in one second: their ids are the second, then -2, -3, ... */
+export const RUNS_PER_SECOND_MAX = 999;
+
+// ---------------------------------------------------------------------------------------------
+// The egress proxy
+
+/** How long opening one upstream connection may take. */
+export const EGRESS_DIAL_TIMEOUT_MS = 15_000;
+/** Connections one listener holds at once: plenty for a CLI and its tools, a bound for a flood. */
+export const EGRESS_MAX_CONNECTIONS = 256;
+/** Connections being opened at once (a name lookup takes a thread of Node's shared pool). */
+export const EGRESS_MAX_DIALS = 4;
+/** Waiting to be opened, past which a request is refused at once. */
+export const EGRESS_MAX_WAITING = 256;
+/** Distinct refused targets remembered; the rest are counted together. */
+export const EGRESS_MAX_REFUSED_TARGETS = 100;
+
+// ---------------------------------------------------------------------------------------------
+// GitHub
+
+/** GitHub takes at most 50 annotations per check run request. */
+export const GITHUB_ANNOTATIONS_MAX = 50;
+/** GitHub refuses a check run's summary or text over 65,535 bytes (in UTF-8; its docs say characters: github/docs#35252). */
+export const CHECK_OUTPUT_MAX_BYTES = 65_535;
+/** GitHub refuses issue, comment and pull request bodies over 65,536 characters; as many bytes are never more. */
+export const BODY_MAX_CHARS = 65_536;
+/** What GitHub gives a job without `timeout-minutes` (its documentation of jobs.<id>.timeout-minutes). */
+export const GITHUB_JOB_TIMEOUT_MINUTES = 360;
+/** Rounds the issue's checklist shows in full; earlier ones are counted in a line. */
+export const CHECKLIST_MAX_ROUNDS = 12;
+/**
+ * Keys kept in each of a run's lists of events acted on (the newest): our choice. 200 label and
+ * command events is far more than a run gets; 200 job and workflow-run deliveries are about 40
+ * fork rounds of four, well past the time GitHub redelivers or a stale delivery arrives.
+ */
+export const SEEN_MAX_KEYS = 200;
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
+/** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
+export const SIMULATED_MAX_ROUNDS = 10_000;

@@ -1,0 +1,179 @@
+// An episode's agent: its box (a home, a /tmp and the prompt of its own, the environments the
+// allowlists give), the services it reaches from its sandbox (the grade service, the egress proxy),
+// and the agent itself, tried again when it fails in a way that passes (agent-tries.ts).
+import { appendFile, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Config } from '../core/config.js';
+import { type Cleaned, NOTHING_CLEANED, removeTree } from '../io/agent-files.js';
+import { NO_ACCOUNT } from '../io/sandbox.js';
+import { runTries, type Tried } from './agent-tries.js';
+import { agentConfinement, episodeLogs, graderConfinement, sessionSpawner } from './boundary.js';
+import { startEgress } from './egress.js';
+import { allowedEnv } from './env.js';
+import { diskFullLine } from './episode-errors.js';
+import type { EpisodeJob } from './episode-input.js';
+import { startGradeService } from './grade-service.js';
+import { hiddenPathFailure } from './hidden-paths.js';
+
+/** What the steps of an episode share: its box, its environments, its stop, and what was swept. */
+export interface EpisodeBox {
+  box: string;
+  promptFile: string;
+  /** The box's home and /tmp, for the agent and the grade service. */
+  home: { HOME: string; TMPDIR: string };
+  agentEnv: NodeJS.ProcessEnv;
+  graderEnv: NodeJS.ProcessEnv;
+  source: NodeJS.ProcessEnv;
+  interrupt: AbortSignal;
+  /** What was swept out of the workspace and the judge's checkout (git would have stalled on it). */
+  swept: Cleaned;
+}
+
+/** The box made anew: a home of the episode's own (no history, no credentials of the user's), a private /tmp, the prompt. */
+export async function prepareBox(job: EpisodeJob): Promise<EpisodeBox> {
+  const { config, places, isolation } = job;
+  const source = job.env ?? process.env;
+  const box = places.box;
+  await removeTree(box);
+  for (const dir of [join(box, 'home'), join(box, 'tmp'), job.scratchDir]) await mkdir(dir, { recursive: true });
+  const promptFile = join(box, 'prompt.md');
+  await writeFile(promptFile, job.prompt);
+  const home = { HOME: join(box, 'home'), TMPDIR: isolation.sandbox ? '/tmp' : join(box, 'tmp') };
+  return {
+    box,
+    promptFile,
+    home,
+    agentEnv: { ...allowedEnv(source, [...job.agent.passEnv, ...config.agent.env]), ...home },
+    graderEnv: allowedEnv(source, config.grader.env),
+    source,
+    interrupt: job.signal ?? new AbortController().signal,
+    swept: { ...NOTHING_CLEANED },
+  };
+}
+
+/** What the agent step leaves: the tries, what its sandbox refused and removed, and how to charge it. */
+export interface AgentRun {
+  tried: Tried;
+  refused: string | null;
+  removed: Cleaned;
+  chargeBase: { unit: Config['budget']['unit']; allowance: number; limitSeconds: number };
+  evaluations: () => number;
+  /** Why the agent's log could not be written (a full disk), or null. */
+  logFull: string | null;
+}
+
+/** The services the agent reaches (the grade service, the egress proxy) and the confined spawn. */
+async function startServices(job: EpisodeJob, b: EpisodeBox, stopForBudget: AbortController) {
+  const { config, episode, places, isolation } = job;
+  const sandbox = isolation.sandbox;
+  // The agent and the gradings it asks for: one account, since both write the workspace.
+  const account = sandbox?.account() ?? NO_ACCOUNT;
+  const grading = await startGradeService({
+    config,
+    workdir: places.workspace,
+    box: b.box,
+    env: { ...b.graderEnv, ...b.home },
+    ...(sandbox
+      ? {
+          confine: {
+            sandbox,
+            confinement: {
+              ...graderConfinement(places.workspace, join(b.box, 'tmp'), places, config, b.source, [places.context]),
+              account,
+            },
+          },
+        }
+      : {}),
+    limit:
+      config.budget.unit === 'evaluations'
+        ? Math.max(1, Math.floor(episode.allowance + 1e-9))
+        : Number.POSITIVE_INFINITY,
+    onExhausted: () => stopForBudget.abort('budget'),
+  }).catch((e: unknown) => {
+    account.release();
+    throw e;
+  });
+  // The agent's way out: forkflush's proxy, which holds its keys (worker/egress.ts).
+  const egress = await startEgress({ config, env: b.agentEnv, sandboxed: sandbox !== null }).catch(
+    async (e: unknown) => {
+      await grading.close();
+      account.release();
+      throw e;
+    },
+  );
+  const confinement = { ...agentConfinement(places, config, b.source), account };
+  // Bound, not handed over: the sockets stay forkflush's (open to the sandbox's user).
+  confinement.shared = [...(confinement.shared ?? []), grading.socketDir, ...(egress.bind ? [egress.bind] : [])];
+  const removed: Cleaned = { ...NOTHING_CLEANED };
+  const spawn = sessionSpawner(sandbox, confinement, [places.context, b.box], removed, egress.wrap);
+  const close = async () => {
+    await grading.close();
+    account.release();
+    await egress.close();
+  };
+  return { grading, egress, removed, spawn, close };
+}
+
+/** Runs the agent in its sandbox within its budget, tried again when it fails in a way that passes. */
+export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<AgentRun> {
+  const { config, episode, places, isolation } = job;
+  const stopForBudget = new AbortController();
+  const unit = config.budget.unit;
+  const { grading, egress, removed, spawn: confinedSpawn, close } = await startServices(job, b, stopForBudget);
+  // A log the agent's output could not be written to for a full disk stopped it: no result of its.
+  let logFull: string | null = null;
+  const spawn: typeof confinedSpawn = async (file, args, options) => {
+    const r = await confinedSpawn(file, args, options);
+    if (r.logProblem && diskFullLine(r.logProblem)) logFull ??= r.logProblem;
+    return r;
+  };
+  const budgetMs = unit === 'minutes' ? episode.allowance * 60_000 : Number.POSITIVE_INFINITY;
+  const agentTimeoutMs = config.agent.timeout * 1000;
+  const deadlineMs = Math.min(budgetMs, agentTimeoutMs);
+  const chargeBase = { unit, allowance: episode.allowance, limitSeconds: deadlineMs / 1000 };
+  const agentLog = episodeLogs(job.scratchDir).agent;
+  let tried: Tried;
+  try {
+    tried = await runTries({
+      agent: job.agent,
+      session: {
+        workdir: places.workspace,
+        prompt: job.prompt,
+        promptFile: b.promptFile,
+        contextDir: places.context,
+        usageFile: join(b.box, 'usage.json'),
+        logFile: agentLog,
+        gradeCommand: grading.command,
+        allowance: episode.allowance,
+        unit,
+        seed: episode.seed,
+        episodeId: episode.id,
+        deadlineMs,
+        deadlineIsBudget: budgetMs <= agentTimeoutMs,
+        env: egress.env,
+        signal: AbortSignal.any([b.interrupt, stopForBudget.signal]),
+        spawn,
+        confined: isolation.sandbox !== null,
+      },
+      interrupt: b.interrupt,
+      charge: chargeBase,
+      evaluations: () => grading.evaluations(),
+      refused: { count: egress.refusedCount, note: egress.note },
+      ...(isolation.sandbox
+        ? {
+            hiddenCause: (missing: string[], text: string) =>
+              hiddenPathFailure(missing, text, {
+                workspace: places.workspace,
+                path: (b.agentEnv as NodeJS.ProcessEnv).PATH ?? '',
+                repositories: places.private,
+              }),
+          }
+        : {}),
+      mark: (line) => appendFile(agentLog, line),
+      ...(job.sleep ? { sleep: job.sleep } : {}),
+    });
+  } finally {
+    await close();
+  }
+  return { tried, refused: egress.note(), removed, chargeBase, evaluations: () => grading.evaluations(), logFull };
+}

@@ -1,0 +1,57 @@
+import type { AgentAdapter } from '../agents/agent.js';
+import type { Config } from '../core/config.js';
+import type { Episode, EpisodeResult } from '../core/state.js';
+import type { EpisodePlaces, Isolation } from './boundary.js';
+import type { OwnRepo } from './cleanroom.js';
+import type { JudgeMachine } from './grade.js';
+import type { SetupCache } from './setup.js';
+
+export interface EpisodeJob {
+  runId: string;
+  /** The job's workflow run on the web, recorded in the commit for the check run to link (GitHub). */
+  workflowRunUrl?: string;
+  config: Config;
+  episode: Episode;
+  phase: string;
+  /** forkflush's own git view of the repository the commit goes into. */
+  own: OwnRepo;
+  /** The workspace (checked out at `episode.base` by `checkoutInto`), context, box and private places. */
+  places: EpisodePlaces;
+  /** The index `checkoutInto` wrote for the workspace: the snapshot starts from it. */
+  checkoutIndex: string;
+  /** forkflush's private folder for the episode (the agent's log, the judge's copy); not in the box. */
+  scratchDir: string;
+  prompt: string;
+  agent: AgentAdapter;
+  isolation: Isolation;
+  /** Extra paths to protect (e.g. the config file the run was started with). */
+  alsoProtected?: string[];
+  /** Notes for the result from whoever prepared the episode (a context that could not be opened). */
+  notes?: string[];
+  /** On a forge: how the context the episode leaves will be kept (recorded in the result). */
+  contextStore?: EpisodeResult['contextStore'];
+  /** Seals the result commit's message, so that a result read back later is known to be forkflush's. */
+  sealKey?: Buffer;
+  /** Aborts the episode (Ctrl-C); the episode is then left without a result. */
+  signal?: AbortSignal;
+  /** The environment the agent's and the grader's allowlists are taken from. */
+  env?: NodeJS.ProcessEnv;
+  /** The wait before a retry (tests: no real waiting); agent-tries.ts abortableSleep by default. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * Why the workspace could not be prepared before setup even ran (on GitHub: the agent's CLI
+   * could not be installed): the episode ends as a setup result, its agent never started.
+   */
+  setupProblem?: string;
+  /** Locally, with setup.cache: what setup made for a base, shared by the episodes of that base. */
+  setupCache?: SetupCache;
+  /**
+   * With fork.losers: journal, the section of the branches that lost the fork round the episode's
+   * base won (core/losers.ts sectionFor): appended to the journal before the agent runs.
+   */
+  journalSection?: string;
+  /** One line per step of the episode's preparation (the Action's job log). */
+  log?: (line: string) => void;
+  /** How the judge watches the machine while it grades (grade.ts MACHINE; tests bring their own). */
+  judgeMachine?: JudgeMachine;
+}
