@@ -214,6 +214,12 @@ export const runFilesSchema = z.object({
   /** Episode id -> its check run, made (queued) when its round is dispatched. */
   checks: z.record(z.string(), z.number().int()).optional(),
   /**
+   * Check runs a resume let go of (their episodes run again, under new checks): completed, as
+   * cancelled, by every sync until none is left, so a handler that dies after the resume's save
+   * leaves none queued.
+   */
+  orphanChecks: z.array(z.number().int()).optional(),
+  /**
    * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
    * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
    */

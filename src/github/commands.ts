@@ -186,10 +186,7 @@ export async function setStopped(
     const ref = refs.episode(e.round, e.branch);
     if ((await ctx.forge.refSha(ref)) === e.result?.commit) await ctx.forge.setRef(ref, e.base);
   }
-  // Checks a resume lets go of: a stop that died before it completed them left them queued.
-  let orphans: number[] = [];
   const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
-    orphans = [];
     // Checked again on the record being swapped (the latest after a conflict): the round runs again only while its setup results are
     // the ones whose branches this handler moved back (another handler may have retried it, and
     // the retry may have failed its setup anew).
@@ -210,11 +207,13 @@ export async function setStopped(
     if (!stopped && open) {
       delete files.dispatched[String(open.index)];
       delete files.claims[`dispatch:${open.index}`];
-      // The stop cancelled the episodes' jobs and their check runs: the new dispatch makes new ones.
+      // The stop cancelled the episodes' jobs: the new dispatch makes new checks. The old ones are
+      // completed by the sync (a stop that died before completing them left them queued), from the
+      // record, so a handler that dies after this save leaves none queued either.
       for (const e of open.episodes) {
         const check = files.checks?.[e.id];
         if (e.result || check === undefined) continue;
-        orphans.push(check);
+        files.orphanChecks = [...(files.orphanChecks ?? []), check];
         delete files.checks?.[e.id];
       }
     }
@@ -222,13 +221,6 @@ export async function setStopped(
     return { state: rerun?.state ?? s.state, files };
   });
   if (!next) return null;
-  for (const check of stopped ? [] : orphans)
-    await ctx.forge.updateCheckRun(check, {
-      status: 'completed',
-      conclusion: 'cancelled',
-      completedAt: ctx.now.toISOString(),
-      output: { title: 'stopped', summary: 'The run was stopped; the resume runs this episode again.' },
-    });
   if (!stopped) await wakeTick(ctx);
   if (stopped) {
     await ctx.forge.cancelRuns(GITHUB.workflow, run);

@@ -80,6 +80,7 @@ export async function saveDone(
   mine: RunFiles,
   released: string[],
   expected: string,
+  completedChecks: readonly number[] = [],
 ): Promise<string> {
   let candidate = { state, files: mine, sha: expected };
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -95,18 +96,28 @@ export async function saveDone(
       if (!(e instanceof ConflictError)) throw e;
       const latest = await forge.loadRun(stateRef(state.id));
       if (!latest) throw e;
-      candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
+      candidate = {
+        state: latest.state,
+        files: mergeDone(latest.files, mine, released, completedChecks),
+        sha: latest.sha,
+      };
     }
   }
   throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
 }
 
-/** The latest record, with what `mine` did added and the claims `released` given back. */
-function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]): RunFiles {
+/**
+ * The latest record, with what `mine` did added, the claims `released` given back and the orphaned
+ * checks it completed taken off the list.
+ */
+function mergeDone(latest: RunFiles, mine: RunFiles, released: string[], completedChecks: readonly number[]): RunFiles {
   const claims = { ...latest.claims };
   for (const key of released) delete claims[key];
+  const { orphanChecks: listed, ...rest } = latest;
+  const orphanChecks = listed?.filter((c) => !completedChecks.includes(c)) ?? [];
   return {
-    ...latest,
+    ...rest,
+    ...(orphanChecks.length > 0 ? { orphanChecks } : {}),
     dispatched: { ...latest.dispatched, ...mine.dispatched },
     published: { ...latest.published, ...mine.published },
     settled: [...new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),

@@ -82,6 +82,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   }
   const claimed = JSON.stringify(files);
   const github = new GitHubWork(forge, commits, files, now);
+  const completed: number[] = [];
   let failure: unknown = null;
   try {
     // A handler that has worked for half a claim's life takes no new item: past its claim's life
@@ -93,6 +94,7 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
+    completed.push(...(await completeOrphanChecks(forge, files, now)));
     await present(forge, state, files, now);
   } catch (e) {
     failure = e;
@@ -105,10 +107,33 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       files,
       work.map((w) => w.key).filter((key) => !(key in files.claims)),
       sha,
+      completed,
     );
   }
   if (failure) throw failure;
   return state;
+}
+
+/**
+ * Completes, as cancelled, the check runs a resume let go of (RunFiles.orphanChecks), and takes
+ * each off the list once done (or gone); returns those done. Every sync does this until none is
+ * left: the resume that listed them may have died before completing them.
+ */
+async function completeOrphanChecks(forge: GitHubForge, files: RunFiles, now: Date): Promise<number[]> {
+  const done: number[] = [];
+  for (const check of files.orphanChecks ?? []) {
+    await forge.updateCheckRun(check, {
+      status: 'completed',
+      conclusion: 'cancelled',
+      completedAt: now.toISOString(),
+      output: { title: 'stopped', summary: 'The run was stopped; the resume runs this episode again.' },
+    });
+    done.push(check);
+    const left = (files.orphanChecks ?? []).filter((c) => c !== check);
+    if (left.length > 0) files.orphanChecks = left;
+    else delete files.orphanChecks;
+  }
+  return done;
 }
 
 /**
