@@ -20,7 +20,7 @@ import {
   stateRef,
 } from '../core/names.js';
 import { episodePrompt } from '../core/prompts.js';
-import { parseRunFiles, parseRunState, RecordError, type RunFiles } from '../core/records.js';
+import { type GitHubRunRecord, parseGitHubRunRecord, parseRunState, RecordError } from '../core/records.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { unreadableRunReason } from '../core/stop.js';
 import { formatNumber } from '../core/text.js';
@@ -310,7 +310,7 @@ export async function readRun(
   records: RecordsRepo,
   remote: Remote,
   run: string,
-): Promise<{ state: RunState; facts: RunFiles } | { unreadable: string; layout: unknown }> {
+): Promise<{ state: RunState; facts: GitHubRunRecord } | { unreadable: string; layout: unknown }> {
   const ref = stateRef(run);
   if (!(await remote.listRefs([ref])).has(ref)) {
     throw new Error(`run ${run} has no state in this repository (no ref ${ref}): was it started here?`);
@@ -323,10 +323,10 @@ export async function readRun(
   };
   const [stateText, factsText] = [await read('state.json'), await read('run.json')];
   let state: RunState;
-  let facts: RunFiles;
+  let facts: GitHubRunRecord;
   try {
     state = parseRunState(stateText, `${ref}:state.json`);
-    facts = parseRunFiles(factsText, `${ref}:run.json`);
+    facts = parseGitHubRunRecord(factsText, `${ref}:run.json`);
   } catch (e) {
     if (!(e instanceof RecordError)) throw e;
     const writer = recordField(factsText, 'writtenBy');

@@ -59,7 +59,7 @@ describe("the run's check", () => {
     await playToEnd(h, () => 10);
     const first = h.gh.branch('forkflush/issue-7/result');
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     // A new check on the result's head, in progress; the completed one is left as it was.
     expect(
       runChecks(h)
