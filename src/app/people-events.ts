@@ -27,7 +27,7 @@ export async function onIssueLabeled(ctxOf: ContextOf, context: Context<'issues.
   }
   await answeringTampered(ctx, issue.number, async () => {
     const asked = { by: sender.login, keys: [deliveryKey(context.id)] };
-    const out = await startRun(ctx, { number: issue.number, title: issue.title, body: issue.body ?? null }, asked);
+    const out = await startRun(ctx, issueRef(issue), asked);
     if ('problem' in out) await ctx.api.issues.comment(issue.number, `forkflush did not start: ${out.problem}`);
   });
 }
@@ -91,7 +91,7 @@ export async function onComment(ctxOf: ContextOf, context: Context<'issue_commen
   let done = false;
   await answeringTampered(ctx, issue.number, async () => {
     const asked = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
-    const reply = await runCommand(ctx, parsed.command, { ...issue, number: target }, asked);
+    const reply = await runCommand(ctx, parsed, { ...issueRef(issue), number: target }, asked);
     if (reply) await ctx.api.issues.comment(issue.number, reply);
     done = reply === null;
   });
@@ -121,34 +121,55 @@ async function refuse(ctx: SyncContext, sender: { login: string; type: string },
   return `@${sender.login}: only people with write access to this repository can ${what} (yours: ${permission}).`;
 }
 
+/** What starting a run reads of an issue's payload. */
+function issueRef(issue: {
+  number: number;
+  title: string;
+  body?: string | null;
+  user?: { login: string } | null;
+}): IssueRef {
+  return {
+    number: issue.number,
+    title: issue.title,
+    body: issue.body ?? null,
+    ...(issue.user?.login ? { author: issue.user.login } : {}),
+  };
+}
+
 /** A writer's command; returns the reply, or null for none. */
 async function runCommand(
   ctx: AppContext,
-  command: Command,
+  parsed: { command: Command; args?: string },
   issue: IssueRef,
   asked: ChangeRequest,
 ): Promise<string | null> {
+  const { command } = parsed;
   const run = issueRunId(issue.number);
   const stored = await ctx.api.loadRun(stateRef(run));
   if (!stored) {
-    if (command === 'resume') {
-      const out = await startRun(ctx, { number: issue.number, title: issue.title, body: issue.body ?? null }, asked);
+    if (command === 'resume' || command === 'start') {
+      const requested = parsed.args
+        ? { words: parsed.args, source: `\`/autoresearch start\` by @${asked.by}` }
+        : undefined;
+      const out = await startRun(ctx, issue, asked, requested);
       return 'problem' in out ? `forkflush did not start: ${out.problem}` : null;
     }
     return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
   }
+  if (parsed.args)
+    return `This issue has a forkflush run already: overrides (\`${parsed.args.slice(0, 200)}\`) apply only when a run starts. \`/autoresearch resume\` resumes it as it is.`;
   // The same comment delivered again (or replayed) is the same command: it was carried out.
   if (command !== 'status' && seenAny(stored.files.seen, asked.keys)) {
     ctx.log(`${command}: this comment was acted on already`);
     return null;
   }
-  return steerRun(ctx, command, stored, asked);
+  return steerRun(ctx, command === 'start' ? 'resume' : command, stored, asked);
 }
 
 /** A writer's command on the issue's run; returns the reply, or null for none. */
 async function steerRun(
   ctx: AppContext,
-  command: Command,
+  command: Exclude<Command, 'start'>,
   stored: StoredRun,
   asked: ChangeRequest,
 ): Promise<string | null> {

@@ -8,10 +8,11 @@ import { GITHUB, issueRunId, type RefsLayout, runRefs, stateRef } from '../core/
 import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
+import { overridesInText, parseOverrides, type RunOverrides } from '../core/run-overrides.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { visibleText } from '../core/text.js';
 import { workerTimeoutProblem } from '../core/worker-workflow.js';
-import { amendOnce, type ChangeRequest, wakeTick } from './amend.js';
+import { amendOnce, type ChangeRequest, canWrite, wakeTick } from './amend.js';
 import type { GitHubApi, GitHubRunRecord, StoredRun } from './api.js';
 import { protectedDigest } from './observe.js';
 import { ConflictError } from './requests.js';
@@ -22,6 +23,15 @@ export interface IssueRef {
   number: number;
   title: string;
   body: string | null;
+  /** Who wrote the issue: overrides in its text count only from a writer. */
+  author?: string;
+}
+
+/** Overrides asked for with the start (`/autoresearch start budget=50`), and who asked. */
+export interface RequestedOverrides {
+  words: string;
+  /** Where they came from, as the status comment says it. */
+  source: string;
 }
 
 /** What a new run starts from, read from the default branch. */
@@ -34,6 +44,8 @@ interface RunSetup {
   worker: string;
   /** The default branch's head commit. */
   base: string;
+  /** The overrides applied to the config, echoed in the status comment. */
+  overrides?: { text: string; source: string };
 }
 
 /**
@@ -45,13 +57,16 @@ export async function startRun(
   ctx: SyncContext,
   issue: IssueRef,
   asked: ChangeRequest,
+  requested?: RequestedOverrides,
 ): Promise<{ problem: string } | { state: RunState | null }> {
   const run = issueRunId(issue.number);
   // 1. A run there already: resumed when stopped, else the event is only recorded.
   const existing = await ctx.api.loadRun(stateRef(run));
   if (existing) return startExisting(ctx, existing, asked);
-  // 2. What the run starts from, or why it cannot start.
-  const setup = await readSetup(ctx.api, run);
+  // 2. What the run starts from (the config with its overrides), or why it cannot start.
+  const overrides = await overridesFor(ctx.api, issue, asked, requested);
+  if (overrides !== null && 'problem' in overrides) return overrides;
+  const setup = await readSetup(ctx.api, run, overrides);
   if ('problem' in setup) return setup;
   // 3. Its record, and its lineages at the base.
   const state = newRunState({
@@ -96,8 +111,41 @@ async function startExisting(
   return { state: next ? await syncOrYield(ctx, next) : null };
 }
 
+/**
+ * The run's overrides: the start command's, else those of a `/autoresearch start ...` line in the
+ * issue's text (only from an author with write access: they may raise what the run spends); null
+ * for none; or why they cannot be, naming each key and what is valid.
+ */
+async function overridesFor(
+  api: GitHubApi,
+  issue: IssueRef,
+  asked: ChangeRequest,
+  requested: RequestedOverrides | undefined,
+): Promise<{ given: RunOverrides; source: string } | null | { problem: string }> {
+  const inText = requested ? null : overridesInText(issue.body ?? '');
+  const words = requested?.words ?? inText;
+  if (words === null) return null;
+  const source = requested?.source ?? "the issue's text";
+  const given = parseOverrides(words);
+  if ('problems' in given)
+    return {
+      problem: `the overrides in ${source} are not valid, so no run started. Fix these and start it again:\n\n${given.problems.map((p) => `- ${p}`).join('\n')}`,
+    };
+  const author = issue.author;
+  if (inText !== null && author !== asked.by && !canWrite(author ? await api.permission(author) : 'none')) {
+    return {
+      problem: `the issue's text asks for overrides (\`${given.text}\`), and its author${author ? ` @${author}` : ''} has no write access to this repository, so they were not taken. A writer can start the run with them: \`/autoresearch start ${given.text}\`.`,
+    };
+  }
+  return { given, source };
+}
+
 /** The config, templates, worker workflow and base commit a new run needs, or why it cannot start. */
-async function readSetup(api: GitHubApi, run: string): Promise<RunSetup | { problem: string }> {
+async function readSetup(
+  api: GitHubApi,
+  run: string,
+  overrides: { given: RunOverrides; source: string } | null,
+): Promise<RunSetup | { problem: string }> {
   const repository = await api.repository();
   const branch = repository.defaultBranch;
   const text = await api.readFile(CONFIG_PATH, branch);
@@ -108,11 +156,12 @@ async function readSetup(api: GitHubApi, run: string): Promise<RunSetup | { prob
   }
   let config: Config;
   try {
-    config = parseConfig(text, CONFIG_PATH);
+    config = parseConfig(text, CONFIG_PATH, overrides?.given.config);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
+    const withOverrides = overrides ? ` with the overrides \`${overrides.given.text}\` (${overrides.source})` : '';
     return {
-      problem: `\`${CONFIG_PATH}\` on \`${branch}\` is not valid, so no run started. Fix these and label the issue again:\n\n${e.problems.map((p) => `- ${p}`).join('\n')}`,
+      problem: `\`${CONFIG_PATH}\` on \`${branch}\`${withOverrides} is not valid, so no run started. Fix these and label the issue again:\n\n${e.problems.map((p) => `- ${p}`).join('\n')}`,
     };
   }
   const loaded = await loadTemplates(config, (path) => api.readFile(path, branch), `\`${branch}\``);
@@ -133,6 +182,7 @@ async function readSetup(api: GitHubApi, run: string): Promise<RunSetup | { prob
     templates: loaded.templates,
     worker,
     base,
+    ...(overrides ? { overrides: { text: overrides.given.text, source: overrides.source } } : {}),
   };
 }
 
@@ -175,6 +225,7 @@ async function firstRecord(
     baseGrade: 'asked',
     baseTree: baseCommit.tree,
     ...(timeout ? { workerWarning: timeout } : {}),
+    ...(setup.overrides ? { overrides: setup.overrides } : {}),
   };
 }
 

@@ -279,7 +279,7 @@ describe('comment commands', () => {
     expect(h.gh.comments).toEqual([]);
     await h.comment(7, '/autoresearch launch');
     expect(h.gh.comments.at(-1)?.body).toBe(
-      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`',
+      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`, `/autoresearch start`',
     );
     await h.comment(7, '/autoresearch status');
     expect(h.gh.comments.at(-1)?.body).toBe(
