@@ -10,7 +10,7 @@ const entries = {
   cli: 'src/cli/index.ts',
   index: 'src/action/index.ts',
   app: 'src/app/server.ts',
-  'app-actions': 'src/app/actions-entry.ts',
+  'app-actions': 'src/app/actions-mode-entry.ts',
 };
 const check = process.argv.includes('--check');
 

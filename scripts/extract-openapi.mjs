@@ -14,8 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { prune, ROOT, reachedComponents, runExtraction, sortKeys } from './openapi-subset.mjs';
 
 /**
- * The operations forkflush calls: every `octokit.rest.<ns>.<method>` in src/ (GitHubForge in
- * src/github/forge.ts, and the hosted nightly tick in src/app/server.ts), plus the installation
+ * The operations forkflush calls: every `octokit.rest.<ns>.<method>` in src/ (GitHubApi in
+ * src/github/api.ts and its parts, and the hosted nightly tick in src/app/server.ts), plus the installation
  * token Probot requests on the app's behalf. test/github/openapi.test.ts checks this list against src/.
  */
 export const OPERATIONS = [

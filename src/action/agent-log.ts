@@ -34,7 +34,7 @@ import {
 } from '../core/bounds.js';
 import type { AgentKind, Config } from '../core/config.js';
 import { stateRef } from '../core/names.js';
-import { parseRunFiles, parseRunState } from '../core/records.js';
+import { parseGitHubRunRecord, parseRunState } from '../core/records.js';
 import { isForgeSecret } from '../core/secrets.js';
 import { plainText } from '../core/text.js';
 import { findExecutable } from '../io/executables.js';
@@ -262,7 +262,7 @@ export async function readRecordFacts(
   const state = await show('state.json');
   if (state && !facts.config) facts.config = tryParse(() => parseRunState(state, 'state.json').config);
   const files = await show('run.json');
-  if (files) facts.issue = tryParse(() => parseRunFiles(files, 'run.json').issue);
+  if (files) facts.issue = tryParse(() => parseGitHubRunRecord(files, 'run.json').issue);
   if (!outcome) return facts;
   const { base } = outcome.episode;
   const { commit } = outcome.result;

@@ -4,7 +4,7 @@
 import { mkdir } from 'node:fs/promises';
 import pkg from '../../package.json' with { type: 'json' };
 import { stateRef } from '../core/names.js';
-import { parseRunFiles, parseRunState, RecordError, type RunFiles } from '../core/records.js';
+import { type GitHubRunRecord, parseGitHubRunRecord, parseRunState, RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { unreadableRunReason } from '../core/stop.js';
 import { removeTree } from '../io/agent-files.js';
@@ -13,7 +13,7 @@ import { Remote } from './remote.js';
 import { type ActionSettings, jobPlaces } from './settings.js';
 
 /** A run's records as this release reads them, or why it cannot (and the layout run.json names). */
-export type ReadRun = { state: RunState; facts: RunFiles } | { unreadable: string; layout: unknown };
+export type ReadRun = { state: RunState; facts: GitHubRunRecord } | { unreadable: string; layout: unknown };
 
 /**
  * The job's private folder made anew (nothing an earlier job on this runner left behind, a usage
@@ -48,10 +48,10 @@ export async function readRun(records: RecordsRepo, remote: Remote, run: string)
   };
   const [stateText, factsText] = [await read('state.json'), await read('run.json')];
   let state: RunState;
-  let facts: RunFiles;
+  let facts: GitHubRunRecord;
   try {
     state = parseRunState(stateText, `${ref}:state.json`);
-    facts = parseRunFiles(factsText, `${ref}:run.json`);
+    facts = parseGitHubRunRecord(factsText, `${ref}:run.json`);
   } catch (e) {
     if (!(e instanceof RecordError)) throw e;
     const writer = recordField(factsText, 'writtenBy');

@@ -12,9 +12,10 @@ import { createHmac } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { type Probot, run } from 'probot';
-import { GitHubForge } from '../github/forge.js';
+import { GitHubApi } from '../github/api.js';
 import { recordKeyFrom } from '../github/record-seal.js';
-import { forkflushApp, nightlyTick, RELEASE } from './app.js';
+import { forkflushApp, nightlyTick } from './app.js';
+import { RELEASE } from './app-context.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -99,8 +100,8 @@ export async function tickInstallations(app: Probot, at: Date, recordKey: Buffer
       for (const r of repos) {
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
-          const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey, RELEASE);
-          const touched = await nightlyTick(forge, at, (line, fields) => log.info(fields ?? {}, line));
+          const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE);
+          const touched = await nightlyTick(api, at, (line, fields) => log.info(fields ?? {}, line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(', ')}`);
         } catch (e) {

@@ -157,6 +157,8 @@ export interface ConfigOverrides {
   strategy?: Strategy;
   budget?: number;
   branches?: number;
+  /** agent.model (GitHub's per-run overrides, core/run-overrides.ts). */
+  model?: string;
 }
 
 /** Parses and validates the YAML text of a config; throws ConfigError with located messages. */
@@ -221,6 +223,7 @@ function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides): Recor
     const fork = isRecord(raw.fork) ? { ...raw.fork } : {};
     out.fork = { ...fork, branches: o.branches };
   }
+  if (o.model !== undefined) out.agent = { ...(isRecord(raw.agent) ? raw.agent : {}), model: o.model };
   return out;
 }
 

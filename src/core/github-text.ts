@@ -240,11 +240,16 @@ export function loserComment(state: RunState, e: Episode, winner: Episode | null
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
 
-export type Command = 'status' | 'stop' | 'resume' | 'fork';
-export const COMMANDS: readonly Command[] = ['status', 'stop', 'resume', 'fork'];
+export type Command = 'status' | 'stop' | 'resume' | 'fork' | 'start';
+export const COMMANDS: readonly Command[] = ['status', 'stop', 'resume', 'fork', 'start'];
 
-/** The command in a comment (`/autoresearch fork`), or an error for an unknown one, or null. */
-export function parseCommand(body: string): { command: Command } | { error: string } | null {
+/**
+ * The command in a comment (`/autoresearch fork`), or an error for an unknown one, or null.
+ * `start` may carry overrides (`/autoresearch start budget=50 branches=2`): its `args`.
+ */
+export function parseCommand(body: string): { command: Command; args?: string } | { error: string } | null {
+  const start = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(body);
+  if (start?.[1]) return { command: 'start', args: start[1] };
   const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
   if (!m) return null;
   const word = (m[1] ?? 'status').toLowerCase();

@@ -1,6 +1,6 @@
 // The run's records, one name and one zod schema per file, checked on every read:
 // - `state.json`: the core's RunState, the same locally and on GitHub (`STATE_RECORD`);
-// - `run.json` on GitHub: what the app needs besides (`RUN_FILES_RECORD`, RunFiles);
+// - `run.json` on GitHub: what the app needs besides (`GITHUB_RUN_RECORD`, GitHubRunRecord);
 // - `run.json` in a local run folder: what the local shell needs besides (`LOCAL_RUN_RECORD`, LocalRunInfo).
 // A record is data a crash, an old version or a hand with a token may have written: it is parsed,
 // never cast, and a problem is a RecordError naming the file and the field.
@@ -137,8 +137,8 @@ export const runStateSchema = z.object({
   extraForks: count.optional(),
 });
 
-/** What the app keeps about a GitHub run besides its state: `run.json` on the state ref. */
-export const runFilesSchema = z.object({
+/** GitHub's run.json, part: where the run comes from and what it works on: fixed when it starts. */
+const githubRunOrigin = z.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
   task: z.string(),
   /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
@@ -148,9 +148,26 @@ export const runFilesSchema = z.object({
   /** The repository's default branch when the run started: where the worker workflow runs. */
   defaultBranch: z.string().min(1),
   issue: z.number().int().positive(),
-  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
-  commentId: z.number().int().nullable(),
-  commentDigest: z.string().optional(),
+  /**
+   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
+   * whose tree differs there is refused. Absent in records made before it was kept.
+   */
+  protectedDigest: z.string().optional(),
+  /** Whether the repository was private when the run started (how agent contexts are kept). */
+  privateRepository: z.boolean().optional(),
+  /**
+   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
+   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
+   */
+  refsLayout: z.union([z.literal(1), z.literal(2)]).optional(),
+  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
+  baseTree: sha.optional(),
+  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
+  overrides: z.object({ text: z.string(), source: z.string() }).optional(),
+});
+
+/** GitHub's run.json, part: what has been carried out on GitHub: the sync's work list reads it (record.ts workDone). */
+const githubRunProgress = z.object({
   stopped: z.boolean(),
   /**
    * Round index -> when its jobs were dispatched, by when they must report, and the worker
@@ -168,44 +185,8 @@ export const runFilesSchema = z.object({
   finalPr: z.number().int().nullable(),
   /** The commit the best branch was last set to. */
   bestCommit: sha.nullable(),
-  /** The day (YYYY-MM-DD) of the last nightly round. */
-  lastNightly: z.string().nullable(),
   /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
   claims: z.record(z.string(), z.string()),
-  /**
-   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
-   * whose tree differs there is refused. Absent in records made before it was kept.
-   */
-  protectedDigest: z.string().optional(),
-  /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: z.boolean().optional(),
-  /**
-   * The login of the writer who started the run, or last resumed it or asked for a fork round:
-   * the nightly rounds run on their behalf, while they keep write access.
-   */
-  startedBy: z.string().min(1).optional(),
-  /**
-   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
-   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
-   * twice, or that is replayed, is acted on once.
-   */
-  seen: z.array(z.string()).optional(),
-  /** The same for job and workflow-run deliveries, recorded with what they changed. */
-  seenDeliveries: z.array(z.string()).optional(),
-  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
-  nightlySkipped: z.string().optional(),
-  /**
-   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
-   * release that cannot read the record says which release to use.
-   */
-  writtenBy: z.string().min(1).optional(),
-  /**
-   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
-   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
-   */
-  refsLayout: z.union([z.literal(1), z.literal(2)]).optional(),
-  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
-  baseTree: sha.optional(),
   /**
    * The grade of the initial workspace: asked (its job rides with the opening round's dispatch,
    * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
@@ -214,24 +195,71 @@ export const runFilesSchema = z.object({
   /** Episode id -> its check run, made (queued) when its round is dispatched. */
   checks: z.record(z.string(), z.number().int()).optional(),
   /**
+   * Check runs a resume let go of (their episodes run again, under new checks): completed, as
+   * cancelled, by every sync until none is left, so a handler that dies after the resume's save
+   * leaves none queued.
+   */
+  orphanChecks: z.array(z.number().int()).optional(),
+  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
+  resultHead: sha.optional(),
+  /**
+   * The login of the writer who started the run, or last resumed it or asked for a fork round:
+   * the nightly rounds run on their behalf, while they keep write access.
+   */
+  startedBy: z.string().min(1).optional(),
+  /** The day (YYYY-MM-DD) of the last nightly round. */
+  lastNightly: z.string().nullable(),
+  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
+  nightlySkipped: z.string().optional(),
+  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
+  stopReason: z.string().optional(),
+});
+
+/** GitHub's run.json, part: what people see of the run, kept current: the status comment, the run's check, the result pull request's text. */
+const githubRunViews = z.object({
+  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
+  commentId: z.number().int().nullable(),
+  commentDigest: z.string().optional(),
+  /**
    * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
    * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
    */
   runCheck: z
     .object({ id: z.number().int(), sha, digest: z.string().optional(), done: z.boolean().optional() })
     .optional(),
-  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
-  resultHead: sha.optional(),
   resultDigest: z.string().optional(),
-  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
-  stopReason: z.string().optional(),
   /** A warning about the worker workflow, found when the run started, for the status comment. */
   workerWarning: z.string().optional(),
-  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
-  overrides: z.object({ text: z.string(), source: z.string() }).optional(),
 });
 
-export type RunFiles = z.output<typeof runFilesSchema>;
+/** GitHub's run.json, part: the events acted on already, and who wrote the record. */
+const githubRunEvents = z.object({
+  /**
+   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
+   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
+   * twice, or that is replayed, is acted on once.
+   */
+  seen: z.array(z.string()).optional(),
+  /** The same for job and workflow-run deliveries, recorded with what they changed. */
+  seenDeliveries: z.array(z.string()).optional(),
+  /**
+   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
+   * release that cannot read the record says which release to use.
+   */
+  writtenBy: z.string().min(1).optional(),
+});
+
+/**
+ * What the app keeps about a GitHub run besides its state: `run.json` on the state ref. Its fields
+ * in four groups (one JSON object on disk, as it always was): where the run comes from, what has
+ * been carried out, what people see, and the events acted on.
+ */
+export const githubRunSchema = githubRunOrigin
+  .extend(githubRunProgress.shape)
+  .extend(githubRunViews.shape)
+  .extend(githubRunEvents.shape);
+
+export type GitHubRunRecord = z.output<typeof githubRunSchema>;
 
 /** What a local run keeps besides its state: `run.json` in the run folder (`.forkflush/<run id>/`). */
 export const localRunSchema = z.object({
@@ -315,9 +343,9 @@ export const STATE_RECORD = recordFile({
   unversioned: null,
 });
 
-export const RUN_FILES_RECORD = recordFile({
+export const GITHUB_RUN_RECORD = recordFile({
   name: 'run.json',
-  schema: runFilesSchema,
+  schema: githubRunSchema,
   version: 1,
   migrations: {},
   // Written without a version until records had one; those records are version 1.
@@ -425,8 +453,8 @@ export function parseRunState(text: string, where: string): RunState {
   return state;
 }
 
-export function parseRunFiles(text: string, where: string): RunFiles {
-  return readRecord(RUN_FILES_RECORD, text, where);
+export function parseGitHubRunRecord(text: string, where: string): GitHubRunRecord {
+  return readRecord(GITHUB_RUN_RECORD, text, where);
 }
 
 export function parseLocalRun(text: string, where: string): LocalRunInfo {

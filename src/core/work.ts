@@ -126,7 +126,7 @@ export function advance(
  * moves its lineage from the episode's base to its commit; a head already at that commit, or at a
  * commit a later decided round adopted (a later round was settled first, after a crash), is fine.
  */
-export function whyLineageMovedOutside(
+export function lineageMovedOutsideProblem(
   state: RunState,
   round: Round,
   e: Episode,

@@ -7,11 +7,11 @@ import { resultFromCommit } from '../core/journal.js';
 import { BASE_JOB, baseGradeRef } from '../core/names.js';
 import { applyResult } from '../core/reconcile.js';
 import { type EpisodeResult, failedResult, isBetter, type RunState } from '../core/state.js';
-import type { GitCommit, GitHubForge, RunFiles, TreeFile } from './forge.js';
+import type { GitCommit, GitHubApi, GitHubRunRecord, TreeFile } from './api.js';
 import { refsOf } from './record.js';
 
 /** What an event says happened, beyond what the branches show. */
-export interface Observed {
+export interface EventFacts {
   now: Date;
   /** Episodes whose job ended without a result, from the event that triggered this sync. */
   failedJobs?: Record<string, string>;
@@ -23,12 +23,12 @@ export interface Observed {
 export class Commits {
   private readonly known = new Map<string, GitCommit>();
 
-  constructor(private readonly forge: GitHubForge) {}
+  constructor(private readonly api: GitHubApi) {}
 
   async get(sha: string): Promise<GitCommit> {
     const known = this.known.get(sha);
     if (known !== undefined) return known;
-    const commit = await this.forge.commit(sha);
+    const commit = await this.api.commit(sha);
     this.known.set(sha, commit);
     return commit;
   }
@@ -49,15 +49,15 @@ export function protectedDigest(tree: TreeFile[], globs: string[]): string {
  * in `files` (baseGrade done), and in the state's base (and best, if the base beats every episode).
  */
 export async function observeBase(
-  forge: GitHubForge,
+  api: GitHubApi,
   commits: Commits,
   state: RunState,
-  files: RunFiles,
-  seen: Observed,
+  files: GitHubRunRecord,
+  seen: EventFacts,
 ): Promise<RunState> {
   const dispatched = files.dispatched['0'];
   if (files.baseGrade !== 'asked' || !dispatched) return state;
-  const head = await forge.refSha(baseGradeRef(state.id));
+  const head = await api.refSha(baseGradeRef(state.id));
   let grade: { score: number | null; reason?: string; graderSeconds?: number } | null = null;
   if (head) {
     const commit = await commits.get(head);
@@ -112,17 +112,17 @@ export function applyBaseGrade(
 
 /** Reads the results that landed on the open round's branches (one call for all of them). */
 export async function observe(
-  forge: GitHubForge,
+  api: GitHubApi,
   commits: Commits,
   state: RunState,
-  files: RunFiles,
-  seen: Observed,
+  files: GitHubRunRecord,
+  seen: EventFacts,
 ): Promise<RunState> {
   const open = state.rounds.find((r) => !r.decision);
   const dispatched = open ? files.dispatched[String(open.index)] : undefined;
   if (!open || !dispatched) return state;
   const refs = refsOf(state, files);
-  const heads = await forge.refHeads(refs.round(open.index));
+  const heads = await api.refHeads(refs.round(open.index));
   let next = state;
   for (const e of open.episodes) {
     if (e.result) continue;
@@ -131,7 +131,7 @@ export async function observe(
     if (head && head !== e.base) {
       const commit = await commits.get(head);
       const read = resultFromCommit(state.id, e, { sha: head, ...commit });
-      const problem = 'problem' in read ? read.problem : await protectedProblem(forge, state, files, head, commit);
+      const problem = 'problem' in read ? read.problem : await protectedProblem(api, state, files, head, commit);
       result = problem === null && 'result' in read ? read.result : failedResult(e, problem ?? 'not a result');
     } else if (seen.failedJobs?.[e.id]) {
       result = failedResult(e, seen.failedJobs[e.id] as string);
@@ -151,15 +151,15 @@ export async function observe(
  * its trailers say.
  */
 async function protectedProblem(
-  forge: GitHubForge,
+  api: GitHubApi,
   state: RunState,
-  files: RunFiles,
+  files: GitHubRunRecord,
   sha: string,
   commit: GitCommit,
 ): Promise<string | null> {
   if (!files.protectedDigest) return null;
   const short = sha.slice(0, 7);
-  const tree = await forge.treeFiles(commit.tree);
+  const tree = await api.treeFiles(commit.tree);
   if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
   const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
   if (protectedDigest(tree, globs) !== files.protectedDigest) {

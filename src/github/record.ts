@@ -5,25 +5,26 @@ import type { GitHubView, RunPhase } from '../core/github-text.js';
 import { type RefsLayout, type RunRefs, refName, runRefs, stateRef } from '../core/names.js';
 import { findEpisode, type RunState } from '../core/state.js';
 import type { WorkDone } from '../core/work.js';
-import { ConflictError, type GitHubForge, type RunFiles } from './forge.js';
+import type { GitHubApi, GitHubRunRecord } from './api.js';
+import { ConflictError } from './requests.js';
 
 /** Where the run keeps its work: records made before there was a choice are layout 1. */
-export function layoutOf(files: RunFiles): RefsLayout {
+export function layoutOf(files: GitHubRunRecord): RefsLayout {
   return files.refsLayout ?? 1;
 }
 
 /** The run's refs, in its layout. */
-export function refsOf(state: RunState, files: RunFiles): RunRefs {
+export function refsOf(state: RunState, files: GitHubRunRecord): RunRefs {
   return runRefs(state.id, layoutOf(files));
 }
 
 /** Where the run stands, as the texts on GitHub say it. */
-export function phaseOf(state: RunState, files: RunFiles): RunPhase {
+export function phaseOf(state: RunState, files: GitHubRunRecord): RunPhase {
   return files.stopped ? 'stopped' : state.status === 'finished' ? 'finished' : 'running';
 }
 
 /** Where the run's work is, as the texts on GitHub name it. */
-export function viewOf(state: RunState, files: RunFiles): GitHubView {
+export function viewOf(state: RunState, files: GitHubRunRecord): GitHubView {
   const refs = refsOf(state, files);
   return {
     lineage: refName(refs.lineage(0, state.lineages.length)),
@@ -53,7 +54,7 @@ export function resultCommit(state: RunState): string {
  * published once its pull request is open and (layout 2) its branch is at the result: a round
  * after the end (a nightly one) that moves the lineage makes it due again.
  */
-export function workDone(state: RunState, files: RunFiles): WorkDone {
+export function workDone(state: RunState, files: GitHubRunRecord): WorkDone {
   const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
   return {
     opened: Object.keys(files.dispatched).map(Number),
@@ -75,16 +76,17 @@ export function workDone(state: RunState, files: RunFiles): WorkDone {
  * the handler that takes the claim over once it is stale checks what was done before redoing it.
  */
 export async function saveDone(
-  forge: GitHubForge,
+  api: GitHubApi,
   state: RunState,
-  mine: RunFiles,
+  mine: GitHubRunRecord,
   released: string[],
   expected: string,
+  completedChecks: readonly number[] = [],
 ): Promise<string> {
   let candidate = { state, files: mine, sha: expected };
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      return await forge.saveRun(
+      return await api.saveRun(
         stateRef(state.id),
         candidate.state,
         candidate.files,
@@ -93,20 +95,35 @@ export async function saveDone(
       );
     } catch (e) {
       if (!(e instanceof ConflictError)) throw e;
-      const latest = await forge.loadRun(stateRef(state.id));
+      const latest = await api.loadRun(stateRef(state.id));
       if (!latest) throw e;
-      candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
+      candidate = {
+        state: latest.state,
+        files: mergeDone(latest.files, mine, released, completedChecks),
+        sha: latest.sha,
+      };
     }
   }
   throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
 }
 
-/** The latest record, with what `mine` did added and the claims `released` given back. */
-function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]): RunFiles {
+/**
+ * The latest record, with what `mine` did added, the claims `released` given back and the orphaned
+ * checks it completed taken off the list.
+ */
+function mergeDone(
+  latest: GitHubRunRecord,
+  mine: GitHubRunRecord,
+  released: string[],
+  completedChecks: readonly number[],
+): GitHubRunRecord {
   const claims = { ...latest.claims };
   for (const key of released) delete claims[key];
+  const { orphanChecks: listed, ...rest } = latest;
+  const orphanChecks = listed?.filter((c) => !completedChecks.includes(c)) ?? [];
   return {
-    ...latest,
+    ...rest,
+    ...(orphanChecks.length > 0 ? { orphanChecks } : {}),
     dispatched: { ...latest.dispatched, ...mine.dispatched },
     published: { ...latest.published, ...mine.published },
     settled: [...new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
@@ -123,9 +140,13 @@ function mergeDone(latest: RunFiles, mine: RunFiles, released: string[]): RunFil
 }
 
 /** A field of the record as this handler left it, else as the latest record has it. */
-function pick<K extends keyof RunFiles>(mine: RunFiles, latest: RunFiles, key: K): Partial<Pick<RunFiles, K>> {
+function pick<K extends keyof GitHubRunRecord>(
+  mine: GitHubRunRecord,
+  latest: GitHubRunRecord,
+  key: K,
+): Partial<Pick<GitHubRunRecord, K>> {
   const value = mine[key] ?? latest[key];
-  return value === undefined ? {} : ({ [key]: value } as Partial<Pick<RunFiles, K>>);
+  return value === undefined ? {} : ({ [key]: value } as Partial<Pick<GitHubRunRecord, K>>);
 }
 
 /** A short digest of a text forkflush keeps current on GitHub: it is edited only when this changes. */

@@ -12,13 +12,14 @@ import { stateRef } from '../core/names.js';
 import type { RunState } from '../core/state.js';
 import { stopBefore } from '../core/stop.js';
 import { carryOut, dueWork } from '../core/work.js';
-import { ConflictError, type GitHubForge, type RunFiles, type StoredRun } from './forge.js';
-import { Commits, type Observed, observe, observeBase } from './observe.js';
+import type { GitHubApi, GitHubRunRecord, StoredRun } from './api.js';
+import { Commits, type EventFacts, observe, observeBase } from './observe.js';
 import { layoutOf, phaseOf, saveDone, textDigest, viewOf, workDone } from './record.js';
+import { ConflictError } from './requests.js';
 import { GitHubWork, runCheckFields } from './work.js';
 
-export interface SyncContext extends Observed {
-  forge: GitHubForge;
+export interface SyncContext extends EventFacts {
+  api: GitHubApi;
   /** Actions mode: the tick's workflow, enabled while a run needs it (commands.ts wakeTick). */
   tick?: string;
   /** A line for the log; `fields` say what it is about (the app's logger keeps them: run, round, episode). */
@@ -27,7 +28,7 @@ export interface SyncContext extends Observed {
 
 /** Reconciles one run until it waits for jobs (or is finished or stopped). */
 export async function syncRun(ctx: SyncContext, run: string): Promise<RunState | null> {
-  const stored = await ctx.forge.loadRun(stateRef(run));
+  const stored = await ctx.api.loadRun(stateRef(run));
   return stored ? syncOrYield(ctx, stored) : null;
 }
 
@@ -46,26 +47,14 @@ export async function syncOrYield(ctx: SyncContext, stored: StoredRun): Promise<
 }
 
 export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<RunState> {
-  const { forge, now } = ctx;
+  const { api, now } = ctx;
   let state = stored.state;
-  const files: RunFiles = structuredClone(stored.files);
+  const files: GitHubRunRecord = structuredClone(stored.files);
   let sha = stored.sha;
-  const commits = new Commits(forge);
-  if (!files.stopped) {
-    state = await observe(forge, commits, state, files, ctx);
-    state = await observeBase(forge, commits, state, files, ctx);
-    // A round whose every branch failed setup stops the run before it is decided (nothing more is
-    // dispatched); the issue comment says why. (Not the rule about an initial workspace without a
-    // score: older runs never graded it here, and its grade may land after the opening round's
-    // results, moving the best to it if it beats them.)
-    // At limits.rounds the run finishes with what it has instead of opening another round.
-    state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
-    // With fork.losers: journal, each decided round's losers' notes, read while their branches are
-    // there and saved with the claim below: before the next round is dispatched, whose jobs read them.
-    const journal = state.config.journal;
-    state = await recordLosers(state, async (commit) => cutJournal(await forge.readFile(journal, commit)));
-  }
-  // Claim the work in the same compare-and-swap that records the decisions: of two racing
+  const commits = new Commits(api);
+  // 1. What landed, and what the core decides from it (nothing for a stopped run).
+  if (!files.stopped) state = await observeAndDecide(ctx, commits, state, files);
+  // 2. Claim the work in the same compare-and-swap that records the decisions: of two racing
   // handlers, only the one whose save lands does the work.
   const due = dueWork(state, workDone(state, files));
   // A stale claim on work no longer due: its handler did the work, then died before letting go.
@@ -78,10 +67,12 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
   const retaking = new Set(work.filter((w) => files.claims[w.key] !== undefined).map((w) => w.key));
   for (const w of work) files.claims[w.key] = now.toISOString();
   if (state !== stored.state || JSON.stringify(files) !== JSON.stringify(stored.files)) {
-    sha = await forge.saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`);
+    sha = await api.saveRun(stateRef(state.id), state, files, sha, `forkflush: ${summaryLine(state)}`);
   }
+  // 3. Carry it out, then what people read.
   const claimed = JSON.stringify(files);
-  const github = new GitHubWork(forge, commits, files, now);
+  const github = new GitHubWork(api, commits, files, now);
+  const completed: number[] = [];
   let failure: unknown = null;
   try {
     // A handler that has worked for half a claim's life takes no new item: past its claim's life
@@ -93,18 +84,20 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
       await carryOut(github, state, w, retaking.has(w.key));
       delete files.claims[w.key];
     }
-    await present(forge, state, files, now);
+    completed.push(...(await completeOrphanChecks(api, files, now)));
+    await present(api, state, files, now);
   } catch (e) {
     failure = e;
   }
-  // What was done is recorded, in one save, even when another handler saved meanwhile or an item failed.
+  // 4. What was done is recorded, in one save, even when another handler saved meanwhile or an item failed.
   if (JSON.stringify(files) !== claimed) {
     await saveDone(
-      forge,
+      api,
       state,
       files,
       work.map((w) => w.key).filter((key) => !(key in files.claims)),
       sha,
+      completed,
     );
   }
   if (failure) throw failure;
@@ -112,12 +105,60 @@ export async function syncStored(ctx: SyncContext, stored: StoredRun): Promise<R
 }
 
 /**
+ * What landed on GitHub read back into the state (observe.ts), and the core's steps from there:
+ * rounds decided and opened within the round limit, and the losers' notes a decided round keeps.
+ */
+async function observeAndDecide(
+  ctx: SyncContext,
+  commits: Commits,
+  read: RunState,
+  files: GitHubRunRecord,
+): Promise<RunState> {
+  const { api } = ctx;
+  let state = await observe(api, commits, read, files, ctx);
+  state = await observeBase(api, commits, state, files, ctx);
+  // A round whose every branch failed setup stops the run before it is decided (nothing more is
+  // dispatched); the issue comment says why. (Not the rule about an initial workspace without a
+  // score: older runs never graded it here, and its grade may land after the opening round's
+  // results, moving the best to it if it beats them.)
+  // At limits.rounds the run finishes with what it has instead of opening another round.
+  state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
+  // With fork.losers: journal, each decided round's losers' notes, read while their branches are
+  // there and saved with the claim below: before the next round is dispatched, whose jobs read them.
+  const journal = state.config.journal;
+  state = await recordLosers(state, async (commit) => cutJournal(await api.readFile(journal, commit)));
+  return state;
+}
+
+/**
+ * Completes, as cancelled, the check runs a resume let go of (GitHubRunRecord.orphanChecks), and takes
+ * each off the list once done (or gone); returns those done. Every sync does this until none is
+ * left: the resume that listed them may have died before completing them.
+ */
+async function completeOrphanChecks(api: GitHubApi, files: GitHubRunRecord, now: Date): Promise<number[]> {
+  const done: number[] = [];
+  for (const check of files.orphanChecks ?? []) {
+    await api.checks.update(check, {
+      status: 'completed',
+      conclusion: 'cancelled',
+      completedAt: now.toISOString(),
+      output: { title: 'stopped', summary: 'The run was stopped; the resume runs this episode again.' },
+    });
+    done.push(check);
+    const left = (files.orphanChecks ?? []).filter((c) => c !== check);
+    if (left.length > 0) files.orphanChecks = left;
+    else delete files.orphanChecks;
+  }
+  return done;
+}
+
+/**
  * What people read, kept current: the issue's status comment and the result pull request's title
  * and body, each edited only when what it says changed.
  */
-async function present(forge: GitHubForge, state: RunState, files: RunFiles, now: Date): Promise<void> {
+async function present(api: GitHubApi, state: RunState, files: GitHubRunRecord, now: Date): Promise<void> {
   const view = viewOf(state, files);
-  await updateComment(forge, state, files, view);
+  await updateComment(api, state, files, view);
   // The run's check: in progress while rounds run, then the result (made by the first round).
   const check = files.runCheck;
   if (check) {
@@ -125,7 +166,7 @@ async function present(forge: GitHubForge, state: RunState, files: RunFiles, now
     // A completed check is not made to run again: the round that runs next makes a new one.
     if (digest !== check.digest && !(check.done && fields.status !== 'completed')) {
       // One a person deleted is left gone: its next home (the result) gets a new one.
-      await forge.updateCheckRun(check.id, fields);
+      await api.checks.update(check.id, fields);
       files.runCheck = { ...check, digest, done: fields.status === 'completed' };
     }
   }
@@ -134,14 +175,14 @@ async function present(forge: GitHubForge, state: RunState, files: RunFiles, now
     const body = finalPrBody(state, files.issue, view);
     const digest = textDigest(`${title}\n${body}`);
     if (digest !== files.resultDigest) {
-      await forge.editPullRequest(files.finalPr, title, body);
+      await api.pulls.edit(files.finalPr, title, body);
       files.resultDigest = digest;
     }
   }
 }
 
 /** The issue comment that says where the run stands, edited only when what it says changed. */
-async function updateComment(forge: GitHubForge, state: RunState, files: RunFiles, view: GitHubView): Promise<void> {
+async function updateComment(api: GitHubApi, state: RunState, files: GitHubRunRecord, view: GitHubView): Promise<void> {
   const phase: RunPhase = phaseOf(state, files);
   const notes = [
     ...(files.hiddenInTask
@@ -153,7 +194,7 @@ async function updateComment(forge: GitHubForge, state: RunState, files: RunFile
     ...contextNote(state, files.privateRepository),
     ...roundLimitNotes(state),
     ...(layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : []),
-    ...(forge.sealsRecords
+    ...(api.sealsRecords
       ? []
       : [
           "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token.",
@@ -162,7 +203,7 @@ async function updateComment(forge: GitHubForge, state: RunState, files: RunFile
   const body = issueComment(state, phase, notes, view);
   const digest = textDigest(body);
   if (digest !== files.commentDigest || files.commentId === null) {
-    files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
+    files.commentId = await api.issues.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
     files.commentDigest = digest;
   }
 }

@@ -21,17 +21,18 @@ import { parseCommitDetails } from '../core/journal.js';
 import { roundDeadlineMinutes } from '../core/method.js';
 import { BASE_JOB, checkRunName, contextRef, GITHUB, type RunRefs, refName, roundRunTitle } from '../core/names.js';
 import { type Episode, type Round, type RunState, setupFailed } from '../core/state.js';
-import { type ForgeWork, whyLineageMovedOutside } from '../core/work.js';
-import type { CheckRunFields, GitHubForge, RunFiles } from './forge.js';
+import { type ForgeWork, lineageMovedOutsideProblem } from '../core/work.js';
+import type { GitHubApi, GitHubRunRecord } from './api.js';
+import type { CheckRunFields } from './checks.js';
 import type { Commits } from './observe.js';
 import { layoutOf, phaseOf, refsOf, resultCommit, resultLineage, textDigest, viewOf } from './record.js';
 
 export class GitHubWork implements ForgeWork {
   constructor(
-    private readonly forge: GitHubForge,
+    private readonly api: GitHubApi,
     private readonly commits: Commits,
     /** The run's record: each step notes here what it did. */
-    readonly files: RunFiles,
+    readonly files: GitHubRunRecord,
     private readonly now: Date,
   ) {}
 
@@ -48,16 +49,16 @@ export class GitHubWork implements ForgeWork {
     const refs = this.refs(state);
     // After a resume, only the episodes still without a result run again.
     const pending = round.episodes.filter((e) => !e.result);
-    for (const e of pending) await this.forge.createRef(refs.episode(e.round, e.branch), e.base);
+    for (const e of pending) await this.api.createRef(refs.episode(e.round, e.branch), e.base);
     // What people see at once: the run's check (the first round makes it) and one per episode.
     await this.startRunCheck(state, retaking);
     for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
     const title = roundRunTitle(state.id, round.index);
     // A claim taken over: the handler that held it may have dispatched the round before it died.
-    const live = retaking ? await this.forge.liveRunId(GITHUB.workflow, title) : null;
+    const live = retaking ? await this.api.workflows.liveRunId(GITHUB.workflow, title) : null;
     const runId =
       live ??
-      (await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
+      (await this.api.workflows.dispatch(GITHUB.workflow, this.files.defaultBranch, {
         run: state.id,
         round: String(round.index),
         // The opening round's dispatch grades the initial workspace too, until it is graded.
@@ -85,8 +86,8 @@ export class GitHubWork implements ForgeWork {
     const sha = this.files.finalPr && this.files.resultHead ? this.files.resultHead : state.base.commit;
     const fields = runCheckFields(state, this.files, this.now);
     // Taking a claim over: the check its handler may have made is the newest with the run's name.
-    const found = retaking && !this.files.runCheck ? await this.forge.findCheckRun(sha, GITHUB.check, state.id) : null;
-    const id = found ?? (await this.forge.createCheckRun({ sha, name: GITHUB.check, ...fields }));
+    const found = retaking && !this.files.runCheck ? await this.api.checks.find(sha, GITHUB.check, state.id) : null;
+    const id = found ?? (await this.api.checks.create({ sha, name: GITHUB.check, ...fields }));
     this.files.runCheck = { id, sha, ...(found === null ? { digest: fields.digest } : {}) };
   }
 
@@ -95,10 +96,10 @@ export class GitHubWork implements ForgeWork {
     if (this.files.checks?.[e.id] !== undefined) return;
     const name = checkRunName(e.id);
     const externalId = `${state.id}/${e.id}`;
-    const found = retaking ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+    const found = retaking ? await this.api.checks.find(e.base, name, externalId) : null;
     const id =
       found ??
-      (await this.forge.createCheckRun({
+      (await this.api.checks.create({
         sha: e.base,
         name,
         status: 'queued',
@@ -128,7 +129,7 @@ export class GitHubWork implements ForgeWork {
     };
     const started = this.files.checks?.[e.id];
     let check: number | null =
-      started !== undefined && (await this.forge.updateCheckRun(started, fields)) ? started : null;
+      started !== undefined && (await this.api.checks.update(started, fields)) ? started : null;
     if (check === null) {
       // A round dispatched before episodes had checks (an older app), or one a person deleted.
       const name = checkRunName(e.id);
@@ -136,11 +137,11 @@ export class GitHubWork implements ForgeWork {
       // A claim left behind (its handler may have made the check run before it died), or a check
       // that answered 404 (gone, or not readable yet: GitHub's replicas lag behind its writes). The
       // one found is completed here, or it would stay queued beside a new one.
-      const found = retaking || started !== undefined ? await this.forge.findCheckRun(e.base, name, externalId) : null;
+      const found = retaking || started !== undefined ? await this.api.checks.find(e.base, name, externalId) : null;
       check =
-        found !== null && (await this.forge.updateCheckRun(found, fields))
+        found !== null && (await this.api.checks.update(found, fields))
           ? found
-          : await this.forge.createCheckRun({ sha: e.base, name, externalId, ...fields });
+          : await this.api.checks.create({ sha: e.base, name, externalId, ...fields });
     }
     if (!own) {
       this.files.published[e.id] = { pr: null, check };
@@ -163,13 +164,13 @@ export class GitHubWork implements ForgeWork {
     if (old?.sha === head) return;
     const fields = runCheckFields(state, this.files, this.now);
     if (old)
-      await this.forge.updateCheckRun(old.id, {
+      await this.api.checks.update(old.id, {
         ...fields,
         status: 'completed',
         conclusion: fields.conclusion ?? 'neutral',
       });
-    const found = await this.forge.findCheckRun(head, GITHUB.check, state.id);
-    const id = found ?? (await this.forge.createCheckRun({ sha: head, name: GITHUB.check, ...fields }));
+    const found = await this.api.checks.find(head, GITHUB.check, state.id);
+    const id = found ?? (await this.api.checks.create({ sha: head, name: GITHUB.check, ...fields }));
     this.files.runCheck = {
       id,
       sha: head,
@@ -183,7 +184,7 @@ export class GitHubWork implements ForgeWork {
     try {
       const u = new URL(url);
       const [, owner, repo, ...rest] = u.pathname.split('/');
-      const own = owner === this.forge.owner && repo === this.forge.repo;
+      const own = owner === this.api.owner && repo === this.api.repo;
       return (u.protocol === 'https:' || u.protocol === 'http:') &&
         own &&
         /^actions\/runs\/\d+(\/attempts\/\d+)?$/.test(rest.join('/'))
@@ -201,7 +202,7 @@ export class GitHubWork implements ForgeWork {
     const refs = this.refs(state);
     const branch = refName(refs.episode(e.round, e.branch));
     const lineage = refName(refs.lineage(e.lineage, state.lineages.length));
-    return this.forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
+    return this.api.pulls.open(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
   }
 
   /**
@@ -228,23 +229,23 @@ export class GitHubWork implements ForgeWork {
           published.pr = await this.episodePullRequest(state, e);
         }
         const lineage = refs.lineage(e.lineage, state.lineages.length);
-        const moved = await this.forge.fastForward(lineage, e.result.commit);
-        const head = moved === 'diverged' ? await this.forge.refSha(lineage) : e.result.commit;
-        const problem = whyLineageMovedOutside(state, round, e, head, refName(lineage));
+        const moved = await this.api.fastForward(lineage, e.result.commit);
+        const head = moved === 'diverged' ? await this.api.refSha(lineage) : e.result.commit;
+        const problem = lineageMovedOutsideProblem(state, round, e, head, refName(lineage));
         if (problem) throw new Error(problem);
       } else {
         const pr = this.files.published[e.id]?.pr;
-        if (pr) await this.forge.closePullRequest(pr, loserComment(state, e, winner));
+        if (pr) await this.api.pulls.close(pr, loserComment(state, e, winner));
         // No later episode continues a rejected branch: its transcript has no reason to stay.
-        await this.forge.deleteRef(contextRef(state.id, e.id));
+        await this.api.deleteRef(contextRef(state.id, e.id));
       }
-      await this.forge.deleteRef(refs.episode(e.round, e.branch));
+      await this.api.deleteRef(refs.episode(e.round, e.branch));
     }
     this.files.settled.push(round.index);
   }
 
   async moveBest(state: RunState, commit: string): Promise<void> {
-    await this.forge.setRef(this.refs(state).best, commit);
+    await this.api.setRef(this.refs(state).best, commit);
     this.files.bestCommit = commit;
   }
 
@@ -263,9 +264,9 @@ export class GitHubWork implements ForgeWork {
     const changed = head !== state.base.commit;
     if (changed && layoutOf(this.files) === 2) {
       const ref = `refs/heads/${branch}`;
-      const at = await this.forge.refSha(ref);
-      if (at === null) await this.forge.createRef(ref, head);
-      else if (at !== head && (await this.forge.fastForward(ref, head)) === 'diverged') {
+      const at = await this.api.refSha(ref);
+      if (at === null) await this.api.createRef(ref, head);
+      else if (at !== head && (await this.api.fastForward(ref, head)) === 'diverged') {
         // Someone pushed to the result branch: their commits stay; the newer result is on the lineage ref.
         throw new Error(
           `the result branch ${branch} has commits forkflush did not make, so it was not moved to the run's newer result ` +
@@ -278,14 +279,14 @@ export class GitHubWork implements ForgeWork {
       const title = finalPrTitle(state);
       const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
       // A draft: the result is the agents' work, for a person to review before it is merged.
-      pr = await this.forge.openPullRequest(branch, this.files.defaultBranch, title, body, true);
+      pr = await this.api.pulls.open(branch, this.files.defaultBranch, title, body, true);
       if (pr !== null) this.files.resultDigest = textDigest(`${title}\n${body}`);
     } else if (pr !== null && this.files.resultHead !== undefined && this.files.resultHead !== head) {
-      await this.forge.removeLabel(pr, GITHUB.ciLabel);
+      await this.api.issues.removeLabel(pr, GITHUB.ciLabel);
     }
     if (changed) await this.moveRunCheck(state, head);
-    await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
-    await this.forge.removeLabel(this.files.issue, GITHUB.label);
+    await this.api.issues.addLabel(this.files.issue, GITHUB.doneLabel);
+    await this.api.issues.removeLabel(this.files.issue, GITHUB.label);
     // Recorded last: until the labels are right, this work is not done (opening is repeat-safe).
     this.files.finalPr = pr ?? 0;
     this.files.resultHead = head;
@@ -293,7 +294,11 @@ export class GitHubWork implements ForgeWork {
 }
 
 /** What the run's check says now (the sync edits it when this changes: `runCheck.digest`). */
-export function runCheckFields(state: RunState, files: RunFiles, now: Date): CheckRunFields & { digest: string } {
+export function runCheckFields(
+  state: RunState,
+  files: GitHubRunRecord,
+  now: Date,
+): CheckRunFields & { digest: string } {
   const text = runCheckText(state, phaseOf(state, files), viewOf(state, files));
   const digest = textDigest(JSON.stringify(text));
   return {

@@ -7,7 +7,7 @@ import { resultFromCommit } from '../core/journal.js';
 import { LOSER_JOURNAL_MAX_BYTES } from '../core/losers.js';
 import { bestBranch, episodeBranch, lineageBranch } from '../core/names.js';
 import { allEpisodes, type Episode, type EpisodeResult, type Round, type RunState } from '../core/state.js';
-import { type ForgeWork, whyLineageMovedOutside } from '../core/work.js';
+import { type ForgeWork, lineageMovedOutsideProblem } from '../core/work.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
 import { Git } from '../io/git.js';
 import type { EpisodePlaces } from '../worker/boundary.js';
@@ -175,7 +175,7 @@ export class LocalForge implements ForgeWork {
       if (!adopted.includes(e.id) || !e.result) continue;
       const branch = lineageBranch(state.id, e.lineage, state.lineages.length);
       if (await this.git.casRef(this.ref(branch), e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
-      const problem = whyLineageMovedOutside(state, round, e, await this.git.revParse(this.ref(branch)), branch);
+      const problem = lineageMovedOutsideProblem(state, round, e, await this.git.revParse(this.ref(branch)), branch);
       if (problem) throw new Error(problem);
     }
     for (const e of round.episodes) {

@@ -306,7 +306,7 @@ export async function chaosRun(seed: number): Promise<Outcome> {
       if (events.length === 0) {
         h.clock = new Date(h.clock.getTime() + 60 * 60_000);
         if (i % 2 === 0) await deliver('/autoresearch status', () => h.comment(ISSUE, '/autoresearch status'));
-        else await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
+        else await deliver('nightly tick', async () => void (await nightlyTick(h.api(), h.clock)));
       }
     }
     chaos = false;
@@ -354,7 +354,7 @@ async function nights(
       );
     }
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
+    await deliver('nightly tick', async () => void (await nightlyTick(h.api(), h.clock)));
     // 14. While a round after the plan runs, the run's check on the result says so.
     const running = stateOf(h);
     const check = h.gh.checkRuns.filter((c) => c.name === 'forkflush').at(-1);
@@ -366,7 +366,7 @@ async function nights(
       const events = playJobs(state, false);
       if (events.length === 0) {
         h.clock = new Date(h.clock.getTime() + 60 * 60_000);
-        await deliver('nightly tick', async () => void (await nightlyTick(h.forge(), h.clock)));
+        await deliver('nightly tick', async () => void (await nightlyTick(h.api(), h.clock)));
       }
       for (const ev of events)
         await deliver(`job ${ev.kind === 'job' ? ev.episode : ev.round}`, () =>

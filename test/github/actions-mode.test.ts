@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Probot } from 'probot';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type ActionsModeOptions, runInActions } from '../../src/app/actions.js';
+import { type ActionsModeOptions, runInActions } from '../../src/app/actions-mode.js';
 import { nightlyHour, startNightly, tickInstallations } from '../../src/app/server.js';
 import { CONFIG, Harness, testOctokit } from './harness.js';
 import { useGitHubInABox } from './use-box.js';

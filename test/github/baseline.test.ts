@@ -122,7 +122,7 @@ describe('the initial workspace on GitHub', () => {
     await h.jobCompleted(RUN, 'base');
     expect(h.runFiles(RUN)?.baseGrade).toBe('asked');
     h.clock = new Date(h.clock.getTime() + 3 * 3_600_000);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     expect(h.runFiles(RUN)?.baseGrade).toBe('done');
     expect(h.state(RUN).base).toMatchObject({
       score: null,

@@ -203,7 +203,7 @@ describe('GitHub in a box: faults', () => {
       if (jobs.length > 0) continue;
       // Nothing queued and nothing heard: the nightly tick repairs what the lost events left undone.
       h.clock = new Date(h.clock.getTime() + 60 * 60_000);
-      await nightlyTick(h.forge(), h.clock);
+      await nightlyTick(h.api(), h.clock);
     }
     expect(h.state(RUN).status).toBe('finished');
     expect(h.box.deliveries.filter((d) => d.status === 0).length).toBeGreaterThan(0);

@@ -121,7 +121,7 @@ describe('starting a run', () => {
     expect(h.gh.dispatches).toEqual([]);
     expect([...h.gh.refs.keys()].filter((r) => r.startsWith('refs/forkflush/'))).toEqual([]);
     // The nightly tick finds no run to repair, and says nothing more.
-    await nightlyTick(h.forge(), new Date(h.clock.getTime() + 24 * 3_600_000));
+    await nightlyTick(h.api(), new Date(h.clock.getTime() + 24 * 3_600_000));
     expect(h.gh.comments).toHaveLength(1);
   });
 
@@ -156,7 +156,7 @@ describe('starting a run', () => {
 describe('results the app does not trust', () => {
   // A result is a commit the worker made on the episode's base, keeping the run's protected files;
   // anything else was pushed by another hand (a leaked token), whatever score its trailers claim.
-  async function forged(forge: { parents?: (base: string, h: Harness) => string[]; files?: Record<string, string> }) {
+  async function forged(api: { parents?: (base: string, h: Harness) => string[]; files?: Record<string, string> }) {
     const h = await new Harness().load();
     await h.label(7);
     const state = h.state('issue-7');
@@ -164,8 +164,8 @@ describe('results the app does not trust', () => {
     if (!honest || !forger) throw new Error('no opening round');
     h.pushResult(state, honest, 5);
     h.pushResult(state, forger, 1e9, 0, {
-      ...(forge.parents ? { parents: forge.parents(forger.base, h) } : {}),
-      ...(forge.files ? { files: forge.files } : {}),
+      ...(api.parents ? { parents: api.parents(forger.base, h) } : {}),
+      ...(api.files ? { files: api.files } : {}),
     });
     await h.jobCompleted('issue-7', honest.id);
     await h.jobCompleted('issue-7', forger.id);
@@ -279,7 +279,7 @@ describe('comment commands', () => {
     expect(h.gh.comments).toEqual([]);
     await h.comment(7, '/autoresearch launch');
     expect(h.gh.comments.at(-1)?.body).toBe(
-      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`',
+      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`, `/autoresearch start`',
     );
     await h.comment(7, '/autoresearch status');
     expect(h.gh.comments.at(-1)?.body).toBe(
@@ -290,14 +290,14 @@ describe('comment commands', () => {
 
 describe('a handler whose record was overtaken', () => {
   it('still records the work it did, merged into the newer record', async () => {
-    const { GitHubForge } = await import('../../src/github/forge.js');
+    const { Workflows } = await import('../../src/github/workflows.js');
     const h = await new Harness().load();
     await h.label(7);
     const state = h.state('issue-7');
     for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, 10 + e.branch);
     // While this handler dispatches round 1, another one saves the record (say, a comment edit).
-    const original = GitHubForge.prototype.dispatchWorkflow;
-    GitHubForge.prototype.dispatchWorkflow = async function (this: InstanceType<typeof GitHubForge>, ...args) {
+    const original = Workflows.prototype.dispatch;
+    Workflows.prototype.dispatch = async function (this: InstanceType<typeof Workflows>, ...args) {
       h.rewriteRecord('issue-7', (run) => {
         run.commentDigest = 'changed-by-another-handler';
       });
@@ -306,7 +306,7 @@ describe('a handler whose record was overtaken', () => {
     try {
       await h.jobCompleted('issue-7', 'r0.b1');
     } finally {
-      GitHubForge.prototype.dispatchWorkflow = original;
+      Workflows.prototype.dispatch = original;
     }
     const sha = h.gh.refs.get('refs/forkflush/issue-7/state') as string;
     const files = JSON.parse(h.gh.commits.get(sha)?.files['run.json'] as string);

@@ -13,8 +13,9 @@ import { forkflushApp } from '../../src/app/app.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { BASE_JOB, baseGradeRef, type RunRefs, runRefs, stateRef } from '../../src/core/names.js';
 import type { Episode, EpisodeResult, RunState } from '../../src/core/state.js';
-import { GitHubForge } from '../../src/github/forge.js';
+import { GitHubApi } from '../../src/github/api.js';
 import { recordKeyFrom, repositoryKey, sealedFiles } from '../../src/github/record-seal.js';
+import { createRetry } from '../../src/github/requests.js';
 import { GitHubBox, KEEP_ALIVE_MS } from './box.js';
 import type { FakeGitHub } from './fake-github.js';
 
@@ -43,8 +44,8 @@ export const TEST_TOKEN = 'ghs_test_token';
 
 /** Milliseconds for each of Probot's seconds (its plugins count in seconds times 1000). */
 const SHORTER = 1;
-// The forge's own checked retries of its creates (forge.ts, createOnce) wait the same way.
-GitHubForge.retryAfterBaseMs = SHORTER;
+// The API's own checked retries of its creates (requests.ts, createOnce) wait the same way.
+createRetry.baseMs = SHORTER;
 
 /**
  * Octokit as Probot ships it (ProbotOctokit: @octokit/plugin-retry and @octokit/plugin-throttling
@@ -202,12 +203,12 @@ export class Harness {
     return this;
   }
 
-  /** The forge as the hosted app's nightly tick uses it, against the box. */
-  forge(): GitHubForge {
+  /** The api as the hosted app's nightly tick uses it, against the box. */
+  api(): GitHubApi {
     // Quiet, as the app's Probot logger is at 'fatal': the throttling plugin warns of each rate limit.
     const log = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
     const octokit = new this.Octokit({ auth: { token: TEST_TOKEN }, baseUrl: this.box.apiUrl, log });
-    return new GitHubForge(octokit, this.gh.owner, this.gh.repo, this.recordKey);
+    return new GitHubApi(octokit, this.gh.owner, this.gh.repo, this.recordKey);
   }
 
   /**
@@ -335,14 +336,14 @@ export class Harness {
 
   /**
    * The worker's part: a result commit on the episode's base, with the score in its trailers. A
-   * forger (`forge`) puts it on other parents or changes other files, as a leaked token could.
+   * forger (`api`) puts it on other parents or changes other files, as a leaked token could.
    */
   pushResult(
     state: RunState,
     e: Episode,
     score: number | null,
     spent = e.allowance,
-    forge: {
+    api: {
       parents?: string[];
       files?: Record<string, string>;
       /** A setup failure, as a worker reports one (its agent never started). */
@@ -362,25 +363,25 @@ export class Harness {
       e,
       {
         score,
-        ...(score === null ? { reason: forge.setupFailed ?? 'the grader exited with code 1' } : {}),
+        ...(score === null ? { reason: api.setupFailed ?? 'the grader exited with code 1' } : {}),
         spent,
-        exit: forge.setupFailed ? 'setup' : 'finished',
+        exit: api.setupFailed ? 'setup' : 'finished',
         protectedChanged: [],
         agentSeconds: 1,
         graderSeconds: 0.5,
         wallSeconds: 2,
-        ...forge.result,
+        ...api.result,
       },
       {
         diffStat: '1 file changed, 2 insertions(+)',
-        journalTail: forge.journalTail ?? [`- ${e.id}: tried something`],
+        journalTail: api.journalTail ?? [`- ${e.id}: tried something`],
       },
     );
     const parent = this.gh.commits.get(e.base);
     const sha = this.gh.commit({
       message,
-      parents: forge.parents ?? [e.base],
-      files: { ...parent?.files, 'NOTES.md': `${e.id}\n`, ...forge.files },
+      parents: api.parents ?? [e.base],
+      files: { ...parent?.files, 'NOTES.md': `${e.id}\n`, ...api.files },
     });
     this.gh.refs.set(branch, sha);
     return true;
@@ -395,7 +396,7 @@ export class Harness {
    * The base job's part: the initial workspace's grade, a commit on the base's tree whose parent is
    * the base, on refs/forkflush/<run>/base. False when one is there already.
    */
-  pushBase(state: RunState, score: number | null, forge: { files?: Record<string, string> } = {}) {
+  pushBase(state: RunState, score: number | null, api: { files?: Record<string, string> } = {}) {
     const ref = baseGradeRef(state.id);
     if (this.gh.refs.has(ref)) return false;
     const message = commitMessage(
@@ -414,7 +415,7 @@ export class Harness {
       },
     );
     const base = this.gh.commits.get(state.base.commit);
-    const sha = this.gh.commit({ message, parents: [state.base.commit], files: { ...base?.files, ...forge.files } });
+    const sha = this.gh.commit({ message, parents: [state.base.commit], files: { ...base?.files, ...api.files } });
     this.gh.refs.set(ref, sha);
     return true;
   }

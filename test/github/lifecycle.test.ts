@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
 import { nightlyTick } from '../../src/app/app.js';
 import { lineageBranch, stateRef } from '../../src/core/names.js';
-import { setStopped } from '../../src/github/commands.js';
+import { setStopped } from '../../src/github/steer.js';
 import { CONFIG, Harness, WORKER_WORKFLOW } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -355,8 +355,8 @@ describe('a round in which every branch failed its setup', () => {
 
   it('is not run again by a resume that read the record before the retry failed its setup anew', async () => {
     const h = await stoppedBySetup();
-    const forge = h.forge();
-    const stale = await forge.loadRun(stateRef(RUN));
+    const api = h.api();
+    const stale = await api.loadRun(stateRef(RUN));
     if (!stale) throw new Error('no record');
     await h.comment(7, '/autoresearch resume');
     for (const e of h.openEpisodes(RUN)) h.pushResult(h.state(RUN), e, null, 0, { setupFailed: 'still down' });
@@ -365,7 +365,7 @@ describe('a round in which every branch failed its setup', () => {
     const heads = second.rounds[0]?.episodes.map((e) => h.gh.refs.get(h.refs(RUN).episode(0, e.branch)));
     expect(second.rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual(['still down', 'still down']);
     // A handler delayed since before the retry, with the first stop's record.
-    await setStopped({ forge, now: h.clock }, stale, false, { by: 'maintainer', keys: ['comment:999'] });
+    await setStopped({ api, now: h.clock }, stale, false, { by: 'maintainer', keys: ['comment:999'] });
     expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result?.reason)).toEqual(['still down', 'still down']);
     expect(second.rounds[0]?.episodes.map((e) => h.gh.refs.get(h.refs(RUN).episode(0, e.branch)))).toEqual(heads);
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '0']);
@@ -447,7 +447,7 @@ describe('the nightly tick', () => {
     const other = h.state('issue-8');
     for (const e of other.rounds[0]?.episodes ?? []) h.pushResult(other, e, 5 + e.branch);
     const lines: string[] = [];
-    await expect(nightlyTick(h.forge(), h.clock, (line) => lines.push(line))).rejects.toThrow(
+    await expect(nightlyTick(h.api(), h.clock, (line) => lines.push(line))).rejects.toThrow(
       'the nightly tick failed for issue-7',
     );
     expect(lines).toEqual([expect.stringMatching(/^issue-7: the nightly tick failed: /)]);
@@ -459,7 +459,7 @@ describe('the nightly tick', () => {
     await h.label(7);
     const state = h.state(RUN);
     for (const e of state.rounds[0]?.episodes ?? []) h.pushResult(state, e, 5 + e.branch);
-    expect(await nightlyTick(h.forge(), h.clock)).toEqual([RUN]);
+    expect(await nightlyTick(h.api(), h.clock)).toEqual([RUN]);
     expect(h.state(RUN).rounds[0]?.decision?.winner).toBe('r0.b1');
     expect(h.gh.dispatches.map((d) => d.inputs.round)).toEqual(['0', '1']);
   });
@@ -472,8 +472,8 @@ describe('the nightly tick', () => {
     await h.label(7);
     await playToEnd(h, () => 1);
     const rounds = h.state(RUN).rounds.length;
-    await nightlyTick(h.forge(), h.clock);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     expect(h.state(RUN).rounds).toHaveLength(rounds + 1);
     expect(h.state(RUN).rounds.at(-1)?.phase).toBe('extra fork 1');
     expect(h.gh.dispatches).toHaveLength(rounds + 1);
@@ -494,7 +494,7 @@ describe('the rounds after the plan (schedule)', () => {
   /** The nightly tick, then every job of the round it opened. */
   async function night(h: Harness) {
     nextDay(h);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     await playToEnd(h, () => 1);
   }
   const extraSpend = (h: Harness) =>

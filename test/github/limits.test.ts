@@ -166,9 +166,9 @@ describe('limits.rounds', () => {
     }
     expect(h.state(RUN).rounds).toHaveLength(6);
     const before = h.gh.comments.length;
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     expect(h.state(RUN).rounds).toHaveLength(6);
     expect(h.gh.comments.slice(before).map((c) => c.body)).toEqual([
       'forkflush ran no nightly round: issue-7 has opened or asked for 6 rounds, all that it may (`limits.rounds`: 6), ' +

@@ -59,7 +59,7 @@ describe("the run's check", () => {
     await playToEnd(h, () => 10);
     const first = h.gh.branch('forkflush/issue-7/result');
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     // A new check on the result's head, in progress; the completed one is left as it was.
     expect(
       runChecks(h)
@@ -102,6 +102,52 @@ describe("the run's check", () => {
     for (const e of h.openEpisodes(RUN)) h.pushResult(state, e, null, 0, { setupFailed: 'the registry is down' });
     for (const e of h.openEpisodes(RUN)) await h.jobCompleted(RUN, e.id, 'failure');
     expect(runChecks(h).at(-1)).toMatchObject({ status: 'completed', conclusion: 'failure' });
+  });
+  it("a resume that dies right after saving still completes the stopped episodes' checks: the next sync does", async () => {
+    const h = await new Harness().load();
+    await h.label(7);
+    const stopped = h.gh.checkRuns.filter((c) => c.name !== 'forkflush').map((c) => c.id);
+    /** The app dies at the first request matching `at` (GitHub did it, the answer is lost), and at every one after. */
+    const dieAt = (at: (method: string, path: string) => boolean) => {
+      let dead = false;
+      h.gh.inject = (method, path) => {
+        if (dead) return 503;
+        if (!at(method, path)) return null;
+        dead = true;
+        return { status: 503, applied: true };
+      };
+    };
+    // The stop dies before it completes any episode's check: they stay queued.
+    dieAt((method, path) => method === 'PATCH' && /\/check-runs\/\d+$/.test(path));
+    await expect(h.comment(7, '/autoresearch stop')).rejects.toThrow(/answered 503|with 5/);
+    h.gh.inject = null;
+    await h.restart();
+    const episodeChecks = () => h.gh.checkRuns.filter((c) => stopped.includes(c.id));
+    expect(episodeChecks().map((c) => c.status)).toEqual(['queued', 'queued']);
+    // The resume dies right after its record is saved (the state ref moved): its handler completes nothing.
+    dieAt(
+      (method, path) => method === 'PATCH' && decodeURIComponent(path).endsWith('/git/refs/forkflush/issue-7/state'),
+    );
+    await expect(h.comment(7, '/autoresearch resume')).rejects.toThrow(/answered 503|with 5/);
+    h.gh.inject = null;
+    await h.restart();
+    expect(h.runFiles(RUN)?.orphanChecks).toEqual(stopped);
+    expect(episodeChecks().map((c) => c.status)).toEqual(['queued', 'queued']);
+    // Whatever triggers the next sync completes them, and takes them off the record.
+    await h.comment(7, '/autoresearch status');
+    expect(episodeChecks().map((c) => [c.status, c.conclusion])).toEqual([
+      ['completed', 'cancelled'],
+      ['completed', 'cancelled'],
+    ]);
+    expect(h.runFiles(RUN)?.orphanChecks).toBeUndefined();
+    // The episodes run again under checks of their own, queued; nothing else is left queued.
+    const queued = h.gh.checkRuns.filter((c) => c.status === 'queued');
+    expect(queued.map((c) => c.name)).toEqual(['forkflush r0.b0', 'forkflush r0.b1']);
+    expect(queued.map((c) => c.id)).not.toContain(stopped[0]);
+    // A doubled status changes nothing more.
+    const patches = h.gh.checkRuns.map((c) => c.status);
+    await h.comment(7, '/autoresearch status');
+    expect(h.gh.checkRuns.map((c) => c.status)).toEqual(patches);
   });
 });
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { ProbotOctokit } from 'probot';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GitHubForge } from '../../src/github/forge.js';
+import { GitHubApi } from '../../src/github/api.js';
 import { assertNoOpenApiViolations } from './fake-github.js';
 import { closeHarnesses, Harness, TEST_TOKEN, TestOctokit } from './harness.js';
 import subset from './openapi/github-subset.json' with { type: 'json' };
@@ -56,7 +56,7 @@ describe('the subset of GitHub’s OpenAPI description', () => {
 
   it('holds every operation forkflush calls, and no other', async () => {
     const calls = await restCalls();
-    expect(calls.has('git.getRef')).toBe(true); // the scan finds forge.ts's calls
+    expect(calls.has('git.getRef')).toBe(true); // the scan finds api.ts's calls
     const o = octokit() as any;
     const called = new Set<string>();
     for (const [name, files] of calls) {
@@ -299,87 +299,87 @@ describe('the fake GitHub checks every exchange', () => {
     assertNoOpenApiViolations();
   });
 
-  it('a branch the forge must move is moved or the call fails: a refused update is never taken as done', async () => {
+  it('a branch the api must move is moved or the call fails: a refused update is never taken as done', async () => {
     const { gh, o } = await github();
-    const forge = new GitHubForge(o, gh.owner, gh.repo);
+    const api = new GitHubApi(o, gh.owner, gh.repo);
     const main = gh.branch('main') as string;
     const next = gh.commit({ message: 'next', parents: [main], files: { 'README.md': 'next\n' } });
-    await forge.setRef('refs/heads/best', main); // created
+    await api.setRef('refs/heads/best', main); // created
     gh.failNext = { method: 'PATCH', path: /heads%2Fbest$/, status: 422 };
-    await expect(forge.setRef('refs/heads/best', next)).rejects.toThrow(/best could not be moved/);
+    await expect(api.setRef('refs/heads/best', next)).rejects.toThrow(/best could not be moved/);
     expect(gh.branch('best')).toBe(main);
-    await forge.setRef('refs/heads/best', next);
+    await api.setRef('refs/heads/best', next);
     expect(gh.branch('best')).toBe(next);
     // Creating a branch: 422 is "already exists" only if it does exist.
     gh.failNext = { method: 'POST', path: /\/git\/refs$/, status: 422 };
-    await expect(forge.createRef('refs/heads/feature/b', main)).rejects.toMatchObject({ status: 422 });
+    await expect(api.createRef('refs/heads/feature/b', main)).rejects.toMatchObject({ status: 422 });
     expect(gh.branch('feature/b')).toBeUndefined();
   });
 
   it('takes a refused pull request for "nothing to propose" only when GitHub says so', async () => {
     const { gh, o } = await github();
-    const forge = new GitHubForge(o, gh.owner, gh.repo);
+    const api = new GitHubApi(o, gh.owner, gh.repo);
     const main = gh.branch('main') as string;
-    await forge.createRef(
+    await api.createRef(
       'refs/heads/feature/a',
       gh.commit({ message: 'work', parents: [main], files: { 'README.md': 'x\n' } }),
     );
     // A body GitHub refuses, and a refusal of any other kind: failures, never "no pull request".
-    await expect(forge.openPullRequest('feature/a', 'main', 'A', 'é'.repeat(65_537))).rejects.toMatchObject({
+    await expect(api.pulls.open('feature/a', 'main', 'A', 'é'.repeat(65_537))).rejects.toMatchObject({
       status: 422,
       message: expect.stringContaining('body is too long (maximum is 65536 characters)'),
     });
     gh.failNext = { method: 'POST', path: /\/pulls$/, status: 422 };
-    await expect(forge.openPullRequest('feature/a', 'main', 'A', 'body')).rejects.toMatchObject({ status: 422 });
+    await expect(api.pulls.open('feature/a', 'main', 'A', 'body')).rejects.toMatchObject({ status: 422 });
     expect(gh.pulls).toEqual([]);
-    // One made meanwhile (after the forge looked, before it asked): GitHub refuses a second, and it is found.
+    // One made meanwhile (after the api looked, before it asked): GitHub refuses a second, and it is found.
     gh.inject = (method) => {
       if (method === 'POST' && gh.pulls.length === 0)
         gh.pulls.push({ number: 41, head: 'feature/a', base: 'main', title: 'A', body: '', state: 'open' });
       return null;
     };
-    expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBe(41);
+    expect(await api.pulls.open('feature/a', 'main', 'A', 'body')).toBe(41);
     // Nothing to propose, and a head that is gone: null.
     gh.inject = null;
-    await forge.createRef('refs/heads/feature/b', main);
-    expect(await forge.openPullRequest('feature/b', 'main', 'B', 'body')).toBeNull();
-    expect(await forge.openPullRequest('feature/gone', 'main', 'C', 'body')).toBeNull();
+    await api.createRef('refs/heads/feature/b', main);
+    expect(await api.pulls.open('feature/b', 'main', 'B', 'body')).toBeNull();
+    expect(await api.pulls.open('feature/gone', 'main', 'C', 'body')).toBeNull();
     assertNoOpenApiViolations();
   });
 
   it("reads a file over 1 MB (a long run's state.json): the raw media type has it, the JSON form has not", async () => {
     const { gh, o } = await github();
-    const forge = new GitHubForge(o, gh.owner, gh.repo);
+    const api = new GitHubApi(o, gh.owner, gh.repo);
     const big = `${'{"a":"日本"}\n'.repeat(150_000)}`;
     const sha = gh.commit({ message: 'big', parents: [gh.branch('main') as string], files: { 'state.json': big } });
-    expect(await forge.readFile('state.json', sha)).toBe(big);
+    expect(await api.readFile('state.json', sha)).toBe(big);
     const { data } = await o.rest.repos.getContent({ owner: gh.owner, repo: gh.repo, path: 'state.json', ref: sha });
     expect(data).toMatchObject({ type: 'file', encoding: 'none', content: '', size: Buffer.byteLength(big) });
     assertNoOpenApiViolations();
   });
 
-  it("gives GitHub's shapes: the forge's calls pass unchanged", async () => {
+  it("gives GitHub's shapes: the api's calls pass unchanged", async () => {
     const { gh, o } = await github();
-    const forge = new GitHubForge(o, gh.owner, gh.repo);
+    const api = new GitHubApi(o, gh.owner, gh.repo);
     const main = gh.branch('main') as string;
-    expect(await forge.repository()).toEqual({ defaultBranch: 'main', private: false });
-    expect(await forge.readFile('README.md', 'main')).toBe('hi\n');
-    expect(await forge.readFile('missing.md', 'main')).toBeNull();
-    await forge.createRef('refs/heads/feature/a', main);
-    expect(await forge.refSha('refs/heads/feature/a')).toBe(main);
-    expect(await forge.refHeads('refs/heads/feature/')).toEqual(new Map([['refs/heads/feature/a', main]]));
+    expect(await api.repository()).toEqual({ defaultBranch: 'main', private: false });
+    expect(await api.readFile('README.md', 'main')).toBe('hi\n');
+    expect(await api.readFile('missing.md', 'main')).toBeNull();
+    await api.createRef('refs/heads/feature/a', main);
+    expect(await api.refSha('refs/heads/feature/a')).toBe(main);
+    expect(await api.refHeads('refs/heads/feature/')).toEqual(new Map([['refs/heads/feature/a', main]]));
     // No commits between the branches: GitHub refuses the pull request, and there is none to find.
-    expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBeNull();
+    expect(await api.pulls.open('feature/a', 'main', 'A', 'body')).toBeNull();
     const work = gh.commit({ message: 'work', parents: [main], files: { 'README.md': 'more\n' } });
-    expect(await forge.fastForward('refs/heads/feature/a', work)).toBe('moved');
-    const pr = await forge.openPullRequest('feature/a', 'main', 'A', 'body');
+    expect(await api.fastForward('refs/heads/feature/a', work)).toBe('moved');
+    const pr = await api.pulls.open('feature/a', 'main', 'A', 'body');
     expect(pr).toBeGreaterThan(0);
-    expect(await forge.openPullRequest('feature/a', 'main', 'A', 'body')).toBe(pr); // found, not made twice
+    expect(await api.pulls.open('feature/a', 'main', 'A', 'body')).toBe(pr); // found, not made twice
     // main taking the branch's commit merges the pull request, as on GitHub.
-    expect(await forge.fastForward('refs/heads/main', work)).toBe('moved');
+    expect(await api.fastForward('refs/heads/main', work)).toBe('moved');
     expect(gh.pulls.find((p) => p.number === pr)).toMatchObject({ state: 'closed', merged: true });
-    await forge.deleteRef('refs/heads/feature/a');
-    await forge.removeLabel(7, 'absent');
+    await api.deleteRef('refs/heads/feature/a');
+    await api.issues.removeLabel(7, 'absent');
     assertNoOpenApiViolations();
   });
 });

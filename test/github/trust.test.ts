@@ -261,10 +261,10 @@ describe("a round's end and a failed job count only from the run the app dispatc
         w.head_branch = 'elsewhere';
       },
     ];
-    for (const forge of forged) {
+    for (const api of forged) {
       await h.send('workflow_run', 'completed', (p) => {
         p.workflow_run.display_title = `forkflush ${RUN} round 0`;
-        forge(p.workflow_run);
+        api(p.workflow_run);
       });
     }
     expect(h.state(RUN).rounds[0]?.episodes.map((e) => e.result)).toEqual([undefined, undefined]);
@@ -353,9 +353,9 @@ describe('the nightly rounds and the labeller', () => {
     const rounds = h.state(RUN).rounds.length;
     h.gh.permissions.maintainer = 'read';
     const before = h.gh.comments.length;
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     expect(h.state(RUN).rounds).toHaveLength(rounds);
     expect(h.gh.comments.slice(before).map((c) => c.body)).toEqual([
       'forkflush ran no nightly round: the nightly rounds run for `maintainer`, who started this run (or last resumed it, or asked for a fork), ' +
@@ -365,7 +365,7 @@ describe('the nightly rounds and the labeller', () => {
     // With write access again, the next night's round runs.
     h.gh.permissions.maintainer = 'maintain';
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     expect(h.state(RUN).rounds).toHaveLength(rounds + 1);
     expect(h.runFiles(RUN)?.nightlySkipped).toBeUndefined();
   });
@@ -384,7 +384,7 @@ describe('the nightly rounds and the labeller', () => {
     await playToEnd(h);
     const rounds = h.state(RUN).rounds.length;
     h.clock = new Date(h.clock.getTime() + 24 * 3_600_000);
-    await nightlyTick(h.forge(), h.clock);
+    await nightlyTick(h.api(), h.clock);
     expect(h.state(RUN).rounds).toHaveLength(rounds + 1);
   });
 });

@@ -14,7 +14,7 @@ import { type Config, parseConfig } from '../../src/core/config.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { episodeBranch, stateRef } from '../../src/core/names.js';
 import { applyDecision, applyOpen, applyResult, decide, reconcile } from '../../src/core/reconcile.js';
-import type { RunFiles } from '../../src/core/records.js';
+import type { GitHubRunRecord } from '../../src/core/records.js';
 import { type Episode, type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -164,7 +164,7 @@ sandbox:
    */
   publish(state: RunState, edit?: (records: { state: any; facts: any }) => void): void {
     // run.json as the app writes it: the worker reads the task, templates and config path.
-    const facts: RunFiles = {
+    const facts: GitHubRunRecord = {
       task: 'Make the number in value.txt as large as you can.\n',
       templates: {},
       configPath: CONFIG_PATH,

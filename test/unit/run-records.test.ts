@@ -9,13 +9,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  GITHUB_RUN_RECORD,
   LOCAL_RUN_RECORD,
   migrate,
+  parseGitHubRunRecord,
   parseLocalRun,
-  parseRunFiles,
   parseRunState,
   RecordError,
-  RUN_FILES_RECORD,
   readRecord,
   recordFile,
   recordText,
@@ -110,12 +110,12 @@ describe('run.json (GitHub)', () => {
   };
 
   it('reads what the app writes', () => {
-    expect(parseRunFiles(JSON.stringify(files), 'run.json')).toEqual(files);
+    expect(parseGitHubRunRecord(JSON.stringify(files), 'run.json')).toEqual(files);
   });
 
   it('refuses a record with a field of the wrong kind', () => {
     expect(() =>
-      parseRunFiles(JSON.stringify({ ...files, issue: '7' }), 'refs/forkflush/issue-7/state:run.json'),
+      parseGitHubRunRecord(JSON.stringify({ ...files, issue: '7' }), 'refs/forkflush/issue-7/state:run.json'),
     ).toThrow(/^refs\/forkflush\/issue-7\/state:run\.json: issue: /);
   });
 });
@@ -198,7 +198,7 @@ describe('record versions', () => {
   });
 
   it('writes version 1 of every run record file today, and reads nothing newer', () => {
-    for (const file of [STATE_RECORD, RUN_FILES_RECORD, LOCAL_RUN_RECORD]) {
+    for (const file of [STATE_RECORD, GITHUB_RUN_RECORD, LOCAL_RUN_RECORD]) {
       expect(file.version).toBe(1);
       expect(file.migrations).toEqual({});
     }
@@ -208,7 +208,7 @@ describe('record versions', () => {
       ),
     );
     expect(() =>
-      parseRunFiles(JSON.stringify({ ...JSON.parse(GITHUB_FILES_TEXT), version: 7 }), 'ref:run.json'),
+      parseGitHubRunRecord(JSON.stringify({ ...JSON.parse(GITHUB_FILES_TEXT), version: 7 }), 'ref:run.json'),
     ).toThrow(
       new RecordError(
         'ref:run.json: version: written by a newer forkflush (version 7); this one reads up to 1: upgrade forkflush',
@@ -253,12 +253,12 @@ describe('records an older worker reads', () => {
 
 describe('records from before versions', () => {
   it("reads GitHub's run.json, which had no version, as version 1, and writes it back with one", () => {
-    const files = parseRunFiles(GITHUB_FILES_TEXT, 'refs/forkflush/issue-7/state:run.json');
+    const files = parseGitHubRunRecord(GITHUB_FILES_TEXT, 'refs/forkflush/issue-7/state:run.json');
     expect(files).toEqual(JSON.parse(GITHUB_FILES_TEXT));
-    const text = recordText(RUN_FILES_RECORD, files);
+    const text = recordText(GITHUB_RUN_RECORD, files);
     expect(JSON.parse(text)).toEqual({ version: 1, ...files });
     expect(Object.keys(JSON.parse(text))[0]).toBe('version');
-    expect(parseRunFiles(text, 'run.json')).toEqual(files);
+    expect(parseGitHubRunRecord(text, 'run.json')).toEqual(files);
   });
 
   it("reads a local run's state.json and run.json through its store, and writes them back the same", async () => {

@@ -8,10 +8,10 @@ import {
   carryOut,
   dueWork,
   type ForgeWork,
+  lineageMovedOutsideProblem,
   markDone,
   NOTHING_DONE,
   type WorkDone,
-  whyLineageMovedOutside,
 } from '../../src/core/work.js';
 import { config, result } from './helpers.js';
 
@@ -113,7 +113,7 @@ describe('advance', () => {
   });
 });
 
-describe('whyLineageMovedOutside', () => {
+describe('lineageMovedOutsideProblem', () => {
   const state = (() => {
     let s = advance(fresh()).state;
     for (const e of s.rounds[0]?.episodes ?? []) s = applyResult(s, e.id, result(e.branch, 1, { commit: `c-${e.id}` }));
@@ -125,14 +125,14 @@ describe('whyLineageMovedOutside', () => {
   const winner = round0.episodes.find((e) => e.id === round0.decision?.winner) as Episode;
 
   it('accepts the adopted commit, and a commit a later round adopted', () => {
-    expect(whyLineageMovedOutside(state, round0, winner, winner.result?.commit ?? null, 'L')).toBeNull();
-    expect(whyLineageMovedOutside(state, round0, winner, 'c-r1.b0', 'L')).toBeNull();
+    expect(lineageMovedOutsideProblem(state, round0, winner, winner.result?.commit ?? null, 'L')).toBeNull();
+    expect(lineageMovedOutsideProblem(state, round0, winner, 'c-r1.b0', 'L')).toBeNull();
   });
 
   it('names the ref and what it should be otherwise', () => {
-    expect(whyLineageMovedOutside(state, round0, winner, 'f00d', 'forkflush/t/lineage')).toBe(
+    expect(lineageMovedOutsideProblem(state, round0, winner, 'f00d', 'forkflush/t/lineage')).toBe(
       'the lineage branch forkflush/t/lineage moved outside forkflush (expected base or c-r0.b1, found f00d): reset it to one of those commits, then resume',
     );
-    expect(whyLineageMovedOutside(state, round0, winner, null, 'L')).toContain('found nothing');
+    expect(lineageMovedOutsideProblem(state, round0, winner, null, 'L')).toContain('found nothing');
   });
 });

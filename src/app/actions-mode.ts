@@ -14,9 +14,10 @@ import * as core from '@actions/core';
 import { type Options, Probot } from 'probot';
 import { UserError } from '../core/errors.js';
 import { GITHUB } from '../core/names.js';
-import { GitHubForge } from '../github/forge.js';
+import { GitHubApi } from '../github/api.js';
 import { recordKeyFrom } from '../github/record-seal.js';
-import { forkflushApp, nightlyTick, RELEASE } from './app.js';
+import { forkflushApp, nightlyTick } from './app.js';
+import { RELEASE } from './app-context.js';
 
 /** The events forkflushApp handles. Actions never starts a workflow on workflow_job; a hosted app gets it. */
 const WEBHOOK_EVENTS = ['issues', 'issue_comment', 'pull_request', 'workflow_run', 'workflow_job'];
@@ -59,7 +60,7 @@ export async function runInActions(env = process.env, options: ActionsModeOption
     if (TICK_EVENTS.includes(event)) {
       const { owner, repo } = repositoryOf(env);
       const touched = await nightlyTick(
-        new GitHubForge(await probot.auth(), owner, repo, recordKey, RELEASE),
+        new GitHubApi(await probot.auth(), owner, repo, recordKey, RELEASE),
         now(),
         out.info,
         GITHUB.tickWorkflow,

@@ -1,3 +1,0 @@
-import { runInActions } from './actions.js';
-
-process.exitCode = await runInActions();

@@ -1,0 +1,3 @@
+import { runInActions } from './actions-mode.js';
+
+process.exitCode = await runInActions();

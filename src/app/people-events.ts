@@ -1,0 +1,206 @@
+// People's events: the label that starts a run, its removal or the issue's closing that stops it,
+// and the comment commands (`/autoresearch status|stop|resume|fork`), each from a person with write
+// access only (anyone else's comment gets no answer at all: anyone may comment on an issue, and
+// must not be able to make the app talk).
+import type { Context } from 'probot';
+import { type Command, parseCommand } from '../core/github-text.js';
+import { commentKey, deliveryKey, seenAny } from '../core/limits.js';
+import { GITHUB, issueRunId, parseIssueRunId, stateRef } from '../core/names.js';
+import { retryStopped } from '../core/stop.js';
+import { type ChangeRequest, canWrite } from '../github/amend.js';
+import type { GitHubApi, StoredRun } from '../github/api.js';
+import { type IssueRef, runsPerRepo, startRun } from '../github/start.js';
+import { forkNow, forkProblem, setStopped } from '../github/steer.js';
+import { type SyncContext, syncRun } from '../github/sync.js';
+import { type AppContext, answeringTampered, type ContextOf } from './app-context.js';
+
+/** `issues.labeled` with forkflush's label: a writer starts (or resumes) the issue's run. */
+export async function onIssueLabeled(ctxOf: ContextOf, context: Context<'issues.labeled'>): Promise<void> {
+  const { issue, label, sender } = context.payload;
+  if (label?.name !== GITHUB.label) return;
+  const ctx = ctxOf(context, { run: issueRunId(issue.number) });
+  // Labelling takes triage access at least: the person is told why nothing started.
+  const refusal = await refuse(ctx, sender, 'start a run');
+  if (refusal) {
+    await ctx.api.issues.comment(issue.number, refusal);
+    return;
+  }
+  await answeringTampered(ctx, issue.number, async () => {
+    const asked = { by: sender.login, keys: [deliveryKey(context.id)] };
+    const out = await startRun(ctx, issueRef(issue), asked);
+    if ('problem' in out) await ctx.api.issues.comment(issue.number, `forkflush did not start: ${out.problem}`);
+  });
+}
+
+/** A label on a pull request: forkflush runs on issues, and says so (to people, not bots). */
+export async function onPullLabeled(ctxOf: ContextOf, context: Context<'pull_request.labeled'>): Promise<void> {
+  if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === 'Bot') return;
+  await ctxOf(context).api.issues.comment(
+    context.payload.pull_request.number,
+    `forkflush runs on issues, not pull requests: describe the task in an issue and label that \`${GITHUB.label}\`.`,
+  );
+}
+
+/**
+ * Removing the label (or, from a finished run, its done label) or closing the issue stops a run,
+ * finished ones too (no more rounds after the plan); the lineage and best refs stay.
+ */
+export async function onStopEvent(
+  ctxOf: ContextOf,
+  context: Context<'issues.unlabeled'> | Context<'issues.closed'>,
+): Promise<void> {
+  const p = context.payload;
+  if (p.action === 'unlabeled' && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
+  if (p.sender.type === 'Bot') return;
+  const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
+  const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));
+  if (!stored || stored.files.stopped) return;
+  // An issue's author may close it without write access; that alone does not stop a run.
+  // (Removing a label already takes triage access or more.)
+  if (p.action === 'closed' && !canWrite(await ctx.api.permission(p.sender.login))) return;
+  await setStopped(ctx, stored, true, { by: p.sender.login, keys: [deliveryKey(context.id)] });
+}
+
+/** A comment that may be a command: a writer's is taken (eyes), carried out, and answered (+1 or -1). */
+export async function onComment(ctxOf: ContextOf, context: Context<'issue_comment.created'>): Promise<void> {
+  const { comment, issue, sender } = context.payload;
+  if (sender.type === 'Bot') return;
+  const parsed = parseCommand(comment.body);
+  if (!parsed) return;
+  const ctx = ctxOf(context, issue.pull_request ? { pull: issue.number } : { run: issueRunId(issue.number) });
+  // Nothing is said before the permission check, and nothing after it to someone without
+  // write access: anyone may comment, and a comment must not make the app talk.
+  const permission = await ctx.api.permission(sender.login);
+  if (!canWrite(permission)) {
+    ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
+    return;
+  }
+  // On a pull request, the command steers the run whose pull request it is (and is answered there).
+  const target = issue.pull_request ? await runIssueOfPull(ctx.api, issue.number) : issue.number;
+  if (target === null) {
+    ctx.log(`ignored a command on pull request #${issue.number}, which is no run's`);
+    return;
+  }
+  // Taken: the writer sees it at once (a reaction; a doubled delivery adds nothing).
+  await ctx.api.issues.react(comment.id, 'eyes');
+  if ('error' in parsed) {
+    await ctx.api.issues.comment(issue.number, parsed.error);
+    await ctx.api.issues.react(comment.id, '-1');
+    return;
+  }
+  let done = false;
+  await answeringTampered(ctx, issue.number, async () => {
+    const asked = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
+    const reply = await runCommand(ctx, parsed, { ...issueRef(issue), number: target }, asked);
+    if (reply) await ctx.api.issues.comment(issue.number, reply);
+    done = reply === null;
+  });
+  // Done, or refused (the reply says why).
+  await ctx.api.issues.react(comment.id, done ? '+1' : '-1');
+}
+
+/**
+ * The issue whose run a pull request is: the run's result pull request, or one of its episodes'
+ * (pull_requests: winners or episodes), as its record says; null for any other pull request.
+ */
+async function runIssueOfPull(api: GitHubApi, pr: number): Promise<number | null> {
+  const head = (await api.pulls.get(pr))?.head ?? '';
+  const run = /^forkflush\/([^/]+)\//.exec(head)?.[1];
+  const issue = run === undefined ? null : parseIssueRunId(run);
+  if (run === undefined || issue === null) return null;
+  const files = (await api.loadRun(stateRef(run)))?.files;
+  const own = files && (files.finalPr === pr || Object.values(files.published).some((p) => p.pr === pr));
+  return own ? issue : null;
+}
+
+/** Why a user may not act (a short comment), or null when they may. */
+async function refuse(ctx: SyncContext, sender: { login: string; type: string }, what: string): Promise<string | null> {
+  if (sender.type === 'Bot') return `forkflush ignores bots: ${sender.login} cannot ${what}.`;
+  const permission = await ctx.api.permission(sender.login);
+  if (canWrite(permission)) return null;
+  return `@${sender.login}: only people with write access to this repository can ${what} (yours: ${permission}).`;
+}
+
+/** What starting a run reads of an issue's payload. */
+function issueRef(issue: {
+  number: number;
+  title: string;
+  body?: string | null;
+  user?: { login: string } | null;
+}): IssueRef {
+  return {
+    number: issue.number,
+    title: issue.title,
+    body: issue.body ?? null,
+    ...(issue.user?.login ? { author: issue.user.login } : {}),
+  };
+}
+
+/** A writer's command; returns the reply, or null for none. */
+async function runCommand(
+  ctx: AppContext,
+  parsed: { command: Command; args?: string },
+  issue: IssueRef,
+  asked: ChangeRequest,
+): Promise<string | null> {
+  const { command } = parsed;
+  const run = issueRunId(issue.number);
+  const stored = await ctx.api.loadRun(stateRef(run));
+  if (!stored) {
+    if (command === 'resume' || command === 'start') {
+      const requested = parsed.args
+        ? { words: parsed.args, source: `\`/autoresearch start\` by @${asked.by}` }
+        : undefined;
+      const out = await startRun(ctx, issue, asked, requested);
+      return 'problem' in out ? `forkflush did not start: ${out.problem}` : null;
+    }
+    return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
+  }
+  if (parsed.args)
+    return `This issue has a forkflush run already: overrides (\`${parsed.args.slice(0, 200)}\`) apply only when a run starts. \`/autoresearch resume\` resumes it as it is.`;
+  // The same comment delivered again (or replayed) is the same command: it was carried out.
+  if (command !== 'status' && seenAny(stored.files.seen, asked.keys)) {
+    ctx.log(`${command}: this comment was acted on already`);
+    return null;
+  }
+  return steerRun(ctx, command === 'start' ? 'resume' : command, stored, asked);
+}
+
+/** A writer's command on the issue's run; returns the reply, or null for none. */
+async function steerRun(
+  ctx: AppContext,
+  command: Exclude<Command, 'start'>,
+  stored: StoredRun,
+  asked: ChangeRequest,
+): Promise<string | null> {
+  const run = stored.state.id;
+  switch (command) {
+    case 'status':
+      await syncRun(ctx, run);
+      return null;
+    case 'stop':
+      if (stored.files.stopped) return 'The run is already stopped.';
+      await setStopped(ctx, stored, true, asked);
+      return null;
+    case 'resume': {
+      // A running run resumes nothing, unless its setup stopped it: then its round runs again.
+      if (!stored.files.stopped && stored.state.status !== 'finished' && !retryStopped(stored.state)) {
+        await syncRun(ctx, run);
+        return null;
+      }
+      if (!stored.files.stopped && stored.state.status === 'finished')
+        return 'The run is finished: `/autoresearch fork` runs one more fork round.';
+      const busy = await runsPerRepo(ctx.api, stored.state.config, run, '`/autoresearch resume` again');
+      if (busy) return `forkflush did not resume the run: ${busy}`;
+      await setStopped(ctx, stored, false, asked);
+      return null;
+    }
+    case 'fork': {
+      if (stored.files.stopped) return 'The run is stopped: `/autoresearch resume` first.';
+      const problem = forkProblem(stored.state, ctx.now);
+      if (problem) return `forkflush opened no fork round: ${problem}`;
+      await forkNow(ctx, stored, asked);
+      return null;
+    }
+  }
+}

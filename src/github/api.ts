@@ -1,0 +1,291 @@
+// The one door to GitHub's API for a repository: every call forkflush makes goes through here.
+// This file holds the run's records and git (refs, commits, trees, files); the conversation
+// (issues.ts, pulls.ts), check runs (checks.ts) and workflow runs (workflows.ts) are its parts, and
+// requests.ts says how requests are sent (retries, creates made once). Methods are safe to repeat:
+// "already exists" and "already gone" count as done.
+import { randomUUID } from 'node:crypto';
+import { parseStateRef } from '../core/names.js';
+import {
+  GITHUB_RUN_RECORD,
+  type GitHubRunRecord,
+  parseGitHubRunRecord,
+  parseRunState,
+  RecordError,
+  recordText,
+  STATE_RECORD,
+  versioned,
+} from '../core/records.js';
+import type { RunState } from '../core/state.js';
+import { CheckRuns } from './checks.js';
+import { Issues } from './issues.js';
+import { PullRequests } from './pulls.js';
+import { checkSeal, repositoryKey, sealedFiles } from './record-seal.js';
+import { ConflictError, mayHaveLanded, type Octokit, RepoScope, status } from './requests.js';
+import { Workflows } from './workflows.js';
+
+export type { GitHubRunRecord };
+
+export interface GitCommit {
+  message: string;
+  parents: string[];
+  tree: string;
+}
+
+export interface TreeFile {
+  path: string;
+  mode: string;
+  sha: string;
+}
+
+export interface StoredRun {
+  state: RunState;
+  files: GitHubRunRecord;
+  /** The state ref's commit: the expected value of the next compare-and-swap. */
+  sha: string;
+}
+
+export class GitHubApi {
+  /** Seals the run records this API writes, and refuses those it reads without the seal. */
+  private readonly recordKey: Buffer | null;
+  private readonly scope: RepoScope;
+  readonly checks: CheckRuns;
+  readonly issues: Issues;
+  readonly pulls: PullRequests;
+  readonly workflows: Workflows;
+
+  /**
+   * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
+   * each record it saves (GitHubRunRecord.writtenBy).
+   */
+  constructor(
+    readonly octokit: Octokit,
+    readonly owner: string,
+    readonly repo: string,
+    recordKey: Buffer | null = null,
+    private readonly release: string | null = null,
+  ) {
+    this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
+    this.scope = new RepoScope(octokit, owner, repo);
+    this.checks = new CheckRuns(this.scope);
+    this.issues = new Issues(this.scope);
+    this.pulls = new PullRequests(this.scope, this.issues);
+    this.workflows = new Workflows(this.scope);
+  }
+
+  /** Whether the run records are sealed (the app has a key). */
+  get sealsRecords(): boolean {
+    return this.recordKey !== null;
+  }
+
+  private get r() {
+    return { owner: this.owner, repo: this.repo };
+  }
+
+  // The run's records, on a ref under refs/forkflush/ that no branch checkout fetches.
+
+  async loadRun(stateRef: string): Promise<StoredRun | null> {
+    const ref = await this.refSha(stateRef);
+    if (!ref) return null;
+    const [state, files] = await Promise.all([this.readFile('state.json', ref), this.readFile('run.json', ref)]);
+    if (state === null || files === null) throw new RecordError(`${stateRef} at ${ref} lacks state.json or run.json`);
+    if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef} at ${ref.slice(0, 7)}`);
+    return {
+      state: parseRunState(state, `${stateRef}:state.json`),
+      files: parseGitHubRunRecord(files, `${stateRef}:run.json`),
+      sha: ref,
+    };
+  }
+
+  /**
+   * Writes the run's records as a new commit whose parent is `expected`, then moves the ref only
+   * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
+   */
+  async saveRun(
+    stateRef: string,
+    state: RunState,
+    files: GitHubRunRecord,
+    expected: string | null,
+    message: string,
+  ): Promise<string> {
+    const stateText = recordText(STATE_RECORD, state);
+    const stamped = this.release ? { ...files, writtenBy: this.release } : files;
+    const filesText = this.recordKey
+      ? sealedFiles(this.recordKey, stateText, versioned(GITHUB_RUN_RECORD, stamped))
+      : recordText(GITHUB_RUN_RECORD, stamped);
+    const { data: tree } = await this.octokit.rest.git.createTree({
+      ...this.scope.r,
+      tree: [
+        { path: 'state.json', mode: '100644', type: 'blob', content: stateText },
+        { path: 'run.json', mode: '100644', type: 'blob', content: filesText },
+      ],
+    });
+    const { data: commit } = await this.octokit.rest.git.createCommit({
+      ...this.scope.r,
+      // Unique per save: two handlers saving the same record on the same parent would otherwise
+      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
+      // would think they had claimed the same work.
+      message: `${message}\n\nForkflush-Save: ${randomUUID()}`,
+      tree: tree.sha,
+      parents: expected ? [expected] : [],
+    });
+    try {
+      if (expected) {
+        await this.octokit.rest.git.updateRef({
+          ...this.scope.r,
+          ref: stateRef.replace(/^refs\//, ''),
+          sha: commit.sha,
+          force: false,
+        });
+      } else {
+        await this.octokit.rest.git.createRef({ ...this.scope.r, ref: stateRef, sha: commit.sha });
+      }
+    } catch (e) {
+      const refused = status(e) === 422 || status(e) === 409;
+      // A try whose answer was lost may have moved the ref (the retry plugin then sent it again and
+      // was refused, or gave up): the ref at this very commit is this save, done.
+      if (refused || mayHaveLanded(e)) {
+        const now = await this.refSha(stateRef).catch(() => null);
+        if (now === commit.sha) return commit.sha;
+      }
+      if (refused) throw new ConflictError(`${stateRef} changed meanwhile`);
+      throw e;
+    }
+    return commit.sha;
+  }
+
+  /** The run ids with records in this repository. */
+  async listRuns(): Promise<string[]> {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.scope.r, ref: 'forkflush/' });
+    return data.flatMap((d) => {
+      const run = parseStateRef(d.ref);
+      return run ? [run] : [];
+    });
+  }
+
+  // The repository.
+
+  /** The default branch, and whether the repository is private (contexts are kept by it). */
+  async repository(): Promise<{ defaultBranch: string; private: boolean }> {
+    const { data } = await this.octokit.rest.repos.get(this.scope.r);
+    return { defaultBranch: data.default_branch, private: data.private };
+  }
+
+  async readFile(path: string, ref: string): Promise<string | null> {
+    try {
+      // The raw media type: the JSON form has no content for a file over 1 MB (a long run's
+      // state.json), the raw one gives up to 100 MB. Octokit gives text for GitHub's
+      // `application/vnd.github.raw; charset=utf-8`, bytes for a type without a charset; a
+      // directory is listed as JSON.
+      const { data } = await this.octokit.rest.repos.getContent({
+        ...this.scope.r,
+        path,
+        ref,
+        mediaType: { format: 'raw' },
+      });
+      const raw: unknown = data;
+      if (typeof raw === 'string') return raw;
+      return raw instanceof ArrayBuffer ? Buffer.from(raw).toString('utf8') : null;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
+  async permission(user: string): Promise<string> {
+    try {
+      const { data } = await this.octokit.rest.repos.getCollaboratorPermissionLevel({
+        ...this.scope.r,
+        username: user,
+      });
+      return (data as { role_name?: string }).role_name ?? data.permission;
+    } catch (e) {
+      if (status(e) === 404) return 'none';
+      throw e;
+    }
+  }
+
+  // Branches and commits.
+
+  async refSha(ref: string): Promise<string | null> {
+    try {
+      const { data } = await this.octokit.rest.git.getRef({ ...this.scope.r, ref: ref.replace(/^refs\//, '') });
+      return data.object.sha;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  /** Creates a ref (`refs/...`) at a commit; one that exists already at it is fine (a repeated call). */
+  async createRef(ref: string, sha: string): Promise<void> {
+    try {
+      await this.octokit.rest.git.createRef({ ...this.scope.r, ref, sha });
+    } catch (e) {
+      // GitHub says 422 for "already exists" and for other refusals alike: only the first is done.
+      if (status(e) !== 422 || (await this.refSha(ref)) === null) throw e;
+    }
+  }
+
+  /** The refs under a prefix (`refs/...`) and their commits, in one call (e.g. one round's). */
+  async refHeads(prefix: string): Promise<Map<string, string>> {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({
+      ...this.scope.r,
+      ref: prefix.replace(/^refs\//, ''),
+    });
+    return new Map(data.map((d) => [d.ref, d.object.sha]));
+  }
+
+  /**
+   * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
+   * a fast-forward, so a ref that moved elsewhere meanwhile is never overwritten.
+   */
+  async fastForward(ref: string, sha: string): Promise<'moved' | 'diverged'> {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ''), sha, force: false });
+      return 'moved';
+    } catch (e) {
+      if (status(e) === 422) return 'diverged';
+      throw e;
+    }
+  }
+
+  /** Points a ref (`refs/...`) at a commit, creating it if needed (the best ref). */
+  async setRef(ref: string, sha: string): Promise<void> {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ''), sha, force: true });
+      return;
+    } catch (e) {
+      // GitHub refuses to update a missing ref with 422 (or 404): then it is created.
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+    await this.createRef(ref, sha);
+    // A ref that was there all along refused the update for another reason: not done.
+    const now = await this.refSha(ref);
+    if (now !== sha) throw new Error(`${ref} could not be moved to ${sha.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+  }
+
+  /** Deletes a ref (`refs/...`: a context, an episode's ref, a branch); one already gone is fine. */
+  async deleteRef(ref: string): Promise<void> {
+    try {
+      await this.octokit.rest.git.deleteRef({ ...this.scope.r, ref: ref.replace(/^refs\//, '') });
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+  }
+
+  /** A commit's message, parents and tree. */
+  async commit(sha: string): Promise<GitCommit> {
+    const { data } = await this.octokit.rest.git.getCommit({ ...this.scope.r, commit_sha: sha });
+    return { message: data.message, parents: data.parents.map((p) => p.sha), tree: data.tree.sha };
+  }
+
+  /** Every file of a tree (blobs and links), or null when GitHub truncated the listing. */
+  async treeFiles(tree: string): Promise<TreeFile[] | null> {
+    const { data } = await this.octokit.rest.git.getTree({ ...this.scope.r, tree_sha: tree, recursive: 'true' });
+    if (data.truncated) return null;
+    return data.tree.flatMap((t) =>
+      t.type === 'blob' && t.path && t.mode && t.sha ? [{ path: t.path, mode: t.mode, sha: t.sha }] : [],
+    );
+  }
+}

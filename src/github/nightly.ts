@@ -1,0 +1,122 @@
+// The nightly tick: every run a lost event left behind is reconciled, and finished runs configured
+// with `schedule: nightly` get one more fork round a day, within schedule.budget, while their issue
+// is open and labelled and the person they run for can still write. In Actions mode the tick's own
+// workflow is turned off once no run needs it (amend.ts wakeTick turns it on).
+import { GITHUB, stateRef } from '../core/names.js';
+import { extraRounds, forkRefusal, requestFork } from '../core/schedule.js';
+import type { RunState } from '../core/state.js';
+import { canWrite } from './amend.js';
+import type { StoredRun } from './api.js';
+import { ConflictError } from './requests.js';
+import { forkProblem } from './steer.js';
+import { type SyncContext, syncStored } from './sync.js';
+
+/**
+ * The nightly tick: repairs every run a lost event left behind, and forks the leader of finished
+ * runs configured with `schedule: nightly` into one more round (once a day), while the run may
+ * open more rounds and the person it runs for (`startedBy`) still has write access; otherwise the
+ * issue is told why, once. A run whose tick fails is logged and the next one goes on; the tick
+ * then fails, naming them.
+ */
+export async function nightly(ctx: SyncContext): Promise<string[]> {
+  const touched: string[] = [];
+  const failed = new Map<string, unknown>();
+  let active = false;
+  for (const run of await ctx.api.listRuns()) {
+    try {
+      const tick = await nightlyRun(ctx, run);
+      if (tick.synced) touched.push(run);
+      active ||= tick.active;
+    } catch (e) {
+      // A run that could not be ticked may need the next tick.
+      active = true;
+      if (e instanceof ConflictError) continue;
+      // One broken run (a record that cannot be read, a call that fails) must not keep the
+      // runs after it from their repair; it is said, and tried again at the next tick.
+      ctx.log?.(`${run}: the nightly tick failed: ${(e as Error).message}`, { run });
+      failed.set(run, e);
+    }
+  }
+  if (failed.size > 0)
+    throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(', ')}`);
+  // Actions mode: nothing left that needs a tick, so the tick's workflow rests until a run wakes it.
+  if (!active && ctx.tick && (await ctx.api.workflows.setEnabled(ctx.tick, false)))
+    ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
+  return touched;
+}
+
+/**
+ * One run's nightly tick: whether it was synced (false: it is gone or stopped), and whether it
+ * still needs ticks (running, or finished with nightly rounds still to come).
+ */
+async function nightlyRun(ctx: SyncContext, run: string): Promise<{ synced: boolean; active: boolean }> {
+  const stored = await ctx.api.loadRun(stateRef(run));
+  if (!stored || stored.files.stopped) return { synced: false, active: false };
+  const today = ctx.now.toISOString().slice(0, 10);
+  const wantsRound =
+    extraRounds(stored.state.config).nightly &&
+    stored.state.status === 'finished' &&
+    forkRefusal(stored.state) === null &&
+    stored.files.lastNightly !== today;
+  const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+  let state: RunState | null;
+  if (skip) {
+    if (stored.files.nightlySkipped === skip.key || skip.quiet) {
+      state = await syncStored(ctx, stored);
+    } else {
+      // Saved first: of two ticks racing, only the one whose save lands tells the issue.
+      const files = { ...stored.files, nightlySkipped: skip.key };
+      const sha = await ctx.api.saveRun(stateRef(run), stored.state, files, stored.sha, 'forkflush: no nightly round');
+      await ctx.api.issues.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
+      state = await syncStored(ctx, { state: stored.state, files, sha });
+    }
+  } else if (wantsRound) {
+    const { nightlySkipped: _told, ...rest } = stored.files;
+    const files = { ...rest, lastNightly: today };
+    const asked = requestFork(stored.state);
+    const sha = await ctx.api.saveRun(stateRef(run), asked, files, stored.sha, 'forkflush: nightly round');
+    state = await syncStored(ctx, { state: asked, files, sha });
+  } else {
+    // Finished runs too: a lost event may have left their last decision or final pull request undone.
+    state = await syncStored(ctx, stored);
+  }
+  const after = state ?? stored.state;
+  // A skip for good (the budget spent, the end passed, the round limit) needs no more ticks; a
+  // closed issue or a writer gone may come back.
+  const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
+  return { synced: true, active: after.status !== 'finished' || nightlyAhead };
+}
+
+/**
+ * Why tonight's round of a run must not run (a key, to tell the issue once, and the words), or
+ * null. A closed issue, or one without forkflush's labels, gets no round and no word: someone
+ * closed it or took the label off to stop the run.
+ */
+async function nightlySkip(
+  ctx: SyncContext,
+  stored: StoredRun,
+): Promise<{ key: string; text: string; quiet?: true } | null> {
+  const problem = forkProblem(stored.state, ctx.now);
+  if (problem) return { key: 'rounds', text: problem };
+  const issue = await ctx.api.issues.get(stored.files.issue);
+  const labelled = issue?.labels.some((l) => l === GITHUB.label || l === GITHUB.doneLabel) ?? false;
+  if (!issue?.open || !labelled) {
+    const why = !issue ? 'the issue is gone' : !issue.open ? 'the issue is closed' : "the issue lost forkflush's label";
+    return { key: 'issue', text: why, quiet: true };
+  }
+  const take =
+    'Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.';
+  const by = stored.files.startedBy;
+  if (!by) {
+    return {
+      key: 'permission',
+      text: `the run's record does not say who started it (it is older than that), and nightly rounds run only for someone who still has write access. ${take}`,
+    };
+  }
+  const permission = await ctx.api.permission(by);
+  if (canWrite(permission)) return null;
+  return {
+    key: `permission:${by}`,
+    text: `the nightly rounds run for \`${by}\`, who started this run (or last resumed it, or asked for a fork), and they no longer have write access to the repository (${permission}). ${take}`,
+  };
+}
