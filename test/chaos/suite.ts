@@ -24,23 +24,28 @@ export async function runShard(shard: number, shards: number): Promise<Outcome[]
   nock.disableNetConnect();
   nock.enableNetConnect('127.0.0.1');
   try {
-    // A few runs at once: most of a run's time is spent waiting on the other runs' requests.
-    for (let i = 0; i < seeds.length; i += CONCURRENT) {
-      out.push(...(await Promise.all(seeds.slice(i, i + CONCURRENT).map((seed) => chaosRun(seed)))));
-      // Every step of a run that broke an invariant (of every run with FORKFLUSH_CHAOS_DEBUG=1).
-      for (const o of out.slice(i)) {
+    // A few runs at once: most of a run's time is spent waiting on the other runs' requests. Each
+    // that ends makes room for the next seed, so that no worker waits on the slowest run of a batch.
+    let next = 0;
+    const lane = async () => {
+      while (next < seeds.length) {
+        const o = await chaosRun(seeds[next++] as number);
+        out.push(o);
+        // Every step of a run that broke an invariant (of every run with FORKFLUSH_CHAOS_DEBUG=1).
         if (process.env.FORKFLUSH_CHAOS_DEBUG || o.violations.length > 0)
           console.log(`seed ${o.seed}, ${o.requests} requests:\n  ${o.steps.join('\n  ')}`);
       }
-      // Each run checked its own fake before it closed (its outcome lists what broke GitHub's
-      // OpenAPI description); this checks every fake the batch made once more, and forgets them.
-      // Anything found here came after a run's check: it fails the shard below, once the outcomes
-      // are written.
-      try {
-        assertNoOpenApiViolations();
-      } catch (e) {
-        unseen.push(`seeds ${seeds.slice(i, i + CONCURRENT).join(', ')}: ${(e as Error).message}`);
-      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENT }, lane));
+    out.sort((a, b) => a.seed - b.seed);
+    // Each run checked its own fake before it closed (its outcome lists what broke GitHub's
+    // OpenAPI description); this checks every fake the shard made once more, after the last run
+    // ended. Anything found here came after a run's check: it fails the shard below, once the
+    // outcomes are written.
+    try {
+      assertNoOpenApiViolations();
+    } catch (e) {
+      unseen.push(`seeds ${seeds.join(', ')}: ${(e as Error).message}`);
     }
   } finally {
     nock.enableNetConnect();

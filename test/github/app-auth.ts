@@ -24,6 +24,17 @@ const TOKEN_SECONDS = 3600;
 /** Apps made so far: each gets its own app and installation ids (Octokit caches tokens by installation). */
 let made = 0;
 
+/**
+ * The apps' private key, made once per process: an RSA key costs a tenth of a second or more, and
+ * a chaos worker makes a box for each of its 50 runs. Each app still has its own id, the JWT's
+ * `iss`, so a box refuses another app's JWT (app-auth.test.ts signs with a stranger's key too).
+ */
+let sharedKey: string | undefined;
+const appKey = () =>
+  (sharedKey ??= generateKeyPairSync('rsa', { modulusLength: 2048 })
+    .privateKey.export({ type: 'pkcs1', format: 'pem' })
+    .toString());
+
 export class AppAuth {
   readonly appId = 424242 + made;
   readonly privateKey: string;
@@ -34,8 +45,7 @@ export class AppAuth {
   readonly refusals: string[] = [];
 
   constructor() {
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    this.privateKey = privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+    this.privateKey = appKey();
     this.publicKey = createPublicKey(createPrivateKey(this.privateKey));
   }
 

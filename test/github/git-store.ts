@@ -1,11 +1,13 @@
 // The fake GitHub's repository: a real bare git repository, so that clones and pushes over smart
 // HTTP (git-http.ts) see what the REST API made, and the REST API sees what jobs pushed.
 //
-// Objects the API creates are written here as loose objects, hashed and deflated in JS as git
-// does, so that a state save costs no process. Refs live in memory (the REST API changes them
-// hundreds of times a run) and are written to the bare repository before a git request reaches
-// it (`exportRefs`) and read back after a push (`importRefs`). Commits pushed by jobs are read
-// with git on first use and cached.
+// Objects the API creates are hashed in JS as git does and kept in memory, with the trees' entries,
+// so that a state save or a trees API call costs no process: the bare repository is made, and the
+// objects written into it as loose objects, only when something reads it (a git request, git, the
+// gitDir). Most tests and every chaos run never do, and so run no git at all. Refs live in memory
+// (the REST API changes them hundreds of times a run) and are written to the bare repository
+// before a git request reaches it (`exportRefs`) and read back after a push (`importRefs`).
+// Commits pushed by jobs are read with git on first use and cached.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,26 +27,62 @@ export interface FakeCommit {
 /** Who the fake's own commits are by: the app's bot, at a fixed time (so equal commits are equal). */
 const BOT_SIGNATURE = 'forkflush[bot] <41898282+forkflush[bot]@users.noreply.github.com> 1796040000 +0000';
 
+/** A tree's entry as `git ls-tree --long` lists it (a blob's size; a tree's mode 040000). */
+interface TreeEntry {
+  path: string;
+  mode: string;
+  type: string;
+  sha: string;
+  size?: number;
+}
+
 export class GitStore {
-  /** The bare repository: <root>/<owner>/<repo>.git, as git-http.ts serves it. */
-  readonly gitDir: string;
   readonly commits = new Map<string, FakeCommit>();
   readonly refs = new Map<string, string>();
   /** What the bare repository's refs were when last exported or imported. */
   private exported = new Map<string, string>();
+  private readonly dir: string;
+  /** Whether the bare repository exists on disk yet. */
+  private made = false;
+  /** Objects made in memory and not yet written into the repository: id -> git's raw object. */
+  private readonly pending = new Map<string, Buffer>();
+  /** Every object made here (pending or written), so that none is made twice. */
+  private readonly known = new Set<string>();
+  /** The entries of the trees made here, by id. */
+  private readonly trees = new Map<string, TreeEntry[]>();
 
   constructor(
     readonly root: string,
     owner: string,
     repo: string,
   ) {
-    this.gitDir = join(root, owner, `${repo}.git`);
-    mkdirSync(this.gitDir, { recursive: true });
-    this.git('init', '-q', '--bare', '--initial-branch=main');
-    // Pushes from jobs (authorized by the server) and no background work that races the tests.
-    this.git('config', 'http.receivepack', 'true');
-    this.git('config', 'gc.auto', '0');
-    this.git('config', 'receive.unpackLimit', '1000');
+    this.dir = join(root, owner, `${repo}.git`);
+  }
+
+  /** The bare repository: <root>/<owner>/<repo>.git, as git-http.ts serves it, with every object made so far. */
+  get gitDir(): string {
+    this.materialize();
+    return this.dir;
+  }
+
+  /** Makes the bare repository if it is not there yet, and writes the objects made since. */
+  private materialize(): void {
+    if (!this.made) {
+      mkdirSync(this.dir, { recursive: true });
+      this.made = true;
+      this.run('init', '-q', '--bare', '--initial-branch=main');
+      // Pushes from jobs (authorized by the server) and no background work that races the tests.
+      this.run('config', 'http.receivepack', 'true');
+      this.run('config', 'gc.auto', '0');
+      this.run('config', 'receive.unpackLimit', '1000');
+    }
+    for (const [sha, raw] of this.pending) {
+      const path = join(this.dir, 'objects', sha.slice(0, 2), sha.slice(2));
+      if (existsSync(path)) continue;
+      mkdirSync(join(this.dir, 'objects', sha.slice(0, 2)), { recursive: true });
+      writeFileSync(path, deflateSync(raw));
+    }
+    this.pending.clear();
   }
 
   static temp(owner: string, repo: string): GitStore {
@@ -56,7 +94,12 @@ export class GitStore {
   }
 
   git(...args: string[]): string {
-    return execFileSync('git', ['--git-dir', this.gitDir, ...args], {
+    this.materialize();
+    return this.run(...args);
+  }
+
+  private run(...args: string[]): string {
+    return execFileSync('git', ['--git-dir', this.dir, ...args], {
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
       env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' },
@@ -91,29 +134,37 @@ export class GitStore {
       dir.set(parts.at(-1) as string, content);
     }
     const write = (dir: Dir): string => {
-      const entries = [...dir].map(([name, v]) =>
-        typeof v === 'string'
-          ? { name, mode: '100644', sha: this.writeObject('blob', Buffer.from(v)), sortKey: name }
-          : { name, mode: '40000', sha: write(v), sortKey: `${name}/` },
-      );
+      const entries = [...dir].map(([name, v]) => {
+        if (typeof v !== 'string') return { name, mode: '40000', sha: write(v), sortKey: `${name}/`, size: undefined };
+        const blob = Buffer.from(v);
+        return { name, mode: '100644', sha: this.writeObject('blob', blob), sortKey: name, size: blob.length };
+      });
       // git orders a tree's entries by name, a subtree's name as if it ended in '/'.
       entries.sort((a, b) => Buffer.compare(Buffer.from(a.sortKey), Buffer.from(b.sortKey)));
       const body = Buffer.concat(
         entries.map((e) => Buffer.concat([Buffer.from(`${e.mode} ${e.name}\0`), Buffer.from(e.sha, 'hex')])),
       );
-      return this.writeObject('tree', body);
+      const sha = this.writeObject('tree', body);
+      this.trees.set(
+        sha,
+        entries.map((e) =>
+          e.size === undefined
+            ? { path: e.name, mode: '040000', type: 'tree', sha: e.sha }
+            : { path: e.name, mode: e.mode, type: 'blob', sha: e.sha, size: e.size },
+        ),
+      );
+      return sha;
     };
     return write(top);
   }
 
-  /** Writes a loose object unless the repository has it; returns its id. */
+  /** Makes an object (written into the repository when it is next read); returns its id. */
   writeObject(type: 'blob' | 'tree' | 'commit', body: Buffer): string {
     const raw = Buffer.concat([Buffer.from(`${type} ${body.length}\0`), body]);
     const sha = createHash('sha1').update(raw).digest('hex');
-    const path = join(this.gitDir, 'objects', sha.slice(0, 2), sha.slice(2));
-    if (!existsSync(path)) {
-      mkdirSync(join(this.gitDir, 'objects', sha.slice(0, 2)), { recursive: true });
-      writeFileSync(path, deflateSync(raw));
+    if (!this.known.has(sha)) {
+      this.known.add(sha);
+      this.pending.set(sha, raw);
     }
     return sha;
   }
@@ -121,7 +172,8 @@ export class GitStore {
   /** The commit, read from the repository on first use; undefined if there is none. */
   get(sha: string): FakeCommit | undefined {
     const cached = this.commits.get(sha);
-    if (cached || !/^[0-9a-f]{40}$/.test(sha)) return cached;
+    // Without a repository on disk, nothing was pushed: every commit there is is in memory.
+    if (cached || !this.made || !/^[0-9a-f]{40}$/.test(sha)) return cached;
     let raw: string;
     try {
       raw = execFileSync('git', ['--git-dir', this.gitDir, 'cat-file', 'commit', sha], {
@@ -171,11 +223,10 @@ export class GitStore {
    * The entries of a tree as GitHub's trees API lists them, every level with `recursive` (folders
    * too, before what they hold); undefined when there is no such tree.
    */
-  treeEntries(
-    sha: string,
-    recursive: boolean,
-  ): { path: string; mode: string; type: string; sha: string; size?: number }[] | undefined {
+  treeEntries(sha: string, recursive: boolean): TreeEntry[] | undefined {
     if (!/^[0-9a-f]{40}$/.test(sha)) return undefined;
+    if (this.trees.has(sha)) return this.listTree(sha, recursive, '');
+    if (!this.made) return undefined;
     let listing: string;
     try {
       listing = execFileSync(
@@ -200,6 +251,14 @@ export class GitStore {
       });
   }
 
+  /** A tree made here, listed as `git ls-tree [-r -t]` lists it: each subtree before what it holds. */
+  private listTree(sha: string, recursive: boolean, prefix: string): TreeEntry[] {
+    return (this.trees.get(sha) ?? []).flatMap((e) => {
+      const entry = { ...e, path: prefix + e.path };
+      return recursive && e.type === 'tree' ? [entry, ...this.listTree(e.sha, true, `${entry.path}/`)] : [entry];
+    });
+  }
+
   isAncestor(a: string, b: string): boolean {
     const seen = new Set<string>();
     const stack = [b];
@@ -215,6 +274,7 @@ export class GitStore {
 
   /** Makes the bare repository's refs what the API says they are (before git serves a request). */
   exportRefs(): void {
+    this.materialize();
     const lines: string[] = [];
     for (const [ref, sha] of this.exported) if (!this.refs.has(ref)) lines.push(`delete ${ref} ${sha}`);
     for (const [ref, sha] of this.refs) if (this.exported.get(ref) !== sha) lines.push(`update ${ref} ${sha}`);

@@ -3,9 +3,9 @@
 // that follows the command judge contract (test/fixtures/map/oracle-judge.sh), in the sandbox
 // where it works. And judges that fail: reported with their error, never papered over.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { probeSandbox } from '../../src/io/sandbox.js';
 import { cliWith } from './cli-io.js';
 import { makeTaskRepo, type TaskRepo } from './task-repo.js';
@@ -16,11 +16,11 @@ const json = (file: string) => JSON.parse(readFileSync(file, 'utf8'));
 const FAMILIES = ['alpha', 'beta', 'gamma'];
 
 /** The toy task: its agent, the oracle as judge.sh (protected, so every snapshot has it) and `map:`. */
-function toyTask(map: string, judge = fixture('oracle-judge.sh')): TaskRepo {
+function toyTask(map: string): TaskRepo {
   const t = makeTaskRepo({
     agentCommand: 'node toy-agent.mjs',
     budget: 'total: 60\n  unit: tokens\n  episode: 6',
-    files: { 'toy-agent.mjs': fixture('toy-agent.mjs'), 'judge.sh': judge },
+    files: { 'toy-agent.mjs': fixture('toy-agent.mjs'), 'judge.sh': fixture('oracle-judge.sh') },
     extra: `map:\n${map}`,
   });
   return t;
@@ -124,11 +124,35 @@ describe('forkflush map of a toy with known basins', async () => {
 });
 
 describe('a judge that fails', () => {
-  const failing = (script: string) => toyTask('  judge: {kind: command, command: sh judge.sh}\n', script);
+  // One run for the three judges: each is committed with the task (a judge's cwd is the snapshot),
+  // and each test names its own in the working tree's config, which the map reads.
+  const judges = {
+    'down.sh': 'echo "judge: the model is down" >&2\nexit 1\n',
+    'maybe.sh': 'if [ "$FORKFLUSH_MAP_STEP" = spec ]; then cat solution.txt; else echo maybe; fi\n',
+  };
+  let t: TaskRepo;
+  const config = join('.github', 'autoresearch.yml');
+  let committed = '';
+  const judgedBy = (judge: string) =>
+    writeFileSync(
+      join(t.dir, config),
+      committed.replace(/^map:\n.*$/m, `map:\n  judge: {kind: command, command: ${judge}}`),
+    );
+
+  beforeAll(async () => {
+    t = makeTaskRepo({
+      agentCommand: 'node toy-agent.mjs',
+      budget: 'total: 60\n  unit: tokens\n  episode: 6',
+      files: { 'toy-agent.mjs': fixture('toy-agent.mjs'), ...judges },
+      extra: 'map:\n  judge: {kind: command, command: sh down.sh}\n',
+    });
+    committed = readFileSync(join(t.dir, config), 'utf8');
+    const run = await cliWith(['run', t.dir, '--strategy', 'single-run']);
+    expect(run.code, run.err).toBe(0);
+  }, 300_000);
 
   it('is reported with its error, exit 1, and no map is drawn', async () => {
-    const t = failing('echo "judge: the model is down" >&2\nexit 1\n');
-    expect((await cliWith(['run', t.dir, '--strategy', 'single-run'])).code).toBe(0);
+    judgedBy('sh down.sh');
     const r = await cliWith(['map', t.dir]);
     expect(r.code).toBe(1);
     expect(r.err).toContain(
@@ -139,8 +163,7 @@ describe('a judge that fails', () => {
   }, 300_000);
 
   it('answering neither a nor b fails each judgment, said with what it answered', async () => {
-    const t = failing('if [ "$FORKFLUSH_MAP_STEP" = spec ]; then cat solution.txt; else echo maybe; fi\n');
-    expect((await cliWith(['run', t.dir, '--strategy', 'single-run'])).code).toBe(0);
+    judgedBy('sh maybe.sh');
     const r = await cliWith(['map', t.dir]);
     expect(r.code).toBe(1);
     expect(r.err).toContain(`the judge's last stdout line was "maybe", not "a" or "b"`);
@@ -148,8 +171,7 @@ describe('a judge that fails', () => {
   }, 300_000);
 
   it('that cannot start stops the map at once (exit 2)', async () => {
-    const t = toyTask('  judge: {kind: command, command: no-such-judge-here}\n');
-    expect((await cliWith(['run', t.dir, '--strategy', 'single-run'])).code).toBe(0);
+    judgedBy('no-such-judge-here');
     const r = await cliWith(['map', t.dir]);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/the map's judge could not start: .*no-such-judge-here/);
