@@ -114,6 +114,8 @@ export const CLI_STOP_WITHIN_MS = 10_000;
 export const ACTION_STOP_WITHIN_MS = 7_000;
 /** How long output is still read after the command exits: a detached child may hold the pipes. */
 export const OUTPUT_DRAIN_MS = 300;
+/** After that, turns of the event loop that may still read output (each reads up to ~2 MB a pipe). */
+export const DRAIN_POLLS_MAX = 1_000;
 /** How often a tracked command's processes are listed (to find the ones that left its group). */
 export const PROCESS_TRACK_EVERY_MS = 250;
 /** When a stopped command gets its second SIGTERM (the SIGKILL follows at killAfterMs). */

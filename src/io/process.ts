@@ -5,6 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
 import {
+  DRAIN_POLLS_MAX,
   LOG_MAX_BYTES,
   NOT_STARTED_WITHIN_MS,
   OUTPUT_DRAIN_MS,
@@ -186,11 +187,14 @@ function spawnAndWait(
     };
     const out = new Tail(max);
     const err = new Tail(max);
+    let chunks = 0;
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      chunks++;
       out.add(d);
       toLog(d);
     });
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      chunks++;
       err.add(d);
       toLog(d);
     });
@@ -277,13 +281,21 @@ function spawnAndWait(
       log?.end();
       void logClosed.then(() => resolve(result));
     };
+    // The drain's end: on a busy machine the timer can fire before the loop has read what the
+    // command wrote before it exited (timers run before I/O in a loop's turn), so the output is
+    // given up only after a turn of the loop that read nothing more (a child that holds the pipes
+    // and keeps writing is bounded by the count).
+    const drain = (seen: number, polls: number) => {
+      if (chunks === seen || polls === 0) finish();
+      else setImmediate(() => drain(chunks, polls - 1));
+    };
     child.on('exit', (exitCode, signal) => {
       ended = { exitCode, signal };
       if (child.pid !== undefined) running.delete(child.pid);
       if (tracker) remember();
       if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
       if (stopped !== null || tracker) killAll(strays, 'SIGKILL');
-      drainTimer = setTimeout(finish, OUTPUT_DRAIN_MS);
+      drainTimer = setTimeout(() => drain(-1, DRAIN_POLLS_MAX), OUTPUT_DRAIN_MS);
     });
     child.on('close', (exitCode, signal) => {
       ended ??= { exitCode, signal };
