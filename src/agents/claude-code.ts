@@ -23,7 +23,7 @@ import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RunResult } from '../io/process.js';
-import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, readFrom } from './files.js';
+import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { ANTHROPIC, BEARER } from './model-apis.js';
 import { defineSpec, type Ending } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, money, str } from './transcript.js';
@@ -184,6 +184,7 @@ export const claudeCode = defineSpec<Saved>({
   },
 
   transcript: (text, out, other) => eachEvent(text, other, (e) => claudeEvent(out, e)),
+  finalMessage: (stdout) => lastText(stdout, (e) => e.type === 'result' && e.result),
   version: (log) => readStream(log).version,
 });
 

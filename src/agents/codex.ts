@@ -19,7 +19,7 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, readFrom } from './files.js';
+import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { BEARER, OPENAI } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
@@ -186,6 +186,11 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     const started = new Set<string>();
     eachEvent(text, other, (e) => codexEvent(out, e, started));
   },
+  finalMessage: (stdout) =>
+    lastText(
+      stdout,
+      (e) => e.type === 'item.completed' && isRecord(e.item) && e.item.type === 'agent_message' && e.item.text,
+    ),
 });
 
 const zero: Tokens = { input: 0, cached: 0, output: 0 };

@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
-import { count, GrowingFile, isRecord, jsonLines, MAX_AGENT_FILE_BYTES, readFrom, sizeOf } from './files.js';
+import { count, GrowingFile, isRecord, jsonLines, lastText, MAX_AGENT_FILE_BYTES, readFrom, sizeOf } from './files.js';
 import { BEARER } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
@@ -167,6 +167,8 @@ export const copilot = defineSpec<Saved>({
   },
 
   transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e)),
+  finalMessage: (stdout) =>
+    lastText(stdout, (e) => e.type === 'assistant.message' && isRecord(e.data) && e.data.content),
 });
 
 const eventsPath = (home: string, id: string) => join(home, 'session-state', id, 'events.jsonl');

@@ -164,6 +164,7 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
   },
 
   transcript: geminiLog,
+  finalMessage: (stdout) => parseResult(stdout)?.response ?? null,
   async contextTranscript(contextDir, since, out) {
     const text = await newestSession(join(contextDir, 'home', '.gemini', 'tmp'));
     if (text) sessionLines(text, since, out);

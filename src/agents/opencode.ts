@@ -115,6 +115,19 @@ export const opencode = defineSpec<{ sessionId: string }>({
   },
 
   transcript: (text, out, other) => eachEvent(text, other, (e, line) => opencodeEvent(out, e, line)),
+  // Its last message, as the text parts it printed of it.
+  finalMessage(stdout) {
+    const parts = [...jsonLines(stdout)].flatMap((e) =>
+      e.type === 'text' && isRecord(e.part) && typeof e.part.text === 'string' ? [e.part] : [],
+    );
+    const last = parts.at(-1)?.messageID;
+    return parts.length === 0
+      ? null
+      : parts
+          .filter((p) => p.messageID === last)
+          .map((p) => p.text)
+          .join('\n');
+  },
 });
 
 /** opencode's variables: its data in the context folder, its config forkflush's over the user's. */

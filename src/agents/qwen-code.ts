@@ -169,5 +169,7 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
     };
   },
 
+  // Claude Code's stream-json.
   transcript: claudeCode.transcript,
+  finalMessage: claudeCode.finalMessage,
 });

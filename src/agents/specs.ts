@@ -57,6 +57,12 @@ export function agentFor(config: Config): AgentAdapter {
   return adapterFor(config.agent);
 }
 
+/** An agent's final message in what it printed on stdout (a command agent's: the whole of it); null when there is none. */
+export function finalMessage(kind: AgentKind, stdout: string): string | null {
+  const read = specOf(kind).finalMessage;
+  return read ? read(stdout) : stdout;
+}
+
 /** The transcript of an agent's log, as its kind's reader makes it. */
 export function readTranscript(kind: AgentKind, logText: string, options: TranscriptOptions = {}): Transcript {
   return read(specOf(kind).transcript, logText, options);

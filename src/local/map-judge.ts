@@ -7,9 +7,10 @@
 import { chmod, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
+import { finalMessage } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import type { MapUnit } from '../core/map-config.js';
-import { finalMessage, readTripletAnswer } from '../core/map-prompts.js';
+import { readTripletAnswer } from '../core/map-prompts.js';
 import { MAP_SPEC_MAX_CHARS } from '../core/method.js';
 import { cutText, failureLine, plainText } from '../core/text.js';
 import { removeTree } from '../io/agent-files.js';
