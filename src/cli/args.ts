@@ -1,7 +1,7 @@
 // The command line's grammar: every command with its own flags, usage and examples, and the
 // parser that holds each command to its flags. The help texts are made from the same table.
 import { parseArgs } from 'node:util';
-import { STRATEGIES, UNITS } from '../core/config.js';
+import { AGENT_KINDS, STRATEGIES, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { closest } from '../core/text.js';
 
@@ -29,7 +29,7 @@ const FLAGS = {
   json: { type: 'boolean', help: 'print JSON (its shape: README, "JSON output")' },
   grader: { type: 'string', value: 'CMD', help: 'the command that prints the score' },
   direction: { type: 'string', value: 'D', help: 'maximize | minimize' },
-  agent: { type: 'string', value: 'KIND', help: 'the agent kind (command, claude-code, codex, ...)' },
+  agent: { type: 'string', value: 'KIND', help: AGENT_KINDS.join(' | ') },
   'agent-command': { type: 'string', value: 'CMD', help: 'the command of a command agent, or the CLI to run' },
   unit: { type: 'string', value: 'U', help: UNITS.join(' | ') },
   protected: { type: 'string', value: 'GLOB', multiple: true, help: 'a path the agent must not change (repeatable)' },
