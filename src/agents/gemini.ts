@@ -89,10 +89,8 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
         '(forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, ' +
         'or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
 
-  async resume(e, record) {
-    const id = record?.sessionId;
-    if (typeof id !== 'string' || !/^[A-Za-z0-9_-]+$/.test(id))
-      return { unusable: 'session.json names no valid session id' };
+  session: { id: /^[A-Za-z0-9_-]+$/ },
+  async resume(e, _record, id) {
     const dir = join(e.home, '.gemini');
     const files = await sessionFiles(dir, id);
     if (files.length === 0)

@@ -110,7 +110,11 @@ export async function runSession<S>(
     await mkdir(s.contextDir, { recursive: true });
     const ctx = await openContext(s.contextDir, spec.name, async () => {
       const record = await readRecord(s.contextDir, spec.kind);
-      return 'unusable' in record ? (record as Unusable) : resume(e, record);
+      if ('unusable' in record) return record as Unusable;
+      const [key, id] = [spec.session?.key ?? 'sessionId', record[spec.session?.key ?? 'sessionId']];
+      if (spec.session && (typeof id !== 'string' || !spec.session.id.test(id)))
+        return { unusable: `${RECORD_FILE} names no valid ${key} (${JSON.stringify(id) ?? 'none'})` };
+      return resume(e, record, typeof id === 'string' ? id : '');
     });
     saved = ctx.carried;
     if (ctx.note) notes.push(ctx.note);
