@@ -24,6 +24,10 @@ const FLAGS = {
   concurrency: { type: 'string', value: 'N', help: 'episodes at once (default: K); for map, judge calls at once' },
   'keep-rejected': { type: 'boolean', help: 'keep the branches of rejected episodes' },
   'dry-run': { type: 'boolean', help: 'check everything and print the plan; start no agent' },
+  smoke: {
+    type: 'boolean',
+    help: 'start the agent once on a tiny prompt, in the sandbox, and print its answer; no run',
+  },
   run: { type: 'string', value: 'ID', help: 'the run (default: the newest)' },
   compare: { type: 'string', value: 'ID', help: 'the compare (or probe) to map (default: the newest compare)' },
   json: { type: 'boolean', help: 'print JSON (its shape: README, "JSON output")' },
@@ -72,8 +76,13 @@ export const COMMANDS: CommandSpec[] = [
     name: 'run',
     args: '[DIR]',
     summary: 'run the whole plan on the git repository DIR (default: .)',
-    flags: [...RUN_FLAGS, 'seed', 'concurrency', 'keep-rejected', 'dry-run'],
-    examples: ['forkflush run .', 'forkflush run . --budget 20 --branches 3', 'forkflush run . --dry-run'],
+    flags: [...RUN_FLAGS, 'seed', 'concurrency', 'keep-rejected', 'dry-run', 'smoke'],
+    examples: [
+      'forkflush run .',
+      'forkflush run . --budget 20 --branches 3',
+      'forkflush run . --dry-run',
+      'forkflush run . --smoke',
+    ],
   },
   {
     name: 'plan',

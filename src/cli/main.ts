@@ -26,6 +26,7 @@ import { loadConfig, type OpenRun, openRun, retryStop, startRun } from '../local
 import { COMMANDS, commandUsage, type Parsed, parseCommandLine, usage } from './args.js';
 import { initTask } from './init.js';
 import { mapCommand } from './map.js';
+import { smoke } from './smoke.js';
 
 export const VERSION: string = pkg.version;
 
@@ -157,6 +158,7 @@ async function dispatch(argv: string[], io: Io): Promise<number> {
 
 async function run(dir: string, p: Parsed, io: Io): Promise<number> {
   const v = p.values;
+  if (v.smoke === true) return smoke({ dir, configFile: str(v.config), overrides: readOverrides(v) }, io);
   const dryRun = v['dry-run'] === true;
   const open = await startRun({
     dir,
