@@ -154,7 +154,9 @@ export const copilot = defineSpec<Saved>({
       ending(run) {
         const hit = credits !== undefined && own !== null && own.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
         if (hit && run.stopped === null) return { exit: 'budget', note: `stopped by --max-ai-credits ${credits}` };
-        return { why: sessionErrors(run.stdout).at(-1) ?? null };
+        const why = sessionErrors(run.stdout).at(-1) ?? null;
+        // After its own retries it quotes the provider's last answer: "… Last error: 429 Rate limit reached".
+        return { why, status: Number(/Last error: (\d{3})\b/.exec(why ?? '')?.[1]) || null };
       },
       async record(run) {
         if (!run || (await sizeOf(eventsFile)) === 0) return null;

@@ -282,17 +282,13 @@ export function failureOf(
   const q = quoteLine(quote || spec.name);
   const secret = spec.cli?.secret;
   const code = String(
-    status ?? /(?:\b(?:status|HTTP|API Error:?|Error code:?)\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
+    status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
   );
-  let kind = STATUS.find(([re]) => re.test(code))?.[1] ?? null;
+  // A dropped connection first: forkflush's proxy answers one with a 502 that quotes it.
+  const dropped =
+    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
+  let kind: FailureKind | null = dropped.test(quote) ? 'network' : (STATUS.find(([re]) => re.test(code))?.[1] ?? null);
   if (kind === 'rate-limit' && /quota|billing|credit/i.test(quote)) kind = 'quota';
-  if (
-    !kind &&
-    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i.test(
-      quote,
-    )
-  )
-    kind = 'network';
   if (!kind && couldNotStart(run)) kind = 'cli';
   if (!kind && !spec.cli && run.exitCode === 75) kind = 'overload';
   if (!kind && !spec.cli && run.exitCode === 77) kind = 'auth';
