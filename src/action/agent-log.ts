@@ -17,8 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { constants, mkdir, open, realpath, rm, writeFile } from 'node:fs/promises';
 import { delimiter, isAbsolute, join, relative, sep } from 'node:path';
 import type { ArtifactClient } from '@actions/artifact';
-import { agentFor, cliOf, readTranscript, specOf } from '../agents/specs.js';
-import { capLines, Lines } from '../agents/transcript.js';
+import { agentFor, cliOf, episodeTranscript, specOf } from '../agents/specs.js';
 import {
   ARTIFACT_UPLOAD_TIMEOUT_MS,
   FAILURE_QUOTE_MAX_CHARS,
@@ -160,7 +159,7 @@ export function handedOverEnv(config: Config, env: NodeJS.ProcessEnv): NodeJS.Pr
 /** A version in a line such as "codex-cli 0.171.0" or "Aider v0.86.1". */
 const VERSION = /\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?/;
 
-/** The version an agent's log states (where its spec reads one: Claude Code's init line, aider's banner), or null. */
+/** The version an agent's log states (where its spec reads one), or null. */
 export function versionFromLog(kind: AgentKind, logText: string): string | null {
   const stated = specOf(kind).version?.(logText) ?? null;
   return stated === null ? null : parseVersion(stated);
@@ -476,7 +475,7 @@ export interface LogContext {
   workspace: string;
   /** Where the redacted copies go, outside the private folder, for later steps (RUNNER_TEMP/forkflush-logs). */
   logsDir: string;
-  /** When this job started: a carried Gemini session's earlier turns are older. */
+  /** When this job started: the turns a carried context holds from earlier episodes are older. */
   started: Date;
   /** The job's environment before forkflush forgot its forge secrets (for what to mask). */
   jobEnv: NodeJS.ProcessEnv;
@@ -611,16 +610,13 @@ async function transcriptGroup(
 ): Promise<void> {
   const config = report.facts.config;
   const kind: AgentKind = config?.agent.kind ?? 'command';
-  const options = { workdir: ctx.workspace };
-  const t = readTranscript(kind, log.text, options);
-  let lines = t.lines;
-  // A CLI that prints no turns (Gemini's) keeps them in its context folder, which the agent wrote: redacted too.
-  const more = specOf(kind).contextTranscript;
-  const kept = new Lines(ctx.workspace, log.redact);
-  if (more && (await more(log.contextDir, ctx.started, kept).catch(() => false))) {
-    const turns = kept.done();
-    if (turns.length > 0) lines = capLines([...turns, ...lines.filter((l) => !l.startsWith('assistant: '))]);
-  }
+  const t = await episodeTranscript(kind, log.text, {
+    workdir: ctx.workspace,
+    contextDir: log.contextDir,
+    since: ctx.started,
+    redact: log.redact,
+  });
+  const lines = t.lines;
   await log.copy('transcript.txt', `${[...lines, '', ...t.other].join('\n')}\n`);
   report.kind = kind;
   report.lines = lines.length;

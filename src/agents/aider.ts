@@ -137,6 +137,20 @@ export const aider = defineSpec<{ episodes: string[] }>({
   },
 
   transcript: (text, out) => aiderLog(out, text),
+  // Each model reply is followed by its usage line: the last reply is what stands between the last two.
+  finalMessage(stdout) {
+    const lines = stdout.split('\n');
+    const usage = lines.flatMap((l, i) => (/^Tokens: /.test(l) ? [i] : []));
+    const end = usage.at(-1);
+    const reply =
+      end === undefined
+        ? ''
+        : lines
+            .slice((usage.at(-2) ?? -1) + 1, end)
+            .join('\n')
+            .trim();
+    return reply === '' ? null : reply;
+  },
   version: (log) => /^(?:> )?Aider v(\S+)/m.exec(plainText(log))?.[1] ?? null,
 });
 

@@ -23,13 +23,11 @@ import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RunResult } from '../io/process.js';
-import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, readFrom } from './files.js';
+import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { ANTHROPIC, BEARER } from './model-apis.js';
-import { defineSpec, type Ending } from './spec.js';
+import { defineSpec, type Ending, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, money, str } from './transcript.js';
 import { addUse, type Spent, shareOf, type Tally } from './usage.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface Saved {
   id: string;
@@ -77,10 +75,8 @@ export const claudeCode = defineSpec<Saved>({
         '`claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ' +
         '~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON',
 
-  async resume(e, record) {
-    const id = record?.sessionId;
-    if (typeof id !== 'string' || !UUID.test(id))
-      return { unusable: `session.json names no valid session id (${String(id)})` };
+  session: { id: UUID },
+  async resume(e, _record, id) {
     const transcript = await findTranscript(e.home, id);
     if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
     const text = (await readFrom(transcript, 0)).toString('utf8');
@@ -184,6 +180,7 @@ export const claudeCode = defineSpec<Saved>({
   },
 
   transcript: (text, out, other) => eachEvent(text, other, (e) => claudeEvent(out, e)),
+  finalMessage: (stdout) => lastText(stdout, (e) => e.type === 'result' && e.result),
   version: (log) => readStream(log).version,
 });
 

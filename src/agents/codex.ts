@@ -19,9 +19,9 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, readFrom } from './files.js';
+import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { BEARER, OPENAI } from './model-apis.js';
-import { defineSpec } from './spec.js';
+import { defineSpec, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
 import { type Spent, shareOf, type Tally } from './usage.js';
 
@@ -97,10 +97,8 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
       : 'Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` ' +
         '(a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
 
-  async resume(e, record) {
-    const threadId = record?.threadId;
-    if (typeof threadId !== 'string' || !/^[0-9a-f-]{36}$/i.test(threadId))
-      return { unusable: `session.json has no valid thread id (${JSON.stringify(threadId)})` };
+  session: { key: 'threadId', id: UUID },
+  async resume(e, _record, threadId) {
     const file = (await rolloutFiles(join(e.home, 'sessions'))).find((f) => rolloutThreadId(f) === threadId);
     if (!file) return { unusable: `the session file of thread ${threadId} is missing` };
     const why = rolloutProblem((await readFrom(file, 0, 4 * 1024 * 1024)).toString('utf8').split('\n')[0], threadId);
@@ -186,6 +184,11 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     const started = new Set<string>();
     eachEvent(text, other, (e) => codexEvent(out, e, started));
   },
+  finalMessage: (stdout) =>
+    lastText(
+      stdout,
+      (e) => e.type === 'item.completed' && isRecord(e.item) && e.item.type === 'agent_message' && e.item.text,
+    ),
 });
 
 const zero: Tokens = { input: 0, cached: 0, output: 0 };

@@ -20,9 +20,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
-import { count, GrowingFile, isRecord, jsonLines, MAX_AGENT_FILE_BYTES, readFrom, sizeOf } from './files.js';
+import { count, GrowingFile, isRecord, jsonLines, lastText, MAX_AGENT_FILE_BYTES, readFrom, sizeOf } from './files.js';
 import { BEARER } from './model-apis.js';
-import { defineSpec } from './spec.js';
+import { defineSpec, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
 import { addUse, type Spent, shareOf, sumTallies, type Tally } from './usage.js';
 
@@ -37,6 +37,10 @@ interface Saved extends Totals {
   episodes: string[];
 }
 
+const NO_LOGIN =
+  'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the ' +
+  '"Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. ' +
+  "GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`'s own";
 const NANO_AIU_PER_CREDIT = 1e9;
 const USD_PER_CREDIT = 0.01;
 /** The smallest `--max-ai-credits` the CLI takes (`copilot help limits`). */
@@ -75,17 +79,10 @@ export const copilot = defineSpec<Saved>({
     notProxied:
       'its GitHub login (COPILOT_GITHUB_TOKEN), which the CLI trades with GitHub for Copilot tokens itself; COPILOT_PROVIDER_API_KEY_COMMAND and keys in COPILOT_PROVIDER_HEADERS',
   },
-  missingLogin: (env) =>
-    env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL
-      ? null
-      : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the ' +
-        '"Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. ' +
-        "GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`'s own",
+  missingLogin: (env) => (env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : NO_LOGIN),
 
-  async resume(e, record) {
-    const id = record?.sessionId;
-    if (typeof id !== 'string' || !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(id))
-      return { unusable: 'session.json names no session id' };
+  session: { id: UUID },
+  async resume(e, record, id) {
     const events = await readRegular(eventsPath(e.home, id), MAX_AGENT_FILE_BYTES);
     if (events === null) return { unusable: `session ${id} is unknown: its events.jsonl is missing` };
     const bad = eventsFileProblem(events, id);
@@ -157,7 +154,9 @@ export const copilot = defineSpec<Saved>({
       ending(run) {
         const hit = credits !== undefined && own !== null && own.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
         if (hit && run.stopped === null) return { exit: 'budget', note: `stopped by --max-ai-credits ${credits}` };
-        return { why: sessionErrors(run.stdout).at(-1) ?? null };
+        const why = sessionErrors(run.stdout).at(-1) ?? null;
+        // After its own retries it quotes the provider's last answer: "… Last error: 429 Rate limit reached".
+        return { why, status: Number(/Last error: (\d{3})\b/.exec(why ?? '')?.[1]) || null };
       },
       async record(run) {
         if (!run || (await sizeOf(eventsFile)) === 0) return null;
@@ -167,6 +166,8 @@ export const copilot = defineSpec<Saved>({
   },
 
   transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e)),
+  finalMessage: (stdout) =>
+    lastText(stdout, (e) => e.type === 'assistant.message' && isRecord(e.data) && e.data.content),
 });
 
 const eventsPath = (home: string, id: string) => join(home, 'session-state', id, 'events.jsonl');

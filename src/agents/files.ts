@@ -18,6 +18,16 @@ export function* jsonLines(text: string): Generator<Record<string, unknown>> {
   }
 }
 
+/** The last text `read` finds in the JSON lines of `text` that is not blank (a final message), or null. */
+export function lastText(text: string, read: (e: Record<string, unknown>) => unknown): string | null {
+  let out: string | null = null;
+  for (const e of jsonLines(text)) {
+    const v = read(e);
+    if (typeof v === 'string' && v.trim() !== '') out = v;
+  }
+  return out;
+}
+
 export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

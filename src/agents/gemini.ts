@@ -14,45 +14,24 @@
 //   the project's, mapped from the absolute working directory in projects.json and checked against
 //   tmp/<slug>/.project_root (core/src/config/projectRegistry.ts). `--resume <id>` looks in the
 //   current folder's chats only, so a resumed session is moved there; `--session-id` names a new one.
-// - A session file (core/src/services/chatRecordingService.ts): a metadata line, then message
-//   records {id, type: user | gemini | info | …, content, tokens {input, output, cached, thoughts,
-//   tool}, model, toolCalls} (a later one with the same id replaces it), `{$set: {...}}` updates (a
-//   `$set.messages` list replaces the conversation, as a resumed session writes) and `{$rewindTo: id}`.
+// - Its session files are read by gemini-session.ts.
 // - No money bound: forkflush reads the session file's token counts and stops an overrun itself.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { readRegular } from '../io/agent-files.js';
-import { count, hasLogin, isRecord, jsonLines, type LoginFile, MAX_AGENT_FILE_BYTES } from './files.js';
+import { count, hasLogin, isRecord, type LoginFile } from './files.js';
+import { isResumable, newestSession, sessionFiles, sessionLines, usageFromSessions } from './gemini-session.js';
 import { GEMINI } from './model-apis.js';
 import { defineSpec } from './spec.js';
-import { contentText, describeInput, type Lines, str } from './transcript.js';
+import { type Lines, str } from './transcript.js';
 import { addUse, type Spent, type Tally } from './usage.js';
 
 /** Exit code of headless mode past `model.maxSessionTurns`. */
 export const EXIT_TURN_LIMIT = 53;
 /** Prompts longer than this go through stdin (an argv string is limited to 128 KiB on Linux). */
 const MAX_ARGV_PROMPT = 100_000;
-
-export interface SessionMessage {
-  id: string;
-  type: string;
-  timestamp?: string;
-  content?: unknown;
-  model?: string;
-  tokens?: Record<string, unknown>;
-  toolCalls?: unknown[];
-  thoughts?: unknown[];
-}
-
-/** A session file replayed: the conversation as the CLI would load it, and every message ever written (what was spent). */
-export interface SessionRecord {
-  sessionId: string | null;
-  messages: SessionMessage[];
-  written: Map<string, SessionMessage>;
-}
 
 const usesKey = (env: NodeJS.ProcessEnv) =>
   Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === 'true');
@@ -89,10 +68,8 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
         '(forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, ' +
         'or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
 
-  async resume(e, record) {
-    const id = record?.sessionId;
-    if (typeof id !== 'string' || !/^[A-Za-z0-9_-]+$/.test(id))
-      return { unusable: 'session.json names no valid session id' };
+  session: { id: /^[A-Za-z0-9_-]+$/ },
+  async resume(e, _record, id) {
     const dir = join(e.home, '.gemini');
     const files = await sessionFiles(dir, id);
     if (files.length === 0)
@@ -164,6 +141,7 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
   },
 
   transcript: geminiLog,
+  finalMessage: (stdout) => parseResult(stdout)?.response ?? null,
   async contextTranscript(contextDir, since, out) {
     const text = await newestSession(join(contextDir, 'home', '.gemini', 'tmp'));
     if (text) sessionLines(text, since, out);
@@ -227,81 +205,6 @@ async function projectSlug(dir: string, workdir: string): Promise<string> {
   await writeFile(tmp, JSON.stringify({ projects }, null, 2));
   await rename(tmp, registry);
   return slug;
-}
-
-/** Every session file of `id` in the home (session-<time>-<id8>.jsonl), read. */
-async function sessionFiles(dir: string, id: string): Promise<{ path: string; record: SessionRecord }[]> {
-  const found: { path: string; record: SessionRecord }[] = [];
-  for (const slug of await readdir(join(dir, 'tmp')).catch(() => [] as string[])) {
-    const chats = join(dir, 'tmp', slug, 'chats');
-    for (const name of await readdir(chats).catch(() => [] as string[])) {
-      if (!name.startsWith('session-') || !name.endsWith(`-${id.slice(0, 8)}.jsonl`)) continue;
-      const text = await readRegular(join(chats, name), MAX_AGENT_FILE_BYTES);
-      const record = text === null ? null : readSession(text);
-      if (record && (record.sessionId === id || record.sessionId === null))
-        found.push({ path: join(chats, name), record });
-    }
-  }
-  return found;
-}
-
-/** Replays a session file's records (see the header). */
-export function readSession(text: string): SessionRecord {
-  let sessionId: string | null = null;
-  let messages = new Map<string, SessionMessage>();
-  const written = new Map<string, SessionMessage>();
-  const note = (m: SessionMessage) => {
-    // A resumed session rewrites its history in `$set.messages` without the usage: keep it.
-    const prev = written.get(m.id);
-    written.set(m.id, prev ? { ...prev, ...m, tokens: m.tokens ?? prev.tokens, model: m.model ?? prev.model } : m);
-    messages.set(m.id, m);
-  };
-  for (const r of jsonLines(text)) {
-    if (typeof r.$rewindTo === 'string') {
-      const ids = [...messages.keys()];
-      const at = ids.indexOf(r.$rewindTo);
-      messages = new Map(at < 0 ? [] : ids.slice(0, at).map((id) => [id, messages.get(id) as SessionMessage]));
-    } else if (typeof r.id === 'string' && typeof r.type === 'string') note(r as unknown as SessionMessage);
-    else if (isRecord(r.$set) && Array.isArray(r.$set.messages)) {
-      messages = new Map();
-      for (const m of r.$set.messages)
-        if (isRecord(m) && typeof m.id === 'string') note(m as unknown as SessionMessage);
-    } else if (typeof r.sessionId === 'string') sessionId = r.sessionId;
-  }
-  return { sessionId, messages: [...messages.values()], written };
-}
-
-/** Whether a conversation has a prompt or an answer beyond the `<session_context>` the CLI puts first (else it refuses to resume). */
-export function isResumable(messages: SessionMessage[]): boolean {
-  return messages.some((m) => {
-    const text = partsText(m.content).trim();
-    if (m.type === 'gemini') return text !== '' || (m.toolCalls?.length ?? 0) > 0;
-    return (
-      m.type === 'user' && text !== '' && !text.startsWith('<session_context>') && !text.startsWith('<hook_context>')
-    );
-  });
-}
-
-/**
- * The usage recorded in session files by model answers not in `before` (this episode's): the agent
- * loop's calls, those later rewound or compacted away too (they were paid for). The CLI's helper
- * calls (model router, loop checks) are not recorded there.
- */
-export function usageFromSessions(sessions: SessionRecord[], before: Set<string>): Spent {
-  const tally: Tally = {};
-  const seen = new Set<string>(before);
-  for (const m of sessions.flatMap((s) => [...s.written.values()])) {
-    if (seen.has(m.id) || m.type !== 'gemini' || !m.tokens) continue;
-    seen.add(m.id);
-    const t = m.tokens;
-    addUse(tally, m.model ?? 'unknown', {
-      input: count(t.input) + count(t.tool),
-      cached: count(t.cached),
-      output: count(t.output) + count(t.thoughts),
-      calls: 1,
-    });
-  }
-  return { tally };
 }
 
 /** This process's usage from a result's `stats`: every model (the router too), turns of the agent loop only. */
@@ -398,56 +301,4 @@ function geminiLog(text: string, out: Lines, other: string[]): void {
     if (r.error) out.add('error', `${r.error.type}: ${r.error.message}`);
     for (const w of r.warnings ?? []) out.add('warning', w);
   }
-}
-
-/** The newest session file under a `tmp` folder, read. */
-async function newestSession(tmp: string): Promise<string | null> {
-  let newest: { path: string; mtime: number } | null = null;
-  for (const project of await readdir(tmp).catch(() => [] as string[])) {
-    const chats = join(tmp, project, 'chats');
-    for (const name of await readdir(chats).catch(() => [] as string[])) {
-      if (!/^session-.*\.jsonl$/.test(name)) continue;
-      const mtime = (await stat(join(chats, name)).catch(() => null))?.mtimeMs ?? 0;
-      if (!newest || mtime > newest.mtime) newest = { path: join(chats, name), mtime };
-    }
-  }
-  return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
-}
-
-/**
- * The turns of a session file written at or after `since`: each answer, thought, tool call and
- * result. Only messages written as records of their own count: a resumed session first restates
- * its whole history in one `$set.messages` record, stamped anew.
- */
-export function sessionLines(text: string, since: Date | undefined, out: Lines): void {
-  const messages = new Map<string, SessionMessage>();
-  for (const r of jsonLines(text)) {
-    if (typeof r.id !== 'string' || typeof r.type !== 'string') continue;
-    if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
-      messages.set(r.id, r as unknown as SessionMessage);
-  }
-  for (const m of messages.values()) {
-    if (m.type === 'error' || m.type === 'warning' || m.type === 'info') out.add(m.type, partsText(m.content));
-    if (m.type !== 'gemini') continue;
-    for (const t of (m.thoughts ?? []).filter(isRecord))
-      out.add('thinking', [str(t.subject), str(t.description)].filter(Boolean).join(': '));
-    out.add('assistant', partsText(m.content));
-    for (const call of (m.toolCalls ?? []).filter(isRecord)) {
-      out.add(`tool ${str(call.name) ?? '?'}`, describeInput(call.args));
-      const responses = (Array.isArray(call.result) ? call.result : [])
-        .map((r) => (isRecord(r) && isRecord(r.functionResponse) ? r.functionResponse.response : undefined))
-        .filter(isRecord);
-      const error = responses.map((r) => r.error).find((x) => x !== undefined);
-      if (error !== undefined) out.add('result (error)', contentText(error));
-      else if (responses.length > 0) out.add('result', responses.map((r) => contentText(r.output ?? r)).join('\n'));
-      else if (str(call.status)) out.add('result', str(call.status) as string);
-    }
-  }
-}
-
-/** The text parts of a Gemini content (function calls and responses are shown with their calls). */
-function partsText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map(partsText).join('');
-  return isRecord(content) && typeof content.text === 'string' ? content.text : '';
 }

@@ -5,32 +5,27 @@
 import type { ModelRoute } from './spec.js';
 
 export const BEARER = ['authorization'];
+const key = (name: string, headers: readonly string[]) => ({ name, headers });
 
 export const ANTHROPIC: ModelRoute = {
   name: 'anthropic',
   baseUrl: ['ANTHROPIC_BASE_URL'],
   upstream: 'https://api.anthropic.com',
-  keys: [
-    { name: 'ANTHROPIC_API_KEY', headers: ['x-api-key'] },
-    { name: 'ANTHROPIC_AUTH_TOKEN', headers: BEARER },
-  ],
+  keys: [key('ANTHROPIC_API_KEY', ['x-api-key']), key('ANTHROPIC_AUTH_TOKEN', BEARER)],
 };
 
 export const OPENAI: ModelRoute = {
   name: 'openai',
   baseUrl: ['OPENAI_BASE_URL'],
   upstream: 'https://api.openai.com/v1',
-  keys: [{ name: 'OPENAI_API_KEY', headers: BEARER }],
+  keys: [key('OPENAI_API_KEY', BEARER)],
 };
 
 export const GEMINI: ModelRoute = {
   name: 'gemini',
   baseUrl: ['GOOGLE_GEMINI_BASE_URL'],
   upstream: 'https://generativelanguage.googleapis.com',
-  keys: [
-    { name: 'GEMINI_API_KEY', headers: ['x-goog-api-key'] },
-    { name: 'GOOGLE_API_KEY', headers: ['x-goog-api-key'] },
-  ],
+  keys: [key('GEMINI_API_KEY', ['x-goog-api-key']), key('GOOGLE_API_KEY', ['x-goog-api-key'])],
   offWhen: ['GOOGLE_GENAI_USE_VERTEXAI'],
 };
 

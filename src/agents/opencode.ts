@@ -63,10 +63,8 @@ export const opencode = defineSpec<{ sessionId: string }>({
       'keys its built-in providers read from the environment (ANTHROPIC_API_KEY, ...) and its login (auth.json), whose endpoints come from its catalogue; a provider in OPENCODE_CONFIG_CONTENT with options.baseURL is proxied, its options.apiKey too',
   },
 
-  async resume(e, record) {
-    const id = record?.sessionId;
-    if (typeof id !== 'string' || !/^ses_[A-Za-z0-9]+$/.test(id))
-      return { unusable: 'session.json names no session id' };
+  session: { id: /^ses_[A-Za-z0-9]+$/ },
+  async resume(e, _record, id) {
     // opencode's own database, asked by opencode (in the sandbox: the agent wrote it), and told
     // that the session now works in this workspace.
     const sql = `update session set directory = '${e.workdir.replaceAll("'", "''")}' where id = '${id}' returning id`;
@@ -115,6 +113,19 @@ export const opencode = defineSpec<{ sessionId: string }>({
   },
 
   transcript: (text, out, other) => eachEvent(text, other, (e, line) => opencodeEvent(out, e, line)),
+  // Its last message, as the text parts it printed of it.
+  finalMessage(stdout) {
+    const parts = [...jsonLines(stdout)].flatMap((e) =>
+      e.type === 'text' && isRecord(e.part) && typeof e.part.text === 'string' ? [e.part] : [],
+    );
+    const last = parts.at(-1)?.messageID;
+    return parts.length === 0
+      ? null
+      : parts
+          .filter((p) => p.messageID === last)
+          .map((p) => p.text)
+          .join('\n');
+  },
 });
 
 /** opencode's variables: its data in the context folder, its config forkflush's over the user's. */

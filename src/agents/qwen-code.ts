@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { claudeCode, readStream } from './claude-code.js';
 import { count, GrowingFile, isRecord, jsonLines, sizeOf } from './files.js';
 import { ANTHROPIC, GEMINI, OPENAI } from './model-apis.js';
-import { defineSpec } from './spec.js';
+import { defineSpec, UUID } from './spec.js';
 import { addUse, type ModelUse, type Spent, shareOf, type Tally } from './usage.js';
 
 const tallyOf = (model: string, t: Record<string, unknown>): Tally =>
@@ -67,10 +67,8 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
       : 'Qwen Code has no API key: set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an ' +
         'OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY',
 
-  async resume(e, record) {
-    const id = record?.sessionId;
-    if (typeof id !== 'string' || !/^[0-9a-f-]{36}$/i.test(id))
-      return { unusable: 'session.json names no valid session id' };
+  session: { id: UUID },
+  async resume(e, record, id) {
     const projects = join(e.home, 'projects');
     const cwd = await realpath(e.workdir);
     const to = join(projects, cwd.replace(/[^a-zA-Z0-9]/g, '-'), 'chats');
@@ -169,5 +167,7 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
     };
   },
 
+  // Claude Code's stream-json.
   transcript: claudeCode.transcript,
+  finalMessage: claudeCode.finalMessage,
 });

@@ -110,7 +110,11 @@ export async function runSession<S>(
     await mkdir(s.contextDir, { recursive: true });
     const ctx = await openContext(s.contextDir, spec.name, async () => {
       const record = await readRecord(s.contextDir, spec.kind);
-      return 'unusable' in record ? (record as Unusable) : resume(e, record);
+      if ('unusable' in record) return record as Unusable;
+      const [key, id] = [spec.session?.key ?? 'sessionId', record[spec.session?.key ?? 'sessionId']];
+      if (spec.session && (typeof id !== 'string' || !spec.session.id.test(id)))
+        return { unusable: `${RECORD_FILE} names no valid ${key} (${JSON.stringify(id) ?? 'none'})` };
+      return resume(e, record, typeof id === 'string' ? id : '');
     });
     saved = ctx.carried;
     if (ctx.note) notes.push(ctx.note);
@@ -278,17 +282,13 @@ export function failureOf(
   const q = quoteLine(quote || spec.name);
   const secret = spec.cli?.secret;
   const code = String(
-    status ?? /(?:\b(?:status|HTTP|API Error:?|Error code:?)\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
+    status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
   );
-  let kind = STATUS.find(([re]) => re.test(code))?.[1] ?? null;
+  // A dropped connection first: forkflush's proxy answers one with a 502 that quotes it.
+  const dropped =
+    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
+  let kind: FailureKind | null = dropped.test(quote) ? 'network' : (STATUS.find(([re]) => re.test(code))?.[1] ?? null);
   if (kind === 'rate-limit' && /quota|billing|credit/i.test(quote)) kind = 'quota';
-  if (
-    !kind &&
-    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i.test(
-      quote,
-    )
-  )
-    kind = 'network';
   if (!kind && couldNotStart(run)) kind = 'cli';
   if (!kind && !spec.cli && run.exitCode === 75) kind = 'overload';
   if (!kind && !spec.cli && run.exitCode === 77) kind = 'auth';

@@ -152,20 +152,27 @@ export interface AgentSpec<Saved = unknown> {
   egress: EgressFacts;
   /** Why it surely cannot log in with this environment, as a message saying how; null when it can. */
   missingLogin?: (env: NodeJS.ProcessEnv, agent: Config['agent']) => string | null;
+  /** The conversation's id in session.json: its key there (default `sessionId`) and the shape of an id. */
+  session?: { key?: string; id: RegExp };
   /**
-   * The conversation a carried context holds (`record`: its session.json, null when there is
-   * none), moved where the CLI will look for it from this workspace; or why it cannot go on.
+   * The conversation a carried context holds (`record`: its session.json; `id`: the id in it, checked
+   * by `session`, else ''), moved where the CLI will look for it from this workspace; or why it cannot go on.
    */
-  resume?: (e: Episode, record: Record<string, unknown> | null) => Promise<Saved | Unusable>;
+  resume?: (e: Episode, record: Record<string, unknown>, id: string) => Promise<Saved | Unusable>;
   /** This episode's run of the CLI (`saved`: the carried conversation, null for a fresh one). */
   start: (e: Episode, saved: Saved | null) => Promise<CliRun>;
   /** Its transcript in a job log: one short line per message and tool call (transcript.ts). */
   transcript?: (text: string, out: Lines, other: string[]) => void;
   /** More of the transcript, from files it keeps in its context (Gemini's session file), since the episode began. */
   contextTranscript?: (contextDir: string, since: Date, out: Lines) => Promise<boolean>;
+  /** Its final message in its stdout (the map's judge answers in it); absent: the whole stdout (a command). */
+  finalMessage?: (stdout: string) => string | null;
   /** The version its log states, if it states one. */
   version?: (log: string) => string | null;
 }
+
+/** The shape of a session id most CLIs choose (and forkflush chooses for them): a UUID. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Makes a spec, typed by its saved conversation within, and as any spec without. */
 export function defineSpec<Saved>(spec: AgentSpec<Saved>): AgentSpec {

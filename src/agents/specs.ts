@@ -15,7 +15,7 @@ import { opencode } from './opencode.js';
 import { qwenCode } from './qwen-code.js';
 import { adapterOf } from './runner.js';
 import type { AgentSpec, CliFacts } from './spec.js';
-import { readTranscript as read, type Transcript, type TranscriptOptions } from './transcript.js';
+import { capLines, Lines, readTranscript as read, type Transcript, type TranscriptOptions } from './transcript.js';
 
 export const SPECS: Readonly<Record<AgentKind, AgentSpec>> = {
   command,
@@ -57,7 +57,32 @@ export function agentFor(config: Config): AgentAdapter {
   return adapterFor(config.agent);
 }
 
+/** An agent's final message in what it printed on stdout (a command agent's: the whole of it); null when there is none. */
+export function finalMessage(kind: AgentKind, stdout: string): string | null {
+  const read = specOf(kind).finalMessage;
+  return read ? read(stdout) : stdout;
+}
+
 /** The transcript of an agent's log, as its kind's reader makes it. */
 export function readTranscript(kind: AgentKind, logText: string, options: TranscriptOptions = {}): Transcript {
   return read(specOf(kind).transcript, logText, options);
+}
+
+/**
+ * An episode's transcript: its log as its kind reads it and, for a CLI that keeps its turns in its
+ * context folder rather than printing them (`contextTranscript`), those turns since `since`,
+ * redacted (the agent wrote that folder), in place of the answers its log repeats.
+ */
+export async function episodeTranscript(
+  kind: AgentKind,
+  logText: string,
+  o: TranscriptOptions & { contextDir: string; since: Date; redact: (text: string) => string },
+): Promise<Transcript> {
+  const t = readTranscript(kind, logText, o);
+  const more = specOf(kind).contextTranscript;
+  const kept = new Lines(o.workdir, o.redact);
+  if (!more || !(await more(o.contextDir, o.since, kept).catch(() => false))) return t;
+  const turns = kept.done();
+  if (turns.length === 0) return t;
+  return { ...t, lines: capLines([...turns, ...t.lines.filter((l) => !l.startsWith('assistant: '))]) };
 }

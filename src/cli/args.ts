@@ -1,7 +1,7 @@
 // The command line's grammar: every command with its own flags, usage and examples, and the
 // parser that holds each command to its flags. The help texts are made from the same table.
 import { parseArgs } from 'node:util';
-import { STRATEGIES, UNITS } from '../core/config.js';
+import { AGENT_KINDS, STRATEGIES, UNITS } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { closest } from '../core/text.js';
 
@@ -24,12 +24,16 @@ const FLAGS = {
   concurrency: { type: 'string', value: 'N', help: 'episodes at once (default: K); for map, judge calls at once' },
   'keep-rejected': { type: 'boolean', help: 'keep the branches of rejected episodes' },
   'dry-run': { type: 'boolean', help: 'check everything and print the plan; start no agent' },
+  smoke: {
+    type: 'boolean',
+    help: 'start the agent once on a tiny prompt, in the sandbox, and print its answer; no run',
+  },
   run: { type: 'string', value: 'ID', help: 'the run (default: the newest)' },
   compare: { type: 'string', value: 'ID', help: 'the compare (or probe) to map (default: the newest compare)' },
   json: { type: 'boolean', help: 'print JSON (its shape: README, "JSON output")' },
   grader: { type: 'string', value: 'CMD', help: 'the command that prints the score' },
   direction: { type: 'string', value: 'D', help: 'maximize | minimize' },
-  agent: { type: 'string', value: 'KIND', help: 'the agent kind (command, claude-code, codex, ...)' },
+  agent: { type: 'string', value: 'KIND', help: AGENT_KINDS.join(' | ') },
   'agent-command': { type: 'string', value: 'CMD', help: 'the command of a command agent, or the CLI to run' },
   unit: { type: 'string', value: 'U', help: UNITS.join(' | ') },
   protected: { type: 'string', value: 'GLOB', multiple: true, help: 'a path the agent must not change (repeatable)' },
@@ -72,8 +76,13 @@ export const COMMANDS: CommandSpec[] = [
     name: 'run',
     args: '[DIR]',
     summary: 'run the whole plan on the git repository DIR (default: .)',
-    flags: [...RUN_FLAGS, 'seed', 'concurrency', 'keep-rejected', 'dry-run'],
-    examples: ['forkflush run .', 'forkflush run . --budget 20 --branches 3', 'forkflush run . --dry-run'],
+    flags: [...RUN_FLAGS, 'seed', 'concurrency', 'keep-rejected', 'dry-run', 'smoke'],
+    examples: [
+      'forkflush run .',
+      'forkflush run . --budget 20 --branches 3',
+      'forkflush run . --dry-run',
+      'forkflush run . --smoke',
+    ],
   },
   {
     name: 'plan',

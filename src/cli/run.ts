@@ -5,9 +5,11 @@ import type { Parsed } from './args.js';
 import { driveRun, sandboxLine } from './drive.js';
 import { argvTail, integer, readOverrides, str } from './flags.js';
 import type { Io } from './io.js';
+import { smoke } from './smoke.js';
 
 export async function runCommand(dir: string, p: Parsed, io: Io): Promise<number> {
   const v = p.values;
+  if (v.smoke === true) return smoke({ dir, configFile: str(v.config), overrides: readOverrides(v) }, io);
   const dryRun = v['dry-run'] === true;
   const open = await startRun({
     dir,

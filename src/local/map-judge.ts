@@ -7,9 +7,10 @@
 import { chmod, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
+import { finalMessage } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import type { MapUnit } from '../core/map/config.js';
-import { finalMessage, readTripletAnswer } from '../core/map/prompts.js';
+import { readTripletAnswer } from '../core/map/prompts.js';
 import { MAP_SPEC_MAX_CHARS } from '../core/method.js';
 import { cutText, failureLine, plainText } from '../core/text.js';
 import { removeTree } from '../io/agent-files.js';
@@ -43,6 +44,8 @@ export interface JudgeSetup {
 
 export interface JudgeCall {
   step: MapStep;
+  /** `forkflush run --smoke`'s one call of the task's agent (cli/smoke.ts): no map step, and it is "the agent". */
+  smoke?: boolean;
   /** A name for the call's folder and log, unique in the map (e.g. spec-<commit>). */
   name: string;
   prompt: string;
@@ -103,7 +106,7 @@ async function run(
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
     HOME: join(box, 'home'),
     TMPDIR: sandbox ? '/tmp' : join(box, 'tmp'),
-    FORKFLUSH_MAP_STEP: call.step,
+    ...(call.smoke ? {} : { FORKFLUSH_MAP_STEP: call.step }),
     ...(tripletFile ? { FORKFLUSH_TRIPLET_FILE: tripletFile } : {}),
   };
   const places = { workspace: call.cwd, context, box, objects: [], private: s.hidden };
@@ -184,15 +187,17 @@ async function judged(
   if (s.signal.aborted) throw new JudgeInterrupted(`the map's ${call.step} call was interrupted`);
   const spent = s.unit === 'minutes' ? outcome.seconds / 60 : (outcome.reportedSpend ?? (notStarted ? 0 : allowance));
   const r = main as RunResult | null;
-  const fail = (error: string) => ({ ok: false as const, error, spent, notStarted, log: null });
+  const who = call.smoke ? 'the agent' : 'the judge';
+  const fail = (error: string) => ({ ok: false as const, error: `${who} ${error}`, spent, notStarted, log: null });
   if (notStarted || !r) {
     const why = r ? (r.spawnError ?? failureLine(r.stderr || r.stdout)) : outcome.note;
-    return { ...fail(`the judge could not start${why ? `: ${why}` : ''}`), notStarted: true };
+    return { ...fail(`could not start${why ? `: ${why}` : ''}`), notStarted: true };
   }
-  if (outcome.exit !== 'finished') return fail(exitProblem(outcome.exit, r, outcome.note, allowance, s.unit));
-  if (r.outputCut) return fail('the judge printed more than forkflush keeps of its output; its answer was cut');
+  if (outcome.exit !== 'finished')
+    return fail(exitProblem(outcome.exit, r, outcome.note, allowance, s.unit, call.smoke === true));
+  if (r.outputCut) return fail('printed more than forkflush keeps of its output; its answer was cut');
   const text = finalMessage(s.judge.kind, r.stdout);
-  if (text === null) return fail('the judge gave no final message');
+  if (text === null) return fail('gave no final message');
   return call.step === 'spec' ? specReply(text, spent) : tripletReply(text, spent, s.judge.kind === 'command');
 }
 
@@ -216,12 +221,20 @@ function tripletReply(text: string, spent: number, strict: boolean): JudgeReply 
   return { ok: true, text: read.answer, spent };
 }
 
-function exitProblem(exit: string, r: RunResult, note: string | undefined, allowance: number, unit: string): string {
-  if (exit === 'budget') return `the judge passed its allowance of ${allowance.toPrecision(4)} ${unit} and was stopped`;
-  if (exit === 'timeout') return 'the judge ran past map.judge.timeout (its agent.timeout) and was stopped';
+function exitProblem(
+  exit: string,
+  r: RunResult,
+  note: string | undefined,
+  allowance: number,
+  unit: string,
+  smoke: boolean,
+): string {
+  if (exit === 'budget') return `passed its allowance of ${allowance.toPrecision(4)} ${unit} and was stopped`;
+  const limit = smoke ? 'agent.timeout' : 'map.judge.timeout (its agent.timeout)';
+  if (exit === 'timeout') return `ran past ${limit} and was stopped`;
   const line = failureLine(r.stderr || r.stdout);
   const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-  return `the judge ${how}${line ? `: ${line}` : note ? `: ${note}` : ''}`;
+  return `${how}${line ? `: ${line}` : note ? `: ${note}` : ''}`;
 }
 
 /** Keeps a failed call's log (its folder goes); the path, or null when it left none. */

@@ -13,6 +13,8 @@ import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentKind } from '../../src/core/config.js';
+import { AGENT_TRIES } from '../../src/core/method.js';
+import { runTries } from '../../src/worker/agent-tries.js';
 import { egressPlan } from '../../src/worker/egress.js';
 import { aiderHarness } from './contract/aider.js';
 import { claudeHarness } from './contract/claude-code.js';
@@ -22,6 +24,7 @@ import { geminiHarness } from './contract/gemini.js';
 import {
   type AgentHarness,
   episode,
+  type Fault,
   type ModelCall,
   processesIn,
   SCORE,
@@ -49,6 +52,24 @@ const FORKED = 'PROMPT-FORKED: try forked.txt instead.';
 /** The contract's own prompts among a call's (a CLI may add its own, or wrap ours in its context). */
 const ours = (c: ModelCall | undefined) => (c?.prompts ?? []).flatMap((p) => p.match(/PROMPT-[A-Z]+: [^\n<]*/g) ?? []);
 const read = (dir: string, file: string) => readFile(join(dir, file), 'utf8').then((t) => t.trim());
+
+type Transient = 'rate-limit' | 'overload' | 'network';
+/**
+ * The faults a provider passes (issue 20), each with the classes forkflush may see when the CLI
+ * gives up on it: a dropped connection reaches the CLI as forkflush's proxy's 502, which the CLI
+ * may quote with the reset (network) or by its status alone (overload).
+ */
+const FAULTS: [string, Fault, Transient[]][] = [
+  [
+    'a 429 with retry-after',
+    { status: 429, message: 'Rate limit reached', headers: { 'retry-after': '1' } },
+    ['rate-limit'],
+  ],
+  ['a 529', { status: 529, message: 'Overloaded', headers: { 'retry-after': '1' } }, ['overload']],
+  ['a connection reset', { reset: true }, ['network', 'overload']],
+];
+/** The episode's time in the fault rows: the bound within which the CLI and forkflush retry. */
+const FAULT_DEADLINE_MS = 150_000;
 
 describe.each(HARNESSES.map((h) => [h.kind, h] as const))('%s: the agent contract', (_kind, h) => {
   let t: Tools;
@@ -250,6 +271,61 @@ describe.each(HARNESSES.map((h) => [h.kind, h] as const))('%s: the agent contrac
       expect(out.failure, out.note).toMatchObject({ kind });
       expect(out.reportedSpend ?? 0).toBe(0);
     },
+  );
+
+  // A fault that passes: the CLI's own retries or forkflush's (worker/agent-tries.ts, its waits
+  // skipped here) get the work done; a fault that never passes ends, within the episode's time, as
+  // a failure of its class that forkflush retried up to its bound (or, for a CLI that retries it
+  // until the deadline, as a timeout).
+  const tries = async (s: Parameters<typeof runTries>[0]['session']) =>
+    runTries({
+      agent: h.adapter(),
+      session: s,
+      interrupt: new AbortController().signal,
+      charge: { unit: s.unit, allowance: s.allowance, limitSeconds: s.deadlineMs / 1000 },
+      evaluations: () => 0,
+      sleep: async () => {},
+    });
+
+  it.each(FAULTS)(
+    '%s that passes: recovered, the work done',
+    async (_name, fault) => {
+      const ws = await t.repo();
+      h.model.work('recovered.txt', '3');
+      h.model.fault(fault, 1);
+      const tried = await tries(await t.session(ws, await t.folder('ctx'), { deadlineMs: FAULT_DEADLINE_MS }));
+      expect(tried.outcome.exit, tried.outcome.note).toBe('finished');
+      expect(await read(ws, 'recovered.txt')).toBe('3');
+      expect(tried.tries.length).toBeLessThanOrEqual(2);
+    },
+    FAULT_DEADLINE_MS + 90_000,
+  );
+
+  it.each(FAULTS)(
+    '%s that never passes: classed transient, retried by forkflush within the bound',
+    async (_name, fault, kinds) => {
+      h.model.answer('Never reached.');
+      h.model.fault(fault);
+      const tried = await tries(
+        await t.session(await t.repo(), await t.folder('ctx'), { deadlineMs: FAULT_DEADLINE_MS }),
+      );
+      const note = tried.outcome.note;
+      expect(tried.outcome.seconds).toBeLessThan(FAULT_DEADLINE_MS / 1000 + 20);
+      expect(tried.outcome.reportedSpend ?? 0).toBe(0);
+      if (kinds.some((k) => h.outlasts?.[k] === 'timeout')) {
+        expect(tried.outcome.exit, note).toBe('timeout');
+        return;
+      }
+      // Each failed try was of the fault's class and retried; the last gave up at the tries' bound,
+      // or was stopped at the episode's deadline (a CLI whose own retries take long).
+      expect(tried.retries.length, note).toBeGreaterThanOrEqual(1);
+      for (const r of tried.retries) expect(kinds, note).toContain(r.kind);
+      if (tried.outcome.exit === 'timeout') return;
+      expect(tried.outcome.exit, note).toBe('crash');
+      expect(kinds, note).toContain(tried.failure?.kind);
+      expect(tried.tries.length === AGENT_TRIES || tried.gaveUp !== undefined).toBe(true);
+    },
+    FAULT_DEADLINE_MS + 90_000,
   );
 
   it('a missing login: a crash that says how to log in, nothing charged', async () => {

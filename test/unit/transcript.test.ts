@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { sessionLines } from '../../src/agents/gemini.js';
+import { sessionLines } from '../../src/agents/gemini-session.js';
 import { readTranscript } from '../../src/agents/specs.js';
 import { capLines, LINE_MAX, LINES_MAX, Lines, type TranscriptOptions } from '../../src/agents/transcript.js';
 import type { AgentKind } from '../../src/core/config.js';

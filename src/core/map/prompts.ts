@@ -2,9 +2,9 @@
 // appendices (in our own words): a functional specification of one snapshot (what the solution
 // does: its algorithm, data layout and exact quantitative choices; never its names or formatting),
 // and a triplet (is the anchor's approach closer to A's or to B's?). A command judge answers on its
-// stdout (README, "Idea maps"); an agent CLI in its final message, found in its output by kind.
+// stdout (README, "Idea maps"); an agent CLI in its final message, which its spec finds in its
+// output (agents/specs.ts finalMessage).
 // Pure: the same snapshot and specs always give the same prompts.
-import type { AgentKind } from '../config.js';
 
 /** Bumped when a prompt changes what it asks: cached specs and judgments are kept per version. */
 export const MAP_PROMPT_VERSION = 1;
@@ -106,91 +106,3 @@ export function readTripletAnswer(text: string, strict: boolean): { answer: 'a' 
     problem: `the judge's ${strict ? 'last stdout line' : 'final message'} was ${shown}, not "a" or "b"`,
   };
 }
-
-/**
- * The judge's answer in what its process printed: a command judge's whole stdout; an agent CLI's
- * final message, read from the output format each CLI prints (the formats the agents' specs read, src/agents/<kind>.ts).
- * null when there is none.
- */
-export function finalMessage(kind: AgentKind, stdout: string): string | null {
-  switch (kind) {
-    case 'command':
-      return stdout;
-    case 'claude-code':
-    case 'qwen-code': // Claude Code's stream-json (agents/qwen-code.ts)
-      return lastOf(events(stdout), (e) => (e.type === 'result' ? str(e.result) : null));
-    case 'codex':
-      return lastOf(events(stdout), (e) => {
-        const item = rec(e.item);
-        return e.type === 'item.completed' && item?.type === 'agent_message' ? str(item.text) : null;
-      });
-    case 'copilot':
-      return lastOf(events(stdout), (e) => (e.type === 'assistant.message' ? str(rec(e.data)?.content) : null));
-    case 'opencode': {
-      const texts = [...events(stdout)].flatMap((e) => {
-        const part = rec(e.part);
-        const text = e.type === 'text' ? str(part?.text) : null;
-        return text === null ? [] : [{ message: str(part?.messageID) ?? '', text }];
-      });
-      const last = texts.at(-1)?.message;
-      return last === undefined
-        ? null
-        : texts
-            .filter((t) => t.message === last)
-            .map((t) => t.text)
-            .join('\n');
-    }
-    case 'gemini': {
-      // `-o json` prints one pretty-printed object at the end.
-      const start = stdout.search(/^\{/m);
-      if (start === -1) return null;
-      try {
-        return str(rec(JSON.parse(stdout.slice(start)))?.response);
-      } catch {
-        return null;
-      }
-    }
-    case 'aider':
-      return aiderReply(stdout);
-  }
-}
-
-/** aider prints each model reply, then a usage line ("Tokens: ... Cost: ..."): the last reply. */
-function aiderReply(stdout: string): string | null {
-  const lines = stdout.split('\n');
-  const usage = lines.flatMap((l, i) => (/^Tokens: /.test(l) ? [i] : []));
-  const end = usage.at(-1);
-  if (end === undefined) return null;
-  const from = (usage.at(-2) ?? -1) + 1;
-  const reply = lines.slice(from, end).join('\n').trim();
-  return reply === '' ? null : reply;
-}
-
-function* events(text: string): Generator<Record<string, unknown>> {
-  for (const line of text.split('\n')) {
-    const t = line.trim();
-    if (!t.startsWith('{')) continue;
-    try {
-      const v = rec(JSON.parse(t));
-      if (v) yield v;
-    } catch {
-      // Not an event.
-    }
-  }
-}
-
-function lastOf(
-  list: Iterable<Record<string, unknown>>,
-  read: (e: Record<string, unknown>) => string | null,
-): string | null {
-  let out: string | null = null;
-  for (const e of list) {
-    const v = read(e);
-    if (v !== null && v.trim() !== '') out = v;
-  }
-  return out;
-}
-
-const rec = (v: unknown): Record<string, unknown> | null =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);

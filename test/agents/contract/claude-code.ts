@@ -78,6 +78,9 @@ export const claudeHarness: AgentHarness & { root: () => string; tmp: () => stri
   envWithoutLogin: () => ({ ANTHROPIC_BASE_URL: url, CLAUDE_CODE_TMPDIR: join(root, 'claude-tmp') }),
   // Seen with 2.1.332 against the mock: a 401 is retried with backoff until the episode's deadline.
   retriesRefusedKey: true,
+  // Seen with 2.1.332: a 429 (retry-after 1) and a dropped connection are retried past a 150 s
+  // deadline; a 529 it gives up on within it.
+  outlasts: { 'rate-limit': 'timeout', network: 'timeout' },
   missingLogin: /Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN/,
 
   // A Claude subscription's credentials file in the user's config folder: copied into the

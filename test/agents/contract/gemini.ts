@@ -91,6 +91,8 @@ export const geminiHarness: AgentHarness & { root: () => string } = {
   env: () => ({ GOOGLE_GEMINI_BASE_URL: url, GEMINI_API_KEY: 'dummy-key' }),
   envWithoutLogin: () => ({ GOOGLE_GEMINI_BASE_URL: url }),
   missingLogin: /Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google/,
+  // Seen with 0.61.0: a 429, a 529 and a dropped connection are all retried past a 150 s deadline.
+  outlasts: { 'rate-limit': 'timeout', overload: 'timeout', network: 'timeout' },
 
   // Login with Google: the OAuth files are copied into the episode and the CLI, set to use them,
   // checks the token with Google at start-up (seen through the proxy; this machine is offline,

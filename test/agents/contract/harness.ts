@@ -59,6 +59,11 @@ export interface AgentHarness {
   spoil?: (contextDir: string) => Promise<void>;
   /** The CLI retries a refused key until the deadline (so the episode is a timeout, not a failure it says). */
   retriesRefusedKey?: boolean;
+  /**
+   * What forkflush sees of a fault the CLI keeps retrying until the episode's deadline, by the
+   * fault's class ('timeout'); absent: the CLI gives up before it, with the fault's class.
+   */
+  outlasts?: Partial<Record<'rate-limit' | 'overload' | 'network', 'timeout'>>;
   /** A CLI's own login (a file or a token of its own) in place of a key: proves it is used. */
   login?: (t: Tools) => Promise<void>;
 }
@@ -184,6 +189,9 @@ export function requireCli(path: string): void {
   if (!existsSync(path)) throw new Error(`no CLI at ${path}: run node scripts/install-agent-clis.mjs`);
 }
 
+/** A provider's fault: a status with its error body (and headers, a retry-after), or a connection dropped unanswered. */
+export type Fault = { status: number; message: string; headers?: Record<string, string> } | { reset: true };
+
 /** What the scripted model does with every prompt, until told otherwise. */
 export type Plan =
   | { work: { file: string; value: string } }
@@ -226,7 +234,8 @@ export interface Vendor {
 export class ModelControl {
   plan: Plan = { answer: 'Nothing to do.', scale: 1 };
   readonly server: MockModelServer;
-  private refusal: { status: number; message: string } | null = null;
+  /** The fault the next model calls get, and how many more get it. */
+  private faults: { fault: Fault; left: number } | null = null;
 
   constructor(
     private readonly vendor: Vendor,
@@ -234,11 +243,14 @@ export class ModelControl {
   ) {
     const handler = makeHandler(this);
     this.server = new MockModelServer((req, res, server) => {
-      if (this.refusal && vendor.isModelCall(req)) {
-        const { status, message } = this.refusal;
-        res
-          .writeHead(status, { 'content-type': 'application/json' })
-          .end(JSON.stringify(vendor.errorBody(status, message)));
+      if (this.faults && this.faults.left > 0 && vendor.isModelCall(req)) {
+        this.faults.left--;
+        const f = this.faults.fault;
+        if ('reset' in f) res.socket?.resetAndDestroy();
+        else
+          res
+            .writeHead(f.status, { 'content-type': 'application/json', ...f.headers })
+            .end(JSON.stringify(vendor.errorBody(f.status, f.message)));
         return;
       }
       // A busy model takes its time, as a real one does: the watcher gets to see each call.
@@ -251,7 +263,7 @@ export class ModelControl {
   private reset(): void {
     this.server.hang = false;
     this.server.holdIf = null;
-    this.refusal = null;
+    this.faults = null;
   }
 
   work(file: string, value: string): void {
@@ -282,7 +294,12 @@ export class ModelControl {
 
   refuse(status: number, message: string): void {
     this.reset();
-    this.refusal = { status, message };
+    this.fault({ status, message });
+  }
+
+  /** The next `times` model calls get the fault (every one by default); the plan stands for the others. */
+  fault(fault: Fault, times = Number.POSITIVE_INFINITY): void {
+    this.faults = { fault, left: times };
   }
 
   calls(): ModelCall[] {

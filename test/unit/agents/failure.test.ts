@@ -48,6 +48,19 @@ describe('failureOf', () => {
     expect(of('opencode', 'Connection error. (cause: read ECONNRESET)')?.kind).toBe('network');
   });
 
+  it('a transient fault each CLI gave up on, as the real CLIs said it against the mock (contract.test.ts)', () => {
+    expect(of('codex', 'exceeded retry limit, last status: 429 Too Many Requests')?.kind).toBe('rate-limit');
+    // forkflush's proxy answers a dropped upstream with a 502 that quotes the reset: the network, not an overload.
+    const reset =
+      'unexpected status 502 Bad Gateway: forkflush: the upstream failed: read ECONNRESET, url: http://127.0.0.1:1/responses';
+    expect(of('codex', reset)?.kind).toBe('network');
+    expect(of('codex', 'unexpected status 529 <unknown status code>: Overloaded')?.kind).toBe('overload');
+    const copilot = (status: number, text: string) =>
+      `Failed to get response from the AI model; retried 5 times (total retry wait time: 5.32 seconds) Last error: ${status} ${text}`;
+    expect(of('copilot', copilot(429, 'Rate limit reached'), 429)?.kind).toBe('rate-limit');
+    expect(of('copilot', copilot(529, 'Overloaded'), 529)?.kind).toBe('overload');
+  });
+
   it('a CLI that could not start; a crash nobody recognises is none of them', () => {
     expect(
       of('gemini', 'spawn gemini ENOENT', null, {

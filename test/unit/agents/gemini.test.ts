@@ -6,15 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { usageFromStats as fromStats, parseResult } from '../../../src/agents/gemini.js';
 import {
   usageFromSessions as fromSessions,
-  usageFromStats as fromStats,
   isResumable,
-  parseResult,
   readSession,
   type SessionMessage,
   type SessionRecord,
-} from '../../../src/agents/gemini.js';
+} from '../../../src/agents/gemini-session.js';
 import { type Spent, usageOf } from '../../../src/agents/usage.js';
 
 /** The episode's usage as the runner makes it, without prices (the tallies are what the CLI said). */

@@ -1,0 +1,157 @@
+// Gemini CLI's session files (its spec: gemini.ts). A file (core/src/services/chatRecordingService.ts):
+// a metadata line, then message records {id, type: user | gemini | info | …, content, tokens {input,
+// output, cached, thoughts, tool}, model, toolCalls} (a later one with the same id replaces it),
+// `{$set: {...}}` updates (a `$set.messages` list replaces the conversation, as a resumed session
+// writes) and `{$rewindTo: id}`. Read for resuming, for the usage of a session stopped before its
+// result, and for the transcript (headless mode prints no turns).
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { readRegular } from '../io/agent-files.js';
+import { count, isRecord, jsonLines, MAX_AGENT_FILE_BYTES } from './files.js';
+import { contentText, describeInput, type Lines, str } from './transcript.js';
+import { addUse, type Spent, type Tally } from './usage.js';
+
+export interface SessionMessage {
+  id: string;
+  type: string;
+  timestamp?: string;
+  content?: unknown;
+  model?: string;
+  tokens?: Record<string, unknown>;
+  toolCalls?: unknown[];
+  thoughts?: unknown[];
+}
+
+/** A session file replayed: the conversation as the CLI would load it, and every message ever written (what was spent). */
+export interface SessionRecord {
+  sessionId: string | null;
+  messages: SessionMessage[];
+  written: Map<string, SessionMessage>;
+}
+
+/** Every session file of `id` in the home (session-<time>-<id8>.jsonl), read. */
+export async function sessionFiles(dir: string, id: string): Promise<{ path: string; record: SessionRecord }[]> {
+  const found: { path: string; record: SessionRecord }[] = [];
+  for (const slug of await readdir(join(dir, 'tmp')).catch(() => [] as string[])) {
+    const chats = join(dir, 'tmp', slug, 'chats');
+    for (const name of await readdir(chats).catch(() => [] as string[])) {
+      if (!name.startsWith('session-') || !name.endsWith(`-${id.slice(0, 8)}.jsonl`)) continue;
+      const text = await readRegular(join(chats, name), MAX_AGENT_FILE_BYTES);
+      const record = text === null ? null : readSession(text);
+      if (record && (record.sessionId === id || record.sessionId === null))
+        found.push({ path: join(chats, name), record });
+    }
+  }
+  return found;
+}
+
+/** Replays a session file's records (see the header). */
+export function readSession(text: string): SessionRecord {
+  let sessionId: string | null = null;
+  let messages = new Map<string, SessionMessage>();
+  const written = new Map<string, SessionMessage>();
+  const note = (m: SessionMessage) => {
+    // A resumed session rewrites its history in `$set.messages` without the usage: keep it.
+    const prev = written.get(m.id);
+    written.set(m.id, prev ? { ...prev, ...m, tokens: m.tokens ?? prev.tokens, model: m.model ?? prev.model } : m);
+    messages.set(m.id, m);
+  };
+  for (const r of jsonLines(text)) {
+    if (typeof r.$rewindTo === 'string') {
+      const ids = [...messages.keys()];
+      const at = ids.indexOf(r.$rewindTo);
+      messages = new Map(at < 0 ? [] : ids.slice(0, at).map((id) => [id, messages.get(id) as SessionMessage]));
+    } else if (typeof r.id === 'string' && typeof r.type === 'string') note(r as unknown as SessionMessage);
+    else if (isRecord(r.$set) && Array.isArray(r.$set.messages)) {
+      messages = new Map();
+      for (const m of r.$set.messages)
+        if (isRecord(m) && typeof m.id === 'string') note(m as unknown as SessionMessage);
+    } else if (typeof r.sessionId === 'string') sessionId = r.sessionId;
+  }
+  return { sessionId, messages: [...messages.values()], written };
+}
+
+/** Whether a conversation has a prompt or an answer beyond the `<session_context>` the CLI puts first (else it refuses to resume). */
+export function isResumable(messages: SessionMessage[]): boolean {
+  return messages.some((m) => {
+    const text = partsText(m.content).trim();
+    if (m.type === 'gemini') return text !== '' || (m.toolCalls?.length ?? 0) > 0;
+    return (
+      m.type === 'user' && text !== '' && !text.startsWith('<session_context>') && !text.startsWith('<hook_context>')
+    );
+  });
+}
+
+/**
+ * The usage recorded in session files by model answers not in `before` (this episode's): the agent
+ * loop's calls, those later rewound or compacted away too (they were paid for). The CLI's helper
+ * calls (model router, loop checks) are not recorded there.
+ */
+export function usageFromSessions(sessions: SessionRecord[], before: Set<string>): Spent {
+  const tally: Tally = {};
+  const seen = new Set<string>(before);
+  for (const m of sessions.flatMap((s) => [...s.written.values()])) {
+    if (seen.has(m.id) || m.type !== 'gemini' || !m.tokens) continue;
+    seen.add(m.id);
+    const t = m.tokens;
+    addUse(tally, m.model ?? 'unknown', {
+      input: count(t.input) + count(t.tool),
+      cached: count(t.cached),
+      output: count(t.output) + count(t.thoughts),
+      calls: 1,
+    });
+  }
+  return { tally };
+}
+
+/** The newest session file under a `tmp` folder, read. */
+export async function newestSession(tmp: string): Promise<string | null> {
+  let newest: { path: string; mtime: number } | null = null;
+  for (const project of await readdir(tmp).catch(() => [] as string[])) {
+    const chats = join(tmp, project, 'chats');
+    for (const name of await readdir(chats).catch(() => [] as string[])) {
+      if (!/^session-.*\.jsonl$/.test(name)) continue;
+      const mtime = (await stat(join(chats, name)).catch(() => null))?.mtimeMs ?? 0;
+      if (!newest || mtime > newest.mtime) newest = { path: join(chats, name), mtime };
+    }
+  }
+  return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
+}
+
+/**
+ * The turns of a session file written at or after `since`: each answer, thought, tool call and
+ * result. Only messages written as records of their own count: a resumed session first restates
+ * its whole history in one `$set.messages` record, stamped anew.
+ */
+export function sessionLines(text: string, since: Date | undefined, out: Lines): void {
+  const messages = new Map<string, SessionMessage>();
+  for (const r of jsonLines(text)) {
+    if (typeof r.id !== 'string' || typeof r.type !== 'string') continue;
+    if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
+      messages.set(r.id, r as unknown as SessionMessage);
+  }
+  for (const m of messages.values()) {
+    if (m.type === 'error' || m.type === 'warning' || m.type === 'info') out.add(m.type, partsText(m.content));
+    if (m.type !== 'gemini') continue;
+    for (const t of (m.thoughts ?? []).filter(isRecord))
+      out.add('thinking', [str(t.subject), str(t.description)].filter(Boolean).join(': '));
+    out.add('assistant', partsText(m.content));
+    for (const call of (m.toolCalls ?? []).filter(isRecord)) {
+      out.add(`tool ${str(call.name) ?? '?'}`, describeInput(call.args));
+      const responses = (Array.isArray(call.result) ? call.result : [])
+        .map((r) => (isRecord(r) && isRecord(r.functionResponse) ? r.functionResponse.response : undefined))
+        .filter(isRecord);
+      const error = responses.map((r) => r.error).find((x) => x !== undefined);
+      if (error !== undefined) out.add('result (error)', contentText(error));
+      else if (responses.length > 0) out.add('result', responses.map((r) => contentText(r.output ?? r)).join('\n'));
+      else if (str(call.status)) out.add('result', str(call.status) as string);
+    }
+  }
+}
+
+/** The text parts of a Gemini content (function calls and responses are shown with their calls). */
+function partsText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map(partsText).join('');
+  return isRecord(content) && typeof content.text === 'string' ? content.text : '';
+}
