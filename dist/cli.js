@@ -7419,6 +7419,9 @@ var EGRESS_MAX_DIALS = 4;
 var EGRESS_MAX_WAITING = 256;
 var EGRESS_MAX_REFUSED_TARGETS = 100;
 var SIMULATED_MAX_ROUNDS = 1e4;
+var SMOKE_CAP_USD = 0.1;
+var SMOKE_CAP_TOKENS = 6e4;
+var SMOKE_TIMEOUT_SECONDS = 180;
 
 // src/io/process.ts
 import { execFileSync, spawn as spawn2 } from "node:child_process";
@@ -41317,8 +41320,11 @@ import { mkdir as mkdir22, mkdtemp as mkdtemp6, rm as rm18 } from "node:fs/promi
 import { tmpdir as tmpdir4 } from "node:os";
 import { join as join36 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
-var SMOKE_CAP = { usd: 0.1, tokens: 6e4, minutes: 3 };
-var SMOKE_SECONDS = 180;
+var SMOKE_CAP = {
+  usd: SMOKE_CAP_USD,
+  tokens: SMOKE_CAP_TOKENS,
+  minutes: SMOKE_TIMEOUT_SECONDS / 60
+};
 async function smoke(o, io) {
   const { config: config2 } = await loadConfig(o.dir, o.configFile, o.overrides ?? {});
   const isolation = await isolationFor(config2.sandbox.mode);
@@ -41328,7 +41334,7 @@ async function smoke(o, io) {
   const top = await gitTop2(o.dir);
   const work = await mkdtemp6(join36(tmpdir4(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
-  const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_SECONDS) };
+  const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
   io.stdout.write(
     `forkflush smoke: starting the ${config2.agent.kind} agent once (cap ${formatNumber(allowance, 6)} ${unit}, ${agent.timeout} s; sandbox: ${isolation.sandbox ? "on" : "off"})
 `

@@ -9,6 +9,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentFor } from '../agents/specs.js';
+import { SMOKE_CAP_TOKENS, SMOKE_CAP_USD, SMOKE_TIMEOUT_SECONDS } from '../core/bounds.js';
 import type { Config, ConfigOverrides } from '../core/config.js';
 import type { MapUnit } from '../core/map/config.js';
 import { formatNumber } from '../core/text.js';
@@ -23,9 +24,11 @@ export const SMOKE_PROMPT =
   'Change no file and run no command. Answer with one short sentence that says you are ready.';
 
 /** The cap of the one call, in the budget's unit (never more than one episode's allowance); evaluations are capped by time. */
-const SMOKE_CAP: Record<MapUnit, number> = { usd: 0.1, tokens: 60_000, minutes: 3 };
-/** The longest the one call may take, in seconds (agent.timeout when that is shorter). */
-const SMOKE_SECONDS = 180;
+const SMOKE_CAP: Record<MapUnit, number> = {
+  usd: SMOKE_CAP_USD,
+  tokens: SMOKE_CAP_TOKENS,
+  minutes: SMOKE_TIMEOUT_SECONDS / 60,
+};
 
 export interface SmokeIo {
   stdout: NodeJS.WritableStream;
@@ -45,7 +48,7 @@ export async function smoke(
   const top = await gitTop(o.dir);
   const work = await mkdtemp(join(tmpdir(), 'forkflush-smoke-'));
   const failedLogs = `${work}-log`;
-  const agent = { ...config.agent, timeout: Math.min(config.agent.timeout, SMOKE_SECONDS) };
+  const agent = { ...config.agent, timeout: Math.min(config.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
   io.stdout.write(
     `forkflush smoke: starting the ${config.agent.kind} agent once (cap ${formatNumber(allowance, 6)} ${unit}, ` +
       `${agent.timeout} s; sandbox: ${isolation.sandbox ? 'on' : 'off'})\n`,

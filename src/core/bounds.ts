@@ -192,3 +192,13 @@ export const SEEN_MAX_KEYS = 200;
 
 /** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
 export const SIMULATED_MAX_ROUNDS = 10_000;
+
+// ---------------------------------------------------------------------------------------------
+// run --smoke
+
+/** `run --smoke`: one call to see the agent start and answer, so a few cents and a few minutes at most. */
+export const SMOKE_CAP_USD = 0.1;
+/** Enough for a CLI's system prompt and tool list (tens of thousands of tokens) and a one-line answer. */
+export const SMOKE_CAP_TOKENS = 60_000;
+/** The longest the smoke call may take (agent.timeout when that is shorter); also its cap in minutes. */
+export const SMOKE_TIMEOUT_SECONDS = 180;
