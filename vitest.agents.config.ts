@@ -8,6 +8,7 @@ export default defineConfig({
     include: ['test/agents/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    maxWorkers: 2,
+    // One file per agent kind (test/agents/contract/): their slow rows wait on a CLI's backoff, not the CPU.
+    maxWorkers: 4,
   },
 });

@@ -1,4 +1,4 @@
-// aider's own quirks, past the agent contract (contract.test.ts), with the fake aider of
+// aider's own quirks, past the agent contract (contract/suite.ts), with the fake aider of
 // test/fixtures/agents/aider/fake-aider.mjs (aider cannot be installed here; its header lists the
 // aider sources it imitates): the chat history lives in the context folder, never in the
 // workspace; the model's shell commands are never run; aider's own cost is used where it prints one.

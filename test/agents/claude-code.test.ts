@@ -1,4 +1,4 @@
-// Claude Code's own quirks, past the agent contract (contract.test.ts): its transcript lives under
+// Claude Code's own quirks, past the agent contract (contract/suite.ts): its transcript lives under
 // a project folder named after the working directory, so a fork moves it; its totals are the
 // whole conversation's; and a transcript it cannot resume comes in several forms.
 // RECORD_CLAUDE_FIXTURES=1 copies the runs' logs and transcripts into test/fixtures/agents/claude-code/

@@ -1,4 +1,4 @@
-// Codex's own quirks, past the agent contract (contract.test.ts): the rollout it keeps per thread
+// Codex's own quirks, past the agent contract (contract/suite.ts): the rollout it keeps per thread
 // (the context is cut back to it), cached input at the cached price, a turn stopped with a tool
 // call pending, and the forms of a thread it cannot resume.
 // FORKFLUSH_RECORD_CODEX_FIXTURES=1 also saves the CLI's outputs to test/fixtures/agents/codex/

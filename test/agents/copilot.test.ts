@@ -1,4 +1,4 @@
-// Copilot CLI's own quirks, past the agent contract (contract.test.ts): a long prompt goes
+// Copilot CLI's own quirks, past the agent contract (contract/suite.ts): a long prompt goes
 // through stdin, the CLI's logs stay out of the context, the
 // session record lists its episodes, and a session whose events are damaged is not resumed.
 import { existsSync } from 'node:fs';

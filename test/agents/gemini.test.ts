@@ -1,4 +1,4 @@
-// Gemini CLI's own quirks, past the agent contract (contract.test.ts): one session id for a whole
+// Gemini CLI's own quirks, past the agent contract (contract/suite.ts): one session id for a whole
 // lineage, its turn limit (exit 53) with usage read from the session file, a hung call whose
 // prompt was already saved, and a session id its home does not hold.
 import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';

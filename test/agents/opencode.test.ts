@@ -1,4 +1,4 @@
-// opencode's own quirks, past the agent contract (contract.test.ts): its conversations live in a
+// opencode's own quirks, past the agent contract (contract/suite.ts): its conversations live in a
 // SQLite database that a session is looked up in (and moved to the episode's workspace), and a
 // workspace's own opencode.json, which the agent can edit, does not reconfigure it.
 import { cp, readFile, writeFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// What the agent contract suite (test/agents/contract.test.ts) needs of each agent: its adapter
+// What the agent contract suite (test/agents/contract/suite.ts) needs of each agent: its adapter
 // against the real CLI, a scripted model behind the CLI's own API (test/agents/mock/), and a view
 // of the model calls that is the same for every vendor. One file per agent in this folder
 // implements it; the helpers below are shared.
@@ -60,8 +60,9 @@ export interface AgentHarness {
   /** The CLI retries a refused key until the deadline (so the episode is a timeout, not a failure it says). */
   retriesRefusedKey?: boolean;
   /**
-   * What forkflush sees of a fault the CLI keeps retrying until the episode's deadline, by the
-   * fault's class ('timeout'); absent: the CLI gives up before it, with the fault's class.
+   * The faults, by class, that the CLI may keep retrying until the episode's deadline (its own
+   * backoff, jittered, ends near it): forkflush sees a 'timeout'. Absent: the CLI gives up before
+   * the deadline, and forkflush must see the fault's class.
    */
   outlasts?: Partial<Record<'rate-limit' | 'overload' | 'network', 'timeout'>>;
   /** A CLI's own login (a file or a token of its own) in place of a key: proves it is used. */

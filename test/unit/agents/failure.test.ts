@@ -1,7 +1,7 @@
 // How a crashed session's failure is recognised from what its CLI said (core/failure.ts kinds):
 // the provider's status, however the CLI quotes it, a dropped connection, a CLI that could not
 // start, and a command agent's sysexits codes. The lines are the CLIs' own, as the mock model
-// server made them say (test/fixtures/agents/<kind>/, test/agents/contract.test.ts).
+// server made them say (test/fixtures/agents/<kind>/, test/agents/contract/suite.ts).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -48,7 +48,7 @@ describe('failureOf', () => {
     expect(of('opencode', 'Connection error. (cause: read ECONNRESET)')?.kind).toBe('network');
   });
 
-  it('a transient fault each CLI gave up on, as the real CLIs said it against the mock (contract.test.ts)', () => {
+  it('a transient fault each CLI gave up on, as the real CLIs said it against the mock (contract/suite.ts)', () => {
     expect(of('codex', 'exceeded retry limit, last status: 429 Too Many Requests')?.kind).toBe('rate-limit');
     // forkflush's proxy answers a dropped upstream with a 502 that quotes the reset: the network, not an overload.
     const reset =

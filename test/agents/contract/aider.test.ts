@@ -1,0 +1,4 @@
+import { aiderHarness } from './aider.js';
+import { agentContract } from './suite.js';
+
+agentContract(aiderHarness);

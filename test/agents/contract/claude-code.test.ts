@@ -1,0 +1,4 @@
+import { claudeHarness } from './claude-code.js';
+import { agentContract } from './suite.js';
+
+agentContract(claudeHarness);

@@ -1,0 +1,4 @@
+import { codexHarness } from './codex.js';
+import { agentContract } from './suite.js';
+
+agentContract(codexHarness);

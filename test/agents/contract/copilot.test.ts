@@ -1,0 +1,4 @@
+import { copilotHarness } from './copilot.js';
+import { agentContract } from './suite.js';
+
+agentContract(copilotHarness);

@@ -1,0 +1,4 @@
+import { geminiHarness } from './gemini.js';
+import { agentContract } from './suite.js';
+
+agentContract(geminiHarness);

@@ -1,0 +1,4 @@
+import { opencodeHarness } from './opencode.js';
+import { agentContract } from './suite.js';
+
+agentContract(opencodeHarness);
