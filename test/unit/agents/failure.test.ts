@@ -59,6 +59,8 @@ describe('failureOf', () => {
       `Failed to get response from the AI model; retried 5 times (total retry wait time: 5.32 seconds) Last error: ${status} ${text}`;
     expect(of('copilot', copilot(429, 'Rate limit reached'), 429)?.kind).toBe('rate-limit');
     expect(of('copilot', copilot(529, 'Overloaded'), 529)?.kind).toBe('overload');
+    // Qwen Code's own retries take about as long as the contract's deadline; said when it gave up, in CI.
+    expect(of('qwen-code', 'Qwen Code exited with code 1: [API Error: 529 Overloaded]')?.kind).toBe('overload');
   });
 
   it('a CLI that could not start; a crash nobody recognises is none of them', () => {
