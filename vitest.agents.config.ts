@@ -10,5 +10,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // One file per agent kind (test/agents/contract/): their slow rows wait on a CLI's backoff, not the CPU.
     maxWorkers: 4,
+    // The whole-run suites (compare, map) run their kinds side by side, three at a time.
+    maxConcurrency: 3,
   },
 });

@@ -41,7 +41,7 @@ describe('opencode: its database', () => {
     const b = await episode(h, await t.session(ws, corrupt));
     expect(b.out.exit, b.out.note).toBe('finished');
     expect(b.out.note).toMatch(/could not resume the carried opencode conversation \(its database cannot be read/);
-  });
+  }, 300_000); // three episodes
 
   it("the workspace's opencode.json (the agent can write it) does not change the model or the provider", async () => {
     const ws = await t.repo();
