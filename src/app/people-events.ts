@@ -20,23 +20,27 @@ export async function onIssueLabeled(ctxOf: ContextOf, context: Context<'issues.
   if (label?.name !== GITHUB.label) return;
   const ctx = ctxOf(context, { run: issueRunId(issue.number) });
   // Labelling takes triage access at least: the person is told why nothing started.
+  // Every answer names the delivery: a doubled one, or one replayed after a restart, answers nothing more.
+  const key = deliveryKey(context.id);
   const refusal = await refuse(ctx, sender, 'start a run');
   if (refusal) {
-    await ctx.api.issues.comment(issue.number, refusal);
+    await ctx.api.issues.commentOnce(issue.number, key, refusal);
     return;
   }
-  await answeringTampered(ctx, issue.number, async () => {
-    const asked = { by: sender.login, keys: [deliveryKey(context.id)] };
+  await answeringTampered(ctx, { issue: issue.number, key }, async () => {
+    const asked = { by: sender.login, keys: [key] };
     const out = await startRun(ctx, issueRef(issue), asked);
-    if ('problem' in out) await ctx.api.issues.comment(issue.number, `forkflush did not start: ${out.problem}`);
+    if ('problem' in out)
+      await ctx.api.issues.commentOnce(issue.number, key, `forkflush did not start: ${out.problem}`);
   });
 }
 
 /** A label on a pull request: forkflush runs on issues, and says so (to people, not bots). */
 export async function onPullLabeled(ctxOf: ContextOf, context: Context<'pull_request.labeled'>): Promise<void> {
   if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === 'Bot') return;
-  await ctxOf(context).api.issues.comment(
+  await ctxOf(context).api.issues.commentOnce(
     context.payload.pull_request.number,
+    deliveryKey(context.id),
     `forkflush runs on issues, not pull requests: describe the task in an issue and label that \`${GITHUB.label}\`.`,
   );
 }
@@ -83,16 +87,18 @@ export async function onComment(ctxOf: ContextOf, context: Context<'issue_commen
   }
   // Taken: the writer sees it at once (a reaction; a doubled delivery adds nothing).
   await ctx.api.issues.react(comment.id, 'eyes');
+  // One comment is one command, whatever delivers it: its answer is written once.
+  const key = commentKey(comment.id);
   if ('error' in parsed) {
-    await ctx.api.issues.comment(issue.number, parsed.error);
+    await ctx.api.issues.commentOnce(issue.number, key, parsed.error);
     await ctx.api.issues.react(comment.id, '-1');
     return;
   }
   let done = false;
-  await answeringTampered(ctx, issue.number, async () => {
-    const asked = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
+  await answeringTampered(ctx, { issue: issue.number, key }, async () => {
+    const asked = { by: sender.login, keys: [key, deliveryKey(context.id)] };
     const reply = await runCommand(ctx, parsed, { ...issueRef(issue), number: target }, asked);
-    if (reply) await ctx.api.issues.comment(issue.number, reply);
+    if (reply) await ctx.api.issues.commentOnce(issue.number, key, reply);
     done = reply === null;
   });
   // Done, or refused (the reply says why).
