@@ -4,7 +4,7 @@ import nock from 'nock';
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
 import { shown } from './fake-github.js';
-import { CONFIG, Harness } from './harness.js';
+import { CONFIG, Harness, WORKER_WORKFLOW } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
@@ -117,6 +117,26 @@ describe('starting a run', () => {
     const h = await new Harness({ 'README.md': 'hi' }).load();
     await h.label(7);
     expect(h.gh.comments[0]?.body).toContain('There is no `.github/autoresearch.yml` on `main`');
+  });
+
+  it('an outdated worker workflow that works starts the run, and its status comment says what differs and the fix', async () => {
+    const h = await new Harness().load();
+    const main = h.gh.branch('main') as string;
+    const files = { ...h.gh.commits.get(main)?.files };
+    files['.github/workflows/forkflush.yml'] = WORKER_WORKFLOW.replaceAll(
+      'octo-org/forkflush@v0.1.0',
+      'octo-org/forkflush@v0.0.9',
+    );
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'an old worker', parents: [main], files }));
+    await h.label(7);
+    await h.label(7);
+    expect(h.gh.dispatches).toHaveLength(1);
+    const said = h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body);
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain(
+      '**Warning:** `.github/workflows/forkflush.yml` on `main` differs from the worker workflow this forkflush release writes; the run goes on with it:\n\n' +
+        '- it uses the forkflush Action at `v0.0.9`, and the app is `v0.1.0`\n\nThe fix: in a clone of this repository',
+    );
   });
 
   it('a repository without the worker workflow gets one comment with the fix, and no run', async () => {

@@ -10,7 +10,7 @@ import { Probot } from 'probot';
 import { describe, expect, it } from 'vitest';
 import { forkflushApp, nightlyTick } from '../../src/app/app.js';
 import { shown } from './fake-github.js';
-import { CONFIG, Harness, TEST_TOKEN, TestOctokit } from './harness.js';
+import { CONFIG, Harness, TEST_TOKEN, TestOctokit, WORKER_WORKFLOW } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
@@ -202,6 +202,31 @@ describe('each label and command is acted on once', () => {
     expect(h.gh.comments.map((c) => shown(c.body))).toEqual([
       expect.stringMatching(/^forkflush did not start: There is no `\.github\/workflows\/forkflush\.yml` on `main`/),
     ]);
+  });
+
+  it('an outdated worker workflow whose jobs could not work gets one comment with the fix, and no run, whatever delivers the label again', async () => {
+    const h = await new Harness().load();
+    const main = h.gh.branch('main') as string;
+    const files = { ...h.gh.commits.get(main)?.files };
+    files['.github/workflows/forkflush.yml'] = WORKER_WORKFLOW.replace('contents: write', 'contents: read').replaceAll(
+      'octo-org/forkflush@v0.1.0',
+      'octo-org/forkflush@v0.0.9',
+    );
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'an old worker', parents: [main], files }));
+    const label = labelPayload(h);
+    expect(await deliverAs(h, 'label-12', 'issues', label)).toBe(200);
+    expect(await deliverAs(h, 'label-12', 'issues', label)).toBe(200);
+    await h.restart();
+    expect(await deliverAs(h, 'label-12', 'issues', label)).toBe(200);
+    expect(h.gh.comments.map((c) => shown(c.body))).toEqual([
+      'forkflush did not start: `.github/workflows/forkflush.yml` on `main` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:\n\n' +
+        "- the job `episode` has no `contents: write` permission, so it could not push its episode's result\n\n" +
+        'It also differs in what a run works with:\n\n- it uses the forkflush Action at `v0.0.9`, and the app is `v0.1.0`\n\n' +
+        'The fix: in a clone of this repository, delete `.github/workflows/forkflush.yml`, run `forkflush init --github` (it writes only the files that are missing) ' +
+        'and push the workflow it writes to `main` (README, "On GitHub"). Then label the issue again.',
+    ]);
+    expect(h.runFiles('issue-7')).toBeNull();
+    expect(h.gh.dispatches).toEqual([]);
   });
 
   it('a doubled job delivery is handled once, and recorded with what it changed', async () => {
