@@ -109,7 +109,7 @@ export async function onComment(ctxOf: ContextOf, context: Context<'issue_commen
  * The issue whose run a pull request is: the run's result pull request, or one of its episodes'
  * (pull_requests: winners or episodes), as its record says; null for any other pull request.
  */
-async function runIssueOfPull(api: GitHubApi, pr: number): Promise<number | null> {
+export async function runIssueOfPull(api: GitHubApi, pr: number): Promise<number | null> {
   const head = (await api.pulls.get(pr))?.head ?? '';
   const run = /^forkflush\/([^/]+)\//.exec(head)?.[1];
   const issue = run === undefined ? null : parseIssueRunId(run);
@@ -162,14 +162,14 @@ async function runCommand(
     }
     return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
   }
-  if (parsed.args)
+  if (parsed.args && command === 'start')
     return `This issue has a forkflush run already: overrides (\`${parsed.args.slice(0, 200)}\`) apply only when a run starts. \`/autoresearch resume\` resumes it as it is.`;
   // The same comment delivered again (or replayed) is the same command: it was carried out.
   if (command !== 'status' && seenAny(stored.files.seen, asked.keys)) {
     ctx.log(`${command}: this comment was acted on already`);
     return null;
   }
-  return steerRun(ctx, command === 'start' ? 'resume' : command, stored, asked);
+  return steerRun(ctx, command === 'start' ? 'resume' : command, stored, asked, parsed.args);
 }
 
 /** A writer's command on the issue's run; returns the reply, or null for none. */
@@ -178,6 +178,7 @@ async function steerRun(
   command: Exclude<Command, 'start'>,
   stored: StoredRun,
   asked: ChangeRequest,
+  toTry?: string,
 ): Promise<string | null> {
   const run = stored.state.id;
   switch (command) {
@@ -205,7 +206,7 @@ async function steerRun(
       if (stored.files.stopped) return 'The run is stopped: `/autoresearch resume` first.';
       const problem = forkProblem(stored.state, ctx.now);
       if (problem) return `forkflush opened no fork round: ${problem}`;
-      await forkNow(ctx, stored, asked);
+      await forkNow(ctx, stored, asked, toTry);
       return null;
     }
   }
