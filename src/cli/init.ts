@@ -352,7 +352,6 @@ one line per episode with its score.
 `;
 }
 
-/** A workflow of examples/workflows, with the agent's secret and the action reference filled in. */
 /** The workflows `init --github` writes (examples/workflows), in .github/workflows. */
 export const GITHUB_WORKFLOWS = ['forkflush.yml', 'autoresearch.yml', 'autoresearch-tick.yml'];
 
