@@ -20,7 +20,14 @@ import { forkflushApp, nightlyTick } from './app.js';
 import { RELEASE } from './app-context.js';
 
 /** The events forkflushApp handles. Actions never starts a workflow on workflow_job; a hosted app gets it. */
-const WEBHOOK_EVENTS = ['issues', 'issue_comment', 'pull_request', 'workflow_run', 'workflow_job'];
+const WEBHOOK_EVENTS = [
+  'issues',
+  'issue_comment',
+  'pull_request',
+  'pull_request_review',
+  'workflow_run',
+  'workflow_job',
+];
 /** A run of the workflow on its schedule, or by hand: look at every run of the repository now. */
 const TICK_EVENTS = ['schedule', 'workflow_dispatch'];
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;

@@ -55,14 +55,18 @@ export function contexts(options: AppOptions): ContextOf {
 
 /**
  * Runs a handler's work; a run record this app did not write stops it. The person who asked (a
- * label, a command) is told on the issue; a job's event only logs it, once per event.
+ * label, a command) is told on the issue, once per event (`key`); a job's event only logs it.
  */
-export async function answeringTampered(ctx: AppContext, issue: number | null, work: () => Promise<unknown>) {
+export async function answeringTampered(
+  ctx: AppContext,
+  asker: { issue: number; key: string } | null,
+  work: () => Promise<unknown>,
+) {
   try {
     await work();
   } catch (e) {
     if (!(e instanceof TamperedRecordError)) throw e;
     ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
-    if (issue !== null) await ctx.api.issues.comment(issue, `forkflush did nothing: ${e.message}.`);
+    if (asker) await ctx.api.issues.commentOnce(asker.issue, asker.key, `forkflush did nothing: ${e.message}.`);
   }
 }

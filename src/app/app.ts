@@ -4,7 +4,7 @@
 // worker's in worker-events.ts.
 //
 // What the app trusts:
-// - a label or a command only from a person with write access (a command from anyone else gets
+// - a label, a command or a review's directive only from a person with write access (a command from anyone else gets
 //   no answer at all: anyone may comment on an issue, and must not be able to make the app talk);
 // - each label and command once (its delivery id, and a command's comment id, in the run's record:
 //   github/amend.ts), each job and workflow-run delivery once (recorded with what it changed);
@@ -21,6 +21,7 @@ import { nightly } from '../github/nightly.js';
 import type { SyncContext } from '../github/sync.js';
 import { type AppOptions, contexts } from './app-context.js';
 import { onComment, onIssueLabeled, onPullLabeled, onStopEvent } from './people-events.js';
+import { onReview } from './review-events.js';
 import { onJobCompleted, onJobStarted, onRunCompleted } from './worker-events.js';
 
 export type { AppOptions };
@@ -32,6 +33,7 @@ export function forkflushApp(options: AppOptions = {}) {
     app.on('pull_request.labeled', (context) => onPullLabeled(ctxOf, context));
     app.on(['issues.unlabeled', 'issues.closed'], (context) => onStopEvent(ctxOf, context));
     app.on('issue_comment.created', (context) => onComment(ctxOf, context));
+    app.on('pull_request_review.submitted', (context) => onReview(ctxOf, context));
     app.on('workflow_job.completed', (context) => onJobCompleted(ctxOf, context));
     app.on('workflow_job.in_progress', (context) => onJobStarted(ctxOf, context));
     app.on('workflow_run.completed', (context) => onRunCompleted(ctxOf, context));

@@ -20,23 +20,27 @@ export async function onIssueLabeled(ctxOf: ContextOf, context: Context<'issues.
   if (label?.name !== GITHUB.label) return;
   const ctx = ctxOf(context, { run: issueRunId(issue.number) });
   // Labelling takes triage access at least: the person is told why nothing started.
+  // Every answer names the delivery: a doubled one, or one replayed after a restart, answers nothing more.
+  const key = deliveryKey(context.id);
   const refusal = await refuse(ctx, sender, 'start a run');
   if (refusal) {
-    await ctx.api.issues.comment(issue.number, refusal);
+    await ctx.api.issues.commentOnce(issue.number, key, refusal);
     return;
   }
-  await answeringTampered(ctx, issue.number, async () => {
-    const asked = { by: sender.login, keys: [deliveryKey(context.id)] };
+  await answeringTampered(ctx, { issue: issue.number, key }, async () => {
+    const asked = { by: sender.login, keys: [key] };
     const out = await startRun(ctx, issueRef(issue), asked);
-    if ('problem' in out) await ctx.api.issues.comment(issue.number, `forkflush did not start: ${out.problem}`);
+    if ('problem' in out)
+      await ctx.api.issues.commentOnce(issue.number, key, `forkflush did not start: ${out.problem}`);
   });
 }
 
 /** A label on a pull request: forkflush runs on issues, and says so (to people, not bots). */
 export async function onPullLabeled(ctxOf: ContextOf, context: Context<'pull_request.labeled'>): Promise<void> {
   if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === 'Bot') return;
-  await ctxOf(context).api.issues.comment(
+  await ctxOf(context).api.issues.commentOnce(
     context.payload.pull_request.number,
+    deliveryKey(context.id),
     `forkflush runs on issues, not pull requests: describe the task in an issue and label that \`${GITHUB.label}\`.`,
   );
 }
@@ -83,16 +87,18 @@ export async function onComment(ctxOf: ContextOf, context: Context<'issue_commen
   }
   // Taken: the writer sees it at once (a reaction; a doubled delivery adds nothing).
   await ctx.api.issues.react(comment.id, 'eyes');
+  // One comment is one command, whatever delivers it: its answer is written once.
+  const key = commentKey(comment.id);
   if ('error' in parsed) {
-    await ctx.api.issues.comment(issue.number, parsed.error);
+    await ctx.api.issues.commentOnce(issue.number, key, parsed.error);
     await ctx.api.issues.react(comment.id, '-1');
     return;
   }
   let done = false;
-  await answeringTampered(ctx, issue.number, async () => {
-    const asked = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
+  await answeringTampered(ctx, { issue: issue.number, key }, async () => {
+    const asked = { by: sender.login, keys: [key, deliveryKey(context.id)] };
     const reply = await runCommand(ctx, parsed, { ...issueRef(issue), number: target }, asked);
-    if (reply) await ctx.api.issues.comment(issue.number, reply);
+    if (reply) await ctx.api.issues.commentOnce(issue.number, key, reply);
     done = reply === null;
   });
   // Done, or refused (the reply says why).
@@ -103,7 +109,7 @@ export async function onComment(ctxOf: ContextOf, context: Context<'issue_commen
  * The issue whose run a pull request is: the run's result pull request, or one of its episodes'
  * (pull_requests: winners or episodes), as its record says; null for any other pull request.
  */
-async function runIssueOfPull(api: GitHubApi, pr: number): Promise<number | null> {
+export async function runIssueOfPull(api: GitHubApi, pr: number): Promise<number | null> {
   const head = (await api.pulls.get(pr))?.head ?? '';
   const run = /^forkflush\/([^/]+)\//.exec(head)?.[1];
   const issue = run === undefined ? null : parseIssueRunId(run);
@@ -156,14 +162,14 @@ async function runCommand(
     }
     return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
   }
-  if (parsed.args)
+  if (parsed.args && command === 'start')
     return `This issue has a forkflush run already: overrides (\`${parsed.args.slice(0, 200)}\`) apply only when a run starts. \`/autoresearch resume\` resumes it as it is.`;
   // The same comment delivered again (or replayed) is the same command: it was carried out.
   if (command !== 'status' && seenAny(stored.files.seen, asked.keys)) {
     ctx.log(`${command}: this comment was acted on already`);
     return null;
   }
-  return steerRun(ctx, command === 'start' ? 'resume' : command, stored, asked);
+  return steerRun(ctx, command === 'start' ? 'resume' : command, stored, asked, parsed.args);
 }
 
 /** A writer's command on the issue's run; returns the reply, or null for none. */
@@ -172,6 +178,7 @@ async function steerRun(
   command: Exclude<Command, 'start'>,
   stored: StoredRun,
   asked: ChangeRequest,
+  toTry?: string,
 ): Promise<string | null> {
   const run = stored.state.id;
   switch (command) {
@@ -199,7 +206,7 @@ async function steerRun(
       if (stored.files.stopped) return 'The run is stopped: `/autoresearch resume` first.';
       const problem = forkProblem(stored.state, ctx.now);
       if (problem) return `forkflush opened no fork round: ${problem}`;
-      await forkNow(ctx, stored, asked);
+      await forkNow(ctx, stored, asked, toTry);
       return null;
     }
   }

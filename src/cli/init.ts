@@ -20,6 +20,7 @@ import { Git } from '../io/git.js';
 import { runShell } from '../io/process.js';
 import { untrackedFiles, whileWatchingReads } from '../local/grader-reads.js';
 import { namedPaths } from '../local/preflight.js';
+import { pinAction } from './action-pin.js';
 import type { Parsed } from './args.js';
 import type { Io } from './io.js';
 
@@ -59,7 +60,9 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
     await writeFile(file, text);
     written.push(path);
   };
-  const action = typeof v.action === 'string' ? v.action : null;
+  // --action REPO@TAG is pinned to the tag's commit, with a comment naming the tag (action-pin.ts).
+  const pinned =
+    v.github === true && typeof v.action === 'string' ? await pinAction(v.action, io.env ?? process.env) : null;
   // The Action the workflows still name for the user to replace (none with --action).
   let placeholder: string | undefined;
   // The first folder init made (undefined: DIR was there): removed again if writing fails half-way.
@@ -71,7 +74,7 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
     if (!existsSync(join(root, 'NOTES.md'))) await put('NOTES.md', notesText());
     if (v.github === true) {
       for (const name of GITHUB_WORKFLOWS) {
-        const text = await workflowText(name, answers.agent, action);
+        const text = await workflowText(name, answers.agent, pinned?.action ?? null, pinned?.version);
         placeholder ??= text.match(ACTION_PLACEHOLDER)?.[0];
         await put(`.github/workflows/${name}`, text);
       }
@@ -138,6 +141,9 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
         "push workflows with the repository's secrets: add branches-ignore: ['forkflush/**'] to them (README, \"Agent code and your CI\").\n",
     );
   }
+  if (pinned?.version)
+    io.stdout.write(`\nThe workflows use ${pinned.action} (${pinned.version}, pinned to its commit).\n`);
+  if (pinned?.note) io.stdout.write(`\nNote: ${pinned.note}\n`);
   if (placeholder) {
     io.stdout.write(
       `\nIn both workflows, replace ${placeholder} with the forkflush repository and a release tag (or pass --action).\n`,
@@ -346,7 +352,6 @@ one line per episode with its score.
 `;
 }
 
-/** A workflow of examples/workflows, with the agent's secret and the action reference filled in. */
 /** The workflows `init --github` writes (examples/workflows), in .github/workflows. */
 export const GITHUB_WORKFLOWS = ['forkflush.yml', 'autoresearch.yml', 'autoresearch-tick.yml'];
 
@@ -357,19 +362,29 @@ const COMMAND_ENV = `        # What your agent needs, from the repository's secr
         # The agent gets the variables agent.env lists, never GITHUB_TOKEN or the runner's tokens.
 `;
 
-/** A workflow as init writes it: the example, with the Action's reference and the agent's secret. */
-export async function workflowText(name: string, agent: string, action: string | null): Promise<string> {
+/**
+ * A workflow as init writes it: the example, with the Action's reference and the agent's secret.
+ * `version`: the tag `action`'s commit was pinned from, named in a comment after it.
+ */
+export async function workflowText(
+  name: string,
+  agent: string,
+  action: string | null,
+  version?: string,
+): Promise<string> {
   let text = await readFile(packageFile('examples', 'workflows', name), 'utf8');
   if (action) {
     const [repo, ref] = action.split('@');
+    const named = version ? ` # ${version}` : '';
     text = text
       .replace(
         /^( +)# Replace your-org\/forkflush[^\n]*\n(?: +#[^\n]*\n)?/m,
-        `$1# forkflush at ${action} (forkflush init --action).\n`,
+        `$1# forkflush at ${version ? `${version}, pinned to its commit` : action} (forkflush init --action).\n`,
       )
+      .replace(/^( +- uses: )your-org\/forkflush@[\w.-]+$/m, `$1${action}${named}`)
       .replace(ACTION_PLACEHOLDER, action)
       .replaceAll('repository: your-org/forkflush', `repository: ${repo}`);
-    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}`);
+    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}${named}`);
   }
   if (name === 'forkflush.yml') {
     const secret = specOfName(agent)?.cli?.secret;

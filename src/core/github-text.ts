@@ -243,13 +243,21 @@ export function loserComment(state: RunState, e: Episode, winner: Episode | null
 export type Command = 'status' | 'stop' | 'resume' | 'fork' | 'start';
 export const COMMANDS: readonly Command[] = ['status', 'stop', 'resume', 'fork', 'start'];
 
+/** The most of a person's words a fork round passes on to its branches (`/autoresearch fork <what>`, a review). */
+export const FORK_ASK_MAX_CHARS = 4000;
+
 /**
  * The command in a comment (`/autoresearch fork`), or an error for an unknown one, or null.
- * `start` may carry overrides (`/autoresearch start budget=50 branches=2`): its `args`.
+ * `start` may carry overrides (`/autoresearch start budget=50 branches=2`): its `args`; `fork`
+ * what its round's branches are to try (`/autoresearch fork try a tabu search`, to the comment's
+ * end, at most FORK_ASK_MAX_CHARS).
  */
 export function parseCommand(body: string): { command: Command; args?: string } | { error: string } | null {
   const start = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(body);
   if (start?.[1]) return { command: 'start', args: start[1] };
+  const fork = /^[ \t]*\/autoresearch[ \t]+fork[ \t]+(\S[\s\S]*)$/im.exec(body);
+  const asked = fork?.[1]?.trim().slice(0, FORK_ASK_MAX_CHARS);
+  if (asked) return { command: 'fork', args: asked };
   const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
   if (!m) return null;
   const word = (m[1] ?? 'status').toLowerCase();

@@ -138,6 +138,12 @@ export function renderPrompt(p: PromptInputs): string {
     ...(carried && p.episode.directive
       ? ['For this branch: try a substantially different approach from those the journal describes.']
       : []),
+    // A writer's words (a review of the run's pull request), quoted as data like the task.
+    ...(p.episode.asked
+      ? [
+          `For this round, someone with write access to the repository asked you to try this:\n\n${quoteTask(p.episode.asked)}`,
+        ]
+      : []),
   ];
   return [text, ...notes].join('\n\n');
 }

@@ -96,6 +96,7 @@ const episodeSchema = z.object({
   context: z.enum(['fresh', 'carry', 'copy']),
   contextFrom: episodeId.nullable(),
   directive: z.boolean(),
+  asked: z.string().optional(),
   seed: z.number().int(),
   result: resultSchema.optional(),
   interruptedSpent: z.number().finite().nonnegative().optional(),
@@ -137,6 +138,7 @@ export const runStateSchema = z.object({
     .nullable(),
   status: z.enum(['running', 'finished']),
   extraForks: count.optional(),
+  forkAsks: z.record(z.string(), z.string()).optional(),
 });
 
 /** GitHub's run.json, part: where the run comes from and what it works on: fixed when it starts. */

@@ -158,10 +158,12 @@ export function forkRefusal(state: RunState): string | null {
 }
 
 /** Asks for one more fork round of the leader now, beyond the schedule (and its budget). */
-export function requestFork(state: RunState): RunState {
+export function requestFork(state: RunState, asked?: string): RunState {
   const refusal = forkRefusal(state);
   if (refusal) throw new Error(refusal);
-  return { ...state, status: 'running', extraForks: (state.extraForks ?? 0) + 1 };
+  const extraForks = (state.extraForks ?? 0) + 1;
+  const forkAsks = asked ? { ...state.forkAsks, [extraForks]: asked } : state.forkAsks;
+  return { ...state, status: 'running', extraForks, ...(forkAsks ? { forkAsks } : {}) };
 }
 
 function nextLeaderRound(state: RunState): Round | null {
@@ -217,7 +219,11 @@ function forkRound(state: RunState, segment: number, extra: boolean, budget?: nu
   if (!leader) throw new Error('run state has no lineage');
   // fork-only branches inherit a copy of the leader's context; fork-and-flush branches start fresh.
   const copy = c.strategy === 'fork-only' && leader.context !== null;
-  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
+  const extras = state.rounds.filter((r) => r.extra).length;
+  // What a person asked an extra round to try goes to each of its branches, in place of the directive.
+  const asked = extra ? state.forkAsks?.[extras + 1] : undefined;
+  const directed =
+    opening || asked ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
   const episodes: Episode[] = Array.from({ length: k }, (_, branch) => ({
     id: episodeId(index, branch),
     round: index,
@@ -228,9 +234,9 @@ function forkRound(state: RunState, segment: number, extra: boolean, budget?: nu
     context: copy ? 'copy' : 'fresh',
     contextFrom: copy ? leader.context : null,
     directive: directed.includes(branch),
+    ...(asked ? { asked } : {}),
     seed: mixSeed(state.seed, index, branch),
   }));
-  const extras = state.rounds.filter((r) => r.extra).length;
   const phase = extra ? `extra fork ${extras + 1}` : opening ? 'opening' : `fork ${segment}`;
   return { index, segment, phase, kind: 'fork', episodes, ...(extra ? { extra: true } : {}) };
 }

@@ -107,6 +107,8 @@ export interface Episode {
   /** The episode whose context this one carries or copies. */
   contextFrom: string | null;
   directive: boolean;
+  /** What a person asked this fork round's branches to try (`/autoresearch fork <what>`, a review). */
+  asked?: string;
   seed: number;
   result?: EpisodeResult;
   /** What earlier, interrupted or stopped attempts at this episode spent: charged too. */
@@ -177,6 +179,8 @@ export interface RunState {
   status: 'running' | 'finished';
   /** Fork rounds asked for beyond the schedule; each runs once, on top of the budget. */
   extraForks?: number;
+  /** What each asked-for fork round is to try, by its number among them (1 for the first), when said. */
+  forkAsks?: Record<string, string>;
 }
 
 export function newRunState(args: {

@@ -62,7 +62,7 @@ export class GitHubApi {
     readonly owner: string,
     readonly repo: string,
     recordKey: Buffer | null = null,
-    private readonly release: string | null = null,
+    readonly release: string | null = null,
   ) {
     this.recordKey = recordKey ? repositoryKey(recordKey, owner, repo) : null;
     this.scope = new RepoScope(octokit, owner, repo);

@@ -4,6 +4,11 @@ import { createOnce, ONCE, type RepoScope, status } from './requests.js';
 
 export type Reaction = 'eyes' | '+1' | '-1';
 
+/** The hidden line that names the event a comment answers (commentOnce); GitHub does not show it. */
+export function onceMarker(key: string): string {
+  return `<!-- forkflush:answers ${key.replace(/[^\w:.-]/g, '_')} -->`;
+}
+
 /** How far before a comment's first try its lookup starts (write). */
 const CLOCK_SLACK_MS = 5 * 60_000;
 
@@ -75,6 +80,25 @@ export class Issues {
 
   async comment(issue: number, body: string): Promise<void> {
     await this.write(issue, body);
+  }
+
+  /**
+   * Writes the answer to one event (a refusal, a command's reply) once, whatever delivers the
+   * event again, even to an app restarted in between: the comment carries the event's key in a
+   * hidden line (onceMarker), and a bot's comment on the issue with that line is the answer
+   * already given: a refused start has no run record to keep it in. (Two deliveries of one event
+   * handled at the very same moment could both write; a redelivery comes after the first answer.)
+   */
+  async commentOnce(issue: number, key: string, body: string): Promise<number> {
+    const marker = onceMarker(key);
+    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
+      ...this.scope.r,
+      issue_number: issue,
+      per_page: 100,
+    });
+    const given = comments.find((c) => c.user?.type === 'Bot' && c.body?.includes(marker));
+    if (given) return given.id;
+    return this.write(issue, `${body}\n\n${marker}`);
   }
 
   /**

@@ -11,6 +11,7 @@ import { mixSeed } from '../core/rng.js';
 import { overridesInText, parseOverrides, type RunOverrides } from '../core/run-overrides.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { visibleText } from '../core/text.js';
+import { workerDrift, workerDriftText } from '../core/worker-drift.js';
 import { workerTimeoutProblem } from '../core/worker-workflow.js';
 import { amendOnce, type ChangeRequest, canWrite, wakeTick } from './amend.js';
 import type { GitHubApi, GitHubRunRecord, StoredRun } from './api.js';
@@ -42,6 +43,8 @@ interface RunSetup {
   templates: GitHubRunRecord['templates'];
   /** The worker workflow's text. */
   worker: string;
+  /** How it differs from the one this release writes, in what a run works with (said once). */
+  workerDrift: string | null;
   /** The default branch's head commit. */
   base: string;
   /** The overrides applied to the config, echoed in the status comment. */
@@ -170,6 +173,9 @@ async function readSetup(
   // Without the worker workflow the round's dispatch would fail on every trigger, saying nothing.
   const worker = await api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
   if (worker === null) return { problem: missingWorkerProblem(branch) };
+  // An outdated one: stopped here, before anything is spent, when its jobs could not work.
+  const drift = workerDrift(worker, api.release);
+  if (drift.stop.length > 0) return { problem: workerDriftText(drift, branch) as string };
   // Checked here, not locked: two issues labelled at the same moment may both start.
   const busy = await runsPerRepo(api, config, run, 'label this issue again');
   if (busy) return { problem: busy };
@@ -181,6 +187,7 @@ async function readSetup(
     config,
     templates: loaded.templates,
     worker,
+    workerDrift: workerDriftText(drift, branch),
     base,
     ...(overrides ? { overrides: { text: overrides.given.text, source: overrides.source } } : {}),
   };
@@ -200,6 +207,7 @@ async function firstRecord(
   const task = visibleText(`# ${issue.title}\n\n${issue.body ?? ''}`);
   // Said in the status comment, once: a job Actions would stop before an episode is graded.
   const timeout = workerTimeoutProblem(setup.worker, setup.config);
+  const warning = [timeout, setup.workerDrift].filter((w): w is string => w !== null);
   return {
     task: task.text,
     ...(task.hidden > 0 ? { hiddenInTask: task.hidden } : {}),
@@ -224,7 +232,7 @@ async function firstRecord(
     // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
     baseGrade: 'asked',
     baseTree: baseCommit.tree,
-    ...(timeout ? { workerWarning: timeout } : {}),
+    ...(warning.length > 0 ? { workerWarning: warning.join('\n\n') } : {}),
     ...(setup.overrides ? { overrides: setup.overrides } : {}),
   };
 }

@@ -117,13 +117,19 @@ async function windDown(ctx: SyncContext, next: StoredRun): Promise<void> {
 
 /**
  * `/autoresearch fork`: one more fork round of the leader, now, within the run's round limit (the
- * caller says why not when it is reached). Who asks takes the nightly rounds on.
+ * caller says why not when it is reached), its branches told `toTry` when said (`/autoresearch
+ * fork <what>`, a review). Who asks takes the nightly rounds on.
  */
-export async function forkNow(ctx: SyncContext, stored: StoredRun, asked?: ChangeRequest): Promise<RunState | null> {
+export async function forkNow(
+  ctx: SyncContext,
+  stored: StoredRun,
+  asked?: ChangeRequest,
+  toTry?: string,
+): Promise<RunState | null> {
   const next = await amendOnce(ctx.api, stored, 'forkflush: fork requested', asked?.keys ?? [], (s) => ({
     // Checked again on the record being swapped (the latest after a conflict): another fork may
     // have been asked for meanwhile, and taken what was left of the round limit or schedule.budget.
-    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state) : s.state,
+    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state, toTry) : s.state,
     files: asked ? { ...s.files, startedBy: asked.by } : s.files,
   }));
   if (next) await wakeTick(ctx);

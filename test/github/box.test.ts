@@ -13,6 +13,7 @@ import { nightlyTick } from '../../src/app/app.js';
 import { contextRef, lineageBranch, runRefs } from '../../src/core/names.js';
 import { buildActionFromSource } from '../integration/action-repo.js';
 import { FakeActions } from './fake-actions.js';
+import { shown } from './fake-github.js';
 import { Harness, TEST_TOKEN } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -279,7 +280,7 @@ describe('GitHub in a box: security', () => {
     });
     expect(h.box.actions.runs).toEqual([]);
     expect([...h.gh.refs.keys()]).toEqual(['refs/heads/main']);
-    expect(h.gh.comments.map((c) => [c.issue, c.body])).toEqual([
+    expect(h.gh.comments.map((c) => [c.issue, shown(c.body)])).toEqual([
       [7, '@reader: only people with write access to this repository can start a run (yours: read).'],
       [8, 'forkflush ignores bots: dependabot[bot] cannot start a run.'],
       [42, expect.stringContaining('forkflush runs on issues, not pull requests')],

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Probot, run } from 'probot';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parse } from 'yaml';
 import hostedApp, { requireWebhookSecret } from '../../src/app/server.js';
 import { AppAuth } from './app-auth.js';
 
@@ -126,5 +127,16 @@ describe('deployment files', () => {
     ]) {
       expect(section).toContain(words);
     }
+  });
+});
+
+describe('the Action on the Marketplace', () => {
+  it('has branding GitHub takes: a colour from its list, one of the Feather icons it lists', () => {
+    const action = parse(readFileSync(join(ROOT, 'action.yml'), 'utf8'));
+    // docs.github.com, "Metadata syntax for GitHub Actions", branding.
+    const colours = ['white', 'black', 'yellow', 'blue', 'green', 'orange', 'red', 'purple', 'gray-dark'];
+    const gitIcons = ['git-branch', 'git-commit', 'git-merge', 'git-pull-request', 'github'];
+    expect(colours).toContain(action.branding?.color);
+    expect(gitIcons).toContain(action.branding?.icon);
   });
 });

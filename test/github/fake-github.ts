@@ -43,6 +43,11 @@ const nodeId = (kind: string, key: string | number) =>
 const blobSha = (content: string) => sha1(`blob ${Buffer.byteLength(content)}\0${content}`);
 
 /** GitHub's error body. */
+/** A comment's text as GitHub shows it: its hidden lines (HTML comments, such as forkflush's answer markers) left out. */
+export function shown(body: string): string {
+  return body.replace(/\s*<!--[\s\S]*?-->/g, '').trimEnd();
+}
+
 function error(status: number, message: string) {
   return { message, documentation_url: 'https://docs.github.com/rest', status: String(status) };
 }

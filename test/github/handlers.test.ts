@@ -3,7 +3,8 @@
 import nock from 'nock';
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
-import { CONFIG, Harness } from './harness.js';
+import { shown } from './fake-github.js';
+import { CONFIG, Harness, WORKER_WORKFLOW } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
@@ -26,11 +27,17 @@ describe('refusals (exact requests)', () => {
     nock(API)
       .get(`${REPO}/collaborators/reader/permission`)
       .reply(200, { permission: 'read', role_name: 'read' })
+      // Answered once per delivery: the answer is looked for first (none yet).
+      .get(`${REPO}/issues/7/comments`)
+      .query(true)
+      .reply(200, [])
       .post(`${REPO}/issues/7/comments`, (body) => posted.push(body) > 0)
       .reply(201, { id: 1 });
     await h.label(7, 'reader');
     expect(posted).toEqual([
-      { body: '@reader: only people with write access to this repository can start a run (yours: read).' },
+      {
+        body: `@reader: only people with write access to this repository can start a run (yours: read).${'\n\n<!-- forkflush:answers delivery:delivery-1 -->'}`,
+      },
     ]);
     expect(nock.pendingMocks()).toEqual([]);
   });
@@ -39,10 +46,17 @@ describe('refusals (exact requests)', () => {
     const h = await bare();
     const posted: unknown[] = [];
     nock(API)
+      .get(`${REPO}/issues/7/comments`)
+      .query(true)
+      .reply(200, [])
       .post(`${REPO}/issues/7/comments`, (body) => posted.push(body) > 0)
       .reply(201, { id: 1 });
     await h.label(7, 'dependabot[bot]', 'Bot');
-    expect(posted).toEqual([{ body: 'forkflush ignores bots: dependabot[bot] cannot start a run.' }]);
+    expect(posted).toEqual([
+      {
+        body: `forkflush ignores bots: dependabot[bot] cannot start a run.${'\n\n<!-- forkflush:answers delivery:delivery-1 -->'}`,
+      },
+    ]);
     expect(nock.pendingMocks()).toEqual([]);
   });
 
@@ -50,6 +64,9 @@ describe('refusals (exact requests)', () => {
     const h = await bare();
     const posted: unknown[] = [];
     nock(API)
+      .get(`${REPO}/issues/42/comments`)
+      .query(true)
+      .reply(200, [])
       .post(`${REPO}/issues/42/comments`, (body) => posted.push(body) > 0)
       .reply(201, { id: 1 });
     await h.send('pull_request', 'labeled', (p) => {
@@ -60,7 +77,7 @@ describe('refusals (exact requests)', () => {
     });
     expect(posted).toEqual([
       {
-        body: 'forkflush runs on issues, not pull requests: describe the task in an issue and label that `autoresearch`.',
+        body: `forkflush runs on issues, not pull requests: describe the task in an issue and label that \`autoresearch\`.${'\n\n<!-- forkflush:answers delivery:delivery-1 -->'}`,
       },
     ]);
     expect(nock.pendingMocks()).toEqual([]);
@@ -102,6 +119,26 @@ describe('starting a run', () => {
     expect(h.gh.comments[0]?.body).toContain('There is no `.github/autoresearch.yml` on `main`');
   });
 
+  it('an outdated worker workflow that works starts the run, and its status comment says what differs and the fix', async () => {
+    const h = await new Harness().load();
+    const main = h.gh.branch('main') as string;
+    const files = { ...h.gh.commits.get(main)?.files };
+    files['.github/workflows/forkflush.yml'] = WORKER_WORKFLOW.replaceAll(
+      'octo-org/forkflush@v0.1.0',
+      'octo-org/forkflush@v0.0.9',
+    );
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'an old worker', parents: [main], files }));
+    await h.label(7);
+    await h.label(7);
+    expect(h.gh.dispatches).toHaveLength(1);
+    const said = h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body);
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain(
+      '**Warning:** `.github/workflows/forkflush.yml` on `main` differs from the worker workflow this forkflush release writes; the run goes on with it:\n\n' +
+        '- it uses the forkflush Action at `v0.0.9`, and the app is `v0.1.0`\n\nThe fix: in a clone of this repository',
+    );
+  });
+
   it('a repository without the worker workflow gets one comment with the fix, and no run', async () => {
     const h = await new Harness().load();
     // The workflow deleted from main: the rest of the task is there.
@@ -110,7 +147,7 @@ describe('starting a run', () => {
     delete files['.github/workflows/forkflush.yml'];
     h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'no worker', parents: [main], files }));
     await h.label(7);
-    expect(h.gh.comments.map((c) => [c.issue, c.body])).toEqual([
+    expect(h.gh.comments.map((c) => [c.issue, shown(c.body)])).toEqual([
       [
         7,
         'forkflush did not start: There is no `.github/workflows/forkflush.yml` on `main`: it is the workflow whose jobs run the agents. ' +
@@ -247,7 +284,7 @@ describe('comment commands', () => {
     expect(h.gh.log).toContain('GET /repos/octo-org/octo-repo/actions/workflows/forkflush.yml/runs');
     expect(h.gh.refs.get('refs/forkflush/issue-7/lineage')).toBeDefined();
     await h.comment(7, '/autoresearch stop');
-    expect(h.gh.comments.at(-1)?.body).toBe('The run is already stopped.');
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe('The run is already stopped.');
     await h.comment(7, '/autoresearch resume');
     expect(comment()).toContain('**Status:** round 0 (opening) running');
     // Stopping cancelled the round's jobs, so resuming dispatches its episodes again.
@@ -278,11 +315,11 @@ describe('comment commands', () => {
     await h.comment(7, '/autoresearch launch', 'reader');
     expect(h.gh.comments).toEqual([]);
     await h.comment(7, '/autoresearch launch');
-    expect(h.gh.comments.at(-1)?.body).toBe(
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
       'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`, `/autoresearch start`',
     );
     await h.comment(7, '/autoresearch status');
-    expect(h.gh.comments.at(-1)?.body).toBe(
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
       'There is no forkflush run on this issue. Label it `autoresearch` to start one.',
     );
   });

@@ -34,10 +34,11 @@ fork:
   branch_budget: 0.15
 `;
 
+/** The example worker workflow with the Action's reference filled in, as `init --github --action` writes it. */
 export const WORKER_WORKFLOW = readFileSync(
   join(import.meta.dirname, '../../examples/workflows/forkflush.yml'),
   'utf8',
-);
+).replace(/your-org\/forkflush@/g, 'octo-org/forkflush@');
 
 /** A token tests use for their own Octokit (the app authenticates as an app). */
 export const TEST_TOKEN = 'ghs_test_token';

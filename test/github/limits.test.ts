@@ -19,6 +19,7 @@ import { plan } from '../../src/core/plan.js';
 import { applyResult } from '../../src/core/reconcile.js';
 import { requestFork } from '../../src/core/schedule.js';
 import { newRunState, type RunState } from '../../src/core/state.js';
+import { shown } from './fake-github.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -109,7 +110,7 @@ describe('limits.runs_per_repo', () => {
     }).load();
     await h.label(7);
     await h.label(8);
-    expect(h.gh.comments.filter((c) => c.issue === 8).map((c) => c.body)).toEqual([
+    expect(h.gh.comments.filter((c) => c.issue === 8).map((c) => shown(c.body))).toEqual([
       'forkflush did not start: 1 run is already running in this repository (issue-7), as many as `limits.runs_per_repo` allows (1). ' +
         'Stop one (`/autoresearch stop` on its issue) or wait for one to finish, then label this issue again.',
     ]);
@@ -120,7 +121,7 @@ describe('limits.runs_per_repo', () => {
     await h.label(8);
     expect(h.runFiles('issue-8')?.stopped).toBe(false);
     await h.comment(7, '/autoresearch resume');
-    expect(h.gh.comments.at(-1)?.body).toBe(
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
       'forkflush did not resume the run: 1 run is already running in this repository (issue-8), as many as `limits.runs_per_repo` allows (1). ' +
         'Stop one (`/autoresearch stop` on its issue) or wait for one to finish, then `/autoresearch resume` again.',
     );
@@ -146,7 +147,7 @@ describe('limits.rounds', () => {
     }).load();
     await h.label(7);
     await h.comment(7, '/autoresearch fork');
-    expect(h.gh.comments.at(-1)?.body).toBe(
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
       'forkflush opened no fork round: issue-7 has opened or asked for 1 round, all that it may (`limits.rounds`: 1), ' +
         'so forkflush opens no more. A new issue starts a new run (its config may set a higher `limits.rounds`).',
     );

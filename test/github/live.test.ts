@@ -4,6 +4,7 @@
 // checklist of rounds, and reactions to commands.
 import { describe, expect, it } from 'vitest';
 import { nightlyTick } from '../../src/app/app.js';
+import { shown } from './fake-github.js';
 import { CONFIG, Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -212,7 +213,7 @@ describe('commands', () => {
     expect(reactions()).toEqual(['eyes', '+1']);
     await h.comment(7, '/autoresearch stop');
     await h.comment(7, '/autoresearch fork');
-    expect(h.gh.comments.at(-1)?.body).toBe('The run is stopped: `/autoresearch resume` first.');
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe('The run is stopped: `/autoresearch resume` first.');
     expect(reactions().slice(2)).toEqual(['eyes', '+1', 'eyes', '-1']);
     await h.comment(7, '/autoresearch status', 'reader');
     expect(reactions()).toHaveLength(6);

@@ -2,6 +2,7 @@
 // or that line in the issue's text (from a writer), checked like the config, echoed in the status
 // comment; a bad one gets one comment naming the key and what is valid, and no run.
 import { describe, expect, it } from 'vitest';
+import { shown } from './fake-github.js';
 import { Harness } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
@@ -59,7 +60,7 @@ describe('overrides', () => {
     await command(h, '/autoresearch start budget=0 colour=red');
     expect(h.gh.refs.has('refs/forkflush/issue-7/state')).toBe(false);
     expect(h.gh.dispatches).toEqual([]);
-    const said = h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body);
+    const said = h.gh.comments.filter((c) => c.issue === 7).map((c) => shown(c.body));
     expect(said).toEqual([
       'forkflush did not start: the overrides in `/autoresearch start` by @maintainer are not valid, so no run started. Fix these and start it again:\n\n' +
         '- `budget` is not a number above 0 (got `0`): it sets budget.total: a number above 0\n' +
@@ -72,7 +73,7 @@ describe('overrides', () => {
     // The config's episode budget (10) is above what a total of 5 leaves a branch round.
     await command(h, '/autoresearch start budget=5 branches=64');
     expect(h.gh.refs.has('refs/forkflush/issue-7/state')).toBe(false);
-    const said = h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body);
+    const said = h.gh.comments.filter((c) => c.issue === 7).map((c) => shown(c.body));
     expect(said).toHaveLength(1);
     expect(said[0]).toMatch(
       /^forkflush did not start: `\.github\/autoresearch\.yml` on `main` with the overrides `budget=5 branches=64` \(`\/autoresearch start` by @maintainer\) is not valid, so no run started\./,
@@ -90,7 +91,7 @@ describe('overrides', () => {
     const h = await new Harness().load();
     await labelWith(h, 'Make the score go up.\n\n/autoresearch start budget=900\n', 'reader');
     expect(h.gh.refs.has('refs/forkflush/issue-7/state')).toBe(false);
-    expect(h.gh.comments.filter((c) => c.issue === 7).map((c) => c.body)).toEqual([
+    expect(h.gh.comments.filter((c) => c.issue === 7).map((c) => shown(c.body))).toEqual([
       "forkflush did not start: the issue's text asks for overrides (`budget=900`), and its author @reader has no write access to this repository, so they were not taken. A writer can start the run with them: `/autoresearch start budget=900`.",
     ]);
   });
@@ -100,7 +101,7 @@ describe('overrides', () => {
     await h.label(7);
     await command(h, '/autoresearch start budget=5');
     expect(h.state(RUN).config.budget.total).toBe(100);
-    expect(h.gh.comments.at(-1)?.body).toBe(
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
       'This issue has a forkflush run already: overrides (`budget=5`) apply only when a run starts. `/autoresearch resume` resumes it as it is.',
     );
   });

@@ -9,7 +9,8 @@ import pino from 'pino';
 import { Probot } from 'probot';
 import { describe, expect, it } from 'vitest';
 import { forkflushApp, nightlyTick } from '../../src/app/app.js';
-import { CONFIG, Harness, TEST_TOKEN, TestOctokit } from './harness.js';
+import { shown } from './fake-github.js';
+import { CONFIG, Harness, TEST_TOKEN, TestOctokit, WORKER_WORKFLOW } from './harness.js';
 import { useGitHubInABox } from './use-box.js';
 
 useGitHubInABox();
@@ -140,7 +141,10 @@ describe('each label and command is acted on once', () => {
     expect(h.gh.comments).toHaveLength(said);
     // A new stop comment on a stopped run is answered.
     await comment(h, '/autoresearch stop', 602);
-    expect(h.gh.comments.at(-1)?.body).toBe('The run is already stopped.');
+    expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe('The run is already stopped.');
+    // That answer too is given once, whatever delivers the comment again.
+    await comment(h, '/autoresearch stop', 602);
+    expect(h.gh.comments).toHaveLength(said + 1);
 
     await comment(h, '/autoresearch resume', 603);
     expect(h.runFiles(RUN)?.stopped).toBe(false);
@@ -151,6 +155,78 @@ describe('each label and command is acted on once', () => {
     expect(h.runFiles(RUN)?.seen).toEqual(
       expect.arrayContaining(['comment:601', 'comment:603', 'comment:604', expect.stringMatching(/^delivery:/)]),
     );
+  });
+
+  it('a refused start is answered once, whatever delivers it again, and after a restart', async () => {
+    const h = await new Harness().load();
+    const said = () => h.gh.comments.filter((c) => c.issue === 7).map((c) => shown(c.body));
+    // A start with a bad override: the same comment in two deliveries, then again after a restart.
+    await comment(h, '/autoresearch start budget=0', 701);
+    await comment(h, '/autoresearch start budget=0', 701);
+    await h.restart();
+    await comment(h, '/autoresearch start budget=0', 701);
+    expect(said()).toEqual([expect.stringMatching(/^forkflush did not start: the overrides in /)]);
+    // A label from someone without write access: one delivery sent twice, and once more after a restart.
+    const byReader = labelPayload(h);
+    byReader.sender.login = 'reader';
+    expect(await deliverAs(h, 'label-9', 'issues', byReader)).toBe(200);
+    expect(await deliverAs(h, 'label-9', 'issues', byReader)).toBe(200);
+    await h.restart();
+    expect(await deliverAs(h, 'label-9', 'issues', byReader)).toBe(200);
+    // An unknown command, twice.
+    await comment(h, '/autoresearch launch', 702);
+    await comment(h, '/autoresearch launch', 702);
+    expect(said()).toEqual([
+      expect.stringMatching(/^forkflush did not start: the overrides in /),
+      '@reader: only people with write access to this repository can start a run (yours: read).',
+      expect.stringMatching(/^unknown command `launch`/),
+    ]);
+    // A new event is answered anew: another comment, another delivery of the label.
+    await comment(h, '/autoresearch start budget=0', 703);
+    expect(await deliverAs(h, 'label-10', 'issues', byReader)).toBe(200);
+    expect(said()).toHaveLength(5);
+    expect(h.runFiles(RUN)).toBeNull();
+    expect(h.gh.dispatches).toEqual([]);
+  });
+
+  it('a start refused for a missing worker workflow is answered once, whatever delivers the label again', async () => {
+    const h = await new Harness().load();
+    const main = h.gh.branch('main') as string;
+    const files = { ...h.gh.commits.get(main)?.files };
+    delete files['.github/workflows/forkflush.yml'];
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'no worker', parents: [main], files }));
+    const label = labelPayload(h);
+    expect(await deliverAs(h, 'label-11', 'issues', label)).toBe(200);
+    await h.restart();
+    expect(await deliverAs(h, 'label-11', 'issues', label)).toBe(200);
+    expect(h.gh.comments.map((c) => shown(c.body))).toEqual([
+      expect.stringMatching(/^forkflush did not start: There is no `\.github\/workflows\/forkflush\.yml` on `main`/),
+    ]);
+  });
+
+  it('an outdated worker workflow whose jobs could not work gets one comment with the fix, and no run, whatever delivers the label again', async () => {
+    const h = await new Harness().load();
+    const main = h.gh.branch('main') as string;
+    const files = { ...h.gh.commits.get(main)?.files };
+    files['.github/workflows/forkflush.yml'] = WORKER_WORKFLOW.replace('contents: write', 'contents: read').replaceAll(
+      'octo-org/forkflush@v0.1.0',
+      'octo-org/forkflush@v0.0.9',
+    );
+    h.gh.refs.set('refs/heads/main', h.gh.commit({ message: 'an old worker', parents: [main], files }));
+    const label = labelPayload(h);
+    expect(await deliverAs(h, 'label-12', 'issues', label)).toBe(200);
+    expect(await deliverAs(h, 'label-12', 'issues', label)).toBe(200);
+    await h.restart();
+    expect(await deliverAs(h, 'label-12', 'issues', label)).toBe(200);
+    expect(h.gh.comments.map((c) => shown(c.body))).toEqual([
+      'forkflush did not start: `.github/workflows/forkflush.yml` on `main` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:\n\n' +
+        "- the job `episode` has no `contents: write` permission, so it could not push its episode's result\n\n" +
+        'It also differs in what a run works with:\n\n- it uses the forkflush Action at `v0.0.9`, and the app is `v0.1.0`\n\n' +
+        'The fix: in a clone of this repository, delete `.github/workflows/forkflush.yml`, run `forkflush init --github` (it writes only the files that are missing) ' +
+        'and push the workflow it writes to `main` (README, "On GitHub"). Then label the issue again.',
+    ]);
+    expect(h.runFiles('issue-7')).toBeNull();
+    expect(h.gh.dispatches).toEqual([]);
   });
 
   it('a doubled job delivery is handled once, and recorded with what it changed', async () => {

@@ -97,23 +97,42 @@ describe('forkflush init', () => {
       expect(() => parse(read(dir, `.github/workflows/${f}`))).not.toThrow();
     expect(parse(read(dir, '.github/autoresearch.yml')).budget).toEqual({ total: 20, unit: 'usd' });
 
+    // github.com's acme/forkflush, a repository here with the annotated tag v2.1.0 (git's own
+    // url.<base>.insteadOf, so that init resolves the tag as it would on GitHub).
+    const hub = mkdtempSync(join(tmpdir(), 'forkflush-hub-'));
+    const action = folder({ 'action.yml': 'name: forkflush\n' });
+    commit(action);
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', 'tag', '-a', 'v2.1.0', '-m', 'v2.1.0'], {
+      cwd: action,
+    });
+    execFileSync('git', ['clone', '-q', '--bare', action, join(hub, 'acme', 'forkflush')]);
+    const sha = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: action, encoding: 'utf8' }).trim();
+    const env = {
+      ...process.env,
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: `url.file://${hub}/.insteadOf`,
+      GIT_CONFIG_VALUE_0: 'https://github.com/',
+    };
+    const initWith = (dir: string, ref: string) =>
+      cliWith(
+        ['init', dir, '--grader', 'sh grade.sh', '--agent', 'claude-code', '--github', '--action', ref, '--yes'],
+        { env },
+      );
     const pinned = folder();
-    await cli(
-      'init',
-      pinned,
-      '--grader',
-      'sh grade.sh',
-      '--agent',
-      'claude-code',
-      '--github',
-      '--action',
-      'acme/forkflush@v2.1.0',
-      '--yes',
-    );
+    const r2 = await initWith(pinned, 'acme/forkflush@v2.1.0');
+    expect(r2.out).toContain(`The workflows use acme/forkflush@${sha} (v2.1.0, pinned to its commit).`);
     const both = read(pinned, '.github/workflows/forkflush.yml') + read(pinned, '.github/workflows/autoresearch.yml');
     expect(both).not.toContain('your-org/forkflush');
-    expect(both).toContain('acme/forkflush');
-    expect(both).toContain('ref: v2.1.0');
+    expect(read(pinned, '.github/workflows/forkflush.yml')).toContain(`      - uses: acme/forkflush@${sha} # v2.1.0\n`);
+    expect(read(pinned, '.github/workflows/autoresearch.yml')).toContain(`ref: ${sha} # v2.1.0\n`);
+    expect(read(pinned, '.github/workflows/autoresearch-tick.yml')).toContain(`ref: ${sha} # v2.1.0\n`);
+    // A tag that is not there: written as given, and the user told how to pin it.
+    const unpinned = folder();
+    const r3 = await initWith(unpinned, 'acme/forkflush@v9.9.9');
+    expect(read(unpinned, '.github/workflows/forkflush.yml')).toContain('      - uses: acme/forkflush@v9.9.9\n');
+    expect(r3.out).toMatch(
+      /Note: the workflows use acme\/forkflush@v9\.9\.9, a tag, not its commit \(https:\/\/github\.com\/acme\/forkflush has no tag v9\.9\.9\); pin it: `git ls-remote/,
+    );
     expect(read(pinned, '.github/workflows/forkflush.yml')).toContain(
       'ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}',
     );

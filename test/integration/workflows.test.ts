@@ -197,10 +197,12 @@ jobs:
 describe('the workflows `init --github` writes', () => {
   const cases = AGENT_KINDS.flatMap((agent) =>
     GITHUB_WORKFLOWS.flatMap((name) => [
-      [name, agent, null],
-      [name, agent, 'acme/forkflush@v2.1.0'],
+      [name, agent, null, undefined],
+      [name, agent, 'acme/forkflush@v2.1.0', undefined],
+      // Pinned to the tag's commit, the tag named in a comment (src/cli/action-pin.ts).
+      [name, agent, `acme/forkflush@${'0123456789'.repeat(4)}`, 'v2.1.0'],
     ]),
-  ) as [string, string, string | null][];
+  ) as [string, string, string | null, string | undefined][];
 
   it('are the example workflows', () => {
     expect([...GITHUB_WORKFLOWS].sort()).toEqual(
@@ -209,9 +211,9 @@ describe('the workflows `init --github` writes', () => {
   });
 
   it.each(cases)(
-    '%s for agent %s (action %s) passes actionlint, no key of a step null',
-    async (name, agent, action) => {
-      const text = await workflowText(name, agent, action);
+    '%s for agent %s (action %s, %s) passes actionlint, no key of a step null',
+    async (name, agent, action, version) => {
+      const text = await workflowText(name, agent, action, version);
       expect(findings(text, name)).toEqual([]);
       // A key holding only comments is null: GitHub refuses a step's `env:` or `with:` so.
       const workflow = parse(text);

@@ -255,6 +255,24 @@ describe('extra fork rounds', () => {
     expect(next.round.episodes[0]?.allowance).toBe(18);
   });
 
+  it('a round asked for with words gives them to each of its branches, in place of the directive; the next one without words has none', () => {
+    let s = playRound(fresh(), [1, 2, 3, 4]);
+    s = requestFork(s, 'try a tabu search');
+    s = requestFork(s);
+    expect(s.forkAsks).toEqual({ 1: 'try a tabu search' });
+    const [first] = reconcile(s);
+    if (first?.type !== 'open') throw new Error('expected open');
+    expect(first.round.episodes.map((e) => [e.asked, e.directive])).toEqual(
+      first.round.episodes.map(() => ['try a tabu search', false]),
+    );
+    s = playRound(s, [9, 8, 7, 6]);
+    const [second] = reconcile(s);
+    if (second?.type !== 'open') throw new Error('expected open');
+    expect(second.round.phase).toBe('extra fork 2');
+    expect(second.round.episodes.some((e) => e.asked !== undefined)).toBe(false);
+    expect(second.round.episodes.some((e) => e.directive)).toBe(true);
+  });
+
   it('reopens a finished run for one more round', () => {
     let s = fresh('strategy: single-run\n');
     for (let i = 0; i < 100 && reconcile(s)[0]?.type === 'open'; i++) s = playRound(s, [i]);
