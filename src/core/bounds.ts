@@ -118,6 +118,10 @@ export const OUTPUT_DRAIN_MS = 300;
 export const DRAIN_POLLS_MAX = 1_000;
 /** How often a tracked command's processes are listed (to find the ones that left its group). */
 export const PROCESS_TRACK_EVERY_MS = 250;
+/** What a command's output keeps in memory of each stream by default (the end): a grader's or a git's answer fits. */
+export const PROCESS_OUTPUT_MAX_CHARS = 1_000_000;
+/** How long a stopped command has between its SIGTERM and the SIGKILL by default: time to remove its lock files. */
+export const STOP_GRACE_MS = 2000;
 /** When a stopped command gets its second SIGTERM (the SIGKILL follows at killAfterMs). */
 export const SECOND_SIGNAL_AFTER_MS = 300;
 /** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */
