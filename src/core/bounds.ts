@@ -162,6 +162,8 @@ export const RUNS_PER_SECOND_MAX = 999;
 
 /** How long opening one upstream connection may take. */
 export const EGRESS_DIAL_TIMEOUT_MS = 15_000;
+/** How long a client of the proxy may take to send a request's headers: a CLI sends them at once. */
+export const EGRESS_HEADERS_TIMEOUT_MS = 30_000;
 /** Connections one listener holds at once: plenty for a CLI and its tools, a bound for a flood. */
 export const EGRESS_MAX_CONNECTIONS = 256;
 /** Connections being opened at once (a name lookup takes a thread of Node's shared pool). */
