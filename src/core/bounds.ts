@@ -154,6 +154,12 @@ export const DISK_FULL_BELOW_INODES = 1000;
 export const GRADE_SERVICE_MAX_CONNECTIONS = 64;
 /** How long `forkflush init`'s trial grading may take, and the grader.timeout it writes. */
 export const INIT_GRADER_TIMEOUT_SECONDS = 300;
+/** The most files a copy of the working tree may hold to be graded (when the commit gets no score): past it, no comparison. */
+export const WORKING_TREE_MAX_FILES = 20_000;
+/** And the most bytes: a copy of a working tree larger than this costs more than the answer is worth. */
+export const WORKING_TREE_MAX_BYTES = 1 * GiB;
+/** How many files a message names before it says ', ...'. */
+export const NAMED_FILES_MAX = 10;
 /** Runs one task folder may start in one second: their ids are the second, then -2, -3, ... */
 export const RUNS_PER_SECOND_MAX = 999;
 
