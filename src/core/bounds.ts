@@ -158,6 +158,10 @@ export const INIT_GRADER_TIMEOUT_SECONDS = 300;
 export const WORKING_TREE_MAX_FILES = 20_000;
 /** And the most bytes: a copy of a working tree larger than this costs more than the answer is worth. */
 export const WORKING_TREE_MAX_BYTES = 1 * GiB;
+/** How many paths the judge's setup log names of what setup made under protected paths (the rest: ', ...'). */
+export const JUDGE_PLANTED_NAMED_MAX = 5;
+/** How many paths a result's reason names of what the graded code wrote under protected paths. */
+export const JUDGE_WRITTEN_NAMED_MAX = 3;
 /** How many files a message names before it says ', ...'. */
 export const NAMED_FILES_MAX = 10;
 /** Runs one task folder may start in one second: their ids are the second, then -2, -3, ... */
