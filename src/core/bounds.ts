@@ -206,6 +206,9 @@ export const SEEN_MAX_KEYS = 200;
 // ---------------------------------------------------------------------------------------------
 // The plan
 
+/** Configs whose schedule's most rounds are remembered (each a simulation of the whole schedule); past it, all are forgotten. */
+export const SCHEDULES_REMEMBERED_MAX = 100;
+
 /** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
 export const SIMULATED_MAX_ROUNDS = 10_000;
 
