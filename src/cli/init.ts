@@ -85,6 +85,59 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
 
   const near = relative(process.cwd(), root) || '.';
   const here = near.startsWith('..') ? root : near;
+  // The grader and the agent tried now: problems the run would stop at, files they say to write.
+  const { problems, toWrite, watched } = await tryGraderAndAgent(answers, root, here, io);
+  if (v.github === true) {
+    io.stdout.write(
+      "\nforkflush's branches hold code an agent wrote, and the app's pull requests and pushes start your pull_request and\n" +
+        "push workflows with the repository's secrets: add branches-ignore: ['forkflush/**'] to them (README, \"Agent code and your CI\").\n",
+    );
+  }
+  if (placeholder) {
+    io.stdout.write(
+      `\nIn both workflows, replace ${placeholder} with the forkflush repository and a release tag (or pass --action).\n`,
+    );
+  }
+  // What the run reads: what init wrote, the files the grader, the agent and the protected list
+  // name, and those the problems above say to write.
+  const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
+    (p) => !/[*?[]/.test(p) && existsSync(join(root, p)),
+  );
+  // The untracked files the grader read (init's own are in the list anyway).
+  const read = (watched.read ?? []).filter((f) => !f.startsWith('.github/') && !named.includes(f));
+  if (read.length > 0)
+    io.stdout.write(
+      `\nthe grader read ${read.length === 1 ? 'a file' : `${read.length} files`} that git does not have yet: ${read.slice(0, 10).join(', ')}` +
+        `${read.length > 10 ? `, and ${read.length - 10} more` : ''}.\nEpisodes are graded on the commit: the git add line below takes ${read.length === 1 ? 'it' : 'them'}.\n`,
+    );
+  const files = [
+    ...new Set([
+      '.github',
+      ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))),
+      ...named,
+      ...read,
+      ...toWrite,
+    ]),
+  ];
+  const git = here === '.' ? 'git' : `git -C ${shellQuote(here)}`;
+  // Outside a repository the git add would fail: the steps start by making one.
+  const inRepo = (await new Git(root).exec(['rev-parse', '--is-inside-work-tree'], { check: false })).exitCode === 0;
+  io.stdout.write(
+    `\nNext${problems > 0 ? ', once the problems above are fixed' : ''}: commit the task (episodes start from the last commit), then run it:\n` +
+      (inRepo ? '' : `  git init ${shellQuote(here)}\n`) +
+      `  ${git} add ${files.map(shellQuote).join(' ')} && ${git} commit -m "forkflush task"\n` +
+      `  forkflush plan ${shellQuote(here)}\n  forkflush run ${shellQuote(here)}\n`,
+  );
+  if (v.github === true) io.stdout.write(githubSteps(answers.agent));
+  return 0;
+}
+
+/**
+ * The grader run once on the workspace as it is (watching which untracked files it reads), and the
+ * agent's command checked: the problems the run would stop at, said now, and the files they say to
+ * write, which the git add of the next steps takes too.
+ */
+async function tryGraderAndAgent(answers: Answers, root: string, here: string, io: Io) {
   // Problems the run would stop at; files they say to write, which the git add below takes too.
   let problems = 0;
   const toWrite: string[] = [];
@@ -132,49 +185,7 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
         `Write it${answers.agent === 'command' ? ' (README, "The command agent")' : ''}, or correct agent.command in ${CONFIG_PATH}.\n`,
     );
   }
-  if (v.github === true) {
-    io.stdout.write(
-      "\nforkflush's branches hold code an agent wrote, and the app's pull requests and pushes start your pull_request and\n" +
-        "push workflows with the repository's secrets: add branches-ignore: ['forkflush/**'] to them (README, \"Agent code and your CI\").\n",
-    );
-  }
-  if (placeholder) {
-    io.stdout.write(
-      `\nIn both workflows, replace ${placeholder} with the forkflush repository and a release tag (or pass --action).\n`,
-    );
-  }
-  // What the run reads: what init wrote, the files the grader, the agent and the protected list
-  // name, and those the problems above say to write.
-  const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync(join(root, p)),
-  );
-  // The untracked files the grader read (init's own are in the list anyway).
-  const read = (watched.read ?? []).filter((f) => !f.startsWith('.github/') && !named.includes(f));
-  if (read.length > 0)
-    io.stdout.write(
-      `\nthe grader read ${read.length === 1 ? 'a file' : `${read.length} files`} that git does not have yet: ${read.slice(0, 10).join(', ')}` +
-        `${read.length > 10 ? `, and ${read.length - 10} more` : ''}.\nEpisodes are graded on the commit: the git add line below takes ${read.length === 1 ? 'it' : 'them'}.\n`,
-    );
-  const files = [
-    ...new Set([
-      '.github',
-      ...['TASK.md', 'NOTES.md'].filter((f) => existsSync(join(root, f))),
-      ...named,
-      ...read,
-      ...toWrite,
-    ]),
-  ];
-  const git = here === '.' ? 'git' : `git -C ${shellQuote(here)}`;
-  // Outside a repository the git add would fail: the steps start by making one.
-  const inRepo = (await new Git(root).exec(['rev-parse', '--is-inside-work-tree'], { check: false })).exitCode === 0;
-  io.stdout.write(
-    `\nNext${problems > 0 ? ', once the problems above are fixed' : ''}: commit the task (episodes start from the last commit), then run it:\n` +
-      (inRepo ? '' : `  git init ${shellQuote(here)}\n`) +
-      `  ${git} add ${files.map(shellQuote).join(' ')} && ${git} commit -m "forkflush task"\n` +
-      `  forkflush plan ${shellQuote(here)}\n  forkflush run ${shellQuote(here)}\n`,
-  );
-  if (v.github === true) io.stdout.write(githubSteps(answers.agent));
-  return 0;
+  return { problems, toWrite, watched };
 }
 
 /**
