@@ -7,13 +7,8 @@ import { ACTION_STOP_WITHIN_MS } from '../core/bounds.js';
 import { BASE_JOB } from '../core/names.js';
 import { exitWithin, stopAllCommands } from '../io/process.js';
 import { InterruptedError } from '../worker/episode-errors.js';
-import {
-  type AgentLogReport,
-  type ArtifactService,
-  publishAgentLog,
-  type UploadClient,
-  workflowSafe,
-} from './agent-log.js';
+import { type AgentLogReport, publishAgentLog, workflowSafe } from './agent-log.js';
+import type { ArtifactService, UploadClient } from './artifact.js';
 import { runBaseJob } from './base-job.js';
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
