@@ -122,6 +122,10 @@ export const PROCESS_TRACK_EVERY_MS = 250;
 export const PROCESS_OUTPUT_MAX_CHARS = 1_000_000;
 /** How long a stopped command has between its SIGTERM and the SIGKILL by default: time to remove its lock files. */
 export const STOP_GRACE_MS = 2000;
+/** How long the commands of a process about to exit get between SIGTERM and SIGKILL: git removes its lock files in less. */
+export const STOP_ALL_GRACE_MS = 500;
+/** How often the terminal's progress footer (elapsed time, spend) is redrawn. */
+export const PROGRESS_REDRAW_EVERY_MS = 1000;
 /** When a stopped command gets its second SIGTERM (the SIGKILL follows at killAfterMs). */
 export const SECOND_SIGNAL_AFTER_MS = 300;
 /** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */

@@ -13,6 +13,7 @@ import {
   PROCESS_OUTPUT_MAX_CHARS,
   PROCESS_TRACK_EVERY_MS,
   SECOND_SIGNAL_AFTER_MS,
+  STOP_ALL_GRACE_MS,
   STOP_GRACE_MS,
 } from '../core/bounds.js';
 import { openingPath } from './opening-path.js';
@@ -85,7 +86,7 @@ let stopOnExit = false;
  * groups, and descendants that left them): SIGTERM, a moment for them to clean up (git removes its
  * lock files), then SIGKILL. Synchronous, for a process about to exit.
  */
-export function stopAllCommands(graceMs = 500): void {
+export function stopAllCommands(graceMs = STOP_ALL_GRACE_MS): void {
   const leaders = [...running];
   if (leaders.length === 0) return;
   const strays = new Map<number, string>();
