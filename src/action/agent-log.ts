@@ -11,40 +11,37 @@
 // their lines, JSON strings and encodings), and text shaped like a well-known token, is replaced
 // by *** before anything is printed, written or uploaded; the values are also masked in the job
 // log (core.setSecret). The raw log stays in forkflush's private folder.
-// (Over 400 lines: the log's one job, where people look, has five parts that share its paths and its
-// redaction; split, a reader would have to check that every part redacts.)
-// Over 450 lines: still five jobs (transcript, logs, artifact, version, summary facts); splitting
-// them into files is open in issue 23 (its agent-specific parts moved to the specs, issue 22).
+// Every part goes through one redaction (log-secrets.ts); the summary's facts from the records are
+// record-facts.ts, the artifact's upload artifact.ts.
 import { randomBytes } from 'node:crypto';
 import { constants, mkdir, open, realpath, rm, writeFile } from 'node:fs/promises';
 import { delimiter, isAbsolute, join, relative, sep } from 'node:path';
-import type { ArtifactClient } from '@actions/artifact';
 import { agentFor, cliOf, episodeTranscript, specOf } from '../agents/specs.js';
 import {
-  ARTIFACT_UPLOAD_TIMEOUT_MS,
   FAILURE_QUOTE_MAX_CHARS,
-  JOB_LOG_DIFFSTAT_MAX_FILES,
-  JOB_LOG_JOURNAL_MAX_LINES,
   JOB_LOG_SETUP_TAIL_LINES,
   JOB_LOG_STDERR_TAIL_LINES,
-  JOURNAL_LINE_MAX_CHARS,
   LOG_MAX_BYTES,
-  SECRET_MIN_CHARS,
   VERSION_OUTPUT_MAX_CHARS,
   VERSION_TIMEOUT_MS,
 } from '../core/bounds.js';
-import type { AgentKind, Config } from '../core/config.js';
-import { stateRef } from '../core/names.js';
-import { parseGitHubRunRecord, parseRunState } from '../core/records.js';
-import { isForgeSecret } from '../core/secrets.js';
+import type { AgentKind } from '../core/config.js';
 import { plainText } from '../core/text.js';
 import { findExecutable } from '../io/executables.js';
-import { Git } from '../io/git.js';
 import { runProcess } from '../io/process.js';
 import { episodeLogs, expandHome } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
 import { cliFolder } from './agent-install.js';
+import {
+  type ArtifactResult,
+  type ArtifactService,
+  artifactName,
+  type UploadClient,
+  uploadArtifact,
+} from './artifact.js';
 import type { JobOutcome } from './episode-job.js';
+import { handedOverEnv, redactor, secretValues } from './log-secrets.js';
+import { cleanText, type RecordFacts, readRecordFacts } from './record-facts.js';
 import { jobPlaces } from './settings.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -69,90 +66,6 @@ export async function readLog(path: string, max = LOG_MAX_BYTES): Promise<string
   } finally {
     await h.close();
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Secrets
-
-export const MASK = '***';
-/** A variable named so holds a secret. */
-const SECRET_NAME = /TOKEN|SECRET|PASSW|PASSPHRASE|KEY|CRED|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|CERT/i;
-/** Text shaped like a well-known credential, wherever it comes from. */
-export const TOKEN_PATTERNS: readonly RegExp[] = [
-  /\bgh[pousr]_[A-Za-z0-9]{30,}\b/g,
-  /\bgithub_pat_[A-Za-z0-9_]{30,}\b/g,
-  /\bsk-(?:ant-|proj-|or-)?[A-Za-z0-9_-]{20,}/g,
-  /\bAKIA[0-9A-Z]{16}\b/g,
-  /\bAIza[0-9A-Za-z_-]{35}\b/g,
-  /\bxox[abposr]-[A-Za-z0-9-]{10,}/g,
-  /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
-  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
-];
-
-/** A value and the forms it takes in a log: its lines, the strings of its JSON, escaped, encoded. */
-export function secretVariants(value: string): string[] {
-  const out = new Set<string>([value]);
-  for (const line of value.split(/\r?\n/)) out.add(line.trim());
-  try {
-    const walk = (v: unknown): void => {
-      if (typeof v === 'string') {
-        if (v.length >= 12) out.add(v);
-      } else if (Array.isArray(v)) v.forEach(walk);
-      else if (v && typeof v === 'object') Object.values(v).forEach(walk);
-    };
-    walk(JSON.parse(value));
-  } catch {
-    // Not JSON.
-  }
-  for (const v of [...out]) {
-    out.add(JSON.stringify(v).slice(1, -1));
-    out.add(encodeURIComponent(v));
-  }
-  out.add(Buffer.from(value).toString('base64'));
-  out.add(Buffer.from(value).toString('base64url'));
-  return [...out].filter((v) => v.length >= SECRET_MIN_CHARS);
-}
-
-/** Looks like a credential: one long word of letters and digits (a key, a token). */
-function credentialLike(value: string): boolean {
-  return value.length >= 16 && !/\s/.test(value) && /[A-Za-z]/.test(value) && /\d/.test(value);
-}
-
-/**
- * The secret values to mask, with their variants: `known` (the token, its basic credentials, the
- * context key), every variable of the job's environment (as it was before forkflush forgot its
- * forge secrets) that is a forge secret or is named like a secret, and those of `handedOver` (the
- * variables the agent and the grader got beyond the basics) that look like credentials.
- */
-export function secretValues(jobEnv: NodeJS.ProcessEnv, known: string[], handedOver: NodeJS.ProcessEnv = {}): string[] {
-  const values = new Set<string>();
-  const add = (v: string | undefined) => {
-    if (v && v.length >= SECRET_MIN_CHARS) for (const x of secretVariants(v)) values.add(x);
-  };
-  for (const v of known) add(v);
-  for (const [name, v] of Object.entries(jobEnv)) if (isForgeSecret(name) || SECRET_NAME.test(name)) add(v);
-  for (const [name, v] of Object.entries(handedOver)) if (SECRET_NAME.test(name) || (v && credentialLike(v))) add(v);
-  return [...values];
-}
-
-/** Replaces every secret value (longest first) and every token-shaped text by ***. */
-export function redactor(values: Iterable<string>): (text: string) => string {
-  const list = [...new Set(values)].filter((v) => v.length >= SECRET_MIN_CHARS).sort((a, b) => b.length - a.length);
-  return (text) => {
-    let out = text;
-    for (const v of list) if (out.includes(v)) out = out.split(v).join(MASK);
-    for (const re of TOKEN_PATTERNS) out = out.replace(re, MASK);
-    return out;
-  };
-}
-
-/** The variables the agent (its kind's and agent.env) and the grader (grader.env) got beyond the basics. */
-export function handedOverEnv(config: Config, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const basics = allowedEnv(env, []);
-  const names = [...agentFor(config).passEnv, ...config.agent.env, ...config.grader.env];
-  const out: NodeJS.ProcessEnv = {};
-  for (const [name, v] of Object.entries(allowedEnv(env, names))) if (!(name in basics)) out[name] = v;
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -224,187 +137,6 @@ export async function probeVersion(p: VersionProbe): Promise<{ version: string |
 function inside(file: string, dir: string): boolean {
   const r = relative(dir, file);
   return r === '' || (!r.startsWith(`..${sep}`) && r !== '..' && !isAbsolute(r));
-}
-
-// ---------------------------------------------------------------------------------------------
-// What the records say
-
-export interface RecordFacts {
-  config: Config | null;
-  /** The run's issue, where the record names it. */
-  issue: number | null;
-  /** `git diff --stat` of the episode's commit against its base, line by line. */
-  diffStat: string[];
-  /** The lines the episode added to the journal (the agent's notes and forkflush's line). */
-  journal: string[];
-}
-
-/**
- * The run's config (the outcome's; from the state ref the job fetched when the job failed before
- * it had one) and issue, and what the episode's commit changed, from the job's records
- * repository. Whatever cannot be read is left out.
- */
-export async function readRecordFacts(
-  recordsDir: string,
-  run: string,
-  outcome: JobOutcome | null,
-): Promise<RecordFacts> {
-  const facts: RecordFacts = {
-    config: outcome?.config ?? null,
-    issue: null,
-    diffStat: [],
-    journal: [],
-  };
-  const git = new Git(recordsDir);
-  const show = async (file: string) => {
-    const r = await git.exec(['show', `${stateRef(run)}:${file}`], { check: false }).catch(() => null);
-    return r && r.exitCode === 0 ? r.stdout : null;
-  };
-  const state = await show('state.json');
-  if (state && !facts.config) facts.config = tryParse(() => parseRunState(state, 'state.json').config);
-  const files = await show('run.json');
-  if (files) facts.issue = tryParse(() => parseGitHubRunRecord(files, 'run.json').issue);
-  if (!outcome) return facts;
-  const { base } = outcome.episode;
-  const { commit } = outcome.result;
-  // The trees are the agent's: no diff driver or text conversion of theirs may run.
-  const diff = ['diff', '--no-ext-diff', '--no-textconv', '--no-color'];
-  const stat = await git
-    .exec([...diff, '--stat=120', `--stat-count=${JOB_LOG_DIFFSTAT_MAX_FILES}`, base, commit], { check: false })
-    .catch(() => null);
-  if (stat?.exitCode === 0) facts.diffStat = cleanText(stat.stdout);
-  if (facts.config) {
-    const journal = await git
-      .exec([...diff, '--unified=0', base, commit, '--', facts.config.journal], { check: false })
-      .catch(() => null);
-    if (journal?.exitCode === 0) {
-      const added = journal.stdout
-        .split('\n')
-        .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
-        .map((l) => l.slice(1));
-      facts.journal = cleanText(added.join('\n'))
-        .slice(-JOB_LOG_JOURNAL_MAX_LINES)
-        .map((l) => (l.length > JOURNAL_LINE_MAX_CHARS ? `${l.slice(0, JOURNAL_LINE_MAX_CHARS)}…` : l));
-    }
-  }
-  return facts;
-}
-
-function tryParse<T>(f: () => T): T | null {
-  try {
-    return f();
-  } catch {
-    return null;
-  }
-}
-
-function cleanText(text: string): string[] {
-  return plainText(text)
-    .split('\n')
-    .map((l) => l.replace(/\s+$/, ''))
-    .filter((l) => l.trim() !== '');
-}
-
-// ---------------------------------------------------------------------------------------------
-// The artifact
-
-/**
- * What forkflush uses of @actions/artifact: `uploadArtifact` of its `ArtifactClient` interface
- * (lib/internal/client.d.ts of @actions/artifact 6.2.1: name, files, root directory, options;
- * it answers {id, size, digest}). The client reads ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL
- * from process.env, which every job's JavaScript action gets, whatever the workflow's
- * `permissions:` (those scope GITHUB_TOKEN only); it refuses GitHub Enterprise Server.
- */
-export type UploadClient = Pick<ArtifactClient, 'uploadArtifact'>;
-
-export type ArtifactResult =
-  | { uploaded: true; name: string; id: number | null; url: string | null }
-  | { uploaded: false; name: string; why: string };
-
-/** The Actions runtime's artifact service, as the job got it (before forkflush forgot it). */
-export interface ArtifactService {
-  token?: string | undefined;
-  resultsUrl?: string | undefined;
-  serverUrl?: string | undefined;
-  repository?: string | undefined;
-  runId?: string | undefined;
-}
-
-/** The artifact of an episode's logs: unique in a workflow run, a re-run's attempt included. */
-export function artifactName(run: string, episode: string, attempt?: string): string {
-  const n = Number(attempt);
-  return `forkflush-${run}-${episode}${Number.isInteger(n) && n > 1 ? `-attempt-${n}` : ''}`;
-}
-
-/** Why the artifact service cannot be used here, or null when it can. */
-export function artifactUnavailable(s: ArtifactService): string | null {
-  if (!s.token) return 'ACTIONS_RUNTIME_TOKEN is not set (not a GitHub Actions job)';
-  if (!s.resultsUrl)
-    return "ACTIONS_RESULTS_URL is not set (this runner has no artifact service, which @actions/artifact's v4 artifacts need)";
-  if (isGhes(s.serverUrl)) return '@actions/artifact does not support GitHub Enterprise Server';
-  return null;
-}
-
-/** The rule of @actions/artifact (shared/config.ts isGhes): not github.com, *.ghe.com or *.localhost. */
-function isGhes(serverUrl: string | undefined): boolean {
-  let host: string;
-  try {
-    host = new URL(serverUrl || 'https://github.com').hostname.toUpperCase();
-  } catch {
-    return false;
-  }
-  return host !== 'GITHUB.COM' && !host.endsWith('.GHE.COM') && !host.endsWith('.LOCALHOST');
-}
-
-/**
- * Uploads the files as one artifact. Never throws: an artifact service that is missing, refuses
- * or fails leaves the episode as it is, and the result says why. The runtime's variables are put
- * back into `env` (process.env, which the client reads) for the upload only: the agent is gone,
- * and nothing else runs meanwhile.
- */
-export async function uploadArtifact(o: {
-  client: () => Promise<UploadClient>;
-  name: string;
-  files: string[];
-  root: string;
-  service: ArtifactService;
-  env: NodeJS.ProcessEnv;
-  timeoutMs?: number;
-}): Promise<ArtifactResult> {
-  const why = artifactUnavailable(o.service);
-  if (why) return { uploaded: false, name: o.name, why };
-  const vars = { ACTIONS_RUNTIME_TOKEN: o.service.token, ACTIONS_RESULTS_URL: o.service.resultsUrl };
-  const before = { ACTIONS_RUNTIME_TOKEN: o.env.ACTIONS_RUNTIME_TOKEN, ACTIONS_RESULTS_URL: o.env.ACTIONS_RESULTS_URL };
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    Object.assign(o.env, vars);
-    const client = await o.client();
-    // The client retries and waits on a stalled upload for minutes: the job does not wait that long.
-    const ms = o.timeoutMs ?? ARTIFACT_UPLOAD_TIMEOUT_MS;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s`)), ms);
-    });
-    const r = await Promise.race([client.uploadArtifact(o.name, o.files, o.root, {}), timeout]);
-    const id = typeof r.id === 'number' ? r.id : null;
-    const { serverUrl, repository, runId } = o.service;
-    const url =
-      id !== null && serverUrl && repository && runId
-        ? `${serverUrl.replace(/\/+$/, '')}/${repository}/actions/runs/${runId}/artifacts/${id}`
-        : null;
-    return { uploaded: true, name: o.name, id, url };
-  } catch (e) {
-    return {
-      uploaded: false,
-      name: o.name,
-      why: `the upload failed: ${plainText((e as Error).message ?? String(e)).slice(0, FAILURE_QUOTE_MAX_CHARS)}`,
-    };
-  } finally {
-    clearTimeout(timer);
-    for (const [k, v] of Object.entries(before)) {
-      if (v === undefined) delete o.env[k];
-      else o.env[k] = v;
-    }
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

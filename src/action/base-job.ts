@@ -10,7 +10,7 @@ import { commitMessage, resultFromCommit } from '../core/journal.js';
 import { BASE_JOB, baseGradeRef } from '../core/names.js';
 import type { EpisodeResult } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
-import { gradeInitial } from '../local/start.js';
+import { gradeInitial } from '../local/initial-grade.js';
 import { checkoutInto, commitTree } from '../worker/cleanroom.js';
 import type { JobOptions } from './episode-job.js';
 import type { RecordsRepo } from './records.js';

@@ -11,6 +11,7 @@ import { commitMessage, describeContext, parseCommitMessage, resultFromCommit } 
 import { sectionFor } from '../core/losers.js';
 import { contextRef, episodeBranch, parseEpisodeId, type RefsLayout, refName, runRefs } from '../core/names.js';
 import { episodePrompt } from '../core/prompts.js';
+import type { GitHubRunRecord } from '../core/records.js';
 import { type Episode, type EpisodeResult, findEpisode, type Round, type RunState } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
 import { cleanAgentFolder, removeTree } from '../io/agent-files.js';
@@ -33,7 +34,7 @@ import type { RecordsRepo } from './records.js';
 import type { PushedRef, Remote } from './remote.js';
 import { openRunRecords } from './run-records.js';
 import { prepareIsolation } from './sandbox-setup.js';
-import type { ActionSettings } from './settings.js';
+import type { ActionSettings, jobPlaces } from './settings.js';
 
 export interface JobOutcome {
   run: string;
@@ -63,8 +64,74 @@ export interface JobOptions {
   isolation?: Isolation;
 }
 
+/** What the steps of one job share: the run's records, its episode and where its result goes. */
+interface Job {
+  s: ActionSettings;
+  o: JobOptions;
+  places: ReturnType<typeof jobPlaces>;
+  records: RecordsRepo;
+  remote: Remote;
+  state: RunState;
+  facts: GitHubRunRecord;
+  episode: Episode;
+  round: Round;
+  /** The episode's ref: a branch (layout 1), or a ref under refs/forkflush/ that no workflow sees. */
+  branchRef: string;
+  layout: RefsLayout;
+}
+
 export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<JobOutcome> {
-  // 1. The run's records: its state and facts, from the state ref, in a private folder made anew.
+  // 1. The run's records: its state and facts, and the episode this job runs.
+  const job = await openJob(s, o);
+  const { episode, round, state } = job;
+  const outcome = (attempt: JobOutcome['attempt'], result: EpisodeResult): JobOutcome => ({
+    run: s.run,
+    episode,
+    phase: round.phase,
+    config: state.config,
+    attempt,
+    result,
+    layout: job.layout,
+  });
+  // 2. The episode's branch must be there (the app made it), and the context it continues, if any.
+  const hasContext = await fetchEpisodeRefs(job);
+  // 3. A branch past its base holds an earlier attempt's result: it is not run again.
+  const earlier = await earlierAttempt(job);
+  if (earlier) {
+    o.log(`an earlier attempt already pushed this episode's result (${short(earlier.commit)}): not running it again`);
+    return outcome('already-recorded', earlier);
+  }
+  const isolation = o.isolation ?? (await prepareIsolation(state.config.sandbox.mode, o.log));
+  o.log(`sandbox: ${isolation.label}`);
+  if (isolation.warning) o.log(`warning: ${isolation.warning}`);
+  // The workspace: a fresh checkout of the base, with a .git of its own that borrows the records'
+  // objects read-only. Whatever the agent does to it, forkflush records the files with its own git.
+  const checkoutIndex = join(job.places.scratch, 'checkout.index');
+  const localBranch = episodeBranch(s.run, episode.round, episode.branch);
+  await checkoutInto(job.records.own, episode.base, s.workspace, checkoutIndex, localBranch);
+  o.log(`workspace: ${s.workspace} on ${localBranch} at ${short(episode.base)}`);
+  // 4. The context folder: empty, or the context the episode carries on (or copies).
+  const { store, notes } = await fillContext(job, hasContext);
+  // 5. The agent's CLI, at the version forkflush was tested with (unless agent.command names one).
+  //    One that cannot be installed makes the episode a setup result: its agent never starts.
+  const install = await installAgentCli(state.config.agent, { env: o.env, log: o.log });
+  if (install.problem) o.log(`agent CLI: ${install.problem}`);
+  // 6. The episode: setup, the agent, protected paths, the grader, the journal, the commit.
+  const result = await runEpisode({
+    ...episodeInput(job, checkoutIndex, isolation),
+    env: install.env,
+    ...(install.problem ? { setupProblem: install.problem } : {}),
+    notes,
+    contextStore: store,
+  });
+  o.log(`result: ${describeResult(result, state.config.budget.unit)}, commit ${short(result.commit)}`);
+  // 7. Push the result and the context together.
+  const pushed = await pushResult(job, result, store);
+  return pushed === 'ran' ? outcome('ran', result) : outcome('lost-race', pushed);
+}
+
+/** The run's records read, and the episode this job runs found open in them (else the job's error). */
+async function openJob(s: ActionSettings, o: JobOptions): Promise<Job> {
   const { places, records, remote, read } = await openRunRecords(s, o.log);
   if ('unreadable' in read) {
     // The reason is the job's error either way: a push that fails too must not hide it.
@@ -85,127 +152,114 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
         'which the app dispatched before: nothing to run (a re-run of an earlier workflow run?)',
     );
   }
-  // The episode's ref: a branch (layout 1), or a ref under refs/forkflush/ that no workflow sees.
   const layout = facts.refsLayout ?? 1;
   const branchRef = runRefs(s.run, layout).episode(episode.round, episode.branch);
-  const branch = refName(branchRef);
-  const unit = state.config.budget.unit;
-  const outcome = (attempt: JobOutcome['attempt'], result: EpisodeResult): JobOutcome => ({
-    run: s.run,
-    episode,
-    phase: round.phase,
-    config: state.config,
-    attempt,
-    result,
-    layout,
-  });
   o.log(
     `episode ${episode.id} (${round.phase}): ${describeContext(episode)}, ` +
-      `allowance ${formatNumber(episode.allowance)} ${unit}, base ${short(episode.base)}`,
+      `allowance ${formatNumber(episode.allowance)} ${state.config.budget.unit}, base ${short(episode.base)}`,
   );
+  return { s, o, places, records, remote, state, facts, episode, round, branchRef, layout };
+}
 
-  // 2. The episode's branch must be there (the app made it), and the context it continues, if any.
+/** Fetches the episode's branch and the context ref it continues; says whether that context is there. */
+async function fetchEpisodeRefs({ s, remote, episode, branchRef }: Job): Promise<boolean> {
   const fromRef = episode.contextFrom ? contextRef(s.run, episode.contextFrom) : null;
   const onRemote = await remote.listRefs([branchRef, ...(fromRef ? [fromRef] : [])]);
   if (!onRemote.has(branchRef)) {
     throw new Error(
-      `the branch ${branch} is not in the repository; the app makes it when it opens round ${episode.round}`,
+      `the branch ${refName(branchRef)} is not in the repository; the app makes it when it opens round ${episode.round}`,
     );
   }
   const hasContext = fromRef !== null && onRemote.has(fromRef);
   await remote.fetch([branchRef, ...(fromRef && hasContext ? [fromRef] : [])]);
+  return hasContext;
+}
 
-  // 3. A branch past its base holds an earlier attempt's result: it is not run again.
+/** The result an earlier attempt pushed on the branch, or null when the branch is at its base. */
+async function earlierAttempt({ s, records, episode, branchRef }: Job): Promise<EpisodeResult | null> {
   const head = (await records.git.revParse(branchRef)) ?? '';
-  if (head !== episode.base) {
-    const earlier = await recordedResult(records.git, head, s.run, episode);
-    if (!earlier) {
-      throw new Error(
-        `the branch ${branch} is at ${short(head)}, which is neither the episode's base ` +
-          `${short(episode.base)} nor a result of it; reset the branch to the base to run the episode again`,
-      );
-    }
-    o.log(`an earlier attempt already pushed this episode's result (${short(earlier.commit)}): not running it again`);
-    return outcome('already-recorded', earlier);
-  }
-  const isolation = o.isolation ?? (await prepareIsolation(state.config.sandbox.mode, o.log));
-  o.log(`sandbox: ${isolation.label}`);
-  if (isolation.warning) o.log(`warning: ${isolation.warning}`);
+  if (head === episode.base) return null;
+  const earlier = await recordedResult(records.git, head, s.run, episode);
+  if (earlier) return earlier;
+  throw new Error(
+    `the branch ${refName(branchRef)} is at ${short(head)}, which is neither the episode's base ` +
+      `${short(episode.base)} nor a result of it; reset the branch to the base to run the episode again`,
+  );
+}
 
-  // The workspace: a fresh checkout of the base, with a .git of its own that borrows the records'
-  // objects read-only. Whatever the agent does to it, forkflush records the files with its own git.
-  const scratchDir = places.scratch;
-  const checkoutIndex = join(scratchDir, 'checkout.index');
-  const localBranch = episodeBranch(s.run, episode.round, episode.branch);
-  await checkoutInto(records.own, episode.base, s.workspace, checkoutIndex, localBranch);
-  o.log(`workspace: ${s.workspace} on ${localBranch} at ${short(episode.base)}`);
-
-  // 4. The context folder: empty, or the context the episode carries on (or copies).
+/** Empties the context folder and fills it with the context the episode continues, if any. */
+async function fillContext(
+  { s, o, places, records, episode }: Job,
+  hasContext: boolean,
+): Promise<{ store: ContextStore; notes: string[] }> {
   const store = contextStore(s.contextKey, await repositoryIsPrivate(o.env.GITHUB_EVENT_PATH));
   const contextDir = places.context;
   const notes: string[] = [];
   await removeTree(contextDir);
   await mkdir(contextDir, { recursive: true });
   if (episode.contextFrom) {
-    const why = fromRef && hasContext ? await openContext(records, s, fromRef, episode.contextFrom, contextDir) : null;
+    const fromRef = contextRef(s.run, episode.contextFrom);
+    const why = hasContext ? await openContext(records, s, fromRef, episode.contextFrom, contextDir) : null;
     const missing =
       store === 'none'
         ? `${episode.contextFrom}'s context was not kept (a public repository without FORKFLUSH_CONTEXT_KEY)`
         : `${episode.contextFrom} left none`;
-    const problem = fromRef && hasContext ? why : missing;
+    const problem = hasContext ? why : missing;
     if (problem) notes.push(`${problem}: this episode started with an empty context`);
     o.log(`context: ${problem ?? `${episode.contextFrom}'s context`} in ${contextDir}`);
   } else {
     o.log(`context: fresh (empty) in ${contextDir}`);
   }
   o.log(`the context this episode leaves: ${describeStore(store)}`);
+  return { store, notes };
+}
 
-  // 5. The agent's CLI, at the version forkflush was tested with (unless agent.command names one).
-  //    One that cannot be installed makes the episode a setup result: its agent never starts.
-  const install = await installAgentCli(state.config.agent, { env: o.env, log: o.log });
-  if (install.problem) o.log(`agent CLI: ${install.problem}`);
-
-  // 6. The episode: setup, the agent, protected paths, the grader, the journal, the commit.
-  const prompt = episodePrompt(state, episode, facts.task, facts.templates);
+/** What the worker's episode is given that the job knows from its records and settings. */
+function episodeInput(job: Job, checkoutIndex: string, isolation: Isolation) {
+  const { s, o, state, facts, episode, round, records } = job;
+  o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
   // With fork.losers: journal, the losers' notes the app recorded when it decided the round.
   const section = sectionFor(state, episode);
-  o.log(`agent: ${state.config.agent.kind} agent, up to ${state.config.agent.timeout} s`);
-  const episodePlaces: EpisodePlaces = {
+  const places: EpisodePlaces = {
     workspace: s.workspace,
-    context: contextDir,
-    box: join(scratchDir, 'box'),
+    context: job.places.context,
+    box: join(job.places.scratch, 'box'),
     objects: [records.objects],
     private: [s.privateDir],
   };
-  const result = await runEpisode({
+  return {
     runId: s.run,
     ...(s.workflowRunUrl ? { workflowRunUrl: s.workflowRunUrl } : {}),
     config: state.config,
     episode,
     phase: round.phase,
     own: records.own,
-    places: episodePlaces,
+    places,
     checkoutIndex,
-    scratchDir,
-    prompt,
+    scratchDir: job.places.scratch,
+    prompt: episodePrompt(state, episode, facts.task, facts.templates),
     agent: agentFor(state.config),
     isolation,
     alsoProtected: forgeAlsoProtected(facts.configPath),
-    env: install.env,
-    ...(install.problem ? { setupProblem: install.problem } : {}),
     log: o.log,
-    notes,
     ...(section ? { journalSection: section } : {}),
-    contextStore: store,
     ...(o.signal ? { signal: o.signal } : {}),
-  });
-  o.log(`result: ${describeResult(result, unit)}, commit ${short(result.commit)}`);
+  };
+}
 
-  // 7. Push the result and the context together, from the records repository, which made the
-  //    commit. No force on the branch: if another attempt got there first, its result stands and
-  //    this one's context is not pushed over it.
+/**
+ * Pushes the result and the context together, from the records repository, which made the commit.
+ * No force on the branch: if another attempt got there first, its result stands (returned) and
+ * this one's context is not pushed over it.
+ */
+async function pushResult(
+  { s, o, records, remote, episode, branchRef, places }: Job,
+  result: EpisodeResult,
+  store: ContextStore,
+): Promise<'ran' | EpisodeResult> {
+  const branch = refName(branchRef);
   const ownRef = contextRef(s.run, episode.id);
-  const context = await commitContext(records, s, episode.id, contextDir, store);
+  const context = await commitContext(records, s, episode.id, places.context, store);
   const pushed = await remote.pushAtomic([
     `${result.commit}:${branchRef}`,
     ...(context ? [`+${context}:${ownRef}`] : []),
@@ -213,7 +267,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
   const branchPush = pushed.find((p) => p.ref === branchRef);
   if (branchPush && branchPush.flag !== '!') {
     o.log(`pushed: ${branch}${context ? ` and ${ownRef}` : ' (the context folder is empty: no context ref)'}`);
-    return outcome('ran', result);
+    return 'ran';
   }
   if (branchPush && /^\[rejected\] \((non-fast-forward|fetch first)\)/.test(branchPush.summary)) {
     await remote.fetch([branchRef]);
@@ -225,7 +279,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
       );
     }
     o.log(`another attempt pushed its result first (${short(winner.commit)}): this attempt's result is dropped`);
-    return outcome('lost-race', winner);
+    return winner;
   }
   throw new Error(`the push was refused: ${describeRefusal(pushed)}`);
 }

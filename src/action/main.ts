@@ -7,13 +7,8 @@ import { ACTION_STOP_WITHIN_MS } from '../core/bounds.js';
 import { BASE_JOB } from '../core/names.js';
 import { exitWithin, stopAllCommands } from '../io/process.js';
 import { InterruptedError } from '../worker/episode-errors.js';
-import {
-  type AgentLogReport,
-  type ArtifactService,
-  publishAgentLog,
-  type UploadClient,
-  workflowSafe,
-} from './agent-log.js';
+import { type AgentLogReport, publishAgentLog, workflowSafe } from './agent-log.js';
+import type { ArtifactService, UploadClient } from './artifact.js';
 import { runBaseJob } from './base-job.js';
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
@@ -30,66 +25,19 @@ export async function run(): Promise<void> {
   const episode = core.getInput('episode');
   const what = `forkflush ${runId || '(no run)'} ${episode || '(no episode)'}`;
   const cancel = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (cancel.signal.aborted) {
-      // A second signal: at once, with everything the episode started.
-      stopAllCommands();
-      process.exit(1);
-    }
-    cancel.abort(signal);
-    exitWithin(ACTION_STOP_WITHIN_MS, 1, (line) =>
-      core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result (${line})`)),
-    );
-  };
+  const onSignal = signalHandler(cancel, what);
   const started = new Date();
   // Before the forge secrets are forgotten: what the log must not show, and the artifact service.
   const jobEnv = { ...process.env };
-  const service: ArtifactService = {
-    token: jobEnv.ACTIONS_RUNTIME_TOKEN,
-    resultsUrl: jobEnv.ACTIONS_RESULTS_URL,
-    serverUrl: jobEnv.GITHUB_SERVER_URL,
-    repository: jobEnv.GITHUB_REPOSITORY,
-    runId: jobEnv.GITHUB_RUN_ID,
-  };
+  const service = artifactService(jobEnv);
   const known: string[] = [];
   let settings: ActionSettings | null = null;
   const report = (outcome: JobOutcome | null): Promise<AgentLogReport> | null =>
-    settings
-      ? publishAgentLog(
-          {
-            run: settings.run,
-            episode: settings.episode,
-            privateDir: settings.privateDir,
-            workspace: settings.workspace,
-            logsDir: join(dirname(settings.privateDir), 'forkflush-logs'),
-            started,
-            jobEnv,
-            env: process.env,
-            known,
-            outcome,
-            service,
-          },
-          core,
-          artifactClient,
-        )
-      : null;
+    settings ? publish({ settings, started, jobEnv, known, service }, outcome) : null;
   try {
-    const token = core.getInput('token');
-    if (token) {
-      core.setSecret(token);
-      core.setSecret(basicCredentials(token));
-      known.push(token, basicCredentials(token));
-    }
-    const contextKey = core.getInput('context-key') || process.env.FORKFLUSH_CONTEXT_KEY || '';
-    if (contextKey) {
-      core.setSecret(contextKey);
-      known.push(contextKey);
-    }
-    if (service.token) core.setSecret(service.token);
-    forgetForgeSecrets(process.env);
-    delete process.env.FORKFLUSH_CONTEXT_KEY;
-    settings = parseSettings({ run: runId, episode, token, contextKey }, process.env);
-    // A cancelled job stops the agent's whole process group rather than leaving it running.
+    // 1. The inputs, their secrets masked and forgotten by the environment the agent starts from.
+    settings = readSettings(runId, episode, known, service);
+    // 2. A cancelled job stops the agent's whole process group rather than leaving it running.
     process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
     // What the job prints carries the agent's, setup's and the grader's words: no workflow command.
     const log = (line: string) => core.info(workflowSafe(line));
@@ -100,29 +48,11 @@ export async function run(): Promise<void> {
       await core.summary.addRaw(baseSummary(base)).write();
       return;
     }
+    // 3. The episode, then its agent's log published.
     const outcome = await runEpisodeJob(settings, { log, env: process.env, signal: cancel.signal });
     const published = await report(outcome);
-    const facts = { agentVersion: published?.version ?? null, logFile: published?.logFile ?? null };
-    for (const [name, value] of Object.entries(jobOutputs(outcome, facts))) core.setOutput(name, value);
-    const notice = jobNotice(outcome);
-    if (notice) core.notice(workflowSafe(notice));
-    const summary = jobSummary(outcome, {
-      ...facts,
-      agentKind: published?.kind ?? null,
-      ...(published?.logFile ? { transcriptLines: published.lines } : {}),
-      artifact: published?.artifact ?? null,
-      diffStat: published?.facts.diffStat ?? [],
-      journal: published?.facts.journal ?? [],
-      issue: published?.facts.issue ?? null,
-      ...(service.serverUrl ? { serverUrl: service.serverUrl } : {}),
-      ...(service.repository ? { repository: service.repository } : {}),
-      ...(service.runId ? { runId: service.runId } : {}),
-      ...(jobEnv.GITHUB_RUN_ATTEMPT ? { runAttempt: jobEnv.GITHUB_RUN_ATTEMPT } : {}),
-    });
-    await core.summary.addRaw(summary).write();
-    // A broken agent fails the job (red), its result recorded all the same.
-    const failed = jobFailure(outcome);
-    if (failed) core.setFailed(workflowSafe(`${what}: ${failed}`));
+    // 4. The outputs, the summary, and the job's colour.
+    await reportOutcome(outcome, published, { jobEnv, service, what });
   } catch (e) {
     // An episode that failed after its agent ran (a refused push, say) still shows what the agent did.
     if (!(e instanceof InterruptedError) && settings?.episode !== BASE_JOB) {
@@ -136,4 +66,107 @@ export async function run(): Promise<void> {
   } finally {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
   }
+}
+
+/** SIGINT or SIGTERM: the episode is stopped; a second signal, or a stop that takes too long, ends it all. */
+function signalHandler(cancel: AbortController, what: string) {
+  return (signal: NodeJS.Signals) => {
+    if (cancel.signal.aborted) {
+      // A second signal: at once, with everything the episode started.
+      stopAllCommands();
+      process.exit(1);
+    }
+    cancel.abort(signal);
+    exitWithin(ACTION_STOP_WITHIN_MS, 1, (line) =>
+      core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result (${line})`)),
+    );
+  };
+}
+
+function artifactService(jobEnv: NodeJS.ProcessEnv): ArtifactService {
+  return {
+    token: jobEnv.ACTIONS_RUNTIME_TOKEN,
+    resultsUrl: jobEnv.ACTIONS_RESULTS_URL,
+    serverUrl: jobEnv.GITHUB_SERVER_URL,
+    repository: jobEnv.GITHUB_REPOSITORY,
+    runId: jobEnv.GITHUB_RUN_ID,
+  };
+}
+
+/** The settings, each secret masked in the log and remembered in `known`, and the forge's secrets forgotten. */
+function readSettings(run: string, episode: string, known: string[], service: ArtifactService): ActionSettings {
+  const token = core.getInput('token');
+  if (token) {
+    core.setSecret(token);
+    core.setSecret(basicCredentials(token));
+    known.push(token, basicCredentials(token));
+  }
+  const contextKey = core.getInput('context-key') || process.env.FORKFLUSH_CONTEXT_KEY || '';
+  if (contextKey) {
+    core.setSecret(contextKey);
+    known.push(contextKey);
+  }
+  if (service.token) core.setSecret(service.token);
+  forgetForgeSecrets(process.env);
+  delete process.env.FORKFLUSH_CONTEXT_KEY;
+  return parseSettings({ run, episode, token, contextKey }, process.env);
+}
+
+function publish(
+  job: {
+    settings: ActionSettings;
+    started: Date;
+    jobEnv: NodeJS.ProcessEnv;
+    known: string[];
+    service: ArtifactService;
+  },
+  outcome: JobOutcome | null,
+): Promise<AgentLogReport> {
+  const { settings, started, jobEnv, known, service } = job;
+  return publishAgentLog(
+    {
+      run: settings.run,
+      episode: settings.episode,
+      privateDir: settings.privateDir,
+      workspace: settings.workspace,
+      logsDir: join(dirname(settings.privateDir), 'forkflush-logs'),
+      started,
+      jobEnv,
+      env: process.env,
+      known,
+      outcome,
+      service,
+    },
+    core,
+    artifactClient,
+  );
+}
+
+/** The job's outputs, notice and summary; a broken agent fails the job (red), its result recorded all the same. */
+async function reportOutcome(
+  outcome: JobOutcome,
+  published: AgentLogReport | null,
+  job: { jobEnv: NodeJS.ProcessEnv; service: ArtifactService; what: string },
+): Promise<void> {
+  const { jobEnv, service } = job;
+  const facts = { agentVersion: published?.version ?? null, logFile: published?.logFile ?? null };
+  for (const [name, value] of Object.entries(jobOutputs(outcome, facts))) core.setOutput(name, value);
+  const notice = jobNotice(outcome);
+  if (notice) core.notice(workflowSafe(notice));
+  const summary = jobSummary(outcome, {
+    ...facts,
+    agentKind: published?.kind ?? null,
+    ...(published?.logFile ? { transcriptLines: published.lines } : {}),
+    artifact: published?.artifact ?? null,
+    diffStat: published?.facts.diffStat ?? [],
+    journal: published?.facts.journal ?? [],
+    issue: published?.facts.issue ?? null,
+    ...(service.serverUrl ? { serverUrl: service.serverUrl } : {}),
+    ...(service.repository ? { repository: service.repository } : {}),
+    ...(service.runId ? { runId: service.runId } : {}),
+    ...(jobEnv.GITHUB_RUN_ATTEMPT ? { runAttempt: jobEnv.GITHUB_RUN_ATTEMPT } : {}),
+  });
+  await core.summary.addRaw(summary).write();
+  const failed = jobFailure(outcome);
+  if (failed) core.setFailed(workflowSafe(`${job.what}: ${failed}`));
 }

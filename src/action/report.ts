@@ -7,7 +7,7 @@ import { describeContext } from '../core/journal.js';
 import { describeEpisodeId, episodeBranch } from '../core/names.js';
 import { stoppingFailure } from '../core/stop.js';
 import { codeSpan, formatNumber, markdownTable, plainText } from '../core/text.js';
-import type { ArtifactResult } from './agent-log.js';
+import type { ArtifactResult } from './artifact.js';
 import type { BaseOutcome } from './base-job.js';
 import type { JobOutcome } from './episode-job.js';
 

@@ -4,8 +4,8 @@
 // must not be able to make the app talk).
 import type { Context } from 'probot';
 import { type Command, parseCommand } from '../core/github-text.js';
-import { commentKey, deliveryKey, seenAny } from '../core/limits.js';
 import { GITHUB, issueRunId, parseIssueRunId, stateRef } from '../core/names.js';
+import { commentKey, deliveryKey, seenAny } from '../core/seen-events.js';
 import { retryStopped } from '../core/stop.js';
 import { type ChangeRequest, canWrite } from '../github/amend.js';
 import type { GitHubApi, StoredRun } from '../github/api.js';

@@ -4,7 +4,6 @@
 // run the round's dispatch started in this repository, acted on once, and ends in one sync.
 import type { Context } from 'probot';
 import { episodeCheckPending } from '../core/github-text.js';
-import { deliveryKey, remember, seenAny } from '../core/limits.js';
 import {
   BASE_JOB,
   GITHUB,
@@ -15,6 +14,7 @@ import {
   roundRunTitle,
   stateRef,
 } from '../core/names.js';
+import { deliveryKey, remember, seenAny } from '../core/seen-events.js';
 import type { Round } from '../core/state.js';
 import type { GitHubApi, GitHubRunRecord, StoredRun } from '../github/api.js';
 import { syncOrYield } from '../github/sync.js';

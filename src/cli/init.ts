@@ -88,53 +88,8 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
 
   const near = relative(process.cwd(), root) || '.';
   const here = near.startsWith('..') ? root : near;
-  // Problems the run would stop at; files they say to write, which the git add below takes too.
-  let problems = 0;
-  const toWrite: string[] = [];
-
-  io.stdout.write(`\ngrading the workspace as it is now: ${answers.grader}\n`);
-  // Files git does not have that the grader reads must be committed too: runs grade the commit.
-  const watched = await whileWatchingReads(root, await untrackedFiles(root), () =>
-    runShell(answers.grader, {
-      cwd: root,
-      timeoutMs: INIT_GRADER_TIMEOUT_SECONDS * 1000,
-      maxOutput: INIT_GRADING_OUTPUT_MAX_CHARS,
-    }),
-  );
-  const g = watched.result;
-  const last = g.stdout.trim().split('\n').at(-1)?.trim() ?? '';
-  if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}\n`);
-  else {
-    const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? '';
-    const how = `${g.stopped ? 'it timed out' : `exit ${g.exitCode}`}${why ? `: ${why}` : ''}`;
-    const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync(join(root, graderFile));
-    if (missing) toWrite.push(graderFile);
-    // No score is fine only from a grader that ran: one that cannot start would score no episode either.
-    const cannot = missing
-      ? `${join(here, graderFile)} does not exist (${how}).\n  Write it (the last line it prints is the score)`
-      : g.spawnError || g.exitCode === 127
-        ? `a program it runs is not found (${how}).\n  Install it or name it with its full path`
-        : g.exitCode === 126
-          ? `a file it runs is not executable (${how}).\n  chmod +x it, or run it through its interpreter`
-          : null;
-    if (cannot) problems++;
-    io.stdout.write(
-      cannot
-        ? `  problem: the grader cannot run: ${cannot}, or correct grader.command in ${CONFIG_PATH}.\n`
-        : `  no score yet (${how}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.\n`,
-    );
-  }
-  const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync(join(root, agentFile))) {
-    // The run's pre-flight stops at it: say so now.
-    problems++;
-    toWrite.push(agentFile);
-    io.stdout.write(
-      `\nproblem: the agent cannot run: ${join(here, agentFile)}, which agent.command runs, does not exist.\n` +
-        `Write it${answers.agent === 'command' ? ' (README, "The command agent")' : ''}, or correct agent.command in ${CONFIG_PATH}.\n`,
-    );
-  }
+  // The grader and the agent tried now: problems the run would stop at, files they say to write.
+  const { problems, toWrite, watched } = await tryGraderAndAgent(answers, root, here, io);
   if (v.github === true) {
     io.stdout.write(
       "\nforkflush's branches hold code an agent wrote, and the app's pull requests and pushes start your pull_request and\n" +
@@ -407,4 +362,60 @@ function packageFile(...parts: string[]): string {
     dir = dirname(dir);
   }
   throw new Error(`forkflush's ${parts.join('/')} is missing from its installation`);
+}
+
+/**
+ * The grader run once on the workspace as it is (watching which untracked files it reads), and the
+ * agent's command checked: the problems the run would stop at, said now, and the files they say to
+ * write, which the git add of the next steps takes too.
+ */
+async function tryGraderAndAgent(answers: Answers, root: string, here: string, io: Io) {
+  // Problems the run would stop at; files they say to write, which the git add below takes too.
+  let problems = 0;
+  const toWrite: string[] = [];
+
+  io.stdout.write(`\ngrading the workspace as it is now: ${answers.grader}\n`);
+  // Files git does not have that the grader reads must be committed too: runs grade the commit.
+  const watched = await whileWatchingReads(root, await untrackedFiles(root), () =>
+    runShell(answers.grader, {
+      cwd: root,
+      timeoutMs: INIT_GRADER_TIMEOUT_SECONDS * 1000,
+      maxOutput: INIT_GRADING_OUTPUT_MAX_CHARS,
+    }),
+  );
+  const g = watched.result;
+  const last = g.stdout.trim().split('\n').at(-1)?.trim() ?? '';
+  if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}\n`);
+  else {
+    const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? '';
+    const how = `${g.stopped ? 'it timed out' : `exit ${g.exitCode}`}${why ? `: ${why}` : ''}`;
+    const graderFile = fileItRuns(answers.grader);
+    const missing = graderFile !== null && !existsSync(join(root, graderFile));
+    if (missing) toWrite.push(graderFile);
+    // No score is fine only from a grader that ran: one that cannot start would score no episode either.
+    const cannot = missing
+      ? `${join(here, graderFile)} does not exist (${how}).\n  Write it (the last line it prints is the score)`
+      : g.spawnError || g.exitCode === 127
+        ? `a program it runs is not found (${how}).\n  Install it or name it with its full path`
+        : g.exitCode === 126
+          ? `a file it runs is not executable (${how}).\n  chmod +x it, or run it through its interpreter`
+          : null;
+    if (cannot) problems++;
+    io.stdout.write(
+      cannot
+        ? `  problem: the grader cannot run: ${cannot}, or correct grader.command in ${CONFIG_PATH}.\n`
+        : `  no score yet (${how}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.\n`,
+    );
+  }
+  const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
+  if (agentFile !== null && !existsSync(join(root, agentFile))) {
+    // The run's pre-flight stops at it: say so now.
+    problems++;
+    toWrite.push(agentFile);
+    io.stdout.write(
+      `\nproblem: the agent cannot run: ${join(here, agentFile)}, which agent.command runs, does not exist.\n` +
+        `Write it${answers.agent === 'command' ? ' (README, "The command agent")' : ''}, or correct agent.command in ${CONFIG_PATH}.\n`,
+    );
+  }
+  return { problems, toWrite, watched };
 }

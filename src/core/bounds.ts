@@ -118,6 +118,14 @@ export const OUTPUT_DRAIN_MS = 300;
 export const DRAIN_POLLS_MAX = 1_000;
 /** How often a tracked command's processes are listed (to find the ones that left its group). */
 export const PROCESS_TRACK_EVERY_MS = 250;
+/** What a command's output keeps in memory of each stream by default (the end): a grader's or a git's answer fits. */
+export const PROCESS_OUTPUT_MAX_CHARS = 1_000_000;
+/** How long a stopped command has between its SIGTERM and the SIGKILL by default: time to remove its lock files. */
+export const STOP_GRACE_MS = 2000;
+/** How long the commands of a process about to exit get between SIGTERM and SIGKILL: git removes its lock files in less. */
+export const STOP_ALL_GRACE_MS = 500;
+/** How often the terminal's progress footer (elapsed time, spend) is redrawn. */
+export const PROGRESS_REDRAW_EVERY_MS = 1000;
 /** When a stopped command gets its second SIGTERM (the SIGKILL follows at killAfterMs). */
 export const SECOND_SIGNAL_AFTER_MS = 300;
 /** How long a command that could not start takes at most: a shell's "not found", on a busy machine. */
@@ -150,6 +158,16 @@ export const DISK_FULL_BELOW_INODES = 1000;
 export const GRADE_SERVICE_MAX_CONNECTIONS = 64;
 /** How long `forkflush init`'s trial grading may take, and the grader.timeout it writes. */
 export const INIT_GRADER_TIMEOUT_SECONDS = 300;
+/** The most files a copy of the working tree may hold to be graded (when the commit gets no score): past it, no comparison. */
+export const WORKING_TREE_MAX_FILES = 20_000;
+/** And the most bytes: a copy of a working tree larger than this costs more than the answer is worth. */
+export const WORKING_TREE_MAX_BYTES = 1 * GiB;
+/** How many paths the judge's setup log names of what setup made under protected paths (the rest: ', ...'). */
+export const JUDGE_PLANTED_NAMED_MAX = 5;
+/** How many paths a result's reason names of what the graded code wrote under protected paths. */
+export const JUDGE_WRITTEN_NAMED_MAX = 3;
+/** How many files a message names before it says ', ...'. */
+export const NAMED_FILES_MAX = 10;
 /** Runs one task folder may start in one second: their ids are the second, then -2, -3, ... */
 export const RUNS_PER_SECOND_MAX = 999;
 
@@ -158,6 +176,8 @@ export const RUNS_PER_SECOND_MAX = 999;
 
 /** How long opening one upstream connection may take. */
 export const EGRESS_DIAL_TIMEOUT_MS = 15_000;
+/** How long a client of the proxy may take to send a request's headers: a CLI sends them at once. */
+export const EGRESS_HEADERS_TIMEOUT_MS = 30_000;
 /** Connections one listener holds at once: plenty for a CLI and its tools, a bound for a flood. */
 export const EGRESS_MAX_CONNECTIONS = 256;
 /** Connections being opened at once (a name lookup takes a thread of Node's shared pool). */
@@ -189,6 +209,9 @@ export const SEEN_MAX_KEYS = 200;
 
 // ---------------------------------------------------------------------------------------------
 // The plan
+
+/** Configs whose schedule's most rounds are remembered (each a simulation of the whole schedule); past it, all are forgotten. */
+export const SCHEDULES_REMEMBERED_MAX = 100;
 
 /** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
 export const SIMULATED_MAX_ROUNDS = 10_000;

@@ -136,26 +136,47 @@ export function chartLayout(d: ChartData) {
 
 export function renderChartSvg(state: RunState): string {
   const d = chartData(state);
-  const [yMin, yMax] = d.yRange;
-  const { plot, px, rawY, py, off } = chartLayout(d);
-  const f = (n: number) => n.toFixed(1);
+  const layout = chartLayout(d);
   const unit = state.config.budget.unit;
-  const out: string[] = [];
-  out.push(
+  const initialOff = d.initial !== null && layout.off(d.initial);
+  const { lines, marks } = episodeMarks(d, layout);
+  return `${[
+    // 1. The frame and its title; the fork rounds first, under everything else.
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`,
     `<title>forkflush run ${esc(state.id)}: score versus spend</title>`,
     `<rect width="${W}" height="${H}" fill="#ffffff"/>`,
     `<text x="${M.left}" y="20" font-size="14" font-weight="600">Score versus spend (${esc(state.config.grader.direction)})</text>`,
-  );
-  // Fork rounds first, under everything else.
-  for (const r of d.forkRounds) {
-    out.push(
+    ...forkRoundBands(d, layout, unit),
+    // 2. The axes, and the initial score where it is off them.
+    ...axes(d, layout, unit),
+    ...(initialOff && d.initial !== null ? [initialArrow(d.initial, layout)] : []),
+    // 3. Each episode's line; the best so far over them; each episode's mark on top.
+    ...lines,
+    ...bestLine(d, layout, initialOff),
+    ...marks,
+    ...bestLabel(d, layout),
+    // 4. The legend.
+    ...legend(d),
+    '</svg>',
+  ].join('\n')}\n`;
+}
+
+type Layout = ReturnType<typeof chartLayout>;
+const f = (n: number) => n.toFixed(1);
+
+function forkRoundBands(d: ChartData, { plot, px }: Layout, unit: string): string[] {
+  return d.forkRounds.map(
+    (r) =>
       `<rect x="${f(px(r.x0))}" y="${plot.y0}" width="${f(Math.max(1, px(r.x1) - px(r.x0)))}" height="${plot.y1 - plot.y0}" fill="${CHART_COLORS.forkRound}"><title>fork round ${r.index}: ${formatNumber(r.x0, 3)} to ${formatNumber(r.x1, 3)} ${esc(unit)}</title></rect>`,
-    );
-  }
-  // Axes and ticks.
-  out.push(`<g stroke="#374151"><line x1="${plot.x0}" y1="${plot.y1}" x2="${plot.x1}" y2="${plot.y1}"/>`);
-  out.push(`<line x1="${plot.x0}" y1="${plot.y0}" x2="${plot.x0}" y2="${plot.y1}"/></g>`);
+  );
+}
+
+function axes(d: ChartData, { plot, px, py }: Layout, unit: string): string[] {
+  const [yMin, yMax] = d.yRange;
+  const out = [
+    `<g stroke="#374151"><line x1="${plot.x0}" y1="${plot.y1}" x2="${plot.x1}" y2="${plot.y1}"/>`,
+    `<line x1="${plot.x0}" y1="${plot.y0}" x2="${plot.x0}" y2="${plot.y1}"/></g>`,
+  ];
   for (const t of ticks(0, d.xMax)) {
     out.push(`<line x1="${f(px(t))}" y1="${plot.y1}" x2="${f(px(t))}" y2="${plot.y1 + 4}" stroke="#374151"/>`);
     out.push(`<text x="${f(px(t))}" y="${plot.y1 + 18}" text-anchor="middle">${formatNumber(t)}</text>`);
@@ -166,18 +187,23 @@ export function renderChartSvg(state: RunState): string {
   }
   out.push(`<text x="${(plot.x0 + plot.x1) / 2}" y="${H - 12}" text-anchor="middle">spend (${esc(unit)})</text>`);
   out.push(`<text transform="translate(16 ${(plot.y0 + plot.y1) / 2}) rotate(-90)" text-anchor="middle">score</text>`);
-  // The initial score, when it is off the axis: an arrow under the axis's corner, pointing its way.
-  const initialOff = d.initial !== null && off(d.initial);
-  if (d.initial !== null && initialOff) {
-    const below = rawY(d.initial) > plot.y1;
-    const y = H - 16;
-    out.push(
-      `<g fill="#374151"><title>initial score ${formatNumber(d.initial, 4)}, off the axis</title>` +
-        `<path d="${below ? `M${plot.x0 - 50} ${y - 4}l8 0l-4 7z` : `M${plot.x0 - 50} ${y + 3}l8 0l-4 -7z`}"/>` +
-        `<text x="${plot.x0 - 38}" y="${y + 4}">initial ${formatNumber(d.initial, 4)} (${below ? 'below' : 'above'} the axis)</text></g>`,
-    );
-  }
-  // Dropped branches first, so adopted ones are drawn on top; the marks after the best-so-far line.
+  return out;
+}
+
+/** The initial score, off the axis: an arrow under the axis's corner, pointing its way. */
+function initialArrow(initial: number, { plot, rawY }: Layout): string {
+  const below = rawY(initial) > plot.y1;
+  const y = H - 16;
+  return (
+    `<g fill="#374151"><title>initial score ${formatNumber(initial, 4)}, off the axis</title>` +
+    `<path d="${below ? `M${plot.x0 - 50} ${y - 4}l8 0l-4 7z` : `M${plot.x0 - 50} ${y + 3}l8 0l-4 -7z`}"/>` +
+    `<text x="${plot.x0 - 38}" y="${y + 4}">initial ${formatNumber(initial, 4)} (${below ? 'below' : 'above'} the axis)</text></g>`
+  );
+}
+
+/** Each episode's line and mark: dropped branches first, so adopted ones are drawn on top. */
+function episodeMarks(d: ChartData, { plot, px, py, off }: Layout): { lines: string[]; marks: string[] } {
+  const lines: string[] = [];
   const marks: string[] = [];
   const order: Outcome[] = ['dropped', 'running', 'kept', 'adopted'];
   for (const o of order) {
@@ -185,7 +211,7 @@ export function renderChartSvg(state: RunState): string {
       const color = COLORS[o];
       const dash = o === 'dropped' ? ' stroke-dasharray="3 3"' : '';
       if (s.y0 !== null) {
-        out.push(
+        lines.push(
           `<line x1="${f(px(s.x0))}" y1="${f(py(s.y0))}" x2="${f(px(s.x1))}" y2="${f(py(s.y1))}" stroke="${color}" stroke-width="1.5"${dash}/>`,
         );
       }
@@ -198,22 +224,28 @@ export function renderChartSvg(state: RunState): string {
   for (const fl of d.failures) {
     marks.push(`<g><title>${esc(fl.id)}: no score</title>${cross([px(fl.x), plot.y1 - 4], CHART_COLORS.failed)}</g>`);
   }
+  return { lines, marks };
+}
+
+/** The best so far, from its first score on the axis: an initial score off it would run along the edge. */
+function bestLine(d: ChartData, { px, py, off }: Layout, initialOff: boolean): string[] {
+  if (d.best.length === 0) return [];
+  const shown = initialOff ? d.best.filter((b) => !off(b.y)) : d.best;
+  const pts = shown.map((b, i) => (i > 0 ? `H${f(px(b.x))}V${f(py(b.y))}` : `M${f(px(b.x))} ${f(py(b.y))}`));
+  return [`<path d="${pts.join('')}" fill="none" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`];
+}
+
+function bestLabel(d: ChartData, { plot, px, py }: Layout): string[] {
   const last = d.best.at(-1);
-  if (last) {
-    // From the first best score on the axis: an initial score off it would run along the edge.
-    const shown = initialOff ? d.best.filter((b) => !off(b.y)) : d.best;
-    const pts = shown.map((b, i) => (i > 0 ? `H${f(px(b.x))}V${f(py(b.y))}` : `M${f(px(b.x))} ${f(py(b.y))}`));
-    out.push(`<path d="${pts.join('')}" fill="none" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`);
-  }
-  out.push(...marks);
-  if (last) {
-    const y = py(last.y);
-    out.push(
-      `<text x="${f(px(last.x) - 4)}" y="${f(y < plot.y0 + 14 ? y + 16 : y - 8)}" text-anchor="end" font-weight="600">best ${formatNumber(last.y, 6)}</text>`,
-    );
-  }
-  // Legend.
-  const legend: [string, (at: readonly [number, number]) => string][] = [
+  if (!last) return [];
+  const y = py(last.y);
+  return [
+    `<text x="${f(px(last.x) - 4)}" y="${f(y < plot.y0 + 14 ? y + 16 : y - 8)}" text-anchor="end" font-weight="600">best ${formatNumber(last.y, 6)}</text>`,
+  ];
+}
+
+function legend(d: ChartData): string[] {
+  const entries: [string, (at: readonly [number, number]) => string][] = [
     [
       'best so far',
       ([lx, ly]) =>
@@ -227,15 +259,15 @@ export function renderChartSvg(state: RunState): string {
       ([lx, ly]) => `<rect x="${lx - 9}" y="${ly - 6}" width="18" height="12" fill="${CHART_COLORS.forkRound}"/>`,
     ],
   ];
-  if (d.failures.length > 0) legend.push(['no score', (at) => cross(at, CHART_COLORS.failed)]);
+  if (d.failures.length > 0) entries.push(['no score', (at) => cross(at, CHART_COLORS.failed)]);
+  const out: string[] = [];
   let lx = M.left + 10;
-  for (const [label, mark] of legend) {
+  for (const [label, mark] of entries) {
     out.push(mark([lx, M.top - 14]), `<text x="${lx + 14}" y="${M.top - 10}">${label}</text>`);
     // About 6.5 px per character at 12 px.
     lx += 40 + label.length * 6.5;
   }
-  out.push('</svg>');
-  return `${out.join('\n')}\n`;
+  return out;
 }
 
 const dot = ([x, y]: readonly [number, number], color: string) =>

@@ -1,6 +1,6 @@
 // What one GitHub run may open and how many may run at once in a repository (`limits.rounds`,
-// `limits.runs_per_repo`), as pure checks with the words the issue is told; and the bounded lists
-// of events a run has acted on, so a delivery GitHub sends twice is acted on once.
+// `limits.runs_per_repo`), as pure checks with the words the issue is told. (The events a run has
+// acted on, so that a delivery GitHub sends twice is acted on once, are core/seen-events.ts.)
 //
 // The round limit. `limits.rounds` counts every round a run opens: the plan's, and the nightly and
 // requested ones. Its default is what the schedule may need plus EXTRA_ROUNDS. "What it may need"
@@ -10,7 +10,7 @@
 // by its plan therefore never meets the default; only extra rounds and an explicit, lower
 // `limits.rounds` do.
 
-import { SEEN_MAX_KEYS, SIMULATED_MAX_ROUNDS } from './bounds.js';
+import { SCHEDULES_REMEMBERED_MAX, SIMULATED_MAX_ROUNDS } from './bounds.js';
 import type { Config } from './config.js';
 import { EXTRA_ROUNDS } from './method.js';
 import { simulate } from './plan.js';
@@ -35,7 +35,7 @@ export function scheduleRounds(config: Config): number {
   } catch {
     rounds = SIMULATED_MAX_ROUNDS;
   }
-  if (scheduled.size >= 100) scheduled.clear();
+  if (scheduled.size >= SCHEDULES_REMEMBERED_MAX) scheduled.clear();
   scheduled.set(key, rounds);
   return rounds;
 }
@@ -119,27 +119,4 @@ export function runsPerRepoProblem(config: Config, running: readonly string[], a
     `${running.length === 1 ? '1 run is' : `${running.length} runs are`} already running in this repository (${which}), ` +
     `as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`
   );
-}
-
-// The events a run has acted on.
-
-/** The key of a webhook delivery (its X-GitHub-Delivery). */
-export function deliveryKey(id: string): string {
-  return `delivery:${id}`;
-}
-
-/** The key of an issue comment (a command): one comment is one command, whatever delivers it. */
-export function commentKey(id: number): string {
-  return `comment:${id}`;
-}
-
-/** Whether any of the keys is in the list. */
-export function seenAny(list: readonly string[] | undefined, keys: readonly string[]): boolean {
-  return keys.some((k) => list?.includes(k));
-}
-
-/** The list with the keys added as the newest, the oldest dropped beyond SEEN_MAX_KEYS. */
-export function remember(list: readonly string[] | undefined, keys: readonly string[]): string[] {
-  const kept = (list ?? []).filter((k) => !keys.includes(k));
-  return [...kept, ...keys].slice(-SEEN_MAX_KEYS);
 }

@@ -5,8 +5,8 @@
 // compare-and-swap as what it changed, and an event whose key is there changes nothing. So a
 // delivery GitHub sends twice, or one replayed later, cannot fork twice or resume a stopped run;
 // a new event (another comment, the label added again after it was removed) is a new request.
-import { remember, seenAny } from '../core/limits.js';
 import { stateRef } from '../core/names.js';
+import { remember, seenAny } from '../core/seen-events.js';
 import type { RunState } from '../core/state.js';
 import type { GitHubApi, GitHubRunRecord, StoredRun } from './api.js';
 import { ConflictError } from './requests.js';

@@ -3,12 +3,13 @@
 // runs, and saves the run's first record; then syncs, which dispatches the opening round.
 import { CONFIG_PATH, type Config, ConfigError, parseConfig } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
-import { remember, runsPerRepoProblem, seenAny } from '../core/limits.js';
+import { runsPerRepoProblem } from '../core/limits.js';
 import { GITHUB, issueRunId, type RefsLayout, runRefs, stateRef } from '../core/names.js';
 import { loadTemplates } from '../core/prompts.js';
 import { RecordError } from '../core/records.js';
 import { mixSeed } from '../core/rng.js';
 import { overridesInText, parseOverrides, type RunOverrides } from '../core/run-overrides.js';
+import { remember, seenAny } from '../core/seen-events.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { visibleText } from '../core/text.js';
 import { workerDrift, workerDriftText } from '../core/worker-drift.js';

@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import {
+  EGRESS_HEADERS_TIMEOUT_MS,
   EGRESS_MAX_CONNECTIONS,
   EGRESS_MAX_DIALS,
   EGRESS_MAX_REFUSED_TARGETS,
@@ -81,6 +82,58 @@ const HOP = [
 class Refused extends Error {}
 
 export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
+  // 1. What the listeners share: the sockets to close, the refusals counted, the way out.
+  const out = egressWay(o.env);
+  // 2. The proxy listener: CONNECT and plain HTTP to what the allowlist lets through.
+  const proxy = createServer();
+  proxy.on('connect', connectHandler(o, out));
+  proxy.on('request', requestHandler(o, out));
+  // 3. One listener per model route, forwarding to its upstream with the key put in.
+  const servers: Record<string, Server> = { proxy };
+  const agents: (HttpAgent | HttpsAgent)[] = [];
+  for (const route of o.routes) {
+    const server = createServer();
+    const forward = routeForwarder(route, out.machine, out.track);
+    if (forward.agent) agents.push(forward.agent);
+    server.on('request', forward.handle);
+    server.on('connect', (_req: IncomingMessage, client: Socket) =>
+      hangUp(client, 'HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n'),
+    );
+    servers[route.name] = server;
+  }
+  const close = async () => {
+    for (const server of Object.values(servers)) server.close();
+    for (const s of out.sockets) s.destroy();
+    for (const a of agents) a.destroy();
+    if (o.socketDir) await rm(o.socketDir, { recursive: true, force: true });
+  };
+  // 4. Every listener open, or none.
+  const listeners: Record<string, string | number> = {};
+  try {
+    for (const [name, server] of Object.entries(servers)) {
+      server.maxConnections = EGRESS_MAX_CONNECTIONS;
+      server.headersTimeout = EGRESS_HEADERS_TIMEOUT_MS;
+      server.on('connection', (s: Socket) => out.track(s));
+      server.on('clientError', (_e, s: Socket) => s.destroy());
+      listeners[name] = await listen(server, o.socketDir ? join(o.socketDir, `${name}.sock`) : null);
+    }
+  } catch (e) {
+    // A listener that could not open leaves none of the others open (they would keep forkflush alive).
+    await close();
+    throw e;
+  }
+  return { listeners, refused: () => out.refused, close };
+}
+
+type EgressWay = ReturnType<typeof egressWay>;
+
+/**
+ * The proxy's way out and its account: every socket tracked (closed with the proxy), refused
+ * targets counted (the first EGRESS_MAX_REFUSED_TARGETS by name), and `open`, a connection to an
+ * allowed target: through the machine's proxy where it has one, else straight to the address the
+ * name resolves to (checked once, and connected to as checked), a few dials at a time.
+ */
+function egressWay(env: NodeJS.ProcessEnv) {
   const refused = new Map<string, number>();
   const sockets = new Set<Socket>();
   const track = (s: Socket) => {
@@ -92,10 +145,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const key = refused.has(target) || refused.size < EGRESS_MAX_REFUSED_TARGETS ? target : 'other targets';
     refused.set(key, (refused.get(key) ?? 0) + 1);
   };
-  const machine = machineProxy(o.env);
+  const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
-  // A connection to an allowed target: through the machine's proxy where it has one, else
-  // straight to the address the name resolves to (checked once, and connected to as checked).
   const open = (host: string, port: number, reach: 'named' | 'wildcard', tls: boolean) =>
     dials(async () => {
       const via = machine.for(host, tls);
@@ -104,20 +155,23 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
       if (reach === 'wildcard' && isInternal(address)) throw new Refused(`${host} is at an internal address`);
       return track(await dial(address, port));
     });
+  return { refused, sockets, track, refuse, machine, open };
+}
 
-  const proxy = createServer();
-  proxy.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
-    track(client);
+/** CONNECT (HTTPS): a tunnel to an allowed host and port, or a refusal the agent can read. */
+function connectHandler(o: EgressProxyOptions, out: EgressWay) {
+  return (req: IncomingMessage, client: Socket, head: Buffer) => {
+    out.track(client);
     client.on('error', () => client.destroy());
     const target = authority(req.url ?? '');
     if (!target) return hangUp(client, 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     const label = `${target.host}:${target.port}`;
     const reach = o.reach(target.host, target.port);
     if (!reach) {
-      refuse(label);
+      out.refuse(label);
       return hangUp(client, refusal(label));
     }
-    open(target.host, target.port, reach, true).then(
+    out.open(target.host, target.port, reach, true).then(
       (upstream) => {
         if (client.destroyed) return void upstream.destroy();
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -125,12 +179,16 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
         splice(client, upstream);
       },
       (e: unknown) => {
-        if (e instanceof Refused) refuse(label);
+        if (e instanceof Refused) out.refuse(label);
         hangUp(client, e instanceof Refused ? refusal(label, e.message) : failure(label, e));
       },
     );
-  });
-  proxy.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  };
+}
+
+/** An absolute-form request (plain HTTP): relayed to an allowed host and port, or answered 403. */
+function requestHandler(o: EgressProxyOptions, out: EgressWay) {
+  return (req: IncomingMessage, res: ServerResponse) => {
     let url: URL;
     try {
       url = new URL(req.url ?? '');
@@ -143,14 +201,14 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     const label = `${host}:${port}`;
     const reach = o.reach(host, port);
     if (!reach) {
-      refuse(label);
+      out.refuse(label);
       return void answer(res, 403, `forkflush: ${label} is not allowed (sandbox.network)`);
     }
     const headers = forwarded(req.headers);
     headers.host = url.host;
-    const via = machine.for(host, false);
+    const via = out.machine.for(host, false);
     if (via) return relayThroughProxy(req, res, via, url.href, headers, null);
-    open(host, port, reach, false).then(
+    out.open(host, port, reach, false).then(
       (socket) =>
         relay(
           req,
@@ -164,46 +222,11 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
           null,
         ),
       (e: unknown) => {
-        if (e instanceof Refused) refuse(label);
+        if (e instanceof Refused) out.refuse(label);
         answer(res, e instanceof Refused ? 403 : 502, `forkflush: ${label}: ${(e as Error).message}`);
       },
     );
-  });
-
-  const servers: Record<string, Server> = { proxy };
-  const agents: (HttpAgent | HttpsAgent)[] = [];
-  for (const route of o.routes) {
-    const server = createServer();
-    const forward = routeForwarder(route, machine, track);
-    if (forward.agent) agents.push(forward.agent);
-    server.on('request', forward.handle);
-    server.on('connect', (_req: IncomingMessage, client: Socket) =>
-      hangUp(client, 'HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n'),
-    );
-    servers[route.name] = server;
-  }
-
-  const close = async () => {
-    for (const server of Object.values(servers)) server.close();
-    for (const s of sockets) s.destroy();
-    for (const a of agents) a.destroy();
-    if (o.socketDir) await rm(o.socketDir, { recursive: true, force: true });
   };
-  const listeners: Record<string, string | number> = {};
-  try {
-    for (const [name, server] of Object.entries(servers)) {
-      server.maxConnections = EGRESS_MAX_CONNECTIONS;
-      server.headersTimeout = 30_000;
-      server.on('connection', (s: Socket) => track(s));
-      server.on('clientError', (_e, s: Socket) => s.destroy());
-      listeners[name] = await listen(server, o.socketDir ? join(o.socketDir, `${name}.sock`) : null);
-    }
-  } catch (e) {
-    // A listener that could not open leaves none of the others open (they would keep forkflush alive).
-    await close();
-    throw e;
-  }
-  return { listeners, refused: () => refused, close };
 }
 
 /** A model route: each request to the upstream, its placeholder swapped for the key, the key masked in the answer. */

@@ -2,17 +2,22 @@
 // group, and stopping it signals the whole group (an agent's tools and a grader's workers too)
 // and every descendant that left the group (Codex runs its tools in sessions of their own).
 // A confined command runs in the sandbox (io/sandbox.ts), whose PID namespace dies with it.
-import { execFileSync, spawn } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync, type WriteStream } from 'node:fs';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
 import {
   DRAIN_POLLS_MAX,
   LOG_MAX_BYTES,
   NOT_STARTED_WITHIN_MS,
   OUTPUT_DRAIN_MS,
+  PROCESS_OUTPUT_MAX_CHARS,
   PROCESS_TRACK_EVERY_MS,
   SECOND_SIGNAL_AFTER_MS,
+  STOP_ALL_GRACE_MS,
+  STOP_GRACE_MS,
 } from '../core/bounds.js';
 import { openingPath } from './opening-path.js';
+import { descendantProcesses, killAll, killGroup, startTime } from './process-tree.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
 
 export interface RunOptions {
@@ -81,7 +86,7 @@ let stopOnExit = false;
  * groups, and descendants that left them): SIGTERM, a moment for them to clean up (git removes its
  * lock files), then SIGKILL. Synchronous, for a process about to exit.
  */
-export function stopAllCommands(graceMs = 500): void {
+export function stopAllCommands(graceMs = STOP_ALL_GRACE_MS): void {
   const leaders = [...running];
   if (leaders.length === 0) return;
   const strays = new Map<number, string>();
@@ -138,163 +143,86 @@ function spawnAndWait(
   confined: Wrapped | undefined,
 ): Promise<RunResult> {
   const started = performance.now();
-  const max = options.maxOutput ?? 1_000_000;
   return new Promise((resolve) => {
-    const child = spawn(confined?.file ?? file, confined?.args ?? args, {
-      cwd: options.cwd,
-      env: options.env ?? process.env,
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe', ...(confined?.fd3 ? ['pipe' as const] : [])],
-    });
-    if (confined?.fd3) writeFd3(child, confined.fd3);
-    if (child.pid !== undefined) running.add(child.pid);
-    if (!stopOnExit) {
-      // Whatever way this process ends (an exit, a crash), no command of its outlives it.
-      stopOnExit = true;
-      process.once('exit', () => stopAllCommands(0));
-    }
-    let stopped: string | null = null;
-    let killTimer: NodeJS.Timeout | undefined;
-    let secondTimer: NodeJS.Timeout | undefined;
-    let log: WriteStream | undefined;
-    let logged = 0;
-    let logProblem: string | null = null;
-    // Resolved once the log is closed (every write flushed, or failed): the caller reads it next.
-    let logClosed = Promise.resolve();
-    if (options.logFile) {
-      const stream = createWriteStream(options.logFile, { flags: 'a' });
-      log = stream;
-      logClosed = new Promise((closed) => stream.once('close', () => closed()));
-      // A log that cannot be written (a full disk) stops the command: nothing it does is recorded.
-      log.on('error', (e) => {
-        logProblem ??= e.message;
-        log = undefined;
-        stop(LOG_FULL);
-      });
-    }
-    const logMax = options.logMaxBytes ?? LOG_MAX_BYTES;
-    const toLog = (d: string) => {
-      if (!log) return;
-      logged += Buffer.byteLength(d);
-      if (logged <= logMax) {
-        log.write(d);
-        return;
-      }
-      log.write(`\n[forkflush: the output passed ${logMax} bytes here; the command was stopped]\n`);
-      log.end();
-      log = undefined;
-      stop(LOG_FULL);
-    };
-    const out = new Tail(max);
-    const err = new Tail(max);
-    let chunks = 0;
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      chunks++;
-      out.add(d);
-      toLog(d);
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      chunks++;
-      err.add(d);
-      toLog(d);
-    });
-    // Descendants found when the stop began (and, tracked, while it ran): once the leader dies
-    // they are orphans that no longer lead back to it, so they are remembered for the SIGKILL.
-    const strays = new Map<number, string>();
-    const remember = () => {
-      if (child.pid === undefined) return;
-      for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
-    };
-    const tracker = options.track && !confined ? setInterval(remember, PROCESS_TRACK_EVERY_MS) : undefined;
-    tracker?.unref();
-    const terminate = () => {
-      if (child.pid === undefined) return;
-      remember();
-      if (confined) {
-        // bwrap and its init would end the namespace at once: the command and its tools get the
-        // SIGTERM and the grace period; bwrap gets the SIGKILL, which ends everything left.
-        const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
-        killAll(strays, 'SIGTERM', init);
-      } else {
-        killGroup(child.pid, 'SIGTERM');
-        killAll(strays, 'SIGTERM');
-      }
-    };
-    let blockedOn: string | null = null;
-    const stop = (reason: string) => {
-      if (stopped !== null || child.pid === undefined) return;
-      stopped = reason;
-      // Before the signal ends the wait: what a command that never answered was waiting for.
-      if (reason === 'timeout' && !confined) blockedOn = openingPath(child.pid);
-      terminate();
-      // Agent CLIs take a first signal as "interrupt this turn" and carry on (opencode 1.18 does);
-      // the second ends them, as a second Ctrl-C does.
-      secondTimer = setTimeout(terminate, SECOND_SIGNAL_AFTER_MS);
-      secondTimer.unref();
-      killTimer = setTimeout(() => {
-        if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
-        killAll(strays, 'SIGKILL');
-      }, options.killAfterMs ?? 2000);
-      killTimer.unref();
-    };
-    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => stop('timeout'), options.timeoutMs);
-    const onAbort = () => stop(String(options.signal?.reason ?? 'aborted'));
+    // 1. The command, in a process group of its own, remembered as running until it exits.
+    const child = startChild(file, args, options, confined);
+    // 2. How it is stopped: for time, for the abort signal, or for a log that is full.
+    const stopper = stopperFor(child, options, confined);
+    const timer =
+      options.timeoutMs === undefined ? undefined : setTimeout(() => stopper.stop('timeout'), options.timeoutMs);
+    const onAbort = () => stopper.stop(String(options.signal?.reason ?? 'aborted'));
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener('abort', onAbort, { once: true });
-
-    // EPIPE when a command exits without reading its stdin is expected, not an error.
+    // 3. Its output: each stream's end in memory, and all of it in the log file, up to its cap.
+    const output = readOutput(child, options, stopper.stop);
+    // 4. Its input. EPIPE when a command exits without reading its stdin is expected, not an error.
     child.stdin.on('error', () => {});
     child.stdin.end(options.input ?? '');
+    // 5. Its end: the result as it is once the output is given up, handed over once the log is closed.
+    const settle = (ended: Ended, spawnError: string | undefined): RunResult => {
+      clearTimeout(timer);
+      stopper.clear();
+      options.signal?.removeEventListener('abort', onAbort);
+      const logProblem = output.log?.problem();
+      return {
+        ...ended,
+        stdout: output.out.text(),
+        stderr: output.err.text(),
+        stopped: stopper.stopped(),
+        ms: performance.now() - started,
+        ...(spawnError ? { spawnError } : {}),
+        ...stopper.blocked(),
+        ...(output.out.cut || output.err.cut ? { outputCut: true as const } : {}),
+        ...(logProblem ? { logProblem } : {}),
+      };
+    };
+    void waitForEnd(child, output, settle).then(resolve);
+    child.on('exit', () => {
+      if (child.pid !== undefined) running.delete(child.pid);
+      stopper.leaderExited();
+    });
+  });
+}
 
+/**
+ * Resolves when the command is done: anything the group left running past its leader's exit is
+ * stopped (by the caller, at 'exit'), so that nothing keeps the pipes open (and this pending)
+ * after the command itself is done. Output is read until the command exits, and for a moment
+ * after: a child that holds the pipes ends nothing.
+ */
+function waitForEnd(
+  child: Child,
+  output: ReturnType<typeof readOutput>,
+  settle: (ended: Ended, spawnError: string | undefined) => RunResult,
+): Promise<RunResult> {
+  return new Promise((resolve) => {
     let spawnError: string | undefined;
     child.on('error', (e) => {
       spawnError = e.message;
     });
-    // Anything the group left running past its leader's exit is stopped, so that nothing keeps
-    // the pipes open (and this promise pending) after the command itself is done. Output is read
-    // until the command exits, and for a moment after: a child that holds the pipes ends nothing.
     let done = false;
-    let ended: { exitCode: number | null; signal: NodeJS.Signals | null } | null = null;
+    let ended: Ended | null = null;
     let drainTimer: NodeJS.Timeout | undefined;
     const finish = () => {
       if (done || !ended) return;
       done = true;
-      if (timer) clearTimeout(timer);
-      if (killTimer) clearTimeout(killTimer);
-      if (secondTimer) clearTimeout(secondTimer);
-      if (drainTimer) clearTimeout(drainTimer);
-      if (tracker) clearInterval(tracker);
-      options.signal?.removeEventListener('abort', onAbort);
+      clearTimeout(drainTimer);
       child.stdout.destroy();
       child.stderr.destroy();
-      const result = {
-        ...ended,
-        stdout: out.text(),
-        stderr: err.text(),
-        stopped,
-        ms: performance.now() - started,
-        ...(spawnError ? { spawnError } : {}),
-        ...(blockedOn !== null ? { blockedOn } : {}),
-        ...(out.cut || err.cut ? { outputCut: true as const } : {}),
-        ...(logProblem ? { logProblem } : {}),
-      };
-      log?.end();
-      void logClosed.then(() => resolve(result));
+      const result = settle(ended, spawnError);
+      output.log?.end();
+      void (output.log?.closed ?? Promise.resolve()).then(() => resolve(result));
     };
     // The drain's end: on a busy machine the timer can fire before the loop has read what the
     // command wrote before it exited (timers run before I/O in a loop's turn), so the output is
     // given up only after a turn of the loop that read nothing more (a child that holds the pipes
     // and keeps writing is bounded by the count).
     const drain = (seen: number, polls: number) => {
-      if (chunks === seen || polls === 0) finish();
-      else setImmediate(() => drain(chunks, polls - 1));
+      if (output.chunks() === seen || polls === 0) finish();
+      else setImmediate(() => drain(output.chunks(), polls - 1));
     };
     child.on('exit', (exitCode, signal) => {
       ended = { exitCode, signal };
-      if (child.pid !== undefined) running.delete(child.pid);
-      if (tracker) remember();
-      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
-      if (stopped !== null || tracker) killAll(strays, 'SIGKILL');
       drainTimer = setTimeout(() => drain(-1, DRAIN_POLLS_MAX), OUTPUT_DRAIN_MS);
     });
     child.on('close', (exitCode, signal) => {
@@ -304,103 +232,134 @@ function spawnAndWait(
   });
 }
 
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // The group is already gone.
+type Child = ChildProcessByStdio<Writable, Readable, Readable>;
+type Ended = { exitCode: number | null; signal: NodeJS.Signals | null };
+
+/** Spawns the command in a group of its own; no command outlives this process, however it ends. */
+function startChild(file: string, args: string[], options: RunOptions, confined: Wrapped | undefined): Child {
+  const child = spawn(confined?.file ?? file, confined?.args ?? args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe', ...(confined?.fd3 ? ['pipe' as const] : [])],
+  }) as Child;
+  if (confined?.fd3) writeFd3(child, confined.fd3);
+  if (child.pid !== undefined) running.add(child.pid);
+  if (!stopOnExit) {
+    // Whatever way this process ends (an exit, a crash), no command of its outlives it.
+    stopOnExit = true;
+    process.once('exit', () => stopAllCommands(0));
   }
+  return child;
 }
 
 /**
- * Signals remembered processes, except those in `spare`; one whose start time changed is another
- * process that reused the pid, and is left alone.
+ * Stops a command and what it started: SIGTERM to its group and to the descendants that left it,
+ * a second SIGTERM, then SIGKILL. Descendants found when the stop began (and, tracked, while it
+ * ran) are remembered: once the leader dies they are orphans that no longer lead back to it.
  */
-function killAll(pids: Map<number, string>, signal: NodeJS.Signals, spare?: Set<number>): void {
-  for (const [pid, start] of pids) {
-    if (spare?.has(pid) || startTime(pid) !== start) continue;
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // Already gone.
+function stopperFor(child: Child, options: RunOptions, confined: Wrapped | undefined) {
+  let stopped: string | null = null;
+  let blockedOn: string | null = null;
+  let killTimer: NodeJS.Timeout | undefined;
+  let secondTimer: NodeJS.Timeout | undefined;
+  const strays = new Map<number, string>();
+  const remember = () => {
+    if (child.pid === undefined) return;
+    for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
+  };
+  const tracker = options.track && !confined ? setInterval(remember, PROCESS_TRACK_EVERY_MS) : undefined;
+  tracker?.unref();
+  const terminate = () => {
+    if (child.pid === undefined) return;
+    remember();
+    if (confined) {
+      // bwrap and its init would end the namespace at once: the command and its tools get the
+      // SIGTERM and the grace period; bwrap gets the SIGKILL, which ends everything left.
+      const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
+      killAll(strays, 'SIGTERM', init);
+    } else {
+      killGroup(child.pid, 'SIGTERM');
+      killAll(strays, 'SIGTERM');
     }
-  }
+  };
+  const stop = (reason: string) => {
+    if (stopped !== null || child.pid === undefined) return;
+    stopped = reason;
+    // Before the signal ends the wait: what a command that never answered was waiting for.
+    if (reason === 'timeout' && !confined) blockedOn = openingPath(child.pid);
+    terminate();
+    // Agent CLIs take a first signal as "interrupt this turn" and carry on (opencode 1.18 does);
+    // the second ends them, as a second Ctrl-C does.
+    secondTimer = setTimeout(terminate, SECOND_SIGNAL_AFTER_MS);
+    secondTimer.unref();
+    killTimer = setTimeout(() => {
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+      killAll(strays, 'SIGKILL');
+    }, options.killAfterMs ?? STOP_GRACE_MS);
+    killTimer.unref();
+  };
+  return {
+    stop,
+    stopped: () => stopped,
+    blocked: () => (blockedOn !== null ? { blockedOn } : {}),
+    /** The leader is gone: what is left of its group (and, stopped or tracked, its strays) is killed. */
+    leaderExited: () => {
+      if (tracker) remember();
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+      if (stopped !== null || tracker) killAll(strays, 'SIGKILL');
+    },
+    clear: () => {
+      clearTimeout(killTimer);
+      clearTimeout(secondTimer);
+      clearInterval(tracker);
+    },
+  };
 }
 
-interface ProcessLink {
-  pid: number;
-  ppid: number;
-  /** When it started (clock ticks since boot), to tell it from a later process with its pid. */
-  start: string;
+/** Reads both streams into their tails and the log file; a log that is full or fails stops the command. */
+function readOutput(child: Child, options: RunOptions, stop: (reason: string) => void) {
+  const max = options.maxOutput ?? PROCESS_OUTPUT_MAX_CHARS;
+  const out = new Tail(max);
+  const err = new Tail(max);
+  const log = options.logFile ? openLog(options.logFile, options.logMaxBytes ?? LOG_MAX_BYTES, stop) : undefined;
+  let chunks = 0;
+  const take = (tail: Tail) => (d: string) => {
+    chunks++;
+    tail.add(d);
+    log?.write(d);
+  };
+  child.stdout.setEncoding('utf8').on('data', take(out));
+  child.stderr.setEncoding('utf8').on('data', take(err));
+  return { out, err, log, chunks: () => chunks };
 }
 
-/** Every live descendant of `root`, whatever its process group or session. */
-export function descendants(root: number): number[] {
-  return descendantProcesses(root).map((p) => p.pid);
-}
-
-/** The descendants of `root`, down to `levels` below it (all, by default). */
-function descendantProcesses(root: number, levels = Number.POSITIVE_INFINITY): ProcessLink[] {
-  const children = new Map<number, ProcessLink[]>();
-  for (const link of processLinks()) {
-    const list = children.get(link.ppid) ?? [];
-    list.push(link);
-    children.set(link.ppid, list);
-  }
-  const found: ProcessLink[] = [];
-  let level = [root];
-  for (let depth = 0; depth < levels && level.length > 0; depth++) {
-    const next: number[] = [];
-    for (const pid of level) {
-      for (const child of children.get(pid) ?? []) {
-        found.push(child);
-        next.push(child.pid);
-      }
+/** The command's log file, appended to, up to `maxBytes`; `closed` resolves once every write is flushed or failed. */
+function openLog(path: string, maxBytes: number, stop: (reason: string) => void) {
+  const stream = createWriteStream(path, { flags: 'a' });
+  let open: WriteStream | undefined = stream;
+  let logged = 0;
+  let problem: string | null = null;
+  const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
+  // A log that cannot be written (a full disk) stops the command: nothing it does is recorded.
+  stream.on('error', (e) => {
+    problem ??= e.message;
+    open = undefined;
+    stop(LOG_FULL);
+  });
+  const write = (d: string) => {
+    if (!open) return;
+    logged += Buffer.byteLength(d);
+    if (logged <= maxBytes) {
+      open.write(d);
+      return;
     }
-    level = next;
-  }
-  return found;
-}
-
-/** The fields of /proc/<pid>/stat after the command name, which is in parentheses and may hold spaces. */
-function statFields(pid: number | string): string[] | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
-}
-
-/** A process's start time, '' where /proc does not tell (macOS), null when it is gone. */
-function startTime(pid: number): string | null {
-  if (process.platform !== 'linux') return '';
-  return statFields(pid)?.[19] ?? null;
-}
-
-/** Every process with its parent: from /proc on Linux, from ps elsewhere (macOS). */
-function processLinks(): ProcessLink[] {
-  const links: ProcessLink[] = [];
-  try {
-    for (const name of readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      const fields = statFields(name);
-      // Field 4 is the parent (index 1 after the name), field 22 the start time (index 19).
-      if (fields) links.push({ pid: Number(name), ppid: Number(fields[1]), start: fields[19] ?? '' });
-    }
-    return links;
-  } catch {
-    try {
-      const out = execFileSync('ps', ['-A', '-o', 'pid=,ppid='], { encoding: 'utf8' });
-      for (const line of out.split('\n')) {
-        const [pid, ppid] = line.trim().split(/\s+/).map(Number);
-        if (pid && ppid !== undefined && !Number.isNaN(ppid)) links.push({ pid, ppid, start: '' });
-      }
-    } catch {
-      // No way to see the tree: the process group alone is signalled.
-    }
-    return links;
-  }
+    open.write(`\n[forkflush: the output passed ${maxBytes} bytes here; the command was stopped]\n`);
+    open.end();
+    open = undefined;
+    stop(LOG_FULL);
+  };
+  return { write, end: () => open?.end(), closed, problem: () => problem };
 }
 
 /**
@@ -427,15 +386,5 @@ class Tail {
     if (all.length <= this.max) return all;
     this.cut = true;
     return all.slice(all.length - this.max);
-  }
-}
-
-/** Whether a process with this pid exists (EPERM: it does, as another user's). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

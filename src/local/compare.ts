@@ -3,13 +3,12 @@
 // `.forkflush/<kind>-<id>/compare.json`, saved before and after every run, so an interrupted
 // compare, run again, resumes its unfinished runs (openRun, drive) and starts only the missing
 // ones. Runs share the episode limit: a run takes as many slots as it runs episodes at once (K,
-// or 1 for the serial strategies), and runs start side by side while the slots allow.
+// or 1 for the serial strategies), and runs start side by side while the slots allow. This file
+// chooses the manifest and schedules its entries; compare-runs.ts runs each one and writes the outputs.
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
-import { spent as spentOf } from '../core/budget.js';
-import { chartGroups, compareChartData, renderCompareChartSvg } from '../core/compare/chart.js';
 import type { Variant } from '../core/compare/config.js';
 import {
   type CompareManifest,
@@ -21,21 +20,16 @@ import {
   samePlan,
   variantText,
 } from '../core/compare/plan.js';
-import { duration, renderCompareReport } from '../core/compare/report.js';
-import { type CompareResults, compareResults, progressEstimate, runDone, runRecord } from '../core/compare/results.js';
+import { type CompareResults, compareResults, runDone } from '../core/compare/results.js';
 import { type Config, parseConfig, type Strategy } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
 import { RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
-import { runStop } from '../core/stop.js';
-import { formatNumber } from '../core/text.js';
+import { CompareRuns, entryConfig, stateOf } from './compare-runs.js';
 import { scheduleRuns } from './compare-schedule.js';
-import { eventLine } from './progress.js';
-import { readMap, writeReports } from './reports.js';
-import { drive } from './runner.js';
-import { loadConfig, type OpenRun, openRun, startRun } from './start.js';
-import { RunStore, writeAtomic } from './store.js';
+import { loadConfig, startRun } from './start.js';
+import { RunStore } from './store.js';
 
 export interface CompareOptions {
   kind: 'compare' | 'probe';
@@ -160,9 +154,8 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   // 1. The manifest: resumed or new; a dry run stops after the checks.
   const chosen = await chooseCompare(o);
   if (o.dryRun) return dryRunCompare(o, chosen);
-  const { taskDir, created, base, configPathInRepo } = chosen;
+  const { taskDir, created, base, configPathInRepo, resumed } = chosen;
   let { manifest } = chosen;
-  const { resumed } = chosen;
   if (!resumed) {
     await mkdir(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
@@ -170,221 +163,44 @@ export async function runCompare(o: CompareOptions): Promise<CompareOutcome> {
   const dir = join(RunStore.runsDir(taskDir), manifest.id);
   // One process drives a compare: two would start the same missing run twice.
   const release = await new RunStore(dir).lock();
+  // 2. The variants' config files, the manifest saved, and the states of the runs it has.
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
     if (text !== null) await writeFile(join(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
-  let saving = Promise.resolve();
-  const save = () => {
-    saving = saving.then(() => writeAtomic(join(dir, 'compare.json'), `${JSON.stringify(m, null, 1)}\n`));
-    return saving;
-  };
-  await save();
-
   const states = new Map<string, RunState>();
   for (const e of m.entries) {
     const st = e.run ? await loadState(taskDir, e.run) : null;
     if (st) states.set(st.id, st);
   }
-  const limit = o.concurrency ?? base.fork.branches;
-  const halt = new AbortController();
-  const signal = o.signal ? AbortSignal.any([o.signal, halt.signal]) : halt.signal;
-  const total = m.entries.length;
-  const started = Date.now();
-  const clock = () => {
-    const t = Math.floor((Date.now() - started) / 1000);
-    return `[${String(Math.floor(t / 60)).padStart(2, '0')}:${String(t % 60).padStart(2, '0')}]`;
-  };
-  const spentAtStart = new Map([...states].map(([id, st]) => [id, spentOf(st)]));
-  const estimate = () => {
-    const elapsedSeconds = (Date.now() - started) / 1000;
-    const left = progressEstimate({
-      manifest: m,
-      states,
-      spentAtStart,
-      elapsedSeconds,
-      budget: m.budget ?? base.budget.total,
-    });
-    if (left.runs === 0) return 'All runs are done.';
-    const time = left.seconds === null ? '? (after the first spend)' : duration(left.seconds);
-    return `${left.runs} left: about ${time} and ${formatNumber(left.spend, 2)} ${base.budget.unit} to go`;
-  };
-  let failure: { code: number; message: string } | null = null;
-  let interrupted = false;
-  let startLock = Promise.resolve() as Promise<unknown>;
-  // A note every run gets (the plan's, the sandbox's) is said once.
-  const noted = new Set<string>();
-  // The outputs are written one set at a time, each from the states as they are then: runs that
-  // finish together must not interleave their writes (an older set could land last).
-  let written: Promise<unknown> = Promise.resolve();
-  const outputs = (): Promise<CompareResults> => {
-    const next = written.then(() => writeCompareOutputs(dir, m, states, base, taskDir));
-    written = next.catch(() => {});
-    return next;
-  };
-
-  const runEntry = async (i: number, width: number) => {
-    const e = m.entries[i] as CompareManifest['entries'][number];
-    const label = `run ${i + 1} of ${total} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ''}, seed ${e.seed})`;
-    // A run whose setup could not work (fixed since), or whose folder is gone, is started again.
-    let open: OpenRun | null = e.run ? await openRun(taskDir, e.run).catch(() => null) : null;
-    if (e.run && (!open || runStop(open.state)?.code === 2)) {
-      e.abandoned = [...(e.abandoned ?? []), e.run];
-      [open, e.run] = [null, null];
-    }
-    if (!open) {
-      const variant = m.variants.find((v) => v.name === e.variant) as Variant;
-      const configFile =
-        variantText(m, variant, configPathInRepo) === null ? m.configFile : join(dir, `variant-${variant.name}.yml`);
-      open = await adopt(taskDir, m, e, configFile);
-      if (!open) {
-        const start = startLock.then(() =>
-          startRun({
-            dir: taskDir,
-            configFile,
-            overrides: runOverrides(m, e.strategy),
-            seed: e.seed,
-            concurrency: width,
-            now: o.now(),
-            ...(o.env ? { env: o.env } : {}),
-          }),
-        );
-        startLock = start.catch(() => {});
-        open = await start;
-      }
-      e.run = open.state.id;
-      await save();
-      for (const w of open.warnings) if (!noted.has(w)) o.log(`${clock()} note: ${w}`);
-      for (const w of open.warnings) noted.add(w);
-    }
-    states.set(open.state.id, open.state);
-    spentAtStart.set(open.state.id, spentAtStart.get(open.state.id) ?? spentOf(open.state));
-    if (runDone(open.state)) return;
-    o.log(`${clock()} ${label}: ${open.state.rounds.length > 0 ? 'resumed' : 'started'} as run ${open.state.id}`);
-    const t0 = Date.now();
-    const result = await drive(open.state, {
-      store: open.store,
-      forge: open.forge,
-      info: { ...open.info, concurrency: width },
-      isolation: open.isolation,
-      signal,
-      onEvent: (ev) => {
-        states.set(ev.state.id, ev.state);
-        const line =
-          ev.type === 'episode-done' || (ev.type === 'decided' && ev.round.kind === 'fork') ? eventLine(ev) : null;
-        if (line) o.log(`${clock()}   #${i + 1} ${line}`);
-      },
-    }).finally(async () => {
-      e.wallSeconds = Math.round((e.wallSeconds + (Date.now() - t0) / 1000) * 1000) / 1000;
-      await save();
-    });
-    states.set(result.state.id, result.state);
-    // A full disk stops the whole comparison, which `--resume` continues once there is space.
-    if (result.problem) throw new Error(`${label}: ${result.problem}`);
-    const { repo, taskDir: where, scratch } = open.info;
-    await writeReports(open.store, result.state, { repo, taskDir: where, scratch });
-    if (result.stopped && result.stopped.code === 2 && !failure) {
-      failure = { code: 2, message: `${label}: ${result.stopped.message}` };
-      halt.abort('setup');
-    }
-    if (result.interrupted) {
-      if (!halt.signal.aborted) interrupted = true;
-      return;
-    }
-    const best = result.state.best?.score;
-    o.log(
-      `${clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === undefined ? 'none' : formatNumber(best, 4)}`}, ` +
-        `spent ${formatNumber(spentOf(result.state), 2)} ${base.budget.unit} in ${duration((Date.now() - t0) / 1000)}. ${estimate()}`,
-    );
-    await outputs();
-  };
-
+  const runs = new CompareRuns(o, { m, dir, taskDir, base, configPathInRepo }, states);
+  await runs.save();
   // 3. The runs, scheduled in plan order.
+  const limit = o.concurrency ?? base.fork.branches;
   const pending = m.entries.map((_, i) => i).filter((i) => !runDone(stateOf(m, i, states)));
   o.log(
-    `${m.kind} ${m.id}: ${total} runs, ${pending.length} to do; up to ${limit} episodes at once${resumed ? ' (resumed)' : ''}`,
+    `${m.kind} ${m.id}: ${m.entries.length} runs, ${pending.length} to do; up to ${limit} episodes at once${resumed ? ' (resumed)' : ''}`,
   );
   const error = await scheduleRuns(
     m,
     pending,
     limit,
     (i) => Math.min(limit, runWidth(entryConfig(m, i, states, configPathInRepo))),
-    runEntry,
-    signal,
-    halt,
+    (i, width) => runs.runEntry(i, width),
+    runs.signal,
+    runs.halt,
   );
-  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - started) / 1000) * 1000) / 1000;
-  await save();
+  // 4. The compare's wall time saved, its outputs written, and its exit code.
+  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - runs.started) / 1000) * 1000) / 1000;
+  await runs.save();
   await release();
   if (error !== null) throw error;
-  if (o.signal?.aborted) interrupted = true;
-  const results = await outputs();
+  if (o.signal?.aborted) runs.interrupted = true;
+  const results = await runs.outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
-  if (failure) return { ...end, ...(failure as { code: number; message: string }) };
-  return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
-}
-
-/**
- * results.json, report.md and chart.svg of the compare, from its runs' states as they are; the
- * report shows the compare's idea map when `forkflush map` made one (map.json beside them).
- */
-export async function writeCompareOutputs(
-  dir: string,
-  m: CompareManifest,
-  states: Map<string, RunState>,
-  base: Config,
-  taskDir: string,
-): Promise<CompareResults> {
-  const results = compareResults(m, states, base);
-  const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
-  const chart = compareChartData(chartGroups(m, states), options);
-  const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? '' : 's'} per strategy`;
-  await writeAtomic(join(dir, 'chart.svg'), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join(dir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  const map = await readMap(dir);
-  await writeAtomic(
-    join(dir, 'report.md'),
-    renderCompareReport(results, { chartFile: 'chart.svg', taskDir, ...(map ? { map, mapFile: 'map.svg' } : {}) }),
-  );
-  return results;
-}
-
-/** The config a planned run starts with (a started one's own), for its width. */
-function entryConfig(m: CompareManifest, i: number, states: Map<string, RunState>, inRepo: string | null): Config {
-  const st = stateOf(m, i, states);
-  if (st) return st.config;
-  const e = m.entries[i] as CompareManifest['entries'][number];
-  const v = m.variants.find((x) => x.name === e.variant) as Variant;
-  return parseConfig(variantText(m, v, inRepo) ?? m.configText, `variant ${v.name}`, runOverrides(m, e.strategy));
-}
-
-function stateOf(m: CompareManifest, i: number, states: Map<string, RunState>): RunState | null {
-  const run = m.entries[i]?.run;
-  return run ? (states.get(run) ?? null) : null;
-}
-
-/**
- * A run this entry started just before a crash, before the manifest recorded it: one nobody else
- * claims, started after the compare, with the entry's seed, strategy and config file.
- */
-async function adopt(
-  taskDir: string,
-  m: CompareManifest,
-  e: CompareManifest['entries'][number],
-  configFile: string,
-): Promise<OpenRun | null> {
-  const claimed = new Set(m.entries.flatMap((x) => [x.run, ...(x.abandoned ?? [])]));
-  for (const id of await RunStore.list(taskDir)) {
-    if (claimed.has(id)) continue;
-    const store = RunStore.forRun(taskDir, id);
-    const info = await store.info().catch(() => null);
-    const st = await store.load().catch(() => null);
-    if (!info || !st || info.startedAt < m.createdAt || info.configFile !== configFile) continue;
-    if (st.seed === e.seed && st.config.strategy === e.strategy && runRecord(e, st).status !== 'failed')
-      return openRun(taskDir, id);
-  }
-  return null;
+  if (runs.failure) return { ...end, ...runs.failure };
+  return { ...end, code: runs.interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 
 /** The kind's compares in the task folder that have runs left to do, oldest first. */
@@ -433,7 +249,7 @@ async function claimFolder(taskDir: string, kind: string, now: Date): Promise<st
   );
 }
 
-const loadState = (taskDir: string, id: string) =>
+export const loadState = (taskDir: string, id: string) =>
   RunStore.forRun(taskDir, id)
     .load()
     .catch(() => null);

@@ -8,7 +8,7 @@ import { type Config, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import type { MapRecord } from '../core/map/record.js';
 import type { RunState } from '../core/state.js';
-import { writeCompareOutputs } from './compare.js';
+import { writeCompareOutputs } from './compare-runs.js';
 import { writeReports } from './reports.js';
 import { loadConfig } from './start.js';
 import { type RunInfo, RunStore } from './store.js';

@@ -1,5 +1,6 @@
 // Progress of a local run: one line per event, and on a terminal a live footer with the
 // episodes in flight and how long each has run.
+import { PROGRESS_REDRAW_EVERY_MS } from '../core/bounds.js';
 import { spent } from '../core/budget.js';
 import { describeContext } from '../core/journal.js';
 import { scoreText } from '../core/report.js';
@@ -104,7 +105,7 @@ export function progressView(
     ? setInterval(() => {
         clearFooter();
         drawFooter();
-      }, 1000)
+      }, PROGRESS_REDRAW_EVERY_MS)
     : undefined;
   timer?.unref();
   return {

@@ -47,110 +47,153 @@ export async function drive(initial: RunState, o: DriveOptions): Promise<DriveRe
 }
 
 async function driveLocked(initial: RunState, options: DriveOptions): Promise<DriveResult> {
-  let state = initial;
-  // An agent or a setup that cannot work stops the episodes in flight too: they would fail the same way.
-  const halt = new AbortController();
-  const o = {
-    ...options,
-    isolation: options.isolation ?? (await isolationFor(initial.config.sandbox.mode)),
-    signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal,
-  };
-  const sealKey = await o.store.sealKey();
-  // What setup made for a base, shared by that base's episodes (setup.cache): in the run folder.
-  const setupCache = new SetupCache(o.store.path('setup-cache'));
-  const emit = o.onEvent ?? (() => {});
-  // Saves are queued so that concurrent episodes never write the state file at once.
-  let saving: Promise<void> = Promise.resolve();
-  const save = () => {
-    const snapshot = state;
-    saving = saving.then(() => o.store.save(snapshot));
-    return saving;
-  };
-  // The work the core's decisions call for (core/work.ts). What was done lives in this process
-  // only: after a restart it is all carried out again, and each step is idempotent on refs.
-  let done: WorkDone = NOTHING_DONE;
-  let working: Promise<void> = Promise.resolve();
-  const carry = () => {
-    working = working.then(async () => {
-      for (const item of dueWork(state, done)) {
-        await carryOut(o.forge, state, item);
-        done = markDone(done, item);
-      }
-    });
-    return working;
-  };
-  await o.forge.createLineages(state);
-
+  const d = await Driver.open(initial, options);
+  await d.o.forge.createLineages(d.state);
   for (;;) {
-    // The core's own steps, until it waits for episodes; a setup that cannot work stops it first.
-    const advanced = advance(state, (s, next) => stopBefore(s, next) !== null);
-    // With fork.losers: journal, the losers' notes of each decided round, read before their branches go.
-    state = await recordLosers(advanced.state, (commit) => o.forge.journalAt(commit, state.config.journal));
-    if (advanced.steps.length > 0 || state !== advanced.state) await save();
-    await carry();
-    for (const step of advanced.steps) {
-      if (step.type === 'open') emit({ type: 'round', state, round: roundOf(state, step.round.index) });
-      if (step.type === 'decide') emit({ type: 'decided', state, round: roundOf(state, step.round) });
-    }
-    if (advanced.steps.some((s) => s.type === 'decide')) await writeReports(o.store, state);
-    const actions = reconcile(state);
-    const failure = stopBefore(state, actions[0]);
+    // 1. The core's own steps, until it waits for episodes.
+    await d.advanceCore();
+    // 2. What is due next: a stop of the run's own, the user's stop, or a round's episodes.
+    const actions = reconcile(d.state);
+    const failure = stopBefore(d.state, actions[0]);
     if (failure) {
-      await save();
-      await writeReports(o.store, state);
-      return { state, interrupted: false, stopped: failure };
+      await d.save();
+      await writeReports(d.o.store, d.state);
+      return { state: d.state, interrupted: false, stopped: failure };
     }
-    if (o.signal.aborted) return { state, interrupted: true };
+    if (d.o.signal.aborted) return { state: d.state, interrupted: true };
     const first = actions[0];
     if (first?.type !== 'run') break;
-    const round = roundOf(state, first.round);
+    // 3. The round's due episodes, up to the concurrency at once; then the loop asks again.
     const ids = new Set(actions.map((a) => (a.type === 'run' ? a.episode : '')));
-    const pending = round.episodes.filter((e) => ids.has(e.id));
-    let problem: string | undefined;
-    const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
-      if (halt.signal.aborted) return false;
-      // Saved before the agent runs: a forkflush killed with the episode in flight leaves it counted.
-      let started = false;
-      const starting = async () => {
-        state = recordStart(state, e.id);
-        started = true;
-        await save();
-      };
-      // The episode ended under forkflush's eyes (a result, or a stop of its own): not a start that never ended.
-      const ended = (s: RunState) => (started ? takeBackStart(s, e.id) : s);
-      const result = await runOne(state, e, o, sealKey, setupCache, emit, starting);
-      if ('interrupted' in result) {
-        // Stopped by forkflush itself: the start is taken back, and the episode runs again on resume.
-        state = ended(applyInterrupted(state, e.id, result.interrupted ?? 0, result.estimated));
-        // A full disk stops the episodes in flight too: they would fail the same way.
-        if (result.problem) {
-          problem ??= result.problem;
-          halt.abort('disk');
-        }
-        return false;
+    const ended = await d.runEpisodes(roundOf(d.state, first.round).episodes.filter((e) => ids.has(e.id)));
+    if (ended) return ended;
+  }
+  await writeReports(d.o.store, d.state);
+  d.emit({ type: 'finished', state: d.state });
+  return { state: d.state, interrupted: false };
+}
+
+/** One drive of a run: its state as it moves, its saves and its work queued one at a time. */
+class Driver {
+  /** The work the core's decisions call for (core/work.ts) that this process has carried out. */
+  private done: WorkDone = NOTHING_DONE;
+  private saving: Promise<void> = Promise.resolve();
+  private working: Promise<void> = Promise.resolve();
+
+  private constructor(
+    public state: RunState,
+    readonly o: DriveOptions & { isolation: Isolation; signal: AbortSignal },
+    /** An agent or a setup that cannot work stops the episodes in flight too: they would fail the same way. */
+    readonly halt: AbortController,
+    readonly sealKey: Buffer | null,
+    /** What setup made for a base, shared by that base's episodes (setup.cache): in the run folder. */
+    readonly setupCache: SetupCache,
+    readonly emit: (e: RunEvent) => void,
+  ) {}
+
+  static async open(initial: RunState, options: DriveOptions): Promise<Driver> {
+    const halt = new AbortController();
+    const o = {
+      ...options,
+      isolation: options.isolation ?? (await isolationFor(initial.config.sandbox.mode)),
+      signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal,
+    };
+    const sealKey = await o.store.sealKey();
+    const setupCache = new SetupCache(o.store.path('setup-cache'));
+    return new Driver(initial, o, halt, sealKey, setupCache, o.onEvent ?? (() => {}));
+  }
+
+  /** Saves are queued so that concurrent episodes never write the state file at once. */
+  save(): Promise<void> {
+    const snapshot = this.state;
+    this.saving = this.saving.then(() => this.o.store.save(snapshot));
+    return this.saving;
+  }
+
+  /**
+   * Carries out the work that is due. What was done lives in this process only: after a restart
+   * it is all carried out again, and each step is idempotent on refs.
+   */
+  carry(): Promise<void> {
+    this.working = this.working.then(async () => {
+      for (const item of dueWork(this.state, this.done)) {
+        await carryOut(this.o.forge, this.state, item);
+        this.done = markDone(this.done, item);
       }
-      state = applyResult(ended(state), e.id, result);
-      // The best branch moves before the result is saved: the best workspace is always on a ref.
-      await carry();
-      await save();
-      emit({ type: 'episode-done', state, episode: e, result });
-      if (stopReason(state)?.code === 2) halt.abort('stop');
-      return true;
     });
+    return this.working;
+  }
+
+  /** The core's own steps, until it waits for episodes; a setup that cannot work stops it first. */
+  async advanceCore(): Promise<void> {
+    const advanced = advance(this.state, (s, next) => stopBefore(s, next) !== null);
+    // With fork.losers: journal, the losers' notes of each decided round, read before their branches go.
+    this.state = await recordLosers(advanced.state, (commit) =>
+      this.o.forge.journalAt(commit, this.state.config.journal),
+    );
+    if (advanced.steps.length > 0 || this.state !== advanced.state) await this.save();
+    await this.carry();
+    for (const step of advanced.steps) {
+      if (step.type === 'open')
+        this.emit({ type: 'round', state: this.state, round: roundOf(this.state, step.round.index) });
+      if (step.type === 'decide')
+        this.emit({ type: 'decided', state: this.state, round: roundOf(this.state, step.round) });
+    }
+    if (advanced.steps.some((s) => s.type === 'decide')) await writeReports(this.o.store, this.state);
+  }
+
+  /** Runs the episodes; the drive's result when it must end here, null when the loop goes on. */
+  async runEpisodes(pending: Episode[]): Promise<DriveResult | null> {
+    let problem: string | undefined;
+    const interrupted = await runPool(pending, this.o.info.concurrency, (e) =>
+      this.runPooled(e, (p) => {
+        problem ??= p;
+      }),
+    );
     if (problem) {
       // The disk may refuse this save too: the state on disk is then the one before, just as sound.
-      await save().catch(() => {});
-      return { state, interrupted: true, problem };
+      await this.save().catch(() => {});
+      return { state: this.state, interrupted: true, problem };
     }
-    if (interrupted && halt.signal.aborted) continue;
+    if (interrupted && this.halt.signal.aborted) return null;
     if (interrupted) {
-      await save();
-      return { state, interrupted: true };
+      await this.save();
+      return { state: this.state, interrupted: true };
     }
+    return null;
   }
-  await writeReports(o.store, state);
-  emit({ type: 'finished', state });
-  return { state, interrupted: false };
+
+  /** One episode of the pool: false when it was interrupted (`diskFull` told what the machine refused). */
+  private async runPooled(e: Episode, diskFull: (problem: string) => void): Promise<boolean> {
+    if (this.halt.signal.aborted) return false;
+    // Saved before the agent runs: a forkflush killed with the episode in flight leaves it counted.
+    let started = false;
+    const starting = async () => {
+      this.state = recordStart(this.state, e.id);
+      started = true;
+      await this.save();
+    };
+    // The episode ended under forkflush's eyes (a result, or a stop of its own): not a start that never ended.
+    const ended = (s: RunState) => (started ? takeBackStart(s, e.id) : s);
+    const result = await runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting);
+    if ('interrupted' in result) {
+      // Stopped by forkflush itself: the start is taken back, and the episode runs again on resume.
+      this.state = ended(applyInterrupted(this.state, e.id, result.interrupted ?? 0, result.estimated));
+      // A full disk stops the episodes in flight too: they would fail the same way.
+      if (result.problem) {
+        diskFull(result.problem);
+        this.halt.abort('disk');
+      }
+      return false;
+    }
+    this.state = applyResult(ended(this.state), e.id, result);
+    // The best branch moves before the result is saved: the best workspace is always on a ref.
+    await this.carry();
+    await this.save();
+    this.emit({ type: 'episode-done', state: this.state, episode: e, result });
+    if (stopReason(this.state)?.code === 2) this.halt.abort('stop');
+    return true;
+  }
 }
 
 function roundOf(state: RunState, index: number): Round {

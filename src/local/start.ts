@@ -1,9 +1,10 @@
 // Setting up a local run: find the repository, read and check the config, the task and the
-// templates, grade the initial workspace, and write the run folder. Also: finding a run again.
+// templates, grade the initial workspace (initial-grade.ts), and write the run folder. Also: finding
+// a run again.
 import { randomInt } from 'node:crypto';
-import { appendFile, chmod, cp, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { appendFile, chmod, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
 import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
@@ -14,20 +15,9 @@ import { newRunState, type RunState } from '../core/state.js';
 import { retryStopped } from '../core/stop.js';
 import { shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
-import type { SandboxAccount } from '../io/sandbox.js';
-import {
-  graderConfinement,
-  type Isolation,
-  isolationFor,
-  privateTmp,
-  setupConfinement,
-  withAccount,
-} from '../worker/boundary.js';
-import { allowedEnv } from '../worker/env.js';
-import { type Grading, runGrader } from '../worker/grade.js';
-import { runSetup } from '../worker/setup.js';
+import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { LocalForge } from './forge.js';
-import { untrackedFiles, whileWatchingReads } from './grader-reads.js';
+import { gradeBase } from './initial-grade.js';
 import { preflight } from './preflight.js';
 import { type RunInfo, RunStore } from './store.js';
 
@@ -76,65 +66,25 @@ export async function loadConfig(
 }
 
 export async function startRun(o: StartOptions): Promise<OpenRun> {
+  // 1. The task's folder and config, and the repository it is in (if any).
   const taskDir = await taskFolder(o.dir);
   const { config, file: configFile } = await loadConfig(taskDir, o.configFile, o.overrides);
   const warnings: string[] = [];
   const top = await gitTop(taskDir);
   const scratch = top !== taskDir;
   await excludeRunFolders(top ?? taskDir);
-
+  // 2. The run's folder. A start that is refused, or fails, leaves none behind (nor a dry run's).
   const { id, store } = o.dryRun ? await dryRunStore(o.now) : await newRunFolder(taskDir, o.now);
-  // A start that is refused, or fails, leaves no run folder behind (nor a dry run's).
   try {
-    let repo = taskDir;
-    if (scratch) {
-      repo = store.path('repo');
-      await copyTask(taskDir, repo);
-      warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
-    }
-    const git = new Git(repo);
-    const base = await git.revParse('HEAD');
-    if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
-    const dirty = (await git.out(['status', '--porcelain', '--untracked-files=no'])).length > 0;
-    if (dirty && !scratch)
-      warnings.push('the repository has uncommitted changes: the run starts from the last commit (HEAD), without them');
-
-    const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
-    const configPathInRepo = rel.startsWith('..') || rel.startsWith(sep) ? null : rel;
-    // Everything that cannot work, said at once (uncommitted inputs first: the task among them).
-    const refuse = (problems: string[]): never => {
-      throw new UserError(problems.join('\n'));
-    };
-    const isolation = await isolationFor(config.sandbox.mode);
-    const { problems, notes } = await preflight({
-      repo,
-      config,
-      configPathInRepo: scratch ? null : configPathInRepo,
-      scratch,
-      env: o.env ?? process.env,
-      sandbox: isolation.sandbox ? { sandbox: isolation.sandbox, private: [repo, RunStore.runsDir(taskDir)] } : null,
-    });
-    if (problems.length > 0) refuse(problems);
-    warnings.push(...notes);
-
-    const show = async (path: string) => (await git.exec(['show', `${base}:${path}`], { check: false })).stdout;
-    const exists = async (path: string) =>
-      (await git.exec(['cat-file', '-e', `${base}:${path}`], { check: false })).exitCode === 0;
-    if (!(await exists(config.task))) {
-      refuse([
-        `${relative(process.cwd(), configFile) || configFile}: task: ${config.task} is not in the repository's last commit; ` +
-          'describe the task in that file, or set task: to the file that does',
-      ]);
-    }
-    const task = await show(config.task);
-    const loaded = await loadTemplates(
-      config,
-      async (path) => ((await exists(path)) ? show(path) : null),
-      "the repository's last commit",
+    // 3. The repository at its last commit, and everything that cannot work said at once.
+    const { repo, git, base } = await repositoryAtBase(taskDir, store, scratch, warnings);
+    const { configPathInRepo, isolation } = await checkRepository(
+      o,
+      { taskDir, repo, scratch, config, configFile },
+      warnings,
     );
-    if ('problem' in loaded) return refuse([loaded.problem]);
-    const { templates } = loaded;
-
+    // 4. The task and the templates, as the last commit has them.
+    const { task, templates } = await committedInputs(git, base, config, configFile);
     const info: RunInfo = {
       id,
       repo,
@@ -149,28 +99,12 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
       startedAt: o.now.toISOString(),
     };
     warnings.push(...planWarnings(config));
-    if (!o.dryRun) {
-      // Two runs of one task share the machine (and its agents' keys): said, not refused.
-      for (const other of await RunStore.list(taskDir)) {
-        const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
-        // This process's own runs (a compare's, side by side) are not another run's.
-        if (pid !== null && pid !== process.pid)
-          warnings.push(
-            `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`,
-          );
-      }
-    }
+    if (!o.dryRun) warnings.push(...(await otherRunsOfTask(taskDir, id)));
     if (isolation.warning) warnings.push(isolation.warning);
+    // 5. The initial workspace graded, as a judge grades an episode.
     const forge = new LocalForge(repo, store, o.keepRejected === true);
-    const baseGrade = await forge.withCheckout(base, 'base', (dir, places) =>
-      gradeInitial(config, dir, places, isolation, store.path('episodes', 'base')),
-    );
-    if (baseGrade.score === null && !scratch) {
-      // No score for the commit: is it the commit's fault? The working tree with what is not
-      // committed, graded the same way, tells a grader that reads an uncommitted file apart.
-      const working = await gradeWorkingTree(config, repo, store, isolation);
-      if (working && working.grade.score !== null) refuse([uncommittedGraderInputs(baseGrade, working)]);
-    }
+    const baseGrade = await gradeBase(config, { repo, base, scratch, store, forge, isolation });
+    // 6. The run's state, saved (a dry run's folder removed instead).
     const state = newRunState({
       id,
       seed: o.seed ?? randomInt(1, 2 ** 31),
@@ -191,6 +125,86 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     await rm(store.dir, { recursive: true, force: true });
     throw e;
   }
+}
+
+/** The config's path in the repository, and the preflight's checks: every problem refused at once. */
+async function checkRepository(
+  o: StartOptions,
+  r: { taskDir: string; repo: string; scratch: boolean; config: Config; configFile: string },
+  warnings: string[],
+): Promise<{ configPathInRepo: string | null; isolation: Isolation }> {
+  const { taskDir, repo, scratch, config, configFile } = r;
+  const rel = relative(repo, scratch ? join(repo, relative(taskDir, configFile)) : configFile);
+  const configPathInRepo = rel.startsWith('..') || rel.startsWith(sep) ? null : rel;
+  const isolation = await isolationFor(config.sandbox.mode);
+  const { problems, notes } = await preflight({
+    repo,
+    config,
+    configPathInRepo: scratch ? null : configPathInRepo,
+    scratch,
+    env: o.env ?? process.env,
+    sandbox: isolation.sandbox ? { sandbox: isolation.sandbox, private: [repo, RunStore.runsDir(taskDir)] } : null,
+  });
+  if (problems.length > 0) refuse(problems);
+  warnings.push(...notes);
+  return { configPathInRepo, isolation };
+}
+
+/** Everything that cannot work, said at once (uncommitted inputs first: the task among them). */
+function refuse(problems: string[]): never {
+  throw new UserError(problems.join('\n'));
+}
+
+/** The repository the run works on (a copy in the run folder when the task is not one's root) and its HEAD. */
+async function repositoryAtBase(taskDir: string, store: RunStore, scratch: boolean, warnings: string[]) {
+  let repo = taskDir;
+  if (scratch) {
+    repo = store.path('repo');
+    await copyTask(taskDir, repo);
+    warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
+  }
+  const git = new Git(repo);
+  const base = await git.revParse('HEAD');
+  if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
+  const dirty = (await git.out(['status', '--porcelain', '--untracked-files=no'])).length > 0;
+  if (dirty && !scratch)
+    warnings.push('the repository has uncommitted changes: the run starts from the last commit (HEAD), without them');
+  return { repo, git, base };
+}
+
+/** The task's text and the prompt templates, read from the commit the run starts from. */
+async function committedInputs(git: Git, base: string, config: Config, configFile: string) {
+  const show = async (path: string) => (await git.exec(['show', `${base}:${path}`], { check: false })).stdout;
+  const exists = async (path: string) =>
+    (await git.exec(['cat-file', '-e', `${base}:${path}`], { check: false })).exitCode === 0;
+  if (!(await exists(config.task))) {
+    refuse([
+      `${relative(process.cwd(), configFile) || configFile}: task: ${config.task} is not in the repository's last commit; ` +
+        'describe the task in that file, or set task: to the file that does',
+    ]);
+  }
+  const task = await show(config.task);
+  const loaded = await loadTemplates(
+    config,
+    async (path) => ((await exists(path)) ? show(path) : null),
+    "the repository's last commit",
+  );
+  if ('problem' in loaded) return refuse([loaded.problem]);
+  return { task, templates: loaded.templates };
+}
+
+/** Two runs of one task share the machine (and its agents' keys): said, not refused. */
+async function otherRunsOfTask(taskDir: string, id: string): Promise<string[]> {
+  const warnings: string[] = [];
+  for (const other of await RunStore.list(taskDir)) {
+    const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
+    // This process's own runs (a compare's, side by side) are not another run's.
+    if (pid !== null && pid !== process.pid)
+      warnings.push(
+        `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`,
+      );
+  }
+  return warnings;
 }
 
 /**
@@ -219,138 +233,6 @@ async function dryRunStore(now: Date): Promise<{ id: string; store: RunStore }> 
   const dir = await mkdtemp(join(tmpdir(), 'forkflush-dry-run-'));
   await chmod(dir, 0o700);
   return { id: runIdAt(now), store: new RunStore(dir) };
-}
-
-/**
- * Grades the initial workspace the way the judge grades an episode: confined, in a clean checkout,
- * after setup (when there is one). A setup that fails there would fail in every branch of the
- * opening round (they start from the same commit): the run does not start (exit 2).
- */
-export async function gradeInitial(
-  config: Config,
-  dir: string,
-  places: { objects: string[]; private: string[] },
-  isolation: Isolation,
-  scratch: string,
-): Promise<Grading> {
-  // An account of its own, as every judge has.
-  return withAccount(isolation.sandbox, (account) => gradeInitialAs(account, config, dir, places, isolation, scratch));
-}
-
-async function gradeInitialAs(
-  account: SandboxAccount,
-  config: Config,
-  dir: string,
-  places: { objects: string[]; private: string[] },
-  isolation: Isolation,
-  scratch: string,
-): Promise<Grading> {
-  const tmp = join(scratch, 'tmp');
-  await mkdir(join(tmp, 'home'), { recursive: true });
-  const env = { ...allowedEnv(process.env, config.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
-  const sandbox = isolation.sandbox;
-  if (config.setup.commands.length > 0) {
-    const setupTmp = join(scratch, 'setup-tmp');
-    // Tracked files are not put back here: this is the user's own commit, and nothing of this
-    // checkout is recorded (the episodes' judges do put them back).
-    const run = await runSetup({
-      config,
-      dir,
-      tmp: setupTmp,
-      source: process.env,
-      confine: sandbox
-        ? {
-            sandbox,
-            confinement: {
-              ...setupConfinement(dir, setupTmp, { objects: [], private: places.private }, config, process.env),
-              account,
-            },
-          }
-        : undefined,
-    });
-    if (run.failure) {
-      throw new UserError(
-        `${run.failure}, in a clean checkout of the initial workspace: every episode would fail the same way. ` +
-          'Run setup.commands by hand in a fresh clone, fix them (or what they read), commit, and run again; nothing ran',
-      );
-    }
-  }
-  return runGrader(
-    config,
-    dir,
-    env,
-    sandbox
-      ? {
-          sandbox,
-          confinement: {
-            ...graderConfinement(dir, tmp, { objects: [], private: places.private }, config, process.env),
-            account,
-          },
-        }
-      : undefined,
-  );
-}
-
-/** The most a copy of the working tree may take to be graded (files, bytes): past it, no comparison. */
-const WORKING_TREE_MAX = { files: 20_000, bytes: 1024 * 1024 * 1024 };
-
-/**
- * The working tree as it is (the commit's files with their changes, and the files git does not
- * have and does not ignore), copied and graded as the initial workspace is; with the untracked
- * files the grader read (null: this filesystem does not say). Null when the working tree is the
- * commit, or too large to copy.
- */
-async function gradeWorkingTree(
-  config: Config,
-  repo: string,
-  store: RunStore,
-  isolation: Isolation,
-): Promise<{ grade: Grading; read: string[] | null; untracked: string[] } | null> {
-  const git = new Git(repo);
-  if ((await git.out(['status', '--porcelain', '--untracked-files=all'])).trim() === '') return null;
-  const files = (await git.out(['ls-files', '--cached', '--others', '--exclude-standard', '-z']))
-    .split('\0')
-    .filter(Boolean);
-  if (files.length > WORKING_TREE_MAX.files) return null;
-  const dir = store.workspace('working-tree');
-  const scratch = store.path('episodes', 'working-tree');
-  try {
-    let bytes = 0;
-    for (const f of files) {
-      const s = await lstat(join(repo, f)).catch(() => null);
-      if (!s || s.isDirectory()) continue;
-      bytes += s.size;
-      if (bytes > WORKING_TREE_MAX.bytes) return null;
-      await mkdir(dirname(join(dir, f)), { recursive: true });
-      await cp(join(repo, f), join(dir, f), { preserveTimestamps: true });
-    }
-    const untracked = await untrackedFiles(repo);
-    const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
-    const watched = await whileWatchingReads(dir, untracked, () =>
-      gradeInitial(config, dir, places, isolation, scratch).catch((): Grading | null => null),
-    );
-    return watched.result ? { grade: watched.result, read: watched.read, untracked } : null;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-    await rm(scratch, { recursive: true, force: true });
-  }
-}
-
-/** Why the run does not start: the commit gets no score, the working tree with uncommitted files does. */
-function uncommittedGraderInputs(
-  committed: Grading,
-  working: { grade: Grading; read: string[] | null; untracked: string[] },
-): string {
-  const read = working.read ?? [];
-  const which =
-    read.length > 0
-      ? `it reads ${read.length === 1 ? 'a file' : 'files'} git does not have: ${read.slice(0, 10).join(', ')}${read.length > 10 ? ', ...' : ''}`
-      : 'it needs a change or a file that is not committed (git status lists them)';
-  return (
-    `the initial workspace as committed gets no score (${committed.reason ?? 'no reason given'}), but the working tree scores ` +
-    `${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. ` +
-    `Commit ${read.length > 0 ? `${read.length === 1 ? 'it' : 'them'} (git add ${read.slice(0, 10).map(shellQuote).join(' ')}, git commit)` : 'what it needs'}, then run again`
-  );
 }
 
 /** Opens an existing run: the one named, or the newest one of the folder. */

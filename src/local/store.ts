@@ -14,7 +14,7 @@ import {
   STATE_RECORD,
 } from '../core/records.js';
 import type { RunState } from '../core/state.js';
-import { isAlive } from '../io/process.js';
+import { isAlive } from '../io/process-tree.js';
 import { newSealKey } from '../worker/seal.js';
 
 /** Outside every sandbox, like the rest of the run folder. */

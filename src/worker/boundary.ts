@@ -263,16 +263,13 @@ export function graderConfinement(
  * may have written), so it gets no more than the grader does: no forge credential, no record, no
  * other episode's folder, nothing of sandbox.write; only the network, which installing needs.
  */
-export function setupConfinement(
-  dir: string,
-  tmp: string,
-  p: Pick<EpisodePlaces, 'objects' | 'private'>,
-  config: Config,
-  env: NodeJS.ProcessEnv,
-  alsoHidden: string[] = [],
-): Unaccounted {
-  return { ...graderConfinement(dir, tmp, p, config, env, alsoHidden), network: config.setup.network };
+export function setupConfinement(...args: SetupPlaces): Unaccounted {
+  const config = args[3];
+  return { ...graderConfinement(...args), network: config.setup.network };
 }
+
+/** graderConfinement's arguments without `fixed`: setup runs before anything of the folder is pinned. */
+type SetupPlaces = Parameters<typeof graderConfinement> extends [...infer Places, fixed?: unknown] ? Places : never;
 
 /**
  * Hidden from everything inside: the home folder (credentials, shell history, browser profiles),

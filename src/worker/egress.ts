@@ -12,7 +12,7 @@ import type { AgentKind, Config } from '../core/config.js';
 import { matchHost, refusedNote, registriesFor } from '../core/egress.js';
 import { forwarded, writeForwarder } from '../io/egress-forwarder.js';
 import { type EgressProxy, startEgressProxy } from '../io/egress-proxy.js';
-import { isAlive } from '../io/process.js';
+import { isAlive } from '../io/process-tree.js';
 
 /** Where the proxy and the routes are inside the sandbox: ports of its own loopback (nothing else listens there). */
 const INSIDE_PORT = 18_080;

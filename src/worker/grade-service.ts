@@ -9,7 +9,7 @@
 // request each, and one grading's output at a time; each grading runs in the sandbox under the episode's own account.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { GRADE_SERVICE_MAX_CONNECTIONS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
@@ -26,7 +26,7 @@ export interface GradeService {
   close(): Promise<void>;
 }
 
-export async function startGradeService(args: {
+export interface GradeServiceArgs {
   config: Config;
   workdir: string;
   /** The agent's box, where the client goes. */
@@ -38,15 +38,42 @@ export async function startGradeService(args: {
   limit: number;
   /** Called when the agent asks for an evaluation past the limit. */
   onExhausted: () => void;
-}): Promise<GradeService> {
-  let count = 0;
-  let queue: Promise<unknown> = Promise.resolve();
+}
+
+export async function startGradeService(args: GradeServiceArgs): Promise<GradeService> {
+  // 1. The server: one grading at a time, for the client that holds the secret, within the limit.
   // Closing stops the gradings the agent asked for: each runs the agent's code in the workspace,
   // and none may outlive the agent into the snapshot and the judge.
   const closing = new AbortController();
   // The client in the box holds it: a process that finds the socket, but cannot read the box
   // (the run folder is forkflush's, mode 0700), gets nothing.
   const secret = randomBytes(24).toString('hex');
+  const grading = gradingServer(args, secret, closing.signal);
+  // 2. Its socket, which only the episode's sandbox reaches.
+  const { socketDir, socket } = await listenInTmp(grading.server);
+  // 3. The client the agent runs as FORKFLUSH_GRADE, in its box.
+  const command = await writeClient(args.box, socket, secret);
+  return {
+    command,
+    socketDir,
+    evaluations: grading.count,
+    close: async () => {
+      closing.abort();
+      await new Promise<void>((resolve) => {
+        grading.server.closeAllConnections();
+        grading.server.close(() => resolve());
+      });
+      // Every grading asked for has ended (its process group or sandbox killed) before this returns.
+      await grading.queue();
+      await rm(socketDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The grading requests' server: each request, with the secret, queued behind the last; `count` of those run. */
+function gradingServer(args: GradeServiceArgs, secret: string, closing: AbortSignal) {
+  let count = 0;
+  let queue: Promise<unknown> = Promise.resolve();
   const server = createServer((req, res) => {
     if (req.method !== 'POST' || req.url !== '/grade') {
       res.writeHead(404).end();
@@ -58,7 +85,7 @@ export async function startGradeService(args: {
     }
     // One grading at a time: graders are rarely written to run twice at once in one folder.
     const job = queue.then(async () => {
-      if (closing.signal.aborted) {
+      if (closing.aborted) {
         return { exitCode: 3, stdout: '', stderr: 'forkflush: the episode has ended; no more gradings\n' };
       }
       if (count >= args.limit) {
@@ -70,7 +97,7 @@ export async function startGradeService(args: {
         };
       }
       count += 1;
-      const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing.signal);
+      const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing);
       const note = g.score === null ? `forkflush: no score: ${g.reason}\n` : '';
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
     });
@@ -86,10 +113,16 @@ export async function startGradeService(args: {
   // forkflush's memory for their turn (thousands on one connection): they are refused, and the
   // connection closed.
   server.maxRequestsPerSocket = 1;
-  // A short path (a socket's is limited to about 100 bytes, and run folders can be deep) under the
-  // real /tmp whatever TMPDIR says: every sandbox has a /tmp of its own, so only the sandbox that
-  // binds this folder, the episode's, can reach the socket.
-  // The folder is not listable and the socket open to the sandbox's user (nobody, under root).
+  return { server, count: () => count, queue: () => queue };
+}
+
+/**
+ * Listens on a socket in a short path (a socket's is limited to about 100 bytes, and run folders
+ * can be deep) under the real /tmp whatever TMPDIR says: every sandbox has a /tmp of its own, so
+ * only the sandbox that binds this folder, the episode's, can reach the socket. The folder is not
+ * listable and the socket open to the sandbox's user (nobody, under root).
+ */
+async function listenInTmp(server: Server): Promise<{ socketDir: string; socket: string }> {
   const socketDir = await mkdtemp('/tmp/ff-grade-');
   await chmod(socketDir, 0o711);
   const socket = join(socketDir, 'grade.sock');
@@ -98,8 +131,13 @@ export async function startGradeService(args: {
     server.listen(socket, resolve);
   });
   await chmod(socket, 0o666);
-  const client = join(args.box, 'grade-client.mjs');
-  const command = join(args.box, 'grade');
+  return { socketDir, socket };
+}
+
+/** The client script and the executable that runs it, in the agent's box; returns the executable. */
+async function writeClient(box: string, socket: string, secret: string): Promise<string> {
+  const client = join(box, 'grade-client.mjs');
+  const command = join(box, 'grade');
   await writeFile(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
@@ -126,19 +164,5 @@ req.end();
     `#!/bin/sh\nexec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''`)}'\n`,
   );
   await chmod(command, 0o755);
-  return {
-    command,
-    socketDir,
-    evaluations: () => count,
-    close: async () => {
-      closing.abort();
-      await new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
-      // Every grading asked for has ended (its process group or sandbox killed) before this returns.
-      await queue;
-      await rm(socketDir, { recursive: true, force: true });
-    },
-  };
+  return command;
 }

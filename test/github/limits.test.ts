@@ -8,7 +8,6 @@ import { type Config, parseConfig } from '../../src/core/config.js';
 import {
   advanceWithinLimits,
   endedAtRoundLimit,
-  remember,
   roundLimit,
   roundLimitNotes,
   roundsLeft,
@@ -18,6 +17,7 @@ import { EXTRA_ROUNDS } from '../../src/core/method.js';
 import { plan } from '../../src/core/plan.js';
 import { applyResult } from '../../src/core/reconcile.js';
 import { requestFork } from '../../src/core/schedule.js';
+import { remember } from '../../src/core/seen-events.js';
 import { newRunState, type RunState } from '../../src/core/state.js';
 import { shown } from './fake-github.js';
 import { CONFIG, Harness } from './harness.js';

@@ -3,7 +3,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { descendants, LOG_FULL, runShell } from '../../src/io/process.js';
+import { LOG_FULL, runShell } from '../../src/io/process.js';
+import { descendants } from '../../src/io/process-tree.js';
 
 // A killed orphan may stay a zombie when PID 1 does not reap (containers): that is dead too.
 const alive = (pid: number) => {

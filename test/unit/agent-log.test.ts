@@ -1,4 +1,4 @@
-// The agent's log in the worker Action (src/action/agent-log.ts): what is masked before the log is
+// The agent's log in the worker Action (src/action/agent-log.ts, log-secrets.ts, artifact.ts): what is masked before the log is
 // printed or uploaded, the job log's group, the artifact (the decision, a fake client, and the
 // real @actions/artifact client against a fake of the Actions results service), the version.
 import { execFileSync } from 'node:child_process';
@@ -11,25 +11,19 @@ import { inflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliFolder } from '../../src/action/agent-install.js';
 import {
-  artifactName,
-  artifactUnavailable,
   groupBody,
   type LogContext,
-  MASK,
   parseVersion,
   probeVersion,
   publishAgentLog,
   readLog,
-  redactor,
-  secretValues,
-  secretVariants,
   setupGroupBody,
-  type UploadClient,
-  uploadArtifact,
   versionFromLog,
   workflowSafe,
 } from '../../src/action/agent-log.js';
+import { artifactName, artifactUnavailable, type UploadClient, uploadArtifact } from '../../src/action/artifact.js';
 import type { JobOutcome } from '../../src/action/episode-job.js';
+import { MASK, redactor, secretValues, secretVariants } from '../../src/action/log-secrets.js';
 import type { CliFacts } from '../../src/agents/spec.js';
 import { cliOf } from '../../src/agents/specs.js';
 import type { AgentKind } from '../../src/core/config.js';

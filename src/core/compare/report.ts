@@ -148,14 +148,29 @@ export function renderCompareReport(
   r: CompareResults,
   o: { chartFile?: string; taskDir?: string; map?: MapRecord; mapFile?: string } = {},
 ): string {
-  const unit = r.budget.unit;
-  const out = [
+  return [
+    // 1. What was compared, and the paper's table of results.
+    ...reportHead(r, o.taskDir),
+    ...resultsSection(r),
+    ...(o.chartFile ? [`![Best score so far versus spend](${o.chartFile})`, ''] : []),
+    // 2. The ablation and the comparisons with the baselines, where the strategies ran.
+    ...ablationSection(r),
+    ...baselinesSection(r),
+    // 3. The idea map, then what the runs spent and each run.
+    ...(o.map ? [mapSection(o.map, o.mapFile ? { image: o.mapFile } : {})] : []),
+    ...spendSection(r),
+    ...runsSection(r),
+  ].join('\n');
+}
+
+function reportHead(r: CompareResults, taskDir: string | undefined): string[] {
+  return [
     `# forkflush ${r.kind} ${r.compare}`,
     '',
     [
       `${r.strategies.join(', ')}${r.variants.length > 1 ? ` x variants ${r.variants.join(', ')}` : ''}, ${r.seeds.length} seed${r.seeds.length === 1 ? '' : 's'} each (${r.seeds.join(', ')}: seed i is the same for every strategy).`,
-      `Budget ${formatNumber(r.budget.total)} ${unit} per run; ${r.direction} the score; the initial workspace scored ${score(r.initial)}.`,
-      ...(o.taskDir ? [`Task: ${o.taskDir}.`] : []),
+      `Budget ${formatNumber(r.budget.total)} ${r.budget.unit} per run; ${r.direction} the score; the initial workspace scored ${score(r.initial)}.`,
+      ...(taskDir ? [`Task: ${taskDir}.`] : []),
       ...(r.complete
         ? []
         : [
@@ -163,6 +178,11 @@ export function renderCompareReport(
           ]),
     ].join('  \n'),
     '',
+  ];
+}
+
+function resultsSection(r: CompareResults): string[] {
+  return [
     "## Results (as the paper's Table 1)",
     '',
     markdownTable(tableHeader(r), tableRows(r)),
@@ -175,46 +195,57 @@ export function renderCompareReport(
       '. The paper averages this over tasks; here it is one task, so it depends on which strategies ran._',
     '',
   ];
-  if (o.chartFile) out.push(`![Best score so far versus spend](${o.chartFile})`, '');
+}
+
+/** The paper's ablation, where all four of its strategies ran. */
+function ablationSection(r: CompareResults): string[] {
   const ablation = ABLATION.map((s) => r.summary.filter((x) => x.strategy === s));
-  if (ablation.every((rows) => rows.length > 0)) {
-    out.push('## Ablation: fork and flush, alone and together', '');
-    const rows = ablation.flatMap((group) =>
-      group.map((x: SummaryRow) => [
-        x.strategy,
-        ...(r.variants.length > 1 ? [x.variant] : []),
-        fixed3(x.normalized),
-        PAPER_RESULTS.ablation[x.strategy as (typeof ABLATION)[number]].toFixed(2),
-      ]),
-    );
-    out.push(
-      markdownTable(
-        ['strategy', ...(r.variants.length > 1 ? ['variant'] : []), 'normalized', 'the paper (11 tasks)'],
-        rows,
-      ),
-      '',
-    );
-  }
-  if (r.comparisons.length > 0) {
-    out.push('## Fork-and-flush against the baselines', '');
-    for (const c of r.comparisons) out.push(`- ${improvementLine(c, r)} ${significance(c, r)}`);
-    out.push(
-      '',
-      "_Relative improvement as the paper's +66% and +44%: the normalized mean of the first over the second's, minus 1; " +
-        "on the mean gain over the initial score: (mean - initial) of the first over the second's, minus 1. " +
-        'The difference and its interval are in score units, seed by seed (seed i of each strategy against each other); ' +
-        `the bootstrap resamples those differences ${formatNumber(BOOTSTRAP_RESAMPLES)} times from a fixed seed._`,
-      '',
-    );
-  }
-  if (o.map) out.push(mapSection(o.map, o.mapFile ? { image: o.mapFile } : {}));
-  out.push('## Spend and wall time per strategy', '', spendLine(r), '');
-  out.push(
+  if (!ablation.every((rows) => rows.length > 0)) return [];
+  const rows = ablation.flatMap((group) =>
+    group.map((x: SummaryRow) => [
+      x.strategy,
+      ...(r.variants.length > 1 ? [x.variant] : []),
+      fixed3(x.normalized),
+      PAPER_RESULTS.ablation[x.strategy as (typeof ABLATION)[number]].toFixed(2),
+    ]),
+  );
+  return [
+    '## Ablation: fork and flush, alone and together',
+    '',
+    markdownTable(
+      ['strategy', ...(r.variants.length > 1 ? ['variant'] : []), 'normalized', 'the paper (11 tasks)'],
+      rows,
+    ),
+    '',
+  ];
+}
+
+function baselinesSection(r: CompareResults): string[] {
+  if (r.comparisons.length === 0) return [];
+  return [
+    '## Fork-and-flush against the baselines',
+    '',
+    ...r.comparisons.map((c) => `- ${improvementLine(c, r)} ${significance(c, r)}`),
+    '',
+    "_Relative improvement as the paper's +66% and +44%: the normalized mean of the first over the second's, minus 1; " +
+      "on the mean gain over the initial score: (mean - initial) of the first over the second's, minus 1. " +
+      'The difference and its interval are in score units, seed by seed (seed i of each strategy against each other); ' +
+      `the bootstrap resamples those differences ${formatNumber(BOOTSTRAP_RESAMPLES)} times from a fixed seed._`,
+    '',
+  ];
+}
+
+function spendSection(r: CompareResults): string[] {
+  return [
+    '## Spend and wall time per strategy',
+    '',
+    spendLine(r),
+    '',
     markdownTable(
       [
         'strategy',
         ...(r.variants.length > 1 ? ['variant'] : []),
-        `mean spent (${unit})`,
+        `mean spent (${r.budget.unit})`,
         'least',
         'most',
         'flagged',
@@ -236,6 +267,11 @@ export function renderCompareReport(
     `_Wall time: how long compare drove each run, over all its sessions; runs that ran side by side shared the machine. ` +
       `The compare took ${seconds(r.wall.compare)}, its runs ${seconds(r.wall.runs)} together._`,
     '',
+  ];
+}
+
+function runsSection(r: CompareResults): string[] {
+  return [
     '## Runs',
     '',
     markdownTable(
@@ -246,7 +282,7 @@ export function renderCompareReport(
         'run',
         'status',
         'best',
-        `spent (${unit})`,
+        `spent (${r.budget.unit})`,
         'episodes',
         'wall time',
       ],
@@ -265,6 +301,5 @@ export function renderCompareReport(
     '',
     'Each run is an ordinary forkflush run: `forkflush status --run ID` shows it, and its report.md is in its own folder.',
     '',
-  );
-  return out.join('\n');
+  ];
 }

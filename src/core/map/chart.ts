@@ -3,7 +3,7 @@
 // order; fork points ringed, selected branches as diamonds, rejected ones as crosses, each run's
 // best as a star; the agreement in the caption. Only distances mean something, so both axes share
 // one scale and carry no ticks. Pure: the same record always renders the same SVG.
-import { crossMark } from '../chart.js';
+import { crossMark, quantile } from '../chart.js';
 import { STRATEGY_COLORS } from '../compare/chart.js';
 import { formatNumber } from '../text.js';
 import type { MapPoint, MapRecord } from './record.js';
@@ -88,17 +88,8 @@ export function mapLayout(m: MapRecord): MapLayout {
   };
 }
 
-const middle = (xs: number[]) => quantileOf(xs, 0.5);
-
-function quantileOf(values: number[], q: number): number {
-  if (values.length === 0) return 0;
-  const xs = [...values].sort((a, b) => a - b);
-  const at = (xs.length - 1) * q;
-  const lo = Math.floor(at);
-  const a = xs[lo] as number;
-  const b = xs[Math.min(lo + 1, xs.length - 1)] as number;
-  return a + (b - a) * (at - lo);
-}
+/** The median; 0 of no values. */
+const middle = (xs: number[]) => (xs.length === 0 ? 0 : quantile(xs, 0.5));
 
 export function renderMapSvg(m: MapRecord, o: { title: string }): string {
   const L = mapLayout(m);

@@ -1,0 +1,147 @@
+// The initial workspace graded as a judge grades an episode (confined, in a clean checkout, after
+// setup), and, when the commit gets no score, the working tree graded too: a grader that reads a
+// file the user did not commit is told apart from one that fails on the task.
+import { cp, lstat, mkdir, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { NAMED_FILES_MAX, WORKING_TREE_MAX_BYTES, WORKING_TREE_MAX_FILES } from '../core/bounds.js';
+import type { Config } from '../core/config.js';
+import { UserError } from '../core/errors.js';
+import { shellQuote } from '../core/text.js';
+import { Git } from '../io/git.js';
+import type { SandboxAccount, Unaccounted } from '../io/sandbox.js';
+import { graderConfinement, type Isolation, privateTmp, setupConfinement, withAccount } from '../worker/boundary.js';
+import { allowedEnv } from '../worker/env.js';
+import { type Grading, runGrader } from '../worker/grade.js';
+import { runSetup } from '../worker/setup.js';
+import type { LocalForge } from './forge.js';
+import { untrackedFiles, whileWatchingReads } from './grader-reads.js';
+import { RunStore } from './store.js';
+
+/** The initial workspace's grading; a run whose commit gets no score for want of an uncommitted file is refused. */
+export async function gradeBase(
+  config: Config,
+  b: { repo: string; base: string; scratch: boolean; store: RunStore; forge: LocalForge; isolation: Isolation },
+): Promise<Grading> {
+  const baseGrade = await b.forge.withCheckout(b.base, 'base', (dir, places) =>
+    gradeInitial(config, dir, places, b.isolation, b.store.path('episodes', 'base')),
+  );
+  if (baseGrade.score === null && !b.scratch) {
+    // No score for the commit: is it the commit's fault? The working tree with what is not
+    // committed, graded the same way, tells a grader that reads an uncommitted file apart.
+    const working = await gradeWorkingTree(config, b.repo, b.store, b.isolation);
+    if (working && working.grade.score !== null) throw new UserError(uncommittedGraderInputs(baseGrade, working));
+  }
+  return baseGrade;
+}
+
+type InitialGrading = Parameters<typeof gradeInitial>;
+
+/**
+ * Grades the initial workspace the way the judge grades an episode: confined, in a clean checkout,
+ * after setup (when there is one). A setup that fails there would fail in every branch of the
+ * opening round (they start from the same commit): the run does not start (exit 2).
+ */
+export async function gradeInitial(
+  config: Config,
+  dir: string,
+  places: { objects: string[]; private: string[] },
+  isolation: Isolation,
+  scratch: string,
+): Promise<Grading> {
+  // An account of its own, as every judge has.
+  return withAccount(isolation.sandbox, (account) => gradeInitialAs(account, config, dir, places, isolation, scratch));
+}
+
+async function gradeInitialAs(account: SandboxAccount, ...[config, dir, places, isolation, scratch]: InitialGrading) {
+  const tmp = join(scratch, 'tmp');
+  await mkdir(join(tmp, 'home'), { recursive: true });
+  const env = { ...allowedEnv(process.env, config.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
+  const sandbox = isolation.sandbox;
+  // Confined as a judge is, under its account; the user's commit borrows no objects.
+  const judged = { objects: [], private: places.private };
+  const confine = (confinement: () => Unaccounted) =>
+    sandbox ? { sandbox, confinement: { ...confinement(), account } } : undefined;
+  if (config.setup.commands.length > 0) {
+    const setupTmp = join(scratch, 'setup-tmp');
+    // Tracked files are not put back here: this is the user's own commit, and nothing of this
+    // checkout is recorded (the episodes' judges do put them back).
+    const run = await runSetup({
+      config,
+      dir,
+      tmp: setupTmp,
+      source: process.env,
+      confine: confine(() => setupConfinement(dir, setupTmp, judged, config, process.env)),
+    });
+    if (run.failure) {
+      throw new UserError(
+        `${run.failure}, in a clean checkout of the initial workspace: every episode would fail the same way. ` +
+          'Run setup.commands by hand in a fresh clone, fix them (or what they read), commit, and run again; nothing ran',
+      );
+    }
+  }
+  return runGrader(
+    config,
+    dir,
+    env,
+    confine(() => graderConfinement(dir, tmp, judged, config, process.env)),
+  );
+}
+
+/**
+ * The working tree as it is (the commit's files with their changes, and the files git does not
+ * have and does not ignore), copied and graded as the initial workspace is; with the untracked
+ * files the grader read (null: this filesystem does not say). Null when the working tree is the
+ * commit, or too large to copy.
+ */
+async function gradeWorkingTree(
+  config: Config,
+  repo: string,
+  store: RunStore,
+  isolation: Isolation,
+): Promise<{ grade: Grading; read: string[] | null; untracked: string[] } | null> {
+  const git = new Git(repo);
+  if ((await git.out(['status', '--porcelain', '--untracked-files=all'])).trim() === '') return null;
+  const files = (await git.out(['ls-files', '--cached', '--others', '--exclude-standard', '-z']))
+    .split('\0')
+    .filter(Boolean);
+  if (files.length > WORKING_TREE_MAX_FILES) return null;
+  const dir = store.workspace('working-tree');
+  const scratch = store.path('episodes', 'working-tree');
+  try {
+    let bytes = 0;
+    for (const f of files) {
+      const s = await lstat(join(repo, f)).catch(() => null);
+      if (!s || s.isDirectory()) continue;
+      bytes += s.size;
+      if (bytes > WORKING_TREE_MAX_BYTES) return null;
+      await mkdir(dirname(join(dir, f)), { recursive: true });
+      await cp(join(repo, f), join(dir, f), { preserveTimestamps: true });
+    }
+    const untracked = await untrackedFiles(repo);
+    const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
+    const watched = await whileWatchingReads(dir, untracked, () =>
+      gradeInitial(config, dir, places, isolation, scratch).catch((): Grading | null => null),
+    );
+    return watched.result ? { grade: watched.result, read: watched.read, untracked } : null;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Why the run does not start: the commit gets no score, the working tree with uncommitted files does. */
+function uncommittedGraderInputs(
+  committed: Grading,
+  working: { grade: Grading; read: string[] | null; untracked: string[] },
+): string {
+  const read = working.read ?? [];
+  const which =
+    read.length > 0
+      ? `it reads ${read.length === 1 ? 'a file' : 'files'} git does not have: ${read.slice(0, NAMED_FILES_MAX).join(', ')}${read.length > NAMED_FILES_MAX ? ', ...' : ''}`
+      : 'it needs a change or a file that is not committed (git status lists them)';
+  return (
+    `the initial workspace as committed gets no score (${committed.reason ?? 'no reason given'}), but the working tree scores ` +
+    `${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. ` +
+    `Commit ${read.length > 0 ? `${read.length === 1 ? 'it' : 'them'} (git add ${read.slice(0, NAMED_FILES_MAX).map(shellQuote).join(' ')}, git commit)` : 'what it needs'}, then run again`
+  );
+}
