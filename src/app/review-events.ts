@@ -5,8 +5,8 @@
 // round it asked for, and the answer on the pull request is written once (issues.commentOnce).
 import type { Context } from 'probot';
 import { FORK_ASK_MAX_CHARS, parseCommand } from '../core/github-text.js';
-import { deliveryKey, seenAny } from '../core/limits.js';
 import { issueRunId, stateRef } from '../core/names.js';
+import { deliveryKey, seenAny } from '../core/seen-events.js';
 import { canWrite } from '../github/amend.js';
 import { forkNow, forkProblem } from '../github/steer.js';
 import { answeringTampered, type ContextOf } from './app-context.js';
