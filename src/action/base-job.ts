@@ -65,6 +65,7 @@ export async function runBaseJob(s: ActionSettings, o: JobOptions): Promise<Base
       { objects: [], private: [s.privateDir] },
       isolation,
       scratch,
+      process.env,
     );
     score = g.score;
     if (g.reason) reason = g.reason;

@@ -30,6 +30,7 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
       isolation: open.isolation,
       onEvent: (e) => view.onEvent(e),
       ...(io.signal ? { signal: io.signal } : {}),
+      ...(io.env ? { env: io.env } : {}),
     });
   } finally {
     view.close();

@@ -183,6 +183,7 @@ export class CompareRuns {
       info: { ...open.info, concurrency: width },
       isolation: open.isolation,
       signal: this.signal,
+      ...(this.o.env ? { env: this.o.env } : {}),
       onEvent: (ev) => {
         this.states.set(ev.state.id, ev.state);
         const line =

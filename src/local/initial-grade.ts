@@ -20,15 +20,24 @@ import { RunStore } from './store.js';
 /** The initial workspace's grading; a run whose commit gets no score for want of an uncommitted file is refused. */
 export async function gradeBase(
   config: Config,
-  b: { repo: string; base: string; scratch: boolean; store: RunStore; forge: LocalForge; isolation: Isolation },
+  b: {
+    repo: string;
+    base: string;
+    scratch: boolean;
+    store: RunStore;
+    forge: LocalForge;
+    isolation: Isolation;
+    /** The environment the grader's and setup's allowlists are taken from. */
+    env: NodeJS.ProcessEnv;
+  },
 ): Promise<Grading> {
   const baseGrade = await b.forge.withCheckout(b.base, 'base', (dir, places) =>
-    gradeInitial(config, dir, places, b.isolation, b.store.path('episodes', 'base')),
+    gradeInitial(config, dir, places, b.isolation, b.store.path('episodes', 'base'), b.env),
   );
   if (baseGrade.score === null && !b.scratch) {
     // No score for the commit: is it the commit's fault? The working tree with what is not
     // committed, graded the same way, tells a grader that reads an uncommitted file apart.
-    const working = await gradeWorkingTree(config, b.repo, b.store, b.isolation);
+    const working = await gradeWorkingTree(config, b.repo, b.store, b.isolation, b.env);
     if (working && working.grade.score !== null) throw new UserError(uncommittedGraderInputs(baseGrade, working));
   }
   return baseGrade;
@@ -47,15 +56,21 @@ export async function gradeInitial(
   places: { objects: string[]; private: string[] },
   isolation: Isolation,
   scratch: string,
+  source: NodeJS.ProcessEnv,
 ): Promise<Grading> {
   // An account of its own, as every judge has.
-  return withAccount(isolation.sandbox, (account) => gradeInitialAs(account, config, dir, places, isolation, scratch));
+  return withAccount(isolation.sandbox, (account) =>
+    gradeInitialAs(account, config, dir, places, isolation, scratch, source),
+  );
 }
 
-async function gradeInitialAs(account: SandboxAccount, ...[config, dir, places, isolation, scratch]: InitialGrading) {
+async function gradeInitialAs(
+  account: SandboxAccount,
+  ...[config, dir, places, isolation, scratch, source]: InitialGrading
+) {
   const tmp = join(scratch, 'tmp');
   await mkdir(join(tmp, 'home'), { recursive: true });
-  const env = { ...allowedEnv(process.env, config.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
+  const env = { ...allowedEnv(source, config.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
   const sandbox = isolation.sandbox;
   // Confined as a judge is, under its account; the user's commit borrows no objects.
   const judged = { objects: [], private: places.private };
@@ -69,8 +84,8 @@ async function gradeInitialAs(account: SandboxAccount, ...[config, dir, places, 
       config,
       dir,
       tmp: setupTmp,
-      source: process.env,
-      confine: confine(() => setupConfinement(dir, setupTmp, judged, config, process.env)),
+      source,
+      confine: confine(() => setupConfinement(dir, setupTmp, judged, config, source)),
     });
     if (run.failure) {
       throw new UserError(
@@ -83,7 +98,7 @@ async function gradeInitialAs(account: SandboxAccount, ...[config, dir, places, 
     config,
     dir,
     env,
-    confine(() => graderConfinement(dir, tmp, judged, config, process.env)),
+    confine(() => graderConfinement(dir, tmp, judged, config, source)),
   );
 }
 
@@ -98,6 +113,7 @@ async function gradeWorkingTree(
   repo: string,
   store: RunStore,
   isolation: Isolation,
+  env: NodeJS.ProcessEnv,
 ): Promise<{ grade: Grading; read: string[] | null; untracked: string[] } | null> {
   const git = new Git(repo);
   if ((await git.out(['status', '--porcelain', '--untracked-files=all'])).trim() === '') return null;
@@ -120,7 +136,7 @@ async function gradeWorkingTree(
     const untracked = await untrackedFiles(repo);
     const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
     const watched = await whileWatchingReads(dir, untracked, () =>
-      gradeInitial(config, dir, places, isolation, scratch).catch((): Grading | null => null),
+      gradeInitial(config, dir, places, isolation, scratch, env).catch((): Grading | null => null),
     );
     return watched.result ? { grade: watched.result, read: watched.read, untracked } : null;
   } finally {

@@ -26,6 +26,8 @@ export interface DriveOptions {
   /** Ctrl-C: running agents are stopped and the run can be resumed. */
   signal?: AbortSignal;
   onEvent?: (e: RunEvent) => void;
+  /** The environment the agent's, setup's and grader's allowlists are taken from (default: this process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface DriveResult {
@@ -240,6 +242,7 @@ async function runOne(
       setupCache,
       ...(sealKey ? { sealKey } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
+      ...(o.env ? { env: o.env } : {}),
     });
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;

@@ -103,7 +103,15 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
     if (isolation.warning) warnings.push(isolation.warning);
     // 5. The initial workspace graded, as a judge grades an episode.
     const forge = new LocalForge(repo, store, o.keepRejected === true);
-    const baseGrade = await gradeBase(config, { repo, base, scratch, store, forge, isolation });
+    const baseGrade = await gradeBase(config, {
+      repo,
+      base,
+      scratch,
+      store,
+      forge,
+      isolation,
+      env: o.env ?? process.env,
+    });
     // 6. The run's state, saved (a dry run's folder removed instead).
     const state = newRunState({
       id,
