@@ -21,7 +21,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { plainText } from '../core/text.js';
 import { Git } from '../io/git.js';
-import { GrowingFile, readFrom, sizeOf } from './files.js';
+import { followLog, readFrom, sizeOf } from './files.js';
 import { OPENAI, PROVIDER_HOSTS } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import type { Lines } from './transcript.js';
@@ -80,14 +80,10 @@ export const aider = defineSpec<{ episodes: string[] }>({
     const excluded = await excludeAiderFiles(e.workdir);
     const history = join(e.contextDir, HISTORY_FILE);
     // Its usage lines, read from the log as it grows.
-    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     let text = '';
-    const read = async (final: boolean) => {
-      const lines = await log.lines();
-      if (lines.length > 0) text += `${lines.join('\n')}\n`;
-      // What is left of a line the log did not end yet.
-      return final ? text + (await readFrom(e.logFile, log.offset)).toString('utf8') : text;
-    };
+    const read = await followLog(e.logFile, (line) => {
+      text += `${line}\n`;
+    });
     return {
       args: [
         ...['--message-file', e.promptFile, '--yes-always', '--chat-history-file', history],
@@ -99,7 +95,8 @@ export const aider = defineSpec<{ episodes: string[] }>({
         ...e.agent.args,
       ],
       spent: async (run) => {
-        const out = parseAiderOutput(await read(run !== undefined));
+        await read(run !== undefined);
+        const out = parseAiderOutput(text);
         const spent = aiderUsage(out, e.agent.model);
         if (run && !out.model && !e.agent.model && out.calls.length > 0 && spent.costUsd === undefined)
           spent.notes = ['aider named no model; priced at the dearest known'];

@@ -23,11 +23,14 @@ import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RunResult } from '../io/process.js';
-import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
+import { GrowingFile, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { ANTHROPIC, BEARER } from './model-apis.js';
 import { defineSpec, type Ending, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, money, str } from './transcript.js';
-import { addUse, type Spent, shareOf, type Tally } from './usage.js';
+import { addUse, type Spent, spentSince, type Tally } from './usage.js';
+
+/** Claude Code on Bedrock, Vertex AI or Foundry: their cloud credentials are its login. */
+const CLOUDS = ['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY'];
 
 interface Saved {
   id: string;
@@ -57,23 +60,22 @@ export const claudeCode = defineSpec<Saved>({
       {
         ...ANTHROPIC,
         keys: [...ANTHROPIC.keys, { name: 'CLAUDE_CODE_OAUTH_TOKEN', headers: BEARER }],
-        offWhen: ['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY'],
+        offWhen: CLOUDS,
       },
     ],
     notProxied:
       "the login file (~/.claude/.credentials.json), whose OAuth token Claude Code refreshes itself; Bedrock's, Vertex AI's and Foundry's cloud credentials",
   },
-  missingLogin: (env, agent) =>
-    usesKey(env) ||
-    env.CLAUDE_CODE_USE_BEDROCK ||
-    env.CLAUDE_CODE_USE_VERTEX ||
-    env.CLAUDE_CODE_USE_FOUNDRY ||
-    agent.args.some((a) => a.startsWith('--settings')) ||
-    hasLogin(claudeLogin(''), process.env)
-      ? null
-      : 'Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from ' +
-        '`claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ' +
-        '~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON',
+  login: {
+    keys: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'],
+    other: CLOUDS,
+    args: /^--settings/,
+    files: claudeLogin,
+    how:
+      'set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), ' +
+      'or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file ' +
+      'in CLAUDE_CREDENTIALS_JSON',
+  },
 
   session: { id: UUID },
   async resume(e, _record, id) {
@@ -142,8 +144,6 @@ export const claudeCode = defineSpec<Saved>({
       unset: ['CLAUDE_CODE_PROJECT_DIR_NAME'],
       // On stdin, then closed: no size limit (an argument has 128 KiB), never read as a flag.
       input: e.prompt,
-      // A Claude subscription's credentials file, when no key or token is given.
-      logins: usesKey(e.env) ? [] : claudeLogin(e.home),
       // No token limit of its own: with a token budget, the transcript is watched as it grows.
       watch: e.unit === 'tokens',
       async spent(run?: RunResult): Promise<Spent | null> {
@@ -170,8 +170,7 @@ export const claudeCode = defineSpec<Saved>({
             );
           return { tally: read.tally, turns: null, unsure: true, notes };
         }
-        const own = shareOf(baseline, totals);
-        return { tally: own.share, turns: result?.turns ?? null, notes: [...notes, ...(own.note ? [own.note] : [])] };
+        return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
       },
       noUsage: () => 'Claude Code reported no usage',
       ending: (run) => claudeEnding(run, saved ? id : null),
@@ -183,10 +182,6 @@ export const claudeCode = defineSpec<Saved>({
   finalMessage: (stdout) => lastText(stdout, (e) => e.type === 'result' && e.result),
   version: (log) => readStream(log).version,
 });
-
-function usesKey(env: NodeJS.ProcessEnv): boolean {
-  return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
-}
 
 /** Where Claude Code keeps a subscription login on Linux ($CLAUDE_CONFIG_DIR, else ~/.claude), and its secret form. */
 export function claudeLogin(episodeHome: string, env = process.env): LoginFile[] {

@@ -19,11 +19,11 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
+import { GrowingFile, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { BEARER, OPENAI } from './model-apis.js';
 import { defineSpec, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
-import { type Spent, shareOf, type Tally } from './usage.js';
+import { spentSince, type Tally } from './usage.js';
 
 /** Token counters as Codex keeps them: cumulative over the whole thread. `input` counts the cached part. */
 export interface Tokens {
@@ -60,7 +60,6 @@ export const rollout = (): Rollout => ({
 /** What a Codex home keeps between episodes; everything else is Codex's derived state. */
 const KEPT = new Set(['sessions', 'config.toml']);
 const TOOL_CALLS = new Set(['function_call', 'custom_tool_call', 'local_shell_call']);
-const usesKey = (env: NodeJS.ProcessEnv) => Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
 
 export const codex = defineSpec<{ threadId: string; rollout: string }>({
   kind: 'codex',
@@ -86,16 +85,16 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     ],
     notProxied: 'the ChatGPT login (auth.json), whose tokens Codex refreshes itself; Azure OpenAI keys',
   },
-  missingLogin: (env, agent) =>
-    usesKey(env) ||
-    env.OPENAI_BASE_URL ||
-    env.AZURE_OPENAI_API_KEY ||
+  login: {
+    keys: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
+    other: ['OPENAI_BASE_URL', 'AZURE_OPENAI_API_KEY'],
     // A provider of its own (`--oss`, a profile, `-c model_provider=…`): its login is its own.
-    agent.args.some((a) => a === '--oss' || a === '-p' || a.startsWith('--profile') || a.includes('model_provider')) ||
-    hasLogin(codexLogin(''), process.env)
-      ? null
-      : 'Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` ' +
-        '(a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
+    args: /^(?:--oss|-p)$|^--profile|model_provider/,
+    files: codexLogin,
+    how:
+      'set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ' +
+      '~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
+  },
 
   session: { key: 'threadId', id: UUID },
   async resume(e, _record, threadId) {
@@ -131,7 +130,6 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
       },
       // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
       input: e.prompt,
-      logins: usesKey(e.env) ? [] : codexLogin(e.home),
       watch: e.unit === 'tokens' || e.unit === 'usd',
       async spent(run) {
         await poll().catch(() => now);
@@ -140,20 +138,15 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
         const totals =
           (run && execEvents(run.stdout).usage) || now.totals || (file.path ? (before.resumeTotals ?? zero) : null);
         if (!totals) return null;
-        const own = shareOf(tally(model(), before.resumeTotals), tally(model(), totals) ?? {});
-        const notes = own.note ? [own.note] : [];
+        const notes: string[] = [];
         if (run?.stopped)
           notes.push('usage as Codex recorded it up to the stop (an answer cut off by it is not counted)');
         if (run && e.unit === 'usd')
           notes.push(
             'Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response',
           );
-        const tallied: Spent = {
-          tally: own.share,
-          turns: file.path ? now.modelCalls - before.modelCalls : null,
-          notes,
-        };
-        return tallied;
+        const turns = file.path ? now.modelCalls - before.modelCalls : null;
+        return spentSince(tally(model(), before.resumeTotals), tally(model(), totals) ?? {}, { turns, notes });
       },
       noUsage: () => 'Codex recorded no session: usage unknown',
       // At the turn limit and the model has asked for a tool: the next thing Codex does is ask it again.

@@ -37,10 +37,6 @@ interface Saved extends Totals {
   episodes: string[];
 }
 
-const NO_LOGIN =
-  'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the ' +
-  '"Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. ' +
-  "GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`'s own";
 const NANO_AIU_PER_CREDIT = 1e9;
 const USD_PER_CREDIT = 0.01;
 /** The smallest `--max-ai-credits` the CLI takes (`copilot help limits`). */
@@ -50,7 +46,7 @@ const MAX_PROMPT_ARG = 100_000;
 
 export const copilot = defineSpec<Saved>({
   kind: 'copilot',
-  name: 'Copilot',
+  name: 'Copilot CLI',
   cli: {
     executable: 'copilot',
     install: 'npm i -g @github/copilot',
@@ -79,7 +75,15 @@ export const copilot = defineSpec<Saved>({
     notProxied:
       'its GitHub login (COPILOT_GITHUB_TOKEN), which the CLI trades with GitHub for Copilot tokens itself; COPILOT_PROVIDER_API_KEY_COMMAND and keys in COPILOT_PROVIDER_HEADERS',
   },
-  missingLogin: (env) => (env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : NO_LOGIN),
+  login: {
+    keys: ['COPILOT_GITHUB_TOKEN'],
+    other: ['COPILOT_PROVIDER_BASE_URL'],
+    lacks: 'login',
+    how:
+      'set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), ' +
+      'or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an ' +
+      "agent (they are forge credentials), nor does `copilot login`'s own",
+  },
 
   session: { id: UUID },
   async resume(e, record, id) {

@@ -79,6 +79,11 @@ export class GrowingFile {
     return next;
   }
 
+  /** A last line not ended yet, if any. */
+  unfinished(): string {
+    return this.skipping ? '' : this.rest.toString('utf8');
+  }
+
   /** Every whole line up to the end of the file as it is now, a chunk at a time. */
   async *remaining(): AsyncGenerator<string> {
     for (;;) {
@@ -194,4 +199,28 @@ export async function removeLogins(installed: InstalledLogin[]): Promise<void> {
 /** Whether a login's credential file is there, or its content is in its variable. */
 export function hasLogin(files: LoginFile[], env: NodeJS.ProcessEnv): boolean {
   return files.some((f) => (f.fromEnv && env[f.fromEnv]?.trim()) || existsSync(f.from));
+}
+
+/** Whether any of these variables is set (`NAME=value`: to that value). */
+export function anySet(names: readonly string[], env: NodeJS.ProcessEnv): boolean {
+  return names.some((n) => {
+    const [name, value] = n.split('=') as [string, string | undefined];
+    return value === undefined ? Boolean(env[name]) : env[name] === value;
+  });
+}
+
+/** The lines a CLI prints to the episode's log from now on, handed to `on` as they come; all that is left once `final`. */
+export async function followLog(
+  logFile: string,
+  on: (line: string) => void,
+): Promise<(final?: boolean) => Promise<void>> {
+  const log = new GrowingFile(logFile, await sizeOf(logFile));
+  return async (final) => {
+    if (!final) for (const line of await log.lines()) on(line);
+    else {
+      for await (const line of log.remaining()) on(line);
+      const rest = log.unfinished();
+      if (rest) on(rest);
+    }
+  };
 }

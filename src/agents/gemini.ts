@@ -21,7 +21,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { count, hasLogin, isRecord, type LoginFile } from './files.js';
+import { anySet, count, hasLogin, isRecord, type LoginFile } from './files.js';
 import { isResumable, newestSession, sessionFiles, sessionLines, usageFromSessions } from './gemini-session.js';
 import { GEMINI } from './model-apis.js';
 import { defineSpec } from './spec.js';
@@ -33,8 +33,7 @@ export const EXIT_TURN_LIMIT = 53;
 /** Prompts longer than this go through stdin (an argv string is limited to 128 KiB on Linux). */
 const MAX_ARGV_PROMPT = 100_000;
 
-const usesKey = (env: NodeJS.ProcessEnv) =>
-  Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === 'true');
+const KEYS = ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI=true'];
 
 export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
   kind: 'gemini',
@@ -61,12 +60,13 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
     notProxied:
       "Login with Google (oauth_creds.json), whose token the CLI refreshes itself; Vertex AI's Google Cloud credentials",
   },
-  missingLogin: (env) =>
-    usesKey(env) || hasLogin(geminiLogin(''), process.env)
-      ? null
-      : 'Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` ' +
-        '(forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, ' +
-        'or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
+  login: {
+    keys: KEYS,
+    files: geminiLogin,
+    how:
+      'set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into ' +
+      'each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
+  },
 
   session: { id: /^[A-Za-z0-9_-]+$/ },
   async resume(e, _record, id) {
@@ -91,14 +91,14 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
     const dir = join(e.home, '.gemini');
     const id = saved?.sessionId ?? randomUUID();
     const before = saved?.before ?? new Set<string>();
-    // A Google login (Login with Google): its OAuth files, when no key and no Vertex AI is set.
-    const logins = usesKey(e.env) ? [] : geminiLogin(dir);
     await mkdir(dir, { recursive: true });
-    const auth = hasLogin(logins, process.env)
-      ? 'oauth-personal'
-      : e.env.GOOGLE_GENAI_USE_VERTEXAI === 'true'
-        ? 'vertex-ai'
-        : 'gemini-api-key';
+    // Login with Google (the runner copies its OAuth files in) when no key and no Vertex AI is set.
+    const auth =
+      !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env)
+        ? 'oauth-personal'
+        : e.env.GOOGLE_GENAI_USE_VERTEXAI === 'true'
+          ? 'vertex-ai'
+          : 'gemini-api-key';
     await writeFile(join(dir, 'settings.json'), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}\n`);
     // A lock left by a killed run would make the next one wait for it to go stale.
     await rm(join(dir, 'projects.json.lock'), { recursive: true, force: true });
@@ -115,7 +115,6 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
       ],
       env: { GEMINI_CLI_HOME: e.home, GEMINI_TELEMETRY_ENABLED: 'false' },
       input: viaStdin ? e.prompt : '',
-      logins,
       pollMs: 1000,
       watch: e.unit === 'tokens' || e.unit === 'usd',
       async spent(run): Promise<Spent> {
@@ -150,11 +149,11 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
 });
 
 /** Where Login with Google leaves its OAuth files ($GEMINI_CLI_HOME, else ~, then .gemini/), and the credentials' secret form. */
-export function geminiLogin(episodeGeminiDir: string, env = process.env): LoginFile[] {
+export function geminiLogin(episodeHome: string, env = process.env): LoginFile[] {
   const dir = join(env.GEMINI_CLI_HOME || homedir(), '.gemini');
   const file = (name: string, fromEnv?: string) => ({
     from: join(dir, name),
-    to: join(episodeGeminiDir, name),
+    to: join(episodeHome, '.gemini', name),
     ...(fromEnv ? { fromEnv } : {}),
   });
   return [file('oauth_creds.json', 'GEMINI_OAUTH_CREDS'), file('google_accounts.json')];

@@ -18,7 +18,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { failureLine } from '../core/text.js';
-import { count, GrowingFile, isRecord, jsonLines, type LoginFile, sizeOf } from './files.js';
+import { count, followLog, isRecord, jsonLines, type LoginFile } from './files.js';
 import { PROVIDER_HOSTS } from './model-apis.js';
 import { type ConfigRoutes, defineSpec, type PlannedRoute } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, str } from './transcript.js';
@@ -82,8 +82,8 @@ export const opencode = defineSpec<{ sessionId: string }>({
 
   async start(e, saved) {
     // The events, read from the log as they are printed: this episode's steps only.
-    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     const run = emptyRun();
+    const read = await followLog(e.logFile, (line) => addEvents(run, line));
     const model = e.agent.model ?? 'unknown';
     return {
       args: [
@@ -96,8 +96,7 @@ export const opencode = defineSpec<{ sessionId: string }>({
       input: e.prompt,
       logins: opencodeLogin(e.contextDir),
       async spent(done) {
-        if (done) for await (const line of log.remaining()) addEvents(run, line);
-        else for (const line of await log.lines()) addEvents(run, line);
+        await read(done !== undefined);
         // Its own cost where it priced the calls, else forkflush's table.
         const tally: Tally = {};
         if (run.steps > 0)

@@ -18,7 +18,7 @@ import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import { couldNotStart, LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
-import { installLogins, isRecord, removeLogins } from './files.js';
+import { anySet, hasLogin, installLogins, isRecord, removeLogins } from './files.js';
 import type { AgentSpec, CliRun, Ending, Episode, Unusable } from './spec.js';
 import { overrunReason, type Spent, settleBounds, spendOf, usageOf } from './usage.js';
 
@@ -27,7 +27,7 @@ export const RECORD_FILE = 'session.json';
 
 /** The agent port for a spec and the config's `agent` section. */
 export function adapterOf<S>(spec: AgentSpec<S>, agent: Config['agent']): AgentAdapter {
-  const missingLogin = (env: NodeJS.ProcessEnv) => spec.missingLogin?.(env, agent) ?? null;
+  const missingLogin = (env: NodeJS.ProcessEnv) => loginMissing(spec, env, agent);
   return {
     kind: spec.kind,
     passEnv: spec.passEnv,
@@ -45,6 +45,21 @@ export function adapterOf<S>(spec: AgentSpec<S>, agent: Config['agent']): AgentA
       return settleBounds(s, await runSession(spec, agent, s), agent.max_turns);
     },
   };
+}
+
+/** Why a CLI surely cannot log in with this environment (its spec's `login`), as a message saying how; null when it can. */
+export function loginMissing(
+  spec: Pick<AgentSpec, 'name' | 'login'>,
+  env: NodeJS.ProcessEnv,
+  agent: Config['agent'],
+): string | null {
+  const l = spec.login;
+  const logsIn =
+    !l ||
+    anySet([...l.keys, ...(l.other ?? [])], env) ||
+    agent.args.some((a) => l.args?.test(a)) ||
+    (l.files && hasLogin(l.files(''), process.env));
+  return logsIn ? null : `${spec.name} has no ${l.lacks ?? 'API key and no login'}: ${l.how}`;
 }
 
 /**
@@ -219,7 +234,10 @@ async function attempt<S>(spec: AgentSpec<S>, e: Episode, saved: S | null, timeo
   const timer = watched || cli.bounds ? setInterval(() => void check(), cli.pollMs ?? 250) : undefined;
   const env: NodeJS.ProcessEnv = { ...e.env, ...forkflushVars(e), ...cli.env };
   for (const name of cli.unset ?? []) delete env[name];
-  const logins = cli.logins ? await installLogins(cli.logins, process.env) : [];
+  // Its login files, when no key is set (copied for the run only).
+  const login = spec.login;
+  const files = cli.logins ?? (login?.files && !anySet(login.keys, e.env) ? login.files(e.home) : []);
+  const logins = await installLogins(files, process.env);
   try {
     const run = await e.spawn(cli.executable ?? e.executable, cli.args, {
       cwd: cli.cwd ?? e.workdir,

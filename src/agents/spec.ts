@@ -141,6 +141,21 @@ export interface EgressFacts {
   notProxied: string;
 }
 
+/** What counts as a login: any of these variables set, an argument of `args`, or a login file of `files`. */
+export interface LoginFacts {
+  /** Variables that hold a key (then no login file is copied in), or `NAME=value`. */
+  keys: readonly string[];
+  /** Other variables that make it log in otherwise (a cloud provider, an endpoint of the user's). */
+  other?: readonly string[];
+  /** An argument in agent.args that names a login or provider of the user's own. */
+  args?: RegExp;
+  /** Its login files in the user's home, and where they go in the episode's `home`. */
+  files?: (home: string) => LoginFile[];
+  /** What it lacks ("API key and no login"), and how to give it one. */
+  lacks?: string;
+  how: string;
+}
+
 export interface AgentSpec<Saved = unknown> {
   /** agent.kind */
   kind: string;
@@ -150,8 +165,8 @@ export interface AgentSpec<Saved = unknown> {
   /** Environment variables it needs (its keys, endpoints, switches): names, or prefixes with *. */
   passEnv: readonly string[];
   egress: EgressFacts;
-  /** Why it surely cannot log in with this environment, as a message saying how; null when it can. */
-  missingLogin?: (env: NodeJS.ProcessEnv, agent: Config['agent']) => string | null;
+  /** What counts as a login; the runner refuses to start a CLI that has none (adapterOf). */
+  login?: LoginFacts;
   /** The conversation's id in session.json: its key there (default `sessionId`) and the shape of an id. */
   session?: { key?: string; id: RegExp };
   /**

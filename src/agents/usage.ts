@@ -103,6 +103,12 @@ export function shareOf(before: Tally | null, after: Tally): { share: Tally; not
   return note ? { share, note } : { share };
 }
 
+/** What an episode spent of a conversation's running totals (`shareOf` before and after), with its note. */
+export function spentSince(before: Tally | null, after: Tally, rest: Omit<Spent, 'tally'> = {}): Spent {
+  const own = shareOf(before, after);
+  return { ...rest, tally: own.share, notes: [...(rest.notes ?? []), ...(own.note ? [own.note] : [])] };
+}
+
 /** The episode's usage: tokens in and out, its cost (the CLI's, else priced), its turns. */
 export function usageOf(spent: Spent): AgentUsage {
   let inputTokens = 0;

@@ -89,14 +89,14 @@ describe('settleBounds', () => {
 });
 
 describe('adapterOf', () => {
-  const agent = (missing: string | null) => {
+  const agent = () => {
     let ran = 0;
     const spec = defineSpec({
       kind: 'x',
       name: 'X',
       passEnv: [],
       egress: { hosts: [], routes: [], notProxied: 'nothing: it holds no key' },
-      missingLogin: () => missing,
+      login: { keys: ['X_API_KEY'], how: 'set X_API_KEY' },
       start: async () => {
         ran++;
         return { executable: '/bin/true', args: [] };
@@ -107,7 +107,7 @@ describe('adapterOf', () => {
   };
 
   it('a CLI that surely cannot log in is not started: a crash that says how to log in', async () => {
-    const { a, ran } = agent('X has no API key and no login: set X_API_KEY');
+    const { a, ran } = agent();
     expect(await a.run(session())).toEqual({
       exit: 'crash',
       reportedSpend: 0,
