@@ -1,22 +1,15 @@
-// The `aider` agent: aider (PyPI aider-chat), one `--message-file` run per episode. Facts from the
-// repository Aider-AI/aider (aider cannot be installed where forkflush is developed: its tests run
-// the fake test/fixtures/agents/aider/fake-aider.mjs, built from them):
-// - `aider --message-file F --yes-always` sends one message, applies the reply (up to 3
-//   reflections) and exits; `--yes-always` never runs the model's shell commands, which need an
-//   explicit yes (aider/io.py confirm_ask, base_coder.py handle_shell_commands).
-// - The conversation is the chat history markdown; `--chat-history-file F --restore-chat-history`
-//   continues it. F lives in the context folder, out of the workspace forkflush commits.
-// - After each model call it prints (base_coder.py calculate_and_show_tokens_and_cost)
-//   "Tokens: {sent} sent[, {n} cache write][, {n} cache hit], {received} received." and, when the
-//   model has prices, " Cost: ${message} message, ${session} session." ("session": this process's).
-//   Counts as aider/utils.py format_tokens prints them: "997", "1.6k", "12k"; older: "2,841".
-//   "Model: <name> with <format> edit format" (older "Main model:") names the model.
-// - A failed model call prints "litellm.<Name>Error: ..." and aider still exits 0 (issue
-//   Aider-AI/aider#5552): a run without a usage line is a crash.
-// - No turn or money limit: forkflush reads the usage lines from the log as they come, and stops
-//   the run after the call that passed agent.max_turns or the allowance.
-// - Its repo map cache `.aider.tags.cache.v*` is in the git root (aider/repomap.py); with
-//   --no-gitignore, `.aider*` goes in the repository's own exclude file, so it is never committed.
+// The `aider` agent: aider (PyPI aider-chat), from the repository Aider-AI/aider; it cannot be installed
+// here, so its tests run the fake test/fixtures/agents/aider/fake-aider.mjs built from it.
+// - `--message-file F --yes-always` sends one message, applies the reply and exits; `--yes-always`
+//   never runs the model's shell commands (aider/io.py confirm_ask).
+// - The conversation is the chat history markdown: `--chat-history-file F --restore-chat-history`.
+// - After each model call (base_coder.py calculate_and_show_tokens_and_cost): "Tokens: {sent} sent[,
+//   {n} cache write][, {n} cache hit], {received} received." and, when the model has prices, " Cost:
+//   ${message} message, ${session} session." (this process's). Counts as format_tokens prints them:
+//   "997", "1.6k", "12k"; older "2,841". "Model: <name> with <format> edit format" (older "Main model:").
+// - A failed model call prints "litellm.<Name>Error: ..." and aider still exits 0 (Aider-AI/aider#5552).
+// - No turn or money limit. Its repo map cache `.aider.tags.cache.v*` is in the git root
+//   (aider/repomap.py): with --no-gitignore, `.aider*` goes in the repository's exclude file.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { plainText } from '../core/text.js';

@@ -1,23 +1,16 @@
-// The `claude-code` agent: Anthropic's Claude Code CLI, one print-mode session per episode.
-// Docs: https://docs.claude.com/en/docs/claude-code/cli-reference (flags), .../headless (print mode,
-// output formats, resume), https://code.claude.com/docs/en/env-vars, .../permission-modes,
-// .../agent-sdk/cost-tracking; recorded outputs in test/fixtures/agents/claude-code/ (2.1.332).
-// - The conversation lives in a config folder forkflush owns, `<context>/home` (CLAUDE_CONFIG_DIR):
-//   `projects/<project>/<session id>.jsonl`, where <project> is the working directory's real path
-//   with every character but ASCII letters and digits as '-' (past 200 characters: the first 200,
-//   '-' and the base-36 absolute value of the path's 32-bit hash). A fresh episode starts a session
-//   with an id chosen here (`--session-id`); a carried one resumes it (`--resume`) after its
-//   project folder is moved to the new workspace's name.
-// - stdout with `-p --output-format stream-json --verbose`: JSON lines, first `system/init`
-//   {session_id, model, claude_code_version}, last `result` {subtype success | error_max_turns |
-//   error_max_budget_usd | error_during_execution, is_error, num_turns, total_cost_usd, modelUsage,
-//   errors, api_error_status}. A failed API call still ends in "success" with `is_error`.
-// - `total_cost_usd` and `modelUsage` (per model: inputTokens, outputTokens, cacheReadInputTokens,
-//   cacheCreationInputTokens, costUSD, costBasis) are CUMULATIVE over a resumed conversation: the CLI
-//   restores them from the transcript's last `cost-state` row, which it appends whenever a run ends
-//   (a SIGTERM'd one too). So an episode's figures are the totals after it less those before it.
-// - One API response is one assistant row per content block, each with `message.id` and
-//   `message.usage`: counted once per id.
+// The `claude-code` agent: Claude Code in print mode (docs.claude.com/en/docs/claude-code: cli-reference,
+// headless, env-vars; recorded outputs of 2.1.332 in test/fixtures/agents/claude-code/).
+// - CLAUDE_CONFIG_DIR (`<context>/home`) holds `projects/<project>/<session id>.jsonl`, <project> the
+//   real cwd with every non-alphanumeric as '-' (past 200 characters: the first 200, '-', base-36 of
+//   the path's 32-bit hash). `--session-id` starts a session, `--resume` continues one whose project
+//   folder was moved to the new workspace's name.
+// - `-p --output-format stream-json --verbose`: JSON lines, `system/init` {session_id, model,
+//   claude_code_version} first, `result` {subtype success | error_max_turns | error_max_budget_usd |
+//   error_during_execution, is_error, num_turns, total_cost_usd, modelUsage, errors, api_error_status}
+//   last. A failed API call still ends in "success" with `is_error`.
+// - `total_cost_usd` and `modelUsage` are cumulative over a resumed conversation, restored from the
+//   transcript's last `cost-state` row (appended whenever a run ends, SIGTERM too).
+// - One API response is one assistant row per content block, each with `message.id` and `usage`.
 import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -26,7 +19,7 @@ import type { RunResult } from '../io/process.js';
 import { GrowingFile, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { ANTHROPIC, BEARER } from './model-apis.js';
 import { defineSpec, type Ending, UUID } from './spec.js';
-import { contentText, describeInput, eachEvent, type Lines, money, str } from './transcript.js';
+import { contentText, describeInput, eachEvent, type Lines, money, num, str } from './transcript.js';
 import { addUse, type Spent, spentSince, type Tally } from './usage.js';
 
 /** Claude Code on Bedrock, Vertex AI or Foundry: their cloud credentials are its login. */
@@ -79,13 +72,12 @@ export const claudeCode = defineSpec<Saved>({
 
   session: { id: UUID },
   async resume(e, _record, id) {
-    const transcript = await findTranscript(e.home, id);
+    const transcript = await transcriptPath(e.home, id);
     if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
     const text = (await readFrom(transcript, 0)).toString('utf8');
     const problem = transcriptProblem(text);
     if (problem) return { unusable: `the transcript of session ${id} ${problem}` };
-    // The session moves to the project folder Claude Code will look in from this workspace: the
-    // whole folder when the new one does not exist yet, else the transcript and its session folder.
+    // To the project folder it looks in from this workspace: the whole folder, else the session's files.
     const from = join(transcript, '..');
     const to = join(e.home, 'projects', projectDirName(await realpath(e.workdir)));
     if (from !== to && !(await lstat(to).catch(() => null))) await rename(from, to);
@@ -95,7 +87,6 @@ export const claudeCode = defineSpec<Saved>({
         await rm(join(to, name), { recursive: true, force: true });
         await rename(join(from, name), join(to, name));
       }
-    // Claude Code restores its totals from the transcript's last cost record; without one, from zero.
     return { id, baseline: readCostState(text), bytes: Buffer.byteLength(text) };
   },
 
@@ -105,7 +96,6 @@ export const claudeCode = defineSpec<Saved>({
     const id = saved?.id ?? randomUUID();
     const baseline = saved?.baseline ?? null;
     const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
-    // The assistant rows as the transcript grows (their ids, models and usage only).
     const rows: string[] = [];
     const readRows = async () => {
       for (const line of await transcript.lines()) {
@@ -122,8 +112,7 @@ export const claudeCode = defineSpec<Saved>({
     return {
       args: [
         ...['-p', '--output-format', 'stream-json', '--verbose'],
-        // Edits inside the workspace without asking, and shell commands: the narrowest set that
-        // lets it change files and run the grader; anything else needs a permission nobody gives.
+        // The narrowest set that lets it change files and run the grader.
         ...['--permission-mode', 'acceptEdits', '--allowedTools', 'Bash'],
         ...(saved ? ['--resume', id] : ['--session-id', id]),
         ...(e.agent.model ? ['--model', e.agent.model] : []),
@@ -142,9 +131,8 @@ export const claudeCode = defineSpec<Saved>({
       },
       // It would rename the project folder the transcript is filed under.
       unset: ['CLAUDE_CODE_PROJECT_DIR_NAME'],
-      // On stdin, then closed: no size limit (an argument has 128 KiB), never read as a flag.
       input: e.prompt,
-      // No token limit of its own: with a token budget, the transcript is watched as it grows.
+      // No token limit of its own.
       watch: e.unit === 'tokens',
       async spent(run?: RunResult): Promise<Spent | null> {
         const appended = await readRows();
@@ -213,7 +201,6 @@ async function transcriptPath(home: string, id: string, cwd?: string): Promise<s
   }
   return null;
 }
-const findTranscript = (home: string, id: string) => transcriptPath(home, id);
 
 export interface ClaudeResult {
   subtype: string;
@@ -321,11 +308,7 @@ export function transcriptProblem(text: string): string | null {
   return rows === 0 ? 'has no readable line (not JSON lines)' : 'holds no conversation (no user or assistant message)';
 }
 
-/**
- * How a run ended in Claude Code's terms: its turn and money limits are budget stops; a result
- * that is an error (an API refusal ends in "success" with is_error) or no result at all is a crash
- * with its message; a resume that found no conversation (`resumed`: its id) starts afresh.
- */
+/** How a run ended in Claude Code's terms (`resumed`: the id it was to resume, else null). */
 export function claudeEnding(
   run: Pick<RunResult, 'stdout' | 'stderr' | 'exitCode' | 'stopped'>,
   resumed: string | null,
@@ -350,10 +333,6 @@ export function claudeEnding(
 /** Claude Code's answer to `--resume <id>` when it cannot find that conversation. */
 export function saysNoConversation(output: string): boolean {
   return /No conversation found with session ID/i.test(output);
-}
-
-function num(v: unknown): number | null {
-  return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
 
 function claudeEvent(out: Lines, e: Record<string, unknown>): void {

@@ -1,5 +1,5 @@
-// Reading what agent CLIs print and write, and copying their logins: files an agent could write
-// are read without following a link or blocking on a FIFO, as they grow, and never past a limit.
+// Files an agent could write, read without following a link or blocking on a FIFO, as they grow and
+// never past a limit; and the copying of CLI logins.
 import { constants, existsSync } from 'node:fs';
 import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -48,12 +48,7 @@ export const MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
 const CHUNK_BYTES = 8 * 1024 * 1024;
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
-/**
- * A file an agent's CLI appends to (a transcript, a rollout, an events log), read as it grows:
- * each read returns the whole lines added since the last one, at most a chunk at a time, so
- * memory stays small however large the agent makes the file. It is opened without following a
- * link and without blocking, and must be a regular file: the agent can write the folder it is in.
- */
+/** A file a CLI appends to, read as it grows: the whole lines added since the last read, a chunk at most. */
 export class GrowingFile {
   private rest = Buffer.alloc(0);
   /** Lines too long to keep (dropped, not parsed). */
@@ -165,10 +160,9 @@ export interface InstalledLogin {
 }
 
 /**
- * Copies (never moves or links) the credential files of the user's login into the episode's CLI
- * home, mode 0600. Only those files: no history, sessions or memories, so a fresh episode still
- * has none. Returns what was copied, to be removed when the session ends: it must not travel on
- * with the context (which a forge keeps). A variable with the content wins over the file.
+ * Copies (never moves or links) a login's credential files into the episode's CLI home, mode 0600
+ * (a variable with the content wins over the file): to be removed when the session ends, never to
+ * travel on with the context.
  */
 export async function installLogins(files: LoginFile[], env: NodeJS.ProcessEnv): Promise<InstalledLogin[]> {
   const installed: InstalledLogin[] = [];
@@ -186,12 +180,7 @@ export async function installLogins(files: LoginFile[], env: NodeJS.ProcessEnv):
   return installed;
 }
 
-/**
- * Removes the copied login files after the session, whatever happened in it. Nothing of them goes
- * back to the user's files: the agent could write them, and a file of the right shape could hold
- * another account's login. A CLI that refreshed its tokens in the episode may have rotated the
- * user's refresh token (README, "Keys and logins").
- */
+/** Removes the copied login files; nothing goes back to the user's (the agent could write them; README, "Keys and logins"). */
 export async function removeLogins(installed: InstalledLogin[]): Promise<void> {
   for (const login of installed) await rm(login.to, { force: true });
 }

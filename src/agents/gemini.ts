@@ -1,21 +1,15 @@
-// The `gemini` agent: Gemini CLI in headless mode, one process per episode. Sources: its docs, which
-// ship in its package (bundle/docs/, published at https://geminicli.com/docs/), and its bundled
-// source, whose comments name the files of google-gemini/gemini-cli; recorded outputs in
-// test/fixtures/agents/gemini/ (0.61.0).
-// - `gemini -p PROMPT -o json --approval-mode yolo --skip-trust` runs one session (cli/headless.md,
-//   cli-reference.md, trusted-folders.md). `-o json` prints one object {session_id, response,
-//   stats, error?} (core/src/output/json-formatter.ts); `stats.models[name]` holds `api`
-//   {totalRequests, totalErrors}, `tokens` {prompt, candidates, cached, thoughts, tool} and
-//   `roles.main` (the agent loop), for this process only. A fatal error prints
-//   {session_id, error: {type, message, code}} on stderr and exits with its code: 53 the turn
-//   limit `model.maxSessionTurns`, 41 authentication, 42 input, 55 an untrusted folder.
-// - GEMINI_CLI_HOME is the root of its state ($GEMINI_CLI_HOME/.gemini): forkflush points it at
-//   <context>/home. Sessions are <home>/.gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl, <slug>
-//   the project's, mapped from the absolute working directory in projects.json and checked against
-//   tmp/<slug>/.project_root (core/src/config/projectRegistry.ts). `--resume <id>` looks in the
-//   current folder's chats only, so a resumed session is moved there; `--session-id` names a new one.
-// - Its session files are read by gemini-session.ts.
-// - No money bound: forkflush reads the session file's token counts and stops an overrun itself.
+// The `gemini` agent: Gemini CLI headless (its docs ship in the package, bundle/docs/; recorded outputs of
+// 0.61.0 in test/fixtures/agents/gemini/).
+// - `gemini -p PROMPT -o json --approval-mode yolo --skip-trust`: one object {session_id, response, stats,
+//   error?} (core/src/output/json-formatter.ts); `stats.models[name]` holds `api` {totalRequests,
+//   totalErrors}, `tokens` {prompt, candidates, cached, thoughts, tool} and `roles.main` (the agent
+//   loop), for this process only. A fatal error prints {session_id, error: {type, message, code}} on
+//   stderr and exits with its code: 53 `model.maxSessionTurns`, 41 auth, 42 input, 55 untrusted folder.
+// - GEMINI_CLI_HOME (`<context>/home`) holds .gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl, <slug>
+//   mapped from the absolute cwd in projects.json and checked against tmp/<slug>/.project_root
+//   (core/src/config/projectRegistry.ts). `--resume <id>` looks in the current folder's chats only;
+//   `--session-id` names a new session. Its session files are read by gemini-session.ts.
+// - No money bound of its own.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';

@@ -1,19 +1,12 @@
-// The `qwen-code` agent: Qwen Code (npm @qwen-code/qwen-code), one headless run per episode. Facts
-// from `qwen --help` of 0.24.4 and its behaviour against the mock chat completions API
-// (test/agents/contract/qwen-code.ts). It declares node >= 22, and runs on Node 20 all the same.
-// - `qwen -p PROMPT --output-format stream-json --approval-mode yolo` runs one session: stdout is
-//   Claude Code's stream-json (system/init with `model`, assistant messages with `usage`, a last
-//   `result` {subtype, is_error, num_turns, usage, result}), so Claude Code's transcript reader
-//   reads it. Its usage counts this run only, its helper calls (memory extraction) included; no cost.
-// - QWEN_HOME holds its state: a session is projects/<project>/chats/<session id>.jsonl, <project>
-//   the working directory with every character but ASCII letters and digits as '-' (as Claude
-//   Code's). `--session-id` names a new session; `--resume <id>` looks for it in the working
-//   directory's project, where a carried session is moved.
-// - `--auth-type openai|anthropic|gemini` with that provider's key and base URL variables
-//   (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, …); `--max-session-turns N` bounds the turns.
-//   Its default OpenAI endpoint is api.openai.com/v1; Alibaba's (DashScope, Coding Plan, Token
-//   Plan) are *.aliyuncs.com, named by OPENAI_BASE_URL. Its web search reads DASHSCOPE_API_KEY and
-//   refuses an http:// endpoint.
+// The `qwen-code` agent: Qwen Code (`qwen --help` of 0.24.4, and its behaviour against the mock; it
+// declares node >= 22 and runs on Node 20).
+// - `qwen -p PROMPT --output-format stream-json --approval-mode yolo`: Claude Code's stream-json
+//   (its reader reads it). Usage counts this run only, its helper calls (memory extraction) too; no cost.
+// - QWEN_HOME holds projects/<project>/chats/<session id>.jsonl, <project> the cwd with every
+//   non-alphanumeric as '-'. `--session-id` names a new session; `--resume <id>` looks in the cwd's project.
+// - `--auth-type openai|anthropic|gemini` with that provider's variables (OPENAI_API_KEY,
+//   OPENAI_BASE_URL, OPENAI_MODEL, …); `--max-session-turns N`. Alibaba's endpoints (DashScope, Coding
+//   Plan) are *.aliyuncs.com; its web search reads DASHSCOPE_API_KEY and refuses an http:// endpoint.
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,14 +1,6 @@
-// The session runner: one episode of any agent kind, the same way for every spec (spec.ts).
-//   - the context: empty is fresh; a carried one the spec cannot resume (or the CLI itself finds no
-//     conversation in) is cleared, and the episode starts fresh with a note (openContext);
-//   - session.json: forkflush's record of the conversation, read and written here for every spec;
-//   - the environment: the session's allowlist, forkflush's contract variables, the CLI's own; a
-//     login copied in for the run only, and a CLI that surely cannot log in is never started;
-//   - the bounds: a watcher reads what the episode spent and stops an overrun; a watcher that fails
-//     is a note, never silence; and whatever the timing, an episode whose final usage is past its
-//     allowance is an overrun (settleBounds);
-//   - the ending: a stop, a limit of the CLI's own, a crash with the CLI's own line; its usage and
-//     price (usage.ts), and the notes.
+// The session runner: one episode of any agent kind, the same way for every spec (spec.ts): the
+// context (a carried one that cannot be resumed is cleared: a fresh start with a note), session.json,
+// the environment and login, the watcher that stops an overrun, the ending, usage and notes.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
@@ -63,11 +55,9 @@ export function loginMissing(
 }
 
 /**
- * Opens the context folder an episode starts from. Empty: a fresh conversation. Otherwise
- * `resume` reads the conversation the previous episode left, or says why it cannot be resumed.
- * An unusable context is cleared and the episode starts fresh, with a note: the episode still
- * does its work and its record says it started fresh, and the lineage's later episodes carry a
- * sound conversation on instead of failing the same way again and again (docs/architecture.md).
+ * Opens the context folder an episode starts from: empty, a fresh conversation; else what `resume`
+ * reads. An unusable one is cleared and the episode starts fresh with a note, so the lineage's later
+ * episodes carry a sound conversation instead of failing the same way again (docs/architecture.md).
  */
 export async function openContext<T>(
   contextDir: string,
@@ -136,7 +126,7 @@ export async function runSession<S>(
   }
   let t = await attempt(spec, e, saved, s.deadlineMs);
   if (t.ending.restart && resume) {
-    // The CLI is the judge of whether it can resume: it found no conversation, so it has not called the model yet.
+    // The CLI found no conversation to resume: it has not called the model yet.
     await clear(s.contextDir);
     notes.push(freshNote(spec.name, t.ending.restart));
     t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (performance.now() - started)));
@@ -264,10 +254,7 @@ async function attempt<S>(spec: AgentSpec<S>, e: Episode, saved: S | null, timeo
   }
 }
 
-/**
- * How a session that forkflush stopped ended: its deadline (a time budget, or a timeout), its
- * budget, or 'crash' for any other stop; null when the process ended on its own.
- */
+/** How a session forkflush stopped ended (its deadline, its budget, else a crash); null: it ended on its own. */
 export function stopExit(r: { stopped: string | null }, deadlineIsBudget: boolean): ExitReason | null {
   if (r.stopped === null) return null;
   if (r.stopped === 'timeout') return deadlineIsBudget ? 'budget' : 'timeout';
@@ -284,12 +271,9 @@ const STATUS: [RegExp, FailureKind][] = [
 ];
 
 /**
- * Why a crashed session failed, from what its spec read (the provider's status, the CLI's own
- * line) and its exit: a refused key, an exhausted quota, an unknown model, a rate limit or an
- * overloaded provider (by the status, or the status the line quotes: "API Error: 401",
- * "unexpected status 429", "(HTTP 503)"), a dropped connection, a CLI that could not start; and
- * a command agent's exit codes by the sysexits convention (README, "The command agent"): 75
- * (EX_TEMPFAIL) passes, 77 (EX_NOPERM) is its login. Null: a crash nobody recognised.
+ * Why a crashed session failed, from the provider's status (or the one its line quotes: "API Error:
+ * 401", "(HTTP 503)"), a dropped connection, a CLI that could not start, or a command agent's sysexits
+ * code (75 EX_TEMPFAIL passes, 77 EX_NOPERM is its login). Null: a crash nobody recognised.
  */
 export function failureOf(
   spec: Pick<AgentSpec, 'cli' | 'name' | 'kind'>,

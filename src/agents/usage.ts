@@ -1,7 +1,5 @@
-// What an episode spent, by one set of rules for every agent: a CLI's figures become a tally of
-// tokens per model (`Tally`); running totals (a conversation's, across resumes) become this
-// episode's share by `shareOf` (never less than can be proven); the cost is the CLI's own where it
-// reports one, else priced by forkflush's table; and the bounds are checked on what was spent.
+// What an episode spent, by one set of rules for every agent: tokens per model (`Tally`), a running
+// total's share (`shareOf`, never less than can be proven), the CLI's cost or forkflush's price, the bounds.
 import type { AgentUsage } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
 import type { AgentOutcome, AgentSession } from './agent.js';
@@ -63,10 +61,8 @@ export function sumTallies(...tallies: (Tally | null)[]): Tally {
 }
 
 /**
- * This episode's share of running totals (a conversation's, across resumes): after minus before,
- * figure by figure. A total that went down means the CLI counted afresh; what the episode can be
- * proven to have used is then at least the total after it, which is charged, with a note. Never
- * less than can be proven: a budget must not be under-reported.
+ * This episode's share of running totals: after minus before, figure by figure. A total that went
+ * down means the CLI counted afresh: the total after it is charged, with a note (never under-report).
  */
 export function ownShare<T extends { [K in keyof T]: number }>(
   before: T | null,
@@ -168,10 +164,7 @@ export function overrunReason(
     : `spent $${formatNumber(spent, 6)} of its $${formatNumber(s.allowance, 6)}`;
 }
 
-/**
- * The bounds, checked once more on the final usage: an overrun the watcher's poll did not catch
- * (the session ended between two polls, or the CLI bounds itself loosely) is an overrun all the same.
- */
+/** The bounds, checked once more on the final usage: an overrun the watcher did not catch is one all the same. */
 export function settleBounds(s: AgentSession, o: AgentOutcome, maxTurns?: number): AgentOutcome {
   if (o.exit !== 'finished') return o;
   const measured = s.unit === 'tokens' || s.unit === 'usd';
