@@ -15,7 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { plainText } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { followLog, readFrom, sizeOf } from './files.js';
-import { OPENAI, PROVIDER_HOSTS } from './model-apis.js';
+import { OPENAI, PROVIDER_ENV, PROVIDER_HOSTS } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import type { Lines } from './transcript.js';
 import { addUse, type Spent, type Tally } from './usage.js';
@@ -37,20 +37,7 @@ export const aider = defineSpec<{ episodes: string[] }>({
     secret: { name: 'OPENAI_API_KEY', note: 'or the key of the model aider uses' },
   },
   // It talks to any provider LiteLLM knows: the usual providers' keys and endpoints.
-  passEnv: [
-    'AIDER_*',
-    'OPENAI_*',
-    'ANTHROPIC_*',
-    'GEMINI_*',
-    'DEEPSEEK_*',
-    'OPENROUTER_*',
-    'GROQ_*',
-    'MISTRAL_*',
-    'COHERE_*',
-    'XAI_*',
-    'AZURE_*',
-    'OLLAMA_*',
-  ],
+  passEnv: ['AIDER_*', ...PROVIDER_ENV, 'COHERE_*', 'OLLAMA_*'],
   egress: {
     hosts: PROVIDER_HOSTS,
     // aider documents OPENAI_API_BASE for an OpenAI endpoint (aider/website/docs/llms/openai-compat.md); LiteLLM also reads OPENAI_BASE_URL.

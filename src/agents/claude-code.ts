@@ -256,18 +256,20 @@ export function readCostState(transcript: string): Tally | null {
   return last;
 }
 
+/** Anthropic's counts (its input without the cache's reads and writes) as a model's use. */
+function use(input: unknown, read: unknown, wrote: unknown, output: unknown) {
+  const [r, w] = [num(read) ?? 0, num(wrote) ?? 0];
+  return { input: (num(input) ?? 0) + r + w, cached: r, written: w, output: num(output) ?? 0 };
+}
+
 /** `modelUsage` as a tally (a model whose price Claude Code did not know: cost null). */
 function tallyOf(value: unknown, allUnknown: boolean): Tally | null {
   if (!isRecord(value)) return null;
   const t: Tally = {};
   for (const [name, m] of Object.entries(value)) {
     if (!isRecord(m)) continue;
-    const [read, wrote] = [num(m.cacheReadInputTokens) ?? 0, num(m.cacheCreationInputTokens) ?? 0];
     addUse(t, name, {
-      input: (num(m.inputTokens) ?? 0) + read + wrote,
-      cached: read,
-      written: wrote,
-      output: num(m.outputTokens) ?? 0,
+      ...use(m.inputTokens, m.cacheReadInputTokens, m.cacheCreationInputTokens, m.outputTokens),
       costUsd: allUnknown || m.costBasis === 'unknown' ? null : (num(m.costUSD) ?? 0),
     });
   }
@@ -284,15 +286,8 @@ export function assistantTally(transcript: string): { tally: Tally; responses: n
     if (row.type !== 'assistant' || !m || id === null || seen.has(id) || !isRecord(m.usage)) continue;
     seen.add(id);
     const u = m.usage;
-    const [read, wrote] = [num(u.cache_read_input_tokens) ?? 0, num(u.cache_creation_input_tokens) ?? 0];
-    addUse(tally, str(m.model) ?? 'unknown', {
-      input: (num(u.input_tokens) ?? 0) + read + wrote,
-      cached: read,
-      written: wrote,
-      output: num(u.output_tokens) ?? 0,
-      calls: 1,
-      costUsd: null,
-    });
+    const counts = use(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens, u.output_tokens);
+    addUse(tally, str(m.model) ?? 'unknown', { ...counts, calls: 1, costUsd: null });
   }
   return { tally, responses: seen.size };
 }

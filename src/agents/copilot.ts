@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
 import { count, GrowingFile, isRecord, jsonLines, lastText, MAX_AGENT_FILE_BYTES, readFrom, sizeOf } from './files.js';
 import { BEARER } from './model-apis.js';
-import { defineSpec, UUID } from './spec.js';
+import { defineSpec, MAX_PROMPT_ARG, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
 import { addUse, type Spent, shareOf, sumTallies, type Tally } from './usage.js';
 
@@ -36,8 +36,6 @@ const NANO_AIU_PER_CREDIT = 1e9;
 const USD_PER_CREDIT = 0.01;
 /** The smallest `--max-ai-credits` the CLI takes (`copilot help limits`). */
 export const MIN_AI_CREDITS = 30;
-/** Longer prompts go through stdin: one argument may not exceed 128 KiB on Linux. */
-const MAX_PROMPT_ARG = 100_000;
 
 export const copilot = defineSpec<Saved>({
   kind: 'copilot',

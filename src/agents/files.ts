@@ -1,7 +1,7 @@
 // Files an agent could write, read without following a link or blocking on a FIFO, as they grow and
 // never past a limit; and the copying of CLI logins.
 import { constants, existsSync } from 'node:fs';
-import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** The JSON objects of JSONL text; lines that are not JSON objects are skipped. */
@@ -117,31 +117,31 @@ export class GrowingFile {
   }
 }
 
-/** What a file holds from `offset` on; nothing when it is not a regular file. */
-export async function readFrom(path: string, offset: number, max = MAX_AGENT_FILE_BYTES): Promise<Buffer> {
+/** `read` of a regular file, opened without following a link or blocking; `none` when there is none. */
+async function regular<T>(path: string, none: T, read: (h: FileHandle, size: number) => Promise<T>): Promise<T> {
   const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (!h) return Buffer.alloc(0);
+  if (!h) return none;
   try {
     const s = await h.stat();
-    if (!s.isFile() || s.size <= offset) return Buffer.alloc(0);
-    const buf = Buffer.alloc(Math.min(s.size - offset, max));
-    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
-    return buf.subarray(0, bytesRead);
+    return s.isFile() ? await read(h, s.size) : none;
   } finally {
     await h.close();
   }
 }
 
+/** What a file holds from `offset` on; nothing when it is not a regular file. */
+export function readFrom(path: string, offset: number, max = MAX_AGENT_FILE_BYTES): Promise<Buffer> {
+  return regular(path, Buffer.alloc(0), async (h, size) => {
+    if (size <= offset) return Buffer.alloc(0);
+    const buf = Buffer.alloc(Math.min(size - offset, max));
+    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
+    return buf.subarray(0, bytesRead);
+  });
+}
+
 /** A regular file's size (0 when there is none). */
-export async function sizeOf(path: string): Promise<number> {
-  const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (!h) return 0;
-  try {
-    const s = await h.stat();
-    return s.isFile() ? s.size : 0;
-  } finally {
-    await h.close();
-  }
+export function sizeOf(path: string): Promise<number> {
+  return regular(path, 0, async (_, size) => size);
 }
 
 /** A credential file a CLI's login left in the user's own home, and where the episode's CLI looks for it. */

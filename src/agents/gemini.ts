@@ -18,14 +18,12 @@ import { basename, dirname, join } from 'node:path';
 import { anySet, count, hasLogin, isRecord, type LoginFile } from './files.js';
 import { isResumable, newestSession, sessionFiles, sessionLines, usageFromSessions } from './gemini-session.js';
 import { GEMINI } from './model-apis.js';
-import { defineSpec } from './spec.js';
+import { defineSpec, MAX_PROMPT_ARG } from './spec.js';
 import { type Lines, str } from './transcript.js';
 import { addUse, type Spent, type Tally } from './usage.js';
 
 /** Exit code of headless mode past `model.maxSessionTurns`. */
 export const EXIT_TURN_LIMIT = 53;
-/** Prompts longer than this go through stdin (an argv string is limited to 128 KiB on Linux). */
-const MAX_ARGV_PROMPT = 100_000;
 
 const KEYS = ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI=true'];
 
@@ -96,7 +94,7 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
     await writeFile(join(dir, 'settings.json'), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}\n`);
     // A lock left by a killed run would make the next one wait for it to go stale.
     await rm(join(dir, 'projects.json.lock'), { recursive: true, force: true });
-    const viaStdin = Buffer.byteLength(e.prompt) > MAX_ARGV_PROMPT;
+    const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     const sessions = async () => (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
     return {
       args: [

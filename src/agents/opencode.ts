@@ -15,7 +15,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { failureLine } from '../core/text.js';
 import { count, followLog, isRecord, jsonLines, type LoginFile } from './files.js';
-import { PROVIDER_HOSTS } from './model-apis.js';
+import { PROVIDER_ENV, PROVIDER_HOSTS } from './model-apis.js';
 import { type ConfigRoutes, defineSpec, type PlannedRoute } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, str } from './transcript.js';
 import { addUse, type Tally } from './usage.js';
@@ -35,20 +35,7 @@ export const opencode = defineSpec<{ sessionId: string }>({
     secret: { name: 'ANTHROPIC_API_KEY', note: "or the key of opencode's provider, or OPENCODE_AUTH_CONTENT" },
   },
   // Its own switches and inline config, and the keys of the providers it knows.
-  passEnv: [
-    'OPENCODE_*',
-    'ANTHROPIC_*',
-    'OPENAI_*',
-    'GEMINI_*',
-    'GOOGLE_*',
-    'OPENROUTER_*',
-    'GROQ_*',
-    'MISTRAL_*',
-    'DEEPSEEK_*',
-    'XAI_*',
-    'AZURE_*',
-    'AWS_*',
-  ],
+  passEnv: ['OPENCODE_*', ...PROVIDER_ENV, 'GOOGLE_*', 'AWS_*'],
   egress: {
     // Its catalogue, and npm: it installs a provider's SDK package when the provider is first used.
     hosts: [...PROVIDER_HOSTS, 'models.dev', 'registry.npmjs.org'],

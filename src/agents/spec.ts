@@ -169,6 +169,9 @@ export interface AgentSpec<Saved = unknown> {
   version?: (log: string) => string | null;
 }
 
+/** Longer prompts go on stdin: one argument may not exceed 128 KiB on Linux. */
+export const MAX_PROMPT_ARG = 100_000;
+
 /** The shape of a session id most CLIs choose (and forkflush chooses for them): a UUID. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
