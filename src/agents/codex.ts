@@ -28,7 +28,6 @@ export interface Tokens {
   output: number;
 }
 
-/** What forkflush reads of a rollout. */
 export interface Rollout {
   threadId: string | null;
   model: string | null;

@@ -55,7 +55,6 @@ export class GrowingFile {
   dropped = 0;
   private skipping = false;
   private reading: Promise<unknown> = Promise.resolve();
-  /** The file, once known. */
   path: string | null;
 
   constructor(

@@ -44,7 +44,6 @@ export async function sessionFiles(dir: string, id: string): Promise<{ path: str
   return found;
 }
 
-/** Replays a session file's records (see the header). */
 export function readSession(text: string): SessionRecord {
   let sessionId: string | null = null;
   let messages = new Map<string, SessionMessage>();

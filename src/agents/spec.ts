@@ -44,7 +44,6 @@ export interface CliRun {
   env?: Record<string, string>;
   /** Variables of the session's environment the CLI must not get. */
   unset?: string[];
-  /** Its standard input (then closed). */
   input?: string;
   cwd?: string;
   /** Login files copied into its home for the run, removed afterwards (files.ts installLogins). */
@@ -143,7 +142,6 @@ export interface LoginFacts {
 }
 
 export interface AgentSpec<Saved = unknown> {
-  /** agent.kind */
   kind: string;
   /** How messages name it ("Claude Code"). */
   name: string;

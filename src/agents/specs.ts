@@ -25,7 +25,6 @@ export const SPECS: Readonly<Record<AgentKind, AgentSpec>> = {
   'qwen-code': qwenCode,
 };
 
-/** The spec of a kind. */
 export function specOf(kind: AgentKind): AgentSpec {
   return SPECS[kind];
 }
@@ -45,7 +44,6 @@ export function agentClis(): [AgentKind, CliFacts][] {
   return Object.values(SPECS).flatMap((s) => (s.cli ? [[s.kind as AgentKind, s.cli] as [AgentKind, CliFacts]] : []));
 }
 
-/** The adapter for a config's `agent` section. */
 export function adapterFor(agent: Config['agent']): AgentAdapter {
   return adapterOf(specOf(agent.kind), agent);
 }

@@ -11,13 +11,11 @@ export interface ModelUse {
   cached: number;
   written: number;
   output: number;
-  /** Model calls. */
   calls: number;
   /** Dollars as the CLI priced them; null when it did not (forkflush prices them). */
   costUsd: number | null;
 }
 
-/** Use per model. */
 export type Tally = Record<string, ModelUse>;
 
 /** What an episode spent, as a spec reads it. */
@@ -53,7 +51,6 @@ function counts(u: Omit<ModelUse, 'costUsd'>): Omit<ModelUse, 'costUsd'> {
   return { input: u.input, cached: u.cached, written: u.written, output: u.output, calls: u.calls };
 }
 
-/** Tallies added together. */
 export function sumTallies(...tallies: (Tally | null)[]): Tally {
   const out: Tally = {};
   for (const t of tallies) for (const [model, u] of Object.entries(t ?? {})) addUse(out, model, u);
