@@ -1,6 +1,6 @@
-// The agent port: one adapter per agent CLI. An adapter starts a session fresh or from a saved
-// context, bounds it, and says what it spent. The worker owns the workspace, grading and commits.
-import type { Config, Unit } from '../core/config.js';
+// The agent port: an adapter runs one bounded session, fresh or from a saved context, and says what it
+// spent. The worker owns the workspace, grading and commits.
+import type { Unit } from '../core/config.js';
 import type { AgentFailure } from '../core/failure.js';
 import type { AgentUsage, ExitReason } from '../core/state.js';
 import type { Spawner } from '../io/process.js';
@@ -25,17 +25,11 @@ export interface AgentSession {
   /** Hard stop after this many milliseconds; `deadlineIsBudget` says the budget itself is time. */
   deadlineMs: number;
   deadlineIsBudget: boolean;
-  /**
-   * The session's environment: the basics, the adapter's `passEnv` and the user's agent.env
-   * (never a forge token), HOME a folder of the episode's own, TMPDIR a private one.
-   */
+  /** The basics, the adapter's `passEnv` and agent.env (never a forge token); HOME and TMPDIR its own. */
   env: NodeJS.ProcessEnv;
   /** Aborts the session: reason "budget" (evaluations used up) or "interrupted". */
   signal: AbortSignal;
-  /**
-   * Starts the agent's process: in the episode's sandbox when the run has one. When it returns,
-   * every process of the session is gone and the context folder holds no links or special files.
-   */
+  /** Starts the agent's process (in the sandbox, if any); on return every process of it is gone. */
   spawn: Spawner;
   /** Whether `spawn` confines the session in forkflush's sandbox (an agent's own sandbox then stays off). */
   confined: boolean;
@@ -50,10 +44,7 @@ export interface AgentOutcome {
   /** Something the user should know, e.g. why the spend was estimated. */
   note?: string;
   seconds: number;
-  /**
-   * Why the session failed, where the agent's spec recognises it (core/failure.ts): the worker
-   * retries a transient failure and the run stops on a permanent one. Absent: no failure it knows.
-   */
+  /** Why it failed, where recognised (core/failure.ts): the worker retries a transient one. */
   failure?: AgentFailure;
 }
 
@@ -61,16 +52,10 @@ export interface AgentAdapter {
   readonly kind: string;
   /** Environment variables the CLI needs (its keys, endpoints, switches): names, or prefixes with *. */
   readonly passEnv: readonly string[];
-  /**
-   * Why the CLI surely cannot authenticate with this environment (no key, no login, no endpoint
-   * of the user's own), as a message saying how to log in; null when it can, or cannot be told.
-   */
+  /** Why the CLI surely cannot log in with this environment, saying how to; null when it can or cannot be told. */
   missingLogin(env: NodeJS.ProcessEnv): string | null;
   run(session: AgentSession): Promise<AgentOutcome>;
 }
-
-/** Makes the adapter for a config's `agent` section (kind, command, model, args, max_turns). */
-export type AgentFactory = (agent: Config['agent']) => AgentAdapter;
 
 /** The names of forkflush's agent contract: the only FORKFLUSH_ variables an agent ever sees. */
 export const CONTRACT_VARS = [

@@ -1,28 +1,21 @@
-// The `aider` agent: aider (PyPI aider-chat), one `--message-file` run per episode. Facts from the
-// repository Aider-AI/aider (aider cannot be installed where forkflush is developed: its tests run
-// the fake test/fixtures/agents/aider/fake-aider.mjs, built from them):
-// - `aider --message-file F --yes-always` sends one message, applies the reply (up to 3
-//   reflections) and exits; `--yes-always` never runs the model's shell commands, which need an
-//   explicit yes (aider/io.py confirm_ask, base_coder.py handle_shell_commands).
-// - The conversation is the chat history markdown; `--chat-history-file F --restore-chat-history`
-//   continues it. F lives in the context folder, out of the workspace forkflush commits.
-// - After each model call it prints (base_coder.py calculate_and_show_tokens_and_cost)
-//   "Tokens: {sent} sent[, {n} cache write][, {n} cache hit], {received} received." and, when the
-//   model has prices, " Cost: ${message} message, ${session} session." ("session": this process's).
-//   Counts as aider/utils.py format_tokens prints them: "997", "1.6k", "12k"; older: "2,841".
-//   "Model: <name> with <format> edit format" (older "Main model:") names the model.
-// - A failed model call prints "litellm.<Name>Error: ..." and aider still exits 0 (issue
-//   Aider-AI/aider#5552): a run without a usage line is a crash.
-// - No turn or money limit: forkflush reads the usage lines from the log as they come, and stops
-//   the run after the call that passed agent.max_turns or the allowance.
-// - Its repo map cache `.aider.tags.cache.v*` is in the git root (aider/repomap.py); with
-//   --no-gitignore, `.aider*` goes in the repository's own exclude file, so it is never committed.
+// The `aider` agent: aider (PyPI aider-chat), from the repository Aider-AI/aider; it cannot be installed
+// here, so its tests run the fake test/fixtures/agents/aider/fake-aider.mjs built from it.
+// - `--message-file F --yes-always` sends one message, applies the reply and exits; `--yes-always`
+//   never runs the model's shell commands (aider/io.py confirm_ask).
+// - The conversation is the chat history markdown: `--chat-history-file F --restore-chat-history`.
+// - After each model call (base_coder.py calculate_and_show_tokens_and_cost): "Tokens: {sent} sent[,
+//   {n} cache write][, {n} cache hit], {received} received." and, when the model has prices, " Cost:
+//   ${message} message, ${session} session." (this process's). Counts as format_tokens prints them:
+//   "997", "1.6k", "12k"; older "2,841". "Model: <name> with <format> edit format" (older "Main model:").
+// - A failed model call prints "litellm.<Name>Error: ..." and aider still exits 0 (Aider-AI/aider#5552).
+// - No turn or money limit. Its repo map cache `.aider.tags.cache.v*` is in the git root
+//   (aider/repomap.py): with --no-gitignore, `.aider*` goes in the repository's exclude file.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { plainText } from '../core/text.js';
 import { Git } from '../io/git.js';
-import { GrowingFile, readFrom, sizeOf } from './files.js';
-import { OPENAI, PROVIDER_HOSTS } from './model-apis.js';
+import { followLog, readFrom, sizeOf } from './files.js';
+import { OPENAI, PROVIDER_ENV, PROVIDER_HOSTS } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import type { Lines } from './transcript.js';
 import { addUse, type Spent, type Tally } from './usage.js';
@@ -44,20 +37,7 @@ export const aider = defineSpec<{ episodes: string[] }>({
     secret: { name: 'OPENAI_API_KEY', note: 'or the key of the model aider uses' },
   },
   // It talks to any provider LiteLLM knows: the usual providers' keys and endpoints.
-  passEnv: [
-    'AIDER_*',
-    'OPENAI_*',
-    'ANTHROPIC_*',
-    'GEMINI_*',
-    'DEEPSEEK_*',
-    'OPENROUTER_*',
-    'GROQ_*',
-    'MISTRAL_*',
-    'COHERE_*',
-    'XAI_*',
-    'AZURE_*',
-    'OLLAMA_*',
-  ],
+  passEnv: ['AIDER_*', ...PROVIDER_ENV, 'COHERE_*', 'OLLAMA_*'],
   egress: {
     hosts: PROVIDER_HOSTS,
     // aider documents OPENAI_API_BASE for an OpenAI endpoint (aider/website/docs/llms/openai-compat.md); LiteLLM also reads OPENAI_BASE_URL.
@@ -80,14 +60,10 @@ export const aider = defineSpec<{ episodes: string[] }>({
     const excluded = await excludeAiderFiles(e.workdir);
     const history = join(e.contextDir, HISTORY_FILE);
     // Its usage lines, read from the log as it grows.
-    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     let text = '';
-    const read = async (final: boolean) => {
-      const lines = await log.lines();
-      if (lines.length > 0) text += `${lines.join('\n')}\n`;
-      // What is left of a line the log did not end yet.
-      return final ? text + (await readFrom(e.logFile, log.offset)).toString('utf8') : text;
-    };
+    const read = await followLog(e.logFile, (line) => {
+      text += `${line}\n`;
+    });
     return {
       args: [
         ...['--message-file', e.promptFile, '--yes-always', '--chat-history-file', history],
@@ -99,7 +75,8 @@ export const aider = defineSpec<{ episodes: string[] }>({
         ...e.agent.args,
       ],
       spent: async (run) => {
-        const out = parseAiderOutput(await read(run !== undefined));
+        await read(run !== undefined);
+        const out = parseAiderOutput(text);
         const spent = aiderUsage(out, e.agent.model);
         if (run && !out.model && !e.agent.model && out.calls.length > 0 && spent.costUsd === undefined)
           spent.notes = ['aider named no model; priced at the dearest known'];

@@ -1,33 +1,29 @@
-// The `claude-code` agent: Anthropic's Claude Code CLI, one print-mode session per episode.
-// Docs: https://docs.claude.com/en/docs/claude-code/cli-reference (flags), .../headless (print mode,
-// output formats, resume), https://code.claude.com/docs/en/env-vars, .../permission-modes,
-// .../agent-sdk/cost-tracking; recorded outputs in test/fixtures/agents/claude-code/ (2.1.332).
-// - The conversation lives in a config folder forkflush owns, `<context>/home` (CLAUDE_CONFIG_DIR):
-//   `projects/<project>/<session id>.jsonl`, where <project> is the working directory's real path
-//   with every character but ASCII letters and digits as '-' (past 200 characters: the first 200,
-//   '-' and the base-36 absolute value of the path's 32-bit hash). A fresh episode starts a session
-//   with an id chosen here (`--session-id`); a carried one resumes it (`--resume`) after its
-//   project folder is moved to the new workspace's name.
-// - stdout with `-p --output-format stream-json --verbose`: JSON lines, first `system/init`
-//   {session_id, model, claude_code_version}, last `result` {subtype success | error_max_turns |
-//   error_max_budget_usd | error_during_execution, is_error, num_turns, total_cost_usd, modelUsage,
-//   errors, api_error_status}. A failed API call still ends in "success" with `is_error`.
-// - `total_cost_usd` and `modelUsage` (per model: inputTokens, outputTokens, cacheReadInputTokens,
-//   cacheCreationInputTokens, costUSD, costBasis) are CUMULATIVE over a resumed conversation: the CLI
-//   restores them from the transcript's last `cost-state` row, which it appends whenever a run ends
-//   (a SIGTERM'd one too). So an episode's figures are the totals after it less those before it.
-// - One API response is one assistant row per content block, each with `message.id` and
-//   `message.usage`: counted once per id.
+// The `claude-code` agent: Claude Code in print mode (docs.claude.com/en/docs/claude-code: cli-reference,
+// headless, env-vars; recorded outputs of 2.1.332 in test/fixtures/agents/claude-code/).
+// - CLAUDE_CONFIG_DIR (`<context>/home`) holds `projects/<project>/<session id>.jsonl`, <project> the
+//   real cwd with every non-alphanumeric as '-' (past 200 characters: the first 200, '-', base-36 of
+//   the path's 32-bit hash). `--session-id` starts a session, `--resume` continues one whose project
+//   folder was moved to the new workspace's name.
+// - `-p --output-format stream-json --verbose`: JSON lines, `system/init` {session_id, model,
+//   claude_code_version} first, `result` {subtype success | error_max_turns | error_max_budget_usd |
+//   error_during_execution, is_error, num_turns, total_cost_usd, modelUsage, errors, api_error_status}
+//   last. A failed API call still ends in "success" with `is_error`.
+// - `total_cost_usd` and `modelUsage` are cumulative over a resumed conversation, restored from the
+//   transcript's last `cost-state` row (appended whenever a run ends, SIGTERM too).
+// - One API response is one assistant row per content block, each with `message.id` and `usage`.
 import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { RunResult } from '../io/process.js';
-import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
+import { GrowingFile, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { ANTHROPIC, BEARER } from './model-apis.js';
 import { defineSpec, type Ending, UUID } from './spec.js';
-import { contentText, describeInput, eachEvent, type Lines, money, str } from './transcript.js';
-import { addUse, type Spent, shareOf, type Tally } from './usage.js';
+import { contentText, describeInput, eachEvent, type Lines, money, num, str } from './transcript.js';
+import { addUse, type Spent, spentSince, type Tally } from './usage.js';
+
+/** Claude Code on Bedrock, Vertex AI or Foundry: their cloud credentials are its login. */
+const CLOUDS = ['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY'];
 
 interface Saved {
   id: string;
@@ -57,33 +53,31 @@ export const claudeCode = defineSpec<Saved>({
       {
         ...ANTHROPIC,
         keys: [...ANTHROPIC.keys, { name: 'CLAUDE_CODE_OAUTH_TOKEN', headers: BEARER }],
-        offWhen: ['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY'],
+        offWhen: CLOUDS,
       },
     ],
     notProxied:
       "the login file (~/.claude/.credentials.json), whose OAuth token Claude Code refreshes itself; Bedrock's, Vertex AI's and Foundry's cloud credentials",
   },
-  missingLogin: (env, agent) =>
-    usesKey(env) ||
-    env.CLAUDE_CODE_USE_BEDROCK ||
-    env.CLAUDE_CODE_USE_VERTEX ||
-    env.CLAUDE_CODE_USE_FOUNDRY ||
-    agent.args.some((a) => a.startsWith('--settings')) ||
-    hasLogin(claudeLogin(''), process.env)
-      ? null
-      : 'Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from ' +
-        '`claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ' +
-        '~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON',
+  login: {
+    keys: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'],
+    other: CLOUDS,
+    args: /^--settings/,
+    files: claudeLogin,
+    how:
+      'set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), ' +
+      'or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file ' +
+      'in CLAUDE_CREDENTIALS_JSON',
+  },
 
   session: { id: UUID },
   async resume(e, _record, id) {
-    const transcript = await findTranscript(e.home, id);
+    const transcript = await transcriptPath(e.home, id);
     if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
     const text = (await readFrom(transcript, 0)).toString('utf8');
     const problem = transcriptProblem(text);
     if (problem) return { unusable: `the transcript of session ${id} ${problem}` };
-    // The session moves to the project folder Claude Code will look in from this workspace: the
-    // whole folder when the new one does not exist yet, else the transcript and its session folder.
+    // To the project folder it looks in from this workspace: the whole folder, else the session's files.
     const from = join(transcript, '..');
     const to = join(e.home, 'projects', projectDirName(await realpath(e.workdir)));
     if (from !== to && !(await lstat(to).catch(() => null))) await rename(from, to);
@@ -93,7 +87,6 @@ export const claudeCode = defineSpec<Saved>({
         await rm(join(to, name), { recursive: true, force: true });
         await rename(join(from, name), join(to, name));
       }
-    // Claude Code restores its totals from the transcript's last cost record; without one, from zero.
     return { id, baseline: readCostState(text), bytes: Buffer.byteLength(text) };
   },
 
@@ -103,7 +96,6 @@ export const claudeCode = defineSpec<Saved>({
     const id = saved?.id ?? randomUUID();
     const baseline = saved?.baseline ?? null;
     const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
-    // The assistant rows as the transcript grows (their ids, models and usage only).
     const rows: string[] = [];
     const readRows = async () => {
       for (const line of await transcript.lines()) {
@@ -120,8 +112,7 @@ export const claudeCode = defineSpec<Saved>({
     return {
       args: [
         ...['-p', '--output-format', 'stream-json', '--verbose'],
-        // Edits inside the workspace without asking, and shell commands: the narrowest set that
-        // lets it change files and run the grader; anything else needs a permission nobody gives.
+        // The narrowest set that lets it change files and run the grader.
         ...['--permission-mode', 'acceptEdits', '--allowedTools', 'Bash'],
         ...(saved ? ['--resume', id] : ['--session-id', id]),
         ...(e.agent.model ? ['--model', e.agent.model] : []),
@@ -140,11 +131,8 @@ export const claudeCode = defineSpec<Saved>({
       },
       // It would rename the project folder the transcript is filed under.
       unset: ['CLAUDE_CODE_PROJECT_DIR_NAME'],
-      // On stdin, then closed: no size limit (an argument has 128 KiB), never read as a flag.
       input: e.prompt,
-      // A Claude subscription's credentials file, when no key or token is given.
-      logins: usesKey(e.env) ? [] : claudeLogin(e.home),
-      // No token limit of its own: with a token budget, the transcript is watched as it grows.
+      // No token limit of its own.
       watch: e.unit === 'tokens',
       async spent(run?: RunResult): Promise<Spent | null> {
         const appended = await readRows();
@@ -170,8 +158,7 @@ export const claudeCode = defineSpec<Saved>({
             );
           return { tally: read.tally, turns: null, unsure: true, notes };
         }
-        const own = shareOf(baseline, totals);
-        return { tally: own.share, turns: result?.turns ?? null, notes: [...notes, ...(own.note ? [own.note] : [])] };
+        return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
       },
       noUsage: () => 'Claude Code reported no usage',
       ending: (run) => claudeEnding(run, saved ? id : null),
@@ -183,10 +170,6 @@ export const claudeCode = defineSpec<Saved>({
   finalMessage: (stdout) => lastText(stdout, (e) => e.type === 'result' && e.result),
   version: (log) => readStream(log).version,
 });
-
-function usesKey(env: NodeJS.ProcessEnv): boolean {
-  return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
-}
 
 /** Where Claude Code keeps a subscription login on Linux ($CLAUDE_CONFIG_DIR, else ~/.claude), and its secret form. */
 export function claudeLogin(episodeHome: string, env = process.env): LoginFile[] {
@@ -218,7 +201,6 @@ async function transcriptPath(home: string, id: string, cwd?: string): Promise<s
   }
   return null;
 }
-const findTranscript = (home: string, id: string) => transcriptPath(home, id);
 
 export interface ClaudeResult {
   subtype: string;
@@ -274,18 +256,20 @@ export function readCostState(transcript: string): Tally | null {
   return last;
 }
 
+/** Anthropic's counts (its input without the cache's reads and writes) as a model's use. */
+function use(input: unknown, read: unknown, wrote: unknown, output: unknown) {
+  const [r, w] = [num(read) ?? 0, num(wrote) ?? 0];
+  return { input: (num(input) ?? 0) + r + w, cached: r, written: w, output: num(output) ?? 0 };
+}
+
 /** `modelUsage` as a tally (a model whose price Claude Code did not know: cost null). */
 function tallyOf(value: unknown, allUnknown: boolean): Tally | null {
   if (!isRecord(value)) return null;
   const t: Tally = {};
   for (const [name, m] of Object.entries(value)) {
     if (!isRecord(m)) continue;
-    const [read, wrote] = [num(m.cacheReadInputTokens) ?? 0, num(m.cacheCreationInputTokens) ?? 0];
     addUse(t, name, {
-      input: (num(m.inputTokens) ?? 0) + read + wrote,
-      cached: read,
-      written: wrote,
-      output: num(m.outputTokens) ?? 0,
+      ...use(m.inputTokens, m.cacheReadInputTokens, m.cacheCreationInputTokens, m.outputTokens),
       costUsd: allUnknown || m.costBasis === 'unknown' ? null : (num(m.costUSD) ?? 0),
     });
   }
@@ -302,15 +286,8 @@ export function assistantTally(transcript: string): { tally: Tally; responses: n
     if (row.type !== 'assistant' || !m || id === null || seen.has(id) || !isRecord(m.usage)) continue;
     seen.add(id);
     const u = m.usage;
-    const [read, wrote] = [num(u.cache_read_input_tokens) ?? 0, num(u.cache_creation_input_tokens) ?? 0];
-    addUse(tally, str(m.model) ?? 'unknown', {
-      input: (num(u.input_tokens) ?? 0) + read + wrote,
-      cached: read,
-      written: wrote,
-      output: num(u.output_tokens) ?? 0,
-      calls: 1,
-      costUsd: null,
-    });
+    const counts = use(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens, u.output_tokens);
+    addUse(tally, str(m.model) ?? 'unknown', { ...counts, calls: 1, costUsd: null });
   }
   return { tally, responses: seen.size };
 }
@@ -326,11 +303,7 @@ export function transcriptProblem(text: string): string | null {
   return rows === 0 ? 'has no readable line (not JSON lines)' : 'holds no conversation (no user or assistant message)';
 }
 
-/**
- * How a run ended in Claude Code's terms: its turn and money limits are budget stops; a result
- * that is an error (an API refusal ends in "success" with is_error) or no result at all is a crash
- * with its message; a resume that found no conversation (`resumed`: its id) starts afresh.
- */
+/** How a run ended in Claude Code's terms (`resumed`: the id it was to resume, else null). */
 export function claudeEnding(
   run: Pick<RunResult, 'stdout' | 'stderr' | 'exitCode' | 'stopped'>,
   resumed: string | null,
@@ -355,10 +328,6 @@ export function claudeEnding(
 /** Claude Code's answer to `--resume <id>` when it cannot find that conversation. */
 export function saysNoConversation(output: string): boolean {
   return /No conversation found with session ID/i.test(output);
-}
-
-function num(v: unknown): number | null {
-  return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
 
 function claudeEvent(out: Lines, e: Record<string, unknown>): void {

@@ -1,29 +1,25 @@
-// The `codex` agent: OpenAI's Codex CLI, one `codex exec --json` session per episode. Sources:
-// openai/codex docs/exec.md ("JSON output mode", "Resuming non-interactive sessions"), config
-// reference developers.openai.com/codex/config-reference, codex-rs/exec/src/exec_events.rs and
-// codex-rs/protocol/src/protocol.rs; recorded outputs in test/fixtures/agents/codex/ (0.171.0).
-// - The context holds the conversation: `home/` is CODEX_HOME (forkflush's config.toml, and Codex's
-//   sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl). A carried episode resumes the thread
-//   with `codex exec resume <id>` in its own workspace. Codex also keeps SQLite indexes that name
-//   the rollout by absolute path (in a copied context, the ORIGINAL's): so the home is cut back to
-//   config.toml and sessions/ before a resume and after every session.
-// - stdout: JSON events thread.started {thread_id}, turn.completed {usage: {input_tokens,
-//   cached_input_tokens, output_tokens}} (the thread's RUNNING total, earlier episodes included),
-//   turn.failed {error: {message}}, item.* {item}, error {message} ("Reconnecting... n/5" retries too).
-// - The rollout, written as the session goes: {timestamp, type, payload} lines; session_meta
-//   (payload.id: the thread), turn_context (payload.model), response_item (a tool call, or an
-//   assistant message), event_msg token_count (payload.info.total_token_usage, the running total;
+// The `codex` agent: `codex exec --json` (openai/codex docs/exec.md, codex-rs/exec/src/exec_events.rs,
+// codex-rs/protocol/src/protocol.rs; recorded outputs of 0.171.0 in test/fixtures/agents/codex/).
+// - CODEX_HOME (`<context>/home`) holds config.toml and sessions/YYYY/MM/DD/rollout-<time>-<thread
+//   id>.jsonl; `codex exec resume <id>` continues a thread. Its SQLite indexes name rollouts by
+//   absolute path (a copied context's: the original's), so the home is cut back to config.toml and
+//   sessions/ before a resume and after every session.
+// - stdout: thread.started {thread_id}, turn.completed {usage: {input_tokens, cached_input_tokens,
+//   output_tokens}} (the thread's running total), turn.failed {error: {message}}, item.* {item},
+//   error {message} ("Reconnecting... n/5" retries too).
+// - The rollout: {timestamp, type, payload} lines: session_meta (payload.id), turn_context (model),
+//   response_item (a tool call, an assistant message), event_msg token_count (info.total_token_usage:
 //   where a resumed Codex counts from), task_started, task_complete, turn_aborted, and
-//   token_usage_record (payload.thread_token_usage, written as soon as a response ends).
-// - No turn or money limit of its own: forkflush reads the rollout as it grows and stops an overrun.
+//   token_usage_record (thread_token_usage, written as soon as a response ends).
+// - No turn or money limit of its own.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { GrowingFile, hasLogin, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
+import { GrowingFile, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
 import { BEARER, OPENAI } from './model-apis.js';
 import { defineSpec, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
-import { type Spent, shareOf, type Tally } from './usage.js';
+import { spentSince, type Tally } from './usage.js';
 
 /** Token counters as Codex keeps them: cumulative over the whole thread. `input` counts the cached part. */
 export interface Tokens {
@@ -32,7 +28,6 @@ export interface Tokens {
   output: number;
 }
 
-/** What forkflush reads of a rollout. */
 export interface Rollout {
   threadId: string | null;
   model: string | null;
@@ -60,7 +55,6 @@ export const rollout = (): Rollout => ({
 /** What a Codex home keeps between episodes; everything else is Codex's derived state. */
 const KEPT = new Set(['sessions', 'config.toml']);
 const TOOL_CALLS = new Set(['function_call', 'custom_tool_call', 'local_shell_call']);
-const usesKey = (env: NodeJS.ProcessEnv) => Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
 
 export const codex = defineSpec<{ threadId: string; rollout: string }>({
   kind: 'codex',
@@ -86,16 +80,16 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     ],
     notProxied: 'the ChatGPT login (auth.json), whose tokens Codex refreshes itself; Azure OpenAI keys',
   },
-  missingLogin: (env, agent) =>
-    usesKey(env) ||
-    env.OPENAI_BASE_URL ||
-    env.AZURE_OPENAI_API_KEY ||
+  login: {
+    keys: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
+    other: ['OPENAI_BASE_URL', 'AZURE_OPENAI_API_KEY'],
     // A provider of its own (`--oss`, a profile, `-c model_provider=…`): its login is its own.
-    agent.args.some((a) => a === '--oss' || a === '-p' || a.startsWith('--profile') || a.includes('model_provider')) ||
-    hasLogin(codexLogin(''), process.env)
-      ? null
-      : 'Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` ' +
-        '(a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
+    args: /^(?:--oss|-p)$|^--profile|model_provider/,
+    files: codexLogin,
+    how:
+      'set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ' +
+      '~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON',
+  },
 
   session: { key: 'threadId', id: UUID },
   async resume(e, _record, threadId) {
@@ -109,7 +103,6 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     if (saved) await pruneHome(e.home);
     await mkdir(e.home, { recursive: true });
     await writeFile(join(e.home, 'config.toml'), configToml(e.env));
-    // The rollout, read as Codex writes it: what the thread had used before, then what it uses.
     const file = new GrowingFile(
       saved?.rollout ?? (async () => (await rolloutFiles(join(e.home, 'sessions'))).at(-1) ?? null),
     );
@@ -129,31 +122,23 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
           ? { CODEX_API_KEY: e.env.OPENAI_API_KEY }
           : {}),
       },
-      // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
       input: e.prompt,
-      logins: usesKey(e.env) ? [] : codexLogin(e.home),
       watch: e.unit === 'tokens' || e.unit === 'usd',
       async spent(run) {
         await poll().catch(() => now);
-        // The running totals: turn.completed on stdout, or the rollout when the session was stopped
-        // before its turn completed. A rollout without any is a thread no answer reached yet.
+        // turn.completed, or the rollout's (a session stopped mid-turn); none yet: zero.
         const totals =
           (run && execEvents(run.stdout).usage) || now.totals || (file.path ? (before.resumeTotals ?? zero) : null);
         if (!totals) return null;
-        const own = shareOf(tally(model(), before.resumeTotals), tally(model(), totals) ?? {});
-        const notes = own.note ? [own.note] : [];
+        const notes: string[] = [];
         if (run?.stopped)
           notes.push('usage as Codex recorded it up to the stop (an answer cut off by it is not counted)');
         if (run && e.unit === 'usd')
           notes.push(
             'Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response',
           );
-        const tallied: Spent = {
-          tally: own.share,
-          turns: file.path ? now.modelCalls - before.modelCalls : null,
-          notes,
-        };
-        return tallied;
+        const turns = file.path ? now.modelCalls - before.modelCalls : null;
+        return spentSince(tally(model(), before.resumeTotals), tally(model(), totals) ?? {}, { turns, notes });
       },
       noUsage: () => 'Codex recorded no session: usage unknown',
       // At the turn limit and the model has asked for a tool: the next thing Codex does is ask it again.
@@ -195,23 +180,18 @@ const zero: Tokens = { input: 0, cached: 0, output: 0 };
 const tally = (model: string, t: Tokens | null): Tally | null =>
   t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
 
-/**
- * The command line. Options go before `resume`: a resumed session takes them again ("Only the
- * conversation context is preserved; you must still provide flags", docs/exec.md).
- */
+/** The command line: options before `resume` (a resumed session takes them again, docs/exec.md). */
 function codexArgs(
   e: { workdir: string; confined: boolean; agent: { model?: string | undefined; args: string[] } },
   threadId: string | null,
 ): string[] {
   return [
     ...['exec', '--json', '--skip-git-repo-check', '-C', e.workdir],
-    // In forkflush's sandbox Codex's own is off: nested inside a stronger one, and it cannot start
-    // there (Codex runs bubblewrap itself). Without it, Codex's confines writes to the workspace, and
-    // lets "$FORKFLUSH_GRADE" reach forkflush over a Unix socket (sandbox_workspace_write.network_access).
+    // Its own sandbox (bubblewrap) cannot start inside forkflush's; without that, it confines writes and
+    // lets "$FORKFLUSH_GRADE" reach forkflush's socket (network_access).
     ...(e.confined
       ? ['--sandbox', 'danger-full-access']
       : ['--sandbox', 'workspace-write', '-c', 'sandbox_workspace_write.network_access=true']),
-    // Never stop to ask for approval (exec's default; stated so a user config cannot change it).
     ...['-c', 'approval_policy="never"'],
     ...(e.agent.model ? ['-m', e.agent.model] : []),
     ...e.agent.args,
@@ -226,11 +206,7 @@ export function codexLogin(episodeHome: string, env = process.env): LoginFile[] 
   return [{ from: join(home, 'auth.json'), fromEnv: 'CODEX_AUTH_JSON', to: join(episodeHome, 'auth.json') }];
 }
 
-/**
- * config.toml for the episode's CODEX_HOME. With OPENAI_BASE_URL set (a gateway, the test's mock),
- * a provider of our own speaking the Responses API there, with the key in OPENAI_API_KEY or else
- * the ChatGPT login (requires_openai_auth): Codex 0.171.0 ignores OPENAI_BASE_URL in the environment.
- */
+/** config.toml: with OPENAI_BASE_URL, a provider of forkflush's there (0.171.0 ignores the variable itself). */
 export function configToml(env: NodeJS.ProcessEnv): string {
   const lines = ['# Written by forkflush for each episode (CODEX_HOME is the episode context folder).'];
   const base = env.OPENAI_BASE_URL?.trim();

@@ -1,20 +1,15 @@
-// The `copilot` agent: GitHub Copilot CLI, one non-interactive session per episode. Facts from
-// `copilot --help` and `copilot help environment|providers|limits` of 1.0.102 and its behaviour
-// recorded in test/fixtures/agents/copilot/:
-// - `--prompt=<text> --allow-all-tools` runs one prompt and exits (a prompt on stdin works the
-//   same); COPILOT_HOME holds its state: a session is session-state/<id>/events.jsonl (one event a
-//   line: session.start first, session.usage_record per model call with data.usage {model,
-//   inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}, assistant.turn_start per turn).
-// - `--session-id=<uuid>` names a new session, `--resume=<id>` resumes one, `-C <dir>` works in
-//   another folder (else it would work in the one the session was recorded in).
-// - `--usage-output-file F` writes the session's CUMULATIVE usage on exit (SIGTERM too):
-//   {totalNanoAiu, aiCreditsStatus, modelMetrics: {<model>: {requests: {count}, usage: {…}}}}.
-// - `--output-format json` stdout: JSON lines, session.error {data: {errorType, message}}, and
-//   last {type: "result", exitCode}.
-// - `--max-ai-credits N` (minimum 30, soft) caps GitHub-hosted models; 1 AI credit = $0.01
-//   (GitHub Docs, usage-based billing), counted in nano-AIU (1e9 a credit). In bring-your-own-key
-//   mode (COPILOT_PROVIDER_BASE_URL) there are no credits and no bound at all: forkflush watches
-//   events.jsonl and stops the session itself.
+// The `copilot` agent: GitHub Copilot CLI (`copilot --help`, `copilot help environment|providers|limits`
+// of 1.0.102; recorded outputs in test/fixtures/agents/copilot/).
+// - `--prompt=<text> --allow-all-tools` runs one prompt (stdin works the same). COPILOT_HOME holds
+//   session-state/<id>/events.jsonl: session.start first, session.usage_record per model call (data.usage
+//   {model, inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}), assistant.turn_start a turn.
+// - `--session-id=<uuid>` names a new session, `--resume=<id>` resumes one, `-C <dir>` works in another
+//   folder (else in the one the session was recorded in).
+// - `--usage-output-file F` writes the session's cumulative usage on exit (SIGTERM too): {totalNanoAiu,
+//   aiCreditsStatus, modelMetrics: {<model>: {requests: {count}, usage: {…}}}}.
+// - `--output-format json` stdout: session.error {data: {errorType, message}}, last {type: "result", exitCode}.
+// - `--max-ai-credits N` (minimum 30, soft) caps GitHub-hosted models; an AI credit is $0.01, 1e9 nano-AIU.
+//   With COPILOT_PROVIDER_BASE_URL (bring your own key) there are no credits and no bound of its own.
 // - It logs in with COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN; it only ever gets the first.
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
@@ -22,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
 import { count, GrowingFile, isRecord, jsonLines, lastText, MAX_AGENT_FILE_BYTES, readFrom, sizeOf } from './files.js';
 import { BEARER } from './model-apis.js';
-import { defineSpec, UUID } from './spec.js';
+import { defineSpec, MAX_PROMPT_ARG, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
 import { addUse, type Spent, shareOf, sumTallies, type Tally } from './usage.js';
 
@@ -37,20 +32,14 @@ interface Saved extends Totals {
   episodes: string[];
 }
 
-const NO_LOGIN =
-  'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the ' +
-  '"Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. ' +
-  "GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`'s own";
 const NANO_AIU_PER_CREDIT = 1e9;
 const USD_PER_CREDIT = 0.01;
 /** The smallest `--max-ai-credits` the CLI takes (`copilot help limits`). */
 export const MIN_AI_CREDITS = 30;
-/** Longer prompts go through stdin: one argument may not exceed 128 KiB on Linux. */
-const MAX_PROMPT_ARG = 100_000;
 
 export const copilot = defineSpec<Saved>({
   kind: 'copilot',
-  name: 'Copilot',
+  name: 'Copilot CLI',
   cli: {
     executable: 'copilot',
     install: 'npm i -g @github/copilot',
@@ -79,7 +68,15 @@ export const copilot = defineSpec<Saved>({
     notProxied:
       'its GitHub login (COPILOT_GITHUB_TOKEN), which the CLI trades with GitHub for Copilot tokens itself; COPILOT_PROVIDER_API_KEY_COMMAND and keys in COPILOT_PROVIDER_HEADERS',
   },
-  missingLogin: (env) => (env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : NO_LOGIN),
+  login: {
+    keys: ['COPILOT_GITHUB_TOKEN'],
+    other: ['COPILOT_PROVIDER_BASE_URL'],
+    lacks: 'login',
+    how:
+      'set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), ' +
+      'or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an ' +
+      "agent (they are forge credentials), nor does `copilot login`'s own",
+  },
 
   session: { id: UUID },
   async resume(e, record, id) {
@@ -127,7 +124,6 @@ export const copilot = defineSpec<Saved>({
       async spent(run): Promise<Spent | null> {
         for (const line of await events.lines()) seen.push(...jsonLines(line));
         if (!run) return { ...spentOf(summarizeEvents(seen).totals), turns: summarizeEvents(seen).turns };
-        // This episode's usage: the CLI's cumulative figures less what the conversation had before.
         const notes: string[] = [];
         const text = await readRegular(usageOut, 4_000_000);
         const file = text === null ? null : parseUsageFile(text);
@@ -172,6 +168,14 @@ export const copilot = defineSpec<Saved>({
 
 const eventsPath = (home: string, id: string) => join(home, 'session-state', id, 'events.jsonl');
 
+/** Its token counts (inputTokens counts the cache reads and writes too). */
+const tokensOf = (u: Record<string, unknown>) => ({
+  input: count(u.inputTokens),
+  cached: count(u.cacheReadTokens),
+  written: count(u.cacheWriteTokens),
+  output: count(u.outputTokens),
+});
+
 /** Usage as the runner prices it: AI credits at $0.01 where the CLI counted them, else forkflush's prices. */
 function spentOf(t: Totals): Spent {
   return { tally: t.models, ...(t.nanoAiu > 0 ? { costUsd: (t.nanoAiu / NANO_AIU_PER_CREDIT) * USD_PER_CREDIT } : {}) };
@@ -206,14 +210,7 @@ export function parseUsageFile(text: string): Totals | string {
   for (const [model, m] of Object.entries(json.modelMetrics)) {
     if (!isRecord(m)) continue;
     const u = isRecord(m.usage) ? m.usage : {};
-    // inputTokens counts the cache reads and writes too.
-    addUse(models, model, {
-      input: count(u.inputTokens),
-      cached: count(u.cacheReadTokens),
-      written: count(u.cacheWriteTokens),
-      output: count(u.outputTokens),
-      calls: count(isRecord(m.requests) ? m.requests.count : 0),
-    });
+    addUse(models, model, { ...tokensOf(u), calls: count(isRecord(m.requests) ? m.requests.count : 0) });
   }
   return { models, nanoAiu: json.aiCreditsStatus === 'unavailable' ? 0 : count(json.totalNanoAiu) };
 }
@@ -232,22 +229,12 @@ export function summarizeEvents(events: Record<string, unknown>[]): { turns: num
   for (const e of events) {
     if (e.type === 'assistant.turn_start') turns++;
     const u = e.type === 'session.usage_record' && isRecord(e.data) && isRecord(e.data.usage) ? e.data.usage : null;
-    if (u)
-      addUse(models, typeof u.model === 'string' ? u.model : 'unknown', {
-        input: count(u.inputTokens),
-        cached: count(u.cacheReadTokens),
-        written: count(u.cacheWriteTokens),
-        output: count(u.outputTokens),
-        calls: 1,
-      });
+    if (u) addUse(models, typeof u.model === 'string' ? u.model : 'unknown', { ...tokensOf(u), calls: 1 });
   }
   return { turns, totals: { models, nanoAiu: 0 } };
 }
 
-/**
- * Why a saved session cannot be resumed, or null if it looks resumable: the CLI itself refuses a
- * corrupted events.jsonl ("Session file is corrupted (line 1: ...)"), so this checks the same.
- */
+/** Why a saved session cannot be resumed (the CLI refuses a corrupted events.jsonl too), or null. */
 export function eventsFileProblem(text: string, sessionId: string): string | null {
   if (text.trim() === '') return 'its events.jsonl is empty';
   const lines = text.split('\n').filter((l) => l.trim() !== '');

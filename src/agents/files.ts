@@ -1,7 +1,7 @@
-// Reading what agent CLIs print and write, and copying their logins: files an agent could write
-// are read without following a link or blocking on a FIFO, as they grow, and never past a limit.
+// Files an agent could write, read without following a link or blocking on a FIFO, as they grow and
+// never past a limit; and the copying of CLI logins.
 import { constants, existsSync } from 'node:fs';
-import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** The JSON objects of JSONL text; lines that are not JSON objects are skipped. */
@@ -48,19 +48,13 @@ export const MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
 const CHUNK_BYTES = 8 * 1024 * 1024;
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
-/**
- * A file an agent's CLI appends to (a transcript, a rollout, an events log), read as it grows:
- * each read returns the whole lines added since the last one, at most a chunk at a time, so
- * memory stays small however large the agent makes the file. It is opened without following a
- * link and without blocking, and must be a regular file: the agent can write the folder it is in.
- */
+/** A file a CLI appends to, read as it grows: the whole lines added since the last read, a chunk at most. */
 export class GrowingFile {
   private rest = Buffer.alloc(0);
   /** Lines too long to keep (dropped, not parsed). */
   dropped = 0;
   private skipping = false;
   private reading: Promise<unknown> = Promise.resolve();
-  /** The file, once known. */
   path: string | null;
 
   constructor(
@@ -77,6 +71,11 @@ export class GrowingFile {
     const next = this.reading.then(() => this.read());
     this.reading = next.catch(() => {});
     return next;
+  }
+
+  /** A last line not ended yet, if any. */
+  unfinished(): string {
+    return this.skipping ? '' : this.rest.toString('utf8');
   }
 
   /** Every whole line up to the end of the file as it is now, a chunk at a time. */
@@ -117,31 +116,31 @@ export class GrowingFile {
   }
 }
 
-/** What a file holds from `offset` on; nothing when it is not a regular file. */
-export async function readFrom(path: string, offset: number, max = MAX_AGENT_FILE_BYTES): Promise<Buffer> {
+/** `read` of a regular file, opened without following a link or blocking; `none` when there is none. */
+async function regular<T>(path: string, none: T, read: (h: FileHandle, size: number) => Promise<T>): Promise<T> {
   const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (!h) return Buffer.alloc(0);
+  if (!h) return none;
   try {
     const s = await h.stat();
-    if (!s.isFile() || s.size <= offset) return Buffer.alloc(0);
-    const buf = Buffer.alloc(Math.min(s.size - offset, max));
-    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
-    return buf.subarray(0, bytesRead);
+    return s.isFile() ? await read(h, s.size) : none;
   } finally {
     await h.close();
   }
 }
 
+/** What a file holds from `offset` on; nothing when it is not a regular file. */
+export function readFrom(path: string, offset: number, max = MAX_AGENT_FILE_BYTES): Promise<Buffer> {
+  return regular(path, Buffer.alloc(0), async (h, size) => {
+    if (size <= offset) return Buffer.alloc(0);
+    const buf = Buffer.alloc(Math.min(size - offset, max));
+    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
+    return buf.subarray(0, bytesRead);
+  });
+}
+
 /** A regular file's size (0 when there is none). */
-export async function sizeOf(path: string): Promise<number> {
-  const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (!h) return 0;
-  try {
-    const s = await h.stat();
-    return s.isFile() ? s.size : 0;
-  } finally {
-    await h.close();
-  }
+export function sizeOf(path: string): Promise<number> {
+  return regular(path, 0, async (_, size) => size);
 }
 
 /** A credential file a CLI's login left in the user's own home, and where the episode's CLI looks for it. */
@@ -160,10 +159,9 @@ export interface InstalledLogin {
 }
 
 /**
- * Copies (never moves or links) the credential files of the user's login into the episode's CLI
- * home, mode 0600. Only those files: no history, sessions or memories, so a fresh episode still
- * has none. Returns what was copied, to be removed when the session ends: it must not travel on
- * with the context (which a forge keeps). A variable with the content wins over the file.
+ * Copies (never moves or links) a login's credential files into the episode's CLI home, mode 0600
+ * (a variable with the content wins over the file): to be removed when the session ends, never to
+ * travel on with the context.
  */
 export async function installLogins(files: LoginFile[], env: NodeJS.ProcessEnv): Promise<InstalledLogin[]> {
   const installed: InstalledLogin[] = [];
@@ -181,12 +179,7 @@ export async function installLogins(files: LoginFile[], env: NodeJS.ProcessEnv):
   return installed;
 }
 
-/**
- * Removes the copied login files after the session, whatever happened in it. Nothing of them goes
- * back to the user's files: the agent could write them, and a file of the right shape could hold
- * another account's login. A CLI that refreshed its tokens in the episode may have rotated the
- * user's refresh token (README, "Keys and logins").
- */
+/** Removes the copied login files; nothing goes back to the user's (the agent could write them; README, "Keys and logins"). */
 export async function removeLogins(installed: InstalledLogin[]): Promise<void> {
   for (const login of installed) await rm(login.to, { force: true });
 }
@@ -194,4 +187,28 @@ export async function removeLogins(installed: InstalledLogin[]): Promise<void> {
 /** Whether a login's credential file is there, or its content is in its variable. */
 export function hasLogin(files: LoginFile[], env: NodeJS.ProcessEnv): boolean {
   return files.some((f) => (f.fromEnv && env[f.fromEnv]?.trim()) || existsSync(f.from));
+}
+
+/** Whether any of these variables is set (`NAME=value`: to that value). */
+export function anySet(names: readonly string[], env: NodeJS.ProcessEnv): boolean {
+  return names.some((n) => {
+    const [name, value] = n.split('=') as [string, string | undefined];
+    return value === undefined ? Boolean(env[name]) : env[name] === value;
+  });
+}
+
+/** The lines a CLI prints to the episode's log from now on, handed to `on` as they come; all that is left once `final`. */
+export async function followLog(
+  logFile: string,
+  on: (line: string) => void,
+): Promise<(final?: boolean) => Promise<void>> {
+  const log = new GrowingFile(logFile, await sizeOf(logFile));
+  return async (final) => {
+    if (!final) for (const line of await log.lines()) on(line);
+    else {
+      for await (const line of log.remaining()) on(line);
+      const rest = log.unfinished();
+      if (rest) on(rest);
+    }
+  };
 }

@@ -1,9 +1,8 @@
-// Gemini CLI's session files (its spec: gemini.ts). A file (core/src/services/chatRecordingService.ts):
-// a metadata line, then message records {id, type: user | gemini | info | …, content, tokens {input,
-// output, cached, thoughts, tool}, model, toolCalls} (a later one with the same id replaces it),
-// `{$set: {...}}` updates (a `$set.messages` list replaces the conversation, as a resumed session
-// writes) and `{$rewindTo: id}`. Read for resuming, for the usage of a session stopped before its
-// result, and for the transcript (headless mode prints no turns).
+// Gemini CLI's session files (core/src/services/chatRecordingService.ts): a metadata line, message
+// records {id, type: user | gemini | info | …, content, tokens {input, output, cached, thoughts, tool},
+// model, toolCalls} (a later one with the same id replaces it), `{$set: {...}}` (`$set.messages`
+// replaces the conversation, as a resume writes) and `{$rewindTo: id}`. Read to resume, for a stopped
+// session's usage, and for the transcript (headless mode prints no turns).
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readRegular } from '../io/agent-files.js';
@@ -45,7 +44,6 @@ export async function sessionFiles(dir: string, id: string): Promise<{ path: str
   return found;
 }
 
-/** Replays a session file's records (see the header). */
 export function readSession(text: string): SessionRecord {
   let sessionId: string | null = null;
   let messages = new Map<string, SessionMessage>();
@@ -82,11 +80,7 @@ export function isResumable(messages: SessionMessage[]): boolean {
   });
 }
 
-/**
- * The usage recorded in session files by model answers not in `before` (this episode's): the agent
- * loop's calls, those later rewound or compacted away too (they were paid for). The CLI's helper
- * calls (model router, loop checks) are not recorded there.
- */
+/** The usage of answers not in `before`, rewound ones too (paid for); its helper calls are not recorded. */
 export function usageFromSessions(sessions: SessionRecord[], before: Set<string>): Spent {
   const tally: Tally = {};
   const seen = new Set<string>(before);
@@ -118,11 +112,7 @@ export async function newestSession(tmp: string): Promise<string | null> {
   return newest ? readRegular(newest.path, 16 * 1024 * 1024) : null;
 }
 
-/**
- * The turns of a session file written at or after `since`: each answer, thought, tool call and
- * result. Only messages written as records of their own count: a resumed session first restates
- * its whole history in one `$set.messages` record, stamped anew.
- */
+/** The turns written since `since`, as records of their own (a resume restates its history in `$set.messages`). */
 export function sessionLines(text: string, since: Date | undefined, out: Lines): void {
   const messages = new Map<string, SessionMessage>();
   for (const r of jsonLines(text)) {

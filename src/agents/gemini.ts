@@ -1,40 +1,31 @@
-// The `gemini` agent: Gemini CLI in headless mode, one process per episode. Sources: its docs, which
-// ship in its package (bundle/docs/, published at https://geminicli.com/docs/), and its bundled
-// source, whose comments name the files of google-gemini/gemini-cli; recorded outputs in
-// test/fixtures/agents/gemini/ (0.61.0).
-// - `gemini -p PROMPT -o json --approval-mode yolo --skip-trust` runs one session (cli/headless.md,
-//   cli-reference.md, trusted-folders.md). `-o json` prints one object {session_id, response,
-//   stats, error?} (core/src/output/json-formatter.ts); `stats.models[name]` holds `api`
-//   {totalRequests, totalErrors}, `tokens` {prompt, candidates, cached, thoughts, tool} and
-//   `roles.main` (the agent loop), for this process only. A fatal error prints
-//   {session_id, error: {type, message, code}} on stderr and exits with its code: 53 the turn
-//   limit `model.maxSessionTurns`, 41 authentication, 42 input, 55 an untrusted folder.
-// - GEMINI_CLI_HOME is the root of its state ($GEMINI_CLI_HOME/.gemini): forkflush points it at
-//   <context>/home. Sessions are <home>/.gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl, <slug>
-//   the project's, mapped from the absolute working directory in projects.json and checked against
-//   tmp/<slug>/.project_root (core/src/config/projectRegistry.ts). `--resume <id>` looks in the
-//   current folder's chats only, so a resumed session is moved there; `--session-id` names a new one.
-// - Its session files are read by gemini-session.ts.
-// - No money bound: forkflush reads the session file's token counts and stops an overrun itself.
+// The `gemini` agent: Gemini CLI headless (its docs ship in the package, bundle/docs/; recorded outputs of
+// 0.61.0 in test/fixtures/agents/gemini/).
+// - `gemini -p PROMPT -o json --approval-mode yolo --skip-trust`: one object {session_id, response, stats,
+//   error?} (core/src/output/json-formatter.ts); `stats.models[name]` holds `api` {totalRequests,
+//   totalErrors}, `tokens` {prompt, candidates, cached, thoughts, tool} and `roles.main` (the agent
+//   loop), for this process only. A fatal error prints {session_id, error: {type, message, code}} on
+//   stderr and exits with its code: 53 `model.maxSessionTurns`, 41 auth, 42 input, 55 untrusted folder.
+// - GEMINI_CLI_HOME (`<context>/home`) holds .gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl, <slug>
+//   mapped from the absolute cwd in projects.json and checked against tmp/<slug>/.project_root
+//   (core/src/config/projectRegistry.ts). `--resume <id>` looks in the current folder's chats only;
+//   `--session-id` names a new session. Its session files are read by gemini-session.ts.
+// - No money bound of its own.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { count, hasLogin, isRecord, type LoginFile } from './files.js';
+import { anySet, count, hasLogin, isRecord, type LoginFile } from './files.js';
 import { isResumable, newestSession, sessionFiles, sessionLines, usageFromSessions } from './gemini-session.js';
 import { GEMINI } from './model-apis.js';
-import { defineSpec } from './spec.js';
+import { defineSpec, MAX_PROMPT_ARG } from './spec.js';
 import { type Lines, str } from './transcript.js';
 import { addUse, type Spent, type Tally } from './usage.js';
 
 /** Exit code of headless mode past `model.maxSessionTurns`. */
 export const EXIT_TURN_LIMIT = 53;
-/** Prompts longer than this go through stdin (an argv string is limited to 128 KiB on Linux). */
-const MAX_ARGV_PROMPT = 100_000;
 
-const usesKey = (env: NodeJS.ProcessEnv) =>
-  Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === 'true');
+const KEYS = ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI=true'];
 
 export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
   kind: 'gemini',
@@ -61,12 +52,13 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
     notProxied:
       "Login with Google (oauth_creds.json), whose token the CLI refreshes itself; Vertex AI's Google Cloud credentials",
   },
-  missingLogin: (env) =>
-    usesKey(env) || hasLogin(geminiLogin(''), process.env)
-      ? null
-      : 'Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` ' +
-        '(forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, ' +
-        'or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
+  login: {
+    keys: KEYS,
+    files: geminiLogin,
+    how:
+      'set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into ' +
+      'each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)',
+  },
 
   session: { id: /^[A-Za-z0-9_-]+$/ },
   async resume(e, _record, id) {
@@ -91,18 +83,18 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
     const dir = join(e.home, '.gemini');
     const id = saved?.sessionId ?? randomUUID();
     const before = saved?.before ?? new Set<string>();
-    // A Google login (Login with Google): its OAuth files, when no key and no Vertex AI is set.
-    const logins = usesKey(e.env) ? [] : geminiLogin(dir);
     await mkdir(dir, { recursive: true });
-    const auth = hasLogin(logins, process.env)
-      ? 'oauth-personal'
-      : e.env.GOOGLE_GENAI_USE_VERTEXAI === 'true'
-        ? 'vertex-ai'
-        : 'gemini-api-key';
+    // Login with Google (the runner copies its OAuth files in) when no key and no Vertex AI is set.
+    const auth =
+      !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env)
+        ? 'oauth-personal'
+        : e.env.GOOGLE_GENAI_USE_VERTEXAI === 'true'
+          ? 'vertex-ai'
+          : 'gemini-api-key';
     await writeFile(join(dir, 'settings.json'), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}\n`);
     // A lock left by a killed run would make the next one wait for it to go stale.
     await rm(join(dir, 'projects.json.lock'), { recursive: true, force: true });
-    const viaStdin = Buffer.byteLength(e.prompt) > MAX_ARGV_PROMPT;
+    const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     const sessions = async () => (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
     return {
       args: [
@@ -115,7 +107,6 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
       ],
       env: { GEMINI_CLI_HOME: e.home, GEMINI_TELEMETRY_ENABLED: 'false' },
       input: viaStdin ? e.prompt : '',
-      logins,
       pollMs: 1000,
       watch: e.unit === 'tokens' || e.unit === 'usd',
       async spent(run): Promise<Spent> {
@@ -150,11 +141,11 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
 });
 
 /** Where Login with Google leaves its OAuth files ($GEMINI_CLI_HOME, else ~, then .gemini/), and the credentials' secret form. */
-export function geminiLogin(episodeGeminiDir: string, env = process.env): LoginFile[] {
+export function geminiLogin(episodeHome: string, env = process.env): LoginFile[] {
   const dir = join(env.GEMINI_CLI_HOME || homedir(), '.gemini');
   const file = (name: string, fromEnv?: string) => ({
     from: join(dir, name),
-    to: join(episodeGeminiDir, name),
+    to: join(episodeHome, '.gemini', name),
     ...(fromEnv ? { fromEnv } : {}),
   });
   return [file('oauth_creds.json', 'GEMINI_OAUTH_CREDS'), file('google_accounts.json')];

@@ -29,6 +29,19 @@ export const GEMINI: ModelRoute = {
   offWhen: ['GOOGLE_GENAI_USE_VERTEXAI'],
 };
 
+/** The variables of the providers aider and opencode talk to: their keys and endpoints. */
+export const PROVIDER_ENV = [
+  'ANTHROPIC_*',
+  'OPENAI_*',
+  'GEMINI_*',
+  'DEEPSEEK_*',
+  'OPENROUTER_*',
+  'GROQ_*',
+  'MISTRAL_*',
+  'XAI_*',
+  'AZURE_*',
+];
+
 /** The model APIs of the providers aider and opencode talk to, for their default hosts. */
 export const PROVIDER_HOSTS = [
   'api.anthropic.com',

@@ -1,25 +1,21 @@
-// The `opencode` agent: opencode (npm opencode-ai), one `opencode run` per episode. Facts from
-// `opencode run --help` of 1.18.33 and its behaviour recorded in test/fixtures/agents/opencode/:
-// - `opencode run --format json` reads the prompt from stdin, runs it and exits; `--auto` approves
-//   what a permission would ask; `--title` names the session (no model call for a title); `-s <id>`
-//   continues a session; `-m provider/model` picks the model.
-// - Its conversations live in a SQLite database under $XDG_DATA_HOME/opencode (opencode.db with its
-//   -wal and -shm); its login (`opencode auth login`) is auth.json beside it. Config comes from
-//   OPENCODE_CONFIG_CONTENT; OPENCODE_DISABLE_PROJECT_CONFIG keeps a workspace's opencode.json (the
-//   agent can edit it) from reconfiguring later episodes.
-// - A session keeps the folder it was started in and runs its tools there: resumed from another
-//   worktree it is moved first (`opencode db "update session set directory=…"`).
-// - stdout: one JSON event a line, each with the `sessionID`: step_start, tool_use, text,
-//   reasoning, step_finish {part: {reason, tokens: {input, output, reasoning, cache: {read,
-//   write}}, cost}} once per model call (`input` without the cached part, `output` without the
-//   reasoning), and error {error: {name, data: {message, statusCode?, responseBody?}}}. No summary:
-//   the episode's usage is the sum of its steps.
-// - Its `steps` limit is soft, and it has no token or money bound: forkflush watches the steps.
+// The `opencode` agent: `opencode run` (`opencode run --help` of 1.18.33; recorded outputs in
+// test/fixtures/agents/opencode/).
+// - `run --format json` reads the prompt from stdin; `--auto` approves what a permission would ask;
+//   `--title` names the session (no model call for one); `-s <id>` continues one; `-m provider/model`.
+// - Sessions live in SQLite under $XDG_DATA_HOME/opencode (opencode.db, -wal, -shm), its login
+//   (`opencode auth login`) in auth.json beside it. Config comes from OPENCODE_CONFIG_CONTENT;
+//   OPENCODE_DISABLE_PROJECT_CONFIG ignores a workspace's opencode.json (the agent can edit it).
+// - A session runs its tools in the folder it was started in: a resumed one is moved first
+//   (`opencode db "update session set directory=…"`).
+// - stdout: JSON events with `sessionID`: step_start, tool_use, text, reasoning, step_finish {part:
+//   {reason, tokens: {input (without the cached part), output (without reasoning), reasoning, cache:
+//   {read, write}}, cost}} per model call, error {error: {name, data: {message, statusCode?,
+//   responseBody?}}}. No summary. Its `steps` limit is soft; no token or money bound.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { failureLine } from '../core/text.js';
-import { count, GrowingFile, isRecord, jsonLines, type LoginFile, sizeOf } from './files.js';
-import { PROVIDER_HOSTS } from './model-apis.js';
+import { count, followLog, isRecord, jsonLines, type LoginFile } from './files.js';
+import { PROVIDER_ENV, PROVIDER_HOSTS } from './model-apis.js';
 import { type ConfigRoutes, defineSpec, type PlannedRoute } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, str } from './transcript.js';
 import { addUse, type Tally } from './usage.js';
@@ -39,20 +35,7 @@ export const opencode = defineSpec<{ sessionId: string }>({
     secret: { name: 'ANTHROPIC_API_KEY', note: "or the key of opencode's provider, or OPENCODE_AUTH_CONTENT" },
   },
   // Its own switches and inline config, and the keys of the providers it knows.
-  passEnv: [
-    'OPENCODE_*',
-    'ANTHROPIC_*',
-    'OPENAI_*',
-    'GEMINI_*',
-    'GOOGLE_*',
-    'OPENROUTER_*',
-    'GROQ_*',
-    'MISTRAL_*',
-    'DEEPSEEK_*',
-    'XAI_*',
-    'AZURE_*',
-    'AWS_*',
-  ],
+  passEnv: ['OPENCODE_*', ...PROVIDER_ENV, 'GOOGLE_*', 'AWS_*'],
   egress: {
     // Its catalogue, and npm: it installs a provider's SDK package when the provider is first used.
     hosts: [...PROVIDER_HOSTS, 'models.dev', 'registry.npmjs.org'],
@@ -82,8 +65,8 @@ export const opencode = defineSpec<{ sessionId: string }>({
 
   async start(e, saved) {
     // The events, read from the log as they are printed: this episode's steps only.
-    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     const run = emptyRun();
+    const read = await followLog(e.logFile, (line) => addEvents(run, line));
     const model = e.agent.model ?? 'unknown';
     return {
       args: [
@@ -96,8 +79,7 @@ export const opencode = defineSpec<{ sessionId: string }>({
       input: e.prompt,
       logins: opencodeLogin(e.contextDir),
       async spent(done) {
-        if (done) for await (const line of log.remaining()) addEvents(run, line);
-        else for (const line of await log.lines()) addEvents(run, line);
+        await read(done !== undefined);
         // Its own cost where it priced the calls, else forkflush's table.
         const tally: Tally = {};
         if (run.steps > 0)

@@ -1,11 +1,5 @@
-// Prices for agents that report tokens but no cost (Codex, Gemini CLI, opencode, Copilot CLI's
-// per-model tokens in bring-your-own-key mode): US dollars per million tokens. Agent sessions
-// read most of their input from the provider's prompt cache, which costs a tenth to a quarter of
-// fresh input: charging it at the full rate would spend a usd budget three to four times too fast.
-// A result priced this way says so (AgentUsage.pricedFrom). A model not in the table is priced at
-// the dearest entry, so a budget is never underestimated; test/unit/pricing.test.ts checks that
-// every model an example or a test names is in it.
-//
+// Dollars per million tokens for agents that report no cost, cached input at its own rate (most of an
+// agent's input). A model not in the table is priced at the dearest entry, never underestimated.
 // Sources, as of PRICES_AS_OF: Anthropic https://www.anthropic.com/pricing#api (cache reads 0.1x,
 // 5-minute cache writes 1.25x input); OpenAI https://openai.com/api/pricing/ (cached input 0.1x;
 // no cache-write charge); Google https://ai.google.dev/gemini-api/docs/pricing (context caching

@@ -1,30 +1,27 @@
-// The `qwen-code` agent: Qwen Code (npm @qwen-code/qwen-code), one headless run per episode. Facts
-// from `qwen --help` of 0.24.4 and its behaviour against the mock chat completions API
-// (test/agents/contract/qwen-code.ts). It declares node >= 22, and runs on Node 20 all the same.
-// - `qwen -p PROMPT --output-format stream-json --approval-mode yolo` runs one session: stdout is
-//   Claude Code's stream-json (system/init with `model`, assistant messages with `usage`, a last
-//   `result` {subtype, is_error, num_turns, usage, result}), so Claude Code's transcript reader
-//   reads it. Its usage counts this run only, its helper calls (memory extraction) included; no cost.
-// - QWEN_HOME holds its state: a session is projects/<project>/chats/<session id>.jsonl, <project>
-//   the working directory with every character but ASCII letters and digits as '-' (as Claude
-//   Code's). `--session-id` names a new session; `--resume <id>` looks for it in the working
-//   directory's project, where a carried session is moved.
-// - `--auth-type openai|anthropic|gemini` with that provider's key and base URL variables
-//   (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL, …); `--max-session-turns N` bounds the turns.
-//   Its default OpenAI endpoint is api.openai.com/v1; Alibaba's (DashScope, Coding Plan, Token
-//   Plan) are *.aliyuncs.com, named by OPENAI_BASE_URL. Its web search reads DASHSCOPE_API_KEY and
-//   refuses an http:// endpoint.
+// The `qwen-code` agent: Qwen Code (`qwen --help` of 0.24.4, and its behaviour against the mock; it
+// declares node >= 22 and runs on Node 20).
+// - `qwen -p PROMPT --output-format stream-json --approval-mode yolo`: Claude Code's stream-json
+//   (its reader reads it). Usage counts this run only, its helper calls (memory extraction) too; no cost.
+// - QWEN_HOME holds projects/<project>/chats/<session id>.jsonl, <project> the cwd with every
+//   non-alphanumeric as '-'. `--session-id` names a new session; `--resume <id>` looks in the cwd's project.
+// - `--auth-type openai|anthropic|gemini` with that provider's variables (OPENAI_API_KEY,
+//   OPENAI_BASE_URL, OPENAI_MODEL, …); `--max-session-turns N`. Alibaba's endpoints (DashScope, Coding
+//   Plan) are *.aliyuncs.com; its web search reads DASHSCOPE_API_KEY and refuses an http:// endpoint.
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { claudeCode, readStream } from './claude-code.js';
-import { count, GrowingFile, isRecord, jsonLines, sizeOf } from './files.js';
+import { count, followLog, isRecord, jsonLines, sizeOf } from './files.js';
 import { ANTHROPIC, GEMINI, OPENAI } from './model-apis.js';
 import { defineSpec, UUID } from './spec.js';
-import { addUse, type ModelUse, type Spent, shareOf, type Tally } from './usage.js';
+import { addUse, type ModelUse, type Spent, spentSince, type Tally } from './usage.js';
 
-const tallyOf = (model: string, t: Record<string, unknown>): Tally =>
-  addUse({}, model, { input: count(t.input), cached: count(t.cached), output: count(t.output) });
+/** Claude Code's usage fields, as Qwen Code prints them. */
+const tokensOf = (u: Record<string, unknown>) => ({
+  input: count(u.input_tokens),
+  cached: count(u.cache_read_input_tokens),
+  output: count(u.output_tokens),
+});
 
 const PROVIDERS = [
   ['OPENAI_API_KEY', 'openai'],
@@ -60,12 +57,14 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
     notProxied:
       'DASHSCOPE_API_KEY, which its web search sends to an https:// endpoint only (the proxy is plain HTTP on the loopback); a key in agent.args (--openai-api-key)',
   },
-  missingLogin: (env, agent) =>
-    PROVIDERS.some(([key]) => env[key]) ||
-    agent.args.some((a) => a.startsWith('--auth-type') || a.startsWith('--openai-api-key'))
-      ? null
-      : 'Qwen Code has no API key: set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an ' +
-        'OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY',
+  login: {
+    keys: PROVIDERS.map(([key]) => key),
+    args: /^--(?:auth-type|openai-api-key)/,
+    lacks: 'API key',
+    how:
+      'set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider such as ' +
+      'DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY',
+  },
 
   session: { id: UUID },
   async resume(e, record, id) {
@@ -89,7 +88,12 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
         qwen_version: null,
       };
       await writeFile(join(to, `${id}.runtime.json`), JSON.stringify(status));
-      return { id, baseline: isRecord(record?.totals) ? tallyOf('carried', record.totals) : null };
+      const t = isRecord(record?.totals) ? record.totals : null;
+      return {
+        id,
+        baseline:
+          t && addUse({}, 'carried', { input: count(t.input), cached: count(t.cached), output: count(t.output) }),
+      };
     }
     return { unusable: `session ${id} is not in the context folder` };
   },
@@ -108,25 +112,17 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
     await writeFile(join(e.home, 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`);
     const auth = PROVIDERS.find(([key]) => e.env[key])?.[1];
     // Its assistant messages on stdout, read from the log as they come: this run's usage so far.
-    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     const tally: Tally = {};
     let model = e.agent.model ?? 'unknown';
     let totals: Tally | null = null;
-    const read = async () => {
-      for (const line of await log.lines())
-        for (const ev of jsonLines(line)) {
-          if (ev.type === 'system' && typeof ev.model === 'string') model = e.agent.model ?? ev.model;
-          const u =
-            ev.type === 'assistant' && isRecord(ev.message) && isRecord(ev.message.usage) ? ev.message.usage : null;
-          if (u)
-            addUse(tally, model, {
-              input: count(u.input_tokens),
-              cached: count(u.cache_read_input_tokens),
-              output: count(u.output_tokens),
-              calls: 1,
-            });
-        }
-    };
+    const read = await followLog(e.logFile, (line) => {
+      for (const ev of jsonLines(line)) {
+        if (ev.type === 'system' && typeof ev.model === 'string') model = e.agent.model ?? ev.model;
+        const u =
+          ev.type === 'assistant' && isRecord(ev.message) && isRecord(ev.message.usage) ? ev.message.usage : null;
+        if (u) addUse(tally, model, { ...tokensOf(u), calls: 1 });
+      }
+    });
     return {
       args: [
         ...['--output-format', 'stream-json', '--approval-mode', 'yolo', '--chat-recording'],
@@ -141,15 +137,14 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
       input: e.prompt,
       env: { QWEN_HOME: e.home, QWEN_CODE_SUPPRESS_YOLO_WARNING: '1' },
       async spent(run): Promise<Spent> {
-        await read();
+        await read(run !== undefined);
         const r = run ? readStream(run.stdout).result : null;
         const u = run ? [...jsonLines(run.stdout)].find((x) => x.type === 'result' && isRecord(x.usage))?.usage : null;
         if (!isRecord(u)) return { tally };
         // The session's running total (its helper calls included): this episode's share of it.
-        totals = tallyOf(model, { input: u.input_tokens, cached: u.cache_read_input_tokens, output: u.output_tokens });
+        totals = addUse({}, model, tokensOf(u));
         const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] as ModelUse } : null;
-        const own = shareOf(before, totals);
-        return { tally: own.share, turns: r?.turns ?? null, ...(own.note ? { notes: [own.note] } : {}) };
+        return spentSince(before, totals, { turns: r?.turns ?? null });
       },
       ending(run) {
         const r = readStream(run.stdout).result;

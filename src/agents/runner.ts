@@ -1,14 +1,6 @@
-// The session runner: one episode of any agent kind, the same way for every spec (spec.ts).
-//   - the context: empty is fresh; a carried one the spec cannot resume (or the CLI itself finds no
-//     conversation in) is cleared, and the episode starts fresh with a note (openContext);
-//   - session.json: forkflush's record of the conversation, read and written here for every spec;
-//   - the environment: the session's allowlist, forkflush's contract variables, the CLI's own; a
-//     login copied in for the run only, and a CLI that surely cannot log in is never started;
-//   - the bounds: a watcher reads what the episode spent and stops an overrun; a watcher that fails
-//     is a note, never silence; and whatever the timing, an episode whose final usage is past its
-//     allowance is an overrun (settleBounds);
-//   - the ending: a stop, a limit of the CLI's own, a crash with the CLI's own line; its usage and
-//     price (usage.ts), and the notes.
+// The session runner: one episode of any agent kind, the same way for every spec (spec.ts): the
+// context (a carried one that cannot be resumed is cleared: a fresh start with a note), session.json,
+// the environment and login, the watcher that stops an overrun, the ending, usage and notes.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
@@ -18,7 +10,7 @@ import { failureLine } from '../core/text.js';
 import { readRegular } from '../io/agent-files.js';
 import { couldNotStart, LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
-import { installLogins, isRecord, removeLogins } from './files.js';
+import { anySet, hasLogin, installLogins, isRecord, removeLogins } from './files.js';
 import type { AgentSpec, CliRun, Ending, Episode, Unusable } from './spec.js';
 import { overrunReason, type Spent, settleBounds, spendOf, usageOf } from './usage.js';
 
@@ -27,7 +19,7 @@ export const RECORD_FILE = 'session.json';
 
 /** The agent port for a spec and the config's `agent` section. */
 export function adapterOf<S>(spec: AgentSpec<S>, agent: Config['agent']): AgentAdapter {
-  const missingLogin = (env: NodeJS.ProcessEnv) => spec.missingLogin?.(env, agent) ?? null;
+  const missingLogin = (env: NodeJS.ProcessEnv) => loginMissing(spec, env, agent);
   return {
     kind: spec.kind,
     passEnv: spec.passEnv,
@@ -47,12 +39,25 @@ export function adapterOf<S>(spec: AgentSpec<S>, agent: Config['agent']): AgentA
   };
 }
 
+/** Why a CLI surely cannot log in with this environment (its spec's `login`), as a message saying how; null when it can. */
+export function loginMissing(
+  spec: Pick<AgentSpec, 'name' | 'login'>,
+  env: NodeJS.ProcessEnv,
+  agent: Config['agent'],
+): string | null {
+  const l = spec.login;
+  const logsIn =
+    !l ||
+    anySet([...l.keys, ...(l.other ?? [])], env) ||
+    agent.args.some((a) => l.args?.test(a)) ||
+    (l.files && hasLogin(l.files(''), process.env));
+  return logsIn ? null : `${spec.name} has no ${l.lacks ?? 'API key and no login'}: ${l.how}`;
+}
+
 /**
- * Opens the context folder an episode starts from. Empty: a fresh conversation. Otherwise
- * `resume` reads the conversation the previous episode left, or says why it cannot be resumed.
- * An unusable context is cleared and the episode starts fresh, with a note: the episode still
- * does its work and its record says it started fresh, and the lineage's later episodes carry a
- * sound conversation on instead of failing the same way again and again (docs/architecture.md).
+ * Opens the context folder an episode starts from: empty, a fresh conversation; else what `resume`
+ * reads. An unusable one is cleared and the episode starts fresh with a note, so the lineage's later
+ * episodes carry a sound conversation instead of failing the same way again (docs/architecture.md).
  */
 export async function openContext<T>(
   contextDir: string,
@@ -121,7 +126,7 @@ export async function runSession<S>(
   }
   let t = await attempt(spec, e, saved, s.deadlineMs);
   if (t.ending.restart && resume) {
-    // The CLI is the judge of whether it can resume: it found no conversation, so it has not called the model yet.
+    // The CLI found no conversation to resume: it has not called the model yet.
     await clear(s.contextDir);
     notes.push(freshNote(spec.name, t.ending.restart));
     t = await attempt(spec, e, null, Math.max(1, s.deadlineMs - (performance.now() - started)));
@@ -219,7 +224,10 @@ async function attempt<S>(spec: AgentSpec<S>, e: Episode, saved: S | null, timeo
   const timer = watched || cli.bounds ? setInterval(() => void check(), cli.pollMs ?? 250) : undefined;
   const env: NodeJS.ProcessEnv = { ...e.env, ...forkflushVars(e), ...cli.env };
   for (const name of cli.unset ?? []) delete env[name];
-  const logins = cli.logins ? await installLogins(cli.logins, process.env) : [];
+  // Its login files, when no key is set (copied for the run only).
+  const login = spec.login;
+  const files = cli.logins ?? (login?.files && !anySet(login.keys, e.env) ? login.files(e.home) : []);
+  const logins = await installLogins(files, process.env);
   try {
     const run = await e.spawn(cli.executable ?? e.executable, cli.args, {
       cwd: cli.cwd ?? e.workdir,
@@ -246,10 +254,7 @@ async function attempt<S>(spec: AgentSpec<S>, e: Episode, saved: S | null, timeo
   }
 }
 
-/**
- * How a session that forkflush stopped ended: its deadline (a time budget, or a timeout), its
- * budget, or 'crash' for any other stop; null when the process ended on its own.
- */
+/** How a session forkflush stopped ended (its deadline, its budget, else a crash); null: it ended on its own. */
 export function stopExit(r: { stopped: string | null }, deadlineIsBudget: boolean): ExitReason | null {
   if (r.stopped === null) return null;
   if (r.stopped === 'timeout') return deadlineIsBudget ? 'budget' : 'timeout';
@@ -266,12 +271,9 @@ const STATUS: [RegExp, FailureKind][] = [
 ];
 
 /**
- * Why a crashed session failed, from what its spec read (the provider's status, the CLI's own
- * line) and its exit: a refused key, an exhausted quota, an unknown model, a rate limit or an
- * overloaded provider (by the status, or the status the line quotes: "API Error: 401",
- * "unexpected status 429", "(HTTP 503)"), a dropped connection, a CLI that could not start; and
- * a command agent's exit codes by the sysexits convention (README, "The command agent"): 75
- * (EX_TEMPFAIL) passes, 77 (EX_NOPERM) is its login. Null: a crash nobody recognised.
+ * Why a crashed session failed, from the provider's status (or the one its line quotes: "API Error:
+ * 401", "(HTTP 503)"), a dropped connection, a CLI that could not start, or a command agent's sysexits
+ * code (75 EX_TEMPFAIL passes, 77 EX_NOPERM is its login). Null: a crash nobody recognised.
  */
 export function failureOf(
   spec: Pick<AgentSpec, 'cli' | 'name' | 'kind'>,

@@ -1,8 +1,5 @@
-// The shape of an agent kind: a spec declares what is its CLI's own, and the session runner
-// (runner.ts) does the rest the same way for every kind (docs/adding-an-agent.md). A spec holds
-// facts and readers, no control flow another spec would repeat: what to install, the command
-// line, where its conversation lives and how to resume it, how to read what it spent and printed,
-// how to recognise its failures, and what it reaches on the network and with which keys.
+// The shape of an agent kind: a spec declares what is its CLI's own (facts and readers, no control
+// flow), and the session runner (runner.ts) does the rest the same way for every kind.
 import type { Config } from '../core/config.js';
 import type { ExitReason } from '../core/state.js';
 import type { RunResult } from '../io/process.js';
@@ -47,17 +44,13 @@ export interface CliRun {
   env?: Record<string, string>;
   /** Variables of the session's environment the CLI must not get. */
   unset?: string[];
-  /** Its standard input (then closed). */
   input?: string;
   cwd?: string;
   /** Login files copied into its home for the run, removed afterwards (files.ts installLogins). */
   logins?: LoginFile[];
   /** How often the watcher reads `spent`. */
   pollMs?: number;
-  /**
-   * What the episode has spent so far (null: nothing to tell yet), read while the CLI runs (to stop
-   * an overrun) and once when it ended (`run` given). Absent: the CLI bounds itself.
-   */
+  /** What the episode has spent so far (null: nothing yet), polled while it runs and read once at its end (`run`). */
   spent?: (run?: RunResult) => Promise<Spent | null>;
   /** Whether `spent` is read while the CLI runs (default: always). */
   watch?: boolean;
@@ -65,13 +58,9 @@ export interface CliRun {
   bounds?: () => Promise<string | null>;
   /** Why no usage is known, when `spent` says nothing in the end ("Codex recorded no session"). */
   noUsage?: () => string | null;
-  /**
-   * How the run ended, in the CLI's own terms: a limit of its own (`exit: 'budget'`), the line that
-   * says why it failed (`why`), a note; or `restart` when the CLI itself found no conversation to
-   * resume (it has not called the model: the runner clears the context and starts afresh).
-   */
+  /** How the run ended in the CLI's terms; `restart`: it found no conversation to resume (the runner starts afresh). */
   ending?: (run: RunResult) => Ending;
-  /** forkflush's record of the conversation (session.json): asked before the run and after it; null: none to write. */
+  /** forkflush's record of the conversation (session.json), asked before the run and after it; null: none. */
   record?: (run?: RunResult) => Promise<Record<string, unknown> | null>;
   /** Runs when the CLI's process has ended, whatever happened. */
   after?: () => Promise<void>;
@@ -131,18 +120,28 @@ export interface EgressFacts {
   hosts: readonly string[];
   /** The model APIs it takes a base URL and a key for from its environment. */
   routes: readonly ModelRoute[];
-  /**
-   * Model APIs its own config in the environment names (opencode's inline providers): their routes,
-   * each literal key behind a `placeholder()`, and that config's variables pointed at the proxy
-   * once each route has its address (`urls`, by route name); null when it names none.
-   */
+  /** Model APIs its own config in the environment names (opencode's), each key behind a `placeholder()`. */
   configRoutes?: (env: NodeJS.ProcessEnv, placeholder: () => string) => ConfigRoutes | null;
   /** What of its credentials the proxy cannot take from the agent, and why. */
   notProxied: string;
 }
 
+/** What counts as a login: any of these variables set, an argument of `args`, or a login file of `files`. */
+export interface LoginFacts {
+  /** Variables that hold a key (then no login file is copied in), or `NAME=value`. */
+  keys: readonly string[];
+  /** Other variables that make it log in otherwise (a cloud provider, an endpoint of the user's). */
+  other?: readonly string[];
+  /** An argument in agent.args that names a login or provider of the user's own. */
+  args?: RegExp;
+  /** Its login files in the user's home, and where they go in the episode's `home`. */
+  files?: (home: string) => LoginFile[];
+  /** What it lacks ("API key and no login"), and how to give it one. */
+  lacks?: string;
+  how: string;
+}
+
 export interface AgentSpec<Saved = unknown> {
-  /** agent.kind */
   kind: string;
   /** How messages name it ("Claude Code"). */
   name: string;
@@ -150,14 +149,11 @@ export interface AgentSpec<Saved = unknown> {
   /** Environment variables it needs (its keys, endpoints, switches): names, or prefixes with *. */
   passEnv: readonly string[];
   egress: EgressFacts;
-  /** Why it surely cannot log in with this environment, as a message saying how; null when it can. */
-  missingLogin?: (env: NodeJS.ProcessEnv, agent: Config['agent']) => string | null;
+  /** What counts as a login; the runner refuses to start a CLI that has none (adapterOf). */
+  login?: LoginFacts;
   /** The conversation's id in session.json: its key there (default `sessionId`) and the shape of an id. */
   session?: { key?: string; id: RegExp };
-  /**
-   * The conversation a carried context holds (`record`: its session.json; `id`: the id in it, checked
-   * by `session`, else ''), moved where the CLI will look for it from this workspace; or why it cannot go on.
-   */
+  /** The carried conversation (`record`: session.json, `id` checked by `session`), moved where the CLI looks. */
   resume?: (e: Episode, record: Record<string, unknown>, id: string) => Promise<Saved | Unusable>;
   /** This episode's run of the CLI (`saved`: the carried conversation, null for a fresh one). */
   start: (e: Episode, saved: Saved | null) => Promise<CliRun>;
@@ -170,6 +166,9 @@ export interface AgentSpec<Saved = unknown> {
   /** The version its log states, if it states one. */
   version?: (log: string) => string | null;
 }
+
+/** Longer prompts go on stdin: one argument may not exceed 128 KiB on Linux. */
+export const MAX_PROMPT_ARG = 100_000;
 
 /** The shape of a session id most CLIs choose (and forkflush chooses for them): a UUID. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,8 +1,5 @@
-// The one list of agent kinds: each kind's spec. Everything that varies by agent reads it: the
-// adapter a run uses, the pre-flight's and `init`'s messages, the CLIs the install script and the
-// Action install, the Action's log, the docs' table. core/config.ts holds the kinds' names (core
-// imports nothing outside itself, and the config schema must know them): a name there without a
-// spec here, or a spec here without a name there, does not compile.
+// The one list of agent kinds, which everything that varies by agent reads. core/config.ts holds the
+// kinds' names (the config schema must know them): the type of SPECS makes the two agree.
 import type { AgentKind, Config } from '../core/config.js';
 import type { AgentAdapter } from './agent.js';
 import { aider } from './aider.js';
@@ -28,7 +25,6 @@ export const SPECS: Readonly<Record<AgentKind, AgentSpec>> = {
   'qwen-code': qwenCode,
 };
 
-/** The spec of a kind. */
 export function specOf(kind: AgentKind): AgentSpec {
   return SPECS[kind];
 }
@@ -48,7 +44,6 @@ export function agentClis(): [AgentKind, CliFacts][] {
   return Object.values(SPECS).flatMap((s) => (s.cli ? [[s.kind as AgentKind, s.cli] as [AgentKind, CliFacts]] : []));
 }
 
-/** The adapter for a config's `agent` section. */
 export function adapterFor(agent: Config['agent']): AgentAdapter {
   return adapterOf(specOf(agent.kind), agent);
 }
@@ -68,11 +63,7 @@ export function readTranscript(kind: AgentKind, logText: string, options: Transc
   return read(specOf(kind).transcript, logText, options);
 }
 
-/**
- * An episode's transcript: its log as its kind reads it and, for a CLI that keeps its turns in its
- * context folder rather than printing them (`contextTranscript`), those turns since `since`,
- * redacted (the agent wrote that folder), in place of the answers its log repeats.
- */
+/** An episode's transcript: its log's, with the turns a CLI keeps in its context instead (redacted) since `since`. */
 export async function episodeTranscript(
   kind: AgentKind,
   logText: string,

@@ -1,8 +1,5 @@
-// The agent's transcript as people read it in a job log: one short line per assistant message,
-// tool call and tool result, made by each spec's reader from what its CLI writes to `agent.log`
-// (its stdout and stderr, interleaved); a command agent's is whatever the program prints. Lines
-// that are not part of the transcript (stderr, a line that is not an event) are the "other"
-// output, whose tail is shown after the transcript. Pure: the caller reads the files.
+// The transcript of `agent.log` as a job log shows it: one short line per message, tool call and
+// result, by each spec's reader; what is not part of it (stderr, not an event) is the "other" output.
 import { plainText } from '../core/text.js';
 import { isRecord } from './files.js';
 
@@ -40,9 +37,6 @@ export function readTranscript(
   else for (const line of text.split('\n')) if (line.trim() !== '') out.add('output', line);
   return { lines: out.done(), other: cleanLines(other) };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Lines
 
 export class Lines {
   private readonly lines: string[] = [];
@@ -120,9 +114,6 @@ function cleanLines(lines: string[]): string[] {
     .filter((l) => l.trim() !== '')
     .map((l) => l.replace(/\t/g, '  '));
 }
-
-// ---------------------------------------------------------------------------------------------
-// JSON-lines logs
 
 /** Calls `on` with each line that is a JSON object; every other line goes to `other`. */
 export function eachEvent(text: string, other: string[], on: (e: Record<string, unknown>, line: string) => void): void {

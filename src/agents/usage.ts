@@ -1,7 +1,5 @@
-// What an episode spent, by one set of rules for every agent: a CLI's figures become a tally of
-// tokens per model (`Tally`); running totals (a conversation's, across resumes) become this
-// episode's share by `shareOf` (never less than can be proven); the cost is the CLI's own where it
-// reports one, else priced by forkflush's table; and the bounds are checked on what was spent.
+// What an episode spent, by one set of rules for every agent: tokens per model (`Tally`), a running
+// total's share (`shareOf`, never less than can be proven), the CLI's cost or forkflush's price, the bounds.
 import type { AgentUsage } from '../core/state.js';
 import { formatNumber } from '../core/text.js';
 import type { AgentOutcome, AgentSession } from './agent.js';
@@ -13,13 +11,11 @@ export interface ModelUse {
   cached: number;
   written: number;
   output: number;
-  /** Model calls. */
   calls: number;
   /** Dollars as the CLI priced them; null when it did not (forkflush prices them). */
   costUsd: number | null;
 }
 
-/** Use per model. */
 export type Tally = Record<string, ModelUse>;
 
 /** What an episode spent, as a spec reads it. */
@@ -55,7 +51,6 @@ function counts(u: Omit<ModelUse, 'costUsd'>): Omit<ModelUse, 'costUsd'> {
   return { input: u.input, cached: u.cached, written: u.written, output: u.output, calls: u.calls };
 }
 
-/** Tallies added together. */
 export function sumTallies(...tallies: (Tally | null)[]): Tally {
   const out: Tally = {};
   for (const t of tallies) for (const [model, u] of Object.entries(t ?? {})) addUse(out, model, u);
@@ -63,10 +58,8 @@ export function sumTallies(...tallies: (Tally | null)[]): Tally {
 }
 
 /**
- * This episode's share of running totals (a conversation's, across resumes): after minus before,
- * figure by figure. A total that went down means the CLI counted afresh; what the episode can be
- * proven to have used is then at least the total after it, which is charged, with a note. Never
- * less than can be proven: a budget must not be under-reported.
+ * This episode's share of running totals: after minus before, figure by figure. A total that went
+ * down means the CLI counted afresh: the total after it is charged, with a note (never under-report).
  */
 export function ownShare<T extends { [K in keyof T]: number }>(
   before: T | null,
@@ -101,6 +94,12 @@ export function shareOf(before: Tally | null, after: Tally): { share: Tally; not
     if (FIELDS.some((f) => own.share[f] > 0)) share[model] = { ...own.share, costUsd };
   }
   return note ? { share, note } : { share };
+}
+
+/** What an episode spent of a conversation's running totals (`shareOf` before and after), with its note. */
+export function spentSince(before: Tally | null, after: Tally, rest: Omit<Spent, 'tally'> = {}): Spent {
+  const own = shareOf(before, after);
+  return { ...rest, tally: own.share, notes: [...(rest.notes ?? []), ...(own.note ? [own.note] : [])] };
 }
 
 /** The episode's usage: tokens in and out, its cost (the CLI's, else priced), its turns. */
@@ -162,10 +161,7 @@ export function overrunReason(
     : `spent $${formatNumber(spent, 6)} of its $${formatNumber(s.allowance, 6)}`;
 }
 
-/**
- * The bounds, checked once more on the final usage: an overrun the watcher's poll did not catch
- * (the session ended between two polls, or the CLI bounds itself loosely) is an overrun all the same.
- */
+/** The bounds, checked once more on the final usage: an overrun the watcher did not catch is one all the same. */
 export function settleBounds(s: AgentSession, o: AgentOutcome, maxTurns?: number): AgentOutcome {
   if (o.exit !== 'finished') return o;
   const measured = s.unit === 'tokens' || s.unit === 'usd';

@@ -63,7 +63,7 @@ describe('copilot: its files and its session', () => {
     await writeFile(join(ctx, 'session.json'), JSON.stringify({ agent: 'copilot', sessionId: ghost, totals: null }));
     h.model.answer('Fresh start.');
     const { out } = await episode(h, await t.session(await t.repo(), ctx));
-    expect(out.note).toContain(`could not resume the carried Copilot conversation (session ${ghost} is unknown`);
+    expect(out.note).toContain(`could not resume the carried Copilot CLI conversation (session ${ghost} is unknown`);
     expect(JSON.parse(await readFile(join(ctx, 'session.json'), 'utf8')).sessionId).not.toBe(ghost);
   });
 });

@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentOutcome, AgentSession } from '../../../src/agents/agent.js';
-import { GrowingFile } from '../../../src/agents/files.js';
-import { adapterOf, openContext } from '../../../src/agents/runner.js';
+import { followLog, GrowingFile } from '../../../src/agents/files.js';
+import { adapterOf, loginMissing, openContext } from '../../../src/agents/runner.js';
 import { defineSpec } from '../../../src/agents/spec.js';
-import { ownShare, settleBounds, shareOf, usageOf } from '../../../src/agents/usage.js';
+import { ownShare, settleBounds, shareOf, spentSince, usageOf } from '../../../src/agents/usage.js';
 import type { Config } from '../../../src/core/config.js';
 
 let tmp = '';
@@ -89,14 +89,14 @@ describe('settleBounds', () => {
 });
 
 describe('adapterOf', () => {
-  const agent = (missing: string | null) => {
+  const agent = () => {
     let ran = 0;
     const spec = defineSpec({
       kind: 'x',
       name: 'X',
       passEnv: [],
       egress: { hosts: [], routes: [], notProxied: 'nothing: it holds no key' },
-      missingLogin: () => missing,
+      login: { keys: ['X_API_KEY'], how: 'set X_API_KEY' },
       start: async () => {
         ran++;
         return { executable: '/bin/true', args: [] };
@@ -107,7 +107,7 @@ describe('adapterOf', () => {
   };
 
   it('a CLI that surely cannot log in is not started: a crash that says how to log in', async () => {
-    const { a, ran } = agent('X has no API key and no login: set X_API_KEY');
+    const { a, ran } = agent();
     expect(await a.run(session())).toEqual({
       exit: 'crash',
       reportedSpend: 0,
@@ -119,7 +119,37 @@ describe('adapterOf', () => {
   });
 });
 
+describe("a spec's login", () => {
+  const spec = {
+    name: 'X',
+    login: { keys: ['X_API_KEY', 'X_CLOUD=true'], other: ['X_BASE_URL'], args: /^--provider/, how: 'set X_API_KEY' },
+  };
+  const agent = (args: string[] = []) => ({ args }) as unknown as Config['agent'];
+
+  it('any key, other variable or argument that names a login is one; else the message says how', () => {
+    expect(loginMissing(spec, { X_API_KEY: 'k' }, agent())).toBeNull();
+    expect(loginMissing(spec, { X_BASE_URL: 'http://gateway' }, agent())).toBeNull();
+    expect(loginMissing(spec, { X_CLOUD: 'true' }, agent())).toBeNull();
+    expect(loginMissing(spec, {}, agent(['--provider=mine']))).toBeNull();
+    expect(loginMissing(spec, { X_CLOUD: 'false' }, agent())).toBe('X has no API key and no login: set X_API_KEY');
+    expect(loginMissing({ name: 'Y' }, {}, agent())).toBeNull();
+  });
+});
+
 describe('shareOf and usageOf', () => {
+  it("spentSince is the share of running totals, its note after the spec's own", () => {
+    const use = (input: number) => ({ input, cached: 0, written: 0, output: 1, calls: 1, costUsd: null });
+    expect(spentSince({ m: use(10) }, { m: use(25) }, { turns: 2 })).toEqual({
+      turns: 2,
+      tally: { m: { ...use(15), output: 0, calls: 0 } },
+      notes: [],
+    });
+    const down = spentSince({ m: use(10) }, { m: use(5) }, { notes: ['stopped'] });
+    expect(down.tally.m?.input).toBe(5);
+    expect(down.notes?.[0]).toBe('stopped');
+    expect(down.notes?.[1]).toContain('counted afresh');
+  });
+
   const use = (input: number, output: number, costUsd: number | null) => ({
     input,
     cached: 0,
@@ -158,6 +188,18 @@ describe('GrowingFile', () => {
     expect(await f.lines()).toEqual(['one']);
     await appendFile(path, 'o\nthree\n');
     expect(await f.lines()).toEqual(['two', 'three']);
+  });
+
+  it('followLog hands on what the log gets from now on, and its unfinished last line once final', async () => {
+    const path = join(tmp, 'agent.log');
+    await writeFile(path, 'an earlier episode\n');
+    const seen: string[] = [];
+    const read = await followLog(path, (line) => seen.push(line));
+    await appendFile(path, 'Tokens: 1 sent\nCost: $0');
+    await read();
+    expect(seen).toEqual(['Tokens: 1 sent']);
+    await read(true);
+    expect(seen).toEqual(['Tokens: 1 sent', 'Cost: $0']);
   });
 
   it('reads nothing through a link or from a special file (the agent can write the folder)', async () => {
