@@ -7960,7 +7960,7 @@ var require_secure_json_parse = __commonJS({
       }
       return obj;
     }
-    function parse7(text, reviver, options2) {
+    function parse8(text, reviver, options2) {
       const { stackTraceLimit } = Error;
       Error.stackTraceLimit = 0;
       try {
@@ -7982,9 +7982,9 @@ var require_secure_json_parse = __commonJS({
       }
       return result;
     }
-    module2.exports = parse7;
-    module2.exports.default = parse7;
-    module2.exports.parse = parse7;
+    module2.exports = parse8;
+    module2.exports.default = parse8;
+    module2.exports.parse = parse8;
     module2.exports.safeParse = safeParse3;
     module2.exports.scan = filter;
   }
@@ -8264,7 +8264,7 @@ var require_dist = __commonJS({
     "use strict";
     Object.defineProperty(exports2, "__esModule", { value: true });
     exports2.format = format3;
-    exports2.parse = parse7;
+    exports2.parse = parse8;
     var TEXT_REGEXP = /^[\u0009\u0020-\u007e\u0080-\u00ff]*$/;
     var TOKEN_REGEXP = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
     var QUOTE_REGEXP = /[\\"]/g;
@@ -8291,7 +8291,7 @@ var require_dist = __commonJS({
       }
       return result;
     }
-    function parse7(header, options2) {
+    function parse8(header, options2) {
       const stopChar = options2?.comma === true ? COMMA : 65536;
       const len = header.length;
       let index = skipOWS(header, options2?.start ?? 0, len);
@@ -16946,7 +16946,7 @@ var require_public_api = __commonJS({
       }
       return doc;
     }
-    function parse7(src, reviver, options2) {
+    function parse8(src, reviver, options2) {
       let _reviver = void 0;
       if (typeof reviver === "function") {
         _reviver = reviver;
@@ -16987,7 +16987,7 @@ var require_public_api = __commonJS({
         return value.toString(options2);
       return new Document.Document(value, _replacer, options2).toString(options2);
     }
-    exports2.parse = parse7;
+    exports2.parse = parse8;
     exports2.parseAllDocuments = parseAllDocuments;
     exports2.parseDocument = parseDocument2;
     exports2.stringify = stringify;
@@ -32604,18 +32604,18 @@ var validateAsync = async (schema, value, _ctx) => {
   return result.issues.length === 0;
 };
 var _encode = (_Err) => {
-  const parse7 = _parse(_Err);
+  const parse8 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
     const ctx = _ctx ? { ..._ctx, direction: "backward" } : { direction: "backward" };
-    return parse7(schema, value, ctx, finalizeParams(fn, _params));
+    return parse8(schema, value, ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
 var encode = /* @__PURE__ */ _encode($ZodRealError);
 var _decode = (_Err) => {
-  const parse7 = _parse(_Err);
+  const parse8 = _parse(_Err);
   const fn = (schema, value, _ctx, _params) => {
-    return parse7(schema, value, _ctx, finalizeParams(fn, _params));
+    return parse8(schema, value, _ctx, finalizeParams(fn, _params));
   };
   return fn;
 };
@@ -34110,7 +34110,7 @@ function capSize(inst, size) {
   if (!caps.length)
     return;
   const cap = Math.min(...caps.map((c) => c[0]));
-  const parse7 = inst._zod.parse;
+  const parse8 = inst._zod.parse;
   inst._zod.parse = (payload, ctx) => {
     const n = size(payload.value);
     if (n > cap && !ctx?.skipChecks && ctx?.direction !== "backward") {
@@ -34124,7 +34124,7 @@ function capSize(inst, size) {
         }
       }
     }
-    return parse7(payload, ctx);
+    return parse8(payload, ctx);
   };
 }
 var arraySize = (input2) => Array.isArray(input2) ? input2.length : -1;
@@ -50576,12 +50576,14 @@ var CONTEXT_FILE_MAX_BYTES = 256 * MiB;
 var CONTEXT_MAX_BYTES = 1 * GiB;
 var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
 var DISK_FULL_BELOW_BYTES = 64 * MiB;
+var WORKING_TREE_MAX_BYTES = 1 * GiB;
 var GITHUB_ANNOTATIONS_MAX = 50;
 var CHECK_OUTPUT_MAX_BYTES = 65535;
 var BODY_MAX_CHARS = 65536;
 var GITHUB_JOB_TIMEOUT_MINUTES = 360;
 var CHECKLIST_MAX_ROUNDS = 12;
 var SEEN_MAX_KEYS = 200;
+var SCHEDULES_REMEMBERED_MAX = 100;
 var SIMULATED_MAX_ROUNDS = 1e4;
 
 // src/core/text.ts
@@ -51405,6 +51407,7 @@ var episodeSchema = external_exports.object({
   context: external_exports.enum(["fresh", "carry", "copy"]),
   contextFrom: episodeId2.nullable(),
   directive: external_exports.boolean(),
+  asked: external_exports.string().optional(),
   seed: external_exports.number().int(),
   result: resultSchema.optional(),
   interruptedSpent: external_exports.number().finite().nonnegative().optional(),
@@ -51437,7 +51440,8 @@ var runStateSchema = external_exports.object({
   rounds: external_exports.array(roundSchema),
   best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
   status: external_exports.enum(["running", "finished"]),
-  extraForks: count.optional()
+  extraForks: count.optional(),
+  forkAsks: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var githubRunOrigin = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
@@ -51816,6 +51820,9 @@ var CheckRuns = class {
 };
 
 // src/github/issues.ts
+function onceMarker(key) {
+  return `<!-- forkflush:answers ${key.replace(/[^\w:.-]/g, "_")} -->`;
+}
 var CLOCK_SLACK_MS = 5 * 6e4;
 var Issues = class {
   constructor(scope) {
@@ -51881,6 +51888,26 @@ var Issues = class {
   }
   async comment(issue2, body) {
     await this.write(issue2, body);
+  }
+  /**
+   * Writes the answer to one event (a refusal, a command's reply) once, whatever delivers the
+   * event again, even to an app restarted in between: the comment carries the event's key in a
+   * hidden line (onceMarker), and a bot's comment on the issue with that line is the answer
+   * already given: a refused start has no run record to keep it in. (Two deliveries of one event
+   * handled at the very same moment could both write; a redelivery comes after the first answer.)
+   */
+  async commentOnce(issue2, key, body) {
+    const marker = onceMarker(key);
+    const comments = await this.scope.octokit.paginate(this.scope.octokit.rest.issues.listComments, {
+      ...this.scope.r,
+      issue_number: issue2,
+      per_page: 100
+    });
+    const given = comments.find((c) => c.user?.type === "Bot" && c.body?.includes(marker));
+    if (given) return given.id;
+    return this.write(issue2, `${body}
+
+${marker}`);
   }
   /**
    * Writes a comment once: after a failure that may hide a success, the comment is looked for among
@@ -52484,10 +52511,12 @@ function forkRefusalOf(config3) {
 function forkRefusal(state) {
   return state.lineages.length === 1 ? null : forkRefusalOf(state.config);
 }
-function requestFork(state) {
+function requestFork(state, asked) {
   const refusal2 = forkRefusal(state);
   if (refusal2) throw new Error(refusal2);
-  return { ...state, status: "running", extraForks: (state.extraForks ?? 0) + 1 };
+  const extraForks = (state.extraForks ?? 0) + 1;
+  const forkAsks = asked ? { ...state.forkAsks, [extraForks]: asked } : state.forkAsks;
+  return { ...state, status: "running", extraForks, ...forkAsks ? { forkAsks } : {} };
 }
 function nextLeaderRound(state) {
   const c = state.config;
@@ -52534,7 +52563,9 @@ function forkRound(state, segment, extra, budget) {
   const leader = state.lineages[0];
   if (!leader) throw new Error("run state has no lineage");
   const copy = c.strategy === "fork-only" && leader.context !== null;
-  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
+  const extras = state.rounds.filter((r) => r.extra).length;
+  const asked = extra ? state.forkAsks?.[extras + 1] : void 0;
+  const directed = opening || asked ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
   const episodes = Array.from({ length: k }, (_, branch) => ({
     id: episodeId(index, branch),
     round: index,
@@ -52545,9 +52576,9 @@ function forkRound(state, segment, extra, budget) {
     context: copy ? "copy" : "fresh",
     contextFrom: copy ? leader.context : null,
     directive: directed.includes(branch),
+    ...asked ? { asked } : {},
     seed: mixSeed(state.seed, index, branch)
   }));
-  const extras = state.rounds.filter((r) => r.extra).length;
   const phase = extra ? `extra fork ${extras + 1}` : opening ? "opening" : `fork ${segment}`;
   return { index, segment, phase, kind: "fork", episodes, ...extra ? { extra: true } : {} };
 }
@@ -52591,6 +52622,51 @@ function serialRound(state, segment, wanted) {
   const lastSegment = c.strategy === "single-run" || c.strategy === "best-of-n" ? 0 : c.fork.at.length;
   const phase = lastSegment === 0 ? "solo" : segment === lastSegment ? "final" : `solo ${segment + 1}`;
   return { index, segment, phase, kind: "serial", episodes };
+}
+
+// src/core/seen-events.ts
+function deliveryKey(id) {
+  return `delivery:${id}`;
+}
+function commentKey(id) {
+  return `comment:${id}`;
+}
+function seenAny(list, keys) {
+  return keys.some((k) => list?.includes(k));
+}
+function remember(list, keys) {
+  const kept = (list ?? []).filter((k) => !keys.includes(k));
+  return [...kept, ...keys].slice(-SEEN_MAX_KEYS);
+}
+
+// src/github/amend.ts
+var WRITERS = ["admin", "maintain", "write"];
+function canWrite(permission) {
+  return WRITERS.includes(permission);
+}
+async function wakeTick(ctx) {
+  if (!ctx.tick) return;
+  const there = await ctx.api.workflows.setEnabled(ctx.tick, true);
+  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
+}
+async function amendOnce(api, read2, message, keys, change) {
+  const run2 = read2.state.id;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const stored = attempt === 0 ? read2 : await api.loadRun(stateRef(run2));
+    if (!stored || seenAny(stored.files.seen, keys)) return null;
+    const next = change(stored);
+    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
+    try {
+      return {
+        state: next.state,
+        files,
+        sha: await api.saveRun(stateRef(run2), next.state, files, stored.sha, message)
+      };
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
+  }
+  throw new ConflictError(`${run2}: the run kept changing; try again`);
 }
 
 // src/core/select.ts
@@ -52851,7 +52927,7 @@ function scheduleRounds(config3) {
   } catch {
     rounds = SIMULATED_MAX_ROUNDS;
   }
-  if (scheduled.size >= 100) scheduled.clear();
+  if (scheduled.size >= SCHEDULES_REMEMBERED_MAX) scheduled.clear();
   scheduled.set(key, rounds);
   return rounds;
 }
@@ -52901,49 +52977,6 @@ function runsPerRepoProblem(config3, running, again) {
   if (running.length < limit) return null;
   const which = running.join(", ");
   return `${running.length === 1 ? "1 run is" : `${running.length} runs are`} already running in this repository (${which}), as many as \`limits.runs_per_repo\` allows (${limit}). Stop one (\`/autoresearch stop\` on its issue) or wait for one to finish, then ${again}.`;
-}
-function deliveryKey(id) {
-  return `delivery:${id}`;
-}
-function commentKey(id) {
-  return `comment:${id}`;
-}
-function seenAny(list, keys) {
-  return keys.some((k) => list?.includes(k));
-}
-function remember(list, keys) {
-  const kept = (list ?? []).filter((k) => !keys.includes(k));
-  return [...kept, ...keys].slice(-SEEN_MAX_KEYS);
-}
-
-// src/github/amend.ts
-var WRITERS = ["admin", "maintain", "write"];
-function canWrite(permission) {
-  return WRITERS.includes(permission);
-}
-async function wakeTick(ctx) {
-  if (!ctx.tick) return;
-  const there = await ctx.api.workflows.setEnabled(ctx.tick, true);
-  if (!there) ctx.log?.(`no ${ctx.tick} to enable: rounds move on only with events and the hourly tick's workflow`);
-}
-async function amendOnce(api, read2, message, keys, change) {
-  const run2 = read2.state.id;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const stored = attempt === 0 ? read2 : await api.loadRun(stateRef(run2));
-    if (!stored || seenAny(stored.files.seen, keys)) return null;
-    const next = change(stored);
-    const files = keys.length > 0 ? { ...next.files, seen: remember(next.files.seen, keys) } : next.files;
-    try {
-      return {
-        state: next.state,
-        files,
-        sha: await api.saveRun(stateRef(run2), next.state, files, stored.sha, message)
-      };
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
-    }
-  }
-  throw new ConflictError(`${run2}: the run kept changing; try again`);
 }
 
 // src/core/stop.ts
@@ -53607,9 +53640,13 @@ function loserComment(state, e, winner) {
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
 var COMMANDS = ["status", "stop", "resume", "fork", "start"];
+var FORK_ASK_MAX_CHARS = 4e3;
 function parseCommand(body) {
   const start = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(body);
   if (start?.[1]) return { command: "start", args: start[1] };
+  const fork = /^[ \t]*\/autoresearch[ \t]+fork[ \t]+(\S[\s\S]*)$/im.exec(body);
+  const asked = fork?.[1]?.trim().slice(0, FORK_ASK_MAX_CHARS);
+  if (asked) return { command: "fork", args: asked };
   const m = /^\s*\/autoresearch(?:\s+(\S+))?\s*$/m.exec(body);
   if (!m) return null;
   const word = (m[1] ?? "status").toLowerCase();
@@ -54462,11 +54499,11 @@ async function windDown(ctx, next) {
     }
   }
 }
-async function forkNow(ctx, stored, asked) {
+async function forkNow(ctx, stored, asked, toTry) {
   const next = await amendOnce(ctx.api, stored, "forkflush: fork requested", asked?.keys ?? [], (s) => ({
     // Checked again on the record being swapped (the latest after a conflict): another fork may
     // have been asked for meanwhile, and taken what was left of the round limit or schedule.budget.
-    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state) : s.state,
+    state: forkProblem(s.state, ctx.now) === null ? requestFork(s.state, toTry) : s.state,
     files: asked ? { ...s.files, startedBy: asked.by } : s.files
   }));
   if (next) await wakeTick(ctx);
@@ -54636,13 +54673,13 @@ function contexts(options2) {
     };
   };
 }
-async function answeringTampered(ctx, issue2, work) {
+async function answeringTampered(ctx, asker, work) {
   try {
     await work();
   } catch (e) {
     if (!(e instanceof TamperedRecordError)) throw e;
     ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
-    if (issue2 !== null) await ctx.api.issues.comment(issue2, `forkflush did nothing: ${e.message}.`);
+    if (asker) await ctx.api.issues.commentOnce(asker.issue, asker.key, `forkflush did nothing: ${e.message}.`);
   }
 }
 
@@ -54741,7 +54778,13 @@ function renderPrompt(p) {
     ...carried && p.losersAdded !== void 0 ? [
       `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`
     ] : [],
-    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : []
+    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : [],
+    // A writer's words (a review of the run's pull request), quoted as data like the task.
+    ...p.episode.asked ? [
+      `For this round, someone with write access to the repository asked you to try this:
+
+${quoteTask(p.episode.asked)}`
+    ] : []
   ];
   return [text, ...notes].join("\n\n");
 }
@@ -54855,13 +54898,135 @@ function overridesInText(text) {
   return m?.[1] ?? null;
 }
 
-// src/core/worker-workflow.ts
+// src/core/worker-drift.ts
 var import_yaml6 = __toESM(require_dist2(), 1);
+var WORKER_DISPATCH_INPUTS = ["run", "round", "episodes"];
+var ACTION_INPUTS = { required: ["run", "episode"], optional: ["token", "context-key"] };
+var PLACEHOLDER = "your-org/forkflush";
+function workerDrift(text, release) {
+  const drift = { stop: [], differ: [] };
+  let doc;
+  try {
+    doc = (0, import_yaml6.parse)(text);
+  } catch (e) {
+    drift.stop.push(`it is not YAML that GitHub can read (${e.message.split("\n")[0]})`);
+    return drift;
+  }
+  dispatchDrift(doc, drift);
+  const jobs = doc?.jobs ?? {};
+  const withAction = Object.entries(jobs).flatMap(
+    ([name, job]) => (Array.isArray(job?.steps) ? job.steps : []).filter((s) => typeof s?.uses === "string" && /forkflush/i.test(s.uses)).map((step) => ({ name, job, step }))
+  );
+  const first = withAction[0];
+  if (!first) {
+    drift.stop.push("no step uses the forkflush Action, so no job would run an episode");
+    return drift;
+  }
+  stepDrift(first.step, text, release, drift);
+  permissionDrift(first.name, first.job?.permissions ?? doc?.permissions, drift);
+  return drift;
+}
+function dispatchDrift(doc, drift) {
+  const on = doc?.on;
+  const named = on === "workflow_dispatch" || Array.isArray(on) && on.includes("workflow_dispatch");
+  const dispatch = named ? null : typeof on === "object" && on !== null ? on.workflow_dispatch : void 0;
+  if (dispatch === void 0) {
+    drift.stop.push("it has no `on: workflow_dispatch`, so the app cannot start its rounds");
+    return;
+  }
+  const inputs = dispatch?.inputs ?? {};
+  const missing = WORKER_DISPATCH_INPUTS.filter((i) => !(i in inputs));
+  if (missing.length > 0)
+    drift.stop.push(
+      `its \`workflow_dispatch\` has no input ${missing.map((i) => `\`${i}\``).join(", ")}, so GitHub would refuse every round's dispatch`
+    );
+}
+function stepDrift(step, text, release, drift) {
+  const uses = step.uses;
+  const [repo = "", ref = ""] = uses.split("@");
+  if (repo.toLowerCase() === PLACEHOLDER) {
+    drift.stop.push(`it still names \`${uses}\`, the example's stand-in, so every job would fail to find the Action`);
+  } else if (release !== null) {
+    const version2 = versionOf(ref, text, uses);
+    const want = release.replace(/^v/, "");
+    if (version2 === null) {
+      drift.differ.push(
+        `it uses \`${uses}\`, which names no release (init writes the release \`v${want}\`, pinned to its commit): what runs may change under the app`
+      );
+    } else if (version2.split(".")[0] !== want.split(".")[0]) {
+      drift.stop.push(
+        `it uses the forkflush Action at \`v${version2}\`, another major release than the app's (\`v${want}\`)`
+      );
+    } else if (version2.includes(".") && version2 !== want) {
+      drift.differ.push(`it uses the forkflush Action at \`v${version2}\`, and the app is \`v${want}\``);
+    }
+  }
+  const given = typeof step.with === "object" && step.with !== null ? Object.keys(step.with) : [];
+  const missing = ACTION_INPUTS.required.filter((i) => !given.includes(i));
+  if (missing.length > 0)
+    drift.stop.push(
+      `its forkflush step sets no ${missing.map((i) => `\`${i}\``).join(", ")}, so no job would know its episode`
+    );
+  const known = [...ACTION_INPUTS.required, ...ACTION_INPUTS.optional];
+  const unknown2 = given.filter((i) => !known.includes(i));
+  if (unknown2.length > 0)
+    drift.differ.push(
+      `its forkflush step sets ${unknown2.map((i) => `\`${i}\``).join(", ")}, which the Action does not take (it takes ${known.map((i) => `\`${i}\``).join(", ")})`
+    );
+  if (!given.includes("context-key"))
+    drift.differ.push(
+      "its forkflush step sets no `context-key`, so the agents\u2019 contexts are kept unencrypted in a private repository and not at all in a public one"
+    );
+}
+function versionOf(ref, text, uses) {
+  const tag = /^v?(\d+(?:\.\d+){0,2})$/.exec(ref);
+  if (tag) return tag[1];
+  if (!/^[0-9a-f]{40}$/.test(ref)) return null;
+  const line = text.split("\n").find((l) => /^\s*(-\s*)?uses:/.test(l) && l.includes(uses));
+  return /#\s*v?(\d+\.\d+\.\d+)\b/.exec(line ?? "")?.[1] ?? null;
+}
+function permissionDrift(job, permissions, drift) {
+  if (permissions === void 0) {
+    drift.differ.push(
+      'it sets no `permissions:`, so its jobs get the repository\u2019s default token permissions, which push only when they are "Read and write" (init writes `contents: write`)'
+    );
+    return;
+  }
+  const contents = typeof permissions === "string" ? permissions === "write-all" ? "write" : "read" : permissions?.contents;
+  if (contents !== "write")
+    drift.stop.push(
+      `the job \`${job}\` has no \`contents: write\` permission, so it could not push its episode's result`
+    );
+}
+function workerDriftText(drift, branch) {
+  if (drift.stop.length === 0 && drift.differ.length === 0) return null;
+  const path8 = `.github/workflows/${GITHUB.workflow}`;
+  const list = (xs) => xs.map((x) => `- ${x}`).join("\n");
+  const fix = `The fix: in a clone of this repository, delete \`${path8}\`, run \`forkflush init --github\` (it writes only the files that are missing) and push the workflow it writes to \`${branch}\` (README, "On GitHub").`;
+  if (drift.stop.length > 0)
+    return `\`${path8}\` on \`${branch}\` is not the worker workflow this forkflush release writes, and its jobs could not work, so no run started:
+
+${list(drift.stop)}
+
+` + (drift.differ.length > 0 ? `It also differs in what a run works with:
+
+${list(drift.differ)}
+
+` : "") + `${fix} Then label the issue again.`;
+  return `\`${path8}\` on \`${branch}\` differs from the worker workflow this forkflush release writes; the run goes on with it:
+
+${list(drift.differ)}
+
+${fix}`;
+}
+
+// src/core/worker-workflow.ts
+var import_yaml7 = __toESM(require_dist2(), 1);
 function workerTimeoutProblem(workflowText, config3) {
   if (workflowText === null) return null;
   let doc;
   try {
-    doc = (0, import_yaml6.parse)(workflowText);
+    doc = (0, import_yaml7.parse)(workflowText);
   } catch {
     return null;
   }
@@ -54971,6 +55136,8 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
     return { problem: `${loaded.problem} (fix it on \`${branch}\`, then label the issue again).` };
   const worker = await api.readFile(`.github/workflows/${GITHUB.workflow}`, branch);
   if (worker === null) return { problem: missingWorkerProblem(branch) };
+  const drift = workerDrift(worker, api.release);
+  if (drift.stop.length > 0) return { problem: workerDriftText(drift, branch) };
   const busy = await runsPerRepo(api, config3, run2, "label this issue again");
   if (busy) return { problem: busy };
   const base = await api.refSha(`refs/heads/${branch}`);
@@ -54981,6 +55148,7 @@ ${e.problems.map((p) => `- ${p}`).join("\n")}`
     config: config3,
     templates: loaded.templates,
     worker,
+    workerDrift: workerDriftText(drift, branch),
     base,
     ...overrides ? { overrides: { text: overrides.given.text, source: overrides.source } } : {}
   };
@@ -54993,6 +55161,7 @@ async function firstRecord(api, issue2, asked, setup) {
 
 ${issue2.body ?? ""}`);
   const timeout = workerTimeoutProblem(setup.worker, setup.config);
+  const warning = [timeout, setup.workerDrift].filter((w) => w !== null);
   return {
     task: task.text,
     ...task.hidden > 0 ? { hiddenInTask: task.hidden } : {},
@@ -55017,7 +55186,7 @@ ${issue2.body ?? ""}`);
     // Graded once, by a job of the opening round's dispatch (action/base-job.ts).
     baseGrade: "asked",
     baseTree: baseCommit.tree,
-    ...timeout ? { workerWarning: timeout } : {},
+    ...warning.length > 0 ? { workerWarning: warning.join("\n\n") } : {},
     ...setup.overrides ? { overrides: setup.overrides } : {}
   };
 }
@@ -55049,21 +55218,24 @@ async function onIssueLabeled(ctxOf, context) {
   const { issue: issue2, label, sender } = context.payload;
   if (label?.name !== GITHUB.label) return;
   const ctx = ctxOf(context, { run: issueRunId(issue2.number) });
+  const key = deliveryKey(context.id);
   const refusal2 = await refuse(ctx, sender, "start a run");
   if (refusal2) {
-    await ctx.api.issues.comment(issue2.number, refusal2);
+    await ctx.api.issues.commentOnce(issue2.number, key, refusal2);
     return;
   }
-  await answeringTampered(ctx, issue2.number, async () => {
-    const asked = { by: sender.login, keys: [deliveryKey(context.id)] };
+  await answeringTampered(ctx, { issue: issue2.number, key }, async () => {
+    const asked = { by: sender.login, keys: [key] };
     const out = await startRun(ctx, issueRef(issue2), asked);
-    if ("problem" in out) await ctx.api.issues.comment(issue2.number, `forkflush did not start: ${out.problem}`);
+    if ("problem" in out)
+      await ctx.api.issues.commentOnce(issue2.number, key, `forkflush did not start: ${out.problem}`);
   });
 }
 async function onPullLabeled(ctxOf, context) {
   if (context.payload.label?.name !== GITHUB.label || context.payload.sender.type === "Bot") return;
-  await ctxOf(context).api.issues.comment(
+  await ctxOf(context).api.issues.commentOnce(
     context.payload.pull_request.number,
+    deliveryKey(context.id),
     `forkflush runs on issues, not pull requests: describe the task in an issue and label that \`${GITHUB.label}\`.`
   );
 }
@@ -55094,16 +55266,17 @@ async function onComment(ctxOf, context) {
     return;
   }
   await ctx.api.issues.react(comment.id, "eyes");
+  const key = commentKey(comment.id);
   if ("error" in parsed) {
-    await ctx.api.issues.comment(issue2.number, parsed.error);
+    await ctx.api.issues.commentOnce(issue2.number, key, parsed.error);
     await ctx.api.issues.react(comment.id, "-1");
     return;
   }
   let done = false;
-  await answeringTampered(ctx, issue2.number, async () => {
-    const asked = { by: sender.login, keys: [commentKey(comment.id), deliveryKey(context.id)] };
+  await answeringTampered(ctx, { issue: issue2.number, key }, async () => {
+    const asked = { by: sender.login, keys: [key, deliveryKey(context.id)] };
     const reply = await runCommand(ctx, parsed, { ...issueRef(issue2), number: target }, asked);
-    if (reply) await ctx.api.issues.comment(issue2.number, reply);
+    if (reply) await ctx.api.issues.commentOnce(issue2.number, key, reply);
     done = reply === null;
   });
   await ctx.api.issues.react(comment.id, done ? "+1" : "-1");
@@ -55143,15 +55316,15 @@ async function runCommand(ctx, parsed, issue2, asked) {
     }
     return `There is no forkflush run on this issue. Label it \`${GITHUB.label}\` to start one.`;
   }
-  if (parsed.args)
+  if (parsed.args && command === "start")
     return `This issue has a forkflush run already: overrides (\`${parsed.args.slice(0, 200)}\`) apply only when a run starts. \`/autoresearch resume\` resumes it as it is.`;
   if (command !== "status" && seenAny(stored.files.seen, asked.keys)) {
     ctx.log(`${command}: this comment was acted on already`);
     return null;
   }
-  return steerRun(ctx, command === "start" ? "resume" : command, stored, asked);
+  return steerRun(ctx, command === "start" ? "resume" : command, stored, asked, parsed.args);
 }
-async function steerRun(ctx, command, stored, asked) {
+async function steerRun(ctx, command, stored, asked, toTry) {
   const run2 = stored.state.id;
   switch (command) {
     case "status":
@@ -55177,10 +55350,52 @@ async function steerRun(ctx, command, stored, asked) {
       if (stored.files.stopped) return "The run is stopped: `/autoresearch resume` first.";
       const problem2 = forkProblem(stored.state, ctx.now);
       if (problem2) return `forkflush opened no fork round: ${problem2}`;
-      await forkNow(ctx, stored, asked);
+      await forkNow(ctx, stored, asked, toTry);
       return null;
     }
   }
+}
+
+// src/app/review-events.ts
+function reviewKey(id) {
+  return `review:${id}`;
+}
+function reviewAsks(review) {
+  const body = review.body?.trim() ?? "";
+  const command = parseCommand(body);
+  if (command && "command" in command && command.command === "fork" && command.args) return command.args;
+  if (review.state.toLowerCase() === "changes_requested" && body !== "") return body.slice(0, FORK_ASK_MAX_CHARS);
+  return null;
+}
+async function onReview(ctxOf, context) {
+  const { review, pull_request: pull, sender } = context.payload;
+  if (sender.type === "Bot") return;
+  const toTry = reviewAsks({ state: review.state, body: review.body ?? null });
+  if (toTry === null) return;
+  const ctx = ctxOf(context, { pull: pull.number });
+  const permission = await ctx.api.permission(sender.login);
+  if (!canWrite(permission)) {
+    ctx.log(`ignored a review from ${sender.login}, who has no write access (${permission})`);
+    return;
+  }
+  const issue2 = await runIssueOfPull(ctx.api, pull.number);
+  if (issue2 === null) return;
+  const key = reviewKey(review.id);
+  await answeringTampered(ctx, { issue: pull.number, key }, async () => {
+    const stored = await ctx.api.loadRun(stateRef(issueRunId(issue2)));
+    if (!stored || seenAny(stored.files.seen, [key])) return;
+    const refused = stored.files.stopped ? "The run is stopped: `/autoresearch resume` on its issue first, then review again." : forkProblem(stored.state, ctx.now);
+    if (refused) {
+      await ctx.api.issues.commentOnce(pull.number, key, `forkflush opened no fork round for this review: ${refused}`);
+      return;
+    }
+    await forkNow(ctx, stored, { by: sender.login, keys: [key, deliveryKey(context.id)] }, toTry);
+    await ctx.api.issues.commentOnce(
+      pull.number,
+      key,
+      `forkflush opened a fork round for @${sender.login}'s review: its branches are told to try what the review says. This pull request moves when the round finds a better result.`
+    );
+  });
 }
 
 // src/app/worker-events.ts
@@ -55322,6 +55537,7 @@ function forkflushApp(options2 = {}) {
     app.on("pull_request.labeled", (context) => onPullLabeled(ctxOf, context));
     app.on(["issues.unlabeled", "issues.closed"], (context) => onStopEvent(ctxOf, context));
     app.on("issue_comment.created", (context) => onComment(ctxOf, context));
+    app.on("pull_request_review.submitted", (context) => onReview(ctxOf, context));
     app.on("workflow_job.completed", (context) => onJobCompleted(ctxOf, context));
     app.on("workflow_job.in_progress", (context) => onJobStarted(ctxOf, context));
     app.on("workflow_run.completed", (context) => onRunCompleted(ctxOf, context));

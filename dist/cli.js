@@ -2386,9 +2386,9 @@ var require_stringifyNumber = __commonJS({
     function stringifyNumber({ format, minFractionDigits, tag, value }) {
       if (typeof value === "bigint")
         return String(value);
-      const num3 = typeof value === "number" ? value : Number(value);
-      if (!isFinite(num3))
-        return isNaN(num3) ? ".nan" : num3 < 0 ? "-.inf" : ".inf";
+      const num2 = typeof value === "number" ? value : Number(value);
+      if (!isFinite(num2))
+        return isNaN(num2) ? ".nan" : num2 < 0 ? "-.inf" : ".inf";
       let n = Object.is(value, -0) ? "-0" : JSON.stringify(value);
       if (!format && minFractionDigits && (!tag || tag === "tag:yaml.org,2002:float") && /^-?\d/.test(n) && !n.includes("e")) {
         let i = n.indexOf(".");
@@ -2428,8 +2428,8 @@ var require_float = __commonJS({
       test: /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
       resolve: (str3) => parseFloat(str3),
       stringify(node2) {
-        const num3 = Number(node2.value);
-        return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num2 = Number(node2.value);
+        return isFinite(num2) ? num2.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -2868,8 +2868,8 @@ var require_float2 = __commonJS({
       test: /^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$/,
       resolve: (str3) => parseFloat(str3.replace(/_/g, "")),
       stringify(node2) {
-        const num3 = Number(node2.value);
-        return isFinite(num3) ? num3.toExponential() : stringifyNumber.stringifyNumber(node2);
+        const num2 = Number(node2.value);
+        return isFinite(num2) ? num2.toExponential() : stringifyNumber.stringifyNumber(node2);
       }
     };
     var float = {
@@ -2881,9 +2881,9 @@ var require_float2 = __commonJS({
         const node2 = new Scalar.Scalar(parseFloat(str3.replace(/_/g, "")));
         const dot2 = str3.indexOf(".");
         if (dot2 !== -1) {
-          const f = str3.substring(dot2 + 1).replace(/_/g, "");
-          if (f[f.length - 1] === "0")
-            node2.minFractionDigits = f.length;
+          const f2 = str3.substring(dot2 + 1).replace(/_/g, "");
+          if (f2[f2.length - 1] === "0")
+            node2.minFractionDigits = f2.length;
         }
         return node2;
       },
@@ -3071,23 +3071,23 @@ var require_timestamp = __commonJS({
     function parseSexagesimal(str3, asBigInt) {
       const sign = str3[0];
       const parts = sign === "-" || sign === "+" ? str3.substring(1) : str3;
-      const num3 = (n) => asBigInt ? BigInt(n) : Number(n);
-      const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num3(60) + num3(p), num3(0));
-      return sign === "-" ? num3(-1) * res : res;
+      const num2 = (n) => asBigInt ? BigInt(n) : Number(n);
+      const res = parts.replace(/_/g, "").split(":").reduce((res2, p) => res2 * num2(60) + num2(p), num2(0));
+      return sign === "-" ? num2(-1) * res : res;
     }
     function stringifySexagesimal(node2) {
       let { value } = node2;
-      let num3 = (n) => n;
+      let num2 = (n) => n;
       if (typeof value === "bigint")
-        num3 = (n) => BigInt(n);
+        num2 = (n) => BigInt(n);
       else if (isNaN(value) || !isFinite(value))
         return stringifyNumber.stringifyNumber(node2);
       let sign = "";
       if (value < 0) {
         sign = "-";
-        value *= num3(-1);
+        value *= num2(-1);
       }
-      const _60 = num3(60);
+      const _60 = num2(60);
       const parts = [value % _60];
       if (value < 60) {
         parts.unshift(0);
@@ -7400,6 +7400,10 @@ var CLI_STOP_WITHIN_MS = 1e4;
 var OUTPUT_DRAIN_MS = 300;
 var DRAIN_POLLS_MAX = 1e3;
 var PROCESS_TRACK_EVERY_MS = 250;
+var PROCESS_OUTPUT_MAX_CHARS = 1e6;
+var STOP_GRACE_MS = 2e3;
+var STOP_ALL_GRACE_MS = 500;
+var PROGRESS_REDRAW_EVERY_MS = 1e3;
 var SECOND_SIGNAL_AFTER_MS = 300;
 var NOT_STARTED_WITHIN_MS = 5e3;
 var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
@@ -7412,8 +7416,14 @@ var DISK_FULL_BELOW_BYTES = 64 * MiB;
 var DISK_FULL_BELOW_INODES = 1e3;
 var GRADE_SERVICE_MAX_CONNECTIONS = 64;
 var INIT_GRADER_TIMEOUT_SECONDS = 300;
+var WORKING_TREE_MAX_FILES = 2e4;
+var WORKING_TREE_MAX_BYTES = 1 * GiB;
+var JUDGE_PLANTED_NAMED_MAX = 5;
+var JUDGE_WRITTEN_NAMED_MAX = 3;
+var NAMED_FILES_MAX = 10;
 var RUNS_PER_SECOND_MAX = 999;
 var EGRESS_DIAL_TIMEOUT_MS = 15e3;
+var EGRESS_HEADERS_TIMEOUT_MS = 3e4;
 var EGRESS_MAX_CONNECTIONS = 256;
 var EGRESS_MAX_DIALS = 4;
 var EGRESS_MAX_WAITING = 256;
@@ -7424,8 +7434,8 @@ var SMOKE_CAP_TOKENS = 6e4;
 var SMOKE_TIMEOUT_SECONDS = 180;
 
 // src/io/process.ts
-import { execFileSync, spawn as spawn2 } from "node:child_process";
-import { createWriteStream, readdirSync, readFileSync as readFileSync3 } from "node:fs";
+import { spawn as spawn2 } from "node:child_process";
+import { createWriteStream } from "node:fs";
 
 // src/io/opening-path.ts
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
@@ -7455,6 +7465,87 @@ function openingPath(pid) {
   }
 }
 
+// src/io/process-tree.ts
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync as readFileSync2 } from "node:fs";
+function killGroup(pid, signal) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+  }
+}
+function killAll(pids, signal, spare) {
+  for (const [pid, start2] of pids) {
+    if (spare?.has(pid) || startTime(pid) !== start2) continue;
+    try {
+      process.kill(pid, signal);
+    } catch {
+    }
+  }
+}
+function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
+  const children = /* @__PURE__ */ new Map();
+  for (const link of processLinks()) {
+    const list = children.get(link.ppid) ?? [];
+    list.push(link);
+    children.set(link.ppid, list);
+  }
+  const found = [];
+  let level = [root];
+  for (let depth = 0; depth < levels && level.length > 0; depth++) {
+    const next = [];
+    for (const pid of level) {
+      for (const child of children.get(pid) ?? []) {
+        found.push(child);
+        next.push(child.pid);
+      }
+    }
+    level = next;
+  }
+  return found;
+}
+function statFields(pid) {
+  try {
+    const stat15 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return stat15.slice(stat15.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+function startTime(pid) {
+  if (process.platform !== "linux") return "";
+  return statFields(pid)?.[19] ?? null;
+}
+function processLinks() {
+  const links = [];
+  try {
+    for (const name2 of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name2)) continue;
+      const fields = statFields(name2);
+      if (fields) links.push({ pid: Number(name2), ppid: Number(fields[1]), start: fields[19] ?? "" });
+    }
+    return links;
+  } catch {
+    try {
+      const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
+      for (const line of out.split("\n")) {
+        const [pid, ppid] = line.trim().split(/\s+/).map(Number);
+        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "" });
+      }
+    } catch {
+    }
+    return links;
+  }
+}
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === "EPERM";
+  }
+}
+
 // src/io/sandbox.ts
 import { spawn } from "node:child_process";
 import { lstatSync, realpathSync } from "node:fs";
@@ -7462,7 +7553,7 @@ import { release } from "node:os";
 import { dirname, sep } from "node:path";
 
 // src/io/accounts.ts
-import { readFileSync as readFileSync2 } from "node:fs";
+import { readFileSync as readFileSync3 } from "node:fs";
 var UID_RANGE = { group: 2013e6, first: 2013000001, size: 2 ** 27 };
 var PID_SPACE = 2 ** 22;
 function rangeUid(pid, slot) {
@@ -7492,12 +7583,12 @@ var UidPool = class {
     };
   }
 };
-function rangeConflict(f) {
+function rangeConflict(f2) {
   const last = UID_RANGE.first + UID_RANGE.size - 1;
   const inRange = (id) => id >= UID_RANGE.group && id <= last;
   for (const [file2, text] of [
-    ["passwd", f.passwd],
-    ["group", f.group]
+    ["passwd", f2.passwd],
+    ["group", f2.group]
   ]) {
     for (const line of text.split("\n")) {
       const [name2, , id] = line.split(":");
@@ -7506,8 +7597,8 @@ function rangeConflict(f) {
     }
   }
   for (const [file2, text] of [
-    ["subuid", f.subuid],
-    ["subgid", f.subgid]
+    ["subuid", f2.subuid],
+    ["subgid", f2.subgid]
   ]) {
     for (const line of text.split("\n")) {
       const [name2, start2, count3] = line.split(":").map((s) => s.trim());
@@ -7518,8 +7609,8 @@ function rangeConflict(f) {
     }
   }
   for (const [what, text] of [
-    ["uids", f.uidMap],
-    ["gids", f.gidMap]
+    ["uids", f2.uidMap],
+    ["gids", f2.gidMap]
   ]) {
     const covered = text.split("\n").some((line) => {
       const [inside, , count3] = line.trim().split(/\s+/).map(Number);
@@ -7532,7 +7623,7 @@ function rangeConflict(f) {
 function readIdFiles(entries) {
   const read2 = (path) => {
     try {
-      return readFileSync2(path, "utf8");
+      return readFileSync3(path, "utf8");
     } catch {
       return "";
     }
@@ -7557,14 +7648,14 @@ function processLimit(m) {
 function machineProcesses() {
   const number5 = (path, fallback) => {
     try {
-      return Number(readFileSync2(path, "utf8").trim()) || fallback;
+      return Number(readFileSync3(path, "utf8").trim()) || fallback;
     } catch {
       return fallback;
     }
   };
   let limits = [null, null];
   try {
-    const line = readFileSync2("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max processes"));
+    const line = readFileSync3("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max processes"));
     const [soft, hard] = line?.slice("Max processes".length).trim().split(/\s+/) ?? [];
     limits = [soft, hard].map((n) => n && /^\d+$/.test(n) ? Number(n) : null);
   } catch {
@@ -7895,7 +7986,7 @@ function mountArgs(c) {
   }
   const fresh = [tmp, ...mounts.filter((m) => m.args[0] === "--tmpfs").map((m) => m.path)];
   for (const path of binds) {
-    const root = fresh.filter((f) => path !== f && isInside(path, f)).sort((a, b) => b.length - a.length)[0];
+    const root = fresh.filter((f2) => path !== f2 && isInside(path, f2)).sort((a, b) => b.length - a.length)[0];
     if (!root) continue;
     for (let dir = dirname(path); dir !== root && isInside(dir, root); dir = dirname(dir)) {
       if (binds.some((b) => b !== path && isInside(dir, b))) break;
@@ -7956,7 +8047,7 @@ function writeFd3(child, data) {
 var LOG_FULL = "log-full";
 var running = /* @__PURE__ */ new Set();
 var stopOnExit = false;
-function stopAllCommands(graceMs = 500) {
+function stopAllCommands(graceMs = STOP_ALL_GRACE_MS) {
   const leaders = [...running];
   if (leaders.length === 0) return;
   const strays = /* @__PURE__ */ new Map();
@@ -7991,106 +8082,45 @@ function runProcess(file2, args, options) {
   }
   return spawnAndWait(file2, args, options, void 0);
 }
-function spawnAndWait(file2, args, options, confined) {
+function spawnAndWait(file2, args, options, confined2) {
   const started = performance.now();
-  const max = options.maxOutput ?? 1e6;
   return new Promise((resolve8) => {
-    const child = spawn2(confined?.file ?? file2, confined?.args ?? args, {
-      cwd: options.cwd,
-      env: options.env ?? process.env,
-      detached: true,
-      stdio: ["pipe", "pipe", "pipe", ...confined?.fd3 ? ["pipe"] : []]
-    });
-    if (confined?.fd3) writeFd3(child, confined.fd3);
-    if (child.pid !== void 0) running.add(child.pid);
-    if (!stopOnExit) {
-      stopOnExit = true;
-      process.once("exit", () => stopAllCommands(0));
-    }
-    let stopped2 = null;
-    let killTimer;
-    let secondTimer;
-    let log;
-    let logged = 0;
-    let logProblem = null;
-    let logClosed = Promise.resolve();
-    if (options.logFile) {
-      const stream = createWriteStream(options.logFile, { flags: "a" });
-      log = stream;
-      logClosed = new Promise((closed) => stream.once("close", () => closed()));
-      log.on("error", (e) => {
-        logProblem ??= e.message;
-        log = void 0;
-        stop3(LOG_FULL);
-      });
-    }
-    const logMax = options.logMaxBytes ?? LOG_MAX_BYTES;
-    const toLog = (d) => {
-      if (!log) return;
-      logged += Buffer.byteLength(d);
-      if (logged <= logMax) {
-        log.write(d);
-        return;
-      }
-      log.write(`
-[forkflush: the output passed ${logMax} bytes here; the command was stopped]
-`);
-      log.end();
-      log = void 0;
-      stop3(LOG_FULL);
-    };
-    const out = new Tail(max);
-    const err = new Tail(max);
-    let chunks = 0;
-    child.stdout.setEncoding("utf8").on("data", (d) => {
-      chunks++;
-      out.add(d);
-      toLog(d);
-    });
-    child.stderr.setEncoding("utf8").on("data", (d) => {
-      chunks++;
-      err.add(d);
-      toLog(d);
-    });
-    const strays = /* @__PURE__ */ new Map();
-    const remember = () => {
-      if (child.pid === void 0) return;
-      for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
-    };
-    const tracker = options.track && !confined ? setInterval(remember, PROCESS_TRACK_EVERY_MS) : void 0;
-    tracker?.unref();
-    const terminate = () => {
-      if (child.pid === void 0) return;
-      remember();
-      if (confined) {
-        const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
-        killAll(strays, "SIGTERM", init);
-      } else {
-        killGroup(child.pid, "SIGTERM");
-        killAll(strays, "SIGTERM");
-      }
-    };
-    let blockedOn = null;
-    const stop3 = (reason) => {
-      if (stopped2 !== null || child.pid === void 0) return;
-      stopped2 = reason;
-      if (reason === "timeout" && !confined) blockedOn = openingPath(child.pid);
-      terminate();
-      secondTimer = setTimeout(terminate, SECOND_SIGNAL_AFTER_MS);
-      secondTimer.unref();
-      killTimer = setTimeout(() => {
-        if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
-        killAll(strays, "SIGKILL");
-      }, options.killAfterMs ?? 2e3);
-      killTimer.unref();
-    };
-    const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stop3("timeout"), options.timeoutMs);
-    const onAbort = () => stop3(String(options.signal?.reason ?? "aborted"));
+    const child = startChild(file2, args, options, confined2);
+    const stopper = stopperFor(child, options, confined2);
+    const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), options.timeoutMs);
+    const onAbort = () => stopper.stop(String(options.signal?.reason ?? "aborted"));
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener("abort", onAbort, { once: true });
+    const output2 = readOutput(child, options, stopper.stop);
     child.stdin.on("error", () => {
     });
     child.stdin.end(options.input ?? "");
+    const settle2 = (ended, spawnError) => {
+      clearTimeout(timer);
+      stopper.clear();
+      options.signal?.removeEventListener("abort", onAbort);
+      const logProblem = output2.log?.problem();
+      return {
+        ...ended,
+        stdout: output2.out.text(),
+        stderr: output2.err.text(),
+        stopped: stopper.stopped(),
+        ms: performance.now() - started,
+        ...spawnError ? { spawnError } : {},
+        ...stopper.blocked(),
+        ...output2.out.cut || output2.err.cut ? { outputCut: true } : {},
+        ...logProblem ? { logProblem } : {}
+      };
+    };
+    void waitForEnd(child, output2, settle2).then(resolve8);
+    child.on("exit", () => {
+      if (child.pid !== void 0) running.delete(child.pid);
+      stopper.leaderExited();
+    });
+  });
+}
+function waitForEnd(child, output2, settle2) {
+  return new Promise((resolve8) => {
     let spawnError;
     child.on("error", (e) => {
       spawnError = e.message;
@@ -8101,38 +8131,19 @@ function spawnAndWait(file2, args, options, confined) {
     const finish = () => {
       if (done || !ended) return;
       done = true;
-      if (timer) clearTimeout(timer);
-      if (killTimer) clearTimeout(killTimer);
-      if (secondTimer) clearTimeout(secondTimer);
-      if (drainTimer) clearTimeout(drainTimer);
-      if (tracker) clearInterval(tracker);
-      options.signal?.removeEventListener("abort", onAbort);
+      clearTimeout(drainTimer);
       child.stdout.destroy();
       child.stderr.destroy();
-      const result = {
-        ...ended,
-        stdout: out.text(),
-        stderr: err.text(),
-        stopped: stopped2,
-        ms: performance.now() - started,
-        ...spawnError ? { spawnError } : {},
-        ...blockedOn !== null ? { blockedOn } : {},
-        ...out.cut || err.cut ? { outputCut: true } : {},
-        ...logProblem ? { logProblem } : {}
-      };
-      log?.end();
-      void logClosed.then(() => resolve8(result));
+      const result = settle2(ended, spawnError);
+      output2.log?.end();
+      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve8(result));
     };
     const drain = (seen, polls) => {
-      if (chunks === seen || polls === 0) finish();
-      else setImmediate(() => drain(chunks, polls - 1));
+      if (output2.chunks() === seen || polls === 0) finish();
+      else setImmediate(() => drain(output2.chunks(), polls - 1));
     };
     child.on("exit", (exitCode, signal) => {
       ended = { exitCode, signal };
-      if (child.pid !== void 0) running.delete(child.pid);
-      if (tracker) remember();
-      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
-      if (stopped2 !== null || tracker) killAll(strays, "SIGKILL");
       drainTimer = setTimeout(() => drain(-1, DRAIN_POLLS_MAX), OUTPUT_DRAIN_MS);
     });
     child.on("close", (exitCode, signal) => {
@@ -8141,74 +8152,115 @@ function spawnAndWait(file2, args, options, confined) {
     });
   });
 }
-function killGroup(pid, signal) {
-  try {
-    process.kill(-pid, signal);
-  } catch {
+function startChild(file2, args, options, confined2) {
+  const child = spawn2(confined2?.file ?? file2, confined2?.args ?? args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    detached: true,
+    stdio: ["pipe", "pipe", "pipe", ...confined2?.fd3 ? ["pipe"] : []]
+  });
+  if (confined2?.fd3) writeFd3(child, confined2.fd3);
+  if (child.pid !== void 0) running.add(child.pid);
+  if (!stopOnExit) {
+    stopOnExit = true;
+    process.once("exit", () => stopAllCommands(0));
   }
+  return child;
 }
-function killAll(pids, signal, spare) {
-  for (const [pid, start2] of pids) {
-    if (spare?.has(pid) || startTime(pid) !== start2) continue;
-    try {
-      process.kill(pid, signal);
-    } catch {
+function stopperFor(child, options, confined2) {
+  let stopped2 = null;
+  let blockedOn = null;
+  let killTimer;
+  let secondTimer;
+  const strays = /* @__PURE__ */ new Map();
+  const remember = () => {
+    if (child.pid === void 0) return;
+    for (const p of descendantProcesses(child.pid)) strays.set(p.pid, p.start);
+  };
+  const tracker = options.track && !confined2 ? setInterval(remember, PROCESS_TRACK_EVERY_MS) : void 0;
+  tracker?.unref();
+  const terminate = () => {
+    if (child.pid === void 0) return;
+    remember();
+    if (confined2) {
+      const init = new Set(descendantProcesses(child.pid, 1).map((p) => p.pid));
+      killAll(strays, "SIGTERM", init);
+    } else {
+      killGroup(child.pid, "SIGTERM");
+      killAll(strays, "SIGTERM");
     }
-  }
-}
-function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
-  const children = /* @__PURE__ */ new Map();
-  for (const link of processLinks()) {
-    const list = children.get(link.ppid) ?? [];
-    list.push(link);
-    children.set(link.ppid, list);
-  }
-  const found = [];
-  let level = [root];
-  for (let depth = 0; depth < levels && level.length > 0; depth++) {
-    const next = [];
-    for (const pid of level) {
-      for (const child of children.get(pid) ?? []) {
-        found.push(child);
-        next.push(child.pid);
-      }
+  };
+  const stop3 = (reason) => {
+    if (stopped2 !== null || child.pid === void 0) return;
+    stopped2 = reason;
+    if (reason === "timeout" && !confined2) blockedOn = openingPath(child.pid);
+    terminate();
+    secondTimer = setTimeout(terminate, SECOND_SIGNAL_AFTER_MS);
+    secondTimer.unref();
+    killTimer = setTimeout(() => {
+      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
+      killAll(strays, "SIGKILL");
+    }, options.killAfterMs ?? STOP_GRACE_MS);
+    killTimer.unref();
+  };
+  return {
+    stop: stop3,
+    stopped: () => stopped2,
+    blocked: () => blockedOn !== null ? { blockedOn } : {},
+    /** The leader is gone: what is left of its group (and, stopped or tracked, its strays) is killed. */
+    leaderExited: () => {
+      if (tracker) remember();
+      if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
+      if (stopped2 !== null || tracker) killAll(strays, "SIGKILL");
+    },
+    clear: () => {
+      clearTimeout(killTimer);
+      clearTimeout(secondTimer);
+      clearInterval(tracker);
     }
-    level = next;
-  }
-  return found;
+  };
 }
-function statFields(pid) {
-  try {
-    const stat15 = readFileSync3(`/proc/${pid}/stat`, "utf8");
-    return stat15.slice(stat15.lastIndexOf(")") + 2).split(" ");
-  } catch {
-    return null;
-  }
+function readOutput(child, options, stop3) {
+  const max = options.maxOutput ?? PROCESS_OUTPUT_MAX_CHARS;
+  const out = new Tail(max);
+  const err = new Tail(max);
+  const log = options.logFile ? openLog(options.logFile, options.logMaxBytes ?? LOG_MAX_BYTES, stop3) : void 0;
+  let chunks = 0;
+  const take = (tail) => (d) => {
+    chunks++;
+    tail.add(d);
+    log?.write(d);
+  };
+  child.stdout.setEncoding("utf8").on("data", take(out));
+  child.stderr.setEncoding("utf8").on("data", take(err));
+  return { out, err, log, chunks: () => chunks };
 }
-function startTime(pid) {
-  if (process.platform !== "linux") return "";
-  return statFields(pid)?.[19] ?? null;
-}
-function processLinks() {
-  const links = [];
-  try {
-    for (const name2 of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name2)) continue;
-      const fields = statFields(name2);
-      if (fields) links.push({ pid: Number(name2), ppid: Number(fields[1]), start: fields[19] ?? "" });
+function openLog(path, maxBytes, stop3) {
+  const stream = createWriteStream(path, { flags: "a" });
+  let open4 = stream;
+  let logged = 0;
+  let problem2 = null;
+  const closed = new Promise((resolve8) => stream.once("close", () => resolve8()));
+  stream.on("error", (e) => {
+    problem2 ??= e.message;
+    open4 = void 0;
+    stop3(LOG_FULL);
+  });
+  const write = (d) => {
+    if (!open4) return;
+    logged += Buffer.byteLength(d);
+    if (logged <= maxBytes) {
+      open4.write(d);
+      return;
     }
-    return links;
-  } catch {
-    try {
-      const out = execFileSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
-      for (const line of out.split("\n")) {
-        const [pid, ppid] = line.trim().split(/\s+/).map(Number);
-        if (pid && ppid !== void 0 && !Number.isNaN(ppid)) links.push({ pid, ppid, start: "" });
-      }
-    } catch {
-    }
-    return links;
-  }
+    open4.write(`
+[forkflush: the output passed ${maxBytes} bytes here; the command was stopped]
+`);
+    open4.end();
+    open4 = void 0;
+    stop3(LOG_FULL);
+  };
+  return { write, end: () => open4?.end(), closed, problem: () => problem2 };
 }
 var Tail = class {
   constructor(max) {
@@ -8233,14 +8285,6 @@ var Tail = class {
     return all.slice(all.length - this.max);
   }
 };
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === "EPERM";
-  }
-}
 
 // package.json
 var package_default = {
@@ -12355,7 +12399,7 @@ function handleIntersectionResults(result, left, right) {
     if (!collect(iss, "r"))
       result.issues.push(iss);
   }
-  const bothKeys = [...unrecKeys].filter(([, f]) => f.l && f.r).map(([k]) => k);
+  const bothKeys = [...unrecKeys].filter(([, f2]) => f2.l && f2.r).map(([k]) => k);
   if (bothKeys.length) {
     const aggregated = unrecIssue ? bothKeys.filter((k) => unrecIssue.keys.includes(k)) : [];
     if (aggregated.length)
@@ -21234,8 +21278,8 @@ var $ZodRegistry = class {
     if (p) {
       const pm = { ...this.get(p) ?? {} };
       delete pm.id;
-      const f = { ...pm, ...this._map.get(schema) };
-      return Object.keys(f).length ? f : void 0;
+      const f2 = { ...pm, ...this._map.get(schema) };
+      return Object.keys(f2).length ? f2 : void 0;
     }
     return this._map.get(schema);
   }
@@ -29223,8 +29267,8 @@ var retrySchema = external_exports.object({
   quote: external_exports.string(),
   waitedSeconds: external_exports.number().finite().nonnegative()
 });
-function validFailure(f) {
-  const r = failureSchema.safeParse(f);
+function validFailure(f2) {
+  const r = failureSchema.safeParse(f2);
   return r.success ? r.data : null;
 }
 function validRetries(r) {
@@ -29262,6 +29306,7 @@ var episodeSchema = external_exports.object({
   context: external_exports.enum(["fresh", "carry", "copy"]),
   contextFrom: episodeId2.nullable(),
   directive: external_exports.boolean(),
+  asked: external_exports.string().optional(),
   seed: external_exports.number().int(),
   result: resultSchema.optional(),
   interruptedSpent: external_exports.number().finite().nonnegative().optional(),
@@ -29294,7 +29339,8 @@ var runStateSchema = external_exports.object({
   rounds: external_exports.array(roundSchema),
   best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
   status: external_exports.enum(["running", "finished"]),
-  extraForks: count.optional()
+  extraForks: count.optional(),
+  forkAsks: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var githubRunOrigin = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
@@ -29727,9 +29773,9 @@ Run forkflush help COMMAND for its flags and examples.
 }
 function commandUsage(c) {
   const flags = c.flags.map((name2) => {
-    const f = FLAGS[name2];
-    const left = `${f.short ? `-${f.short}, ` : ""}--${name2}${f.value ? ` ${f.value}` : ""}`;
-    return [left, f.help];
+    const f2 = FLAGS[name2];
+    const left = `${f2.short ? `-${f2.short}, ` : ""}--${name2}${f2.value ? ` ${f2.value}` : ""}`;
+    return [left, f2.help];
   });
   const width = Math.max(16, ...flags.map(([l]) => l.length));
   const list = flags.map(([l, h]) => `  ${l.padEnd(width)}  ${h}`).join("\n");
@@ -29760,8 +29806,8 @@ function parseCommandLine(argv) {
     version: { type: "boolean", short: "V" }
   };
   for (const name2 of allowed) {
-    const f = FLAGS[name2];
-    options[name2] = { type: f.type, ...f.short ? { short: f.short } : {}, ...f.multiple ? { multiple: true } : {} };
+    const f2 = FLAGS[name2];
+    options[name2] = { type: f2.type, ...f2.short ? { short: f2.short } : {}, ...f2.multiple ? { multiple: true } : {} };
   }
   let parsed;
   try {
@@ -30015,11 +30061,11 @@ function boundedResult(r) {
     protectedChanged: r.protectedChanged.slice(0, BOUNDS.paths).map((p) => cutText(p, BOUNDS.path))
   };
 }
-function boundedFailure(f) {
+function boundedFailure(f2) {
   return {
-    kind: f.kind,
-    quote: boundedText(f.quote, FAILURE_QUOTE_MAX_CHARS),
-    ...f.fix !== void 0 ? { fix: boundedText(f.fix, BOUNDS.text) } : {}
+    kind: f2.kind,
+    quote: boundedText(f2.quote, FAILURE_QUOTE_MAX_CHARS),
+    ...f2.fix !== void 0 ? { fix: boundedText(f2.fix, BOUNDS.text) } : {}
   };
 }
 function boundedText(text, max) {
@@ -30304,7 +30350,9 @@ function forkRound(state, segment, extra, budget) {
   const leader = state.lineages[0];
   if (!leader) throw new Error("run state has no lineage");
   const copy = c.strategy === "fork-only" && leader.context !== null;
-  const directed = opening ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
+  const extras = state.rounds.filter((r) => r.extra).length;
+  const asked = extra ? state.forkAsks?.[extras + 1] : void 0;
+  const directed = opening || asked ? [] : pickIndices(k, c.fork.directives, mixSeed(state.seed, index, DIRECTIVE_SEED_SALT));
   const episodes = Array.from({ length: k }, (_, branch) => ({
     id: episodeId(index, branch),
     round: index,
@@ -30315,9 +30363,9 @@ function forkRound(state, segment, extra, budget) {
     context: copy ? "copy" : "fresh",
     contextFrom: copy ? leader.context : null,
     directive: directed.includes(branch),
+    ...asked ? { asked } : {},
     seed: mixSeed(state.seed, index, branch)
   }));
-  const extras = state.rounds.filter((r) => r.extra).length;
   const phase = extra ? `extra fork ${extras + 1}` : opening ? "opening" : `fork ${segment}`;
   return { index, segment, phase, kind: "fork", episodes, ...extra ? { extra: true } : {} };
 }
@@ -30677,9 +30725,9 @@ function cause(state) {
     const failed = open4.episodes.filter((e) => stoppingFailure(e.result) !== null);
     const first = failed[0];
     if (first) {
-      const f = stoppingFailure(first.result);
+      const f2 = stoppingFailure(first.result);
       const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
-      return { stop: agentFailed(first, f), retry: resumable ? failed : null };
+      return { stop: agentFailed(first, f2), retry: resumable ? failed : null };
     }
     const crashed = crashedRun(state, open4);
     if (crashed) return crashed;
@@ -30705,19 +30753,19 @@ function stoppingFailure(r) {
   if (r.failure) return r.failure.kind === "crash" ? null : r.failure;
   return r.agentNotStarted ? { kind: "cli", quote: r.agentNotStarted } : null;
 }
-function agentFailed(e, f) {
-  const fix = f.fix ?? GENERIC_FIX[f.kind];
-  if (f.kind === "cli") {
-    const install = f.fix ? `check agent.command (and agent.kind): ${f.fix}, then start a new run` : fix;
+function agentFailed(e, f2) {
+  const fix = f2.fix ?? GENERIC_FIX[f2.kind];
+  if (f2.kind === "cli") {
+    const install = f2.fix ? `check agent.command (and agent.kind): ${f2.fix}, then start a new run` : fix;
     return stop(
       2,
-      (q) => `the agent could not start in ${e.id} (${q(f.quote)}), so it will not start in any episode: ${install}`
+      (q) => `the agent could not start in ${e.id} (${q(f2.quote)}), so it will not start in any episode: ${install}`
     );
   }
-  const tries = isTransient(f.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : "";
+  const tries = isTransient(f2.kind) ? ` in ${(e.result?.retries?.length ?? 0) + 1} tries (at most ${AGENT_TRIES})` : "";
   return stop(
     2,
-    (q) => `the agent failed in ${e.id}: ${FAILURE_WHAT[f.kind]}${tries} (${q(f.quote)}), so every episode would fail the same way and the run stopped: ${fix}`
+    (q) => `the agent failed in ${e.id}: ${FAILURE_WHAT[f2.kind]}${tries} (${q(f2.quote)}), so every episode would fail the same way and the run stopped: ${fix}`
   );
 }
 function crashedIdle(e) {
@@ -31705,19 +31753,37 @@ function compareText(r) {
 }
 var ABLATION = ["single-run", "flush-only", "fork-only", "fork-and-flush"];
 function renderCompareReport(r, o = {}) {
-  const unit = r.budget.unit;
-  const out = [
+  return [
+    // 1. What was compared, and the paper's table of results.
+    ...reportHead(r, o.taskDir),
+    ...resultsSection(r),
+    ...o.chartFile ? [`![Best score so far versus spend](${o.chartFile})`, ""] : [],
+    // 2. The ablation and the comparisons with the baselines, where the strategies ran.
+    ...ablationSection(r),
+    ...baselinesSection(r),
+    // 3. The idea map, then what the runs spent and each run.
+    ...o.map ? [mapSection(o.map, o.mapFile ? { image: o.mapFile } : {})] : [],
+    ...spendSection(r),
+    ...runsSection(r)
+  ].join("\n");
+}
+function reportHead(r, taskDir) {
+  return [
     `# forkflush ${r.kind} ${r.compare}`,
     "",
     [
       `${r.strategies.join(", ")}${r.variants.length > 1 ? ` x variants ${r.variants.join(", ")}` : ""}, ${r.seeds.length} seed${r.seeds.length === 1 ? "" : "s"} each (${r.seeds.join(", ")}: seed i is the same for every strategy).`,
-      `Budget ${formatNumber(r.budget.total)} ${unit} per run; ${r.direction} the score; the initial workspace scored ${score(r.initial)}.`,
-      ...o.taskDir ? [`Task: ${o.taskDir}.`] : [],
+      `Budget ${formatNumber(r.budget.total)} ${r.budget.unit} per run; ${r.direction} the score; the initial workspace scored ${score(r.initial)}.`,
+      ...taskDir ? [`Task: ${taskDir}.`] : [],
       ...r.complete ? [] : [
         "**Unfinished**: some runs are not done (resume with `forkflush compare --resume`); the figures below are partial."
       ]
     ].join("  \n"),
-    "",
+    ""
+  ];
+}
+function resultsSection(r) {
+  return [
     "## Results (as the paper's Table 1)",
     "",
     markdownTable(tableHeader(r), tableRows(r)),
@@ -31725,43 +31791,50 @@ function renderCompareReport(r, o = {}) {
     `_Per run, its best score (the initial workspace's included). Mean and sd (sample, n - 1) over the runs with a score; normalized: the mean min\u2013max normalized over every run of this comparison, the worst run 0 and the best 1` + (r.normalization ? ` (${score(r.normalization.worst)} and ${score(r.normalization.best)})` : " (every run scored the same: no range)") + ". The paper averages this over tasks; here it is one task, so it depends on which strategies ran._",
     ""
   ];
-  if (o.chartFile) out.push(`![Best score so far versus spend](${o.chartFile})`, "");
+}
+function ablationSection(r) {
   const ablation = ABLATION.map((s) => r.summary.filter((x) => x.strategy === s));
-  if (ablation.every((rows) => rows.length > 0)) {
-    out.push("## Ablation: fork and flush, alone and together", "");
-    const rows = ablation.flatMap(
-      (group) => group.map((x) => [
-        x.strategy,
-        ...r.variants.length > 1 ? [x.variant] : [],
-        fixed3(x.normalized),
-        PAPER_RESULTS.ablation[x.strategy].toFixed(2)
-      ])
-    );
-    out.push(
-      markdownTable(
-        ["strategy", ...r.variants.length > 1 ? ["variant"] : [], "normalized", "the paper (11 tasks)"],
-        rows
-      ),
-      ""
-    );
-  }
-  if (r.comparisons.length > 0) {
-    out.push("## Fork-and-flush against the baselines", "");
-    for (const c of r.comparisons) out.push(`- ${improvementLine(c, r)} ${significance(c, r)}`);
-    out.push(
-      "",
-      `_Relative improvement as the paper's +66% and +44%: the normalized mean of the first over the second's, minus 1; on the mean gain over the initial score: (mean - initial) of the first over the second's, minus 1. The difference and its interval are in score units, seed by seed (seed i of each strategy against each other); the bootstrap resamples those differences ${formatNumber(BOOTSTRAP_RESAMPLES)} times from a fixed seed._`,
-      ""
-    );
-  }
-  if (o.map) out.push(mapSection(o.map, o.mapFile ? { image: o.mapFile } : {}));
-  out.push("## Spend and wall time per strategy", "", spendLine(r), "");
-  out.push(
+  if (!ablation.every((rows2) => rows2.length > 0)) return [];
+  const rows = ablation.flatMap(
+    (group) => group.map((x) => [
+      x.strategy,
+      ...r.variants.length > 1 ? [x.variant] : [],
+      fixed3(x.normalized),
+      PAPER_RESULTS.ablation[x.strategy].toFixed(2)
+    ])
+  );
+  return [
+    "## Ablation: fork and flush, alone and together",
+    "",
+    markdownTable(
+      ["strategy", ...r.variants.length > 1 ? ["variant"] : [], "normalized", "the paper (11 tasks)"],
+      rows
+    ),
+    ""
+  ];
+}
+function baselinesSection(r) {
+  if (r.comparisons.length === 0) return [];
+  return [
+    "## Fork-and-flush against the baselines",
+    "",
+    ...r.comparisons.map((c) => `- ${improvementLine(c, r)} ${significance(c, r)}`),
+    "",
+    `_Relative improvement as the paper's +66% and +44%: the normalized mean of the first over the second's, minus 1; on the mean gain over the initial score: (mean - initial) of the first over the second's, minus 1. The difference and its interval are in score units, seed by seed (seed i of each strategy against each other); the bootstrap resamples those differences ${formatNumber(BOOTSTRAP_RESAMPLES)} times from a fixed seed._`,
+    ""
+  ];
+}
+function spendSection(r) {
+  return [
+    "## Spend and wall time per strategy",
+    "",
+    spendLine(r),
+    "",
     markdownTable(
       [
         "strategy",
         ...r.variants.length > 1 ? ["variant"] : [],
-        `mean spent (${unit})`,
+        `mean spent (${r.budget.unit})`,
         "least",
         "most",
         "flagged",
@@ -31781,7 +31854,11 @@ function renderCompareReport(r, o = {}) {
     ),
     "",
     `_Wall time: how long compare drove each run, over all its sessions; runs that ran side by side shared the machine. The compare took ${seconds(r.wall.compare)}, its runs ${seconds(r.wall.runs)} together._`,
-    "",
+    ""
+  ];
+}
+function runsSection(r) {
+  return [
     "## Runs",
     "",
     markdownTable(
@@ -31792,7 +31869,7 @@ function renderCompareReport(r, o = {}) {
         "run",
         "status",
         "best",
-        `spent (${unit})`,
+        `spent (${r.budget.unit})`,
         "episodes",
         "wall time"
       ],
@@ -31811,221 +31888,141 @@ function renderCompareReport(r, o = {}) {
     "",
     "Each run is an ordinary forkflush run: `forkflush status --run ID` shows it, and its report.md is in its own folder.",
     ""
-  );
-  return out.join("\n");
+  ];
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir17, mkdtemp as mkdtemp5, readdir as readdir12, readFile as readFile10, realpath as realpath6, rm as rm15, stat as stat11, writeFile as writeFile14 } from "node:fs/promises";
+import { mkdir as mkdir18, mkdtemp as mkdtemp5, readdir as readdir12, readFile as readFile10, realpath as realpath6, rm as rm16, stat as stat11, writeFile as writeFile14 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { join as join28, relative as relative5, resolve as resolve5 } from "node:path";
+import { join as join30, relative as relative5, resolve as resolve5 } from "node:path";
 
-// src/core/chart.ts
-function chartData(state) {
-  const c = state.config;
-  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
-  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
-  const segments = [];
-  const failures = [];
-  const best = [];
-  const forkRounds = [];
-  let bestScore = state.base.score;
-  if (bestScore !== null) best.push({ x: 0, y: bestScore });
-  let x = 0;
-  for (const round2 of state.rounds) {
-    const x1 = x + round2.episodes.reduce((sum, e) => sum + charged(e), 0);
-    if (round2.kind === "fork" && x1 > x) forkRounds.push({ index: round2.index, x0: x, x1 });
-    for (const e of round2.episodes) {
-      const r = e.result;
-      if (!r) continue;
-      if (r.score === null) failures.push({ id: e.id, x: x1 });
-      else {
-        const y0 = headScore.get(e.lineage) ?? null;
-        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round2, e) });
-      }
-    }
-    x = x1;
-    for (const e of round2.episodes) {
-      if (round2.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
-      const s = e.result?.score;
-      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
-    }
-    if (bestScore !== null) best.push({ x, y: bestScore });
+// src/core/compare/plan.ts
+var COMPARE_VERSION = 1;
+var entrySchema = external_exports.object({
+  strategy: external_exports.enum(STRATEGIES),
+  variant: external_exports.string(),
+  seed: external_exports.number().int(),
+  /** The run's id once it was started. */
+  run: external_exports.string().nullable(),
+  /** Wall time compare spent driving it, over every session. */
+  wallSeconds: external_exports.number().nonnegative(),
+  /** Runs started for this entry and given up: their agent could not start (setup fixed since). */
+  abandoned: external_exports.array(external_exports.string()).optional()
+});
+var manifestSchema = external_exports.object({
+  version: external_exports.literal(COMPARE_VERSION),
+  kind: external_exports.enum(["compare", "probe"]),
+  id: external_exports.string(),
+  createdAt: external_exports.string(),
+  configFile: external_exports.string(),
+  /** The config's text when the compare started: runs started later must see the same. */
+  configText: external_exports.string(),
+  /** --budget and --branches, applied to every run (null: the config's). */
+  budget: external_exports.number().positive().nullable(),
+  branches: external_exports.number().int().positive().nullable(),
+  seed: external_exports.number().int(),
+  strategies: external_exports.array(external_exports.enum(STRATEGIES)).min(1),
+  variants: external_exports.array(external_exports.object({ name: external_exports.string(), set: external_exports.record(external_exports.string(), external_exports.unknown()) })).min(1),
+  seeds: external_exports.array(external_exports.number().int()).min(1),
+  entries: external_exports.array(entrySchema),
+  /** Wall time of the compare's own sessions, all together (its runs may overlap within it). */
+  wallSeconds: external_exports.number().nonnegative().optional(),
+  /** A probe: the budget of the run it was probing for. */
+  planned: external_exports.number().positive().optional()
+});
+function parseManifest(text, where) {
+  let json2;
+  try {
+    json2 = JSON.parse(text);
+  } catch {
+    throw new RecordError(`${where}: not JSON: the compare's manifest is damaged; remove its folder to start afresh`);
   }
-  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
-  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
-  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
+  const r = manifestSchema.safeParse(json2);
+  if (!r.success) {
+    const issue2 = r.error.issues[0];
+    throw new RecordError(
+      `${where}: ${issue2?.path.join(".") || "the manifest"}: ${issue2?.message ?? "not valid"} (not a forkflush compare manifest; remove its folder to start afresh)`
+    );
+  }
+  return r.data;
+}
+function planCompare(p) {
+  const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? STRATEGIES)];
+  const count3 = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
+  const variants = p.variants ?? p.config.compare?.variants ?? [AS_IS];
+  const seeds = Array.from({ length: count3 }, (_, i) => p.seed + i);
+  const entries = [];
+  for (const seed of seeds)
+    for (const v of variants)
+      for (const strategy of strategies) entries.push({ strategy, variant: v.name, seed, run: null, wallSeconds: 0 });
   return {
-    segments,
-    failures,
-    best,
-    forkPoints,
-    forkRounds,
-    initial: state.base.score,
-    xMax: Math.max(c.budget.total, x),
-    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
+    version: COMPARE_VERSION,
+    kind: p.kind,
+    id: p.id,
+    createdAt: p.createdAt,
+    configFile: p.configFile,
+    configText: p.configText,
+    budget: p.budget ?? null,
+    branches: p.branches ?? null,
+    seed: p.seed,
+    strategies,
+    variants,
+    seeds,
+    entries,
+    ...p.planned !== void 0 ? { planned: p.planned } : {}
   };
 }
-function zoomRange(o) {
-  const sign = o.direction === "maximize" ? 1 : -1;
-  const good = (xs) => xs.map((v) => v * sign);
-  const floors = [];
-  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
-  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
-  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign);
-  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
-  const floor = Math.min(...floors) * sign;
-  return paddedRange([floor, o.best]);
+function samePlan(a, b, seedGiven) {
+  const key2 = (m) => JSON.stringify([
+    m.kind,
+    m.configFile,
+    m.configText,
+    m.budget,
+    m.branches,
+    m.strategies,
+    m.variants,
+    m.seeds.length
+  ]);
+  return key2(a) === key2(b) && (!seedGiven || a.seed === b.seed);
 }
-function quantile(values, q) {
-  const xs = [...values].sort((a2, b2) => a2 - b2);
-  const at = (xs.length - 1) * q;
-  const lo = Math.floor(at);
-  const a = xs[lo];
-  const b = xs[Math.min(lo + 1, xs.length - 1)];
-  return a + (b - a) * (at - lo);
+function runOverrides(m, strategy) {
+  return {
+    strategy,
+    ...m.budget !== null ? { budget: m.budget } : {},
+    ...m.branches !== null ? { branches: m.branches } : {}
+  };
 }
-var W = 760;
-var H = 400;
-var M = { left: 64, right: 20, top: 48, bottom: 52 };
-var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
-var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
-function chartLayout(d) {
-  const [yMin, yMax] = d.yRange;
-  const plot = { x0: M.left, x1: W - M.right, y0: M.top, y1: H - M.bottom, width: W, height: H };
-  const px = (x) => plot.x0 + x / (d.xMax || 1) * (plot.x1 - plot.x0);
-  const rawY = (y) => plot.y1 - (y - yMin) / (yMax - yMin) * (plot.y1 - plot.y0);
-  const py = (y) => Math.min(plot.y1, Math.max(plot.y0, rawY(y)));
-  const off = (y) => rawY(y) > plot.y1 + 0.5 || rawY(y) < plot.y0 - 0.5;
-  return { plot, px, rawY, py, off };
+function variantText(m, v, configPathInRepo) {
+  if (Object.keys(v.set).length === 0) return null;
+  return variantConfigText(configMapping(m.configText) ?? {}, v, configPathInRepo ? [configPathInRepo] : []);
 }
-function renderChartSvg(state) {
-  const d = chartData(state);
-  const [yMin, yMax] = d.yRange;
-  const { plot, px, rawY, py, off } = chartLayout(d);
-  const f = (n) => n.toFixed(1);
-  const unit = state.config.budget.unit;
-  const out = [];
-  out.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`,
-    `<title>forkflush run ${esc2(state.id)}: score versus spend</title>`,
-    `<rect width="${W}" height="${H}" fill="#ffffff"/>`,
-    `<text x="${M.left}" y="20" font-size="14" font-weight="600">Score versus spend (${esc2(state.config.grader.direction)})</text>`
-  );
-  for (const r of d.forkRounds) {
-    out.push(
-      `<rect x="${f(px(r.x0))}" y="${plot.y0}" width="${f(Math.max(1, px(r.x1) - px(r.x0)))}" height="${plot.y1 - plot.y0}" fill="${CHART_COLORS.forkRound}"><title>fork round ${r.index}: ${formatNumber(r.x0, 3)} to ${formatNumber(r.x1, 3)} ${esc2(unit)}</title></rect>`
-    );
-  }
-  out.push(`<g stroke="#374151"><line x1="${plot.x0}" y1="${plot.y1}" x2="${plot.x1}" y2="${plot.y1}"/>`);
-  out.push(`<line x1="${plot.x0}" y1="${plot.y0}" x2="${plot.x0}" y2="${plot.y1}"/></g>`);
-  for (const t of ticks(0, d.xMax)) {
-    out.push(`<line x1="${f(px(t))}" y1="${plot.y1}" x2="${f(px(t))}" y2="${plot.y1 + 4}" stroke="#374151"/>`);
-    out.push(`<text x="${f(px(t))}" y="${plot.y1 + 18}" text-anchor="middle">${formatNumber(t)}</text>`);
-  }
-  for (const t of ticks(yMin, yMax)) {
-    out.push(`<line x1="${plot.x0 - 4}" y1="${f(py(t))}" x2="${plot.x1}" y2="${f(py(t))}" stroke="#e5e7eb"/>`);
-    out.push(`<text x="${plot.x0 - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 4)}</text>`);
-  }
-  out.push(`<text x="${(plot.x0 + plot.x1) / 2}" y="${H - 12}" text-anchor="middle">spend (${esc2(unit)})</text>`);
-  out.push(`<text transform="translate(16 ${(plot.y0 + plot.y1) / 2}) rotate(-90)" text-anchor="middle">score</text>`);
-  const initialOff = d.initial !== null && off(d.initial);
-  if (d.initial !== null && initialOff) {
-    const below = rawY(d.initial) > plot.y1;
-    const y = H - 16;
-    out.push(
-      `<g fill="#374151"><title>initial score ${formatNumber(d.initial, 4)}, off the axis</title><path d="${below ? `M${plot.x0 - 50} ${y - 4}l8 0l-4 7z` : `M${plot.x0 - 50} ${y + 3}l8 0l-4 -7z`}"/><text x="${plot.x0 - 38}" y="${y + 4}">initial ${formatNumber(d.initial, 4)} (${below ? "below" : "above"} the axis)</text></g>`
-    );
-  }
-  const marks = [];
-  const order2 = ["dropped", "running", "kept", "adopted"];
-  for (const o of order2) {
-    for (const s of d.segments.filter((seg) => seg.outcome === o)) {
-      const color = COLORS[o];
-      const dash = o === "dropped" ? ' stroke-dasharray="3 3"' : "";
-      if (s.y0 !== null) {
-        out.push(
-          `<line x1="${f(px(s.x0))}" y1="${f(py(s.y0))}" x2="${f(px(s.x1))}" y2="${f(py(s.y1))}" stroke="${color}" stroke-width="1.5"${dash}/>`
+function checkVariants(m) {
+  const problems = [];
+  for (const v of m.variants) {
+    const fixed = fixedKeyProblem(v);
+    if (fixed) problems.push(fixed);
+    else if (m.branches !== null && leafKeys(v.set).includes("fork.branches"))
+      problems.push(`variant ${v.name} sets fork.branches, which --branches would override: drop one of them`);
+    if (fixed) continue;
+    const text = variantText(m, v, null) ?? m.configText;
+    const label = `variant ${v.name}`;
+    for (const strategy of m.strategies) {
+      try {
+        parseConfig(text, label, runOverrides(m, strategy));
+      } catch (e) {
+        if (!(e instanceof ConfigError)) throw e;
+        const ps = e.problems.map(
+          (x) => v.set && Object.keys(v.set).length > 0 ? x.replace(/^[^:]+:\d+:\d+: /, `${label}: `) : x
         );
+        problems.push(...ps.map((x) => `${x} (with strategy ${strategy})`));
+        break;
       }
-      const at = [px(s.x1), py(s.y1)];
-      const mark = o === "dropped" ? cross(at, color) : o === "adopted" ? star(at, color) : dot(at, color);
-      const where = off(s.y1) ? ", off the axis" : "";
-      marks.push(`<g><title>${esc2(s.id)}: ${formatNumber(s.y1, 4)} (${o}${where})</title>${mark}</g>`);
     }
   }
-  for (const fl of d.failures) {
-    marks.push(`<g><title>${esc2(fl.id)}: no score</title>${cross([px(fl.x), plot.y1 - 4], CHART_COLORS.failed)}</g>`);
-  }
-  const last = d.best.at(-1);
-  if (last) {
-    const shown = initialOff ? d.best.filter((b) => !off(b.y)) : d.best;
-    const pts = shown.map((b, i) => i > 0 ? `H${f(px(b.x))}V${f(py(b.y))}` : `M${f(px(b.x))} ${f(py(b.y))}`);
-    out.push(`<path d="${pts.join("")}" fill="none" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`);
-  }
-  out.push(...marks);
-  if (last) {
-    const y = py(last.y);
-    out.push(
-      `<text x="${f(px(last.x) - 4)}" y="${f(y < plot.y0 + 14 ? y + 16 : y - 8)}" text-anchor="end" font-weight="600">best ${formatNumber(last.y, 6)}</text>`
-    );
-  }
-  const legend2 = [
-    [
-      "best so far",
-      ([lx2, ly]) => `<line x1="${lx2 - 9}" y1="${ly}" x2="${lx2 + 9}" y2="${ly}" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`
-    ],
-    ["adopted branch", (at) => star(at, COLORS.adopted)],
-    ["serial episode", (at) => dot(at, COLORS.kept)],
-    ["dropped branch", (at) => cross(at, COLORS.dropped)],
-    [
-      "fork round",
-      ([lx2, ly]) => `<rect x="${lx2 - 9}" y="${ly - 6}" width="18" height="12" fill="${CHART_COLORS.forkRound}"/>`
-    ]
-  ];
-  if (d.failures.length > 0) legend2.push(["no score", (at) => cross(at, CHART_COLORS.failed)]);
-  let lx = M.left + 10;
-  for (const [label, mark] of legend2) {
-    out.push(mark([lx, M.top - 14]), `<text x="${lx + 14}" y="${M.top - 10}">${label}</text>`);
-    lx += 40 + label.length * 6.5;
-  }
-  out.push("</svg>");
-  return `${out.join("\n")}
-`;
+  return [...new Set(problems)];
 }
-var dot = ([x, y], color) => `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3.5" fill="${color}"/>`;
-var cross = ([x, y], color) => `<path d="M${(x - 4).toFixed(1)} ${(y - 4).toFixed(1)}l8 8m0 -8l-8 8" stroke="${color}" stroke-width="2"/>`;
-function star([x, y], color) {
-  const points = Array.from({ length: 10 }, (_, i) => {
-    const r = i % 2 === 0 ? 7 : 3;
-    const a = -Math.PI / 2 + i * Math.PI / 5;
-    return `${(x + r * Math.cos(a)).toFixed(1)},${(y + r * Math.sin(a)).toFixed(1)}`;
-  });
-  return `<polygon points="${points.join(" ")}" fill="${color}"/>`;
-}
-function paddedRange(values) {
-  if (values.length === 0) return [0, 1];
-  let lo = Math.min(...values);
-  let hi = Math.max(...values);
-  if (lo === hi) {
-    lo -= Math.abs(lo) * 0.1 || 1;
-    hi += Math.abs(hi) * 0.1 || 1;
-  }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
-}
-function ticks(lo, hi, count3 = 5) {
-  const span = hi - lo;
-  if (!(span > 0)) return [lo];
-  const raw = span / count3;
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
-  const out = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
-  return out;
-}
-function esc2(s) {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+function runWidth(config2) {
+  return config2.strategy === "single-run" || config2.strategy === "flush-only" ? 1 : config2.fork.branches;
 }
 
 // src/core/compare/stats.ts
@@ -32256,6 +32253,240 @@ function progressEstimate(o) {
   return { runs: left.length, spend, seconds: seconds4 };
 }
 
+// src/local/compare-runs.ts
+import { join as join29 } from "node:path";
+
+// src/core/chart.ts
+function chartData(state) {
+  const c = state.config;
+  const better = (a, b) => c.grader.direction === "maximize" ? a > b : a < b;
+  const headScore = new Map(state.lineages.map((l) => [l.index, state.base.score]));
+  const segments = [];
+  const failures = [];
+  const best = [];
+  const forkRounds = [];
+  let bestScore = state.base.score;
+  if (bestScore !== null) best.push({ x: 0, y: bestScore });
+  let x = 0;
+  for (const round2 of state.rounds) {
+    const x1 = x + round2.episodes.reduce((sum, e) => sum + charged(e), 0);
+    if (round2.kind === "fork" && x1 > x) forkRounds.push({ index: round2.index, x0: x, x1 });
+    for (const e of round2.episodes) {
+      const r = e.result;
+      if (!r) continue;
+      if (r.score === null) failures.push({ id: e.id, x: x1 });
+      else {
+        const y0 = headScore.get(e.lineage) ?? null;
+        segments.push({ id: e.id, x0: x, y0, x1, y1: r.score, outcome: outcomeOf(round2, e) });
+      }
+    }
+    x = x1;
+    for (const e of round2.episodes) {
+      if (round2.decision?.adopted.includes(e.id)) headScore.set(e.lineage, e.result?.score ?? null);
+      const s = e.result?.score;
+      if (s !== null && s !== void 0 && (bestScore === null || better(s, bestScore))) bestScore = s;
+    }
+    if (bestScore !== null) best.push({ x, y: bestScore });
+  }
+  const forkPoints = c.strategy === "single-run" || c.strategy === "best-of-n" ? [] : c.fork.at.map((a) => a * c.budget.total);
+  const opening = state.rounds[0]?.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]) ?? [];
+  const later = state.rounds.slice(1).flatMap((r) => r.episodes.flatMap((e) => e.result?.score == null ? [] : [e.result.score]));
+  return {
+    segments,
+    failures,
+    best,
+    forkPoints,
+    forkRounds,
+    initial: state.base.score,
+    xMax: Math.max(c.budget.total, x),
+    yRange: zoomRange({ direction: c.grader.direction, opening, later, best: bestScore, initial: state.base.score })
+  };
+}
+function zoomRange(o) {
+  const sign = o.direction === "maximize" ? 1 : -1;
+  const good = (xs) => xs.map((v) => v * sign);
+  const floors = [];
+  if (o.opening.length > 0) floors.push(Math.max(...good(o.opening)));
+  if (o.later.length > 0) floors.push(quantile(good(o.later), 0.1));
+  if (floors.length === 0 && o.initial !== null) floors.push(o.initial * sign);
+  if (o.best === null || floors.length === 0) return paddedRange(o.initial === null ? [] : [o.initial]);
+  const floor = Math.min(...floors) * sign;
+  return paddedRange([floor, o.best]);
+}
+function quantile(values, q) {
+  const xs = [...values].sort((a2, b2) => a2 - b2);
+  const at = (xs.length - 1) * q;
+  const lo = Math.floor(at);
+  const a = xs[lo];
+  const b = xs[Math.min(lo + 1, xs.length - 1)];
+  return a + (b - a) * (at - lo);
+}
+var W = 760;
+var H = 400;
+var M = { left: 64, right: 20, top: 48, bottom: 52 };
+var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
+var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
+function chartLayout(d) {
+  const [yMin, yMax] = d.yRange;
+  const plot = { x0: M.left, x1: W - M.right, y0: M.top, y1: H - M.bottom, width: W, height: H };
+  const px = (x) => plot.x0 + x / (d.xMax || 1) * (plot.x1 - plot.x0);
+  const rawY = (y) => plot.y1 - (y - yMin) / (yMax - yMin) * (plot.y1 - plot.y0);
+  const py = (y) => Math.min(plot.y1, Math.max(plot.y0, rawY(y)));
+  const off = (y) => rawY(y) > plot.y1 + 0.5 || rawY(y) < plot.y0 - 0.5;
+  return { plot, px, rawY, py, off };
+}
+function renderChartSvg(state) {
+  const d = chartData(state);
+  const layout = chartLayout(d);
+  const unit = state.config.budget.unit;
+  const initialOff = d.initial !== null && layout.off(d.initial);
+  const { lines: lines2, marks } = episodeMarks(d, layout);
+  return `${[
+    // 1. The frame and its title; the fork rounds first, under everything else.
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="system-ui, sans-serif" font-size="12">`,
+    `<title>forkflush run ${esc2(state.id)}: score versus spend</title>`,
+    `<rect width="${W}" height="${H}" fill="#ffffff"/>`,
+    `<text x="${M.left}" y="20" font-size="14" font-weight="600">Score versus spend (${esc2(state.config.grader.direction)})</text>`,
+    ...forkRoundBands(d, layout, unit),
+    // 2. The axes, and the initial score where it is off them.
+    ...axes(d, layout, unit),
+    ...initialOff && d.initial !== null ? [initialArrow(d.initial, layout)] : [],
+    // 3. Each episode's line; the best so far over them; each episode's mark on top.
+    ...lines2,
+    ...bestLine(d, layout, initialOff),
+    ...marks,
+    ...bestLabel(d, layout),
+    // 4. The legend.
+    ...legend(d),
+    "</svg>"
+  ].join("\n")}
+`;
+}
+var f = (n) => n.toFixed(1);
+function forkRoundBands(d, { plot, px }, unit) {
+  return d.forkRounds.map(
+    (r) => `<rect x="${f(px(r.x0))}" y="${plot.y0}" width="${f(Math.max(1, px(r.x1) - px(r.x0)))}" height="${plot.y1 - plot.y0}" fill="${CHART_COLORS.forkRound}"><title>fork round ${r.index}: ${formatNumber(r.x0, 3)} to ${formatNumber(r.x1, 3)} ${esc2(unit)}</title></rect>`
+  );
+}
+function axes(d, { plot, px, py }, unit) {
+  const [yMin, yMax] = d.yRange;
+  const out = [
+    `<g stroke="#374151"><line x1="${plot.x0}" y1="${plot.y1}" x2="${plot.x1}" y2="${plot.y1}"/>`,
+    `<line x1="${plot.x0}" y1="${plot.y0}" x2="${plot.x0}" y2="${plot.y1}"/></g>`
+  ];
+  for (const t of ticks(0, d.xMax)) {
+    out.push(`<line x1="${f(px(t))}" y1="${plot.y1}" x2="${f(px(t))}" y2="${plot.y1 + 4}" stroke="#374151"/>`);
+    out.push(`<text x="${f(px(t))}" y="${plot.y1 + 18}" text-anchor="middle">${formatNumber(t)}</text>`);
+  }
+  for (const t of ticks(yMin, yMax)) {
+    out.push(`<line x1="${plot.x0 - 4}" y1="${f(py(t))}" x2="${plot.x1}" y2="${f(py(t))}" stroke="#e5e7eb"/>`);
+    out.push(`<text x="${plot.x0 - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 4)}</text>`);
+  }
+  out.push(`<text x="${(plot.x0 + plot.x1) / 2}" y="${H - 12}" text-anchor="middle">spend (${esc2(unit)})</text>`);
+  out.push(`<text transform="translate(16 ${(plot.y0 + plot.y1) / 2}) rotate(-90)" text-anchor="middle">score</text>`);
+  return out;
+}
+function initialArrow(initial, { plot, rawY }) {
+  const below = rawY(initial) > plot.y1;
+  const y = H - 16;
+  return `<g fill="#374151"><title>initial score ${formatNumber(initial, 4)}, off the axis</title><path d="${below ? `M${plot.x0 - 50} ${y - 4}l8 0l-4 7z` : `M${plot.x0 - 50} ${y + 3}l8 0l-4 -7z`}"/><text x="${plot.x0 - 38}" y="${y + 4}">initial ${formatNumber(initial, 4)} (${below ? "below" : "above"} the axis)</text></g>`;
+}
+function episodeMarks(d, { plot, px, py, off }) {
+  const lines2 = [];
+  const marks = [];
+  const order2 = ["dropped", "running", "kept", "adopted"];
+  for (const o of order2) {
+    for (const s of d.segments.filter((seg) => seg.outcome === o)) {
+      const color = COLORS[o];
+      const dash = o === "dropped" ? ' stroke-dasharray="3 3"' : "";
+      if (s.y0 !== null) {
+        lines2.push(
+          `<line x1="${f(px(s.x0))}" y1="${f(py(s.y0))}" x2="${f(px(s.x1))}" y2="${f(py(s.y1))}" stroke="${color}" stroke-width="1.5"${dash}/>`
+        );
+      }
+      const at = [px(s.x1), py(s.y1)];
+      const mark = o === "dropped" ? cross(at, color) : o === "adopted" ? star(at, color) : dot(at, color);
+      const where = off(s.y1) ? ", off the axis" : "";
+      marks.push(`<g><title>${esc2(s.id)}: ${formatNumber(s.y1, 4)} (${o}${where})</title>${mark}</g>`);
+    }
+  }
+  for (const fl of d.failures) {
+    marks.push(`<g><title>${esc2(fl.id)}: no score</title>${cross([px(fl.x), plot.y1 - 4], CHART_COLORS.failed)}</g>`);
+  }
+  return { lines: lines2, marks };
+}
+function bestLine(d, { px, py, off }, initialOff) {
+  if (d.best.length === 0) return [];
+  const shown = initialOff ? d.best.filter((b) => !off(b.y)) : d.best;
+  const pts = shown.map((b, i) => i > 0 ? `H${f(px(b.x))}V${f(py(b.y))}` : `M${f(px(b.x))} ${f(py(b.y))}`);
+  return [`<path d="${pts.join("")}" fill="none" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`];
+}
+function bestLabel(d, { plot, px, py }) {
+  const last = d.best.at(-1);
+  if (!last) return [];
+  const y = py(last.y);
+  return [
+    `<text x="${f(px(last.x) - 4)}" y="${f(y < plot.y0 + 14 ? y + 16 : y - 8)}" text-anchor="end" font-weight="600">best ${formatNumber(last.y, 6)}</text>`
+  ];
+}
+function legend(d) {
+  const entries = [
+    [
+      "best so far",
+      ([lx2, ly]) => `<line x1="${lx2 - 9}" y1="${ly}" x2="${lx2 + 9}" y2="${ly}" stroke="${CHART_COLORS.best}" stroke-width="2.5"/>`
+    ],
+    ["adopted branch", (at) => star(at, COLORS.adopted)],
+    ["serial episode", (at) => dot(at, COLORS.kept)],
+    ["dropped branch", (at) => cross(at, COLORS.dropped)],
+    [
+      "fork round",
+      ([lx2, ly]) => `<rect x="${lx2 - 9}" y="${ly - 6}" width="18" height="12" fill="${CHART_COLORS.forkRound}"/>`
+    ]
+  ];
+  if (d.failures.length > 0) entries.push(["no score", (at) => cross(at, CHART_COLORS.failed)]);
+  const out = [];
+  let lx = M.left + 10;
+  for (const [label, mark] of entries) {
+    out.push(mark([lx, M.top - 14]), `<text x="${lx + 14}" y="${M.top - 10}">${label}</text>`);
+    lx += 40 + label.length * 6.5;
+  }
+  return out;
+}
+var dot = ([x, y], color) => `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3.5" fill="${color}"/>`;
+var cross = ([x, y], color) => `<path d="M${(x - 4).toFixed(1)} ${(y - 4).toFixed(1)}l8 8m0 -8l-8 8" stroke="${color}" stroke-width="2"/>`;
+function star([x, y], color) {
+  const points = Array.from({ length: 10 }, (_, i) => {
+    const r = i % 2 === 0 ? 7 : 3;
+    const a = -Math.PI / 2 + i * Math.PI / 5;
+    return `${(x + r * Math.cos(a)).toFixed(1)},${(y + r * Math.sin(a)).toFixed(1)}`;
+  });
+  return `<polygon points="${points.join(" ")}" fill="${color}"/>`;
+}
+function paddedRange(values) {
+  if (values.length === 0) return [0, 1];
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (lo === hi) {
+    lo -= Math.abs(lo) * 0.1 || 1;
+    hi += Math.abs(hi) * 0.1 || 1;
+  }
+  const pad = (hi - lo) * 0.08;
+  return [lo - pad, hi + pad];
+}
+function ticks(lo, hi, count3 = 5) {
+  const span = hi - lo;
+  if (!(span > 0)) return [lo];
+  const raw = span / count3;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
+  const out = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
+  return out;
+}
+function esc2(s) {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
 // src/core/compare/chart.ts
 var STRATEGY_COLORS = {
   "fork-and-flush": "#111827",
@@ -32372,8 +32603,8 @@ function compareChartLayout(d) {
   const size = cols === 1 ? ONE : TWO;
   const outer = { width: M2.left + size.width + M2.right, height: M2.title + size.height + M2.bottom };
   const width = cols * outer.width;
-  const legend2 = legendPlaces(legendLabels(d), width);
-  const top = (legend2.at(-1)?.y ?? 40) + 16;
+  const legend3 = legendPlaces(legendLabels(d), width);
+  const top = (legend3.at(-1)?.y ?? 40) + 16;
   const height = top + Math.ceil(wanted.length / cols) * outer.height + 18;
   const [yMin, yMax] = d.yRange;
   const panels = wanted.map((baseline, i) => {
@@ -32385,11 +32616,11 @@ function compareChartLayout(d) {
     const py = (y) => Math.min(plot.y1, Math.max(plot.y0, rawY(y)));
     return { baseline, plot, px, py, rawY };
   });
-  return { width, height, legend: legend2, panels };
+  return { width, height, legend: legend3, panels };
 }
 function renderCompareChartSvg(d, o) {
-  const { width: W3, height: H3, legend: legend2, panels } = compareChartLayout(d);
-  const f = (n) => n.toFixed(1);
+  const { width: W3, height: H3, legend: legend3, panels } = compareChartLayout(d);
+  const f2 = (n) => n.toFixed(1);
   const out = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W3}" height="${H3}" viewBox="0 0 ${W3} ${H3}" font-family="system-ui, sans-serif" font-size="12">`,
     `<title>${esc3(o.title)}</title>`,
@@ -32397,7 +32628,7 @@ function renderCompareChartSvg(d, o) {
     `<text x="${M2.left}" y="20" font-size="14" font-weight="600">${esc3(o.title)}</text>`
   ];
   const ff = d.series.filter((s) => s.strategy === "fork-and-flush");
-  for (const panel of panels) out.push(...drawPanel(d, panel, ff, o.unit, f));
+  for (const panel of panels) out.push(...drawPanel(d, panel, ff, o.unit, f2));
   const p0 = panels[0];
   if (d.initial !== null && (p0.rawY(d.initial) > p0.plot.y1 + 0.5 || p0.rawY(d.initial) < p0.plot.y0 - 0.5)) {
     const below = p0.rawY(d.initial) > p0.plot.y1;
@@ -32419,32 +32650,32 @@ function renderCompareChartSvg(d, o) {
     );
   }
   items.forEach((mark, i) => {
-    const at = legend2[i];
+    const at = legend3[i];
     out.push(mark(at.x, at.y), `<text x="${at.x + 14}" y="${at.y + 4}">${esc3(labels[i] ?? "")}</text>`);
   });
   out.push("</svg>");
   return `${out.join("\n")}
 `;
 }
-function drawPanel(d, p, ff, unit, f) {
+function drawPanel(d, p, ff, unit, f2) {
   const { plot, px, py } = p;
   const out = [];
   const name2 = p.baseline ? `${p.baseline.label} and fork-and-flush` : "fork-and-flush";
   out.push(`<text x="${plot.x0}" y="${plot.y0 - 7}" font-weight="600">${esc3(name2)}</text>`);
   for (const r of d.highlight?.data.forkRounds ?? []) {
     out.push(
-      `<rect x="${f(px(r.x0))}" y="${plot.y0}" width="${f(Math.max(1, px(r.x1) - px(r.x0)))}" height="${plot.y1 - plot.y0}" fill="${CHART_COLORS.forkRound}"/>`
+      `<rect x="${f2(px(r.x0))}" y="${plot.y0}" width="${f2(Math.max(1, px(r.x1) - px(r.x0)))}" height="${plot.y1 - plot.y0}" fill="${CHART_COLORS.forkRound}"/>`
     );
   }
   out.push(`<g stroke="#374151"><line x1="${plot.x0}" y1="${plot.y1}" x2="${plot.x1}" y2="${plot.y1}"/>`);
   out.push(`<line x1="${plot.x0}" y1="${plot.y0}" x2="${plot.x0}" y2="${plot.y1}"/></g>`);
   for (const t of ticks(0, d.xMax)) {
-    out.push(`<line x1="${f(px(t))}" y1="${plot.y1}" x2="${f(px(t))}" y2="${plot.y1 + 4}" stroke="#374151"/>`);
-    out.push(`<text x="${f(px(t))}" y="${plot.y1 + 17}" text-anchor="middle">${formatNumber(t)}</text>`);
+    out.push(`<line x1="${f2(px(t))}" y1="${plot.y1}" x2="${f2(px(t))}" y2="${plot.y1 + 4}" stroke="#374151"/>`);
+    out.push(`<text x="${f2(px(t))}" y="${plot.y1 + 17}" text-anchor="middle">${formatNumber(t)}</text>`);
   }
   for (const t of ticks(d.yRange[0], d.yRange[1])) {
-    out.push(`<line x1="${plot.x0 - 4}" y1="${f(py(t))}" x2="${plot.x1}" y2="${f(py(t))}" stroke="#e5e7eb"/>`);
-    out.push(`<text x="${plot.x0 - 8}" y="${f(py(t) + 4)}" text-anchor="end">${formatNumber(t, 4)}</text>`);
+    out.push(`<line x1="${plot.x0 - 4}" y1="${f2(py(t))}" x2="${plot.x1}" y2="${f2(py(t))}" stroke="#e5e7eb"/>`);
+    out.push(`<text x="${plot.x0 - 8}" y="${f2(py(t) + 4)}" text-anchor="end">${formatNumber(t, 4)}</text>`);
   }
   out.push(
     `<text x="${(plot.x0 + plot.x1) / 2}" y="${plot.y1 + 34}" text-anchor="middle">spend (${esc3(unit)})</text>`,
@@ -32459,7 +32690,7 @@ function drawPanel(d, p, ff, unit, f) {
         open4 = false;
         continue;
       }
-      d0 += `${open4 ? "L" : "M"}${f(px(q.x))} ${f(py(y))}`;
+      d0 += `${open4 ? "L" : "M"}${f2(px(q.x))} ${f2(py(y))}`;
       open4 = true;
     }
     return d0;
@@ -32467,8 +32698,8 @@ function drawPanel(d, p, ff, unit, f) {
   const b = p.baseline;
   const pts = b?.band ? b.points.filter((q) => q.p10 !== null && q.p90 !== null) : [];
   if (b && pts.length > 0) {
-    const upper = pts.map((q) => `${f(px(q.x))},${f(py(q.p90))}`);
-    const lower = [...pts].reverse().map((q) => `${f(px(q.x))},${f(py(q.p10))}`);
+    const upper = pts.map((q) => `${f2(px(q.x))},${f2(py(q.p90))}`);
+    const lower = [...pts].reverse().map((q) => `${f2(px(q.x))},${f2(py(q.p10))}`);
     out.push(
       `<polygon points="${[...upper, ...lower].join(" ")}" fill="${b.color}" fill-opacity="${BAND_OPACITY}"><title>${esc3(b.label)}: 10th to 90th percentile of ${b.runs} runs</title></polygon>`
     );
@@ -32482,13 +32713,13 @@ function drawPanel(d, p, ff, unit, f) {
       const color = s.outcome === "adopted" ? CHART_COLORS.adopted : s.outcome === "dropped" ? CHART_COLORS.dropped : CHART_COLORS.kept;
       if (s.y0 !== null)
         out.push(
-          `<line x1="${f(px(s.x0))}" y1="${f(py(s.y0))}" x2="${f(px(s.x1))}" y2="${f(py(s.y1))}" stroke="${color}" stroke-width="1"${s.outcome === "dropped" ? ' stroke-dasharray="3 3"' : ""}/>`
+          `<line x1="${f2(px(s.x0))}" y1="${f2(py(s.y0))}" x2="${f2(px(s.x1))}" y2="${f2(py(s.y1))}" stroke="${color}" stroke-width="1"${s.outcome === "dropped" ? ' stroke-dasharray="3 3"' : ""}/>`
         );
       const at = [px(s.x1), py(s.y1)];
       const mark = s.outcome === "adopted" ? star(at, color) : s.outcome === "dropped" ? cross(at, color) : dot(at, color);
       marks.push(`<g><title>${esc3(s.id)}: ${formatNumber(s.y1, 4)} (${s.outcome})</title>${mark}</g>`);
     }
-    const best = h.data.best.map((q, i) => i > 0 ? `H${f(px(q.x))}V${f(py(q.y))}` : `M${f(px(q.x))} ${f(py(q.y))}`);
+    const best = h.data.best.map((q, i) => i > 0 ? `H${f2(px(q.x))}V${f2(py(q.y))}` : `M${f2(px(q.x))} ${f2(py(q.y))}`);
     out.push(`<path d="${best.join("")}" fill="none" stroke="${CHART_COLORS.adopted}" stroke-width="1.5"/>`);
   }
   out.push(...ff.map(line), ...marks);
@@ -32497,163 +32728,6 @@ function drawPanel(d, p, ff, unit, f) {
 var order = (o) => o === "dropped" ? 0 : o === "adopted" ? 2 : 1;
 function esc3(s) {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
-// src/core/compare/plan.ts
-var COMPARE_VERSION = 1;
-var entrySchema = external_exports.object({
-  strategy: external_exports.enum(STRATEGIES),
-  variant: external_exports.string(),
-  seed: external_exports.number().int(),
-  /** The run's id once it was started. */
-  run: external_exports.string().nullable(),
-  /** Wall time compare spent driving it, over every session. */
-  wallSeconds: external_exports.number().nonnegative(),
-  /** Runs started for this entry and given up: their agent could not start (setup fixed since). */
-  abandoned: external_exports.array(external_exports.string()).optional()
-});
-var manifestSchema = external_exports.object({
-  version: external_exports.literal(COMPARE_VERSION),
-  kind: external_exports.enum(["compare", "probe"]),
-  id: external_exports.string(),
-  createdAt: external_exports.string(),
-  configFile: external_exports.string(),
-  /** The config's text when the compare started: runs started later must see the same. */
-  configText: external_exports.string(),
-  /** --budget and --branches, applied to every run (null: the config's). */
-  budget: external_exports.number().positive().nullable(),
-  branches: external_exports.number().int().positive().nullable(),
-  seed: external_exports.number().int(),
-  strategies: external_exports.array(external_exports.enum(STRATEGIES)).min(1),
-  variants: external_exports.array(external_exports.object({ name: external_exports.string(), set: external_exports.record(external_exports.string(), external_exports.unknown()) })).min(1),
-  seeds: external_exports.array(external_exports.number().int()).min(1),
-  entries: external_exports.array(entrySchema),
-  /** Wall time of the compare's own sessions, all together (its runs may overlap within it). */
-  wallSeconds: external_exports.number().nonnegative().optional(),
-  /** A probe: the budget of the run it was probing for. */
-  planned: external_exports.number().positive().optional()
-});
-function parseManifest(text, where) {
-  let json2;
-  try {
-    json2 = JSON.parse(text);
-  } catch {
-    throw new RecordError(`${where}: not JSON: the compare's manifest is damaged; remove its folder to start afresh`);
-  }
-  const r = manifestSchema.safeParse(json2);
-  if (!r.success) {
-    const issue2 = r.error.issues[0];
-    throw new RecordError(
-      `${where}: ${issue2?.path.join(".") || "the manifest"}: ${issue2?.message ?? "not valid"} (not a forkflush compare manifest; remove its folder to start afresh)`
-    );
-  }
-  return r.data;
-}
-function planCompare(p) {
-  const strategies = [...new Set(p.strategies ?? p.config.compare?.strategies ?? STRATEGIES)];
-  const count3 = p.seeds ?? p.config.compare?.seeds ?? COMPARE_SEEDS;
-  const variants = p.variants ?? p.config.compare?.variants ?? [AS_IS];
-  const seeds = Array.from({ length: count3 }, (_, i) => p.seed + i);
-  const entries = [];
-  for (const seed of seeds)
-    for (const v of variants)
-      for (const strategy of strategies) entries.push({ strategy, variant: v.name, seed, run: null, wallSeconds: 0 });
-  return {
-    version: COMPARE_VERSION,
-    kind: p.kind,
-    id: p.id,
-    createdAt: p.createdAt,
-    configFile: p.configFile,
-    configText: p.configText,
-    budget: p.budget ?? null,
-    branches: p.branches ?? null,
-    seed: p.seed,
-    strategies,
-    variants,
-    seeds,
-    entries,
-    ...p.planned !== void 0 ? { planned: p.planned } : {}
-  };
-}
-function samePlan(a, b, seedGiven) {
-  const key2 = (m) => JSON.stringify([
-    m.kind,
-    m.configFile,
-    m.configText,
-    m.budget,
-    m.branches,
-    m.strategies,
-    m.variants,
-    m.seeds.length
-  ]);
-  return key2(a) === key2(b) && (!seedGiven || a.seed === b.seed);
-}
-function runOverrides(m, strategy) {
-  return {
-    strategy,
-    ...m.budget !== null ? { budget: m.budget } : {},
-    ...m.branches !== null ? { branches: m.branches } : {}
-  };
-}
-function variantText(m, v, configPathInRepo) {
-  if (Object.keys(v.set).length === 0) return null;
-  return variantConfigText(configMapping(m.configText) ?? {}, v, configPathInRepo ? [configPathInRepo] : []);
-}
-function checkVariants(m) {
-  const problems = [];
-  for (const v of m.variants) {
-    const fixed = fixedKeyProblem(v);
-    if (fixed) problems.push(fixed);
-    else if (m.branches !== null && leafKeys(v.set).includes("fork.branches"))
-      problems.push(`variant ${v.name} sets fork.branches, which --branches would override: drop one of them`);
-    if (fixed) continue;
-    const text = variantText(m, v, null) ?? m.configText;
-    const label = `variant ${v.name}`;
-    for (const strategy of m.strategies) {
-      try {
-        parseConfig(text, label, runOverrides(m, strategy));
-      } catch (e) {
-        if (!(e instanceof ConfigError)) throw e;
-        const ps = e.problems.map(
-          (x) => v.set && Object.keys(v.set).length > 0 ? x.replace(/^[^:]+:\d+:\d+: /, `${label}: `) : x
-        );
-        problems.push(...ps.map((x) => `${x} (with strategy ${strategy})`));
-        break;
-      }
-    }
-  }
-  return [...new Set(problems)];
-}
-function runWidth(config2) {
-  return config2.strategy === "single-run" || config2.strategy === "flush-only" ? 1 : config2.fork.branches;
-}
-
-// src/local/compare-schedule.ts
-async function scheduleRuns(m, pending, limit, widthOf, runEntry, signal, halt) {
-  const running2 = /* @__PURE__ */ new Map();
-  let free = limit;
-  let error62 = null;
-  while (pending.length > 0 && !signal.aborted && error62 === null || running2.size > 0) {
-    for (let k = 0; k < pending.length && !signal.aborted && error62 === null; k++) {
-      const i = pending[k];
-      if (m.entries[i]?.seed !== m.entries[pending[0]]?.seed) break;
-      const width = widthOf(i);
-      if (width > free) continue;
-      pending.splice(k--, 1);
-      free -= width;
-      const task = runEntry(i, width).catch((err) => {
-        error62 ??= err;
-        halt.abort("error");
-      }).finally(() => {
-        free += width;
-        running2.delete(i);
-      });
-      running2.set(i, task);
-    }
-    if (running2.size === 0) break;
-    await Promise.race(running2.values());
-  }
-  return error62;
 }
 
 // src/local/progress.ts
@@ -32717,7 +32791,7 @@ function progressView(out, startedAt, now, env = process.env) {
   const timer = live ? setInterval(() => {
     clearFooter();
     drawFooter();
-  }, 1e3) : void 0;
+  }, PROGRESS_REDRAW_EVERY_MS) : void 0;
   timer?.unref();
   return {
     onEvent(e) {
@@ -32996,7 +33070,7 @@ function readFileSafe(path) {
   }
 }
 function abstractSockets(procNetUnix) {
-  const names = procNetUnix.split("\n").slice(1).map((line) => line.trim().split(/\s+/)).filter((f) => f.length >= 8 && f[7]?.startsWith("@") && (Number.parseInt(f[3] ?? "0", 16) & 65536) !== 0).map((f) => f[7]);
+  const names = procNetUnix.split("\n").slice(1).map((line) => line.trim().split(/\s+/)).filter((f2) => f2.length >= 8 && f2[7]?.startsWith("@") && (Number.parseInt(f2[3] ?? "0", 16) & 65536) !== 0).map((f2) => f2[7]);
   return [...new Set(names)];
 }
 function sessionSpawner(sandbox, confinement, writtenByAgent, removed, wrap) {
@@ -33024,10 +33098,10 @@ function episodeLogs(scratchDir) {
     setup: join(scratchDir, "setup.log")
   };
 }
-async function withAccount(sandbox, use) {
+async function withAccount(sandbox, use2) {
   const account = sandbox?.account() ?? NO_ACCOUNT;
   try {
-    return await use(account);
+    return await use2(account);
   } finally {
     account.release();
   }
@@ -33047,19 +33121,19 @@ function judgeFixedPaths(files, globs) {
   const covered = /* @__PURE__ */ new Set();
   for (const g of globs) {
     const folder = g.replace(/^\.\//, "").replace(/\/+$/, "").replace(/\/\*\*(\/\*)?$/, "");
-    if (folder !== "" && !/[*?[]/.test(folder) && files.some((f) => f.startsWith(`${folder}/`))) covered.add(folder);
+    if (folder !== "" && !/[*?[]/.test(folder) && files.some((f2) => f2.startsWith(`${folder}/`))) covered.add(folder);
   }
-  const under = (f, folders) => [...folders].some((d) => f.startsWith(`${d}/`));
+  const under = (f2, folders) => [...folders].some((d) => f2.startsWith(`${d}/`));
   const wholeFolders = new Set([...covered].filter((d) => !under(d, covered)));
-  const single = files.filter((f) => !under(f, wholeFolders) && matchesAny(f, globs));
+  const single = files.filter((f2) => !under(f2, wholeFolders) && matchesAny(f2, globs));
   if (single.length > PINNED_PROTECTED_MAX_FILES) {
-    const tops = new Set([...wholeFolders, ...single].map((f) => f.split("/")[0]));
+    const tops = new Set([...wholeFolders, ...single].map((f2) => f2.split("/")[0]));
     return { readOnly: [...tops].sort(), pinned: [] };
   }
   const readOnly2 = /* @__PURE__ */ new Set([...wholeFolders, ...single]);
   const pinned = /* @__PURE__ */ new Set();
-  for (const f of readOnly2) {
-    const parts = f.split("/");
+  for (const f2 of readOnly2) {
+    const parts = f2.split("/");
     for (let i = 1; i < parts.length; i++) pinned.add(parts.slice(0, i).join("/"));
   }
   for (const p of [...pinned]) if (readOnly2.has(p) || under(p, wholeFolders)) pinned.delete(p);
@@ -33069,12 +33143,12 @@ function graderConfinement(dir, tmp, p, config2, env, alsoHidden = [], fixed = {
   const hidden = [...hiddenPlaces(env), ...p.private, ...alsoHidden];
   const exposed = exposedInside(hidden, [...p.private, ...alsoHidden], env);
   return {
-    writable: [dir, ...fixed.pinned.map((f) => join(dir, f))],
+    writable: [dir, ...fixed.pinned.map((f2) => join(dir, f2))],
     readable: [
       ...p.objects,
       ...exposed,
       ...config2.sandbox.read.map(expandHome),
-      ...fixed.readOnly.map((f) => join(dir, f))
+      ...fixed.readOnly.map((f2) => join(dir, f2))
     ],
     hidden: [...hidden, ...credentialFiles(exposed)],
     tmp,
@@ -33082,8 +33156,9 @@ function graderConfinement(dir, tmp, p, config2, env, alsoHidden = [], fixed = {
     grader: true
   };
 }
-function setupConfinement(dir, tmp, p, config2, env, alsoHidden = []) {
-  return { ...graderConfinement(dir, tmp, p, config2, env, alsoHidden), network: config2.setup.network };
+function setupConfinement(...args) {
+  const config2 = args[3];
+  return { ...graderConfinement(...args), network: config2.setup.network };
 }
 function hiddenPlaces(env) {
   const places = [
@@ -33352,7 +33427,6 @@ var GrowingFile = class {
   dropped = 0;
   skipping = false;
   reading = Promise.resolve();
-  /** The file, once known. */
   path;
   /** The whole lines added since the last read, a chunk at most (reads never overlap). */
   lines() {
@@ -33360,6 +33434,10 @@ var GrowingFile = class {
     this.reading = next.catch(() => {
     });
     return next;
+  }
+  /** A last line not ended yet, if any. */
+  unfinished() {
+    return this.skipping ? "" : this.rest.toString("utf8");
   }
   /** Every whole line up to the end of the file as it is now, a chunk at a time. */
   async *remaining() {
@@ -33395,40 +33473,38 @@ var GrowingFile = class {
     return end === -1 ? [] : data.subarray(0, end).toString("utf8").split("\n");
   }
 };
-async function readFrom(path, offset, max = MAX_AGENT_FILE_BYTES) {
+async function regular(path, none, read2) {
   const h = await open3(path, constants2.O_RDONLY | constants2.O_NOFOLLOW | constants2.O_NONBLOCK).catch(() => null);
-  if (!h) return Buffer.alloc(0);
+  if (!h) return none;
   try {
     const s = await h.stat();
-    if (!s.isFile() || s.size <= offset) return Buffer.alloc(0);
-    const buf = Buffer.alloc(Math.min(s.size - offset, max));
-    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
-    return buf.subarray(0, bytesRead);
+    return s.isFile() ? await read2(h, s.size) : none;
   } finally {
     await h.close();
   }
 }
-async function sizeOf(path) {
-  const h = await open3(path, constants2.O_RDONLY | constants2.O_NOFOLLOW | constants2.O_NONBLOCK).catch(() => null);
-  if (!h) return 0;
-  try {
-    const s = await h.stat();
-    return s.isFile() ? s.size : 0;
-  } finally {
-    await h.close();
-  }
+function readFrom(path, offset, max = MAX_AGENT_FILE_BYTES) {
+  return regular(path, Buffer.alloc(0), async (h, size) => {
+    if (size <= offset) return Buffer.alloc(0);
+    const buf = Buffer.alloc(Math.min(size - offset, max));
+    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
+    return buf.subarray(0, bytesRead);
+  });
+}
+function sizeOf(path) {
+  return regular(path, 0, async (_, size) => size);
 }
 async function installLogins(files, env) {
   const installed = [];
-  for (const f of files) {
-    const fromEnv = f.fromEnv ? env[f.fromEnv]?.trim() : void 0;
-    const fromFile = fromEnv ? null : await readFile2(f.from, "utf8").catch(() => null);
+  for (const f2 of files) {
+    const fromEnv = f2.fromEnv ? env[f2.fromEnv]?.trim() : void 0;
+    const fromFile = fromEnv ? null : await readFile2(f2.from, "utf8").catch(() => null);
     const text = fromEnv || fromFile;
     if (!text) continue;
-    await mkdir(dirname3(f.to), { recursive: true });
-    await rm(f.to, { force: true });
-    await writeFile(f.to, text, { mode: 384, flag: "wx" });
-    installed.push({ to: f.to });
+    await mkdir(dirname3(f2.to), { recursive: true });
+    await rm(f2.to, { force: true });
+    await writeFile(f2.to, text, { mode: 384, flag: "wx" });
+    installed.push({ to: f2.to });
   }
   return installed;
 }
@@ -33436,7 +33512,24 @@ async function removeLogins(installed) {
   for (const login of installed) await rm(login.to, { force: true });
 }
 function hasLogin(files, env) {
-  return files.some((f) => f.fromEnv && env[f.fromEnv]?.trim() || existsSync2(f.from));
+  return files.some((f2) => f2.fromEnv && env[f2.fromEnv]?.trim() || existsSync2(f2.from));
+}
+function anySet(names, env) {
+  return names.some((n) => {
+    const [name2, value] = n.split("=");
+    return value === void 0 ? Boolean(env[name2]) : env[name2] === value;
+  });
+}
+async function followLog(logFile, on2) {
+  const log = new GrowingFile(logFile, await sizeOf(logFile));
+  return async (final) => {
+    if (!final) for (const line of await log.lines()) on2(line);
+    else {
+      for await (const line of log.remaining()) on2(line);
+      const rest = log.unfinished();
+      if (rest) on2(rest);
+    }
+  };
 }
 
 // src/agents/model-apis.ts
@@ -33461,6 +33554,17 @@ var GEMINI = {
   keys: [key("GEMINI_API_KEY", ["x-goog-api-key"]), key("GOOGLE_API_KEY", ["x-goog-api-key"])],
   offWhen: ["GOOGLE_GENAI_USE_VERTEXAI"]
 };
+var PROVIDER_ENV = [
+  "ANTHROPIC_*",
+  "OPENAI_*",
+  "GEMINI_*",
+  "DEEPSEEK_*",
+  "OPENROUTER_*",
+  "GROQ_*",
+  "MISTRAL_*",
+  "XAI_*",
+  "AZURE_*"
+];
 var PROVIDER_HOSTS = [
   "api.anthropic.com",
   "api.openai.com",
@@ -33474,6 +33578,7 @@ var PROVIDER_HOSTS = [
 ];
 
 // src/agents/spec.ts
+var MAX_PROMPT_ARG = 1e5;
 var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function defineSpec(spec) {
   return spec;
@@ -33516,7 +33621,7 @@ function addUse(t, model, u) {
   const m = t[model];
   if (!m) t[model] = { ...counts({ input: 0, cached: 0, written: 0, output: 0, calls: 0, ...u }), costUsd: cost };
   else {
-    for (const f of FIELDS) m[f] += u[f] ?? 0;
+    for (const f2 of FIELDS) m[f2] += u[f2] ?? 0;
     m.costUsd = m.costUsd === null || cost === null ? null : m.costUsd + cost;
   }
   return t;
@@ -33551,9 +33656,13 @@ function shareOf(before, after) {
     const own2 = ownShare(b ? counts(b) : null, counts(a));
     note ??= own2.note;
     const costUsd = a.costUsd === null ? null : b?.costUsd != null && a.costUsd >= b.costUsd ? a.costUsd - b.costUsd : a.costUsd;
-    if (FIELDS.some((f) => own2.share[f] > 0)) share2[model] = { ...own2.share, costUsd };
+    if (FIELDS.some((f2) => own2.share[f2] > 0)) share2[model] = { ...own2.share, costUsd };
   }
   return note ? { share: share2, note } : { share: share2 };
+}
+function spentSince(before, after, rest = {}) {
+  const own2 = shareOf(before, after);
+  return { ...rest, tally: own2.share, notes: [...rest.notes ?? [], ...own2.note ? [own2.note] : []] };
 }
 function usageOf(spent2) {
   let inputTokens = 0;
@@ -33623,20 +33732,7 @@ var aider = defineSpec({
     secret: { name: "OPENAI_API_KEY", note: "or the key of the model aider uses" }
   },
   // It talks to any provider LiteLLM knows: the usual providers' keys and endpoints.
-  passEnv: [
-    "AIDER_*",
-    "OPENAI_*",
-    "ANTHROPIC_*",
-    "GEMINI_*",
-    "DEEPSEEK_*",
-    "OPENROUTER_*",
-    "GROQ_*",
-    "MISTRAL_*",
-    "COHERE_*",
-    "XAI_*",
-    "AZURE_*",
-    "OLLAMA_*"
-  ],
+  passEnv: ["AIDER_*", ...PROVIDER_ENV, "COHERE_*", "OLLAMA_*"],
   egress: {
     hosts: PROVIDER_HOSTS,
     // aider documents OPENAI_API_BASE for an OpenAI endpoint (aider/website/docs/llms/openai-compat.md); LiteLLM also reads OPENAI_BASE_URL.
@@ -33655,14 +33751,11 @@ var aider = defineSpec({
   async start(e, saved) {
     const excluded = await excludeAiderFiles(e.workdir);
     const history = join3(e.contextDir, HISTORY_FILE);
-    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     let text = "";
-    const read2 = async (final) => {
-      const lines2 = await log.lines();
-      if (lines2.length > 0) text += `${lines2.join("\n")}
+    const read2 = await followLog(e.logFile, (line) => {
+      text += `${line}
 `;
-      return final ? text + (await readFrom(e.logFile, log.offset)).toString("utf8") : text;
-    };
+    });
     return {
       args: [
         ...["--message-file", e.promptFile, "--yes-always", "--chat-history-file", history],
@@ -33674,7 +33767,8 @@ var aider = defineSpec({
         ...e.agent.args
       ],
       spent: async (run2) => {
-        const out = parseAiderOutput(await read2(run2 !== void 0));
+        await read2(run2 !== void 0);
+        const out = parseAiderOutput(text);
         const spent2 = aiderUsage(out, e.agent.model);
         if (run2 && !out.model && !e.agent.model && out.calls.length > 0 && spent2.costUsd === void 0)
           spent2.notes = ["aider named no model; priced at the dearest known"];
@@ -33900,6 +33994,7 @@ function money(usd) {
 }
 
 // src/agents/claude-code.ts
+var CLOUDS = ["CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"];
 var claudeCode = defineSpec({
   kind: "claude-code",
   name: "Claude Code",
@@ -33920,15 +34015,21 @@ var claudeCode = defineSpec({
       {
         ...ANTHROPIC,
         keys: [...ANTHROPIC.keys, { name: "CLAUDE_CODE_OAUTH_TOKEN", headers: BEARER }],
-        offWhen: ["CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"]
+        offWhen: CLOUDS
       }
     ],
     notProxied: "the login file (~/.claude/.credentials.json), whose OAuth token Claude Code refreshes itself; Bedrock's, Vertex AI's and Foundry's cloud credentials"
   },
-  missingLogin: (env, agent) => usesKey(env) || env.CLAUDE_CODE_USE_BEDROCK || env.CLAUDE_CODE_USE_VERTEX || env.CLAUDE_CODE_USE_FOUNDRY || agent.args.some((a) => a.startsWith("--settings")) || hasLogin(claudeLogin(""), process.env) ? null : "Claude Code has no API key and no login: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON",
+  login: {
+    keys: ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"],
+    other: CLOUDS,
+    args: /^--settings/,
+    files: claudeLogin,
+    how: "set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`, for a Claude subscription), or log in with `claude` (forkflush copies ~/.claude/.credentials.json into each episode), or put that file in CLAUDE_CREDENTIALS_JSON"
+  },
   session: { id: UUID },
   async resume(e, _record2, id) {
-    const transcript = await findTranscript(e.home, id);
+    const transcript = await transcriptPath(e.home, id);
     if (!transcript) return { unusable: `the transcript of session ${id} is missing` };
     const text = (await readFrom(transcript, 0)).toString("utf8");
     const problem2 = transcriptProblem(text);
@@ -33966,8 +34067,7 @@ var claudeCode = defineSpec({
     return {
       args: [
         ...["-p", "--output-format", "stream-json", "--verbose"],
-        // Edits inside the workspace without asking, and shell commands: the narrowest set that
-        // lets it change files and run the grader; anything else needs a permission nobody gives.
+        // The narrowest set that lets it change files and run the grader.
         ...["--permission-mode", "acceptEdits", "--allowedTools", "Bash"],
         ...saved ? ["--resume", id] : ["--session-id", id],
         ...e.agent.model ? ["--model", e.agent.model] : [],
@@ -33986,11 +34086,8 @@ var claudeCode = defineSpec({
       },
       // It would rename the project folder the transcript is filed under.
       unset: ["CLAUDE_CODE_PROJECT_DIR_NAME"],
-      // On stdin, then closed: no size limit (an argument has 128 KiB), never read as a flag.
       input: e.prompt,
-      // A Claude subscription's credentials file, when no key or token is given.
-      logins: usesKey(e.env) ? [] : claudeLogin(e.home),
-      // No token limit of its own: with a token budget, the transcript is watched as it grows.
+      // No token limit of its own.
       watch: e.unit === "tokens",
       async spent(run2) {
         const appended = await readRows();
@@ -34012,8 +34109,7 @@ var claudeCode = defineSpec({
             );
           return { tally: read2.tally, turns: null, unsure: true, notes };
         }
-        const own2 = shareOf(baseline, totals);
-        return { tally: own2.share, turns: result?.turns ?? null, notes: [...notes, ...own2.note ? [own2.note] : []] };
+        return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
       },
       noUsage: () => "Claude Code reported no usage",
       ending: (run2) => claudeEnding(run2, saved ? id : null),
@@ -34024,9 +34120,6 @@ var claudeCode = defineSpec({
   finalMessage: (stdout) => lastText(stdout, (e) => e.type === "result" && e.result),
   version: (log) => readStream(log).version
 });
-function usesKey(env) {
-  return Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN || env.CLAUDE_CODE_OAUTH_TOKEN);
-}
 function claudeLogin(episodeHome, env = process.env) {
   const home = env.CLAUDE_CONFIG_DIR || join4(homedir2(), ".claude");
   const file2 = ".credentials.json";
@@ -34051,7 +34144,6 @@ async function transcriptPath(home, id, cwd) {
   }
   return null;
 }
-var findTranscript = (home, id) => transcriptPath(home, id);
 function readStream(stdout) {
   const facts = {
     sessionId: null,
@@ -34068,15 +34160,15 @@ function readStream(stdout) {
       const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((x) => x.trim() !== "") : [];
       const isError = row.is_error === true;
       const models = tallyOf(row.modelUsage, false);
-      const cost = num2(row.total_cost_usd);
+      const cost = num(row.total_cost_usd);
       facts.result = {
         subtype: str(row.subtype) ?? "unknown",
         isError,
         sessionId: str(row.session_id),
         totals: models ?? (cost === null ? null : { unknown: { input: 0, cached: 0, written: 0, output: 0, calls: 0, costUsd: cost } }),
-        turns: num2(row.num_turns),
+        turns: num(row.num_turns),
         message: errors.length > 0 ? errors.join("; ") : isError ? str(row.result) : null,
-        apiErrorStatus: num2(row.api_error_status)
+        apiErrorStatus: num(row.api_error_status)
       };
       facts.sessionId = facts.result.sessionId ?? facts.sessionId;
     }
@@ -34089,18 +34181,18 @@ function readCostState(transcript) {
     if (row.type === "cost-state") last = tallyOf(row.modelUsage, row.hasUnknownModelCost === true) ?? {};
   return last;
 }
+function use(input2, read2, wrote, output2) {
+  const [r, w] = [num(read2) ?? 0, num(wrote) ?? 0];
+  return { input: (num(input2) ?? 0) + r + w, cached: r, written: w, output: num(output2) ?? 0 };
+}
 function tallyOf(value, allUnknown) {
   if (!isRecord2(value)) return null;
   const t = {};
   for (const [name2, m] of Object.entries(value)) {
     if (!isRecord2(m)) continue;
-    const [read2, wrote] = [num2(m.cacheReadInputTokens) ?? 0, num2(m.cacheCreationInputTokens) ?? 0];
     addUse(t, name2, {
-      input: (num2(m.inputTokens) ?? 0) + read2 + wrote,
-      cached: read2,
-      written: wrote,
-      output: num2(m.outputTokens) ?? 0,
-      costUsd: allUnknown || m.costBasis === "unknown" ? null : num2(m.costUSD) ?? 0
+      ...use(m.inputTokens, m.cacheReadInputTokens, m.cacheCreationInputTokens, m.outputTokens),
+      costUsd: allUnknown || m.costBasis === "unknown" ? null : num(m.costUSD) ?? 0
     });
   }
   return t;
@@ -34114,15 +34206,8 @@ function assistantTally(transcript) {
     if (row.type !== "assistant" || !m || id === null || seen.has(id) || !isRecord2(m.usage)) continue;
     seen.add(id);
     const u = m.usage;
-    const [read2, wrote] = [num2(u.cache_read_input_tokens) ?? 0, num2(u.cache_creation_input_tokens) ?? 0];
-    addUse(tally2, str(m.model) ?? "unknown", {
-      input: (num2(u.input_tokens) ?? 0) + read2 + wrote,
-      cached: read2,
-      written: wrote,
-      output: num2(u.output_tokens) ?? 0,
-      calls: 1,
-      costUsd: null
-    });
+    const counts2 = use(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens, u.output_tokens);
+    addUse(tally2, str(m.model) ?? "unknown", { ...counts2, calls: 1, costUsd: null });
   }
   return { tally: tally2, responses: seen.size };
 }
@@ -34156,16 +34241,13 @@ ${r?.message ?? ""}`))
 function saysNoConversation(output2) {
   return /No conversation found with session ID/i.test(output2);
 }
-function num2(v) {
-  return typeof v === "number" && Number.isFinite(v) ? v : null;
-}
 function claudeEvent(out, e) {
   if (e.type === "system") {
-    const f = e.subtype === "init" ? readStream(JSON.stringify(e)) : null;
-    if (f)
+    const f2 = e.subtype === "init" ? readStream(JSON.stringify(e)) : null;
+    if (f2)
       out.add(
         "start",
-        [`Claude Code${f.version ? ` ${f.version}` : ""}`, f.model && `model ${f.model}`].filter(Boolean).join(", ")
+        [`Claude Code${f2.version ? ` ${f2.version}` : ""}`, f2.model && `model ${f2.model}`].filter(Boolean).join(", ")
       );
     else if (typeof e.subtype === "string") out.add("system", e.subtype);
   } else if (e.type === "assistant" || e.type === "user") {
@@ -34206,7 +34288,6 @@ var rollout = () => ({
 });
 var KEPT = /* @__PURE__ */ new Set(["sessions", "config.toml"]);
 var TOOL_CALLS = /* @__PURE__ */ new Set(["function_call", "custom_tool_call", "local_shell_call"]);
-var usesKey2 = (env) => Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY);
 var codex = defineSpec({
   kind: "codex",
   name: "Codex",
@@ -34231,11 +34312,17 @@ var codex = defineSpec({
     ],
     notProxied: "the ChatGPT login (auth.json), whose tokens Codex refreshes itself; Azure OpenAI keys"
   },
-  missingLogin: (env, agent) => usesKey2(env) || env.OPENAI_BASE_URL || env.AZURE_OPENAI_API_KEY || // A provider of its own (`--oss`, a profile, `-c model_provider=…`): its login is its own.
-  agent.args.some((a) => a === "--oss" || a === "-p" || a.startsWith("--profile") || a.includes("model_provider")) || hasLogin(codexLogin(""), process.env) ? null : "Codex has no API key and no login: set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON",
+  login: {
+    keys: ["OPENAI_API_KEY", "CODEX_API_KEY"],
+    other: ["OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY"],
+    // A provider of its own (`--oss`, a profile, `-c model_provider=…`): its login is its own.
+    args: /^(?:--oss|-p)$|^--profile|model_provider/,
+    files: codexLogin,
+    how: "set OPENAI_API_KEY (or CODEX_API_KEY), or log in with `codex login` (a ChatGPT plan: forkflush copies ~/.codex/auth.json into each episode), or put that file in CODEX_AUTH_JSON"
+  },
   session: { key: "threadId", id: UUID },
   async resume(e, _record2, threadId) {
-    const file2 = (await rolloutFiles(join5(e.home, "sessions"))).find((f) => rolloutThreadId(f) === threadId);
+    const file2 = (await rolloutFiles(join5(e.home, "sessions"))).find((f2) => rolloutThreadId(f2) === threadId);
     if (!file2) return { unusable: `the session file of thread ${threadId} is missing` };
     const why = rolloutProblem((await readFrom(file2, 0, 4 * 1024 * 1024)).toString("utf8").split("\n")[0], threadId);
     return why ? { unusable: why } : { threadId, rollout: file2 };
@@ -34261,28 +34348,21 @@ var codex = defineSpec({
         // Its own OpenAI provider sends no key from OPENAI_API_KEY (0.171.0); `codex exec` takes CODEX_API_KEY.
         ...!e.env.OPENAI_BASE_URL && !e.env.CODEX_API_KEY && e.env.OPENAI_API_KEY ? { CODEX_API_KEY: e.env.OPENAI_API_KEY } : {}
       },
-      // `-` makes Codex read the prompt from stdin (no argv size limit, not shown by `ps`).
       input: e.prompt,
-      logins: usesKey2(e.env) ? [] : codexLogin(e.home),
       watch: e.unit === "tokens" || e.unit === "usd",
       async spent(run2) {
         await poll().catch(() => now);
         const totals = run2 && execEvents(run2.stdout).usage || now.totals || (file2.path ? before.resumeTotals ?? zero : null);
         if (!totals) return null;
-        const own2 = shareOf(tally(model(), before.resumeTotals), tally(model(), totals) ?? {});
-        const notes = own2.note ? [own2.note] : [];
+        const notes = [];
         if (run2?.stopped)
           notes.push("usage as Codex recorded it up to the stop (an answer cut off by it is not counted)");
         if (run2 && e.unit === "usd")
           notes.push(
             "Codex reports tokens, not dollars: priced with forkflush prices and checked after each model response"
           );
-        const tallied = {
-          tally: own2.share,
-          turns: file2.path ? now.modelCalls - before.modelCalls : null,
-          notes
-        };
-        return tallied;
+        const turns = file2.path ? now.modelCalls - before.modelCalls : null;
+        return spentSince(tally(model(), before.resumeTotals), tally(model(), totals) ?? {}, { turns, notes });
       },
       noUsage: () => "Codex recorded no session: usage unknown",
       // At the turn limit and the model has asked for a tool: the next thing Codex does is ask it again.
@@ -34315,11 +34395,9 @@ var tally = (model, t) => t && { [model]: { input: t.input, cached: t.cached, wr
 function codexArgs(e, threadId) {
   return [
     ...["exec", "--json", "--skip-git-repo-check", "-C", e.workdir],
-    // In forkflush's sandbox Codex's own is off: nested inside a stronger one, and it cannot start
-    // there (Codex runs bubblewrap itself). Without it, Codex's confines writes to the workspace, and
-    // lets "$FORKFLUSH_GRADE" reach forkflush over a Unix socket (sandbox_workspace_write.network_access).
+    // Its own sandbox (bubblewrap) cannot start inside forkflush's; without that, it confines writes and
+    // lets "$FORKFLUSH_GRADE" reach forkflush's socket (network_access).
     ...e.confined ? ["--sandbox", "danger-full-access"] : ["--sandbox", "workspace-write", "-c", "sandbox_workspace_write.network_access=true"],
-    // Never stop to ask for approval (exec's default; stated so a user config cannot change it).
     ...["-c", 'approval_policy="never"'],
     ...e.agent.model ? ["-m", e.agent.model] : [],
     ...e.agent.args,
@@ -34503,14 +34581,12 @@ async function readUsage(file2) {
 import { randomUUID as randomUUID2 } from "node:crypto";
 import { mkdir as mkdir5, rm as rm4 } from "node:fs/promises";
 import { dirname as dirname5, join as join6 } from "node:path";
-var NO_LOGIN = 'Copilot CLI has no login: set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`\'s own';
 var NANO_AIU_PER_CREDIT = 1e9;
 var USD_PER_CREDIT = 0.01;
 var MIN_AI_CREDITS = 30;
-var MAX_PROMPT_ARG = 1e5;
 var copilot = defineSpec({
   kind: "copilot",
-  name: "Copilot",
+  name: "Copilot CLI",
   cli: {
     executable: "copilot",
     install: "npm i -g @github/copilot",
@@ -34538,7 +34614,12 @@ var copilot = defineSpec({
     ],
     notProxied: "its GitHub login (COPILOT_GITHUB_TOKEN), which the CLI trades with GitHub for Copilot tokens itself; COPILOT_PROVIDER_API_KEY_COMMAND and keys in COPILOT_PROVIDER_HEADERS"
   },
-  missingLogin: (env) => env.COPILOT_GITHUB_TOKEN || env.COPILOT_PROVIDER_BASE_URL ? null : NO_LOGIN,
+  login: {
+    keys: ["COPILOT_GITHUB_TOKEN"],
+    other: ["COPILOT_PROVIDER_BASE_URL"],
+    lacks: "login",
+    how: 'set COPILOT_GITHUB_TOKEN (a fine-grained personal access token with the "Copilot Requests" permission), or COPILOT_PROVIDER_BASE_URL for a model provider of your own. GH_TOKEN and GITHUB_TOKEN never reach an agent (they are forge credentials), nor does `copilot login`\'s own'
+  },
   session: { id: UUID },
   async resume(e, record2, id) {
     const events = await readRegular(eventsPath(e.home, id), MAX_AGENT_FILE_BYTES);
@@ -34618,6 +34699,12 @@ var copilot = defineSpec({
   finalMessage: (stdout) => lastText(stdout, (e) => e.type === "assistant.message" && isRecord2(e.data) && e.data.content)
 });
 var eventsPath = (home, id) => join6(home, "session-state", id, "events.jsonl");
+var tokensOf = (u) => ({
+  input: count2(u.inputTokens),
+  cached: count2(u.cacheReadTokens),
+  written: count2(u.cacheWriteTokens),
+  output: count2(u.outputTokens)
+});
 function spentOf(t) {
   return { tally: t.models, ...t.nanoAiu > 0 ? { costUsd: t.nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT } : {} };
 }
@@ -34646,13 +34733,7 @@ function parseUsageFile(text) {
   for (const [model, m] of Object.entries(json2.modelMetrics)) {
     if (!isRecord2(m)) continue;
     const u = isRecord2(m.usage) ? m.usage : {};
-    addUse(models, model, {
-      input: count2(u.inputTokens),
-      cached: count2(u.cacheReadTokens),
-      written: count2(u.cacheWriteTokens),
-      output: count2(u.outputTokens),
-      calls: count2(isRecord2(m.requests) ? m.requests.count : 0)
-    });
+    addUse(models, model, { ...tokensOf(u), calls: count2(isRecord2(m.requests) ? m.requests.count : 0) });
   }
   return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count2(json2.totalNanoAiu) };
 }
@@ -34667,14 +34748,7 @@ function summarizeEvents(events) {
   for (const e of events) {
     if (e.type === "assistant.turn_start") turns++;
     const u = e.type === "session.usage_record" && isRecord2(e.data) && isRecord2(e.data.usage) ? e.data.usage : null;
-    if (u)
-      addUse(models, typeof u.model === "string" ? u.model : "unknown", {
-        input: count2(u.inputTokens),
-        cached: count2(u.cacheReadTokens),
-        written: count2(u.cacheWriteTokens),
-        output: count2(u.outputTokens),
-        calls: 1
-      });
+    if (u) addUse(models, typeof u.model === "string" ? u.model : "unknown", { ...tokensOf(u), calls: 1 });
   }
   return { turns, totals: { models, nanoAiu: 0 } };
 }
@@ -34830,8 +34904,7 @@ function partsText(content) {
 
 // src/agents/gemini.ts
 var EXIT_TURN_LIMIT = 53;
-var MAX_ARGV_PROMPT = 1e5;
-var usesKey3 = (env) => Boolean(env.GEMINI_API_KEY || env.GOOGLE_API_KEY || env.GOOGLE_GENAI_USE_VERTEXAI === "true");
+var KEYS = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI=true"];
 var gemini = defineSpec({
   kind: "gemini",
   name: "Gemini CLI",
@@ -34856,7 +34929,11 @@ var gemini = defineSpec({
     routes: [GEMINI],
     notProxied: "Login with Google (oauth_creds.json), whose token the CLI refreshes itself; Vertex AI's Google Cloud credentials"
   },
-  missingLogin: (env) => usesKey3(env) || hasLogin(geminiLogin(""), process.env) ? null : "Gemini CLI has no API key and no login: set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)",
+  login: {
+    keys: KEYS,
+    files: geminiLogin,
+    how: "set GEMINI_API_KEY, or log in with Google in `gemini` (forkflush copies ~/.gemini/oauth_creds.json into each episode), or put that file in GEMINI_OAUTH_CREDS, or use Vertex AI (GOOGLE_GENAI_USE_VERTEXAI=true)"
+  },
   session: { id: /^[A-Za-z0-9_-]+$/ },
   async resume(e, _record2, id) {
     const dir = join8(e.home, ".gemini");
@@ -34868,24 +34945,23 @@ var gemini = defineSpec({
     if (!isResumable(best.record.messages)) return { unusable: `conversation ${id} held no prompt yet` };
     const chats = join8(dir, "tmp", await projectSlug(dir, await realpath2(e.workdir)), "chats");
     await mkdir6(chats, { recursive: true });
-    for (const f of files) {
-      if (f === best && dirname6(f.path) !== chats) await rename3(f.path, join8(chats, basename2(f.path)));
-      else if (f !== best && !isResumable(f.record.messages)) await rm5(f.path, { force: true });
+    for (const f2 of files) {
+      if (f2 === best && dirname6(f2.path) !== chats) await rename3(f2.path, join8(chats, basename2(f2.path)));
+      else if (f2 !== best && !isResumable(f2.record.messages)) await rm5(f2.path, { force: true });
     }
-    return { sessionId: id, before: new Set(files.flatMap((f) => [...f.record.written.keys()])) };
+    return { sessionId: id, before: new Set(files.flatMap((f2) => [...f2.record.written.keys()])) };
   },
   async start(e, saved) {
     const dir = join8(e.home, ".gemini");
     const id = saved?.sessionId ?? randomUUID3();
     const before = saved?.before ?? /* @__PURE__ */ new Set();
-    const logins = usesKey3(e.env) ? [] : geminiLogin(dir);
     await mkdir6(dir, { recursive: true });
-    const auth = hasLogin(logins, process.env) ? "oauth-personal" : e.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
+    const auth = !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env) ? "oauth-personal" : e.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
     await writeFile4(join8(dir, "settings.json"), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}
 `);
     await rm5(join8(dir, "projects.json.lock"), { recursive: true, force: true });
-    const viaStdin = Buffer.byteLength(e.prompt) > MAX_ARGV_PROMPT;
-    const sessions = async () => (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
+    const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
+    const sessions = async () => (await sessionFiles(dir, id)).map((f2) => f2.record).filter((r) => r.sessionId === id);
     return {
       args: [
         ...e.agent.model ? ["--model", e.agent.model] : [],
@@ -34897,7 +34973,6 @@ var gemini = defineSpec({
       ],
       env: { GEMINI_CLI_HOME: e.home, GEMINI_TELEMETRY_ENABLED: "false" },
       input: viaStdin ? e.prompt : "",
-      logins,
       pollMs: 1e3,
       watch: e.unit === "tokens" || e.unit === "usd",
       async spent(run2) {
@@ -34925,11 +35000,11 @@ var gemini = defineSpec({
     return text !== null;
   }
 });
-function geminiLogin(episodeGeminiDir, env = process.env) {
+function geminiLogin(episodeHome, env = process.env) {
   const dir = join8(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
   const file2 = (name2, fromEnv) => ({
     from: join8(dir, name2),
-    to: join8(episodeGeminiDir, name2),
+    to: join8(episodeHome, ".gemini", name2),
     ...fromEnv ? { fromEnv } : {}
   });
   return [file2("oauth_creds.json", "GEMINI_OAUTH_CREDS"), file2("google_accounts.json")];
@@ -35068,20 +35143,7 @@ var opencode = defineSpec({
     secret: { name: "ANTHROPIC_API_KEY", note: "or the key of opencode's provider, or OPENCODE_AUTH_CONTENT" }
   },
   // Its own switches and inline config, and the keys of the providers it knows.
-  passEnv: [
-    "OPENCODE_*",
-    "ANTHROPIC_*",
-    "OPENAI_*",
-    "GEMINI_*",
-    "GOOGLE_*",
-    "OPENROUTER_*",
-    "GROQ_*",
-    "MISTRAL_*",
-    "DEEPSEEK_*",
-    "XAI_*",
-    "AZURE_*",
-    "AWS_*"
-  ],
+  passEnv: ["OPENCODE_*", ...PROVIDER_ENV, "GOOGLE_*", "AWS_*"],
   egress: {
     // Its catalogue, and npm: it installs a provider's SDK package when the provider is first used.
     hosts: [...PROVIDER_HOSTS, "models.dev", "registry.npmjs.org"],
@@ -35105,8 +35167,8 @@ var opencode = defineSpec({
     return { sessionId: id };
   },
   async start(e, saved) {
-    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     const run2 = emptyRun();
+    const read2 = await followLog(e.logFile, (line) => addEvents(run2, line));
     const model = e.agent.model ?? "unknown";
     return {
       args: [
@@ -35119,8 +35181,7 @@ var opencode = defineSpec({
       input: e.prompt,
       logins: opencodeLogin(e.contextDir),
       async spent(done) {
-        if (done) for await (const line of log.remaining()) addEvents(run2, line);
-        else for (const line of await log.lines()) addEvents(run2, line);
+        await read2(done !== void 0);
         const tally2 = {};
         if (run2.steps > 0)
           addUse(tally2, model, { ...run2.tokens, ...run2.costUsd > 0 ? { costUsd: run2.costUsd } : {} });
@@ -35267,7 +35328,11 @@ function inlineProviders(env, placeholder2) {
 import { randomUUID as randomUUID4 } from "node:crypto";
 import { mkdir as mkdir7, readdir as readdir5, realpath as realpath3, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
 import { join as join10 } from "node:path";
-var tallyOf2 = (model, t) => addUse({}, model, { input: count2(t.input), cached: count2(t.cached), output: count2(t.output) });
+var tokensOf2 = (u) => ({
+  input: count2(u.input_tokens),
+  cached: count2(u.cache_read_input_tokens),
+  output: count2(u.output_tokens)
+});
 var PROVIDERS = [
   ["OPENAI_API_KEY", "openai"],
   ["ANTHROPIC_API_KEY", "anthropic"],
@@ -35300,7 +35365,12 @@ var qwenCode = defineSpec({
     routes: [OPENAI, ANTHROPIC, { ...GEMINI, keys: [{ name: "GEMINI_API_KEY", headers: ["x-goog-api-key"] }] }],
     notProxied: "DASHSCOPE_API_KEY, which its web search sends to an https:// endpoint only (the proxy is plain HTTP on the loopback); a key in agent.args (--openai-api-key)"
   },
-  missingLogin: (env, agent) => PROVIDERS.some(([key2]) => env[key2]) || agent.args.some((a) => a.startsWith("--auth-type") || a.startsWith("--openai-api-key")) ? null : "Qwen Code has no API key: set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY",
+  login: {
+    keys: PROVIDERS.map(([key2]) => key2),
+    args: /^--(?:auth-type|openai-api-key)/,
+    lacks: "API key",
+    how: "set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY"
+  },
   session: { id: UUID },
   async resume(e, record2, id) {
     const projects = join10(e.home, "projects");
@@ -35321,7 +35391,11 @@ var qwenCode = defineSpec({
         qwen_version: null
       };
       await writeFile5(join10(to, `${id}.runtime.json`), JSON.stringify(status));
-      return { id, baseline: isRecord2(record2?.totals) ? tallyOf2("carried", record2.totals) : null };
+      const t = isRecord2(record2?.totals) ? record2.totals : null;
+      return {
+        id,
+        baseline: t && addUse({}, "carried", { input: count2(t.input), cached: count2(t.cached), output: count2(t.output) })
+      };
     }
     return { unusable: `session ${id} is not in the context folder` };
   },
@@ -35337,24 +35411,16 @@ var qwenCode = defineSpec({
     await writeFile5(join10(e.home, "settings.json"), `${JSON.stringify(settings2, null, 2)}
 `);
     const auth = PROVIDERS.find(([key2]) => e.env[key2])?.[1];
-    const log = new GrowingFile(e.logFile, await sizeOf(e.logFile));
     const tally2 = {};
     let model = e.agent.model ?? "unknown";
     let totals = null;
-    const read2 = async () => {
-      for (const line of await log.lines())
-        for (const ev of jsonLines(line)) {
-          if (ev.type === "system" && typeof ev.model === "string") model = e.agent.model ?? ev.model;
-          const u = ev.type === "assistant" && isRecord2(ev.message) && isRecord2(ev.message.usage) ? ev.message.usage : null;
-          if (u)
-            addUse(tally2, model, {
-              input: count2(u.input_tokens),
-              cached: count2(u.cache_read_input_tokens),
-              output: count2(u.output_tokens),
-              calls: 1
-            });
-        }
-    };
+    const read2 = await followLog(e.logFile, (line) => {
+      for (const ev of jsonLines(line)) {
+        if (ev.type === "system" && typeof ev.model === "string") model = e.agent.model ?? ev.model;
+        const u = ev.type === "assistant" && isRecord2(ev.message) && isRecord2(ev.message.usage) ? ev.message.usage : null;
+        if (u) addUse(tally2, model, { ...tokensOf2(u), calls: 1 });
+      }
+    });
     return {
       args: [
         ...["--output-format", "stream-json", "--approval-mode", "yolo", "--chat-recording"],
@@ -35369,14 +35435,13 @@ var qwenCode = defineSpec({
       input: e.prompt,
       env: { QWEN_HOME: e.home, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" },
       async spent(run2) {
-        await read2();
+        await read2(run2 !== void 0);
         const r = run2 ? readStream(run2.stdout).result : null;
         const u = run2 ? [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord2(x.usage))?.usage : null;
         if (!isRecord2(u)) return { tally: tally2 };
-        totals = tallyOf2(model, { input: u.input_tokens, cached: u.cache_read_input_tokens, output: u.output_tokens });
+        totals = addUse({}, model, tokensOf2(u));
         const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] } : null;
-        const own2 = shareOf(before, totals);
-        return { tally: own2.share, turns: r?.turns ?? null, ...own2.note ? { notes: [own2.note] } : {} };
+        return spentSince(before, totals, { turns: r?.turns ?? null });
       },
       ending(run2) {
         const r = readStream(run2.stdout).result;
@@ -35403,7 +35468,7 @@ import { mkdir as mkdir8, readdir as readdir6, rm as rm6, writeFile as writeFile
 import { join as join11 } from "node:path";
 var RECORD_FILE = "session.json";
 function adapterOf(spec, agent) {
-  const missingLogin = (env) => spec.missingLogin?.(env, agent) ?? null;
+  const missingLogin = (env) => loginMissing(spec, env, agent);
   return {
     kind: spec.kind,
     passEnv: spec.passEnv,
@@ -35421,6 +35486,11 @@ function adapterOf(spec, agent) {
       return settleBounds(s, await runSession(spec, agent, s), agent.max_turns);
     }
   };
+}
+function loginMissing(spec, env, agent) {
+  const l = spec.login;
+  const logsIn = !l || anySet([...l.keys, ...l.other ?? []], env) || agent.args.some((a) => l.args?.test(a)) || l.files && hasLogin(l.files(""), process.env);
+  return logsIn ? null : `${spec.name} has no ${l.lacks ?? "API key and no login"}: ${l.how}`;
 }
 async function openContext(contextDir, agent, resume) {
   const entries = await readdir6(contextDir).catch(() => []);
@@ -35546,7 +35616,9 @@ async function attempt(spec, e, saved, timeoutMs) {
   const timer = watched2 || cli.bounds ? setInterval(() => void check2(), cli.pollMs ?? 250) : void 0;
   const env = { ...e.env, ...forkflushVars(e), ...cli.env };
   for (const name2 of cli.unset ?? []) delete env[name2];
-  const logins = cli.logins ? await installLogins(cli.logins, process.env) : [];
+  const login = spec.login;
+  const files = cli.logins ?? (login?.files && !anySet(login.keys, e.env) ? login.files(e.home) : []);
+  const logins = await installLogins(files, process.env);
   try {
     const run2 = await e.spawn(cli.executable ?? e.executable, cli.args, {
       cwd: cli.cwd ?? e.workdir,
@@ -35885,7 +35957,13 @@ function renderPrompt(p) {
     ...carried && p.losersAdded !== void 0 ? [
       `forkflush added to ${c.journal} what the branches that lost round ${p.losersAdded} wrote in their journals, in a section of its own: ideas already tried, quoted, not checked.`
     ] : [],
-    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : []
+    ...carried && p.episode.directive ? ["For this branch: try a substantially different approach from those the journal describes."] : [],
+    // A writer's words (a review of the run's pull request), quoted as data like the task.
+    ...p.episode.asked ? [
+      `For this round, someone with write access to the repository asked you to try this:
+
+${quoteTask(p.episode.asked)}`
+    ] : []
   ];
   return [text, ...notes].join("\n\n");
 }
@@ -36206,7 +36284,7 @@ async function untrackedPaths(own2, dir, index, o = {}) {
 }
 async function rewriteFiles(own2, dir, index, files) {
   if (files.length === 0) return;
-  for (const f of files) await rm7(join12(dir, f), { recursive: true, force: true });
+  for (const f2 of files) await rm7(join12(dir, f2), { recursive: true, force: true });
   await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
 }
 function excludePatterns(paths) {
@@ -36574,6 +36652,45 @@ var HOP = [
 var Refused = class extends Error {
 };
 async function startEgressProxy(o) {
+  const out = egressWay(o.env);
+  const proxy = createServer();
+  proxy.on("connect", connectHandler(o, out));
+  proxy.on("request", requestHandler(o, out));
+  const servers = { proxy };
+  const agents = [];
+  for (const route of o.routes) {
+    const server = createServer();
+    const forward = routeForwarder(route, out.machine, out.track);
+    if (forward.agent) agents.push(forward.agent);
+    server.on("request", forward.handle);
+    server.on(
+      "connect",
+      (_req, client) => hangUp(client, "HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n")
+    );
+    servers[route.name] = server;
+  }
+  const close = async () => {
+    for (const server of Object.values(servers)) server.close();
+    for (const s of out.sockets) s.destroy();
+    for (const a of agents) a.destroy();
+    if (o.socketDir) await rm9(o.socketDir, { recursive: true, force: true });
+  };
+  const listeners = {};
+  try {
+    for (const [name2, server] of Object.entries(servers)) {
+      server.maxConnections = EGRESS_MAX_CONNECTIONS;
+      server.headersTimeout = EGRESS_HEADERS_TIMEOUT_MS;
+      server.on("connection", (s) => out.track(s));
+      server.on("clientError", (_e, s) => s.destroy());
+      listeners[name2] = await listen(server, o.socketDir ? join14(o.socketDir, `${name2}.sock`) : null);
+    }
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { listeners, refused: () => out.refused, close };
+}
+function egressWay(env) {
   const refused = /* @__PURE__ */ new Map();
   const sockets = /* @__PURE__ */ new Set();
   const track = (s) => {
@@ -36581,11 +36698,11 @@ async function startEgressProxy(o) {
     s.once("close", () => sockets.delete(s));
     return s;
   };
-  const refuse = (target) => {
+  const refuse2 = (target) => {
     const key2 = refused.has(target) || refused.size < EGRESS_MAX_REFUSED_TARGETS ? target : "other targets";
     refused.set(key2, (refused.get(key2) ?? 0) + 1);
   };
-  const machine = machineProxy(o.env);
+  const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
   const open4 = (host, port, reach, tls) => dials(async () => {
     const via = machine.for(host, tls);
@@ -36594,19 +36711,21 @@ async function startEgressProxy(o) {
     if (reach === "wildcard" && isInternal(address)) throw new Refused(`${host} is at an internal address`);
     return track(await dial(address, port));
   });
-  const proxy = createServer();
-  proxy.on("connect", (req, client, head) => {
-    track(client);
+  return { refused, sockets, track, refuse: refuse2, machine, open: open4 };
+}
+function connectHandler(o, out) {
+  return (req, client, head) => {
+    out.track(client);
     client.on("error", () => client.destroy());
     const target = authority(req.url ?? "");
     if (!target) return hangUp(client, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
     const label = `${target.host}:${target.port}`;
     const reach = o.reach(target.host, target.port);
     if (!reach) {
-      refuse(label);
+      out.refuse(label);
       return hangUp(client, refusal(label));
     }
-    open4(target.host, target.port, reach, true).then(
+    out.open(target.host, target.port, reach, true).then(
       (upstream) => {
         if (client.destroyed) return void upstream.destroy();
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -36614,12 +36733,14 @@ async function startEgressProxy(o) {
         splice(client, upstream);
       },
       (e) => {
-        if (e instanceof Refused) refuse(label);
+        if (e instanceof Refused) out.refuse(label);
         hangUp(client, e instanceof Refused ? refusal(label, e.message) : failure2(label, e));
       }
     );
-  });
-  proxy.on("request", (req, res) => {
+  };
+}
+function requestHandler(o, out) {
+  return (req, res) => {
     let url2;
     try {
       url2 = new URL(req.url ?? "");
@@ -36632,14 +36753,14 @@ async function startEgressProxy(o) {
     const label = `${host}:${port}`;
     const reach = o.reach(host, port);
     if (!reach) {
-      refuse(label);
+      out.refuse(label);
       return void answer(res, 403, `forkflush: ${label} is not allowed (sandbox.network)`);
     }
     const headers = forwarded2(req.headers);
     headers.host = url2.host;
-    const via = machine.for(host, false);
+    const via = out.machine.for(host, false);
     if (via) return relayThroughProxy(req, res, via, url2.href, headers, null);
-    open4(host, port, reach, false).then(
+    out.open(host, port, reach, false).then(
       (socket) => relay(
         req,
         res,
@@ -36652,44 +36773,11 @@ async function startEgressProxy(o) {
         null
       ),
       (e) => {
-        if (e instanceof Refused) refuse(label);
+        if (e instanceof Refused) out.refuse(label);
         answer(res, e instanceof Refused ? 403 : 502, `forkflush: ${label}: ${e.message}`);
       }
     );
-  });
-  const servers = { proxy };
-  const agents = [];
-  for (const route of o.routes) {
-    const server = createServer();
-    const forward = routeForwarder(route, machine, track);
-    if (forward.agent) agents.push(forward.agent);
-    server.on("request", forward.handle);
-    server.on(
-      "connect",
-      (_req, client) => hangUp(client, "HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n")
-    );
-    servers[route.name] = server;
-  }
-  const close = async () => {
-    for (const server of Object.values(servers)) server.close();
-    for (const s of sockets) s.destroy();
-    for (const a of agents) a.destroy();
-    if (o.socketDir) await rm9(o.socketDir, { recursive: true, force: true });
   };
-  const listeners = {};
-  try {
-    for (const [name2, server] of Object.entries(servers)) {
-      server.maxConnections = EGRESS_MAX_CONNECTIONS;
-      server.headersTimeout = 3e4;
-      server.on("connection", (s) => track(s));
-      server.on("clientError", (_e, s) => s.destroy());
-      listeners[name2] = await listen(server, o.socketDir ? join14(o.socketDir, `${name2}.sock`) : null);
-    }
-  } catch (e) {
-    await close();
-    throw e;
-  }
-  return { listeners, refused: () => refused, close };
 }
 function routeForwarder(route, machine, track) {
   let base = null;
@@ -37227,10 +37315,29 @@ ${grading.stderr}`;
 
 // src/worker/grade-service.ts
 async function startGradeService(args) {
-  let count3 = 0;
-  let queue = Promise.resolve();
   const closing = new AbortController();
   const secret = randomBytes2(24).toString("hex");
+  const grading = gradingServer(args, secret, closing.signal);
+  const { socketDir, socket } = await listenInTmp(grading.server);
+  const command2 = await writeClient(args.box, socket, secret);
+  return {
+    command: command2,
+    socketDir,
+    evaluations: grading.count,
+    close: async () => {
+      closing.abort();
+      await new Promise((resolve8) => {
+        grading.server.closeAllConnections();
+        grading.server.close(() => resolve8());
+      });
+      await grading.queue();
+      await rm11(socketDir, { recursive: true, force: true });
+    }
+  };
+}
+function gradingServer(args, secret, closing) {
+  let count3 = 0;
+  let queue = Promise.resolve();
   const server = createServer2((req, res) => {
     if (req.method !== "POST" || req.url !== "/grade") {
       res.writeHead(404).end();
@@ -37241,7 +37348,7 @@ async function startGradeService(args) {
       return;
     }
     const job = queue.then(async () => {
-      if (closing.signal.aborted) {
+      if (closing.aborted) {
         return { exitCode: 3, stdout: "", stderr: "forkflush: the episode has ended; no more gradings\n" };
       }
       if (count3 >= args.limit) {
@@ -37254,7 +37361,7 @@ async function startGradeService(args) {
         };
       }
       count3 += 1;
-      const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing.signal);
+      const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
 ` : "";
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
@@ -37269,6 +37376,9 @@ async function startGradeService(args) {
   });
   server.maxConnections = GRADE_SERVICE_MAX_CONNECTIONS;
   server.maxRequestsPerSocket = 1;
+  return { server, count: () => count3, queue: () => queue };
+}
+async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
   const socket = join15(socketDir, "grade.sock");
@@ -37277,8 +37387,11 @@ async function startGradeService(args) {
     server.listen(socket, resolve8);
   });
   await chmod3(socket, 438);
-  const client = join15(args.box, "grade-client.mjs");
-  const command2 = join15(args.box, "grade");
+  return { socketDir, socket };
+}
+async function writeClient(box, socket, secret) {
+  const client = join15(box, "grade-client.mjs");
+  const command2 = join15(box, "grade");
   await writeFile9(
     client,
     // node:http starts faster than fetch (undici), and every evaluation pays for this start-up.
@@ -37307,20 +37420,7 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
 `
   );
   await chmod3(command2, 493);
-  return {
-    command: command2,
-    socketDir,
-    evaluations: () => count3,
-    close: async () => {
-      closing.abort();
-      await new Promise((resolve8) => {
-        server.closeAllConnections();
-        server.close(() => resolve8());
-      });
-      await queue;
-      await rm11(socketDir, { recursive: true, force: true });
-    }
-  };
+  return command2;
 }
 
 // src/worker/hidden-paths.ts
@@ -37809,11 +37909,37 @@ async function exists(path) {
 
 // src/worker/judge.ts
 async function judge(job, tree, env, swept) {
+  const bench = await judgeBench(job, tree);
+  try {
+    let setupLog;
+    if (job.config.setup.commands.length > 0) {
+      const setup = await setupInJudge(bench, swept);
+      setupLog = setup.log;
+      if (setup.failure) {
+        return { ...NO_GRADING, reason: `in the judge's checkout, ${setup.failure}`, setupLog, setupFailed: true };
+      }
+    }
+    const grading = await gradeInJudge(bench, env);
+    const left = await sweepTree(bench.dir, job.signal);
+    addCleaned(swept, left.cleaned);
+    const written = await writtenUnderProtected(bench, left.paths);
+    const result = written.length > 0 && grading.score !== null ? {
+      ...grading,
+      score: null,
+      reason: `the graded code wrote under protected paths while the grader ran: ${listSome(written, JUDGE_WRITTEN_NAMED_MAX)}`
+    } : grading;
+    return { ...result, ...setupLog !== void 0 ? { setupLog } : {} };
+  } finally {
+    bench.account.release();
+    for (const d of [bench.dir, bench.tmp]) await removeTree(d).catch(() => {
+    });
+  }
+}
+async function judgeBench(job, tree) {
   const { config: config2, places, isolation } = job;
   const dir = join20(job.scratchDir, "judge");
   const tmp = join20(job.scratchDir, "judge-tmp");
   const index = join20(job.scratchDir, "judge.index");
-  const source = job.env ?? process.env;
   await checkoutInto(job.own, tree, dir, index).catch(async (e) => {
     await removeTree(dir).catch(() => {
     });
@@ -37821,7 +37947,6 @@ async function judge(job, tree, env, swept) {
   });
   await removeTree(tmp);
   await mkdir12(join20(tmp, "home"), { recursive: true });
-  const sandbox = isolation.sandbox;
   const agentPlaces = [
     places.workspace,
     places.context,
@@ -37829,68 +37954,74 @@ async function judge(job, tree, env, swept) {
     ...places.objects,
     ...config2.sandbox.write.map(expandHome)
   ];
-  const judgePlaces = { objects: [], private: places.private };
   const protectedGlobs = [...config2.grader.protected, ...job.alsoProtected ?? [CONFIG_PATH]];
   const treeFiles = (await job.own.out(["ls-tree", "-r", "-z", "--name-only", tree])).split("\0").filter(Boolean);
-  const protectedFiles = treeFiles.filter((f) => matchesAny(f, protectedGlobs));
-  const madeAtProtectedPaths = async () => (await untrackedPaths(job.own, dir, index, { folders: false })).filter((p) => matchesAny(p, protectedGlobs));
-  const listSome = (paths, n) => `${paths.slice(0, n).join(", ")}${paths.length > n ? ", ..." : ""}`;
-  const account = sandbox?.account() ?? NO_ACCOUNT;
-  try {
-    let setupLog;
-    if (config2.setup.commands.length > 0) {
-      const setupTmp = join20(job.scratchDir, "judge-setup-tmp");
-      const run2 = await runSetup({
-        config: config2,
-        dir,
-        restore: { own: job.own, index },
-        tmp: setupTmp,
-        source,
-        confine: sandbox ? {
-          sandbox,
-          confinement: { ...setupConfinement(dir, setupTmp, judgePlaces, config2, source, agentPlaces), account }
-        } : void 0,
-        signal: job.signal
-      });
-      addCleaned(swept, run2.cleaned);
-      setupLog = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
+  return {
+    job,
+    dir,
+    tmp,
+    index,
+    source: job.env ?? process.env,
+    sandbox: isolation.sandbox,
+    agentPlaces,
+    judgePlaces: { objects: [], private: places.private },
+    protectedGlobs,
+    treeFiles,
+    // The judge's own account (its setup and its grader), never the agent's: no sibling and no
+    // agent counts against its limits.
+    account: isolation.sandbox?.account() ?? NO_ACCOUNT
+  };
+}
+function confined(b, confinement) {
+  return b.sandbox ? { sandbox: b.sandbox, confinement: { ...confinement(), account: b.account } } : void 0;
+}
+async function madeAtProtectedPaths(b) {
+  const made = await untrackedPaths(b.job.own, b.dir, b.index, { folders: false });
+  return made.filter((p) => matchesAny(p, b.protectedGlobs));
+}
+async function setupInJudge(b, swept) {
+  const { job, dir, index, source } = b;
+  const setupTmp = join20(job.scratchDir, "judge-setup-tmp");
+  const run2 = await runSetup({
+    config: job.config,
+    dir,
+    restore: { own: job.own, index },
+    tmp: setupTmp,
+    source,
+    confine: confined(b, () => setupConfinement(dir, setupTmp, b.judgePlaces, job.config, source, b.agentPlaces)),
+    signal: job.signal
+  });
+  addCleaned(swept, run2.cleaned);
+  let log = `${run2.log}(setup in the judge's checkout: ${run2.failure ?? "done"})
 `;
-      if (run2.failure) {
-        return { ...NO_GRADING, reason: `in the judge's checkout, ${run2.failure}`, setupLog, setupFailed: true };
-      }
-      const planted = await madeAtProtectedPaths();
-      for (const p of planted) await removeTree(join20(dir, p));
-      if (planted.length > 0) setupLog += `(removed what setup made under protected paths: ${listSome(planted, 5)})
+  if (run2.failure) return { log, failure: run2.failure };
+  const planted = await madeAtProtectedPaths(b);
+  for (const p of planted) await removeTree(join20(dir, p));
+  if (planted.length > 0)
+    log += `(removed what setup made under protected paths: ${listSome(planted, JUDGE_PLANTED_NAMED_MAX)})
 `;
-      await rewriteFiles(job.own, dir, index, protectedFiles);
-    }
-    const fixed = sandbox ? judgeFixedPaths(treeFiles, protectedGlobs) : void 0;
-    const grading = await runGrader(
-      config2,
-      dir,
-      { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
-      sandbox ? {
-        sandbox,
-        confinement: { ...graderConfinement(dir, tmp, judgePlaces, config2, source, agentPlaces, fixed), account }
-      } : void 0,
-      job.signal
-    );
-    const left = await sweepTree(dir, job.signal);
-    addCleaned(swept, left.cleaned);
-    const tracked = new Set(treeFiles);
-    const sweptThere = left.paths.filter((p) => !tracked.has(p) && matchesAny(p, protectedGlobs));
-    const written = [...sweptThere, ...await madeAtProtectedPaths()];
-    const result = written.length > 0 && grading.score !== null ? {
-      ...grading,
-      score: null,
-      reason: `the graded code wrote under protected paths while the grader ran: ${listSome(written, 3)}`
-    } : grading;
-    return { ...result, ...setupLog !== void 0 ? { setupLog } : {} };
-  } finally {
-    account.release();
-    for (const d of [dir, tmp]) await removeTree(d).catch(() => {
-    });
-  }
+  const protectedFiles = b.treeFiles.filter((f2) => matchesAny(f2, b.protectedGlobs));
+  await rewriteFiles(job.own, dir, index, protectedFiles);
+  return { log };
+}
+function gradeInJudge(b, env) {
+  const { job, dir, tmp, sandbox } = b;
+  const fixed = sandbox ? judgeFixedPaths(b.treeFiles, b.protectedGlobs) : void 0;
+  return runGrader(
+    job.config,
+    dir,
+    { ...env, ...privateTmp(tmp, sandbox !== null), ...JUDGE_PYTHON },
+    confined(b, () => graderConfinement(dir, tmp, b.judgePlaces, job.config, b.source, b.agentPlaces, fixed)),
+    job.signal
+  );
+}
+async function writtenUnderProtected(b, swept) {
+  const tracked = new Set(b.treeFiles);
+  const sweptThere = swept.filter((p) => !tracked.has(p) && matchesAny(p, b.protectedGlobs));
+  return [...sweptThere, ...await madeAtProtectedPaths(b)];
+}
+function listSome(paths, n) {
+  return `${paths.slice(0, n).join(", ")}${paths.length > n ? ", ..." : ""}`;
 }
 var NO_GRADING = { score: null, seconds: 0, exitCode: null, signal: null, stdout: "", stderr: "" };
 var JUDGE_PYTHON = {
@@ -38098,99 +38229,144 @@ async function drive(initial, o) {
   }
 }
 async function driveLocked(initial, options) {
-  let state = initial;
-  const halt = new AbortController();
-  const o = {
-    ...options,
-    isolation: options.isolation ?? await isolationFor(initial.config.sandbox.mode),
-    signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal
-  };
-  const sealKey = await o.store.sealKey();
-  const setupCache = new SetupCache(o.store.path("setup-cache"));
-  const emit = o.onEvent ?? (() => {
-  });
-  let saving = Promise.resolve();
-  const save = () => {
-    const snapshot2 = state;
-    saving = saving.then(() => o.store.save(snapshot2));
-    return saving;
-  };
-  let done = NOTHING_DONE;
-  let working = Promise.resolve();
-  const carry = () => {
-    working = working.then(async () => {
-      for (const item of dueWork(state, done)) {
-        await carryOut(o.forge, state, item);
-        done = markDone(done, item);
-      }
-    });
-    return working;
-  };
-  await o.forge.createLineages(state);
+  const d = await Driver.open(initial, options);
+  await d.o.forge.createLineages(d.state);
   for (; ; ) {
-    const advanced = advance(state, (s, next) => stopBefore(s, next) !== null);
-    state = await recordLosers(advanced.state, (commit) => o.forge.journalAt(commit, state.config.journal));
-    if (advanced.steps.length > 0 || state !== advanced.state) await save();
-    await carry();
-    for (const step of advanced.steps) {
-      if (step.type === "open") emit({ type: "round", state, round: roundOf2(state, step.round.index) });
-      if (step.type === "decide") emit({ type: "decided", state, round: roundOf2(state, step.round) });
-    }
-    if (advanced.steps.some((s) => s.type === "decide")) await writeReports(o.store, state);
-    const actions = reconcile(state);
-    const failure3 = stopBefore(state, actions[0]);
+    await d.advanceCore();
+    const actions = reconcile(d.state);
+    const failure3 = stopBefore(d.state, actions[0]);
     if (failure3) {
-      await save();
-      await writeReports(o.store, state);
-      return { state, interrupted: false, stopped: failure3 };
+      await d.save();
+      await writeReports(d.o.store, d.state);
+      return { state: d.state, interrupted: false, stopped: failure3 };
     }
-    if (o.signal.aborted) return { state, interrupted: true };
+    if (d.o.signal.aborted) return { state: d.state, interrupted: true };
     const first = actions[0];
     if (first?.type !== "run") break;
-    const round2 = roundOf2(state, first.round);
     const ids = new Set(actions.map((a) => a.type === "run" ? a.episode : ""));
-    const pending = round2.episodes.filter((e) => ids.has(e.id));
-    let problem2;
-    const interrupted = await runPool(pending, o.info.concurrency, async (e) => {
-      if (halt.signal.aborted) return false;
-      let started = false;
-      const starting = async () => {
-        state = recordStart(state, e.id);
-        started = true;
-        await save();
-      };
-      const ended = (s) => started ? takeBackStart(s, e.id) : s;
-      const result = await runOne(state, e, o, sealKey, setupCache, emit, starting);
-      if ("interrupted" in result) {
-        state = ended(applyInterrupted(state, e.id, result.interrupted ?? 0, result.estimated));
-        if (result.problem) {
-          problem2 ??= result.problem;
-          halt.abort("disk");
-        }
-        return false;
-      }
-      state = applyResult(ended(state), e.id, result);
-      await carry();
-      await save();
-      emit({ type: "episode-done", state, episode: e, result });
-      if (stopReason(state)?.code === 2) halt.abort("stop");
-      return true;
-    });
-    if (problem2) {
-      await save().catch(() => {
-      });
-      return { state, interrupted: true, problem: problem2 };
-    }
-    if (interrupted && halt.signal.aborted) continue;
-    if (interrupted) {
-      await save();
-      return { state, interrupted: true };
-    }
+    const ended = await d.runEpisodes(roundOf2(d.state, first.round).episodes.filter((e) => ids.has(e.id)));
+    if (ended) return ended;
   }
-  await writeReports(o.store, state);
-  emit({ type: "finished", state });
-  return { state, interrupted: false };
+  await writeReports(d.o.store, d.state);
+  d.emit({ type: "finished", state: d.state });
+  return { state: d.state, interrupted: false };
 }
+var Driver = class _Driver {
+  constructor(state, o, halt, sealKey, setupCache, emit) {
+    this.state = state;
+    this.o = o;
+    this.halt = halt;
+    this.sealKey = sealKey;
+    this.setupCache = setupCache;
+    this.emit = emit;
+  }
+  state;
+  o;
+  halt;
+  sealKey;
+  setupCache;
+  emit;
+  /** The work the core's decisions call for (core/work.ts) that this process has carried out. */
+  done = NOTHING_DONE;
+  saving = Promise.resolve();
+  working = Promise.resolve();
+  static async open(initial, options) {
+    const halt = new AbortController();
+    const o = {
+      ...options,
+      isolation: options.isolation ?? await isolationFor(initial.config.sandbox.mode),
+      signal: options.signal ? AbortSignal.any([options.signal, halt.signal]) : halt.signal
+    };
+    const sealKey = await o.store.sealKey();
+    const setupCache = new SetupCache(o.store.path("setup-cache"));
+    return new _Driver(initial, o, halt, sealKey, setupCache, o.onEvent ?? (() => {
+    }));
+  }
+  /** Saves are queued so that concurrent episodes never write the state file at once. */
+  save() {
+    const snapshot2 = this.state;
+    this.saving = this.saving.then(() => this.o.store.save(snapshot2));
+    return this.saving;
+  }
+  /**
+   * Carries out the work that is due. What was done lives in this process only: after a restart
+   * it is all carried out again, and each step is idempotent on refs.
+   */
+  carry() {
+    this.working = this.working.then(async () => {
+      for (const item of dueWork(this.state, this.done)) {
+        await carryOut(this.o.forge, this.state, item);
+        this.done = markDone(this.done, item);
+      }
+    });
+    return this.working;
+  }
+  /** The core's own steps, until it waits for episodes; a setup that cannot work stops it first. */
+  async advanceCore() {
+    const advanced = advance(this.state, (s, next) => stopBefore(s, next) !== null);
+    this.state = await recordLosers(
+      advanced.state,
+      (commit) => this.o.forge.journalAt(commit, this.state.config.journal)
+    );
+    if (advanced.steps.length > 0 || this.state !== advanced.state) await this.save();
+    await this.carry();
+    for (const step of advanced.steps) {
+      if (step.type === "open")
+        this.emit({ type: "round", state: this.state, round: roundOf2(this.state, step.round.index) });
+      if (step.type === "decide")
+        this.emit({ type: "decided", state: this.state, round: roundOf2(this.state, step.round) });
+    }
+    if (advanced.steps.some((s) => s.type === "decide")) await writeReports(this.o.store, this.state);
+  }
+  /** Runs the episodes; the drive's result when it must end here, null when the loop goes on. */
+  async runEpisodes(pending) {
+    let problem2;
+    const interrupted = await runPool(
+      pending,
+      this.o.info.concurrency,
+      (e) => this.runPooled(e, (p) => {
+        problem2 ??= p;
+      })
+    );
+    if (problem2) {
+      await this.save().catch(() => {
+      });
+      return { state: this.state, interrupted: true, problem: problem2 };
+    }
+    if (interrupted && this.halt.signal.aborted) return null;
+    if (interrupted) {
+      await this.save();
+      return { state: this.state, interrupted: true };
+    }
+    return null;
+  }
+  /** One episode of the pool: false when it was interrupted (`diskFull` told what the machine refused). */
+  async runPooled(e, diskFull2) {
+    if (this.halt.signal.aborted) return false;
+    let started = false;
+    const starting = async () => {
+      this.state = recordStart(this.state, e.id);
+      started = true;
+      await this.save();
+    };
+    const ended = (s) => started ? takeBackStart(s, e.id) : s;
+    const result = await runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting);
+    if ("interrupted" in result) {
+      this.state = ended(applyInterrupted(this.state, e.id, result.interrupted ?? 0, result.estimated));
+      if (result.problem) {
+        diskFull2(result.problem);
+        this.halt.abort("disk");
+      }
+      return false;
+    }
+    this.state = applyResult(ended(this.state), e.id, result);
+    await this.carry();
+    await this.save();
+    this.emit({ type: "episode-done", state: this.state, episode: e, result });
+    if (stopReason(this.state)?.code === 2) this.halt.abort("stop");
+    return true;
+  }
+};
 function roundOf2(state, index) {
   return state.rounds.find((r) => r.index === index);
 }
@@ -38223,7 +38399,8 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
       ...section ? { journalSection: section } : {},
       setupCache,
       ...sealKey ? { sealKey } : {},
-      ...o.signal ? { signal: o.signal } : {}
+      ...o.signal ? { signal: o.signal } : {},
+      ...o.env ? { env: o.env } : {}
     });
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
@@ -38250,9 +38427,9 @@ async function runPool(items, limit, task) {
 
 // src/local/start.ts
 import { randomInt } from "node:crypto";
-import { appendFile as appendFile4, chmod as chmod5, cp as cp3, lstat as lstat6, mkdir as mkdir16, mkdtemp as mkdtemp4, readdir as readdir11, readFile as readFile9, realpath as realpath5, rm as rm14, stat as stat10 } from "node:fs/promises";
+import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir17, mkdtemp as mkdtemp4, readdir as readdir11, readFile as readFile9, realpath as realpath5, rm as rm15, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
-import { dirname as dirname12, join as join27, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
+import { join as join28, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
 import { cp as cp2, mkdir as mkdir13, readFile as readFile6, realpath as realpath4, stat as stat6 } from "node:fs/promises";
@@ -38446,6 +38623,10 @@ async function exists2(path) {
   );
 }
 
+// src/local/initial-grade.ts
+import { cp as cp3, lstat as lstat6, mkdir as mkdir15, rm as rm13 } from "node:fs/promises";
+import { dirname as dirname11, join as join25 } from "node:path";
+
 // src/local/grader-reads.ts
 import { readdir as readdir9, readFile as readFile7, stat as stat7, utimes as utimes2 } from "node:fs/promises";
 import { join as join23, relative as relative2 } from "node:path";
@@ -38453,12 +38634,12 @@ async function untrackedFiles(dir) {
   const r = await new Git(dir).exec(["ls-files", "--others", "--exclude-standard", "-z"], { check: false });
   if (r.exitCode === 0) return r.stdout.split("\0").filter(Boolean).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
   const entries = await readdir9(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join23(e.parentPath, e.name))).filter((f) => !f.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
+  return entries.filter((e) => e.isFile()).map((e) => relative2(dir, join23(e.parentPath, e.name))).filter((f2) => !f2.split("/").some((part) => part.startsWith(".") || part === "node_modules")).slice(0, UNTRACKED_CANDIDATES_MAX_FILES);
 }
 async function whileWatchingReads(dir, files, grade) {
   const marked = [];
-  for (const f of files) {
-    const path = join23(dir, f);
+  for (const f2 of files) {
+    const path = join23(dir, f2);
     const s = await stat7(path).catch(() => null);
     if (!s?.isFile()) continue;
     const set2 = Math.floor(s.mtimeMs / 1e3) - 1;
@@ -38466,7 +38647,7 @@ async function whileWatchingReads(dir, files, grade) {
       () => true,
       () => false
     ))
-      marked.push({ file: f, atime: s.atime, mtime: s.mtime, set: set2 });
+      marked.push({ file: f2, atime: s.atime, mtime: s.mtime, set: set2 });
   }
   const first = marked[0];
   let recorded = false;
@@ -38489,15 +38670,218 @@ async function whileWatchingReads(dir, files, grade) {
   return { result, read: recorded ? read2 : null };
 }
 
+// src/local/store.ts
+import { chmod as chmod4, mkdir as mkdir14, readdir as readdir10, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile13 } from "node:fs/promises";
+import { join as join24 } from "node:path";
+var SEAL_KEY = "seal.key";
+var RunStore = class _RunStore {
+  constructor(dir) {
+    this.dir = dir;
+  }
+  dir;
+  static runsDir(taskDir) {
+    return join24(taskDir, ".forkflush");
+  }
+  static forRun(taskDir, id) {
+    return new _RunStore(join24(_RunStore.runsDir(taskDir), id));
+  }
+  /** The ids of the runs in a task folder, oldest first. */
+  static async list(taskDir) {
+    const entries = await readdir10(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
+    const ids = [];
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const has = await readFile8(join24(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
+        () => true,
+        () => false
+      );
+      if (has) ids.push(e.name);
+    }
+    return ids.sort();
+  }
+  path(...parts) {
+    return join24(this.dir, ...parts);
+  }
+  /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
+  workspace(episode2) {
+    return this.path("workspaces", episode2);
+  }
+  context(episode2) {
+    return this.path("contexts", episode2);
+  }
+  scratch(episode2) {
+    return this.path("episodes", episode2);
+  }
+  async init(info) {
+    await mkdir14(this.dir, { recursive: true, mode: 448 });
+    await chmod4(this.dir, 448);
+    await writeFile13(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
+      if (e.code !== "EEXIST") throw e;
+    });
+    await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
+  }
+  /** The key that seals this run's result commits; null for a run made before seals. */
+  async sealKey() {
+    const key2 = await readFile8(this.path(SEAL_KEY)).catch(() => null);
+    return key2 && key2.length === 32 ? key2 : null;
+  }
+  /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
+  async info() {
+    const file2 = this.path("run.json");
+    return parseLocalRun(await readRecordFile(file2), file2);
+  }
+  /** The run's state.json, checked like run.json. */
+  async load() {
+    const file2 = this.path("state.json");
+    return parseRunState(await readRecordFile(file2), file2);
+  }
+  async save(state) {
+    await writeAtomic(this.path("state.json"), recordText(STATE_RECORD, state, 1));
+  }
+  /**
+   * Takes the run for this process: two processes driving one run would reset each other's
+   * worktrees. A lock left by a process that is gone is taken over. Returns the release.
+   */
+  async lock() {
+    const file2 = this.path("lock");
+    for (let attempt2 = 0; attempt2 < 2; attempt2++) {
+      try {
+        await writeFile13(file2, String(process.pid), { flag: "wx" });
+        return () => unlink2(file2).catch(() => {
+        });
+      } catch (e) {
+        if (e.code !== "EEXIST") throw e;
+        const pid = Number(await readFile8(file2, "utf8").catch(() => ""));
+        if (pid && pid !== process.pid && isAlive(pid)) {
+          throw new UserError(
+            `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
+          );
+        }
+        await unlink2(file2).catch(() => {
+        });
+      }
+    }
+    throw new UserError(`could not take the lock ${file2}`);
+  }
+  /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
+  async driver() {
+    const pid = Number(await readFile8(this.path("lock"), "utf8").catch(() => ""));
+    return pid && isAlive(pid) ? pid : null;
+  }
+  async write(name2, content) {
+    const file2 = this.path(name2);
+    await writeAtomic(file2, content);
+    return file2;
+  }
+};
+async function readRecordFile(file2) {
+  try {
+    return await readFile8(file2, "utf8");
+  } catch (e) {
+    if (e.code !== "ENOENT") throw e;
+    throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
+  }
+}
+var tmpCount = 0;
+async function writeAtomic(file2, content) {
+  const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
+  await writeFile13(tmp, content);
+  await rename6(tmp, file2);
+}
+
+// src/local/initial-grade.ts
+async function gradeBase(config2, b) {
+  const baseGrade = await b.forge.withCheckout(
+    b.base,
+    "base",
+    (dir, places) => gradeInitial(config2, dir, places, b.isolation, b.store.path("episodes", "base"), b.env)
+  );
+  if (baseGrade.score === null && !b.scratch) {
+    const working = await gradeWorkingTree(config2, b.repo, b.store, b.isolation, b.env);
+    if (working && working.grade.score !== null) throw new UserError(uncommittedGraderInputs(baseGrade, working));
+  }
+  return baseGrade;
+}
+async function gradeInitial(config2, dir, places, isolation, scratch, source) {
+  return withAccount(
+    isolation.sandbox,
+    (account) => gradeInitialAs(account, config2, dir, places, isolation, scratch, source)
+  );
+}
+async function gradeInitialAs(account, ...[config2, dir, places, isolation, scratch, source]) {
+  const tmp = join25(scratch, "tmp");
+  await mkdir15(join25(tmp, "home"), { recursive: true });
+  const env = { ...allowedEnv(source, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
+  const sandbox = isolation.sandbox;
+  const judged2 = { objects: [], private: places.private };
+  const confine = (confinement) => sandbox ? { sandbox, confinement: { ...confinement(), account } } : void 0;
+  if (config2.setup.commands.length > 0) {
+    const setupTmp = join25(scratch, "setup-tmp");
+    const run2 = await runSetup({
+      config: config2,
+      dir,
+      tmp: setupTmp,
+      source,
+      confine: confine(() => setupConfinement(dir, setupTmp, judged2, config2, source))
+    });
+    if (run2.failure) {
+      throw new UserError(
+        `${run2.failure}, in a clean checkout of the initial workspace: every episode would fail the same way. Run setup.commands by hand in a fresh clone, fix them (or what they read), commit, and run again; nothing ran`
+      );
+    }
+  }
+  return runGrader(
+    config2,
+    dir,
+    env,
+    confine(() => graderConfinement(dir, tmp, judged2, config2, source))
+  );
+}
+async function gradeWorkingTree(config2, repo, store, isolation, env) {
+  const git = new Git(repo);
+  if ((await git.out(["status", "--porcelain", "--untracked-files=all"])).trim() === "") return null;
+  const files = (await git.out(["ls-files", "--cached", "--others", "--exclude-standard", "-z"])).split("\0").filter(Boolean);
+  if (files.length > WORKING_TREE_MAX_FILES) return null;
+  const dir = store.workspace("working-tree");
+  const scratch = store.path("episodes", "working-tree");
+  try {
+    let bytes = 0;
+    for (const f2 of files) {
+      const s = await lstat6(join25(repo, f2)).catch(() => null);
+      if (!s || s.isDirectory()) continue;
+      bytes += s.size;
+      if (bytes > WORKING_TREE_MAX_BYTES) return null;
+      await mkdir15(dirname11(join25(dir, f2)), { recursive: true });
+      await cp3(join25(repo, f2), join25(dir, f2), { preserveTimestamps: true });
+    }
+    const untracked = await untrackedFiles(repo);
+    const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
+    const watched2 = await whileWatchingReads(
+      dir,
+      untracked,
+      () => gradeInitial(config2, dir, places, isolation, scratch, env).catch(() => null)
+    );
+    return watched2.result ? { grade: watched2.result, read: watched2.read, untracked } : null;
+  } finally {
+    await rm13(dir, { recursive: true, force: true });
+    await rm13(scratch, { recursive: true, force: true });
+  }
+}
+function uncommittedGraderInputs(committed, working) {
+  const read2 = working.read ?? [];
+  const which = read2.length > 0 ? `it reads ${read2.length === 1 ? "a file" : "files"} git does not have: ${read2.slice(0, NAMED_FILES_MAX).join(", ")}${read2.length > NAMED_FILES_MAX ? ", ..." : ""}` : "it needs a change or a file that is not committed (git status lists them)";
+  return `the initial workspace as committed gets no score (${committed.reason ?? "no reason given"}), but the working tree scores ${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. Commit ${read2.length > 0 ? `${read2.length === 1 ? "it" : "them"} (git add ${read2.slice(0, NAMED_FILES_MAX).map(shellQuote).join(" ")}, git commit)` : "what it needs"}, then run again`;
+}
+
 // src/local/preflight.ts
 import { stat as stat9 } from "node:fs/promises";
-import { isAbsolute as isAbsolute6, join as join25 } from "node:path";
+import { isAbsolute as isAbsolute6, join as join27 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
-import { mkdir as mkdir14, mkdtemp as mkdtemp3, rm as rm13, stat as stat8 } from "node:fs/promises";
+import { mkdir as mkdir16, mkdtemp as mkdtemp3, rm as rm14, stat as stat8 } from "node:fs/promises";
 import { homedir as homedir6, tmpdir } from "node:os";
-import { dirname as dirname11, isAbsolute as isAbsolute5, join as join24, relative as relative3 } from "node:path";
+import { dirname as dirname12, isAbsolute as isAbsolute5, join as join26, relative as relative3 } from "node:path";
 async function hiddenInSandbox(v) {
   const c = v.config;
   const adapter = agentFor(c);
@@ -38510,23 +38894,23 @@ async function hiddenInSandbox(v) {
     { key: "grader.command", commands: [c.grader.command], env: graderEnv, confine: "grader" },
     { key: "setup.commands", commands: c.setup.commands, env: setupEnv2, confine: "setup" }
   ];
-  const dir = await mkdtemp3(join24(tmpdir(), "forkflush-preflight-"));
+  const dir = await mkdtemp3(join26(tmpdir(), "forkflush-preflight-"));
   try {
     const places = {
-      workspace: join24(dir, "workspace"),
-      context: join24(dir, "context"),
-      box: join24(dir, "box"),
+      workspace: join26(dir, "workspace"),
+      context: join26(dir, "context"),
+      box: join26(dir, "box"),
       objects: [],
       private: v.private
     };
-    for (const p of [places.workspace, places.context, join24(places.box, "tmp")]) await mkdir14(p, { recursive: true });
+    for (const p of [places.workspace, places.context, join26(places.box, "tmp")]) await mkdir16(p, { recursive: true });
     const problems = [];
     const notes = [];
     for (const role of roles) {
       const needed = [];
       for (const command2 of role.commands) needed.push(...await neededBy(command2, role.key, role.env.PATH ?? ""));
       if (needed.length === 0) continue;
-      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join24(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join24(places.box, "tmp"), places, c, v.env);
+      const confinement = role.confine === "agent" ? agentConfinement(places, c, v.env) : role.confine === "grader" ? graderConfinement(places.workspace, join26(places.box, "tmp"), places, c, v.env) : setupConfinement(places.workspace, join26(places.box, "tmp"), places, c, v.env);
       const seen = await withAccount(
         v.sandbox,
         (account) => probe2(v.sandbox, { ...confinement, account }, places.workspace, role.env.PATH ?? "", needed)
@@ -38537,7 +38921,7 @@ async function hiddenInSandbox(v) {
     }
     return { problems: [...new Set(problems)], notes: [...new Set(notes)] };
   } finally {
-    await rm13(dir, { recursive: true, force: true }).catch(() => {
+    await rm14(dir, { recursive: true, force: true }).catch(() => {
     });
   }
 }
@@ -38577,11 +38961,11 @@ function hiddenProblem(n, repo) {
   if (isInside(n.outside, repo)) {
     return `${n.key} names ${what}, in the repository by its absolute path, which the sandbox hides (episodes run in a checkout of it): name it relative to the repository (${relative3(repo, n.outside) || "."})`;
   }
-  const folder = n.folder ? n.outside : dirname11(n.outside);
+  const folder = n.folder ? n.outside : dirname12(n.outside);
   return `${n.key} ${n.runs ? "needs" : "names"} ${what}, which the sandbox hides from it (the sandbox has a /tmp of its own, and hides your home folder): add its folder to the config, sandbox: {read: [${JSON.stringify(folder)}]}, or move it into the repository`;
 }
 async function problemOf(n, v) {
-  const folder = n.folder ? n.outside : dirname11(n.outside);
+  const folder = n.folder ? n.outside : dirname12(n.outside);
   const hiddenRoots = [realpathSync3("/tmp"), homedir6(), v.repo, ...v.private].filter((r) => r && r !== "/");
   const hidden = hiddenRoots.some((r) => isInside(n.outside, r));
   const user = sandboxUser(v.sandbox);
@@ -38691,7 +39075,7 @@ async function uncommittedInputs(p) {
     ...c.agent.command ? namedPaths(c.agent.command) : [],
     ...c.setup.commands.flatMap(namedPaths)
   ];
-  for (const path of named) if (await stat9(join25(p.repo, path)).catch(() => null)) literal2.push(path);
+  for (const path of named) if (await stat9(join27(p.repo, path)).catch(() => null)) literal2.push(path);
   const specs = [...new Set(literal2)].map((x) => `:(literal)${x}`);
   specs.push(...c.grader.protected.map((g) => `:(glob)${g}`));
   if (specs.length === 0) return [];
@@ -38717,7 +39101,7 @@ async function missingExecutable(p) {
     const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
     if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
     if (first.includes("/")) {
-      const file2 = isAbsolute6(first) ? first : join25(p.repo, first);
+      const file2 = isAbsolute6(first) ? first : join27(p.repo, first);
       if (await isExecutable(file2)) return null;
       const exists3 = await stat9(file2).then(
         () => true,
@@ -38730,7 +39114,7 @@ async function missingExecutable(p) {
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
-  const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join25(p.repo, executable)) : await onPath(executable, path);
+  const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join27(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
   return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
 }
@@ -38738,128 +39122,9 @@ async function onPath(name2, path) {
   return await findExecutable(name2, path) !== null;
 }
 
-// src/local/store.ts
-import { chmod as chmod4, mkdir as mkdir15, readdir as readdir10, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile13 } from "node:fs/promises";
-import { join as join26 } from "node:path";
-var SEAL_KEY = "seal.key";
-var RunStore = class _RunStore {
-  constructor(dir) {
-    this.dir = dir;
-  }
-  dir;
-  static runsDir(taskDir) {
-    return join26(taskDir, ".forkflush");
-  }
-  static forRun(taskDir, id) {
-    return new _RunStore(join26(_RunStore.runsDir(taskDir), id));
-  }
-  /** The ids of the runs in a task folder, oldest first. */
-  static async list(taskDir) {
-    const entries = await readdir10(_RunStore.runsDir(taskDir), { withFileTypes: true }).catch(() => []);
-    const ids = [];
-    for (const e of entries) {
-      if (!e.isDirectory()) continue;
-      const has = await readFile8(join26(_RunStore.runsDir(taskDir), e.name, "state.json"), "utf8").then(
-        () => true,
-        () => false
-      );
-      if (has) ids.push(e.name);
-    }
-    return ids.sort();
-  }
-  path(...parts) {
-    return join26(this.dir, ...parts);
-  }
-  /** The agent's checkout: a plain folder with a .git of its own (not a git worktree). */
-  workspace(episode2) {
-    return this.path("workspaces", episode2);
-  }
-  context(episode2) {
-    return this.path("contexts", episode2);
-  }
-  scratch(episode2) {
-    return this.path("episodes", episode2);
-  }
-  async init(info) {
-    await mkdir15(this.dir, { recursive: true, mode: 448 });
-    await chmod4(this.dir, 448);
-    await writeFile13(this.path(SEAL_KEY), newSealKey(), { mode: 384, flag: "wx" }).catch((e) => {
-      if (e.code !== "EEXIST") throw e;
-    });
-    await writeAtomic(this.path("run.json"), recordText(LOCAL_RUN_RECORD, info, 2));
-  }
-  /** The key that seals this run's result commits; null for a run made before seals. */
-  async sealKey() {
-    const key2 = await readFile8(this.path(SEAL_KEY)).catch(() => null);
-    return key2 && key2.length === 32 ? key2 : null;
-  }
-  /** The run's run.json, checked: a RecordError names the file and the field when it is not right. */
-  async info() {
-    const file2 = this.path("run.json");
-    return parseLocalRun(await readRecordFile(file2), file2);
-  }
-  /** The run's state.json, checked like run.json. */
-  async load() {
-    const file2 = this.path("state.json");
-    return parseRunState(await readRecordFile(file2), file2);
-  }
-  async save(state) {
-    await writeAtomic(this.path("state.json"), recordText(STATE_RECORD, state, 1));
-  }
-  /**
-   * Takes the run for this process: two processes driving one run would reset each other's
-   * worktrees. A lock left by a process that is gone is taken over. Returns the release.
-   */
-  async lock() {
-    const file2 = this.path("lock");
-    for (let attempt2 = 0; attempt2 < 2; attempt2++) {
-      try {
-        await writeFile13(file2, String(process.pid), { flag: "wx" });
-        return () => unlink2(file2).catch(() => {
-        });
-      } catch (e) {
-        if (e.code !== "EEXIST") throw e;
-        const pid = Number(await readFile8(file2, "utf8").catch(() => ""));
-        if (pid && pid !== process.pid && isAlive(pid)) {
-          throw new UserError(
-            `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
-          );
-        }
-        await unlink2(file2).catch(() => {
-        });
-      }
-    }
-    throw new UserError(`could not take the lock ${file2}`);
-  }
-  /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
-  async driver() {
-    const pid = Number(await readFile8(this.path("lock"), "utf8").catch(() => ""));
-    return pid && isAlive(pid) ? pid : null;
-  }
-  async write(name2, content) {
-    const file2 = this.path(name2);
-    await writeAtomic(file2, content);
-    return file2;
-  }
-};
-async function readRecordFile(file2) {
-  try {
-    return await readFile8(file2, "utf8");
-  } catch (e) {
-    if (e.code !== "ENOENT") throw e;
-    throw new RecordError(`${file2}: missing: the run folder is not a whole forkflush run`);
-  }
-}
-var tmpCount = 0;
-async function writeAtomic(file2, content) {
-  const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
-  await writeFile13(tmp, content);
-  await rename6(tmp, file2);
-}
-
 // src/local/start.ts
 async function loadConfig(dir, configFile, overrides) {
-  const file2 = resolve4(configFile ?? join27(dir, CONFIG_PATH));
+  const file2 = resolve4(configFile ?? join28(dir, CONFIG_PATH));
   let text;
   try {
     text = await readFile9(file2, "utf8");
@@ -38879,49 +39144,13 @@ async function startRun(o) {
   await excludeRunFolders(top ?? taskDir);
   const { id, store } = o.dryRun ? await dryRunStore(o.now) : await newRunFolder(taskDir, o.now);
   try {
-    let repo = taskDir;
-    if (scratch) {
-      repo = store.path("repo");
-      await copyTask(taskDir, repo);
-      warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
-    }
-    const git = new Git(repo);
-    const base = await git.revParse("HEAD");
-    if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
-    const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
-    if (dirty && !scratch)
-      warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
-    const rel = relative4(repo, scratch ? join27(repo, relative4(taskDir, configFile)) : configFile);
-    const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
-    const refuse = (problems2) => {
-      throw new UserError(problems2.join("\n"));
-    };
-    const isolation = await isolationFor(config2.sandbox.mode);
-    const { problems, notes } = await preflight({
-      repo,
-      config: config2,
-      configPathInRepo: scratch ? null : configPathInRepo,
-      scratch,
-      env: o.env ?? process.env,
-      sandbox: isolation.sandbox ? { sandbox: isolation.sandbox, private: [repo, RunStore.runsDir(taskDir)] } : null
-    });
-    if (problems.length > 0) refuse(problems);
-    warnings.push(...notes);
-    const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
-    const exists3 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
-    if (!await exists3(config2.task)) {
-      refuse([
-        `${relative4(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
-      ]);
-    }
-    const task = await show(config2.task);
-    const loaded = await loadTemplates(
-      config2,
-      async (path) => await exists3(path) ? show(path) : null,
-      "the repository's last commit"
+    const { repo, git, base } = await repositoryAtBase(taskDir, store, scratch, warnings);
+    const { configPathInRepo, isolation } = await checkRepository(
+      o,
+      { taskDir, repo, scratch, config: config2, configFile },
+      warnings
     );
-    if ("problem" in loaded) return refuse([loaded.problem]);
-    const { templates } = loaded;
+    const { task, templates } = await committedInputs(git, base, config2, configFile);
     const info = {
       id,
       repo,
@@ -38936,26 +39165,18 @@ async function startRun(o) {
       startedAt: o.now.toISOString()
     };
     warnings.push(...planWarnings(config2));
-    if (!o.dryRun) {
-      for (const other of await RunStore.list(taskDir)) {
-        const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
-        if (pid !== null && pid !== process.pid)
-          warnings.push(
-            `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`
-          );
-      }
-    }
+    if (!o.dryRun) warnings.push(...await otherRunsOfTask(taskDir, id));
     if (isolation.warning) warnings.push(isolation.warning);
     const forge = new LocalForge(repo, store, o.keepRejected === true);
-    const baseGrade = await forge.withCheckout(
+    const baseGrade = await gradeBase(config2, {
+      repo,
       base,
-      "base",
-      (dir, places) => gradeInitial(config2, dir, places, isolation, store.path("episodes", "base"))
-    );
-    if (baseGrade.score === null && !scratch) {
-      const working = await gradeWorkingTree(config2, repo, store, isolation);
-      if (working && working.grade.score !== null) refuse([uncommittedGraderInputs(baseGrade, working)]);
-    }
+      scratch,
+      store,
+      forge,
+      isolation,
+      env: o.env ?? process.env
+    });
     const state = newRunState({
       id,
       seed: o.seed ?? randomInt(1, 2 ** 31),
@@ -38966,24 +39187,87 @@ async function startRun(o) {
       baseGraderSeconds: Math.round(baseGrade.seconds * 1e3) / 1e3
     });
     if (o.dryRun) {
-      await rm14(store.dir, { recursive: true, force: true });
+      await rm15(store.dir, { recursive: true, force: true });
       return { store, forge, info, state, warnings, isolation };
     }
     await store.init(info);
     await store.save(state);
     return { store, forge, info, state, warnings, isolation };
   } catch (e) {
-    await rm14(store.dir, { recursive: true, force: true });
+    await rm15(store.dir, { recursive: true, force: true });
     throw e;
   }
 }
+async function checkRepository(o, r, warnings) {
+  const { taskDir, repo, scratch, config: config2, configFile } = r;
+  const rel = relative4(repo, scratch ? join28(repo, relative4(taskDir, configFile)) : configFile);
+  const configPathInRepo = rel.startsWith("..") || rel.startsWith(sep2) ? null : rel;
+  const isolation = await isolationFor(config2.sandbox.mode);
+  const { problems, notes } = await preflight({
+    repo,
+    config: config2,
+    configPathInRepo: scratch ? null : configPathInRepo,
+    scratch,
+    env: o.env ?? process.env,
+    sandbox: isolation.sandbox ? { sandbox: isolation.sandbox, private: [repo, RunStore.runsDir(taskDir)] } : null
+  });
+  if (problems.length > 0) refuse(problems);
+  warnings.push(...notes);
+  return { configPathInRepo, isolation };
+}
+function refuse(problems) {
+  throw new UserError(problems.join("\n"));
+}
+async function repositoryAtBase(taskDir, store, scratch, warnings) {
+  let repo = taskDir;
+  if (scratch) {
+    repo = store.path("repo");
+    await copyTask(taskDir, repo);
+    warnings.push(`${taskDir} is not the root of a git repository: the run works on a copy in ${repo}`);
+  }
+  const git = new Git(repo);
+  const base = await git.revParse("HEAD");
+  if (!base) throw new UserError(`${repo} has no commits yet: commit the task's files first, then run again`);
+  const dirty = (await git.out(["status", "--porcelain", "--untracked-files=no"])).length > 0;
+  if (dirty && !scratch)
+    warnings.push("the repository has uncommitted changes: the run starts from the last commit (HEAD), without them");
+  return { repo, git, base };
+}
+async function committedInputs(git, base, config2, configFile) {
+  const show = async (path) => (await git.exec(["show", `${base}:${path}`], { check: false })).stdout;
+  const exists3 = async (path) => (await git.exec(["cat-file", "-e", `${base}:${path}`], { check: false })).exitCode === 0;
+  if (!await exists3(config2.task)) {
+    refuse([
+      `${relative4(process.cwd(), configFile) || configFile}: task: ${config2.task} is not in the repository's last commit; describe the task in that file, or set task: to the file that does`
+    ]);
+  }
+  const task = await show(config2.task);
+  const loaded = await loadTemplates(
+    config2,
+    async (path) => await exists3(path) ? show(path) : null,
+    "the repository's last commit"
+  );
+  if ("problem" in loaded) return refuse([loaded.problem]);
+  return { task, templates: loaded.templates };
+}
+async function otherRunsOfTask(taskDir, id) {
+  const warnings = [];
+  for (const other of await RunStore.list(taskDir)) {
+    const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
+    if (pid !== null && pid !== process.pid)
+      warnings.push(
+        `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`
+      );
+  }
+  return warnings;
+}
 async function newRunFolder(taskDir, now) {
-  await mkdir16(RunStore.runsDir(taskDir), { recursive: true });
+  await mkdir17(RunStore.runsDir(taskDir), { recursive: true });
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = n === 1 ? runIdAt(now) : `${runIdAt(now)}-${n}`;
     const store = RunStore.forRun(taskDir, id);
     try {
-      await mkdir16(store.dir, { mode: 448 });
+      await mkdir17(store.dir, { mode: 448 });
       return { id, store };
     } catch (e) {
       if (e.code !== "EEXIST") throw e;
@@ -38994,87 +39278,9 @@ async function newRunFolder(taskDir, now) {
   );
 }
 async function dryRunStore(now) {
-  const dir = await mkdtemp4(join27(tmpdir2(), "forkflush-dry-run-"));
+  const dir = await mkdtemp4(join28(tmpdir2(), "forkflush-dry-run-"));
   await chmod5(dir, 448);
   return { id: runIdAt(now), store: new RunStore(dir) };
-}
-async function gradeInitial(config2, dir, places, isolation, scratch) {
-  return withAccount(isolation.sandbox, (account) => gradeInitialAs(account, config2, dir, places, isolation, scratch));
-}
-async function gradeInitialAs(account, config2, dir, places, isolation, scratch) {
-  const tmp = join27(scratch, "tmp");
-  await mkdir16(join27(tmp, "home"), { recursive: true });
-  const env = { ...allowedEnv(process.env, config2.grader.env), ...privateTmp(tmp, isolation.sandbox !== null) };
-  const sandbox = isolation.sandbox;
-  if (config2.setup.commands.length > 0) {
-    const setupTmp = join27(scratch, "setup-tmp");
-    const run2 = await runSetup({
-      config: config2,
-      dir,
-      tmp: setupTmp,
-      source: process.env,
-      confine: sandbox ? {
-        sandbox,
-        confinement: {
-          ...setupConfinement(dir, setupTmp, { objects: [], private: places.private }, config2, process.env),
-          account
-        }
-      } : void 0
-    });
-    if (run2.failure) {
-      throw new UserError(
-        `${run2.failure}, in a clean checkout of the initial workspace: every episode would fail the same way. Run setup.commands by hand in a fresh clone, fix them (or what they read), commit, and run again; nothing ran`
-      );
-    }
-  }
-  return runGrader(
-    config2,
-    dir,
-    env,
-    sandbox ? {
-      sandbox,
-      confinement: {
-        ...graderConfinement(dir, tmp, { objects: [], private: places.private }, config2, process.env),
-        account
-      }
-    } : void 0
-  );
-}
-var WORKING_TREE_MAX = { files: 2e4, bytes: 1024 * 1024 * 1024 };
-async function gradeWorkingTree(config2, repo, store, isolation) {
-  const git = new Git(repo);
-  if ((await git.out(["status", "--porcelain", "--untracked-files=all"])).trim() === "") return null;
-  const files = (await git.out(["ls-files", "--cached", "--others", "--exclude-standard", "-z"])).split("\0").filter(Boolean);
-  if (files.length > WORKING_TREE_MAX.files) return null;
-  const dir = store.workspace("working-tree");
-  const scratch = store.path("episodes", "working-tree");
-  try {
-    let bytes = 0;
-    for (const f of files) {
-      const s = await lstat6(join27(repo, f)).catch(() => null);
-      if (!s || s.isDirectory()) continue;
-      bytes += s.size;
-      if (bytes > WORKING_TREE_MAX.bytes) return null;
-      await mkdir16(dirname12(join27(dir, f)), { recursive: true });
-      await cp3(join27(repo, f), join27(dir, f), { preserveTimestamps: true });
-    }
-    const untracked = await untrackedFiles(repo);
-    const places = { objects: [], private: [repo, RunStore.runsDir(repo)] };
-    const watched2 = await whileWatchingReads(
-      dir,
-      untracked,
-      () => gradeInitial(config2, dir, places, isolation, scratch).catch(() => null)
-    );
-    return watched2.result ? { grade: watched2.result, read: watched2.read, untracked } : null;
-  } finally {
-    await rm14(dir, { recursive: true, force: true });
-    await rm14(scratch, { recursive: true, force: true });
-  }
-}
-function uncommittedGraderInputs(committed, working) {
-  const read2 = working.read ?? [];
-  const which = read2.length > 0 ? `it reads ${read2.length === 1 ? "a file" : "files"} git does not have: ${read2.slice(0, 10).join(", ")}${read2.length > 10 ? ", ..." : ""}` : "it needs a change or a file that is not committed (git status lists them)";
-  return `the initial workspace as committed gets no score (${committed.reason ?? "no reason given"}), but the working tree scores ${working.grade.score}: episodes start from the commit, and the grader fails there because ${which}. Commit ${read2.length > 0 ? `${read2.length === 1 ? "it" : "them"} (git add ${read2.slice(0, 10).map(shellQuote).join(" ")}, git commit)` : "what it needs"}, then run again`;
 }
 async function openRun(dir, id) {
   const taskDir = await taskFolder(dir);
@@ -39130,21 +39336,230 @@ async function excludeRunFolders(top) {
   const file2 = resolve4(top, r.stdout.trim());
   const text = await readFile9(file2, "utf8").catch(() => "");
   if (text.split("\n").includes(".forkflush/")) return;
-  await mkdir16(join27(file2, ".."), { recursive: true });
+  await mkdir17(join28(file2, ".."), { recursive: true });
   await appendFile4(file2, `${text === "" || text.endsWith("\n") ? "" : "\n"}# forkflush run folders
 .forkflush/
 `);
 }
 async function copyTask(taskDir, repo) {
-  await mkdir16(repo, { recursive: true });
+  await mkdir17(repo, { recursive: true });
   for (const entry of await readdir11(taskDir)) {
     if (entry === ".forkflush" || entry === ".git" || entry === "node_modules") continue;
-    await cp3(join27(taskDir, entry), join27(repo, entry), { recursive: true });
+    await cp4(join28(taskDir, entry), join28(repo, entry), { recursive: true });
   }
   const git = new Git(repo);
   await git.exec(["init", "--quiet", "--initial-branch=main"]);
   await git.exec(["add", "-A"]);
   await git.exec(["commit", "--quiet", "-m", `forkflush: the task folder ${taskDir}`]);
+}
+
+// src/local/compare-runs.ts
+async function writeCompareOutputs(dir, m, states, base, taskDir) {
+  const results = compareResults(m, states, base);
+  const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
+  const chart = compareChartData(chartGroups(m, states), options);
+  const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
+  await writeAtomic(join29(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
+  await writeAtomic(join29(dir, "results.json"), `${JSON.stringify(results, null, 2)}
+`);
+  const map2 = await readMap(dir);
+  await writeAtomic(
+    join29(dir, "report.md"),
+    renderCompareReport(results, { chartFile: "chart.svg", taskDir, ...map2 ? { map: map2, mapFile: "map.svg" } : {} })
+  );
+  return results;
+}
+function entryConfig(m, i, states, inRepo) {
+  const st = stateOf(m, i, states);
+  if (st) return st.config;
+  const e = m.entries[i];
+  const v = m.variants.find((x) => x.name === e.variant);
+  return parseConfig(variantText(m, v, inRepo) ?? m.configText, `variant ${v.name}`, runOverrides(m, e.strategy));
+}
+function stateOf(m, i, states) {
+  const run2 = m.entries[i]?.run;
+  return run2 ? states.get(run2) ?? null : null;
+}
+async function adopt(taskDir, m, e, configFile) {
+  const claimed = new Set(m.entries.flatMap((x) => [x.run, ...x.abandoned ?? []]));
+  for (const id of await RunStore.list(taskDir)) {
+    if (claimed.has(id)) continue;
+    const store = RunStore.forRun(taskDir, id);
+    const info = await store.info().catch(() => null);
+    const st = await store.load().catch(() => null);
+    if (!info || !st || info.startedAt < m.createdAt || info.configFile !== configFile) continue;
+    if (st.seed === e.seed && st.config.strategy === e.strategy && runRecord(e, st).status !== "failed")
+      return openRun(taskDir, id);
+  }
+  return null;
+}
+var CompareRuns = class {
+  constructor(o, c, states) {
+    this.o = o;
+    this.c = c;
+    this.states = states;
+    this.signal = o.signal ? AbortSignal.any([o.signal, this.halt.signal]) : this.halt.signal;
+    this.spentAtStart = new Map([...states].map(([id, st]) => [id, spent(st)]));
+  }
+  o;
+  c;
+  states;
+  /** Stops the other runs when one's setup cannot work. */
+  halt = new AbortController();
+  signal;
+  started = Date.now();
+  failure = null;
+  interrupted = false;
+  spentAtStart;
+  saving = Promise.resolve();
+  startLock = Promise.resolve();
+  /** A note every run gets (the plan's, the sandbox's) is said once. */
+  noted = /* @__PURE__ */ new Set();
+  written = Promise.resolve();
+  /** The manifest, saved one write at a time. */
+  save() {
+    const { m, dir } = this.c;
+    this.saving = this.saving.then(() => writeAtomic(join29(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
+`));
+    return this.saving;
+  }
+  /**
+   * The outputs are written one set at a time, each from the states as they are then: runs that
+   * finish together must not interleave their writes (an older set could land last).
+   */
+  outputs() {
+    const { m, dir, base, taskDir } = this.c;
+    const next = this.written.then(() => writeCompareOutputs(dir, m, this.states, base, taskDir));
+    this.written = next.catch(() => {
+    });
+    return next;
+  }
+  clock() {
+    const t = Math.floor((Date.now() - this.started) / 1e3);
+    return `[${String(Math.floor(t / 60)).padStart(2, "0")}:${String(t % 60).padStart(2, "0")}]`;
+  }
+  estimate() {
+    const { m, base } = this.c;
+    const left = progressEstimate({
+      manifest: m,
+      states: this.states,
+      spentAtStart: this.spentAtStart,
+      elapsedSeconds: (Date.now() - this.started) / 1e3,
+      budget: m.budget ?? base.budget.total
+    });
+    if (left.runs === 0) return "All runs are done.";
+    const time3 = left.seconds === null ? "? (after the first spend)" : duration3(left.seconds);
+    return `${left.runs} left: about ${time3} and ${formatNumber(left.spend, 2)} ${base.budget.unit} to go`;
+  }
+  /** Entry i: its run opened (resumed, adopted or started), driven with `width` episodes at once, and reported. */
+  async runEntry(i, width) {
+    const { m, base } = this.c;
+    const e = m.entries[i];
+    const label = `run ${i + 1} of ${m.entries.length} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ""}, seed ${e.seed})`;
+    const open4 = await this.openEntry(e, width);
+    this.states.set(open4.state.id, open4.state);
+    this.spentAtStart.set(open4.state.id, this.spentAtStart.get(open4.state.id) ?? spent(open4.state));
+    if (runDone(open4.state)) return;
+    this.o.log(
+      `${this.clock()} ${label}: ${open4.state.rounds.length > 0 ? "resumed" : "started"} as run ${open4.state.id}`
+    );
+    const t0 = Date.now();
+    const result = await drive(open4.state, {
+      store: open4.store,
+      forge: open4.forge,
+      info: { ...open4.info, concurrency: width },
+      isolation: open4.isolation,
+      signal: this.signal,
+      ...this.o.env ? { env: this.o.env } : {},
+      onEvent: (ev) => {
+        this.states.set(ev.state.id, ev.state);
+        const line = ev.type === "episode-done" || ev.type === "decided" && ev.round.kind === "fork" ? eventLine(ev) : null;
+        if (line) this.o.log(`${this.clock()}   #${i + 1} ${line}`);
+      }
+    }).finally(async () => {
+      e.wallSeconds = Math.round((e.wallSeconds + (Date.now() - t0) / 1e3) * 1e3) / 1e3;
+      await this.save();
+    });
+    this.states.set(result.state.id, result.state);
+    if (result.problem) throw new Error(`${label}: ${result.problem}`);
+    const { repo, taskDir: where, scratch } = open4.info;
+    await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
+    if (result.stopped && result.stopped.code === 2 && !this.failure) {
+      this.failure = { code: 2, message: `${label}: ${result.stopped.message}` };
+      this.halt.abort("setup");
+    }
+    if (result.interrupted) {
+      if (!this.halt.signal.aborted) this.interrupted = true;
+      return;
+    }
+    const best = result.state.best?.score;
+    this.o.log(
+      `${this.clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === void 0 ? "none" : formatNumber(best, 4)}`}, spent ${formatNumber(spent(result.state), 2)} ${base.budget.unit} in ${duration3((Date.now() - t0) / 1e3)}. ${this.estimate()}`
+    );
+    await this.outputs();
+  }
+  /** The entry's run: its own, or (gone, or its setup could not work) one adopted or started anew. */
+  async openEntry(e, width) {
+    const { m, dir, taskDir, configPathInRepo } = this.c;
+    let open4 = e.run ? await openRun(taskDir, e.run).catch(() => null) : null;
+    if (e.run && (!open4 || runStop(open4.state)?.code === 2)) {
+      e.abandoned = [...e.abandoned ?? [], e.run];
+      [open4, e.run] = [null, null];
+    }
+    if (open4) return open4;
+    const variant = m.variants.find((v) => v.name === e.variant);
+    const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join29(dir, `variant-${variant.name}.yml`);
+    open4 = await adopt(taskDir, m, e, configFile);
+    if (!open4) {
+      const start2 = this.startLock.then(
+        () => startRun({
+          dir: taskDir,
+          configFile,
+          overrides: runOverrides(m, e.strategy),
+          seed: e.seed,
+          concurrency: width,
+          now: this.o.now(),
+          ...this.o.env ? { env: this.o.env } : {}
+        })
+      );
+      this.startLock = start2.catch(() => {
+      });
+      open4 = await start2;
+    }
+    e.run = open4.state.id;
+    await this.save();
+    for (const w of open4.warnings) if (!this.noted.has(w)) this.o.log(`${this.clock()} note: ${w}`);
+    for (const w of open4.warnings) this.noted.add(w);
+    return open4;
+  }
+};
+
+// src/local/compare-schedule.ts
+async function scheduleRuns(m, pending, limit, widthOf, runEntry, signal, halt) {
+  const running2 = /* @__PURE__ */ new Map();
+  let free = limit;
+  let error62 = null;
+  while (pending.length > 0 && !signal.aborted && error62 === null || running2.size > 0) {
+    for (let k = 0; k < pending.length && !signal.aborted && error62 === null; k++) {
+      const i = pending[k];
+      if (m.entries[i]?.seed !== m.entries[pending[0]]?.seed) break;
+      const width = widthOf(i);
+      if (width > free) continue;
+      pending.splice(k--, 1);
+      free -= width;
+      const task = runEntry(i, width).catch((err) => {
+        error62 ??= err;
+        halt.abort("error");
+      }).finally(() => {
+        free += width;
+        running2.delete(i);
+      });
+      running2.set(i, task);
+    }
+    if (running2.size === 0) break;
+    await Promise.race(running2.values());
+  }
+  return error62;
 }
 
 // src/local/compare.ts
@@ -39196,11 +39611,11 @@ async function chooseCompare(o) {
 }
 async function dryRunCompare(o, c) {
   const { taskDir, file: file2, manifest, resumed, base, configPathInRepo } = c;
-  const folder = join28(RunStore.runsDir(taskDir), manifest.id);
+  const folder = join30(RunStore.runsDir(taskDir), manifest.id);
   const first = manifest.variants[0];
   const text = first ? variantText(manifest, first, configPathInRepo) : null;
-  const scratch = text === null ? null : await mkdtemp5(join28(tmpdir3(), "forkflush-variant-"));
-  const configFile = scratch ? join28(scratch, `variant-${first?.name}.yml`) : file2;
+  const scratch = text === null ? null : await mkdtemp5(join30(tmpdir3(), "forkflush-variant-"));
+  const configFile = scratch ? join30(scratch, `variant-${first?.name}.yml`) : file2;
   if (scratch && text !== null) await writeFile14(configFile, text);
   const check2 = await startRun({
     dir: taskDir,
@@ -39209,7 +39624,7 @@ async function dryRunCompare(o, c) {
     now: o.now(),
     dryRun: true,
     ...o.env ? { env: o.env } : {}
-  }).finally(() => scratch ? rm15(scratch, { recursive: true, force: true }) : void 0);
+  }).finally(() => scratch ? rm16(scratch, { recursive: true, force: true }) : void 0);
   for (const w of check2.warnings) o.log(`note: ${w}`);
   const results = { ...compareResults(manifest, /* @__PURE__ */ new Map(), base), initial: check2.state.base.score };
   return { manifest, results, config: base, folder, resumed, code: 0 };
@@ -39217,205 +39632,56 @@ async function dryRunCompare(o, c) {
 async function runCompare(o) {
   const chosen = await chooseCompare(o);
   if (o.dryRun) return dryRunCompare(o, chosen);
-  const { taskDir, created, base, configPathInRepo } = chosen;
+  const { taskDir, created, base, configPathInRepo, resumed } = chosen;
   let { manifest } = chosen;
-  const { resumed } = chosen;
   if (!resumed) {
-    await mkdir17(RunStore.runsDir(taskDir), { recursive: true });
+    await mkdir18(RunStore.runsDir(taskDir), { recursive: true });
     manifest = { ...manifest, id: await claimFolder(taskDir, o.kind, created) };
   }
-  const dir = join28(RunStore.runsDir(taskDir), manifest.id);
+  const dir = join30(RunStore.runsDir(taskDir), manifest.id);
   const release2 = await new RunStore(dir).lock();
   for (const v of manifest.variants) {
     const text = variantText(manifest, v, configPathInRepo);
-    if (text !== null) await writeFile14(join28(dir, `variant-${v.name}.yml`), text);
+    if (text !== null) await writeFile14(join30(dir, `variant-${v.name}.yml`), text);
   }
   const m = manifest;
-  let saving = Promise.resolve();
-  const save = () => {
-    saving = saving.then(() => writeAtomic(join28(dir, "compare.json"), `${JSON.stringify(m, null, 1)}
-`));
-    return saving;
-  };
-  await save();
   const states = /* @__PURE__ */ new Map();
   for (const e of m.entries) {
     const st = e.run ? await loadState(taskDir, e.run) : null;
     if (st) states.set(st.id, st);
   }
+  const runs = new CompareRuns(o, { m, dir, taskDir, base, configPathInRepo }, states);
+  await runs.save();
   const limit = o.concurrency ?? base.fork.branches;
-  const halt = new AbortController();
-  const signal = o.signal ? AbortSignal.any([o.signal, halt.signal]) : halt.signal;
-  const total = m.entries.length;
-  const started = Date.now();
-  const clock = () => {
-    const t = Math.floor((Date.now() - started) / 1e3);
-    return `[${String(Math.floor(t / 60)).padStart(2, "0")}:${String(t % 60).padStart(2, "0")}]`;
-  };
-  const spentAtStart = new Map([...states].map(([id, st]) => [id, spent(st)]));
-  const estimate2 = () => {
-    const elapsedSeconds = (Date.now() - started) / 1e3;
-    const left = progressEstimate({
-      manifest: m,
-      states,
-      spentAtStart,
-      elapsedSeconds,
-      budget: m.budget ?? base.budget.total
-    });
-    if (left.runs === 0) return "All runs are done.";
-    const time3 = left.seconds === null ? "? (after the first spend)" : duration3(left.seconds);
-    return `${left.runs} left: about ${time3} and ${formatNumber(left.spend, 2)} ${base.budget.unit} to go`;
-  };
-  let failure3 = null;
-  let interrupted = false;
-  let startLock = Promise.resolve();
-  const noted = /* @__PURE__ */ new Set();
-  let written = Promise.resolve();
-  const outputs = () => {
-    const next = written.then(() => writeCompareOutputs(dir, m, states, base, taskDir));
-    written = next.catch(() => {
-    });
-    return next;
-  };
-  const runEntry = async (i, width) => {
-    const e = m.entries[i];
-    const label = `run ${i + 1} of ${total} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ""}, seed ${e.seed})`;
-    let open4 = e.run ? await openRun(taskDir, e.run).catch(() => null) : null;
-    if (e.run && (!open4 || runStop(open4.state)?.code === 2)) {
-      e.abandoned = [...e.abandoned ?? [], e.run];
-      [open4, e.run] = [null, null];
-    }
-    if (!open4) {
-      const variant = m.variants.find((v) => v.name === e.variant);
-      const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join28(dir, `variant-${variant.name}.yml`);
-      open4 = await adopt(taskDir, m, e, configFile);
-      if (!open4) {
-        const start2 = startLock.then(
-          () => startRun({
-            dir: taskDir,
-            configFile,
-            overrides: runOverrides(m, e.strategy),
-            seed: e.seed,
-            concurrency: width,
-            now: o.now(),
-            ...o.env ? { env: o.env } : {}
-          })
-        );
-        startLock = start2.catch(() => {
-        });
-        open4 = await start2;
-      }
-      e.run = open4.state.id;
-      await save();
-      for (const w of open4.warnings) if (!noted.has(w)) o.log(`${clock()} note: ${w}`);
-      for (const w of open4.warnings) noted.add(w);
-    }
-    states.set(open4.state.id, open4.state);
-    spentAtStart.set(open4.state.id, spentAtStart.get(open4.state.id) ?? spent(open4.state));
-    if (runDone(open4.state)) return;
-    o.log(`${clock()} ${label}: ${open4.state.rounds.length > 0 ? "resumed" : "started"} as run ${open4.state.id}`);
-    const t0 = Date.now();
-    const result = await drive(open4.state, {
-      store: open4.store,
-      forge: open4.forge,
-      info: { ...open4.info, concurrency: width },
-      isolation: open4.isolation,
-      signal,
-      onEvent: (ev) => {
-        states.set(ev.state.id, ev.state);
-        const line = ev.type === "episode-done" || ev.type === "decided" && ev.round.kind === "fork" ? eventLine(ev) : null;
-        if (line) o.log(`${clock()}   #${i + 1} ${line}`);
-      }
-    }).finally(async () => {
-      e.wallSeconds = Math.round((e.wallSeconds + (Date.now() - t0) / 1e3) * 1e3) / 1e3;
-      await save();
-    });
-    states.set(result.state.id, result.state);
-    if (result.problem) throw new Error(`${label}: ${result.problem}`);
-    const { repo, taskDir: where, scratch } = open4.info;
-    await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
-    if (result.stopped && result.stopped.code === 2 && !failure3) {
-      failure3 = { code: 2, message: `${label}: ${result.stopped.message}` };
-      halt.abort("setup");
-    }
-    if (result.interrupted) {
-      if (!halt.signal.aborted) interrupted = true;
-      return;
-    }
-    const best = result.state.best?.score;
-    o.log(
-      `${clock()} ${label} ${result.stopped ? `stopped: ${result.stopped.message}` : `finished: best ${best === void 0 ? "none" : formatNumber(best, 4)}`}, spent ${formatNumber(spent(result.state), 2)} ${base.budget.unit} in ${duration3((Date.now() - t0) / 1e3)}. ${estimate2()}`
-    );
-    await outputs();
-  };
   const pending = m.entries.map((_, i) => i).filter((i) => !runDone(stateOf(m, i, states)));
   o.log(
-    `${m.kind} ${m.id}: ${total} runs, ${pending.length} to do; up to ${limit} episodes at once${resumed ? " (resumed)" : ""}`
+    `${m.kind} ${m.id}: ${m.entries.length} runs, ${pending.length} to do; up to ${limit} episodes at once${resumed ? " (resumed)" : ""}`
   );
   const error62 = await scheduleRuns(
     m,
     pending,
     limit,
     (i) => Math.min(limit, runWidth(entryConfig(m, i, states, configPathInRepo))),
-    runEntry,
-    signal,
-    halt
+    (i, width) => runs.runEntry(i, width),
+    runs.signal,
+    runs.halt
   );
-  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - started) / 1e3) * 1e3) / 1e3;
-  await save();
+  m.wallSeconds = Math.round(((m.wallSeconds ?? 0) + (Date.now() - runs.started) / 1e3) * 1e3) / 1e3;
+  await runs.save();
   await release2();
   if (error62 !== null) throw error62;
-  if (o.signal?.aborted) interrupted = true;
-  const results = await outputs();
+  if (o.signal?.aborted) runs.interrupted = true;
+  const results = await runs.outputs();
   const end = { manifest: m, results, config: base, folder: dir, resumed };
-  if (failure3) return { ...end, ...failure3 };
-  return { ...end, code: interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
-}
-async function writeCompareOutputs(dir, m, states, base, taskDir) {
-  const results = compareResults(m, states, base);
-  const options = { direction: base.grader.direction, budget: results.budget.total, variants: m.variants.length };
-  const chart = compareChartData(chartGroups(m, states), options);
-  const title = `${m.id}: best score so far versus spend, ${m.seeds.length} seed${m.seeds.length === 1 ? "" : "s"} per strategy`;
-  await writeAtomic(join28(dir, "chart.svg"), renderCompareChartSvg(chart, { title, unit: base.budget.unit }));
-  await writeAtomic(join28(dir, "results.json"), `${JSON.stringify(results, null, 2)}
-`);
-  const map2 = await readMap(dir);
-  await writeAtomic(
-    join28(dir, "report.md"),
-    renderCompareReport(results, { chartFile: "chart.svg", taskDir, ...map2 ? { map: map2, mapFile: "map.svg" } : {} })
-  );
-  return results;
-}
-function entryConfig(m, i, states, inRepo) {
-  const st = stateOf(m, i, states);
-  if (st) return st.config;
-  const e = m.entries[i];
-  const v = m.variants.find((x) => x.name === e.variant);
-  return parseConfig(variantText(m, v, inRepo) ?? m.configText, `variant ${v.name}`, runOverrides(m, e.strategy));
-}
-function stateOf(m, i, states) {
-  const run2 = m.entries[i]?.run;
-  return run2 ? states.get(run2) ?? null : null;
-}
-async function adopt(taskDir, m, e, configFile) {
-  const claimed = new Set(m.entries.flatMap((x) => [x.run, ...x.abandoned ?? []]));
-  for (const id of await RunStore.list(taskDir)) {
-    if (claimed.has(id)) continue;
-    const store = RunStore.forRun(taskDir, id);
-    const info = await store.info().catch(() => null);
-    const st = await store.load().catch(() => null);
-    if (!info || !st || info.startedAt < m.createdAt || info.configFile !== configFile) continue;
-    if (st.seed === e.seed && st.config.strategy === e.strategy && runRecord(e, st).status !== "failed")
-      return openRun(taskDir, id);
-  }
-  return null;
+  if (runs.failure) return { ...end, ...runs.failure };
+  return { ...end, code: runs.interrupted ? 130 : results.runs.some((r) => r.best !== null) ? 0 : 1 };
 }
 async function unfinished(taskDir, kind, resuming) {
   const root = RunStore.runsDir(taskDir);
   const names = (await readdir12(root).catch(() => [])).filter((n) => n.startsWith(`${kind}-`)).sort();
   const out = [];
   for (const name2 of names) {
-    const file2 = join28(root, name2, "compare.json");
+    const file2 = join30(root, name2, "compare.json");
     const text = await readFile10(file2, "utf8").catch(() => null);
     if (text === null) continue;
     let m;
@@ -39438,7 +39704,7 @@ async function claimFolder(taskDir, kind, now) {
   for (let n = 1; n <= RUNS_PER_SECOND_MAX; n++) {
     const id = `${kind}-${runIdAt(now)}${n === 1 ? "" : `-${n}`}`;
     try {
-      await mkdir17(join28(RunStore.runsDir(taskDir), id), { mode: 448 });
+      await mkdir18(join30(RunStore.runsDir(taskDir), id), { mode: 448 });
       return id;
     } catch (err) {
       if (err.code !== "EEXIST") throw err;
@@ -39585,10 +39851,39 @@ interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --
 
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
-import { mkdir as mkdir18, readFile as readFile11, rm as rm16, writeFile as writeFile15 } from "node:fs/promises";
-import { dirname as dirname13, join as join29, relative as relative6, resolve as resolve6 } from "node:path";
+import { mkdir as mkdir19, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
+import { dirname as dirname13, join as join31, relative as relative6, resolve as resolve6 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
+
+// src/cli/action-pin.ts
+import { tmpdir as tmpdir4 } from "node:os";
+var ACTION_PIN_TIMEOUT_MS = 2e4;
+async function pinAction(action, env) {
+  const at = action.lastIndexOf("@");
+  const repo = at > 0 ? action.slice(0, at) : action;
+  const ref = at > 0 ? action.slice(at + 1) : "";
+  if (ref === "" || /^[0-9a-f]{40}$/.test(ref)) return { action };
+  const url2 = `https://github.com/${repo}`;
+  const how = `pin it: \`git ls-remote ${url2} 'refs/tags/${ref}^{}' 'refs/tags/${ref}'\` prints its commit; write \`uses: ${repo}@<that commit> # ${ref}\` in .github/workflows/forkflush.yml`;
+  const r = await runProcess("git", ["ls-remote", url2, `refs/tags/${ref}`, `refs/tags/${ref}^{}`], {
+    cwd: tmpdir4(),
+    // Never a prompt for a password: init may run where nobody answers.
+    env: { ...env, GIT_TERMINAL_PROMPT: "0" },
+    timeoutMs: ACTION_PIN_TIMEOUT_MS
+  });
+  const sha2 = commitOfTag(r.stdout, ref);
+  if (r.exitCode === 0 && sha2) return { action: `${repo}@${sha2}`, version: ref };
+  const why = r.exitCode === 0 ? `${url2} has no tag ${ref}` : r.stopped === "timeout" ? `git ls-remote ${url2} took over ${ACTION_PIN_TIMEOUT_MS / 1e3} s` : `git ls-remote ${url2} failed: ${(r.spawnError ?? r.stderr).trim().split("\n")[0]}`;
+  return { action, note: `the workflows use ${action}, a tag, not its commit (${why}); ${how}.` };
+}
+function commitOfTag(listing, tag) {
+  const lines2 = listing.split("\n").map((l) => l.split("	"));
+  const find = (name2) => lines2.find(([sha2, ref]) => ref === name2 && /^[0-9a-f]{40}$/.test(sha2 ?? ""))?.[0];
+  return find(`refs/tags/${tag}^{}`) ?? find(`refs/tags/${tag}`) ?? null;
+}
+
+// src/cli/init.ts
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
 async function initTask(dir, v, io) {
   const root = resolve6(dir);
@@ -39599,87 +39894,42 @@ async function initTask(dir, v, io) {
   const written = [];
   const kept = [];
   const put = async (path, text) => {
-    const file2 = join29(root, path);
+    const file2 = join31(root, path);
     if (existsSync4(file2) && !force) {
       kept.push(path);
       return;
     }
-    await mkdir18(dirname13(file2), { recursive: true });
+    await mkdir19(dirname13(file2), { recursive: true });
     await writeFile15(file2, text);
     written.push(path);
   };
-  const action = typeof v.action === "string" ? v.action : null;
+  const pinned = v.github === true && typeof v.action === "string" ? await pinAction(v.action, io.env ?? process.env) : null;
   let placeholder2;
-  const made = await mkdir18(root, { recursive: true });
+  const made = await mkdir19(root, { recursive: true });
   try {
     await put(CONFIG_PATH, config2);
     await put(".github/autoresearch.schema.json", `${JSON.stringify(configJsonSchema(), null, 2)}
 `);
-    if (!existsSync4(join29(root, "TASK.md"))) await put("TASK.md", taskText(answers));
-    if (!existsSync4(join29(root, "NOTES.md"))) await put("NOTES.md", notesText());
+    if (!existsSync4(join31(root, "TASK.md"))) await put("TASK.md", taskText(answers));
+    if (!existsSync4(join31(root, "NOTES.md"))) await put("NOTES.md", notesText());
     if (v.github === true) {
       for (const name2 of GITHUB_WORKFLOWS) {
-        const text = await workflowText(name2, answers.agent, action);
+        const text = await workflowText(name2, answers.agent, pinned?.action ?? null, pinned?.version);
         placeholder2 ??= text.match(ACTION_PLACEHOLDER)?.[0];
         await put(`.github/workflows/${name2}`, text);
       }
     }
   } catch (e) {
-    if (made !== void 0) await rm16(made, { recursive: true, force: true });
+    if (made !== void 0) await rm17(made, { recursive: true, force: true });
     throw e;
   }
-  for (const f of written) io.stdout.write(`wrote ${f}
+  for (const f2 of written) io.stdout.write(`wrote ${f2}
 `);
-  for (const f of kept) io.stdout.write(`kept ${f}: it exists (--force overwrites it)
+  for (const f2 of kept) io.stdout.write(`kept ${f2}: it exists (--force overwrites it)
 `);
   const near = relative6(process.cwd(), root) || ".";
   const here = near.startsWith("..") ? root : near;
-  let problems = 0;
-  const toWrite = [];
-  io.stdout.write(`
-grading the workspace as it is now: ${answers.grader}
-`);
-  const watched2 = await whileWatchingReads(
-    root,
-    await untrackedFiles(root),
-    () => runShell(answers.grader, {
-      cwd: root,
-      timeoutMs: INIT_GRADER_TIMEOUT_SECONDS * 1e3,
-      maxOutput: INIT_GRADING_OUTPUT_MAX_CHARS
-    })
-  );
-  const g = watched2.result;
-  const last = g.stdout.trim().split("\n").at(-1)?.trim() ?? "";
-  if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}
-`);
-  else {
-    const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
-    const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
-    const graderFile = fileItRuns(answers.grader);
-    const missing = graderFile !== null && !existsSync4(join29(root, graderFile));
-    if (missing) toWrite.push(graderFile);
-    const cannot = missing ? `${join29(here, graderFile)} does not exist (${how}).
-  Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
-  Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
-  chmod +x it, or run it through its interpreter` : null;
-    if (cannot) problems++;
-    io.stdout.write(
-      cannot ? `  problem: the grader cannot run: ${cannot}, or correct grader.command in ${CONFIG_PATH}.
-` : `  no score yet (${how}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.
-`
-    );
-  }
-  const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
-  if (agentFile !== null && !existsSync4(join29(root, agentFile))) {
-    problems++;
-    toWrite.push(agentFile);
-    io.stdout.write(
-      `
-problem: the agent cannot run: ${join29(here, agentFile)}, which agent.command runs, does not exist.
-Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
-`
-    );
-  }
+  const { problems, toWrite, watched: watched2 } = await tryGraderAndAgent(answers, root, here, io);
   if (v.github === true) {
     io.stdout.write(
       `
@@ -39688,6 +39938,13 @@ push workflows with the repository's secrets: add branches-ignore: ['forkflush/*
 `
     );
   }
+  if (pinned?.version)
+    io.stdout.write(`
+The workflows use ${pinned.action} (${pinned.version}, pinned to its commit).
+`);
+  if (pinned?.note) io.stdout.write(`
+Note: ${pinned.note}
+`);
   if (placeholder2) {
     io.stdout.write(
       `
@@ -39696,9 +39953,9 @@ In both workflows, replace ${placeholder2} with the forkflush repository and a r
     );
   }
   const named = [...namedPaths(answers.grader), ...namedPaths(answers.agentCommand), ...answers.protected].filter(
-    (p) => !/[*?[]/.test(p) && existsSync4(join29(root, p))
+    (p) => !/[*?[]/.test(p) && existsSync4(join31(root, p))
   );
-  const read2 = (watched2.read ?? []).filter((f) => !f.startsWith(".github/") && !named.includes(f));
+  const read2 = (watched2.read ?? []).filter((f2) => !f2.startsWith(".github/") && !named.includes(f2));
   if (read2.length > 0)
     io.stdout.write(
       `
@@ -39709,7 +39966,7 @@ Episodes are graded on the commit: the git add line below takes ${read2.length =
   const files = [
     .../* @__PURE__ */ new Set([
       ".github",
-      ...["TASK.md", "NOTES.md"].filter((f) => existsSync4(join29(root, f))),
+      ...["TASK.md", "NOTES.md"].filter((f2) => existsSync4(join31(root, f2))),
       ...named,
       ...read2,
       ...toWrite
@@ -39802,7 +40059,7 @@ async function ask(root, v, io) {
     if (!(Number.isFinite(budget) && budget > 0))
       throw new UserError(`--budget must be a number above 0, got "${budgetText}"`);
     const named = [...namedPaths(grader), ...check2 === "none" ? [] : namedPaths(check2)].filter(
-      (p) => existsSync4(join29(root, p))
+      (p) => existsSync4(join31(root, p))
     );
     const given = Array.isArray(v.protected) ? v.protected.filter((x) => typeof x === "string") : null;
     const protectedText = given ? given.join(", ") : await question(void 0, "Paths the agent must not change (comma-separated)?", named.join(", ") || "none");
@@ -39878,16 +40135,17 @@ var COMMAND_ENV = `        # What your agent needs, from the repository's secret
         #     MY_KEY: \${{ secrets.MY_KEY }}
         # The agent gets the variables agent.env lists, never GITHUB_TOKEN or the runner's tokens.
 `;
-async function workflowText(name2, agent, action) {
+async function workflowText(name2, agent, action, version2) {
   let text = await readFile11(packageFile("examples", "workflows", name2), "utf8");
   if (action) {
     const [repo, ref] = action.split("@");
+    const named = version2 ? ` # ${version2}` : "";
     text = text.replace(
       /^( +)# Replace your-org\/forkflush[^\n]*\n(?: +#[^\n]*\n)?/m,
-      `$1# forkflush at ${action} (forkflush init --action).
+      `$1# forkflush at ${version2 ? `${version2}, pinned to its commit` : action} (forkflush init --action).
 `
-    ).replace(ACTION_PLACEHOLDER, action).replaceAll("repository: your-org/forkflush", `repository: ${repo}`);
-    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}`);
+    ).replace(/^( +- uses: )your-org\/forkflush@[\w.-]+$/m, `$1${action}${named}`).replace(ACTION_PLACEHOLDER, action).replaceAll("repository: your-org/forkflush", `repository: ${repo}`);
+    if (ref) text = text.replace(/(repository: [^\n]+\n\s+ref: )\S+/, `$1${ref}${named}`);
   }
   if (name2 === "forkflush.yml") {
     const secret = specOfName(agent)?.cli?.secret;
@@ -39904,19 +40162,68 @@ async function workflowText(name2, agent, action) {
 function packageFile(...parts) {
   let dir = dirname13(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
-    if (existsSync4(join29(dir, "package.json")) && existsSync4(join29(dir, ...parts))) return join29(dir, ...parts);
+    if (existsSync4(join31(dir, "package.json")) && existsSync4(join31(dir, ...parts))) return join31(dir, ...parts);
     dir = dirname13(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
 }
+async function tryGraderAndAgent(answers, root, here, io) {
+  let problems = 0;
+  const toWrite = [];
+  io.stdout.write(`
+grading the workspace as it is now: ${answers.grader}
+`);
+  const watched2 = await whileWatchingReads(
+    root,
+    await untrackedFiles(root),
+    () => runShell(answers.grader, {
+      cwd: root,
+      timeoutMs: INIT_GRADER_TIMEOUT_SECONDS * 1e3,
+      maxOutput: INIT_GRADING_OUTPUT_MAX_CHARS
+    })
+  );
+  const g = watched2.result;
+  const last = g.stdout.trim().split("\n").at(-1)?.trim() ?? "";
+  if (g.exitCode === 0 && last) io.stdout.write(`  score: ${last}
+`);
+  else {
+    const why = g.spawnError ?? failureLine(g.stderr || g.stdout) ?? "";
+    const how = `${g.stopped ? "it timed out" : `exit ${g.exitCode}`}${why ? `: ${why}` : ""}`;
+    const graderFile = fileItRuns(answers.grader);
+    const missing = graderFile !== null && !existsSync4(join31(root, graderFile));
+    if (missing) toWrite.push(graderFile);
+    const cannot = missing ? `${join31(here, graderFile)} does not exist (${how}).
+  Write it (the last line it prints is the score)` : g.spawnError || g.exitCode === 127 ? `a program it runs is not found (${how}).
+  Install it or name it with its full path` : g.exitCode === 126 ? `a file it runs is not executable (${how}).
+  chmod +x it, or run it through its interpreter` : null;
+    if (cannot) problems++;
+    io.stdout.write(
+      cannot ? `  problem: the grader cannot run: ${cannot}, or correct grader.command in ${CONFIG_PATH}.
+` : `  no score yet (${how}). That is fine for a task that starts from nothing; otherwise fix the grader before you run.
+`
+    );
+  }
+  const agentFile = answers.agentCommand ? fileItRuns(answers.agentCommand) : null;
+  if (agentFile !== null && !existsSync4(join31(root, agentFile))) {
+    problems++;
+    toWrite.push(agentFile);
+    io.stdout.write(
+      `
+problem: the agent cannot run: ${join31(here, agentFile)}, which agent.command runs, does not exist.
+Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, or correct agent.command in ${CONFIG_PATH}.
+`
+    );
+  }
+  return { problems, toWrite, watched: watched2 };
+}
 
 // src/cli/map.ts
 import { readFile as readFile14, writeFile as writeFile18 } from "node:fs/promises";
-import { join as join34 } from "node:path";
+import { join as join36 } from "node:path";
 
 // src/local/map.ts
-import { mkdir as mkdir21, realpath as realpath7, stat as stat14 } from "node:fs/promises";
-import { join as join33, resolve as resolve7 } from "node:path";
+import { mkdir as mkdir22, realpath as realpath7, stat as stat14 } from "node:fs/promises";
+import { join as join35, resolve as resolve7 } from "node:path";
 
 // src/core/map/chart.ts
 var W2 = 960;
@@ -39975,19 +40282,10 @@ function mapLayout(m) {
     by
   };
 }
-var middle = (xs) => quantileOf(xs, 0.5);
-function quantileOf(values, q) {
-  if (values.length === 0) return 0;
-  const xs = [...values].sort((a2, b2) => a2 - b2);
-  const at = (xs.length - 1) * q;
-  const lo = Math.floor(at);
-  const a = xs[lo];
-  const b = xs[Math.min(lo + 1, xs.length - 1)];
-  return a + (b - a) * (at - lo);
-}
+var middle = (xs) => xs.length === 0 ? 0 : quantile(xs, 0.5);
 function renderMapSvg(m, o) {
   const L = mapLayout(m);
-  const f = (n) => n.toFixed(1);
+  const f2 = (n) => n.toFixed(1);
   const at = (p) => {
     const q = L.place(p.x, p.y);
     return [q.x, q.y];
@@ -40003,7 +40301,7 @@ function renderMapSvg(m, o) {
     `<rect x="${PLOT.x0}" y="${PLOT.y0}" width="${PLOT.x1 - PLOT.x0}" height="${PLOT.y1 - PLOT.y0}" fill="none" stroke="#e5e7eb"/>`
   ];
   for (const b of m.basins) {
-    const hull = b.hull.map(([x, y]) => L.place(x, y)).map((q) => `${f(q.x)} ${f(q.y)}`);
+    const hull = b.hull.map(([x, y]) => L.place(x, y)).map((q) => `${f2(q.x)} ${f2(q.y)}`);
     const d = `M${hull.join("L")}${hull.length > 2 ? "Z" : ""}`;
     const round2 = 'stroke-linejoin="round" stroke-linecap="round"';
     out.push(
@@ -40017,7 +40315,7 @@ function renderMapSvg(m, o) {
     if (!top) continue;
     const x = Math.min(PLOT.x1 - 12, Math.max(PLOT.x0 + 12, top.x));
     const y = Math.max(PLOT.y0 + 14, top.y - BASIN_PAD - 6);
-    out.push(`<text x="${f(x)}" y="${f(y)}" text-anchor="middle" font-weight="600" fill="#334155">${b.name}</text>`);
+    out.push(`<text x="${f2(x)}" y="${f2(y)}" text-anchor="middle" font-weight="600" fill="#334155">${b.name}</text>`);
   }
   const lineages = /* @__PURE__ */ new Map();
   for (const p of m.points.filter((q) => q.path)) {
@@ -40026,7 +40324,7 @@ function renderMapSvg(m, o) {
   }
   for (const ps of lineages.values()) {
     if (ps.length < 2) continue;
-    const d = ps.map((p, i) => `${i === 0 ? "M" : "L"}${f(at(p)[0])} ${f(at(p)[1])}`).join("");
+    const d = ps.map((p, i) => `${i === 0 ? "M" : "L"}${f2(at(p)[0])} ${f2(at(p)[1])}`).join("");
     out.push(
       `<path d="${d}" fill="none" stroke="${L.colorOf(ps[0])}" stroke-width="1.3" stroke-opacity="0.6"/>`
     );
@@ -40038,7 +40336,7 @@ function renderMapSvg(m, o) {
       const to = byId.get(r.id);
       if (to)
         out.push(
-          `<line x1="${f(at(from)[0])}" y1="${f(at(from)[1])}" x2="${f(at(to)[0])}" y2="${f(at(to)[1])}" stroke="${MAP_COLORS.rejected}" stroke-width="1" stroke-dasharray="2 3"/>`
+          `<line x1="${f2(at(from)[0])}" y1="${f2(at(from)[1])}" x2="${f2(at(to)[0])}" y2="${f2(at(to)[1])}" stroke="${MAP_COLORS.rejected}" stroke-width="1" stroke-dasharray="2 3"/>`
         );
     }
   }
@@ -40051,15 +40349,15 @@ function renderMapSvg(m, o) {
     const marks = off ? [farMark(x, y)] : [];
     if (p.forkPoint)
       marks.push(
-        `<circle cx="${f(x)}" cy="${f(y)}" r="8" fill="none" stroke="${MAP_COLORS.forkRing}" stroke-width="1.5"/>`
+        `<circle cx="${f2(x)}" cy="${f2(y)}" r="8" fill="none" stroke="${MAP_COLORS.forkRing}" stroke-width="1.5"/>`
       );
     if (p.final) marks.push(star2(x, y, color));
     else if (p.branch === "selected") marks.push(diamond(x, y, fill, color));
     else if (p.branch === "rejected") marks.push(cross([x, y], color));
-    else marks.push(`<circle cx="${f(x)}" cy="${f(y)}" r="4" fill="${fill}" stroke="${color}" stroke-width="1.2"/>`);
+    else marks.push(`<circle cx="${f2(x)}" cy="${f2(y)}" r="4" fill="${fill}" stroke="${color}" stroke-width="1.2"/>`);
     out.push(`<g><title>${esc4(label)}</title>${marks.join("")}</g>`);
   }
-  out.push(...legend(m, L), ...caption(m));
+  out.push(...legend2(m, L), ...caption(m));
   out.push("</svg>");
   return `${out.join("\n")}
 `;
@@ -40068,7 +40366,7 @@ function subtitle(m) {
   const runs = new Set(m.points.map((p) => p.run)).size;
   return `${plural3(m.points.length, "snapshot")} of ${plural3(runs, "run")}, placed by ${m.embedding === "soe" ? "SOE" : "t-STE"} from ${plural3(m.judgments, "triplet judgment")} of ${m.judge.label}; ${plural3(m.basins.length, "basin")}`;
 }
-function legend(m, L) {
+function legend2(m, L) {
   const out = [];
   let y = PLOT.y0 + 8;
   const line = (mark, text) => {
@@ -40259,8 +40557,8 @@ function tripletCount(settings2, points) {
 
 // src/local/map-cache.ts
 import { createHash as createHash2 } from "node:crypto";
-import { appendFile as appendFile5, mkdir as mkdir19, readFile as readFile12, writeFile as writeFile16 } from "node:fs/promises";
-import { join as join30 } from "node:path";
+import { appendFile as appendFile5, mkdir as mkdir20, readFile as readFile12, writeFile as writeFile16 } from "node:fs/promises";
+import { join as join32 } from "node:path";
 function judgeKey(judge2) {
   const what = { kind: judge2.kind, command: judge2.command ?? null, model: judge2.model ?? null, args: judge2.args };
   return createHash2("sha256").update(JSON.stringify({ ...what, prompts: MAP_PROMPT_VERSION })).digest("hex").slice(0, 16);
@@ -40276,7 +40574,7 @@ var MapCache = class _MapCache {
   judgments;
   /** The cache as it is (nothing written: a dry run reads it too). */
   static async open(dir, judge2) {
-    const text = await readFile12(join30(dir, "judgments.jsonl"), "utf8").catch(() => "");
+    const text = await readFile12(join32(dir, "judgments.jsonl"), "utf8").catch(() => "");
     const judgments = /* @__PURE__ */ new Map();
     for (const line of text.split("\n")) {
       const j = parseJudgment(line);
@@ -40286,9 +40584,9 @@ var MapCache = class _MapCache {
   }
   /** Its folder, with a note of which judge it is for people looking into it. */
   async make() {
-    await mkdir19(join30(this.dir, "specs"), { recursive: true });
+    await mkdir20(join32(this.dir, "specs"), { recursive: true });
     const about = { judge: { ...this.judge, env: void 0 }, prompts: MAP_PROMPT_VERSION };
-    await writeFile16(join30(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
+    await writeFile16(join32(this.dir, "judge.json"), `${JSON.stringify(about, null, 2)}
 `);
   }
   async spec(commit) {
@@ -40307,13 +40605,13 @@ var MapCache = class _MapCache {
   }
   async saveJudgment(j) {
     const line = { anchor: j.anchor, a: j.a, b: j.b, answer: j.answer, spent: j.spent };
-    await appendFile5(join30(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
+    await appendFile5(join32(this.dir, "judgments.jsonl"), `${JSON.stringify(line)}
 `);
     this.judgments.set(tripletKey(j), line);
   }
   specFile(commit) {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) throw new Error(`not a commit id: ${commit}`);
-    return join30(this.dir, "specs", `${commit}.json`);
+    return join32(this.dir, "specs", `${commit}.json`);
   }
 };
 function parseJudgment(line) {
@@ -40329,42 +40627,42 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir20, readdir as readdir13, rename as rename7, rm as rm17, stat as stat12, writeFile as writeFile17 } from "node:fs/promises";
-import { join as join31 } from "node:path";
+import { chmod as chmod6, mkdir as mkdir21, readdir as readdir13, rename as rename7, rm as rm18, stat as stat12, writeFile as writeFile17 } from "node:fs/promises";
+import { join as join33 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
-  const dir = join31(s.work, call.name);
+  const dir = join33(s.work, call.name);
   if (await stat12(dir).catch(() => null)) await removeTree(dir);
-  const box = join31(dir, "box");
-  const context = join31(dir, "context");
-  for (const d of [join31(box, "home"), join31(box, "tmp"), context]) await mkdir20(d, { recursive: true });
+  const box = join33(dir, "box");
+  const context = join33(dir, "context");
+  for (const d of [join33(box, "home"), join33(box, "tmp"), context]) await mkdir21(d, { recursive: true });
   try {
     if (call.prepare) {
       await call.prepare(call.cwd);
       await readOnly(call.cwd);
     }
     const reply = await run(s, call, allowance, dir, box, context);
-    if (!reply.ok) reply.log = await keepLog(s, call, join31(dir, "judge.log"));
+    if (!reply.ok) reply.log = await keepLog(s, call, join33(dir, "judge.log"));
     return reply;
   } finally {
-    await rm17(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
+    await rm18(dir, { recursive: true, force: true }).catch(() => removeTree(dir).catch(() => {
     }));
   }
 }
 async function run(s, call, allowance, dir, box, context) {
-  const promptFile = join31(box, "prompt.md");
+  const promptFile = join33(box, "prompt.md");
   await writeFile17(promptFile, call.prompt);
-  const tripletFile2 = call.triplet === void 0 ? null : join31(box, "triplet.json");
+  const tripletFile2 = call.triplet === void 0 ? null : join33(box, "triplet.json");
   if (tripletFile2 && call.triplet !== void 0) await writeFile17(tripletFile2, call.triplet);
-  const noGrader = join31(box, "no-grader");
+  const noGrader = join33(box, "no-grader");
   await writeFile17(noGrader, "#!/bin/sh\necho 'forkflush map: the judge has no grader' >&2\nexit 2\n", { mode: 493 });
   const sandbox = s.isolation.sandbox;
   const env = {
     ...allowedEnv(s.env, [...s.adapter.passEnv, ...s.judge.env]),
-    HOME: join31(box, "home"),
-    TMPDIR: sandbox ? "/tmp" : join31(box, "tmp"),
+    HOME: join33(box, "home"),
+    TMPDIR: sandbox ? "/tmp" : join33(box, "tmp"),
     ...call.smoke ? {} : { FORKFLUSH_MAP_STEP: call.step },
     ...tripletFile2 ? { FORKFLUSH_TRIPLET_FILE: tripletFile2 } : {}
   };
@@ -40384,21 +40682,21 @@ async function run(s, call, allowance, dir, box, context) {
       shared: [...agent.shared ?? [], ...egress.bind ? [egress.bind] : []],
       account
     };
-    const confined = sessionSpawner(sandbox, confinement, [context, box], void 0, egress.wrap);
-    return await judged(s, call, allowance, { box, context, promptFile, noGrader, env: egress.env, confined, dir });
+    const confined2 = sessionSpawner(sandbox, confinement, [context, box], void 0, egress.wrap);
+    return await judged(s, call, allowance, { box, context, promptFile, noGrader, env: egress.env, confined: confined2, dir });
   } finally {
     account.release();
     await egress.close();
   }
 }
 async function judged(s, call, allowance, o) {
-  const { box, context, promptFile, noGrader, env, confined, dir } = o;
+  const { box, context, promptFile, noGrader, env, confined: confined2, dir } = o;
   const sandbox = s.isolation.sandbox;
-  const logFile = join31(dir, "judge.log");
+  const logFile = join33(dir, "judge.log");
   let main2 = null;
   let notStarted = false;
   const spawn3 = async (file2, args, options) => {
-    const r2 = await confined(file2, args, options);
+    const r2 = await confined2(file2, args, options);
     if (options.logFile === logFile) main2 = r2;
     if (r2.stopped === null && couldNotStart(r2)) notStarted = true;
     return r2;
@@ -40410,7 +40708,7 @@ async function judged(s, call, allowance, o) {
     prompt: call.prompt,
     promptFile,
     contextDir: context,
-    usageFile: join31(box, "usage.json"),
+    usageFile: join33(box, "usage.json"),
     logFile,
     gradeCommand: noGrader,
     allowance,
@@ -40471,8 +40769,8 @@ async function keepLog(s, call, log) {
     () => -1
   );
   if (size < 0) return null;
-  await mkdir20(s.failedLogs, { recursive: true });
-  const kept = join31(s.failedLogs, `${call.name}.log`);
+  await mkdir21(s.failedLogs, { recursive: true });
+  const kept = join33(s.failedLogs, `${call.name}.log`);
   await rename7(log, kept).catch(() => {
   });
   return kept;
@@ -40480,7 +40778,7 @@ async function keepLog(s, call, log) {
 async function readOnly(dir) {
   const entries = await readdir13(dir, { withFileTypes: true });
   for (const e of entries) {
-    const path = join31(dir, e.name);
+    const path = join33(dir, e.name);
     if (e.isDirectory()) await readOnly(path);
     else if (e.isFile()) await chmod6(path, 292);
   }
@@ -40611,7 +40909,7 @@ function judgeLabel(j) {
 
 // src/local/map-target.ts
 import { readdir as readdir14, readFile as readFile13, stat as stat13 } from "node:fs/promises";
-import { join as join32 } from "node:path";
+import { join as join34 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
   const root = RunStore.runsDir(taskDir);
@@ -40623,7 +40921,7 @@ async function findTarget(taskDir, o) {
   }
   const names = (await readdir14(root).catch(() => [])).sort();
   const compares = [];
-  for (const n of names) if (await stat13(join32(root, n, "compare.json")).catch(() => null)) compares.push(n);
+  for (const n of names) if (await stat13(join34(root, n, "compare.json")).catch(() => null)) compares.push(n);
   const id = o.compare ?? compares.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares.join(", ") || "none yet"}`);
@@ -40643,8 +40941,8 @@ async function runTarget(taskDir, id) {
   };
 }
 async function compareTarget(taskDir, id) {
-  const folder = join32(RunStore.runsDir(taskDir), id);
-  const file2 = join32(folder, "compare.json");
+  const folder = join34(RunStore.runsDir(taskDir), id);
+  const file2 = join34(folder, "compare.json");
   const manifest = parseManifest(await readFile13(file2, "utf8"), file2);
   const runs = [];
   for (const e of manifest.entries) {
@@ -40694,7 +40992,7 @@ async function makeMap(o) {
     )
   );
   const cache2 = await MapCache.open(
-    join33(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
+    join35(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
     settings2.judge
   );
   const specs = /* @__PURE__ */ new Map();
@@ -40706,8 +41004,8 @@ async function makeMap(o) {
   if (o.dryRun) return { code: 0, plan: plan2 };
   if (snapshots.length < 3)
     return { code: 1, plan: plan2, message: `${target.kind} ${target.id} has ${snapshots.length} snapshots: a map needs 3` };
-  const work = join33(target.folder, "map");
-  await mkdir21(work, { recursive: true, mode: 448 });
+  const work = join35(target.folder, "map");
+  await mkdir22(work, { recursive: true, mode: 448 });
   await cache2.make();
   const release2 = await new RunStore(work).lock();
   try {
@@ -40718,7 +41016,7 @@ async function makeMap(o) {
       return { code: 130, plan: plan2, message: "interrupted: every answer so far is kept; run forkflush map again to go on" };
     throw e;
   } finally {
-    await removeTree(join33(work, "calls")).catch(() => {
+    await removeTree(join35(work, "calls")).catch(() => {
     });
     await release2();
   }
@@ -40739,8 +41037,8 @@ async function prepare(m) {
     config: m.config,
     isolation,
     env: m.o.env ?? process.env,
-    work: join33(m.work, "calls"),
-    failedLogs: join33(m.work, "failed"),
+    work: join35(m.work, "calls"),
+    failedLogs: join35(m.work, "failed"),
     hidden: [...new Set(hidden)],
     unit: m.settings.unit,
     signal: m.o.signal ?? new AbortController().signal
@@ -40805,8 +41103,8 @@ async function draw(r) {
     unit: r.settings.unit,
     budget: r.settings.budget
   });
-  const json2 = join33(r.target.folder, "map.json");
-  const svg = join33(r.target.folder, "map.svg");
+  const json2 = join35(r.target.folder, "map.json");
+  const svg = join35(r.target.folder, "map.svg");
   await writeAtomic(json2, `${JSON.stringify(record2, null, 1)}
 `);
   await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${r.target.kind} ${r.target.id}` }));
@@ -40835,8 +41133,8 @@ async function askSpec(r, x) {
       protected: config2.grader.protected,
       journal: config2.journal
     }),
-    cwd: join33(r.setup.work, name2, "snapshot"),
-    prepare: (cwd) => checkoutInto(own2, x.commit, cwd, join33(r.setup.work, name2, "checkout.index")),
+    cwd: join35(r.setup.work, name2, "snapshot"),
+    prepare: (cwd) => checkoutInto(own2, x.commit, cwd, join35(r.setup.work, name2, "checkout.index")),
     seed: r.seed
   };
   const reply = await ask2(r.setup, r.ledger, call);
@@ -40875,9 +41173,9 @@ async function baseCheckout(r) {
   const first = r.target.runs[0];
   const own2 = first && r.repos.get(first.state.id);
   if (!first || !own2) return;
-  await mkdir21(r.setup.work, { recursive: true });
-  await checkoutInto(own2, first.state.base.commit, join33(r.setup.work, "base"), join33(r.setup.work, "base.index"));
-  await readOnly(join33(r.setup.work, "base"));
+  await mkdir22(r.setup.work, { recursive: true });
+  await checkoutInto(own2, first.state.base.commit, join35(r.setup.work, "base"), join35(r.setup.work, "base.index"));
+  await readOnly(join35(r.setup.work, "base"));
 }
 async function askTriplet(r, q, answered) {
   const spec = (id) => ({ id, spec: r.specs.get(id).spec });
@@ -40886,7 +41184,7 @@ async function askTriplet(r, q, answered) {
     step: "triplet",
     name: `triplet-${key2.split(" ").map((id) => id.slice(0, 12)).join("-")}`,
     prompt: tripletPrompt({ anchor: spec(q.anchor).spec, a: spec(q.a).spec, b: spec(q.b).spec }),
-    cwd: join33(r.setup.work, "base"),
+    cwd: join35(r.setup.work, "base"),
     triplet: tripletFile(spec(q.anchor), spec(q.a), spec(q.b)),
     seed: r.seed
   };
@@ -40969,7 +41267,7 @@ no judge was started. Make it: forkflush map ${dir}${v.run ? ` --run ${v.run}` :
     return outcome.code === 0 ? 1 : outcome.code;
   }
   const { record: record2, files } = outcome;
-  const png = await renderPng(join34(files.folder, "map.svg"), join34(files.folder, "map.png"));
+  const png = await renderPng(join36(files.folder, "map.svg"), join36(files.folder, "map.png"));
   if (v.json) io.stdout.write(`${JSON.stringify(record2, null, 2)}
 `);
   else
@@ -40980,7 +41278,7 @@ ${mapText(record2).join("\n")}
 map:     ${files.json}
 picture: ${files.svg}
 ${"file" in png ? `png:     ${png.file}
-` : ""}report:  ${join34(files.folder, "report.md")}
+` : ""}report:  ${join36(files.folder, "report.md")}
 `
     );
   if ("note" in png) io.stderr.write(`forkflush: note: ${png.note}
@@ -41054,7 +41352,7 @@ function analyzeProbe(records, o) {
   const span = best !== null && floor !== null ? Math.abs(best - floor) : null;
   const relativeSd = spread !== null && span !== null ? span > 0 ? spread / span : 0 : null;
   const n = records.length;
-  const f = (x) => x === null ? "-" : formatNumber(x, 4);
+  const f2 = (x) => x === null ? "-" : formatNumber(x, 4);
   const dir = shellQuote(o.dir);
   const budget = o.planned !== null ? ` --budget ${formatNumber(o.planned, 6)}` : "";
   const each = `${formatNumber(o.budgetEach, 4)} ${o.unit}`;
@@ -41073,7 +41371,7 @@ function analyzeProbe(records, o) {
     threshold: PROBE_SPREAD
   };
   if (improved === 0 || xs.length < 2 || relativeSd === null) {
-    const why = improved === 0 ? `none of the ${n} runs improved on the initial score (${o.initial === null ? "none" : f(o.initial)}) with ${each} each` : `only ${xs.length} of the ${n} runs got a score with ${each} each, too few to measure a spread`;
+    const why = improved === 0 ? `none of the ${n} runs improved on the initial score (${o.initial === null ? "none" : f2(o.initial)}) with ${each} each` : `only ${xs.length} of the ${n} runs got a score with ${each} each, too few to measure a spread`;
     return {
       ...base,
       recommendation: "too hard at this budget",
@@ -41081,7 +41379,7 @@ function analyzeProbe(records, o) {
       next: `forkflush probe ${dir}${budget} --budget-each ${formatNumber(o.budgetEach * 2, 4)}`
     };
   }
-  const figures = `the ${n} runs ended between ${f(worst)} and ${f(best)} (range ${f(range)}, sd ${f(spread)}), an sd of ${formatNumber(relativeSd * 100, 1)}% of the gain from ${o.initial === null ? "the worst run" : `the initial ${f(o.initial)}`} to the best`;
+  const figures = `the ${n} runs ended between ${f2(worst)} and ${f2(best)} (range ${f2(range)}, sd ${f2(spread)}), an sd of ${formatNumber(relativeSd * 100, 1)}% of the gain from ${o.initial === null ? "the worst run" : `the initial ${f2(o.initial)}`} to the best`;
   if (relativeSd >= PROBE_SPREAD) {
     return {
       ...base,
@@ -41102,10 +41400,10 @@ function probePlan(o) {
   return `${o.runs} single runs of ${formatNumber(o.each, 4)} ${o.unit} (${formatNumber(all, 4)} ${o.unit}, ${Math.round(all * 100 / o.planned)}% of the planned ${formatNumber(o.planned, 4)}); initial score ${o.initial === null ? "none" : formatNumber(o.initial, 4)}.`;
 }
 function probeText(a) {
-  const f = (x) => x === null ? "-" : formatNumber(x, 4);
+  const f2 = (x) => x === null ? "-" : formatNumber(x, 4);
   return [
-    `runs: ${a.runs} (best scores ${a.bests.map(f).join(", ")}); initial score ${f(a.initial)}; improved: ${a.improved} of ${a.runs}`,
-    `range ${f(a.range)}, sd ${f(a.sd)}, sd relative to the gain ${a.relativeSd === null ? "-" : `${formatNumber(a.relativeSd * 100, 1)}%`} (threshold ${a.threshold * 100}%)`,
+    `runs: ${a.runs} (best scores ${a.bests.map(f2).join(", ")}); initial score ${f2(a.initial)}; improved: ${a.improved} of ${a.runs}`,
+    `range ${f2(a.range)}, sd ${f2(a.sd)}, sd relative to the gain ${a.relativeSd === null ? "-" : `${formatNumber(a.relativeSd * 100, 1)}%`} (threshold ${a.threshold * 100}%)`,
     "",
     `recommendation: ${a.recommendation}`,
     a.reason,
@@ -41118,7 +41416,7 @@ function capital(s) {
 }
 
 // src/local/probe.ts
-import { join as join35 } from "node:path";
+import { join as join37 } from "node:path";
 async function runProbe(o) {
   const { budgetEach: asked, runs, budget, ...rest } = o;
   const { config: planned } = await loadConfig(o.dir, o.configFile, budget !== void 0 ? { budget } : {});
@@ -41146,11 +41444,11 @@ async function runProbe(o) {
   });
   if (!o.dryRun) {
     const folder = outcome.folder;
-    await writeAtomic(join35(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
+    await writeAtomic(join37(folder, "results.json"), `${JSON.stringify({ ...r, probe: analysis }, null, 2)}
 `);
     const report = renderCompareReport(r, { chartFile: "chart.svg" }).split("\n").slice(1).join("\n");
     await writeAtomic(
-      join35(folder, "report.md"),
+      join37(folder, "report.md"),
       `# forkflush probe ${r.compare}
 
 \`\`\`
@@ -41213,7 +41511,8 @@ async function driveRun(open4, io) {
       info: open4.info,
       isolation: open4.isolation,
       onEvent: (e) => view.onEvent(e),
-      ...io.signal ? { signal: io.signal } : {}
+      ...io.signal ? { signal: io.signal } : {},
+      ...io.env ? { env: io.env } : {}
     });
   } finally {
     view.close();
@@ -41316,9 +41615,9 @@ sandbox: ${sandboxLine(open4)}
 }
 
 // src/cli/smoke.ts
-import { mkdir as mkdir22, mkdtemp as mkdtemp6, rm as rm18 } from "node:fs/promises";
-import { tmpdir as tmpdir4 } from "node:os";
-import { join as join36 } from "node:path";
+import { mkdir as mkdir23, mkdtemp as mkdtemp6, rm as rm19 } from "node:fs/promises";
+import { tmpdir as tmpdir5 } from "node:os";
+import { join as join38 } from "node:path";
 var SMOKE_PROMPT = "This is forkflush's smoke test of the agent it will run on this task: it only checks that you start and answer. Change no file and run no command. Answer with one short sentence that says you are ready.";
 var SMOKE_CAP = {
   usd: SMOKE_CAP_USD,
@@ -41332,7 +41631,7 @@ async function smoke(o, io) {
 `);
   const { unit, allowance } = smokeCap(config2);
   const top = await gitTop2(o.dir);
-  const work = await mkdtemp6(join36(tmpdir4(), "forkflush-smoke-"));
+  const work = await mkdtemp6(join38(tmpdir5(), "forkflush-smoke-"));
   const failedLogs = `${work}-log`;
   const agent = { ...config2.agent, timeout: Math.min(config2.agent.timeout, SMOKE_TIMEOUT_SECONDS) };
   io.stdout.write(
@@ -41359,8 +41658,8 @@ async function smoke(o, io) {
         smoke: true,
         name: "smoke",
         prompt: SMOKE_PROMPT,
-        cwd: join36(work, "workspace"),
-        prepare: (cwd) => checkoutHead(top, cwd, join36(work, "smoke.index")),
+        cwd: join38(work, "workspace"),
+        prepare: (cwd) => checkoutHead(top, cwd, join38(work, "smoke.index")),
         seed: 0
       },
       allowance
@@ -41371,7 +41670,7 @@ async function smoke(o, io) {
 `);
       return 1;
     }
-    await rm18(failedLogs, { recursive: true, force: true });
+    await rm19(failedLogs, { recursive: true, force: true });
     io.stdout.write(
       `forkflush smoke: the agent answered (${spent2}${reply.note ? `; ${reply.note}` : ""}):
 ${reply.text.trim()}
@@ -41379,7 +41678,7 @@ ${reply.text.trim()}
     );
     return 0;
   } finally {
-    await rm18(work, { recursive: true, force: true });
+    await rm19(work, { recursive: true, force: true });
   }
 }
 function smokeCap(config2) {
@@ -41392,7 +41691,7 @@ async function gitTop2(dir) {
   return r.exitCode === 0 ? r.stdout.trim() : null;
 }
 async function checkoutHead(top, cwd, index) {
-  await mkdir22(cwd, { recursive: true });
+  await mkdir23(cwd, { recursive: true });
   if (!top) return;
   await new Git(top).exec(["--work-tree", cwd, "read-tree", "--reset", "-u", "HEAD"], {
     env: { GIT_INDEX_FILE: index }
