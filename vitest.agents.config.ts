@@ -10,7 +10,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     // One file per agent kind (test/agents/contract/): their slow rows wait on a CLI's backoff, not the CPU.
     maxWorkers: 4,
-    // The whole-run suites (compare, map) run their kinds side by side, three at a time.
-    maxConcurrency: 3,
+    // The whole-run suites (compare, map) run their kinds side by side, two at a time (each run starts
+    // up to three CLIs: more would starve the contract files' timed rows).
+    maxConcurrency: 2,
   },
 });
