@@ -63,3 +63,24 @@ export function taskRepo(k: Kind, suite: string, more: string[]): string {
   git('commit', '-qm', 'task');
   return dir;
 }
+
+/**
+ * Runs `body` on a task repository for the kind (configured by `more(episode tokens)`) with its
+ * mock model started, writing 7 into value.txt, and the CLI's environment: this process's and the
+ * harness's variables (the runner gives the agent what its allowlist lets through). The mock is
+ * stopped after.
+ */
+export async function withTask(
+  k: Kind,
+  suite: string,
+  more: (episode: number) => string[],
+  body: (dir: string, env: NodeJS.ProcessEnv) => Promise<void>,
+): Promise<void> {
+  await k.h.start();
+  try {
+    k.h.model.work('value.txt', '7');
+    await body(taskRepo(k, suite, more(episodeTokens(k))), { ...process.env, ...agentEnv(k) });
+  } finally {
+    await k.h.stop();
+  }
+}
