@@ -299,9 +299,14 @@ describeSandboxed('processes', () => {
   let repo: AttackRepo;
   let run: LocalRun;
   beforeAll(async () => {
-    repo = makeAttackRepo({ agent: `sh {fx}/round2-procs.sh {logs} ${marker}`, grader: CAT_GRADER });
+    // 1500 forks take seconds idle and far longer on a loaded machine: the storm, not its speed, is the test.
+    repo = makeAttackRepo({
+      agent: `sh {fx}/round2-procs.sh {logs} ${marker}`,
+      grader: CAT_GRADER,
+      agentTimeout: 90,
+    });
     run = await runLocal(repo);
-  });
+  }, 180_000);
 
   it('a fork storm (1500 processes) dies with the episode, and the run goes on', () => {
     expect(Number(readFileSync(join(repo.logs, 'live'), 'utf8'))).toBeGreaterThanOrEqual(1500);
