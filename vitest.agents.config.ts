@@ -10,8 +10,10 @@ export default defineConfig({
     hookTimeout: 120_000,
     // One file per agent kind (test/agents/contract/): their slow rows wait on a CLI's backoff, not the CPU.
     maxWorkers: 4,
-    // The whole-run suites (compare, map) run their kinds side by side, two at a time (each run starts
-    // up to three CLIs: more would starve the contract files' timed rows).
+    // The whole-run suites (compare, map) run their kinds side by side, two at a time. `npm run
+    // test:agents` runs them after the contract files, not beside them: each run starts up to three
+    // CLIs, and opencode's start alone takes seconds of CPU, so beside them the contract files'
+    // episodes ran past their deadline on a two-core machine.
     maxConcurrency: 2,
   },
 });
