@@ -4,16 +4,26 @@
 import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
 import { ACTION_STOP_WITHIN_MS } from '../core/bounds.js';
-import { BASE_JOB } from '../core/names.js';
+import { BASE_JOB, MAP_JOB } from '../core/names.js';
 import { exitWithin, stopAllCommands } from '../io/process.js';
 import { InterruptedError } from '../worker/episode-errors.js';
 import { type AgentLogReport, publishAgentLog, workflowSafe } from './agent-log.js';
-import type { ArtifactService, UploadClient } from './artifact.js';
+import { type ArtifactService, artifactName, type UploadClient, uploadArtifact } from './artifact.js';
 import { runBaseJob } from './base-job.js';
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
+import { runMapJob } from './map-job.js';
 import { basicCredentials } from './remote.js';
-import { baseOutputs, baseSummary, jobFailure, jobNotice, jobOutputs, jobSummary } from './report.js';
+import {
+  baseOutputs,
+  baseSummary,
+  jobFailure,
+  jobNotice,
+  jobOutputs,
+  jobSummary,
+  mapOutputs,
+  mapSummary,
+} from './report.js';
 import { type ActionSettings, parseSettings } from './settings.js';
 
 /** The artifact client, loaded only when there is a log to upload. */
@@ -48,6 +58,21 @@ export async function run(): Promise<void> {
       await core.summary.addRaw(baseSummary(base)).write();
       return;
     }
+    if (settings.episode === MAP_JOB) {
+      // The run's idea map: its judge is an agent, but the map's summary, not an agent log, says what it did.
+      const map = await runMapJob(settings, { log, env: process.env, signal: cancel.signal });
+      const artifact = await uploadArtifact({
+        client: artifactClient,
+        name: artifactName(settings.run, MAP_JOB, jobEnv.GITHUB_RUN_ATTEMPT),
+        files: map.files,
+        root: map.folder,
+        service,
+        env: process.env,
+      });
+      for (const [name, value] of Object.entries(mapOutputs(map))) core.setOutput(name, value);
+      await core.summary.addRaw(mapSummary(map, artifact)).write();
+      return;
+    }
     // 3. The episode, then its agent's log published.
     const outcome = await runEpisodeJob(settings, { log, env: process.env, signal: cancel.signal });
     const published = await report(outcome);
@@ -55,7 +80,7 @@ export async function run(): Promise<void> {
     await reportOutcome(outcome, published, { jobEnv, service, what });
   } catch (e) {
     // An episode that failed after its agent ran (a refused push, say) still shows what the agent did.
-    if (!(e instanceof InterruptedError) && settings?.episode !== BASE_JOB) {
+    if (!(e instanceof InterruptedError) && settings?.episode !== BASE_JOB && settings?.episode !== MAP_JOB) {
       const log = await report(null)?.catch(() => null);
       if (log?.logFile) core.setOutput('log-file', log.logFile);
     }
