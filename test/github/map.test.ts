@@ -193,6 +193,23 @@ describe('/autoresearch map', () => {
     ).toHaveLength(1);
   });
 
+  it("of a finished run, heard from the workflow run's end (Actions mode), is embedded in the result pull request", async () => {
+    const h = await gradedRun();
+    for (let guard = 0; guard < 50 && h.state(RUN).status !== 'finished'; guard++) await playRound(h, () => 60);
+    expect(h.state(RUN).status).toBe('finished');
+    await h.comment(7, '/autoresearch map');
+    const sha = pushMap(h);
+    await h.send('workflow_run', 'completed', (p) => {
+      p.workflow_run.display_title = `forkflush ${RUN} round map`;
+      p.workflow_run.head_branch = 'main';
+      p.workflow_run.conclusion = 'success';
+    });
+    expect(bodies(h).filter((b) => b.startsWith('## Idea map'))).toHaveLength(1);
+    const [result] = h.gh.pulls;
+    expect(result?.body).toContain('#### Idea map');
+    expect(result?.body).toContain(`https://github.com/octo-org/octo-repo/blob/${sha}/map.svg?raw=true`);
+  });
+
   it("from another workflow run than the map's dispatch, changes nothing", async () => {
     const h = await gradedRun();
     await h.comment(7, '/autoresearch map');
