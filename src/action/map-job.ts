@@ -38,12 +38,16 @@ export interface MapJobOutcome {
   pngNote?: string;
 }
 
-/** A map that was not drawn: the job fails with `message`; `cacheCommit` holds the answers kept. */
+/**
+ * A map that was not drawn: the job fails with `message`; `cacheCommit` holds the answers kept,
+ * `failedLogs` the logs of the judge's failed calls (the job uploads them: the runner's folder goes).
+ */
 export class MapNotDrawn extends Error {
   override name = 'MapNotDrawn';
   constructor(
     message: string,
     readonly cacheCommit: string | null,
+    readonly failedLogs: string | null,
   ) {
     super(message);
   }
@@ -96,7 +100,7 @@ export async function runMapJob(s: ActionSettings, o: JobOptions): Promise<MapJo
       previous,
       `forkflush ${s.run}: the judge's answers so far (no map)`,
     );
-    throw new MapNotDrawn(outcome.message ?? 'the map was not drawn', kept);
+    throw new MapNotDrawn(outcome.message ?? 'the map was not drawn', kept, outcome.failedLogs ?? null);
   }
   const png = await renderPng(join(out, 'map.svg'), join(out, 'map.png'));
   const commit = await pushMapCommit(records, remote, ref, out, previous, `forkflush ${s.run}: idea map`);

@@ -50,7 +50,7 @@ export function mapComment(m: MapRecord, o: { image: string; run: string; commit
 /** One line for the issue when the map job drew no map. */
 export function mapFailedComment(why: string, jobUrl: string | null): string {
   return clip(
-    `forkflush drew no idea map: ${inertCodeSpan(why)}${jobUrl ? ` ([its job](${jobUrl}) says why in its summary)` : ''}. ` +
+    `forkflush drew no idea map: ${inertCodeSpan(why)}${jobUrl ? ` ([its job](${jobUrl}) says why)` : ''}. ` +
       'Every answer the judge gave is kept: `/autoresearch map` asks again and pays only for the rest.',
     BODY_MAX_CHARS,
   );

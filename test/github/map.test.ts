@@ -182,7 +182,7 @@ describe('/autoresearch map', () => {
     const failed = bodies(h).filter((b) => b.startsWith('forkflush drew no idea map'));
     expect(failed).toHaveLength(1);
     expect(failed[0]?.split('\n')[0]).toMatch(
-      /^forkflush drew no idea map: `its job ended: failure` \(\[its job\]\(.+\) says why in its summary\)\./,
+      /^forkflush drew no idea map: `its job ended: failure` \(\[its job\]\(.+\) says why\)\./,
     );
     expect(h.runFiles(RUN)?.map?.drawn).toBeUndefined();
     // The job run again (its answers kept on the map ref) pushes a map, with a PNG this time.
