@@ -100,7 +100,12 @@ export async function runMapJob(s: ActionSettings, o: JobOptions): Promise<MapJo
       previous,
       `forkflush ${s.run}: the judge's answers so far (no map)`,
     );
-    throw new MapNotDrawn(outcome.message ?? 'the map was not drawn', kept, outcome.failedLogs ?? null);
+    // Cancelled (by hand, or at the job's timeout-minutes): the answers so far were pushed just now.
+    const message =
+      outcome.code === 130
+        ? `the job was cancelled before the map was drawn: the judge's answers so far are kept on ${ref}, and \`/autoresearch map\` goes on from them`
+        : (outcome.message ?? 'the map was not drawn');
+    throw new MapNotDrawn(message, kept, outcome.failedLogs ?? null);
   }
   const png = await renderPng(join(out, 'map.svg'), join(out, 'map.png'));
   const commit = await pushMapCommit(records, remote, ref, out, previous, `forkflush ${s.run}: idea map`);
