@@ -106,7 +106,8 @@ export interface MapJobEnd {
 export async function mapJobEnded(ctx: SyncContext, end: MapJobEnd): Promise<void> {
   const stored = await ctx.api.loadRun(stateRef(end.run));
   const map = stored?.files.map;
-  if (!stored || !map?.dispatched) return;
+  // A dispatch its handler did not live to record is found by its run's title (notTheMapRunProblem).
+  if (!stored || !map) return;
   const why = await notTheMapRunProblem(ctx.api, stored.files, end);
   if (why) {
     ctx.log?.(`ignored the end of workflow run ${end.workflowRun}: ${why}`);
