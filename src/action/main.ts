@@ -1,19 +1,36 @@
 // The Action's one entry: reads the inputs, runs the episode, reports the agent's log, sets the
 // outputs and the summary. The only module that knows @actions/core; every failure becomes one
 // line naming the episode.
+import { readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as core from '@actions/core';
 import { ACTION_STOP_WITHIN_MS } from '../core/bounds.js';
-import { BASE_JOB } from '../core/names.js';
+import { BASE_JOB, MAP_JOB } from '../core/names.js';
 import { exitWithin, stopAllCommands } from '../io/process.js';
 import { InterruptedError } from '../worker/episode-errors.js';
 import { type AgentLogReport, publishAgentLog, workflowSafe } from './agent-log.js';
-import type { ArtifactService, UploadClient } from './artifact.js';
+import {
+  type ArtifactResult,
+  type ArtifactService,
+  artifactName,
+  type UploadClient,
+  uploadArtifact,
+} from './artifact.js';
 import { runBaseJob } from './base-job.js';
 import { forgetForgeSecrets } from './env.js';
 import { type JobOutcome, runEpisodeJob } from './episode-job.js';
+import { MapNotDrawn, runMapJob } from './map-job.js';
 import { basicCredentials } from './remote.js';
-import { baseOutputs, baseSummary, jobFailure, jobNotice, jobOutputs, jobSummary } from './report.js';
+import {
+  baseOutputs,
+  baseSummary,
+  jobFailure,
+  jobNotice,
+  jobOutputs,
+  jobSummary,
+  mapOutputs,
+  mapSummary,
+} from './report.js';
 import { type ActionSettings, parseSettings } from './settings.js';
 
 /** The artifact client, loaded only when there is a log to upload. */
@@ -48,6 +65,21 @@ export async function run(): Promise<void> {
       await core.summary.addRaw(baseSummary(base)).write();
       return;
     }
+    if (settings.episode === MAP_JOB) {
+      // The run's idea map: its judge is an agent, but the map's summary, not an agent log, says what it did.
+      const map = await runMapJob(settings, { log, env: process.env, signal: cancel.signal });
+      const artifact = await uploadArtifact({
+        client: artifactClient,
+        name: artifactName(settings.run, MAP_JOB, jobEnv.GITHUB_RUN_ATTEMPT),
+        files: map.files,
+        root: map.folder,
+        service,
+        env: process.env,
+      });
+      for (const [name, value] of Object.entries(mapOutputs(map))) core.setOutput(name, value);
+      await core.summary.addRaw(mapSummary(map, artifact)).write();
+      return;
+    }
     // 3. The episode, then its agent's log published.
     const outcome = await runEpisodeJob(settings, { log, env: process.env, signal: cancel.signal });
     const published = await report(outcome);
@@ -55,9 +87,14 @@ export async function run(): Promise<void> {
     await reportOutcome(outcome, published, { jobEnv, service, what });
   } catch (e) {
     // An episode that failed after its agent ran (a refused push, say) still shows what the agent did.
-    if (!(e instanceof InterruptedError) && settings?.episode !== BASE_JOB) {
+    if (!(e instanceof InterruptedError) && settings?.episode !== BASE_JOB && settings?.episode !== MAP_JOB) {
       const log = await report(null)?.catch(() => null);
       if (log?.logFile) core.setOutput('log-file', log.logFile);
+    }
+    // A map the judge failed: the logs of its failed calls go up as the job's artifact, which the line names.
+    if (e instanceof MapNotDrawn && e.failedLogs && settings) {
+      const logs = await uploadFolder(settings, e.failedLogs, service, jobEnv.GITHUB_RUN_ATTEMPT);
+      if (logs.uploaded) e.message = `${e.message}; their logs are the artifact ${logs.name}`;
     }
     if (e instanceof InterruptedError)
       core.setFailed(workflowSafe(`${what}: the job was cancelled before the episode had a result`));
@@ -169,4 +206,22 @@ async function reportOutcome(
   await core.summary.addRaw(summary).write();
   const failed = jobFailure(outcome);
   if (failed) core.setFailed(workflowSafe(`${job.what}: ${failed}`));
+}
+
+/** Every file of a folder as the map job's artifact (the logs of a failed judge's calls). */
+async function uploadFolder(
+  settings: ActionSettings,
+  folder: string,
+  service: ArtifactService,
+  attempt: string | undefined,
+): Promise<ArtifactResult> {
+  const names = await readdir(folder).catch(() => [] as string[]);
+  return uploadArtifact({
+    client: artifactClient,
+    name: artifactName(settings.run, MAP_JOB, attempt),
+    files: names.map((n) => join(folder, n)),
+    root: folder,
+    service,
+    env: process.env,
+  });
 }

@@ -50,6 +50,11 @@ export class Remote {
     await this.run(['fetch', '--quiet', '--no-tags', this.url, sha]);
   }
 
+  /** Fetches commits by their ids in one command (a map's snapshots, some on refs deleted since). */
+  async fetchCommits(shas: string[]): Promise<void> {
+    if (shas.length > 0) await this.run(['fetch', '--quiet', '--no-tags', this.url, ...shas]);
+  }
+
   /**
    * Pushes the refspecs in one transaction (all land or none). A rejection is a result, not an
    * error: the caller reads each ref's status. Transport and permission failures throw.

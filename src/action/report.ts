@@ -4,12 +4,14 @@
 // journal's new entries and links. Text an agent wrote is shown as code, never as markdown.
 import { FAILURE_WHAT, GENERIC_FIX } from '../core/failure.js';
 import { describeContext } from '../core/journal.js';
-import { describeEpisodeId, episodeBranch } from '../core/names.js';
+import { mapText } from '../core/map/report.js';
+import { describeEpisodeId, episodeBranch, mapRef } from '../core/names.js';
 import { stoppingFailure } from '../core/stop.js';
 import { codeSpan, formatNumber, markdownTable, plainText } from '../core/text.js';
 import type { ArtifactResult } from './artifact.js';
 import type { BaseOutcome } from './base-job.js';
 import type { JobOutcome } from './episode-job.js';
+import type { MapJobOutcome } from './map-job.js';
 
 export type OutputName =
   | 'score'
@@ -218,4 +220,26 @@ export function baseSummary(b: BaseOutcome): string {
   const score = b.score === null ? `no score (${plainText(b.reason ?? 'no reason given')})` : formatNumber(b.score, 6);
   const how = b.attempt === 'ran' ? 'graded here' : 'graded by an earlier job';
   return `### forkflush ${b.run}: the initial workspace\n\nScore: **${score}** (${how}, commit \`${b.commit.slice(0, 10)}\`). Every episode's gain is measured against it.\n`;
+}
+
+/** The outputs of the job that draws the idea map (action.yml's, those it has). */
+export function mapOutputs(m: MapJobOutcome): Record<string, string> {
+  return { commit: m.commit, spent: String(m.record.spent) };
+}
+
+/** The job summary of the idea map: what it shows in words, where it is, and its images. */
+export function mapSummary(m: MapJobOutcome, artifact: ArtifactResult): string {
+  const images = artifact.uploaded
+    ? `The images are the artifact ${artifact.url ? `[${artifact.name}](${artifact.url})` : `\`${artifact.name}\``}.`
+    : `The images were not uploaded as an artifact: ${plainText(artifact.why)}.`;
+  return [
+    `### forkflush ${m.run}: idea map`,
+    '',
+    // The judge's words (a failure's quote) are in it: shown as text, never as markdown.
+    codeBlock(mapText(m.record)),
+    '',
+    `map.json, map.svg${m.pngNote ? '' : ', map.png'} and the judge's answers: \`${mapRef(m.run)}\` at \`${m.commit.slice(0, 10)}\`. ${images}`,
+    ...(m.pngNote ? ['', plainText(m.pngNote)] : []),
+    '',
+  ].join('\n');
 }

@@ -32,7 +32,7 @@ export interface ActionSettings {
 
 // Both end up in ref names, so they are held to what a ref may safely contain.
 const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-const EPISODE_ID = /^(r\d+\.b\d+|base)$/;
+const EPISODE_ID = /^(r\d+\.b\d+|base|map)$/;
 
 export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): ActionSettings {
   const run = inputs.run.trim();
@@ -42,7 +42,7 @@ export function parseSettings(inputs: ActionInputs, env: NodeJS.ProcessEnv): Act
   }
   if (!EPISODE_ID.test(episode)) {
     throw new Error(
-      `input episode: "${episode}" is not an episode id (r<round>.b<branch>, e.g. r3.b1, or base for the initial workspace's grade)`,
+      `input episode: "${episode}" is not an episode id (r<round>.b<branch>, e.g. r3.b1, base for the initial workspace's grade, or map for the idea map)`,
     );
   }
   const need = (name: string): string => {

@@ -1,5 +1,5 @@
 // People's events: the label that starts a run, its removal or the issue's closing that stops it,
-// and the comment commands (`/autoresearch status|stop|resume|fork`), each from a person with write
+// and the comment commands (`/autoresearch status|stop|resume|fork|map`), each from a person with write
 // access only (anyone else's comment gets no answer at all: anyone may comment on an issue, and
 // must not be able to make the app talk).
 import type { Context } from 'probot';
@@ -9,6 +9,7 @@ import { commentKey, deliveryKey, seenAny } from '../core/seen-events.js';
 import { retryStopped } from '../core/stop.js';
 import { type ChangeRequest, canWrite } from '../github/amend.js';
 import type { GitHubApi, StoredRun } from '../github/api.js';
+import { askMap } from '../github/map.js';
 import { type IssueRef, runsPerRepo, startRun } from '../github/start.js';
 import { forkNow, forkProblem, setStopped } from '../github/steer.js';
 import { type SyncContext, syncRun } from '../github/sync.js';
@@ -164,6 +165,8 @@ async function runCommand(
   }
   if (parsed.args && command === 'start')
     return `This issue has a forkflush run already: overrides (\`${parsed.args.slice(0, 200)}\`) apply only when a run starts. \`/autoresearch resume\` resumes it as it is.`;
+  // A map asked by this comment whose handler died before its dispatch was recorded: dispatched now.
+  if (command === 'map' && stored.files.map?.asked === asked.keys[0]) return askMap(ctx, stored, asked);
   // The same comment delivered again (or replayed) is the same command: it was carried out.
   if (command !== 'status' && seenAny(stored.files.seen, asked.keys)) {
     ctx.log(`${command}: this comment was acted on already`);
@@ -209,5 +212,7 @@ async function steerRun(
       await forkNow(ctx, stored, asked, toTry);
       return null;
     }
+    case 'map':
+      return askMap(ctx, stored, asked);
   }
 }

@@ -7,9 +7,11 @@ import { episodeCheckPending } from '../core/github-text.js';
 import {
   BASE_JOB,
   GITHUB,
+  MAP_JOB,
   parseEpisodeId,
   parseEpisodeJobName,
   parseIssueRunId,
+  parseMapRunTitle,
   parseRoundRunTitle,
   roundRunTitle,
   stateRef,
@@ -17,6 +19,7 @@ import {
 import { deliveryKey, remember, seenAny } from '../core/seen-events.js';
 import type { Round } from '../core/state.js';
 import type { GitHubApi, GitHubRunRecord, StoredRun } from '../github/api.js';
+import { mapJobEnded } from '../github/map.js';
 import { syncOrYield } from '../github/sync.js';
 import type { WorkflowRun } from '../github/workflows.js';
 import { type AppContext, answeringTampered, type ContextOf, type LogFields } from './app-context.js';
@@ -31,6 +34,21 @@ export async function onJobCompleted(ctxOf: ContextOf, context: Context<'workflo
   // The app's runs are issues' runs: any other name is not one of its jobs.
   if (!named || parseIssueRunId(named.run) === null) return;
   const { run, episode } = named;
+  if (episode === MAP_JOB) {
+    const ctx = ctxOf(context, { run, episode });
+    await answeringTampered(ctx, null, () =>
+      mapJobEnded(ctx, {
+        run,
+        workflowRun: job.run_id,
+        conclusion: job.conclusion,
+        headBranch: job.head_branch,
+        url: job.html_url ?? null,
+        repositoryUrl: context.payload.repository.html_url,
+        delivery: context.id,
+      }),
+    );
+    return;
+  }
   // The job that grades the initial workspace rides with the opening round.
   const round = episode === BASE_JOB ? 0 : (parseEpisodeId(episode)?.round ?? Number.NaN);
   const ctx = ctxOf(context, { run, round, episode });
@@ -61,7 +79,7 @@ export async function onJobCompleted(ctxOf: ContextOf, context: Context<'workflo
 export async function onJobStarted(ctxOf: ContextOf, context: Context<'workflow_job.in_progress'>): Promise<void> {
   const job = context.payload.workflow_job;
   const named = parseEpisodeJobName(job.name);
-  if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB) return;
+  if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB || named.episode === MAP_JOB) return;
   const { run, episode } = named;
   const round = parseEpisodeId(episode)?.round ?? Number.NaN;
   const ctx = ctxOf(context, { run, round, episode });
@@ -99,6 +117,8 @@ export async function onJobStarted(ctxOf: ContextOf, context: Context<'workflow_
 /** The round's workflow run completed: every job of the round has ended. */
 export async function onRunCompleted(ctxOf: ContextOf, context: Context<'workflow_run.completed'>): Promise<void> {
   const w = context.payload.workflow_run;
+  const mapOf = parseMapRunTitle(w.display_title ?? '');
+  if (mapOf && parseIssueRunId(mapOf) !== null) return mapRunCompleted(ctxOf, context, mapOf);
   const m = parseRoundRunTitle(w.display_title ?? '');
   if (!m || parseIssueRunId(m.run) === null) return;
   const ctx = ctxOf(context, { run: m.run, round: m.round });
@@ -122,6 +142,28 @@ export async function onRunCompleted(ctxOf: ContextOf, context: Context<'workflo
       ctx.roundEnded = m.round;
     },
   });
+}
+
+/** The map job's workflow run completed (Actions mode hears no job events): its map, or its failure. */
+async function mapRunCompleted(ctxOf: ContextOf, context: Context<'workflow_run.completed'>, run: string) {
+  const w = context.payload.workflow_run;
+  const ctx = ctxOf(context, { run, episode: MAP_JOB });
+  const why = untrustedRunProblem(w, context.payload.repository.full_name);
+  if (why) {
+    ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
+    return;
+  }
+  await answeringTampered(ctx, null, () =>
+    mapJobEnded(ctx, {
+      run,
+      workflowRun: w.id,
+      conclusion: w.conclusion,
+      headBranch: w.head_branch,
+      url: w.html_url ?? null,
+      repositoryUrl: context.payload.repository.html_url,
+      delivery: context.id,
+    }),
+  );
 }
 
 /** What a worker event (a job's or a workflow run's end) reports, and how to check where it comes from. */

@@ -1,12 +1,12 @@
 // `forkflush map [DIR] [--run ID | --compare ID] [--json] [--dry-run]`: the idea map of a run or a
 // compare (local/map.ts makes it), printed, with map.png rendered from map.svg where the renderer is
-// installed (@resvg/resvg-js: in a clone of forkflush, or installed beside it).
-import { readFile, writeFile } from 'node:fs/promises';
+// installed (local/map-png.ts).
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
 import { amount, mapText } from '../core/map/report.js';
 import { formatNumber } from '../core/text.js';
 import { type MapPlan, makeMap } from '../local/map.js';
+import { renderPng } from '../local/map-png.js';
 import type { Parsed } from './args.js';
 import { integer } from './flags.js';
 import type { Io } from './io.js';
@@ -64,24 +64,4 @@ export function planText(p: MapPlan): string {
     `triplet calls: ${formatNumber(p.triplets.toAsk)} (${formatNumber(p.triplets.cached)} cached; ${formatNumber(p.triplets.total)} judgments in all)`,
     `estimated spend: about ${amount(p.estimate.total)} ${p.unit} (specs ${est(p.estimate.spec)}; triplets ${est(p.estimate.triplet)}); map.budget ${amount(p.budget)} ${p.unit}`,
   ].join('\n');
-}
-
-/**
- * map.png from map.svg with @resvg/resvg-js, where it can be loaded (a devDependency: a clone of
- * forkflush has it; the bundled CLI does not carry its native binary). The PNG's path, or a note
- * saying how to make one.
- */
-async function renderPng(svgFile: string, pngFile: string): Promise<{ file: string } | { note: string }> {
-  const name = '@resvg/resvg-js';
-  let Resvg: new (svg: string, o: object) => { render(): { asPng(): Uint8Array } };
-  try {
-    ({ Resvg } = await import(name));
-  } catch {
-    return {
-      note: `no map.png: its renderer (${name}) is not installed here; open map.svg, or install it beside forkflush (npm install -g ${name}) and run forkflush map again`,
-    };
-  }
-  const png = new Resvg(await readFile(svgFile, 'utf8'), { fitTo: { mode: 'zoom', value: 1.5 } }).render().asPng();
-  await writeFile(pngFile, png);
-  return { file: pngFile };
 }

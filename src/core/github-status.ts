@@ -48,6 +48,7 @@ export function issueComment(
   ];
   if (state.rounds.length > 0) parts.push('', '#### Rounds', '', roundsChecklist(state));
   parts.push('', '<details><summary>Plan</summary>', '', planMarkdown(state, phases), '', '</details>');
+  if (view.map) parts.push('', ...mapLines(view.map));
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
     parts.push('', '#### Leaderboard', '', leaderboardMarkdown(state, 10));
     // No chart before anything scored (every setup failed, say): it would have no line to draw.
@@ -273,10 +274,16 @@ export function finalPrBody(
     '',
     leaderboardMarkdown(state, 20),
     '',
+    ...(view.map ? [...mapLines(view.map), ''] : []),
     '#### What ran where',
     '',
     `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
     `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`,
   ];
   return clip(body.join('\n'), BODY_MAX_CHARS);
+}
+
+/** The last idea map drawn (`/autoresearch map`), as the status comment and the result pull request show it. */
+function mapLines(map: { image: string; line: string }): string[] {
+  return ['#### Idea map', '', `![Idea map: where the agents searched](${map.image})`, '', map.line];
 }

@@ -32,6 +32,8 @@ export interface GitHubView {
   overrides?: { text: string; source: string };
   /** Why forkflush stopped the run itself (a worker workflow missing or outdated), with the fix. */
   stopReason?: string;
+  /** The last idea map drawn (`/autoresearch map`): its picture and its agreement line. */
+  map?: { image: string; line: string };
 }
 
 /** Layout 1's names (every ref a branch), for texts of runs that have no record (tests, old callers). */
@@ -240,8 +242,8 @@ export function loserComment(state: RunState, e: Episode, winner: Episode | null
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
 
-export type Command = 'status' | 'stop' | 'resume' | 'fork' | 'start';
-export const COMMANDS: readonly Command[] = ['status', 'stop', 'resume', 'fork', 'start'];
+export type Command = 'status' | 'stop' | 'resume' | 'fork' | 'start' | 'map';
+export const COMMANDS: readonly Command[] = ['status', 'stop', 'resume', 'fork', 'start', 'map'];
 
 /** The most of a person's words a fork round passes on to its branches (`/autoresearch fork <what>`, a review). */
 export const FORK_ASK_MAX_CHARS = 4000;

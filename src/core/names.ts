@@ -21,7 +21,7 @@ export const GITHUB = {
 } as const;
 
 const RUN_ID = '[A-Za-z0-9][A-Za-z0-9._-]*';
-const EPISODE_ID = 'r\\d+\\.b\\d+|base';
+const EPISODE_ID = 'r\\d+\\.b\\d+|base|map';
 
 export function lineageBranch(run: string, lineage: number, lineages: number): string {
   return lineages === 1 ? `forkflush/${run}/lineage` : `forkflush/${run}/lineage-${lineage}`;
@@ -114,6 +114,27 @@ export function baseGradeRef(run: string): string {
 
 /** The id a run's job that grades its initial workspace goes by (its matrix value, its job name). */
 export const BASE_JOB = 'base';
+
+/** The id the job that draws a run's idea map goes by (`/autoresearch map`: its matrix value, its job name). */
+export const MAP_JOB = 'map';
+
+/**
+ * The commits of a GitHub run's idea map: map.json, map.svg (and map.png when the job could render
+ * one) and the judge's answers under cache/, each commit's parent the previous one.
+ */
+export function mapRef(run: string): string {
+  return `refs/forkflush/${run}/map`;
+}
+
+/** The title of the map job's workflow run (the worker workflow's `run-name`, its round input `map`). */
+export function mapRunTitle(run: string): string {
+  return `forkflush ${run} round ${MAP_JOB}`;
+}
+
+/** The run whose map job's workflow run has this title, or null. */
+export function parseMapRunTitle(title: string): string | null {
+  return new RegExp(`^forkflush (${RUN_ID}) round ${MAP_JOB}$`).exec(title)?.[1] ?? null;
+}
 
 // On a forge the run's own records live under refs/forkflush/, outside refs/heads, so a checkout
 // of a branch never fetches them and the agent never sees them.

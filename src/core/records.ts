@@ -217,6 +217,23 @@ const githubRunProgress = z.object({
   nightlySkipped: z.string().optional(),
   /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
   stopReason: z.string().optional(),
+  /**
+   * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
+   * once), who and when; its job's dispatch and the workflow run it started (only that run's job
+   * reports the map); and the last map drawn (its commit on refs/forkflush/<run>/map and its
+   * agreement line), which the issue was shown and the final comment embeds.
+   */
+  map: z
+    .object({
+      asked: z.string().min(1),
+      by: z.string().min(1),
+      at: z.string(),
+      /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
+      configCommit: sha.optional(),
+      dispatched: z.object({ at: z.string(), runId: z.number().int().positive().optional() }).optional(),
+      drawn: z.object({ commit: sha, image: z.string(), line: z.string() }).optional(),
+    })
+    .optional(),
 });
 
 /** GitHub's run.json, part: what people see of the run, kept current: the status comment, the run's check, the result pull request's text. */

@@ -34,6 +34,7 @@ export function viewOf(state: RunState, files: GitHubRunRecord): GitHubView {
     ...(files.baseGrade ? { baseGrade: files.baseGrade } : {}),
     ...(files.overrides ? { overrides: files.overrides } : {}),
     ...(files.stopReason ? { stopReason: files.stopReason } : {}),
+    ...(files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}),
   };
 }
 

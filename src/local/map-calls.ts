@@ -144,7 +144,7 @@ export async function pool<T>(
 }
 
 export function planOf(
-  target: MapTarget,
+  target: Pick<MapTarget, 'kind' | 'id' | 'folder'> & { runs: readonly unknown[] },
   snapshots: MapSnapshot[],
   specs: Map<string, { spent: number }>,
   cache: MapCache,

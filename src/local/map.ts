@@ -23,6 +23,7 @@ import {
   MAP_MOST_FAILED,
   MAP_SEED,
 } from '../core/method.js';
+import type { RunState } from '../core/state.js';
 import { removeTree } from '../io/agent-files.js';
 import { isolationFor } from '../worker/boundary.js';
 import { checkoutInto, type OwnRepo } from '../worker/cleanroom.js';
@@ -33,7 +34,7 @@ import { ask, Ledger, type MapPlan, type PoolEnd, planOf, pool } from './map-cal
 export type { MapPlan } from './map-calls.js';
 
 import { type JudgeCall, JudgeInterrupted, type JudgeSetup, type MapStep, readOnly } from './map-judge.js';
-import { findTarget, type MapTarget, mapConfig, refreshReports } from './map-target.js';
+import { findTarget, mapConfig, refreshReports } from './map-target.js';
 import { RunStore, writeAtomic } from './store.js';
 
 export interface MapOptions {
@@ -71,54 +72,104 @@ export async function makeMap(o: MapOptions): Promise<MapOutcome> {
   const target = await findTarget(taskDir, o);
   const config = await mapConfig(taskDir, target, o.configFile);
   const settings = mapSettings(config);
-  const seed = o.seed ?? MAP_SEED;
-  const snapshots = target.runs.flatMap((r) =>
+  const runs = target.runs.map((r) => ({ state: r.state, task: r.info.task, variant: r.variant }));
+  return mapRuns({
+    ...o,
+    target: { kind: target.kind, id: target.id },
+    folder: target.folder,
+    runs,
+    config,
+    settings,
+    cacheDir: join(RunStore.runsDir(taskDir), 'map-cache', judgeKey(settings.judge)),
+    work: join(target.folder, 'map'),
+    repos: async () => {
+      const repos = new Map<string, OwnRepo>();
+      const hidden = [taskDir, RunStore.runsDir(taskDir)];
+      for (const r of target.runs) {
+        const { own, commonDir } = await new LocalForge(r.info.repo, r.store).open();
+        repos.set(r.state.id, own);
+        hidden.push(r.info.repo, commonDir);
+      }
+      return { repos, hidden };
+    },
+    lock: () => new RunStore(join(target.folder, 'map')).lock(),
+    drawn: () => refreshReports(taskDir, target),
+  });
+}
+
+/** A run as the map reads it: its state, its task's text and its compare variant (null: none). */
+export interface MapRunInput {
+  state: RunState;
+  task: string;
+  variant: string | null;
+}
+
+/**
+ * What drawing a map needs, whichever shell asks: the runs' states, the git repositories holding
+ * their commits (opened when the judge is about to be asked), the folder map.json and map.svg go
+ * to, the cache's folder (one judge's: map-cache.ts judgeKey) and a work folder for the calls.
+ */
+export interface MapJob extends Omit<MapOptions, 'dir' | 'configFile' | 'run' | 'compare'> {
+  target: MapRecord['target'];
+  folder: string;
+  runs: MapRunInput[];
+  config: Config;
+  settings: MapSettings;
+  cacheDir: string;
+  work: string;
+  /** Each run's repository by run id, and the places the judge must not see. */
+  repos: () => Promise<{ repos: Map<string, OwnRepo>; hidden: string[] }>;
+  /** Holds the work folder against another map at the same time (released when the map ends). */
+  lock?: () => Promise<() => Promise<void>>;
+  /** Once map.json and map.svg are written (the local reports show the map). */
+  drawn?: () => Promise<void>;
+}
+
+/** Samples the runs' snapshots, asks the judge (what the cache lacks), fits and writes the map. */
+export async function mapRuns(j: MapJob): Promise<MapOutcome> {
+  const { settings } = j;
+  const seed = j.seed ?? MAP_SEED;
+  const snapshots = j.runs.flatMap((r) =>
     runSnapshots(r.state, settings.snapshots).map(
       (x): MapSnapshot => ({ ...x, strategy: r.state.config.strategy, variant: r.variant, seed: r.state.seed }),
     ),
   );
-  const cache = await MapCache.open(
-    join(RunStore.runsDir(taskDir), 'map-cache', judgeKey(settings.judge)),
-    settings.judge,
-  );
+  const cache = await MapCache.open(j.cacheDir, settings.judge);
   const specs: Specs = new Map();
   for (const x of snapshots) {
     const c = await cache.spec(x.commit);
     if (c) specs.set(x.commit, c);
   }
-  const plan = planOf(target, snapshots, specs, cache, settings, seed);
-  if (o.dryRun) return { code: 0, plan };
+  const plan = planOf({ ...j.target, folder: j.folder, runs: j.runs }, snapshots, specs, cache, settings, seed);
+  if (j.dryRun) return { code: 0, plan };
   if (snapshots.length < 3)
-    return { code: 1, plan, message: `${target.kind} ${target.id} has ${snapshots.length} snapshots: a map needs 3` };
-  const work = join(target.folder, 'map');
-  await mkdir(work, { recursive: true, mode: 0o700 });
+    return {
+      code: 1,
+      plan,
+      message: `${j.target.kind} ${j.target.id} has ${snapshots.length} snapshots: a map needs 3`,
+    };
+  await mkdir(j.work, { recursive: true, mode: 0o700 });
   await cache.make();
-  const release = await new RunStore(work).lock();
+  const release = j.lock ? await j.lock() : async () => {};
   try {
-    const m = await prepare({ o, taskDir, target, config, settings, seed, snapshots, cache, specs, plan, work });
-    return await draw(m);
+    return await draw(await prepare({ j, seed, snapshots, cache, specs, plan }));
   } catch (e) {
     if (e instanceof JudgeInterrupted)
       return { code: 130, plan, message: 'interrupted: every answer so far is kept; run forkflush map again to go on' };
     throw e;
   } finally {
-    await removeTree(join(work, 'calls')).catch(() => {});
+    await removeTree(join(j.work, 'calls')).catch(() => {});
     await release();
   }
 }
 
 interface Mapping {
-  o: MapOptions;
-  taskDir: string;
-  target: MapTarget;
-  config: Config;
-  settings: MapSettings;
+  j: MapJob;
   seed: number;
   snapshots: MapSnapshot[];
   cache: MapCache;
   specs: Specs;
   plan: MapPlan;
-  work: string;
 }
 
 interface Ready extends Mapping {
@@ -132,45 +183,40 @@ interface Ready extends Mapping {
 
 /** The judge's setup (its adapter, the sandbox, the places it must not see) and the budget's ledger. */
 async function prepare(m: Mapping): Promise<Ready> {
-  const isolation = await isolationFor(m.config.sandbox.mode);
-  if (isolation.warning) m.o.log(`note: ${isolation.warning}`);
-  const repos = new Map<string, OwnRepo>();
-  const hidden = [m.taskDir, RunStore.runsDir(m.taskDir)];
-  for (const r of m.target.runs) {
-    const { own, commonDir } = await new LocalForge(r.info.repo, r.store).open();
-    repos.set(r.state.id, own);
-    hidden.push(r.info.repo, commonDir);
-  }
+  const { j } = m;
+  const isolation = await isolationFor(j.config.sandbox.mode);
+  if (isolation.warning) j.log(`note: ${isolation.warning}`);
+  const { repos, hidden } = await j.repos();
   const setup: JudgeSetup = {
-    adapter: agentFor({ ...m.config, agent: m.settings.judge }),
-    judge: m.settings.judge,
-    config: m.config,
+    adapter: agentFor({ ...j.config, agent: j.settings.judge }),
+    judge: j.settings.judge,
+    config: j.config,
     isolation,
-    env: m.o.env ?? process.env,
-    work: join(m.work, 'calls'),
-    failedLogs: join(m.work, 'failed'),
+    env: j.env ?? process.env,
+    work: join(j.work, 'calls'),
+    failedLogs: join(j.work, 'failed'),
     hidden: [...new Set(hidden)],
-    unit: m.settings.unit,
-    signal: m.o.signal ?? new AbortController().signal,
+    unit: j.settings.unit,
+    signal: j.signal ?? new AbortController().signal,
   };
   // Only their ratio matters; a judge whose calls so far reported nothing is weighed by the rough figures.
   const rough = MAP_CALL_ESTIMATE;
-  const unit = m.settings.unit;
+  const unit = j.settings.unit;
   const weights = {
     spec: m.plan.estimate.spec.each || rough.spec[unit],
     triplet: m.plan.estimate.triplet.each || rough.triplet[unit],
   };
   const ledger = new Ledger(
-    m.settings.budget,
+    j.settings.budget,
     [...m.specs.values()].reduce((s, x) => s + x.spent, 0),
     weights,
   );
   ledger.plan({ spec: m.plan.specs.toAsk, triplet: m.plan.triplets.toAsk });
   const p = m.plan;
-  m.o.log(
+  j.log(
     `map of ${p.target.kind} ${p.target.id}: ${p.snapshots} snapshots of ${p.runs} run(s); judge ${p.judge}; ` +
       `${p.specs.toAsk} specs and about ${p.triplets.toAsk} judgments to ask (${p.specs.cached} and ${p.triplets.cached} cached); ` +
-      `budget ${amount(m.settings.budget)} ${m.settings.unit}`,
+      `budget ${amount(j.settings.budget)} ${j.settings.unit}`,
   );
   return {
     ...m,
@@ -179,19 +225,19 @@ async function prepare(m: Mapping): Promise<Ready> {
     ledger,
     calls: { spec: { made: 0, cached: m.specs.size, failed: 0 }, triplet: { made: 0, cached: 0, failed: 0 } },
     failed: { specs: [], judgments: 0, errors: [] },
-    concurrency: m.o.concurrency ?? MAP_CONCURRENCY,
+    concurrency: j.concurrency ?? MAP_CONCURRENCY,
   };
 }
 
 async function draw(r: Ready): Promise<MapOutcome> {
   const toSpec = r.snapshots.filter((x) => !r.specs.has(x.commit));
-  const specEnd = await pool(toSpec, r.concurrency, 'specs', r.o.log, (x) => askSpec(r, x));
+  const specEnd = await pool(toSpec, r.concurrency, 'specs', r.j.log, (x) => askSpec(r, x));
   const specStop = stopped(r, specEnd, 'spec', toSpec.length);
   if (specStop) return specStop;
   const mapped = r.snapshots.filter((x) => r.specs.has(x.commit));
   const { questions, answered } = questionsFor(r, mapped);
   await baseCheckout(r);
-  const tripletEnd = await pool(questions, r.concurrency, 'judgments', r.o.log, (q) => askTriplet(r, q, answered));
+  const tripletEnd = await pool(questions, r.concurrency, 'judgments', r.j.log, (q) => askTriplet(r, q, answered));
   const tripletStop = stopped(r, tripletEnd, 'triplet', questions.length);
   if (tripletStop) return tripletStop;
   if (answered.length === 0)
@@ -200,41 +246,42 @@ async function draw(r: Ready): Promise<MapOutcome> {
       plan: r.plan,
       message: 'the judge answered no triplet question: there is nothing to fit a map to',
     };
-  const first = r.target.runs[0];
+  const { j } = r;
+  const first = j.runs[0];
   const record = buildMap({
     target: r.plan.target,
-    createdAt: r.o.now().toISOString(),
+    createdAt: j.now().toISOString(),
     direction: first?.state.config.grader.direction ?? 'maximize',
-    judge: { kind: r.settings.judge.kind, label: r.plan.judge },
-    embedding: r.settings.embedding,
+    judge: { kind: j.settings.judge.kind, label: r.plan.judge },
+    embedding: j.settings.embedding,
     seed: r.seed,
     snapshots: mapped,
     judgments: answered,
-    heldOutShare: r.settings.heldOut,
+    heldOutShare: j.settings.heldOut,
     failed: { ...r.failed, errors: r.failed.errors.slice(0, 5) },
     calls: r.calls,
     spent: r.ledger.spent,
-    unit: r.settings.unit,
-    budget: r.settings.budget,
+    unit: j.settings.unit,
+    budget: j.settings.budget,
   });
-  const json = join(r.target.folder, 'map.json');
-  const svg = join(r.target.folder, 'map.svg');
+  const json = join(j.folder, 'map.json');
+  const svg = join(j.folder, 'map.svg');
   await writeAtomic(json, `${JSON.stringify(record, null, 1)}\n`);
-  await writeAtomic(svg, renderMapSvg(record, { title: `Idea map of ${r.target.kind} ${r.target.id}` }));
-  await refreshReports(r.taskDir, r.target);
+  await writeAtomic(svg, renderMapSvg(record, { title: `Idea map of ${j.target.kind} ${j.target.id}` }));
+  await j.drawn?.();
   const failedAny = r.failed.errors.length > 0;
   return {
     code: 0,
     plan: r.plan,
     record,
-    files: { json, svg, folder: r.target.folder },
+    files: { json, svg, folder: j.folder },
     ...(failedAny ? { failedLogs: r.setup.failedLogs } : {}),
   };
 }
 
 /** A spec of a snapshot, asked in a read-only checkout of its commit, kept as soon as it lands. */
 async function askSpec(r: Ready, x: MapSnapshot) {
-  const run = r.target.runs.find((y) => y.state.id === x.run);
+  const run = r.j.runs.find((y) => y.state.id === x.run);
   const own = r.repos.get(x.run);
   if (!run || !own) throw new Error(`no run ${x.run} for snapshot ${x.commit}`);
   const name = `spec-${x.commit.slice(0, 16)}`;
@@ -243,7 +290,7 @@ async function askSpec(r: Ready, x: MapSnapshot) {
     step: 'spec',
     name,
     prompt: specPrompt({
-      task: run.info.task,
+      task: run.task,
       taskFile: config.task,
       protected: config.grader.protected,
       journal: config.journal,
@@ -261,7 +308,7 @@ async function askSpec(r: Ready, x: MapSnapshot) {
     r.failed.errors.push(`spec of ${x.run} ${x.episode}: ${reply.error}`);
     return reply;
   }
-  if (reply.note) r.o.log(`note: ${x.run} ${x.episode}: ${reply.note}`);
+  if (reply.note) r.j.log(`note: ${x.run} ${x.episode}: ${reply.note}`);
   r.specs.set(x.commit, { spec: reply.text, spent: reply.spent });
   await r.cache.saveSpec({ commit: x.commit, spec: reply.text, spent: reply.spent });
   return reply;
@@ -275,7 +322,7 @@ function questionsFor(r: Ready, mapped: MapSnapshot[]) {
   r.calls.triplet.cached = reused.length;
   const questions = newQuestions(
     ids,
-    tripletCount(r.settings, mapped.length),
+    tripletCount(r.j.settings, mapped.length),
     new Set(r.cache.judgments.keys()),
     r.seed,
   );
@@ -289,7 +336,7 @@ function questionsFor(r: Ready, mapped: MapSnapshot[]) {
 
 /** The triplet judge's cwd: a read-only checkout of the (first) run's initial workspace. */
 async function baseCheckout(r: Ready): Promise<void> {
-  const first = r.target.runs[0];
+  const first = r.j.runs[0];
   const own = first && r.repos.get(first.state.id);
   if (!first || !own) return;
   await mkdir(r.setup.work, { recursive: true });
@@ -329,7 +376,8 @@ async function askTriplet(r: Ready, q: { anchor: string; a: string; b: string },
 /** Why a step ends the map without drawing it, or null: it may go on. */
 function stopped(r: Ready, end: PoolEnd, step: MapStep, asked: number): MapOutcome | null {
   const what = step === 'spec' ? 'specs' : 'judgments';
-  const { plan, settings, ledger } = r;
+  const { plan, ledger } = r;
+  const { settings } = r.j;
   const logs = ` (logs of the failed calls: ${r.setup.failedLogs})`;
   if (end.kind === 'budget')
     return {

@@ -368,6 +368,7 @@ export class GitHubBox {
   private ourRepository(r: any): void {
     r.name = this.gh.repo;
     r.full_name = `${this.gh.owner}/${this.gh.repo}`;
+    r.html_url = `https://github.com/${this.gh.owner}/${this.gh.repo}`;
     r.owner.login = this.gh.owner;
   }
 

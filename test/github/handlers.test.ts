@@ -316,7 +316,7 @@ describe('comment commands', () => {
     expect(h.gh.comments).toEqual([]);
     await h.comment(7, '/autoresearch launch');
     expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(
-      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`, `/autoresearch start`',
+      'unknown command `launch`: use `/autoresearch status`, `/autoresearch stop`, `/autoresearch resume`, `/autoresearch fork`, `/autoresearch start`, `/autoresearch map`',
     );
     await h.comment(7, '/autoresearch status');
     expect(shown(h.gh.comments.at(-1)?.body ?? '')).toBe(

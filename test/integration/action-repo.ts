@@ -265,6 +265,8 @@ sandbox:
     env?: Record<string, string>;
     pathFirst?: string;
     action?: string;
+    /** How long the job may take (a map job asks a judge many times): default 60 s. */
+    timeoutMs?: number;
   }): ActionRun {
     const job = join(this.root, `job-${++this.attempts}`);
     const workspace = join(job, 'workspace');
@@ -280,7 +282,7 @@ sandbox:
     writeFileSync(summaryFile, '');
     const r = spawnSync(process.execPath, [inputs.action ?? ACTION], {
       encoding: 'utf8',
-      timeout: 60_000,
+      timeout: inputs.timeoutMs ?? 60_000,
       env: {
         PATH: inputs.pathFirst ? `${inputs.pathFirst}${delimiter}${process.env.PATH}` : process.env.PATH,
         HOME: process.env.HOME,

@@ -12,8 +12,11 @@ import {
   isRoundRunOf,
   issueRunId,
   lineageBranch,
+  MAP_JOB,
+  mapRunTitle,
   parseEpisodeJobName,
   parseIssueRunId,
+  parseMapRunTitle,
   parseRoundRunTitle,
   parseStateRef,
   roundBranchPrefix,
@@ -49,6 +52,17 @@ describe('names round-trip', () => {
     expect(isRoundRunOf(roundRunTitle('issue-12', 0), 'issue-1')).toBe(false);
     expect(parseRoundRunTitle('forkflush issue-7 round 2 (copy)')).toBeNull();
     expect(parseRoundRunTitle('evil forkflush issue-7 round 2')).toBeNull();
+  });
+
+  it("the map job's workflow-run title: no round's, and no other run's", () => {
+    for (const run of RUNS) {
+      expect(parseMapRunTitle(mapRunTitle(run))).toBe(run);
+      expect(parseRoundRunTitle(mapRunTitle(run))).toBeNull();
+      expect(isRoundRunOf(mapRunTitle(run), run)).toBe(false);
+      expect(parseEpisodeJobName(episodeJobName(run, MAP_JOB))).toEqual({ run, episode: MAP_JOB });
+    }
+    expect(parseMapRunTitle(roundRunTitle('issue-7', 0))).toBeNull();
+    expect(parseMapRunTitle('forkflush issue-7 round map (copy)')).toBeNull();
   });
 
   it("episodes' job names", () => {
