@@ -3673,8 +3673,8 @@ var require_webidl = __commonJS({
       return new TypeError(`${message.header}: ${message.message}`);
     };
     webidl.errors.conversionFailed = function(context) {
-      const plural2 = context.types.length === 1 ? "" : " one of";
-      const message = `${context.argument} could not be converted to${plural2}: ${context.types.join(", ")}.`;
+      const plural3 = context.types.length === 1 ? "" : " one of";
+      const message = `${context.argument} could not be converted to${plural3}: ${context.types.join(", ")}.`;
       return webidl.errors.exception({
         header: context.prefix,
         message
@@ -11237,9 +11237,9 @@ var require_pluralizer = __commonJS({
       this: "these"
     };
     module2.exports = class Pluralizer {
-      constructor(singular, plural2) {
+      constructor(singular, plural3) {
         this.singular = singular;
-        this.plural = plural2;
+        this.plural = plural3;
       }
       pluralize(count2) {
         const one = count2 === 1;
@@ -27928,7 +27928,7 @@ var require_light = __commonJS({
           var base;
           if (this.heartbeat == null && (this.storeOptions.reservoirRefreshInterval != null && this.storeOptions.reservoirRefreshAmount != null || this.storeOptions.reservoirIncreaseInterval != null && this.storeOptions.reservoirIncreaseAmount != null)) {
             return typeof (base = this.heartbeat = setInterval(() => {
-              var amount, incr, maximum, now, reservoir;
+              var amount2, incr, maximum, now, reservoir;
               now = Date.now();
               if (this.storeOptions.reservoirRefreshInterval != null && now >= this._lastReservoirRefresh + this.storeOptions.reservoirRefreshInterval) {
                 this._lastReservoirRefresh = now;
@@ -27937,12 +27937,12 @@ var require_light = __commonJS({
               }
               if (this.storeOptions.reservoirIncreaseInterval != null && now >= this._lastReservoirIncrease + this.storeOptions.reservoirIncreaseInterval) {
                 ({
-                  reservoirIncreaseAmount: amount,
+                  reservoirIncreaseAmount: amount2,
                   reservoirIncreaseMaximum: maximum,
                   reservoir
                 } = this.storeOptions);
                 this._lastReservoirIncrease = now;
-                incr = maximum != null ? Math.min(amount, maximum - reservoir) : amount;
+                incr = maximum != null ? Math.min(amount2, maximum - reservoir) : amount2;
                 if (incr > 0) {
                   this.storeOptions.reservoir += incr;
                   return this.instance._drainAll(this.computeCapacity());
@@ -36749,7 +36749,7 @@ var require_LocalDatastore = __commonJS({
         var base;
         if (this.heartbeat == null && (this.storeOptions.reservoirRefreshInterval != null && this.storeOptions.reservoirRefreshAmount != null || this.storeOptions.reservoirIncreaseInterval != null && this.storeOptions.reservoirIncreaseAmount != null)) {
           return typeof (base = this.heartbeat = setInterval(() => {
-            var amount, incr, maximum, now, reservoir;
+            var amount2, incr, maximum, now, reservoir;
             now = Date.now();
             if (this.storeOptions.reservoirRefreshInterval != null && now >= this._lastReservoirRefresh + this.storeOptions.reservoirRefreshInterval) {
               this._lastReservoirRefresh = now;
@@ -36758,11 +36758,11 @@ var require_LocalDatastore = __commonJS({
             }
             if (this.storeOptions.reservoirIncreaseInterval != null && now >= this._lastReservoirIncrease + this.storeOptions.reservoirIncreaseInterval) {
               var _this$storeOptions = this.storeOptions;
-              amount = _this$storeOptions.reservoirIncreaseAmount;
+              amount2 = _this$storeOptions.reservoirIncreaseAmount;
               maximum = _this$storeOptions.reservoirIncreaseMaximum;
               reservoir = _this$storeOptions.reservoir;
               this._lastReservoirIncrease = now;
-              incr = maximum != null ? Math.min(amount, maximum - reservoir) : amount;
+              incr = maximum != null ? Math.min(amount2, maximum - reservoir) : amount2;
               if (incr > 0) {
                 this.storeOptions.reservoir += incr;
                 return this.instance._drainAll(this.computeCapacity());
@@ -47402,7 +47402,7 @@ var GITHUB = {
   check: "forkflush"
 };
 var RUN_ID = "[A-Za-z0-9][A-Za-z0-9._-]*";
-var EPISODE_ID = "r\\d+\\.b\\d+|base";
+var EPISODE_ID = "r\\d+\\.b\\d+|base|map";
 function lineageBranch(run2, lineage, lineages) {
   return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
 }
@@ -47449,6 +47449,16 @@ function baseGradeRef(run2) {
   return `refs/forkflush/${run2}/base`;
 }
 var BASE_JOB = "base";
+var MAP_JOB = "map";
+function mapRef(run2) {
+  return `refs/forkflush/${run2}/map`;
+}
+function mapRunTitle(run2) {
+  return `forkflush ${run2} round ${MAP_JOB}`;
+}
+function parseMapRunTitle(title) {
+  return new RegExp(`^forkflush (${RUN_ID}) round ${MAP_JOB}$`).exec(title)?.[1] ?? null;
+}
 function stateRef(run2) {
   return `refs/forkflush/${run2}/state`;
 }
@@ -58197,8 +58207,8 @@ var error44 = () => {
       case "not_multiple_of":
         return `N\xFAmero inv\xE1lido: deve ser m\xFAltiplo de ${issue3.divisor}`;
       case "unrecognized_keys": {
-        const plural2 = issue3.keys.length > 1 ? "s" : "";
-        return `Chave${plural2} inv\xE1lida${plural2}: ${joinValues(issue3.keys, ", ")}`;
+        const plural3 = issue3.keys.length > 1 ? "s" : "";
+        return `Chave${plural3} inv\xE1lida${plural3}: ${joinValues(issue3.keys, ", ")}`;
       }
       case "invalid_key":
         return `Entrada inv\xE1lida n${translateOriginWithArticle(issue3.origin, "definite")}`;
@@ -58342,8 +58352,8 @@ var error45 = () => {
       case "not_multiple_of":
         return `N\xFAmero inv\xE1lido: deve ser m\xFAltiplo de ${issue3.divisor}`;
       case "unrecognized_keys": {
-        const plural2 = issue3.keys.length > 1 ? "s" : "";
-        return `Chave${plural2} inv\xE1lida${plural2}: ${joinValues(issue3.keys, ", ")}`;
+        const plural3 = issue3.keys.length > 1 ? "s" : "";
+        return `Chave${plural3} inv\xE1lida${plural3}: ${joinValues(issue3.keys, ", ")}`;
       }
       case "invalid_key":
         return `Entrada inv\xE1lida n${translateOriginWithArticle(issue3.origin, "definite")}`;
@@ -67340,10 +67350,10 @@ function editDistance(a, b) {
   }
   return prev[b.length];
 }
-function closest(word, candidates) {
+function closest(word, candidates2) {
   let best;
   let bestDistance = Math.max(2, Math.ceil(word.length / 3)) + 1;
-  for (const c of candidates) {
+  for (const c of candidates2) {
     const d = editDistance(word.toLowerCase(), c.toLowerCase());
     if (d < bestDistance) {
       best = c;
@@ -68255,7 +68265,22 @@ var githubRunProgress = external_exports.object({
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
   nightlySkipped: external_exports.string().optional(),
   /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
-  stopReason: external_exports.string().optional()
+  stopReason: external_exports.string().optional(),
+  /**
+   * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
+   * once), who and when; its job's dispatch and the workflow run it started (only that run's job
+   * reports the map); and the last map drawn (its commit on refs/forkflush/<run>/map and its
+   * agreement line), which the issue was shown and the final comment embeds.
+   */
+  map: external_exports.object({
+    asked: external_exports.string().min(1),
+    by: external_exports.string().min(1),
+    at: external_exports.string(),
+    /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
+    configCommit: sha.optional(),
+    dispatched: external_exports.object({ at: external_exports.string(), runId: external_exports.number().int().positive().optional() }).optional(),
+    drawn: external_exports.object({ commit: sha, image: external_exports.string(), line: external_exports.string() }).optional()
+  }).optional()
 });
 var githubRunViews = external_exports.object({
   /** The issue comment forkflush keeps editing, and a digest of what it says now. */
@@ -69866,7 +69891,8 @@ function viewOf(state, files) {
     resultPr: files.finalPr || null,
     ...files.baseGrade ? { baseGrade: files.baseGrade } : {},
     ...files.overrides ? { overrides: files.overrides } : {},
-    ...files.stopReason ? { stopReason: files.stopReason } : {}
+    ...files.stopReason ? { stopReason: files.stopReason } : {},
+    ...files.map?.drawn ? { map: { image: files.map.drawn.image, line: files.map.drawn.line } } : {}
   };
 }
 function resultLineage(state) {
@@ -70379,7 +70405,7 @@ function loserComment(state, e, winner) {
   if (!winner) return `Not adopted: no branch of round ${e.round} had a score (this one: ${mine}).`;
   return `Not adopted: this branch scored ${mine}; the winner of round ${e.round}, ${winner.id}, scored ${scoreText(winner.result?.score)} (${state.config.grader.direction}).`;
 }
-var COMMANDS = ["status", "stop", "resume", "fork", "start"];
+var COMMANDS = ["status", "stop", "resume", "fork", "start", "map"];
 var FORK_ASK_MAX_CHARS = 4e3;
 function parseCommand(body) {
   const start = /^\s*\/autoresearch[ \t]+start[ \t]+(\S.*?)\s*$/im.exec(body);
@@ -70421,6 +70447,7 @@ function issueComment(state, phase, notes = [], view = branchView(state)) {
   ];
   if (state.rounds.length > 0) parts.push("", "#### Rounds", "", roundsChecklist(state));
   parts.push("", "<details><summary>Plan</summary>", "", planMarkdown(state, phases), "", "</details>");
+  if (view.map) parts.push("", ...mapLines(view.map));
   if (state.rounds.some((r) => r.episodes.some((e) => e.result))) {
     parts.push("", "#### Leaderboard", "", leaderboardMarkdown(state, 10));
     const points = chartData(state).best;
@@ -70589,12 +70616,16 @@ function finalPrBody(state, issue3 = null, view = branchView(state)) {
     "",
     leaderboardMarkdown(state, 20),
     "",
+    ...view.map ? [...mapLines(view.map), ""] : [],
     "#### What ran where",
     "",
     `- The agents ran in forkflush's worker jobs (\`.github/workflows/${GITHUB.workflow}\`), each in a sandbox without this repository's tokens; their work stayed on \`${view.lineage}\` and the refs beside it, which no workflow runs on.`,
     `- This pull request's branch holds code an agent wrote. Let this repository's workflows run on it by adding the label \`${GITHUB.ciLabel}\` once you have read the diff (README, "Agent code and your CI"); forkflush takes the label off when the result moves.`
   ];
   return clip(body.join("\n"), BODY_MAX_CHARS);
+}
+function mapLines(map2) {
+  return ["#### Idea map", "", `![Idea map: where the agents searched](${map2.image})`, "", map2.line];
 }
 
 // src/core/losers.ts
@@ -71369,7 +71400,7 @@ var package_default = {
     test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && npm run --silent test:chaos",
     bench: "node bench/run.mjs",
     "bench:api": "node bench/run.mjs api",
-    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts",
+    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude 'test/agents/{compare,map}.test.ts' && vitest run --config vitest.agents.config.ts test/agents/compare.test.ts test/agents/map.test.ts",
     "test:chaos": "node test/chaos/run.mjs --load 2"
   },
   devDependencies: {
@@ -71421,6 +71452,426 @@ async function answeringTampered(ctx, asker, work) {
     ctx.logger.warn(`forkflush: refused a run record: ${e.message}`);
     if (asker) await ctx.api.issues.commentOnce(asker.issue, asker.key, `forkflush did nothing: ${e.message}.`);
   }
+}
+
+// src/core/map/sample.ts
+function runSnapshots(state, limit) {
+  const all = candidates(state);
+  const must = all.filter((s) => s.forkPoint || s.branch !== null || s.final || lastOfLineage(all, s));
+  const rest = all.filter((s) => !must.includes(s));
+  const room = Math.max(0, limit - must.length);
+  const picked = new Set(must);
+  if (room >= rest.length) for (const s of rest) picked.add(s);
+  else for (let i = 0; i < room; i++) picked.add(rest[Math.floor((i + 0.5) * rest.length / room)]);
+  return all.filter((s) => picked.has(s));
+}
+function candidates(state) {
+  const forkBases = new Set(
+    state.rounds.filter((r) => r.kind === "fork").flatMap((r) => r.episodes.map((e) => e.base))
+  );
+  const seen = /* @__PURE__ */ new Set();
+  const out = [];
+  for (const round of state.rounds) {
+    for (const e of round.episodes) {
+      const commit = e.result?.commit;
+      if (!commit || commit === state.base.commit || seen.has(commit)) continue;
+      seen.add(commit);
+      out.push(snapshotOf(state, round, e, commit, forkBases));
+    }
+  }
+  return out;
+}
+function snapshotOf(state, round, e, commit, forkBases) {
+  const outcome = outcomeOf(round, e);
+  const fork = round.kind === "fork" && round.decision !== void 0;
+  return {
+    run: state.id,
+    episode: e.id,
+    commit,
+    base: e.base,
+    score: e.result?.score ?? null,
+    round: round.index,
+    phase: round.phase,
+    lineage: e.lineage,
+    path: outcome === "adopted" || outcome === "kept",
+    forkPoint: forkBases.has(commit),
+    branch: fork ? round.decision?.winner === e.id ? "selected" : "rejected" : null,
+    final: state.best?.commit === commit
+  };
+}
+function lastOfLineage(all, s) {
+  return all.filter((x) => x.lineage === s.lineage && x.path).at(-1) === s;
+}
+
+// src/core/map/record.ts
+var MAP_VERSION = 1;
+var pointSchema = external_exports.object({
+  /** The snapshot's commit: the id the judge saw in its triplet file. */
+  id: external_exports.string(),
+  run: external_exports.string(),
+  strategy: external_exports.enum(STRATEGIES),
+  variant: external_exports.string().nullable(),
+  seed: external_exports.number(),
+  episode: external_exports.string(),
+  round: external_exports.number(),
+  phase: external_exports.string(),
+  lineage: external_exports.number(),
+  commit: external_exports.string(),
+  score: external_exports.number().nullable(),
+  x: external_exports.number(),
+  y: external_exports.number(),
+  /** Its basin's index in `basins`. */
+  basin: external_exports.number(),
+  path: external_exports.boolean(),
+  forkPoint: external_exports.boolean(),
+  branch: external_exports.enum(["selected", "rejected"]).nullable(),
+  final: external_exports.boolean()
+});
+var jumpSchema = external_exports.object({ id: external_exports.string(), steps: external_exports.number().nullable(), newBasin: external_exports.boolean() });
+var mapRecordSchema = external_exports.object({
+  version: external_exports.literal(MAP_VERSION),
+  target: external_exports.object({ kind: external_exports.enum(["run", "compare", "probe"]), id: external_exports.string() }),
+  createdAt: external_exports.string(),
+  direction: external_exports.enum(["maximize", "minimize"]),
+  /** Who judged: its kind, and the model or command. */
+  judge: external_exports.object({ kind: external_exports.string(), label: external_exports.string() }),
+  embedding: external_exports.enum(EMBEDDINGS),
+  seed: external_exports.number(),
+  points: external_exports.array(pointSchema),
+  basins: external_exports.array(
+    external_exports.object({
+      id: external_exports.number(),
+      name: external_exports.string(),
+      points: external_exports.array(external_exports.string()),
+      runs: external_exports.array(external_exports.string()),
+      hull: external_exports.array(external_exports.tuple([external_exports.number(), external_exports.number()]))
+    })
+  ),
+  /** The mean silhouette of the basins' cut; null for one basin. */
+  silhouette: external_exports.number().nullable(),
+  agreement: external_exports.object({
+    /** On the held-out judgments: the share the map's distances agree with. */
+    heldOut: external_exports.number().nullable(),
+    /** Run membership alone on the same judgments: the anchor's run-mate is closer; otherwise a coin. */
+    runIdentity: external_exports.number().nullable(),
+    chance: external_exports.number(),
+    heldOutJudgments: external_exports.number(),
+    /** On the judgments the map was fitted to. */
+    fitted: external_exports.number().nullable(),
+    fittedJudgments: external_exports.number()
+  }),
+  /** How many judgments the map used (fitted and held out): each one the judge answered, in `triplets`. */
+  judgments: external_exports.number(),
+  /** Every judgment the map used, as the judge answered it. */
+  triplets: external_exports.array(
+    external_exports.object({
+      anchor: external_exports.string(),
+      a: external_exports.string(),
+      b: external_exports.string(),
+      answer: external_exports.enum(["a", "b"]),
+      heldOut: external_exports.boolean()
+    })
+  ),
+  /** The median step between consecutive snapshots of single runs (or of serial episodes), and which. */
+  step: external_exports.object({ median: external_exports.number().nullable(), from: external_exports.enum(["single-run", "serial"]).nullable() }),
+  /** Each fork round from a snapshot: how far its branches moved, in median steps. */
+  jumps: external_exports.array(
+    external_exports.object({
+      run: external_exports.string(),
+      round: external_exports.number(),
+      phase: external_exports.string(),
+      from: external_exports.string(),
+      selected: jumpSchema.nullable(),
+      rejected: external_exports.array(jumpSchema)
+    })
+  ),
+  /** Per run: its snapshots on the map and the basins they fall in. */
+  runs: external_exports.array(
+    external_exports.object({
+      run: external_exports.string(),
+      strategy: external_exports.enum(STRATEGIES),
+      variant: external_exports.string().nullable(),
+      seed: external_exports.number(),
+      points: external_exports.number(),
+      basins: external_exports.array(external_exports.string())
+    })
+  ),
+  /** What the judge could not answer, after one retry each: left out, counted, its errors quoted. */
+  failed: external_exports.object({
+    specs: external_exports.array(external_exports.object({ run: external_exports.string(), episode: external_exports.string(), commit: external_exports.string(), error: external_exports.string() })),
+    judgments: external_exports.number(),
+    errors: external_exports.array(external_exports.string())
+  }),
+  calls: external_exports.object({
+    spec: external_exports.object({ made: external_exports.number(), cached: external_exports.number(), failed: external_exports.number() }),
+    triplet: external_exports.object({ made: external_exports.number(), cached: external_exports.number(), failed: external_exports.number() })
+  }),
+  /** What the specs and judgments of this map cost (cached ones at what they cost when made). */
+  spent: external_exports.number(),
+  unit: external_exports.enum(MAP_UNITS),
+  budget: external_exports.number()
+});
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+function parseMapRecord(text) {
+  let json2;
+  try {
+    json2 = JSON.parse(text);
+  } catch {
+    return { problem: "not JSON" };
+  }
+  const r = mapRecordSchema.safeParse(json2);
+  if (r.success) return r.data;
+  const issue3 = r.error.issues[0];
+  return { problem: `${issue3?.path.join(".") || "the map"}: ${issue3?.message ?? "not valid"}` };
+}
+
+// src/core/map/report.ts
+var fixed2 = (x) => x === null ? "-" : x.toFixed(2);
+function amount(x) {
+  if (Math.abs(x) < 1e4) return formatNumber(x, 4);
+  return String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+var plural2 = (n, word, many = `${word}s`) => `${formatNumber(n)} ${n === 1 ? word : many}`;
+function agreementLine(m) {
+  const a = m.agreement;
+  if (a.heldOut === null)
+    return `No judgment was held out, so the map's agreement is not measured (fitted: ${fixed2(a.fitted)}).`;
+  const paper = `the paper: ${PAPER_MAP.agreement.low.toFixed(2)}\u2013${PAPER_MAP.agreement.high.toFixed(2)}, run identity ${PAPER_MAP.runIdentity.low.toFixed(2)}\u2013${PAPER_MAP.runIdentity.high.toFixed(2)}`;
+  return `Held-out agreement ${fixed2(a.heldOut)} on ${plural2(a.heldOutJudgments, "judgment")} (run identity alone ${fixed2(a.runIdentity)}, chance ${fixed2(a.chance)}; ${paper}).`;
+}
+function jumpLines(m) {
+  if (m.jumps.length === 0) return [];
+  if (m.step.median === null || m.step.median === 0)
+    return ["The fork rounds' jumps are not measured: the map has no single-run or serial steps to measure them by."];
+  const selected = m.jumps.flatMap((j) => j.selected?.steps == null ? [] : [j.selected.steps]);
+  const rejected = m.jumps.flatMap((j) => j.rejected.flatMap((r) => r.steps === null ? [] : [r.steps]));
+  const newBasin = m.jumps.filter((j) => j.selected?.newBasin).length;
+  const unit = m.step.from === "single-run" ? "median single-run steps" : "median serial steps";
+  const parts = [
+    selected.length > 0 ? `Selected fork branches moved a median of ${formatNumber(median(selected), 3)} ${unit} (most ${formatNumber(Math.max(...selected), 3)}); ${newBasin} of ${m.jumps.length} fork rounds moved the lineage into another basin.` : "No fork round selected a branch on the map."
+  ];
+  if (rejected.length > 0)
+    parts.push(
+      `Rejected branches moved at most ${formatNumber(Math.max(...rejected), 3)} (median ${formatNumber(median(rejected), 3)}). The paper: a selected branch jumped ${PAPER_MAP.selectedJump} median single-run steps into a new basin, rejected ones at most 1.`
+    );
+  return parts;
+}
+function mapSection(m, o = {}) {
+  const out = ["## Idea map", ""];
+  if (o.image) out.push(`![Idea map: where the agents searched](${o.image})`, "");
+  out.push(
+    `${plural2(m.points.length, "snapshot")} of ${plural2(m.runs.length, "run")} placed by ${m.embedding === "soe" ? "SOE" : "t-STE"} from ${plural2(m.judgments, "triplet judgment")} of the judge (${m.judge.label}), grouped into ${plural2(m.basins.length, "basin")}; made ${m.createdAt.slice(0, 16).replace("T", " ")} UTC by \`forkflush map\`. ${agreementLine(m)}`,
+    "",
+    "### Basins visited per run",
+    "",
+    markdownTable(
+      ["strategy", "variant", "runs", "basins visited, mean", "each run (seed: basins)"],
+      byStrategy(m).map((g) => [
+        g.strategy,
+        g.variant ?? "-",
+        String(g.runs.length),
+        formatNumber(g.runs.reduce((s, r) => s + r.basins.length, 0) / g.runs.length, 3),
+        g.runs.map((r) => `${r.seed}: ${r.basins.join(" ")}`).join("; ")
+      ])
+    ),
+    ""
+  );
+  if (m.jumps.length > 0) {
+    out.push("### Fork rounds: how far the branches moved", "", ...jumpLines(m).map((l) => `${l}  `), "");
+    out.push(
+      markdownTable(
+        ["run", "round", "selected branch (steps)", "into another basin", "rejected branches, most (steps)"],
+        m.jumps.map((j) => [
+          j.run,
+          `${j.round} (${j.phase})`,
+          j.selected ? fixed2(j.selected.steps) : "-",
+          j.selected ? j.selected.newBasin ? "yes" : "no" : "-",
+          j.rejected.length > 0 ? fixed2(Math.max(...j.rejected.map((r) => r.steps ?? 0))) : "-"
+        ])
+      ),
+      "",
+      `_A step is the median distance between consecutive snapshots of ${m.step.from === "single-run" ? "single runs" : "serial episodes"} on the map (${fixed2(m.step.median)}); a branch's move is its distance from the fork point in those steps._`,
+      ""
+    );
+  }
+  const failed = m.failed.specs.length + m.failed.judgments;
+  if (failed > 0)
+    out.push(
+      `**${plural2(failed, "judge call")} failed** after a retry and ${failed === 1 ? "was" : "were"} left out (${plural2(m.failed.specs.length, "spec")}, ${plural2(m.failed.judgments, "judgment")}); first: ${m.failed.errors[0] ?? "-"}`,
+      ""
+    );
+  out.push(
+    "_How to read it: each point is a snapshot (an episode's commit), placed so that snapshots the judge found alike are near each other; only distances mean something, not the axes. Outlines are basins, lines each run's path in order, rings fork points, diamonds selected branches, crosses rejected ones, stars each run's best; darker points scored better._",
+    ""
+  );
+  return out.join("\n");
+}
+function byStrategy(m) {
+  const groups2 = /* @__PURE__ */ new Map();
+  for (const r of m.runs) {
+    const key = `${r.strategy} ${r.variant ?? ""}`;
+    const g = groups2.get(key) ?? { strategy: r.strategy, variant: r.variant, runs: [] };
+    g.runs.push(r);
+    groups2.set(key, g);
+  }
+  return [...groups2.values()];
+}
+
+// src/core/map/settings.ts
+function mapSettings(c) {
+  const m = c.map ?? {};
+  const taskUnit = c.budget.unit;
+  const unit = m.unit ?? (taskUnit === "evaluations" ? "minutes" : taskUnit);
+  const budget = m.budget ?? (unit === taskUnit ? c.budget.total : MAP_DEFAULT_MINUTES);
+  return {
+    snapshots: m.snapshots ?? MAP_SNAPSHOTS,
+    triplets: m.triplets ?? null,
+    heldOut: m.held_out ?? MAP_HELD_OUT,
+    judge: m.judge ?? c.agent,
+    budget,
+    unit,
+    embedding: m.embedding ?? "tste"
+  };
+}
+
+// src/core/github-map.ts
+var MAP_FEWEST_SNAPSHOTS = 3;
+function mapAskProblem(state, config3) {
+  const graded = allEpisodes(state).filter((e) => e.result && e.result.score !== null && e.result.commit !== e.base);
+  if (graded.length === 0) return "the run has no graded episode yet: ask again once its first episodes have scores.";
+  const snapshots = runSnapshots(state, mapSettings(config3).snapshots).length;
+  if (snapshots < MAP_FEWEST_SNAPSHOTS)
+    return `the run has ${snapshots} snapshot${snapshots === 1 ? "" : "s"} (episodes with a workspace of their own): a map needs ${MAP_FEWEST_SNAPSHOTS}; ask again after another round.`;
+  return null;
+}
+function mapImageUrl(repositoryUrl, commit, png) {
+  return `${repositoryUrl.replace(/\/+$/, "")}/blob/${commit}/${png ? "map.png" : "map.svg"}?raw=true`;
+}
+function mapComment(m, o) {
+  const where = `\`${mapRef(o.run)}\` at \`${o.commit.slice(0, 10)}\``;
+  const spent2 = `the judge spent ${amount(m.spent)} of ${amount(m.budget)} ${m.unit}`;
+  const body = [
+    mapSection(m, { image: o.image }).replace("by `forkflush map`", "by `/autoresearch map`"),
+    `map.json, map.svg and the judge's answers are on ${where}; ${spent2}${o.jobUrl ? ` ([its job](${o.jobUrl}))` : ""}.`
+  ];
+  return clip(body.join("\n"), BODY_MAX_CHARS);
+}
+function mapFailedComment(why, jobUrl) {
+  return clip(
+    `forkflush drew no idea map: ${inertCodeSpan(why)}${jobUrl ? ` ([its job](${jobUrl}) says why)` : ""}. Every answer the judge gave is kept: \`/autoresearch map\` asks again and pays only for the rest.`,
+    BODY_MAX_CHARS
+  );
+}
+function mapDrawnLine(m) {
+  return `${m.points.length} snapshots, ${m.basins.length} basin${m.basins.length === 1 ? "" : "s"}. ${agreementLine(m)}`;
+}
+
+// src/github/map.ts
+async function askMap(ctx, stored, asked) {
+  const { files } = stored;
+  const key = asked.keys[0] ?? "";
+  if (files.map?.asked === key) {
+    if (!files.map.dispatched) await dispatchMap(ctx, stored);
+    return null;
+  }
+  const config3 = await mapConfig(ctx.api, files, stored.state.config);
+  if ("problem" in config3) return `forkflush drew no idea map: ${config3.problem}`;
+  const problem2 = mapAskProblem(stored.state, config3.config);
+  if (problem2) return `forkflush drew no idea map: ${problem2}`;
+  const next = await amendOnce(ctx.api, stored, "forkflush: map asked", asked.keys, (s) => ({
+    state: s.state,
+    files: {
+      ...s.files,
+      map: {
+        asked: key,
+        by: asked.by,
+        at: ctx.now.toISOString(),
+        ...config3.commit ? { configCommit: config3.commit } : {},
+        ...s.files.map?.drawn ? { drawn: s.files.map.drawn } : {}
+      }
+    }
+  }));
+  if (next) await dispatchMap(ctx, next);
+  return null;
+}
+async function mapConfig(api, files, own2) {
+  const branch = files.defaultBranch;
+  const commit = await api.refSha(`refs/heads/${branch}`);
+  const text = commit ? await api.readFile(files.configPath, commit) : null;
+  if (!commit || text === null) return { config: own2 };
+  try {
+    return { config: parseConfig(text, files.configPath ?? CONFIG_PATH), commit };
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    return {
+      problem: `the map reads its settings (\`map:\`) from \`${files.configPath}\` on \`${branch}\`, which is not valid. Fix these, then ask again:
+
+${e.problems.map((p) => `- ${p}`).join("\n")}`
+    };
+  }
+}
+async function dispatchMap(ctx, stored) {
+  const runId2 = await ctx.api.workflows.dispatch(GITHUB.workflow, stored.files.defaultBranch, {
+    run: stored.state.id,
+    round: MAP_JOB,
+    episodes: JSON.stringify([MAP_JOB])
+  });
+  const at = ctx.now.toISOString();
+  await amendOnce(ctx.api, stored, "forkflush: map dispatched", [], (s) => ({
+    state: s.state,
+    files: s.files.map ? { ...s.files, map: { ...s.files.map, dispatched: { at, ...runId2 !== null ? { runId: runId2 } : {} } } } : s.files
+  }));
+}
+async function mapJobEnded(ctx, end) {
+  const stored = await ctx.api.loadRun(stateRef(end.run));
+  const map2 = stored?.files.map;
+  if (!stored || !map2) return;
+  const why = await notTheMapRunProblem(ctx.api, stored.files, end);
+  if (why) {
+    ctx.log?.(`ignored the end of workflow run ${end.workflowRun}: ${why}`);
+    return;
+  }
+  const issue3 = stored.files.issue;
+  const failed = (reason) => ctx.api.issues.commentOnce(issue3, `map-failed:${end.workflowRun}`, mapFailedComment(reason, end.url));
+  if (end.conclusion !== "success") return void await failed(`its job ended: ${end.conclusion ?? "unknown"}`);
+  const head = await ctx.api.refSha(mapRef(end.run));
+  const text = head ? await ctx.api.readFile("map.json", head) : null;
+  if (!head || text === null) return void await failed(`its job pushed no map to ${mapRef(end.run)}`);
+  const record2 = parseMapRecord(text);
+  if ("problem" in record2) return void await failed(`${mapRef(end.run)}: map.json: ${record2.problem}`);
+  const tree = await ctx.api.treeFiles((await ctx.api.commit(head)).tree);
+  const png = tree?.some((f) => f.path === "map.png") ?? false;
+  const image = mapImageUrl(end.repositoryUrl, head, png);
+  await ctx.api.issues.commentOnce(
+    issue3,
+    `map:${head}`,
+    mapComment(record2, { image, run: end.run, commit: head, ...end.url ? { jobUrl: end.url } : {} })
+  );
+  if (map2.drawn?.commit === head) return;
+  const drawn = { commit: head, image, line: mapDrawnLine(record2) };
+  const next = await amendOnce(ctx.api, stored, "forkflush: map drawn", [deliveryKey(end.delivery)], (s) => ({
+    state: s.state,
+    files: s.files.map ? { ...s.files, map: { ...s.files.map, drawn } } : s.files
+  }));
+  if (next) await syncOrYield(ctx, next);
+}
+async function notTheMapRunProblem(api, files, end) {
+  if (end.headBranch !== files.defaultBranch)
+    return `its run is on ${end.headBranch ?? "an unknown branch"}, not ${files.defaultBranch}`;
+  const known = files.map?.dispatched?.runId;
+  if (known !== void 0)
+    return known === end.workflowRun ? null : `the map's dispatch started workflow run ${known}, not ${end.workflowRun}`;
+  const title = mapRunTitle(end.run);
+  const latest = (await api.workflows.runsTitled(GITHUB.workflow, title)).reduce(
+    (a, b) => a !== null && a > b.id ? a : b.id,
+    null
+  );
+  if (latest === null) return `no dispatched run of the worker workflow is titled "${title}"`;
+  return latest === end.workflowRun ? null : `the map's latest dispatch started workflow run ${latest}, not ${end.workflowRun}`;
 }
 
 // src/core/prompts.ts
@@ -72058,6 +72509,7 @@ async function runCommand(ctx, parsed, issue3, asked) {
   }
   if (parsed.args && command === "start")
     return `This issue has a forkflush run already: overrides (\`${parsed.args.slice(0, 200)}\`) apply only when a run starts. \`/autoresearch resume\` resumes it as it is.`;
+  if (command === "map" && stored.files.map?.asked === asked.keys[0]) return askMap(ctx, stored, asked);
   if (command !== "status" && seenAny(stored.files.seen, asked.keys)) {
     ctx.log(`${command}: this comment was acted on already`);
     return null;
@@ -72093,6 +72545,8 @@ async function steerRun(ctx, command, stored, asked, toTry) {
       await forkNow(ctx, stored, asked, toTry);
       return null;
     }
+    case "map":
+      return askMap(ctx, stored, asked);
   }
 }
 
@@ -72145,6 +72599,23 @@ async function onJobCompleted(ctxOf, context) {
   const named = parseEpisodeJobName(job.name);
   if (!named || parseIssueRunId(named.run) === null) return;
   const { run: run2, episode } = named;
+  if (episode === MAP_JOB) {
+    const ctx2 = ctxOf(context, { run: run2, episode });
+    await answeringTampered(
+      ctx2,
+      null,
+      () => mapJobEnded(ctx2, {
+        run: run2,
+        workflowRun: job.run_id,
+        conclusion: job.conclusion,
+        headBranch: job.head_branch,
+        url: job.html_url ?? null,
+        repositoryUrl: context.payload.repository.html_url,
+        delivery: context.id
+      })
+    );
+    return;
+  }
   const round = episode === BASE_JOB ? 0 : parseEpisodeId(episode)?.round ?? Number.NaN;
   const ctx = ctxOf(context, { run: run2, round, episode });
   await workerReport(ctx, context.id, context.payload.repository.full_name, {
@@ -72165,7 +72636,7 @@ async function onJobCompleted(ctxOf, context) {
 async function onJobStarted(ctxOf, context) {
   const job = context.payload.workflow_job;
   const named = parseEpisodeJobName(job.name);
-  if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB) return;
+  if (!named || parseIssueRunId(named.run) === null || named.episode === BASE_JOB || named.episode === MAP_JOB) return;
   const { run: run2, episode } = named;
   const round = parseEpisodeId(episode)?.round ?? Number.NaN;
   const ctx = ctxOf(context, { run: run2, round, episode });
@@ -72198,6 +72669,8 @@ async function onJobStarted(ctxOf, context) {
 }
 async function onRunCompleted(ctxOf, context) {
   const w = context.payload.workflow_run;
+  const mapOf = parseMapRunTitle(w.display_title ?? "");
+  if (mapOf && parseIssueRunId(mapOf) !== null) return mapRunCompleted(ctxOf, context, mapOf);
   const m = parseRoundRunTitle(w.display_title ?? "");
   if (!m || parseIssueRunId(m.run) === null) return;
   const ctx = ctxOf(context, { run: m.run, round: m.round });
@@ -72219,6 +72692,28 @@ async function onRunCompleted(ctxOf, context) {
       ctx.roundEnded = m.round;
     }
   });
+}
+async function mapRunCompleted(ctxOf, context, run2) {
+  const w = context.payload.workflow_run;
+  const ctx = ctxOf(context, { run: run2, episode: MAP_JOB });
+  const why = untrustedRunProblem(w, context.payload.repository.full_name);
+  if (why) {
+    ctx.log(`ignored workflow run ${w.id}: ${why}`, { workflow_run: w.id });
+    return;
+  }
+  await answeringTampered(
+    ctx,
+    null,
+    () => mapJobEnded(ctx, {
+      run: run2,
+      workflowRun: w.id,
+      conclusion: w.conclusion,
+      headBranch: w.head_branch,
+      url: w.html_url ?? null,
+      repositoryUrl: context.payload.repository.html_url,
+      delivery: context.id
+    })
+  );
 }
 async function workerReport(ctx, delivery, repository, e) {
   await answeringTampered(ctx, null, async () => {

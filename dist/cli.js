@@ -8320,7 +8320,7 @@ var package_default = {
     test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && npm run --silent test:chaos",
     bench: "node bench/run.mjs",
     "bench:api": "node bench/run.mjs api",
-    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts",
+    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude 'test/agents/{compare,map}.test.ts' && vitest run --config vitest.agents.config.ts test/agents/compare.test.ts test/agents/map.test.ts",
     "test:chaos": "node test/chaos/run.mjs --load 2"
   },
   devDependencies: {
@@ -29414,7 +29414,22 @@ var githubRunProgress = external_exports.object({
   /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
   nightlySkipped: external_exports.string().optional(),
   /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
-  stopReason: external_exports.string().optional()
+  stopReason: external_exports.string().optional(),
+  /**
+   * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
+   * once), who and when; its job's dispatch and the workflow run it started (only that run's job
+   * reports the map); and the last map drawn (its commit on refs/forkflush/<run>/map and its
+   * agreement line), which the issue was shown and the final comment embeds.
+   */
+  map: external_exports.object({
+    asked: external_exports.string().min(1),
+    by: external_exports.string().min(1),
+    at: external_exports.string(),
+    /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
+    configCommit: sha.optional(),
+    dispatched: external_exports.object({ at: external_exports.string(), runId: external_exports.number().int().positive().optional() }).optional(),
+    drawn: external_exports.object({ commit: sha, image: external_exports.string(), line: external_exports.string() }).optional()
+  }).optional()
 });
 var githubRunViews = external_exports.object({
   /** The issue comment forkflush keeps editing, and a digest of what it says now. */
@@ -40218,7 +40233,6 @@ Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, 
 }
 
 // src/cli/map.ts
-import { readFile as readFile14, writeFile as writeFile18 } from "node:fs/promises";
 import { join as join36 } from "node:path";
 
 // src/local/map.ts
@@ -40985,79 +40999,100 @@ async function makeMap(o) {
   const target = await findTarget(taskDir, o);
   const config2 = await mapConfig(taskDir, target, o.configFile);
   const settings2 = mapSettings(config2);
-  const seed = o.seed ?? MAP_SEED;
-  const snapshots = target.runs.flatMap(
+  const runs = target.runs.map((r) => ({ state: r.state, task: r.info.task, variant: r.variant }));
+  return mapRuns({
+    ...o,
+    target: { kind: target.kind, id: target.id },
+    folder: target.folder,
+    runs,
+    config: config2,
+    settings: settings2,
+    cacheDir: join35(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
+    work: join35(target.folder, "map"),
+    repos: async () => {
+      const repos = /* @__PURE__ */ new Map();
+      const hidden = [taskDir, RunStore.runsDir(taskDir)];
+      for (const r of target.runs) {
+        const { own: own2, commonDir } = await new LocalForge(r.info.repo, r.store).open();
+        repos.set(r.state.id, own2);
+        hidden.push(r.info.repo, commonDir);
+      }
+      return { repos, hidden };
+    },
+    lock: () => new RunStore(join35(target.folder, "map")).lock(),
+    drawn: () => refreshReports(taskDir, target)
+  });
+}
+async function mapRuns(j) {
+  const { settings: settings2 } = j;
+  const seed = j.seed ?? MAP_SEED;
+  const snapshots = j.runs.flatMap(
     (r) => runSnapshots(r.state, settings2.snapshots).map(
       (x) => ({ ...x, strategy: r.state.config.strategy, variant: r.variant, seed: r.state.seed })
     )
   );
-  const cache2 = await MapCache.open(
-    join35(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
-    settings2.judge
-  );
+  const cache2 = await MapCache.open(j.cacheDir, settings2.judge);
   const specs = /* @__PURE__ */ new Map();
   for (const x of snapshots) {
     const c = await cache2.spec(x.commit);
     if (c) specs.set(x.commit, c);
   }
-  const plan2 = planOf(target, snapshots, specs, cache2, settings2, seed);
-  if (o.dryRun) return { code: 0, plan: plan2 };
+  const plan2 = planOf({ ...j.target, folder: j.folder, runs: j.runs }, snapshots, specs, cache2, settings2, seed);
+  if (j.dryRun) return { code: 0, plan: plan2 };
   if (snapshots.length < 3)
-    return { code: 1, plan: plan2, message: `${target.kind} ${target.id} has ${snapshots.length} snapshots: a map needs 3` };
-  const work = join35(target.folder, "map");
-  await mkdir22(work, { recursive: true, mode: 448 });
+    return {
+      code: 1,
+      plan: plan2,
+      message: `${j.target.kind} ${j.target.id} has ${snapshots.length} snapshots: a map needs 3`
+    };
+  await mkdir22(j.work, { recursive: true, mode: 448 });
   await cache2.make();
-  const release2 = await new RunStore(work).lock();
+  const release2 = j.lock ? await j.lock() : async () => {
+  };
   try {
-    const m = await prepare({ o, taskDir, target, config: config2, settings: settings2, seed, snapshots, cache: cache2, specs, plan: plan2, work });
-    return await draw(m);
+    return await draw(await prepare({ j, seed, snapshots, cache: cache2, specs, plan: plan2 }));
   } catch (e) {
     if (e instanceof JudgeInterrupted)
       return { code: 130, plan: plan2, message: "interrupted: every answer so far is kept; run forkflush map again to go on" };
     throw e;
   } finally {
-    await removeTree(join35(work, "calls")).catch(() => {
+    await removeTree(join35(j.work, "calls")).catch(() => {
     });
     await release2();
   }
 }
 async function prepare(m) {
-  const isolation = await isolationFor(m.config.sandbox.mode);
-  if (isolation.warning) m.o.log(`note: ${isolation.warning}`);
-  const repos = /* @__PURE__ */ new Map();
-  const hidden = [m.taskDir, RunStore.runsDir(m.taskDir)];
-  for (const r of m.target.runs) {
-    const { own: own2, commonDir } = await new LocalForge(r.info.repo, r.store).open();
-    repos.set(r.state.id, own2);
-    hidden.push(r.info.repo, commonDir);
-  }
+  const { j } = m;
+  const isolation = await isolationFor(j.config.sandbox.mode);
+  if (isolation.warning) j.log(`note: ${isolation.warning}`);
+  const { repos, hidden } = await j.repos();
   const setup = {
-    adapter: agentFor({ ...m.config, agent: m.settings.judge }),
-    judge: m.settings.judge,
-    config: m.config,
+    adapter: agentFor({ ...j.config, agent: j.settings.judge }),
+    judge: j.settings.judge,
+    config: j.config,
     isolation,
-    env: m.o.env ?? process.env,
-    work: join35(m.work, "calls"),
-    failedLogs: join35(m.work, "failed"),
+    env: j.env ?? process.env,
+    work: join35(j.work, "calls"),
+    failedLogs: join35(j.work, "failed"),
     hidden: [...new Set(hidden)],
-    unit: m.settings.unit,
-    signal: m.o.signal ?? new AbortController().signal
+    unit: j.settings.unit,
+    signal: j.signal ?? new AbortController().signal
   };
   const rough = MAP_CALL_ESTIMATE;
-  const unit = m.settings.unit;
+  const unit = j.settings.unit;
   const weights = {
     spec: m.plan.estimate.spec.each || rough.spec[unit],
     triplet: m.plan.estimate.triplet.each || rough.triplet[unit]
   };
   const ledger = new Ledger(
-    m.settings.budget,
+    j.settings.budget,
     [...m.specs.values()].reduce((s, x) => s + x.spent, 0),
     weights
   );
   ledger.plan({ spec: m.plan.specs.toAsk, triplet: m.plan.triplets.toAsk });
   const p = m.plan;
-  m.o.log(
-    `map of ${p.target.kind} ${p.target.id}: ${p.snapshots} snapshots of ${p.runs} run(s); judge ${p.judge}; ${p.specs.toAsk} specs and about ${p.triplets.toAsk} judgments to ask (${p.specs.cached} and ${p.triplets.cached} cached); budget ${amount(m.settings.budget)} ${m.settings.unit}`
+  j.log(
+    `map of ${p.target.kind} ${p.target.id}: ${p.snapshots} snapshots of ${p.runs} run(s); judge ${p.judge}; ${p.specs.toAsk} specs and about ${p.triplets.toAsk} judgments to ask (${p.specs.cached} and ${p.triplets.cached} cached); budget ${amount(j.settings.budget)} ${j.settings.unit}`
   );
   return {
     ...m,
@@ -41066,18 +41101,18 @@ async function prepare(m) {
     ledger,
     calls: { spec: { made: 0, cached: m.specs.size, failed: 0 }, triplet: { made: 0, cached: 0, failed: 0 } },
     failed: { specs: [], judgments: 0, errors: [] },
-    concurrency: m.o.concurrency ?? MAP_CONCURRENCY
+    concurrency: j.concurrency ?? MAP_CONCURRENCY
   };
 }
 async function draw(r) {
   const toSpec = r.snapshots.filter((x) => !r.specs.has(x.commit));
-  const specEnd = await pool(toSpec, r.concurrency, "specs", r.o.log, (x) => askSpec(r, x));
+  const specEnd = await pool(toSpec, r.concurrency, "specs", r.j.log, (x) => askSpec(r, x));
   const specStop = stopped(r, specEnd, "spec", toSpec.length);
   if (specStop) return specStop;
   const mapped = r.snapshots.filter((x) => r.specs.has(x.commit));
   const { questions, answered } = questionsFor(r, mapped);
   await baseCheckout(r);
-  const tripletEnd = await pool(questions, r.concurrency, "judgments", r.o.log, (q) => askTriplet(r, q, answered));
+  const tripletEnd = await pool(questions, r.concurrency, "judgments", r.j.log, (q) => askTriplet(r, q, answered));
   const tripletStop = stopped(r, tripletEnd, "triplet", questions.length);
   if (tripletStop) return tripletStop;
   if (answered.length === 0)
@@ -41086,40 +41121,41 @@ async function draw(r) {
       plan: r.plan,
       message: "the judge answered no triplet question: there is nothing to fit a map to"
     };
-  const first = r.target.runs[0];
+  const { j } = r;
+  const first = j.runs[0];
   const record2 = buildMap({
     target: r.plan.target,
-    createdAt: r.o.now().toISOString(),
+    createdAt: j.now().toISOString(),
     direction: first?.state.config.grader.direction ?? "maximize",
-    judge: { kind: r.settings.judge.kind, label: r.plan.judge },
-    embedding: r.settings.embedding,
+    judge: { kind: j.settings.judge.kind, label: r.plan.judge },
+    embedding: j.settings.embedding,
     seed: r.seed,
     snapshots: mapped,
     judgments: answered,
-    heldOutShare: r.settings.heldOut,
+    heldOutShare: j.settings.heldOut,
     failed: { ...r.failed, errors: r.failed.errors.slice(0, 5) },
     calls: r.calls,
     spent: r.ledger.spent,
-    unit: r.settings.unit,
-    budget: r.settings.budget
+    unit: j.settings.unit,
+    budget: j.settings.budget
   });
-  const json2 = join35(r.target.folder, "map.json");
-  const svg = join35(r.target.folder, "map.svg");
+  const json2 = join35(j.folder, "map.json");
+  const svg = join35(j.folder, "map.svg");
   await writeAtomic(json2, `${JSON.stringify(record2, null, 1)}
 `);
-  await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${r.target.kind} ${r.target.id}` }));
-  await refreshReports(r.taskDir, r.target);
+  await writeAtomic(svg, renderMapSvg(record2, { title: `Idea map of ${j.target.kind} ${j.target.id}` }));
+  await j.drawn?.();
   const failedAny = r.failed.errors.length > 0;
   return {
     code: 0,
     plan: r.plan,
     record: record2,
-    files: { json: json2, svg, folder: r.target.folder },
+    files: { json: json2, svg, folder: j.folder },
     ...failedAny ? { failedLogs: r.setup.failedLogs } : {}
   };
 }
 async function askSpec(r, x) {
-  const run2 = r.target.runs.find((y) => y.state.id === x.run);
+  const run2 = r.j.runs.find((y) => y.state.id === x.run);
   const own2 = r.repos.get(x.run);
   if (!run2 || !own2) throw new Error(`no run ${x.run} for snapshot ${x.commit}`);
   const name2 = `spec-${x.commit.slice(0, 16)}`;
@@ -41128,7 +41164,7 @@ async function askSpec(r, x) {
     step: "spec",
     name: name2,
     prompt: specPrompt({
-      task: run2.info.task,
+      task: run2.task,
       taskFile: config2.task,
       protected: config2.grader.protected,
       journal: config2.journal
@@ -41146,7 +41182,7 @@ async function askSpec(r, x) {
     r.failed.errors.push(`spec of ${x.run} ${x.episode}: ${reply.error}`);
     return reply;
   }
-  if (reply.note) r.o.log(`note: ${x.run} ${x.episode}: ${reply.note}`);
+  if (reply.note) r.j.log(`note: ${x.run} ${x.episode}: ${reply.note}`);
   r.specs.set(x.commit, { spec: reply.text, spent: reply.spent });
   await r.cache.saveSpec({ commit: x.commit, spec: reply.text, spent: reply.spent });
   return reply;
@@ -41158,7 +41194,7 @@ function questionsFor(r, mapped) {
   r.calls.triplet.cached = reused.length;
   const questions = newQuestions(
     ids,
-    tripletCount(r.settings, mapped.length),
+    tripletCount(r.j.settings, mapped.length),
     new Set(r.cache.judgments.keys()),
     r.seed
   );
@@ -41170,7 +41206,7 @@ function questionsFor(r, mapped) {
   return { questions, answered };
 }
 async function baseCheckout(r) {
-  const first = r.target.runs[0];
+  const first = r.j.runs[0];
   const own2 = first && r.repos.get(first.state.id);
   if (!first || !own2) return;
   await mkdir22(r.setup.work, { recursive: true });
@@ -41204,7 +41240,8 @@ async function askTriplet(r, q, answered) {
 }
 function stopped(r, end, step, asked) {
   const what = step === "spec" ? "specs" : "judgments";
-  const { plan: plan2, settings: settings2, ledger } = r;
+  const { plan: plan2, ledger } = r;
+  const { settings: settings2 } = r.j;
   const logs = ` (logs of the failed calls: ${r.setup.failedLogs})`;
   if (end.kind === "budget")
     return {
@@ -41230,6 +41267,23 @@ function stopped(r, end, step, asked) {
       failedLogs: r.setup.failedLogs
     };
   return null;
+}
+
+// src/local/map-png.ts
+import { readFile as readFile14, writeFile as writeFile18 } from "node:fs/promises";
+async function renderPng(svgFile, pngFile) {
+  const name2 = "@resvg/resvg-js";
+  let Resvg;
+  try {
+    ({ Resvg } = await import(name2));
+  } catch {
+    return {
+      note: `no map.png: its renderer (${name2}) is not installed here; open map.svg, or install it beside forkflush (npm install -g ${name2}) and run forkflush map again`
+    };
+  }
+  const png = new Resvg(await readFile14(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
+  await writeFile18(pngFile, png);
+  return { file: pngFile };
 }
 
 // src/cli/map.ts
@@ -41296,20 +41350,6 @@ function planText(p) {
     `triplet calls: ${formatNumber(p.triplets.toAsk)} (${formatNumber(p.triplets.cached)} cached; ${formatNumber(p.triplets.total)} judgments in all)`,
     `estimated spend: about ${amount(p.estimate.total)} ${p.unit} (specs ${est(p.estimate.spec)}; triplets ${est(p.estimate.triplet)}); map.budget ${amount(p.budget)} ${p.unit}`
   ].join("\n");
-}
-async function renderPng(svgFile, pngFile) {
-  const name2 = "@resvg/resvg-js";
-  let Resvg;
-  try {
-    ({ Resvg } = await import(name2));
-  } catch {
-    return {
-      note: `no map.png: its renderer (${name2}) is not installed here; open map.svg, or install it beside forkflush (npm install -g ${name2}) and run forkflush map again`
-    };
-  }
-  const png = new Resvg(await readFile14(svgFile, "utf8"), { fitTo: { mode: "zoom", value: 1.5 } }).render().asPng();
-  await writeFile18(pngFile, png);
-  return { file: pngFile };
 }
 
 // src/cli/plan.ts
