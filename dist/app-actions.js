@@ -68193,6 +68193,144 @@ var runStateSchema = external_exports.object({
   extraForks: count.optional(),
   forkAsks: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
+var localRunSchema = external_exports.object({
+  id: runId,
+  /** The git repository the run works in. */
+  repo: external_exports.string().min(1),
+  /** The folder the user named. */
+  taskDir: external_exports.string().min(1),
+  /** True when the task folder was not a git repository and the run works on a copy. */
+  scratch: external_exports.boolean(),
+  configFile: external_exports.string().min(1),
+  /** The config file's path inside the repository, protected like the grader (null: outside it). */
+  configPathInRepo: external_exports.string().min(1).nullable(),
+  task: external_exports.string(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  /** Episodes at once. */
+  concurrency: external_exports.number().int().positive(),
+  keepRejected: external_exports.boolean(),
+  startedAt: external_exports.iso.datetime({ message: "must be a date and time (ISO 8601)" })
+});
+var RecordError = class extends Error {
+  name = "RecordError";
+};
+function recordFile(file2) {
+  const steps = Object.keys(file2.migrations).map(Number);
+  if (!Number.isInteger(file2.version) || file2.version < 1) {
+    throw new Error(`${file2.name}: the record's version must be a whole number from 1`);
+  }
+  for (const n of steps) {
+    if (!Number.isInteger(n) || n < 1 || n >= file2.version) {
+      throw new Error(`${file2.name}: a migration from version ${n}, which is not below version ${file2.version}`);
+    }
+  }
+  for (let n = oldestVersion(file2); n < file2.version; n++) {
+    if (!file2.migrations[n]) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+  }
+  if (file2.unversioned !== null && file2.unversioned < oldestVersion(file2)) {
+    throw new Error(`${file2.name}: records without a version are version ${file2.unversioned}, which it cannot read`);
+  }
+  return file2;
+}
+function oldestVersion(file2) {
+  return Math.min(file2.version, ...Object.keys(file2.migrations).map(Number));
+}
+var STATE_RECORD = recordFile({
+  name: "state.json",
+  schema: runStateSchema,
+  version: STATE_VERSION,
+  migrations: {},
+  // state.json has said `version: 1` since its first commit.
+  unversioned: null
+});
+var LOCAL_RUN_RECORD = recordFile({
+  name: "run.json",
+  schema: localRunSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1
+});
+function migrate(file2, raw, where) {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
+  }
+  let record2 = raw;
+  const given = record2.version;
+  let version2;
+  if (given === void 0) {
+    if (file2.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
+    version2 = file2.unversioned;
+  } else if (typeof given === "number" && Number.isInteger(given) && given >= 1) {
+    version2 = given;
+  } else {
+    throw new RecordError(
+      `${where}: version: must be a whole number from 1, got ${JSON.stringify(given)} (not a forkflush run record)`
+    );
+  }
+  if (version2 > file2.version) {
+    throw new RecordError(
+      `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
+    );
+  }
+  const oldest = oldestVersion(file2);
+  if (version2 < oldest) {
+    throw new RecordError(
+      `${where}: version: ${version2} is older than this forkflush reads (versions ${oldest} to ${file2.version})`
+    );
+  }
+  for (let n = version2; n < file2.version; n++) {
+    const step = file2.migrations[n];
+    if (!step) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+    record2 = { ...step(record2), version: n + 1 };
+  }
+  return record2;
+}
+function readRecord(file2, text, where) {
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new RecordError(`${where}: not valid JSON (${e.message})`);
+  }
+  const record2 = migrate(file2, raw, where);
+  const parsed = file2.schema.safeParse(record2);
+  if (!parsed.success) {
+    const issue3 = parsed.error.issues[0];
+    const path2 = issue3?.path ?? [];
+    const field = path2.map(String).join(".") || "the record";
+    throw new RecordError(
+      `${where}: ${field}: ${issue3 ? problem(issue3, record2) : "not valid"} (not a forkflush run record)`
+    );
+  }
+  return parsed.data;
+}
+function problem(issue3, record2) {
+  if (issue3.code === "unrecognized_keys") {
+    return `unknown key${issue3.keys.length > 1 ? "s" : ""} ${issue3.keys.map((k) => JSON.stringify(k)).join(", ")}`;
+  }
+  if (issue3.code !== "invalid_type" || issue3.path.length === 0) return issue3.message;
+  let at = record2;
+  for (const key of issue3.path.slice(0, -1)) {
+    at = typeof at === "object" && at !== null ? at[key] : void 0;
+  }
+  const last = issue3.path.at(-1);
+  const absent = typeof at === "object" && at !== null && !(last in at);
+  return absent ? `missing (expected ${issue3.expected})` : issue3.message;
+}
+function versioned(file2, value) {
+  return Object.assign({ version: file2.version }, value, { version: file2.version });
+}
+function recordText(file2, value, indent = 1) {
+  return `${JSON.stringify(versioned(file2, value), null, indent)}
+`;
+}
+function parseRunState(text, where) {
+  const state = readRecord(STATE_RECORD, text, where);
+  return state;
+}
+
+// src/core/github-run-record.ts
 var githubRunOrigin = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
   task: external_exports.string(),
@@ -68311,56 +68449,6 @@ var githubRunEvents = external_exports.object({
   writtenBy: external_exports.string().min(1).optional()
 });
 var githubRunSchema = githubRunOrigin.extend(githubRunProgress.shape).extend(githubRunViews.shape).extend(githubRunEvents.shape);
-var localRunSchema = external_exports.object({
-  id: runId,
-  /** The git repository the run works in. */
-  repo: external_exports.string().min(1),
-  /** The folder the user named. */
-  taskDir: external_exports.string().min(1),
-  /** True when the task folder was not a git repository and the run works on a copy. */
-  scratch: external_exports.boolean(),
-  configFile: external_exports.string().min(1),
-  /** The config file's path inside the repository, protected like the grader (null: outside it). */
-  configPathInRepo: external_exports.string().min(1).nullable(),
-  task: external_exports.string(),
-  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
-  /** Episodes at once. */
-  concurrency: external_exports.number().int().positive(),
-  keepRejected: external_exports.boolean(),
-  startedAt: external_exports.iso.datetime({ message: "must be a date and time (ISO 8601)" })
-});
-var RecordError = class extends Error {
-  name = "RecordError";
-};
-function recordFile(file2) {
-  const steps = Object.keys(file2.migrations).map(Number);
-  if (!Number.isInteger(file2.version) || file2.version < 1) {
-    throw new Error(`${file2.name}: the record's version must be a whole number from 1`);
-  }
-  for (const n of steps) {
-    if (!Number.isInteger(n) || n < 1 || n >= file2.version) {
-      throw new Error(`${file2.name}: a migration from version ${n}, which is not below version ${file2.version}`);
-    }
-  }
-  for (let n = oldestVersion(file2); n < file2.version; n++) {
-    if (!file2.migrations[n]) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
-  }
-  if (file2.unversioned !== null && file2.unversioned < oldestVersion(file2)) {
-    throw new Error(`${file2.name}: records without a version are version ${file2.unversioned}, which it cannot read`);
-  }
-  return file2;
-}
-function oldestVersion(file2) {
-  return Math.min(file2.version, ...Object.keys(file2.migrations).map(Number));
-}
-var STATE_RECORD = recordFile({
-  name: "state.json",
-  schema: runStateSchema,
-  version: STATE_VERSION,
-  migrations: {},
-  // state.json has said `version: 1` since its first commit.
-  unversioned: null
-});
 var GITHUB_RUN_RECORD = recordFile({
   name: "run.json",
   schema: githubRunSchema,
@@ -68369,92 +68457,6 @@ var GITHUB_RUN_RECORD = recordFile({
   // Written without a version until records had one; those records are version 1.
   unversioned: 1
 });
-var LOCAL_RUN_RECORD = recordFile({
-  name: "run.json",
-  schema: localRunSchema,
-  version: 1,
-  migrations: {},
-  // Written without a version until records had one; those records are version 1.
-  unversioned: 1
-});
-function migrate(file2, raw, where) {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
-  }
-  let record2 = raw;
-  const given = record2.version;
-  let version2;
-  if (given === void 0) {
-    if (file2.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
-    version2 = file2.unversioned;
-  } else if (typeof given === "number" && Number.isInteger(given) && given >= 1) {
-    version2 = given;
-  } else {
-    throw new RecordError(
-      `${where}: version: must be a whole number from 1, got ${JSON.stringify(given)} (not a forkflush run record)`
-    );
-  }
-  if (version2 > file2.version) {
-    throw new RecordError(
-      `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
-    );
-  }
-  const oldest = oldestVersion(file2);
-  if (version2 < oldest) {
-    throw new RecordError(
-      `${where}: version: ${version2} is older than this forkflush reads (versions ${oldest} to ${file2.version})`
-    );
-  }
-  for (let n = version2; n < file2.version; n++) {
-    const step = file2.migrations[n];
-    if (!step) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
-    record2 = { ...step(record2), version: n + 1 };
-  }
-  return record2;
-}
-function readRecord(file2, text, where) {
-  let raw;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    throw new RecordError(`${where}: not valid JSON (${e.message})`);
-  }
-  const record2 = migrate(file2, raw, where);
-  const parsed = file2.schema.safeParse(record2);
-  if (!parsed.success) {
-    const issue3 = parsed.error.issues[0];
-    const path2 = issue3?.path ?? [];
-    const field = path2.map(String).join(".") || "the record";
-    throw new RecordError(
-      `${where}: ${field}: ${issue3 ? problem(issue3, record2) : "not valid"} (not a forkflush run record)`
-    );
-  }
-  return parsed.data;
-}
-function problem(issue3, record2) {
-  if (issue3.code === "unrecognized_keys") {
-    return `unknown key${issue3.keys.length > 1 ? "s" : ""} ${issue3.keys.map((k) => JSON.stringify(k)).join(", ")}`;
-  }
-  if (issue3.code !== "invalid_type" || issue3.path.length === 0) return issue3.message;
-  let at = record2;
-  for (const key of issue3.path.slice(0, -1)) {
-    at = typeof at === "object" && at !== null ? at[key] : void 0;
-  }
-  const last = issue3.path.at(-1);
-  const absent = typeof at === "object" && at !== null && !(last in at);
-  return absent ? `missing (expected ${issue3.expected})` : issue3.message;
-}
-function versioned(file2, value) {
-  return Object.assign({ version: file2.version }, value, { version: file2.version });
-}
-function recordText(file2, value, indent = 1) {
-  return `${JSON.stringify(versioned(file2, value), null, indent)}
-`;
-}
-function parseRunState(text, where) {
-  const state = readRecord(STATE_RECORD, text, where);
-  return state;
-}
 function parseGitHubRunRecord(text, where) {
   return readRecord(GITHUB_RUN_RECORD, text, where);
 }

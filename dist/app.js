@@ -30648,114 +30648,6 @@ async function run(appFnOrArgv, additionalOptions) {
 // src/github/api.ts
 import { randomUUID } from "node:crypto";
 
-// src/core/names.ts
-var GITHUB = {
-  label: "autoresearch",
-  doneLabel: "autoresearch: done",
-  /**
-   * The label a person puts on the result pull request to let the repository's own workflows run
-   * on it (README, "Agent code and your CI"): a deliberate choice, taken away when the result moves.
-   */
-  ciLabel: "autoresearch: ci",
-  /** The worker workflow (examples/workflows/forkflush.yml). */
-  workflow: "forkflush.yml",
-  /** Actions mode's tick (examples/workflows/autoresearch-tick.yml): enabled only while a run needs it. */
-  tickWorkflow: "autoresearch-tick.yml",
-  /** The check run that sums a run up, on the commit it starts from and then on its result. */
-  check: "forkflush"
-};
-var RUN_ID = "[A-Za-z0-9][A-Za-z0-9._-]*";
-var EPISODE_ID = "r\\d+\\.b\\d+|base|map";
-function lineageBranch(run2, lineage, lineages) {
-  return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
-}
-function episodeBranch(run2, round, branch) {
-  return `${roundBranchPrefix(run2, round)}branch-${branch}`;
-}
-function roundBranchPrefix(run2, round) {
-  return `forkflush/${run2}/round-${round}/`;
-}
-function bestBranch(run2) {
-  return `forkflush/${run2}/best`;
-}
-function parseEpisodeId(id) {
-  const m = /^r(\d+)\.b(\d+)$/.exec(id);
-  return m ? { round: Number(m[1]), branch: Number(m[2]) } : null;
-}
-function describeEpisodeId(id) {
-  const e = parseEpisodeId(id);
-  return e ? `round ${e.round}, branch ${e.branch}` : id === "base" ? "initial workspace" : id;
-}
-function runRefs(run2, layout) {
-  if (layout === 1) {
-    return {
-      lineage: (lineage, lineages) => `refs/heads/${lineageBranch(run2, lineage, lineages)}`,
-      best: `refs/heads/${bestBranch(run2)}`,
-      episode: (round, branch) => `refs/heads/${episodeBranch(run2, round, branch)}`,
-      round: (round) => `refs/heads/${roundBranchPrefix(run2, round)}`,
-      resultBranch: (lineage, lineages) => lineageBranch(run2, lineage, lineages)
-    };
-  }
-  const work = `refs/forkflush/${run2}`;
-  return {
-    lineage: (lineage, lineages) => `${work}/${lineages === 1 ? "lineage" : `lineage-${lineage}`}`,
-    best: `${work}/best`,
-    episode: (round, branch) => `${work}/round-${round}/branch-${branch}`,
-    round: (round) => `${work}/round-${round}/`,
-    resultBranch: () => `forkflush/${run2}/result`
-  };
-}
-function refName(ref) {
-  return ref.startsWith("refs/heads/") ? ref.slice("refs/heads/".length) : ref;
-}
-function baseGradeRef(run2) {
-  return `refs/forkflush/${run2}/base`;
-}
-var BASE_JOB = "base";
-var MAP_JOB = "map";
-function mapRef(run2) {
-  return `refs/forkflush/${run2}/map`;
-}
-function mapRunTitle(run2) {
-  return `forkflush ${run2} round ${MAP_JOB}`;
-}
-function parseMapRunTitle(title) {
-  return new RegExp(`^forkflush (${RUN_ID}) round ${MAP_JOB}$`).exec(title)?.[1] ?? null;
-}
-function stateRef(run2) {
-  return `refs/forkflush/${run2}/state`;
-}
-function parseStateRef(ref) {
-  return new RegExp(`^refs/forkflush/(${RUN_ID})/state$`).exec(ref)?.[1] ?? null;
-}
-function contextRef(run2, episode) {
-  return `refs/forkflush/${run2}/contexts/${episode}`;
-}
-function issueRunId(issue2) {
-  return `issue-${issue2}`;
-}
-function parseIssueRunId(run2) {
-  const m = /^issue-(\d+)$/.exec(run2);
-  return m ? Number(m[1]) : null;
-}
-function roundRunTitle(run2, round) {
-  return `forkflush ${run2} round ${round}`;
-}
-function parseRoundRunTitle(title) {
-  const m = new RegExp(`^forkflush (${RUN_ID}) round (\\d+)$`).exec(title);
-  return m ? { run: m[1], round: Number(m[2]) } : null;
-}
-function isRoundRunOf(title, run2) {
-  return parseRoundRunTitle(title)?.run === run2;
-}
-function parseEpisodeJobName(name) {
-  const m = new RegExp(`^forkflush (${RUN_ID}) (${EPISODE_ID})$`).exec(name);
-  return m ? { run: m[1], episode: m[2] } : null;
-}
-function checkRunName(episode) {
-  return `forkflush ${episode}`;
-}
-
 // node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
@@ -51453,6 +51345,144 @@ var runStateSchema = external_exports.object({
   extraForks: count.optional(),
   forkAsks: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
+var localRunSchema = external_exports.object({
+  id: runId,
+  /** The git repository the run works in. */
+  repo: external_exports.string().min(1),
+  /** The folder the user named. */
+  taskDir: external_exports.string().min(1),
+  /** True when the task folder was not a git repository and the run works on a copy. */
+  scratch: external_exports.boolean(),
+  configFile: external_exports.string().min(1),
+  /** The config file's path inside the repository, protected like the grader (null: outside it). */
+  configPathInRepo: external_exports.string().min(1).nullable(),
+  task: external_exports.string(),
+  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
+  /** Episodes at once. */
+  concurrency: external_exports.number().int().positive(),
+  keepRejected: external_exports.boolean(),
+  startedAt: external_exports.iso.datetime({ message: "must be a date and time (ISO 8601)" })
+});
+var RecordError = class extends Error {
+  name = "RecordError";
+};
+function recordFile(file2) {
+  const steps = Object.keys(file2.migrations).map(Number);
+  if (!Number.isInteger(file2.version) || file2.version < 1) {
+    throw new Error(`${file2.name}: the record's version must be a whole number from 1`);
+  }
+  for (const n of steps) {
+    if (!Number.isInteger(n) || n < 1 || n >= file2.version) {
+      throw new Error(`${file2.name}: a migration from version ${n}, which is not below version ${file2.version}`);
+    }
+  }
+  for (let n = oldestVersion(file2); n < file2.version; n++) {
+    if (!file2.migrations[n]) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+  }
+  if (file2.unversioned !== null && file2.unversioned < oldestVersion(file2)) {
+    throw new Error(`${file2.name}: records without a version are version ${file2.unversioned}, which it cannot read`);
+  }
+  return file2;
+}
+function oldestVersion(file2) {
+  return Math.min(file2.version, ...Object.keys(file2.migrations).map(Number));
+}
+var STATE_RECORD = recordFile({
+  name: "state.json",
+  schema: runStateSchema,
+  version: STATE_VERSION,
+  migrations: {},
+  // state.json has said `version: 1` since its first commit.
+  unversioned: null
+});
+var LOCAL_RUN_RECORD = recordFile({
+  name: "run.json",
+  schema: localRunSchema,
+  version: 1,
+  migrations: {},
+  // Written without a version until records had one; those records are version 1.
+  unversioned: 1
+});
+function migrate(file2, raw, where) {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
+  }
+  let record2 = raw;
+  const given = record2.version;
+  let version2;
+  if (given === void 0) {
+    if (file2.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
+    version2 = file2.unversioned;
+  } else if (typeof given === "number" && Number.isInteger(given) && given >= 1) {
+    version2 = given;
+  } else {
+    throw new RecordError(
+      `${where}: version: must be a whole number from 1, got ${JSON.stringify(given)} (not a forkflush run record)`
+    );
+  }
+  if (version2 > file2.version) {
+    throw new RecordError(
+      `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
+    );
+  }
+  const oldest = oldestVersion(file2);
+  if (version2 < oldest) {
+    throw new RecordError(
+      `${where}: version: ${version2} is older than this forkflush reads (versions ${oldest} to ${file2.version})`
+    );
+  }
+  for (let n = version2; n < file2.version; n++) {
+    const step = file2.migrations[n];
+    if (!step) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
+    record2 = { ...step(record2), version: n + 1 };
+  }
+  return record2;
+}
+function readRecord(file2, text, where) {
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new RecordError(`${where}: not valid JSON (${e.message})`);
+  }
+  const record2 = migrate(file2, raw, where);
+  const parsed = file2.schema.safeParse(record2);
+  if (!parsed.success) {
+    const issue2 = parsed.error.issues[0];
+    const path8 = issue2?.path ?? [];
+    const field = path8.map(String).join(".") || "the record";
+    throw new RecordError(
+      `${where}: ${field}: ${issue2 ? problem(issue2, record2) : "not valid"} (not a forkflush run record)`
+    );
+  }
+  return parsed.data;
+}
+function problem(issue2, record2) {
+  if (issue2.code === "unrecognized_keys") {
+    return `unknown key${issue2.keys.length > 1 ? "s" : ""} ${issue2.keys.map((k) => JSON.stringify(k)).join(", ")}`;
+  }
+  if (issue2.code !== "invalid_type" || issue2.path.length === 0) return issue2.message;
+  let at = record2;
+  for (const key of issue2.path.slice(0, -1)) {
+    at = typeof at === "object" && at !== null ? at[key] : void 0;
+  }
+  const last = issue2.path.at(-1);
+  const absent = typeof at === "object" && at !== null && !(last in at);
+  return absent ? `missing (expected ${issue2.expected})` : issue2.message;
+}
+function versioned(file2, value) {
+  return Object.assign({ version: file2.version }, value, { version: file2.version });
+}
+function recordText(file2, value, indent = 1) {
+  return `${JSON.stringify(versioned(file2, value), null, indent)}
+`;
+}
+function parseRunState(text, where) {
+  const state = readRecord(STATE_RECORD, text, where);
+  return state;
+}
+
+// src/core/github-run-record.ts
 var githubRunOrigin = external_exports.object({
   /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
   task: external_exports.string(),
@@ -51571,56 +51601,6 @@ var githubRunEvents = external_exports.object({
   writtenBy: external_exports.string().min(1).optional()
 });
 var githubRunSchema = githubRunOrigin.extend(githubRunProgress.shape).extend(githubRunViews.shape).extend(githubRunEvents.shape);
-var localRunSchema = external_exports.object({
-  id: runId,
-  /** The git repository the run works in. */
-  repo: external_exports.string().min(1),
-  /** The folder the user named. */
-  taskDir: external_exports.string().min(1),
-  /** True when the task folder was not a git repository and the run works on a copy. */
-  scratch: external_exports.boolean(),
-  configFile: external_exports.string().min(1),
-  /** The config file's path inside the repository, protected like the grader (null: outside it). */
-  configPathInRepo: external_exports.string().min(1).nullable(),
-  task: external_exports.string(),
-  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
-  /** Episodes at once. */
-  concurrency: external_exports.number().int().positive(),
-  keepRejected: external_exports.boolean(),
-  startedAt: external_exports.iso.datetime({ message: "must be a date and time (ISO 8601)" })
-});
-var RecordError = class extends Error {
-  name = "RecordError";
-};
-function recordFile(file2) {
-  const steps = Object.keys(file2.migrations).map(Number);
-  if (!Number.isInteger(file2.version) || file2.version < 1) {
-    throw new Error(`${file2.name}: the record's version must be a whole number from 1`);
-  }
-  for (const n of steps) {
-    if (!Number.isInteger(n) || n < 1 || n >= file2.version) {
-      throw new Error(`${file2.name}: a migration from version ${n}, which is not below version ${file2.version}`);
-    }
-  }
-  for (let n = oldestVersion(file2); n < file2.version; n++) {
-    if (!file2.migrations[n]) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
-  }
-  if (file2.unversioned !== null && file2.unversioned < oldestVersion(file2)) {
-    throw new Error(`${file2.name}: records without a version are version ${file2.unversioned}, which it cannot read`);
-  }
-  return file2;
-}
-function oldestVersion(file2) {
-  return Math.min(file2.version, ...Object.keys(file2.migrations).map(Number));
-}
-var STATE_RECORD = recordFile({
-  name: "state.json",
-  schema: runStateSchema,
-  version: STATE_VERSION,
-  migrations: {},
-  // state.json has said `version: 1` since its first commit.
-  unversioned: null
-});
 var GITHUB_RUN_RECORD = recordFile({
   name: "run.json",
   schema: githubRunSchema,
@@ -51629,94 +51609,116 @@ var GITHUB_RUN_RECORD = recordFile({
   // Written without a version until records had one; those records are version 1.
   unversioned: 1
 });
-var LOCAL_RUN_RECORD = recordFile({
-  name: "run.json",
-  schema: localRunSchema,
-  version: 1,
-  migrations: {},
-  // Written without a version until records had one; those records are version 1.
-  unversioned: 1
-});
-function migrate(file2, raw, where) {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new RecordError(`${where}: not a JSON object (not a forkflush run record)`);
-  }
-  let record2 = raw;
-  const given = record2.version;
-  let version2;
-  if (given === void 0) {
-    if (file2.unversioned === null) throw new RecordError(`${where}: version: missing (not a forkflush run record)`);
-    version2 = file2.unversioned;
-  } else if (typeof given === "number" && Number.isInteger(given) && given >= 1) {
-    version2 = given;
-  } else {
-    throw new RecordError(
-      `${where}: version: must be a whole number from 1, got ${JSON.stringify(given)} (not a forkflush run record)`
-    );
-  }
-  if (version2 > file2.version) {
-    throw new RecordError(
-      `${where}: version: written by a newer forkflush (version ${version2}); this one reads up to ${file2.version}: upgrade forkflush`
-    );
-  }
-  const oldest = oldestVersion(file2);
-  if (version2 < oldest) {
-    throw new RecordError(
-      `${where}: version: ${version2} is older than this forkflush reads (versions ${oldest} to ${file2.version})`
-    );
-  }
-  for (let n = version2; n < file2.version; n++) {
-    const step = file2.migrations[n];
-    if (!step) throw new Error(`${file2.name}: no migration from version ${n} to ${n + 1}`);
-    record2 = { ...step(record2), version: n + 1 };
-  }
-  return record2;
-}
-function readRecord(file2, text, where) {
-  let raw;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    throw new RecordError(`${where}: not valid JSON (${e.message})`);
-  }
-  const record2 = migrate(file2, raw, where);
-  const parsed = file2.schema.safeParse(record2);
-  if (!parsed.success) {
-    const issue2 = parsed.error.issues[0];
-    const path8 = issue2?.path ?? [];
-    const field = path8.map(String).join(".") || "the record";
-    throw new RecordError(
-      `${where}: ${field}: ${issue2 ? problem(issue2, record2) : "not valid"} (not a forkflush run record)`
-    );
-  }
-  return parsed.data;
-}
-function problem(issue2, record2) {
-  if (issue2.code === "unrecognized_keys") {
-    return `unknown key${issue2.keys.length > 1 ? "s" : ""} ${issue2.keys.map((k) => JSON.stringify(k)).join(", ")}`;
-  }
-  if (issue2.code !== "invalid_type" || issue2.path.length === 0) return issue2.message;
-  let at = record2;
-  for (const key of issue2.path.slice(0, -1)) {
-    at = typeof at === "object" && at !== null ? at[key] : void 0;
-  }
-  const last = issue2.path.at(-1);
-  const absent = typeof at === "object" && at !== null && !(last in at);
-  return absent ? `missing (expected ${issue2.expected})` : issue2.message;
-}
-function versioned(file2, value) {
-  return Object.assign({ version: file2.version }, value, { version: file2.version });
-}
-function recordText(file2, value, indent = 1) {
-  return `${JSON.stringify(versioned(file2, value), null, indent)}
-`;
-}
-function parseRunState(text, where) {
-  const state = readRecord(STATE_RECORD, text, where);
-  return state;
-}
 function parseGitHubRunRecord(text, where) {
   return readRecord(GITHUB_RUN_RECORD, text, where);
+}
+
+// src/core/names.ts
+var GITHUB = {
+  label: "autoresearch",
+  doneLabel: "autoresearch: done",
+  /**
+   * The label a person puts on the result pull request to let the repository's own workflows run
+   * on it (README, "Agent code and your CI"): a deliberate choice, taken away when the result moves.
+   */
+  ciLabel: "autoresearch: ci",
+  /** The worker workflow (examples/workflows/forkflush.yml). */
+  workflow: "forkflush.yml",
+  /** Actions mode's tick (examples/workflows/autoresearch-tick.yml): enabled only while a run needs it. */
+  tickWorkflow: "autoresearch-tick.yml",
+  /** The check run that sums a run up, on the commit it starts from and then on its result. */
+  check: "forkflush"
+};
+var RUN_ID = "[A-Za-z0-9][A-Za-z0-9._-]*";
+var EPISODE_ID = "r\\d+\\.b\\d+|base|map";
+function lineageBranch(run2, lineage, lineages) {
+  return lineages === 1 ? `forkflush/${run2}/lineage` : `forkflush/${run2}/lineage-${lineage}`;
+}
+function episodeBranch(run2, round, branch) {
+  return `${roundBranchPrefix(run2, round)}branch-${branch}`;
+}
+function roundBranchPrefix(run2, round) {
+  return `forkflush/${run2}/round-${round}/`;
+}
+function bestBranch(run2) {
+  return `forkflush/${run2}/best`;
+}
+function parseEpisodeId(id) {
+  const m = /^r(\d+)\.b(\d+)$/.exec(id);
+  return m ? { round: Number(m[1]), branch: Number(m[2]) } : null;
+}
+function describeEpisodeId(id) {
+  const e = parseEpisodeId(id);
+  return e ? `round ${e.round}, branch ${e.branch}` : id === "base" ? "initial workspace" : id;
+}
+function runRefs(run2, layout) {
+  if (layout === 1) {
+    return {
+      lineage: (lineage, lineages) => `refs/heads/${lineageBranch(run2, lineage, lineages)}`,
+      best: `refs/heads/${bestBranch(run2)}`,
+      episode: (round, branch) => `refs/heads/${episodeBranch(run2, round, branch)}`,
+      round: (round) => `refs/heads/${roundBranchPrefix(run2, round)}`,
+      resultBranch: (lineage, lineages) => lineageBranch(run2, lineage, lineages)
+    };
+  }
+  const work = `refs/forkflush/${run2}`;
+  return {
+    lineage: (lineage, lineages) => `${work}/${lineages === 1 ? "lineage" : `lineage-${lineage}`}`,
+    best: `${work}/best`,
+    episode: (round, branch) => `${work}/round-${round}/branch-${branch}`,
+    round: (round) => `${work}/round-${round}/`,
+    resultBranch: () => `forkflush/${run2}/result`
+  };
+}
+function refName(ref) {
+  return ref.startsWith("refs/heads/") ? ref.slice("refs/heads/".length) : ref;
+}
+function baseGradeRef(run2) {
+  return `refs/forkflush/${run2}/base`;
+}
+var BASE_JOB = "base";
+var MAP_JOB = "map";
+function mapRef(run2) {
+  return `refs/forkflush/${run2}/map`;
+}
+function mapRunTitle(run2) {
+  return `forkflush ${run2} round ${MAP_JOB}`;
+}
+function parseMapRunTitle(title) {
+  return new RegExp(`^forkflush (${RUN_ID}) round ${MAP_JOB}$`).exec(title)?.[1] ?? null;
+}
+function stateRef(run2) {
+  return `refs/forkflush/${run2}/state`;
+}
+function parseStateRef(ref) {
+  return new RegExp(`^refs/forkflush/(${RUN_ID})/state$`).exec(ref)?.[1] ?? null;
+}
+function contextRef(run2, episode) {
+  return `refs/forkflush/${run2}/contexts/${episode}`;
+}
+function issueRunId(issue2) {
+  return `issue-${issue2}`;
+}
+function parseIssueRunId(run2) {
+  const m = /^issue-(\d+)$/.exec(run2);
+  return m ? Number(m[1]) : null;
+}
+function roundRunTitle(run2, round) {
+  return `forkflush ${run2} round ${round}`;
+}
+function parseRoundRunTitle(title) {
+  const m = new RegExp(`^forkflush (${RUN_ID}) round (\\d+)$`).exec(title);
+  return m ? { run: m[1], round: Number(m[2]) } : null;
+}
+function isRoundRunOf(title, run2) {
+  return parseRoundRunTitle(title)?.run === run2;
+}
+function parseEpisodeJobName(name) {
+  const m = new RegExp(`^forkflush (${RUN_ID}) (${EPISODE_ID})$`).exec(name);
+  return m ? { run: m[1], episode: m[2] } : null;
+}
+function checkRunName(episode) {
+  return `forkflush ${episode}`;
 }
 
 // src/github/requests.ts

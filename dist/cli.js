@@ -29342,124 +29342,6 @@ var runStateSchema = external_exports.object({
   extraForks: count.optional(),
   forkAsks: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
-var githubRunOrigin = external_exports.object({
-  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
-  task: external_exports.string(),
-  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
-  hiddenInTask: count.optional(),
-  templates: external_exports.object({ branch: external_exports.string().optional(), continuation: external_exports.string().optional() }),
-  configPath: external_exports.string().min(1),
-  /** The repository's default branch when the run started: where the worker workflow runs. */
-  defaultBranch: external_exports.string().min(1),
-  issue: external_exports.number().int().positive(),
-  /**
-   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
-   * whose tree differs there is refused. Absent in records made before it was kept.
-   */
-  protectedDigest: external_exports.string().optional(),
-  /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: external_exports.boolean().optional(),
-  /**
-   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
-   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
-   */
-  refsLayout: external_exports.union([external_exports.literal(1), external_exports.literal(2)]).optional(),
-  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
-  baseTree: sha.optional(),
-  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
-  overrides: external_exports.object({ text: external_exports.string(), source: external_exports.string() }).optional()
-});
-var githubRunProgress = external_exports.object({
-  stopped: external_exports.boolean(),
-  /**
-   * Round index -> when its jobs were dispatched, by when they must report, and the worker
-   * workflow run the dispatch started, when GitHub said (its `return_run_details`): only that
-   * run's completion, and its jobs' failures, are the round's.
-   */
-  dispatched: external_exports.record(
-    external_exports.string(),
-    external_exports.object({ at: external_exports.string(), deadline: external_exports.string(), runId: external_exports.number().int().positive().optional() })
-  ),
-  /** Episode id -> its pull request and check run, once its result has landed. */
-  published: external_exports.record(external_exports.string(), external_exports.object({ pr: external_exports.number().int().nullable(), check: external_exports.number().int().nullable() })),
-  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
-  settled: external_exports.array(count),
-  finalPr: external_exports.number().int().nullable(),
-  /** The commit the best branch was last set to. */
-  bestCommit: sha.nullable(),
-  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
-  claims: external_exports.record(external_exports.string(), external_exports.string()),
-  /**
-   * The grade of the initial workspace: asked (its job rides with the opening round's dispatch,
-   * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
-   */
-  baseGrade: external_exports.enum(["asked", "done"]).optional(),
-  /** Episode id -> its check run, made (queued) when its round is dispatched. */
-  checks: external_exports.record(external_exports.string(), external_exports.number().int()).optional(),
-  /**
-   * Check runs a resume let go of (their episodes run again, under new checks): completed, as
-   * cancelled, by every sync until none is left, so a handler that dies after the resume's save
-   * leaves none queued.
-   */
-  orphanChecks: external_exports.array(external_exports.number().int()).optional(),
-  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
-  resultHead: sha.optional(),
-  /**
-   * The login of the writer who started the run, or last resumed it or asked for a fork round:
-   * the nightly rounds run on their behalf, while they keep write access.
-   */
-  startedBy: external_exports.string().min(1).optional(),
-  /** The day (YYYY-MM-DD) of the last nightly round. */
-  lastNightly: external_exports.string().nullable(),
-  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
-  nightlySkipped: external_exports.string().optional(),
-  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
-  stopReason: external_exports.string().optional(),
-  /**
-   * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
-   * once), who and when; its job's dispatch and the workflow run it started (only that run's job
-   * reports the map); and the last map drawn (its commit on refs/forkflush/<run>/map and its
-   * agreement line), which the issue was shown and the final comment embeds.
-   */
-  map: external_exports.object({
-    asked: external_exports.string().min(1),
-    by: external_exports.string().min(1),
-    at: external_exports.string(),
-    /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
-    configCommit: sha.optional(),
-    dispatched: external_exports.object({ at: external_exports.string(), runId: external_exports.number().int().positive().optional() }).optional(),
-    drawn: external_exports.object({ commit: sha, image: external_exports.string(), line: external_exports.string() }).optional()
-  }).optional()
-});
-var githubRunViews = external_exports.object({
-  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
-  commentId: external_exports.number().int().nullable(),
-  commentDigest: external_exports.string().optional(),
-  /**
-   * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
-   * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
-   */
-  runCheck: external_exports.object({ id: external_exports.number().int(), sha, digest: external_exports.string().optional(), done: external_exports.boolean().optional() }).optional(),
-  resultDigest: external_exports.string().optional(),
-  /** A warning about the worker workflow, found when the run started, for the status comment. */
-  workerWarning: external_exports.string().optional()
-});
-var githubRunEvents = external_exports.object({
-  /**
-   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
-   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
-   * twice, or that is replayed, is acted on once.
-   */
-  seen: external_exports.array(external_exports.string()).optional(),
-  /** The same for job and workflow-run deliveries, recorded with what they changed. */
-  seenDeliveries: external_exports.array(external_exports.string()).optional(),
-  /**
-   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
-   * release that cannot read the record says which release to use.
-   */
-  writtenBy: external_exports.string().min(1).optional()
-});
-var githubRunSchema = githubRunOrigin.extend(githubRunProgress.shape).extend(githubRunViews.shape).extend(githubRunEvents.shape);
 var localRunSchema = external_exports.object({
   id: runId,
   /** The git repository the run works in. */
@@ -29509,14 +29391,6 @@ var STATE_RECORD = recordFile({
   migrations: {},
   // state.json has said `version: 1` since its first commit.
   unversioned: null
-});
-var GITHUB_RUN_RECORD = recordFile({
-  name: "run.json",
-  schema: githubRunSchema,
-  version: 1,
-  migrations: {},
-  // Written without a version until records had one; those records are version 1.
-  unversioned: 1
 });
 var LOCAL_RUN_RECORD = recordFile({
   name: "run.json",

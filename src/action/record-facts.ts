@@ -2,8 +2,9 @@
 // and issue, what the episode's commit changed (git diff --stat) and the journal lines it added.
 import { JOB_LOG_DIFFSTAT_MAX_FILES, JOB_LOG_JOURNAL_MAX_LINES, JOURNAL_LINE_MAX_CHARS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
+import { parseGitHubRunRecord } from '../core/github-run-record.js';
 import { stateRef } from '../core/names.js';
-import { parseGitHubRunRecord, parseRunState } from '../core/records.js';
+import { parseRunState } from '../core/records.js';
 import { plainText } from '../core/text.js';
 import { Git } from '../io/git.js';
 import type { JobOutcome } from './episode-job.js';

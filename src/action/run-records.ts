@@ -3,8 +3,9 @@
 // state ref (or why this release cannot read them).
 import { mkdir } from 'node:fs/promises';
 import pkg from '../../package.json' with { type: 'json' };
+import { type GitHubRunRecord, parseGitHubRunRecord } from '../core/github-run-record.js';
 import { stateRef } from '../core/names.js';
-import { type GitHubRunRecord, parseGitHubRunRecord, parseRunState, RecordError } from '../core/records.js';
+import { parseRunState, RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { unreadableRunReason } from '../core/stop.js';
 import { removeTree } from '../io/agent-files.js';

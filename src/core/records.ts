@@ -1,11 +1,11 @@
 // The run's records, one name and one zod schema per file, checked on every read:
 // - `state.json`: the core's RunState, the same locally and on GitHub (`STATE_RECORD`);
-// - `run.json` on GitHub: what the app needs besides (`GITHUB_RUN_RECORD`, GitHubRunRecord);
+// - `run.json` on GitHub: what the app needs besides (`GITHUB_RUN_RECORD`, in github-run-record.ts);
 // - `run.json` in a local run folder: what the local shell needs besides (`LOCAL_RUN_RECORD`, LocalRunInfo).
 // A record is data a crash, an old version or a hand with a token may have written: it is parsed,
 // never cast, and a problem is a RecordError naming the file and the field.
-// Over 450 lines on purpose: the three records' schemas sit side by side so a field's shape and its
-// versioning are read in one place; split them by record when one of them grows on its own.
+// GitHub's run.json, the record that grows with the app, has its schema in github-run-record.ts,
+// on the versioning and field shapes of this file.
 //
 // Versions. Every record file carries `version`, the version of its shape. Reading one goes
 // JSON -> `migrate` (one step per version, from the record's up to the one this forkflush writes)
@@ -21,10 +21,10 @@ import { FAILURE_KINDS, TRANSIENT_FAILURES } from './failure.js';
 import { RESOURCES } from './resources.js';
 import { type AgentUsage, EPISODE_EXITS, type RecordedFailure, type Retry, type RunState } from './state.js';
 
-const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: 'must be a commit id' });
-const episodeId = z.string().regex(/^r\d+\.b\d+$/, { message: 'must be an episode id (r<round>.b<branch>)' });
-const count = z.number().int().nonnegative();
-const runId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: 'must be a run id' });
+export const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: 'must be a commit id' });
+export const episodeId = z.string().regex(/^r\d+\.b\d+$/, { message: 'must be an episode id (r<round>.b<branch>)' });
+export const count = z.number().int().nonnegative();
+export const runId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: 'must be a run id' });
 
 const usageSchema = z.object({
   inputTokens: z.number().nonnegative(),
@@ -141,147 +141,6 @@ export const runStateSchema = z.object({
   forkAsks: z.record(z.string(), z.string()).optional(),
 });
 
-/** GitHub's run.json, part: where the run comes from and what it works on: fixed when it starts. */
-const githubRunOrigin = z.object({
-  /** The task: the issue's title and body as GitHub shows them, passed to the agent as data. */
-  task: z.string(),
-  /** How many hidden parts (HTML comments, invisible characters) were left out of the task. */
-  hiddenInTask: count.optional(),
-  templates: z.object({ branch: z.string().optional(), continuation: z.string().optional() }),
-  configPath: z.string().min(1),
-  /** The repository's default branch when the run started: where the worker workflow runs. */
-  defaultBranch: z.string().min(1),
-  issue: z.number().int().positive(),
-  /**
-   * A digest of the protected paths of the run's base (path, mode and blob of each): a result
-   * whose tree differs there is refused. Absent in records made before it was kept.
-   */
-  protectedDigest: z.string().optional(),
-  /** Whether the repository was private when the run started (how agent contexts are kept). */
-  privateRepository: z.boolean().optional(),
-  /**
-   * Where the run keeps its work (core/names.ts RefsLayout): absent in records made before there
-   * was a choice, whose runs go on as they began (layout 1, every ref a branch).
-   */
-  refsLayout: z.union([z.literal(1), z.literal(2)]).optional(),
-  /** The tree of the run's base commit: the grade of the initial workspace must be on it. */
-  baseTree: sha.optional(),
-  /** What the issue's text or the starting command changed in the config (`budget=50 branches=2`), and where it came from. */
-  overrides: z.object({ text: z.string(), source: z.string() }).optional(),
-});
-
-/** GitHub's run.json, part: what has been carried out on GitHub: the sync's work list reads it (record.ts workDone). */
-const githubRunProgress = z.object({
-  stopped: z.boolean(),
-  /**
-   * Round index -> when its jobs were dispatched, by when they must report, and the worker
-   * workflow run the dispatch started, when GitHub said (its `return_run_details`): only that
-   * run's completion, and its jobs' failures, are the round's.
-   */
-  dispatched: z.record(
-    z.string(),
-    z.object({ at: z.string(), deadline: z.string(), runId: z.number().int().positive().optional() }),
-  ),
-  /** Episode id -> its pull request and check run, once its result has landed. */
-  published: z.record(z.string(), z.object({ pr: z.number().int().nullable(), check: z.number().int().nullable() })),
-  /** Rounds whose decision has been carried out on GitHub (lineage moved, losers closed). */
-  settled: z.array(count),
-  finalPr: z.number().int().nullable(),
-  /** The commit the best branch was last set to. */
-  bestCommit: sha.nullable(),
-  /** Work a handler has claimed (key -> when): others leave it alone unless the claim is stale. */
-  claims: z.record(z.string(), z.string()),
-  /**
-   * The grade of the initial workspace: asked (its job rides with the opening round's dispatch,
-   * and the opening round is decided once it is in) or done. Absent: never asked (older runs).
-   */
-  baseGrade: z.enum(['asked', 'done']).optional(),
-  /** Episode id -> its check run, made (queued) when its round is dispatched. */
-  checks: z.record(z.string(), z.number().int()).optional(),
-  /**
-   * Check runs a resume let go of (their episodes run again, under new checks): completed, as
-   * cancelled, by every sync until none is left, so a handler that dies after the resume's save
-   * leaves none queued.
-   */
-  orphanChecks: z.array(z.number().int()).optional(),
-  /** The commit the result branch was last set to (layout 2), and a digest of the result pull request's text. */
-  resultHead: sha.optional(),
-  /**
-   * The login of the writer who started the run, or last resumed it or asked for a fork round:
-   * the nightly rounds run on their behalf, while they keep write access.
-   */
-  startedBy: z.string().min(1).optional(),
-  /** The day (YYYY-MM-DD) of the last nightly round. */
-  lastNightly: z.string().nullable(),
-  /** Why the last nightly round did not run, as the issue was told (told once, until it changes). */
-  nightlySkipped: z.string().optional(),
-  /** Why forkflush stopped the run itself (the worker workflow is missing or outdated), for the issue. */
-  stopReason: z.string().optional(),
-  /**
-   * The idea map a writer asked for last (`/autoresearch map`): the comment that asked (acted on
-   * once), who and when; its job's dispatch and the workflow run it started (only that run's job
-   * reports the map); and the last map drawn (its commit on refs/forkflush/<run>/map and its
-   * agreement line), which the issue was shown and the final comment embeds.
-   */
-  map: z
-    .object({
-      asked: z.string().min(1),
-      by: z.string().min(1),
-      at: z.string(),
-      /** The default branch's commit whose config file the map's settings were checked in (absent: the run's own config). */
-      configCommit: sha.optional(),
-      dispatched: z.object({ at: z.string(), runId: z.number().int().positive().optional() }).optional(),
-      drawn: z.object({ commit: sha, image: z.string(), line: z.string() }).optional(),
-    })
-    .optional(),
-});
-
-/** GitHub's run.json, part: what people see of the run, kept current: the status comment, the run's check, the result pull request's text. */
-const githubRunViews = z.object({
-  /** The issue comment forkflush keeps editing, and a digest of what it says now. */
-  commentId: z.number().int().nullable(),
-  commentDigest: z.string().optional(),
-  /**
-   * The run's own check run (GITHUB.check), the commit it is on, a digest of what it says, and
-   * whether it is completed (a round that starts after that gets a new one: GitHub shows the newest).
-   */
-  runCheck: z
-    .object({ id: z.number().int(), sha, digest: z.string().optional(), done: z.boolean().optional() })
-    .optional(),
-  resultDigest: z.string().optional(),
-  /** A warning about the worker workflow, found when the run started, for the status comment. */
-  workerWarning: z.string().optional(),
-});
-
-/** GitHub's run.json, part: the events acted on already, and who wrote the record. */
-const githubRunEvents = z.object({
-  /**
-   * The label and command events already acted on (`delivery:<X-GitHub-Delivery>`,
-   * `comment:<id>`), the newest last, bounded (core/limits.ts, SEEN_KEPT): a delivery GitHub sends
-   * twice, or that is replayed, is acted on once.
-   */
-  seen: z.array(z.string()).optional(),
-  /** The same for job and workflow-run deliveries, recorded with what they changed. */
-  seenDeliveries: z.array(z.string()).optional(),
-  /**
-   * The forkflush release of the app that last saved the record (`0.1.0`): a worker of an older
-   * release that cannot read the record says which release to use.
-   */
-  writtenBy: z.string().min(1).optional(),
-});
-
-/**
- * What the app keeps about a GitHub run besides its state: `run.json` on the state ref. Its fields
- * in four groups (one JSON object on disk, as it always was): where the run comes from, what has
- * been carried out, what people see, and the events acted on.
- */
-export const githubRunSchema = githubRunOrigin
-  .extend(githubRunProgress.shape)
-  .extend(githubRunViews.shape)
-  .extend(githubRunEvents.shape);
-
-export type GitHubRunRecord = z.output<typeof githubRunSchema>;
-
 /** What a local run keeps besides its state: `run.json` in the run folder (`.forkflush/<run id>/`). */
 export const localRunSchema = z.object({
   id: runId,
@@ -362,15 +221,6 @@ export const STATE_RECORD = recordFile({
   migrations: {},
   // state.json has said `version: 1` since its first commit.
   unversioned: null,
-});
-
-export const GITHUB_RUN_RECORD = recordFile({
-  name: 'run.json',
-  schema: githubRunSchema,
-  version: 1,
-  migrations: {},
-  // Written without a version until records had one; those records are version 1.
-  unversioned: 1,
 });
 
 export const LOCAL_RUN_RECORD = recordFile({
@@ -472,10 +322,6 @@ export function recordText(file: RecordFile, value: object, indent = 1): string 
 export function parseRunState(text: string, where: string): RunState {
   const state: RunState = readRecord(STATE_RECORD, text, where);
   return state;
-}
-
-export function parseGitHubRunRecord(text: string, where: string): GitHubRunRecord {
-  return readRecord(GITHUB_RUN_RECORD, text, where);
 }
 
 export function parseLocalRun(text: string, where: string): LocalRunInfo {

@@ -4,17 +4,9 @@
 // requests.ts says how requests are sent (retries, creates made once). Methods are safe to repeat:
 // "already exists" and "already gone" count as done.
 import { randomUUID } from 'node:crypto';
+import { GITHUB_RUN_RECORD, type GitHubRunRecord, parseGitHubRunRecord } from '../core/github-run-record.js';
 import { parseStateRef } from '../core/names.js';
-import {
-  GITHUB_RUN_RECORD,
-  type GitHubRunRecord,
-  parseGitHubRunRecord,
-  parseRunState,
-  RecordError,
-  recordText,
-  STATE_RECORD,
-  versioned,
-} from '../core/records.js';
+import { parseRunState, RecordError, recordText, STATE_RECORD, versioned } from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { CheckRuns } from './checks.js';
 import { Issues } from './issues.js';

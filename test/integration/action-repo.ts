@@ -11,10 +11,10 @@ import { delimiter, join } from 'node:path';
 import { type BuildOptions, build } from 'esbuild';
 import BUNDLE_OPTIONS from '../../scripts/bundle-options.json' with { type: 'json' };
 import { type Config, parseConfig } from '../../src/core/config.js';
+import type { GitHubRunRecord } from '../../src/core/github-run-record.js';
 import { commitMessage } from '../../src/core/journal.js';
 import { episodeBranch, stateRef } from '../../src/core/names.js';
 import { applyDecision, applyOpen, applyResult, decide, reconcile } from '../../src/core/reconcile.js';
-import type { GitHubRunRecord } from '../../src/core/records.js';
 import { type Episode, type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');

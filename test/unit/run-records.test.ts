@@ -8,11 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { GITHUB_RUN_RECORD, parseGitHubRunRecord } from '../../src/core/github-run-record.js';
 import {
-  GITHUB_RUN_RECORD,
   LOCAL_RUN_RECORD,
   migrate,
-  parseGitHubRunRecord,
   parseLocalRun,
   parseRunState,
   RecordError,
