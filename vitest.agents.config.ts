@@ -8,10 +8,12 @@ export default defineConfig({
     include: ['test/agents/**/*.test.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    // One file per agent kind (test/agents/contract/): their slow rows wait on a CLI's backoff, not the CPU.
+    // Two files per agent kind (test/agents/contract/), and the quirks: four at a time keep two cores
+    // busy (the CLIs' starts are most of the CPU; six at a time took longer, opencode's rows past
+    // their bounds), while the faults files' rows mostly wait on a CLI's backoff.
     maxWorkers: 4,
-    // The whole-run suites (compare, map) run their kinds side by side, two at a time. `npm run
-    // test:agents` runs them after the contract files, not beside them: each run starts up to three
+    // The whole-run suite (whole-runs.test.ts) runs its kinds side by side, two at a time. `npm run
+    // test:agents` runs it after the contract files, not beside them: each run starts up to three
     // CLIs, and opencode's start alone takes seconds of CPU, so beside them the contract files'
     // episodes ran past their deadline on a two-core machine.
     maxConcurrency: 2,

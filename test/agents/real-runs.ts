@@ -1,4 +1,4 @@
-// What the whole-run suites (compare.test.ts, map.test.ts) share: each real agent kind with the
+// What the whole-run suite (whole-runs.test.ts) uses: each real agent kind with the
 // command that starts its CLI, a task repository for it, and the variables that point it at its
 // mock model.
 import { execFileSync } from 'node:child_process';

@@ -83,8 +83,10 @@ export const aiderHarness: AgentHarness & { root: () => string } = {
       timeout: 60,
       ...over,
     } as Config['agent']),
-  env: () => ({ OPENAI_API_BASE: `${url}/v1`, OPENAI_API_KEY: 'dummy-key' }),
-  envWithoutLogin: () => ({ OPENAI_API_BASE: `${url}/v1` }),
+  // aider gives up on a failing call after 60 s of retries; the fake, after 4 s (the same retries,
+  // the same give-up line: what forkflush reads of it; the waits are only time).
+  env: () => ({ OPENAI_API_BASE: `${url}/v1`, OPENAI_API_KEY: 'dummy-key', AIDER_FAKE_RETRY_TIMEOUT: '4' }),
+  envWithoutLogin: () => ({ OPENAI_API_BASE: `${url}/v1`, AIDER_FAKE_RETRY_TIMEOUT: '4' }),
   // aider talks to any of LiteLLM's providers: the API says there is no key.
   missingLogin: /AuthenticationError/,
 };

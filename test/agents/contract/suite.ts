@@ -6,8 +6,9 @@
 // when the overrun is faster than any watcher; a hung model ends at the deadline with nothing left
 // running; a context it cannot resume is flushed with a note; an API refusal and a missing login
 // are crashes that say why; no forge token reaches the agent. Each CLI's quirks live in its own
-// test file; adding an agent is a harness in contract/ and a two-line contract/<kind>.test.ts
-// (one file per kind, so vitest runs the kinds side by side: their slow rows mostly wait).
+// test file; adding an agent is a harness in contract/ and two two-line files, contract/<kind>.test.ts
+// and contract/<kind>.faults.test.ts (files per kind, so vitest runs them side by side: their slow
+// rows mostly wait).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, readFile } from 'node:fs/promises';
@@ -269,32 +270,61 @@ export function agentContract(h: AgentHarness): void {
     );
 
     // A fault that passes: the CLI's own retries or forkflush's (worker/agent-tries.ts, its waits
-    // skipped here) get the work done; a fault that never passes ends, within the episode's time, as
-    // a failure of its class that forkflush retried up to its bound (or, for a CLI that retries it
-    // until the deadline, as a timeout).
-    const tries = async (s: Parameters<typeof runTries>[0]['session']) =>
-      runTries({
-        agent: h.adapter(),
-        session: s,
-        interrupt: new AbortController().signal,
-        charge: { unit: s.unit, allowance: s.allowance, limitSeconds: s.deadlineMs / 1000 },
-        evaluations: () => 0,
-        sleep: async () => {},
-      });
-
+    // skipped here) get the work done. A fault that never passes: agentFaults, below.
     it.each(FAULTS)(
       '%s that passes: recovered, the work done',
       async (_name, fault) => {
         const ws = await t.repo();
         h.model.work('recovered.txt', '3');
         h.model.fault(fault, 1);
-        const tried = await tries(await t.session(ws, await t.folder('ctx'), { deadlineMs: FAULT_DEADLINE_MS }));
+        const tried = await triesOf(h, await t.session(ws, await t.folder('ctx'), { deadlineMs: FAULT_DEADLINE_MS }));
         expect(tried.outcome.exit, tried.outcome.note).toBe('finished');
         expect(await read(ws, 'recovered.txt')).toBe('3');
         expect(tried.tries.length).toBeLessThanOrEqual(2);
       },
       FAULT_DEADLINE_MS + 90_000,
     );
+
+    it('a missing login: a crash that says how to log in, nothing charged', async () => {
+      h.model.work('login.txt', '1');
+      const { out } = await episode(h, await t.session(await t.repo(), await t.folder('ctx'), {}, h.envWithoutLogin()));
+      expect(out.exit).toBe('crash');
+      expect(out.note).toMatch(h.missingLogin);
+      expect(out.reportedSpend ?? 0).toBe(0);
+    });
+
+    it.runIf(h.login)("the CLI's own login in place of a key", () =>
+      (h.login as NonNullable<AgentHarness['login']>)(t),
+    );
+  });
+}
+
+/** The episode run as forkflush runs it, with its tries (worker/agent-tries.ts), forkflush's waits skipped. */
+function triesOf(h: AgentHarness, s: Parameters<typeof runTries>[0]['session']) {
+  return runTries({
+    agent: h.adapter(),
+    session: s,
+    interrupt: new AbortController().signal,
+    charge: { unit: s.unit, allowance: s.allowance, limitSeconds: s.deadlineMs / 1000 },
+    evaluations: () => 0,
+    sleep: async () => {},
+  });
+}
+
+/**
+ * The faults that never pass, as `<kind>: faults that never pass` (contract/<kind>.faults.test.ts):
+ * each ends, within the episode's time, as a failure of its class that forkflush retried up to its
+ * bound (or, for a CLI that retries it until the deadline, as a timeout). A file of their own: they
+ * wait on the CLI's backoff, not the CPU, so vitest runs them beside the kinds' other files.
+ */
+export function agentFaults(h: AgentHarness): void {
+  describe(`${h.kind}: faults that never pass`, () => {
+    let t: Tools;
+    beforeAll(async () => {
+      await h.start();
+      t = toolsFor(h.root(), h);
+    });
+    afterAll(() => h.stop());
 
     it.each(FAULTS)(
       '%s that never passes: classed transient, retried by forkflush within the bound',
@@ -303,7 +333,7 @@ export function agentContract(h: AgentHarness): void {
         h.model.fault(fault);
         const outlasting = kinds.some((k) => h.outlasts?.[k] === 'timeout');
         const deadlineMs = outlasting ? OUTLASTED_DEADLINE_MS : FAULT_DEADLINE_MS;
-        const tried = await tries(await t.session(await t.repo(), await t.folder('ctx'), { deadlineMs }));
+        const tried = await triesOf(h, await t.session(await t.repo(), await t.folder('ctx'), { deadlineMs }));
         const note = tried.outcome.note;
         expect(tried.outcome.seconds).toBeLessThan(deadlineMs / 1000 + 20);
         expect(tried.outcome.reportedSpend ?? 0).toBe(0);
@@ -326,18 +356,6 @@ export function agentContract(h: AgentHarness): void {
         expect(tried.tries.length === AGENT_TRIES || tried.gaveUp !== undefined, tried.gaveUp).toBe(true);
       },
       FAULT_DEADLINE_MS + 90_000,
-    );
-
-    it('a missing login: a crash that says how to log in, nothing charged', async () => {
-      h.model.work('login.txt', '1');
-      const { out } = await episode(h, await t.session(await t.repo(), await t.folder('ctx'), {}, h.envWithoutLogin()));
-      expect(out.exit).toBe('crash');
-      expect(out.note).toMatch(h.missingLogin);
-      expect(out.reportedSpend ?? 0).toBe(0);
-    });
-
-    it.runIf(h.login)("the CLI's own login in place of a key", () =>
-      (h.login as NonNullable<AgentHarness['login']>)(t),
     );
   });
 }

@@ -1,0 +1,4 @@
+import { aiderHarness } from './aider.js';
+import { agentFaults } from './suite.js';
+
+agentFaults(aiderHarness);

@@ -1,0 +1,4 @@
+import { claudeHarness } from './claude-code.js';
+import { agentFaults } from './suite.js';
+
+agentFaults(claudeHarness);

@@ -1,0 +1,4 @@
+import { codexHarness } from './codex.js';
+import { agentFaults } from './suite.js';
+
+agentFaults(codexHarness);

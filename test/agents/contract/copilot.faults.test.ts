@@ -1,0 +1,4 @@
+import { copilotHarness } from './copilot.js';
+import { agentFaults } from './suite.js';
+
+agentFaults(copilotHarness);

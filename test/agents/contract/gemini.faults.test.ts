@@ -1,0 +1,4 @@
+import { geminiHarness } from './gemini.js';
+import { agentFaults } from './suite.js';
+
+agentFaults(geminiHarness);

@@ -1,0 +1,4 @@
+import { opencodeHarness } from './opencode.js';
+import { agentFaults } from './suite.js';
+
+agentFaults(opencodeHarness);
