@@ -8320,7 +8320,7 @@ var package_default = {
     test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && npm run --silent test:chaos",
     bench: "node bench/run.mjs",
     "bench:api": "node bench/run.mjs api",
-    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude 'test/agents/{compare,map}.test.ts' && vitest run --config vitest.agents.config.ts test/agents/compare.test.ts test/agents/map.test.ts",
+    "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude test/agents/whole-runs.test.ts && vitest run --config vitest.agents.config.ts test/agents/whole-runs.test.ts",
     "test:chaos": "node test/chaos/run.mjs --load 2"
   },
   devDependencies: {
