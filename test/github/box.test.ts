@@ -76,6 +76,12 @@ async function runAllJobs(h: Harness) {
   throw new Error('jobs kept coming');
 }
 
+/**
+ * A whole issue's run, every round as real jobs: about 25 s on an idle two-core machine, and more
+ * than twice that beside other suites; the bound is there for a hang, not for speed.
+ */
+const WHOLE_RUN_MS = 180_000;
+
 describe('GitHub in a box: a labelled issue to the final pull request', () => {
   it('runs every round as real jobs over HTTP and ends with the final pull request', async () => {
     const { files, logs } = await taskFiles();
@@ -182,7 +188,7 @@ describe('GitHub in a box: a labelled issue to the final pull request', () => {
       }
     }
     expect(episodes.every((e) => e.result?.contextStore === 'encrypted')).toBe(true);
-  });
+  }, WHOLE_RUN_MS);
 });
 
 describe('GitHub in a box: faults', () => {
@@ -212,7 +218,7 @@ describe('GitHub in a box: faults', () => {
     const titles = h.box.actions.runs.map((r) => r.displayTitle);
     expect(titles).toEqual([0, 1, 2, 3].map((r) => `forkflush ${RUN} round ${r}`));
     expect(h.gh.pulls.filter((p) => p.head === `forkflush/${RUN}/result`)).toHaveLength(1);
-  });
+  }, WHOLE_RUN_MS);
 
   it('with pull_requests: episodes, every episode is a branch with a pull request, as before', async () => {
     const { files } = await taskFiles('node agent.mjs improve', 'pull_requests: episodes\n');
@@ -234,7 +240,7 @@ describe('GitHub in a box: faults', () => {
     const lineage = lineageBranch(RUN, 0, 1);
     expect(h.gh.pulls.find((p) => p.head === lineage)).toMatchObject({ base: 'main', state: 'open' });
     expect(h.gh.branch(lineage)).toBe(state.lineages[0]?.head);
-  });
+  }, WHOLE_RUN_MS);
 });
 
 describe('GitHub in a box: security', () => {
