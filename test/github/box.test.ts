@@ -83,176 +83,170 @@ async function runAllJobs(h: Harness) {
 const WHOLE_RUN_MS = 180_000;
 
 describe('GitHub in a box: a labelled issue to the final pull request', () => {
-  it(
-    'runs every round as real jobs over HTTP and ends with the final pull request',
-    async () => {
-      const { files, logs } = await taskFiles();
-      const h = await new Harness(files).load();
-      // The worker workflow passes it as the Action's context-key: the contexts are kept encrypted.
-      const contextKey = randomBytes(32).toString('base64');
-      h.box.secrets.FORKFLUSH_CONTEXT_KEY = contextKey;
-      await h.label(7);
+  it('runs every round as real jobs over HTTP and ends with the final pull request', {
+    timeout: WHOLE_RUN_MS,
+  }, async () => {
+    const { files, logs } = await taskFiles();
+    const h = await new Harness(files).load();
+    // The worker workflow passes it as the Action's context-key: the contexts are kept encrypted.
+    const contextKey = randomBytes(32).toString('base64');
+    h.box.secrets.FORKFLUSH_CONTEXT_KEY = contextKey;
+    await h.label(7);
 
-      const jobs = await runAllJobs(h);
+    const jobs = await runAllJobs(h);
 
-      const state = h.state(RUN);
-      expect(state.status).toBe('finished');
-      // 6 episodes in 4 rounds: each round dispatched once, each job succeeded and reported a score;
-      // the initial workspace graded once, by a job beside the opening round's.
-      expect(jobs.map((j) => j.name).sort()).toEqual([
-        'forkflush issue-7 base',
-        'forkflush issue-7 r0.b0',
-        'forkflush issue-7 r0.b1',
-        'forkflush issue-7 r1.b0',
-        'forkflush issue-7 r2.b0',
-        'forkflush issue-7 r2.b1',
-        'forkflush issue-7 r3.b0',
-      ]);
-      expect(h.box.actions.runs.map((r) => r.displayTitle)).toEqual(
-        [0, 1, 2, 3].map((n) => `forkflush ${RUN} round ${n}`),
-      );
-      for (const job of jobs) {
-        expect(job.conclusion, job.log).toBe('success');
-        expect(job.outputs.score).toMatch(/^\d+$/);
-      }
-      const episodes = state.rounds.flatMap((r) => r.episodes);
-      const scoreOf = (id: string) => jobs.find((j) => j.name === `forkflush ${RUN} ${id}`)?.outputs.score;
-      expect(episodes.map((e) => String(e.result?.score))).toEqual(episodes.map((e) => scoreOf(e.id)));
-      expect(String(state.base.score)).toBe(scoreOf('base'));
-      // Each result as a check run with its score, beside the run's own check (on main, then on the result).
-      const episodeChecks = h.gh.checkRuns.filter((c) => c.name !== 'forkflush');
-      expect(episodeChecks.map((c) => c.conclusion)).toEqual(episodes.map(() => 'success'));
-      expect(episodeChecks.map((c) => c.output.title).sort()).toEqual(
-        episodes.map((e) => `${e.id}: score ${e.result?.score}`).sort(),
-      );
-      // Each links the workflow run whose job made its result.
-      const runs = new Set(h.box.actions.runs.map((r) => r.id));
-      for (const c of episodeChecks) {
-        const m = /\/octo-org\/octo-repo\/actions\/runs\/(\d+)\/attempts\/1$/.exec(c.request.details_url ?? '');
-        expect(m && runs.has(Number(m[1])), c.request.details_url).toBe(true);
-      }
-      // No pull request but the result's; the episodes' refs are gone, and no branch but the result's was made.
-      const refs = runRefs(RUN, 2);
-      for (const e of episodes) expect(h.gh.refs.get(refs.episode(e.round, e.branch)), e.id).toBeUndefined();
-      expect([...h.gh.refs.keys()].filter((r) => r.startsWith('refs/heads/')).sort()).toEqual([
-        'refs/heads/forkflush/issue-7/result',
-        'refs/heads/main',
-      ]);
-      // The result pull request, the label, and the best workspace on its ref.
-      const final = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/result`);
-      expect(h.gh.pulls).toHaveLength(1);
-      expect(final).toMatchObject({ base: 'main', state: 'open', draft: true });
-      const gain = (state.best?.score ?? 0) - (state.base.score ?? 0);
-      expect(final?.title).toBe(
-        `forkflush ${RUN}: best score ${state.best?.score} (+${gain} over the initial workspace)`,
-      );
-      expect(h.gh.labels.get(7)).toContain('autoresearch: done');
-      const best = h.gh.refs.get(refs.best);
-      expect(best).toBe(state.best?.commit);
-      expect(h.gh.commits.get(best ?? '')?.files['value.txt']).toBe(String(state.best?.score));
-      expect(h.gh.refs.get(refs.lineage(0, 1))).toBe(state.lineages[0]?.head);
-      expect(h.gh.branch(`forkflush/${RUN}/result`)).toBe(state.lineages[0]?.head);
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    // 6 episodes in 4 rounds: each round dispatched once, each job succeeded and reported a score;
+    // the initial workspace graded once, by a job beside the opening round's.
+    expect(jobs.map((j) => j.name).sort()).toEqual([
+      'forkflush issue-7 base',
+      'forkflush issue-7 r0.b0',
+      'forkflush issue-7 r0.b1',
+      'forkflush issue-7 r1.b0',
+      'forkflush issue-7 r2.b0',
+      'forkflush issue-7 r2.b1',
+      'forkflush issue-7 r3.b0',
+    ]);
+    expect(h.box.actions.runs.map((r) => r.displayTitle)).toEqual(
+      [0, 1, 2, 3].map((n) => `forkflush ${RUN} round ${n}`),
+    );
+    for (const job of jobs) {
+      expect(job.conclusion, job.log).toBe('success');
+      expect(job.outputs.score).toMatch(/^\d+$/);
+    }
+    const episodes = state.rounds.flatMap((r) => r.episodes);
+    const scoreOf = (id: string) => jobs.find((j) => j.name === `forkflush ${RUN} ${id}`)?.outputs.score;
+    expect(episodes.map((e) => String(e.result?.score))).toEqual(episodes.map((e) => scoreOf(e.id)));
+    expect(String(state.base.score)).toBe(scoreOf('base'));
+    // Each result as a check run with its score, beside the run's own check (on main, then on the result).
+    const episodeChecks = h.gh.checkRuns.filter((c) => c.name !== 'forkflush');
+    expect(episodeChecks.map((c) => c.conclusion)).toEqual(episodes.map(() => 'success'));
+    expect(episodeChecks.map((c) => c.output.title).sort()).toEqual(
+      episodes.map((e) => `${e.id}: score ${e.result?.score}`).sort(),
+    );
+    // Each links the workflow run whose job made its result.
+    const runs = new Set(h.box.actions.runs.map((r) => r.id));
+    for (const c of episodeChecks) {
+      const m = /\/octo-org\/octo-repo\/actions\/runs\/(\d+)\/attempts\/1$/.exec(c.request.details_url ?? '');
+      expect(m && runs.has(Number(m[1])), c.request.details_url).toBe(true);
+    }
+    // No pull request but the result's; the episodes' refs are gone, and no branch but the result's was made.
+    const refs = runRefs(RUN, 2);
+    for (const e of episodes) expect(h.gh.refs.get(refs.episode(e.round, e.branch)), e.id).toBeUndefined();
+    expect([...h.gh.refs.keys()].filter((r) => r.startsWith('refs/heads/')).sort()).toEqual([
+      'refs/heads/forkflush/issue-7/result',
+      'refs/heads/main',
+    ]);
+    // The result pull request, the label, and the best workspace on its ref.
+    const final = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/result`);
+    expect(h.gh.pulls).toHaveLength(1);
+    expect(final).toMatchObject({ base: 'main', state: 'open', draft: true });
+    const gain = (state.best?.score ?? 0) - (state.base.score ?? 0);
+    expect(final?.title).toBe(
+      `forkflush ${RUN}: best score ${state.best?.score} (+${gain} over the initial workspace)`,
+    );
+    expect(h.gh.labels.get(7)).toContain('autoresearch: done');
+    const best = h.gh.refs.get(refs.best);
+    expect(best).toBe(state.best?.commit);
+    expect(h.gh.commits.get(best ?? '')?.files['value.txt']).toBe(String(state.best?.score));
+    expect(h.gh.refs.get(refs.lineage(0, 1))).toBe(state.lineages[0]?.head);
+    expect(h.gh.branch(`forkflush/${RUN}/result`)).toBe(state.lineages[0]?.head);
 
-      // No credential reached an agent, a job's checkout, or anything the app wrote.
-      const secrets = [TEST_TOKEN, ...h.box.auth.issued(), h.box.webhookSecret];
-      const envs = readdirSync(logs).filter((f) => f.startsWith('env-'));
-      expect(envs).toHaveLength(6);
-      for (const f of envs) {
-        const env = readFileSync(join(logs, f), 'utf8');
-        for (const s of secrets) expect(env).not.toContain(s);
-        expect(env).not.toMatch(/^(INPUT_TOKEN|GITHUB_TOKEN|ACTIONS_RUNTIME_TOKEN|ACTIONS_ID_TOKEN_REQUEST_TOKEN)=/m);
-      }
-      for (const job of jobs) {
-        const dotGit = join(job.env.GITHUB_WORKSPACE as string, '.git');
-        // The initial workspace is graded in a copy without a .git, as a judge's copy is.
-        if (job.name.endsWith(' base')) expect(existsSync(dotGit)).toBe(false);
-        const config = job.name.endsWith(' base') ? '' : readFileSync(join(dotGit, 'config'), 'utf8');
-        for (const s of secrets) expect(config).not.toContain(s);
-        for (const s of secrets) expect(job.log.replace(/^::add-mask::.*$/gm, '')).not.toContain(s);
-      }
-      const written = JSON.stringify([h.gh.comments, h.gh.checkRuns, h.gh.pulls, [...h.gh.commits.values()]]);
-      for (const s of [...secrets, contextKey]) expect(written).not.toContain(s);
+    // No credential reached an agent, a job's checkout, or anything the app wrote.
+    const secrets = [TEST_TOKEN, ...h.box.auth.issued(), h.box.webhookSecret];
+    const envs = readdirSync(logs).filter((f) => f.startsWith('env-'));
+    expect(envs).toHaveLength(6);
+    for (const f of envs) {
+      const env = readFileSync(join(logs, f), 'utf8');
+      for (const s of secrets) expect(env).not.toContain(s);
+      expect(env).not.toMatch(/^(INPUT_TOKEN|GITHUB_TOKEN|ACTIONS_RUNTIME_TOKEN|ACTIONS_ID_TOKEN_REQUEST_TOKEN)=/m);
+    }
+    for (const job of jobs) {
+      const dotGit = join(job.env.GITHUB_WORKSPACE as string, '.git');
+      // The initial workspace is graded in a copy without a .git, as a judge's copy is.
+      if (job.name.endsWith(' base')) expect(existsSync(dotGit)).toBe(false);
+      const config = job.name.endsWith(' base') ? '' : readFileSync(join(dotGit, 'config'), 'utf8');
+      for (const s of secrets) expect(config).not.toContain(s);
+      for (const s of secrets) expect(job.log.replace(/^::add-mask::.*$/gm, '')).not.toContain(s);
+    }
+    const written = JSON.stringify([h.gh.comments, h.gh.checkRuns, h.gh.pulls, [...h.gh.commits.values()]]);
+    for (const s of [...secrets, contextKey]) expect(written).not.toContain(s);
 
-      // The serial episodes carried their leader's context on, through encrypted refs; the
-      // contexts of rejected branches were deleted when their round was settled.
-      const calls = readFileSync(join(logs, 'calls.jsonl'), 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l));
-      const carried = episodes.filter((e) => e.context === 'carry');
-      expect(carried.length).toBeGreaterThan(0);
-      for (const e of carried) expect(calls.find((c) => c.episode === e.id)?.memory).toContain(e.contextFrom);
-      for (const round of state.rounds) {
-        for (const e of round.episodes) {
-          const ref = h.gh.refs.get(contextRef(RUN, e.id));
-          if (!round.decision?.adopted.includes(e.id)) expect(ref, e.id).toBeUndefined();
-          else expect(Object.keys(h.gh.commits.get(ref ?? '')?.files ?? {}), e.id).toEqual(['context.ffc']);
-        }
+    // The serial episodes carried their leader's context on, through encrypted refs; the
+    // contexts of rejected branches were deleted when their round was settled.
+    const calls = readFileSync(join(logs, 'calls.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const carried = episodes.filter((e) => e.context === 'carry');
+    expect(carried.length).toBeGreaterThan(0);
+    for (const e of carried) expect(calls.find((c) => c.episode === e.id)?.memory).toContain(e.contextFrom);
+    for (const round of state.rounds) {
+      for (const e of round.episodes) {
+        const ref = h.gh.refs.get(contextRef(RUN, e.id));
+        if (!round.decision?.adopted.includes(e.id)) expect(ref, e.id).toBeUndefined();
+        else expect(Object.keys(h.gh.commits.get(ref ?? '')?.files ?? {}), e.id).toEqual(['context.ffc']);
       }
-      expect(episodes.every((e) => e.result?.contextStore === 'encrypted')).toBe(true);
-    },
-    WHOLE_RUN_MS,
-  );
+    }
+    expect(episodes.every((e) => e.result?.contextStore === 'encrypted')).toBe(true);
+  });
 });
 
 describe('GitHub in a box: faults', () => {
-  it(
-    'with latency and lost and doubled deliveries, each round runs once and the nightly tick finishes the run',
-    async () => {
-      const { files } = await taskFiles();
-      const h = await new Harness(files).load();
-      h.box.latencyMs = 10;
-      let n = 0;
-      // Every workflow run's completion is lost; of the job events every third is lost, every other sent twice.
-      h.box.onDelivery = ({ event }) => {
-        if (event === 'issues') return 'send';
-        if (event === 'workflow_run') return 'drop';
-        n++;
-        return n % 3 === 0 ? 'drop' : n % 2 === 0 ? 'twice' : 'send';
-      };
-      await h.label(7);
-      for (let i = 0; i < 30 && h.state(RUN).status !== 'finished'; i++) {
-        const jobs = await h.box.runQueued();
-        if (jobs.length > 0) continue;
-        // Nothing queued and nothing heard: the nightly tick repairs what the lost events left undone.
-        h.clock = new Date(h.clock.getTime() + 60 * 60_000);
-        await nightlyTick(h.api(), h.clock);
-      }
-      expect(h.state(RUN).status).toBe('finished');
-      expect(h.box.deliveries.filter((d) => d.status === 0).length).toBeGreaterThan(0);
-      // Each round dispatched once, whatever arrived twice or never.
-      const titles = h.box.actions.runs.map((r) => r.displayTitle);
-      expect(titles).toEqual([0, 1, 2, 3].map((r) => `forkflush ${RUN} round ${r}`));
-      expect(h.gh.pulls.filter((p) => p.head === `forkflush/${RUN}/result`)).toHaveLength(1);
-    },
-    WHOLE_RUN_MS,
-  );
+  it('with latency and lost and doubled deliveries, each round runs once and the nightly tick finishes the run', {
+    timeout: WHOLE_RUN_MS,
+  }, async () => {
+    const { files } = await taskFiles();
+    const h = await new Harness(files).load();
+    h.box.latencyMs = 10;
+    let n = 0;
+    // Every workflow run's completion is lost; of the job events every third is lost, every other sent twice.
+    h.box.onDelivery = ({ event }) => {
+      if (event === 'issues') return 'send';
+      if (event === 'workflow_run') return 'drop';
+      n++;
+      return n % 3 === 0 ? 'drop' : n % 2 === 0 ? 'twice' : 'send';
+    };
+    await h.label(7);
+    for (let i = 0; i < 30 && h.state(RUN).status !== 'finished'; i++) {
+      const jobs = await h.box.runQueued();
+      if (jobs.length > 0) continue;
+      // Nothing queued and nothing heard: the nightly tick repairs what the lost events left undone.
+      h.clock = new Date(h.clock.getTime() + 60 * 60_000);
+      await nightlyTick(h.api(), h.clock);
+    }
+    expect(h.state(RUN).status).toBe('finished');
+    expect(h.box.deliveries.filter((d) => d.status === 0).length).toBeGreaterThan(0);
+    // Each round dispatched once, whatever arrived twice or never.
+    const titles = h.box.actions.runs.map((r) => r.displayTitle);
+    expect(titles).toEqual([0, 1, 2, 3].map((r) => `forkflush ${RUN} round ${r}`));
+    expect(h.gh.pulls.filter((p) => p.head === `forkflush/${RUN}/result`)).toHaveLength(1);
+  });
 
-  it(
-    'with pull_requests: episodes, every episode is a branch with a pull request, as before',
-    async () => {
-      const { files } = await taskFiles('node agent.mjs improve', 'pull_requests: episodes\n');
-      const h = await new Harness(files).load();
-      await h.label(7);
-      await runAllJobs(h);
-      const state = h.state(RUN);
-      expect(state.status).toBe('finished');
-      // Every episode's pull request is closed: the winners' merged (GitHub saw the lineage take
-      // their commits), the losers' not; all their branches are deleted.
-      for (const round of state.rounds) {
-        for (const e of round.episodes) {
-          const pr = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/round-${e.round}/branch-${e.branch}`);
-          const won = round.decision?.adopted.includes(e.id) && e.result?.commit !== e.base;
-          expect({ state: pr?.state, merged: pr?.merged ?? false }, e.id).toEqual({ state: 'closed', merged: won });
-          expect(h.gh.branch(pr?.head ?? '')).toBeUndefined();
-        }
+  it('with pull_requests: episodes, every episode is a branch with a pull request, as before', {
+    timeout: WHOLE_RUN_MS,
+  }, async () => {
+    const { files } = await taskFiles('node agent.mjs improve', 'pull_requests: episodes\n');
+    const h = await new Harness(files).load();
+    await h.label(7);
+    await runAllJobs(h);
+    const state = h.state(RUN);
+    expect(state.status).toBe('finished');
+    // Every episode's pull request is closed: the winners' merged (GitHub saw the lineage take
+    // their commits), the losers' not; all their branches are deleted.
+    for (const round of state.rounds) {
+      for (const e of round.episodes) {
+        const pr = h.gh.pulls.find((p) => p.head === `forkflush/${RUN}/round-${e.round}/branch-${e.branch}`);
+        const won = round.decision?.adopted.includes(e.id) && e.result?.commit !== e.base;
+        expect({ state: pr?.state, merged: pr?.merged ?? false }, e.id).toEqual({ state: 'closed', merged: won });
+        expect(h.gh.branch(pr?.head ?? '')).toBeUndefined();
       }
-      const lineage = lineageBranch(RUN, 0, 1);
-      expect(h.gh.pulls.find((p) => p.head === lineage)).toMatchObject({ base: 'main', state: 'open' });
-      expect(h.gh.branch(lineage)).toBe(state.lineages[0]?.head);
-    },
-    WHOLE_RUN_MS,
-  );
+    }
+    const lineage = lineageBranch(RUN, 0, 1);
+    expect(h.gh.pulls.find((p) => p.head === lineage)).toMatchObject({ base: 'main', state: 'open' });
+    expect(h.gh.branch(lineage)).toBe(state.lineages[0]?.head);
+  });
 });
 
 describe('GitHub in a box: security', () => {
