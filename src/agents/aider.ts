@@ -13,12 +13,12 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { plainText } from '../core/text.js';
+import { addUse, type Spent, type Tally } from '../core/usage.js';
+import { followLog, readFrom, sizeOf } from '../io/agent-reads.js';
 import { Git } from '../io/git.js';
-import { followLog, readFrom, sizeOf } from './files.js';
 import { OPENAI, PROVIDER_ENV, PROVIDER_HOSTS } from './model-apis.js';
 import { defineSpec } from './spec.js';
 import type { Lines } from './transcript.js';
-import { addUse, type Spent, type Tally } from './usage.js';
 
 export const HISTORY_FILE = 'aider.chat.history.md';
 const EXCLUDE = '.aider*';

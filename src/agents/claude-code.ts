@@ -15,12 +15,13 @@ import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { addUse, type Spent, spentSince, type Tally } from '../core/usage.js';
+import { GrowingFile, readFrom } from '../io/agent-reads.js';
 import type { RunResult } from '../io/process.js';
-import { GrowingFile, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
+import { isRecord, jsonLines, type LoginFile, lastText } from './files.js';
 import { ANTHROPIC, BEARER } from './model-apis.js';
 import { defineSpec, type Ending, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, money, num, str } from './transcript.js';
-import { addUse, type Spent, spentSince, type Tally } from './usage.js';
 
 /** Claude Code on Bedrock, Vertex AI or Foundry: their cloud credentials are its login. */
 const CLOUDS = ['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY'];

@@ -15,11 +15,12 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { GrowingFile, isRecord, jsonLines, type LoginFile, lastText, readFrom } from './files.js';
+import { spentSince, type Tally } from '../core/usage.js';
+import { GrowingFile, readFrom } from '../io/agent-reads.js';
+import { isRecord, jsonLines, type LoginFile, lastText } from './files.js';
 import { BEARER, OPENAI } from './model-apis.js';
 import { defineSpec, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
-import { spentSince, type Tally } from './usage.js';
 
 /** Token counters as Codex keeps them: cumulative over the whole thread. `input` counts the cached part. */
 export interface Tokens {

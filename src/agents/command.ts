@@ -1,7 +1,8 @@
 // The `command` agent: any program that follows forkflush's contract (README, "The command agent").
 // It reports its own spend in the budget's unit, in $FORKFLUSH_USAGE_FILE; its context folder is
 // its own to use.
-import { readRegular } from '../io/agent-files.js';
+
+import { readRegular } from '../io/agent-reads.js';
 import { ANTHROPIC, GEMINI, OPENAI } from './model-apis.js';
 import { defineSpec } from './spec.js';
 

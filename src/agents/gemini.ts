@@ -15,12 +15,12 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { addUse, type Spent, type Tally } from '../core/usage.js';
 import { anySet, count, hasLogin, isRecord, type LoginFile } from './files.js';
 import { isResumable, newestSession, sessionFiles, sessionLines, usageFromSessions } from './gemini-session.js';
 import { GEMINI } from './model-apis.js';
 import { defineSpec, MAX_PROMPT_ARG } from './spec.js';
 import { type Lines, str } from './transcript.js';
-import { addUse, type Spent, type Tally } from './usage.js';
 
 /** Exit code of headless mode past `model.maxSessionTurns`. */
 export const EXIT_TURN_LIMIT = 53;

@@ -14,11 +14,12 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { failureLine } from '../core/text.js';
-import { count, followLog, isRecord, jsonLines, type LoginFile } from './files.js';
+import { addUse, type Tally } from '../core/usage.js';
+import { followLog } from '../io/agent-reads.js';
+import { count, isRecord, jsonLines, type LoginFile } from './files.js';
 import { PROVIDER_ENV, PROVIDER_HOSTS } from './model-apis.js';
 import { type ConfigRoutes, defineSpec, type PlannedRoute } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines, str } from './transcript.js';
-import { addUse, type Tally } from './usage.js';
 
 /** In the context folder: opencode's data folder (its database and login). */
 const DATA = 'data';

@@ -10,11 +10,12 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { addUse, type ModelUse, type Spent, spentSince, type Tally } from '../core/usage.js';
+import { followLog, sizeOf } from '../io/agent-reads.js';
 import { claudeCode, readStream } from './claude-code.js';
-import { count, followLog, isRecord, jsonLines, sizeOf } from './files.js';
+import { count, isRecord, jsonLines } from './files.js';
 import { ANTHROPIC, GEMINI, OPENAI } from './model-apis.js';
 import { defineSpec, UUID } from './spec.js';
-import { addUse, type ModelUse, type Spent, spentSince, type Tally } from './usage.js';
 
 /** Claude Code's usage fields, as Qwen Code prints them. */
 const tokensOf = (u: Record<string, unknown>) => ({

@@ -7,12 +7,12 @@ import type { Config } from '../core/config.js';
 import { type AgentFailure, type FailureKind, recognizeFailure } from '../core/failure.js';
 import type { ExitReason } from '../core/state.js';
 import { failureLine } from '../core/text.js';
-import { readRegular } from '../io/agent-files.js';
+import { overrunReason, type Spent, settleBounds, spendOf, usageOf } from '../core/usage.js';
+import { readRegular } from '../io/agent-reads.js';
 import { couldNotStart, LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
 import { anySet, hasLogin, installLogins, isRecord, removeLogins } from './files.js';
 import type { AgentSpec, CliRun, Ending, Episode, Unusable } from './spec.js';
-import { overrunReason, type Spent, settleBounds, spendOf, usageOf } from './usage.js';
 
 /** forkflush's record of the conversation, in the context folder. */
 export const RECORD_FILE = 'session.json';

@@ -2,11 +2,11 @@
 // flow), and the session runner (runner.ts) does the rest the same way for every kind.
 import type { Config } from '../core/config.js';
 import type { ExitReason } from '../core/state.js';
+import type { Spent } from '../core/usage.js';
 import type { RunResult } from '../io/process.js';
 import type { AgentSession } from './agent.js';
 import type { LoginFile } from './files.js';
 import type { Lines } from './transcript.js';
-import type { Spent } from './usage.js';
 
 /** A CLI's package, pinned: what `npm run test:agents` and the Action install (scripts/install-agent-clis.mjs). */
 export interface CliFacts {

@@ -13,8 +13,8 @@
 // tree there (a .git file, a link to a FIFO elsewhere). Other links stay: repositories commit them,
 // and git records a link's target as text without following it.
 import { execFile } from 'node:child_process';
-import { constants, type Dirent } from 'node:fs';
-import { lstat, open, readdir, rename, unlink } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { lstat, readdir, rename, unlink } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import {
   CONTEXT_FILE_MAX_BYTES,
@@ -214,23 +214,4 @@ export async function emptyFolder(dir: string): Promise<void> {
   await removing(dir, () =>
     exec('find', [dir, '-mindepth', '1', '-maxdepth', '1', '-exec', 'rm', '-rf', '--', '{}', '+']),
   );
-}
-
-/**
- * The start of a regular file, at most `max` bytes, without following a link; null when there is
- * no regular file there.
- */
-export async function readRegular(path: string, max = 1_000_000): Promise<string | null> {
-  // O_NONBLOCK: a FIFO put there must not hang forkflush (it is then refused as not a file).
-  const h = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (!h) return null;
-  try {
-    const s = await h.stat();
-    if (!s.isFile()) return null;
-    const buf = Buffer.alloc(Math.min(max, s.size));
-    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
-    return buf.subarray(0, bytesRead).toString('utf8');
-  } finally {
-    await h.close();
-  }
 }

@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PRICED_MODELS, priceTokens } from '../../src/agents/pricing.js';
+import { PRICED_MODELS, priceTokens } from '../../src/core/pricing.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAiderOutput, parseTokenCount, aiderUsage as spentOf } from '../../../src/agents/aider.js';
-import { usageOf } from '../../../src/agents/usage.js';
+import { usageOf } from '../../../src/core/usage.js';
 
 const aiderUsage = (...a: Parameters<typeof spentOf>) => usageOf(spentOf(...a));
 

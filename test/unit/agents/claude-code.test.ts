@@ -12,8 +12,8 @@ import {
   saysNoConversation,
   transcriptProblem,
 } from '../../../src/agents/claude-code.js';
-import { priceTokens } from '../../../src/agents/pricing.js';
-import { shareOf, sumTallies, type Tally, usageOf } from '../../../src/agents/usage.js';
+import { priceTokens } from '../../../src/core/pricing.js';
+import { shareOf, sumTallies, type Tally, usageOf } from '../../../src/core/usage.js';
 
 const dir = join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'claude-code');
 const fixture = (name: string) => readFileSync(join(dir, name), 'utf8');

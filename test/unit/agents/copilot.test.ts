@@ -11,7 +11,7 @@ import {
   type Totals,
 } from '../../../src/agents/copilot.js';
 import { jsonLines } from '../../../src/agents/files.js';
-import { shareOf, usageOf } from '../../../src/agents/usage.js';
+import { shareOf, usageOf } from '../../../src/core/usage.js';
 
 const fixture = (name: string) =>
   readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'agents', 'copilot', name), 'utf8');

@@ -14,7 +14,7 @@ import {
   type SessionMessage,
   type SessionRecord,
 } from '../../../src/agents/gemini-session.js';
-import { type Spent, usageOf } from '../../../src/agents/usage.js';
+import { type Spent, usageOf } from '../../../src/core/usage.js';
 
 /** The episode's usage as the runner makes it, without prices (the tallies are what the CLI said). */
 const usage = (spent: Spent | null) => {

@@ -6,11 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentOutcome, AgentSession } from '../../../src/agents/agent.js';
-import { followLog, GrowingFile } from '../../../src/agents/files.js';
+
 import { adapterOf, loginMissing, openContext } from '../../../src/agents/runner.js';
 import { defineSpec } from '../../../src/agents/spec.js';
-import { ownShare, settleBounds, shareOf, spentSince, usageOf } from '../../../src/agents/usage.js';
 import type { Config } from '../../../src/core/config.js';
+import { ownShare, settleBounds, shareOf, spentSince, usageOf } from '../../../src/core/usage.js';
+import { followLog, GrowingFile } from '../../../src/io/agent-reads.js';
 
 let tmp = '';
 beforeEach(async () => {

@@ -1,9 +1,15 @@
 // What an episode spent, by one set of rules for every agent: tokens per model (`Tally`), a running
 // total's share (`shareOf`, never less than can be proven), the CLI's cost or forkflush's price, the bounds.
-import type { AgentUsage } from '../core/state.js';
-import { formatNumber } from '../core/text.js';
-import type { AgentOutcome, AgentSession } from './agent.js';
+import type { Unit } from './config.js';
 import { priceTokens } from './pricing.js';
+import type { AgentUsage, ExitReason } from './state.js';
+import { formatNumber } from './text.js';
+
+/** What the bounds are checked against: the budget's unit and the episode's allowance in it. */
+interface Bounds {
+  unit: Unit;
+  allowance: number;
+}
 
 /** One model's use: `input` counts all input, the cached and cache-written parts included. */
 export interface ModelUse {
@@ -137,7 +143,7 @@ export function usageOf(spent: Spent): AgentUsage {
 
 /** The spend in the budget's unit from an episode's usage (null for units the agent does not measure). */
 export function spendOf(
-  s: Pick<AgentSession, 'unit'>,
+  s: Pick<Bounds, 'unit'>,
   u: { inputTokens: number; outputTokens: number; costUsd: number | null },
 ) {
   if (s.unit === 'tokens') return u.inputTokens + u.outputTokens;
@@ -147,7 +153,7 @@ export function spendOf(
 
 /** Why a session has gone past its bounds (turns, tokens, dollars), or undefined while it has not. */
 export function overrunReason(
-  s: AgentSession,
+  s: Bounds,
   usage: { inputTokens: number; outputTokens: number; costUsd: number | null },
   turns: number,
   maxTurns: number | undefined,
@@ -162,7 +168,9 @@ export function overrunReason(
 }
 
 /** The bounds, checked once more on the final usage: an overrun the watcher did not catch is one all the same. */
-export function settleBounds(s: AgentSession, o: AgentOutcome, maxTurns?: number): AgentOutcome {
+export function settleBounds<
+  O extends { exit: ExitReason; reportedSpend: number | null; usage?: AgentUsage; note?: string },
+>(s: Bounds, o: O, maxTurns?: number): O {
   if (o.exit !== 'finished') return o;
   const measured = s.unit === 'tokens' || s.unit === 'usd';
   const turns = o.usage?.turns ?? null;
