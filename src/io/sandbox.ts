@@ -11,7 +11,7 @@ import { release } from 'node:os';
 import { dirname, sep } from 'node:path';
 import type { Writable } from 'node:stream';
 import { countsPerNamespace, machineProcesses, processLimit, rangeConflict, readIdFiles, UidPool } from './accounts.js';
-import { seccompFilter } from './seccomp.js';
+import { type FilterProfile, seccompFilter } from './seccomp.js';
 
 export type SandboxMode = 'auto' | 'required' | 'off';
 
@@ -31,7 +31,7 @@ export interface Confinement {
   network: boolean;
   /**
    * A grader's (or setup's): it runs the agent's code beside forkflush's grader, so it gets the
-   * syscall filter (io/seccomp.ts) and a read-only /proc.
+   * grader's syscall filter (io/seccomp.ts; others get the agent's) and a read-only /proc.
    */
   grader?: boolean;
   /**
@@ -153,8 +153,9 @@ async function probe(): Promise<SandboxProbe> {
   };
   // The filter where bwrap takes it; where it does not (an odd kernel or container), the sandbox
   // without it, said in its name, rather than no sandbox at all.
-  const known = seccompFilter();
-  const tries: { filter: Buffer | null; name: string }[] = [
+  const [agent, grader] = [seccompFilter('agent'), seccompFilter('grader')];
+  const known = agent && grader ? { agent, grader } : null;
+  const tries: { filter: Filters | null; name: string }[] = [
     ...(known ? [{ filter: known, name: bwrapName }] : []),
     { filter: null, name: `${bwrapName}, no syscall filter (${known ? 'bwrap refused it' : process.arch})` },
   ];
@@ -228,7 +229,10 @@ function userShared(): string | null {
  * the mounts up as root); nobody: root, every account as nobody; root: as root without
  * capabilities, the last resort.
  */
-function bubblewrap(name: string, as: As, nproc: number | null, filter: Buffer | null): Sandbox {
+/** Each profile's syscall filter (io/seccomp.ts). */
+type Filters = Record<FilterProfile, Buffer>;
+
+function bubblewrap(name: string, as: As, nproc: number | null, filters: Filters | null): Sandbox {
   // bwrap is started by a shell that first makes it, and all it starts, the OOM killer's first
   // choice (nothing bounds a sandbox's memory but the machine: when it runs out, the largest
   // sandboxed process goes, never forkflush, which would take every episode with it), and under
@@ -259,8 +263,9 @@ function bubblewrap(name: string, as: As, nproc: number | null, filter: Buffer |
       // A grader's sandbox runs the agent's code beside the grader, as the same user in the same
       // PID namespace: no reaching into the grader (io/seccomp.ts), and no writing its memory
       // through /proc. An agent's sandbox holds nothing of forkflush's: its debuggers work there.
+      // Neither reaches the kernel's keyrings, which no namespace separates.
       const strict = c.grader === true;
-      const seccomp = strict ? filter : null;
+      const seccomp = filters ? filters[strict ? 'grader' : 'agent'] : null;
       return {
         file: '/bin/sh',
         args: [

@@ -1,5 +1,9 @@
-// A grader's syscall filter: a classic BPF program that bubblewrap installs (--seccomp) before it
-// runs the grader, inherited by everything the grader starts. A grader and the code it grades (the
+// The sandboxes' syscall filters: classic BPF programs that bubblewrap installs (--seccomp) before
+// it runs the command, inherited by everything the command starts.
+// Every sandbox's (`agent`): no kernel keyring calls. Keyrings belong to no namespace bwrap makes: a
+// key one sandbox adds, readable by any user, outlives it and is read by any later one (a branch's
+// judge, a sibling's agent), and setup's or a grader's variables leave the same way.
+// A grader's (`grader`) refuses more. A grader and the code it grades (the
 // agent's solver, its tests) are one user in one PID namespace; without the filter the graded code
 // takes the grader's stdout (pidfd_getfd), rewrites its memory (ptrace, process_vm_writev), or
 // signals the grader's runtime to open its debugger (Node's SIGUSR1 inspector, the JVM's SIGQUIT
@@ -28,7 +32,7 @@ interface Abi {
   /** AUDIT_ARCH_* (linux/audit.h). */
   arch: number;
   /** The refused calls' numbers (asm/unistd.h of the architecture). */
-  refused: Record<(typeof REFUSED_CALLS)[number], number>;
+  refused: Record<(typeof REFUSED_CALLS)[number] | (typeof KEYRING_CALLS)[number], number>;
   /** The calls that send a signal, and which argument is the signal. */
   signals: Record<(typeof SIGNAL_CALLS)[number], [nr: number, arg: number]>;
   /** fcntl: F_SETSIG (its arg 1) names the signal (its arg 2) a file's owner gets. */
@@ -36,15 +40,20 @@ interface Abi {
   x32: boolean;
 }
 
-/** The calls the filter refuses, by name. */
+/** The calls a grader's filter refuses, by name. */
 const REFUSED_CALLS = ['ptrace', 'process_vm_readv', 'process_vm_writev', 'pidfd_getfd'] as const;
+/** The kernel keyring's calls: every filter refuses them. */
+const KEYRING_CALLS = ['add_key', 'request_key', 'keyctl'] as const;
 /** The calls that send a signal: refused for DEBUGGER_SIGNALS. */
 const SIGNAL_CALLS = ['kill', 'tkill', 'tgkill', 'rt_sigqueueinfo', 'rt_tgsigqueueinfo', 'pidfd_send_signal'] as const;
 
 const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
   x64: {
     arch: 0xc000003e,
-    refused: { ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, pidfd_getfd: 438 },
+    refused: {
+      ...{ ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, pidfd_getfd: 438 },
+      ...{ add_key: 248, request_key: 249, keyctl: 250 },
+    },
     signals: {
       kill: [62, 1],
       tkill: [200, 1],
@@ -58,7 +67,10 @@ const ABIS: Partial<Record<NodeJS.Architecture, Abi>> = {
   },
   arm64: {
     arch: 0xc00000b7,
-    refused: { ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, pidfd_getfd: 438 },
+    refused: {
+      ...{ ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, pidfd_getfd: 438 },
+      ...{ add_key: 217, request_key: 218, keyctl: 219 },
+    },
     signals: {
       kill: [129, 1],
       tkill: [130, 1],
@@ -77,14 +89,17 @@ type Instruction = [code: number, jt: number, jf: number, k: number];
 /** fcntl's F_SETSIG (linux/fcntl.h). */
 const F_SETSIG = 10;
 
+export type FilterProfile = 'agent' | 'grader';
+
 /**
- * The filter for this machine's architecture, as bubblewrap reads it (struct sock_filter, native
- * byte order: both architectures are little-endian); null on an architecture it does not know.
+ * A profile's filter for this machine's architecture, as bubblewrap reads it (struct sock_filter,
+ * native byte order: both architectures are little-endian); null on an architecture it does not know.
  */
-export function seccompFilter(arch: NodeJS.Architecture = process.arch): Buffer | null {
+export function seccompFilter(profile: FilterProfile, arch: NodeJS.Architecture = process.arch): Buffer | null {
   const abi = ABIS[arch];
   if (!abi) return null;
-  const numbers = REFUSED_CALLS.map((name) => abi.refused[name]);
+  const grader = profile === 'grader';
+  const numbers = [...(grader ? REFUSED_CALLS : []), ...KEYRING_CALLS].map((name) => abi.refused[name]);
   const n = DEBUGGER_SIGNALS.length;
   // Per signal call: not it, skip the block; else load the signal and refuse the debugger's.
   const refuseSignal = (arg: number): Instruction[] => [
@@ -93,17 +108,19 @@ export function seccompFilter(arch: NodeJS.Architecture = process.arch): Buffer 
     [RET_K, 0, 0, RET_ALLOW],
     [RET_K, 0, 0, RET_EPERM],
   ];
-  const signalBlocks: Instruction[] = [
-    ...SIGNAL_CALLS.flatMap((name): Instruction[] => {
-      const [nr, arg] = abi.signals[name];
-      return [[JEQ_K, 0, n + 3, nr], ...refuseSignal(arg)];
-    }),
-    // fcntl(fd, F_SETSIG, sig): only F_SETSIG's signal is looked at; any other fcntl is allowed.
-    [JEQ_K, 0, n + 5, abi.fcntl],
-    [LD_W_ABS, 0, 0, offsetOfArg(1)],
-    [JEQ_K, 0, n + 1, F_SETSIG],
-    ...refuseSignal(2),
-  ];
+  const signalBlocks: Instruction[] = !grader
+    ? []
+    : [
+        ...SIGNAL_CALLS.flatMap((name): Instruction[] => {
+          const [nr, arg] = abi.signals[name];
+          return [[JEQ_K, 0, n + 3, nr], ...refuseSignal(arg)];
+        }),
+        // fcntl(fd, F_SETSIG, sig): only F_SETSIG's signal is looked at; any other fcntl is allowed.
+        [JEQ_K, 0, n + 5, abi.fcntl],
+        [LD_W_ABS, 0, 0, offsetOfArg(1)],
+        [JEQ_K, 0, n + 1, F_SETSIG],
+        ...refuseSignal(2),
+      ];
   const program: Instruction[] = [
     [LD_W_ABS, 0, 0, OFFSET_ARCH],
     // Another ABI: refused (the jump skips the refusal when the arch is the machine's).

@@ -46,7 +46,7 @@ function run(program: Buffer, data: { arch: number; nr: number; args?: number[] 
 
 describe('the syscall filter', () => {
   it('on x86_64 refuses ptrace, process_vm_readv/writev and pidfd_getfd, every x32 and 32-bit call, and allows the rest', () => {
-    const f = seccompFilter('x64');
+    const f = seccompFilter('grader', 'x64');
     if (!f) throw new Error('x64 has a filter');
     for (const nr of [101, 310, 311, 438]) expect(run(f, { arch: X86_64, nr }), `nr ${nr}`).toBe(EPERM);
     // read, write, openat, clone, execve, socket, connect, pidfd_open, kill: allowed.
@@ -58,7 +58,7 @@ describe('the syscall filter', () => {
   });
 
   it("on arm64 refuses the same calls by arm64's numbers", () => {
-    const f = seccompFilter('arm64');
+    const f = seccompFilter('grader', 'arm64');
     if (!f) throw new Error('arm64 has a filter');
     for (const nr of [117, 270, 271, 438]) expect(run(f, { arch: AARCH64, nr }), `nr ${nr}`).toBe(EPERM);
     for (const nr of [63, 64, 56, 220, 221, 198, 101, 310])
@@ -67,7 +67,7 @@ describe('the syscall filter', () => {
   });
 
   it('refuses sending the debugger signals (SIGUSR1, SIGQUIT), by every call that sends one, fcntl F_SETSIG included', () => {
-    const f = seccompFilter('x64');
+    const f = seccompFilter('grader', 'x64');
     if (!f) throw new Error('x64 has a filter');
     // kill(pid, sig), tkill(tid, sig), rt_sigqueueinfo(pid, sig), pidfd_send_signal(fd, sig): the signal second;
     // tgkill(tgid, tid, sig), rt_tgsigqueueinfo(tgid, tid, sig): third.
@@ -89,7 +89,7 @@ describe('the syscall filter', () => {
     // Any other fcntl, whatever its third argument: F_SETOWN (8), F_GETFL (3), F_SETFL (4), F_DUPFD (0).
     for (const cmd of [8, 3, 4, 0])
       expect(run(f, { arch: X86_64, nr: 72, args: [5, cmd, 10] }), `cmd ${cmd}`).toBe(ALLOW);
-    const arm = seccompFilter('arm64');
+    const arm = seccompFilter('grader', 'arm64');
     if (!arm) throw new Error('arm64 has a filter');
     expect(run(arm, { arch: AARCH64, nr: 129, args: [7, 10] })).toBe(EPERM);
     expect(run(arm, { arch: AARCH64, nr: 131, args: [7, 7, 3] })).toBe(EPERM);
@@ -98,8 +98,30 @@ describe('the syscall filter', () => {
     expect(run(arm, { arch: AARCH64, nr: 129, args: [7, 15] })).toBe(ALLOW);
   });
 
+  it("refuses the kernel keyring's calls in every sandbox; an agent's refuses nothing else of its own ABI", () => {
+    const keyrings = { x64: [X86_64, [248, 249, 250]], arm64: [AARCH64, [217, 218, 219]] } as const;
+    for (const [abi, [arch, calls]] of Object.entries(keyrings)) {
+      const [agent, grader] = [
+        seccompFilter('agent', abi as NodeJS.Architecture),
+        seccompFilter('grader', abi as NodeJS.Architecture),
+      ];
+      if (!agent || !grader) throw new Error(`${abi} has filters`);
+      for (const nr of calls) {
+        expect(run(agent, { arch, nr }), `${abi} agent nr ${nr}`).toBe(EPERM);
+        expect(run(grader, { arch, nr }), `${abi} grader nr ${nr}`).toBe(EPERM);
+      }
+    }
+    const agent = seccompFilter('agent', 'x64') as Buffer;
+    // ptrace, process_vm_*, pidfd_getfd, kill SIGUSR1, fcntl F_SETSIG: the agent's own debuggers use them.
+    for (const [nr, args] of [[101], [310], [311], [438], [62, [7, 10]], [72, [5, 10, 10]]] as [number, number[]?][])
+      expect(run(agent, { arch: X86_64, nr, ...(args ? { args } : {}) }), `nr ${nr}`).toBe(ALLOW);
+    expect(run(agent, { arch: I386, nr: 286 })).toBe(EPERM);
+    expect(run(agent, { arch: X86_64, nr: 0x40000000 + 248 })).toBe(EPERM);
+  });
+
   it('has none for an architecture it does not know', () => {
-    expect(seccompFilter('riscv64')).toBeNull();
+    expect(seccompFilter('grader', 'riscv64')).toBeNull();
+    expect(seccompFilter('agent', 'riscv64')).toBeNull();
   });
 });
 
