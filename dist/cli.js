@@ -7392,6 +7392,7 @@ var RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
 var RECORDED_CHANGES_MAX_FILES = 1e5;
 var PINNED_PROTECTED_MAX_FILES = 256;
 var UNTRACKED_CANDIDATES_MAX_FILES = 5e3;
+var REPORTED_FIGURE_MAX = 1e15;
 var CONTEXT_PATH_MAX_BYTES = 2048;
 var CONTEXT_FILE_MAX_BYTES = 256 * MiB;
 var CONTEXT_MAX_BYTES = 1 * GiB;
@@ -7685,11 +7686,15 @@ var RET_EPERM = 327680 | 1;
 var X32_SYSCALL_BIT = 1073741824;
 var DEBUGGER_SIGNALS = [10, 3];
 var REFUSED_CALLS = ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"];
+var KEYRING_CALLS = ["add_key", "request_key", "keyctl"];
 var SIGNAL_CALLS = ["kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal"];
 var ABIS = {
   x64: {
     arch: 3221225534,
-    refused: { ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, pidfd_getfd: 438 },
+    refused: {
+      ...{ ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, pidfd_getfd: 438 },
+      ...{ add_key: 248, request_key: 249, keyctl: 250 }
+    },
     signals: {
       kill: [62, 1],
       tkill: [200, 1],
@@ -7703,7 +7708,10 @@ var ABIS = {
   },
   arm64: {
     arch: 3221225655,
-    refused: { ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, pidfd_getfd: 438 },
+    refused: {
+      ...{ ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, pidfd_getfd: 438 },
+      ...{ add_key: 217, request_key: 218, keyctl: 219 }
+    },
     signals: {
       kill: [129, 1],
       tkill: [130, 1],
@@ -7717,10 +7725,11 @@ var ABIS = {
   }
 };
 var F_SETSIG = 10;
-function seccompFilter(arch = process.arch) {
+function seccompFilter(profile, arch = process.arch) {
   const abi = ABIS[arch];
   if (!abi) return null;
-  const numbers = REFUSED_CALLS.map((name2) => abi.refused[name2]);
+  const grader = profile === "grader";
+  const numbers = [...grader ? REFUSED_CALLS : [], ...KEYRING_CALLS].map((name2) => abi.refused[name2]);
   const n = DEBUGGER_SIGNALS.length;
   const refuseSignal = (arg) => [
     [LD_W_ABS, 0, 0, offsetOfArg(arg)],
@@ -7728,7 +7737,7 @@ function seccompFilter(arch = process.arch) {
     [RET_K, 0, 0, RET_ALLOW],
     [RET_K, 0, 0, RET_EPERM]
   ];
-  const signalBlocks = [
+  const signalBlocks = !grader ? [] : [
     ...SIGNAL_CALLS.flatMap((name2) => {
       const [nr, arg] = abi.signals[name2];
       return [[JEQ_K, 0, n + 3, nr], ...refuseSignal(arg)];
@@ -7808,7 +7817,8 @@ async function probe() {
       account.release();
     }
   };
-  const known = seccompFilter();
+  const [agent, grader] = [seccompFilter("agent"), seccompFilter("grader")];
+  const known = agent && grader ? { agent, grader } : null;
   const tries = [
     ...known ? [{ filter: known, name: bwrapName }] : [],
     { filter: null, name: `${bwrapName}, no syscall filter (${known ? "bwrap refused it" : process.arch})` }
@@ -7863,7 +7873,7 @@ function userShared() {
   const kernel = release();
   return countsPerNamespace(kernel) ? null : `Linux ${kernel} counts a user's processes in every namespace together; 5.14 and later count each sandbox's apart`;
 }
-function bubblewrap(name2, as, nproc, filter) {
+function bubblewrap(name2, as, nproc, filters) {
   const prelude = `echo 1000 2>/dev/null > /proc/self/oom_score_adj; ${as === "uid" ? "umask 002; " : ""}exec "$0" "$@"`;
   const pool2 = as === "uid" ? new UidPool(process.pid) : null;
   const free = () => {
@@ -7887,7 +7897,7 @@ function bubblewrap(name2, as, nproc, filter) {
     wrap(c, cwd, file2, args) {
       const mounts = mountArgs(c);
       const strict = c.grader === true;
-      const seccomp = strict ? filter : null;
+      const seccomp = filters ? filters[strict ? "grader" : "agent"] : null;
       return {
         file: "/bin/sh",
         args: [
@@ -8237,30 +8247,30 @@ function readOutput(child, options, stop3) {
 }
 function openLog(path, maxBytes, stop3) {
   const stream = createWriteStream(path, { flags: "a" });
-  let open4 = stream;
+  let open3 = stream;
   let logged = 0;
   let problem2 = null;
   const closed = new Promise((resolve8) => stream.once("close", () => resolve8()));
   stream.on("error", (e) => {
     problem2 ??= e.message;
-    open4 = void 0;
+    open3 = void 0;
     stop3(LOG_FULL);
   });
   const write = (d) => {
-    if (!open4) return;
+    if (!open3) return;
     logged += Buffer.byteLength(d);
     if (logged <= maxBytes) {
-      open4.write(d);
+      open3.write(d);
       return;
     }
-    open4.write(`
+    open3.write(`
 [forkflush: the output passed ${maxBytes} bytes here; the command was stopped]
 `);
-    open4.end();
-    open4 = void 0;
+    open3.end();
+    open3 = void 0;
     stop3(LOG_FULL);
   };
-  return { write, end: () => open4?.end(), closed, problem: () => problem2 };
+  return { write, end: () => open3?.end(), closed, problem: () => problem2 };
 }
 var Tail = class {
   constructor(max) {
@@ -30331,11 +30341,11 @@ function voidReason(episodes) {
 // src/core/reconcile.ts
 function reconcile(state) {
   if (state.status === "finished") return [];
-  const open4 = state.rounds.find((r) => !r.decision);
-  if (open4) {
-    const pending = open4.episodes.filter((e) => !e.result);
-    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open4.index, episode: e.id }));
-    return [{ type: "decide", round: open4.index, decision: decide(state, open4) }];
+  const open3 = state.rounds.find((r) => !r.decision);
+  if (open3) {
+    const pending = open3.episodes.filter((e) => !e.result);
+    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open3.index, episode: e.id }));
+    return [{ type: "decide", round: open3.index, decision: decide(state, open3) }];
   }
   const round2 = nextRound(state);
   return round2 ? [{ type: "open", round: round2 }] : [{ type: "finish" }];
@@ -30416,9 +30426,9 @@ function dueWork(state, done) {
     if (round2.decision && !done.settled.includes(round2.index))
       work.push({ type: "settle-round", key: `settle:${round2.index}`, round: round2.index });
   }
-  const open4 = state.rounds.find((r) => !r.decision);
-  if (open4 && !done.opened.includes(open4.index))
-    work.push({ type: "open-round", key: `dispatch:${open4.index}`, round: open4.index });
+  const open3 = state.rounds.find((r) => !r.decision);
+  if (open3 && !done.opened.includes(open3.index))
+    work.push({ type: "open-round", key: `dispatch:${open3.index}`, round: open3.index });
   if (state.status === "finished" && !done.finished) work.push({ type: "publish-run", key: "final" });
   if (state.best && state.best.commit !== done.best)
     work.push({ type: "move-best", key: "best", commit: state.best.commit });
@@ -30609,19 +30619,19 @@ function stopReason(state) {
   return cause(state)?.stop ?? null;
 }
 function cause(state) {
-  const open4 = state.rounds.find((r) => !r.decision);
-  if (open4) {
-    const failed = open4.episodes.filter((e) => stoppingFailure(e.result) !== null);
+  const open3 = state.rounds.find((r) => !r.decision);
+  if (open3) {
+    const failed = open3.episodes.filter((e) => stoppingFailure(e.result) !== null);
     const first = failed[0];
     if (first) {
       const f2 = stoppingFailure(first.result);
       const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
       return { stop: agentFailed(first, f2), retry: resumable ? failed : null };
     }
-    const crashed = crashedRun(state, open4);
+    const crashed = crashedRun(state, open3);
     if (crashed) return crashed;
-    if (open4.episodes.length > 0 && open4.episodes.every(setupFailed))
-      return { stop: everySetupFailed(open4, state.config.setup.commands.length > 0), retry: open4.episodes };
+    if (open3.episodes.length > 0 && open3.episodes.every(setupFailed))
+      return { stop: everySetupFailed(open3, state.config.setup.commands.length > 0), retry: open3.episodes };
   }
   const opening = state.rounds[0];
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
@@ -30660,12 +30670,12 @@ function agentFailed(e, f2) {
 function crashedIdle(e) {
   return e.result?.exit === "crash" && e.result.unchanged === true;
 }
-function crashedRun(state, open4) {
+function crashedRun(state, open3) {
   const firstFork = state.rounds.find((r) => r.kind === "fork");
-  if (firstFork === open4 && open4.episodes.length > 1) {
-    const tried = open4.episodes.filter((e) => !setupFailed(e));
-    if (tried.length > 0 && open4.episodes.every((e) => e.result) && tried.every(crashedIdle))
-      return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`, open4);
+  if (firstFork === open3 && open3.episodes.length > 1) {
+    const tried = open3.episodes.filter((e) => !setupFailed(e));
+    if (tried.length > 0 && open3.episodes.every((e) => e.result) && tried.every(crashedIdle))
+      return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`, open3);
     return null;
   }
   const all = allEpisodes(state);
@@ -30673,10 +30683,10 @@ function crashedRun(state, open4) {
   const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
   const streak = [];
   for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i]); i--) streak.unshift(ran[i]);
-  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open4.index) return null;
-  return crashStop(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`, open4);
+  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open3.index) return null;
+  return crashStop(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`, open3);
 }
-function crashStop(crashed, where, open4) {
+function crashStop(crashed, where, open3) {
   const last = crashed.at(-1)?.result;
   const words = last?.failure?.quote || last?.note || "it printed nothing";
   return {
@@ -30684,7 +30694,7 @@ function crashStop(crashed, where, open4) {
       2,
       (q) => `the agent crashed without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${GENERIC_FIX.crash}`
     ),
-    retry: crashed.filter((e) => e.round === open4.index)
+    retry: crashed.filter((e) => e.round === open3.index)
   };
 }
 var RESUME = "resume the run: its round runs again";
@@ -30717,12 +30727,12 @@ var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 function retryStopped(state) {
   if (state.status === "finished") return null;
   const c = cause(state);
-  const open4 = state.rounds.find((r) => !r.decision);
-  if (!c?.retry || c.retry.length === 0 || !open4) return null;
+  const open3 = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open3) return null;
   const ids = new Set(c.retry.map((e) => e.id));
-  const cleared = open4.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
+  const cleared = open3.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
   return {
-    state: { ...state, rounds: state.rounds.map((r) => r === open4 ? { ...r, episodes: cleared } : r) },
+    state: { ...state, rounds: state.rounds.map((r) => r === open3 ? { ...r, episodes: cleared } : r) },
     episodes: c.retry
   };
 }
@@ -31613,11 +31623,11 @@ function spendLine(r) {
   const flagged = r.runs.filter((x) => x.spendOk === false);
   const unit = r.budget.unit;
   const checked = r.runs.filter((x) => x.spendOk !== null).length;
-  const open4 = r.runs.length - checked;
+  const open3 = r.runs.length - checked;
   if (checked === 0) return "No run has ended yet: their spend is checked when they do.";
   if (flagged.length === 0) {
-    const which = open4 === 0 ? "Every run" : `Every run that ended (${checked} of ${r.runs.length})`;
-    return `${which} spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute${open4 === 0 ? "" : " so far"}.`;
+    const which = open3 === 0 ? "Every run" : `Every run that ended (${checked} of ${r.runs.length})`;
+    return `${which} spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute${open3 === 0 ? "" : " so far"}.`;
   }
   const list = flagged.map(
     (x) => `${x.strategy}${r.variants.length > 1 ? ` (${x.variant})` : ""} seed ${x.seed} spent ${formatNumber(x.spent, 2)}${x.status === "stopped" ? " (stopped: no score)" : ""}`
@@ -32572,15 +32582,15 @@ function drawPanel(d, p, ff, unit, f2) {
   );
   const path = (s, key2) => {
     let d0 = "";
-    let open4 = false;
+    let open3 = false;
     for (const q of s.points) {
       const y = q[key2];
       if (y === null) {
-        open4 = false;
+        open3 = false;
         continue;
       }
-      d0 += `${open4 ? "L" : "M"}${f2(px(q.x))} ${f2(py(y))}`;
-      open4 = true;
+      d0 += `${open3 ? "L" : "M"}${f2(px(q.x))} ${f2(py(y))}`;
+      open3 = true;
     }
     return d0;
   };
@@ -32784,8 +32794,7 @@ function globRegExp(pattern) {
 
 // src/io/agent-files.ts
 import { execFile } from "node:child_process";
-import { constants } from "node:fs";
-import { lstat, open as open2, readdir, rename, unlink } from "node:fs/promises";
+import { lstat, readdir, rename, unlink } from "node:fs/promises";
 import { promisify } from "node:util";
 var exec2 = promisify(execFile);
 var NOTHING_CLEANED = {
@@ -32911,19 +32920,6 @@ async function emptyFolder(dir) {
     () => exec2("find", [dir, "-mindepth", "1", "-maxdepth", "1", "-exec", "rm", "-rf", "--", "{}", "+"])
   );
 }
-async function readRegular(path, max = 1e6) {
-  const h = await open2(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
-  if (!h) return null;
-  try {
-    const s = await h.stat();
-    if (!s.isFile()) return null;
-    const buf = Buffer.alloc(Math.min(max, s.size));
-    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
-    return buf.subarray(0, bytesRead).toString("utf8");
-  } finally {
-    await h.close();
-  }
-}
 
 // src/worker/boundary.ts
 async function isolationFor(mode) {
@@ -32933,12 +32929,12 @@ async function isolationFor(mode) {
   }
   const probe3 = await probeSandbox();
   if ("sandbox" in probe3) {
-    const open4 = abstractSockets(readFileSafe("/proc/net/unix"));
+    const open3 = abstractSockets(readFileSafe("/proc/net/unix"));
     return {
       sandbox: probe3.sandbox,
       label: probe3.sandbox.name,
-      ...open4.length > 0 ? {
-        warning: `setup commands can reach ${open4.length} abstract Unix socket(s) of this machine (${open4.slice(0, 3).join(", ")}), since they share the network (setup.network, grader.network): a desktop session (an X server, a session bus) may let them act outside the sandbox; run agents you do not trust where no desktop session runs (README, "Safety")`
+      ...open3.length > 0 ? {
+        warning: `setup commands can reach ${open3.length} abstract Unix socket(s) of this machine (${open3.slice(0, 3).join(", ")}), since they share the network (setup.network, grader.network): a desktop session (an X server, a session bus) may let them act outside the sandbox; run agents you do not trust where no desktop session runs (README, "Safety")`
       } : {}
     };
   }
@@ -33160,8 +33156,262 @@ async function readMap(dir) {
 }
 
 // src/agents/aider.ts
-import { mkdir as mkdir2, readFile as readFile3, writeFile as writeFile2 } from "node:fs/promises";
-import { dirname as dirname4, join as join3, resolve } from "node:path";
+import { mkdir, readFile as readFile2, writeFile } from "node:fs/promises";
+import { dirname as dirname3, join as join3, resolve } from "node:path";
+
+// src/core/pricing.ts
+var PRICES_AS_OF = "2026-11";
+var PER_MILLION = {
+  "claude-opus-4": { input: 15, cachedInput: 1.5, cacheWrite: 18.75, output: 75 },
+  "claude-sonnet-4": { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 },
+  "claude-haiku-4": { input: 1, cachedInput: 0.1, cacheWrite: 1.25, output: 5 },
+  "gpt-5": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
+  "gpt-5-mini": { input: 0.25, cachedInput: 0.025, cacheWrite: 0.25, output: 2 },
+  "gpt-5-codex": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
+  "gemini-2.5-pro": { input: 1.25, cachedInput: 0.3125, cacheWrite: 1.25, output: 10 },
+  "gemini-2.5-flash": { input: 0.3, cachedInput: 0.075, cacheWrite: 0.3, output: 2.5 },
+  "qwen3-coder-plus": { input: 3, cachedInput: 0.6, cacheWrite: 3, output: 15 }
+};
+var PRICED_MODELS = Object.keys(PER_MILLION);
+function entryFor(model) {
+  const key2 = Object.keys(PER_MILLION).filter((name2) => model?.startsWith(name2)).sort((a, b) => b.length - a.length)[0];
+  if (key2) return { name: key2, known: true, ...PER_MILLION[key2] };
+  const dearest = Object.entries(PER_MILLION).sort(([, a], [, b]) => b.output - a.output)[0];
+  return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, known: false, ...dearest[1] };
+}
+function priceTokens(model, t) {
+  const p = entryFor(model);
+  const cached2 = Math.min(t.cachedInput ?? 0, t.input);
+  const written = Math.min(t.cacheWrite ?? 0, t.input - cached2);
+  const fresh = t.input - cached2 - written;
+  const costUsd = (fresh * p.input + cached2 * p.cachedInput + written * p.cacheWrite + t.output * p.output) / 1e6;
+  const rates = `$${p.input}/$${p.cachedInput}/$${p.output} per million tokens in/cached in/out`;
+  return { costUsd, pricedFrom: `forkflush prices of ${PRICES_AS_OF} for ${p.name}: ${rates}` };
+}
+
+// src/core/usage.ts
+var FIELDS = ["input", "cached", "written", "output", "calls"];
+function addUse(t, model, u) {
+  const cost = u.costUsd ?? null;
+  const m = t[model];
+  if (!m) t[model] = { ...counts({ input: 0, cached: 0, written: 0, output: 0, calls: 0, ...u }), costUsd: cost };
+  else {
+    for (const f2 of FIELDS) m[f2] += u[f2] ?? 0;
+    m.costUsd = m.costUsd === null || cost === null ? null : m.costUsd + cost;
+  }
+  return t;
+}
+function counts(u) {
+  return { input: u.input, cached: u.cached, written: u.written, output: u.output, calls: u.calls };
+}
+function sumTallies(...tallies) {
+  const out = {};
+  for (const t of tallies) for (const [model, u] of Object.entries(t ?? {})) addUse(out, model, u);
+  return out;
+}
+function ownShare(before, after) {
+  const share2 = { ...after };
+  const down = [];
+  for (const key2 of Object.keys(after)) {
+    const b = before?.[key2] ?? 0;
+    const a = after[key2];
+    if (a >= b) share2[key2] = a - b;
+    else down.push(String(key2));
+  }
+  return down.length > 0 ? {
+    share: share2,
+    note: `the running totals went down (${down.join(", ")}): the CLI counted afresh, so the totals after the episode are charged as its own`
+  } : { share: share2 };
+}
+function shareOf(before, after) {
+  const share2 = {};
+  let note;
+  for (const [model, a] of Object.entries(after)) {
+    const b = before?.[model];
+    const own2 = ownShare(b ? counts(b) : null, counts(a));
+    note ??= own2.note;
+    const costUsd = a.costUsd === null ? null : b?.costUsd != null && a.costUsd >= b.costUsd ? a.costUsd - b.costUsd : a.costUsd;
+    if (FIELDS.some((f2) => own2.share[f2] > 0)) share2[model] = { ...own2.share, costUsd };
+  }
+  return note ? { share: share2, note } : { share: share2 };
+}
+function spentSince(before, after, rest = {}) {
+  const own2 = shareOf(before, after);
+  return { ...rest, tally: own2.share, notes: [...rest.notes ?? [], ...own2.note ? [own2.note] : []] };
+}
+function usageOf(spent2) {
+  let inputTokens = 0;
+  let outputTokens = 0;
+  let cost = 0;
+  let calls = 0;
+  const priced = /* @__PURE__ */ new Set();
+  for (const [model, m] of Object.entries(spent2.tally)) {
+    inputTokens += m.input;
+    outputTokens += m.output;
+    calls += m.calls;
+    if (m.costUsd !== null) cost += m.costUsd;
+    else if (m.input + m.output > 0) {
+      const p = priceTokens(model.replace(/^.*\//, ""), {
+        input: m.input,
+        cachedInput: m.cached,
+        cacheWrite: m.written,
+        output: m.output
+      });
+      cost += p.costUsd;
+      priced.add(p.pricedFrom);
+    }
+  }
+  return {
+    inputTokens,
+    outputTokens,
+    costUsd: Math.round((spent2.costUsd ?? cost) * 1e9) / 1e9,
+    turns: spent2.turns === void 0 ? calls : spent2.turns,
+    ...priced.size > 0 && spent2.costUsd === void 0 ? { pricedFrom: [...priced].join("; ") } : {}
+  };
+}
+function spendOf(s, u) {
+  if (s.unit === "tokens") return u.inputTokens + u.outputTokens;
+  if (s.unit === "usd") return u.costUsd;
+  return null;
+}
+function overrunReason(s, usage2, turns, maxTurns) {
+  if (maxTurns !== void 0 && turns > maxTurns) return `passed agent.max_turns (${maxTurns})`;
+  const spent2 = s.unit === "tokens" ? usage2.inputTokens + usage2.outputTokens : s.unit === "usd" ? usage2.costUsd ?? 0 : 0;
+  if (spent2 <= s.allowance || s.unit !== "tokens" && s.unit !== "usd") return void 0;
+  return s.unit === "tokens" ? `spent ${spent2} tokens of its ${formatNumber(s.allowance, 6)}` : `spent $${formatNumber(spent2, 6)} of its $${formatNumber(s.allowance, 6)}`;
+}
+function settleBounds(s, o, maxTurns) {
+  if (o.exit !== "finished") return o;
+  const measured = s.unit === "tokens" || s.unit === "usd";
+  const turns = o.usage?.turns ?? null;
+  const why = measured && o.reportedSpend !== null && o.reportedSpend > s.allowance ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${formatNumber(s.allowance, 6)} ${s.unit}` : maxTurns !== void 0 && turns !== null && turns > maxTurns ? `it took ${turns} turns, past agent.max_turns (${maxTurns})` : null;
+  if (!why) return o;
+  const note = `an overrun: ${why} (found when the session ended)`;
+  return { ...o, exit: "budget", note: o.note ? `${o.note}; ${note}` : note };
+}
+function believableFigures(o) {
+  const believable = (x) => x === null || Number.isFinite(x) && x >= 0 && x <= REPORTED_FIGURE_MAX;
+  const notes = [];
+  const out = { ...o };
+  if (!believable(o.reportedSpend)) {
+    notes.push(`the agent reported a spend of ${o.reportedSpend}, which cannot be: not taken`);
+    out.reportedSpend = null;
+  }
+  const u = o.usage;
+  if (u && (!validUsage(u) || ![u.inputTokens, u.outputTokens, u.costUsd, u.turns].every(believable))) {
+    notes.push(
+      `the agent reported usage that cannot be (${u.inputTokens} tokens in, ${u.outputTokens} out, $${u.costUsd}, ${u.turns} turns): not taken`
+    );
+    delete out.usage;
+  }
+  if (notes.length > 0) out.note = [o.note, ...notes].filter(Boolean).join("; ");
+  return out;
+}
+
+// src/io/agent-reads.ts
+import { constants } from "node:fs";
+import { open as open2 } from "node:fs/promises";
+var MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
+var CHUNK_BYTES = 8 * 1024 * 1024;
+var MAX_LINE_BYTES = 16 * 1024 * 1024;
+var GrowingFile = class {
+  constructor(locate, offset = 0) {
+    this.locate = locate;
+    this.offset = offset;
+    this.path = typeof locate === "string" ? locate : null;
+  }
+  locate;
+  offset;
+  rest = Buffer.alloc(0);
+  /** Lines too long to keep (dropped, not parsed). */
+  dropped = 0;
+  skipping = false;
+  reading = Promise.resolve();
+  path;
+  /** The whole lines added since the last read, a chunk at most (reads never overlap). */
+  lines() {
+    const next = this.reading.then(() => this.read());
+    this.reading = next.catch(() => {
+    });
+    return next;
+  }
+  /** A last line not ended yet, if any. */
+  unfinished() {
+    return this.skipping ? "" : this.rest.toString("utf8");
+  }
+  /** Every whole line up to the end of the file as it is now, a chunk at a time. */
+  async *remaining() {
+    for (; ; ) {
+      const before = this.offset;
+      for (const line of await this.lines()) yield line;
+      if (this.offset === before) return;
+    }
+  }
+  async read() {
+    if (this.path === null && typeof this.locate !== "string") this.path = await this.locate();
+    if (this.path === null) return [];
+    const chunk = await readFrom(this.path, this.offset, CHUNK_BYTES);
+    if (chunk.length === 0) return [];
+    this.offset += chunk.length;
+    let data = Buffer.concat([this.rest, chunk]);
+    if (this.skipping) {
+      const nl = data.indexOf(10);
+      if (nl === -1) {
+        this.rest = Buffer.alloc(0);
+        return [];
+      }
+      this.skipping = false;
+      data = data.subarray(nl + 1);
+    }
+    const end = data.lastIndexOf(10);
+    this.rest = end === -1 ? data : data.subarray(end + 1);
+    if (this.rest.length > MAX_LINE_BYTES) {
+      this.rest = Buffer.alloc(0);
+      this.skipping = true;
+      this.dropped++;
+    }
+    return end === -1 ? [] : data.subarray(0, end).toString("utf8").split("\n");
+  }
+};
+async function regular(path, none, read2) {
+  const h = await open2(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!h) return none;
+  try {
+    const s = await h.stat();
+    return s.isFile() ? await read2(h, s.size) : none;
+  } finally {
+    await h.close();
+  }
+}
+function readFrom(path, offset, max = MAX_AGENT_FILE_BYTES) {
+  return regular(path, Buffer.alloc(0), async (h, size) => {
+    if (size <= offset) return Buffer.alloc(0);
+    const buf = Buffer.alloc(Math.min(size - offset, max));
+    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
+    return buf.subarray(0, bytesRead);
+  });
+}
+function sizeOf(path) {
+  return regular(path, 0, async (_, size) => size);
+}
+function readRegular(path, max = 1e6) {
+  return regular(path, null, async (h, size) => {
+    const buf = Buffer.alloc(Math.min(max, size));
+    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).toString("utf8");
+  });
+}
+async function followLog(logFile, on2) {
+  const log = new GrowingFile(logFile, await sizeOf(logFile));
+  return async (final) => {
+    if (!final) for (const line of await log.lines()) on2(line);
+    else {
+      for await (const line of log.remaining()) on2(line);
+      const rest = log.unfinished();
+      if (rest) on2(rest);
+    }
+  };
+}
 
 // src/io/git.ts
 var GitError = class extends Error {
@@ -33271,156 +33521,6 @@ var Git = class _Git {
   }
 };
 
-// src/agents/files.ts
-import { constants as constants2, existsSync as existsSync2 } from "node:fs";
-import { mkdir, open as open3, readFile as readFile2, rm, writeFile } from "node:fs/promises";
-import { dirname as dirname3 } from "node:path";
-function* jsonLines(text) {
-  for (const line of text.split("\n")) {
-    const t = line.trim();
-    if (!t.startsWith("{")) continue;
-    try {
-      const v = JSON.parse(t);
-      if (isRecord2(v)) yield v;
-    } catch {
-    }
-  }
-}
-function lastText(text, read2) {
-  let out = null;
-  for (const e of jsonLines(text)) {
-    const v = read2(e);
-    if (typeof v === "string" && v.trim() !== "") out = v;
-  }
-  return out;
-}
-function isRecord2(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-function count2(v) {
-  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
-}
-var MAX_AGENT_FILE_BYTES = 64 * 1024 * 1024;
-var CHUNK_BYTES = 8 * 1024 * 1024;
-var MAX_LINE_BYTES = 16 * 1024 * 1024;
-var GrowingFile = class {
-  constructor(locate, offset = 0) {
-    this.locate = locate;
-    this.offset = offset;
-    this.path = typeof locate === "string" ? locate : null;
-  }
-  locate;
-  offset;
-  rest = Buffer.alloc(0);
-  /** Lines too long to keep (dropped, not parsed). */
-  dropped = 0;
-  skipping = false;
-  reading = Promise.resolve();
-  path;
-  /** The whole lines added since the last read, a chunk at most (reads never overlap). */
-  lines() {
-    const next = this.reading.then(() => this.read());
-    this.reading = next.catch(() => {
-    });
-    return next;
-  }
-  /** A last line not ended yet, if any. */
-  unfinished() {
-    return this.skipping ? "" : this.rest.toString("utf8");
-  }
-  /** Every whole line up to the end of the file as it is now, a chunk at a time. */
-  async *remaining() {
-    for (; ; ) {
-      const before = this.offset;
-      for (const line of await this.lines()) yield line;
-      if (this.offset === before) return;
-    }
-  }
-  async read() {
-    if (this.path === null && typeof this.locate !== "string") this.path = await this.locate();
-    if (this.path === null) return [];
-    const chunk = await readFrom(this.path, this.offset, CHUNK_BYTES);
-    if (chunk.length === 0) return [];
-    this.offset += chunk.length;
-    let data = Buffer.concat([this.rest, chunk]);
-    if (this.skipping) {
-      const nl = data.indexOf(10);
-      if (nl === -1) {
-        this.rest = Buffer.alloc(0);
-        return [];
-      }
-      this.skipping = false;
-      data = data.subarray(nl + 1);
-    }
-    const end = data.lastIndexOf(10);
-    this.rest = end === -1 ? data : data.subarray(end + 1);
-    if (this.rest.length > MAX_LINE_BYTES) {
-      this.rest = Buffer.alloc(0);
-      this.skipping = true;
-      this.dropped++;
-    }
-    return end === -1 ? [] : data.subarray(0, end).toString("utf8").split("\n");
-  }
-};
-async function regular(path, none, read2) {
-  const h = await open3(path, constants2.O_RDONLY | constants2.O_NOFOLLOW | constants2.O_NONBLOCK).catch(() => null);
-  if (!h) return none;
-  try {
-    const s = await h.stat();
-    return s.isFile() ? await read2(h, s.size) : none;
-  } finally {
-    await h.close();
-  }
-}
-function readFrom(path, offset, max = MAX_AGENT_FILE_BYTES) {
-  return regular(path, Buffer.alloc(0), async (h, size) => {
-    if (size <= offset) return Buffer.alloc(0);
-    const buf = Buffer.alloc(Math.min(size - offset, max));
-    const { bytesRead } = await h.read(buf, 0, buf.length, offset);
-    return buf.subarray(0, bytesRead);
-  });
-}
-function sizeOf(path) {
-  return regular(path, 0, async (_, size) => size);
-}
-async function installLogins(files, env) {
-  const installed = [];
-  for (const f2 of files) {
-    const fromEnv = f2.fromEnv ? env[f2.fromEnv]?.trim() : void 0;
-    const fromFile = fromEnv ? null : await readFile2(f2.from, "utf8").catch(() => null);
-    const text = fromEnv || fromFile;
-    if (!text) continue;
-    await mkdir(dirname3(f2.to), { recursive: true });
-    await rm(f2.to, { force: true });
-    await writeFile(f2.to, text, { mode: 384, flag: "wx" });
-    installed.push({ to: f2.to });
-  }
-  return installed;
-}
-async function removeLogins(installed) {
-  for (const login of installed) await rm(login.to, { force: true });
-}
-function hasLogin(files, env) {
-  return files.some((f2) => f2.fromEnv && env[f2.fromEnv]?.trim() || existsSync2(f2.from));
-}
-function anySet(names, env) {
-  return names.some((n) => {
-    const [name2, value] = n.split("=");
-    return value === void 0 ? Boolean(env[name2]) : env[name2] === value;
-  });
-}
-async function followLog(logFile, on2) {
-  const log = new GrowingFile(logFile, await sizeOf(logFile));
-  return async (final) => {
-    if (!final) for (const line of await log.lines()) on2(line);
-    else {
-      for await (const line of log.remaining()) on2(line);
-      const rest = log.unfinished();
-      if (rest) on2(rest);
-    }
-  };
-}
-
 // src/agents/model-apis.ts
 var BEARER = ["authorization"];
 var key = (name2, headers) => ({ name: name2, headers });
@@ -33471,137 +33571,6 @@ var MAX_PROMPT_ARG = 1e5;
 var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function defineSpec(spec) {
   return spec;
-}
-
-// src/agents/pricing.ts
-var PRICES_AS_OF = "2026-11";
-var PER_MILLION = {
-  "claude-opus-4": { input: 15, cachedInput: 1.5, cacheWrite: 18.75, output: 75 },
-  "claude-sonnet-4": { input: 3, cachedInput: 0.3, cacheWrite: 3.75, output: 15 },
-  "claude-haiku-4": { input: 1, cachedInput: 0.1, cacheWrite: 1.25, output: 5 },
-  "gpt-5": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
-  "gpt-5-mini": { input: 0.25, cachedInput: 0.025, cacheWrite: 0.25, output: 2 },
-  "gpt-5-codex": { input: 1.25, cachedInput: 0.125, cacheWrite: 1.25, output: 10 },
-  "gemini-2.5-pro": { input: 1.25, cachedInput: 0.3125, cacheWrite: 1.25, output: 10 },
-  "gemini-2.5-flash": { input: 0.3, cachedInput: 0.075, cacheWrite: 0.3, output: 2.5 },
-  "qwen3-coder-plus": { input: 3, cachedInput: 0.6, cacheWrite: 3, output: 15 }
-};
-var PRICED_MODELS = Object.keys(PER_MILLION);
-function entryFor(model) {
-  const key2 = Object.keys(PER_MILLION).filter((name2) => model?.startsWith(name2)).sort((a, b) => b.length - a.length)[0];
-  if (key2) return { name: key2, known: true, ...PER_MILLION[key2] };
-  const dearest = Object.entries(PER_MILLION).sort(([, a], [, b]) => b.output - a.output)[0];
-  return { name: `${dearest[0]} (${model ?? "unknown model"} is not in the table)`, known: false, ...dearest[1] };
-}
-function priceTokens(model, t) {
-  const p = entryFor(model);
-  const cached2 = Math.min(t.cachedInput ?? 0, t.input);
-  const written = Math.min(t.cacheWrite ?? 0, t.input - cached2);
-  const fresh = t.input - cached2 - written;
-  const costUsd = (fresh * p.input + cached2 * p.cachedInput + written * p.cacheWrite + t.output * p.output) / 1e6;
-  const rates = `$${p.input}/$${p.cachedInput}/$${p.output} per million tokens in/cached in/out`;
-  return { costUsd, pricedFrom: `forkflush prices of ${PRICES_AS_OF} for ${p.name}: ${rates}` };
-}
-
-// src/agents/usage.ts
-var FIELDS = ["input", "cached", "written", "output", "calls"];
-function addUse(t, model, u) {
-  const cost = u.costUsd ?? null;
-  const m = t[model];
-  if (!m) t[model] = { ...counts({ input: 0, cached: 0, written: 0, output: 0, calls: 0, ...u }), costUsd: cost };
-  else {
-    for (const f2 of FIELDS) m[f2] += u[f2] ?? 0;
-    m.costUsd = m.costUsd === null || cost === null ? null : m.costUsd + cost;
-  }
-  return t;
-}
-function counts(u) {
-  return { input: u.input, cached: u.cached, written: u.written, output: u.output, calls: u.calls };
-}
-function sumTallies(...tallies) {
-  const out = {};
-  for (const t of tallies) for (const [model, u] of Object.entries(t ?? {})) addUse(out, model, u);
-  return out;
-}
-function ownShare(before, after) {
-  const share2 = { ...after };
-  const down = [];
-  for (const key2 of Object.keys(after)) {
-    const b = before?.[key2] ?? 0;
-    const a = after[key2];
-    if (a >= b) share2[key2] = a - b;
-    else down.push(String(key2));
-  }
-  return down.length > 0 ? {
-    share: share2,
-    note: `the running totals went down (${down.join(", ")}): the CLI counted afresh, so the totals after the episode are charged as its own`
-  } : { share: share2 };
-}
-function shareOf(before, after) {
-  const share2 = {};
-  let note;
-  for (const [model, a] of Object.entries(after)) {
-    const b = before?.[model];
-    const own2 = ownShare(b ? counts(b) : null, counts(a));
-    note ??= own2.note;
-    const costUsd = a.costUsd === null ? null : b?.costUsd != null && a.costUsd >= b.costUsd ? a.costUsd - b.costUsd : a.costUsd;
-    if (FIELDS.some((f2) => own2.share[f2] > 0)) share2[model] = { ...own2.share, costUsd };
-  }
-  return note ? { share: share2, note } : { share: share2 };
-}
-function spentSince(before, after, rest = {}) {
-  const own2 = shareOf(before, after);
-  return { ...rest, tally: own2.share, notes: [...rest.notes ?? [], ...own2.note ? [own2.note] : []] };
-}
-function usageOf(spent2) {
-  let inputTokens = 0;
-  let outputTokens = 0;
-  let cost = 0;
-  let calls = 0;
-  const priced = /* @__PURE__ */ new Set();
-  for (const [model, m] of Object.entries(spent2.tally)) {
-    inputTokens += m.input;
-    outputTokens += m.output;
-    calls += m.calls;
-    if (m.costUsd !== null) cost += m.costUsd;
-    else if (m.input + m.output > 0) {
-      const p = priceTokens(model.replace(/^.*\//, ""), {
-        input: m.input,
-        cachedInput: m.cached,
-        cacheWrite: m.written,
-        output: m.output
-      });
-      cost += p.costUsd;
-      priced.add(p.pricedFrom);
-    }
-  }
-  return {
-    inputTokens,
-    outputTokens,
-    costUsd: Math.round((spent2.costUsd ?? cost) * 1e9) / 1e9,
-    turns: spent2.turns === void 0 ? calls : spent2.turns,
-    ...priced.size > 0 && spent2.costUsd === void 0 ? { pricedFrom: [...priced].join("; ") } : {}
-  };
-}
-function spendOf(s, u) {
-  if (s.unit === "tokens") return u.inputTokens + u.outputTokens;
-  if (s.unit === "usd") return u.costUsd;
-  return null;
-}
-function overrunReason(s, usage2, turns, maxTurns) {
-  if (maxTurns !== void 0 && turns > maxTurns) return `passed agent.max_turns (${maxTurns})`;
-  const spent2 = s.unit === "tokens" ? usage2.inputTokens + usage2.outputTokens : s.unit === "usd" ? usage2.costUsd ?? 0 : 0;
-  if (spent2 <= s.allowance || s.unit !== "tokens" && s.unit !== "usd") return void 0;
-  return s.unit === "tokens" ? `spent ${spent2} tokens of its ${formatNumber(s.allowance, 6)}` : `spent $${formatNumber(spent2, 6)} of its $${formatNumber(s.allowance, 6)}`;
-}
-function settleBounds(s, o, maxTurns) {
-  if (o.exit !== "finished") return o;
-  const measured = s.unit === "tokens" || s.unit === "usd";
-  const turns = o.usage?.turns ?? null;
-  const why = measured && o.reportedSpend !== null && o.reportedSpend > s.allowance ? `it spent ${Number(o.reportedSpend.toPrecision(6))} of its ${formatNumber(s.allowance, 6)} ${s.unit}` : maxTurns !== void 0 && turns !== null && turns > maxTurns ? `it took ${turns} turns, past agent.max_turns (${maxTurns})` : null;
-  if (!why) return o;
-  const note = `an overrun: ${why} (found when the session ended)`;
-  return { ...o, exit: "budget", note: o.note ? `${o.note}; ${note}` : note };
 }
 
 // src/agents/aider.ts
@@ -33705,11 +33674,11 @@ async function excludeAiderFiles(workdir) {
   if (r.exitCode !== 0) return void 0;
   const file2 = resolve(workdir, r.stdout.trim());
   try {
-    const text = await readFile3(file2, "utf8").catch(() => "");
+    const text = await readFile2(file2, "utf8").catch(() => "");
     if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return void 0;
-    await mkdir2(dirname4(file2), { recursive: true });
+    await mkdir(dirname3(file2), { recursive: true });
     const sep3 = text === "" || text.endsWith("\n") ? "" : "\n";
-    await writeFile2(
+    await writeFile(
       file2,
       `${text}${sep3}# forkflush, aider agent: aider's files in the git root (repo map cache)
 ${EXCLUDE}
@@ -33825,6 +33794,62 @@ import { randomUUID } from "node:crypto";
 import { lstat as lstat2, mkdir as mkdir3, readdir as readdir2, realpath, rename as rename2, rm as rm2 } from "node:fs/promises";
 import { homedir as homedir2 } from "node:os";
 import { join as join4 } from "node:path";
+
+// src/agents/files.ts
+import { existsSync as existsSync2 } from "node:fs";
+import { mkdir as mkdir2, readFile as readFile3, rm, writeFile as writeFile2 } from "node:fs/promises";
+import { dirname as dirname4 } from "node:path";
+function* jsonLines(text) {
+  for (const line of text.split("\n")) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const v = JSON.parse(t);
+      if (isRecord2(v)) yield v;
+    } catch {
+    }
+  }
+}
+function lastText(text, read2) {
+  let out = null;
+  for (const e of jsonLines(text)) {
+    const v = read2(e);
+    if (typeof v === "string" && v.trim() !== "") out = v;
+  }
+  return out;
+}
+function isRecord2(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function count2(v) {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
+}
+async function installLogins(files, env) {
+  const installed = [];
+  for (const f2 of files) {
+    const fromEnv = f2.fromEnv ? env[f2.fromEnv]?.trim() : void 0;
+    const fromFile = fromEnv ? null : await readFile3(f2.from, "utf8").catch(() => null);
+    const text = fromEnv || fromFile;
+    if (!text) continue;
+    await mkdir2(dirname4(f2.to), { recursive: true });
+    await rm(f2.to, { force: true });
+    await writeFile2(f2.to, text, { mode: 384, flag: "wx" });
+    installed.push({ to: f2.to });
+  }
+  return installed;
+}
+async function removeLogins(installed) {
+  for (const login of installed) await rm(login.to, { force: true });
+}
+function hasLogin(files, env) {
+  return files.some((f2) => f2.fromEnv && env[f2.fromEnv]?.trim() || existsSync2(f2.from));
+}
+function anySet(names, env) {
+  return names.some((n) => {
+    const [name2, value] = n.split("=");
+    return value === void 0 ? Boolean(env[name2]) : env[name2] === value;
+  });
+}
 
 // src/agents/transcript.ts
 function eachEvent(text, other, on2) {
@@ -34973,12 +34998,12 @@ function jsonBlocks(lines2) {
   const blocks = [];
   for (let i = 0; i < lines2.length; i++) {
     const line = lines2[i];
-    const open4 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
-    if (open4 < 0 || open4 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open4))) continue;
+    const open3 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
+    if (open3 < 0 || open3 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open3))) continue;
     for (let j = i + 1; j < lines2.length; j++) {
       if (lines2[j] !== "}") continue;
       try {
-        blocks.push([JSON.parse([line.slice(open4), ...lines2.slice(i + 1, j + 1)].join("\n")), i, j]);
+        blocks.push([JSON.parse([line.slice(open3), ...lines2.slice(i + 1, j + 1)].join("\n")), i, j]);
         i = j;
         break;
       } catch {
@@ -35372,7 +35397,7 @@ function adapterOf(spec, agent) {
           seconds: 0,
           failure: { kind: "auth", quote: missing }
         };
-      return settleBounds(s, await runSession(spec, agent, s), agent.max_turns);
+      return settleBounds(s, believableFigures(await runSession(spec, agent, s)), agent.max_turns);
     }
   };
 }
@@ -36593,14 +36618,14 @@ function egressWay(env) {
   };
   const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
-  const open4 = (host, port, reach, tls) => dials(async () => {
+  const open3 = (host, port, reach, tls) => dials(async () => {
     const via = machine.for(host, tls);
     if (via) return track(await tunnel(via, host, port));
     const address = isIP2(host) ? host : (await lookup(host)).address;
     if (reach === "wildcard" && isInternal(address)) throw new Refused(`${host} is at an internal address`);
     return track(await dial(address, port));
   });
-  return { refused, sockets, track, refuse: refuse2, machine, open: open4 };
+  return { refused, sockets, track, refuse: refuse2, machine, open: open3 };
 }
 function connectHandler(o, out) {
   return (req, client, head) => {
@@ -37317,13 +37342,13 @@ import { stat as stat4 } from "node:fs/promises";
 import { dirname as dirname8, isAbsolute as isAbsolute3, relative, resolve as resolve2 } from "node:path";
 
 // src/io/executables.ts
-import { constants as constants3 } from "node:fs";
+import { constants as constants2 } from "node:fs";
 import { access, stat as stat3 } from "node:fs/promises";
 import { delimiter as delimiter2, isAbsolute as isAbsolute2, join as join16 } from "node:path";
 async function isExecutable(file2) {
   const s = await stat3(file2).catch(() => null);
   if (!s?.isFile()) return false;
-  return access(file2, constants3.X_OK).then(
+  return access(file2, constants2.X_OK).then(
     () => true,
     () => false
   );
@@ -37595,7 +37620,7 @@ import { join as join20 } from "node:path";
 
 // src/worker/setup.ts
 import { createHash, randomBytes as randomBytes4 } from "node:crypto";
-import { constants as constants4 } from "node:fs";
+import { constants as constants3 } from "node:fs";
 import { appendFile as appendFile3, cp, mkdir as mkdir11, readFile as readFile5, rename as rename5, rm as rm12, stat as stat5, writeFile as writeFile11 } from "node:fs/promises";
 import { dirname as dirname9, join as join19 } from "node:path";
 async function runSetup(o) {
@@ -37787,7 +37812,7 @@ var COPY = {
   preserveTimestamps: true,
   force: true,
   errorOnExist: false,
-  mode: constants4.COPYFILE_FICLONE
+  mode: constants3.COPYFILE_FICLONE
 };
 async function exists(path) {
   return stat5(path).then(
@@ -39191,19 +39216,19 @@ async function openRun(dir, id) {
     isolation
   };
 }
-async function retryStop(open4) {
-  if (!retryStopped(open4.state)) return null;
-  const release2 = await open4.store.lock();
+async function retryStop(open3) {
+  if (!retryStopped(open3.state)) return null;
+  const release2 = await open3.store.lock();
   try {
-    const saved = await open4.store.load();
+    const saved = await open3.store.load();
     const retried = retryStopped(saved);
     if (!retried) {
-      open4.state = saved;
+      open3.state = saved;
       return null;
     }
-    for (const e of retried.episodes) await open4.forge.reopenEpisode(saved, e);
-    await open4.store.save(retried.state);
-    open4.state = retried.state;
+    for (const e of retried.episodes) await open3.forge.reopenEpisode(saved, e);
+    await open3.store.save(retried.state);
+    open3.state = retried.state;
     return retried.episodes[0]?.round ?? null;
   } finally {
     await release2();
@@ -39345,19 +39370,19 @@ var CompareRuns = class {
     const { m, base } = this.c;
     const e = m.entries[i];
     const label = `run ${i + 1} of ${m.entries.length} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ""}, seed ${e.seed})`;
-    const open4 = await this.openEntry(e, width);
-    this.states.set(open4.state.id, open4.state);
-    this.spentAtStart.set(open4.state.id, this.spentAtStart.get(open4.state.id) ?? spent(open4.state));
-    if (runDone(open4.state)) return;
+    const open3 = await this.openEntry(e, width);
+    this.states.set(open3.state.id, open3.state);
+    this.spentAtStart.set(open3.state.id, this.spentAtStart.get(open3.state.id) ?? spent(open3.state));
+    if (runDone(open3.state)) return;
     this.o.log(
-      `${this.clock()} ${label}: ${open4.state.rounds.length > 0 ? "resumed" : "started"} as run ${open4.state.id}`
+      `${this.clock()} ${label}: ${open3.state.rounds.length > 0 ? "resumed" : "started"} as run ${open3.state.id}`
     );
     const t0 = Date.now();
-    const result = await drive(open4.state, {
-      store: open4.store,
-      forge: open4.forge,
-      info: { ...open4.info, concurrency: width },
-      isolation: open4.isolation,
+    const result = await drive(open3.state, {
+      store: open3.store,
+      forge: open3.forge,
+      info: { ...open3.info, concurrency: width },
+      isolation: open3.isolation,
       signal: this.signal,
       ...this.o.env ? { env: this.o.env } : {},
       onEvent: (ev) => {
@@ -39371,8 +39396,8 @@ var CompareRuns = class {
     });
     this.states.set(result.state.id, result.state);
     if (result.problem) throw new Error(`${label}: ${result.problem}`);
-    const { repo, taskDir: where, scratch } = open4.info;
-    await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
+    const { repo, taskDir: where, scratch } = open3.info;
+    await writeReports(open3.store, result.state, { repo, taskDir: where, scratch });
     if (result.stopped && result.stopped.code === 2 && !this.failure) {
       this.failure = { code: 2, message: `${label}: ${result.stopped.message}` };
       this.halt.abort("setup");
@@ -39390,16 +39415,16 @@ var CompareRuns = class {
   /** The entry's run: its own, or (gone, or its setup could not work) one adopted or started anew. */
   async openEntry(e, width) {
     const { m, dir, taskDir, configPathInRepo } = this.c;
-    let open4 = e.run ? await openRun(taskDir, e.run).catch(() => null) : null;
-    if (e.run && (!open4 || runStop(open4.state)?.code === 2)) {
+    let open3 = e.run ? await openRun(taskDir, e.run).catch(() => null) : null;
+    if (e.run && (!open3 || runStop(open3.state)?.code === 2)) {
       e.abandoned = [...e.abandoned ?? [], e.run];
-      [open4, e.run] = [null, null];
+      [open3, e.run] = [null, null];
     }
-    if (open4) return open4;
+    if (open3) return open3;
     const variant = m.variants.find((v) => v.name === e.variant);
     const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join29(dir, `variant-${variant.name}.yml`);
-    open4 = await adopt(taskDir, m, e, configFile);
-    if (!open4) {
+    open3 = await adopt(taskDir, m, e, configFile);
+    if (!open3) {
       const start2 = this.startLock.then(
         () => startRun({
           dir: taskDir,
@@ -39413,13 +39438,13 @@ var CompareRuns = class {
       );
       this.startLock = start2.catch(() => {
       });
-      open4 = await start2;
+      open3 = await start2;
     }
-    e.run = open4.state.id;
+    e.run = open3.state.id;
     await this.save();
-    for (const w of open4.warnings) if (!this.noted.has(w)) this.o.log(`${this.clock()} note: ${w}`);
-    for (const w of open4.warnings) this.noted.add(w);
-    return open4;
+    for (const w of open3.warnings) if (!this.noted.has(w)) this.o.log(`${this.clock()} note: ${w}`);
+    for (const w of open3.warnings) this.noted.add(w);
+    return open3;
   }
 };
 
@@ -41411,19 +41436,19 @@ the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTai
 }
 
 // src/cli/drive.ts
-function sandboxLine(open4) {
-  return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
+function sandboxLine(open3) {
+  return open3.isolation.sandbox ? `${open3.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open3.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
-async function driveRun(open4, io) {
+async function driveRun(open3, io) {
   const start2 = Date.now();
   const view = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
   let result;
   try {
-    result = await drive(open4.state, {
-      store: open4.store,
-      forge: open4.forge,
-      info: open4.info,
-      isolation: open4.isolation,
+    result = await drive(open3.state, {
+      store: open3.store,
+      forge: open3.forge,
+      info: open3.info,
+      isolation: open3.isolation,
       onEvent: (e) => view.onEvent(e),
       ...io.signal ? { signal: io.signal } : {},
       ...io.env ? { env: io.env } : {}
@@ -41431,14 +41456,14 @@ async function driveRun(open4, io) {
   } finally {
     view.close();
   }
-  open4.state = result.state;
+  open3.state = result.state;
   if (result.stopped) {
-    await writeReports(open4.store, result.state, placeOf(open4));
-    const resume = retryStopped(result.state) ? `; after the fix: forkflush resume ${open4.info.taskDir} --run ${result.state.id}` : "";
+    await writeReports(open3.store, result.state, placeOf(open3));
+    const resume = retryStopped(result.state) ? `; after the fix: forkflush resume ${open3.info.taskDir} --run ${result.state.id}` : "";
     io.stderr.write(`
 forkflush: ${result.stopped.message}${resume}
 `);
-    io.stdout.write(`report: ${open4.store.path("report.md")}
+    io.stdout.write(`report: ${open3.store.path("report.md")}
 `);
     return result.stopped.code;
   }
@@ -41446,39 +41471,39 @@ forkflush: ${result.stopped.message}${resume}
     io.stderr.write(
       `
 forkflush: ${result.problem}
-then: forkflush resume ${open4.info.taskDir} --run ${result.state.id}
+then: forkflush resume ${open3.info.taskDir} --run ${result.state.id}
 `
     );
     return 1;
   }
   if (result.interrupted) {
-    await writeReports(open4.store, result.state, placeOf(open4));
+    await writeReports(open3.store, result.state, placeOf(open3));
     io.stdout.write(
       `
-interrupted: finished episodes are saved. Continue with: forkflush resume ${open4.info.taskDir} --run ${result.state.id}
+interrupted: finished episodes are saved. Continue with: forkflush resume ${open3.info.taskDir} --run ${result.state.id}
 `
     );
     return 130;
   }
-  return printResult(open4, io);
+  return printResult(open3, io);
 }
-var placeOf = (open4) => ({ repo: open4.info.repo, taskDir: open4.info.taskDir, scratch: open4.info.scratch });
-async function printResult(open4, io) {
-  const state = open4.state;
-  const { report, chart } = await writeReports(open4.store, state, placeOf(open4));
+var placeOf = (open3) => ({ repo: open3.info.repo, taskDir: open3.info.taskDir, scratch: open3.info.scratch });
+async function printResult(open3, io) {
+  const state = open3.state;
+  const { report, chart } = await writeReports(open3.store, state, placeOf(open3));
   io.stdout.write(`
 ${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
 
 ${summary(state)}
 `);
-  const where = open4.info.scratch ? ` (in ${open4.info.repo})` : "";
+  const where = open3.info.scratch ? ` (in ${open3.info.repo})` : "";
   io.stdout.write(
     `lineage: ${lineageBranch(state.id, 0, state.lineages.length)}${where}
 report:  ${report}
 chart:   ${chart}
 `
   );
-  const home = takeHomeLines(state, placeOf(open4));
+  const home = takeHomeLines(state, placeOf(open3));
   if (home.length > 0) io.stdout.write(`
 ${home.join("\n")}
 `);
@@ -41495,37 +41520,37 @@ ${home.join("\n")}
 
 // src/cli/resume.ts
 async function resumeCommand(dir, p, io) {
-  const open4 = await openRun(dir, str2(p.values.run));
-  if (open4.state.status === "finished") {
-    io.stdout.write(`run ${open4.state.id} is already finished.
+  const open3 = await openRun(dir, str2(p.values.run));
+  if (open3.state.status === "finished") {
+    io.stdout.write(`run ${open3.state.id} is already finished.
 `);
-    return printResult(open4, io);
+    return printResult(open3, io);
   }
-  const driver = await open4.store.driver();
+  const driver = await open3.store.driver();
   if (driver !== null)
     throw new UserError(
-      `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
+      `run ${open3.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
     );
-  const stop3 = runStop(open4.state);
-  if (stop3 && !retryStopped(open4.state)) {
-    io.stderr.write(`forkflush: run ${open4.state.id} stopped: ${stop3.message}
+  const stop3 = runStop(open3.state);
+  if (stop3 && !retryStopped(open3.state)) {
+    io.stderr.write(`forkflush: run ${open3.state.id} stopped: ${stop3.message}
 `);
     return stop3.code;
   }
-  for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
+  for (const w of open3.warnings) io.stderr.write(`forkflush: note: ${w}
 `);
-  io.stdout.write(`forkflush: resuming run ${open4.state.id}
-sandbox: ${sandboxLine(open4)}
+  io.stdout.write(`forkflush: resuming run ${open3.state.id}
+sandbox: ${sandboxLine(open3)}
 `);
-  const stopping = retryStopped(open4.state)?.episodes ?? [];
-  const again = await retryStop(open4);
+  const stopping = retryStopped(open3.state)?.episodes ?? [];
+  const again = await retryStop(open3);
   if (again !== null)
     io.stdout.write(
       stopping.every(setupFailed) ? `round ${again}: every branch's setup failed last time; running it again
 ` : `round ${again}: ${stopping.map((e) => e.id).join(", ")} stopped the run last time; running ${stopping.length === 1 ? "it" : "them"} again
 `
     );
-  return driveRun(open4, io);
+  return driveRun(open3, io);
 }
 
 // src/cli/smoke.ts
@@ -41617,7 +41642,7 @@ async function runCommand(dir, p, io) {
   const v = p.values;
   if (v.smoke === true) return smoke({ dir, configFile: str2(v.config), overrides: readOverrides(v) }, io);
   const dryRun = v["dry-run"] === true;
-  const open4 = await startRun({
+  const open3 = await startRun({
     dir,
     ...v.config ? { configFile: str2(v.config) } : {},
     overrides: readOverrides(v),
@@ -41628,13 +41653,13 @@ async function runCommand(dir, p, io) {
     dryRun,
     ...io.env ? { env: io.env } : {}
   });
-  for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
+  for (const w of open3.warnings) io.stderr.write(`forkflush: note: ${w}
 `);
-  const s = open4.state;
+  const s = open3.state;
   const c = s.config;
   io.stdout.write(
     `forkflush ${dryRun ? "dry run" : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}${widthText(c)}, seed ${s.seed}
-sandbox: ${sandboxLine(open4)}
+sandbox: ${sandboxLine(open3)}
 initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}
 `
   );
@@ -41649,25 +41674,25 @@ ${unscored}the checks passed; no agent was started. Run it: forkflush run ${dir}
     );
     return 0;
   }
-  return driveRun(open4, io);
+  return driveRun(open3, io);
 }
 
 // src/cli/status.ts
 async function statusCommand(dir, p, io) {
-  const open4 = await openRun(dir, str2(p.values.run));
-  const { state } = open4;
-  const pid = state.status === "finished" ? null : await open4.store.driver();
+  const open3 = await openRun(dir, str2(p.values.run));
+  const { state } = open3;
+  const pid = state.status === "finished" ? null : await open3.store.driver();
   const stop3 = pid === null ? runStop(state) : null;
   const resumable = state.status !== "finished" && pid === null && (!stop3 || retryStopped(state) !== null);
   const resume = resumable ? `forkflush resume ${dir} --run ${state.id}` : null;
   if (p.values.json) {
-    const json2 = statusJson(state, { folder: open4.store.dir, live: pid ? { pid } : null, resume });
+    const json2 = statusJson(state, { folder: open3.store.dir, live: pid ? { pid } : null, resume });
     io.stdout.write(`${JSON.stringify(json2, null, 2)}
 `);
     return 0;
   }
   const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : stop3 ? ", stopped" : ", interrupted";
-  io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
+  io.stdout.write(`run ${state.id} (${open3.store.dir})${where}
 ${summary(state)}
 `);
   const current = state.rounds.find((r) => !r.decision);

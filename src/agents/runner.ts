@@ -7,7 +7,7 @@ import type { Config } from '../core/config.js';
 import { type AgentFailure, type FailureKind, recognizeFailure } from '../core/failure.js';
 import type { ExitReason } from '../core/state.js';
 import { failureLine } from '../core/text.js';
-import { overrunReason, type Spent, settleBounds, spendOf, usageOf } from '../core/usage.js';
+import { believableFigures, overrunReason, type Spent, settleBounds, spendOf, usageOf } from '../core/usage.js';
 import { readRegular } from '../io/agent-reads.js';
 import { couldNotStart, LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
@@ -34,7 +34,7 @@ export function adapterOf<S>(spec: AgentSpec<S>, agent: Config['agent']): AgentA
           seconds: 0,
           failure: { kind: 'auth', quote: missing },
         };
-      return settleBounds(s, await runSession(spec, agent, s), agent.max_turns);
+      return settleBounds(s, believableFigures(await runSession(spec, agent, s)), agent.max_turns);
     },
   };
 }

@@ -81,6 +81,12 @@ export const RECORDED_CHANGES_MAX_FILES = 100_000;
 export const PINNED_PROTECTED_MAX_FILES = 256;
 /** The most untracked files looked at for the grader's reads: past it, a folder of generated data, not the task's inputs. */
 export const UNTRACKED_CANDIDATES_MAX_FILES = 5000;
+/**
+ * The largest spend or usage figure of an agent's report that is believed (a quadrillion tokens or
+ * dollars): past it the report is broken or hostile, and sums of such figures overflow to Infinity,
+ * which JSON records as null and no record then reads (core/usage.ts believableFigures).
+ */
+export const REPORTED_FIGURE_MAX = 1e15;
 
 // ---------------------------------------------------------------------------------------------
 // An agent's carried context

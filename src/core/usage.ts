@@ -1,7 +1,9 @@
 // What an episode spent, by one set of rules for every agent: tokens per model (`Tally`), a running
 // total's share (`shareOf`, never less than can be proven), the CLI's cost or forkflush's price, the bounds.
+import { REPORTED_FIGURE_MAX } from './bounds.js';
 import type { Unit } from './config.js';
 import { priceTokens } from './pricing.js';
+import { validUsage } from './records.js';
 import type { AgentUsage, ExitReason } from './state.js';
 import { formatNumber } from './text.js';
 
@@ -183,4 +185,30 @@ export function settleBounds<
   if (!why) return o;
   const note = `an overrun: ${why} (found when the session ended)`;
   return { ...o, exit: 'budget', note: o.note ? `${o.note}; ${note}` : note };
+}
+
+/**
+ * An outcome whose figures a record can hold: a reported spend or usage that is negative, not a
+ * finite number or past REPORTED_FIGURE_MAX is not taken, with a note; the spend is then unknown,
+ * and charged as such (core/charge.ts).
+ */
+export function believableFigures<O extends { reportedSpend: number | null; usage?: AgentUsage; note?: string }>(
+  o: O,
+): O {
+  const believable = (x: number | null) => x === null || (Number.isFinite(x) && x >= 0 && x <= REPORTED_FIGURE_MAX);
+  const notes: string[] = [];
+  const out = { ...o };
+  if (!believable(o.reportedSpend)) {
+    notes.push(`the agent reported a spend of ${o.reportedSpend}, which cannot be: not taken`);
+    out.reportedSpend = null;
+  }
+  const u = o.usage;
+  if (u && (!validUsage(u) || ![u.inputTokens, u.outputTokens, u.costUsd, u.turns].every(believable))) {
+    notes.push(
+      `the agent reported usage that cannot be (${u.inputTokens} tokens in, ${u.outputTokens} out, $${u.costUsd}, ${u.turns} turns): not taken`,
+    );
+    delete out.usage;
+  }
+  if (notes.length > 0) out.note = [o.note, ...notes].filter(Boolean).join('; ');
+  return out;
 }

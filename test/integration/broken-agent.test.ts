@@ -256,3 +256,28 @@ describe('Ctrl-C', () => {
     );
   });
 });
+
+describe('an agent that reports a spend no number can hold', () => {
+  it('is charged its allowance as an estimate, said in its note, and the run stays readable', async () => {
+    // 1e303 rounded to six decimals overflowed to Infinity, which state.json held as null: status
+    // and resume then refused the run.
+    const repo = makeTaskRepo({
+      agentCommand: 'sh huge.sh',
+      files: { 'huge.sh': 'echo 7 > value.txt\necho \'{"spent": 1e303}\' > "$FORKFLUSH_USAGE_FILE"\n' },
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'strategy: single-run',
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).not.toContain('Infinity');
+    const s = await status(repo.dir);
+    const [first] = s.rounds[0].episodes;
+    expect(first.spent).toBe(6);
+    expect(first.spentBasis).toBe('estimated');
+    expect(first.note).toContain('the agent reported a spend of 1e+303, which cannot be: not taken');
+    expect(s.budget.spent).toBe(12);
+    const again = await cli('resume', repo.dir);
+    expect(again.code, again.err).toBe(0);
+    expect(again.out).toContain('is already finished');
+  });
+});

@@ -10,7 +10,7 @@ import type { AgentOutcome, AgentSession } from '../../../src/agents/agent.js';
 import { adapterOf, loginMissing, openContext } from '../../../src/agents/runner.js';
 import { defineSpec } from '../../../src/agents/spec.js';
 import type { Config } from '../../../src/core/config.js';
-import { ownShare, settleBounds, shareOf, spentSince, usageOf } from '../../../src/core/usage.js';
+import { believableFigures, ownShare, settleBounds, shareOf, spentSince, usageOf } from '../../../src/core/usage.js';
 import { followLog, GrowingFile } from '../../../src/io/agent-reads.js';
 
 let tmp = '';
@@ -86,6 +86,26 @@ describe('settleBounds', () => {
     expect(r.exit).toBe('budget');
     expect(r.note).toContain('it took 3 turns, past agent.max_turns (2)');
     expect(settleBounds(session(), finished(), 3).exit).toBe('finished');
+  });
+});
+
+describe('believableFigures', () => {
+  it('keeps a report a record can hold, and drops a spend or usage that cannot be, with a note', () => {
+    expect(believableFigures(finished())).toEqual(finished());
+    expect(believableFigures(finished({ reportedSpend: 1e15 }))).toEqual(finished({ reportedSpend: 1e15 }));
+    for (const bad of [1e303, Number.POSITIVE_INFINITY, Number.NaN, -1]) {
+      const r = believableFigures(finished({ reportedSpend: bad, note: 'earlier' }));
+      expect(r.reportedSpend, String(bad)).toBeNull();
+      expect(r.usage).toEqual(finished().usage);
+      expect(r.note).toBe(`earlier; the agent reported a spend of ${bad}, which cannot be: not taken`);
+    }
+    const usage = { inputTokens: Number.POSITIVE_INFINITY, outputTokens: 1, costUsd: -0.5, turns: 1.5 };
+    const r = believableFigures(finished({ usage }));
+    expect(r.usage).toBeUndefined();
+    expect(r.reportedSpend).toBe(500);
+    expect(r.note).toBe(
+      'the agent reported usage that cannot be (Infinity tokens in, 1 out, $-0.5, 1.5 turns): not taken',
+    );
   });
 });
 
