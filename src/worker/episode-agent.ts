@@ -22,7 +22,13 @@ export interface EpisodeBox {
   /** The box's home and /tmp, for the agent and the grade service. */
   home: { HOME: string; TMPDIR: string };
   agentEnv: NodeJS.ProcessEnv;
+  /** The judge's grader: grader.env. */
   graderEnv: NodeJS.ProcessEnv;
+  /**
+   * The gradings the agent asks for run its workspace as it stands, the grader's files too (the
+   * judge alone restores them): they get what the agent holds (agent.env), never grader.env.
+   */
+  askedGradingEnv: NodeJS.ProcessEnv;
   source: NodeJS.ProcessEnv;
   interrupt: AbortSignal;
   /** What was swept out of the workspace and the judge's checkout (git would have stalled on it). */
@@ -45,6 +51,7 @@ export async function prepareBox(job: EpisodeJob): Promise<EpisodeBox> {
     home,
     agentEnv: { ...allowedEnv(source, [...job.agent.passEnv, ...config.agent.env]), ...home },
     graderEnv: allowedEnv(source, config.grader.env),
+    askedGradingEnv: allowedEnv(source, config.agent.env),
     source,
     interrupt: job.signal ?? new AbortController().signal,
     swept: { ...NOTHING_CLEANED },
@@ -72,13 +79,15 @@ async function startServices(job: EpisodeJob, b: EpisodeBox, stopForBudget: Abor
     config,
     workdir: places.workspace,
     box: b.box,
-    env: { ...b.graderEnv, ...b.home },
+    env: { ...b.askedGradingEnv, ...b.home },
     ...(sandbox
       ? {
           confine: {
             sandbox,
             confinement: {
               ...graderConfinement(places.workspace, join(b.box, 'tmp'), places, config, b.source, [places.context]),
+              // No network, whatever grader.network says: the agent's own goes through its proxy only.
+              network: false,
               account,
             },
           },

@@ -98,7 +98,7 @@ function gradingServer(args: GradeServiceArgs, secret: string, closing: AbortSig
       }
       count += 1;
       const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing);
-      const note = g.score === null ? `forkflush: no score: ${g.reason}\n` : '';
+      const note = g.score === null ? `forkflush: no score: ${g.reason}\n${withoutJudgeOnly(args.config)}` : '';
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
     });
     queue = job.catch(() => {});
@@ -165,4 +165,16 @@ req.end();
   );
   await chmod(command, 0o755);
   return command;
+}
+
+/** What a grading the agent asked for runs without, said when it fails: grader.env and grader.network are the judge's. */
+function withoutJudgeOnly(config: Config): string {
+  const g = config.grader;
+  const lacks = [
+    ...(g.env.length > 0 ? [`grader.env (${g.env.join(', ')})`] : []),
+    ...(g.network ? ['the network'] : []),
+  ];
+  return lacks.length === 0
+    ? ''
+    : `forkflush: gradings asked for during the episode run without ${lacks.join(' or ')}: they run files the agent can change, the grader's too; the judge, on the committed tree with the grader's files restored, has them\n`;
 }

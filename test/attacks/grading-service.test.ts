@@ -2,6 +2,7 @@
 // sandbox), and from inside past the evaluation budget.
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect, it } from 'vitest';
 import {
@@ -226,6 +227,45 @@ describeSandboxed('the grading service', () => {
     expect(voided.score).toBeNull();
     expect(voided.reason).toBe('the graded code wrote under protected paths while the grader ran: tests/conftest.py');
   });
+
+  it("a grading the agent asks for gets neither grader.env nor grader.network: it runs the agent's files, the grader's too", async () => {
+    const secret = unique('grader-secret');
+    let reached = 0;
+    const server = createServer((_, res) => {
+      reached++;
+      res.end('HOST-LOOPBACK-REACHED');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    process.env.FF_ATTACK_GRADER_SECRET = secret;
+    try {
+      const repo = makeAttackRepo({ agent: `sh {fx}/round4-grader-env.sh {logs} ${port}` });
+      // grader.env and grader.network: the judge's, for a grader that needs a key or a download.
+      const config = join(repo.dir, '.github', 'autoresearch.yml');
+      writeFileSync(
+        config,
+        readFileSync(config, 'utf8').replace(
+          'grader:\n',
+          'grader:\n  env: [FF_ATTACK_GRADER_SECRET]\n  network: true\n',
+        ),
+      );
+      repo.git('commit', '-qam', 'the grader gets a key and the network');
+      await runLocal(repo);
+      const log = (name: string) => readFileSync(join(repo.logs, name), 'utf8');
+      const said = log('graded-err');
+      expect(log('graded-out').trim(), said).toBe('1');
+      expect(said).toContain('PATH=');
+      expect(said).not.toContain(secret);
+      expect(said).toMatch(/^net refused: /m);
+      expect(reached).toBe(0);
+      expect(log('failed-err')).toContain(
+        'forkflush: gradings asked for during the episode run without grader.env (FF_ATTACK_GRADER_SECRET) or the network:',
+      );
+    } finally {
+      delete process.env.FF_ATTACK_GRADER_SECRET;
+      server.close();
+    }
+  }, 60_000);
 
   it('a grading the agent left running is stopped with the agent, before the snapshot', async () => {
     const marker = unique('ff-grade-linger');
