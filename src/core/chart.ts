@@ -127,7 +127,8 @@ export function chartLayout(d: ChartData) {
   const [yMin, yMax] = d.yRange;
   const plot = { x0: M.left, x1: W - M.right, y0: M.top, y1: H - M.bottom, width: W, height: H };
   const px = (x: number) => plot.x0 + (x / (d.xMax || 1)) * (plot.x1 - plot.x0);
-  const rawY = (y: number) => plot.y1 - ((y - yMin) / (yMax - yMin)) * (plot.y1 - plot.y0);
+  // In halves: a score near the largest double would overflow a difference to Infinity.
+  const rawY = (y: number) => plot.y1 - ((y / 2 - yMin / 2) / (yMax / 2 - yMin / 2)) * (plot.y1 - plot.y0);
   // Scores off the axis sit on its edge.
   const py = (y: number) => Math.min(plot.y1, Math.max(plot.y0, rawY(y)));
   const off = (y: number) => rawY(y) > plot.y1 + 0.5 || rawY(y) < plot.y0 - 0.5;
@@ -294,19 +295,24 @@ function paddedRange(values: number[]): [number, number] {
     lo -= Math.abs(lo) * 0.1 || 1;
     hi += Math.abs(hi) * 0.1 || 1;
   }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
+  // Finite, whatever the scores (a grader may print 1.7e308): halves, and the largest double at most.
+  const pad = (hi / 2 - lo / 2) * 0.16;
+  const finite = (x: number) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VALUE, x));
+  return [finite(finite(lo) - pad), finite(finite(hi) + pad)];
 }
 
 /** About five round-numbered ticks between lo and hi. */
 export function ticks(lo: number, hi: number, count = 5): number[] {
-  const span = hi - lo;
-  if (!(span > 0)) return [lo];
-  const raw = span / count;
+  const half = hi / 2 - lo / 2;
+  if (!(half > 0)) return [lo];
+  const raw = (half / count) * 2;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
   const out: number[] = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
+  // Counted by index, and a few at most: near the largest double, t + step can equal t.
+  const last = Math.floor(hi / step + 1e-9);
+  for (let i = Math.ceil(lo / step); i <= last && out.length <= count * 3; i++)
+    out.push(Number((i * step).toPrecision(12)));
   return out;
 }
 

@@ -151,6 +151,27 @@ describe('zoomRange', () => {
     expect(zoomRange({ direction: 'maximize', opening: [], later: [], best: null, initial: null })).toEqual([0, 1]);
   });
 
+  it('stays finite for scores near the largest double, of either sign', () => {
+    for (const scores of [[1.7e308], [-1.7e308, 1.7e308], [Number.MAX_VALUE, -Number.MAX_VALUE, 0]]) {
+      const base = exampleRun();
+      const episodes = base.rounds.flatMap((r) => r.episodes);
+      const state: RunState = {
+        ...base,
+        rounds: base.rounds.map((r) => ({
+          ...r,
+          episodes: r.episodes.map((e) => ({
+            ...e,
+            ...(e.result
+              ? { result: { ...e.result, score: scores[episodes.indexOf(e) % scores.length] as number } }
+              : {}),
+          })),
+        })),
+      };
+      const svg = renderChartSvg(state);
+      expect(svg, String(scores)).not.toMatch(/NaN|Infinity/);
+    }
+  });
+
   it('draws a minimized run with the same zoom', () => {
     const min = chartData(exampleRun('minimize'));
     const max = chartData(exampleRun('maximize'));
