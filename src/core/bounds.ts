@@ -219,6 +219,13 @@ export const SEEN_MAX_KEYS = 200;
 /** Configs whose schedule's most rounds are remembered (each a simulation of the whole schedule); past it, all are forgotten. */
 export const SCHEDULES_REMEMBERED_MAX = 100;
 
+/**
+ * The most episodes a budget may hold (budget.total over budget.episode): an overnight run of
+ * minute-long episodes is a few hundred. Past it the config is refused: budget.episode read as a
+ * share (0.06 of 400 tokens: 6,667 episodes) made planning alone take minutes of CPU.
+ */
+export const EPISODES_PER_BUDGET_MAX = 1_000;
+
 /** The most rounds the simulation of a schedule looks at (a config beyond it cannot be planned either). */
 export const SIMULATED_MAX_ROUNDS = 10_000;
 

@@ -5,6 +5,7 @@
 // The sections' schemas are config-sections.ts; its error wording is config-errors.ts.
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { EPISODES_PER_BUDGET_MAX } from './bounds.js';
 import { compareSchema } from './compare/config.js';
 import { describeIssue, findOffset, mappingOf } from './config-errors.js';
 import {
@@ -198,7 +199,16 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
     problems.sort((a, b) => (at(a)[0] ?? 0) - (at(b)[0] ?? 0) || (at(a)[1] ?? 0) - (at(b)[1] ?? 0));
     throw new ConfigError(problems);
   }
-  return withDerivedDefaults(result.data);
+  const config = withDerivedDefaults(result.data);
+  const episodes = config.budget.total / config.budget.episode;
+  if (episodes > EPISODES_PER_BUDGET_MAX) {
+    const { total, episode, unit } = config.budget;
+    throw new ConfigError([
+      `${locate(['budget', 'episode'])}: budget.episode: ${episode} ${unit} an episode makes ${Math.floor(episodes).toLocaleString('en-US')} episodes of budget.total (${total} ${unit}), more than the ${EPISODES_PER_BUDGET_MAX} a run may plan. ` +
+        `budget.episode is an amount in ${unit}, not a share of the total (fork.branch_budget is a share): leave it out for the paper's ${PAPER.episodeBudget * total} ${unit}, or raise it`,
+    ]);
+  }
+  return config;
 }
 
 /** The defaults that depend on other fields: the episode size and the number of directives. */

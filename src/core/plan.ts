@@ -121,12 +121,12 @@ export function planWarnings(config: Config, phases = plan(config)): string[] {
   if (config.agent.kind !== 'command' && smallest < least && !(unit === 'tokens' && smallest < 1)) {
     warnings.push(
       `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): ` +
-        'raise budget.total, or lower fork.branches',
+        'raise budget.total or budget.episode, or lower fork.branches',
     );
   }
   if (unit === 'tokens' && smallest < 1) {
     warnings.push(
-      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`,
+      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total or budget.episode, or lower fork.branches`,
     );
   }
   warnings.push(...setupWarnings(config, smallest));

@@ -199,6 +199,15 @@ journal: NOTES.md
     expect(validKeysAt(['nope'])).toEqual([]);
   });
 
+  it('refuses a budget of more episodes than a run may plan, at budget.episode, saying it is an amount', () => {
+    expect(problems(`${minimal}  episode: 0.06\n`)).toEqual([
+      ".github/autoresearch.yml:8:12: budget.episode: 0.06 tokens an episode makes 6,666 episodes of budget.total (400 tokens), more than the 1000 a run may plan. budget.episode is an amount in tokens, not a share of the total (fork.branch_budget is a share): leave it out for the paper's 24 tokens, or raise it",
+    ]);
+    // The same after --budget: the total a run is given counts.
+    expect(problems(`${minimal}  episode: 5\n`, { budget: 1_000_000 }).join()).toContain('makes 200,000 episodes');
+    expect(parseConfig(`${minimal}  episode: 0.4\n`, 'x').budget.episode).toBe(0.4);
+  });
+
   it('applies command-line overrides before validating', () => {
     const c = parseConfig(minimal, 'x', { strategy: 'single-run', budget: 100, branches: 2 });
     expect(c.strategy).toBe('single-run');
