@@ -67216,6 +67216,31 @@ function date4(params) {
 // src/core/config.ts
 var import_yaml5 = __toESM(require_dist2(), 1);
 
+// src/core/bounds.ts
+var KiB = 1024;
+var MiB = 1024 * KiB;
+var GiB = 1024 * MiB;
+var LOG_MAX_BYTES = 128 * MiB;
+var FAILURE_QUOTE_MAX_CHARS = 300;
+var JOURNAL_READ_MAX_BYTES = 16 * MiB;
+var LOSER_JOURNAL_MAX_BYTES = 1 * MiB;
+var RECORDED_FILE_MAX_BYTES = 100 * MiB;
+var RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
+var CONTEXT_FILE_MAX_BYTES = 256 * MiB;
+var CONTEXT_MAX_BYTES = 1 * GiB;
+var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
+var DISK_FULL_BELOW_BYTES = 64 * MiB;
+var WORKING_TREE_MAX_BYTES = 1 * GiB;
+var GITHUB_ANNOTATIONS_MAX = 50;
+var CHECK_OUTPUT_MAX_BYTES = 65535;
+var BODY_MAX_CHARS = 65536;
+var GITHUB_JOB_TIMEOUT_MINUTES = 360;
+var CHECKLIST_MAX_ROUNDS = 12;
+var SEEN_MAX_KEYS = 200;
+var SCHEDULES_REMEMBERED_MAX = 100;
+var EPISODES_PER_BUDGET_MAX = 1e3;
+var SIMULATED_MAX_ROUNDS = 1e4;
+
 // src/core/compare/config.ts
 var import_yaml3 = __toESM(require_dist2(), 1);
 
@@ -67311,30 +67336,6 @@ var compareSchema = external_exports.strictObject({
 
 // src/core/config-errors.ts
 var import_yaml4 = __toESM(require_dist2(), 1);
-
-// src/core/bounds.ts
-var KiB = 1024;
-var MiB = 1024 * KiB;
-var GiB = 1024 * MiB;
-var LOG_MAX_BYTES = 128 * MiB;
-var FAILURE_QUOTE_MAX_CHARS = 300;
-var JOURNAL_READ_MAX_BYTES = 16 * MiB;
-var LOSER_JOURNAL_MAX_BYTES = 1 * MiB;
-var RECORDED_FILE_MAX_BYTES = 100 * MiB;
-var RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
-var CONTEXT_FILE_MAX_BYTES = 256 * MiB;
-var CONTEXT_MAX_BYTES = 1 * GiB;
-var GIT_TIMEOUT_MS = 10 * 60 * 1e3;
-var DISK_FULL_BELOW_BYTES = 64 * MiB;
-var WORKING_TREE_MAX_BYTES = 1 * GiB;
-var GITHUB_ANNOTATIONS_MAX = 50;
-var CHECK_OUTPUT_MAX_BYTES = 65535;
-var BODY_MAX_CHARS = 65536;
-var GITHUB_JOB_TIMEOUT_MINUTES = 360;
-var CHECKLIST_MAX_ROUNDS = 12;
-var SEEN_MAX_KEYS = 200;
-var SCHEDULES_REMEMBERED_MAX = 100;
-var SIMULATED_MAX_ROUNDS = 1e4;
 
 // src/core/text.ts
 function editDistance(a, b) {
@@ -67948,7 +67949,15 @@ function parseConfig(text, file2, overrides = {}) {
     problems.sort((a, b) => (at(a)[0] ?? 0) - (at(b)[0] ?? 0) || (at(a)[1] ?? 0) - (at(b)[1] ?? 0));
     throw new ConfigError(problems);
   }
-  return withDerivedDefaults(result.data);
+  const config3 = withDerivedDefaults(result.data);
+  const episodes = config3.budget.total / config3.budget.episode;
+  if (episodes > EPISODES_PER_BUDGET_MAX) {
+    const { total, episode, unit } = config3.budget;
+    throw new ConfigError([
+      `${locate(["budget", "episode"])}: budget.episode: ${episode} ${unit} an episode makes ${Math.floor(episodes).toLocaleString("en-US")} episodes of budget.total (${total} ${unit}), more than the ${EPISODES_PER_BUDGET_MAX} a run may plan. budget.episode is an amount in ${unit}, not a share of the total (fork.branch_budget is a share): leave it out for the paper's ${PAPER.episodeBudget * total} ${unit}, or raise it`
+    ]);
+  }
+  return config3;
 }
 function withDerivedDefaults(c) {
   return {
@@ -70260,8 +70269,9 @@ function paddedRange(values) {
     lo -= Math.abs(lo) * 0.1 || 1;
     hi += Math.abs(hi) * 0.1 || 1;
   }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
+  const pad = (hi / 2 - lo / 2) * 0.16;
+  const finite = (x) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VALUE, x));
+  return [finite(finite(lo) - pad), finite(finite(hi) + pad)];
 }
 
 // src/core/github-text.ts

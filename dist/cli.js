@@ -7429,6 +7429,7 @@ var EGRESS_MAX_CONNECTIONS = 256;
 var EGRESS_MAX_DIALS = 4;
 var EGRESS_MAX_WAITING = 256;
 var EGRESS_MAX_REFUSED_TARGETS = 100;
+var EPISODES_PER_BUDGET_MAX = 1e3;
 var SIMULATED_MAX_ROUNDS = 1e4;
 var SMOKE_CAP_USD = 0.1;
 var SMOKE_CAP_TOKENS = 6e4;
@@ -28957,7 +28958,15 @@ function parseConfig(text, file2, overrides = {}) {
     problems.sort((a, b) => (at(a)[0] ?? 0) - (at(b)[0] ?? 0) || (at(a)[1] ?? 0) - (at(b)[1] ?? 0));
     throw new ConfigError(problems);
   }
-  return withDerivedDefaults(result.data);
+  const config2 = withDerivedDefaults(result.data);
+  const episodes = config2.budget.total / config2.budget.episode;
+  if (episodes > EPISODES_PER_BUDGET_MAX) {
+    const { total, episode: episode2, unit } = config2.budget;
+    throw new ConfigError([
+      `${locate(["budget", "episode"])}: budget.episode: ${episode2} ${unit} an episode makes ${Math.floor(episodes).toLocaleString("en-US")} episodes of budget.total (${total} ${unit}), more than the ${EPISODES_PER_BUDGET_MAX} a run may plan. budget.episode is an amount in ${unit}, not a share of the total (fork.branch_budget is a share): leave it out for the paper's ${PAPER.episodeBudget * total} ${unit}, or raise it`
+    ]);
+  }
+  return config2;
 }
 function withDerivedDefaults(c) {
   return {
@@ -32229,7 +32238,7 @@ function chartLayout(d) {
   const [yMin, yMax] = d.yRange;
   const plot = { x0: M.left, x1: W - M.right, y0: M.top, y1: H - M.bottom, width: W, height: H };
   const px = (x) => plot.x0 + x / (d.xMax || 1) * (plot.x1 - plot.x0);
-  const rawY = (y) => plot.y1 - (y - yMin) / (yMax - yMin) * (plot.y1 - plot.y0);
+  const rawY = (y) => plot.y1 - (y / 2 - yMin / 2) / (yMax / 2 - yMin / 2) * (plot.y1 - plot.y0);
   const py = (y) => Math.min(plot.y1, Math.max(plot.y0, rawY(y)));
   const off = (y) => rawY(y) > plot.y1 + 0.5 || rawY(y) < plot.y0 - 0.5;
   return { plot, px, rawY, py, off };
@@ -32369,17 +32378,20 @@ function paddedRange(values) {
     lo -= Math.abs(lo) * 0.1 || 1;
     hi += Math.abs(hi) * 0.1 || 1;
   }
-  const pad = (hi - lo) * 0.08;
-  return [lo - pad, hi + pad];
+  const pad = (hi / 2 - lo / 2) * 0.16;
+  const finite2 = (x) => Math.min(Number.MAX_VALUE, Math.max(-Number.MAX_VALUE, x));
+  return [finite2(finite2(lo) - pad), finite2(finite2(hi) + pad)];
 }
 function ticks(lo, hi, count3 = 5) {
-  const span = hi - lo;
-  if (!(span > 0)) return [lo];
-  const raw = span / count3;
+  const half = hi / 2 - lo / 2;
+  if (!(half > 0)) return [lo];
+  const raw = half / count3 * 2;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = ([1, 2, 2.5, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
   const out = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
+  const last = Math.floor(hi / step + 1e-9);
+  for (let i = Math.ceil(lo / step); i <= last && out.length <= count3 * 3; i++)
+    out.push(Number((i * step).toPrecision(12)));
   return out;
 }
 function esc2(s) {
@@ -37277,7 +37289,7 @@ function gradingServer(args, secret, closing) {
       count3 += 1;
       const g = await runGrader(args.config, args.workdir, args.env, args.confine, closing);
       const note = g.score === null ? `forkflush: no score: ${g.reason}
-` : "";
+${withoutJudgeOnly(args.config)}` : "";
       return { exitCode: g.exitCode ?? 1, stdout: g.stdout, stderr: g.stderr + note };
     });
     queue = job.catch(() => {
@@ -37335,6 +37347,15 @@ exec '${process.execPath.replace(/'/g, `'\\''`)}' '${client.replace(/'/g, `'\\''
   );
   await chmod3(command2, 493);
   return command2;
+}
+function withoutJudgeOnly(config2) {
+  const g = config2.grader;
+  const lacks = [
+    ...g.env.length > 0 ? [`grader.env (${g.env.join(", ")})`] : [],
+    ...g.network ? ["the network"] : []
+  ];
+  return lacks.length === 0 ? "" : `forkflush: gradings asked for during the episode run without ${lacks.join(" or ")}: they run files the agent can change, the grader's too; the judge, on the committed tree with the grader's files restored, has them
+`;
 }
 
 // src/worker/hidden-paths.ts
@@ -37405,6 +37426,7 @@ async function prepareBox(job) {
     home,
     agentEnv: { ...allowedEnv(source, [...job.agent.passEnv, ...config2.agent.env]), ...home },
     graderEnv: allowedEnv(source, config2.grader.env),
+    askedGradingEnv: allowedEnv(source, config2.agent.env),
     source,
     interrupt: job.signal ?? new AbortController().signal,
     swept: { ...NOTHING_CLEANED }
@@ -37418,12 +37440,14 @@ async function startServices(job, b, stopForBudget) {
     config: config2,
     workdir: places.workspace,
     box: b.box,
-    env: { ...b.graderEnv, ...b.home },
+    env: { ...b.askedGradingEnv, ...b.home },
     ...sandbox ? {
       confine: {
         sandbox,
         confinement: {
           ...graderConfinement(places.workspace, join17(b.box, "tmp"), places, config2, b.source, [places.context]),
+          // No network, whatever grader.network says: the agent's own goes through its proxy only.
+          network: false,
           account
         }
       }

@@ -19,7 +19,7 @@ import { failureLine, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { runShell } from '../io/process.js';
 import { untrackedFiles, whileWatchingReads } from '../local/grader-reads.js';
-import { namedPaths } from '../local/preflight.js';
+import { fileItRuns, namedPaths } from '../local/preflight.js';
 import { pinAction } from './action-pin.js';
 import type { Parsed } from './args.js';
 import type { Io } from './io.js';
@@ -143,10 +143,6 @@ export async function initTask(dir: string, v: Parsed['values'], io: Io): Promis
  * `python3 -u score.py`. Only its first simple command counts: after `cd dir &&` the file is
  * another folder's.
  */
-function fileItRuns(command: string): string | null {
-  return namedPaths(command.split(/[;&|]/)[0] ?? '')[0] ?? null;
-}
-
 /** What is left to do on GitHub once the task is committed (README, "On GitHub"). */
 function githubSteps(agent: string): string {
   const cli = specOfName(agent)?.cli;

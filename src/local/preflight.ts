@@ -3,7 +3,7 @@
 // the agent, the grader and setup what their commands need (sandbox-view.ts)? Each problem is
 // said with what to do, and stops the run (exit 2), a dry run too.
 import { stat } from 'node:fs/promises';
-import { isAbsolute, join } from 'node:path';
+import { basename, isAbsolute, join } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { findExecutable, isExecutable } from '../io/executables.js';
@@ -41,6 +41,22 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
   }
   const missing = await missingExecutable(p);
   if (missing) problems.push(missing);
+  const grader = await missingProgram('grader.command', p.config.grader.command, p);
+  if (grader) problems.push(grader);
+  // A file setup makes (a build) is not there before it runs.
+  if (p.config.setup.commands.length === 0) {
+    const commands = [
+      ...(grader ? [] : [['grader.command', p.config.grader.command]]),
+      ...(p.config.agent.kind === 'command' && !missing ? [['agent.command', p.config.agent.command ?? '']] : []),
+    ];
+    for (const [key, command] of commands) {
+      const file = fileItRuns(command as string);
+      if (file && !(await stat(join(p.repo, file)).catch(() => null)))
+        problems.push(
+          `${key}: ${file}, the file \`${command}\` runs, does not exist in the repository: write it, or correct ${key}`,
+        );
+    }
+  }
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
@@ -104,31 +120,65 @@ export function namedPaths(command: string): string[] {
     .map((w) => w.replace(/^\.\//, ''));
 }
 
+/** Interpreters whose first argument, when it is not a flag, is the script they run. */
+const INTERPRETERS = new Set([
+  'node',
+  'python',
+  'python3',
+  'sh',
+  'bash',
+  'zsh',
+  'ruby',
+  'perl',
+  'deno',
+  'bun',
+  'Rscript',
+]);
+
+/** The script a command hands its interpreter (`node grade.mjs`: grade.mjs; `sh -c '…'`: none), relative, or null. */
+export function fileItRuns(command: string): string | null {
+  const words = (command.split(/[;&|]/)[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .filter((w) => !/^\w+=/.test(w));
+  const [program, file] = words;
+  // `./run.sh`: the program is the repository's file.
+  if (program?.includes('/') && !isAbsolute(program) && !/[$`'"(]/.test(program)) return program.replace(/^\.\//, '');
+  if (!program || !file || !INTERPRETERS.has(basename(program))) return null;
+  if (file.startsWith('-') || /[$`'"(]/.test(file) || isAbsolute(file)) return null;
+  return file.replace(/^\.\//, '');
+}
+
+/** Why the program a shell command starts (its first word) cannot be found, or null. */
+async function missingProgram(key: string, command: string, p: PreflightInput): Promise<string | null> {
+  const first = command
+    .trim()
+    .split(/\s+/)
+    .find((w) => !/^\w+=/.test(w));
+  if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
+  if (first.includes('/')) {
+    const file = isAbsolute(first) ? first : join(p.repo, first);
+    if (await isExecutable(file)) return null;
+    const exists = await stat(file).then(
+      () => true,
+      () => false,
+    );
+    // A file setup builds is not there yet.
+    if (!exists && !isAbsolute(first) && p.config.setup.commands.length > 0) return null;
+    return exists
+      ? `${key}: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter`
+      : `${key}: ${first} does not exist${isAbsolute(first) ? '' : ' in the repository'}`;
+  }
+  return (await onPath(first, p.env.PATH ?? ''))
+    ? null
+    : `${key}: \`${first}\` is not found on PATH: install it, or name it with its full path`;
+}
+
 /** Why the agent's program cannot be found, or null. */
 async function missingExecutable(p: PreflightInput): Promise<string | null> {
   const kind = p.config.agent.kind;
   const path = p.env.PATH ?? '';
-  if (kind === 'command') {
-    const first = (p.config.agent.command ?? '')
-      .trim()
-      .split(/\s+/)
-      .find((w) => !/^\w+=/.test(w));
-    if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
-    if (first.includes('/')) {
-      const file = isAbsolute(first) ? first : join(p.repo, first);
-      if (await isExecutable(file)) return null;
-      const exists = await stat(file).then(
-        () => true,
-        () => false,
-      );
-      return exists
-        ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter`
-        : `agent.command: ${first} does not exist${isAbsolute(first) ? '' : ' in the repository'}`;
-    }
-    return (await onPath(first, path))
-      ? null
-      : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
-  }
+  if (kind === 'command') return missingProgram('agent.command', p.config.agent.command ?? '', p);
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;

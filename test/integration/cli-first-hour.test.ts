@@ -176,6 +176,32 @@ describe('pre-flight: a setup that cannot work stops before it spends', () => {
     expect(k.err).toContain('agent.command: the codex CLI `/nowhere/codex` is not found');
   });
 
+  it('names a grader program, or a grader or agent file, that is not there: --dry-run too, and nothing starts', async () => {
+    const cases = [
+      { grader: 'gradr-not-here', said: 'grader.command: `gradr-not-here` is not found on PATH' },
+      {
+        grader: 'node grade.mjs',
+        said: 'grader.command: grade.mjs, the file `node grade.mjs` runs, does not exist in the repository',
+      },
+      { agentCommand: 'sh agnt.sh', said: 'agent.command: agnt.sh, the file `sh agnt.sh` runs, does not exist' },
+    ];
+    for (const { said, ...o } of cases) {
+      const repo = makeTaskRepo({ ...o, ...small });
+      for (const args of [
+        ['run', repo.dir, '--dry-run'],
+        ['run', repo.dir],
+      ]) {
+        const r = await cli(...args);
+        expect(r.code, r.err).toBe(2);
+        expect(r.err).toContain(said);
+      }
+      expect(runs(repo.dir)).toEqual([]);
+    }
+    // A file setup builds is not looked for.
+    const built = makeTaskRepo({ grader: 'node dist/grade.mjs', extra: 'setup:\n  commands: [sh grade.sh]' });
+    expect((await cli('run', built.dir, '--dry-run')).err).not.toContain('does not exist');
+  });
+
   it('--dry-run checks, grades the initial workspace and prints the plan, and starts no agent', async () => {
     const repo = makeTaskRepo();
     const r = await cli('run', repo.dir, '--dry-run');
