@@ -3,7 +3,7 @@
 import { lineageBranch } from '../core/names.js';
 import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../core/report.js';
 import type { RunState } from '../core/state.js';
-import { nothingDone, retryStopped } from '../core/stop.js';
+import { budgetLeftUnspent, nothingDone, retryStopped } from '../core/stop.js';
 import { textTable } from '../core/text.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
@@ -76,6 +76,8 @@ export async function printResult(open: OpenRun, io: Io): Promise<number> {
   );
   const home = takeHomeLines(state, placeOf(open));
   if (home.length > 0) io.stdout.write(`\n${home.join('\n')}\n`);
+  const unspent = budgetLeftUnspent(state);
+  if (unspent) io.stderr.write(`forkflush: warning: ${unspent}\n`);
   const nothing = nothingDone(state);
   if (nothing) {
     io.stderr.write(

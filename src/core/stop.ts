@@ -13,6 +13,7 @@
 //     from an empty one. Its first round gets a score, or something is wrong.)
 // A stop whose cause can be fixed outside the run's config is resumable: the episodes that
 // stopped it run again (retryStopped), their spend kept. A fix to the config needs a new run.
+import { spent } from './budget.js';
 import { FAILURE_WHAT, GENERIC_FIX, isTransient, resumableFailure } from './failure.js';
 import { AGENT_TRIES, CRASH_STREAK } from './method.js';
 import type { Action } from './reconcile.js';
@@ -26,7 +27,7 @@ import {
   type RunState,
   setupFailed,
 } from './state.js';
-import { inertCodeSpan } from './text.js';
+import { formatNumber, inertCodeSpan } from './text.js';
 
 export interface RunStop {
   /** 2: something must be fixed first (the config, the agent's key, its setup); 1: the run produced nothing. */
@@ -222,6 +223,20 @@ export function nothingDone(state: RunState): string | null {
   if (scored.every(crashedIdle))
     return 'no episode did any work: every one that got a score had crashed without changing the workspace';
   return null;
+}
+
+/**
+ * A finished run that left most of its budget unspent, said as a warning: its episodes ended
+ * having spent next to nothing, so each stretch of them stopped at its cap (method.ts
+ * maxSerialEpisodes) rather than at its budget. Null otherwise.
+ */
+export function budgetLeftUnspent(state: RunState): string | null {
+  const { total, unit } = state.config.budget;
+  const used = spent(state);
+  if (state.status !== 'finished' || unit === 'minutes' || used >= total / 2) return null;
+  const episodes = allEpisodes(state).filter((e) => e.result).length;
+  const grade = unit === 'evaluations' ? '; does the agent call "$FORKFLUSH_GRADE"?' : '';
+  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
 }
 
 /**

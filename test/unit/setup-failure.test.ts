@@ -3,10 +3,17 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/core/config.js';
 import { CRASH_STREAK } from '../../src/core/method.js';
-import { planWarnings } from '../../src/core/plan.js';
+import { planWarnings, simulate } from '../../src/core/plan.js';
 import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
 import { type EpisodeResult, newRunState, type RunState } from '../../src/core/state.js';
-import { nothingDone, retryStopped, stopBefore, stoppingFailure, stopReason } from '../../src/core/stop.js';
+import {
+  budgetLeftUnspent,
+  nothingDone,
+  retryStopped,
+  stopBefore,
+  stoppingFailure,
+  stopReason,
+} from '../../src/core/stop.js';
 import { config, result } from './helpers.js';
 
 function opening(baseScore: number | null, results: Partial<EpisodeResult>[], decide = true): RunState {
@@ -223,5 +230,22 @@ describe('nothingDone', () => {
       /^no episode did any work/,
     );
     expect(nothingDone(opening(5, [crashed(), { score: 5 }, crashed(), crashed()]))).toBeNull();
+  });
+});
+
+describe('budgetLeftUnspent', () => {
+  const yaml = (unit: string) =>
+    `grader: {command: x}\nagent: {command: y}\nbudget: {total: 12, unit: ${unit}, episode: 3}\nstrategy: single-run\n`;
+  it('warns when a finished run left most of its budget because its episodes spent next to nothing', () => {
+    const idle = simulate(parseConfig(yaml('evaluations'), 'x'), () => ({ spent: 0, score: 1 }), 1);
+    expect(idle.status).toBe('finished');
+    expect(budgetLeftUnspent(idle)).toBe(
+      `the run ended having spent 0 of its 12 evaluations: its ${idle.rounds.flatMap((r) => r.episodes).length} episodes spent little each, so each stretch of them stopped at its cap of twice its plan; does the agent call "$FORKFLUSH_GRADE"?`,
+    );
+    const tokens = simulate(parseConfig(yaml('tokens'), 'x'), () => ({ spent: 0.5, score: 1 }), 1);
+    expect(budgetLeftUnspent(tokens)).toMatch(/^the run ended having spent [\d.]+ of its 12 tokens: .*plan$/);
+    expect(
+      budgetLeftUnspent(simulate(parseConfig(yaml('tokens'), 'x'), (e) => ({ spent: e.allowance, score: 1 }), 1)),
+    ).toBeNull();
   });
 });
