@@ -69656,12 +69656,12 @@ function planWarnings(config3, phases = plan(config3)) {
   const least = LEAST_USEFUL_EPISODE[unit];
   if (config3.agent.kind !== "command" && smallest < least && !(unit === "tokens" && smallest < 1)) {
     warnings.push(
-      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total, or lower fork.branches`
+      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total or budget.episode, or lower fork.branches`
     );
   }
   if (unit === "tokens" && smallest < 1) {
     warnings.push(
-      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`
+      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total or budget.episode, or lower fork.branches`
     );
   }
   warnings.push(...setupWarnings(config3, smallest));

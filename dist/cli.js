@@ -30585,12 +30585,12 @@ function planWarnings(config2, phases = plan(config2)) {
   const least = LEAST_USEFUL_EPISODE[unit];
   if (config2.agent.kind !== "command" && smallest < least && !(unit === "tokens" && smallest < 1)) {
     warnings.push(
-      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total, or lower fork.branches`
+      `the smallest episode gets ${formatNumber(smallest, 3)} ${unit}, less than one agent step usually costs (${least} ${unit}): raise budget.total or budget.episode, or lower fork.branches`
     );
   }
   if (unit === "tokens" && smallest < 1) {
     warnings.push(
-      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total, or lower fork.branches`
+      `the smallest episode gets ${formatNumber(smallest, 3)} tokens, less than one token: raise budget.total or budget.episode, or lower fork.branches`
     );
   }
   warnings.push(...setupWarnings(config2, smallest));
@@ -30731,6 +30731,14 @@ function nothingDone(state) {
   if (scored.every(crashedIdle))
     return "no episode did any work: every one that got a score had crashed without changing the workspace";
   return null;
+}
+function budgetLeftUnspent(state) {
+  const { total, unit } = state.config.budget;
+  const used = spent(state);
+  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
+  const episodes = allEpisodes(state).filter((e) => e.result).length;
+  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
+  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
 }
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 function retryStopped(state) {
@@ -38813,7 +38821,7 @@ function uncommittedGraderInputs(committed, working) {
 
 // src/local/preflight.ts
 import { stat as stat9 } from "node:fs/promises";
-import { isAbsolute as isAbsolute6, join as join27 } from "node:path";
+import { basename as basename3, isAbsolute as isAbsolute6, join as join27 } from "node:path";
 
 // src/local/sandbox-view.ts
 import { realpathSync as realpathSync3 } from "node:fs";
@@ -38987,6 +38995,21 @@ commit them (git add, git commit), then run again`
   }
   const missing = await missingExecutable(p);
   if (missing) problems.push(missing);
+  const grader = await missingProgram("grader.command", p.config.grader.command, p);
+  if (grader) problems.push(grader);
+  if (p.config.setup.commands.length === 0) {
+    const commands = [
+      ...grader ? [] : [["grader.command", p.config.grader.command]],
+      ...p.config.agent.kind === "command" && !missing ? [["agent.command", p.config.agent.command ?? ""]] : []
+    ];
+    for (const [key2, command2] of commands) {
+      const file2 = fileItRuns(command2);
+      if (file2 && !await stat9(join27(p.repo, file2)).catch(() => null))
+        problems.push(
+          `${key2}: ${file2}, the file \`${command2}\` runs, does not exist in the repository: write it, or correct ${key2}`
+        );
+    }
+  }
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
@@ -39032,23 +39055,46 @@ async function uncommittedInputs(p) {
 function namedPaths(command2) {
   return command2.split(/[\s;&|()<>"'`]+/).filter((w) => w && !w.startsWith("-") && !w.startsWith("$") && !w.includes("=") && !isAbsolute6(w)).filter((w) => /[/.]/.test(w) && !/^\.\.?$/.test(w) && !w.startsWith("..") && !/^\d/.test(w)).map((w) => w.replace(/^\.\//, ""));
 }
+var INTERPRETERS = /* @__PURE__ */ new Set([
+  "node",
+  "python",
+  "python3",
+  "sh",
+  "bash",
+  "zsh",
+  "ruby",
+  "perl",
+  "deno",
+  "bun",
+  "Rscript"
+]);
+function fileItRuns(command2) {
+  const words = (command2.split(/[;&|]/)[0] ?? "").trim().split(/\s+/).filter((w) => !/^\w+=/.test(w));
+  const [program, file2] = words;
+  if (program?.includes("/") && !isAbsolute6(program) && !/[$`'"(]/.test(program)) return program.replace(/^\.\//, "");
+  if (!program || !file2 || !INTERPRETERS.has(basename3(program))) return null;
+  if (file2.startsWith("-") || /[$`'"(]/.test(file2) || isAbsolute6(file2)) return null;
+  return file2.replace(/^\.\//, "");
+}
+async function missingProgram(key2, command2, p) {
+  const first = command2.trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
+  if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
+  if (first.includes("/")) {
+    const file2 = isAbsolute6(first) ? first : join27(p.repo, first);
+    if (await isExecutable(file2)) return null;
+    const exists3 = await stat9(file2).then(
+      () => true,
+      () => false
+    );
+    if (!exists3 && !isAbsolute6(first) && p.config.setup.commands.length > 0) return null;
+    return exists3 ? `${key2}: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `${key2}: ${first} does not exist${isAbsolute6(first) ? "" : " in the repository"}`;
+  }
+  return await onPath(first, p.env.PATH ?? "") ? null : `${key2}: \`${first}\` is not found on PATH: install it, or name it with its full path`;
+}
 async function missingExecutable(p) {
   const kind = p.config.agent.kind;
   const path = p.env.PATH ?? "";
-  if (kind === "command") {
-    const first = (p.config.agent.command ?? "").trim().split(/\s+/).find((w) => !/^\w+=/.test(w));
-    if (!first || SHELL_WORDS.has(first) || /[$`(]/.test(first)) return null;
-    if (first.includes("/")) {
-      const file2 = isAbsolute6(first) ? first : join27(p.repo, first);
-      if (await isExecutable(file2)) return null;
-      const exists3 = await stat9(file2).then(
-        () => true,
-        () => false
-      );
-      return exists3 ? `agent.command: ${first} is not executable: chmod +x it (and commit that), or run it through its interpreter` : `agent.command: ${first} does not exist${isAbsolute6(first) ? "" : " in the repository"}`;
-    }
-    return await onPath(first, path) ? null : `agent.command: \`${first}\` is not found on PATH: install it, or name it with its full path`;
-  }
+  if (kind === "command") return missingProgram("agent.command", p.config.agent.command ?? "", p);
   const cli = cliOf(kind);
   if (!cli) return null;
   const executable = p.config.agent.command ?? cli.executable;
@@ -39923,9 +39969,6 @@ Next${problems > 0 ? ", once the problems above are fixed" : ""}: commit the tas
   );
   if (v.github === true) io.stdout.write(githubSteps(answers.agent));
   return 0;
-}
-function fileItRuns(command2) {
-  return namedPaths(command2.split(/[;&|]/)[0] ?? "")[0] ?? null;
 }
 function githubSteps(agent) {
   const cli = specOfName(agent)?.cli;
@@ -41530,6 +41573,9 @@ chart:   ${chart}
   const home = takeHomeLines(state, placeOf(open3));
   if (home.length > 0) io.stdout.write(`
 ${home.join("\n")}
+`);
+  const unspent = budgetLeftUnspent(state);
+  if (unspent) io.stderr.write(`forkflush: warning: ${unspent}
 `);
   const nothing = nothingDone(state);
   if (nothing) {
