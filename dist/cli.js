@@ -38974,7 +38974,10 @@ var SHELL_WORDS = /* @__PURE__ */ new Set([
   "test",
   "[",
   "!",
-  "{"
+  "{",
+  // The other built-ins a POSIX shell runs itself.
+  ...["exit", "return", "unset", "read", "shift", "trap", "wait", "ulimit", "umask", "readonly", "local"],
+  ...["echo", "printf", "pwd", "kill", "type", "alias", "hash", "break", "continue", "times", "getopts"]
 ]);
 
 // src/local/preflight.ts

@@ -258,4 +258,7 @@ export const SHELL_WORDS = new Set([
   '[',
   '!',
   '{',
+  // The other built-ins a POSIX shell runs itself.
+  ...['exit', 'return', 'unset', 'read', 'shift', 'trap', 'wait', 'ulimit', 'umask', 'readonly', 'local'],
+  ...['echo', 'printf', 'pwd', 'kill', 'type', 'alias', 'hash', 'break', 'continue', 'times', 'getopts'],
 ]);
