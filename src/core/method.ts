@@ -130,8 +130,9 @@ export const SETUP_RUNS = 2;
 // how a passing failure is retried, and what an agent that reports no usage is charged.
 
 /**
- * Episodes in a row (by round, then branch) that crash without changing the workspace, after
- * which the run stops (as it does when every branch of the first fork round does): our choice.
+ * Episodes in a row (by round, then branch) that crash, or run until agent.timeout, without
+ * changing the workspace, after which the run stops (as it does when every branch of the first
+ * fork round does): our choice.
  * One crash is bad luck and two may be one flaky tool; three in a row with nothing to show are an
  * agent that cannot work here, and every further one would only spend.
  */

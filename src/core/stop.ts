@@ -4,8 +4,9 @@
 //   - an agent failure that does not pass (core/failure.ts: a refused key, an exhausted quota, an
 //     unknown model, a program that cannot start, a path the sandbox hides; or a rate limit still
 //     refusing after the worker's tries): the next episode would fail alike (code 2);
-//   - crashes that repeat: every branch of the first fork round, or CRASH_STREAK episodes in a row,
-//     crashed without changing the workspace: an agent that cannot work here (code 2);
+//   - crashes or time-outs that repeat: every branch of the first fork round, or CRASH_STREAK
+//     episodes in a row, crashed or ran until agent.timeout without changing the workspace: an
+//     agent that cannot work here, or one that hangs (a prompt, the network) (code 2);
 //   - a round in which every branch's setup failed (setup: in the config) let no agent work, and
 //     the next round starts from the same commits (code 2);
 //   - an opening round in which no episode got a score usually means a grader that cannot score
@@ -122,9 +123,13 @@ function agentFailed(e: Episode, f: RecordedFailure): RunStop {
   );
 }
 
-/** An episode whose agent crashed and left the workspace as it found it. */
+/**
+ * An episode whose agent crashed, or ran until agent.timeout, and left the workspace as it found
+ * it. A time-out counts: a CLI that hangs (waiting on a prompt, a blocked host) may report next to
+ * no spend, so its budget would never stop a run of them, each costing agent.timeout of the night.
+ */
 function crashedIdle(e: Episode): boolean {
-  return e.result?.exit === 'crash' && e.result.unchanged === true;
+  return (e.result?.exit === 'crash' || e.result?.exit === 'timeout') && e.result.unchanged === true;
 }
 
 /**
@@ -141,7 +146,12 @@ function crashedRun(state: RunState, open: Round): Cause | null {
   if (firstFork === open && open.episodes.length > 1) {
     const tried = open.episodes.filter((e) => !setupFailed(e));
     if (tried.length > 0 && open.episodes.every((e) => e.result) && tried.every(crashedIdle))
-      return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(', ')})`, open);
+      return crashStop(
+        tried,
+        `every branch of the first fork round (${tried.map((e) => e.id).join(', ')})`,
+        open,
+        state.config.agent.timeout,
+      );
     return null;
   }
   const all = allEpisodes(state);
@@ -150,21 +160,36 @@ function crashedRun(state: RunState, open: Round): Cause | null {
   const streak: Episode[] = [];
   for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i] as Episode); i--) streak.unshift(ran[i] as Episode);
   if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open.index) return null;
-  return crashStop(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(', ')})`, open);
+  const where = `${streak.length} episodes in a row (${streak.map((e) => e.id).join(', ')})`;
+  return crashStop(streak, where, open, state.config.agent.timeout);
 }
 
-function crashStop(crashed: Episode[], where: string, open: Round): Cause {
+function crashStop(crashed: Episode[], where: string, open: Round, agentTimeout: number): Cause {
   const last = crashed.at(-1)?.result;
   const words = last?.failure?.quote || last?.note || 'it printed nothing';
+  const timedOut = crashed.filter((e) => e.result?.exit === 'timeout').length;
+  const what =
+    timedOut === 0
+      ? 'crashed'
+      : timedOut === crashed.length
+        ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)`
+        : 'crashed or ran until its time limit (agent.timeout)';
+  const fix = timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
   return {
     stop: stop(
       2,
       (q) =>
-        `the agent crashed without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${GENERIC_FIX.crash}`,
+        `the agent ${what} without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${fix}`,
     ),
     retry: crashed.filter((e) => e.round === open.index),
   };
 }
+
+/** What to do after time-outs with nothing to show: the log says whether it hung or needed longer. */
+const TIMED_OUT_FIX =
+  "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, " +
+  'a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, ' +
+  'start a new run with a larger agent.timeout';
 
 /** What a resume does after a setup stop (retryStopped). */
 const RESUME = 'resume the run: its round runs again';
@@ -221,7 +246,7 @@ export function nothingDone(state: RunState): string | null {
   const scored = ran.filter((e) => e.result?.score !== null);
   if (scored.length === 0) return 'no episode got a score';
   if (scored.every(crashedIdle))
-    return 'no episode did any work: every one that got a score had crashed without changing the workspace';
+    return 'no episode did any work: every one that got a score had crashed or timed out without changing the workspace';
   return null;
 }
 

@@ -113,6 +113,31 @@ describe('an agent that crashes for a reason nobody recognises', () => {
   });
 });
 
+describe('an agent that hangs until its time limit, reporting next to no spend', () => {
+  it('stops after the first fork round in which every branch ran out of time without changing anything', async () => {
+    // As a CLI waiting on a question or a refused host does: its tiny spend would never end the run,
+    // and each further episode would cost agent.timeout of the night.
+    const repo = makeTaskRepo({
+      agentCommand: 'sh hang.sh',
+      budget: EXAMPLE_BUDGET,
+      files: {
+        'hang.sh': 'echo \'{"spent": 0.01}\' > "$FORKFLUSH_USAGE_FILE"\necho waiting for an answer\nsleep 600\n',
+      },
+    });
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(config, readFileSync(config, 'utf8').replace('timeout: 20', 'timeout: 4'));
+    repo.git('commit', '-qam', 'a short agent.timeout');
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(said(r.err)[0]).toMatch(
+      /^forkflush: the agent ran until its time limit \(agent\.timeout: 4 s\) without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), .*agent\.log/,
+    );
+    const s = await status(repo.dir);
+    expect(s.rounds).toHaveLength(1);
+    expect(s.budget.spent).toBeCloseTo(0.04, 6);
+  });
+});
+
 describe('a path the sandbox hides', async () => {
   const sandboxed = (await isolationFor('auto')).sandbox !== null;
   if (!sandboxed) console.warn('\n!!!!!!!! HIDDEN-PATH TESTS SKIPPED: no sandbox here. !!!!!!!!\n');

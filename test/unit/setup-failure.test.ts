@@ -172,6 +172,33 @@ describe('an agent that fails', () => {
     expect(streak.rounds.at(-1)?.decision).toBeUndefined();
   });
 
+  it('stops when the agent keeps running until agent.timeout without changing anything, whatever little it reports spent', () => {
+    // A CLI that hangs (a question, a refused host) may report next to no spend: its budget never stops it.
+    const timedOut = (extra: Partial<EpisodeResult> = {}): Partial<EpisodeResult> => ({
+      exit: 'timeout',
+      unchanged: true,
+      note: 'stopped at agent.timeout',
+      spent: 0.001,
+      ...extra,
+    });
+    const streak = serial([timedOut(), timedOut(), timedOut()]);
+    expect(stopReason(streak)?.code).toBe(2);
+    expect(stopReason(streak)?.message).toMatch(
+      /^the agent ran until its time limit \(agent\.timeout: 1800 s\) without changing the workspace in 3 episodes in a row \(r1\.b0, r2\.b0, r3\.b0\), the last with stopped at agent\.timeout, .*where the agent waited.*larger agent\.timeout/,
+    );
+    expect(retryStopped(streak)?.episodes.map((e) => e.id)).toEqual(['r3.b0']);
+    // Mixed with crashes, it says both; every branch of the first fork round, the same.
+    expect(stopReason(serial([crashed(), timedOut(), crashed()]))?.message).toContain(
+      'the agent crashed or ran until its time limit (agent.timeout) without changing the workspace in 3 episodes',
+    );
+    expect(stopReason(opening(5, [timedOut(), timedOut(), timedOut(), timedOut()], false))?.message).toContain(
+      'ran until its time limit (agent.timeout: 1800 s) without changing the workspace in every branch of the first fork round',
+    );
+    // A time-out that changed the workspace did work: an agent that is slow, not stuck.
+    expect(stopReason(serial([timedOut(), timedOut({ unchanged: undefined }), timedOut()]))).toBeNull();
+    expect(stopReason(serial([timedOut(), timedOut()]))).toBeNull();
+  });
+
   it('judges the first fork round whole, whichever of its branches finish first', () => {
     // Its branches run at once: three that crashed before the fourth ended are no streak.
     for (const order of [
