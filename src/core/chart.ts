@@ -118,7 +118,12 @@ export function quantile(values: number[], q: number): number {
 const W = 760;
 const H = 400;
 const M = { left: 64, right: 20, top: 48, bottom: 52 };
-const COLORS: Record<Outcome, string> = { adopted: '#1d4ed8', kept: '#15803d', dropped: '#9ca3af', running: '#d97706' };
+const COLORS: Record<Outcome, string> = {
+  adopted: '#1d4ed8',
+  kept: '#15803d',
+  dropped: '#9ca3af',
+  undecided: '#d97706',
+};
 /** The fork rounds' shading, and the colours the PNG test looks for. */
 export const CHART_COLORS = { ...COLORS, best: '#111827', forkRound: '#fef3c7', failed: '#dc2626' } as const;
 
@@ -206,7 +211,7 @@ function initialArrow(initial: number, { plot, rawY }: Layout): string {
 function episodeMarks(d: ChartData, { plot, px, py, off }: Layout): { lines: string[]; marks: string[] } {
   const lines: string[] = [];
   const marks: string[] = [];
-  const order: Outcome[] = ['dropped', 'running', 'kept', 'adopted'];
+  const order: Outcome[] = ['dropped', 'undecided', 'kept', 'adopted'];
   for (const o of order) {
     for (const s of d.segments.filter((seg) => seg.outcome === o)) {
       const color = COLORS[o];

@@ -8,7 +8,7 @@ import { type AgentUsage, allEpisodes, type Episode, type Round, type RunState, 
 import { runStop } from './stop.js';
 import { codeSpan, formatNumber, inertCodeSpan, markdownTable, shellQuote } from './text.js';
 
-export type Outcome = 'adopted' | 'dropped' | 'kept' | 'running';
+export type Outcome = 'adopted' | 'dropped' | 'kept' | 'undecided';
 /** What the leaderboard and `status --json` say of an episode: its outcome, or that its setup failed. */
 export type RowOutcome = Outcome | 'setup-failed';
 
@@ -25,7 +25,7 @@ export function rowOutcome(round: Round, e: Episode): RowOutcome {
 
 /** What its round's decision did with an episode: a serial round keeps what it adopted (all that ran). */
 export function outcomeOf(round: Round, e: Episode): Outcome {
-  if (!round.decision) return 'running';
+  if (!round.decision) return 'undecided';
   if (!round.decision.adopted.includes(e.id)) return 'dropped';
   return round.kind === 'serial' ? 'kept' : 'adopted';
 }
@@ -211,7 +211,7 @@ export function takeHomeLines(state: RunState, place: RunPlace): string[] {
 export const OUTCOMES_LEGEND =
   'adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; ' +
   'kept: an episode of a serial stretch (each one continues the last); setup-failed: its setup failed, so its agent never ran ' +
-  '(it spent nothing and is never adopted); running: no result yet.';
+  '(it spent nothing and is never adopted); undecided: its round is not decided yet (still running, or the run stopped before).';
 
 /** What the spend column's marks mean. */
 export const SPENT_LEGEND =

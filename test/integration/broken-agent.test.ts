@@ -75,6 +75,8 @@ describe('an agent whose key is refused', () => {
     const failed = s.rounds[0].episodes.filter((e: { failure: unknown }) => e.failure);
     expect(failed[0]).toMatchObject({ spentBasis: 'none', failure: { kind: 'auth' } });
     expect(s.rounds).toHaveLength(1);
+    // Its round was never decided: no episode of it is "running" in a run that stopped.
+    expect(new Set(s.rounds[0].episodes.map((e: { outcome: string }) => e.outcome))).toEqual(new Set(['undecided']));
     expect(ms).toBeLessThan(60_000);
     console.log(`a refused key: stopped after ${ms} ms, spent ${s.budget.spent} of 400 tokens`);
   });

@@ -40,7 +40,7 @@ describe('reports', () => {
     const loser = fork.episodes.find((x) => x.id !== fork.decision?.winner);
     if (!winner || !loser) throw new Error('a fork round has a winner and a loser');
     expect([outcomeOf(fork, winner), outcomeOf(fork, loser)]).toEqual(['adopted', 'dropped']);
-    expect(outcomeOf({ ...fork, decision: undefined }, winner)).toBe('running');
+    expect(outcomeOf({ ...fork, decision: undefined }, winner)).toBe('undecided');
   });
 
   it('says the best score and where it is', () => {
