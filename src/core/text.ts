@@ -33,6 +33,8 @@ export function closest(word: string, candidates: readonly string[]): string | u
 /** A number as people read it in tables: at most `digits` decimals, no trailing zeros. */
 export function formatNumber(x: number, digits = 3): string {
   if (!Number.isFinite(x)) return String(x);
+  // A figure too small for `digits` decimals is not zero: its first significant digits instead.
+  if (x !== 0 && Math.abs(x) < 0.5 * 10 ** -digits) return String(Number(x.toPrecision(Math.max(1, digits))));
   const fixed = x.toFixed(digits);
   return fixed.includes('.') ? fixed.replace(/\.?0+$/, '') : fixed;
 }

@@ -1,7 +1,7 @@
 // failureLine: the line of a failed program's output that says why it failed; agent text made
-// safe for a terminal (plainText) and for GitHub (inertOnGitHub, markdownTable, cutText).
+// safe for a terminal (plainText) and for GitHub (inertOnGitHub, markdownTable, cutText); formatNumber, the figures of tables and messages.
 import { describe, expect, it } from 'vitest';
-import { cutText, failureLine, inertOnGitHub, markdownTable, plainText } from '../../src/core/text.js';
+import { cutText, failureLine, formatNumber, inertOnGitHub, markdownTable, plainText } from '../../src/core/text.js';
 
 /** The word joiner inertOnGitHub puts in, shown. */
 const WJ = '\u2060';
@@ -97,5 +97,21 @@ describe('cutText', () => {
     const cut = cutText('ab😀😀😀', 4, '…');
     expect(cut).toBe('ab…');
     expect(cut).not.toMatch(/\p{Cs}/u); // no lone surrogate
+  });
+});
+
+describe('formatNumber', () => {
+  it('rounds to its decimals and drops trailing zeros', () => {
+    expect(formatNumber(99.36712)).toBe('99.367');
+    expect(formatNumber(2.5, 2)).toBe('2.5');
+    expect(formatNumber(400)).toBe('400');
+    expect(formatNumber(0)).toBe('0');
+  });
+
+  it('never shows a figure that is not zero as 0: a budget of 0.0001 is not a budget of 0', () => {
+    expect(formatNumber(0.0001)).toBe('0.0001');
+    expect(formatNumber(0.00004167, 2)).toBe('0.000042');
+    expect(formatNumber(-0.0002)).toBe('-0.0002');
+    expect(formatNumber(0.0005)).toBe('0.001');
   });
 });
