@@ -56,8 +56,16 @@ export async function runGrader(
   if (r.spawnError)
     return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}`, startError: r.spawnError };
   if (r.exitCode !== 0) {
-    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
+    // A score on stdout and nothing on stderr: quoting "1" as the error would mislead.
+    const printed = r.stderr.trim() ? null : parseScore(r.stdout).score;
+    if (printed !== null && printed !== undefined)
+      return {
+        ...base,
+        score: null,
+        reason: `the grader ${how} after printing the score ${printed} (a grader that fails gets no score)`,
+      };
+    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
     return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail}` : ''}` };
   }
   const reading = parseScore(r.stdout);
