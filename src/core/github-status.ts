@@ -12,7 +12,7 @@ import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, scoreText } from './report.js';
 import { extraRounds, extraRoundsText, extraSpent } from './schedule.js';
 import type { RunState } from './state.js';
-import { retryStopped, runStop } from './stop.js';
+import { budgetLeftUnspent, retryStopped, runStop } from './stop.js';
 import { formatNumber, inertCodeSpan, markdownTable } from './text.js';
 
 export function issueComment(
@@ -75,7 +75,10 @@ function statusText(state: RunState, phase: RunPhase, view: GitHubView): string 
     return 'finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again';
   if (phase === 'stopped')
     return 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it';
-  if (phase === 'finished') return 'finished';
+  if (phase === 'finished') {
+    const unspent = budgetLeftUnspent(state);
+    return unspent ? `finished; note: ${unspent}` : 'finished';
+  }
   if (!open) return 'starting';
   return `round ${open.index} (${open.phase}) running: ${open.episodes.filter((e) => e.result).length} of ${open.episodes.length} episodes done`;
 }

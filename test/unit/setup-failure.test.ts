@@ -2,6 +2,7 @@
 // a setup that cannot work, a grader that scores nothing, an agent that fails or keeps crashing.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/core/config.js';
+import { issueComment } from '../../src/core/github-status.js';
 import { CRASH_STREAK } from '../../src/core/method.js';
 import { planWarnings, simulate } from '../../src/core/plan.js';
 import { applyDecision, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
@@ -274,5 +275,14 @@ describe('budgetLeftUnspent', () => {
     expect(
       budgetLeftUnspent(simulate(parseConfig(yaml('tokens'), 'x'), (e) => ({ spent: e.allowance, score: 1 }), 1)),
     ).toBeNull();
+  });
+
+  it("is said in the GitHub run's status too, where nobody sees the CLI's warnings", () => {
+    const idle = simulate(parseConfig(yaml('evaluations'), 'x'), () => ({ spent: 0, score: 1 }), 1);
+    expect(issueComment(idle, 'finished')).toContain(
+      '**Status:** finished; note: the run ended having spent 0 of its 12 evaluations',
+    );
+    const full = simulate(parseConfig(yaml('tokens'), 'x'), (e) => ({ spent: e.allowance, score: 1 }), 1);
+    expect(issueComment(full, 'finished')).toContain('**Status:** finished  \n');
   });
 });
