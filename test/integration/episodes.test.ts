@@ -1,7 +1,8 @@
 // Agents and graders that misbehave: each case is one short run on a real git repository.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { allEpisodes, type EpisodeResult } from '../../src/core/state.js';
+import { allEpisodes, type EpisodeResult, type RunState } from '../../src/core/state.js';
+import { stopReason } from '../../src/core/stop.js';
 import { drive } from '../../src/local/runner.js';
 import { startRun } from '../../src/local/start.js';
 import { makeTaskRepo, type TaskRepo } from './task-repo.js';
@@ -10,13 +11,14 @@ const ONE_EPISODE = 'total: 6\n  unit: tokens\n  episode: 6';
 
 async function oneEpisode(
   repo: TaskRepo,
-): Promise<{ result: EpisodeResult; base: { score: number | null; reason?: string } }> {
+  status: RunState['status'] = 'finished',
+): Promise<{ result: EpisodeResult; base: { score: number | null; reason?: string }; state: RunState }> {
   const run = await startRun({ dir: repo.dir, seed: 1, now: new Date('2026-11-30T10:00:00Z') });
   const { state } = await drive(run.state, run);
-  expect(state.status).toBe('finished');
+  expect(state.status).toBe(status);
   const [episode] = allEpisodes(state);
   if (!episode?.result) throw new Error('no result');
-  return { result: episode.result, base: state.base };
+  return { result: episode.result, base: state.base, state };
 }
 
 /** Live processes whose command line holds `text` (a zombie waiting to be reaped is not live). */
@@ -50,7 +52,11 @@ describe('agents that misbehave', () => {
     writeFileSync(config, text);
     repo.git('commit', '-qam', 'short timeout');
     const started = Date.now();
-    const { result } = await oneEpisode(repo);
+    // It reports 1 of its 6 tokens each time: the run stops after CRASH_STREAK time-outs with nothing to show.
+    const { result, state } = await oneEpisode(repo, 'running');
+    expect(stopReason(state)?.message).toMatch(
+      /^the agent ran until its time limit \(agent\.timeout: 1 s\) without changing the workspace in 3 episodes in a row/,
+    );
     expect(result.exit).toBe('timeout');
     expect(result.agentSeconds).toBeGreaterThanOrEqual(1);
     expect(Date.now() - started).toBeLessThan(15_000);
