@@ -67365,6 +67365,7 @@ function closest(word, candidates2) {
 }
 function formatNumber(x, digits = 3) {
   if (!Number.isFinite(x)) return String(x);
+  if (x !== 0 && Math.abs(x) < 0.5 * 10 ** -digits) return String(Number(x.toPrecision(Math.max(1, digits))));
   const fixed = x.toFixed(digits);
   return fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
 }
@@ -69812,14 +69813,19 @@ function agentFailed(e, f) {
   );
 }
 function crashedIdle(e) {
-  return e.result?.exit === "crash" && e.result.unchanged === true;
+  return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
 }
 function crashedRun(state, open3) {
   const firstFork = state.rounds.find((r) => r.kind === "fork");
   if (firstFork === open3 && open3.episodes.length > 1) {
     const tried = open3.episodes.filter((e) => !setupFailed(e));
     if (tried.length > 0 && open3.episodes.every((e) => e.result) && tried.every(crashedIdle))
-      return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`, open3);
+      return crashStop(
+        tried,
+        `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`,
+        open3,
+        state.config.agent.timeout
+      );
     return null;
   }
   const all = allEpisodes(state);
@@ -69828,19 +69834,24 @@ function crashedRun(state, open3) {
   const streak = [];
   for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i]); i--) streak.unshift(ran[i]);
   if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open3.index) return null;
-  return crashStop(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`, open3);
+  const where = `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`;
+  return crashStop(streak, where, open3, state.config.agent.timeout);
 }
-function crashStop(crashed, where, open3) {
+function crashStop(crashed, where, open3, agentTimeout) {
   const last = crashed.at(-1)?.result;
   const words = last?.failure?.quote || last?.note || "it printed nothing";
+  const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
+  const what = timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
+  const fix = timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
   return {
     stop: stop(
       2,
-      (q) => `the agent crashed without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${GENERIC_FIX.crash}`
+      (q) => `the agent ${what} without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
     ),
     retry: crashed.filter((e) => e.round === open3.index)
   };
 }
+var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
 var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round, hasCommands) {
   const reasons = [...new Set(round.episodes.map((e) => e.result?.reason ?? "no reason given"))];
@@ -69858,6 +69869,14 @@ function stopBefore(state, next) {
 function runStop(state) {
   if (state.status === "finished") return null;
   return stopBefore(state, reconcile(state)[0]);
+}
+function budgetLeftUnspent(state) {
+  const { total, unit } = state.config.budget;
+  const used = spent(state);
+  if (state.status !== "finished" || unit === "minutes" || used >= total / 2) return null;
+  const episodes = allEpisodes(state).filter((e) => e.result).length;
+  const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
+  return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
 }
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 function retryStopped(state) {
@@ -70128,7 +70147,7 @@ function rowOutcome(round, e) {
   return setupFailed(e) ? "setup-failed" : outcomeOf(round, e);
 }
 function outcomeOf(round, e) {
-  if (!round.decision) return "running";
+  if (!round.decision) return "undecided";
   if (!round.decision.adopted.includes(e.id)) return "dropped";
   return round.kind === "serial" ? "kept" : "adopted";
 }
@@ -70259,7 +70278,12 @@ function quantile(values, q) {
   const b = xs[Math.min(lo + 1, xs.length - 1)];
   return a + (b - a) * (at - lo);
 }
-var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
+var COLORS = {
+  adopted: "#1d4ed8",
+  kept: "#15803d",
+  dropped: "#9ca3af",
+  undecided: "#d97706"
+};
 var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
 function paddedRange(values) {
   if (values.length === 0) return [0, 1];
@@ -70481,7 +70505,10 @@ function statusText(state, phase, view) {
     return "finished, and stopped: no more rounds after the plan (the issue was closed, its label removed, or `/autoresearch stop`); `/autoresearch resume` lets them run again";
   if (phase === "stopped")
     return "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it";
-  if (phase === "finished") return "finished";
+  if (phase === "finished") {
+    const unspent = budgetLeftUnspent(state);
+    return unspent ? `finished; note: ${unspent}` : "finished";
+  }
   if (!open3) return "starting";
   return `round ${open3.index} (${open3.phase}) running: ${open3.episodes.filter((e) => e.result).length} of ${open3.episodes.length} episodes done`;
 }

@@ -28343,6 +28343,7 @@ function closest(word, candidates2) {
 }
 function formatNumber(x, digits = 3) {
   if (!Number.isFinite(x)) return String(x);
+  if (x !== 0 && Math.abs(x) < 0.5 * 10 ** -digits) return String(Number(x.toPrecision(Math.max(1, digits))));
   const fixed = x.toFixed(digits);
   return fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed;
 }
@@ -30677,14 +30678,19 @@ function agentFailed(e, f2) {
   );
 }
 function crashedIdle(e) {
-  return e.result?.exit === "crash" && e.result.unchanged === true;
+  return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
 }
 function crashedRun(state, open3) {
   const firstFork = state.rounds.find((r) => r.kind === "fork");
   if (firstFork === open3 && open3.episodes.length > 1) {
     const tried = open3.episodes.filter((e) => !setupFailed(e));
     if (tried.length > 0 && open3.episodes.every((e) => e.result) && tried.every(crashedIdle))
-      return crashStop(tried, `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`, open3);
+      return crashStop(
+        tried,
+        `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`,
+        open3,
+        state.config.agent.timeout
+      );
     return null;
   }
   const all = allEpisodes(state);
@@ -30693,19 +30699,24 @@ function crashedRun(state, open3) {
   const streak = [];
   for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i]); i--) streak.unshift(ran[i]);
   if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open3.index) return null;
-  return crashStop(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`, open3);
+  const where = `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`;
+  return crashStop(streak, where, open3, state.config.agent.timeout);
 }
-function crashStop(crashed, where, open3) {
+function crashStop(crashed, where, open3, agentTimeout) {
   const last = crashed.at(-1)?.result;
   const words = last?.failure?.quote || last?.note || "it printed nothing";
+  const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
+  const what = timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
+  const fix = timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
   return {
     stop: stop(
       2,
-      (q) => `the agent crashed without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${GENERIC_FIX.crash}`
+      (q) => `the agent ${what} without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
     ),
     retry: crashed.filter((e) => e.round === open3.index)
   };
 }
+var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
 var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round2, hasCommands) {
   const reasons = [...new Set(round2.episodes.map((e) => e.result?.reason ?? "no reason given"))];
@@ -30729,7 +30740,7 @@ function nothingDone(state) {
   const scored = ran.filter((e) => e.result?.score !== null);
   if (scored.length === 0) return "no episode got a score";
   if (scored.every(crashedIdle))
-    return "no episode did any work: every one that got a score had crashed without changing the workspace";
+    return "no episode did any work: every one that got a score had crashed or timed out without changing the workspace";
   return null;
 }
 function budgetLeftUnspent(state) {
@@ -30768,7 +30779,7 @@ function rowOutcome(round2, e) {
   return setupFailed(e) ? "setup-failed" : outcomeOf(round2, e);
 }
 function outcomeOf(round2, e) {
-  if (!round2.decision) return "running";
+  if (!round2.decision) return "undecided";
   if (!round2.decision.adopted.includes(e.id)) return "dropped";
   return round2.kind === "serial" ? "kept" : "adopted";
 }
@@ -30901,7 +30912,7 @@ function takeHomeLines(state, place) {
     `Copy its files over yours: git -C ${shellQuote(place.repo)} archive ${best} | tar -x -C ${shellQuote(place.taskDir)}`
   ];
 }
-var OUTCOMES_LEGEND = "adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; kept: an episode of a serial stretch (each one continues the last); setup-failed: its setup failed, so its agent never ran (it spent nothing and is never adopted); running: no result yet.";
+var OUTCOMES_LEGEND = "adopted: the winner of its fork round, whose workspace the lineage continues from; dropped: a branch that lost its round; kept: an episode of a serial stretch (each one continues the last); setup-failed: its setup failed, so its agent never ran (it spent nothing and is never adopted); undecided: its round is not decided yet (still running, or the run stopped before).";
 var SPENT_LEGEND = 'Spent: measured, or as the agent reported it; ~ marks an estimate, for an agent that reported no usage (README, "Troubleshooting").';
 function renderReport(state, o = {}) {
   const parts = [`# forkflush run ${state.id}`, "", summary(state).split("\n").join("  \n"), ""];
@@ -32240,7 +32251,12 @@ function quantile(values, q) {
 var W = 760;
 var H = 400;
 var M = { left: 64, right: 20, top: 48, bottom: 52 };
-var COLORS = { adopted: "#1d4ed8", kept: "#15803d", dropped: "#9ca3af", running: "#d97706" };
+var COLORS = {
+  adopted: "#1d4ed8",
+  kept: "#15803d",
+  dropped: "#9ca3af",
+  undecided: "#d97706"
+};
 var CHART_COLORS = { ...COLORS, best: "#111827", forkRound: "#fef3c7", failed: "#dc2626" };
 function chartLayout(d) {
   const [yMin, yMax] = d.yRange;
@@ -32310,7 +32326,7 @@ function initialArrow(initial, { plot, rawY }) {
 function episodeMarks(d, { plot, px, py, off }) {
   const lines2 = [];
   const marks = [];
-  const order2 = ["dropped", "running", "kept", "adopted"];
+  const order2 = ["dropped", "undecided", "kept", "adopted"];
   for (const o of order2) {
     for (const s of d.segments.filter((seg) => seg.outcome === o)) {
       const color = COLORS[o];
@@ -37188,8 +37204,15 @@ async function runGrader(config2, workdir, env, confine, signal) {
   if (r.spawnError)
     return { ...base, score: null, reason: `the grader could not start: ${r.spawnError}`, startError: r.spawnError };
   if (r.exitCode !== 0) {
-    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
     const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
+    const printed = r.stderr.trim() ? null : parseScore(r.stdout).score;
+    if (printed !== null && printed !== void 0)
+      return {
+        ...base,
+        score: null,
+        reason: `the grader ${how} after printing the score ${printed} (a grader that fails gets no score)`
+      };
+    const tail = failureLine(r.stderr.trim() ? r.stderr : r.stdout, FAILURE_LINE_MAX_CHARS);
     return { ...base, score: null, reason: `the grader ${how}${tail ? `: ${tail}` : ""}` };
   }
   const reading = parseScore(r.stdout);
