@@ -4,12 +4,12 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
-import { type AgentFailure, type FailureKind, recognizeFailure } from '../core/failure.js';
+import { type AgentFailure, couldNotStart, failureOf, recognizeFailure } from '../core/failure.js';
 import type { ExitReason } from '../core/state.js';
 import { failureLine } from '../core/text.js';
 import { believableFigures, overrunReason, type Spent, settleBounds, spendOf, usageOf } from '../core/usage.js';
 import { readRegular } from '../io/agent-reads.js';
-import { couldNotStart, LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
+import { LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
 import { anySet, hasLogin, installLogins, isRecord, removeLogins } from './files.js';
 import type { AgentSpec, CliRun, Ending, Episode, Unusable } from './spec.js';
@@ -143,7 +143,8 @@ export async function runSession<S>(
     const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, ' ').trim().slice(0, 300);
     // What the spec read first; else the provider's words in the CLI's output, by their common shapes.
     failure =
-      failureOf(spec, r, r.spawnError ?? why, ending.status) ?? recognizeFailure(r.stderr.trim() ? r.stderr : r.stdout);
+      failureOf(spec, { ...r, quote: r.spawnError ?? why, status: ending.status }) ??
+      recognizeFailure(r.stderr.trim() ? r.stderr : r.stdout);
     notes.push(
       r.spawnError
         ? `${spec.name} could not start: ${r.spawnError}`
@@ -259,64 +260,4 @@ export function stopExit(r: { stopped: string | null }, deadlineIsBudget: boolea
   if (r.stopped === null) return null;
   if (r.stopped === 'timeout') return deadlineIsBudget ? 'budget' : 'timeout';
   return r.stopped === 'budget' ? 'budget' : 'crash';
-}
-
-/** Provider statuses, as every CLI passes them on: what failed, and whether it passes. */
-const STATUS: [RegExp, FailureKind][] = [
-  [/^40[13]$/, 'auth'],
-  [/^402$/, 'quota'],
-  [/^404$/, 'model'],
-  [/^429$/, 'rate-limit'],
-  [/^(50[0234]|529)$/, 'overload'],
-];
-
-/**
- * Why a crashed session failed, from the provider's status (or the one its line quotes: "API Error:
- * 401", "(HTTP 503)"), a dropped connection, a CLI that could not start, or a command agent's sysexits
- * code (75 EX_TEMPFAIL passes, 77 EX_NOPERM is its login). Null: a crash nobody recognised.
- */
-export function failureOf(
-  spec: Pick<AgentSpec, 'cli' | 'name' | 'kind'>,
-  run: Pick<RunResult, 'exitCode' | 'spawnError' | 'ms' | 'stderr'>,
-  quote: string,
-  status?: number | null,
-): AgentFailure | null {
-  const q = quoteLine(quote || spec.name);
-  const secret = spec.cli?.secret;
-  const code = String(
-    status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
-  );
-  // A dropped connection first: forkflush's proxy answers one with a 502 that quotes it.
-  const dropped =
-    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
-  let kind: FailureKind | null = dropped.test(quote) ? 'network' : (STATUS.find(([re]) => re.test(code))?.[1] ?? null);
-  if (kind === 'rate-limit' && /quota|billing|credit/i.test(quote)) kind = 'quota';
-  if (!kind && couldNotStart(run)) kind = 'cli';
-  if (!kind && !spec.cli && run.exitCode === 75) kind = 'overload';
-  if (!kind && !spec.cli && run.exitCode === 77) kind = 'auth';
-  if (!kind) return null;
-  const wait = /retry[- ]after\D{0,3}(\d+(?:\.\d+)?)\s*(ms|s)?/i.exec(quote);
-  const fix: Partial<Record<FailureKind, string>> = {
-    auth: secret
-      ? `set ${secret.name} (${secret.note}) to a key or login that works`
-      : 'give the agent a key that works (agent.env)',
-    quota: "raise the provider's quota or plan, or wait until it resets, then resume the run",
-    model: 'set agent.model to a model the provider has',
-    cli: spec.cli
-      ? `install ${spec.name} (${spec.cli.install}), or point agent.command at it`
-      : 'correct agent.command',
-  };
-  return {
-    kind,
-    quote: q,
-    ...(fix[kind] ? { fix: fix[kind] } : {}),
-    ...(wait && (kind === 'rate-limit' || kind === 'overload' || kind === 'network')
-      ? { retryAfterMs: Math.round(Number(wait[1]) * (wait[2] === 'ms' ? 1 : 1000)) }
-      : {}),
-  };
-}
-
-function quoteLine(line: string): string {
-  const one = line.replace(/\s+/g, ' ').trim();
-  return one.length > 300 ? `${one.slice(0, 299)}…` : one;
 }

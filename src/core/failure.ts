@@ -8,7 +8,7 @@
 // error text (recognizeFailure), paths an error says were not found (notFoundPaths), and the wait
 // before a retry (retryWait).
 
-import { FAILURE_QUOTE_MAX_CHARS, FAILURE_READ_MAX_LINES } from './bounds.js';
+import { FAILURE_QUOTE_MAX_CHARS, FAILURE_READ_MAX_LINES, NOT_STARTED_WITHIN_MS } from './bounds.js';
 import { AGENT_TRIES, RETRY_FIRST_WAIT_SECONDS, RETRY_MAX_WAIT_SECONDS } from './method.js';
 
 /** Failures that fail every later episode the same way: the run stops before the next one. */
@@ -141,6 +141,75 @@ export function recognizeFailure(text: string): AgentFailure | null {
     };
   }
   return null;
+}
+
+/** Provider statuses, as every CLI passes them on: what failed, and whether it passes. */
+const STATUS: [RegExp, FailureKind][] = [
+  [/^40[13]$/, 'auth'],
+  [/^402$/, 'quota'],
+  [/^404$/, 'model'],
+  [/^429$/, 'rate-limit'],
+  [/^(50[0234]|529)$/, 'overload'],
+];
+
+/** What a crashed session's fix names of its agent kind (an agent spec's facts). */
+export interface FailingAgent {
+  name: string;
+  cli?: { install: string; secret: { name: string; note: string } } | undefined;
+}
+
+/** A crashed session: its exit, and the line that says why (`status`: the provider's, where the CLI states it apart). */
+export interface Crash {
+  exitCode: number | null;
+  spawnError?: string | undefined;
+  ms: number;
+  quote: string;
+  status?: number | null | undefined;
+}
+
+/** A command that never ran: it could not be spawned, or exited 126/127 at once. */
+export function couldNotStart(r: { spawnError?: string | undefined; exitCode: number | null; ms: number }): boolean {
+  return r.spawnError !== undefined || ((r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_WITHIN_MS);
+}
+
+/**
+ * Why a crashed session failed, from the provider's status (or the one its line quotes: "API Error:
+ * 401", "(HTTP 503)"), a dropped connection, a CLI that could not start, or a command agent's sysexits
+ * code (75 EX_TEMPFAIL passes, 77 EX_NOPERM is its login). Null: a crash nobody recognised (the
+ * runner then tries the common shapes of its output, recognizeFailure).
+ */
+export function failureOf(agent: FailingAgent, c: Crash): AgentFailure | null {
+  const { quote } = c;
+  const code = String(
+    c.status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? '',
+  );
+  // A dropped connection first: forkflush's proxy answers one with a 502 that quotes it.
+  const dropped =
+    /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
+  let kind: FailureKind | null = dropped.test(quote) ? 'network' : (STATUS.find(([re]) => re.test(code))?.[1] ?? null);
+  if (kind === 'rate-limit' && /quota|billing|credit/i.test(quote)) kind = 'quota';
+  if (!kind && couldNotStart(c)) kind = 'cli';
+  if (!kind && !agent.cli && c.exitCode === 75) kind = 'overload';
+  if (!kind && !agent.cli && c.exitCode === 77) kind = 'auth';
+  if (!kind) return null;
+  const secret = agent.cli?.secret;
+  const fix: Partial<Record<FailureKind, string>> = {
+    auth: secret
+      ? `set ${secret.name} (${secret.note}) to a key or login that works`
+      : 'give the agent a key that works (agent.env)',
+    quota: GENERIC_FIX.quota,
+    model: 'set agent.model to a model the provider has',
+    cli: agent.cli
+      ? `install ${agent.name} (${agent.cli.install}), or point agent.command at it`
+      : 'correct agent.command',
+  };
+  const wait = isTransient(kind) ? retryAfterMs([quote]) : null;
+  return {
+    kind,
+    quote: quoteLine(quote || agent.name),
+    ...(fix[kind] ? { fix: fix[kind] } : {}),
+    ...(wait !== null ? { retryAfterMs: wait } : {}),
+  };
 }
 
 /** One line of an agent's output, as a failure quotes it: no control characters, cut. */

@@ -8,7 +8,6 @@ import type { Readable, Writable } from 'node:stream';
 import {
   DRAIN_POLLS_MAX,
   LOG_MAX_BYTES,
-  NOT_STARTED_WITHIN_MS,
   OUTPUT_DRAIN_MS,
   PROCESS_OUTPUT_MAX_CHARS,
   PROCESS_TRACK_EVERY_MS,
@@ -114,11 +113,6 @@ export function exitWithin(ms: number, code: number, say: (line: string) => void
     process.exit(code);
   }, ms);
   timer.unref();
-}
-
-/** A command that never ran: it could not be spawned, or exited 126/127 at once. */
-export function couldNotStart(r: { spawnError?: string; exitCode: number | null; ms: number }): boolean {
-  return r.spawnError !== undefined || ((r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_WITHIN_MS);
 }
 
 /** Runs a shell command line (sh -c) in its own process group. */

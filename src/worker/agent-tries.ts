@@ -12,6 +12,7 @@ import type { AgentAdapter, AgentOutcome, AgentSession } from '../agents/agent.j
 import { type ChargeInput, chargeFor, type TryFacts } from '../core/charge.js';
 import {
   type AgentFailure,
+  couldNotStart,
   GENERIC_FIX,
   isTransient,
   notFoundPaths,
@@ -22,7 +23,7 @@ import {
 import { RETRY_LEAST_SECONDS } from '../core/method.js';
 import type { AgentUsage, Retry } from '../core/state.js';
 import { failureLine, formatNumber } from '../core/text.js';
-import { couldNotStart, type RunResult } from '../io/process.js';
+import type { RunResult } from '../io/process.js';
 
 export interface TriesInput {
   agent: AgentAdapter;

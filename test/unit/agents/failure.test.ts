@@ -8,15 +8,15 @@ import { describe, expect, it } from 'vitest';
 import { claudeEnding } from '../../../src/agents/claude-code.js';
 import { execEvents } from '../../../src/agents/codex.js';
 import { sessionErrors } from '../../../src/agents/copilot.js';
-import { failureOf } from '../../../src/agents/runner.js';
 import { specOf } from '../../../src/agents/specs.js';
 import type { AgentKind } from '../../../src/core/config.js';
+import { failureOf } from '../../../src/core/failure.js';
 
 const fixture = (kind: string, name: string) =>
   readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'agents', kind, name), 'utf8');
 const crashed = { exitCode: 1, ms: 5000, stderr: '' };
 const of = (kind: AgentKind, quote: string, status?: number | null, run = crashed) =>
-  failureOf(specOf(kind), run, quote, status);
+  failureOf(specOf(kind), { ...run, quote, status });
 
 describe('failureOf', () => {
   it("each CLI's refused key, as it says it: auth, with the key to set", () => {
