@@ -53076,41 +53076,41 @@ function crashedIdle(e) {
   return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
 }
 function crashedRun(state, open2) {
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const noWorkYet = tried.every((e) => e.result?.unchanged === true);
+  const idle = (e) => crashedIdle(e) || noWorkYet && e.result?.unchanged === true;
+  const stopFor = (episodes, where) => crashStop(episodes, where, open2, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === "fork");
   if (firstFork === open2 && open2.episodes.length > 1) {
-    const tried = open2.episodes.filter((e) => !setupFailed(e));
-    if (tried.length > 0 && open2.episodes.every((e) => e.result) && tried.every(crashedIdle))
-      return crashStop(
-        tried,
-        `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`,
-        open2,
-        state.config.agent.timeout
-      );
+    const branches = open2.episodes.filter((e) => !setupFailed(e));
+    if (branches.length > 0 && open2.episodes.every((e) => e.result) && branches.every(idle))
+      return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(", ")})`);
     return null;
   }
   const all = allEpisodes(state);
   const pending = all.findIndex((e) => !e.result);
   const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
   const streak = [];
-  for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i]); i--) streak.unshift(ran[i]);
+  for (let i = ran.length - 1; i >= 0 && idle(ran[i]); i--) streak.unshift(ran[i]);
   if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open2.index) return null;
-  const where = `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`;
-  return crashStop(streak, where, open2, state.config.agent.timeout);
+  return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`);
 }
-function crashStop(crashed, where, open2, agentTimeout) {
+function crashStop(crashed, where, open2, agentTimeout, noWork) {
   const last = crashed.at(-1)?.result;
   const words = last?.failure?.quote || last?.note || "it printed nothing";
   const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
-  const what = timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
-  const fix = timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
+  const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
+  const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
+  const yet = noWork ? ", and no episode of the run has changed it," : ",";
   return {
     stop: stop(
       2,
-      (q) => `the agent ${what} without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
+      (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
     ),
     retry: crashed.filter((e) => e.round === open2.index)
   };
 }
+var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files; if it prints its help or exits at once, correct the config and start a new run";
 var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
 var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round, hasCommands) {

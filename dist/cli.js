@@ -8080,9 +8080,6 @@ function exitWithin(ms, code, say) {
   }, ms);
   timer.unref();
 }
-function couldNotStart(r) {
-  return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_WITHIN_MS;
-}
 function runShell(command2, options) {
   return runProcess("/bin/sh", ["-c", command2], options);
 }
@@ -29102,6 +29099,43 @@ function recognizeFailure(text) {
   }
   return null;
 }
+var STATUS = [
+  [/^40[13]$/, "auth"],
+  [/^402$/, "quota"],
+  [/^404$/, "model"],
+  [/^429$/, "rate-limit"],
+  [/^(50[0234]|529)$/, "overload"]
+];
+function couldNotStart(r) {
+  return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_WITHIN_MS;
+}
+function failureOf(agent, c) {
+  const { quote } = c;
+  const code = String(
+    c.status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? ""
+  );
+  const dropped = /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
+  let kind = dropped.test(quote) ? "network" : STATUS.find(([re]) => re.test(code))?.[1] ?? null;
+  if (kind === "rate-limit" && /quota|billing|credit/i.test(quote)) kind = "quota";
+  if (!kind && couldNotStart(c)) kind = "cli";
+  if (!kind && !agent.cli && c.exitCode === 75) kind = "overload";
+  if (!kind && !agent.cli && c.exitCode === 77) kind = "auth";
+  if (!kind) return null;
+  const secret = agent.cli?.secret;
+  const fix = {
+    auth: secret ? `set ${secret.name} (${secret.note}) to a key or login that works` : "give the agent a key that works (agent.env)",
+    quota: GENERIC_FIX.quota,
+    model: "set agent.model to a model the provider has",
+    cli: agent.cli ? `install ${agent.name} (${agent.cli.install}), or point agent.command at it` : "correct agent.command"
+  };
+  const wait = isTransient(kind) ? retryAfterMs([quote]) : null;
+  return {
+    kind,
+    quote: quoteLine(quote || agent.name),
+    ...fix[kind] ? { fix: fix[kind] } : {},
+    ...wait !== null ? { retryAfterMs: wait } : {}
+  };
+}
 function quoteLine(line) {
   const clean = line.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").trim();
   return clean.length > FAILURE_QUOTE_MAX_CHARS ? `${clean.slice(0, FAILURE_QUOTE_MAX_CHARS - 1)}\u2026` : clean;
@@ -30681,41 +30715,41 @@ function crashedIdle(e) {
   return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
 }
 function crashedRun(state, open3) {
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const noWorkYet = tried.every((e) => e.result?.unchanged === true);
+  const idle = (e) => crashedIdle(e) || noWorkYet && e.result?.unchanged === true;
+  const stopFor = (episodes, where) => crashStop(episodes, where, open3, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === "fork");
   if (firstFork === open3 && open3.episodes.length > 1) {
-    const tried = open3.episodes.filter((e) => !setupFailed(e));
-    if (tried.length > 0 && open3.episodes.every((e) => e.result) && tried.every(crashedIdle))
-      return crashStop(
-        tried,
-        `every branch of the first fork round (${tried.map((e) => e.id).join(", ")})`,
-        open3,
-        state.config.agent.timeout
-      );
+    const branches = open3.episodes.filter((e) => !setupFailed(e));
+    if (branches.length > 0 && open3.episodes.every((e) => e.result) && branches.every(idle))
+      return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(", ")})`);
     return null;
   }
   const all = allEpisodes(state);
   const pending = all.findIndex((e) => !e.result);
   const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
   const streak = [];
-  for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i]); i--) streak.unshift(ran[i]);
+  for (let i = ran.length - 1; i >= 0 && idle(ran[i]); i--) streak.unshift(ran[i]);
   if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open3.index) return null;
-  const where = `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`;
-  return crashStop(streak, where, open3, state.config.agent.timeout);
+  return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`);
 }
-function crashStop(crashed, where, open3, agentTimeout) {
+function crashStop(crashed, where, open3, agentTimeout, noWork) {
   const last = crashed.at(-1)?.result;
   const words = last?.failure?.quote || last?.note || "it printed nothing";
   const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
-  const what = timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
-  const fix = timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
+  const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";
+  const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
+  const yet = noWork ? ", and no episode of the run has changed it," : ",";
   return {
     stop: stop(
       2,
-      (q) => `the agent ${what} without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
+      (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
     ),
     retry: crashed.filter((e) => e.round === open3.index)
   };
 }
+var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files; if it prints its help or exits at once, correct the config and start a new run";
 var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
 var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round2, hasCommands) {
@@ -30741,6 +30775,8 @@ function nothingDone(state) {
   if (scored.length === 0) return "no episode got a score";
   if (scored.every(crashedIdle))
     return "no episode did any work: every one that got a score had crashed or timed out without changing the workspace";
+  if (ran.every((e) => e.result?.unchanged === true))
+    return "no episode did any work: none changed the workspace (does agent.command run the agent on the task?)";
   return null;
 }
 function budgetLeftUnspent(state) {
@@ -35506,7 +35542,7 @@ async function runSession(spec, agent, s) {
   let failure3 = null;
   if (exit === "crash" && r.stopped === null && (r.spawnError || r.exitCode !== 0 || r.signal || ending.why)) {
     const why = (ending.why ?? failureLine(r.stderr)).replace(/\s+/g, " ").trim().slice(0, 300);
-    failure3 = failureOf(spec, r, r.spawnError ?? why, ending.status) ?? recognizeFailure(r.stderr.trim() ? r.stderr : r.stdout);
+    failure3 = failureOf(spec, { ...r, quote: r.spawnError ?? why, status: ending.status }) ?? recognizeFailure(r.stderr.trim() ? r.stderr : r.stdout);
     notes.push(
       r.spawnError ? `${spec.name} could not start: ${r.spawnError}` : `${spec.name} exited with ${r.signal ? `signal ${r.signal}` : `code ${r.exitCode}`}${why ? `: ${why}` : ""}`
     );
@@ -35595,44 +35631,6 @@ function stopExit(r, deadlineIsBudget) {
   if (r.stopped === null) return null;
   if (r.stopped === "timeout") return deadlineIsBudget ? "budget" : "timeout";
   return r.stopped === "budget" ? "budget" : "crash";
-}
-var STATUS = [
-  [/^40[13]$/, "auth"],
-  [/^402$/, "quota"],
-  [/^404$/, "model"],
-  [/^429$/, "rate-limit"],
-  [/^(50[0234]|529)$/, "overload"]
-];
-function failureOf(spec, run2, quote, status) {
-  const q = quoteLine2(quote || spec.name);
-  const secret = spec.cli?.secret;
-  const code = String(
-    status ?? /(?:\b(?:status|HTTP|API Error|Error code):?\s*|"code":\s*)(\d{3})\b/i.exec(quote)?.[1] ?? ""
-  );
-  const dropped = /ECONNRESET|ECONNREFUSED|ENOTFOUND|ETIMEDOUT|socket hang up|fetch failed|connection (?:error|reset|refused)/i;
-  let kind = dropped.test(quote) ? "network" : STATUS.find(([re]) => re.test(code))?.[1] ?? null;
-  if (kind === "rate-limit" && /quota|billing|credit/i.test(quote)) kind = "quota";
-  if (!kind && couldNotStart(run2)) kind = "cli";
-  if (!kind && !spec.cli && run2.exitCode === 75) kind = "overload";
-  if (!kind && !spec.cli && run2.exitCode === 77) kind = "auth";
-  if (!kind) return null;
-  const wait = /retry[- ]after\D{0,3}(\d+(?:\.\d+)?)\s*(ms|s)?/i.exec(quote);
-  const fix = {
-    auth: secret ? `set ${secret.name} (${secret.note}) to a key or login that works` : "give the agent a key that works (agent.env)",
-    quota: "raise the provider's quota or plan, or wait until it resets, then resume the run",
-    model: "set agent.model to a model the provider has",
-    cli: spec.cli ? `install ${spec.name} (${spec.cli.install}), or point agent.command at it` : "correct agent.command"
-  };
-  return {
-    kind,
-    quote: q,
-    ...fix[kind] ? { fix: fix[kind] } : {},
-    ...wait && (kind === "rate-limit" || kind === "overload" || kind === "network") ? { retryAfterMs: Math.round(Number(wait[1]) * (wait[2] === "ms" ? 1 : 1e3)) } : {}
-  };
-}
-function quoteLine2(line) {
-  const one = line.replace(/\s+/g, " ").trim();
-  return one.length > 300 ? `${one.slice(0, 299)}\u2026` : one;
 }
 
 // src/agents/specs.ts

@@ -139,51 +139,61 @@ function crashedIdle(e: Episode): boolean {
  * whole: its branches run at once and finish in any order, so a streak inside it would depend on
  * which finished first. A streak ends at the first episode still running: those after it are
  * not "in a row". Only while the last of them is in the open round: a stop comes before its
- * round is decided.
+ * round is decided. While no episode of the run has changed the workspace at all, any ending
+ * counts, a clean exit too: an agent.command that prints its help, or a wrapper that never calls
+ * the agent, ends at once every time and would be charged its allowance each time, and a run
+ * of it would end green having done nothing.
  */
 function crashedRun(state: RunState, open: Round): Cause | null {
+  const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
+  const noWorkYet = tried.every((e) => e.result?.unchanged === true);
+  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && e.result?.unchanged === true);
+  const stopFor = (episodes: Episode[], where: string) =>
+    crashStop(episodes, where, open, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === 'fork');
   if (firstFork === open && open.episodes.length > 1) {
-    const tried = open.episodes.filter((e) => !setupFailed(e));
-    if (tried.length > 0 && open.episodes.every((e) => e.result) && tried.every(crashedIdle))
-      return crashStop(
-        tried,
-        `every branch of the first fork round (${tried.map((e) => e.id).join(', ')})`,
-        open,
-        state.config.agent.timeout,
-      );
+    const branches = open.episodes.filter((e) => !setupFailed(e));
+    if (branches.length > 0 && open.episodes.every((e) => e.result) && branches.every(idle))
+      return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(', ')})`);
     return null;
   }
   const all = allEpisodes(state);
   const pending = all.findIndex((e) => !e.result);
   const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
   const streak: Episode[] = [];
-  for (let i = ran.length - 1; i >= 0 && crashedIdle(ran[i] as Episode); i--) streak.unshift(ran[i] as Episode);
+  for (let i = ran.length - 1; i >= 0 && idle(ran[i] as Episode); i--) streak.unshift(ran[i] as Episode);
   if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open.index) return null;
-  const where = `${streak.length} episodes in a row (${streak.map((e) => e.id).join(', ')})`;
-  return crashStop(streak, where, open, state.config.agent.timeout);
+  return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(', ')})`);
 }
 
-function crashStop(crashed: Episode[], where: string, open: Round, agentTimeout: number): Cause {
+/** The stop for episodes that left the workspace as they found it (`noWork`: some ended cleanly, and none of the run did any work). */
+function crashStop(crashed: Episode[], where: string, open: Round, agentTimeout: number, noWork: boolean): Cause {
   const last = crashed.at(-1)?.result;
   const words = last?.failure?.quote || last?.note || 'it printed nothing';
   const timedOut = crashed.filter((e) => e.result?.exit === 'timeout').length;
-  const what =
-    timedOut === 0
+  const what = noWork
+    ? 'ended'
+    : timedOut === 0
       ? 'crashed'
       : timedOut === crashed.length
         ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)`
         : 'crashed or ran until its time limit (agent.timeout)';
-  const fix = timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
+  const fix = noWork ? NO_WORK_FIX : timedOut === 0 ? GENERIC_FIX.crash : TIMED_OUT_FIX;
+  const yet = noWork ? ', and no episode of the run has changed it,' : ',';
   return {
     stop: stop(
       2,
       (q) =>
-        `the agent ${what} without changing the workspace in ${where}, the last with ${q(words)}, so the run stopped before it spent more: ${fix}`,
+        `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`,
     ),
     retry: crashed.filter((e) => e.round === open.index),
   };
 }
+
+/** What to do when the agent never changed anything: it most likely never worked on the task at all. */
+const NO_WORK_FIX =
+  'run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: ' +
+  'after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run';
 
 /** What to do after time-outs with nothing to show: the log says whether it hung or needed longer. */
 const TIMED_OUT_FIX =
@@ -237,8 +247,8 @@ export function runStop(state: RunState): RunStop | null {
 }
 
 /**
- * Why a run that ended produced nothing worth having, or null: no episode got a score, or every
- * one that did crashed without changing the workspace (it graded the base again). Such a run
+ * Why a run that ended produced nothing worth having, or null: no episode got a score, every one
+ * that did crashed without changing the workspace (it graded the base again), or none changed it. Such a run
  * ends with exit code 1, never as a success.
  */
 export function nothingDone(state: RunState): string | null {
@@ -247,6 +257,8 @@ export function nothingDone(state: RunState): string | null {
   if (scored.length === 0) return 'no episode got a score';
   if (scored.every(crashedIdle))
     return 'no episode did any work: every one that got a score had crashed or timed out without changing the workspace';
+  if (ran.every((e) => e.result?.unchanged === true))
+    return 'no episode did any work: none changed the workspace (does agent.command run the agent on the task?)';
   return null;
 }
 

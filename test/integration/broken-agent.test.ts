@@ -147,6 +147,21 @@ describe('an agent that hangs until its time limit, reporting next to no spend',
   });
 });
 
+describe('an agent.command that never works on the task', () => {
+  it('stops after the first fork round, exit 2, rather than charge the whole budget and end green', async () => {
+    // As `claude --help` would: it prints and exits 0 at once, with no usage, every time.
+    const repo = makeTaskRepo({ agentCommand: 'echo usage agent OPTIONS', budget: EXAMPLE_BUDGET });
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(2);
+    expect(said(r.err)[0]).toMatch(
+      /^forkflush: the agent ended without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), and no episode of the run has changed it, .*run the agent by hand/,
+    );
+    const s = await status(repo.dir);
+    expect(s.rounds).toHaveLength(1);
+    expect(s.budget.spent).toBeLessThanOrEqual(100);
+  });
+});
+
 describe('a path the sandbox hides', async () => {
   const sandboxed = (await isolationFor('auto')).sandbox !== null;
   if (!sandboxed) console.warn('\n!!!!!!!! HIDDEN-PATH TESTS SKIPPED: no sandbox here. !!!!!!!!\n');

@@ -200,6 +200,43 @@ describe('an agent that fails', () => {
     expect(stopReason(serial([timedOut(), timedOut()]))).toBeNull();
   });
 
+  it('stops an agent that ends at once, cleanly, without ever changing anything (it prints its help, a wrapper never calls it)', () => {
+    const idle = (extra: Partial<EpisodeResult> = {}): Partial<EpisodeResult> => ({
+      exit: 'finished',
+      unchanged: true,
+      note: 'the agent wrote no usage file',
+      spent: 24,
+      spentBasis: 'estimated',
+      ...extra,
+    });
+    const s = opening(5, [idle(), idle(), idle(), idle()], false);
+    expect(stopReason(s)?.code).toBe(2);
+    expect(stopReason(s)?.message).toMatch(
+      /^the agent ended without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), and no episode of the run has changed it, the last with the agent wrote no usage file, .*run the agent by hand/,
+    );
+    expect(retryStopped(s)?.episodes).toHaveLength(4);
+    // One branch that worked is enough: an agent that can work may well leave some rounds as they were.
+    expect(stopReason(opening(5, [idle(), idle(), idle({ unchanged: undefined }), idle()], false))).toBeNull();
+    expect(stopReason(serial([idle(), idle(), idle()]))).toBeNull();
+    // A single-run lineage (no fork round): the first three in a row.
+    let single = newRunState({
+      id: 't',
+      seed: 1,
+      config: config('strategy: single-run'),
+      baseCommit: 'base',
+      baseScore: 5,
+    });
+    for (let i = 0; i < 3 && stopReason(single) === null; i++) {
+      const [open] = reconcile(single);
+      if (open?.type !== 'open') throw new Error(`expected open, got ${open?.type}`);
+      single = applyOpen(single, open.round);
+      for (const e of open.round.episodes) single = applyResult(single, e.id, result(5, 24, idle()));
+      const [d] = reconcile(single);
+      if (d?.type === 'decide' && stopReason(single) === null) single = applyDecision(single, d.round, d.decision);
+    }
+    expect(stopReason(single)?.message).toContain('ended without changing the workspace in 3 episodes in a row');
+  });
+
   it('judges the first fork round whole, whichever of its branches finish first', () => {
     // Its branches run at once: three that crashed before the fourth ended are no streak.
     for (const order of [
@@ -258,6 +295,12 @@ describe('nothingDone', () => {
       /^no episode did any work/,
     );
     expect(nothingDone(opening(5, [crashed(), { score: 5 }, crashed(), crashed()]))).toBeNull();
+    // Clean ends that never changed the workspace: green would say the agent worked.
+    const clean = { exit: 'finished', unchanged: true, score: 5 } as const;
+    expect(nothingDone(opening(5, [clean, clean, clean, clean]))).toBe(
+      'no episode did any work: none changed the workspace (does agent.command run the agent on the task?)',
+    );
+    expect(nothingDone(opening(5, [clean, { score: 5 }, clean, clean]))).toBeNull();
   });
 });
 
