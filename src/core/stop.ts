@@ -133,21 +133,31 @@ function crashedIdle(e: Episode): boolean {
 }
 
 /**
+ * An episode whose agent ended cleanly, changed nothing and reported no usage (none, or zero): no
+ * sign that it ever worked on the task. An agent that tried ideas and kept none reports what it
+ * spent (and, with an evaluations budget, its gradings).
+ */
+function neverWorked(e: Episode): boolean {
+  const r = e.result;
+  return r?.exit === 'finished' && r.unchanged === true && (r.spentBasis !== undefined || r.spent === 0);
+}
+
+/**
  * Crashes that repeat: every branch of the first fork round (two at least), or the last
  * CRASH_STREAK episodes with a result (by round and branch; setup failures, whose agent never
  * ran, are passed over), crashed without changing the workspace. The first fork round is judged
  * whole: its branches run at once and finish in any order, so a streak inside it would depend on
  * which finished first. A streak ends at the first episode still running: those after it are
  * not "in a row". Only while the last of them is in the open round: a stop comes before its
- * round is decided. While no episode of the run has changed the workspace at all, any ending
- * counts, a clean exit too: an agent.command that prints its help, or a wrapper that never calls
- * the agent, ends at once every time and would be charged its allowance each time, and a run
- * of it would end green having done nothing.
+ * round is decided. While no episode of the run has changed the workspace at all, a clean end
+ * that reported no usage counts too (neverWorked): an agent.command that prints its help, or a
+ * wrapper that never calls the agent, ends at once every time and would be charged its allowance
+ * each time, and a run of it would end green having done nothing.
  */
 function crashedRun(state: RunState, open: Round): Cause | null {
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
   const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && e.result?.unchanged === true);
+  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && neverWorked(e));
   const stopFor = (episodes: Episode[], where: string) =>
     crashStop(episodes, where, open, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === 'fork');
@@ -248,7 +258,7 @@ export function runStop(state: RunState): RunStop | null {
 
 /**
  * Why a run that ended produced nothing worth having, or null: no episode got a score, every one
- * that did crashed without changing the workspace (it graded the base again), or none changed it. Such a run
+ * that did crashed without changing the workspace (it graded the base again), or none ever worked. Such a run
  * ends with exit code 1, never as a success.
  */
 export function nothingDone(state: RunState): string | null {
@@ -257,8 +267,8 @@ export function nothingDone(state: RunState): string | null {
   if (scored.length === 0) return 'no episode got a score';
   if (scored.every(crashedIdle))
     return 'no episode did any work: every one that got a score had crashed or timed out without changing the workspace';
-  if (ran.every((e) => e.result?.unchanged === true))
-    return 'no episode did any work: none changed the workspace (does agent.command run the agent on the task?)';
+  if (ran.every((e) => crashedIdle(e) || neverWorked(e)))
+    return 'no episode did any work: none changed the workspace or reported any usage (does agent.command run the agent on the task?)';
   return null;
 }
 

@@ -215,6 +215,9 @@ describe('an agent that fails', () => {
       /^the agent ended without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\), and no episode of the run has changed it, the last with the agent wrote no usage file, .*run the agent by hand/,
     );
     expect(retryStopped(s)?.episodes).toHaveLength(4);
+    // An agent that reported what it spent worked, though it kept nothing (it tried ideas, graded, reverted).
+    const measured = idle({ spentBasis: undefined, spent: 2 });
+    expect(stopReason(opening(5, [measured, measured, measured, measured], false))).toBeNull();
     // One branch that worked is enough: an agent that can work may well leave some rounds as they were.
     expect(stopReason(opening(5, [idle(), idle(), idle({ unchanged: undefined }), idle()], false))).toBeNull();
     expect(stopReason(serial([idle(), idle(), idle()]))).toBeNull();
@@ -295,12 +298,15 @@ describe('nothingDone', () => {
       /^no episode did any work/,
     );
     expect(nothingDone(opening(5, [crashed(), { score: 5 }, crashed(), crashed()]))).toBeNull();
-    // Clean ends that never changed the workspace: green would say the agent worked.
-    const clean = { exit: 'finished', unchanged: true, score: 5 } as const;
+    // Clean ends that never changed the workspace nor reported usage: green would say the agent worked.
+    const clean = { exit: 'finished', unchanged: true, score: 5, spentBasis: 'estimated' } as const;
     expect(nothingDone(opening(5, [clean, clean, clean, clean]))).toBe(
-      'no episode did any work: none changed the workspace (does agent.command run the agent on the task?)',
+      'no episode did any work: none changed the workspace or reported any usage (does agent.command run the agent on the task?)',
     );
     expect(nothingDone(opening(5, [clean, { score: 5 }, clean, clean]))).toBeNull();
+    // An agent that tried ideas and kept none reported what it spent: it worked, and found nothing better.
+    const tried = { exit: 'finished', unchanged: true, score: 5 } as const;
+    expect(nothingDone(opening(5, [tried, tried, tried, tried]))).toBeNull();
   });
 });
 
