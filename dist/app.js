@@ -53075,10 +53075,14 @@ function agentFailed(e, f) {
 function crashedIdle(e) {
   return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
 }
+function neverWorked(e) {
+  const r = e.result;
+  return r?.exit === "finished" && r.unchanged === true && (r.spentBasis !== void 0 || r.spent === 0);
+}
 function crashedRun(state, open2) {
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
   const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e) => crashedIdle(e) || noWorkYet && e.result?.unchanged === true;
+  const idle = (e) => crashedIdle(e) || noWorkYet && neverWorked(e);
   const stopFor = (episodes, where) => crashStop(episodes, where, open2, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === "fork");
   if (firstFork === open2 && open2.episodes.length > 1) {
@@ -53110,7 +53114,7 @@ function crashStop(crashed, where, open2, agentTimeout, noWork) {
     retry: crashed.filter((e) => e.round === open2.index)
   };
 }
-var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files; if it prints its help or exits at once, correct the config and start a new run";
+var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run";
 var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
 var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round, hasCommands) {

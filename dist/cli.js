@@ -30714,10 +30714,14 @@ function agentFailed(e, f2) {
 function crashedIdle(e) {
   return (e.result?.exit === "crash" || e.result?.exit === "timeout") && e.result.unchanged === true;
 }
+function neverWorked(e) {
+  const r = e.result;
+  return r?.exit === "finished" && r.unchanged === true && (r.spentBasis !== void 0 || r.spent === 0);
+}
 function crashedRun(state, open3) {
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
   const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e) => crashedIdle(e) || noWorkYet && e.result?.unchanged === true;
+  const idle = (e) => crashedIdle(e) || noWorkYet && neverWorked(e);
   const stopFor = (episodes, where) => crashStop(episodes, where, open3, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === "fork");
   if (firstFork === open3 && open3.episodes.length > 1) {
@@ -30749,7 +30753,7 @@ function crashStop(crashed, where, open3, agentTimeout, noWork) {
     retry: crashed.filter((e) => e.round === open3.index)
   };
 }
-var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files; if it prints its help or exits at once, correct the config and start a new run";
+var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run";
 var TIMED_OUT_FIX = "read the episodes' agent.log (episodes/ of the run folder; on GitHub, the episode job's log) to see where the agent waited: if it hung (a question, a host the sandbox refuses, a command that never ends), fix that and resume the run; if it needed more time, start a new run with a larger agent.timeout";
 var RESUME = "resume the run: its round runs again";
 function everySetupFailed(round2, hasCommands) {
@@ -30775,8 +30779,8 @@ function nothingDone(state) {
   if (scored.length === 0) return "no episode got a score";
   if (scored.every(crashedIdle))
     return "no episode did any work: every one that got a score had crashed or timed out without changing the workspace";
-  if (ran.every((e) => e.result?.unchanged === true))
-    return "no episode did any work: none changed the workspace (does agent.command run the agent on the task?)";
+  if (ran.every((e) => crashedIdle(e) || neverWorked(e)))
+    return "no episode did any work: none changed the workspace or reported any usage (does agent.command run the agent on the task?)";
   return null;
 }
 function budgetLeftUnspent(state) {
