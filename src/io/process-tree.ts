@@ -78,6 +78,13 @@ export function startTime(pid: number): string | null {
   return statFields(pid)?.[19] ?? null;
 }
 
+/** Whether a remembered process still runs: its pid not reused, and not a zombie (which runs no more); off Linux, where /proc does not tell, false. */
+export function stillRuns(pid: number, start: string): boolean {
+  if (process.platform !== 'linux') return false;
+  const fields = statFields(pid);
+  return fields !== null && fields[19] === start && fields[0] !== 'Z' && fields[0] !== 'X';
+}
+
 /** Every process with its parent: from /proc on Linux, from ps elsewhere (macOS). */
 function processLinks(): ProcessLink[] {
   const links: ProcessLink[] = [];

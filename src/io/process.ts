@@ -16,7 +16,7 @@ import {
   STOP_GRACE_MS,
 } from '../core/bounds.js';
 import { openingPath } from './opening-path.js';
-import { descendantProcesses, killAll, killGroup, startTime } from './process-tree.js';
+import { descendantProcesses, killAll, killGroup, startTime, stillRuns } from './process-tree.js';
 import { type Confinement, type Sandbox, type Wrapped, writeFd3 } from './sandbox.js';
 
 export interface RunOptions {
@@ -170,7 +170,10 @@ function spawnAndWait(
         ...(logProblem ? { logProblem } : {}),
       };
     };
-    void waitForEnd(child, output, settle).then(resolve);
+    void waitForEnd(child, output, settle).then(async (result) => {
+      await stopper.strayGone();
+      resolve(result);
+    });
     child.on('exit', () => {
       if (child.pid !== undefined) running.delete(child.pid);
       stopper.leaderExited();
@@ -302,6 +305,16 @@ function stopperFor(child: Child, options: RunOptions, confined: Wrapped | undef
       if (tracker) remember();
       if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
       if (stopped !== null || tracker) killAll(strays, 'SIGKILL');
+    },
+    /**
+     * After the leader: until the strays it killed have left (at most STOP_GRACE_MS). A SIGKILLed
+     * process runs no more, but on a busy machine it takes a moment to go; the caller reads the
+     * workspace next, and must find none of the command's processes still in it.
+     */
+    strayGone: async () => {
+      const until = performance.now() + STOP_GRACE_MS;
+      while (performance.now() < until && [...strays].some(([pid, start]) => stillRuns(pid, start)))
+        await new Promise((r) => setTimeout(r, 20));
     },
     clear: () => {
       clearTimeout(killTimer);
