@@ -7518,6 +7518,11 @@ function startTime(pid) {
   if (process.platform !== "linux") return "";
   return statFields(pid)?.[19] ?? null;
 }
+function stillRuns(pid, start2) {
+  if (process.platform !== "linux") return false;
+  const fields = statFields(pid);
+  return fields !== null && fields[19] === start2 && fields[0] !== "Z" && fields[0] !== "X";
+}
 function processLinks() {
   const links = [];
   try {
@@ -8120,7 +8125,10 @@ function spawnAndWait(file2, args, options, confined2) {
         ...logProblem ? { logProblem } : {}
       };
     };
-    void waitForEnd(child, output2, settle2).then(resolve8);
+    void waitForEnd(child, output2, settle2).then(async (result) => {
+      await stopper.strayGone();
+      resolve8(result);
+    });
     child.on("exit", () => {
       if (child.pid !== void 0) running.delete(child.pid);
       stopper.leaderExited();
@@ -8220,6 +8228,16 @@ function stopperFor(child, options, confined2) {
       if (tracker) remember();
       if (child.pid !== void 0) killGroup(child.pid, "SIGKILL");
       if (stopped2 !== null || tracker) killAll(strays, "SIGKILL");
+    },
+    /**
+     * After the leader: until the strays it killed have left (at most STOP_GRACE_MS). A SIGKILLed
+     * process runs no more, but on a busy machine it takes a moment to go; the caller reads the
+     * workspace next, and must find none of the command's processes still in it.
+     */
+    strayGone: async () => {
+      const until = performance.now() + STOP_GRACE_MS;
+      while (performance.now() < until && [...strays].some(([pid, start2]) => stillRuns(pid, start2)))
+        await new Promise((r) => setTimeout(r, 20));
     },
     clear: () => {
       clearTimeout(killTimer);
