@@ -15,13 +15,14 @@ import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { isRecord, jsonLines, lastText, num, str } from '../core/json.js';
 import { addUse, type Spent, spentSince, type Tally } from '../core/usage.js';
 import { GrowingFile, readFrom } from '../io/agent-reads.js';
+import type { LoginFile } from '../io/logins.js';
 import type { RunResult } from '../io/process.js';
-import { isRecord, jsonLines, type LoginFile, lastText } from './files.js';
 import { ANTHROPIC, BEARER } from './model-apis.js';
 import { defineSpec, type Ending, UUID } from './spec.js';
-import { contentText, describeInput, eachEvent, type Lines, money, num, str } from './transcript.js';
+import { contentText, describeInput, eachEvent, type Lines, money } from './transcript.js';
 
 /** Claude Code on Bedrock, Vertex AI or Foundry: their cloud credentials are its login. */
 const CLOUDS = ['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY'];

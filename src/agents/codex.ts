@@ -15,12 +15,13 @@
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { isRecord, jsonLines, lastText, num, str } from '../core/json.js';
 import { spentSince, type Tally } from '../core/usage.js';
 import { GrowingFile, readFrom } from '../io/agent-reads.js';
-import { isRecord, jsonLines, type LoginFile, lastText } from './files.js';
+import type { LoginFile } from '../io/logins.js';
 import { BEARER, OPENAI } from './model-apis.js';
 import { defineSpec, UUID } from './spec.js';
-import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
+import { contentText, describeInput, eachEvent, type Lines } from './transcript.js';
 
 /** Token counters as Codex keeps them: cumulative over the whole thread. `input` counts the cached part. */
 export interface Tokens {

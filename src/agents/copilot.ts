@@ -14,12 +14,12 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { count, isRecord, jsonLines, lastText, num, str } from '../core/json.js';
 import { addUse, type Spent, shareOf, sumTallies, type Tally } from '../core/usage.js';
 import { GrowingFile, MAX_AGENT_FILE_BYTES, readFrom, readRegular, sizeOf } from '../io/agent-reads.js';
-import { count, isRecord, jsonLines, lastText } from './files.js';
 import { BEARER } from './model-apis.js';
 import { defineSpec, MAX_PROMPT_ARG, UUID } from './spec.js';
-import { contentText, describeInput, eachEvent, type Lines, num, str } from './transcript.js';
+import { contentText, describeInput, eachEvent, type Lines } from './transcript.js';
 
 /** A session's usage: tokens per model, and AI credits (nano-AIU; 0 in bring-your-own-key mode). */
 export interface Totals {

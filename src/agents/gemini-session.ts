@@ -5,10 +5,10 @@
 // session's usage, and for the transcript (headless mode prints no turns).
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { count, isRecord, jsonLines, str } from '../core/json.js';
 import { addUse, type Spent, type Tally } from '../core/usage.js';
 import { MAX_AGENT_FILE_BYTES, readRegular } from '../io/agent-reads.js';
-import { count, isRecord, jsonLines } from './files.js';
-import { contentText, describeInput, type Lines, str } from './transcript.js';
+import { contentText, describeInput, type Lines } from './transcript.js';
 
 export interface SessionMessage {
   id: string;

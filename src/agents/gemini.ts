@@ -15,12 +15,13 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { count, isRecord, str } from '../core/json.js';
 import { addUse, type Spent, type Tally } from '../core/usage.js';
-import { anySet, count, hasLogin, isRecord, type LoginFile } from './files.js';
+import { anySet, hasLogin, type LoginFile } from '../io/logins.js';
 import { isResumable, newestSession, sessionFiles, sessionLines, usageFromSessions } from './gemini-session.js';
 import { GEMINI } from './model-apis.js';
 import { defineSpec, MAX_PROMPT_ARG } from './spec.js';
-import { type Lines, str } from './transcript.js';
+import type { Lines } from './transcript.js';
 
 /** Exit code of headless mode past `model.maxSessionTurns`. */
 export const EXIT_TURN_LIMIT = 53;

@@ -13,13 +13,14 @@
 //   responseBody?}}}. No summary. Its `steps` limit is soft; no token or money bound.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { count, isRecord, jsonLines, str } from '../core/json.js';
 import { failureLine } from '../core/text.js';
 import { addUse, type Tally } from '../core/usage.js';
 import { followLog } from '../io/agent-reads.js';
-import { count, isRecord, jsonLines, type LoginFile } from './files.js';
+import type { LoginFile } from '../io/logins.js';
 import { PROVIDER_ENV, PROVIDER_HOSTS } from './model-apis.js';
 import { type ConfigRoutes, defineSpec, type PlannedRoute } from './spec.js';
-import { contentText, describeInput, eachEvent, type Lines, str } from './transcript.js';
+import { contentText, describeInput, eachEvent, type Lines } from './transcript.js';
 
 /** In the context folder: opencode's data folder (its database and login). */
 const DATA = 'data';

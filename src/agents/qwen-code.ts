@@ -10,10 +10,10 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { count, isRecord, jsonLines } from '../core/json.js';
 import { addUse, type ModelUse, type Spent, spentSince, type Tally } from '../core/usage.js';
 import { followLog, sizeOf } from '../io/agent-reads.js';
 import { claudeCode, readStream } from './claude-code.js';
-import { count, isRecord, jsonLines } from './files.js';
 import { ANTHROPIC, GEMINI, OPENAI } from './model-apis.js';
 import { defineSpec, UUID } from './spec.js';
 

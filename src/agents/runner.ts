@@ -5,13 +5,14 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../core/config.js';
 import { type AgentFailure, couldNotStart, failureOf, recognizeFailure } from '../core/failure.js';
+import { isRecord } from '../core/json.js';
 import type { ExitReason } from '../core/state.js';
 import { failureLine } from '../core/text.js';
 import { believableFigures, overrunReason, type Spent, settleBounds, spendOf, usageOf } from '../core/usage.js';
 import { readRegular } from '../io/agent-reads.js';
+import { anySet, hasLogin, installLogins, removeLogins } from '../io/logins.js';
 import { LOG_FULL, LOG_MAX_BYTES, type RunResult } from '../io/process.js';
 import { type AgentAdapter, type AgentOutcome, type AgentSession, forkflushVars } from './agent.js';
-import { anySet, hasLogin, installLogins, isRecord, removeLogins } from './files.js';
 import type { AgentSpec, CliRun, Ending, Episode, Unusable } from './spec.js';
 
 /** forkflush's record of the conversation, in the context folder. */

@@ -3,9 +3,9 @@
 import type { Config } from '../core/config.js';
 import type { ExitReason } from '../core/state.js';
 import type { Spent } from '../core/usage.js';
+import type { LoginFile } from '../io/logins.js';
 import type { RunResult } from '../io/process.js';
 import type { AgentSession } from './agent.js';
-import type { LoginFile } from './files.js';
 import type { Lines } from './transcript.js';
 
 /** A CLI's package, pinned: what `npm run test:agents` and the Action install (scripts/install-agent-clis.mjs). */
@@ -46,7 +46,7 @@ export interface CliRun {
   unset?: string[];
   input?: string;
   cwd?: string;
-  /** Login files copied into its home for the run, removed afterwards (files.ts installLogins). */
+  /** Login files copied into its home for the run, removed afterwards (io/logins.ts installLogins). */
   logins?: LoginFile[];
   /** How often the watcher reads `spent`. */
   pollMs?: number;

@@ -1,7 +1,8 @@
 // The transcript of `agent.log` as a job log shows it: one short line per message, tool call and
 // result, by each spec's reader; what is not part of it (stderr, not an event) is the "other" output.
+
+import { isRecord } from '../core/json.js';
 import { plainText } from '../core/text.js';
-import { isRecord } from './files.js';
 
 /** The longest line a transcript has (longer ones are cut, with "…"). */
 export const LINE_MAX = 200;
@@ -167,14 +168,6 @@ export function contentText(content: unknown): string {
     return String(JSON.stringify(content));
   }
   return content === undefined || content === null ? '' : String(content);
-}
-
-export function str(v: unknown): string | null {
-  return typeof v === 'string' && v !== '' ? v : null;
-}
-
-export function num(v: unknown): number | null {
-  return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
 
 export function money(usd: number): string {

@@ -24,6 +24,7 @@ import {
   setupSchema,
   unlisted,
 } from './config-sections.js';
+import { isRecord } from './json.js';
 import { mapSchema } from './map/config.js';
 import { PAPER, STRATEGIES, UNITS, type Unit } from './method.js';
 
@@ -241,10 +242,6 @@ function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides): Recor
 function formatBudget(input: Record<string, unknown>): number {
   const total = isRecord(input.budget) ? input.budget.total : undefined;
   return typeof total === 'number' && total > 0 ? total : 10;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The keys the schema allows at a path (for "did you mean" and the list of valid keys). */

@@ -10,7 +10,7 @@ import {
   summarizeEvents,
   type Totals,
 } from '../../../src/agents/copilot.js';
-import { jsonLines } from '../../../src/agents/files.js';
+import { jsonLines } from '../../../src/core/json.js';
 import { shareOf, usageOf } from '../../../src/core/usage.js';
 
 const fixture = (name: string) =>

@@ -4,7 +4,7 @@ import { lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { installLogins, type LoginFile, removeLogins } from '../../../src/agents/files.js';
+import { installLogins, type LoginFile, removeLogins } from '../../../src/io/logins.js';
 
 let tmp = '';
 let user = '';
@@ -26,7 +26,7 @@ describe('installLogins', () => {
   it('copies the login file into the episode home, readable by its owner only', async () => {
     await writeFile(login.from, LOGIN, { mode: 0o644 });
     const installed = await installLogins([login], {});
-    expect(installed.map((i) => i.to)).toEqual([login.to]);
+    expect(installed).toEqual([login.to]);
     expect(await readFile(login.to, 'utf8')).toBe(LOGIN);
     expect((await stat(login.to)).mode & 0o777).toBe(0o600);
     expect((await lstat(login.to)).isSymbolicLink()).toBe(false);
