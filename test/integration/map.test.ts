@@ -64,7 +64,9 @@ describe('forkflush map of a toy with known basins', async () => {
     expect(map.agreement.heldOut).toBeGreaterThanOrEqual(0.8);
     expect(map.agreement.heldOut - map.agreement.runIdentity).toBeGreaterThan(0.15);
     expect(map.agreement.chance).toBe(0.5);
-    // Each basin is one family, and each family present is one basin.
+    // No basin mixes families, and each family present is found. A family may be cut in two pure
+    // basins: its knob spreads it along a line, and whether the best silhouette cut splits that line
+    // depends on which judgments are held out, drawn by the commits' hashes (new in every run).
     const families = map.basins.map((b: { points: string[] }) => {
       const counts = new Map<string, number>();
       for (const id of b.points) counts.set(familyAt(t, id), (counts.get(familyAt(t, id)) ?? 0) + 1);
@@ -72,8 +74,9 @@ describe('forkflush map of a toy with known basins', async () => {
       return { top, purity: n / b.points.length, size: b.points.length };
     });
     const big = families.filter((f: { size: number }) => f.size >= 3);
-    expect(new Set(big.map((f: { top: string }) => f.top)).size).toBe(big.length);
-    expect(big.length).toBe(new Set(map.points.map((p: { id: string }) => familyAt(t, p.id))).size);
+    const present = new Set(map.points.map((p: { id: string }) => familyAt(t, p.id)));
+    expect(new Set(big.map((f: { top: string }) => f.top))).toEqual(present);
+    expect(big.length).toBeLessThanOrEqual(2 * present.size);
     for (const f of big) expect(f.purity).toBeGreaterThanOrEqual(0.9);
     expect(FAMILIES).toEqual(expect.arrayContaining(big.map((f: { top: string }) => f.top)));
     // The picture, and the compare's report with its section.
