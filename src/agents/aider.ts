@@ -28,7 +28,6 @@ export const aider = defineSpec<{ episodes: string[] }>({
   name: 'aider',
   cli: {
     executable: 'aider',
-    install: 'pip install aider-chat',
     package: 'aider-chat',
     // Not tested against the real aider (PyPI is not reachable where forkflush is developed): the
     // newest release when its fake was written.

@@ -40,7 +40,6 @@ export const claudeCode = defineSpec<Saved>({
   name: 'Claude Code',
   cli: {
     executable: 'claude',
-    install: 'npm i -g @anthropic-ai/claude-code',
     package: '@anthropic-ai/claude-code',
     version: '2.1.332',
     installer: 'npm',

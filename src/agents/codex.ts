@@ -63,7 +63,6 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
   name: 'Codex',
   cli: {
     executable: 'codex',
-    install: 'npm i -g @openai/codex',
     package: '@openai/codex',
     version: '0.171.0',
     installer: 'npm',

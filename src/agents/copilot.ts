@@ -42,7 +42,6 @@ export const copilot = defineSpec<Saved>({
   name: 'Copilot CLI',
   cli: {
     executable: 'copilot',
-    install: 'npm i -g @github/copilot',
     package: '@github/copilot',
     version: '1.0.102',
     installer: 'npm',

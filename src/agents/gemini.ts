@@ -33,7 +33,6 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
   name: 'Gemini CLI',
   cli: {
     executable: 'gemini',
-    install: 'npm i -g @google/gemini-cli',
     package: '@google/gemini-cli',
     version: '0.61.0',
     installer: 'npm',

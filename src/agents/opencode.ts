@@ -30,7 +30,6 @@ export const opencode = defineSpec<{ sessionId: string }>({
   name: 'opencode',
   cli: {
     executable: 'opencode',
-    install: 'npm i -g opencode-ai',
     package: 'opencode-ai',
     version: '1.18.33',
     installer: 'npm',

@@ -35,7 +35,6 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
   name: 'Qwen Code',
   cli: {
     executable: 'qwen',
-    install: 'npm i -g @qwen-code/qwen-code',
     package: '@qwen-code/qwen-code',
     version: '0.24.4',
     installer: 'npm',

@@ -11,8 +11,6 @@ import type { Lines } from './transcript.js';
 /** A CLI's package, pinned: what `npm run test:agents` and the Action install (scripts/install-agent-clis.mjs). */
 export interface CliFacts {
   executable: string;
-  /** How a user installs it (the pre-flight says so when it is missing). */
-  install: string;
   package: string;
   /** The version forkflush was tested with. */
   version: string;

@@ -152,10 +152,21 @@ const STATUS: [RegExp, FailureKind][] = [
   [/^(50[0234]|529)$/, 'overload'],
 ];
 
+/** Where a CLI comes from (an agent spec's `cli`). */
+export interface InstallFacts {
+  package: string;
+  installer: 'npm' | 'pip';
+}
+
+/** How a user installs a CLI. */
+export function installCommand(cli: InstallFacts): string {
+  return `${cli.installer === 'npm' ? 'npm i -g' : 'pip install'} ${cli.package}`;
+}
+
 /** What a crashed session's fix names of its agent kind (an agent spec's facts). */
 export interface FailingAgent {
   name: string;
-  cli?: { install: string; secret: { name: string; note: string } } | undefined;
+  cli?: (InstallFacts & { secret: { name: string; note: string } }) | undefined;
 }
 
 /** A crashed session: its exit, and the line that says why (`status`: the provider's, where the CLI states it apart). */
@@ -200,7 +211,7 @@ export function failureOf(agent: FailingAgent, c: Crash): AgentFailure | null {
     quota: GENERIC_FIX.quota,
     model: 'set agent.model to a model the provider has',
     cli: agent.cli
-      ? `install ${agent.name} (${agent.cli.install}), or point agent.command at it`
+      ? `install ${agent.name} (${installCommand(agent.cli)}), or point agent.command at it`
       : 'correct agent.command',
   };
   const wait = isTransient(kind) ? retryAfterMs([quote]) : null;

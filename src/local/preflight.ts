@@ -6,6 +6,7 @@ import { stat } from 'node:fs/promises';
 import { basename, isAbsolute, join } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
+import { installCommand } from '../core/failure.js';
 import { findExecutable, isExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
 import type { Sandbox } from '../io/sandbox.js';
@@ -191,7 +192,7 @@ async function missingExecutable(p: PreflightInput): Promise<string | null> {
   if (found) return null;
   return p.config.agent.command
     ? `agent.command: the ${kind} CLI \`${executable}\` is not found`
-    : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
+    : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${installCommand(cli)}), or set agent.command to where it is`;
 }
 
 async function onPath(name: string, path: string): Promise<boolean> {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SPECS } from '../../../src/agents/specs.js';
 import { AGENT_KINDS } from '../../../src/core/config.js';
+import { installCommand } from '../../../src/core/failure.js';
 
 const README = readFileSync(join(import.meta.dirname, '..', '..', '..', 'README.md'), 'utf8');
 
@@ -16,6 +17,6 @@ describe('SPECS', () => {
     expect(row, `a row for ${kind} in the README's table of agents`).toBeDefined();
     if (!spec.cli) return;
     expect(spec.cli.version).toMatch(/^\d+\.\d+\.\d+$/);
-    expect(row).toContain(`\`${spec.cli.install}\``);
+    expect(row).toContain(`\`${installCommand(spec.cli)}\``);
   });
 });
