@@ -50952,6 +50952,11 @@ var limitsSchema = external_exports.strictObject({
   )
 });
 
+// src/core/json.ts
+function isRecord(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
 // src/core/map/config.ts
 var MAP_UNITS = ["usd", "tokens", "minutes"];
 var EMBEDDINGS = ["tste", "soe"];
@@ -51137,9 +51142,6 @@ function applyOverrides(raw, o) {
 function formatBudget(input2) {
   const total = isRecord(input2.budget) ? input2.budget.total : void 0;
   return typeof total === "number" && total > 0 ? total : 10;
-}
-function isRecord(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 function validKeysAt(path8) {
   let object2 = mappingOf(configSchema);

@@ -28824,6 +28824,39 @@ var limitsSchema = external_exports.strictObject({
   )
 });
 
+// src/core/json.ts
+function isRecord(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+function* jsonLines(text) {
+  for (const line of text.split("\n")) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const v = JSON.parse(t);
+      if (isRecord(v)) yield v;
+    } catch {
+    }
+  }
+}
+function lastText(text, read2) {
+  let out = null;
+  for (const e of jsonLines(text)) {
+    const v = read2(e);
+    if (typeof v === "string" && v.trim() !== "") out = v;
+  }
+  return out;
+}
+function count(v) {
+  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
+}
+function str(v) {
+  return typeof v === "string" && v !== "" ? v : null;
+}
+function num(v) {
+  return typeof v === "number" && Number.isFinite(v) ? v : null;
+}
+
 // src/core/map/config.ts
 var MAP_UNITS = ["usd", "tokens", "minutes"];
 var EMBEDDINGS = ["tste", "soe"];
@@ -29010,9 +29043,6 @@ function formatBudget(input2) {
   const total = isRecord(input2.budget) ? input2.budget.total : void 0;
   return typeof total === "number" && total > 0 ? total : 10;
 }
-function isRecord(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 function validKeysAt(path) {
   let object2 = mappingOf(configSchema);
   for (const p of path) {
@@ -29124,6 +29154,9 @@ var STATUS = [
   [/^429$/, "rate-limit"],
   [/^(50[0234]|529)$/, "overload"]
 ];
+function installCommand(cli) {
+  return `${cli.installer === "npm" ? "npm i -g" : "pip install"} ${cli.package}`;
+}
 function couldNotStart(r) {
   return r.spawnError !== void 0 || (r.exitCode === 126 || r.exitCode === 127) && r.ms < NOT_STARTED_WITHIN_MS;
 }
@@ -29144,7 +29177,7 @@ function failureOf(agent, c) {
     auth: secret ? `set ${secret.name} (${secret.note}) to a key or login that works` : "give the agent a key that works (agent.env)",
     quota: GENERIC_FIX.quota,
     model: "set agent.model to a model the provider has",
-    cli: agent.cli ? `install ${agent.name} (${agent.cli.install}), or point agent.command at it` : "correct agent.command"
+    cli: agent.cli ? `install ${agent.name} (${installCommand(agent.cli)}), or point agent.command at it` : "correct agent.command"
   };
   const wait = isTransient(kind) ? retryAfterMs([quote]) : null;
   return {
@@ -29316,13 +29349,13 @@ function setupFailed(e) {
 // src/core/records.ts
 var sha = external_exports.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, { message: "must be a commit id" });
 var episodeId2 = external_exports.string().regex(/^r\d+\.b\d+$/, { message: "must be an episode id (r<round>.b<branch>)" });
-var count = external_exports.number().int().nonnegative();
+var count2 = external_exports.number().int().nonnegative();
 var runId = external_exports.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: "must be a run id" });
 var usageSchema = external_exports.object({
   inputTokens: external_exports.number().nonnegative(),
   outputTokens: external_exports.number().nonnegative(),
   costUsd: external_exports.number().nonnegative().nullable(),
-  turns: count.nullable(),
+  turns: count2.nullable(),
   pricedFrom: external_exports.string().optional()
 });
 function validUsage(u) {
@@ -29370,9 +29403,9 @@ var resultSchema = external_exports.object({
 });
 var episodeSchema = external_exports.object({
   id: episodeId2,
-  round: count,
-  branch: count,
-  lineage: count,
+  round: count2,
+  branch: count2,
+  lineage: count2,
   base: sha,
   allowance: external_exports.number().finite().nonnegative(),
   context: external_exports.enum(["fresh", "carry", "copy"]),
@@ -29386,14 +29419,14 @@ var episodeSchema = external_exports.object({
   interruptedBasis: external_exports.literal("estimated").optional()
 });
 var roundSchema = external_exports.object({
-  index: count,
-  segment: count,
+  index: count2,
+  segment: count2,
   phase: external_exports.string(),
   kind: external_exports.enum(["fork", "serial"]),
   episodes: external_exports.array(episodeSchema),
   decision: external_exports.object({ winner: episodeId2.nullable(), adopted: external_exports.array(episodeId2), voided: external_exports.string().optional() }).optional(),
   extra: external_exports.boolean().optional(),
-  losers: external_exports.array(external_exports.object({ episode: episodeId2, entries: external_exports.array(external_exports.string()), earlier: count })).optional()
+  losers: external_exports.array(external_exports.object({ episode: episodeId2, entries: external_exports.array(external_exports.string()), earlier: count2 })).optional()
 });
 var STATE_VERSION = 1;
 var runStateSchema = external_exports.object({
@@ -29407,11 +29440,11 @@ var runStateSchema = external_exports.object({
     reason: external_exports.string().optional(),
     graderSeconds: external_exports.number().nonnegative().optional()
   }),
-  lineages: external_exports.array(external_exports.object({ index: count, head: sha, context: episodeId2.nullable() })).min(1),
+  lineages: external_exports.array(external_exports.object({ index: count2, head: sha, context: episodeId2.nullable() })).min(1),
   rounds: external_exports.array(roundSchema),
   best: external_exports.object({ episode: external_exports.union([episodeId2, external_exports.literal("base")]), commit: sha, score: external_exports.number().finite() }).nullable(),
   status: external_exports.enum(["running", "finished"]),
-  extraForks: count.optional(),
+  extraForks: count2.optional(),
   forkAsks: external_exports.record(external_exports.string(), external_exports.string()).optional()
 });
 var localRunSchema = external_exports.object({
@@ -33675,7 +33708,6 @@ var aider = defineSpec({
   name: "aider",
   cli: {
     executable: "aider",
-    install: "pip install aider-chat",
     package: "aider-chat",
     // Not tested against the real aider (PyPI is not reachable where forkflush is developed): the
     // newest release when its fake was written.
@@ -33885,65 +33917,9 @@ function aiderLog(out, text) {
 
 // src/agents/claude-code.ts
 import { randomUUID } from "node:crypto";
-import { lstat as lstat2, mkdir as mkdir3, readdir as readdir2, realpath, rename as rename2, rm as rm2 } from "node:fs/promises";
+import { lstat as lstat2, mkdir as mkdir2, readdir as readdir2, realpath, rename as rename2, rm } from "node:fs/promises";
 import { homedir as homedir2 } from "node:os";
 import { join as join4 } from "node:path";
-
-// src/agents/files.ts
-import { existsSync as existsSync2 } from "node:fs";
-import { mkdir as mkdir2, readFile as readFile3, rm, writeFile as writeFile2 } from "node:fs/promises";
-import { dirname as dirname4 } from "node:path";
-function* jsonLines(text) {
-  for (const line of text.split("\n")) {
-    const t = line.trim();
-    if (!t.startsWith("{")) continue;
-    try {
-      const v = JSON.parse(t);
-      if (isRecord2(v)) yield v;
-    } catch {
-    }
-  }
-}
-function lastText(text, read2) {
-  let out = null;
-  for (const e of jsonLines(text)) {
-    const v = read2(e);
-    if (typeof v === "string" && v.trim() !== "") out = v;
-  }
-  return out;
-}
-function isRecord2(v) {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-function count2(v) {
-  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0;
-}
-async function installLogins(files, env) {
-  const installed = [];
-  for (const f2 of files) {
-    const fromEnv = f2.fromEnv ? env[f2.fromEnv]?.trim() : void 0;
-    const fromFile = fromEnv ? null : await readFile3(f2.from, "utf8").catch(() => null);
-    const text = fromEnv || fromFile;
-    if (!text) continue;
-    await mkdir2(dirname4(f2.to), { recursive: true });
-    await rm(f2.to, { force: true });
-    await writeFile2(f2.to, text, { mode: 384, flag: "wx" });
-    installed.push({ to: f2.to });
-  }
-  return installed;
-}
-async function removeLogins(installed) {
-  for (const login of installed) await rm(login.to, { force: true });
-}
-function hasLogin(files, env) {
-  return files.some((f2) => f2.fromEnv && env[f2.fromEnv]?.trim() || existsSync2(f2.from));
-}
-function anySet(names, env) {
-  return names.some((n) => {
-    const [name2, value] = n.split("=");
-    return value === void 0 ? Boolean(env[name2]) : env[name2] === value;
-  });
-}
 
 // src/agents/transcript.ts
 function eachEvent(text, other, on2) {
@@ -33957,14 +33933,14 @@ function eachEvent(text, other, on2) {
       } catch {
       }
     }
-    if (isRecord2(v)) on2(v, t);
+    if (isRecord(v)) on2(v, t);
     else other.push(line);
   }
 }
 function describeInput(input2) {
   if (typeof input2 === "string") return unwrapShell(input2);
   if (Array.isArray(input2)) return unwrapShell(input2.map(String).join(" "));
-  if (!isRecord2(input2)) return input2 === void 0 ? "" : String(JSON.stringify(input2));
+  if (!isRecord(input2)) return input2 === void 0 ? "" : String(JSON.stringify(input2));
   for (const key2 of ["command", "cmd"]) {
     const v = input2[key2];
     if (typeof v === "string" && v.trim() !== "") return unwrapShell(v);
@@ -33983,19 +33959,13 @@ function unwrapShell(command2) {
 function contentText(content) {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) return content.map(contentText).join("\n");
-  if (isRecord2(content)) {
+  if (isRecord(content)) {
     if (typeof content.text === "string") return content.text;
     if (typeof content.content === "string" || Array.isArray(content.content)) return contentText(content.content);
     if (typeof content.output === "string") return content.output;
     return String(JSON.stringify(content));
   }
   return content === void 0 || content === null ? "" : String(content);
-}
-function str(v) {
-  return typeof v === "string" && v !== "" ? v : null;
-}
-function num(v) {
-  return typeof v === "number" && Number.isFinite(v) ? v : null;
 }
 function money(usd) {
   return `$${Number(usd.toPrecision(3))}`;
@@ -34008,7 +33978,6 @@ var claudeCode = defineSpec({
   name: "Claude Code",
   cli: {
     executable: "claude",
-    install: "npm i -g @anthropic-ai/claude-code",
     package: "@anthropic-ai/claude-code",
     version: "2.1.332",
     installer: "npm",
@@ -34048,14 +34017,14 @@ var claudeCode = defineSpec({
     else if (from !== to)
       for (const name2 of [`${id}.jsonl`, id]) {
         if (!await lstat2(join4(from, name2)).catch(() => null)) continue;
-        await rm2(join4(to, name2), { recursive: true, force: true });
+        await rm(join4(to, name2), { recursive: true, force: true });
         await rename2(join4(from, name2), join4(to, name2));
       }
     return { id, baseline: readCostState(text), bytes: Buffer.byteLength(text) };
   },
   async start(e, saved) {
     const cwd = await realpath(e.workdir);
-    await mkdir3(e.home, { recursive: true });
+    await mkdir2(e.home, { recursive: true });
     const id = saved?.id ?? randomUUID();
     const baseline = saved?.baseline ?? null;
     const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
@@ -34063,7 +34032,7 @@ var claudeCode = defineSpec({
     const readRows = async () => {
       for (const line of await transcript.lines()) {
         for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
-          if (row.type === "assistant" && isRecord2(row.message)) {
+          if (row.type === "assistant" && isRecord(row.message)) {
             const { id: msg, model, usage: usage2 } = row.message;
             rows.push(JSON.stringify({ type: "assistant", message: { id: msg, model, usage: usage2 } }));
           }
@@ -34194,10 +34163,10 @@ function use(input2, read2, wrote, output2) {
   return { input: (num(input2) ?? 0) + r + w, cached: r, written: w, output: num(output2) ?? 0 };
 }
 function tallyOf(value, allUnknown) {
-  if (!isRecord2(value)) return null;
+  if (!isRecord(value)) return null;
   const t = {};
   for (const [name2, m] of Object.entries(value)) {
-    if (!isRecord2(m)) continue;
+    if (!isRecord(m)) continue;
     addUse(t, name2, {
       ...use(m.inputTokens, m.cacheReadInputTokens, m.cacheCreationInputTokens, m.outputTokens),
       costUsd: allUnknown || m.costBasis === "unknown" ? null : num(m.costUSD) ?? 0
@@ -34209,9 +34178,9 @@ function assistantTally(transcript) {
   const seen = /* @__PURE__ */ new Set();
   const tally2 = {};
   for (const row of jsonLines(transcript)) {
-    const m = isRecord2(row.message) ? row.message : null;
+    const m = isRecord(row.message) ? row.message : null;
     const id = str(m?.id);
-    if (row.type !== "assistant" || !m || id === null || seen.has(id) || !isRecord2(m.usage)) continue;
+    if (row.type !== "assistant" || !m || id === null || seen.has(id) || !isRecord(m.usage)) continue;
     seen.add(id);
     const u = m.usage;
     const counts2 = use(u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens, u.output_tokens);
@@ -34224,7 +34193,7 @@ function transcriptProblem(text) {
   let rows = 0;
   for (const row of jsonLines(text)) {
     rows++;
-    if ((row.type === "user" || row.type === "assistant") && isRecord2(row.message)) return null;
+    if ((row.type === "user" || row.type === "assistant") && isRecord(row.message)) return null;
   }
   return rows === 0 ? "has no readable line (not JSON lines)" : "holds no conversation (no user or assistant message)";
 }
@@ -34259,9 +34228,9 @@ function claudeEvent(out, e) {
       );
     else if (typeof e.subtype === "string") out.add("system", e.subtype);
   } else if (e.type === "assistant" || e.type === "user") {
-    const content = isRecord2(e.message) ? e.message.content : void 0;
+    const content = isRecord(e.message) ? e.message.content : void 0;
     if (typeof content === "string" && e.type === "assistant") out.add("assistant", content);
-    for (const block of Array.isArray(content) ? content.filter(isRecord2) : []) {
+    for (const block of Array.isArray(content) ? content.filter(isRecord) : []) {
       if (block.type === "text") out.add(e.type === "assistant" ? "assistant" : "user", contentText(block.text));
       else if (block.type === "thinking") out.add("thinking", contentText(block.thinking));
       else if (block.type === "tool_use") out.add(`tool ${str(block.name) ?? "?"}`, describeInput(block.input));
@@ -34282,7 +34251,7 @@ function claudeEvent(out, e) {
 }
 
 // src/agents/codex.ts
-import { mkdir as mkdir4, readdir as readdir3, rm as rm3, writeFile as writeFile3 } from "node:fs/promises";
+import { mkdir as mkdir3, readdir as readdir3, rm as rm2, writeFile as writeFile2 } from "node:fs/promises";
 import { homedir as homedir3 } from "node:os";
 import { join as join5 } from "node:path";
 var rollout = () => ({
@@ -34301,7 +34270,6 @@ var codex = defineSpec({
   name: "Codex",
   cli: {
     executable: "codex",
-    install: "npm i -g @openai/codex",
     package: "@openai/codex",
     version: "0.171.0",
     installer: "npm",
@@ -34337,8 +34305,8 @@ var codex = defineSpec({
   },
   async start(e, saved) {
     if (saved) await pruneHome(e.home);
-    await mkdir4(e.home, { recursive: true });
-    await writeFile3(join5(e.home, "config.toml"), configToml(e.env));
+    await mkdir3(e.home, { recursive: true });
+    await writeFile2(join5(e.home, "config.toml"), configToml(e.env));
     const file2 = new GrowingFile(
       saved?.rollout ?? (async () => (await rolloutFiles(join5(e.home, "sessions"))).at(-1) ?? null)
     );
@@ -34386,7 +34354,7 @@ var codex = defineSpec({
         return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
       },
       // No conversation recorded: the context stays empty, so the next episode starts clean.
-      after: () => now.threadId && file2.path ? pruneHome(e.home) : saved ? Promise.resolve() : rm3(e.home, { recursive: true, force: true })
+      after: () => now.threadId && file2.path ? pruneHome(e.home) : saved ? Promise.resolve() : rm2(e.home, { recursive: true, force: true })
     };
   },
   transcript(text, out, other) {
@@ -34395,7 +34363,7 @@ var codex = defineSpec({
   },
   finalMessage: (stdout) => lastText(
     stdout,
-    (e) => e.type === "item.completed" && isRecord2(e.item) && e.item.type === "agent_message" && e.item.text
+    (e) => e.type === "item.completed" && isRecord(e.item) && e.item.type === "agent_message" && e.item.text
   )
 });
 var zero = { input: 0, cached: 0, output: 0 };
@@ -34436,7 +34404,7 @@ function configToml(env) {
 async function pruneHome(home) {
   const entries = await readdir3(home).catch(() => []);
   await Promise.all(
-    entries.filter((x) => !KEPT.has(x)).map((x) => rm3(join5(home, x), { recursive: true, force: true }))
+    entries.filter((x) => !KEPT.has(x)).map((x) => rm2(join5(home, x), { recursive: true, force: true }))
   );
 }
 async function rolloutFiles(dir) {
@@ -34452,11 +34420,11 @@ function rolloutProblem(firstLine, threadId) {
   const [item] = jsonLines(firstLine);
   if (!item) return "its session file does not start with a JSON line";
   if (item.type !== "session_meta") return "its session file does not start with the session metadata";
-  const id = isRecord2(item.payload) ? item.payload.id : void 0;
+  const id = isRecord(item.payload) ? item.payload.id : void 0;
   return id === threadId ? null : `its session file belongs to thread ${String(id)}, not ${threadId}`;
 }
 function readTokens(v) {
-  if (!isRecord2(v) || num(v.input_tokens) === null || num(v.output_tokens) === null) return null;
+  if (!isRecord(v) || num(v.input_tokens) === null || num(v.output_tokens) === null) return null;
   return {
     input: v.input_tokens,
     cached: num(v.cached_input_tokens) ?? 0,
@@ -34465,7 +34433,7 @@ function readTokens(v) {
 }
 function addRolloutLine(s, line) {
   const [item] = jsonLines(line);
-  const p = isRecord2(item?.payload) ? item.payload : null;
+  const p = isRecord(item?.payload) ? item.payload : null;
   if (!item || !p) return s;
   if (item.type === "session_meta" && typeof p.id === "string") s.threadId ??= p.id;
   else if (item.type === "turn_context" && typeof p.model === "string") s.model = p.model;
@@ -34474,7 +34442,7 @@ function addRolloutLine(s, line) {
   else if (item.type === "event_msg" && p.type === "task_started") s.idle = false;
   else if (item.type === "event_msg" && (p.type === "task_complete" || p.type === "turn_aborted")) s.idle = true;
   else if (item.type === "event_msg" && p.type === "token_count") {
-    const t = readTokens(isRecord2(p.info) ? p.info.total_token_usage : null);
+    const t = readTokens(isRecord(p.info) ? p.info.total_token_usage : null);
     addTotals(s, t);
     if (t) s.resumeTotals = t;
   } else if (item.type === "token_usage_record") addTotals(s, readTokens(p.thread_token_usage));
@@ -34491,7 +34459,7 @@ function execEvents(stdout) {
   for (const e of jsonLines(stdout)) {
     if (e.type === "thread.started") out.threadId = str(e.thread_id);
     else if (e.type === "turn.completed") out.usage = readTokens(e.usage) ?? out.usage;
-    else if (e.type === "turn.failed" && isRecord2(e.error) && typeof e.error.message === "string")
+    else if (e.type === "turn.failed" && isRecord(e.error) && typeof e.error.message === "string")
       out.error = e.error.message;
     else if (e.type === "error" && typeof e.message === "string" && !/^Reconnecting\b/.test(e.message))
       out.error = e.message;
@@ -34504,9 +34472,9 @@ function codexEvent(out, e, started) {
     const t = readTokens(e.usage);
     out.add("turn done", t ? `${t.input} in, ${t.output} out (thread totals)` : "no usage");
   } else if (e.type === "turn.failed")
-    out.add("turn failed", contentText(isRecord2(e.error) ? e.error.message : e.error));
+    out.add("turn failed", contentText(isRecord(e.error) ? e.error.message : e.error));
   else if (e.type === "error") out.add("error", contentText(e.message));
-  if (!/^item\.(started|completed|updated)$/.test(String(e.type)) || !isRecord2(e.item)) return;
+  if (!/^item\.(started|completed|updated)$/.test(String(e.type)) || !isRecord(e.item)) return;
   const item = e.item;
   const id = str(item.id) ?? "";
   const done = e.type === "item.completed";
@@ -34520,7 +34488,7 @@ function codexEvent(out, e, started) {
     if (done)
       out.add(code === null ? "result" : `result (exit ${code})`, contentText(item.aggregated_output) || "(no output)");
   } else if (item.type === "file_change" && done) {
-    const changes = Array.isArray(item.changes) ? item.changes.filter(isRecord2) : [];
+    const changes = Array.isArray(item.changes) ? item.changes.filter(isRecord) : [];
     out.add(
       "tool edit",
       changes.map((c) => `${str(c.path) ?? "?"}${str(c.kind) ? ` (${c.kind})` : ""}`).join(", ") || "files"
@@ -34528,13 +34496,13 @@ function codexEvent(out, e, started) {
     if (item.status === "failed") out.add("result (error)", "the change was not applied");
   } else if (item.type === "mcp_tool_call") {
     if (first) out.add(`tool ${str(item.server) ?? "mcp"}.${str(item.tool) ?? "?"}`, describeInput(item.arguments));
-    const error62 = isRecord2(item.error) ? item.error.message : null;
+    const error62 = isRecord(item.error) ? item.error.message : null;
     if (done && error62) out.add("result (error)", contentText(error62));
     else if (done)
-      out.add("result", contentText(isRecord2(item.result) ? item.result.content : item.result) || "(empty)");
+      out.add("result", contentText(isRecord(item.result) ? item.result.content : item.result) || "(empty)");
   } else if (item.type === "web_search" && done) out.add("tool web_search", contentText(item.query));
   else if (item.type === "todo_list" && done && Array.isArray(item.items)) {
-    const items = item.items.filter(isRecord2);
+    const items = item.items.filter(isRecord);
     out.add("plan", `${items.filter((i) => i.completed === true).length} of ${items.length} done`);
   } else if (item.type === "error" && done) out.add("warning", contentText(item.message));
 }
@@ -34587,8 +34555,8 @@ async function readUsage(file2) {
 
 // src/agents/copilot.ts
 import { randomUUID as randomUUID2 } from "node:crypto";
-import { mkdir as mkdir5, rm as rm4 } from "node:fs/promises";
-import { dirname as dirname5, join as join6 } from "node:path";
+import { mkdir as mkdir4, rm as rm3 } from "node:fs/promises";
+import { dirname as dirname4, join as join6 } from "node:path";
 var NANO_AIU_PER_CREDIT = 1e9;
 var USD_PER_CREDIT = 0.01;
 var MIN_AI_CREDITS = 30;
@@ -34597,7 +34565,6 @@ var copilot = defineSpec({
   name: "Copilot CLI",
   cli: {
     executable: "copilot",
-    install: "npm i -g @github/copilot",
     package: "@github/copilot",
     version: "1.0.102",
     installer: "npm",
@@ -34634,17 +34601,17 @@ var copilot = defineSpec({
     if (events === null) return { unusable: `session ${id} is unknown: its events.jsonl is missing` };
     const bad = eventsFileProblem(events, id);
     if (bad) return { unusable: `session ${id} is corrupt: ${bad}` };
-    const saved = isRecord2(record2?.totals) ? record2.totals : {};
+    const saved = isRecord(record2?.totals) ? record2.totals : {};
     const episodes = Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [];
     return { sessionId: id, ...readTotals(saved), episodes };
   },
   async start(e, saved) {
-    await mkdir5(e.home, { recursive: true });
+    await mkdir4(e.home, { recursive: true });
     const id = saved?.sessionId ?? randomUUID2();
     const eventsFile = eventsPath(e.home, id);
     const offset = saved ? await sizeOf(eventsFile) : 0;
-    const usageOut = join6(dirname5(e.usageFile), "copilot-usage.json");
-    await rm4(usageOut, { force: true });
+    const usageOut = join6(dirname4(e.usageFile), "copilot-usage.json");
+    await rm3(usageOut, { force: true });
     const credits = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === "usd" ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : void 0;
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     const events = new GrowingFile(eventsFile, offset);
@@ -34658,7 +34625,7 @@ var copilot = defineSpec({
         ...["--allow-all-tools", "--no-ask-user", "--no-auto-update", "--output-format", "json"],
         ...["--usage-output-file", usageOut],
         // Its own logs go with the episode's other logs, not into the context carried onward.
-        ...["--log-dir", join6(dirname5(e.logFile), "copilot-logs"), "-C", e.workdir],
+        ...["--log-dir", join6(dirname4(e.logFile), "copilot-logs"), "-C", e.workdir],
         saved ? `--resume=${id}` : `--session-id=${id}`,
         ...e.agent.model ? ["--model", e.agent.model] : [],
         ...credits !== void 0 ? ["--max-ai-credits", String(credits)] : [],
@@ -34704,30 +34671,30 @@ var copilot = defineSpec({
     };
   },
   transcript: (text, out, other) => eachEvent(text, other, (e) => copilotEvent(out, e)),
-  finalMessage: (stdout) => lastText(stdout, (e) => e.type === "assistant.message" && isRecord2(e.data) && e.data.content)
+  finalMessage: (stdout) => lastText(stdout, (e) => e.type === "assistant.message" && isRecord(e.data) && e.data.content)
 });
 var eventsPath = (home, id) => join6(home, "session-state", id, "events.jsonl");
 var tokensOf = (u) => ({
-  input: count2(u.inputTokens),
-  cached: count2(u.cacheReadTokens),
-  written: count2(u.cacheWriteTokens),
-  output: count2(u.outputTokens)
+  input: count(u.inputTokens),
+  cached: count(u.cacheReadTokens),
+  written: count(u.cacheWriteTokens),
+  output: count(u.outputTokens)
 });
 function spentOf(t) {
   return { tally: t.models, ...t.nanoAiu > 0 ? { costUsd: t.nanoAiu / NANO_AIU_PER_CREDIT * USD_PER_CREDIT } : {} };
 }
 function readTotals(v) {
   const models = {};
-  for (const [model, m] of Object.entries(isRecord2(v.models) ? v.models : {}))
-    if (isRecord2(m))
+  for (const [model, m] of Object.entries(isRecord(v.models) ? v.models : {}))
+    if (isRecord(m))
       addUse(models, model, {
-        input: count2(m.input ?? m.inputTokens),
-        cached: count2(m.cached ?? m.cacheReadTokens),
-        written: count2(m.written ?? m.cacheWriteTokens),
-        output: count2(m.output ?? m.outputTokens),
-        calls: count2(m.calls ?? m.requests)
+        input: count(m.input ?? m.inputTokens),
+        cached: count(m.cached ?? m.cacheReadTokens),
+        written: count(m.written ?? m.cacheWriteTokens),
+        output: count(m.output ?? m.outputTokens),
+        calls: count(m.calls ?? m.requests)
       });
-  return { models, nanoAiu: count2(v.nanoAiu) };
+  return { models, nanoAiu: count(v.nanoAiu) };
 }
 function parseUsageFile(text) {
   let json2;
@@ -34736,18 +34703,18 @@ function parseUsageFile(text) {
   } catch {
     return `the usage file is not JSON: ${text.trim().slice(0, 60)}`;
   }
-  if (!isRecord2(json2) || !isRecord2(json2.modelMetrics)) return "the usage file has no modelMetrics";
+  if (!isRecord(json2) || !isRecord(json2.modelMetrics)) return "the usage file has no modelMetrics";
   const models = {};
   for (const [model, m] of Object.entries(json2.modelMetrics)) {
-    if (!isRecord2(m)) continue;
-    const u = isRecord2(m.usage) ? m.usage : {};
-    addUse(models, model, { ...tokensOf(u), calls: count2(isRecord2(m.requests) ? m.requests.count : 0) });
+    if (!isRecord(m)) continue;
+    const u = isRecord(m.usage) ? m.usage : {};
+    addUse(models, model, { ...tokensOf(u), calls: count(isRecord(m.requests) ? m.requests.count : 0) });
   }
-  return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count2(json2.totalNanoAiu) };
+  return { models, nanoAiu: json2.aiCreditsStatus === "unavailable" ? 0 : count(json2.totalNanoAiu) };
 }
 function sessionErrors(stdout) {
   return [...jsonLines(stdout)].flatMap(
-    (x) => x.type === "session.error" && isRecord2(x.data) ? str(x.data.message) ?? [] : []
+    (x) => x.type === "session.error" && isRecord(x.data) ? str(x.data.message) ?? [] : []
   );
 }
 function summarizeEvents(events) {
@@ -34755,7 +34722,7 @@ function summarizeEvents(events) {
   const models = {};
   for (const e of events) {
     if (e.type === "assistant.turn_start") turns++;
-    const u = e.type === "session.usage_record" && isRecord2(e.data) && isRecord2(e.data.usage) ? e.data.usage : null;
+    const u = e.type === "session.usage_record" && isRecord(e.data) && isRecord(e.data.usage) ? e.data.usage : null;
     if (u) addUse(models, typeof u.model === "string" ? u.model : "unknown", { ...tokensOf(u), calls: 1 });
   }
   return { turns, totals: { models, nanoAiu: 0 } };
@@ -34768,22 +34735,22 @@ function eventsFileProblem(text, sessionId) {
     if (!v && i === lines2.length - 1 && !text.endsWith("\n")) continue;
     if (!v) return `line ${i + 1} of its events.jsonl is not JSON`;
     if (typeof v.type !== "string") return `line ${i + 1} of its events.jsonl is not an event`;
-    const id = isRecord2(v.data) ? v.data.sessionId : void 0;
+    const id = isRecord(v.data) ? v.data.sessionId : void 0;
     if (i === 0 && v.type !== "session.start") return "its events.jsonl does not begin with session.start";
     if (i === 0 && id !== sessionId) return `its events.jsonl belongs to session ${String(id)}`;
   }
   return null;
 }
 function copilotEvent(out, e) {
-  const data = isRecord2(e.data) ? e.data : {};
+  const data = isRecord(e.data) ? e.data : {};
   if (e.type === "assistant.message") {
     out.add("assistant", contentText(data.content));
-    const requests = Array.isArray(data.toolRequests) ? data.toolRequests.filter(isRecord2) : [];
+    const requests = Array.isArray(data.toolRequests) ? data.toolRequests.filter(isRecord) : [];
     for (const t of requests) out.add(`tool ${str(t.name) ?? "?"}`, describeInput(t.arguments));
   } else if (e.type === "assistant.reasoning") out.add("thinking", contentText(data.content));
   else if (e.type === "tool.execution_complete") {
-    const result = isRecord2(data.result) ? data.result : {};
-    const text = contentText(result.content ?? (isRecord2(data.error) ? data.error.message : data.error));
+    const result = isRecord(data.result) ? data.result : {};
+    const text = contentText(result.content ?? (isRecord(data.error) ? data.error.message : data.error));
     out.add(data.success === false ? "result (error)" : "result", text || "(empty)");
   } else if (e.type === "assistant.turn_retry") out.add("retry", str(data.reason) ?? "the model call failed");
   else if (e.type === "model.call_failure") {
@@ -34805,6 +34772,37 @@ import { existsSync as existsSync3 } from "node:fs";
 import { mkdir as mkdir6, readFile as readFile4, realpath as realpath2, rename as rename3, rm as rm5, writeFile as writeFile4 } from "node:fs/promises";
 import { homedir as homedir4 } from "node:os";
 import { basename as basename2, dirname as dirname6, join as join8 } from "node:path";
+
+// src/io/logins.ts
+import { existsSync as existsSync2 } from "node:fs";
+import { mkdir as mkdir5, readFile as readFile3, rm as rm4, writeFile as writeFile3 } from "node:fs/promises";
+import { dirname as dirname5 } from "node:path";
+async function installLogins(files, env) {
+  const installed = [];
+  for (const f2 of files) {
+    const fromEnv = f2.fromEnv ? env[f2.fromEnv]?.trim() : void 0;
+    const fromFile = fromEnv ? null : await readFile3(f2.from, "utf8").catch(() => null);
+    const text = fromEnv || fromFile;
+    if (!text) continue;
+    await mkdir5(dirname5(f2.to), { recursive: true });
+    await rm4(f2.to, { force: true });
+    await writeFile3(f2.to, text, { mode: 384, flag: "wx" });
+    installed.push(f2.to);
+  }
+  return installed;
+}
+async function removeLogins(installed) {
+  for (const path of installed) await rm4(path, { force: true });
+}
+function hasLogin(files, env) {
+  return files.some((f2) => f2.fromEnv && env[f2.fromEnv]?.trim() || existsSync2(f2.from));
+}
+function anySet(names, env) {
+  return names.some((n) => {
+    const [name2, value] = n.split("=");
+    return value === void 0 ? Boolean(env[name2]) : env[name2] === value;
+  });
+}
 
 // src/agents/gemini-session.ts
 import { readdir as readdir4, stat } from "node:fs/promises";
@@ -34838,10 +34836,10 @@ function readSession(text) {
       const at = ids.indexOf(r.$rewindTo);
       messages = new Map(at < 0 ? [] : ids.slice(0, at).map((id) => [id, messages.get(id)]));
     } else if (typeof r.id === "string" && typeof r.type === "string") note(r);
-    else if (isRecord2(r.$set) && Array.isArray(r.$set.messages)) {
+    else if (isRecord(r.$set) && Array.isArray(r.$set.messages)) {
       messages = /* @__PURE__ */ new Map();
       for (const m of r.$set.messages)
-        if (isRecord2(m) && typeof m.id === "string") note(m);
+        if (isRecord(m) && typeof m.id === "string") note(m);
     } else if (typeof r.sessionId === "string") sessionId = r.sessionId;
   }
   return { sessionId, messages: [...messages.values()], written };
@@ -34861,9 +34859,9 @@ function usageFromSessions(sessions, before) {
     seen.add(m.id);
     const t = m.tokens;
     addUse(tally2, m.model ?? "unknown", {
-      input: count2(t.input) + count2(t.tool),
-      cached: count2(t.cached),
-      output: count2(t.output) + count2(t.thoughts),
+      input: count(t.input) + count(t.tool),
+      cached: count(t.cached),
+      output: count(t.output) + count(t.thoughts),
       calls: 1
     });
   }
@@ -34891,12 +34889,12 @@ function sessionLines(text, since, out) {
   for (const m of messages.values()) {
     if (m.type === "error" || m.type === "warning" || m.type === "info") out.add(m.type, partsText(m.content));
     if (m.type !== "gemini") continue;
-    for (const t of (m.thoughts ?? []).filter(isRecord2))
+    for (const t of (m.thoughts ?? []).filter(isRecord))
       out.add("thinking", [str(t.subject), str(t.description)].filter(Boolean).join(": "));
     out.add("assistant", partsText(m.content));
-    for (const call of (m.toolCalls ?? []).filter(isRecord2)) {
+    for (const call of (m.toolCalls ?? []).filter(isRecord)) {
       out.add(`tool ${str(call.name) ?? "?"}`, describeInput(call.args));
-      const responses = (Array.isArray(call.result) ? call.result : []).map((r) => isRecord2(r) && isRecord2(r.functionResponse) ? r.functionResponse.response : void 0).filter(isRecord2);
+      const responses = (Array.isArray(call.result) ? call.result : []).map((r) => isRecord(r) && isRecord(r.functionResponse) ? r.functionResponse.response : void 0).filter(isRecord);
       const error62 = responses.map((r) => r.error).find((x) => x !== void 0);
       if (error62 !== void 0) out.add("result (error)", contentText(error62));
       else if (responses.length > 0) out.add("result", responses.map((r) => contentText(r.output ?? r)).join("\n"));
@@ -34907,7 +34905,7 @@ function sessionLines(text, since, out) {
 function partsText(content) {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) return content.map(partsText).join("");
-  return isRecord2(content) && typeof content.text === "string" ? content.text : "";
+  return isRecord(content) && typeof content.text === "string" ? content.text : "";
 }
 
 // src/agents/gemini.ts
@@ -34918,7 +34916,6 @@ var gemini = defineSpec({
   name: "Gemini CLI",
   cli: {
     executable: "gemini",
-    install: "npm i -g @google/gemini-cli",
     package: "@google/gemini-cli",
     version: "0.61.0",
     installer: "npm",
@@ -35033,7 +35030,7 @@ async function projectSlug(dir, workdir) {
   let projects = {};
   try {
     const parsed = JSON.parse(await readFile4(registry2, "utf8"));
-    if (isRecord2(parsed.projects)) projects = parsed.projects;
+    if (isRecord(parsed.projects)) projects = parsed.projects;
   } catch {
   }
   const bases = [join8(dir, "tmp"), join8(dir, "history")];
@@ -35057,27 +35054,27 @@ async function projectSlug(dir, workdir) {
   return slug;
 }
 function usageFromStats(stats) {
-  if (!isRecord2(stats) || !isRecord2(stats.models)) return null;
+  if (!isRecord(stats) || !isRecord(stats.models)) return null;
   const tally2 = {};
   let turns = 0;
   for (const [model, m] of Object.entries(stats.models)) {
-    if (!isRecord2(m) || !isRecord2(m.tokens)) return null;
+    if (!isRecord(m) || !isRecord(m.tokens)) return null;
     const t = m.tokens;
     addUse(tally2, model, {
-      input: count2(t.prompt) + count2(t.tool),
-      cached: count2(t.cached),
-      output: count2(t.candidates) + count2(t.thoughts)
+      input: count(t.prompt) + count(t.tool),
+      cached: count(t.cached),
+      output: count(t.candidates) + count(t.thoughts)
     });
-    const main2 = isRecord2(m.roles) && isRecord2(m.roles.main) ? m.roles.main : null;
-    if (main2) turns += count2(main2.totalRequests) - count2(main2.totalErrors);
+    const main2 = isRecord(m.roles) && isRecord(m.roles.main) ? m.roles.main : null;
+    if (main2) turns += count(main2.totalRequests) - count(main2.totalErrors);
   }
   return { tally: tally2, turns };
 }
 function parseResult(text) {
   let found = null;
   for (const [v] of jsonBlocks(text.split("\n"))) {
-    if (!isRecord2(v) || !("session_id" in v || "stats" in v || "error" in v)) continue;
-    const e = isRecord2(v.error) ? v.error : null;
+    if (!isRecord(v) || !("session_id" in v || "stats" in v || "error" in v)) continue;
+    const e = isRecord(v.error) ? v.error : null;
     found = {
       ...typeof v.session_id === "string" ? { sessionId: v.session_id } : {},
       ...typeof v.response === "string" ? { response: v.response } : {},
@@ -35115,21 +35112,21 @@ function geminiLog(text, out, other) {
     const r = parseResult(lines2.slice(i, j + 1).join("\n"));
     if (!r) continue;
     if (r.response) out.add("assistant", r.response);
-    const stats = isRecord2(r.stats) ? r.stats : {};
-    for (const [model, m] of Object.entries(isRecord2(stats.models) ? stats.models : {})) {
-      if (!isRecord2(m)) continue;
-      const api = isRecord2(m.api) ? m.api : {};
-      const t = isRecord2(m.tokens) ? m.tokens : {};
-      const failed = count2(api.totalErrors);
+    const stats = isRecord(r.stats) ? r.stats : {};
+    for (const [model, m] of Object.entries(isRecord(stats.models) ? stats.models : {})) {
+      if (!isRecord(m)) continue;
+      const api = isRecord(m.api) ? m.api : {};
+      const t = isRecord(m.tokens) ? m.tokens : {};
+      const failed = count(api.totalErrors);
       out.add(
         `model ${model}`,
-        `${count2(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}, ${count2(t.prompt)} in, ${count2(t.candidates) + count2(t.thoughts)} out`
+        `${count(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}, ${count(t.prompt)} in, ${count(t.candidates) + count(t.thoughts)} out`
       );
     }
-    const tools = isRecord2(stats.tools) && isRecord2(stats.tools.byName) ? stats.tools.byName : {};
+    const tools = isRecord(stats.tools) && isRecord(stats.tools.byName) ? stats.tools.byName : {};
     for (const [tool, t] of Object.entries(tools))
-      if (isRecord2(t))
-        out.add(`tool ${tool}`, `${count2(t.count)} calls${count2(t.fail) > 0 ? `, ${count2(t.fail)} failed` : ""}`);
+      if (isRecord(t))
+        out.add(`tool ${tool}`, `${count(t.count)} calls${count(t.fail) > 0 ? `, ${count(t.fail)} failed` : ""}`);
     if (r.error) out.add("error", `${r.error.type}: ${r.error.message}`);
     for (const w of r.warnings ?? []) out.add("warning", w);
   }
@@ -35144,7 +35141,6 @@ var opencode = defineSpec({
   name: "opencode",
   cli: {
     executable: "opencode",
-    install: "npm i -g opencode-ai",
     package: "opencode-ai",
     version: "1.18.33",
     installer: "npm",
@@ -35206,7 +35202,7 @@ var opencode = defineSpec({
   // Its last message, as the text parts it printed of it.
   finalMessage(stdout) {
     const parts = [...jsonLines(stdout)].flatMap(
-      (e) => e.type === "text" && isRecord2(e.part) && typeof e.part.text === "string" ? [e.part] : []
+      (e) => e.type === "text" && isRecord(e.part) && typeof e.part.text === "string" ? [e.part] : []
     );
     const last = parts.at(-1)?.messageID;
     return parts.length === 0 ? null : parts.filter((p) => p.messageID === last).map((p) => p.text).join("\n");
@@ -35227,11 +35223,11 @@ function configContent(userConfig, maxTurns) {
   let user = {};
   try {
     const parsed = userConfig ? JSON.parse(userConfig) : {};
-    if (isRecord2(parsed)) user = parsed;
+    if (isRecord(parsed)) user = parsed;
   } catch {
   }
-  const agents = isRecord2(user.agent) ? user.agent : {};
-  const build = isRecord2(agents.build) ? agents.build : {};
+  const agents = isRecord(user.agent) ? user.agent : {};
+  const build = isRecord(agents.build) ? agents.build : {};
   return {
     ...user,
     snapshot: false,
@@ -35256,22 +35252,22 @@ function emptyRun() {
 function addEvents(run2, text) {
   for (const e of jsonLines(text)) {
     if (typeof e.sessionID === "string") run2.sessionId ??= e.sessionID;
-    if (e.type === "step_finish" && isRecord2(e.part)) {
-      const t = isRecord2(e.part.tokens) ? e.part.tokens : {};
-      const cache2 = isRecord2(t.cache) ? t.cache : {};
+    if (e.type === "step_finish" && isRecord(e.part)) {
+      const t = isRecord(e.part.tokens) ? e.part.tokens : {};
+      const cache2 = isRecord(t.cache) ? t.cache : {};
       run2.steps++;
       run2.tokens.calls++;
-      run2.tokens.input += count2(t.input) + count2(cache2.read) + count2(cache2.write);
-      run2.tokens.cached += count2(cache2.read);
-      run2.tokens.written += count2(cache2.write);
-      run2.tokens.output += count2(t.output) + count2(t.reasoning);
-      run2.costUsd += count2(e.part.cost);
-    } else if (e.type === "error" && isRecord2(e.error)) {
-      const data = isRecord2(e.error.data) ? e.error.data : {};
+      run2.tokens.input += count(t.input) + count(cache2.read) + count(cache2.write);
+      run2.tokens.cached += count(cache2.read);
+      run2.tokens.written += count(cache2.write);
+      run2.tokens.output += count(t.output) + count(t.reasoning);
+      run2.costUsd += count(e.part.cost);
+    } else if (e.type === "error" && isRecord(e.error)) {
+      const data = isRecord(e.error.data) ? e.error.data : {};
       const message = str(data.message) ?? "";
       if (typeof data.statusCode === "number") run2.status = data.statusCode;
       const [b] = typeof data.responseBody === "string" ? jsonLines(data.responseBody) : [];
-      const body = b ? str(isRecord2(b.error) ? b.error.message : null) ?? str(b.message) : null;
+      const body = b ? str(isRecord(b.error) ? b.error.message : null) ?? str(b.message) : null;
       run2.errors.push(
         `${str(e.error.name) ?? "error"}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(
           0,
@@ -35283,8 +35279,8 @@ function addEvents(run2, text) {
   return run2;
 }
 function opencodeEvent(out, e, line) {
-  const part = isRecord2(e.part) ? e.part : {};
-  const state = isRecord2(part.state) ? part.state : {};
+  const part = isRecord(e.part) ? e.part : {};
+  const state = isRecord(part.state) ? part.state : {};
   if (e.type === "text") out.add("assistant", contentText(part.text));
   else if (e.type === "reasoning") out.add("thinking", contentText(part.text));
   else if (e.type === "tool_use") {
@@ -35302,12 +35298,12 @@ function inlineProviders(env, placeholder2) {
   } catch {
     return null;
   }
-  const providers = isRecord2(config2) && isRecord2(config2.provider) ? config2.provider : null;
+  const providers = isRecord(config2) && isRecord(config2.provider) ? config2.provider : null;
   if (!providers) return null;
   const routes = [];
   const names = /* @__PURE__ */ new Map();
   for (const [id, p] of Object.entries(providers)) {
-    const options = isRecord2(p) && isRecord2(p.options) ? p.options : null;
+    const options = isRecord(p) && isRecord(p.options) ? p.options : null;
     const base = typeof options?.baseURL === "string" ? options.baseURL : null;
     if (!options || !base) continue;
     const name2 = `opencode-${routes.length}`;
@@ -35337,9 +35333,9 @@ import { randomUUID as randomUUID4 } from "node:crypto";
 import { mkdir as mkdir7, readdir as readdir5, realpath as realpath3, rename as rename4, writeFile as writeFile5 } from "node:fs/promises";
 import { join as join10 } from "node:path";
 var tokensOf2 = (u) => ({
-  input: count2(u.input_tokens),
-  cached: count2(u.cache_read_input_tokens),
-  output: count2(u.output_tokens)
+  input: count(u.input_tokens),
+  cached: count(u.cache_read_input_tokens),
+  output: count(u.output_tokens)
 });
 var PROVIDERS = [
   ["OPENAI_API_KEY", "openai"],
@@ -35351,7 +35347,6 @@ var qwenCode = defineSpec({
   name: "Qwen Code",
   cli: {
     executable: "qwen",
-    install: "npm i -g @qwen-code/qwen-code",
     package: "@qwen-code/qwen-code",
     version: "0.24.4",
     installer: "npm",
@@ -35399,10 +35394,10 @@ var qwenCode = defineSpec({
         qwen_version: null
       };
       await writeFile5(join10(to, `${id}.runtime.json`), JSON.stringify(status));
-      const t = isRecord2(record2?.totals) ? record2.totals : null;
+      const t = isRecord(record2?.totals) ? record2.totals : null;
       return {
         id,
-        baseline: t && addUse({}, "carried", { input: count2(t.input), cached: count2(t.cached), output: count2(t.output) })
+        baseline: t && addUse({}, "carried", { input: count(t.input), cached: count(t.cached), output: count(t.output) })
       };
     }
     return { unusable: `session ${id} is not in the context folder` };
@@ -35425,7 +35420,7 @@ var qwenCode = defineSpec({
     const read2 = await followLog(e.logFile, (line) => {
       for (const ev of jsonLines(line)) {
         if (ev.type === "system" && typeof ev.model === "string") model = e.agent.model ?? ev.model;
-        const u = ev.type === "assistant" && isRecord2(ev.message) && isRecord2(ev.message.usage) ? ev.message.usage : null;
+        const u = ev.type === "assistant" && isRecord(ev.message) && isRecord(ev.message.usage) ? ev.message.usage : null;
         if (u) addUse(tally2, model, { ...tokensOf2(u), calls: 1 });
       }
     });
@@ -35445,8 +35440,8 @@ var qwenCode = defineSpec({
       async spent(run2) {
         await read2(run2 !== void 0);
         const r = run2 ? readStream(run2.stdout).result : null;
-        const u = run2 ? [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord2(x.usage))?.usage : null;
-        if (!isRecord2(u)) return { tally: tally2 };
+        const u = run2 ? [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord(x.usage))?.usage : null;
+        if (!isRecord(u)) return { tally: tally2 };
         totals = addUse({}, model, tokensOf2(u));
         const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] } : null;
         return spentSince(before, totals, { turns: r?.turns ?? null });
@@ -35455,11 +35450,11 @@ var qwenCode = defineSpec({
         const r = readStream(run2.stdout).result;
         if (run2.exitCode === 53 || r?.subtype === "error_max_turns")
           return { exit: "budget", note: `Qwen Code stopped at agent.max_turns (${e.agent.max_turns})` };
-        const error62 = [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord2(x.error))?.error;
+        const error62 = [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord(x.error))?.error;
         if (r && (r.isError || r.subtype !== "success"))
           return {
             exit: "crash",
-            why: r.message ?? (isRecord2(error62) && typeof error62.message === "string" ? error62.message : null)
+            why: r.message ?? (isRecord(error62) && typeof error62.message === "string" ? error62.message : null)
           };
         return {};
       },
@@ -35504,7 +35499,7 @@ async function openContext(contextDir, agent, resume) {
   const entries = await readdir6(contextDir).catch(() => []);
   if (entries.length === 0) return { carried: null };
   const found = await resume(entries);
-  if (!isRecord2(found) || !("unusable" in found)) return { carried: found };
+  if (!isRecord(found) || !("unusable" in found)) return { carried: found };
   await clear(contextDir);
   return { carried: null, note: freshNote(agent, found.unusable) };
 }
@@ -35521,7 +35516,7 @@ async function readRecord2(contextDir, kind) {
   } catch {
     return { unusable: `${RECORD_FILE} is not JSON (${text.trim().slice(0, 40) || "empty"})` };
   }
-  if (!isRecord2(v)) return { unusable: `${RECORD_FILE} is not an object` };
+  if (!isRecord(v)) return { unusable: `${RECORD_FILE} is not an object` };
   if (v.agent !== void 0 && v.agent !== kind)
     return { unusable: `${RECORD_FILE} was written for agent ${JSON.stringify(v.agent)}, not ${kind}` };
   return v;
@@ -39146,7 +39141,7 @@ async function missingExecutable(p) {
   const executable = p.config.agent.command ?? cli.executable;
   const found = isAbsolute6(executable) ? await isExecutable(executable) : executable.includes("/") ? await isExecutable(join27(p.repo, executable)) : await onPath(executable, path);
   if (found) return null;
-  return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${cli.install}), or set agent.command to where it is`;
+  return p.config.agent.command ? `agent.command: the ${kind} CLI \`${executable}\` is not found` : `the ${kind} agent runs \`${executable}\`, which is not on PATH: install it (${installCommand(cli)}), or set agent.command to where it is`;
 }
 async function onPath(name2, path) {
   return await findExecutable(name2, path) !== null;
