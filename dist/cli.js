@@ -37089,7 +37089,7 @@ var DiskFullError = class extends Error {
   name = "DiskFullError";
 };
 function diskFullLine(message) {
-  return message.split("\n").find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/i.test(l))?.trim().slice(0, FAILURE_QUOTE_MAX_CHARS) ?? null;
+  return message.split("\n").find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT|unable to write file/i.test(l))?.trim().slice(0, FAILURE_QUOTE_MAX_CHARS) ?? null;
 }
 async function diskFull(e, dirs) {
   const line = e instanceof Error ? diskFullLine(e.message) : null;
@@ -38359,7 +38359,13 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
   if (recovered) return recovered;
   const abandoned = abandonedResult(e);
   if (abandoned) return abandoned;
-  const prepared = await o.forge.prepareEpisode(state, e);
+  const prepared = await o.forge.prepareEpisode(state, e).catch(async (err) => {
+    const full = await diskFull(err, [o.store.path()]);
+    if (full)
+      return { problem: `the disk is full (${full}): ${e.id} could not be set up; free some space and resume the run` };
+    throw err;
+  });
+  if ("problem" in prepared) return { interrupted: 0, problem: prepared.problem };
   const round2 = state.rounds[e.round];
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   const section = sectionFor(state, e);
@@ -41561,6 +41567,20 @@ async function driveRun(open3, io) {
       ...io.signal ? { signal: io.signal } : {},
       ...io.env ? { env: io.env } : {}
     });
+  } catch (e) {
+    const continueWith = `forkflush resume ${open3.info.taskDir} --run ${open3.state.id}`;
+    const full = await diskFull(e, [open3.store.path()]);
+    if (full) {
+      io.stderr.write(`
+forkflush: the disk is full (${full}): free some space
+then: ${continueWith}
+`);
+      return 1;
+    }
+    if (e instanceof Error && !(e instanceof UserError || e instanceof RecordError))
+      e.message += `
+the run is saved: after the fix, continue it with ${continueWith}`;
+    throw e;
   } finally {
     view.close();
   }

@@ -1,6 +1,8 @@
 // Driving a local run to its end (run and resume): the progress view, then what stopped it or its
 // result (the leaderboard, the lineage, the reports), as lines for the user and an exit code.
+import { UserError } from '../core/errors.js';
 import { lineageBranch } from '../core/names.js';
+import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../core/report.js';
 import type { RunState } from '../core/state.js';
 import { budgetLeftUnspent, nothingDone, retryStopped } from '../core/stop.js';
@@ -9,6 +11,7 @@ import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
 import type { OpenRun } from '../local/start.js';
+import { diskFull } from '../worker/episode-errors.js';
 import type { Io } from './io.js';
 
 export function sandboxLine(open: OpenRun): string {
@@ -32,6 +35,17 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
       ...(io.signal ? { signal: io.signal } : {}),
       ...(io.env ? { env: io.env } : {}),
     });
+  } catch (e) {
+    // What failed unforeseen is the run's end for now, not its loss: every finished episode is saved.
+    const continueWith = `forkflush resume ${open.info.taskDir} --run ${open.state.id}`;
+    const full = await diskFull(e, [open.store.path()]);
+    if (full) {
+      io.stderr.write(`\nforkflush: the disk is full (${full}): free some space\nthen: ${continueWith}\n`);
+      return 1;
+    }
+    if (e instanceof Error && !(e instanceof UserError || e instanceof RecordError))
+      e.message += `\nthe run is saved: after the fix, continue it with ${continueWith}`;
+    throw e;
   } finally {
     view.close();
   }

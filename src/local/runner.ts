@@ -10,7 +10,7 @@ import { type RunStop, stopBefore, stopReason } from '../core/stop.js';
 import { advance, carryOut, dueWork, markDone, NOTHING_DONE, type WorkDone } from '../core/work.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { runEpisode } from '../worker/episode.js';
-import { DiskFullError, InterruptedError } from '../worker/episode-errors.js';
+import { DiskFullError, diskFull, InterruptedError } from '../worker/episode-errors.js';
 import { SetupCache } from '../worker/setup.js';
 import type { LocalForge } from './forge.js';
 import type { RunEvent } from './progress.js';
@@ -217,7 +217,14 @@ async function runOne(
   // An episode that killed forkflush every time it ran is given up (core/attempts.ts).
   const abandoned = abandonedResult(e);
   if (abandoned) return abandoned;
-  const prepared = await o.forge.prepareEpisode(state, e);
+  const prepared = await o.forge.prepareEpisode(state, e).catch(async (err) => {
+    // Before its start is recorded: a full disk charges nothing, and the episode runs on resume.
+    const full = await diskFull(err, [o.store.path()]);
+    if (full)
+      return { problem: `the disk is full (${full}): ${e.id} could not be set up; free some space and resume the run` };
+    throw err;
+  });
+  if ('problem' in prepared) return { interrupted: 0, problem: prepared.problem };
   const round = state.rounds[e.round] as Round;
   const prompt = episodePrompt(state, e, o.info.task, o.info.templates);
   const section = sectionFor(state, e);

@@ -37,7 +37,8 @@ export function diskFullLine(message: string): string | null {
   return (
     message
       .split('\n')
-      .find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT/i.test(l))
+      // git's checkout names the file it could not write, and not why.
+      .find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT|unable to write file/i.test(l))
       ?.trim()
       .slice(0, FAILURE_QUOTE_MAX_CHARS) ?? null
   );

@@ -3,7 +3,7 @@
 // the episode again on resume. On a tmpfs of its own (mounting one needs root: skipped loudly
 // otherwise), so the machine's disk is never filled.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { RunState } from '../../src/core/state.js';
@@ -50,4 +50,45 @@ describeSandboxed('an agent that fills the disk', () => {
     expect(state.rounds[0]?.episodes[0]?.result?.score).toBe(5);
     expect(JSON.parse(readFileSync(join(repo.dir, '.forkflush', state.id, 'state.json'), 'utf8')).id).toBe(state.id);
   });
+
+  it.skipIf(!isRoot)(
+    'a disk full before a resume: one line that says so and how to go on, then it goes on',
+    async () => {
+      const root = attackTemp('disk-full-resume');
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', root]);
+      mounted.push(root);
+      // The first episode is stopped by Ctrl-C while it waits; then the machine's disk fills up.
+      const agent = `sh -c 'if [ ! -e {logs}/waited ]; then touch {logs}/waited; sleep 60; fi; echo 5 > value.txt'`;
+      const repo = makeAttackRepo({ agent, grader: CAT_GRADER, dir: root, agentTimeout: 120 });
+      const env = { PATH: process.env.PATH, HOME: root, LANG: 'C.UTF-8' };
+      const waited = join(root, 'logs', 'waited');
+      const first = await runCli(['run', repo.dir, '--seed', '1'], {
+        cwd: root,
+        deadlineMs: 60_000,
+        env,
+        // Stopped once the agent waits (it prints nothing until the episode ends).
+        onStart: (child) => {
+          const poll = setInterval(() => {
+            if (!existsSync(waited)) return;
+            child.kill('SIGINT');
+            clearInterval(poll);
+          }, 100);
+          child.on('exit', () => clearInterval(poll));
+        },
+      });
+      expect(first.exitCode, first.out).toBe(130);
+      execFileSync('sh', ['-c', `cat /dev/zero > ${join(root, 'filler')} 2>/dev/null || true`]);
+
+      const full = await runCli(['resume', repo.dir], { cwd: root, deadlineMs: 60_000, env });
+      expect(full.exitCode, full.out).toBe(1);
+      expect(full.out).toMatch(/forkflush: the disk is full \(.*no space left on device.*\)/i);
+      expect(full.out).toMatch(/then: forkflush resume .* --run \S+/);
+      expect(full.out).not.toMatch(/\n\s+at /);
+
+      rmSync(join(root, 'filler'));
+      const again = await runCli(['resume', repo.dir], { cwd: root, deadlineMs: 60_000, env });
+      expect(again.exitCode, again.out).toBe(0);
+      expect((newestRunState(repo.dir) as RunState).rounds[0]?.episodes[0]?.result?.score).toBe(5);
+    },
+  );
 });
