@@ -6,8 +6,8 @@
 //   agents  -> agents, io, node built-ins, core's types (`import type` only), core/text.ts (pure
 //              text helpers: how a CLI's error line is found is the same for agents and graders)
 //              and core/failure.ts (pure: what a provider's error text says, for every spec),
-//              core/usage.ts (pure: what a session's usage is as budget spend, for every spec) and
-//              core/bounds.ts (the operational limits)
+//              core/usage.ts (pure: what a session's usage is as budget spend, for every spec),
+//              core/json.ts (pure: reading JSON of unknown shape) and core/bounds.ts (the operational limits)
 //   worker  -> worker, core, io, agents, node built-ins
 //   local   -> local, core, io, agents, worker, node built-ins (the local forge shell)
 //   github  -> github, core, node built-ins, probot (the GitHub forge shell)
@@ -54,7 +54,7 @@ const RULES: Record<Layer, Rule> = {
   agents: {
     layers: ['io'],
     typesFrom: ['core'],
-    modules: ['src/core/text.ts', 'src/core/failure.ts', 'src/core/usage.ts', 'src/core/bounds.ts'],
+    modules: ['src/core/text.ts', 'src/core/failure.ts', 'src/core/usage.ts', 'src/core/json.ts', 'src/core/bounds.ts'],
     packages: [],
     node: true,
   },
@@ -510,7 +510,7 @@ describe('layers: the checker', () => {
   it('lets agents take types, and only types, from core', () => {
     expect(report('src/agents/x.ts', "import type { Config } from '../core/config.js';")).toEqual([]);
     expect(report('src/agents/x.ts', "import { type Config } from '../core/config.js';")).toEqual([
-      'src/agents/x.ts:1 imports ../core/config.js: agents may import only agents, io, types from core (import type), node built-ins, src/core/text.ts, src/core/failure.ts, src/core/usage.ts, src/core/bounds.ts',
+      'src/agents/x.ts:1 imports ../core/config.js: agents may import only agents, io, types from core (import type), node built-ins, src/core/text.ts, src/core/failure.ts, src/core/usage.ts, src/core/json.ts, src/core/bounds.ts',
     ]);
     // The modules of core agents may take values from: pure text helpers and failure recognition.
     expect(report('src/agents/x.ts', "import { failureLine } from '../core/text.js';")).toEqual([]);
