@@ -38419,7 +38419,7 @@ async function runPool(items, limit, task) {
 import { randomInt } from "node:crypto";
 import { appendFile as appendFile4, chmod as chmod5, cp as cp4, mkdir as mkdir17, mkdtemp as mkdtemp4, readdir as readdir11, readFile as readFile9, realpath as realpath5, rm as rm15, stat as stat10 } from "node:fs/promises";
 import { tmpdir as tmpdir2 } from "node:os";
-import { join as join28, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
+import { dirname as dirname13, join as join28, relative as relative4, resolve as resolve4, sep as sep2 } from "node:path";
 
 // src/local/forge.ts
 import { cp as cp2, mkdir as mkdir13, readFile as readFile6, realpath as realpath4, stat as stat6 } from "node:fs/promises";
@@ -39160,11 +39160,25 @@ async function loadConfig(dir, configFile, overrides) {
   try {
     text = await readFile9(file2, "utf8");
   } catch {
+    const above = configFile ? null : await configAbove(dir);
+    if (above)
+      throw new UserError(
+        `no config at ${file2}, but ${above} above it has one (${CONFIG_PATH}): name that folder instead, as in \`forkflush run ${shellQuote(above)}\``
+      );
     throw new UserError(
       configFile ? `no config at ${file2}: check the file --config names, or leave --config out to use ${CONFIG_PATH} of the task's repository` : `no config at ${file2}: create ${CONFIG_PATH} with \`forkflush init ${shellQuote(dir)}\` (it asks for the grader, the agent and the budget), or write it by hand (README, "Your own task"), or pass --config FILE`
     );
   }
   return { config: parseConfig(text, relative4(process.cwd(), file2) || file2, overrides), file: file2 };
+}
+async function configAbove(dir) {
+  for (let d = dirname13(resolve4(dir)); d !== dirname13(d); d = dirname13(d))
+    if (await stat10(join28(d, CONFIG_PATH)).then(
+      (s) => s.isFile(),
+      () => false
+    ))
+      return d;
+  return null;
 }
 async function startRun(o) {
   const taskDir = await taskFolder(o.dir);
@@ -39883,7 +39897,7 @@ interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
 import { mkdir as mkdir19, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
-import { dirname as dirname13, join as join31, relative as relative6, resolve as resolve6 } from "node:path";
+import { dirname as dirname14, join as join31, relative as relative6, resolve as resolve6 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
@@ -39930,7 +39944,7 @@ async function initTask(dir, v, io) {
       kept.push(path);
       return;
     }
-    await mkdir19(dirname13(file2), { recursive: true });
+    await mkdir19(dirname14(file2), { recursive: true });
     await writeFile15(file2, text);
     written.push(path);
   };
@@ -40188,10 +40202,10 @@ async function workflowText(name2, agent, action, version2) {
   return text;
 }
 function packageFile(...parts) {
-  let dir = dirname13(fileURLToPath(import.meta.url));
+  let dir = dirname14(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
     if (existsSync4(join31(dir, "package.json")) && existsSync4(join31(dir, ...parts))) return join31(dir, ...parts);
-    dir = dirname13(dir);
+    dir = dirname14(dir);
   }
   throw new Error(`forkflush's ${parts.join("/")} is missing from its installation`);
 }

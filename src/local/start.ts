@@ -4,7 +4,7 @@
 import { randomInt } from 'node:crypto';
 import { appendFile, chmod, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve, sep } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
 import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
@@ -55,6 +55,11 @@ export async function loadConfig(
   try {
     text = await readFile(file, 'utf8');
   } catch {
+    const above = configFile ? null : await configAbove(dir);
+    if (above)
+      throw new UserError(
+        `no config at ${file}, but ${above} above it has one (${CONFIG_PATH}): name that folder instead, as in \`forkflush run ${shellQuote(above)}\``,
+      );
     throw new UserError(
       configFile
         ? `no config at ${file}: check the file --config names, or leave --config out to use ${CONFIG_PATH} of the task's repository`
@@ -63,6 +68,19 @@ export async function loadConfig(
     );
   }
   return { config: parseConfig(text, relative(process.cwd(), file) || file, overrides), file };
+}
+
+/** The nearest folder above `dir` with a config of its own (run from a subfolder of the task), or null. */
+async function configAbove(dir: string): Promise<string | null> {
+  for (let d = dirname(resolve(dir)); d !== dirname(d); d = dirname(d))
+    if (
+      await stat(join(d, CONFIG_PATH)).then(
+        (s) => s.isFile(),
+        () => false,
+      )
+    )
+      return d;
+  return null;
 }
 
 export async function startRun(o: StartOptions): Promise<OpenRun> {

@@ -1,5 +1,6 @@
 // The command line as a user meets it: exit codes and messages, never a stack trace.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cli } from './cli-io.js';
@@ -65,12 +66,19 @@ describe('forkflush CLI', () => {
     const r = await cli('run', repo.dir, '--config', join(repo.dir, 'missing.yml'));
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/no config at .*missing\.yml: check the file --config names/);
-    const bare = join(repo.dir, 'bare');
-    mkdirSync(bare);
+    const bare = mkdtempSync(join(tmpdir(), 'bare-'));
     const none = await cli('plan', bare);
     expect(none.code).toBe(2);
     expect(none.err).toContain(
       `no config at ${join(bare, '.github', 'autoresearch.yml')}: create .github/autoresearch.yml with \`forkflush init ${bare}\``,
+    );
+    // Run from a folder of the task: the task's folder is named.
+    const sub = join(repo.dir, 'src');
+    mkdirSync(sub);
+    const below = await cli('run', sub);
+    expect(below.code).toBe(2);
+    expect(below.err).toContain(
+      `no config at ${join(sub, '.github', 'autoresearch.yml')}, but ${repo.dir} above it has one (.github/autoresearch.yml): name that folder instead, as in \`forkflush run ${repo.dir}\``,
     );
   });
 
