@@ -8263,30 +8263,30 @@ function readOutput(child, options, stop3) {
 }
 function openLog(path, maxBytes, stop3) {
   const stream = createWriteStream(path, { flags: "a" });
-  let open3 = stream;
+  let open4 = stream;
   let logged = 0;
   let problem2 = null;
   const closed = new Promise((resolve8) => stream.once("close", () => resolve8()));
   stream.on("error", (e) => {
     problem2 ??= e.message;
-    open3 = void 0;
+    open4 = void 0;
     stop3(LOG_FULL);
   });
   const write = (d) => {
-    if (!open3) return;
+    if (!open4) return;
     logged += Buffer.byteLength(d);
     if (logged <= maxBytes) {
-      open3.write(d);
+      open4.write(d);
       return;
     }
-    open3.write(`
+    open4.write(`
 [forkflush: the output passed ${maxBytes} bytes here; the command was stopped]
 `);
-    open3.end();
-    open3 = void 0;
+    open4.end();
+    open4 = void 0;
     stop3(LOG_FULL);
   };
-  return { write, end: () => open3?.end(), closed, problem: () => problem2 };
+  return { write, end: () => open4?.end(), closed, problem: () => problem2 };
 }
 var Tail = class {
   constructor(max) {
@@ -30436,11 +30436,11 @@ function voidReason(episodes) {
 // src/core/reconcile.ts
 function reconcile(state) {
   if (state.status === "finished") return [];
-  const open3 = state.rounds.find((r) => !r.decision);
-  if (open3) {
-    const pending = open3.episodes.filter((e) => !e.result);
-    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open3.index, episode: e.id }));
-    return [{ type: "decide", round: open3.index, decision: decide(state, open3) }];
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (open4) {
+    const pending = open4.episodes.filter((e) => !e.result);
+    if (pending.length > 0) return pending.map((e) => ({ type: "run", round: open4.index, episode: e.id }));
+    return [{ type: "decide", round: open4.index, decision: decide(state, open4) }];
   }
   const round2 = nextRound(state);
   return round2 ? [{ type: "open", round: round2 }] : [{ type: "finish" }];
@@ -30521,9 +30521,9 @@ function dueWork(state, done) {
     if (round2.decision && !done.settled.includes(round2.index))
       work.push({ type: "settle-round", key: `settle:${round2.index}`, round: round2.index });
   }
-  const open3 = state.rounds.find((r) => !r.decision);
-  if (open3 && !done.opened.includes(open3.index))
-    work.push({ type: "open-round", key: `dispatch:${open3.index}`, round: open3.index });
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (open4 && !done.opened.includes(open4.index))
+    work.push({ type: "open-round", key: `dispatch:${open4.index}`, round: open4.index });
   if (state.status === "finished" && !done.finished) work.push({ type: "publish-run", key: "final" });
   if (state.best && state.best.commit !== done.best)
     work.push({ type: "move-best", key: "best", commit: state.best.commit });
@@ -30714,19 +30714,19 @@ function stopReason(state) {
   return cause(state)?.stop ?? null;
 }
 function cause(state) {
-  const open3 = state.rounds.find((r) => !r.decision);
-  if (open3) {
-    const failed = open3.episodes.filter((e) => stoppingFailure(e.result) !== null);
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (open4) {
+    const failed = open4.episodes.filter((e) => stoppingFailure(e.result) !== null);
     const first = failed[0];
     if (first) {
       const f2 = stoppingFailure(first.result);
       const resumable = failed.every((e) => resumableFailure(stoppingFailure(e.result).kind));
       return { stop: agentFailed(first, f2), retry: resumable ? failed : null };
     }
-    const crashed = crashedRun(state, open3);
+    const crashed = crashedRun(state, open4);
     if (crashed) return crashed;
-    if (open3.episodes.length > 0 && open3.episodes.every(setupFailed))
-      return { stop: everySetupFailed(open3, state.config.setup.commands.length > 0), retry: open3.episodes };
+    if (open4.episodes.length > 0 && open4.episodes.every(setupFailed))
+      return { stop: everySetupFailed(open4, state.config.setup.commands.length > 0), retry: open4.episodes };
   }
   const opening = state.rounds[0];
   const tried = opening?.episodes.filter((e) => !setupFailed(e)) ?? [];
@@ -30769,15 +30769,15 @@ function neverWorked(e) {
   const r = e.result;
   return r?.exit === "finished" && r.unchanged === true && (r.spentBasis !== void 0 || r.spent === 0);
 }
-function crashedRun(state, open3) {
+function crashedRun(state, open4) {
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
   const noWorkYet = tried.every((e) => e.result?.unchanged === true);
   const idle = (e) => crashedIdle(e) || noWorkYet && neverWorked(e);
-  const stopFor = (episodes, where) => crashStop(episodes, where, open3, state.config.agent.timeout, !episodes.every(crashedIdle));
+  const stopFor = (episodes, where) => crashStop(episodes, where, open4, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === "fork");
-  if (firstFork === open3 && open3.episodes.length > 1) {
-    const branches = open3.episodes.filter((e) => !setupFailed(e));
-    if (branches.length > 0 && open3.episodes.every((e) => e.result) && branches.every(idle))
+  if (firstFork === open4 && open4.episodes.length > 1) {
+    const branches = open4.episodes.filter((e) => !setupFailed(e));
+    if (branches.length > 0 && open4.episodes.every((e) => e.result) && branches.every(idle))
       return stopFor(branches, `every branch of the first fork round (${branches.map((e) => e.id).join(", ")})`);
     return null;
   }
@@ -30786,10 +30786,10 @@ function crashedRun(state, open3) {
   const ran = (pending < 0 ? all : all.slice(0, pending)).filter((e) => !setupFailed(e));
   const streak = [];
   for (let i = ran.length - 1; i >= 0 && idle(ran[i]); i--) streak.unshift(ran[i]);
-  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open3.index) return null;
+  if (streak.length < CRASH_STREAK || streak.at(-1)?.round !== open4.index) return null;
   return stopFor(streak, `${streak.length} episodes in a row (${streak.map((e) => e.id).join(", ")})`);
 }
-function crashStop(crashed, where, open3, agentTimeout, noWork) {
+function crashStop(crashed, where, open4, agentTimeout, noWork) {
   const last = crashed.at(-1)?.result;
   const words = last?.failure?.quote || last?.note || "it printed nothing";
   const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
@@ -30801,7 +30801,7 @@ function crashStop(crashed, where, open3, agentTimeout, noWork) {
       2,
       (q) => `the agent ${what} without changing the workspace in ${where}${yet} the last with ${q(words)}, so the run stopped before it spent more: ${fix}`
     ),
-    retry: crashed.filter((e) => e.round === open3.index)
+    retry: crashed.filter((e) => e.round === open4.index)
   };
 }
 var NO_WORK_FIX = "run the agent by hand on a checkout of the task (agent.command, or its CLI with agent.args) and see that it edits files: after a fix outside the config (the CLI, its login) resume the run; one to agent.command or agent.args needs a new run";
@@ -30846,12 +30846,12 @@ var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 function retryStopped(state) {
   if (state.status === "finished") return null;
   const c = cause(state);
-  const open3 = state.rounds.find((r) => !r.decision);
-  if (!c?.retry || c.retry.length === 0 || !open3) return null;
+  const open4 = state.rounds.find((r) => !r.decision);
+  if (!c?.retry || c.retry.length === 0 || !open4) return null;
   const ids = new Set(c.retry.map((e) => e.id));
-  const cleared = open3.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
+  const cleared = open4.episodes.map((e) => ids.has(e.id) ? withoutResult(e) : e);
   return {
-    state: { ...state, rounds: state.rounds.map((r) => r === open3 ? { ...r, episodes: cleared } : r) },
+    state: { ...state, rounds: state.rounds.map((r) => r === open4 ? { ...r, episodes: cleared } : r) },
     episodes: c.retry
   };
 }
@@ -31742,11 +31742,11 @@ function spendLine(r) {
   const flagged = r.runs.filter((x) => x.spendOk === false);
   const unit = r.budget.unit;
   const checked = r.runs.filter((x) => x.spendOk !== null).length;
-  const open3 = r.runs.length - checked;
+  const open4 = r.runs.length - checked;
   if (checked === 0) return "No run has ended yet: their spend is checked when they do.";
   if (flagged.length === 0) {
-    const which = open3 === 0 ? "Every run" : `Every run that ended (${checked} of ${r.runs.length})`;
-    return `${which} spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute${open3 === 0 ? "" : " so far"}.`;
+    const which = open4 === 0 ? "Every run" : `Every run that ended (${checked} of ${r.runs.length})`;
+    return `${which} spent its budget of ${formatNumber(r.budget.total)} ${unit} within one episode: the comparison is at equal compute${open4 === 0 ? "" : " so far"}.`;
   }
   const list = flagged.map(
     (x) => `${x.strategy}${r.variants.length > 1 ? ` (${x.variant})` : ""} seed ${x.seed} spent ${formatNumber(x.spent, 2)}${x.status === "stopped" ? " (stopped: no score)" : ""}`
@@ -32709,15 +32709,15 @@ function drawPanel(d, p, ff, unit, f2) {
   );
   const path = (s, key2) => {
     let d0 = "";
-    let open3 = false;
+    let open4 = false;
     for (const q of s.points) {
       const y = q[key2];
       if (y === null) {
-        open3 = false;
+        open4 = false;
         continue;
       }
-      d0 += `${open3 ? "L" : "M"}${f2(px(q.x))} ${f2(py(y))}`;
-      open3 = true;
+      d0 += `${open4 ? "L" : "M"}${f2(px(q.x))} ${f2(py(y))}`;
+      open4 = true;
     }
     return d0;
   };
@@ -33056,12 +33056,12 @@ async function isolationFor(mode) {
   }
   const probe3 = await probeSandbox();
   if ("sandbox" in probe3) {
-    const open3 = abstractSockets(readFileSafe("/proc/net/unix"));
+    const open4 = abstractSockets(readFileSafe("/proc/net/unix"));
     return {
       sandbox: probe3.sandbox,
       label: probe3.sandbox.name,
-      ...open3.length > 0 ? {
-        warning: `setup commands can reach ${open3.length} abstract Unix socket(s) of this machine (${open3.slice(0, 3).join(", ")}), since they share the network (setup.network, grader.network): a desktop session (an X server, a session bus) may let them act outside the sandbox; run agents you do not trust where no desktop session runs (README, "Safety")`
+      ...open4.length > 0 ? {
+        warning: `setup commands can reach ${open4.length} abstract Unix socket(s) of this machine (${open4.slice(0, 3).join(", ")}), since they share the network (setup.network, grader.network): a desktop session (an X server, a session bus) may let them act outside the sandbox; run agents you do not trust where no desktop session runs (README, "Safety")`
       } : {}
     };
   }
@@ -35089,12 +35089,12 @@ function jsonBlocks(lines2) {
   const blocks = [];
   for (let i = 0; i < lines2.length; i++) {
     const line = lines2[i];
-    const open3 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
-    if (open3 < 0 || open3 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open3))) continue;
+    const open4 = line.endsWith("{") ? line.lastIndexOf("{") : -1;
+    if (open4 < 0 || open4 > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open4))) continue;
     for (let j = i + 1; j < lines2.length; j++) {
       if (lines2[j] !== "}") continue;
       try {
-        blocks.push([JSON.parse([line.slice(open3), ...lines2.slice(i + 1, j + 1)].join("\n")), i, j]);
+        blocks.push([JSON.parse([line.slice(open4), ...lines2.slice(i + 1, j + 1)].join("\n")), i, j]);
         i = j;
         break;
       } catch {
@@ -36669,14 +36669,14 @@ function egressWay(env) {
   };
   const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
-  const open3 = (host, port, reach, tls) => dials(async () => {
+  const open4 = (host, port, reach, tls) => dials(async () => {
     const via = machine.for(host, tls);
     if (via) return track(await tunnel(via, host, port));
     const address = isIP2(host) ? host : (await lookup(host)).address;
     if (reach === "wildcard" && isInternal(address)) throw new Refused(`${host} is at an internal address`);
     return track(await dial(address, port));
   });
-  return { refused, sockets, track, refuse: refuse2, machine, open: open3 };
+  return { refused, sockets, track, refuse: refuse2, machine, open: open4 };
 }
 function connectHandler(o, out) {
   return (req, client, head) => {
@@ -38661,7 +38661,7 @@ async function whileWatchingReads(dir, files, grade) {
 }
 
 // src/local/store.ts
-import { chmod as chmod4, mkdir as mkdir14, readdir as readdir10, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile13 } from "node:fs/promises";
+import { chmod as chmod4, mkdir as mkdir14, open as open3, readdir as readdir10, readFile as readFile8, rename as rename6, unlink as unlink2, writeFile as writeFile13 } from "node:fs/promises";
 import { join as join24 } from "node:path";
 var SEAL_KEY = "seal.key";
 var RunStore = class _RunStore {
@@ -38736,13 +38736,13 @@ var RunStore = class _RunStore {
     const file2 = this.path("lock");
     for (let attempt2 = 0; attempt2 < 2; attempt2++) {
       try {
-        await writeFile13(file2, String(process.pid), { flag: "wx" });
+        await writeFile13(file2, `${process.pid} ${startTime(process.pid) ?? ""}`.trim(), { flag: "wx" });
         return () => unlink2(file2).catch(() => {
         });
       } catch (e) {
         if (e.code !== "EEXIST") throw e;
-        const pid = Number(await readFile8(file2, "utf8").catch(() => ""));
-        if (pid && pid !== process.pid && isAlive(pid)) {
+        const pid = holder(await readFile8(file2, "utf8").catch(() => ""));
+        if (pid && pid !== process.pid) {
           throw new UserError(
             `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`
           );
@@ -38755,8 +38755,7 @@ var RunStore = class _RunStore {
   }
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver() {
-    const pid = Number(await readFile8(this.path("lock"), "utf8").catch(() => ""));
-    return pid && isAlive(pid) ? pid : null;
+    return holder(await readFile8(this.path("lock"), "utf8").catch(() => ""));
   }
   async write(name2, content) {
     const file2 = this.path(name2);
@@ -38764,6 +38763,12 @@ var RunStore = class _RunStore {
     return file2;
   }
 };
+function holder(lock) {
+  const [pid, start2] = lock.trim().split(" ");
+  const n = Number(pid);
+  if (!Number.isInteger(n) || n <= 0) return null;
+  return (start2 ? stillRuns(n, start2) : isAlive(n)) ? n : null;
+}
 async function readRecordFile(file2) {
   try {
     return await readFile8(file2, "utf8");
@@ -38775,7 +38780,13 @@ async function readRecordFile(file2) {
 var tmpCount = 0;
 async function writeAtomic(file2, content) {
   const tmp = `${file2}.${process.pid}.${++tmpCount}.tmp`;
-  await writeFile13(tmp, content);
+  const handle = await open3(tmp, "w");
+  try {
+    await handle.writeFile(content);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
   await rename6(tmp, file2);
 }
 
@@ -39347,19 +39358,19 @@ async function openRun(dir, id) {
     isolation
   };
 }
-async function retryStop(open3) {
-  if (!retryStopped(open3.state)) return null;
-  const release2 = await open3.store.lock();
+async function retryStop(open4) {
+  if (!retryStopped(open4.state)) return null;
+  const release2 = await open4.store.lock();
   try {
-    const saved = await open3.store.load();
+    const saved = await open4.store.load();
     const retried = retryStopped(saved);
     if (!retried) {
-      open3.state = saved;
+      open4.state = saved;
       return null;
     }
-    for (const e of retried.episodes) await open3.forge.reopenEpisode(saved, e);
-    await open3.store.save(retried.state);
-    open3.state = retried.state;
+    for (const e of retried.episodes) await open4.forge.reopenEpisode(saved, e);
+    await open4.store.save(retried.state);
+    open4.state = retried.state;
     return retried.episodes[0]?.round ?? null;
   } finally {
     await release2();
@@ -39501,19 +39512,19 @@ var CompareRuns = class {
     const { m, base } = this.c;
     const e = m.entries[i];
     const label = `run ${i + 1} of ${m.entries.length} (${e.strategy}${m.variants.length > 1 ? `, ${e.variant}` : ""}, seed ${e.seed})`;
-    const open3 = await this.openEntry(e, width);
-    this.states.set(open3.state.id, open3.state);
-    this.spentAtStart.set(open3.state.id, this.spentAtStart.get(open3.state.id) ?? spent(open3.state));
-    if (runDone(open3.state)) return;
+    const open4 = await this.openEntry(e, width);
+    this.states.set(open4.state.id, open4.state);
+    this.spentAtStart.set(open4.state.id, this.spentAtStart.get(open4.state.id) ?? spent(open4.state));
+    if (runDone(open4.state)) return;
     this.o.log(
-      `${this.clock()} ${label}: ${open3.state.rounds.length > 0 ? "resumed" : "started"} as run ${open3.state.id}`
+      `${this.clock()} ${label}: ${open4.state.rounds.length > 0 ? "resumed" : "started"} as run ${open4.state.id}`
     );
     const t0 = Date.now();
-    const result = await drive(open3.state, {
-      store: open3.store,
-      forge: open3.forge,
-      info: { ...open3.info, concurrency: width },
-      isolation: open3.isolation,
+    const result = await drive(open4.state, {
+      store: open4.store,
+      forge: open4.forge,
+      info: { ...open4.info, concurrency: width },
+      isolation: open4.isolation,
       signal: this.signal,
       ...this.o.env ? { env: this.o.env } : {},
       onEvent: (ev) => {
@@ -39527,8 +39538,8 @@ var CompareRuns = class {
     });
     this.states.set(result.state.id, result.state);
     if (result.problem) throw new Error(`${label}: ${result.problem}`);
-    const { repo, taskDir: where, scratch } = open3.info;
-    await writeReports(open3.store, result.state, { repo, taskDir: where, scratch });
+    const { repo, taskDir: where, scratch } = open4.info;
+    await writeReports(open4.store, result.state, { repo, taskDir: where, scratch });
     if (result.stopped && result.stopped.code === 2 && !this.failure) {
       this.failure = { code: 2, message: `${label}: ${result.stopped.message}` };
       this.halt.abort("setup");
@@ -39546,16 +39557,16 @@ var CompareRuns = class {
   /** The entry's run: its own, or (gone, or its setup could not work) one adopted or started anew. */
   async openEntry(e, width) {
     const { m, dir, taskDir, configPathInRepo } = this.c;
-    let open3 = e.run ? await openRun(taskDir, e.run).catch(() => null) : null;
-    if (e.run && (!open3 || runStop(open3.state)?.code === 2)) {
+    let open4 = e.run ? await openRun(taskDir, e.run).catch(() => null) : null;
+    if (e.run && (!open4 || runStop(open4.state)?.code === 2)) {
       e.abandoned = [...e.abandoned ?? [], e.run];
-      [open3, e.run] = [null, null];
+      [open4, e.run] = [null, null];
     }
-    if (open3) return open3;
+    if (open4) return open4;
     const variant = m.variants.find((v) => v.name === e.variant);
     const configFile = variantText(m, variant, configPathInRepo) === null ? m.configFile : join29(dir, `variant-${variant.name}.yml`);
-    open3 = await adopt(taskDir, m, e, configFile);
-    if (!open3) {
+    open4 = await adopt(taskDir, m, e, configFile);
+    if (!open4) {
       const start2 = this.startLock.then(
         () => startRun({
           dir: taskDir,
@@ -39569,13 +39580,13 @@ var CompareRuns = class {
       );
       this.startLock = start2.catch(() => {
       });
-      open3 = await start2;
+      open4 = await start2;
     }
-    e.run = open3.state.id;
+    e.run = open4.state.id;
     await this.save();
-    for (const w of open3.warnings) if (!this.noted.has(w)) this.o.log(`${this.clock()} note: ${w}`);
-    for (const w of open3.warnings) this.noted.add(w);
-    return open3;
+    for (const w of open4.warnings) if (!this.noted.has(w)) this.o.log(`${this.clock()} note: ${w}`);
+    for (const w of open4.warnings) this.noted.add(w);
+    return open4;
   }
 };
 
@@ -41564,26 +41575,26 @@ the checks passed; no agent was started. Run it: forkflush probe ${dir}${argvTai
 }
 
 // src/cli/drive.ts
-function sandboxLine(open3) {
-  return open3.isolation.sandbox ? `${open3.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open3.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
+function sandboxLine(open4) {
+  return open4.isolation.sandbox ? `${open4.isolation.label}: the agent and the grader are confined (workspace, context and box writable; home, repository and run folders hidden)` : `OFF, ${open4.isolation.label.replace(/^off /, "")}: agents run with your user's rights`;
 }
-async function driveRun(open3, io) {
+async function driveRun(open4, io) {
   const start2 = Date.now();
   const view = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
   let result;
   try {
-    result = await drive(open3.state, {
-      store: open3.store,
-      forge: open3.forge,
-      info: open3.info,
-      isolation: open3.isolation,
+    result = await drive(open4.state, {
+      store: open4.store,
+      forge: open4.forge,
+      info: open4.info,
+      isolation: open4.isolation,
       onEvent: (e) => view.onEvent(e),
       ...io.signal ? { signal: io.signal } : {},
       ...io.env ? { env: io.env } : {}
     });
   } catch (e) {
-    const continueWith = `forkflush resume ${open3.info.taskDir} --run ${open3.state.id}`;
-    const full = await diskFull(e, [open3.store.path()]);
+    const continueWith = `forkflush resume ${open4.info.taskDir} --run ${open4.state.id}`;
+    const full = await diskFull(e, [open4.store.path()]);
     if (full) {
       io.stderr.write(`
 forkflush: the disk is full (${full}): free some space
@@ -41598,14 +41609,14 @@ the run is saved: after the fix, continue it with ${continueWith}`;
   } finally {
     view.close();
   }
-  open3.state = result.state;
+  open4.state = result.state;
   if (result.stopped) {
-    await writeReports(open3.store, result.state, placeOf(open3));
-    const resume = retryStopped(result.state) ? `; after the fix: forkflush resume ${open3.info.taskDir} --run ${result.state.id}` : "";
+    await writeReports(open4.store, result.state, placeOf(open4));
+    const resume = retryStopped(result.state) ? `; after the fix: forkflush resume ${open4.info.taskDir} --run ${result.state.id}` : "";
     io.stderr.write(`
 forkflush: ${result.stopped.message}${resume}
 `);
-    io.stdout.write(`report: ${open3.store.path("report.md")}
+    io.stdout.write(`report: ${open4.store.path("report.md")}
 `);
     return result.stopped.code;
   }
@@ -41613,39 +41624,39 @@ forkflush: ${result.stopped.message}${resume}
     io.stderr.write(
       `
 forkflush: ${result.problem}
-then: forkflush resume ${open3.info.taskDir} --run ${result.state.id}
+then: forkflush resume ${open4.info.taskDir} --run ${result.state.id}
 `
     );
     return 1;
   }
   if (result.interrupted) {
-    await writeReports(open3.store, result.state, placeOf(open3));
+    await writeReports(open4.store, result.state, placeOf(open4));
     io.stdout.write(
       `
-interrupted: finished episodes are saved. Continue with: forkflush resume ${open3.info.taskDir} --run ${result.state.id}
+interrupted: finished episodes are saved. Continue with: forkflush resume ${open4.info.taskDir} --run ${result.state.id}
 `
     );
     return 130;
   }
-  return printResult(open3, io);
+  return printResult(open4, io);
 }
-var placeOf = (open3) => ({ repo: open3.info.repo, taskDir: open3.info.taskDir, scratch: open3.info.scratch });
-async function printResult(open3, io) {
-  const state = open3.state;
-  const { report, chart } = await writeReports(open3.store, state, placeOf(open3));
+var placeOf = (open4) => ({ repo: open4.info.repo, taskDir: open4.info.taskDir, scratch: open4.info.scratch });
+async function printResult(open4, io) {
+  const state = open4.state;
+  const { report, chart } = await writeReports(open4.store, state, placeOf(open4));
   io.stdout.write(`
 ${textTable(LEADERBOARD_HEADER, leaderboardRows(state, 10))}
 
 ${summary(state)}
 `);
-  const where = open3.info.scratch ? ` (in ${open3.info.repo})` : "";
+  const where = open4.info.scratch ? ` (in ${open4.info.repo})` : "";
   io.stdout.write(
     `lineage: ${lineageBranch(state.id, 0, state.lineages.length)}${where}
 report:  ${report}
 chart:   ${chart}
 `
   );
-  const home = takeHomeLines(state, placeOf(open3));
+  const home = takeHomeLines(state, placeOf(open4));
   if (home.length > 0) io.stdout.write(`
 ${home.join("\n")}
 `);
@@ -41665,37 +41676,37 @@ ${home.join("\n")}
 
 // src/cli/resume.ts
 async function resumeCommand(dir, p, io) {
-  const open3 = await openRun(dir, str2(p.values.run));
-  if (open3.state.status === "finished") {
-    io.stdout.write(`run ${open3.state.id} is already finished.
+  const open4 = await openRun(dir, str2(p.values.run));
+  if (open4.state.status === "finished") {
+    io.stdout.write(`run ${open4.state.id} is already finished.
 `);
-    return printResult(open3, io);
+    return printResult(open4, io);
   }
-  const driver = await open3.store.driver();
+  const driver = await open4.store.driver();
   if (driver !== null)
     throw new UserError(
-      `run ${open3.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
+      `run ${open4.state.id} is being driven by process ${driver}: stop it first, or wait for it to end`
     );
-  const stop3 = runStop(open3.state);
-  if (stop3 && !retryStopped(open3.state)) {
-    io.stderr.write(`forkflush: run ${open3.state.id} stopped: ${stop3.message}
+  const stop3 = runStop(open4.state);
+  if (stop3 && !retryStopped(open4.state)) {
+    io.stderr.write(`forkflush: run ${open4.state.id} stopped: ${stop3.message}
 `);
     return stop3.code;
   }
-  for (const w of open3.warnings) io.stderr.write(`forkflush: note: ${w}
+  for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
 `);
-  io.stdout.write(`forkflush: resuming run ${open3.state.id}
-sandbox: ${sandboxLine(open3)}
+  io.stdout.write(`forkflush: resuming run ${open4.state.id}
+sandbox: ${sandboxLine(open4)}
 `);
-  const stopping = retryStopped(open3.state)?.episodes ?? [];
-  const again = await retryStop(open3);
+  const stopping = retryStopped(open4.state)?.episodes ?? [];
+  const again = await retryStop(open4);
   if (again !== null)
     io.stdout.write(
       stopping.every(setupFailed) ? `round ${again}: every branch's setup failed last time; running it again
 ` : `round ${again}: ${stopping.map((e) => e.id).join(", ")} stopped the run last time; running ${stopping.length === 1 ? "it" : "them"} again
 `
     );
-  return driveRun(open3, io);
+  return driveRun(open4, io);
 }
 
 // src/cli/smoke.ts
@@ -41787,7 +41798,7 @@ async function runCommand(dir, p, io) {
   const v = p.values;
   if (v.smoke === true) return smoke({ dir, configFile: str2(v.config), overrides: readOverrides(v) }, io);
   const dryRun = v["dry-run"] === true;
-  const open3 = await startRun({
+  const open4 = await startRun({
     dir,
     ...v.config ? { configFile: str2(v.config) } : {},
     overrides: readOverrides(v),
@@ -41798,13 +41809,13 @@ async function runCommand(dir, p, io) {
     dryRun,
     ...io.env ? { env: io.env } : {}
   });
-  for (const w of open3.warnings) io.stderr.write(`forkflush: note: ${w}
+  for (const w of open4.warnings) io.stderr.write(`forkflush: note: ${w}
 `);
-  const s = open3.state;
+  const s = open4.state;
   const c = s.config;
   io.stdout.write(
     `forkflush ${dryRun ? "dry run" : `run ${s.id}`}: ${c.strategy}, budget ${c.budget.total} ${c.budget.unit}${widthText(c)}, seed ${s.seed}
-sandbox: ${sandboxLine(open3)}
+sandbox: ${sandboxLine(open4)}
 initial workspace: ${s.base.score === null ? `no score (${s.base.reason})` : `score ${s.base.score}`}
 `
   );
@@ -41819,25 +41830,25 @@ ${unscored}the checks passed; no agent was started. Run it: forkflush run ${dir}
     );
     return 0;
   }
-  return driveRun(open3, io);
+  return driveRun(open4, io);
 }
 
 // src/cli/status.ts
 async function statusCommand(dir, p, io) {
-  const open3 = await openRun(dir, str2(p.values.run));
-  const { state } = open3;
-  const pid = state.status === "finished" ? null : await open3.store.driver();
+  const open4 = await openRun(dir, str2(p.values.run));
+  const { state } = open4;
+  const pid = state.status === "finished" ? null : await open4.store.driver();
   const stop3 = pid === null ? runStop(state) : null;
   const resumable = state.status !== "finished" && pid === null && (!stop3 || retryStopped(state) !== null);
   const resume = resumable ? `forkflush resume ${dir} --run ${state.id}` : null;
   if (p.values.json) {
-    const json2 = statusJson(state, { folder: open3.store.dir, live: pid ? { pid } : null, resume });
+    const json2 = statusJson(state, { folder: open4.store.dir, live: pid ? { pid } : null, resume });
     io.stdout.write(`${JSON.stringify(json2, null, 2)}
 `);
     return 0;
   }
   const where = state.status === "finished" ? "" : pid ? `, running in process ${pid}` : stop3 ? ", stopped" : ", interrupted";
-  io.stdout.write(`run ${state.id} (${open3.store.dir})${where}
+  io.stdout.write(`run ${state.id} (${open4.store.dir})${where}
 ${summary(state)}
 `);
   const current = state.rounds.find((r) => !r.decision);

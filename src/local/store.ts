@@ -1,7 +1,7 @@
 // Where a local run lives: `<task folder>/.forkflush/<run id>/`. The core's state is one JSON
 // file, written atomically after every step, so a crash loses at most the step in flight; the
 // episode commits themselves hold their results, so even that step is recovered from git.
-import { chmod, mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../core/errors.js';
 import {
@@ -14,7 +14,7 @@ import {
   STATE_RECORD,
 } from '../core/records.js';
 import type { RunState } from '../core/state.js';
-import { isAlive } from '../io/process-tree.js';
+import { isAlive, startTime, stillRuns } from '../io/process-tree.js';
 import { newSealKey } from '../worker/seal.js';
 
 /** Outside every sandbox, like the rest of the run folder. */
@@ -107,12 +107,13 @@ export class RunStore {
     const file = this.path('lock');
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
-        await writeFile(file, String(process.pid), { flag: 'wx' });
+        // The pid and its start time: after a crash or a reboot another process may have the pid.
+        await writeFile(file, `${process.pid} ${startTime(process.pid) ?? ''}`.trim(), { flag: 'wx' });
         return () => unlink(file).catch(() => {});
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        const pid = Number(await readFile(file, 'utf8').catch(() => ''));
-        if (pid && pid !== process.pid && isAlive(pid)) {
+        const pid = holder(await readFile(file, 'utf8').catch(() => ''));
+        if (pid && pid !== process.pid) {
           throw new UserError(
             `run ${this.dir} is being driven by process ${pid}: stop it first, or wait for it to end`,
           );
@@ -125,8 +126,7 @@ export class RunStore {
 
   /** The live process driving the run (the pid in its lock), or null: no one, or a process that is gone. */
   async driver(): Promise<number | null> {
-    const pid = Number(await readFile(this.path('lock'), 'utf8').catch(() => ''));
-    return pid && isAlive(pid) ? pid : null;
+    return holder(await readFile(this.path('lock'), 'utf8').catch(() => ''));
   }
 
   async write(name: string, content: string): Promise<string> {
@@ -134,6 +134,14 @@ export class RunStore {
     await writeAtomic(file, content);
     return file;
   }
+}
+
+/** The live process a lock names (`pid start`, or a pid alone as older locks have it), or null. */
+function holder(lock: string): number | null {
+  const [pid, start] = lock.trim().split(' ');
+  const n = Number(pid);
+  if (!Number.isInteger(n) || n <= 0) return null;
+  return (start ? stillRuns(n, start) : isAlive(n)) ? n : null;
 }
 
 /** A record file's text; one that is not there is a RecordError, like one that is not right. */
@@ -155,6 +163,14 @@ let tmpCount = 0;
  */
 export async function writeAtomic(file: string, content: string): Promise<void> {
   const tmp = `${file}.${process.pid}.${++tmpCount}.tmp`;
-  await writeFile(tmp, content);
+  // On the disk before the rename: after a power cut the file is the old one or the new one, never
+  // an empty one (which some filesystems leave of a rename whose data was not yet written).
+  const handle = await open(tmp, 'w');
+  try {
+    await handle.writeFile(content);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
   await rename(tmp, file);
 }

@@ -99,6 +99,9 @@ describe('status', () => {
     const dead = await cli('status', repo.dir);
     expect(dead.out).toContain(`run ${id} (${folder}), interrupted`);
     expect(dead.out).toContain(`continue it with forkflush resume ${repo.dir} --run ${id}`);
+    // A lock whose pid another process has now (after a reboot): its start time is not the lock's.
+    writeFileSync(join(folder, 'lock'), '1 999999999999');
+    expect((await cli('status', repo.dir)).out).toContain(`run ${id} (${folder}), interrupted`);
     const json = JSON.parse((await cli('status', repo.dir, '--json')).out);
     expect(json).toMatchObject({ run: id, status: 'interrupted', pid: null, strategy: 'single-run' });
     expect(json.resume).toBe(`forkflush resume ${repo.dir} --run ${id}`);
