@@ -209,7 +209,36 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
         `budget.episode is an amount in ${unit}, not a share of the total (fork.branch_budget is a share): leave it out for the paper's ${PAPER.episodeBudget * total} ${unit}, or raise it`,
     ]);
   }
+  const lessThanOne = wholeGradings(config);
+  if (lessThanOne) throw new ConfigError([`${locate(lessThanOne.path)}: ${lessThanOne.message}`]);
   return config;
+}
+
+/**
+ * With `unit: evaluations` an episode may grade at least once, so an allowance under one grading
+ * would let its round spend past the budget (ten branches of 0.09 spend 10 of 3): refused.
+ */
+function wholeGradings(c: Config): { path: string[]; message: string } | null {
+  if (c.budget.unit !== 'evaluations') return null;
+  const { total, episode } = c.budget;
+  const fork = c.strategy === 'fork-and-flush' || c.strategy === 'fork-only';
+  const branch = c.fork.branch_budget * total;
+  const raise = (share: number) => `raise budget.total to at least ${Math.ceil(1 / share - 1e-9)}`;
+  if (fork && branch < 1 - 1e-9)
+    return {
+      path: ['fork', 'branch_budget'],
+      message:
+        `fork.branch_budget: ${c.fork.branch_budget} of budget.total (${total} evaluations) gives each branch ${round3(branch)} evaluations, less than one grading ` +
+        `(each may grade once, so a round of ${c.fork.branches} would spend ${c.fork.branches}): ${raise(c.fork.branch_budget)}, or fork.branch_budget to at least ${round3(1 / total + 0.0005)}`,
+    };
+  if (episode < 1 - 1e-9)
+    return {
+      path: ['budget', 'episode'],
+      message:
+        `budget.episode: ${round3(episode)} evaluations an episode is less than one grading (each may grade once): set budget.episode to at least 1 ` +
+        `(left out, it is ${PAPER.episodeBudget} of budget.total: then ${raise(PAPER.episodeBudget)})`,
+    };
+  return null;
 }
 
 /** The defaults that depend on other fields: the episode size and the number of directives. */

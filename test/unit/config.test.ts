@@ -208,6 +208,22 @@ journal: NOTES.md
     expect(parseConfig(`${minimal}  episode: 0.4\n`, 'x').budget.episode).toBe(0.4);
   });
 
+  it('refuses evaluations an episode cannot grade with: under one grading, a round would spend past the budget', () => {
+    const evals = (total: number, more = '') =>
+      `${minimal.replace('total: 400\n  unit: tokens', `total: ${total}\n  unit: evaluations`)}${more}`;
+    // Ten branches of 0.09 evaluations: each may grade once, 10 of 3.
+    expect(problems(evals(3, 'fork:\n  branches: 10\n  branch_budget: 0.03\n'))).toEqual([
+      '.github/autoresearch.yml:10:18: fork.branch_budget: 0.03 of budget.total (3 evaluations) gives each branch 0.09 evaluations, less than one grading (each may grade once, so a round of 10 would spend 10): raise budget.total to at least 34, or fork.branch_budget to at least 0.334',
+    ]);
+    // The paper's shares of a total under 17: under one each.
+    expect(problems(evals(16)).join()).toContain('gives each branch 0.96 evaluations');
+    expect(problems(evals(16, 'strategy: single-run\n'))).toEqual([
+      '.github/autoresearch.yml:6:3: budget.episode: 0.96 evaluations an episode is less than one grading (each may grade once): set budget.episode to at least 1 (left out, it is 0.06 of budget.total: then raise budget.total to at least 17)',
+    ]);
+    expect(parseConfig(evals(17), 'x').budget.total).toBe(17);
+    expect(parseConfig(evals(3, '  episode: 1\nstrategy: single-run\n'), 'x').budget.episode).toBe(1);
+  });
+
   it('applies command-line overrides before validating', () => {
     const c = parseConfig(minimal, 'x', { strategy: 'single-run', budget: 100, branches: 2 });
     expect(c.strategy).toBe('single-run');
