@@ -8343,7 +8343,7 @@ var package_default = {
     lint: "biome check --error-on-warnings .",
     format: "biome check --write .",
     "check:dist": "node scripts/bundle.mjs --check",
-    test: "npm run typecheck && npm run lint && npm run check:dist && vitest run && npm run --silent test:chaos",
+    test: "npm run typecheck && npm run lint && npm run check:dist && node test/chaos/run.mjs --beside 'vitest run'",
     bench: "node bench/run.mjs",
     "bench:api": "node bench/run.mjs api",
     "test:agents": "node scripts/install-agent-clis.mjs && vitest run --config vitest.agents.config.ts --exclude test/agents/whole-runs.test.ts && vitest run --config vitest.agents.config.ts test/agents/whole-runs.test.ts",
@@ -29015,7 +29015,27 @@ function parseConfig(text, file2, overrides = {}) {
       `${locate(["budget", "episode"])}: budget.episode: ${episode2} ${unit} an episode makes ${Math.floor(episodes).toLocaleString("en-US")} episodes of budget.total (${total} ${unit}), more than the ${EPISODES_PER_BUDGET_MAX} a run may plan. budget.episode is an amount in ${unit}, not a share of the total (fork.branch_budget is a share): leave it out for the paper's ${PAPER.episodeBudget * total} ${unit}, or raise it`
     ]);
   }
+  const lessThanOne = wholeGradings(config2);
+  if (lessThanOne) throw new ConfigError([`${locate(lessThanOne.path)}: ${lessThanOne.message}`]);
   return config2;
+}
+function wholeGradings(c) {
+  if (c.budget.unit !== "evaluations") return null;
+  const { total, episode: episode2 } = c.budget;
+  const fork = c.strategy === "fork-and-flush" || c.strategy === "fork-only";
+  const branch = c.fork.branch_budget * total;
+  const raise = (share2) => `raise budget.total to at least ${Math.ceil(1 / share2 - 1e-9)}`;
+  if (fork && branch < 1 - 1e-9)
+    return {
+      path: ["fork", "branch_budget"],
+      message: `fork.branch_budget: ${c.fork.branch_budget} of budget.total (${total} evaluations) gives each branch ${round3(branch)} evaluations, less than one grading (each may grade once, so a round of ${c.fork.branches} would spend ${c.fork.branches}): ${raise(c.fork.branch_budget)}, or fork.branch_budget to at least ${round3(1 / total + 5e-4)}`
+    };
+  if (episode2 < 1 - 1e-9)
+    return {
+      path: ["budget", "episode"],
+      message: `budget.episode: ${round3(episode2)} evaluations an episode is less than one grading (each may grade once): set budget.episode to at least 1 (left out, it is ${PAPER.episodeBudget} of budget.total: then ${raise(PAPER.episodeBudget)})`
+    };
+  return null;
 }
 function withDerivedDefaults(c) {
   return {
@@ -41956,7 +41976,7 @@ var onSignal = (signal) => {
     stopAllCommands();
     process.exit(130);
   }
-  const again = signal === "SIGINT" ? "Ctrl-C again" : "a second SIGTERM";
+  const again = signal === "SIGINT" ? "Ctrl-C again" : `a second ${signal}`;
   process.stderr.write(`
 forkflush: stopping (${again} to quit at once)...
 `);
@@ -41966,10 +41986,11 @@ forkflush: stopping (${again} to quit at once)...
 };
 process.on("SIGINT", onSignal);
 process.on("SIGTERM", onSignal);
+process.on("SIGHUP", onSignal);
 for (const stream of [process.stdout, process.stderr]) {
   stream.on("error", (e) => {
-    if (e.code === "EPIPE") process.exit(process.exitCode ?? 0);
-    throw e;
+    if (e.code !== "EPIPE") throw e;
+    stream.write = (() => true);
   });
 }
 main(process.argv.slice(2), {

@@ -3,7 +3,9 @@ import { CLI_STOP_WITHIN_MS } from '../core/bounds.js';
 // The `forkflush` executable. The first Ctrl-C or SIGTERM stops the run gracefully (agents are
 // stopped, finished episodes are kept, the episode in flight runs again on resume); a second one
 // exits at once. Either way the process ends within CLI_STOP_WITHIN_MS, whatever it was waiting for.
-// A reader that closes the pipe (`forkflush status | head -1`) ends the output quietly.
+// SIGHUP (a closed terminal, a dropped ssh session) stops it the same way. A reader that closes the
+// pipe (`forkflush run . | head -1`, a killed `tee`) ends the output, never the work: a run goes on
+// to its end and its exit code.
 import { exitWithin, stopAllCommands } from '../io/process.js';
 import { main } from './main.js';
 
@@ -13,17 +15,18 @@ const onSignal = (signal: NodeJS.Signals) => {
     stopAllCommands();
     process.exit(130);
   }
-  const again = signal === 'SIGINT' ? 'Ctrl-C again' : 'a second SIGTERM';
+  const again = signal === 'SIGINT' ? 'Ctrl-C again' : `a second ${signal}`;
   process.stderr.write(`\nforkflush: stopping (${again} to quit at once)...\n`);
   stop.abort('interrupted');
   exitWithin(CLI_STOP_WITHIN_MS, 130, (line) => process.stderr.write(`${line}; resume the run to go on\n`));
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
+process.on('SIGHUP', onSignal);
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw e;
+    if (e.code !== 'EPIPE') throw e;
+    stream.write = (() => true) as typeof stream.write;
   });
 }
 

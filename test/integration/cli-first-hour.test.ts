@@ -83,6 +83,17 @@ describe('the CLI as a CLI', () => {
     const code = await new Promise((done) => child.on('close', done));
     expect({ code, err }).toEqual({ code: 0, err: '' });
   });
+
+  it('runs to its end when the reader of its output goes away (`| head -1`, a killed tee)', async () => {
+    const repo = makeTaskRepo(small);
+    const cliJs = join(import.meta.dirname, '../../dist/cli.js');
+    const child = spawn(process.execPath, [cliJs, 'run', repo.dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    child.stderr.destroy();
+    const code = await new Promise((done) => child.on('close', done));
+    const [id] = runs(repo.dir) as [string];
+    expect({ code, status: stateOf(repo.dir, id).status }).toEqual({ code: 0, status: 'finished' });
+  });
 });
 
 describe('status', () => {
