@@ -24,6 +24,7 @@ import {
   setupSchema,
   unlisted,
 } from './config-sections.js';
+import { matchesGlob } from './globs.js';
 import { isRecord } from './json.js';
 import { mapSchema } from './map/config.js';
 import { PAPER, STRATEGIES, UNITS, type Unit } from './method.js';
@@ -211,6 +212,12 @@ export function parseConfig(text: string, file: string, overrides: ConfigOverrid
   }
   const lessThanOne = wholeGradings(config);
   if (lessThanOne) throw new ConfigError([`${locate(lessThanOne.path)}: ${lessThanOne.message}`]);
+  const journalGlob = config.grader.protected.find((g) => matchesGlob(config.journal, g));
+  if (journalGlob !== undefined)
+    throw new ConfigError([
+      `${locate(['grader', 'protected'])}: grader.protected: ${JSON.stringify(journalGlob)} protects the journal (${config.journal}), which every episode's prompt asks the agent to write: ` +
+        'every episode that did would get no score. Take the journal out of grader.protected (or name another file as journal)',
+    ]);
   return config;
 }
 

@@ -224,6 +224,17 @@ journal: NOTES.md
     expect(parseConfig(evals(3, '  episode: 1\nstrategy: single-run\n'), 'x').budget.episode).toBe(1);
   });
 
+  it('refuses a grader.protected that protects the journal, which every episode writes', () => {
+    const text = minimal.replace(
+      '  command: node grade.mjs\n',
+      '  command: node grade.mjs\n  protected: [grade.mjs, "*.md"]\n',
+    );
+    expect(problems(text)).toEqual([
+      '.github/autoresearch.yml:3:14: grader.protected: "*.md" protects the journal (NOTES.md), which every episode\'s prompt asks the agent to write: every episode that did would get no score. Take the journal out of grader.protected (or name another file as journal)',
+    ]);
+    expect(parseConfig(`${text}journal: journal/LOG.txt\n`, 'x').journal).toBe('journal/LOG.txt');
+  });
+
   it('applies command-line overrides before validating', () => {
     const c = parseConfig(minimal, 'x', { strategy: 'single-run', budget: 100, branches: 2 });
     expect(c.strategy).toBe('single-run');
