@@ -147,15 +147,25 @@ function egressWay(env: NodeJS.ProcessEnv) {
   };
   const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
+  // The machine's proxy resolves a name itself: what it would reach is checked here first (a name
+  // this machine cannot resolve is the proxy's to resolve, and goes as it is).
+  const screen = async (host: string, reach: 'named' | 'wildcard') => {
+    if (reach !== 'wildcard') return;
+    const address = isIP(host) ? host : (await lookup(host).catch(() => null))?.address;
+    if (address && isInternal(address)) throw new Refused(`${host} is at an internal address`);
+  };
   const open = (host: string, port: number, reach: 'named' | 'wildcard', tls: boolean) =>
     dials(async () => {
       const via = machine.for(host, tls);
-      if (via) return track(await tunnel(via, host, port));
+      if (via) {
+        await screen(host, reach);
+        return track(await tunnel(via, host, port));
+      }
       const address = isIP(host) ? host : (await lookup(host)).address;
       if (reach === 'wildcard' && isInternal(address)) throw new Refused(`${host} is at an internal address`);
       return track(await dial(address, port));
     });
-  return { refused, sockets, track, refuse, machine, open };
+  return { refused, sockets, track, refuse, machine, open, screen };
 }
 
 /** CONNECT (HTTPS): a tunnel to an allowed host and port, or a refusal the agent can read. */
@@ -207,7 +217,14 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
     const headers = forwarded(req.headers);
     headers.host = url.host;
     const via = out.machine.for(host, false);
-    if (via) return relayThroughProxy(req, res, via, url.href, headers, null);
+    if (via)
+      return void out.screen(host, reach).then(
+        () => relayThroughProxy(req, res, via, url.href, headers, null),
+        (e: unknown) => {
+          out.refuse(label);
+          answer(res, 403, `forkflush: ${label}: ${(e as Error).message}`);
+        },
+      );
     out.open(host, port, reach, false).then(
       (socket) =>
         relay(

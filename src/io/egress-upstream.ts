@@ -2,9 +2,14 @@
 // internal one for a wildcard), or through the machine's own proxy (HTTPS_PROXY, HTTP_PROXY,
 // NO_PROXY), a few connections opened at a time.
 import { BlockList, connect, isIP, type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { EGRESS_DIAL_TIMEOUT_MS } from '../core/bounds.js';
 
-/** Addresses a wildcard never leads to: this machine, private networks, link-local (cloud metadata). */
+/**
+ * Addresses a wildcard never leads to: this machine (its loopback and every address of its own),
+ * private and shared networks, link-local (cloud metadata), and the reserved, documentation,
+ * benchmark and multicast ranges no public service is at.
+ */
 const INTERNAL = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8],
@@ -13,20 +18,56 @@ for (const [net, bits] of [
   ['127.0.0.0', 8],
   ['169.254.0.0', 16],
   ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
   ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ] as const)
   INTERNAL.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
   ['::', 128],
   ['::1', 128],
+  ['100::', 64],
+  ['2001:db8::', 32],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['ff00::', 8],
 ] as const)
   INTERNAL.addSubnet(net, bits, 'ipv6');
 
+/** An IPv4 address an IPv6 one carries (::ffff:a.b.c.d, NAT64's 64:ff9b::a.b.c.d), else null. */
+function carriedIpv4(address: string): string | null {
+  const m = /^(?:::ffff:|64:ff9b::)(?:0:)?(.+)$/i.exec(address);
+  if (!m) return null;
+  const rest = m[1] as string;
+  if (isIP(rest) === 4) return rest;
+  const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(rest);
+  if (!hex) return null;
+  const [a, b] = [Number.parseInt(hex[1] as string, 16), Number.parseInt(hex[2] as string, 16)];
+  return [a >> 8, a & 255, b >> 8, b & 255].join('.');
+}
+
+/** This machine's own addresses (every interface's), read once. */
+let own: Set<string> | null = null;
+const ownAddresses = () => {
+  own ??= new Set(
+    Object.values(networkInterfaces())
+      .flat()
+      .map((i) => i?.address.toLowerCase().replace(/%.*$/, '') ?? ''),
+  );
+  return own;
+};
+
 export function isInternal(address: string): boolean {
   const family = isIP(address);
-  return family !== 0 && INTERNAL.check(address, family === 6 ? 'ipv6' : 'ipv4');
+  if (family === 0) return false;
+  const v4 = family === 6 ? carriedIpv4(address) : null;
+  if (v4) return isInternal(v4);
+  return INTERNAL.check(address, family === 6 ? 'ipv6' : 'ipv4') || ownAddresses().has(address.toLowerCase());
 }
 
 /** Two sockets joined both ways; either ending or failing ends both. */

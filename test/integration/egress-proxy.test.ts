@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { createServer, type IncomingMessage, request, type Server } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EgressProxy, type ProxyRoute, startEgressProxy } from '../../src/io/egress-proxy.js';
@@ -196,6 +196,36 @@ describe('the proxy', () => {
       /^HTTP\/1\.1 403/,
     );
     expect([...p.refused().keys()]).toEqual([`127.0.0.1:${up.port}`, '169.254.169.254:80']);
+  });
+
+  it("never takes a wildcard to an internal address through the machine's proxy either, in any form", async () => {
+    const env = { HTTPS_PROXY: `http://127.0.0.1:${up.port}`, HTTP_PROXY: `http://127.0.0.1:${up.port}` };
+    const p = await proxyWith({ allow: () => 'wildcard', env });
+    const port = p.listeners.proxy as number;
+    const before = up.connects.length;
+    const own = Object.values(networkInterfaces())
+      .flat()
+      .find((i) => i && !i.internal && i.family === 'IPv4')?.address;
+    for (const target of [
+      `[::ffff:127.0.0.1]:${up.port}`,
+      `[::ffff:7f00:1]:${up.port}`,
+      `0.0.0.0:${up.port}`,
+      '169.254.169.254:80',
+      '[::ffff:169.254.169.254]:80',
+      '[64:ff9b::a9fe:a9fe]:80',
+      '10.1.2.3:80',
+      '192.0.2.2:443',
+      'localhost:443',
+      ...(own ? [`${own}:${up.port}`] : []),
+    ])
+      expect(await raw(port, `CONNECT ${target} HTTP/1.1\r\n\r\n`), target).toMatch(
+        /^HTTP\/1\.1 403[\s\S]*internal address/,
+      );
+    expect(await raw(port, 'GET http://10.1.2.3/ HTTP/1.1\r\nHost: 10.1.2.3\r\n\r\n')).toMatch(/^HTTP\/1\.1 403/);
+    // None reached the machine's proxy; a public name does.
+    expect(up.connects.length).toBe(before);
+    await raw(port, 'CONNECT 93.184.215.14:443 HTTP/1.1\r\n\r\n');
+    expect(up.connects.at(-1)).toBe('93.184.215.14:443');
   });
 
   it("goes out through the machine's proxy, but not for what NO_PROXY names or loopback", async () => {
