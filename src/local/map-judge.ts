@@ -116,6 +116,7 @@ async function run(
   const egress = await startEgress({
     config: { agent: s.judge, setup: s.config.setup, sandbox: s.config.sandbox },
     env,
+    machine: s.env,
     sandboxed: sandbox !== null,
   });
   // An account of its own for this call (its processes count against no other sandbox's limit).

@@ -48,11 +48,13 @@ export function allowedHosts(
 
 /**
  * Starts the proxy for one agent session whose environment (the allowlisted one) is `env`. The
- * machine's own HTTPS_PROXY and HTTP_PROXY in it become the proxy's way out.
+ * machine's own HTTPS_PROXY and HTTP_PROXY in `machine` (forkflush's environment; default `env`)
+ * become the proxy's way out, with their credentials (which the allowlisted one has not).
  */
 export async function startEgress(o: {
   config: Pick<Config, 'agent' | 'setup' | 'sandbox'>;
   env: NodeJS.ProcessEnv;
+  machine?: NodeJS.ProcessEnv;
   sandboxed: boolean;
 }): Promise<Egress> {
   const plan = egressPlan(o.config.agent.kind, o.env);
@@ -66,7 +68,7 @@ export async function startEgress(o: {
     socketDir,
     routes: plan.routes,
     reach: (host, port) => matchHost(hosts, host, port),
-    env: o.env,
+    env: o.machine ?? o.env,
   }).catch(async (e: unknown) => {
     if (socketDir) await rm(socketDir, { recursive: true, force: true });
     throw e;

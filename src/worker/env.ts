@@ -44,7 +44,25 @@ export function allowedEnv(env: NodeJS.ProcessEnv, names: readonly string[]): No
   const out: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || isForgeSecret(name)) continue;
-    if (exact.has(name) || prefixes.some((p) => name.startsWith(p))) out[name] = value;
+    if (!exact.has(name) && !prefixes.some((p) => name.startsWith(p))) continue;
+    // A proxy's password is the machine's, and what the grader or setup runs is the agent's code:
+    // passed only where the config lists the variable itself.
+    out[name] = PROXIES.has(name) && !names.includes(name) ? withoutCredentials(value) : value;
   }
   return out;
+}
+
+const PROXIES = new Set(BASICS.filter((n) => /_proxy$/i.test(n) && !/^no_/i.test(n)));
+
+/** A proxy URL without its user and password (a value that is not a URL, as it is). */
+function withoutCredentials(value: string): string {
+  try {
+    const u = new URL(value);
+    if (!u.username && !u.password) return value;
+    u.username = '';
+    u.password = '';
+    return u.href.replace(/\/$/, value.endsWith('/') ? '/' : '');
+  } catch {
+    return value;
+  }
 }

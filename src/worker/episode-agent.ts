@@ -103,7 +103,7 @@ async function startServices(job: EpisodeJob, b: EpisodeBox, stopForBudget: Abor
     throw e;
   });
   // The agent's way out: forkflush's proxy, which holds its keys (worker/egress.ts).
-  const egress = await startEgress({ config, env: b.agentEnv, sandboxed: sandbox !== null }).catch(
+  const egress = await startEgress({ config, env: b.agentEnv, machine: b.source, sandboxed: sandbox !== null }).catch(
     async (e: unknown) => {
       await grading.close();
       account.release();

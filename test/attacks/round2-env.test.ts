@@ -90,6 +90,20 @@ describe('agent.env and grader.env', () => {
     },
   );
 
+  it("passes the machine's proxy without its password, unless the config lists the variable itself", () => {
+    const env = {
+      HTTPS_PROXY: 'http://corp:S3CRET@proxy.corp:3128',
+      all_proxy: 'socks5://u:ALLPASS@127.0.0.1:1080',
+      NO_PROXY: '.corp',
+    };
+    expect(allowedEnv(env, [])).toEqual({
+      HTTPS_PROXY: 'http://proxy.corp:3128',
+      all_proxy: 'socks5://127.0.0.1:1080',
+      NO_PROXY: '.corp',
+    });
+    expect(allowedEnv(env, ['HTTPS_PROXY']).HTTPS_PROXY).toBe(env.HTTPS_PROXY);
+  });
+
   it('whatever a config lists, the allowlist passes no credential on', () => {
     const env = { ...CREDENTIALS, PATH: '/usr/bin', ANTHROPIC_API_KEY: 'the agent key' };
     for (const p of [...COVERING, ...Object.keys(CREDENTIALS)]) {
