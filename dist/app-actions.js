@@ -67800,6 +67800,55 @@ var limitsSchema = external_exports.strictObject({
   )
 });
 
+// src/core/globs.ts
+var WILDCARD = /[*?[]/;
+function matchesGlob(path2, glob) {
+  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
+  if (!WILDCARD.test(pattern)) return path2 === pattern || path2.startsWith(`${pattern}/`);
+  return globRegExp(pattern).test(path2);
+}
+function matchesAny(path2, globs) {
+  return globs.some((g) => matchesGlob(path2, g));
+}
+var cache = /* @__PURE__ */ new Map();
+function globRegExp(pattern) {
+  const known = cache.get(pattern);
+  if (known) return known;
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    const atStart = i === 0 || pattern[i - 1] === "/";
+    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
+      if (i + 2 === pattern.length) re += ".*";
+      else re += "(?:[^/]*/)*";
+      i += 2;
+    } else if (c === "*") {
+      while (pattern[i + 1] === "*") i++;
+      re += "[^/]*";
+    } else if (c === "?") {
+      re += "[^/]";
+    } else if (c === "[") {
+      const end = pattern.indexOf("]", i + 2);
+      if (end === -1) {
+        re += "\\[";
+      } else {
+        let body = pattern.slice(i + 1, end);
+        if (body.startsWith("!")) body = `^${body.slice(1)}`;
+        re += `[${body.replace(/\\/g, "\\\\")}]`;
+        i = end;
+      }
+    } else {
+      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
+    }
+  }
+  const compiled = new RegExp(`^${re}$`);
+  cache.set(pattern, compiled);
+  return compiled;
+}
+function forgeAlsoProtected(configPath) {
+  return [configPath, ".github/workflows/**"];
+}
+
 // src/core/json.ts
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -67965,6 +68014,11 @@ function parseConfig(text, file2, overrides = {}) {
   }
   const lessThanOne = wholeGradings(config3);
   if (lessThanOne) throw new ConfigError([`${locate(lessThanOne.path)}: ${lessThanOne.message}`]);
+  const journalGlob = config3.grader.protected.find((g) => matchesGlob(config3.journal, g));
+  if (journalGlob !== void 0)
+    throw new ConfigError([
+      `${locate(["grader", "protected"])}: grader.protected: ${JSON.stringify(journalGlob)} protects the journal (${config3.journal}), which every episode's prompt asks the agent to write: every episode that did would get no score. Take the journal out of grader.protected (or name another file as journal)`
+    ]);
   return config3;
 }
 function wholeGradings(c) {
@@ -70752,57 +70806,6 @@ async function recordLosers(state, read) {
 
 // src/github/observe.ts
 import { createHash as createHash3 } from "node:crypto";
-
-// src/core/globs.ts
-var WILDCARD = /[*?[]/;
-function matchesGlob(path2, glob) {
-  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
-  if (!WILDCARD.test(pattern)) return path2 === pattern || path2.startsWith(`${pattern}/`);
-  return globRegExp(pattern).test(path2);
-}
-function matchesAny(path2, globs) {
-  return globs.some((g) => matchesGlob(path2, g));
-}
-var cache = /* @__PURE__ */ new Map();
-function globRegExp(pattern) {
-  const known = cache.get(pattern);
-  if (known) return known;
-  let re = "";
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i];
-    const atStart = i === 0 || pattern[i - 1] === "/";
-    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
-      if (i + 2 === pattern.length) re += ".*";
-      else re += "(?:[^/]*/)*";
-      i += 2;
-    } else if (c === "*") {
-      while (pattern[i + 1] === "*") i++;
-      re += "[^/]*";
-    } else if (c === "?") {
-      re += "[^/]";
-    } else if (c === "[") {
-      const end = pattern.indexOf("]", i + 2);
-      if (end === -1) {
-        re += "\\[";
-      } else {
-        let body = pattern.slice(i + 1, end);
-        if (body.startsWith("!")) body = `^${body.slice(1)}`;
-        re += `[${body.replace(/\\/g, "\\\\")}]`;
-        i = end;
-      }
-    } else {
-      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
-    }
-  }
-  const compiled = new RegExp(`^${re}$`);
-  cache.set(pattern, compiled);
-  return compiled;
-}
-function forgeAlsoProtected(configPath) {
-  return [configPath, ".github/workflows/**"];
-}
-
-// src/github/observe.ts
 var Commits = class {
   constructor(api) {
     this.api = api;

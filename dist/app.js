@@ -50952,6 +50952,55 @@ var limitsSchema = external_exports.strictObject({
   )
 });
 
+// src/core/globs.ts
+var WILDCARD = /[*?[]/;
+function matchesGlob(path8, glob) {
+  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
+  if (!WILDCARD.test(pattern)) return path8 === pattern || path8.startsWith(`${pattern}/`);
+  return globRegExp(pattern).test(path8);
+}
+function matchesAny(path8, globs) {
+  return globs.some((g) => matchesGlob(path8, g));
+}
+var cache2 = /* @__PURE__ */ new Map();
+function globRegExp(pattern) {
+  const known = cache2.get(pattern);
+  if (known) return known;
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    const atStart = i === 0 || pattern[i - 1] === "/";
+    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
+      if (i + 2 === pattern.length) re += ".*";
+      else re += "(?:[^/]*/)*";
+      i += 2;
+    } else if (c === "*") {
+      while (pattern[i + 1] === "*") i++;
+      re += "[^/]*";
+    } else if (c === "?") {
+      re += "[^/]";
+    } else if (c === "[") {
+      const end = pattern.indexOf("]", i + 2);
+      if (end === -1) {
+        re += "\\[";
+      } else {
+        let body = pattern.slice(i + 1, end);
+        if (body.startsWith("!")) body = `^${body.slice(1)}`;
+        re += `[${body.replace(/\\/g, "\\\\")}]`;
+        i = end;
+      }
+    } else {
+      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
+    }
+  }
+  const compiled = new RegExp(`^${re}$`);
+  cache2.set(pattern, compiled);
+  return compiled;
+}
+function forgeAlsoProtected(configPath) {
+  return [configPath, ".github/workflows/**"];
+}
+
 // src/core/json.ts
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -51117,6 +51166,11 @@ function parseConfig(text, file2, overrides = {}) {
   }
   const lessThanOne = wholeGradings(config3);
   if (lessThanOne) throw new ConfigError([`${locate(lessThanOne.path)}: ${lessThanOne.message}`]);
+  const journalGlob = config3.grader.protected.find((g) => matchesGlob(config3.journal, g));
+  if (journalGlob !== void 0)
+    throw new ConfigError([
+      `${locate(["grader", "protected"])}: grader.protected: ${JSON.stringify(journalGlob)} protects the journal (${config3.journal}), which every episode's prompt asks the agent to write: every episode that did would get no score. Take the journal out of grader.protected (or name another file as journal)`
+    ]);
   return config3;
 }
 function wholeGradings(c) {
@@ -54012,57 +54066,6 @@ async function recordLosers(state, read2) {
 
 // src/github/observe.ts
 import { createHash as createHash3 } from "node:crypto";
-
-// src/core/globs.ts
-var WILDCARD = /[*?[]/;
-function matchesGlob(path8, glob) {
-  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
-  if (!WILDCARD.test(pattern)) return path8 === pattern || path8.startsWith(`${pattern}/`);
-  return globRegExp(pattern).test(path8);
-}
-function matchesAny(path8, globs) {
-  return globs.some((g) => matchesGlob(path8, g));
-}
-var cache2 = /* @__PURE__ */ new Map();
-function globRegExp(pattern) {
-  const known = cache2.get(pattern);
-  if (known) return known;
-  let re = "";
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i];
-    const atStart = i === 0 || pattern[i - 1] === "/";
-    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
-      if (i + 2 === pattern.length) re += ".*";
-      else re += "(?:[^/]*/)*";
-      i += 2;
-    } else if (c === "*") {
-      while (pattern[i + 1] === "*") i++;
-      re += "[^/]*";
-    } else if (c === "?") {
-      re += "[^/]";
-    } else if (c === "[") {
-      const end = pattern.indexOf("]", i + 2);
-      if (end === -1) {
-        re += "\\[";
-      } else {
-        let body = pattern.slice(i + 1, end);
-        if (body.startsWith("!")) body = `^${body.slice(1)}`;
-        re += `[${body.replace(/\\/g, "\\\\")}]`;
-        i = end;
-      }
-    } else {
-      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
-    }
-  }
-  const compiled = new RegExp(`^${re}$`);
-  cache2.set(pattern, compiled);
-  return compiled;
-}
-function forgeAlsoProtected(configPath) {
-  return [configPath, ".github/workflows/**"];
-}
-
-// src/github/observe.ts
 var Commits = class {
   constructor(api) {
     this.api = api;

@@ -7387,6 +7387,7 @@ var JOURNAL_READ_MAX_BYTES = 16 * MiB;
 var LOSER_JOURNAL_MAX_BYTES = 1 * MiB;
 var JOURNAL_TAIL_LINES = 5;
 var JOURNAL_LINE_MAX_CHARS = 400;
+var SECRET_MIN_CHARS = 8;
 var RECORDED_FILE_MAX_BYTES = 100 * MiB;
 var RECORDED_CHANGES_MAX_BYTES = 2 * GiB;
 var RECORDED_CHANGES_MAX_FILES = 1e5;
@@ -7648,9 +7649,9 @@ ${entries.group}`,
 }
 function processLimit(m) {
   const machine = Math.min(m.pidMax, m.threadsMax);
-  const own2 = m.ownLimit === null ? Number.POSITIVE_INFINITY : m.ownLimit;
+  const own3 = m.ownLimit === null ? Number.POSITIVE_INFINITY : m.ownLimit;
   const hard = m.hardLimit === null ? Number.POSITIVE_INFINITY : m.hardLimit;
-  return Math.max(1, Math.min(SANDBOX_MAX_PROCESSES, Math.floor(machine / 4), Math.floor(own2 / 4), hard));
+  return Math.max(1, Math.min(SANDBOX_MAX_PROCESSES, Math.floor(machine / 4), Math.floor(own3 / 4), hard));
 }
 function machineProcesses() {
   const number5 = (path, fallback) => {
@@ -9865,12 +9866,12 @@ function $constructor(name2, initializer3, proto, params) {
     inst._zod.traits.add(name2);
     initializer3(inst, def);
     if (initialized) {
-      const own2 = Object.getPrototypeOf(inst);
+      const own3 = Object.getPrototypeOf(inst);
       const ctorProto = inst._zod.constr.prototype;
-      let up = own2;
+      let up = own3;
       while (up && up !== ctorProto)
         up = Object.getPrototypeOf(up);
-      const target = up ?? own2;
+      const target = up ?? own3;
       if (!initialized.has(target)) {
         initialized.add(target);
         members(target, protoMembers);
@@ -13228,20 +13229,20 @@ function leafPattern(schema) {
     return "(?!)";
   if (minimum !== void 0 || maximum !== void 0)
     return string({ minimum, maximum }).source;
-  const own2 = schema._zod.pattern;
-  return (isInt && own2 === number ? integer : own2)?.source;
+  const own3 = schema._zod.pattern;
+  return (isInt && own3 === number ? integer : own3)?.source;
 }
 function partPattern(schema) {
   const def = schema._zod.def;
-  const own2 = schema._zod.pattern?.source;
+  const own3 = schema._zod.pattern?.source;
   const inner = def.innerType ?? schema._zod.innerType;
   if (inner) {
     const before = inner._zod.pattern?.source;
     const after = partPattern(inner);
-    if (own2 && before && after && after !== before) {
-      return own2.replace(cleanRegex(before), () => cleanRegex(after));
+    if (own3 && before && after && after !== before) {
+      return own3.replace(cleanRegex(before), () => cleanRegex(after));
     }
-    return own2;
+    return own3;
   }
   if (def.options) {
     const sources = def.options.map(partPattern);
@@ -28824,6 +28825,52 @@ var limitsSchema = external_exports.strictObject({
   )
 });
 
+// src/core/globs.ts
+var WILDCARD = /[*?[]/;
+function matchesGlob(path, glob) {
+  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
+  if (!WILDCARD.test(pattern)) return path === pattern || path.startsWith(`${pattern}/`);
+  return globRegExp(pattern).test(path);
+}
+function matchesAny(path, globs) {
+  return globs.some((g) => matchesGlob(path, g));
+}
+var cache = /* @__PURE__ */ new Map();
+function globRegExp(pattern) {
+  const known = cache.get(pattern);
+  if (known) return known;
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    const atStart = i === 0 || pattern[i - 1] === "/";
+    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
+      if (i + 2 === pattern.length) re += ".*";
+      else re += "(?:[^/]*/)*";
+      i += 2;
+    } else if (c === "*") {
+      while (pattern[i + 1] === "*") i++;
+      re += "[^/]*";
+    } else if (c === "?") {
+      re += "[^/]";
+    } else if (c === "[") {
+      const end = pattern.indexOf("]", i + 2);
+      if (end === -1) {
+        re += "\\[";
+      } else {
+        let body = pattern.slice(i + 1, end);
+        if (body.startsWith("!")) body = `^${body.slice(1)}`;
+        re += `[${body.replace(/\\/g, "\\\\")}]`;
+        i = end;
+      }
+    } else {
+      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
+    }
+  }
+  const compiled = new RegExp(`^${re}$`);
+  cache.set(pattern, compiled);
+  return compiled;
+}
+
 // src/core/json.ts
 function isRecord(v) {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -29017,6 +29064,11 @@ function parseConfig(text, file2, overrides = {}) {
   }
   const lessThanOne = wholeGradings(config2);
   if (lessThanOne) throw new ConfigError([`${locate(lessThanOne.path)}: ${lessThanOne.message}`]);
+  const journalGlob = config2.grader.protected.find((g) => matchesGlob(config2.journal, g));
+  if (journalGlob !== void 0)
+    throw new ConfigError([
+      `${locate(["grader", "protected"])}: grader.protected: ${JSON.stringify(journalGlob)} protects the journal (${config2.journal}), which every episode's prompt asks the agent to write: every episode that did would get no score. Take the journal out of grader.protected (or name another file as journal)`
+    ]);
   return config2;
 }
 function wholeGradings(c) {
@@ -29310,10 +29362,10 @@ function settleJudge(first, second) {
       machineShort: blamed
     };
   }
-  const own2 = second.signs[0];
+  const own3 = second.signs[0];
   return {
     score: null,
-    reason: `${second.reason ?? "no score"}${own2 ? ` (for want of ${own2}, within this branch's own limits: the machine had room)` : ""}`,
+    reason: `${second.reason ?? "no score"}${own3 ? ` (for want of ${own3}, within this branch's own limits: the machine had room)` : ""}`,
     note: `graded twice: the first grading failed too (${firstWhy})`
   };
 }
@@ -29945,12 +29997,12 @@ function meanSilhouette(d, n, labels) {
     sums.fill(0);
     for (let j = 0; j < n; j++)
       if (j !== i) sums[labels[j]] = sums[labels[j]] + d[i * n + j];
-    const own2 = labels[i];
-    const ownSize = sizes[own2] - 1;
+    const own3 = labels[i];
+    const ownSize = sizes[own3] - 1;
     if (ownSize === 0) continue;
-    const a = sums[own2] / ownSize;
+    const a = sums[own3] / ownSize;
     let b = Number.POSITIVE_INFINITY;
-    for (let c = 0; c < k; c++) if (c !== own2) b = Math.min(b, sums[c] / sizes[c]);
+    for (let c = 0; c < k; c++) if (c !== own3) b = Math.min(b, sums[c] / sizes[c]);
     total += (b - a) / Math.max(a, b) || 0;
   }
   return total / n;
@@ -32893,52 +32945,6 @@ function forkflushVars(s) {
   };
 }
 
-// src/core/globs.ts
-var WILDCARD = /[*?[]/;
-function matchesGlob(path, glob) {
-  const pattern = glob.replace(/^\.\//, "").replace(/\/+$/, "");
-  if (!WILDCARD.test(pattern)) return path === pattern || path.startsWith(`${pattern}/`);
-  return globRegExp(pattern).test(path);
-}
-function matchesAny(path, globs) {
-  return globs.some((g) => matchesGlob(path, g));
-}
-var cache = /* @__PURE__ */ new Map();
-function globRegExp(pattern) {
-  const known = cache.get(pattern);
-  if (known) return known;
-  let re = "";
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i];
-    const atStart = i === 0 || pattern[i - 1] === "/";
-    if (c === "*" && pattern[i + 1] === "*" && atStart && (i + 2 === pattern.length || pattern[i + 2] === "/")) {
-      if (i + 2 === pattern.length) re += ".*";
-      else re += "(?:[^/]*/)*";
-      i += 2;
-    } else if (c === "*") {
-      while (pattern[i + 1] === "*") i++;
-      re += "[^/]*";
-    } else if (c === "?") {
-      re += "[^/]";
-    } else if (c === "[") {
-      const end = pattern.indexOf("]", i + 2);
-      if (end === -1) {
-        re += "\\[";
-      } else {
-        let body = pattern.slice(i + 1, end);
-        if (body.startsWith("!")) body = `^${body.slice(1)}`;
-        re += `[${body.replace(/\\/g, "\\\\")}]`;
-        i = end;
-      }
-    } else {
-      re += c.replace(/[.+^${}()|\\]/g, "\\$&");
-    }
-  }
-  const compiled = new RegExp(`^${re}$`);
-  cache.set(pattern, compiled);
-  return compiled;
-}
-
 // src/io/agent-files.ts
 import { execFile } from "node:child_process";
 import { lstat, readdir, rename, unlink } from "node:fs/promises";
@@ -33375,16 +33381,16 @@ function shareOf(before, after) {
   let note;
   for (const [model, a] of Object.entries(after)) {
     const b = before?.[model];
-    const own2 = ownShare(b ? counts(b) : null, counts(a));
-    note ??= own2.note;
+    const own3 = ownShare(b ? counts(b) : null, counts(a));
+    note ??= own3.note;
     const costUsd = a.costUsd === null ? null : b?.costUsd != null && a.costUsd >= b.costUsd ? a.costUsd - b.costUsd : a.costUsd;
-    if (FIELDS.some((f2) => own2.share[f2] > 0)) share2[model] = { ...own2.share, costUsd };
+    if (FIELDS.some((f2) => own3.share[f2] > 0)) share2[model] = { ...own3.share, costUsd };
   }
   return note ? { share: share2, note } : { share: share2 };
 }
 function spentSince(before, after, rest = {}) {
-  const own2 = shareOf(before, after);
-  return { ...rest, tally: own2.share, notes: [...rest.notes ?? [], ...own2.note ? [own2.note] : []] };
+  const own3 = shareOf(before, after);
+  return { ...rest, tally: own3.share, notes: [...rest.notes ?? [], ...own3.note ? [own3.note] : []] };
 }
 function usageOf(spent2) {
   let inputTokens = 0;
@@ -34637,7 +34643,7 @@ var copilot = defineSpec({
     const events = new GrowingFile(eventsFile, offset);
     const seen = [];
     let cumulative = null;
-    let own2 = null;
+    let own3 = null;
     const previous = saved ?? null;
     return {
       args: [
@@ -34663,23 +34669,23 @@ var copilot = defineSpec({
         if (file2 && typeof file2 !== "string") {
           cumulative = file2;
           const share2 = shareOf(previous?.models ?? null, file2.models);
-          own2 = { models: share2.share, nanoAiu: Math.max(0, file2.nanoAiu - (previous?.nanoAiu ?? 0)) };
+          own3 = { models: share2.share, nanoAiu: Math.max(0, file2.nanoAiu - (previous?.nanoAiu ?? 0)) };
           if (share2.note) notes.push(share2.note);
         } else if (await sizeOf(eventsFile) > 0) {
-          own2 = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString("utf8"))]).totals;
+          own3 = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString("utf8"))]).totals;
           cumulative = {
-            models: sumTallies(previous?.models ?? null, own2.models),
-            nanoAiu: (previous?.nanoAiu ?? 0) + own2.nanoAiu
+            models: sumTallies(previous?.models ?? null, own3.models),
+            nanoAiu: (previous?.nanoAiu ?? 0) + own3.nanoAiu
           };
           if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
         } else {
           return { tally: {}, notes: ["Copilot started no session, so it made no model call"] };
         }
-        return { ...spentOf(own2), notes };
+        return { ...spentOf(own3), notes };
       },
       noUsage: () => "the usage of this episode could not be read",
       ending(run2) {
-        const hit = credits !== void 0 && own2 !== null && own2.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
+        const hit = credits !== void 0 && own3 !== null && own3.nanoAiu / NANO_AIU_PER_CREDIT >= credits;
         if (hit && run2.stopped === null) return { exit: "budget", note: `stopped by --max-ai-credits ${credits}` };
         const why = sessionErrors(run2.stdout).at(-1) ?? null;
         return { why, status: Number(/Last error: (\d{3})\b/.exec(why ?? "")?.[1]) || null };
@@ -36081,13 +36087,13 @@ var OwnRepo = class _OwnRepo {
   }
   /** Opens forkflush's git directory for `objects`, making it if needed (repeat-safe). */
   static async open(gitDir, objects) {
-    const own2 = new _OwnRepo(gitDir, objects);
+    const own3 = new _OwnRepo(gitDir, objects);
     const head = await readdir7(gitDir).catch(() => []);
     if (!head.includes("HEAD")) {
       await mkdir9(dirname7(gitDir), { recursive: true });
       await new Git(dirname7(gitDir)).exec(["init", "--quiet", "--bare", "--template=", gitDir]);
     }
-    return own2;
+    return own3;
   }
   /** Writes the attributes that keep bytes as they are (again: the agent may have reached the file). */
   async asIs() {
@@ -36111,17 +36117,17 @@ var OwnRepo = class _OwnRepo {
     return (await this.exec(args, o)).stdout.trim();
   }
 };
-async function checkoutInto(own2, commit, dir, index, branch) {
+async function checkoutInto(own3, commit, dir, index, branch) {
   await mkdir9(dir, { recursive: true });
   await emptyFolder(dir);
   await rm7(index, { force: true });
   await mkdir9(dirname7(index), { recursive: true });
-  await own2.asIs();
-  await own2.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
+  await own3.asIs();
+  await own3.exec(["-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit], { workTree: dir, index });
   if (!branch) return;
   const dotGit = join12(dir, ".git");
   await new Git(dir).exec(["init", "--quiet", "--template="]);
-  await writeFile7(join12(dotGit, "objects", "info", "alternates"), `${own2.objects}
+  await writeFile7(join12(dotGit, "objects", "info", "alternates"), `${own3.objects}
 `);
   await mkdir9(join12(dotGit, "refs", "heads", dirname7(branch)), { recursive: true });
   await writeFile7(join12(dotGit, "refs", "heads", branch), `${commit}
@@ -36136,18 +36142,18 @@ async function copyIndex(from, to) {
   const s = await stat2(from);
   await utimes(to, s.atime, s.mtime);
 }
-async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
-  await own2.asIs();
-  const { cleaned } = await sweepTree(workspace, own2.signal);
+async function snapshot(own3, workspace, checkoutIndex, index, base, protectedGlobs, excludes = null) {
+  await own3.asIs();
+  const { cleaned } = await sweepTree(workspace, own3.signal);
   await copyIndex(checkoutIndex, index);
   const ignore = excludes ? ["-c", `core.excludesFile=${excludes}`] : [];
-  await refuseOversized(own2, workspace, index, ignore);
-  const add = () => own2.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
+  await refuseOversized(own3, workspace, index, ignore);
+  const add = () => own3.exec([...ignore, "add", "--all"], { workTree: workspace, index, check: false });
   let added = await add();
   if (added.exitCode !== 0) {
     await runProcess("chmod", ["-R", "u+rwX", workspace], {
       cwd: workspace,
-      ...own2.signal ? { signal: own2.signal } : {}
+      ...own3.signal ? { signal: own3.signal } : {}
     });
     added = await add();
     if (added.exitCode !== 0) throw new Error(`the workspace could not be recorded: ${added.stderr.trim()}`);
@@ -36155,20 +36161,20 @@ async function snapshot(own2, workspace, checkoutIndex, index, base, protectedGl
   const specs = protectedGlobs.map((g) => `:(glob)${g}`);
   let protectedChanged = [];
   if (specs.length > 0) {
-    const diff = await own2.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs], {
+    const diff = await own3.out(["diff", "--cached", "--name-only", "--no-renames", base, "--", ...specs], {
       workTree: workspace,
       index
     });
     protectedChanged = diff === "" ? [] : diff.split("\n");
     if (protectedChanged.length > 0) {
-      await own2.exec(["reset", "--quiet", base, "--", ...specs], { workTree: workspace, index });
+      await own3.exec(["reset", "--quiet", base, "--", ...specs], { workTree: workspace, index });
     }
   }
-  const tree = await own2.out(["write-tree"], { index });
+  const tree = await own3.out(["write-tree"], { index });
   return { tree, protectedChanged, index, cleaned };
 }
-async function refuseOversized(own2, workspace, index, ignore) {
-  const listed = await own2.out(
+async function refuseOversized(own3, workspace, index, ignore) {
+  const listed = await own3.out(
     [...ignore, "-c", "core.quotePath=true", "ls-files", "--others", "--modified", "--exclude-standard"],
     {
       workTree: workspace,
@@ -36220,41 +36226,41 @@ function unquoteGitPath(line) {
   }
   return Buffer.from(bytes);
 }
-async function baseSnapshot(own2, index, base) {
+async function baseSnapshot(own3, index, base) {
   await rm7(index, { force: true });
-  await own2.exec(["read-tree", base], { index });
+  await own3.exec(["read-tree", base], { index });
   return {
-    tree: await own2.out(["write-tree"], { index }),
+    tree: await own3.out(["write-tree"], { index }),
     protectedChanged: [],
     index,
     cleaned: { ...NOTHING_CLEANED }
   };
 }
-async function indexedText(own2, index, path, maxBytes) {
-  const entry = await own2.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
+async function indexedText(own3, index, path, maxBytes) {
+  const entry = await own3.out(["ls-files", "--stage", "--", `:(literal)${path}`], { index });
   const m = /^(100644|100755) ([0-9a-f]{40,64}) 0\t/.exec(entry);
   if (!m) return "";
-  const size = Number(await own2.out(["cat-file", "-s", m[2]]));
+  const size = Number(await own3.out(["cat-file", "-s", m[2]]));
   if (size > maxBytes) return "";
-  return (await own2.exec(["cat-file", "blob", m[2]])).stdout;
+  return (await own3.exec(["cat-file", "blob", m[2]])).stdout;
 }
-async function writeIndexed(own2, index, path, text) {
-  const blob = await own2.out(["hash-object", "-w", "--no-filters", "--stdin"], { input: text });
-  await own2.exec(["update-index", "--add", "--replace", "--cacheinfo", `100644,${blob},${path}`], { index });
-  return own2.out(["write-tree"], { index });
+async function writeIndexed(own3, index, path, text) {
+  const blob = await own3.out(["hash-object", "-w", "--no-filters", "--stdin"], { input: text });
+  await own3.exec(["update-index", "--add", "--replace", "--cacheinfo", `100644,${blob},${path}`], { index });
+  return own3.out(["write-tree"], { index });
 }
-async function commitTree(own2, tree, parent, message) {
-  return own2.out(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
+async function commitTree(own3, tree, parent, message) {
+  return own3.out(["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
 }
-async function diffStat(own2, index, base) {
-  return own2.out(["diff", "--cached", "--shortstat", base], { index });
+async function diffStat(own3, index, base) {
+  return own3.out(["diff", "--cached", "--shortstat", base], { index });
 }
-async function restoreTracked(own2, dir, index) {
-  await own2.asIs();
-  await own2.exec(["update-index", "-q", "--refresh"], { workTree: dir, index, check: false });
-  const changed = (await own2.exec(["diff-files", "--name-only", "-z"], { workTree: dir, index })).stdout.split("\0").filter(Boolean);
+async function restoreTracked(own3, dir, index) {
+  await own3.asIs();
+  await own3.exec(["update-index", "-q", "--refresh"], { workTree: dir, index, check: false });
+  const changed = (await own3.exec(["diff-files", "--name-only", "-z"], { workTree: dir, index })).stdout.split("\0").filter(Boolean);
   if (changed.length > 0) {
-    await own2.exec(["checkout-index", "--force", "-u", "-z", "--stdin"], {
+    await own3.exec(["checkout-index", "--force", "-u", "-z", "--stdin"], {
       workTree: dir,
       index,
       input: `${changed.join("\0")}\0`
@@ -36262,22 +36268,22 @@ async function restoreTracked(own2, dir, index) {
   }
   return changed;
 }
-async function untrackedPaths(own2, dir, index, o = {}) {
+async function untrackedPaths(own3, dir, index, o = {}) {
   const args = ["ls-files", "--others", ...o.folders === false ? [] : ["--directory"], "-z"];
-  const listed = await own2.exec(args, { workTree: dir, index });
+  const listed = await own3.exec(args, { workTree: dir, index });
   return listed.stdout.split("\0").filter(Boolean);
 }
-async function rewriteFiles(own2, dir, index, files) {
+async function rewriteFiles(own3, dir, index, files) {
   if (files.length === 0) return;
   for (const f2 of files) await rm7(join12(dir, f2), { recursive: true, force: true });
-  await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
+  await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: files.join("\0") });
 }
 function excludePatterns(paths) {
   const lines2 = paths.filter((p) => !p.includes("\n")).map((p) => `/${p.replace(/[\\*?[]/g, (c) => `\\${c}`).replace(/ +$/, (spaces) => spaces.replace(/ /g, "\\ "))}`);
   return lines2.length > 0 ? `${lines2.join("\n")}
 ` : "";
 }
-async function writeTracked(own2, dir, index, path, text) {
+async function writeTracked(own3, dir, index, path, text) {
   const parts = path.split("/");
   for (let i = 1; i < parts.length; i++) {
     const s2 = await lstat3(join12(dir, ...parts.slice(0, i))).catch(() => null);
@@ -36285,8 +36291,8 @@ async function writeTracked(own2, dir, index, path, text) {
   }
   const s = await lstat3(join12(dir, path)).catch(() => null);
   if (s && !s.isFile()) return null;
-  const tree = await writeIndexed(own2, index, path, text);
-  await own2.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
+  const tree = await writeIndexed(own3, index, path, text);
+  await own3.exec(["checkout-index", "--force", "-z", "--stdin"], { workTree: dir, index, input: `${path}\0` });
   return tree;
 }
 
@@ -36502,6 +36508,7 @@ import { connect as tlsConnect } from "node:tls";
 
 // src/io/egress-upstream.ts
 import { BlockList, connect, isIP } from "node:net";
+import { networkInterfaces } from "node:os";
 var INTERNAL = new BlockList();
 for (const [net, bits] of [
   ["0.0.0.0", 8],
@@ -36510,19 +36517,49 @@ for (const [net, bits] of [
   ["127.0.0.0", 8],
   ["169.254.0.0", 16],
   ["172.16.0.0", 12],
-  ["192.168.0.0", 16]
+  ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4]
 ])
   INTERNAL.addSubnet(net, bits, "ipv4");
 for (const [net, bits] of [
   ["::", 128],
   ["::1", 128],
+  ["100::", 64],
+  ["2001:db8::", 32],
   ["fc00::", 7],
-  ["fe80::", 10]
+  ["fe80::", 10],
+  ["ff00::", 8]
 ])
   INTERNAL.addSubnet(net, bits, "ipv6");
+function carriedIpv4(address) {
+  const m = /^(?:::ffff:|64:ff9b::)(?:0:)?(.+)$/i.exec(address);
+  if (!m) return null;
+  const rest = m[1];
+  if (isIP(rest) === 4) return rest;
+  const hex3 = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(rest);
+  if (!hex3) return null;
+  const [a, b] = [Number.parseInt(hex3[1], 16), Number.parseInt(hex3[2], 16)];
+  return [a >> 8, a & 255, b >> 8, b & 255].join(".");
+}
+var own2 = null;
+var ownAddresses = () => {
+  own2 ??= new Set(
+    Object.values(networkInterfaces()).flat().map((i) => i?.address.toLowerCase().replace(/%.*$/, "") ?? "")
+  );
+  return own2;
+};
 function isInternal(address) {
   const family = isIP(address);
-  return family !== 0 && INTERNAL.check(address, family === 6 ? "ipv6" : "ipv4");
+  if (family === 0) return false;
+  const v4 = family === 6 ? carriedIpv4(address) : null;
+  if (v4) return isInternal(v4);
+  return INTERNAL.check(address, family === 6 ? "ipv6" : "ipv4") || ownAddresses().has(address.toLowerCase());
 }
 function splice(a, b) {
   a.pipe(b);
@@ -36689,14 +36726,22 @@ function egressWay(env) {
   };
   const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
+  const screen = async (host, reach) => {
+    if (reach !== "wildcard") return;
+    const address = isIP2(host) ? host : (await lookup(host).catch(() => null))?.address;
+    if (address && isInternal(address)) throw new Refused(`${host} is at an internal address`);
+  };
   const open4 = (host, port, reach, tls) => dials(async () => {
     const via = machine.for(host, tls);
-    if (via) return track(await tunnel(via, host, port));
+    if (via) {
+      await screen(host, reach);
+      return track(await tunnel(via, host, port));
+    }
     const address = isIP2(host) ? host : (await lookup(host)).address;
     if (reach === "wildcard" && isInternal(address)) throw new Refused(`${host} is at an internal address`);
     return track(await dial(address, port));
   });
-  return { refused, sockets, track, refuse: refuse2, machine, open: open4 };
+  return { refused, sockets, track, refuse: refuse2, machine, open: open4, screen };
 }
 function connectHandler(o, out) {
   return (req, client, head) => {
@@ -36744,7 +36789,14 @@ function requestHandler(o, out) {
     const headers = forwarded2(req.headers);
     headers.host = url2.host;
     const via = out.machine.for(host, false);
-    if (via) return relayThroughProxy(req, res, via, url2.href, headers, null);
+    if (via)
+      return void out.screen(host, reach).then(
+        () => relayThroughProxy(req, res, via, url2.href, headers, null),
+        (e) => {
+          out.refuse(label);
+          answer(res, 403, `forkflush: ${label}: ${e.message}`);
+        }
+      );
     out.open(host, port, reach, false).then(
       (socket) => relay(
         req,
@@ -36951,7 +37003,7 @@ async function startEgress(o) {
     socketDir,
     routes: plan2.routes,
     reach: (host, port) => matchHost(hosts, host, port),
-    env: o.env
+    env: o.machine ?? o.env
   }).catch(async (e) => {
     if (socketDir) await rm10(socketDir, { recursive: true, force: true });
     throw e;
@@ -37013,10 +37065,10 @@ function egressPlan(kind, env) {
   const edits = [];
   for (const r of facts.routes) {
     if (r.offWhen?.some((v) => on(env[v]))) continue;
-    const own3 = r.baseUrl.map((v) => env[v]?.trim()).find(Boolean);
+    const own4 = r.baseUrl.map((v) => env[v]?.trim()).find(Boolean);
     const present = r.keys.filter((k) => env[k.name]?.trim());
-    const upstream = own3 ?? r.upstream;
-    if (!upstream || present.length === 0 && !own3) continue;
+    const upstream = own4 ?? r.upstream;
+    if (!upstream || present.length === 0 && !own4) continue;
     const planned = { name: r.name, upstream, keys: [] };
     const placed = /* @__PURE__ */ new Map();
     for (const k of present) {
@@ -37033,15 +37085,15 @@ function egressPlan(kind, env) {
       for (const v of r.baseUrl) out[v] = urls[r.name];
     });
   }
-  const own2 = facts.configRoutes?.(env, placeholder) ?? null;
-  if (own2) routes.push(...own2.routes);
+  const own3 = facts.configRoutes?.(env, placeholder) ?? null;
+  if (own3) routes.push(...own3.routes);
   return {
     hosts: facts.hosts,
     routes,
     agentEnv(urls) {
       const out = { ...env };
       for (const edit of edits) edit(out, urls);
-      if (own2) Object.assign(out, own2.env(urls));
+      if (own3) Object.assign(out, own3.env(urls));
       return out;
     }
   };
@@ -37082,9 +37134,22 @@ function allowedEnv(env, names) {
   const out = {};
   for (const [name2, value] of Object.entries(env)) {
     if (value === void 0 || isForgeSecret(name2)) continue;
-    if (exact.has(name2) || prefixes.some((p) => name2.startsWith(p))) out[name2] = value;
+    if (!exact.has(name2) && !prefixes.some((p) => name2.startsWith(p))) continue;
+    out[name2] = PROXIES.has(name2) && !names.includes(name2) ? withoutCredentials(value) : value;
   }
   return out;
+}
+var PROXIES = new Set(BASICS.filter((n) => /_proxy$/i.test(n) && !/^no_/i.test(n)));
+function withoutCredentials(value) {
+  try {
+    const u = new URL(value);
+    if (!u.username && !u.password) return value;
+    u.username = "";
+    u.password = "";
+    return u.href.replace(/\/$/, value.endsWith("/") ? "/" : "");
+  } catch {
+    return value;
+  }
 }
 
 // src/worker/episode-errors.ts
@@ -37524,7 +37589,7 @@ async function startServices(job, b, stopForBudget) {
     account.release();
     throw e;
   });
-  const egress = await startEgress({ config: config2, env: b.agentEnv, sandboxed: sandbox !== null }).catch(
+  const egress = await startEgress({ config: config2, env: b.agentEnv, machine: b.source, sandboxed: sandbox !== null }).catch(
     async (e) => {
       await grading.close();
       account.release();
@@ -38034,6 +38099,56 @@ var JUDGE_PYTHON = {
   PYTHONNOUSERSITE: "1"
 };
 
+// src/worker/redact.ts
+var MASK = "***";
+var TOKEN_PATTERNS = [
+  /\bgh[pousr]_[A-Za-z0-9]{30,}\b/g,
+  /\bgithub_pat_[A-Za-z0-9_]{30,}\b/g,
+  /\bsk-(?:ant-|proj-|or-)?[A-Za-z0-9_-]{20,}/g,
+  /\bAKIA[0-9A-Z]{16}\b/g,
+  /\bAIza[0-9A-Za-z_-]{35}\b/g,
+  /\bxox[abposr]-[A-Za-z0-9-]{10,}/g,
+  /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g
+];
+function secretVariants(value) {
+  const out = /* @__PURE__ */ new Set([value]);
+  for (const line of value.split(/\r?\n/)) out.add(line.trim());
+  try {
+    const walk2 = (v) => {
+      if (typeof v === "string") {
+        if (v.length >= 12) out.add(v);
+      } else if (Array.isArray(v)) v.forEach(walk2);
+      else if (v && typeof v === "object") Object.values(v).forEach(walk2);
+    };
+    walk2(JSON.parse(value));
+  } catch {
+  }
+  for (const v of [...out]) {
+    out.add(JSON.stringify(v).slice(1, -1));
+    out.add(encodeURIComponent(v));
+  }
+  out.add(Buffer.from(value).toString("base64"));
+  out.add(Buffer.from(value).toString("base64url"));
+  return [...out].filter((v) => v.length >= SECRET_MIN_CHARS);
+}
+function redactor(values) {
+  const list = [...new Set(values)].filter((v) => v.length >= SECRET_MIN_CHARS).sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    for (const v of list) if (out.includes(v)) out = out.split(v).join(MASK);
+    for (const re of TOKEN_PATTERNS) out = out.replace(re, MASK);
+    return out;
+  };
+}
+function judgeRedactor(config2, env) {
+  const basics = allowedEnv(env, []);
+  const values = [];
+  for (const [name2, v] of Object.entries(allowedEnv(env, [...config2.grader.env, ...config2.setup.env])))
+    if (v && !(name2 in basics)) values.push(...secretVariants(v));
+  return redactor(values);
+}
+
 // src/worker/episode.ts
 async function runEpisode(job) {
   const charged2 = { spent: null };
@@ -38174,10 +38289,17 @@ async function gradeStep(job, b, { snap, unrecorded }, charge) {
     job.judgeMachine,
     b.interrupt
   );
+  const hide2 = judgeRedactor(job.config, b.source);
   const graded = g.setupFailed ? "" : `$ ${job.config.grader.command}
 ${g.stdout}${g.stderr}`;
-  await writeFile12(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ""}${graded}`);
-  return { score: g.score, reason: g.reason, graderSeconds: g.seconds, machineShort: g.machineShort, note: g.note };
+  await writeFile12(episodeLogs(job.scratchDir).grader, hide2(`${g.setupLog ?? ""}${graded}`));
+  return {
+    score: g.score,
+    reason: g.reason === void 0 ? g.reason : hide2(g.reason),
+    graderSeconds: g.seconds,
+    machineShort: g.machineShort,
+    note: g.note === void 0 ? g.note : hide2(g.note)
+  };
 }
 function resultOf(job, r) {
   const { tried } = r.ran;
@@ -38495,22 +38617,22 @@ var LocalForge = class {
   }
   /** The text of `path` at a commit ('' when it has none, or one over LOSER_JOURNAL_MAX_BYTES). */
   async journalAt(commit, path) {
-    const { own: own2 } = await this.open();
+    const { own: own3 } = await this.open();
     const spec = `${commit}:${path}`;
-    const type = await own2.exec(["cat-file", "-t", spec], { check: false });
+    const type = await own3.exec(["cat-file", "-t", spec], { check: false });
     if (type.exitCode !== 0 || type.stdout.trim() !== "blob") return "";
-    if (!(Number(await own2.out(["cat-file", "-s", spec])) <= LOSER_JOURNAL_MAX_BYTES)) return "";
-    return (await own2.exec(["cat-file", "blob", spec])).stdout;
+    if (!(Number(await own3.out(["cat-file", "-s", spec])) <= LOSER_JOURNAL_MAX_BYTES)) return "";
+    return (await own3.exec(["cat-file", "blob", spec])).stdout;
   }
   /** A fresh checkout of the episode's base, its context folder, and the places of its sandbox. */
   async prepareEpisode(state, e) {
-    const { own: own2, commonDir, alternates } = await this.open();
+    const { own: own3, commonDir, alternates } = await this.open();
     const workspace = this.store.workspace(e.id);
     const scratchDir = this.store.scratch(e.id);
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
     const checkoutIndex = join22(scratchDir, "checkout.index");
-    await checkoutInto(own2, e.base, workspace, checkoutIndex, branch);
+    await checkoutInto(own3, e.base, workspace, checkoutIndex, branch);
     const context = this.store.context(e.id);
     await removeTree(context);
     const notes = [];
@@ -38532,11 +38654,11 @@ var LocalForge = class {
       workspace,
       context,
       box: join22(scratchDir, "box"),
-      objects: [own2.objects, ...alternates],
+      objects: [own3.objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname10(this.store.dir)]
     };
-    return { own: own2, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
+    return { own: own3, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
   }
   /**
    * Moves an episode's branch from the result it held back to the episode's base, for an episode
@@ -38612,12 +38734,12 @@ var LocalForge = class {
   }
   /** A throwaway checkout of a commit (to grade the initial workspace), with the places to hide. */
   async withCheckout(commit, name2, fn) {
-    const { own: own2, commonDir, alternates } = await this.open();
+    const { own: own3, commonDir, alternates } = await this.open();
     const dir = this.store.workspace(name2);
-    await checkoutInto(own2, commit, dir, join22(this.store.scratch(name2), "checkout.index"));
+    await checkoutInto(own3, commit, dir, join22(this.store.scratch(name2), "checkout.index"));
     try {
       return await fn(dir, {
-        objects: [own2.objects, ...alternates],
+        objects: [own3.objects, ...alternates],
         private: [this.repo, commonDir, dirname10(this.store.dir)]
       });
     } finally {
@@ -40743,6 +40865,7 @@ async function run(s, call, allowance, dir, box, context) {
   const egress = await startEgress({
     config: { agent: s.judge, setup: s.config.setup, sandbox: s.config.sandbox },
     env,
+    machine: s.env,
     sandboxed: sandbox !== null
   });
   const account = sandbox?.account() ?? NO_ACCOUNT;
@@ -41071,8 +41194,8 @@ async function makeMap(o) {
       const repos = /* @__PURE__ */ new Map();
       const hidden = [taskDir, RunStore.runsDir(taskDir)];
       for (const r of target.runs) {
-        const { own: own2, commonDir } = await new LocalForge(r.info.repo, r.store).open();
-        repos.set(r.state.id, own2);
+        const { own: own3, commonDir } = await new LocalForge(r.info.repo, r.store).open();
+        repos.set(r.state.id, own3);
         hidden.push(r.info.repo, commonDir);
       }
       return { repos, hidden };
@@ -41214,8 +41337,8 @@ async function draw(r) {
 }
 async function askSpec(r, x) {
   const run2 = r.j.runs.find((y) => y.state.id === x.run);
-  const own2 = r.repos.get(x.run);
-  if (!run2 || !own2) throw new Error(`no run ${x.run} for snapshot ${x.commit}`);
+  const own3 = r.repos.get(x.run);
+  if (!run2 || !own3) throw new Error(`no run ${x.run} for snapshot ${x.commit}`);
   const name2 = `spec-${x.commit.slice(0, 16)}`;
   const config2 = run2.state.config;
   const call = {
@@ -41228,7 +41351,7 @@ async function askSpec(r, x) {
       journal: config2.journal
     }),
     cwd: join35(r.setup.work, name2, "snapshot"),
-    prepare: (cwd) => checkoutInto(own2, x.commit, cwd, join35(r.setup.work, name2, "checkout.index")),
+    prepare: (cwd) => checkoutInto(own3, x.commit, cwd, join35(r.setup.work, name2, "checkout.index")),
     seed: r.seed
   };
   const reply = await ask2(r.setup, r.ledger, call);
@@ -41265,10 +41388,10 @@ function questionsFor(r, mapped) {
 }
 async function baseCheckout(r) {
   const first = r.j.runs[0];
-  const own2 = first && r.repos.get(first.state.id);
-  if (!first || !own2) return;
+  const own3 = first && r.repos.get(first.state.id);
+  if (!first || !own3) return;
   await mkdir22(r.setup.work, { recursive: true });
-  await checkoutInto(own2, first.state.base.commit, join35(r.setup.work, "base"), join35(r.setup.work, "base.index"));
+  await checkoutInto(own3, first.state.base.commit, join35(r.setup.work, "base"), join35(r.setup.work, "base.index"));
   await readOnly(join35(r.setup.work, "base"));
 }
 async function askTriplet(r, q, answered) {

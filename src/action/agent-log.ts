@@ -31,6 +31,7 @@ import { findExecutable } from '../io/executables.js';
 import { runProcess } from '../io/process.js';
 import { episodeLogs, expandHome } from '../worker/boundary.js';
 import { allowedEnv } from '../worker/env.js';
+import { redactor } from '../worker/redact.js';
 import { cliFolder } from './agent-install.js';
 import {
   type ArtifactResult,
@@ -40,7 +41,7 @@ import {
   uploadArtifact,
 } from './artifact.js';
 import type { JobOutcome } from './episode-job.js';
-import { handedOverEnv, redactor, secretValues } from './log-secrets.js';
+import { handedOverEnv, secretValues } from './log-secrets.js';
 import { cleanText, type RecordFacts, readRecordFacts } from './record-facts.js';
 import { jobPlaces } from './settings.js';
 

@@ -26,6 +26,7 @@ import type { EpisodeJob } from './episode-input.js';
 import { addLosersSection, commitResult, seconds, setupResult, triesNotes } from './episode-result.js';
 import { gradeAsJudge, type JudgeGrading } from './grade.js';
 import { judge, NO_GRADING } from './judge.js';
+import { judgeRedactor } from './redact.js';
 import { prepareWorkspace } from './setup.js';
 
 export async function runEpisode(job: EpisodeJob): Promise<EpisodeResult> {
@@ -227,9 +228,17 @@ async function gradeStep(
     b.interrupt,
   );
   // The grader's whole output (after the judge's setup's), beside the agent's log: the reason names one line of it.
+  // Neither shows what grader.env and setup.env hold: the graded code could print it.
+  const hide = judgeRedactor(job.config, b.source);
   const graded = g.setupFailed ? '' : `$ ${job.config.grader.command}\n${g.stdout}${g.stderr}`;
-  await writeFile(episodeLogs(job.scratchDir).grader, `${g.setupLog ?? ''}${graded}`);
-  return { score: g.score, reason: g.reason, graderSeconds: g.seconds, machineShort: g.machineShort, note: g.note };
+  await writeFile(episodeLogs(job.scratchDir).grader, hide(`${g.setupLog ?? ''}${graded}`));
+  return {
+    score: g.score,
+    reason: g.reason === undefined ? g.reason : hide(g.reason),
+    graderSeconds: g.seconds,
+    machineShort: g.machineShort,
+    note: g.note === undefined ? g.note : hide(g.note),
+  };
 }
 
 /** The episode's result from its steps, its notes and reasons as plain text (terminals and reports show them). */

@@ -23,10 +23,11 @@ import {
 } from '../../src/action/agent-log.js';
 import { artifactName, artifactUnavailable, type UploadClient, uploadArtifact } from '../../src/action/artifact.js';
 import type { JobOutcome } from '../../src/action/episode-job.js';
-import { MASK, redactor, secretValues, secretVariants } from '../../src/action/log-secrets.js';
+import { secretValues } from '../../src/action/log-secrets.js';
 import type { CliFacts } from '../../src/agents/spec.js';
 import { cliOf } from '../../src/agents/specs.js';
 import type { AgentKind } from '../../src/core/config.js';
+import { MASK, redactor, secretVariants } from '../../src/worker/redact.js';
 
 const pin = (kind: AgentKind) => cliOf(kind) as CliFacts;
 
