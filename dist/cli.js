@@ -8313,6 +8313,9 @@ var Tail = class {
   }
 };
 
+// src/cli/main.ts
+import { tmpdir as tmpdir6 } from "node:os";
+
 // package.json
 var package_default = {
   name: "forkflush",
@@ -29659,6 +29662,45 @@ function parseLocalRun(text, where) {
   return readRecord(LOCAL_RUN_RECORD, text, where);
 }
 
+// src/worker/episode-errors.ts
+import { statfs } from "node:fs/promises";
+var InterruptedError = class extends Error {
+  /** What the stopped attempt spent, where it is known: measured, reported, or estimated (core/charge.ts). */
+  constructor(message, spent2 = null, estimated = false) {
+    super(message);
+    this.spent = spent2;
+    this.estimated = estimated;
+  }
+  spent;
+  estimated;
+  name = "InterruptedError";
+};
+var DiskFullError = class extends Error {
+  constructor(message, spent2) {
+    super(message);
+    this.spent = spent2;
+  }
+  spent;
+  name = "DiskFullError";
+};
+function diskFullLine(message) {
+  return message.split("\n").find(
+    (l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT|unable to write file|couldn't write|Out of diskspace/i.test(
+      l
+    )
+  )?.trim().slice(0, FAILURE_QUOTE_MAX_CHARS) ?? null;
+}
+async function diskFull(e, dirs) {
+  const line = e instanceof Error ? diskFullLine(e.message) : null;
+  if (!line) return null;
+  for (const dir of dirs) {
+    const s = await statfs(dir).catch(() => null);
+    if (s && (s.bavail * s.bsize < DISK_FULL_BELOW_BYTES || s.files > 0 && s.ffree < DISK_FULL_BELOW_INODES))
+      return line;
+  }
+  return null;
+}
+
 // src/cli/args.ts
 import { parseArgs } from "node:util";
 var FLAGS = {
@@ -37152,41 +37194,6 @@ function withoutCredentials(value) {
   }
 }
 
-// src/worker/episode-errors.ts
-import { statfs } from "node:fs/promises";
-var InterruptedError = class extends Error {
-  /** What the stopped attempt spent, where it is known: measured, reported, or estimated (core/charge.ts). */
-  constructor(message, spent2 = null, estimated = false) {
-    super(message);
-    this.spent = spent2;
-    this.estimated = estimated;
-  }
-  spent;
-  estimated;
-  name = "InterruptedError";
-};
-var DiskFullError = class extends Error {
-  constructor(message, spent2) {
-    super(message);
-    this.spent = spent2;
-  }
-  spent;
-  name = "DiskFullError";
-};
-function diskFullLine(message) {
-  return message.split("\n").find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT|unable to write file/i.test(l))?.trim().slice(0, FAILURE_QUOTE_MAX_CHARS) ?? null;
-}
-async function diskFull(e, dirs) {
-  const line = e instanceof Error ? diskFullLine(e.message) : null;
-  if (!line) return null;
-  for (const dir of dirs) {
-    const s = await statfs(dir).catch(() => null);
-    if (s && (s.bavail * s.bsize < DISK_FULL_BELOW_BYTES || s.files > 0 && s.ffree < DISK_FULL_BELOW_INODES))
-      return line;
-  }
-  return null;
-}
-
 // src/worker/grade-service.ts
 import { randomBytes as randomBytes2 } from "node:crypto";
 import { chmod as chmod3, mkdtemp as mkdtemp2, rm as rm11, writeFile as writeFile9 } from "node:fs/promises";
@@ -42032,6 +42039,12 @@ ${e.problems.map((p) => `  ${p}`).join("\n")}
       return 2;
     }
     const err = e;
+    const full = await diskFull(e, [process.cwd(), ...argv.filter((a) => !a.startsWith("-")), tmpdir6()]);
+    if (full) {
+      io.stderr.write(`forkflush: the disk is full (${full}): free some space, then run the command again
+`);
+      return 1;
+    }
     io.stderr.write(`forkflush: failed: ${err.message}
 `);
     if ((io.env ?? process.env).FORKFLUSH_DEBUG) io.stderr.write(`${err.stack}

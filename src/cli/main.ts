@@ -1,10 +1,12 @@
 // The CLI's commands, one file each (run.ts, resume.ts, status.ts, plan.ts, init.ts, compare.ts,
 // probe.ts, map.ts): this file reads the command line, answers --version, help and schema, sends
 // every other command to its file, and turns an error into one line and an exit code.
+import { tmpdir } from 'node:os';
 import pkg from '../../package.json' with { type: 'json' };
 import { ConfigError, configJsonSchema } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { RecordError } from '../core/records.js';
+import { diskFull } from '../worker/episode-errors.js';
 import { COMMANDS, commandUsage, parseCommandLine, usage } from './args.js';
 import { compareCommand } from './compare.js';
 import { initTask } from './init.js';
@@ -33,6 +35,12 @@ export async function main(argv: string[], io: Io): Promise<number> {
       return 2;
     }
     const err = e as Error;
+    // Where the command worked: here, the folders it was given, the temp folder.
+    const full = await diskFull(e, [process.cwd(), ...argv.filter((a) => !a.startsWith('-')), tmpdir()]);
+    if (full) {
+      io.stderr.write(`forkflush: the disk is full (${full}): free some space, then run the command again\n`);
+      return 1;
+    }
     io.stderr.write(`forkflush: failed: ${err.message}\n`);
     if ((io.env ?? process.env).FORKFLUSH_DEBUG) io.stderr.write(`${err.stack}\n`);
     return 1;

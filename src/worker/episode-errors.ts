@@ -37,8 +37,12 @@ export function diskFullLine(message: string): string | null {
   return (
     message
       .split('\n')
-      // git's checkout names the file it could not write, and not why.
-      .find((l) => /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT|unable to write file/i.test(l))
+      // git's checkout and its refs name the file they could not write, and not why.
+      .find((l) =>
+        /No space left on device|ENOSPC|Disk quota exceeded|EDQUOT|unable to write file|couldn't write|Out of diskspace/i.test(
+          l,
+        ),
+      )
       ?.trim()
       .slice(0, FAILURE_QUOTE_MAX_CHARS) ?? null
   );
