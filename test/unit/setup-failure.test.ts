@@ -58,6 +58,18 @@ describe('stopReason', () => {
     );
   });
 
+  it('says what differs in the judge where the reasons point at it (network, git, environment, time, files)', () => {
+    const hint = (reason: string) =>
+      stopReason(opening(null, [noScore(reason), noScore(reason), noScore(reason), noScore(reason)]))?.message;
+    expect(hint('the grader exited with code 6: curl: (6) Could not resolve host: example.com')).toContain(
+      "(as it runs there: the judge's grader has no network unless grader.network: true)",
+    );
+    expect(hint('the grader exited with code 128: fatal: not a git repository')).toContain('without .git');
+    expect(hint('the grader exited with code 1: Error: MY_TOKEN is not set')).toContain('what grader.env lists');
+    expect(hint('the grader timed out after 12 s')).toContain('grader.timeout is the limit');
+    expect(hint('the grader printed "oops", not a number')).not.toContain('as it runs there');
+  });
+
   it('goes on while the opening round is open, when one episode scored, or when the base had a score', () => {
     const all = [noScore('a'), noScore('b'), noScore('c'), noScore('d')];
     expect(stopReason(opening(null, all.slice(0, 3), false))).toBeNull();
