@@ -69861,12 +69861,32 @@ function cause(state) {
     return {
       stop: stop(
         1,
-        (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run`
+        (q) => `neither the initial workspace nor any episode of the opening round got a score (${reasons.slice(0, 3).map(q).join("; ")}), so the run stopped rather than spend the rest of its budget: run the grader by hand on the workspace, fix it, then start a new run${judgeHint(reasons)}`
       ),
       retry: null
     };
   }
   return null;
+}
+var JUDGE_HINTS = [
+  [
+    /resolve host|getaddrinfo|ENOTFOUND|EAI_AGAIN|name resolution|Network is unreachable|ECONNREFUSED/i,
+    "the judge's grader has no network unless grader.network: true"
+  ],
+  [/not a git repository/i, "the judge grades a checkout of the commit without .git: the grader cannot run git there"],
+  [
+    /\bis not set\b|unbound variable|KeyError|environment variable/i,
+    "the grader gets only the basics (PATH, locale, proxies) and what grader.env lists"
+  ],
+  [/timed out after/i, "grader.timeout is the limit, with the branches graded side by side"],
+  [
+    /cannot open|No such file|ENOENT|not found/i,
+    "the judge has only the committed files (none that .gitignore leaves out) and no home folder"
+  ]
+];
+function judgeHint(reasons) {
+  const hints = JUDGE_HINTS.filter(([re]) => reasons.some((r) => re.test(r))).map(([, hint]) => hint);
+  return hints.length > 0 ? ` (as it runs there: ${hints.join("; ")})` : "";
 }
 function stoppingFailure(r) {
   if (!r) return null;

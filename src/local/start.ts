@@ -9,11 +9,11 @@ import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
 import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
-import { planWarnings } from '../core/plan.js';
+import { plan, planWarnings } from '../core/plan.js';
 import { loadTemplates } from '../core/prompts.js';
 import { newRunState, type RunState } from '../core/state.js';
 import { retryStopped } from '../core/stop.js';
-import { shellQuote } from '../core/text.js';
+import { formatNumber, shellQuote } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { type Isolation, isolationFor } from '../worker/boundary.js';
 import { LocalForge } from './forge.js';
@@ -130,6 +130,13 @@ export async function startRun(o: StartOptions): Promise<OpenRun> {
       isolation,
       env: o.env ?? process.env,
     });
+    // Alone it took most of its time; side by side with its siblings' it would take longer.
+    const side = Math.min(info.concurrency, Math.max(...plan(config).map((p) => p.branches)));
+    if (baseGrade.score !== null && side > 1 && baseGrade.seconds > config.grader.timeout / 2)
+      warnings.push(
+        `the initial grading took ${formatNumber(baseGrade.seconds, 2)} s of grader.timeout's ${config.grader.timeout} s, alone; ` +
+          `${side} branches are graded side by side and may each take longer and time out: raise grader.timeout, or run fewer at once (--concurrency)`,
+      );
     // 6. The run's state, saved (a dry run's folder removed instead).
     const state = newRunState({
       id,

@@ -297,6 +297,18 @@ describe('runs', () => {
     expect(ids).toEqual(['20261130-100000', '20261130-100000-2']);
   });
 
+  it('notes a grader that took most of grader.timeout alone, before its branches are graded side by side', async () => {
+    // grader.timeout is 5 s (task-repo.ts): 3 s alone is most of it.
+    const slow = makeTaskRepo({ grader: "sh -c 'sleep 3; sh grade.sh'" });
+    const r = await cli('run', slow.dir, '--dry-run');
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toMatch(
+      /note: the initial grading took 3\.\d+ s of grader\.timeout's 5 s, alone; 4 branches are graded side by side/,
+    );
+    const quick = await cli('run', makeTaskRepo().dir, '--dry-run');
+    expect(quick.err).not.toContain('the initial grading took');
+  });
+
   it('says when another run of the task is running', async () => {
     const repo = makeTaskRepo(small);
     await cli('run', repo.dir);
