@@ -41815,6 +41815,17 @@ interrupted: finished episodes are saved. Continue with: forkflush resume ${open
   }
   return printResult(open4, io);
 }
+async function automationChanged(repo, state) {
+  const r = await new Git(repo).exec(
+    ["diff", "--name-only", "-z", state.base.commit, `refs/heads/${bestBranch(state.id)}`],
+    {
+      check: false
+    }
+  );
+  if (r.exitCode !== 0) return [];
+  return r.stdout.split("\0").filter((p) => p !== "" && matchesAny(p, AUTOMATION));
+}
+var AUTOMATION = [".github/workflows/**", ".github/actions/**", ".gitlab-ci.yml", ".gitmodules", "**/.gitattributes"];
 var placeOf = (open4) => ({ repo: open4.info.repo, taskDir: open4.info.taskDir, scratch: open4.info.scratch });
 async function printResult(open4, io) {
   const state = open4.state;
@@ -41835,6 +41846,12 @@ chart:   ${chart}
   if (home.length > 0) io.stdout.write(`
 ${home.join("\n")}
 `);
+  const automation = home.length > 0 ? await automationChanged(open4.info.repo, state) : [];
+  if (automation.length > 0)
+    io.stderr.write(
+      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 5).join(", ")}${automation.length > 5 ? ` and ${automation.length - 5} more` : ""}; the agent wrote them: read them before you merge
+`
+    );
   const unspent = budgetLeftUnspent(state);
   if (unspent) io.stderr.write(`forkflush: warning: ${unspent}
 `);

@@ -1,12 +1,14 @@
 // Driving a local run to its end (run and resume): the progress view, then what stopped it or its
 // result (the leaderboard, the lineage, the reports), as lines for the user and an exit code.
 import { UserError } from '../core/errors.js';
-import { lineageBranch } from '../core/names.js';
+import { matchesAny } from '../core/globs.js';
+import { bestBranch, lineageBranch } from '../core/names.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../core/report.js';
 import type { RunState } from '../core/state.js';
 import { budgetLeftUnspent, nothingDone, retryStopped } from '../core/stop.js';
 import { textTable } from '../core/text.js';
+import { Git } from '../io/git.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
@@ -77,6 +79,20 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
   return printResult(open, io);
 }
 
+/** Files that run without anyone asking (CI workflows and actions, submodules, git attributes) the best branch changes. */
+async function automationChanged(repo: string, state: RunState): Promise<string[]> {
+  const r = await new Git(repo).exec(
+    ['diff', '--name-only', '-z', state.base.commit, `refs/heads/${bestBranch(state.id)}`],
+    {
+      check: false,
+    },
+  );
+  if (r.exitCode !== 0) return [];
+  return r.stdout.split('\0').filter((p) => p !== '' && matchesAny(p, AUTOMATION));
+}
+
+const AUTOMATION = ['.github/workflows/**', '.github/actions/**', '.gitlab-ci.yml', '.gitmodules', '**/.gitattributes'];
+
 const placeOf = (open: OpenRun) => ({ repo: open.info.repo, taskDir: open.info.taskDir, scratch: open.info.scratch });
 
 export async function printResult(open: OpenRun, io: Io): Promise<number> {
@@ -90,6 +106,12 @@ export async function printResult(open: OpenRun, io: Io): Promise<number> {
   );
   const home = takeHomeLines(state, placeOf(open));
   if (home.length > 0) io.stdout.write(`\n${home.join('\n')}\n`);
+  const automation = home.length > 0 ? await automationChanged(open.info.repo, state) : [];
+  if (automation.length > 0)
+    io.stderr.write(
+      `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 5).join(', ')}` +
+        `${automation.length > 5 ? ` and ${automation.length - 5} more` : ''}; the agent wrote them: read them before you merge\n`,
+    );
   const unspent = budgetLeftUnspent(state);
   if (unspent) io.stderr.write(`forkflush: warning: ${unspent}\n`);
   const nothing = nothingDone(state);

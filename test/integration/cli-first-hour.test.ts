@@ -324,6 +324,19 @@ describe('runs', () => {
     expect((await cli('run', repo.dir)).err).not.toContain('is running too');
   });
 
+  it('warns when the best workspace changes what runs by itself once pushed (a CI workflow)', async () => {
+    const repo = makeTaskRepo({
+      ...small,
+      agentCommand: `sh -c 'mkdir -p .github/workflows && echo on-push > .github/workflows/pwn.yml && node agent.mjs improve /dev/null'`,
+    });
+    const r = await cli('run', repo.dir);
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toContain(
+      'warning: the best workspace changes what runs by itself once merged and pushed (CI, git): .github/workflows/pwn.yml; the agent wrote them: read them before you merge',
+    );
+    expect((await cli('run', makeTaskRepo(small).dir)).err).not.toContain('runs by itself');
+  });
+
   it('say how to take the best workspace home, in a repository and from a copy', async () => {
     const repo = makeTaskRepo(small);
     const r = await cli('run', repo.dir);
