@@ -39482,13 +39482,21 @@ async function committedInputs(git, base, config2, configFile) {
 }
 async function otherRunsOfTask(taskDir, id) {
   const warnings = [];
-  for (const other of await RunStore.list(taskDir)) {
-    const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
+  let unfinished2 = null;
+  for (const other of (await RunStore.list(taskDir)).sort()) {
+    if (other === id) continue;
+    const store = RunStore.forRun(taskDir, other);
+    const pid = await store.driver();
     if (pid !== null && pid !== process.pid)
       warnings.push(
         `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`
       );
+    else if (pid === null && (await store.load().catch(() => null))?.status === "running") unfinished2 = other;
   }
+  if (unfinished2)
+    warnings.push(
+      `run ${unfinished2} of this task did not finish (stopped or interrupted); this is a new run. To go on with that one instead: forkflush resume ${shellQuote(taskDir)} --run ${unfinished2}`
+    );
   return warnings;
 }
 async function newRunFolder(taskDir, now) {

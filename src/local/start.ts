@@ -229,14 +229,23 @@ async function committedInputs(git: Git, base: string, config: Config, configFil
 /** Two runs of one task share the machine (and its agents' keys): said, not refused. */
 async function otherRunsOfTask(taskDir: string, id: string): Promise<string[]> {
   const warnings: string[] = [];
-  for (const other of await RunStore.list(taskDir)) {
-    const pid = other === id ? null : await RunStore.forRun(taskDir, other).driver();
+  let unfinished: string | null = null;
+  for (const other of (await RunStore.list(taskDir)).sort()) {
+    if (other === id) continue;
+    const store = RunStore.forRun(taskDir, other);
+    const pid = await store.driver();
     // This process's own runs (a compare's, side by side) are not another run's.
     if (pid !== null && pid !== process.pid)
       warnings.push(
         `run ${other} of this task is running too (process ${pid}): the two share this machine's CPUs and your agent's quota`,
       );
+    else if (pid === null && (await store.load().catch(() => null))?.status === 'running') unfinished = other;
   }
+  // The newest run that nobody drives and that did not finish: a resume may be what was meant.
+  if (unfinished)
+    warnings.push(
+      `run ${unfinished} of this task did not finish (stopped or interrupted); this is a new run. To go on with that one instead: forkflush resume ${shellQuote(taskDir)} --run ${unfinished}`,
+    );
   return warnings;
 }
 

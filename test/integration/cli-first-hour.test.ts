@@ -309,6 +309,19 @@ describe('runs', () => {
     expect(quick.err).not.toContain('the initial grading took');
   });
 
+  it('says when an earlier run of the task did not finish, and how to resume it instead', async () => {
+    const repo = makeTaskRepo(small);
+    await cli('run', repo.dir);
+    const [id] = runs(repo.dir) as [string];
+    const state = stateOf(repo.dir, id);
+    state.status = 'running';
+    writeFileSync(join(repo.dir, '.forkflush', id, 'state.json'), JSON.stringify(state));
+    const again = await cli('run', repo.dir);
+    expect(again.err).toContain(
+      `note: run ${id} of this task did not finish (stopped or interrupted); this is a new run. To go on with that one instead: forkflush resume ${repo.dir} --run ${id}`,
+    );
+  });
+
   it('says when another run of the task is running', async () => {
     const repo = makeTaskRepo(small);
     await cli('run', repo.dir);
