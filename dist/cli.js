@@ -30903,10 +30903,14 @@ function neverWorked(e) {
   const r = e.result;
   return r?.exit === "finished" && r.unchanged === true && (r.spentBasis !== void 0 || r.spent === 0);
 }
+function overranIdle(e) {
+  const r = e.result;
+  return r?.exit === "budget" && r.unchanged === true && r.spent > 2 * e.allowance;
+}
 function crashedRun(state, open4) {
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
   const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e) => crashedIdle(e) || noWorkYet && neverWorked(e);
+  const idle = (e) => crashedIdle(e) || noWorkYet && (neverWorked(e) || overranIdle(e));
   const stopFor = (episodes, where) => crashStop(episodes, where, open4, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === "fork");
   if (firstFork === open4 && open4.episodes.length > 1) {
@@ -30925,6 +30929,16 @@ function crashedRun(state, open4) {
 }
 function crashStop(crashed, where, open4, agentTimeout, noWork) {
   const last = crashed.at(-1)?.result;
+  if (crashed.every(overranIdle)) {
+    const e = crashed.at(-1);
+    return {
+      stop: stop(
+        2,
+        () => `the agent spent more than twice its allowance without changing the workspace in ${where} (the last ${formatNumber(e.result?.spent ?? 0)} of its ${formatNumber(e.allowance)}), so its first steps cost more than an episode may spend and the run stopped: give each episode more (a larger budget.total, budget.episode or fork.branch_budget, or fewer fork.branches) and start a new run`
+      ),
+      retry: null
+    };
+  }
   const words = last?.failure?.quote || last?.note || "it printed nothing";
   const timedOut = crashed.filter((e) => e.result?.exit === "timeout").length;
   const what = noWork ? "ended" : timedOut === 0 ? "crashed" : timedOut === crashed.length ? `ran until its time limit (agent.timeout: ${formatNumber(agentTimeout, 0)} s)` : "crashed or ran until its time limit (agent.timeout)";

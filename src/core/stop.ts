@@ -166,6 +166,16 @@ function neverWorked(e: Episode): boolean {
 }
 
 /**
+ * An episode stopped for its budget having spent over twice its allowance, changing nothing: its
+ * agent's first steps cost more than an episode may spend (a CLI's first request of 20,000 tokens
+ * on an allowance of 6), so every episode would be charged that and do nothing.
+ */
+function overranIdle(e: Episode): boolean {
+  const r = e.result;
+  return r?.exit === 'budget' && r.unchanged === true && r.spent > 2 * e.allowance;
+}
+
+/**
  * Crashes that repeat: every branch of the first fork round (two at least), or the last
  * CRASH_STREAK episodes with a result (by round and branch; setup failures, whose agent never
  * ran, are passed over), crashed without changing the workspace. The first fork round is judged
@@ -180,7 +190,7 @@ function neverWorked(e: Episode): boolean {
 function crashedRun(state: RunState, open: Round): Cause | null {
   const tried = allEpisodes(state).filter((e) => e.result && !setupFailed(e));
   const noWorkYet = tried.every((e) => e.result?.unchanged === true);
-  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && neverWorked(e));
+  const idle = (e: Episode) => crashedIdle(e) || (noWorkYet && (neverWorked(e) || overranIdle(e)));
   const stopFor = (episodes: Episode[], where: string) =>
     crashStop(episodes, where, open, state.config.agent.timeout, !episodes.every(crashedIdle));
   const firstFork = state.rounds.find((r) => r.kind === 'fork');
@@ -202,6 +212,19 @@ function crashedRun(state: RunState, open: Round): Cause | null {
 /** The stop for episodes that left the workspace as they found it (`noWork`: some ended cleanly, and none of the run did any work). */
 function crashStop(crashed: Episode[], where: string, open: Round, agentTimeout: number, noWork: boolean): Cause {
   const last = crashed.at(-1)?.result;
+  if (crashed.every(overranIdle)) {
+    const e = crashed.at(-1) as Episode;
+    return {
+      stop: stop(
+        2,
+        () =>
+          `the agent spent more than twice its allowance without changing the workspace in ${where} (the last ${formatNumber(e.result?.spent ?? 0)} of its ${formatNumber(e.allowance)}), ` +
+          'so its first steps cost more than an episode may spend and the run stopped: give each episode more (a larger budget.total, ' +
+          'budget.episode or fork.branch_budget, or fewer fork.branches) and start a new run',
+      ),
+      retry: null,
+    };
+  }
   const words = last?.failure?.quote || last?.note || 'it printed nothing';
   const timedOut = crashed.filter((e) => e.result?.exit === 'timeout').length;
   const what = noWork

@@ -252,6 +252,31 @@ describe('an agent that fails', () => {
     expect(stopReason(single)?.message).toContain('ended without changing the workspace in 3 episodes in a row');
   });
 
+  it('stops an agent whose first steps cost more than twice an episode may spend, changing nothing', () => {
+    // A real CLI on a small budget: its first request alone is over the allowance; forkflush stops it there.
+    const allowance = opening(5, [{ score: 5 }, { score: 5 }, { score: 5 }, { score: 5 }], false).rounds[0]?.episodes[0]
+      ?.allowance as number;
+    const overran = (extra: Partial<EpisodeResult> = {}): Partial<EpisodeResult> => ({
+      exit: 'budget',
+      unchanged: true,
+      spent: allowance * 8,
+      note: `stopped by forkflush: the session spent ${allowance * 8} of its ${allowance}`,
+      ...extra,
+    });
+    const s = opening(5, [overran(), overran(), overran(), overran()], false);
+    expect(stopReason(s)?.code).toBe(2);
+    expect(stopReason(s)?.message).toMatch(
+      /^the agent spent more than twice its allowance without changing the workspace in every branch of the first fork round \(r0\.b0, r0\.b1, r0\.b2, r0\.b3\) \(the last \d+ of its \d+\), so its first steps cost more than an episode may spend.*start a new run$/,
+    );
+    expect(retryStopped(s)).toBeNull();
+    // Stopped at its allowance (a budget that ran out as planned), or having changed something: it worked.
+    const atBudget = overran({ spent: allowance });
+    expect(stopReason(opening(5, [atBudget, atBudget, atBudget, atBudget], false))).toBeNull();
+    expect(
+      stopReason(opening(5, [overran(), overran({ unchanged: undefined }), overran(), overran()], false)),
+    ).toBeNull();
+  });
+
   it('judges the first fork round whole, whichever of its branches finish first', () => {
     // Its branches run at once: three that crashed before the fourth ended are no streak.
     for (const order of [
