@@ -39251,6 +39251,7 @@ commit them (git add, git commit), then run again`
         );
     }
   }
+  notes.push(...await unprotected(p));
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
@@ -39266,6 +39267,22 @@ commit them (git add, git commit), then run again`
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+async function unprotected(p) {
+  const notes = [];
+  const git = new Git(p.repo);
+  const files = async (glob) => (await git.exec(["ls-files", "-z", "--", `:(glob)${glob}`], { check: false })).stdout.split("\0").filter(Boolean);
+  for (const glob of p.config.grader.protected)
+    if ((await files(glob)).length === 0)
+      notes.push(
+        `grader.protected: ${JSON.stringify(glob)} matches no file of the commit, so it protects nothing: correct it if you meant a file the grader reads`
+      );
+  const file2 = fileItRuns(p.config.grader.command);
+  if (file2 && (await files(file2)).length > 0 && !matchesAny(file2, p.config.grader.protected))
+    notes.push(
+      `grader.protected does not cover ${file2}, the file grader.command runs: an agent that rewrites it gets the score it likes; add it to grader.protected`
+    );
+  return notes;
 }
 async function uncommittedInputs(p) {
   const c = p.config;

@@ -7,6 +7,7 @@ import { basename, isAbsolute, join } from 'node:path';
 import { agentFor, cliOf } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
 import { installCommand } from '../core/failure.js';
+import { matchesAny } from '../core/globs.js';
 import { findExecutable, isExecutable } from '../io/executables.js';
 import { Git } from '../io/git.js';
 import type { Sandbox } from '../io/sandbox.js';
@@ -58,6 +59,7 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
         );
     }
   }
+  notes.push(...(await unprotected(p)));
   const adapter = agentFor(p.config);
   const login = adapter.missingLogin(allowedEnv(p.env, [...adapter.passEnv, ...p.config.agent.env]));
   if (login) problems.push(login);
@@ -73,6 +75,29 @@ export async function preflight(p: PreflightInput): Promise<{ problems: string[]
     notes.push(...view.notes);
   }
   return { problems, notes };
+}
+
+/**
+ * What grader.protected leaves open that it most likely meant to close: a glob that matches no
+ * file of the commit (a misspelt name protects nothing), and the file grader.command runs when no
+ * glob covers it (the agent could rewrite the grader, and the judge would run its version).
+ */
+async function unprotected(p: PreflightInput): Promise<string[]> {
+  const notes: string[] = [];
+  const git = new Git(p.repo);
+  const files = async (glob: string) =>
+    (await git.exec(['ls-files', '-z', '--', `:(glob)${glob}`], { check: false })).stdout.split('\0').filter(Boolean);
+  for (const glob of p.config.grader.protected)
+    if ((await files(glob)).length === 0)
+      notes.push(
+        `grader.protected: ${JSON.stringify(glob)} matches no file of the commit, so it protects nothing: correct it if you meant a file the grader reads`,
+      );
+  const file = fileItRuns(p.config.grader.command);
+  if (file && (await files(file)).length > 0 && !matchesAny(file, p.config.grader.protected))
+    notes.push(
+      `grader.protected does not cover ${file}, the file grader.command runs: an agent that rewrites it gets the score it likes; add it to grader.protected`,
+    );
+  return notes;
 }
 
 /**

@@ -309,6 +309,21 @@ describe('runs', () => {
     expect(quick.err).not.toContain('the initial grading took');
   });
 
+  it('notes a grader.protected that protects nothing, or leaves out the file the grader runs', async () => {
+    const repo = makeTaskRepo(small);
+    const config = join(repo.dir, '.github', 'autoresearch.yml');
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace('protected: [grade.sh, agent.mjs]', 'protected: [grade.py, agent.mjs]'),
+    );
+    repo.git('commit', '-qam', 'a misspelt protected path');
+    const r = await cli('run', repo.dir, '--dry-run');
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toContain('note: grader.protected: "grade.py" matches no file of the commit, so it protects nothing');
+    expect(r.err).toContain('note: grader.protected does not cover grade.sh, the file grader.command runs');
+    expect((await cli('run', makeTaskRepo(small).dir, '--dry-run')).err).not.toContain('grader.protected');
+  });
+
   it('says when an earlier run of the task did not finish, and how to resume it instead', async () => {
     const repo = makeTaskRepo(small);
     await cli('run', repo.dir);
