@@ -41023,8 +41023,9 @@ function tripletReply(text, spent2, strict) {
 }
 function exitProblem(exit, r, note, allowance, unit, smoke2) {
   if (exit === "budget") return `passed its allowance of ${allowance.toPrecision(4)} ${unit} and was stopped`;
-  const limit = smoke2 ? "agent.timeout" : "map.judge.timeout (its agent.timeout)";
-  if (exit === "timeout") return `ran past ${limit} and was stopped`;
+  const limit = smoke2 ? `the smoke test's time (agent.timeout, at most ${SMOKE_TIMEOUT_SECONDS} s)` : "map.judge.timeout (its agent.timeout)";
+  if (exit === "timeout")
+    return `ran past ${limit} and was stopped${note ? ` (${note})` : ""}: its log says where it waited`;
   const line = failureLine(r.stderr || r.stdout);
   const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
   return `${how}${line ? `: ${line}` : note ? `: ${note}` : ""}`;

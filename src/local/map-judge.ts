@@ -8,6 +8,7 @@ import { chmod, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/prom
 import { join } from 'node:path';
 import type { AgentAdapter } from '../agents/agent.js';
 import { finalMessage } from '../agents/specs.js';
+import { SMOKE_TIMEOUT_SECONDS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { couldNotStart } from '../core/failure.js';
 import type { MapUnit } from '../core/map/config.js';
@@ -232,8 +233,11 @@ function exitProblem(
   smoke: boolean,
 ): string {
   if (exit === 'budget') return `passed its allowance of ${allowance.toPrecision(4)} ${unit} and was stopped`;
-  const limit = smoke ? 'agent.timeout' : 'map.judge.timeout (its agent.timeout)';
-  if (exit === 'timeout') return `ran past ${limit} and was stopped`;
+  const limit = smoke
+    ? `the smoke test's time (agent.timeout, at most ${SMOKE_TIMEOUT_SECONDS} s)`
+    : 'map.judge.timeout (its agent.timeout)';
+  if (exit === 'timeout')
+    return `ran past ${limit} and was stopped${note ? ` (${note})` : ''}: its log says where it waited`;
   const line = failureLine(r.stderr || r.stdout);
   const how = r.signal ? `was killed by ${r.signal}` : `exited with code ${r.exitCode}`;
   return `${how}${line ? `: ${line}` : note ? `: ${note}` : ''}`;

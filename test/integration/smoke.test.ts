@@ -39,4 +39,13 @@ describe('forkflush run --smoke', () => {
     expect(r.err).toMatch(/its log: \S+smoke\.log/);
     expect(existsSync(join(repo.dir, '.forkflush'))).toBe(false);
   });
+
+  it("says which limit stopped an agent that never answered: the smoke test's time", async () => {
+    const r = await cli('run', repoWith('sleep 300\n').dir, '--smoke');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(
+      "forkflush smoke: the agent ran past the smoke test's time (agent.timeout, at most 180 s) and was stopped",
+    );
+    expect(r.err).toContain('its log says where it waited');
+  });
 });
