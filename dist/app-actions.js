@@ -67484,7 +67484,8 @@ function describeIssue(issue3, input2, locate, validKeysAt2) {
       return issue3.keys.map((key) => {
         const full = formatPath([...path2, key]);
         const guess = closest(key, valid);
-        const hint = guess ? `; did you mean "${guess}"?` : "";
+        const home = path2.length === 0 ? valid.find((s) => validKeysAt2([s]).includes(key)) : void 0;
+        const hint = guess ? `; did you mean "${guess}"?` : home ? `; it belongs in ${home}: (${home}: {${key}: ...}).` : ".";
         return `${locate(path2, key)}: unknown key "${full}"${hint} Valid keys${name ? ` of ${name}` : ""}: ${valid.join(", ")}`;
       }).join("\n");
     }

@@ -50636,7 +50636,8 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
       return issue2.keys.map((key) => {
         const full = formatPath([...path8, key]);
         const guess = closest(key, valid);
-        const hint = guess ? `; did you mean "${guess}"?` : "";
+        const home = path8.length === 0 ? valid.find((s) => validKeysAt2([s]).includes(key)) : void 0;
+        const hint = guess ? `; did you mean "${guess}"?` : home ? `; it belongs in ${home}: (${home}: {${key}: ...}).` : ".";
         return `${locate(path8, key)}: unknown key "${full}"${hint} Valid keys${name ? ` of ${name}` : ""}: ${valid.join(", ")}`;
       }).join("\n");
     }

@@ -28459,7 +28459,8 @@ function describeIssue(issue2, input2, locate, validKeysAt2) {
       return issue2.keys.map((key2) => {
         const full = formatPath([...path, key2]);
         const guess = closest(key2, valid);
-        const hint = guess ? `; did you mean "${guess}"?` : "";
+        const home = path.length === 0 ? valid.find((s) => validKeysAt2([s]).includes(key2)) : void 0;
+        const hint = guess ? `; did you mean "${guess}"?` : home ? `; it belongs in ${home}: (${home}: {${key2}: ...}).` : ".";
         return `${locate(path, key2)}: unknown key "${full}"${hint} Valid keys${name2 ? ` of ${name2}` : ""}: ${valid.join(", ")}`;
       }).join("\n");
     }

@@ -30,7 +30,13 @@ export function describeIssue(
         .map((key) => {
           const full = formatPath([...path, key]);
           const guess = closest(key, valid);
-          const hint = guess ? `; did you mean "${guess}"?` : '';
+          // A key of a section written at the top (`branches:` for fork.branches).
+          const home = path.length === 0 ? valid.find((s) => validKeysAt([s]).includes(key)) : undefined;
+          const hint = guess
+            ? `; did you mean "${guess}"?`
+            : home
+              ? `; it belongs in ${home}: (${home}: {${key}: ...}).`
+              : '.';
           return `${locate(path, key)}: unknown key "${full}"${hint} Valid keys${name ? ` of ${name}` : ''}: ${valid.join(', ')}`;
         })
         .join('\n');

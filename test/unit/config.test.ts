@@ -157,6 +157,13 @@ journal: NOTES.md
     expect(problems(`${minimal}sandbox:\n  mode: on\n`)[0]).not.toContain('did you mean');
   });
 
+  it("names the section a section's key belongs in when it is written at the top", () => {
+    expect(problems(`${minimal}branches: 6\n`).join()).toMatch(
+      /:8:1: unknown key "branches"; it belongs in fork: \(fork: \{branches: \.\.\.\}\)\. Valid keys: task, grader/,
+    );
+    expect(problems(`${minimal}zzzz: 1\n`).join()).toMatch(/unknown key "zzzz"\. Valid keys: task/);
+  });
+
   it('finds the mapping inside a union: sandbox as a mode or a mapping', () => {
     expect(problems(`${minimal}sandbox:\n  mode: on\n`)).toEqual([
       '.github/autoresearch.yml:9:9: sandbox.mode must be one of "auto", "required", "off", got "on"',
