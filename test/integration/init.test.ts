@@ -2,7 +2,7 @@
 // never overwrites without --force, workflows for the chosen agent, and the grader tried once.
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: the strings hold GitHub Actions expressions
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -60,6 +60,9 @@ describe('forkflush init', () => {
     expect(JSON.parse(read(dir, '.github/autoresearch.schema.json')).properties.grader).toBeDefined();
     expect(read(dir, 'TASK.md')).toContain('It is the last line that `sh grade.sh` prints; lower is better.');
     writeFileSync(join(dir, 'agent.mjs'), '');
+    // What data/** protects (a glob that matches no file gets a note in the dry run).
+    mkdirSync(join(dir, 'data'));
+    writeFileSync(join(dir, 'data', 'instance.txt'), '1\n');
     commit(dir);
     const plan = await cli('plan', dir);
     expect(plan.code).toBe(0);
