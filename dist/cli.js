@@ -7425,6 +7425,7 @@ var JUDGE_WRITTEN_NAMED_MAX = 3;
 var NAMED_FILES_MAX = 10;
 var RUNS_PER_SECOND_MAX = 999;
 var EGRESS_DIAL_TIMEOUT_MS = 15e3;
+var EGRESS_SCREEN_LOOKUP_MS = 2e3;
 var EGRESS_HEADERS_TIMEOUT_MS = 3e4;
 var EGRESS_MAX_CONNECTIONS = 256;
 var EGRESS_MAX_DIALS = 4;
@@ -36789,6 +36790,13 @@ async function startEgressProxy(o) {
   }
   return { listeners, refused: () => out.refused, close };
 }
+function screenLookup(host) {
+  let timer;
+  const late = new Promise((resolve8) => {
+    timer = setTimeout(() => resolve8(null), EGRESS_SCREEN_LOOKUP_MS);
+  });
+  return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
+}
 function egressWay(env) {
   const refused = /* @__PURE__ */ new Map();
   const sockets = /* @__PURE__ */ new Set();
@@ -36805,7 +36813,7 @@ function egressWay(env) {
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
   const screen = async (host, reach) => {
     if (reach !== "wildcard") return;
-    const address = isIP2(host) ? host : (await lookup(host).catch(() => null))?.address;
+    const address = isIP2(host) ? host : (await screenLookup(host))?.address;
     if (address && isInternal(address)) throw new Refused(`${host} is at an internal address`);
   };
   const open4 = (host, port, reach, tls) => dials(async () => {

@@ -26,6 +26,7 @@ import {
   EGRESS_MAX_DIALS,
   EGRESS_MAX_REFUSED_TARGETS,
   EGRESS_MAX_WAITING,
+  EGRESS_SCREEN_LOOKUP_MS,
 } from '../core/bounds.js';
 import {
   dial,
@@ -127,6 +128,15 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
 
 type EgressWay = ReturnType<typeof egressWay>;
 
+/** A name as this machine resolves it, within EGRESS_SCREEN_LOOKUP_MS; null when it cannot say in time. */
+function screenLookup(host: string): Promise<{ address: string } | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), EGRESS_SCREEN_LOOKUP_MS);
+  });
+  return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
+}
+
 /**
  * The proxy's way out and its account: every socket tracked (closed with the proxy), refused
  * targets counted (the first EGRESS_MAX_REFUSED_TARGETS by name), and `open`, a connection to an
@@ -151,7 +161,7 @@ function egressWay(env: NodeJS.ProcessEnv) {
   // this machine cannot resolve is the proxy's to resolve, and goes as it is).
   const screen = async (host: string, reach: 'named' | 'wildcard') => {
     if (reach !== 'wildcard') return;
-    const address = isIP(host) ? host : (await lookup(host).catch(() => null))?.address;
+    const address = isIP(host) ? host : (await screenLookup(host))?.address;
     if (address && isInternal(address)) throw new Refused(`${host} is at an internal address`);
   };
   const open = (host: string, port: number, reach: 'named' | 'wildcard', tls: boolean) =>
