@@ -36571,7 +36571,7 @@ function forwarded(script, ports, file2, args) {
 }
 
 // src/io/egress-proxy.ts
-import { lookup } from "node:dns/promises";
+import { lookup as lookup2 } from "node:dns/promises";
 import { rm as rm9 } from "node:fs/promises";
 import {
   createServer,
@@ -36585,6 +36585,7 @@ import { Transform } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 
 // src/io/egress-upstream.ts
+import { lookup } from "node:dns/promises";
 import { BlockList, connect, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 var INTERNAL = new BlockList();
@@ -36638,6 +36639,13 @@ function isInternal(address) {
   const v4 = family === 6 ? carriedIpv4(address) : null;
   if (v4) return isInternal(v4);
   return INTERNAL.check(address, family === 6 ? "ipv6" : "ipv4") || ownAddresses().has(address.toLowerCase());
+}
+function screenLookup(host) {
+  let timer;
+  const late = new Promise((resolve8) => {
+    timer = setTimeout(() => resolve8(null), EGRESS_SCREEN_LOOKUP_MS);
+  });
+  return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
 }
 function splice(a, b) {
   a.pipe(b);
@@ -36790,13 +36798,6 @@ async function startEgressProxy(o) {
   }
   return { listeners, refused: () => out.refused, close };
 }
-function screenLookup(host) {
-  let timer;
-  const late = new Promise((resolve8) => {
-    timer = setTimeout(() => resolve8(null), EGRESS_SCREEN_LOOKUP_MS);
-  });
-  return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
-}
 function egressWay(env) {
   const refused = /* @__PURE__ */ new Map();
   const sockets = /* @__PURE__ */ new Set();
@@ -36822,7 +36823,7 @@ function egressWay(env) {
       await screen(host, reach);
       return track(await tunnel(via, host, port));
     }
-    const address = isIP2(host) ? host : (await lookup(host)).address;
+    const address = isIP2(host) ? host : (await lookup2(host)).address;
     if (reach === "wildcard" && isInternal(address)) throw new Refused(`${host} is at an internal address`);
     return track(await dial(address, port));
   });

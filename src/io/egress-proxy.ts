@@ -26,7 +26,6 @@ import {
   EGRESS_MAX_DIALS,
   EGRESS_MAX_REFUSED_TARGETS,
   EGRESS_MAX_WAITING,
-  EGRESS_SCREEN_LOOKUP_MS,
 } from '../core/bounds.js';
 import {
   dial,
@@ -35,6 +34,7 @@ import {
   type MachineProxy,
   machineProxy,
   type ProxyAddress,
+  screenLookup,
   splice,
   tunnel,
 } from './egress-upstream.js';
@@ -127,15 +127,6 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
 }
 
 type EgressWay = ReturnType<typeof egressWay>;
-
-/** A name as this machine resolves it, within EGRESS_SCREEN_LOOKUP_MS; null when it cannot say in time. */
-function screenLookup(host: string): Promise<{ address: string } | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), EGRESS_SCREEN_LOOKUP_MS);
-  });
-  return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
-}
 
 /**
  * The proxy's way out and its account: every socket tracked (closed with the proxy), refused

@@ -1,9 +1,10 @@
 // How forkflush's egress proxy (egress-proxy.ts) goes out: straight to an address (never an
 // internal one for a wildcard), or through the machine's own proxy (HTTPS_PROXY, HTTP_PROXY,
 // NO_PROXY), a few connections opened at a time.
+import { lookup } from 'node:dns/promises';
 import { BlockList, connect, isIP, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { EGRESS_DIAL_TIMEOUT_MS } from '../core/bounds.js';
+import { EGRESS_DIAL_TIMEOUT_MS, EGRESS_SCREEN_LOOKUP_MS } from '../core/bounds.js';
 
 /**
  * Addresses a wildcard never leads to: this machine (its loopback and every address of its own),
@@ -68,6 +69,15 @@ export function isInternal(address: string): boolean {
   const v4 = family === 6 ? carriedIpv4(address) : null;
   if (v4) return isInternal(v4);
   return INTERNAL.check(address, family === 6 ? 'ipv6' : 'ipv4') || ownAddresses().has(address.toLowerCase());
+}
+
+/** A name as this machine resolves it, within EGRESS_SCREEN_LOOKUP_MS; null when it cannot say in time. */
+export function screenLookup(host: string): Promise<{ address: string } | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), EGRESS_SCREEN_LOOKUP_MS);
+  });
+  return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
 }
 
 /** Two sockets joined both ways; either ending or failing ends both. */
