@@ -197,3 +197,8 @@ export function parseEpisodeJobName(name: string): { run: string; episode: strin
 export function checkRunName(episode: string): string {
   return `forkflush ${episode}`;
 }
+
+/** An episode's check run's external id: which run it belongs to, so a handler taking over finds it. */
+export function checkExternalId(run: string, episode: string): string {
+  return `${run}/${episode}`;
+}

@@ -19,7 +19,16 @@ import {
 } from '../core/github-text.js';
 import { parseCommitDetails } from '../core/journal.js';
 import { roundDeadlineMinutes } from '../core/method.js';
-import { BASE_JOB, checkRunName, contextRef, GITHUB, type RunRefs, refName, roundRunTitle } from '../core/names.js';
+import {
+  BASE_JOB,
+  checkExternalId,
+  checkRunName,
+  contextRef,
+  GITHUB,
+  type RunRefs,
+  refName,
+  roundRunTitle,
+} from '../core/names.js';
 import { type Episode, type Round, type RunState, setupFailed } from '../core/state.js';
 import { type ForgeWork, lineageMovedOutsideProblem } from '../core/work.js';
 import type { GitHubApi, GitHubRunRecord } from './api.js';
@@ -95,7 +104,7 @@ export class GitHubWork implements ForgeWork {
   private async startEpisodeCheck(state: RunState, e: Episode, retaking: boolean): Promise<void> {
     if (this.files.checks?.[e.id] !== undefined) return;
     const name = checkRunName(e.id);
-    const externalId = `${state.id}/${e.id}`;
+    const externalId = checkExternalId(state.id, e.id);
     const found = retaking ? await this.api.checks.find(e.base, name, externalId) : null;
     const id =
       found ??
@@ -133,7 +142,7 @@ export class GitHubWork implements ForgeWork {
     if (check === null) {
       // A round dispatched before episodes had checks (an older app), or one a person deleted.
       const name = checkRunName(e.id);
-      const externalId = `${state.id}/${e.id}`;
+      const externalId = checkExternalId(state.id, e.id);
       // A claim left behind (its handler may have made the check run before it died), or a check
       // that answered 404 (gone, or not readable yet: GitHub's replicas lag behind its writes). The
       // one found is completed here, or it would stay queued beside a new one.

@@ -422,6 +422,29 @@ describe('a handler that died while making check runs', () => {
     });
   });
 
+  it("making the round's, then a stop and a resume: the stop ends the check the dead handler made", async () => {
+    const h = await new Harness().load();
+    let dead = false;
+    h.gh.inject = (method, path) => {
+      if (dead) return 503;
+      if (method !== 'POST' || !path.endsWith('/check-runs') || h.gh.checkRuns.length < 1) return null;
+      dead = true;
+      return { status: 503, applied: true };
+    };
+    await expect(h.label(7)).rejects.toThrow(/the app answered the issues.labeled delivery with 5/);
+    h.gh.inject = null;
+    await h.restart();
+    // Stopped before the claim is stale: nobody took the dispatch over, the record names no check.
+    await h.comment(7, '/autoresearch stop');
+    await h.comment(7, '/autoresearch resume');
+    const mine = h.gh.checkRuns.filter((c) => c.name === 'forkflush r0.b0');
+    expect(mine.map((c) => [c.status, c.conclusion])).toEqual([
+      ['completed', 'cancelled'],
+      ['queued', null],
+    ]);
+    expect(h.runFiles('issue-7')?.checks?.['r0.b0']).toBe(mine[1]?.id);
+  });
+
   it('publishing a result: the one that takes its claim over completes the same check run', async () => {
     const h = await new Harness().load();
     await h.label(7);
