@@ -30,6 +30,13 @@ import { mapSchema } from './map/config.js';
 import { PAPER, STRATEGIES, UNITS, type Unit } from './method.js';
 
 export const CONFIG_PATH = '.github/autoresearch.yml';
+/** Where people put the config by mistake: forkflush names the file it found instead of saying there is none. */
+export const CONFIG_MISNAMED = ['.github/autoresearch.yaml', 'autoresearch.yml', 'autoresearch.yaml'];
+
+/** What to tell someone whose config is at a misnamed path. */
+export function misnamedConfig(found: string): string {
+  return `${found} is not read: forkflush reads ${CONFIG_PATH} (move or rename it there)`;
+}
 
 export {
   AGENT_KINDS,

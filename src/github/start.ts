@@ -1,7 +1,7 @@
 // Starting a GitHub run: the label (or `/autoresearch resume` on an issue without a run) reads the
 // config, templates and worker workflow from the default branch, checks the repository's limit of
 // runs, and saves the run's first record; then syncs, which dispatches the opening round.
-import { CONFIG_PATH, type Config, ConfigError, parseConfig } from '../core/config.js';
+import { CONFIG_MISNAMED, CONFIG_PATH, type Config, ConfigError, misnamedConfig, parseConfig } from '../core/config.js';
 import { forgeAlsoProtected } from '../core/globs.js';
 import { runsPerRepoProblem } from '../core/limits.js';
 import { GITHUB, issueRunId, type RefsLayout, runRefs, stateRef } from '../core/names.js';
@@ -154,6 +154,11 @@ async function readSetup(
   const branch = repository.defaultBranch;
   const text = await api.readFile(CONFIG_PATH, branch);
   if (text === null) {
+    for (const name of CONFIG_MISNAMED)
+      if ((await api.readFile(name, branch)) !== null)
+        return {
+          problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: ${misnamedConfig(name)}, then label the issue again.`,
+        };
     return {
       problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: add one (see the forkflush README), then label the issue again.`,
     };

@@ -6,7 +6,14 @@ import { appendFile, chmod, cp, mkdir, mkdtemp, readdir, readFile, realpath, rm,
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
-import { CONFIG_PATH, type Config, type ConfigOverrides, parseConfig } from '../core/config.js';
+import {
+  CONFIG_MISNAMED,
+  CONFIG_PATH,
+  type Config,
+  type ConfigOverrides,
+  misnamedConfig,
+  parseConfig,
+} from '../core/config.js';
 import { UserError } from '../core/errors.js';
 import { runIdAt } from '../core/names.js';
 import { plan, planWarnings } from '../core/plan.js';
@@ -56,6 +63,8 @@ export async function loadConfig(
     text = await readFile(file, 'utf8');
   } catch {
     const above = configFile ? null : await configAbove(dir);
+    for (const name of configFile ? [] : CONFIG_MISNAMED)
+      if (await isFile(join(dir, name))) throw new UserError(`no config at ${file}: ${misnamedConfig(name)}`);
     if (above)
       throw new UserError(
         `no config at ${file}, but ${above} above it has one (${CONFIG_PATH}): name that folder instead, as in \`forkflush run ${shellQuote(above)}\``,
@@ -73,15 +82,15 @@ export async function loadConfig(
 /** The nearest folder above `dir` with a config of its own (run from a subfolder of the task), or null. */
 async function configAbove(dir: string): Promise<string | null> {
   for (let d = dirname(resolve(dir)); d !== dirname(d); d = dirname(d))
-    if (
-      await stat(join(d, CONFIG_PATH)).then(
-        (s) => s.isFile(),
-        () => false,
-      )
-    )
-      return d;
+    if (await isFile(join(d, CONFIG_PATH))) return d;
   return null;
 }
+
+const isFile = (path: string) =>
+  stat(path).then(
+    (s) => s.isFile(),
+    () => false,
+  );
 
 export async function startRun(o: StartOptions): Promise<OpenRun> {
   // 1. The task's folder and config, and the repository it is in (if any).

@@ -117,6 +117,12 @@ describe('starting a run', () => {
     const h = await new Harness({ 'README.md': 'hi' }).load();
     await h.label(7);
     expect(h.gh.comments[0]?.body).toContain('There is no `.github/autoresearch.yml` on `main`');
+    // One at a path people expect is named, and where it goes.
+    const named = await new Harness({ '.github/autoresearch.yaml': 'grader: {command: x}\n' }).load();
+    await named.label(7);
+    expect(named.gh.comments[0]?.body).toContain(
+      'There is no `.github/autoresearch.yml` on `main`: .github/autoresearch.yaml is not read: forkflush reads .github/autoresearch.yml (move or rename it there), then label the issue again.',
+    );
   });
 
   it('an outdated worker workflow that works starts the run, and its status comment says what differs and the fix', async () => {

@@ -72,6 +72,12 @@ describe('forkflush CLI', () => {
     expect(none.err).toContain(
       `no config at ${join(bare, '.github', 'autoresearch.yml')}: create .github/autoresearch.yml with \`forkflush init ${bare}\``,
     );
+    // A config at a path people expect (.yaml): the file found is named, and where it goes.
+    mkdirSync(join(bare, '.github'));
+    writeFileSync(join(bare, '.github', 'autoresearch.yaml'), 'grader: {command: x}\n');
+    expect((await cli('run', bare)).err).toContain(
+      '.github/autoresearch.yaml is not read: forkflush reads .github/autoresearch.yml (move or rename it there)',
+    );
     // Run from a folder of the task: the task's folder is named.
     const sub = join(repo.dir, 'src');
     mkdirSync(sub);
