@@ -130,6 +130,14 @@ export function planWarnings(config: Config, phases = plan(config)): string[] {
     );
   }
   warnings.push(...setupWarnings(config, smallest));
+  const a = config.agent;
+  const given = { model: a.model !== undefined, max_turns: a.max_turns !== undefined, args: a.args.length > 0 };
+  const unread = a.kind === 'command' ? Object.keys(given).filter((k) => given[k as keyof typeof given]) : [];
+  if (unread.length > 0)
+    warnings.push(
+      `${unread.map((k) => `agent.${k}`).join(', ')} ${unread.length > 1 ? 'are' : 'is'} for agent CLIs: the command agent ` +
+        'reads none of it (put it into agent.command), or set agent.kind to the CLI it is for',
+    );
   // A pipe (not `||`) between the grader and forkflush: the graded code can open it through
   // /proc and write the last line itself. forkflush's own end is a socket, which it cannot.
   if (/(^|[^|])\|(?!\|)/.test(config.grader.command)) {

@@ -93,3 +93,16 @@ describe('a grader that pipes its output', () => {
     expect(note('node grade.mjs')).toEqual([]);
   });
 });
+
+describe('settings the agent kind does not read', () => {
+  it('agent.model, max_turns and args with the command agent are named', () => {
+    const c = config();
+    expect(planWarnings(c).filter((w) => w.includes('agent CLIs'))).toEqual([]);
+    const set = { ...c, agent: { ...c.agent, kind: 'command' as const, model: 'm', args: ['--x'] } };
+    expect(planWarnings(set).filter((w) => w.includes('agent CLIs'))).toEqual([
+      'agent.model, agent.args are for agent CLIs: the command agent reads none of it (put it into agent.command), or set agent.kind to the CLI it is for',
+    ]);
+    const cli = { ...set, agent: { ...set.agent, kind: 'codex' as const } };
+    expect(planWarnings(cli).filter((w) => w.includes('agent CLIs'))).toEqual([]);
+  });
+});
