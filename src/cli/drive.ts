@@ -6,7 +6,7 @@ import { bestBranch, lineageBranch } from '../core/names.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../core/report.js';
 import type { RunState } from '../core/state.js';
-import { budgetLeftUnspent, nothingDone, retryStopped } from '../core/stop.js';
+import { budgetLeftUnspent, nothingDone, retryStopped, sameScoreEverywhere } from '../core/stop.js';
 import { textTable } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { progressView } from '../local/progress.js';
@@ -112,8 +112,8 @@ export async function printResult(open: OpenRun, io: Io): Promise<number> {
       `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 5).join(', ')}` +
         `${automation.length > 5 ? ` and ${automation.length - 5} more` : ''}; the agent wrote them: read them before you merge\n`,
     );
-  const unspent = budgetLeftUnspent(state);
-  if (unspent) io.stderr.write(`forkflush: warning: ${unspent}\n`);
+  for (const warning of [budgetLeftUnspent(state), sameScoreEverywhere(state)])
+    if (warning) io.stderr.write(`forkflush: warning: ${warning}\n`);
   const nothing = nothingDone(state);
   if (nothing) {
     io.stderr.write(

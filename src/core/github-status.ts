@@ -12,7 +12,7 @@ import { plan, planWarnings, widthText } from './plan.js';
 import { leaderboardMarkdown, scoreText } from './report.js';
 import { extraRounds, extraRoundsText, extraSpent } from './schedule.js';
 import type { RunState } from './state.js';
-import { budgetLeftUnspent, retryStopped, runStop } from './stop.js';
+import { budgetLeftUnspent, retryStopped, runStop, sameScoreEverywhere } from './stop.js';
 import { formatNumber, inertCodeSpan, markdownTable } from './text.js';
 
 export function issueComment(
@@ -76,8 +76,8 @@ function statusText(state: RunState, phase: RunPhase, view: GitHubView): string 
   if (phase === 'stopped')
     return 'stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it';
   if (phase === 'finished') {
-    const unspent = budgetLeftUnspent(state);
-    return unspent ? `finished; note: ${unspent}` : 'finished';
+    const notes = [budgetLeftUnspent(state), sameScoreEverywhere(state)].filter(Boolean);
+    return notes.length > 0 ? `finished; note: ${notes.join('; ')}` : 'finished';
   }
   if (!open) return 'starting';
   return `round ${open.index} (${open.phase}) running: ${open.episodes.filter((e) => e.result).length} of ${open.episodes.length} episodes done`;

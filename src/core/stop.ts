@@ -333,6 +333,19 @@ export function budgetLeftUnspent(state: RunState): string | null {
 }
 
 /**
+ * A finished run whose grader gave the same score to the initial workspace and to every one of at
+ * least three episodes that changed it, said as a warning: a grader that does not read the
+ * workspace it runs in (a fixed path, a cached result) makes every run a draw. Null otherwise.
+ */
+export function sameScoreEverywhere(state: RunState): string | null {
+  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
+  const score = state.base.score;
+  if (state.status !== 'finished' || score === null || changed.length < 3) return null;
+  if (!changed.every((e) => e.result?.score === score)) return null;
+  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
+}
+
+/**
  * Why a worker could not read the run's record (`why`), said so that the fix is clear. A record
  * last saved by a newer forkflush than the worker (`writer` and `worker` are release versions,
  * `writer` null when the record does not say) is version skew: the worker Action is pinned to an

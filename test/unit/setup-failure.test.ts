@@ -11,6 +11,7 @@ import {
   budgetLeftUnspent,
   nothingDone,
   retryStopped,
+  sameScoreEverywhere,
   stopBefore,
   stoppingFailure,
   stopReason,
@@ -344,6 +345,27 @@ describe('nothingDone', () => {
     // An agent that tried ideas and kept none reported what it spent: it worked, and found nothing better.
     const tried = { exit: 'finished', unchanged: true, score: 5 } as const;
     expect(nothingDone(opening(5, [tried, tried, tried, tried]))).toBeNull();
+  });
+});
+
+describe('sameScoreEverywhere', () => {
+  const yaml =
+    'grader: {command: x}\nagent: {command: y}\nbudget: {total: 12, unit: evaluations, episode: 3}\nstrategy: single-run\n';
+  const run = (score: (i: number) => number, base: number | null = 1) => {
+    let i = 0;
+    const state = simulate(parseConfig(yaml, 'x'), (e) => ({ spent: e.allowance, score: score(i++) }), 1);
+    return { ...state, base: { ...state.base, score: base } };
+  };
+  it('warns when the grader gave the initial workspace and every episode that changed it one score', () => {
+    const flat = run(() => 1);
+    expect(sameScoreEverywhere(flat)).toBe(
+      `the grader gave the initial workspace and all 4 episodes that changed it the same score (1): does grader.command grade the workspace it runs in? Run it by hand after a change to see`,
+    );
+    expect(issueComment(flat, 'finished')).toContain(
+      '**Status:** finished; note: the grader gave the initial workspace',
+    );
+    expect(sameScoreEverywhere(run((i) => (i === 2 ? 2 : 1)))).toBeNull();
+    expect(sameScoreEverywhere(run(() => 1, null))).toBeNull();
   });
 });
 
