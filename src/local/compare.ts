@@ -5,9 +5,9 @@
 // ones. Runs share the episode limit: a run takes as many slots as it runs episodes at once (K,
 // or 1 for the serial strategies), and runs start side by side while the slots allow. This file
 // chooses the manifest and schedules its entries; compare-runs.ts runs each one and writes the outputs.
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { join, relative } from 'node:path';
 import { RUNS_PER_SECOND_MAX } from '../core/bounds.js';
 import type { Variant } from '../core/compare/config.js';
 import {
@@ -28,7 +28,7 @@ import { RecordError } from '../core/records.js';
 import type { RunState } from '../core/state.js';
 import { CompareRuns, entryConfig, stateOf } from './compare-runs.js';
 import { scheduleRuns } from './compare-schedule.js';
-import { loadConfig, startRun } from './start.js';
+import { loadConfig, startRun, taskFolder } from './start.js';
 import { RunStore } from './store.js';
 
 export interface CompareOptions {
@@ -80,9 +80,7 @@ interface ChosenCompare {
 
 /** The manifest a compare runs: an unfinished one it resumes (asked, or the same plan), else a new one. */
 async function chooseCompare(o: CompareOptions): Promise<ChosenCompare> {
-  const s = await stat(o.dir).catch(() => null);
-  if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
-  const taskDir = await realpath(resolve(o.dir));
+  const taskDir = await taskFolder(o.dir);
   const overrides = {
     ...(o.budget !== undefined ? { budget: o.budget } : {}),
     ...(o.branches !== undefined ? { branches: o.branches } : {}),

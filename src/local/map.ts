@@ -5,11 +5,10 @@
 // core (core/map/record.ts) and writes map.json and map.svg beside the run's or the compare's results,
 // whose report.md then shows it. A judge that fails is reported, never papered over: a map with
 // too many failed calls is not drawn.
-import { mkdir, realpath, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { agentFor } from '../agents/specs.js';
 import type { Config } from '../core/config.js';
-import { UserError } from '../core/errors.js';
 import { renderMapSvg } from '../core/map/chart.js';
 import { specPrompt, tripletFile, tripletPrompt } from '../core/map/prompts.js';
 import { buildMap, type Judgment, type MapRecord, type MapSnapshot } from '../core/map/record.js';
@@ -30,6 +29,7 @@ import { checkoutInto, type OwnRepo } from '../worker/cleanroom.js';
 import { LocalForge } from './forge.js';
 import { judgeKey, MapCache } from './map-cache.js';
 import { ask, Ledger, type MapPlan, type PoolEnd, planOf, pool } from './map-calls.js';
+import { taskFolder } from './start.js';
 
 export type { MapPlan } from './map-calls.js';
 
@@ -66,9 +66,7 @@ export interface MapOutcome {
 type Specs = Map<string, { spec: string; spent: number }>;
 
 export async function makeMap(o: MapOptions): Promise<MapOutcome> {
-  const s = await stat(o.dir).catch(() => null);
-  if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
-  const taskDir = await realpath(resolve(o.dir));
+  const taskDir = await taskFolder(o.dir);
   const target = await findTarget(taskDir, o);
   const config = await mapConfig(taskDir, target, o.configFile);
   const settings = mapSettings(config);

@@ -334,9 +334,15 @@ export async function retryStop(open: OpenRun): Promise<number | null> {
   }
 }
 
-async function taskFolder(dir: string): Promise<string> {
+/** The task's folder, real: one with files to work on (a bare repository has none). */
+export async function taskFolder(dir: string): Promise<string> {
   const s = await stat(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
+  const bare = await new Git(dir).exec(['rev-parse', '--is-bare-repository'], { check: false });
+  if (bare.exitCode === 0 && bare.stdout.trim() === 'true')
+    throw new UserError(
+      `${dir} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${shellQuote(dir)} task && forkflush run task\``,
+    );
   return realpath(resolve(dir));
 }
 

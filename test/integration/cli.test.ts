@@ -1,4 +1,5 @@
 // The command line as a user meets it: exit codes and messages, never a stack trace.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +79,13 @@ describe('forkflush CLI', () => {
     expect((await cli('run', bare)).err).toContain(
       '.github/autoresearch.yaml is not read: forkflush reads .github/autoresearch.yml (move or rename it there)',
     );
+    // A bare repository has no files to work on: the clone to make is named.
+    const bareRepo = mkdtempSync(join(tmpdir(), 'bare-'));
+    execFileSync('git', ['init', '-q', '--bare', bareRepo]);
+    for (const command of ['run', 'compare', 'map'])
+      expect((await cli(command, bareRepo)).err).toContain(
+        `${bareRepo} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${bareRepo} task && forkflush run task\``,
+      );
     // Run from a folder of the task: the task's folder is named.
     const sub = join(repo.dir, 'src');
     mkdirSync(sub);
