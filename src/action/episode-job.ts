@@ -123,6 +123,7 @@ export async function runEpisodeJob(s: ActionSettings, o: JobOptions): Promise<J
     ...(install.problem ? { setupProblem: install.problem } : {}),
     notes,
     contextStore: store,
+    warn: (line) => o.log(`warning: ${line}`),
   });
   o.log(`result: ${describeResult(result, state.config.budget.unit)}, commit ${short(result.commit)}`);
   // 7. Push the result and the context together.

@@ -184,6 +184,8 @@ export const RUNS_PER_SECOND_MAX = 999;
 export const EGRESS_DIAL_TIMEOUT_MS = 15_000;
 /** How long a wildcard target's name may take to resolve here before it goes to the machine's proxy unchecked (where the proxy alone resolves names). */
 export const EGRESS_SCREEN_LOOKUP_MS = 2_000;
+/** How often a running agent's unreachable targets are looked at, to be said while it still runs (a CLI retries for minutes). */
+export const EGRESS_UNREACHABLE_CHECK_MS = 5_000;
 /** How long a client of the proxy may take to send a request's headers: a CLI sends them at once. */
 export const EGRESS_HEADERS_TIMEOUT_MS = 30_000;
 /** Connections one listener holds at once: plenty for a CLI and its tools, a bound for a flood. */

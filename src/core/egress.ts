@@ -88,6 +88,14 @@ export function registriesFor(commands: readonly string[]): string[] {
  * The note an episode gets for what the proxy refused: "the agent was refused 3 connections:
  * example.com:443 (2), 10.0.0.1:80 (1)", the most refused first; null when nothing was.
  */
+/** Allowed targets the proxy could not reach (target: the last error), said with what to check; null when none. */
+export function unreachableNote(unreachable: ReadonlyMap<string, string>, shown = 3): string | null {
+  if (unreachable.size === 0) return null;
+  const listed = [...unreachable].slice(0, shown).map(([target, why]) => `${target} (${why})`);
+  const more = unreachable.size > shown ? `, and ${unreachable.size - shown} more` : '';
+  return `forkflush's proxy could not reach ${listed.join(', ')}${more}: is this machine online, or does it reach the internet only through a proxy of its own (set HTTPS_PROXY for forkflush)?`;
+}
+
 export function refusedNote(refused: ReadonlyMap<string, number>, shown = 5): string | null {
   const all = [...refused.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   const total = all.reduce((n, [, c]) => n + c, 0);

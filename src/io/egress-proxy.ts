@@ -18,7 +18,6 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import {
   EGRESS_HEADERS_TIMEOUT_MS,
@@ -27,11 +26,11 @@ import {
   EGRESS_MAX_REFUSED_TARGETS,
   EGRESS_MAX_WAITING,
 } from '../core/bounds.js';
+import { Mask, maskHeader } from './egress-mask.js';
 import {
   dial,
   isInternal,
   limiter,
-  type MachineProxy,
   machineProxy,
   type ProxyAddress,
   screenLookup,
@@ -64,6 +63,8 @@ export interface EgressProxy {
   listeners: Record<string, string | number>;
   /** What was refused, by host:port. */
   refused(): ReadonlyMap<string, number>;
+  /** Allowed targets that could not be reached (no network, a name that does not resolve), by host:port: the last error. */
+  unreachable(): ReadonlyMap<string, string>;
   close(): Promise<void>;
 }
 
@@ -94,7 +95,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
   const agents: (HttpAgent | HttpsAgent)[] = [];
   for (const route of o.routes) {
     const server = createServer();
-    const forward = routeForwarder(route, out.machine, out.track);
+    const forward = routeForwarder(route, out);
     if (forward.agent) agents.push(forward.agent);
     server.on('request', forward.handle);
     server.on('connect', (_req: IncomingMessage, client: Socket) =>
@@ -123,7 +124,7 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     await close();
     throw e;
   }
-  return { listeners, refused: () => out.refused, close };
+  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, close };
 }
 
 type EgressWay = ReturnType<typeof egressWay>;
@@ -146,6 +147,11 @@ function egressWay(env: NodeJS.ProcessEnv) {
     const key = refused.has(target) || refused.size < EGRESS_MAX_REFUSED_TARGETS ? target : 'other targets';
     refused.set(key, (refused.get(key) ?? 0) + 1);
   };
+  const unreachable = new Map<string, string>();
+  const fail = (target: string, e: unknown) => {
+    if (unreachable.has(target) || unreachable.size < EGRESS_MAX_REFUSED_TARGETS)
+      unreachable.set(target, (e as Error).message);
+  };
   const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
   // The machine's proxy resolves a name itself: what it would reach is checked here first (a name
@@ -166,7 +172,7 @@ function egressWay(env: NodeJS.ProcessEnv) {
       if (reach === 'wildcard' && isInternal(address)) throw new Refused(`${host} is at an internal address`);
       return track(await dial(address, port));
     });
-  return { refused, sockets, track, refuse, machine, open, screen };
+  return { refused, unreachable, sockets, track, refuse, fail, machine, open, screen };
 }
 
 /** CONNECT (HTTPS): a tunnel to an allowed host and port, or a refusal the agent can read. */
@@ -191,6 +197,7 @@ function connectHandler(o: EgressProxyOptions, out: EgressWay) {
       },
       (e: unknown) => {
         if (e instanceof Refused) out.refuse(label);
+        else out.fail(label, e);
         hangUp(client, e instanceof Refused ? refusal(label, e.message) : failure(label, e));
       },
     );
@@ -220,7 +227,7 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
     const via = out.machine.for(host, false);
     if (via)
       return void out.screen(host, reach).then(
-        () => relayThroughProxy(req, res, via, url.href, headers, null),
+        () => relayThroughProxy(req, res, via, url.href, headers, null, (e) => out.fail(label, e)),
         (e: unknown) => {
           out.refuse(label);
           answer(res, 403, `forkflush: ${label}: ${(e as Error).message}`);
@@ -238,9 +245,11 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
             headers,
           }),
           null,
+          (e) => out.fail(label, e),
         ),
       (e: unknown) => {
         if (e instanceof Refused) out.refuse(label);
+        else out.fail(label, e);
         answer(res, e instanceof Refused ? 403 : 502, `forkflush: ${label}: ${(e as Error).message}`);
       },
     );
@@ -250,8 +259,7 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
 /** A model route: each request to the upstream, its placeholder swapped for the key, the key masked in the answer. */
 function routeForwarder(
   route: ProxyRoute,
-  machine: MachineProxy,
-  track: (s: Socket) => Socket,
+  out: EgressWay,
 ): { handle: (req: IncomingMessage, res: ServerResponse) => void; agent: HttpAgent | HttpsAgent | null } {
   let base: URL | null = null;
   try {
@@ -262,7 +270,7 @@ function routeForwarder(
       ? `its base URL is not an http(s) URL: ${route.upstream}`
       : null;
   const tls = base?.protocol === 'https:';
-  const via = base && !problem ? machine.for(base.hostname.replace(/^\[(.*)\]$/, '$1'), tls) : null;
+  const via = base && !problem ? out.machine.for(base.hostname.replace(/^\[(.*)\]$/, '$1'), tls) : null;
   const agent = problem || via ? null : tls ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   const secrets = route.keys.map((k) => Buffer.from(k.value));
   const handle = (req: IncomingMessage, res: ServerResponse) => {
@@ -290,6 +298,7 @@ function routeForwarder(
     if (secrets.length > 0) headers['accept-encoding'] = 'identity';
     const path = `${base.pathname.replace(/\/$/, '')}${req.url}`;
     const target = { host: base.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(base.port || (tls ? 443 : 80)) };
+    const failed = (e: unknown) => out.fail(`${target.host}:${target.port}`, e);
     const make = (createConnection?: () => Socket) =>
       (tls ? httpsRequest : httpRequest)({
         ...target,
@@ -299,19 +308,23 @@ function routeForwarder(
         ...(createConnection ? { createConnection } : { agent: agent ?? undefined }),
         ...(tls ? { servername: isIP(target.host) ? undefined : target.host } : {}),
       });
-    if (!via) return void relay(req, res, make(), secrets);
-    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets);
+    if (!via) return void relay(req, res, make(), secrets, failed);
+    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets, failed);
     tunnel(via, target.host, target.port).then(
       (raw) => {
-        const secure = tlsConnect({ socket: track(raw), servername: target.host });
+        const secure = tlsConnect({ socket: out.track(raw), servername: target.host });
         relay(
           req,
           res,
           make(() => secure),
           secrets,
+          failed,
         );
       },
-      (e: unknown) => answer(res, 502, `forkflush: ${route.name}: ${(e as Error).message}`),
+      (e: unknown) => {
+        failed(e);
+        answer(res, 502, `forkflush: ${route.name}: ${(e as Error).message}`);
+      },
     );
   };
   return { handle, agent };
@@ -325,6 +338,7 @@ function relayThroughProxy(
   url: string,
   headers: Record<string, string | string[]>,
   secrets: Buffer[] | null,
+  failed: (e: Error) => void,
 ): void {
   const upstream = httpRequest({
     host: via.hostname,
@@ -333,7 +347,7 @@ function relayThroughProxy(
     path: url,
     headers: { ...headers, ...via.auth },
   });
-  relay(req, res, upstream, secrets);
+  relay(req, res, upstream, secrets, failed);
 }
 
 /** Pipes a request to its upstream and the answer back, the secrets masked in the answer. */
@@ -342,6 +356,8 @@ function relay(
   res: ServerResponse,
   up: ReturnType<typeof httpRequest>,
   secrets: Buffer[] | null,
+  /** The upstream could not be reached, or failed before it answered. */
+  failed: (e: Error) => void,
 ): void {
   up.on('response', (answerMsg: IncomingMessage) => {
     const headers: Record<string, string | string[]> = {};
@@ -354,49 +370,22 @@ function relay(
     body.pipe(res);
     answerMsg.on('error', () => res.destroy());
   });
+  // The agent hung up first: the upstream's error that follows is its doing, not the upstream's.
+  let hungUp = false;
   up.on('error', (e) => {
-    if (res.headersSent) res.destroy();
-    else answer(res, 502, `forkflush: the upstream failed: ${e.message}`);
+    if (res.headersSent || hungUp) return void res.destroy();
+    failed(e);
+    answer(res, 502, `forkflush: the upstream failed: ${e.message}`);
   });
-  req.on('error', () => up.destroy());
+  req.on('error', () => {
+    hungUp = true;
+    up.destroy();
+  });
   res.on('close', () => {
-    if (!res.writableFinished) up.destroy();
+    hungUp = !res.writableFinished;
+    if (hungUp) up.destroy();
   });
   req.pipe(up);
-}
-
-/** The key in a header value, masked. */
-function maskHeader(v: string | string[], secrets: Buffer[]): string | string[] {
-  const mask = (s: string) => secrets.reduce((t, k) => t.replaceAll(k.toString(), '*'.repeat(k.length)), s);
-  return Array.isArray(v) ? v.map(mask) : mask(v);
-}
-
-/**
- * Masks the secrets in a stream, same length (a Content-Length stays true), holding back only the
- * end of a chunk that could be the start of one (a model's streamed answer is not held up).
- */
-class Mask extends Transform {
-  private held = Buffer.alloc(0);
-  constructor(private readonly secrets: Buffer[]) {
-    super();
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    const data = Buffer.concat([this.held, chunk]);
-    for (const s of this.secrets)
-      for (let i = data.indexOf(s); i !== -1; i = data.indexOf(s, i)) data.fill(0x2a, i, i + s.length);
-    let hold = 0;
-    for (const s of this.secrets)
-      for (let n = Math.min(s.length - 1, data.length); n > hold; n--)
-        if (data.subarray(data.length - n).equals(s.subarray(0, n))) {
-          hold = n;
-          break;
-        }
-    this.held = Buffer.from(data.subarray(data.length - hold));
-    done(null, data.subarray(0, data.length - hold));
-  }
-  override _flush(done: TransformCallback): void {
-    done(null, this.held);
-  }
 }
 
 /** The headers of an agent's request that go on: none of one connection's, none for a proxy. */

@@ -187,7 +187,11 @@ export class CompareRuns {
       onEvent: (ev) => {
         this.states.set(ev.state.id, ev.state);
         const line =
-          ev.type === 'episode-done' || (ev.type === 'decided' && ev.round.kind === 'fork') ? eventLine(ev) : null;
+          ev.type === 'episode-done' ||
+          ev.type === 'episode-warning' ||
+          (ev.type === 'decided' && ev.round.kind === 'fork')
+            ? eventLine(ev)
+            : null;
         if (line) this.o.log(`${this.clock()}   #${i + 1} ${line}`);
       },
     }).finally(async () => {

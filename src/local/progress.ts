@@ -11,6 +11,8 @@ export type RunEvent =
   | { type: 'round'; state: RunState; round: Round }
   | { type: 'episode-start'; state: RunState; episode: Episode }
   | { type: 'episode-done'; state: RunState; episode: Episode; result: EpisodeResult }
+  /** Said while the episode runs (worker/episode-input.ts `warn`). */
+  | { type: 'episode-warning'; state: RunState; episode: Episode; warning: string }
   | { type: 'decided'; state: RunState; round: Round }
   | { type: 'finished'; state: RunState };
 
@@ -40,6 +42,8 @@ export function eventLine(e: RunEvent): string | null {
       const note = r.note ? ` [${r.note}]` : '';
       return `${e.episode.id} ${score}, spent ${formatNumber(r.spent, 2)} ${unit} (${r.exit}, ${formatNumber(r.wallSeconds, 1)} s)${note}`;
     }
+    case 'episode-warning':
+      return `${e.episode.id}: warning: ${e.warning}`;
     case 'decided': {
       const r = e.round;
       const best = e.state.best ? `best ${scoreText(e.state.best.score)}` : 'no best yet';
@@ -76,9 +80,9 @@ export function progressView(
     env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '' ? env.FORCE_COLOR !== '0' : !env.NO_COLOR && live;
   const sgr = (code: string) => (s: string) => (colour ? `\x1b[${code}m${s}\x1b[0m` : s);
   const dim = sgr('2');
-  // A failed episode stands out in red, a decision in bold, the end in green.
+  // A failed episode and a warning stand out in red, a decision in bold, the end in green.
   const paint = (e: RunEvent, line: string) =>
-    e.type === 'episode-done' && e.result.score === null
+    (e.type === 'episode-done' && e.result.score === null) || e.type === 'episode-warning'
       ? sgr('31')(line)
       : e.type === 'decided'
         ? sgr('1')(line)

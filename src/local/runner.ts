@@ -250,6 +250,7 @@ async function runOne(
       ...(sealKey ? { sealKey } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
       ...(o.env ? { env: o.env } : {}),
+      warn: (warning) => emit({ type: 'episode-warning', state, episode: e, warning }),
     });
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;

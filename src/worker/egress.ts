@@ -9,7 +9,7 @@ import { chmod, lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import type { PlannedRoute } from '../agents/spec.js';
 import { specOf } from '../agents/specs.js';
 import type { AgentKind, Config } from '../core/config.js';
-import { matchHost, refusedNote, registriesFor } from '../core/egress.js';
+import { matchHost, refusedNote, registriesFor, unreachableNote } from '../core/egress.js';
 import { forwarded, writeForwarder } from '../io/egress-forwarder.js';
 import { type EgressProxy, startEgressProxy } from '../io/egress-proxy.js';
 import { isAlive } from '../io/process-tree.js';
@@ -29,8 +29,10 @@ export interface Egress {
   bind: string | null;
   /** The agent's command line behind the forwarder (in the sandbox), or as it is. */
   wrap(file: string, args: string[]): { file: string; args: string[] };
-  /** What the proxy refused, for the episode's note; null when nothing was. */
+  /** What the proxy refused or could not reach, for the episode's note; null when nothing. */
   note(): string | null;
+  /** Allowed targets the proxy could not reach so far, said with what to check; null when none. */
+  unreachable(): string | null;
   /** How many connections the proxy refused so far. */
   refusedCount(): number;
   close(): Promise<void>;
@@ -131,7 +133,8 @@ async function agentSide(
     env,
     bind: socketDir,
     wrap: (file, args) => (script ? forwarded(script, ports, file, args) : { file, args }),
-    note: () => refusedNote(proxy.refused()),
+    note: () => [refusedNote(proxy.refused()), unreachableNote(proxy.unreachable())].filter(Boolean).join('; ') || null,
+    unreachable: () => unreachableNote(proxy.unreachable()),
     refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
     close: () => proxy.close(),
   };

@@ -3,6 +3,7 @@
 // and the agent itself, tried again when it fails in a way that passes (agent-tries.ts).
 import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { EGRESS_UNREACHABLE_CHECK_MS } from '../core/bounds.js';
 import type { Config } from '../core/config.js';
 import { type Cleaned, NOTHING_CLEANED, removeTree } from '../io/agent-files.js';
 import { NO_ACCOUNT } from '../io/sandbox.js';
@@ -141,6 +142,15 @@ export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<Agen
   const deadlineMs = Math.min(budgetMs, agentTimeoutMs);
   const chargeBase = { unit, allowance: episode.allowance, limitSeconds: deadlineMs / 1000 };
   const agentLog = episodeLogs(job.scratchDir).agent;
+  // Said while the agent runs, once: a CLI that cannot reach its model API retries for minutes in silence.
+  const unreachable = job.warn
+    ? setInterval(() => {
+        const note = egress.unreachable();
+        if (!note) return;
+        job.warn?.(note);
+        clearInterval(unreachable);
+      }, EGRESS_UNREACHABLE_CHECK_MS)
+    : undefined;
   let tried: Tried;
   try {
     tried = await runTries({
@@ -182,6 +192,7 @@ export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<Agen
       ...(job.sleep ? { sleep: job.sleep } : {}),
     });
   } finally {
+    clearInterval(unreachable);
     await close();
   }
   return { tried, refused: egress.note(), removed, chargeBase, evaluations: () => grading.evaluations(), logFull };

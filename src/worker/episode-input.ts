@@ -52,6 +52,8 @@ export interface EpisodeJob {
   journalSection?: string;
   /** One line per step of the episode's preparation (the Action's job log). */
   log?: (line: string) => void;
+  /** What the user should see while the agent runs, not only once it ended (a model API that cannot be reached). */
+  warn?: (line: string) => void;
   /** How the judge watches the machine while it grades (grade.ts MACHINE; tests bring their own). */
   judgeMachine?: JudgeMachine;
 }

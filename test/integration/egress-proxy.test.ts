@@ -186,6 +186,29 @@ describe('the proxy', () => {
     ]);
   });
 
+  it('keeps what it could not reach (a name that does not resolve, a closed port, a route), not what it refused', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+    const p = await proxyWith({
+      allow: (host) => (host === 'example.com' ? null : 'named'),
+      routes: [{ ...route(), upstream: `http://127.0.0.1:${closed}/v1` }],
+    });
+    const port = p.listeners.proxy as number;
+    expect(await raw(port, 'CONNECT nowhere.invalid:443 HTTP/1.1\r\n\r\n')).toMatch(
+      /^HTTP\/1\.1 502[\s\S]*nowhere\.invalid:443 could not be reached/,
+    );
+    expect(await raw(port, `GET http://127.0.0.1:${closed}/ HTTP/1.1\r\nHost: x\r\n\r\n`)).toMatch(/^HTTP\/1\.1 502/);
+    expect((await get(p.listeners.model as number, '/m', { 'x-api-key': PLACEHOLDER })).status).toBe(502);
+    await raw(port, 'CONNECT example.com:443 HTTP/1.1\r\n\r\n');
+    expect([...p.unreachable().keys()]).toEqual(['nowhere.invalid:443', `127.0.0.1:${closed}`]);
+    expect(p.unreachable().get(`127.0.0.1:${closed}`)).toMatch(/ECONNREFUSED/);
+    expect([...p.refused().keys()]).toEqual(['example.com:443']);
+  });
+
   it('never takes a wildcard to an internal address (this machine, cloud metadata)', async () => {
     const p = await proxyWith({ allow: () => 'wildcard' });
     const port = p.listeners.proxy as number;

@@ -1,5 +1,5 @@
 // Agents and graders that misbehave: each case is one short run on a real git repository.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { allEpisodes, type EpisodeResult, type RunState } from '../../src/core/state.js';
 import { stopReason } from '../../src/core/stop.js';
@@ -42,6 +42,43 @@ describe('agents that misbehave', () => {
     const { result } = await oneEpisode(repo);
     expect(result).toMatchObject({ exit: 'crash', score: 1, spent: 1 });
     expect(result.note).toMatch(/agent exited with code 3/);
+  });
+
+  it('an agent that cannot reach its API is said while it still runs, and in its note', async () => {
+    // It asks the proxy for a host it may reach that does not resolve, as a CLI retries its API offline.
+    const agent = `const u = new URL(process.env.HTTPS_PROXY); const end = Date.now() + 6500;
+const ask = () => require('node:http').request({ host: u.hostname, port: u.port, method: 'CONNECT', path: 'nowhere.invalid:443' })
+  .on('connect', (res, s) => { s.destroy(); Date.now() < end ? setTimeout(ask, 500) : process.exit(1); })
+  .on('error', () => process.exit(2)).end();
+ask();`;
+    const repo = makeTaskRepo({
+      agentCommand: 'node offline.cjs',
+      budget: ONE_EPISODE,
+      extra: 'strategy: single-run',
+      files: { 'offline.cjs': agent },
+    });
+    const config = `${repo.dir}/.github/autoresearch.yml`;
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace('sandbox:\n', 'sandbox:\n  network: {allow: [nowhere.invalid]}\n'),
+    );
+    repo.git('commit', '-qam', 'allow it');
+    const run = await startRun({ dir: repo.dir, seed: 1, now: new Date('2026-11-30T10:00:00Z') });
+    const seen: string[] = [];
+    const { state } = await drive(run.state, {
+      ...run,
+      onEvent: (e) => {
+        if (e.type === 'episode-warning' || e.type === 'episode-done')
+          seen.push(e.type === 'episode-warning' ? e.warning : 'done');
+      },
+    });
+    const said = "forkflush's proxy could not reach nowhere.invalid:443 (";
+    // Each episode says it before it ends (the run stops after a streak of such crashes).
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    expect(seen[0]).toContain(said);
+    expect(seen[0]).toMatch(/: is this machine online, or does it reach the internet only through a proxy of its own/);
+    expect(seen[1]).toBe('done');
+    expect(allEpisodes(state)[0]?.result?.note).toContain(said);
   });
 
   it('an agent that hangs is stopped at its deadline, with its whole process group', async () => {
