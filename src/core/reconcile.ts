@@ -108,7 +108,15 @@ export function applyDecision(state: RunState, roundIndex: number, decision: Dec
     return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
   });
   const rounds = state.rounds.map((r) => (r.index === roundIndex ? { ...r, decision } : r));
-  return { ...state, rounds, lineages };
+  // A tie within the round is its winner's: the best is the workspace the lineage goes on from, not
+  // whichever branch happened to finish first.
+  const won = round.episodes.find((e) => e.id === decision.winner)?.result;
+  const tied = won && state.best?.score === won.score && round.episodes.some((e) => e.id === state.best?.episode);
+  const best =
+    tied && won.score !== null
+      ? { episode: decision.winner as string, commit: won.commit, score: won.score }
+      : state.best;
+  return { ...state, rounds, lineages, best };
 }
 
 export function applyFinish(state: RunState): RunState {

@@ -322,3 +322,26 @@ describe('interrupted attempts', () => {
     ).toEqual(['r0.b1', 'r0.b2', 'r0.b3']);
   });
 });
+
+describe('the best on a tie', () => {
+  it("is the round's winner, not whichever branch finished first", () => {
+    let s = fresh();
+    const forkNext = () => reconcile(s).some((a) => a.type === 'open' && a.round.kind === 'fork');
+    for (let i = 0; i < 8 && !forkNext(); i++) s = playRound(s, [1, 2, 3, 4]);
+    const [open] = reconcile(s);
+    if (open?.type !== 'open' || open.round.kind !== 'fork') throw new Error('expected a fork round');
+    s = applyOpen(s, open.round);
+    const [first, second, ...rest] = [...open.round.episodes].reverse();
+    if (!first || !second) throw new Error('expected two branches');
+    // The last branch finishes first with the top score; a lower branch ties it at the same cost.
+    s = applyResult(s, first.id, result(99, first.allowance, { commit: `commit-${first.id}` }));
+    s = applyResult(s, second.id, result(99, second.allowance, { commit: `commit-${second.id}` }));
+    for (const e of rest) s = applyResult(s, e.id, result(1, e.allowance, { commit: `commit-${e.id}` }));
+    expect(s.best?.episode).toBe(first.id);
+    const [decide] = reconcile(s);
+    if (decide?.type !== 'decide') throw new Error('expected decide');
+    s = applyDecision(s, decide.round, decide.decision);
+    expect(decide.decision.winner).toBe(second.id);
+    expect(s.best).toEqual({ episode: second.id, commit: `commit-${second.id}`, score: 99 });
+  });
+});
