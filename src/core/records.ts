@@ -101,6 +101,7 @@ const episodeSchema = z.object({
   result: resultSchema.optional(),
   interruptedSpent: z.number().finite().nonnegative().optional(),
   unfinishedStarts: z.number().int().positive().optional(),
+  killedStarts: z.number().int().positive().optional(),
   interruptedBasis: z.literal('estimated').optional(),
 });
 

@@ -115,6 +115,8 @@ export interface Episode {
   interruptedSpent?: number;
   /** Times it was started and forkflush never saw it end (it was killed): core/attempts.ts. */
   unfinishedStarts?: number;
+  /** Of those, the ones settled on a resume: charged their allowance each (core/attempts.ts chargeKilledStarts). */
+  killedStarts?: number;
   /** `interruptedSpent` is (partly) an estimate: an attempt whose agent reported no usage. */
   interruptedBasis?: 'estimated';
 }

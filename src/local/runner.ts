@@ -1,7 +1,7 @@
 // The local runner: the reconcile loop, executed with git worktrees and child processes.
 // Each pass asks the core what is due, does it, and saves the state before the next pass.
 import { agentFor } from '../agents/specs.js';
-import { abandonedResult, recordStart, takeBackStart } from '../core/attempts.js';
+import { abandonedResult, chargeKilledStarts, recordStart, takeBackStart } from '../core/attempts.js';
 import { recordLosers, sectionFor } from '../core/losers.js';
 import { episodePrompt } from '../core/prompts.js';
 import { applyInterrupted, applyResult, reconcile } from '../core/reconcile.js';
@@ -177,7 +177,11 @@ class Driver {
     };
     // The episode ended under forkflush's eyes (a result, or a stop of its own): not a start that never ended.
     const ended = (s: RunState) => (started ? takeBackStart(s, e.id) : s);
-    const result = await runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting);
+    // Its starts that forkflush died with are charged before it runs again (the last one may have left its result).
+    const recovered = await this.o.forge.recoverResult(this.state, e, this.sealKey);
+    this.state = chargeKilledStarts(this.state, e.id, recovered !== null);
+    const result =
+      recovered ?? (await runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting));
     if ('interrupted' in result) {
       // Stopped by forkflush itself: the start is taken back, and the episode runs again on resume.
       this.state = ended(applyInterrupted(this.state, e.id, result.interrupted ?? 0, result.estimated));
@@ -212,10 +216,8 @@ async function runOne(
   emit: (e: RunEvent) => void,
   starting: () => Promise<void>,
 ): Promise<EpisodeResult | { interrupted: number | null; estimated?: boolean; problem?: string }> {
-  const recovered = await o.forge.recoverResult(state, e, sealKey);
-  if (recovered) return recovered;
   // An episode that killed forkflush every time it ran is given up (core/attempts.ts).
-  const abandoned = abandonedResult(e);
+  const abandoned = abandonedResult(roundOf(state, e.round).episodes.find((x) => x.id === e.id) ?? e);
   if (abandoned) return abandoned;
   const prepared = await o.forge.prepareEpisode(state, e).catch(async (err) => {
     // Before its start is recorded: a full disk charges nothing, and the episode runs on resume.

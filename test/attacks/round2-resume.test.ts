@@ -113,8 +113,9 @@ describeSandboxed('killed mid-run, tampered, resumed', () => {
       const result = after?.rounds[0]?.episodes[0]?.result;
       if (!result) throw new Error('no result after the resume');
       expect(readFileSync(join(repo.logs, 'attempts'), 'utf8').trim()).toBe('2');
-      // The second start ended with its result; the killed one stays counted.
-      expect(after?.rounds[0]?.episodes[0]?.unfinishedStarts).toBe(1);
+      // The second start ended with its result; the killed one is counted, and charged its allowance.
+      expect(after?.rounds[0]?.episodes[0]).toMatchObject({ killedStarts: 1, interruptedSpent: episode.allowance });
+      expect(after?.rounds[0]?.episodes[0]).not.toHaveProperty('unfinishedStarts');
       expect(result.commit).not.toBe(forged);
       expect(result.score).toBe(5);
       expect(result.score).toBe(cleanRegrade(gitDir, result.commit, repo.grader));

@@ -87,6 +87,8 @@ describe('an episode that killed forkflush every time it ran', () => {
     expect(state.status).toBe('finished');
     const [episode] = allEpisodes(state);
     expect(episode?.result).toMatchObject({ score: null, exit: 'crash', spent: 0, commit: episode?.base });
+    // What the killed attempts spent died with them: each is charged its allowance, with what was reported.
+    expect(episode).toMatchObject({ interruptedSpent: 2 + MAX_UNFINISHED_STARTS * (episode?.allowance ?? 0) });
     expect(episode?.result?.reason).toBe(
       'started 3 times, and each time forkflush was killed before the episode ended (out of memory, a reboot, or a stop that did not finish in time): it is not started again',
     );

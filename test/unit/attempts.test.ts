@@ -1,7 +1,7 @@
 // Starts of an episode that never ended (core/attempts.ts): counted, taken back, and the point
 // where an episode that keeps killing the run is given up.
 import { describe, expect, it } from 'vitest';
-import { abandonedResult, recordStart, takeBackStart } from '../../src/core/attempts.js';
+import { abandonedResult, chargeKilledStarts, recordStart, takeBackStart } from '../../src/core/attempts.js';
 import { spent } from '../../src/core/budget.js';
 import { MAX_UNFINISHED_STARTS } from '../../src/core/method.js';
 import { applyInterrupted, applyOpen, applyResult, reconcile } from '../../src/core/reconcile.js';
@@ -41,13 +41,16 @@ describe('starts of an episode that never ended', () => {
     expect(recordStart(s, 'r9.b9')).toEqual(s);
   });
 
-  it(`gives an episode up at ${MAX_UNFINISHED_STARTS} unfinished starts, not before, and never one with a result`, () => {
+  it(`gives an episode up at ${MAX_UNFINISHED_STARTS} killed starts, not before, and never one with a result`, () => {
     let s = opened();
     for (let i = 1; i < MAX_UNFINISHED_STARTS; i++) s = recordStart(s, 'r0.b0');
+    s = chargeKilledStarts(s, 'r0.b0', false);
     expect(abandonedResult(allEpisodes(s)[0] as never)).toBeNull();
-    s = recordStart(s, 'r0.b0');
+    s = chargeKilledStarts(recordStart(s, 'r0.b0'), 'r0.b0', false);
     const e = allEpisodes(s)[0];
     if (!e) throw new Error('no episode');
+    expect(e).toMatchObject({ killedStarts: 3 });
+    expect(e).not.toHaveProperty('unfinishedStarts');
     expect(abandonedResult(e)).toEqual({
       commit: BASE,
       score: null,
@@ -63,17 +66,27 @@ describe('starts of an episode that never ended', () => {
     expect(abandonedResult({ ...e, result: result(1) })).toBeNull();
   });
 
-  it('charges a given-up episode what its stopped attempts reported, and nothing it cannot know', () => {
+  it("charges each killed start its allowance, as an estimate, once; a recovered result's attempt is not one", () => {
     let s = opened();
+    const allowance = allEpisodes(s)[0]?.allowance as number;
     for (let i = 0; i < MAX_UNFINISHED_STARTS; i++) s = recordStart(s, 'r0.b0');
     s = applyInterrupted(s, 'r0.b0', 2.5);
+    s = chargeKilledStarts(s, 'r0.b0', false);
+    expect(spent(s)).toBe(2.5 + MAX_UNFINISHED_STARTS * allowance);
+    expect(allEpisodes(s)[0]?.interruptedBasis).toBe('estimated');
+    // A second resume charges nothing more for the same starts.
+    expect(chargeKilledStarts(s, 'r0.b0', false)).toEqual(s);
     const e = allEpisodes(s)[0];
     const given = e && abandonedResult(e);
     if (!given) throw new Error('not given up');
     s = applyResult(s, 'r0.b0', given);
-    expect(spent(s)).toBe(2.5);
+    expect(spent(s)).toBe(2.5 + MAX_UNFINISHED_STARTS * allowance);
     // The run goes on: the round waits for its other episodes, as for any result.
     expect(reconcile(s).map((a) => a.type)).toEqual(['run', 'run', 'run']);
+    // Two starts, the last of which left its result on its branch: one is charged its allowance.
+    const recovered = chargeKilledStarts(recordStart(recordStart(opened(), 'r0.b1'), 'r0.b1'), 'r0.b1', true);
+    expect(spent(recovered)).toBe(allowance);
+    expect(allEpisodes(recovered)[1]).toMatchObject({ killedStarts: 1 });
   });
 
   it('is kept in state.json, which refuses a count that is not a positive whole number', () => {
