@@ -186,6 +186,12 @@ export const EGRESS_DIAL_TIMEOUT_MS = 15_000;
 export const EGRESS_SCREEN_LOOKUP_MS = 2_000;
 /** How often a running agent's unreachable targets are looked at, to be said while it still runs (a CLI retries for minutes). */
 export const EGRESS_UNREACHABLE_CHECK_MS = 5_000;
+/**
+ * How long a try of the agent goes on failing to reach every allowed target, having reached none,
+ * before it is stopped as a network failure (retried later, core/failure.ts): a CLI offline would
+ * retry its API until agent.timeout, episode after episode, the whole night.
+ */
+export const EGRESS_OFFLINE_STOP_MS = 90_000;
 /** How long a client of the proxy may take to send a request's headers: a CLI sends them at once. */
 export const EGRESS_HEADERS_TIMEOUT_MS = 30_000;
 /** Connections one listener holds at once: plenty for a CLI and its tools, a bound for a flood. */

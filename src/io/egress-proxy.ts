@@ -65,6 +65,8 @@ export interface EgressProxy {
   refused(): ReadonlyMap<string, number>;
   /** Allowed targets that could not be reached (no network, a name that does not resolve), by host:port: the last error. */
   unreachable(): ReadonlyMap<string, string>;
+  /** Connections to allowed targets so far: how many reached them (a tunnel opened, an answer came), how many failed. */
+  traffic(): { reached: number; failed: number };
   close(): Promise<void>;
 }
 
@@ -82,6 +84,12 @@ const HOP = [
 ];
 
 class Refused extends Error {}
+
+/** A connection's word on its upstream: it could not be reached (or failed before it answered), or it answered. */
+interface Watch {
+  failed(e: Error): void;
+  reached(): void;
+}
 
 export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
   // 1. What the listeners share: the sockets to close, the refusals counted, the way out.
@@ -124,7 +132,8 @@ export async function startEgressProxy(o: EgressProxyOptions): Promise<EgressPro
     await close();
     throw e;
   }
-  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, close };
+  const traffic = () => ({ reached: out.counts.reached, failed: out.counts.failed });
+  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, close };
 }
 
 type EgressWay = ReturnType<typeof egressWay>;
@@ -148,10 +157,14 @@ function egressWay(env: NodeJS.ProcessEnv) {
     refused.set(key, (refused.get(key) ?? 0) + 1);
   };
   const unreachable = new Map<string, string>();
+  const counts = { reached: 0, failed: 0 };
   const fail = (target: string, e: unknown) => {
+    counts.failed++;
     if (unreachable.has(target) || unreachable.size < EGRESS_MAX_REFUSED_TARGETS)
       unreachable.set(target, (e as Error).message);
   };
+  /** What a connection to `target` tells: it failed, or the target answered. */
+  const watch = (target: string): Watch => ({ failed: (e) => fail(target, e), reached: () => counts.reached++ });
   const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
   // The machine's proxy resolves a name itself: what it would reach is checked here first (a name
@@ -172,7 +185,7 @@ function egressWay(env: NodeJS.ProcessEnv) {
       if (reach === 'wildcard' && isInternal(address)) throw new Refused(`${host} is at an internal address`);
       return track(await dial(address, port));
     });
-  return { refused, unreachable, sockets, track, refuse, fail, machine, open, screen };
+  return { refused, unreachable, counts, sockets, track, refuse, fail, watch, machine, open, screen };
 }
 
 /** CONNECT (HTTPS): a tunnel to an allowed host and port, or a refusal the agent can read. */
@@ -190,6 +203,7 @@ function connectHandler(o: EgressProxyOptions, out: EgressWay) {
     }
     out.open(target.host, target.port, reach, true).then(
       (upstream) => {
+        out.counts.reached++;
         if (client.destroyed) return void upstream.destroy();
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
         if (head.length > 0) upstream.write(head);
@@ -227,7 +241,7 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
     const via = out.machine.for(host, false);
     if (via)
       return void out.screen(host, reach).then(
-        () => relayThroughProxy(req, res, via, url.href, headers, null, (e) => out.fail(label, e)),
+        () => relayThroughProxy(req, res, via, url.href, headers, null, out.watch(label)),
         (e: unknown) => {
           out.refuse(label);
           answer(res, 403, `forkflush: ${label}: ${(e as Error).message}`);
@@ -245,7 +259,7 @@ function requestHandler(o: EgressProxyOptions, out: EgressWay) {
             headers,
           }),
           null,
-          (e) => out.fail(label, e),
+          out.watch(label),
         ),
       (e: unknown) => {
         if (e instanceof Refused) out.refuse(label);
@@ -298,7 +312,7 @@ function routeForwarder(
     if (secrets.length > 0) headers['accept-encoding'] = 'identity';
     const path = `${base.pathname.replace(/\/$/, '')}${req.url}`;
     const target = { host: base.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(base.port || (tls ? 443 : 80)) };
-    const failed = (e: unknown) => out.fail(`${target.host}:${target.port}`, e);
+    const watch = out.watch(`${target.host}:${target.port}`);
     const make = (createConnection?: () => Socket) =>
       (tls ? httpsRequest : httpRequest)({
         ...target,
@@ -308,8 +322,8 @@ function routeForwarder(
         ...(createConnection ? { createConnection } : { agent: agent ?? undefined }),
         ...(tls ? { servername: isIP(target.host) ? undefined : target.host } : {}),
       });
-    if (!via) return void relay(req, res, make(), secrets, failed);
-    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets, failed);
+    if (!via) return void relay(req, res, make(), secrets, watch);
+    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets, watch);
     tunnel(via, target.host, target.port).then(
       (raw) => {
         const secure = tlsConnect({ socket: out.track(raw), servername: target.host });
@@ -318,11 +332,11 @@ function routeForwarder(
           res,
           make(() => secure),
           secrets,
-          failed,
+          watch,
         );
       },
       (e: unknown) => {
-        failed(e);
+        watch.failed(e as Error);
         answer(res, 502, `forkflush: ${route.name}: ${(e as Error).message}`);
       },
     );
@@ -338,7 +352,7 @@ function relayThroughProxy(
   url: string,
   headers: Record<string, string | string[]>,
   secrets: Buffer[] | null,
-  failed: (e: Error) => void,
+  watch: Watch,
 ): void {
   const upstream = httpRequest({
     host: via.hostname,
@@ -347,7 +361,7 @@ function relayThroughProxy(
     path: url,
     headers: { ...headers, ...via.auth },
   });
-  relay(req, res, upstream, secrets, failed);
+  relay(req, res, upstream, secrets, watch);
 }
 
 /** Pipes a request to its upstream and the answer back, the secrets masked in the answer. */
@@ -356,10 +370,10 @@ function relay(
   res: ServerResponse,
   up: ReturnType<typeof httpRequest>,
   secrets: Buffer[] | null,
-  /** The upstream could not be reached, or failed before it answered. */
-  failed: (e: Error) => void,
+  watch: Watch,
 ): void {
   up.on('response', (answerMsg: IncomingMessage) => {
+    watch.reached();
     const headers: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(answerMsg.headers)) {
       if (v === undefined || HOP.includes(k)) continue;
@@ -374,7 +388,7 @@ function relay(
   let hungUp = false;
   up.on('error', (e) => {
     if (res.headersSent || hungUp) return void res.destroy();
-    failed(e);
+    watch.failed(e);
     answer(res, 502, `forkflush: the upstream failed: ${e.message}`);
   });
   req.on('error', () => {

@@ -9,6 +9,7 @@
 // The same code runs in the local runner and in the Action: both get the retries.
 import { rm } from 'node:fs/promises';
 import type { AgentAdapter, AgentOutcome, AgentSession } from '../agents/agent.js';
+import { EGRESS_OFFLINE_STOP_MS, EGRESS_UNREACHABLE_CHECK_MS } from '../core/bounds.js';
 import { type ChargeInput, chargeFor, type TryFacts } from '../core/charge.js';
 import {
   type AgentFailure,
@@ -39,6 +40,17 @@ export interface TriesInput {
   hiddenCause?: (missing: string[], text: string) => Promise<AgentFailure | null>;
   /** The connections the egress proxy refused so far, and its note on them (worker/egress.ts). */
   refused?: { count(): number; note(): string | null };
+  /**
+   * The egress proxy's connections to allowed targets, and its note on those it could not reach: a
+   * try that reached none and failed for `stopAfterMs` (EGRESS_OFFLINE_STOP_MS) is stopped as a
+   * network failure, looked at every `checkMs` (EGRESS_UNREACHABLE_CHECK_MS).
+   */
+  offline?: {
+    traffic(): { reached: number; failed: number };
+    note(): string | null;
+    stopAfterMs?: number;
+    checkMs?: number;
+  };
   /** Waits before a retry; ends early, without error, when the signal aborts. */
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Milliseconds, for the time the tries used (performance.now by default). */
@@ -75,7 +87,11 @@ export async function runTries(input: TriesInput): Promise<Tried> {
       return last;
     };
     const refusedBefore = input.refused?.count() ?? 0;
-    const outcome = await input.agent.run({ ...session, spawn });
+    const offline = new AbortController();
+    const unwatch = watchOffline(input, () => offline.abort('offline'));
+    const outcome = await input.agent
+      .run({ ...session, spawn, signal: AbortSignal.any([session.signal, offline.signal]) })
+      .finally(unwatch);
     outcomes.push(outcome);
     const interrupted = input.interrupt.aborted;
     tries.push({
@@ -84,9 +100,12 @@ export async function runTries(input: TriesInput): Promise<Tried> {
       exit: outcome.exit,
       ...(interrupted ? { interrupted: true } : {}),
     });
+    const cut = offline.signal.aborted ? (input.offline?.note() ?? 'no allowed host could be reached') : null;
     const failure = interrupted
       ? null
-      : refusedCause(input, refusedBefore, await recognise(input, session, outcome, last));
+      : cut
+        ? { kind: 'network' as const, quote: cut }
+        : refusedCause(input, refusedBefore, await recognise(input, session, outcome, last));
     const done = (gaveUp?: string): Tried => ({
       outcome: merged(outcomes),
       tries,
@@ -116,6 +135,24 @@ export async function runTries(input: TriesInput): Promise<Tried> {
       return done();
     }
   }
+}
+
+/** Stops the try (`stop`) once it has failed to reach any allowed target for long enough, having reached none; returns the unwatch. */
+function watchOffline(input: TriesInput, stop: () => void): () => void {
+  const o = input.offline;
+  if (!o) return () => {};
+  const before = o.traffic();
+  let failingSince: number | null = null;
+  const timer = setInterval(() => {
+    const now = o.traffic();
+    if (now.reached > before.reached) return void clearInterval(timer);
+    if (now.failed > before.failed) failingSince ??= performance.now();
+    if (failingSince !== null && performance.now() - failingSince >= (o.stopAfterMs ?? EGRESS_OFFLINE_STOP_MS)) {
+      clearInterval(timer);
+      stop();
+    }
+  }, o.checkMs ?? EGRESS_UNREACHABLE_CHECK_MS);
+  return () => clearInterval(timer);
 }
 
 /**

@@ -33,6 +33,8 @@ export interface Egress {
   note(): string | null;
   /** Allowed targets the proxy could not reach so far, said with what to check; null when none. */
   unreachable(): string | null;
+  /** Connections to allowed targets so far: how many reached them, how many failed. */
+  traffic(): { reached: number; failed: number };
   /** How many connections the proxy refused so far. */
   refusedCount(): number;
   close(): Promise<void>;
@@ -135,6 +137,7 @@ async function agentSide(
     wrap: (file, args) => (script ? forwarded(script, ports, file, args) : { file, args }),
     note: () => [refusedNote(proxy.refused()), unreachableNote(proxy.unreachable())].filter(Boolean).join('; ') || null,
     unreachable: () => unreachableNote(proxy.unreachable()),
+    traffic: () => proxy.traffic(),
     refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
     close: () => proxy.close(),
   };

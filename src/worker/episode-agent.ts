@@ -178,6 +178,7 @@ export async function runAgentStep(job: EpisodeJob, b: EpisodeBox): Promise<Agen
       charge: chargeBase,
       evaluations: () => grading.evaluations(),
       refused: { count: egress.refusedCount, note: egress.note },
+      offline: { traffic: egress.traffic, note: egress.unreachable },
       ...(isolation.sandbox
         ? {
             hiddenCause: (missing: string[], text: string) =>

@@ -95,6 +95,57 @@ const done: { outcome: Partial<AgentOutcome> } = {
 };
 
 describe('runTries', () => {
+  it('stops a try that reaches no allowed host for long enough as a network failure, and tries again', async () => {
+    const traffic = { reached: 0, failed: 0 };
+    // Each try asks the proxy again and again, as a CLI offline does, until it is stopped.
+    const offline: { outcome: Partial<AgentOutcome> } = { outcome: {} };
+    const h = harness([offline, done], {
+      offline: {
+        traffic: () => ({ ...traffic }),
+        note: () => 'could not reach api.example:443',
+        stopAfterMs: 40,
+        checkMs: 5,
+      },
+    });
+    const tries: string[] = [];
+    h.input.agent = {
+      ...h.input.agent,
+      async run(s) {
+        if (tries.push(s.episodeId) === 2) return { exit: 'finished', reportedSpend: 1, seconds: 0.1 };
+        const asking = setInterval(() => traffic.failed++, 2);
+        await new Promise((r) => s.signal.addEventListener('abort', r, { once: true }));
+        clearInterval(asking);
+        return { exit: 'crash', reportedSpend: null, seconds: 0.1 };
+      },
+    };
+    const t = await runTries(h.input);
+    expect(tries).toHaveLength(2);
+    expect(t.retries).toEqual([
+      { kind: 'network', quote: 'could not reach api.example:443', waitedSeconds: expect.any(Number) },
+    ]);
+    expect(t.failure).toBeNull();
+  });
+
+  it('leaves a try alone once it reached an allowed host, failures or not', async () => {
+    const traffic = { reached: 0, failed: 0 };
+    const h = harness([done], {
+      offline: { traffic: () => ({ ...traffic }), note: () => 'x', stopAfterMs: 20, checkMs: 5 },
+    });
+    h.input.agent = {
+      ...h.input.agent,
+      async run(s) {
+        traffic.reached++;
+        const asking = setInterval(() => traffic.failed++, 2);
+        await new Promise((r) => setTimeout(r, 80));
+        clearInterval(asking);
+        return { exit: s.signal.aborted ? 'crash' : 'finished', reportedSpend: 1, seconds: 0.1 };
+      },
+    };
+    const t = await runTries(h.input);
+    expect(t.outcome.exit).toBe('finished');
+    expect(t.retries).toEqual([]);
+  });
+
   it('tries again after a rate limit, waiting what the provider asked, with what the failed try left', async () => {
     const h = harness([
       {
