@@ -26,15 +26,8 @@ export function adapterOf<S>(spec: AgentSpec<S>, agent: Config['agent']): AgentA
     passEnv: spec.passEnv,
     missingLogin,
     run: async (s) => {
-      const missing = missingLogin(s.env);
-      if (missing)
-        return {
-          exit: 'crash',
-          reportedSpend: 0,
-          note: missing,
-          seconds: 0,
-          failure: { kind: 'auth', quote: missing },
-        };
+      const note = missingLogin(s.env);
+      if (note) return { exit: 'crash', reportedSpend: 0, note, seconds: 0, failure: { kind: 'auth', quote: note } };
       return settleBounds(s, believableFigures(await runSession(spec, agent, s)), agent.max_turns);
     },
   };
@@ -56,9 +49,8 @@ export function loginMissing(
 }
 
 /**
- * Opens the context folder an episode starts from: empty, a fresh conversation; else what `resume`
- * reads. An unusable one is cleared and the episode starts fresh with a note, so the lineage's later
- * episodes carry a sound conversation instead of failing the same way again (docs/architecture.md).
+ * Opens the context folder an episode starts from: empty, a fresh conversation; else what `resume` reads. An
+ * unusable one is cleared, with a note, so the lineage's later episodes do not fail the same way again.
  */
 export async function openContext<T>(
   contextDir: string,
@@ -103,12 +95,8 @@ export async function runSession<S>(
   s: AgentSession,
 ): Promise<AgentOutcome> {
   const started = performance.now();
-  const e: Episode = {
-    ...s,
-    agent,
-    executable: agent.command ?? spec.cli?.executable ?? '',
-    home: join(s.contextDir, 'home'),
-  };
+  const executable = agent.command ?? spec.cli?.executable ?? '';
+  const e: Episode = { ...s, agent, executable, home: join(s.contextDir, 'home') };
   const notes: string[] = [];
   let saved: S | null = null;
   const resume = spec.resume;
@@ -117,7 +105,8 @@ export async function runSession<S>(
     const ctx = await openContext(s.contextDir, spec.name, async () => {
       const record = await readRecord(s.contextDir, spec.kind);
       if ('unusable' in record) return record as Unusable;
-      const [key, id] = [spec.session?.key ?? 'sessionId', record[spec.session?.key ?? 'sessionId']];
+      const key = spec.session?.key ?? 'sessionId';
+      const id = record[key];
       if (spec.session && (typeof id !== 'string' || !spec.session.id.test(id)))
         return { unusable: `${RECORD_FILE} names no valid ${key} (${JSON.stringify(id) ?? 'none'})` };
       return resume(e, record, typeof id === 'string' ? id : '');

@@ -46,11 +46,9 @@ export interface CliRun {
   cwd?: string;
   /** Login files copied into its home for the run, removed afterwards (io/logins.ts installLogins). */
   logins?: LoginFile[];
-  /** How often the watcher reads `spent`. */
-  pollMs?: number;
-  /** What the episode has spent so far (null: nothing yet), polled while it runs and read once at its end (`run`). */
+  /** What the episode has spent so far (null: nothing yet), read every `pollMs` while it runs (unless `watch` is false) and once at its end (`run`). */
   spent?: (run?: RunResult) => Promise<Spent | null>;
-  /** Whether `spent` is read while the CLI runs (default: always). */
+  pollMs?: number;
   watch?: boolean;
   /** Bounds of the CLI's own kind, checked while it runs: why it must stop now, or null. */
   bounds?: () => Promise<string | null>;
@@ -66,9 +64,8 @@ export interface CliRun {
 
 export interface Ending {
   exit?: ExitReason;
-  /** The CLI's own line that says why it failed (its error event, its result's message). */
+  /** The CLI's own line that says why it failed (its error event, its result's message), and the provider's HTTP status where it states one. */
   why?: string | null;
-  /** The HTTP status of the provider's refusal, where the CLI states it apart from its message. */
   status?: number | null;
   note?: string;
   restart?: string;
@@ -85,7 +82,7 @@ export interface KeyVariable {
 
 /** A model API whose calls can go through forkflush's proxy, which puts the real key where the CLI put a placeholder. */
 export interface ModelRoute {
-  /** Its name (the proxy's socket for it, notes): lower case. */
+  /** Lower case: the proxy's socket for it, notes. */
   name: string;
   /** The variables the CLI reads its base URL from: the first set holds the user's own (a gateway); each gets the proxy's address. */
   baseUrl: readonly string[];
@@ -106,7 +103,7 @@ export interface PlannedRoute {
   keys: { placeholder: string; value: string; headers: readonly string[] }[];
 }
 
-/** Routes a CLI's own config names, and that config pointed at the proxy (`urls`: each route's address, by name). */
+/** Routes a CLI's own config names, and that config pointed at the proxy (`urls`: each route's address). */
 export interface ConfigRoutes {
   routes: PlannedRoute[];
   env(urls: Readonly<Record<string, string>>): Record<string, string>;
@@ -141,7 +138,7 @@ export interface LoginFacts {
 
 export interface AgentSpec<Saved = unknown> {
   kind: string;
-  /** How messages name it ("Claude Code"). */
+  /** How messages name it: "Claude Code". */
   name: string;
   cli?: CliFacts;
   /** Environment variables it needs (its keys, endpoints, switches): names, or prefixes with *. */

@@ -1,12 +1,10 @@
 // The transcript of `agent.log` as a job log shows it: one short line per message, tool call and
 // result, by each spec's reader; what is not part of it (stderr, not an event) is the "other" output.
-
 import { isRecord } from '../core/json.js';
 import { plainText } from '../core/text.js';
 
-/** The longest line a transcript has (longer ones are cut, with "…"). */
+/** The longest line of a transcript (cut with "…"), and the most lines: the first HEAD_KEPT and the last are kept. */
 export const LINE_MAX = 200;
-/** The most lines a transcript has: the first and the last are kept, the middle said to be left out. */
 export const LINES_MAX = 400;
 const HEAD_KEPT = 100;
 
@@ -15,10 +13,9 @@ export interface TranscriptOptions {
   workdir?: string;
 }
 
+/** One line per message, tool call and result (and a session's start and end); `other`: the rest of the log (stderr, not events). */
 export interface Transcript {
-  /** One line per assistant message, tool call, tool result (and the start and end of a session). */
   lines: string[];
-  /** The rest of the log, line by line: stderr and lines that are not events. */
   other: string[];
 }
 
@@ -70,10 +67,8 @@ export class Lines {
   }
 
   private flush(): void {
-    if (this.repeats > 0) {
-      const i = this.lines.length - 1;
-      this.lines[i] = clip(`${this.lines[i]} (×${this.repeats + 1})`);
-    }
+    const i = this.lines.length - 1;
+    if (this.repeats > 0) this.lines[i] = clip(`${this.lines[i]} (×${this.repeats + 1})`);
     this.repeats = 0;
   }
 
