@@ -47492,6 +47492,9 @@ function parseEpisodeJobName(name) {
 function checkRunName(episode) {
   return `forkflush ${episode}`;
 }
+function checkExternalId(run2, episode) {
+  return `${run2}/${episode}`;
+}
 
 // src/github/api.ts
 import { randomUUID } from "node:crypto";
@@ -67887,6 +67890,10 @@ function mapSchema(agent) {
 
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
+var CONFIG_MISNAMED = [".github/autoresearch.yaml", "autoresearch.yml", "autoresearch.yaml"];
+function misnamedConfig(found) {
+  return `${found} is not read: forkflush reads ${CONFIG_PATH} (move or rename it there)`;
+}
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
@@ -68249,6 +68256,7 @@ var episodeSchema = external_exports.object({
   result: resultSchema.optional(),
   interruptedSpent: external_exports.number().finite().nonnegative().optional(),
   unfinishedStarts: external_exports.number().int().positive().optional(),
+  killedStarts: external_exports.number().int().positive().optional(),
   interruptedBasis: external_exports.literal("estimated").optional()
 });
 var roundSchema = external_exports.object({
@@ -69605,7 +69613,10 @@ function applyDecision(state, roundIndex, decision) {
     return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
   });
   const rounds = state.rounds.map((r) => r.index === roundIndex ? { ...r, decision } : r);
-  return { ...state, rounds, lineages };
+  const won = round.episodes.find((e) => e.id === decision.winner)?.result;
+  const tied = won && state.best?.score === won.score && round.episodes.some((e) => e.id === state.best?.episode);
+  const best = tied && won.score !== null ? { episode: decision.winner, commit: won.commit, score: won.score } : state.best;
+  return { ...state, rounds, lineages, best };
 }
 function applyFinish(state) {
   return state.status === "finished" ? state : { ...state, status: "finished" };
@@ -69743,6 +69754,13 @@ function planWarnings(config3, phases = plan(config3)) {
     );
   }
   warnings.push(...setupWarnings(config3, smallest));
+  const a = config3.agent;
+  const given = { model: a.model !== void 0, max_turns: a.max_turns !== void 0, args: a.args.length > 0 };
+  const unread = a.kind === "command" ? Object.keys(given).filter((k) => given[k]) : [];
+  if (unread.length > 0)
+    warnings.push(
+      `${unread.map((k) => `agent.${k}`).join(", ")} ${unread.length > 1 ? "are" : "is"} for agent CLIs: the command agent reads none of it (put it into agent.command), or set agent.kind to the CLI it is for`
+    );
   if (/(^|[^|])\|(?!\|)/.test(config3.grader.command)) {
     warnings.push(
       "grader.command pipes its output (|): the code it grades can write into that pipe and so print the last line, the score; have the grader itself print the score, and run what it grades with its output captured"
@@ -69992,6 +70010,13 @@ function budgetLeftUnspent(state) {
   const episodes = allEpisodes(state).filter((e) => e.result).length;
   const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
   return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
+}
+function sameScoreEverywhere(state) {
+  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
+  const score = state.base.score;
+  if (state.status !== "finished" || score === null || changed.length < 3) return null;
+  if (!changed.every((e) => e.result?.score === score)) return null;
+  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
 }
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 function retryStopped(state) {
@@ -70621,8 +70646,8 @@ function statusText(state, phase, view) {
   if (phase === "stopped")
     return "stopped (the label was removed, the issue closed, or `/autoresearch stop`); `/autoresearch resume` continues it";
   if (phase === "finished") {
-    const unspent = budgetLeftUnspent(state);
-    return unspent ? `finished; note: ${unspent}` : "finished";
+    const notes = [budgetLeftUnspent(state), sameScoreEverywhere(state)].filter(Boolean);
+    return notes.length > 0 ? `finished; note: ${notes.join("; ")}` : "finished";
   }
   if (!open3) return "starting";
   return `round ${open3.index} (${open3.phase}) running: ${open3.episodes.filter((e) => e.result).length} of ${open3.episodes.length} episodes done`;
@@ -70995,7 +71020,7 @@ var GitHubWork = class {
   async startEpisodeCheck(state, e, retaking) {
     if (this.files.checks?.[e.id] !== void 0) return;
     const name = checkRunName(e.id);
-    const externalId = `${state.id}/${e.id}`;
+    const externalId = checkExternalId(state.id, e.id);
     const found = retaking ? await this.api.checks.find(e.base, name, externalId) : null;
     const id = found ?? await this.api.checks.create({
       sha: e.base,
@@ -71027,7 +71052,7 @@ var GitHubWork = class {
     let check2 = started !== void 0 && await this.api.checks.update(started, fields) ? started : null;
     if (check2 === null) {
       const name = checkRunName(e.id);
-      const externalId = `${state.id}/${e.id}`;
+      const externalId = checkExternalId(state.id, e.id);
       const found = retaking || started !== void 0 ? await this.api.checks.find(e.base, name, externalId) : null;
       check2 = found !== null && await this.api.checks.update(found, fields) ? found : await this.api.checks.create({ sha: e.base, name, externalId, ...fields });
     }
@@ -71353,18 +71378,22 @@ function stoppedOrResumed(s, stopped, retry2, asked) {
 }
 async function windDown(ctx, next) {
   await ctx.api.workflows.cancelRuns(GITHUB.workflow, next.state.id);
-  for (const e of next.state.rounds.flatMap((r) => r.episodes)) {
-    const check2 = next.files.checks?.[e.id];
-    if (check2 === void 0 || next.files.published[e.id]) continue;
-    await ctx.api.checks.update(check2, {
-      status: "completed",
-      conclusion: "cancelled",
-      completedAt: ctx.now.toISOString(),
-      output: {
-        title: `${e.id}: stopped`,
-        summary: e.result ? "The run was stopped before this episode's result was published; a resume publishes it." : "The run was stopped before this episode had a result; a resume runs it again."
-      }
-    });
+  for (const round of next.state.rounds) {
+    const halfDone = next.files.claims[`dispatch:${round.index}`] !== void 0 && !next.files.dispatched[round.index];
+    for (const e of round.episodes) {
+      if (next.files.published[e.id]) continue;
+      const check2 = next.files.checks?.[e.id] ?? (halfDone && !e.result ? await ctx.api.checks.find(e.base, checkRunName(e.id), checkExternalId(next.state.id, e.id)) : null);
+      if (check2 === null) continue;
+      await ctx.api.checks.update(check2, {
+        status: "completed",
+        conclusion: "cancelled",
+        completedAt: ctx.now.toISOString(),
+        output: {
+          title: `${e.id}: stopped`,
+          summary: e.result ? "The run was stopped before this episode's result was published; a resume publishes it." : "The run was stopped before this episode had a result; a resume runs it again."
+        }
+      });
+    }
   }
   for (const round of next.state.rounds.filter((r) => !next.files.settled.includes(r.index))) {
     for (const e of round.episodes) {
@@ -72409,6 +72438,11 @@ async function readSetup(api, run2, overrides) {
   const branch = repository.defaultBranch;
   const text = await api.readFile(CONFIG_PATH, branch);
   if (text === null) {
+    for (const name of CONFIG_MISNAMED)
+      if (await api.readFile(name, branch) !== null)
+        return {
+          problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: ${misnamedConfig(name)}, then label the issue again.`
+        };
     return {
       problem: `There is no \`${CONFIG_PATH}\` on \`${branch}\`: add one (see the forkflush README), then label the issue again.`
     };

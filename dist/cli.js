@@ -7426,6 +7426,8 @@ var NAMED_FILES_MAX = 10;
 var RUNS_PER_SECOND_MAX = 999;
 var EGRESS_DIAL_TIMEOUT_MS = 15e3;
 var EGRESS_SCREEN_LOOKUP_MS = 2e3;
+var EGRESS_UNREACHABLE_CHECK_MS = 5e3;
+var EGRESS_OFFLINE_STOP_MS = 9e4;
 var EGRESS_HEADERS_TIMEOUT_MS = 3e4;
 var EGRESS_MAX_CONNECTIONS = 256;
 var EGRESS_MAX_DIALS = 4;
@@ -7510,8 +7512,8 @@ function descendantProcesses(root, levels = Number.POSITIVE_INFINITY) {
 }
 function statFields(pid) {
   try {
-    const stat15 = readFileSync2(`/proc/${pid}/stat`, "utf8");
-    return stat15.slice(stat15.lastIndexOf(")") + 2).split(" ");
+    const stat13 = readFileSync2(`/proc/${pid}/stat`, "utf8");
+    return stat13.slice(stat13.lastIndexOf(")") + 2).split(" ");
   } catch {
     return null;
   }
@@ -8036,7 +8038,7 @@ function prefixOf(dir) {
   return base === "bin" || base === "shims" ? dirname(dir) : dir;
 }
 function exec(file2, args, fd3) {
-  return new Promise((resolve8) => {
+  return new Promise((resolve6) => {
     const child = spawn(file2, args, { stdio: ["ignore", "pipe", "pipe", ...fd3 ? ["pipe"] : []] });
     const timer = setTimeout(() => child.kill("SIGKILL"), 1e4);
     let stdout = "";
@@ -8046,11 +8048,11 @@ function exec(file2, args, fd3) {
     if (fd3) writeFd3(child, fd3);
     child.on("error", (e) => {
       clearTimeout(timer);
-      resolve8({ code: 127, stdout, stderr: e.message });
+      resolve6({ code: 127, stdout, stderr: e.message });
     });
     child.on("close", (code) => {
       clearTimeout(timer);
-      resolve8({ code: code ?? 1, stdout, stderr });
+      resolve6({ code: code ?? 1, stdout, stderr });
     });
   });
 }
@@ -8099,7 +8101,7 @@ function runProcess(file2, args, options) {
 }
 function spawnAndWait(file2, args, options, confined2) {
   const started = performance.now();
-  return new Promise((resolve8) => {
+  return new Promise((resolve6) => {
     const child = startChild(file2, args, options, confined2);
     const stopper = stopperFor(child, options, confined2);
     const timer = options.timeoutMs === void 0 ? void 0 : setTimeout(() => stopper.stop("timeout"), options.timeoutMs);
@@ -8129,7 +8131,7 @@ function spawnAndWait(file2, args, options, confined2) {
     };
     void waitForEnd(child, output2, settle2).then(async (result) => {
       await stopper.strayGone();
-      resolve8(result);
+      resolve6(result);
     });
     child.on("exit", () => {
       if (child.pid !== void 0) running.delete(child.pid);
@@ -8138,7 +8140,7 @@ function spawnAndWait(file2, args, options, confined2) {
   });
 }
 function waitForEnd(child, output2, settle2) {
-  return new Promise((resolve8) => {
+  return new Promise((resolve6) => {
     let spawnError;
     child.on("error", (e) => {
       spawnError = e.message;
@@ -8154,7 +8156,7 @@ function waitForEnd(child, output2, settle2) {
       child.stderr.destroy();
       const result = settle2(ended, spawnError);
       output2.log?.end();
-      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve8(result));
+      void (output2.log?.closed ?? Promise.resolve()).then(() => resolve6(result));
     };
     const drain = (seen, polls) => {
       if (output2.chunks() === seen || polls === 0) finish();
@@ -8268,7 +8270,7 @@ function openLog(path, maxBytes, stop3) {
   let open4 = stream;
   let logged = 0;
   let problem2 = null;
-  const closed = new Promise((resolve8) => stream.once("close", () => resolve8()));
+  const closed = new Promise((resolve6) => stream.once("close", () => resolve6()));
   stream.on("error", (e) => {
     problem2 ??= e.message;
     open4 = void 0;
@@ -13449,7 +13451,7 @@ var recursive = /* @__PURE__ */ new WeakMap();
 var NONE = 0;
 var ASSUMED = 1;
 var PROVEN = 2;
-function isRecursive(inst, stack, resolve8) {
+function isRecursive(inst, stack, resolve6) {
   const cached2 = recursive.get(inst);
   if (cached2 !== void 0)
     return cached2 ? PROVEN : NONE;
@@ -13459,7 +13461,7 @@ function isRecursive(inst, stack, resolve8) {
   let result = NONE;
   const check2 = (child) => {
     if (result !== PROVEN && child?._zod) {
-      const answer2 = isRecursive(child, stack, resolve8);
+      const answer2 = isRecursive(child, stack, resolve6);
       if (answer2 > result)
         result = answer2;
     }
@@ -13470,7 +13472,7 @@ function isRecursive(inst, stack, resolve8) {
       const desc = Object.getOwnPropertyDescriptor(sh, key2);
       if (spread && !desc.enumerable)
         continue;
-      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve8) : NONE;
+      const child = desc.get ? ASSUMED : desc.value?._zod ? isRecursive(desc.value, stack, resolve6) : NONE;
       if (child > answer2)
         answer2 = child;
     }
@@ -13534,7 +13536,7 @@ function isRecursive(inst, stack, resolve8) {
       break;
     // `$ZodLazy` caches its inner on the def, so a resolved edge is followed exactly
     case "lazy": {
-      const inner = def._cachedInner ?? (resolve8 ? inst._zod.innerType : void 0);
+      const inner = def._cachedInner ?? (resolve6 ? inst._zod.innerType : void 0);
       merge3(inner ? isRecursive(inner, stack, false) : ASSUMED);
       break;
     }
@@ -28646,6 +28648,12 @@ function registriesFor(commands) {
   const hosts = REGISTRIES.filter((r) => r.tools.some((t) => words.has(t))).flatMap((r) => r.hosts);
   return [...new Set(hosts)];
 }
+function unreachableNote(unreachable, shown = 3) {
+  if (unreachable.size === 0) return null;
+  const listed = [...unreachable].slice(0, shown).map(([target, why]) => `${target} (${why})`);
+  const more = unreachable.size > shown ? `, and ${unreachable.size - shown} more` : "";
+  return `forkflush's proxy could not reach ${listed.join(", ")}${more}: is this machine online, or does it reach the internet only through a proxy of its own (set HTTPS_PROXY for forkflush)?`;
+}
 function refusedNote(refused, shown = 5) {
   const all = [...refused.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   const total = all.reduce((n, [, c]) => n + c, 0);
@@ -28941,6 +28949,10 @@ function mapSchema(agent) {
 
 // src/core/config.ts
 var CONFIG_PATH = ".github/autoresearch.yml";
+var CONFIG_MISNAMED = [".github/autoresearch.yaml", "autoresearch.yml", "autoresearch.yaml"];
+function misnamedConfig(found) {
+  return `${found} is not read: forkflush reads ${CONFIG_PATH} (move or rename it there)`;
+}
 var configSchema = external_exports.strictObject({
   $schema: external_exports.string().optional().register(unlisted, { reason: "for editors: the JSON Schema's address" }),
   task: repoPath.default("TASK.md").describe("File in the repository that describes the task."),
@@ -29493,6 +29505,7 @@ var episodeSchema = external_exports.object({
   result: resultSchema.optional(),
   interruptedSpent: external_exports.number().finite().nonnegative().optional(),
   unfinishedStarts: external_exports.number().int().positive().optional(),
+  killedStarts: external_exports.number().int().positive().optional(),
   interruptedBasis: external_exports.literal("estimated").optional()
 });
 var roundSchema = external_exports.object({
@@ -30619,7 +30632,10 @@ function applyDecision(state, roundIndex, decision) {
     return adopted?.result ? { ...l, head: adopted.result.commit, context: adopted.id } : l;
   });
   const rounds = state.rounds.map((r) => r.index === roundIndex ? { ...r, decision } : r);
-  return { ...state, rounds, lineages };
+  const won = round2.episodes.find((e) => e.id === decision.winner)?.result;
+  const tied = won && state.best?.score === won.score && round2.episodes.some((e) => e.id === state.best?.episode);
+  const best = tied && won.score !== null ? { episode: decision.winner, commit: won.commit, score: won.score } : state.best;
+  return { ...state, rounds, lineages, best };
 }
 function applyFinish(state) {
   return state.status === "finished" ? state : { ...state, status: "finished" };
@@ -30796,6 +30812,13 @@ function planWarnings(config2, phases = plan(config2)) {
     );
   }
   warnings.push(...setupWarnings(config2, smallest));
+  const a = config2.agent;
+  const given = { model: a.model !== void 0, max_turns: a.max_turns !== void 0, args: a.args.length > 0 };
+  const unread = a.kind === "command" ? Object.keys(given).filter((k) => given[k]) : [];
+  if (unread.length > 0)
+    warnings.push(
+      `${unread.map((k) => `agent.${k}`).join(", ")} ${unread.length > 1 ? "are" : "is"} for agent CLIs: the command agent reads none of it (put it into agent.command), or set agent.kind to the CLI it is for`
+    );
   if (/(^|[^|])\|(?!\|)/.test(config2.grader.command)) {
     warnings.push(
       "grader.command pipes its output (|): the code it grades can write into that pipe and so print the last line, the score; have the grader itself print the score, and run what it grades with its output captured"
@@ -30991,6 +31014,13 @@ function budgetLeftUnspent(state) {
   const episodes = allEpisodes(state).filter((e) => e.result).length;
   const grade = unit === "evaluations" ? '; does the agent call "$FORKFLUSH_GRADE"?' : "";
   return `the run ended having spent ${formatNumber(used, 3)} of its ${formatNumber(total, 3)} ${unit}: its ${episodes} episodes spent little each, so each stretch of them stopped at its cap of twice its plan${grade}`;
+}
+function sameScoreEverywhere(state) {
+  const changed = allEpisodes(state).filter((e) => e.result && e.result.unchanged !== true && !setupFailed(e));
+  const score2 = state.base.score;
+  if (state.status !== "finished" || score2 === null || changed.length < 3) return null;
+  if (!changed.every((e) => e.result?.score === score2)) return null;
+  return `the grader gave the initial workspace and all ${changed.length} episodes that changed it the same score (${score2}): does grader.command grade the workspace it runs in? Run it by hand after a change to see`;
 }
 var WORKER_CANNOT_READ = "this worker Action cannot read the run's record";
 function retryStopped(state) {
@@ -32060,9 +32090,9 @@ function runsSection(r) {
 }
 
 // src/local/compare.ts
-import { mkdir as mkdir18, mkdtemp as mkdtemp5, readdir as readdir12, readFile as readFile10, realpath as realpath6, rm as rm16, stat as stat11, writeFile as writeFile14 } from "node:fs/promises";
+import { mkdir as mkdir18, mkdtemp as mkdtemp5, readdir as readdir12, readFile as readFile10, rm as rm16, writeFile as writeFile14 } from "node:fs/promises";
 import { tmpdir as tmpdir3 } from "node:os";
-import { join as join30, relative as relative5, resolve as resolve5 } from "node:path";
+import { join as join30, relative as relative5 } from "node:path";
 
 // src/core/compare/plan.ts
 var COMPARE_VERSION = 1;
@@ -32927,6 +32957,8 @@ function eventLine(e) {
       const note = r.note ? ` [${r.note}]` : "";
       return `${e.episode.id} ${score2}, spent ${formatNumber(r.spent, 2)} ${unit} (${r.exit}, ${formatNumber(r.wallSeconds, 1)} s)${note}`;
     }
+    case "episode-warning":
+      return `${e.episode.id}: warning: ${e.warning}`;
     case "decided": {
       const r = e.round;
       const best = e.state.best ? `best ${scoreText(e.state.best.score)}` : "no best yet";
@@ -32946,7 +32978,7 @@ function progressView(out, startedAt, now, env = process.env) {
   const colour = env.FORCE_COLOR !== void 0 && env.FORCE_COLOR !== "" ? env.FORCE_COLOR !== "0" : !env.NO_COLOR && live;
   const sgr = (code) => (s) => colour ? `\x1B[${code}m${s}\x1B[0m` : s;
   const dim = sgr("2");
-  const paint = (e, line) => e.type === "episode-done" && e.result.score === null ? sgr("31")(line) : e.type === "decided" ? sgr("1")(line) : e.type === "finished" ? sgr("32")(line) : line;
+  const paint = (e, line) => e.type === "episode-done" && e.result.score === null || e.type === "episode-warning" ? sgr("31")(line) : e.type === "decided" ? sgr("1")(line) : e.type === "finished" ? sgr("32")(line) : line;
   let footerLines = 0;
   const elapsed = (ms) => {
     const s = Math.floor(ms / 1e3);
@@ -33341,8 +33373,8 @@ function runnerInstallation() {
 }
 function parentOf(pid) {
   try {
-    const stat15 = readFileSync4(`/proc/${pid}/stat`, "utf8");
-    return Number(stat15.slice(stat15.lastIndexOf(")") + 2).split(" ")[1]);
+    const stat13 = readFileSync4(`/proc/${pid}/stat`, "utf8");
+    return Number(stat13.slice(stat13.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return null;
   }
@@ -34214,14 +34246,14 @@ function projectDirName(realCwd) {
   return `${sanitized.slice(0, 200)}-${Math.abs(hash2).toString(36)}`;
 }
 async function transcriptPath(home, id, cwd) {
-  const isFile = (p) => lstat2(p).then(
+  const isFile2 = (p) => lstat2(p).then(
     (s) => s.isFile(),
     () => false
   );
   const dirs = await readdir2(join4(home, "projects")).catch(() => []);
   for (const dir of cwd ? [projectDirName(cwd), ...dirs] : dirs) {
     const file2 = join4(home, "projects", dir, `${id}.jsonl`);
-    if (await isFile(file2)) return file2;
+    if (await isFile2(file2)) return file2;
   }
   return null;
 }
@@ -35581,15 +35613,8 @@ function adapterOf(spec, agent) {
     passEnv: spec.passEnv,
     missingLogin,
     run: async (s) => {
-      const missing = missingLogin(s.env);
-      if (missing)
-        return {
-          exit: "crash",
-          reportedSpend: 0,
-          note: missing,
-          seconds: 0,
-          failure: { kind: "auth", quote: missing }
-        };
+      const note = missingLogin(s.env);
+      if (note) return { exit: "crash", reportedSpend: 0, note, seconds: 0, failure: { kind: "auth", quote: note } };
       return settleBounds(s, believableFigures(await runSession(spec, agent, s)), agent.max_turns);
     }
   };
@@ -35627,12 +35652,8 @@ async function readRecord2(contextDir, kind) {
 }
 async function runSession(spec, agent, s) {
   const started = performance.now();
-  const e = {
-    ...s,
-    agent,
-    executable: agent.command ?? spec.cli?.executable ?? "",
-    home: join11(s.contextDir, "home")
-  };
+  const executable = agent.command ?? spec.cli?.executable ?? "";
+  const e = { ...s, agent, executable, home: join11(s.contextDir, "home") };
   const notes = [];
   let saved = null;
   const resume = spec.resume;
@@ -35641,7 +35662,8 @@ async function runSession(spec, agent, s) {
     const ctx = await openContext(s.contextDir, spec.name, async () => {
       const record3 = await readRecord2(s.contextDir, spec.kind);
       if ("unusable" in record3) return record3;
-      const [key2, id] = [spec.session?.key ?? "sessionId", record3[spec.session?.key ?? "sessionId"]];
+      const key2 = spec.session?.key ?? "sessionId";
+      const id = record3[key2];
       if (spec.session && (typeof id !== "string" || !spec.session.id.test(id)))
         return { unusable: `${RECORD_FILE} names no valid ${key2} (${JSON.stringify(id) ?? "none"})` };
       return resume(e, record3, typeof id === "string" ? id : "");
@@ -35792,8 +35814,21 @@ function recordStart(state, episodeId3) {
 function takeBackStart(state, episodeId3) {
   return withStarts(state, episodeId3, (n) => Math.max(0, n - 1));
 }
+function chargeKilledStarts(state, episodeId3, recovered) {
+  const e = state.rounds.flatMap((r) => r.episodes).find((x) => x.id === episodeId3);
+  const killed = e?.result ? 0 : e?.unfinishedStarts ?? 0;
+  if (!e || killed === 0) return state;
+  const charged2 = recovered ? killed - 1 : killed;
+  const settled = withStarts(
+    state,
+    episodeId3,
+    () => 0,
+    (k) => k + charged2
+  );
+  return applyInterrupted(settled, episodeId3, charged2 * e.allowance, true);
+}
 function abandonedResult(e) {
-  const starts = e.unfinishedStarts ?? 0;
+  const starts = e.killedStarts ?? 0;
   if (e.result || starts < MAX_UNFINISHED_STARTS) return null;
   return {
     commit: e.base,
@@ -35807,15 +35842,15 @@ function abandonedResult(e) {
     wallSeconds: 0
   };
 }
-function withStarts(state, episodeId3, next) {
+function withStarts(state, episodeId3, next, nextKilled = (n) => n) {
   const rounds = state.rounds.map(
     (r) => r.episodes.some((e) => e.id === episodeId3 && !e.result) ? {
       ...r,
       episodes: r.episodes.map((e) => {
         if (e.id !== episodeId3) return e;
-        const { unfinishedStarts, ...rest } = e;
-        const n = next(unfinishedStarts ?? 0);
-        return n > 0 ? { ...rest, unfinishedStarts: n } : rest;
+        const { unfinishedStarts, killedStarts, ...rest } = e;
+        const [n, k] = [next(unfinishedStarts ?? 0), nextKilled(killedStarts ?? 0)];
+        return { ...rest, ...n > 0 ? { unfinishedStarts: n } : {}, ...k > 0 ? { killedStarts: k } : {} };
       })
     } : r
   );
@@ -36396,7 +36431,9 @@ async function runTries(input2) {
       return last;
     };
     const refusedBefore = input2.refused?.count() ?? 0;
-    const outcome = await input2.agent.run({ ...session, spawn: spawn3 });
+    const offline = new AbortController();
+    const unwatch = watchOffline(input2, () => offline.abort("offline"));
+    const outcome = await input2.agent.run({ ...session, spawn: spawn3, signal: AbortSignal.any([session.signal, offline.signal]) }).finally(unwatch);
     outcomes.push(outcome);
     const interrupted = input2.interrupt.aborted;
     tries.push({
@@ -36405,7 +36442,8 @@ async function runTries(input2) {
       exit: outcome.exit,
       ...interrupted ? { interrupted: true } : {}
     });
-    const failure3 = interrupted ? null : refusedCause(input2, refusedBefore, await recognise(input2, session, outcome, last));
+    const cut = offline.signal.aborted ? input2.offline?.note() ?? "no allowed host could be reached" : null;
+    const failure3 = interrupted ? null : cut ? { kind: "network", quote: cut } : refusedCause(input2, refusedBefore, await recognise(input2, session, outcome, last));
     const done = (gaveUp) => ({
       outcome: merged(outcomes),
       tries,
@@ -36436,6 +36474,23 @@ async function runTries(input2) {
       return done();
     }
   }
+}
+function watchOffline(input2, stop3) {
+  const o = input2.offline;
+  if (!o) return () => {
+  };
+  const before = o.traffic();
+  let failingSince = null;
+  const timer = setInterval(() => {
+    const now = o.traffic();
+    if (now.reached > before.reached) return void clearInterval(timer);
+    if (now.failed > before.failed) failingSince ??= performance.now();
+    if (failingSince !== null && performance.now() - failingSince >= (o.stopAfterMs ?? EGRESS_OFFLINE_STOP_MS)) {
+      clearInterval(timer);
+      stop3();
+    }
+  }, o.checkMs ?? EGRESS_UNREACHABLE_CHECK_MS);
+  return () => clearInterval(timer);
 }
 async function recognise(input2, session, outcome, last) {
   const spec = outcome.failure ?? null;
@@ -36581,8 +36636,39 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP as isIP2 } from "node:net";
 import { join as join14 } from "node:path";
-import { Transform } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
+
+// src/io/egress-mask.ts
+import { Transform } from "node:stream";
+function maskHeader(v, secrets) {
+  const mask = (s) => secrets.reduce((t, k) => t.replaceAll(k.toString(), "*".repeat(k.length)), s);
+  return Array.isArray(v) ? v.map(mask) : mask(v);
+}
+var Mask = class extends Transform {
+  constructor(secrets) {
+    super();
+    this.secrets = secrets;
+  }
+  secrets;
+  held = Buffer.alloc(0);
+  _transform(chunk, _enc, done) {
+    const data = Buffer.concat([this.held, chunk]);
+    for (const s of this.secrets)
+      for (let i = data.indexOf(s); i !== -1; i = data.indexOf(s, i)) data.fill(42, i, i + s.length);
+    let hold = 0;
+    for (const s of this.secrets)
+      for (let n = Math.min(s.length - 1, data.length); n > hold; n--)
+        if (data.subarray(data.length - n).equals(s.subarray(0, n))) {
+          hold = n;
+          break;
+        }
+    this.held = Buffer.from(data.subarray(data.length - hold));
+    done(null, data.subarray(0, data.length - hold));
+  }
+  _flush(done) {
+    done(null, this.held);
+  }
+};
 
 // src/io/egress-upstream.ts
 import { lookup } from "node:dns/promises";
@@ -36642,8 +36728,8 @@ function isInternal(address) {
 }
 function screenLookup(host) {
   let timer;
-  const late = new Promise((resolve8) => {
-    timer = setTimeout(() => resolve8(null), EGRESS_SCREEN_LOOKUP_MS);
+  const late = new Promise((resolve6) => {
+    timer = setTimeout(() => resolve6(null), EGRESS_SCREEN_LOOKUP_MS);
   });
   return Promise.race([lookup(host).catch(() => null), late]).finally(() => clearTimeout(timer));
 }
@@ -36658,19 +36744,19 @@ function splice(a, b) {
   b.on("error", end).on("close", end);
 }
 function dial(host, port) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve6, reject) => {
     const s = connect({ host, port, noDelay: true });
     s.setTimeout(EGRESS_DIAL_TIMEOUT_MS, () => s.destroy(new Error("timed out")));
     s.once("connect", () => {
       s.setTimeout(0);
-      resolve8(s);
+      resolve6(s);
     });
     s.once("error", reject);
   });
 }
 function tunnel(via, host, port) {
   return dial(via.hostname, Number(via.port || 80)).then(
-    (s) => new Promise((resolve8, reject) => {
+    (s) => new Promise((resolve6, reject) => {
       const target = isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
       const auth = via.auth["proxy-authorization"] ? `Proxy-Authorization: ${via.auth["proxy-authorization"]}\r
 ` : "";
@@ -36693,7 +36779,7 @@ ${auth}\r
         const rest = got.subarray(end + 4);
         if (rest.length > 0) s.unshift(rest);
         s.off("error", reject);
-        resolve8(s);
+        resolve6(s);
       };
       s.on("data", onData);
       s.once("error", reject);
@@ -36768,7 +36854,7 @@ async function startEgressProxy(o) {
   const agents = [];
   for (const route of o.routes) {
     const server = createServer();
-    const forward = routeForwarder(route, out.machine, out.track);
+    const forward = routeForwarder(route, out);
     if (forward.agent) agents.push(forward.agent);
     server.on("request", forward.handle);
     server.on(
@@ -36796,7 +36882,8 @@ async function startEgressProxy(o) {
     await close();
     throw e;
   }
-  return { listeners, refused: () => out.refused, close };
+  const traffic = () => ({ reached: out.counts.reached, failed: out.counts.failed });
+  return { listeners, refused: () => out.refused, unreachable: () => out.unreachable, traffic, close };
 }
 function egressWay(env) {
   const refused = /* @__PURE__ */ new Map();
@@ -36810,6 +36897,14 @@ function egressWay(env) {
     const key2 = refused.has(target) || refused.size < EGRESS_MAX_REFUSED_TARGETS ? target : "other targets";
     refused.set(key2, (refused.get(key2) ?? 0) + 1);
   };
+  const unreachable = /* @__PURE__ */ new Map();
+  const counts2 = { reached: 0, failed: 0 };
+  const fail = (target, e) => {
+    counts2.failed++;
+    if (unreachable.has(target) || unreachable.size < EGRESS_MAX_REFUSED_TARGETS)
+      unreachable.set(target, e.message);
+  };
+  const watch = (target) => ({ failed: (e) => fail(target, e), reached: () => counts2.reached++ });
   const machine = machineProxy(env);
   const dials = limiter(EGRESS_MAX_DIALS, EGRESS_MAX_WAITING);
   const screen = async (host, reach) => {
@@ -36827,7 +36922,7 @@ function egressWay(env) {
     if (reach === "wildcard" && isInternal(address)) throw new Refused(`${host} is at an internal address`);
     return track(await dial(address, port));
   });
-  return { refused, sockets, track, refuse: refuse2, machine, open: open4, screen };
+  return { refused, unreachable, counts: counts2, sockets, track, refuse: refuse2, fail, watch, machine, open: open4, screen };
 }
 function connectHandler(o, out) {
   return (req, client, head) => {
@@ -36843,6 +36938,7 @@ function connectHandler(o, out) {
     }
     out.open(target.host, target.port, reach, true).then(
       (upstream) => {
+        out.counts.reached++;
         if (client.destroyed) return void upstream.destroy();
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
         if (head.length > 0) upstream.write(head);
@@ -36850,6 +36946,7 @@ function connectHandler(o, out) {
       },
       (e) => {
         if (e instanceof Refused) out.refuse(label);
+        else out.fail(label, e);
         hangUp(client, e instanceof Refused ? refusal(label, e.message) : failure2(label, e));
       }
     );
@@ -36877,7 +36974,7 @@ function requestHandler(o, out) {
     const via = out.machine.for(host, false);
     if (via)
       return void out.screen(host, reach).then(
-        () => relayThroughProxy(req, res, via, url2.href, headers, null),
+        () => relayThroughProxy(req, res, via, url2.href, headers, null, out.watch(label)),
         (e) => {
           out.refuse(label);
           answer(res, 403, `forkflush: ${label}: ${e.message}`);
@@ -36893,16 +36990,18 @@ function requestHandler(o, out) {
           path: `${url2.pathname}${url2.search}`,
           headers
         }),
-        null
+        null,
+        out.watch(label)
       ),
       (e) => {
         if (e instanceof Refused) out.refuse(label);
+        else out.fail(label, e);
         answer(res, e instanceof Refused ? 403 : 502, `forkflush: ${label}: ${e.message}`);
       }
     );
   };
 }
-function routeForwarder(route, machine, track) {
+function routeForwarder(route, out) {
   let base = null;
   try {
     base = new URL(route.upstream);
@@ -36910,7 +37009,7 @@ function routeForwarder(route, machine, track) {
   }
   const problem2 = !base || base.protocol !== "http:" && base.protocol !== "https:" ? `its base URL is not an http(s) URL: ${route.upstream}` : null;
   const tls = base?.protocol === "https:";
-  const via = base && !problem2 ? machine.for(base.hostname.replace(/^\[(.*)\]$/, "$1"), tls) : null;
+  const via = base && !problem2 ? out.machine.for(base.hostname.replace(/^\[(.*)\]$/, "$1"), tls) : null;
   const agent = problem2 || via ? null : tls ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   const secrets = route.keys.map((k) => Buffer.from(k.value));
   const handle = (req, res) => {
@@ -36937,6 +37036,7 @@ function routeForwarder(route, machine, track) {
     if (secrets.length > 0) headers["accept-encoding"] = "identity";
     const path = `${base.pathname.replace(/\/$/, "")}${req.url}`;
     const target = { host: base.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(base.port || (tls ? 443 : 80)) };
+    const watch = out.watch(`${target.host}:${target.port}`);
     const make = (createConnection) => (tls ? httpsRequest : httpRequest)({
       ...target,
       method: req.method,
@@ -36945,24 +37045,28 @@ function routeForwarder(route, machine, track) {
       ...createConnection ? { createConnection } : { agent: agent ?? void 0 },
       ...tls ? { servername: isIP2(target.host) ? void 0 : target.host } : {}
     });
-    if (!via) return void relay(req, res, make(), secrets);
-    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets);
+    if (!via) return void relay(req, res, make(), secrets, watch);
+    if (!tls) return relayThroughProxy(req, res, via, `${base.origin}${path}`, headers, secrets, watch);
     tunnel(via, target.host, target.port).then(
       (raw) => {
-        const secure = tlsConnect({ socket: track(raw), servername: target.host });
+        const secure = tlsConnect({ socket: out.track(raw), servername: target.host });
         relay(
           req,
           res,
           make(() => secure),
-          secrets
+          secrets,
+          watch
         );
       },
-      (e) => answer(res, 502, `forkflush: ${route.name}: ${e.message}`)
+      (e) => {
+        watch.failed(e);
+        answer(res, 502, `forkflush: ${route.name}: ${e.message}`);
+      }
     );
   };
   return { handle, agent };
 }
-function relayThroughProxy(req, res, via, url2, headers, secrets) {
+function relayThroughProxy(req, res, via, url2, headers, secrets, watch) {
   const upstream = httpRequest({
     host: via.hostname,
     port: via.port || 80,
@@ -36970,10 +37074,11 @@ function relayThroughProxy(req, res, via, url2, headers, secrets) {
     path: url2,
     headers: { ...headers, ...via.auth }
   });
-  relay(req, res, upstream, secrets);
+  relay(req, res, upstream, secrets, watch);
 }
-function relay(req, res, up, secrets) {
+function relay(req, res, up, secrets, watch) {
   up.on("response", (answerMsg) => {
+    watch.reached();
     const headers = {};
     for (const [k, v] of Object.entries(answerMsg.headers)) {
       if (v === void 0 || HOP.includes(k)) continue;
@@ -36984,45 +37089,22 @@ function relay(req, res, up, secrets) {
     body.pipe(res);
     answerMsg.on("error", () => res.destroy());
   });
+  let hungUp = false;
   up.on("error", (e) => {
-    if (res.headersSent) res.destroy();
-    else answer(res, 502, `forkflush: the upstream failed: ${e.message}`);
+    if (res.headersSent || hungUp) return void res.destroy();
+    watch.failed(e);
+    answer(res, 502, `forkflush: the upstream failed: ${e.message}`);
   });
-  req.on("error", () => up.destroy());
+  req.on("error", () => {
+    hungUp = true;
+    up.destroy();
+  });
   res.on("close", () => {
-    if (!res.writableFinished) up.destroy();
+    hungUp = !res.writableFinished;
+    if (hungUp) up.destroy();
   });
   req.pipe(up);
 }
-function maskHeader(v, secrets) {
-  const mask = (s) => secrets.reduce((t, k) => t.replaceAll(k.toString(), "*".repeat(k.length)), s);
-  return Array.isArray(v) ? v.map(mask) : mask(v);
-}
-var Mask = class extends Transform {
-  constructor(secrets) {
-    super();
-    this.secrets = secrets;
-  }
-  secrets;
-  held = Buffer.alloc(0);
-  _transform(chunk, _enc, done) {
-    const data = Buffer.concat([this.held, chunk]);
-    for (const s of this.secrets)
-      for (let i = data.indexOf(s); i !== -1; i = data.indexOf(s, i)) data.fill(42, i, i + s.length);
-    let hold = 0;
-    for (const s of this.secrets)
-      for (let n = Math.min(s.length - 1, data.length); n > hold; n--)
-        if (data.subarray(data.length - n).equals(s.subarray(0, n))) {
-          hold = n;
-          break;
-        }
-    this.held = Buffer.from(data.subarray(data.length - hold));
-    done(null, data.subarray(0, data.length - hold));
-  }
-  _flush(done) {
-    done(null, this.held);
-  }
-};
 function forwarded2(headers) {
   const out = {};
   for (const [k, v] of Object.entries(headers)) if (v !== void 0 && !HOP.includes(k)) out[k] = v;
@@ -37063,10 +37145,10 @@ function hangUp(client, answer2) {
   client.end(answer2, () => client.destroy());
 }
 function listen(server, socket) {
-  return new Promise((resolve8, reject) => {
+  return new Promise((resolve6, reject) => {
     server.once("error", reject);
-    if (socket) server.listen(socket, () => resolve8(socket));
-    else server.listen(0, "127.0.0.1", () => resolve8(server.address().port));
+    if (socket) server.listen(socket, () => resolve6(socket));
+    else server.listen(0, "127.0.0.1", () => resolve6(server.address().port));
   });
 }
 
@@ -37136,7 +37218,9 @@ async function agentSide(proxy, socketDir, agentEnv) {
     env,
     bind: socketDir,
     wrap: (file2, args) => script ? forwarded(script, ports, file2, args) : { file: file2, args },
-    note: () => refusedNote(proxy.refused()),
+    note: () => [refusedNote(proxy.refused()), unreachableNote(proxy.unreachable())].filter(Boolean).join("; ") || null,
+    unreachable: () => unreachableNote(proxy.unreachable()),
+    traffic: () => proxy.traffic(),
     refusedCount: () => [...proxy.refused().values()].reduce((n, c) => n + c, 0),
     close: () => proxy.close()
   };
@@ -37386,13 +37470,13 @@ async function gradeAsJudge(attempt2, paths, machine = MACHINE, signal) {
   };
 }
 function pause(ms, signal) {
-  return new Promise((resolve8) => {
-    if (signal?.aborted) return resolve8();
+  return new Promise((resolve6) => {
+    if (signal?.aborted) return resolve6();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
-      resolve8();
+      resolve6();
     }
     signal?.addEventListener("abort", done, { once: true });
   });
@@ -37434,9 +37518,9 @@ async function startGradeService(args) {
     evaluations: grading.count,
     close: async () => {
       closing.abort();
-      await new Promise((resolve8) => {
+      await new Promise((resolve6) => {
         grading.server.closeAllConnections();
-        grading.server.close(() => resolve8());
+        grading.server.close(() => resolve6());
       });
       await grading.queue();
       await rm11(socketDir, { recursive: true, force: true });
@@ -37490,9 +37574,9 @@ async function listenInTmp(server) {
   const socketDir = await mkdtemp2("/tmp/ff-grade-");
   await chmod3(socketDir, 457);
   const socket = join15(socketDir, "grade.sock");
-  await new Promise((resolve8, reject) => {
+  await new Promise((resolve6, reject) => {
     server.once("error", reject);
-    server.listen(socket, resolve8);
+    server.listen(socket, resolve6);
   });
   await chmod3(socket, 438);
   return { socketDir, socket };
@@ -37674,6 +37758,12 @@ async function runAgentStep(job, b) {
   const deadlineMs = Math.min(budgetMs, agentTimeoutMs);
   const chargeBase = { unit, allowance: episode2.allowance, limitSeconds: deadlineMs / 1e3 };
   const agentLog = episodeLogs(job.scratchDir).agent;
+  const unreachable = job.warn ? setInterval(() => {
+    const note = egress.unreachable();
+    if (!note) return;
+    job.warn?.(note);
+    clearInterval(unreachable);
+  }, EGRESS_UNREACHABLE_CHECK_MS) : void 0;
   let tried;
   try {
     tried = await runTries({
@@ -37701,6 +37791,7 @@ async function runAgentStep(job, b) {
       charge: chargeBase,
       evaluations: () => grading.evaluations(),
       refused: { count: egress.refusedCount, note: egress.note },
+      offline: { traffic: egress.traffic, note: egress.unreachable },
       ...isolation.sandbox ? {
         hiddenCause: (missing, text) => hiddenPathFailure(missing, text, {
           workspace: places.workspace,
@@ -37712,6 +37803,7 @@ async function runAgentStep(job, b) {
       ...job.sleep ? { sleep: job.sleep } : {}
     });
   } finally {
+    clearInterval(unreachable);
     await close();
   }
   return { tried, refused: egress.note(), removed, chargeBase, evaluations: () => grading.evaluations(), logFull };
@@ -38527,7 +38619,9 @@ var Driver = class _Driver {
       await this.save();
     };
     const ended = (s) => started ? takeBackStart(s, e.id) : s;
-    const result = await runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting);
+    const recovered = await this.o.forge.recoverResult(this.state, e, this.sealKey);
+    this.state = chargeKilledStarts(this.state, e.id, recovered !== null);
+    const result = recovered ?? await runOne(this.state, e, this.o, this.sealKey, this.setupCache, this.emit, starting);
     if ("interrupted" in result) {
       this.state = ended(applyInterrupted(this.state, e.id, result.interrupted ?? 0, result.estimated));
       if (result.problem) {
@@ -38548,9 +38642,7 @@ function roundOf2(state, index) {
   return state.rounds.find((r) => r.index === index);
 }
 async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
-  const recovered = await o.forge.recoverResult(state, e, sealKey);
-  if (recovered) return recovered;
-  const abandoned = abandonedResult(e);
+  const abandoned = abandonedResult(roundOf2(state, e.round).episodes.find((x) => x.id === e.id) ?? e);
   if (abandoned) return abandoned;
   const prepared = await o.forge.prepareEpisode(state, e).catch(async (err) => {
     const full = await diskFull(err, [o.store.path()]);
@@ -38583,7 +38675,8 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
       setupCache,
       ...sealKey ? { sealKey } : {},
       ...o.signal ? { signal: o.signal } : {},
-      ...o.env ? { env: o.env } : {}
+      ...o.env ? { env: o.env } : {},
+      warn: (warning) => emit({ type: "episode-warning", state, episode: e, warning })
     });
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
     return result;
@@ -39382,6 +39475,8 @@ async function loadConfig(dir, configFile, overrides) {
     text = await readFile9(file2, "utf8");
   } catch {
     const above = configFile ? null : await configAbove(dir);
+    for (const name2 of configFile ? [] : CONFIG_MISNAMED)
+      if (await isFile(join28(dir, name2))) throw new UserError(`no config at ${file2}: ${misnamedConfig(name2)}`);
     if (above)
       throw new UserError(
         `no config at ${file2}, but ${above} above it has one (${CONFIG_PATH}): name that folder instead, as in \`forkflush run ${shellQuote(above)}\``
@@ -39394,13 +39489,13 @@ async function loadConfig(dir, configFile, overrides) {
 }
 async function configAbove(dir) {
   for (let d = dirname13(resolve4(dir)); d !== dirname13(d); d = dirname13(d))
-    if (await stat10(join28(d, CONFIG_PATH)).then(
-      (s) => s.isFile(),
-      () => false
-    ))
-      return d;
+    if (await isFile(join28(d, CONFIG_PATH))) return d;
   return null;
 }
+var isFile = (path) => stat10(path).then(
+  (s) => s.isFile(),
+  () => false
+);
 async function startRun(o) {
   const taskDir = await taskFolder(o.dir);
   const { config: config2, file: configFile } = await loadConfig(taskDir, o.configFile, o.overrides);
@@ -39602,6 +39697,11 @@ async function retryStop(open4) {
 async function taskFolder(dir) {
   const s = await stat10(dir).catch(() => null);
   if (!s?.isDirectory()) throw new UserError(`${dir} is not a folder: name the task's repository (or folder)`);
+  const bare = await new Git(dir).exec(["rev-parse", "--is-bare-repository"], { check: false });
+  if (bare.exitCode === 0 && bare.stdout.trim() === "true")
+    throw new UserError(
+      `${dir} is a bare repository (no files to work on): clone it and name the clone, as in \`git clone ${shellQuote(dir)} task && forkflush run task\``
+    );
   return realpath5(resolve4(dir));
 }
 async function gitTop(dir) {
@@ -39752,7 +39852,7 @@ var CompareRuns = class {
       ...this.o.env ? { env: this.o.env } : {},
       onEvent: (ev) => {
         this.states.set(ev.state.id, ev.state);
-        const line = ev.type === "episode-done" || ev.type === "decided" && ev.round.kind === "fork" ? eventLine(ev) : null;
+        const line = ev.type === "episode-done" || ev.type === "episode-warning" || ev.type === "decided" && ev.round.kind === "fork" ? eventLine(ev) : null;
         if (line) this.o.log(`${this.clock()}   #${i + 1} ${line}`);
       }
     }).finally(async () => {
@@ -39843,9 +39943,7 @@ async function scheduleRuns(m, pending, limit, widthOf, runEntry, signal, halt) 
 
 // src/local/compare.ts
 async function chooseCompare(o) {
-  const s = await stat11(o.dir).catch(() => null);
-  if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
-  const taskDir = await realpath6(resolve5(o.dir));
+  const taskDir = await taskFolder(o.dir);
   const overrides = {
     ...o.budget !== void 0 ? { budget: o.budget } : {},
     ...o.branches !== void 0 ? { branches: o.branches } : {}
@@ -40131,7 +40229,7 @@ interrupted: finished runs are saved. Continue with: forkflush ${kind} ${dir} --
 // src/cli/init.ts
 import { existsSync as existsSync4 } from "node:fs";
 import { mkdir as mkdir19, readFile as readFile11, rm as rm17, writeFile as writeFile15 } from "node:fs/promises";
-import { dirname as dirname14, join as join31, relative as relative6, resolve as resolve6 } from "node:path";
+import { dirname as dirname14, join as join31, relative as relative6, resolve as resolve5 } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { fileURLToPath } from "node:url";
 
@@ -40165,7 +40263,7 @@ function commitOfTag(listing, tag) {
 // src/cli/init.ts
 var ACTION_PLACEHOLDER = /your-org\/forkflush@[\w.-]+/g;
 async function initTask(dir, v, io) {
-  const root = resolve6(dir);
+  const root = resolve5(dir);
   const answers = await ask(root, v, io);
   const config2 = configText(answers);
   parseConfig(config2, CONFIG_PATH);
@@ -40497,8 +40595,8 @@ Write it${answers.agent === "command" ? ' (README, "The command agent")' : ""}, 
 import { join as join36 } from "node:path";
 
 // src/local/map.ts
-import { mkdir as mkdir22, realpath as realpath7, stat as stat14 } from "node:fs/promises";
-import { join as join35, resolve as resolve7 } from "node:path";
+import { mkdir as mkdir22 } from "node:fs/promises";
+import { join as join35 } from "node:path";
 
 // src/core/map/chart.ts
 var W2 = 960;
@@ -40902,14 +41000,14 @@ function parseJudgment(line) {
 }
 
 // src/local/map-judge.ts
-import { chmod as chmod6, mkdir as mkdir21, readdir as readdir13, rename as rename7, rm as rm18, stat as stat12, writeFile as writeFile17 } from "node:fs/promises";
+import { chmod as chmod6, mkdir as mkdir21, readdir as readdir13, rename as rename7, rm as rm18, stat as stat11, writeFile as writeFile17 } from "node:fs/promises";
 import { join as join33 } from "node:path";
 var JudgeInterrupted = class extends Error {
   name = "JudgeInterrupted";
 };
 async function askJudge(s, call, allowance) {
   const dir = join33(s.work, call.name);
-  if (await stat12(dir).catch(() => null)) await removeTree(dir);
+  if (await stat11(dir).catch(() => null)) await removeTree(dir);
   const box = join33(dir, "box");
   const context = join33(dir, "context");
   for (const d of [join33(box, "home"), join33(box, "tmp"), context]) await mkdir21(d, { recursive: true });
@@ -41041,7 +41139,7 @@ function exitProblem(exit, r, note, allowance, unit, smoke2) {
   return `${how}${line ? `: ${line}` : note ? `: ${note}` : ""}`;
 }
 async function keepLog(s, call, log) {
-  const size = await stat12(log).then(
+  const size = await stat11(log).then(
     (x) => x.size,
     () => -1
   );
@@ -41185,7 +41283,7 @@ function judgeLabel(j) {
 }
 
 // src/local/map-target.ts
-import { readdir as readdir14, readFile as readFile13, stat as stat13 } from "node:fs/promises";
+import { readdir as readdir14, readFile as readFile13, stat as stat12 } from "node:fs/promises";
 import { join as join34 } from "node:path";
 async function findTarget(taskDir, o) {
   if (o.run && o.compare) throw new UserError("give --run or --compare, not both");
@@ -41198,7 +41296,7 @@ async function findTarget(taskDir, o) {
   }
   const names = (await readdir14(root).catch(() => [])).sort();
   const compares = [];
-  for (const n of names) if (await stat13(join34(root, n, "compare.json")).catch(() => null)) compares.push(n);
+  for (const n of names) if (await stat12(join34(root, n, "compare.json")).catch(() => null)) compares.push(n);
   const id = o.compare ?? compares.filter((n) => n.startsWith("compare-")).at(-1);
   if (o.compare && !compares.includes(o.compare))
     throw new UserError(`no compare ${o.compare} in ${taskDir}; compares: ${compares.join(", ") || "none yet"}`);
@@ -41235,7 +41333,7 @@ async function compareTarget(taskDir, id) {
 }
 async function mapConfig(taskDir, target, configFile) {
   const file2 = configFile ?? target.manifest?.configFile ?? target.runs[0]?.info.configFile;
-  if (configFile || file2 && await stat13(file2).catch(() => null)) return (await loadConfig(taskDir, file2)).config;
+  if (configFile || file2 && await stat12(file2).catch(() => null)) return (await loadConfig(taskDir, file2)).config;
   return (await loadConfig(taskDir).catch(() => null))?.config ?? target.runs[0].state.config;
 }
 async function refreshReports(taskDir, target) {
@@ -41256,9 +41354,7 @@ async function refreshReports(taskDir, target) {
 
 // src/local/map.ts
 async function makeMap(o) {
-  const s = await stat14(o.dir).catch(() => null);
-  if (!s?.isDirectory()) throw new UserError(`${o.dir} is not a folder: name the task's repository (or folder)`);
-  const taskDir = await realpath7(resolve7(o.dir));
+  const taskDir = await taskFolder(o.dir);
   const target = await findTarget(taskDir, o);
   const config2 = await mapConfig(taskDir, target, o.configFile);
   const settings2 = mapSettings(config2);
@@ -41902,8 +41998,8 @@ ${home.join("\n")}
       `forkflush: warning: the best workspace changes what runs by itself once merged and pushed (CI, git): ${automation.slice(0, 5).join(", ")}${automation.length > 5 ? ` and ${automation.length - 5} more` : ""}; the agent wrote them: read them before you merge
 `
     );
-  const unspent = budgetLeftUnspent(state);
-  if (unspent) io.stderr.write(`forkflush: warning: ${unspent}
+  for (const warning of [budgetLeftUnspent(state), sameScoreEverywhere(state)])
+    if (warning) io.stderr.write(`forkflush: warning: ${warning}
 `);
   const nothing = nothingDone(state);
   if (nothing) {
