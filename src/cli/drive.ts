@@ -2,17 +2,19 @@
 // result (the leaderboard, the lineage, the reports), as lines for the user and an exit code.
 import { UserError } from '../core/errors.js';
 import { matchesAny } from '../core/globs.js';
+import { OUTAGE_WAIT_MINUTES } from '../core/method.js';
 import { bestBranch, lineageBranch } from '../core/names.js';
 import { RecordError } from '../core/records.js';
 import { LEADERBOARD_HEADER, leaderboardRows, summary, takeHomeLines } from '../core/report.js';
 import type { RunState } from '../core/state.js';
-import { budgetLeftUnspent, nothingDone, retryStopped, sameScoreEverywhere } from '../core/stop.js';
+import { budgetLeftUnspent, nothingDone, outageStop, retryStopped, sameScoreEverywhere } from '../core/stop.js';
 import { textTable } from '../core/text.js';
 import { Git } from '../io/git.js';
 import { progressView } from '../local/progress.js';
 import { writeReports } from '../local/reports.js';
 import { drive } from '../local/runner.js';
-import type { OpenRun } from '../local/start.js';
+import { type OpenRun, retryStop } from '../local/start.js';
+import { abortableSleep } from '../worker/agent-tries.js';
 import { diskFull } from '../worker/episode-errors.js';
 import type { Io } from './io.js';
 
@@ -26,9 +28,8 @@ export function sandboxLine(open: OpenRun): string {
 export async function driveRun(open: OpenRun, io: Io): Promise<number> {
   const start = Date.now();
   const view = progressView(io.stdout, start, () => Date.now(), io.env ?? process.env);
-  let result: Awaited<ReturnType<typeof drive>>;
-  try {
-    result = await drive(open.state, {
+  const once = () =>
+    drive(open.state, {
       store: open.store,
       forge: open.forge,
       info: open.info,
@@ -36,7 +37,22 @@ export async function driveRun(open: OpenRun, io: Io): Promise<number> {
       onEvent: (e) => view.onEvent(e),
       ...(io.signal ? { signal: io.signal } : {}),
       ...(io.env ? { env: io.env } : {}),
+      ...(io.sleep ? { sleep: io.sleep } : {}),
     });
+  let result: Awaited<ReturnType<typeof drive>>;
+  try {
+    result = await once();
+    // A provider's outage at night is waited out: the run goes on by itself, a few times, before it ends.
+    for (const minutes of OUTAGE_WAIT_MINUTES) {
+      if (!result.stopped || !outageStop(result.state) || io.signal?.aborted) break;
+      open.state = result.state;
+      io.stderr.write(
+        `\nforkflush: ${result.stopped.message}\nforkflush: waiting ${minutes} min, then trying again by itself (Ctrl-C to stop now)\n`,
+      );
+      await (io.sleep ?? abortableSleep)(minutes * 60_000, io.signal ?? new AbortController().signal);
+      if (io.signal?.aborted || (await retryStop(open)) === null) break;
+      result = await once();
+    }
   } catch (e) {
     // What failed unforeseen is the run's end for now, not its loss: every finished episode is saved.
     const continueWith = `forkflush resume ${open.info.taskDir} --run ${open.state.id}`;

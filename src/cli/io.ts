@@ -9,5 +9,7 @@ export interface Io {
   now: () => Date;
   /** Set when the user asks to stop (Ctrl-C). */
   signal?: AbortSignal;
+  /** A wait that ends early when the signal aborts (tests: none); retries' and an outage's waits. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   env?: NodeJS.ProcessEnv;
 }

@@ -160,6 +160,13 @@ export const RETRY_MAX_WAIT_SECONDS = 300;
 export const RETRY_LEAST_SECONDS = 30;
 
 /**
+ * A local run stopped by its provider's passing failure (a rate limit, an overload, the network),
+ * its tries spent, waits this long and goes on by itself, once per wait, before it ends: a night's
+ * run outlives an outage of about an hour and a half (our choice; failed tries spend next to nothing).
+ */
+export const OUTAGE_WAIT_MINUTES = [5, 20, 60];
+
+/**
  * An agent that crashed within this many seconds, reported no usage and left the workspace as it
  * was is charged nothing: our choice. It failed before it could do a model turn's work (a refused
  * key answers in a second or two), and charging it its allowance made a broken setup spend the

@@ -56,6 +56,12 @@ export function stopReason(state: RunState): RunStop | null {
   return cause(state)?.stop ?? null;
 }
 
+/** Whether what stopped the run is its provider's passing failure (a rate limit, an overload, the network): one to wait out. */
+export function outageStop(state: RunState): boolean {
+  const retry = cause(state)?.retry ?? [];
+  return retry.length > 0 && retry.every((e) => isTransient(stoppingFailure(e.result)?.kind ?? 'crash'));
+}
+
 function cause(state: RunState): Cause | null {
   const open = state.rounds.find((r) => !r.decision);
   if (open) {

@@ -28,6 +28,8 @@ export interface DriveOptions {
   onEvent?: (e: RunEvent) => void;
   /** The environment the agent's, setup's and grader's allowlists are taken from (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  /** The wait before an agent's retry (tests: none). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 export interface DriveResult {
@@ -252,6 +254,7 @@ async function runOne(
       ...(sealKey ? { sealKey } : {}),
       ...(o.signal ? { signal: o.signal } : {}),
       ...(o.env ? { env: o.env } : {}),
+      ...(o.sleep ? { sleep: o.sleep } : {}),
       warn: (warning) => emit({ type: 'episode-warning', state, episode: e, warning }),
     });
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);

@@ -104,6 +104,50 @@ describe('an agent whose key is refused', () => {
   });
 });
 
+describe("an agent whose provider is down for a while (the night's outage)", () => {
+  it('waits it out and goes on by itself: the run finishes, exit 0', async () => {
+    const repo = makeTaskRepo({
+      agentCommand: 'sh limited.sh',
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'strategy: single-run',
+      files: { 'limited.sh': '' },
+    });
+    const logs = dirname(repo.callsLog);
+    const LIMITED = 'Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"rate limited"}}';
+    writeFileSync(
+      join(repo.dir, 'limited.sh'),
+      `if [ -f ${logs}/up ]; then exec node agent.mjs improve ${repo.callsLog}; fi\necho '${LIMITED}' >&2\nexit 1\n`,
+    );
+    repo.git('commit', '-qam', 'the agent');
+    const waits: number[] = [];
+    const r = await cliWith(['run', repo.dir], {
+      // No real waiting: the retries' waits pass at once; the second outage wait finds the provider back.
+      sleep: async (ms) => {
+        waits.push(ms);
+        if (waits.filter((w) => w >= 60_000).length === 2) writeFileSync(join(logs, 'up'), '');
+      },
+    });
+    expect(r.code, r.err).toBe(0);
+    expect(said(r.err).filter((l) => l.startsWith('forkflush: waiting'))).toEqual([
+      'forkflush: waiting 5 min, then trying again by itself (Ctrl-C to stop now)',
+      'forkflush: waiting 20 min, then trying again by itself (Ctrl-C to stop now)',
+    ]);
+    expect(waits.filter((w) => w >= 60_000)).toEqual([300_000, 1_200_000]);
+    const s = await status(repo.dir);
+    expect(s.status).toBe('finished');
+    expect(repo.calls().map((c) => c.episode)).toContain('r0.b0');
+  });
+
+  it('a permanent failure is not waited for', async () => {
+    const repo = keyedAgent({ budget: 'total: 12\n  unit: tokens\n  episode: 6', extra: 'strategy: single-run' });
+    const waits: number[] = [];
+    const r = await cliWith(['run', repo.dir], { sleep: async (ms) => void waits.push(ms) });
+    expect(r.code).toBe(2);
+    expect(waits).toEqual([]);
+    expect(r.err).not.toContain('forkflush: waiting');
+  });
+});
+
 describe('an agent that crashes for a reason nobody recognises', () => {
   it('stops after the first fork round in which every branch crashed without changing anything', async () => {
     const repo = makeTaskRepo({

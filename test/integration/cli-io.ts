@@ -27,7 +27,14 @@ function stream(add: (s: string) => void, isTTY: boolean): NodeJS.WriteStream {
  */
 export async function cliWith(
   argv: string[],
-  opts: { env?: NodeJS.ProcessEnv; tty?: boolean; answers?: string[]; now?: Date; signal?: AbortSignal } = {},
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    tty?: boolean;
+    answers?: string[];
+    now?: Date;
+    signal?: AbortSignal;
+    sleep?: Io['sleep'];
+  } = {},
 ): Promise<CliResult> {
   let out = '';
   let err = '';
@@ -44,6 +51,7 @@ export async function cliWith(
     ...(input ? { stdin: input as unknown as NodeJS.ReadStream } : {}),
     env: opts.env ?? plainEnv(),
     ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.sleep ? { sleep: opts.sleep } : {}),
   };
   const code = await main(argv, io);
   return { code, out, err };
