@@ -3,8 +3,9 @@ import type { Config } from './config.js';
 import { type Episode, isBetter, setupFailed } from './state.js';
 
 /**
- * The best-scoring episode of a round, or null when none has a valid score.
- * Ties go to the cheaper episode, then to the lower branch number, so the choice is deterministic.
+ * The best-scoring episode of a round, or null when none has a valid score. Ties go to the lower
+ * branch number, so the choice is deterministic; never to the cheaper one: what an agent spent is
+ * partly its own word, and a branch that copies a sibling's finished result spends next to nothing.
  * A branch whose setup failed never ran its agent: it is not a branch that tried, and never wins.
  */
 export function selectWinner(episodes: readonly Episode[], direction: Config['grader']['direction']): Episode | null {
@@ -18,12 +19,7 @@ export function selectWinner(episodes: readonly Episode[], direction: Config['gr
       continue;
     }
     const best = winner.result?.score as number;
-    if (isBetter(score, best, direction)) winner = e;
-    else if (score === best) {
-      const cheaper = (e.result?.spent ?? 0) < (winner.result?.spent ?? 0);
-      const sameCost = (e.result?.spent ?? 0) === (winner.result?.spent ?? 0);
-      if (cheaper || (sameCost && e.branch < winner.branch)) winner = e;
-    }
+    if (isBetter(score, best, direction) || (score === best && e.branch < winner.branch)) winner = e;
   }
   return winner;
 }

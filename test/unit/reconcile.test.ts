@@ -169,8 +169,8 @@ describe('selectWinner', () => {
     expect(selectWinner(eps, 'minimize')?.branch).toBe(3);
   });
 
-  it('breaks ties by lower spend, then lower branch', () => {
-    expect(selectWinner([ep(0, 5, 3), ep(1, 5, 2), ep(2, 5, 2)], 'maximize')?.branch).toBe(1);
+  it("breaks ties by the lower branch, never by spend (partly the agent's word; a copier of a sibling spends nothing)", () => {
+    expect(selectWinner([ep(0, 5, 3), ep(1, 5, 2), ep(2, 5, 0)], 'maximize')?.branch).toBe(0);
     expect(selectWinner([ep(2, 5), ep(1, 5)], 'maximize')?.branch).toBe(1);
   });
 
