@@ -1,10 +1,15 @@
 // The `claude-code` agent: Claude Code in print mode (docs.claude.com/en/docs/claude-code: cli-reference,
 // headless, env-vars; recorded outputs of 2.1.332 in test/fixtures/agents/claude-code/).
-// - CLAUDE_CONFIG_DIR (`<context>/home`) holds `projects/<project>/<session id>.jsonl` (projectDirName).
-//   `--session-id` starts a session, `--resume` continues one, its project folder moved to this workspace's.
-// - `-p --output-format stream-json --verbose`: JSON lines, `system/init` first, `result` last (readStream);
-//   a failed API call still ends in "success" with `is_error`. Its cost and usage are cumulative over a
-//   resumed conversation, restored from the transcript's last `cost-state` row (written at every end, SIGTERM too).
+// - CLAUDE_CONFIG_DIR (`<context>/home`) holds `projects/<project>/<session id>.jsonl`, <project> the
+//   real cwd with every non-alphanumeric as '-' (past 200 characters: the first 200, '-', base-36 of
+//   the path's 32-bit hash). `--session-id` starts a session, `--resume` continues one whose project
+//   folder was moved to the new workspace's name.
+// - `-p --output-format stream-json --verbose`: JSON lines, `system/init` {session_id, model,
+//   claude_code_version} first, `result` {subtype success | error_max_turns | error_max_budget_usd |
+//   error_during_execution, is_error, num_turns, total_cost_usd, modelUsage, errors, api_error_status}
+//   last. A failed API call still ends in "success" with `is_error`.
+// - `total_cost_usd` and `modelUsage` are cumulative over a resumed conversation, restored from the
+//   transcript's last `cost-state` row (appended whenever a run ends, SIGTERM too).
 // - One API response is one assistant row per content block, each with `message.id` and `usage`.
 import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, readdir, realpath, rename, rm } from 'node:fs/promises';
@@ -134,22 +139,27 @@ export const claudeCode = defineSpec<Saved>({
         const appended = await readRows();
         const result = run ? readStream(run.stdout).result : null;
         const notes: string[] = [];
-        const file = run && !result?.totals ? await transcriptPath(e.home, id, cwd) : null;
         totals =
-          result?.totals ?? (file ? readCostState((await readFrom(file, saved?.bytes ?? 0)).toString('utf8')) : null);
-        if (file && totals)
+          result?.totals ??
+          (run
+            ? readCostState(
+                (await readFrom((await transcriptPath(e.home, id, cwd)) ?? '', saved?.bytes ?? 0)).toString('utf8'),
+              )
+            : null);
+        if (run && !result?.totals && totals)
           notes.push(
             'Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)',
           );
-        if (totals) return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
         const read = assistantTally(appended);
-        if (Object.keys(read.tally).length === 0) return null;
-        const responses = `${read.responses} model responses`;
-        if (run)
-          notes.push(
-            `Claude Code ended without recording its cost; its tokens were read from the transcript (${responses})`,
-          );
-        return { tally: read.tally, turns: null, unsure: true, notes };
+        if (!totals && Object.keys(read.tally).length === 0) return null;
+        if (!totals) {
+          if (run)
+            notes.push(
+              `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`,
+            );
+          return { tally: read.tally, turns: null, unsure: true, notes };
+        }
+        return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
       },
       noUsage: () => 'Claude Code reported no usage',
       ending: (run) => claudeEnding(run, saved ? id : null),

@@ -4,9 +4,14 @@
 //   id>.jsonl; `codex exec resume <id>` continues a thread. Its SQLite indexes name rollouts by
 //   absolute path (a copied context's: the original's), so the home is cut back to config.toml and
 //   sessions/ before a resume and after every session.
-// - stdout: thread.started, turn.completed (the thread's running total), turn.failed, item.*, error
-//   (its "Reconnecting... n/5" retries too): execEvents. The rollout: {timestamp, type, payload}
-//   lines, read by addRolloutLine. No turn or money limit of its own.
+// - stdout: thread.started {thread_id}, turn.completed {usage: {input_tokens, cached_input_tokens,
+//   output_tokens}} (the thread's running total), turn.failed {error: {message}}, item.* {item},
+//   error {message} ("Reconnecting... n/5" retries too).
+// - The rollout: {timestamp, type, payload} lines: session_meta (payload.id), turn_context (model),
+//   response_item (a tool call, an assistant message), event_msg token_count (info.total_token_usage:
+//   where a resumed Codex counts from), task_started, task_complete, turn_aborted, and
+//   token_usage_record (thread_token_usage, written as soon as a response ends).
+// - No turn or money limit of its own.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +20,7 @@ import { spentSince, type Tally } from '../core/usage.js';
 import { GrowingFile, readFrom } from '../io/agent-reads.js';
 import type { LoginFile } from '../io/logins.js';
 import { BEARER, OPENAI } from './model-apis.js';
-import { defineSpec, type Episode, UUID } from './spec.js';
+import { defineSpec, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines } from './transcript.js';
 
 /** Token counters as Codex keeps them: cumulative over the whole thread. `input` counts the cached part. */
@@ -25,23 +30,30 @@ export interface Tokens {
   output: number;
 }
 
-/** What a rollout says so far (addRolloutLine). */
-export const rollout = () => ({
-  threadId: null as string | null,
-  model: null as string | null,
+export interface Rollout {
+  threadId: string | null;
+  model: string | null;
   /** The running total, as last recorded. */
-  totals: null as Tokens | null,
+  totals: Tokens | null;
   /** The last token_count total: where Codex's counters start again when it resumes the thread. */
-  resumeTotals: null as Tokens | null,
+  resumeTotals: Tokens | null;
   /** Model responses: each one moves the running total on. */
-  modelCalls: 0,
+  modelCalls: number;
   /** The last task started has completed (or was aborted). */
-  idle: true,
+  idle: boolean;
   /** The model's last output was a tool call: Codex will run it and ask the model again. */
+  toolCallPending: boolean;
+}
+
+export const rollout = (): Rollout => ({
+  threadId: null,
+  model: null,
+  totals: null,
+  resumeTotals: null,
+  modelCalls: 0,
+  idle: true,
   toolCallPending: false,
 });
-export type Rollout = ReturnType<typeof rollout>;
-
 /** What a Codex home keeps between episodes; everything else is Codex's derived state. */
 const KEPT = new Set(['sessions', 'config.toml']);
 const TOOL_CALLS = new Set(['function_call', 'custom_tool_call', 'local_shell_call']);
@@ -145,10 +157,12 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
         return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
       },
       // No conversation recorded: the context stays empty, so the next episode starts clean.
-      async after() {
-        if (now.threadId && file.path) await pruneHome(e.home);
-        else if (!saved) await rm(e.home, { recursive: true, force: true });
-      },
+      after: () =>
+        now.threadId && file.path
+          ? pruneHome(e.home)
+          : saved
+            ? Promise.resolve()
+            : rm(e.home, { recursive: true, force: true }),
     };
   },
 
@@ -168,7 +182,10 @@ const tally = (model: string, t: Tokens | null): Tally | null =>
   t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
 
 /** The command line: options before `resume` (a resumed session takes them again, docs/exec.md). */
-function codexArgs(e: Pick<Episode, 'workdir' | 'confined' | 'agent'>, threadId: string | null): string[] {
+function codexArgs(
+  e: { workdir: string; confined: boolean; agent: { model?: string | undefined; args: string[] } },
+  threadId: string | null,
+): string[] {
   return [
     ...['exec', '--json', '--skip-git-repo-check', '-C', e.workdir],
     // Its own sandbox (bubblewrap) cannot start inside forkflush's; without that, it confines writes and

@@ -1,11 +1,15 @@
 // The `gemini` agent: Gemini CLI headless (its docs ship in the package, bundle/docs/; recorded outputs of
 // 0.61.0 in test/fixtures/agents/gemini/).
 // - `gemini -p PROMPT -o json --approval-mode yolo --skip-trust`: one object {session_id, response, stats,
-//   error?} (core/src/output/json-formatter.ts; usageFromStats: this process only). A fatal error prints
-//   {session_id, error} on stderr and exits with its code: 53 `model.maxSessionTurns`, 41 auth, 42 input.
-// - GEMINI_CLI_HOME (`<context>/home`) holds .gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl (read by
-//   gemini-session.ts), <slug> mapped from the cwd in projects.json (projectSlug). `--resume <id>` looks
-//   in the current folder's chats only; `--session-id` names a new session. No money bound of its own.
+//   error?} (core/src/output/json-formatter.ts); `stats.models[name]` holds `api` {totalRequests,
+//   totalErrors}, `tokens` {prompt, candidates, cached, thoughts, tool} and `roles.main` (the agent
+//   loop), for this process only. A fatal error prints {session_id, error: {type, message, code}} on
+//   stderr and exits with its code: 53 `model.maxSessionTurns`, 41 auth, 42 input, 55 untrusted folder.
+// - GEMINI_CLI_HOME (`<context>/home`) holds .gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl, <slug>
+//   mapped from the absolute cwd in projects.json and checked against tmp/<slug>/.project_root
+//   (core/src/config/projectRegistry.ts). `--resume <id>` looks in the current folder's chats only;
+//   `--session-id` names a new session. Its session files are read by gemini-session.ts.
+// - No money bound of its own.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
@@ -213,7 +217,7 @@ export function usageFromStats(stats: unknown): Spent | null {
   return { tally, turns };
 }
 
-interface GeminiResult {
+export interface GeminiResult {
   sessionId?: string;
   response?: string;
   stats?: unknown;

@@ -2,12 +2,15 @@
 // test/fixtures/agents/opencode/).
 // - `run --format json` reads the prompt from stdin; `--auto` approves what a permission would ask;
 //   `--title` names the session (no model call for one); `-s <id>` continues one; `-m provider/model`.
-// - Sessions live in SQLite under $XDG_DATA_HOME/opencode, its login (`opencode auth login`) in
-//   auth.json beside it. Config comes from OPENCODE_CONFIG_CONTENT; OPENCODE_DISABLE_PROJECT_CONFIG
-//   ignores a workspace's opencode.json (the agent can edit it). A session runs its tools in the
-//   folder it was started in: a resumed one is moved first (`opencode db "update session …"`).
-// - stdout: JSON events with `sessionID` (addEvents), a step_finish per model call; no summary. Its
-//   `steps` limit is soft; no token or money bound.
+// - Sessions live in SQLite under $XDG_DATA_HOME/opencode (opencode.db, -wal, -shm), its login
+//   (`opencode auth login`) in auth.json beside it. Config comes from OPENCODE_CONFIG_CONTENT;
+//   OPENCODE_DISABLE_PROJECT_CONFIG ignores a workspace's opencode.json (the agent can edit it).
+// - A session runs its tools in the folder it was started in: a resumed one is moved first
+//   (`opencode db "update session set directory=…"`).
+// - stdout: JSON events with `sessionID`: step_start, tool_use, text, reasoning, step_finish {part:
+//   {reason, tokens: {input (without the cached part), output (without reasoning), reasoning, cache:
+//   {read, write}}, cost}} per model call, error {error: {name, data: {message, statusCode?,
+//   responseBody?}}}. No summary. Its `steps` limit is soft; no token or money bound.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { count, isRecord, jsonLines, str } from '../core/json.js';
@@ -151,27 +154,34 @@ export function opencodeLogin(contextDir: string, env = process.env): LoginFile[
   return [{ from: join(data, 'opencode', 'auth.json'), to: join(contextDir, DATA, 'opencode', 'auth.json') }];
 }
 
-/** What a run's events say so far (addEvents). */
-export const emptyRun = () => ({
-  sessionId: null as string | null,
+export interface OpencodeRun {
+  sessionId: string | null;
   /** Model calls (step_finish events). */
-  steps: 0,
+  steps: number;
   /** All input (the cached and cache-written parts included), output with reasoning. */
-  tokens: { input: 0, cached: 0, written: 0, output: 0, calls: 0 },
+  tokens: { input: number; cached: number; written: number; output: number; calls: number };
   /** As opencode priced the calls (0 for a model it has no prices for). */
-  costUsd: 0,
-  errors: [] as string[],
+  costUsd: number;
+  errors: string[];
   /** The provider's status in the last error, if it gave one. */
-  status: undefined as number | undefined,
-});
-type OpencodeRun = ReturnType<typeof emptyRun>;
+  status?: number;
+}
+
+export function emptyRun(): OpencodeRun {
+  return {
+    sessionId: null,
+    steps: 0,
+    tokens: { input: 0, cached: 0, written: 0, output: 0, calls: 0 },
+    costUsd: 0,
+    errors: [],
+  };
+}
 
 /** Adds the events of some output lines to a run (other lines, stderr's, are skipped). */
 export function addEvents(run: OpencodeRun, text: string): OpencodeRun {
   for (const e of jsonLines(text)) {
     if (typeof e.sessionID === 'string') run.sessionId ??= e.sessionID;
     if (e.type === 'step_finish' && isRecord(e.part)) {
-      // Its input is without the cache's reads and writes, its output without the reasoning.
       const t = isRecord(e.part.tokens) ? e.part.tokens : {};
       const cache = isRecord(t.cache) ? t.cache : {};
       run.steps++;
