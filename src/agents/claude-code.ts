@@ -1,13 +1,9 @@
 // The `claude-code` agent: Claude Code in print mode (docs.claude.com/en/docs/claude-code: cli-reference,
 // headless, env-vars; recorded outputs of 2.1.332 in test/fixtures/agents/claude-code/).
-// - CLAUDE_CONFIG_DIR (`<context>/home`) holds `projects/<project>/<session id>.jsonl`, <project> the
-//   real cwd with every non-alphanumeric as '-' (past 200 characters: the first 200, '-', base-36 of
-//   the path's 32-bit hash). `--session-id` starts a session, `--resume` continues one whose project
-//   folder was moved to the new workspace's name.
-// - `-p --output-format stream-json --verbose`: JSON lines, `system/init` {session_id, model,
-//   claude_code_version} first, `result` {subtype success | error_max_turns | error_max_budget_usd |
-//   error_during_execution, is_error, num_turns, total_cost_usd, modelUsage, errors, api_error_status}
-//   last. A failed API call still ends in "success" with `is_error`.
+// - CLAUDE_CONFIG_DIR (`<context>/home`) holds `projects/<project>/<session id>.jsonl` (projectDirName of
+//   the real cwd); `--resume` continues a session only from the project folder of the cwd.
+// - `-p --output-format stream-json --verbose`: JSON lines, `system/init` first, `result` last (readStream).
+//   A failed API call still ends in subtype "success" with `is_error`.
 // - `total_cost_usd` and `modelUsage` are cumulative over a resumed conversation, restored from the
 //   transcript's last `cost-state` row (appended whenever a run ends, SIGTERM too).
 // - One API response is one assistant row per content block, each with `message.id` and `usage`.
@@ -27,15 +23,8 @@ import { contentText, describeInput, eachEvent, type Lines, money } from './tran
 /** Claude Code on Bedrock, Vertex AI or Foundry: their cloud credentials are its login. */
 const CLOUDS = ['CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY'];
 
-interface Saved {
-  id: string;
-  /** The conversation's totals before this episode, as Claude Code will restore them. */
-  baseline: Tally | null;
-  /** The transcript's size before this episode (only what the episode appends is read). */
-  bytes: number;
-}
-
-export const claudeCode = defineSpec<Saved>({
+// baseline: the totals Claude Code will restore; bytes: the transcript's size before this episode (read from there).
+export const claudeCode = defineSpec<{ id: string; baseline: Tally | null; bytes: number }>({
   kind: 'claude-code',
   name: 'Claude Code',
   cli: {
@@ -97,18 +86,8 @@ export const claudeCode = defineSpec<Saved>({
     const id = saved?.id ?? randomUUID();
     const baseline = saved?.baseline ?? null;
     const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
+    // The appended assistant rows, with only what assistantTally reads.
     const rows: string[] = [];
-    const readRows = async () => {
-      for (const line of await transcript.lines()) {
-        for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
-          if (row.type === 'assistant' && isRecord(row.message)) {
-            const { id: msg, model, usage } = row.message;
-            rows.push(JSON.stringify({ type: 'assistant', message: { id: msg, model, usage } }));
-          }
-        }
-      }
-      return rows.join('\n');
-    };
     let totals: Tally | null = null;
     return {
       args: [
@@ -136,30 +115,31 @@ export const claudeCode = defineSpec<Saved>({
       // No token limit of its own.
       watch: e.unit === 'tokens',
       async spent(run?: RunResult): Promise<Spent | null> {
-        const appended = await readRows();
+        for (const line of await transcript.lines())
+          for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
+            if (row.type !== 'assistant' || !isRecord(row.message)) continue;
+            const { id: msg, model, usage } = row.message;
+            rows.push(JSON.stringify({ type: 'assistant', message: { id: msg, model, usage } }));
+          }
         const result = run ? readStream(run.stdout).result : null;
         const notes: string[] = [];
-        totals =
-          result?.totals ??
-          (run
-            ? readCostState(
-                (await readFrom((await transcriptPath(e.home, id, cwd)) ?? '', saved?.bytes ?? 0)).toString('utf8'),
-              )
-            : null);
-        if (run && !result?.totals && totals)
-          notes.push(
-            'Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)',
-          );
-        const read = assistantTally(appended);
-        if (!totals && Object.keys(read.tally).length === 0) return null;
-        if (!totals) {
-          if (run)
+        totals = result?.totals ?? null;
+        if (run && !totals) {
+          const file = (await transcriptPath(e.home, id, cwd)) ?? '';
+          totals = readCostState((await readFrom(file, saved?.bytes ?? 0)).toString('utf8'));
+          if (totals)
             notes.push(
-              `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`,
+              'Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)',
             );
-          return { tally: read.tally, turns: null, unsure: true, notes };
         }
-        return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
+        if (totals) return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
+        const read = assistantTally(rows.join('\n'));
+        if (Object.keys(read.tally).length === 0) return null;
+        if (run)
+          notes.push(
+            `Claude Code ended without recording its cost; its tokens were read from the transcript (${read.responses} model responses)`,
+          );
+        return { tally: read.tally, turns: null, unsure: true, notes };
       },
       noUsage: () => 'Claude Code reported no usage',
       ending: (run) => claudeEnding(run, saved ? id : null),
@@ -173,8 +153,8 @@ export const claudeCode = defineSpec<Saved>({
 });
 
 /** Where Claude Code keeps a subscription login on Linux ($CLAUDE_CONFIG_DIR, else ~/.claude), and its secret form. */
-export function claudeLogin(episodeHome: string, env = process.env): LoginFile[] {
-  const home = env.CLAUDE_CONFIG_DIR || join(homedir(), '.claude');
+function claudeLogin(episodeHome: string): LoginFile[] {
+  const home = process.env.CLAUDE_CONFIG_DIR || join(homedir(), '.claude');
   const file = '.credentials.json';
   return [{ from: join(home, file), fromEnv: 'CLAUDE_CREDENTIALS_JSON', to: join(episodeHome, file) }];
 }
@@ -190,28 +170,12 @@ export function projectDirName(realCwd: string): string {
 
 /** The transcript `<id>.jsonl` in the project folder of `cwd`, else in any project folder. */
 async function transcriptPath(home: string, id: string, cwd?: string): Promise<string | null> {
-  const isFile = (p: string) =>
-    lstat(p).then(
-      (s) => s.isFile(),
-      () => false,
-    );
   const dirs = await readdir(join(home, 'projects')).catch(() => [] as string[]);
   for (const dir of cwd ? [projectDirName(cwd), ...dirs] : dirs) {
     const file = join(home, 'projects', dir, `${id}.jsonl`);
-    if (await isFile(file)) return file;
+    if ((await lstat(file).catch(() => null))?.isFile()) return file;
   }
   return null;
-}
-
-export interface ClaudeResult {
-  subtype: string;
-  isError: boolean;
-  sessionId: string | null;
-  /** Cumulative over the conversation (resumes included); null when the line has no figures. */
-  totals: Tally | null;
-  turns: number | null;
-  message: string | null;
-  apiErrorStatus: number | null;
 }
 
 /** The init and result facts of a stream-json stdout; other lines are skipped. */
@@ -220,7 +184,7 @@ export function readStream(stdout: string) {
     sessionId: null as string | null,
     model: null as string | null,
     version: null as string | null,
-    result: null as ClaudeResult | null,
+    result: null as ReturnType<typeof resultOf> | null,
   };
   for (const row of jsonLines(stdout)) {
     if (row.type === 'system' && row.subtype === 'init') {
@@ -228,25 +192,27 @@ export function readStream(stdout: string) {
       facts.model = str(row.model);
       facts.version = str(row.claude_code_version);
     } else if (row.type === 'result') {
-      const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((x) => x.trim() !== '') : [];
-      const isError = row.is_error === true;
-      const models = tallyOf(row.modelUsage, false);
-      const cost = num(row.total_cost_usd);
-      facts.result = {
-        subtype: str(row.subtype) ?? 'unknown',
-        isError,
-        sessionId: str(row.session_id),
-        totals:
-          models ??
-          (cost === null ? null : { unknown: { input: 0, cached: 0, written: 0, output: 0, calls: 0, costUsd: cost } }),
-        turns: num(row.num_turns),
-        message: errors.length > 0 ? errors.join('; ') : isError ? str(row.result) : null,
-        apiErrorStatus: num(row.api_error_status),
-      };
+      facts.result = resultOf(row);
       facts.sessionId = facts.result.sessionId ?? facts.sessionId;
     }
   }
   return facts;
+}
+
+/** A `result` line's facts; `totals` are cumulative over the conversation, null when the line has no figures. */
+function resultOf(row: Record<string, unknown>) {
+  const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((x) => x.trim() !== '') : [];
+  const isError = row.is_error === true;
+  const cost = num(row.total_cost_usd);
+  return {
+    subtype: str(row.subtype) ?? 'unknown',
+    isError,
+    sessionId: str(row.session_id),
+    totals: tallyOf(row.modelUsage, false) ?? (cost === null ? null : addUse({}, 'unknown', { costUsd: cost })),
+    turns: num(row.num_turns),
+    message: errors.length > 0 ? errors.join('; ') : isError ? str(row.result) : null,
+    apiErrorStatus: num(row.api_error_status),
+  };
 }
 
 /** The totals of the last `cost-state` row in transcript text, or null when there is none. */
@@ -269,10 +235,8 @@ function tallyOf(value: unknown, allUnknown: boolean): Tally | null {
   const t: Tally = {};
   for (const [name, m] of Object.entries(value)) {
     if (!isRecord(m)) continue;
-    addUse(t, name, {
-      ...use(m.inputTokens, m.cacheReadInputTokens, m.cacheCreationInputTokens, m.outputTokens),
-      costUsd: allUnknown || m.costBasis === 'unknown' ? null : (num(m.costUSD) ?? 0),
-    });
+    const tokens = use(m.inputTokens, m.cacheReadInputTokens, m.cacheCreationInputTokens, m.outputTokens);
+    addUse(t, name, { ...tokens, costUsd: allUnknown || m.costBasis === 'unknown' ? null : (num(m.costUSD) ?? 0) });
   }
   return t;
 }
@@ -333,13 +297,11 @@ export function saysNoConversation(output: string): boolean {
 
 function claudeEvent(out: Lines, e: Record<string, unknown>): void {
   if (e.type === 'system') {
-    const f = e.subtype === 'init' ? readStream(JSON.stringify(e)) : null;
-    if (f)
-      out.add(
-        'start',
-        [`Claude Code${f.version ? ` ${f.version}` : ''}`, f.model && `model ${f.model}`].filter(Boolean).join(', '),
-      );
-    else if (typeof e.subtype === 'string') out.add('system', e.subtype);
+    if (e.subtype === 'init') {
+      const f = readStream(JSON.stringify(e));
+      const name = f.version ? `Claude Code ${f.version}` : 'Claude Code';
+      out.add('start', f.model ? `${name}, model ${f.model}` : name);
+    } else if (typeof e.subtype === 'string') out.add('system', e.subtype);
   } else if (e.type === 'assistant' || e.type === 'user') {
     const content = isRecord(e.message) ? e.message.content : undefined;
     if (typeof content === 'string' && e.type === 'assistant') out.add('assistant', content);
@@ -351,14 +313,9 @@ function claudeEvent(out: Lines, e: Record<string, unknown>): void {
         out.add(block.is_error === true ? 'result (error)' : 'result', contentText(block.content) || '(empty)');
     }
   } else if (e.type === 'result') {
-    const r = readStream(JSON.stringify(e)).result;
-    if (!r) return;
-    const cost = r.totals ? Object.values(r.totals).reduce((n, m) => n + (m.costUsd ?? 0), 0) : null;
-    const parts = [
-      r.subtype + (r.isError ? ' (error)' : ''),
-      r.turns === null ? null : `${r.turns} turns`,
-      cost === null ? null : money(cost),
-    ];
+    const r = resultOf(e);
+    const cost = r.totals ? money(Object.values(r.totals).reduce((n, m) => n + (m.costUsd ?? 0), 0)) : null;
+    const parts = [r.subtype + (r.isError ? ' (error)' : ''), r.turns === null ? null : `${r.turns} turns`, cost];
     out.add('end', [parts.filter(Boolean).join(', '), r.message].filter(Boolean).join(': '));
   }
 }
