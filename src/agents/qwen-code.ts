@@ -2,11 +2,9 @@
 // declares node >= 22 and runs on Node 20).
 // - `qwen -p PROMPT --output-format stream-json --approval-mode yolo`: Claude Code's stream-json
 //   (its reader reads it). Usage counts this run only, its helper calls (memory extraction) too; no cost.
-// - QWEN_HOME holds projects/<project>/chats/<session id>.jsonl, <project> the cwd with every
-//   non-alphanumeric as '-'. `--session-id` names a new session; `--resume <id>` looks in the cwd's project.
-// - `--auth-type openai|anthropic|gemini` with that provider's variables (OPENAI_API_KEY,
-//   OPENAI_BASE_URL, OPENAI_MODEL, …); `--max-session-turns N`. Alibaba's endpoints (DashScope, Coding
-//   Plan) are *.aliyuncs.com; its web search reads DASHSCOPE_API_KEY and refuses an http:// endpoint.
+// - QWEN_HOME holds projects/<project>/chats/<session id>.jsonl; `--resume <id>` looks only in the cwd's project.
+// - `--auth-type openai|anthropic|gemini` takes that provider's variables (OPENAI_API_KEY, OPENAI_BASE_URL,
+//   OPENAI_MODEL, …). Alibaba's endpoints (DashScope, Coding Plan) are *.aliyuncs.com.
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -24,11 +22,8 @@ const tokensOf = (u: Record<string, unknown>) => ({
   output: count(u.output_tokens),
 });
 
-const PROVIDERS = [
-  ['OPENAI_API_KEY', 'openai'],
-  ['ANTHROPIC_API_KEY', 'anthropic'],
-  ['GEMINI_API_KEY', 'gemini'],
-] as const;
+/** Each provider's key, and the `--auth-type` it takes, in order of preference. */
+const AUTH_TYPES = { OPENAI_API_KEY: 'openai', ANTHROPIC_API_KEY: 'anthropic', GEMINI_API_KEY: 'gemini' };
 
 export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
   kind: 'qwen-code',
@@ -43,14 +38,9 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
   passEnv: ['QWEN_*', 'OPENAI_*', 'ANTHROPIC_*', 'GEMINI_*', 'DASHSCOPE_*'],
   egress: {
     hosts: [
-      'api.openai.com',
-      'api.anthropic.com',
-      'generativelanguage.googleapis.com',
-      'dashscope.aliyuncs.com',
-      'dashscope-intl.aliyuncs.com',
-      'dashscope-us.aliyuncs.com',
-      '*.dashscope.aliyuncs.com',
-      '*.maas.aliyuncs.com',
+      ...['api.openai.com', 'api.anthropic.com', 'generativelanguage.googleapis.com'],
+      ...['dashscope.aliyuncs.com', 'dashscope-intl.aliyuncs.com', 'dashscope-us.aliyuncs.com'],
+      ...['*.dashscope.aliyuncs.com', '*.maas.aliyuncs.com'],
     ],
     // Its three auth types, each from the SDK's own variables (GOOGLE_API_KEY is its Vertex AI's).
     routes: [OPENAI, ANTHROPIC, { ...GEMINI, keys: [{ name: 'GEMINI_API_KEY', headers: ['x-goog-api-key'] }] }],
@@ -58,7 +48,7 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
       'DASHSCOPE_API_KEY, which its web search sends to an https:// endpoint only (the proxy is plain HTTP on the loopback); a key in agent.args (--openai-api-key)',
   },
   login: {
-    keys: PROVIDERS.map(([key]) => key),
+    keys: Object.keys(AUTH_TYPES),
     args: /^--(?:auth-type|openai-api-key)/,
     lacks: 'API key',
     how:
@@ -89,11 +79,8 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
       };
       await writeFile(join(to, `${id}.runtime.json`), JSON.stringify(status));
       const t = isRecord(record?.totals) ? record.totals : null;
-      return {
-        id,
-        baseline:
-          t && addUse({}, 'carried', { input: count(t.input), cached: count(t.cached), output: count(t.output) }),
-      };
+      const carried = t && { input: count(t.input), cached: count(t.cached), output: count(t.output) };
+      return { id, baseline: carried && addUse({}, 'carried', carried) };
     }
     return { unusable: `session ${id} is not in the context folder` };
   },
@@ -110,7 +97,7 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
       telemetry: { enabled: false },
     };
     await writeFile(join(e.home, 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`);
-    const auth = PROVIDERS.find(([key]) => e.env[key])?.[1];
+    const auth = Object.entries(AUTH_TYPES).find(([key]) => e.env[key])?.[1];
     // Its assistant messages on stdout, read from the log as they come: this run's usage so far.
     const tally: Tally = {};
     let model = e.agent.model ?? 'unknown';
@@ -118,9 +105,8 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
     const read = await followLog(e.logFile, (line) => {
       for (const ev of jsonLines(line)) {
         if (ev.type === 'system' && typeof ev.model === 'string') model = e.agent.model ?? ev.model;
-        const u =
-          ev.type === 'assistant' && isRecord(ev.message) && isRecord(ev.message.usage) ? ev.message.usage : null;
-        if (u) addUse(tally, model, { ...tokensOf(u), calls: 1 });
+        const m = ev.type === 'assistant' && isRecord(ev.message) ? ev.message : null;
+        if (m && isRecord(m.usage)) addUse(tally, model, { ...tokensOf(m.usage), calls: 1 });
       }
     });
     return {
@@ -138,31 +124,26 @@ export const qwenCode = defineSpec<{ id: string; baseline: Tally | null }>({
       env: { QWEN_HOME: e.home, QWEN_CODE_SUPPRESS_YOLO_WARNING: '1' },
       async spent(run): Promise<Spent> {
         await read(run !== undefined);
-        const r = run ? readStream(run.stdout).result : null;
         const u = run ? [...jsonLines(run.stdout)].find((x) => x.type === 'result' && isRecord(x.usage))?.usage : null;
-        if (!isRecord(u)) return { tally };
+        if (!run || !isRecord(u)) return { tally };
         // The session's running total (its helper calls included): this episode's share of it.
         totals = addUse({}, model, tokensOf(u));
         const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] as ModelUse } : null;
-        return spentSince(before, totals, { turns: r?.turns ?? null });
+        return spentSince(before, totals, { turns: readStream(run.stdout).result?.turns ?? null });
       },
       ending(run) {
         const r = readStream(run.stdout).result;
         if (run.exitCode === 53 || r?.subtype === 'error_max_turns')
           return { exit: 'budget', note: `Qwen Code stopped at agent.max_turns (${e.agent.max_turns})` };
+        if (!r || (!r.isError && r.subtype === 'success')) return {};
         const error = [...jsonLines(run.stdout)].find((x) => x.type === 'result' && isRecord(x.error))?.error;
-        if (r && (r.isError || r.subtype !== 'success'))
-          return {
-            exit: 'crash',
-            why: r.message ?? (isRecord(error) && typeof error.message === 'string' ? error.message : null),
-          };
-        return {};
+        const why = isRecord(error) && typeof error.message === 'string' ? error.message : null;
+        return { exit: 'crash', why: r.message ?? why };
       },
       record: async () => ({ sessionId: id, totals: Object.values(totals ?? saved?.baseline ?? {})[0] ?? null }),
     };
   },
 
-  // Claude Code's stream-json.
   transcript: claudeCode.transcript,
   finalMessage: claudeCode.finalMessage,
 });
