@@ -1,15 +1,11 @@
 // The `copilot` agent: GitHub Copilot CLI (`copilot --help`, `copilot help environment|providers|limits`
 // of 1.0.102; recorded outputs in test/fixtures/agents/copilot/).
-// - `--prompt=<text> --allow-all-tools` runs one prompt (stdin works the same). COPILOT_HOME holds
-//   session-state/<id>/events.jsonl: session.start first, session.usage_record per model call (data.usage
-//   {model, inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}), assistant.turn_start a turn.
-// - `--session-id=<uuid>` names a new session, `--resume=<id>` resumes one, `-C <dir>` works in another
-//   folder (else in the one the session was recorded in).
-// - `--usage-output-file F` writes the session's cumulative usage on exit (SIGTERM too): {totalNanoAiu,
-//   aiCreditsStatus, modelMetrics: {<model>: {requests: {count}, usage: {…}}}}.
-// - `--output-format json` stdout: session.error {data: {errorType, message}}, last {type: "result", exitCode}.
-// - `--max-ai-credits N` (minimum 30, soft) caps GitHub-hosted models; an AI credit is $0.01, 1e9 nano-AIU.
-//   With COPILOT_PROVIDER_BASE_URL (bring your own key) there are no credits and no bound of its own.
+// - `--prompt=<text>` runs one prompt (stdin works the same). COPILOT_HOME holds session-state/<id>/events.jsonl:
+//   session.start first, session.usage_record per model call, assistant.turn_start a turn (summarizeEvents).
+// - `-C <dir>` works in that folder, else in the one the session was recorded in.
+// - `--usage-output-file F` writes the session's cumulative usage on exit (SIGTERM too; parseUsageFile).
+// - `--max-ai-credits N` (minimum 30, soft) caps GitHub-hosted models. With COPILOT_PROVIDER_BASE_URL
+//   (bring your own key) there are no credits and no bound of its own.
 // - It logs in with COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN; it only ever gets the first.
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
@@ -27,17 +23,12 @@ export interface Totals {
   nanoAiu: number;
 }
 
-interface Saved extends Totals {
-  sessionId: string;
-  episodes: string[];
-}
-
 const NANO_AIU_PER_CREDIT = 1e9;
 const USD_PER_CREDIT = 0.01;
 /** The smallest `--max-ai-credits` the CLI takes (`copilot help limits`). */
-export const MIN_AI_CREDITS = 30;
+const MIN_AI_CREDITS = 30;
 
-export const copilot = defineSpec<Saved>({
+export const copilot = defineSpec<Totals & { sessionId: string; episodes: string[] }>({
   kind: 'copilot',
   name: 'Copilot CLI',
   cli: {
@@ -95,17 +86,15 @@ export const copilot = defineSpec<Saved>({
     const offset = saved ? await sizeOf(eventsFile) : 0;
     const usageOut = join(dirname(e.usageFile), 'copilot-usage.json');
     await rm(usageOut, { force: true });
-    const credits =
-      !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === 'usd'
-        ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT))
-        : undefined;
+    const capped = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === 'usd';
+    const credits = capped ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : undefined;
     // `--prompt=` (not `-p <text>`) so that a prompt starting with "-" is not taken for an option.
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     const events = new GrowingFile(eventsFile, offset);
     const seen: Record<string, unknown>[] = [];
     let cumulative: Totals | null = null;
     let own: Totals | null = null;
-    const previous = saved ?? null;
+    const before: Totals = saved ?? { models: {}, nanoAiu: 0 };
     return {
       args: [
         ...(viaStdin ? [] : [`--prompt=${e.prompt}`]),
@@ -129,20 +118,17 @@ export const copilot = defineSpec<Saved>({
         if (typeof file === 'string') notes.push(`${file}; usage counted from the session's events`);
         if (file && typeof file !== 'string') {
           cumulative = file;
-          const share = shareOf(previous?.models ?? null, file.models);
-          own = { models: share.share, nanoAiu: Math.max(0, file.nanoAiu - (previous?.nanoAiu ?? 0)) };
+          const share = shareOf(before.models, file.models);
+          own = { models: share.share, nanoAiu: Math.max(0, file.nanoAiu - before.nanoAiu) };
           if (share.note) notes.push(share.note);
-        } else if ((await sizeOf(eventsFile)) > 0) {
-          own = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString('utf8'))]).totals;
-          cumulative = {
-            models: sumTallies(previous?.models ?? null, own.models),
-            nanoAiu: (previous?.nanoAiu ?? 0) + own.nanoAiu,
-          };
-          if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
-        } else {
-          // It writes events.jsonl when the session starts, before any model call: none, no spend.
-          return { tally: {}, notes: ['Copilot started no session, so it made no model call'] };
+          return { ...spentOf(own), notes };
         }
+        // It writes events.jsonl when the session starts, before any model call: none, no spend.
+        if ((await sizeOf(eventsFile)) === 0)
+          return { tally: {}, notes: ['Copilot started no session, so it made no model call'] };
+        own = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString('utf8'))]).totals;
+        cumulative = { models: sumTallies(before.models, own.models), nanoAiu: before.nanoAiu + own.nanoAiu };
+        if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
         return { ...spentOf(own), notes };
       },
       noUsage: () => 'the usage of this episode could not be read',
