@@ -4,14 +4,8 @@
 //   id>.jsonl; `codex exec resume <id>` continues a thread. Its SQLite indexes name rollouts by
 //   absolute path (a copied context's: the original's), so the home is cut back to config.toml and
 //   sessions/ before a resume and after every session.
-// - stdout: thread.started {thread_id}, turn.completed {usage: {input_tokens, cached_input_tokens,
-//   output_tokens}} (the thread's running total), turn.failed {error: {message}}, item.* {item},
-//   error {message} ("Reconnecting... n/5" retries too).
-// - The rollout: {timestamp, type, payload} lines: session_meta (payload.id), turn_context (model),
-//   response_item (a tool call, an assistant message), event_msg token_count (info.total_token_usage:
-//   where a resumed Codex counts from), task_started, task_complete, turn_aborted, and
-//   token_usage_record (thread_token_usage, written as soon as a response ends).
-// - No turn or money limit of its own.
+// - stdout and the rollout are JSON lines (execEvents, addRolloutLine); the rollout's token_usage_record
+//   is written as soon as a response ends. No turn or money limit of its own.
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -24,39 +18,26 @@ import { defineSpec, UUID } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines } from './transcript.js';
 
 /** Token counters as Codex keeps them: cumulative over the whole thread. `input` counts the cached part. */
-export interface Tokens {
-  input: number;
-  cached: number;
-  output: number;
-}
+type Tokens = { input: number; cached: number; output: number };
 
-export interface Rollout {
-  threadId: string | null;
-  model: string | null;
+export const rollout = () => ({
+  threadId: null as string | null,
+  model: null as string | null,
   /** The running total, as last recorded. */
-  totals: Tokens | null;
+  totals: null as Tokens | null,
   /** The last token_count total: where Codex's counters start again when it resumes the thread. */
-  resumeTotals: Tokens | null;
+  resumeTotals: null as Tokens | null,
   /** Model responses: each one moves the running total on. */
-  modelCalls: number;
-  /** The last task started has completed (or was aborted). */
-  idle: boolean;
-  /** The model's last output was a tool call: Codex will run it and ask the model again. */
-  toolCallPending: boolean;
-}
-
-export const rollout = (): Rollout => ({
-  threadId: null,
-  model: null,
-  totals: null,
-  resumeTotals: null,
   modelCalls: 0,
+  /** The last task started has completed (or was aborted). */
   idle: true,
+  /** The model's last output was a tool call: Codex will run it and ask the model again. */
   toolCallPending: false,
 });
-/** What a Codex home keeps between episodes; everything else is Codex's derived state. */
-const KEPT = new Set(['sessions', 'config.toml']);
+export type Rollout = ReturnType<typeof rollout>;
 const TOOL_CALLS = new Set(['function_call', 'custom_tool_call', 'local_shell_call']);
+// With a base URL Codex runs a provider of forkflush's own that reads OPENAI_API_KEY (configToml).
+const CODEX_API_KEY = { name: 'CODEX_API_KEY', placeholderIn: 'OPENAI_API_KEY', headers: BEARER };
 
 export const codex = defineSpec<{ threadId: string; rollout: string }>({
   kind: 'codex',
@@ -72,13 +53,7 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
   egress: {
     // auth.openai.com: its ChatGPT login's token endpoint (0.171.0).
     hosts: ['api.openai.com', 'chatgpt.com', 'auth.openai.com'],
-    routes: [
-      {
-        ...OPENAI,
-        // With a base URL Codex runs a provider of forkflush's own that reads OPENAI_API_KEY (configToml).
-        keys: [...OPENAI.keys, { name: 'CODEX_API_KEY', placeholderIn: 'OPENAI_API_KEY', headers: BEARER }],
-      },
-    ],
+    routes: [{ ...OPENAI, keys: [...OPENAI.keys, CODEX_API_KEY] }],
     notProxied: 'the ChatGPT login (auth.json), whose tokens Codex refreshes itself; Azure OpenAI keys',
   },
   login: {
@@ -94,7 +69,7 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
 
   session: { key: 'threadId', id: UUID },
   async resume(e, _record, threadId) {
-    const file = (await rolloutFiles(join(e.home, 'sessions'))).find((f) => rolloutThreadId(f) === threadId);
+    const file = (await rolloutFiles(e.home)).find((f) => rolloutThreadId(f) === threadId);
     if (!file) return { unusable: `the session file of thread ${threadId} is missing` };
     const why = rolloutProblem((await readFrom(file, 0, 4 * 1024 * 1024)).toString('utf8').split('\n')[0], threadId);
     return why ? { unusable: why } : { threadId, rollout: file };
@@ -104,9 +79,7 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     if (saved) await pruneHome(e.home);
     await mkdir(e.home, { recursive: true });
     await writeFile(join(e.home, 'config.toml'), configToml(e.env));
-    const file = new GrowingFile(
-      saved?.rollout ?? (async () => (await rolloutFiles(join(e.home, 'sessions'))).at(-1) ?? null),
-    );
+    const file = new GrowingFile(saved?.rollout ?? (async () => (await rolloutFiles(e.home)).at(-1) ?? null));
     const now = rollout();
     const poll = async () => {
       for (const line of await file.lines()) addRolloutLine(now, line);
@@ -114,15 +87,24 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
     };
     const before = structuredClone(await poll());
     const model = () => e.agent.model ?? now.model ?? 'unknown';
+    // Its own OpenAI provider sends no key from OPENAI_API_KEY (0.171.0); `codex exec` takes CODEX_API_KEY.
+    const apiKey = !e.env.OPENAI_BASE_URL && !e.env.CODEX_API_KEY ? e.env.OPENAI_API_KEY : undefined;
     return {
-      args: codexArgs(e, saved?.threadId ?? null),
-      env: {
-        CODEX_HOME: e.home,
-        // Its own OpenAI provider sends no key from OPENAI_API_KEY (0.171.0); `codex exec` takes CODEX_API_KEY.
-        ...(!e.env.OPENAI_BASE_URL && !e.env.CODEX_API_KEY && e.env.OPENAI_API_KEY
-          ? { CODEX_API_KEY: e.env.OPENAI_API_KEY }
-          : {}),
-      },
+      // Options before `resume`: a resumed session takes them again (docs/exec.md).
+      args: [
+        ...['exec', '--json', '--skip-git-repo-check', '-C', e.workdir],
+        // Its own sandbox (bubblewrap) cannot start inside forkflush's; without that, it confines writes and
+        // lets "$FORKFLUSH_GRADE" reach forkflush's socket (network_access).
+        ...(e.confined
+          ? ['--sandbox', 'danger-full-access']
+          : ['--sandbox', 'workspace-write', '-c', 'sandbox_workspace_write.network_access=true']),
+        ...['-c', 'approval_policy="never"'],
+        ...(e.agent.model ? ['-m', e.agent.model] : []),
+        ...e.agent.args,
+        ...(saved ? ['resume', saved.threadId] : []),
+        '-',
+      ],
+      env: { CODEX_HOME: e.home, ...(apiKey ? { CODEX_API_KEY: apiKey } : {}) },
       input: e.prompt,
       watch: e.unit === 'tokens' || e.unit === 'usd',
       async spent(run) {
@@ -146,9 +128,8 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
       bounds: async () => {
         await poll();
         const max = e.agent.max_turns;
-        return max !== undefined && now.modelCalls - before.modelCalls >= max && now.toolCallPending && !now.idle
-          ? `used its ${max} model turns (agent.max_turns)`
-          : null;
+        const atLimit = max !== undefined && now.modelCalls - before.modelCalls >= max;
+        return atLimit && now.toolCallPending && !now.idle ? `used its ${max} model turns (agent.max_turns)` : null;
       },
       ending: (run) => ({ why: execEvents(run.stdout).error?.split('\n')[0] ?? null }),
       async record(run) {
@@ -157,12 +138,10 @@ export const codex = defineSpec<{ threadId: string; rollout: string }>({
         return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
       },
       // No conversation recorded: the context stays empty, so the next episode starts clean.
-      after: () =>
-        now.threadId && file.path
-          ? pruneHome(e.home)
-          : saved
-            ? Promise.resolve()
-            : rm(e.home, { recursive: true, force: true }),
+      async after() {
+        if (now.threadId && file.path) await pruneHome(e.home);
+        else if (!saved) await rm(e.home, { recursive: true, force: true });
+      },
     };
   },
 
@@ -181,34 +160,14 @@ const zero: Tokens = { input: 0, cached: 0, output: 0 };
 const tally = (model: string, t: Tokens | null): Tally | null =>
   t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
 
-/** The command line: options before `resume` (a resumed session takes them again, docs/exec.md). */
-function codexArgs(
-  e: { workdir: string; confined: boolean; agent: { model?: string | undefined; args: string[] } },
-  threadId: string | null,
-): string[] {
-  return [
-    ...['exec', '--json', '--skip-git-repo-check', '-C', e.workdir],
-    // Its own sandbox (bubblewrap) cannot start inside forkflush's; without that, it confines writes and
-    // lets "$FORKFLUSH_GRADE" reach forkflush's socket (network_access).
-    ...(e.confined
-      ? ['--sandbox', 'danger-full-access']
-      : ['--sandbox', 'workspace-write', '-c', 'sandbox_workspace_write.network_access=true']),
-    ...['-c', 'approval_policy="never"'],
-    ...(e.agent.model ? ['-m', e.agent.model] : []),
-    ...e.agent.args,
-    ...(threadId ? ['resume', threadId] : []),
-    '-',
-  ];
-}
-
 /** Where `codex login` leaves a ChatGPT login ($CODEX_HOME, else ~/.codex), and its secret form. */
-export function codexLogin(episodeHome: string, env = process.env): LoginFile[] {
+function codexLogin(episodeHome: string, env = process.env): LoginFile[] {
   const home = env.CODEX_HOME || join(homedir(), '.codex');
   return [{ from: join(home, 'auth.json'), fromEnv: 'CODEX_AUTH_JSON', to: join(episodeHome, 'auth.json') }];
 }
 
 /** config.toml: with OPENAI_BASE_URL, a provider of forkflush's there (0.171.0 ignores the variable itself). */
-export function configToml(env: NodeJS.ProcessEnv): string {
+function configToml(env: NodeJS.ProcessEnv): string {
   const lines = ['# Written by forkflush for each episode (CODEX_HOME is the episode context folder).'];
   const base = env.OPENAI_BASE_URL?.trim();
   if (base)
@@ -226,19 +185,15 @@ export function configToml(env: NodeJS.ProcessEnv): string {
 
 /** Removes Codex's derived state (SQLite indexes, caches, locks), keeping config.toml and sessions/. */
 async function pruneHome(home: string): Promise<void> {
-  const entries = await readdir(home).catch(() => []);
-  await Promise.all(
-    entries.filter((x) => !KEPT.has(x)).map((x) => rm(join(home, x), { recursive: true, force: true })),
-  );
+  const derived = (await readdir(home).catch(() => [])).filter((x) => x !== 'sessions' && x !== 'config.toml');
+  await Promise.all(derived.map((x) => rm(join(home, x), { recursive: true, force: true })));
 }
 
-/** Every rollout-*.jsonl under the sessions folder, oldest first. */
-async function rolloutFiles(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
-  return entries
-    .filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x))
-    .map((x) => join(dir, x))
-    .sort();
+/** Every rollout-*.jsonl under the home's sessions folder, oldest first. */
+async function rolloutFiles(home: string): Promise<string[]> {
+  const entries = await readdir(join(home, 'sessions'), { recursive: true }).catch(() => [] as string[]);
+  const rollouts = entries.filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x));
+  return rollouts.map((x) => join(home, 'sessions', x)).sort();
 }
 
 /** The thread id in a rollout file's name: rollout-<time>-<uuid>.jsonl. */
@@ -259,12 +214,9 @@ export function rolloutProblem(firstLine: string | undefined, threadId: string):
 
 /** Codex's usage object (snake_case) as Tokens. */
 function readTokens(v: unknown): Tokens | null {
-  if (!isRecord(v) || num(v.input_tokens) === null || num(v.output_tokens) === null) return null;
-  return {
-    input: v.input_tokens as number,
-    cached: num(v.cached_input_tokens) ?? 0,
-    output: v.output_tokens as number,
-  };
+  if (!isRecord(v)) return null;
+  const [input, output] = [num(v.input_tokens), num(v.output_tokens)];
+  return input === null || output === null ? null : { input, cached: num(v.cached_input_tokens) ?? 0, output };
 }
 
 /** Folds one line of a rollout into the summary (updated in place). */
@@ -295,7 +247,7 @@ function addTotals(s: Rollout, t: Tokens | null): void {
 }
 
 /** The facts of `codex exec --json` stdout: the thread, the last running total, the last failure. */
-export function execEvents(stdout: string): { threadId: string | null; usage: Tokens | null; error: string | null } {
+export function execEvents(stdout: string) {
   const out = { threadId: null as string | null, usage: null as Tokens | null, error: null as string | null };
   for (const e of jsonLines(stdout)) {
     if (e.type === 'thread.started') out.threadId = str(e.thread_id);
@@ -332,10 +284,8 @@ function codexEvent(out: Lines, e: Record<string, unknown>, started: Set<string>
       out.add(code === null ? 'result' : `result (exit ${code})`, contentText(item.aggregated_output) || '(no output)');
   } else if (item.type === 'file_change' && done) {
     const changes = Array.isArray(item.changes) ? item.changes.filter(isRecord) : [];
-    out.add(
-      'tool edit',
-      changes.map((c) => `${str(c.path) ?? '?'}${str(c.kind) ? ` (${c.kind})` : ''}`).join(', ') || 'files',
-    );
+    const files = changes.map((c) => `${str(c.path) ?? '?'}${str(c.kind) ? ` (${c.kind})` : ''}`).join(', ');
+    out.add('tool edit', files || 'files');
     if (item.status === 'failed') out.add('result (error)', 'the change was not applied');
   } else if (item.type === 'mcp_tool_call') {
     if (first) out.add(`tool ${str(item.server) ?? 'mcp'}.${str(item.tool) ?? '?'}`, describeInput(item.arguments));
