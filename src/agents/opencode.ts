@@ -1,25 +1,20 @@
-// The `opencode` agent: `opencode run` (`opencode run --help` of 1.18.33; recorded outputs in
-// test/fixtures/agents/opencode/).
+// The `opencode` agent: `opencode run` (its --help of 1.18.33; recorded outputs in test/fixtures/agents/opencode/).
 // - `run --format json` reads the prompt from stdin; `--auto` approves what a permission would ask;
 //   `--title` names the session (no model call for one); `-s <id>` continues one; `-m provider/model`.
-// - Sessions live in SQLite under $XDG_DATA_HOME/opencode (opencode.db, -wal, -shm), its login
-//   (`opencode auth login`) in auth.json beside it. Config comes from OPENCODE_CONFIG_CONTENT;
+// - Sessions (SQLite: opencode.db, -wal, -shm) and its login (`opencode auth login`: auth.json) live in
+//   $XDG_DATA_HOME/opencode. A session runs its tools in the folder it was started in (resume moves it).
 //   OPENCODE_DISABLE_PROJECT_CONFIG ignores a workspace's opencode.json (the agent can edit it).
-// - A session runs its tools in the folder it was started in: a resumed one is moved first
-//   (`opencode db "update session set directory=…"`).
-// - stdout: JSON events with `sessionID`: step_start, tool_use, text, reasoning, step_finish {part:
-//   {reason, tokens: {input (without the cached part), output (without reasoning), reasoning, cache:
-//   {read, write}}, cost}} per model call, error {error: {name, data: {message, statusCode?,
-//   responseBody?}}}. No summary. Its `steps` limit is soft; no token or money bound.
+// - stdout: JSON events with `sessionID`, a step_finish per model call (tokens.input without the
+//   cached part, output without reasoning), no summary. Its `steps` limit is soft; no token or money bound.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { count, isRecord, jsonLines, str } from '../core/json.js';
 import { failureLine } from '../core/text.js';
-import { addUse, type Tally } from '../core/usage.js';
+import { addUse } from '../core/usage.js';
 import { followLog } from '../io/agent-reads.js';
 import type { LoginFile } from '../io/logins.js';
 import { PROVIDER_ENV, PROVIDER_HOSTS } from './model-apis.js';
-import { type ConfigRoutes, defineSpec, type PlannedRoute } from './spec.js';
+import { type ConfigRoutes, defineSpec, type Episode, type PlannedRoute } from './spec.js';
 import { contentText, describeInput, eachEvent, type Lines } from './transcript.js';
 
 /** In the context folder: opencode's data folder (its database and login). */
@@ -49,16 +44,11 @@ export const opencode = defineSpec<{ sessionId: string }>({
 
   session: { id: /^ses_[A-Za-z0-9]+$/ },
   async resume(e, _record, id) {
-    // opencode's own database, asked by opencode (in the sandbox: the agent wrote it), and told
-    // that the session now works in this workspace.
+    // opencode asks its database (in the sandbox: the agent wrote it) to move the session to this workspace.
     const sql = `update session set directory = '${e.workdir.replaceAll("'", "''")}' where id = '${id}' returning id`;
-    const r = await e.spawn(e.executable, ['db', sql, '--format', 'json'], {
-      cwd: e.workdir,
-      env: { ...e.env, ...opencodeEnv(e) },
-      timeoutMs: 60_000,
-      maxOutput: 64_000,
-      signal: e.signal,
-    });
+    const env = { ...e.env, ...opencodeEnv(e) };
+    const options = { cwd: e.workdir, env, timeoutMs: 60_000, maxOutput: 64_000, signal: e.signal };
+    const r = await e.spawn(e.executable, ['db', sql, '--format', 'json'], options);
     if (r.exitCode !== 0) return { unusable: `its database cannot be read (${failureLine(r.stderr || r.stdout)})` };
     if (!r.stdout.includes(id)) return { unusable: `session ${id} is not in its database` };
     return { sessionId: id };
@@ -82,10 +72,8 @@ export const opencode = defineSpec<{ sessionId: string }>({
       async spent(done) {
         await read(done !== undefined);
         // Its own cost where it priced the calls, else forkflush's table.
-        const tally: Tally = {};
-        if (run.steps > 0)
-          addUse(tally, model, { ...run.tokens, ...(run.costUsd > 0 ? { costUsd: run.costUsd } : {}) });
-        return { tally, turns: run.steps };
+        const cost = run.costUsd > 0 ? { costUsd: run.costUsd } : {};
+        return { tally: run.steps > 0 ? addUse({}, model, { ...run.tokens, ...cost }) : {}, turns: run.steps };
       },
       ending: () => ({ why: run.errors.at(-1) ?? null, status: run.status ?? null }),
       record: async () => {
@@ -101,18 +89,14 @@ export const opencode = defineSpec<{ sessionId: string }>({
     const parts = [...jsonLines(stdout)].flatMap((e) =>
       e.type === 'text' && isRecord(e.part) && typeof e.part.text === 'string' ? [e.part] : [],
     );
+    if (parts.length === 0) return null;
     const last = parts.at(-1)?.messageID;
-    return parts.length === 0
-      ? null
-      : parts
-          .filter((p) => p.messageID === last)
-          .map((p) => p.text)
-          .join('\n');
+    return parts.flatMap((p) => (p.messageID === last ? [p.text] : [])).join('\n');
   },
 });
 
 /** opencode's variables: its data in the context folder, its config forkflush's over the user's. */
-function opencodeEnv(e: { contextDir: string; env: NodeJS.ProcessEnv; agent: { max_turns?: number | undefined } }) {
+function opencodeEnv(e: Episode) {
   return {
     XDG_DATA_HOME: join(e.contextDir, DATA),
     OPENCODE_CONFIG_CONTENT: JSON.stringify(configContent(e.env.OPENCODE_CONFIG_CONTENT, e.agent.max_turns)),
@@ -124,61 +108,46 @@ function opencodeEnv(e: { contextDir: string; env: NodeJS.ProcessEnv; agent: { m
   };
 }
 
-/**
- * The config forkflush runs opencode with: the user's inline config (OPENCODE_CONFIG_CONTENT, for
- * providers and models), no snapshots (a shadow git repository per session, in the context), no
- * auto-update, no sharing, and agent.max_turns as the build agent's step limit.
- */
+/** The user's inline config with no auto-update, sharing or snapshots (each a shadow git repository in the context). */
 export function configContent(userConfig: string | undefined, maxTurns: number | undefined): Record<string, unknown> {
-  let user: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = userConfig ? JSON.parse(userConfig) : {};
-    if (isRecord(parsed)) user = parsed;
-  } catch {
-    // Not JSON: opencode would refuse it too; the episode runs with forkflush's settings alone.
-  }
+  const user = parseConfig(userConfig);
   const agents = isRecord(user.agent) ? user.agent : {};
   const build = isRecord(agents.build) ? agents.build : {};
-  return {
-    ...user,
-    snapshot: false,
-    autoupdate: false,
-    share: 'disabled',
-    ...(maxTurns ? { agent: { ...agents, build: { ...build, steps: maxTurns } } } : {}),
-  };
+  const agent = { ...agents, build: { ...build, steps: maxTurns } };
+  return { ...user, snapshot: false, autoupdate: false, share: 'disabled', ...(maxTurns ? { agent } : {}) };
 }
 
 /** Where `opencode auth login` keeps its credentials ($XDG_DATA_HOME/opencode, else ~/.local/share/opencode). */
-export function opencodeLogin(contextDir: string, env = process.env): LoginFile[] {
+function opencodeLogin(contextDir: string, env = process.env): LoginFile[] {
   const data = env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
   return [{ from: join(data, 'opencode', 'auth.json'), to: join(contextDir, DATA, 'opencode', 'auth.json') }];
 }
 
-export interface OpencodeRun {
-  sessionId: string | null;
-  /** Model calls (step_finish events). */
-  steps: number;
-  /** All input (the cached and cache-written parts included), output with reasoning. */
-  tokens: { input: number; cached: number; written: number; output: number; calls: number };
-  /** As opencode priced the calls (0 for a model it has no prices for). */
-  costUsd: number;
-  errors: string[];
-  /** The provider's status in the last error, if it gave one. */
-  status?: number;
+/** OPENCODE_CONFIG_CONTENT as an object; none, or not JSON (opencode would refuse it too): {}. */
+function parseConfig(text: string | undefined): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(text ?? '');
+    return isRecord(parsed) ? parsed : {};
+  } catch {
+    return {};
+  }
 }
 
-export function emptyRun(): OpencodeRun {
-  return {
-    sessionId: null,
-    steps: 0,
-    tokens: { input: 0, cached: 0, written: 0, output: 0, calls: 0 },
-    costUsd: 0,
-    errors: [],
-  };
-}
+export const emptyRun = () => ({
+  sessionId: null as string | null,
+  /** Model calls (step_finish events). */
+  steps: 0,
+  /** All input (the cached and cache-written parts included), output with reasoning. */
+  tokens: { input: 0, cached: 0, written: 0, output: 0, calls: 0 },
+  /** As opencode priced the calls (0 for a model it has no prices for). */
+  costUsd: 0,
+  errors: [] as string[],
+  /** The provider's status in the last error, if it gave one. */
+  status: undefined as number | undefined,
+});
 
 /** Adds the events of some output lines to a run (other lines, stderr's, are skipped). */
-export function addEvents(run: OpencodeRun, text: string): OpencodeRun {
+export function addEvents(run: ReturnType<typeof emptyRun>, text: string) {
   for (const e of jsonLines(text)) {
     if (typeof e.sessionID === 'string') run.sessionId ??= e.sessionID;
     if (e.type === 'step_finish' && isRecord(e.part)) {
@@ -198,12 +167,8 @@ export function addEvents(run: OpencodeRun, text: string): OpencodeRun {
       // The message of the API's error body ({"error": {"message": …}}), if it has one.
       const [b] = typeof data.responseBody === 'string' ? jsonLines(data.responseBody) : [];
       const body = b ? (str(isRecord(b.error) ? b.error.message : null) ?? str(b.message)) : null;
-      run.errors.push(
-        `${str(e.error.name) ?? 'error'}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(
-          0,
-          400,
-        ),
-      );
+      const said = body && !message.includes(body) ? `${message} (${body})` : message;
+      run.errors.push(`${str(e.error.name) ?? 'error'}: ${said}`.slice(0, 400));
     }
   }
   return run;
@@ -224,45 +189,29 @@ function opencodeEvent(out: Lines, e: Record<string, unknown>, line: string): vo
   else if (e.type === 'error') for (const message of addEvents(emptyRun(), line).errors) out.add('error', message);
 }
 
-/**
- * The providers of its inline config (OPENCODE_CONFIG_CONTENT) with a base URL of their own: each
- * goes through a route, its literal key (not `{env:...}` or `{file:...}`) behind a placeholder.
- */
+/** Inline providers with a baseURL: each gets a route, and a literal apiKey (not {env:…}, {file:…}) a placeholder. */
 function inlineProviders(env: NodeJS.ProcessEnv, placeholder: () => string): ConfigRoutes | null {
-  let config: unknown;
-  try {
-    config = JSON.parse(env.OPENCODE_CONFIG_CONTENT ?? '');
-  } catch {
-    return null;
-  }
-  const providers = isRecord(config) && isRecord(config.provider) ? config.provider : null;
-  if (!providers) return null;
+  const config = parseConfig(env.OPENCODE_CONFIG_CONTENT);
+  if (!isRecord(config.provider)) return null;
   const routes: PlannedRoute[] = [];
-  const names = new Map<string, string>();
-  for (const [id, p] of Object.entries(providers)) {
+  const routeOf = new Map<Record<string, unknown>, string>();
+  for (const p of Object.values(config.provider)) {
     const options = isRecord(p) && isRecord(p.options) ? p.options : null;
     const base = typeof options?.baseURL === 'string' ? options.baseURL : null;
     if (!options || !base) continue;
     const name = `opencode-${routes.length}`;
     const key = typeof options.apiKey === 'string' && !/^\{(env|file):/.test(options.apiKey) ? options.apiKey : null;
-    const p0 = key ? placeholder() : null;
-    routes.push({
-      name,
-      upstream: base,
-      keys:
-        key && p0
-          ? [{ placeholder: p0, value: key, headers: ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key'] }]
-          : [],
-    });
-    names.set(id, name);
-    if (p0) options.apiKey = p0;
+    const headers = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key'];
+    const keys = key ? [{ placeholder: placeholder(), value: key, headers }] : [];
+    routes.push({ name, upstream: base, keys });
+    routeOf.set(options, name);
+    if (keys[0]) options.apiKey = keys[0].placeholder;
   }
   if (routes.length === 0) return null;
   return {
     routes,
     env(urls) {
-      for (const [id, name] of names)
-        (providers[id] as { options: Record<string, unknown> }).options.baseURL = urls[name];
+      for (const [options, name] of routeOf) options.baseURL = urls[name];
       return { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) };
     },
   };
