@@ -1,15 +1,14 @@
 // The `gemini` agent: Gemini CLI headless (its docs ship in the package, bundle/docs/; recorded outputs of
-// 0.61.0 in test/fixtures/agents/gemini/).
+// 0.61.0 in test/fixtures/agents/gemini/). No money bound of its own.
 // - `gemini -p PROMPT -o json --approval-mode yolo --skip-trust`: one object {session_id, response, stats,
-//   error?} (core/src/output/json-formatter.ts); `stats.models[name]` holds `api` {totalRequests,
-//   totalErrors}, `tokens` {prompt, candidates, cached, thoughts, tool} and `roles.main` (the agent
-//   loop), for this process only. A fatal error prints {session_id, error: {type, message, code}} on
-//   stderr and exits with its code: 53 `model.maxSessionTurns`, 41 auth, 42 input, 55 untrusted folder.
-// - GEMINI_CLI_HOME (`<context>/home`) holds .gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl, <slug>
-//   mapped from the absolute cwd in projects.json and checked against tmp/<slug>/.project_root
-//   (core/src/config/projectRegistry.ts). `--resume <id>` looks in the current folder's chats only;
-//   `--session-id` names a new session. Its session files are read by gemini-session.ts.
-// - No money bound of its own.
+//   error?} (core/src/output/json-formatter.ts); `stats.models[name]` holds `api` {totalRequests, totalErrors},
+//   `tokens` {prompt, candidates, cached, thoughts, tool} and `roles.main` (the agent loop), for this process
+//   only. A fatal error prints {session_id, error: {type, message, code}} on stderr and exits with its code:
+//   53 `model.maxSessionTurns`, 41 auth, 42 input, 55 untrusted folder.
+// - GEMINI_CLI_HOME (`<context>/home`) holds .gemini/tmp/<slug>/chats/session-<time>-<id8>.jsonl (read by
+//   gemini-session.ts), <slug> mapped from the absolute cwd in projects.json and checked against
+//   tmp/<slug>/.project_root (core/src/config/projectRegistry.ts). `--resume <id>` looks in the current
+//   folder's chats only; `--session-id` names a new session.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
@@ -23,9 +22,7 @@ import { GEMINI } from './model-apis.js';
 import { defineSpec, MAX_PROMPT_ARG } from './spec.js';
 import type { Lines } from './transcript.js';
 
-/** Exit code of headless mode past `model.maxSessionTurns`. */
-export const EXIT_TURN_LIMIT = 53;
-
+const EXIT_TURN_LIMIT = 53; // headless mode past `model.maxSessionTurns`
 const KEYS = ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI=true'];
 
 export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
@@ -85,17 +82,22 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
     const before = saved?.before ?? new Set<string>();
     await mkdir(dir, { recursive: true });
     // Login with Google (the runner copies its OAuth files in) when no key and no Vertex AI is set.
-    const auth =
-      !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env)
-        ? 'oauth-personal'
-        : e.env.GOOGLE_GENAI_USE_VERTEXAI === 'true'
-          ? 'vertex-ai'
-          : 'gemini-api-key';
-    await writeFile(join(dir, 'settings.json'), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}\n`);
+    const login = !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env);
+    const vertex = e.env.GOOGLE_GENAI_USE_VERTEXAI === 'true';
+    // The settings forkflush owns in the CLI's home: quiet offline, the auth it runs with, the turn limit.
+    const settings = {
+      // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless rejects.
+      security: { auth: { selectedType: login ? 'oauth-personal' : vertex ? 'vertex-ai' : 'gemini-api-key' } },
+      model: { maxSessionTurns: e.agent.max_turns ?? -1 },
+      general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, sessionRetention: { enabled: false } },
+      telemetry: { enabled: false, logPrompts: false },
+      privacy: { usageStatisticsEnabled: false },
+      ide: { enabled: false },
+    };
+    await writeFile(join(dir, 'settings.json'), `${JSON.stringify(settings, null, 2)}\n`);
     // A lock left by a killed run would make the next one wait for it to go stale.
     await rm(join(dir, 'projects.json.lock'), { recursive: true, force: true });
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
-    const sessions = async () => (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
     return {
       args: [
         ...(e.agent.model ? ['--model', e.agent.model] : []),
@@ -110,22 +112,20 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
       pollMs: 1000,
       watch: e.unit === 'tokens' || e.unit === 'usd',
       async spent(run): Promise<Spent> {
-        const result = run ? (parseResult(run.stdout) ?? parseResult(run.stderr)) : null;
-        const stats = result ? usageFromStats(result.stats) : null;
+        const stats = run ? usageFromStats((parseResult(run.stdout) ?? parseResult(run.stderr))?.stats) : null;
         if (stats) return stats;
         // No result (killed, or a fatal error): what the session file recorded. The CLI creates it
         // before its first model call, so without one nothing was spent.
-        const found = await sessions();
+        const found = (await sessionFiles(dir, id)).map((f) => f.record).filter((r) => r.sessionId === id);
         const note = found.length
           ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls"
           : 'gemini recorded no conversation: it stopped before its first model call';
         return { ...usageFromSessions(found, before), ...(run ? { notes: [note] } : { turns: null }) };
       },
       ending(run) {
-        const r = parseResult(run.stdout) ?? parseResult(run.stderr);
         if (run.stopped === null && run.exitCode === EXIT_TURN_LIMIT)
           return { exit: 'budget', note: `stopped at agent.max_turns (${e.agent.max_turns})` };
-        return { why: r?.error?.message ?? null };
+        return { why: (parseResult(run.stdout) ?? parseResult(run.stderr))?.error?.message ?? null };
       },
       record: async () => ({ sessionId: id, updated: new Date().toISOString() }),
     };
@@ -141,37 +141,21 @@ export const gemini = defineSpec<{ sessionId: string; before: Set<string> }>({
 });
 
 /** Where Login with Google leaves its OAuth files ($GEMINI_CLI_HOME, else ~, then .gemini/), and the credentials' secret form. */
-export function geminiLogin(episodeHome: string, env = process.env): LoginFile[] {
-  const dir = join(env.GEMINI_CLI_HOME || homedir(), '.gemini');
-  const file = (name: string, fromEnv?: string) => ({
-    from: join(dir, name),
-    to: join(episodeHome, '.gemini', name),
-    ...(fromEnv ? { fromEnv } : {}),
-  });
-  return [file('oauth_creds.json', 'GEMINI_OAUTH_CREDS'), file('google_accounts.json')];
-}
-
-/** The settings forkflush owns in the CLI's home: quiet offline, the auth it runs with, the turn limit. */
-function settings(selectedType: string, maxTurns: number | undefined): Record<string, unknown> {
-  return {
-    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless rejects.
-    security: { auth: { selectedType } },
-    model: { maxSessionTurns: maxTurns ?? -1 },
-    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, sessionRetention: { enabled: false } },
-    telemetry: { enabled: false, logPrompts: false },
-    privacy: { usageStatisticsEnabled: false },
-    ide: { enabled: false },
-  };
+function geminiLogin(episodeHome: string): LoginFile[] {
+  const [from, to] = [join(process.env.GEMINI_CLI_HOME || homedir(), '.gemini'), join(episodeHome, '.gemini')];
+  return [
+    { from: join(from, 'oauth_creds.json'), to: join(to, 'oauth_creds.json'), fromEnv: 'GEMINI_OAUTH_CREDS' },
+    { from: join(from, 'google_accounts.json'), to: join(to, 'google_accounts.json') },
+  ];
 }
 
 /** The slug the CLI will use for `workdir`: the one projects.json maps it to when its markers agree, else a new one, registered. */
 async function projectSlug(dir: string, workdir: string): Promise<string> {
   const registry = join(dir, 'projects.json');
-  let projects: Record<string, string> = {};
-  try {
-    const parsed = JSON.parse(await readFile(registry, 'utf8')) as { projects?: unknown };
-    if (isRecord(parsed.projects)) projects = parsed.projects as Record<string, string>;
-  } catch {}
+  const parsed: unknown = await readFile(registry, 'utf8')
+    .then(JSON.parse)
+    .catch(() => null);
+  const projects = (isRecord(parsed) && isRecord(parsed.projects) ? parsed.projects : {}) as Record<string, string>;
   const bases = [join(dir, 'tmp'), join(dir, 'history')];
   const owner = async (base: string, slug: string) =>
     (await readFile(join(base, slug, '.project_root'), 'utf8').catch(() => undefined))?.trim();
@@ -181,14 +165,10 @@ async function projectSlug(dir: string, workdir: string): Promise<string> {
     if (owners.every((o) => o === undefined || o === workdir)) return known;
   }
   const taken = new Set(Object.values(projects));
-  const name = basename(workdir)
-    .toLowerCase()
-    .replace(/[^a-z0-9]/g, '-')
-    .replace(/-+/g, '-')
-    .replace(/^-|-$/g, '');
-  let slug = `ff-${name || 'project'}`;
-  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync(join(b, slug))); n++)
-    slug = `ff-${name || 'project'}-${n}`;
+  const folder = basename(workdir).toLowerCase();
+  const name = folder.match(/[a-z0-9]+/g)?.join('-') || 'project';
+  let slug = `ff-${name}`;
+  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync(join(b, slug))); n++) slug = `ff-${name}-${n}`;
   await mkdir(join(dir, 'tmp', slug), { recursive: true });
   await writeFile(join(dir, 'tmp', slug, '.project_root'), workdir);
   projects[workdir] = slug;
@@ -217,29 +197,19 @@ export function usageFromStats(stats: unknown): Spent | null {
   return { tally, turns };
 }
 
-export interface GeminiResult {
-  sessionId?: string;
-  response?: string;
-  stats?: unknown;
-  error?: { type: string; message: string };
-  warnings?: string[];
-}
-
 /** The CLI's result in its output (stdout, or stderr for a fatal error): the last pretty-printed object with a session_id, stats or error. */
-export function parseResult(text: string): GeminiResult | null {
-  let found: GeminiResult | null = null;
-  for (const [v] of jsonBlocks(text.split('\n'))) {
-    if (!isRecord(v) || !('session_id' in v || 'stats' in v || 'error' in v)) continue;
-    const e = isRecord(v.error) ? v.error : null;
-    found = {
-      ...(typeof v.session_id === 'string' ? { sessionId: v.session_id } : {}),
-      ...(typeof v.response === 'string' ? { response: v.response } : {}),
-      ...('stats' in v ? { stats: v.stats } : {}),
-      ...(e ? { error: { type: str(e.type) ?? 'Error', message: str(e.message) ?? JSON.stringify(e) } } : {}),
-      ...(Array.isArray(v.warnings) ? { warnings: v.warnings.filter((w): w is string => typeof w === 'string') } : {}),
-    };
-  }
-  return found;
+export function parseResult(text: string) {
+  const isResult = (v: unknown) => isRecord(v) && ('session_id' in v || 'stats' in v || 'error' in v);
+  const v = jsonBlocks(text.split('\n')).findLast(([block]) => isResult(block))?.[0];
+  if (!isRecord(v)) return null;
+  const e = isRecord(v.error) ? v.error : null;
+  return {
+    ...(typeof v.session_id === 'string' ? { sessionId: v.session_id } : {}),
+    ...(typeof v.response === 'string' ? { response: v.response } : {}),
+    ...('stats' in v ? { stats: v.stats } : {}),
+    ...(e ? { error: { type: str(e.type) ?? 'Error', message: str(e.message) ?? JSON.stringify(e) } } : {}),
+    ...(Array.isArray(v.warnings) ? { warnings: v.warnings.filter((w): w is string => typeof w === 'string') } : {}),
+  };
 }
 
 /** Objects printed with JSON.stringify(x, null, 2): a line "{" (or "[ERROR] {") to the first line "}" that closes one; with their first and last lines. */
@@ -251,13 +221,12 @@ function jsonBlocks(lines: string[]): [unknown, number, number][] {
     if (open < 0 || (open > 0 && !/^\[[A-Z]+\] $/.test(line.slice(0, open)))) continue;
     for (let j = i + 1; j < lines.length; j++) {
       if (lines[j] !== '}') continue;
+      // A "}" that does not parse closes a nested object: try the next one.
       try {
         blocks.push([JSON.parse([line.slice(open), ...lines.slice(i + 1, j + 1)].join('\n')), i, j]);
         i = j;
         break;
-      } catch {
-        // A nested object's brace: try the next one.
-      }
+      } catch {}
     }
   }
   return blocks;
@@ -280,10 +249,8 @@ function geminiLog(text: string, out: Lines, other: string[]): void {
       const api = isRecord(m.api) ? m.api : {};
       const t = isRecord(m.tokens) ? m.tokens : {};
       const failed = count(api.totalErrors);
-      out.add(
-        `model ${model}`,
-        `${count(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ''}, ${count(t.prompt)} in, ${count(t.candidates) + count(t.thoughts)} out`,
-      );
+      const calls = `${count(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ''}`;
+      out.add(`model ${model}`, `${calls}, ${count(t.prompt)} in, ${count(t.candidates) + count(t.thoughts)} out`);
     }
     const tools = isRecord(stats.tools) && isRecord(stats.tools.byName) ? stats.tools.byName : {};
     for (const [tool, t] of Object.entries(tools))
