@@ -56,9 +56,8 @@ export function readSession(text: string): SessionRecord {
   };
   for (const r of jsonLines(text)) {
     if (typeof r.$rewindTo === 'string') {
-      const ids = [...messages.keys()];
-      const at = ids.indexOf(r.$rewindTo);
-      messages = new Map(at < 0 ? [] : ids.slice(0, at).map((id) => [id, messages.get(id) as SessionMessage]));
+      const at = [...messages.keys()].indexOf(r.$rewindTo);
+      messages = new Map(at < 0 ? [] : [...messages].slice(0, at));
     } else if (typeof r.id === 'string' && typeof r.type === 'string') note(r as unknown as SessionMessage);
     else if (isRecord(r.$set) && Array.isArray(r.$set.messages)) {
       messages = new Map();
@@ -74,9 +73,7 @@ export function isResumable(messages: SessionMessage[]): boolean {
   return messages.some((m) => {
     const text = partsText(m.content).trim();
     if (m.type === 'gemini') return text !== '' || (m.toolCalls?.length ?? 0) > 0;
-    return (
-      m.type === 'user' && text !== '' && !text.startsWith('<session_context>') && !text.startsWith('<hook_context>')
-    );
+    return m.type === 'user' && text !== '' && !/^<(?:session|hook)_context>/.test(text);
   });
 }
 
@@ -87,13 +84,9 @@ export function usageFromSessions(sessions: SessionRecord[], before: Set<string>
   for (const m of sessions.flatMap((s) => [...s.written.values()])) {
     if (seen.has(m.id) || m.type !== 'gemini' || !m.tokens) continue;
     seen.add(m.id);
-    const t = m.tokens;
-    addUse(tally, m.model ?? 'unknown', {
-      input: count(t.input) + count(t.tool),
-      cached: count(t.cached),
-      output: count(t.output) + count(t.thoughts),
-      calls: 1,
-    });
+    const { input, tool, cached, output, thoughts } = m.tokens;
+    const use = { input: count(input) + count(tool), cached: count(cached), output: count(output) + count(thoughts) };
+    addUse(tally, m.model ?? 'unknown', { ...use, calls: 1 });
   }
   return { tally };
 }
