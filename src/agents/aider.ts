@@ -1,15 +1,15 @@
-// The `aider` agent: aider (PyPI aider-chat), from the repository Aider-AI/aider; it cannot be installed
-// here, so its tests run the fake test/fixtures/agents/aider/fake-aider.mjs built from it.
-// - `--message-file F --yes-always` sends one message, applies the reply and exits; `--yes-always`
-//   never runs the model's shell commands (aider/io.py confirm_ask).
-// - The conversation is the chat history markdown: `--chat-history-file F --restore-chat-history`.
-// - After each model call (base_coder.py calculate_and_show_tokens_and_cost): "Tokens: {sent} sent[,
-//   {n} cache write][, {n} cache hit], {received} received." and, when the model has prices, " Cost:
-//   ${message} message, ${session} session." (this process's). Counts as format_tokens prints them:
-//   "997", "1.6k", "12k"; older "2,841". "Model: <name> with <format> edit format" (older "Main model:").
+// The `aider` agent: aider (PyPI aider-chat), from the repository Aider-AI/aider; it cannot be installed here, so
+// its tests run the fake test/fixtures/agents/aider/fake-aider.mjs built from it. No turn or money limit.
+// - `--message-file F --yes-always` sends one message, applies the reply and exits; `--yes-always` never runs the
+//   model's shell commands (aider/io.py confirm_ask). The conversation is the chat history markdown.
+// - After each model call (base_coder.py calculate_and_show_tokens_and_cost): "Tokens: {sent} sent[, {n} cache
+//   write][, {n} cache hit], {received} received." and, when the model has prices, " Cost: ${message} message,
+//   ${session} session." (this process's). Counts as format_tokens prints them: "997", "1.6k", "12k"; older
+//   "2,841". "Model: <name> with <format> edit format" (older "Main model:").
 // - A failed model call prints "litellm.<Name>Error: ..." and aider still exits 0 (Aider-AI/aider#5552).
-// - No turn or money limit. Its repo map cache `.aider.tags.cache.v*` is in the git root
-//   (aider/repomap.py): with --no-gitignore, `.aider*` goes in the repository's exclude file.
+// - Its repo map cache `.aider.tags.cache.v*` is in the git root (aider/repomap.py): with --no-gitignore,
+//   `.aider*` goes in the repository's exclude file.
+import { isUtf8 } from 'node:buffer';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { plainText } from '../core/text.js';
@@ -29,9 +29,7 @@ export const aider = defineSpec<{ episodes: string[] }>({
   cli: {
     executable: 'aider',
     package: 'aider-chat',
-    // Not tested against the real aider (PyPI is not reachable where forkflush is developed): the
-    // newest release when its fake was written.
-    version: '0.86.2',
+    version: '0.86.2', // never run against the real aider: the newest release when its fake was written
     installer: 'pip',
     secret: { name: 'OPENAI_API_KEY', note: 'or the key of the model aider uses' },
   },
@@ -46,12 +44,9 @@ export const aider = defineSpec<{ episodes: string[] }>({
   },
 
   async resume(e, record) {
-    try {
-      new TextDecoder('utf-8', { fatal: true }).decode(await readFrom(join(e.contextDir, HISTORY_FILE), 0));
-    } catch {
-      return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
-    }
-    if ((await sizeOf(join(e.contextDir, HISTORY_FILE))) === 0) return { unusable: `${HISTORY_FILE} is missing` };
+    const history = await readFrom(join(e.contextDir, HISTORY_FILE), 0);
+    if (history.length === 0) return { unusable: `${HISTORY_FILE} is missing` };
+    if (!isUtf8(history)) return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
     return { episodes: Array.isArray(record?.episodes) ? record.episodes.filter((x) => typeof x === 'string') : [] };
   },
 
@@ -59,10 +54,8 @@ export const aider = defineSpec<{ episodes: string[] }>({
     const excluded = await excludeAiderFiles(e.workdir);
     const history = join(e.contextDir, HISTORY_FILE);
     // Its usage lines, read from the log as it grows.
-    let text = '';
-    const read = await followLog(e.logFile, (line) => {
-      text += `${line}\n`;
-    });
+    const lines: string[] = [];
+    const read = await followLog(e.logFile, (line) => lines.push(line));
     return {
       args: [
         ...['--message-file', e.promptFile, '--yes-always', '--chat-history-file', history],
@@ -75,7 +68,7 @@ export const aider = defineSpec<{ episodes: string[] }>({
       ],
       spent: async (run) => {
         await read(run !== undefined);
-        const out = parseAiderOutput(text);
+        const out = parseAiderOutput(lines.join('\n'));
         const spent = aiderUsage(out, e.agent.model);
         if (run && !out.model && !e.agent.model && out.calls.length > 0 && spent.costUsd === undefined)
           spent.notes = ['aider named no model; priced at the dearest known'];
@@ -93,11 +86,11 @@ export const aider = defineSpec<{ episodes: string[] }>({
           RateLimit: 429,
           ServiceUnavailable: 503,
         }[/^litellm\.(\w+?)Error/.exec(error?.message ?? '')?.[1] ?? ''];
-        if (run.exitCode !== 0 || run.spawnError) return { why: error?.message ?? null, status: status ?? null };
+        const failed = { why: error?.message ?? null, status: status ?? null };
+        if (run.exitCode !== 0 || run.spawnError) return failed;
         if (out.calls.length === 0)
           return {
-            why: error?.message ?? null,
-            status: status ?? null,
+            ...failed,
             exit: 'crash',
             note: `aider made no successful model call (it exits 0 all the same): ${(error?.message ?? 'it printed no usage line').slice(0, 300)}`,
           };
@@ -112,20 +105,15 @@ export const aider = defineSpec<{ episodes: string[] }>({
     };
   },
 
-  transcript: (text, out) => aiderLog(out, text),
+  transcript: aiderLog,
   // Each model reply is followed by its usage line: the last reply is what stands between the last two.
   finalMessage(stdout) {
     const lines = stdout.split('\n');
     const usage = lines.flatMap((l, i) => (/^Tokens: /.test(l) ? [i] : []));
     const end = usage.at(-1);
-    const reply =
-      end === undefined
-        ? ''
-        : lines
-            .slice((usage.at(-2) ?? -1) + 1, end)
-            .join('\n')
-            .trim();
-    return reply === '' ? null : reply;
+    if (end === undefined) return null;
+    const reply = lines.slice((usage.at(-2) ?? -1) + 1, end).join('\n');
+    return reply.trim() || null;
   },
   version: (log) => /^(?:> )?Aider v(\S+)/m.exec(plainText(log))?.[1] ?? null,
 });
@@ -133,34 +121,29 @@ export const aider = defineSpec<{ episodes: string[] }>({
 /** Adds `.aider*` to the repository's exclude file (not committed); a note if that failed. */
 async function excludeAiderFiles(workdir: string): Promise<string | undefined> {
   const r = await new Git(workdir).exec(['rev-parse', '--git-path', 'info/exclude'], { check: false });
-  if (r.exitCode !== 0) return undefined; // Not a git repository: nothing forkflush commits.
+  if (r.exitCode !== 0) return; // Not a git repository: nothing forkflush commits.
   const file = resolve(workdir, r.stdout.trim());
   try {
     const text = await readFile(file, 'utf8').catch(() => '');
-    if (text.split('\n').some((l) => l.trim() === EXCLUDE)) return undefined;
+    if (text.split('\n').some((l) => l.trim() === EXCLUDE)) return;
     await mkdir(dirname(file), { recursive: true });
     const sep = text === '' || text.endsWith('\n') ? '' : '\n';
-    await writeFile(
-      file,
-      `${text}${sep}# forkflush, aider agent: aider's files in the git root (repo map cache)\n${EXCLUDE}\n`,
-    );
-    return undefined;
+    const entry = `# forkflush, aider agent: aider's files in the git root (repo map cache)\n${EXCLUDE}\n`;
+    await writeFile(file, `${text}${sep}${entry}`);
   } catch (e) {
     return `could not add ${EXCLUDE} to ${file} (${(e as Error).message}): aider's cache may be committed`;
   }
 }
 
-export interface AiderCall {
-  sent: number;
-  received: number;
-  cacheWrite: number;
-  cacheHit: number;
-  messageCost?: number;
-  sessionCost?: number;
-}
-
-export interface AiderOutput {
-  calls: AiderCall[];
+interface AiderOutput {
+  calls: {
+    sent: number;
+    received: number;
+    cacheWrite: number;
+    cacheHit: number;
+    messageCost?: number;
+    sessionCost?: number;
+  }[];
   model?: string;
   /** litellm error lines, each with the number of calls that had completed before it. */
   errors: { message: string; afterCalls: number }[];
@@ -184,14 +167,13 @@ export function parseTokenCount(text: string): number {
 
 export function parseAiderOutput(text: string): AiderOutput {
   const out: AiderOutput = { calls: [], errors: [] };
+  const tokens = (x: string | undefined) => (x ? parseTokenCount(x) : 0);
   for (const raw of text.replace(ANSI, '').split(/\r?\n/)) {
     // The same lines appear blockquoted ("> ") in the chat history file.
     const line = raw.replace(/^> /, '').trim();
     const t = TOKENS.exec(line);
-    if (t) {
-      const [sent, write, hit, received] = [t[1], t[2], t[3], t[4]].map((x) => (x ? parseTokenCount(x) : 0));
-      out.calls.push({ sent: sent ?? 0, cacheWrite: write ?? 0, cacheHit: hit ?? 0, received: received ?? 0 });
-    }
+    if (t)
+      out.calls.push({ sent: tokens(t[1]), cacheWrite: tokens(t[2]), cacheHit: tokens(t[3]), received: tokens(t[4]) });
     const cost = COST.exec(line);
     const last = out.calls.at(-1);
     if (cost && last && last.messageCost === undefined) {
@@ -221,7 +203,7 @@ const FENCE = /^(?:```|~~~)/;
 const FAILED_BLOCKS = /^# (\d+ SEARCH\/REPLACE blocks? failed to match!?)/;
 
 /** aider's console as a transcript: its banner, the model, each reply with the files it edits, each call's usage, errors. */
-function aiderLog(out: Lines, text: string): void {
+function aiderLog(text: string, out: Lines): void {
   const lines = plainText(text).split('\n');
   let turns = 0;
   let prose: string | null = null;
@@ -231,11 +213,9 @@ function aiderLog(out: Lines, text: string): void {
   // After a failed model call, the text is aider's own advice, not a reply.
   let failedCall = false;
   const reply = () => {
-    if (prose !== null || edits.size > 0)
-      out.add(
-        failedCall && edits.size === 0 ? 'aider' : 'assistant',
-        `${prose ?? '(edits)'}${edits.size > 0 ? ` [edits ${[...edits].join(', ')}]` : ''}`,
-      );
+    const edited = edits.size > 0 ? ` [edits ${[...edits].join(', ')}]` : '';
+    if (prose !== null || edited)
+      out.add(failedCall && !edited ? 'aider' : 'assistant', `${prose ?? '(edits)'}${edited}`);
     prose = null;
     edits.clear();
     failedCall = false;
@@ -251,19 +231,15 @@ function aiderLog(out: Lines, text: string): void {
     else if (parsed.model && MODEL.test(line)) out.add('model', line.replace(/^(?:Main model|Model): /, ''));
     else if (call) {
       reply();
-      const cost =
-        call.messageCost ?? (/^Cost: \$(\d+(?:\.\d+)?) (?:message|request)/.exec(next)?.[1] as string | undefined);
-      out.add(
-        `turn ${++turns}`,
-        `${/Tokens: (.*?) received\./.exec(line)?.[1] ?? `${call.sent} sent`} received${cost !== undefined ? `, $${cost}` : ''}`,
-      );
+      const cost = call.messageCost ?? /^Cost: \$(\d+(?:\.\d+)?) (?:message|request)/.exec(next)?.[1];
+      const usage = /Tokens: (.*?) received\./.exec(line)?.[1] ?? `${call.sent} sent`;
+      out.add(`turn ${++turns}`, `${usage} received${cost !== undefined ? `, $${cost}` : ''}`);
       fence = inErrorReport = false;
     } else if (error) {
       reply();
       out.add('error', error.message);
       failedCall = true;
-    } else if (/^Applied edit to (.+)$/.test(line))
-      out.add('edit', `applied to ${line.slice('Applied edit to '.length)}`);
+    } else if (/^Applied edit to (.+)$/.test(line)) out.add('edit', line.replace(/^Applied edit to /, 'applied to '));
     else if (FAILED_BLOCKS.test(line)) {
       out.add('error', FAILED_BLOCKS.exec(line)?.[1] as string);
       inErrorReport = true;
