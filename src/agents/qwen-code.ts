@@ -1,7 +1,8 @@
 // The `qwen-code` agent: Qwen Code (`qwen --help` of 0.24.4, and its behaviour against the mock; it
 // declares node >= 22 and runs on Node 20).
 // - `qwen -p PROMPT --output-format stream-json --approval-mode yolo`: Claude Code's stream-json
-//   (its reader reads it). Usage counts this run only, its helper calls (memory extraction) too; no cost.
+//   (its reader reads it). The result's usage is the session's running total, its helper calls (memory
+//   extraction) too; each assistant row's is that call's. No cost.
 // - QWEN_HOME holds projects/<project>/chats/<session id>.jsonl; `--resume <id>` looks only in the cwd's project.
 // - `--auth-type openai|anthropic|gemini` takes that provider's variables (OPENAI_API_KEY, OPENAI_BASE_URL,
 //   OPENAI_MODEL, …). Alibaba's endpoints (DashScope, Coding Plan) are *.aliyuncs.com.
