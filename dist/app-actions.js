@@ -69543,12 +69543,7 @@ function selectWinner(episodes, direction) {
       continue;
     }
     const best = winner.result?.score;
-    if (isBetter(score, best, direction)) winner = e;
-    else if (score === best) {
-      const cheaper = (e.result?.spent ?? 0) < (winner.result?.spent ?? 0);
-      const sameCost = (e.result?.spent ?? 0) === (winner.result?.spent ?? 0);
-      if (cheaper || sameCost && e.branch < winner.branch) winner = e;
-    }
+    if (isBetter(score, best, direction) || score === best && e.branch < winner.branch) winner = e;
   }
   return winner;
 }

@@ -28153,6 +28153,7 @@ var AGENT_TRIES = 3;
 var RETRY_FIRST_WAIT_SECONDS = 15;
 var RETRY_MAX_WAIT_SECONDS = 300;
 var RETRY_LEAST_SECONDS = 30;
+var OUTAGE_WAIT_MINUTES = [5, 20, 60];
 var QUICK_FAILURE_SECONDS = 10;
 var PAPER_RESULTS = {
   /** Main result, 13 tasks: fork-and-flush against single-run and best-of-4. */
@@ -30546,12 +30547,7 @@ function selectWinner(episodes, direction) {
       continue;
     }
     const best = winner.result?.score;
-    if (isBetter(score2, best, direction)) winner = e;
-    else if (score2 === best) {
-      const cheaper = (e.result?.spent ?? 0) < (winner.result?.spent ?? 0);
-      const sameCost = (e.result?.spent ?? 0) === (winner.result?.spent ?? 0);
-      if (cheaper || sameCost && e.branch < winner.branch) winner = e;
-    }
+    if (isBetter(score2, best, direction) || score2 === best && e.branch < winner.branch) winner = e;
   }
   return winner;
 }
@@ -30851,6 +30847,10 @@ function stop(code, text) {
 }
 function stopReason(state) {
   return cause(state)?.stop ?? null;
+}
+function outageStop(state) {
+  const retry = cause(state)?.retry ?? [];
+  return retry.length > 0 && retry.every((e) => isTransient(stoppingFailure(e.result)?.kind ?? "crash"));
 }
 function cause(state) {
   const open4 = state.rounds.find((r) => !r.decision);
@@ -33419,6 +33419,7 @@ async function readMap(dir) {
 }
 
 // src/agents/aider.ts
+import { isUtf8 as isUtf82 } from "node:buffer";
 import { mkdir, readFile as readFile2, writeFile } from "node:fs/promises";
 import { dirname as dirname3, join as join3, resolve } from "node:path";
 
@@ -33845,9 +33846,8 @@ var aider = defineSpec({
   cli: {
     executable: "aider",
     package: "aider-chat",
-    // Not tested against the real aider (PyPI is not reachable where forkflush is developed): the
-    // newest release when its fake was written.
     version: "0.86.2",
+    // never run against the real aider: the newest release when its fake was written
     installer: "pip",
     secret: { name: "OPENAI_API_KEY", note: "or the key of the model aider uses" }
   },
@@ -33860,22 +33860,16 @@ var aider = defineSpec({
     notProxied: "other providers' keys (LiteLLM sends each to an endpoint of its own, which aider documents for OpenAI only); aider itself cannot be installed here, so this is tested against a fake of it"
   },
   async resume(e, record2) {
-    try {
-      new TextDecoder("utf-8", { fatal: true }).decode(await readFrom(join3(e.contextDir, HISTORY_FILE), 0));
-    } catch {
-      return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
-    }
-    if (await sizeOf(join3(e.contextDir, HISTORY_FILE)) === 0) return { unusable: `${HISTORY_FILE} is missing` };
+    const history = await readFrom(join3(e.contextDir, HISTORY_FILE), 0);
+    if (history.length === 0) return { unusable: `${HISTORY_FILE} is missing` };
+    if (!isUtf82(history)) return { unusable: `${HISTORY_FILE} is not UTF-8 text` };
     return { episodes: Array.isArray(record2?.episodes) ? record2.episodes.filter((x) => typeof x === "string") : [] };
   },
   async start(e, saved) {
     const excluded = await excludeAiderFiles(e.workdir);
     const history = join3(e.contextDir, HISTORY_FILE);
-    let text = "";
-    const read2 = await followLog(e.logFile, (line) => {
-      text += `${line}
-`;
-    });
+    const lines2 = [];
+    const read2 = await followLog(e.logFile, (line) => lines2.push(line));
     return {
       args: [
         ...["--message-file", e.promptFile, "--yes-always", "--chat-history-file", history],
@@ -33888,7 +33882,7 @@ var aider = defineSpec({
       ],
       spent: async (run2) => {
         await read2(run2 !== void 0);
-        const out = parseAiderOutput(text);
+        const out = parseAiderOutput(lines2.join("\n"));
         const spent2 = aiderUsage(out, e.agent.model);
         if (run2 && !out.model && !e.agent.model && out.calls.length > 0 && spent2.costUsd === void 0)
           spent2.notes = ["aider named no model; priced at the dearest known"];
@@ -33905,11 +33899,11 @@ var aider = defineSpec({
           RateLimit: 429,
           ServiceUnavailable: 503
         }[/^litellm\.(\w+?)Error/.exec(error62?.message ?? "")?.[1] ?? ""];
-        if (run2.exitCode !== 0 || run2.spawnError) return { why: error62?.message ?? null, status: status ?? null };
+        const failed = { why: error62?.message ?? null, status: status ?? null };
+        if (run2.exitCode !== 0 || run2.spawnError) return failed;
         if (out.calls.length === 0)
           return {
-            why: error62?.message ?? null,
-            status: status ?? null,
+            ...failed,
             exit: "crash",
             note: `aider made no successful model call (it exits 0 all the same): ${(error62?.message ?? "it printed no usage line").slice(0, 300)}`
           };
@@ -33920,33 +33914,31 @@ var aider = defineSpec({
       record: async (run2) => run2 && await sizeOf(history) > 0 ? { historyFile: HISTORY_FILE, episodes: [...saved?.episodes ?? [], e.episodeId] } : null
     };
   },
-  transcript: (text, out) => aiderLog(out, text),
+  transcript: aiderLog,
   // Each model reply is followed by its usage line: the last reply is what stands between the last two.
   finalMessage(stdout) {
     const lines2 = stdout.split("\n");
     const usage2 = lines2.flatMap((l, i) => /^Tokens: /.test(l) ? [i] : []);
     const end = usage2.at(-1);
-    const reply = end === void 0 ? "" : lines2.slice((usage2.at(-2) ?? -1) + 1, end).join("\n").trim();
-    return reply === "" ? null : reply;
+    if (end === void 0) return null;
+    const reply = lines2.slice((usage2.at(-2) ?? -1) + 1, end).join("\n");
+    return reply.trim() || null;
   },
   version: (log) => /^(?:> )?Aider v(\S+)/m.exec(plainText(log))?.[1] ?? null
 });
 async function excludeAiderFiles(workdir) {
   const r = await new Git(workdir).exec(["rev-parse", "--git-path", "info/exclude"], { check: false });
-  if (r.exitCode !== 0) return void 0;
+  if (r.exitCode !== 0) return;
   const file2 = resolve(workdir, r.stdout.trim());
   try {
     const text = await readFile2(file2, "utf8").catch(() => "");
-    if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return void 0;
+    if (text.split("\n").some((l) => l.trim() === EXCLUDE)) return;
     await mkdir(dirname3(file2), { recursive: true });
     const sep3 = text === "" || text.endsWith("\n") ? "" : "\n";
-    await writeFile(
-      file2,
-      `${text}${sep3}# forkflush, aider agent: aider's files in the git root (repo map cache)
+    const entry = `# forkflush, aider agent: aider's files in the git root (repo map cache)
 ${EXCLUDE}
-`
-    );
-    return void 0;
+`;
+    await writeFile(file2, `${text}${sep3}${entry}`);
   } catch (e) {
     return `could not add ${EXCLUDE} to ${file2} (${e.message}): aider's cache may be committed`;
   }
@@ -33965,13 +33957,12 @@ function parseTokenCount(text) {
 }
 function parseAiderOutput(text) {
   const out = { calls: [], errors: [] };
+  const tokens = (x) => x ? parseTokenCount(x) : 0;
   for (const raw of text.replace(ANSI, "").split(/\r?\n/)) {
     const line = raw.replace(/^> /, "").trim();
     const t = TOKENS.exec(line);
-    if (t) {
-      const [sent, write, hit, received] = [t[1], t[2], t[3], t[4]].map((x) => x ? parseTokenCount(x) : 0);
-      out.calls.push({ sent: sent ?? 0, cacheWrite: write ?? 0, cacheHit: hit ?? 0, received: received ?? 0 });
-    }
+    if (t)
+      out.calls.push({ sent: tokens(t[1]), cacheWrite: tokens(t[2]), cacheHit: tokens(t[3]), received: tokens(t[4]) });
     const cost = COST.exec(line);
     const last = out.calls.at(-1);
     if (cost && last && last.messageCost === void 0) {
@@ -33996,7 +33987,7 @@ function aiderUsage(output2, configuredModel) {
 var SKIP = /^(?:Git repo:|Repo-map:|Weak model:|Editor model:|Added .* to the chat|Cost: \$)/;
 var FENCE = /^(?:```|~~~)/;
 var FAILED_BLOCKS = /^# (\d+ SEARCH\/REPLACE blocks? failed to match!?)/;
-function aiderLog(out, text) {
+function aiderLog(text, out) {
   const lines2 = plainText(text).split("\n");
   let turns = 0;
   let prose = null;
@@ -34005,11 +33996,9 @@ function aiderLog(out, text) {
   let inErrorReport = false;
   let failedCall = false;
   const reply = () => {
-    if (prose !== null || edits.size > 0)
-      out.add(
-        failedCall && edits.size === 0 ? "aider" : "assistant",
-        `${prose ?? "(edits)"}${edits.size > 0 ? ` [edits ${[...edits].join(", ")}]` : ""}`
-      );
+    const edited = edits.size > 0 ? ` [edits ${[...edits].join(", ")}]` : "";
+    if (prose !== null || edited)
+      out.add(failedCall && !edited ? "aider" : "assistant", `${prose ?? "(edits)"}${edited}`);
     prose = null;
     edits.clear();
     failedCall = false;
@@ -34026,17 +34015,14 @@ function aiderLog(out, text) {
     else if (call) {
       reply();
       const cost = call.messageCost ?? /^Cost: \$(\d+(?:\.\d+)?) (?:message|request)/.exec(next)?.[1];
-      out.add(
-        `turn ${++turns}`,
-        `${/Tokens: (.*?) received\./.exec(line)?.[1] ?? `${call.sent} sent`} received${cost !== void 0 ? `, $${cost}` : ""}`
-      );
+      const usage2 = /Tokens: (.*?) received\./.exec(line)?.[1] ?? `${call.sent} sent`;
+      out.add(`turn ${++turns}`, `${usage2} received${cost !== void 0 ? `, $${cost}` : ""}`);
       fence = inErrorReport = false;
     } else if (error62) {
       reply();
       out.add("error", error62.message);
       failedCall = true;
-    } else if (/^Applied edit to (.+)$/.test(line))
-      out.add("edit", `applied to ${line.slice("Applied edit to ".length)}`);
+    } else if (/^Applied edit to (.+)$/.test(line)) out.add("edit", line.replace(/^Applied edit to /, "applied to "));
     else if (FAILED_BLOCKS.test(line)) {
       out.add("error", FAILED_BLOCKS.exec(line)?.[1]);
       inErrorReport = true;
@@ -34165,17 +34151,6 @@ var claudeCode = defineSpec({
     const baseline = saved?.baseline ?? null;
     const transcript = new GrowingFile(() => transcriptPath(e.home, id, cwd), saved?.bytes ?? 0);
     const rows = [];
-    const readRows = async () => {
-      for (const line of await transcript.lines()) {
-        for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
-          if (row.type === "assistant" && isRecord(row.message)) {
-            const { id: msg, model, usage: usage2 } = row.message;
-            rows.push(JSON.stringify({ type: "assistant", message: { id: msg, model, usage: usage2 } }));
-          }
-        }
-      }
-      return rows.join("\n");
-    };
     let totals = null;
     return {
       args: [
@@ -34203,26 +34178,31 @@ var claudeCode = defineSpec({
       // No token limit of its own.
       watch: e.unit === "tokens",
       async spent(run2) {
-        const appended = await readRows();
+        for (const line of await transcript.lines())
+          for (const row of line.includes('"assistant"') ? jsonLines(line) : []) {
+            if (row.type !== "assistant" || !isRecord(row.message)) continue;
+            const { id: msg, model, usage: usage2 } = row.message;
+            rows.push(JSON.stringify({ type: "assistant", message: { id: msg, model, usage: usage2 } }));
+          }
         const result = run2 ? readStream(run2.stdout).result : null;
         const notes = [];
-        totals = result?.totals ?? (run2 ? readCostState(
-          (await readFrom(await transcriptPath(e.home, id, cwd) ?? "", saved?.bytes ?? 0)).toString("utf8")
-        ) : null);
-        if (run2 && !result?.totals && totals)
-          notes.push(
-            "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)"
-          );
-        const read2 = assistantTally(appended);
-        if (!totals && Object.keys(read2.tally).length === 0) return null;
-        if (!totals) {
-          if (run2)
+        totals = result?.totals ?? null;
+        if (run2 && !totals) {
+          const file2 = await transcriptPath(e.home, id, cwd) ?? "";
+          totals = readCostState((await readFrom(file2, saved?.bytes ?? 0)).toString("utf8"));
+          if (totals)
             notes.push(
-              `Claude Code ended without recording its cost; its tokens were read from the transcript (${read2.responses} model responses)`
+              "Claude Code ended without a result; its usage is the cost record it wrote as it stopped (a model call cut off by the stop is not in it)"
             );
-          return { tally: read2.tally, turns: null, unsure: true, notes };
         }
-        return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
+        if (totals) return spentSince(baseline, totals, { turns: result?.turns ?? null, notes });
+        const read2 = assistantTally(rows.join("\n"));
+        if (Object.keys(read2.tally).length === 0) return null;
+        if (run2)
+          notes.push(
+            `Claude Code ended without recording its cost; its tokens were read from the transcript (${read2.responses} model responses)`
+          );
+        return { tally: read2.tally, turns: null, unsure: true, notes };
       },
       noUsage: () => "Claude Code reported no usage",
       ending: (run2) => claudeEnding(run2, saved ? id : null),
@@ -34233,8 +34213,8 @@ var claudeCode = defineSpec({
   finalMessage: (stdout) => lastText(stdout, (e) => e.type === "result" && e.result),
   version: (log) => readStream(log).version
 });
-function claudeLogin(episodeHome, env = process.env) {
-  const home = env.CLAUDE_CONFIG_DIR || join4(homedir2(), ".claude");
+function claudeLogin(episodeHome) {
+  const home = process.env.CLAUDE_CONFIG_DIR || join4(homedir2(), ".claude");
   const file2 = ".credentials.json";
   return [{ from: join4(home, file2), fromEnv: "CLAUDE_CREDENTIALS_JSON", to: join4(episodeHome, file2) }];
 }
@@ -34246,14 +34226,10 @@ function projectDirName(realCwd) {
   return `${sanitized.slice(0, 200)}-${Math.abs(hash2).toString(36)}`;
 }
 async function transcriptPath(home, id, cwd) {
-  const isFile2 = (p) => lstat2(p).then(
-    (s) => s.isFile(),
-    () => false
-  );
   const dirs = await readdir2(join4(home, "projects")).catch(() => []);
   for (const dir of cwd ? [projectDirName(cwd), ...dirs] : dirs) {
     const file2 = join4(home, "projects", dir, `${id}.jsonl`);
-    if (await isFile2(file2)) return file2;
+    if ((await lstat2(file2).catch(() => null))?.isFile()) return file2;
   }
   return null;
 }
@@ -34270,23 +34246,25 @@ function readStream(stdout) {
       facts.model = str(row.model);
       facts.version = str(row.claude_code_version);
     } else if (row.type === "result") {
-      const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((x) => x.trim() !== "") : [];
-      const isError = row.is_error === true;
-      const models = tallyOf(row.modelUsage, false);
-      const cost = num(row.total_cost_usd);
-      facts.result = {
-        subtype: str(row.subtype) ?? "unknown",
-        isError,
-        sessionId: str(row.session_id),
-        totals: models ?? (cost === null ? null : { unknown: { input: 0, cached: 0, written: 0, output: 0, calls: 0, costUsd: cost } }),
-        turns: num(row.num_turns),
-        message: errors.length > 0 ? errors.join("; ") : isError ? str(row.result) : null,
-        apiErrorStatus: num(row.api_error_status)
-      };
+      facts.result = resultOf(row);
       facts.sessionId = facts.result.sessionId ?? facts.sessionId;
     }
   }
   return facts;
+}
+function resultOf(row) {
+  const errors = Array.isArray(row.errors) ? row.errors.map(String).filter((x) => x.trim() !== "") : [];
+  const isError = row.is_error === true;
+  const cost = num(row.total_cost_usd);
+  return {
+    subtype: str(row.subtype) ?? "unknown",
+    isError,
+    sessionId: str(row.session_id),
+    totals: tallyOf(row.modelUsage, false) ?? (cost === null ? null : addUse({}, "unknown", { costUsd: cost })),
+    turns: num(row.num_turns),
+    message: errors.length > 0 ? errors.join("; ") : isError ? str(row.result) : null,
+    apiErrorStatus: num(row.api_error_status)
+  };
 }
 function readCostState(transcript) {
   let last = null;
@@ -34303,10 +34281,8 @@ function tallyOf(value, allUnknown) {
   const t = {};
   for (const [name2, m] of Object.entries(value)) {
     if (!isRecord(m)) continue;
-    addUse(t, name2, {
-      ...use(m.inputTokens, m.cacheReadInputTokens, m.cacheCreationInputTokens, m.outputTokens),
-      costUsd: allUnknown || m.costBasis === "unknown" ? null : num(m.costUSD) ?? 0
-    });
+    const tokens = use(m.inputTokens, m.cacheReadInputTokens, m.cacheCreationInputTokens, m.outputTokens);
+    addUse(t, name2, { ...tokens, costUsd: allUnknown || m.costBasis === "unknown" ? null : num(m.costUSD) ?? 0 });
   }
   return t;
 }
@@ -34356,13 +34332,11 @@ function saysNoConversation(output2) {
 }
 function claudeEvent(out, e) {
   if (e.type === "system") {
-    const f2 = e.subtype === "init" ? readStream(JSON.stringify(e)) : null;
-    if (f2)
-      out.add(
-        "start",
-        [`Claude Code${f2.version ? ` ${f2.version}` : ""}`, f2.model && `model ${f2.model}`].filter(Boolean).join(", ")
-      );
-    else if (typeof e.subtype === "string") out.add("system", e.subtype);
+    if (e.subtype === "init") {
+      const f2 = readStream(JSON.stringify(e));
+      const name2 = f2.version ? `Claude Code ${f2.version}` : "Claude Code";
+      out.add("start", f2.model ? `${name2}, model ${f2.model}` : name2);
+    } else if (typeof e.subtype === "string") out.add("system", e.subtype);
   } else if (e.type === "assistant" || e.type === "user") {
     const content = isRecord(e.message) ? e.message.content : void 0;
     if (typeof content === "string" && e.type === "assistant") out.add("assistant", content);
@@ -34374,14 +34348,9 @@ function claudeEvent(out, e) {
         out.add(block.is_error === true ? "result (error)" : "result", contentText(block.content) || "(empty)");
     }
   } else if (e.type === "result") {
-    const r = readStream(JSON.stringify(e)).result;
-    if (!r) return;
-    const cost = r.totals ? Object.values(r.totals).reduce((n, m) => n + (m.costUsd ?? 0), 0) : null;
-    const parts = [
-      r.subtype + (r.isError ? " (error)" : ""),
-      r.turns === null ? null : `${r.turns} turns`,
-      cost === null ? null : money(cost)
-    ];
+    const r = resultOf(e);
+    const cost = r.totals ? money(Object.values(r.totals).reduce((n, m) => n + (m.costUsd ?? 0), 0)) : null;
+    const parts = [r.subtype + (r.isError ? " (error)" : ""), r.turns === null ? null : `${r.turns} turns`, cost];
     out.add("end", [parts.filter(Boolean).join(", "), r.message].filter(Boolean).join(": "));
   }
 }
@@ -34393,14 +34362,19 @@ import { join as join5 } from "node:path";
 var rollout = () => ({
   threadId: null,
   model: null,
+  /** The running total, as last recorded. */
   totals: null,
+  /** The last token_count total: where Codex's counters start again when it resumes the thread. */
   resumeTotals: null,
+  /** Model responses: each one moves the running total on. */
   modelCalls: 0,
+  /** The last task started has completed (or was aborted). */
   idle: true,
+  /** The model's last output was a tool call: Codex will run it and ask the model again. */
   toolCallPending: false
 });
-var KEPT = /* @__PURE__ */ new Set(["sessions", "config.toml"]);
 var TOOL_CALLS = /* @__PURE__ */ new Set(["function_call", "custom_tool_call", "local_shell_call"]);
+var CODEX_API_KEY = { name: "CODEX_API_KEY", placeholderIn: "OPENAI_API_KEY", headers: BEARER };
 var codex = defineSpec({
   kind: "codex",
   name: "Codex",
@@ -34415,13 +34389,7 @@ var codex = defineSpec({
   egress: {
     // auth.openai.com: its ChatGPT login's token endpoint (0.171.0).
     hosts: ["api.openai.com", "chatgpt.com", "auth.openai.com"],
-    routes: [
-      {
-        ...OPENAI,
-        // With a base URL Codex runs a provider of forkflush's own that reads OPENAI_API_KEY (configToml).
-        keys: [...OPENAI.keys, { name: "CODEX_API_KEY", placeholderIn: "OPENAI_API_KEY", headers: BEARER }]
-      }
-    ],
+    routes: [{ ...OPENAI, keys: [...OPENAI.keys, CODEX_API_KEY] }],
     notProxied: "the ChatGPT login (auth.json), whose tokens Codex refreshes itself; Azure OpenAI keys"
   },
   login: {
@@ -34434,7 +34402,7 @@ var codex = defineSpec({
   },
   session: { key: "threadId", id: UUID },
   async resume(e, _record2, threadId) {
-    const file2 = (await rolloutFiles(join5(e.home, "sessions"))).find((f2) => rolloutThreadId(f2) === threadId);
+    const file2 = (await rolloutFiles(e.home)).find((f2) => rolloutThreadId(f2) === threadId);
     if (!file2) return { unusable: `the session file of thread ${threadId} is missing` };
     const why = rolloutProblem((await readFrom(file2, 0, 4 * 1024 * 1024)).toString("utf8").split("\n")[0], threadId);
     return why ? { unusable: why } : { threadId, rollout: file2 };
@@ -34443,9 +34411,7 @@ var codex = defineSpec({
     if (saved) await pruneHome(e.home);
     await mkdir3(e.home, { recursive: true });
     await writeFile2(join5(e.home, "config.toml"), configToml(e.env));
-    const file2 = new GrowingFile(
-      saved?.rollout ?? (async () => (await rolloutFiles(join5(e.home, "sessions"))).at(-1) ?? null)
-    );
+    const file2 = new GrowingFile(saved?.rollout ?? (async () => (await rolloutFiles(e.home)).at(-1) ?? null));
     const now = rollout();
     const poll = async () => {
       for (const line of await file2.lines()) addRolloutLine(now, line);
@@ -34453,13 +34419,21 @@ var codex = defineSpec({
     };
     const before = structuredClone(await poll());
     const model = () => e.agent.model ?? now.model ?? "unknown";
+    const apiKey = !e.env.OPENAI_BASE_URL && !e.env.CODEX_API_KEY ? e.env.OPENAI_API_KEY : void 0;
     return {
-      args: codexArgs(e, saved?.threadId ?? null),
-      env: {
-        CODEX_HOME: e.home,
-        // Its own OpenAI provider sends no key from OPENAI_API_KEY (0.171.0); `codex exec` takes CODEX_API_KEY.
-        ...!e.env.OPENAI_BASE_URL && !e.env.CODEX_API_KEY && e.env.OPENAI_API_KEY ? { CODEX_API_KEY: e.env.OPENAI_API_KEY } : {}
-      },
+      // Options before `resume`: a resumed session takes them again (docs/exec.md).
+      args: [
+        ...["exec", "--json", "--skip-git-repo-check", "-C", e.workdir],
+        // Its own sandbox (bubblewrap) cannot start inside forkflush's; without that, it confines writes and
+        // lets "$FORKFLUSH_GRADE" reach forkflush's socket (network_access).
+        ...e.confined ? ["--sandbox", "danger-full-access"] : ["--sandbox", "workspace-write", "-c", "sandbox_workspace_write.network_access=true"],
+        ...["-c", 'approval_policy="never"'],
+        ...e.agent.model ? ["-m", e.agent.model] : [],
+        ...e.agent.args,
+        ...saved ? ["resume", saved.threadId] : [],
+        "-"
+      ],
+      env: { CODEX_HOME: e.home, ...apiKey ? { CODEX_API_KEY: apiKey } : {} },
       input: e.prompt,
       watch: e.unit === "tokens" || e.unit === "usd",
       async spent(run2) {
@@ -34481,7 +34455,8 @@ var codex = defineSpec({
       bounds: async () => {
         await poll();
         const max = e.agent.max_turns;
-        return max !== void 0 && now.modelCalls - before.modelCalls >= max && now.toolCallPending && !now.idle ? `used its ${max} model turns (agent.max_turns)` : null;
+        const atLimit = max !== void 0 && now.modelCalls - before.modelCalls >= max;
+        return atLimit && now.toolCallPending && !now.idle ? `used its ${max} model turns (agent.max_turns)` : null;
       },
       ending: (run2) => ({ why: execEvents(run2.stdout).error?.split("\n")[0] ?? null }),
       async record(run2) {
@@ -34490,7 +34465,10 @@ var codex = defineSpec({
         return { threadId: thread, totals: now.totals, modelCalls: now.modelCalls, model: model() };
       },
       // No conversation recorded: the context stays empty, so the next episode starts clean.
-      after: () => now.threadId && file2.path ? pruneHome(e.home) : saved ? Promise.resolve() : rm2(e.home, { recursive: true, force: true })
+      async after() {
+        if (now.threadId && file2.path) await pruneHome(e.home);
+        else if (!saved) await rm2(e.home, { recursive: true, force: true });
+      }
     };
   },
   transcript(text, out, other) {
@@ -34504,19 +34482,6 @@ var codex = defineSpec({
 });
 var zero = { input: 0, cached: 0, output: 0 };
 var tally = (model, t) => t && { [model]: { input: t.input, cached: t.cached, written: 0, output: t.output, calls: 0, costUsd: null } };
-function codexArgs(e, threadId) {
-  return [
-    ...["exec", "--json", "--skip-git-repo-check", "-C", e.workdir],
-    // Its own sandbox (bubblewrap) cannot start inside forkflush's; without that, it confines writes and
-    // lets "$FORKFLUSH_GRADE" reach forkflush's socket (network_access).
-    ...e.confined ? ["--sandbox", "danger-full-access"] : ["--sandbox", "workspace-write", "-c", "sandbox_workspace_write.network_access=true"],
-    ...["-c", 'approval_policy="never"'],
-    ...e.agent.model ? ["-m", e.agent.model] : [],
-    ...e.agent.args,
-    ...threadId ? ["resume", threadId] : [],
-    "-"
-  ];
-}
 function codexLogin(episodeHome, env = process.env) {
   const home = env.CODEX_HOME || join5(homedir3(), ".codex");
   return [{ from: join5(home, "auth.json"), fromEnv: "CODEX_AUTH_JSON", to: join5(episodeHome, "auth.json") }];
@@ -34538,14 +34503,13 @@ function configToml(env) {
 `;
 }
 async function pruneHome(home) {
-  const entries = await readdir3(home).catch(() => []);
-  await Promise.all(
-    entries.filter((x) => !KEPT.has(x)).map((x) => rm2(join5(home, x), { recursive: true, force: true }))
-  );
+  const derived2 = (await readdir3(home).catch(() => [])).filter((x) => x !== "sessions" && x !== "config.toml");
+  await Promise.all(derived2.map((x) => rm2(join5(home, x), { recursive: true, force: true })));
 }
-async function rolloutFiles(dir) {
-  const entries = await readdir3(dir, { recursive: true }).catch(() => []);
-  return entries.filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x)).map((x) => join5(dir, x)).sort();
+async function rolloutFiles(home) {
+  const entries = await readdir3(join5(home, "sessions"), { recursive: true }).catch(() => []);
+  const rollouts = entries.filter((x) => /(^|\/)rollout-[^/]*\.jsonl$/.test(x));
+  return rollouts.map((x) => join5(home, "sessions", x)).sort();
 }
 function rolloutThreadId(path) {
   const m = /(?:^|\/)rollout-.+-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i.exec(path);
@@ -34560,12 +34524,9 @@ function rolloutProblem(firstLine, threadId) {
   return id === threadId ? null : `its session file belongs to thread ${String(id)}, not ${threadId}`;
 }
 function readTokens(v) {
-  if (!isRecord(v) || num(v.input_tokens) === null || num(v.output_tokens) === null) return null;
-  return {
-    input: v.input_tokens,
-    cached: num(v.cached_input_tokens) ?? 0,
-    output: v.output_tokens
-  };
+  if (!isRecord(v)) return null;
+  const [input2, output2] = [num(v.input_tokens), num(v.output_tokens)];
+  return input2 === null || output2 === null ? null : { input: input2, cached: num(v.cached_input_tokens) ?? 0, output: output2 };
 }
 function addRolloutLine(s, line) {
   const [item] = jsonLines(line);
@@ -34625,10 +34586,8 @@ function codexEvent(out, e, started) {
       out.add(code === null ? "result" : `result (exit ${code})`, contentText(item.aggregated_output) || "(no output)");
   } else if (item.type === "file_change" && done) {
     const changes = Array.isArray(item.changes) ? item.changes.filter(isRecord) : [];
-    out.add(
-      "tool edit",
-      changes.map((c) => `${str(c.path) ?? "?"}${str(c.kind) ? ` (${c.kind})` : ""}`).join(", ") || "files"
-    );
+    const files = changes.map((c) => `${str(c.path) ?? "?"}${str(c.kind) ? ` (${c.kind})` : ""}`).join(", ");
+    out.add("tool edit", files || "files");
     if (item.status === "failed") out.add("result (error)", "the change was not applied");
   } else if (item.type === "mcp_tool_call") {
     if (first) out.add(`tool ${str(item.server) ?? "mcp"}.${str(item.tool) ?? "?"}`, describeInput(item.arguments));
@@ -34748,13 +34707,14 @@ var copilot = defineSpec({
     const offset = saved ? await sizeOf(eventsFile) : 0;
     const usageOut = join6(dirname4(e.usageFile), "copilot-usage.json");
     await rm3(usageOut, { force: true });
-    const credits = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === "usd" ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : void 0;
+    const capped = !e.env.COPILOT_PROVIDER_BASE_URL && e.unit === "usd";
+    const credits = capped ? Math.max(MIN_AI_CREDITS, Math.ceil(e.allowance / USD_PER_CREDIT)) : void 0;
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
     const events = new GrowingFile(eventsFile, offset);
     const seen = [];
     let cumulative = null;
     let own3 = null;
-    const previous = saved ?? null;
+    const before = saved ?? { models: {}, nanoAiu: 0 };
     return {
       args: [
         ...viaStdin ? [] : [`--prompt=${e.prompt}`],
@@ -34778,19 +34738,16 @@ var copilot = defineSpec({
         if (typeof file2 === "string") notes.push(`${file2}; usage counted from the session's events`);
         if (file2 && typeof file2 !== "string") {
           cumulative = file2;
-          const share2 = shareOf(previous?.models ?? null, file2.models);
-          own3 = { models: share2.share, nanoAiu: Math.max(0, file2.nanoAiu - (previous?.nanoAiu ?? 0)) };
+          const share2 = shareOf(before.models, file2.models);
+          own3 = { models: share2.share, nanoAiu: Math.max(0, file2.nanoAiu - before.nanoAiu) };
           if (share2.note) notes.push(share2.note);
-        } else if (await sizeOf(eventsFile) > 0) {
-          own3 = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString("utf8"))]).totals;
-          cumulative = {
-            models: sumTallies(previous?.models ?? null, own3.models),
-            nanoAiu: (previous?.nanoAiu ?? 0) + own3.nanoAiu
-          };
-          if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
-        } else {
-          return { tally: {}, notes: ["Copilot started no session, so it made no model call"] };
+          return { ...spentOf(own3), notes };
         }
+        if (await sizeOf(eventsFile) === 0)
+          return { tally: {}, notes: ["Copilot started no session, so it made no model call"] };
+        own3 = summarizeEvents([...jsonLines((await readFrom(eventsFile, offset)).toString("utf8"))]).totals;
+        cumulative = { models: sumTallies(before.models, own3.models), nanoAiu: before.nanoAiu + own3.nanoAiu };
+        if (text === null) notes.push("Copilot wrote no usage file; usage counted from the session's events");
         return { ...spentOf(own3), notes };
       },
       noUsage: () => "the usage of this episode could not be read",
@@ -34968,9 +34925,8 @@ function readSession(text) {
   };
   for (const r of jsonLines(text)) {
     if (typeof r.$rewindTo === "string") {
-      const ids = [...messages.keys()];
-      const at = ids.indexOf(r.$rewindTo);
-      messages = new Map(at < 0 ? [] : ids.slice(0, at).map((id) => [id, messages.get(id)]));
+      const at = [...messages.keys()].indexOf(r.$rewindTo);
+      messages = new Map(at < 0 ? [] : [...messages].slice(0, at));
     } else if (typeof r.id === "string" && typeof r.type === "string") note(r);
     else if (isRecord(r.$set) && Array.isArray(r.$set.messages)) {
       messages = /* @__PURE__ */ new Map();
@@ -34984,7 +34940,7 @@ function isResumable(messages) {
   return messages.some((m) => {
     const text = partsText(m.content).trim();
     if (m.type === "gemini") return text !== "" || (m.toolCalls?.length ?? 0) > 0;
-    return m.type === "user" && text !== "" && !text.startsWith("<session_context>") && !text.startsWith("<hook_context>");
+    return m.type === "user" && text !== "" && !/^<(?:session|hook)_context>/.test(text);
   });
 }
 function usageFromSessions(sessions, before) {
@@ -34993,13 +34949,9 @@ function usageFromSessions(sessions, before) {
   for (const m of sessions.flatMap((s) => [...s.written.values()])) {
     if (seen.has(m.id) || m.type !== "gemini" || !m.tokens) continue;
     seen.add(m.id);
-    const t = m.tokens;
-    addUse(tally2, m.model ?? "unknown", {
-      input: count(t.input) + count(t.tool),
-      cached: count(t.cached),
-      output: count(t.output) + count(t.thoughts),
-      calls: 1
-    });
+    const { input: input2, tool, cached: cached2, output: output2, thoughts } = m.tokens;
+    const use2 = { input: count(input2) + count(tool), cached: count(cached2), output: count(output2) + count(thoughts) };
+    addUse(tally2, m.model ?? "unknown", { ...use2, calls: 1 });
   }
   return { tally: tally2 };
 }
@@ -35097,12 +35049,21 @@ var gemini = defineSpec({
     const id = saved?.sessionId ?? randomUUID3();
     const before = saved?.before ?? /* @__PURE__ */ new Set();
     await mkdir6(dir, { recursive: true });
-    const auth = !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env) ? "oauth-personal" : e.env.GOOGLE_GENAI_USE_VERTEXAI === "true" ? "vertex-ai" : "gemini-api-key";
-    await writeFile4(join8(dir, "settings.json"), `${JSON.stringify(settings(auth, e.agent.max_turns), null, 2)}
+    const login = !anySet(KEYS, e.env) && hasLogin(geminiLogin(e.home), process.env);
+    const vertex = e.env.GOOGLE_GENAI_USE_VERTEXAI === "true";
+    const settings = {
+      // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless rejects.
+      security: { auth: { selectedType: login ? "oauth-personal" : vertex ? "vertex-ai" : "gemini-api-key" } },
+      model: { maxSessionTurns: e.agent.max_turns ?? -1 },
+      general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, sessionRetention: { enabled: false } },
+      telemetry: { enabled: false, logPrompts: false },
+      privacy: { usageStatisticsEnabled: false },
+      ide: { enabled: false }
+    };
+    await writeFile4(join8(dir, "settings.json"), `${JSON.stringify(settings, null, 2)}
 `);
     await rm5(join8(dir, "projects.json.lock"), { recursive: true, force: true });
     const viaStdin = Buffer.byteLength(e.prompt) > MAX_PROMPT_ARG;
-    const sessions = async () => (await sessionFiles(dir, id)).map((f2) => f2.record).filter((r) => r.sessionId === id);
     return {
       args: [
         ...e.agent.model ? ["--model", e.agent.model] : [],
@@ -35117,18 +35078,16 @@ var gemini = defineSpec({
       pollMs: 1e3,
       watch: e.unit === "tokens" || e.unit === "usd",
       async spent(run2) {
-        const result = run2 ? parseResult(run2.stdout) ?? parseResult(run2.stderr) : null;
-        const stats = result ? usageFromStats(result.stats) : null;
+        const stats = run2 ? usageFromStats((parseResult(run2.stdout) ?? parseResult(run2.stderr))?.stats) : null;
         if (stats) return stats;
-        const found = await sessions();
+        const found = (await sessionFiles(dir, id)).map((f2) => f2.record).filter((r) => r.sessionId === id);
         const note = found.length ? "usage read from the session file: the agent loop's model calls only, without the CLI's helper calls" : "gemini recorded no conversation: it stopped before its first model call";
         return { ...usageFromSessions(found, before), ...run2 ? { notes: [note] } : { turns: null } };
       },
       ending(run2) {
-        const r = parseResult(run2.stdout) ?? parseResult(run2.stderr);
         if (run2.stopped === null && run2.exitCode === EXIT_TURN_LIMIT)
           return { exit: "budget", note: `stopped at agent.max_turns (${e.agent.max_turns})` };
-        return { why: r?.error?.message ?? null };
+        return { why: (parseResult(run2.stdout) ?? parseResult(run2.stderr))?.error?.message ?? null };
       },
       record: async () => ({ sessionId: id, updated: (/* @__PURE__ */ new Date()).toISOString() })
     };
@@ -35141,34 +35100,17 @@ var gemini = defineSpec({
     return text !== null;
   }
 });
-function geminiLogin(episodeHome, env = process.env) {
-  const dir = join8(env.GEMINI_CLI_HOME || homedir4(), ".gemini");
-  const file2 = (name2, fromEnv) => ({
-    from: join8(dir, name2),
-    to: join8(episodeHome, ".gemini", name2),
-    ...fromEnv ? { fromEnv } : {}
-  });
-  return [file2("oauth_creds.json", "GEMINI_OAUTH_CREDS"), file2("google_accounts.json")];
-}
-function settings(selectedType, maxTurns) {
-  return {
-    // With GOOGLE_GEMINI_BASE_URL set the CLI would guess the "gateway" auth type, which headless rejects.
-    security: { auth: { selectedType } },
-    model: { maxSessionTurns: maxTurns ?? -1 },
-    general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, sessionRetention: { enabled: false } },
-    telemetry: { enabled: false, logPrompts: false },
-    privacy: { usageStatisticsEnabled: false },
-    ide: { enabled: false }
-  };
+function geminiLogin(episodeHome) {
+  const [from, to] = [join8(process.env.GEMINI_CLI_HOME || homedir4(), ".gemini"), join8(episodeHome, ".gemini")];
+  return [
+    { from: join8(from, "oauth_creds.json"), to: join8(to, "oauth_creds.json"), fromEnv: "GEMINI_OAUTH_CREDS" },
+    { from: join8(from, "google_accounts.json"), to: join8(to, "google_accounts.json") }
+  ];
 }
 async function projectSlug(dir, workdir) {
   const registry2 = join8(dir, "projects.json");
-  let projects = {};
-  try {
-    const parsed = JSON.parse(await readFile4(registry2, "utf8"));
-    if (isRecord(parsed.projects)) projects = parsed.projects;
-  } catch {
-  }
+  const parsed = await readFile4(registry2, "utf8").then(JSON.parse).catch(() => null);
+  const projects = isRecord(parsed) && isRecord(parsed.projects) ? parsed.projects : {};
   const bases = [join8(dir, "tmp"), join8(dir, "history")];
   const owner = async (base, slug2) => (await readFile4(join8(base, slug2, ".project_root"), "utf8").catch(() => void 0))?.trim();
   const known = projects[workdir];
@@ -35177,10 +35119,10 @@ async function projectSlug(dir, workdir) {
     if (owners.every((o) => o === void 0 || o === workdir)) return known;
   }
   const taken = new Set(Object.values(projects));
-  const name2 = basename2(workdir).toLowerCase().replace(/[^a-z0-9]/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "");
-  let slug = `ff-${name2 || "project"}`;
-  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join8(b, slug))); n++)
-    slug = `ff-${name2 || "project"}-${n}`;
+  const folder = basename2(workdir).toLowerCase();
+  const name2 = folder.match(/[a-z0-9]+/g)?.join("-") || "project";
+  let slug = `ff-${name2}`;
+  for (let n = 1; taken.has(slug) || bases.some((b) => existsSync3(join8(b, slug))); n++) slug = `ff-${name2}-${n}`;
   await mkdir6(join8(dir, "tmp", slug), { recursive: true });
   await writeFile4(join8(dir, "tmp", slug, ".project_root"), workdir);
   projects[workdir] = slug;
@@ -35207,19 +35149,17 @@ function usageFromStats(stats) {
   return { tally: tally2, turns };
 }
 function parseResult(text) {
-  let found = null;
-  for (const [v] of jsonBlocks(text.split("\n"))) {
-    if (!isRecord(v) || !("session_id" in v || "stats" in v || "error" in v)) continue;
-    const e = isRecord(v.error) ? v.error : null;
-    found = {
-      ...typeof v.session_id === "string" ? { sessionId: v.session_id } : {},
-      ...typeof v.response === "string" ? { response: v.response } : {},
-      ..."stats" in v ? { stats: v.stats } : {},
-      ...e ? { error: { type: str(e.type) ?? "Error", message: str(e.message) ?? JSON.stringify(e) } } : {},
-      ...Array.isArray(v.warnings) ? { warnings: v.warnings.filter((w) => typeof w === "string") } : {}
-    };
-  }
-  return found;
+  const isResult = (v2) => isRecord(v2) && ("session_id" in v2 || "stats" in v2 || "error" in v2);
+  const v = jsonBlocks(text.split("\n")).findLast(([block]) => isResult(block))?.[0];
+  if (!isRecord(v)) return null;
+  const e = isRecord(v.error) ? v.error : null;
+  return {
+    ...typeof v.session_id === "string" ? { sessionId: v.session_id } : {},
+    ...typeof v.response === "string" ? { response: v.response } : {},
+    ..."stats" in v ? { stats: v.stats } : {},
+    ...e ? { error: { type: str(e.type) ?? "Error", message: str(e.message) ?? JSON.stringify(e) } } : {},
+    ...Array.isArray(v.warnings) ? { warnings: v.warnings.filter((w) => typeof w === "string") } : {}
+  };
 }
 function jsonBlocks(lines2) {
   const blocks = [];
@@ -35254,10 +35194,8 @@ function geminiLog(text, out, other) {
       const api = isRecord(m.api) ? m.api : {};
       const t = isRecord(m.tokens) ? m.tokens : {};
       const failed = count(api.totalErrors);
-      out.add(
-        `model ${model}`,
-        `${count(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}, ${count(t.prompt)} in, ${count(t.candidates) + count(t.thoughts)} out`
-      );
+      const calls = `${count(api.totalRequests)} calls${failed > 0 ? ` (${failed} failed)` : ""}`;
+      out.add(`model ${model}`, `${calls}, ${count(t.prompt)} in, ${count(t.candidates) + count(t.thoughts)} out`);
     }
     const tools = isRecord(stats.tools) && isRecord(stats.tools.byName) ? stats.tools.byName : {};
     for (const [tool, t] of Object.entries(tools))
@@ -35295,13 +35233,9 @@ var opencode = defineSpec({
   session: { id: /^ses_[A-Za-z0-9]+$/ },
   async resume(e, _record2, id) {
     const sql = `update session set directory = '${e.workdir.replaceAll("'", "''")}' where id = '${id}' returning id`;
-    const r = await e.spawn(e.executable, ["db", sql, "--format", "json"], {
-      cwd: e.workdir,
-      env: { ...e.env, ...opencodeEnv(e) },
-      timeoutMs: 6e4,
-      maxOutput: 64e3,
-      signal: e.signal
-    });
+    const env = { ...e.env, ...opencodeEnv(e) };
+    const options = { cwd: e.workdir, env, timeoutMs: 6e4, maxOutput: 64e3, signal: e.signal };
+    const r = await e.spawn(e.executable, ["db", sql, "--format", "json"], options);
     if (r.exitCode !== 0) return { unusable: `its database cannot be read (${failureLine(r.stderr || r.stdout)})` };
     if (!r.stdout.includes(id)) return { unusable: `session ${id} is not in its database` };
     return { sessionId: id };
@@ -35322,10 +35256,8 @@ var opencode = defineSpec({
       logins: opencodeLogin(e.contextDir),
       async spent(done) {
         await read2(done !== void 0);
-        const tally2 = {};
-        if (run2.steps > 0)
-          addUse(tally2, model, { ...run2.tokens, ...run2.costUsd > 0 ? { costUsd: run2.costUsd } : {} });
-        return { tally: tally2, turns: run2.steps };
+        const cost = run2.costUsd > 0 ? { costUsd: run2.costUsd } : {};
+        return { tally: run2.steps > 0 ? addUse({}, model, { ...run2.tokens, ...cost }) : {}, turns: run2.steps };
       },
       ending: () => ({ why: run2.errors.at(-1) ?? null, status: run2.status ?? null }),
       record: async () => {
@@ -35340,8 +35272,9 @@ var opencode = defineSpec({
     const parts = [...jsonLines(stdout)].flatMap(
       (e) => e.type === "text" && isRecord(e.part) && typeof e.part.text === "string" ? [e.part] : []
     );
+    if (parts.length === 0) return null;
     const last = parts.at(-1)?.messageID;
-    return parts.length === 0 ? null : parts.filter((p) => p.messageID === last).map((p) => p.text).join("\n");
+    return parts.flatMap((p) => p.messageID === last ? [p.text] : []).join("\n");
   }
 });
 function opencodeEnv(e) {
@@ -35356,35 +35289,36 @@ function opencodeEnv(e) {
   };
 }
 function configContent(userConfig, maxTurns) {
-  let user = {};
-  try {
-    const parsed = userConfig ? JSON.parse(userConfig) : {};
-    if (isRecord(parsed)) user = parsed;
-  } catch {
-  }
+  const user = parseConfig2(userConfig);
   const agents = isRecord(user.agent) ? user.agent : {};
   const build = isRecord(agents.build) ? agents.build : {};
-  return {
-    ...user,
-    snapshot: false,
-    autoupdate: false,
-    share: "disabled",
-    ...maxTurns ? { agent: { ...agents, build: { ...build, steps: maxTurns } } } : {}
-  };
+  const agent = { ...agents, build: { ...build, steps: maxTurns } };
+  return { ...user, snapshot: false, autoupdate: false, share: "disabled", ...maxTurns ? { agent } : {} };
 }
 function opencodeLogin(contextDir, env = process.env) {
   const data = env.XDG_DATA_HOME || join9(homedir5(), ".local", "share");
   return [{ from: join9(data, "opencode", "auth.json"), to: join9(contextDir, DATA, "opencode", "auth.json") }];
 }
-function emptyRun() {
-  return {
-    sessionId: null,
-    steps: 0,
-    tokens: { input: 0, cached: 0, written: 0, output: 0, calls: 0 },
-    costUsd: 0,
-    errors: []
-  };
+function parseConfig2(text) {
+  try {
+    const parsed = JSON.parse(text ?? "");
+    return isRecord(parsed) ? parsed : {};
+  } catch {
+    return {};
+  }
 }
+var emptyRun = () => ({
+  sessionId: null,
+  /** Model calls (step_finish events). */
+  steps: 0,
+  /** All input (the cached and cache-written parts included), output with reasoning. */
+  tokens: { input: 0, cached: 0, written: 0, output: 0, calls: 0 },
+  /** As opencode priced the calls (0 for a model it has no prices for). */
+  costUsd: 0,
+  errors: [],
+  /** The provider's status in the last error, if it gave one. */
+  status: void 0
+});
 function addEvents(run2, text) {
   for (const e of jsonLines(text)) {
     if (typeof e.sessionID === "string") run2.sessionId ??= e.sessionID;
@@ -35404,12 +35338,8 @@ function addEvents(run2, text) {
       if (typeof data.statusCode === "number") run2.status = data.statusCode;
       const [b] = typeof data.responseBody === "string" ? jsonLines(data.responseBody) : [];
       const body = b ? str(isRecord(b.error) ? b.error.message : null) ?? str(b.message) : null;
-      run2.errors.push(
-        `${str(e.error.name) ?? "error"}: ${body && !message.includes(body) ? `${message} (${body})` : message}`.slice(
-          0,
-          400
-        )
-      );
+      const said = body && !message.includes(body) ? `${message} (${body})` : message;
+      run2.errors.push(`${str(e.error.name) ?? "error"}: ${said}`.slice(0, 400));
     }
   }
   return run2;
@@ -35428,37 +35358,27 @@ function opencodeEvent(out, e, line) {
   else if (e.type === "error") for (const message of addEvents(emptyRun(), line).errors) out.add("error", message);
 }
 function inlineProviders(env, placeholder2) {
-  let config2;
-  try {
-    config2 = JSON.parse(env.OPENCODE_CONFIG_CONTENT ?? "");
-  } catch {
-    return null;
-  }
-  const providers = isRecord(config2) && isRecord(config2.provider) ? config2.provider : null;
-  if (!providers) return null;
+  const config2 = parseConfig2(env.OPENCODE_CONFIG_CONTENT);
+  if (!isRecord(config2.provider)) return null;
   const routes = [];
-  const names = /* @__PURE__ */ new Map();
-  for (const [id, p] of Object.entries(providers)) {
+  const routeOf = /* @__PURE__ */ new Map();
+  for (const p of Object.values(config2.provider)) {
     const options = isRecord(p) && isRecord(p.options) ? p.options : null;
     const base = typeof options?.baseURL === "string" ? options.baseURL : null;
     if (!options || !base) continue;
     const name2 = `opencode-${routes.length}`;
     const key2 = typeof options.apiKey === "string" && !/^\{(env|file):/.test(options.apiKey) ? options.apiKey : null;
-    const p0 = key2 ? placeholder2() : null;
-    routes.push({
-      name: name2,
-      upstream: base,
-      keys: key2 && p0 ? [{ placeholder: p0, value: key2, headers: ["authorization", "x-api-key", "x-goog-api-key", "api-key"] }] : []
-    });
-    names.set(id, name2);
-    if (p0) options.apiKey = p0;
+    const headers = ["authorization", "x-api-key", "x-goog-api-key", "api-key"];
+    const keys = key2 ? [{ placeholder: placeholder2(), value: key2, headers }] : [];
+    routes.push({ name: name2, upstream: base, keys });
+    routeOf.set(options, name2);
+    if (keys[0]) options.apiKey = keys[0].placeholder;
   }
   if (routes.length === 0) return null;
   return {
     routes,
     env(urls) {
-      for (const [id, name2] of names)
-        providers[id].options.baseURL = urls[name2];
+      for (const [options, name2] of routeOf) options.baseURL = urls[name2];
       return { OPENCODE_CONFIG_CONTENT: JSON.stringify(config2) };
     }
   };
@@ -35473,11 +35393,7 @@ var tokensOf2 = (u) => ({
   cached: count(u.cache_read_input_tokens),
   output: count(u.output_tokens)
 });
-var PROVIDERS = [
-  ["OPENAI_API_KEY", "openai"],
-  ["ANTHROPIC_API_KEY", "anthropic"],
-  ["GEMINI_API_KEY", "gemini"]
-];
+var AUTH_TYPES = { OPENAI_API_KEY: "openai", ANTHROPIC_API_KEY: "anthropic", GEMINI_API_KEY: "gemini" };
 var qwenCode = defineSpec({
   kind: "qwen-code",
   name: "Qwen Code",
@@ -35491,21 +35407,16 @@ var qwenCode = defineSpec({
   passEnv: ["QWEN_*", "OPENAI_*", "ANTHROPIC_*", "GEMINI_*", "DASHSCOPE_*"],
   egress: {
     hosts: [
-      "api.openai.com",
-      "api.anthropic.com",
-      "generativelanguage.googleapis.com",
-      "dashscope.aliyuncs.com",
-      "dashscope-intl.aliyuncs.com",
-      "dashscope-us.aliyuncs.com",
-      "*.dashscope.aliyuncs.com",
-      "*.maas.aliyuncs.com"
+      ...["api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com"],
+      ...["dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com", "dashscope-us.aliyuncs.com"],
+      ...["*.dashscope.aliyuncs.com", "*.maas.aliyuncs.com"]
     ],
     // Its three auth types, each from the SDK's own variables (GOOGLE_API_KEY is its Vertex AI's).
     routes: [OPENAI, ANTHROPIC, { ...GEMINI, keys: [{ name: "GEMINI_API_KEY", headers: ["x-goog-api-key"] }] }],
     notProxied: "DASHSCOPE_API_KEY, which its web search sends to an https:// endpoint only (the proxy is plain HTTP on the loopback); a key in agent.args (--openai-api-key)"
   },
   login: {
-    keys: PROVIDERS.map(([key2]) => key2),
+    keys: Object.keys(AUTH_TYPES),
     args: /^--(?:auth-type|openai-api-key)/,
     lacks: "API key",
     how: "set OPENAI_API_KEY (with OPENAI_BASE_URL and OPENAI_MODEL for an OpenAI-compatible provider such as DashScope), ANTHROPIC_API_KEY or GEMINI_API_KEY"
@@ -35531,33 +35442,31 @@ var qwenCode = defineSpec({
       };
       await writeFile5(join10(to, `${id}.runtime.json`), JSON.stringify(status));
       const t = isRecord(record2?.totals) ? record2.totals : null;
-      return {
-        id,
-        baseline: t && addUse({}, "carried", { input: count(t.input), cached: count(t.cached), output: count(t.output) })
-      };
+      const carried = t && { input: count(t.input), cached: count(t.cached), output: count(t.output) };
+      return { id, baseline: carried && addUse({}, "carried", carried) };
     }
     return { unusable: `session ${id} is not in the context folder` };
   },
   async start(e, saved) {
     const id = saved?.id ?? randomUUID4();
     await mkdir7(e.home, { recursive: true });
-    const settings2 = {
+    const settings = {
       memory: { enableManagedAutoMemory: false, enableManagedAutoDream: false },
       general: { enableAutoUpdate: false },
       privacy: { usageStatisticsEnabled: false },
       telemetry: { enabled: false }
     };
-    await writeFile5(join10(e.home, "settings.json"), `${JSON.stringify(settings2, null, 2)}
+    await writeFile5(join10(e.home, "settings.json"), `${JSON.stringify(settings, null, 2)}
 `);
-    const auth = PROVIDERS.find(([key2]) => e.env[key2])?.[1];
+    const auth = Object.entries(AUTH_TYPES).find(([key2]) => e.env[key2])?.[1];
     const tally2 = {};
     let model = e.agent.model ?? "unknown";
     let totals = null;
     const read2 = await followLog(e.logFile, (line) => {
       for (const ev of jsonLines(line)) {
         if (ev.type === "system" && typeof ev.model === "string") model = e.agent.model ?? ev.model;
-        const u = ev.type === "assistant" && isRecord(ev.message) && isRecord(ev.message.usage) ? ev.message.usage : null;
-        if (u) addUse(tally2, model, { ...tokensOf2(u), calls: 1 });
+        const m = ev.type === "assistant" && isRecord(ev.message) ? ev.message : null;
+        if (m && isRecord(m.usage)) addUse(tally2, model, { ...tokensOf2(m.usage), calls: 1 });
       }
     });
     return {
@@ -35575,29 +35484,24 @@ var qwenCode = defineSpec({
       env: { QWEN_HOME: e.home, QWEN_CODE_SUPPRESS_YOLO_WARNING: "1" },
       async spent(run2) {
         await read2(run2 !== void 0);
-        const r = run2 ? readStream(run2.stdout).result : null;
         const u = run2 ? [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord(x.usage))?.usage : null;
-        if (!isRecord(u)) return { tally: tally2 };
+        if (!run2 || !isRecord(u)) return { tally: tally2 };
         totals = addUse({}, model, tokensOf2(u));
         const before = saved?.baseline ? { [model]: Object.values(saved.baseline)[0] } : null;
-        return spentSince(before, totals, { turns: r?.turns ?? null });
+        return spentSince(before, totals, { turns: readStream(run2.stdout).result?.turns ?? null });
       },
       ending(run2) {
         const r = readStream(run2.stdout).result;
         if (run2.exitCode === 53 || r?.subtype === "error_max_turns")
           return { exit: "budget", note: `Qwen Code stopped at agent.max_turns (${e.agent.max_turns})` };
+        if (!r || !r.isError && r.subtype === "success") return {};
         const error62 = [...jsonLines(run2.stdout)].find((x) => x.type === "result" && isRecord(x.error))?.error;
-        if (r && (r.isError || r.subtype !== "success"))
-          return {
-            exit: "crash",
-            why: r.message ?? (isRecord(error62) && typeof error62.message === "string" ? error62.message : null)
-          };
-        return {};
+        const why = isRecord(error62) && typeof error62.message === "string" ? error62.message : null;
+        return { exit: "crash", why: r.message ?? why };
       },
       record: async () => ({ sessionId: id, totals: Object.values(totals ?? saved?.baseline ?? {})[0] ?? null })
     };
   },
-  // Claude Code's stream-json.
   transcript: claudeCode.transcript,
   finalMessage: claudeCode.finalMessage
 });
@@ -38337,7 +38241,7 @@ async function episode(job, charged2) {
   const charge = chargeOf(unchanged);
   charged2.spent = charge.spent;
   const graded = await gradeStep(job, b, recorded, charge);
-  const made = resultOf(job, { ran, start: start2, charge, graded, snap: recorded.snap, unchanged, swept: b.swept });
+  const made = resultOf2(job, { ran, start: start2, charge, graded, snap: recorded.snap, unchanged, swept: b.swept });
   return commitResult(job, recorded.snap, made, started);
 }
 async function setupStep(job, b) {
@@ -38444,7 +38348,7 @@ ${g.stdout}${g.stderr}`;
     note: g.note === void 0 ? g.note : hide2(g.note)
   };
 }
-function resultOf(job, r) {
+function resultOf2(job, r) {
   const { tried } = r.ran;
   const outcome = tried.outcome;
   addCleaned(r.ran.removed, r.swept);
@@ -38676,6 +38580,7 @@ async function runOne(state, e, o, sealKey, setupCache, emit, starting) {
       ...sealKey ? { sealKey } : {},
       ...o.signal ? { signal: o.signal } : {},
       ...o.env ? { env: o.env } : {},
+      ...o.sleep ? { sleep: o.sleep } : {},
       warn: (warning) => emit({ type: "episode-warning", state, episode: e, warning })
     });
     await o.forge.recordResult(prepared, result.commit, `forkflush: ${e.id} done`);
@@ -40924,8 +40829,8 @@ function mapSettings(c) {
     embedding: m.embedding ?? "tste"
   };
 }
-function tripletCount(settings2, points) {
-  return settings2.triplets ?? Math.round(points * MAP_TRIPLETS_PER_POINT);
+function tripletCount(settings, points) {
+  return settings.triplets ?? Math.round(points * MAP_TRIPLETS_PER_POINT);
 }
 
 // src/local/map-cache.ts
@@ -41242,21 +41147,21 @@ async function pool(items, concurrency, what, log, work) {
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
   return end ?? { kind: "done", firstError };
 }
-function planOf(target, snapshots, specs, cache2, settings2, seed) {
+function planOf(target, snapshots, specs, cache2, settings, seed) {
   const ids = snapshots.map((x) => x.commit);
   const inMap = new Set(ids);
   const cached2 = [...cache2.judgments.values()].filter((j) => inMap.has(j.anchor) && inMap.has(j.a) && inMap.has(j.b));
-  const total = tripletCount(settings2, snapshots.length);
+  const total = tripletCount(settings, snapshots.length);
   const toAsk = newQuestions(ids, total, new Set(cache2.judgments.keys()), seed).length;
   const spec = estimate(
     "spec",
     [...specs.values()].map((x) => x.spent),
-    settings2
+    settings
   );
   const triplet = estimate(
     "triplet",
     [...cache2.judgments.values()].map((x) => x.spent),
-    settings2
+    settings
   );
   const specsToAsk = snapshots.filter((x) => !specs.has(x.commit)).length;
   return {
@@ -41267,15 +41172,15 @@ function planOf(target, snapshots, specs, cache2, settings2, seed) {
     specs: { cached: snapshots.length - specsToAsk, toAsk: specsToAsk },
     triplets: { total: Math.max(total, cached2.length), cached: cached2.length, toAsk },
     estimate: { spec, triplet, total: specsToAsk * spec.each + toAsk * triplet.each },
-    budget: settings2.budget,
-    unit: settings2.unit,
-    judge: judgeLabel(settings2.judge)
+    budget: settings.budget,
+    unit: settings.unit,
+    judge: judgeLabel(settings.judge)
   };
 }
-function estimate(step, spent2, settings2) {
+function estimate(step, spent2, settings) {
   if (spent2.length >= MAP_ESTIMATE_FROM)
     return { each: spent2.reduce((s, x) => s + x, 0) / spent2.length, from: "cache" };
-  return { each: MAP_CALL_ESTIMATE[step][settings2.unit], from: "rough" };
+  return { each: MAP_CALL_ESTIMATE[step][settings.unit], from: "rough" };
 }
 function judgeLabel(j) {
   if (j.kind === "command") return `command (${j.command ?? "?"})`;
@@ -41357,7 +41262,7 @@ async function makeMap(o) {
   const taskDir = await taskFolder(o.dir);
   const target = await findTarget(taskDir, o);
   const config2 = await mapConfig(taskDir, target, o.configFile);
-  const settings2 = mapSettings(config2);
+  const settings = mapSettings(config2);
   const runs = target.runs.map((r) => ({ state: r.state, task: r.info.task, variant: r.variant }));
   return mapRuns({
     ...o,
@@ -41365,8 +41270,8 @@ async function makeMap(o) {
     folder: target.folder,
     runs,
     config: config2,
-    settings: settings2,
-    cacheDir: join35(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings2.judge)),
+    settings,
+    cacheDir: join35(RunStore.runsDir(taskDir), "map-cache", judgeKey(settings.judge)),
     work: join35(target.folder, "map"),
     repos: async () => {
       const repos = /* @__PURE__ */ new Map();
@@ -41383,20 +41288,20 @@ async function makeMap(o) {
   });
 }
 async function mapRuns(j) {
-  const { settings: settings2 } = j;
+  const { settings } = j;
   const seed = j.seed ?? MAP_SEED;
   const snapshots = j.runs.flatMap(
-    (r) => runSnapshots(r.state, settings2.snapshots).map(
+    (r) => runSnapshots(r.state, settings.snapshots).map(
       (x) => ({ ...x, strategy: r.state.config.strategy, variant: r.variant, seed: r.state.seed })
     )
   );
-  const cache2 = await MapCache.open(j.cacheDir, settings2.judge);
+  const cache2 = await MapCache.open(j.cacheDir, settings.judge);
   const specs = /* @__PURE__ */ new Map();
   for (const x of snapshots) {
     const c = await cache2.spec(x.commit);
     if (c) specs.set(x.commit, c);
   }
-  const plan2 = planOf({ ...j.target, folder: j.folder, runs: j.runs }, snapshots, specs, cache2, settings2, seed);
+  const plan2 = planOf({ ...j.target, folder: j.folder, runs: j.runs }, snapshots, specs, cache2, settings, seed);
   if (j.dryRun) return { code: 0, plan: plan2 };
   if (snapshots.length < 3)
     return {
@@ -41600,13 +41505,13 @@ async function askTriplet(r, q, answered) {
 function stopped(r, end, step, asked) {
   const what = step === "spec" ? "specs" : "judgments";
   const { plan: plan2, ledger } = r;
-  const { settings: settings2 } = r.j;
+  const { settings } = r.j;
   const logs = ` (logs of the failed calls: ${r.setup.failedLogs})`;
   if (end.kind === "budget")
     return {
       code: 1,
       plan: plan2,
-      message: `the map's budget of ${amount(settings2.budget)} ${settings2.unit} is spent (${amount(ledger.spent)}) with ${what} still to ask: raise map.budget and run forkflush map again (every answer so far is kept)`
+      message: `the map's budget of ${amount(settings.budget)} ${settings.unit} is spent (${amount(ledger.spent)}) with ${what} still to ask: raise map.budget and run forkflush map again (every answer so far is kept)`
     };
   if (end.kind === "failed") {
     if (end.notStarted) return { code: 2, plan: plan2, message: `the map's judge could not start: ${end.error}` };
@@ -41902,17 +41807,32 @@ function sandboxLine(open4) {
 async function driveRun(open4, io) {
   const start2 = Date.now();
   const view = progressView(io.stdout, start2, () => Date.now(), io.env ?? process.env);
+  const once = () => drive(open4.state, {
+    store: open4.store,
+    forge: open4.forge,
+    info: open4.info,
+    isolation: open4.isolation,
+    onEvent: (e) => view.onEvent(e),
+    ...io.signal ? { signal: io.signal } : {},
+    ...io.env ? { env: io.env } : {},
+    ...io.sleep ? { sleep: io.sleep } : {}
+  });
   let result;
   try {
-    result = await drive(open4.state, {
-      store: open4.store,
-      forge: open4.forge,
-      info: open4.info,
-      isolation: open4.isolation,
-      onEvent: (e) => view.onEvent(e),
-      ...io.signal ? { signal: io.signal } : {},
-      ...io.env ? { env: io.env } : {}
-    });
+    result = await once();
+    for (const minutes of OUTAGE_WAIT_MINUTES) {
+      if (!result.stopped || !outageStop(result.state) || io.signal?.aborted) break;
+      open4.state = result.state;
+      io.stderr.write(
+        `
+forkflush: ${result.stopped.message}
+forkflush: waiting ${minutes} min, then trying again by itself (Ctrl-C to stop now)
+`
+      );
+      await (io.sleep ?? abortableSleep)(minutes * 6e4, io.signal ?? new AbortController().signal);
+      if (io.signal?.aborted || await retryStop(open4) === null) break;
+      result = await once();
+    }
   } catch (e) {
     const continueWith = `forkflush resume ${open4.info.taskDir} --run ${open4.state.id}`;
     const full = await diskFull(e, [open4.store.path()]);
