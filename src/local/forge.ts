@@ -13,7 +13,11 @@ import { Git } from '../io/git.js';
 import type { EpisodePlaces } from '../worker/boundary.js';
 import { checkoutInto, OwnRepo } from '../worker/cleanroom.js';
 import { verifySeal } from '../worker/seal.js';
+import { dropRoundObjects, type RoundObjects, roundObjects } from './round-objects.js';
 import type { RunStore } from './store.js';
+
+/** In the run folder: each running round's view of the repository's objects. */
+const ROUND_OBJECTS = 'round-objects';
 
 export interface PreparedEpisode {
   own: OwnRepo;
@@ -28,6 +32,7 @@ export interface PreparedEpisode {
 export class LocalForge implements ForgeWork {
   readonly git: Git;
   private opened: Promise<{ own: OwnRepo; commonDir: string; alternates: string[] }> | undefined;
+  private readonly rounds = new Map<number, Promise<RoundObjects>>();
 
   constructor(
     readonly repo: string,
@@ -101,10 +106,12 @@ export class LocalForge implements ForgeWork {
     const branch = episodeBranch(state.id, e.round, e.branch);
     await removeTree(scratchDir);
     const checkoutIndex = join(scratchDir, 'checkout.index');
-    await checkoutInto(own, e.base, workspace, checkoutIndex, branch);
+    const borrowed = await this.roundObjects(state, e.round);
+    const objects = 'dir' in borrowed ? borrowed.dir : own.objects;
+    await checkoutInto(own, e.base, workspace, checkoutIndex, branch, objects);
     const context = this.store.context(e.id);
     await removeTree(context);
-    const notes: string[] = [];
+    const notes = 'note' in borrowed ? [borrowed.note] : [];
     if (e.contextFrom) {
       const from = this.store.context(e.contextFrom);
       // Carried and copied contexts are copies: a failed episode never damages its parent's context.
@@ -125,11 +132,28 @@ export class LocalForge implements ForgeWork {
       workspace,
       context,
       box: join(scratchDir, 'box'),
-      objects: [own.objects, ...alternates],
+      objects: [objects, ...alternates],
       // The repository (its other files, its .git) and every run's folder.
       private: [this.repo, commonDir, dirname(this.store.dir)],
     };
     return { own, places, checkoutIndex, scratchDir, branchRef: this.ref(branch), notes };
+  }
+
+  /** The objects a round's workspaces borrow: the repository's as the round began (round-objects.ts). */
+  private async roundObjects(state: RunState, round: number): Promise<RoundObjects> {
+    const { own } = await this.open();
+    let made = this.rounds.get(round);
+    if (!made) {
+      const episodes = state.rounds[round]?.episodes ?? [];
+      const begun = episodes.some((e) => e.result || e.interruptedSpent !== undefined || e.unfinishedStarts);
+      // What the round's bases reach: none of this round's work.
+      const bases = [...new Set(episodes.map((e) => e.base))];
+      const reachable = async () =>
+        new Set((await own.out(['rev-list', '--objects', '--no-object-names', ...bases])).split('\n'));
+      made = roundObjects(this.store.path(ROUND_OBJECTS), round, own.objects, begun ? reachable : undefined);
+      this.rounds.set(round, made);
+    }
+    return made;
   }
 
   /**
@@ -178,6 +202,8 @@ export class LocalForge implements ForgeWork {
       const problem = lineageMovedOutsideProblem(state, round, e, await this.git.revParse(this.ref(branch)), branch);
       if (problem) throw new Error(problem);
     }
+    this.rounds.delete(round.index);
+    await dropRoundObjects(this.store.path(ROUND_OBJECTS), round.index);
     for (const e of round.episodes) {
       await removeTree(this.store.workspace(e.id));
       if (this.keepRejected && !adopted.includes(e.id)) continue;

@@ -89,7 +89,7 @@ export class OwnRepo {
 /**
  * Writes `commit`'s files into `dir` (emptied first). For an agent's workspace (`branch` given) the
  * folder gets a .git of its own: HEAD on the branch, the objects borrowed read-only from
- * forkflush's store, the index that matches the files. The judge's copy gets no .git: through the
+ * `borrowed` (forkflush's store, or a round's view of it), the index that matches the files. The judge's copy gets no .git: through the
  * objects it could read any blob ever stored (a sibling's file, a context), not just the commit's.
  * The index is also written to `index`, outside the folder, for the snapshot.
  */
@@ -99,6 +99,7 @@ export async function checkoutInto(
   dir: string,
   index: string,
   branch?: string,
+  borrowed = own.objects,
 ): Promise<void> {
   // Emptied, not removed: the folder may be a job's working directory (GITHUB_WORKSPACE).
   await mkdir(dir, { recursive: true });
@@ -111,7 +112,7 @@ export async function checkoutInto(
   if (!branch) return;
   const dotGit = join(dir, '.git');
   await new Git(dir).exec(['init', '--quiet', '--template=']);
-  await writeFile(join(dotGit, 'objects', 'info', 'alternates'), `${own.objects}\n`);
+  await writeFile(join(dotGit, 'objects', 'info', 'alternates'), `${borrowed}\n`);
   await mkdir(join(dotGit, 'refs', 'heads', dirname(branch)), { recursive: true });
   await writeFile(join(dotGit, 'refs', 'heads', branch), `${commit}\n`);
   await writeFile(join(dotGit, 'HEAD'), `ref: refs/heads/${branch}\n`);

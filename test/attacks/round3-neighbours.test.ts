@@ -6,11 +6,13 @@
 // When all sandboxes shared one limit, the sibling's grader failed with EAGAIN, it was recorded
 // with no score, and the attacker won the round.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { GRADE_SERVICE_MAX_CONNECTIONS } from '../../src/core/bounds.js';
 import type { RunState } from '../../src/core/state.js';
+import { drive } from '../../src/local/runner.js';
+import { openRun, startRun } from '../../src/local/start.js';
 import {
   type AttackRepo,
   attackTemp,
@@ -20,6 +22,7 @@ import {
   describeSandboxed,
   makeAttackRepo,
   runLocal,
+  showFile,
 } from './helpers.js';
 
 afterAll(cleanupAttackTemps);
@@ -137,4 +140,66 @@ describeSandboxed('a branch that fills its process limit while its sibling is ju
     },
     300_000,
   );
+});
+
+describeSandboxed("a branch copying its sibling's result of the same round", () => {
+  /** r0.b0 ends with 9 and a marker at once; r0.b1 then looks for its tree and copies it (round-copy.sh). */
+  const copyRepo = () =>
+    makeAttackRepo({
+      agent: 'sh {fx}/round-copy.sh {logs}',
+      grader: CAT_GRADER,
+      strategy: 'best-of-n',
+      budget: 'total: 12\n  unit: tokens\n  episode: 6',
+      extra: 'fork:\n  branches: 2',
+    });
+
+  /** r0.b1 found nothing to copy, its git worked, and its own result stands. */
+  function expectNoCopy(repo: AttackRepo, state: RunState) {
+    const [b0, b1] = state.rounds[0]?.episodes ?? [];
+    const gitDir = join(repo.dir, '.git');
+    expect(b0?.result?.score).toBe(9);
+    const commit = b1?.result?.commit ?? '';
+    expect(showFile(gitDir, commit, 'copied.txt')).toBe('none\n');
+    expect(showFile(gitDir, commit, 'marker.txt')).toBeNull();
+    expect(b1?.result?.score).toBe(3);
+    // Its git saw the base and its objects all the same.
+    expect(Number(showFile(gitDir, commit, 'history.txt'))).toBe(1);
+    expect(Number(showFile(gitDir, commit, 'objects.txt'))).toBeGreaterThan(5);
+    // The round's view of the objects went when the round was settled.
+    expect(readdirSync(join(repo.dir, '.forkflush', state.id, 'round-objects'))).toEqual([]);
+  }
+
+  it("cannot read it: the round's workspaces borrow the objects as the round began", async () => {
+    const repo = copyRepo();
+    // Tells r0.b1 when r0.b0's branch holds its result: then it goes looking.
+    const base = repo.git('rev-parse', 'main');
+    const watch = setInterval(() => {
+      const refs = spawnSync('git', ['for-each-ref', '--format=%(refname) %(objectname)'], { cwd: repo.dir });
+      const b0 = String(refs.stdout)
+        .split('\n')
+        .find((l) => /round-0\/branch-0 /.test(l));
+      if (b0 && !b0.endsWith(base)) writeFileSync(join(repo.logs, 'b0-committed'), '');
+    }, 100);
+    const { state } = await runLocal(repo, { concurrency: 2 }).finally(() => clearInterval(watch));
+    expect(existsSync(join(repo.logs, 'b0-committed'))).toBe(true);
+    expectNoCopy(repo, state);
+  });
+
+  it('cannot read it after a resume either, when the round was begun by a release that kept no view', async () => {
+    const repo = copyRepo();
+    const run = await startRun({ dir: repo.dir, seed: 1, now: new Date('2026-12-05T10:00:00Z'), concurrency: 2 });
+    // Stopped once r0.b0's result is recorded, with r0.b1 still waiting: r0.b1 runs again on resume.
+    const stop = new AbortController();
+    const first = await drive(run.state, {
+      ...run,
+      signal: stop.signal,
+      onEvent: (e) => e.type === 'episode-done' && e.episode.id === 'r0.b0' && stop.abort(),
+    });
+    expect(first.interrupted).toBe(true);
+    rmSync(run.store.path('round-objects'), { recursive: true, force: true });
+    writeFileSync(join(repo.logs, 'b0-committed'), '');
+    const again = await openRun(repo.dir);
+    const { state } = await drive(again.state, again);
+    expectNoCopy(repo, state);
+  });
 });
